@@ -1,0 +1,203 @@
+"""English messages. Every user-facing sentence of qkvcalc, by key; ko.py has the same keys."""
+
+MESSAGES: dict[str, str] = {
+    # ---- stages: title and why the stage exists ------------------------------------------
+    "stage.x.title": "Input X",
+    "stage.x.why": "Each row is one token's vector as it enters the attention layer "
+    "(an embedding plus position, or the previous layer's output).",
+    "stage.source.title": "Source (keys and values come from here)",
+    "stage.source.why": "In cross-attention the queries come from X, but the keys and values "
+    "come from another sequence, such as the encoder's output that a decoder reads.",
+    "stage.split.title": "Split into heads",
+    "stage.split.why": "Each head works on its own slice of columns, so it can learn its own "
+    "notion of which tokens matter; the heads run side by side and are joined at the end.",
+    "stage.q.title": "Query projection",
+    "stage.q.why": "A query is what this token is looking for. Multiplying X by the learned "
+    "W_Q re-mixes each token's numbers into that role; each cell is a weighted sum of one row "
+    "of X.",
+    "stage.k.title": "Key projection",
+    "stage.k.why": "A key is what each token offers to be found by. W_K is a second, separately "
+    "learned view of the same input, so comparing and looking-for can differ.",
+    "stage.v.title": "Value projection",
+    "stage.v.why": "A value is the content a token hands over once it is chosen. The scores "
+    "only say who matters; V carries what is actually mixed into the output.",
+    "stage.kt.title": "Transpose of K",
+    "stage.kt.why": "Q is n×d_k and K is m×d_k. Turning K on its side (m×d_k into d_k×m) makes "
+    "the inner dimensions meet, so one matrix product compares every query with every key.",
+    "stage.scores.title": "Attention scores",
+    "stage.scores.why": "Each cell is the dot product of one query with one key: large when "
+    "they point the same way. All n×m pairs at once, which is why attention costs grow with "
+    "n².",
+    "stage.scaled.title": "Scaling",
+    "stage.scaled.why": "A dot product of d_k terms grows with d_k. Large scores push softmax "
+    "to put almost all weight on one key, where its gradients vanish; dividing by √d_k keeps "
+    "them in a range where learning works.",
+    "stage.masked.title": "Mask",
+    "stage.masked.why": "A mask forbids some query–key pairs (future tokens, padding) by "
+    "setting their scores to −∞, so softmax gives them weight exactly 0.",
+    "stage.exp.title": "Softmax, step 1: exponentials",
+    "stage.exp.why": "Softmax exponentiates each score. Subtracting the row's maximum first "
+    "changes nothing in the result (it cancels in the division) but keeps e^s from "
+    "overflowing.",
+    "stage.weights.title": "Softmax, step 2: attention weights",
+    "stage.weights.why": "Dividing each exponential by its row's sum turns scores into weights "
+    "that are positive and sum to 1: how much of each value this query takes.",
+    "stage.output.title": "Weighted sum of values",
+    "stage.output.why": "Each output row is the weights of that query times V: a blend of the "
+    "values, mostly of the tokens it attends to.",
+    "stage.concat.title": "Concatenate the heads",
+    "stage.concat.why": "The heads' outputs are laid side by side, head 1's columns first, "
+    "back to one row per token.",
+    "stage.output.final.title": "Output projection",
+    "stage.output.final.why": "W_O mixes the heads' joined results into one vector per token, "
+    "the width the next layer expects.",
+    "stage.output.concat.title": "Output (the joined heads)",
+    "stage.output.concat.why": "With no W_O given, the joined heads are the output.",
+    # ---- notes on stages ---------------------------------------------------------------
+    "note.scale_default": "d_k = {d_k}, so every score is divided by {root} = {value}.",
+    "note.scale_given": "scale = {scale} (given), instead of 1/√d_k with d_k = {d_k}.",
+    "note.mask_convention": "Mask convention: 1 / true = may attend (PyTorch's "
+    "scaled_dot_product_attention). nn.MultiheadAttention's boolean masks mean the opposite "
+    "(True = blocked).",
+    "note.causal_topleft": "Causal with {n} queries and {m} keys: aligned top-left, as "
+    "is_causal=True, so query i sees keys 1…i.",
+    "note.kv_shared": "Grouped-query attention: K/V head {kv_head} is shared by query heads "
+    "{first}–{last}.",
+    "note.split": "{heads} query heads of d_k = {d_k} columns each; {kv_heads} key/value "
+    "heads (d_v = {d_v}). Query head h reads K/V head ⌈h·G/H⌉.",
+    "note.no_arithmetic": "Arithmetic left out: {reason}.",
+    "note.too_big_cells": "{cells} cells, more than {limit} to write out",
+    "note.too_long_sums": "each cell sums {inner} products, more than {limit}",
+    "note.hidden": "{rows} rows and {cols} columns hidden (…).",
+    "note.brief": "Tables only (--detail brief).",
+    # ---- warnings ------------------------------------------------------------------------
+    "warn.fully_masked": "Every key is masked for {rows}: the plain formula would give "
+    "0/0 = NaN there, so those weights and outputs are 0, as PyTorch's "
+    "scaled_dot_product_attention returns.",
+    "warn.fully_masked_head": "Head {head}: every key is masked for {rows}: the plain formula "
+    "would give 0/0 = NaN there, so those weights and outputs are 0, as PyTorch's "
+    "scaled_dot_product_attention returns.",
+    # ---- the words of tables and arithmetic ------------------------------------------------
+    "ui.shape": "shape",
+    "ui.head": "head {head}",
+    "ui.heads_group": "Head {head} of {heads}",
+    "ui.row_max": "row max",
+    "ui.row_sum": "sum",
+    "ui.masked": "masked",
+    "ui.row": "row",
+    "ui.softmax_row": "row {row} ({token}): max = {max}; sum of exponentials = {sum}",
+    "ui.all_masked_row": "row {row} ({token}): every key masked, weights 0",
+    "ui.warning": "warning",
+    "ui.output_final": "Output",
+    "ui.arithmetic": "Arithmetic",
+    "ui.problem": "queries n = {n}, keys m = {m}, d_model = {d_model}, d_k = {d_k}, "
+    "d_v = {d_v}, heads = {heads}, mask: {mask}",
+    "ui.problem_direct": "queries n = {n}, keys m = {m} (Q, K, V given), d_k = {d_k}, "
+    "d_v = {d_v}, heads = {heads}, mask: {mask}",
+    "ui.preset": "preset {name}: {description}",
+    "ui.presets_title": "Presets",
+    "ui.presets_name": "name",
+    "ui.presets_description": "description",
+    "ui.presets_hint": "Run one: qkvcalc explain --preset NAME · edit one: "
+    "qkvcalc presets show NAME > mine.json",
+    "ui.split_row": "head {head}: {q} columns {qcols}, {k} columns {kcols}, {v} columns {vcols} "
+    "(K/V head {g})",
+    # ---- input errors: keys and structure ----------------------------------------------
+    "key.unknown_suggest": "unknown key {key!r}: did you mean {suggestion!r}?",
+    "key.unknown": "unknown key {key!r}; the input format knows: {known}",
+    "key.not_string": "keys must be strings, found {key}",
+    "key.duplicate": "key {key!r} is given twice (as {canonical!r}): keep one",
+    "input.not_object": "the input must be a JSON object with keys x, wq, wk, wv …, not a {kind}",
+    "input.missing": "missing {missing}: give X and the weights W_Q, W_K, W_V "
+    "(or Q, K, V directly)",
+    "input.missing_direct": "missing {missing}: when Q, K, V are given directly, all three "
+    "are needed",
+    "input.mixed": "give either X with W_Q, W_K, W_V, or Q, K, V directly, not both "
+    "(found {direct} and {projecting})",
+    "input.bo_without_wo": "b_O is given without W_O: the output bias belongs to the output "
+    "projection",
+    "input.empty": 'the input is empty: expected a JSON object such as {{"x": [1, 2], "wq": …}}',
+    "input.none": "no input: give a JSON file, '-' to read standard input, --preset NAME, or "
+    "--x/--wq/--wk/--wv (try: qkvcalc explain --preset doc)",
+    "input.json": "not valid JSON at line {line}, column {col}: {reason}",
+    "input.json_value": "not valid JSON: {reason}",
+    "input.json_deep": "the JSON is nested too deeply: a matrix is a list of rows, two levels deep",
+    "input.not_utf8": "the input is not UTF-8 text (byte {offset} is {byte})",
+    "input.too_big": "the input is larger than {limit} bytes; raise the limit with "
+    "--max-bytes if you mean it",
+    "input.file_missing": "no such file: {path}",
+    "input.file_unreadable": "cannot read {path}: {reason}",
+    "input.from": "in {origin}",
+    "input.inline": "in --{option}",
+    "inline.grammar": "--{option} {text!r}: write a matrix as rows of numbers split by ';', "
+    'e.g. "1 2; 3 4"',
+    # ---- input errors: numbers and matrices ------------------------------------------------
+    "number.grammar": "{field}: {text!r} is not a number qkvcalc reads. Write an integer, "
+    "a decimal, a fraction or a square root: 3, -0.5, 1/2, -3e-2, sqrt(2), 1/sqrt(2)",
+    "number.empty": "{field}: an empty string is not a number",
+    "number.too_long": "{field}: a number written with more than {limit} characters",
+    "number.zero_division": "{field}: {text!r} divides by zero",
+    "number.negative_sqrt": "{field}: {text!r} takes the square root of a negative number",
+    "number.not_finite": "{field}: {text} is not a finite number; every number must be finite",
+    "number.nan": "{field} is NaN: every number must be finite",
+    "matrix.not_list": "{field} must be a matrix (a list of rows of numbers), not {value}",
+    "matrix.empty": "{field} is empty: a matrix needs at least one row of numbers",
+    "matrix.empty_row": "{field}: row {row} is empty: a row needs at least one number",
+    "matrix.mixed": "{field}: row {row} is a number among rows: write every row as a list",
+    "matrix.ragged": "{field}: row {row} has {length} numbers but row 1 has {width}: every "
+    "row of a matrix has the same length",
+    "matrix.too_deep": "{field}{where} is a list where a number belongs: a matrix is a list of "
+    "rows of numbers, two levels deep",
+    "matrix.bool": "{field}{where} is true/false where a number belongs: write 1 or 0",
+    "matrix.null": "{field}{where} is null where a number belongs",
+    "matrix.not_number": "{field}{where} is {value}, not a number",
+    "matrix.too_big": "{field} has {count} numbers, more than the limit of {limit}",
+    "vector.not_flat": "{field} must be a flat list (one number per column), not {rows} rows",
+    "heads.not_positive": "{field} must be a whole number from 1 to {limit}, not {value}",
+    "heads.kv_divide": "heads = {heads} is not a multiple of kv_heads = {kv_heads}: each "
+    "key/value head serves the same number of query heads",
+    "tokens.not_strings": "{field} must be a list of names (strings), one per row",
+    "tokens.count": "{field} has {count} names but {rows} has {n} rows: one name per row",
+    "tokens.source_without_source": "source_tokens is given without a source matrix",
+    "scale.not_number": "scale must be a number, not {value}",
+    "layout.unknown": 'layout must be "rows" (Q = X·W_Q) or "torch" (weights as PyTorch '
+    "stores them, out×in), not {value}",
+    # ---- input errors: shapes -------------------------------------------------------------
+    "shape.weight_rows": "{field} is {shape}, but {what} has {rows} columns: in "
+    "{what}·{field} the inner dimensions must meet, so {field} needs {rows} rows",
+    "shape.weight_rows_hint_torch": "{field} is {shape}, but {what} has {rows} columns: in "
+    "{what}·{field} the inner dimensions must meet, so {field} needs {rows} rows. It looks "
+    'transposed, the way PyTorch stores a linear layer (out×in): add "layout": "torch" '
+    "(or --layout torch)",
+    "shape.weight_rows_hint_rows": "{field} is {shape} as given in the torch layout (out×in), "
+    "but {what} has {rows} columns, so it needs {rows} columns there. It looks like the rows "
+    'layout (in×out): drop "layout": "torch"',
+    "shape.source_width": "source is {source} but X is {x}: keys and values are projected "
+    "from the source with the same W_K, W_V, so both need d_model columns",
+    "shape.kv_rows": "K is {k} and V is {v}: they need the same number of rows (one key and "
+    "one value per token)",
+    "shape.heads_divide": "{field} has {cols} columns, which do not split into {what} = "
+    "{heads} equal slices: the column count must be a multiple of {heads}",
+    "shape.dk_mismatch": "{q} has {qcols} columns for {heads} heads (d_k = {d_k} each) but {k} "
+    "has {kcols} for {kv_heads} key/value heads (d_k = {dk2}): queries and keys must have the "
+    "same d_k to be multiplied in Q·Kᵀ",
+    "shape.bias": "{field} has {length} numbers but {weight} has {cols} columns: a bias adds "
+    "one number to each column",
+    "mask.unknown": 'mask must be "none", "causal" or a 0/1 matrix, not {value}',
+    "mask.shape": "mask is {shape} but the scores are {n}×{m} (queries × keys): the mask "
+    "needs one 0/1 per score",
+    "mask.not_flags": "{field}{where} must be a list of 0/1, not {value}",
+    "mask.not_flag": "{field}{where} is {value}: mask entries are 1 (may attend) or 0 (masked)",
+    "mask.padding_length": "key_padding has {length} entries but there are {m} keys: one "
+    "1 (real token) or 0 (padding) per key",
+    "overflow": "the numbers overflow float64 at {stage}, row {row}, column {col} (head "
+    "{head}): scale the input down",
+    # ---- command line -------------------------------------------------------------------
+    "cli.preset_unknown": "no preset named {name!r}; the presets are: {names}",
+    "cli.preset_unknown_suggest": "no preset named {name!r}: did you mean {suggestion!r}? "
+    "(qkvcalc presets lists them)",
+    "cli.two_sources": "give one input: {sources} were all given",
+    "cli.bad_option": "--{option}: {reason}",
+    "cli.interrupted": "interrupted",
+    "cli.error_prefix": "error",
+}

@@ -1,0 +1,326 @@
+"""The command line: parse options, load the problem, call the engine, pick a renderer, print.
+
+No math here and no formatting of numbers: those live in the engine and the renderers.
+Errors: a QkvcalcError becomes one message on stderr and exit 2, with nothing on stdout.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from qkvcalc import __version__
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.i18n import resolve_lang, translate
+
+app = typer.Typer(
+    name="qkvcalc",
+    help="A step-by-step calculator for Transformer attention: every stage, every cell's "
+    "arithmetic. Start with: qkvcalc explain --preset doc",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+presets_app = typer.Typer(
+    help="List the bundled presets, or print one as JSON.",
+    invoke_without_command=True,
+    rich_markup_mode=None,
+)
+app.add_typer(presets_app, name="presets")
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+
+
+class Detail(str, Enum):
+    full = "full"
+    brief = "brief"
+
+
+class Lang(str, Enum):
+    en = "en"
+    ko = "ko"
+
+
+class Layout(str, Enum):
+    rows = "rows"
+    torch = "torch"
+
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def fail(err: QkvcalcError, lang: str) -> NoReturn:
+    """One message on stderr, nothing on stdout, exit 2."""
+    typer.echo(f"{translate('cli.error_prefix', lang)}: {err.message(lang)}", err=True)
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"qkvcalc {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """qkvcalc: scaled dot-product attention, stage by stage."""
+
+
+def _console(no_color: bool, stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(
+        stderr=stderr,
+        no_color=no_color or None,
+        highlight=False,
+        emoji=False,
+        markup=False,
+        soft_wrap=False,
+    )
+
+
+def write_output(text: str, path: Path) -> None:
+    """Write the whole file or nothing: a temporary file renamed into place."""
+    tmp = path.with_name(f".{path.name}.qkvcalc-tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@app.command()
+def explain(
+    source: Annotated[
+        str | None,
+        typer.Argument(
+            help="A JSON file of the input format, or - for standard input (piped input is read "
+            "when no other input is given).",
+            show_default=False,
+        ),
+    ] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(help="A bundled preset (qkvcalc presets lists them).", show_default=False),
+    ] = None,
+    x: Annotated[
+        str | None,
+        typer.Option("--x", help='Input X, rows split by ";": "1 2; 0 1".', show_default=False),
+    ] = None,
+    wq: Annotated[str | None, typer.Option("--wq", help="W_Q, inline.", show_default=False)] = None,
+    wk: Annotated[str | None, typer.Option("--wk", help="W_K, inline.", show_default=False)] = None,
+    wv: Annotated[str | None, typer.Option("--wv", help="W_V, inline.", show_default=False)] = None,
+    wo: Annotated[
+        str | None,
+        typer.Option(
+            "--wo", help="W_O, inline (multi-head output projection).", show_default=False
+        ),
+    ] = None,
+    tokens: Annotated[
+        str | None,
+        typer.Option(help='Token names, split by spaces: "I love cats".', show_default=False),
+    ] = None,
+    mask: Annotated[
+        str | None,
+        typer.Option(
+            help='none, causal, or a 0/1 matrix "1 0; 1 1" (1 = may attend).', show_default=False
+        ),
+    ] = None,
+    heads: Annotated[
+        int | None, typer.Option(help="Number of heads H.", min=1, show_default=False)
+    ] = None,
+    kv_heads: Annotated[
+        int | None,
+        typer.Option(
+            help="Key/value heads G (grouped-query attention).", min=1, show_default=False
+        ),
+    ] = None,
+    scale: Annotated[
+        str | None,
+        typer.Option(
+            help="The factor the scores are multiplied by (default 1/√d_k): 0.5, 1/sqrt(8).",
+            show_default=False,
+        ),
+    ] = None,
+    layout: Annotated[
+        Layout | None,
+        typer.Option(
+            help="rows: Q = X·W_Q; torch: weights as PyTorch stores them (out×in).",
+            show_default=False,
+        ),
+    ] = None,
+    format: Annotated[
+        Format | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="What to print (default: table, or from --output's extension).",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write to this file instead of standard output.",
+            show_default=False,
+        ),
+    ] = None,
+    detail: Annotated[
+        Detail, typer.Option(help="full: each cell's arithmetic where it fits; brief: tables only.")
+    ] = Detail.full,
+    precision: Annotated[int, typer.Option(help="Decimals shown.", min=0, max=15)] = 4,
+    exact: Annotated[
+        bool, typer.Option("--exact", help="Show exact fractions where the numbers stay rational.")
+    ] = False,
+    lang: Annotated[
+        Lang | None,
+        typer.Option(
+            help="en or ko (default: from QKVCALC_LANG, LC_ALL, LANG).", show_default=False
+        ),
+    ] = None,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="No colours (NO_COLOR works too).")
+    ] = False,
+    max_bytes: Annotated[
+        int, typer.Option(help="Refuse inputs larger than this.", min=1)
+    ] = 100_000_000,
+) -> None:
+    """Compute attention for a problem and show every stage, with each cell's arithmetic."""
+    language = resolve_lang(lang.value if lang else None)
+    try:
+        from qkvcalc.engine import run
+        from qkvcalc.problem import Problem
+        from qkvcalc.render import EXTENSIONS, RenderOptions, render
+        from qkvcalc.sources import gather
+
+        inline = {
+            "x": x,
+            "wq": wq,
+            "wk": wk,
+            "wv": wv,
+            "wo": wo,
+            "tokens": tokens,
+            "mask": mask,
+            "heads": heads,
+            "kv_heads": kv_heads,
+            "scale": scale,
+            "layout": layout.value if layout else None,
+        }
+        doc = gather(source, preset, inline, sys.stdin.buffer, sys.stdin.isatty(), max_bytes)
+        trace = run(Problem.from_mapping(doc, exact=exact))
+        fmt = (
+            format.value
+            if format
+            else EXTENSIONS.get(output.suffix.lower(), "table")
+            if output
+            else "table"
+        )
+        console = _console(no_color)
+        color = console.color_system is not None and output is None and fmt == "table"
+        opts = RenderOptions(
+            lang=language,
+            precision=precision,
+            detail=detail.value,
+            width=console.width if output is None else 100,
+            color=color,
+            exact=exact,
+        )
+        if fmt == "table" and output is None:
+            from qkvcalc.render.terminal import render_trace
+
+            with console.capture() as capture:
+                console.print(render_trace(trace, opts))
+            text = capture.get()
+        else:
+            text = render(trace, fmt, opts)
+    except QkvcalcError as err:
+        fail(err, language)
+    if output is not None:
+        write_output(text, output)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+@presets_app.callback()
+def presets_list(ctx: typer.Context) -> None:
+    """List the presets with a one-line description."""
+    if ctx.invoked_subcommand is not None:
+        return
+    _print_presets()
+
+
+@presets_app.command("list")
+def presets_list_cmd(
+    lang: Annotated[Lang | None, typer.Option(help="en or ko.", show_default=False)] = None,
+) -> None:
+    """List the presets with a one-line description."""
+    _print_presets(lang.value if lang else None)
+
+
+def _print_presets(lang: str | None = None) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from qkvcalc import presets
+
+    language = resolve_lang(lang)
+    table = Table(
+        title=translate("ui.presets_title", language), title_justify="left", show_edge=False
+    )
+    table.add_column(translate("ui.presets_name", language), style="bold", no_wrap=True)
+    table.add_column(translate("ui.presets_description", language))
+    for name in presets.names():
+        table.add_row(Text(name), Text(str(presets.load(name).get("description", ""))))
+    console = _console(False)
+    with console.capture() as capture:
+        console.print(table)
+        console.print(Text(translate("ui.presets_hint", language), style="dim"))
+    sys.stdout.write(capture.get())
+
+
+@presets_app.command("show")
+def presets_show(
+    name: Annotated[str, typer.Argument(help="The preset's name.")],
+    lang: Annotated[Lang | None, typer.Option(help="en or ko.", show_default=False)] = None,
+) -> None:
+    """Print one preset as JSON: a template to copy and edit."""
+    from qkvcalc import presets
+
+    try:
+        sys.stdout.write(presets.text(name))
+    except QkvcalcError as err:
+        fail(err, resolve_lang(lang.value if lang else None))
+
+
+def main() -> None:
+    """The console script: typer's app, plus quiet endings for Ctrl-C and a closed pipe."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        typer.echo(translate("cli.interrupted", resolve_lang()), err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except BrokenPipeError:
+        # the reader went away (qkvcalc … | head -1): stop quietly, as cat does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(0)

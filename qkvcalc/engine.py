@@ -1,0 +1,424 @@
+"""The engine: scaled dot-product attention, one recorded stage at a time.
+
+    output = softmax(Q·Kᵀ · scale + M) · V,   Q = X·W_Q + b_Q,  K = S·W_K + b_K,  V = S·W_V + b_V
+
+with S = X (self-attention) or the source (cross-attention). numpy only: no printing, no rich,
+no typer. `run` returns a Trace whose stages a renderer shows; shape comments use the paper's
+names (n queries, m keys, d_model, d_k and d_v per head, H heads, G key/value heads).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.i18n import Msg
+from qkvcalc.problem import Problem
+from qkvcalc.trace import Stage, Trace
+
+# ---- the math, as on the board --------------------------------------------------------------
+
+
+def project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    # [n, d_model] @ [d_model, d_k] + [d_k] -> [n, d_k]
+    return x @ w if b is None else x @ w + b
+
+
+def allowed_keys(p: Problem) -> np.ndarray | None:
+    """[n, m] bool, True where query i may attend to key j; None when nothing is masked."""
+    allowed = None
+    if p.mask_kind == "causal":  # lower-triangular, aligned top-left (as is_causal=True)
+        allowed = np.tril(np.ones((p.n, p.m), dtype=bool))
+    elif p.mask is not None:
+        allowed = p.mask.copy()
+    if p.key_padding is not None:  # [m] -> broadcast over every query row
+        allowed = (
+            np.broadcast_to(p.key_padding, (p.n, p.m)).copy()
+            if allowed is None
+            else (allowed & p.key_padding)
+        )
+    return allowed
+
+
+def softmax_parts(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Stable softmax over each row, with its parts: (row max, e^(s - max), row sum, weights).
+
+    A row whose every entry is -inf (all keys masked) has no maximum; it gets max 0,
+    exponentials 0, sum 0 and weights 0 (what PyTorch's SDPA returns) instead of 0/0 = NaN.
+    """
+    # [n, m] -> [n], [n, m], [n], [n, m]
+    live = np.isfinite(s).any(axis=1)
+    row_max = np.where(live, np.max(s, axis=1, initial=-np.inf), 0.0)
+    e = np.exp(s - row_max[:, None])
+    row_sum = e.sum(axis=1)
+    weights = np.divide(e, row_sum[:, None], out=np.zeros_like(e), where=row_sum[:, None] > 0)
+    return row_max, e, row_sum, weights
+
+
+def attention(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, allowed: np.ndarray | None
+) -> np.ndarray:
+    """The whole formula in one line, without the trace (used for checks and benchmarks)."""
+    # [n, d_k], [m, d_k], [m, d_v], [n, m] -> [n, d_v]
+    s = (q @ k.T) * scale
+    if allowed is not None:
+        s = np.where(allowed, s, -np.inf)
+    return softmax_parts(s)[3] @ v
+
+
+# ---- recording the stages --------------------------------------------------------------------
+
+
+def _dims(count: int, start: int = 0) -> tuple[str, ...]:
+    return tuple(str(start + j + 1) for j in range(count))
+
+
+def _span(first: int, count: int) -> str:
+    """1-based inclusive column range: columns 3–4 (or just 3)."""
+    return f"{first + 1}" if count == 1 else f"{first + 1}–{first + count}"
+
+
+def _check_finite(stage: Stage) -> Stage:
+    value = stage.value
+    bad = ~np.isfinite(value)
+    if stage.id == "masked":  # -inf is what masking writes
+        bad &= ~np.isneginf(value)
+    if bad.any():
+        i, j = (int(t) + 1 for t in np.argwhere(bad)[0])
+        raise QkvcalcError("overflow", stage=stage.formula, row=i, col=j, head=stage.head or 1)
+    return stage
+
+
+class _Recorder:
+    def __init__(self, p: Problem) -> None:
+        self.p = p
+        self.stages: list[Stage] = []
+        self.warnings: list[Msg] = []
+
+    def add(self, stage: Stage) -> np.ndarray:
+        self.stages.append(_check_finite(stage))
+        return stage.value
+
+    def projection(
+        self,
+        sid: str,
+        head: int | None,
+        inputs: np.ndarray,
+        src_name: str,
+        weight: str,
+        cols: slice,
+        bias: str,
+        rows: tuple[str, ...],
+        full: bool,
+        notes: tuple[Msg, ...] = (),
+    ) -> np.ndarray:
+        p = self.p
+        w = getattr(p, f"w{sid}").values[:, cols]
+        b_m = getattr(p, f"b{sid}")
+        b = None if b_m is None else b_m.values[0, cols]
+        span = "" if full else f"[:, {_span(cols.start, cols.stop - cols.start)}]"
+        formula = f"{sid.upper()} = {src_name}·{weight}{span}"
+        if b is not None:
+            formula += f" + {bias}" + (
+                "" if full else f"[{_span(cols.start, cols.stop - cols.start)}]"
+            )
+        return self.add(
+            Stage(
+                sid,
+                head,
+                formula,
+                project(inputs, w, b),
+                rows,
+                _dims(w.shape[1]),
+                "matmul",
+                operands=(inputs, w),
+                names=(src_name, f"{weight}{span}"),
+                inner=_dims(w.shape[0]),
+                bias=b,
+                cell=sid.upper() + "[{i},{j}]",
+                notes=notes,
+            )
+        )
+
+    def head(
+        self,
+        h: int | None,
+        q: np.ndarray | None,
+        k: np.ndarray | None,
+        v: np.ndarray | None,
+        allowed: np.ndarray | None,
+    ) -> np.ndarray:
+        """One head's stages, from Q, K, V to its output. Returns [n, d_v]."""
+        p = self.p
+        hh = h or 1
+        g = p.kv_head_of(hh)
+        qs = slice((hh - 1) * p.d_k, hh * p.d_k)
+        ks = slice((g - 1) * p.d_k, g * p.d_k)
+        vs = slice((g - 1) * p.d_v, g * p.d_v)
+        full = h is None
+        src = "source" if p.cross else "X"
+        shared: tuple[Msg, ...] = ()
+        if p.kv_heads < p.heads:
+            per = p.heads // p.kv_heads
+            shared = (Msg("note.kv_shared", kv_head=g, first=(g - 1) * per + 1, last=g * per),)
+        if p.projected:
+            assert p.x is not None
+            source = p.source.values if p.source is not None else p.x.values
+            q = self.projection("q", h, p.x.values, "X", "W_Q", qs, "b_Q", p.tokens, full)
+            k = self.projection(
+                "k", h, source, src, "W_K", ks, "b_K", p.source_tokens, full, shared
+            )
+            v = self.projection(
+                "v", h, source, src, "W_V", vs, "b_V", p.source_tokens, full, shared
+            )
+        else:
+            assert p.q is not None and p.k is not None and p.v is not None
+            for sid, mat, cols, rows in (
+                ("q", p.q, qs, p.tokens),
+                ("k", p.k, ks, p.source_tokens),
+                ("v", p.v, vs, p.source_tokens),
+            ):
+                span = "" if full else f"[:, {_span(cols.start, cols.stop - cols.start)}]"
+                self.add(
+                    Stage(
+                        sid,
+                        h,
+                        f"{sid.upper()}{span}",
+                        mat.values[:, cols],
+                        rows,
+                        _dims(cols.stop - cols.start),
+                        "input" if full else "slice",
+                        notes=shared if sid != "q" else (),
+                    )
+                )
+            q, k, v = p.q.values[:, qs], p.k.values[:, ks], p.v.values[:, vs]
+        assert q is not None and k is not None and v is not None
+
+        # [m, d_k] -> [d_k, m]: the inner dimensions of Q·Kᵀ must meet
+        kt = self.add(
+            Stage("kt", h, "Kᵀ", k.T, _dims(p.d_k), p.source_tokens, "transpose", operands=(k,))
+        )
+        # [n, d_k] @ [d_k, m] -> [n, m]
+        scores = self.add(
+            Stage(
+                "scores",
+                h,
+                "Q·Kᵀ",
+                q @ kt,
+                p.tokens,
+                p.source_tokens,
+                "matmul",
+                operands=(q, kt),
+                names=("Q", "Kᵀ"),
+                inner=_dims(p.d_k),
+                cell="q_{i}·k_{j}",
+            )
+        )
+        if p.scale_given is None:
+            root = math.isqrt(p.d_k)
+            formula, text = "Q·Kᵀ / √d_k", f"√{p.d_k}"
+            note = Msg(
+                "note.scale_default",
+                d_k=p.d_k,
+                root=text,
+                value=str(root) if root * root == p.d_k else f"{math.sqrt(p.d_k):.4f}",
+            )
+        else:
+            formula, text = f"Q·Kᵀ × {p.scale_given.value:g}", ""
+            note = Msg("note.scale_given", scale=f"{p.scale:g}", d_k=p.d_k)
+        # [n, m] * scalar -> [n, m]
+        scaled = self.add(
+            Stage(
+                "scaled",
+                h,
+                formula,
+                scores * p.scale,
+                p.tokens,
+                p.source_tokens,
+                "scale",
+                operands=(scores,),
+                scale=p.scale,
+                scale_text=text,
+                notes=(note,),
+            )
+        )
+        logits = scaled
+        if allowed is not None:
+            notes = [Msg("note.mask_convention")]
+            if p.mask_kind == "causal" and p.n != p.m:
+                notes.append(Msg("note.causal_topleft", n=p.n, m=p.m))
+            # [n, m] where allowed, else -inf
+            logits = self.add(
+                Stage(
+                    "masked",
+                    h,
+                    formula + " + M",
+                    np.where(allowed, scaled, -np.inf),
+                    p.tokens,
+                    p.source_tokens,
+                    "mask",
+                    operands=(scaled,),
+                    allowed=allowed,
+                    notes=tuple(notes),
+                )
+            )
+        row_max, e, row_sum, weights = softmax_parts(logits)
+        dead = np.flatnonzero(row_sum == 0)
+        if dead.size:
+            names = ", ".join(p.tokens[i] for i in dead[:10]) + (" …" if dead.size > 10 else "")
+            key = "warn.fully_masked_head" if h else "warn.fully_masked"
+            self.warnings.append(Msg(key, rows=names, head=hh, count=int(dead.size)))
+        self.add(
+            Stage(
+                "exp",
+                h,
+                "e^(s − max)",
+                e,
+                p.tokens,
+                p.source_tokens,
+                "exp",
+                operands=(logits,),
+                row_max=row_max,
+            )
+        )
+        self.add(
+            Stage(
+                "weights",
+                h,
+                "A = softmax(" + formula + (" + M)" if allowed is not None else ")"),
+                weights,
+                p.tokens,
+                p.source_tokens,
+                "softmax",
+                operands=(e,),
+                row_sum=row_sum,
+            )
+        )
+        # [n, m] @ [m, d_v] -> [n, d_v]
+        return self.add(
+            Stage(
+                "output",
+                h,
+                "A·V",
+                weights @ v,
+                p.tokens,
+                _dims(p.d_v),
+                "matmul",
+                operands=(weights, v),
+                names=("A", "V"),
+                inner=p.source_tokens,
+                cell="out[{i},{j}]",
+            )
+        )
+
+
+def run(p: Problem) -> Trace:
+    """Compute attention for a validated Problem and record every stage."""
+    rec = _Recorder(p)
+    if p.x is not None:
+        rec.add(Stage("x", None, "X", p.x.values, p.tokens, _dims(p.x.values.shape[1]), "input"))
+    if p.source is not None:
+        rec.add(
+            Stage(
+                "source",
+                None,
+                "source",
+                p.source.values,
+                p.source_tokens,
+                _dims(p.source.values.shape[1]),
+                "input",
+            )
+        )
+    allowed = allowed_keys(p)
+    if not p.multihead:
+        rec.head(None, None, None, None, allowed)
+        return Trace(p, tuple(rec.stages), tuple(rec.warnings))
+
+    # The split: which columns of W_Q, W_K, W_V (or of Q, K, V) each head reads. [H, 7]
+    split = np.array(
+        [
+            [
+                (h - 1) * p.d_k + 1,
+                h * p.d_k,
+                (p.kv_head_of(h) - 1) * p.d_k + 1,
+                p.kv_head_of(h) * p.d_k,
+                (p.kv_head_of(h) - 1) * p.d_v + 1,
+                p.kv_head_of(h) * p.d_v,
+                p.kv_head_of(h),
+            ]
+            for h in range(1, p.heads + 1)
+        ],
+        dtype=np.float64,
+    )
+    names = ("W_Q", "W_K", "W_V") if p.projected else ("Q", "K", "V")
+    rec.add(
+        Stage(
+            "split",
+            None,
+            f"{names[0]}, {names[1]}, {names[2]} → heads",
+            split,
+            tuple(f"head {h}" for h in range(1, p.heads + 1)),
+            (
+                f"{names[0]} from",
+                f"{names[0]} to",
+                f"{names[1]} from",
+                f"{names[1]} to",
+                f"{names[2]} from",
+                f"{names[2]} to",
+                "K/V head",
+            ),
+            "split",
+            notes=(Msg("note.split", heads=p.heads, kv_heads=p.kv_heads, d_k=p.d_k, d_v=p.d_v),),
+        )
+    )
+    outs = [rec.head(h, None, None, None, allowed) for h in range(1, p.heads + 1)]
+    # H × [n, d_v] -> [n, H·d_v]
+    concat = rec.add(
+        Stage(
+            "concat",
+            None,
+            "concat(head_1, …, head_H)",
+            np.hstack(outs),
+            p.tokens,
+            _dims(p.heads * p.d_v),
+            "concat",
+            operands=tuple(outs),
+        )
+    )
+    if p.wo is None:
+        rec.add(
+            Stage(
+                "output",
+                None,
+                "output = concat",
+                concat,
+                p.tokens,
+                _dims(concat.shape[1]),
+                "copy",
+                operands=(concat,),
+                topic="output.concat",
+            )
+        )
+    else:
+        bo = None if p.bo is None else p.bo.values[0]
+        # [n, H·d_v] @ [H·d_v, d_out] + [d_out] -> [n, d_out]
+        rec.add(
+            Stage(
+                "output",
+                None,
+                "output = concat·W_O" + (" + b_O" if bo is not None else ""),
+                project(concat, p.wo.values, bo),
+                p.tokens,
+                _dims(p.wo.values.shape[1]),
+                "matmul",
+                operands=(concat, p.wo.values),
+                names=("concat", "W_O"),
+                inner=_dims(concat.shape[1]),
+                bias=bo,
+                cell="out[{i},{j}]",
+                topic="output.final",
+            )
+        )
+    return Trace(p, tuple(rec.stages), tuple(rec.warnings))

@@ -1,0 +1,61 @@
+"""Message keys and the catalogs that turn them into sentences, in English and Korean.
+
+Every user-facing sentence lives in qkvcalc/catalog/<lang>.py under a key; code passes
+Msg(key, params) around and a renderer (or the CLI) translates it once, at the edge.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+LANGS = ("en", "ko")
+
+
+class Msg:
+    """A sentence not yet put into words: a catalog key and the values it mentions."""
+
+    __slots__ = ("key", "params")
+
+    def __init__(self, key: str, /, **params: Any) -> None:
+        self.key = key
+        self.params = params
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Msg) and (self.key, self.params) == (other.key, other.params)
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        return f"Msg({self.key!r}, **{self.params!r})"
+
+    def text(self, lang: str = "en") -> str:
+        return translate(self.key, lang, **self.params)
+
+
+def catalog(lang: str) -> dict[str, str]:
+    if lang == "ko":
+        from qkvcalc.catalog.ko import MESSAGES as ko
+
+        return ko
+    from qkvcalc.catalog.en import MESSAGES as en
+
+    return en
+
+
+def translate(key: str, lang: str = "en", /, **params: Any) -> str:
+    """The sentence for `key` in `lang`, with its params filled in; English if `lang` lacks it."""
+    template = catalog(lang).get(key) or catalog("en")[key]
+    return template.format(**params) if params else template
+
+
+def resolve_lang(explicit: str | None = None) -> str:
+    """--lang wins; then QKVCALC_LANG; then LC_ALL, LC_MESSAGES, LANG (the POSIX order)."""
+    if explicit:
+        return explicit
+    for var in ("QKVCALC_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
+        value = os.environ.get(var, "")
+        if value:
+            return "ko" if value.lower().startswith("ko") else "en"
+    return "en"

@@ -1,0 +1,76 @@
+"""From text to a document of the input format: JSON (file, stdin, preset) and inline matrices.
+
+This layer reads bytes and returns plain Python values; Problem.from_mapping validates them.
+Every failure is a QkvcalcError that says where (line and column, byte offset) and what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import IO, Any
+
+from qkvcalc.errors import QkvcalcError
+
+MAX_BYTES = 100_000_000  # 100 MB: a GPT-2-small layer is about 60 MB of JSON
+
+
+def read_limited(stream: IO[bytes], limit: int = MAX_BYTES) -> bytes:
+    """Read at most `limit` bytes, refusing a larger input before it is all in memory."""
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise QkvcalcError("input.too_big", limit=limit)
+    return data
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in doc:
+            raise QkvcalcError("key.duplicate", key=key, canonical=key)
+        doc[key] = value
+    return doc
+
+
+def load_json(data: bytes | str) -> Any:
+    """Decode JSON text strictly: UTF-8, no duplicate keys; absurd nesting is an error."""
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            raise QkvcalcError(
+                "input.not_utf8", offset=err.start, byte=f"0x{data[err.start]:02x}"
+            ) from None
+    else:
+        text = data
+    if not text.strip():
+        raise QkvcalcError("input.empty")
+    try:
+        return json.loads(text, object_pairs_hook=_reject_duplicates)
+    except json.JSONDecodeError as err:
+        raise QkvcalcError("input.json", line=err.lineno, col=err.colno, reason=err.msg) from None
+    except RecursionError:
+        raise QkvcalcError("input.json_deep") from None
+    except ValueError as err:  # e.g. an integer of more than 4300 digits
+        raise QkvcalcError("input.json_value", reason=str(err)[:120]) from None
+
+
+_ROW_SPLIT = re.compile(r"[;\n]")
+_CELL_SPLIT = re.compile(r"[\s,]+")
+
+
+def parse_inline(text: str, option: str) -> Any:
+    """'1 2; 3 4' (rows split by ';', numbers by spaces or commas) -> [['1', '2'], ['3', '4']].
+
+    A JSON literal ('[[1, 2], [3, 4]]') is read as JSON; a bare word ('causal') stays a word.
+    Numbers stay text here, so the safe number grammar reads them ('1/2', 'sqrt(2)').
+    """
+    stripped = text.strip()
+    if stripped.startswith("["):
+        return load_json(stripped)
+    if re.fullmatch(r"[A-Za-z]+", stripped):
+        return stripped
+    rows = [r for r in (row.strip() for row in _ROW_SPLIT.split(stripped)) if r]
+    if not rows:
+        raise QkvcalcError("inline.grammar", option=option, text=text)
+    return [[c for c in _CELL_SPLIT.split(row) if c] for row in rows]

@@ -1,0 +1,569 @@
+"""Problem: the validated numbers and options of one attention calculation.
+
+Everything that can be wrong with an input is found here, before any math runs, and reported
+as a QkvcalcError that names the field, the shapes involved and the rule they break.
+Weights are stored in the row layout (Q = X·W_Q) whatever layout they were given in.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.numbers import Number, exact_of_float, parse_number
+
+MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")
+VECTORS = ("bq", "bk", "bv", "bo")
+OPTIONS = ("tokens", "source_tokens", "heads", "kv_heads", "scale", "mask", "key_padding", "layout")
+META = ("name", "description", "reference")
+FIELDS = MATRICES + VECTORS + OPTIONS + META
+
+# How each field is named in messages: the paper's names, not the JSON keys.
+DISPLAY = {
+    "x": "X",
+    "source": "source",
+    "wq": "W_Q",
+    "wk": "W_K",
+    "wv": "W_V",
+    "wo": "W_O",
+    "q": "Q",
+    "k": "K",
+    "v": "V",
+    "bq": "b_Q",
+    "bk": "b_K",
+    "bv": "b_V",
+    "bo": "b_O",
+}
+
+_ALIASES = {
+    "numheads": "heads",
+    "nheads": "heads",
+    "numkvheads": "kv_heads",
+    "nkvheads": "kv_heads",
+    "sourcetokens": "source_tokens",
+    "keypadding": "key_padding",
+    "kvheads": "kv_heads",
+}
+
+MAX_HEADS = 1024
+MAX_ELEMENTS = 20_000_000  # per matrix; the CLI's byte limit usually speaks first
+
+
+def _norm(key: str) -> str:
+    return re.sub(r"[\s_\-]", "", key.lower())
+
+
+_CANONICAL = {_norm(name): name for name in FIELDS} | _ALIASES
+
+
+def canonical_key(key: object) -> str:
+    """'W_Q', 'w_q' and 'WQ' all mean 'wq'. Unknown keys are an error that suggests a known one."""
+    if not isinstance(key, str):
+        raise QkvcalcError("key.not_string", key=repr(key))
+    found = _CANONICAL.get(_norm(key))
+    if found is None:
+        close = difflib.get_close_matches(_norm(key), list(_CANONICAL), n=1, cutoff=0.5)
+        if close:
+            raise QkvcalcError("key.unknown_suggest", key=key, suggestion=_CANONICAL[close[0]])
+        raise QkvcalcError("key.unknown", key=key, known=", ".join(FIELDS))
+    return found
+
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    return "×".join(str(s) for s in shape)
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A validated input matrix: float64 values and, in exact mode, its rational entries."""
+
+    values: np.ndarray
+    exact: tuple[tuple[Fraction | None, ...], ...] | None = None
+
+
+def _fail_cell(field_name: str, where: str, value: object) -> QkvcalcError:
+    name = DISPLAY.get(field_name, field_name)
+    if isinstance(value, bool):
+        return QkvcalcError("matrix.bool", field=name, where=where)
+    if isinstance(value, list | tuple):
+        return QkvcalcError("matrix.too_deep", field=name, where=where)
+    if value is None:
+        return QkvcalcError("matrix.null", field=name, where=where)
+    if isinstance(value, float) and math.isnan(value):
+        return QkvcalcError("number.nan", field=f"{name}{where}")
+    if isinstance(value, int | float):
+        return QkvcalcError("number.not_finite", field=f"{name}{where}", text=repr(value))
+    return QkvcalcError("matrix.not_number", field=name, where=where, value=repr(value)[:40])
+
+
+def _cell(value: object, field_name: str, where: str, exact: bool) -> Number:
+    if type(value) is int or type(value) is float or isinstance(value, np.integer | np.floating):
+        number = float(value)  # type: ignore[arg-type]
+        if math.isfinite(number):
+            return Number(number, exact_of_float(number) if exact else None)
+    elif isinstance(value, str):
+        return parse_number(value, f"{DISPLAY.get(field_name, field_name)}{where}")
+    raise _fail_cell(field_name, where, value)
+
+
+def to_matrix(raw: Any, field_name: str, *, exact: bool = False) -> Matrix:
+    """A list of rows, a flat list (one row), or a 2-D array, checked cell by cell."""
+    name = DISPLAY.get(field_name, field_name)
+    if isinstance(raw, np.ndarray):
+        raw = raw.tolist() if raw.ndim <= 2 else raw
+    if not isinstance(raw, list | tuple):
+        raise QkvcalcError("matrix.not_list", field=name, value=repr(raw)[:40])
+    if len(raw) == 0:
+        raise QkvcalcError("matrix.empty", field=name)
+    rows = [raw] if not isinstance(raw[0], list | tuple) else raw
+    width = len(rows[0]) if isinstance(rows[0], list | tuple) else -1
+    if width == 0:
+        raise QkvcalcError("matrix.empty_row", field=name, row=1)
+    if len(rows) * max(width, 1) > MAX_ELEMENTS:
+        raise QkvcalcError(
+            "matrix.too_big", field=name, count=len(rows) * width, limit=MAX_ELEMENTS
+        )
+    for i, row in enumerate(rows):
+        if not isinstance(row, list | tuple):
+            raise QkvcalcError("matrix.mixed", field=name, row=i + 1)
+        if len(row) != width:
+            raise QkvcalcError("matrix.ragged", field=name, row=i + 1, length=len(row), width=width)
+    # Fast path: plain JSON numbers (the common case, and the only one at real-model sizes).
+    if not exact and all(type(v) is float or type(v) is int for row in rows for v in row):
+        try:
+            values = np.array(rows, dtype=np.float64)
+        except OverflowError:
+            values = None
+        if values is not None and np.isfinite(values).all():
+            return Matrix(values)
+    cells = [
+        [
+            _cell(
+                v,
+                field_name,
+                f"[{i + 1}][{j + 1}]" if len(rows) > 1 or raw is not rows else f"[{j + 1}]",
+                exact,
+            )
+            for j, v in enumerate(row)
+        ]
+        for i, row in enumerate(rows)
+    ]
+    values = np.array([[c.value for c in row] for row in cells], dtype=np.float64)
+    exact_rows = tuple(tuple(c.exact for c in row) for row in cells) if exact else None
+    return Matrix(values, exact_rows)
+
+
+def to_vector(raw: Any, field_name: str, *, exact: bool = False) -> Matrix:
+    """A flat list of numbers, kept as a 1×d Matrix."""
+    name = DISPLAY.get(field_name, field_name)
+    if isinstance(raw, list | tuple) and raw and isinstance(raw[0], list | tuple):
+        if len(raw) == 1:
+            raw = raw[0]
+        else:
+            raise QkvcalcError("vector.not_flat", field=name, rows=len(raw))
+    return to_matrix(raw, field_name, exact=exact)
+
+
+def _to_int(raw: Any, field_name: str) -> int:
+    if isinstance(raw, str) and raw.strip().isdigit():
+        raw = int(raw.strip())
+    if isinstance(raw, bool) or not isinstance(raw, int | np.integer) or not 1 <= raw <= MAX_HEADS:
+        raise QkvcalcError(
+            "heads.not_positive", field=field_name, value=repr(raw)[:40], limit=MAX_HEADS
+        )
+    return int(raw)
+
+
+def _to_tokens(raw: Any, field_name: str) -> tuple[str, ...]:
+    if isinstance(raw, str):
+        raw = raw.split()
+    if not isinstance(raw, list | tuple) or not all(
+        isinstance(t, str | int | float) and not isinstance(t, bool) for t in raw
+    ):
+        raise QkvcalcError("tokens.not_strings", field=field_name)
+    return tuple(str(t) for t in raw)
+
+
+def _to_flags(raw: Any, field_name: str, where: str = "") -> list[bool]:
+    if not isinstance(raw, list | tuple):
+        raise QkvcalcError("mask.not_flags", field=field_name, where=where, value=repr(raw)[:40])
+    flags = []
+    for j, value in enumerate(raw):
+        if isinstance(value, str) and value.strip() in ("0", "1"):
+            value = int(value)
+        if value not in (0, 1) or (isinstance(value, float) and value not in (0.0, 1.0)):
+            raise QkvcalcError(
+                "mask.not_flag", field=field_name, where=f"{where}[{j + 1}]", value=repr(value)[:40]
+            )
+        flags.append(bool(value))
+    return flags
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One attention problem, validated. Build it with Problem.from_mapping.
+
+    Shapes (per DESIGN.md): X [n, d_model]; source [m, d_model]; W_Q [d_model, H·d_k];
+    W_K [d_model, G·d_k]; W_V [d_model, G·d_v]; W_O [H·d_v, d_out]; or Q, K, V given directly.
+    """
+
+    heads: int
+    kv_heads: int
+    tokens: tuple[str, ...]
+    source_tokens: tuple[str, ...]
+    x: Matrix | None = None
+    source: Matrix | None = None
+    wq: Matrix | None = None
+    wk: Matrix | None = None
+    wv: Matrix | None = None
+    wo: Matrix | None = None
+    bq: Matrix | None = None
+    bk: Matrix | None = None
+    bv: Matrix | None = None
+    bo: Matrix | None = None
+    q: Matrix | None = None
+    k: Matrix | None = None
+    v: Matrix | None = None
+    scale_given: Number | None = None
+    mask_kind: str = "none"  # "none" | "causal" | "custom"
+    mask: np.ndarray | None = None  # [n, m] bool, True = may attend (custom masks)
+    key_padding: np.ndarray | None = None  # [m] bool, True = a real token
+    layout: str = "rows"
+    meta: dict[str, str] = field(default_factory=dict)
+
+    # ---- derived sizes -------------------------------------------------------------------
+    @property
+    def projected(self) -> bool:
+        return self.q is None
+
+    @property
+    def cross(self) -> bool:
+        return self.source is not None
+
+    @property
+    def n(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def m(self) -> int:
+        return len(self.source_tokens) if self.cross or not self.projected else self.n
+
+    @property
+    def d_model(self) -> int | None:
+        return self.x.values.shape[1] if self.x is not None else None
+
+    @property
+    def d_k(self) -> int:
+        wq = self.wq if self.projected else self.q
+        assert wq is not None
+        return int(wq.values.shape[1]) // self.heads
+
+    @property
+    def d_v(self) -> int:
+        wv = self.wv if self.projected else self.v
+        assert wv is not None
+        return int(wv.values.shape[1]) // self.kv_heads
+
+    @property
+    def scale(self) -> float:
+        return self.scale_given.value if self.scale_given else self.d_k**-0.5
+
+    @property
+    def multihead(self) -> bool:
+        """Per-head stages, a concat and a final output: several heads, or W_O given."""
+        return self.heads > 1 or self.wo is not None
+
+    def kv_head_of(self, head: int) -> int:
+        """Query head h (1-based) reads K/V head ⌈h·G/H⌉ (repeat_interleave, as enable_gqa)."""
+        return -(-head * self.kv_heads // self.heads)
+
+    def to_mapping(self) -> dict[str, Any]:
+        """The input-format document this problem came from (row layout, numbers as numbers)."""
+        doc: dict[str, Any] = dict(self.meta)
+        doc["tokens"] = list(self.tokens)
+        for name in MATRICES + VECTORS:
+            matrix = getattr(self, name)
+            if matrix is not None:
+                values = matrix.values.tolist()
+                doc[name] = values[0] if name in VECTORS else values
+        if self.cross:
+            doc["source_tokens"] = list(self.source_tokens)
+        if self.heads != 1:
+            doc["heads"] = self.heads
+        if self.kv_heads != self.heads:
+            doc["kv_heads"] = self.kv_heads
+        if self.scale_given is not None:
+            doc["scale"] = self.scale_given.value
+        doc["mask"] = self.mask.astype(int).tolist() if self.mask is not None else self.mask_kind
+        if self.key_padding is not None:
+            doc["key_padding"] = self.key_padding.astype(int).tolist()
+        return doc
+
+    # ---- construction --------------------------------------------------------------------
+    @classmethod
+    def from_mapping(cls, raw: Mapping[Any, Any], *, exact: bool = False) -> Problem:
+        """Validate a document of the input format (keys matched case-insensitively)."""
+        if not isinstance(raw, Mapping):
+            raise QkvcalcError("input.not_object", kind=type(raw).__name__)
+        doc: dict[str, Any] = {}
+        for key, value in raw.items():
+            name = canonical_key(key)
+            if name in doc:
+                raise QkvcalcError("key.duplicate", key=key, canonical=name)
+            doc[name] = value
+        return _build(doc, exact)
+
+
+def _check(cond: bool, key: str, **params: Any) -> None:
+    if not cond:
+        raise QkvcalcError(key, **params)
+
+
+def _weight(doc: dict[str, Any], name: str, layout: str, exact: bool) -> Matrix | None:
+    if name not in doc:
+        return None
+    matrix = to_matrix(doc[name], name, exact=exact)
+    if layout == "torch":  # PyTorch stores nn.Linear.weight as [out, in]
+        exact_t = tuple(zip(*matrix.exact, strict=True)) if matrix.exact else None
+        matrix = Matrix(matrix.values.T.copy(), exact_t)
+    return matrix
+
+
+def _check_weight_rows(w: Matrix | None, name: str, rows: int, what: str, layout: str) -> None:
+    if w is None:
+        return
+    r, c = w.values.shape
+    if r == rows:
+        return
+    shape = (c, r) if layout == "torch" else (r, c)  # as the user wrote it
+    hint = ""
+    if c == rows:
+        hint = "torch" if layout == "rows" else "rows"
+    raise QkvcalcError(
+        "shape.weight_rows" + (f"_hint_{hint}" if hint else ""),
+        field=DISPLAY[name],
+        shape=shape_text(shape),
+        rows=rows,
+        what=what,
+        layout=layout,
+    )
+
+
+def _build(doc: dict[str, Any], exact: bool) -> Problem:
+    layout = doc.get("layout", "rows")
+    _check(layout in ("rows", "torch"), "layout.unknown", value=repr(layout)[:40])
+    meta = {k: str(doc[k]) for k in META if k in doc}
+    heads = _to_int(doc.get("heads", 1), "heads")
+    kv_heads = _to_int(doc.get("kv_heads", heads), "kv_heads")
+    _check(heads % kv_heads == 0, "heads.kv_divide", heads=heads, kv_heads=kv_heads)
+
+    direct = [k for k in ("q", "k", "v") if k in doc]
+    projecting = [k for k in ("x", "wq", "wk", "wv", "source", "bq", "bk", "bv") if k in doc]
+    if direct and projecting:
+        raise QkvcalcError(
+            "input.mixed", direct=", ".join(direct), projecting=", ".join(projecting)
+        )
+    if direct:
+        missing = [k.upper() for k in ("q", "k", "v") if k not in doc]
+        _check(not missing, "input.missing_direct", missing=", ".join(missing))
+    else:
+        missing = [DISPLAY[k] for k in ("x", "wq", "wk", "wv") if k not in doc]
+        _check(not missing, "input.missing", missing=", ".join(missing))
+
+    mats: dict[str, Matrix | None] = {}
+    if direct:
+        for name in ("q", "k", "v"):
+            mats[name] = to_matrix(doc[name], name, exact=exact)
+        q, k, v = (mats[name].values for name in ("q", "k", "v"))  # type: ignore[union-attr]
+        n, m = q.shape[0], k.shape[0]
+        _check(v.shape[0] == m, "shape.kv_rows", k=shape_text(k.shape), v=shape_text(v.shape))
+        qcols, kcols, vcols = q.shape[1], k.shape[1], v.shape[1]
+        who = ("Q", "K", "V")
+    else:
+        x = to_matrix(doc["x"], "x", exact=exact)
+        mats["x"] = x
+        n, d_model = x.values.shape
+        m = n
+        if "source" in doc:
+            source = to_matrix(doc["source"], "source", exact=exact)
+            mats["source"] = source
+            m, d_src = source.values.shape
+            _check(
+                d_src == d_model,
+                "shape.source_width",
+                x=shape_text(x.values.shape),
+                source=shape_text(source.values.shape),
+            )
+        for name, what in (
+            ("wq", "X"),
+            ("wk", "source" if "source" in doc else "X"),
+            ("wv", "source" if "source" in doc else "X"),
+        ):
+            mats[name] = _weight(doc, name, layout, exact)
+            _check_weight_rows(mats[name], name, d_model, what, layout)
+        qcols, kcols, vcols = (mats[w].values.shape[1] for w in ("wq", "wk", "wv"))  # type: ignore[union-attr]
+        who = ("W_Q", "W_K", "W_V")
+
+    # Heads split columns: W_Q into H slices of d_k, W_K into G slices of d_k, W_V into G of d_v.
+    _check(
+        qcols % heads == 0,
+        "shape.heads_divide",
+        field=who[0],
+        cols=qcols,
+        heads=heads,
+        what="heads",
+    )
+    d_k = qcols // heads
+    _check(
+        kcols % kv_heads == 0,
+        "shape.heads_divide",
+        field=who[1],
+        cols=kcols,
+        heads=kv_heads,
+        what="kv_heads",
+    )
+    _check(
+        kcols // kv_heads == d_k,
+        "shape.dk_mismatch",
+        q=who[0],
+        k=who[1],
+        qcols=qcols,
+        kcols=kcols,
+        heads=heads,
+        kv_heads=kv_heads,
+        d_k=d_k,
+        dk2=kcols // kv_heads,
+    )
+    _check(
+        vcols % kv_heads == 0,
+        "shape.heads_divide",
+        field=who[2],
+        cols=vcols,
+        heads=kv_heads,
+        what="kv_heads",
+    )
+    d_v = vcols // kv_heads
+
+    for bias, weight, cols in (("bq", "wq", qcols), ("bk", "wk", kcols), ("bv", "wv", vcols)):
+        if bias in doc:
+            mats[bias] = to_vector(doc[bias], bias, exact=exact)
+            length = mats[bias].values.shape[1]  # type: ignore[union-attr]
+            _check(
+                length == cols,
+                "shape.bias",
+                field=DISPLAY[bias],
+                length=length,
+                weight=DISPLAY[weight],
+                cols=cols,
+            )
+
+    if "wo" in doc:
+        wo = _weight(doc, "wo", layout, exact)
+        mats["wo"] = wo
+        _check_weight_rows(wo, "wo", heads * d_v, "concat", layout)
+        if "bo" in doc:
+            bo = to_vector(doc["bo"], "bo", exact=exact)
+            mats["bo"] = bo
+            cols = wo.values.shape[1]  # type: ignore[union-attr]
+            _check(
+                bo.values.shape[1] == cols,
+                "shape.bias",
+                field="b_O",
+                length=bo.values.shape[1],
+                weight="W_O",
+                cols=cols,
+            )
+    else:
+        _check("bo" not in doc, "input.bo_without_wo")
+
+    tokens = (
+        _to_tokens(doc["tokens"], "tokens")
+        if "tokens" in doc
+        else tuple(f"t{i + 1}" for i in range(n))
+    )
+    _check(
+        len(tokens) == n,
+        "tokens.count",
+        field="tokens",
+        count=len(tokens),
+        n=n,
+        rows="Q" if direct else "X",
+    )
+    cross = "source" in doc or bool(direct)
+    if "source_tokens" in doc:
+        _check(cross, "tokens.source_without_source")
+        source_tokens = _to_tokens(doc["source_tokens"], "source_tokens")
+        _check(
+            len(source_tokens) == m,
+            "tokens.count",
+            field="source_tokens",
+            count=len(source_tokens),
+            n=m,
+            rows="K" if direct else "source",
+        )
+    elif direct and m == n:
+        source_tokens = tokens  # Q, K, V of one sequence: keys are the same tokens
+    else:
+        source_tokens = tuple(f"s{j + 1}" for j in range(m)) if cross else tokens
+
+    scale = None
+    if "scale" in doc:
+        raw_scale = doc["scale"]
+        if isinstance(raw_scale, bool) or not isinstance(raw_scale, int | float | str):
+            raise QkvcalcError("scale.not_number", value=repr(raw_scale)[:40])
+        scale = (
+            parse_number(raw_scale, "scale")
+            if isinstance(raw_scale, str)
+            else _cell(raw_scale, "scale", "", True)
+        )
+
+    mask_kind, mask = "none", None
+    raw_mask = doc.get("mask", "none")
+    if isinstance(raw_mask, str) and raw_mask.strip().lower() in ("none", "causal"):
+        mask_kind = raw_mask.strip().lower()
+    elif isinstance(raw_mask, list | tuple):
+        if raw_mask and not isinstance(raw_mask[0], list | tuple):
+            raw_mask = [raw_mask]
+        rows = [_to_flags(row, "mask", f"[{i + 1}]") for i, row in enumerate(raw_mask)]
+        shape = (len(rows), len(rows[0]) if rows else 0)
+        _check(
+            len(rows) == n and all(len(r) == m for r in rows),
+            "mask.shape",
+            shape=shape_text(shape),
+            n=n,
+            m=m,
+        )
+        mask_kind, mask = "custom", np.array(rows, dtype=bool)
+    else:
+        raise QkvcalcError("mask.unknown", value=repr(raw_mask)[:40])
+
+    key_padding = None
+    if "key_padding" in doc:
+        raw_kp = doc["key_padding"]
+        if isinstance(raw_kp, list | tuple) and len(raw_kp) == 1 and isinstance(raw_kp[0], list):
+            raw_kp = raw_kp[0]
+        flags = _to_flags(raw_kp, "key_padding")
+        _check(len(flags) == m, "mask.padding_length", length=len(flags), m=m)
+        key_padding = np.array(flags, dtype=bool)
+
+    return Problem(
+        heads=heads,
+        kv_heads=kv_heads,
+        tokens=tokens,
+        source_tokens=source_tokens,
+        scale_given=scale,
+        mask_kind=mask_kind,
+        mask=mask,
+        key_padding=key_padding,
+        layout=layout,
+        meta=meta,
+        **mats,
+    )

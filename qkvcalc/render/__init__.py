@@ -1,0 +1,49 @@
+"""Renderers: each turns a Trace into text (or a rich renderable) and returns it; none prints.
+
+`render(trace, fmt, options)` dispatches on the --format name; the table of formats is
+FORMATS, and each entry names the module that holds it, imported only when used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from qkvcalc.trace import Trace
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    lang: str = "en"
+    precision: int = 4
+    detail: str = "full"  # full: per-cell arithmetic where it fits; brief: tables only
+    width: int = 100  # columns available (the terminal's, or a pinned one)
+    height: int = 0  # rows available, 0 = not limited (elision of long tables uses max_rows)
+    color: bool = True
+    exact: bool = False
+    max_rows: int = 12  # a table shows at most this many rows, eliding the middle
+    arithmetic_cells: int = 64  # write each cell's arithmetic out up to this many cells …
+    arithmetic_terms: int = 8  # … each a sum of at most this many products
+
+
+# --format name -> (module, function); the function takes (trace, options) and returns str.
+FORMATS: dict[str, tuple[str, str]] = {
+    "table": ("qkvcalc.render.terminal", "render_text"),
+    "json": ("qkvcalc.render.json_doc", "render_json"),
+}
+
+# --output FILE picks the format from the extension unless --format says otherwise.
+EXTENSIONS: dict[str, str] = {".json": "json", ".txt": "table"}
+
+
+def renderer(fmt: str) -> Callable[[Trace, RenderOptions], str]:
+    module, name = FORMATS[fmt]
+    fn: Callable[[Trace, RenderOptions], str] = getattr(importlib.import_module(module), name)
+    return fn
+
+
+def render(trace: Trace, fmt: str, options: RenderOptions) -> str:
+    return renderer(fmt)(trace, options)

@@ -1,0 +1,120 @@
+"""Each cell's arithmetic, written out the way a teacher writes it on the board.
+
+    q₁·k₂ = 1×1 + 2×0 = 1          (a matrix product: one row times one column)
+    [1,1]: 7 / √2 = 4.9497          (scaling)
+    [1,2]: e^(4.9497 − 4.9497) = 1  (softmax, step 1)
+
+The wording of numbers and symbols is a Style, so the terminal and LaTeX share one logic.
+Nothing is computed here: every figure comes from the stage the engine recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from qkvcalc.i18n import Msg
+from qkvcalc.render.text import cell_label, factor, fmt
+from qkvcalc.trace import Stage
+
+WITH_ARITHMETIC = ("matmul", "scale", "mask", "exp", "softmax")
+
+
+@dataclass(frozen=True)
+class Style:
+    """How symbols are written: plain Unicode text (the default) or LaTeX."""
+
+    precision: int = 4
+    times: str = "×"
+    minus: str = "−"
+    neg_inf: str = "−∞"
+    latex: bool = False
+
+    def num(self, value: float) -> str:
+        text = fmt(value, self.precision)
+        if self.latex:
+            return text.replace("−∞", r"-\infty")
+        return text
+
+    def factor(self, value: float) -> str:
+        return factor(value, self.precision)
+
+    def label(self, template: str, i: int, j: int) -> str:
+        if self.latex:
+            return (
+                template.replace("{i}", str(i))
+                .replace("{j}", str(j))
+                .replace("·", r" \cdot ")
+                .replace("out[", r"\mathrm{out}[")
+            )
+        return cell_label(template, i, j)
+
+    def exp(self, inner: str) -> str:
+        return rf"e^{{{inner}}}" if self.latex else f"e^({inner})"
+
+    def divided(self, a: str, b: str) -> str:
+        return rf"\frac{{{a}}}{{{b}}}" if self.latex else f"{a} / {b}"
+
+    def root(self, text: str) -> str:
+        return text.replace("√", r"\sqrt{") + "}" if self.latex and "√" in text else text
+
+
+def fits(stage: Stage, cells_limit: int, terms_limit: int) -> Msg | None:
+    """None when this stage's arithmetic should be written out; else the reason it is not."""
+    if stage.value.size > cells_limit:
+        return Msg("note.too_big_cells", cells=stage.value.size, limit=cells_limit)
+    if stage.op == "matmul" and stage.operands[0].shape[1] > terms_limit:
+        return Msg("note.too_long_sums", inner=stage.operands[0].shape[1], limit=terms_limit)
+    return None
+
+
+def cell_work(stage: Stage, i: int, j: int, style: Style) -> str | None:
+    """The arithmetic of cell (i, j) (0-based), or None when this cell has none to show."""
+    value = float(stage.value[i, j])
+    result = style.num(value)
+    at = f"[{i + 1},{j + 1}]: "
+    if stage.op == "matmul":
+        a, b = stage.operands
+        pairs = zip(a[i], b[:, j], strict=True)
+        terms = [f"{style.factor(x)}{style.times}{style.factor(y)}" for x, y in pairs]
+        if stage.bias is not None:
+            terms.append(style.factor(float(stage.bias[j])))
+        return f"{style.label(stage.cell, i + 1, j + 1)} = {' + '.join(terms)} = {result}"
+    if stage.op == "scale":
+        s = style.num(float(stage.operands[0][i, j]))
+        assert stage.scale is not None
+        if stage.scale_text:
+            return f"{at}{style.divided(s, style.root(stage.scale_text))} = {result}"
+        return f"{at}{s} {style.times} {style.num(stage.scale)} = {result}"
+    if stage.op == "mask":
+        assert stage.allowed is not None
+        return None if stage.allowed[i, j] else f"{at}{style.neg_inf}"
+    if stage.op == "exp":
+        s = float(stage.operands[0][i, j])
+        assert stage.row_max is not None
+        if np.isneginf(s):
+            return f"{at}{style.exp(style.neg_inf)} = 0"
+        return (
+            f"{at}{style.exp(f'{style.num(s)} {style.minus} {style.num(float(stage.row_max[i]))}')}"
+            f" = {result}"
+        )
+    if stage.op == "softmax":
+        assert stage.row_sum is not None
+        total = float(stage.row_sum[i])
+        if total == 0:
+            return None
+        e = style.num(float(stage.operands[0][i, j]))
+        return f"{at}{style.divided(e, style.num(total))} = {result}"
+    return None
+
+
+def stage_work(stage: Stage, style: Style) -> Iterator[str]:
+    """Every cell's arithmetic, row by row."""
+    rows, cols = stage.value.shape
+    for i in range(rows):
+        for j in range(cols):
+            line = cell_work(stage, i, j, style)
+            if line is not None:
+                yield line

@@ -1,0 +1,87 @@
+"""The JSON rendering: the "qkvcalc.trace/1" document of DESIGN.md, strict JSON.
+
+Numbers are full float64 (they round-trip); -inf, inf and NaN are the strings "-inf", "inf",
+"nan". Titles and notes follow the language; ids, keys and numbers never do.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from qkvcalc.render import RenderOptions
+from qkvcalc.trace import Stage, Trace
+
+SCHEMA = "qkvcalc.trace/1"
+
+
+def matrix_json(value: np.ndarray) -> list[list[Any]]:
+    if np.isfinite(value).all():
+        return value.tolist()  # type: ignore[no-any-return]
+    out = value.astype(object)
+    out[np.isneginf(value)] = "-inf"
+    out[np.isposinf(value)] = "inf"
+    out[np.isnan(value)] = "nan"
+    return [[v if isinstance(v, str) else float(v) for v in row] for row in out]
+
+
+def stage_json(stage: Stage, opts: RenderOptions) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "id": stage.id,
+        "head": stage.head,
+        "title": stage.title.text(opts.lang),
+        "formula": stage.formula,
+        "shape": list(stage.shape),
+        "value": matrix_json(stage.value),
+        "notes": [note.text(opts.lang) for note in stage.notes],
+        "explanation": stage.why.text(opts.lang),
+    }
+    if stage.exact is not None:
+        doc["exact"] = [[str(v) for v in row] for row in stage.exact]
+    return doc
+
+
+def trace_json(trace: Trace, opts: RenderOptions) -> dict[str, Any]:
+    p = trace.problem
+    problem: dict[str, Any] = {
+        "n": p.n,
+        "m": p.m,
+        "d_model": p.d_model,
+        "d_k": p.d_k,
+        "d_v": p.d_v,
+        "heads": p.heads,
+        "kv_heads": p.kv_heads,
+        "scale": p.scale,
+        "mask": p.mask_kind,
+        "tokens": list(p.tokens),
+    }
+    if p.key_padding is not None:
+        problem["key_padding"] = p.key_padding.astype(int).tolist()
+    if p.cross or not p.projected:
+        problem["source_tokens"] = list(p.source_tokens)
+    problem["layout"] = p.layout
+    if "name" in p.meta:
+        problem["preset"] = p.meta["name"]
+    return {
+        "schema": SCHEMA,
+        "problem": problem,
+        "stages": [stage_json(stage, opts) for stage in trace.stages],
+        "output": matrix_json(trace.output),
+        "warnings": [w.text(opts.lang) for w in trace.warnings],
+    }
+
+
+def render_json(trace: Trace, opts: RenderOptions) -> str:
+    """One line per stage: readable in a pager, quick to write at real-model sizes."""
+    doc = trace_json(trace, opts)
+
+    def dump(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+    stages = ",\n".join(f"    {dump(stage)}" for stage in doc.pop("stages"))
+    lines = [f"  {dump(key)}: {dump(value)}," for key, value in doc.items()]
+    lines.insert(2, f'  "stages": [\n{stages}\n  ],')
+    lines[-1] = lines[-1].rstrip(",")
+    return "{\n" + "\n".join(lines) + "\n}\n"

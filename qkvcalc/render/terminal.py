@@ -1,0 +1,330 @@
+"""The terminal rendering: every stage as a rich table, with its explanation and arithmetic.
+
+`stage_blocks` gives one renderable per stage (the step mode shows them one at a time);
+`render_trace` joins them; `render_text` returns the plain or coloured text of a fixed width.
+Text that came from the input (token names) always goes into rich as Text, never as markup.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import numpy as np
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from qkvcalc.i18n import Msg, translate
+from qkvcalc.render import RenderOptions
+from qkvcalc.render.arith import WITH_ARITHMETIC, Style, fits, stage_work
+from qkvcalc.render.text import fmt, pick, safe
+from qkvcalc.trace import Stage, Trace
+
+CELL_PAD = 3  # a column's width beyond its text: padding and the border
+
+
+def _t(lang: str, key: str, **params: object) -> str:
+    return translate(key, lang, **params)
+
+
+def _heat(weight: float) -> str:
+    """A background for a weight in [0, 1]: pale to deep blue, with readable text on it."""
+    w = min(max(weight, 0.0), 1.0)
+    r, g, b = (int(255 - w * (255 - c)) for c in (30, 90, 200))
+    return f"{'white' if w > 0.55 else 'black'} on rgb({r},{g},{b})"
+
+
+def _shape(stage_or_array: Stage | np.ndarray) -> str:
+    rows, cols = stage_or_array.shape
+    return f"{rows}×{cols}"
+
+
+def matrix_table(
+    value: np.ndarray,
+    name: str,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    opts: RenderOptions,
+    *,
+    width: int | None = None,
+    heat: bool = False,
+    hidden: list[tuple[int, int]] | None = None,
+) -> Table:
+    """A labelled table of a matrix; a big one shows its corners and elides its middle.
+    Only the cells shown are formatted, so the cost does not grow with the matrix."""
+    n_rows, n_cols = value.shape
+    width = width or opts.width
+    label_w = min(max((len(safe(r)) for r in rows[:50]), default=1), 24)
+    guess = max(opts.precision + 3, max((len(safe(c)) for c in cols[:50]), default=1)) + CELL_PAD
+    fit = max(2, (width - label_w - CELL_PAD - 2) // guess)
+    row_ids = pick(n_rows, max(opts.max_rows, 3))
+    col_ids = pick(n_cols, fit)
+    table = Table(box=box.SIMPLE_HEAVY, show_edge=False, pad_edge=False)
+    table.add_column(Text(name, style="bold cyan"), style="bold", no_wrap=True)
+    for j in col_ids:
+        table.add_column(
+            Text("…") if j is None else Text(safe(cols[j])),
+            justify="right",
+            no_wrap=True,
+            header_style="bold",
+        )
+    for i in row_ids:
+        if i is None:
+            table.add_row(Text("⋮"), *[Text("⋮") for _ in col_ids])
+            continue
+        cells: list[Text] = []
+        for j in col_ids:
+            if j is None:
+                cells.append(Text("…"))
+                continue
+            v = float(value[i, j])
+            if np.isneginf(v):
+                cells.append(Text("−∞", style="dim"))
+            elif heat and opts.color:
+                cells.append(Text(fmt(v, opts.precision), style=_heat(v)))
+            else:
+                cells.append(Text(fmt(v, opts.precision)))
+        table.add_row(Text(safe(rows[i])), *cells)
+    if hidden is not None:
+        hidden.append(
+            (
+                n_rows - sum(i is not None for i in row_ids),
+                n_cols - sum(j is not None for j in col_ids),
+            )
+        )
+    return table
+
+
+def _operand_view(stage: Stage, opts: RenderOptions) -> RenderableType | None:
+    """A · B = C side by side, when all three fit across the screen."""
+    if stage.op != "matmul" or not stage.names:
+        return None
+    a, b = stage.operands
+    cols_needed = (a.shape[1] + b.shape[1] + stage.value.shape[1]) * (opts.precision + 4) + 40
+    if cols_needed > opts.width or max(a.shape[0], b.shape[0]) > opts.max_rows:
+        return None
+    grid = Table.grid(padding=(0, 1))
+    parts: list[RenderableType] = [
+        matrix_table(a, stage.names[0], stage.rows, stage.inner, opts),
+        Text("\n·"),
+        matrix_table(b, stage.names[1], stage.inner, stage.cols, opts),
+    ]
+    if stage.bias is not None:
+        parts += [Text("\n+"), matrix_table(stage.bias[None, :], "b", ("",), stage.cols, opts)]
+    parts += [Text("\n="), matrix_table(stage.value, stage.name, stage.rows, stage.cols, opts)]
+    for _ in parts:
+        grid.add_column(vertical="top")
+    grid.add_row(*parts)
+    return grid
+
+
+def _split_view(stage: Stage, opts: RenderOptions) -> RenderableType:
+    """The split stage as sentences: which columns each head reads."""
+    lines = []
+    names = [c.split(" ")[0] for c in stage.cols[::2][:3]]
+    for h, row in enumerate(stage.value.astype(int), start=1):
+        bounds = zip(row[0:6:2], row[1:6:2], strict=True)
+        spans = [f"{a}–{b}" if a != b else f"{a}" for a, b in bounds]
+        lines.append(
+            Text(
+                _t(
+                    opts.lang,
+                    "ui.split_row",
+                    head=h,
+                    q=names[0],
+                    k=names[1],
+                    v=names[2],
+                    qcols=spans[0],
+                    kcols=spans[1],
+                    vcols=spans[2],
+                    g=int(row[6]),
+                )
+            )
+        )
+    return Group(*lines)
+
+
+def _softmax_rows(stage: Stage, trace: Trace, opts: RenderOptions) -> list[Text]:
+    assert stage.row_sum is not None
+    exp_stage = trace.stage("exp", stage.head)
+    assert exp_stage.row_max is not None
+    lines = []
+    for i in pick(stage.value.shape[0], opts.max_rows):
+        if i is None:
+            lines.append(Text("  ⋮"))
+            continue
+        token = safe(stage.rows[i])
+        if stage.row_sum[i] == 0:
+            lines.append(Text("  " + _t(opts.lang, "ui.all_masked_row", row=i + 1, token=token)))
+        else:
+            lines.append(
+                Text(
+                    "  "
+                    + _t(
+                        opts.lang,
+                        "ui.softmax_row",
+                        row=i + 1,
+                        token=token,
+                        max=fmt(float(exp_stage.row_max[i]), opts.precision),
+                        sum=fmt(float(stage.row_sum[i]), opts.precision),
+                    )
+                )
+            )
+    return lines
+
+
+def render_stage(
+    stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions
+) -> RenderableType:
+    """One stage: a rule with its number, title and formula; why; the table; notes; arithmetic."""
+    lang = opts.lang
+    title = _t(lang, stage.title.key)
+    head = f" · {_t(lang, 'ui.head', head=stage.head)}" if stage.head else ""
+    parts: list[RenderableType] = [
+        Rule(
+            Text(
+                f"{number}/{total}  {title}{head}  ·  {stage.formula}  ·  {_shape(stage)}",
+                style="bold",
+            ),
+            align="left",
+            style="cyan",
+        ),
+        Padding(Text(_t(lang, stage.why.key), style="italic"), (0, 0, 1, 2)),
+    ]
+    hidden: list[tuple[int, int]] = []
+    if stage.op == "split":
+        parts.append(Padding(_split_view(stage, opts), (0, 0, 0, 2)))
+    else:
+        view = _operand_view(stage, opts)
+        parts.append(
+            Padding(
+                view
+                if view is not None
+                else matrix_table(
+                    stage.value,
+                    stage.name,
+                    stage.rows,
+                    stage.cols,
+                    opts,
+                    width=opts.width - 2,
+                    heat=stage.id == "weights",
+                    hidden=hidden,
+                ),
+                (0, 0, 0, 2),
+            )
+        )
+    notes: list[Msg] = list(stage.notes)
+    rows_hidden, cols_hidden = hidden[0] if hidden else (0, 0)
+    if rows_hidden or cols_hidden:
+        notes.append(Msg("note.hidden", rows=rows_hidden, cols=cols_hidden))
+    work: list[Text] = []
+    if opts.detail == "full" and stage.op in WITH_ARITHMETIC:
+        reason = fits(stage, opts.arithmetic_cells, opts.arithmetic_terms)
+        if reason is None:
+            style = Style(precision=opts.precision)
+            work = [Text("  " + line) for line in stage_work(stage, style)]
+        else:
+            notes.append(Msg("note.no_arithmetic", reason=reason.text(lang)))
+    if stage.op == "softmax":
+        work = _softmax_rows(stage, trace, opts) + work
+    for note in notes:
+        parts.append(Padding(Text("• " + note.text(lang), style="dim"), (0, 0, 0, 2)))
+    if work:
+        parts.append(Padding(Text(_t(lang, "ui.arithmetic"), style="bold"), (1, 0, 0, 2)))
+        parts.extend(Padding(line, (0, 0, 0, 2)) for line in work)
+    parts.append(Text(""))
+    return Group(*parts)
+
+
+def stage_blocks(trace: Trace, opts: RenderOptions) -> list[tuple[Stage, RenderableType]]:
+    """One renderable per stage, in order (the step mode pages through these)."""
+    total = len(trace.stages)
+    return [
+        (stage, render_stage(stage, k, total, trace, opts))
+        for k, stage in enumerate(trace.stages, start=1)
+    ]
+
+
+def header(trace: Trace, opts: RenderOptions) -> RenderableType:
+    p = trace.problem
+    mask = p.mask_kind + (" + key_padding" if p.key_padding is not None else "")
+    key = "ui.problem" if p.projected else "ui.problem_direct"
+    lines = [
+        Text("qkvcalc — softmax(Q·Kᵀ/√d_k + M)·V", style="bold"),
+        Text(
+            _t(
+                opts.lang,
+                key,
+                n=p.n,
+                m=p.m,
+                d_model=p.d_model,
+                d_k=p.d_k,
+                d_v=p.d_v,
+                heads=p.heads,
+                mask=mask,
+            )
+        ),
+    ]
+    if "name" in p.meta:
+        lines.append(
+            Text(
+                _t(
+                    opts.lang,
+                    "ui.preset",
+                    name=safe(p.meta["name"]),
+                    description=safe(p.meta.get("description", ""), 200),
+                ),
+                style="dim",
+            )
+        )
+    return Padding(Group(*lines), (0, 0, 1, 0))
+
+
+def footer(trace: Trace, opts: RenderOptions) -> RenderableType:
+    parts: list[RenderableType] = []
+    for warning in trace.warnings:
+        parts.append(
+            Text(f"{_t(opts.lang, 'ui.warning')}: {warning.text(opts.lang)}", style="bold yellow")
+        )
+    final = trace.stage("output")
+    parts.append(
+        matrix_table(final.value, _t(opts.lang, "ui.output_final"), final.rows, final.cols, opts)
+    )
+    return Group(*parts)
+
+
+def render_trace(trace: Trace, opts: RenderOptions | None = None) -> RenderableType:
+    opts = opts or RenderOptions()
+    blocks = [block for _, block in stage_blocks(trace, opts)]
+    return Group(header(trace, opts), *blocks, footer(trace, opts))
+
+
+def make_console(opts: RenderOptions, file: io.TextIOBase | None = None) -> Console:
+    """A console of a pinned width that writes to a string (or `file`)."""
+    return Console(
+        file=file or io.StringIO(),
+        width=opts.width,
+        force_terminal=opts.color,
+        color_system="truecolor" if opts.color else None,
+        no_color=not opts.color,
+        highlight=False,
+        emoji=False,
+        markup=False,
+        legacy_windows=False,
+        soft_wrap=False,
+    )
+
+
+def to_text(renderable: RenderableType, opts: RenderOptions) -> str:
+    console = make_console(opts)
+    with console.capture() as capture:
+        console.print(renderable)
+    return capture.get()
+
+
+def render_text(trace: Trace, opts: RenderOptions) -> str:
+    return to_text(render_trace(trace, opts), opts)

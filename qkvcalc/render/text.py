@@ -1,0 +1,67 @@
+"""Small text helpers every renderer shares: numbers, subscripts, safe labels, elision."""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+
+_SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+MAX_LABEL = 24
+
+
+def fmt(value: float, precision: int = 4) -> str:
+    """7.0 -> '7'; 4.949747 -> '4.9497'; -inf -> '−∞'. Integers show as integers."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "−∞" if value < 0 else "∞"
+    nearest = round(value)
+    if abs(value - nearest) <= 1e-9 * max(1.0, abs(value)) and abs(value) < 1e15:
+        return str(int(nearest))
+    text = f"{value:.{precision}f}"
+    if text.startswith("-") and float(text) == 0:
+        text = text[1:]
+    return text
+
+
+def factor(value: float, precision: int) -> str:
+    """A number as a factor in a product: negatives in parentheses, '(-2)'."""
+    text = fmt(value, precision)
+    return f"({text})" if text.startswith(("-", "−")) else text
+
+
+def sub(index: int) -> str:
+    return str(index).translate(_SUB)
+
+
+def cell_label(template: str, i: int, j: int) -> str:
+    """'q_{i}·k_{j}' -> 'q₁·k₂'; 'Q[{i},{j}]' -> 'Q[1,2]' (1-based)."""
+    return (
+        template.replace("_{i}", sub(i))
+        .replace("_{j}", sub(j))
+        .replace("{i}", str(i))
+        .replace("{j}", str(j))
+    )
+
+
+def safe(text: str, limit: int = MAX_LABEL) -> str:
+    """A token name shown literally: control characters (escape sequences included) become
+    visible escapes, and a very long name is abbreviated with …"""
+    out = []
+    for char in text:
+        if unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp"):
+            out.append(char.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(char)
+    shown = "".join(out)
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
+def pick(count: int, limit: int) -> list[int | None]:
+    """Which of `count` rows (or columns) to show when at most `limit` fit: the first and last
+    ones, with None where the hidden middle goes."""
+    if count <= limit:
+        return list(range(count))
+    head = max(1, (limit - 1) // 2 + (limit - 1) % 2)
+    tail = max(1, limit - 1 - head)
+    return [*range(head), None, *range(count - tail, count)]

@@ -1,0 +1,87 @@
+"""Where a problem comes from: a file, '-' (stdin), piped stdin, a preset, inline options.
+
+One base document (a file, stdin or a preset) may be refined by inline options
+(`--preset sentence --mask none`); inline options alone are a problem too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import IO, Any
+
+from qkvcalc import presets
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.parse import MAX_BYTES, load_json, parse_inline, read_limited
+
+INLINE_MATRICES = ("x", "wq", "wk", "wv", "wo", "mask")
+
+
+def read_file(path: str, limit: int = MAX_BYTES) -> bytes:
+    file = Path(path)
+    try:
+        if file.is_file() and file.stat().st_size > limit:
+            raise QkvcalcError("input.too_big", limit=limit)
+        with file.open("rb") as stream:
+            return read_limited(stream, limit)
+    except FileNotFoundError:
+        raise QkvcalcError("input.file_missing", path=path) from None
+    except OSError as err:
+        raise QkvcalcError("input.file_unreadable", path=path, reason=err.strerror or err) from None
+
+
+def gather(
+    source: str | None,
+    preset: str | None,
+    inline: dict[str, Any],
+    stdin: IO[bytes],
+    stdin_is_terminal: bool,
+    limit: int = MAX_BYTES,
+) -> dict[str, Any]:
+    """The document the options describe, before validation (Problem.from_mapping)."""
+    inline = {k: v for k, v in inline.items() if v is not None}
+    given = [name for name, on in (("SOURCE", source), ("--preset", preset)) if on]
+    if len(given) > 1:
+        raise QkvcalcError("cli.two_sources", sources=" and ".join(given))
+
+    doc: dict[str, Any] = {}
+    if preset:
+        doc = presets.load(preset)
+    elif source is not None:
+        origin = "stdin" if source == "-" else source
+        data = read_limited(stdin, limit) if source == "-" else read_file(source, limit)
+        doc = _as_object(data, origin)
+    elif "x" not in inline and not stdin_is_terminal:
+        data = read_limited(stdin, limit)
+        if data.strip():
+            doc = _as_object(data, "stdin")
+    if not doc and not inline:
+        raise QkvcalcError("input.none")
+
+    for key, text in inline.items():
+        if key in INLINE_MATRICES or key == "tokens":
+            try:
+                value = parse_inline(text, key) if key != "tokens" else text
+            except QkvcalcError as err:
+                raise err.within("input.inline", option=key) from None
+        else:
+            value = text
+        # an inline option replaces the document's field of the same meaning (W_Q, w_q, wq …)
+        doc = {k: v for k, v in doc.items() if not _same_key(k, key)}
+        doc[key] = value
+    return doc
+
+
+def _same_key(a: object, b: str) -> bool:
+    return isinstance(a, str) and a.lower().replace("_", "").replace("-", "") == b.replace("_", "")
+
+
+def _as_object(data: bytes, origin: str) -> dict[str, Any]:
+    try:
+        doc = load_json(data)
+    except QkvcalcError as err:
+        raise err.within("input.from", origin=origin) from None
+    if not isinstance(doc, dict):
+        raise QkvcalcError("input.not_object", kind=type(doc).__name__).within(
+            "input.from", origin=origin
+        )
+    return doc
