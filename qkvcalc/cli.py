@@ -38,6 +38,11 @@ app.add_typer(presets_app, name="presets")
 class Format(str, Enum):
     table = "table"
     json = "json"
+    markdown = "markdown"
+    latex = "latex"
+    html = "html"
+    svg = "svg"
+    torch = "torch"
 
 
 class Detail(str, Enum):

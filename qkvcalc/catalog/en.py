@@ -200,4 +200,10 @@ MESSAGES: dict[str, str] = {
     "cli.bad_option": "--{option}: {reason}",
     "cli.interrupted": "interrupted",
     "cli.error_prefix": "error",
+    # ---- torch script (issue 3) ---------------------------------------------------------
+    # ---- exports: markdown, latex, html, svg (issue 4) ------------------------------------
+    # ---- step mode (issue 4) ------------------------------------------------------------
+    # ---- quiz and new (issue 5) ---------------------------------------------------------
+    # ---- exact (issue 5) ----------------------------------------------------------------
+    # ---- limits and safety (issue 6) ----------------------------------------------------
 }

@@ -33,10 +33,24 @@ class RenderOptions:
 FORMATS: dict[str, tuple[str, str]] = {
     "table": ("qkvcalc.render.terminal", "render_text"),
     "json": ("qkvcalc.render.json_doc", "render_json"),
+    "markdown": ("qkvcalc.render.markdown", "render_markdown"),
+    "latex": ("qkvcalc.render.latex", "render_latex"),
+    "html": ("qkvcalc.render.html", "render_html"),
+    "svg": ("qkvcalc.render.svg", "render_svg"),
+    "torch": ("qkvcalc.render.torch_script", "render_torch"),
 }
 
 # --output FILE picks the format from the extension unless --format says otherwise.
-EXTENSIONS: dict[str, str] = {".json": "json", ".txt": "table"}
+EXTENSIONS: dict[str, str] = {
+    ".json": "json",
+    ".txt": "table",
+    ".md": "markdown",
+    ".tex": "latex",
+    ".html": "html",
+    ".htm": "html",
+    ".svg": "svg",
+    ".py": "torch",
+}
 
 
 def renderer(fmt: str) -> Callable[[Trace, RenderOptions], str]:

@@ -1,0 +1,50 @@
+"""Shared fixtures: run the CLI in-process (typer's CliRunner) or as a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from qkvcalc.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+# A pinned, colourless, English environment: renders do not depend on the machine.
+PINNED_ENV = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "LANG": "C.UTF-8",
+              "LC_ALL": "", "QKVCALC_LANG": "", "TERM": "dumb"}
+
+
+@pytest.fixture
+def cli():
+    """Invoke the app in-process: cli("explain", "--preset", "doc", input="...")."""
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | bytes | None = None, env: dict | None = None):
+        return runner.invoke(app, list(args), input=input, env={**PINNED_ENV, **(env or {})},
+                             catch_exceptions=False)
+
+    return invoke
+
+
+def run_qkvcalc(*args: str, input: bytes | str | None = None, env: dict | None = None,
+                timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run `python -m qkvcalc ARGS` as a real process; stdout and stderr as text."""
+    data = input.encode() if isinstance(input, str) else input
+    full_env = {**os.environ, **PINNED_ENV, **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", "qkvcalc", *args], input=data,
+                          capture_output=True, env=full_env, timeout=timeout, cwd=ROOT,
+                          stdin=None if data is not None else subprocess.DEVNULL)
+    return subprocess.CompletedProcess(proc.args, proc.returncode,
+                                       proc.stdout.decode("utf-8", "replace"),
+                                       proc.stderr.decode("utf-8", "replace"))
+
+
+@pytest.fixture
+def qkvcalc_proc():
+    return run_qkvcalc
