@@ -47,7 +47,7 @@ def catalog(lang: str) -> dict[str, str]:
 def translate(key: str, lang: str = "en", /, **params: Any) -> str:
     """The sentence for `key` in `lang`, with its params filled in; English if `lang` lacks it."""
     template = catalog(lang).get(key) or catalog("en")[key]
-    return template.format(**params) if params else template
+    return template.format(**params)
 
 
 def resolve_lang(explicit: str | None = None) -> str:
