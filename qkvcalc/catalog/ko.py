@@ -1,0 +1,218 @@
+"""한국어 메시지. qkvcalc가 사용자에게 보여 주는 모든 문장을 키별로 담습니다; en.py와 키가 같습니다.
+
+Korean messages, the same keys as en.py (tests/test_i18n.py checks the keys and placeholders).
+Terms follow Korean ML texts: 어텐션 스코어, 내적, 전치, 스케일링, 선형 투영, 가중합, 마스킹,
+소프트맥스, 헤드, 토큰; Query/Key/Value stay in English. A placeholder is never followed by a
+particle that depends on its last sound (은/는, 이/가, 을/를, 으로/로): the sentence is built
+around it instead (a colon, 의, 에서, or a copula such as 입니다/인가요).
+"""
+
+MESSAGES: dict[str, str] = {
+    # ---- stages: title and why the stage exists ------------------------------------------
+    "stage.x.title": "입력 X",
+    "stage.x.why": "각 행은 어텐션 층에 들어오는 토큰 하나의 벡터입니다. 임베딩에 위치 정보를 "
+    "더한 것일 수도 있고, 이전 층의 출력일 수도 있습니다.",
+    "stage.source.title": "소스 (Key와 Value를 여기서 만듭니다)",
+    "stage.source.why": "크로스 어텐션에서는 Query를 X에서 만들지만, Key와 Value는 다른 "
+    "시퀀스에서 만듭니다. 디코더가 읽는 인코더의 출력이 대표적인 예입니다.",
+    "stage.split.title": "헤드로 나누기",
+    "stage.split.why": "헤드마다 자기 몫의 열만 맡으므로, 어떤 토큰이 중요한지를 헤드마다 따로 "
+    "배울 수 있습니다. 헤드들은 나란히 계산되고 마지막에 다시 합쳐집니다.",
+    "stage.q.title": "Query 선형 투영",
+    "stage.q.why": "Query는 이 토큰이 찾고 있는 것입니다. X에 학습된 가중치 W_Q를 곱하면 각 "
+    "토큰의 숫자들이 이 역할에 맞게 다시 조합됩니다. 각 칸은 X의 한 행의 성분들을 "
+    "가중합한 값입니다.",
+    "stage.k.title": "Key 선형 투영",
+    "stage.k.why": "Key는 각 토큰이 다른 토큰에게 찾아지기 위해 내보이는 특징입니다. W_K는 같은 "
+    "입력을 따로 학습된 또 하나의 관점으로 바꾸므로, 찾는 기준과 비교되는 특징이 서로 "
+    "다를 수 있습니다.",
+    "stage.v.title": "Value 선형 투영",
+    "stage.v.why": "Value는 토큰이 선택되었을 때 실제로 건네주는 내용입니다. 어텐션 스코어는 "
+    "누가 중요한지만 알려 줄 뿐이고, 출력에 실제로 섞이는 것은 V입니다.",
+    "stage.kt.title": "K의 전치",
+    "stage.kt.why": "Q는 n×d_k, K는 m×d_k입니다. K를 전치하면(m×d_k가 d_k×m이 됩니다) 안쪽 "
+    "차원이 맞아서, 행렬곱 한 번으로 모든 Query를 모든 Key와 비교할 수 있습니다.",
+    "stage.scores.title": "어텐션 스코어",
+    "stage.scores.why": "각 칸은 Query 하나와 Key 하나, 곧 d_k차원 벡터 두 개의 내적입니다. 두 "
+    "벡터가 같은 방향을 가리킬수록 값이 큽니다. n×m개의 쌍을 한꺼번에 계산하므로 어텐션의 "
+    "비용은 n²에 비례해 늘어납니다.",
+    "stage.scaled.title": "스케일링",
+    "stage.scaled.why": "내적은 d_k개의 항을 더한 값이라 d_k가 클수록 커집니다. 스코어가 너무 "
+    "크면 소프트맥스가 거의 모든 가중치를 Key 하나에 몰아주고, 그러면 기울기가 사라져 "
+    "학습이 멈춥니다. √d_k로 나누면 스코어가 학습이 잘 되는 범위에 머뭅니다.",
+    "stage.masked.title": "마스킹",
+    "stage.masked.why": "마스크는 일부 Query–Key 쌍(미래 토큰, 패딩)을 막습니다. 그 스코어를 "
+    "−∞로 바꾸면 소프트맥스가 그 쌍에 정확히 0의 가중치를 줍니다.",
+    "stage.exp.title": "소프트맥스 1단계: 지수함수 값",
+    "stage.exp.why": "소프트맥스는 각 스코어 s에 지수함수를 적용합니다. 먼저 그 행의 최댓값을 "
+    "빼도 결과는 같지만(나눗셈에서 약분됩니다), e^s가 오버플로하는 것을 막아 줍니다.",
+    "stage.weights.title": "소프트맥스 2단계: 어텐션 가중치",
+    "stage.weights.why": "각 지수함수 값을 그 행의 합으로 나누면, 스코어가 양수이고 합이 1인 "
+    "가중치가 됩니다. 이 Query가 각 Value를 얼마만큼 가져갈지를 나타냅니다.",
+    "stage.output.title": "Value의 가중합",
+    "stage.output.why": "각 출력 행은 그 Query의 가중치 행에 V를 곱한 것, 곧 Value들을 섞은 "
+    "것입니다. 그 Query가 주목하는 토큰의 Value가 가장 많이 섞입니다.",
+    "stage.concat.title": "헤드 이어 붙이기",
+    "stage.concat.why": "헤드들의 출력을 헤드 1의 열부터 차례로 나란히 이어 붙여, 다시 토큰마다 "
+    "한 행으로 만듭니다.",
+    "stage.output.final.title": "출력 선형 투영",
+    "stage.output.final.why": "W_O는 이어 붙인 헤드들의 결과를 섞어, 다음 층이 기대하는 폭의 "
+    "벡터를 토큰마다 하나씩 만듭니다.",
+    "stage.output.concat.title": "출력 (이어 붙인 헤드)",
+    "stage.output.concat.why": "W_O가 주어지지 않았으므로, 이어 붙인 헤드가 그대로 출력입니다.",
+    # ---- notes on stages ---------------------------------------------------------------
+    "note.scale_default": "d_k = {d_k}이므로 모든 스코어를 나누는 값은 {root} = {value}입니다.",
+    "note.scale_given": "1/√d_k(d_k = {d_k}) 대신, 직접 지정한 scale = {scale}을 곱합니다.",
+    "note.mask_convention": "마스크 규칙: 1 / true = 어텐션 허용 (PyTorch "
+    "scaled_dot_product_attention의 규칙). nn.MultiheadAttention의 불리언 마스크는 뜻이 "
+    "반대입니다(True = 차단).",
+    "note.causal_topleft": "Query {n}개, Key {m}개의 인과(causal) 마스크: is_causal=True처럼 "
+    "왼쪽 위에 맞추므로 Query i는 Key 1…i를 봅니다.",
+    "note.kv_shared": "그룹 쿼리 어텐션(GQA): K/V 헤드 {kv_head}를 Query 헤드 {first}–{last}가 "
+    "함께 씁니다.",
+    "note.split": "Query 헤드 {heads}개, 헤드마다 d_k = {d_k}열; Key/Value 헤드 {kv_heads}개 "
+    "(d_v = {d_v}). Query 헤드 h는 K/V 헤드 ⌈h·G/H⌉를 읽습니다.",
+    "note.no_arithmetic": "계산 과정 생략: {reason}.",
+    "note.too_big_cells": "칸이 {cells}개로, 풀어 쓰는 한도 {limit}개보다 많음",
+    "note.too_long_sums": "칸마다 곱 {inner}개를 더해야 해서, 한도 {limit}개보다 많음",
+    "note.hidden": "행 {rows}개와 열 {cols}개를 생략했습니다(…).",
+    "note.brief": "표만 보여 줍니다(--detail brief).",
+    # ---- warnings ------------------------------------------------------------------------
+    "warn.fully_masked": "{rows}: 모든 Key가 마스킹되어, 공식을 그대로 쓰면 0/0 = NaN이 "
+    "됩니다. 그래서 PyTorch의 scaled_dot_product_attention처럼 그 가중치와 출력을 0으로 "
+    "둡니다.",
+    "warn.fully_masked_head": "헤드 {head}, {rows}: 모든 Key가 마스킹되어, 공식을 그대로 쓰면 "
+    "0/0 = NaN이 됩니다. 그래서 PyTorch의 scaled_dot_product_attention처럼 그 가중치와 "
+    "출력을 0으로 둡니다.",
+    # ---- the words of tables and arithmetic ------------------------------------------------
+    "ui.shape": "모양",
+    "ui.head": "헤드 {head}",
+    "ui.heads_group": "헤드 {head} ({heads}개 중)",
+    "ui.row_max": "행 최댓값",
+    "ui.row_sum": "합",
+    "ui.masked": "마스킹됨",
+    "ui.row": "행",
+    "ui.softmax_row": "{row}행 ({token}): 최댓값 = {max}; 지수함수 값의 합 = {sum}",
+    "ui.all_masked_row": "{row}행 ({token}): 모든 Key가 마스킹됨, 가중치 0",
+    "ui.warning": "경고",
+    "ui.output_final": "출력",
+    "ui.arithmetic": "계산 과정",
+    "ui.problem": "Query 개수 n = {n}, Key 개수 m = {m}, d_model = {d_model}, d_k = {d_k}, "
+    "d_v = {d_v}, 헤드 = {heads}, 마스크: {mask}",
+    "ui.problem_direct": "Query 개수 n = {n}, Key 개수 m = {m} (Q, K, V 직접 입력), "
+    "d_k = {d_k}, d_v = {d_v}, 헤드 = {heads}, 마스크: {mask}",
+    "ui.preset": "프리셋 {name}: {description}",
+    "ui.presets_title": "프리셋",
+    "ui.presets_name": "이름",
+    "ui.presets_description": "설명",
+    "ui.presets_hint": "실행: qkvcalc explain --preset NAME · 고쳐 쓰기: "
+    "qkvcalc presets show NAME > mine.json",
+    "ui.split_row": "헤드 {head}: {q}의 {qcols}열, {k}의 {kcols}열, {v}의 {vcols}열 (K/V 헤드 {g})",
+    # ---- input errors: keys and structure ----------------------------------------------
+    "key.unknown_suggest": "알 수 없는 키 {key!r}: 혹시 {suggestion!r}인가요?",
+    "key.unknown": "알 수 없는 키 {key!r}. 입력 형식에 있는 키: {known}",
+    "key.not_string": "키는 문자열이어야 합니다. 받은 키: {key}",
+    "key.duplicate": "키 {key!r}: 같은 키({canonical!r})가 두 번 주어졌습니다. 하나만 남기세요",
+    "input.not_object": "입력은 x, wq, wk, wv … 키가 있는 JSON 객체여야 합니다. 받은 값의 "
+    "종류: {kind}",
+    "input.missing": "빠진 항목: {missing}. X와 가중치 W_Q, W_K, W_V를 주거나 "
+    "Q, K, V를 직접 주세요",
+    "input.missing_direct": "빠진 항목: {missing}. Q, K, V를 직접 줄 때는 셋 모두 필요합니다",
+    "input.mixed": "X와 W_Q, W_K, W_V를 주거나 Q, K, V를 직접 주거나, 둘 중 하나만 하세요 "
+    "(직접 준 것: {direct}, 선형 투영용: {projecting})",
+    "input.bo_without_wo": "W_O 없이 b_O가 주어졌습니다. 출력 편향은 출력 선형 투영에 딸린 "
+    "값입니다",
+    "input.empty": '입력이 비어 있습니다. {{"x": [1, 2], "wq": …}} 같은 JSON 객체가 필요합니다',
+    "input.none": "입력이 없습니다. JSON 파일, 표준 입력을 읽는 '-', --preset NAME, "
+    "--x/--wq/--wk/--wv 중 하나를 주세요 (예: qkvcalc explain --preset doc)",
+    "input.json": "올바른 JSON이 아닙니다 ({line}번째 줄, {col}번째 글자): {reason}",
+    "input.json_value": "올바른 JSON이 아닙니다: {reason}",
+    "input.json_deep": "JSON의 중첩이 너무 깊습니다. 행렬은 숫자 행들의 리스트로, 두 단계 "
+    "깊이입니다",
+    "input.not_utf8": "입력이 UTF-8 텍스트가 아닙니다 ({offset}번째 바이트: {byte})",
+    "input.too_big": "입력이 {limit}바이트보다 큽니다. 정말 필요하면 --max-bytes로 한도를 올리세요",
+    "input.file_missing": "파일이 없습니다: {path}",
+    "input.file_unreadable": "파일을 읽을 수 없습니다: {path} ({reason})",
+    "input.from": "{origin}에서",
+    "input.inline": "--{option}에서",
+    "inline.grammar": "--{option} {text!r}: 행렬은 숫자로 된 행들을 ';'로 나누어 쓰세요. "
+    '예: "1 2; 3 4"',
+    # ---- input errors: numbers and matrices ------------------------------------------------
+    "number.grammar": "{field}: {text!r}: qkvcalc가 읽을 수 있는 숫자가 아닙니다. 정수, 소수, "
+    "분수, 제곱근으로 쓰세요: 3, -0.5, 1/2, -3e-2, sqrt(2), 1/sqrt(2)",
+    "number.empty": "{field}: 빈 문자열은 숫자가 아닙니다",
+    "number.too_long": "{field}: 숫자를 {limit}자보다 길게 썼습니다",
+    "number.zero_division": "{field}: {text!r}에서 0으로 나눕니다",
+    "number.negative_sqrt": "{field}: {text!r}에서 음수의 제곱근을 구합니다",
+    "number.not_finite": "{field}: 유한한 수가 아닙니다({text}). 모든 숫자는 유한해야 합니다",
+    "number.nan": "{field}: NaN입니다. 모든 숫자는 유한해야 합니다",
+    "matrix.not_list": "{field}: 행렬(숫자 행들의 리스트)이어야 합니다. 받은 값: {value}",
+    "matrix.empty": "{field}: 비어 있습니다. 행렬에는 숫자 행이 적어도 하나 있어야 합니다",
+    "matrix.empty_row": "{field}: {row}행이 비어 있습니다. 행에는 숫자가 적어도 하나 있어야 합니다",
+    "matrix.mixed": "{field}: 다른 행들은 리스트인데 {row}행만 숫자입니다. 모든 행을 리스트로 "
+    "쓰세요",
+    "matrix.ragged": "{field}: {row}행에는 숫자가 {length}개, 1행에는 {width}개 있습니다. "
+    "행렬의 모든 행은 길이가 같아야 합니다",
+    "matrix.too_deep": "{field}{where}: 숫자가 올 자리에 리스트가 있습니다. 행렬은 숫자 행들의 "
+    "리스트로, 두 단계 깊이입니다",
+    "matrix.bool": "{field}{where}: 숫자가 올 자리에 true/false가 있습니다. 1 또는 0으로 쓰세요",
+    "matrix.null": "{field}{where}: 숫자가 올 자리에 null이 있습니다",
+    "matrix.not_number": "{field}{where}: 숫자가 아닙니다. 받은 값: {value}",
+    "matrix.too_big": "{field}: 숫자가 {count}개로, 한도 {limit}개보다 많습니다",
+    "vector.not_flat": "{field}: 열마다 숫자 하나씩인 1차원 리스트여야 하는데, 행이 {rows}개 "
+    "있습니다",
+    "heads.not_positive": "{field}: 1부터 {limit}까지의 정수여야 합니다. 받은 값: {value}",
+    "heads.kv_divide": "heads = {heads}: kv_heads = {kv_heads}의 배수가 아닙니다. Key/Value "
+    "헤드마다 같은 수의 Query 헤드를 맡아야 합니다",
+    "tokens.not_strings": "{field}: 행마다 하나씩, 이름(문자열)의 리스트여야 합니다",
+    "tokens.count": "{field}: 이름은 {count}개인데 {rows}의 행은 {n}개입니다. 행마다 이름이 "
+    "하나씩 필요합니다",
+    "tokens.source_without_source": "source 행렬 없이 source_tokens가 주어졌습니다",
+    "scale.not_number": "scale은 숫자여야 합니다. 받은 값: {value}",
+    "layout.unknown": 'layout은 "rows"(Q = X·W_Q) 또는 "torch"(PyTorch가 저장하는 대로 '
+    "out×in 모양의 가중치)여야 합니다. 받은 값: {value}",
+    # ---- input errors: shapes -------------------------------------------------------------
+    "shape.weight_rows": "{field}의 모양은 {shape}, {what}의 열은 {rows}개입니다. "
+    "{what}·{field}에서 안쪽 차원이 맞아야 하므로 {field}에는 행이 {rows}개 필요합니다",
+    "shape.weight_rows_hint_torch": "{field}의 모양은 {shape}, {what}의 열은 {rows}개입니다. "
+    "{what}·{field}에서 안쪽 차원이 맞아야 하므로 {field}에는 행이 {rows}개 필요합니다. "
+    "PyTorch가 선형 층의 가중치를 저장하는 방식(out×in)처럼 전치된 것으로 보입니다: "
+    '"layout": "torch"를 추가하세요(또는 --layout torch)',
+    "shape.weight_rows_hint_rows": "{field}의 모양은 torch 레이아웃(out×in)으로 {shape}인데, "
+    "{what}의 열이 {rows}개이므로 그 자리에는 열이 {rows}개 필요합니다. rows 레이아웃"
+    '(in×out)으로 쓴 것으로 보입니다: "layout": "torch"를 빼세요',
+    "shape.source_width": "source의 모양은 {source}, X는 {x}입니다. Key와 Value는 같은 W_K, "
+    "W_V로 source에서 선형 투영되므로, 둘 다 열이 d_model개여야 합니다",
+    "shape.kv_rows": "K의 모양은 {k}, V는 {v}입니다. 둘의 행 수가 같아야 합니다(토큰마다 Key "
+    "하나, Value 하나)",
+    "shape.heads_divide": "{field}의 열 {cols}개는 {what} = {heads}개의 같은 조각으로 나누어지지 "
+    "않습니다. 열 수가 {heads}의 배수여야 합니다",
+    "shape.dk_mismatch": "{q}: 헤드 {heads}개에 열 {qcols}개(헤드마다 d_k = {d_k}), {k}: "
+    "Key/Value 헤드 {kv_heads}개에 열 {kcols}개(d_k = {dk2}). Q·Kᵀ로 곱하려면 Query와 "
+    "Key의 d_k가 같아야 합니다",
+    "shape.bias": "{field}에는 숫자가 {length}개인데 {weight}의 열은 {cols}개입니다. 편향은 "
+    "열마다 숫자를 하나씩 더합니다",
+    "mask.unknown": 'mask는 "none", "causal" 또는 0/1 행렬이어야 합니다. 받은 값: {value}',
+    "mask.shape": "mask의 모양은 {shape}인데 어텐션 스코어는 {n}×{m}(Query × Key)입니다. "
+    "스코어마다 0/1이 하나씩 필요합니다",
+    "mask.not_flags": "{field}{where}: 0/1의 리스트여야 합니다. 받은 값: {value}",
+    "mask.not_flag": "{field}{where}: {value}. 마스크 값은 1(어텐션 허용) 또는 0(마스킹)입니다",
+    "mask.padding_length": "key_padding의 값은 {length}개인데 Key는 {m}개입니다. Key마다 "
+    "1(실제 토큰) 또는 0(패딩)이 하나씩 필요합니다",
+    "overflow": "{stage} 단계의 {row}행 {col}열(헤드 {head})에서 float64 범위를 넘었습니다. "
+    "입력 값을 줄이세요",
+    # ---- command line -------------------------------------------------------------------
+    "cli.preset_unknown": "프리셋을 찾을 수 없습니다: {name!r}. 있는 프리셋: {names}",
+    "cli.preset_unknown_suggest": "프리셋을 찾을 수 없습니다: {name!r}. 혹시 "
+    "{suggestion!r}인가요? (qkvcalc presets로 목록을 볼 수 있습니다)",
+    "cli.two_sources": "입력은 하나만 주세요. 함께 주어진 입력: {sources}",
+    "cli.bad_option": "--{option}: {reason}",
+    "cli.interrupted": "중단됨",
+    "cli.error_prefix": "오류",
+    # ---- torch script (issue 3) ---------------------------------------------------------
+    # ---- exports: markdown, latex, html, svg (issue 4) ------------------------------------
+    # ---- step mode (issue 4) ------------------------------------------------------------
+    # ---- quiz and new (issue 5) ---------------------------------------------------------
+    # ---- exact (issue 5) ----------------------------------------------------------------
+    # ---- limits and safety (issue 6) ----------------------------------------------------
+}
