@@ -86,6 +86,7 @@ MESSAGES: dict[str, str] = {
     "ui.masked": "masked",
     "ui.row": "row",
     "ui.softmax_row": "row {row} ({token}): max = {max}; sum of exponentials = {sum}",
+    "ui.masked_row": "row {row} ({token}): {keys} → −∞",
     "ui.all_masked_row": "row {row} ({token}): every key masked, weights 0",
     "ui.warning": "warning",
     "ui.output_final": "Output",
@@ -202,8 +203,39 @@ MESSAGES: dict[str, str] = {
     "cli.error_prefix": "error",
     # ---- torch script (issue 3) ---------------------------------------------------------
     # ---- exports: markdown, latex, html, svg (issue 4) ------------------------------------
+    "export.title": "Attention, step by step",
+    "export.rows": "Rows: {labels}.",
+    "export.cols": "Columns: {labels}.",
+    "export.stages": "Stages",
+    "export.output_unwritable": "cannot write {path}: {reason}",
+    "export.output_extension": "--output {path}: the extension {ext} names no format; use "
+    "one of {known}, or choose one with --format",
     # ---- step mode (issue 4) ------------------------------------------------------------
+    "step.option_help": "Show one stage at a time in the terminal: Enter, Space or → next; "
+    "b or ← back; q quit.",
+    "step.header": "stage {number} of {total} — {formula}",
+    "step.header_head": "stage {number} of {total} — {formula} · head {head}",
+    "step.keys": "Enter, Space or → next  ·  b or ← back  ·  q or Esc quit",
+    "step.done": "All {total} stages shown. The result:",
+    "step.no_terminal": "--step reads keys from a terminal, and there is none here (no "
+    "/dev/tty): run it in a terminal, or leave out --step to print every stage at once",
+    "step.with_format": "--step shows the table one stage at a time in the terminal, so it "
+    "does not combine with --format {format}: leave out one of them",
+    "step.with_output": "--step shows the stages in the terminal, so it does not combine with "
+    "--output: leave out --step to write the file",
     # ---- quiz and new (issue 5) ---------------------------------------------------------
     # ---- exact (issue 5) ----------------------------------------------------------------
+    "note.exact_surd": "√{d_k} is irrational, so each scaled score is kept exactly as a "
+    "whole number over a square root (7/√2, with the smallest root), beside its decimal.",
+    "note.exact_scale_irrational": "The given scale {scale} is irrational, so the scaled "
+    "scores are shown in decimals.",
+    "note.exact_stops": "No exact fractions from here on: e^x of a rational x other than 0 is "
+    "irrational (Lindemann's theorem), so the exponentials, the weights and the output are "
+    "decimals.",
+    "note.exact_partial": "Cells that depend on an irrational input (a square root) are shown "
+    "in decimals.",
+    "note.exact_skipped": "Exact fractions left out: this problem needs {count} "
+    "multiplications of fractions, more than {limit}; --exact is for problems small enough "
+    "to work by hand.",
     # ---- limits and safety (issue 6) ----------------------------------------------------
 }

@@ -93,6 +93,7 @@ MESSAGES: dict[str, str] = {
     "ui.masked": "마스킹됨",
     "ui.row": "행",
     "ui.softmax_row": "{row}행 ({token}): 최댓값 = {max}; 지수함수 값의 합 = {sum}",
+    "ui.masked_row": "{row}행 ({token}): {keys} → −∞",
     "ui.all_masked_row": "{row}행 ({token}): 모든 Key가 마스킹됨, 가중치 0",
     "ui.warning": "경고",
     "ui.output_final": "출력",
@@ -212,6 +213,18 @@ MESSAGES: dict[str, str] = {
     # ---- torch script (issue 3) ---------------------------------------------------------
     # ---- exports: markdown, latex, html, svg (issue 4) ------------------------------------
     # ---- step mode (issue 4) ------------------------------------------------------------
+    "step.option_help": "터미널에서 한 번에 한 단계씩 보여 줍니다. 다음: Enter, Space, →; "
+    "이전: b, ←; 끝내기: q.",
+    "step.header": "{total}단계 중 {number}단계 — {formula}",
+    "step.header_head": "{total}단계 중 {number}단계 — {formula} · 헤드 {head}",
+    "step.keys": "다음: Enter, Space, →  ·  이전: b, ←  ·  끝내기: q, Esc",
+    "step.done": "{total}개 단계를 모두 보았습니다. 결과:",
+    "step.no_terminal": "--step은 터미널에서 키를 읽는데, 지금은 연결된 터미널이 없습니다 "
+    "(/dev/tty 없음). 터미널에서 실행하거나, --step을 빼고 모든 단계를 한 번에 출력하세요",
+    "step.with_format": "--step은 터미널에서 표를 한 단계씩 보여 주므로 --format {format} "
+    "옵션과 함께 쓸 수 없습니다. 둘 중 하나를 빼 주세요",
+    "step.with_output": "--step은 단계를 터미널에 보여 주므로 --output과 함께 쓸 수 없습니다. "
+    "파일로 저장하려면 --step을 빼 주세요",
     # ---- quiz and new (issue 5) ---------------------------------------------------------
     # ---- exact (issue 5) ----------------------------------------------------------------
     # ---- limits and safety (issue 6) ----------------------------------------------------

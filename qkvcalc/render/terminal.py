@@ -177,6 +177,24 @@ def _softmax_rows(stage: Stage, trace: Trace, opts: RenderOptions) -> list[Text]
     return lines
 
 
+def _mask_rows(stage: Stage, opts: RenderOptions) -> list[Text]:
+    """Which keys each query may not see, row by row (the cells themselves say −∞)."""
+    assert stage.allowed is not None
+    lines = []
+    for i in pick(stage.value.shape[0], opts.max_rows):
+        if i is None:
+            lines.append(Text("  ⋮"))
+            continue
+        blocked = [j for j in range(stage.value.shape[1]) if not stage.allowed[i, j]]
+        if not blocked:
+            continue
+        keys = ", ".join(f"{safe(stage.cols[j])} ({j + 1})" for j in blocked[:12])
+        keys += " …" if len(blocked) > 12 else ""
+        lines.append(Text("  " + _t(opts.lang, "ui.masked_row", row=i + 1,
+                                    token=safe(stage.rows[i]), keys=keys)))
+    return lines
+
+
 def render_stage(
     stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions
 ) -> RenderableType:
@@ -231,6 +249,8 @@ def render_stage(
             notes.append(Msg("note.no_arithmetic", reason=reason.text(lang)))
     if stage.op == "softmax":
         work = _softmax_rows(stage, trace, opts) + work
+    if stage.op == "mask" and work:
+        work = _mask_rows(stage, opts)
     for note in notes:
         parts.append(Padding(Text("• " + note.text(lang), style="dim"), (0, 0, 0, 2)))
     if work:

@@ -1,0 +1,42 @@
+"""Golden renders of every bundled preset at a pinned width, colourless, in English.
+
+A golden file changes only with a reviewed diff: after a deliberate change of the rendering,
+regenerate with `QKVCALC_REGEN_GOLDEN=1 python -m pytest tests/test_golden.py`, then read
+`git diff tests/golden` before committing. A preset without a golden file fails, so a new
+preset cannot ship unseen.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.conftest import GOLDEN, ROOT
+
+PRESETS = sorted(p.stem for p in (ROOT / "presets").glob("*.json"))
+REGEN = os.environ.get("QKVCALC_REGEN_GOLDEN") == "1"
+
+
+def normalise(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_preset_table_matches_its_golden_render(cli, name):
+    result = cli("explain", "--preset", name)
+    assert result.exit_code == 0, result.stderr
+    golden = GOLDEN / f"{name}.table.txt"
+    text = normalise(result.stdout)
+    if REGEN:
+        golden.write_text(text, encoding="utf-8")
+    assert golden.exists(), f"no golden render for preset {name}: regenerate and review it"
+    assert text == golden.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_preset_runs_in_every_text_format(cli, name):
+    for fmt in ("json", "table"):
+        result = cli("explain", "--preset", name, "--format", fmt, "--detail", "brief")
+        assert result.exit_code == 0, (fmt, result.stderr)
+        assert result.stdout
