@@ -25,7 +25,7 @@ def columns(a, first, count):
 
 
 def transpose(a):
-    return [list(col) for col in zip(*a)]
+    return [list(col) for col in zip(*a, strict=True)]
 
 
 def naive(doc: dict) -> dict:
@@ -92,7 +92,7 @@ def naive(doc: dict) -> dict:
             out[("masked", key)] = masked
         head_outputs.append(o)
     if multi:
-        concat = [sum((ho[i] for ho in head_outputs), []) for i in range(n)]
+        concat = [[v for ho in head_outputs for v in ho[i]] for i in range(n)]
         out[("concat", None)] = concat
         final = concat
         if "wo" in doc:

@@ -1,0 +1,87 @@
+"""The package as users get it: a wheel that carries the presets, light imports, clean layers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out),
+                    str(ROOT)], check=True, capture_output=True, timeout=300)
+    (found,) = out.glob("qkvcalc-*.whl")
+    return found
+
+
+def test_wheel_carries_every_preset(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    for preset in (ROOT / "presets").glob("*.json"):
+        assert f"qkvcalc/presets/{preset.name}" in names
+
+
+def test_installed_wheel_finds_its_presets_away_from_the_checkout(wheel, tmp_path):
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
+                    str(site), str(wheel)], check=True, capture_output=True, timeout=300)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(site), "COLUMNS": "100", "NO_COLOR": "1"}
+    code = ("import qkvcalc, qkvcalc.presets as p; "
+            f"assert qkvcalc.__file__.startswith({str(site)!r}), qkvcalc.__file__; "
+            "print(p.preset_dir()); print(p.names())")
+    result = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert str(site) in result.stdout and "'doc'" in result.stdout
+    run = subprocess.run([sys.executable, "-m", "qkvcalc", "explain", "--preset", "doc"],
+                         cwd=elsewhere, env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "q₁·k₁ = 1×1 + 2×3 = 7" in run.stdout
+
+
+def test_version_and_help_do_not_import_numpy():
+    code = ("import sys\nfrom qkvcalc.cli import main\nsys.argv = ['qkvcalc', '--version']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "assert 'numpy' not in sys.modules, 'numpy imported by --version'\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+
+
+def test_engine_imports_neither_rich_nor_typer():
+    code = ("import sys, qkvcalc.engine, qkvcalc.problem, qkvcalc.parse, qkvcalc.sources\n"
+            "bad = [m for m in ('rich', 'typer') if m in sys.modules]\nassert not bad, bad\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None and not (Path(sys.executable).parent /
+                                                          "ruff").exists(),
+                    reason="ruff is not installed (pip install -e '.[test]')")
+def test_ruff_lint_and_banned_imports_hold():
+    ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    result = subprocess.run([ruff, "check", "qkvcalc", "tests", "benchmarks"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_command_is_documented_in_the_readme():
+    """sqlite-utils' habit: a command nobody can find in the README might as well not exist."""
+    from typer.main import get_command
+
+    from qkvcalc.cli import app
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    group = get_command(app)
+    for name in group.commands:  # type: ignore[attr-defined]
+        assert f"qkvcalc {name}" in readme, f"`qkvcalc {name}` is not in README.md"
