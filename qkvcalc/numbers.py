@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 from qkvcalc.errors import QkvcalcError
 
@@ -55,7 +55,7 @@ class _Parser:
         self.i = 0
         self.depth = 0
 
-    def fail(self) -> QkvcalcError:
+    def fail(self) -> NoReturn:
         raise QkvcalcError("number.grammar", field=self.field, text=self.text)
 
     def peek(self) -> tuple[str, str]:
@@ -116,7 +116,6 @@ class _Parser:
             exact = None if inner.exact is None else _sqrt_exact(inner.exact)
             return Number(math.sqrt(inner.value), exact)
         self.fail()
-        raise AssertionError  # unreachable: fail() raises
 
 
 def parse_number(text: str, field: str) -> Number:

@@ -106,7 +106,7 @@ def _fail_cell(field_name: str, where: str, value: object) -> QkvcalcError:
 
 def _cell(value: object, field_name: str, where: str, exact: bool) -> Number:
     if type(value) is int or type(value) is float or isinstance(value, np.integer | np.floating):
-        number = float(value)  # type: ignore[arg-type]
+        number = float(value)
         if math.isfinite(number):
             return Number(number, exact_of_float(number) if exact else None)
     elif isinstance(value, str):
