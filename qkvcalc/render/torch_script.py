@@ -1,0 +1,276 @@
+"""The torch rendering (--format torch): a short, runnable PyTorch script of the same problem.
+
+The script rebuilds the problem in float64 from the input numbers (in the layout they were
+given: `X @ W` for the rows layout, `F.linear(X, W, b)` for PyTorch's out×in), calls
+F.scaled_dot_product_attention and, where nn.MultiheadAttention can represent the problem,
+the module with its weights set; it prints each output and how far it is from qkvcalc's.
+Its comments translate the mask between PyTorch's three conventions.
+
+This module writes code; it computes no attention. Every number in the script is written
+with repr (it round-trips exactly) and every text from the input (token names, the preset's
+name) goes into a Python string literal or through `safe`, so no input can break out of a
+comment or a string.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from qkvcalc.render import RenderOptions
+from qkvcalc.render.text import safe
+from qkvcalc.trace import Trace
+
+
+def num(value: float) -> str:
+    """A number as Python source: integers as integers, the rest exactly (repr round-trips)."""
+    value = float(value)
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+def literal(matrix: np.ndarray, indent: str = "    ") -> str:
+    """A nested list literal, one row per line when there is more than one row."""
+    if matrix.ndim == 1:
+        return "[" + ", ".join(num(v) for v in matrix) + "]"
+    rows = ["[" + ", ".join(num(v) for v in row) + "]" for row in matrix]
+    if len(rows) == 1:
+        return f"[{rows[0]}]"
+    return "[\n" + "".join(f"{indent}{row},\n" for row in rows) + "]"
+
+
+def flags(matrix: np.ndarray) -> str:
+    """A boolean matrix as a literal of 1s and 0s."""
+    return literal(matrix.astype(np.float64))
+
+
+MASK_CONVENTIONS = """\
+# Masks: PyTorch has three conventions for the same thing. qkvcalc's 1 = "may attend".
+#   F.scaled_dot_product_attention(attn_mask=<bool>): True = MAY attend   -> pass `allowed`
+#   nn.MultiheadAttention(attn_mask=<bool>, key_padding_mask=<bool>): True = BLOCKED
+#                                                                          -> pass `~allowed`
+#   an additive float mask (accepted by both): 0 = may attend, -inf = blocked
+#       -> torch.zeros(n, m, dtype=torch.float64).masked_fill(~allowed, float("-inf"))
+# Passing an SDPA mask to nn.MultiheadAttention unchanged inverts it: the most common mistake."""
+
+
+def _mha_obstacles(trace: Trace) -> list[str]:
+    """Why nn.MultiheadAttention cannot represent this problem (empty when it can)."""
+    p = trace.problem
+    out = []
+    if not p.projected:
+        out.append("Q, K, V are given directly; the module always projects its inputs")
+    if p.kv_heads != p.heads:
+        out.append(
+            f"grouped-query attention ({p.heads} query heads, {p.kv_heads} K/V heads); "
+            "the module has one K/V head per query head"
+        )
+    e = p.d_model
+    if p.projected and not (p.heads * p.d_k == p.heads * p.d_v == e):
+        out.append(
+            f"H*d_k = {p.heads * p.d_k} and H*d_v = {p.heads * p.d_v}, but the module projects "
+            f"to embed_dim = d_model = {e} for both"
+        )
+    if p.wo is not None and p.wo.values.shape != (p.heads * p.d_v, p.heads * p.d_v):
+        r, c = p.wo.values.shape
+        out.append(f"W_O is {r}x{c}; the module's out_proj is square (embed_dim x embed_dim)")
+    if p.scale_given is not None:
+        out.append("a custom scale; the module always divides by sqrt(head_dim)")
+    return out
+
+
+def render_torch(trace: Trace, opts: RenderOptions) -> str:
+    """The script as text. `opts` is accepted for the common signature; numbers are exact."""
+    p = trace.problem
+    torch_layout = p.layout == "torch"
+    H, G = p.heads, p.kv_heads  # the paper's names
+    n, m, d_k, d_v = p.n, p.m, p.d_k, p.d_v
+    lines: list[str] = []
+    add = lines.append
+    title = f" (preset {safe(p.meta['name'], 60)})" if "name" in p.meta else ""
+    add(f"# qkvcalc --format torch{title}: the same attention in PyTorch, float64.")
+    need = "2.5, for enable_gqa" if p.kv_heads != p.heads else "2.1"
+    add(f"# Run it with: python this_script.py   (needs torch >= {need})")
+    add(
+        f"# n = {n} queries, m = {m} keys, d_k = {d_k}, d_v = {d_v} per head, "
+        f"H = {H} heads, G = {G} key/value heads."
+    )
+    add("import torch")
+    add("import torch.nn.functional as F")
+    add("")
+    add("")
+    add("def t(rows):")
+    add("    return torch.tensor(rows, dtype=torch.float64)")
+    add("")
+    add("")
+    add(f"tokens = {list(p.tokens)!r}")
+    if p.cross or not p.projected:
+        add(f"source_tokens = {list(p.source_tokens)!r}")
+
+    # ---- Q, K, V --------------------------------------------------------------------------
+    if p.projected:
+        assert p.x is not None and p.wq is not None and p.wk is not None and p.wv is not None
+        add(f"X = t({literal(p.x.values)})  # [n, d_model]")
+        src = "X"
+        if p.source is not None:
+            add(f"S = t({literal(p.source.values)})  # source: [m, d_model], keys and values")
+            src = "S"
+        if torch_layout:
+            add("# Weights as nn.Linear stores them: [out, in]; F.linear(x, W, b) = x @ W.T + b.")
+        else:
+            add("# Weights in the rows layout: Q = X @ W_Q (nn.Linear would store W_Q.T).")
+        shapes = {"wq": "H*d_k", "wk": "G*d_k", "wv": "G*d_v"}
+        for name, label in (("wq", "W_Q"), ("wk", "W_K"), ("wv", "W_V")):
+            w = getattr(p, name).values
+            shape = f"[{shapes[name]}, d_model]" if torch_layout else f"[d_model, {shapes[name]}]"
+            add(f"{label} = t({literal(w.T if torch_layout else w)})  # {shape}")
+        for name, label in (("bq", "b_Q"), ("bk", "b_K"), ("bv", "b_V")):
+            b = getattr(p, name)
+            if b is not None:
+                add(f"{label} = t({literal(b.values[0])})")
+        for out, label, inputs, bias in (
+            ("Q", "W_Q", "X", "bq"),
+            ("K", "W_K", src, "bk"),
+            ("V", "W_V", src, "bv"),
+        ):
+            add(_linear(out, inputs, label, getattr(p, bias) is not None, torch_layout))
+    else:
+        assert p.q is not None and p.k is not None and p.v is not None
+        add(f"Q = t({literal(p.q.values)})  # [n, H*d_k], given directly")
+        add(f"K = t({literal(p.k.values)})  # [m, G*d_k]")
+        add(f"V = t({literal(p.v.values)})  # [m, G*d_v]")
+    add("")
+    add("# Heads: [n, H*d_k] -> [batch=1, H, n, d_k]; head h takes columns (h-1)*d_k+1 .. h*d_k.")
+    add(f"n, m, H, G, d_k, d_v = {n}, {m}, {H}, {G}, {d_k}, {d_v}")
+    add("q = Q.view(n, H, d_k).transpose(0, 1).unsqueeze(0)")
+    add("k = K.view(m, G, d_k).transpose(0, 1).unsqueeze(0)")
+    add("v = V.view(m, G, d_v).transpose(0, 1).unsqueeze(0)")
+    add("")
+
+    # ---- the mask -------------------------------------------------------------------------
+    add(MASK_CONVENTIONS)
+    sdpa_args = ["q", "k", "v"]
+    mask_parts: list[str] = []
+    if p.mask_kind == "causal":
+        if p.key_padding is None:
+            add("# Causal: query i sees keys 1..i, aligned top-left (is_causal=True builds it).")
+            sdpa_args.append("is_causal=True")
+        add("causal = torch.ones(n, m, dtype=torch.bool).tril()  # top-left, as is_causal")
+        mask_parts.append("causal")
+    elif p.mask is not None:
+        add(f"custom = torch.tensor({flags(p.mask)}, dtype=torch.bool)  # 1 = may attend")
+        mask_parts.append("custom")
+    if p.key_padding is not None:
+        add(
+            f"key_padding = torch.tensor({flags(p.key_padding)}, dtype=torch.bool)"
+            "  # 1 = real token, 0 = padding"
+        )
+        mask_parts.append("key_padding")
+    masked = bool(mask_parts)
+    if masked:
+        add("allowed = " + " & ".join(mask_parts) + "  # [n, m] (a [m] row broadcasts)")
+        add("allowed = allowed.expand(n, m)")
+        if "is_causal=True" not in sdpa_args:
+            sdpa_args.append("attn_mask=allowed")
+        if any(w.key.startswith("warn.fully_masked") for w in trace.warnings):
+            add("# Some query rows have every key masked: SDPA returns 0 there (so does qkvcalc);")
+            add("# nn.MultiheadAttention's own softmax returns NaN (0/0) for those rows.")
+    else:
+        add("# No mask here: every query attends to every key.")
+    if p.scale_given is not None:
+        sdpa_args.append(f"scale={num(p.scale)}")
+    else:
+        add("# scale: SDPA's default is 1/sqrt(d_k), as qkvcalc's.")
+    if G != H:
+        add("# Grouped-query: query head h reads K/V head ceil(h*G/H) (repeat_interleave).")
+        sdpa_args.append("enable_gqa=True")
+    add("")
+
+    # ---- SDPA, concat, W_O ----------------------------------------------------------------
+    add("# [1, H, n, d_k], [1, G, m, d_k], [1, G, m, d_v] -> [1, H, n, d_v]")
+    add(f"heads = F.scaled_dot_product_attention({', '.join(sdpa_args)})")
+    add("concat = heads[0].transpose(0, 1).reshape(n, H * d_v)  # head 1's columns first")
+    if p.wo is not None:
+        w = p.wo.values
+        shape = "[d_out, H*d_v]" if torch_layout else "[H*d_v, d_out]"
+        add(f"W_O = t({literal(w.T if torch_layout else w)})  # {shape}")
+        if p.bo is not None:
+            add(f"b_O = t({literal(p.bo.values[0])})")
+        add(_linear("output", "concat", "W_O", p.bo is not None, torch_layout))
+    else:
+        add("output = concat")
+    add(f"expected = t({literal(trace.output)})  # qkvcalc's output")
+    add("")
+    add('print("F.scaled_dot_product_attention output:")')
+    add("for row in output.tolist():")
+    add("    print(row)")
+    add('print("max |SDPA - qkvcalc| =", (output - expected).abs().max().item())')
+
+    # ---- nn.MultiheadAttention ------------------------------------------------------------
+    if p.multihead:
+        add("")
+        obstacles = _mha_obstacles(trace)
+        if obstacles:
+            add("# nn.MultiheadAttention cannot represent this problem:")
+            lines.extend(f"#   - {why}." for why in obstacles)
+        else:
+            lines.extend(_mha_block(trace, masked))
+    return "\n".join(lines) + "\n"
+
+
+def _linear(out: str, inputs: str, weight: str, bias: bool, torch_layout: bool) -> str:
+    """`Q = X @ W_Q + b_Q`, or `Q = F.linear(X, W_Q, b_Q)` for weights stored out×in."""
+    b = "b_" + weight[2:]
+    if torch_layout:
+        return f"{out} = F.linear({inputs}, {weight}" + (f", {b})" if bias else ")")
+    return f"{out} = {inputs} @ {weight}" + (f" + {b}" if bias else "")
+
+
+def _mha_block(trace: Trace, masked: bool) -> list[str]:
+    """nn.MultiheadAttention with its weights set from the problem (out×in, as nn.Linear)."""
+    p = trace.problem
+    torch_layout = p.layout == "torch"
+    src = "S" if p.source is not None else "X"
+
+    def stored(name: str) -> str:  # the module keeps every weight as [out, in]
+        return name if torch_layout else f"{name}.T"
+
+    def bias(name: str) -> str:  # qkvcalc's missing bias is the module's zero bias
+        return name if getattr(p, "b" + name[2:].lower()) is not None else "zeros"
+
+    out = [
+        "# The same layer as nn.MultiheadAttention: embed_dim = d_model, H heads of d_k each.",
+        "# Its in_proj_weight stacks W_Q, W_K, W_V as [out, in] (the transpose of X @ W).",
+        f"E = {p.d_model}",
+        "mha = torch.nn.MultiheadAttention(E, H, bias=True, batch_first=True, dtype=torch.float64)",
+        "zeros = torch.zeros(E, dtype=torch.float64)",
+        "with torch.no_grad():",
+        f"    mha.in_proj_weight.copy_(torch.cat([{stored('W_Q')}, {stored('W_K')}, "
+        f"{stored('W_V')}]))",
+        f"    mha.in_proj_bias.copy_(torch.cat([{bias('b_Q')}, {bias('b_K')}, {bias('b_V')}]))",
+    ]
+    if p.wo is not None:
+        out.append(f"    mha.out_proj.weight.copy_({stored('W_O')})")
+        out.append(f"    mha.out_proj.bias.copy_({bias('b_O')})")
+    else:
+        out.append("    mha.out_proj.weight.copy_(torch.eye(E))  # no W_O: output = concat")
+        out.append("    mha.out_proj.bias.zero_()")
+    args = [f"X[None], {src}[None], {src}[None]"]
+    if masked:
+        p_mask = p.mask_kind == "causal" or p.mask is not None
+        if p_mask:
+            name = "causal" if p.mask_kind == "causal" else "custom"
+            args.append(f"attn_mask=~{name}")
+        if p.key_padding is not None:
+            args.append("key_padding_mask=~key_padding[None]")
+        out.append("# nn.MultiheadAttention's boolean masks mean True = BLOCKED: hence the ~.")
+    args.append("need_weights=True, average_attn_weights=False")
+    out += [
+        "# mha_weights: [1, H, n, m], each head's attention weights",
+        "mha_output, mha_weights = mha(\n" + "".join(f"    {a},\n" for a in args) + ")",
+        'print("nn.MultiheadAttention output:")',
+        "for row in mha_output[0].tolist():",
+        "    print(row)",
+        'print("max |MHA - qkvcalc| =", (mha_output[0] - expected).abs().max().item())',
+    ]
+    return out
