@@ -78,11 +78,11 @@ MESSAGES: dict[str, str] = {
     "note.hidden": "행 {rows}개와 열 {cols}개를 생략했습니다(…).",
     "note.brief": "표만 보여 줍니다(--detail brief).",
     # ---- warnings ------------------------------------------------------------------------
-    "warn.fully_masked": "{rows}: 모든 Key가 마스킹되어, 공식을 그대로 쓰면 0/0 = NaN이 "
+    "warn.fully_masked": "Query {rows}에서는 모든 Key가 마스킹되어, 공식을 그대로 쓰면 0/0 = NaN이 "
     "됩니다. 그래서 PyTorch의 scaled_dot_product_attention처럼 그 가중치와 출력을 0으로 "
     "둡니다.",
-    "warn.fully_masked_head": "헤드 {head}, {rows}: 모든 Key가 마스킹되어, 공식을 그대로 쓰면 "
-    "0/0 = NaN이 됩니다. 그래서 PyTorch의 scaled_dot_product_attention처럼 그 가중치와 "
+    "warn.fully_masked_head": "헤드 {head}, Query {rows}에서는 모든 Key가 마스킹되어, 공식을 "
+    "그대로 쓰면 0/0 = NaN이 됩니다. 그래서 PyTorch의 scaled_dot_product_attention처럼 그 가중치와 "
     "출력을 0으로 둡니다.",
     # ---- the words of tables and arithmetic ------------------------------------------------
     "ui.shape": "모양",
@@ -211,7 +211,19 @@ MESSAGES: dict[str, str] = {
     "cli.interrupted": "중단됨",
     "cli.error_prefix": "오류",
     # ---- torch script (issue 3) ---------------------------------------------------------
+    "ui.heads_group_kv": "헤드 {head} ({heads}개 중) · Key/Value 헤드 {kv_head} 사용 "
+    "(공유: Query 헤드 {first}–{last})",
+    "ui.concat_span": "{cols}열은 헤드 {head}",
+    "note.concat_columns": "열 구성: {spans}.",
+    "note.cross_axes": "행은 X에서 온 Query {n}개, 열은 소스에서 온 Key {m}개입니다. "
+    "크로스 어텐션의 어텐션 스코어는 n×m이며, n과 m이 같을 필요는 없습니다.",
     # ---- exports: markdown, latex, html, svg (issue 4) ------------------------------------
+    "export.title": "어텐션, 한 단계씩",
+    "export.rows": "행: {labels}.",
+    "export.cols": "열: {labels}.",
+    "export.output_unwritable": "파일을 쓸 수 없습니다: {path} ({reason})",
+    "export.output_extension": "--output {path}: 확장자 {ext}에 해당하는 형식이 없습니다. "
+    "{known} 중 하나를 쓰거나 --format으로 형식을 고르세요",
     # ---- step mode (issue 4) ------------------------------------------------------------
     "step.option_help": "터미널에서 한 번에 한 단계씩 보여 줍니다. 다음: Enter, Space, →; "
     "이전: b, ←; 끝내기: q.",
@@ -226,6 +238,104 @@ MESSAGES: dict[str, str] = {
     "step.with_output": "--step은 단계를 터미널에 보여 주므로 --output과 함께 쓸 수 없습니다. "
     "파일로 저장하려면 --step을 빼 주세요",
     # ---- quiz and new (issue 5) ---------------------------------------------------------
+    "quiz.intro": "단계마다 손으로 계산해 한 칸씩 입력하세요. 7, -0.5, 7/sqrt(2), 4.95처럼 써도 "
+    "됩니다. 소수 {precision}자리까지 맞으면 정답입니다. 끝내려면 Ctrl-C를 누르세요.",
+    "quiz.random_seed": "무작위 문제, 시드 {seed}. 같은 문제를 다시 풀려면: qkvcalc quiz --random "
+    "--seed {seed} --size {size}",
+    "quiz.stage_heading": "단계 {number}/{total}: {title}  ·  {formula}  ·  {shape}",
+    "quiz.prompt": "{cell} = ",
+    "quiz.bad_answer": "{reason}. 다시 입력하세요.",
+    "quiz.wrong": "틀렸습니다: {cell} = {expected} (입력: {answer}).",
+    "quiz.carried": "{cell} = {expected}입니다 (입력: {answer}). 그래도 앞에서 입력한 "
+    "답({own})으로 계산하면 입력한 값이 나오므로 이 단계의 계산은 맞습니다. 실수는 {origin}에서 "
+    "시작되었습니다.",
+    "quiz.stage_score": "{name}: {total}칸 중 {right}칸 정답",
+    "quiz.cell_head": "{cell} (헤드 {head})",
+    "quiz.score_title": "단계별 점수",
+    "quiz.col_stage": "단계",
+    "quiz.col_score": "정답",
+    "quiz.col_cells": "칸",
+    "quiz.legend": "✓ 정답 · → 앞의 실수가 이어짐 · ✗ 오답 · · 미입력",
+    "quiz.verdict.right": "정답",
+    "quiz.verdict.carried": "이어짐",
+    "quiz.verdict.wrong": "오답",
+    "quiz.verdict.missing": "미입력",
+    "quiz.cells_title": "다시 볼 칸",
+    "quiz.detail_wrong": "{cell}: 입력 {answer}, 정답 {expected}",
+    "quiz.detail_carried": "{cell}: 입력 {answer}, 정답 {expected}. {origin}에서 한 실수가 이어진 "
+    "것입니다",
+    "quiz.detail_missing": "{cell}: 답 없음. 정답은 {expected}",
+    "quiz.stage_missing": "{key}: 답하지 않음",
+    "quiz.all_right": "{total}칸 모두 정답입니다.",
+    "quiz.total": "{total}칸 중 {right}칸 정답.",
+    "quiz.in_sheet": "답안지 {origin}에서",
+    "quiz.sheet_not_object": '답안지는 단계 id("k", "scores", 헤드 2라면 "2/scores")마다 행렬을 '
+    "적은 JSON 객체여야 합니다. 받은 값의 종류: {kind}",
+    "quiz.sheet_key": "알 수 없는 단계 {key!r}. 이 문제의 단계: {known}",
+    "quiz.sheet_key_suggest": "알 수 없는 단계 {key!r}: 혹시 {suggestion!r}인가요?",
+    "quiz.sheet_not_matrix": "{key}: 행렬(숫자 행들의 리스트)이어야 합니다. 받은 값: {value}",
+    "quiz.sheet_shape": "{key}의 모양은 {shape}인데, 이 문제에서 그 단계는 {rule} = "
+    "{expected}입니다",
+    "quiz.stage_unknown": "--stages: 없는 단계 {name!r}. {known} 중에서 고르세요 (2/scores: 헤드 "
+    "2만)",
+    "quiz.stages_none": "--stages {names}: 이 문제에는 이 중 어느 단계도 없습니다. 이 문제의 "
+    "단계: {known}",
+    "quiz.no_problem": "풀 문제가 없습니다. --preset NAME, JSON 파일(표준 입력은 -), --random 중 "
+    "하나를 주세요 (예: qkvcalc quiz --preset doc)",
+    "quiz.random_with_source": "--random은 문제를 스스로 만들므로 다음을 빼세요: {given}",
+    "quiz.seed_without_random": "--seed와 --size는 무작위 문제를 정하는 옵션입니다. --random을 "
+    "추가하세요",
+    "quiz.stdin_twice": "문제와 답안지를 둘 다 표준 입력으로 받을 수는 없습니다. 하나는 파일로 "
+    "주세요",
+    "quiz.json_needs_answers": "--format json은 채점할 답안지를 위한 형식입니다. --answers FILE을 "
+    "추가하세요",
+    "quiz.size": "--size {text!r}: 토큰 수와 폭을 n,d 꼴로 쓰세요(예: 3,2). 각각 1부터 "
+    "{limit}까지입니다",
+    "quiz.seed": "--seed {seed}: 시드는 0부터 {limit}까지의 정수입니다",
+    "new.intro": "새 어텐션 문제를 한 단계씩 만듭니다. 숫자는 3, -0.5, 1/2, sqrt(2)처럼 쓸 수 "
+    "있습니다. Enter를 누르면 [대괄호] 안의 값을 쓰고, Ctrl-C를 누르면 저장하지 않고 끝냅니다.",
+    "new.tokens": "토큰 수 n{default}:",
+    "new.names": "토큰 {n}개의 이름, 공백으로 구분 [{default}]:",
+    "new.names_count": "토큰 {n}개에 이름이 {count}개입니다. 이름을 정확히 {n}개 쓰거나, 기본 "
+    "이름을 쓰려면 비워 두세요.",
+    "new.d_model": "d_model, 각 토큰 벡터의 폭{default}:",
+    "new.d_k": "d_k, Query와 Key의 폭 (헤드마다){default}:",
+    "new.d_v": "d_v, Value의 폭 (헤드마다){default}:",
+    "new.heads": "헤드 수 H{default}:",
+    "new.whole_bad": "{value!r}: {low}부터 {high}까지의 정수가 아닙니다.",
+    "new.matrix": "{matrix}의 모양은 {rule} = {rows}×{cols}입니다: 숫자 {cols}개짜리 행이 "
+    "{rows}개.",
+    "new.row": "{matrix}의 {row}행 ({rows}행 중, 숫자 {cols}개):",
+    "new.row_length": "{matrix}의 {row}행에 숫자가 {length}개 있지만, {matrix}의 모양은 {rule} = "
+    "{rows}×{cols}이므로 행마다 {cols}개가 필요합니다. 그 행을 다시 입력하세요.",
+    "new.cell_bad": "{reason}. 그 행을 다시 입력하세요.",
+    "new.mask": "마스크: none, causal, 또는 matrix (행마다 직접 입력) [none]:",
+    "new.mask_bad": "{value!r}: none, causal, matrix 중 하나를 입력하세요.",
+    "new.mask_row": "마스크 {row}행 ({rows}행 중, 0 또는 1을 {cols}개, 1 = 어텐션 허용):",
+    "new.mask_row_bad": "마스크 {row}행에는 값이 {cols}개 필요하고, 각 값은 1(어텐션 허용) 또는 "
+    "0(마스킹)입니다. 그 행을 다시 입력하세요.",
+    "new.yes_words": "y,yes,예,네,응,ㅇ",
+    "new.no_words": "n,no,아니요,아니오,아니,ㄴ",
+    "new.yes_no": "y(예) 또는 n(아니요)으로 답하세요.",
+    "new.overwrite": "{path} 파일이 이미 있습니다. 덮어쓸까요? [y/N]",
+    "new.not_saved": "아무것도 쓰지 않았습니다.",
+    "new.saved": "{path}에 저장했습니다.",
+    "new.explain_now": "지금 풀이를 볼까요? [Y/n]",
+    "new.explain_later": "언제든 풀이 보기: qkvcalc explain {path}",
+    "new.ended": "문제를 다 입력하기 전에 입력이 끝났습니다. 아무것도 저장하지 않았습니다",
+    "new.cannot_write": "파일을 쓸 수 없습니다: {path} ({reason})",
     # ---- exact (issue 5) ----------------------------------------------------------------
+    "note.exact_surd": "d_k = {d_k}의 제곱근은 무리수이므로, 스케일링된 스코어를 정수 ÷ "
+    "제곱근 꼴(예: 7/√2, 제곱근 안의 수는 가장 작게)로 정확히 나타내고 옆에 소수 값을 "
+    "함께 표시합니다.",
+    "note.exact_scale_irrational": "scale 값이 무리수({scale})이므로, 스케일링된 스코어는 "
+    "소수로 표시합니다.",
+    "note.exact_stops": "여기부터는 정확한 분수로 나타낼 수 없습니다: 0이 아닌 유리수 x에 대해 "
+    "e^x는 무리수이므로(린데만 정리), 소프트맥스의 지수값, 어텐션 가중치, 출력은 소수로 "
+    "표시합니다.",
+    "note.exact_partial": "무리수 입력(제곱근)의 영향을 받는 칸은 소수로 표시합니다.",
+    "note.exact_skipped": "정확한 분수 계산을 생략했습니다: 이 문제에는 분수 곱셈이 {count}번 "
+    "필요해 한도 {limit}번을 넘습니다. --exact는 손으로 풀 수 있을 만큼 작은 문제를 위한 "
+    "옵션입니다.",
     # ---- limits and safety (issue 6) ----------------------------------------------------
 }

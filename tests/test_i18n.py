@@ -1,0 +1,506 @@
+"""English and Korean: the two catalogs agree key for key and placeholder for placeholder, the
+language is chosen as documented, no English sentence reaches a Korean run, and tables with
+Korean token names stay aligned (wide characters take two cells)."""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.cells import cell_len
+
+from qkvcalc.catalog.en import MESSAGES as EN
+from qkvcalc.catalog.ko import MESSAGES as KO
+from qkvcalc.i18n import resolve_lang, translate
+from tests.conftest import ROOT
+
+CATALOGS = {"en": EN, "ko": KO}
+PRESETS = sorted(path.stem for path in (ROOT / "presets").glob("*.json"))
+LANG_VARS = ("QKVCALC_LANG", "LC_ALL", "LC_MESSAGES", "LANG")
+
+
+def placeholders(template: str) -> set[tuple[str, str | None, str]]:
+    """The {name!conversion:spec} fields of a template (escaped {{ }} are not fields)."""
+    return {
+        (name, conversion, spec or "")
+        for _, name, spec, conversion in string.Formatter().parse(template)
+        if name is not None
+    }
+
+
+# ---- (a)–(c) the catalogs ----------------------------------------------------------------
+
+
+def test_korean_has_exactly_the_english_keys():
+    missing = [key for key in EN if key not in KO]
+    extra = [key for key in KO if key not in EN]
+    assert not missing, f"keys without Korean: {missing}"
+    assert not extra, f"Korean keys that en.py does not have: {extra}"
+
+
+def test_korean_keeps_the_english_order():
+    # ko.py mirrors en.py section by section, so a reviewer can read them side by side
+    assert list(KO) == list(EN)
+
+
+@pytest.mark.parametrize("key", sorted(EN.keys() & KO.keys()))
+def test_placeholders_match(key):
+    assert placeholders(KO[key]) == placeholders(EN[key])
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_every_message_formats_and_shows_every_value(lang):
+    for key, template in CATALOGS[lang].items():
+        params = {
+            name.split(".")[0].split("[")[0]: f"⟨{name}⟩" for name, *_ in placeholders(template)
+        }
+        text = translate(key, lang, **params)
+        for value in params.values():
+            assert value in text, (key, text)
+        # a field that was not filled in, or a brace that should have been doubled
+        assert not re.search(r"\{[A-Za-z_]\w*(![rsa])?\}", text), (key, text)
+
+
+@settings(max_examples=50, deadline=None)
+@given(value=st.one_of(st.integers(), st.text(max_size=30), st.floats(allow_nan=False)))
+def test_any_value_formats_in_both_languages(value):
+    for lang, catalog in CATALOGS.items():
+        for key, template in catalog.items():
+            params = {name: value for name, *_ in placeholders(template)}
+            assert isinstance(translate(key, lang, **params), str)
+
+
+def test_no_korean_entry_is_left_in_english():
+    # an entry with a plain English word of 3+ letters must not be the English text
+    for key, en_text in EN.items():
+        words = [w for w in plain_words(en_text) if len(w) >= 3]
+        if words:
+            assert KO[key] != en_text, key
+            assert re.search(r"[가-힣]", KO[key]), (key, KO[key])
+
+
+# ---- language selection --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("explicit", "env", "expected"),
+    [
+        (None, {}, "en"),
+        (None, {"LANG": "ko_KR.UTF-8"}, "ko"),
+        (None, {"LANG": "ko"}, "ko"),
+        (None, {"LANG": "KO_kr.utf8"}, "ko"),
+        (None, {"LANG": "en_US.UTF-8"}, "en"),
+        (None, {"LANG": "C.UTF-8"}, "en"),
+        (None, {"LC_MESSAGES": "ko_KR.UTF-8", "LANG": "en_US.UTF-8"}, "ko"),
+        (None, {"LC_ALL": "ko_KR.UTF-8", "LANG": "en_US.UTF-8"}, "ko"),
+        # LC_ALL overrides LANG (POSIX), also when it says English
+        (None, {"LC_ALL": "C", "LANG": "ko_KR.UTF-8"}, "en"),
+        (None, {"LC_ALL": "en_GB.UTF-8", "LC_MESSAGES": "ko_KR.UTF-8"}, "en"),
+        # an empty variable counts as unset
+        (None, {"LC_ALL": "", "LANG": "ko_KR.UTF-8"}, "ko"),
+        # QKVCALC_LANG wins over the locale, both ways
+        (None, {"QKVCALC_LANG": "ko", "LC_ALL": "en_US.UTF-8"}, "ko"),
+        (None, {"QKVCALC_LANG": "en", "LC_ALL": "ko_KR.UTF-8", "LANG": "ko_KR.UTF-8"}, "en"),
+        # --lang wins over everything
+        ("en", {"QKVCALC_LANG": "ko", "LC_ALL": "ko_KR.UTF-8"}, "en"),
+        ("ko", {"QKVCALC_LANG": "en", "LANG": "C"}, "ko"),
+    ],
+)
+def test_resolve_lang(monkeypatch, explicit, env, expected):
+    for var in LANG_VARS:
+        monkeypatch.delenv(var, raising=False)
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    assert resolve_lang(explicit) == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "korean"),
+    [
+        ((), {"LANG": "ko_KR.UTF-8"}, True),
+        ((), {"LC_ALL": "ko_KR.UTF-8"}, True),
+        ((), {"QKVCALC_LANG": "ko"}, True),
+        (("--lang", "en"), {"QKVCALC_LANG": "ko", "LANG": "ko_KR.UTF-8"}, False),
+        (("--lang", "ko"), {"LANG": "en_US.UTF-8"}, True),
+        ((), {"LANG": "en_US.UTF-8"}, False),
+    ],
+)
+def test_the_command_line_speaks_the_chosen_language(qkvcalc_proc, args, env, korean):
+    result = qkvcalc_proc("explain", "--preset", "doc", *args, env=env)
+    assert result.returncode == 0, result.stderr
+    title = translate("stage.scores.title", "ko" if korean else "en")
+    other = translate("stage.scores.title", "en" if korean else "ko")
+    assert title in result.stdout and other not in result.stdout
+
+
+# ---- (d) no English in a Korean run ----------------------------------------------------------
+
+# A "word" is a whitespace-separated token made of letters only, once the punctuation around it
+# is stripped; anything with a digit, _, ., /, -, =, ×, Hangul … (W_Q, d_k, --preset, Key가,
+# scaled_dot_product_attention) is notation or Korean and ends a phrase, as does punctuation
+# after a word (so "Q, K, V" is three one-word phrases).
+_EDGE = "\"'“”‘’()[]«»"
+_STOP = ",.;:!?…"
+PHRASE = 2  # words in a row: short enough to catch a stage title such as "Query projection"
+
+
+def plain_words(text: str) -> list[str]:
+    return [w for run in phrases_of(text) for w in run]
+
+
+def phrases_of(text: str) -> list[list[str]]:
+    """Runs of consecutive plain words, lowercased."""
+    runs: list[list[str]] = [[]]
+    for token in text.split():
+        core = token.strip(_EDGE)
+        ends = core.endswith(tuple(_STOP))
+        core = core.rstrip(_STOP).strip(_EDGE)
+        if re.fullmatch(r"[A-Za-z]+(?:'[A-Za-z]+)?", core):
+            runs[-1].append(core.lower())
+            if ends:
+                runs.append([])
+        elif runs[-1]:
+            runs.append([])
+    return [run for run in runs if run]
+
+
+def shingles(text: str, size: int = PHRASE) -> set[tuple[str, ...]]:
+    out = set()
+    for run in phrases_of(text):
+        out.update(tuple(run[i : i + size]) for i in range(len(run) - size + 1))
+    return out
+
+
+def _english_phrases() -> set[tuple[str, ...]]:
+    def filled(template: str) -> str:
+        return re.sub(r"\{[^{}]*\}", " | ", template)  # a placeholder ends a phrase
+
+    english = set().union(*(shingles(filled(t)) for t in EN.values()))
+    # what Korean messages themselves contain (commands, option names, PyTorch names) is
+    # notation shared by both languages, not an English sentence
+    shared = set().union(*(shingles(filled(t)) for t in KO.values()))
+    return english - shared
+
+
+ENGLISH = _english_phrases()
+
+
+def english_in(output: str, drop: tuple[str, ...] = ()) -> set[str]:
+    """The English phrases of en.py found in `output`; `drop` removes input data (a preset's
+    English description) first."""
+    text = " ".join(output.split())
+    for data in drop:
+        text = text.replace(" ".join(data.split()), " ")
+    return {" ".join(s) for s in shingles(text) & ENGLISH}
+
+
+def _preset_description(name: str) -> str:
+    return json.loads((ROOT / "presets" / f"{name}.json").read_text(encoding="utf-8")).get(
+        "description", ""
+    )
+
+
+def test_the_english_phrase_list_is_substantial():
+    assert len(ENGLISH) > 300
+    for title in ("stage.q.title", "stage.scores.title", "stage.output.title"):
+        assert shingles(EN[title]) & ENGLISH, title
+
+
+def test_the_leak_check_catches_english(cli):
+    doc = (_preset_description("doc"),)
+    korean = cli("explain", "--preset", "doc", "--lang", "ko").stdout
+    assert english_in(korean, drop=doc) == set()
+    english = cli("explain", "--preset", "doc", "--lang", "en").stdout
+    assert len(english_in(english, drop=doc)) > 30
+    # one sentence slipped into a Korean run is found, wherever the terminal wrapped it
+    for key in ("stage.kt.why", "note.mask_convention", "stage.x.title", "ui.row_max"):
+        assert english_in(korean.replace("\n", f"\n  {EN[key]}\n", 1), drop=doc), key
+    wrapped = korean + "\n  A query is what this token is\n  looking for.\n"
+    assert "looking for" in english_in(wrapped, drop=doc)
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_a_korean_run_of_every_preset_has_no_english(cli, name):
+    for detail in ("full", "brief"):
+        result = cli("explain", "--preset", name, "--lang", "ko", "--detail", detail)
+        assert result.exit_code == 0, result.stderr
+        assert english_in(result.stdout, drop=(_preset_description(name),)) == set()
+        assert re.search(r"[가-힣]", result.stdout)
+
+
+EYE = "1 0; 0 1"
+MULTIHEAD = [
+    "--x",
+    "1 2 0 1; 0 1 1 0; 1 1 2 0",
+    "--wq",
+    "1 0 0 1; 0 1 1 0; 1 1 0 0; 0 0 1 1",
+    "--wk",
+    "1 0; 0 1; 1 1; 0 0",
+    "--wv",
+    "1 1; 0 1; 1 0; 0 0",
+    "--heads",
+    "2",
+    "--kv-heads",
+    "1",
+]
+BIG = "; ".join(" ".join(str((i * j) % 3) for j in range(4)) for i in range(20))
+EYE4 = "1 0 0 0; 0 1 0 0; 0 0 1 0; 0 0 0 1"
+
+# the problems that reach the notes and warnings the presets do not
+KOREAN_RUNS = {
+    "multi-head, grouped-query, W_O": [*MULTIHEAD, "--wo", EYE4, "--tokens", "a b c"],
+    "multi-head without W_O": [*MULTIHEAD, "--mask", "causal"],
+    "given scale": ["--x", "1 2; 0 1", "--wq", EYE, "--wk", EYE, "--wv", EYE, "--scale", "1/2"],
+    "every key masked": [
+        "--x",
+        "1 2; 0 1",
+        "--wq",
+        EYE,
+        "--wk",
+        EYE,
+        "--wv",
+        EYE,
+        "--mask",
+        "0 0; 1 1",
+    ],
+    "large": ["--x", BIG, "--wq", EYE4, "--wk", EYE4, "--wv", EYE4],
+}
+
+
+@pytest.mark.parametrize("name", sorted(KOREAN_RUNS))
+def test_korean_runs_beyond_the_presets_have_no_english(cli, name):
+    result = cli("explain", *KOREAN_RUNS[name], "--lang", "ko")
+    assert result.exit_code == 0, result.stderr
+    assert english_in(result.stdout) == set()
+
+
+def test_cross_attention_in_korean(cli):
+    doc = {
+        "tokens": ["나는", "고양이를"],
+        "x": [[1, 2], [0, 1]],
+        "source": [[1, 0], [0, 1], [1, 1]],
+        "source_tokens": ["I", "like", "cats"],
+        "wq": [[1, 0], [0, 1]],
+        "wk": [[1, 1], [0, 1]],
+        "wv": [[1, 0], [1, 1]],
+        "mask": "causal",
+    }
+    result = cli("explain", "-", "--lang", "ko", input=json.dumps(doc))
+    assert result.exit_code == 0, result.stderr
+    assert translate("stage.source.title", "ko") in result.stdout
+    assert english_in(result.stdout) == set()
+
+
+ERRORS = {
+    "bad JSON": (["explain", "-"], '{"x": [1, 2'),
+    "not an object": (["explain", "-"], "[1, 2]"),
+    "shape": (
+        ["explain", "-"],
+        '{"x": [1, 2], "wq": [[1, 0, 0]], "wk": [[1], [0]], "wv": [[1], [0]]}',
+    ),
+    "ragged": (["explain", "-"], '{"x": [[1, 2], [3]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}'),
+    "unknown key": (["explain", "-"], '{"x": [1, 2], "wqq": [[1]]}'),
+    "unknown key, nothing close": (["explain", "-"], '{"zzzzzz": 1}'),
+    "number": (["explain", "--x", "1 two", "--wq", "1", "--wk", "1", "--wv", "1"], None),
+    "mask shape": (
+        ["explain", "--x", "1; 2", "--wq", "1", "--wk", "1", "--wv", "1", "--mask", "1 0 1"],
+        None,
+    ),
+    "heads": (["explain", "--preset", "doc", "--heads", "3"], None),
+    "unknown preset": (["explain", "--preset", "nope"], None),
+    "unknown preset, close": (["explain", "--preset", "sentenc"], None),
+    "two inputs": (["explain", "--preset", "doc", "missing.json"], None),
+    "missing file": (["explain", "no-such-file.json"], None),
+    "no input": (["explain"], None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ERRORS))
+def test_korean_errors_have_no_english(cli, case):
+    args, stdin = ERRORS[case]
+    result = cli(*args, "--lang", "ko", input=stdin)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"{KO['cli.error_prefix']}: "), result.stderr
+    assert result.stderr.count("\n") == 1
+    assert english_in(result.stderr) == set(), result.stderr
+
+
+def test_the_error_cases_fail_in_english_too(cli):
+    # the same inputs in English do show en.py sentences: the Korean check above can fail
+    for args, stdin in ERRORS.values():
+        result = cli(*args, "--lang", "en", input=stdin)
+        assert result.exit_code == 2 and english_in(result.stderr), result.stderr
+
+
+def test_presets_list_in_korean(cli):
+    result = cli("presets", "list", "--lang", "ko")
+    assert result.exit_code == 0
+    for key in ("ui.presets_title", "ui.presets_name", "ui.presets_description"):
+        assert KO[key] in result.stdout
+    descriptions = tuple(_preset_description(name) for name in PRESETS)
+    assert english_in(result.stdout, drop=descriptions) == set()
+
+
+# ---- (f) the usage layer --------------------------------------------------------------------
+
+
+def test_no_input_in_korean(qkvcalc_proc):
+    result = qkvcalc_proc("explain", "--lang", "ko")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == f"{KO['cli.error_prefix']}: {KO['input.none']}\n"
+
+
+def test_no_input_in_korean_from_the_locale(qkvcalc_proc):
+    result = qkvcalc_proc("explain", env={"LANG": "ko_KR.UTF-8"})
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"{KO['cli.error_prefix']}: {KO['input.none']}\n"
+
+
+# ---- (e) Korean tables stay aligned ------------------------------------------------------------
+
+KOREAN_TOKENS = ["나는", "고양이를", "좋아한다"]
+
+
+def column_ends(line: str) -> list[int]:
+    """The screen column (in cells) where each field of a table line ends; fields are split
+    by two or more spaces (a table puts at least three between its columns)."""
+    return [cell_len(line[: m.end()]) for m in re.finditer(r"\S+(?: \S+)*", line)]
+
+
+def single_tables(text: str) -> list[list[str]]:
+    """Each table printed on its own (not side by side in A · B = C): its header, then a rule of
+    ━ alone, then its rows up to a blank line."""
+    lines = text.split("\n")
+    tables = []
+    for i, line in enumerate(lines[1:], start=1):
+        if line.strip() and set(line.strip()) == {"━"}:
+            rows = []
+            for row in lines[i + 1 :]:
+                if not row.strip() or row.lstrip().startswith("•"):
+                    break
+                rows.append(row)
+            tables.append([lines[i - 1], line, *rows])
+    return tables
+
+
+def assert_aligned(table: list[str]) -> None:
+    header, rule, *rows = (line.rstrip() for line in table)
+    widths = {cell_len(line) for line in (header, rule, *rows)}
+    assert len(widths) == 1, "\n".join(table)
+    # every number column ends where its header ends (right-justified), in every row
+    ends = column_ends(header)[1:]
+    for row in rows:
+        assert column_ends(row)[1:] == ends, "\n".join(table)
+
+
+def test_korean_tokens_keep_tables_aligned(qkvcalc_proc):
+    result = qkvcalc_proc(
+        "explain",
+        "--x",
+        "1 2; 0 1; 1 1",
+        "--wq",
+        EYE,
+        "--wk",
+        "1 1; 0 1",
+        "--wv",
+        "1 0; 1 1",
+        "--tokens",
+        " ".join(KOREAN_TOKENS),
+        "--mask",
+        "causal",
+        "--lang",
+        "ko",
+        env={"COLUMNS": "100"},
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert all(cell_len(line) <= 100 for line in out.split("\n"))
+    tables = single_tables(out)
+    # X, Kᵀ, the scaled, masked, exp and weight tables, and the final output
+    assert len(tables) >= 6
+    for table in tables:
+        assert_aligned(table)
+        labels = {line.split()[0] for line in table[2:]} | set(table[0].split())
+        assert labels & set(KOREAN_TOKENS), "\n".join(table)
+    # the names are shown whole, not cut to fit a column measured in characters
+    kt = next(t for t in tables if t[0].split()[0] == "Kᵀ")
+    assert kt[0].split()[1:] == KOREAN_TOKENS
+
+
+hangul = st.characters(min_codepoint=0xAC00, max_codepoint=0xD7A3)
+names = st.text(alphabet=st.one_of(hangul, st.sampled_from("abcxyz")), min_size=1, max_size=5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    data=st.data(),
+    n=st.integers(1, 4),
+    m=st.integers(1, 4),
+)
+def test_matrix_tables_with_wide_names_stay_aligned(data, n, m):
+    import numpy as np
+
+    from qkvcalc.render import RenderOptions
+    from qkvcalc.render.terminal import matrix_table, to_text
+
+    rows = data.draw(st.lists(names, min_size=n, max_size=n))
+    cols = data.draw(st.lists(names, min_size=m, max_size=m))
+    value = (
+        np.array(
+            data.draw(
+                st.lists(
+                    st.lists(st.integers(-99, 99), min_size=m, max_size=m), min_size=n, max_size=n
+                )
+            ),
+            dtype=float,
+        )
+        / 4
+    )
+    opts = RenderOptions(lang="ko", width=100, color=False)
+    text = to_text(matrix_table(value, "점수", rows, cols, opts), opts)
+    table = [line for line in text.split("\n") if line.strip()]
+    assert_aligned(table)
+    assert table[0].split() == ["점수", *cols]
+    assert [line.split()[0] for line in table[2:]] == rows
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="render/terminal.py matrix_table sizes columns with len(), not rich.cells.cell_len: "
+    "eight 8-syllable Korean names overflow 100 columns and rich cuts the names (and the "
+    "Kᵀ label) to fit",
+)
+def test_long_korean_names_are_not_cut(cli):
+    tokens = [
+        f"{word}토큰입니다"
+        for word in ("첫째", "둘째", "셋째", "넷째", "다섯", "여섯", "일곱", "여덟")
+    ]
+    x = "; ".join("1 0" if i % 2 else "0 1" for i in range(len(tokens)))
+    result = cli(
+        "explain",
+        "--x",
+        x,
+        "--wq",
+        EYE,
+        "--wk",
+        EYE,
+        "--wv",
+        EYE,
+        "--tokens",
+        " ".join(tokens),
+        "--lang",
+        "ko",
+        "--detail",
+        "brief",
+    )
+    assert result.exit_code == 0
+    kt = next(t for t in single_tables(result.stdout) if t[0].split()[0] == "Kᵀ")
+    shown = [name for name in kt[0].split()[1:] if name != "…"]
+    assert shown and all(name in tokens for name in shown), kt[0]
+    assert_aligned(kt)
