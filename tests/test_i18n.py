@@ -316,6 +316,9 @@ ERRORS = {
     "two inputs": (["explain", "--preset", "doc", "missing.json"], None),
     "missing file": (["explain", "no-such-file.json"], None),
     "no input": (["explain"], None),
+    "quiz, no problem": (["quiz"], None),
+    "quiz, seed without random": (["quiz", "--seed", "3"], None),
+    "quiz, size": (["quiz", "--random", "--size", "99,1"], None),
 }
 
 

@@ -62,16 +62,18 @@ MESSAGES: dict[str, str] = {
     "stage.output.concat.why": "W_O가 주어지지 않았으므로, 이어 붙인 헤드가 그대로 출력입니다.",
     # ---- notes on stages ---------------------------------------------------------------
     "note.scale_default": "d_k = {d_k}이므로 모든 스코어를 나누는 값은 {root} = {value}입니다.",
-    "note.scale_given": "1/√d_k(d_k = {d_k}) 대신, 직접 지정한 scale = {scale}을 곱합니다.",
+    "note.scale_given": "직접 지정한 scale = {scale}: 1/√d_k(d_k = {d_k}) 대신 이 값을 "
+    "스코어에 곱합니다.",
     "note.mask_convention": "마스크 규칙: 1 / true = 어텐션 허용 (PyTorch "
     "scaled_dot_product_attention의 규칙). nn.MultiheadAttention의 불리언 마스크는 뜻이 "
     "반대입니다(True = 차단).",
     "note.causal_topleft": "Query {n}개, Key {m}개의 인과(causal) 마스크: is_causal=True처럼 "
     "왼쪽 위에 맞추므로 Query i는 Key 1…i를 봅니다.",
-    "note.kv_shared": "그룹 쿼리 어텐션(GQA): K/V 헤드 {kv_head}를 Query 헤드 {first}–{last}가 "
-    "함께 씁니다.",
-    "note.split": "Query 헤드 {heads}개, 헤드마다 d_k = {d_k}열; Key/Value 헤드 {kv_heads}개 "
-    "(d_v = {d_v}). Query 헤드 h는 K/V 헤드 ⌈h·G/H⌉를 읽습니다.",
+    "note.kv_shared": "그룹 쿼리 어텐션(GQA): Query 헤드 {first}–{last}에서 K/V 헤드 "
+    "{kv_head} 하나를 함께 씁니다.",
+    "note.split": "Query 헤드 {heads}개(헤드마다 열 d_k = {d_k}개), Key/Value 헤드 "
+    "{kv_heads}개(헤드마다 d_v = {d_v}). Query 헤드 h는 K/V 헤드 ⌈h·G/H⌉의 Key와 Value를 "
+    "씁니다.",
     "note.no_arithmetic": "계산 과정 생략: {reason}.",
     "note.too_big_cells": "칸이 {cells}개로, 풀어 쓰는 한도 {limit}개보다 많음",
     "note.too_long_sums": "칸마다 곱 {inner}개를 더해야 해서, 한도 {limit}개보다 많음",
@@ -255,7 +257,7 @@ MESSAGES: dict[str, str] = {
     "quiz.col_stage": "단계",
     "quiz.col_score": "정답",
     "quiz.col_cells": "칸",
-    "quiz.legend": "✓ 정답 · → 앞의 실수가 이어짐 · ✗ 오답 · · 미입력",
+    "quiz.legend": "✓ 정답, → 앞의 실수가 이어짐, ✗ 오답, · 미입력",
     "quiz.verdict.right": "정답",
     "quiz.verdict.carried": "이어짐",
     "quiz.verdict.wrong": "오답",
