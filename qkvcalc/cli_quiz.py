@@ -1,0 +1,290 @@
+"""The commands `qkvcalc quiz` and `qkvcalc new`: parse options, dispatch, print.
+
+The grading is qkvcalc.quiz.grade's, the questions qkvcalc.quiz.session's and .entry's, the
+report qkvcalc.quiz.report's. qkvcalc/cli.py calls `register(app)` at its end; helpers of
+cli.py are imported inside the commands, so importing this module first works too.
+
+Exit codes: 0 all right (or saved), 1 a graded quiz found mistakes, 2 bad input or usage,
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.i18n import resolve_lang, translate
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from qkvcalc.trace import Trace
+
+EXIT_MISTAKES = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+class QuizFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
+class QuizLang(str, Enum):
+    en = "en"
+    ko = "ko"
+
+
+LangOption = Annotated[
+    QuizLang | None,
+    typer.Option(help="en or ko (default: from QKVCALC_LANG, LC_ALL, LANG).", show_default=False),
+]
+NoColorOption = Annotated[bool, typer.Option("--no-color", help="No colours (NO_COLOR works too).")]
+
+
+def _console(no_color: bool, stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    return Console(
+        stderr=stderr,
+        no_color=no_color or None,
+        highlight=False,
+        emoji=False,
+        markup=False,
+        soft_wrap=False,
+    )
+
+
+def _interrupted(console: Console, lang: str) -> typer.Exit:
+    console.print()
+    typer.echo(translate("cli.interrupted", lang), err=True)
+    return typer.Exit(EXIT_INTERRUPTED)
+
+
+def _load(
+    source: str | None,
+    preset: str | None,
+    random: bool,
+    seed: int | None,
+    size: str | None,
+    answers: str | None,
+) -> tuple[Trace, dict[str, Any] | None]:
+    """The problem's Trace, and for --random the seed and size to show."""
+    from qkvcalc.engine import run
+    from qkvcalc.problem import Problem
+    from qkvcalc.quiz.problems import new_seed, parse_size, random_problem
+    from qkvcalc.sources import gather
+
+    if random:
+        given = [name for name, on in (("SOURCE", source), ("--preset", preset)) if on]
+        if given:
+            raise QkvcalcError("quiz.random_with_source", given=" and ".join(given))
+        size_text = size or "3,2"
+        n, d = parse_size(size_text)
+        seed = new_seed() if seed is None else seed
+        doc = random_problem(seed, n, d)
+        return run(Problem.from_mapping(doc)), {"seed": seed, "size": f"{n},{d}"}
+    if seed is not None or size is not None:
+        raise QkvcalcError("quiz.seed_without_random")
+    if source is None and preset is None:
+        raise QkvcalcError("quiz.no_problem")
+    if source == "-" and answers == "-":
+        raise QkvcalcError("quiz.stdin_twice")
+    # stdin_is_terminal=True: standard input is read for the problem only when SOURCE is "-"
+    doc = gather(source, preset, {}, sys.stdin.buffer, True)
+    return run(Problem.from_mapping(doc)), None
+
+
+def _read_sheet(answers: str, trace: Trace) -> dict[str, Any]:
+    from qkvcalc.parse import load_json, read_limited
+    from qkvcalc.quiz.answers import read_sheet
+    from qkvcalc.quiz.grade import stage_keys
+    from qkvcalc.sources import read_file
+
+    origin = "stdin" if answers == "-" else answers
+    try:
+        data = read_limited(sys.stdin.buffer) if answers == "-" else read_file(answers)
+        return read_sheet(load_json(data), stage_keys(trace))
+    except QkvcalcError as err:
+        raise err.within("quiz.in_sheet", origin=origin) from None
+
+
+def quiz(
+    source: Annotated[
+        str | None,
+        typer.Argument(
+            help="A JSON file of the input format, or - for standard input.", show_default=False
+        ),
+    ] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(help="A bundled preset (qkvcalc presets lists them).", show_default=False),
+    ] = None,
+    random: Annotated[
+        bool, typer.Option("--random", help="A fresh problem of small integers.")
+    ] = False,
+    seed: Annotated[
+        int | None,
+        typer.Option(help="With --random: the same problem every time.", show_default=False),
+    ] = None,
+    size: Annotated[
+        str | None,
+        typer.Option(help="With --random: tokens,width (default 3,2).", show_default=False),
+    ] = None,
+    stages: Annotated[
+        str | None,
+        typer.Option(
+            help="The stages to work out, in order: q,k,v,kt,scores,scaled,masked,exp,weights,"
+            "output (2/scores: head 2 only). Default: q,k,v,scores,scaled,weights,output.",
+            show_default=False,
+        ),
+    ] = None,
+    answers: Annotated[
+        str | None,
+        typer.Option(
+            help='Grade an answer sheet without questions: a JSON file mapping stage ids ("k", '
+            '"2/scores") to matrices, or - for standard input.',
+            show_default=False,
+        ),
+    ] = None,
+    format: Annotated[
+        QuizFormat,
+        typer.Option("--format", "-f", help="With --answers: a table, or JSON for autograders."),
+    ] = QuizFormat.table,
+    precision: Annotated[
+        int,
+        typer.Option(
+            help="Decimals an answer must agree to (half a unit of the last).", min=0, max=6
+        ),
+    ] = 2,
+    lang: LangOption = None,
+    no_color: NoColorOption = False,
+) -> None:
+    """Work out attention by hand: each cell is checked, a mistake is traced to where it began."""
+    from qkvcalc.cli import fail
+    from qkvcalc.quiz.grade import grade_sheet, select_keys
+
+    language = resolve_lang(lang.value if lang else None)
+    try:
+        if format is QuizFormat.json and answers is None:
+            raise QkvcalcError("quiz.json_needs_answers")
+        trace, random_info = _load(source, preset, random, seed, size, answers)
+        names = [s for s in stages.split(",") if s.strip()] if stages is not None else None
+        keys = select_keys(trace, names)
+        sheet = _read_sheet(answers, trace) if answers is not None else None
+    except QkvcalcError as err:
+        fail(err, language)
+
+    from rich.text import Text
+
+    from qkvcalc.quiz.report import render_report, report_json
+
+    console = _console(no_color)
+    if sheet is not None:
+        if names is not None:  # --stages names exactly what is graded
+            sheet = {k: v for k, v in sheet.items() if k in keys}
+        report = grade_sheet(trace, sheet, keys, precision)
+        if format is QuizFormat.json:
+            sys.stdout.write(report_json(report, trace, language))
+        else:
+            console.print(render_report(report, language))
+        raise typer.Exit(0 if report.all_right else EXIT_MISTAKES)
+
+    from qkvcalc.quiz.session import Session, ask_line
+    from qkvcalc.render import RenderOptions
+
+    opts = RenderOptions(
+        lang=language,
+        precision=precision,
+        width=console.width,
+        color=console.color_system is not None,
+    )
+    if random_info is not None:
+        console.print(Text(translate("quiz.random_seed", language, **random_info), style="dim"))
+    try:
+        report = Session(trace, keys, opts, console, ask_line(console)).run()
+    except KeyboardInterrupt:
+        raise _interrupted(console, language) from None
+    console.print(render_report(report, language))
+    raise typer.Exit(0 if report.all_right else EXIT_MISTAKES)
+
+
+def new(
+    file: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Save the problem here (default: print it to standard output).",
+            show_default=False,
+        ),
+    ] = None,
+    lang: LangOption = None,
+    no_color: NoColorOption = False,
+) -> None:
+    """Type a problem in step by step, each row checked as it comes; save it as JSON."""
+    from rich.text import Text
+
+    from qkvcalc.cli import fail, write_output
+    from qkvcalc.problem import Problem
+    from qkvcalc.quiz.entry import Entry, problem_json
+    from qkvcalc.quiz.session import ask_line
+
+    language = resolve_lang(lang.value if lang else None)
+    talk = _console(no_color, stderr=True)  # questions on stderr: stdout gets only the JSON
+    entry = Entry(talk, ask_line(talk), language)
+    try:
+        if (
+            file is not None
+            and file.exists()
+            and not entry.yes("new.overwrite", default=False, path=str(file))
+        ):
+            talk.print(Text(translate("new.not_saved", language)))
+            return
+        doc = entry.run()
+    except KeyboardInterrupt:
+        raise _interrupted(talk, language) from None
+    except EOFError:
+        fail(QkvcalcError("new.ended"), language)
+    try:
+        problem = Problem.from_mapping(doc)
+    except QkvcalcError as err:  # the rows were checked one by one; this is a last guard
+        fail(err, language)
+    text = problem_json(doc)
+    if file is not None:
+        try:
+            write_output(text, file)
+        except OSError as err:
+            fail(QkvcalcError("new.cannot_write", path=str(file), reason=err.strerror), language)
+        talk.print(
+            Text(translate("new.saved", language, path=str(file)), style="green"), soft_wrap=True
+        )
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    if file is None and not sys.stdout.isatty():
+        return  # the JSON went into a pipe or a file: an explanation would spoil it
+    try:
+        explain_now = entry.yes("new.explain_now", default=True)
+    except (KeyboardInterrupt, EOFError):
+        explain_now = False
+    if explain_now:
+        from qkvcalc.engine import run
+        from qkvcalc.render import RenderOptions
+        from qkvcalc.render.terminal import render_trace
+
+        out = _console(no_color)
+        opts = RenderOptions(lang=language, width=out.width, color=out.color_system is not None)
+        out.print(render_trace(run(problem), opts))
+    elif file is not None:
+        later = translate("new.explain_later", language, path=str(file))
+        talk.print(Text(later, style="dim"), soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `quiz` and `new` to qkvcalc's typer app."""
+    app.command("quiz")(quiz)
+    app.command("new")(new)

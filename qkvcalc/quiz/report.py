@@ -1,0 +1,208 @@
+"""A graded answer sheet in words: a rich table of scores per stage with every cell's mark,
+the cells to look at again, or the "qkvcalc.quiz/1" JSON document for autograders.
+
+Returns renderables and text; prints nothing. Numbers are formatted here, never computed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from qkvcalc.i18n import translate
+from qkvcalc.quiz.grade import (
+    CARRIED,
+    MISSING,
+    RIGHT,
+    VERDICTS,
+    WRONG,
+    CellRef,
+    CellVerdict,
+    Report,
+    StageGrade,
+    tolerance,
+)
+from qkvcalc.render.text import fmt
+from qkvcalc.trace import Trace
+
+SCHEMA = "qkvcalc.quiz/1"
+MARKS = {RIGHT: "✓", CARRIED: "→", WRONG: "✗", MISSING: "·"}
+STYLES = {RIGHT: "green", CARRIED: "yellow", WRONG: "red", MISSING: "dim"}
+MAX_MARKS = 200  # a stage's marks beyond this are elided
+
+
+def answer_text(value: float) -> str:
+    """A number as the student gave it, without rounding it to the quiz's precision."""
+    if not math.isfinite(value):
+        return fmt(value)
+    text = fmt(value, 6)
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def cell_name(ref: CellRef, lang: str) -> str:
+    """'K[2,1]', or 'K[2,1] (head 2)' when the problem has several heads."""
+    if ref.head is None:
+        return ref.label
+    return translate("quiz.cell_head", lang, cell=ref.label, head=ref.head)
+
+
+def origins_text(cell: CellVerdict, lang: str, limit: int = 3) -> str:
+    names = [cell_name(ref, lang) for ref in cell.origins[:limit]]
+    return ", ".join(names) + (" …" if len(cell.origins) > limit else "")
+
+
+def stage_name(grade: StageGrade, lang: str) -> str:
+    title = translate(grade.stage.title.key, lang)
+    if grade.stage.head is not None:
+        title += f" · {translate('ui.head', lang, head=grade.stage.head)}"
+    return title
+
+
+def marks(grade: StageGrade) -> Text:
+    """Every cell's mark, a row of the matrix per group: '✓✓ ✗✓ ✓✓'."""
+    text = Text()
+    cols = grade.stage.shape[1]
+    for n, cell in enumerate(grade.cells[:MAX_MARKS]):
+        if n and n % cols == 0:
+            text.append(" ")
+        text.append(MARKS[cell.verdict], style=STYLES[cell.verdict])
+    if len(grade.cells) > MAX_MARKS:
+        text.append(" …")
+    return text
+
+
+def score_table(report: Report, lang: str) -> Table:
+    table = Table(
+        title=translate("quiz.score_title", lang),
+        title_justify="left",
+        caption=translate("quiz.legend", lang),
+        caption_justify="left",
+        show_edge=False,
+    )
+    table.add_column(translate("quiz.col_stage", lang))
+    table.add_column(translate("quiz.col_score", lang), justify="right", no_wrap=True)
+    for verdict in (CARRIED, WRONG, MISSING):
+        table.add_column(translate(f"quiz.verdict.{verdict}", lang), justify="right")
+    table.add_column(translate("quiz.col_cells", lang))
+    for grade in report.stages:
+        counts = [grade.count(v) for v in (CARRIED, WRONG, MISSING)]
+        table.add_row(
+            Text(f"{grade.key}  {stage_name(grade, lang)}"),
+            Text(f"{grade.count(RIGHT)}/{grade.total}", style=STYLES[grade.status]),
+            *(Text(str(c) if c else "") for c in counts),
+            marks(grade),
+        )
+    return table
+
+
+def cell_line(cell: CellVerdict, precision: int, lang: str) -> Text:
+    """One sentence about a cell that is not right."""
+    params = {
+        "cell": cell_name(cell.ref, lang),
+        "expected": fmt(cell.expected, precision),
+        "answer": "" if cell.answer is None else answer_text(cell.answer),
+    }
+    if cell.verdict == CARRIED:
+        line = translate("quiz.detail_carried", lang, origin=origins_text(cell, lang), **params)
+    else:
+        line = translate(f"quiz.detail_{cell.verdict}", lang, **params)
+    return Text(f"{MARKS[cell.verdict]} {line}", style=STYLES[cell.verdict])
+
+
+def summary(report: Report, lang: str) -> Text:
+    if report.all_right:
+        return Text(translate("quiz.all_right", lang, total=report.total), style="bold green")
+    return Text(
+        translate("quiz.total", lang, right=report.count(RIGHT), total=report.total), style="bold"
+    )
+
+
+def render_report(report: Report, lang: str) -> RenderableType:
+    """The score table, then each cell that is not right, then the total."""
+    parts: list[RenderableType] = [score_table(report, lang), Text("")]
+    missing = [g for g in report.stages if g.status == MISSING]
+    for grade in missing:
+        parts.append(
+            Text(translate("quiz.stage_missing", lang, key=grade.key), style=STYLES[MISSING])
+        )
+    faults = [
+        c for g in report.stages if g.status != MISSING for c in g.cells if c.verdict != RIGHT
+    ]
+    if faults:
+        parts.append(Text(translate("quiz.cells_title", lang), style="bold"))
+        parts.extend(cell_line(c, report.precision, lang) for c in faults)
+    if missing or faults:
+        parts.append(Text(""))
+    parts.append(summary(report, lang))
+    return Group(*parts)
+
+
+# ---- JSON --------------------------------------------------------------------------------------
+
+
+def _number(value: float | None) -> Any:
+    if value is None:
+        return None
+    if math.isfinite(value):
+        return value
+    return "-inf" if value < 0 else "inf" if value > 0 else "nan"
+
+
+def _ref_json(ref: CellRef) -> dict[str, Any]:
+    return {"key": ref.key, "row": ref.i + 1, "col": ref.j + 1, "cell": ref.label}
+
+
+def report_json(report: Report, trace: Trace, lang: str) -> str:
+    """The "qkvcalc.quiz/1" document: every stage and every cell with its verdict."""
+    p = trace.problem
+    stages = []
+    for grade in report.stages:
+        cells = []
+        for cell in grade.cells:
+            doc: dict[str, Any] = {
+                **_ref_json(cell.ref),
+                "verdict": cell.verdict,
+                "answer": _number(cell.answer),
+                "expected": _number(cell.expected),
+                "tolerance": tolerance(cell.expected, report.precision)
+                if math.isfinite(cell.expected)
+                else 0.0,
+            }
+            if cell.verdict == CARRIED:
+                doc["own"] = _number(cell.own)
+                doc["carried_from"] = [_ref_json(r) for r in cell.origins]
+            cells.append(doc)
+        stages.append(
+            {
+                "key": grade.key,
+                "id": grade.stage.id,
+                "head": grade.stage.head,
+                "title": translate(grade.stage.title.key, lang),
+                "shape": list(grade.stage.shape),
+                "status": grade.status,
+                **{v: grade.count(v) for v in VERDICTS},
+                "total": grade.total,
+                "cells": cells,
+            }
+        )
+    doc = {
+        "schema": SCHEMA,
+        "problem": {
+            "n": p.n,
+            "m": p.m,
+            "d_k": p.d_k,
+            "d_v": p.d_v,
+            "heads": p.heads,
+            "tokens": list(p.tokens),
+        },
+        "precision": report.precision,
+        "all_right": report.all_right,
+        "score": {**{v: report.count(v) for v in VERDICTS}, "total": report.total},
+        "stages": stages,
+    }
+    return json.dumps(doc, ensure_ascii=False, allow_nan=False, indent=2) + "\n"

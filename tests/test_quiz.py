@@ -1,0 +1,553 @@
+"""`qkvcalc quiz`: the grader on answer sheets with known mistakes, its exit codes and JSON, and
+the interactive quiz driven through a real pseudo-terminal.
+
+The right answers come from tests/naive.py (loops over Python floats, sharing nothing with the
+engine) or are worked out by hand in the comments; the grader is never its own oracle.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import pexpect
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from qkvcalc.engine import run
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.problem import Problem
+from qkvcalc.quiz.answers import parse_answer
+from qkvcalc.quiz.grade import (
+    CARRIED,
+    DEFAULT_STAGES,
+    GRADABLE,
+    RIGHT,
+    WRONG,
+    agrees,
+    grade_sheet,
+    select_keys,
+    stage_keys,
+)
+from qkvcalc.quiz.problems import parse_size, random_problem
+from tests.conftest import PINNED_ENV, ROOT
+from tests.naive import naive
+from tests.strategies import problems
+
+# ---- the sentence preset, worked out by hand ---------------------------------------------------
+# X = [[1,2],[0,1],[1,1]], W_Q = I, W_K = [[1,1],[0,1]], W_V = [[1,0],[1,1]], causal mask.
+# A row [a, b] times W_K is [a, a+b]; times W_V it is [a+b, b].
+SENTENCE = {
+    "tokens": ["I", "love", "cats"],
+    "x": [[1, 2], [0, 1], [1, 1]],
+    "wq": [[1, 0], [0, 1]],
+    "wk": [[1, 1], [0, 1]],
+    "wv": [[1, 0], [1, 1]],
+    "mask": "causal",
+}
+Q = [[1, 2], [0, 1], [1, 1]]
+K = [[1, 3], [0, 1], [1, 2]]
+V = [[3, 2], [1, 1], [2, 1]]
+SCORES = [[7, 2, 5], [3, 1, 2], [4, 1, 3]]  # q_i · k_j
+# The same student with K[2,1] = 1 instead of 0: k₂ = [1, 1], so column 2 of Q·Kᵀ becomes
+# q₁·k₂ = 1 + 2 = 3 (not 2), q₂·k₂ = 0 + 1 = 1 (unchanged), q₃·k₂ = 1 + 1 = 2 (not 1).
+K_SLIP = [[1, 3], [1, 1], [1, 2]]
+SCORES_SLIP = [[7, 3, 5], [3, 1, 2], [4, 2, 3]]
+
+
+def downstream(scores, v=V, causal=True):
+    """scaled, weights, output from a student's scores, by the textbook formula (no engine)."""
+    n, m = len(scores), len(scores[0])
+    scaled = [[s / math.sqrt(2) for s in row] for row in scores]
+    weights = []
+    for i, row in enumerate(scaled):
+        live = [j for j in range(m) if not causal or j <= i]
+        top = max(row[j] for j in live)
+        e = [math.exp(row[j] - top) if j in live else 0.0 for j in range(m)]
+        weights.append([t / sum(e) for t in e])
+    output = [[sum(weights[i][j] * v[j][c] for j in range(m)) for c in range(len(v[0]))]
+              for i in range(n)]
+    return scaled, weights, output
+
+
+def right_sheet():
+    scaled, weights, output = downstream(SCORES)
+    return {"q": Q, "k": K, "v": V, "scores": SCORES, "scaled": scaled, "weights": weights,
+            "output": output}
+
+
+def test_the_hand_worked_sheet_agrees_with_the_naive_reference():
+    # the two oracles of this file agree with each other before either grades anything
+    ref = naive({**SENTENCE, "x": [[float(v) for v in r] for r in SENTENCE["x"]]})
+    for key, value in right_sheet().items():
+        assert np.allclose(ref[(key, None)], value), key
+
+
+@pytest.fixture
+def grade(cli, tmp_path):
+    """Grade a sheet of the sentence problem: returns (exit code, JSON report, stderr)."""
+    problem = tmp_path / "sentence.json"
+    problem.write_text(json.dumps(SENTENCE))
+
+    def run_sheet(sheet, *extra):
+        path = tmp_path / "answers.json"
+        path.write_text(json.dumps(sheet) if not isinstance(sheet, str) else sheet)
+        result = cli("quiz", str(problem), "--answers", str(path), "--format", "json", *extra)
+        doc = json.loads(result.stdout) if result.exit_code in (0, 1) else None
+        return result.exit_code, doc, result.stderr
+
+    return run_sheet
+
+
+def not_right(doc):
+    """{(key, row, col): verdict} of every cell that is not right."""
+    return {
+        (s["key"], c["row"], c["col"]): c["verdict"]
+        for s in doc["stages"]
+        for c in s["cells"]
+        if c["verdict"] != RIGHT
+    }
+
+
+def test_a_right_sheet_is_all_right_and_exits_0(grade):
+    code, doc, _ = grade(right_sheet())
+    assert code == 0
+    assert doc["all_right"] is True
+    assert [s["key"] for s in doc["stages"]] == list(DEFAULT_STAGES)
+    assert all(s["status"] == RIGHT for s in doc["stages"])
+    assert doc["score"]["right"] == doc["score"]["total"] == 6 * 3 + 9 * 3 + 6
+
+
+def test_answers_in_the_number_grammar_and_rounded(grade):
+    sheet = right_sheet()
+    sheet["scaled"] = [[f"{s}/sqrt(2)" for s in row] for row in SCORES]
+    sheet["weights"] = [[round(w, 2) for w in row] for row in sheet["weights"]]
+    sheet["output"] = [[f"{w:.3f}" for w in row] for row in sheet["output"]]
+    code, doc, _ = grade(sheet)
+    assert (code, not_right(doc)) == (0, {})
+
+
+@pytest.mark.parametrize("stage", DEFAULT_STAGES)
+def test_one_mistake_per_stage_is_that_cell_alone(grade, stage):
+    sheet = right_sheet()
+    sheet[stage] = [list(row) for row in sheet[stage]]
+    sheet[stage][1][0] += 1  # row 2, column 1: off by one
+    code, doc, _ = grade(sheet)
+    assert code == 1
+    assert doc["all_right"] is False
+    assert not_right(doc) == {(stage, 2, 1): WRONG}
+    statuses = {s["key"]: s["status"] for s in doc["stages"]}
+    assert statuses == {key: (WRONG if key == stage else RIGHT) for key in DEFAULT_STAGES}
+    cell = next(c for s in doc["stages"] for c in s["cells"] if c["verdict"] == WRONG)
+    assert cell["answer"] == pytest.approx(cell["expected"] + 1)
+
+
+def test_a_wrong_k_is_carried_into_the_scores(grade):
+    sheet = right_sheet()
+    sheet["k"], sheet["scores"] = K_SLIP, SCORES_SLIP  # scaled onwards: from the true scores
+    code, doc, _ = grade(sheet)
+    assert code == 1
+    assert not_right(doc) == {
+        ("k", 2, 1): WRONG,
+        ("scores", 1, 2): CARRIED,
+        ("scores", 3, 2): CARRIED,
+    }
+    carried = [c for s in doc["stages"] for c in s["cells"] if c["verdict"] == CARRIED]
+    for cell in carried:
+        assert [(o["key"], o["row"], o["col"], o["cell"]) for o in cell["carried_from"]] == [
+            ("k", 2, 1, "K[2,1]")
+        ]
+    assert [c["answer"] for c in carried] == [3, 2]
+    assert [c["expected"] for c in carried] == [2, 1]
+
+
+def test_a_wrong_k_carried_all_the_way_points_back_to_k(grade):
+    sheet = right_sheet()
+    scaled, weights, output = downstream(SCORES_SLIP)
+    sheet.update(k=K_SLIP, scores=SCORES_SLIP, scaled=scaled, weights=weights, output=output)
+    code, doc, _ = grade(sheet)
+    assert code == 1
+    found = not_right(doc)
+    # causal: rows 1 and 2 of the weights never see the changed score q₃·k₂; row 3 sees all
+    assert found == {
+        ("k", 2, 1): WRONG,
+        ("scores", 1, 2): CARRIED,
+        ("scores", 3, 2): CARRIED,
+        ("scaled", 1, 2): CARRIED,
+        ("scaled", 3, 2): CARRIED,
+        ("weights", 3, 1): CARRIED,
+        ("weights", 3, 2): CARRIED,
+        ("weights", 3, 3): CARRIED,
+        ("output", 3, 1): CARRIED,
+        ("output", 3, 2): CARRIED,
+    }
+    for stage in doc["stages"]:
+        for cell in stage["cells"]:
+            if cell["verdict"] == CARRIED:
+                assert [o["cell"] for o in cell["carried_from"]] == ["K[2,1]"]
+
+
+def test_a_right_score_after_a_wrong_k_is_right(grade):
+    sheet = right_sheet()
+    sheet["k"] = K_SLIP  # the student slipped in K but worked the scores out afresh
+    code, doc, _ = grade(sheet)
+    assert code == 1
+    assert not_right(doc) == {("k", 2, 1): WRONG}
+
+
+def test_a_new_mistake_on_top_of_a_carried_one_is_wrong(grade):
+    sheet = right_sheet()
+    scores = [list(r) for r in SCORES_SLIP]
+    scores[0][1] = 10  # neither the truth (2) nor what their K gives (3)
+    sheet.update(k=K_SLIP, scores=scores)
+    _, doc, _ = grade(sheet)
+    assert not_right(doc) == {("k", 2, 1): WRONG, ("scores", 1, 2): WRONG,
+                              ("scores", 3, 2): CARRIED}
+
+
+def test_a_missing_stage_is_reported_not_a_crash(grade):
+    sheet = right_sheet()
+    del sheet["v"]
+    code, doc, _ = grade(sheet)
+    assert code == 1
+    v = next(s for s in doc["stages"] if s["key"] == "v")
+    assert v["status"] == "missing"
+    assert v["missing"] == v["total"] == 6
+    assert all(c["answer"] is None for c in v["cells"])
+    # the output is still graded: V came from the problem, not from the student
+    out = next(s for s in doc["stages"] if s["key"] == "output")
+    assert out["status"] == RIGHT
+
+
+def test_null_cells_are_missing(grade):
+    sheet = right_sheet()
+    sheet["q"] = [[1, None], [0, 1], [1, 1]]
+    code, doc, _ = grade(sheet)
+    assert code == 1
+    assert not_right(doc) == {("q", 1, 2): "missing"}
+
+
+def test_stages_limits_what_is_graded(grade):
+    sheet = {"k": K, "scores": SCORES}
+    code, doc, _ = grade(sheet, "--stages", "k,scores")
+    assert code == 0
+    assert [s["key"] for s in doc["stages"]] == ["k", "scores"]
+
+
+def test_extra_stages_on_a_sheet_are_graded_too(grade):
+    sheet = {**right_sheet(), "kt": [[1, 0, 1], [3, 1, 2]]}
+    code, doc, _ = grade(sheet)
+    assert code == 0
+    assert "kt" in [s["key"] for s in doc["stages"]]
+
+
+@pytest.mark.parametrize(
+    ("sheet", "words"),
+    [
+        ({**right_sheet(), "k": [[1, 3, 0], [0, 1, 0], [1, 2, 0]]}, ["k", "3×3", "m×d_k", "3×2"]),
+        ({**right_sheet(), "scorez": SCORES}, ["scorez", "'scores'"]),
+        ({"k": [[1, 3], [0]]}, ["k", "row 2", "1 numbers"]),
+        ({"k": [[1, "abc"], [0, 1], [1, 2]]}, ["k[1][2]", "'abc'"]),
+        ([1, 2], ["JSON object", "list"]),
+        ('{"k": [[1, 3], ', ["not valid JSON"]),
+    ],
+)
+def test_an_invalid_sheet_exits_2_with_one_message(grade, sheet, words):
+    code, doc, err = grade(sheet)
+    assert code == 2
+    assert doc is None
+    assert err.count("\n") == 1 and err.startswith("error: ")
+    assert "answer sheet" in err
+    for word in words:
+        assert word in err, (word, err)
+    assert "Traceback" not in err
+
+
+def test_an_invalid_problem_exits_2(cli, tmp_path):
+    sheet = tmp_path / "answers.json"
+    sheet.write_text("{}")
+    result = cli("quiz", "--preset", "nope", "--answers", str(sheet))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "no preset named 'nope'" in result.stderr
+
+
+def test_the_table_report_names_each_verdict(cli, tmp_path):
+    sheet = right_sheet()
+    sheet.update(k=K_SLIP, scores=SCORES_SLIP)
+    del sheet["v"]
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps(sheet))
+    result = cli("quiz", "--preset", "sentence", "--answers", str(path))
+    assert result.exit_code == 1
+    out = result.stdout
+    assert "✗ K[2,1]: you wrote 1, the answer is 0" in out
+    assert "→ Q·Kᵀ[1,2]: you wrote 3, the answer is 2; carried forward from your mistake at " \
+           "K[2,1]" in out
+    assert "v: not answered" in out
+    # marks per cell, a group per row: K is 3×2 with row 2, column 1 wrong
+    k_row = next(line for line in out.splitlines() if line.lstrip().startswith("k "))
+    assert "5/6" in k_row and "✓✓ ✗✓ ✓✓" in k_row
+    scores_row = next(line for line in out.splitlines() if line.lstrip().startswith("scores "))
+    assert "7/9" in scores_row and "✓→✓ ✓✓✓ ✓→✓" in scores_row
+
+
+def test_answers_from_stdin(qkvcalc_proc):
+    result = qkvcalc_proc("quiz", "--preset", "doc", "--answers", "-", "--format", "json",
+                          input=json.dumps({"q": [1, 2], "k": [1, 3], "v": [3, 2], "scores": 7,
+                                            "scaled": "7/sqrt(2)", "weights": 1,
+                                            "output": [3, 2]}))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["all_right"] is True
+
+
+def test_problem_and_sheet_cannot_both_be_stdin(qkvcalc_proc):
+    result = qkvcalc_proc("quiz", "-", "--answers", "-", input="{}")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "standard input" in result.stderr
+
+
+# ---- multi-head: "2/k", "2/scores" ------------------------------------------------------------
+
+
+def test_multihead_keys_and_a_carried_mistake_in_head_2(cli, tmp_path):
+    # two heads of d_k = 1: head 2 reads column 2 of W_Q and W_K.
+    # q = [[2], [1]]; k = X·[1, 1]ᵀ = [[3], [1]]; scores = q·kᵀ = [[6, 2], [3, 1]].
+    # The student writes k₂ = 2: their scores are [[6, 4], [3, 2]], column 2 carried.
+    problem = {"x": [[1, 2], [0, 1]], "wq": [[1, 0], [0, 1]], "wk": [[1, 1], [0, 1]],
+               "wv": [[1, 0], [1, 1]], "heads": 2}
+    (tmp_path / "p.json").write_text(json.dumps(problem))
+    (tmp_path / "a.json").write_text(json.dumps({"2/k": [[3], [2]], "2/scores": [[6, 4], [3, 2]]}))
+    result = cli("quiz", str(tmp_path / "p.json"), "--answers", str(tmp_path / "a.json"),
+                 "--stages", "2/k,2/scores", "--format", "json")
+    assert result.exit_code == 1, result.stderr
+    doc = json.loads(result.stdout)
+    assert [(s["key"], s["head"]) for s in doc["stages"]] == [("2/k", 2), ("2/scores", 2)]
+    assert not_right(doc) == {("2/k", 2, 1): WRONG, ("2/scores", 1, 2): CARRIED,
+                              ("2/scores", 2, 2): CARRIED}
+    cell = doc["stages"][1]["cells"][1]
+    assert cell["carried_from"] == [{"key": "2/k", "row": 2, "col": 1, "cell": "K[2,1]"}]
+
+
+def test_stage_selection():
+    trace = run(Problem.from_mapping({**SENTENCE, "heads": 2}))
+    assert select_keys(trace, ["scores"]) == ["1/scores", "2/scores"]
+    # in the order of the calculation, whatever the order asked
+    assert select_keys(trace, ["2/scores", "output"]) == ["1/output", "2/scores", "2/output",
+                                                           "output"]
+    with pytest.raises(QkvcalcError, match="no stage 'scorez'"):
+        select_keys(trace, ["scorez"])
+    with pytest.raises(QkvcalcError, match="3/scores"):
+        select_keys(trace, ["3/scores"])
+
+
+# ---- tolerance and the grammar of answers (hypothesis) ----------------------------------------
+
+
+def half_unit(value, precision):
+    return 0.5 * 10.0**-precision * max(1.0, abs(value) / 10)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.floats(-1e4, 1e4, allow_nan=False), precision=st.integers(0, 6))
+def test_the_value_at_every_precision_is_accepted(value, precision):
+    shown = f"{value:.{precision}f}"
+    assert agrees(parse_answer(shown, "cell"), value, precision)
+    assert agrees(value, value, precision)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=st.floats(-1e4, 1e4, allow_nan=False),
+    precision=st.integers(0, 6),
+    factor=st.floats(1.01, 1e3),
+    sign=st.sampled_from([-1, 1]),
+)
+def test_a_value_off_by_more_than_the_tolerance_is_refused(value, precision, factor, sign):
+    answer = value + sign * factor * half_unit(value, precision)
+    assert not agrees(answer, value, precision)
+
+
+def test_answer_grammar():
+    assert parse_answer("7", "c") == 7
+    assert parse_answer(" -0.5 ", "c") == -0.5
+    assert parse_answer("7/sqrt(2)", "c") == pytest.approx(7 / math.sqrt(2))
+    assert parse_answer("−∞", "c") == -math.inf
+    with pytest.raises(QkvcalcError, match="not a number"):
+        parse_answer("__import__('os')", "c")
+
+
+def sheet_from_naive(doc, trace):
+    """Every gradable stage of `doc`, by key, from the naive reference."""
+    ref = naive(doc)
+    multi = trace.problem.multihead
+    sheet = {}
+    for (sid, head), value in ref.items():
+        key = sid if head is None else f"{head}/{sid}"
+        if sid in GRADABLE and key in stage_keys(trace):
+            sheet[key] = np.array(value, dtype=float)
+    assert multi or "concat" not in sheet
+    return sheet
+
+
+def askable_keys(trace):
+    return select_keys(trace, list(GRADABLE))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=problems(max_n=4, max_d=3), precision=st.integers(1, 6))
+def test_the_naive_answers_rounded_are_right_for_any_problem(doc, precision):
+    trace = run(Problem.from_mapping(doc))
+    sheet = {k: np.round(v, precision) for k, v in sheet_from_naive(doc, trace).items()}
+    keys = askable_keys(trace)
+    report = grade_sheet(trace, {k: sheet[k] for k in keys}, keys, precision)
+    assert report.all_right, [(c.ref.label, c.answer, c.expected) for g in report.stages
+                              for c in g.cells if c.verdict != RIGHT]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=problems(max_n=4, max_d=3), data=st.data())
+def test_one_changed_cell_is_found_and_nothing_else(doc, data):
+    trace = run(Problem.from_mapping(doc))
+    keys = askable_keys(trace)
+    sheet = sheet_from_naive(doc, trace)
+    sheet = {k: sheet[k] for k in keys}
+    key = data.draw(st.sampled_from(keys))
+    rows, cols = sheet[key].shape
+    i, j = data.draw(st.integers(0, rows - 1)), data.draw(st.integers(0, cols - 1))
+    assume(math.isfinite(sheet[key][i, j]))
+    sheet[key] = sheet[key].copy()
+    sheet[key][i, j] += 1 + 10 * half_unit(sheet[key][i, j], 2)
+    report = grade_sheet(trace, sheet, keys, 2)
+    off = [(g.key, c.ref.i, c.ref.j, c.verdict) for g in report.stages for c in g.cells
+           if c.verdict != RIGHT]
+    assert off == [(key, i, j, WRONG)]
+
+
+# ---- random problems ---------------------------------------------------------------------------
+
+
+def test_random_problems_repeat_by_seed():
+    assert random_problem(7, 3, 2) == random_problem(7, 3, 2)
+    assert random_problem(7, 3, 2) != random_problem(8, 3, 2)
+    doc = random_problem(7, 4, 3)
+    assert np.array(doc["x"]).shape == (4, 3)
+    assert np.array(doc["wq"]).shape == (3, 3)
+    assert all(isinstance(v, int) and -1 <= v <= 2 for row in doc["x"] for v in row)
+    Problem.from_mapping(doc)  # valid input
+
+
+@pytest.mark.parametrize("text", ["0,2", "3", "9,2", "a,b", "3,2,1"])
+def test_bad_sizes(text):
+    with pytest.raises(QkvcalcError, match="--size"):
+        parse_size(text)
+
+
+def test_random_quiz_says_its_seed(cli):
+    result = cli("quiz", "--random", "--seed", "7", "--size", "2,2", "--stages", "q",
+                 input="\n")
+    assert "seed 7" in result.stdout
+    assert "qkvcalc quiz --random --seed 7 --size 2,2" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--random", "--preset", "doc"], ["--random", "--preset"]),
+        (["--preset", "doc", "--seed", "3"], ["--random"]),
+        ([], ["--preset NAME"]),
+        (["--preset", "doc", "--format", "json"], ["--answers"]),
+        (["--preset", "doc", "--stages", "masked"], ["masked"]),
+        (["--random", "--size", "20,2"], ["--size"]),
+    ],
+)
+def test_usage_errors_exit_2(cli, args, words):
+    result = cli("quiz", *args)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    for word in words:
+        assert word in result.stderr
+
+
+# ---- the interactive quiz, through a real pseudo-terminal --------------------------------------
+
+
+def spawn(*args):
+    env = {**os.environ, **PINNED_ENV}
+    return pexpect.spawn(sys.executable, ["-m", "qkvcalc", *args], cwd=str(ROOT), env=env,
+                         encoding="utf-8", timeout=30, dimensions=(50, 100))
+
+
+def answer(child, cell, text):
+    child.expect_exact(f"{cell} = ")
+    child.sendline(text)
+
+
+def test_quiz_all_right_at_a_terminal():
+    child = spawn("quiz", "--preset", "doc")
+    child.expect_exact("x   1   2")  # the problem is shown first
+    answer(child, "Q[1,1]", "1")
+    child.expect_exact("✓")
+    answer(child, "Q[1,2]", "two")  # not a number: asked again, nothing counted
+    child.expect_exact("'two' is not a number qkvcalc reads")
+    answer(child, "Q[1,2]", "2")
+    for cell, text in [("K[1,1]", "1"), ("K[1,2]", "3"), ("V[1,1]", "3"), ("V[1,2]", "2"),
+                       ("Q·Kᵀ[1,1]", "7"), ("S[1,1]", "7/sqrt(2)"), ("A[1,1]", "1"),
+                       ("out[1,1]", "3"), ("out[1,2]", "2")]:
+        answer(child, cell, text)
+    child.expect_exact("Score per stage")
+    child.expect_exact("All 11 cells right.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert "Traceback" not in child.before
+
+
+def test_quiz_wrong_and_carried_at_a_terminal():
+    child = spawn("quiz", "--preset", "sentence", "--stages", "k,scores")
+    for i, row in enumerate(K_SLIP, start=1):
+        for j, value in enumerate(row, start=1):
+            answer(child, f"K[{i},{j}]", str(value))
+            if (i, j) == (2, 1):
+                child.expect_exact("✗ K[2,1] is 0, not 1.")
+                child.expect_exact("K[2,1] = 0×1 + 1×0 = 0")  # its arithmetic, written out
+    child.expect_exact("K: 5 of 6 right")
+    for i, row in enumerate(SCORES_SLIP, start=1):
+        for j, value in enumerate(row, start=1):
+            answer(child, f"Q·Kᵀ[{i},{j}]", str(value))
+            if (i, j) == (1, 2):
+                child.expect_exact("Q·Kᵀ[1,2] is 2, not 3; but 3 is what your own earlier")
+                child.expect_exact("the mistake started at K[2,1].")
+                child.expect_exact("q₁·k₂ = 1×0 + 2×1 = 2")
+    child.expect_exact("Q·Kᵀ: 7 of 9 right")
+    child.expect_exact("Score per stage")
+    child.expect_exact("5/6")
+    child.expect_exact("7/9")
+    child.expect_exact("12 of 15 cells right.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+
+
+def test_ctrl_c_quits_quietly_with_130():
+    child = spawn("quiz", "--preset", "doc")
+    child.expect_exact("Q[1,1] = ")
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    assert "Traceback" not in child.before
+
+
+def test_quiz_in_korean_at_a_terminal():
+    child = spawn("quiz", "--preset", "doc", "--stages", "scores", "--lang", "ko")
+    answer(child, "Q·Kᵀ[1,1]", "6")
+    child.expect_exact("q₁·k₁ = 1×1 + 2×3 = 7")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
