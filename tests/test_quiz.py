@@ -521,7 +521,7 @@ def test_quiz_wrong_and_carried_at_a_terminal():
         for j, value in enumerate(row, start=1):
             answer(child, f"Q·Kᵀ[{i},{j}]", str(value))
             if (i, j) == (1, 2):
-                child.expect_exact("Q·Kᵀ[1,2] is 2, not 3; but 3 is what your own earlier")
+                child.expect_exact("Q·Kᵀ[1,2] is 2, not 3. Worked from your own earlier answers")
                 child.expect_exact("the mistake started at K[2,1].")
                 child.expect_exact("q₁·k₂ = 1×0 + 2×1 = 2")
     child.expect_exact("Q·Kᵀ: 7 of 9 right")

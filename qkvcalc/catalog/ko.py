@@ -248,9 +248,8 @@ MESSAGES: dict[str, str] = {
     "quiz.prompt": "{cell} = ",
     "quiz.bad_answer": "{reason}. 다시 입력하세요.",
     "quiz.wrong": "틀렸습니다: {cell} = {expected} (입력: {answer}).",
-    "quiz.carried": "{cell} = {expected}입니다 (입력: {answer}). 그래도 앞에서 입력한 "
-    "답({own})으로 계산하면 입력한 값이 나오므로 이 단계의 계산은 맞습니다. 실수는 {origin}에서 "
-    "시작되었습니다.",
+    "quiz.carried": "{cell} = {expected}입니다 (입력: {answer}). 앞에서 입력한 답으로 계산한 "
+    "값({own})과 같으므로 이 단계의 계산은 맞습니다. 실수는 {origin}에서 시작되었습니다.",
     "quiz.stage_score": "{name}: {total}칸 중 {right}칸 정답",
     "quiz.cell_head": "{cell} (헤드 {head})",
     "quiz.score_title": "단계별 점수",
