@@ -41,6 +41,10 @@ class Stage:
     notes: tuple[Msg, ...] = ()
     exact: tuple[tuple[Any, ...], ...] | None = None  # --exact: a rational value per cell
     topic: str = ""  # catalog key of title and why, when it differs from the id
+    # --exact (qkvcalc.exact): the operands, bias and scale as fractions, for the arithmetic
+    operands_exact: tuple[tuple[tuple[Any, ...], ...] | None, ...] = ()
+    bias_exact: tuple[Any, ...] | None = None
+    scale_exact: Any = None
 
     @property
     def title(self) -> Msg:

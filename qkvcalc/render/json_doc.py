@@ -39,7 +39,8 @@ def stage_json(stage: Stage, opts: RenderOptions) -> dict[str, Any]:
         "explanation": stage.why.text(opts.lang),
     }
     if stage.exact is not None:
-        doc["exact"] = [[str(v) for v in row] for row in stage.exact]
+        # "7/2", "7/√2", "-inf" where masked; null where a cell depends on an irrational input
+        doc["exact"] = [[None if v is None else str(v) for v in row] for row in stage.exact]
     return doc
 
 
