@@ -2,7 +2,7 @@
 
     number  := sign? product
     product := factor (('*' | '/') factor)*
-    factor  := DECIMAL | 'sqrt' '(' number ')' | '(' number ')'
+    factor  := DECIMAL | 'sqrt' '(' number ')' | '√' DECIMAL | '√' '(' number ')' | '(' number ')'
 
 DECIMAL is an integer or decimal with an optional exponent (`3`, `-0.5`, `-3e-2`). So `1/2`,
 `sqrt(2)`, `1/sqrt(2)`, `-3e-2` and `(1/2)*sqrt(3)` are numbers; `9**9**9`, `1e999999`,
@@ -98,6 +98,11 @@ class _Parser:
             if exponent and abs(int(exponent)) > MAX_EXPONENT:
                 raise QkvcalcError("number.not_finite", field=self.field, text=self.text)
             return Number(float(text), Fraction(text))
+        if kind == "sqrt" and text == "√" and self.peek()[0] == "num":
+            radicand = self.factor()  # √2, as qkvcalc itself writes 7/√2
+            assert radicand.exact is not None
+            exact = _sqrt_exact(radicand.exact)
+            return Number(math.sqrt(radicand.value), exact)
         if kind == "sqrt" or (kind, text) == ("op", "("):
             is_sqrt = kind == "sqrt"
             if is_sqrt and self.take() != ("op", "("):

@@ -1,0 +1,75 @@
+"""The safe number grammar: what it reads, exactly, and what it refuses (never by eval)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.numbers import parse_number
+
+
+@pytest.mark.parametrize("text, value, exact", [
+    ("3", 3, Fraction(3)),
+    ("-0.5", -0.5, Fraction(-1, 2)),
+    ("1/2", 0.5, Fraction(1, 2)),
+    ("-3e-2", -0.03, Fraction(-3, 100)),
+    (" 2 ", 2, Fraction(2)),
+    ("sqrt(2)", math.sqrt(2), None),
+    ("1/sqrt(2)", 1 / math.sqrt(2), None),
+    ("sqrt(9/4)", 1.5, Fraction(3, 2)),
+    ("7/√2", 7 / math.sqrt(2), None),
+    ("√16", 4, Fraction(4)),
+    ("(1/2)*sqrt(4)", 1, Fraction(1)),
+    ("--1", 1, Fraction(1)),
+    ("2×3÷4", 1.5, Fraction(3, 2)),
+])
+def test_reads(text, value, exact):
+    number = parse_number(text, "x")
+    assert number.value == pytest.approx(value, rel=1e-15)
+    assert number.exact == exact
+
+
+@pytest.mark.parametrize("text, rule", [
+    ("9**9**9", "not a number qkvcalc reads"),
+    ("__import__('os')", "not a number qkvcalc reads"),
+    ("1e999999999", "not a finite number"),
+    ("1e400", "not a finite number"),
+    ("1/0", "divides by zero"),
+    ("sqrt(-1)", "square root of a negative"),
+    ("", "empty"),
+    ("pi", "not a number qkvcalc reads"),
+    ("1" * 65, "more than 64 characters"),
+    ("sqrt(" * 9 + "2" + ")" * 9, "not a number qkvcalc reads"),
+    ("exp(1)", "not a number qkvcalc reads"),
+])
+def test_refuses_with_a_reason(text, rule):
+    with pytest.raises(QkvcalcError) as err:
+        parse_number(text, "W_Q[1][2]")
+    assert rule in str(err.value) and "W_Q[1][2]" in str(err.value)
+
+
+@given(st.fractions(max_denominator=10**6).filter(lambda f: abs(f) < 10**9))
+def test_fractions_are_exact(f):
+    number = parse_number(f"{f.numerator}/{f.denominator}", "x")
+    assert number.exact == f
+    assert number.value == pytest.approx(float(f), rel=1e-15)
+
+
+@given(st.decimals(min_value=-10**6, max_value=10**6, places=6, allow_nan=False))
+def test_decimals_are_exact(d):
+    assert parse_number(str(d), "x").exact == Fraction(d)
+
+
+@given(st.text(max_size=30))
+def test_any_text_is_a_number_or_a_clear_error(text):
+    try:
+        number = parse_number(text, "x")
+    except QkvcalcError as err:
+        assert "x" in str(err)
+    else:
+        assert math.isfinite(number.value)
