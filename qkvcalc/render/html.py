@@ -1,0 +1,290 @@
+"""The HTML rendering: semantic tables with a small stylesheet, for a projector and a notebook.
+
+Real <table> elements (not a picture of a terminal) so a page can be searched, zoomed,
+copied into a spreadsheet and read aloud by a screen reader. The attention weights get a
+blue background that deepens with the weight, but the number is always printed in the cell:
+colour never carries information alone. The stylesheet sets its own light colours, so the
+page reads the same on a light projector and in a dark notebook theme.
+
+`render_html(trace, opts, standalone=True)` gives a whole page; `standalone=False` gives a
+fragment (one <div> with a scoped <style>) for Jupyter's _repr_html_. Every piece of text,
+from the input or the catalogs, goes through html.escape.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import numpy as np
+
+from qkvcalc.i18n import Msg, translate
+from qkvcalc.render import RenderOptions
+from qkvcalc.render.arith import WITH_ARITHMETIC, Style, fits, stage_work
+from qkvcalc.render.text import fmt, pick, safe
+from qkvcalc.trace import Stage, Trace
+
+CELL_WIDTH = 3  # a column's width beyond its number, in characters (padding)
+
+STYLE = """
+.qkvcalc { color: #111; background: #fff; font-family: system-ui, -apple-system, "Segoe UI",
+  "Noto Sans", "Noto Sans KR", "Malgun Gothic", sans-serif; line-height: 1.45; padding: 0.5em; }
+.qkvcalc h1 { font-size: 1.6em; margin: 0.2em 0; }
+.qkvcalc h2 { font-size: 1.3em; margin: 1.6em 0 0.3em; padding-top: 0.4em;
+  border-top: 3px solid #0b6e99; }
+.qkvcalc h2 .num { color: #0b6e99; margin-right: 0.5em; }
+.qkvcalc h3 { font-size: 1em; margin: 0.8em 0 0.2em; }
+.qkvcalc .formula { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace;
+  font-size: 1.1em; }
+.qkvcalc .shape { color: #555; margin-left: 0.8em; }
+.qkvcalc .why { font-style: italic; max-width: 50em; }
+.qkvcalc .product { display: flex; flex-wrap: wrap; align-items: center; gap: 0.6em; }
+.qkvcalc .product .op { font-size: 1.4em; font-weight: bold; }
+.qkvcalc .scroll { overflow-x: auto; }
+.qkvcalc table.matrix { border-collapse: collapse; margin: 0.4em 0;
+  font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-variant-numeric: tabular-nums; }
+.qkvcalc table.matrix th, .qkvcalc table.matrix td { padding: 0.15em 0.6em;
+  border: 1px solid #bbb; }
+.qkvcalc table.matrix td { text-align: right; }
+.qkvcalc table.matrix thead th { background: #e8f1f5; }
+.qkvcalc table.matrix th.name { color: #0b6e99; }
+.qkvcalc table.matrix tbody th { text-align: left; background: #f4f4f4; }
+.qkvcalc td.neginf { color: #777; }
+.qkvcalc td.gap, .qkvcalc th.gap { color: #777; text-align: center; }
+.qkvcalc ul.notes { color: #333; }
+.qkvcalc .warning { background: #fff3cd; border-left: 4px solid #b58100; padding: 0.3em 0.6em; }
+.qkvcalc pre.work { background: #f6f8fa; padding: 0.5em 0.8em; border-radius: 4px;
+  overflow-x: auto; font-size: 0.95em; }
+""".strip()
+
+PAGE_STYLE = """
+body { margin: 0 auto; max-width: 72em; padding: 1em 2em; background: #fff; font-size: 20px; }
+""".strip()
+
+
+def _t(opts: RenderOptions, key: str, **params: object) -> str:
+    return escape(translate(key, opts.lang, **params))
+
+
+def _label(text: str) -> str:
+    return escape(safe(text))
+
+
+def _heat(weight: float) -> str:
+    """A background for a weight in [0, 1]: white to deep blue, with readable text on it."""
+    w = min(max(weight, 0.0), 1.0)
+    r, g, b = (int(255 - w * (255 - c)) for c in (30, 90, 200))
+    text = "#fff" if w > 0.55 else "#000"
+    return f"background: rgb({r},{g},{b}); color: {text}"
+
+
+def html_table(
+    value: np.ndarray,
+    name: str,
+    rows: tuple[str, ...],
+    cols: tuple[str, ...],
+    opts: RenderOptions,
+    *,
+    heat: bool = False,
+) -> tuple[str, int, int]:
+    """A labelled <table> of a matrix (corners only when big); also how many rows and columns
+    were hidden."""
+    n_rows, n_cols = value.shape
+    label_w = min(max((len(safe(r)) for r in rows[:50]), default=1), 24)
+    max_cols = max(2, (opts.width - label_w - CELL_WIDTH) // (opts.precision + 3 + CELL_WIDTH))
+    row_ids = pick(n_rows, max(opts.max_rows, 3))
+    col_ids = pick(n_cols, max_cols)
+    head = [f'<th scope="col" class="name">{escape(name)}</th>']
+    for j in col_ids:
+        head.append(
+            '<th class="gap">…</th>' if j is None else f'<th scope="col">{_label(cols[j])}</th>'
+        )
+    body = []
+    for i in row_ids:
+        if i is None:
+            body.append(
+                "<tr>"
+                + '<th class="gap">⋮</th>'
+                + '<td class="gap">⋮</td>' * len(col_ids)
+                + "</tr>"
+            )
+            continue
+        cells = [f'<th scope="row">{_label(rows[i])}</th>']
+        for j in col_ids:
+            if j is None:
+                cells.append('<td class="gap">…</td>')
+                continue
+            v = float(value[i, j])
+            if np.isneginf(v):
+                cells.append('<td class="neginf">−∞</td>')
+            elif heat:
+                cells.append(f'<td style="{_heat(v)}">{fmt(v, opts.precision)}</td>')
+            else:
+                cells.append(f"<td>{fmt(v, opts.precision)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    table = (
+        '<table class="matrix">\n<thead><tr>'
+        + "".join(head)
+        + "</tr></thead>\n<tbody>\n"
+        + "\n".join(body)
+        + "\n</tbody>\n</table>"
+    )
+    hidden_rows = n_rows - sum(i is not None for i in row_ids)
+    hidden_cols = n_cols - sum(j is not None for j in col_ids)
+    return table, hidden_rows, hidden_cols
+
+
+def _product(stage: Stage, opts: RenderOptions) -> str | None:
+    """A small matrix product side by side: A · B = C."""
+    if stage.op != "matmul" or not stage.names:
+        return None
+    a, b = stage.operands
+    cols = a.shape[1] + b.shape[1] + stage.value.shape[1]
+    if cols * (opts.precision + 4) + 40 > opts.width or max(a.shape[0], b.shape[0]) > opts.max_rows:
+        return None
+    parts = [
+        html_table(a, stage.names[0], stage.rows, stage.inner, opts)[0],
+        '<span class="op">·</span>',
+        html_table(b, stage.names[1], stage.inner, stage.cols, opts)[0],
+    ]
+    if stage.bias is not None:
+        parts += [
+            '<span class="op">+</span>',
+            html_table(stage.bias[None, :], "b", ("",), stage.cols, opts)[0],
+        ]
+    parts += [
+        '<span class="op">=</span>',
+        html_table(stage.value, stage.name, stage.rows, stage.cols, opts)[0],
+    ]
+    return '<div class="product">\n' + "\n".join(parts) + "\n</div>"
+
+
+def _softmax_rows(stage: Stage, trace: Trace, opts: RenderOptions) -> list[str]:
+    exp_stage = trace.stage("exp", stage.head)
+    assert stage.row_sum is not None and exp_stage.row_max is not None
+    items = []
+    for i in pick(stage.value.shape[0], opts.max_rows):
+        if i is None:
+            items.append("<li>⋮</li>")
+        elif stage.row_sum[i] == 0:
+            items.append(
+                f"<li>{_t(opts, 'ui.all_masked_row', row=i + 1, token=safe(stage.rows[i]))}</li>"
+            )
+        else:
+            text = _t(
+                opts,
+                "ui.softmax_row",
+                row=i + 1,
+                token=safe(stage.rows[i]),
+                max=fmt(float(exp_stage.row_max[i]), opts.precision),
+                sum=fmt(float(stage.row_sum[i]), opts.precision),
+            )
+            items.append(f"<li>{text}</li>")
+    return items
+
+
+def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions) -> str:
+    title = _t(opts, stage.title.key)
+    if stage.head:
+        title += " · " + _t(opts, "ui.head", head=stage.head)
+    rows, cols = stage.shape
+    head_attr = f' data-head="{stage.head}"' if stage.head else ""
+    out = [
+        f'<section class="stage" data-stage="{escape(stage.id)}"{head_attr}>',
+        f'<h2><span class="num">{number}/{total}</span>{title}</h2>',
+        f'<p><span class="formula">{escape(stage.formula)}</span>'
+        f'<span class="shape">{rows}×{cols}</span></p>',
+        f'<p class="why">{_t(opts, stage.why.key)}</p>',
+    ]
+    product = _product(stage, opts)
+    table, hidden_rows, hidden_cols = html_table(
+        stage.value, stage.name, stage.rows, stage.cols, opts, heat=stage.id == "weights"
+    )
+    out.append(f'<div class="scroll">\n{product or table}\n</div>')
+    notes: list[Msg] = list(stage.notes)
+    if hidden_rows or hidden_cols:
+        notes.append(Msg("note.hidden", rows=hidden_rows, cols=hidden_cols))
+    work: list[str] = []
+    if opts.detail == "full" and stage.op in WITH_ARITHMETIC:
+        reason = fits(stage, opts.arithmetic_cells, opts.arithmetic_terms)
+        if reason is None:
+            work = list(stage_work(stage, Style(precision=opts.precision)))
+        else:
+            notes.append(Msg("note.no_arithmetic", reason=reason.text(opts.lang)))
+    if notes:
+        items = "".join(f"<li>{escape(note.text(opts.lang))}</li>" for note in notes)
+        out.append(f'<ul class="notes">{items}</ul>')
+    softmax = opts.detail == "full" and stage.op == "softmax"
+    if work or softmax:
+        out.append(f"<h3>{_t(opts, 'ui.arithmetic')}</h3>")
+    if softmax:
+        out.append('<ul class="rows">' + "".join(_softmax_rows(stage, trace, opts)) + "</ul>")
+    if work:
+        out.append('<pre class="work">' + escape("\n".join(work)) + "</pre>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _body(trace: Trace, opts: RenderOptions) -> str:
+    p = trace.problem
+    mask = p.mask_kind + (" + key_padding" if p.key_padding is not None else "")
+    key = "ui.problem" if p.projected else "ui.problem_direct"
+    problem = _t(
+        opts, key, n=p.n, m=p.m, d_model=p.d_model, d_k=p.d_k, d_v=p.d_v, heads=p.heads, mask=mask
+    )
+    out = [
+        f'<div class="qkvcalc" lang="{escape(opts.lang)}">',
+        f"<style>\n{STYLE}\n</style>",
+        "<header>",
+        f"<h1>{_t(opts, 'export.title')}</h1>",
+        '<p class="formula">softmax(Q·Kᵀ/√d_k + M)·V</p>',
+        f"<p>{problem}</p>",
+    ]
+    if "name" in p.meta:
+        preset = _t(
+            opts,
+            "ui.preset",
+            name=safe(p.meta["name"]),
+            description=safe(p.meta.get("description", ""), 200),
+        )
+        out.append(f"<p>{preset}</p>")
+    out.append("</header>")
+    total = len(trace.stages)
+    out += [render_stage(stage, k, total, trace, opts) for k, stage in enumerate(trace.stages, 1)]
+    final = trace.stage("output")
+    out.append('<section class="final" data-stage="final">')
+    out.append(f"<h2>{_t(opts, 'ui.output_final')}</h2>")
+    for warning in trace.warnings:
+        out.append(
+            f'<p class="warning"><strong>{_t(opts, "ui.warning")}</strong>: '
+            f"{escape(warning.text(opts.lang))}</p>"
+        )
+    table = html_table(final.value, "", final.rows, final.cols, opts)[0]
+    out += [f'<div class="scroll">\n{table}\n</div>', "</section>", "</div>"]
+    return "\n".join(out)
+
+
+def render_html(trace: Trace, opts: RenderOptions | None = None, standalone: bool = True) -> str:
+    """The whole derivation as an HTML page (standalone) or a <div> fragment (a notebook)."""
+    opts = opts or RenderOptions()
+    body = _body(trace, opts)
+    if not standalone:
+        return body
+    name = trace.problem.meta.get("name")
+    title = translate("export.title", opts.lang) + (f" · {safe(name)}" if name else "")
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            f'<html lang="{escape(opts.lang)}">',
+            "<head>",
+            '<meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>qkvcalc · {escape(title)}</title>",
+            f"<style>\n{PAGE_STYLE}\n</style>",
+            "</head>",
+            "<body>",
+            body,
+            "</body>",
+            "</html>",
+            "",
+        ]
+    )

@@ -1,0 +1,326 @@
+"""The LaTeX rendering: a standalone article that compiles with pdflatex.
+
+Each stage is a section with its formula, its explanation, its matrix as an amsmath bmatrix
+(a matrix product as A·B = C when the three fit on the page), its notes and each cell's
+arithmetic as an align* block (arith.py's Style(latex=True): one logic for every format).
+
+All text goes through `tex_escape`: TeX's special characters become their escapes, the math
+symbols of the catalogs become TeX, and any other character pdflatex cannot set becomes a
+visible code such as [U+1F600], so that every input compiles. Hangul is set with kotex
+(Debian's texlive-lang-korean), loaded only when the document contains Hangul.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from qkvcalc.i18n import Msg, translate
+from qkvcalc.render import RenderOptions
+from qkvcalc.render.arith import WITH_ARITHMETIC, Style, fits, stage_work
+from qkvcalc.render.text import fmt, pick, safe
+from qkvcalc.trace import Stage, Trace
+
+# A page of \small text holds about this many matrix columns (the label column aside).
+MAX_COLS = 8
+# A product A·B = C is written out in full when its three matrices have at most this many
+# columns together and rows each.
+OPERAND_COLS = 9
+OPERAND_ROWS = 8
+
+_TEXT_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "{": r"\{",
+    "}": r"\}",
+    "$": r"\$",
+    "&": r"\&",
+    "%": r"\%",
+    "#": r"\#",
+    "_": r"\_\allowbreak{}",
+    "^": r"\textasciicircum{}",
+    "~": r"\textasciitilde{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+    '"': r"\textquotedbl{}",
+    "-": "-{}",  # no -- or --- ligatures from a token such as "a--b"
+    "`": r"\textasciigrave{}",
+}
+# Symbols the catalogs and formulas use, as TeX that works in text (math wrapped in $…$).
+_SYMBOLS = {
+    "·": r"$\cdot$",
+    "×": r"$\times$",
+    "−": r"$-$",
+    "∞": r"$\infty$",
+    "√": r"$\surd$",
+    "ᵀ": r"\textsuperscript{T}",
+    "²": r"\textsuperscript{2}",
+    "…": r"\ldots{}",
+    "⋮": r"$\vdots$",
+    "→": r"$\to$",
+    "–": "--",
+    "—": "---",
+    "⌈": r"$\lceil$",
+    "⌉": r"$\rceil$",
+    "‘": "`",
+    "’": "'",
+    "“": "``",
+    "”": "''",
+    "\u00a0": r"\nobreakspace{}",
+    "≈": r"$\approx$",
+    "≤": r"$\leq$",
+    "≥": r"$\geq$",
+    **{chr(0x2080 + d): rf"\textsubscript{{{d}}}" for d in range(10)},
+}
+
+
+def _settable(char: str) -> bool:
+    """Characters pdflatex sets directly (utf8 input, T1 fonts, kotex for Hangul)."""
+    code = ord(char)
+    return (
+        0x20 <= code < 0x7F
+        or (0xC0 <= code <= 0x17F and char not in "×÷")
+        or 0xAC00 <= code <= 0xD7A3  # Hangul syllables
+        or 0x3131 <= code <= 0x318E  # Hangul compatibility jamo
+    )
+
+
+def tex_escape(text: str) -> str:
+    """Any text as LaTeX text mode that shows it literally and always compiles."""
+    out = []
+    for char in text:
+        if char in _TEXT_SPECIAL:
+            out.append(_TEXT_SPECIAL[char])
+        elif char in _SYMBOLS:
+            out.append(_SYMBOLS[char])
+        elif _settable(char):
+            out.append(char)
+        else:
+            out.append(rf"\texttt{{[U+{ord(char):04X}]}}")
+    return "".join(out)
+
+
+# ---- formulas: the engine writes them in plain Unicode; TeX wants its own spelling ----------
+
+_WORDS = re.compile(r"(?<![A-Za-z\\])(softmax|concat|output|source|max|heads|head)(?![A-Za-z])")
+_FORMULA = [
+    ("·", r" \cdot "),
+    ("ᵀ", r"^\top"),
+    ("−", "-"),
+    ("×", r"\times"),
+    ("→", r"\to"),
+    ("…", r"\ldots"),
+    ("–", r"\text{--}"),
+]
+
+
+def tex_formula(formula: str) -> str:
+    """The engine's plain formula as TeX math: 'Q·Kᵀ / √d_k' -> 'Q \\cdot K^\\top / \\sqrt{d_k}'.
+    The formulas come from the engine (never from the input), so a few rules cover them all."""
+    tex = re.sub(r"√([A-Za-z0-9_]+)", lambda m: rf"\sqrt{{{m.group(1)}}}", formula)
+    tex = re.sub(r"e\^\(([^()]*)\)", r"e^{\1}", tex)
+    tex = _WORDS.sub(lambda m: rf"\mathrm{{{m.group(1)}}}", tex)
+    tex = re.sub(r"\\mathrm\{(head|max)\}_(\w)", r"\\mathrm{\1}_{\2}", tex)
+    for plain, code in _FORMULA:
+        tex = tex.replace(plain, code)
+    return re.sub(r"  +", " ", tex).strip()
+
+
+# ---- matrices ---------------------------------------------------------------------------------
+
+
+def _cell(value: float, precision: int) -> str:
+    return r"-\infty" if np.isneginf(value) else fmt(value, precision).replace("−", "-")
+
+
+def bmatrix(value: np.ndarray, opts: RenderOptions) -> tuple[str, int, int]:
+    """A matrix as a bmatrix, eliding its middle rows and columns; also how many are hidden."""
+    n_rows, n_cols = value.shape
+    row_ids = pick(n_rows, max(opts.max_rows, 3))
+    col_ids = pick(n_cols, MAX_COLS)
+    lines = []
+    for i in row_ids:
+        if i is None:
+            cells = [r"\ddots" if j is None else r"\vdots" for j in col_ids]
+        else:
+            cells = [
+                r"\cdots" if j is None else _cell(float(value[i, j]), opts.precision)
+                for j in col_ids
+            ]
+        lines.append(" & ".join(cells))
+    body = " \\\\\n".join(lines)
+    hidden_rows = n_rows - sum(i is not None for i in row_ids)
+    hidden_cols = n_cols - sum(j is not None for j in col_ids)
+    return "\\begin{bmatrix}\n" + body + "\n\\end{bmatrix}", hidden_rows, hidden_cols
+
+
+def _labels(names: tuple[str, ...], limit: int) -> str:
+    """The labels of the rows (or columns) shown, in plain text: 'I, love, cats'."""
+    return ", ".join("…" if k is None else safe(names[k]) for k in pick(len(names), limit))
+
+
+def _operands_fit(stage: Stage) -> bool:
+    if stage.op != "matmul" or not stage.names:
+        return False
+    a, b = stage.operands
+    cols = a.shape[1] + b.shape[1] + stage.value.shape[1]
+    return cols <= OPERAND_COLS and max(a.shape[0], b.shape[0]) <= OPERAND_ROWS
+
+
+def _equation(stage: Stage, opts: RenderOptions) -> tuple[str, int, int]:
+    """The display equation of a stage: formula = matrix (or formula = A·B = C)."""
+    result, hidden_rows, hidden_cols = bmatrix(stage.value, opts)
+    parts = [tex_formula(stage.formula)]
+    if _operands_fit(stage):
+        a, b = stage.operands
+        product = bmatrix(a, opts)[0] + r" \cdot " + bmatrix(b, opts)[0]
+        if stage.bias is not None:
+            product += " + " + bmatrix(stage.bias[None, :], opts)[0]
+        parts.append(product)
+    parts.append(result)
+    return "\\[\n" + "\n= ".join(parts) + "\n\\]", hidden_rows, hidden_cols
+
+
+# ---- the document ---------------------------------------------------------------------------
+
+
+def _t(opts: RenderOptions, key: str, **params: object) -> str:
+    return tex_escape(translate(key, opts.lang, **params))
+
+
+def _arithmetic(stage: Stage, trace: Trace, opts: RenderOptions, notes: list[Msg]) -> list[str]:
+    """The per-cell arithmetic as an align* block (and softmax's row sums before it)."""
+    if opts.detail != "full" or stage.op not in WITH_ARITHMETIC:
+        return []
+    out: list[str] = []
+    if stage.op == "softmax":
+        exp_stage = trace.stage("exp", stage.head)
+        assert stage.row_sum is not None and exp_stage.row_max is not None
+        rows = []
+        for i in pick(stage.value.shape[0], opts.max_rows):
+            if i is None:
+                rows.append(r"\item $\vdots$")
+                continue
+            key, params = (
+                "ui.softmax_row",
+                {
+                    "max": fmt(float(exp_stage.row_max[i]), opts.precision),
+                    "sum": fmt(float(stage.row_sum[i]), opts.precision),
+                },
+            )
+            if stage.row_sum[i] == 0:
+                key, params = "ui.all_masked_row", {}
+            rows.append(r"\item " + _t(opts, key, row=i + 1, token=safe(stage.rows[i]), **params))
+        out.append("\\begin{itemize}\n" + "\n".join(rows) + "\n\\end{itemize}")
+    reason = fits(stage, opts.arithmetic_cells, opts.arithmetic_terms)
+    if reason is not None:
+        notes.append(Msg("note.no_arithmetic", reason=reason.text(opts.lang)))
+        return out
+    style = Style(
+        precision=opts.precision, times=r"\times ", minus="-", neg_inf=r"-\infty", latex=True
+    )
+    lines = []
+    for line in stage_work(stage, style):
+        before, eq, after = line.partition(" = ")
+        lines.append(f"{before} &= {after}" if eq else f"& {line}")
+    if lines:
+        out.append("\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}")
+    return out
+
+
+def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions) -> str:
+    title = _t(opts, stage.title.key)
+    if stage.head:
+        title += r" \quad " + _t(opts, "ui.head", head=stage.head)
+    lines = [
+        rf"\section*{{{number}/{total}\quad {title}}}",
+        _t(opts, stage.why.key),
+    ]
+    equation, hidden_rows, hidden_cols = _equation(stage, opts)
+    lines.append(equation)
+    rows = _t(opts, "export.rows", labels=_labels(stage.rows, opts.max_rows))
+    cols = _t(opts, "export.cols", labels=_labels(stage.cols, MAX_COLS))
+    lines.append(rf"{{\small {rows} \quad {cols}}}")
+    notes: list[Msg] = list(stage.notes)
+    if hidden_rows or hidden_cols:
+        notes.append(Msg("note.hidden", rows=hidden_rows, cols=hidden_cols))
+    work = _arithmetic(stage, trace, opts, notes)
+    if notes:
+        items = [r"\item " + tex_escape(note.text(opts.lang)) for note in notes]
+        lines.append("\\begin{itemize}\n" + "\n".join(items) + "\n\\end{itemize}")
+    if work:
+        lines += [rf"\subsection*{{{_t(opts, 'ui.arithmetic')}}}", *work]
+    return "\n\n".join(lines) + "\n"
+
+
+def _preamble(korean: bool, title: str) -> str:
+    packages = [
+        r"\usepackage[utf8]{inputenc}",
+        r"\usepackage[T1]{fontenc}",
+        r"\IfFileExists{lmodern.sty}{\usepackage{lmodern}}{}  % scalable fonts (Debian's lmodern)",
+        r"\usepackage[margin=2cm]{geometry}",
+        r"\usepackage{amsmath}",
+    ]
+    if korean:
+        packages.append(r"\usepackage{kotex}  % Hangul: Debian's texlive-lang-korean")
+    return "\n".join(
+        [
+            "% Made by qkvcalc. Compile with: pdflatex FILE.tex",
+            r"\documentclass[11pt]{article}",
+            *packages,
+            r"\setcounter{MaxMatrixCols}{20}",
+            r"\setlength{\parindent}{0pt}",
+            r"\setlength{\parskip}{0.5em}",
+            r"\allowdisplaybreaks",
+            r"\emergencystretch=3em",
+            r"\pagestyle{empty}",
+            r"\begin{document}",
+            "",
+            rf"{{\Large\bfseries {title}}}",
+            "",
+        ]
+    )
+
+
+def render_latex(trace: Trace, opts: RenderOptions) -> str:
+    """The whole derivation as a standalone LaTeX document."""
+    p = trace.problem
+    mask = p.mask_kind + (" + key_padding" if p.key_padding is not None else "")
+    key = "ui.problem" if p.projected else "ui.problem_direct"
+    head = [
+        _t(
+            opts,
+            key,
+            n=p.n,
+            m=p.m,
+            d_model=p.d_model,
+            d_k=p.d_k,
+            d_v=p.d_v,
+            heads=p.heads,
+            mask=mask,
+        ),
+    ]
+    if "name" in p.meta:
+        head.append(
+            _t(
+                opts,
+                "ui.preset",
+                name=safe(p.meta["name"]),
+                description=safe(p.meta.get("description", ""), 200),
+            )
+        )
+    total = len(trace.stages)
+    body = [render_stage(stage, k, total, trace, opts) for k, stage in enumerate(trace.stages, 1)]
+    final = trace.stage("output")
+    result, _, _ = bmatrix(final.value, opts)
+    ending = [rf"\section*{{{_t(opts, 'ui.output_final')}}}"]
+    for warning in trace.warnings:
+        ending.append(
+            rf"\textbf{{{_t(opts, 'ui.warning')}}}: {tex_escape(warning.text(opts.lang))}"
+        )
+    ending.append("\\[\n" + result + "\n\\]")
+    title = _t(opts, "export.title")
+    document = "\n\n".join([*head, *body, *ending])
+    korean = opts.lang == "ko" or re.search("[\uac00-\ud7a3\u3131-\u318e]", document) is not None
+    return _preamble(korean, title) + "\n" + document + "\n\n\\end{document}\n"

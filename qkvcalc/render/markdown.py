@@ -1,0 +1,205 @@
+"""The Markdown rendering: the whole derivation as a document that reads well on GitHub.
+
+Per stage: a heading with its number and title, the formula as $…$ math, the explanation,
+the matrix as a GitHub table with its rows and columns labelled (a matrix product also as a
+display equation A·B = C when it is small), the notes, and each cell's arithmetic (arith.py,
+the same logic as the terminal) in a code block.
+
+Text from the input (token names) is escaped with `md_escape`, so a `|` or a `*` in a token
+neither breaks a table nor turns into emphasis.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from qkvcalc.i18n import Msg, translate
+from qkvcalc.render import RenderOptions
+from qkvcalc.render.arith import WITH_ARITHMETIC, Style, fits, stage_work
+from qkvcalc.render.latex import bmatrix, tex_formula
+from qkvcalc.render.text import fmt, pick, safe
+from qkvcalc.trace import Stage, Trace
+
+CELL_WIDTH = 3  # what a table column costs beyond its number: " | "
+
+# CommonMark lets a backslash escape any ASCII punctuation; these are the ones that can start
+# markup inside a line or a table cell (a link needs its [, a list or heading a line start,
+# which escaped text never has), plus $ for GitHub's math and | for tables.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|$~&])")
+
+
+def md_escape(text: str) -> str:
+    """Text shown literally in Markdown (tables included): markup characters escaped."""
+    return _MD_SPECIAL.sub(r"\\\1", safe(text, 10_000))
+
+
+def _prose(text: str) -> str:
+    """A catalog sentence: escaped, except underscores inside words (d_k stays d_k; an
+    underscore between letters never starts emphasis)."""
+    return re.sub(r"(?<=\w)\\_(?=\w)", "_", md_escape(text))
+
+
+def _t(opts: RenderOptions, key: str, **params: object) -> str:
+    return _prose(translate(key, opts.lang, **params))
+
+
+def _cell(value: float, precision: int) -> str:
+    return "−∞" if np.isneginf(value) else fmt(value, precision)
+
+
+def md_table(
+    value: np.ndarray,
+    name: str,
+    rows: tuple[str, ...],
+    cols: tuple[str, ...],
+    opts: RenderOptions,
+) -> tuple[list[str], int, int]:
+    """A GitHub table of a matrix (corners only when big); also how many rows and columns
+    were hidden."""
+    n_rows, n_cols = value.shape
+    label_w = min(max((len(safe(r)) for r in rows[:50]), default=1), 24)
+    max_cols = max(2, (opts.width - label_w - CELL_WIDTH) // (opts.precision + 3 + CELL_WIDTH))
+    row_ids = pick(n_rows, max(opts.max_rows, 3))
+    col_ids = pick(n_cols, max_cols)
+    head = [f"**{md_escape(name)}**" if name else " "] + [
+        "…" if j is None else md_escape(cols[j]) for j in col_ids
+    ]
+    lines = [
+        "| " + " | ".join(head) + " |",
+        "|:--" + "|--:" * len(col_ids) + "|",
+    ]
+    for i in row_ids:
+        if i is None:
+            cells = ["⋮"] * (len(col_ids) + 1)
+        else:
+            cells = [md_escape(rows[i])] + [
+                "…" if j is None else _cell(float(value[i, j]), opts.precision) for j in col_ids
+            ]
+        lines.append("| " + " | ".join(cells) + " |")
+    hidden_rows = n_rows - sum(i is not None for i in row_ids)
+    hidden_cols = n_cols - sum(j is not None for j in col_ids)
+    return lines, hidden_rows, hidden_cols
+
+
+def _product(stage: Stage, opts: RenderOptions) -> list[str]:
+    """A small matrix product as one display equation: Q = X·W_Q = [..]·[..] = [..]."""
+    if stage.op != "matmul" or not stage.names:
+        return []
+    a, b = stage.operands
+    cols = a.shape[1] + b.shape[1] + stage.value.shape[1]
+    if cols * (opts.precision + 4) + 40 > opts.width or max(a.shape[0], b.shape[0]) > 8:
+        return []
+    parts = [
+        tex_formula(stage.formula),
+        bmatrix(a, opts)[0]
+        + r" \cdot "
+        + bmatrix(b, opts)[0]
+        + ("" if stage.bias is None else " + " + bmatrix(stage.bias[None, :], opts)[0]),
+        bmatrix(stage.value, opts)[0],
+    ]
+    # GitHub reads \\ in a $$ block only at the end of a line: bmatrix keeps one row a line
+    return ["$$", " = ".join(parts), "$$"]
+
+
+def _softmax_rows(stage: Stage, trace: Trace, opts: RenderOptions) -> list[str]:
+    exp_stage = trace.stage("exp", stage.head)
+    assert stage.row_sum is not None and exp_stage.row_max is not None
+    lines = []
+    for i in pick(stage.value.shape[0], opts.max_rows):
+        if i is None:
+            lines.append("- ⋮")
+        elif stage.row_sum[i] == 0:
+            lines.append("- " + _t(opts, "ui.all_masked_row", row=i + 1, token=safe(stage.rows[i])))
+        else:
+            max_ = fmt(float(exp_stage.row_max[i]), opts.precision)
+            sum_ = fmt(float(stage.row_sum[i]), opts.precision)
+            text = translate(
+                "ui.softmax_row",
+                opts.lang,
+                row=i + 1,
+                token=safe(stage.rows[i]),
+                max=max_,
+                sum=sum_,
+            )
+            lines.append("- " + _prose(text))
+    return lines
+
+
+def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions) -> str:
+    title = _t(opts, stage.title.key)
+    if stage.head:
+        title += " · " + _t(opts, "ui.head", head=stage.head)
+    rows, cols = stage.shape
+    out = [
+        f"## {number}/{total} · {title}",
+        f"${tex_formula(stage.formula)}$ · {rows}×{cols}",
+        _t(opts, stage.why.key),
+    ]
+    product = _product(stage, opts)
+    if product:
+        out.append("\n".join(product))
+    table, hidden_rows, hidden_cols = md_table(
+        stage.value, stage.name, stage.rows, stage.cols, opts
+    )
+    out.append("\n".join(table))
+    notes: list[Msg] = list(stage.notes)
+    if hidden_rows or hidden_cols:
+        notes.append(Msg("note.hidden", rows=hidden_rows, cols=hidden_cols))
+    work: list[str] = []
+    if opts.detail == "full" and stage.op in WITH_ARITHMETIC:
+        reason = fits(stage, opts.arithmetic_cells, opts.arithmetic_terms)
+        if reason is None:
+            work = list(stage_work(stage, Style(precision=opts.precision)))
+        else:
+            notes.append(Msg("note.no_arithmetic", reason=reason.text(opts.lang)))
+    if notes:
+        out.append("\n".join(f"> {_prose(note.text(opts.lang))}" for note in notes))
+    if opts.detail == "full" and stage.op == "softmax":
+        out.append(f"**{_t(opts, 'ui.arithmetic')}**")
+        out.append("\n".join(_softmax_rows(stage, trace, opts)))
+    elif work:
+        out.append(f"**{_t(opts, 'ui.arithmetic')}**")
+    if work:
+        # the lines hold numbers and the engine's symbols only, never input text
+        out.append("```text\n" + "\n".join(work) + "\n```")
+    return "\n\n".join(out)
+
+
+def render_markdown(trace: Trace, opts: RenderOptions) -> str:
+    """The whole derivation as GitHub-flavoured Markdown."""
+    p = trace.problem
+    mask = p.mask_kind + (" + key_padding" if p.key_padding is not None else "")
+    key = "ui.problem" if p.projected else "ui.problem_direct"
+    out = [
+        f"# {_t(opts, 'export.title')}",
+        "$$\\mathrm{softmax}\\left(\\frac{Q K^\\top}{\\sqrt{d_k}} + M\\right) V$$",
+        _t(
+            opts,
+            key,
+            n=p.n,
+            m=p.m,
+            d_model=p.d_model,
+            d_k=p.d_k,
+            d_v=p.d_v,
+            heads=p.heads,
+            mask=mask,
+        ),
+    ]
+    if "name" in p.meta:
+        out.append(
+            _t(
+                opts,
+                "ui.preset",
+                name=safe(p.meta["name"]),
+                description=safe(p.meta.get("description", ""), 200),
+            )
+        )
+    total = len(trace.stages)
+    out += [render_stage(stage, k, total, trace, opts) for k, stage in enumerate(trace.stages, 1)]
+    final = trace.stage("output")
+    out.append(f"## {_t(opts, 'ui.output_final')}")
+    out += [f"> **{_t(opts, 'ui.warning')}**: {_prose(w.text(opts.lang))}" for w in trace.warnings]
+    out.append("\n".join(md_table(final.value, "", final.rows, final.cols, opts)[0]))
+    return "\n\n".join(out) + "\n"
