@@ -51,7 +51,11 @@ def load_json(data: bytes | str) -> Any:
         raise QkvcalcError("input.json", line=err.lineno, col=err.colno, reason=err.msg) from None
     except RecursionError:
         raise QkvcalcError("input.json_deep") from None
-    except ValueError as err:  # e.g. an integer of more than 4300 digits
+    except QkvcalcError:  # a duplicate key, from _reject_duplicates
+        raise
+    except ValueError as err:
+        if "int_max_str_digits" in str(err) or "4300" in str(err):
+            raise QkvcalcError("input.json_long_number", limit=4300) from None
         raise QkvcalcError("input.json_value", reason=str(err)[:120]) from None
 
 

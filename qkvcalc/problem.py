@@ -54,7 +54,10 @@ _ALIASES = {
 }
 
 MAX_HEADS = 1024
-MAX_ELEMENTS = 20_000_000  # per matrix; the CLI's byte limit usually speaks first
+# The numbers one problem may hold, inputs and every stage together (float64: 8 bytes each).
+# A GPT-2-small layer (n = 1024, d_model = 768, 12 heads, W_O) holds about 68 million;
+# `--max-elements` raises the limit. Checked from the shapes, before anything is allocated.
+MAX_ELEMENTS = 100_000_000
 
 
 def _norm(key: str) -> str:
@@ -70,6 +73,7 @@ def canonical_key(key: object) -> str:
         raise QkvcalcError("key.not_string", key=repr(key))
     found = _CANONICAL.get(_norm(key))
     if found is None:
+        key = key if len(key) <= 40 else key[:39] + "…"  # a 1,000-character key, abbreviated
         close = difflib.get_close_matches(_norm(key), list(_CANONICAL), n=1, cutoff=0.5)
         if close:
             raise QkvcalcError("key.unknown_suggest", key=key, suggestion=_CANONICAL[close[0]])
@@ -106,7 +110,15 @@ def _fail_cell(field_name: str, where: str, value: object) -> QkvcalcError:
 
 def _cell(value: object, field_name: str, where: str, exact: bool) -> Number:
     if type(value) is int or type(value) is float or isinstance(value, np.integer | np.floating):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer of hundreds of digits: beyond float64
+            digits = str(abs(value))
+            raise QkvcalcError(
+                "number.too_large",
+                field=f"{DISPLAY.get(field_name, field_name)}{where}",
+                text=f"{digits[:8]}… ({len(digits)} digits)",
+            ) from None
         if math.isfinite(number):
             return Number(number, exact_of_float(number) if exact else None)
     elif isinstance(value, str):
@@ -114,7 +126,9 @@ def _cell(value: object, field_name: str, where: str, exact: bool) -> Number:
     raise _fail_cell(field_name, where, value)
 
 
-def to_matrix(raw: Any, field_name: str, *, exact: bool = False) -> Matrix:
+def to_matrix(
+    raw: Any, field_name: str, *, exact: bool = False, limit: int = MAX_ELEMENTS
+) -> Matrix:
     """A list of rows, a flat list (one row), or a 2-D array, checked cell by cell."""
     name = DISPLAY.get(field_name, field_name)
     if isinstance(raw, np.ndarray):
@@ -127,10 +141,8 @@ def to_matrix(raw: Any, field_name: str, *, exact: bool = False) -> Matrix:
     width = len(rows[0]) if isinstance(rows[0], list | tuple) else -1
     if width == 0:
         raise QkvcalcError("matrix.empty_row", field=name, row=1)
-    if len(rows) * max(width, 1) > MAX_ELEMENTS:
-        raise QkvcalcError(
-            "matrix.too_big", field=name, count=len(rows) * width, limit=MAX_ELEMENTS
-        )
+    if len(rows) * max(width, 1) > limit:
+        raise QkvcalcError("matrix.too_big", field=name, count=len(rows) * width, limit=limit)
     for i, row in enumerate(rows):
         if not isinstance(row, list | tuple):
             raise QkvcalcError("matrix.mixed", field=name, row=i + 1)
@@ -173,7 +185,7 @@ def to_vector(raw: Any, field_name: str, *, exact: bool = False) -> Matrix:
 
 
 def _to_int(raw: Any, field_name: str) -> int:
-    if isinstance(raw, str) and raw.strip().isdigit():
+    if isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdigit():
         raw = int(raw.strip())
     if isinstance(raw, bool) or not isinstance(raw, int | np.integer) or not 1 <= raw <= MAX_HEADS:
         raise QkvcalcError(
@@ -309,8 +321,14 @@ class Problem:
 
     # ---- construction --------------------------------------------------------------------
     @classmethod
-    def from_mapping(cls, raw: Mapping[Any, Any], *, exact: bool = False) -> Problem:
-        """Validate a document of the input format (keys matched case-insensitively)."""
+    def from_mapping(
+        cls, raw: Mapping[Any, Any], *, exact: bool = False, max_elements: int = MAX_ELEMENTS
+    ) -> Problem:
+        """Validate a document of the input format (keys matched case-insensitively).
+
+        `max_elements` bounds the numbers the problem may hold, its inputs and the stages the
+        engine will record; both are checked from the shapes before anything is allocated.
+        """
         if not isinstance(raw, Mapping):
             raise QkvcalcError("input.not_object", kind=type(raw).__name__)
         doc: dict[str, Any] = {}
@@ -319,7 +337,63 @@ class Problem:
             if name in doc:
                 raise QkvcalcError("key.duplicate", key=key, canonical=name)
             doc[name] = value
-        return _build(doc, exact)
+        _check_claimed_size(doc, max_elements)
+        problem = _build(doc, exact)
+        _check_stage_size(problem, max_elements)
+        return problem
+
+
+def _claimed(value: Any) -> tuple[int, int]:
+    """The rows and columns a matrix field claims by its first row (before it is checked)."""
+    if isinstance(value, np.ndarray):
+        rows = value.shape[0] if value.ndim and value.shape[0] else 1
+        return rows, value.size // rows
+    if not isinstance(value, list | tuple) or not value:
+        return 0, 0
+    first = value[0]
+    return len(value), len(first) if isinstance(first, list | tuple) and first else 1
+
+
+def _check_claimed_size(doc: dict[str, Any], limit: int) -> None:
+    """Refuse an input whose matrices, by their row counts and first rows, hold too many numbers
+    (a short file can claim a billion: 100,000 rows after a first row of 10,000)."""
+    total = 0
+    for name in (*MATRICES, *VECTORS, "mask", "key_padding"):
+        rows, cols = _claimed(doc.get(name))
+        total += rows * cols
+        if total > limit:
+            raise QkvcalcError(
+                "limits.input_elements",
+                field=DISPLAY.get(name, name),
+                rows=rows,
+                cols=cols,
+                count=total,
+                limit=limit,
+            )
+
+
+def stage_elements(p: Problem) -> int:
+    """The numbers the engine's stages of `p` hold: per head Q, K, V, Kᵀ, five n×m score
+    stages (scores, scaled, masked, exp, weights) and the head's output; then the concat and
+    the output. An upper bound, computed from the shapes alone."""
+    n, m, d_k, d_v = p.n, p.m, p.d_k, p.d_v
+    per_head = n * d_k + 2 * m * d_k + m * d_v + 5 * n * m + n * d_v
+    d_out = p.wo.values.shape[1] if p.wo is not None else p.heads * d_v
+    return p.heads * per_head + 2 * n * p.heads * d_v + n * d_out
+
+
+def _check_stage_size(p: Problem, limit: int) -> None:
+    count = stage_elements(p)
+    _check(
+        count <= limit,
+        "limits.stage_elements",
+        count=count,
+        heads=p.heads,
+        n=p.n,
+        m=p.m,
+        limit=limit,
+        gigabytes=f"{count * 8 / 1e9:.1f}",
+    )
 
 
 def _check(cond: bool, key: str, **params: Any) -> None:

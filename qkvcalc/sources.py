@@ -14,6 +14,9 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.parse import MAX_BYTES, load_json, parse_inline, read_limited
 
 INLINE_MATRICES = ("x", "wq", "wk", "wv", "wo", "mask")
+# What a JSON value is called in a message ("not a list", not "not a NoneType").
+JSON_KINDS = {list: "list", str: "string", int: "number", float: "number", bool: "true/false value"}
+JSON_KINDS[type(None)] = "null value"
 
 
 def read_file(path: str, limit: int = MAX_BYTES) -> bytes:
@@ -44,17 +47,18 @@ def gather(
         raise QkvcalcError("cli.two_sources", sources=" and ".join(given))
 
     doc: dict[str, Any] = {}
+    given = False  # a document was given, even an empty one ({} is missing X …, not no input)
     if preset:
-        doc = presets.load(preset)
+        doc, given = presets.load(preset), True
     elif source is not None:
         origin = "stdin" if source == "-" else source
         data = read_limited(stdin, limit) if source == "-" else read_file(source, limit)
-        doc = _as_object(data, origin)
+        doc, given = _as_object(data, origin), True
     elif "x" not in inline and not stdin_is_terminal:
         data = read_limited(stdin, limit)
         if data.strip():
-            doc = _as_object(data, "stdin")
-    if not doc and not inline:
+            doc, given = _as_object(data, "stdin"), True
+    if not given and not inline:
         raise QkvcalcError("input.none")
 
     for key, text in inline.items():
@@ -81,7 +85,7 @@ def _as_object(data: bytes, origin: str) -> dict[str, Any]:
     except QkvcalcError as err:
         raise err.within("input.from", origin=origin) from None
     if not isinstance(doc, dict):
-        raise QkvcalcError("input.not_object", kind=type(doc).__name__).within(
+        raise QkvcalcError("input.not_object", kind=JSON_KINDS.get(type(doc), "value")).within(
             "input.from", origin=origin
         )
     return doc

@@ -33,13 +33,18 @@ def cli():
 
 
 def run_qkvcalc(*args: str, input: bytes | str | None = None, env: dict | None = None,
-                timeout: float = 60) -> subprocess.CompletedProcess:
-    """Run `python -m qkvcalc ARGS` as a real process; stdout and stderr as text."""
+                timeout: float = 60, stdin=None, preexec_fn=None) -> subprocess.CompletedProcess:
+    """Run `python -m qkvcalc ARGS` as a real process; stdout and stderr as text.
+
+    `stdin`: a file or another process's stdout to read instead of `input`; `preexec_fn` runs
+    in the child before qkvcalc starts (test_hostile bounds its memory with it)."""
     data = input.encode() if isinstance(input, str) else input
     full_env = {**os.environ, **PINNED_ENV, **(env or {})}
+    if stdin is None and data is None:
+        stdin = subprocess.DEVNULL
     proc = subprocess.run([sys.executable, "-m", "qkvcalc", *args], input=data,
                           capture_output=True, env=full_env, timeout=timeout, cwd=ROOT,
-                          stdin=None if data is not None else subprocess.DEVNULL)
+                          stdin=stdin, preexec_fn=preexec_fn)
     return subprocess.CompletedProcess(proc.args, proc.returncode,
                                        proc.stdout.decode("utf-8", "replace"),
                                        proc.stderr.decode("utf-8", "replace"))
