@@ -1,0 +1,147 @@
+"""Ctrl-C and a closed pipe, with real processes: qkvcalc ends quietly, never with a traceback.
+
+Ctrl-C (SIGINT) during a long run or at a prompt exits 130 with at most one short line on
+stderr; a reader that goes away (`qkvcalc … | head -1`) ends the program without
+"BrokenPipeError" or "Exception ignored" on stderr. Nothing here measures time: the sleeps only
+wait for the child to reach the state under test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import PINNED_ENV, ROOT
+
+NOISE = ("Traceback", "KeyboardInterrupt", "BrokenPipeError", "Exception ignored", "Aborted")
+
+
+def quiet(stderr: str) -> None:
+    assert not any(word in stderr for word in NOISE), stderr[-2000:]
+    assert len(stderr.splitlines()) <= 1, stderr[-2000:]
+
+
+def spawn(*args: str, **popen) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "qkvcalc", *args],
+        env={**os.environ, **PINNED_ENV},
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        **popen,
+    )
+
+
+def wait_until_computing(proc: subprocess.Popen, limit: float = 60) -> None:
+    """Wait until the child has loaded numpy: by then it is inside `explain`, past startup."""
+    maps = Path(f"/proc/{proc.pid}/maps")
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        assert proc.poll() is None, "the long run ended before it could be interrupted"
+        if "_multiarray_umath" in maps.read_text():
+            time.sleep(0.3)  # into the work proper
+            return
+        time.sleep(0.02)
+    pytest.fail("the child never got as far as loading numpy")
+
+
+def write_problem(path: Path, n: int, d: int, heads: int) -> Path:
+    rng = np.random.default_rng(6)
+    doc = {
+        "x": rng.standard_normal((n, d)).round(3).tolist(),
+        "wq": rng.standard_normal((d, d)).round(3).tolist(),
+        "wk": rng.standard_normal((d, d)).round(3).tolist(),
+        "wv": rng.standard_normal((d, d)).round(3).tolist(),
+        "heads": heads,
+        "mask": "causal",
+    }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.fixture(scope="module")
+def long_problem(tmp_path_factory) -> Path:
+    """A problem that takes many seconds to render: 64 heads over 256 tokens."""
+    return write_problem(tmp_path_factory.mktemp("long") / "long.json", 256, 128, 64)
+
+
+@pytest.fixture(scope="module")
+def wide_problem(tmp_path_factory) -> Path:
+    """Quick to compute, but its output overfills a pipe's buffer (64 kB): 8 heads."""
+    return write_problem(tmp_path_factory.mktemp("wide") / "wide.json", 128, 64, 8)
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_ctrl_c_during_a_long_run_exits_130_quietly(long_problem, fmt):
+    proc = spawn("explain", str(long_problem), "--format", fmt, stdout=subprocess.PIPE)
+    wait_until_computing(proc)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()[-2000:]
+    assert out == b""  # a half-drawn result is never printed
+    quiet(err.decode())
+
+
+def test_ctrl_c_at_the_quiz_prompt_exits_130_quietly():
+    pexpect = pytest.importorskip("pexpect")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "qkvcalc", "quiz", "--preset", "doc", "--no-color"],
+        env={**os.environ, **PINNED_ENV},
+        cwd=str(ROOT),
+        timeout=60,
+        encoding="utf-8",
+    )
+    child.expect_exact("Q[1,1] =")  # the first question waits for an answer
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130, (child.exitstatus, child.signalstatus, child.before)
+    assert not any(word in (child.before or "") for word in NOISE), child.before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("explain", "--preset", "sentence"),
+        ("explain", "--preset", "multihead", "--format", "json"),
+        ("explain", "{long}", "--detail", "brief"),
+        ("explain", "{long}", "--format", "json"),
+        ("explain", "--preset", "sentence", "--format", "markdown"),
+        ("presets", "show", "sentence"),
+    ],
+    ids=["table", "json", "long-table", "long-json", "markdown", "presets-show"],
+)
+def test_a_closed_pipe_ends_quietly(wide_problem, args):
+    """`qkvcalc … | head -c 1`: the reader takes one byte and leaves."""
+    argv = [a.replace("{long}", str(wide_problem)) for a in args]
+    proc = spawn(*argv, stdout=subprocess.PIPE)
+    assert proc.stdout.read(1)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    quiet(err)
+    assert proc.returncode in (0, 1, 141, -signal.SIGPIPE), (proc.returncode, err)
+
+
+def test_a_closed_pipe_through_a_shell(wide_problem):
+    """The form a user types, `| head -1`, through sh: only head's line comes out."""
+    cmd = f"{sys.executable} -m qkvcalc explain {wide_problem} --detail brief | head -1"
+    proc = subprocess.run(
+        ["sh", "-c", cmd],
+        capture_output=True,
+        env={**os.environ, **PINNED_ENV},
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.stdout.decode().startswith("qkvcalc")
+    assert len(proc.stdout.decode().splitlines()) == 1
+    quiet(proc.stderr.decode())
