@@ -347,4 +347,6 @@ MESSAGES: dict[str, str] = {
     "올리세요",
     "number.too_large": "{field}: {text}: 너무 큰 수입니다. float64로 나타낼 수 있는 수는 1.8e308 "
     "근처까지입니다",
+    "input.json_long_number": "JSON을 읽을 수 없습니다: {limit}자리보다 긴 숫자가 있습니다 "
+    "(float64는 유효 숫자를 17자리 정도만 담습니다)",
 }
