@@ -299,3 +299,123 @@ def test_large_finite_scores_are_softmaxed_stably():
     assert w[0].tolist() == [1, 0, 0] and w[1].tolist() == [0, 1, 0]
     # row 3: keys 1 and 2 tie (≈7.07e4) far above key 3 (≈1.41): one half each
     assert w[2].tolist() == [0.5, 0.5, 0]
+
+
+# ---- input text shown safely in every format ------------------------------------------------
+
+HOSTILE_TOKENS = [
+    "\x1b[31mred\x1b[0m",  # a colour change
+    "\x1b]0;owned\x07",  # an OSC sequence that retitles the terminal, ended by BEL
+    "[bold red]x[/]",  # rich markup
+    "\x9b2J\u202e\u2028\r\x08",  # a C1 CSI, a right-to-left override, a line separator, CR, BS
+    "<script>alert(1)</script>&amp;",  # HTML and SVG
+    "\\input{/etc/passwd} $x$ % # _ ^ ~ {",  # LaTeX
+    '"""+__import__("os").system("touch owned")+"""',  # the torch script's Python
+    "| a | b |\n# h",  # a Markdown table cell and heading
+    "\ud800",  # a lone surrogate: valid in JSON text, not encodable as UTF-8
+    "k" * 1000,  # a 1,000-character name
+]
+RAW_CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e", "\r", "\x08", "\ud800")
+
+
+def hostile_problem() -> dict:
+    """Every hostile name as a token; the first query has every key masked, so its name also
+    goes into a warning sentence; the preset-like name and description are hostile too."""
+    n = len(HOSTILE_TOKENS)
+    return {
+        "tokens": HOSTILE_TOKENS,
+        "x": [[1, i] for i in range(n)],
+        "wq": [[1, 0], [0, 1]],
+        "wk": [[1, 1], [0, 1]],
+        "wv": [[1, 0], [1, 1]],
+        "mask": [[0] * n] + [[int(j <= i) for j in range(n)] for i in range(1, n)],
+        "name": "\x1b]0;name\x07[blink]n[/]",
+        "description": "[red]desc[/] \x1b[2J",
+    }
+
+
+def render_hostile(fmt: str, color: bool) -> str:
+    from qkvcalc.engine import run
+    from qkvcalc.problem import Problem
+    from qkvcalc.render import FORMATS, RenderOptions, render
+
+    pytest.importorskip(FORMATS[fmt][0], reason=f"the {fmt} renderer is not written yet")
+    trace = run(Problem.from_mapping(hostile_problem()))
+    assert trace.warnings  # the fully masked row's name is in a sentence too
+    return render(trace, fmt, RenderOptions(color=color, width=100))
+
+
+def markdown_tables_keep_their_shape(text: str) -> None:
+    """In every Markdown table, each row has the same number of unescaped cell separators."""
+    widths: list[int] = []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            widths.append(len(re.findall(r"(?<!\\)\|", line)))
+        elif widths:
+            assert len(set(widths)) == 1, widths
+            widths = []
+
+
+FORMAT_NAMES = ["table", "json", "markdown", "latex", "html", "svg", "torch"]
+
+
+@pytest.mark.parametrize("fmt", FORMAT_NAMES)
+def test_hostile_text_is_shown_literally(fmt):
+    text = render_hostile(fmt, color=False)
+    assert not [c for c in RAW_CONTROLS if c in text], fmt
+    text.encode("utf-8")  # writable: no lone surrogate left
+    if fmt == "table":
+        assert "[bold red]x[/]" in text and "[red]desc[/]" in text  # markup shown, not obeyed
+        assert "\\x1b[31mred" in text and "\\x1b]0;owned\\x07" in text  # escapes made visible
+        assert max(len(line) for line in text.splitlines()) <= 100  # the long name abbreviated
+    elif fmt == "json":
+        doc = json.loads(text)
+        assert doc["problem"]["tokens"] == HOSTILE_TOKENS  # escaped by JSON, read back exactly
+    elif fmt == "markdown":
+        markdown_tables_keep_their_shape(text)
+    elif fmt == "latex":
+        assert "\\input{/etc/passwd}" not in text
+    elif fmt in ("html", "svg"):
+        assert "<script>" not in text and "alert(1)</script>" not in text
+    elif fmt == "torch":
+        import ast
+
+        tree = ast.parse(text)  # still a Python script: no name broke out of its string
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "system"]
+        assert not calls
+
+
+def test_hostile_text_in_colour_changes_only_colours():
+    """With colour on, the only escape sequences are rich's own SGR colour codes (ESC [ … m):
+    no OSC (retitling), no cursor movement, no screen clearing from the input."""
+    text = render_hostile("table", color=True)
+    assert "\x07" not in text and "\x9b" not in text and "\x1b]" not in text
+    sequences = set(re.findall(r"\x1b\[[0-9;]*([A-Za-z])", text))
+    assert sequences <= {"m"}, sequences
+    assert "\\x1b[31mred" in text and "[bold red]x[/]" in text
+
+
+@pytest.mark.parametrize("fmt", FORMAT_NAMES)
+def test_hostile_text_through_the_program(tmp_path, fmt):
+    """The real program, writing to a pipe: exit 0, and the bytes it writes are safe."""
+    from qkvcalc.render import FORMATS
+
+    pytest.importorskip(FORMATS[fmt][0], reason=f"the {fmt} renderer is not written yet")
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(hostile_problem()))  # ensure_ascii: the surrogate as \ud800
+    proc = run_qkvcalc("explain", str(path), "--format", fmt, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not [c for c in RAW_CONTROLS if c in proc.stdout], fmt
+    assert "\ufffd" not in proc.stdout  # nothing had to be replaced to be written
+    assert proc.stderr == ""
+
+
+def test_hostile_text_in_error_messages():
+    """Text echoed in a message (here a key and a number) is escaped, never sent raw."""
+    doc = {**_doc(), "\x1b]0;owned\x07": 1}
+    proc = run_qkvcalc("explain", input=json.dumps(doc))
+    assert_one_clean_message(proc, "\\x1b]0;owned\\x07")
+    proc = run_qkvcalc("explain", input=json.dumps(_doc(x=[["\x1b[2J", 1], [0, 1]])))
+    assert_one_clean_message(proc, "\\x1b[2J")
+    proc = run_qkvcalc("explain", "no\x1b[31msuch-file.json")
+    assert_one_clean_message(proc, "no\\x1b[31msuch-file.json")

@@ -7,6 +7,7 @@ Numbers are full float64 (they round-trip); -inf, inf and NaN are the strings "-
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,17 @@ from qkvcalc.render import RenderOptions
 from qkvcalc.trace import Stage, Trace
 
 SCHEMA = "qkvcalc.trace/1"
+
+# Characters JSON may carry raw but a terminal or an encoder should not get: C1 controls (CSI),
+# bidirectional overrides, zero-width and line-separator characters, lone surrogates (which
+# cannot be written as UTF-8). Written as \uXXXX escapes; every other character stays as is.
+_UNSAFE = re.compile("[\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]")
+
+
+def _escape_unsafe(text: str) -> str:
+    if text.isascii() and "\x7f" not in text:  # numbers and English: nothing to look for
+        return text
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def matrix_json(value: np.ndarray) -> list[list[Any]]:
@@ -79,7 +91,7 @@ def render_json(trace: Trace, opts: RenderOptions) -> str:
     doc = trace_json(trace, opts)
 
     def dump(value: Any) -> str:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        return _escape_unsafe(json.dumps(value, ensure_ascii=False, allow_nan=False))
 
     stages = ",\n".join(f"    {dump(stage)}" for stage in doc.pop("stages"))
     lines = [f"  {dump(key)}: {dump(value)}," for key, value in doc.items()]
