@@ -1,4 +1,4 @@
-"""Ctrl-C and a closed pipe, with real processes: qkvcalc ends quietly, never with a traceback.
+"""Ctrl-C, a closed pipe and start-up, with real processes: qkvcalc ends quietly and starts light.
 
 Ctrl-C (SIGINT) during a long run or at a prompt exits 130 with at most one short line on
 stderr; a reader that goes away (`qkvcalc … | head -1`) ends the program without
@@ -145,3 +145,31 @@ def test_a_closed_pipe_through_a_shell(wide_problem):
     assert proc.stdout.decode().startswith("qkvcalc")
     assert len(proc.stdout.decode().splitlines()) == 1
     quiet(proc.stderr.decode())
+
+
+# ---- start-up: the quick commands stay light -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--version"], ["--help"], ["explain", "--help"], ["presets", "--help"], ["quiz", "--help"]],
+    ids=["version", "help", "explain-help", "presets-help", "quiz-help"],
+)
+def test_quick_commands_import_no_numpy(args):
+    """--version and --help answer before the heavy imports: numpy is never loaded."""
+    code = (
+        "import sys\nfrom qkvcalc.cli import main\n"
+        f"sys.argv = ['qkvcalc', *{args!r}]\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+        "assert 'numpy' not in sys.modules, 'numpy was imported'\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, **PINNED_ENV},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip()
