@@ -65,8 +65,12 @@ EXIT_INTERRUPTED = 130
 
 
 def fail(err: QkvcalcError, lang: str) -> NoReturn:
-    """One message on stderr, nothing on stdout, exit 2."""
-    typer.echo(f"{translate('cli.error_prefix', lang)}: {err.message(lang)}", err=True)
+    """One message on stderr, nothing on stdout, exit 2. Input text a message echoes (a key,
+    a path, a value) is shown literally: control characters become visible escapes."""
+    from qkvcalc.render.text import printable
+
+    message = printable(f"{translate('cli.error_prefix', lang)}: {err.message(lang)}")
+    typer.echo(message, err=True, color=False)
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -208,6 +212,13 @@ def explain(
     max_bytes: Annotated[
         int, typer.Option(help="Refuse inputs larger than this.", min=1)
     ] = 100_000_000,
+    max_elements: Annotated[
+        int,
+        typer.Option(
+            help="Refuse problems whose inputs and stages hold more numbers than this.", min=1
+        ),
+    ] = 100_000_000,
+    step: Annotated[bool, typer.Option("--step", help=translate("step.option_help"))] = False,
 ) -> None:
     """Compute attention for a problem and show every stage, with each cell's arithmetic."""
     language = resolve_lang(lang.value if lang else None)
@@ -217,6 +228,10 @@ def explain(
         from qkvcalc.render import EXTENSIONS, RenderOptions, render
         from qkvcalc.sources import gather
 
+        if step and output is not None:
+            raise QkvcalcError("step.with_output")
+        if step and format is not None and format is not Format.table:
+            raise QkvcalcError("step.with_format", format=format.value)
         inline = {
             "x": x,
             "wq": wq,
@@ -231,14 +246,19 @@ def explain(
             "layout": layout.value if layout else None,
         }
         doc = gather(source, preset, inline, sys.stdin.buffer, sys.stdin.isatty(), max_bytes)
-        trace = run(Problem.from_mapping(doc, exact=exact))
-        fmt = (
-            format.value
-            if format
-            else EXTENSIONS.get(output.suffix.lower(), "table")
-            if output
-            else "table"
-        )
+        problem = Problem.from_mapping(doc, exact=exact, max_elements=max_elements)
+        del doc  # the parsed lists: at real-model sizes, 100 MB the engine does not need
+        trace = run(problem)
+        fmt = format.value if format else "table"
+        if output is not None and format is None and output.suffix:
+            if output.suffix.lower() not in EXTENSIONS:
+                raise QkvcalcError(
+                    "export.output_extension",
+                    path=str(output),
+                    ext=output.suffix,
+                    known=" ".join(EXTENSIONS),
+                )
+            fmt = EXTENSIONS[output.suffix.lower()]
         console = _console(no_color)
         color = console.color_system is not None and output is None and fmt == "table"
         opts = RenderOptions(
@@ -249,18 +269,21 @@ def explain(
             color=color,
             exact=exact,
         )
-        if fmt == "table" and output is None:
-            from qkvcalc.render.terminal import render_trace
+        if step:
+            from qkvcalc.interactive.step import step_through
 
-            with console.capture() as capture:
-                console.print(render_trace(trace, opts))
-            text = capture.get()
-        else:
-            text = render(trace, fmt, opts)
+            step_through(trace, opts, no_color=no_color)
+            return
+        text = render(trace, fmt, opts)
     except QkvcalcError as err:
         fail(err, language)
     if output is not None:
-        write_output(text, output)
+        try:
+            write_output(text, output)
+        except OSError as err:
+            reason = err.strerror or type(err).__name__
+            unwritable = QkvcalcError("export.output_unwritable", path=str(output), reason=reason)
+            fail(unwritable, language)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -329,3 +352,8 @@ def main() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(0)
+
+
+from qkvcalc.cli_quiz import register as _register_quiz  # noqa: E402  (needs app, above)
+
+_register_quiz(app)

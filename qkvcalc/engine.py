@@ -10,10 +10,12 @@ names (n queries, m keys, d_model, d_k and d_v per head, H heads, G key/value he
 from __future__ import annotations
 
 import math
+import unicodedata
 
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.exact import attach_exact
 from qkvcalc.i18n import Msg
 from qkvcalc.problem import Problem
 from qkvcalc.trace import Stage, Trace
@@ -75,6 +77,16 @@ def _dims(count: int, start: int = 0) -> tuple[str, ...]:
     return tuple(str(start + j + 1) for j in range(count))
 
 
+def _token_text(name: str, limit: int = 40) -> str:
+    """A token name inside a sentence (a warning), as every format shows it: control characters
+    (terminal escape sequences) as visible escapes, a very long name cut short with …"""
+    shown = "".join(
+        c.encode("unicode_escape").decode("ascii") if unicodedata.category(c)[0] == "C" else c
+        for c in name
+    )
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
 def _span(first: int, count: int) -> str:
     """1-based inclusive column range: columns 3–4 (or just 3)."""
     return f"{first + 1}" if count == 1 else f"{first + 1}–{first + count}"
@@ -98,7 +110,11 @@ class _Recorder:
         self.warnings: list[Msg] = []
 
     def add(self, stage: Stage) -> np.ndarray:
-        self.stages.append(_check_finite(stage))
+        # Kᵀ is K turned; e^(s − max) of finite or −∞ logits lies in [0, 1], and so do the
+        # weights: only the other stages can overflow, and only they need the check.
+        if stage.id not in ("kt", "exp", "weights"):
+            _check_finite(stage)
+        self.stages.append(stage)
         return stage.value
 
     def projection(
@@ -267,7 +283,8 @@ class _Recorder:
         row_max, e, row_sum, weights = softmax_parts(logits)
         dead = np.flatnonzero(row_sum == 0)
         if dead.size:
-            names = ", ".join(p.tokens[i] for i in dead[:10]) + (" …" if dead.size > 10 else "")
+            names = ", ".join(_token_text(p.tokens[i]) for i in dead[:10])
+            names += " …" if dead.size > 10 else ""
             key = "warn.fully_masked_head" if h else "warn.fully_masked"
             self.warnings.append(Msg(key, rows=names, head=hh, count=int(dead.size)))
         self.add(
@@ -314,8 +331,12 @@ class _Recorder:
         )
 
 
+# Overflow is not a warning here: every stage is checked (_check_finite) and an overflow
+# becomes one QkvcalcError, so numpy's RuntimeWarnings would only repeat it on stderr.
+@np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
 def run(p: Problem) -> Trace:
-    """Compute attention for a validated Problem and record every stage."""
+    """Compute attention for a validated Problem and record every stage (with the exact
+    fractions of the rational stages when the problem was read in exact mode)."""
     rec = _Recorder(p)
     if p.x is not None:
         rec.add(Stage("x", None, "X", p.x.values, p.tokens, _dims(p.x.values.shape[1]), "input"))
@@ -334,7 +355,7 @@ def run(p: Problem) -> Trace:
     allowed = allowed_keys(p)
     if not p.multihead:
         rec.head(None, None, None, None, allowed)
-        return Trace(p, tuple(rec.stages), tuple(rec.warnings))
+        return attach_exact(Trace(p, tuple(rec.stages), tuple(rec.warnings)))
 
     # The split: which columns of W_Q, W_K, W_V (or of Q, K, V) each head reads. [H, 7]
     split = np.array(
@@ -421,4 +442,4 @@ def run(p: Problem) -> Trace:
                 topic="output.final",
             )
         )
-    return Trace(p, tuple(rec.stages), tuple(rec.warnings))
+    return attach_exact(Trace(p, tuple(rec.stages), tuple(rec.warnings)))

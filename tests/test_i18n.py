@@ -489,12 +489,6 @@ def test_matrix_tables_with_wide_names_stay_aligned(data, n, m):
     assert [line.split()[0] for line in table[2:]] == rows
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="render/terminal.py matrix_table sizes columns with len(), not rich.cells.cell_len: "
-    "eight 8-syllable Korean names overflow 100 columns and rich cuts the names (and the "
-    "Kᵀ label) to fit",
-)
 def test_long_korean_names_are_not_cut(cli):
     tokens = [
         f"{word}토큰입니다"

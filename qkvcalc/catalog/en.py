@@ -202,11 +202,16 @@ MESSAGES: dict[str, str] = {
     "cli.interrupted": "interrupted",
     "cli.error_prefix": "error",
     # ---- torch script (issue 3) ---------------------------------------------------------
+    "ui.heads_group_kv": "Head {head} of {heads} · reads key/value head {kv_head} "
+    "(shared by query heads {first}–{last})",
+    "ui.concat_span": "{cols} from head {head}",
+    "note.concat_columns": "Columns {spans}.",
+    "note.cross_axes": "Rows are the {n} queries (from X), columns the {m} keys (from the "
+    "source): cross-attention scores are n×m, and n need not equal m.",
     # ---- exports: markdown, latex, html, svg (issue 4) ------------------------------------
     "export.title": "Attention, step by step",
     "export.rows": "Rows: {labels}.",
     "export.cols": "Columns: {labels}.",
-    "export.stages": "Stages",
     "export.output_unwritable": "cannot write {path}: {reason}",
     "export.output_extension": "--output {path}: the extension {ext} names no format; use "
     "one of {known}, or choose one with --format",
@@ -224,6 +229,87 @@ MESSAGES: dict[str, str] = {
     "step.with_output": "--step shows the stages in the terminal, so it does not combine with "
     "--output: leave out --step to write the file",
     # ---- quiz and new (issue 5) ---------------------------------------------------------
+    "quiz.intro": "Work each stage out by hand and type one cell at a time: 7, -0.5, 7/sqrt(2) "
+    "or 4.95 are all fine. An answer is right when it agrees to {precision} decimals. "
+    "Ctrl-C quits.",
+    "quiz.random_seed": "A random problem, seed {seed}. The same one again: "
+    "qkvcalc quiz --random --seed {seed} --size {size}",
+    "quiz.stage_heading": "Stage {number}/{total}: {title}  ·  {formula}  ·  {shape}",
+    "quiz.prompt": "{cell} = ",
+    "quiz.bad_answer": "{reason}. Try again.",
+    "quiz.wrong": "{cell} is {expected}, not {answer}.",
+    "quiz.carried": "{cell} is {expected}, not {answer}. Worked from your own earlier answers "
+    "it is {own}, so this step is done right: the mistake started at {origin}.",
+    "quiz.stage_score": "{name}: {right} of {total} right",
+    "quiz.cell_head": "{cell} (head {head})",
+    "quiz.score_title": "Score per stage",
+    "quiz.col_stage": "stage",
+    "quiz.col_score": "right",
+    "quiz.col_cells": "cells",
+    "quiz.legend": "✓ right, → carried from an earlier mistake, ✗ wrong, · missing",
+    "quiz.verdict.right": "right",
+    "quiz.verdict.carried": "carried",
+    "quiz.verdict.wrong": "wrong",
+    "quiz.verdict.missing": "missing",
+    "quiz.cells_title": "Cells to look at again",
+    "quiz.detail_wrong": "{cell}: you wrote {answer}, the answer is {expected}",
+    "quiz.detail_carried": "{cell}: you wrote {answer}, the answer is {expected}; carried "
+    "forward from your mistake at {origin}",
+    "quiz.detail_missing": "{cell}: no answer; the answer is {expected}",
+    "quiz.stage_missing": "{key}: not answered",
+    "quiz.all_right": "All {total} cells right.",
+    "quiz.total": "{right} of {total} cells right.",
+    "quiz.in_sheet": "in the answer sheet {origin}",
+    "quiz.sheet_not_object": "an answer sheet is a JSON object mapping stage ids (\"k\", "
+    "\"scores\", \"2/scores\" for head 2) to matrices, not a {kind}",
+    "quiz.sheet_key": "unknown stage {key!r}; this problem's stages are: {known}",
+    "quiz.sheet_key_suggest": "unknown stage {key!r}: did you mean {suggestion!r}?",
+    "quiz.sheet_not_matrix": "{key} must be a matrix (a list of rows of numbers), not {value}",
+    "quiz.sheet_shape": "{key} is {shape}, but that stage is {rule} = {expected} in this problem",
+    "quiz.stage_unknown": "--stages: no stage {name!r}; choose from {known} (2/scores: head 2 "
+    "only)",
+    "quiz.stages_none": "--stages {names}: none of these is in this problem, which has: {known}",
+    "quiz.no_problem": "no problem to work on: give --preset NAME, a JSON file (or - for "
+    "standard input), or --random (try: qkvcalc quiz --preset doc)",
+    "quiz.random_with_source": "--random makes its own problem: leave out {given}",
+    "quiz.seed_without_random": "--seed and --size describe a random problem: add --random",
+    "quiz.stdin_twice": "the problem and the answer sheet cannot both come from standard "
+    "input: give one of them as a file",
+    "quiz.json_needs_answers": "--format json is for graded answer sheets: add --answers FILE",
+    "quiz.size": "--size {text!r}: write the number of tokens and the width as n,d (e.g. 3,2), "
+    "each from 1 to {limit}",
+    "quiz.seed": "--seed {seed}: a seed is a whole number from 0 to {limit}",
+    "new.intro": "A new attention problem, step by step. Numbers may be written 3, -0.5, 1/2 "
+    "or sqrt(2); Enter takes the value in [brackets]; Ctrl-C quits without saving.",
+    "new.tokens": "Number of tokens n{default}:",
+    "new.names": "Names of the {n} tokens, split by spaces [{default}]:",
+    "new.names_count": "{count} names for {n} tokens: give exactly {n}, or none for the "
+    "default names.",
+    "new.d_model": "d_model, the width of each token's vector{default}:",
+    "new.d_k": "d_k, the width of a query and a key (per head){default}:",
+    "new.d_v": "d_v, the width of a value (per head){default}:",
+    "new.heads": "Number of heads H{default}:",
+    "new.whole_bad": "{value!r} is not a whole number from {low} to {high}.",
+    "new.matrix": "{matrix} is {rule} = {rows}×{cols}: {rows} rows of {cols} numbers.",
+    "new.row": "{matrix} row {row} of {rows} ({cols} numbers):",
+    "new.row_length": "{matrix} row {row} has {length} numbers, but {matrix} is {rule} = "
+    "{rows}×{cols}: every row needs {cols}. Type the row again.",
+    "new.cell_bad": "{reason}. Type the row again.",
+    "new.mask": "Mask: none, causal, or matrix (type it row by row) [none]:",
+    "new.mask_bad": "{value!r}: type none, causal or matrix.",
+    "new.mask_row": "mask row {row} of {rows} ({cols} zeros or ones, 1 = may attend):",
+    "new.mask_row_bad": "mask row {row} needs {cols} entries, each 1 (may attend) or 0 "
+    "(masked). Type the row again.",
+    "new.yes_words": "y,yes",
+    "new.no_words": "n,no",
+    "new.yes_no": "Type y or n.",
+    "new.overwrite": "{path} exists. Replace it? [y/N]",
+    "new.not_saved": "Nothing written.",
+    "new.saved": "Saved to {path}.",
+    "new.explain_now": "Explain it now? [Y/n]",
+    "new.explain_later": "Explain it any time: qkvcalc explain {path}",
+    "new.ended": "the input ended before the problem was complete; nothing was saved",
+    "new.cannot_write": "cannot write {path}: {reason}",
     # ---- exact (issue 5) ----------------------------------------------------------------
     "note.exact_surd": "√{d_k} is irrational, so each scaled score is kept exactly as a "
     "whole number over a square root (7/√2, with the smallest root), beside its decimal.",
@@ -238,4 +324,14 @@ MESSAGES: dict[str, str] = {
     "multiplications of fractions, more than {limit}; --exact is for problems small enough "
     "to work by hand.",
     # ---- limits and safety (issue 6) ----------------------------------------------------
+    "limits.input_elements": "{field} is {rows} rows of {cols} numbers, which brings the "
+    "input to {count} numbers, more than the limit of {limit}; raise it with --max-elements "
+    "if you mean it",
+    "limits.stage_elements": "with {heads} heads, {n} queries and {m} keys the stages would "
+    "hold {count} numbers ({gigabytes} GB: every head keeps five {n}×{m} score matrices), "
+    "more than the limit of {limit}; use fewer tokens or heads, or raise the limit with "
+    "--max-elements if you mean it",
+    "number.too_large": "{field}: {text} is too large: float64 numbers stop near 1.8e308",
+    "input.json_long_number": "not valid JSON here: a number of more than {limit} digits "
+    "(float64 keeps about 17)",
 }

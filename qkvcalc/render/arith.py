@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +33,7 @@ class Style:
     minus: str = "−"
     neg_inf: str = "−∞"
     latex: bool = False
+    exact: bool = False  # --exact: fractions where the stage recorded them (Stage.exact)
 
     def num(self, value: float) -> str:
         text = fmt(value, self.precision)
@@ -42,14 +45,18 @@ class Style:
         return factor(value, self.precision)
 
     def label(self, template: str, i: int, j: int) -> str:
-        if self.latex:
+        if self.latex:  # keep the braces: q_{12} is a two-digit subscript in TeX
             return (
-                template.replace("{i}", str(i))
-                .replace("{j}", str(j))
+                template.replace("{i}", f"{{{i}}}")
+                .replace("{j}", f"{{{j}}}")
                 .replace("·", r" \cdot ")
                 .replace("out[", r"\mathrm{out}[")
             )
         return cell_label(template, i, j)
+
+    def at(self, i: int, j: int) -> str:
+        """The prefix that names a cell (1-based) before its arithmetic: '[1,2]: '."""
+        return rf"[{i},{j}]\colon\ " if self.latex else f"[{i},{j}]: "
 
     def exp(self, inner: str) -> str:
         return rf"e^{{{inner}}}" if self.latex else f"e^({inner})"
@@ -59,6 +66,34 @@ class Style:
 
     def root(self, text: str) -> str:
         return text.replace("√", r"\sqrt{") + "}" if self.latex and "√" in text else text
+
+    def exact_num(self, cell: Any) -> str:
+        """An exact value: '7/2'; an irrational scaled score beside its decimal: '7/√2 ≈ 4.9497'."""
+        if not self.latex:
+            return exact_text(cell, self.precision)
+        if isinstance(cell, Fraction):
+            return str(cell)
+        return rf"{self.root(str(cell))} \approx {self.num(float(cell))}"
+
+    def exact_factor(self, cell: Any, value: float) -> str:
+        """A factor in a product: '(1/3)', '(-2)', '3'; the decimal when it has no exact value."""
+        if cell is None:
+            return self.factor(value)
+        text = self.exact_num(cell)
+        return f"({text})" if "/" in text or text.startswith("-") else text
+
+
+def exact_text(cell: Any, precision: int = 4) -> str:
+    """A cell of Stage.exact as text: '7/2', '-3', or a surd beside its decimal '7/√2 ≈ 4.9497'."""
+    if isinstance(cell, Fraction):
+        return str(cell)
+    if isinstance(cell, float):  # -inf: a masked score
+        return fmt(cell, precision)
+    return f"{cell} ≈ {fmt(float(cell), precision)}"
+
+
+def _exact_cell(matrix: Any, i: int, j: int) -> Any:
+    return None if matrix is None else matrix[i][j]
 
 
 def fits(stage: Stage, cells_limit: int, terms_limit: int) -> Msg | None:
@@ -73,21 +108,37 @@ def fits(stage: Stage, cells_limit: int, terms_limit: int) -> Msg | None:
 def cell_work(stage: Stage, i: int, j: int, style: Style) -> str | None:
     """The arithmetic of cell (i, j) (0-based), or None when this cell has none to show."""
     value = float(stage.value[i, j])
-    result = style.num(value)
-    at = f"[{i + 1},{j + 1}]: "
+    exact = _exact_cell(stage.exact, i, j) if style.exact else None
+    result = style.num(value) if exact is None else style.exact_num(exact)
+    at = style.at(i + 1, j + 1)
     if stage.op == "matmul":
         a, b = stage.operands
         pairs = zip(a[i], b[:, j], strict=True)
-        terms = [f"{style.factor(x)}{style.times}{style.factor(y)}" for x, y in pairs]
+        if exact is not None and len(stage.operands_exact) == 2:
+            ea, eb = stage.operands_exact
+            terms = [
+                f"{style.exact_factor(_exact_cell(ea, i, t), x)}{style.times}"
+                f"{style.exact_factor(_exact_cell(eb, t, j), y)}"
+                for t, (x, y) in enumerate(pairs)
+            ]
+        else:
+            terms = [f"{style.factor(x)}{style.times}{style.factor(y)}" for x, y in pairs]
         if stage.bias is not None:
-            terms.append(style.factor(float(stage.bias[j])))
+            bias = stage.bias_exact[j] if exact is not None and stage.bias_exact else None
+            terms.append(style.exact_factor(bias, float(stage.bias[j])))
         return f"{style.label(stage.cell, i + 1, j + 1)} = {' + '.join(terms)} = {result}"
     if stage.op == "scale":
-        s = style.num(float(stage.operands[0][i, j]))
+        score = float(stage.operands[0][i, j])
+        s = style.num(score)
         assert stage.scale is not None
+        scale = style.num(stage.scale)
+        if exact is not None and stage.operands_exact:
+            s = style.exact_factor(_exact_cell(stage.operands_exact[0], i, j), score)
+            if stage.scale_exact is not None:
+                scale = style.exact_factor(stage.scale_exact, stage.scale)
         if stage.scale_text:
             return f"{at}{style.divided(s, style.root(stage.scale_text))} = {result}"
-        return f"{at}{s} {style.times} {style.num(stage.scale)} = {result}"
+        return f"{at}{s} {style.times} {scale} = {result}"
     if stage.op == "mask":
         assert stage.allowed is not None
         return None if stage.allowed[i, j] else f"{at}{style.neg_inf}"

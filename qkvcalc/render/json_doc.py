@@ -39,18 +39,26 @@ def matrix_json(value: np.ndarray) -> list[list[Any]]:
     return [[v if isinstance(v, str) else float(v) for v in row] for row in out]
 
 
+# With --detail brief, a stage of more cells than this has "value": null (its "shape" stays):
+# a GPT-2-small layer's 60 score-sized stages would be 60 million numbers, about 1.3 GB of
+# JSON. The final output (top-level "output") is always given in full.
+BRIEF_VALUE_CELLS = 10_000
+
+
 def stage_json(stage: Stage, opts: RenderOptions) -> dict[str, Any]:
+    rows, cols = stage.shape
+    omitted = opts.detail == "brief" and rows * cols > BRIEF_VALUE_CELLS
     doc: dict[str, Any] = {
         "id": stage.id,
         "head": stage.head,
         "title": stage.title.text(opts.lang),
         "formula": stage.formula,
         "shape": list(stage.shape),
-        "value": matrix_json(stage.value),
+        "value": None if omitted else matrix_json(stage.value),
         "notes": [note.text(opts.lang) for note in stage.notes],
         "explanation": stage.why.text(opts.lang),
     }
-    if stage.exact is not None:
+    if stage.exact is not None and not omitted:
         # "7/2", "7/√2", "-inf" where masked; null where a cell depends on an irrational input
         doc["exact"] = [[None if v is None else str(v) for v in row] for row in stage.exact]
     return doc

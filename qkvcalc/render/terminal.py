@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from rich import box
@@ -20,11 +21,16 @@ from rich.text import Text
 
 from qkvcalc.i18n import Msg, translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import WITH_ARITHMETIC, Style, fits, stage_work
-from qkvcalc.render.text import fmt, pick, safe
+from qkvcalc.render.arith import WITH_ARITHMETIC, Style, exact_text, fits, stage_work
+from qkvcalc.render.text import display_width, fmt, pick, safe
 from qkvcalc.trace import Stage, Trace
 
 CELL_PAD = 3  # a column's width beyond its text: padding and the border
+
+
+def _pad(renderable: RenderableType, pad: tuple[int, int, int, int]) -> Padding:
+    """Indent without filling the line: no trailing spaces in files and pipes."""
+    return Padding(renderable, pad, expand=False)
 
 
 def _t(lang: str, key: str, **params: object) -> str:
@@ -53,13 +59,23 @@ def matrix_table(
     width: int | None = None,
     heat: bool = False,
     hidden: list[tuple[int, int]] | None = None,
+    exact: Sequence[Sequence[Any]] | None = None,
 ) -> Table:
     """A labelled table of a matrix; a big one shows its corners and elides its middle.
-    Only the cells shown are formatted, so the cost does not grow with the matrix."""
+    Only the cells shown are formatted, so the cost does not grow with the matrix.
+    `exact` (--exact): a cell's exact value, shown instead of its decimal where not None."""
     n_rows, n_cols = value.shape
     width = width or opts.width
-    label_w = min(max((len(safe(r)) for r in rows[:50]), default=1), 24)
-    guess = max(opts.precision + 3, max((len(safe(c)) for c in cols[:50]), default=1)) + CELL_PAD
+    label_w = max((display_width(safe(r)) for r in rows[:50]), default=1)
+    guess = (
+        max(opts.precision + 3, max((display_width(safe(c)) for c in cols[:50]), default=1))
+        + CELL_PAD
+    )
+    if exact is not None:  # fractions and surds are wider than decimals
+        sample = [
+            exact_text(c, opts.precision) for row in exact[:20] for c in row[:20] if c is not None
+        ]
+        guess = max(guess, max(map(len, sample), default=0) + CELL_PAD)
     fit = max(2, (width - label_w - CELL_PAD - 2) // guess)
     row_ids = pick(n_rows, max(opts.max_rows, 3))
     col_ids = pick(n_cols, fit)
@@ -84,6 +100,8 @@ def matrix_table(
             v = float(value[i, j])
             if np.isneginf(v):
                 cells.append(Text("−∞", style="dim"))
+            elif exact is not None and exact[i][j] is not None:
+                cells.append(Text(exact_text(exact[i][j], opts.precision)))
             elif heat and opts.color:
                 cells.append(Text(fmt(v, opts.precision), style=_heat(v)))
             else:
@@ -104,18 +122,33 @@ def _operand_view(stage: Stage, opts: RenderOptions) -> RenderableType | None:
     if stage.op != "matmul" or not stage.names:
         return None
     a, b = stage.operands
-    cols_needed = (a.shape[1] + b.shape[1] + stage.value.shape[1]) * (opts.precision + 4) + 40
+    # --exact: the operands, bias and result as fractions, where the stage recorded them
+    ea, eb = stage.operands_exact if opts.exact and len(stage.operands_exact) == 2 else (None, None)
+    e_bias = (stage.bias_exact,) if opts.exact and stage.bias_exact is not None else None
+    e_value = stage.exact if opts.exact else None
+    cell_w = opts.precision + 4
+    for grid_exact in (ea, eb, e_value):
+        if grid_exact is not None:
+            texts = [exact_text(c, opts.precision) for row in grid_exact for c in row if c]
+            cell_w = max(cell_w, max(map(len, texts), default=0) + 3)
+    cols_needed = (a.shape[1] + b.shape[1] + stage.value.shape[1]) * cell_w + 40
     if cols_needed > opts.width or max(a.shape[0], b.shape[0]) > opts.max_rows:
         return None
     grid = Table.grid(padding=(0, 1))
     parts: list[RenderableType] = [
-        matrix_table(a, stage.names[0], stage.rows, stage.inner, opts),
+        matrix_table(a, stage.names[0], stage.rows, stage.inner, opts, exact=ea),
         Text("\n·"),
-        matrix_table(b, stage.names[1], stage.inner, stage.cols, opts),
+        matrix_table(b, stage.names[1], stage.inner, stage.cols, opts, exact=eb),
     ]
     if stage.bias is not None:
-        parts += [Text("\n+"), matrix_table(stage.bias[None, :], "b", ("",), stage.cols, opts)]
-    parts += [Text("\n="), matrix_table(stage.value, stage.name, stage.rows, stage.cols, opts)]
+        parts += [
+            Text("\n+"),
+            matrix_table(stage.bias[None, :], "b", ("",), stage.cols, opts, exact=e_bias),
+        ]
+    parts += [
+        Text("\n="),
+        matrix_table(stage.value, stage.name, stage.rows, stage.cols, opts, exact=e_value),
+    ]
     for _ in parts:
         grid.add_column(vertical="top")
     grid.add_row(*parts)
@@ -190,8 +223,12 @@ def _mask_rows(stage: Stage, opts: RenderOptions) -> list[Text]:
             continue
         keys = ", ".join(f"{safe(stage.cols[j])} ({j + 1})" for j in blocked[:12])
         keys += " …" if len(blocked) > 12 else ""
-        lines.append(Text("  " + _t(opts.lang, "ui.masked_row", row=i + 1,
-                                    token=safe(stage.rows[i]), keys=keys)))
+        lines.append(
+            Text(
+                "  "
+                + _t(opts.lang, "ui.masked_row", row=i + 1, token=safe(stage.rows[i]), keys=keys)
+            )
+        )
     return lines
 
 
@@ -211,15 +248,15 @@ def render_stage(
             align="left",
             style="cyan",
         ),
-        Padding(Text(_t(lang, stage.why.key), style="italic"), (0, 0, 1, 2)),
+        _pad(Text(_t(lang, stage.why.key), style="italic"), (0, 0, 1, 2)),
     ]
     hidden: list[tuple[int, int]] = []
     if stage.op == "split":
-        parts.append(Padding(_split_view(stage, opts), (0, 0, 0, 2)))
+        parts.append(_pad(_split_view(stage, opts), (0, 0, 0, 2)))
     else:
         view = _operand_view(stage, opts)
         parts.append(
-            Padding(
+            _pad(
                 view
                 if view is not None
                 else matrix_table(
@@ -231,11 +268,12 @@ def render_stage(
                     width=opts.width - 2,
                     heat=stage.id == "weights",
                     hidden=hidden,
+                    exact=stage.exact if opts.exact else None,
                 ),
                 (0, 0, 0, 2),
             )
         )
-    notes: list[Msg] = list(stage.notes)
+    notes: list[Msg] = list(stage.notes) + _layout_notes(stage, trace, lang)
     rows_hidden, cols_hidden = hidden[0] if hidden else (0, 0)
     if rows_hidden or cols_hidden:
         notes.append(Msg("note.hidden", rows=rows_hidden, cols=cols_hidden))
@@ -243,7 +281,7 @@ def render_stage(
     if opts.detail == "full" and stage.op in WITH_ARITHMETIC:
         reason = fits(stage, opts.arithmetic_cells, opts.arithmetic_terms)
         if reason is None:
-            style = Style(precision=opts.precision)
+            style = Style(precision=opts.precision, exact=opts.exact)
             work = [Text("  " + line) for line in stage_work(stage, style)]
         else:
             notes.append(Msg("note.no_arithmetic", reason=reason.text(lang)))
@@ -252,21 +290,67 @@ def render_stage(
     if stage.op == "mask" and work:
         work = _mask_rows(stage, opts)
     for note in notes:
-        parts.append(Padding(Text("• " + note.text(lang), style="dim"), (0, 0, 0, 2)))
+        parts.append(_pad(Text("• " + note.text(lang), style="dim"), (0, 0, 0, 2)))
     if work:
-        parts.append(Padding(Text(_t(lang, "ui.arithmetic"), style="bold"), (1, 0, 0, 2)))
-        parts.extend(Padding(line, (0, 0, 0, 2)) for line in work)
+        parts.append(_pad(Text(_t(lang, "ui.arithmetic"), style="bold"), (1, 0, 0, 2)))
+        parts.extend(_pad(line, (0, 0, 0, 2)) for line in work)
     parts.append(Text(""))
     return Group(*parts)
 
 
 def stage_blocks(trace: Trace, opts: RenderOptions) -> list[tuple[Stage, RenderableType]]:
-    """One renderable per stage, in order (the step mode pages through these)."""
+    """One renderable per stage, in order (the step mode pages through these). A head's first
+    stage carries the head's group header, so each head reads as its own group."""
     total = len(trace.stages)
-    return [
-        (stage, render_stage(stage, k, total, trace, opts))
-        for k, stage in enumerate(trace.stages, start=1)
-    ]
+    blocks: list[tuple[Stage, RenderableType]] = []
+    previous: int | None = None
+    for k, stage in enumerate(trace.stages, start=1):
+        block = render_stage(stage, k, total, trace, opts)
+        if stage.head is not None and stage.head != previous:
+            block = Group(_head_rule(stage.head, trace, opts), block)
+        previous = stage.head
+        blocks.append((stage, block))
+    return blocks
+
+
+def _head_rule(head: int, trace: Trace, opts: RenderOptions) -> RenderableType:
+    """'Head 2 of 4' (and, under grouped-query attention, which K/V head it reads)."""
+    p = trace.problem
+    if p.kv_heads < p.heads:
+        per = p.heads // p.kv_heads
+        g = p.kv_head_of(head)
+        text = _t(
+            opts.lang,
+            "ui.heads_group_kv",
+            head=head,
+            heads=p.heads,
+            kv_head=g,
+            first=(g - 1) * per + 1,
+            last=g * per,
+        )
+    else:
+        text = _t(opts.lang, "ui.heads_group", head=head, heads=p.heads)
+    return Rule(Text(text, style="bold magenta"), align="center", style="magenta", characters="═")
+
+
+def _layout_notes(stage: Stage, trace: Trace, lang: str) -> list[Msg]:
+    """Notes only a reader of the table needs: which columns of concat came from which head,
+    and, in cross-attention, which axis is the queries and which the source's keys."""
+    p = trace.problem
+    if stage.id == "concat":
+        d_v = p.d_v
+        spans = ", ".join(
+            _t(lang, "ui.concat_span", head=h, cols=_cols((h - 1) * d_v + 1, h * d_v))
+            for h in range(1, p.heads + 1)
+        )
+        return [Msg("note.concat_columns", spans=spans)]
+    if p.cross and stage.id == "scores":
+        return [Msg("note.cross_axes", n=p.n, m=p.m)]
+    return []
+
+
+def _cols(first: int, last: int) -> str:
+    return f"{first}–{last}" if first != last else f"{first}"
 
 
 def header(trace: Trace, opts: RenderOptions) -> RenderableType:
@@ -301,7 +385,7 @@ def header(trace: Trace, opts: RenderOptions) -> RenderableType:
                 style="dim",
             )
         )
-    return Padding(Group(*lines), (0, 0, 1, 0))
+    return _pad(Group(*lines), (0, 0, 1, 0))
 
 
 def footer(trace: Trace, opts: RenderOptions) -> RenderableType:
@@ -340,10 +424,14 @@ def make_console(opts: RenderOptions, file: io.TextIOBase | None = None) -> Cons
 
 
 def to_text(renderable: RenderableType, opts: RenderOptions) -> str:
+    """The rendering as text of the pinned width; colourless text has no trailing spaces."""
     console = make_console(opts)
     with console.capture() as capture:
         console.print(renderable)
-    return capture.get()
+    text = capture.get()
+    if not opts.color:
+        text = "\n".join(line.rstrip() for line in text.split("\n"))
+    return text
 
 
 def render_text(trace: Trace, opts: RenderOptions) -> str:

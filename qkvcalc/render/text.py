@@ -54,7 +54,29 @@ def safe(text: str, limit: int = MAX_LABEL) -> str:
         else:
             out.append(char)
     shown = "".join(out)
-    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+    if display_width(shown) <= limit:
+        return shown
+    kept, used = [], 1  # room for the …
+    for char in shown:
+        used += display_width(char)
+        if used > limit:
+            break
+        kept.append(char)
+    return "".join(kept) + "…"
+
+
+def display_width(text: str) -> int:
+    """Columns `text` takes in a terminal: wide (CJK, Hangul) characters take two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+MAX_MESSAGE = 2000
+
+
+def printable(message: str, limit: int = MAX_MESSAGE) -> str:
+    """A message for stderr: the input text it echoes (a key, a path, a value) cannot move the
+    cursor, change colours or retitle the terminal, and it stays one line of sensible length."""
+    return safe(message, limit)
 
 
 def pick(count: int, limit: int) -> list[int | None]:
