@@ -1,0 +1,216 @@
+"""qkvcalc's speed and memory, each beside a floor measured in the same run, as ratios.
+
+    .venv/bin/python benchmarks/bench.py            # everything (about two minutes)
+    .venv/bin/python benchmarks/bench.py --quick    # start-up only
+    .venv/bin/python benchmarks/bench.py --runs 7   # more runs per case (medians are shown)
+
+Every case is a fresh process; its wall time is measured around it and its peak memory is the
+child's own maximum resident set size (os.wait4's rusage, the per-child form of
+getrusage(RUSAGE_CHILDREN)). Cases and their floors run interleaved, round after round, so a
+busy machine slows both alike; the table shows medians. The floors:
+
+1. start-up: `python -c "import numpy, rich.console, rich.table, typer"`, the cost of
+   qkvcalc's own dependencies, against `qkvcalc explain --preset doc` (target ≤ 1.2×), and
+   `qkvcalc --version` / `--help`, which import no numpy and must beat it (< 1×).
+2. a GPT-2-small layer (n = 1024 tokens, d_model = 768, 12 heads, W_O, causal mask) written
+   once as JSON: a minimal script that reads it with the standard library and computes the
+   same attention with numpy, against `explain FILE --detail brief` and
+   `explain FILE --format json --detail brief` (targets ≤ 1.5× wall time and peak memory).
+
+The exit status is 0 when every target is met, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+FLOOR_SCRIPT = """
+import json, sys
+import numpy as np
+
+with open(sys.argv[1], "rb") as f:
+    doc = json.load(f)
+x, wq, wk, wv, wo = (np.array(doc[k], dtype=np.float64) for k in ("x", "wq", "wk", "wv", "wo"))
+heads = doc["heads"]
+del doc
+n, d_k = x.shape[0], wq.shape[1] // heads
+q, k, v = x @ wq, x @ wk, x @ wv
+allowed = np.tril(np.ones((n, n), dtype=bool))
+outs = []
+for h in range(heads):
+    cols = slice(h * d_k, (h + 1) * d_k)
+    s = np.where(allowed, q[:, cols] @ k[:, cols].T / np.sqrt(d_k), -np.inf)
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    outs.append(e / e.sum(axis=1, keepdims=True) @ v[:, cols])
+out = np.hstack(outs) @ wo
+print(out.shape, float(out.sum()))
+"""
+
+
+@dataclass
+class Case:
+    name: str
+    argv: list[str]
+    floor: str | None = None  # the name of the case this one is compared with
+    target: float | None = None  # ratio to the floor that must not be exceeded
+    strict: bool = False  # the ratio must be below the target, not merely at most
+    walls: list[float] = field(default_factory=list)
+    peaks: list[float] = field(default_factory=list)  # MB
+
+    def wall(self) -> float:
+        return statistics.median(self.walls)
+
+    def peak(self) -> float:
+        return statistics.median(self.peaks)
+
+
+def measure(argv: list[str]) -> tuple[float, float]:
+    """Run once in a fresh process; (wall seconds, peak RSS in MB). Output goes to /dev/null."""
+    env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1"}
+    with open(os.devnull, "wb") as sink:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE, cwd=ROOT, env=env)
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{err.decode()[-2000:]}")
+    return wall, usage.ru_maxrss / 1024  # Linux: kilobytes
+
+
+GPT2_LAYER = """
+import json, sys
+import numpy as np
+
+rng = np.random.default_rng(2019)
+n, d = 1024, 768
+doc = {"x": rng.standard_normal((n, d)).astype(np.float32).tolist()}
+for name in ("wq", "wk", "wv", "wo"):
+    doc[name] = (rng.standard_normal((d, d)) * 0.02).astype(np.float32).tolist()
+doc.update(heads=12, mask="causal")
+with open(sys.argv[1], "w") as f:
+    json.dump(doc, f)
+"""
+
+
+def write_gpt2_layer(path: Path) -> None:
+    """n = 1024, d_model = 768, 12 heads, W_O, causal; float32 values, as a model's tensors
+    would be dumped (`tensor.tolist()`). Written by a child process: this one stays small,
+    because a child's peak memory counts what it shared with its parent before exec."""
+    subprocess.run([PY, "-c", GPT2_LAYER, str(path)], check=True)
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}"
+    )
+
+
+def cases(quick: bool, tmp: Path) -> list[Case]:
+    qkv = [PY, "-m", "qkvcalc"]
+    found: list[Case] = [
+        Case(
+            "floor: import numpy, rich, typer",
+            [PY, "-c", "import numpy, rich.console, rich.table, typer"],
+        ),
+        Case(
+            "explain --preset doc",
+            [*qkv, "explain", "--preset", "doc"],
+            "floor: import numpy, rich, typer",
+            1.2,
+        ),
+        Case("--version", [*qkv, "--version"], "floor: import numpy, rich, typer", 1.0, True),
+        Case("--help", [*qkv, "--help"], "floor: import numpy, rich, typer", 1.0, True),
+        # not a target: what typer 0.29 adds to any command with options (it coerces each
+        # option through a pydantic TypeAdapter, importing pydantic on the first one)
+        Case(
+            "ref: floor + typer's pydantic layer",
+            [PY, "-c", "import numpy, rich.console, rich.table, typer, typer._adapters"],
+            "floor: import numpy, rich, typer",
+        ),
+    ]
+    if quick:
+        return found
+    data, script = tmp / "gpt2_layer.json", tmp / "floor.py"
+    print(f"writing a GPT-2-small layer to {data} …", file=sys.stderr)
+    write_gpt2_layer(data)
+    script.write_text(FLOOR_SCRIPT)
+    floor = "floor: json + numpy script"
+    found += [
+        Case(floor, [PY, str(script), str(data)]),
+        Case("gpt2 --detail brief", [*qkv, "explain", str(data), "--detail", "brief"], floor, 1.5),
+        Case(
+            "gpt2 --format json --detail brief",
+            [*qkv, "explain", str(data), "--format", "json", "--detail", "brief"],
+            floor,
+            1.5,
+        ),
+    ]
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs per case (default 5)")
+    parser.add_argument("--quick", action="store_true", help="start-up cases only")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="qkvcalc-bench-") as tmp:
+        todo = cases(args.quick, Path(tmp))
+        for case in todo:  # one warm-up each: the file cache, .pyc files
+            measure(case.argv)
+        for r in range(args.runs):
+            print(f"round {r + 1}/{args.runs} …", file=sys.stderr)
+            for case in todo:
+                wall, peak = measure(case.argv)
+                case.walls.append(wall)
+                case.peaks.append(peak)
+    by_name = {case.name: case for case in todo}
+    print(f"machine: {machine()}")
+    print(f"medians of {args.runs} runs\n")
+    print(f"{'case':36} {'wall s':>8} {'peak MB':>8} {'× wall':>7} {'× mem':>7}  target")
+    failed = False
+    for case in todo:
+        line = f"{case.name:36} {case.wall():8.3f} {case.peak():8.0f}"
+        if case.floor and case.target is None:  # a reference: its ratio, no verdict
+            line += f" {case.wall() / by_name[case.floor].wall():7.2f}"
+        elif case.floor and case.target is not None:
+            floor = by_name[case.floor]
+            r_wall, r_mem = case.wall() / floor.wall(), case.peak() / floor.peak()
+            mem_counts = floor.name.startswith("floor: json")  # memory targets: the GPT-2 case
+            ok = (r_wall < case.target if case.strict else r_wall <= case.target) and (
+                not mem_counts or r_mem <= case.target
+            )
+            failed |= not ok
+            sign = "<" if case.strict else "≤"
+            what = "wall and memory" if mem_counts else "wall"
+            verdict = "ok" if ok else "MISSED"
+            line += f" {r_wall:7.2f} {r_mem:7.2f}  {sign} {case.target}× {what}: {verdict}"
+        print(line)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
