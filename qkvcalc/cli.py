@@ -18,17 +18,26 @@ from qkvcalc import __version__
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import resolve_lang, translate
 
+# The help text speaks the language of the environment as it is when the commands are
+# defined (QKVCALC_LANG, LC_ALL, LC_MESSAGES, LANG): --lang is parsed after --help answers.
+_HELP_LANG = resolve_lang()
+
+
+def _help(key: str) -> str:
+    """The help text under `key` (help.<command>.<option>) in the environment's language."""
+    return translate(key, _HELP_LANG)
+
+
 app = typer.Typer(
     name="qkvcalc",
-    help="A step-by-step calculator for Transformer attention: every stage, every cell's "
-    "arithmetic. Start with: qkvcalc explain --preset doc",
+    help=_help("help.app"),
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
 presets_app = typer.Typer(
-    help="List the bundled presets, or print one as JSON.",
+    help=_help("help.presets"),
     invoke_without_command=True,
     rich_markup_mode=None,
 )
@@ -84,9 +93,7 @@ def _version(value: bool) -> None:
 def _root(
     version: Annotated[
         bool,
-        typer.Option(
-            "--version", callback=_version, is_eager=True, help="Show the version and exit."
-        ),
+        typer.Option("--version", callback=_version, is_eager=True, help=_help("help.version")),
     ] = False,
 ) -> None:
     """qkvcalc: scaled dot-product attention, stage by stage."""
@@ -115,63 +122,62 @@ def write_output(text: str, path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-@app.command()
+@app.command(help=_help("help.explain"))
 def explain(
     source: Annotated[
         str | None,
         typer.Argument(
-            help="A JSON file of the input format, or - for standard input (piped input is read "
-            "when no other input is given).",
+            help=_help("help.explain.source"),
             show_default=False,
         ),
     ] = None,
     preset: Annotated[
         str | None,
-        typer.Option(help="A bundled preset (qkvcalc presets lists them).", show_default=False),
+        typer.Option(help=_help("help.explain.preset"), show_default=False),
     ] = None,
     x: Annotated[
         str | None,
-        typer.Option("--x", help='Input X, rows split by ";": "1 2; 0 1".', show_default=False),
+        typer.Option("--x", help=_help("help.explain.x"), show_default=False),
     ] = None,
-    wq: Annotated[str | None, typer.Option("--wq", help="W_Q, inline.", show_default=False)] = None,
-    wk: Annotated[str | None, typer.Option("--wk", help="W_K, inline.", show_default=False)] = None,
-    wv: Annotated[str | None, typer.Option("--wv", help="W_V, inline.", show_default=False)] = None,
+    wq: Annotated[
+        str | None, typer.Option("--wq", help=_help("help.explain.wq"), show_default=False)
+    ] = None,
+    wk: Annotated[
+        str | None, typer.Option("--wk", help=_help("help.explain.wk"), show_default=False)
+    ] = None,
+    wv: Annotated[
+        str | None, typer.Option("--wv", help=_help("help.explain.wv"), show_default=False)
+    ] = None,
     wo: Annotated[
         str | None,
-        typer.Option(
-            "--wo", help="W_O, inline (multi-head output projection).", show_default=False
-        ),
+        typer.Option("--wo", help=_help("help.explain.wo"), show_default=False),
     ] = None,
     tokens: Annotated[
         str | None,
-        typer.Option(help='Token names, split by spaces: "I love cats".', show_default=False),
+        typer.Option(help=_help("help.explain.tokens"), show_default=False),
     ] = None,
     mask: Annotated[
         str | None,
-        typer.Option(
-            help='none, causal, or a 0/1 matrix "1 0; 1 1" (1 = may attend).', show_default=False
-        ),
+        typer.Option(help=_help("help.explain.mask"), show_default=False),
     ] = None,
     heads: Annotated[
-        int | None, typer.Option(help="Number of heads H.", min=1, show_default=False)
+        int | None, typer.Option(help=_help("help.explain.heads"), min=1, show_default=False)
     ] = None,
     kv_heads: Annotated[
         int | None,
-        typer.Option(
-            help="Key/value heads G (grouped-query attention).", min=1, show_default=False
-        ),
+        typer.Option(help=_help("help.explain.kv_heads"), min=1, show_default=False),
     ] = None,
     scale: Annotated[
         str | None,
         typer.Option(
-            help="The factor the scores are multiplied by (default 1/√d_k): 0.5, 1/sqrt(8).",
+            help=_help("help.explain.scale"),
             show_default=False,
         ),
     ] = None,
     layout: Annotated[
         Layout | None,
         typer.Option(
-            help="rows: Q = X·W_Q; torch: weights as PyTorch stores them (out×in).",
+            help=_help("help.explain.layout"),
             show_default=False,
         ),
     ] = None,
@@ -180,7 +186,7 @@ def explain(
         typer.Option(
             "--format",
             "-f",
-            help="What to print (default: table, or from --output's extension).",
+            help=_help("help.explain.format"),
             show_default=False,
         ),
     ] = None,
@@ -189,36 +195,28 @@ def explain(
         typer.Option(
             "--output",
             "-o",
-            help="Write to this file instead of standard output.",
+            help=_help("help.explain.output"),
             show_default=False,
         ),
     ] = None,
-    detail: Annotated[
-        Detail, typer.Option(help="full: each cell's arithmetic where it fits; brief: tables only.")
-    ] = Detail.full,
-    precision: Annotated[int, typer.Option(help="Decimals shown.", min=0, max=15)] = 4,
-    exact: Annotated[
-        bool, typer.Option("--exact", help="Show exact fractions where the numbers stay rational.")
-    ] = False,
+    detail: Annotated[Detail, typer.Option(help=_help("help.explain.detail"))] = Detail.full,
+    precision: Annotated[
+        int, typer.Option(help=_help("help.explain.precision"), min=0, max=15)
+    ] = 4,
+    exact: Annotated[bool, typer.Option("--exact", help=_help("help.explain.exact"))] = False,
     lang: Annotated[
         Lang | None,
-        typer.Option(
-            help="en or ko (default: from QKVCALC_LANG, LC_ALL, LANG).", show_default=False
-        ),
+        typer.Option(help=_help("help.lang"), show_default=False),
     ] = None,
-    no_color: Annotated[
-        bool, typer.Option("--no-color", help="No colours (NO_COLOR works too).")
-    ] = False,
+    no_color: Annotated[bool, typer.Option("--no-color", help=_help("help.no_color"))] = False,
     max_bytes: Annotated[
-        int, typer.Option(help="Refuse inputs larger than this.", min=1)
+        int, typer.Option(help=_help("help.explain.max_bytes"), min=1)
     ] = 100_000_000,
     max_elements: Annotated[
         int,
-        typer.Option(
-            help="Refuse problems whose inputs and stages hold more numbers than this.", min=1
-        ),
+        typer.Option(help=_help("help.explain.max_elements"), min=1),
     ] = 100_000_000,
-    step: Annotated[bool, typer.Option("--step", help=translate("step.option_help"))] = False,
+    step: Annotated[bool, typer.Option("--step", help=_help("step.option_help"))] = False,
 ) -> None:
     """Compute attention for a problem and show every stage, with each cell's arithmetic."""
     language = resolve_lang(lang.value if lang else None)
@@ -297,9 +295,11 @@ def presets_list(ctx: typer.Context) -> None:
     _print_presets()
 
 
-@presets_app.command("list")
+@presets_app.command("list", help=_help("help.presets.list"))
 def presets_list_cmd(
-    lang: Annotated[Lang | None, typer.Option(help="en or ko.", show_default=False)] = None,
+    lang: Annotated[
+        Lang | None, typer.Option(help=_help("help.presets.lang"), show_default=False)
+    ] = None,
 ) -> None:
     """List the presets with a one-line description."""
     _print_presets(lang.value if lang else None)
@@ -326,10 +326,12 @@ def _print_presets(lang: str | None = None) -> None:
     sys.stdout.write(capture.get())
 
 
-@presets_app.command("show")
+@presets_app.command("show", help=_help("help.presets.show"))
 def presets_show(
-    name: Annotated[str, typer.Argument(help="The preset's name.")],
-    lang: Annotated[Lang | None, typer.Option(help="en or ko.", show_default=False)] = None,
+    name: Annotated[str, typer.Argument(help=_help("help.presets.name"))],
+    lang: Annotated[
+        Lang | None, typer.Option(help=_help("help.presets.lang"), show_default=False)
+    ] = None,
 ) -> None:
     """Print one preset as JSON: a template to copy and edit."""
     from qkvcalc import presets

@@ -40,11 +40,17 @@ class QuizLang(str, Enum):
     ko = "ko"
 
 
+def _help(key: str) -> str:
+    """The help text under `key` in the environment's language, as qkvcalc.cli._help (kept
+    here so that this module can be imported before qkvcalc.cli)."""
+    return translate(key, resolve_lang())
+
+
 LangOption = Annotated[
     QuizLang | None,
-    typer.Option(help="en or ko (default: from QKVCALC_LANG, LC_ALL, LANG).", show_default=False),
+    typer.Option(help=_help("help.lang"), show_default=False),
 ]
-NoColorOption = Annotated[bool, typer.Option("--no-color", help="No colours (NO_COLOR works too).")]
+NoColorOption = Annotated[bool, typer.Option("--no-color", help=_help("help.no_color"))]
 
 
 def _console(no_color: bool, stderr: bool = False) -> Console:
@@ -117,50 +123,42 @@ def _read_sheet(answers: str, trace: Trace) -> dict[str, Any]:
 def quiz(
     source: Annotated[
         str | None,
-        typer.Argument(
-            help="A JSON file of the input format, or - for standard input.", show_default=False
-        ),
+        typer.Argument(help=_help("help.quiz.source"), show_default=False),
     ] = None,
     preset: Annotated[
         str | None,
-        typer.Option(help="A bundled preset (qkvcalc presets lists them).", show_default=False),
+        typer.Option(help=_help("help.quiz.preset"), show_default=False),
     ] = None,
-    random: Annotated[
-        bool, typer.Option("--random", help="A fresh problem of small integers.")
-    ] = False,
+    random: Annotated[bool, typer.Option("--random", help=_help("help.quiz.random"))] = False,
     seed: Annotated[
         int | None,
-        typer.Option(help="With --random: the same problem every time.", show_default=False),
+        typer.Option(help=_help("help.quiz.seed"), show_default=False),
     ] = None,
     size: Annotated[
         str | None,
-        typer.Option(help="With --random: tokens,width (default 3,2).", show_default=False),
+        typer.Option(help=_help("help.quiz.size"), show_default=False),
     ] = None,
     stages: Annotated[
         str | None,
         typer.Option(
-            help="The stages to work out, in order: q,k,v,kt,scores,scaled,masked,exp,weights,"
-            "output (2/scores: head 2 only). Default: q,k,v,scores,scaled,weights,output.",
+            help=_help("help.quiz.stages"),
             show_default=False,
         ),
     ] = None,
     answers: Annotated[
         str | None,
         typer.Option(
-            help='Grade an answer sheet without questions: a JSON file mapping stage ids ("k", '
-            '"2/scores") to matrices, or - for standard input.',
+            help=_help("help.quiz.answers"),
             show_default=False,
         ),
     ] = None,
     format: Annotated[
         QuizFormat,
-        typer.Option("--format", "-f", help="With --answers: a table, or JSON for autograders."),
+        typer.Option("--format", "-f", help=_help("help.quiz.format")),
     ] = QuizFormat.table,
     precision: Annotated[
         int,
-        typer.Option(
-            help="Decimals an answer must agree to (half a unit of the last).", min=0, max=6
-        ),
+        typer.Option(help=_help("help.quiz.precision"), min=0, max=6),
     ] = 2,
     lang: LangOption = None,
     no_color: NoColorOption = False,
@@ -218,7 +216,7 @@ def new(
     file: Annotated[
         Path | None,
         typer.Argument(
-            help="Save the problem here (default: print it to standard output).",
+            help=_help("help.new.file"),
             show_default=False,
         ),
     ] = None,
@@ -286,5 +284,5 @@ def new(
 
 def register(app: typer.Typer) -> None:
     """Add `quiz` and `new` to qkvcalc's typer app."""
-    app.command("quiz")(quiz)
-    app.command("new")(new)
+    app.command("quiz", help=_help("help.quiz"))(quiz)
+    app.command("new", help=_help("help.new"))(new)

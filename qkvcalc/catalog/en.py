@@ -63,8 +63,8 @@ MESSAGES: dict[str, str] = {
     "is_causal=True, so query i sees keys 1…i.",
     "note.kv_shared": "Grouped-query attention: K/V head {kv_head} is shared by query heads "
     "{first}–{last}.",
-    "note.split": "{heads} query heads of d_k = {d_k} columns each; {kv_heads} key/value "
-    "heads (d_v = {d_v}). Query head h reads K/V head ⌈h·G/H⌉.",
+    "note.split": "H = {heads} query heads with d_k = {d_k} each; G = {kv_heads} key/value "
+    "heads with d_k = {d_k} and d_v = {d_v} each. Query head h reads K/V head ⌈h·G/H⌉.",
     "note.no_arithmetic": "Arithmetic left out: {reason}.",
     "note.too_big_cells": "{cells} cells, more than {limit} to write out",
     "note.too_long_sums": "each cell sums {inner} products, more than {limit}",
@@ -101,7 +101,7 @@ MESSAGES: dict[str, str] = {
     "ui.presets_description": "description",
     "ui.presets_hint": "Run one: qkvcalc explain --preset NAME · edit one: "
     "qkvcalc presets show NAME > mine.json",
-    "ui.split_row": "head {head}: {q} columns {qcols}, {k} columns {kcols}, {v} columns {vcols} "
+    "ui.split_row": "head {head}: {q}[:, {qcols}], {k}[:, {kcols}], {v}[:, {vcols}] "
     "(K/V head {g})",
     # ---- input errors: keys and structure ----------------------------------------------
     "key.unknown_suggest": "unknown key {key!r}: did you mean {suggestion!r}?",
@@ -179,9 +179,9 @@ MESSAGES: dict[str, str] = {
     "one value per token)",
     "shape.heads_divide": "{field} has {cols} columns, which do not split into {what} = "
     "{heads} equal slices: the column count must be a multiple of {heads}",
-    "shape.dk_mismatch": "{q} has {qcols} columns for {heads} heads (d_k = {d_k} each) but {k} "
-    "has {kcols} for {kv_heads} key/value heads (d_k = {dk2}): queries and keys must have the "
-    "same d_k to be multiplied in Q·Kᵀ",
+    "shape.dk_mismatch": "{q} has {qcols} columns, so with heads = {heads} each query head has "
+    "d_k = {d_k}; {k} has {kcols} columns, so with kv_heads = {kv_heads} each key head has "
+    "d_k = {dk2}: queries and keys must have the same d_k to be multiplied in Q·Kᵀ",
     "shape.bias": "{field} has {length} numbers but {weight} has {cols} columns: a bias adds "
     "one number to each column",
     "mask.unknown": 'mask must be "none", "causal" or a 0/1 matrix, not {value}',
@@ -334,4 +334,55 @@ MESSAGES: dict[str, str] = {
     "number.too_large": "{field}: {text} is too large: float64 numbers stop near 1.8e308",
     "input.json_long_number": "not valid JSON here: a number of more than {limit} digits "
     "(float64 keeps about 17)",
+    # ---- command-line help ----------------------------------------------------------------
+    "help.app": "A step-by-step calculator for Transformer attention: every stage, every "
+    "cell's arithmetic. Start with: qkvcalc explain --preset doc",
+    "help.version": "Show the version and exit.",
+    "help.lang": "en or ko (default: from QKVCALC_LANG, LC_ALL, LANG).",
+    "help.no_color": "No colours (NO_COLOR works too).",
+    "help.explain": "Compute attention for a problem and show every stage, with each cell's "
+    "arithmetic.",
+    "help.explain.source": "A JSON file of the input format, or - for standard input (piped "
+    "input is read when no other input is given).",
+    "help.explain.preset": "A bundled preset (qkvcalc presets lists them).",
+    "help.explain.x": 'Input X, rows split by ";": "1 2; 0 1".',
+    "help.explain.wq": "W_Q, inline.",
+    "help.explain.wk": "W_K, inline.",
+    "help.explain.wv": "W_V, inline.",
+    "help.explain.wo": "W_O, inline (multi-head output projection).",
+    "help.explain.tokens": 'Token names, split by spaces: "I love cats".',
+    "help.explain.mask": 'none, causal, or a 0/1 matrix "1 0; 1 1" (1 = may attend).',
+    "help.explain.heads": "Number of heads H.",
+    "help.explain.kv_heads": "Key/value heads G (grouped-query attention).",
+    "help.explain.scale": "The factor the scores are multiplied by (default 1/√d_k): 0.5, "
+    "1/sqrt(8).",
+    "help.explain.layout": "rows: Q = X·W_Q; torch: weights as PyTorch stores them (out×in).",
+    "help.explain.format": "What to print (default: table, or from --output's extension).",
+    "help.explain.output": "Write to this file instead of standard output.",
+    "help.explain.detail": "full: each cell's arithmetic where it fits; brief: tables only.",
+    "help.explain.precision": "Decimals shown.",
+    "help.explain.exact": "Show exact fractions where the numbers stay rational.",
+    "help.explain.max_bytes": "Refuse inputs larger than this.",
+    "help.explain.max_elements": "Refuse problems whose inputs and stages hold more numbers "
+    "than this.",
+    "help.presets": "List the bundled presets, or print one as JSON.",
+    "help.presets.list": "List the presets with a one-line description.",
+    "help.presets.show": "Print one preset as JSON: a template to copy and edit.",
+    "help.presets.name": "The preset's name.",
+    "help.presets.lang": "en or ko.",
+    "help.quiz": "Work out attention by hand: each cell is checked, a mistake is traced to "
+    "where it began.",
+    "help.quiz.source": "A JSON file of the input format, or - for standard input.",
+    "help.quiz.preset": "A bundled preset (qkvcalc presets lists them).",
+    "help.quiz.random": "A fresh problem of small integers.",
+    "help.quiz.seed": "With --random: the same problem every time.",
+    "help.quiz.size": "With --random: tokens,width (default 3,2).",
+    "help.quiz.stages": "The stages to work out, in order: q,k,v,kt,scores,scaled,masked,exp,"
+    "weights,output (2/scores: head 2 only). Default: q,k,v,scores,scaled,weights,output.",
+    "help.quiz.answers": 'Grade an answer sheet without questions: a JSON file mapping stage '
+    'ids ("k", "2/scores") to matrices, or - for standard input.',
+    "help.quiz.format": "With --answers: a table, or JSON for autograders.",
+    "help.quiz.precision": "Decimals an answer must agree to (half a unit of the last).",
+    "help.new": "Type a problem in step by step, each row checked as it comes; save it as JSON.",
+    "help.new.file": "Save the problem here (default: print it to standard output).",
 }

@@ -71,9 +71,9 @@ MESSAGES: dict[str, str] = {
     "왼쪽 위에 맞추므로 Query i는 Key 1…i를 봅니다.",
     "note.kv_shared": "그룹 쿼리 어텐션(GQA): Query 헤드 {first}–{last}에서 K/V 헤드 "
     "{kv_head} 하나를 함께 씁니다.",
-    "note.split": "Query 헤드 {heads}개(헤드마다 열 d_k = {d_k}개), Key/Value 헤드 "
-    "{kv_heads}개(헤드마다 d_v = {d_v}). Query 헤드 h는 K/V 헤드 ⌈h·G/H⌉의 Key와 Value를 "
-    "씁니다.",
+    "note.split": "Query 헤드 H = {heads}개(헤드마다 d_k = {d_k}), Key/Value 헤드 "
+    "G = {kv_heads}개(헤드마다 d_k = {d_k}, d_v = {d_v}). Query 헤드 h는 K/V 헤드 ⌈h·G/H⌉의 "
+    "Key와 Value를 씁니다.",
     "note.no_arithmetic": "계산 과정 생략: {reason}.",
     "note.too_big_cells": "칸이 {cells}개로, 풀어 쓰는 한도 {limit}개보다 많음",
     "note.too_long_sums": "칸마다 곱 {inner}개를 더해야 해서, 한도 {limit}개보다 많음",
@@ -110,7 +110,8 @@ MESSAGES: dict[str, str] = {
     "ui.presets_description": "설명",
     "ui.presets_hint": "실행: qkvcalc explain --preset NAME · 고쳐 쓰기: "
     "qkvcalc presets show NAME > mine.json",
-    "ui.split_row": "헤드 {head}: {q}의 {qcols}열, {k}의 {kcols}열, {v}의 {vcols}열 (K/V 헤드 {g})",
+    "ui.split_row": "헤드 {head}: {q}[:, {qcols}], {k}[:, {kcols}], {v}[:, {vcols}] "
+    "(K/V 헤드 {g})",
     # ---- input errors: keys and structure ----------------------------------------------
     "key.unknown_suggest": "알 수 없는 키 {key!r}: 혹시 {suggestion!r}인가요?",
     "key.unknown": "알 수 없는 키 {key!r}. 입력 형식에 있는 키: {known}",
@@ -190,9 +191,9 @@ MESSAGES: dict[str, str] = {
     "하나, Value 하나)",
     "shape.heads_divide": "{field}의 열 {cols}개는 {what} = {heads}개의 같은 조각으로 나누어지지 "
     "않습니다. 열 수가 {heads}의 배수여야 합니다",
-    "shape.dk_mismatch": "{q}: 헤드 {heads}개에 열 {qcols}개(헤드마다 d_k = {d_k}), {k}: "
-    "Key/Value 헤드 {kv_heads}개에 열 {kcols}개(d_k = {dk2}). Q·Kᵀ로 곱하려면 Query와 "
-    "Key의 d_k가 같아야 합니다",
+    "shape.dk_mismatch": "{q}의 열은 {qcols}개라 heads = {heads}이면 Query 헤드마다 "
+    "d_k = {d_k}이고, {k}의 열은 {kcols}개라 kv_heads = {kv_heads}이면 Key 헤드마다 "
+    "d_k = {dk2}입니다. Q·Kᵀ로 곱하려면 Query와 Key의 d_k가 같아야 합니다",
     "shape.bias": "{field}에는 숫자가 {length}개인데 {weight}의 열은 {cols}개입니다. 편향은 "
     "열마다 숫자를 하나씩 더합니다",
     "mask.unknown": 'mask는 "none", "causal" 또는 0/1 행렬이어야 합니다. 받은 값: {value}',
@@ -349,4 +350,54 @@ MESSAGES: dict[str, str] = {
     "근처까지입니다",
     "input.json_long_number": "JSON을 읽을 수 없습니다: {limit}자리보다 긴 숫자가 있습니다 "
     "(float64는 유효 숫자를 17자리 정도만 담습니다)",
+    # ---- command-line help ----------------------------------------------------------------
+    "help.app": "Transformer 어텐션을 한 단계씩 풀어 주는 계산기: 모든 단계, 모든 칸의 계산 "
+    "과정을 보여 줍니다. 시작하기: qkvcalc explain --preset doc",
+    "help.version": "버전을 보여 주고 끝냅니다.",
+    "help.lang": "en 또는 ko (기본값: QKVCALC_LANG, LC_ALL, LANG에 따라 정해짐).",
+    "help.no_color": "색을 쓰지 않습니다 (환경 변수 NO_COLOR도 같은 효과).",
+    "help.explain": "문제의 어텐션을 계산하고, 모든 단계를 칸마다의 계산 과정과 함께 보여 "
+    "줍니다.",
+    "help.explain.source": "입력 형식의 JSON 파일, 또는 표준 입력을 뜻하는 - (다른 입력이 "
+    "없으면 파이프로 들어온 입력을 읽습니다).",
+    "help.explain.preset": "내장 프리셋 (목록은 qkvcalc presets로 볼 수 있습니다).",
+    "help.explain.x": '입력 X, 행은 ";"로 구분: "1 2; 0 1".',
+    "help.explain.wq": "W_Q, 명령줄에 직접 입력 (--x와 같은 꼴).",
+    "help.explain.wk": "W_K, 명령줄에 직접 입력 (--x와 같은 꼴).",
+    "help.explain.wv": "W_V, 명령줄에 직접 입력 (--x와 같은 꼴).",
+    "help.explain.wo": "W_O, 명령줄에 직접 입력 (멀티헤드의 출력 선형 투영).",
+    "help.explain.tokens": '토큰 이름, 공백으로 구분: "I love cats".',
+    "help.explain.mask": 'none, causal, 또는 0/1 행렬 "1 0; 1 1" (1 = 어텐션 허용).',
+    "help.explain.heads": "헤드 수 H.",
+    "help.explain.kv_heads": "Key/Value 헤드 수 G (그룹 쿼리 어텐션, GQA).",
+    "help.explain.scale": "어텐션 스코어에 곱하는 스케일링 계수 (기본값 1/√d_k): 0.5, "
+    "1/sqrt(8).",
+    "help.explain.layout": "rows: Q = X·W_Q; torch: PyTorch가 저장하는 방식의 가중치 (out×in).",
+    "help.explain.format": "출력 형식 (기본값: table, 또는 --output 파일의 확장자에 따름).",
+    "help.explain.output": "표준 출력 대신 이 파일에 씁니다.",
+    "help.explain.detail": "full: 자리가 허락하는 곳마다 칸별 계산 과정까지; brief: 표만.",
+    "help.explain.precision": "표시할 소수 자릿수.",
+    "help.explain.exact": "수가 유리수로 남는 곳에서는 정확한 분수로 보여 줍니다.",
+    "help.explain.max_bytes": "이보다 큰 입력(바이트)은 거부합니다.",
+    "help.explain.max_elements": "입력과 단계들에 담길 숫자가 이보다 많은 문제는 거부합니다.",
+    "help.presets": "내장 프리셋 목록을 보여 주거나, 프리셋 하나를 JSON으로 출력합니다.",
+    "help.presets.list": "프리셋 목록을 한 줄 설명과 함께 보여 줍니다.",
+    "help.presets.show": "프리셋 하나를 JSON으로 출력합니다: 복사해서 고쳐 쓰는 틀로 쓰세요.",
+    "help.presets.name": "프리셋 이름.",
+    "help.presets.lang": "en 또는 ko.",
+    "help.quiz": "어텐션을 손으로 계산해 봅니다: 칸마다 채점하고, 실수는 처음 시작된 곳까지 "
+    "거슬러 찾아 줍니다.",
+    "help.quiz.source": "입력 형식의 JSON 파일, 또는 표준 입력을 뜻하는 -.",
+    "help.quiz.preset": "내장 프리셋 (목록은 qkvcalc presets로 볼 수 있습니다).",
+    "help.quiz.random": "작은 정수로 이루어진 새 무작위 문제.",
+    "help.quiz.seed": "--random과 함께: 매번 같은 문제를 냅니다.",
+    "help.quiz.size": "--random과 함께: 토큰 수,폭 (기본값 3,2).",
+    "help.quiz.stages": "풀어 볼 단계를 순서대로: q,k,v,kt,scores,scaled,masked,exp,"
+    "weights,output (2/scores: 헤드 2만). 기본값: q,k,v,scores,scaled,weights,output.",
+    "help.quiz.answers": '질문 없이 답안지만 채점합니다: 단계 id("k", "2/scores")마다 행렬을 '
+    "적은 JSON 파일, 또는 표준 입력을 뜻하는 -.",
+    "help.quiz.format": "--answers와 함께: 표, 또는 자동 채점기를 위한 JSON.",
+    "help.quiz.precision": "답이 맞아야 하는 소수 자릿수 (마지막 자리 단위의 절반까지 허용).",
+    "help.new": "문제를 한 단계씩 입력하고(행마다 바로 확인합니다) JSON으로 저장합니다.",
+    "help.new.file": "문제를 저장할 파일 (기본값: 표준 출력에 출력).",
 }
