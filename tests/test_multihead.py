@@ -179,7 +179,7 @@ def test_gqa_groups_say_which_kv_head_they_read():
     text = table("gqa")
     assert "Head 2 of 4 · reads key/value head 1 (shared by query heads 1–2)" in text
     assert "Head 3 of 4 · reads key/value head 2 (shared by query heads 3–4)" in text
-    assert "head 4: W_Q columns 4, W_K columns 2, W_V columns 2 (K/V head 2)" in text
+    assert "head 4: W_Q[:, 4], W_K[:, 2], W_V[:, 2] (K/V head 2)" in text
 
 
 def test_cross_tables_are_labelled_by_queries_and_source_tokens():
@@ -242,8 +242,8 @@ SHAPE_ERRORS = {
     "W_K of the wrong width for GQA": (
         BASE | {"wv": [[1, 0]] * 4, "heads": 4, "kv_heads": 2},
         [
-            "W_Q has 4 columns for 4 heads (d_k = 1",
-            "W_K has 4 for 2 key/value heads (d_k = 2)",
+            "W_Q has 4 columns, so with heads = 4 each query head has d_k = 1",
+            "W_K has 4 columns, so with kv_heads = 2 each key head has d_k = 2",
             "same d_k",
         ],
     ),

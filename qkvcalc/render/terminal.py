@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.rule import Rule
@@ -25,7 +24,7 @@ from qkvcalc.render.arith import WITH_ARITHMETIC, Style, exact_text, fits, stage
 from qkvcalc.render.text import display_width, fmt, pick, safe
 from qkvcalc.trace import Stage, Trace
 
-CELL_PAD = 3  # a column's width beyond its text: padding and the border
+GAP = "   "  # between two columns of a matrix table
 
 
 def _pad(renderable: RenderableType, pad: tuple[int, int, int, int]) -> Padding:
@@ -60,57 +59,71 @@ def matrix_table(
     heat: bool = False,
     hidden: list[tuple[int, int]] | None = None,
     exact: Sequence[Sequence[Any]] | None = None,
-) -> Table:
+) -> Text:
     """A labelled table of a matrix; a big one shows its corners and elides its middle.
-    Only the cells shown are formatted, so the cost does not grow with the matrix.
-    `exact` (--exact): a cell's exact value, shown instead of its decimal where not None."""
+
+    Laid out here as lines of text (a header, a rule, one line per row) rather than as a rich
+    Table: only the cells shown are formatted and measured, so a 1024×1024 matrix costs what a
+    4×4 one does. `exact` (--exact): a cell's exact value, shown where it is not None.
+    """
     n_rows, n_cols = value.shape
     width = width or opts.width
-    label_w = max((display_width(safe(r)) for r in rows[:50]), default=1)
-    guess = (
-        max(opts.precision + 3, max((display_width(safe(c)) for c in cols[:50]), default=1))
-        + CELL_PAD
+    row_ids = pick(n_rows, max(opts.max_rows, 3))
+    body_rows = [i for i in row_ids if i is not None]
+    label_w = max(
+        [display_width(name)] + [display_width(safe(rows[i])) for i in body_rows], default=1
     )
+
+    def cell(i: int, j: int) -> tuple[str, str]:
+        v = float(value[i, j])
+        if np.isneginf(v):
+            return "−∞", "dim"
+        if exact is not None and exact[i][j] is not None:
+            return exact_text(exact[i][j], opts.precision), ""
+        return fmt(v, opts.precision), _heat(v) if heat and opts.color else ""
+
+    # A first guess of how many columns fit, from a sample of labels; corrected below.
+    guess = max(opts.precision + 3, max((display_width(safe(c)) for c in cols[:50]), default=1))
     if exact is not None:  # fractions and surds are wider than decimals
         sample = [
-            exact_text(c, opts.precision) for row in exact[:20] for c in row[:20] if c is not None
+            exact_text(c, opts.precision) for r in exact[:20] for c in r[:20] if c is not None
         ]
-        guess = max(guess, max(map(len, sample), default=0) + CELL_PAD)
-    fit = max(2, (width - label_w - CELL_PAD - 2) // guess)
-    row_ids = pick(n_rows, max(opts.max_rows, 3))
-    col_ids = pick(n_cols, fit)
-    table = Table(box=box.SIMPLE_HEAVY, show_edge=False, pad_edge=False)
-    table.add_column(Text(name, style="bold cyan"), style="bold", no_wrap=True)
-    for j in col_ids:
-        table.add_column(
-            Text("…") if j is None else Text(safe(cols[j])),
-            justify="right",
-            no_wrap=True,
-            header_style="bold",
-        )
-    for i in row_ids:
-        if i is None:
-            table.add_row(Text("⋮"), *[Text("⋮") for _ in col_ids])
-            continue
-        cells: list[Text] = []
+        guess = max(guess, max(map(display_width, sample), default=0))
+    fit = max(2, (width - label_w) // (guess + len(GAP)))
+    while True:  # as many columns as the width holds: the first ones, …, the last ones
+        col_ids = pick(n_cols, fit)
+        columns: list[list[tuple[str, str]]] = []
         for j in col_ids:
             if j is None:
-                cells.append(Text("…"))
-                continue
-            v = float(value[i, j])
-            if np.isneginf(v):
-                cells.append(Text("−∞", style="dim"))
-            elif exact is not None and exact[i][j] is not None:
-                cells.append(Text(exact_text(exact[i][j], opts.precision)))
-            elif heat and opts.color:
-                cells.append(Text(fmt(v, opts.precision), style=_heat(v)))
+                columns.append([("…", "")] + [("⋮" if i is None else "…", "") for i in row_ids])
             else:
-                cells.append(Text(fmt(v, opts.precision)))
-        table.add_row(Text(safe(rows[i])), *cells)
+                head = (safe(cols[j]), "bold")
+                columns.append([head] + [("⋮", "") if i is None else cell(i, j) for i in row_ids])
+        widths = [max(display_width(text) for text, _ in column) for column in columns]
+        total = label_w + sum(w + len(GAP) for w in widths)
+        if total <= width or fit <= 2:
+            break
+        fit = min(fit, len(col_ids)) - 1
+
+    labels = [(name, "bold cyan")] + [
+        ("⋮", "") if i is None else (safe(rows[i]), "bold") for i in row_ids
+    ]
+    table = Text(no_wrap=True, overflow="crop", end="")
+    for line, (label, label_style) in enumerate(labels):
+        if line == 1:
+            table.append("━" * total + "\n")
+        table.append(label, label_style)
+        table.append(" " * (label_w - display_width(label)))
+        for column, w in zip(columns, widths, strict=True):
+            text, style = column[line]
+            table.append(GAP + " " * (w - display_width(text)))
+            table.append(text, style)
+        if line < len(labels) - 1:
+            table.append("\n")
     if hidden is not None:
         hidden.append(
             (
-                n_rows - sum(i is not None for i in row_ids),
+                n_rows - len(body_rows),
                 n_cols - sum(j is not None for j in col_ids),
             )
         )
@@ -289,8 +302,13 @@ def render_stage(
         work = _softmax_rows(stage, trace, opts) + work
     if stage.op == "mask" and work:
         work = _mask_rows(stage, opts)
-    for note in notes:
-        parts.append(_pad(Text("• " + note.text(lang), style="dim"), (0, 0, 0, 2)))
+    if notes:  # bullets with a hanging indent: a wrapped note stays clear of the bullet
+        bullets = Table.grid(padding=(0, 1, 0, 0))
+        bullets.add_column(no_wrap=True)
+        bullets.add_column()
+        for note in notes:
+            bullets.add_row(Text("•", style="dim"), Text(note.text(lang), style="dim"))
+        parts.append(_pad(bullets, (0, 0, 0, 2)))
     if work:
         parts.append(_pad(Text(_t(lang, "ui.arithmetic"), style="bold"), (1, 0, 0, 2)))
         parts.extend(_pad(line, (0, 0, 0, 2)) for line in work)
