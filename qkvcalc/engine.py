@@ -18,7 +18,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.exact import attach_exact
 from qkvcalc.i18n import Msg
 from qkvcalc.problem import Problem
-from qkvcalc.trace import Stage, Trace
+from qkvcalc.trace import Stage, Trace, resolve
 
 # ---- the math, as on the board --------------------------------------------------------------
 
@@ -149,7 +149,7 @@ class _Recorder:
                 rows,
                 _dims(w.shape[1]),
                 "matmul",
-                operands=(inputs, w),
+                inputs=(inputs, w),
                 names=(src_name, f"{weight}{span}"),
                 inner=_dims(w.shape[0]),
                 bias=b,
@@ -214,7 +214,7 @@ class _Recorder:
 
         # [m, d_k] -> [d_k, m]: the inner dimensions of Q·Kᵀ must meet
         kt = self.add(
-            Stage("kt", h, "Kᵀ", k.T, _dims(p.d_k), p.source_tokens, "transpose", operands=(k,))
+            Stage("kt", h, "Kᵀ", k.T, _dims(p.d_k), p.source_tokens, "transpose", inputs=(k,))
         )
         # [n, d_k] @ [d_k, m] -> [n, m]
         scores = self.add(
@@ -226,7 +226,7 @@ class _Recorder:
                 p.tokens,
                 p.source_tokens,
                 "matmul",
-                operands=(q, kt),
+                inputs=(q, kt),
                 names=("Q", "Kᵀ"),
                 inner=_dims(p.d_k),
                 cell="q_{i}·k_{j}",
@@ -244,59 +244,78 @@ class _Recorder:
         else:
             formula, text = f"Q·Kᵀ × {p.scale_given.value:g}", ""
             note = Msg("note.scale_given", scale=f"{p.scale:g}", d_k=p.d_k)
-        # [n, m] * scalar -> [n, m]
-        scaled = self.add(
+
+        # The stages after the scores are recorded as recipes, recomputed from the scores when
+        # shown, so a trace holds one n×m matrix per head rather than five (trace.Matrix).
+        def scaled_of() -> np.ndarray:
+            # [n, m] * scalar -> [n, m]
+            return scores * p.scale
+
+        self.add(
             Stage(
                 "scaled",
                 h,
                 formula,
-                scores * p.scale,
+                scaled_of,
                 p.tokens,
                 p.source_tokens,
                 "scale",
-                operands=(scores,),
+                inputs=(scores,),
                 scale=p.scale,
                 scale_text=text,
                 notes=(note,),
             )
         )
-        logits = scaled
+        logits_of = scaled_of
         if allowed is not None:
+            mask = allowed  # a name the recipe below can rely on being set
+
+            def masked_of() -> np.ndarray:
+                # [n, m] where allowed, else -inf
+                return np.where(mask, resolve(scaled_of), -np.inf)
+
             notes = [Msg("note.mask_convention")]
             if p.mask_kind == "causal" and p.n != p.m:
                 notes.append(Msg("note.causal_topleft", n=p.n, m=p.m))
-            # [n, m] where allowed, else -inf
-            logits = self.add(
+            self.add(
                 Stage(
                     "masked",
                     h,
                     formula + " + M",
-                    np.where(allowed, scaled, -np.inf),
+                    masked_of,
                     p.tokens,
                     p.source_tokens,
                     "mask",
-                    operands=(scaled,),
+                    inputs=(scaled_of,),
                     allowed=allowed,
                     notes=tuple(notes),
                 )
             )
-        row_max, e, row_sum, weights = softmax_parts(logits)
+            logits_of = masked_of
+        row_max, _, row_sum, weights = softmax_parts(resolve(logits_of))
         dead = np.flatnonzero(row_sum == 0)
         if dead.size:
             names = ", ".join(_token_text(p.tokens[i]) for i in dead[:10])
             names += " …" if dead.size > 10 else ""
             key = "warn.fully_masked_head" if h else "warn.fully_masked"
             self.warnings.append(Msg(key, rows=names, head=hh, count=int(dead.size)))
+
+        def exp_of() -> np.ndarray:
+            return softmax_parts(resolve(logits_of))[1]
+
+        def weights_of() -> np.ndarray:
+            return softmax_parts(resolve(logits_of))[3]
+
         self.add(
             Stage(
                 "exp",
                 h,
                 "e^(s − max)",
-                e,
+                exp_of,
                 p.tokens,
                 p.source_tokens,
                 "exp",
-                operands=(logits,),
+                inputs=(logits_of,),
                 row_max=row_max,
             )
         )
@@ -305,11 +324,11 @@ class _Recorder:
                 "weights",
                 h,
                 "A = softmax(" + formula + (" + M)" if allowed is not None else ")"),
-                weights,
+                weights_of,
                 p.tokens,
                 p.source_tokens,
                 "softmax",
-                operands=(e,),
+                inputs=(exp_of,),
                 row_sum=row_sum,
             )
         )
@@ -323,7 +342,7 @@ class _Recorder:
                 p.tokens,
                 _dims(p.d_v),
                 "matmul",
-                operands=(weights, v),
+                inputs=(weights_of, v),
                 names=("A", "V"),
                 inner=p.source_tokens,
                 cell="out[{i},{j}]",
@@ -405,7 +424,7 @@ def run(p: Problem) -> Trace:
             p.tokens,
             _dims(p.heads * p.d_v),
             "concat",
-            operands=tuple(outs),
+            inputs=tuple(outs),
         )
     )
     if p.wo is None:
@@ -418,7 +437,7 @@ def run(p: Problem) -> Trace:
                 p.tokens,
                 _dims(concat.shape[1]),
                 "copy",
-                operands=(concat,),
+                inputs=(concat,),
                 topic="output.concat",
             )
         )
@@ -434,7 +453,7 @@ def run(p: Problem) -> Trace:
                 p.tokens,
                 _dims(p.wo.values.shape[1]),
                 "matmul",
-                operands=(concat, p.wo.values),
+                inputs=(concat, p.wo.values),
                 names=("concat", "W_O"),
                 inner=_dims(concat.shape[1]),
                 bias=bo,

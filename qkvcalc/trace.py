@@ -8,8 +8,10 @@ its operands). Nothing here formats or prints; renderers in qkvcalc.render do.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
@@ -19,16 +21,43 @@ if TYPE_CHECKING:
     from qkvcalc.problem import Problem
 
 
+# A matrix, or how to compute it again. The engine records the n×m stages derived from the
+# scores (scaled, masked, exp, weights) as recipes, so a trace of a real layer (12 heads of
+# 1024×1024) holds one score matrix per head instead of five; a stage recomputes its value
+# when asked, and the last few values asked for are kept (_RECENT).
+Matrix: TypeAlias = "np.ndarray | Callable[[], np.ndarray]"
+
+_RECENT: OrderedDict[Callable[[], np.ndarray], np.ndarray] = OrderedDict()
+_RECENT_SIZE = 4
+
+
+def resolve(matrix: Matrix) -> np.ndarray:
+    """The matrix itself, computing (and briefly keeping) it if it is a recipe."""
+    if isinstance(matrix, np.ndarray):
+        return matrix
+    if matrix in _RECENT:
+        _RECENT.move_to_end(matrix)
+        return _RECENT[matrix]
+    # The engine checked this value when it first computed it (engine._check_finite), under
+    # the same silence: computing it again must not warn where the first time did not.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        value = matrix()
+    _RECENT[matrix] = value
+    if len(_RECENT) > _RECENT_SIZE:
+        _RECENT.popitem(last=False)
+    return value
+
+
 @dataclass(frozen=True)
 class Stage:
     id: str
     head: int | None
     formula: str  # plain text with the paper's names: "Q = X·W_Q"
-    value: np.ndarray  # always 2-D
+    data: Matrix  # the value (always 2-D), or its recipe: read it as .value
     rows: tuple[str, ...]  # a label per row (tokens, or dimensions for Kᵀ and weights)
     cols: tuple[str, ...]
     op: str  # input | slice | matmul | transpose | scale | mask | exp | softmax | concat | copy
-    operands: tuple[np.ndarray, ...] = ()  # matmul: (A, B); scale/mask/exp/softmax: (input,)
+    inputs: tuple[Matrix, ...] = ()  # .operands: matmul (A, B); scale/mask/exp/softmax (input,)
     names: tuple[str, ...] = ()  # the operands' names, as in the formula: ("X", "W_Q")
     inner: tuple[str, ...] = ()  # matmul: labels of the dimension summed over
     bias: np.ndarray | None = None  # matmul: the row vector added to every row (b_Q …)
@@ -45,6 +74,14 @@ class Stage:
     operands_exact: tuple[tuple[tuple[Any, ...], ...] | None, ...] = ()
     bias_exact: tuple[Any, ...] | None = None
     scale_exact: Any = None
+
+    @property
+    def value(self) -> np.ndarray:
+        return resolve(self.data)
+
+    @property
+    def operands(self) -> tuple[np.ndarray, ...]:
+        return tuple(resolve(m) for m in self.inputs)
 
     @property
     def title(self) -> Msg:
