@@ -53,10 +53,19 @@ def softmax_parts(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     # [n, m] -> [n], [n, m], [n], [n, m]
     live = np.isfinite(s).any(axis=1)
     row_max = np.where(live, np.max(s, axis=1, initial=-np.inf), 0.0)
-    e = np.exp(s - row_max[:, None])
+    e = shifted_exp(s, row_max)
     row_sum = e.sum(axis=1)
-    weights = np.divide(e, row_sum[:, None], out=np.zeros_like(e), where=row_sum[:, None] > 0)
-    return row_max, e, row_sum, weights
+    return row_max, e, row_sum, normalise(e, row_sum)
+
+
+def shifted_exp(s: np.ndarray, row_max: np.ndarray) -> np.ndarray:
+    # [n, m] - [n, 1] -> [n, m]: each ≤ 1, so e^s cannot overflow; e^(−∞) = 0
+    return np.exp(s - row_max[:, None])
+
+
+def normalise(e: np.ndarray, row_sum: np.ndarray) -> np.ndarray:
+    # [n, m] / [n, 1] -> [n, m]; a row that sums to 0 (every key masked) stays 0
+    return np.divide(e, row_sum[:, None], out=np.zeros_like(e), where=row_sum[:, None] > 0)
 
 
 def attention(
@@ -110,12 +119,20 @@ class _Recorder:
         self.warnings: list[Msg] = []
 
     def add(self, stage: Stage) -> np.ndarray:
-        # Kᵀ is K turned; e^(s − max) of finite or −∞ logits lies in [0, 1], and so do the
-        # weights: only the other stages can overflow, and only they need the check.
+        """Record a stage whose value is held, and return that value."""
+        assert isinstance(stage.data, np.ndarray)
+        self.record(stage)
+        return stage.data
+
+    def record(self, stage: Stage) -> None:
+        """Record a stage, checking it for overflow first.
+
+        Kᵀ is K turned; e^(s − max) of finite or −∞ logits lies in [0, 1], and so do the
+        weights: only the other stages can overflow, and only they need the check.
+        """
         if stage.id not in ("kt", "exp", "weights"):
             _check_finite(stage)
         self.stages.append(stage)
-        return stage.value
 
     def projection(
         self,
@@ -251,7 +268,7 @@ class _Recorder:
             # [n, m] * scalar -> [n, m]
             return scores * p.scale
 
-        self.add(
+        self.record(
             Stage(
                 "scaled",
                 h,
@@ -277,7 +294,7 @@ class _Recorder:
             notes = [Msg("note.mask_convention")]
             if p.mask_kind == "causal" and p.n != p.m:
                 notes.append(Msg("note.causal_topleft", n=p.n, m=p.m))
-            self.add(
+            self.record(
                 Stage(
                     "masked",
                     h,
@@ -301,12 +318,12 @@ class _Recorder:
             self.warnings.append(Msg(key, rows=names, head=hh, count=int(dead.size)))
 
         def exp_of() -> np.ndarray:
-            return softmax_parts(resolve(logits_of))[1]
+            return shifted_exp(resolve(logits_of), row_max)
 
         def weights_of() -> np.ndarray:
-            return softmax_parts(resolve(logits_of))[3]
+            return normalise(resolve(exp_of), row_sum)
 
-        self.add(
+        self.record(
             Stage(
                 "exp",
                 h,
@@ -319,7 +336,7 @@ class _Recorder:
                 row_max=row_max,
             )
         )
-        self.add(
+        self.record(
             Stage(
                 "weights",
                 h,
