@@ -108,7 +108,7 @@ def matrix_table(
     labels = [(name, "bold cyan")] + [
         ("⋮", "") if i is None else (safe(rows[i]), "bold") for i in row_ids
     ]
-    table = Text(no_wrap=True, overflow="crop", end="")
+    table = Text(no_wrap=True, overflow="crop")
     for line, (label, label_style) in enumerate(labels):
         if line == 1:
             table.append("━" * total + "\n")
@@ -130,25 +130,37 @@ def matrix_table(
     return table
 
 
+def beside(blocks: Sequence[Text]) -> Text:
+    """Blocks of text side by side, aligned at the top, one space apart: A · B = C."""
+    columns = [block.split("\n") for block in blocks]
+    widths = [max((display_width(line.plain) for line in column), default=0) for column in columns]
+    height = max(len(column) for column in columns)
+    out = Text(no_wrap=True, overflow="crop")
+    for r in range(height):
+        for k, (column, w) in enumerate(zip(columns, widths, strict=True)):
+            line = column[r] if r < len(column) else Text("")
+            out.append(" " if k else "")
+            out.append_text(line)
+            out.append(" " * (w - display_width(line.plain)))
+        if r < height - 1:
+            out.append("\n")
+    return out
+
+
 def _operand_view(stage: Stage, opts: RenderOptions) -> RenderableType | None:
     """A · B = C side by side, when all three fit across the screen."""
     if stage.op != "matmul" or not stage.names:
         return None
     a, b = stage.operands
+    if (a.shape[1] + b.shape[1] + stage.shape[1]) * 4 > opts.width or max(
+        a.shape[0], b.shape[0]
+    ) > opts.max_rows:
+        return None  # cannot fit: not worth laying out
     # --exact: the operands, bias and result as fractions, where the stage recorded them
     ea, eb = stage.operands_exact if opts.exact and len(stage.operands_exact) == 2 else (None, None)
     e_bias = (stage.bias_exact,) if opts.exact and stage.bias_exact is not None else None
     e_value = stage.exact if opts.exact else None
-    cell_w = opts.precision + 4
-    for grid_exact in (ea, eb, e_value):
-        if grid_exact is not None:
-            texts = [exact_text(c, opts.precision) for row in grid_exact for c in row if c]
-            cell_w = max(cell_w, max(map(len, texts), default=0) + 3)
-    cols_needed = (a.shape[1] + b.shape[1] + stage.value.shape[1]) * cell_w + 40
-    if cols_needed > opts.width or max(a.shape[0], b.shape[0]) > opts.max_rows:
-        return None
-    grid = Table.grid(padding=(0, 1))
-    parts: list[RenderableType] = [
+    parts = [
         matrix_table(a, stage.names[0], stage.rows, stage.inner, opts, exact=ea),
         Text("\n·"),
         matrix_table(b, stage.names[1], stage.inner, stage.cols, opts, exact=eb),
@@ -162,10 +174,9 @@ def _operand_view(stage: Stage, opts: RenderOptions) -> RenderableType | None:
         Text("\n="),
         matrix_table(stage.value, stage.name, stage.rows, stage.cols, opts, exact=e_value),
     ]
-    for _ in parts:
-        grid.add_column(vertical="top")
-    grid.add_row(*parts)
-    return grid
+    view = beside(parts)
+    width = max(display_width(line.plain) for line in view.split("\n"))
+    return view if width <= opts.width - 2 else None
 
 
 def _split_view(stage: Stage, opts: RenderOptions) -> RenderableType:
