@@ -144,13 +144,6 @@ def cases(quick: bool, tmp: Path) -> list[Case]:
         ),
         Case("--version", [*qkv, "--version"], "floor: import numpy, rich, typer", 1.0, True),
         Case("--help", [*qkv, "--help"], "floor: import numpy, rich, typer", 1.0, True),
-        # not a target: what typer 0.29 adds to any command with options (it coerces each
-        # option through a pydantic TypeAdapter, importing pydantic on the first one)
-        Case(
-            "ref: floor + typer's pydantic layer",
-            [PY, "-c", "import numpy, rich.console, rich.table, typer, typer._adapters"],
-            "floor: import numpy, rich, typer",
-        ),
     ]
     if quick:
         return found

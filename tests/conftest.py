@@ -16,8 +16,15 @@ ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 # A pinned, colourless, English environment: renders do not depend on the machine.
-PINNED_ENV = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "LANG": "C.UTF-8",
-              "LC_ALL": "", "QKVCALC_LANG": "", "TERM": "dumb"}
+PINNED_ENV = {
+    "COLUMNS": "100",
+    "LINES": "50",
+    "NO_COLOR": "1",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "",
+    "QKVCALC_LANG": "",
+    "TERM": "dumb",
+}
 
 
 @pytest.fixture
@@ -26,14 +33,21 @@ def cli():
     runner = CliRunner()
 
     def invoke(*args: str, input: str | bytes | None = None, env: dict | None = None):
-        return runner.invoke(app, list(args), input=input, env={**PINNED_ENV, **(env or {})},
-                             catch_exceptions=False)
+        return runner.invoke(
+            app, list(args), input=input, env={**PINNED_ENV, **(env or {})}, catch_exceptions=False
+        )
 
     return invoke
 
 
-def run_qkvcalc(*args: str, input: bytes | str | None = None, env: dict | None = None,
-                timeout: float = 60, stdin=None, preexec_fn=None) -> subprocess.CompletedProcess:
+def run_qkvcalc(
+    *args: str,
+    input: bytes | str | None = None,
+    env: dict | None = None,
+    timeout: float = 60,
+    stdin=None,
+    preexec_fn=None,
+) -> subprocess.CompletedProcess:
     """Run `python -m qkvcalc ARGS` as a real process; stdout and stderr as text.
 
     `stdin`: a file or another process's stdout to read instead of `input`; `preexec_fn` runs
@@ -42,12 +56,22 @@ def run_qkvcalc(*args: str, input: bytes | str | None = None, env: dict | None =
     full_env = {**os.environ, **PINNED_ENV, **(env or {})}
     if stdin is None and data is None:
         stdin = subprocess.DEVNULL
-    proc = subprocess.run([sys.executable, "-m", "qkvcalc", *args], input=data,
-                          capture_output=True, env=full_env, timeout=timeout, cwd=ROOT,
-                          stdin=stdin, preexec_fn=preexec_fn)
-    return subprocess.CompletedProcess(proc.args, proc.returncode,
-                                       proc.stdout.decode("utf-8", "replace"),
-                                       proc.stderr.decode("utf-8", "replace"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "qkvcalc", *args],
+        input=data,
+        capture_output=True,
+        env=full_env,
+        timeout=timeout,
+        cwd=ROOT,
+        stdin=stdin,
+        preexec_fn=preexec_fn,
+    )
+    return subprocess.CompletedProcess(
+        proc.args,
+        proc.returncode,
+        proc.stdout.decode("utf-8", "replace"),
+        proc.stderr.decode("utf-8", "replace"),
+    )
 
 
 @pytest.fixture

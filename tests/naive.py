@@ -12,8 +12,10 @@ import math
 
 
 def matmul(a, b):
-    return [[sum(a[i][t] * b[t][j] for t in range(len(b))) for j in range(len(b[0]))]
-            for i in range(len(a))]
+    return [
+        [sum(a[i][t] * b[t][j] for t in range(len(b))) for j in range(len(b[0]))]
+        for i in range(len(a))
+    ]
 
 
 def add_bias(a, bias):
@@ -21,7 +23,7 @@ def add_bias(a, bias):
 
 
 def columns(a, first, count):
-    return [row[first:first + count] for row in a]
+    return [row[first : first + count] for row in a]
 
 
 def transpose(a):
@@ -60,17 +62,18 @@ def naive(doc: dict) -> dict:
         g = math.ceil(h * kv_heads / heads)
         key = h if multi else None
         bq, bk, bv = (doc.get(b) for b in ("bq", "bk", "bv"))
-        q = add_bias(matmul(x, columns(wq, (h - 1) * d_k, d_k)),
-                     bq and bq[(h - 1) * d_k: h * d_k])
-        k = add_bias(matmul(src, columns(wk, (g - 1) * d_k, d_k)),
-                     bk and bk[(g - 1) * d_k: g * d_k])
-        v = add_bias(matmul(src, columns(wv, (g - 1) * d_v, d_v)),
-                     bv and bv[(g - 1) * d_v: g * d_v])
-        scores = [[sum(q[i][t] * k[j][t] for t in range(d_k)) for j in range(m)]
-                  for i in range(n)]
+        q = add_bias(matmul(x, columns(wq, (h - 1) * d_k, d_k)), bq and bq[(h - 1) * d_k : h * d_k])
+        k = add_bias(
+            matmul(src, columns(wk, (g - 1) * d_k, d_k)), bk and bk[(g - 1) * d_k : g * d_k]
+        )
+        v = add_bias(
+            matmul(src, columns(wv, (g - 1) * d_v, d_v)), bv and bv[(g - 1) * d_v : g * d_v]
+        )
+        scores = [[sum(q[i][t] * k[j][t] for t in range(d_k)) for j in range(m)] for i in range(n)]
         scaled = [[s * scale for s in row] for row in scores]
-        masked = [[scaled[i][j] if allowed(i, j) else -math.inf for j in range(m)]
-                  for i in range(n)]
+        masked = [
+            [scaled[i][j] if allowed(i, j) else -math.inf for j in range(m)] for i in range(n)
+        ]
         exps, weights = [], []
         for row in masked:
             live = [s for s in row if s != -math.inf]
@@ -83,11 +86,20 @@ def naive(doc: dict) -> dict:
             total = sum(e)
             exps.append(e)
             weights.append([t / total for t in e])
-        o = [[sum(weights[i][j] * v[j][c] for j in range(m)) for c in range(d_v)]
-             for i in range(n)]
-        out.update({("q", key): q, ("k", key): k, ("v", key): v, ("kt", key): transpose(k),
-                    ("scores", key): scores, ("scaled", key): scaled, ("exp", key): exps,
-                    ("weights", key): weights, ("output", key): o})
+        o = [[sum(weights[i][j] * v[j][c] for j in range(m)) for c in range(d_v)] for i in range(n)]
+        out.update(
+            {
+                ("q", key): q,
+                ("k", key): k,
+                ("v", key): v,
+                ("kt", key): transpose(k),
+                ("scores", key): scores,
+                ("scaled", key): scaled,
+                ("exp", key): exps,
+                ("weights", key): weights,
+                ("output", key): o,
+            }
+        )
         if any_mask:
             out[("masked", key)] = masked
         head_outputs.append(o)

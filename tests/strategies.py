@@ -5,8 +5,9 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 small_ints = st.integers(min_value=-3, max_value=3).map(float)
-floats = st.floats(min_value=-4, max_value=4, allow_nan=False, allow_infinity=False,
-                   allow_subnormal=False)
+floats = st.floats(
+    min_value=-4, max_value=4, allow_nan=False, allow_infinity=False, allow_subnormal=False
+)
 numbers = st.one_of(small_ints, floats)
 
 

@@ -11,8 +11,20 @@ from tests.conftest import ROOT
 
 DOC = (ROOT / "presets" / "doc.json").read_text()
 SENTENCE = (ROOT / "presets" / "sentence.json").read_text()
-INLINE = ["--x", "1 2; 0 1; 1 1", "--wq", "1 0; 0 1", "--wk", "1 1; 0 1", "--wv", "1 0; 1 1",
-          "--tokens", "I love cats", "--mask", "causal"]
+INLINE = [
+    "--x",
+    "1 2; 0 1; 1 1",
+    "--wq",
+    "1 0; 0 1",
+    "--wk",
+    "1 1; 0 1",
+    "--wv",
+    "1 0; 1 1",
+    "--tokens",
+    "I love cats",
+    "--mask",
+    "causal",
+]
 
 
 def output_of(stdout: str) -> list:
@@ -23,9 +35,17 @@ def test_doc_preset_shows_the_worked_example(cli):
     result = cli("explain", "--preset", "doc")
     assert result.exit_code == 0, result.stderr
     out = result.stdout
-    for text in ("Q = X·W_Q", "Q[1,2] = 1×0 + 2×1 = 2", "K[1,2] = 1×1 + 2×1 = 3",
-                 "V[1,1] = 1×1 + 2×1 = 3", "q₁·k₁ = 1×1 + 2×3 = 7", "7 / √2 = 4.9497",
-                 "e^(4.9497 − 4.9497) = 1", "1 / 1 = 1", "out[1,1] = 1×3 = 3"):
+    for text in (
+        "Q = X·W_Q",
+        "Q[1,2] = 1×0 + 2×1 = 2",
+        "K[1,2] = 1×1 + 2×1 = 3",
+        "V[1,1] = 1×1 + 2×1 = 3",
+        "q₁·k₁ = 1×1 + 2×3 = 7",
+        "7 / √2 = 4.9497",
+        "e^(4.9497 − 4.9497) = 1",
+        "1 / 1 = 1",
+        "out[1,1] = 1×3 = 3",
+    ):
         assert text in out, text
     assert result.stderr == ""
 
@@ -34,8 +54,13 @@ def test_doc_preset_shows_the_worked_example(cli):
 def test_every_way_in_gives_the_same_numbers(cli, tmp_path, how):
     path = tmp_path / "p.json"
     path.write_text(SENTENCE)
-    args = {"file": ["explain", str(path)], "dash": ["explain", "-"], "piped": ["explain"],
-            "inline": ["explain", *INLINE], "preset": ["explain", "--preset", "sentence"]}[how]
+    args = {
+        "file": ["explain", str(path)],
+        "dash": ["explain", "-"],
+        "piped": ["explain"],
+        "inline": ["explain", *INLINE],
+        "preset": ["explain", "--preset", "sentence"],
+    }[how]
     result = cli(*args, "--format", "json", input=SENTENCE if how in ("dash", "piped") else None)
     assert result.exit_code == 0, result.stderr
     out = output_of(result.stdout)
@@ -53,13 +78,33 @@ def test_inline_options_refine_a_preset(cli):
 def test_json_document_follows_the_schema(cli):
     doc = json.loads(cli("explain", "--preset", "sentence", "-f", "json").stdout)
     assert doc["schema"] == "qkvcalc.trace/1"
-    assert doc["problem"] == {**doc["problem"], "n": 3, "m": 3, "d_model": 2, "d_k": 2,
-                              "d_v": 2, "heads": 1, "kv_heads": 1, "mask": "causal",
-                              "tokens": ["I", "love", "cats"]}
+    assert doc["problem"] == {
+        **doc["problem"],
+        "n": 3,
+        "m": 3,
+        "d_model": 2,
+        "d_k": 2,
+        "d_v": 2,
+        "heads": 1,
+        "kv_heads": 1,
+        "mask": "causal",
+        "tokens": ["I", "love", "cats"],
+    }
     assert doc["problem"]["scale"] == pytest.approx(0.7071067811865476)
     ids = [s["id"] for s in doc["stages"]]
-    assert ids == ["x", "q", "k", "v", "kt", "scores", "scaled", "masked", "exp", "weights",
-                   "output"]
+    assert ids == [
+        "x",
+        "q",
+        "k",
+        "v",
+        "kt",
+        "scores",
+        "scaled",
+        "masked",
+        "exp",
+        "weights",
+        "output",
+    ]
     masked = next(s for s in doc["stages"] if s["id"] == "masked")
     assert masked["value"][0][1] == "-inf"
     for stage in doc["stages"]:
@@ -127,31 +172,48 @@ def test_version(cli):
 BAD = {
     "malformed JSON": ('{"x": [1, 2],, }', ["line 1, column 14"]),
     "truncated JSON": ('{"x": [[1, 2], [3', ["not valid JSON"]),
-    "ragged rows": ('{"x": [[1, 2], [3]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}',
-                    ["X", "row 2 has 1 numbers but row 1 has 2"]),
-    "a non-number": ('{"x": [[1, "two"]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}',
-                     ["X[2]", "'two'", "1/2"]),
+    "ragged rows": (
+        '{"x": [[1, 2], [3]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}',
+        ["X", "row 2 has 1 numbers but row 1 has 2"],
+    ),
+    "a non-number": (
+        '{"x": [[1, "two"]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}',
+        ["X[2]", "'two'", "1/2"],
+    ),
     "NaN": ('{"x": [[1, NaN]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}', ["X[2]", "NaN"]),
     "shape that does not fit": (
         '{"x": [[1, 2], [0, 1], [1, 1]], "wq": [[1, 0], [0, 1], [1, 1]], '
         '"wk": [[1, 1], [0, 1]], "wv": [[1, 0], [1, 1]]}',
-        ["W_Q is 3×2", "X has 2 columns", "needs 2 rows"]),
-    "unknown key": ('{"x": [1, 2], "wq": [[1, 0], [0, 1]], "wk": [[1, 1], [0, 1]], '
-                    '"wv": [[1, 0], [1, 1]], "maks": "causal"}', ["'maks'", "'mask'"]),
+        ["W_Q is 3×2", "X has 2 columns", "needs 2 rows"],
+    ),
+    "unknown key": (
+        '{"x": [1, 2], "wq": [[1, 0], [0, 1]], "wk": [[1, 1], [0, 1]], '
+        '"wv": [[1, 0], [1, 1]], "maks": "causal"}',
+        ["'maks'", "'mask'"],
+    ),
     "mask of the wrong shape": (
         '{"x": [[1, 2], [0, 1]], "wq": [[1, 0], [0, 1]], "wk": [[1, 1], [0, 1]], '
         '"wv": [[1, 0], [1, 1]], "mask": [[1, 0, 0], [1, 1, 0]]}',
-        ["mask is 2×3", "2×2"]),
+        ["mask is 2×3", "2×2"],
+    ),
     "empty matrix": ('{"x": [], "wq": [[1]], "wk": [[1]], "wv": [[1]]}', ["X is empty"]),
     "not an object": ("[1, 2, 3]", ["JSON object", "list"]),
-    "duplicate key": ('{"x": [1], "x": [2], "wq": [[1]], "wk": [[1]], "wv": [[1]]}',
-                      ["'x' is given twice"]),
+    "duplicate key": (
+        '{"x": [1], "x": [2], "wq": [[1]], "wk": [[1]], "wv": [[1]]}',
+        ["'x' is given twice"],
+    ),
     "two spellings of one key": (
-        '{"x": [1], "wq": [[1]], "W_Q": [[1]], "wk": [[1]], "wv": [[1]]}', ["'W_Q'", "twice"]),
-    "a boolean": ('{"x": [[true, 1]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}',
-                  ["X[1]", "true/false"]),
-    "a mask value not 0/1": ('{"x": [1], "wq": [[1]], "wk": [[1]], "wv": [[1]], "mask": [[2]]}',
-                             ["mask", "1 (may attend) or 0"]),
+        '{"x": [1], "wq": [[1]], "W_Q": [[1]], "wk": [[1]], "wv": [[1]]}',
+        ["'W_Q'", "twice"],
+    ),
+    "a boolean": (
+        '{"x": [[true, 1]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}',
+        ["X[1]", "true/false"],
+    ),
+    "a mask value not 0/1": (
+        '{"x": [1], "wq": [[1]], "wk": [[1]], "wv": [[1]], "mask": [[2]]}',
+        ["mask", "1 (may attend) or 0"],
+    ),
     "empty input": ("   ", ["the input is empty", '{"x": [1, 2]']),
     "not UTF-8": (b'{"x": [1], "tokens": ["\xff"]}', ["UTF-8", "0xff"]),
 }
@@ -169,17 +231,20 @@ def test_bad_input_teaches(cli, case):
         assert text in result.stderr, (text, result.stderr)
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["--preset", "nope"], "no preset named 'nope'"),
-    (["missing.json"], "no such file: missing.json"),
-    (["--preset", "doc", "--x", "1 2; 3"], "row 2 has 1 numbers"),
-    (["--preset", "doc", "--scale", "__import__('os')"], "not a number qkvcalc reads"),
-    (["--preset", "doc", "--scale", "9**9**9"], "not a number qkvcalc reads"),
-    (["--preset", "doc", "--heads", "3"], "do not split into heads = 3"),
-    (["--preset", "doc", "--mask", "1 0"], "mask is 1×2 but the scores are 1×1"),
-    (["--preset", "doc", "--mask", "sometimes"], "mask must be"),
-    (["doc.json", "--preset", "doc"], "give one input"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--preset", "nope"], "no preset named 'nope'"),
+        (["missing.json"], "no such file: missing.json"),
+        (["--preset", "doc", "--x", "1 2; 3"], "row 2 has 1 numbers"),
+        (["--preset", "doc", "--scale", "__import__('os')"], "not a number qkvcalc reads"),
+        (["--preset", "doc", "--scale", "9**9**9"], "not a number qkvcalc reads"),
+        (["--preset", "doc", "--heads", "3"], "do not split into heads = 3"),
+        (["--preset", "doc", "--mask", "1 0"], "mask is 1×2 but the scores are 1×1"),
+        (["--preset", "doc", "--mask", "sometimes"], "mask must be"),
+        (["doc.json", "--preset", "doc"], "give one input"),
+    ],
+)
 def test_bad_options_teach(cli, args, expected):
     result = cli("explain", *args)
     assert result.exit_code == 2 and result.stdout == ""
@@ -199,17 +264,23 @@ def test_a_real_process_reads_stdin_and_files(qkvcalc_proc, tmp_path):
 
 
 def test_a_real_process_fails_cleanly(qkvcalc_proc):
-    result = qkvcalc_proc("explain", "-", input='{"x": [[1, 2], [3]], "wq": [[1]], "wk": [[1]], '
-                                                '"wv": [[1]]}')
+    result = qkvcalc_proc(
+        "explain", "-", input='{"x": [[1, 2], [3]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}'
+    )
     assert result.returncode == 2 and result.stdout == ""
     assert "Traceback" not in result.stderr and "row 2" in result.stderr
 
 
 def test_no_input_at_a_terminal_says_what_to_do():
     pexpect = pytest.importorskip("pexpect")
-    child = pexpect.spawn(sys.executable, ["-m", "qkvcalc", "explain"], cwd=str(ROOT),
-                          env={"COLUMNS": "100", "NO_COLOR": "1", "LANG": "C.UTF-8",
-                               "PATH": "/usr/bin:/bin"}, encoding="utf-8", timeout=30)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "qkvcalc", "explain"],
+        cwd=str(ROOT),
+        env={"COLUMNS": "100", "NO_COLOR": "1", "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"},
+        encoding="utf-8",
+        timeout=30,
+    )
     child.expect("no input")
     child.expect(pexpect.EOF)
     child.close()

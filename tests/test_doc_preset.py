@@ -32,7 +32,16 @@ def test_doc_preset_numbers():
     assert t.stage("weights").value.tolist() == [[1]]
     assert t.output.tolist() == [[3, 2]]
     assert [s.id for s in t.stages] == [
-        "x", "q", "k", "v", "kt", "scores", "scaled", "exp", "weights", "output"
+        "x",
+        "q",
+        "k",
+        "v",
+        "kt",
+        "scores",
+        "scaled",
+        "exp",
+        "weights",
+        "output",
     ]
 
 

@@ -25,8 +25,9 @@ def assert_same(actual: np.ndarray, expected: list, what: str) -> None:
     assert actual.shape == expected_arr.shape, what
     inf_a, inf_e = np.isneginf(actual), np.isneginf(expected_arr)
     assert (inf_a == inf_e).all(), f"{what}: masked cells differ"
-    np.testing.assert_allclose(actual[~inf_a], expected_arr[~inf_e], rtol=1e-12, atol=1e-12,
-                               err_msg=what)
+    np.testing.assert_allclose(
+        actual[~inf_a], expected_arr[~inf_e], rtol=1e-12, atol=1e-12, err_msg=what
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -34,8 +35,11 @@ def assert_same(actual: np.ndarray, expected: list, what: str) -> None:
 def test_every_stage_matches_the_naive_loops(doc):
     trace = trace_of(doc)
     expected = naive(doc)
-    recorded = {(s.id, s.head) for s in trace.stages} - {("x", None), ("source", None),
-                                                          ("split", None)}
+    recorded = {(s.id, s.head) for s in trace.stages} - {
+        ("x", None),
+        ("source", None),
+        ("split", None),
+    }
     assert recorded == set(expected), "the trace has exactly the stages DESIGN.md lists"
     for (stage_id, head), value in expected.items():
         assert_same(trace.stage(stage_id, head).value, value, f"{stage_id} head {head}")
@@ -70,20 +74,21 @@ def test_permuting_keys_and_values_together_changes_nothing(doc, rnd):
     with them) and every query's output stays the same."""
     doc = {**doc, "source": doc.get("source", doc["x"])}
     if doc["mask"] == "causal":
-        doc["mask"] = [[1 if j <= i else 0 for j in range(len(doc["source"]))]
-                       for i in range(len(doc["x"]))]
+        doc["mask"] = [
+            [1 if j <= i else 0 for j in range(len(doc["source"]))] for i in range(len(doc["x"]))
+        ]
     order = list(range(len(doc["source"])))
     rnd.shuffle(order)
     shuffled = {**doc, "source": [doc["source"][j] for j in order]}
     if isinstance(doc["mask"], list):
         shuffled["mask"] = [[row[j] for j in order] for row in doc["mask"]]
-    np.testing.assert_allclose(trace_of(shuffled).output, trace_of(doc).output,
-                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        trace_of(shuffled).output, trace_of(doc).output, rtol=1e-9, atol=1e-12
+    )
 
 
 @settings(max_examples=100, deadline=None)
-@given(problems(multihead=False, cross=False, extras=False),
-       st.floats(min_value=-50, max_value=50))
+@given(problems(multihead=False, cross=False, extras=False), st.floats(min_value=-50, max_value=50))
 def test_softmax_ignores_a_shift_of_every_score_in_a_row(doc, shift):
     """exp(s − max) is why softmax is stable: adding a constant to a row changes no weight.
     Checked with the plain formula on the recorded scaled scores."""
@@ -98,14 +103,24 @@ def test_softmax_ignores_a_shift_of_every_score_in_a_row(doc, shift):
 
 def test_large_scores_stay_finite():
     """Scores near 1e4 would overflow a naive e^s; the shifted softmax keeps them exact."""
-    t = explain(x=[[100.0, 0.0], [0.0, 100.0]], wq=[[1, 0], [0, 1]], wk=[[1, 0], [0, 1]],
-                wv=[[1, 0], [0, 1]])
+    t = explain(
+        x=[[100.0, 0.0], [0.0, 100.0]],
+        wq=[[1, 0], [0, 1]],
+        wk=[[1, 0], [0, 1]],
+        wv=[[1, 0], [0, 1]],
+    )
     np.testing.assert_allclose(t.stage("weights").value, np.eye(2), atol=1e-300)
 
 
 def test_fully_masked_row_gives_zero_and_a_warning():
-    t = explain(x=[[1, 2], [0, 1]], wq=[[1, 0], [0, 1]], wk=[[1, 1], [0, 1]],
-                wv=[[1, 0], [1, 1]], mask=[[0, 0], [1, 1]], tokens=["a", "b"])
+    t = explain(
+        x=[[1, 2], [0, 1]],
+        wq=[[1, 0], [0, 1]],
+        wk=[[1, 1], [0, 1]],
+        wv=[[1, 0], [1, 1]],
+        mask=[[0, 0], [1, 1]],
+        tokens=["a", "b"],
+    )
     assert t.stage("weights").value[0].tolist() == [0, 0]
     assert t.output[0].tolist() == [0, 0]
     assert not np.isnan(t.output).any()
@@ -114,8 +129,9 @@ def test_fully_masked_row_gives_zero_and_a_warning():
 
 
 def test_scale_overrides_one_over_root_dk():
-    t = explain(x=[1, 2], wq=[[1, 0], [0, 1]], wk=[[1, 1], [0, 1]], wv=[[1, 0], [1, 1]],
-                scale="1/2")
+    t = explain(
+        x=[1, 2], wq=[[1, 0], [0, 1]], wk=[[1, 1], [0, 1]], wv=[[1, 0], [1, 1]], scale="1/2"
+    )
     assert t.stage("scaled").value.tolist() == [[3.5]]
     assert t.problem.scale == 0.5
 
@@ -127,15 +143,17 @@ def test_default_scale_is_one_over_root_dk():
 
 
 def test_causal_mask_is_lower_triangular_and_aligned_top_left():
-    t = explain(x=[[1, 0]] * 2, source=[[0, 1]] * 3, wq=np.eye(2), wk=np.eye(2), wv=np.eye(2),
-                mask="causal")
+    t = explain(
+        x=[[1, 0]] * 2, source=[[0, 1]] * 3, wq=np.eye(2), wk=np.eye(2), wv=np.eye(2), mask="causal"
+    )
     blocked = np.isneginf(t.stage("masked").value)
     assert blocked.tolist() == [[False, True, True], [False, False, True]]
 
 
 def test_key_padding_masks_columns():
-    t = explain(x=[[1, 0], [0, 1], [1, 1]], wq=np.eye(2), wk=np.eye(2), wv=np.eye(2),
-                key_padding=[1, 1, 0])
+    t = explain(
+        x=[[1, 0], [0, 1], [1, 1]], wq=np.eye(2), wk=np.eye(2), wv=np.eye(2), key_padding=[1, 1, 0]
+    )
     assert (t.stage("weights").value[:, 2] == 0).all()
 
 

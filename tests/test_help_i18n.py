@@ -90,8 +90,14 @@ print(json.dumps(list(walk(get_command(app), "qkvcalc"))))
 
 
 def help_tree(env: dict[str, str]) -> list[tuple[str, str | None]]:
-    result = subprocess.run([sys.executable, "-c", WALK], capture_output=True, text=True,
-                            timeout=60, cwd=ROOT, env={**os.environ, **PINNED_ENV, **env})
+    result = subprocess.run(
+        [sys.executable, "-c", WALK],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, **PINNED_ENV, **env},
+    )
     assert result.returncode == 0, result.stderr
     return [tuple(pair) for pair in json.loads(result.stdout)]
 

@@ -36,8 +36,15 @@ TYPED = {
 
 def spawn(*args, cwd=ROOT):
     env = {**os.environ, **PINNED_ENV}
-    return pexpect.spawn(sys.executable, ["-m", "qkvcalc", *args], cwd=str(cwd), env=env,
-                         encoding="utf-8", timeout=30, dimensions=(50, 100))
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "qkvcalc", *args],
+        cwd=str(cwd),
+        env=env,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(50, 100),
+    )
 
 
 def send(child, prompt, text):
@@ -112,8 +119,14 @@ def test_new_at_a_terminal_with_a_mistyped_row(tmp_path):
 
 def test_new_prints_the_json_and_explains_at_once():
     child = spawn("new")
-    for prompt, text in [("tokens n:", "1"), ("Names", "x"), ("d_model", "2"), ("d_k", "2"),
-                         ("d_v", ""), ("heads", "")]:
+    for prompt, text in [
+        ("tokens n:", "1"),
+        ("Names", "x"),
+        ("d_model", "2"),
+        ("d_k", "2"),
+        ("d_v", ""),
+        ("heads", ""),
+    ]:
         send(child, prompt, text)
     type_rows(child, "X", [[1, 2]])
     type_rows(child, "W_Q", [[1, 0], [0, 1]])
@@ -130,8 +143,14 @@ def test_new_prints_the_json_and_explains_at_once():
 
 def test_two_heads_ask_for_h_times_d_k_columns():
     child = spawn("new")
-    for prompt, text in [("tokens n:", "2"), ("Names", ""), ("d_model", "2"), ("d_k", "1"),
-                         ("d_v", "1"), ("heads", "2")]:
+    for prompt, text in [
+        ("tokens n:", "2"),
+        ("Names", ""),
+        ("d_model", "2"),
+        ("d_k", "1"),
+        ("d_v", "1"),
+        ("heads", "2"),
+    ]:
         send(child, prompt, text)
     child.expect_exact("X is n×d_model = 2×2")
     type_rows(child, "X", [[1, 2], [0, 1]])
@@ -192,9 +211,15 @@ def typed_problems(draw):
         return [[draw(cells) for _ in range(cols)] for _ in range(rows)]
 
     return {
-        "n": n, "d_model": d_model, "d_k": d_k, "d_v": d_v, "heads": heads,
-        "x": matrix(n, d_model), "wq": matrix(d_model, heads * d_k),
-        "wk": matrix(d_model, heads * d_k), "wv": matrix(d_model, heads * d_v),
+        "n": n,
+        "d_model": d_model,
+        "d_k": d_k,
+        "d_v": d_v,
+        "heads": heads,
+        "x": matrix(n, d_model),
+        "wq": matrix(d_model, heads * d_k),
+        "wk": matrix(d_model, heads * d_k),
+        "wv": matrix(d_model, heads * d_v),
         "mask": draw(st.sampled_from(["none", "causal"])),
     }
 
@@ -202,8 +227,14 @@ def typed_problems(draw):
 @settings(max_examples=40, deadline=None)
 @given(typed=typed_problems())
 def test_typed_rows_become_the_problem(typed):
-    lines = [str(typed["n"]), "", str(typed["d_model"]), str(typed["d_k"]), str(typed["d_v"]),
-             str(typed["heads"])]
+    lines = [
+        str(typed["n"]),
+        "",
+        str(typed["d_model"]),
+        str(typed["d_k"]),
+        str(typed["d_v"]),
+        str(typed["heads"]),
+    ]
     for name in ("x", "wq", "wk", "wv"):
         lines += [" ".join(row) for row in typed[name]]
     lines.append(typed["mask"])
@@ -219,8 +250,10 @@ def test_typed_rows_become_the_problem(typed):
     assert_explains_like_naive(doc)
 
 
-@pytest.mark.parametrize(("text", "saved"), [("3", 3), ("-0.5", -0.5), ("1/2", "1/2"),
-                                             ("sqrt(2)", "sqrt(2)"), ("2e-1", 0.2)])
+@pytest.mark.parametrize(
+    ("text", "saved"),
+    [("3", 3), ("-0.5", -0.5), ("1/2", "1/2"), ("sqrt(2)", "sqrt(2)"), ("2e-1", 0.2)],
+)
 def test_numbers_are_saved_as_typed(text, saved):
     assert json_number(text) == saved
     assert type(json_number(text)) is type(saved)

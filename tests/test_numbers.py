@@ -13,40 +13,46 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.numbers import parse_number
 
 
-@pytest.mark.parametrize("text, value, exact", [
-    ("3", 3, Fraction(3)),
-    ("-0.5", -0.5, Fraction(-1, 2)),
-    ("1/2", 0.5, Fraction(1, 2)),
-    ("-3e-2", -0.03, Fraction(-3, 100)),
-    (" 2 ", 2, Fraction(2)),
-    ("sqrt(2)", math.sqrt(2), None),
-    ("1/sqrt(2)", 1 / math.sqrt(2), None),
-    ("sqrt(9/4)", 1.5, Fraction(3, 2)),
-    ("7/√2", 7 / math.sqrt(2), None),
-    ("√16", 4, Fraction(4)),
-    ("(1/2)*sqrt(4)", 1, Fraction(1)),
-    ("--1", 1, Fraction(1)),
-    ("2×3÷4", 1.5, Fraction(3, 2)),
-])
+@pytest.mark.parametrize(
+    "text, value, exact",
+    [
+        ("3", 3, Fraction(3)),
+        ("-0.5", -0.5, Fraction(-1, 2)),
+        ("1/2", 0.5, Fraction(1, 2)),
+        ("-3e-2", -0.03, Fraction(-3, 100)),
+        (" 2 ", 2, Fraction(2)),
+        ("sqrt(2)", math.sqrt(2), None),
+        ("1/sqrt(2)", 1 / math.sqrt(2), None),
+        ("sqrt(9/4)", 1.5, Fraction(3, 2)),
+        ("7/√2", 7 / math.sqrt(2), None),
+        ("√16", 4, Fraction(4)),
+        ("(1/2)*sqrt(4)", 1, Fraction(1)),
+        ("--1", 1, Fraction(1)),
+        ("2×3÷4", 1.5, Fraction(3, 2)),
+    ],
+)
 def test_reads(text, value, exact):
     number = parse_number(text, "x")
     assert number.value == pytest.approx(value, rel=1e-15)
     assert number.exact == exact
 
 
-@pytest.mark.parametrize("text, rule", [
-    ("9**9**9", "not a number qkvcalc reads"),
-    ("__import__('os')", "not a number qkvcalc reads"),
-    ("1e999999999", "not a finite number"),
-    ("1e400", "not a finite number"),
-    ("1/0", "divides by zero"),
-    ("sqrt(-1)", "square root of a negative"),
-    ("", "empty"),
-    ("pi", "not a number qkvcalc reads"),
-    ("1" * 65, "more than 64 characters"),
-    ("sqrt(" * 9 + "2" + ")" * 9, "not a number qkvcalc reads"),
-    ("exp(1)", "not a number qkvcalc reads"),
-])
+@pytest.mark.parametrize(
+    "text, rule",
+    [
+        ("9**9**9", "not a number qkvcalc reads"),
+        ("__import__('os')", "not a number qkvcalc reads"),
+        ("1e999999999", "not a finite number"),
+        ("1e400", "not a finite number"),
+        ("1/0", "divides by zero"),
+        ("sqrt(-1)", "square root of a negative"),
+        ("", "empty"),
+        ("pi", "not a number qkvcalc reads"),
+        ("1" * 65, "more than 64 characters"),
+        ("sqrt(" * 9 + "2" + ")" * 9, "not a number qkvcalc reads"),
+        ("exp(1)", "not a number qkvcalc reads"),
+    ],
+)
 def test_refuses_with_a_reason(text, rule):
     with pytest.raises(QkvcalcError) as err:
         parse_number(text, "W_Q[1][2]")
@@ -60,7 +66,7 @@ def test_fractions_are_exact(f):
     assert number.value == pytest.approx(float(f), rel=1e-15)
 
 
-@given(st.decimals(min_value=-10**6, max_value=10**6, places=6, allow_nan=False))
+@given(st.decimals(min_value=-(10**6), max_value=10**6, places=6, allow_nan=False))
 def test_decimals_are_exact(d):
     assert parse_number(str(d), "x").exact == Fraction(d)
 

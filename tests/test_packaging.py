@@ -17,8 +17,12 @@ from tests.conftest import ROOT
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out),
-                    str(ROOT)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (found,) = out.glob("qkvcalc-*.whl")
     return found
 
@@ -31,47 +35,95 @@ def test_wheel_carries_every_preset(wheel):
 
 def test_installed_wheel_finds_its_presets_away_from_the_checkout(wheel, tmp_path):
     site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
-                    str(site), str(wheel)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site), "COLUMNS": "100", "NO_COLOR": "1"}
-    code = ("import qkvcalc, qkvcalc.presets as p; "
-            f"assert qkvcalc.__file__.startswith({str(site)!r}), qkvcalc.__file__; "
-            "print(p.preset_dir()); print(p.names())")
-    result = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env,
-                            capture_output=True, text=True, timeout=60)
+    code = (
+        "import qkvcalc, qkvcalc.presets as p; "
+        f"assert qkvcalc.__file__.startswith({str(site)!r}), qkvcalc.__file__; "
+        "print(p.preset_dir()); print(p.names())"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert str(site) in result.stdout and "'doc'" in result.stdout
-    run = subprocess.run([sys.executable, "-m", "qkvcalc", "explain", "--preset", "doc"],
-                         cwd=elsewhere, env=env, capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "qkvcalc", "explain", "--preset", "doc"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 0 and "q₁·k₁ = 1×1 + 2×3 = 7" in run.stdout
 
 
 def test_version_and_help_do_not_import_numpy():
-    code = ("import sys\nfrom qkvcalc.cli import main\nsys.argv = ['qkvcalc', '--version']\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "assert 'numpy' not in sys.modules, 'numpy imported by --version'\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60, cwd=ROOT)
+    code = (
+        "import sys\nfrom qkvcalc.cli import main\nsys.argv = ['qkvcalc', '--version']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "assert 'numpy' not in sys.modules, 'numpy imported by --version'\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
     assert result.returncode == 0, result.stderr
 
 
 def test_engine_imports_neither_rich_nor_typer():
-    code = ("import sys, qkvcalc.engine, qkvcalc.problem, qkvcalc.parse, qkvcalc.sources\n"
-            "bad = [m for m in ('rich', 'typer') if m in sys.modules]\nassert not bad, bad\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60, cwd=ROOT)
+    code = (
+        "import sys, qkvcalc.engine, qkvcalc.problem, qkvcalc.parse, qkvcalc.sources\n"
+        "bad = [m for m in ('rich', 'typer') if m in sys.modules]\nassert not bad, bad\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
     assert result.returncode == 0, result.stderr
 
 
-@pytest.mark.skipif(shutil.which("ruff") is None and not (Path(sys.executable).parent /
-                                                          "ruff").exists(),
-                    reason="ruff is not installed (pip install -e '.[test]')")
+@pytest.mark.skipif(
+    shutil.which("ruff") is None and not (Path(sys.executable).parent / "ruff").exists(),
+    reason="ruff is not installed (pip install -e '.[test]')",
+)
 def test_ruff_lint_and_banned_imports_hold():
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
-    result = subprocess.run([ruff, "check", "qkvcalc", "tests", "benchmarks"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)
+    formatted = subprocess.run(
+        [ruff, "format", "--check", "qkvcalc", "tests", "benchmarks"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert formatted.returncode == 0, formatted.stdout + formatted.stderr
+    result = subprocess.run(
+        [ruff, "check", "qkvcalc", "tests", "benchmarks"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -69,15 +69,23 @@ def downstream(scores, v=V, causal=True):
         top = max(row[j] for j in live)
         e = [math.exp(row[j] - top) if j in live else 0.0 for j in range(m)]
         weights.append([t / sum(e) for t in e])
-    output = [[sum(weights[i][j] * v[j][c] for j in range(m)) for c in range(len(v[0]))]
-              for i in range(n)]
+    output = [
+        [sum(weights[i][j] * v[j][c] for j in range(m)) for c in range(len(v[0]))] for i in range(n)
+    ]
     return scaled, weights, output
 
 
 def right_sheet():
     scaled, weights, output = downstream(SCORES)
-    return {"q": Q, "k": K, "v": V, "scores": SCORES, "scaled": scaled, "weights": weights,
-            "output": output}
+    return {
+        "q": Q,
+        "k": K,
+        "v": V,
+        "scores": SCORES,
+        "scaled": scaled,
+        "weights": weights,
+        "output": output,
+    }
 
 
 def test_the_hand_worked_sheet_agrees_with_the_naive_reference():
@@ -205,8 +213,11 @@ def test_a_new_mistake_on_top_of_a_carried_one_is_wrong(grade):
     scores[0][1] = 10  # neither the truth (2) nor what their K gives (3)
     sheet.update(k=K_SLIP, scores=scores)
     _, doc, _ = grade(sheet)
-    assert not_right(doc) == {("k", 2, 1): WRONG, ("scores", 1, 2): WRONG,
-                              ("scores", 3, 2): CARRIED}
+    assert not_right(doc) == {
+        ("k", 2, 1): WRONG,
+        ("scores", 1, 2): WRONG,
+        ("scores", 3, 2): CARRIED,
+    }
 
 
 def test_a_missing_stage_is_reported_not_a_crash(grade):
@@ -286,8 +297,10 @@ def test_the_table_report_names_each_verdict(cli, tmp_path):
     assert result.exit_code == 1
     out = result.stdout
     assert "✗ K[2,1]: you wrote 1, the answer is 0" in out
-    assert "→ Q·Kᵀ[1,2]: you wrote 3, the answer is 2; carried forward from your mistake at " \
-           "K[2,1]" in out
+    assert (
+        "→ Q·Kᵀ[1,2]: you wrote 3, the answer is 2; carried forward from your mistake at "
+        "K[2,1]" in out
+    )
     assert "v: not answered" in out
     # marks per cell, a group per row: K is 3×2 with row 2, column 1 wrong
     k_row = next(line for line in out.splitlines() if line.lstrip().startswith("k "))
@@ -297,10 +310,26 @@ def test_the_table_report_names_each_verdict(cli, tmp_path):
 
 
 def test_answers_from_stdin(qkvcalc_proc):
-    result = qkvcalc_proc("quiz", "--preset", "doc", "--answers", "-", "--format", "json",
-                          input=json.dumps({"q": [1, 2], "k": [1, 3], "v": [3, 2], "scores": 7,
-                                            "scaled": "7/sqrt(2)", "weights": 1,
-                                            "output": [3, 2]}))
+    result = qkvcalc_proc(
+        "quiz",
+        "--preset",
+        "doc",
+        "--answers",
+        "-",
+        "--format",
+        "json",
+        input=json.dumps(
+            {
+                "q": [1, 2],
+                "k": [1, 3],
+                "v": [3, 2],
+                "scores": 7,
+                "scaled": "7/sqrt(2)",
+                "weights": 1,
+                "output": [3, 2],
+            }
+        ),
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["all_right"] is True
 
@@ -319,17 +348,33 @@ def test_multihead_keys_and_a_carried_mistake_in_head_2(cli, tmp_path):
     # two heads of d_k = 1: head 2 reads column 2 of W_Q and W_K.
     # q = [[2], [1]]; k = X·[1, 1]ᵀ = [[3], [1]]; scores = q·kᵀ = [[6, 2], [3, 1]].
     # The student writes k₂ = 2: their scores are [[6, 4], [3, 2]], column 2 carried.
-    problem = {"x": [[1, 2], [0, 1]], "wq": [[1, 0], [0, 1]], "wk": [[1, 1], [0, 1]],
-               "wv": [[1, 0], [1, 1]], "heads": 2}
+    problem = {
+        "x": [[1, 2], [0, 1]],
+        "wq": [[1, 0], [0, 1]],
+        "wk": [[1, 1], [0, 1]],
+        "wv": [[1, 0], [1, 1]],
+        "heads": 2,
+    }
     (tmp_path / "p.json").write_text(json.dumps(problem))
     (tmp_path / "a.json").write_text(json.dumps({"2/k": [[3], [2]], "2/scores": [[6, 4], [3, 2]]}))
-    result = cli("quiz", str(tmp_path / "p.json"), "--answers", str(tmp_path / "a.json"),
-                 "--stages", "2/k,2/scores", "--format", "json")
+    result = cli(
+        "quiz",
+        str(tmp_path / "p.json"),
+        "--answers",
+        str(tmp_path / "a.json"),
+        "--stages",
+        "2/k,2/scores",
+        "--format",
+        "json",
+    )
     assert result.exit_code == 1, result.stderr
     doc = json.loads(result.stdout)
     assert [(s["key"], s["head"]) for s in doc["stages"]] == [("2/k", 2), ("2/scores", 2)]
-    assert not_right(doc) == {("2/k", 2, 1): WRONG, ("2/scores", 1, 2): CARRIED,
-                              ("2/scores", 2, 2): CARRIED}
+    assert not_right(doc) == {
+        ("2/k", 2, 1): WRONG,
+        ("2/scores", 1, 2): CARRIED,
+        ("2/scores", 2, 2): CARRIED,
+    }
     cell = doc["stages"][1]["cells"][1]
     assert cell["carried_from"] == [{"key": "2/k", "row": 2, "col": 1, "cell": "K[2,1]"}]
 
@@ -338,8 +383,12 @@ def test_stage_selection():
     trace = run(Problem.from_mapping({**SENTENCE, "heads": 2}))
     assert select_keys(trace, ["scores"]) == ["1/scores", "2/scores"]
     # in the order of the calculation, whatever the order asked
-    assert select_keys(trace, ["2/scores", "output"]) == ["1/output", "2/scores", "2/output",
-                                                           "output"]
+    assert select_keys(trace, ["2/scores", "output"]) == [
+        "1/output",
+        "2/scores",
+        "2/output",
+        "output",
+    ]
     with pytest.raises(QkvcalcError, match="no stage 'scorez'"):
         select_keys(trace, ["scorez"])
     with pytest.raises(QkvcalcError, match="3/scores"):
@@ -406,8 +455,12 @@ def test_the_naive_answers_rounded_are_right_for_any_problem(doc, precision):
     sheet = {k: np.round(v, precision) for k, v in sheet_from_naive(doc, trace).items()}
     keys = askable_keys(trace)
     report = grade_sheet(trace, {k: sheet[k] for k in keys}, keys, precision)
-    assert report.all_right, [(c.ref.label, c.answer, c.expected) for g in report.stages
-                              for c in g.cells if c.verdict != RIGHT]
+    assert report.all_right, [
+        (c.ref.label, c.answer, c.expected)
+        for g in report.stages
+        for c in g.cells
+        if c.verdict != RIGHT
+    ]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -424,8 +477,12 @@ def test_one_changed_cell_is_found_and_nothing_else(doc, data):
     sheet[key] = sheet[key].copy()
     sheet[key][i, j] += 1 + 10 * half_unit(sheet[key][i, j], 2)
     report = grade_sheet(trace, sheet, keys, 2)
-    off = [(g.key, c.ref.i, c.ref.j, c.verdict) for g in report.stages for c in g.cells
-           if c.verdict != RIGHT]
+    off = [
+        (g.key, c.ref.i, c.ref.j, c.verdict)
+        for g in report.stages
+        for c in g.cells
+        if c.verdict != RIGHT
+    ]
     assert off == [(key, i, j, WRONG)]
 
 
@@ -449,8 +506,7 @@ def test_bad_sizes(text):
 
 
 def test_random_quiz_says_its_seed(cli):
-    result = cli("quiz", "--random", "--seed", "7", "--size", "2,2", "--stages", "q",
-                 input="\n")
+    result = cli("quiz", "--random", "--seed", "7", "--size", "2,2", "--stages", "q", input="\n")
     assert "seed 7" in result.stdout
     assert "qkvcalc quiz --random --seed 7 --size 2,2" in result.stdout
 
@@ -479,8 +535,15 @@ def test_usage_errors_exit_2(cli, args, words):
 
 def spawn(*args):
     env = {**os.environ, **PINNED_ENV}
-    return pexpect.spawn(sys.executable, ["-m", "qkvcalc", *args], cwd=str(ROOT), env=env,
-                         encoding="utf-8", timeout=30, dimensions=(50, 100))
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "qkvcalc", *args],
+        cwd=str(ROOT),
+        env=env,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(50, 100),
+    )
 
 
 def answer(child, cell, text):
@@ -496,9 +559,17 @@ def test_quiz_all_right_at_a_terminal():
     answer(child, "Q[1,2]", "two")  # not a number: asked again, nothing counted
     child.expect_exact("'two' is not a number qkvcalc reads")
     answer(child, "Q[1,2]", "2")
-    for cell, text in [("K[1,1]", "1"), ("K[1,2]", "3"), ("V[1,1]", "3"), ("V[1,2]", "2"),
-                       ("Q·Kᵀ[1,1]", "7"), ("S[1,1]", "7/sqrt(2)"), ("A[1,1]", "1"),
-                       ("out[1,1]", "3"), ("out[1,2]", "2")]:
+    for cell, text in [
+        ("K[1,1]", "1"),
+        ("K[1,2]", "3"),
+        ("V[1,1]", "3"),
+        ("V[1,2]", "2"),
+        ("Q·Kᵀ[1,1]", "7"),
+        ("S[1,1]", "7/sqrt(2)"),
+        ("A[1,1]", "1"),
+        ("out[1,1]", "3"),
+        ("out[1,2]", "2"),
+    ]:
         answer(child, cell, text)
     child.expect_exact("Score per stage")
     child.expect_exact("All 11 cells right.")

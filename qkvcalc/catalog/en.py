@@ -101,8 +101,7 @@ MESSAGES: dict[str, str] = {
     "ui.presets_description": "description",
     "ui.presets_hint": "Run one: qkvcalc explain --preset NAME · edit one: "
     "qkvcalc presets show NAME > mine.json",
-    "ui.split_row": "head {head}: {q}[:, {qcols}], {k}[:, {kcols}], {v}[:, {vcols}] "
-    "(K/V head {g})",
+    "ui.split_row": "head {head}: {q}[:, {qcols}], {k}[:, {kcols}], {v}[:, {vcols}] (K/V head {g})",
     # ---- input errors: keys and structure ----------------------------------------------
     "key.unknown_suggest": "unknown key {key!r}: did you mean {suggestion!r}?",
     "key.unknown": "unknown key {key!r}; the input format knows: {known}",
@@ -260,8 +259,8 @@ MESSAGES: dict[str, str] = {
     "quiz.all_right": "All {total} cells right.",
     "quiz.total": "{right} of {total} cells right.",
     "quiz.in_sheet": "in the answer sheet {origin}",
-    "quiz.sheet_not_object": "an answer sheet is a JSON object mapping stage ids (\"k\", "
-    "\"scores\", \"2/scores\" for head 2) to matrices, not a {kind}",
+    "quiz.sheet_not_object": 'an answer sheet is a JSON object mapping stage ids ("k", '
+    '"scores", "2/scores" for head 2) to matrices, not a {kind}',
     "quiz.sheet_key": "unknown stage {key!r}; this problem's stages are: {known}",
     "quiz.sheet_key_suggest": "unknown stage {key!r}: did you mean {suggestion!r}?",
     "quiz.sheet_not_matrix": "{key} must be a matrix (a list of rows of numbers), not {value}",
@@ -379,7 +378,7 @@ MESSAGES: dict[str, str] = {
     "help.quiz.size": "With --random: tokens,width (default 3,2).",
     "help.quiz.stages": "The stages to work out, in order: q,k,v,kt,scores,scaled,masked,exp,"
     "weights,output (2/scores: head 2 only). Default: q,k,v,scores,scaled,weights,output.",
-    "help.quiz.answers": 'Grade an answer sheet without questions: a JSON file mapping stage '
+    "help.quiz.answers": "Grade an answer sheet without questions: a JSON file mapping stage "
     'ids ("k", "2/scores") to matrices, or - for standard input.',
     "help.quiz.format": "With --answers: a table, or JSON for autograders.",
     "help.quiz.precision": "Decimals an answer must agree to (half a unit of the last).",

@@ -110,8 +110,7 @@ MESSAGES: dict[str, str] = {
     "ui.presets_description": "설명",
     "ui.presets_hint": "실행: qkvcalc explain --preset NAME · 고쳐 쓰기: "
     "qkvcalc presets show NAME > mine.json",
-    "ui.split_row": "헤드 {head}: {q}[:, {qcols}], {k}[:, {kcols}], {v}[:, {vcols}] "
-    "(K/V 헤드 {g})",
+    "ui.split_row": "헤드 {head}: {q}[:, {qcols}], {k}[:, {kcols}], {v}[:, {vcols}] (K/V 헤드 {g})",
     # ---- input errors: keys and structure ----------------------------------------------
     "key.unknown_suggest": "알 수 없는 키 {key!r}: 혹시 {suggestion!r}인가요?",
     "key.unknown": "알 수 없는 키 {key!r}. 입력 형식에 있는 키: {known}",
@@ -356,8 +355,7 @@ MESSAGES: dict[str, str] = {
     "help.version": "버전을 보여 주고 끝냅니다.",
     "help.lang": "en 또는 ko (기본값: QKVCALC_LANG, LC_ALL, LANG에 따라 정해짐).",
     "help.no_color": "색을 쓰지 않습니다 (환경 변수 NO_COLOR도 같은 효과).",
-    "help.explain": "문제의 어텐션을 계산하고, 모든 단계를 칸마다의 계산 과정과 함께 보여 "
-    "줍니다.",
+    "help.explain": "문제의 어텐션을 계산하고, 모든 단계를 칸마다의 계산 과정과 함께 보여 줍니다.",
     "help.explain.source": "입력 형식의 JSON 파일, 또는 표준 입력을 뜻하는 - (다른 입력이 "
     "없으면 파이프로 들어온 입력을 읽습니다).",
     "help.explain.preset": "내장 프리셋 (목록은 qkvcalc presets로 볼 수 있습니다).",
@@ -370,8 +368,7 @@ MESSAGES: dict[str, str] = {
     "help.explain.mask": 'none, causal, 또는 0/1 행렬 "1 0; 1 1" (1 = 어텐션 허용).',
     "help.explain.heads": "헤드 수 H.",
     "help.explain.kv_heads": "Key/Value 헤드 수 G (그룹 쿼리 어텐션, GQA).",
-    "help.explain.scale": "어텐션 스코어에 곱하는 스케일링 계수 (기본값 1/√d_k): 0.5, "
-    "1/sqrt(8).",
+    "help.explain.scale": "어텐션 스코어에 곱하는 스케일링 계수 (기본값 1/√d_k): 0.5, 1/sqrt(8).",
     "help.explain.layout": "rows: Q = X·W_Q; torch: PyTorch가 저장하는 방식의 가중치 (out×in).",
     "help.explain.format": "출력 형식 (기본값: table, 또는 --output 파일의 확장자에 따름).",
     "help.explain.output": "표준 출력 대신 이 파일에 씁니다.",
