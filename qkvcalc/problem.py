@@ -149,7 +149,8 @@ def to_matrix(
         if len(row) != width:
             raise QkvcalcError("matrix.ragged", field=name, row=i + 1, length=len(row), width=width)
     # Fast path: plain JSON numbers (the common case, and the only one at real-model sizes).
-    if not exact and all(type(v) is float or type(v) is int for row in rows for v in row):
+    plain = {float, int}  # not bool, not str: those take the checked path below
+    if not exact and all(set(map(type, row)) <= plain for row in rows):
         try:
             values = np.array(rows, dtype=np.float64)
         except OverflowError:

@@ -8,6 +8,7 @@ Text that came from the input (token names) always goes into rich as Text, never
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -76,7 +77,7 @@ def matrix_table(
 
     def cell(i: int, j: int) -> tuple[str, str]:
         v = float(value[i, j])
-        if np.isneginf(v):
+        if v == -math.inf:
             return "−∞", "dim"
         if exact is not None and exact[i][j] is not None:
             return exact_text(exact[i][j], opts.precision), ""

@@ -67,6 +67,8 @@ def safe(text: str, limit: int = MAX_LABEL) -> str:
 
 def display_width(text: str) -> int:
     """Columns `text` takes in a terminal: wide (CJK, Hangul) characters take two."""
+    if text.isascii():
+        return len(text)
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
