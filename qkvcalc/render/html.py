@@ -20,7 +20,7 @@ import numpy as np
 from qkvcalc.i18n import Msg, translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import WITH_ARITHMETIC, Style, fits, stage_work
-from qkvcalc.render.text import fmt, pick, safe
+from qkvcalc.render.text import fmt, pick, safe, summary
 from qkvcalc.trace import Stage, Trace
 
 CELL_WIDTH = 3  # a column's width beyond its number, in characters (padding)
@@ -225,12 +225,7 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
 
 
 def _body(trace: Trace, opts: RenderOptions) -> str:
-    p = trace.problem
-    mask = p.mask_kind + (" + key_padding" if p.key_padding is not None else "")
-    key = "ui.problem" if p.projected else "ui.problem_direct"
-    problem = _t(
-        opts, key, n=p.n, m=p.m, d_model=p.d_model, d_k=p.d_k, d_v=p.d_v, heads=p.heads, mask=mask
-    )
+    problem, *preset = (escape(line) for line in summary(trace, opts.lang))
     out = [
         f'<div class="qkvcalc" lang="{escape(opts.lang)}">',
         f"<style>\n{STYLE}\n</style>",
@@ -238,15 +233,8 @@ def _body(trace: Trace, opts: RenderOptions) -> str:
         f"<h1>{_t(opts, 'export.title')}</h1>",
         '<p class="formula">softmax(Q·Kᵀ/√d_k + M)·V</p>',
         f"<p>{problem}</p>",
+        *(f"<p>{line}</p>" for line in preset),
     ]
-    if "name" in p.meta:
-        preset = _t(
-            opts,
-            "ui.preset",
-            name=safe(p.meta["name"]),
-            description=safe(p.meta.get("description", ""), 200),
-        )
-        out.append(f"<p>{preset}</p>")
     out.append("</header>")
     total = len(trace.stages)
     out += [render_stage(stage, k, total, trace, opts) for k, stage in enumerate(trace.stages, 1)]

@@ -19,7 +19,7 @@ import numpy as np
 from qkvcalc.i18n import Msg, translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import WITH_ARITHMETIC, Style, fits, stage_work
-from qkvcalc.render.text import fmt, pick, safe
+from qkvcalc.render.text import fmt, pick, safe, summary
 from qkvcalc.trace import Stage, Trace
 
 # A page of \small text holds about this many matrix columns (the label column aside).
@@ -285,31 +285,7 @@ def _preamble(korean: bool, title: str) -> str:
 
 def render_latex(trace: Trace, opts: RenderOptions) -> str:
     """The whole derivation as a standalone LaTeX document."""
-    p = trace.problem
-    mask = p.mask_kind + (" + key_padding" if p.key_padding is not None else "")
-    key = "ui.problem" if p.projected else "ui.problem_direct"
-    head = [
-        _t(
-            opts,
-            key,
-            n=p.n,
-            m=p.m,
-            d_model=p.d_model,
-            d_k=p.d_k,
-            d_v=p.d_v,
-            heads=p.heads,
-            mask=mask,
-        ),
-    ]
-    if "name" in p.meta:
-        head.append(
-            _t(
-                opts,
-                "ui.preset",
-                name=safe(p.meta["name"]),
-                description=safe(p.meta.get("description", ""), 200),
-            )
-        )
+    head = [tex_escape(line) for line in summary(trace, opts.lang)]
     total = len(trace.stages)
     body = [render_stage(stage, k, total, trace, opts) for k, stage in enumerate(trace.stages, 1)]
     final = trace.stage("output")

@@ -19,7 +19,7 @@ from qkvcalc.i18n import Msg, translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import WITH_ARITHMETIC, Style, fits, stage_work
 from qkvcalc.render.latex import bmatrix, tex_formula
-from qkvcalc.render.text import fmt, pick, safe
+from qkvcalc.render.text import fmt, pick, safe, summary
 from qkvcalc.trace import Stage, Trace
 
 CELL_WIDTH = 3  # what a table column costs beyond its number: " | "
@@ -169,33 +169,11 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
 
 def render_markdown(trace: Trace, opts: RenderOptions) -> str:
     """The whole derivation as GitHub-flavoured Markdown."""
-    p = trace.problem
-    mask = p.mask_kind + (" + key_padding" if p.key_padding is not None else "")
-    key = "ui.problem" if p.projected else "ui.problem_direct"
     out = [
         f"# {_t(opts, 'export.title')}",
         "$$\\mathrm{softmax}\\left(\\frac{Q K^\\top}{\\sqrt{d_k}} + M\\right) V$$",
-        _t(
-            opts,
-            key,
-            n=p.n,
-            m=p.m,
-            d_model=p.d_model,
-            d_k=p.d_k,
-            d_v=p.d_v,
-            heads=p.heads,
-            mask=mask,
-        ),
+        *(_prose(line) for line in summary(trace, opts.lang)),
     ]
-    if "name" in p.meta:
-        out.append(
-            _t(
-                opts,
-                "ui.preset",
-                name=safe(p.meta["name"]),
-                description=safe(p.meta.get("description", ""), 200),
-            )
-        )
     total = len(trace.stages)
     out += [render_stage(stage, k, total, trace, opts) for k, stage in enumerate(trace.stages, 1)]
     final = trace.stage("output")

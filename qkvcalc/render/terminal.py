@@ -22,7 +22,7 @@ from rich.text import Text
 from qkvcalc.i18n import Msg, translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import WITH_ARITHMETIC, Style, exact_text, fits, stage_work
-from qkvcalc.render.text import display_width, fmt, pick, safe
+from qkvcalc.render.text import display_width, fmt, pick, safe, summary
 from qkvcalc.trace import Stage, Trace
 
 GAP = "   "  # between two columns of a matrix table
@@ -384,37 +384,9 @@ def _cols(first: int, last: int) -> str:
 
 
 def header(trace: Trace, opts: RenderOptions) -> RenderableType:
-    p = trace.problem
-    mask = p.mask_kind + (" + key_padding" if p.key_padding is not None else "")
-    key = "ui.problem" if p.projected else "ui.problem_direct"
-    lines = [
-        Text("qkvcalc — softmax(Q·Kᵀ/√d_k + M)·V", style="bold"),
-        Text(
-            _t(
-                opts.lang,
-                key,
-                n=p.n,
-                m=p.m,
-                d_model=p.d_model,
-                d_k=p.d_k,
-                d_v=p.d_v,
-                heads=p.heads,
-                mask=mask,
-            )
-        ),
-    ]
-    if "name" in p.meta:
-        lines.append(
-            Text(
-                _t(
-                    opts.lang,
-                    "ui.preset",
-                    name=safe(p.meta["name"]),
-                    description=safe(p.meta.get("description", ""), 200),
-                ),
-                style="dim",
-            )
-        )
+    problem, *preset = summary(trace, opts.lang)
+    lines = [Text("qkvcalc — softmax(Q·Kᵀ/√d_k + M)·V", style="bold"), Text(problem)]
+    lines += [Text(line, style="dim") for line in preset]
     return _pad(Group(*lines), (0, 0, 1, 0))
 
 

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from typing import TYPE_CHECKING
+
+from qkvcalc.i18n import translate
+
+if TYPE_CHECKING:
+    from qkvcalc.trace import Trace
 
 _SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 MAX_LABEL = 24
@@ -89,3 +95,19 @@ def pick(count: int, limit: int) -> list[int | None]:
     head = max(1, (limit - 1) // 2 + (limit - 1) % 2)
     tail = max(1, limit - 1 - head)
     return [*range(head), None, *range(count - tail, count)]
+
+
+def summary(trace: Trace, lang: str) -> list[str]:
+    """The problem in a sentence (sizes, heads, mask) and the preset it came from, as plain
+    text: each renderer escapes it its own way."""
+    p = trace.problem
+    mask = p.mask_kind + (" + key_padding" if p.key_padding is not None else "")
+    key = "ui.problem" if p.projected else "ui.problem_direct"
+    sizes = {"n": p.n, "m": p.m, "d_model": p.d_model, "d_k": p.d_k, "d_v": p.d_v}
+    lines = [translate(key, lang, **sizes, heads=p.heads, mask=mask)]
+    if "name" in p.meta:
+        description = safe(p.meta.get("description", ""), 200)
+        lines.append(
+            translate("ui.preset", lang, name=safe(p.meta["name"]), description=description)
+        )
+    return lines
