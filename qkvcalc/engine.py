@@ -247,6 +247,7 @@ class _Recorder:
                 names=("Q", "Kᵀ"),
                 inner=_dims(p.d_k),
                 cell="q_{i}·k_{j}",
+                notes=(Msg("note.cross_axes", n=p.n, m=p.m),) if p.cross else (),
             )
         )
         if p.scale_given is None:
@@ -442,6 +443,15 @@ def run(p: Problem) -> Trace:
             _dims(p.heads * p.d_v),
             "concat",
             inputs=tuple(outs),
+            notes=(
+                Msg(
+                    "note.concat_columns",
+                    spans=[
+                        Msg("ui.concat_span", head=h, cols=_span((h - 1) * p.d_v, p.d_v))
+                        for h in range(1, p.heads + 1)
+                    ],
+                ),
+            ),
         )
     )
     if p.wo is None:

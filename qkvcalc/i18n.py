@@ -45,9 +45,21 @@ def catalog(lang: str) -> dict[str, str]:
 
 
 def translate(key: str, lang: str = "en", /, **params: Any) -> str:
-    """The sentence for `key` in `lang`, with its params filled in; English if `lang` lacks it."""
+    """The sentence for `key` in `lang`, with its params filled in; English if `lang` lacks it.
+
+    A param may itself be a Msg, or a list of them (joined with commas): it is put into words
+    in the same language, so the engine can say "columns 1–2 from head 1, …" without words.
+    """
     template = catalog(lang).get(key) or catalog("en")[key]
-    return template.format(**params)
+    return template.format(**{name: _words(value, lang) for name, value in params.items()})
+
+
+def _words(value: Any, lang: str) -> Any:
+    if isinstance(value, Msg):
+        return value.text(lang)
+    if isinstance(value, list) and value and all(isinstance(v, Msg) for v in value):
+        return ", ".join(v.text(lang) for v in value)
+    return value
 
 
 def resolve_lang(explicit: str | None = None) -> str:

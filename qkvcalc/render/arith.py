@@ -169,3 +169,22 @@ def stage_work(stage: Stage, style: Style) -> Iterator[str]:
             line = cell_work(stage, i, j, style)
             if line is not None:
                 yield line
+
+
+def notes_and_work(
+    stage: Stage, hidden: tuple[int, int], style: Style, detail: str, limits: tuple[int, int]
+) -> tuple[list[Msg], list[str]]:
+    """What every renderer writes under a stage's table: its notes (plus how much of the table
+    is hidden, and why the arithmetic is left out, when it is) and the arithmetic lines.
+    `limits` are (cells, terms): RenderOptions.arithmetic_cells and .arithmetic_terms."""
+    notes = list(stage.notes)
+    if any(hidden):
+        notes.append(Msg("note.hidden", rows=hidden[0], cols=hidden[1]))
+    work: list[str] = []
+    if detail == "full" and stage.op in WITH_ARITHMETIC:
+        reason = fits(stage, *limits)
+        if reason is None:
+            work = list(stage_work(stage, style))
+        else:
+            notes.append(Msg("note.no_arithmetic", reason=reason))
+    return notes, work

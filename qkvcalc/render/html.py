@@ -17,9 +17,9 @@ from html import escape
 
 import numpy as np
 
-from qkvcalc.i18n import Msg, translate
+from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import WITH_ARITHMETIC, Style, fits, stage_work
+from qkvcalc.render.arith import Style, notes_and_work
 from qkvcalc.render.text import fmt, pick, safe, summary
 from qkvcalc.trace import Stage, Trace
 
@@ -200,16 +200,13 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
         stage.value, stage.name, stage.rows, stage.cols, opts, heat=stage.id == "weights"
     )
     out.append(f'<div class="scroll">\n{product or table}\n</div>')
-    notes: list[Msg] = list(stage.notes)
-    if hidden_rows or hidden_cols:
-        notes.append(Msg("note.hidden", rows=hidden_rows, cols=hidden_cols))
-    work: list[str] = []
-    if opts.detail == "full" and stage.op in WITH_ARITHMETIC:
-        reason = fits(stage, opts.arithmetic_cells, opts.arithmetic_terms)
-        if reason is None:
-            work = list(stage_work(stage, Style(precision=opts.precision)))
-        else:
-            notes.append(Msg("note.no_arithmetic", reason=reason.text(opts.lang)))
+    notes, work = notes_and_work(
+        stage,
+        (hidden_rows, hidden_cols),
+        Style(precision=opts.precision),
+        opts.detail,
+        (opts.arithmetic_cells, opts.arithmetic_terms),
+    )
     if notes:
         items = "".join(f"<li>{escape(note.text(opts.lang))}</li>" for note in notes)
         out.append(f'<ul class="notes">{items}</ul>')

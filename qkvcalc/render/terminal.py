@@ -19,9 +19,9 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from qkvcalc.i18n import Msg, translate
+from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import WITH_ARITHMETIC, Style, exact_text, fits, stage_work
+from qkvcalc.render.arith import Style, exact_text, notes_and_work
 from qkvcalc.render.text import display_width, fmt, pick, safe, summary
 from qkvcalc.trace import Stage, Trace
 
@@ -298,18 +298,14 @@ def render_stage(
                 (0, 0, 0, 2),
             )
         )
-    notes: list[Msg] = list(stage.notes) + _layout_notes(stage, trace, lang)
-    rows_hidden, cols_hidden = hidden[0] if hidden else (0, 0)
-    if rows_hidden or cols_hidden:
-        notes.append(Msg("note.hidden", rows=rows_hidden, cols=cols_hidden))
-    work: list[Text] = []
-    if opts.detail == "full" and stage.op in WITH_ARITHMETIC:
-        reason = fits(stage, opts.arithmetic_cells, opts.arithmetic_terms)
-        if reason is None:
-            style = Style(precision=opts.precision, exact=opts.exact)
-            work = [Text("  " + line) for line in stage_work(stage, style)]
-        else:
-            notes.append(Msg("note.no_arithmetic", reason=reason.text(lang)))
+    notes, lines = notes_and_work(
+        stage,
+        hidden[0] if hidden else (0, 0),
+        Style(precision=opts.precision, exact=opts.exact),
+        opts.detail,
+        (opts.arithmetic_cells, opts.arithmetic_terms),
+    )
+    work = [Text("  " + line) for line in lines]
     if stage.op == "softmax":
         work = _softmax_rows(stage, trace, opts) + work
     if stage.op == "mask" and work:
@@ -361,26 +357,6 @@ def _head_rule(head: int, trace: Trace, opts: RenderOptions) -> RenderableType:
     else:
         text = _t(opts.lang, "ui.heads_group", head=head, heads=p.heads)
     return Rule(Text(text, style="bold magenta"), align="center", style="magenta", characters="═")
-
-
-def _layout_notes(stage: Stage, trace: Trace, lang: str) -> list[Msg]:
-    """Notes only a reader of the table needs: which columns of concat came from which head,
-    and, in cross-attention, which axis is the queries and which the source's keys."""
-    p = trace.problem
-    if stage.id == "concat":
-        d_v = p.d_v
-        spans = ", ".join(
-            _t(lang, "ui.concat_span", head=h, cols=_cols((h - 1) * d_v + 1, h * d_v))
-            for h in range(1, p.heads + 1)
-        )
-        return [Msg("note.concat_columns", spans=spans)]
-    if p.cross and stage.id == "scores":
-        return [Msg("note.cross_axes", n=p.n, m=p.m)]
-    return []
-
-
-def _cols(first: int, last: int) -> str:
-    return f"{first}–{last}" if first != last else f"{first}"
 
 
 def header(trace: Trace, opts: RenderOptions) -> RenderableType:
