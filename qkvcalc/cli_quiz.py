@@ -204,10 +204,21 @@ def quiz(
     )
     if random_info is not None:
         console.print(Text(translate("quiz.random_seed", language, **random_info), style="dim"))
+    # The problem came in on standard input: the answers come from the terminal, as --step's
+    # keys do (and with no terminal there is nobody to ask).
+    terminal = None
+    if source == "-":
+        try:
+            terminal = open("/dev/tty", encoding="utf-8")  # noqa: SIM115 (closed below)
+        except OSError:
+            fail(QkvcalcError("quiz.no_terminal"), language)
     try:
-        report = Session(trace, keys, opts, console, ask_line(console)).run()
+        report = Session(trace, keys, opts, console, ask_line(console, terminal)).run()
     except KeyboardInterrupt:
         raise _interrupted(console, language) from None
+    finally:
+        if terminal is not None:
+            terminal.close()
     console.print(render_report(report, language))
     raise typer.Exit(0 if report.all_right else EXIT_MISTAKES)
 

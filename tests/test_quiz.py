@@ -622,3 +622,41 @@ def test_quiz_in_korean_at_a_terminal():
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 1
+
+
+def test_a_piped_problem_takes_its_answers_from_the_terminal():
+    """`cat p.json | qkvcalc quiz -`: standard input carried the problem, so the questions are
+    answered at the terminal (as --step's keys are), not read as an empty answer sheet."""
+    env = {**os.environ, **PINNED_ENV}
+    child = pexpect.spawn(
+        "bash",
+        ["-c", f"cat presets/doc.json | {sys.executable} -m qkvcalc quiz - --stages q"],
+        cwd=str(ROOT),
+        env=env,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(50, 100),
+    )
+    answer(child, "Q[1,1]", "1")
+    child.expect_exact("✓")
+    answer(child, "Q[1,2]", "2")
+    child.expect_exact("All 2 cells right.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_a_piped_problem_with_no_terminal_says_so():
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "qkvcalc", "quiz", "-"],
+        input=(ROOT / "presets" / "doc.json").read_bytes(),
+        capture_output=True,
+        env={**os.environ, **PINNED_ENV},
+        cwd=ROOT,
+        timeout=60,
+        start_new_session=True,  # no controlling terminal: /dev/tty cannot be opened
+    )
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert b"answers are read from a terminal" in proc.stderr

@@ -221,6 +221,9 @@ MESSAGES: dict[str, str] = {
     "step.header_head": "stage {number} of {total} — {formula} · head {head}",
     "step.keys": "Enter, Space or → next  ·  b or ← back  ·  q or Esc quit",
     "step.done": "All {total} stages shown. The result:",
+    "quiz.no_terminal": "the problem came in on standard input, so the answers are read from a "
+    "terminal, and there is none here: give the problem as a file or --preset, or grade a sheet "
+    "with --answers",
     "step.no_terminal": "--step reads keys from a terminal, and there is none here (no "
     "/dev/tty): run it in a terminal, or leave out --step to print every stage at once",
     "step.with_format": "--step shows the table one stage at a time in the terminal, so it "

@@ -233,6 +233,9 @@ MESSAGES: dict[str, str] = {
     "step.header_head": "{total}단계 중 {number}단계 — {formula} · 헤드 {head}",
     "step.keys": "다음: Enter, Space, →  ·  이전: b, ←  ·  끝내기: q, Esc",
     "step.done": "{total}개 단계를 모두 보았습니다. 결과:",
+    "quiz.no_terminal": "문제를 표준 입력으로 받았으므로 답은 터미널에서 읽어야 하는데, 지금은 "
+    "연결된 터미널이 없습니다. 문제를 파일이나 --preset으로 주거나, --answers로 답안지를 "
+    "채점하세요",
     "step.no_terminal": "--step은 터미널에서 키를 읽는데, 지금은 연결된 터미널이 없습니다 "
     "(/dev/tty 없음). 터미널에서 실행하거나, --step을 빼고 모든 단계를 한 번에 출력하세요",
     "step.with_format": "--step은 터미널에서 표를 한 단계씩 보여 주므로 --format {format} "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import TextIO
 
 import numpy as np
 from rich.console import Console, Group, RenderableType
@@ -39,13 +40,14 @@ from qkvcalc.trace import Stage, Trace
 Ask = Callable[[Text], str]
 
 
-def ask_line(console: Console) -> Ask:
-    """A prompt on `console`, an answer read from standard input (EOFError at its end)."""
+def ask_line(console: Console, answers: TextIO | None = None) -> Ask:
+    """A prompt on `console`, an answer read from `answers` (standard input unless given; the
+    terminal when the problem itself came in on standard input). EOFError at its end."""
 
     def ask(prompt: Text) -> str:
         console.print(prompt, end="", soft_wrap=True)  # the terminal wraps, rich does not
         console.file.flush()
-        line = sys.stdin.readline()
+        line = (answers or sys.stdin).readline()
         if not line:
             console.print()
             raise EOFError
