@@ -89,7 +89,7 @@ def _load(
     if random:
         given = [name for name, on in (("SOURCE", source), ("--preset", preset)) if on]
         if given:
-            raise QkvcalcError("quiz.random_with_source", given=" and ".join(given))
+            raise QkvcalcError("quiz.random_with_source", given=", ".join(given))
         size_text = size or "3,2"
         n, d = parse_size(size_text)
         seed = new_seed() if seed is None else seed

@@ -415,7 +415,7 @@ def run(p: Problem) -> Trace:
         Stage(
             "split",
             None,
-            f"{names[0]}, {names[1]}, {names[2]} → heads",
+            f"{names[0]}, {names[1]}, {names[2]} → h = 1…H",
             split,
             tuple(f"head {h}" for h in range(1, p.heads + 1)),
             (

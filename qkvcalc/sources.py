@@ -44,7 +44,7 @@ def gather(
     inline = {k: v for k, v in inline.items() if v is not None}
     given = [name for name, on in (("SOURCE", source), ("--preset", preset)) if on]
     if len(given) > 1:
-        raise QkvcalcError("cli.two_sources", sources=" and ".join(given))
+        raise QkvcalcError("cli.two_sources", sources=", ".join(given))
 
     doc: dict[str, Any] = {}
     given = False  # a document was given, even an empty one ({} is missing X …, not no input)

@@ -69,6 +69,8 @@ MESSAGES: dict[str, str] = {
     "note.too_big_cells": "{cells} cells, more than {limit} to write out",
     "note.too_long_sums": "each cell sums {inner} products, more than {limit}",
     "note.hidden": "{rows} rows and {cols} columns hidden (…).",
+    "note.hidden_rows": "{rows} rows hidden (⋮).",
+    "note.hidden_cols": "{cols} columns hidden (…).",
     "note.brief": "Tables only (--detail brief).",
     # ---- warnings ------------------------------------------------------------------------
     "warn.fully_masked": "Every key is masked for {rows}: the plain formula would give "
@@ -196,7 +198,7 @@ MESSAGES: dict[str, str] = {
     "cli.preset_unknown": "no preset named {name!r}; the presets are: {names}",
     "cli.preset_unknown_suggest": "no preset named {name!r}: did you mean {suggestion!r}? "
     "(qkvcalc presets lists them)",
-    "cli.two_sources": "give one input: {sources} were all given",
+    "cli.two_sources": "give one input, not several: {sources}",
     "cli.bad_option": "--{option}: {reason}",
     "cli.interrupted": "interrupted",
     "cli.error_prefix": "error",

@@ -78,6 +78,8 @@ MESSAGES: dict[str, str] = {
     "note.too_big_cells": "칸이 {cells}개로, 풀어 쓰는 한도 {limit}개보다 많음",
     "note.too_long_sums": "칸마다 곱 {inner}개를 더해야 해서, 한도 {limit}개보다 많음",
     "note.hidden": "행 {rows}개와 열 {cols}개를 생략했습니다(…).",
+    "note.hidden_rows": "행 {rows}개를 생략했습니다(⋮).",
+    "note.hidden_cols": "열 {cols}개를 생략했습니다(…).",
     "note.brief": "표만 보여 줍니다(--detail brief).",
     # ---- warnings ------------------------------------------------------------------------
     "warn.fully_masked": "Query {rows}에서는 모든 Key가 마스킹되어, 공식을 그대로 쓰면 0/0 = NaN이 "

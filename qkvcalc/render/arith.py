@@ -171,6 +171,15 @@ def stage_work(stage: Stage, style: Style) -> Iterator[str]:
                 yield line
 
 
+def hidden_note(rows: int, cols: int) -> Msg:
+    """How much of an elided table is hidden, naming only what is (rows, columns or both)."""
+    if not cols:
+        return Msg("note.hidden_rows", rows=rows)
+    if not rows:
+        return Msg("note.hidden_cols", cols=cols)
+    return Msg("note.hidden", rows=rows, cols=cols)
+
+
 def notes_and_work(
     stage: Stage, hidden: tuple[int, int], style: Style, detail: str, limits: tuple[int, int]
 ) -> tuple[list[Msg], list[str]]:
@@ -179,7 +188,7 @@ def notes_and_work(
     `limits` are (cells, terms): RenderOptions.arithmetic_cells and .arithmetic_terms."""
     notes = list(stage.notes)
     if any(hidden):
-        notes.append(Msg("note.hidden", rows=hidden[0], cols=hidden[1]))
+        notes.append(hidden_note(*hidden))
     work: list[str] = []
     if detail == "full" and stage.op in WITH_ARITHMETIC:
         reason = fits(stage, *limits)

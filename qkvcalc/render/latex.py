@@ -18,7 +18,7 @@ import numpy as np
 
 from qkvcalc.i18n import Msg, translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import WITH_ARITHMETIC, Style, fits, stage_work
+from qkvcalc.render.arith import WITH_ARITHMETIC, Style, fits, hidden_note, stage_work
 from qkvcalc.render.text import fmt, pick, safe, summary
 from qkvcalc.trace import Stage, Trace
 
@@ -110,7 +110,7 @@ _FORMULA = [
     ("−", "-"),
     ("×", r"\times"),
     ("→", r"\to"),
-    ("…", r"\ldots"),
+    ("…", r"\ldots "),  # the space ends the control word: 1\ldots H, not \ldotsH
     ("–", r"\text{--}"),
 ]
 
@@ -244,7 +244,7 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     lines.append(rf"{{\small {rows} \quad {cols}}}")
     notes: list[Msg] = list(stage.notes)
     if hidden_rows or hidden_cols:
-        notes.append(Msg("note.hidden", rows=hidden_rows, cols=hidden_cols))
+        notes.append(hidden_note(hidden_rows, hidden_cols))
     work = _arithmetic(stage, trace, opts, notes)
     if notes:
         items = [r"\item " + tex_escape(note.text(opts.lang)) for note in notes]
