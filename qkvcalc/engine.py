@@ -15,7 +15,6 @@ import unicodedata
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.exact import attach_exact
 from qkvcalc.i18n import Msg
 from qkvcalc.problem import Problem
 from qkvcalc.trace import Stage, Trace, resolve
@@ -368,6 +367,17 @@ class _Recorder:
         )
 
 
+def _with_exact(trace: Trace) -> Trace:
+    """--exact: the rational stages as fractions too (qkvcalc.exact, loaded only when asked)."""
+    p = trace.problem
+    first = p.x if p.x is not None else p.q
+    if first is None or first.exact is None:
+        return trace
+    from qkvcalc.exact import attach_exact
+
+    return attach_exact(trace)
+
+
 # Overflow is not a warning here: every stage is checked (_check_finite) and an overflow
 # becomes one QkvcalcError, so numpy's RuntimeWarnings would only repeat it on stderr.
 @np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
@@ -392,7 +402,7 @@ def run(p: Problem) -> Trace:
     allowed = allowed_keys(p)
     if not p.multihead:
         rec.head(None, None, None, None, allowed)
-        return attach_exact(Trace(p, tuple(rec.stages), tuple(rec.warnings)))
+        return _with_exact(Trace(p, tuple(rec.stages), tuple(rec.warnings)))
 
     # The split: which columns of W_Q, W_K, W_V (or of Q, K, V) each head reads. [H, 7]
     split = np.array(
@@ -488,4 +498,4 @@ def run(p: Problem) -> Trace:
                 topic="output.final",
             )
         )
-    return attach_exact(Trace(p, tuple(rec.stages), tuple(rec.warnings)))
+    return _with_exact(Trace(p, tuple(rec.stages), tuple(rec.warnings)))
