@@ -137,3 +137,12 @@ def test_every_command_is_documented_in_the_readme():
     group = get_command(app)
     for name in group.commands:  # type: ignore[attr-defined]
         assert f"qkvcalc {name}" in readme, f"`qkvcalc {name}` is not in README.md"
+
+
+def test_mypy_holds_on_the_engine_and_input_layer():
+    """The files pyproject's [tool.mypy] lists type-check cleanly."""
+    pytest.importorskip("mypy")
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
