@@ -10,34 +10,36 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated
 
 import typer
 
 from qkvcalc import __version__
+from qkvcalc.cli_common import (
+    EXIT_INTERRUPTED,
+    Lang,
+    LangOption,
+    NoColorOption,
+    console,
+    fail,
+    help_text,
+    language,
+    write_output,
+)
+from qkvcalc.cli_quiz import register as register_quiz
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import resolve_lang, translate
 
-# The help text speaks the language of the environment as it is when the commands are
-# defined (QKVCALC_LANG, LC_ALL, LC_MESSAGES, LANG): --lang is parsed after --help answers.
-_HELP_LANG = resolve_lang()
-
-
-def _help(key: str) -> str:
-    """The help text under `key` (help.<command>.<option>) in the environment's language."""
-    return translate(key, _HELP_LANG)
-
-
 app = typer.Typer(
     name="qkvcalc",
-    help=_help("help.app"),
+    help=help_text("help.app"),
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
 presets_app = typer.Typer(
-    help=_help("help.presets"),
+    help=help_text("help.presets"),
     invoke_without_command=True,
     rich_markup_mode=None,
 )
@@ -59,28 +61,9 @@ class Detail(str, Enum):
     brief = "brief"
 
 
-class Lang(str, Enum):
-    en = "en"
-    ko = "ko"
-
-
 class Layout(str, Enum):
     rows = "rows"
     torch = "torch"
-
-
-EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
-
-
-def fail(err: QkvcalcError, lang: str) -> NoReturn:
-    """One message on stderr, nothing on stdout, exit 2. Input text a message echoes (a key,
-    a path, a value) is shown literally: control characters become visible escapes."""
-    from qkvcalc.render.text import printable
-
-    message = printable(f"{translate('cli.error_prefix', lang)}: {err.message(lang)}")
-    typer.echo(message, err=True, color=False)
-    raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def _version(value: bool) -> None:
@@ -93,91 +76,68 @@ def _version(value: bool) -> None:
 def _root(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version, is_eager=True, help=_help("help.version")),
+        typer.Option("--version", callback=_version, is_eager=True, help=help_text("help.version")),
     ] = False,
 ) -> None:
     """qkvcalc: scaled dot-product attention, stage by stage."""
 
 
-def _console(no_color: bool, stderr: bool = False) -> Any:
-    from rich.console import Console
-
-    return Console(
-        stderr=stderr,
-        no_color=no_color or None,
-        highlight=False,
-        emoji=False,
-        markup=False,
-        soft_wrap=False,
-    )
-
-
-def write_output(text: str, path: Path) -> None:
-    """Write the whole file or nothing: a temporary file renamed into place."""
-    tmp = path.with_name(f".{path.name}.qkvcalc-tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-@app.command(help=_help("help.explain"))
+@app.command(help=help_text("help.explain"))
 def explain(
     source: Annotated[
         str | None,
         typer.Argument(
-            help=_help("help.explain.source"),
+            help=help_text("help.explain.source"),
             show_default=False,
         ),
     ] = None,
     preset: Annotated[
         str | None,
-        typer.Option(help=_help("help.explain.preset"), show_default=False),
+        typer.Option(help=help_text("help.explain.preset"), show_default=False),
     ] = None,
     x: Annotated[
         str | None,
-        typer.Option("--x", help=_help("help.explain.x"), show_default=False),
+        typer.Option("--x", help=help_text("help.explain.x"), show_default=False),
     ] = None,
     wq: Annotated[
-        str | None, typer.Option("--wq", help=_help("help.explain.wq"), show_default=False)
+        str | None, typer.Option("--wq", help=help_text("help.explain.wq"), show_default=False)
     ] = None,
     wk: Annotated[
-        str | None, typer.Option("--wk", help=_help("help.explain.wk"), show_default=False)
+        str | None, typer.Option("--wk", help=help_text("help.explain.wk"), show_default=False)
     ] = None,
     wv: Annotated[
-        str | None, typer.Option("--wv", help=_help("help.explain.wv"), show_default=False)
+        str | None, typer.Option("--wv", help=help_text("help.explain.wv"), show_default=False)
     ] = None,
     wo: Annotated[
         str | None,
-        typer.Option("--wo", help=_help("help.explain.wo"), show_default=False),
+        typer.Option("--wo", help=help_text("help.explain.wo"), show_default=False),
     ] = None,
     tokens: Annotated[
         str | None,
-        typer.Option(help=_help("help.explain.tokens"), show_default=False),
+        typer.Option(help=help_text("help.explain.tokens"), show_default=False),
     ] = None,
     mask: Annotated[
         str | None,
-        typer.Option(help=_help("help.explain.mask"), show_default=False),
+        typer.Option(help=help_text("help.explain.mask"), show_default=False),
     ] = None,
     heads: Annotated[
-        int | None, typer.Option(help=_help("help.explain.heads"), min=1, show_default=False)
+        int | None, typer.Option(help=help_text("help.explain.heads"), min=1, show_default=False)
     ] = None,
     kv_heads: Annotated[
         int | None,
-        typer.Option(help=_help("help.explain.kv_heads"), min=1, show_default=False),
+        typer.Option(help=help_text("help.explain.kv_heads"), min=1, show_default=False),
     ] = None,
     scale: Annotated[
         str | None,
         typer.Option(
-            help=_help("help.explain.scale"),
+            help=help_text("help.explain.scale"),
             show_default=False,
         ),
     ] = None,
     layout: Annotated[
         Layout | None,
         typer.Option(
-            help=_help("help.explain.layout"),
+            help=help_text("help.explain.layout"),
             show_default=False,
         ),
     ] = None,
@@ -186,7 +146,7 @@ def explain(
         typer.Option(
             "--format",
             "-f",
-            help=_help("help.explain.format"),
+            help=help_text("help.explain.format"),
             show_default=False,
         ),
     ] = None,
@@ -195,31 +155,28 @@ def explain(
         typer.Option(
             "--output",
             "-o",
-            help=_help("help.explain.output"),
+            help=help_text("help.explain.output"),
             show_default=False,
         ),
     ] = None,
-    detail: Annotated[Detail, typer.Option(help=_help("help.explain.detail"))] = Detail.full,
+    detail: Annotated[Detail, typer.Option(help=help_text("help.explain.detail"))] = Detail.full,
     precision: Annotated[
-        int, typer.Option(help=_help("help.explain.precision"), min=0, max=15)
+        int, typer.Option(help=help_text("help.explain.precision"), min=0, max=15)
     ] = 4,
-    exact: Annotated[bool, typer.Option("--exact", help=_help("help.explain.exact"))] = False,
-    lang: Annotated[
-        Lang | None,
-        typer.Option(help=_help("help.lang"), show_default=False),
-    ] = None,
-    no_color: Annotated[bool, typer.Option("--no-color", help=_help("help.no_color"))] = False,
+    exact: Annotated[bool, typer.Option("--exact", help=help_text("help.explain.exact"))] = False,
+    lang: LangOption = None,
+    no_color: NoColorOption = False,
     max_bytes: Annotated[
-        int, typer.Option(help=_help("help.explain.max_bytes"), min=1)
+        int, typer.Option(help=help_text("help.explain.max_bytes"), min=1)
     ] = 100_000_000,
     max_elements: Annotated[
         int,
-        typer.Option(help=_help("help.explain.max_elements"), min=1),
+        typer.Option(help=help_text("help.explain.max_elements"), min=1),
     ] = 100_000_000,
-    step: Annotated[bool, typer.Option("--step", help=_help("step.option_help"))] = False,
+    step: Annotated[bool, typer.Option("--step", help=help_text("step.option_help"))] = False,
 ) -> None:
     """Compute attention for a problem and show every stage, with each cell's arithmetic."""
-    language = resolve_lang(lang.value if lang else None)
+    lang_code = language(lang)
     try:
         from qkvcalc.engine import run
         from qkvcalc.problem import Problem
@@ -257,13 +214,13 @@ def explain(
                     known=" ".join(EXTENSIONS),
                 )
             fmt = EXTENSIONS[output.suffix.lower()]
-        console = _console(no_color)
-        color = console.color_system is not None and output is None and fmt == "table"
+        terminal = console(no_color)
+        color = terminal.color_system is not None and output is None and fmt == "table"
         opts = RenderOptions(
-            lang=language,
+            lang=lang_code,
             precision=precision,
             detail=detail.value,
-            width=console.width if output is None else 100,
+            width=terminal.width if output is None else 100,
             color=color,
             exact=exact,
         )
@@ -274,14 +231,14 @@ def explain(
             return
         text = render(trace, fmt, opts)
     except QkvcalcError as err:
-        fail(err, language)
+        fail(err, lang_code)
     if output is not None:
         try:
             write_output(text, output)
         except OSError as err:
             reason = err.strerror or type(err).__name__
             unwritable = QkvcalcError("export.output_unwritable", path=str(output), reason=reason)
-            fail(unwritable, language)
+            fail(unwritable, lang_code)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -295,10 +252,10 @@ def presets_list(ctx: typer.Context) -> None:
     _print_presets()
 
 
-@presets_app.command("list", help=_help("help.presets.list"))
+@presets_app.command("list", help=help_text("help.presets.list"))
 def presets_list_cmd(
     lang: Annotated[
-        Lang | None, typer.Option(help=_help("help.presets.lang"), show_default=False)
+        Lang | None, typer.Option(help=help_text("help.presets.lang"), show_default=False)
     ] = None,
 ) -> None:
     """List the presets with a one-line description."""
@@ -311,26 +268,26 @@ def _print_presets(lang: str | None = None) -> None:
 
     from qkvcalc import presets
 
-    language = resolve_lang(lang)
+    lang_code = resolve_lang(lang)
     table = Table(
-        title=translate("ui.presets_title", language), title_justify="left", show_edge=False
+        title=translate("ui.presets_title", lang_code), title_justify="left", show_edge=False
     )
-    table.add_column(translate("ui.presets_name", language), style="bold", no_wrap=True)
-    table.add_column(translate("ui.presets_description", language))
+    table.add_column(translate("ui.presets_name", lang_code), style="bold", no_wrap=True)
+    table.add_column(translate("ui.presets_description", lang_code))
     for name in presets.names():
         table.add_row(Text(name), Text(str(presets.load(name).get("description", ""))))
-    console = _console(False)
-    with console.capture() as capture:
-        console.print(table)
-        console.print(Text(translate("ui.presets_hint", language), style="dim"))
+    out = console(False)
+    with out.capture() as capture:
+        out.print(table)
+        out.print(Text(translate("ui.presets_hint", lang_code), style="dim"))
     sys.stdout.write(capture.get())
 
 
-@presets_app.command("show", help=_help("help.presets.show"))
+@presets_app.command("show", help=help_text("help.presets.show"))
 def presets_show(
-    name: Annotated[str, typer.Argument(help=_help("help.presets.name"))],
+    name: Annotated[str, typer.Argument(help=help_text("help.presets.name"))],
     lang: Annotated[
-        Lang | None, typer.Option(help=_help("help.presets.lang"), show_default=False)
+        Lang | None, typer.Option(help=help_text("help.presets.lang"), show_default=False)
     ] = None,
 ) -> None:
     """Print one preset as JSON: a template to copy and edit."""
@@ -339,7 +296,7 @@ def presets_show(
     try:
         sys.stdout.write(presets.text(name))
     except QkvcalcError as err:
-        fail(err, resolve_lang(lang.value if lang else None))
+        fail(err, language(lang))
 
 
 def main() -> None:
@@ -356,6 +313,4 @@ def main() -> None:
         sys.exit(0)
 
 
-from qkvcalc.cli_quiz import register as _register_quiz  # noqa: E402  (needs app, above)
-
-_register_quiz(app)
+register_quiz(app)  # quiz and new, after explain: the order --help lists them in

@@ -1,8 +1,8 @@
 """The commands `qkvcalc quiz` and `qkvcalc new`: parse options, dispatch, print.
 
 The grading is qkvcalc.quiz.grade's, the questions qkvcalc.quiz.session's and .entry's, the
-report qkvcalc.quiz.report's. qkvcalc/cli.py calls `register(app)` at its end; helpers of
-cli.py are imported inside the commands, so importing this module first works too.
+report qkvcalc.quiz.report's; what the commands share with `explain` is in qkvcalc.cli_common.
+qkvcalc/cli.py calls `register(app)`.
 
 Exit codes: 0 all right (or saved), 1 a graded quiz found mistakes, 2 bad input or usage,
 130 interrupted.
@@ -17,53 +17,29 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from qkvcalc.cli_common import (
+    EXIT_INTERRUPTED,
+    EXIT_MISTAKES,
+    LangOption,
+    NoColorOption,
+    console,
+    fail,
+    help_text,
+    language,
+    write_output,
+)
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.i18n import resolve_lang, translate
+from qkvcalc.i18n import translate
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from qkvcalc.trace import Trace
 
-EXIT_MISTAKES = 1
-EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
-
 
 class QuizFormat(str, Enum):
     table = "table"
     json = "json"
-
-
-class QuizLang(str, Enum):
-    en = "en"
-    ko = "ko"
-
-
-def _help(key: str) -> str:
-    """The help text under `key` in the environment's language, as qkvcalc.cli._help (kept
-    here so that this module can be imported before qkvcalc.cli)."""
-    return translate(key, resolve_lang())
-
-
-LangOption = Annotated[
-    QuizLang | None,
-    typer.Option(help=_help("help.lang"), show_default=False),
-]
-NoColorOption = Annotated[bool, typer.Option("--no-color", help=_help("help.no_color"))]
-
-
-def _console(no_color: bool, stderr: bool = False) -> Console:
-    from rich.console import Console
-
-    return Console(
-        stderr=stderr,
-        no_color=no_color or None,
-        highlight=False,
-        emoji=False,
-        markup=False,
-        soft_wrap=False,
-    )
 
 
 def _interrupted(console: Console, lang: str) -> typer.Exit:
@@ -123,51 +99,50 @@ def _read_sheet(answers: str, trace: Trace) -> dict[str, Any]:
 def quiz(
     source: Annotated[
         str | None,
-        typer.Argument(help=_help("help.quiz.source"), show_default=False),
+        typer.Argument(help=help_text("help.quiz.source"), show_default=False),
     ] = None,
     preset: Annotated[
         str | None,
-        typer.Option(help=_help("help.quiz.preset"), show_default=False),
+        typer.Option(help=help_text("help.quiz.preset"), show_default=False),
     ] = None,
-    random: Annotated[bool, typer.Option("--random", help=_help("help.quiz.random"))] = False,
+    random: Annotated[bool, typer.Option("--random", help=help_text("help.quiz.random"))] = False,
     seed: Annotated[
         int | None,
-        typer.Option(help=_help("help.quiz.seed"), show_default=False),
+        typer.Option(help=help_text("help.quiz.seed"), show_default=False),
     ] = None,
     size: Annotated[
         str | None,
-        typer.Option(help=_help("help.quiz.size"), show_default=False),
+        typer.Option(help=help_text("help.quiz.size"), show_default=False),
     ] = None,
     stages: Annotated[
         str | None,
         typer.Option(
-            help=_help("help.quiz.stages"),
+            help=help_text("help.quiz.stages"),
             show_default=False,
         ),
     ] = None,
     answers: Annotated[
         str | None,
         typer.Option(
-            help=_help("help.quiz.answers"),
+            help=help_text("help.quiz.answers"),
             show_default=False,
         ),
     ] = None,
     format: Annotated[
         QuizFormat,
-        typer.Option("--format", "-f", help=_help("help.quiz.format")),
+        typer.Option("--format", "-f", help=help_text("help.quiz.format")),
     ] = QuizFormat.table,
     precision: Annotated[
         int,
-        typer.Option(help=_help("help.quiz.precision"), min=0, max=6),
+        typer.Option(help=help_text("help.quiz.precision"), min=0, max=6),
     ] = 2,
     lang: LangOption = None,
     no_color: NoColorOption = False,
 ) -> None:
     """Work out attention by hand: each cell is checked, a mistake is traced to where it began."""
-    from qkvcalc.cli import fail
     from qkvcalc.quiz.grade import grade_sheet, select_keys
 
-    language = resolve_lang(lang.value if lang else None)
+    lang_code = language(lang)
     try:
         if format is QuizFormat.json and answers is None:
             raise QkvcalcError("quiz.json_needs_answers")
@@ -176,34 +151,34 @@ def quiz(
         keys = select_keys(trace, names)
         sheet = _read_sheet(answers, trace) if answers is not None else None
     except QkvcalcError as err:
-        fail(err, language)
+        fail(err, lang_code)
 
     from rich.text import Text
 
     from qkvcalc.quiz.report import render_report, report_json
 
-    console = _console(no_color)
+    screen = console(no_color)
     if sheet is not None:
         if names is not None:  # --stages names exactly what is graded
             sheet = {k: v for k, v in sheet.items() if k in keys}
         report = grade_sheet(trace, sheet, keys, precision)
         if format is QuizFormat.json:
-            sys.stdout.write(report_json(report, trace, language))
+            sys.stdout.write(report_json(report, trace, lang_code))
         else:
-            console.print(render_report(report, language))
+            screen.print(render_report(report, lang_code))
         raise typer.Exit(0 if report.all_right else EXIT_MISTAKES)
 
     from qkvcalc.quiz.session import Session, ask_line
     from qkvcalc.render import RenderOptions
 
     opts = RenderOptions(
-        lang=language,
+        lang=lang_code,
         precision=precision,
-        width=console.width,
-        color=console.color_system is not None,
+        width=screen.width,
+        color=screen.color_system is not None,
     )
     if random_info is not None:
-        console.print(Text(translate("quiz.random_seed", language, **random_info), style="dim"))
+        screen.print(Text(translate("quiz.random_seed", lang_code, **random_info), style="dim"))
     # The problem came in on standard input: the answers come from the terminal, as --step's
     # keys do (and with no terminal there is nobody to ask).
     terminal = None
@@ -211,15 +186,15 @@ def quiz(
         try:
             terminal = open("/dev/tty", encoding="utf-8")  # noqa: SIM115 (closed below)
         except OSError:
-            fail(QkvcalcError("quiz.no_terminal"), language)
+            fail(QkvcalcError("quiz.no_terminal"), lang_code)
     try:
-        report = Session(trace, keys, opts, console, ask_line(console, terminal)).run()
+        report = Session(trace, keys, opts, screen, ask_line(screen, terminal)).run()
     except KeyboardInterrupt:
-        raise _interrupted(console, language) from None
+        raise _interrupted(screen, lang_code) from None
     finally:
         if terminal is not None:
             terminal.close()
-    console.print(render_report(report, language))
+    screen.print(render_report(report, lang_code))
     raise typer.Exit(0 if report.all_right else EXIT_MISTAKES)
 
 
@@ -227,7 +202,7 @@ def new(
     file: Annotated[
         Path | None,
         typer.Argument(
-            help=_help("help.new.file"),
+            help=help_text("help.new.file"),
             show_default=False,
         ),
     ] = None,
@@ -237,39 +212,38 @@ def new(
     """Type a problem in step by step, each row checked as it comes; save it as JSON."""
     from rich.text import Text
 
-    from qkvcalc.cli import fail, write_output
     from qkvcalc.problem import Problem
     from qkvcalc.quiz.entry import Entry, problem_json
     from qkvcalc.quiz.session import ask_line
 
-    language = resolve_lang(lang.value if lang else None)
-    talk = _console(no_color, stderr=True)  # questions on stderr: stdout gets only the JSON
-    entry = Entry(talk, ask_line(talk), language)
+    lang_code = language(lang)
+    talk = console(no_color, stderr=True)  # questions on stderr: stdout gets only the JSON
+    entry = Entry(talk, ask_line(talk), lang_code)
     try:
         if (
             file is not None
             and file.exists()
             and not entry.yes("new.overwrite", default=False, path=str(file))
         ):
-            talk.print(Text(translate("new.not_saved", language)))
+            talk.print(Text(translate("new.not_saved", lang_code)))
             return
         doc = entry.run()
     except KeyboardInterrupt:
-        raise _interrupted(talk, language) from None
+        raise _interrupted(talk, lang_code) from None
     except EOFError:
-        fail(QkvcalcError("new.ended"), language)
+        fail(QkvcalcError("new.ended"), lang_code)
     try:
         problem = Problem.from_mapping(doc)
     except QkvcalcError as err:  # the rows were checked one by one; this is a last guard
-        fail(err, language)
+        fail(err, lang_code)
     text = problem_json(doc)
     if file is not None:
         try:
             write_output(text, file)
         except OSError as err:
-            fail(QkvcalcError("new.cannot_write", path=str(file), reason=err.strerror), language)
+            fail(QkvcalcError("new.cannot_write", path=str(file), reason=err.strerror), lang_code)
         talk.print(
-            Text(translate("new.saved", language, path=str(file)), style="green"), soft_wrap=True
+            Text(translate("new.saved", lang_code, path=str(file)), style="green"), soft_wrap=True
         )
     else:
         sys.stdout.write(text)
@@ -285,15 +259,15 @@ def new(
         from qkvcalc.render import RenderOptions
         from qkvcalc.render.terminal import render_trace
 
-        out = _console(no_color)
-        opts = RenderOptions(lang=language, width=out.width, color=out.color_system is not None)
+        out = console(no_color)
+        opts = RenderOptions(lang=lang_code, width=out.width, color=out.color_system is not None)
         out.print(render_trace(run(problem), opts))
     elif file is not None:
-        later = translate("new.explain_later", language, path=str(file))
+        later = translate("new.explain_later", lang_code, path=str(file))
         talk.print(Text(later, style="dim"), soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
     """Add `quiz` and `new` to qkvcalc's typer app."""
-    app.command("quiz", help=_help("help.quiz"))(quiz)
-    app.command("new", help=_help("help.new"))(new)
+    app.command("quiz", help=help_text("help.quiz"))(quiz)
+    app.command("new", help=help_text("help.new"))(new)
