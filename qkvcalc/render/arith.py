@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.i18n import Msg
-from qkvcalc.render.text import cell_label, factor, fmt
-from qkvcalc.trace import Stage
+from qkvcalc.render.text import cell_label, factor, fmt, pick, safe
+from qkvcalc.trace import Stage, Trace
 
 WITH_ARITHMETIC = ("matmul", "scale", "mask", "exp", "softmax")
 
@@ -139,9 +139,8 @@ def cell_work(stage: Stage, i: int, j: int, style: Style) -> str | None:
         if stage.scale_text:
             return f"{at}{style.divided(s, style.root(stage.scale_text))} = {result}"
         return f"{at}{s} {style.times} {scale} = {result}"
-    if stage.op == "mask":
-        assert stage.allowed is not None
-        return None if stage.allowed[i, j] else f"{at}{style.neg_inf}"
+    if stage.op == "mask":  # said row by row instead: row_summaries
+        return None
     if stage.op == "exp":
         s = float(stage.operands[0][i, j])
         assert stage.row_max is not None
@@ -197,3 +196,34 @@ def notes_and_work(
         else:
             notes.append(Msg("note.no_arithmetic", reason=reason))
     return notes, work
+
+
+def row_summaries(stage: Stage, trace: Trace, precision: int, max_rows: int) -> list[Msg | None]:
+    """Sentences about whole rows, written before the cells' arithmetic: for softmax each row's
+    maximum and sum of exponentials, for the mask which keys each query may not see. None
+    stands for the rows a long table elides (⋮). Every renderer escapes them its own way."""
+    if stage.op not in ("softmax", "mask"):
+        return []
+    out: list[Msg | None] = []
+    for i in pick(stage.shape[0], max_rows):
+        if i is None:
+            out.append(None)
+            continue
+        token = safe(stage.rows[i])
+        if stage.op == "mask":
+            assert stage.allowed is not None
+            blocked = np.flatnonzero(~stage.allowed[i])
+            if blocked.size:
+                keys = ", ".join(f"{safe(stage.cols[j])} ({j + 1})" for j in blocked[:12])
+                keys += " …" if blocked.size > 12 else ""
+                out.append(Msg("ui.masked_row", row=i + 1, token=token, keys=keys))
+            continue
+        assert stage.row_sum is not None
+        row_max = trace.stage("exp", stage.head).row_max
+        assert row_max is not None
+        if stage.row_sum[i] == 0:
+            out.append(Msg("ui.all_masked_row", row=i + 1, token=token))
+        else:
+            top, total = (fmt(float(v), precision) for v in (row_max[i], stage.row_sum[i]))
+            out.append(Msg("ui.softmax_row", row=i + 1, token=token, max=top, sum=total))
+    return out

@@ -19,7 +19,7 @@ import numpy as np
 
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import Style, notes_and_work
+from qkvcalc.render.arith import Style, notes_and_work, row_summaries
 from qkvcalc.render.text import fmt, pick, safe, summary
 from qkvcalc.trace import Stage, Trace
 
@@ -158,30 +158,6 @@ def _product(stage: Stage, opts: RenderOptions) -> str | None:
     return '<div class="product">\n' + "\n".join(parts) + "\n</div>"
 
 
-def _softmax_rows(stage: Stage, trace: Trace, opts: RenderOptions) -> list[str]:
-    exp_stage = trace.stage("exp", stage.head)
-    assert stage.row_sum is not None and exp_stage.row_max is not None
-    items = []
-    for i in pick(stage.value.shape[0], opts.max_rows):
-        if i is None:
-            items.append("<li>⋮</li>")
-        elif stage.row_sum[i] == 0:
-            items.append(
-                f"<li>{_t(opts, 'ui.all_masked_row', row=i + 1, token=safe(stage.rows[i]))}</li>"
-            )
-        else:
-            text = _t(
-                opts,
-                "ui.softmax_row",
-                row=i + 1,
-                token=safe(stage.rows[i]),
-                max=fmt(float(exp_stage.row_max[i]), opts.precision),
-                sum=fmt(float(stage.row_sum[i]), opts.precision),
-            )
-            items.append(f"<li>{text}</li>")
-    return items
-
-
 def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions) -> str:
     title = _t(opts, stage.title.key)
     if stage.head:
@@ -210,11 +186,14 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     if notes:
         items = "".join(f"<li>{escape(note.text(opts.lang))}</li>" for note in notes)
         out.append(f'<ul class="notes">{items}</ul>')
-    softmax = opts.detail == "full" and stage.op == "softmax"
-    if work or softmax:
+    rows = (
+        row_summaries(stage, trace, opts.precision, opts.max_rows) if opts.detail == "full" else []
+    )
+    if work or rows:
         out.append(f"<h3>{_t(opts, 'ui.arithmetic')}</h3>")
-    if softmax:
-        out.append('<ul class="rows">' + "".join(_softmax_rows(stage, trace, opts)) + "</ul>")
+    if rows:
+        items = ("⋮" if row is None else escape(row.text(opts.lang)) for row in rows)
+        out.append('<ul class="rows">' + "".join(f"<li>{item}</li>" for item in items) + "</ul>")
     if work:
         out.append('<pre class="work">' + escape("\n".join(work)) + "</pre>")
     out.append("</section>")

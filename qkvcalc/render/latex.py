@@ -18,7 +18,14 @@ import numpy as np
 
 from qkvcalc.i18n import Msg, translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import WITH_ARITHMETIC, Style, fits, hidden_note, stage_work
+from qkvcalc.render.arith import (
+    WITH_ARITHMETIC,
+    Style,
+    fits,
+    hidden_note,
+    row_summaries,
+    stage_work,
+)
 from qkvcalc.render.text import fmt, pick, safe, summary
 from qkvcalc.trace import Stage, Trace
 
@@ -194,25 +201,12 @@ def _arithmetic(stage: Stage, trace: Trace, opts: RenderOptions, notes: list[Msg
     if opts.detail != "full" or stage.op not in WITH_ARITHMETIC:
         return []
     out: list[str] = []
-    if stage.op == "softmax":
-        exp_stage = trace.stage("exp", stage.head)
-        assert stage.row_sum is not None and exp_stage.row_max is not None
-        rows = []
-        for i in pick(stage.value.shape[0], opts.max_rows):
-            if i is None:
-                rows.append(r"\item $\vdots$")
-                continue
-            key, params = (
-                "ui.softmax_row",
-                {
-                    "max": fmt(float(exp_stage.row_max[i]), opts.precision),
-                    "sum": fmt(float(stage.row_sum[i]), opts.precision),
-                },
-            )
-            if stage.row_sum[i] == 0:
-                key, params = "ui.all_masked_row", {}
-            rows.append(r"\item " + _t(opts, key, row=i + 1, token=safe(stage.rows[i]), **params))
-        out.append("\\begin{itemize}\n" + "\n".join(rows) + "\n\\end{itemize}")
+    rows = row_summaries(stage, trace, opts.precision, opts.max_rows)
+    if rows:
+        items = (r"$\vdots$" if r is None else tex_escape(r.text(opts.lang)) for r in rows)
+        out.append(
+            "\\begin{itemize}\n" + "\n".join(rf"\item {i}" for i in items) + "\n\\end{itemize}"
+        )
     reason = fits(stage, opts.arithmetic_cells, opts.arithmetic_terms)
     if reason is not None:
         notes.append(Msg("note.no_arithmetic", reason=reason.text(opts.lang)))

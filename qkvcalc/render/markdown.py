@@ -17,7 +17,7 @@ import numpy as np
 
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import Style, notes_and_work
+from qkvcalc.render.arith import Style, notes_and_work, row_summaries
 from qkvcalc.render.latex import bmatrix, tex_formula
 from qkvcalc.render.text import fmt, pick, safe, summary
 from qkvcalc.trace import Stage, Trace
@@ -103,30 +103,6 @@ def _product(stage: Stage, opts: RenderOptions) -> list[str]:
     return ["$$", " = ".join(parts), "$$"]
 
 
-def _softmax_rows(stage: Stage, trace: Trace, opts: RenderOptions) -> list[str]:
-    exp_stage = trace.stage("exp", stage.head)
-    assert stage.row_sum is not None and exp_stage.row_max is not None
-    lines = []
-    for i in pick(stage.value.shape[0], opts.max_rows):
-        if i is None:
-            lines.append("- ⋮")
-        elif stage.row_sum[i] == 0:
-            lines.append("- " + _t(opts, "ui.all_masked_row", row=i + 1, token=safe(stage.rows[i])))
-        else:
-            max_ = fmt(float(exp_stage.row_max[i]), opts.precision)
-            sum_ = fmt(float(stage.row_sum[i]), opts.precision)
-            text = translate(
-                "ui.softmax_row",
-                opts.lang,
-                row=i + 1,
-                token=safe(stage.rows[i]),
-                max=max_,
-                sum=sum_,
-            )
-            lines.append("- " + _prose(text))
-    return lines
-
-
 def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions) -> str:
     title = _t(opts, stage.title.key)
     if stage.head:
@@ -153,11 +129,15 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     )
     if notes:
         out.append("\n".join(f"> {_prose(note.text(opts.lang))}" for note in notes))
-    if opts.detail == "full" and stage.op == "softmax":
+    rows = (
+        row_summaries(stage, trace, opts.precision, opts.max_rows) if opts.detail == "full" else []
+    )
+    if work or rows:
         out.append(f"**{_t(opts, 'ui.arithmetic')}**")
-        out.append("\n".join(_softmax_rows(stage, trace, opts)))
-    elif work:
-        out.append(f"**{_t(opts, 'ui.arithmetic')}**")
+    if rows:
+        out.append(
+            "\n".join("- " + ("⋮" if r is None else _prose(r.text(opts.lang))) for r in rows)
+        )
     if work:
         # the lines hold numbers and the engine's symbols only, never input text
         out.append("```text\n" + "\n".join(work) + "\n```")

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import Style, exact_text, notes_and_work
+from qkvcalc.render.arith import Style, exact_text, notes_and_work, row_summaries
 from qkvcalc.render.text import display_width, fmt, pick, safe, summary
 from qkvcalc.trace import Stage, Trace
 
@@ -206,57 +206,6 @@ def _split_view(stage: Stage, opts: RenderOptions) -> RenderableType:
     return Group(*lines)
 
 
-def _softmax_rows(stage: Stage, trace: Trace, opts: RenderOptions) -> list[Text]:
-    assert stage.row_sum is not None
-    exp_stage = trace.stage("exp", stage.head)
-    assert exp_stage.row_max is not None
-    lines = []
-    for i in pick(stage.value.shape[0], opts.max_rows):
-        if i is None:
-            lines.append(Text("  ⋮"))
-            continue
-        token = safe(stage.rows[i])
-        if stage.row_sum[i] == 0:
-            lines.append(Text("  " + _t(opts.lang, "ui.all_masked_row", row=i + 1, token=token)))
-        else:
-            lines.append(
-                Text(
-                    "  "
-                    + _t(
-                        opts.lang,
-                        "ui.softmax_row",
-                        row=i + 1,
-                        token=token,
-                        max=fmt(float(exp_stage.row_max[i]), opts.precision),
-                        sum=fmt(float(stage.row_sum[i]), opts.precision),
-                    )
-                )
-            )
-    return lines
-
-
-def _mask_rows(stage: Stage, opts: RenderOptions) -> list[Text]:
-    """Which keys each query may not see, row by row (the cells themselves say −∞)."""
-    assert stage.allowed is not None
-    lines = []
-    for i in pick(stage.value.shape[0], opts.max_rows):
-        if i is None:
-            lines.append(Text("  ⋮"))
-            continue
-        blocked = [j for j in range(stage.value.shape[1]) if not stage.allowed[i, j]]
-        if not blocked:
-            continue
-        keys = ", ".join(f"{safe(stage.cols[j])} ({j + 1})" for j in blocked[:12])
-        keys += " …" if len(blocked) > 12 else ""
-        lines.append(
-            Text(
-                "  "
-                + _t(opts.lang, "ui.masked_row", row=i + 1, token=safe(stage.rows[i]), keys=keys)
-            )
-        )
-    return lines
-
-
 def render_stage(
     stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions
 ) -> RenderableType:
@@ -305,11 +254,11 @@ def render_stage(
         opts.detail,
         (opts.arithmetic_cells, opts.arithmetic_terms),
     )
-    work = [Text("  " + line) for line in lines]
-    if stage.op == "softmax":
-        work = _softmax_rows(stage, trace, opts) + work
-    if stage.op == "mask" and work:
-        work = _mask_rows(stage, opts)
+    rows = (
+        row_summaries(stage, trace, opts.precision, opts.max_rows) if opts.detail == "full" else []
+    )
+    work = [Text("  " + ("⋮" if row is None else row.text(lang))) for row in rows]
+    work += [Text("  " + line) for line in lines]
     if notes:  # bullets with a hanging indent: a wrapped note stays clear of the bullet
         bullets = Table.grid(padding=(0, 1, 0, 0))
         bullets.add_column(no_wrap=True)
