@@ -404,7 +404,8 @@ def run(p: Problem) -> Trace:
         rec.head(None, None, None, None, allowed)
         return _with_exact(Trace(p, tuple(rec.stages), tuple(rec.warnings)))
 
-    # The split: which columns of W_Q, W_K, W_V (or of Q, K, V) each head reads. [H, 7]
+    # The split: which columns of W_Q, W_K, W_V (or of Q, K, V) each head reads, as the first
+    # (a) and last (b) column of each slice, and the K/V head g it shares. [H, 7]
     split = np.array(
         [
             [
@@ -427,17 +428,10 @@ def run(p: Problem) -> Trace:
             None,
             f"{names[0]}, {names[1]}, {names[2]} → h = 1…H",
             split,
-            tuple(f"head {h}" for h in range(1, p.heads + 1)),
-            (
-                f"{names[0]} from",
-                f"{names[0]} to",
-                f"{names[1]} from",
-                f"{names[1]} to",
-                f"{names[2]} from",
-                f"{names[2]} to",
-                "K/V head",
-            ),
+            _dims(p.heads),  # rows: heads; columns: first and last column of each slice, g
+            (*(f"{n} {end}" for n in names for end in "ab"), "g"),
             "split",
+            names=names,
             notes=(Msg("note.split", heads=p.heads, kv_heads=p.kv_heads, d_k=p.d_k, d_v=p.d_v),),
         )
     )

@@ -570,3 +570,13 @@ def test_the_readme_picture_is_a_current_run(cli, tmp_path):
         shutil.copy(target, picture)
     assert "docs/doc.svg" in (ROOT / "README.md").read_text(encoding="utf-8")
     assert target.read_text(encoding="utf-8") == picture.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "html", "latex"])
+def test_the_split_is_said_in_sentences_in_every_export(cli, fmt):
+    """The split stage reads as in the terminal (which columns each head takes), not as a table
+    of labels: the labels would be untranslated in a Korean handout."""
+    out = cli("explain", "--preset", "gqa", "--format", fmt).stdout
+    assert "head 3: W" in out and "(K/V head 2)" in out
+    ko = cli("explain", "--preset", "gqa", "--format", fmt, "--lang", "ko").stdout
+    assert "헤드 3: W" in ko and "(K/V 헤드 2)" in ko and "K/V head" not in ko

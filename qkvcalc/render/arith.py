@@ -227,3 +227,27 @@ def row_summaries(stage: Stage, trace: Trace, precision: int, max_rows: int) -> 
             top, total = (fmt(float(v), precision) for v in (row_max[i], stage.row_sum[i]))
             out.append(Msg("ui.softmax_row", row=i + 1, token=token, max=top, sum=total))
     return out
+
+
+def split_rows(stage: Stage) -> list[Msg]:
+    """The split stage in sentences, a head a line: which columns of W_Q, W_K and W_V (or of
+    Q, K, V) it reads, and which K/V head. Every renderer shows these instead of the table."""
+    q, k, v = stage.names
+    out = []
+    for h, row in enumerate(stage.value.astype(int), start=1):
+        bounds = zip(row[0:6:2], row[1:6:2], strict=True)
+        qcols, kcols, vcols = (f"{a}–{b}" if a != b else f"{a}" for a, b in bounds)
+        out.append(
+            Msg(
+                "ui.split_row",
+                head=h,
+                q=q,
+                k=k,
+                v=v,
+                qcols=qcols,
+                kcols=kcols,
+                vcols=vcols,
+                g=int(row[6]),
+            )
+        )
+    return out

@@ -19,7 +19,7 @@ import numpy as np
 
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import Style, notes_and_work, row_summaries
+from qkvcalc.render.arith import Style, notes_and_work, row_summaries, split_rows
 from qkvcalc.render.text import fmt, pick, safe, summary
 from qkvcalc.trace import Stage, Trace
 
@@ -175,7 +175,11 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     table, hidden_rows, hidden_cols = html_table(
         stage.value, stage.name, stage.rows, stage.cols, opts, heat=stage.id == "weights"
     )
-    out.append(f'<div class="scroll">\n{product or table}\n</div>')
+    if stage.op == "split":  # sentences, as in the terminal: which columns each head reads
+        items = "".join(f"<li>{escape(row.text(opts.lang))}</li>" for row in split_rows(stage))
+        out.append(f'<ul class="rows">{items}</ul>')
+    else:
+        out.append(f'<div class="scroll">\n{product or table}\n</div>')
     notes, work = notes_and_work(
         stage,
         (hidden_rows, hidden_cols),

@@ -24,6 +24,7 @@ from qkvcalc.render.arith import (
     fits,
     hidden_note,
     row_summaries,
+    split_rows,
     stage_work,
 )
 from qkvcalc.render.text import fmt, pick, safe, summary
@@ -232,6 +233,9 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
         _t(opts, stage.why.key),
     ]
     equation, hidden_rows, hidden_cols = _equation(stage, opts)
+    if stage.op == "split":  # sentences, as in the terminal: which columns each head reads
+        items = (r"\item " + tex_escape(row.text(opts.lang)) for row in split_rows(stage))
+        equation = "\\begin{itemize}\n" + "\n".join(items) + "\n\\end{itemize}"
     lines.append(equation)
     rows = _t(opts, "export.rows", labels=_labels(stage.rows, opts.max_rows))
     cols = _t(opts, "export.cols", labels=_labels(stage.cols, MAX_COLS))

@@ -17,7 +17,7 @@ import numpy as np
 
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import Style, notes_and_work, row_summaries
+from qkvcalc.render.arith import Style, notes_and_work, row_summaries, split_rows
 from qkvcalc.render.latex import bmatrix, tex_formula
 from qkvcalc.render.text import fmt, pick, safe, summary
 from qkvcalc.trace import Stage, Trace
@@ -119,7 +119,10 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     table, hidden_rows, hidden_cols = md_table(
         stage.value, stage.name, stage.rows, stage.cols, opts
     )
-    out.append("\n".join(table))
+    if stage.op == "split":  # sentences, as in the terminal: which columns each head reads
+        out.append("\n".join("- " + _prose(row.text(opts.lang)) for row in split_rows(stage)))
+    else:
+        out.append("\n".join(table))
     notes, work = notes_and_work(
         stage,
         (hidden_rows, hidden_cols),

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import Style, exact_text, notes_and_work, row_summaries
+from qkvcalc.render.arith import Style, exact_text, notes_and_work, row_summaries, split_rows
 from qkvcalc.render.text import display_width, fmt, pick, safe, summary
 from qkvcalc.trace import Stage, Trace
 
@@ -182,28 +182,7 @@ def _operand_view(stage: Stage, opts: RenderOptions) -> RenderableType | None:
 
 def _split_view(stage: Stage, opts: RenderOptions) -> RenderableType:
     """The split stage as sentences: which columns each head reads."""
-    lines = []
-    names = [c.split(" ")[0] for c in stage.cols[::2][:3]]
-    for h, row in enumerate(stage.value.astype(int), start=1):
-        bounds = zip(row[0:6:2], row[1:6:2], strict=True)
-        spans = [f"{a}–{b}" if a != b else f"{a}" for a, b in bounds]
-        lines.append(
-            Text(
-                _t(
-                    opts.lang,
-                    "ui.split_row",
-                    head=h,
-                    q=names[0],
-                    k=names[1],
-                    v=names[2],
-                    qcols=spans[0],
-                    kcols=spans[1],
-                    vcols=spans[2],
-                    g=int(row[6]),
-                )
-            )
-        )
-    return Group(*lines)
+    return Group(*(Text(row.text(opts.lang)) for row in split_rows(stage)))
 
 
 def render_stage(
