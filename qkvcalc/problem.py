@@ -374,13 +374,14 @@ def _check_claimed_size(doc: dict[str, Any], limit: int) -> None:
 
 
 def stage_elements(p: Problem) -> int:
-    """The numbers the engine's stages of `p` hold: per head Q, K, V, Kᵀ, five n×m score
-    stages (scores, scaled, masked, exp, weights) and the head's output; then the concat and
-    the output. An upper bound, computed from the shapes alone."""
+    """The numbers the engine's stages of `p` hold: per head Q, K, V, Kᵀ, its n×m scores and
+    its output; the four n×m stages derived from the scores (scaled, masked, exp, weights) of
+    one head at a time (they are recomputed when shown: trace.Matrix); then the concat and the
+    output. An upper bound, computed from the shapes alone."""
     n, m, d_k, d_v = p.n, p.m, p.d_k, p.d_v
-    per_head = n * d_k + 2 * m * d_k + m * d_v + 5 * n * m + n * d_v
+    per_head = n * d_k + 2 * m * d_k + m * d_v + n * m + n * d_v
     d_out = p.wo.values.shape[1] if p.wo is not None else p.heads * d_v
-    return p.heads * per_head + 2 * n * p.heads * d_v + n * d_out
+    return p.heads * per_head + 4 * n * m + 2 * n * p.heads * d_v + n * d_out
 
 
 def _check_stage_size(p: Problem, limit: int) -> None:

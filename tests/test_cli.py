@@ -174,7 +174,7 @@ BAD = {
     "truncated JSON": ('{"x": [[1, 2], [3', ["not valid JSON"]),
     "ragged rows": (
         '{"x": [[1, 2], [3]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}',
-        ["X", "row 2 has 1 numbers but row 1 has 2"],
+        ["X", "row 2 is 1 long but row 1 is 2 long"],
     ),
     "a non-number": (
         '{"x": [[1, "two"]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}',
@@ -236,7 +236,7 @@ def test_bad_input_teaches(cli, case):
     [
         (["--preset", "nope"], "no preset named 'nope'"),
         (["missing.json"], "no such file: missing.json"),
-        (["--preset", "doc", "--x", "1 2; 3"], "row 2 has 1 numbers"),
+        (["--preset", "doc", "--x", "1 2; 3"], "row 2 is 1 long"),
         (["--preset", "doc", "--scale", "__import__('os')"], "not a number qkvcalc reads"),
         (["--preset", "doc", "--scale", "9**9**9"], "not a number qkvcalc reads"),
         (["--preset", "doc", "--heads", "3"], "do not split into heads = 3"),

@@ -266,11 +266,11 @@ SHAPE_ERRORS = {
     ),
     "b_Q of the wrong length": (
         BASE | {"heads": 2, "bq": [1, 2, 3]},
-        ["b_Q has 3 numbers", "W_Q has 4 columns"],
+        ["b_Q is 3 long", "W_Q has 4 columns"],
     ),
     "b_O of the wrong length": (
         BASE | {"heads": 2, "wo": I4, "bo": [1, 2]},
-        ["b_O has 2 numbers", "W_O has 4 columns"],
+        ["b_O is 2 long", "W_O has 4 columns"],
     ),
     "b_O without W_O": (BASE | {"bo": [1, 2, 3, 4]}, ["b_O is given without W_O"]),
     "source of another width": (

@@ -83,7 +83,7 @@ def test_new_at_a_terminal_with_a_mistyped_row(tmp_path):
     child.expect_exact("X is n×d_model = 3×2")
     send(child, "X row 1 of 3", "1 2")
     send(child, "X row 2 of 3", "0 1 1")  # one number too many
-    child.expect_exact("X row 2 has 3 numbers, but X is n×d_model = 3×2: every row needs 2.")
+    child.expect_exact("X row 2 is 3 long, but X is n×d_model = 3×2: every row needs 2.")
     send(child, "X row 2 of 3", "0 one")  # not a number
     child.expect_exact("'one' is not a number qkvcalc reads")
     send(child, "X row 2 of 3", "0 1")
@@ -156,7 +156,7 @@ def test_two_heads_ask_for_h_times_d_k_columns():
     type_rows(child, "X", [[1, 2], [0, 1]])
     child.expect_exact("W_Q is d_model×H·d_k = 2×2")
     send(child, "W_Q row 1 of 2", "1")
-    child.expect_exact("W_Q row 1 has 1 numbers, but W_Q is d_model×H·d_k = 2×2")
+    child.expect_exact("W_Q row 1 is 1 long, but W_Q is d_model×H·d_k = 2×2")
     child.sendintr()  # Ctrl-C: quits without saving, quietly
     child.expect(pexpect.EOF)
     child.close()

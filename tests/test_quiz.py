@@ -261,7 +261,7 @@ def test_extra_stages_on_a_sheet_are_graded_too(grade):
     [
         ({**right_sheet(), "k": [[1, 3, 0], [0, 1, 0], [1, 2, 0]]}, ["k", "3×3", "m×d_k", "3×2"]),
         ({**right_sheet(), "scorez": SCORES}, ["scorez", "'scores'"]),
-        ({"k": [[1, 3], [0]]}, ["k", "row 2", "1 numbers"]),
+        ({"k": [[1, 3], [0]]}, ["k", "row 2", "row 2 is 1 long"]),
         ({"k": [[1, "abc"], [0, 1], [1, 2]]}, ["k[1][2]", "'abc'"]),
         ([1, 2], ["JSON object", "list"]),
         ('{"k": [[1, 3], ', ["not valid JSON"]),

@@ -146,7 +146,7 @@ MESSAGES: dict[str, str] = {
     "matrix.empty": "{field} is empty: a matrix needs at least one row of numbers",
     "matrix.empty_row": "{field}: row {row} is empty: a row needs at least one number",
     "matrix.mixed": "{field}: row {row} is a number among rows: write every row as a list",
-    "matrix.ragged": "{field}: row {row} has {length} numbers but row 1 has {width}: every "
+    "matrix.ragged": "{field}: row {row} is {length} long but row 1 is {width} long: every "
     "row of a matrix has the same length",
     "matrix.too_deep": "{field}{where} is a list where a number belongs: a matrix is a list of "
     "rows of numbers, two levels deep",
@@ -183,7 +183,7 @@ MESSAGES: dict[str, str] = {
     "shape.dk_mismatch": "{q} has {qcols} columns, so with heads = {heads} each query head has "
     "d_k = {d_k}; {k} has {kcols} columns, so with kv_heads = {kv_heads} each key head has "
     "d_k = {dk2}: queries and keys must have the same d_k to be multiplied in Q·Kᵀ",
-    "shape.bias": "{field} has {length} numbers but {weight} has {cols} columns: a bias adds "
+    "shape.bias": "{field} is {length} long but {weight} has {cols} columns: a bias adds "
     "one number to each column",
     "mask.unknown": 'mask must be "none", "causal" or a 0/1 matrix, not {value}',
     "mask.shape": "mask is {shape} but the scores are {n}×{m} (queries × keys): the mask "
@@ -296,7 +296,7 @@ MESSAGES: dict[str, str] = {
     "new.whole_bad": "{value!r} is not a whole number from {low} to {high}.",
     "new.matrix": "{matrix} is {rule} = {rows}×{cols}: {rows} rows of {cols} numbers.",
     "new.row": "{matrix} row {row} of {rows} ({cols} numbers):",
-    "new.row_length": "{matrix} row {row} has {length} numbers, but {matrix} is {rule} = "
+    "new.row_length": "{matrix} row {row} is {length} long, but {matrix} is {rule} = "
     "{rows}×{cols}: every row needs {cols}. Type the row again.",
     "new.cell_bad": "{reason}. Type the row again.",
     "new.mask": "Mask: none, causal, or matrix (type it row by row) [none]:",
@@ -332,7 +332,8 @@ MESSAGES: dict[str, str] = {
     "input to {count} numbers, more than the limit of {limit}; raise it with --max-elements "
     "if you mean it",
     "limits.stage_elements": "with {heads} heads, {n} queries and {m} keys the stages would "
-    "hold {count} numbers ({gigabytes} GB: every head keeps five {n}×{m} score matrices), "
+    "hold {count} numbers ({gigabytes} GB: every head keeps its {n}×{m} scores, and working "
+    "one out takes four more), "
     "more than the limit of {limit}; use fewer tokens or heads, or raise the limit with "
     "--max-elements if you mean it",
     "number.too_large": "{field}: {text} is too large: float64 numbers stop near 1.8e308",

@@ -347,7 +347,8 @@ MESSAGES: dict[str, str] = {
     "limits.input_elements": "{field}: 숫자 {cols}개짜리 행이 {rows}개여서 입력 전체가 숫자 "
     "{count}개가 되고, 한도 {limit}개보다 많습니다. 정말 필요하면 --max-elements로 한도를 올리세요",
     "limits.stage_elements": "헤드 {heads}개, Query {n}개, Key {m}개라면 단계들이 숫자 "
-    "{count}개({gigabytes} GB: 헤드마다 {n}×{m} 스코어 행렬을 다섯 개씩 가집니다)를 담아야 해서 "
+    "{count}개({gigabytes} GB: 헤드마다 {n}×{m} 스코어 행렬을 하나씩 가지고, 한 헤드를 "
+    "계산할 때 그만한 행렬이 네 개 더 필요합니다)를 담아야 해서 "
     "한도 {limit}개보다 많습니다. 토큰이나 헤드를 줄이거나, 정말 필요하면 --max-elements로 한도를 "
     "올리세요",
     "number.too_large": "{field}: {text}: 너무 큰 수입니다. float64로 나타낼 수 있는 수는 1.8e308 "
