@@ -77,3 +77,20 @@ def run_qkvcalc(
 @pytest.fixture
 def qkvcalc_proc():
     return run_qkvcalc
+
+
+def spawn_qkvcalc(*args: str, cwd: Path = ROOT, shell: str | None = None):
+    """`python -m qkvcalc ARGS` on a real pseudo-terminal (pexpect), 100×50, pinned env; or,
+    with `shell`, that bash command line (for pipes into a program that still has a terminal)."""
+    import pexpect
+
+    program, argv = ("bash", ["-c", shell]) if shell else (sys.executable, ["-m", "qkvcalc", *args])
+    return pexpect.spawn(
+        program,
+        argv,
+        cwd=str(cwd),
+        env={**os.environ, **PINNED_ENV},
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(50, 100),
+    )

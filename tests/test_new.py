@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import sys
 from fractions import Fraction
 
 import numpy as np
@@ -21,7 +19,8 @@ from qkvcalc.engine import run
 from qkvcalc.numbers import parse_number
 from qkvcalc.problem import Problem
 from qkvcalc.quiz.entry import Entry, json_number
-from tests.conftest import PINNED_ENV, ROOT, run_qkvcalc
+from tests.conftest import run_qkvcalc
+from tests.conftest import spawn_qkvcalc as spawn
 from tests.naive import naive
 
 # The sentence problem, as a student types it (with "1/2" in W_V to keep a fraction exact).
@@ -32,19 +31,6 @@ TYPED = {
     "wk": [[1, 1], [0, 1]],
     "wv": [["1/2", 0], [1, 1]],
 }
-
-
-def spawn(*args, cwd=ROOT):
-    env = {**os.environ, **PINNED_ENV}
-    return pexpect.spawn(
-        sys.executable,
-        ["-m", "qkvcalc", *args],
-        cwd=str(cwd),
-        env=env,
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(50, 100),
-    )
 
 
 def send(child, prompt, text):

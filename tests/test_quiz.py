@@ -35,6 +35,7 @@ from qkvcalc.quiz.grade import (
 )
 from qkvcalc.quiz.problems import parse_size, random_problem
 from tests.conftest import PINNED_ENV, ROOT
+from tests.conftest import spawn_qkvcalc as spawn
 from tests.naive import naive
 from tests.strategies import problems
 
@@ -533,19 +534,6 @@ def test_usage_errors_exit_2(cli, args, words):
 # ---- the interactive quiz, through a real pseudo-terminal --------------------------------------
 
 
-def spawn(*args):
-    env = {**os.environ, **PINNED_ENV}
-    return pexpect.spawn(
-        sys.executable,
-        ["-m", "qkvcalc", *args],
-        cwd=str(ROOT),
-        env=env,
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(50, 100),
-    )
-
-
 def answer(child, cell, text):
     child.expect_exact(f"{cell} = ")
     child.sendline(text)
@@ -627,16 +615,7 @@ def test_quiz_in_korean_at_a_terminal():
 def test_a_piped_problem_takes_its_answers_from_the_terminal():
     """`cat p.json | qkvcalc quiz -`: standard input carried the problem, so the questions are
     answered at the terminal (as --step's keys are), not read as an empty answer sheet."""
-    env = {**os.environ, **PINNED_ENV}
-    child = pexpect.spawn(
-        "bash",
-        ["-c", f"cat presets/doc.json | {sys.executable} -m qkvcalc quiz - --stages q"],
-        cwd=str(ROOT),
-        env=env,
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(50, 100),
-    )
+    child = spawn(shell=f"cat presets/doc.json | {sys.executable} -m qkvcalc quiz - --stages q")
     answer(child, "Q[1,1]", "1")
     child.expect_exact("✓")
     answer(child, "Q[1,2]", "2")
