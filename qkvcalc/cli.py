@@ -4,8 +4,9 @@ No math here and no formatting of numbers: those live in the engine and the rend
 Errors: a QkvcalcError becomes one message on stderr and exit 2, with nothing on stdout.
 """
 
-from __future__ import annotations
-
+# Annotations here are evaluated once, at import (no `from __future__ import annotations`):
+# typer reads the commands' signatures on every run, and string annotations would make it
+# eval every option's again on every run (about 10 ms).
 import os
 import sys
 from enum import Enum

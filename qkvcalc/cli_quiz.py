@@ -8,8 +8,9 @@ Exit codes: 0 all right (or saved), 1 a graded quiz found mistakes, 2 bad input 
 130 interrupted.
 """
 
-from __future__ import annotations
-
+# Annotations here are evaluated once, at import (no `from __future__ import annotations`):
+# typer reads the commands' signatures on every run, and string annotations would make it
+# eval every option's again on every run (about 10 ms).
 import sys
 from enum import Enum
 from pathlib import Path
@@ -42,7 +43,7 @@ class QuizFormat(str, Enum):
     json = "json"
 
 
-def _interrupted(console: Console, lang: str) -> typer.Exit:
+def _interrupted(console: "Console", lang: str) -> typer.Exit:
     console.print()
     typer.echo(translate("cli.interrupted", lang), err=True)
     return typer.Exit(EXIT_INTERRUPTED)
@@ -55,7 +56,7 @@ def _load(
     seed: int | None,
     size: str | None,
     answers: str | None,
-) -> tuple[Trace, dict[str, Any] | None]:
+) -> "tuple[Trace, dict[str, Any] | None]":
     """The problem's Trace, and for --random the seed and size to show."""
     from qkvcalc.engine import run
     from qkvcalc.problem import Problem
@@ -82,7 +83,7 @@ def _load(
     return run(Problem.from_mapping(doc)), None
 
 
-def _read_sheet(answers: str, trace: Trace) -> dict[str, Any]:
+def _read_sheet(answers: str, trace: "Trace") -> dict[str, Any]:
     from qkvcalc.parse import load_json, read_limited
     from qkvcalc.quiz.answers import read_sheet
     from qkvcalc.quiz.grade import stage_keys
