@@ -1,4 +1,5 @@
-"""The terminal rendering: every stage as a rich table, with its explanation and arithmetic.
+"""The terminal rendering: every stage as a block of lines: its rule, why it exists, its table
+(or A · B = C side by side), its notes and each cell's arithmetic.
 
 `stage_blocks` gives one renderable per stage (the step mode shows them one at a time);
 `render_trace` joins them; `render_text` returns the plain or coloured text of a fixed width.
@@ -10,13 +11,10 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
-from rich.console import Console, Group, RenderableType
-from rich.padding import Padding
-from rich.rule import Rule
-from rich.table import Table
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
 from qkvcalc.i18n import translate
@@ -28,9 +26,102 @@ from qkvcalc.trace import Stage, Trace
 GAP = "   "  # between two columns of a matrix table
 
 
-def _pad(renderable: RenderableType, pad: tuple[int, int, int, int]) -> Padding:
-    """Indent without filling the line: no trailing spaces in files and pipes."""
-    return Padding(renderable, pad, expand=False)
+class _Item(NamedTuple):
+    kind: str  # "para", "cut", "rule" or "centred rule"
+    text: Text
+    indent: int = 0
+    mark: Text | None = None  # para: its bullet; rule: the character it is drawn with, styled
+
+
+class Block:
+    """Lines laid out at the width of the console that draws them: wrapped paragraphs (with a
+    hanging indent after a bullet), tables cut at the edge, rules across.
+
+    One stage of rich Padding, Group and Table.grid objects re-measured and re-split every line
+    it held, and drawing ten stages cost more than computing them. A Block does the same layout
+    in one pass and hands rich lines that already fit, so the cost is that of the lines.
+    """
+
+    def __init__(self) -> None:
+        self._items: list[_Item] = []
+
+    def para(self, text: Text | str, indent: int = 0, bullet: Text | None = None) -> Block:
+        """A paragraph wrapped at the width; with a bullet, its later lines hang under the text."""
+        self._items.append(
+            _Item("para", Text(text) if isinstance(text, str) else text, indent, bullet)
+        )
+        return self
+
+    def cut(self, lines: Text | list[Text], indent: int = 0) -> Block:
+        """Lines never wrapped (a table): what goes past the edge is cut off."""
+        for line in lines.split("\n") if isinstance(lines, Text) else lines:
+            self._items.append(_Item("cut", line, indent))
+        return self
+
+    def blank(self) -> Block:
+        return self.cut([Text()])
+
+    def rule(self, title: Text, style: str, characters: str = "─", center: bool = False) -> Block:
+        """A line across the width with the title in it, at its left or in its centre."""
+        kind = "centred rule" if center else "rule"
+        self._items.append(_Item(kind, title, mark=Text(characters, style=style)))
+        return self
+
+    def lines(self, console: Console, width: int) -> list[Text]:
+        """The lines at `width`, none of them longer."""
+        out: list[Text] = []
+        for kind, text, indent, mark in self._items:
+            lead = " " * indent
+            if kind.endswith("rule"):
+                assert mark is not None
+                out.append(_rule(text, width, mark, center=kind == "centred rule"))
+            elif kind == "cut":
+                line = _indented(text, lead)
+                if line.cell_len > width:
+                    line = line.copy()
+                    line.truncate(width, overflow="crop")
+                out.append(line)
+            else:
+                hang = "" if mark is None else " " * (mark.cell_len + 1)
+                room = max(width - len(lead) - len(hang), 1)
+                pieces = text.split("\n") if "\n" in text.plain else [text]
+                wrapped = [
+                    line
+                    for piece in pieces
+                    for line in ([piece] if piece.cell_len <= room else piece.wrap(console, room))
+                ]
+                for k, line in enumerate(wrapped):
+                    if mark is not None and k == 0:
+                        out.append(Text(lead).append_text(mark).append(" ").append_text(line))
+                    else:
+                        out.append(_indented(line, lead + hang))
+        return out
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        # The lines fit already: rendered as they are, not wrapped and cut again.
+        yield from Text("\n").join(self.lines(console, options.max_width)).render(console, "\n")
+
+
+def _indented(line: Text, lead: str) -> Text:
+    return Text(lead).append_text(line) if lead else line
+
+
+def _rule(title: Text, width: int, characters: Text, *, center: bool) -> Text:
+    """'── title ─────' (centred) or 'title ─────────' (at the left), `width` cells long."""
+    title = title.copy()
+    title.truncate(max(width - (4 if center else 2), 0), overflow="ellipsis")
+    fill = width - title.cell_len - (2 if center else 1)
+    left = max(fill // 2, 0) if center else 0
+    right = max(fill - left, 0)
+    line = Text()
+    if center:
+        line.append(characters.plain * left + " ", characters.style)
+    line.append_text(title)
+    if center:
+        line.append(" " + characters.plain * right, characters.style)
+    else:
+        line.append(" ").append(characters.plain * right, characters.style)
+    return line
 
 
 def _t(lang: str, key: str, **params: object) -> str:
@@ -55,13 +146,30 @@ def matrix_table(
     rows: Sequence[str],
     cols: Sequence[str],
     opts: RenderOptions,
+    **options: Any,
+) -> Text:
+    """matrix_lines as one Text, for a rich console: never wrapped, cut at the edge."""
+    text = Text("\n", no_wrap=True, overflow="crop").join(
+        matrix_lines(value, name, rows, cols, opts, **options)
+    )
+    text.no_wrap, text.overflow = True, "crop"
+    return text
+
+
+def matrix_lines(
+    value: np.ndarray,
+    name: str,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    opts: RenderOptions,
     *,
     width: int | None = None,
     heat: bool = False,
     hidden: list[tuple[int, int]] | None = None,
     exact: Sequence[Sequence[Any]] | None = None,
-) -> Text:
-    """A labelled table of a matrix; a big one shows its corners and elides its middle.
+) -> list[Text]:
+    """A labelled table of a matrix, line by line; a big one shows its corners and elides its
+    middle.
 
     Laid out here as lines of text (a header, a rule, one line per row) rather than as a rich
     Table: only the cells shown are formatted and measured, so a 1024×1024 matrix costs what a
@@ -109,18 +217,17 @@ def matrix_table(
     labels = [(name, "bold cyan")] + [
         ("⋮", "") if i is None else (safe(rows[i]), "bold") for i in row_ids
     ]
-    table = Text(no_wrap=True, overflow="crop")
+    table: list[Text] = []
     for line, (label, label_style) in enumerate(labels):
         if line == 1:
-            table.append("━" * total + "\n")
-        table.append(label, label_style)
-        table.append(" " * (label_w - display_width(label)))
+            table.append(Text("━" * total))
+        out = Text().append(label, label_style)
+        out.append(" " * (label_w - display_width(label)))
         for column, w in zip(columns, widths, strict=True):
             text, style = column[line]
-            table.append(GAP + " " * (w - display_width(text)))
-            table.append(text, style)
-        if line < len(labels) - 1:
-            table.append("\n")
+            out.append(GAP + " " * (w - display_width(text)))
+            out.append(text, style)
+        table.append(out)
     if hidden is not None:
         hidden.append(
             (
@@ -131,24 +238,21 @@ def matrix_table(
     return table
 
 
-def beside(blocks: Sequence[Text]) -> Text:
-    """Blocks of text side by side, aligned at the top, one space apart: A · B = C."""
-    columns = [block.split("\n") for block in blocks]
-    widths = [max((display_width(line.plain) for line in column), default=0) for column in columns]
-    height = max(len(column) for column in columns)
-    out = Text(no_wrap=True, overflow="crop")
-    for r in range(height):
-        for k, (column, w) in enumerate(zip(columns, widths, strict=True)):
-            line = column[r] if r < len(column) else Text("")
-            out.append(" " if k else "")
-            out.append_text(line)
-            out.append(" " * (w - display_width(line.plain)))
-        if r < height - 1:
-            out.append("\n")
+def beside(blocks: Sequence[list[Text]]) -> list[Text]:
+    """Blocks of lines side by side, aligned at the top, one space apart: A · B = C."""
+    widths = [max((display_width(line.plain) for line in block), default=0) for block in blocks]
+    out: list[Text] = []
+    for r in range(max(len(block) for block in blocks)):
+        line = Text()
+        for k, (block, w) in enumerate(zip(blocks, widths, strict=True)):
+            part = block[r] if r < len(block) else Text("")
+            pad = " " * (w - display_width(part.plain))
+            line.append(" " if k else "").append_text(part).append(pad)
+        out.append(line)
     return out
 
 
-def _operand_view(stage: Stage, opts: RenderOptions) -> RenderableType | None:
+def _operand_view(stage: Stage, opts: RenderOptions) -> list[Text] | None:
     """A · B = C side by side, when all three fit across the screen."""
     if stage.op != "matmul" or not stage.names:
         return None
@@ -162,70 +266,53 @@ def _operand_view(stage: Stage, opts: RenderOptions) -> RenderableType | None:
     e_bias = (stage.bias_exact,) if opts.exact and stage.bias_exact is not None else None
     e_value = stage.exact if opts.exact else None
     parts = [
-        matrix_table(a, stage.names[0], stage.rows, stage.inner, opts, exact=ea),
-        Text("\n·"),
-        matrix_table(b, stage.names[1], stage.inner, stage.cols, opts, exact=eb),
+        matrix_lines(a, stage.names[0], stage.rows, stage.inner, opts, exact=ea),
+        [Text(), Text("·")],
+        matrix_lines(b, stage.names[1], stage.inner, stage.cols, opts, exact=eb),
     ]
     if stage.bias is not None:
         parts += [
-            Text("\n+"),
-            matrix_table(stage.bias[None, :], "b", ("",), stage.cols, opts, exact=e_bias),
+            [Text(), Text("+")],
+            matrix_lines(stage.bias[None, :], "b", ("",), stage.cols, opts, exact=e_bias),
         ]
     parts += [
-        Text("\n="),
-        matrix_table(stage.value, stage.name, stage.rows, stage.cols, opts, exact=e_value),
+        [Text(), Text("=")],
+        matrix_lines(stage.value, stage.name, stage.rows, stage.cols, opts, exact=e_value),
     ]
     view = beside(parts)
-    width = max(display_width(line.plain) for line in view.split("\n"))
+    width = max(display_width(line.plain) for line in view)
     return view if width <= opts.width - 2 else None
 
 
-def _split_view(stage: Stage, opts: RenderOptions) -> RenderableType:
-    """The split stage as sentences: which columns each head reads."""
-    return Group(*(Text(row.text(opts.lang)) for row in split_rows(stage)))
-
-
-def render_stage(
-    stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions
-) -> RenderableType:
+def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions) -> Block:
     """One stage: a rule with its number, title and formula; why; the table; notes; arithmetic."""
     lang = opts.lang
     title = _t(lang, stage.title.key)
     head = f" · {_t(lang, 'ui.head', head=stage.head)}" if stage.head else ""
-    parts: list[RenderableType] = [
-        Rule(
-            Text(
-                f"{number}/{total}  {title}{head}  ·  {stage.formula}  ·  {_shape(stage)}",
-                style="bold",
-            ),
-            align="left",
-            style="cyan",
-        ),
-        _pad(Text(_t(lang, stage.why.key), style="italic"), (0, 0, 1, 2)),
-    ]
+    block = Block().rule(
+        Text(f"{number}/{total}  {title}{head}  ·  {stage.formula}  ·  {_shape(stage)}", "bold"),
+        style="cyan",
+    )
+    block.para(Text(_t(lang, stage.why.key), style="italic"), indent=2).blank()
     hidden: list[tuple[int, int]] = []
-    if stage.op == "split":
-        parts.append(_pad(_split_view(stage, opts), (0, 0, 0, 2)))
+    if stage.op == "split":  # which columns each head reads, in sentences
+        for row in split_rows(stage):
+            block.para(row.text(lang), indent=2)
     else:
         view = _operand_view(stage, opts)
-        parts.append(
-            _pad(
-                view
-                if view is not None
-                else matrix_table(
-                    stage.value,
-                    stage.name,
-                    stage.rows,
-                    stage.cols,
-                    opts,
-                    width=opts.width - 2,
-                    heat=stage.id == "weights",
-                    hidden=hidden,
-                    exact=stage.exact if opts.exact else None,
-                ),
-                (0, 0, 0, 2),
+        if view is None:
+            view = matrix_lines(
+                stage.value,
+                stage.name,
+                stage.rows,
+                stage.cols,
+                opts,
+                width=opts.width - 2,
+                heat=stage.id == "weights",
+                hidden=hidden,
+                exact=stage.exact if opts.exact else None,
             )
-        )
+        block.cut(view, indent=2)
     notes, lines = notes_and_work(
         stage,
         hidden[0] if hidden else (0, 0),
@@ -236,20 +323,14 @@ def render_stage(
     rows = (
         row_summaries(stage, trace, opts.precision, opts.max_rows) if opts.detail == "full" else []
     )
-    work = [Text("  " + ("⋮" if row is None else row.text(lang))) for row in rows]
-    work += [Text("  " + line) for line in lines]
-    if notes:  # bullets with a hanging indent: a wrapped note stays clear of the bullet
-        bullets = Table.grid(padding=(0, 1, 0, 0))
-        bullets.add_column(no_wrap=True)
-        bullets.add_column()
-        for note in notes:
-            bullets.add_row(Text("•", style="dim"), Text(note.text(lang), style="dim"))
-        parts.append(_pad(bullets, (0, 0, 0, 2)))
+    for note in notes:  # a bullet with a hanging indent: a wrapped note stays clear of it
+        block.para(Text(note.text(lang), style="dim"), indent=2, bullet=Text("•", style="dim"))
+    work = ["  " + ("⋮" if row is None else row.text(lang)) for row in rows]
+    work += ["  " + line for line in lines]
     if work:
-        parts.append(_pad(Text(_t(lang, "ui.arithmetic"), style="bold"), (1, 0, 0, 2)))
-        parts.extend(_pad(line, (0, 0, 0, 2)) for line in work)
-    parts.append(Text(""))
-    return Group(*parts)
+        block.blank().para(Text(_t(lang, "ui.arithmetic"), style="bold"), indent=2)
+        block.para("\n".join(work), indent=2)
+    return block.blank()
 
 
 def stage_blocks(trace: Trace, opts: RenderOptions) -> list[tuple[Stage, RenderableType]]:
@@ -259,7 +340,7 @@ def stage_blocks(trace: Trace, opts: RenderOptions) -> list[tuple[Stage, Rendera
     blocks: list[tuple[Stage, RenderableType]] = []
     previous: int | None = None
     for k, stage in enumerate(trace.stages, start=1):
-        block = render_stage(stage, k, total, trace, opts)
+        block: RenderableType = render_stage(stage, k, total, trace, opts)
         if stage.head is not None and stage.head != previous:
             block = Group(_head_rule(stage.head, trace, opts), block)
         previous = stage.head
@@ -267,7 +348,7 @@ def stage_blocks(trace: Trace, opts: RenderOptions) -> list[tuple[Stage, Rendera
     return blocks
 
 
-def _head_rule(head: int, trace: Trace, opts: RenderOptions) -> RenderableType:
+def _head_rule(head: int, trace: Trace, opts: RenderOptions) -> Block:
     """'Head 2 of 4' (and, under grouped-query attention, which K/V head it reads)."""
     p = trace.problem
     if p.kv_heads < p.heads:
@@ -284,27 +365,25 @@ def _head_rule(head: int, trace: Trace, opts: RenderOptions) -> RenderableType:
         )
     else:
         text = _t(opts.lang, "ui.heads_group", head=head, heads=p.heads)
-    return Rule(Text(text, style="bold magenta"), align="center", style="magenta", characters="═")
+    return Block().rule(Text(text, style="bold magenta"), "magenta", characters="═", center=True)
 
 
-def header(trace: Trace, opts: RenderOptions) -> RenderableType:
+def header(trace: Trace, opts: RenderOptions) -> Block:
     problem, *preset = summary(trace, opts.lang)
-    lines = [Text("qkvcalc — softmax(Q·Kᵀ/√d_k + M)·V", style="bold"), Text(problem)]
-    lines += [Text(line, style="dim") for line in preset]
-    return _pad(Group(*lines), (0, 0, 1, 0))
+    block = Block().para(Text("qkvcalc — softmax(Q·Kᵀ/√d_k + M)·V", style="bold")).para(problem)
+    for line in preset:
+        block.para(Text(line, style="dim"))
+    return block.blank()
 
 
-def footer(trace: Trace, opts: RenderOptions) -> RenderableType:
-    parts: list[RenderableType] = []
+def footer(trace: Trace, opts: RenderOptions) -> Block:
+    block = Block()
     for warning in trace.warnings:
-        parts.append(
-            Text(f"{_t(opts.lang, 'ui.warning')}: {warning.text(opts.lang)}", style="bold yellow")
-        )
+        text = f"{_t(opts.lang, 'ui.warning')}: {warning.text(opts.lang)}"
+        block.para(Text(text, style="bold yellow"))
     final = trace.stage("output")
-    parts.append(
-        matrix_table(final.value, _t(opts.lang, "ui.output_final"), final.rows, final.cols, opts)
-    )
-    return Group(*parts)
+    output = _t(opts.lang, "ui.output_final")
+    return block.cut(matrix_lines(final.value, output, final.rows, final.cols, opts))
 
 
 def render_trace(trace: Trace, opts: RenderOptions | None = None) -> RenderableType:

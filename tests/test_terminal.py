@@ -1,0 +1,100 @@
+"""The terminal layout: what render.terminal.Block promises at any width.
+
+The golden files pin the layout at 100 columns; these tests hold at every width: no line is
+wider than the console, paragraphs wrap under their own indent, a wrapped note hangs clear of its
+bullet, tables are cut rather than wrapped, and rules span the width exactly.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.text import Text
+
+import qkvcalc
+from qkvcalc import presets
+from qkvcalc.render import RenderOptions
+from qkvcalc.render.terminal import Block, make_console, render_text, to_text
+from qkvcalc.render.text import display_width
+
+
+def _lines(block: Block, width: int) -> list[str]:
+    opts = RenderOptions(width=width, color=False)
+    return to_text(block, opts).rstrip("\n").split("\n")
+
+
+def test_a_paragraph_wraps_under_its_indent():
+    words = " ".join(f"word{k}" for k in range(30))
+    lines = _lines(Block().para(words, indent=2), 30)
+    assert len(lines) > 3
+    assert all(line.startswith("  word") for line in lines)
+    assert all(display_width(line) <= 30 for line in lines)
+    assert " ".join(line.strip() for line in lines) == words
+
+
+def test_a_wrapped_note_hangs_clear_of_its_bullet():
+    note = " ".join(["attention"] * 12)
+    lines = _lines(Block().para(note, indent=2, bullet=Text("•")), 32)
+    assert lines[0].startswith("  • attention")
+    assert len(lines) > 1
+    assert all(line.startswith("    attention") for line in lines[1:])  # under the text
+
+
+def test_a_multi_line_paragraph_keeps_its_lines_and_one_bullet():
+    lines = _lines(Block().para("first\nsecond", indent=2, bullet=Text("•")), 40)
+    assert lines == ["  • first", "    second"]
+
+
+def test_a_table_line_is_cut_at_the_edge_not_wrapped():
+    lines = _lines(Block().cut(Text("x" * 50), indent=2), 20)
+    assert lines == ["  " + "x" * 18]
+
+
+def test_cutting_does_not_change_the_block_for_a_wider_console():
+    block = Block().cut([Text("y" * 30)])
+    assert _lines(block, 10) == ["y" * 10]
+    assert _lines(block, 40) == ["y" * 30]
+
+
+@pytest.mark.parametrize("center", [False, True])
+@pytest.mark.parametrize("width", [8, 31, 80])
+def test_a_rule_spans_the_width_exactly(center, width):
+    title = Text("3/10  Key projection  ·  K = X·W_K")
+    (line,) = _lines(Block().rule(title, "cyan", center=center), width)
+    assert display_width(line) == width
+    assert ("Key" in line) or ("…" in line)
+    if center:
+        left, right = line.split(" ", 1)[0], line.rsplit(" ", 1)[1]
+        assert abs(len(left) - len(right)) <= 1
+
+
+def test_a_korean_paragraph_wraps_by_display_width():
+    text = " ".join(["어텐션은"] * 20)
+    lines = _lines(Block().para(text, indent=2), 30)
+    assert len(lines) > 1
+    assert all(display_width(line) <= 30 for line in lines)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    width=st.integers(min_value=24, max_value=160),
+    preset=st.sampled_from(["doc", "sentence", "padding", "multihead", "gqa", "cross"]),
+    lang=st.sampled_from(["en", "ko"]),
+)
+def test_no_line_of_a_preset_is_wider_than_the_console(width, preset, lang):
+    trace = qkvcalc.explain(**presets.load(preset))
+    text = render_text(trace, RenderOptions(width=width, lang=lang, color=False))
+    assert max(display_width(line) for line in text.split("\n")) <= width
+
+
+def test_a_block_draws_at_the_width_of_the_console_that_prints_it():
+    """A Block is laid out when drawn, so the step mode and Trace.__rich__ fit any console."""
+    block = Block().para(" ".join(["softmax"] * 20))
+    for width in (30, 90):
+        console = make_console(RenderOptions(width=width, color=False))
+        with console.capture() as capture:
+            console.print(block)
+        lines = capture.get().rstrip("\n").split("\n")
+        assert max(map(display_width, lines)) <= width
+        assert max(map(display_width, lines)) > width - len("softmax ") - 1
