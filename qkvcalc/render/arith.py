@@ -11,9 +11,8 @@ Nothing is computed here: every figure comes from the stage the engine recorded.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -24,8 +23,7 @@ from qkvcalc.trace import Stage, Trace
 WITH_ARITHMETIC = ("matmul", "scale", "mask", "exp", "softmax")
 
 
-@dataclass(frozen=True)
-class Style:
+class Style(NamedTuple):
     """How symbols are written: plain Unicode text (the default) or LaTeX."""
 
     precision: int = 4

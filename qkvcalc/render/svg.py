@@ -8,8 +8,6 @@ the text it writes into the SVG, and the console reads no markup from token name
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.terminal import make_console, render_trace
@@ -25,7 +23,7 @@ def svg_title(trace: Trace, opts: RenderOptions) -> str:
 
 def render_svg(trace: Trace, opts: RenderOptions) -> str:
     """The terminal rendering of the whole derivation as an SVG image of opts.width columns."""
-    opts = replace(opts, color=True)
+    opts = opts._replace(color=True)
     console = make_console(opts)  # pinned width, truecolor, no markup, whatever the env says
     console.record = True
     console.print(render_trace(trace, opts))
