@@ -98,3 +98,25 @@ def test_a_block_draws_at_the_width_of_the_console_that_prints_it():
         lines = capture.get().rstrip("\n").split("\n")
         assert max(map(display_width, lines)) <= width
         assert max(map(display_width, lines)) > width - len("softmax ") - 1
+
+
+_WORDS = st.sampled_from(["a", "qkv", "softmax", "어텐션은", "가중치", "Q·Kᵀ", "√d_k", "1×1", "—"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    words=st.lists(st.tuples(_WORDS, st.sampled_from([" ", "  ", "   "])), max_size=40),
+    lead=st.sampled_from(["", " ", "  "]),
+    width=st.integers(min_value=1, max_value=60),
+)
+def test_paragraphs_wrap_exactly_as_rich_wraps_them(words, lead, width):
+    """Block wraps a paragraph of one style itself (render.terminal._wrap): line for line what
+    rich's Text.wrap makes of it, folded long words included."""
+    from qkvcalc.render.terminal import _wrap
+
+    text = Text(lead + "".join(word + gap for word, gap in words), style="italic")
+    console = make_console(RenderOptions(width=80, color=False))
+    ours = _wrap(text, width, console)
+    theirs = text.wrap(console, width)
+    assert [line.plain for line in ours] == [line.plain for line in theirs]
+    assert all(line.style == "italic" for line in ours)

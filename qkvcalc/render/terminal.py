@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
+from rich.cells import cell_len, set_cell_size
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.text import Text
+from rich.text import Span, Text
 
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
@@ -85,11 +87,7 @@ class Block:
                 hang = "" if mark is None else " " * (mark.cell_len + 1)
                 room = max(width - len(lead) - len(hang), 1)
                 pieces = text.split("\n") if "\n" in text.plain else [text]
-                wrapped = [
-                    line
-                    for piece in pieces
-                    for line in ([piece] if piece.cell_len <= room else piece.wrap(console, room))
-                ]
+                wrapped = [line for piece in pieces for line in _wrap(piece, room, console)]
                 for k, line in enumerate(wrapped):
                     if mark is not None and k == 0:
                         out.append(Text(lead).append_text(mark).append(" ").append_text(line))
@@ -100,6 +98,34 @@ class Block:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         # The lines fit already: rendered as they are, not wrapped and cut again.
         yield from Text("\n").join(self.lines(console, options.max_width)).render(console, "\n")
+
+
+_WORD = re.compile(r"\s*\S+\s*")  # a word with the spaces around it, as rich divides a line
+
+
+def _wrap(text: Text, width: int, console: Console) -> list[Text]:
+    """The lines rich's Text.wrap makes of one line of text. Text of one style (every paragraph
+    qkvcalc writes) is divided here, on its plain string: the same lines, without rich's work
+    for spans; anything else, and a word wider than the line (rich folds it), goes to rich."""
+    if text.cell_len <= width:
+        return [text]
+    if text.spans:
+        return list(text.wrap(console, width))
+    plain, lines, start, used = text.plain, [], 0, 0
+    for word in _WORD.finditer(plain):
+        need = cell_len(word.group().rstrip())
+        if need > width:
+            return list(text.wrap(console, width))
+        if used + need <= width:
+            used += cell_len(word.group())
+        else:
+            lines.append(plain[start : word.start()])
+            start, used = word.start(), cell_len(word.group())
+    lines.append(plain[start:])
+    # as rich does: spaces at the end of a line are dropped where they pass the width
+    lines = [line[: max(width, len(line.rstrip()))] for line in lines]
+    lines = [set_cell_size(line, width) if cell_len(line) > width else line for line in lines]
+    return [Text(line, style=text.style) for line in lines]
 
 
 def _indented(line: Text, lead: str) -> Text:
@@ -221,13 +247,18 @@ def matrix_lines(
     for line, (label, label_style) in enumerate(labels):
         if line == 1:
             table.append(Text("━" * total))
-        out = Text().append(label, label_style)
-        out.append(" " * (label_w - display_width(label)))
+        # the line's text and the spans of its styled cells, put together once
+        parts = [label, " " * (label_w - display_width(label))]
+        spans = [Span(0, len(label), label_style)] if label_style else []
+        at = len(parts[0]) + len(parts[1])
         for column, w in zip(columns, widths, strict=True):
             text, style = column[line]
-            out.append(GAP + " " * (w - display_width(text)))
-            out.append(text, style)
-        table.append(out)
+            pad = GAP + " " * (w - display_width(text))
+            if style:
+                spans.append(Span(at + len(pad), at + len(pad) + len(text), style))
+            parts += (pad, text)
+            at += len(pad) + len(text)
+        table.append(Text("".join(parts), spans=spans))
     if hidden is not None:
         hidden.append(
             (
