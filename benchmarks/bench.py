@@ -7,7 +7,8 @@
 Every case is a fresh process; its wall time is measured around it and its peak memory is the
 child's own maximum resident set size (os.wait4's rusage, the per-child form of
 getrusage(RUSAGE_CHILDREN)). Cases and their floors run interleaved, round after round, so a
-busy machine slows both alike; the table shows medians. The floors:
+busy machine slows both alike; the table shows medians, and a ratio is the median of the
+ratios within each round. The floors:
 
 1. start-up: `python -c "import numpy, rich.console, rich.table, typer"`, the cost of
    qkvcalc's own dependencies, against `qkvcalc explain --preset doc` (target ≤ 1.2×), and
@@ -75,6 +76,12 @@ class Case:
 
     def peak(self) -> float:
         return statistics.median(self.peaks)
+
+    def ratio(self, floor: Case) -> float:
+        """The median of the round-by-round ratios of wall time: each round runs a case right
+        after its floor, so a machine that speeds up or slows down between rounds (this one
+        drifts up to 2× within minutes) moves both sides of a ratio alike."""
+        return statistics.median(c / f for c, f in zip(self.walls, floor.walls, strict=True))
 
 
 def measure(argv: list[str]) -> tuple[float, float]:
@@ -186,16 +193,16 @@ def main() -> int:
                 case.peaks.append(peak)
     by_name = {case.name: case for case in todo}
     print(f"machine: {machine()}")
-    print(f"medians of {args.runs} runs\n")
+    print(f"medians of {args.runs} runs; a ratio is the median of the ratios within each round\n")
     print(f"{'case':36} {'wall s':>8} {'peak MB':>8} {'× wall':>7} {'× mem':>7}  target")
     failed = False
     for case in todo:
         line = f"{case.name:36} {case.wall():8.3f} {case.peak():8.0f}"
         if case.floor and case.target is None:  # a reference: its ratio, no verdict
-            line += f" {case.wall() / by_name[case.floor].wall():7.2f}"
+            line += f" {case.ratio(by_name[case.floor]):7.2f}"
         elif case.floor and case.target is not None:
             floor = by_name[case.floor]
-            r_wall, r_mem = case.wall() / floor.wall(), case.peak() / floor.peak()
+            r_wall, r_mem = case.ratio(floor), case.peak() / floor.peak()
             mem_counts = floor.name.startswith("floor: json")  # memory targets: the GPT-2 case
             ok = (r_wall < case.target if case.strict else r_wall <= case.target) and (
                 not mem_counts or r_mem <= case.target
