@@ -64,6 +64,8 @@ def shifted_exp(s: np.ndarray, row_max: np.ndarray) -> np.ndarray:
 
 def normalise(e: np.ndarray, row_sum: np.ndarray) -> np.ndarray:
     # [n, m] / [n, 1] -> [n, m]; a row that sums to 0 (every key masked) stays 0
+    if (row_sum > 0).all():
+        return e / row_sum[:, None]
     return np.divide(e, row_sum[:, None], out=np.zeros_like(e), where=row_sum[:, None] > 0)
 
 
@@ -102,11 +104,10 @@ def _span(first: int, count: int) -> str:
 
 def _check_finite(stage: Stage) -> Stage:
     value = stage.value
-    bad = ~np.isfinite(value)
-    if stage.id == "masked":  # -inf is what masking writes
-        bad &= ~np.isneginf(value)
-    if bad.any():
-        i, j = (int(t) + 1 for t in np.argwhere(bad)[0])
+    # one pass over the stage; -inf is what masking writes, and +inf and NaN fail `< inf`
+    ok = (value < np.inf) if stage.id == "masked" else np.isfinite(value)
+    if not ok.all():
+        i, j = (int(t) + 1 for t in np.argwhere(~ok)[0])
         raise QkvcalcError("overflow", stage=stage.formula, row=i, col=j, head=stage.head or 1)
     return stage
 
@@ -264,9 +265,9 @@ class _Recorder:
 
         # The stages after the scores are recorded as recipes, recomputed from the scores when
         # shown, so a trace holds one n×m matrix per head rather than five (trace.Matrix).
-        def scaled_of() -> np.ndarray:
-            # [n, m] * scalar -> [n, m]
-            return scores * p.scale
+        def scaled_of(rows: np.ndarray | None = None) -> np.ndarray:
+            # [n, m] * scalar -> [n, m] (or the rows asked for)
+            return (scores if rows is None else scores[rows]) * p.scale
 
         self.record(
             Stage(
@@ -287,9 +288,10 @@ class _Recorder:
         if allowed is not None:
             mask = allowed  # a name the recipe below can rely on being set
 
-            def masked_of() -> np.ndarray:
+            def masked_of(rows: np.ndarray | None = None) -> np.ndarray:
                 # [n, m] where allowed, else -inf
-                return np.where(mask, resolve(scaled_of), -np.inf)
+                allowed_rows = mask if rows is None else mask[rows]
+                return np.where(allowed_rows, resolve(scaled_of, rows), -np.inf)
 
             notes = [Msg("note.mask_convention")]
             if p.mask_kind == "causal" and p.n != p.m:
@@ -317,11 +319,11 @@ class _Recorder:
             key = "warn.fully_masked_head" if h else "warn.fully_masked"
             self.warnings.append(Msg(key, rows=names, head=hh, count=int(dead.size)))
 
-        def exp_of() -> np.ndarray:
-            return shifted_exp(resolve(logits_of), row_max)
+        def exp_of(rows: np.ndarray | None = None) -> np.ndarray:
+            return shifted_exp(resolve(logits_of, rows), row_max if rows is None else row_max[rows])
 
-        def weights_of() -> np.ndarray:
-            return normalise(resolve(exp_of), row_sum)
+        def weights_of(rows: np.ndarray | None = None) -> np.ndarray:
+            return normalise(resolve(exp_of, rows), row_sum if rows is None else row_sum[rows])
 
         self.record(
             Stage(

@@ -9,7 +9,7 @@ its operands). Nothing here formats or prints; renderers in qkvcalc.render do.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -24,27 +24,30 @@ if TYPE_CHECKING:
 # A matrix, or how to compute it again. The engine records the n×m stages derived from the
 # scores (scaled, masked, exp, weights) as recipes, so a trace of a real layer (12 heads of
 # 1024×1024) holds one score matrix per head instead of five; a stage recomputes its value
-# when asked, and the last few values asked for are kept (_RECENT).
-Matrix: TypeAlias = "np.ndarray | Callable[[], np.ndarray]"
+# when asked, and the last few values asked for are kept (_RECENT). A recipe called with row
+# indices computes those rows alone: every derived stage works row by row, so a table that
+# shows twelve rows of a 1024×1024 stage costs twelve rows, not a million cells.
+Matrix: TypeAlias = "np.ndarray | Callable[[np.ndarray | None], np.ndarray]"
 
-_RECENT: OrderedDict[Callable[[], np.ndarray], np.ndarray] = OrderedDict()
+_RECENT: OrderedDict[Callable[[np.ndarray | None], np.ndarray], np.ndarray] = OrderedDict()
 _RECENT_SIZE = 4
 
 
-def resolve(matrix: Matrix) -> np.ndarray:
-    """The matrix itself, computing (and briefly keeping) it if it is a recipe."""
+def resolve(matrix: Matrix, rows: np.ndarray | None = None) -> np.ndarray:
+    """The matrix itself (or its rows `rows`), computing it if it is a recipe."""
     if isinstance(matrix, np.ndarray):
-        return matrix
+        return matrix if rows is None else matrix[rows]
     if matrix in _RECENT:
         _RECENT.move_to_end(matrix)
-        return _RECENT[matrix]
+        return _RECENT[matrix] if rows is None else _RECENT[matrix][rows]
     # The engine checked this value when it first computed it (engine._check_finite), under
     # the same silence: computing it again must not warn where the first time did not.
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        value = matrix()
-    _RECENT[matrix] = value
-    if len(_RECENT) > _RECENT_SIZE:
-        _RECENT.popitem(last=False)
+        value = matrix(rows)
+    if rows is None:
+        _RECENT[matrix] = value
+        if len(_RECENT) > _RECENT_SIZE:
+            _RECENT.popitem(last=False)
     return value
 
 
@@ -78,6 +81,10 @@ class Stage:
     @property
     def value(self) -> np.ndarray:
         return resolve(self.data)
+
+    def value_rows(self, rows: Sequence[int]) -> np.ndarray:
+        """The rows `rows` of the value, [len(rows), m]: computed alone when it is a recipe."""
+        return resolve(self.data, np.asarray(rows, dtype=np.intp))
 
     @property
     def operands(self) -> tuple[np.ndarray, ...]:

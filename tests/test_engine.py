@@ -46,6 +46,21 @@ def test_every_stage_matches_the_naive_loops(doc):
 
 
 @settings(max_examples=200, deadline=None)
+@given(problems(), st.data())
+def test_a_stage_computes_any_of_its_rows_alone(doc, data):
+    """Stage.value_rows (what a table that shows a few rows of a big stage reads) gives the
+    same numbers as those rows of the whole value, for held stages and recipes alike."""
+    trace = trace_of(doc)
+    for stage in trace.stages:
+        n = stage.shape[0]
+        rows = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n), label=stage.id)
+        part, whole = stage.value_rows(rows), stage.value[rows]
+        assert part.shape == (len(rows), stage.shape[1])
+        assert (np.isneginf(part) == np.isneginf(whole)).all(), stage.id
+        np.testing.assert_allclose(part, whole, rtol=1e-15, atol=0, err_msg=stage.id)
+
+
+@settings(max_examples=200, deadline=None)
 @given(problems())
 def test_weights_are_a_distribution_and_masked_weights_are_zero(doc):
     trace = trace_of(doc)

@@ -96,10 +96,11 @@ def _exact_cell(matrix: Any, i: int, j: int) -> Any:
 
 def fits(stage: Stage, cells_limit: int, terms_limit: int) -> Msg | None:
     """None when this stage's arithmetic should be written out; else the reason it is not."""
-    if stage.value.size > cells_limit:
-        return Msg("note.too_big_cells", cells=stage.value.size, limit=cells_limit)
-    if stage.op == "matmul" and stage.operands[0].shape[1] > terms_limit:
-        return Msg("note.too_long_sums", inner=stage.operands[0].shape[1], limit=terms_limit)
+    rows, cols = stage.shape  # from the labels: a recipe is not computed to be measured
+    if rows * cols > cells_limit:
+        return Msg("note.too_big_cells", cells=rows * cols, limit=cells_limit)
+    if stage.op == "matmul" and len(stage.inner) > terms_limit:
+        return Msg("note.too_long_sums", inner=len(stage.inner), limit=terms_limit)
     return None
 
 

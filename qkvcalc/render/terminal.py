@@ -167,7 +167,7 @@ def _shape(stage_or_array: Stage | np.ndarray) -> str:
 
 
 def matrix_table(
-    value: np.ndarray,
+    value: np.ndarray | Stage,
     name: str,
     rows: Sequence[str],
     cols: Sequence[str],
@@ -183,7 +183,7 @@ def matrix_table(
 
 
 def matrix_lines(
-    value: np.ndarray,
+    value: np.ndarray | Stage,
     name: str,
     rows: Sequence[str],
     cols: Sequence[str],
@@ -198,19 +198,22 @@ def matrix_lines(
     middle.
 
     Laid out here as lines of text (a header, a rule, one line per row) rather than as a rich
-    Table: only the cells shown are formatted and measured, so a 1024×1024 matrix costs what a
-    4×4 one does. `exact` (--exact): a cell's exact value, shown where it is not None.
+    Table: only the cells shown are formatted and measured, and of a Stage only the rows shown
+    are computed, so a 1024×1024 matrix costs what a 4×4 one does. `exact` (--exact): a cell's
+    exact value, shown where it is not None.
     """
     n_rows, n_cols = value.shape
     width = width or opts.width
     row_ids = pick(n_rows, max(opts.max_rows, 3))
     body_rows = [i for i in row_ids if i is not None]
+    shown = value.value_rows(body_rows) if isinstance(value, Stage) else value[body_rows]
+    row_at = {i: k for k, i in enumerate(body_rows)}
     label_w = max(
         [display_width(name)] + [display_width(safe(rows[i])) for i in body_rows], default=1
     )
 
     def cell(i: int, j: int) -> tuple[str, str]:
-        v = float(value[i, j])
+        v = float(shown[row_at[i], j])
         if v == -math.inf:
             return "−∞", "dim"
         if exact is not None and exact[i][j] is not None:
@@ -287,11 +290,14 @@ def _operand_view(stage: Stage, opts: RenderOptions) -> list[Text] | None:
     """A · B = C side by side, when all three fit across the screen."""
     if stage.op != "matmul" or not stage.names:
         return None
+    n, inner, cols = (
+        len(stage.rows),
+        len(stage.inner),
+        len(stage.cols),
+    )  # A [n, inner], B [inner, cols]
+    if (inner + cols + cols) * 4 > opts.width or max(n, inner) > opts.max_rows:
+        return None  # cannot fit: not worth laying out (nor computing a recipe operand)
     a, b = stage.operands
-    if (a.shape[1] + b.shape[1] + stage.shape[1]) * 4 > opts.width or max(
-        a.shape[0], b.shape[0]
-    ) > opts.max_rows:
-        return None  # cannot fit: not worth laying out
     # --exact: the operands, bias and result as fractions, where the stage recorded them
     ea, eb = stage.operands_exact if opts.exact and len(stage.operands_exact) == 2 else (None, None)
     e_bias = (stage.bias_exact,) if opts.exact and stage.bias_exact is not None else None
@@ -333,7 +339,7 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
         view = _operand_view(stage, opts)
         if view is None:
             view = matrix_lines(
-                stage.value,
+                stage,
                 stage.name,
                 stage.rows,
                 stage.cols,
@@ -443,7 +449,7 @@ def to_text(renderable: RenderableType, opts: RenderOptions) -> str:
     """The rendering as text of the pinned width; colourless text has no trailing spaces."""
     console = make_console(opts)
     with console.capture() as capture:
-        console.print(renderable)
+        console.print(renderable, crop=False)  # every line was laid out to fit (Block)
     text = capture.get()
     if not opts.color:
         text = "\n".join(line.rstrip() for line in text.split("\n"))
