@@ -1,5 +1,5 @@
 """`python -m qkvcalc` is the same program as `qkvcalc`."""
 
-from qkvcalc.cli import main
+from qkvcalc.launch import main
 
 main()

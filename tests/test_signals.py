@@ -78,6 +78,34 @@ def wide_problem(tmp_path_factory) -> Path:
     return write_problem(tmp_path_factory.mktemp("wide") / "wide.json", 128, 64, 8)
 
 
+def test_ctrl_c_while_the_command_line_loads_exits_130_quietly():
+    """Ctrl-C in the moment typer, rich and the commands are loading ends as Ctrl-C later does.
+    The moment is too short to hit with a real signal every time, so the import of qkvcalc.cli
+    raises KeyboardInterrupt here, as SIGINT would there."""
+    code = (
+        "import sys\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'qkvcalc.cli':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+        "from qkvcalc.launch import main\n"
+        "main()\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, **PINNED_ENV},
+    )
+    assert result.returncode == 130, result.stderr[-2000:]
+    assert result.stdout == ""
+    quiet(result.stderr)
+    assert result.stderr.strip() == "interrupted"
+
+
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux /proc")
 @pytest.mark.parametrize("fmt", ["table", "json"])
 def test_ctrl_c_during_a_long_run_exits_130_quietly(long_problem, fmt):
