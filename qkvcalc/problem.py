@@ -8,6 +8,7 @@ Weights are stored in the row layout (Q = X·W_Q) whatever layout they were give
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -70,7 +71,7 @@ _CANONICAL = {_norm(name): name for name in FIELDS} | _ALIASES
 def canonical_key(key: object) -> str:
     """'W_Q', 'w_q' and 'WQ' all mean 'wq'. Unknown keys are an error that suggests a known one."""
     if not isinstance(key, str):
-        raise QkvcalcError("key.not_string", key=repr(key))
+        raise QkvcalcError("key.not_string", key=shown(key))
     found = _CANONICAL.get(_norm(key))
     if found is None:
         key = key if len(key) <= 40 else key[:39] + "…"  # a 1,000-character key, abbreviated
@@ -92,6 +93,16 @@ class Matrix(NamedTuple):
     exact: tuple[tuple[Fraction | None, ...], ...] | None = None
 
 
+def shown(value: object, limit: int = 40) -> str:
+    """A value from the input, for a message, as the user wrote it: in JSON's spelling (null,
+    true, "text"), or Python's repr for what JSON cannot spell; cut short at `limit`."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):  # numpy scalars, NaN, objects from a Python caller
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _fail_cell(field_name: str, where: str, value: object) -> QkvcalcError:
     name = DISPLAY.get(field_name, field_name)
     if isinstance(value, bool):
@@ -104,7 +115,7 @@ def _fail_cell(field_name: str, where: str, value: object) -> QkvcalcError:
         return QkvcalcError("number.nan", field=f"{name}{where}")
     if isinstance(value, int | float):
         return QkvcalcError("number.not_finite", field=f"{name}{where}", text=repr(value))
-    return QkvcalcError("matrix.not_number", field=name, where=where, value=repr(value)[:40])
+    return QkvcalcError("matrix.not_number", field=name, where=where, value=shown(value))
 
 
 def _cell(value: object, field_name: str, where: str, exact: bool) -> Number:
@@ -133,7 +144,7 @@ def to_matrix(
     if isinstance(raw, np.ndarray):
         raw = raw.tolist() if raw.ndim <= 2 else raw
     if not isinstance(raw, list | tuple):
-        raise QkvcalcError("matrix.not_list", field=name, value=repr(raw)[:40])
+        raise QkvcalcError("matrix.not_list", field=name, value=shown(raw))
     if len(raw) == 0:
         raise QkvcalcError("matrix.empty", field=name)
     rows = [raw] if not isinstance(raw[0], list | tuple) else raw
@@ -189,7 +200,7 @@ def _to_int(raw: Any, field_name: str) -> int:
         raw = int(raw.strip())
     if isinstance(raw, bool) or not isinstance(raw, int | np.integer) or not 1 <= raw <= MAX_HEADS:
         raise QkvcalcError(
-            "heads.not_positive", field=field_name, value=repr(raw)[:40], limit=MAX_HEADS
+            "heads.not_positive", field=field_name, value=shown(raw), limit=MAX_HEADS
         )
     return int(raw)
 
@@ -206,14 +217,14 @@ def _to_tokens(raw: Any, field_name: str) -> tuple[str, ...]:
 
 def _to_flags(raw: Any, field_name: str, where: str = "") -> list[bool]:
     if not isinstance(raw, list | tuple):
-        raise QkvcalcError("mask.not_flags", field=field_name, where=where, value=repr(raw)[:40])
+        raise QkvcalcError("mask.not_flags", field=field_name, where=where, value=shown(raw))
     flags = []
     for j, value in enumerate(raw):
         if isinstance(value, str) and value.strip() in ("0", "1"):
             value = int(value)
         if value not in (0, 1) or (isinstance(value, float) and value not in (0.0, 1.0)):
             raise QkvcalcError(
-                "mask.not_flag", field=field_name, where=f"{where}[{j + 1}]", value=repr(value)[:40]
+                "mask.not_flag", field=field_name, where=f"{where}[{j + 1}]", value=shown(value)
             )
         flags.append(bool(value))
     return flags
@@ -434,7 +445,7 @@ def _check_weight_rows(w: Matrix | None, name: str, rows: int, what: str, layout
 
 def _build(doc: dict[str, Any], exact: bool) -> Problem:
     layout = doc.get("layout", "rows")
-    _check(layout in ("rows", "torch"), "layout.unknown", value=repr(layout)[:40])
+    _check(layout in ("rows", "torch"), "layout.unknown", value=shown(layout))
     meta = {k: str(doc[k]) for k in META if k in doc}
     heads = _to_int(doc.get("heads", 1), "heads")
     kv_heads = _to_int(doc.get("kv_heads", heads), "kv_heads")
@@ -593,7 +604,7 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
     if "scale" in doc:
         raw_scale = doc["scale"]
         if isinstance(raw_scale, bool) or not isinstance(raw_scale, int | float | str):
-            raise QkvcalcError("scale.not_number", value=repr(raw_scale)[:40])
+            raise QkvcalcError("scale.not_number", value=shown(raw_scale))
         scale = (
             parse_number(raw_scale, "scale")
             if isinstance(raw_scale, str)
@@ -618,7 +629,7 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         )
         mask_kind, mask = "custom", np.array(rows, dtype=bool)
     else:
-        raise QkvcalcError("mask.unknown", value=repr(raw_mask)[:40])
+        raise QkvcalcError("mask.unknown", value=shown(raw_mask))
 
     key_padding = None
     if "key_padding" in doc:

@@ -214,6 +214,18 @@ BAD = {
         '{"x": [1], "wq": [[1]], "wk": [[1]], "wv": [[1]], "mask": [[2]]}',
         ["mask", "1 (may attend) or 0"],
     ),
+    "a null in a mask, said as JSON says it": (
+        '{"x": [1], "wq": [[1]], "wk": [[1]], "wv": [[1]], "mask": [[null]]}',
+        ["mask[1][1] is null:"],
+    ),
+    "heads given as true, said as JSON says it": (
+        '{"x": [1], "wq": [[1]], "wk": [[1]], "wv": [[1]], "heads": true}',
+        ["not true"],
+    ),
+    "a mask word in quotes, as JSON quotes it": (
+        '{"x": [1], "wq": [[1]], "wk": [[1]], "wv": [[1]], "mask": "sometimes"}',
+        ['"sometimes"'],
+    ),
     "empty input": ("   ", ["the input is empty", '{"x": [1, 2]']),
     "not UTF-8": (b'{"x": [1], "tokens": ["\xff"]}', ["UTF-8", "0xff"]),
 }
