@@ -42,9 +42,9 @@ def gather(
 ) -> dict[str, Any]:
     """The document the options describe, before validation (Problem.from_mapping)."""
     inline = {k: v for k, v in inline.items() if v is not None}
-    given = [name for name, on in (("SOURCE", source), ("--preset", preset)) if on]
-    if len(given) > 1:
-        raise QkvcalcError("cli.two_sources", sources=", ".join(given))
+    sources = [name for name, on in (("SOURCE", source), ("--preset", preset)) if on]
+    if len(sources) > 1:
+        raise QkvcalcError("cli.two_sources", sources=", ".join(sources))
 
     doc: dict[str, Any] = {}
     given = False  # a document was given, even an empty one ({} is missing X …, not no input)

@@ -139,8 +139,8 @@ def test_every_command_is_documented_in_the_readme():
         assert f"qkvcalc {name}" in readme, f"`qkvcalc {name}` is not in README.md"
 
 
-def test_mypy_holds_on_the_engine_and_input_layer():
-    """The files pyproject's [tool.mypy] lists type-check cleanly."""
+def test_mypy_holds_on_the_whole_package():
+    """qkvcalc type-checks cleanly ([tool.mypy] in pyproject.toml), renderers and CLI included."""
     pytest.importorskip("mypy")
     result = subprocess.run(
         [sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=300

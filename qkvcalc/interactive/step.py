@@ -14,7 +14,6 @@ the step mode ends); None means the user quit. Ctrl-C raises KeyboardInterrupt (
 
 from __future__ import annotations
 
-import io
 import os
 import select
 import signal
@@ -22,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from enum import Enum
 from types import FrameType, TracebackType
-from typing import Any
+from typing import IO, Any
 
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
@@ -248,11 +247,11 @@ def _signals_restore_terminal() -> Iterator[None]:
     try:
         yield
     finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
 
 
-def _console(out: io.TextIOBase, size: tuple[int, int], no_color: bool) -> Console:
+def _console(out: IO[str], size: tuple[int, int], no_color: bool) -> Console:
     return Console(
         file=out,
         width=size[0],

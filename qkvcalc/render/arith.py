@@ -141,14 +141,12 @@ def cell_work(stage: Stage, i: int, j: int, style: Style) -> str | None:
     if stage.op == "mask":  # said row by row instead: row_summaries
         return None
     if stage.op == "exp":
-        s = float(stage.operands[0][i, j])
+        logit = float(stage.operands[0][i, j])
         assert stage.row_max is not None
-        if np.isneginf(s):
+        if np.isneginf(logit):
             return f"{at}{style.exp(style.neg_inf)} = 0"
-        return (
-            f"{at}{style.exp(f'{style.num(s)} {style.minus} {style.num(float(stage.row_max[i]))}')}"
-            f" = {result}"
-        )
+        shift = style.num(float(stage.row_max[i]))
+        return f"{at}{style.exp(f'{style.num(logit)} {style.minus} {shift}')} = {result}"
     if stage.op == "softmax":
         assert stage.row_sum is not None
         total = float(stage.row_sum[i])

@@ -190,14 +190,14 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     if notes:
         items = "".join(f"<li>{escape(note.text(opts.lang))}</li>" for note in notes)
         out.append(f'<ul class="notes">{items}</ul>')
-    rows = (
+    summaries = (
         row_summaries(stage, trace, opts.precision, opts.max_rows) if opts.detail == "full" else []
     )
-    if work or rows:
+    if work or summaries:
         out.append(f"<h3>{_t(opts, 'ui.arithmetic')}</h3>")
-    if rows:
-        items = ("⋮" if row is None else escape(row.text(opts.lang)) for row in rows)
-        out.append('<ul class="rows">' + "".join(f"<li>{item}</li>" for item in items) + "</ul>")
+    if summaries:
+        lines = ("⋮" if row is None else escape(row.text(opts.lang)) for row in summaries)
+        out.append('<ul class="rows">' + "".join(f"<li>{line}</li>" for line in lines) + "</ul>")
     if work:
         out.append('<pre class="work">' + escape("\n".join(work)) + "</pre>")
     out.append("</section>")

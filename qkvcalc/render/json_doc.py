@@ -31,7 +31,7 @@ def _escape_unsafe(text: str) -> str:
 
 def matrix_json(value: np.ndarray) -> list[list[Any]]:
     if np.isfinite(value).all():
-        return value.tolist()  # type: ignore[no-any-return]
+        return value.tolist()
     out = value.astype(object)
     out[np.isneginf(value)] = "-inf"
     out[np.isposinf(value)] = "inf"

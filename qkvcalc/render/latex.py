@@ -245,8 +245,8 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
         notes.append(hidden_note(hidden_rows, hidden_cols))
     work = _arithmetic(stage, trace, opts, notes)
     if notes:
-        items = [r"\item " + tex_escape(note.text(opts.lang)) for note in notes]
-        lines.append("\\begin{itemize}\n" + "\n".join(items) + "\n\\end{itemize}")
+        bullets = [r"\item " + tex_escape(note.text(opts.lang)) for note in notes]
+        lines.append("\\begin{itemize}\n" + "\n".join(bullets) + "\n\\end{itemize}")
     if work:
         lines += [rf"\subsection*{{{_t(opts, 'ui.arithmetic')}}}", *work]
     return "\n\n".join(lines) + "\n"

@@ -132,14 +132,14 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     )
     if notes:
         out.append("\n".join(f"> {_prose(note.text(opts.lang))}" for note in notes))
-    rows = (
+    summaries = (
         row_summaries(stage, trace, opts.precision, opts.max_rows) if opts.detail == "full" else []
     )
-    if work or rows:
+    if work or summaries:
         out.append(f"**{_t(opts, 'ui.arithmetic')}**")
-    if rows:
+    if summaries:
         out.append(
-            "\n".join("- " + ("⋮" if r is None else _prose(r.text(opts.lang))) for r in rows)
+            "\n".join("- " + ("⋮" if r is None else _prose(r.text(opts.lang))) for r in summaries)
         )
     if work:
         # the lines hold numbers and the engine's symbols only, never input text

@@ -12,7 +12,7 @@ import io
 import math
 import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 import numpy as np
 from rich.cells import cell_len, set_cell_size
@@ -429,7 +429,7 @@ def render_trace(trace: Trace, opts: RenderOptions | None = None) -> RenderableT
     return Group(header(trace, opts), *blocks, footer(trace, opts))
 
 
-def make_console(opts: RenderOptions, file: io.TextIOBase | None = None) -> Console:
+def make_console(opts: RenderOptions, file: IO[str] | None = None) -> Console:
     """A console of a pinned width that writes to a string (or `file`)."""
     return Console(
         file=file or io.StringIO(),
