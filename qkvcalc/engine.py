@@ -50,8 +50,8 @@ def softmax_parts(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     exponentials 0, sum 0 and weights 0 (what PyTorch's SDPA returns) instead of 0/0 = NaN.
     """
     # [n, m] -> [n], [n, m], [n], [n, m]
-    live = np.isfinite(s).any(axis=1)
-    row_max = np.where(live, np.max(s, axis=1, initial=-np.inf), 0.0)
+    row_max = np.max(s, axis=1, initial=-np.inf)
+    row_max[np.isneginf(row_max)] = 0.0  # a row with every key masked
     e = shifted_exp(s, row_max)
     row_sum = e.sum(axis=1)
     return row_max, e, row_sum, normalise(e, row_sum)
@@ -103,9 +103,7 @@ def _span(first: int, count: int) -> str:
 
 
 def _check_finite(stage: Stage) -> Stage:
-    value = stage.value
-    # one pass over the stage; -inf is what masking writes, and +inf and NaN fail `< inf`
-    ok = (value < np.inf) if stage.id == "masked" else np.isfinite(value)
+    ok = np.isfinite(stage.value)
     if not ok.all():
         i, j = (int(t) + 1 for t in np.argwhere(~ok)[0])
         raise QkvcalcError("overflow", stage=stage.formula, row=i, col=j, head=stage.head or 1)
@@ -125,12 +123,16 @@ class _Recorder:
         return stage.data
 
     def record(self, stage: Stage) -> None:
-        """Record a stage, checking it for overflow first.
+        """Record a stage, checking it for overflow first if it can overflow.
 
-        Kᵀ is K turned; e^(s − max) of finite or −∞ logits lies in [0, 1], and so do the
-        weights: only the other stages can overflow, and only they need the check.
+        Kᵀ is K turned; finite scores scaled by at most 1 stay finite; the mask writes only −∞
+        over finite logits; e^(s − max) of finite or −∞ logits lies in [0, 1], and so do the
+        weights. Every other stage is checked (the scores always are).
         """
-        if stage.id not in ("kt", "exp", "weights"):
+        exempt = stage.id in ("kt", "masked", "exp", "weights") or (
+            stage.id == "scaled" and stage.scale is not None and abs(stage.scale) <= 1
+        )
+        if not exempt:
             _check_finite(stage)
         self.stages.append(stage)
 

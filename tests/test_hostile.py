@@ -279,6 +279,17 @@ def test_overflow_is_refused_with_a_reason_and_no_numpy_warning():
     assert_one_clean_message(proc, "overflow float64 at Q·Kᵀ")
 
 
+def test_a_scale_above_one_that_overflows_the_scores_is_refused():
+    """Finite scores (1e300) times a given scale of 1e10: the scaled stage is where the
+    overflow happens, and the message says so. (A scale of at most 1 cannot overflow.)"""
+    doc = _doc(x=[[1e150, 0], [0, 1]])
+    doc["scale"] = 1e10
+    proc = run_qkvcalc(
+        "explain", input=json.dumps(doc), env={"PYTHONWARNINGS": "default"}, timeout=HANG_GUARD
+    )
+    assert_one_clean_message(proc, "overflow float64 at Q·Kᵀ × 1e+10")
+
+
 def test_large_finite_scores_are_softmaxed_stably():
     """Scores near 1e5 (and far apart): e^s overflows, e^(s − max) does not. The weights are
     the one-hot rows the limit says, every row sums to 1, and nothing is NaN."""
