@@ -120,3 +120,37 @@ def test_paragraphs_wrap_exactly_as_rich_wraps_them(words, lead, width):
     theirs = text.wrap(console, width)
     assert [line.plain for line in ours] == [line.plain for line in theirs]
     assert all(line.style == "italic" for line in ours)
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "html", "latex"])
+def test_a_big_stage_is_drawn_from_the_rows_it_shows(monkeypatch, fmt):
+    """A 200×200 causal head: drawing it computes e^(s − max) (and so the weights) for the
+    rows its tables show, never for all 200 (the recipes take row indices)."""
+    import numpy as np
+
+    import qkvcalc.engine
+    from qkvcalc import trace as trace_module
+    from qkvcalc.render import render
+
+    rng = np.random.default_rng(3)
+    n = 200
+    trace = qkvcalc.explain(
+        x=rng.standard_normal((n, 4)),
+        wq=rng.standard_normal((4, 4)),
+        wk=rng.standard_normal((4, 4)),
+        wv=rng.standard_normal((4, 4)),
+        mask="causal",
+    )
+    trace_module._RECENT.clear()  # nothing computed before drawing is kept
+    rows_computed = []
+    real = qkvcalc.engine.shifted_exp
+
+    def counting(s, row_max):
+        rows_computed.append(s.shape[0])
+        return real(s, row_max)
+
+    monkeypatch.setattr(qkvcalc.engine, "shifted_exp", counting)
+    opts = RenderOptions(width=100, color=False, detail="brief")
+    render(trace, fmt, opts)
+    assert rows_computed, "the exp and weights stages were drawn without their values"
+    assert max(rows_computed) <= opts.max_rows < n

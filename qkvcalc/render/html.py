@@ -20,7 +20,7 @@ import numpy as np
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style, notes_and_work, row_summaries, split_rows
-from qkvcalc.render.text import fmt, pick, safe, summary
+from qkvcalc.render.text import fmt, pick, safe, shown_rows, summary
 from qkvcalc.trace import Stage, Trace
 
 CELL_WIDTH = 3  # a column's width beyond its number, in characters (padding)
@@ -78,7 +78,7 @@ def _heat(weight: float) -> str:
 
 
 def html_table(
-    value: np.ndarray,
+    value: np.ndarray | Stage,
     name: str,
     rows: tuple[str, ...],
     cols: tuple[str, ...],
@@ -93,6 +93,7 @@ def html_table(
     max_cols = max(2, (opts.width - label_w - CELL_WIDTH) // (opts.precision + 3 + CELL_WIDTH))
     row_ids = pick(n_rows, max(opts.max_rows, 3))
     col_ids = pick(n_cols, max_cols)
+    shown = shown_rows(value, row_ids)
     head = [f'<th scope="col" class="name">{escape(name)}</th>']
     for j in col_ids:
         head.append(
@@ -113,7 +114,7 @@ def html_table(
             if j is None:
                 cells.append('<td class="gap">…</td>')
                 continue
-            v = float(value[i, j])
+            v = float(shown[i][j])
             if np.isneginf(v):
                 cells.append('<td class="neginf">−∞</td>')
             elif heat:
@@ -137,10 +138,11 @@ def _product(stage: Stage, opts: RenderOptions) -> str | None:
     """A small matrix product side by side: A · B = C."""
     if stage.op != "matmul" or not stage.names:
         return None
-    a, b = stage.operands
-    cols = a.shape[1] + b.shape[1] + stage.value.shape[1]
-    if cols * (opts.precision + 4) + 40 > opts.width or max(a.shape[0], b.shape[0]) > opts.max_rows:
+    cols = len(stage.inner) + 2 * len(stage.cols)  # A [n, inner] · B [inner, cols] = [n, cols]
+    rows = max(len(stage.rows), len(stage.inner))
+    if cols * (opts.precision + 4) + 40 > opts.width or rows > opts.max_rows:
         return None
+    a, b = stage.operands
     parts = [
         html_table(a, stage.names[0], stage.rows, stage.inner, opts)[0],
         '<span class="op">·</span>',
@@ -173,7 +175,7 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     ]
     product = _product(stage, opts)
     table, hidden_rows, hidden_cols = html_table(
-        stage.value, stage.name, stage.rows, stage.cols, opts, heat=stage.id == "weights"
+        stage, stage.name, stage.rows, stage.cols, opts, heat=stage.id == "weights"
     )
     if stage.op == "split":  # sentences, as in the terminal: which columns each head reads
         items = "".join(f"<li>{escape(row.text(opts.lang))}</li>" for row in split_rows(stage))

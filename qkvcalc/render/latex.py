@@ -27,7 +27,7 @@ from qkvcalc.render.arith import (
     split_rows,
     stage_work,
 )
-from qkvcalc.render.text import fmt, pick, safe, summary
+from qkvcalc.render.text import fmt, pick, safe, shown_rows, summary
 from qkvcalc.trace import Stage, Trace
 
 # A page of \small text holds about this many matrix columns (the label column aside).
@@ -142,18 +142,19 @@ def _cell(value: float, precision: int) -> str:
     return r"-\infty" if np.isneginf(value) else fmt(value, precision).replace("−", "-")
 
 
-def bmatrix(value: np.ndarray, opts: RenderOptions) -> tuple[str, int, int]:
+def bmatrix(value: np.ndarray | Stage, opts: RenderOptions) -> tuple[str, int, int]:
     """A matrix as a bmatrix, eliding its middle rows and columns; also how many are hidden."""
     n_rows, n_cols = value.shape
     row_ids = pick(n_rows, max(opts.max_rows, 3))
     col_ids = pick(n_cols, MAX_COLS)
+    shown = shown_rows(value, row_ids)
     lines = []
     for i in row_ids:
         if i is None:
             cells = [r"\ddots" if j is None else r"\vdots" for j in col_ids]
         else:
             cells = [
-                r"\cdots" if j is None else _cell(float(value[i, j]), opts.precision)
+                r"\cdots" if j is None else _cell(float(shown[i][j]), opts.precision)
                 for j in col_ids
             ]
         lines.append(" & ".join(cells))
@@ -171,14 +172,13 @@ def _labels(names: tuple[str, ...], limit: int) -> str:
 def _operands_fit(stage: Stage) -> bool:
     if stage.op != "matmul" or not stage.names:
         return False
-    a, b = stage.operands
-    cols = a.shape[1] + b.shape[1] + stage.value.shape[1]
-    return cols <= OPERAND_COLS and max(a.shape[0], b.shape[0]) <= OPERAND_ROWS
+    cols = len(stage.inner) + 2 * len(stage.cols)  # A [n, inner] · B [inner, cols] = [n, cols]
+    return cols <= OPERAND_COLS and max(len(stage.rows), len(stage.inner)) <= OPERAND_ROWS
 
 
 def _equation(stage: Stage, opts: RenderOptions) -> tuple[str, int, int]:
     """The display equation of a stage: formula = matrix (or formula = A·B = C)."""
-    result, hidden_rows, hidden_cols = bmatrix(stage.value, opts)
+    result, hidden_rows, hidden_cols = bmatrix(stage, opts)
     parts = [tex_formula(stage.formula)]
     if _operands_fit(stage):
         a, b = stage.operands

@@ -19,7 +19,7 @@ from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style, notes_and_work, row_summaries, split_rows
 from qkvcalc.render.latex import bmatrix, tex_formula
-from qkvcalc.render.text import fmt, pick, safe, summary
+from qkvcalc.render.text import fmt, pick, safe, shown_rows, summary
 from qkvcalc.trace import Stage, Trace
 
 CELL_WIDTH = 3  # what a table column costs beyond its number: " | "
@@ -50,7 +50,7 @@ def _cell(value: float, precision: int) -> str:
 
 
 def md_table(
-    value: np.ndarray,
+    value: np.ndarray | Stage,
     name: str,
     rows: tuple[str, ...],
     cols: tuple[str, ...],
@@ -63,6 +63,7 @@ def md_table(
     max_cols = max(2, (opts.width - label_w - CELL_WIDTH) // (opts.precision + 3 + CELL_WIDTH))
     row_ids = pick(n_rows, max(opts.max_rows, 3))
     col_ids = pick(n_cols, max_cols)
+    shown = shown_rows(value, row_ids)
     head = [f"**{md_escape(name)}**" if name else " "] + [
         "…" if j is None else md_escape(cols[j]) for j in col_ids
     ]
@@ -75,7 +76,7 @@ def md_table(
             cells = ["⋮"] * (len(col_ids) + 1)
         else:
             cells = [md_escape(rows[i])] + [
-                "…" if j is None else _cell(float(value[i, j]), opts.precision) for j in col_ids
+                "…" if j is None else _cell(float(shown[i][j]), opts.precision) for j in col_ids
             ]
         lines.append("| " + " | ".join(cells) + " |")
     hidden_rows = n_rows - sum(i is not None for i in row_ids)
@@ -87,10 +88,10 @@ def _product(stage: Stage, opts: RenderOptions) -> list[str]:
     """A small matrix product as one display equation: Q = X·W_Q = [..]·[..] = [..]."""
     if stage.op != "matmul" or not stage.names:
         return []
-    a, b = stage.operands
-    cols = a.shape[1] + b.shape[1] + stage.value.shape[1]
-    if cols * (opts.precision + 4) + 40 > opts.width or max(a.shape[0], b.shape[0]) > 8:
+    cols = len(stage.inner) + 2 * len(stage.cols)  # A [n, inner] · B [inner, cols] = [n, cols]
+    if cols * (opts.precision + 4) + 40 > opts.width or max(len(stage.rows), len(stage.inner)) > 8:
         return []
+    a, b = stage.operands
     parts = [
         tex_formula(stage.formula),
         bmatrix(a, opts)[0]
@@ -116,9 +117,7 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     product = _product(stage, opts)
     if product:
         out.append("\n".join(product))
-    table, hidden_rows, hidden_cols = md_table(
-        stage.value, stage.name, stage.rows, stage.cols, opts
-    )
+    table, hidden_rows, hidden_cols = md_table(stage, stage.name, stage.rows, stage.cols, opts)
     if stage.op == "split":  # sentences, as in the terminal: which columns each head reads
         out.append("\n".join("- " + _prose(row.text(opts.lang)) for row in split_rows(stage)))
     else:

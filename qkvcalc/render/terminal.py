@@ -22,7 +22,7 @@ from rich.text import Span, Text
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style, exact_text, notes_and_work, row_summaries, split_rows
-from qkvcalc.render.text import display_width, fmt, pick, safe, summary
+from qkvcalc.render.text import display_width, fmt, pick, safe, shown_rows, summary
 from qkvcalc.trace import Stage, Trace
 
 GAP = "   "  # between two columns of a matrix table
@@ -206,14 +206,13 @@ def matrix_lines(
     width = width or opts.width
     row_ids = pick(n_rows, max(opts.max_rows, 3))
     body_rows = [i for i in row_ids if i is not None]
-    shown = value.value_rows(body_rows) if isinstance(value, Stage) else value[body_rows]
-    row_at = {i: k for k, i in enumerate(body_rows)}
+    shown = shown_rows(value, row_ids)
     label_w = max(
         [display_width(name)] + [display_width(safe(rows[i])) for i in body_rows], default=1
     )
 
     def cell(i: int, j: int) -> tuple[str, str]:
-        v = float(shown[row_at[i], j])
+        v = float(shown[i][j])
         if v == -math.inf:
             return "−∞", "dim"
         if exact is not None and exact[i][j] is not None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+
+import numpy as np
 
 from qkvcalc.i18n import translate
-
-if TYPE_CHECKING:
-    from qkvcalc.trace import Trace
+from qkvcalc.trace import Stage, Trace
 
 _SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 MAX_LABEL = 24
@@ -95,6 +95,14 @@ def pick(count: int, limit: int) -> list[int | None]:
     head = max(1, (limit - 1) // 2 + (limit - 1) % 2)
     tail = max(1, limit - 1 - head)
     return [*range(head), None, *range(count - tail, count)]
+
+
+def shown_rows(value: np.ndarray | Stage, row_ids: Sequence[int | None]) -> dict[int, np.ndarray]:
+    """The rows a table shows (`row_ids`, from pick), by index. Of a Stage only these rows are
+    computed (Stage.value_rows): a table of a 1024×1024 stage costs what its shown rows cost."""
+    body = [i for i in row_ids if i is not None]
+    values = value.value_rows(body) if isinstance(value, Stage) else value[body]
+    return dict(zip(body, values, strict=True))
 
 
 def summary(trace: Trace, lang: str) -> list[str]:
