@@ -29,7 +29,7 @@ from qkvcalc.cli_common import (
 )
 from qkvcalc.cli_quiz import register as register_quiz
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.i18n import resolve_lang, translate
+from qkvcalc.i18n import preset_description, resolve_lang, translate
 
 app = typer.Typer(
     name="qkvcalc",
@@ -276,7 +276,8 @@ def _print_presets(lang: str | None = None) -> None:
     table.add_column(translate("ui.presets_name", lang_code), style="bold", no_wrap=True)
     table.add_column(translate("ui.presets_description", lang_code))
     for name in presets.names():
-        table.add_row(Text(name), Text(str(presets.load(name).get("description", ""))))
+        written = str(presets.load(name).get("description", ""))
+        table.add_row(Text(name), Text(preset_description(name, written, lang_code)))
     out = console(False)
     with out.capture() as capture:
         out.print(table)

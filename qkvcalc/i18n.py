@@ -54,6 +54,16 @@ def translate(key: str, lang: str = "en", /, **params: Any) -> str:
     return template.format(**{name: _words(value, lang) for name, value in params.items()})
 
 
+def preset_description(name: str, description: str, lang: str) -> str:
+    """A bundled preset's description in `lang`. The catalogs hold each bundled preset's own
+    sentence (preset.<name>.description); any other description, such as a file of one's own
+    that kept a bundled preset's name, is shown as it was written."""
+    key = f"preset.{name}.description"
+    if catalog("en").get(key) == description:
+        return translate(key, lang)
+    return description
+
+
 def _words(value: Any, lang: str) -> Any:
     if isinstance(value, Msg):
         return value.text(lang)

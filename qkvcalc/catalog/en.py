@@ -104,6 +104,18 @@ MESSAGES: dict[str, str] = {
     "ui.presets_hint": "Run one: qkvcalc explain --preset NAME · edit one: "
     "qkvcalc presets show NAME > mine.json",
     "ui.split_row": "head {head}: {q}[:, {qcols}], {k}[:, {kcols}], {v}[:, {vcols}] (K/V head {g})",
+    # ---- the bundled presets' descriptions (i18n.preset_description) ----------------
+    "preset.cross.description": "Cross-attention: the French 'le chat dort' reads the English "
+    "'the cat is sleeping'",
+    "preset.doc.description": "One token, x = [1, 2]: the worked example of Q, K, V by hand",
+    "preset.gqa.description": "Grouped-query attention: 4 query heads share 2 key/value heads "
+    "(d_k = 1, causal)",
+    "preset.multihead.description": "Two heads on 'I love cats': each head reads its own two "
+    "columns, then W_O mixes them",
+    "preset.padding.description": "A batch row padded to four tokens: key_padding keeps attention "
+    "off <pad>",
+    "preset.sentence.description": "Three tokens, 'I love cats', with the doc weights and a "
+    "causal mask",
     # ---- input errors: keys and structure ----------------------------------------------
     "key.unknown_suggest": "unknown key {key!r}: did you mean {suggestion!r}?",
     "key.unknown": "unknown key {key!r}; the input format knows: {known}",

@@ -113,6 +113,18 @@ MESSAGES: dict[str, str] = {
     "ui.presets_hint": "실행: qkvcalc explain --preset NAME · 고쳐 쓰기: "
     "qkvcalc presets show NAME > mine.json",
     "ui.split_row": "헤드 {head}: {q}[:, {qcols}], {k}[:, {kcols}], {v}[:, {vcols}] (K/V 헤드 {g})",
+    # ---- the bundled presets' descriptions (i18n.preset_description) ----------------
+    "preset.cross.description": "크로스 어텐션: 프랑스어 'le chat dort'가 영어 'the cat is "
+    "sleeping'을 읽습니다",
+    "preset.doc.description": "토큰 하나, x = [1, 2]: Q, K, V를 손으로 계산해 보는 예제",
+    "preset.gqa.description": "그룹 쿼리 어텐션(GQA): Query 헤드 4개가 Key/Value 헤드 2개를 나눠 "
+    "씁니다 (d_k = 1, causal)",
+    "preset.multihead.description": "'I love cats'에 헤드 두 개: 각 헤드가 자기 몫의 두 열을 "
+    "읽고, W_O가 둘을 섞습니다",
+    "preset.padding.description": "네 토큰 길이로 패딩된 배치의 한 행: key_padding이 <pad>로는 "
+    "어텐션이 가지 않게 합니다",
+    "preset.sentence.description": "토큰 세 개 'I love cats'에 doc 예제의 가중치와 causal "
+    "마스크를 씁니다",
     # ---- input errors: keys and structure ----------------------------------------------
     "key.unknown_suggest": "알 수 없는 키 {key!r}: 혹시 {suggestion!r}인가요?",
     "key.unknown": "알 수 없는 키 {key!r}. 입력 형식에 있는 키: {known}",

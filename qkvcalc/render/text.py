@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from qkvcalc.i18n import translate
+from qkvcalc.i18n import preset_description, translate
 from qkvcalc.trace import Stage, Trace
 
 _SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
@@ -114,7 +114,8 @@ def summary(trace: Trace, lang: str) -> list[str]:
     sizes = {"n": p.n, "m": p.m, "d_model": p.d_model, "d_k": p.d_k, "d_v": p.d_v}
     lines = [translate(key, lang, **sizes, heads=p.heads, mask=mask)]
     if "name" in p.meta:
-        description = safe(p.meta.get("description", ""), 200)
+        written = p.meta.get("description", "")
+        description = safe(preset_description(p.meta["name"], written, lang), 200)
         lines.append(
             translate("ui.preset", lang, name=safe(p.meta["name"]), description=description)
         )
