@@ -282,7 +282,10 @@ def _print_presets(lang: str | None = None) -> None:
     with out.capture() as capture:
         out.print(table)
         out.print(Text(translate("ui.presets_hint", lang_code), style="dim"))
-    sys.stdout.write(capture.get())
+    text = capture.get()
+    if out.color_system is None:  # a pipe or a file: no padding at the ends of the lines
+        text = "\n".join(line.rstrip() for line in text.split("\n"))
+    sys.stdout.write(text)
 
 
 @presets_app.command("show", help=help_text("help.presets.show"))

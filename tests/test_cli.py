@@ -152,6 +152,7 @@ def test_presets_list_and_show(cli):
     for name in ("doc", "sentence", "padding"):
         assert name in listing
     assert cli("presets", "list").stdout == listing
+    assert all(line == line.rstrip() for line in listing.splitlines())  # no padding in a pipe
     shown = cli("presets", "show", "sentence")
     assert shown.exit_code == 0
     assert json.loads(shown.stdout)["mask"] == "causal"
