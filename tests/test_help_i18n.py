@@ -1,7 +1,8 @@
-"""The command-line help speaks the language of the environment: every option's help and every
-command's description comes from the catalogs (help.* keys), in Korean under QKVCALC_LANG=ko or
+"""The command-line help speaks the language asked for: every option's help and every command's
+description comes from the catalogs (help.* keys), in Korean under --lang ko, QKVCALC_LANG=ko or
 a Korean locale, in English otherwise. Real processes: the help language is fixed when
-qkvcalc.cli is imported, so an in-process runner would only ever see one language."""
+qkvcalc.cli is imported (qkvcalc.launch reads --lang before that), so an in-process runner
+would only ever see one language."""
 
 from __future__ import annotations
 
@@ -62,6 +63,36 @@ def test_help_in_english(qkvcalc_proc, command):
     for key in COMMANDS[command]:
         assert squeeze(EN[key]) in shown, (key, result.stdout)
     assert not HANGUL.search(result.stdout), result.stdout
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_lang_on_the_command_line_sets_the_help_language(qkvcalc_proc, command):
+    korean = qkvcalc_proc(command, "--lang", "ko", "--help", env=ENGLISH_ENV)
+    assert korean.returncode == 0, korean.stderr
+    shown = squeeze(korean.stdout)
+    for key in COMMANDS[command]:
+        assert squeeze(KO[key]) in shown, (key, korean.stdout)
+    assert not [key for key in HELP_KEYS if squeeze(EN[key]) in shown], korean.stdout
+    english = qkvcalc_proc(command, "--help", "--lang=en", env=KOREAN_ENV)
+    assert english.returncode == 0, english.stderr
+    assert not HANGUL.search(english.stdout), english.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["explain", "--lang", "ko", "--help"], "ko"),
+        (["--lang=en"], "en"),
+        (["explain", "--lang", "fr"], None),  # typer will say what is wrong with it
+        (["explain", "--lang"], None),
+        (["explain", "--", "--lang", "ko"], None),  # after --, arguments are not options
+        (["explain", "--tokens", "--lang ko"], None),  # one argument that only mentions it
+    ],
+)
+def test_the_launcher_finds_lang_before_the_commands_are_built(args, expected):
+    from qkvcalc.launch import lang_option
+
+    assert lang_option(args) == expected
 
 
 def test_a_korean_locale_is_enough(qkvcalc_proc):
