@@ -26,6 +26,7 @@ from qkvcalc.render.text import display_width, fmt, pick, safe, shown_rows, summ
 from qkvcalc.trace import Stage, Trace
 
 GAP = "   "  # between two columns of a matrix table
+NARROW = 8  # below this width, indents and bullets alone can pass the edge
 
 
 class _Item(NamedTuple):
@@ -78,11 +79,7 @@ class Block:
                 assert mark is not None
                 out.append(_rule(text, width, mark, center=kind == "centred rule"))
             elif kind == "cut":
-                line = _indented(text, lead)
-                if line.cell_len > width:
-                    line = line.copy()
-                    line.truncate(width, overflow="crop")
-                out.append(line)
+                out.append(_cropped(_indented(text, lead), width))
             else:
                 hang = "" if mark is None else " " * (mark.cell_len + 1)
                 room = max(width - len(lead) - len(hang), 1)
@@ -93,6 +90,8 @@ class Block:
                         out.append(Text(lead).append_text(mark).append(" ").append_text(line))
                     else:
                         out.append(_indented(line, lead + hang))
+        if width < NARROW:  # narrower than an indent, a bullet and a letter: cut what sticks out
+            out = [_cropped(line, width) for line in out]
         return out
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -126,6 +125,14 @@ def _wrap(text: Text, width: int, console: Console) -> list[Text]:
     lines = [line[: max(width, len(line.rstrip()))] for line in lines]
     lines = [set_cell_size(line, width) if cell_len(line) > width else line for line in lines]
     return [Text(line, style=text.style) for line in lines]
+
+
+def _cropped(line: Text, width: int) -> Text:
+    if line.cell_len <= width:
+        return line
+    line = line.copy()
+    line.truncate(width, overflow="crop")
+    return line
 
 
 def _indented(line: Text, lead: str) -> Text:
