@@ -215,13 +215,15 @@ def explain(
                     known=" ".join(EXTENSIONS),
                 )
             fmt = EXTENSIONS[output.suffix.lower()]
-        terminal = console(no_color)
-        color = terminal.color_system is not None and output is None and fmt == "table"
+        width, color = 100, False  # a file gets a pinned width, and no colour
+        if output is None and fmt not in ("json", "torch"):  # those two are the same at any width
+            terminal = console(no_color)
+            width, color = terminal.width, terminal.color_system is not None and fmt == "table"
         opts = RenderOptions(
             lang=lang_code,
             precision=precision,
             detail=detail.value,
-            width=terminal.width if output is None else 100,
+            width=width,
             color=color,
             exact=exact,
         )

@@ -201,3 +201,25 @@ def test_quick_commands_import_no_numpy(args):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip()
+
+
+@pytest.mark.parametrize("fmt", ["json", "torch"])
+def test_json_and_torch_output_do_not_load_rich(fmt):
+    """Formats that look the same at any width never ask the terminal for one, so a script
+    that pipes JSON out of qkvcalc does not pay for loading rich."""
+    code = (
+        "import sys\nfrom qkvcalc.cli import main\n"
+        f"sys.argv = ['qkvcalc', 'explain', '--preset', 'doc', '--format', {fmt!r}]\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+        "assert 'rich' not in sys.modules, 'rich was imported'\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, **PINNED_ENV},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip()

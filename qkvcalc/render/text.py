@@ -5,11 +5,14 @@ from __future__ import annotations
 import math
 import unicodedata
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from qkvcalc.i18n import preset_description, translate
-from qkvcalc.trace import Stage, Trace
+
+if TYPE_CHECKING:  # at run time this module stays light: the CLI's error path uses printable
+    import numpy as np
+
+    from qkvcalc.trace import Stage, Trace
 
 _SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 MAX_LABEL = 24
@@ -100,6 +103,8 @@ def pick(count: int, limit: int) -> list[int | None]:
 def shown_rows(value: np.ndarray | Stage, row_ids: Sequence[int | None]) -> dict[int, np.ndarray]:
     """The rows a table shows (`row_ids`, from pick), by index. Of a Stage only these rows are
     computed (Stage.value_rows): a table of a 1024×1024 stage costs what its shown rows cost."""
+    from qkvcalc.trace import Stage
+
     body = [i for i in row_ids if i is not None]
     values = value.value_rows(body) if isinstance(value, Stage) else value[body]
     return dict(zip(body, values, strict=True))
