@@ -277,7 +277,11 @@ def _print_presets(lang: str | None = None) -> None:
     )
     table.add_column(translate("ui.presets_name", lang_code), style="bold", no_wrap=True)
     table.add_column(translate("ui.presets_description", lang_code))
-    for name in presets.names():
+    try:
+        names = presets.names()
+    except QkvcalcError as err:
+        fail(err, lang_code)
+    for name in names:
         written = str(presets.load(name).get("description", ""))
         table.add_row(Text(name), Text(preset_description(name, written, lang_code)))
     out = console(False)

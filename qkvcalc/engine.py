@@ -69,17 +69,6 @@ def normalise(e: np.ndarray, row_sum: np.ndarray) -> np.ndarray:
     return np.divide(e, row_sum[:, None], out=np.zeros_like(e), where=row_sum[:, None] > 0)
 
 
-def attention(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, allowed: np.ndarray | None
-) -> np.ndarray:
-    """The whole formula in one line, without the trace (used for checks and benchmarks)."""
-    # [n, d_k], [m, d_k], [m, d_v], [n, m] -> [n, d_v]
-    s = (q @ k.T) * scale
-    if allowed is not None:
-        s = np.where(allowed, s, -np.inf)
-    return softmax_parts(s)[3] @ v
-
-
 # ---- recording the stages --------------------------------------------------------------------
 
 

@@ -20,7 +20,7 @@ def preset_dir() -> Path:
     for candidate in (_HERE / "presets", _HERE.parent / "presets"):
         if candidate.is_dir() and any(candidate.glob("*.json")):
             return candidate
-    raise FileNotFoundError("qkvcalc's presets folder is missing from this installation")
+    raise QkvcalcError("cli.presets_missing", path=str(_HERE / "presets"))
 
 
 def names() -> list[str]:

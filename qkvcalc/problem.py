@@ -68,11 +68,16 @@ def _norm(key: str) -> str:
 _CANONICAL = {_norm(name): name for name in FIELDS} | _ALIASES
 
 
+def known_key(key: object) -> str | None:
+    """The field a key means ('W_Q', 'w_q', 'num_heads' …), or None if it is not one."""
+    return _CANONICAL.get(_norm(key)) if isinstance(key, str) else None
+
+
 def canonical_key(key: object) -> str:
     """'W_Q', 'w_q' and 'WQ' all mean 'wq'. Unknown keys are an error that suggests a known one."""
     if not isinstance(key, str):
         raise QkvcalcError("key.not_string", key=shown(key))
-    found = _CANONICAL.get(_norm(key))
+    found = known_key(key)
     if found is None:
         key = key if len(key) <= 40 else key[:39] + "…"  # a 1,000-character key, abbreviated
         close = difflib.get_close_matches(_norm(key), list(_CANONICAL), n=1, cutoff=0.5)
@@ -172,7 +177,7 @@ def to_matrix(
             _cell(
                 v,
                 field_name,
-                f"[{i + 1}][{j + 1}]" if len(rows) > 1 or raw is not rows else f"[{j + 1}]",
+                f"[{j + 1}]" if rows is not raw else f"[{i + 1}][{j + 1}]",  # flat: one index
                 exact,
             )
             for j, v in enumerate(row)
@@ -307,28 +312,6 @@ class Problem:
     def kv_head_of(self, head: int) -> int:
         """Query head h (1-based) reads K/V head ⌈h·G/H⌉ (repeat_interleave, as enable_gqa)."""
         return -(-head * self.kv_heads // self.heads)
-
-    def to_mapping(self) -> dict[str, Any]:
-        """The input-format document this problem came from (row layout, numbers as numbers)."""
-        doc: dict[str, Any] = dict(self.meta)
-        doc["tokens"] = list(self.tokens)
-        for name in MATRICES + VECTORS:
-            matrix = getattr(self, name)
-            if matrix is not None:
-                values = matrix.values.tolist()
-                doc[name] = values[0] if name in VECTORS else values
-        if self.cross:
-            doc["source_tokens"] = list(self.source_tokens)
-        if self.heads != 1:
-            doc["heads"] = self.heads
-        if self.kv_heads != self.heads:
-            doc["kv_heads"] = self.kv_heads
-        if self.scale_given is not None:
-            doc["scale"] = self.scale_given.value
-        doc["mask"] = self.mask.astype(int).tolist() if self.mask is not None else self.mask_kind
-        if self.key_padding is not None:
-            doc["key_padding"] = self.key_padding.astype(int).tolist()
-        return doc
 
     # ---- construction --------------------------------------------------------------------
     @classmethod

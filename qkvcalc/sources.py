@@ -12,6 +12,7 @@ from typing import IO, Any
 from qkvcalc import presets
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.parse import MAX_BYTES, load_json, parse_inline, read_limited
+from qkvcalc.problem import known_key
 
 INLINE_MATRICES = ("x", "wq", "wk", "wv", "wo", "mask")
 # What a JSON value is called in a message ("not a list", not "not a NoneType").
@@ -70,13 +71,9 @@ def gather(
         else:
             value = text
         # an inline option replaces the document's field of the same meaning (W_Q, w_q, wq …)
-        doc = {k: v for k, v in doc.items() if not _same_key(k, key)}
+        doc = {k: v for k, v in doc.items() if known_key(k) != key}
         doc[key] = value
     return doc
-
-
-def _same_key(a: object, b: str) -> bool:
-    return isinstance(a, str) and a.lower().replace("_", "").replace("-", "") == b.replace("_", "")
 
 
 def _as_object(data: bytes, origin: str) -> dict[str, Any]:

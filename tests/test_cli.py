@@ -161,6 +161,26 @@ def test_presets_list_and_show(cli):
     assert "did you mean 'sentence'" in missing.stderr
 
 
+@pytest.mark.parametrize("key", ["num_heads", "Heads", "n_heads"])
+def test_an_inline_option_replaces_the_field_under_any_of_its_names(cli, key):
+    doc = {"x": [1, 2], "wq": [[1, 0], [0, 1]], "wk": [[1, 1], [0, 1]], "wv": [[1, 0], [1, 1]]}
+    result = cli(
+        "explain", "-", "--heads", "2", "--format", "json", input=json.dumps({**doc, key: 1})
+    )
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["problem"]["heads"] == 2
+
+
+def test_a_missing_presets_folder_is_one_message(cli, monkeypatch, tmp_path):
+    from qkvcalc import presets
+
+    monkeypatch.setattr(presets, "_HERE", tmp_path / "site-packages" / "qkvcalc")
+    for args in (["presets"], ["explain", "--preset", "doc"], ["presets", "show", "doc"]):
+        result = cli(*args)
+        assert result.exit_code == 2 and result.stdout == "", args
+        assert "presets folder is missing" in result.stderr, (args, result.stderr)
+
+
 def test_version(cli):
     from qkvcalc import __version__
 
@@ -179,9 +199,9 @@ BAD = {
     ),
     "a non-number": (
         '{"x": [[1, "two"]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}',
-        ["X[2]", "'two'", "1/2"],
+        ["X[1][2]", "'two'", "1/2"],
     ),
-    "NaN": ('{"x": [[1, NaN]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}', ["X[2]", "NaN"]),
+    "NaN": ('{"x": [[1, NaN]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}', ["X[1][2]", "NaN"]),
     "shape that does not fit": (
         '{"x": [[1, 2], [0, 1], [1, 1]], "wq": [[1, 0], [0, 1], [1, 1]], '
         '"wk": [[1, 1], [0, 1]], "wv": [[1, 0], [1, 1]]}',

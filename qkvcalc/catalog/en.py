@@ -208,6 +208,8 @@ MESSAGES: dict[str, str] = {
     "{head}): scale the input down",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "no preset named {name!r}; the presets are: {names}",
+    "cli.presets_missing": "the presets folder is missing from this installation ({path}): "
+    "reinstall qkvcalc",
     "cli.preset_unknown_suggest": "no preset named {name!r}: did you mean {suggestion!r}? "
     "(qkvcalc presets lists them)",
     "cli.two_sources": "give one input, not several: {sources}",

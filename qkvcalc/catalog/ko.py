@@ -220,6 +220,7 @@ MESSAGES: dict[str, str] = {
     "입력 값을 줄이세요",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "프리셋을 찾을 수 없습니다: {name!r}. 있는 프리셋: {names}",
+    "cli.presets_missing": "이 설치에는 프리셋 폴더가 없습니다({path}). qkvcalc를 다시 설치하세요",
     "cli.preset_unknown_suggest": "프리셋을 찾을 수 없습니다: {name!r}. 혹시 "
     "{suggestion!r}인가요? (qkvcalc presets로 목록을 볼 수 있습니다)",
     "cli.two_sources": "입력은 하나만 주세요. 함께 주어진 입력: {sources}",
