@@ -424,3 +424,24 @@ def test_korean_notes_exist_for_every_exact_key():
     for key in keys:
         assert key in ko
         assert set(re.findall(r"\{(\w+)", en[key])) == set(re.findall(r"\{(\w+)", ko[key]))
+
+
+@pytest.mark.parametrize(
+    ("fmt", "scaled"),
+    [
+        ("table", "7 / √2 = 7/√2 ≈ 4.9497"),
+        ("markdown", "7 / √2 = 7/√2 ≈ 4.9497"),
+        ("html", "7 / √2 = 7/√2 ≈ 4.9497"),
+        ("latex", r"\frac{7}{\sqrt{2}} &= 7/\sqrt{2} \approx 4.9497"),
+    ],
+)
+def test_every_format_writes_the_exact_arithmetic(fmt, scaled):
+    """--exact reaches the arithmetic of the handouts too, not only the terminal."""
+    from qkvcalc import presets
+    from qkvcalc.render import render
+
+    trace = run(Problem.from_mapping(presets.load("doc"), exact=True))
+    text = render(trace, fmt, RenderOptions(exact=True, color=False))
+    assert scaled in text
+    plain = render(trace, fmt, RenderOptions(exact=False, color=False))
+    assert "√2 ≈" not in plain and r"\sqrt{2} \approx" not in plain

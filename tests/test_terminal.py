@@ -154,3 +154,21 @@ def test_a_big_stage_is_drawn_from_the_rows_it_shows(monkeypatch, fmt):
     render(trace, fmt, opts)
     assert rows_computed, "the exp and weights stages were drawn without their values"
     assert max(rows_computed) <= opts.max_rows < n
+
+
+def test_a_big_mask_is_said_row_by_row_without_a_left_out_note():
+    """The mask has no per-cell arithmetic, only row sentences: a mask of 81 cells must not
+    claim its arithmetic was left out for being too big, in any format."""
+    import numpy as np
+
+    from qkvcalc.render.arith import Style, stage_extras
+
+    n = 9
+    trace = qkvcalc.explain(x=np.eye(n, 2), wq=np.eye(2), wk=np.eye(2), wv=np.eye(2), mask="causal")
+    opts = RenderOptions()
+    masked = trace.stage("masked")
+    extras = stage_extras(masked, trace, (0, 0), Style.of(opts), opts)
+    assert "note.no_arithmetic" not in [note.key for note in extras.notes]
+    assert len(extras.rows) > 0 and extras.work == []
+    scores = stage_extras(trace.stage("scaled"), trace, (0, 0), Style.of(opts), opts)
+    assert "note.no_arithmetic" in [note.key for note in scores.notes]  # 81 cells: too many

@@ -282,9 +282,7 @@ def step_through(
         total = len(trace.stages)
 
         def blocks_for(size: tuple[int, int]) -> tuple[RenderOptions, list[RenderableType]]:
-            view = opts._replace(
-                width=size[0], height=size[1], color=console.color_system is not None
-            )
+            view = opts._replace(width=size[0], color=console.color_system is not None)
             return view, [block for _, block in stage_blocks(trace, view)]
 
         view, blocks = blocks_for(size)

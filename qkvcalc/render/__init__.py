@@ -25,7 +25,6 @@ class RenderOptions(NamedTuple):
     precision: int = 4
     detail: str = "full"  # full: per-cell arithmetic where it fits; brief: tables only
     width: int = 100  # columns available (the terminal's, or a pinned one)
-    height: int = 0  # rows available, 0 = not limited (elision of long tables uses max_rows)
     color: bool = True
     exact: bool = False
     max_rows: int = 12  # a table shows at most this many rows, eliding the middle

@@ -4,15 +4,16 @@
     [1,1]: 7 / √2 = 4.9497          (scaling)
     [1,2]: e^(4.9497 − 4.9497) = 1  (softmax, step 1)
 
-The wording of numbers and symbols is a Style, so the terminal and LaTeX share one logic.
-Nothing is computed here: every figure comes from the stage the engine recorded.
+The wording of numbers and symbols is a Style, so every format shares one logic, and what
+goes under a stage's table (its notes, row sentences and arithmetic) is decided once, in
+stage_extras. Nothing is computed here: every figure comes from the stage the engine recorded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -20,7 +21,11 @@ from qkvcalc.i18n import Msg
 from qkvcalc.render.text import cell_label, factor, fmt, pick, safe
 from qkvcalc.trace import Stage, Trace
 
-WITH_ARITHMETIC = ("matmul", "scale", "mask", "exp", "softmax")
+if TYPE_CHECKING:
+    from qkvcalc.render import RenderOptions
+
+# The stages whose cells each have arithmetic; the mask is said row by row (row_summaries).
+WITH_ARITHMETIC = ("matmul", "scale", "exp", "softmax")
 
 
 class Style(NamedTuple):
@@ -32,6 +37,14 @@ class Style(NamedTuple):
     neg_inf: str = "−∞"
     latex: bool = False
     exact: bool = False  # --exact: fractions where the stage recorded them (Stage.exact)
+
+    @classmethod
+    def of(cls, opts: RenderOptions, *, latex: bool = False) -> Style:
+        """The style of a rendering: its precision and --exact, in plain text or LaTeX."""
+        if latex:
+            symbols = {"times": r"\times ", "minus": "-", "neg_inf": r"-\infty"}
+            return cls(precision=opts.precision, exact=opts.exact, latex=True, **symbols)
+        return cls(precision=opts.precision, exact=opts.exact)
 
     def num(self, value: float) -> str:
         text = fmt(value, self.precision)
@@ -176,23 +189,36 @@ def hidden_note(rows: int, cols: int) -> Msg:
     return Msg("note.hidden", rows=rows, cols=cols)
 
 
-def notes_and_work(
-    stage: Stage, hidden: tuple[int, int], style: Style, detail: str, limits: tuple[int, int]
-) -> tuple[list[Msg], list[str]]:
-    """What every renderer writes under a stage's table: its notes (plus how much of the table
-    is hidden, and why the arithmetic is left out, when it is) and the arithmetic lines.
-    `limits` are (cells, terms): RenderOptions.arithmetic_cells and .arithmetic_terms."""
+class StageExtras(NamedTuple):
+    """What every format writes under a stage's table."""
+
+    notes: list[Msg]  # the stage's notes, how much of the table is hidden, why no arithmetic
+    rows: list[Msg | None]  # sentences about whole rows (row_summaries), before the arithmetic
+    work: list[str]  # each cell's arithmetic, in the style asked for
+
+    @property
+    def has_arithmetic(self) -> bool:
+        return bool(self.rows or self.work)
+
+
+def stage_extras(
+    stage: Stage, trace: Trace, hidden: tuple[int, int], style: Style, opts: RenderOptions
+) -> StageExtras:
+    """A stage's notes (plus how much of its table is hidden, and why its arithmetic is left
+    out, when it is), its row sentences and its arithmetic lines, for --detail full."""
     notes = list(stage.notes)
     if any(hidden):
         notes.append(hidden_note(*hidden))
+    if opts.detail != "full":
+        return StageExtras(notes, [], [])
     work: list[str] = []
-    if detail == "full" and stage.op in WITH_ARITHMETIC:
-        reason = fits(stage, *limits)
+    if stage.op in WITH_ARITHMETIC:
+        reason = fits(stage, opts.arithmetic_cells, opts.arithmetic_terms)
         if reason is None:
             work = list(stage_work(stage, style))
         else:
             notes.append(Msg("note.no_arithmetic", reason=reason))
-    return notes, work
+    return StageExtras(notes, row_summaries(stage, trace, opts.precision, opts.max_rows), work)
 
 
 def row_summaries(stage: Stage, trace: Trace, precision: int, max_rows: int) -> list[Msg | None]:

@@ -19,7 +19,7 @@ import numpy as np
 
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import Style, notes_and_work, row_summaries, split_rows
+from qkvcalc.render.arith import Style, split_rows, stage_extras
 from qkvcalc.render.text import fmt, pick, safe, shown_rows, summary
 from qkvcalc.trace import Stage, Trace
 
@@ -182,26 +182,17 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
         out.append(f'<ul class="rows">{items}</ul>')
     else:
         out.append(f'<div class="scroll">\n{product or table}\n</div>')
-    notes, work = notes_and_work(
-        stage,
-        (hidden_rows, hidden_cols),
-        Style(precision=opts.precision),
-        opts.detail,
-        (opts.arithmetic_cells, opts.arithmetic_terms),
-    )
-    if notes:
-        items = "".join(f"<li>{escape(note.text(opts.lang))}</li>" for note in notes)
+    extras = stage_extras(stage, trace, (hidden_rows, hidden_cols), Style.of(opts), opts)
+    if extras.notes:
+        items = "".join(f"<li>{escape(note.text(opts.lang))}</li>" for note in extras.notes)
         out.append(f'<ul class="notes">{items}</ul>')
-    summaries = (
-        row_summaries(stage, trace, opts.precision, opts.max_rows) if opts.detail == "full" else []
-    )
-    if work or summaries:
+    if extras.has_arithmetic:
         out.append(f"<h3>{_t(opts, 'ui.arithmetic')}</h3>")
-    if summaries:
-        lines = ("⋮" if row is None else escape(row.text(opts.lang)) for row in summaries)
+    if extras.rows:
+        lines = ("⋮" if row is None else escape(row.text(opts.lang)) for row in extras.rows)
         out.append('<ul class="rows">' + "".join(f"<li>{line}</li>" for line in lines) + "</ul>")
-    if work:
-        out.append('<pre class="work">' + escape("\n".join(work)) + "</pre>")
+    if extras.work:
+        out.append('<pre class="work">' + escape("\n".join(extras.work)) + "</pre>")
     out.append("</section>")
     return "\n".join(out)
 

@@ -13,20 +13,13 @@ visible code such as [U+1F600], so that every input compiles. Hangul is set with
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import numpy as np
 
-from qkvcalc.i18n import Msg, translate
+from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import (
-    WITH_ARITHMETIC,
-    Style,
-    fits,
-    hidden_note,
-    row_summaries,
-    split_rows,
-    stage_work,
-)
+from qkvcalc.render.arith import Style, split_rows, stage_extras
 from qkvcalc.render.text import fmt, pick, safe, shown_rows, summary
 from qkvcalc.trace import Stage, Trace
 
@@ -197,31 +190,17 @@ def _t(opts: RenderOptions, key: str, **params: object) -> str:
     return tex_escape(translate(key, opts.lang, **params))
 
 
-def _arithmetic(stage: Stage, trace: Trace, opts: RenderOptions, notes: list[Msg]) -> list[str]:
-    """The per-cell arithmetic as an align* block (and softmax's row sums before it)."""
-    if opts.detail != "full" or stage.op not in WITH_ARITHMETIC:
-        return []
-    out: list[str] = []
-    rows = row_summaries(stage, trace, opts.precision, opts.max_rows)
-    if rows:
-        items = (r"$\vdots$" if r is None else tex_escape(r.text(opts.lang)) for r in rows)
-        out.append(
-            "\\begin{itemize}\n" + "\n".join(rf"\item {i}" for i in items) + "\n\\end{itemize}"
-        )
-    reason = fits(stage, opts.arithmetic_cells, opts.arithmetic_terms)
-    if reason is not None:
-        notes.append(Msg("note.no_arithmetic", reason=reason.text(opts.lang)))
-        return out
-    style = Style(
-        precision=opts.precision, times=r"\times ", minus="-", neg_inf=r"-\infty", latex=True
-    )
+def _itemize(items: Iterable[str]) -> str:
+    return "\\begin{itemize}\n" + "\n".join(rf"\item {item}" for item in items) + "\n\\end{itemize}"
+
+
+def _align(work: list[str]) -> str:
+    """Arithmetic lines as an align* block, aligned at their first '='."""
     lines = []
-    for line in stage_work(stage, style):
+    for line in work:
         before, eq, after = line.partition(" = ")
         lines.append(f"{before} &= {after}" if eq else f"& {line}")
-    if lines:
-        out.append("\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}")
-    return out
+    return "\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}"
 
 
 def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions) -> str:
@@ -234,21 +213,24 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     ]
     equation, hidden_rows, hidden_cols = _equation(stage, opts)
     if stage.op == "split":  # sentences, as in the terminal: which columns each head reads
-        items = (r"\item " + tex_escape(row.text(opts.lang)) for row in split_rows(stage))
-        equation = "\\begin{itemize}\n" + "\n".join(items) + "\n\\end{itemize}"
+        equation = _itemize(tex_escape(row.text(opts.lang)) for row in split_rows(stage))
     lines.append(equation)
     rows = _t(opts, "export.rows", labels=_labels(stage.rows, opts.max_rows))
     cols = _t(opts, "export.cols", labels=_labels(stage.cols, MAX_COLS))
     lines.append(rf"{{\small {rows} \quad {cols}}}")
-    notes: list[Msg] = list(stage.notes)
-    if hidden_rows or hidden_cols:
-        notes.append(hidden_note(hidden_rows, hidden_cols))
-    work = _arithmetic(stage, trace, opts, notes)
-    if notes:
-        bullets = [r"\item " + tex_escape(note.text(opts.lang)) for note in notes]
-        lines.append("\\begin{itemize}\n" + "\n".join(bullets) + "\n\\end{itemize}")
-    if work:
-        lines += [rf"\subsection*{{{_t(opts, 'ui.arithmetic')}}}", *work]
+    style = Style.of(opts, latex=True)
+    extras = stage_extras(stage, trace, (hidden_rows, hidden_cols), style, opts)
+    if extras.notes:
+        lines.append(_itemize(tex_escape(note.text(opts.lang)) for note in extras.notes))
+    if extras.has_arithmetic:
+        lines.append(rf"\subsection*{{{_t(opts, 'ui.arithmetic')}}}")
+    if extras.rows:
+        rows_said = (
+            r"$\vdots$" if r is None else tex_escape(r.text(opts.lang)) for r in extras.rows
+        )
+        lines.append(_itemize(rows_said))
+    if extras.work:
+        lines.append(_align(extras.work))
     return "\n\n".join(lines) + "\n"
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import Style, notes_and_work, row_summaries, split_rows
+from qkvcalc.render.arith import Style, split_rows, stage_extras
 from qkvcalc.render.latex import bmatrix, tex_formula
 from qkvcalc.render.text import fmt, pick, safe, shown_rows, summary
 from qkvcalc.trace import Stage, Trace
@@ -122,27 +122,18 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
         out.append("\n".join("- " + _prose(row.text(opts.lang)) for row in split_rows(stage)))
     else:
         out.append("\n".join(table))
-    notes, work = notes_and_work(
-        stage,
-        (hidden_rows, hidden_cols),
-        Style(precision=opts.precision),
-        opts.detail,
-        (opts.arithmetic_cells, opts.arithmetic_terms),
-    )
-    if notes:
-        out.append("\n".join(f"> {_prose(note.text(opts.lang))}" for note in notes))
-    summaries = (
-        row_summaries(stage, trace, opts.precision, opts.max_rows) if opts.detail == "full" else []
-    )
-    if work or summaries:
+    extras = stage_extras(stage, trace, (hidden_rows, hidden_cols), Style.of(opts), opts)
+    if extras.notes:
+        out.append("\n".join(f"> {_prose(note.text(opts.lang))}" for note in extras.notes))
+    if extras.has_arithmetic:
         out.append(f"**{_t(opts, 'ui.arithmetic')}**")
-    if summaries:
+    if extras.rows:
         out.append(
-            "\n".join("- " + ("⋮" if r is None else _prose(r.text(opts.lang))) for r in summaries)
+            "\n".join("- " + ("⋮" if r is None else _prose(r.text(opts.lang))) for r in extras.rows)
         )
-    if work:
+    if extras.work:
         # the lines hold numbers and the engine's symbols only, never input text
-        out.append("```text\n" + "\n".join(work) + "\n```")
+        out.append("```text\n" + "\n".join(extras.work) + "\n```")
     return "\n\n".join(out)
 
 

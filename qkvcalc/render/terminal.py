@@ -21,7 +21,7 @@ from rich.text import Span, Text
 
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import Style, exact_text, notes_and_work, row_summaries, split_rows
+from qkvcalc.render.arith import Style, exact_text, split_rows, stage_extras
 from qkvcalc.render.text import display_width, fmt, pick, safe, shown_rows, summary
 from qkvcalc.trace import Stage, Trace
 
@@ -356,20 +356,11 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
                 exact=stage.exact if opts.exact else None,
             )
         block.cut(view, indent=2)
-    notes, lines = notes_and_work(
-        stage,
-        hidden[0] if hidden else (0, 0),
-        Style(precision=opts.precision, exact=opts.exact),
-        opts.detail,
-        (opts.arithmetic_cells, opts.arithmetic_terms),
-    )
-    rows = (
-        row_summaries(stage, trace, opts.precision, opts.max_rows) if opts.detail == "full" else []
-    )
-    for note in notes:  # a bullet with a hanging indent: a wrapped note stays clear of it
+    extras = stage_extras(stage, trace, hidden[0] if hidden else (0, 0), Style.of(opts), opts)
+    for note in extras.notes:  # a bullet with a hanging indent: a wrapped note stays clear of it
         block.para(Text(note.text(lang), style="dim"), indent=2, bullet=Text("•", style="dim"))
-    work = ["  " + ("⋮" if row is None else row.text(lang)) for row in rows]
-    work += ["  " + line for line in lines]
+    work = ["  " + ("⋮" if row is None else row.text(lang)) for row in extras.rows]
+    work += ["  " + line for line in extras.work]
     if work:
         block.blank().para(Text(_t(lang, "ui.arithmetic"), style="bold"), indent=2)
         block.para("\n".join(work), indent=2)
