@@ -639,3 +639,17 @@ def test_a_piped_problem_with_no_terminal_says_so():
     )
     assert proc.returncode == 2 and proc.stdout == b""
     assert b"answers are read from a terminal" in proc.stderr
+
+
+def test_the_json_report_escapes_what_a_terminal_would_act_on(cli, tmp_path):
+    """A token holding a C1 control (CSI, U+009B) or a bidi override reaches the report as a
+    \\u escape, as in the trace JSON: a report piped to a terminal cannot drive it."""
+    problem = tmp_path / "p.json"
+    problem.write_text(json.dumps({**SENTENCE, "tokens": ["I\u009b31m", "lo\u202eve", "cats"]}))
+    sheet = tmp_path / "answers.json"
+    sheet.write_text(json.dumps({"q": [[1, 2], [0, 1], [1, 1]]}))
+    result = cli("quiz", str(problem), "--answers", str(sheet), "--stages", "q", "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    assert "\u009b" not in result.stdout and "\u202e" not in result.stdout
+    assert "\\u009b" in result.stdout and "\\u202e" in result.stdout
+    assert json.loads(result.stdout)["problem"]["tokens"][0] == "I\u009b31m"

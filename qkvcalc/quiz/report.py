@@ -6,7 +6,6 @@ Returns renderables and text; prints nothing. Numbers are formatted here, never 
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -27,6 +26,7 @@ from qkvcalc.quiz.grade import (
     StageGrade,
     tolerance,
 )
+from qkvcalc.render.json_doc import dumps, number_json
 from qkvcalc.render.text import fmt
 from qkvcalc.trace import Trace
 
@@ -145,12 +145,8 @@ def render_report(report: Report, lang: str) -> RenderableType:
 # ---- JSON --------------------------------------------------------------------------------------
 
 
-def _number(value: float | None) -> Any:
-    if value is None:
-        return None
-    if math.isfinite(value):
-        return value
-    return "-inf" if value < 0 else "inf" if value > 0 else "nan"
+def _number(value: float | None) -> float | str | None:
+    return None if value is None else number_json(value)
 
 
 def _ref_json(ref: CellRef) -> dict[str, Any]:
@@ -205,4 +201,4 @@ def report_json(report: Report, trace: Trace, lang: str) -> str:
         "score": {**{v: report.count(v) for v in VERDICTS}, "total": report.total},
         "stages": stages,
     }
-    return json.dumps(doc, ensure_ascii=False, allow_nan=False, indent=2) + "\n"
+    return dumps(doc, indent=2) + "\n"

@@ -7,6 +7,7 @@ Numbers are full float64 (they round-trip); -inf, inf and NaN are the strings "-
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -27,6 +28,19 @@ def _escape_unsafe(text: str) -> str:
     if text.isascii() and "\x7f" not in text:  # numbers and English: nothing to look for
         return text
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def dumps(value: Any, indent: int | None = None) -> str:
+    """Strict JSON of qkvcalc's documents (the trace, the quiz report): UTF-8 text as is,
+    the characters above escaped, no NaN or Infinity (numbers go through number_json)."""
+    return _escape_unsafe(json.dumps(value, ensure_ascii=False, allow_nan=False, indent=indent))
+
+
+def number_json(value: float) -> float | str:
+    """A number as strict JSON: itself when finite, else "-inf", "inf" or "nan"."""
+    if math.isfinite(value):
+        return value
+    return "nan" if math.isnan(value) else "-inf" if value < 0 else "inf"
 
 
 def matrix_json(value: np.ndarray) -> list[list[Any]]:
@@ -98,11 +112,8 @@ def render_json(trace: Trace, opts: RenderOptions) -> str:
     """One line per stage: readable in a pager, quick to write at real-model sizes."""
     doc = trace_json(trace, opts)
 
-    def dump(value: Any) -> str:
-        return _escape_unsafe(json.dumps(value, ensure_ascii=False, allow_nan=False))
-
-    stages = ",\n".join(f"    {dump(stage)}" for stage in doc.pop("stages"))
-    fields = [f"  {dump(key)}: {dump(value)}" for key, value in doc.items()]
+    stages = ",\n".join(f"    {dumps(stage)}" for stage in doc.pop("stages"))
+    fields = [f"  {dumps(key)}: {dumps(value)}" for key, value in doc.items()]
     fields.insert(2, f'  "stages": [\n{stages}\n  ]')
     # one join: at real-model sizes the output alone is 16 MB of text, not worth copying twice
     return "".join(["{\n", ",\n".join(fields), "\n}\n"])
