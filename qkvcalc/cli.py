@@ -238,10 +238,8 @@ def explain(
     if output is not None:
         try:
             write_output(text, output)
-        except OSError as err:
-            reason = err.strerror or type(err).__name__
-            unwritable = QkvcalcError("export.output_unwritable", path=str(output), reason=reason)
-            fail(unwritable, lang_code)
+        except QkvcalcError as err:
+            fail(err, lang_code)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()

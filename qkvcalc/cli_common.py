@@ -7,6 +7,7 @@ neither needs the other.
 
 from __future__ import annotations
 
+import errno
 import os
 from enum import Enum
 from pathlib import Path
@@ -72,11 +73,28 @@ def fail(err: QkvcalcError, lang: str) -> NoReturn:
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
+def _unwritable(path: Path, reason: str) -> QkvcalcError:
+    return QkvcalcError("export.output_unwritable", path=str(path), reason=reason)
+
+
+def check_writable(path: Path) -> None:
+    """The error write_output would end in, found before a long interaction is spent on it."""
+    if not path.parent.is_dir():
+        raise _unwritable(path, os.strerror(errno.ENOENT))
+    if path.is_dir():
+        raise _unwritable(path, os.strerror(errno.EISDIR))
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise _unwritable(path, os.strerror(errno.EACCES))
+
+
 def write_output(text: str, path: Path) -> None:
-    """Write the whole file or nothing: a temporary file renamed into place."""
+    """Write the whole file or nothing: a temporary file renamed into place. A file that
+    cannot be written is a QkvcalcError (export.output_unwritable) with the system's reason."""
     tmp = path.with_name(f".{path.name}.qkvcalc-tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
+    except OSError as err:
+        raise _unwritable(path, err.strerror or type(err).__name__) from None
     finally:
         tmp.unlink(missing_ok=True)

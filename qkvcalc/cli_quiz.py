@@ -23,6 +23,7 @@ from qkvcalc.cli_common import (
     EXIT_MISTAKES,
     LangOption,
     NoColorOption,
+    check_writable,
     console,
     fail,
     help_text,
@@ -221,6 +222,11 @@ def new(
     talk = console(no_color, stderr=True)  # questions on stderr: stdout gets only the JSON
     entry = Entry(talk, ask_line(talk), lang_code)
     try:
+        if file is not None:  # before the questions: typed rows must not be lost at the end
+            check_writable(file)
+    except QkvcalcError as err:
+        fail(err, lang_code)
+    try:
         if (
             file is not None
             and file.exists()
@@ -241,8 +247,8 @@ def new(
     if file is not None:
         try:
             write_output(text, file)
-        except OSError as err:
-            fail(QkvcalcError("new.cannot_write", path=str(file), reason=err.strerror), lang_code)
+        except QkvcalcError as err:
+            fail(err, lang_code)
         talk.print(
             Text(translate("new.saved", lang_code, path=str(file)), style="green"), soft_wrap=True
         )

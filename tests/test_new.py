@@ -169,6 +169,16 @@ def test_input_ending_early_saves_nothing(tmp_path):
     assert not (tmp_path / "p.json").exists()
 
 
+def test_a_file_that_cannot_be_written_is_said_before_the_questions(tmp_path):
+    """Typing a whole problem in only to hear the file cannot be written would lose it."""
+    lines = "3\nI love cats\n2\n2\n\n\n1 2\n0 1\n1 1\n1 0\n0 1\n1 1\n0 1\n1/2 0\n1 1\ncausal\n"
+    for target in (tmp_path / "no" / "such" / "folder" / "p.json", tmp_path):
+        result = run_qkvcalc("new", str(target), input=lines)
+        assert result.returncode == 2 and result.stdout == ""
+        assert f"cannot write {target}" in result.stderr, result.stderr
+        assert "Number of tokens" not in result.stderr  # nothing was asked
+
+
 def test_an_existing_file_is_kept_unless_confirmed(tmp_path):
     target = tmp_path / "p.json"
     target.write_text("keep me")

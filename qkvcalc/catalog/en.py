@@ -327,7 +327,6 @@ MESSAGES: dict[str, str] = {
     "new.explain_now": "Explain it now? [Y/n]",
     "new.explain_later": "Explain it any time: qkvcalc explain {path}",
     "new.ended": "the input ended before the problem was complete; nothing was saved",
-    "new.cannot_write": "cannot write {path}: {reason}",
     # ---- exact (issue 5) ----------------------------------------------------------------
     "note.exact_surd": "√{d_k} is irrational, so each scaled score is kept exactly as a "
     "whole number over a square root (7/√2, with the smallest root), beside its decimal.",

@@ -342,7 +342,6 @@ MESSAGES: dict[str, str] = {
     "new.explain_now": "지금 풀이를 볼까요? [Y/n]",
     "new.explain_later": "언제든 풀이 보기: qkvcalc explain {path}",
     "new.ended": "문제를 다 입력하기 전에 입력이 끝났습니다. 아무것도 저장하지 않았습니다",
-    "new.cannot_write": "파일을 쓸 수 없습니다: {path} ({reason})",
     # ---- exact (issue 5) ----------------------------------------------------------------
     "note.exact_surd": "d_k = {d_k}의 제곱근은 무리수이므로, 스케일링된 스코어를 정수 ÷ "
     "제곱근 꼴(예: 7/√2, 제곱근 안의 수는 가장 작게)로 정확히 나타내고 옆에 소수 값을 "
