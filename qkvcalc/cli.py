@@ -313,6 +313,8 @@ def main() -> None:
     try:
         app()
     except KeyboardInterrupt:
+        # typer ends a running command on Ctrl-C itself (exit 130, no message); this is for a
+        # Ctrl-C while typer is still building the commands, before any of them runs
         typer.echo(translate("cli.interrupted", resolve_lang()), err=True)
         sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
