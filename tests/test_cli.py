@@ -305,7 +305,8 @@ def test_a_real_process_fails_cleanly(qkvcalc_proc):
 
 
 def test_no_input_at_a_terminal_says_what_to_do():
-    pexpect = pytest.importorskip("pexpect")
+    import pexpect
+
     child = pexpect.spawn(
         sys.executable,
         ["-m", "qkvcalc", "explain"],

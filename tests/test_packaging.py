@@ -80,18 +80,6 @@ def test_installed_wheel_finds_its_presets_away_from_the_checkout(wheel, tmp_pat
     assert run.returncode == 0 and "q₁·k₁ = 1×1 + 2×3 = 7" in run.stdout
 
 
-def test_version_and_help_do_not_import_numpy():
-    code = (
-        "import sys\nfrom qkvcalc.cli import main\nsys.argv = ['qkvcalc', '--version']\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "assert 'numpy' not in sys.modules, 'numpy imported by --version'\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT
-    )
-    assert result.returncode == 0, result.stderr
-
-
 def test_engine_imports_neither_rich_nor_typer():
     code = (
         "import sys, qkvcalc.engine, qkvcalc.problem, qkvcalc.parse, qkvcalc.sources\n"
