@@ -18,7 +18,6 @@ import typer
 from qkvcalc import __version__
 from qkvcalc.cli_common import (
     EXIT_INTERRUPTED,
-    Lang,
     LangOption,
     NoColorOption,
     console,
@@ -246,30 +245,24 @@ def explain(
 
 
 @presets_app.callback()
-def presets_list(ctx: typer.Context) -> None:
-    """List the presets with a one-line description."""
-    if ctx.invoked_subcommand is not None:
-        return
-    _print_presets()
+def presets_list(ctx: typer.Context, lang: LangOption = None) -> None:
+    """`qkvcalc presets [--lang ko]` lists them; a subcommand gets the --lang given here."""
+    ctx.obj = lang
+    if ctx.invoked_subcommand is None:
+        _print_presets(language(lang))
 
 
 @presets_app.command("list", help=help_text("help.presets.list"))
-def presets_list_cmd(
-    lang: Annotated[
-        Lang | None, typer.Option(help=help_text("help.presets.lang"), show_default=False)
-    ] = None,
-) -> None:
-    """List the presets with a one-line description."""
-    _print_presets(lang.value if lang else None)
+def presets_list_cmd(ctx: typer.Context, lang: LangOption = None) -> None:
+    _print_presets(language(lang or ctx.obj))
 
 
-def _print_presets(lang: str | None = None) -> None:
+def _print_presets(lang_code: str) -> None:
     from rich.table import Table
     from rich.text import Text
 
     from qkvcalc import presets
 
-    lang_code = resolve_lang(lang)
     table = Table(
         title=translate("ui.presets_title", lang_code), title_justify="left", show_edge=False
     )
@@ -294,18 +287,16 @@ def _print_presets(lang: str | None = None) -> None:
 
 @presets_app.command("show", help=help_text("help.presets.show"))
 def presets_show(
+    ctx: typer.Context,
     name: Annotated[str, typer.Argument(help=help_text("help.presets.name"))],
-    lang: Annotated[
-        Lang | None, typer.Option(help=help_text("help.presets.lang"), show_default=False)
-    ] = None,
+    lang: LangOption = None,
 ) -> None:
-    """Print one preset as JSON: a template to copy and edit."""
     from qkvcalc import presets
 
     try:
         sys.stdout.write(presets.text(name))
     except QkvcalcError as err:
-        fail(err, language(lang))
+        fail(err, language(lang or ctx.obj))
 
 
 def main() -> None:

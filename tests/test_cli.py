@@ -152,6 +152,9 @@ def test_presets_list_and_show(cli):
     for name in ("doc", "sentence", "padding"):
         assert name in listing
     assert cli("presets", "list").stdout == listing
+    korean = cli("presets", "--lang", "ko").stdout
+    assert korean == cli("presets", "list", "--lang", "ko").stdout
+    assert korean == cli("presets", "--lang", "ko", "list").stdout and "프리셋" in korean
     assert all(line == line.rstrip() for line in listing.splitlines())  # no padding in a pipe
     shown = cli("presets", "show", "sentence")
     assert shown.exit_code == 0

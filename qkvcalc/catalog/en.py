@@ -387,7 +387,6 @@ MESSAGES: dict[str, str] = {
     "help.presets.list": "List the presets with a one-line description.",
     "help.presets.show": "Print one preset as JSON: a template to copy and edit.",
     "help.presets.name": "The preset's name.",
-    "help.presets.lang": "en or ko.",
     "help.quiz": "Work out attention by hand: each cell is checked, a mistake is traced to "
     "where it began.",
     "help.quiz.source": "A JSON file of the input format, or - for standard input.",

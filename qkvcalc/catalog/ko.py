@@ -399,7 +399,6 @@ MESSAGES: dict[str, str] = {
     "help.presets.list": "프리셋 목록을 한 줄 설명과 함께 보여 줍니다.",
     "help.presets.show": "프리셋 하나를 JSON으로 출력합니다: 복사해서 고쳐 쓰는 틀로 쓰세요.",
     "help.presets.name": "프리셋 이름.",
-    "help.presets.lang": "en 또는 ko.",
     "help.quiz": "어텐션을 손으로 계산해 봅니다: 칸마다 채점하고, 실수는 처음 시작된 곳까지 "
     "거슬러 찾아 줍니다.",
     "help.quiz.source": "입력 형식의 JSON 파일, 또는 표준 입력을 뜻하는 -.",
