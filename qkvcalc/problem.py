@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.i18n import Msg
 from qkvcalc.numbers import Number, exact_of_float, parse_number
 
 MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")
@@ -96,6 +97,18 @@ class Matrix(NamedTuple):
 
     values: np.ndarray
     exact: tuple[tuple[Fraction | None, ...], ...] | None = None
+
+
+_KINDS = {list: "list", tuple: "list", str: "string", int: "number", float: "number"}
+
+
+def json_kind(value: object) -> Msg:
+    """What a value is called in a message, in the user's language: 'a list', not 'list'."""
+    if isinstance(value, bool):
+        return Msg("kind.bool")
+    if value is None:
+        return Msg("kind.null")
+    return Msg(f"kind.{_KINDS.get(type(value), 'value')}")
 
 
 def shown(value: object, limit: int = 40) -> str:
@@ -324,7 +337,7 @@ class Problem:
         engine will record; both are checked from the shapes before anything is allocated.
         """
         if not isinstance(raw, Mapping):
-            raise QkvcalcError("input.not_object", kind=type(raw).__name__)
+            raise QkvcalcError("input.not_object", kind=json_kind(raw))
         doc: dict[str, Any] = {}
         for key, value in raw.items():
             name = canonical_key(key)

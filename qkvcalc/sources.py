@@ -12,12 +12,9 @@ from typing import IO, Any
 from qkvcalc import presets
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.parse import MAX_BYTES, load_json, parse_inline, read_limited
-from qkvcalc.problem import known_key
+from qkvcalc.problem import json_kind, known_key
 
 INLINE_MATRICES = ("x", "wq", "wk", "wv", "wo", "mask")
-# What a JSON value is called in a message ("not a list", not "not a NoneType").
-JSON_KINDS = {list: "list", str: "string", int: "number", float: "number", bool: "true/false value"}
-JSON_KINDS[type(None)] = "null value"
 
 
 def read_file(path: str, limit: int = MAX_BYTES) -> bytes:
@@ -82,7 +79,7 @@ def _as_object(data: bytes, origin: str) -> dict[str, Any]:
     except QkvcalcError as err:
         raise err.within("input.from", origin=origin) from None
     if not isinstance(doc, dict):
-        raise QkvcalcError("input.not_object", kind=JSON_KINDS.get(type(doc), "value")).within(
+        raise QkvcalcError("input.not_object", kind=json_kind(doc)).within(
             "input.from", origin=origin
         )
     return doc

@@ -543,3 +543,11 @@ def test_long_korean_names_are_not_cut(cli):
     shown = [name for name in kt[0].split()[1:] if name != "…"]
     assert shown and all(name in tokens for name in shown), kt[0]
     assert_aligned(kt)
+
+
+@pytest.mark.parametrize("data", ["[1, 2]", "null", '"x"', "true", "3"])
+def test_what_the_input_is_instead_of_an_object_is_said_in_korean(cli, data):
+    result = cli("explain", "-", "--lang", "ko", input=data)
+    assert result.exit_code == 2
+    kind = result.stderr.rsplit("종류: ", 1)[1].strip()
+    assert re.search(r"[가-힣]", kind), result.stderr  # 리스트, null 값, 문자열 …

@@ -122,6 +122,12 @@ MESSAGES: dict[str, str] = {
     "key.not_string": "keys must be strings, found {key}",
     "key.duplicate": "key {key!r} is given twice (as {canonical!r}): keep one",
     "input.not_object": "the input must be a JSON object with keys x, wq, wk, wv …, not a {kind}",
+    "kind.list": "list",
+    "kind.string": "string",
+    "kind.number": "number",
+    "kind.bool": "true/false value",
+    "kind.null": "null value",
+    "kind.value": "value of another kind",
     "input.missing": "missing {missing}: give X and the weights W_Q, W_K, W_V "
     "(or Q, K, V directly)",
     "input.missing_direct": "missing {missing}: when Q, K, V are given directly, all three "

@@ -132,6 +132,12 @@ MESSAGES: dict[str, str] = {
     "key.duplicate": "키 {key!r}: 같은 키({canonical!r})가 두 번 주어졌습니다. 하나만 남기세요",
     "input.not_object": "입력은 x, wq, wk, wv … 키가 있는 JSON 객체여야 합니다. 받은 값의 "
     "종류: {kind}",
+    "kind.list": "리스트",
+    "kind.string": "문자열",
+    "kind.number": "숫자",
+    "kind.bool": "참/거짓 값",
+    "kind.null": "null 값",
+    "kind.value": "그 밖의 값",
     "input.missing": "빠진 항목: {missing}. X와 가중치 W_Q, W_K, W_V를 주거나 "
     "Q, K, V를 직접 주세요",
     "input.missing_direct": "빠진 항목: {missing}. Q, K, V를 직접 줄 때는 셋 모두 필요합니다",
