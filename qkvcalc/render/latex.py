@@ -169,16 +169,21 @@ def _operands_fit(stage: Stage) -> bool:
     return cols <= OPERAND_COLS and max(len(stage.rows), len(stage.inner)) <= OPERAND_ROWS
 
 
+def tex_product(stage: Stage, opts: RenderOptions) -> str:
+    """A matmul stage's operands as TeX: [A] \\cdot [B] (+ [b]). Markdown uses it too."""
+    a, b = stage.operands
+    product = bmatrix(a, opts)[0] + r" \cdot " + bmatrix(b, opts)[0]
+    if stage.bias is not None:
+        product += " + " + bmatrix(stage.bias[None, :], opts)[0]
+    return product
+
+
 def _equation(stage: Stage, opts: RenderOptions) -> tuple[str, int, int]:
     """The display equation of a stage: formula = matrix (or formula = A·B = C)."""
     result, hidden_rows, hidden_cols = bmatrix(stage, opts)
     parts = [tex_formula(stage.formula)]
     if _operands_fit(stage):
-        a, b = stage.operands
-        product = bmatrix(a, opts)[0] + r" \cdot " + bmatrix(b, opts)[0]
-        if stage.bias is not None:
-            product += " + " + bmatrix(stage.bias[None, :], opts)[0]
-        parts.append(product)
+        parts.append(tex_product(stage, opts))
     parts.append(result)
     return "\\[\n" + "\n= ".join(parts) + "\n\\]", hidden_rows, hidden_cols
 

@@ -18,7 +18,7 @@ import numpy as np
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style, split_rows, stage_extras
-from qkvcalc.render.latex import bmatrix, tex_formula
+from qkvcalc.render.latex import bmatrix, tex_formula, tex_product
 from qkvcalc.render.text import fmt, pick, safe, shown_rows, summary
 from qkvcalc.trace import Stage, Trace
 
@@ -91,15 +91,7 @@ def _product(stage: Stage, opts: RenderOptions) -> list[str]:
     cols = len(stage.inner) + 2 * len(stage.cols)  # A [n, inner] · B [inner, cols] = [n, cols]
     if cols * (opts.precision + 4) + 40 > opts.width or max(len(stage.rows), len(stage.inner)) > 8:
         return []
-    a, b = stage.operands
-    parts = [
-        tex_formula(stage.formula),
-        bmatrix(a, opts)[0]
-        + r" \cdot "
-        + bmatrix(b, opts)[0]
-        + ("" if stage.bias is None else " + " + bmatrix(stage.bias[None, :], opts)[0]),
-        bmatrix(stage.value, opts)[0],
-    ]
+    parts = [tex_formula(stage.formula), tex_product(stage, opts), bmatrix(stage, opts)[0]]
     # GitHub reads \\ in a $$ block only at the end of a line: bmatrix keeps one row a line
     return ["$$", " = ".join(parts), "$$"]
 
