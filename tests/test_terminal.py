@@ -172,3 +172,14 @@ def test_a_big_mask_is_said_row_by_row_without_a_left_out_note():
     assert len(extras.rows) > 0 and extras.work == []
     scores = stage_extras(trace.stage("scaled"), trace, (0, 0), Style.of(opts), opts)
     assert "note.no_arithmetic" in [note.key for note in scores.notes]  # 81 cells: too many
+
+
+def test_export_tables_measure_korean_labels_by_display_width():
+    """Markdown and HTML tables leave room for the row labels by the columns they take: a
+    Hangul label takes two per character."""
+    from qkvcalc.render.text import columns_that_fit
+
+    opts = RenderOptions(width=100)
+    ascii_cols = columns_that_fit(["abcdefghij"], opts, 3)  # 10 columns: 8 numbers fit
+    korean_cols = columns_that_fit(["가나다라마바사아자차"], opts, 3)  # 20 columns: 7 fit
+    assert korean_cols < ascii_cols

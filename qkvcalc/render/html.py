@@ -20,7 +20,7 @@ import numpy as np
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style, split_rows, stage_extras
-from qkvcalc.render.text import fmt, pick, safe, shown_rows, summary
+from qkvcalc.render.text import columns_that_fit, corners, fmt, safe, summary
 from qkvcalc.trace import Stage, Trace
 
 CELL_WIDTH = 3  # a column's width beyond its number, in characters (padding)
@@ -88,12 +88,9 @@ def html_table(
 ) -> tuple[str, int, int]:
     """A labelled <table> of a matrix (corners only when big); also how many rows and columns
     were hidden."""
-    n_rows, n_cols = value.shape
-    label_w = min(max((len(safe(r)) for r in rows[:50]), default=1), 24)
-    max_cols = max(2, (opts.width - label_w - CELL_WIDTH) // (opts.precision + 3 + CELL_WIDTH))
-    row_ids = pick(n_rows, max(opts.max_rows, 3))
-    col_ids = pick(n_cols, max_cols)
-    shown = shown_rows(value, row_ids)
+    row_ids, col_ids, shown, hidden = corners(
+        value, opts.max_rows, columns_that_fit(rows, opts, CELL_WIDTH)
+    )
     head = [f'<th scope="col" class="name">{escape(name)}</th>']
     for j in col_ids:
         head.append(
@@ -129,9 +126,7 @@ def html_table(
         + "\n".join(body)
         + "\n</tbody>\n</table>"
     )
-    hidden_rows = n_rows - sum(i is not None for i in row_ids)
-    hidden_cols = n_cols - sum(j is not None for j in col_ids)
-    return table, hidden_rows, hidden_cols
+    return table, *hidden
 
 
 def _product(stage: Stage, opts: RenderOptions) -> str | None:

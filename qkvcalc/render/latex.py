@@ -20,7 +20,7 @@ import numpy as np
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style, split_rows, stage_extras
-from qkvcalc.render.text import fmt, pick, safe, shown_rows, summary
+from qkvcalc.render.text import corners, fmt, pick, safe, summary
 from qkvcalc.trace import Stage, Trace
 
 # A page of \small text holds about this many matrix columns (the label column aside).
@@ -137,10 +137,7 @@ def _cell(value: float, precision: int) -> str:
 
 def bmatrix(value: np.ndarray | Stage, opts: RenderOptions) -> tuple[str, int, int]:
     """A matrix as a bmatrix, eliding its middle rows and columns; also how many are hidden."""
-    n_rows, n_cols = value.shape
-    row_ids = pick(n_rows, max(opts.max_rows, 3))
-    col_ids = pick(n_cols, MAX_COLS)
-    shown = shown_rows(value, row_ids)
+    row_ids, col_ids, shown, hidden = corners(value, opts.max_rows, MAX_COLS)
     lines = []
     for i in row_ids:
         if i is None:
@@ -152,9 +149,7 @@ def bmatrix(value: np.ndarray | Stage, opts: RenderOptions) -> tuple[str, int, i
             ]
         lines.append(" & ".join(cells))
     body = " \\\\\n".join(lines)
-    hidden_rows = n_rows - sum(i is not None for i in row_ids)
-    hidden_cols = n_cols - sum(j is not None for j in col_ids)
-    return "\\begin{bmatrix}\n" + body + "\n\\end{bmatrix}", hidden_rows, hidden_cols
+    return "\\begin{bmatrix}\n" + body + "\n\\end{bmatrix}", *hidden
 
 
 def _labels(names: tuple[str, ...], limit: int) -> str:

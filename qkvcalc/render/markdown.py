@@ -19,7 +19,7 @@ from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style, split_rows, stage_extras
 from qkvcalc.render.latex import bmatrix, tex_formula, tex_product
-from qkvcalc.render.text import fmt, pick, safe, shown_rows, summary
+from qkvcalc.render.text import columns_that_fit, corners, fmt, safe, summary
 from qkvcalc.trace import Stage, Trace
 
 CELL_WIDTH = 3  # what a table column costs beyond its number: " | "
@@ -58,12 +58,9 @@ def md_table(
 ) -> tuple[list[str], int, int]:
     """A GitHub table of a matrix (corners only when big); also how many rows and columns
     were hidden."""
-    n_rows, n_cols = value.shape
-    label_w = min(max((len(safe(r)) for r in rows[:50]), default=1), 24)
-    max_cols = max(2, (opts.width - label_w - CELL_WIDTH) // (opts.precision + 3 + CELL_WIDTH))
-    row_ids = pick(n_rows, max(opts.max_rows, 3))
-    col_ids = pick(n_cols, max_cols)
-    shown = shown_rows(value, row_ids)
+    row_ids, col_ids, shown, hidden = corners(
+        value, opts.max_rows, columns_that_fit(rows, opts, CELL_WIDTH)
+    )
     head = [f"**{md_escape(name)}**" if name else " "] + [
         "…" if j is None else md_escape(cols[j]) for j in col_ids
     ]
@@ -79,9 +76,7 @@ def md_table(
                 "…" if j is None else _cell(float(shown[i][j]), opts.precision) for j in col_ids
             ]
         lines.append("| " + " | ".join(cells) + " |")
-    hidden_rows = n_rows - sum(i is not None for i in row_ids)
-    hidden_cols = n_cols - sum(j is not None for j in col_ids)
-    return lines, hidden_rows, hidden_cols
+    return lines, *hidden
 
 
 def _product(stage: Stage, opts: RenderOptions) -> list[str]:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 import unicodedata
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from qkvcalc.i18n import preset_description, translate
 
 if TYPE_CHECKING:  # at run time this module stays light: the CLI's error path uses printable
     import numpy as np
 
+    from qkvcalc.render import RenderOptions
     from qkvcalc.trace import Stage, Trace
 
 _SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
@@ -98,6 +99,33 @@ def pick(count: int, limit: int) -> list[int | None]:
     head = max(1, (limit - 1) // 2 + (limit - 1) % 2)
     tail = max(1, limit - 1 - head)
     return [*range(head), None, *range(count - tail, count)]
+
+
+class Corners(NamedTuple):
+    """What a table of a (possibly big) matrix shows: the rows and columns (None stands for a
+    hidden middle), the values of the rows shown, and how many rows and columns are hidden."""
+
+    row_ids: list[int | None]
+    col_ids: list[int | None]
+    shown: dict[int, np.ndarray]
+    hidden: tuple[int, int]
+
+
+def corners(value: np.ndarray | Stage, max_rows: int, max_cols: int) -> Corners:
+    """The first and last rows and columns of `value` that fit (see pick)."""
+    n_rows, n_cols = value.shape
+    row_ids, col_ids = pick(n_rows, max(max_rows, 3)), pick(n_cols, max_cols)
+    hidden = (
+        n_rows - sum(i is not None for i in row_ids),
+        n_cols - sum(j is not None for j in col_ids),
+    )
+    return Corners(row_ids, col_ids, shown_rows(value, row_ids), hidden)
+
+
+def columns_that_fit(labels: Sequence[str], opts: RenderOptions, cell_width: int) -> int:
+    """How many number columns a page of opts.width holds beside a column of row labels."""
+    label_w = min(max((display_width(safe(r)) for r in labels[:50]), default=1), MAX_LABEL)
+    return max(2, (opts.width - label_w - cell_width) // (opts.precision + 3 + cell_width))
 
 
 def shown_rows(value: np.ndarray | Stage, row_ids: Sequence[int | None]) -> dict[int, np.ndarray]:
