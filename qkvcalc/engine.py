@@ -64,9 +64,14 @@ def shifted_exp(s: np.ndarray, row_max: np.ndarray) -> np.ndarray:
 
 def normalise(e: np.ndarray, row_sum: np.ndarray) -> np.ndarray:
     # [n, m] / [n, 1] -> [n, m]; a row that sums to 0 (every key masked) stays 0
-    if (row_sum > 0).all():
+    if row_sum.all():
         return e / row_sum[:, None]
-    return np.divide(e, row_sum[:, None], out=np.zeros_like(e), where=row_sum[:, None] > 0)
+    return np.divide(e, row_sum[:, None], out=np.zeros_like(e), where=row_sum[:, None] != 0)
+
+
+def apply_mask(s: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    # [n, m] where allowed, else -inf
+    return np.where(allowed, s, -np.inf)
 
 
 # ---- recording the stages --------------------------------------------------------------------
@@ -281,8 +286,7 @@ class _Recorder:
 
             def masked_of(rows: np.ndarray | None = None) -> np.ndarray:
                 # [n, m] where allowed, else -inf
-                allowed_rows = mask if rows is None else mask[rows]
-                return np.where(allowed_rows, resolve(scaled_of, rows), -np.inf)
+                return apply_mask(resolve(scaled_of, rows), mask if rows is None else mask[rows])
 
             notes = [Msg("note.mask_convention")]
             if p.mask_kind == "causal" and p.n != p.m:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qkvcalc.engine import project, softmax_parts
+from qkvcalc.engine import apply_mask, normalise, project, softmax_parts
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.trace import Stage, Trace
 
@@ -303,13 +303,11 @@ class Grader:
             return ins[0] * p.scale
         if sid == "masked":  # [n, m] where allowed, else -inf
             assert stage.allowed is not None
-            return np.where(stage.allowed, ins[0], -np.inf)
+            return apply_mask(ins[0], stage.allowed)
         if sid == "exp":  # e^(s - row max), [n, m]
             return softmax_parts(ins[0])[1]
         if sid == "weights":  # [n, m] / [n, 1]; a row of zeros (all masked) stays zeros
-            e = ins[0]
-            total = e.sum(axis=1, keepdims=True)
-            return np.divide(e, total, out=np.zeros_like(e), where=total != 0)
+            return normalise(ins[0], ins[0].sum(axis=1))
         if sid == "concat":  # H × [n, d_v] -> [n, H·d_v]
             return np.hstack(ins)
         if sid == "output" and self._final(key):
