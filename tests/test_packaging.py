@@ -91,6 +91,37 @@ def test_engine_imports_neither_rich_nor_typer():
     assert result.returncode == 0, result.stderr
 
 
+def _imports(path: Path) -> set[str]:
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return names
+
+
+def test_each_layer_imports_only_what_it_may():
+    """What ruff's per-file ignores cannot say (they switch the whole banned-api rule off for a
+    file): click is never imported, typer only by the CLI, rich only by the renderers, the CLI,
+    the step mode and the quiz's terminal side."""
+    package = ROOT / "qkvcalc"
+    cli = {"cli.py", "cli_common.py", "cli_quiz.py"}
+    terminal_side = {"quiz/session.py", "quiz/report.py", "quiz/entry.py"}
+    for path in package.rglob("*.py"):
+        name = path.relative_to(package).as_posix()
+        roots = {module.split(".")[0] for module in _imports(path)}
+        assert not any(m == "click" or m.startswith("typer._click") for m in _imports(path)), name
+        if "typer" in roots:
+            assert name in cli, f"{name} imports typer"
+        if "rich" in roots:
+            allowed = name in cli | terminal_side or name.startswith(("render/", "interactive/"))
+            assert allowed, f"{name} imports rich"
+
+
 @pytest.mark.skipif(
     shutil.which("ruff") is None and not (Path(sys.executable).parent / "ruff").exists(),
     reason="ruff is not installed (pip install -e '.[test]')",

@@ -2,7 +2,8 @@
 
 Each stage is a section with its formula, its explanation, its matrix as an amsmath bmatrix
 (a matrix product as A·B = C when the three fit on the page), its notes and each cell's
-arithmetic as an align* block (arith.py's Style(latex=True): one logic for every format).
+arithmetic as an align* block (arith.stage_extras with Style.of(opts, latex=True): the
+same notes and arithmetic as every other format, in TeX's symbols).
 
 All text goes through `tex_escape`: TeX's special characters become their escapes, the math
 symbols of the catalogs become TeX, and any other character pdflatex cannot set becomes a

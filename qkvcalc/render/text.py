@@ -1,4 +1,5 @@
-"""Small text helpers every renderer shares: numbers, subscripts, safe labels, elision."""
+"""Small text helpers the renderers share (numbers, subscripts, safe labels, elision), and
+`printable`, which the CLI's error path uses: light at import, no numpy until a table is drawn."""
 
 from __future__ import annotations
 

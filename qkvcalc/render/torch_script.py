@@ -2,8 +2,9 @@
 
 The script rebuilds the problem in float64 from the input numbers (in the layout they were
 given: `X @ W` for the rows layout, `F.linear(X, W, b)` for PyTorch's out×in), calls
-F.scaled_dot_product_attention and, where nn.MultiheadAttention can represent the problem,
-the module with its weights set; it prints each output and how far it is from qkvcalc's.
+F.scaled_dot_product_attention and, for a multi-head problem (several heads, or W_O given)
+that nn.MultiheadAttention can represent, the module with its weights set (or a comment that
+says why it cannot); it prints each output and how far it is from qkvcalc's.
 Its comments translate the mask between PyTorch's three conventions.
 
 This module writes code; it computes no attention. Every number in the script is written
