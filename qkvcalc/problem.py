@@ -154,10 +154,9 @@ def _cell(value: object, field_name: str, where: str, exact: bool) -> Number:
     raise _fail_cell(field_name, where, value)
 
 
-def to_matrix(
-    raw: Any, field_name: str, *, exact: bool = False, limit: int = MAX_ELEMENTS
-) -> Matrix:
-    """A list of rows, a flat list (one row), or a 2-D array, checked cell by cell."""
+def to_matrix(raw: Any, field_name: str, *, exact: bool = False) -> Matrix:
+    """A list of rows, a flat list (one row), or a 2-D array, checked cell by cell. (Its size
+    was checked against --max-elements before: _check_claimed_size.)"""
     name = DISPLAY.get(field_name, field_name)
     if isinstance(raw, np.ndarray):
         raw = raw.tolist() if raw.ndim <= 2 else raw
@@ -166,11 +165,9 @@ def to_matrix(
     if len(raw) == 0:
         raise QkvcalcError("matrix.empty", field=name)
     rows = [raw] if not isinstance(raw[0], list | tuple) else raw
-    width = len(rows[0]) if isinstance(rows[0], list | tuple) else -1
+    width = len(rows[0])
     if width == 0:
         raise QkvcalcError("matrix.empty_row", field=name, row=1)
-    if len(rows) * max(width, 1) > limit:
-        raise QkvcalcError("matrix.too_big", field=name, count=len(rows) * width, limit=limit)
     for i, row in enumerate(rows):
         if not isinstance(row, list | tuple):
             raise QkvcalcError("matrix.mixed", field=name, row=i + 1)

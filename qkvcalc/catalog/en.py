@@ -171,7 +171,6 @@ MESSAGES: dict[str, str] = {
     "matrix.bool": "{field}{where} is true/false where a number belongs: write 1 or 0",
     "matrix.null": "{field}{where} is null where a number belongs",
     "matrix.not_number": "{field}{where} is {value}, not a number",
-    "matrix.too_big": "{field} has {count} numbers, more than the limit of {limit}",
     "vector.not_flat": "{field} must be a flat list (one number per column), not {rows} rows",
     "heads.not_positive": "{field} must be a whole number from 1 to {limit}, not {value}",
     "heads.kv_divide": "heads = {heads} is not a multiple of kv_heads = {kv_heads}: each "

@@ -181,7 +181,6 @@ MESSAGES: dict[str, str] = {
     "matrix.bool": "{field}{where}: 숫자가 올 자리에 true/false가 있습니다. 1 또는 0으로 쓰세요",
     "matrix.null": "{field}{where}: 숫자가 올 자리에 null이 있습니다",
     "matrix.not_number": "{field}{where}: 숫자가 아닙니다. 받은 값: {value}",
-    "matrix.too_big": "{field}: 숫자가 {count}개로, 한도 {limit}개보다 많습니다",
     "vector.not_flat": "{field}: 열마다 숫자 하나씩인 1차원 리스트여야 하는데, 행이 {rows}개 "
     "있습니다",
     "heads.not_positive": "{field}: 1부터 {limit}까지의 정수여야 합니다. 받은 값: {value}",
