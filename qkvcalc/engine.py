@@ -77,8 +77,9 @@ def apply_mask(s: np.ndarray, allowed: np.ndarray) -> np.ndarray:
 # ---- recording the stages --------------------------------------------------------------------
 
 
-def _dims(count: int, start: int = 0) -> tuple[str, ...]:
-    return tuple(str(start + j + 1) for j in range(count))
+def dim_labels(count: int) -> tuple[str, ...]:
+    """The labels of a dimension's columns: '1', '2', … (1-based, as a teacher counts)."""
+    return tuple(str(j + 1) for j in range(count))
 
 
 def _token_text(name: str, limit: int = 40) -> str:
@@ -160,25 +161,18 @@ class _Recorder:
                 formula,
                 project(inputs, w, b),
                 rows,
-                _dims(w.shape[1]),
+                dim_labels(w.shape[1]),
                 "matmul",
                 inputs=(inputs, w),
                 names=(src_name, f"{weight}{span}"),
-                inner=_dims(w.shape[0]),
+                inner=dim_labels(w.shape[0]),
                 bias=b,
                 cell=sid.upper() + "[{i},{j}]",
                 notes=notes,
             )
         )
 
-    def head(
-        self,
-        h: int | None,
-        q: np.ndarray | None,
-        k: np.ndarray | None,
-        v: np.ndarray | None,
-        allowed: np.ndarray | None,
-    ) -> np.ndarray:
+    def head(self, h: int | None, allowed: np.ndarray | None) -> np.ndarray:
         """One head's stages, from Q, K, V to its output. Returns [n, d_v]."""
         p = self.p
         hh = h or 1
@@ -217,17 +211,16 @@ class _Recorder:
                         f"{sid.upper()}{span}",
                         mat.values[:, cols],
                         rows,
-                        _dims(cols.stop - cols.start),
+                        dim_labels(cols.stop - cols.start),
                         "input" if full else "slice",
                         notes=shared if sid != "q" else (),
                     )
                 )
             q, k, v = p.q.values[:, qs], p.k.values[:, ks], p.v.values[:, vs]
-        assert q is not None and k is not None and v is not None
 
         # [m, d_k] -> [d_k, m]: the inner dimensions of Q·Kᵀ must meet
         kt = self.add(
-            Stage("kt", h, "Kᵀ", k.T, _dims(p.d_k), p.source_tokens, "transpose", inputs=(k,))
+            Stage("kt", h, "Kᵀ", k.T, dim_labels(p.d_k), p.source_tokens, "transpose", inputs=(k,))
         )
         # [n, d_k] @ [d_k, m] -> [n, m]
         scores = self.add(
@@ -241,7 +234,7 @@ class _Recorder:
                 "matmul",
                 inputs=(q, kt),
                 names=("Q", "Kᵀ"),
-                inner=_dims(p.d_k),
+                inner=dim_labels(p.d_k),
                 cell="q_{i}·k_{j}",
                 notes=(Msg("note.cross_axes", n=p.n, m=p.m),) if p.cross else (),
             )
@@ -354,7 +347,7 @@ class _Recorder:
                 "A·V",
                 weights @ v,
                 p.tokens,
-                _dims(p.d_v),
+                dim_labels(p.d_v),
                 "matmul",
                 inputs=(weights_of, v),
                 names=("A", "V"),
@@ -383,7 +376,9 @@ def run(p: Problem) -> Trace:
     fractions of the rational stages when the problem was read in exact mode)."""
     rec = _Recorder(p)
     if p.x is not None:
-        rec.add(Stage("x", None, "X", p.x.values, p.tokens, _dims(p.x.values.shape[1]), "input"))
+        rec.add(
+            Stage("x", None, "X", p.x.values, p.tokens, dim_labels(p.x.values.shape[1]), "input")
+        )
     if p.source is not None:
         rec.add(
             Stage(
@@ -392,13 +387,13 @@ def run(p: Problem) -> Trace:
                 "source",
                 p.source.values,
                 p.source_tokens,
-                _dims(p.source.values.shape[1]),
+                dim_labels(p.source.values.shape[1]),
                 "input",
             )
         )
     allowed = allowed_keys(p)
     if not p.multihead:
-        rec.head(None, None, None, None, allowed)
+        rec.head(None, allowed)
         return _with_exact(Trace(p, tuple(rec.stages), tuple(rec.warnings)))
 
     # The split: which columns of W_Q, W_K, W_V (or of Q, K, V) each head reads, as the first
@@ -425,14 +420,14 @@ def run(p: Problem) -> Trace:
             None,
             f"{names[0]}, {names[1]}, {names[2]} → h = 1…H",
             split,
-            _dims(p.heads),  # rows: heads; columns: first and last column of each slice, g
+            dim_labels(p.heads),  # rows: heads; columns: first and last column of each slice, g
             (*(f"{n} {end}" for n in names for end in "ab"), "g"),
             "split",
             names=names,
             notes=(Msg("note.split", heads=p.heads, kv_heads=p.kv_heads, d_k=p.d_k, d_v=p.d_v),),
         )
     )
-    outs = [rec.head(h, None, None, None, allowed) for h in range(1, p.heads + 1)]
+    outs = [rec.head(h, allowed) for h in range(1, p.heads + 1)]
     # H × [n, d_v] -> [n, H·d_v]
     concat = rec.add(
         Stage(
@@ -441,7 +436,7 @@ def run(p: Problem) -> Trace:
             "concat(head_1, …, head_H)",
             np.hstack(outs),
             p.tokens,
-            _dims(p.heads * p.d_v),
+            dim_labels(p.heads * p.d_v),
             "concat",
             inputs=tuple(outs),
             notes=(
@@ -463,7 +458,7 @@ def run(p: Problem) -> Trace:
                 "output = concat",
                 concat,
                 p.tokens,
-                _dims(concat.shape[1]),
+                dim_labels(concat.shape[1]),
                 "copy",
                 inputs=(concat,),
                 topic="output.concat",
@@ -479,11 +474,11 @@ def run(p: Problem) -> Trace:
                 "output = concat·W_O" + (" + b_O" if bo is not None else ""),
                 project(concat, p.wo.values, bo),
                 p.tokens,
-                _dims(p.wo.values.shape[1]),
+                dim_labels(p.wo.values.shape[1]),
                 "matmul",
                 inputs=(concat, p.wo.values),
                 names=("concat", "W_O"),
-                inner=_dims(concat.shape[1]),
+                inner=dim_labels(concat.shape[1]),
                 bias=bo,
                 cell="out[{i},{j}]",
                 topic="output.final",

@@ -94,7 +94,7 @@ class _Parser:
     def factor(self) -> Number:
         kind, text = self.take()
         if kind == "num":
-            _mantissa, _, exponent = text.lower().partition("e")
+            exponent = text.lower().partition("e")[2]
             if exponent and abs(int(exponent)) > MAX_EXPONENT:
                 raise QkvcalcError("number.not_finite", field=self.field, text=self.text)
             return Number(float(text), Fraction(text))

@@ -17,6 +17,7 @@ import numpy as np
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
+from qkvcalc.engine import dim_labels
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import translate
 from qkvcalc.quiz.answers import parse_answer
@@ -56,10 +57,6 @@ def ask_line(console: Console, answers: TextIO | None = None) -> Ask:
     return ask
 
 
-def _dims(count: int) -> tuple[str, ...]:
-    return tuple(str(j + 1) for j in range(count))
-
-
 def problem_view(trace: Trace, opts: RenderOptions) -> RenderableType:
     """What the student works from: the sizes, the input matrices and the mask."""
     p = trace.problem
@@ -77,9 +74,11 @@ def problem_view(trace: Trace, opts: RenderOptions) -> RenderableType:
             if field in ("x", "q")
             else p.source_tokens
             if field in ("source", "k", "v")
-            else _dims(matrix.values.shape[0])
+            else dim_labels(matrix.values.shape[0])
         )
-        parts.append(matrix_table(matrix.values, name, rows, _dims(matrix.values.shape[1]), opts))
+        parts.append(
+            matrix_table(matrix.values, name, rows, dim_labels(matrix.values.shape[1]), opts)
+        )
         parts.append(Text(""))
     if p.mask is not None:
         parts.append(matrix_table(p.mask.astype(float), "M", p.tokens, p.source_tokens, opts))
