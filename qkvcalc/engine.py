@@ -184,8 +184,8 @@ class _Recorder:
         src = "source" if p.cross else "X"
         shared: tuple[Msg, ...] = ()
         if p.kv_heads < p.heads:
-            per = p.heads // p.kv_heads
-            shared = (Msg("note.kv_shared", kv_head=g, first=(g - 1) * per + 1, last=g * per),)
+            first, last = p.query_heads_of(g)
+            shared = (Msg("note.kv_shared", kv_head=g, first=first, last=last),)
         if p.projected:
             assert p.x is not None
             source = p.source.values if p.source is not None else p.x.values

@@ -323,6 +323,11 @@ class Problem:
         """Query head h (1-based) reads K/V head ⌈h·G/H⌉ (repeat_interleave, as enable_gqa)."""
         return -(-head * self.kv_heads // self.heads)
 
+    def query_heads_of(self, kv_head: int) -> tuple[int, int]:
+        """The first and last query heads (1-based) that read K/V head g: kv_head_of's inverse."""
+        per = self.heads // self.kv_heads
+        return (kv_head - 1) * per + 1, kv_head * per
+
     # ---- construction --------------------------------------------------------------------
     @classmethod
     def from_mapping(

@@ -314,3 +314,25 @@ def test_cli_shape_errors_exit_2_with_one_message(qkvcalc_proc, args, part):
     assert proc.stdout == ""
     assert part in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("heads", "kv_heads"), [(4, 2), (6, 3), (8, 1), (4, 4), (12, 4)])
+def test_query_heads_of_is_kv_head_of_turned_round(heads, kv_heads):
+    from qkvcalc.problem import Problem
+
+    d = heads  # d_k = 1 per query head
+    p = Problem.from_mapping(
+        {
+            "x": [[1.0] * d],
+            "wq": np.eye(d),
+            "wk": np.eye(d)[:, :kv_heads],
+            "wv": np.eye(d)[:, :kv_heads],
+            "heads": heads,
+            "kv_heads": kv_heads,
+        }
+    )
+    for g in range(1, kv_heads + 1):
+        first, last = p.query_heads_of(g)
+        assert [h for h in range(1, heads + 1) if p.kv_head_of(h) == g] == list(
+            range(first, last + 1)
+        )

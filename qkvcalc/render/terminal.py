@@ -386,17 +386,10 @@ def _head_rule(head: int, trace: Trace, opts: RenderOptions) -> Block:
     """'Head 2 of 4' (and, under grouped-query attention, which K/V head it reads)."""
     p = trace.problem
     if p.kv_heads < p.heads:
-        per = p.heads // p.kv_heads
         g = p.kv_head_of(head)
-        text = _t(
-            opts.lang,
-            "ui.heads_group_kv",
-            head=head,
-            heads=p.heads,
-            kv_head=g,
-            first=(g - 1) * per + 1,
-            last=g * per,
-        )
+        first, last = p.query_heads_of(g)
+        key = "ui.heads_group_kv"
+        text = _t(opts.lang, key, head=head, heads=p.heads, kv_head=g, first=first, last=last)
     else:
         text = _t(opts.lang, "ui.heads_group", head=head, heads=p.heads)
     return Block().rule(Text(text, style="bold magenta"), "magenta", characters="═", center=True)
