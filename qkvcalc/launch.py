@@ -16,7 +16,7 @@ import sys
 
 from qkvcalc.i18n import LANGS
 
-EXIT_INTERRUPTED = 130  # as qkvcalc.cli_common, which this module must not load first
+EXIT_INTERRUPTED = 130  # as qkvcalc.cli.common, which this module must not load first
 
 
 def lang_option(args: list[str]) -> str | None:

@@ -1,8 +1,8 @@
 """The commands `qkvcalc quiz` and `qkvcalc new`: parse options, dispatch, print.
 
 The grading is qkvcalc.quiz.grade's, the questions qkvcalc.quiz.session's and .entry's, the
-report qkvcalc.quiz.report's; what the commands share with `explain` is in qkvcalc.cli_common.
-qkvcalc/cli.py calls `register(app)`.
+report qkvcalc.quiz.report's; what the commands share with `explain` is in qkvcalc.cli.common.
+qkvcalc.cli calls `register(app)`.
 
 Exit codes: 0 all right (or saved), 1 a graded quiz found mistakes, 2 bad input or usage,
 130 interrupted.
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from qkvcalc.cli_common import (
+from qkvcalc.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_MISTAKES,
     LangOption,

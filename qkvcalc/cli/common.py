@@ -1,8 +1,8 @@
 """What every command of the CLI shares: exit codes, --lang and --no-color, help text in the
 environment's language, the console, the one way to fail, and writing a file whole.
 
-Both qkvcalc.cli (explain, presets) and qkvcalc.cli_quiz (quiz, new) import this module, so
-neither needs the other.
+Every command module of qkvcalc.cli (explain, presets, quiz) imports this one, so
+none needs another.
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
-"""The command line: parse options, load the problem, call the engine, pick a renderer, print.
+"""`qkvcalc explain`: read a problem, compute every stage, and print it in one format.
 
-No math here and no formatting of numbers: those live in the engine and the renderers.
-Errors: a QkvcalcError becomes one message on stderr and exit 2, with nothing on stdout.
+Parses options, calls the library (sources → Problem → engine → render) and prints; nothing
+else. Errors: a QkvcalcError becomes one message on stderr and exit 2, nothing on stdout.
 """
 
 # Annotations here are evaluated once, at import (no `from __future__ import annotations`):
 # typer reads the commands' signatures on every run, and string annotations would make it
 # eval every option's again on every run (about 10 ms).
-import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -15,9 +14,7 @@ from typing import Annotated
 
 import typer
 
-from qkvcalc import __version__
-from qkvcalc.cli_common import (
-    EXIT_INTERRUPTED,
+from qkvcalc.cli.common import (
     LangOption,
     NoColorOption,
     console,
@@ -26,24 +23,7 @@ from qkvcalc.cli_common import (
     language,
     write_output,
 )
-from qkvcalc.cli_quiz import register as register_quiz
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.i18n import preset_description, resolve_lang, translate
-
-app = typer.Typer(
-    name="qkvcalc",
-    help=help_text("help.app"),
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-)
-presets_app = typer.Typer(
-    help=help_text("help.presets"),
-    invoke_without_command=True,
-    rich_markup_mode=None,
-)
-app.add_typer(presets_app, name="presets")
 
 
 class Format(str, Enum):
@@ -66,23 +46,6 @@ class Layout(str, Enum):
     torch = "torch"
 
 
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"qkvcalc {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option("--version", callback=_version, is_eager=True, help=help_text("help.version")),
-    ] = False,
-) -> None:
-    """qkvcalc: scaled dot-product attention, stage by stage."""
-
-
-@app.command(help=help_text("help.explain"))
 def explain(
     source: Annotated[
         str | None,
@@ -242,77 +205,3 @@ def explain(
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
-
-
-@presets_app.callback()
-def presets_list(ctx: typer.Context, lang: LangOption = None) -> None:
-    """`qkvcalc presets [--lang ko]` lists them; a subcommand gets the --lang given here."""
-    ctx.obj = lang
-    if ctx.invoked_subcommand is None:
-        _print_presets(language(lang))
-
-
-@presets_app.command("list", help=help_text("help.presets.list"))
-def presets_list_cmd(ctx: typer.Context, lang: LangOption = None) -> None:
-    _print_presets(language(lang or ctx.obj))
-
-
-def _print_presets(lang_code: str) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    from qkvcalc import presets
-
-    table = Table(
-        title=translate("ui.presets_title", lang_code), title_justify="left", show_edge=False
-    )
-    table.add_column(translate("ui.presets_name", lang_code), style="bold", no_wrap=True)
-    table.add_column(translate("ui.presets_description", lang_code))
-    try:
-        names = presets.names()
-    except QkvcalcError as err:
-        fail(err, lang_code)
-    for name in names:
-        written = str(presets.load(name).get("description", ""))
-        table.add_row(Text(name), Text(preset_description(name, written, lang_code)))
-    out = console(False)
-    with out.capture() as capture:
-        out.print(table)
-        out.print(Text(translate("ui.presets_hint", lang_code), style="dim"))
-    text = capture.get()
-    if out.color_system is None:  # a pipe or a file: no padding at the ends of the lines
-        text = "\n".join(line.rstrip() for line in text.split("\n"))
-    sys.stdout.write(text)
-
-
-@presets_app.command("show", help=help_text("help.presets.show"))
-def presets_show(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help=help_text("help.presets.name"))],
-    lang: LangOption = None,
-) -> None:
-    from qkvcalc import presets
-
-    try:
-        sys.stdout.write(presets.text(name))
-    except QkvcalcError as err:
-        fail(err, language(lang or ctx.obj))
-
-
-def main() -> None:
-    """The console script: typer's app, plus quiet endings for Ctrl-C and a closed pipe."""
-    try:
-        app()
-    except KeyboardInterrupt:
-        # typer ends a running command on Ctrl-C itself (exit 130, no message); this is for a
-        # Ctrl-C while typer is still building the commands, before any of them runs
-        typer.echo(translate("cli.interrupted", resolve_lang()), err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    except BrokenPipeError:
-        # the reader went away (qkvcalc … | head -1): stop quietly, as cat does
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(0)
-
-
-register_quiz(app)  # quiz and new, after explain: the order --help lists them in
