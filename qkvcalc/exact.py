@@ -19,9 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
+import numpy as np
+
 from qkvcalc.i18n import Msg
-from qkvcalc.problem import Matrix, Problem
-from qkvcalc.trace import Stage, Trace
+from qkvcalc.problem import Problem
+from qkvcalc.trace import Trace
 
 # Exact mode is for problems a person could work by hand: past this many multiplications of
 # fractions the exact stages are left out (with a note) rather than keep the user waiting.
@@ -116,16 +118,40 @@ def columns(a: Sequence[Sequence[ExactCell]], cols: slice) -> ExactMatrix:
     return tuple(tuple(row[cols]) for row in a)
 
 
-def _scale(scores: Sequence[Sequence[Rational]], p: Problem) -> ExactMatrix | None:
-    """Q·Kᵀ times the scale: exact for 1/√d_k and for a rational scale; None otherwise."""
-    if p.scale_given is None:
-        return tuple(
-            tuple(None if s is None else over_root(s, p.d_k) for s in row) for row in scores
+def scaled(scores: Sequence[Sequence[Rational]], params: dict) -> tuple[ExactMatrix | None, tuple]:
+    """Q·Kᵀ times the scale: exact for 1/√d_k (a surd when √d_k is irrational) and for a
+    rational scale given; None otherwise. Also the note that says how they are written."""
+    if "d_k" in params:  # the default, 1/√d_k
+        out = tuple(
+            tuple(None if s is None else over_root(s, params["d_k"]) for s in row) for row in scores
         )
-    factor = p.scale_given.exact
+        surd = any(isinstance(cell, Surd) for row in out for cell in row)
+        return out, (Msg("note.exact_surd", d_k=params["d_k"]),) if surd else ()
+    factor = params.get("scale_exact")
     if factor is None:
-        return None
-    return tuple(tuple(None if s is None else s * factor for s in row) for row in scores)
+        return None, (Msg("note.exact_scale_irrational", scale=f"{params['scale']:g}"),)
+    return tuple(tuple(None if s is None else s * factor for s in row) for row in scores), ()
+
+
+def masked(scaled: ExactMatrix, allowed: np.ndarray) -> ExactMatrix:
+    """The scaled scores where a key may be attended, −∞ where it is masked."""
+    return tuple(
+        tuple(cell if ok else NEG_INF for cell, ok in zip(row, keep, strict=True))
+        for row, keep in zip(scaled, allowed.tolist(), strict=True)
+    )
+
+
+def add(a: ExactMatrix, b: ExactMatrix) -> ExactMatrix:
+    """A + B cell by cell; None where either is unknown (or a surd meets a fraction)."""
+
+    def plus(x: ExactCell, y: ExactCell) -> ExactCell:
+        if x is None or y is None or isinstance(x, Surd) or isinstance(y, Surd):
+            return None
+        return x + y
+
+    return tuple(
+        tuple(plus(x, y) for x, y in zip(ra, rb, strict=True)) for ra, rb in zip(a, b, strict=True)
+    )
 
 
 # ---- attaching the exact values to a trace ---------------------------------------------------
@@ -149,82 +175,17 @@ def products_needed(p: Problem) -> int:
     return projections + p.heads * p.n * p.m * (p.d_k + 1)
 
 
-def _exact(m: Matrix | None) -> tuple[tuple[Rational, ...], ...] | None:
-    return None if m is None else m.exact
-
-
-def _bias(m: Matrix | None, cols: slice) -> tuple[Rational, ...] | None:
-    return None if m is None or m.exact is None else tuple(m.exact[0][cols])
-
-
-@dataclass
-class _HeadExact:
-    """One head's exact stages, with the exact operands each stage's arithmetic shows."""
-
-    stages: dict[str, ExactMatrix | None]
-    operands: dict[str, tuple[ExactMatrix | None, ...]]
-    biases: dict[str, tuple[Rational, ...] | None]
-
-
-def _head(p: Problem, head: int) -> _HeadExact:
-    g = p.kv_head_of(head)
-    qs = slice((head - 1) * p.d_k, head * p.d_k)
-    ks = slice((g - 1) * p.d_k, g * p.d_k)
-    vs = slice((g - 1) * p.d_v, g * p.d_v)
-    stages: dict[str, ExactMatrix | None] = {}
-    operands: dict[str, tuple[ExactMatrix | None, ...]] = {}
-    biases: dict[str, tuple[Rational, ...] | None] = {}
-    if p.projected:
-        x = _exact(p.x)
-        src = _exact(p.source) if p.source is not None else x
-        assert x is not None and src is not None
-        for sid, inputs, cols in (("q", x, qs), ("k", src, ks), ("v", src, vs)):
-            w = _exact(getattr(p, f"w{sid}"))
-            assert w is not None
-            w_cols = columns(w, cols)
-            bias = _bias(getattr(p, f"b{sid}"), cols)
-            # [n, d_model] @ [d_model, d_k] + [d_k] -> [n, d_k]
-            stages[sid] = matmul(inputs, w_cols, bias)  # type: ignore[arg-type]
-            operands[sid] = (inputs, w_cols)
-            biases[sid] = bias
-    else:
-        for sid, cols in (("q", qs), ("k", ks), ("v", vs)):
-            given = _exact(getattr(p, sid))
-            assert given is not None
-            stages[sid] = columns(given, cols)
-    q, k = stages["q"], stages["k"]
-    assert q is not None and k is not None
-    kt = transpose(k)
-    stages["kt"] = kt
-    # [n, d_k] @ [d_k, m] -> [n, m]
-    scores = matmul(q, kt)  # type: ignore[arg-type]
-    stages["scores"] = scores
-    operands["scores"] = (q, kt)
-    stages["scaled"] = _scale(scores, p)
-    operands["scaled"] = (scores,)
-    return _HeadExact(stages, operands, biases)
-
-
-def _masked(scaled: ExactMatrix | None, stage: Stage) -> ExactMatrix | None:
-    """The scaled scores where a key may be attended, -inf where it is masked."""
-    if scaled is None or stage.allowed is None:
-        return None
-    return tuple(
-        tuple(cell if ok else NEG_INF for cell, ok in zip(row, allowed, strict=True))
-        for row, allowed in zip(scaled, stage.allowed.tolist(), strict=True)
-    )
-
-
-def _has_gap(matrix: ExactMatrix) -> bool:
-    return any(cell is None for row in matrix for cell in row)
-
-
 def attach_exact(trace: Trace) -> Trace:
     """The trace with Stage.exact set on its rational stages, and notes on where exactness ends.
 
-    Unchanged when the problem was not read in exact mode. A problem too big to work exactly
-    (more than MAX_PRODUCTS multiplications) gets a note on its first stage and no exact values.
+    Runs the trace's own plan again with each operation's exact version (qkvcalc.ops): a stage
+    is exact when its operation has one and its operands are exact. Unchanged when the problem
+    was not read in exact mode. A problem too big to work exactly (more than MAX_PRODUCTS
+    multiplications) gets a note on its first stage and no exact values.
     """
+    from qkvcalc.ops import OPS
+    from qkvcalc.plan import Const
+
     p = trace.problem
     if not in_exact_mode(p):
         return trace
@@ -234,53 +195,27 @@ def attach_exact(trace: Trace) -> Trace:
         note = Msg("note.exact_skipped", count=needed, limit=MAX_PRODUCTS)
         return replace(trace, stages=(replace(first, notes=(*first.notes, note)), *rest))
 
-    heads = {h: _head(p, h) for h in range(1, p.heads + 1)}
-    inputs = {"x": _exact(p.x), "source": _exact(p.source)}
+    exact: dict[tuple[str, int | None], ExactMatrix | None] = {}
     stages = []
     for stage in trace.stages:
-        work = heads[stage.head or 1]
-        if stage.head is None and stage.id in inputs:
-            stage = replace(stage, exact=inputs[stage.id])
-        elif stage.id in ("q", "k", "v", "kt", "scores"):
-            stage = replace(
-                stage,
-                exact=work.stages[stage.id],
-                operands_exact=work.operands.get(stage.id, ()),
-                bias_exact=work.biases.get(stage.id),
-            )
-        elif stage.id == "scaled":
-            stage = _scaled(stage, work.stages["scaled"], work.operands["scaled"], p)
-        elif stage.id == "masked":
-            scaled = work.stages["scaled"]
-            stage = replace(stage, exact=_masked(scaled, stage), operands_exact=(scaled,))
-        elif stage.id == "exp":
-            stage = _noted(stage, Msg("note.exact_stops"))
-        if stage.exact is not None and _has_gap(stage.exact):
-            stage = _noted(stage, Msg("note.exact_partial"))
+        op = OPS[stage.op]
+        operands = tuple(o.exact if isinstance(o, Const) else exact.get(o) for o in stage.reads)
+        value: ExactMatrix | None = None
+        notes: tuple[Msg, ...] = ()
+        if op.exact is not None and stage.reads and all(o is not None for o in operands):
+            value, notes = op.exact(operands, stage.params)
+        elif op.exact_stops and any(o is not None for o in operands):
+            notes = (Msg("note.exact_stops"),)
+        exact[(stage.id, stage.head)] = value
+        if value is not None and any(cell is None for row in value for cell in row):
+            notes += (Msg("note.exact_partial"),)
+        stage = replace(
+            stage,
+            exact=value,
+            operands_exact=operands if value is not None else (),
+            bias_exact=stage.params.get("bias_exact") if value is not None else None,
+            scale_exact=stage.params.get("scale_exact"),
+            notes=(*stage.notes, *notes),
+        )
         stages.append(stage)
     return replace(trace, stages=tuple(stages))
-
-
-def _noted(stage: Stage, note: Msg) -> Stage:
-    return replace(stage, notes=(*stage.notes, note))
-
-
-def _scaled(
-    stage: Stage,
-    exact: ExactMatrix | None,
-    operands: tuple[ExactMatrix | None, ...],
-    p: Problem,
-) -> Stage:
-    """The scaled stage with its exact values, and a note on how they are written (or why not)."""
-    given = p.scale_given
-    stage = replace(
-        stage,
-        exact=exact,
-        operands_exact=operands,
-        scale_exact=None if given is None else given.exact,
-    )
-    if exact is None:
-        return _noted(stage, Msg("note.exact_scale_irrational", scale=f"{p.scale:g}"))
-    if any(isinstance(cell, Surd) for row in exact for cell in row):
-        return _noted(stage, Msg("note.exact_surd", d_k=p.d_k))
-    return stage

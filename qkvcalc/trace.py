@@ -21,34 +21,67 @@ if TYPE_CHECKING:
     from qkvcalc.problem import Problem
 
 
-# A matrix, or how to compute it again. The engine records the n×m stages derived from the
-# scores (scaled, masked, exp, weights) as recipes, so a trace of a real layer (12 heads of
-# 1024×1024) holds one score matrix per head instead of five; a stage recomputes its value
-# when asked, and the last few values asked for are kept (_RECENT). A recipe called with row
-# indices computes those rows alone: every derived stage works row by row, so a table that
-# shows twelve rows of a 1024×1024 stage costs twelve rows, not a million cells.
-Matrix: TypeAlias = "np.ndarray | Callable[[np.ndarray | None], np.ndarray]"
+class Recipe:
+    """How to compute a stage's value again: the engine records the n×m stages derived from
+    the scores (scaled, masked, exp, weights) this way, so a trace of a real layer (12 heads
+    of 1024×1024) holds one score matrix per head instead of five. Called with row indices it
+    computes those rows alone: a table that shows twelve rows of a 1024×1024 stage costs
+    twelve rows. Whole values asked for are kept in the trace's own cache (a few at a time)."""
 
-_RECENT: OrderedDict[Callable[[np.ndarray | None], np.ndarray], np.ndarray] = OrderedDict()
-_RECENT_SIZE = 4
+    __slots__ = ("cache", "compute")
+
+    def __init__(self, compute: Callable[[np.ndarray | None], np.ndarray], cache: Cache) -> None:
+        self.compute = compute
+        self.cache = cache
+
+    def __call__(self, rows: np.ndarray | None = None) -> np.ndarray:
+        if rows is not None:
+            kept = self.cache.get(self)
+            return kept[rows] if kept is not None else self._compute(rows)
+        kept = self.cache.get(self)
+        if kept is None:
+            kept = self._compute(None)
+            self.cache.put(self, kept)
+        return kept
+
+    def _compute(self, rows: np.ndarray | None) -> np.ndarray:
+        # The engine checked this value when it first computed it, under the same silence:
+        # computing it again must not warn where the first time did not.
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            return self.compute(rows)
+
+
+class Cache:
+    """The last few whole values a trace's recipes computed (least recently used goes first)."""
+
+    def __init__(self, size: int = 4) -> None:
+        self.size = size
+        self.kept: OrderedDict[Recipe, np.ndarray] = OrderedDict()
+
+    def get(self, recipe: Recipe) -> np.ndarray | None:
+        if recipe in self.kept:
+            self.kept.move_to_end(recipe)
+            return self.kept[recipe]
+        return None
+
+    def put(self, recipe: Recipe, value: np.ndarray) -> None:
+        self.kept[recipe] = value
+        if len(self.kept) > self.size:
+            self.kept.popitem(last=False)
+
+    def clear(self) -> None:
+        self.kept.clear()
+
+
+# A matrix, or how to compute it again.
+Matrix: TypeAlias = "np.ndarray | Recipe"
 
 
 def resolve(matrix: Matrix, rows: np.ndarray | None = None) -> np.ndarray:
     """The matrix itself (or its rows `rows`), computing it if it is a recipe."""
     if isinstance(matrix, np.ndarray):
         return matrix if rows is None else matrix[rows]
-    if matrix in _RECENT:
-        _RECENT.move_to_end(matrix)
-        return _RECENT[matrix] if rows is None else _RECENT[matrix][rows]
-    # The engine checked this value when it first computed it (engine._check_finite), under
-    # the same silence: computing it again must not warn where the first time did not.
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        value = matrix(rows)
-    if rows is None:
-        _RECENT[matrix] = value
-        if len(_RECENT) > _RECENT_SIZE:
-            _RECENT.popitem(last=False)
-    return value
+    return matrix(rows)
 
 
 @dataclass(frozen=True, eq=False)  # it holds arrays: a Stage equals only itself
@@ -59,8 +92,8 @@ class Stage:
     data: Matrix  # the value (always 2-D), or its recipe: read it as .value
     rows: tuple[str, ...]  # a label per row (tokens, or dimensions for Kᵀ and weights)
     cols: tuple[str, ...]
-    op: str  # input | slice | matmul | transpose | scale | mask | exp | softmax | concat | copy
-    inputs: tuple[Matrix, ...] = ()  # .operands: matmul (A, B); scale/mask/exp/softmax (input,)
+    op: str  # a key of qkvcalc.ops.OPS: project, matmul, scale, mask, exp, softmax …
+    inputs: tuple[Matrix, ...] = ()  # the operands' values, as .operands: (A, B), (input,) …
     names: tuple[str, ...] = ()  # the operands' names, as in the formula: ("X", "W_Q")
     inner: tuple[str, ...] = ()  # matmul: labels of the dimension summed over
     bias: np.ndarray | None = None  # matmul: the row vector added to every row (b_Q …)
@@ -77,6 +110,10 @@ class Stage:
     operands_exact: tuple[tuple[tuple[Any, ...], ...] | None, ...] = ()
     bias_exact: tuple[Any, ...] | None = None
     scale_exact: Any = None
+    # the plan's record: the operands (earlier stages by (id, head), or constants) and the
+    # operation's parameters, which exact mode and the quiz execute again with other numbers
+    reads: tuple[Any, ...] = ()
+    params: dict[str, Any] = field(default_factory=dict)
 
     @property
     def value(self) -> np.ndarray:
@@ -85,6 +122,27 @@ class Stage:
     def value_rows(self, rows: Sequence[int]) -> np.ndarray:
         """The rows `rows` of the value, [len(rows), m]: computed alone when it is a recipe."""
         return resolve(self.data, np.asarray(rows, dtype=np.intp))
+
+    @property
+    def is_product(self) -> bool:
+        """A matrix product with named operands, shown as A·B = C beside its table."""
+        from qkvcalc.ops import OPS
+
+        return OPS[self.op].product and bool(self.names)
+
+    @property
+    def in_words(self) -> bool:
+        """Shown as a sentence per row instead of a table (the split into heads)."""
+        from qkvcalc.ops import OPS
+
+        return OPS[self.op].in_words
+
+    @property
+    def heat(self) -> bool:
+        """Weights: shaded by size where colour is on."""
+        from qkvcalc.ops import OPS
+
+        return OPS[self.op].heat
 
     @property
     def operands(self) -> tuple[np.ndarray, ...]:
@@ -116,6 +174,7 @@ class Trace:
     problem: Problem
     stages: tuple[Stage, ...]
     warnings: tuple[Msg, ...] = field(default=())
+    cache: Cache = field(default_factory=Cache)  # the whole values its recipes computed last
 
     @property
     def output(self) -> np.ndarray:

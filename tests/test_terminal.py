@@ -128,8 +128,7 @@ def test_a_big_stage_is_drawn_from_the_rows_it_shows(monkeypatch, fmt):
     rows its tables show, never for all 200 (the recipes take row indices)."""
     import numpy as np
 
-    import qkvcalc.engine
-    from qkvcalc import trace as trace_module
+    import qkvcalc.ops
     from qkvcalc.render import render
 
     rng = np.random.default_rng(3)
@@ -141,15 +140,15 @@ def test_a_big_stage_is_drawn_from_the_rows_it_shows(monkeypatch, fmt):
         wv=rng.standard_normal((4, 4)),
         mask="causal",
     )
-    trace_module._RECENT.clear()  # nothing computed before drawing is kept
+    trace.cache.clear()  # nothing computed before drawing is kept
     rows_computed = []
-    real = qkvcalc.engine.shifted_exp
+    real = qkvcalc.ops.shifted_exp
 
     def counting(s, row_max):
         rows_computed.append(s.shape[0])
         return real(s, row_max)
 
-    monkeypatch.setattr(qkvcalc.engine, "shifted_exp", counting)
+    monkeypatch.setattr(qkvcalc.ops, "shifted_exp", counting)
     opts = RenderOptions(width=100, color=False, detail="brief")
     render(trace, fmt, opts)
     assert rows_computed, "the exp and weights stages were drawn without their values"

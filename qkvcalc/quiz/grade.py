@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qkvcalc.engine import apply_mask, normalise, project, softmax_parts
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.ops import OPS
 from qkvcalc.trace import Stage, Trace
 
 # Stage ids a student can be asked for, in the order of a head's calculation.
@@ -106,7 +106,7 @@ def stage_keys(trace: Trace) -> dict[str, Stage]:
 
 def askable(stage: Stage) -> bool:
     """Stages given in the problem (Q, K, V typed in directly) have nothing to work out."""
-    return stage.op not in ("input", "slice")
+    return not OPS[stage.op].given
 
 
 def select_keys(trace: Trace, names: Iterable[str] | None) -> list[str]:
@@ -234,90 +234,47 @@ class Grader:
         self._origins: dict[str, Origins] = {}  # per cell: the student's mistakes behind it
         self._own: dict[str, tuple[np.ndarray, Origins]] = {}
 
-    # ---- which earlier stages a stage is computed from ----------------------------------------
-    def inputs(self, key: str) -> list[str]:
-        sid, head = split_key(key)
-        pre = "" if head is None else f"{head}/"
-        if sid == "kt":
-            return [pre + "k"]
-        if sid == "scores":
-            return [pre + "q", pre + "kt"]
-        if sid in ("scaled", "masked"):
-            return [pre + ("scores" if sid == "scaled" else "scaled")]
-        if sid == "exp":
-            return [pre + ("masked" if pre + "masked" in self.stages else "scaled")]
-        if sid == "weights":
-            return [pre + "exp"]
-        if sid == "concat":
-            return [f"{h}/output" for h in range(1, self.trace.problem.heads + 1)]
-        if sid == "output":
-            return ["concat"] if self._final(key) else [pre + "weights", pre + "v"]
-        return []  # q, k, v: from the problem's own numbers
+    # ---- which earlier stages a stage is computed from (the plan's references) ---------------
+    def _key_of(self, operand: object) -> str | None:
+        """The stage key of an operand that is a gradable earlier stage, else None (a constant
+        from the problem, or a stage such as X that a student is never asked for)."""
+        if not isinstance(operand, tuple) or len(operand) != 2 or not isinstance(operand[0], str):
+            return None
+        sid, head = operand
+        key = sid if head is None else f"{head}/{sid}"
+        return key if key in self.stages else None
 
-    def _final(self, key: str) -> bool:
-        """The multi-head output (after the concat), as opposed to one head's A·V."""
-        return key == "output" and self.trace.problem.multihead
+    def inputs(self, key: str) -> list[str]:
+        """The gradable stages this one reads, in operand order."""
+        keys = (self._key_of(o) for o in self.stages[key].reads)
+        return [k for k in keys if k is not None]
 
     def _feeds(self, key: str, i: int, j: int) -> Iterable[tuple[str, int, int]]:
-        """The cells of the input stages that cell (i, j) of `key` is computed from."""
-        sid, _ = split_key(key)
-        ins = self.inputs(key)
-        if sid == "kt":
-            yield ins[0], j, i
-        elif sid == "scores":  # q_i · column j of Kᵀ
-            yield from ((ins[0], i, t) for t in range(self._shape(ins[0])[1]))
-            yield from ((ins[1], t, j) for t in range(self._shape(ins[1])[0]))
-        elif sid == "scaled":
-            yield ins[0], i, j
-        elif sid == "masked":
-            stage = self.stages[key]
-            if stage.allowed is None or stage.allowed[i, j]:
-                yield ins[0], i, j
-        elif sid in ("exp", "weights"):  # the row max, the row sum: the whole row
-            yield from ((ins[0], i, t) for t in range(self._shape(ins[0])[1]))
-        elif sid == "concat":
-            d_v = self._shape(ins[0])[1]
-            yield ins[j // d_v], i, j % d_v
-        elif sid == "output" and self._final(key):
-            p = self.trace.problem
-            cols = range(self._shape("concat")[1]) if p.wo is not None else (j,)
-            yield from (("concat", i, t) for t in cols)
-        elif sid == "output":  # row i of A times column j of V
-            yield from ((ins[0], i, t) for t in range(self._shape(ins[0])[1]))
-            yield from ((ins[1], t, j) for t in range(self._shape(ins[1])[0]))
+        """The cells of the input stages that cell (i, j) of `key` is computed from (the
+        operation's rule, qkvcalc.ops), leaving out constants the student was given."""
+        stage = self.stages[key]
+        shapes = [np.shape(m) for m in stage.operands]
+        for operand, a, b in OPS[stage.op].feeds(i, j, shapes, stage.params):
+            source = self._key_of(stage.reads[operand])
+            if source is not None:
+                yield source, a, b
 
     def _shape(self, key: str) -> tuple[int, int]:
         return self.stages[key].shape
 
     # ---- recomputing a stage from the student's own earlier answers ----------------------------
     def _recompute(self, key: str) -> np.ndarray:
+        """The stage's operation on the student's versions of the stages it reads (the problem's
+        own numbers, Q, K and V from X, are not the student's to get wrong)."""
         stage = self.stages[key]
-        p = self.trace.problem
-        ins = [self._effective[k] for k in self.inputs(key)]
-        sid = stage.id
-        if sid == "kt":  # [m, d_k] -> [d_k, m]
-            return ins[0].T
-        if sid == "scores":  # [n, d_k] @ [d_k, m] -> [n, m]
-            return ins[0] @ ins[1]
-        if sid == "scaled":  # [n, m] * scalar
-            return ins[0] * p.scale
-        if sid == "masked":  # [n, m] where allowed, else -inf
-            assert stage.allowed is not None
-            return apply_mask(ins[0], stage.allowed)
-        if sid == "exp":  # e^(s - row max), [n, m]
-            return softmax_parts(ins[0])[1]
-        if sid == "weights":  # [n, m] / [n, 1]; a row of zeros (all masked) stays zeros
-            return normalise(ins[0], ins[0].sum(axis=1))
-        if sid == "concat":  # H × [n, d_v] -> [n, H·d_v]
-            return np.hstack(ins)
-        if sid == "output" and self._final(key):
-            if p.wo is None:
-                return ins[0]
-            # [n, H·d_v] @ [H·d_v, d_out] + [d_out] -> [n, d_out]
-            return project(ins[0], p.wo.values, None if p.bo is None else p.bo.values[0])
-        if sid == "output":  # [n, m] @ [m, d_v] -> [n, d_v]
-            return ins[0] @ ins[1]
-        return stage.value  # q, k, v: the problem's numbers are not the student's to get wrong
+        keys = [self._key_of(o) for o in stage.reads]
+        if not any(keys):
+            return stage.value
+        operands = [
+            m if k is None else self._effective[k]
+            for k, m in zip(keys, stage.operands, strict=True)
+        ]
+        return OPS[stage.op].compute(operands, stage.params, None)
 
     def own(self, key: str) -> tuple[np.ndarray, Origins]:
         """This stage as the student's earlier answers give it, and, per cell, which of their

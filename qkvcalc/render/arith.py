@@ -18,14 +18,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from qkvcalc.i18n import Msg
+from qkvcalc.ops import OPS
 from qkvcalc.render.text import cell_label, factor, fmt, pick, safe
 from qkvcalc.trace import Stage, Trace
 
 if TYPE_CHECKING:
     from qkvcalc.render import RenderOptions
-
-# The stages whose cells each have arithmetic; the mask is said row by row (row_summaries).
-WITH_ARITHMETIC = ("matmul", "scale", "exp", "softmax")
 
 
 class Style(NamedTuple):
@@ -112,62 +110,93 @@ def fits(stage: Stage, cells_limit: int, terms_limit: int) -> Msg | None:
     rows, cols = stage.shape  # from the labels: a recipe is not computed to be measured
     if rows * cols > cells_limit:
         return Msg("note.too_big_cells", cells=rows * cols, limit=cells_limit)
-    if stage.op == "matmul" and len(stage.inner) > terms_limit:
+    if OPS[stage.op].product and len(stage.inner) > terms_limit:
         return Msg("note.too_long_sums", inner=len(stage.inner), limit=terms_limit)
     return None
 
 
+def _product_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """One row times one column: q₁·k₂ = 1×1 + 2×0 = 1 (plus the bias, when there is one)."""
+    a, b = stage.operands
+    pairs = zip(a[i], b[:, j], strict=True)
+    if exact is not None and len(stage.operands_exact) == 2:
+        ea, eb = stage.operands_exact
+        terms = [
+            f"{style.exact_factor(_exact_cell(ea, i, t), x)}{style.times}"
+            f"{style.exact_factor(_exact_cell(eb, t, j), y)}"
+            for t, (x, y) in enumerate(pairs)
+        ]
+    else:
+        terms = [f"{style.factor(x)}{style.times}{style.factor(y)}" for x, y in pairs]
+    if stage.bias is not None:
+        bias = stage.bias_exact[j] if exact is not None and stage.bias_exact else None
+        terms.append(style.exact_factor(bias, float(stage.bias[j])))
+    return f"{style.label(stage.cell, i + 1, j + 1)} = {' + '.join(terms)} = {result}"
+
+
+def _scale_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """[1,1]: 7 / √2 = 4.9497, or 7 × 0.5 = 3.5 for a scale given."""
+    at = style.at(i + 1, j + 1)
+    score = float(stage.operands[0][i, j])
+    s = style.num(score)
+    assert stage.scale is not None
+    scale = style.num(stage.scale)
+    if exact is not None and stage.operands_exact:
+        s = style.exact_factor(_exact_cell(stage.operands_exact[0], i, j), score)
+        if stage.scale_exact is not None:
+            scale = style.exact_factor(stage.scale_exact, stage.scale)
+    if stage.scale_text:
+        return f"{at}{style.divided(s, style.root(stage.scale_text))} = {result}"
+    return f"{at}{s} {style.times} {scale} = {result}"
+
+
+def _exp_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """[1,2]: e^(4.9497 − 4.9497) = 1; a masked score: e^(−∞) = 0."""
+    at = style.at(i + 1, j + 1)
+    logit = float(stage.operands[0][i, j])
+    assert stage.row_max is not None
+    if np.isneginf(logit):
+        return f"{at}{style.exp(style.neg_inf)} = 0"
+    shift = style.num(float(stage.row_max[i]))
+    return f"{at}{style.exp(f'{style.num(logit)} {style.minus} {shift}')} = {result}"
+
+
+def _softmax_work(
+    stage: Stage, i: int, j: int, style: Style, exact: Any, result: str
+) -> str | None:
+    """[1,2]: 1 / 1.0067 = 0.9933; a row with every key masked has no division to show."""
+    assert stage.row_sum is not None
+    total = float(stage.row_sum[i])
+    if total == 0:
+        return None
+    e = style.num(float(stage.operands[0][i, j]))
+    return f"{style.at(i + 1, j + 1)}{style.divided(e, style.num(total))} = {result}"
+
+
+# How each operation's cells are written out; the mask is said row by row (row_summaries).
+_WORK = {
+    "project": _product_work,
+    "matmul": _product_work,
+    "scale": _scale_work,
+    "exp": _exp_work,
+    "softmax": _softmax_work,
+}
+
+
+def has_arithmetic(stage: Stage) -> bool:
+    """Whether each cell of this stage has arithmetic to write out."""
+    return stage.op in _WORK
+
+
 def cell_work(stage: Stage, i: int, j: int, style: Style) -> str | None:
     """The arithmetic of cell (i, j) (0-based), or None when this cell has none to show."""
+    work = _WORK.get(stage.op)
+    if work is None:
+        return None
     value = float(stage.value[i, j])
     exact = _exact_cell(stage.exact, i, j) if style.exact else None
     result = style.num(value) if exact is None else style.exact_num(exact)
-    at = style.at(i + 1, j + 1)
-    if stage.op == "matmul":
-        a, b = stage.operands
-        pairs = zip(a[i], b[:, j], strict=True)
-        if exact is not None and len(stage.operands_exact) == 2:
-            ea, eb = stage.operands_exact
-            terms = [
-                f"{style.exact_factor(_exact_cell(ea, i, t), x)}{style.times}"
-                f"{style.exact_factor(_exact_cell(eb, t, j), y)}"
-                for t, (x, y) in enumerate(pairs)
-            ]
-        else:
-            terms = [f"{style.factor(x)}{style.times}{style.factor(y)}" for x, y in pairs]
-        if stage.bias is not None:
-            bias = stage.bias_exact[j] if exact is not None and stage.bias_exact else None
-            terms.append(style.exact_factor(bias, float(stage.bias[j])))
-        return f"{style.label(stage.cell, i + 1, j + 1)} = {' + '.join(terms)} = {result}"
-    if stage.op == "scale":
-        score = float(stage.operands[0][i, j])
-        s = style.num(score)
-        assert stage.scale is not None
-        scale = style.num(stage.scale)
-        if exact is not None and stage.operands_exact:
-            s = style.exact_factor(_exact_cell(stage.operands_exact[0], i, j), score)
-            if stage.scale_exact is not None:
-                scale = style.exact_factor(stage.scale_exact, stage.scale)
-        if stage.scale_text:
-            return f"{at}{style.divided(s, style.root(stage.scale_text))} = {result}"
-        return f"{at}{s} {style.times} {scale} = {result}"
-    if stage.op == "mask":  # said row by row instead: row_summaries
-        return None
-    if stage.op == "exp":
-        logit = float(stage.operands[0][i, j])
-        assert stage.row_max is not None
-        if np.isneginf(logit):
-            return f"{at}{style.exp(style.neg_inf)} = 0"
-        shift = style.num(float(stage.row_max[i]))
-        return f"{at}{style.exp(f'{style.num(logit)} {style.minus} {shift}')} = {result}"
-    if stage.op == "softmax":
-        assert stage.row_sum is not None
-        total = float(stage.row_sum[i])
-        if total == 0:
-            return None
-        e = style.num(float(stage.operands[0][i, j]))
-        return f"{at}{style.divided(e, style.num(total))} = {result}"
-    return None
+    return work(stage, i, j, style, exact, result)
 
 
 def stage_work(stage: Stage, style: Style) -> Iterator[str]:
@@ -212,7 +241,7 @@ def stage_extras(
     if opts.detail != "full":
         return StageExtras(notes, [], [])
     work: list[str] = []
-    if stage.op in WITH_ARITHMETIC:
+    if has_arithmetic(stage):
         reason = fits(stage, opts.arithmetic_cells, opts.arithmetic_terms)
         if reason is None:
             work = list(stage_work(stage, style))
@@ -225,7 +254,7 @@ def row_summaries(stage: Stage, trace: Trace, precision: int, max_rows: int) -> 
     """Sentences about whole rows, written before the cells' arithmetic: for softmax each row's
     maximum and sum of exponentials, for the mask which keys each query may not see. None
     stands for the rows a long table elides (⋮). Every renderer escapes them its own way."""
-    if stage.op not in ("softmax", "mask"):
+    if stage.row_sum is None and stage.allowed is None:
         return []
     out: list[Msg | None] = []
     for i in pick(stage.shape[0], max_rows):
@@ -233,8 +262,7 @@ def row_summaries(stage: Stage, trace: Trace, precision: int, max_rows: int) -> 
             out.append(None)
             continue
         token = safe(stage.rows[i])
-        if stage.op == "mask":
-            assert stage.allowed is not None
+        if stage.allowed is not None:  # the mask: which keys this query may not see
             blocked = np.flatnonzero(~stage.allowed[i])
             if blocked.size:
                 keys = ", ".join(f"{safe(stage.cols[j])} ({j + 1})" for j in blocked[:12])
@@ -242,14 +270,21 @@ def row_summaries(stage: Stage, trace: Trace, precision: int, max_rows: int) -> 
                 out.append(Msg("ui.masked_row", row=i + 1, token=token, keys=keys))
             continue
         assert stage.row_sum is not None
-        row_max = trace.stage("exp", stage.head).row_max
-        assert row_max is not None
+        row_max = _row_max_behind(stage, trace)
         if stage.row_sum[i] == 0:
             out.append(Msg("ui.all_masked_row", row=i + 1, token=token))
         else:
             top, total = (fmt(float(v), precision) for v in (row_max[i], stage.row_sum[i]))
             out.append(Msg("ui.softmax_row", row=i + 1, token=token, max=top, sum=total))
     return out
+
+
+def _row_max_behind(stage: Stage, trace: Trace) -> np.ndarray:
+    """The maxima the exponentials a softmax divides were shifted by (its operand's)."""
+    for earlier in trace.stages:
+        if (earlier.id, earlier.head) == stage.reads[0] and earlier.row_max is not None:
+            return earlier.row_max
+    raise KeyError(stage.reads[0])
 
 
 def split_rows(stage: Stage) -> list[Msg]:

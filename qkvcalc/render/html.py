@@ -131,7 +131,7 @@ def html_table(
 
 def _product(stage: Stage, opts: RenderOptions) -> str | None:
     """A small matrix product side by side: A · B = C."""
-    if stage.op != "matmul" or not stage.names:
+    if not stage.is_product:
         return None
     cols = len(stage.inner) + 2 * len(stage.cols)  # A [n, inner] · B [inner, cols] = [n, cols]
     rows = max(len(stage.rows), len(stage.inner))
@@ -170,9 +170,9 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     ]
     product = _product(stage, opts)
     table, hidden_rows, hidden_cols = html_table(
-        stage, stage.name, stage.rows, stage.cols, opts, heat=stage.id == "weights"
+        stage, stage.name, stage.rows, stage.cols, opts, heat=stage.heat
     )
-    if stage.op == "split":  # sentences, as in the terminal: which columns each head reads
+    if stage.in_words:  # sentences, as in the terminal: which columns each head reads
         items = "".join(f"<li>{escape(row.text(opts.lang))}</li>" for row in split_rows(stage))
         out.append(f'<ul class="rows">{items}</ul>')
     else:

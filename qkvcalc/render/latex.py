@@ -159,7 +159,7 @@ def _labels(names: tuple[str, ...], limit: int) -> str:
 
 
 def _operands_fit(stage: Stage) -> bool:
-    if stage.op != "matmul" or not stage.names:
+    if not stage.is_product:
         return False
     cols = len(stage.inner) + 2 * len(stage.cols)  # A [n, inner] · B [inner, cols] = [n, cols]
     return cols <= OPERAND_COLS and max(len(stage.rows), len(stage.inner)) <= OPERAND_ROWS
@@ -213,7 +213,7 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
         _t(opts, stage.why.key),
     ]
     equation, hidden_rows, hidden_cols = _equation(stage, opts)
-    if stage.op == "split":  # sentences, as in the terminal: which columns each head reads
+    if stage.in_words:  # sentences, as in the terminal: which columns each head reads
         equation = _itemize(tex_escape(row.text(opts.lang)) for row in split_rows(stage))
     lines.append(equation)
     rows = _t(opts, "export.rows", labels=_labels(stage.rows, opts.max_rows))

@@ -81,7 +81,7 @@ def md_table(
 
 def _product(stage: Stage, opts: RenderOptions) -> list[str]:
     """A small matrix product as one display equation: Q = X·W_Q = [..]·[..] = [..]."""
-    if stage.op != "matmul" or not stage.names:
+    if not stage.is_product:
         return []
     cols = len(stage.inner) + 2 * len(stage.cols)  # A [n, inner] · B [inner, cols] = [n, cols]
     if cols * (opts.precision + 4) + 40 > opts.width or max(len(stage.rows), len(stage.inner)) > 8:
@@ -105,7 +105,7 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     if product:
         out.append("\n".join(product))
     table, hidden_rows, hidden_cols = md_table(stage, stage.name, stage.rows, stage.cols, opts)
-    if stage.op == "split":  # sentences, as in the terminal: which columns each head reads
+    if stage.in_words:  # sentences, as in the terminal: which columns each head reads
         out.append("\n".join("- " + _prose(row.text(opts.lang)) for row in split_rows(stage)))
     else:
         out.append("\n".join(table))

@@ -294,7 +294,7 @@ def beside(blocks: Sequence[list[Text]]) -> list[Text]:
 
 def _operand_view(stage: Stage, opts: RenderOptions) -> list[Text] | None:
     """A · B = C side by side, when all three fit across the screen."""
-    if stage.op != "matmul" or not stage.names:
+    if not stage.is_product:
         return None
     n, inner, cols = (
         len(stage.rows),
@@ -338,7 +338,7 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     )
     block.para(Text(_t(lang, stage.why.key), style="italic"), indent=2).blank()
     hidden: list[tuple[int, int]] = []
-    if stage.op == "split":  # which columns each head reads, in sentences
+    if stage.in_words:  # which columns each head reads, in sentences
         for row in split_rows(stage):
             block.para(row.text(lang), indent=2)
     else:
@@ -351,7 +351,7 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
                 stage.cols,
                 opts,
                 width=opts.width - 2,
-                heat=stage.id == "weights",
+                heat=stage.heat,
                 hidden=hidden,
                 exact=stage.exact if opts.exact else None,
             )

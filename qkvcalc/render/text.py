@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from qkvcalc.i18n import preset_description, translate
+from qkvcalc.labels import MAX_LABEL, display_width, safe
 
 if TYPE_CHECKING:  # at run time this module stays light: the CLI's error path uses printable
     import numpy as np
@@ -17,7 +17,6 @@ if TYPE_CHECKING:  # at run time this module stays light: the CLI's error path u
     from qkvcalc.trace import Stage, Trace
 
 _SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
-MAX_LABEL = 24
 
 
 def fmt(value: float, precision: int = 4) -> str:
@@ -53,34 +52,6 @@ def cell_label(template: str, i: int, j: int) -> str:
         .replace("{i}", str(i))
         .replace("{j}", str(j))
     )
-
-
-def safe(text: str, limit: int = MAX_LABEL) -> str:
-    """A token name shown literally: control characters (escape sequences included) become
-    visible escapes, and a very long name is abbreviated with …"""
-    out = []
-    for char in text:
-        if unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp"):
-            out.append(char.encode("unicode_escape").decode("ascii"))
-        else:
-            out.append(char)
-    shown = "".join(out)
-    if display_width(shown) <= limit:
-        return shown
-    kept, used = [], 1  # room for the …
-    for char in shown:
-        used += display_width(char)
-        if used > limit:
-            break
-        kept.append(char)
-    return "".join(kept) + "…"
-
-
-def display_width(text: str) -> int:
-    """Columns `text` takes in a terminal: wide (CJK, Hangul) characters take two."""
-    if text.isascii():
-        return len(text)
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
 MAX_MESSAGE = 2000
