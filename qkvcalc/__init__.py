@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Problem", "QkvcalcError", "Trace", "__version__", "explain"]
+__all__ = ["Problem", "QkvcalcError", "Trace", "__version__", "explain", "format_for", "render"]
 
 if TYPE_CHECKING:
     from qkvcalc.errors import QkvcalcError
@@ -24,18 +24,38 @@ if TYPE_CHECKING:
     from qkvcalc.trace import Trace
 
 
-def explain(x: Any = None, wq: Any = None, wk: Any = None, wv: Any = None, **options: Any) -> Trace:
+def explain(
+    x: Any = None,
+    wq: Any = None,
+    wk: Any = None,
+    wv: Any = None,
+    *,
+    exact: bool = False,
+    max_elements: int | None = None,
+    **fields: Any,
+) -> Trace:
     """Compute attention for these numbers and return the Trace of every stage.
 
-    Takes the fields of the input format (DESIGN.md) as keyword arguments: lists, nested lists
-    or numpy arrays for matrices, ``mask="causal"``, ``heads=2``, ``wo=…``, ``tokens=[…]`` …
+    Takes the fields of the input format (README, "Your own numbers") as keyword arguments:
+    lists, nested lists or numpy arrays for matrices, ``mask="causal"``, ``heads=2``,
+    ``wo=…``, ``tokens=[…]`` … ``exact=True`` keeps the rational stages as fractions (as
+    ``--exact``); ``max_elements`` bounds the numbers the problem may hold (``--max-elements``).
     Raises QkvcalcError with a message that names the field, the shapes and the rule.
     """
     from qkvcalc.engine import run
-    from qkvcalc.problem import Problem
+    from qkvcalc.problem import MAX_ELEMENTS, Problem
 
-    fields = {"x": x, "wq": wq, "wk": wk, "wv": wv, **options}
-    return run(Problem.from_mapping({k: v for k, v in fields.items() if v is not None}))
+    given = {"x": x, "wq": wq, "wk": wk, "wv": wv, **fields}
+    doc = {k: v for k, v in given.items() if v is not None}
+    limit = MAX_ELEMENTS if max_elements is None else max_elements
+    return run(Problem.from_mapping(doc, exact=exact, max_elements=limit))
+
+
+def format_for(path: str) -> str:
+    """The format a file name asks for: 'handout.md' -> 'markdown' (as ``--output``)."""
+    from qkvcalc.render import format_for as pick
+
+    return pick(path)
 
 
 def __getattr__(name: str) -> Any:
@@ -47,6 +67,10 @@ def __getattr__(name: str) -> Any:
         from qkvcalc.problem import Problem
 
         return Problem
+    if name == "render":  # the renderers' package, which is itself callable: render(trace, fmt)
+        import qkvcalc.render
+
+        return qkvcalc.render
     if name == "Trace":
         from qkvcalc.trace import Trace
 

@@ -20,7 +20,7 @@ from qkvcalc.labels import safe
 from qkvcalc.ops import OPS, apply_mask, normalise, project, shifted_exp, softmax_parts
 from qkvcalc.plan import Const, Ref, Spec, allowed_keys, dim_labels, plan
 from qkvcalc.problem import Problem
-from qkvcalc.trace import Cache, Matrix, Recipe, Stage, Trace, resolve
+from qkvcalc.trace import Cache, Data, Recipe, Stage, Trace, resolve
 
 __all__ = [
     "allowed_keys",
@@ -58,7 +58,7 @@ class _Run:
     def __init__(self, p: Problem) -> None:
         self.p = p
         self.cache = Cache()
-        self.data: dict[Ref, Matrix] = {}  # what the trace keeps: arrays, or recipes
+        self.data: dict[Ref, Data] = {}  # what the trace keeps: arrays, or recipes
         self.values: dict[Ref, np.ndarray] = {}  # whole values still needed by a later stage
         self.specs: dict[Ref, Spec] = {}
         self.stages: list[Stage] = []
@@ -97,7 +97,7 @@ class _Run:
         details: dict[str, Any] = op.details(operands) if op.details else {}
         if "row_sum" in details:
             self.warn_dead_rows(spec, details["row_sum"])
-        data: Matrix = self.recipe(spec) if spec.lazy and op.rowwise else value
+        data: Data = self.recipe(spec) if spec.lazy and op.rowwise else value
         self.data[spec.ref] = data
         self.values[spec.ref] = value
         self.specs[spec.ref] = spec
@@ -120,10 +120,12 @@ class _Run:
                 allowed=spec.params.get("allowed"),
                 scale=spec.params.get("scale"),
                 scale_text=spec.params.get("scale_text", ""),
-                notes=spec.notes,
+                notes=spec.notes + (spec.remarks(self.operand) if spec.remarks else ()),
                 topic=spec.topic,
                 reads=spec.operands,
                 params=spec.params,
+                symbol=spec.symbol or spec.id,
+                letters=spec.letters,
                 **details,
             )
         )

@@ -205,7 +205,7 @@ def attach_exact(trace: Trace) -> Trace:
         if op.exact is not None and stage.reads and all(o is not None for o in operands):
             value, notes = op.exact(operands, stage.params)
         elif op.exact_stops and any(o is not None for o in operands):
-            notes = (Msg("note.exact_stops"),)
+            notes = (Msg(op.exact_stops),)
         exact[(stage.id, stage.head)] = value
         if value is not None and any(cell is None for row in value for cell in row):
             notes += (Msg("note.exact_partial"),)

@@ -11,8 +11,7 @@ import re
 from typing import IO, Any
 
 from qkvcalc.errors import QkvcalcError
-
-MAX_BYTES = 100_000_000  # 100 MB: a GPT-2-small layer is about 60 MB of JSON
+from qkvcalc.limits import MAX_BYTES
 
 
 def read_limited(stream: IO[bytes], limit: int = MAX_BYTES) -> bytes:

@@ -15,6 +15,7 @@ the columns of K/V head g = ⌈h·G/H⌉ of W_K and W_V.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -55,6 +56,10 @@ class Spec:
     notes: tuple[Msg, ...] = ()
     topic: str = ""  # catalog key of title and why, when it differs from the id
     lazy: bool = False  # recomputed from its operands when shown (the n×m stages)
+    symbol: str = ""  # how the quiz names a cell of it: K[2,1], Q·Kᵀ[1,2] (default: the id)
+    letters: str = ""  # its shape in the paper's letters, for the quiz: "n×d_k"
+    # notes that need the numbers: computed by the engine from the values of earlier stages
+    remarks: Callable[[Callable[[Ref], np.ndarray]], tuple[Msg, ...]] | None = None
 
     @property
     def ref(self) -> Ref:
@@ -86,10 +91,19 @@ def _bias(m: Matrix | None, cols: slice | None = None) -> dict[str, Any]:
 
 
 def allowed_keys(p: Problem) -> np.ndarray | None:
-    """[n, m] bool, True where query i may attend to key j; None when nothing is masked."""
+    """[n, m] bool, True where query i may attend to key j; None when nothing is masked.
+
+    Causal: key j is allowed iff its position is at most the query's (with the default
+    positions, lower-triangular aligned top-left, as is_causal=True); a window W keeps the W
+    most recent positions, the query's own included: pos_i − pos_j < W."""
     allowed = None
-    if p.mask_kind == "causal":  # lower-triangular, aligned top-left (as is_causal=True)
-        allowed = np.tril(np.ones((p.n, p.m), dtype=bool))
+    v = p.variants
+    if p.mask_kind == "causal":
+        # [n, 1] vs [1, m] -> [n, m]
+        distance = v.positions[:, None] - v.key_positions[None, :]
+        allowed = distance >= 0
+        if v.window is not None:
+            allowed &= distance < v.window
     elif p.mask is not None:
         allowed = p.mask.copy()
     if p.key_padding is not None:  # [m] -> broadcast over every query row
@@ -127,6 +141,7 @@ def plan(p: Problem) -> tuple[Spec, ...]:
     specs: list[Spec] = []
     if p.x is not None:
         specs.append(_input("x", "X", p.x, p.tokens))
+        specs += _positional(p)
     if p.source is not None:
         specs.append(_input("source", "source", p.source, p.source_tokens))
     allowed = allowed_keys(p)
@@ -144,6 +159,52 @@ def _input(sid: str, name: str, m: Matrix, rows: tuple[str, ...]) -> Spec:
     return Spec(
         sid, None, "input", (Const(m.values, m.exact),), name, rows, dim_labels(m.values.shape[1])
     )
+
+
+def _positional(p: Problem) -> list[Spec]:
+    """The position encoding added to X before the projections: the paper's sines and cosines,
+    or a learned matrix given. Only X gets it, never the source."""
+    v = p.variants
+    if v.pe is None:
+        return []
+    assert p.x is not None
+    d_model = p.x.values.shape[1]
+    labels = dim_labels(d_model)
+    if v.positional == "sinusoidal":
+        notes: tuple[Msg, ...] = (Msg("note.pe_sinusoidal", d_model=d_model),)
+    else:
+        notes = (Msg("note.pe_given"),)
+    rows = tuple(f"{t} @{pos}" for t, pos in zip(p.tokens, v.positions.tolist(), strict=True))
+    pe = Spec(
+        "pe",
+        None,
+        "table",
+        (),
+        "PE",
+        p.tokens,
+        labels,
+        params={"table": v.pe, "table_exact": v.pe_exact, "positions": v.positions},
+        notes=(*notes, Msg("note.positions", positions=_positions_text(rows))),
+        symbol="PE",
+        letters="n×d_model",
+    )
+    x_pe = Spec(
+        "x_pe",
+        None,
+        "add",
+        (("x", None), ("pe", None)),
+        "X + PE",
+        p.tokens,
+        labels,
+        symbol="X+PE",
+        letters="n×d_model",
+    )
+    return [pe, x_pe]
+
+
+def _positions_text(rows: tuple[str, ...], limit: int = 12) -> str:
+    shown = ", ".join(rows[:limit])
+    return shown + (" …" if len(rows) > limit else "")
 
 
 def _split(p: Problem) -> Spec:
@@ -173,11 +234,13 @@ def _split(p: Problem) -> Spec:
 def _projections(p: Problem, h: int | None, s: _Slices, shared: tuple[Msg, ...]) -> list[Spec]:
     """Q, K, V of one head: X (or the source) times its slice of the weights, plus the bias."""
     full = h is None
-    src_ref: Ref = ("source", None) if p.cross else ("x", None)
-    src = "source" if p.cross else "X"
+    x_ref: Ref = ("x_pe", None) if p.variants.pe is not None else ("x", None)
+    x_name = "(X + PE)" if p.variants.pe is not None else "X"
+    src_ref: Ref = ("source", None) if p.cross else x_ref
+    src = "source" if p.cross else x_name
     out = []
     for sid, operand, name, cols, rows in (
-        ("q", ("x", None), "X", s.q, p.tokens),
+        ("q", x_ref, x_name, s.q, p.tokens),
         ("k", src_ref, src, s.k, p.source_tokens),
         ("v", src_ref, src, s.v, p.source_tokens),
     ):
@@ -204,6 +267,8 @@ def _projections(p: Problem, h: int | None, s: _Slices, shared: tuple[Msg, ...])
                 inner=dim_labels(w.value.shape[0]),
                 cell=sid.upper() + "[{i},{j}]",
                 notes=shared if sid != "q" else (),
+                symbol=sid.upper(),
+                letters=("n" if sid == "q" else "m") + ("×d_v" if sid == "v" else "×d_k"),
             )
         )
     return out
@@ -231,6 +296,8 @@ def _given(p: Problem, h: int | None, s: _Slices, shared: tuple[Msg, ...]) -> li
                 dim_labels(cols.stop - cols.start),
                 params={"cols": cols},
                 notes=shared if sid != "q" else (),
+                symbol=sid.upper(),
+                letters=("n" if sid == "q" else "m") + ("×d_v" if sid == "v" else "×d_k"),
             )
         )
     return out
@@ -253,29 +320,40 @@ def _scaling(p: Problem) -> tuple[str, str, Msg, dict[str, Any]]:
 
 
 def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
-    """One head's stages, from Q, K, V to its output."""
+    """One head's stages, from Q, K, V to its output, in the order of DESIGN's per-head
+    stages: q, k, v → q_norm, k_norm → q_rot, k_rot → kt → scores → scaled → score_bias,
+    biased → capped → masked → exp → weights → output. A stage that does not apply is absent."""
     s = head_slices(p, h or 1)
     shared: tuple[Msg, ...] = ()
     if p.kv_heads < p.heads:
         first, last = p.query_heads_of(s.g)
         shared = (Msg("note.kv_shared", kv_head=s.g, first=first, last=last),)
     specs = (_projections if p.projected else _given)(p, h, s, shared)
+    q_ref, k_ref = _queries_and_keys(p, h, specs)
     n, m = p.tokens, p.source_tokens
     keys = dim_labels(p.d_k)
-    specs.append(Spec("kt", h, "transpose", (("k", h),), "Kᵀ", keys, m))
+    specs.append(Spec("kt", h, "transpose", (k_ref,), "Kᵀ", keys, m, symbol="Kᵀ", letters="d_k×m"))
+    score_notes: list[Msg] = []
+    if p.cross:
+        score_notes.append(Msg("note.cross_axes", n=p.n, m=p.m))
+    if p.variants.rope is not None:
+        score_notes.append(Msg("note.rope_scores"))
     specs.append(
         Spec(
             "scores",
             h,
             "matmul",
-            (("q", h), ("kt", h)),
+            (q_ref, ("kt", h)),
             "Q·Kᵀ",
             n,
             m,
             names=("Q", "Kᵀ"),
             inner=keys,
             cell="q_{i}·k_{j}",
-            notes=(Msg("note.cross_axes", n=p.n, m=p.m),) if p.cross else (),
+            notes=tuple(score_notes),
+            symbol="Q·Kᵀ",
+            letters="n×m",
+            remarks=_rope_shift(p, h, q_ref, k_ref) if p.variants.rope is not None else None,
         )
     )
     formula, said, note, params = _scaling(p)
@@ -291,13 +369,35 @@ def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             params={**params, "scale_text": said},
             notes=(note,),
             lazy=True,
+            symbol="S",
+            letters="n×m",
         )
     )
     logits: Ref = ("scaled", h)
+    if p.variants.biased:
+        specs += _score_bias(p, h, formula)
+        logits, formula = ("biased", h), formula + " + B"
+    if p.variants.softcap is not None:
+        cap = p.variants.softcap
+        formula = f"{cap:g}·tanh(({formula}) / {cap:g})"
+        specs.append(
+            Spec(
+                "capped",
+                h,
+                "softcap",
+                (logits,),
+                formula,
+                n,
+                m,
+                params={"cap": cap},
+                notes=(Msg("note.softcap", cap=f"{cap:g}"),),
+                lazy=True,
+                symbol="S_cap",
+                letters="n×m",
+            )
+        )
+        logits = ("capped", h)
     if allowed is not None:
-        notes = [Msg("note.mask_convention")]
-        if p.mask_kind == "causal" and p.n != p.m:
-            notes.append(Msg("note.causal_topleft", n=p.n, m=p.m))
         specs.append(
             Spec(
                 "masked",
@@ -308,14 +408,31 @@ def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
                 n,
                 m,
                 params={"allowed": allowed},
-                notes=tuple(notes),
+                notes=_mask_notes(p),
                 lazy=True,
+                symbol="S+M",
+                letters="n×m",
             )
         )
         logits = ("masked", h)
-    specs.append(Spec("exp", h, "exp", (logits,), "e^(s − max)", n, m, lazy=True))
+    specs.append(
+        Spec("exp", h, "exp", (logits,), "e^(s − max)", n, m, lazy=True, symbol="E", letters="n×m")
+    )
     softmax = "A = softmax(" + formula + (" + M)" if allowed is not None else ")")
-    specs.append(Spec("weights", h, "softmax", (("exp", h),), softmax, n, m, lazy=True))
+    specs.append(
+        Spec(
+            "weights",
+            h,
+            "softmax",
+            (("exp", h),),
+            softmax,
+            n,
+            m,
+            lazy=True,
+            symbol="A",
+            letters="n×m",
+        )
+    )
     specs.append(
         Spec(
             "output",
@@ -328,9 +445,264 @@ def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             names=("A", "V"),
             inner=m,
             cell="out[{i},{j}]",
+            symbol="out",
+            letters="n×d_v",
         )
     )
     return specs
+
+
+def _queries_and_keys(p: Problem, h: int | None, specs: list[Spec]) -> tuple[Ref, Ref]:
+    """The q/k norms and the rotation, each a stage after the projections (q_norm, k_norm,
+    then q_rot, k_rot); returns the stages the scores read."""
+    v = p.variants
+    q_ref: Ref = ("q", h)
+    k_ref: Ref = ("k", h)
+    keys = dim_labels(p.d_k)
+    for sid, weight, name, rows in (
+        ("q_norm", v.q_norm, "Q", p.tokens),
+        ("k_norm", v.k_norm, "K", p.source_tokens),
+    ):
+        if weight is None:
+            continue
+        ref = q_ref if name == "Q" else k_ref
+        specs.append(
+            Spec(
+                sid,
+                h,
+                "rmsnorm",
+                (ref,),
+                f"{name}_norm = RMSNorm({name})",
+                rows,
+                keys,
+                params={"weight": weight, "eps": v.norm_eps},
+                notes=(Msg("note.rmsnorm", eps=f"{v.norm_eps:g}"),),
+                symbol=f"{name}_norm",
+                letters=("n" if name == "Q" else "m") + "×d_k",
+            )
+        )
+        if name == "Q":
+            q_ref = (sid, h)
+        else:
+            k_ref = (sid, h)
+    if v.rope is None:
+        return q_ref, k_ref
+    rope = v.rope
+    base = {"style": rope.style, "dims": rope.dims, "factor": rope.attention_factor}
+    for sid, ref, name, rows, positions in (
+        ("q_rot", q_ref, "Q", p.tokens, v.positions),
+        ("k_rot", k_ref, "K", p.source_tokens, v.key_positions),
+    ):
+        specs.append(
+            Spec(
+                sid,
+                h,
+                "rope",
+                (ref,),
+                f"{name}_rot = RoPE({name}, pos)",
+                rows,
+                keys,
+                params={
+                    **base,
+                    "angles": rope.angles(positions),
+                    "positions": positions,
+                    "inv_freq": rope.inv_freq,
+                },
+                notes=_rope_notes(p, positions, rows)
+                if name == "Q"
+                else (Msg("note.rope_keys", positions=_positions_text(_at(rows, positions))),),
+                symbol=f"{name}_rot",
+                letters=("n" if name == "Q" else "m") + "×d_k",
+            )
+        )
+    return ("q_rot", h), ("k_rot", h)
+
+
+def _at(rows: tuple[str, ...], positions: np.ndarray) -> tuple[str, ...]:
+    return tuple(f"{t} @{pos}" for t, pos in zip(rows, positions.tolist(), strict=True))
+
+
+def _rope_notes(p: Problem, positions: np.ndarray, rows: tuple[str, ...]) -> tuple[Msg, ...]:
+    """How the rotation pairs the dimensions, the frequency of each pair, and the positions."""
+    rope = p.variants.rope
+    assert rope is not None
+    pairs = [
+        f"({j + 1},{partner_of(j, rope.dims, rope.style) + 1}) ω={rope.inv_freq[k]:.4g}"
+        for k, j in enumerate(_pair_starts(rope.dims, rope.style))
+    ]
+    notes = [
+        Msg(
+            "note.rope_pairs_" + rope.style,
+            dims=rope.dims,
+            half=rope.dims // 2,
+            d_k=p.d_k,
+            pairs=", ".join(pairs[:8]) + (" …" if len(pairs) > 8 else ""),
+        ),
+        Msg("note.rope_angle", positions=_positions_text(_at(rows, positions))),
+    ]
+    if rope.dims < p.d_k:
+        notes.append(Msg("note.rope_partial", dims=rope.dims, d_k=p.d_k, first=rope.dims + 1))
+    if rope.attention_factor != 1:
+        notes.append(Msg("note.rope_factor", factor=f"{rope.attention_factor:g}"))
+    return tuple(notes)
+
+
+def _pair_starts(dims: int, style: str) -> list[int]:
+    return list(range(0, dims, 2)) if style == "pairs" else list(range(dims // 2))
+
+
+def partner_of(j: int, dims: int, style: str) -> int:
+    from qkvcalc.ops import partner
+
+    return partner(j, dims, style)
+
+
+def _rope_shift(p: Problem, h: int | None, q_ref: Ref, k_ref: Ref) -> Any:
+    """A note that shows RoPE's point: the score of a query and a key moved by the same
+    offset stays the same (it depends only on the distance between their positions)."""
+    from qkvcalc.ops import rotate
+
+    rope = p.variants.rope
+    assert rope is not None
+    before_q = ("q_norm", h) if p.variants.q_norm is not None else ("q", h)
+    before_k = ("k_norm", h) if p.variants.k_norm is not None else ("k", h)
+    i, j = p.n - 1, 0
+    pos_i, pos_j = int(p.variants.positions[i]), int(p.variants.key_positions[j])
+    offset = 5
+
+    def remark(value_of: Callable[[Ref], np.ndarray]) -> tuple[Msg, ...]:
+        q, k = value_of(before_q)[i : i + 1], value_of(before_k)[j : j + 1]
+
+        def score(a: int, b: int) -> float:
+            turned_q = rotate(
+                q, rope.angles(np.array([a])), rope.style, rope.dims, rope.attention_factor
+            )
+            turned_k = rotate(
+                k, rope.angles(np.array([b])), rope.style, rope.dims, rope.attention_factor
+            )
+            return float(turned_q[0] @ turned_k[0])
+
+        here, moved = score(pos_i, pos_j), score(pos_i + offset, pos_j + offset)
+        return (
+            Msg(
+                "note.rope_shift",
+                query=p.tokens[i],
+                key=p.source_tokens[j],
+                pos_q=pos_i,
+                pos_k=pos_j,
+                offset=offset,
+                moved_q=pos_i + offset,
+                moved_k=pos_j + offset,
+                score=f"{here:.6g}",
+                moved=f"{moved:.6g}",
+                distance=pos_i - pos_j,
+            ),
+        )
+
+    return remark
+
+
+def _score_bias(p: Problem, h: int | None, formula: str) -> list[Spec]:
+    """ALiBi's −slope·|i − j| (or a bias given: T5's relative position bias), then the scaled
+    scores plus that bias."""
+    v = p.variants
+    hh = (h or 1) - 1
+    n, m = p.tokens, p.source_tokens
+    if v.alibi is not None:
+        slope = float(v.alibi[hh])
+        exact = v.alibi_exact[hh] if v.alibi_exact is not None else None
+        bias = Spec(
+            "score_bias",
+            h,
+            "alibi",
+            (),
+            f"B = −{slope:.6g}·|i − j|",
+            n,
+            m,
+            params={
+                "slope": slope,
+                "slope_exact": exact,
+                "positions": v.positions,
+                "key_positions": v.key_positions,
+            },
+            notes=(
+                Msg(
+                    "note.alibi",
+                    slope=f"{slope:.6g}",
+                    heads=p.heads,
+                    given="given" if v.alibi_given else "recipe",
+                ),
+                Msg("note.alibi_bloom"),
+            ),
+            symbol="B",
+            letters="n×m",
+        )
+        if v.score_bias is not None:  # both: ALiBi plus the bias given, as one B
+            bias = Spec(
+                "score_bias",
+                h,
+                "table",
+                (),
+                "B",
+                n,
+                m,
+                params={"table": v.score_bias[hh] + _alibi_table(p, slope)},
+                notes=(Msg("note.alibi_and_bias", slope=f"{slope:.6g}"),),
+                symbol="B",
+                letters="n×m",
+            )
+    else:
+        assert v.score_bias is not None
+        table_exact = v.score_bias_exact[hh] if v.score_bias_exact is not None else None
+        bias = Spec(
+            "score_bias",
+            h,
+            "table",
+            (),
+            "B",
+            n,
+            m,
+            params={"table": v.score_bias[hh], "table_exact": table_exact},
+            notes=(Msg("note.score_bias"),),
+            symbol="B",
+            letters="n×m",
+        )
+    biased = Spec(
+        "biased",
+        h,
+        "add",
+        (("scaled", h), ("score_bias", h)),
+        formula + " + B",
+        n,
+        m,
+        lazy=True,
+        symbol="S+B",
+        letters="n×m",
+    )
+    return [bias, biased]
+
+
+def _alibi_table(p: Problem, slope: float) -> np.ndarray:
+    v = p.variants
+    distance = np.abs(v.positions[:, None] - v.key_positions[None, :])
+    return -slope * distance.astype(np.float64)
+
+
+def _mask_notes(p: Problem) -> tuple[Msg, ...]:
+    """What the mask is: the convention of 1/true, how a causal mask compares positions
+    (aligned top-left or bottom-right), and a sliding window's width."""
+    v = p.variants
+    notes = [Msg("note.mask_convention")]
+    if p.mask_kind == "causal":
+        if v.positions_given:
+            notes.append(Msg("note.causal_positions"))
+        elif p.n != p.m and v.causal_align == "bottom-right":
+            notes.append(Msg("note.causal_bottomright", n=p.n, m=p.m, first=p.m - p.n))
+        elif p.n != p.m:
+            notes.append(Msg("note.causal_topleft", n=p.n, m=p.m))
+        if v.window is not None:
+            notes.append(Msg("note.window", window=v.window, before=v.window - 1))
+    return tuple(notes)
 
 
 def _combine(p: Problem) -> list[Spec]:
@@ -344,6 +716,8 @@ def _combine(p: Problem) -> list[Spec]:
         "concat(head_1, …, head_H)",
         p.tokens,
         dim_labels(width),
+        symbol="concat",
+        letters="n×H·d_v",
         notes=(
             Msg(
                 "note.concat_columns",
@@ -364,6 +738,8 @@ def _combine(p: Problem) -> list[Spec]:
             p.tokens,
             dim_labels(width),
             topic="output.concat",
+            symbol="out",
+            letters="n×H·d_v",
         )
     else:
         # [n, H·d_v] @ [H·d_v, d_out] + [d_out] -> [n, d_out]
@@ -380,5 +756,7 @@ def _combine(p: Problem) -> list[Spec]:
             inner=dim_labels(width),
             cell="out[{i},{j}]",
             topic="output.final",
+            symbol="out",
+            letters="n×d_out",
         )
     return [concat, final]

@@ -20,13 +20,16 @@ import numpy as np
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
+from qkvcalc.limits import MAX_ELEMENTS
 from qkvcalc.numbers import Number, exact_of_float, parse_number
+from qkvcalc.variants import KEYS as VARIANT_KEYS
+from qkvcalc.variants import Variants, read_variants
 
 MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")
 VECTORS = ("bq", "bk", "bv", "bo")
 OPTIONS = ("tokens", "source_tokens", "heads", "kv_heads", "scale", "mask", "key_padding", "layout")
 META = ("name", "description", "reference")
-FIELDS = MATRICES + VECTORS + OPTIONS + META
+FIELDS = MATRICES + VECTORS + OPTIONS + VARIANT_KEYS + META
 
 # How each field is named in messages: the paper's names, not the JSON keys.
 DISPLAY = {
@@ -53,13 +56,13 @@ _ALIASES = {
     "sourcetokens": "source_tokens",
     "keypadding": "key_padding",
     "kvheads": "kv_heads",
+    "slidingwindow": "window",
+    "logitsoftcap": "softcap",
+    "qnormweight": "q_norm",
+    "knormweight": "k_norm",
 }
 
 MAX_HEADS = 1024
-# The numbers one problem may hold, inputs and every stage together (float64: 8 bytes each).
-# A GPT-2-small layer (n = 1024, d_model = 768, 12 heads, W_O) holds about 68 million;
-# `--max-elements` raises the limit. Checked from the shapes, before anything is allocated.
-MAX_ELEMENTS = 100_000_000
 
 
 def _norm(key: str) -> str:
@@ -276,6 +279,8 @@ class Problem:
     key_padding: np.ndarray | None = None  # [m] bool, True = a real token
     layout: str = "rows"
     meta: dict[str, str] = field(default_factory=dict)
+    # positions, windows, RoPE, ALiBi, score biases, softcap, q/k norm (qkvcalc.variants)
+    variants: Variants = field(default_factory=lambda: Variants(np.zeros(0), np.zeros(0)))
 
     # ---- derived sizes -------------------------------------------------------------------
     @property
@@ -638,7 +643,19 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         _check(len(flags) == m, "mask.padding_length", length=len(flags), m=m)
         key_padding = np.array(flags, dtype=bool)
 
+    variants = read_variants(
+        doc,
+        n=n,
+        m=m,
+        heads=heads,
+        d_k=d_k,
+        d_model=None if direct else d_model,
+        self_attention=not cross or (bool(direct) and m == n),
+        mask_kind=mask_kind,
+        exact=exact,
+    )
     return Problem(
+        variants=variants,
         heads=heads,
         kv_heads=kv_heads,
         tokens=tokens,

@@ -73,11 +73,11 @@ class Cache:
         self.kept.clear()
 
 
-# A matrix, or how to compute it again.
-Matrix: TypeAlias = "np.ndarray | Recipe"
+# A stage's data: its matrix, or how to compute it again.
+Data: TypeAlias = "np.ndarray | Recipe"
 
 
-def resolve(matrix: Matrix, rows: np.ndarray | None = None) -> np.ndarray:
+def resolve(matrix: Data, rows: np.ndarray | None = None) -> np.ndarray:
     """The matrix itself (or its rows `rows`), computing it if it is a recipe."""
     if isinstance(matrix, np.ndarray):
         return matrix if rows is None else matrix[rows]
@@ -89,11 +89,11 @@ class Stage:
     id: str
     head: int | None
     formula: str  # plain text with the paper's names: "Q = X·W_Q"
-    data: Matrix  # the value (always 2-D), or its recipe: read it as .value
+    data: Data  # the value (always 2-D), or its recipe: read it as .value
     rows: tuple[str, ...]  # a label per row (tokens, or dimensions for Kᵀ and weights)
     cols: tuple[str, ...]
     op: str  # a key of qkvcalc.ops.OPS: project, matmul, scale, mask, exp, softmax …
-    inputs: tuple[Matrix, ...] = ()  # the operands' values, as .operands: (A, B), (input,) …
+    inputs: tuple[Data, ...] = ()  # the operands' values, as .operands: (A, B), (input,) …
     names: tuple[str, ...] = ()  # the operands' names, as in the formula: ("X", "W_Q")
     inner: tuple[str, ...] = ()  # matmul: labels of the dimension summed over
     bias: np.ndarray | None = None  # matmul: the row vector added to every row (b_Q …)
@@ -114,6 +114,8 @@ class Stage:
     # operation's parameters, which exact mode and the quiz execute again with other numbers
     reads: tuple[Any, ...] = ()
     params: dict[str, Any] = field(default_factory=dict)
+    symbol: str = ""  # how the quiz names a cell: K[2,1], Q·Kᵀ[1,2]
+    letters: str = ""  # the shape in the paper's letters: "n×d_k"
 
     @property
     def value(self) -> np.ndarray:
@@ -202,11 +204,14 @@ class Trace:
         except KeyError:
             return None
 
-    # A Trace shows itself: in a terminal (rich) and in a notebook (HTML).
-    def __rich__(self) -> Any:
+    # A Trace shows itself: in a terminal (rich), laid out at the width of the console it is
+    # printed on, and in a notebook (HTML).
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from qkvcalc.render import RenderOptions
         from qkvcalc.render.terminal import render_trace
 
-        return render_trace(self)
+        opts = RenderOptions(width=options.max_width, color=console.color_system is not None)
+        yield render_trace(self, opts)
 
     def _repr_html_(self) -> str:
         from qkvcalc.render.html import render_html

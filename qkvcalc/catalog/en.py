@@ -235,6 +235,7 @@ MESSAGES: dict[str, str] = {
     "export.output_unwritable": "cannot write {path}: {reason}",
     "export.output_extension": "--output {path}: the extension {ext} names no format; use "
     "one of {known}, or choose one with --format",
+    "export.unknown_format": "no format is called {format}; the formats are {known}",
     # ---- step mode (issue 4) ------------------------------------------------------------
     "step.option_help": "Show one stage at a time in the terminal: Enter, Space or → next; "
     "b or ← back; q quit.",
@@ -407,4 +408,116 @@ MESSAGES: dict[str, str] = {
     "help.quiz.precision": "Decimals an answer must agree to (half a unit of the last).",
     "help.new": "Type a problem in step by step, each row checked as it comes; save it as JSON.",
     "help.new.file": "Save the problem here (default: print it to standard output).",
+    # ---- modern attention: positions, windows, RoPE, ALiBi, biases, softcap, q/k norm ----
+    "stage.pe.title": "Position encoding",
+    "stage.pe.why": "Attention itself ignores order: shuffle the tokens and the outputs are "
+    "only shuffled. Adding a vector that depends on each token's position to X gives the "
+    "layer something to tell first from last.",
+    "stage.x_pe.title": "Input plus position",
+    "stage.x_pe.why": "The position encoding is added to X, cell by cell, before the "
+    "projections: from here on every query, key and value carries its token's position.",
+    "stage.q_norm.title": "Query norm (RMSNorm)",
+    "stage.q_norm.why": "Each head's query is rescaled to a root mean square of about 1, then "
+    "multiplied by a learned weight per dimension. Bounding the size of q keeps the scores "
+    "from growing without limit during training (Qwen3, Gemma 3, OLMo 2).",
+    "stage.k_norm.title": "Key norm (RMSNorm)",
+    "stage.k_norm.why": "The same for each head's key: x / √(mean(x²) + ε) · w, row by row.",
+    "stage.q_rot.title": "Rotary position (RoPE) on the queries",
+    "stage.q_rot.why": "RoPE turns each pair of a query's dimensions by an angle: its "
+    "position times that pair's frequency. Nothing is added to X; the position lives in the "
+    "direction of q and k.",
+    "stage.k_rot.title": "Rotary position (RoPE) on the keys",
+    "stage.k_rot.why": "The keys are turned the same way by their own positions. Turning q by "
+    "angle a and k by angle b changes their dot product exactly as turning k alone by b − a "
+    "would, so the score depends on the distance between the two positions, not on where "
+    "they are.",
+    "stage.score_bias.title": "Score bias",
+    "stage.score_bias.why": "A number added to each score before softmax, chosen by the "
+    "positions rather than learned from the content: ALiBi's penalty that grows with "
+    "distance, or T5's learned bias per relative distance.",
+    "stage.biased.title": "Scores plus bias",
+    "stage.biased.why": "The scaled scores plus the bias, cell by cell. A negative bias makes "
+    "a key less likely to be chosen without changing any vector.",
+    "stage.capped.title": "Softcapping",
+    "stage.capped.why": "c·tanh(s/c) keeps every score between −c and c: small scores pass "
+    "almost unchanged, very large ones are flattened, so no single score can dominate "
+    "softmax without bound (Gemma 2).",
+    "note.pe_sinusoidal": "The paper's encoding for d_model = {d_model}: column 2i+1 holds "
+    "sin(pos / 10000^(2i/d_model)) and column 2i+2 cos of the same angle (counting columns "
+    "from 1), so the sine and cosine of one frequency sit side by side.",
+    "note.pe_given": "A position encoding given as a matrix (learned position embeddings, as "
+    "in GPT-2 or BERT): row i is added to token i.",
+    "note.positions": "Positions: {positions}.",
+    "note.rmsnorm": "Row by row: x / √(mean(x²) + ε) · w, with ε = {eps}.",
+    "note.rope_pairs_half": "The first {dims} of d_k = {d_k} dimensions rotate, dimension i "
+    "paired with i + {half} (HF LLaMA's rotate_half, GPT-NeoX). Pairs and their "
+    "frequencies ω: {pairs}.",
+    "note.rope_pairs_pairs": "The first {dims} of d_k = {d_k} dimensions rotate, in "
+    "neighbouring pairs 2i−1, 2i (GPT-J, Meta's original code). Pairs and their "
+    "frequencies ω: {pairs}.",
+    "note.rope_angle": "Each pair turns by θ = position × ω: a′ = a·cos θ − b·sin θ, "
+    "b′ = b·cos θ + a·sin θ. Positions: {positions}.",
+    "note.rope_keys": "Key positions: {positions}.",
+    "note.rope_partial": "Partial rotary: dimensions {first}–{d_k} pass through unturned; "
+    "only the first {dims} rotate.",
+    "note.rope_factor": "cos θ and sin θ are multiplied by the attention factor {factor} "
+    "(YaRN), so the rotated dimensions are scaled by it too.",
+    "note.rope_scores": "Q and K here are the rotated ones (Q_rot, K_rot).",
+    "note.rope_shift": "The point of RoPE, checked on these numbers: {query} at position "
+    "{pos_q} with {key} at {pos_k} scores {score}; move both by {offset} (to {moved_q} and "
+    "{moved_k}) and the score is {moved}. Only the distance, {distance}, matters.",
+    "note.alibi": "ALiBi: the bias is −slope·|pos_i − pos_j|, a penalty growing with the "
+    "distance, slope {slope} for this head (of {heads} heads' slopes).",
+    "note.alibi_bloom": "BLOOM adds +slope·j (by key position) instead. Under a causal mask "
+    "that differs from −slope·|i − j| by the same amount in every cell of a row, so the "
+    "weights are equal, but the biased scores shown here are not.",
+    "note.alibi_and_bias": "B is ALiBi's −{slope}·|pos_i − pos_j| plus the score_bias given.",
+    "note.score_bias": "A bias given as numbers (T5's relative position bias, or any additive "
+    "mask), added after scaling.",
+    "note.softcap": "c = {cap}: every score s becomes {cap}·tanh(s / {cap}), strictly "
+    "between −{cap} and {cap}; the mask comes after.",
+    "note.causal_positions": "Causal by position: query i may see key j when pos_j ≤ pos_i.",
+    "note.causal_bottomright": "Causal with {n} queries and {m} keys aligned bottom-right, as "
+    "when decoding with a cache: the queries sit at positions {first}… and each sees every "
+    "key up to its own position.",
+    "note.window": "Sliding window W = {window}: each query sees the W most recent positions, "
+    "its own included (pos_i − pos_j < W, as Mistral and Hugging Face's sliding_window), so "
+    "the {before} before it and itself. Other code counts differently (W keys before the "
+    "query, or W on each side): check which before comparing.",
+    "note.exact_stops_root": "No exact fractions from here on: RMSNorm divides by a square "
+    "root, which is irrational for most inputs.",
+    "note.exact_stops_rope": "No exact fractions from here on: the rotation multiplies by "
+    "cos θ and sin θ, irrational for every whole angle θ ≠ 0.",
+    "note.exact_stops_tanh": "No exact fractions from here on: tanh of a rational number "
+    "other than 0 is irrational.",
+    "positions.not_list": "{field} must be a list of {count} whole numbers, one per {what}",
+    "positions.length": "{field} has {length} entries, but there are {count} ({what}): one "
+    "position per row",
+    "positions.not_integer": "{field} must be a whole number (a token's position)",
+    "positions.too_large": "{field} is beyond ±{limit}",
+    "variant.not_positive": "{field} must be a number greater than 0, not {value}",
+    "variant.not_whole": "{field} must be a whole number, not {value}",
+    "variant.length": "{field} has {length} numbers, but it needs {count} ({what})",
+    "rope.not_object": 'rope must be true, a theta (10000) or an object such as {{"theta": '
+    '10000, "style": "half"}}, not {value}',
+    "rope.unknown_key": "rope has no key {key}; its keys are {known}",
+    "rope.style": 'rope.style must be "half" (i with i + R/2: LLaMA, GPT-NeoX) or "pairs" '
+    "(2i with 2i+1: GPT-J), not {value}",
+    "rope.dims": "rope.dims = {dims} must be even and at most d_k = {d_k}: dimensions rotate "
+    "in pairs, within one head",
+    "alibi.count": "alibi gives {count} slopes, but there are {heads} heads: one slope per "
+    "head (or alibi: true for the paper's slopes)",
+    "alibi.kind": "alibi must be true (the paper's slopes) or a list of one slope per head, "
+    "not {value}",
+    "score_bias.shape": "score_bias is {shape}; it must be n×m = {n}×{m} (one bias for "
+    "every head) or H×n×m = {heads}×{n}×{m} (one per head)",
+    "causal_align.unknown": 'causal_align must be "top-left" or "bottom-right", not {value}',
+    "window.needs_causal": "window = {window} needs the causal mask (mask is {mask}): a "
+    "sliding window keeps the most recent keys before each query; for a window on both sides "
+    "give a 0/1 mask",
+    "positional.needs_x": "positional adds a position encoding to X, but Q, K, V are given "
+    "directly: there is no X to add it to",
+    "positional.unknown": 'positional must be "sinusoidal" or an n×d_model matrix, not {value}',
+    "positional.shape": "positional is {shape}; it must be n×d_model = {n}×{d}: one row per "
+    "token, as wide as X",
 }

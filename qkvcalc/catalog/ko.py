@@ -246,6 +246,7 @@ MESSAGES: dict[str, str] = {
     "export.output_unwritable": "파일을 쓸 수 없습니다: {path} ({reason})",
     "export.output_extension": "--output {path}: 확장자 {ext}에 해당하는 형식이 없습니다. "
     "{known} 중 하나를 쓰거나 --format으로 형식을 고르세요",
+    "export.unknown_format": "{format}라는 형식은 없습니다. 형식: {known}",
     # ---- step mode (issue 4) ------------------------------------------------------------
     "step.option_help": "터미널에서 한 번에 한 단계씩 보여 줍니다. 다음: Enter, Space, →; "
     "이전: b, ←; 끝내기: q.",
@@ -419,4 +420,115 @@ MESSAGES: dict[str, str] = {
     "help.quiz.precision": "답이 맞아야 하는 소수 자릿수 (마지막 자리 단위의 절반까지 허용).",
     "help.new": "문제를 한 단계씩 입력하고(행마다 바로 확인합니다) JSON으로 저장합니다.",
     "help.new.file": "문제를 저장할 파일 (기본값: 표준 출력에 출력).",
+    # ---- modern attention: positions, windows, RoPE, ALiBi, biases, softcap, q/k norm ----
+    "stage.pe.title": "위치 인코딩",
+    "stage.pe.why": "어텐션 자체는 순서를 모릅니다. 토큰을 섞으면 출력도 같은 순서로 "
+    "섞일 뿐입니다. 각 토큰의 위치에 따라 정해지는 벡터를 X에 더해 주어야 처음과 끝을 "
+    "구별할 수 있습니다.",
+    "stage.x_pe.title": "입력 + 위치",
+    "stage.x_pe.why": "위치 인코딩을 투영 전에 X에 칸마다 더합니다. 이제부터 모든 Query, Key, "
+    "Value가 그 토큰의 위치를 담습니다.",
+    "stage.q_norm.title": "Query 정규화 (RMSNorm)",
+    "stage.q_norm.why": "헤드마다 Query를 제곱평균제곱근이 약 1이 되도록 나눈 뒤, 차원마다 학습된 "
+    "가중치를 곱합니다. q의 크기를 묶어 두면 학습 중에 점수가 끝없이 커지지 않습니다 "
+    "(Qwen3, Gemma 3, OLMo 2).",
+    "stage.k_norm.title": "Key 정규화 (RMSNorm)",
+    "stage.k_norm.why": "헤드마다 Key에도 같은 계산을 합니다: 행마다 x / √(mean(x²) + ε) · w.",
+    "stage.q_rot.title": "회전 위치 임베딩(RoPE): Query",
+    "stage.q_rot.why": "RoPE는 Query의 차원을 두 개씩 짝지어, 위치 × 그 짝의 주파수만큼 "
+    "회전시킵니다. X에는 아무것도 더하지 않고, 위치는 q와 k의 방향에 담깁니다.",
+    "stage.k_rot.title": "회전 위치 임베딩(RoPE): Key",
+    "stage.k_rot.why": "Key도 자기 위치만큼 같은 방식으로 회전합니다. q를 각 a, k를 각 b만큼 "
+    "돌리면 내적은 k만 b − a만큼 돌린 것과 똑같이 바뀌므로, 점수는 두 위치가 어디인지가 아니라 "
+    "둘 사이의 거리에만 달려 있습니다.",
+    "stage.score_bias.title": "점수 바이어스",
+    "stage.score_bias.why": "softmax 전에 각 점수에 더하는 수로, 내용이 아니라 위치로 정해집니다. "
+    "거리에 따라 커지는 ALiBi의 벌점이나, 상대 거리마다 학습된 T5의 바이어스가 그 예입니다.",
+    "stage.biased.title": "점수 + 바이어스",
+    "stage.biased.why": "스케일된 점수에 바이어스를 칸마다 더합니다. 음수 바이어스는 벡터를 하나도 "
+    "바꾸지 않고 그 Key가 선택될 가능성을 낮춥니다.",
+    "stage.capped.title": "소프트캡(softcapping)",
+    "stage.capped.why": "c·tanh(s/c)는 모든 점수를 −c와 c 사이에 둡니다. 작은 점수는 거의 그대로 "
+    "지나가고 아주 큰 점수만 눌려서, 한 점수가 softmax를 한없이 지배할 수 없습니다 (Gemma 2).",
+    "note.pe_sinusoidal": "d_model = {d_model}에 대한 논문의 인코딩: (열을 1부터 세어) 2i+1번 열은 "
+    "sin(pos / 10000^(2i/d_model)), 2i+2번 열은 같은 각의 cos입니다. 한 주파수의 sin과 cos가 "
+    "나란히 놓입니다.",
+    "note.pe_given": "행렬로 주어진 위치 인코딩(GPT-2, BERT처럼 학습된 위치 임베딩): i번째 행을 "
+    "i번째 토큰에 더합니다.",
+    "note.positions": "위치: {positions}.",
+    "note.rmsnorm": "행마다 x / √(mean(x²) + ε) · w, ε = {eps}.",
+    "note.rope_pairs_half": "d_k = {d_k}개 차원 중 앞의 {dims}개가 회전하며, 차원 i는 "
+    "i + {half}와 짝입니다 (HF LLaMA의 rotate_half, GPT-NeoX). 짝과 주파수 ω: {pairs}.",
+    "note.rope_pairs_pairs": "d_k = {d_k}개 차원 중 앞의 {dims}개가 이웃한 짝 2i−1, 2i로 "
+    "회전합니다 (GPT-J, Meta의 원래 코드). 짝과 주파수 ω: {pairs}.",
+    "note.rope_angle": "각 짝은 θ = 위치 × ω만큼 회전합니다: a′ = a·cos θ − b·sin θ, "
+    "b′ = b·cos θ + a·sin θ. 위치: {positions}.",
+    "note.rope_keys": "Key의 위치: {positions}.",
+    "note.rope_partial": "부분 회전: {first}–{d_k}번 차원은 회전하지 않고 그대로 지나가며, 앞의 "
+    "{dims}개만 회전합니다.",
+    "note.rope_factor": "cos θ와 sin θ에 어텐션 계수 {factor}를 곱하므로 (YaRN), 회전한 차원도 "
+    "그만큼 커지거나 작아집니다.",
+    "note.rope_scores": "여기서 Q와 K는 회전한 것(Q_rot, K_rot)입니다.",
+    "note.rope_shift": "RoPE의 핵심을 이 숫자로 확인합니다: 위치 {pos_q}의 {query}와 "
+    "위치 {pos_k}의 {key}의 점수는 {score}입니다. 둘 다 {offset}만큼 옮기면 "
+    "({moved_q}와 {moved_k}) 점수는 "
+    "{moved}입니다. 거리 {distance}만 중요합니다.",
+    "note.alibi": "ALiBi: 바이어스는 −slope·|pos_i − pos_j|로, 거리에 따라 커지는 벌점입니다. 이 "
+    "헤드의 기울기는 {slope}입니다 (헤드 {heads}개의 기울기 중 하나).",
+    "note.alibi_bloom": "BLOOM은 대신 +slope·j(Key 위치)를 더합니다. 인과 마스크 아래에서는 "
+    "−slope·|i − j|와 한 행의 모든 칸에서 같은 양만큼 차이 나므로 가중치는 같지만, 여기 보이는 "
+    "바이어스 더한 점수는 다릅니다.",
+    "note.alibi_and_bias": "B는 ALiBi의 −{slope}·|pos_i − pos_j|에 주어진 score_bias를 더한 "
+    "것입니다.",
+    "note.score_bias": "숫자로 주어진 바이어스(T5의 상대 위치 바이어스나 더하는 마스크)로, "
+    "스케일링 뒤에 더합니다.",
+    "note.softcap": "c = {cap}: 모든 점수 s가 {cap}·tanh(s / {cap})가 되어 −{cap}와 {cap} "
+    "사이에 들어갑니다. 마스크는 그다음입니다.",
+    "note.causal_positions": "위치에 따른 인과 마스크: pos_j ≤ pos_i이면 Query i가 Key j를 "
+    "볼 수 있습니다.",
+    "note.causal_bottomright": "Query {n}개, Key {m}개의 인과 마스크를 캐시로 디코딩할 때처럼 "
+    "오른쪽 아래에 맞춥니다. Query는 위치 {first}…에 있고, 각자 자기 위치까지의 Key를 모두 "
+    "봅니다.",
+    "note.window": "슬라이딩 윈도우 W = {window}: 각 Query는 자기 위치를 포함한 최근 W개 위치를 "
+    "봅니다 (pos_i − pos_j < W, Mistral과 Hugging Face의 sliding_window와 같음). 즉 앞의 "
+    "{before}개와 자기 자신입니다. 다른 코드는 다르게 셀 수 있으니 (Query 앞의 W개, 또는 양쪽 "
+    "W개) 비교하기 전에 확인하세요.",
+    "note.exact_stops_root": "여기부터는 정확한 분수가 없습니다: RMSNorm은 제곱근으로 나누는데, "
+    "대부분의 입력에서 무리수입니다.",
+    "note.exact_stops_rope": "여기부터는 정확한 분수가 없습니다: 회전은 cos θ와 sin θ를 곱하는데, "
+    "0이 아닌 정수 각 θ에서 무리수입니다.",
+    "note.exact_stops_tanh": "여기부터는 정확한 분수가 없습니다: 0이 아닌 유리수의 tanh는 "
+    "무리수입니다.",
+    "positions.not_list": "{field}는 정수 {count}개의 목록이어야 합니다 ({what}마다 하나).",
+    "positions.length": "{field}의 항목은 {length}개인데 {what}는 {count}입니다: 행마다 위치가 "
+    "하나씩 있어야 합니다",
+    "positions.not_integer": "{field}는 정수(토큰의 위치)여야 합니다",
+    "positions.too_large": "{field}가 ±{limit}을 넘습니다",
+    "variant.not_positive": "{field}는 0보다 큰 수여야 합니다. 받은 값: {value}",
+    "variant.not_whole": "{field}는 정수여야 합니다. 받은 값: {value}",
+    "variant.length": "{field}의 수는 {length}개인데 {count}개({what})가 필요합니다",
+    "rope.not_object": 'rope는 true, theta 값(10000), 또는 {{"theta": 10000, "style": "half"}} '
+    "같은 객체여야 합니다. 받은 값: {value}",
+    "rope.unknown_key": "rope에는 {key} 키가 없습니다. 키: {known}",
+    "rope.style": 'rope.style은 "half"(i와 i + R/2: LLaMA, GPT-NeoX) 또는 "pairs"(2i와 2i+1: '
+    "GPT-J)여야 합니다. 받은 값: {value}",
+    "rope.dims": "rope.dims = {dims}는 짝수이고 d_k = {d_k} 이하여야 합니다: 차원은 한 헤드 "
+    "안에서 둘씩 짝지어 회전합니다",
+    "alibi.count": "alibi의 기울기는 {count}개인데 헤드는 {heads}개입니다: 헤드마다 기울기 "
+    "하나가 필요합니다 (논문의 기울기는 alibi: true)",
+    "alibi.kind": "alibi는 true(논문의 기울기) 또는 헤드마다 기울기 하나씩의 목록이어야 합니다. "
+    "받은 값: {value}",
+    "score_bias.shape": "score_bias는 {shape}입니다. n×m = {n}×{m}(모든 헤드에 하나) 또는 "
+    "H×n×m = {heads}×{n}×{m}(헤드마다 하나)이어야 합니다",
+    "causal_align.unknown": 'causal_align은 "top-left" 또는 "bottom-right"여야 합니다. 받은 값: '
+    "{value}",
+    "window.needs_causal": "window = {window}에는 인과 마스크가 필요합니다 (지금 마스크: {mask}). "
+    "슬라이딩 윈도우는 각 Query 앞의 가장 최근 Key만 남깁니다. 양쪽 윈도우는 0/1 마스크로 "
+    "주세요",
+    "positional.needs_x": "positional은 X에 위치 인코딩을 더하는데, Q, K, V를 직접 주었으므로 "
+    "더할 X가 없습니다",
+    "positional.unknown": 'positional은 "sinusoidal" 또는 n×d_model 행렬이어야 합니다. 받은 값: '
+    "{value}",
+    "positional.shape": "positional은 {shape}입니다. n×d_model = {n}×{d}이어야 합니다: 토큰마다 "
+    "한 행, X와 같은 너비",
 }

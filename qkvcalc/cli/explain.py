@@ -10,7 +10,7 @@ else. Errors: a QkvcalcError becomes one message on stderr and exit 2, nothing o
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,16 +24,14 @@ from qkvcalc.cli.common import (
     write_output,
 )
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.limits import MAX_BYTES, MAX_ELEMENTS
+from qkvcalc.render import FORMATS
 
-
-class Format(str, Enum):
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-    latex = "latex"
-    html = "html"
-    svg = "svg"
-    torch = "torch"
+# The formats are the renderers' table (qkvcalc.render.FORMATS), listed once, there.
+if TYPE_CHECKING:
+    Format = str
+else:
+    Format = Enum("Format", {name: name for name in FORMATS}, type=str)
 
 
 class Detail(str, Enum):
@@ -131,11 +129,11 @@ def explain(
     no_color: NoColorOption = False,
     max_bytes: Annotated[
         int, typer.Option(help=help_text("help.explain.max_bytes"), min=1)
-    ] = 100_000_000,
+    ] = MAX_BYTES,
     max_elements: Annotated[
         int,
         typer.Option(help=help_text("help.explain.max_elements"), min=1),
-    ] = 100_000_000,
+    ] = MAX_ELEMENTS,
     step: Annotated[bool, typer.Option("--step", help=help_text("step.option_help"))] = False,
 ) -> None:
     """Compute attention for a problem and show every stage, with each cell's arithmetic."""
@@ -143,13 +141,14 @@ def explain(
     try:
         from qkvcalc.engine import run
         from qkvcalc.problem import Problem
-        from qkvcalc.render import EXTENSIONS, RenderOptions, render
+        from qkvcalc.render import FOLLOWS_TERMINAL, PAGE_WIDTH, RenderOptions, format_for, render
         from qkvcalc.sources import gather
 
         if step and output is not None:
             raise QkvcalcError("step.with_output")
-        if step and format is not None and format is not Format.table:
-            raise QkvcalcError("step.with_format", format=format.value)
+        chosen = None if format is None else str(getattr(format, "value", format))
+        if step and chosen is not None and chosen != "table":
+            raise QkvcalcError("step.with_format", format=chosen)
         inline = {
             "x": x,
             "wq": wq,
@@ -167,20 +166,13 @@ def explain(
         problem = Problem.from_mapping(doc, exact=exact, max_elements=max_elements)
         del doc  # the parsed lists: at real-model sizes, 100 MB the engine does not need
         trace = run(problem)
-        fmt = format.value if format else "table"
-        if output is not None and format is None and output.suffix:
-            if output.suffix.lower() not in EXTENSIONS:
-                raise QkvcalcError(
-                    "export.output_extension",
-                    path=str(output),
-                    ext=output.suffix,
-                    known=" ".join(EXTENSIONS),
-                )
-            fmt = EXTENSIONS[output.suffix.lower()]
-        width, color = 100, False  # a file gets a pinned width, and no colour
-        if output is None and fmt not in ("json", "torch"):  # those two are the same at any width
+        fmt = chosen or (format_for(output) if output is not None else "table")
+        # Only a table printed on a terminal follows its width (and colours); every other
+        # format, and any file, is laid out for the page (render.PAGE_WIDTH), without colour.
+        width, color = PAGE_WIDTH, False
+        if output is None and fmt in FOLLOWS_TERMINAL:
             terminal = console(no_color)
-            width, color = terminal.width, terminal.color_system is not None and fmt == "table"
+            width, color = terminal.width, terminal.color_system is not None
         opts = RenderOptions(
             lang=lang_code,
             precision=precision,

@@ -19,7 +19,7 @@ import numpy as np
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.numbers import parse_number
 from qkvcalc.problem import shape_text
-from qkvcalc.quiz.grade import SHAPES, askable, split_key
+from qkvcalc.quiz.grade import askable
 from qkvcalc.trace import Stage
 
 NEG_INF = ("-inf", "−inf", "-∞", "−∞")
@@ -66,12 +66,11 @@ def read_matrix(raw: Any, key: str, stage: Stage) -> np.ndarray:
             )
     shape = (len(rows), len(rows[0]))
     if shape != stage.shape:
-        sid, _ = split_key(key)
         raise QkvcalcError(
             "quiz.sheet_shape",
             key=key,
             shape=shape_text(shape),
-            rule=SHAPES[sid],
+            rule=stage.letters,
             expected=shape_text(stage.shape),
         )
     return np.array(

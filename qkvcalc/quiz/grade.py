@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -32,39 +32,8 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.ops import OPS
 from qkvcalc.trace import Stage, Trace
 
-# Stage ids a student can be asked for, in the order of a head's calculation.
-GRADABLE = ("q", "k", "v", "kt", "scores", "scaled", "masked", "exp", "weights", "output", "concat")
+# The stages asked when the quiz is not told which (--stages): a head's main steps.
 DEFAULT_STAGES = ("q", "k", "v", "scores", "scaled", "weights", "output")
-
-# How a cell is named in prompts and verdicts: K[2,1], Q·Kᵀ[1,2], A[3,1].
-SYMBOLS = {
-    "q": "Q",
-    "k": "K",
-    "v": "V",
-    "kt": "Kᵀ",
-    "scores": "Q·Kᵀ",
-    "scaled": "S",
-    "masked": "S+M",
-    "exp": "E",
-    "weights": "A",
-    "output": "out",
-    "concat": "concat",
-}
-
-# The shape of each stage in the paper's letters, for messages about a wrong-shaped answer.
-SHAPES = {
-    "q": "n×d_k",
-    "k": "m×d_k",
-    "v": "m×d_v",
-    "kt": "d_k×m",
-    "scores": "n×m",
-    "scaled": "n×m",
-    "masked": "n×m",
-    "exp": "n×m",
-    "weights": "n×m",
-    "output": "n×d_v",
-    "concat": "n×H·d_v",
-}
 
 RIGHT, WRONG, CARRIED, MISSING = "right", "wrong", "carried", "missing"
 VERDICTS = (RIGHT, CARRIED, WRONG, MISSING)
@@ -100,8 +69,9 @@ def split_key(key: str) -> tuple[str, int | None]:
 
 
 def stage_keys(trace: Trace) -> dict[str, Stage]:
-    """Every stage a student could be graded on, by key, in the trace's order."""
-    return {stage_key(s): s for s in trace.stages if s.id in GRADABLE}
+    """Every stage a student could be graded on (or is given, as Q, K, V typed in directly),
+    by key, in the trace's order: the plan names each one's shape in the paper's letters."""
+    return {stage_key(s): s for s in trace.stages if s.letters}
 
 
 def askable(stage: Stage) -> bool:
@@ -117,13 +87,14 @@ def select_keys(trace: Trace, names: Iterable[str] | None) -> list[str]:
     """
     keys = stage_keys(trace)
     wanted = list(DEFAULT_STAGES if names is None else names)
-    known = sorted({split_key(k)[0] for k, s in keys.items() if askable(s)}, key=GRADABLE.index)
+    ids = list(dict.fromkeys(s.id for s in keys.values()))  # in the order of the calculation
+    known = list(dict.fromkeys(s.id for s in keys.values() if askable(s)))
     picked: set[str] = set()
     for name in wanted:
         name = name.strip().lower()
         head_text, _, sid = name.rpartition("/")
         head = int(head_text) if head_text.isdigit() else None
-        if sid not in GRADABLE or (head_text and head is None):
+        if sid not in ids or (head_text and head is None):
             raise QkvcalcError("quiz.stage_unknown", name=name, known=", ".join(known))
         matches = [k for k, s in keys.items() if s.id == sid and (head is None or s.head == head)]
         if head is not None and not matches:
@@ -146,6 +117,7 @@ class CellRef:
     key: str
     i: int
     j: int
+    symbol: str = field(default="", compare=False)  # how the stage names a cell: K, Q·Kᵀ
 
     @property
     def stage_id(self) -> str:
@@ -158,7 +130,7 @@ class CellRef:
     @property
     def label(self) -> str:
         """'K[2,1]' (1-based); the head, when there are several, is said beside it."""
-        return f"{SYMBOLS[self.stage_id]}[{self.i + 1},{self.j + 1}]"
+        return f"{self.symbol}[{self.i + 1},{self.j + 1}]"
 
 
 @dataclass(frozen=True)
@@ -302,7 +274,7 @@ class Grader:
         own, origins = self.own(key)
         expected = float(self.stages[key].value[i, j])
         mine = float(own[i, j])
-        ref = CellRef(self.order[key], key, i, j)
+        ref = CellRef(self.order[key], key, i, j, self.stages[key].symbol)
         if answer is None or math.isnan(answer):
             return CellVerdict(ref, MISSING, None, expected, mine)
         if agrees(answer, expected, self.precision):

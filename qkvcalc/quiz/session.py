@@ -24,12 +24,10 @@ from qkvcalc.quiz.answers import parse_answer
 from qkvcalc.quiz.grade import (
     CARRIED,
     RIGHT,
-    SYMBOLS,
     CellVerdict,
     Grader,
     Report,
     StageGrade,
-    split_key,
 )
 from qkvcalc.quiz.report import MARKS, STYLES, answer_text, origins_text
 from qkvcalc.render import RenderOptions
@@ -93,8 +91,8 @@ def stage_heading(stage: Stage, number: int, total: int, lang: str) -> Text:
     if stage.head is not None:
         title += f" · {translate('ui.head', lang, head=stage.head)}"
     formula = stage.formula
-    if " = " not in formula and formula != SYMBOLS[stage.id]:
-        formula = f"{SYMBOLS[stage.id]} = {formula}"
+    if " = " not in formula and formula != stage.symbol:
+        formula = f"{stage.symbol} = {formula}"
     rows, cols = stage.shape
     return Text(
         translate(
@@ -173,8 +171,7 @@ class Session:
 
     def ask_cell(self, key: str, i: int, j: int) -> float:
         """One cell's answer, asked again until it is a number."""
-        sid, _ = split_key(key)
-        cell = f"{SYMBOLS[sid]}[{i + 1},{j + 1}]"
+        cell = f"{self.grader.stages[key].symbol}[{i + 1},{j + 1}]"
         prompt = Text(translate("quiz.prompt", self.lang, cell=cell))
         while True:
             text = self.ask(prompt)
@@ -224,7 +221,7 @@ class Session:
                 self.lang,
                 right=grade.count(RIGHT),
                 total=grade.total,
-                name=SYMBOLS[grade.stage.id],
+                name=grade.stage.symbol,
             )
             + "\n",
             style=STYLES[grade.status],

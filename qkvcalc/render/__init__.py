@@ -2,13 +2,20 @@
 
 `render(trace, fmt, options)` dispatches on the --format name; the table of formats is
 FORMATS, and each entry names the module that holds it, imported only when used.
+`format_for(path)` picks a format from a file name, as `--output FILE` does.
+
+Width: only `table` follows the terminal it is printed on; every other format is a document
+(or data) laid out for PAGE_WIDTH columns, the same on stdout as in a file.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import sys
+import types
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from qkvcalc.trace import Trace
@@ -24,7 +31,7 @@ class RenderOptions(NamedTuple):
     lang: str = "en"
     precision: int = 4
     detail: str = "full"  # full: per-cell arithmetic where it fits; brief: tables only
-    width: int = 100  # columns available (the terminal's, or a pinned one)
+    width: int = 100  # columns available (the terminal's for `table`, else PAGE_WIDTH)
     color: bool = True
     exact: bool = False
     max_rows: int = 12  # a table shows at most this many rows, eliding the middle
@@ -56,11 +63,53 @@ EXTENSIONS: dict[str, str] = {
 }
 
 
+PAGE_WIDTH = 100  # the width of every format but `table`, wherever it is written
+FOLLOWS_TERMINAL = ("table",)  # the formats laid out at the width of the terminal
+
+
+def format_for(path: str | os.PathLike[str], default: str = "table") -> str:
+    """The format a file name asks for by its extension ('out.md' -> 'markdown'); `default`
+    for a name without one. An extension no format has is a QkvcalcError naming the known."""
+    from qkvcalc.errors import QkvcalcError
+
+    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    if not suffix:
+        return default
+    if suffix not in EXTENSIONS:
+        raise QkvcalcError(
+            "export.output_extension", path=os.fspath(path), ext=suffix, known=" ".join(EXTENSIONS)
+        )
+    return EXTENSIONS[suffix]
+
+
 def renderer(fmt: str) -> Callable[[Trace, RenderOptions], str]:
     module, name = FORMATS[fmt]
     fn: Callable[[Trace, RenderOptions], str] = getattr(importlib.import_module(module), name)
     return fn
 
 
-def render(trace: Trace, fmt: str, options: RenderOptions) -> str:
-    return renderer(fmt)(trace, options)
+def render(
+    trace: Trace, fmt: str = "table", options: RenderOptions | None = None, **changes: Any
+) -> str:
+    """The trace in one format, as text: `render(trace, "markdown")`, or with options changed,
+    `render(trace, "table", lang="ko", precision=2, width=80)` (see RenderOptions)."""
+    if fmt not in FORMATS:
+        from qkvcalc.errors import QkvcalcError
+
+        raise QkvcalcError("export.unknown_format", format=fmt, known=", ".join(FORMATS))
+    opts = (options or RenderOptions(color=False))._replace(**changes)
+    return renderer(fmt)(trace, opts)
+
+
+class _Callable(types.ModuleType):
+    """`qkvcalc.render(trace, "markdown")`: the package is the function. Importing the package
+    makes it the attribute `render` of qkvcalc, so a function of that name there would be
+    replaced by it; calling the package instead means both spellings always work."""
+
+    def __call__(
+        self, trace: Trace, fmt: str = "table", options: RenderOptions | None = None, **changes: Any
+    ) -> str:
+        return render(trace, fmt, options, **changes)
+
+
+sys.modules[__name__].__class__ = _Callable

@@ -13,14 +13,23 @@ from the input or the catalogs, goes through html.escape.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 
 import numpy as np
 
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import Style, split_rows, stage_extras
-from qkvcalc.render.text import columns_that_fit, corners, fmt, safe, summary
+from qkvcalc.render.arith import Style
+from qkvcalc.render.document import (
+    StageView,
+    TableView,
+    plain_cell,
+    product_fits_width,
+    stage_view,
+    table_view,
+)
+from qkvcalc.render.text import columns_that_fit, safe, summary
 from qkvcalc.trace import Stage, Trace
 
 CELL_WIDTH = 3  # a column's width beyond its number, in characters (padding)
@@ -77,117 +86,102 @@ def _heat(weight: float) -> str:
     return f"background: rgb({r},{g},{b}); color: {text}"
 
 
-def html_table(
-    value: np.ndarray | Stage,
-    name: str,
-    rows: tuple[str, ...],
-    cols: tuple[str, ...],
-    opts: RenderOptions,
-    *,
-    heat: bool = False,
-) -> tuple[str, int, int]:
-    """A labelled <table> of a matrix (corners only when big); also how many rows and columns
-    were hidden."""
-    row_ids, col_ids, shown, hidden = corners(
-        value, opts.max_rows, columns_that_fit(rows, opts, CELL_WIDTH)
-    )
-    head = [f'<th scope="col" class="name">{escape(name)}</th>']
-    for j in col_ids:
+def html_table(view: TableView, opts: RenderOptions) -> str:
+    """A labelled <table> of a matrix (corners only when big)."""
+    head = [f'<th scope="col" class="name">{escape(view.name)}</th>']
+    for j in view.col_ids:
         head.append(
-            '<th class="gap">…</th>' if j is None else f'<th scope="col">{_label(cols[j])}</th>'
+            '<th class="gap">…</th>'
+            if j is None
+            else f'<th scope="col">{_label(view.cols[j])}</th>'
         )
     body = []
-    for i in row_ids:
+    for i in view.row_ids:
         if i is None:
             body.append(
                 "<tr>"
                 + '<th class="gap">⋮</th>'
-                + '<td class="gap">⋮</td>' * len(col_ids)
+                + '<td class="gap">⋮</td>' * len(view.col_ids)
                 + "</tr>"
             )
             continue
-        cells = [f'<th scope="row">{_label(rows[i])}</th>']
-        for j in col_ids:
+        cells = [f'<th scope="row">{_label(view.rows[i])}</th>']
+        for j in view.col_ids:
             if j is None:
                 cells.append('<td class="gap">…</td>')
                 continue
-            v = float(shown[i][j])
-            if np.isneginf(v):
-                cells.append('<td class="neginf">−∞</td>')
-            elif heat:
-                cells.append(f'<td style="{_heat(v)}">{fmt(v, opts.precision)}</td>')
+            text = escape(plain_cell(view, i, j, opts))
+            weight = view.weight(i, j)
+            if np.isneginf(float(view.shown[i][j])):
+                cells.append(f'<td class="neginf">{text}</td>')
+            elif weight is not None:
+                cells.append(f'<td style="{_heat(weight)}">{text}</td>')
             else:
-                cells.append(f"<td>{fmt(v, opts.precision)}</td>")
+                cells.append(f"<td>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    table = (
+    return (
         '<table class="matrix">\n<thead><tr>'
         + "".join(head)
         + "</tr></thead>\n<tbody>\n"
         + "\n".join(body)
         + "\n</tbody>\n</table>"
     )
-    return table, *hidden
 
 
-def _product(stage: Stage, opts: RenderOptions) -> str | None:
+def _max_cols(rows: Sequence[str], opts: RenderOptions) -> int:
+    return columns_that_fit(rows, opts, CELL_WIDTH)
+
+
+def _product(view: StageView, opts: RenderOptions) -> str | None:
     """A small matrix product side by side: A · B = C."""
-    if not stage.is_product:
+    if view.product is None or view.table is None:
         return None
-    cols = len(stage.inner) + 2 * len(stage.cols)  # A [n, inner] · B [inner, cols] = [n, cols]
-    rows = max(len(stage.rows), len(stage.inner))
-    if cols * (opts.precision + 4) + 40 > opts.width or rows > opts.max_rows:
-        return None
-    a, b = stage.operands
-    parts = [
-        html_table(a, stage.names[0], stage.rows, stage.inner, opts)[0],
-        '<span class="op">·</span>',
-        html_table(b, stage.names[1], stage.inner, stage.cols, opts)[0],
-    ]
-    if stage.bias is not None:
-        parts += [
-            '<span class="op">+</span>',
-            html_table(stage.bias[None, :], "b", ("",), stage.cols, opts)[0],
-        ]
-    parts += [
-        '<span class="op">=</span>',
-        html_table(stage.value, stage.name, stage.rows, stage.cols, opts)[0],
-    ]
+    ops = ['<span class="op">·</span>', '<span class="op">+</span>']
+    parts = []
+    for k, operand in enumerate(view.product):
+        if k:
+            parts.append(ops[min(k - 1, 1)])
+        parts.append(html_table(operand, opts))
+    parts += ['<span class="op">=</span>', html_table(view.table._replace(heat=False), opts)]
     return '<div class="product">\n' + "\n".join(parts) + "\n</div>"
 
 
 def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions) -> str:
-    title = _t(opts, stage.title.key)
-    if stage.head:
-        title += " · " + _t(opts, "ui.head", head=stage.head)
-    rows, cols = stage.shape
+    view = stage_view(
+        stage,
+        number,
+        total,
+        trace,
+        opts,
+        max_cols=_max_cols(stage.rows, opts),
+        product_fits=product_fits_width(stage, opts),
+        style=Style.of(opts),
+    )
+    title = escape(view.title) + (" · " + escape(view.head) if view.head else "")
     head_attr = f' data-head="{stage.head}"' if stage.head else ""
     out = [
         f'<section class="stage" data-stage="{escape(stage.id)}"{head_attr}>',
         f'<h2><span class="num">{number}/{total}</span>{title}</h2>',
-        f'<p><span class="formula">{escape(stage.formula)}</span>'
-        f'<span class="shape">{rows}×{cols}</span></p>',
-        f'<p class="why">{_t(opts, stage.why.key)}</p>',
+        f'<p><span class="formula">{escape(view.formula)}</span>'
+        f'<span class="shape">{view.shape}</span></p>',
+        f'<p class="why">{escape(view.why)}</p>',
     ]
-    product = _product(stage, opts)
-    table, hidden_rows, hidden_cols = html_table(
-        stage, stage.name, stage.rows, stage.cols, opts, heat=stage.heat
-    )
-    if stage.in_words:  # sentences, as in the terminal: which columns each head reads
-        items = "".join(f"<li>{escape(row.text(opts.lang))}</li>" for row in split_rows(stage))
+    if view.table is None:  # sentences, as in the terminal: which columns each head reads
+        items = "".join(f"<li>{escape(line)}</li>" for line in view.words)
         out.append(f'<ul class="rows">{items}</ul>')
     else:
-        out.append(f'<div class="scroll">\n{product or table}\n</div>')
-    extras = stage_extras(stage, trace, (hidden_rows, hidden_cols), Style.of(opts), opts)
-    if extras.notes:
-        items = "".join(f"<li>{escape(note.text(opts.lang))}</li>" for note in extras.notes)
+        shown = _product(view, opts) or html_table(view.table, opts)
+        out.append(f'<div class="scroll">\n{shown}\n</div>')
+    if view.notes:
+        items = "".join(f"<li>{escape(note.text(opts.lang))}</li>" for note in view.notes)
         out.append(f'<ul class="notes">{items}</ul>')
-    if extras.has_arithmetic:
+    if view.row_sentences or view.work:
         out.append(f"<h3>{_t(opts, 'ui.arithmetic')}</h3>")
-    if extras.rows:
-        lines = ("⋮" if row is None else escape(row.text(opts.lang)) for row in extras.rows)
+    if view.row_sentences:
+        lines = ("⋮" if row is None else escape(row.text(opts.lang)) for row in view.row_sentences)
         out.append('<ul class="rows">' + "".join(f"<li>{line}</li>" for line in lines) + "</ul>")
-    if extras.work:
-        out.append('<pre class="work">' + escape("\n".join(extras.work)) + "</pre>")
+    if view.work:
+        out.append('<pre class="work">' + escape("\n".join(view.work)) + "</pre>")
     out.append("</section>")
     return "\n".join(out)
 
@@ -214,7 +208,9 @@ def _body(trace: Trace, opts: RenderOptions) -> str:
             f'<p class="warning"><strong>{_t(opts, "ui.warning")}</strong>: '
             f"{escape(warning.text(opts.lang))}</p>"
         )
-    table = html_table(final.value, "", final.rows, final.cols, opts)[0]
+    table = html_table(
+        table_view(final.value, "", final.rows, final.cols, opts, _max_cols(final.rows, opts)), opts
+    )
     out += [f'<div class="scroll">\n{table}\n</div>', "</section>", "</div>"]
     return "\n".join(out)
 

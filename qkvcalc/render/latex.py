@@ -14,14 +14,13 @@ visible code such as [U+1F600], so that every input compiles. Hangul is set with
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-
-import numpy as np
+from collections.abc import Iterable, Sequence
 
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import Style, split_rows, stage_extras
-from qkvcalc.render.text import corners, fmt, pick, safe, summary
+from qkvcalc.render.arith import Style
+from qkvcalc.render.document import StageView, TableView, stage_view, table_view
+from qkvcalc.render.text import pick, safe, summary
 from qkvcalc.trace import Stage, Trace
 
 # A page of \small text holds about this many matrix columns (the label column aside).
@@ -132,56 +131,48 @@ def tex_formula(formula: str) -> str:
 # ---- matrices ---------------------------------------------------------------------------------
 
 
-def _cell(value: float, precision: int) -> str:
-    return r"-\infty" if np.isneginf(value) else fmt(value, precision).replace("−", "-")
-
-
-def bmatrix(value: np.ndarray | Stage, opts: RenderOptions) -> tuple[str, int, int]:
-    """A matrix as a bmatrix, eliding its middle rows and columns; also how many are hidden."""
-    row_ids, col_ids, shown, hidden = corners(value, opts.max_rows, MAX_COLS)
+def bmatrix(view: TableView, style: Style) -> str:
+    """A matrix as a bmatrix, its middle rows and columns elided (\\vdots, \\cdots)."""
     lines = []
-    for i in row_ids:
+    for i in view.row_ids:
         if i is None:
-            cells = [r"\ddots" if j is None else r"\vdots" for j in col_ids]
+            cells = [r"\ddots" if j is None else r"\vdots" for j in view.col_ids]
         else:
-            cells = [
-                r"\cdots" if j is None else _cell(float(shown[i][j]), opts.precision)
-                for j in col_ids
-            ]
+            cells = [r"\cdots" if j is None else view.cell(i, j, style) for j in view.col_ids]
         lines.append(" & ".join(cells))
     body = " \\\\\n".join(lines)
-    return "\\begin{bmatrix}\n" + body + "\n\\end{bmatrix}", *hidden
+    return "\\begin{bmatrix}\n" + body + "\n\\end{bmatrix}"
 
 
-def _labels(names: tuple[str, ...], limit: int) -> str:
+def _labels(names: Sequence[str], limit: int) -> str:
     """The labels of the rows (or columns) shown, in plain text: 'I, love, cats'."""
     return ", ".join("…" if k is None else safe(names[k]) for k in pick(len(names), limit))
 
 
-def _operands_fit(stage: Stage) -> bool:
+def operands_fit(stage: Stage) -> bool:
+    """A product A·B = C is written out when its three matrices fit a page of \\small text."""
     if not stage.is_product:
         return False
     cols = len(stage.inner) + 2 * len(stage.cols)  # A [n, inner] · B [inner, cols] = [n, cols]
     return cols <= OPERAND_COLS and max(len(stage.rows), len(stage.inner)) <= OPERAND_ROWS
 
 
-def tex_product(stage: Stage, opts: RenderOptions) -> str:
-    """A matmul stage's operands as TeX: [A] \\cdot [B] (+ [b]). Markdown uses it too."""
-    a, b = stage.operands
-    product = bmatrix(a, opts)[0] + r" \cdot " + bmatrix(b, opts)[0]
-    if stage.bias is not None:
-        product += " + " + bmatrix(stage.bias[None, :], opts)[0]
+def tex_product(operands: list[TableView], style: Style) -> str:
+    """A product's operands as TeX: [A] \\cdot [B] (+ [b]). Markdown uses it too."""
+    product = bmatrix(operands[0], style) + r" \cdot " + bmatrix(operands[1], style)
+    if len(operands) > 2:
+        product += " + " + bmatrix(operands[2], style)
     return product
 
 
-def _equation(stage: Stage, opts: RenderOptions) -> tuple[str, int, int]:
+def _equation(view: StageView, style: Style) -> str:
     """The display equation of a stage: formula = matrix (or formula = A·B = C)."""
-    result, hidden_rows, hidden_cols = bmatrix(stage, opts)
-    parts = [tex_formula(stage.formula)]
-    if _operands_fit(stage):
-        parts.append(tex_product(stage, opts))
-    parts.append(result)
-    return "\\[\n" + "\n= ".join(parts) + "\n\\]", hidden_rows, hidden_cols
+    assert view.table is not None
+    parts = [tex_formula(view.formula)]
+    if view.product is not None:
+        parts.append(tex_product(view.product, style))
+    parts.append(bmatrix(view.table, style))
+    return "\\[\n" + "\n= ".join(parts) + "\n\\]"
 
 
 # ---- the document ---------------------------------------------------------------------------
@@ -205,33 +196,42 @@ def _align(work: list[str]) -> str:
 
 
 def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions) -> str:
-    title = _t(opts, stage.title.key)
-    if stage.head:
-        title += r" \quad " + _t(opts, "ui.head", head=stage.head)
+    style = Style.of(opts, latex=True)
+    view = stage_view(
+        stage,
+        number,
+        total,
+        trace,
+        opts,
+        max_cols=MAX_COLS,
+        product_fits=operands_fit(stage),
+        style=style,
+    )
+    title = tex_escape(view.title)
+    if view.head:
+        title += r" \quad " + tex_escape(view.head)
     lines = [
         rf"\section*{{{number}/{total}\quad {title}}}",
-        _t(opts, stage.why.key),
+        tex_escape(view.why),
     ]
-    equation, hidden_rows, hidden_cols = _equation(stage, opts)
-    if stage.in_words:  # sentences, as in the terminal: which columns each head reads
-        equation = _itemize(tex_escape(row.text(opts.lang)) for row in split_rows(stage))
-    lines.append(equation)
+    if view.table is None:  # sentences, as in the terminal: which columns each head reads
+        lines.append(_itemize(tex_escape(line) for line in view.words))
+    else:
+        lines.append(_equation(view, style))
     rows = _t(opts, "export.rows", labels=_labels(stage.rows, opts.max_rows))
     cols = _t(opts, "export.cols", labels=_labels(stage.cols, MAX_COLS))
     lines.append(rf"{{\small {rows} \quad {cols}}}")
-    style = Style.of(opts, latex=True)
-    extras = stage_extras(stage, trace, (hidden_rows, hidden_cols), style, opts)
-    if extras.notes:
-        lines.append(_itemize(tex_escape(note.text(opts.lang)) for note in extras.notes))
-    if extras.has_arithmetic:
+    if view.notes:
+        lines.append(_itemize(tex_escape(note.text(opts.lang)) for note in view.notes))
+    if view.row_sentences or view.work:
         lines.append(rf"\subsection*{{{_t(opts, 'ui.arithmetic')}}}")
-    if extras.rows:
+    if view.row_sentences:
         rows_said = (
-            r"$\vdots$" if r is None else tex_escape(r.text(opts.lang)) for r in extras.rows
+            r"$\vdots$" if r is None else tex_escape(r.text(opts.lang)) for r in view.row_sentences
         )
         lines.append(_itemize(rows_said))
-    if extras.work:
-        lines.append(_align(extras.work))
+    if view.work:
+        lines.append(_align(view.work))
     return "\n\n".join(lines) + "\n"
 
 
@@ -270,7 +270,8 @@ def render_latex(trace: Trace, opts: RenderOptions) -> str:
     total = len(trace.stages)
     body = [render_stage(stage, k, total, trace, opts) for k, stage in enumerate(trace.stages, 1)]
     final = trace.stage("output")
-    result, _, _ = bmatrix(final.value, opts)
+    final_view = table_view(final.value, "", final.rows, final.cols, opts, MAX_COLS)
+    result = bmatrix(final_view, Style.of(opts, latex=True))
     ending = [rf"\section*{{{_t(opts, 'ui.output_final')}}}"]
     for warning in trace.warnings:
         ending.append(

@@ -13,13 +13,19 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import Style, split_rows, stage_extras
+from qkvcalc.render.arith import Style
+from qkvcalc.render.document import (
+    StageView,
+    TableView,
+    plain_cell,
+    product_fits_width,
+    stage_view,
+    table_view,
+)
 from qkvcalc.render.latex import bmatrix, tex_formula, tex_product
-from qkvcalc.render.text import columns_that_fit, corners, fmt, safe, summary
+from qkvcalc.render.text import columns_that_fit, safe, summary
 from qkvcalc.trace import Stage, Trace
 
 CELL_WIDTH = 3  # what a table column costs beyond its number: " | "
@@ -45,82 +51,81 @@ def _t(opts: RenderOptions, key: str, **params: object) -> str:
     return _prose(translate(key, opts.lang, **params))
 
 
-def _cell(value: float, precision: int) -> str:
-    return "−∞" if np.isneginf(value) else fmt(value, precision)
-
-
-def md_table(
-    value: np.ndarray | Stage,
-    name: str,
-    rows: tuple[str, ...],
-    cols: tuple[str, ...],
-    opts: RenderOptions,
-) -> tuple[list[str], int, int]:
-    """A GitHub table of a matrix (corners only when big); also how many rows and columns
-    were hidden."""
-    row_ids, col_ids, shown, hidden = corners(
-        value, opts.max_rows, columns_that_fit(rows, opts, CELL_WIDTH)
-    )
-    head = [f"**{md_escape(name)}**" if name else " "] + [
-        "…" if j is None else md_escape(cols[j]) for j in col_ids
+def md_table(view: TableView, opts: RenderOptions) -> list[str]:
+    """A GitHub table of a matrix (corners only when big)."""
+    head = [f"**{md_escape(view.name)}**" if view.name else " "] + [
+        "…" if j is None else md_escape(view.cols[j]) for j in view.col_ids
     ]
     lines = [
         "| " + " | ".join(head) + " |",
-        "|:--" + "|--:" * len(col_ids) + "|",
+        "|:--" + "|--:" * len(view.col_ids) + "|",
     ]
-    for i in row_ids:
+    for i in view.row_ids:
         if i is None:
-            cells = ["⋮"] * (len(col_ids) + 1)
+            cells = ["⋮"] * (len(view.col_ids) + 1)
         else:
-            cells = [md_escape(rows[i])] + [
-                "…" if j is None else _cell(float(shown[i][j]), opts.precision) for j in col_ids
+            cells = [md_escape(view.rows[i])] + [
+                "…" if j is None else md_escape(plain_cell(view, i, j, opts)) for j in view.col_ids
             ]
         lines.append("| " + " | ".join(cells) + " |")
-    return lines, *hidden
+    return lines
 
 
-def _product(stage: Stage, opts: RenderOptions) -> list[str]:
+def _max_cols(rows: tuple[str, ...], opts: RenderOptions) -> int:
+    return columns_that_fit(rows, opts, CELL_WIDTH)
+
+
+def _product(view: StageView, opts: RenderOptions) -> list[str]:
     """A small matrix product as one display equation: Q = X·W_Q = [..]·[..] = [..]."""
-    if not stage.is_product:
+    if view.product is None or view.table is None:
         return []
-    cols = len(stage.inner) + 2 * len(stage.cols)  # A [n, inner] · B [inner, cols] = [n, cols]
-    if cols * (opts.precision + 4) + 40 > opts.width or max(len(stage.rows), len(stage.inner)) > 8:
-        return []
-    parts = [tex_formula(stage.formula), tex_product(stage, opts), bmatrix(stage, opts)[0]]
+    style = Style.of(opts, latex=True)
+    parts = [
+        tex_formula(view.formula),
+        tex_product(view.product, style),
+        bmatrix(view.table, style),
+    ]
     # GitHub reads \\ in a $$ block only at the end of a line: bmatrix keeps one row a line
     return ["$$", " = ".join(parts), "$$"]
 
 
 def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions) -> str:
-    title = _t(opts, stage.title.key)
-    if stage.head:
-        title += " · " + _t(opts, "ui.head", head=stage.head)
-    rows, cols = stage.shape
+    view = stage_view(
+        stage,
+        number,
+        total,
+        trace,
+        opts,
+        max_cols=_max_cols(stage.rows, opts),
+        product_fits=product_fits_width(stage, opts),
+        style=Style.of(opts),
+    )
+    title = _prose(view.title) + (" · " + _prose(view.head) if view.head else "")
     out = [
         f"## {number}/{total} · {title}",
-        f"${tex_formula(stage.formula)}$ · {rows}×{cols}",
-        _t(opts, stage.why.key),
+        f"${tex_formula(view.formula)}$ · {view.shape}",
+        _prose(view.why),
     ]
-    product = _product(stage, opts)
+    product = _product(view, opts)
     if product:
         out.append("\n".join(product))
-    table, hidden_rows, hidden_cols = md_table(stage, stage.name, stage.rows, stage.cols, opts)
-    if stage.in_words:  # sentences, as in the terminal: which columns each head reads
-        out.append("\n".join("- " + _prose(row.text(opts.lang)) for row in split_rows(stage)))
+    if view.table is None:  # sentences, as in the terminal: which columns each head reads
+        out.append("\n".join("- " + _prose(line) for line in view.words))
     else:
-        out.append("\n".join(table))
-    extras = stage_extras(stage, trace, (hidden_rows, hidden_cols), Style.of(opts), opts)
-    if extras.notes:
-        out.append("\n".join(f"> {_prose(note.text(opts.lang))}" for note in extras.notes))
-    if extras.has_arithmetic:
+        out.append("\n".join(md_table(view.table, opts)))
+    if view.notes:
+        out.append("\n".join(f"> {_prose(note.text(opts.lang))}" for note in view.notes))
+    if view.row_sentences or view.work:
         out.append(f"**{_t(opts, 'ui.arithmetic')}**")
-    if extras.rows:
+    if view.row_sentences:
         out.append(
-            "\n".join("- " + ("⋮" if r is None else _prose(r.text(opts.lang))) for r in extras.rows)
+            "\n".join(
+                "- " + ("⋮" if r is None else _prose(r.text(opts.lang))) for r in view.row_sentences
+            )
         )
-    if extras.work:
+    if view.work:
         # the lines hold numbers and the engine's symbols only, never input text
-        out.append("```text\n" + "\n".join(extras.work) + "\n```")
+        out.append("```text\n" + "\n".join(view.work) + "\n```")
     return "\n\n".join(out)
 
 
@@ -136,5 +141,8 @@ def render_markdown(trace: Trace, opts: RenderOptions) -> str:
     final = trace.stage("output")
     out.append(f"## {_t(opts, 'ui.output_final')}")
     out += [f"> **{_t(opts, 'ui.warning')}**: {_prose(w.text(opts.lang))}" for w in trace.warnings]
-    out.append("\n".join(md_table(final.value, "", final.rows, final.cols, opts)[0]))
+    final_view = table_view(
+        final.value, "", final.rows, final.cols, opts, _max_cols(final.rows, opts)
+    )
+    out.append("\n".join(md_table(final_view, opts)))
     return "\n\n".join(out) + "\n"

@@ -1,0 +1,163 @@
+"""The document every export writes: a stage as the parts of a page, decided once.
+
+A StageView is what goes on the page for one stage — its heading (number, title, head,
+formula, shape), why it exists, its table (which rows and columns are shown, each cell's
+value and, with --exact, its exact value), the A·B = C product when the page has room for it,
+the split said in sentences, the notes, the row sentences and each cell's arithmetic. The
+Markdown, HTML and LaTeX writers only spell these parts in their own markup; the terminal
+lays its tables out by measuring them at its console (qkvcalc.render.terminal) and reads the
+same heading, notes and arithmetic. Nothing here escapes text: each writer does, its own way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from qkvcalc.i18n import Msg, translate
+from qkvcalc.render.arith import Style, split_rows, stage_extras
+from qkvcalc.render.text import corners
+from qkvcalc.trace import Stage, Trace
+
+if TYPE_CHECKING:
+    from qkvcalc.render import RenderOptions
+
+
+class TableView(NamedTuple):
+    """A matrix as a table shows it: the rows and columns shown (None: the elided middle),
+    the shown values by row, their exact values where there are any, and what is hidden."""
+
+    name: str
+    rows: Sequence[str]
+    cols: Sequence[str]
+    row_ids: list[int | None]
+    col_ids: list[int | None]
+    shown: dict[int, np.ndarray]
+    exact: Sequence[Sequence[Any]] | None
+    hidden: tuple[int, int]
+    heat: bool = False
+
+    def cell(self, i: int, j: int, style: Style) -> str:
+        """A shown cell as text: its exact value when --exact recorded one, else the decimal
+        (−∞ for a masked score)."""
+        value = float(self.shown[i][j])
+        if np.isneginf(value):
+            return style.neg_inf
+        if self.exact is not None and self.exact[i][j] is not None:
+            return style.exact_num(self.exact[i][j])
+        return style.num(value)
+
+    def weight(self, i: int, j: int) -> float | None:
+        """The shade of a weight (heat), or None for a table without one."""
+        return float(self.shown[i][j]) if self.heat else None
+
+
+def table_view(
+    value: np.ndarray | Stage,
+    name: str,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    opts: RenderOptions,
+    max_cols: int,
+    *,
+    exact: Sequence[Sequence[Any]] | None = None,
+    heat: bool = False,
+) -> TableView:
+    row_ids, col_ids, shown, hidden = corners(value, opts.max_rows, max_cols)
+    return TableView(name, rows, cols, row_ids, col_ids, shown, exact, hidden, heat)
+
+
+class StageView(NamedTuple):
+    """One stage as the parts of a page."""
+
+    stage: Stage
+    number: int
+    total: int
+    title: str
+    head: str  # 'head 2', or '' for a stage of the whole run
+    formula: str
+    shape: str  # '3×2'
+    why: str
+    table: TableView | None  # None when the stage is said in words
+    product: list[TableView] | None  # A, B (and the bias) of A·B = C, when the page has room
+    words: list[str]  # the stage in sentences (the split into heads)
+    notes: list[Msg]
+    row_sentences: list[Msg | None]
+    work: list[str]
+
+
+def operand_views(stage: Stage, opts: RenderOptions, max_cols: int) -> list[TableView]:
+    """The operands of a product as tables (with the bias as a one-row table), exact where
+    --exact recorded them."""
+    a, b = stage.operands
+    ea, eb = stage.operands_exact if opts.exact and len(stage.operands_exact) == 2 else (None, None)
+    views = [
+        table_view(a, stage.names[0], stage.rows, stage.inner, opts, max_cols, exact=ea),
+        table_view(b, stage.names[1], stage.inner, stage.cols, opts, max_cols, exact=eb),
+    ]
+    if stage.bias is not None:
+        e_bias = (stage.bias_exact,) if opts.exact and stage.bias_exact is not None else None
+        views.append(
+            table_view(stage.bias[None, :], "b", ("",), stage.cols, opts, max_cols, exact=e_bias)
+        )
+    return views
+
+
+def stage_view(
+    stage: Stage,
+    number: int,
+    total: int,
+    trace: Trace,
+    opts: RenderOptions,
+    *,
+    max_cols: int,
+    product_fits: bool,
+    style: Style,
+) -> StageView:
+    """What a page shows of one stage. `max_cols`: how many columns a table of this page
+    holds; `product_fits`: whether the page has room for A·B = C (a rule of its format)."""
+    lang = opts.lang
+    table = None
+    words: list[str] = []
+    if stage.in_words:
+        words = [row.text(lang) for row in split_rows(stage)]
+    else:
+        exact = stage.exact if opts.exact else None
+        table = table_view(
+            stage, stage.name, stage.rows, stage.cols, opts, max_cols, exact=exact, heat=stage.heat
+        )
+    hidden = table.hidden if table is not None else corners(stage, opts.max_rows, max_cols).hidden
+    extras = stage_extras(stage, trace, hidden, style, opts)
+    rows, cols = stage.shape
+    return StageView(
+        stage,
+        number,
+        total,
+        translate(stage.title.key, lang),
+        translate("ui.head", lang, head=stage.head) if stage.head else "",
+        stage.formula,
+        f"{rows}×{cols}",
+        translate(stage.why.key, lang),
+        table,
+        operand_views(stage, opts, max_cols) if product_fits and stage.is_product else None,
+        words,
+        extras.notes,
+        extras.rows,
+        extras.work,
+    )
+
+
+def product_fits_width(stage: Stage, opts: RenderOptions) -> bool:
+    """Markdown and HTML: A·B = C goes on the page when its three matrices fit its width."""
+    if not stage.is_product:
+        return False
+    cols = len(stage.inner) + 2 * len(stage.cols)  # A [n, inner] · B [inner, cols] = [n, cols]
+    rows = max(len(stage.rows), len(stage.inner))
+    return cols * (opts.precision + 4) + 40 <= opts.width and rows <= opts.max_rows
+
+
+def plain_cell(view: TableView, i: int, j: int, opts: RenderOptions) -> str:
+    """A cell as plain Unicode text (Markdown, HTML): '7/√2 ≈ 4.9497', '−∞', '0.8044'."""
+    return view.cell(i, j, Style.of(opts))
