@@ -25,7 +25,6 @@ from qkvcalc.quiz.answers import parse_answer
 from qkvcalc.quiz.grade import (
     CARRIED,
     DEFAULT_STAGES,
-    GRADABLE,
     RIGHT,
     WRONG,
     agrees,
@@ -438,14 +437,14 @@ def sheet_from_naive(doc, trace):
     sheet = {}
     for (sid, head), value in ref.items():
         key = sid if head is None else f"{head}/{sid}"
-        if sid in GRADABLE and key in stage_keys(trace):
+        if key in stage_keys(trace):
             sheet[key] = np.array(value, dtype=float)
     assert multi or "concat" not in sheet
     return sheet
 
 
 def askable_keys(trace):
-    return select_keys(trace, list(GRADABLE))
+    return select_keys(trace, list(dict.fromkeys(s.id for s in stage_keys(trace).values())))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -381,6 +381,19 @@ MESSAGES: dict[str, str] = {
     "help.explain.scale": "The factor the scores are multiplied by (default 1/√d_k): 0.5, "
     "1/sqrt(8).",
     "help.explain.layout": "rows: Q = X·W_Q; torch: weights as PyTorch stores them (out×in).",
+    "help.explain.positions": 'Query positions, split by spaces: "0 1 2" (default 0…n−1).',
+    "help.explain.causal_align": "top-left (default, as is_causal=True) or bottom-right (the "
+    "last query at the last key, as when decoding with a cache).",
+    "help.explain.window": "Sliding window W: each query sees its W most recent positions, "
+    "its own included (needs --mask causal).",
+    "help.explain.positional": "sinusoidal: add the paper's position encoding to X.",
+    "help.explain.rope": "Rotary position embedding (RoPE) on q and k, with this theta "
+    "(10000 in LLaMA).",
+    "help.explain.rope_style": "half: dimension i with i + R/2 (LLaMA, GPT-NeoX); pairs: 2i "
+    "with 2i+1 (GPT-J).",
+    "help.explain.rope_dims": "How many dimensions of each head rotate (even; default d_k).",
+    "help.explain.alibi": "Add ALiBi's distance penalty, with the paper's slopes per head.",
+    "help.explain.softcap": "Softcap the scores: c·tanh(s/c) (Gemma 2 uses 50).",
     "help.explain.format": "What to print (default: table, or from --output's extension).",
     "help.explain.output": "Write to this file instead of standard output.",
     "help.explain.detail": "full: each cell's arithmetic where it fits; brief: tables only.",

@@ -394,6 +394,18 @@ MESSAGES: dict[str, str] = {
     "help.explain.kv_heads": "Key/Value 헤드 수 G (그룹 쿼리 어텐션, GQA).",
     "help.explain.scale": "어텐션 스코어에 곱하는 스케일링 계수 (기본값 1/√d_k): 0.5, 1/sqrt(8).",
     "help.explain.layout": "rows: Q = X·W_Q; torch: PyTorch가 저장하는 방식의 가중치 (out×in).",
+    "help.explain.positions": 'Query의 위치, 공백으로 구분: "0 1 2" (기본값 0…n−1).',
+    "help.explain.causal_align": "top-left(기본값, is_causal=True와 같음) 또는 bottom-right"
+    "(캐시로 디코딩할 때처럼 마지막 Query를 마지막 Key에 맞춤).",
+    "help.explain.window": "슬라이딩 윈도우 W: 각 Query는 자기 위치를 포함한 최근 W개 위치를 "
+    "봅니다 (--mask causal 필요).",
+    "help.explain.positional": "sinusoidal: 논문의 위치 인코딩을 X에 더합니다.",
+    "help.explain.rope": "q와 k에 회전 위치 임베딩(RoPE)을 이 theta로 적용합니다 (LLaMA는 10000).",
+    "help.explain.rope_style": "half: 차원 i와 i + R/2 (LLaMA, GPT-NeoX); pairs: 2i와 2i+1 "
+    "(GPT-J).",
+    "help.explain.rope_dims": "각 헤드에서 회전하는 차원 수 (짝수, 기본값 d_k).",
+    "help.explain.alibi": "ALiBi의 거리 벌점을 헤드마다 논문의 기울기로 더합니다.",
+    "help.explain.softcap": "점수를 소프트캡합니다: c·tanh(s/c) (Gemma 2는 50).",
     "help.explain.format": "출력 형식 (기본값: table, 또는 --output 파일의 확장자에 따름).",
     "help.explain.output": "표준 출력 대신 이 파일에 씁니다.",
     "help.explain.detail": "full: 자리가 허락하는 곳마다 칸별 계산 과정까지; brief: 표만.",

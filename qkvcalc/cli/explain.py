@@ -34,6 +34,20 @@ else:
     Format = Enum("Format", {name: name for name in FORMATS}, type=str)
 
 
+class Align(str, Enum):
+    top_left = "top-left"
+    bottom_right = "bottom-right"
+
+
+class Positional(str, Enum):
+    sinusoidal = "sinusoidal"
+
+
+class RopeStyle(str, Enum):
+    half = "half"
+    pairs = "pairs"
+
+
 class Detail(str, Enum):
     full = "full"
     brief = "brief"
@@ -102,6 +116,36 @@ def explain(
             show_default=False,
         ),
     ] = None,
+    positions: Annotated[
+        str | None, typer.Option(help=help_text("help.explain.positions"), show_default=False)
+    ] = None,
+    causal_align: Annotated[
+        Align | None,
+        typer.Option(help=help_text("help.explain.causal_align"), show_default=False),
+    ] = None,
+    window: Annotated[
+        int | None,
+        typer.Option(help=help_text("help.explain.window"), min=1, show_default=False),
+    ] = None,
+    positional: Annotated[
+        Positional | None,
+        typer.Option(help=help_text("help.explain.positional"), show_default=False),
+    ] = None,
+    rope: Annotated[
+        float | None, typer.Option(help=help_text("help.explain.rope"), show_default=False)
+    ] = None,
+    rope_style: Annotated[
+        RopeStyle | None,
+        typer.Option(help=help_text("help.explain.rope_style"), show_default=False),
+    ] = None,
+    rope_dims: Annotated[
+        int | None,
+        typer.Option(help=help_text("help.explain.rope_dims"), min=2, show_default=False),
+    ] = None,
+    alibi: Annotated[bool, typer.Option("--alibi", help=help_text("help.explain.alibi"))] = False,
+    softcap: Annotated[
+        float | None, typer.Option(help=help_text("help.explain.softcap"), show_default=False)
+    ] = None,
     format: Annotated[
         Format | None,
         typer.Option(
@@ -161,6 +205,13 @@ def explain(
             "kv_heads": kv_heads,
             "scale": scale,
             "layout": layout.value if layout else None,
+            "positions": positions.replace(",", " ").split() if positions else None,
+            "causal_align": causal_align.value if causal_align else None,
+            "window": window,
+            "positional": positional.value if positional else None,
+            "rope": _rope(rope, rope_style, rope_dims),
+            "alibi": True if alibi else None,
+            "softcap": softcap,
         }
         doc = gather(source, preset, inline, sys.stdin.buffer, sys.stdin.isatty(), max_bytes)
         problem = Problem.from_mapping(doc, exact=exact, max_elements=max_elements)
@@ -197,3 +248,15 @@ def explain(
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
+
+
+def _rope(theta: float | None, style: "RopeStyle | None", dims: int | None) -> dict | None:
+    """--rope THETA --rope-style half|pairs --rope-dims R, as the input format's rope object."""
+    if theta is None and style is None and dims is None:
+        return None
+    rope: dict[str, object] = {} if theta is None else {"theta": theta}
+    if style is not None:
+        rope["style"] = style.value
+    if dims is not None:
+        rope["dims"] = dims
+    return rope
