@@ -627,10 +627,9 @@ def _score_bias(p: Problem, h: int | None, formula: str) -> list[Spec]:
             },
             notes=(
                 Msg(
-                    "note.alibi",
+                    "note.alibi_given" if v.alibi_given else "note.alibi_recipe",
                     slope=f"{slope:.6g}",
                     heads=p.heads,
-                    given="given" if v.alibi_given else "recipe",
                 ),
                 Msg("note.alibi_bloom"),
             ),

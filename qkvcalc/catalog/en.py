@@ -105,6 +105,14 @@ MESSAGES: dict[str, str] = {
     "qkvcalc presets show NAME > mine.json",
     "ui.split_row": "head {head}: {q}[:, {qcols}], {k}[:, {kcols}], {v}[:, {vcols}] (K/V head {g})",
     # ---- the bundled presets' descriptions (i18n.preset_description) ----------------
+    "preset.alibi.description": "ALiBi on 'I love my cats': two heads penalise distant keys, "
+    "one steeply (slope 1/2), one gently (1/4)",
+    "preset.llama.description": "A tiny LLaMA-style layer: 2 query heads share 1 key/value "
+    "head, RoPE on q and k, causal, then W_O",
+    "preset.rope.description": "RoPE on 'cat sat cat sat': the same pair of tokens at the same "
+    "distance scores the same, wherever it stands",
+    "preset.window.description": "A sliding window of 3 on five tokens: each query sees itself "
+    "and the two before it, as Mistral's layers do",
     "preset.cross.description": "Cross-attention: the French 'le chat dort' reads the English "
     "'the cat is sleeping'",
     "preset.doc.description": "One token, x = [1, 2]: the worked example of Q, K, V by hand",
@@ -479,8 +487,10 @@ MESSAGES: dict[str, str] = {
     "note.rope_shift": "The point of RoPE, checked on these numbers: {query} at position "
     "{pos_q} with {key} at {pos_k} scores {score}; move both by {offset} (to {moved_q} and "
     "{moved_k}) and the score is {moved}. Only the distance, {distance}, matters.",
-    "note.alibi": "ALiBi: the bias is −slope·|pos_i − pos_j|, a penalty growing with the "
-    "distance, slope {slope} for this head (of {heads} heads' slopes).",
+    "note.alibi_recipe": "ALiBi: the bias is −slope·|pos_i − pos_j|, a penalty growing with "
+    "the distance. This head's slope, {slope}, comes from the paper's recipe for {heads} heads.",
+    "note.alibi_given": "ALiBi: the bias is −slope·|pos_i − pos_j|, a penalty growing with "
+    "the distance. This head's slope, {slope}, was given.",
     "note.alibi_bloom": "BLOOM adds +slope·j (by key position) instead. Under a causal mask "
     "that differs from −slope·|i − j| by the same amount in every cell of a row, so the "
     "weights are equal, but the biased scores shown here are not.",

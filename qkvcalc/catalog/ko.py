@@ -114,6 +114,14 @@ MESSAGES: dict[str, str] = {
     "qkvcalc presets show NAME > mine.json",
     "ui.split_row": "헤드 {head}: {q}[:, {qcols}], {k}[:, {kcols}], {v}[:, {vcols}] (K/V 헤드 {g})",
     # ---- the bundled presets' descriptions (i18n.preset_description) ----------------
+    "preset.alibi.description": "'I love my cats'에 ALiBi: 두 헤드가 먼 Key에 벌점을 줍니다. "
+    "하나는 가파르게(기울기 1/2), 하나는 완만하게(1/4)",
+    "preset.llama.description": "작은 LLaMA식 층: Query 헤드 2개가 K/V 헤드 1개를 함께 쓰고, "
+    "q와 k에 RoPE, 인과 마스크, 그다음 W_O",
+    "preset.rope.description": "'cat sat cat sat'에 RoPE: 같은 두 토큰이 같은 거리에 있으면 "
+    "어디에 있든 점수가 같습니다",
+    "preset.window.description": "토큰 다섯 개에 크기 3의 슬라이딩 윈도우: Mistral의 층처럼 각 "
+    "Query는 자기 자신과 앞의 두 토큰을 봅니다",
     "preset.cross.description": "크로스 어텐션: 프랑스어 'le chat dort'가 영어 'the cat is "
     "sleeping'을 읽습니다",
     "preset.doc.description": "토큰 하나, x = [1, 2]: Q, K, V를 손으로 계산해 보는 예제",
@@ -485,8 +493,10 @@ MESSAGES: dict[str, str] = {
     "위치 {pos_k}의 {key}의 점수는 {score}입니다. 둘 다 {offset}만큼 옮기면 "
     "({moved_q}와 {moved_k}) 점수는 "
     "{moved}입니다. 거리 {distance}만 중요합니다.",
-    "note.alibi": "ALiBi: 바이어스는 −slope·|pos_i − pos_j|로, 거리에 따라 커지는 벌점입니다. 이 "
-    "헤드의 기울기는 {slope}입니다 (헤드 {heads}개의 기울기 중 하나).",
+    "note.alibi_recipe": "ALiBi: 바이어스는 −slope·|pos_i − pos_j|로, 거리에 따라 커지는 "
+    "벌점입니다. 이 헤드의 기울기 {slope}는 헤드 {heads}개에 대한 논문의 방법으로 정했습니다.",
+    "note.alibi_given": "ALiBi: 바이어스는 −slope·|pos_i − pos_j|로, 거리에 따라 커지는 "
+    "벌점입니다. 이 헤드의 기울기 {slope}는 입력으로 주어졌습니다.",
     "note.alibi_bloom": "BLOOM은 대신 +slope·j(Key 위치)를 더합니다. 인과 마스크 아래에서는 "
     "−slope·|i − j|와 한 행의 모든 칸에서 같은 양만큼 차이 나므로 가중치는 같지만, 여기 보이는 "
     "바이어스 더한 점수는 다릅니다.",
