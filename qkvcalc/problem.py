@@ -388,13 +388,18 @@ def _check_claimed_size(doc: dict[str, Any], limit: int) -> None:
 
 def stage_elements(p: Problem) -> int:
     """The numbers the engine's stages of `p` hold: per head Q, K, V, Kᵀ, its n×m scores and
-    its output; the four n×m stages derived from the scores (scaled, masked, exp, weights) of
-    one head at a time (they are recomputed when shown: trace.Matrix); then the concat and the
-    output. An upper bound, computed from the shapes alone."""
+    its output (and the q/k norms, the rotations and a score bias when asked for); the n×m
+    stages derived from the scores (scaled, biased, capped, masked, exp, weights) of one head
+    at a time (they are recomputed when shown: trace.Recipe); the position encoding; then the
+    concat and the output. An upper bound, computed from the shapes alone."""
     n, m, d_k, d_v = p.n, p.m, p.d_k, p.d_v
+    v = p.variants
     per_head = n * d_k + 2 * m * d_k + m * d_v + n * m + n * d_v
+    per_head += (v.q_norm is not None) * n * d_k + (v.k_norm is not None) * m * d_k
+    per_head += (v.rope is not None) * (n + m) * d_k + v.biased * n * m
     d_out = p.wo.values.shape[1] if p.wo is not None else p.heads * d_v
-    return p.heads * per_head + 4 * n * m + 2 * n * p.heads * d_v + n * d_out
+    pe = 2 * n * (p.d_model or 0) if v.pe is not None else 0
+    return p.heads * per_head + 7 * n * m + 2 * n * p.heads * d_v + n * d_out + pe
 
 
 def _check_stage_size(p: Problem, limit: int) -> None:

@@ -118,6 +118,10 @@ def summary(trace: Trace, lang: str) -> list[str]:
     key = "ui.problem" if p.projected else "ui.problem_direct"
     sizes = {"n": p.n, "m": p.m, "d_model": p.d_model, "d_k": p.d_k, "d_v": p.d_v}
     lines = [translate(key, lang, **sizes, heads=p.heads, mask=mask)]
+    variants = variant_items(p)
+    if variants:
+        items = ", ".join(translate(k, lang, **params) for k, params in variants)
+        lines.append(translate("ui.variants", lang, items=items))
     if "name" in p.meta:
         written = p.meta.get("description", "")
         description = safe(preset_description(p.meta["name"], written, lang), 200)
@@ -125,3 +129,30 @@ def summary(trace: Trace, lang: str) -> list[str]:
             translate("ui.preset", lang, name=safe(p.meta["name"]), description=description)
         )
     return lines
+
+
+def variant_items(p: object) -> list[tuple[str, dict[str, object]]]:
+    """What a problem adds to the paper's attention (positions, window, RoPE …), as catalog
+    keys and their values, in the order the stages apply them."""
+    v = p.variants  # type: ignore[attr-defined]
+    out: list[tuple[str, dict[str, object]]] = []
+    if v.positional is not None:
+        out.append((f"ui.variant.pe_{v.positional}", {}))
+    if v.q_norm is not None or v.k_norm is not None:
+        out.append(("ui.variant.qk_norm", {}))
+    if v.rope is not None:
+        r = v.rope
+        out.append(("ui.variant.rope", {"theta": f"{r.theta:g}", "style": r.style, "dims": r.dims}))
+    if v.alibi is not None:
+        out.append(("ui.variant.alibi", {}))
+    if v.score_bias is not None:
+        out.append(("ui.variant.score_bias", {}))
+    if v.softcap is not None:
+        out.append(("ui.variant.softcap", {"cap": f"{v.softcap:g}"}))
+    if v.window is not None:
+        out.append(("ui.variant.window", {"window": v.window}))
+    if v.causal_align == "bottom-right":
+        out.append(("ui.variant.bottom_right", {}))
+    if v.positions_given:
+        out.append(("ui.variant.positions", {}))
+    return out
