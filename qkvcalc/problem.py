@@ -399,7 +399,8 @@ def stage_elements(p: Problem) -> int:
     per_head += (v.rope is not None) * (n + m) * d_k + v.biased * n * m
     d_out = p.wo.values.shape[1] if p.wo is not None else p.heads * d_v
     pe = 2 * n * (p.d_model or 0) if v.pe is not None else 0
-    return p.heads * per_head + 7 * n * m + 2 * n * p.heads * d_v + n * d_out + pe
+    lazy = 4 + v.biased + (v.softcap is not None)  # scaled, (biased, capped), masked, exp, A
+    return p.heads * per_head + lazy * n * m + 2 * n * p.heads * d_v + n * d_out + pe
 
 
 def _check_stage_size(p: Problem, limit: int) -> None:
