@@ -202,7 +202,7 @@ def attach_exact(trace: Trace) -> Trace:
         operands = tuple(o.exact if isinstance(o, Const) else exact.get(o) for o in stage.reads)
         value: ExactMatrix | None = None
         notes: tuple[Msg, ...] = ()
-        if op.exact is not None and stage.reads and all(o is not None for o in operands):
+        if op.exact is not None and all(o is not None for o in operands):
             value, notes = op.exact(operands, stage.params)
         elif op.exact_stops and any(o is not None for o in operands):
             notes = (Msg(op.exact_stops),)
