@@ -236,12 +236,32 @@ MESSAGES: dict[str, str] = {
     "export.output_extension": "--output {path}: the extension {ext} names no format; use "
     "one of {known}, or choose one with --format",
     # ---- step mode (issue 4) ------------------------------------------------------------
-    "step.option_help": "Show one stage at a time in the terminal: Enter, Space or → next; "
-    "b or ← back; q quit.",
+    "step.option_help": "Show the problem, then one stage at a time in the terminal: Enter, "
+    "Space or → next; b or ← back; ↓ ↑ j k PgDn PgUp scroll; a number and Enter go to that "
+    "stage; Home, End; n, p next or previous head; ? all the keys; q quit.",
     "step.header": "stage {number} of {total} — {formula}",
     "step.header_head": "stage {number} of {total} — {formula} · head {head}",
-    "step.keys": "Enter, Space or → next  ·  b or ← back  ·  q or Esc quit",
+    "step.keys": "→ next · ← back · ↓↑ scroll · ? keys · q quit",
     "step.done": "All {total} stages shown. The result:",
+    # ---- step mode, round two (issue 17) --------------------------------------------------
+    "step.problem_header": "the problem — {total} stages follow",
+    "step.intro_next": "Enter or → for stage 1 of {total}; a stage's number and Enter go "
+    "straight to it; ? shows every key.",
+    "step.lines": "↕ {first}–{last}/{total}",
+    "step.jump": "go to stage {typed}… (Enter)",
+    "step.jump_bad": "there is no stage {typed}: the stages are 1 to {total}",
+    "step.one_head": "n and p move between heads, and this problem has one head",
+    "step.help_title": "Keys",
+    "step.help": "Enter, Space, →     next stage\n"
+    "b, ←                previous stage\n"
+    "↓ ↑, j k            scroll a tall stage by a line\n"
+    "PgDn PgUp           scroll by a screen\n"
+    "12 Enter            go to stage 12\n"
+    "Home, End           the problem, the last stage\n"
+    "n, p                next or previous head\n"
+    "?                   these keys\n"
+    "q, Esc              quit (Ctrl-C too)",
+    "step.help_close": "Any key goes back to the stage.",
     "quiz.no_terminal": "the problem came in on standard input, so the answers are read from a "
     "terminal, and there is none here: give the problem as a file or --preset, or grade a sheet "
     "with --answers",

@@ -247,12 +247,32 @@ MESSAGES: dict[str, str] = {
     "export.output_extension": "--output {path}: 확장자 {ext}에 해당하는 형식이 없습니다. "
     "{known} 중 하나를 쓰거나 --format으로 형식을 고르세요",
     # ---- step mode (issue 4) ------------------------------------------------------------
-    "step.option_help": "터미널에서 한 번에 한 단계씩 보여 줍니다. 다음: Enter, Space, →; "
-    "이전: b, ←; 끝내기: q.",
+    "step.option_help": "먼저 문제를 보여 주고, 터미널에서 한 번에 한 단계씩 보여 줍니다. "
+    "다음: Enter, Space, →; 이전: b, ←; 스크롤: ↓ ↑ j k PgDn PgUp; 단계 번호를 치고 Enter: 그 "
+    "단계로 이동; Home, End; n, p: 다음·이전 헤드; ?: 모든 키; 끝내기: q.",
     "step.header": "{total}단계 중 {number}단계 — {formula}",
     "step.header_head": "{total}단계 중 {number}단계 — {formula} · 헤드 {head}",
-    "step.keys": "다음: Enter, Space, →  ·  이전: b, ←  ·  끝내기: q, Esc",
+    "step.keys": "→ 다음 · ← 이전 · ↓↑ 스크롤 · ? 키 · q 끝내기",
     "step.done": "{total}개 단계를 모두 보았습니다. 결과:",
+    # ---- step mode, round two (issue 17) --------------------------------------------------
+    "step.problem_header": "문제 — 이어서 {total}개 단계",
+    "step.intro_next": "Enter나 →: {total}단계 중 1단계로 갑니다. 단계 번호를 치고 Enter를 누르면 "
+    "그 단계로 바로 갑니다. ?: 모든 키를 보여 줍니다.",
+    "step.lines": "↕ {first}–{last}/{total}줄",
+    "step.jump": "{typed}단계로 이동… (Enter)",
+    "step.jump_bad": "{typed}단계는 없습니다. 단계는 1부터 {total}까지입니다",
+    "step.one_head": "n과 p는 헤드 사이를 오가는 키인데, 이 문제의 헤드는 하나입니다",
+    "step.help_title": "키",
+    "step.help": "Enter, Space, →     다음 단계\n"
+    "b, ←                이전 단계\n"
+    "↓ ↑, j k            긴 단계를 한 줄씩 스크롤\n"
+    "PgDn PgUp           한 화면씩 스크롤\n"
+    "12 Enter            12단계로 이동\n"
+    "Home, End           문제, 마지막 단계\n"
+    "n, p                다음 헤드, 이전 헤드\n"
+    "?                   이 키 목록\n"
+    "q, Esc              끝내기 (Ctrl-C도 됩니다)",
+    "step.help_close": "아무 키나 누르면 단계로 돌아갑니다.",
     "quiz.no_terminal": "문제를 표준 입력으로 받았으므로 답은 터미널에서 읽어야 하는데, 지금은 "
     "연결된 터미널이 없습니다. 문제를 파일이나 --preset으로 주거나, --answers로 답안지를 "
     "채점하세요",
