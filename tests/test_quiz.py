@@ -34,7 +34,7 @@ from qkvcalc.quiz.grade import (
     stage_keys,
 )
 from qkvcalc.quiz.problems import parse_size, random_problem
-from tests.conftest import PINNED_ENV, ROOT
+from tests.conftest import PINNED_ENV, ROOT, run_qkvcalc
 from tests.conftest import spawn_qkvcalc as spawn
 from tests.naive import naive
 from tests.strategies import problems
@@ -263,7 +263,6 @@ def test_extra_stages_on_a_sheet_are_graded_too(grade):
         ({**right_sheet(), "k": [[1, 3, 0], [0, 1, 0], [1, 2, 0]]}, ["k", "3×3", "m×d_k", "3×2"]),
         ({**right_sheet(), "scorez": SCORES}, ["scorez", "'scores'"]),
         ({"k": [[1, 3], [0]]}, ["k", "row 2", "row 2 is 1 long"]),
-        ({"k": [[1, "abc"], [0, 1], [1, 2]]}, ["k[1][2]", "'abc'"]),
         ([1, 2], ["JSON object", "list"]),
         ('{"k": [[1, 3], ', ["not valid JSON"]),
     ],
@@ -654,3 +653,120 @@ def test_the_json_report_escapes_what_a_terminal_would_act_on(cli, tmp_path):
     assert "\u009b" not in result.stdout and "\u202e" not in result.stdout
     assert "\\u009b" in result.stdout and "\\u202e" in result.stdout
     assert json.loads(result.stdout)["problem"]["tokens"][0] == "I\u009b31m"
+
+
+# ---- unreadable cells and decimal commas (issue 17) -------------------------------------------
+
+
+def proc_grade(tmp_path, sheet, *extra):
+    """Grade a sheet of the sentence problem in a real process: (exit code, stdout, stderr)."""
+    (tmp_path / "sentence.json").write_text(json.dumps(SENTENCE))
+    (tmp_path / "answers.json").write_text(json.dumps(sheet))
+    proc = run_qkvcalc(
+        "quiz", str(tmp_path / "sentence.json"), "--answers", str(tmp_path / "answers.json"), *extra
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_an_unreadable_cell_is_graded_unreadable_and_the_rest_as_usual(tmp_path):
+    sheet = {**right_sheet(), "k": [[1, "3?"], [0, 1], [1, 2]]}
+    code, out, err = proc_grade(tmp_path, sheet, "--format", "json")
+    assert code == 1, err
+    doc = json.loads(out)
+    assert not_right(doc) == {("k", 1, 2): "unreadable"}
+    assert doc["score"]["unreadable"] == 1
+    assert doc["score"]["right"] == doc["score"]["total"] - 1
+    cell = doc["stages"][1]["cells"][1]
+    assert cell["written"] == '"3?"'
+    assert "'3?' is not a number qkvcalc reads" in cell["reason"]
+    assert cell["expected"] == 3
+
+
+def test_unreadable_cells_in_the_table_report_in_both_languages(tmp_path):
+    sheet = {**right_sheet(), "k": [[1, "3?"], [True, 1], [1, 2]]}
+    code, out, err = proc_grade(tmp_path, sheet)
+    assert code == 1 and err == ""
+    text = " ".join(out.split())
+    assert "? K[1,2]: \"3?\" cannot be read (k[1,2]: '3?' is not a number" in text
+    assert "? K[2,1]: true cannot be read (k[2,1] is true/false where a number belongs" in text
+    assert "? unreadable" in text  # the legend
+    code, out, _ = proc_grade(tmp_path, sheet, "--lang", "ko")
+    assert code == 1
+    assert "읽을 수 없습니다" in out
+
+
+@pytest.mark.parametrize(
+    ("written", "value"),
+    [("4,95", 4.95), ("-0,5", -0.5), ("0,125", 0.125), ("1,234.5", 1234.5), ("1.234,5", 1234.5)],
+)
+def test_decimal_commas_read_as_a_teacher_would(written, value):
+    assert parse_answer(written, "S[1,1]") == pytest.approx(value)
+
+
+def test_a_comma_before_three_digits_is_ambiguous_and_says_both_readings():
+    with pytest.raises(QkvcalcError) as info:
+        parse_answer("1,234", "S[1,1]")
+    assert str(info.value) == (
+        "S[1,1]: '1,234' could be 1.234 (a decimal comma) or 1234 (a thousands separator); "
+        "write 1.234 or 1234"
+    )
+
+
+def test_a_sheet_with_decimal_commas_is_graded(tmp_path):
+    # 7/√2 = 4.9497…, written 4,95 at precision 2
+    sheet = {
+        "scaled": [["4,95", "1,41", "3,54"], ["2,12", "0,71", "1,41"], ["2,83", "0,71", "2,12"]]
+    }
+    code, out, err = proc_grade(tmp_path, sheet, "--stages", "scaled", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["all_right"] is True
+
+
+def test_an_ambiguous_comma_on_a_sheet_is_unreadable_with_the_reason(tmp_path):
+    sheet = {"q": [["1,000", 2], [0, 1], [1, 1]]}
+    code, out, _ = proc_grade(tmp_path, sheet, "--stages", "q", "--format", "json")
+    assert code == 1
+    cell = json.loads(out)["stages"][0]["cells"][0]
+    assert cell["verdict"] == "unreadable"
+    assert cell["reason"] == (
+        "q[1,1]: '1,000' could be 1.000 (a decimal comma) or 1000 (a thousands separator); "
+        "write 1.000 or 1000"
+    )
+
+
+# ---- quiz --template ----------------------------------------------------------------------------
+
+
+def test_template_prints_an_empty_sheet_that_grades_as_missing(tmp_path):
+    proc = run_qkvcalc("quiz", "--preset", "sentence", "--template")
+    assert proc.returncode == 0 and proc.stderr == ""
+    sheet = json.loads(proc.stdout)
+    assert list(sheet) == list(DEFAULT_STAGES)
+    assert sheet["k"] == [[None, None]] * 3
+    assert sheet["scores"] == [[None] * 3] * 3
+    (tmp_path / "blank.json").write_text(proc.stdout)
+    graded = run_qkvcalc(
+        "quiz", "--preset", "sentence", "--answers", str(tmp_path / "blank.json"), "-f", "json"
+    )
+    assert graded.returncode == 1
+    doc = json.loads(graded.stdout)
+    assert doc["score"]["missing"] == doc["score"]["total"]
+
+
+def test_template_follows_stages_and_heads():
+    proc = run_qkvcalc("quiz", "--preset", "multihead", "--template", "--stages", "scores,concat")
+    assert proc.returncode == 0
+    sheet = json.loads(proc.stdout)
+    assert list(sheet) == ["1/scores", "2/scores", "concat"]
+
+
+def test_template_of_a_random_problem_matches_its_seed():
+    a = run_qkvcalc("quiz", "--random", "--seed", "7", "--size", "4,2", "--template")
+    assert a.returncode == 0
+    assert json.loads(a.stdout)["scores"] == [[None] * 4] * 4
+
+
+def test_template_with_answers_is_a_usage_error(tmp_path):
+    proc = run_qkvcalc("quiz", "--preset", "doc", "--template", "--answers", "x.json")
+    assert proc.returncode == 2
+    assert "--template prints an empty answer sheet" in proc.stderr

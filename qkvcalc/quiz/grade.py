@@ -30,6 +30,7 @@ import numpy as np
 
 from qkvcalc.engine import apply_mask, normalise, project, softmax_parts
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.quiz.mistakes import Mistake, recognise
 from qkvcalc.trace import Stage, Trace
 
 # Stage ids a student can be asked for, in the order of a head's calculation.
@@ -176,6 +177,7 @@ class StageGrade:
     key: str
     stage: Stage
     cells: tuple[CellVerdict, ...]  # row by row
+    mistake: Mistake | None = None  # the classic mistake that explains the wrong cells
 
     def count(self, verdict: str) -> int:
         return sum(c.verdict == verdict for c in self.cells)
@@ -378,7 +380,11 @@ class Grader:
                 elif cell.verdict in (RIGHT, CARRIED):
                     origins[i][j] = frozenset(cell.origins)
         self._effective[key], self._origins[key] = effective, origins
-        return StageGrade(key, self.stages[key], tuple(cells))
+        wrong = any(c.verdict == WRONG for c in cells)  # name the mistake (quiz/mistakes.py)
+        named = (
+            recognise(self.trace, key, answers, self._effective, self.precision) if wrong else None
+        )
+        return StageGrade(key, self.stages[key], tuple(cells), named)
 
 
 def grade_sheet(
