@@ -601,6 +601,84 @@ def test_ctrl_c_quits_quietly_with_130():
     assert "Traceback" not in child.before
 
 
+def test_ctrl_c_prints_the_score_so_far_then_exits_130():
+    child = spawn("quiz", "--preset", "sentence", "--stages", "k,scores")
+    for i, row in enumerate(K, start=1):
+        for j, value in enumerate(row, start=1):
+            answer(child, f"K[{i},{j}]", str(value))
+    answer(child, "Q·Kᵀ[1,1]", "7")
+    answer(child, "Q·Kᵀ[1,2]", "3")  # wrong: 2
+    child.expect_exact("Q·Kᵀ[1,3] = ")
+    child.sendintr()
+    child.expect_exact("Stopped. The score so far:")
+    child.expect_exact("Score per stage")
+    child.expect_exact("6/6")
+    child.expect_exact("1/9")  # the stage being asked: one right, one wrong, seven not reached
+    child.expect_exact("7 of 15 cells right.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    assert "Traceback" not in child.before
+
+
+def test_question_mark_gives_the_formula_and_the_cells_it_reads():
+    child = spawn("quiz", "--preset", "sentence", "--stages", "scores,scaled,weights")
+    answer(child, "Q·Kᵀ[1,1]", "?")
+    child.expect_exact("Hint: Q·Kᵀ[1,1] = q_1·k_1: row 1 of Q times column 1 of Kᵀ (row 1 of K),")
+    child.expect_exact("Q·Kᵀ[1,1] = ")  # the same cell is asked again after the hint
+    assert " ".join(child.before.split()).endswith("multiplied pair by pair and added.")
+    child.sendline("7")  # the same cell is asked again after the hint
+    child.expect_exact("✓")
+    for cell in ("Q·Kᵀ[1,2]", "Q·Kᵀ[1,3]", "Q·Kᵀ[2,1]", "Q·Kᵀ[2,2]", "Q·Kᵀ[2,3]"):
+        answer(child, cell, "")
+    for cell in ("Q·Kᵀ[3,1]", "Q·Kᵀ[3,2]", "Q·Kᵀ[3,3]"):
+        answer(child, cell, "skip")
+    answer(child, "S[1,1]", "?")
+    child.expect_exact("Hint: S[1,1] = Q·Kᵀ[1,1] / √2.")
+    answer(child, "S[1,1]", "4,95")  # a decimal comma
+    child.expect_exact("✓")
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+
+
+def test_empty_answers_and_skip_move_on_and_count_as_missing():
+    child = spawn("quiz", "--preset", "doc", "--stages", "q,k")
+    answer(child, "Q[1,1]", "")
+    child.expect_exact("· Q[1,1] skipped: it is 1.")
+    answer(child, "Q[1,2]", "skip")
+    child.expect_exact("· Q[1,2] skipped: it is 2.")
+    answer(child, "K[1,1]", "1")
+    answer(child, "K[1,2]", "3")
+    child.expect_exact("Score per stage")
+    child.expect_exact("q: not answered")  # every cell of Q skipped
+    child.expect_exact("2 of 4 cells right.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+
+
+def test_a_named_mistake_is_said_after_the_stage_at_a_terminal():
+    child = spawn("quiz", "--preset", "doc", "--stages", "scaled", "--lang", "ko")
+    answer(child, "S[1,1]", "7")  # not scaled: 7/√2 = 4.95
+    child.expect_exact("이 값은 스케일링하지 않은 Q·Kᵀ입니다.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+
+
+def test_hints_in_korean_at_a_terminal():
+    child = spawn("quiz", "--preset", "doc", "--stages", "weights", "--lang", "ko")
+    answer(child, "A[1,1]", "?")
+    child.expect_exact("힌트: A[1,1] = E[1,1] / (E의 1번째 행의 합).")
+    answer(child, "A[1,1]", "건너뛰기")
+    child.expect_exact("A[1,1] 건너뜀: 정답 1.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+
+
 def test_quiz_in_korean_at_a_terminal():
     child = spawn("quiz", "--preset", "doc", "--stages", "scores", "--lang", "ko")
     answer(child, "Q·Kᵀ[1,1]", "6")

@@ -376,7 +376,7 @@ MESSAGES: dict[str, str] = {
     "hint.kt": "{cell} is K[{j},{i}]: Kᵀ swaps rows and columns.",
     "hint.scores": "{cell} = q_{i}·k_{j}: row {i} of Q times column {j} of Kᵀ (row {j} of K), "
     "multiplied pair by pair and added.",
-    "hint.scaled": "{cell} = Q·Kᵀ[{i},{j}] × {scale}.",
+    "hint.scaled": "{cell} = Q·Kᵀ[{i},{j}] {op}.",
     "hint.masked": "{cell} = S[{i},{j}] where the mask lets query {i} see key {j} (1), and −∞ "
     "where it does not (0).",
     "hint.exp": "{cell} = e^({src}[{i},{j}] − the largest entry of row {i} of {src}).",

@@ -390,7 +390,7 @@ MESSAGES: dict[str, str] = {
     "hint.kt": "{cell} = K[{j},{i}]: Kᵀ는 행과 열을 맞바꿉니다.",
     "hint.scores": "{cell} = q_{i}·k_{j}: Q의 {i}번째 행과 Kᵀ의 {j}번째 열(K의 {j}번째 행)을 "
     "성분끼리 곱해 더합니다.",
-    "hint.scaled": "{cell} = Q·Kᵀ[{i},{j}] × {scale}.",
+    "hint.scaled": "{cell} = Q·Kᵀ[{i},{j}] {op}.",
     "hint.masked": "{cell}: 마스크가 Query {i}에게 Key {j}를 허용하면(1) S[{i},{j}], 아니면(0) "
     "−∞입니다.",
     "hint.exp": "{cell} = e^({src}[{i},{j}] − {src}의 {i}번째 행의 최댓값).",

@@ -201,9 +201,15 @@ def quiz(
             terminal = open("/dev/tty", encoding="utf-8")  # noqa: SIM115 (closed below)
         except OSError:
             fail(QkvcalcError("quiz.no_terminal"), lang_code)
+    session = Session(trace, keys, opts, screen, ask_line(screen, terminal))
     try:
-        report = Session(trace, keys, opts, screen, ask_line(screen, terminal)).run()
+        report = session.run()
     except KeyboardInterrupt:
+        so_far = session.so_far()  # the score of what was answered, before exit 130
+        if so_far.stages:
+            screen.print()
+            screen.print(Text(translate("quiz.interrupted_score", lang_code), style="bold"))
+            screen.print(render_report(so_far, lang_code))
         raise _interrupted(screen, lang_code) from None
     finally:
         if terminal is not None:
