@@ -848,3 +848,55 @@ def test_template_with_answers_is_a_usage_error(tmp_path):
     proc = run_qkvcalc("quiz", "--preset", "doc", "--template", "--answers", "x.json")
     assert proc.returncode == 2
     assert "--template prints an empty answer sheet" in proc.stderr
+
+
+# ---- explain --random: the same problem as quiz --random ---------------------------------------
+
+
+def test_explain_random_is_the_problem_quiz_random_grades(tmp_path):
+    """The worked solution `explain --random --seed 7` prints, handed in as an answer sheet to
+    `quiz --random --seed 7`, is all right: the two commands made the same problem."""
+    proc = run_qkvcalc("explain", "--random", "--seed", "7", "--size", "4,3", "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert "seed 7" in proc.stderr and "qkvcalc quiz --random --seed 7 --size 4,3" in proc.stderr
+    doc = json.loads(proc.stdout)  # stdout holds the JSON alone
+    assert doc["problem"]["n"] == 4 and doc["problem"]["d_model"] == 3
+    x = next(s for s in doc["stages"] if s["id"] == "x")["value"]
+    assert x == random_problem(7, 4, 3)["x"]
+    sheet = {s["id"]: s["value"] for s in doc["stages"] if s["id"] in DEFAULT_STAGES}
+    (tmp_path / "solution.json").write_text(json.dumps(sheet))
+    graded = run_qkvcalc(
+        "quiz",
+        "--random",
+        "--seed",
+        "7",
+        "--size",
+        "4,3",
+        "--answers",
+        str(tmp_path / "solution.json"),
+    )
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    assert "cells right." in graded.stdout and "All " in graded.stdout
+    other = run_qkvcalc("explain", "--random", "--seed", "8", "--size", "4,3", "-f", "json")
+    assert json.loads(other.stdout)["stages"][0]["value"] != x  # another seed, another problem
+
+
+def test_explain_random_in_korean_says_its_seed_in_korean():
+    proc = run_qkvcalc("explain", "--random", "--seed", "3", "--lang", "ko", "-f", "json")
+    assert proc.returncode == 0
+    assert "무작위 문제, 시드 3" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--random", "--preset", "doc"], "--random makes its own problem: leave out --preset"),
+        (["--random", "--x", "1 2"], "leave out --x"),
+        (["--seed", "7"], "--seed and --size describe a random problem: add --random"),
+        (["--random", "--size", "9,9"], "--size '9,9'"),
+    ],
+)
+def test_explain_random_usage_errors(args, words):
+    proc = run_qkvcalc("explain", *args)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert words in proc.stderr
