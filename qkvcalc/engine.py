@@ -126,6 +126,7 @@ class _Run:
                 params=spec.params,
                 symbol=spec.symbol or spec.id,
                 letters=spec.letters,
+                hint=spec.hint,
                 **details,
             )
         )

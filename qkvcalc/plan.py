@@ -58,6 +58,7 @@ class Spec:
     lazy: bool = False  # recomputed from its operands when shown (the n×m stages)
     symbol: str = ""  # how the quiz names a cell of it: K[2,1], Q·Kᵀ[1,2] (default: the id)
     letters: str = ""  # its shape in the paper's letters, for the quiz: "n×d_k"
+    hint: tuple[str, dict[str, Any]] | None = None  # the quiz's `?`: how one cell is made
     # notes that need the numbers: computed by the engine from the values of earlier stages
     remarks: Callable[[Callable[[Ref], np.ndarray]], tuple[Msg, ...]] | None = None
 
@@ -198,6 +199,7 @@ def _positional(p: Problem) -> list[Spec]:
         labels,
         symbol="X+PE",
         letters="n×d_model",
+        hint=("hint.x_pe", {}),
     )
     return [pe, x_pe]
 
@@ -269,6 +271,10 @@ def _projections(p: Problem, h: int | None, s: _Slices, shared: tuple[Msg, ...])
                 notes=shared if sid != "q" else (),
                 symbol=sid.upper(),
                 letters=("n" if sid == "q" else "m") + ("×d_v" if sid == "v" else "×d_k"),
+                hint=(
+                    "hint.proj_bias" if bias is not None else "hint.proj",
+                    {"x": name, "w": f"W_{sid.upper()}{cut}", "b": f"b_{sid.upper()}"},
+                ),
             )
         )
     return out
@@ -332,7 +338,20 @@ def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     q_ref, k_ref = _queries_and_keys(p, h, specs)
     n, m = p.tokens, p.source_tokens
     keys = dim_labels(p.d_k)
-    specs.append(Spec("kt", h, "transpose", (k_ref,), "Kᵀ", keys, m, symbol="Kᵀ", letters="d_k×m"))
+    specs.append(
+        Spec(
+            "kt",
+            h,
+            "transpose",
+            (k_ref,),
+            "Kᵀ",
+            keys,
+            m,
+            symbol="Kᵀ",
+            letters="d_k×m",
+            hint=("hint.kt", {}),
+        )
+    )
     score_notes: list[Msg] = []
     if p.cross:
         score_notes.append(Msg("note.cross_axes", n=p.n, m=p.m))
@@ -353,6 +372,7 @@ def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             notes=tuple(score_notes),
             symbol="Q·Kᵀ",
             letters="n×m",
+            hint=("hint.scores", {}),
             remarks=_rope_shift(p, h, q_ref, k_ref) if p.variants.rope is not None else None,
         )
     )
@@ -371,6 +391,7 @@ def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             lazy=True,
             symbol="S",
             letters="n×m",
+            hint=("hint.scaled", {"op": f"/ {said}" if said else f"× {p.scale:g}"}),
         )
     )
     logits: Ref = ("scaled", h)
@@ -394,6 +415,7 @@ def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
                 lazy=True,
                 symbol="S_cap",
                 letters="n×m",
+                hint=("hint.capped", {"src": _symbol_of(logits), "cap": f"{cap:g}"}),
             )
         )
         logits = ("capped", h)
@@ -412,11 +434,24 @@ def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
                 lazy=True,
                 symbol="S+M",
                 letters="n×m",
+                hint=("hint.masked", {"src": _symbol_of(logits)}),
             )
         )
         logits = ("masked", h)
     specs.append(
-        Spec("exp", h, "exp", (logits,), "e^(s − max)", n, m, lazy=True, symbol="E", letters="n×m")
+        Spec(
+            "exp",
+            h,
+            "exp",
+            (logits,),
+            "e^(s − max)",
+            n,
+            m,
+            lazy=True,
+            symbol="E",
+            letters="n×m",
+            hint=("hint.exp", {"src": _symbol_of(logits)}),
+        )
     )
     softmax = "A = softmax(" + formula + (" + M)" if allowed is not None else ")")
     specs.append(
@@ -431,6 +466,7 @@ def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             lazy=True,
             symbol="A",
             letters="n×m",
+            hint=("hint.weights", {}),
         )
     )
     specs.append(
@@ -447,9 +483,18 @@ def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             cell="out[{i},{j}]",
             symbol="out",
             letters="n×d_v",
+            hint=("hint.output", {}),
         )
     )
     return specs
+
+
+_SYMBOLS = {"scaled": "S", "biased": "S+B", "capped": "S_cap", "masked": "S+M"}
+
+
+def _symbol_of(ref: Ref) -> str:
+    """How the quiz names the logits a stage reads (S, S+B, S_cap, S+M)."""
+    return _SYMBOLS[ref[0]]
 
 
 def _queries_and_keys(p: Problem, h: int | None, specs: list[Spec]) -> tuple[Ref, Ref]:
@@ -477,6 +522,7 @@ def _queries_and_keys(p: Problem, h: int | None, specs: list[Spec]) -> tuple[Ref
                 keys,
                 params={"weight": weight, "eps": v.norm_eps},
                 notes=(Msg("note.rmsnorm", eps=f"{v.norm_eps:g}"),),
+                hint=("hint.rmsnorm", {"src": name}),
                 symbol=f"{name}_norm",
                 letters=("n" if name == "Q" else "m") + "×d_k",
             )
@@ -512,6 +558,7 @@ def _queries_and_keys(p: Problem, h: int | None, specs: list[Spec]) -> tuple[Ref
                 if name == "Q"
                 else (Msg("note.rope_keys", positions=_positions_text(_at(rows, positions))),),
                 symbol=f"{name}_rot",
+                hint=("hint.rope", {"src": name + ("_norm" if ref[0].endswith("_norm") else "")}),
                 letters=("n" if name == "Q" else "m") + "×d_k",
             )
         )
@@ -635,6 +682,7 @@ def _score_bias(p: Problem, h: int | None, formula: str) -> list[Spec]:
             ),
             symbol="B",
             letters="n×m",
+            hint=("hint.alibi", {}),
         )
         if v.score_bias is not None:  # both: ALiBi plus the bias given, as one B
             bias = Spec(
@@ -677,6 +725,7 @@ def _score_bias(p: Problem, h: int | None, formula: str) -> list[Spec]:
         lazy=True,
         symbol="S+B",
         letters="n×m",
+        hint=("hint.biased", {}),
     )
     return [bias, biased]
 
@@ -717,6 +766,7 @@ def _combine(p: Problem) -> list[Spec]:
         dim_labels(width),
         symbol="concat",
         letters="n×H·d_v",
+        hint=("hint.concat", {"d_v": p.d_v}),
         notes=(
             Msg(
                 "note.concat_columns",
@@ -739,6 +789,7 @@ def _combine(p: Problem) -> list[Spec]:
             topic="output.concat",
             symbol="out",
             letters="n×H·d_v",
+            hint=("hint.final_concat", {}),
         )
     else:
         # [n, H·d_v] @ [H·d_v, d_out] + [d_out] -> [n, d_out]
@@ -757,5 +808,6 @@ def _combine(p: Problem) -> list[Spec]:
             topic="output.final",
             symbol="out",
             letters="n×d_out",
+            hint=("hint.final", {}),
         )
     return [concat, final]

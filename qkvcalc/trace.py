@@ -116,6 +116,7 @@ class Stage:
     params: dict[str, Any] = field(default_factory=dict)
     symbol: str = ""  # how the quiz names a cell: K[2,1], Q·Kᵀ[1,2]
     letters: str = ""  # the shape in the paper's letters: "n×d_k"
+    hint: tuple[str, dict[str, Any]] | None = None  # the quiz's `?`: a catalog key, values
 
     @property
     def value(self) -> np.ndarray:

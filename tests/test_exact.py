@@ -418,7 +418,6 @@ def test_terminal_shows_fractions_and_their_arithmetic():
 def test_korean_notes_exist_for_every_exact_key():
     from qkvcalc.catalog.en import MESSAGES as en
     from qkvcalc.catalog.ko import MESSAGES as ko
-
     from qkvcalc.ops import OPS
 
     keys = [key for key in en if key.startswith("note.exact")]

@@ -50,7 +50,8 @@ def numbers(matrix):
 def assert_explains_like_naive(doc):
     """The saved document, through Problem and the engine, against the naive reference."""
     trace = run(Problem.from_mapping(doc))
-    ref = naive({**doc, **{k: numbers(doc[k]) for k in ("x", "wq", "wk", "wv")}})
+    given = [k for k in ("x", "wq", "wk", "wv", "wo") if k in doc]
+    ref = naive({**doc, **{k: numbers(doc[k]) for k in given}})
     for (sid, head), value in ref.items():
         assert np.allclose(trace.stage(sid, head).value, value), sid
 
@@ -136,6 +137,7 @@ def test_two_heads_ask_for_h_times_d_k_columns():
         ("d_k", "1"),
         ("d_v", "1"),
         ("heads", "2"),
+        ("key/value heads G", ""),  # Enter: G = H
     ]:
         send(child, prompt, text)
     child.expect_exact("X is n×d_model = 2×2")
@@ -148,6 +150,61 @@ def test_two_heads_ask_for_h_times_d_k_columns():
     child.close()
     assert child.exitstatus == 130
     assert "Traceback" not in child.before
+
+
+def test_grouped_heads_and_w_o_at_a_terminal(tmp_path):
+    target = tmp_path / "gqa.json"
+    child = spawn("new", str(target))
+    for prompt, text in [
+        ("tokens n:", "2"),
+        ("Names", "a b"),
+        ("d_model", "2"),
+        ("d_k", "1"),
+        ("d_v", "1"),
+        ("heads", "4"),
+    ]:
+        send(child, prompt, text)
+    send(child, "Number of key/value heads G; it divides H = 4", "3")
+    child.expect_exact("3 does not divide H = 4: G is one of 1, 2, 4.")
+    send(child, "Number of key/value heads G", "2")
+    type_rows(child, "X", [[1, 2], [0, 1]])
+    child.expect_exact("W_Q is d_model×H·d_k = 2×4")
+    type_rows(child, "W_Q", [[1, 0, 1, -1], [0, 1, 1, 1]])
+    child.expect_exact("W_K is d_model×G·d_k = 2×2")
+    type_rows(child, "W_K", [[1, 0], [0, 1]])
+    child.expect_exact("W_V is d_model×G·d_v = 2×2")
+    send(child, "W_V row 1 of 2", "1 x")
+    child.expect_exact("W_V[1,2]: 'x' is not a number qkvcalc reads")  # named as elsewhere
+    type_rows(child, "W_V", [[1, 0], [1, 1]])
+    send(child, "W_O, the output projection applied after the heads are joined: give it?", "")
+    child.expect_exact("W_O is H·d_v×d_model = 4×2")
+    type_rows(child, "W_O", [[1, 0], [0, 1], [1, 0], [0, 1]])
+    send(child, "Mask:", "causal")
+    send(child, "Explain it now? [Y/n]", "n")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    doc = json.loads(target.read_text())
+    assert doc["heads"] == 4 and doc["kv_heads"] == 2
+    assert doc["wo"] == [[1, 0], [0, 1], [1, 0], [0, 1]]
+    assert_explains_like_naive(doc)
+
+
+def test_w_o_may_be_left_out_and_g_defaults_to_h():
+    lines = "2\n\n2\n1\n1\n2\n\n1 2\n0 1\n1 0\n0 1\n1 1\n0 1\n1 0\n1 1\nn\nnone\n"
+    result = run_qkvcalc("new", input=lines)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["heads"] == 2 and "kv_heads" not in doc and "wo" not in doc
+    assert_explains_like_naive(doc)
+
+
+def test_a_bad_cell_is_named_like_the_rest_of_the_tool():
+    feed = iter(["1 2/0", "1 2"])
+    out = io.StringIO()
+    entry = Entry(Console(file=out, width=200), lambda prompt: next(feed), "en")
+    assert entry.row("W_V", 1, 2, 2, "d_model×d_v") == [1, 2]
+    assert "W_V[1,2]: '2/0' divides by zero" in out.getvalue()
 
 
 def test_piped_new_writes_only_json_to_stdout():
@@ -201,7 +258,9 @@ cells = st.one_of(
 @st.composite
 def typed_problems(draw):
     n, d_model, d_k, d_v = (draw(st.integers(1, 3)) for _ in range(4))
-    heads = draw(st.integers(1, 2))
+    heads = draw(st.sampled_from([1, 2, 4]))
+    kv_heads = draw(st.sampled_from([g for g in (1, 2, 4) if heads % g == 0]))
+    with_wo = heads > 1 and draw(st.booleans())
 
     def matrix(rows, cols):
         return [[draw(cells) for _ in range(cols)] for _ in range(rows)]
@@ -212,10 +271,12 @@ def typed_problems(draw):
         "d_k": d_k,
         "d_v": d_v,
         "heads": heads,
+        "kv_heads": kv_heads,
         "x": matrix(n, d_model),
         "wq": matrix(d_model, heads * d_k),
-        "wk": matrix(d_model, heads * d_k),
-        "wv": matrix(d_model, heads * d_v),
+        "wk": matrix(d_model, kv_heads * d_k),
+        "wv": matrix(d_model, kv_heads * d_v),
+        "wo": matrix(heads * d_v, d_model) if with_wo else None,
         "mask": draw(st.sampled_from(["none", "causal"])),
     }
 
@@ -231,8 +292,13 @@ def test_typed_rows_become_the_problem(typed):
         str(typed["d_v"]),
         str(typed["heads"]),
     ]
+    if typed["heads"] > 1:
+        lines.append(str(typed["kv_heads"]))
     for name in ("x", "wq", "wk", "wv"):
         lines += [" ".join(row) for row in typed[name]]
+    if typed["heads"] > 1:
+        lines.append("y" if typed["wo"] else "n")
+        lines += [" ".join(row) for row in typed["wo"] or []]
     lines.append(typed["mask"])
     feed = iter(lines)
     entry = Entry(Console(file=io.StringIO()), lambda prompt: next(feed), "en")
@@ -242,6 +308,9 @@ def test_typed_rows_become_the_problem(typed):
     for name in ("x", "wq", "wk", "wv"):
         assert getattr(problem, name).values.tolist() == numbers(typed[name])
     assert problem.heads == typed["heads"] and problem.mask_kind == typed["mask"]
+    assert problem.kv_heads == (typed["kv_heads"] if typed["heads"] > 1 else 1)
+    if typed["wo"]:
+        assert problem.wo.values.tolist() == numbers(typed["wo"])
     assert problem.tokens == tuple(f"t{i + 1}" for i in range(typed["n"]))
     assert_explains_like_naive(doc)
 

@@ -33,7 +33,7 @@ from qkvcalc.quiz.grade import (
     stage_keys,
 )
 from qkvcalc.quiz.problems import parse_size, random_problem
-from tests.conftest import PINNED_ENV, ROOT
+from tests.conftest import PINNED_ENV, ROOT, run_qkvcalc
 from tests.conftest import spawn_qkvcalc as spawn
 from tests.naive import naive
 from tests.strategies import problems
@@ -262,7 +262,6 @@ def test_extra_stages_on_a_sheet_are_graded_too(grade):
         ({**right_sheet(), "k": [[1, 3, 0], [0, 1, 0], [1, 2, 0]]}, ["k", "3×3", "m×d_k", "3×2"]),
         ({**right_sheet(), "scorez": SCORES}, ["scorez", "'scores'"]),
         ({"k": [[1, 3], [0]]}, ["k", "row 2", "row 2 is 1 long"]),
-        ({"k": [[1, "abc"], [0, 1], [1, 2]]}, ["k[1][2]", "'abc'"]),
         ([1, 2], ["JSON object", "list"]),
         ('{"k": [[1, 3], ', ["not valid JSON"]),
     ],
@@ -601,6 +600,84 @@ def test_ctrl_c_quits_quietly_with_130():
     assert "Traceback" not in child.before
 
 
+def test_ctrl_c_prints_the_score_so_far_then_exits_130():
+    child = spawn("quiz", "--preset", "sentence", "--stages", "k,scores")
+    for i, row in enumerate(K, start=1):
+        for j, value in enumerate(row, start=1):
+            answer(child, f"K[{i},{j}]", str(value))
+    answer(child, "Q·Kᵀ[1,1]", "7")
+    answer(child, "Q·Kᵀ[1,2]", "3")  # wrong: 2
+    child.expect_exact("Q·Kᵀ[1,3] = ")
+    child.sendintr()
+    child.expect_exact("Stopped. The score so far:")
+    child.expect_exact("Score per stage")
+    child.expect_exact("6/6")
+    child.expect_exact("1/9")  # the stage being asked: one right, one wrong, seven not reached
+    child.expect_exact("7 of 15 cells right.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    assert "Traceback" not in child.before
+
+
+def test_question_mark_gives_the_formula_and_the_cells_it_reads():
+    child = spawn("quiz", "--preset", "sentence", "--stages", "scores,scaled,weights")
+    answer(child, "Q·Kᵀ[1,1]", "?")
+    child.expect_exact("Hint: Q·Kᵀ[1,1] = q_1·k_1: row 1 of Q times column 1 of Kᵀ (row 1 of K),")
+    child.expect_exact("Q·Kᵀ[1,1] = ")  # the same cell is asked again after the hint
+    assert " ".join(child.before.split()).endswith("multiplied pair by pair and added.")
+    child.sendline("7")  # the same cell is asked again after the hint
+    child.expect_exact("✓")
+    for cell in ("Q·Kᵀ[1,2]", "Q·Kᵀ[1,3]", "Q·Kᵀ[2,1]", "Q·Kᵀ[2,2]", "Q·Kᵀ[2,3]"):
+        answer(child, cell, "")
+    for cell in ("Q·Kᵀ[3,1]", "Q·Kᵀ[3,2]", "Q·Kᵀ[3,3]"):
+        answer(child, cell, "skip")
+    answer(child, "S[1,1]", "?")
+    child.expect_exact("Hint: S[1,1] = Q·Kᵀ[1,1] / √2.")
+    answer(child, "S[1,1]", "4,95")  # a decimal comma
+    child.expect_exact("✓")
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+
+
+def test_empty_answers_and_skip_move_on_and_count_as_missing():
+    child = spawn("quiz", "--preset", "doc", "--stages", "q,k")
+    answer(child, "Q[1,1]", "")
+    child.expect_exact("· Q[1,1] skipped: it is 1.")
+    answer(child, "Q[1,2]", "skip")
+    child.expect_exact("· Q[1,2] skipped: it is 2.")
+    answer(child, "K[1,1]", "1")
+    answer(child, "K[1,2]", "3")
+    child.expect_exact("Score per stage")
+    child.expect_exact("q: not answered")  # every cell of Q skipped
+    child.expect_exact("2 of 4 cells right.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+
+
+def test_a_named_mistake_is_said_after_the_stage_at_a_terminal():
+    child = spawn("quiz", "--preset", "doc", "--stages", "scaled", "--lang", "ko")
+    answer(child, "S[1,1]", "7")  # not scaled: 7/√2 = 4.95
+    child.expect_exact("이 값은 스케일링하지 않은 Q·Kᵀ입니다.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+
+
+def test_hints_in_korean_at_a_terminal():
+    child = spawn("quiz", "--preset", "doc", "--stages", "weights", "--lang", "ko")
+    answer(child, "A[1,1]", "?")
+    child.expect_exact("힌트: A[1,1] = E[1,1] / (E의 1번째 행의 합).")
+    answer(child, "A[1,1]", "건너뛰기")
+    child.expect_exact("A[1,1] 건너뜀: 정답 1.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+
+
 def test_quiz_in_korean_at_a_terminal():
     child = spawn("quiz", "--preset", "doc", "--stages", "scores", "--lang", "ko")
     answer(child, "Q·Kᵀ[1,1]", "6")
@@ -653,3 +730,172 @@ def test_the_json_report_escapes_what_a_terminal_would_act_on(cli, tmp_path):
     assert "\u009b" not in result.stdout and "\u202e" not in result.stdout
     assert "\\u009b" in result.stdout and "\\u202e" in result.stdout
     assert json.loads(result.stdout)["problem"]["tokens"][0] == "I\u009b31m"
+
+
+# ---- unreadable cells and decimal commas (issue 17) -------------------------------------------
+
+
+def proc_grade(tmp_path, sheet, *extra):
+    """Grade a sheet of the sentence problem in a real process: (exit code, stdout, stderr)."""
+    (tmp_path / "sentence.json").write_text(json.dumps(SENTENCE))
+    (tmp_path / "answers.json").write_text(json.dumps(sheet))
+    proc = run_qkvcalc(
+        "quiz", str(tmp_path / "sentence.json"), "--answers", str(tmp_path / "answers.json"), *extra
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_an_unreadable_cell_is_graded_unreadable_and_the_rest_as_usual(tmp_path):
+    sheet = {**right_sheet(), "k": [[1, "3?"], [0, 1], [1, 2]]}
+    code, out, err = proc_grade(tmp_path, sheet, "--format", "json")
+    assert code == 1, err
+    doc = json.loads(out)
+    assert not_right(doc) == {("k", 1, 2): "unreadable"}
+    assert doc["score"]["unreadable"] == 1
+    assert doc["score"]["right"] == doc["score"]["total"] - 1
+    cell = doc["stages"][1]["cells"][1]
+    assert cell["written"] == '"3?"'
+    assert "'3?' is not a number qkvcalc reads" in cell["reason"]
+    assert cell["expected"] == 3
+
+
+def test_unreadable_cells_in_the_table_report_in_both_languages(tmp_path):
+    sheet = {**right_sheet(), "k": [[1, "3?"], [True, 1], [1, 2]]}
+    code, out, err = proc_grade(tmp_path, sheet)
+    assert code == 1 and err == ""
+    text = " ".join(out.split())
+    assert "? K[1,2]: \"3?\" cannot be read (k[1,2]: '3?' is not a number" in text
+    assert "? K[2,1]: true cannot be read (k[2,1] is true/false where a number belongs" in text
+    assert "? unreadable" in text  # the legend
+    code, out, _ = proc_grade(tmp_path, sheet, "--lang", "ko")
+    assert code == 1
+    assert "읽을 수 없습니다" in out
+
+
+@pytest.mark.parametrize(
+    ("written", "value"),
+    [("4,95", 4.95), ("-0,5", -0.5), ("0,125", 0.125), ("1,234.5", 1234.5), ("1.234,5", 1234.5)],
+)
+def test_decimal_commas_read_as_a_teacher_would(written, value):
+    assert parse_answer(written, "S[1,1]") == pytest.approx(value)
+
+
+def test_a_comma_before_three_digits_is_ambiguous_and_says_both_readings():
+    with pytest.raises(QkvcalcError) as info:
+        parse_answer("1,234", "S[1,1]")
+    assert str(info.value) == (
+        "S[1,1]: '1,234' could be 1.234 (a decimal comma) or 1234 (a thousands separator); "
+        "write 1.234 or 1234"
+    )
+
+
+def test_a_sheet_with_decimal_commas_is_graded(tmp_path):
+    # 7/√2 = 4.9497…, written 4,95 at precision 2
+    sheet = {
+        "scaled": [["4,95", "1,41", "3,54"], ["2,12", "0,71", "1,41"], ["2,83", "0,71", "2,12"]]
+    }
+    code, out, err = proc_grade(tmp_path, sheet, "--stages", "scaled", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["all_right"] is True
+
+
+def test_an_ambiguous_comma_on_a_sheet_is_unreadable_with_the_reason(tmp_path):
+    sheet = {"q": [["1,000", 2], [0, 1], [1, 1]]}
+    code, out, _ = proc_grade(tmp_path, sheet, "--stages", "q", "--format", "json")
+    assert code == 1
+    cell = json.loads(out)["stages"][0]["cells"][0]
+    assert cell["verdict"] == "unreadable"
+    assert cell["reason"] == (
+        "q[1,1]: '1,000' could be 1.000 (a decimal comma) or 1000 (a thousands separator); "
+        "write 1.000 or 1000"
+    )
+
+
+# ---- quiz --template ----------------------------------------------------------------------------
+
+
+def test_template_prints_an_empty_sheet_that_grades_as_missing(tmp_path):
+    proc = run_qkvcalc("quiz", "--preset", "sentence", "--template")
+    assert proc.returncode == 0 and proc.stderr == ""
+    sheet = json.loads(proc.stdout)
+    assert list(sheet) == list(DEFAULT_STAGES)
+    assert sheet["k"] == [[None, None]] * 3
+    assert sheet["scores"] == [[None] * 3] * 3
+    (tmp_path / "blank.json").write_text(proc.stdout)
+    graded = run_qkvcalc(
+        "quiz", "--preset", "sentence", "--answers", str(tmp_path / "blank.json"), "-f", "json"
+    )
+    assert graded.returncode == 1
+    doc = json.loads(graded.stdout)
+    assert doc["score"]["missing"] == doc["score"]["total"]
+
+
+def test_template_follows_stages_and_heads():
+    proc = run_qkvcalc("quiz", "--preset", "multihead", "--template", "--stages", "scores,concat")
+    assert proc.returncode == 0
+    sheet = json.loads(proc.stdout)
+    assert list(sheet) == ["1/scores", "2/scores", "concat"]
+
+
+def test_template_of_a_random_problem_matches_its_seed():
+    a = run_qkvcalc("quiz", "--random", "--seed", "7", "--size", "4,2", "--template")
+    assert a.returncode == 0
+    assert json.loads(a.stdout)["scores"] == [[None] * 4] * 4
+
+
+def test_template_with_answers_is_a_usage_error(tmp_path):
+    proc = run_qkvcalc("quiz", "--preset", "doc", "--template", "--answers", "x.json")
+    assert proc.returncode == 2
+    assert "--template prints an empty answer sheet" in proc.stderr
+
+
+# ---- explain --random: the same problem as quiz --random ---------------------------------------
+
+
+def test_explain_random_is_the_problem_quiz_random_grades(tmp_path):
+    """The worked solution `explain --random --seed 7` prints, handed in as an answer sheet to
+    `quiz --random --seed 7`, is all right: the two commands made the same problem."""
+    proc = run_qkvcalc("explain", "--random", "--seed", "7", "--size", "4,3", "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert "seed 7" in proc.stderr and "qkvcalc quiz --random --seed 7 --size 4,3" in proc.stderr
+    doc = json.loads(proc.stdout)  # stdout holds the JSON alone
+    assert doc["problem"]["n"] == 4 and doc["problem"]["d_model"] == 3
+    x = next(s for s in doc["stages"] if s["id"] == "x")["value"]
+    assert x == random_problem(7, 4, 3)["x"]
+    sheet = {s["id"]: s["value"] for s in doc["stages"] if s["id"] in DEFAULT_STAGES}
+    (tmp_path / "solution.json").write_text(json.dumps(sheet))
+    graded = run_qkvcalc(
+        "quiz",
+        "--random",
+        "--seed",
+        "7",
+        "--size",
+        "4,3",
+        "--answers",
+        str(tmp_path / "solution.json"),
+    )
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    assert "cells right." in graded.stdout and "All " in graded.stdout
+    other = run_qkvcalc("explain", "--random", "--seed", "8", "--size", "4,3", "-f", "json")
+    assert json.loads(other.stdout)["stages"][0]["value"] != x  # another seed, another problem
+
+
+def test_explain_random_in_korean_says_its_seed_in_korean():
+    proc = run_qkvcalc("explain", "--random", "--seed", "3", "--lang", "ko", "-f", "json")
+    assert proc.returncode == 0
+    assert "무작위 문제, 시드 3" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--random", "--preset", "doc"], "--random makes its own problem: leave out --preset"),
+        (["--random", "--x", "1 2"], "leave out --x"),
+        (["--seed", "7"], "--seed and --size describe a random problem: add --random"),
+        (["--random", "--size", "9,9"], "--size '9,9'"),
+    ],
+)
+def test_explain_random_usage_errors(args, words):
+    proc = run_qkvcalc("explain", *args)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert words in proc.stderr

@@ -21,9 +21,12 @@ from qkvcalc.interactive.step import (
     KEYS,
     KeyReader,
     Move,
+    head_start,
+    jump_target,
     move_for,
     next_position,
     open_terminal,
+    scrolled,
     stage_header,
 )
 from qkvcalc.problem import Problem
@@ -67,6 +70,76 @@ def test_forward_from_the_last_stage_goes_past_the_end():
 @pytest.mark.parametrize("key", ["x", "1", "\t", "\x1b[A", "\x1b[B", "한", "\x1b[5~"])
 def test_other_keys_change_nothing(key):
     assert next_position(5, 11, key) == 5
+
+
+HOME, END, DOWN, UP, PGDN, PGUP = "\x1b[H", "\x1b[F", "\x1b[B", "\x1b[A", "\x1b[6~", "\x1b[5~"
+
+
+@pytest.mark.parametrize("key", [HOME, "\x1bOH", "\x1b[1~", "\x1b[7~"])
+def test_home_goes_to_the_first_screen(key):
+    assert next_position(7, 12, key) == 0
+
+
+@pytest.mark.parametrize("key", [END, "\x1bOF", "\x1b[4~", "\x1b[8~"])
+def test_end_goes_to_the_last_screen(key):
+    assert next_position(2, 12, key) == 11
+
+
+@pytest.mark.parametrize(
+    ("offset", "key", "expected"),
+    [
+        (0, DOWN, 1),
+        (0, "j", 1),
+        (5, UP, 4),
+        (5, "k", 4),
+        (0, UP, 0),  # not above the top
+        (0, PGDN, 9),  # a window of 10 less the line kept in sight
+        (9, PGDN, 15),  # not past the last full window: 25 lines, 10 shown
+        (15, DOWN, 15),
+        (15, PGUP, 6),
+        (3, PGUP, 0),
+        (4, "x", 4),
+    ],
+)
+def test_scrolling_within_a_stage(offset, key, expected):
+    assert scrolled(offset, 25, 10, key) == expected
+
+
+def test_a_stage_that_fits_does_not_scroll():
+    assert scrolled(0, 8, 10, DOWN) == 0
+    assert scrolled(0, 8, 10, PGDN) == 0
+
+
+# screens: the problem, the split, then heads 1 to 3 of two stages each, the concat, the output
+HEADS = [None, None, 1, 1, 2, 2, 3, 3, None, None]
+
+
+@pytest.mark.parametrize(
+    ("position", "forward", "expected"),
+    [
+        (0, True, 2),  # from before the heads: head 1
+        (1, True, 2),
+        (3, True, 4),  # head 1 -> head 2, from its second stage too
+        (4, True, 6),
+        (7, True, 7),  # no head after the last
+        (8, True, 8),  # after the heads: n stays
+        (8, False, 6),  # after the heads: p goes to the last head
+        (5, False, 2),  # head 2 -> head 1
+        (2, False, 2),  # no head before the first
+        (0, False, 0),
+    ],
+)
+def test_next_and_previous_head(position, forward, expected):
+    assert head_start(HEADS, position, forward) == expected
+
+
+def test_one_head_has_nowhere_to_go():
+    assert head_start([None] * 12, 4, True) == 4
+
+
+@pytest.mark.parametrize(("typed", "expected"), [("1", 1), ("44", 44), ("0", None), ("45", None)])
+def test_a_typed_stage_number(typed, expected):
+    assert jump_target(typed, 44) == expected
 
 
 def test_ctrl_c_is_an_interrupt_not_a_position():
@@ -246,8 +319,10 @@ def finish(child: pexpect.spawn) -> int:
 
 def test_step_forward_back_and_quit():
     child = spawn("--preset", "sentence", "--step")
+    child.expect_exact("the problem — 11 stages follow")  # the first screen: the problem
+    child.expect_exact("? keys · q quit")  # the footer with the keys
+    child.send(ENTER)
     child.expect_exact("stage 1 of 11 — X")
-    child.expect_exact("Enter, Space or → next")  # the footer with the keys
     child.send(ENTER)
     child.expect_exact("stage 2 of 11 — Q = X·W_Q")
     assert CLEAR in child.before  # the screen is cleared before each stage
@@ -257,16 +332,18 @@ def test_step_forward_back_and_quit():
     child.expect_exact("stage 2 of 11 — Q = X·W_Q")
     child.send(LEFT)
     child.expect_exact("stage 1 of 11 — X")
+    child.send(LEFT)
+    child.expect_exact("the problem — 11 stages follow")
     child.send("q")
     assert finish(child) == 0
 
 
 def test_a_stage_screen_shows_that_stages_work():
     child = spawn("--preset", "sentence", "--step")
-    child.expect_exact("stage 1 of 11")
-    child.send(ENTER * 5)  # to stage 6, the scores
+    child.expect_exact("the problem — 11 stages follow")
+    child.send(ENTER * 6)  # to stage 6, the scores
     child.expect_exact("stage 6 of 11 — Q·Kᵀ")
-    child.expect_exact("Enter, Space or → next")
+    child.expect_exact("? keys · q quit")
     screen = child.before
     # q₁ = x₁·W_Q = [1, 2], k₁ = x₁·W_K = [1, 3] (sentence preset): q₁·k₁ = 1 + 6 = 7
     assert "q₁·k₁ = 1×1 + 2×3 = 7" in screen
@@ -277,8 +354,8 @@ def test_a_stage_screen_shows_that_stages_work():
 
 def test_going_past_the_last_stage_shows_the_result_and_ends():
     child = spawn("--preset", "doc", "--step")
-    child.expect_exact("stage 1 of 10")
-    for number in range(2, 11):
+    child.expect_exact("the problem — 10 stages follow")
+    for number in range(1, 11):
         child.send(" ")
         child.expect_exact(f"stage {number} of 10")
     child.send(ENTER)
@@ -295,9 +372,9 @@ def test_quit_keys_restore_the_terminal(key, status):
     child = spawn(
         command=f'{PYTHON} -m qkvcalc explain --preset doc --step; echo "status=$?"; stty -a'
     )
-    child.expect_exact("stage 1 of 10")
+    child.expect_exact("the problem — 10 stages follow")
     child.send(ENTER)
-    child.expect_exact("stage 2 of 10")
+    child.expect_exact("stage 1 of 10")
     child.send(key)
     child.expect(r"status=(\d+)")
     assert int(child.match.group(1)) == status
@@ -310,7 +387,7 @@ def test_quit_keys_restore_the_terminal(key, status):
 
 def test_interrupt_is_quiet():
     child = spawn("--preset", "doc", "--step")
-    child.expect_exact("stage 1 of 10")
+    child.expect_exact("the problem — 10 stages follow")
     child.sendintr()
     assert finish(child) == 130
     assert "Traceback" not in child.before
@@ -318,17 +395,19 @@ def test_interrupt_is_quiet():
 
 def test_problem_on_a_pipe_and_keys_from_the_terminal():
     child = spawn(command=f"cat presets/sentence.json | {PYTHON} -m qkvcalc explain --step")
-    child.expect_exact("stage 1 of 11 — X")
+    child.expect_exact("the problem — 11 stages follow")
     child.send(ENTER)
-    child.expect_exact("stage 2 of 11")
+    child.expect_exact("stage 1 of 11 — X")
     child.send("q")
     assert finish(child) == 0
 
 
 def test_korean_screens():
     child = spawn("--preset", "sentence", "--step", "--lang", "ko")
+    child.expect_exact("문제 — 이어서 11개 단계")
+    child.expect_exact("? 키 · q 끝내기")
+    child.send(ENTER)
     child.expect_exact("11단계 중 1단계 — X")
-    child.expect_exact("다음: Enter, Space, →")
     child.send(ENTER)
     child.expect_exact("11단계 중 2단계 — Q = X·W_Q")
     child.send("q")
@@ -337,15 +416,175 @@ def test_korean_screens():
 
 def test_a_resized_terminal_is_redrawn_at_its_new_width():
     child = spawn("--preset", "sentence", "--step", env={"COLUMNS": None, "LINES": None})
-    child.expect_exact("stage 1 of 11")
-    child.expect_exact("q or Esc quit")
+    child.expect_exact("the problem — 11 stages follow")
+    child.send(ENTER * 2)
+    child.expect_exact("stage 2 of 11")
+    child.expect_exact("q quit")
     wide = ANSI.sub("", child.before)
     assert max(len(line) for line in wide.split("\r\n")) > 60
     child.setwinsize(40, 60)
-    child.expect_exact("stage 1 of 11")
-    child.expect_exact("q or Esc quit")
+    child.expect_exact("stage 2 of 11")
+    child.expect_exact("q quit")
     narrow = ANSI.sub("", child.before)
     assert max(len(line.rstrip()) for line in narrow.split("\r\n")) <= 60
+    child.send("q")
+    assert finish(child) == 0
+
+
+# ---- a projector: 60×15 ------------------------------------------------------------------------
+
+
+def small(*args: str) -> pexpect.spawn:
+    """The step mode in a 60×15 terminal (its size from the terminal, not COLUMNS/LINES)."""
+    full_env = {**os.environ, **TTY_ENV}
+    full_env = {k: v for k, v in full_env.items() if k not in ("COLUMNS", "LINES")}
+    return pexpect.spawn(
+        PYTHON,
+        ["-m", "qkvcalc", "explain", *args, "--step"],
+        env=full_env,
+        cwd=str(ROOT),
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(15, 60),
+    )
+
+
+def screen_after(child: pexpect.spawn, keys: str, until: str = "q quit") -> list[str]:
+    """The lines of the screen drawn after `keys` (up to its status line), colours removed."""
+    if keys:
+        child.send(keys)
+    child.expect_exact(until)
+    text = ANSI.sub("", child.before.split(CLEAR)[-1]).replace("\r", "")
+    return text.split("\n")
+
+
+def test_the_first_screen_is_the_problem_with_the_presets_sentence():
+    child = small("--preset", "sentence")
+    lines = screen_after(child, "")
+    assert lines[0] == "the problem — 11 stages follow"
+    text = " ".join(" ".join(lines).split())
+    assert "queries n = 3, keys m = 3, d_model = 2, d_k = 2" in text
+    assert "mask: causal" in text
+    assert (
+        "preset sentence: Three tokens, 'I love cats', with the doc weights and a causal mask"
+        in text
+    )
+    child.send("q")
+    assert finish(child) == 0
+
+
+def test_a_tall_stage_keeps_its_header_and_scrolls_at_60_by_15():
+    child = small("--preset", "sentence")
+    screen_after(child, "")
+    screen_after(child, "1", until="(Enter)")
+    screen_after(child, "0", until="(Enter)")
+    lines = screen_after(child, ENTER)  # stage 10 (the weights) by its number
+    assert lines[0] == "stage 10 of 11 — A = softmax(Q·Kᵀ / √d_k + M)"
+    assert len(lines) <= 15 and all(len(line.rstrip()) <= 60 for line in lines)
+    assert any("━" in line for line in lines)  # the table, under the header
+    status = lines[-1]
+    assert re.match(r"↕ 1–13/(\d+)", status), status
+    body = int(re.match(r"↕ 1–13/(\d+)", status).group(1))
+    assert body > 13  # taller than the window: the arithmetic is below
+    lines = screen_after(child, PGDN)
+    assert lines[0] == "stage 10 of 11 — A = softmax(Q·Kᵀ / √d_k + M)"  # the header stays
+    assert lines[-1].startswith(f"↕ 13–{min(25, body)}/{body}")
+    lines = screen_after(child, "k")
+    assert lines[-1].startswith("↕ 12–")
+    lines = screen_after(child, "j")
+    assert lines[-1].startswith(f"↕ 13–{min(25, body)}/{body}")
+    lines = screen_after(child, PGUP)
+    assert lines[-1].startswith("↕ 1–13/")
+    lines = screen_after(child, DOWN)
+    assert lines[-1].startswith("↕ 2–14/")
+    lines = screen_after(child, ENTER)  # the next stage starts at its top
+    assert lines[0].startswith("stage 11 of 11")
+    child.send("q")
+    assert finish(child) == 0
+
+
+def test_gqa_jumps_by_number_home_end_and_head():
+    child = small("--preset", "gqa")
+    lines = screen_after(child, "")
+    assert lines[0] == "the problem — 44 stages follow"
+    screen_after(child, "2", until="(Enter)")
+    screen_after(child, "5", until="(Enter)")
+    lines = screen_after(child, ENTER)
+    assert lines[0].startswith("stage 25 of 44")
+    lines = screen_after(child, END)
+    assert lines[0] == "stage 44 of 44 — output = concat·W_O"
+    lines = screen_after(child, "p")  # from after the heads: the last head's first stage
+    assert lines[0] == "stage 33 of 44 — Q = X·W_Q[:, 4] · head 4"
+    lines = screen_after(child, "p")
+    assert lines[0] == "stage 23 of 44 — Q = X·W_Q[:, 3] · head 3"
+    lines = screen_after(child, "n")
+    assert lines[0].startswith("stage 33 of 44") and lines[0].endswith("head 4")
+    lines = screen_after(child, HOME)
+    assert lines[0] == "the problem — 44 stages follow"
+    lines = screen_after(child, "n")
+    assert lines[0] == "stage 3 of 44 — Q = X·W_Q[:, 1] · head 1"
+    screen_after(child, "9", until="(Enter)")
+    lines = screen_after(child, "9", until="(Enter)")
+    assert lines[-1].startswith("go to stage 99…")
+    lines = screen_after(child, ENTER, until="1 to 44")
+    assert lines[-1].startswith("there is no stage 99: the stages are")
+    assert lines[0].startswith("stage 3 of 44")  # where it was
+    child.send("q")
+    assert finish(child) == 0
+
+
+def test_question_mark_shows_the_keys_and_any_key_goes_back():
+    child = small("--preset", "gqa")
+    screen_after(child, "")
+    lines = screen_after(child, "?", until="Any key goes back to the stage.")
+    text = "\n".join(lines)
+    for words in ("PgDn PgUp", "12 Enter", "Home, End", "n, p", "q, Esc"):
+        assert words in text
+    lines = screen_after(child, "x")
+    assert lines[0] == "the problem — 44 stages follow"
+    child.send("q")
+    assert finish(child) == 0
+
+
+def test_n_in_a_one_head_problem_says_why_nothing_moves():
+    child = small("--preset", "doc")
+    screen_after(child, "")
+    lines = screen_after(child, "n", until="one head")
+    assert lines[-1].startswith("n and p move between heads")
+    child.send("q")
+    assert finish(child) == 0
+
+
+def test_korean_keys_screen():
+    child = spawn("--preset", "gqa", "--step", "--lang", "ko")
+    child.expect_exact("문제 — 이어서 44개 단계")
+    child.send("?")
+    child.expect_exact("아무 키나 누르면 단계로 돌아갑니다.")
+    assert "12단계로 이동" in child.before
+    child.send("x")
+    child.expect_exact("문제 — 이어서 44개 단계")
+    child.send("7")
+    child.expect_exact("7단계로 이동")
+    child.send(ENTER)
+    child.expect_exact("44단계 중 7단계")
+    child.send("q")
+    assert finish(child) == 0
+
+
+def test_a_resize_keeps_the_header_on_a_shorter_screen():
+    child = spawn("--preset", "sentence", "--step", env={"COLUMNS": None, "LINES": None})
+    child.expect_exact("the problem — 11 stages follow")
+    child.send("1")
+    child.expect_exact("(Enter)")
+    child.send("0")
+    child.expect_exact("go to stage 10")
+    child.send(ENTER)
+    child.expect_exact("stage 10 of 11")
+    child.expect_exact("q quit")
+    child.setwinsize(15, 60)
+    lines = screen_after(child, "", until="· →")
+    assert lines[0] == "stage 10 of 11 — A = softmax(Q·Kᵀ / √d_k + M)"
+    assert len(lines) <= 15
     child.send("q")
     assert finish(child) == 0
 

@@ -256,12 +256,32 @@ MESSAGES: dict[str, str] = {
     "one of {known}, or choose one with --format",
     "export.unknown_format": "no format is called {format}; the formats are {known}",
     # ---- step mode (issue 4) ------------------------------------------------------------
-    "step.option_help": "Show one stage at a time in the terminal: Enter, Space or → next; "
-    "b or ← back; q quit.",
+    "step.option_help": "Show the problem, then one stage at a time in the terminal: Enter, "
+    "Space or → next; b or ← back; ↓ ↑ j k PgDn PgUp scroll; a number and Enter go to that "
+    "stage; Home, End; n, p next or previous head; ? all the keys; q quit.",
     "step.header": "stage {number} of {total} — {formula}",
     "step.header_head": "stage {number} of {total} — {formula} · head {head}",
-    "step.keys": "Enter, Space or → next  ·  b or ← back  ·  q or Esc quit",
+    "step.keys": "→ next · ← back · ↓↑ scroll · ? keys · q quit",
     "step.done": "All {total} stages shown. The result:",
+    # ---- step mode, round two (issue 17) --------------------------------------------------
+    "step.problem_header": "the problem — {total} stages follow",
+    "step.intro_next": "Enter or → for stage 1 of {total}; a stage's number and Enter go "
+    "straight to it; ? shows every key.",
+    "step.lines": "↕ {first}–{last}/{total}",
+    "step.jump": "go to stage {typed}… (Enter)",
+    "step.jump_bad": "there is no stage {typed}: the stages are 1 to {total}",
+    "step.one_head": "n and p move between heads, and this problem has one head",
+    "step.help_title": "Keys",
+    "step.help": "Enter, Space, →     next stage\n"
+    "b, ←                previous stage\n"
+    "↓ ↑, j k            scroll a tall stage by a line\n"
+    "PgDn PgUp           scroll by a screen\n"
+    "12 Enter            go to stage 12\n"
+    "Home, End           the problem, the last stage\n"
+    "n, p                next or previous head\n"
+    "?                   these keys\n"
+    "q, Esc              quit (Ctrl-C too)",
+    "step.help_close": "Any key goes back to the stage.",
     "quiz.no_terminal": "the problem came in on standard input, so the answers are read from a "
     "terminal, and there is none here: give the problem as a file or --preset, or grade a sheet "
     "with --answers",
@@ -272,9 +292,9 @@ MESSAGES: dict[str, str] = {
     "step.with_output": "--step shows the stages in the terminal, so it does not combine with "
     "--output: leave out --step to write the file",
     # ---- quiz and new (issue 5) ---------------------------------------------------------
-    "quiz.intro": "Work each stage out by hand and type one cell at a time: 7, -0.5, 7/sqrt(2) "
-    "or 4.95 are all fine. An answer is right when it agrees to {precision} decimals. "
-    "Ctrl-C quits.",
+    "quiz.intro": "Work each stage out by hand and type one cell at a time: 7, -0.5, 7/sqrt(2), "
+    "4.95 or 4,95 are all fine. An answer is right when it agrees to {precision} decimals. "
+    "? gives a hint; Enter or skip moves on; Ctrl-C stops and shows the score so far.",
     "quiz.random_seed": "A random problem, seed {seed}. The same one again: "
     "qkvcalc quiz --random --seed {seed} --size {size}",
     "quiz.stage_heading": "Stage {number}/{total}: {title}  ·  {formula}  ·  {shape}",
@@ -322,6 +342,97 @@ MESSAGES: dict[str, str] = {
     "quiz.size": "--size {text!r}: write the number of tokens and the width as n,d (e.g. 3,2), "
     "each from 1 to {limit}",
     "quiz.seed": "--seed {seed}: a seed is a whole number from 0 to {limit}",
+    # ---- quiz, round two (issue 17): named mistakes, unreadable cells, hints ------------
+    "mistake.weight_transposed": "These are {x}·{w}ᵀ; with row vectors {name} = {x}·{w}, with "
+    "no transpose: column j of {w} makes column j of {name}.",
+    "mistake.weight_torch_layout": "These are {x}·{w} as it is written; this problem gives its "
+    "weights as PyTorch stores them (out×in, layout torch), so {name} = {x}·{w}ᵀ.",
+    "mistake.kt_not_transposed": "This is K as it is; Kᵀ turns K on its side, so row j of K "
+    "becomes column j of Kᵀ.",
+    "mistake.k_not_transposed": "These are Q·K; a score compares query i with key j, q_i·k_j, "
+    "that is row i of Q times column j of Kᵀ, so the scores are Q·Kᵀ.",
+    "mistake.scores_transposed": "These are K·Qᵀ, the scores turned on their side; in Q·Kᵀ row "
+    "i belongs to query i and column j to key j.",
+    "mistake.scale_sqrt_d_model": "These are Q·Kᵀ / √d_model = Q·Kᵀ / {model_root}; the scale "
+    "uses d_k = {d_k}, the width of a query and a key per head, so Q·Kᵀ / √d_k = Q·Kᵀ / {root}.",
+    "mistake.scale_sqrt_d_model_or_d_k": "These are Q·Kᵀ / √d_model = Q·Kᵀ / {model_root} "
+    "(here the same as dividing by d_k); the scale uses d_k = {d_k}, the width of a query and "
+    "a key per head, and its square root: Q·Kᵀ / √d_k = Q·Kᵀ / {root}.",
+    "mistake.scale_d_k": "These are Q·Kᵀ / d_k = Q·Kᵀ / {d_k}; the scale is the square root of "
+    "d_k, so Q·Kᵀ / √d_k = Q·Kᵀ / {root}.",
+    "mistake.scale_missing": "These are Q·Kᵀ, not scaled; every score is divided by "
+    "√d_k = {root} (d_k = {d_k}).",
+    "mistake.scale_missing_given": "These are Q·Kᵀ, not scaled; this problem gives "
+    "scale = {scale}, and every score is multiplied by it.",
+    "mistake.scale_multiplied": "These are Q·Kᵀ · √d_k; the scores are divided by "
+    "√d_k = {root}, not multiplied.",
+    "mistake.mask_missing": "The mask is left out; {count} query–key pairs are masked, and a "
+    "masked score becomes −∞ before softmax, so its weight is 0.",
+    "mistake.mask_inverted": "The mask is read the wrong way round; 1 / true means may attend "
+    "(PyTorch's scaled_dot_product_attention) and 0 means masked (−∞).",
+    "mistake.mask_inverted_causal": "The causal mask is turned around; query i may attend to "
+    "keys 1…i (itself and the past), never to the future: the pairs above the diagonal become "
+    "−∞.",
+    "mistake.exp_not_shifted": "These are e^s; this stage subtracts each row's maximum first, "
+    "e^(s − row max): the weights come out the same, and e^s cannot overflow.",
+    "mistake.softmax_columns": "This is softmax down each column; softmax runs along each row "
+    "(one query over all its keys), so every row of A sums to 1.",
+    "mistake.heads_averaged": "This averages the {heads} heads; their outputs are laid side by "
+    "side (concatenated, head 1's columns first), so concat is {shape}.",
+    "quiz.mistakes_title": "Mistakes recognised",
+    "quiz.mistake_line": "{stage}: {text}",
+    "quiz.verdict.unreadable": "unreadable",
+    "quiz.detail_unreadable": "{cell}: {text} cannot be read ({reason}); the answer is {expected}",
+    "quiz.legend_unreadable": "? unreadable",
+    "answer.comma_ambiguous": "{field}: {text!r} could be {decimal} (a decimal comma) or "
+    "{thousands} (a thousands separator); write {decimal} or {thousands}",
+    "quiz.skipped": "{cell} skipped: it is {expected}.",
+    "quiz.hint": "Hint: {rule}",
+    "quiz.interrupted_score": "Stopped. The score so far:",
+    "hint.proj": "{cell} is row {i} of {x} times column {j} of {w}: multiply them pair by pair "
+    "and add.",
+    "hint.proj_bias": "{cell} is row {i} of {x} times column {j} of {w}, multiplied pair by "
+    "pair and added, plus entry {j} of {b}.",
+    "hint.kt": "{cell} is K[{j},{i}]: Kᵀ swaps rows and columns.",
+    "hint.scores": "{cell} = q_{i}·k_{j}: row {i} of Q times column {j} of Kᵀ (row {j} of K), "
+    "multiplied pair by pair and added.",
+    "hint.scaled": "{cell} = Q·Kᵀ[{i},{j}] {op}.",
+    "hint.masked": "{cell} = {src}[{i},{j}] where the mask lets query {i} see key {j} (1), and −∞ "
+    "where it does not (0).",
+    "hint.exp": "{cell} = e^({src}[{i},{j}] − the largest entry of row {i} of {src}).",
+    "hint.formula": "{cell} is cell [{i},{j}] of {formula}.",
+    "hint.x_pe": "{cell} = X[{i},{j}] + PE[{i},{j}].",
+    "hint.rmsnorm": "{cell} = {src}[{i},{j}] / √(mean of the squares of row {i} of {src} + ε) "
+    "× w[{j}].",
+    "hint.rope": "{cell}: dimension {j} of row {i} of {src}, turned with its partner dimension "
+    "by θ = position of token {i} × its pair's frequency: a·cos θ − b·sin θ (first of the "
+    "pair) or b·cos θ + a·sin θ (second).",
+    "hint.alibi": "{cell} = −slope × |position of query {i} − position of key {j}|.",
+    "hint.biased": "{cell} = S[{i},{j}] + B[{i},{j}].",
+    "hint.capped": "{cell} = c·tanh({src}[{i},{j}] / c), c = {cap}.",
+    "hint.weights": "{cell} = E[{i},{j}] / (the sum of row {i} of E).",
+    "hint.output": "{cell} is row {i} of A times column {j} of V: multiply them pair by pair "
+    "and add.",
+    "hint.concat": "{cell} is row {i}, column {c} of head {h}'s output: the heads are laid side "
+    "by side.",
+    "hint.final": "{cell} is row {i} of concat times column {j} of W_O: multiply them pair by "
+    "pair and add (then add b_O[{j}] if the problem has one).",
+    "hint.final_concat": "{cell} = concat[{i},{j}]: with no W_O, the joined heads are the output.",
+    "quiz.template_with_answers": "--template prints an empty answer sheet, so it does not "
+    "combine with --answers: leave out one of them",
+    "help.quiz.template": "Print an empty answer sheet for the problem (the stages of "
+    "--stages), as JSON: fill it in and grade it with --answers.",
+    "help.explain.random": "A fresh problem of small integers: the same one qkvcalc quiz "
+    "--random gives for the same --seed and --size.",
+    "help.explain.seed": "With --random: the same problem every time.",
+    "help.explain.size": "With --random: tokens,width (default 3,2).",
+    "explain.random_seed": "A random problem, seed {seed}. The same one again: qkvcalc explain "
+    "--random --seed {seed} --size {size}; as a quiz: qkvcalc quiz --random --seed {seed} "
+    "--size {size}",
+    "new.kv_heads": "Number of key/value heads G; it divides H = {heads}, and fewer than H "
+    "share K and V between query heads{default}:",
+    "new.kv_heads_bad": "{value} does not divide H = {heads}: G is one of {divisors}.",
+    "new.wo_ask": "W_O, the output projection applied after the heads are joined: give it? [Y/n]",
     "new.intro": "A new attention problem, step by step. Numbers may be written 3, -0.5, 1/2 "
     "or sqrt(2); Enter takes the value in [brackets]; Ctrl-C quits without saving.",
     "new.tokens": "Number of tokens n{default}:",

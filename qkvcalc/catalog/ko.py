@@ -267,12 +267,32 @@ MESSAGES: dict[str, str] = {
     "{known} 중 하나를 쓰거나 --format으로 형식을 고르세요",
     "export.unknown_format": "{format}라는 형식은 없습니다. 형식: {known}",
     # ---- step mode (issue 4) ------------------------------------------------------------
-    "step.option_help": "터미널에서 한 번에 한 단계씩 보여 줍니다. 다음: Enter, Space, →; "
-    "이전: b, ←; 끝내기: q.",
+    "step.option_help": "먼저 문제를 보여 주고, 터미널에서 한 번에 한 단계씩 보여 줍니다. "
+    "다음: Enter, Space, →; 이전: b, ←; 스크롤: ↓ ↑ j k PgDn PgUp; 단계 번호를 치고 Enter: 그 "
+    "단계로 이동; Home, End; n, p: 다음·이전 헤드; ?: 모든 키; 끝내기: q.",
     "step.header": "{total}단계 중 {number}단계 — {formula}",
     "step.header_head": "{total}단계 중 {number}단계 — {formula} · 헤드 {head}",
-    "step.keys": "다음: Enter, Space, →  ·  이전: b, ←  ·  끝내기: q, Esc",
+    "step.keys": "→ 다음 · ← 이전 · ↓↑ 스크롤 · ? 키 · q 끝내기",
     "step.done": "{total}개 단계를 모두 보았습니다. 결과:",
+    # ---- step mode, round two (issue 17) --------------------------------------------------
+    "step.problem_header": "문제 — 이어서 {total}개 단계",
+    "step.intro_next": "Enter나 →: {total}단계 중 1단계로 갑니다. 단계 번호를 치고 Enter를 누르면 "
+    "그 단계로 바로 갑니다. ?: 모든 키를 보여 줍니다.",
+    "step.lines": "↕ {first}–{last}/{total}줄",
+    "step.jump": "{typed}단계로 이동… (Enter)",
+    "step.jump_bad": "{typed}단계는 없습니다. 단계는 1부터 {total}까지입니다",
+    "step.one_head": "n과 p는 헤드 사이를 오가는 키인데, 이 문제의 헤드는 하나입니다",
+    "step.help_title": "키",
+    "step.help": "Enter, Space, →     다음 단계\n"
+    "b, ←                이전 단계\n"
+    "↓ ↑, j k            긴 단계를 한 줄씩 스크롤\n"
+    "PgDn PgUp           한 화면씩 스크롤\n"
+    "12 Enter            12단계로 이동\n"
+    "Home, End           문제, 마지막 단계\n"
+    "n, p                다음 헤드, 이전 헤드\n"
+    "?                   이 키 목록\n"
+    "q, Esc              끝내기 (Ctrl-C도 됩니다)",
+    "step.help_close": "아무 키나 누르면 단계로 돌아갑니다.",
     "quiz.no_terminal": "문제를 표준 입력으로 받았으므로 답은 터미널에서 읽어야 하는데, 지금은 "
     "연결된 터미널이 없습니다. 문제를 파일이나 --preset으로 주거나, --answers로 답안지를 "
     "채점하세요",
@@ -283,8 +303,9 @@ MESSAGES: dict[str, str] = {
     "step.with_output": "--step은 단계를 터미널에 보여 주므로 --output과 함께 쓸 수 없습니다. "
     "파일로 저장하려면 --step을 빼 주세요",
     # ---- quiz and new (issue 5) ---------------------------------------------------------
-    "quiz.intro": "단계마다 손으로 계산해 한 칸씩 입력하세요. 7, -0.5, 7/sqrt(2), 4.95처럼 써도 "
-    "됩니다. 소수 {precision}자리까지 맞으면 정답입니다. 끝내려면 Ctrl-C를 누르세요.",
+    "quiz.intro": "단계마다 손으로 계산해 한 칸씩 입력하세요. 7, -0.5, 7/sqrt(2), 4.95, 4,95처럼 "
+    "써도 됩니다. 소수 {precision}자리까지 맞으면 정답입니다. ?: 힌트, Enter나 skip: 건너뛰기, "
+    "Ctrl-C: 끝내기(지금까지의 점수를 보여 줍니다).",
     "quiz.random_seed": "무작위 문제, 시드 {seed}. 같은 문제를 다시 풀려면: qkvcalc quiz --random "
     "--seed {seed} --size {size}",
     "quiz.stage_heading": "단계 {number}/{total}: {title}  ·  {formula}  ·  {shape}",
@@ -336,6 +357,95 @@ MESSAGES: dict[str, str] = {
     "quiz.size": "--size {text!r}: 토큰 수와 폭을 n,d 꼴로 쓰세요(예: 3,2). 각각 1부터 "
     "{limit}까지입니다",
     "quiz.seed": "--seed {seed}: 시드는 0부터 {limit}까지의 정수입니다",
+    # ---- quiz, round two (issue 17): named mistakes, unreadable cells, hints ------------
+    "mistake.weight_transposed": "이 값은 {x}·{w}ᵀ입니다. 행 벡터 규칙에서는 전치 없이 "
+    "{name} = {x}·{w}입니다. {w}의 j번째 열이 {name}의 j번째 열을 만듭니다.",
+    "mistake.weight_torch_layout": "이 값은 적힌 그대로의 {x}·{w}입니다. 이 문제는 가중치를 "
+    "PyTorch가 저장하는 모양(out×in, layout torch)으로 주므로 {name} = {x}·{w}ᵀ입니다.",
+    "mistake.kt_not_transposed": "이 값은 K 그대로입니다. Kᵀ는 K를 전치한 것이라, K의 j번째 "
+    "행이 Kᵀ의 j번째 열이 됩니다.",
+    "mistake.k_not_transposed": "이 값은 Q·K입니다. 스코어는 Query i와 Key j의 내적 q_i·k_j, "
+    "곧 Q의 i번째 행과 Kᵀ의 j번째 열의 곱이므로 스코어는 Q·Kᵀ입니다.",
+    "mistake.scores_transposed": "이 값은 스코어를 전치한 K·Qᵀ입니다. Q·Kᵀ에서 i번째 행은 "
+    "Query i의 것이고, j번째 열은 Key j의 것입니다.",
+    "mistake.scale_sqrt_d_model": "이 값은 Q·Kᵀ / √d_model = Q·Kᵀ / {model_root}입니다. "
+    "스케일링에는 헤드마다의 Query·Key 폭 d_k = {d_k}를 쓰므로 Q·Kᵀ / √d_k = Q·Kᵀ / {root}"
+    "입니다.",
+    "mistake.scale_sqrt_d_model_or_d_k": "이 값은 Q·Kᵀ / √d_model = Q·Kᵀ / {model_root}"
+    "입니다(여기서는 d_k로 나눈 것과 같습니다). 스케일링에는 헤드마다의 Query·Key 폭 "
+    "d_k = {d_k}의 제곱근을 쓰므로 Q·Kᵀ / √d_k = Q·Kᵀ / {root}입니다.",
+    "mistake.scale_d_k": "이 값은 Q·Kᵀ / d_k = Q·Kᵀ / {d_k}입니다. 나누는 값은 d_k의 "
+    "제곱근이므로 Q·Kᵀ / √d_k = Q·Kᵀ / {root}입니다.",
+    "mistake.scale_missing": "이 값은 스케일링하지 않은 Q·Kᵀ입니다. 모든 스코어를 "
+    "√d_k = {root}(d_k = {d_k}) 값으로 나눠야 합니다.",
+    "mistake.scale_missing_given": "이 값은 스케일링하지 않은 Q·Kᵀ입니다. 이 문제는 "
+    "scale = {scale} 값을 주므로 모든 스코어에 그 값을 곱합니다.",
+    "mistake.scale_multiplied": "이 값은 Q·Kᵀ · √d_k입니다. 스코어는 √d_k = {root} 값으로 "
+    "나누는 것이지 곱하는 것이 아닙니다.",
+    "mistake.mask_missing": "마스크가 빠졌습니다. 마스킹되는 Query–Key 쌍이 {count}개 있고, "
+    "마스킹된 스코어는 소프트맥스 전에 −∞가 되어 가중치가 0이 됩니다.",
+    "mistake.mask_inverted": "마스크를 반대로 읽었습니다. 1 / true는 어텐션 허용(PyTorch "
+    "scaled_dot_product_attention의 규칙)이고, 0은 마스킹(−∞)입니다.",
+    "mistake.mask_inverted_causal": "인과(causal) 마스크를 뒤집었습니다. Query i는 Key 1…i"
+    "(자기 자신과 과거)만 볼 수 있고 미래는 볼 수 없으므로, 대각선 위쪽의 쌍이 −∞가 됩니다.",
+    "mistake.exp_not_shifted": "이 값은 e^s입니다. 이 단계에서는 먼저 각 행의 최댓값을 빼서 "
+    "e^(s − 행 최댓값)을 계산합니다. 가중치는 같고, e^s가 오버플로하지 않습니다.",
+    "mistake.softmax_columns": "열 방향으로 소프트맥스를 계산했습니다. 소프트맥스는 각 행을 "
+    "따라(Query 하나에 대해 모든 Key에 걸쳐) 계산하므로 A의 각 행의 합이 1입니다.",
+    "mistake.heads_averaged": "헤드 {heads}개를 평균했습니다. 헤드들의 출력은 나란히 이어 "
+    "붙이므로(헤드 1의 열부터) concat의 모양은 {shape}입니다.",
+    "quiz.mistakes_title": "알아낸 실수",
+    "quiz.mistake_line": "{stage}: {text}",
+    "quiz.verdict.unreadable": "읽을 수 없음",
+    "quiz.detail_unreadable": "{cell}: {text} — 읽을 수 없습니다 ({reason}). 정답 {expected}",
+    "quiz.legend_unreadable": "? 읽을 수 없음",
+    "answer.comma_ambiguous": "{field}: {text!r} — 소수점 쉼표로 읽으면 {decimal}, 천 단위 "
+    "구분 기호로 읽으면 {thousands}입니다. {decimal} 또는 {thousands}처럼 써 주세요",
+    "quiz.skipped": "{cell} 건너뜀: 정답 {expected}.",
+    "quiz.hint": "힌트: {rule}",
+    "quiz.interrupted_score": "중단했습니다. 지금까지의 점수:",
+    "hint.proj": "{cell}: {x}의 {i}번째 행과 {w}의 {j}번째 열을 성분끼리 곱해 더합니다.",
+    "hint.proj_bias": "{cell}: {x}의 {i}번째 행과 {w}의 {j}번째 열을 성분끼리 곱해 더하고, "
+    "{b}의 {j}번째 값을 더합니다.",
+    "hint.kt": "{cell} = K[{j},{i}]: Kᵀ는 행과 열을 맞바꿉니다.",
+    "hint.scores": "{cell} = q_{i}·k_{j}: Q의 {i}번째 행과 Kᵀ의 {j}번째 열(K의 {j}번째 행)을 "
+    "성분끼리 곱해 더합니다.",
+    "hint.scaled": "{cell} = Q·Kᵀ[{i},{j}] {op}.",
+    "hint.masked": "{cell}: 마스크가 Query {i}에게 Key {j}를 허용하면(1) {src}[{i},{j}], 아니면(0) "
+    "−∞입니다.",
+    "hint.exp": "{cell} = e^({src}[{i},{j}] − {src}의 {i}번째 행의 최댓값).",
+    "hint.formula": "{cell}은 {formula}의 [{i},{j}] 칸입니다.",
+    "hint.x_pe": "{cell} = X[{i},{j}] + PE[{i},{j}].",
+    "hint.rmsnorm": "{cell} = {src}[{i},{j}] / √({src}의 {i}번째 행의 제곱 평균 + ε) × w[{j}].",
+    "hint.rope": "{cell}: {src}의 {i}번째 행의 {j}번 차원을 짝 차원과 함께 θ = 토큰 {i}의 위치 × "
+    "그 짝의 주파수만큼 회전합니다: a·cos θ − b·sin θ(짝의 첫째) 또는 b·cos θ + a·sin θ(둘째).",
+    "hint.alibi": "{cell} = −기울기 × |Query {i}의 위치 − Key {j}의 위치|.",
+    "hint.biased": "{cell} = S[{i},{j}] + B[{i},{j}].",
+    "hint.capped": "{cell} = c·tanh({src}[{i},{j}] / c), c = {cap}.",
+    "hint.weights": "{cell} = E[{i},{j}] / (E의 {i}번째 행의 합).",
+    "hint.output": "{cell}: A의 {i}번째 행과 V의 {j}번째 열을 성분끼리 곱해 더합니다.",
+    "hint.concat": "{cell}: 헤드 {h} 출력의 {i}번째 행, {c}번째 열입니다. 헤드들을 나란히 이어 "
+    "붙입니다.",
+    "hint.final": "{cell}: concat의 {i}번째 행과 W_O의 {j}번째 열을 성분끼리 곱해 더합니다"
+    "(문제에 b_O가 있으면 b_O[{j}]도 더합니다).",
+    "hint.final_concat": "{cell} = concat[{i},{j}]: W_O가 없으므로 이어 붙인 헤드가 그대로 "
+    "출력입니다.",
+    "quiz.template_with_answers": "--template은 빈 답안지를 출력하므로 --answers와 함께 쓸 수 "
+    "없습니다. 둘 중 하나를 빼 주세요",
+    "help.quiz.template": "문제의 빈 답안지(--stages의 단계)를 JSON으로 출력합니다. 채운 뒤 "
+    "--answers로 채점하세요.",
+    "help.explain.random": "작은 정수로 된 새 문제. 같은 --seed와 --size이면 qkvcalc quiz "
+    "--random과 같은 문제입니다.",
+    "help.explain.seed": "--random과 함께: 매번 같은 문제.",
+    "help.explain.size": "--random과 함께: 토큰 수,폭 (기본값 3,2).",
+    "explain.random_seed": "무작위 문제, 시드 {seed}. 같은 문제를 다시: qkvcalc explain "
+    "--random --seed {seed} --size {size}; 퀴즈로: qkvcalc quiz --random --seed {seed} "
+    "--size {size}",
+    "new.kv_heads": "Key/Value 헤드 수 G: H = {heads}의 약수이고, H보다 적으면 Query 헤드들이 "
+    "K와 V를 함께 씁니다{default}:",
+    "new.kv_heads_bad": "{value} — H = {heads}의 약수가 아닙니다. G는 다음 중 하나입니다: "
+    "{divisors}.",
+    "new.wo_ask": "W_O, 헤드를 이어 붙인 뒤 적용하는 출력 선형 투영: 입력할까요? [Y/n]",
     "new.intro": "새 어텐션 문제를 한 단계씩 만듭니다. 숫자는 3, -0.5, 1/2, sqrt(2)처럼 쓸 수 "
     "있습니다. Enter를 누르면 [대괄호] 안의 값을 쓰고, Ctrl-C를 누르면 저장하지 않고 끝냅니다.",
     "new.tokens": "토큰 수 n{default}:",

@@ -8,9 +8,10 @@ else. Errors: a QkvcalcError becomes one message on stderr and exit 2, nothing o
 # typer reads the commands' signatures on every run, and string annotations would make it
 # eval every option's again on every run (about 10 ms).
 import sys
+from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -69,6 +70,17 @@ def explain(
     preset: Annotated[
         str | None,
         typer.Option(help=help_text("help.explain.preset"), show_default=False),
+    ] = None,
+    random: Annotated[
+        bool, typer.Option("--random", help=help_text("help.explain.random"))
+    ] = False,
+    seed: Annotated[
+        int | None,
+        typer.Option(help=help_text("help.explain.seed"), show_default=False),
+    ] = None,
+    size: Annotated[
+        str | None,
+        typer.Option(help=help_text("help.explain.size"), show_default=False),
     ] = None,
     x: Annotated[
         str | None,
@@ -213,7 +225,10 @@ def explain(
             "alibi": True if alibi else None,
             "softcap": softcap,
         }
-        doc = gather(source, preset, inline, sys.stdin.buffer, sys.stdin.isatty(), max_bytes)
+        if random or seed is not None or size is not None:
+            doc = _random_doc(random, seed, size, source, preset, inline, lang_code)
+        else:
+            doc = gather(source, preset, inline, sys.stdin.buffer, sys.stdin.isatty(), max_bytes)
         problem = Problem.from_mapping(doc, exact=exact, max_elements=max_elements)
         del doc  # the parsed lists: at real-model sizes, 100 MB the engine does not need
         trace = run(problem)
@@ -260,3 +275,30 @@ def _rope(theta: float | None, style: "RopeStyle | None", dims: int | None) -> d
     if dims is not None:
         rope["dims"] = dims
     return rope
+
+
+def _random_doc(
+    random: bool,
+    seed: int | None,
+    size: str | None,
+    source: str | None,
+    preset: str | None,
+    inline: Mapping[str, object],
+    lang: str,
+) -> dict[str, Any]:
+    """--random: the problem `qkvcalc quiz --random` makes from the same seed and size
+    (qkvcalc.quiz.problems); its seed is said on stderr, so it can be had again."""
+    from qkvcalc.i18n import translate
+    from qkvcalc.quiz.problems import new_seed, parse_size, random_problem
+
+    if not random:
+        raise QkvcalcError("quiz.seed_without_random")
+    given = [name for name, on in (("SOURCE", source), ("--preset", preset)) if on]
+    given += [f"--{name.replace('_', '-')}" for name, value in inline.items() if value]
+    if given:
+        raise QkvcalcError("quiz.random_with_source", given=", ".join(given))
+    n, d = parse_size(size or "3,2")
+    seed = new_seed() if seed is None else seed
+    doc = random_problem(seed, n, d)
+    typer.echo(translate("explain.random_seed", lang, seed=seed, size=f"{n},{d}"), err=True)
+    return doc

@@ -36,6 +36,7 @@ from qkvcalc.i18n import translate
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from qkvcalc.quiz.answers import AnswerSheet
     from qkvcalc.trace import Trace
 
 
@@ -84,16 +85,15 @@ def _load(
     return run(Problem.from_mapping(doc)), None
 
 
-def _read_sheet(answers: str, trace: "Trace") -> dict[str, Any]:
+def _read_sheet(answers: str, trace: "Trace", precision: int) -> "AnswerSheet":
     from qkvcalc.parse import load_json, read_limited
-    from qkvcalc.quiz.answers import read_sheet
-    from qkvcalc.quiz.grade import stage_keys
+    from qkvcalc.quiz.answers import read_answer_sheet
     from qkvcalc.sources import read_file
 
     origin = "stdin" if answers == "-" else answers
     try:
         data = read_limited(sys.stdin.buffer) if answers == "-" else read_file(answers)
-        return read_sheet(load_json(data), stage_keys(trace))
+        return read_answer_sheet(load_json(data), trace, precision)
     except QkvcalcError as err:
         raise err.within("quiz.in_sheet", origin=origin) from None
 
@@ -138,6 +138,9 @@ def quiz(
         int,
         typer.Option(help=help_text("help.quiz.precision"), min=0, max=6),
     ] = 2,
+    template: Annotated[
+        bool, typer.Option("--template", help=help_text("help.quiz.template"))
+    ] = False,
     lang: LangOption = None,
     no_color: NoColorOption = False,
 ) -> None:
@@ -146,14 +149,22 @@ def quiz(
 
     lang_code = language(lang)
     try:
+        if template and answers is not None:
+            raise QkvcalcError("quiz.template_with_answers")
         if format is QuizFormat.json and answers is None:
             raise QkvcalcError("quiz.json_needs_answers")
         trace, random_info = _load(source, preset, random, seed, size, answers)
         names = [s for s in stages.split(",") if s.strip()] if stages is not None else None
         keys = select_keys(trace, names)
-        sheet = _read_sheet(answers, trace) if answers is not None else None
+        sheet = _read_sheet(answers, trace, precision) if answers is not None else None
     except QkvcalcError as err:
         fail(err, lang_code)
+
+    if template:
+        from qkvcalc.quiz.answers import empty_sheet
+
+        sys.stdout.write(empty_sheet(trace, keys))
+        raise typer.Exit(0)
 
     from rich.text import Text
 
@@ -161,13 +172,14 @@ def quiz(
 
     screen = console(no_color)
     if sheet is not None:
+        matrices = sheet.matrices
         if names is not None:  # --stages names exactly what is graded
-            sheet = {k: v for k, v in sheet.items() if k in keys}
-        report = grade_sheet(trace, sheet, keys, precision)
+            matrices = {k: v for k, v in matrices.items() if k in keys}
+        report = sheet.apply(grade_sheet(trace, matrices, keys, precision))
         if format is QuizFormat.json:
-            sys.stdout.write(report_json(report, trace, lang_code))
+            sys.stdout.write(report_json(report, trace, lang_code, sheet))
         else:
-            screen.print(render_report(report, lang_code))
+            screen.print(render_report(report, lang_code, sheet))
         raise typer.Exit(0 if report.all_right else EXIT_MISTAKES)
 
     from qkvcalc.quiz.session import Session, ask_line
@@ -189,9 +201,15 @@ def quiz(
             terminal = open("/dev/tty", encoding="utf-8")  # noqa: SIM115 (closed below)
         except OSError:
             fail(QkvcalcError("quiz.no_terminal"), lang_code)
+    session = Session(trace, keys, opts, screen, ask_line(screen, terminal))
     try:
-        report = Session(trace, keys, opts, screen, ask_line(screen, terminal)).run()
+        report = session.run()
     except KeyboardInterrupt:
+        so_far = session.so_far()  # the score of what was answered, before exit 130
+        if so_far.stages:
+            screen.print()
+            screen.print(Text(translate("quiz.interrupted_score", lang_code), style="bold"))
+            screen.print(render_report(so_far, lang_code))
         raise _interrupted(screen, lang_code) from None
     finally:
         if terminal is not None:

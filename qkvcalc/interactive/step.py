@@ -1,15 +1,21 @@
-"""The step mode: one stage per screen, paged with the keyboard, for a class watching a projector.
+"""The step mode: the problem, then one stage per screen, paged with the keyboard, for a class
+watching a projector.
 
-Three parts, each testable on its own:
+Parts, each testable on its own:
 
-- `next_position(position, total, key)`: pure; which screen a key leads to.
+- `next_position`, `scrolled`, `head_start`, `jump_target`: pure; which screen a key leads to,
+  where a tall stage's window starts, where the next head begins, which stage a typed number
+  names.
 - `KeyReader`: reads one key at a time from a terminal in cbreak mode (termios/tty from the
   standard library) and puts the terminal's settings back on every way out.
+- `Screens`: every screen's lines at the terminal's size; a screen is a header line that stays
+  put, a window onto the stage (↓/↑, j/k, PgDn/PgUp scroll it) and a status line.
 - `step_through(trace, opts)`: opens the terminal (/dev/tty, so the problem may come in on a
-  pipe), draws each stage that `render.terminal.stage_blocks` made, and follows the keys.
+  pipe), draws, follows the keys, and redraws when the terminal changes size.
 
-Positions: 0 … total-1 are the stages; `total` is past the last one (the summary is shown and
-the step mode ends); None means the user quit. Ctrl-C raises KeyboardInterrupt (exit 130).
+Positions: 0 is the problem (its sizes and the preset's sentence), 1 … stages the stages;
+`total` (= stages + 1) is past the last one (the summary is shown and the step mode ends); None
+means the user quit. Ctrl-C raises KeyboardInterrupt (exit 130).
 """
 
 from __future__ import annotations
@@ -43,9 +49,19 @@ class Move(Enum):
     QUIT = "quit"
     INTERRUPT = "interrupt"
     NONE = "none"
+    FIRST = "first"  # Home: the first screen (the problem)
+    LAST = "last"  # End: the last stage
+    DOWN = "down"  # scroll within a tall stage
+    UP = "up"
+    PAGE_DOWN = "page down"
+    PAGE_UP = "page up"
+    NEXT_HEAD = "next head"
+    PREV_HEAD = "previous head"
+    HELP = "help"
 
 
-# What each key means. Arrow keys come as CSI (ESC [ C) or, in application mode, SS3 (ESC O C).
+# What each key means. Arrow keys come as CSI (ESC [ C) or, in application mode, SS3 (ESC O C);
+# Home and End as ESC [ H / ESC [ F, ESC O H / ESC O F, or ESC [ 1 ~ / ESC [ 4 ~ (and 7~, 8~).
 KEYS: dict[str, Move] = {
     "\r": Move.NEXT,
     "\n": Move.NEXT,
@@ -62,6 +78,25 @@ KEYS: dict[str, Move] = {
     "\x04": Move.QUIT,  # Ctrl-D
     "": Move.QUIT,  # end of input: the terminal went away
     "\x03": Move.INTERRUPT,  # Ctrl-C arriving as a byte (when the terminal sends no SIGINT)
+    "\x1b[H": Move.FIRST,
+    "\x1bOH": Move.FIRST,
+    "\x1b[1~": Move.FIRST,
+    "\x1b[7~": Move.FIRST,
+    "\x1b[F": Move.LAST,
+    "\x1bOF": Move.LAST,
+    "\x1b[4~": Move.LAST,
+    "\x1b[8~": Move.LAST,
+    "\x1b[B": Move.DOWN,  # ↓
+    "\x1bOB": Move.DOWN,
+    "j": Move.DOWN,
+    "\x1b[A": Move.UP,  # ↑
+    "\x1bOA": Move.UP,
+    "k": Move.UP,
+    "\x1b[6~": Move.PAGE_DOWN,
+    "\x1b[5~": Move.PAGE_UP,
+    "n": Move.NEXT_HEAD,
+    "p": Move.PREV_HEAD,
+    "?": Move.HELP,
 }
 
 
@@ -71,10 +106,11 @@ def move_for(key: str) -> Move:
 
 
 def next_position(position: int, total: int, key: str) -> int | None:
-    """The screen after pressing `key` on screen `position` of `total` stages.
+    """The screen after pressing `key` on screen `position` of `total` screens.
 
-    Forward from the last stage gives `total` (past the end: show the summary and stop);
-    back from the first stays on the first; quit gives None; any other key changes nothing.
+    Forward from the last screen gives `total` (past the end: show the summary and stop);
+    back from the first stays on the first; Home goes to the first screen and End to the last;
+    quit gives None; any other key (scrolling, digits, n/p, ?) leaves the screen as it is.
     Ctrl-C is not a position: the caller raises KeyboardInterrupt for Move.INTERRUPT.
     """
     if not 0 <= position < total:
@@ -84,9 +120,55 @@ def next_position(position: int, total: int, key: str) -> int | None:
         return position + 1
     if move is Move.BACK:
         return max(position - 1, 0)
+    if move is Move.FIRST:
+        return 0
+    if move is Move.LAST:
+        return total - 1
     if move is Move.QUIT:
         return None
     return position
+
+
+def scrolled(offset: int, body: int, view: int, key: str) -> int:
+    """The first line shown of a stage `body` lines tall in a window `view` lines tall, after
+    `key`: ↓/j and ↑/k move one line, PgDn/PgUp a window less one line (one line stays in
+    sight, so the eye keeps its place); never before the top nor past the last full window."""
+    move = move_for(key)
+    step = {
+        Move.DOWN: 1,
+        Move.UP: -1,
+        Move.PAGE_DOWN: max(view - 1, 1),
+        Move.PAGE_UP: -max(view - 1, 1),
+    }.get(move, 0)
+    return min(max(offset + step, 0), max(body - view, 0))
+
+
+def head_start(heads: list[int | None], position: int, forward: bool) -> int:
+    """The screen where the next (or previous) head begins, for n and p.
+
+    `heads[k]` is the head of screen k (None for a screen of no head: the problem, the split,
+    the concat and the output). n goes to the first screen of the head after the current one
+    (from before the heads, to head 1); p to the first screen of the head before it (from
+    after the heads, to the last head). Where there is no such head, the position stays.
+    """
+    starts = {h: heads.index(h) for h in heads if h is not None}
+    if not starts:
+        return position
+    current = heads[position]
+    if current is None:
+        before = position < min(starts.values())
+        if forward:
+            return starts[min(starts)] if before else position
+        return position if before else starts[max(starts)]
+    wanted = current + 1 if forward else current - 1
+    return starts.get(wanted, position)
+
+
+def jump_target(typed: str, stages: int) -> int | None:
+    """The stage number typed before Enter, when it is one of 1 … stages."""
+    if typed.isdigit() and 1 <= int(typed) <= stages:
+        return int(typed)
+    return None
 
 
 class KeyReader:
@@ -216,14 +298,6 @@ def stage_header(stage: Stage, number: int, total: int, lang: str) -> Text:
     return Text(line, style="bold")
 
 
-def stage_screen(
-    stage: Stage, block: RenderableType, number: int, total: int, lang: str
-) -> RenderableType:
-    """One screen: the header, the stage as the terminal renderer drew it, the keys."""
-    keys = translate("step.keys", lang)
-    return Group(stage_header(stage, number, total, lang), Text(""), block, Text(keys, style="dim"))
-
-
 def summary_screen(trace: Trace, opts: RenderOptions) -> RenderableType:
     """After the last stage: the problem, the warnings and the final output."""
     done = translate("step.done", opts.lang, total=len(trace.stages))
@@ -265,10 +339,97 @@ def _console(out: IO[str], size: tuple[int, int], no_color: bool) -> Console:
     )
 
 
+class Screens:
+    """What the step mode draws, at one terminal size: the lines of every screen (the problem,
+    then each stage), cut to the width, and the window of them that fits under the header.
+
+    Screen 0 is the problem; screen k (1 … stages) is stage k. Each screen is a header line that
+    stays put, the window onto its body (scrolled with the keys), and a status line.
+    """
+
+    def __init__(self, trace: Trace, opts: RenderOptions, console: Console) -> None:
+        self.trace, self.opts, self.console = trace, opts, console
+        self.lang = opts.lang
+        width, height = console.size
+        self.width = width
+        self.view = max(height - 2, 1)  # the header line above, the status line below
+        options = console.options.update(width=width, height=None)
+        blocks = [block for _, block in stage_blocks(trace, opts)]
+        intro = Group(
+            header(trace, opts),
+            Text(translate("step.intro_next", self.lang, total=len(trace.stages)), style="dim"),
+        )
+        self.bodies: list[list[Text]] = [
+            [
+                Text.assemble(*((seg.text, seg.style or "") for seg in line if not seg.control))
+                for line in console.render_lines(renderable, options, pad=False)
+            ]
+            for renderable in (intro, *blocks)
+        ]
+        self.heads: list[int | None] = [None, *(stage.head for stage in trace.stages)]
+
+    @property
+    def total(self) -> int:
+        return len(self.bodies)
+
+    def title(self, position: int) -> Text:
+        if position == 0:
+            line = translate("step.problem_header", self.lang, total=self.total - 1)
+            return Text(line, style="bold")
+        return stage_header(self.trace.stages[position - 1], position, self.total - 1, self.lang)
+
+    def status(self, position: int, offset: int, typed: str, notice: str) -> Text:
+        """The bottom line: what was typed or said, where the window is, and the keys."""
+        parts = []
+        if typed:
+            parts.append(translate("step.jump", self.lang, typed=typed))
+        elif notice:
+            parts.append(notice)
+        body = len(self.bodies[position])
+        if body > self.view:
+            last = min(offset + self.view, body)
+            parts.append(
+                translate("step.lines", self.lang, first=offset + 1, last=last, total=body)
+            )
+        parts.append(translate("step.keys", self.lang))
+        return Text(" · ".join(parts), style="dim")
+
+    def draw(self, out: IO[str], position: int, offset: int, typed: str, notice: str) -> None:
+        """Clear the screen and draw screen `position` with its body from line `offset`."""
+        self.console.clear()
+        body = self.bodies[position][offset : offset + self.view]
+        self._lines([_fit(self.title(position), self.width)], end=False)
+        self._lines(body, end=False)
+        for _ in range(self.view - len(body)):
+            self.console.file.write("\n")
+        self._lines([_fit(self.status(position, offset, typed, notice), self.width)], end=True)
+        out.flush()
+
+    def draw_help(self, out: IO[str]) -> None:
+        self.console.clear()
+        lines = [Text(translate("step.help_title", self.lang), style="bold")]
+        lines += [Text(line) for line in translate("step.help", self.lang).split("\n")]
+        lines.append(Text(translate("step.help_close", self.lang), style="dim"))
+        self._lines([_fit(line, self.width) for line in lines], end=True)
+        out.flush()
+
+    def _lines(self, lines: list[Text], end: bool) -> None:
+        for n, line in enumerate(lines):
+            last = end and n == len(lines) - 1
+            self.console.print(line, end="" if last else "\n", soft_wrap=True)
+
+
+def _fit(text: Text, width: int) -> Text:
+    """One line, cut at the width with an ellipsis when it is longer."""
+    line = text.copy()
+    line.truncate(max(width, 1), overflow="ellipsis")
+    return line
+
+
 def step_through(
     trace: Trace, opts: RenderOptions, *, no_color: bool = False, tty_path: str = TTY_PATH
 ) -> None:
-    """Show the stages one screen at a time on the terminal and follow the keys.
+    """Show the problem, then the stages one screen at a time, and follow the keys.
 
     Returns when the user quits or has gone past the last stage (then the summary stays on the
     screen); raises KeyboardInterrupt on Ctrl-C and QkvcalcError('step.no_terminal') when
@@ -279,45 +440,81 @@ def step_through(
     try:
         size = terminal_size(fd)
         console = _console(out, size, no_color)
-        total = len(trace.stages)
 
-        def blocks_for(size: tuple[int, int]) -> tuple[RenderOptions, list[RenderableType]]:
+        def layout(size: tuple[int, int]) -> Screens:
+            console.size = size
             view = opts._replace(width=size[0], color=console.color_system is not None)
-            return view, [block for _, block in stage_blocks(trace, view)]
+            return Screens(trace, view, console)
 
-        view, blocks = blocks_for(size)
-
-        def draw(position: int) -> None:
-            console.clear()
-            if position < total:
-                screen = stage_screen(
-                    trace.stages[position], blocks[position], position + 1, total, opts.lang
-                )
-            else:
-                screen = summary_screen(trace, view)
-            console.print(screen)
-            out.flush()
-
+        screens = layout(size)
+        total = screens.total
         position: int | None = 0
+        offset, typed, notice, helping = 0, "", "", False
         with _signals_restore_terminal(), KeyReader(fd) as keys:
             console.show_cursor(False)
             try:
-                draw(0)
+                screens.draw(out, 0, 0, typed, notice)
                 while position is not None and position < total:
                     key = keys.read_key(RESIZE_POLL)
                     if key is None:  # no key yet: redraw if the terminal changed size
                         if terminal_size(fd) != size:
                             size = terminal_size(fd)
-                            console.size = size
-                            view, blocks = blocks_for(size)
-                            draw(position)
+                            screens = layout(size)
+                            offset = scrolled(
+                                offset, len(screens.bodies[position]), screens.view, ""
+                            )
+                            if helping:
+                                screens.draw_help(out)
+                            else:
+                                screens.draw(out, position, offset, typed, notice)
                         continue
-                    if move_for(key) is Move.INTERRUPT:
+                    move = move_for(key)
+                    if move is Move.INTERRUPT:
                         raise KeyboardInterrupt
-                    new = next_position(position, total, key)
-                    if new is not None and new != position:
-                        draw(new)
+                    new: int | None = position
+                    notice = ""
+                    if helping:  # any key closes the list of keys
+                        helping = False
+                    elif key.isdigit() and key.isascii():
+                        typed = (typed + key)[-4:]
+                    elif typed and key in ("\x7f", "\x08"):  # Backspace
+                        typed = typed[:-1]
+                    elif typed and key in ("\r", "\n"):
+                        target = jump_target(typed, total - 1)
+                        if target is None:
+                            notice = translate(
+                                "step.jump_bad", opts.lang, typed=typed, total=total - 1
+                            )
+                        else:
+                            new = target
+                        typed = ""
+                    elif typed and move is Move.QUIT and key == "\x1b":  # Esc: forget the number
+                        typed = ""
+                    elif move is Move.HELP:
+                        helping = True
+                    elif move in (Move.NEXT_HEAD, Move.PREV_HEAD):
+                        new = head_start(screens.heads, position, move is Move.NEXT_HEAD)
+                        if new == position and all(h is None for h in screens.heads):
+                            notice = translate("step.one_head", opts.lang)
+                    elif move in (Move.DOWN, Move.UP, Move.PAGE_DOWN, Move.PAGE_UP):
+                        body = len(screens.bodies[position])
+                        offset = scrolled(offset, body, screens.view, key)
+                    else:
+                        typed = ""
+                        new = next_position(position, total, key)
+                    if new is None or new >= total:
+                        position = new
+                        break
+                    if new != position:
+                        offset = 0
                     position = new
+                    if helping:
+                        screens.draw_help(out)
+                    else:
+                        screens.draw(out, position, offset, typed, notice)
+                if position is not None and position >= total:
+                    console.clear()
+                    console.print(summary_screen(trace, screens.opts))
             finally:
                 with suppress(OSError):  # a terminal that hung up takes no more output
                     console.show_cursor(True)

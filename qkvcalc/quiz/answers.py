@@ -5,13 +5,33 @@ or `-inf` / `−∞` for a masked score. A sheet maps stage keys (`"k"`, `"score
 for head 2) to matrices; a flat list is one row (or the one column of a
 one-column stage), a single number a 1×1 matrix, and a null cell
 is "not answered". Every problem is a QkvcalcError that names the stage, the cell and the rule.
+
+Decimal commas, as a teacher reads them (`decimal_comma`):
+
+- `4,95` is 4.95, `-0,5` is -0.5 and `0,125` is 0.125: one comma between digits, no point.
+- `1,234` (one to three digits, not starting with 0, a comma, then exactly three digits) is
+  ambiguous: 1.234 with a decimal comma, 1234 with a thousands separator. It is not guessed:
+  the cell is unreadable, and the reason says both readings and how to write either.
+- `1,234.5` (commas between groups of three, then a point) is 1234.5, and `1.234,5` (points
+  between groups of three, then a comma) is 1234.5: the other mark says which is the decimal.
+- Anything else with a comma (`1,2,3`) is not a number.
+
+An unreadable cell on a sheet (`"3?"`, an ambiguous comma, `true`) does not void the sheet:
+`read_answer_sheet` reads it as unanswered, keeps the reason, and the report grades it as
+unreadable while every other cell is graded as usual. A sheet whose shape is wrong is still an
+error, with one exception: a concatenation given as the heads' average (n×d_v instead of
+n×H·d_v) is graded as that named mistake (quiz/mistakes.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import json
 import math
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,17 +39,59 @@ import numpy as np
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.numbers import parse_number
 from qkvcalc.problem import shape_text
-from qkvcalc.quiz.grade import askable
-from qkvcalc.trace import Stage
+from qkvcalc.quiz.grade import (
+    MISSING,
+    WRONG,
+    Report,
+    StageGrade,
+    askable,
+    stage_keys,
+)
+from qkvcalc.quiz.mistakes import Mistake, averaged_heads
+from qkvcalc.trace import Stage, Trace
 
 NEG_INF = ("-inf", "−inf", "-∞", "−∞")
+UNREADABLE = "unreadable"  # the verdict of a cell that could not be read as a number
+
+_DECIMAL_COMMA = re.compile(r"([-+]?)(\d+),(\d+)")
+_AMBIGUOUS_COMMA = re.compile(r"[-+]?[1-9]\d{0,2},\d{3}")
+_THOUSANDS_COMMAS = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+\.\d+")
+_THOUSANDS_POINTS = re.compile(r"[-+]?\d{1,3}(?:\.\d{3})+,\d+")
+
+
+def decimal_comma(text: str, field: str) -> str:
+    """`text` with its comma read as a teacher would (see the module's docstring); unchanged
+    when it has no comma. Raises answer.comma_ambiguous for `1,234`."""
+    if "," not in text:
+        return text
+    if _AMBIGUOUS_COMMA.fullmatch(text):
+        return _ambiguous(text, field)
+    if _DECIMAL_COMMA.fullmatch(text):
+        return text.replace(",", ".")
+    if _THOUSANDS_COMMAS.fullmatch(text):
+        return text.replace(",", "")
+    if _THOUSANDS_POINTS.fullmatch(text):
+        return text.replace(".", "").replace(",", ".")
+    return text  # the grammar says what is wrong with it
+
+
+def _ambiguous(text: str, field: str) -> str:
+    raise QkvcalcError(
+        "answer.comma_ambiguous",
+        field=field,
+        text=text,
+        decimal=text.replace(",", "."),
+        thousands=text.replace(",", ""),
+    )
 
 
 def parse_answer(text: str, field: str) -> float:
-    """One typed answer: a number of the safe grammar, or minus infinity for a masked score."""
+    """One typed answer: a number of the safe grammar (with a decimal comma read as a point,
+    and − as a minus), or minus infinity for a masked score."""
     stripped = text.strip()
     if stripped.lower() in NEG_INF:
         return -math.inf
+    stripped = decimal_comma(stripped.replace("−", "-"), field)
     return parse_number(stripped, field).value
 
 
@@ -48,8 +110,21 @@ def _cell(value: Any, field: str) -> float:
     raise QkvcalcError("matrix.not_number", field=field, where="", value=repr(value)[:40])
 
 
-def read_matrix(raw: Any, key: str, stage: Stage) -> np.ndarray:
-    """One stage's answer as a float matrix of the stage's shape (NaN where not answered)."""
+Unreadable = dict[tuple[str, int, int], tuple[str, QkvcalcError]]
+
+
+def read_matrix(
+    raw: Any,
+    key: str,
+    stage: Stage,
+    unreadable: Unreadable | None = None,
+    misshapen: dict[str, Any] | None = None,
+) -> np.ndarray:
+    """One stage's answer as a float matrix of the stage's shape (NaN where not answered).
+
+    With `unreadable`, a cell that is not a number is read as NaN and its text and reason are
+    put there under (key, i, j) instead of raising; with `misshapen`, an answer of the wrong
+    shape is put there (under its key) and a NaN matrix returned, for the caller to judge."""
     if isinstance(raw, int | float | str) and not isinstance(raw, bool):
         raw = [[raw]]
     if not isinstance(raw, list) or not raw:
@@ -66,24 +141,44 @@ def read_matrix(raw: Any, key: str, stage: Stage) -> np.ndarray:
             )
     shape = (len(rows), len(rows[0]))
     if shape != stage.shape:
-        raise QkvcalcError(
-            "quiz.sheet_shape",
-            key=key,
-            shape=shape_text(shape),
-            rule=stage.letters,
-            expected=shape_text(stage.shape),
-        )
-    return np.array(
-        [
-            [_cell(v, f"{key}[{i + 1}][{j + 1}]") for j, v in enumerate(row)]
-            for i, row in enumerate(rows)
-        ],
-        dtype=np.float64,
+        if misshapen is not None:
+            misshapen[key] = rows
+            return np.full(stage.shape, np.nan)
+        raise shape_error(key, shape, stage)
+    return _numbers(rows, key, unreadable)
+
+
+def shape_error(key: str, shape: tuple[int, int], stage: Stage) -> QkvcalcError:
+    return QkvcalcError(
+        "quiz.sheet_shape",
+        key=key,
+        shape=shape_text(shape),
+        rule=stage.letters,
+        expected=shape_text(stage.shape),
     )
 
 
-def read_sheet(raw: Any, stages: Mapping[str, Stage]) -> dict[str, np.ndarray]:
-    """A whole answer sheet, checked against the problem's stages (by key)."""
+def _numbers(rows: list[list[Any]], key: str, unreadable: Unreadable | None) -> np.ndarray:
+    out = np.full((len(rows), len(rows[0])), np.nan)
+    for i, row in enumerate(rows):
+        for j, value in enumerate(row):
+            try:
+                out[i, j] = _cell(value, f"{key}[{i + 1},{j + 1}]")
+            except QkvcalcError as err:
+                if unreadable is None:
+                    raise
+                unreadable[(key, i, j)] = (json.dumps(value, ensure_ascii=False)[:40], err)
+    return out
+
+
+def read_sheet(
+    raw: Any,
+    stages: Mapping[str, Stage],
+    unreadable: Unreadable | None = None,
+    misshapen: dict[str, Any] | None = None,
+) -> dict[str, np.ndarray]:
+    """A whole answer sheet, checked against the problem's stages (by key); `unreadable` and
+    `misshapen` as in read_matrix."""
     if not isinstance(raw, Mapping):
         raise QkvcalcError("quiz.sheet_not_object", kind=type(raw).__name__)
     known = [k for k, s in stages.items() if askable(s)]
@@ -99,5 +194,68 @@ def read_sheet(raw: Any, stages: Mapping[str, Stage]) -> dict[str, np.ndarray]:
             raise QkvcalcError("quiz.sheet_key", key=given, known=", ".join(known))
         if key in sheet:
             raise QkvcalcError("key.duplicate", key=given, canonical=key)
-        sheet[key] = read_matrix(value, key, stages[key])
+        sheet[key] = read_matrix(value, key, stages[key], unreadable, misshapen)
     return sheet
+
+
+# ---- a whole sheet, with its unreadable cells and its misshapen heads ------------------------
+
+
+@dataclass(frozen=True)
+class AnswerSheet:
+    """A sheet as read: its matrices (NaN where not answered or unreadable), the unreadable
+    cells with their text and reason, and the mistakes found in its shapes."""
+
+    matrices: dict[str, np.ndarray]
+    unreadable: Unreadable = dataclasses.field(default_factory=dict)
+    mistakes: dict[str, Mistake] = dataclasses.field(default_factory=dict)
+
+    def apply(self, report: Report) -> Report:
+        """The grades with this sheet's unreadable cells marked unreadable (they were graded
+        as not answered) and its shape mistakes named, the cells of such a stage wrong."""
+        stages = []
+        for grade in report.stages:
+            cells = []
+            for cell in grade.cells:
+                where = (grade.key, cell.ref.i, cell.ref.j)
+                if cell.verdict == MISSING and where in self.unreadable:
+                    cell = dataclasses.replace(cell, verdict=UNREADABLE)
+                elif cell.verdict == MISSING and grade.key in self.mistakes:
+                    cell = dataclasses.replace(cell, verdict=WRONG)
+                cells.append(cell)
+            mistake = self.mistakes.get(grade.key, grade.mistake)
+            stages.append(StageGrade(grade.key, grade.stage, tuple(cells), mistake))
+        return Report(tuple(stages), report.precision)
+
+
+def read_answer_sheet(raw: Any, trace: Trace, precision: int) -> AnswerSheet:
+    """A JSON answer sheet for `trace`: unreadable cells kept with their reasons, and a
+    concatenation given as the heads' average recognised (any other wrong shape is an error)."""
+    stages = stage_keys(trace)
+    unreadable: Unreadable = {}
+    misshapen: dict[str, Any] = {}
+    matrices = read_sheet(raw, stages, unreadable, misshapen)
+    mistakes: dict[str, Mistake] = {}
+    for key, rows in misshapen.items():
+        stage = stages[key]
+        shape = (len(rows), len(rows[0]))
+        averaged = None
+        joined = key == "concat" or (key == "output" and trace.problem.wo is None)
+        if joined and trace.find("concat") is not None:
+            answers = _numbers(rows, key, {})
+            averaged = averaged_heads(trace, answers, matrices, precision)
+        if averaged is None:
+            raise shape_error(key, shape, stage)
+        mistakes[key] = averaged
+    return AnswerSheet(matrices, unreadable, mistakes)
+
+
+def empty_sheet(trace: Trace, keys: list[str]) -> str:
+    """An answer sheet to fill in: each stage of `keys` as a matrix of nulls of its shape, one
+    stage per line, in the order of the calculation (`quiz --template`)."""
+    stages = stage_keys(trace)
+    lines = []
+    for key in keys:
+        rows, cols = stages[key].shape
+        lines.append(f"  {json.dumps(key)}: {json.dumps([[None] * cols] * rows)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"

@@ -1,7 +1,9 @@
 """`qkvcalc new`: a problem typed in step by step at a terminal, each answer checked as it comes.
 
-The number of tokens and their names, d_model, d_k, d_v and the heads; then X, W_Q, W_K, W_V
-row by row (a row of the wrong length is asked again, with the rule it breaks); then the mask.
+The number of tokens and their names, d_model, d_k, d_v and the heads H (with several heads,
+the key/value heads G, a divisor of H); then X, W_Q, W_K, W_V row by row (a row of the wrong
+length is asked again, with the rule it breaks), and with several heads W_O (H·d_v×d_model,
+when wanted); then the mask. A cell is named as everywhere else in qkvcalc: W_V[1,1].
 The result is a document of the input format, numbers kept as typed: a plain integer or
 decimal becomes a JSON number, `1/2` or `sqrt(2)` stays a string of the safe grammar.
 Prompts go to the console given (the CLI uses standard error, so the JSON on standard output
@@ -61,9 +63,11 @@ class Entry:
         return self.ask(Text(self.t(key, **params) + " "))
 
     # ---- single answers ------------------------------------------------------------------------
-    def whole(self, key: str, low: int, high: int, default: int | None = None) -> int:
+    def whole(
+        self, key: str, low: int, high: int, default: int | None = None, **params: Any
+    ) -> int:
         while True:
-            text = self.prompt(key, default="" if default is None else f" [{default}]")
+            text = self.prompt(key, default="" if default is None else f" [{default}]", **params)
             if not text and default is not None:
                 return default
             if text.isdigit() and low <= int(text) <= high:
@@ -113,7 +117,7 @@ class Entry:
                 continue
             try:
                 for j, cell in enumerate(cells):
-                    parse_number(cell, f"{name}[{i}][{j + 1}]")
+                    parse_number(cell, f"{name}[{i},{j + 1}]")
             except QkvcalcError as err:
                 self.tell("new.cell_bad", reason=err.message(self.lang))
                 continue
@@ -144,6 +148,16 @@ class Entry:
                 return [self.mask_row(i + 1, n) for i in range(n)]
             self.tell("new.mask_bad", value=text)
 
+    def kv_heads(self, heads: int) -> int:
+        """G, the key/value heads: a divisor of H (Enter: G = H, every head its own K and V)."""
+        divisors = [g for g in range(1, heads + 1) if heads % g == 0]
+        while True:
+            g = self.whole("new.kv_heads", 1, heads, default=heads, heads=heads)
+            if g in divisors:
+                return g
+            listed = ", ".join(str(d) for d in divisors)
+            self.tell("new.kv_heads_bad", value=g, heads=heads, divisors=listed)
+
     # ---- the whole problem ---------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         self.console.print(Text(self.t("new.intro"), style="bold"))
@@ -153,13 +167,19 @@ class Entry:
         d_k = self.whole("new.d_k", 1, MAX_WIDTH)
         d_v = self.whole("new.d_v", 1, MAX_WIDTH, default=d_k)
         heads = self.whole("new.heads", 1, MAX_HEADS, default=1)
+        kv_heads = self.kv_heads(heads) if heads > 1 else 1
         per = "" if heads == 1 else "H·"
+        per_kv = "" if kv_heads == 1 else ("H·" if kv_heads == heads else "G·")
         doc: dict[str, Any] = {"tokens": tokens}
         doc["x"] = self.matrix("X", n, d_model, "n×d_model")
         doc["wq"] = self.matrix("W_Q", d_model, heads * d_k, f"d_model×{per}d_k")
-        doc["wk"] = self.matrix("W_K", d_model, heads * d_k, f"d_model×{per}d_k")
-        doc["wv"] = self.matrix("W_V", d_model, heads * d_v, f"d_model×{per}d_v")
+        doc["wk"] = self.matrix("W_K", d_model, kv_heads * d_k, f"d_model×{per_kv}d_k")
+        doc["wv"] = self.matrix("W_V", d_model, kv_heads * d_v, f"d_model×{per_kv}d_v")
+        if heads > 1 and self.yes("new.wo_ask", default=True):
+            doc["wo"] = self.matrix("W_O", heads * d_v, d_model, "H·d_v×d_model")
         if heads > 1:
             doc["heads"] = heads
+        if kv_heads != heads:
+            doc["kv_heads"] = kv_heads
         doc["mask"] = self.mask(n)
         return doc

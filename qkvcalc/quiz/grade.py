@@ -30,6 +30,7 @@ import numpy as np
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.ops import OPS
+from qkvcalc.quiz.mistakes import Mistake, recognise
 from qkvcalc.trace import Stage, Trace
 
 # The stages asked when the quiz is not told which (--stages): a head's main steps.
@@ -148,6 +149,7 @@ class StageGrade:
     key: str
     stage: Stage
     cells: tuple[CellVerdict, ...]  # row by row
+    mistake: Mistake | None = None  # the classic mistake that explains the wrong cells
 
     def count(self, verdict: str) -> int:
         return sum(c.verdict == verdict for c in self.cells)
@@ -307,7 +309,11 @@ class Grader:
                 elif cell.verdict in (RIGHT, CARRIED):
                     origins[i][j] = frozenset(cell.origins)
         self._effective[key], self._origins[key] = effective, origins
-        return StageGrade(key, self.stages[key], tuple(cells))
+        wrong = any(c.verdict == WRONG for c in cells)  # name the mistake (quiz/mistakes.py)
+        named = (
+            recognise(self.trace, key, answers, self._effective, self.precision) if wrong else None
+        )
+        return StageGrade(key, self.stages[key], tuple(cells), named)
 
 
 def grade_sheet(

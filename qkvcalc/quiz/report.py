@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from qkvcalc.i18n import translate
+from qkvcalc.quiz.answers import UNREADABLE, AnswerSheet
 from qkvcalc.quiz.grade import (
     CARRIED,
     MISSING,
@@ -31,8 +32,9 @@ from qkvcalc.render.text import fmt
 from qkvcalc.trace import Trace
 
 SCHEMA = "qkvcalc.quiz/1"
-MARKS = {RIGHT: "✓", CARRIED: "→", WRONG: "✗", MISSING: "·"}
-STYLES = {RIGHT: "green", CARRIED: "yellow", WRONG: "red", MISSING: "dim"}
+MARKS = {RIGHT: "✓", CARRIED: "→", WRONG: "✗", MISSING: "·", UNREADABLE: "?"}
+STYLES = {RIGHT: "green", CARRIED: "yellow", WRONG: "red", MISSING: "dim", UNREADABLE: "magenta"}
+COUNTED = (*VERDICTS, UNREADABLE)  # the counts of the JSON report
 MAX_MARKS = 200  # a stage's marks beyond this are elided
 
 
@@ -77,20 +79,24 @@ def marks(grade: StageGrade) -> Text:
 
 
 def score_table(report: Report, lang: str) -> Table:
+    shown = (CARRIED, WRONG, MISSING) + ((UNREADABLE,) if report.count(UNREADABLE) else ())
+    legend = translate("quiz.legend", lang)
+    if report.count(UNREADABLE):
+        legend += ", " + translate("quiz.legend_unreadable", lang)
     table = Table(
         title=translate("quiz.score_title", lang),
         title_justify="left",
-        caption=translate("quiz.legend", lang),
+        caption=legend,
         caption_justify="left",
         show_edge=False,
     )
     table.add_column(translate("quiz.col_stage", lang))
     table.add_column(translate("quiz.col_score", lang), justify="right", no_wrap=True)
-    for verdict in (CARRIED, WRONG, MISSING):
+    for verdict in shown:
         table.add_column(translate(f"quiz.verdict.{verdict}", lang), justify="right")
     table.add_column(translate("quiz.col_cells", lang))
     for grade in report.stages:
-        counts = [grade.count(v) for v in (CARRIED, WRONG, MISSING)]
+        counts = [grade.count(v) for v in shown]
         table.add_row(
             Text(f"{grade.key}  {stage_name(grade, lang)}"),
             Text(f"{grade.count(RIGHT)}/{grade.total}", style=STYLES[grade.status]),
@@ -100,8 +106,21 @@ def score_table(report: Report, lang: str) -> Table:
     return table
 
 
-def cell_line(cell: CellVerdict, precision: int, lang: str) -> Text:
+def cell_line(
+    cell: CellVerdict, precision: int, lang: str, sheet: AnswerSheet | None = None
+) -> Text:
     """One sentence about a cell that is not right."""
+    if cell.verdict == UNREADABLE and sheet is not None:
+        text, err = sheet.unreadable[(cell.ref.key, cell.ref.i, cell.ref.j)]
+        line = translate(
+            "quiz.detail_unreadable",
+            lang,
+            cell=cell_name(cell.ref, lang),
+            text=text,
+            reason=err.msg.text(lang),
+            expected=fmt(cell.expected, precision),
+        )
+        return Text(f"{MARKS[UNREADABLE]} {line}", style=STYLES[UNREADABLE])
     params = {
         "cell": cell_name(cell.ref, lang),
         "expected": fmt(cell.expected, precision),
@@ -122,9 +141,25 @@ def summary(report: Report, lang: str) -> Text:
     )
 
 
-def render_report(report: Report, lang: str) -> RenderableType:
-    """The score table, then each cell that is not right, then the total."""
+def mistake_lines(report: Report, lang: str) -> list[Text]:
+    """The named mistakes, a sentence per stage (quiz/mistakes.py found them)."""
+    lines = []
+    for grade in report.stages:
+        if grade.mistake is not None:
+            name = f"{grade.key}  {stage_name(grade, lang)}"
+            line = translate("quiz.mistake_line", lang, stage=name, text=grade.mistake.text(lang))
+            lines.append(Text(f"{MARKS[WRONG]} {line}", style=STYLES[WRONG]))
+    return lines
+
+
+def render_report(report: Report, lang: str, sheet: AnswerSheet | None = None) -> RenderableType:
+    """The score table, the mistakes recognised, each cell that is not right, the total."""
     parts: list[RenderableType] = [score_table(report, lang), Text("")]
+    named = mistake_lines(report, lang)
+    if named:
+        parts.append(Text(translate("quiz.mistakes_title", lang), style="bold"))
+        parts.extend(named)
+        parts.append(Text(""))
     missing = [g for g in report.stages if g.status == MISSING]
     for grade in missing:
         parts.append(
@@ -135,7 +170,7 @@ def render_report(report: Report, lang: str) -> RenderableType:
     ]
     if faults:
         parts.append(Text(translate("quiz.cells_title", lang), style="bold"))
-        parts.extend(cell_line(c, report.precision, lang) for c in faults)
+        parts.extend(cell_line(c, report.precision, lang, sheet) for c in faults)
     if missing or faults:
         parts.append(Text(""))
     parts.append(summary(report, lang))
@@ -153,8 +188,10 @@ def _ref_json(ref: CellRef) -> dict[str, Any]:
     return {"key": ref.key, "row": ref.i + 1, "col": ref.j + 1, "cell": ref.label}
 
 
-def report_json(report: Report, trace: Trace, lang: str) -> str:
-    """The "qkvcalc.quiz/1" document: every stage and every cell with its verdict."""
+def report_json(report: Report, trace: Trace, lang: str, sheet: AnswerSheet | None = None) -> str:
+    """The "qkvcalc.quiz/1" document: every stage and every cell with its verdict; a stage's
+    named mistake as `mistake` (a stable id, null when none) and `mistake_text`; an unreadable
+    cell's text as written as `written` and why it could not be read as `reason`."""
     p = trace.problem
     stages = []
     for grade in report.stages:
@@ -172,6 +209,10 @@ def report_json(report: Report, trace: Trace, lang: str) -> str:
             if cell.verdict == CARRIED:
                 doc["own"] = _number(cell.own)
                 doc["carried_from"] = [_ref_json(r) for r in cell.origins]
+            if cell.verdict == UNREADABLE and sheet is not None:
+                written, err = sheet.unreadable[(grade.key, cell.ref.i, cell.ref.j)]
+                doc["written"] = written
+                doc["reason"] = err.msg.text(lang)
             cells.append(doc)
         stages.append(
             {
@@ -181,8 +222,10 @@ def report_json(report: Report, trace: Trace, lang: str) -> str:
                 "title": translate(grade.stage.title.key, lang),
                 "shape": list(grade.stage.shape),
                 "status": grade.status,
-                **{v: grade.count(v) for v in VERDICTS},
+                **{v: grade.count(v) for v in COUNTED},
                 "total": grade.total,
+                "mistake": None if grade.mistake is None else grade.mistake.id,
+                "mistake_text": None if grade.mistake is None else grade.mistake.text(lang),
                 "cells": cells,
             }
         )
@@ -198,7 +241,7 @@ def report_json(report: Report, trace: Trace, lang: str) -> str:
         },
         "precision": report.precision,
         "all_right": report.all_right,
-        "score": {**{v: report.count(v) for v in VERDICTS}, "total": report.total},
+        "score": {**{v: report.count(v) for v in COUNTED}, "total": report.total},
         "stages": stages,
     }
     return dumps(doc, indent=2) + "\n"

@@ -2,9 +2,13 @@
 
 A right cell gets a tick; a wrong one gets the right value with its arithmetic written out
 (render/arith.py's cell_work, as `explain` shows it) and, when the mistake came from an
-earlier stage, a pointer to the cell where it started. The grading is quiz/grade.py's; this
-module only asks and tells. Ctrl-C (KeyboardInterrupt) is left to the caller; end of input
-stops the questions and the rest count as not answered.
+earlier stage, a pointer to the cell where it started; a stage whose wrong cells make a
+classic mistake gets that mistake named (quiz/mistakes.py). `?` answers with a hint (the
+formula of the cell and the cells it reads); an empty answer or `skip` moves on, the cell
+counted as not answered. The grading is quiz/grade.py's; this module only asks and tells.
+Ctrl-C (KeyboardInterrupt) is left to the caller, which can still ask `so_far()` for the
+score of what was answered; end of input stops the questions and the rest count as not
+answered.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ import numpy as np
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from qkvcalc.engine import dim_labels
+from qkvcalc.plan import dim_labels
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.i18n import translate
+from qkvcalc.i18n import Msg, translate
 from qkvcalc.quiz.answers import parse_answer
 from qkvcalc.quiz.grade import (
     CARRIED,
+    MISSING,
     RIGHT,
     CellVerdict,
     Grader,
@@ -37,6 +42,8 @@ from qkvcalc.render.text import fmt
 from qkvcalc.trace import Stage, Trace
 
 Ask = Callable[[Text], str]
+SKIP_WORDS = ("", "skip", "s", "건너뛰기")  # an empty answer, or one of these, moves on
+HINT_WORDS = ("?", "hint", "힌트")
 
 
 def ask_line(console: Console, answers: TextIO | None = None) -> Ask:
@@ -86,6 +93,20 @@ def problem_view(trace: Trace, opts: RenderOptions) -> RenderableType:
     return Group(*parts)
 
 
+def hint(trace: Trace, stage: Stage, i: int, j: int) -> Msg:
+    """What cell (i, j) of `stage` is made of: its formula and the cells it reads (for `?`).
+    The plan says which sentence fits each stage (Stage.hint); a stage without one is said by
+    its formula."""
+    at: dict[str, object] = {"cell": f"{stage.symbol}[{i + 1},{j + 1}]", "i": i + 1, "j": j + 1}
+    if stage.hint is None:
+        return Msg("hint.formula", formula=stage.formula, **at)
+    key, params = stage.hint
+    if "d_v" in params:  # the concat: which head's column this cell is
+        d_v = int(params["d_v"])
+        at |= {"h": j // d_v + 1, "c": j % d_v + 1}
+    return Msg(key, **{**params, **at})
+
+
 def stage_heading(stage: Stage, number: int, total: int, lang: str) -> Text:
     title = translate(stage.title.key, lang)
     if stage.head is not None:
@@ -124,6 +145,19 @@ class Session:
         self.lang = opts.lang
         self.grader = Grader(trace, opts.precision)
         self.style = Style(precision=opts.precision)
+        self.grades: list[StageGrade] = []  # the stages finished so far
+        self._current: tuple[str, np.ndarray] | None = None  # the stage being asked
+
+    def so_far(self) -> Report:
+        """The score of what has been asked so far: the finished stages, and the stage being
+        asked (its cells not reached yet count as not answered). For Ctrl-C."""
+        if self._current is not None:
+            key, answers = self._current
+            self._current = None
+            grade = self.grader.commit(key, answers)
+            if grade is not None:
+                self.grades.append(grade)
+        return Report(tuple(self.grades), self.opts.precision)
 
     def say(self, renderable: RenderableType) -> None:
         self.console.print(renderable)
@@ -133,7 +167,6 @@ class Session:
         self.say(problem_view(self.trace, self.opts))
         self.say(Text(translate("quiz.intro", self.lang, precision=self.opts.precision)))
         self.say(Text(""))
-        grades: list[StageGrade] = []
         ended = False
         number = 0
         for key, stage in self.grader.stages.items():
@@ -145,12 +178,15 @@ class Session:
                 answers = np.full(stage.shape, np.nan)
             else:
                 answers, ended = self.ask_stage(key, stage, number)
+            self._current = None
             grade = self.grader.commit(key, answers)
             assert grade is not None
-            grades.append(grade)
+            self.grades.append(grade)
             if not ended:
                 self.say(self.stage_score(grade))
-        return Report(tuple(grades), self.opts.precision)
+                if grade.mistake is not None:
+                    self.say(Text("  " + grade.mistake.text(self.lang) + "\n", style="red"))
+        return Report(tuple(self.grades), self.opts.precision)
 
     def ask_stage(self, key: str, stage: Stage, number: int) -> tuple[np.ndarray, bool]:
         """Every cell of one stage, row by row. Returns the answers and whether input ended."""
@@ -158,24 +194,29 @@ class Session:
         for note in stage.notes:
             self.say(Text("  • " + note.text(self.lang), style="dim"))
         answers = np.full(stage.shape, np.nan)
+        self._current = (key, answers)
         rows, cols = stage.shape
         for i in range(rows):
             for j in range(cols):
                 try:
-                    answers[i, j] = self.ask_cell(key, i, j)
+                    answers[i, j] = self.ask_cell(key, stage, i, j)
                 except EOFError:
                     return answers, True
                 verdict = self.grader.judge(key, i, j, float(answers[i, j]))
                 self.say(self.feedback(verdict, stage, i, j))
         return answers, False
 
-    def ask_cell(self, key: str, i: int, j: int) -> float:
-        """One cell's answer, asked again until it is a number."""
-        cell = f"{self.grader.stages[key].symbol}[{i + 1},{j + 1}]"
+    def ask_cell(self, key: str, stage: Stage, i: int, j: int) -> float:
+        """One cell's answer, asked again until it is a number; NaN when skipped."""
+        cell = f"{stage.symbol}[{i + 1},{j + 1}]"
         prompt = Text(translate("quiz.prompt", self.lang, cell=cell))
         while True:
             text = self.ask(prompt)
-            if not text:
+            if text.strip().lower() in SKIP_WORDS:
+                return float("nan")
+            if text.strip().lower() in HINT_WORDS:
+                rule = hint(self.trace, stage, i, j)
+                self.say(Text("  " + translate("quiz.hint", self.lang, rule=rule), style="cyan"))
                 continue
             try:
                 return parse_answer(text, cell)
@@ -191,6 +232,10 @@ class Session:
     def feedback(self, verdict: CellVerdict, stage: Stage, i: int, j: int) -> RenderableType:
         if verdict.verdict == RIGHT:
             return Text(f"  {MARKS[RIGHT]}", style=STYLES[RIGHT])
+        if verdict.verdict == MISSING:
+            expected = fmt(verdict.expected, self.opts.precision)
+            line = translate("quiz.skipped", self.lang, cell=verdict.ref.label, expected=expected)
+            return Text(f"  {MARKS[MISSING]} {line}", style=STYLES[MISSING])
         params = {
             "cell": verdict.ref.label,
             "expected": fmt(verdict.expected, self.opts.precision),
