@@ -46,8 +46,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qkvcalc.ops import apply_mask, softmax_parts
 from qkvcalc.i18n import Msg
+from qkvcalc.ops import apply_mask, softmax_parts
 from qkvcalc.trace import Stage, Trace
 
 MISTAKE_IDS = (

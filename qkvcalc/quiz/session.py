@@ -21,9 +21,9 @@ import numpy as np
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from qkvcalc.plan import dim_labels
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg, translate
+from qkvcalc.plan import dim_labels
 from qkvcalc.quiz.answers import parse_answer
 from qkvcalc.quiz.grade import (
     CARRIED,
