@@ -104,7 +104,10 @@ def tex_escape(text: str) -> str:
 
 # ---- formulas: the engine writes them in plain Unicode; TeX wants its own spelling ----------
 
-_WORDS = re.compile(r"(?<![A-Za-z\\])(softmax|concat|output|source|max|heads|head)(?![A-Za-z])")
+_WORDS = re.compile(
+    r"(?<![A-Za-z\\])(softmax|concat|output|source|max|heads|head|RoPE|RMSNorm|tanh|pos)"
+    r"(?![A-Za-z])"
+)
 _FORMULA = [
     ("·", r" \cdot "),
     ("ᵀ", r"^\top"),
@@ -123,6 +126,7 @@ def tex_formula(formula: str) -> str:
     tex = re.sub(r"e\^\(([^()]*)\)", r"e^{\1}", tex)
     tex = _WORDS.sub(lambda m: rf"\mathrm{{{m.group(1)}}}", tex)
     tex = re.sub(r"\\mathrm\{(head|max)\}_(\w)", r"\\mathrm{\1}_{\2}", tex)
+    tex = re.sub(r"([A-Z])_(rot|norm)", r"\1_{\\mathrm{\2}}", tex)
     for plain, code in _FORMULA:
         tex = tex.replace(plain, code)
     return re.sub(r"  +", " ", tex).strip()
