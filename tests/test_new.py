@@ -18,7 +18,7 @@ from rich.console import Console
 from qkvcalc.engine import run
 from qkvcalc.numbers import parse_number
 from qkvcalc.problem import Problem
-from qkvcalc.quiz.entry import Entry, json_number
+from qkvcalc.quiz.new import Entry, json_number
 from tests.conftest import run_qkvcalc
 from tests.conftest import spawn_qkvcalc as spawn
 from tests.naive import naive

@@ -233,7 +233,7 @@ def new(
     from rich.text import Text
 
     from qkvcalc.problem import Problem
-    from qkvcalc.quiz.entry import Entry, problem_json
+    from qkvcalc.quiz.new import Entry, problem_json
     from qkvcalc.quiz.session import ask_line
 
     lang_code = language(lang)
