@@ -64,6 +64,16 @@ def preset_description(name: str, description: str, lang: str) -> str:
     return description
 
 
+def preset_reference(name: str, reference: str, lang: str) -> str:
+    """A bundled preset's reference (where its numbers come from) in `lang`, by the same rule
+    as preset_description: the catalogs hold preset.<name>.reference, word for word the file's
+    English text; a reference of one's own is shown as written."""
+    key = f"preset.{name}.reference"
+    if catalog("en").get(key) == reference:
+        return translate(key, lang)
+    return reference
+
+
 def _words(value: Any, lang: str) -> Any:
     if isinstance(value, Msg):
         return value.text(lang)

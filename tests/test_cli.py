@@ -137,7 +137,7 @@ def test_large_problem_leaves_arithmetic_out_with_a_note(cli):
     result = cli("explain", "--x", x, "--wq", eye, "--wk", eye, "--wv", eye)
     assert result.exit_code == 0
     assert "Arithmetic left out: 400 cells" in result.stdout
-    assert "rows and" in result.stdout and "hidden" in result.stdout
+    assert "of the rows and" in result.stdout and "Not shown" in result.stdout
 
 
 def test_output_file_is_written_whole(cli, tmp_path):
@@ -208,7 +208,7 @@ BAD = {
     "shape that does not fit": (
         '{"x": [[1, 2], [0, 1], [1, 1]], "wq": [[1, 0], [0, 1], [1, 1]], '
         '"wk": [[1, 1], [0, 1]], "wv": [[1, 0], [1, 1]]}',
-        ["W_Q is 3×2", "X has 2 columns", "needs 2 rows"],
+        ["W_Q is 3×2", "the width of X (its number of columns) is 2", "rows of W_Q must be 2"],
     ),
     "unknown key": (
         '{"x": [1, 2], "wq": [[1, 0], [0, 1]], "wk": [[1, 1], [0, 1]], '

@@ -378,6 +378,41 @@ def test_the_catalogs_hold_each_bundled_presets_own_description():
         assert EN[f"preset.{name}.description"] == _preset_description(name), name
 
 
+def test_the_catalogs_hold_each_bundled_presets_own_reference():
+    """preset.<name>.reference is the preset file's reference word for word, and Korean has its
+    own: a run that prints the reference can print it in either language."""
+    from qkvcalc.i18n import preset_reference
+
+    for name in PRESETS:
+        doc = json.loads((ROOT / "presets" / f"{name}.json").read_text(encoding="utf-8"))
+        assert EN[f"preset.{name}.reference"] == doc["reference"], name
+        assert preset_reference(name, doc["reference"], "ko") == KO[f"preset.{name}.reference"]
+        assert english_in(KO[f"preset.{name}.reference"], excuse=_preset_sentences(name)) == set()
+    assert preset_reference("doc", "my own numbers", "ko") == "my own numbers"
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_preset_texts_cite_no_internal_paths(name):
+    """A preset's texts are shipped to users: they cite the articles by title, never a file of
+    the team's (shared/sources/…, DESIGN.md)."""
+    doc = json.loads((ROOT / "presets" / f"{name}.json").read_text(encoding="utf-8"))
+    for lang in ("en", "ko"):
+        for field in ("description", "reference"):
+            text = doc[field] if lang == "en" else KO[f"preset.{name}.{field}"]
+            assert not re.search(r"shared/|sources/|DESIGN|\.md\b|\.txt\b", text), (name, text)
+
+
+def test_korean_uses_one_word_for_query_and_names_self_attention():
+    """Query/Key/Value stay in English in Korean (never 쿼리), and both kinds of attention are
+    named: 셀프 어텐션 as well as 크로스 어텐션."""
+    assert not [key for key, text in KO.items() if "쿼리" in text]
+    assert any("셀프 어텐션" in text for text in KO.values())
+    assert any("크로스 어텐션" in text for text in KO.values())
+    # a value typed on the command line is glossed, never shown bare in a Korean header
+    for key in ("ui.mask_none", "ui.mask_causal", "ui.mask_custom"):
+        assert re.search(r"[가-힣]", KO[key]), key
+
+
 def test_a_description_of_ones_own_is_shown_as_written(cli, tmp_path):
     """A file that kept a bundled preset's name but says something else is not 'translated'
     into the bundled preset's Korean sentence."""

@@ -171,7 +171,7 @@ def test_each_head_is_its_own_group_in_the_terminal():
     text = table("multihead")
     first, second = text.index("Head 1 of 2"), text.index("Head 2 of 2")
     assert text.index("Split into heads") < first < second < text.index("Concatenate the heads")
-    assert "Columns 1–2 from head 1, 3–4 from head 2." in text
+    assert "Columns of the joined result, by head: head 1 → 1–2, head 2 → 3–4." in text
     assert "Output projection" in text
 
 
@@ -186,20 +186,20 @@ def test_cross_tables_are_labelled_by_queries_and_source_tokens():
     text = table("cross", detail="brief")
     scores = text[text.index("Attention scores") :]
     # Q · Kᵀ = Q·Kᵀ side by side: the result's header closes the first line
-    header = scores.splitlines()[4]
+    header = next(line for line in scores.splitlines()[1:] if line.rstrip().endswith("sleeping"))
     assert header.split()[-5:] == ["Q·Kᵀ", "the", "cat", "is", "sleeping"], header
-    assert "Rows are the 3 queries (from X), columns the 4 keys (from the source)" in text
+    assert "Rows are the queries (n = 3, from X), columns the keys (m = 4, from the" in text
 
 
 def test_causal_cross_attention_says_it_is_aligned_top_left():
     doc = presets.load("cross") | {"mask": "causal"}
     text = table(run(Problem.from_mapping(doc)), detail="brief")
-    assert "Causal with 3 queries and 4 keys: aligned top-left, as is_causal=True" in text
+    assert "Causal mask with n = 3 and m = 4 (queries and keys): aligned top-left" in text
 
 
 def test_korean_head_groups():
     text = table("gqa", lang="ko", detail="brief")
-    assert "헤드 2 (4개 중)" in text and "Key/Value 헤드 1" in text
+    assert "헤드 2 (전체 4개)" in text and "Key/Value 헤드 1" in text
 
 
 @pytest.mark.slow
@@ -219,8 +219,8 @@ def test_a_bert_base_sized_layer_renders_elided_tables():
     text = table(trace)
     assert all(len(line.rstrip()) <= 100 for line in text.splitlines())
     assert "Head 12 of 12" in text
-    assert "Columns 1–64 from head 1" in text and "705–768 from head 12." in text
-    assert "columns hidden (…)" in text  # X has 768 columns: its corners show, the middle is …
+    assert "by head: head 1 → 1–64" in text and "head 12 → 705–768." in text
+    assert "of the columns." in text  # X has 768 columns: its corners show, the middle is …
     assert "Arithmetic left out: 768 cells, more than 64 to write out." in text
     assert len(text.splitlines()) < 5000
 
@@ -234,7 +234,7 @@ BASE = {"x": X, "wq": I4, "wk": I4, "wv": I4}
 SHAPE_ERRORS = {
     "d_k not divisible by H": (
         {"x": X, "wq": [[1, 0, 0]] * 4, "wk": [[1, 0, 0]] * 4, "wv": [[1, 0, 0]] * 4, "heads": 2},
-        ["W_Q has 3 columns", "heads = 2", "multiple of 2"],
+        ["the columns of W_Q (3)", "heads = 2", "multiple of 2"],
     ),
     "kv_heads not dividing heads": (
         BASE | {"heads": 4, "kv_heads": 3},
@@ -243,22 +243,27 @@ SHAPE_ERRORS = {
     "W_K of the wrong width for GQA": (
         BASE | {"wv": [[1, 0]] * 4, "heads": 4, "kv_heads": 2},
         [
-            "W_Q has 4 columns, so with heads = 4 each query head has d_k = 1",
-            "W_K has 4 columns, so with kv_heads = 2 each key head has d_k = 2",
+            "the width of W_Q is 4, so with heads = 4 each query head has d_k = 1",
+            "the width of W_K is 4, so with kv_heads = 2 each key head has d_k = 2",
             "same d_k",
         ],
     ),
     "W_O of the wrong size": (
         BASE | {"heads": 2, "wo": [[1, 0, 0]] * 3},
-        ["W_O is 3×3", "concat has 4 columns", "needs 4 rows"],
+        ["W_O is 3×3", "the width of concat (its number of columns) is 4", "rows of W_O must be 4"],
     ),
     "W_O transposed": (
         BASE | {"heads": 2, "wo": [[1, 0, 0, 0]] * 3},
-        ["W_O is 3×4", "needs 4 rows", '"layout": "torch"'],
+        ["W_O is 3×4", "rows of W_O must be 4", '"layout": "torch"'],
     ),
     "W_Q transposed": (
         BASE | {"wq": [[1, 0, 0, 0], [0, 1, 0, 0]]},
-        ["W_Q is 2×4", "X has 4 columns", "transposed", '"layout": "torch"'],
+        [
+            "W_Q is 2×4",
+            "the width of X (its number of columns) is 4",
+            "transposed",
+            '"layout": "torch"',
+        ],
     ),
     "rows layout given as torch": (
         {"x": X, "wq": [[1, 0]] * 4, "wk": [[1, 0]] * 4, "wv": [[1, 0]] * 4, "layout": "torch"},
@@ -266,11 +271,11 @@ SHAPE_ERRORS = {
     ),
     "b_Q of the wrong length": (
         BASE | {"heads": 2, "bq": [1, 2, 3]},
-        ["b_Q is 3 long", "W_Q has 4 columns"],
+        ["b_Q is 3 long", "the width of W_Q is 4"],
     ),
     "b_O of the wrong length": (
         BASE | {"heads": 2, "wo": I4, "bo": [1, 2]},
-        ["b_O is 2 long", "W_O has 4 columns"],
+        ["b_O is 2 long", "the width of W_O is 4"],
     ),
     "b_O without W_O": (BASE | {"bo": [1, 2, 3, 4]}, ["b_O is given without W_O"]),
     "source of another width": (
@@ -291,10 +296,13 @@ def test_shape_errors_name_the_numbers_and_the_rule(doc, parts):
 @pytest.mark.parametrize(
     ("args", "part"),
     [
-        (["--heads", "3"], "W_Q has 2 columns, which do not split into heads = 3"),
+        (["--heads", "3"], "the columns of W_Q (2) do not split into heads = 3"),
         (["--heads", "2", "--kv-heads", "4"], "heads = 2 is not a multiple of kv_heads = 4"),
-        (["--wo", "1 0; 0 1; 1 1"], "W_O is 3×2, but concat has 2 columns"),
-        (["--wq", "1 0; 0 1; 1 1"], "W_Q is 3×2, but X has 2 columns"),
+        (
+            ["--wo", "1 0; 0 1; 1 1"],
+            "W_O is 3×2, but the width of concat (its number of columns) is 2",
+        ),
+        (["--wq", "1 0; 0 1; 1 1"], "W_Q is 3×2, but the width of X (its number of columns) is 2"),
     ],
 )
 def test_cli_shape_errors_exit_2_with_one_message(qkvcalc_proc, args, part):

@@ -60,9 +60,9 @@ def test_new_at_a_terminal_with_a_mistyped_row(tmp_path):
     target = tmp_path / "mine.json"
     child = spawn("new", str(target))
     send(child, "Number of tokens n:", "3")
-    send(child, "Names of the 3 tokens", "I love")  # two names for three tokens
-    child.expect_exact("2 names for 3 tokens: give exactly 3")
-    send(child, "Names of the 3 tokens", "I love cats")
+    send(child, "Names of the tokens (n = 3)", "I love")  # two names for three tokens
+    child.expect_exact("The number of names is 2, but n = 3: give one name per token")
+    send(child, "Names of the tokens (n = 3)", "I love cats")
     send(child, "d_model", "2")
     send(child, "d_k", "2")
     send(child, "d_v", "")  # Enter: d_v = d_k
@@ -80,7 +80,7 @@ def test_new_at_a_terminal_with_a_mistyped_row(tmp_path):
     type_rows(child, "W_V", TYPED["wv"])
     send(child, "Mask:", "matrix")
     send(child, "mask row 1 of 3", "1 1")
-    child.expect_exact("mask row 1 needs 3 entries")
+    child.expect_exact("mask row 1 needs one entry per key (m = 3)")
     send(child, "mask row 1 of 3", "1 0 0")
     send(child, "mask row 2 of 3", "1 1 0")
     send(child, "mask row 3 of 3", "1 1 1")

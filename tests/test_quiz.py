@@ -557,7 +557,7 @@ def test_quiz_all_right_at_a_terminal():
     ]:
         answer(child, cell, text)
     child.expect_exact("Score per stage")
-    child.expect_exact("All 11 cells right.")
+    child.expect_exact("Every cell right: 11 of 11.")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
@@ -584,7 +584,7 @@ def test_quiz_wrong_and_carried_at_a_terminal():
     child.expect_exact("Score per stage")
     child.expect_exact("5/6")
     child.expect_exact("7/9")
-    child.expect_exact("12 of 15 cells right.")
+    child.expect_exact("Cells right: 12 of 15.")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 1
@@ -696,7 +696,7 @@ def test_a_piped_problem_takes_its_answers_from_the_terminal():
     answer(child, "Q[1,1]", "1")
     child.expect_exact("✓")
     answer(child, "Q[1,2]", "2")
-    child.expect_exact("All 2 cells right.")
+    child.expect_exact("Every cell right: 2 of 2.")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0

@@ -4,34 +4,43 @@ MESSAGES: dict[str, str] = {
     # ---- stages: title and why the stage exists ------------------------------------------
     "stage.x.title": "Input X",
     "stage.x.why": "Each row is one token's vector as it enters the attention layer "
-    "(an embedding plus position, or the previous layer's output).",
+    "(an embedding plus its position, or the previous layer's output).",
     "stage.source.title": "Source (keys and values come from here)",
     "stage.source.why": "In cross-attention the queries come from X, but the keys and values "
     "come from another sequence, such as the encoder's output that a decoder reads.",
     "stage.split.title": "Split into heads",
-    "stage.split.why": "Each head works on its own slice of columns, so it can learn its own "
-    "notion of which tokens matter; the heads run side by side and are joined at the end.",
+    "stage.split.why": "Every head reads the whole input. What is split are the projections: the "
+    "columns of W_Q, W_K and W_V (of Q, K and V when they are given) are cut into one slice per "
+    "head, so each head has its own Q, K and V and can learn its own notion of which tokens "
+    "matter. The heads run side by side and are joined at the end.",
     "stage.q.title": "Query projection",
     "stage.q.why": "A query is what this token is looking for. Multiplying X by the learned "
     "W_Q re-mixes each token's numbers into that role; each cell is a weighted sum of one row "
     "of X.",
     "stage.k.title": "Key projection",
-    "stage.k.why": "A key is what each token offers to be found by. W_K is a second, separately "
-    "learned view of the same input, so comparing and looking-for can differ.",
+    "stage.k.why": "A key is what a token offers to be matched against. W_K is learned "
+    "separately from W_Q, so what a token looks for and what it is found by can differ. In "
+    "self-attention K comes from the same X as Q; in cross-attention, from the source.",
     "stage.v.title": "Value projection",
-    "stage.v.why": "A value is the content a token hands over once it is chosen. The scores "
-    "only say who matters; V carries what is actually mixed into the output.",
+    "stage.v.why": "A value is the content a token passes on to every query that attends to "
+    "it, in proportion to that query's weight: attention blends, it does not pick one. The "
+    "scores only say how much each token matters; V carries what is actually mixed into the "
+    "output.",
     "stage.kt.title": "Transpose of K",
     "stage.kt.why": "Q is n×d_k and K is m×d_k. Turning K on its side (m×d_k into d_k×m) makes "
     "the inner dimensions meet, so one matrix product compares every query with every key.",
     "stage.scores.title": "Attention scores",
-    "stage.scores.why": "Each cell is the dot product of one query with one key: large when "
-    "they point the same way. All n×m pairs at once, which is why attention costs grow with "
-    "n².",
+    "stage.scores.why": "Each cell is the dot product of one query with one key, "
+    "q·k = |q|·|k|·cos θ: it grows with how closely they point the same way (cos θ) and with "
+    "their lengths. All n×m pairs are computed at once, so the cost grows with n·m (with n² in "
+    "self-attention, where m = n).",
     "stage.scaled.title": "Scaling",
-    "stage.scaled.why": "A dot product of d_k terms grows with d_k. Large scores push softmax "
-    "to put almost all weight on one key, where its gradients vanish; dividing by √d_k keeps "
-    "them in a range where learning works.",
+    "stage.scaled.why": "If the components of q and k are independent, with mean 0 and "
+    "variance 1, their dot product (a sum of d_k such products) has mean 0 and variance d_k: "
+    "its typical size is √d_k. Dividing by √d_k brings the variance back to 1 whatever d_k is. "
+    "Softmax ignores a constant added to a whole row; what makes it put almost all weight on "
+    "one key is a large spread of the scores within a row, and there its gradients are tiny "
+    "and learning slows.",
     "stage.masked.title": "Mask",
     "stage.masked.why": "A mask forbids some query–key pairs (future tokens, padding) by "
     "setting their scores to −∞, so softmax gives them weight exactly 0.",
@@ -40,17 +49,20 @@ MESSAGES: dict[str, str] = {
     "changes nothing in the result (it cancels in the division) but keeps e^s from "
     "overflowing.",
     "stage.weights.title": "Softmax, step 2: attention weights",
-    "stage.weights.why": "Dividing each exponential by its row's sum turns scores into weights "
-    "that are positive and sum to 1: how much of each value this query takes.",
+    "stage.weights.why": "Dividing each exponential by its row's sum turns the scores into "
+    "weights from 0 to 1 that add up to 1 in each row: how much of each value this query takes. A "
+    "masked key gets exactly 0, and a row whose keys are all masked is 0 throughout.",
     "stage.output.title": "Weighted sum of values",
-    "stage.output.why": "Each output row is the weights of that query times V: a blend of the "
-    "values, mostly of the tokens it attends to.",
+    "stage.output.why": "Each output row is that query's row of weights times V: a weighted "
+    "average of the value rows, pulled toward the values of the keys with the largest weights.",
     "stage.concat.title": "Concatenate the heads",
-    "stage.concat.why": "The heads' outputs are laid side by side, head 1's columns first, "
-    "back to one row per token.",
+    "stage.concat.why": "The heads' outputs are laid side by side, head 1's columns first: one "
+    "row per token, H·d_v wide.",
     "stage.output.final.title": "Output projection",
-    "stage.output.final.why": "W_O mixes the heads' joined results into one vector per token, "
-    "the width the next layer expects.",
+    "stage.output.final.why": "W_O lets every output feature combine all the heads: "
+    "concat·W_O = Σ_h head_h·W_O[rows of head h], so what one head found is mixed with what "
+    "the others found. W_O also sets the width, usually back to d_model, so the result can be "
+    "added to the layer's input (the residual connection).",
     "stage.output.concat.title": "Output (the joined heads)",
     "stage.output.concat.why": "With no W_O given, the joined heads are the output.",
     # ---- notes on stages ---------------------------------------------------------------
@@ -59,19 +71,76 @@ MESSAGES: dict[str, str] = {
     "note.mask_convention": "Mask convention: 1 / true = may attend (PyTorch's "
     "scaled_dot_product_attention). nn.MultiheadAttention's boolean masks mean the opposite "
     "(True = blocked).",
-    "note.causal_topleft": "Causal with {n} queries and {m} keys: aligned top-left, as "
-    "is_causal=True, so query i sees keys 1…i.",
+    "note.causal_topleft": "Causal mask with n = {n} and m = {m} (queries and keys): aligned "
+    "top-left, as is_causal=True, so query i sees keys 1…i. When the queries are the last n of "
+    "the m tokens (decoding with a KV cache), the mask is aligned bottom-right instead: query i "
+    "sees keys 1…m − n + i (give that as a 0/1 mask).",
     "note.kv_shared": "Grouped-query attention: K/V head {kv_head} is shared by query heads "
     "{first}–{last}.",
-    "note.split": "H = {heads} query heads with d_k = {d_k} each; G = {kv_heads} key/value "
-    "heads with d_k = {d_k} and d_v = {d_v} each. Query head h reads K/V head ⌈h·G/H⌉.",
+    "note.split": "Query heads: H = {heads}, each with d_k = {d_k}. Key/value heads: "
+    "G = {kv_heads}, each with d_k = {d_k} and d_v = {d_v}. Query head h reads K/V head "
+    "⌈h·G/H⌉.",
     "note.no_arithmetic": "Arithmetic left out: {reason}.",
     "note.too_big_cells": "{cells} cells, more than {limit} to write out",
     "note.too_long_sums": "each cell sums {inner} products, more than {limit}",
-    "note.hidden": "{rows} rows and {cols} columns hidden (…).",
-    "note.hidden_rows": "{rows} rows hidden (⋮).",
-    "note.hidden_cols": "{cols} columns hidden (…).",
+    "note.hidden": "Not shown (…): {rows} of the rows and {cols} of the columns.",
+    "note.hidden_rows": "Not shown (⋮): {rows} of the rows.",
+    "note.hidden_cols": "Not shown (…): {cols} of the columns.",
     "note.brief": "Tables only (--detail brief).",
+    "note.rounded": "≈: the numbers in a sum are shown rounded to {precision} decimals, and the "
+    "result is computed from the unrounded ones, so redoing it by hand can differ in the last "
+    "digit.",
+    # ---- reading the attention out (qkvcalc.readout) ------------------------------------
+    "note.reading_title": "Read out: each query's strongest keys",
+    "note.reading": "{query} → {keys}",
+    "note.reading_with_masked": "{query} → {keys}; masked: {masked}",
+    "note.reading_all_masked": "{query} → every key masked, so no weight at all",
+    "ui.reading_key": "{token} {percent}%",
+    "ui.reading_key_small": "{token} <1%",
+    "ui.reading_rest": "the others {percent}%",
+    "ui.reading_none": "every key masked",
+    "note.reading_rounding": "Percentages are whole numbers, rounded so that each query's "
+    "percentages add up to 100; <1% is a weight above 0 that rounds to 0.",
+    "note.geometry": "One score as lengths and an angle: {query}·{key} = |q|·|k|·cos θ = "
+    "{q_norm} × {k_norm} × {cos} = {value}.",
+    "note.geometry_zero": "{query}·{key} = 0: the query or the key is the zero vector, so it "
+    "has no direction and the angle θ is undefined.",
+    "note.geometry_lesson": "The query of {query} points most closely along the key of "
+    "{aligned} (cos θ = {cos_aligned}), yet its largest score is with {strongest} "
+    "(cos θ = {cos_strongest}), whose key is longer (|k| = {k_strongest} against "
+    "{k_aligned}): a dot product weighs length as well as direction.",
+    "note.why_scale_shown": "Why scale, shown for {query}: without 1/√d_k → {unscaled}; "
+    "with it → {scaled}.",
+    "note.why_scale_variance": "Why √d_k and not d_k: with components of mean 0 and variance "
+    "1, q·k has variance d_k = {d_k}, so scores typically reach ±{root}; divided by √d_k their "
+    "variance is 1 again.",
+    "note.scale_temperature": "Multiplying the scores by a scale c is a softmax at temperature "
+    "T = 1/c: a smaller c (higher T) flattens the weights toward equal shares, a larger c "
+    "sharpens them toward the largest score. The default c = 1/√d_k is T = √d_k = {root}.",
+    "ui.without_scale": "without 1/√d_k",
+    "ui.with_scale": "with ×{scale}",
+    "note.shuffle": "Attention by itself does not see order: with no positional information and "
+    "no causal mask, shuffling the tokens only shuffles the output rows the same way, each row's "
+    "numbers unchanged. Order reaches attention only through positions (added to X, or rotated "
+    "into Q and K) or through a mask such as the causal one.",
+    "note.shuffle_demo": "Tokens shuffled to {order}: each token's output row is the same as "
+    "before, only moved with the token to its new place (largest difference {diff}).",
+    "note.single_key": "With a single key, softmax always gives it weight 1 (e^0 / e^0), "
+    "whatever its score: there is nothing to compete with. To see weights compete, try the "
+    "sentence preset: qkvcalc explain --preset sentence.",
+    "note.gqa_why": "Why share: when a model generates text it keeps every past token's keys "
+    "and values in a KV cache. With G = {kv_heads} key/value heads instead of H = {heads}, that "
+    "cache is {ratio} times smaller, at little cost in quality (Ainslie et al. 2023).",
+    "note.pad_rows": "The <pad> rows still get outputs: key_padding masks keys (columns), not "
+    "queries (rows), so a padding token's query attends to the real tokens like any other. "
+    "Nothing uses those rows: no query attends to a padding key, and the loss and any pooling "
+    "leave padding positions out.",
+    "note.self_attention": "Self-attention: the queries, the keys and the values all come from "
+    "the same X, so each token is compared with every token of its own sequence, itself "
+    "included.",
+    "note.dv": "d_v = {d_v} sets the width of the output: V is m×d_v, so A·V is n×d_v. It need "
+    "not equal d_k = {d_k}: the weights decide how much of each value a query takes, d_v how "
+    "many numbers each value carries.",
     # ---- warnings ------------------------------------------------------------------------
     "warn.fully_masked": "Every key is masked for {rows}: the plain formula would give "
     "0/0 = NaN there, so those weights and outputs are 0, as PyTorch's "
@@ -108,6 +177,11 @@ MESSAGES: dict[str, str] = {
     "ui.variant.window": "sliding window {window}",
     "ui.variant.bottom_right": "causal mask aligned bottom-right",
     "ui.variant.positions": "positions given",
+    "ui.mask_none": "none",
+    "ui.mask_causal": "causal",
+    "ui.mask_custom": "0/1 matrix",
+    "ui.mask_padding": "{mask} + key_padding",
+    "ui.preset_reference": "Where the numbers come from: {reference}",
     "ui.preset": "preset {name}: {description}",
     "ui.presets_title": "Presets",
     "ui.presets_name": "name",
@@ -115,7 +189,7 @@ MESSAGES: dict[str, str] = {
     "ui.presets_hint": "Run one: qkvcalc explain --preset NAME · edit one: "
     "qkvcalc presets show NAME > mine.json",
     "ui.split_row": "head {head}: {q}[:, {qcols}], {k}[:, {kcols}], {v}[:, {vcols}] (K/V head {g})",
-    # ---- the bundled presets' descriptions (i18n.preset_description) ----------------
+    # ---- the bundled presets: descriptions (i18n.preset_description) and references -----
     "preset.alibi.description": "ALiBi on 'I love my cats': two heads penalise distant keys, "
     "one steeply (slope 1/2), one gently (1/4)",
     "preset.llama.description": "A tiny LLaMA-style layer: 2 query heads share 1 key/value "
@@ -127,14 +201,84 @@ MESSAGES: dict[str, str] = {
     "preset.cross.description": "Cross-attention: the French 'le chat dort' reads the English "
     "'the cat is sleeping'",
     "preset.doc.description": "One token, x = [1, 2]: the worked example of Q, K, V by hand",
+    "preset.dk64.description": "A realistic width, d_k = 64: random queries and keys, where "
+    "dividing by √64 = 8 turns weights piled on one key into spread ones",
     "preset.gqa.description": "Grouped-query attention: 4 query heads share 2 key/value heads "
     "(d_k = 1, causal)",
-    "preset.multihead.description": "Two heads on 'I love cats': each head reads its own two "
-    "columns, then W_O mixes them",
+    "preset.multihead.description": "Two heads on 'I love cats': both read all of X, each "
+    "through its own two columns of W_Q, W_K, W_V; W_O then combines them",
     "preset.padding.description": "A batch row padded to four tokens: key_padding keeps attention "
     "off <pad>",
+    "preset.pronoun.description": "A story: in 'the cat sat because it was tired', the query "
+    "of 'it' lands on 'cat'",
     "preset.sentence.description": "Three tokens, 'I love cats', with the doc weights and a "
     "causal mask",
+    "preset.cross.reference": "Made for qkvcalc: the encoder-decoder attention of Vaswani et "
+    "al. 2017, 'Attention Is All You Need' (section 3.2.3), where the queries come from the "
+    "decoder and the keys and values from the encoder's output. 'le' finds 'the' and 'chat' "
+    "finds 'cat'; W_K gives 'is' and 'sleeping' the same key, so 'dort' splits most of its "
+    "weight equally between them. 3 queries and 4 keys, so the scores are 3×4.",
+    "preset.alibi.reference": "Made for qkvcalc, after Press et al. 2022, 'Train Short, Test "
+    "Long: Attention with Linear Biases Enables Input Length Extrapolation'. The slopes 1/2 "
+    "and 1/4 are the first two of the paper's recipe for 8 heads (2^-1, 2^-2, ..., 2^-8); "
+    "with alibi: true a 2-head model gets 2^-4 and 2^-8 instead. The bias -slope·|i - j| is "
+    "added to the scaled scores before the causal mask.",
+    "preset.llama.reference": "Made for qkvcalc, after Touvron et al. 2023, 'LLaMA: Open and "
+    "Efficient Foundation Language Models', as Hugging Face's LlamaAttention computes it: "
+    "q_proj, k_proj, v_proj without biases, rotary embedding with rotate_half (theta 10000) "
+    "on each head, grouped-query attention (repeat_kv), a causal mask, softmax, o_proj. "
+    "d_model = 4, d_k = d_v = 2.",
+    "preset.rope.reference": "Made for qkvcalc, after Su et al. 2021, 'RoFormer: Enhanced "
+    "Transformer with Rotary Position Embedding'. d_k = 2, so q and k have one pair of "
+    "dimensions, and its frequency is theta^0 = 1: each vector turns by one radian per "
+    "position. Without RoPE, 'sat' would give both copies of 'cat' the same score (1); with "
+    "it, q_2·k_1 and q_4·k_3 (distance 1) are equal, cos 1 - sin 1 = -0.3012, while q_4·k_1 "
+    "(distance 3) is cos 3 - sin 3 = -1.1311.",
+    "preset.window.reference": "Made for qkvcalc, after Beltagy et al. 2020, 'Longformer', "
+    "and Jiang et al. 2023, 'Mistral 7B'. The window W = 3 counts the query's own position: "
+    "query i sees keys j with i - 3 < j <= i, the convention of Hugging Face's "
+    "sliding_window. The weights are those of the 'sentence' preset.",
+    "preset.doc.reference": "The two-dimensional example of the article 'Q·K·V는 어디서 "
+    "만들어질까? 가중치 행렬로 만드는 원리': one token x = [1, 2] gives Q = [1, 2], K = [1, 3], "
+    "V = [3, 2]. With a single key its weight is 1 whatever the score; the sentence preset "
+    "adds two tokens so that the weights compete.",
+    "preset.dk64.reference": "Made for qkvcalc, to show why the scores are divided by √d_k: "
+    "4 tokens with d_k = 64, as in a head of the original Transformer (d_model = 512, 8 heads). "
+    "Each component of Q and K is drawn independently with mean 0 and variance 1, so each raw "
+    "score q·k has variance 64 (typical size 8): unscaled, softmax would give almost all the "
+    "weight to one key; divided by √64 = 8 the weights stay spread. The numbers come from "
+    "Python with numpy: rng = numpy.random.default_rng(64); q = rng.standard_normal((4, "
+    "64)).round(2); k = rng.standard_normal((4, 64)).round(2); v = rng.integers(-3, 4, (4, "
+    "2)).",
+    "preset.gqa.reference": "Made for qkvcalc, after Ainslie et al. 2023, 'GQA: Training "
+    "Generalized Multi-Query Transformer Models from Multi-Head Checkpoints': query heads 1–2 "
+    "read K/V head 1 and heads 3–4 read K/V head 2, as PyTorch's scaled_dot_product_attention "
+    "with enable_gqa=True. Sharing keeps the KV cache half the size. d_k = 1, so the scale is "
+    "1/√1 = 1.",
+    "preset.multihead.reference": "Made for qkvcalc, following Vaswani et al. 2017, "
+    "'Attention Is All You Need', section 3.2.2: MultiHead(Q, K, V) = Concat(head_1, "
+    "head_2)·W_O. Both heads read all of X; head 1 takes columns 1–2 of W_Q, W_K, W_V and head "
+    "2 columns 3–4, as nn.MultiheadAttention splits them. W_O is 4×4, so every output column "
+    "can combine both heads.",
+    "preset.padding.reference": "Made for qkvcalc: 'cats sleep' padded to length 4, the way "
+    "a batch of sentences of unequal length is padded; key_padding [1, 1, 0, 0] marks the real "
+    "tokens, as a BERT attention_mask does. The <pad> rows still get outputs (key_padding "
+    "masks keys, not queries); nothing downstream uses them.",
+    "preset.pronoun.reference": "Made for qkvcalc, after the pronoun head described in the "
+    "articles '[딥러닝] 트랜스포머 Attention 완벽 이해: Q, K, V의 역할과 원리' and 'Q·K·V는 "
+    "어디서 만들어질까? 가중치 행렬로 만드는 원리'. The columns of X are hand-made features "
+    "(noun, pronoun, verb or adjective, other word). W_Q turns 'pronoun' into the query 'I need a "
+    "noun to refer to' and W_K turns 'noun' into the key 'I am a noun', so it·cat is the one "
+    "large score: 'it' gives 'cat' 81% of its weight, and the output of 'it' is mostly the value "
+    "of 'cat'. The causal mask lets each word see itself and the words before it. An intuition, "
+    "not a trained model: learned heads are rarely this clean, their dimensions carry no names, "
+    "and a head's role is learned, not assigned.",
+    "preset.sentence.reference": "The weights of the doc example (from the article 'Q·K·V는 "
+    "어디서 만들어질까? 가중치 행렬로 만드는 원리') on a sentence of three tokens; the causal "
+    "mask lets each token see itself and the tokens before it, as in a decoder. Look at "
+    "'love': its query [0, 1] points exactly along its own key [0, 1] (cos θ = 1), yet it "
+    "gives 80% of its weight to 'I', whose key [1, 3] is longer: q·k = |q|·|k|·cos θ weighs "
+    "length as well as direction.",
     # ---- input errors: keys and structure ----------------------------------------------
     "key.unknown_suggest": "unknown key {key!r}: did you mean {suggestion!r}?",
     "key.unknown": "unknown key {key!r}; the input format knows: {known}",
@@ -195,39 +339,41 @@ MESSAGES: dict[str, str] = {
     "heads.kv_divide": "heads = {heads} is not a multiple of kv_heads = {kv_heads}: each "
     "key/value head serves the same number of query heads",
     "tokens.not_strings": "{field} must be a list of names (strings), one per row",
-    "tokens.count": "{field} has {count} names but {rows} has {n} rows: one name per row",
+    "tokens.count": "the number of names in {field} is {count}, but the number of rows of "
+    "{rows} is n = {n}: one name per row",
     "tokens.source_without_source": "source_tokens is given without a source matrix",
     "scale.not_number": "scale must be a number, not {value}",
     "layout.unknown": 'layout must be "rows" (Q = X·W_Q) or "torch" (weights as PyTorch '
     "stores them, out×in), not {value}",
     # ---- input errors: shapes -------------------------------------------------------------
-    "shape.weight_rows": "{field} is {shape}, but {what} has {rows} columns: in "
-    "{what}·{field} the inner dimensions must meet, so {field} needs {rows} rows",
-    "shape.weight_rows_hint_torch": "{field} is {shape}, but {what} has {rows} columns: in "
-    "{what}·{field} the inner dimensions must meet, so {field} needs {rows} rows. It looks "
-    'transposed, the way PyTorch stores a linear layer (out×in): add "layout": "torch" '
-    "(or --layout torch)",
+    "shape.weight_rows": "{field} is {shape}, but the width of {what} (its number of columns) is "
+    "{rows}: in {what}·{field} the inner dimensions must meet, so the number of rows of {field} "
+    "must be {rows}",
+    "shape.weight_rows_hint_torch": "{field} is {shape}, but the width of {what} (its number "
+    "of columns) is {rows}: in {what}·{field} the inner dimensions must meet, so the number of "
+    "rows of {field} must be {rows}. It looks transposed, the way PyTorch stores a linear layer "
+    '(out×in): add "layout": "torch" (or --layout torch)',
     "shape.weight_rows_hint_rows": "{field} is {shape} as given in the torch layout (out×in), "
-    "but {what} has {rows} columns, so it needs {rows} columns there. It looks like the rows "
-    'layout (in×out): drop "layout": "torch"',
+    "but the width of {what} is {rows}, so the number of columns of {field} must be {rows} "
+    'there. It looks like the rows layout (in×out): drop "layout": "torch"',
     "shape.source_width": "source is {source} but X is {x}: keys and values are projected "
     "from the source with the same W_K, W_V, so both need d_model columns",
     "shape.kv_rows": "K is {k} and V is {v}: they need the same number of rows (one key and "
     "one value per token)",
-    "shape.heads_divide": "{field} has {cols} columns, which do not split into {what} = "
-    "{heads} equal slices: the column count must be a multiple of {heads}",
-    "shape.dk_mismatch": "{q} has {qcols} columns, so with heads = {heads} each query head has "
-    "d_k = {d_k}; {k} has {kcols} columns, so with kv_heads = {kv_heads} each key head has "
-    "d_k = {dk2}: queries and keys must have the same d_k to be multiplied in Q·Kᵀ",
-    "shape.bias": "{field} is {length} long but {weight} has {cols} columns: a bias adds "
+    "shape.heads_divide": "the columns of {field} ({cols}) do not split into {what} = {heads} "
+    "equal slices: the number of columns must be a multiple of {heads}",
+    "shape.dk_mismatch": "the width of {q} is {qcols}, so with heads = {heads} each query head "
+    "has d_k = {d_k}; the width of {k} is {kcols}, so with kv_heads = {kv_heads} each key head "
+    "has d_k = {dk2}: queries and keys must have the same d_k to be multiplied in Q·Kᵀ",
+    "shape.bias": "{field} is {length} long but the width of {weight} is {cols}: a bias adds "
     "one number to each column",
     "mask.unknown": 'mask must be "none", "causal" or a 0/1 matrix, not {value}',
     "mask.shape": "mask is {shape} but the scores are {n}×{m} (queries × keys): the mask "
     "needs one 0/1 per score",
     "mask.not_flags": "{field}{where} must be a list of 0/1, not {value}",
     "mask.not_flag": "{field}{where} is {value}: mask entries are 1 (may attend) or 0 (masked)",
-    "mask.padding_length": "key_padding has {length} entries but there are {m} keys: one "
-    "1 (real token) or 0 (padding) per key",
+    "mask.padding_length": "key_padding is {length} long but the number of keys is m = {m}: "
+    "one 1 (real token) or 0 (padding) per key",
     "overflow": "the numbers overflow float64 at {stage}, row {row}, column {col} (head "
     "{head}): scale the input down",
     # ---- command line -------------------------------------------------------------------
@@ -243,10 +389,10 @@ MESSAGES: dict[str, str] = {
     # ---- torch script (issue 3) ---------------------------------------------------------
     "ui.heads_group_kv": "Head {head} of {heads} · reads key/value head {kv_head} "
     "(shared by query heads {first}–{last})",
-    "ui.concat_span": "{cols} from head {head}",
-    "note.concat_columns": "Columns {spans}.",
-    "note.cross_axes": "Rows are the {n} queries (from X), columns the {m} keys (from the "
-    "source): cross-attention scores are n×m, and n need not equal m.",
+    "ui.concat_span": "head {head} → {cols}",
+    "note.concat_columns": "Columns of the joined result, by head: {spans}.",
+    "note.cross_axes": "Rows are the queries (n = {n}, from X), columns the keys (m = {m}, "
+    "from the source): cross-attention scores are n×m, and n need not equal m.",
     # ---- exports: markdown, latex, html, svg (issue 4) ------------------------------------
     "export.title": "Attention, step by step",
     "export.rows": "Rows: {labels}.",
@@ -320,8 +466,8 @@ MESSAGES: dict[str, str] = {
     "forward from your mistake at {origin}",
     "quiz.detail_missing": "{cell}: no answer; the answer is {expected}",
     "quiz.stage_missing": "{key}: not answered",
-    "quiz.all_right": "All {total} cells right.",
-    "quiz.total": "{right} of {total} cells right.",
+    "quiz.all_right": "Every cell right: {total} of {total}.",
+    "quiz.total": "Cells right: {right} of {total}.",
     "quiz.in_sheet": "in the answer sheet {origin}",
     "quiz.sheet_not_object": 'an answer sheet is a JSON object mapping stage ids ("k", '
     '"scores", "2/scores" for head 2) to matrices, not a {kind}',
@@ -436,24 +582,24 @@ MESSAGES: dict[str, str] = {
     "new.intro": "A new attention problem, step by step. Numbers may be written 3, -0.5, 1/2 "
     "or sqrt(2); Enter takes the value in [brackets]; Ctrl-C quits without saving.",
     "new.tokens": "Number of tokens n{default}:",
-    "new.names": "Names of the {n} tokens, split by spaces [{default}]:",
-    "new.names_count": "{count} names for {n} tokens: give exactly {n}, or none for the "
-    "default names.",
+    "new.names": "Names of the tokens (n = {n}), split by spaces [{default}]:",
+    "new.names_count": "The number of names is {count}, but n = {n}: give one name per token, "
+    "or none for the default names.",
     "new.d_model": "d_model, the width of each token's vector{default}:",
     "new.d_k": "d_k, the width of a query and a key (per head){default}:",
     "new.d_v": "d_v, the width of a value (per head){default}:",
     "new.heads": "Number of heads H{default}:",
     "new.whole_bad": "{value!r} is not a whole number from {low} to {high}.",
-    "new.matrix": "{matrix} is {rule} = {rows}×{cols}: {rows} rows of {cols} numbers.",
-    "new.row": "{matrix} row {row} of {rows} ({cols} numbers):",
+    "new.matrix": "{matrix} is {rule} = {rows}×{cols}: type it one row at a time.",
+    "new.row": "{matrix} row {row} of {rows}, {cols} wide:",
     "new.row_length": "{matrix} row {row} is {length} long, but {matrix} is {rule} = "
     "{rows}×{cols}: every row needs {cols}. Type the row again.",
     "new.cell_bad": "{reason}. Type the row again.",
     "new.mask": "Mask: none, causal, or matrix (type it row by row) [none]:",
     "new.mask_bad": "{value!r}: type none, causal or matrix.",
-    "new.mask_row": "mask row {row} of {rows} ({cols} zeros or ones, 1 = may attend):",
-    "new.mask_row_bad": "mask row {row} needs {cols} entries, each 1 (may attend) or 0 "
-    "(masked). Type the row again.",
+    "new.mask_row": "mask row {row} of {rows}, {cols} wide (1 = may attend, 0 = masked):",
+    "new.mask_row_bad": "mask row {row} needs one entry per key (m = {cols}), each 1 (may "
+    "attend) or 0 (masked). Type the row again.",
     "new.yes_words": "y,yes",
     "new.no_words": "n,no",
     "new.yes_no": "Type y or n.",
@@ -464,27 +610,29 @@ MESSAGES: dict[str, str] = {
     "new.explain_later": "Explain it any time: qkvcalc explain {path}",
     "new.ended": "the input ended before the problem was complete; nothing was saved",
     # ---- exact (issue 5) ----------------------------------------------------------------
-    "note.exact_surd": "√{d_k} is irrational, so each scaled score is kept exactly as a "
-    "whole number over a square root (7/√2, with the smallest root), beside its decimal.",
+    "note.exact_surd": "√{d_k} is irrational, so each scaled score is kept exactly as a whole "
+    "number over a square root (such as 7/√2), beside its decimal. To rationalise it as at "
+    "school, multiply top and bottom by the root: 7/√2 = 7√2/2, and 7/√8 = 7√8/8 = 7√2/4.",
     "note.exact_scale_irrational": "The given scale {scale} is irrational, so the scaled "
     "scores are shown in decimals.",
-    "note.exact_stops": "No exact fractions from here on: e^x of a rational x other than 0 is "
-    "irrational (Lindemann's theorem), so the exponentials, the weights and the output are "
-    "decimals.",
+    "note.exact_stops": "Decimals from here on. e^(s − max) is exactly 1 where the score "
+    "equals its row's maximum (and 0 where it is masked); every other one is irrational: "
+    "s − max is then an algebraic number other than 0 (such as −3/√2), and e^a is "
+    "transcendental for every algebraic a ≠ 0 (the Lindemann–Weierstrass theorem). A weight "
+    "is still rational when all unmasked scores of its row are equal: 1 for a single key, 1/2 "
+    "each for two.",
     "note.exact_partial": "Cells that depend on an irrational input (a square root) are shown "
     "in decimals.",
     "note.exact_skipped": "Exact fractions left out: this problem needs {count} "
     "multiplications of fractions, more than {limit}; --exact is for problems small enough "
     "to work by hand.",
     # ---- limits and safety (issue 6) ----------------------------------------------------
-    "limits.input_elements": "{field} is {rows} rows of {cols} numbers, which brings the "
-    "input to {count} numbers, more than the limit of {limit}; raise it with --max-elements "
-    "if you mean it",
-    "limits.stage_elements": "with {heads} heads, {n} queries and {m} keys the stages would "
-    "hold {count} numbers ({gigabytes} GB: every head keeps its {n}×{m} scores, and working "
-    "one out takes four more), "
-    "more than the limit of {limit}; use fewer tokens or heads, or raise the limit with "
-    "--max-elements if you mean it",
+    "limits.input_elements": "{field} is {rows}×{cols}, which brings the input to {count} "
+    "numbers, more than the limit of {limit}; raise it with --max-elements if you mean it",
+    "limits.stage_elements": "with H = {heads}, n = {n} and m = {m}, the stages would hold "
+    "{count} numbers ({gigabytes} GB: every head keeps its {n}×{m} scores, and working one out "
+    "takes four more), more than the limit of {limit}; use fewer tokens or heads, or raise the "
+    "limit with --max-elements if you mean it",
     "number.too_large": "{field}: {text} is too large: float64 numbers stop near 1.8e308",
     "input.json_long_number": "not valid JSON here: a number of more than {limit} digits "
     "(float64 keeps about 17)",
@@ -503,13 +651,14 @@ MESSAGES: dict[str, str] = {
     "help.explain.wq": "W_Q, inline.",
     "help.explain.wk": "W_K, inline.",
     "help.explain.wv": "W_V, inline.",
-    "help.explain.wo": "W_O, inline (multi-head output projection).",
+    "help.explain.wo": "W_O, inline (the output projection that combines the heads).",
     "help.explain.tokens": 'Token names, split by spaces: "I love cats".',
     "help.explain.mask": 'none, causal, or a 0/1 matrix "1 0; 1 1" (1 = may attend).',
     "help.explain.heads": "Number of heads H.",
     "help.explain.kv_heads": "Key/value heads G (grouped-query attention).",
     "help.explain.scale": "The factor the scores are multiplied by (default 1/√d_k): 0.5, "
-    "1/sqrt(8).",
+    "1/sqrt(8). A scale c acts as a softmax temperature 1/c: smaller flattens the weights, "
+    "larger sharpens them.",
     "help.explain.layout": "rows: Q = X·W_Q; torch: weights as PyTorch stores them (out×in).",
     "help.explain.positions": 'Query positions, split by spaces: "0 1 2" (default 0…n−1).',
     "help.explain.causal_align": "top-left (default, as is_causal=True) or bottom-right (the "

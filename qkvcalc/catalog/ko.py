@@ -2,9 +2,12 @@
 
 Korean messages, the same keys as en.py (tests/test_i18n.py checks the keys and placeholders).
 Terms follow Korean ML texts: 어텐션 스코어, 내적, 전치, 스케일링, 선형 투영, 가중합, 마스킹,
-소프트맥스, 헤드, 토큰; Query/Key/Value stay in English. A placeholder is never followed by a
-particle that depends on its last sound (은/는, 이/가, 을/를, 으로/로): the sentence is built
-around it instead (a colon, 의, 에서, or a copula such as 입니다/인가요).
+소프트맥스, 헤드, 토큰, 셀프 어텐션(Self-Attention), 크로스 어텐션, 인과 마스크(causal), KV 캐시.
+Query/Key/Value stay in English everywhere (never 쿼리/키/값), as in the source articles; so does
+GQA (Grouped-Query Attention). A value the user types (none, causal) is glossed in Korean. A
+placeholder is never followed by a particle that depends on its last sound (은/는, 이/가, 을/를,
+으로/로, 이어야/여야): the sentence is built around it instead (a colon, 의, 에서, a counter such
+as 개, or a copula such as 입니다/인가요).
 """
 
 MESSAGES: dict[str, str] = {
@@ -16,30 +19,36 @@ MESSAGES: dict[str, str] = {
     "stage.source.why": "크로스 어텐션에서는 Query를 X에서 만들지만, Key와 Value는 다른 "
     "시퀀스에서 만듭니다. 디코더가 읽는 인코더의 출력이 대표적인 예입니다.",
     "stage.split.title": "헤드로 나누기",
-    "stage.split.why": "헤드마다 자기 몫의 열만 맡으므로, 어떤 토큰이 중요한지를 헤드마다 따로 "
-    "배울 수 있습니다. 헤드들은 나란히 계산되고 마지막에 다시 합쳐집니다.",
+    "stage.split.why": "모든 헤드는 입력 전체를 읽습니다. 나뉘는 것은 선형 투영입니다: W_Q, W_K, "
+    "W_V의 열(Q, K, V를 직접 주었다면 그 열)을 헤드마다 한 조각씩 잘라 나누므로, 헤드마다 "
+    "자기만의 Q, K, V를 가지고 어떤 토큰이 중요한지를 따로 배울 수 있습니다. 헤드들은 나란히 "
+    "계산되고 마지막에 다시 합쳐집니다.",
     "stage.q.title": "Query 선형 투영",
-    "stage.q.why": "Query는 이 토큰이 찾고 있는 것입니다. X에 학습된 가중치 W_Q를 곱하면 각 "
+    "stage.q.why": "Query는 이 토큰이 찾고 있는 특징입니다. X에 학습된 가중치 W_Q를 곱하면 각 "
     "토큰의 숫자들이 이 역할에 맞게 다시 조합됩니다. 각 칸은 X의 한 행의 성분들을 "
     "가중합한 값입니다.",
     "stage.k.title": "Key 선형 투영",
-    "stage.k.why": "Key는 각 토큰이 다른 토큰에게 찾아지기 위해 내보이는 특징입니다. W_K는 같은 "
-    "입력을 따로 학습된 또 하나의 관점으로 바꾸므로, 찾는 기준과 비교되는 특징이 서로 "
-    "다를 수 있습니다.",
+    "stage.k.why": "Key는 각 토큰이 Query와 비교될 때 내보이는 특징입니다. W_K는 W_Q와 따로 "
+    "학습되므로, 한 토큰이 찾는 특징(Query)과 다른 토큰들이 그 토큰을 찾을 때 보는 특징(Key)이 "
+    "서로 다를 수 있습니다. 셀프 어텐션에서는 K를 Q와 같은 X에서, 크로스 어텐션에서는 소스에서 "
+    "만듭니다.",
     "stage.v.title": "Value 선형 투영",
-    "stage.v.why": "Value는 토큰이 선택되었을 때 실제로 건네주는 내용입니다. 어텐션 스코어는 "
-    "누가 중요한지만 알려 줄 뿐이고, 출력에 실제로 섞이는 것은 V입니다.",
+    "stage.v.why": "Value는 토큰이 자기에게 주목하는 모든 Query에게, 그 Query의 가중치만큼 "
+    "건네주는 내용입니다. 어텐션은 하나를 골라내지 않고 섞습니다. 어텐션 스코어는 각 토큰이 "
+    "얼마나 중요한지만 알려 줄 뿐이고, 출력에 실제로 섞이는 것은 V입니다.",
     "stage.kt.title": "K의 전치",
     "stage.kt.why": "Q는 n×d_k, K는 m×d_k입니다. K를 전치하면(m×d_k가 d_k×m이 됩니다) 안쪽 "
     "차원이 맞아서, 행렬곱 한 번으로 모든 Query를 모든 Key와 비교할 수 있습니다.",
     "stage.scores.title": "어텐션 스코어",
-    "stage.scores.why": "각 칸은 Query 하나와 Key 하나, 곧 d_k차원 벡터 두 개의 내적입니다. 두 "
-    "벡터가 같은 방향을 가리킬수록 값이 큽니다. n×m개의 쌍을 한꺼번에 계산하므로 어텐션의 "
-    "비용은 n²에 비례해 늘어납니다.",
+    "stage.scores.why": "각 칸은 Query 하나와 Key 하나의 내적, 즉 q·k = |q|·|k|·cos θ입니다. "
+    "두 벡터의 방향이 비슷할수록(cos θ), 그리고 벡터가 길수록 값이 큽니다. n×m개의 쌍을 "
+    "한꺼번에 계산하므로 비용은 n·m에 비례해 늘어납니다(m = n인 셀프 어텐션에서는 n²).",
     "stage.scaled.title": "스케일링",
-    "stage.scaled.why": "내적은 d_k개의 항을 더한 값이라 d_k가 클수록 커집니다. 스코어가 너무 "
-    "크면 소프트맥스가 거의 모든 가중치를 Key 하나에 몰아주고, 그러면 기울기가 사라져 "
-    "학습이 멈춥니다. √d_k로 나누면 스코어가 학습이 잘 되는 범위에 머뭅니다.",
+    "stage.scaled.why": "q와 k의 성분이 서로 독립이고 평균 0, 분산 1이라면, 그런 곱 d_k개의 "
+    "합인 내적 q·k는 평균 0, 분산 d_k를 가집니다. 즉 전형적인 크기가 √d_k입니다. √d_k로 "
+    "나누면 d_k가 얼마든 분산이 다시 1이 됩니다. 소프트맥스는 한 행 전체에 같은 값을 더해도 "
+    "결과가 바뀌지 않습니다. 가중치를 Key 하나에 거의 다 몰아주게 만드는 것은 한 행 안에서 "
+    "스코어가 크게 벌어지는 것이고, 그러면 기울기가 아주 작아져 학습이 느려집니다.",
     "stage.masked.title": "마스킹",
     "stage.masked.why": "마스크는 일부 Query–Key 쌍(미래 토큰, 패딩)을 막습니다. 그 스코어를 "
     "−∞로 바꾸면 소프트맥스가 그 쌍에 정확히 0의 가중치를 줍니다.",
@@ -47,17 +56,20 @@ MESSAGES: dict[str, str] = {
     "stage.exp.why": "소프트맥스는 각 스코어 s에 지수함수를 적용합니다. 먼저 그 행의 최댓값을 "
     "빼도 결과는 같지만(나눗셈에서 약분됩니다), e^s가 오버플로하는 것을 막아 줍니다.",
     "stage.weights.title": "소프트맥스 2단계: 어텐션 가중치",
-    "stage.weights.why": "각 지수함수 값을 그 행의 합으로 나누면, 스코어가 양수이고 합이 1인 "
-    "가중치가 됩니다. 이 Query가 각 Value를 얼마만큼 가져갈지를 나타냅니다.",
+    "stage.weights.why": "각 지수함수 값을 그 행의 합으로 나누면 스코어가 가중치로 바뀝니다. "
+    "가중치는 0에서 1 사이이고 행마다 합이 1이며, 이 Query가 각 Value를 얼마만큼 가져갈지를 "
+    "나타냅니다. 마스킹된 Key의 가중치는 정확히 0이고, 모든 Key가 마스킹된 행은 전부 0입니다.",
     "stage.output.title": "Value의 가중합",
-    "stage.output.why": "각 출력 행은 그 Query의 가중치 행에 V를 곱한 것, 곧 Value들을 섞은 "
-    "것입니다. 그 Query가 주목하는 토큰의 Value가 가장 많이 섞입니다.",
+    "stage.output.why": "각 출력 행은 그 Query의 가중치 행에 V를 곱한 것, 즉 Value 행들의 "
+    "가중평균입니다. 가중치가 큰 Key의 Value 쪽으로 가장 많이 끌려갑니다.",
     "stage.concat.title": "헤드 이어 붙이기",
-    "stage.concat.why": "헤드들의 출력을 헤드 1의 열부터 차례로 나란히 이어 붙여, 다시 토큰마다 "
-    "한 행으로 만듭니다.",
+    "stage.concat.why": "헤드들의 출력을 헤드 1의 열부터 차례로 나란히 이어 붙입니다. 토큰마다 "
+    "한 행이고, 폭은 H·d_v입니다.",
     "stage.output.final.title": "출력 선형 투영",
-    "stage.output.final.why": "W_O는 이어 붙인 헤드들의 결과를 섞어, 다음 층이 기대하는 폭의 "
-    "벡터를 토큰마다 하나씩 만듭니다.",
+    "stage.output.final.why": "W_O 덕분에 출력의 각 성분이 모든 헤드의 결과를 함께 쓸 수 "
+    "있습니다: concat·W_O = Σ_h head_h·W_O[헤드 h의 행들]이므로, 한 헤드가 찾은 것과 다른 "
+    "헤드들이 찾은 것이 섞입니다. 출력의 폭도 W_O가 정합니다. 보통 d_model로 돌아가서, 층의 "
+    "입력에 결과를 더하는 잔차 연결(residual connection)에 맞춥니다.",
     "stage.output.concat.title": "출력 (이어 붙인 헤드)",
     "stage.output.concat.why": "W_O가 주어지지 않았으므로, 이어 붙인 헤드가 그대로 출력입니다.",
     # ---- notes on stages ---------------------------------------------------------------
@@ -67,20 +79,74 @@ MESSAGES: dict[str, str] = {
     "note.mask_convention": "마스크 규칙: 1 / true = 어텐션 허용 (PyTorch "
     "scaled_dot_product_attention의 규칙). nn.MultiheadAttention의 불리언 마스크는 뜻이 "
     "반대입니다(True = 차단).",
-    "note.causal_topleft": "Query {n}개, Key {m}개의 인과(causal) 마스크: is_causal=True처럼 "
-    "왼쪽 위에 맞추므로 Query i는 Key 1…i를 봅니다.",
-    "note.kv_shared": "그룹 쿼리 어텐션(GQA): Query 헤드 {first}–{last}에서 K/V 헤드 "
+    "note.causal_topleft": "n = {n}, m = {m}(Query와 Key의 개수)인 인과 마스크(causal): "
+    "is_causal=True처럼 왼쪽 위에 맞추므로 Query i는 Key 1…i를 봅니다. Query가 m개 토큰 중 "
+    "마지막 n개일 때(KV 캐시로 디코딩할 때)는 오른쪽 아래에 맞춥니다: Query i가 Key "
+    "1…m − n + i를 봅니다(이 경우는 0/1 마스크로 주세요).",
+    "note.kv_shared": "GQA(Grouped-Query Attention): Query 헤드 {first}–{last}에서 K/V 헤드 "
     "{kv_head} 하나를 함께 씁니다.",
-    "note.split": "Query 헤드 H = {heads}개(헤드마다 d_k = {d_k}), Key/Value 헤드 "
-    "G = {kv_heads}개(헤드마다 d_k = {d_k}, d_v = {d_v}). Query 헤드 h는 K/V 헤드 ⌈h·G/H⌉의 "
+    "note.split": "Query 헤드 H = {heads}(헤드마다 d_k = {d_k}), Key/Value 헤드 "
+    "G = {kv_heads}(헤드마다 d_k = {d_k}, d_v = {d_v}). Query 헤드 h는 K/V 헤드 ⌈h·G/H⌉의 "
     "Key와 Value를 씁니다.",
     "note.no_arithmetic": "계산 과정 생략: {reason}.",
     "note.too_big_cells": "칸이 {cells}개로, 풀어 쓰는 한도 {limit}개보다 많음",
     "note.too_long_sums": "칸마다 곱 {inner}개를 더해야 해서, 한도 {limit}개보다 많음",
-    "note.hidden": "행 {rows}개와 열 {cols}개를 생략했습니다(…).",
-    "note.hidden_rows": "행 {rows}개를 생략했습니다(⋮).",
-    "note.hidden_cols": "열 {cols}개를 생략했습니다(…).",
+    "note.hidden": "생략(…): 행 {rows}개, 열 {cols}개.",
+    "note.hidden_rows": "생략(⋮): 행 {rows}개.",
+    "note.hidden_cols": "생략(…): 열 {cols}개.",
     "note.brief": "표만 보여 줍니다(--detail brief).",
+    "note.rounded": "≈: 식 안의 수는 소수 {precision}자리로 반올림해 보여 주고, 결과는 반올림하기 "
+    "전의 수로 계산합니다. 그래서 손으로 다시 계산하면 마지막 자리가 다를 수 있습니다.",
+    # ---- reading the attention out (qkvcalc.readout) ------------------------------------
+    "note.reading_title": "읽어 보기: Query마다 가중치를 가장 많이 받은 Key",
+    "note.reading": "{query} → {keys}",
+    "note.reading_with_masked": "{query} → {keys}; 마스킹됨: {masked}",
+    "note.reading_all_masked": "{query} → 모든 Key가 마스킹되어 가중치가 전혀 없음",
+    "ui.reading_key": "{token} {percent}%",
+    "ui.reading_key_small": "{token} 1% 미만",
+    "ui.reading_rest": "나머지 {percent}%",
+    "ui.reading_none": "모든 Key가 마스킹됨",
+    "note.reading_rounding": "백분율은 Query마다 합이 100이 되도록 반올림한 정수입니다. "
+    "'1% 미만'은 0보다 크지만 반올림하면 0이 되는 가중치입니다.",
+    "note.geometry": "스코어 하나를 길이와 각도로 보면: {query}·{key} = |q|·|k|·cos θ = "
+    "{q_norm} × {k_norm} × {cos} = {value}.",
+    "note.geometry_zero": "{query}·{key} = 0: Query나 Key가 영벡터라 방향이 없으므로, 각도 θ가 "
+    "정의되지 않습니다.",
+    "note.geometry_lesson": "{query}의 Query와 방향이 가장 가까운 것은 {aligned}의 Key"
+    "(cos θ = {cos_aligned})인데, 스코어가 가장 큰 것은 {strongest}의 Key"
+    "(cos θ = {cos_strongest})입니다. 그 Key가 더 길기 때문입니다(|k| = {k_strongest}, "
+    "비교: {k_aligned}). 내적은 방향뿐 아니라 길이도 반영합니다.",
+    "note.why_scale_shown": "스케일링의 효과({query}): 1/√d_k 없이 → {unscaled}; 1/√d_k로 "
+    "나누면 → {scaled}.",
+    "note.why_scale_variance": "d_k가 아니라 √d_k로 나누는 이유: 성분의 평균이 0, 분산이 1이면 "
+    "q·k의 분산은 d_k = {d_k}이므로 스코어가 흔히 ±{root} 정도까지 커집니다. √d_k로 나누면 "
+    "분산이 다시 1이 됩니다.",
+    "note.scale_temperature": "스코어에 scale c를 곱하는 것은 온도(temperature) T = 1/c인 "
+    "소프트맥스와 같습니다. c가 작을수록(T가 클수록) 가중치가 고르게 퍼지고, c가 클수록 가장 "
+    "큰 스코어 쪽으로 쏠립니다. 기본값 c = 1/√d_k는 T = √d_k = {root}입니다.",
+    "ui.without_scale": "1/√d_k 없이",
+    "ui.with_scale": "×{scale} 적용",
+    "note.shuffle": "어텐션 자체는 순서를 보지 못합니다. 위치 정보도 인과 마스크도 없으면, 토큰의 "
+    "순서를 섞어도 출력 행들이 똑같이 섞일 뿐 각 행의 값은 그대로입니다. 순서는 위치 정보(X에 "
+    "더하거나 Q와 K에 회전으로 넣는 방식)나 인과 마스크 같은 마스크를 통해서만 어텐션에 "
+    "전달됩니다.",
+    "note.shuffle_demo": "토큰을 {order} 순서로 섞었습니다: 각 토큰의 출력 행은 전과 같고, "
+    "토큰과 함께 새 자리로 옮겨졌을 뿐입니다(가장 큰 차이 {diff}).",
+    "note.single_key": "Key가 하나뿐이면 스코어와 상관없이 소프트맥스는 언제나 그 Key에 "
+    "가중치 1을 줍니다(e^0 / e^0). 경쟁할 상대가 없기 때문입니다. 가중치가 서로 경쟁하는 "
+    "모습은 sentence 프리셋에서 볼 수 있습니다: qkvcalc explain --preset sentence.",
+    "note.gqa_why": "K/V 헤드를 나눠 쓰는 이유: 모델이 글을 생성할 때는 지난 토큰들의 Key와 "
+    "Value를 모두 KV 캐시에 보관합니다. Key/Value 헤드가 H = {heads}개 대신 G = {kv_heads}개이면 "
+    "이 캐시가 {ratio}분의 1로 줄고, 품질 손실은 작습니다(Ainslie et al. 2023).",
+    "note.pad_rows": "<pad> 행에도 출력이 나옵니다: key_padding은 Key(열)를 막을 뿐 Query(행)는 "
+    "막지 않으므로, 패딩 토큰의 Query도 다른 토큰처럼 실제 토큰들에 주목합니다. 그 행들은 "
+    "아무 데도 쓰이지 않습니다. 어떤 Query도 패딩 Key에 주목하지 않고, 손실 계산과 풀링에서도 "
+    "패딩 위치는 빠집니다.",
+    "note.self_attention": "셀프 어텐션(Self-Attention): Query, Key, Value를 모두 같은 X에서 "
+    "만들므로, 각 토큰이 자기 시퀀스의 모든 토큰(자기 자신 포함)과 비교됩니다.",
+    "note.dv": "d_v = {d_v}: 출력의 폭을 정합니다. V가 m×d_v이므로 A·V는 n×d_v입니다. d_v가 "
+    "d_k(여기서는 {d_k})와 같을 필요는 없습니다. 가중치는 각 Value를 얼마나 가져올지를, d_v는 "
+    "Value 하나가 숫자를 몇 개 담는지를 정합니다.",
     # ---- warnings ------------------------------------------------------------------------
     "warn.fully_masked": "Query {rows}에서는 모든 Key가 마스킹되어, 공식을 그대로 쓰면 0/0 = NaN이 "
     "됩니다. 그래서 PyTorch의 scaled_dot_product_attention처럼 그 가중치와 출력을 0으로 "
@@ -91,7 +157,7 @@ MESSAGES: dict[str, str] = {
     # ---- the words of tables and arithmetic ------------------------------------------------
     "ui.shape": "모양",
     "ui.head": "헤드 {head}",
-    "ui.heads_group": "헤드 {head} ({heads}개 중)",
+    "ui.heads_group": "헤드 {head} (전체 {heads}개)",
     "ui.row_max": "행 최댓값",
     "ui.row_sum": "합",
     "ui.masked": "마스킹됨",
@@ -103,20 +169,25 @@ MESSAGES: dict[str, str] = {
     "ui.output_final": "출력",
     "ui.arithmetic": "계산 과정",
     "ui.problem": "Query 개수 n = {n}, Key 개수 m = {m}, d_model = {d_model}, d_k = {d_k}, "
-    "d_v = {d_v}, 헤드 = {heads}, 마스크: {mask}",
+    "d_v = {d_v}, 헤드 수 = {heads}, 마스크: {mask}",
     "ui.problem_direct": "Query 개수 n = {n}, Key 개수 m = {m} (Q, K, V 직접 입력), "
-    "d_k = {d_k}, d_v = {d_v}, 헤드 = {heads}, 마스크: {mask}",
+    "d_k = {d_k}, d_v = {d_v}, 헤드 수 = {heads}, 마스크: {mask}",
     "ui.variants": "추가: {items}",
     "ui.variant.pe_sinusoidal": "사인파 위치 인코딩",
     "ui.variant.pe_given": "주어진 위치 인코딩",
-    "ui.variant.qk_norm": "q/k RMSNorm",
+    "ui.variant.qk_norm": "q/k 정규화(RMSNorm)",
     "ui.variant.rope": "RoPE (θ = {theta}, {style}, {dims}차원)",
-    "ui.variant.alibi": "ALiBi",
+    "ui.variant.alibi": "ALiBi 거리 벌점",
     "ui.variant.score_bias": "점수 바이어스",
     "ui.variant.softcap": "소프트캡 {cap}",
     "ui.variant.window": "슬라이딩 윈도우 {window}",
     "ui.variant.bottom_right": "오른쪽 아래에 맞춘 인과 마스크",
     "ui.variant.positions": "주어진 위치",
+    "ui.mask_none": "없음",
+    "ui.mask_causal": "인과 마스크(causal)",
+    "ui.mask_custom": "직접 준 0/1 행렬",
+    "ui.mask_padding": "{mask} + 패딩 마스크(key_padding)",
+    "ui.preset_reference": "숫자의 출처: {reference}",
     "ui.preset": "프리셋 {name}: {description}",
     "ui.presets_title": "프리셋",
     "ui.presets_name": "이름",
@@ -124,7 +195,7 @@ MESSAGES: dict[str, str] = {
     "ui.presets_hint": "실행: qkvcalc explain --preset NAME · 고쳐 쓰기: "
     "qkvcalc presets show NAME > mine.json",
     "ui.split_row": "헤드 {head}: {q}[:, {qcols}], {k}[:, {kcols}], {v}[:, {vcols}] (K/V 헤드 {g})",
-    # ---- the bundled presets' descriptions (i18n.preset_description) ----------------
+    # ---- the bundled presets: descriptions (i18n.preset_description) and references -----
     "preset.alibi.description": "'I love my cats'에 ALiBi: 두 헤드가 먼 Key에 벌점을 줍니다. "
     "하나는 가파르게(기울기 1/2), 하나는 완만하게(1/4)",
     "preset.llama.description": "작은 LLaMA식 층: Query 헤드 2개가 K/V 헤드 1개를 함께 쓰고, "
@@ -136,14 +207,82 @@ MESSAGES: dict[str, str] = {
     "preset.cross.description": "크로스 어텐션: 프랑스어 'le chat dort'가 영어 'the cat is "
     "sleeping'을 읽습니다",
     "preset.doc.description": "토큰 하나, x = [1, 2]: Q, K, V를 손으로 계산해 보는 예제",
-    "preset.gqa.description": "그룹 쿼리 어텐션(GQA): Query 헤드 4개가 Key/Value 헤드 2개를 나눠 "
-    "씁니다 (d_k = 1, causal)",
-    "preset.multihead.description": "'I love cats'에 헤드 두 개: 각 헤드가 자기 몫의 두 열을 "
-    "읽고, W_O가 둘을 섞습니다",
+    "preset.dk64.description": "실제 모델 크기의 d_k = 64: 무작위 Query와 Key에서 √64 = 8로 "
+    "나누면 Key 하나에 쏠렸던 가중치가 고루 퍼집니다",
+    "preset.gqa.description": "GQA(Grouped-Query Attention): Query 헤드 4개가 Key/Value 헤드 "
+    "2개를 나눠 씁니다 (d_k = 1, 인과 마스크)",
+    "preset.multihead.description": "'I love cats'에 헤드 두 개: 두 헤드 모두 X 전체를 읽되 "
+    "W_Q, W_K, W_V에서 각자 자기 몫의 두 열을 쓰고, W_O가 둘을 결합합니다",
     "preset.padding.description": "네 토큰 길이로 패딩된 배치의 한 행: key_padding이 <pad>로는 "
     "어텐션이 가지 않게 합니다",
-    "preset.sentence.description": "토큰 세 개 'I love cats'에 doc 예제의 가중치와 causal "
-    "마스크를 씁니다",
+    "preset.pronoun.description": "이야기가 있는 예제: 'the cat sat because it was tired'에서 "
+    "'it'의 Query가 'cat'에 닿습니다",
+    "preset.sentence.description": "토큰 세 개 'I love cats'에 doc 예제의 가중치와 인과 "
+    "마스크(causal)를 씁니다",
+    "preset.cross.reference": "qkvcalc용으로 만든 예제: Vaswani et al. 2017, 'Attention Is "
+    "All You Need'(3.2.3절)의 인코더-디코더 어텐션으로, Query는 디코더에서, Key와 Value는 "
+    "인코더의 출력에서 옵니다. 'le'는 'the'를, 'chat'은 'cat'을 찾습니다. W_K가 'is'와 "
+    "'sleeping'에 같은 Key를 주므로 'dort'는 가중치의 대부분을 둘에 똑같이 나눕니다. Query "
+    "3개, Key 4개이므로 스코어는 3×4입니다.",
+    "preset.alibi.reference": "qkvcalc용으로 만든 예제, Press et al. 2022, 'Train Short, Test "
+    "Long: Attention with Linear Biases Enables Input Length Extrapolation'을 따름: 기울기 "
+    "1/2과 1/4은 헤드 8개에 대한 논문의 방법(2^-1, 2^-2, ..., 2^-8)의 처음 두 값입니다. "
+    "alibi: true로 두면 헤드 2개짜리 모델은 대신 2^-4와 2^-8을 받습니다. 바이어스 -slope·|i - "
+    "j|는 인과 마스크 전에, 스케일된 점수에 더합니다.",
+    "preset.llama.reference": "qkvcalc용으로 만든 예제, Touvron et al. 2023, 'LLaMA: Open and "
+    "Efficient Foundation Language Models'를 따라 Hugging Face의 LlamaAttention이 계산하는 "
+    "대로: 바이어스 없는 q_proj, k_proj, v_proj, 헤드마다 rotate_half로 회전하는 위치 "
+    "임베딩(theta 10000), GQA(Grouped-Query Attention, repeat_kv), 인과 마스크, softmax, "
+    "o_proj. d_model = 4, d_k = d_v = 2.",
+    "preset.rope.reference": "qkvcalc용으로 만든 예제, Su et al. 2021, 'RoFormer: Enhanced "
+    "Transformer with Rotary Position Embedding'을 따름. d_k = 2라서 q와 k에는 차원 짝이 "
+    "하나뿐이고 그 주파수는 theta^0 = 1이므로, 각 벡터는 위치마다 1라디안씩 회전합니다. "
+    "RoPE가 없으면 두 번째 토큰은 첫째와 셋째 토큰에게 같은 점수(1)를 줍니다. RoPE가 있으면 "
+    "거리가 1인 q_2·k_1과 q_4·k_3은 cos 1 - sin 1 = -0.3012로 같고, 거리가 3인 q_4·k_1은 cos "
+    "3 - sin 3 = -1.1311입니다.",
+    "preset.window.reference": "qkvcalc용으로 만든 예제, Beltagy et al. 2020, 'Longformer'와 "
+    "Jiang et al. 2023, 'Mistral 7B'를 따름. 윈도우 W = 3은 Query 자신의 위치도 셉니다: Query "
+    "i는 i - 3 < j <= i인 Key j를 봅니다 (Hugging Face의 sliding_window와 같은 규칙). "
+    "가중치는 sentence 프리셋의 것입니다.",
+    "preset.doc.reference": "글 'Q·K·V는 어디서 만들어질까? 가중치 행렬로 만드는 원리'의 2차원 "
+    "예제: 토큰 하나 x = [1, 2]에서 Q = [1, 2], K = [1, 3], V = [3, 2]가 나옵니다. Key가 "
+    "하나뿐이라 스코어와 상관없이 가중치는 1입니다. sentence 프리셋은 토큰 두 개를 더해 "
+    "가중치가 서로 경쟁하게 합니다.",
+    "preset.dk64.reference": "√d_k로 나누는 이유를 보여 주려고 qkvcalc용으로 만든 예제: "
+    "원래 Transformer의 헤드 하나처럼(d_model = 512, 헤드 8개) d_k = 64인 토큰 4개입니다. Q와 "
+    "K의 각 성분을 평균 0, 분산 1로 서로 독립적으로 뽑았으므로, 스케일링 전의 스코어 q·k는 "
+    "분산이 64(전형적인 크기 8)입니다. 나누지 않으면 소프트맥스가 가중치를 거의 다 Key 하나에 "
+    "주지만, √64 = 8로 나누면 가중치가 고루 퍼집니다. 숫자는 numpy로 만들었습니다: "
+    "rng = numpy.random.default_rng(64); q = rng.standard_normal((4, 64)).round(2); "
+    "k = rng.standard_normal((4, 64)).round(2); v = rng.integers(-3, 4, (4, 2)).",
+    "preset.gqa.reference": "qkvcalc용으로 만든 예제, Ainslie et al. 2023, 'GQA: Training "
+    "Generalized Multi-Query Transformer Models from Multi-Head Checkpoints'를 따름: Query 헤드 "
+    "1–2는 K/V 헤드 1을, 헤드 3–4는 K/V 헤드 2를 읽습니다. enable_gqa=True로 부른 PyTorch의 "
+    "scaled_dot_product_attention과 같습니다. 나눠 쓰는 덕분에 KV 캐시가 절반으로 줄어듭니다. "
+    "d_k = 1이므로 스케일링 값은 1/√1 = 1입니다.",
+    "preset.multihead.reference": "qkvcalc용으로 만든 예제, Vaswani et al. 2017, 'Attention "
+    "Is All You Need' 3.2.2절을 따름: MultiHead(Q, K, V) = Concat(head_1, head_2)·W_O. 두 헤드 "
+    "모두 X 전체를 읽고, 헤드 1은 W_Q, W_K, W_V의 1–2열을, 헤드 2는 3–4열을 씁니다. "
+    "nn.MultiheadAttention이 나누는 방식과 같습니다. W_O가 4×4이므로 출력의 각 열이 두 헤드를 "
+    "모두 결합할 수 있습니다.",
+    "preset.padding.reference": "qkvcalc용으로 만든 예제: 길이가 다른 문장들을 한 배치로 "
+    "묶을 때처럼 'cats sleep'을 길이 4로 패딩했습니다. BERT의 attention_mask처럼 key_padding "
+    "[1, 1, 0, 0]이 실제 토큰을 표시합니다. <pad> 행에도 출력이 나오지만(key_padding은 Query가 "
+    "아니라 Key를 막습니다) 이후 어디에서도 쓰이지 않습니다.",
+    "preset.pronoun.reference": "두 글 '[딥러닝] 트랜스포머 Attention 완벽 이해: Q, K, V의 역할과 "
+    "원리'와 'Q·K·V는 어디서 만들어질까? 가중치 행렬로 만드는 원리'가 설명하는 대명사 헤드를 따라 "
+    "qkvcalc용으로 만든 예제입니다. X의 열은 손으로 정한 특징(명사, 대명사, 동사나 형용사, 그 "
+    "밖의 단어)입니다. W_Q는 '대명사'를 '가리킬 명사가 필요하다'는 Query로, W_K는 '명사'를 '나는 "
+    "명사다'라는 Key로 바꾸므로, it·cat만 큰 스코어가 됩니다. 'it'은 가중치의 81%를 'cat'에 주고, "
+    "'it'의 출력은 대부분 'cat'의 Value가 됩니다. 인과 마스크 때문에 각 단어는 자기 자신과 앞의 "
+    "단어들만 봅니다. 학습된 모델이 아니라 이해를 위한 직관입니다: 실제로 학습된 헤드는 이렇게 "
+    "깔끔한 경우가 드물고, 차원마다 이름이 붙어 있지도 않으며, 헤드의 역할은 사람이 정해 주는 "
+    "것이 아니라 학습으로 생깁니다.",
+    "preset.sentence.reference": "doc 예제(글 'Q·K·V는 어디서 만들어질까? 가중치 행렬로 만드는 "
+    "원리')의 가중치를 토큰 세 개짜리 문장에 쓴 예제입니다. 인과 마스크 때문에 디코더에서처럼 각 "
+    "토큰은 자기 자신과 앞의 토큰들만 봅니다. 'love'를 보세요: 그 Query [0, 1]은 자기 Key [0, "
+    "1]과 방향이 똑같지만(cos θ = 1), 가중치의 80%를 Key [1, 3]이 더 긴 'I'에 줍니다. q·k = "
+    "|q|·|k|·cos θ는 방향뿐 아니라 길이도 반영합니다.",
     # ---- input errors: keys and structure ----------------------------------------------
     "key.unknown_suggest": "알 수 없는 키 {key!r}: 혹시 {suggestion!r}인가요?",
     "key.unknown": "알 수 없는 키 {key!r}. 입력 형식에 있는 키: {known}",
@@ -252,11 +391,11 @@ MESSAGES: dict[str, str] = {
     "cli.interrupted": "중단됨",
     "cli.error_prefix": "오류",
     # ---- torch script (issue 3) ---------------------------------------------------------
-    "ui.heads_group_kv": "헤드 {head} ({heads}개 중) · Key/Value 헤드 {kv_head} 사용 "
+    "ui.heads_group_kv": "헤드 {head} (전체 {heads}개) · Key/Value 헤드 {kv_head} 사용 "
     "(공유: Query 헤드 {first}–{last})",
-    "ui.concat_span": "{cols}열은 헤드 {head}",
-    "note.concat_columns": "열 구성: {spans}.",
-    "note.cross_axes": "행은 X에서 온 Query {n}개, 열은 소스에서 온 Key {m}개입니다. "
+    "ui.concat_span": "헤드 {head} → {cols}",
+    "note.concat_columns": "이어 붙인 결과의 열, 헤드별: {spans}.",
+    "note.cross_axes": "행은 X에서 온 Query(n = {n}), 열은 소스에서 온 Key(m = {m})입니다. "
     "크로스 어텐션의 어텐션 스코어는 n×m이며, n과 m이 같을 필요는 없습니다.",
     # ---- exports: markdown, latex, html, svg (issue 4) ------------------------------------
     "export.title": "어텐션, 한 단계씩",
@@ -463,8 +602,9 @@ MESSAGES: dict[str, str] = {
     "new.row_length": "{matrix}의 {row}행에 숫자가 {length}개 있지만, {matrix}의 모양은 {rule} = "
     "{rows}×{cols}이므로 행마다 {cols}개가 필요합니다. 그 행을 다시 입력하세요.",
     "new.cell_bad": "{reason}. 그 행을 다시 입력하세요.",
-    "new.mask": "마스크: none, causal, 또는 matrix (행마다 직접 입력) [none]:",
-    "new.mask_bad": "{value!r}: none, causal, matrix 중 하나를 입력하세요.",
+    "new.mask": "마스크: none(없음), causal(인과 마스크), matrix(행마다 직접 입력) [none]:",
+    "new.mask_bad": "{value!r}: none(없음), causal(인과 마스크), matrix(행렬) 중 하나를 "
+    "입력하세요.",
     "new.mask_row": "마스크 {row}행 ({rows}행 중, 0 또는 1을 {cols}개, 1 = 어텐션 허용):",
     "new.mask_row_bad": "마스크 {row}행에는 값이 {cols}개 필요하고, 각 값은 1(어텐션 허용) 또는 "
     "0(마스킹)입니다. 그 행을 다시 입력하세요.",
@@ -478,14 +618,16 @@ MESSAGES: dict[str, str] = {
     "new.explain_later": "언제든 풀이 보기: qkvcalc explain {path}",
     "new.ended": "문제를 다 입력하기 전에 입력이 끝났습니다. 아무것도 저장하지 않았습니다",
     # ---- exact (issue 5) ----------------------------------------------------------------
-    "note.exact_surd": "d_k = {d_k}의 제곱근은 무리수이므로, 스케일링된 스코어를 정수 ÷ "
-    "제곱근 꼴(예: 7/√2, 제곱근 안의 수는 가장 작게)로 정확히 나타내고 옆에 소수 값을 "
-    "함께 표시합니다.",
+    "note.exact_surd": "d_k = {d_k}의 제곱근은 무리수이므로, 스케일링된 스코어를 정수 ÷ 제곱근 "
+    "꼴(예: 7/√2)로 정확히 나타내고 옆에 소수 값을 함께 표시합니다. 학교에서 배우는 유리화된 꼴로 "
+    "바꾸려면 분자와 분모에 그 제곱근을 곱하세요: 7/√2 = 7√2/2, 7/√8 = 7√8/8 = 7√2/4.",
     "note.exact_scale_irrational": "scale 값이 무리수({scale})이므로, 스케일링된 스코어는 "
     "소수로 표시합니다.",
-    "note.exact_stops": "여기부터는 정확한 분수로 나타낼 수 없습니다: 0이 아닌 유리수 x에 대해 "
-    "e^x는 무리수이므로(린데만 정리), 소프트맥스의 지수값, 어텐션 가중치, 출력은 소수로 "
-    "표시합니다.",
+    "note.exact_stops": "여기부터는 소수로 나타냅니다. 스코어가 그 행의 최댓값과 같은 칸의 e^(s − "
+    "max)는 정확히 1이고(마스킹된 칸은 0), 나머지는 모두 무리수입니다: 이때 s − max는 0이 아닌 "
+    "대수적 수(예: −3/√2)이고, 0이 아닌 대수적 수 a에 대해 e^a는 초월수이기 "
+    "때문입니다(린데만–바이어슈트라스 정리). 다만 한 행에서 마스킹되지 않은 스코어가 모두 같으면 "
+    "가중치는 유리수입니다: Key가 하나면 1, 둘이면 각각 1/2.",
     "note.exact_partial": "무리수 입력(제곱근)의 영향을 받는 칸은 소수로 표시합니다.",
     "note.exact_skipped": "정확한 분수 계산을 생략했습니다: 이 문제에는 분수 곱셈이 {count}번 "
     "필요해 한도 {limit}번을 넘습니다. --exact는 손으로 풀 수 있을 만큼 작은 문제를 위한 "
@@ -516,12 +658,15 @@ MESSAGES: dict[str, str] = {
     "help.explain.wq": "W_Q, 명령줄에 직접 입력 (--x와 같은 꼴).",
     "help.explain.wk": "W_K, 명령줄에 직접 입력 (--x와 같은 꼴).",
     "help.explain.wv": "W_V, 명령줄에 직접 입력 (--x와 같은 꼴).",
-    "help.explain.wo": "W_O, 명령줄에 직접 입력 (멀티헤드의 출력 선형 투영).",
+    "help.explain.wo": "W_O, 명령줄에 직접 입력 (헤드들을 결합하는 출력 선형 투영).",
     "help.explain.tokens": '토큰 이름, 공백으로 구분: "I love cats".',
-    "help.explain.mask": 'none, causal, 또는 0/1 행렬 "1 0; 1 1" (1 = 어텐션 허용).',
+    "help.explain.mask": 'none(없음), causal(인과 마스크), 또는 0/1 행렬 "1 0; 1 1" '
+    "(1 = 어텐션 허용).",
     "help.explain.heads": "헤드 수 H.",
-    "help.explain.kv_heads": "Key/Value 헤드 수 G (그룹 쿼리 어텐션, GQA).",
-    "help.explain.scale": "어텐션 스코어에 곱하는 스케일링 계수 (기본값 1/√d_k): 0.5, 1/sqrt(8).",
+    "help.explain.kv_heads": "Key/Value 헤드 수 G (GQA, Grouped-Query Attention).",
+    "help.explain.scale": "어텐션 스코어에 곱하는 스케일링 계수 (기본값 1/√d_k): 0.5, "
+    "1/sqrt(8). 계수 c는 소프트맥스의 온도 1/c처럼 작용합니다: 작을수록 가중치가 고르게 퍼지고, "
+    "클수록 한쪽으로 쏠립니다.",
     "help.explain.layout": "rows: Q = X·W_Q; torch: PyTorch가 저장하는 방식의 가중치 (out×in).",
     "help.explain.positions": 'Query의 위치, 공백으로 구분: "0 1 2" (기본값 0…n−1).',
     "help.explain.causal_align": "top-left(기본값, is_causal=True와 같음) 또는 bottom-right"

@@ -72,6 +72,11 @@ _SYMBOLS = {
     "≈": r"$\approx$",
     "≤": r"$\leq$",
     "≥": r"$\geq$",
+    "≠": r"$\neq$",
+    "±": r"$\pm$",
+    "÷": r"$\div$",
+    "θ": r"$\theta$",
+    "Σ": r"$\Sigma$",
     **{chr(0x2080 + d): rf"\textsubscript{{{d}}}" for d in range(10)},
 }
 

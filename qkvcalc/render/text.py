@@ -114,7 +114,9 @@ def summary(trace: Trace, lang: str) -> list[str]:
     """The problem in a sentence (sizes, heads, mask) and the preset it came from, as plain
     text: each renderer escapes it its own way."""
     p = trace.problem
-    mask = p.mask_kind + (" + key_padding" if p.key_padding is not None else "")
+    mask = translate(f"ui.mask_{p.mask_kind}", lang)
+    if p.key_padding is not None:
+        mask = translate("ui.mask_padding", lang, mask=mask)
     key = "ui.problem" if p.projected else "ui.problem_direct"
     sizes = {"n": p.n, "m": p.m, "d_model": p.d_model, "d_k": p.d_k, "d_v": p.d_v}
     lines = [translate(key, lang, **sizes, heads=p.heads, mask=mask)]

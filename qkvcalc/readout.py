@@ -1,0 +1,388 @@
+"""Attention read out in words and in geometry: pure functions (numpy only) that the stages call.
+
+- strongest_keys: one query's strongest keys as whole percentages, masked keys marked as
+  masked. Rounding: the weights of the row's unmasked keys are turned into whole percentages
+  by the largest-remainder method, so they add up to exactly 100 (0 for a row whose every key
+  is masked); the keys not listed are summed into `rest`, so top + rest is 100 as well.
+- score_geometry: one score as two lengths and an angle, q·k = |q|·|k|·cos θ.
+- aligned_and_strongest: the key a query points along most closely, and the key it scores
+  highest with; when they differ, the lesson is that a dot product weighs length too.
+- softmax_row, scale_comparison: one row's weights with and without the scale, side by side.
+- dot_product_spread: a Monte-Carlo estimate of the variance of q·k when q and k have
+  independent components of mean 0 and variance 1 (≈ d_k), and of q·k/√d_k (≈ 1): the
+  reason the scale is a *square* root.
+
+The *_msg functions put a result into catalog messages (qkvcalc.i18n.Msg); numbers in them
+are formatted by `fmt`, which a renderer may replace (e.g. render.text.fmt at its precision).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from qkvcalc.i18n import Msg
+
+Formatter = Callable[[float], str]
+MAX_MASKED_NAMES = 5  # masked keys named in a reading line; more are summed up as "…"
+
+
+def _fmt(value: float) -> str:
+    """4 decimals, integers as integers: 7.0 -> '7', 0.94868 -> '0.9487'."""
+    if math.isfinite(value) and abs(value - round(value)) <= 1e-9 * max(1.0, abs(value)):
+        return str(round(value))
+    text = f"{value:.4f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def _allowed(weights: np.ndarray, allowed_row: np.ndarray | Sequence[bool] | None) -> np.ndarray:
+    if allowed_row is None:
+        return np.ones(weights.shape, dtype=bool)
+    allowed = np.asarray(allowed_row, dtype=bool)
+    if allowed.shape != weights.shape:
+        raise ValueError(f"allowed_row has shape {allowed.shape}, weights {weights.shape}")
+    return allowed
+
+
+# ---- (a) the reading line ------------------------------------------------------------------
+
+
+def whole_percentages(weights: np.ndarray) -> np.ndarray:
+    """Non-negative weights as whole percentages that add up to exactly 100 (largest remainder:
+    round every share down, then give the missing points to the largest remainders, the
+    earlier key first on a tie). All zeros stay all zeros."""
+    w = np.asarray(weights, dtype=np.float64)
+    total = float(w.sum())
+    if w.size == 0 or total <= 0 or not math.isfinite(total):
+        return np.zeros(w.shape, dtype=np.int64)
+    exact = w / total * 100.0
+    floor = np.floor(exact).astype(np.int64)
+    missing = 100 - int(floor.sum())
+    # stable sort on the remainders, largest first; ties keep key order
+    order = np.argsort(-(exact - floor), kind="stable")
+    floor[order[:missing]] += 1
+    return floor
+
+
+@dataclass(frozen=True)
+class Share:
+    """One key in a reading line: its token, its weight, and its whole percentage."""
+
+    index: int
+    token: str
+    weight: float
+    percent: int
+
+    @property
+    def small(self) -> bool:
+        """Positive but rounded to 0%: shown as <1%, never as 0."""
+        return self.percent == 0 and self.weight > 0
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One query's strongest keys (largest weight first; a tie keeps key order), the share of
+    the unmasked keys not listed, and the masked keys (in key order)."""
+
+    top: tuple[Share, ...]
+    rest: int
+    rest_count: int
+    masked: tuple[str, ...]
+
+    @property
+    def all_masked(self) -> bool:
+        return not self.top
+
+    @property
+    def total(self) -> int:
+        """100, or 0 when every key is masked."""
+        return sum(s.percent for s in self.top) + self.rest
+
+    def items(self) -> list[tuple[str, int | None]]:
+        """(token, percent) for the listed keys, then (token, None) for each masked key."""
+        return [(s.token, s.percent) for s in self.top] + [(t, None) for t in self.masked]
+
+
+def strongest_keys(
+    weights_row: np.ndarray | Sequence[float],
+    allowed_row: np.ndarray | Sequence[bool] | None,
+    tokens: Sequence[str],
+    k: int = 3,
+) -> Reading:
+    """The `k` strongest keys of one query. `weights_row` is the query's row of attention
+    weights (m numbers), `allowed_row` its row of the mask (True = may attend; None: no mask),
+    `tokens` the m key names. Masked keys are never among the strongest: they are listed in
+    `masked`, to be shown as masked, not as 0."""
+    w = np.asarray(weights_row, dtype=np.float64)
+    if w.ndim != 1 or len(tokens) != w.size:
+        raise ValueError(f"{w.size} weights for {len(tokens)} tokens")
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    allowed = _allowed(w, allowed_row)
+    masked = tuple(str(tokens[int(j)]) for j in np.flatnonzero(~allowed))
+    open_keys = np.flatnonzero(allowed)
+    if open_keys.size == 0 or float(w[open_keys].sum()) <= 0:
+        # every key masked: the weights are all 0 (PyTorch's convention), nothing to read
+        return Reading((), 0, 0, tuple(str(t) for t in tokens))
+    percents = whole_percentages(w[open_keys])
+    order = np.argsort(-w[open_keys], kind="stable")
+    top = tuple(
+        Share(
+            int(open_keys[i]), str(tokens[open_keys[i]]), float(w[open_keys[i]]), int(percents[i])
+        )
+        for i in order[:k]
+    )
+    rest_ids = order[k:]
+    return Reading(top, int(percents[rest_ids].sum()), int(rest_ids.size), masked)
+
+
+def reading_msg(query: str, reading: Reading) -> Msg:
+    """The reading line: "cats → I 62%, cats 31%, love 7%", masked keys named after it."""
+    if reading.all_masked:
+        return Msg("note.reading_all_masked", query=query)
+    parts = [
+        Msg("ui.reading_key_small", token=s.token)
+        if s.small
+        else Msg("ui.reading_key", token=s.token, percent=s.percent)
+        for s in reading.top
+    ]
+    if reading.rest_count:
+        parts.append(Msg("ui.reading_rest", percent=reading.rest))
+    if not reading.masked:
+        return Msg("note.reading", query=query, keys=parts)
+    names = ", ".join(reading.masked[:MAX_MASKED_NAMES])
+    if len(reading.masked) > MAX_MASKED_NAMES:
+        names += ", …"
+    return Msg("note.reading_with_masked", query=query, keys=parts, masked=names)
+
+
+def reading_msgs(
+    weights: np.ndarray,
+    allowed: np.ndarray | None,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    k: int = 3,
+) -> list[Msg]:
+    """The reading line of every query of one head: `weights` is n×m, `allowed` the n×m mask
+    (True = may attend; None: no mask)."""
+    w = np.asarray(weights, dtype=np.float64)
+    return [
+        reading_msg(
+            str(query_tokens[i]),
+            strongest_keys(w[i], None if allowed is None else allowed[i], key_tokens, k),
+        )
+        for i in range(w.shape[0])
+    ]
+
+
+# ---- (b) a score as geometry ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """q·k = |q|·|k|·cos θ for one query and one key. cos is None when q or k is the zero
+    vector (the angle is undefined and the score is 0)."""
+
+    dot: float
+    q_norm: float
+    k_norm: float
+    cos: float | None
+
+    @property
+    def product(self) -> float:
+        """|q|·|k|·cos θ, which equals the dot product."""
+        return 0.0 if self.cos is None else self.q_norm * self.k_norm * self.cos
+
+    @property
+    def agrees(self) -> bool:
+        """The check q·k = |q||k|cos θ, to float64 rounding."""
+        return math.isclose(self.product, self.dot, rel_tol=1e-9, abs_tol=1e-12)
+
+    @property
+    def angle_degrees(self) -> float | None:
+        return None if self.cos is None else math.degrees(math.acos(self.cos))
+
+
+def score_geometry(
+    q_row: np.ndarray | Sequence[float], k_row: np.ndarray | Sequence[float]
+) -> Geometry:
+    """|q|, |k|, cos θ and q·k of one query row and one key row (both d_k long)."""
+    q = np.asarray(q_row, dtype=np.float64)
+    k = np.asarray(k_row, dtype=np.float64)
+    if q.shape != k.shape or q.ndim != 1:
+        raise ValueError(f"q is {q.shape} and k is {k.shape}: both must be d_k long")
+    dot = float(q @ k)
+    q_norm, k_norm = float(np.linalg.norm(q)), float(np.linalg.norm(k))
+    if q_norm == 0 or k_norm == 0:
+        return Geometry(dot, q_norm, k_norm, None)
+    cos = float(np.clip(dot / (q_norm * k_norm), -1.0, 1.0))
+    return Geometry(dot, q_norm, k_norm, cos)
+
+
+def geometry_msg(query: str, key: str, g: Geometry, fmt: Formatter = _fmt) -> Msg:
+    """One score as lengths and an angle, with the product worked out."""
+    if g.cos is None:
+        return Msg("note.geometry_zero", query=query, key=key)
+    return Msg(
+        "note.geometry",
+        query=query,
+        key=key,
+        q_norm=fmt(g.q_norm),
+        k_norm=fmt(g.k_norm),
+        cos=fmt(g.cos),
+        value=fmt(g.product),
+    )
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """For one query: the key it points along most closely (largest cos θ) and the key with
+    its largest score, among the keys it may attend to."""
+
+    aligned: int
+    strongest: int
+    aligned_geometry: Geometry
+    strongest_geometry: Geometry
+
+    @property
+    def differ(self) -> bool:
+        return self.aligned != self.strongest
+
+
+def _cos_or_floor(g: Geometry) -> float:
+    """cos θ, or −∞ for a zero key (no direction, so never the best-aligned one)."""
+    return -math.inf if g.cos is None else g.cos
+
+
+def aligned_and_strongest(
+    q_row: np.ndarray | Sequence[float],
+    keys: np.ndarray,
+    allowed_row: np.ndarray | Sequence[bool] | None = None,
+) -> Alignment | None:
+    """The best-aligned and the highest-scoring key of one query (`keys` is m×d_k). None when
+    no key is allowed or the query is the zero vector (no angle to speak of)."""
+    q = np.asarray(q_row, dtype=np.float64)
+    ks = np.asarray(keys, dtype=np.float64)
+    allowed = _allowed(np.zeros(ks.shape[0]), allowed_row)
+    geos = [score_geometry(q, ks[j]) for j in range(ks.shape[0])]
+    candidates = [j for j in range(ks.shape[0]) if allowed[j]]
+    if not candidates or float(np.linalg.norm(q)) == 0:
+        return None
+    cos = [_cos_or_floor(geos[j]) for j in candidates]
+    dots = [geos[j].dot for j in candidates]
+    aligned = candidates[int(np.argmax(cos))]
+    strongest = candidates[int(np.argmax(dots))]
+    return Alignment(aligned, strongest, geos[aligned], geos[strongest])
+
+
+def alignment_msg(query: str, tokens: Sequence[str], a: Alignment, fmt: Formatter = _fmt) -> Msg:
+    """The lesson of a query whose best-aligned key is not its strongest one."""
+    ga, gs = a.aligned_geometry, a.strongest_geometry
+    return Msg(
+        "note.geometry_lesson",
+        query=query,
+        aligned=tokens[a.aligned],
+        cos_aligned=fmt(ga.cos if ga.cos is not None else 0.0),
+        strongest=tokens[a.strongest],
+        cos_strongest=fmt(gs.cos if gs.cos is not None else 0.0),
+        k_aligned=fmt(ga.k_norm),
+        k_strongest=fmt(gs.k_norm),
+    )
+
+
+# ---- (c) why scale, shown --------------------------------------------------------------------
+
+
+def softmax_row(
+    logits: np.ndarray | Sequence[float], allowed_row: np.ndarray | Sequence[bool] | None = None
+) -> np.ndarray:
+    """Stable softmax of one row: masked keys get exactly 0; a row with every key masked is all
+    0 (as PyTorch's scaled_dot_product_attention returns)."""
+    s = np.asarray(logits, dtype=np.float64)
+    allowed = _allowed(s, allowed_row)
+    out = np.zeros(s.shape, dtype=np.float64)
+    if not allowed.any():
+        return out
+    top = float(s[allowed].max())
+    e = np.exp(s[allowed] - top)
+    out[allowed] = e / e.sum()
+    return out
+
+
+@dataclass(frozen=True)
+class ScaleComparison:
+    """One row's weights with the scale (`scaled`) and without it (`unscaled`, scale 1)."""
+
+    scale: float
+    scaled: np.ndarray
+    unscaled: np.ndarray
+
+    @property
+    def temperature(self) -> float:
+        """Multiplying scores by c is a softmax at temperature T = 1/c."""
+        return 1.0 / self.scale
+
+    @property
+    def peak_scaled(self) -> float:
+        return float(self.scaled.max())
+
+    @property
+    def peak_unscaled(self) -> float:
+        return float(self.unscaled.max())
+
+
+def scale_comparison(
+    scores_row: np.ndarray | Sequence[float],
+    d_k: int,
+    allowed_row: np.ndarray | Sequence[bool] | None = None,
+    scale: float | None = None,
+) -> ScaleComparison:
+    """The weights of one row of raw scores Q·Kᵀ with the scale (1/√d_k unless `scale` is
+    given) and without it."""
+    s = np.asarray(scores_row, dtype=np.float64)
+    c = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
+    return ScaleComparison(c, softmax_row(s * c, allowed_row), softmax_row(s, allowed_row))
+
+
+def scale_shown_msg(
+    query: str,
+    tokens: Sequence[str],
+    comparison: ScaleComparison,
+    allowed_row: np.ndarray | Sequence[bool] | None = None,
+    k: int = 3,
+) -> Msg:
+    """Why scale, shown for one query: its reading line without and with the scale."""
+
+    def keys(weights: np.ndarray) -> Msg | list[Msg]:
+        reading = strongest_keys(weights, allowed_row, tokens, k)
+        if reading.all_masked:
+            return Msg("ui.reading_none")
+        parts = [
+            Msg("ui.reading_key_small", token=s.token)
+            if s.small
+            else Msg("ui.reading_key", token=s.token, percent=s.percent)
+            for s in reading.top
+        ]
+        if reading.rest_count:
+            parts.append(Msg("ui.reading_rest", percent=reading.rest))
+        return parts
+
+    return Msg(
+        "note.why_scale_shown",
+        query=query,
+        unscaled=keys(comparison.unscaled),
+        scaled=keys(comparison.scaled),
+    )
+
+
+def dot_product_spread(d_k: int, samples: int = 20000, seed: int = 0) -> tuple[float, float]:
+    """Monte Carlo: the variance of q·k and of q·k/√d_k over `samples` pairs q, k whose d_k
+    components are independent, of mean 0 and variance 1. Expect ≈ d_k and ≈ 1."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((samples, d_k))
+    k = rng.standard_normal((samples, d_k))
+    dots = np.einsum("ij,ij->i", q, k)
+    return float(dots.var()), float((dots / math.sqrt(d_k)).var())

@@ -1,0 +1,315 @@
+"""qkvcalc.readout: facts, not wording. The spread of a dot product grows like d_k and scaling
+by 1/√d_k brings it back to 1; weights are never negative and masked ones are exactly 0; the
+reading line's percentages add up to 100; q·k = |q||k|cos θ; the bundled presets tell the
+stories their references claim."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from qkvcalc.engine import run
+from qkvcalc.i18n import Msg, translate
+from qkvcalc.problem import Problem
+from qkvcalc.readout import (
+    aligned_and_strongest,
+    alignment_msg,
+    dot_product_spread,
+    geometry_msg,
+    reading_msg,
+    reading_msgs,
+    scale_comparison,
+    scale_shown_msg,
+    score_geometry,
+    softmax_row,
+    strongest_keys,
+    whole_percentages,
+)
+from qkvcalc.trace import Trace
+from tests.conftest import ROOT
+
+
+def _preset(name: str) -> dict:
+    return json.loads((ROOT / "presets" / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def _trace(name: str) -> Trace:
+    return run(Problem.from_mapping(_preset(name)))
+
+
+def _stage(trace, sid, head=None):
+    return next(s for s in trace.stages if s.id == sid and s.head == head)
+
+
+# ---- why √d_k: the variance of a dot product ---------------------------------------------------
+
+
+@pytest.mark.parametrize("d_k", [1, 4, 16, 64, 256])
+def test_a_dot_product_of_unit_variance_components_has_variance_d_k(d_k):
+    raw, scaled = dot_product_spread(d_k, samples=40000, seed=d_k)
+    # the sample variance of 40000 draws is within a few percent of the truth
+    assert raw == pytest.approx(d_k, rel=0.06)
+    assert scaled == pytest.approx(1.0, rel=0.06)
+
+
+def test_the_spread_check_is_independent_of_the_helper():
+    rng = np.random.default_rng(7)
+    q, k = rng.standard_normal((2, 50000, 64))
+    dots = (q * k).sum(axis=1)
+    assert dots.mean() == pytest.approx(0.0, abs=0.15)
+    assert dots.var() == pytest.approx(64, rel=0.05)
+    assert (dots / 8).var() == pytest.approx(1.0, rel=0.05)
+    # dividing by d_k instead of √d_k would shrink the spread to 1/d_k: the square root is what
+    # makes it 1
+    assert (dots / 64).var() == pytest.approx(1 / 64, rel=0.05)
+
+
+def test_softmax_ignores_a_constant_shift_but_not_a_larger_spread():
+    row = np.array([1.0, 0.5, -0.25, 2.0])
+    assert np.allclose(softmax_row(row), softmax_row(row + 100.0))
+    assert softmax_row(row * 8).max() > softmax_row(row).max()
+
+
+# ---- weights: non-negative, masked exactly 0 -------------------------------------------------
+
+rows = st.lists(st.floats(-50, 50), min_size=1, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), row=rows)
+def test_weights_are_non_negative_sum_to_one_and_masked_ones_are_exactly_zero(data, row):
+    allowed = np.array(data.draw(st.lists(st.booleans(), min_size=len(row), max_size=len(row))))
+    w = softmax_row(row, allowed)
+    assert (w >= 0).all()
+    assert (w[~allowed] == 0.0).all()
+    if allowed.any():
+        assert w.sum() == pytest.approx(1.0)
+    else:
+        assert (w == 0).all()
+
+
+def test_the_scale_sharpens_or_flattens_like_a_temperature():
+    scores = np.array([7.0, 2.0, 5.0])
+    default = scale_comparison(scores, d_k=2)
+    assert default.scale == pytest.approx(1 / math.sqrt(2))
+    assert default.temperature == pytest.approx(math.sqrt(2))
+    assert default.peak_unscaled > default.peak_scaled  # without 1/√d_k: sharper
+    hot = scale_comparison(scores, d_k=2, scale=0.1)
+    cold = scale_comparison(scores, d_k=2, scale=3.0)
+    assert hot.peak_scaled < default.peak_scaled < cold.peak_scaled
+    # masked keys stay exactly 0 on both sides
+    masked = scale_comparison(scores, 2, allowed_row=[True, False, True])
+    assert masked.scaled[1] == 0.0 and masked.unscaled[1] == 0.0
+
+
+def test_the_realistic_preset_makes_the_difference_dramatic():
+    """dk64: random unit-variance q and k with d_k = 64. Unscaled, every query puts more than
+    99% of its weight on one key; scaled by 1/8, no query puts more than two thirds on one."""
+    doc = _preset("dk64")
+    q, k = np.array(doc["q"]), np.array(doc["k"])
+    assert q.shape[1] == k.shape[1] == 64
+    scores = q @ k.T
+    assert 3 < scores.std() < 16  # typical size ≈ √64 = 8
+    for row in scores:
+        c = scale_comparison(row, d_k=64)
+        assert c.peak_unscaled > 0.99
+        assert c.peak_scaled < 2 / 3
+    # and the engine agrees with the scaled side
+    weights = _stage(_trace("dk64"), "weights").value
+    for i, row in enumerate(scores):
+        assert np.allclose(weights[i], scale_comparison(row, 64).scaled)
+
+
+def test_the_realistic_preset_is_what_its_reference_says():
+    """The reference gives the script that made the numbers: running it gives them back."""
+    doc = _preset("dk64")
+    assert "default_rng(64)" in doc["reference"]
+    rng = np.random.default_rng(64)
+    q = rng.standard_normal((4, 64)).round(2)
+    k = rng.standard_normal((4, 64)).round(2)
+    v = rng.integers(-3, 4, (4, 2))
+    assert np.array_equal(np.array(doc["q"]), q)
+    assert np.array_equal(np.array(doc["k"]), k)
+    assert np.array_equal(np.array(doc["v"]), v)
+
+
+# ---- the reading line ---------------------------------------------------------------------------
+
+
+def test_percentages_add_up_to_100():
+    for weights in ([0.6200, 0.0743, 0.3057], [1 / 3] * 3, [0.5, 0.5], [1.0], [0.995, 0.005]):
+        assert whole_percentages(np.array(weights)).sum() == 100
+    assert whole_percentages(np.zeros(3)).sum() == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    weights=st.lists(st.floats(0, 1), min_size=1, max_size=20),
+    k=st.integers(1, 5),
+    data=st.data(),
+)
+def test_a_reading_line_adds_up_and_never_lists_a_masked_key(weights, k, data):
+    w = np.array(weights)
+    allowed = np.array(data.draw(st.lists(st.booleans(), min_size=w.size, max_size=w.size)))
+    w = np.where(allowed, w, 0.0)
+    tokens = [f"t{j}" for j in range(w.size)]
+    reading = strongest_keys(w, allowed, tokens, k)
+    listed = {s.token for s in reading.top}
+    assert not listed & set(reading.masked)
+    assert set(reading.masked) >= {tokens[j] for j in np.flatnonzero(~allowed)}
+    assert len(reading.top) <= k
+    if reading.all_masked:
+        assert reading.total == 0
+    else:
+        assert reading.total == 100
+        # the strongest first, and each percentage within a point of the exact share
+        shares = [s.weight for s in reading.top]
+        assert shares == sorted(shares, reverse=True)
+        total = w[allowed].sum()
+        for s in reading.top:
+            assert abs(s.percent - 100 * s.weight / total) < 1
+
+
+def test_the_sentence_preset_reads_as_the_issue_says():
+    trace = _trace("sentence")
+    weights = _stage(trace, "weights").value
+    allowed = _stage(trace, "masked").allowed
+    tokens = ["I", "love", "cats"]
+    cats = strongest_keys(weights[2], allowed[2], tokens)
+    assert cats.items() == [("I", 62), ("cats", 31), ("love", 7)]
+    line = reading_msg("cats", cats).text("en")  # "cats → I 62%, cats 31%, love 7%"
+    spots = [line.index(part) for part in ("cats", "I 62%", "cats 31%", "love 7%")]
+    assert spots == sorted(spots)
+    first = strongest_keys(weights[0], allowed[0], tokens)
+    # masked keys are marked masked, not shown as a weight of 0
+    assert first.items() == [("I", 100), ("love", None), ("cats", None)]
+    line = reading_msg("I", first).text("en")
+    assert not re.search(r"\b0(\.0+)?%?(?!\d)", line.split("→")[1]), line
+    assert "love" in line and "cats" in line
+
+
+def test_a_small_weight_is_shown_as_below_one_percent_not_as_zero():
+    reading = strongest_keys([0.996, 0.004], None, ["a", "b"])
+    assert reading.items() == [("a", 100), ("b", 0)]
+    assert reading.top[1].small
+    assert "<1%" in reading_msg("a", reading).text("en")
+
+
+def test_a_row_with_every_key_masked_reads_as_such():
+    reading = strongest_keys([0.0, 0.0], [False, False], ["a", "b"])
+    assert reading.all_masked and reading.total == 0
+    assert reading_msg("q", reading).key == "note.reading_all_masked"
+
+
+def test_the_rest_is_summed_when_keys_are_left_out():
+    reading = strongest_keys([0.1, 0.2, 0.3, 0.4], None, list("abcd"), k=2)
+    assert [s.token for s in reading.top] == ["d", "c"]
+    assert reading.rest == 30 and reading.rest_count == 2
+
+
+# ---- a score as geometry ---------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    pair=st.integers(1, 8).flatmap(
+        lambda d: st.tuples(
+            st.lists(st.floats(-100, 100), min_size=d, max_size=d),
+            st.lists(st.floats(-100, 100), min_size=d, max_size=d),
+        )
+    )
+)
+def test_a_dot_product_is_lengths_times_the_cosine(pair):
+    q, k = pair
+    g = score_geometry(q, k)
+    assert g.dot == pytest.approx(float(np.dot(q, k)), abs=1e-9)
+    if g.cos is None:
+        assert g.q_norm == 0 or g.k_norm == 0
+    else:
+        assert -1 <= g.cos <= 1
+        assert g.product == pytest.approx(g.dot, rel=1e-9, abs=1e-6)
+
+
+def test_the_sentence_presets_lesson_length_beats_direction():
+    """The query of 'love' points exactly along its own key, yet gives 80% of its weight to
+    'I', whose key is longer."""
+    trace = _trace("sentence")
+    q, k = _stage(trace, "q").value, _stage(trace, "k").value
+    allowed = _stage(trace, "masked").allowed
+    own = score_geometry(q[1], k[1])
+    assert own.cos == pytest.approx(1.0)
+    to_i = score_geometry(q[1], k[0])
+    assert to_i.cos < 1 and to_i.k_norm > own.k_norm and to_i.dot > own.dot
+    assert to_i.agrees and own.agrees
+    a = aligned_and_strongest(q[1], k, allowed[1])
+    assert a is not None and a.differ and (a.aligned, a.strongest) == (1, 0)
+    text = alignment_msg("love", ["I", "love", "cats"], a).text("en")
+    assert "love" in text and "I" in text
+    assert _stage(trace, "weights").value[1, 0] == pytest.approx(0.8044, abs=1e-4)
+    assert geometry_msg("love", "I", to_i).text("en").endswith("= 3.")
+
+
+def test_a_zero_vector_has_no_angle():
+    g = score_geometry([0.0, 0.0], [1.0, 2.0])
+    assert g.cos is None and g.dot == 0 and g.agrees
+    assert geometry_msg("q", "k", g).key == "note.geometry_zero"
+
+
+# ---- the story preset --------------------------------------------------------------------------
+
+
+def test_the_pronoun_preset_lands_it_on_cat():
+    doc = _preset("pronoun")
+    tokens = doc["tokens"]
+    trace = _trace("pronoun")
+    weights = _stage(trace, "weights").value
+    allowed = _stage(trace, "masked").allowed
+    it = tokens.index("it")
+    reading = strongest_keys(weights[it], allowed[it], tokens)
+    assert reading.top[0].token == "cat"
+    assert f"{reading.top[0].percent}%" in doc["reference"]  # the reference quotes the number
+    assert reading.top[0].percent > 50
+    # 'it' cannot see the words after it (causal), and its output is mostly cat's value
+    assert set(reading.masked) == {"was", "tired"}
+    v = _stage(trace, "v").value
+    out = _stage(trace, "output").value[it]
+    nearest = np.argmin(np.linalg.norm(v[: it + 1] - out, axis=1))
+    assert tokens[nearest] == "cat"
+    # the caveat is there, in both languages
+    assert "rarely this clean" in doc["reference"]
+    assert "드물" in translate("preset.pronoun.reference", "ko")
+
+
+# ---- messages ------------------------------------------------------------------------------
+
+
+def test_every_readout_message_exists_in_both_languages():
+    reading = strongest_keys([0.5, 0.3, 0.2, 0.0], [True, True, True, False], list("abcd"), 2)
+    comparison = scale_comparison(np.array([7.0, 2.0, 5.0, 1.0]), 2, [True, True, True, False])
+    msgs: list[Msg] = [
+        reading_msg("a", reading),
+        scale_shown_msg("a", list("abcd"), comparison, [True, True, True, False]),
+        geometry_msg("a", "b", score_geometry([1, 2], [1, 3])),
+    ]
+    for msg in msgs:
+        for lang in ("en", "ko"):
+            text = msg.text(lang)
+            assert "{" not in text and "a" in text
+    ko = msgs[0].text("ko")
+    assert "마스킹" in ko and "d" in ko
+
+
+def test_every_query_gets_a_reading_line():
+    trace = _trace("pronoun")
+    tokens = _preset("pronoun")["tokens"]
+    weights = _stage(trace, "weights").value
+    lines = reading_msgs(weights, _stage(trace, "masked").allowed, tokens, tokens)
+    assert len(lines) == len(tokens)
+    assert lines[tokens.index("it")].text("en").startswith("it → cat 81%")
+    assert lines[0].text("ko").startswith("the → the 100%; 마스킹됨:")
