@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from qkvcalc import plan_notes as facts
 from qkvcalc.i18n import Msg
 from qkvcalc.problem import Matrix, Problem
 
@@ -141,7 +142,7 @@ def plan(p: Problem) -> tuple[Spec, ...]:
     """Every stage of the calculation, in the order a teacher writes them."""
     specs: list[Spec] = []
     if p.x is not None:
-        specs.append(_input("x", "X", p.x, p.tokens))
+        specs.append(_input("x", "X", p.x, p.tokens, facts.input_facts(p)))
         specs += _positional(p)
     if p.source is not None:
         specs.append(_input("source", "source", p.source, p.source_tokens))
@@ -156,10 +157,11 @@ def plan(p: Problem) -> tuple[Spec, ...]:
     return tuple(specs)
 
 
-def _input(sid: str, name: str, m: Matrix, rows: tuple[str, ...]) -> Spec:
-    return Spec(
-        sid, None, "input", (Const(m.values, m.exact),), name, rows, dim_labels(m.values.shape[1])
-    )
+def _input(
+    sid: str, name: str, m: Matrix, rows: tuple[str, ...], notes: tuple[Msg, ...] = ()
+) -> Spec:
+    labels = dim_labels(m.values.shape[1])
+    return Spec(sid, None, "input", (Const(m.values, m.exact),), name, rows, labels, notes=notes)
 
 
 def _positional(p: Problem) -> list[Spec]:
@@ -229,7 +231,10 @@ def _split(p: Problem) -> Spec:
         (*(f"{n} {end}" for n in names for end in "ab"), "g"),
         params={"table": np.array(table, dtype=np.float64)},
         names=names,
-        notes=(Msg("note.split", heads=p.heads, kv_heads=p.kv_heads, d_k=p.d_k, d_v=p.d_v),),
+        notes=(
+            Msg("note.split", heads=p.heads, kv_heads=p.kv_heads, d_k=p.d_k, d_v=p.d_v),
+            *facts.split_facts(p),
+        ),
     )
 
 
@@ -268,7 +273,7 @@ def _projections(p: Problem, h: int | None, s: _Slices, shared: tuple[Msg, ...])
                 names=(name, f"W_{sid.upper()}{cut}"),
                 inner=dim_labels(w.value.shape[0]),
                 cell=sid.upper() + "[{i},{j}]",
-                notes=shared if sid != "q" else (),
+                notes=_projection_notes(p, h, sid, shared),
                 symbol=sid.upper(),
                 letters=("n" if sid == "q" else "m") + ("×d_v" if sid == "v" else "×d_k"),
                 hint=(
@@ -278,6 +283,16 @@ def _projections(p: Problem, h: int | None, s: _Slices, shared: tuple[Msg, ...])
             )
         )
     return out
+
+
+def _projection_notes(
+    p: Problem, h: int | None, sid: str, shared: tuple[Msg, ...]
+) -> tuple[Msg, ...]:
+    if sid == "k":
+        return (*shared, *facts.key_facts(p, h))
+    if sid == "v":
+        return (*shared, *facts.value_facts(p, h))
+    return ()
 
 
 def _given(p: Problem, h: int | None, s: _Slices, shared: tuple[Msg, ...]) -> list[Spec]:
@@ -373,7 +388,10 @@ def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             symbol="Q·Kᵀ",
             letters="n×m",
             hint=("hint.scores", {}),
-            remarks=_rope_shift(p, h, q_ref, k_ref) if p.variants.rope is not None else None,
+            remarks=_together(
+                facts.geometry(p, allowed, q_ref, k_ref),
+                _rope_shift(p, h, q_ref, k_ref) if p.variants.rope is not None else None,
+            ),
         )
     )
     formula, said, note, params = _scaling(p)
@@ -387,7 +405,8 @@ def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             n,
             m,
             params={**params, "scale_text": said},
-            notes=(note,),
+            notes=(note, *facts.scaling_facts(p)),
+            remarks=facts.why_scale(p, allowed, ("scores", h)),
             lazy=True,
             symbol="S",
             letters="n×m",
@@ -430,7 +449,7 @@ def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
                 n,
                 m,
                 params={"allowed": allowed},
-                notes=_mask_notes(p),
+                notes=(*_mask_notes(p), *facts.mask_facts(p)),
                 lazy=True,
                 symbol="S+M",
                 letters="n×m",
@@ -466,6 +485,7 @@ def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             lazy=True,
             symbol="A",
             letters="n×m",
+            remarks=facts.reading(p, allowed, ("weights", h)),
             hint=("hint.weights", {}),
         )
     )
@@ -487,6 +507,16 @@ def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
         )
     )
     return specs
+
+
+def _together(*remarks: Any) -> Any:
+    """Several remarks on one stage, in order (None: a remark that does not apply)."""
+    present = [r for r in remarks if r is not None]
+
+    def remark(value_of: Callable[[Ref], np.ndarray]) -> tuple[Msg, ...]:
+        return tuple(note for r in present for note in r(value_of))
+
+    return remark
 
 
 _SYMBOLS = {"scaled": "S", "biased": "S+B", "capped": "S_cap", "masked": "S+M"}

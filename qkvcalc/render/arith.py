@@ -131,7 +131,27 @@ def _product_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result
     if stage.bias is not None:
         bias = stage.bias_exact[j] if exact is not None and stage.bias_exact else None
         terms.append(style.exact_factor(bias, float(stage.bias[j])))
-    return f"{style.label(stage.cell, i + 1, j + 1)} = {' + '.join(terms)} = {result}"
+    equals = " = "
+    if exact is None and not _adds_up(stage, i, j, style):
+        equals = r" \approx " if style.latex else " ≈ "  # the rounded terms do not give it
+    return f"{style.label(stage.cell, i + 1, j + 1)} = {' + '.join(terms)}{equals}{result}"
+
+
+def _shown(value: float, style: Style) -> float:
+    """A number as the arithmetic shows it, read back."""
+    return float(fmt(value, style.precision).replace("−", "-"))
+
+
+def _adds_up(stage: Stage, i: int, j: int, style: Style) -> bool:
+    """Whether a student redoing the sum from the numbers shown gets the result shown."""
+    a, b = stage.operands
+    total = sum(
+        _shown(float(x), style) * _shown(float(y), style)
+        for x, y in zip(a[i], b[:, j], strict=True)
+    )
+    if stage.bias is not None:
+        total += _shown(float(stage.bias[j]), style)
+    return fmt(total, style.precision) == fmt(float(stage.value[i, j]), style.precision)
 
 
 def _scale_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
@@ -312,6 +332,9 @@ def stage_extras(
         reason = fits(stage, opts.arithmetic_cells, opts.arithmetic_terms)
         if reason is None:
             work = list(stage_work(stage, style))
+            approx = r" \approx " if style.latex else " ≈ "
+            if stage.is_product and not opts.exact and any(approx in line for line in work):
+                notes.append(Msg("note.rounded", precision=opts.precision))
         else:
             notes.append(Msg("note.no_arithmetic", reason=reason))
     return StageExtras(notes, row_summaries(stage, trace, opts.precision, opts.max_rows), work)

@@ -192,7 +192,12 @@ def _t(opts: RenderOptions, key: str, **params: object) -> str:
 
 
 def _itemize(items: Iterable[str]) -> str:
-    return "\\begin{itemize}\n" + "\n".join(rf"\item {item}" for item in items) + "\n\\end{itemize}"
+    # \item{} : an item that starts with "[" (a token) is not read as \item's optional label
+    return (
+        "\\begin{itemize}\n"
+        + "\n".join(rf"\item{{}} {item}" for item in items)
+        + "\n\\end{itemize}"
+    )
 
 
 def _align(work: list[str]) -> str:

@@ -1,0 +1,122 @@
+"""The sentences a stage carries that read its numbers back to the student: each query's
+strongest keys, one score as lengths and an angle, why the scale matters on this very row,
+and the facts a stage of this problem should state (self-attention, d_v, a single key, why
+GQA, why padded rows still get outputs, order without positions).
+
+The plan attaches them (qkvcalc.plan); the ones that need numbers are `remarks`, computed by
+the engine once the values exist, from qkvcalc.readout's plain functions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from qkvcalc import readout
+from qkvcalc.i18n import Msg
+from qkvcalc.problem import Problem
+
+Ref = tuple[str, Any]
+ValueOf = Callable[[Ref], np.ndarray]
+MAX_READ = 12  # queries read out under the weights; more are said to be left out
+
+
+def _fmt(value: float) -> str:
+    text = f"{value:.4f}"
+    return "0" if float(text) == 0 else text.rstrip("0").rstrip(".")
+
+
+def reading(p: Problem, allowed: np.ndarray | None, weights_ref: Ref) -> Callable[..., Any]:
+    """Under the weights: each query's strongest keys as percentages, masked keys named."""
+
+    def remark(value_of: ValueOf) -> tuple[Msg, ...]:
+        w = value_of(weights_ref)
+        rows = range(min(w.shape[0], MAX_READ))
+        lines = [
+            readout.reading_msg(
+                p.tokens[i],
+                readout.strongest_keys(
+                    w[i], None if allowed is None else allowed[i], p.source_tokens
+                ),
+            )
+            for i in rows
+        ]
+        notes = [Msg("note.reading_title"), *lines, Msg("note.reading_rounding")]
+        if w.shape[1] == 1:
+            notes.append(Msg("note.single_key"))
+        return tuple(notes)
+
+    return remark
+
+
+def geometry(p: Problem, allowed: np.ndarray | None, q_ref: Ref, k_ref: Ref) -> Callable[..., Any]:
+    """Under the scores: q·k = |q|·|k|·cos θ, on the query whose best-aligned key is not its
+    highest-scoring one when there is such a query (the lesson), else on the first query."""
+
+    def remark(value_of: ValueOf) -> tuple[Msg, ...]:
+        q, k = value_of(q_ref), value_of(k_ref)
+        for i in range(min(q.shape[0], MAX_READ)):
+            row = None if allowed is None else allowed[i]
+            found = readout.aligned_and_strongest(q[i], k, row)
+            if found is not None and found.differ:
+                return (readout.alignment_msg(p.tokens[i], p.source_tokens, found, _fmt),)
+        j = int(np.argmax(q[0] @ k.T))
+        g = readout.score_geometry(q[0], k[j])
+        return (readout.geometry_msg(p.tokens[0], p.source_tokens[j], g, _fmt),)
+
+    return remark
+
+
+def why_scale(p: Problem, allowed: np.ndarray | None, scores_ref: Ref) -> Callable[..., Any]:
+    """Under the scaling: the last query's reading with and without the scale."""
+
+    def remark(value_of: ValueOf) -> tuple[Msg, ...]:
+        s = value_of(scores_ref)
+        if s.shape[1] == 1:  # one key: its weight is 1 with any scale
+            return ()
+        i = s.shape[0] - 1
+        row = None if allowed is None else allowed[i]
+        scale = None if p.scale_given is None else p.scale
+        comparison = readout.scale_comparison(s[i], p.d_k, row, scale)
+        return (readout.scale_shown_msg(p.tokens[i], p.source_tokens, comparison, row),)
+
+    return remark
+
+
+def scaling_facts(p: Problem) -> tuple[Msg, ...]:
+    root = f"{math.sqrt(p.d_k):.4g}"
+    return (
+        Msg("note.why_scale_variance", d_k=p.d_k, root=root),
+        Msg("note.scale_temperature", root=root),
+    )
+
+
+def key_facts(p: Problem, h: int | None) -> tuple[Msg, ...]:
+    """On the first head's K: self-attention named as such."""
+    return (Msg("note.self_attention"),) if not p.cross and (h or 1) == 1 else ()
+
+
+def value_facts(p: Problem, h: int | None) -> tuple[Msg, ...]:
+    """On the first head's V: what d_v decides."""
+    return (Msg("note.dv", d_v=p.d_v, d_k=p.d_k),) if (h or 1) == 1 else ()
+
+
+def mask_facts(p: Problem) -> tuple[Msg, ...]:
+    return (Msg("note.pad_rows"),) if p.key_padding is not None else ()
+
+
+def split_facts(p: Problem) -> tuple[Msg, ...]:
+    if p.kv_heads >= p.heads:
+        return ()
+    ratio = p.heads // p.kv_heads
+    return (Msg("note.gqa_why", heads=p.heads, kv_heads=p.kv_heads, ratio=ratio),)
+
+
+def input_facts(p: Problem) -> tuple[Msg, ...]:
+    """On X: without positions and without a causal mask, order is invisible."""
+    v = p.variants
+    ordered = v.pe is not None or v.rope is not None or v.biased or p.mask_kind != "none"
+    return () if ordered or p.n == 1 else (Msg("note.shuffle"),)
