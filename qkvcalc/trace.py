@@ -165,6 +165,13 @@ class Stage:
         return len(self.rows), len(self.cols)
 
     @property
+    def size(self) -> str:
+        """Its size as a heading says it: '3×2'; the split into heads, said in sentences, by
+        its number of heads: 'H = 2'."""
+        rows, cols = self.shape
+        return f"H = {rows}" if self.in_words else f"{rows}×{cols}"
+
+    @property
     def name(self) -> str:
         """The short name a reader calls it by: the left side of its formula ('Q', 'Kᵀ')."""
         return self.formula.split(" = ")[0]

@@ -130,7 +130,6 @@ def stage_view(
         )
     hidden = table.hidden if table is not None else corners(stage, opts.max_rows, max_cols).hidden
     extras = stage_extras(stage, trace, hidden, style, opts)
-    rows, cols = stage.shape
     return StageView(
         stage,
         number,
@@ -138,7 +137,7 @@ def stage_view(
         translate(stage.title.key, lang),
         translate("ui.head", lang, head=stage.head) if stage.head else "",
         stage.formula,
-        f"{rows}×{cols}",
+        stage.size,
         translate(stage.why.key, lang),
         table,
         operand_views(stage, opts, max_cols) if product_fits and stage.is_product else None,

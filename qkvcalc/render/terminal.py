@@ -168,11 +168,6 @@ def _heat(weight: float) -> str:
     return f"{'white' if w > 0.55 else 'black'} on rgb({r},{g},{b})"
 
 
-def _shape(stage_or_array: Stage | np.ndarray) -> str:
-    rows, cols = stage_or_array.shape
-    return f"{rows}×{cols}"
-
-
 def matrix_table(
     value: np.ndarray | Stage,
     name: str,
@@ -318,13 +313,19 @@ def _operand_view(stage: Stage, opts: RenderOptions) -> list[Text] | None:
             [Text(), Text("+")],
             matrix_lines(stage.bias[None, :], "b", ("",), stage.cols, opts, exact=e_bias),
         ]
-    parts += [
-        [Text(), Text("=")],
-        matrix_lines(stage.value, stage.name, stage.rows, stage.cols, opts, exact=e_value),
-    ]
-    view = beside(parts)
-    width = max(display_width(line.plain) for line in view)
-    return view if width <= opts.width - 2 else None
+    result = matrix_lines(stage.value, stage.name, stage.rows, stage.cols, opts, exact=e_value)
+    view = beside([*parts, [Text(), Text("=")], result])
+    if _width(view) <= opts.width - 2:
+        return view
+    # Too wide side by side: A · B on top, = C under it (as concat · W_O at 100 columns)
+    top, bottom = beside(parts), beside([[Text(), Text("=")], result])
+    if max(_width(top), _width(bottom)) <= opts.width - 2:
+        return [*top, Text(), *bottom]
+    return None
+
+
+def _width(lines: list[Text]) -> int:
+    return max(display_width(line.plain) for line in lines)
 
 
 def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions) -> Block:
@@ -333,7 +334,7 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     title = _t(lang, stage.title.key)
     head = f" · {_t(lang, 'ui.head', head=stage.head)}" if stage.head else ""
     block = Block().rule(
-        Text(f"{number}/{total}  {title}{head}  ·  {stage.formula}  ·  {_shape(stage)}", "bold"),
+        Text(f"{number}/{total}  {title}{head}  ·  {stage.formula}  ·  {stage.size}", "bold"),
         style="cyan",
     )
     block.para(Text(_t(lang, stage.why.key), style="italic"), indent=2).blank()
