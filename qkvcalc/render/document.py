@@ -53,6 +53,13 @@ class TableView(NamedTuple):
         """The shade of a weight (heat), or None for a table without one."""
         return float(self.shown[i][j]) if self.heat else None
 
+    def strongest(self, i: int, j: int) -> bool:
+        """A weight that is the largest of its row (what a page without colour marks bold)."""
+        if not self.heat:
+            return False
+        row = self.shown[i]
+        return bool(row[j] > 0 and row[j] == np.max(row))
+
 
 def table_view(
     value: np.ndarray | Stage,

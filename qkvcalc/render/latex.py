@@ -147,10 +147,16 @@ def bmatrix(view: TableView, style: Style) -> str:
         if i is None:
             cells = [r"\ddots" if j is None else r"\vdots" for j in view.col_ids]
         else:
-            cells = [r"\cdots" if j is None else view.cell(i, j, style) for j in view.col_ids]
+            cells = [r"\cdots" if j is None else _marked(view, i, j, style) for j in view.col_ids]
         lines.append(" & ".join(cells))
     body = " \\\\\n".join(lines)
     return "\\begin{bmatrix}\n" + body + "\n\\end{bmatrix}"
+
+
+def _marked(view: TableView, i: int, j: int, style: Style) -> str:
+    """Each query's largest weight in bold: the shading of the other formats, in print."""
+    text = view.cell(i, j, style)
+    return rf"\mathbf{{{text}}}" if view.strongest(i, j) else text
 
 
 def _labels(names: Sequence[str], limit: int) -> str:

@@ -65,10 +65,16 @@ def md_table(view: TableView, opts: RenderOptions) -> list[str]:
             cells = ["⋮"] * (len(view.col_ids) + 1)
         else:
             cells = [md_escape(view.rows[i])] + [
-                "…" if j is None else md_escape(plain_cell(view, i, j, opts)) for j in view.col_ids
+                "…" if j is None else _marked(md_escape(plain_cell(view, i, j, opts)), view, i, j)
+                for j in view.col_ids
             ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def _marked(text: str, view: TableView, i: int, j: int) -> str:
+    """A page without colour: each query's largest weight in bold."""
+    return f"**{text}**" if view.strongest(i, j) else text
 
 
 def _max_cols(rows: tuple[str, ...], opts: RenderOptions) -> int:

@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from qkvcalc.i18n import preset_description, translate
+from qkvcalc.i18n import preset_description, preset_reference, translate
 from qkvcalc.labels import MAX_LABEL, display_width, safe
 
 if TYPE_CHECKING:  # at run time this module stays light: the CLI's error path uses printable
@@ -130,6 +130,9 @@ def summary(trace: Trace, lang: str) -> list[str]:
         lines.append(
             translate("ui.preset", lang, name=safe(p.meta["name"]), description=description)
         )
+        if p.meta.get("reference"):
+            said = preset_reference(p.meta["name"], p.meta["reference"], lang)
+            lines.append(translate("ui.preset_reference", lang, reference=safe(said, 2000)))
     return lines
 
 
