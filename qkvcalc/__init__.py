@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 def explain(x: Any = None, wq: Any = None, wk: Any = None, wv: Any = None, **options: Any) -> Trace:
     """Compute attention for these numbers and return the Trace of every stage.
 
-    Takes the fields of the input format (DESIGN.md) as keyword arguments: lists, nested lists
-    or numpy arrays for matrices, ``mask="causal"``, ``heads=2``, ``wo=…``, ``tokens=[…]`` …
+    Takes the fields of the input format (docs/input-format.md) as keyword arguments: lists,
+    nested lists, numpy arrays or torch tensors (any device or dtype) for matrices,
+    ``mask="causal"``, ``heads=2``, ``wo=…``, ``tokens=[…]`` …
     Raises QkvcalcError with a message that names the field, the shapes and the rule.
     """
     from qkvcalc.engine import run

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from qkvcalc.arrays import as_input
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.numbers import Number, exact_of_float, parse_number
@@ -345,7 +346,7 @@ class Problem:
             name = canonical_key(key)
             if name in doc:
                 raise QkvcalcError("key.duplicate", key=key, canonical=name)
-            doc[name] = value
+            doc[name] = as_input(value, name)  # numpy arrays, torch tensors … (qkvcalc.arrays)
         _check_claimed_size(doc, max_elements)
         problem = _build(doc, exact)
         _check_stage_size(problem, max_elements)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any
 
-from qkvcalc import presets
+from qkvcalc import arrays, presets
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.parse import MAX_BYTES, load_json, parse_inline, read_limited
 from qkvcalc.problem import json_kind, known_key
@@ -51,18 +51,21 @@ def gather(
     elif source is not None:
         origin = "stdin" if source == "-" else source
         data = read_limited(stdin, limit) if source == "-" else read_file(source, limit)
-        doc, given = _as_object(data, origin), True
+        doc, given = _as_object(data, origin, limit), True
     elif "x" not in inline and not stdin_is_terminal:
         data = read_limited(stdin, limit)
         if data.strip():
-            doc, given = _as_object(data, "stdin"), True
+            doc, given = _as_object(data, "stdin", limit), True
     if not given and not inline:
         raise QkvcalcError("input.none")
 
     for key, text in inline.items():
         if key in INLINE_MATRICES or key == "tokens":
             try:
-                value = parse_inline(text, key) if key != "tokens" else text
+                if key != "tokens" and arrays.is_npy_path(text):  # --x x.npy
+                    value = arrays.load_npy(read_file(text.strip(), limit), text.strip(), key)
+                else:
+                    value = parse_inline(text, key) if key != "tokens" else text
             except QkvcalcError as err:
                 raise err.within("input.inline", option=key) from None
         else:
@@ -73,7 +76,15 @@ def gather(
     return doc
 
 
-def _as_object(data: bytes, origin: str) -> dict[str, Any]:
+def _as_object(data: bytes, origin: str, limit: int = MAX_BYTES) -> dict[str, Any]:
+    kind = arrays.kind_of(data)
+    if kind is not None:  # a numpy file: a .npz holds a whole problem, a .npy one matrix
+        try:
+            if kind == "npy":
+                raise QkvcalcError("array.npy_as_source")
+            return arrays.load_npz(data, origin, limit)
+        except QkvcalcError as err:
+            raise err.within("input.from", origin=origin) from None
     try:
         doc = load_json(data)
     except QkvcalcError as err:
