@@ -34,6 +34,7 @@ class Format(str, Enum):
     html = "html"
     svg = "svg"
     torch = "torch"
+    txt = "txt"  # the table as plain text, as --output FILE.txt writes it
 
 
 class Detail(str, Enum):
@@ -137,6 +138,14 @@ def explain(
         typer.Option(help=help_text("help.explain.max_elements"), min=1),
     ] = 100_000_000,
     step: Annotated[bool, typer.Option("--step", help=help_text("step.option_help"))] = False,
+    stages: Annotated[
+        str | None,
+        typer.Option(help=help_text("help.explain.stages"), show_default=False),
+    ] = None,
+    head: Annotated[
+        int | None,
+        typer.Option(help=help_text("help.explain.head"), show_default=False),
+    ] = None,
 ) -> None:
     """Compute attention for a problem and show every stage, with each cell's arithmetic."""
     lang_code = language(lang)
@@ -148,7 +157,7 @@ def explain(
 
         if step and output is not None:
             raise QkvcalcError("step.with_output")
-        if step and format is not None and format is not Format.table:
+        if step and format is not None and format not in (Format.table, Format.txt):
             raise QkvcalcError("step.with_format", format=format.value)
         inline = {
             "x": x,
@@ -167,7 +176,14 @@ def explain(
         problem = Problem.from_mapping(doc, exact=exact, max_elements=max_elements)
         del doc  # the parsed lists: at real-model sizes, 100 MB the engine does not need
         trace = run(problem)
+        if stages is not None or head is not None:
+            from qkvcalc.select import select
+
+            trace = select(trace, stages, head)
         fmt = format.value if format else "table"
+        plain = fmt == "txt"  # the table, without colour: what --output FILE.txt writes
+        if plain:
+            fmt = "table"
         if output is not None and format is None and output.suffix:
             if output.suffix.lower() not in EXTENSIONS:
                 raise QkvcalcError(
@@ -180,7 +196,8 @@ def explain(
         width, color = 100, False  # a file gets a pinned width, and no colour
         if output is None and fmt not in ("json", "torch"):  # those two are the same at any width
             terminal = console(no_color)
-            width, color = terminal.width, terminal.color_system is not None and fmt == "table"
+            width = terminal.width
+            color = terminal.color_system is not None and fmt == "table" and not plain
         opts = RenderOptions(
             lang=lang_code,
             precision=precision,
