@@ -145,6 +145,10 @@ class _Recorder:
         notes: tuple[Msg, ...] = (),
     ) -> np.ndarray:
         p = self.p
+        if p.layout == "torch":  # the user gave W (out×in); X is multiplied by Wᵀ, shown here
+            if head in (None, 1):
+                notes = (*notes, Msg("note.layout_torch", weight=weight))
+            weight += "ᵀ"
         w = getattr(p, f"w{sid}").values[:, cols]
         b_m = getattr(p, f"b{sid}")
         b = None if b_m is None else b_m.values[0, cols]
@@ -466,22 +470,24 @@ def run(p: Problem) -> Trace:
         )
     else:
         bo = None if p.bo is None else p.bo.values[0]
+        w_o = "W_Oᵀ" if p.layout == "torch" else "W_O"  # as the projections: the given W_O, turned
         # [n, H·d_v] @ [H·d_v, d_out] + [d_out] -> [n, d_out]
         rec.add(
             Stage(
                 "output",
                 None,
-                "output = concat·W_O" + (" + b_O" if bo is not None else ""),
+                f"output = concat·{w_o}" + (" + b_O" if bo is not None else ""),
                 project(concat, p.wo.values, bo),
                 p.tokens,
                 dim_labels(p.wo.values.shape[1]),
                 "matmul",
                 inputs=(concat, p.wo.values),
-                names=("concat", "W_O"),
+                names=("concat", w_o),
                 inner=dim_labels(concat.shape[1]),
                 bias=bo,
                 cell="out[{i},{j}]",
                 topic="output.final",
+                notes=(Msg("note.layout_torch", weight="W_O"),) if p.layout == "torch" else (),
             )
         )
     return _with_exact(Trace(p, tuple(rec.stages), tuple(rec.warnings)))

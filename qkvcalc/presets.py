@@ -44,6 +44,45 @@ def load(name: str) -> dict[str, Any]:
     return doc
 
 
+META = ("name", "description", "reference")
+
+
+def _content(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """A document's fields without its metadata, by the field each key means; None when a
+    key is not one of the input format's (such a document is not a preset's)."""
+    from qkvcalc.problem import known_key
+
+    content: dict[str, Any] = {}
+    for key, value in doc.items():
+        field = known_key(key)
+        if field is None:
+            return None
+        if field not in META:
+            content[field] = value
+    return content
+
+
+def unless_edited(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document, without its `name` when that names a bundled preset whose numbers and
+    options it no longer holds: an edited copy (`presets show doc > mine.json`, or
+    `--preset doc --x …`) is not announced as the preset it started from."""
+    name = doc.get("name")
+    if not isinstance(name, str) or name not in names():
+        return doc
+    mine, bundled = _content(doc), _content(load(name))
+    same = mine is not None and bundled is not None and mine.keys() == bundled.keys()
+    if same:
+        assert mine is not None and bundled is not None
+        for field, value in mine.items():
+            equal = value == bundled[field]
+            if not isinstance(equal, bool) or not equal:  # an array compares cell by cell
+                same = False
+                break
+    if same:
+        return doc
+    return {k: v for k, v in doc.items() if k != "name"}
+
+
 def text(name: str) -> str:
     """The preset's file exactly as shipped: a template to copy and edit."""
     return path_of(name).read_text(encoding="utf-8")

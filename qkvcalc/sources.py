@@ -11,6 +11,7 @@ from typing import IO, Any
 
 from qkvcalc import arrays, presets
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.i18n import Msg
 from qkvcalc.parse import MAX_BYTES, load_json, parse_inline, read_limited
 from qkvcalc.problem import json_kind, known_key
 
@@ -37,8 +38,13 @@ def gather(
     stdin: IO[bytes],
     stdin_is_terminal: bool,
     limit: int = MAX_BYTES,
+    notes: list[Msg] | None = None,
 ) -> dict[str, Any]:
-    """The document the options describe, before validation (Problem.from_mapping)."""
+    """The document the options describe, before validation (Problem.from_mapping).
+
+    What was changed on the way (a preset's tokens dropped because --x has another number of
+    rows) is appended to `notes`, for the trace's warnings.
+    """
     inline = {k: v for k, v in inline.items() if v is not None}
     sources = [name for name, on in (("SOURCE", source), ("--preset", preset)) if on]
     if len(sources) > 1:
@@ -73,7 +79,36 @@ def gather(
         # an inline option replaces the document's field of the same meaning (W_Q, w_q, wq …)
         doc = {k: v for k, v in doc.items() if known_key(k) != key}
         doc[key] = value
-    return doc
+    if "x" in inline and "tokens" not in inline:
+        _fit_tokens(doc, notes)
+    return presets.unless_edited(doc)
+
+
+def _rows(value: Any) -> int | None:
+    """The rows of a matrix field as given (a flat list is one row); None if not a matrix."""
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return int(shape[0]) if len(shape) == 2 else 1 if len(shape) == 1 else None
+    if isinstance(value, list | tuple) and value:
+        return len(value) if isinstance(value[0], list | tuple) else 1
+    return None
+
+
+def _fit_tokens(doc: dict[str, Any], notes: list[Msg] | None) -> None:
+    """--x replaced the base document's X: its tokens stay only if their count still fits."""
+    key = next((k for k in doc if known_key(k) == "tokens"), None)
+    if key is None:
+        return
+    tokens = doc[key]
+    if not isinstance(tokens, str | list | tuple):
+        return  # not tokens at all: Problem says so
+    count = len(tokens.split()) if isinstance(tokens, str) else len(tokens)
+    rows = _rows(doc["x"])
+    if rows is None or count == rows:
+        return
+    del doc[key]
+    if notes is not None:
+        notes.append(Msg("warn.tokens_dropped", count=count, rows=rows))
 
 
 def _as_object(data: bytes, origin: str, limit: int = MAX_BYTES) -> dict[str, Any]:

@@ -8,6 +8,7 @@ else. Errors: a QkvcalcError becomes one message on stderr and exit 2, nothing o
 # typer reads the commands' signatures on every run, and string annotations would make it
 # eval every option's again on every run (about 10 ms).
 import sys
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -24,6 +25,7 @@ from qkvcalc.cli.common import (
     write_output,
 )
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.i18n import Msg
 
 
 class Format(str, Enum):
@@ -172,10 +174,14 @@ def explain(
             "scale": scale,
             "layout": layout.value if layout else None,
         }
-        doc = gather(source, preset, inline, sys.stdin.buffer, sys.stdin.isatty(), max_bytes)
+        notes: list[Msg] = []  # what gathering the input changed on the way (tokens dropped …)
+        stdin = sys.stdin.buffer
+        doc = gather(source, preset, inline, stdin, sys.stdin.isatty(), max_bytes, notes)
         problem = Problem.from_mapping(doc, exact=exact, max_elements=max_elements)
         del doc  # the parsed lists: at real-model sizes, 100 MB the engine does not need
         trace = run(problem)
+        if notes:
+            trace = replace(trace, warnings=(*notes, *trace.warnings))
         if stages is not None or head is not None:
             from qkvcalc.select import select
 
