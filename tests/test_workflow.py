@@ -1,10 +1,13 @@
 """Small things an engineer runs into: the torch layout's weights labelled as what they are, a
-preset's X overridden, an edited copy of a preset and --format txt.
-Real processes throughout."""
+preset's X overridden, an edited copy of a preset, --format txt, and the Korean --help wrapped
+by display width. Real processes throughout."""
 
 from __future__ import annotations
 
 import json
+import unicodedata
+
+import pytest
 
 from tests.conftest import run_qkvcalc
 
@@ -105,3 +108,21 @@ def test_format_txt_is_what_output_txt_writes(tmp_path):
     other = tmp_path / "lesson.md"
     run_qkvcalc("explain", "--preset", "doc", "--format", "txt", "--output", str(other))
     assert other.read_text(encoding="utf-8").startswith("qkvcalc — ")
+
+
+# ---- the Korean --help -----------------------------------------------------------------------
+
+
+def columns(line: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
+
+
+@pytest.mark.parametrize("args", [[], ["explain"], ["quiz"], ["new"], ["presets"]])
+@pytest.mark.parametrize("width", [60, 80])
+def test_korean_help_fits_the_terminal_by_display_width(args, width):
+    result = run_qkvcalc(*args, "--help", env={"QKVCALC_LANG": "ko", "COLUMNS": str(width)})
+    assert result.returncode == 0, result.stderr
+    wide = [line for line in result.stdout.splitlines() if columns(line) > width]
+    # an option's name and its choices are one unbreakable word (--format <table|json|…>)
+    assert all(line.lstrip().startswith("-") for line in wide), wide
+    assert any(columns(line) > 0.8 * width for line in result.stdout.splitlines())
