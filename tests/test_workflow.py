@@ -57,7 +57,7 @@ def test_torch_layout_labels_w_o_too():
 def test_overriding_a_presets_x_drops_tokens_that_no_longer_fit():
     doc = json_of("--preset", "doc", "--x", "1 2; 3 4")
     assert doc["problem"]["tokens"] == ["t1", "t2"]
-    assert any("1 tokens do not fit the 2 rows of --x" in w for w in doc["warnings"])
+    assert any("tokens (1) do not fit the 2 rows of --x" in w for w in doc["warnings"])
     table = run_qkvcalc("explain", "--preset", "doc", "--x", "1 2; 3 4", "--detail", "brief")
     assert table.returncode == 0 and "do not fit" in table.stdout
     ko = run_qkvcalc("explain", "--preset", "doc", "--x", "1 2; 3 4", "--lang", "ko")

@@ -81,7 +81,7 @@ MESSAGES: dict[str, str] = {
     "warn.fully_masked_head": "Head {head}: every key is masked for {rows}: the plain formula "
     "would give 0/0 = NaN there, so those weights and outputs are 0, as PyTorch's "
     "scaled_dot_product_attention returns.",
-    "warn.tokens_dropped": "The input's {count} tokens do not fit the {rows} rows of --x, so "
+    "warn.tokens_dropped": "The input's tokens ({count}) do not fit the {rows} rows of --x, so "
     "they were dropped: the tokens are named t1, t2, …",
     # ---- the words of tables and arithmetic ------------------------------------------------
     "ui.shape": "shape",
@@ -388,13 +388,13 @@ MESSAGES: dict[str, str] = {
     "help.no_color": "No colours (NO_COLOR works too).",
     "help.explain": "Compute attention for a problem and show every stage, with each cell's "
     "arithmetic.",
-    "help.explain.source": "A JSON file of the input format, or - for standard input (piped "
-    "input is read when no other input is given).",
+    "help.explain.source": "A JSON (or .npz) file of the input format, or - for standard input "
+    "(piped input is read when no other input is given).",
     "help.explain.preset": "A bundled preset (qkvcalc presets lists them).",
-    "help.explain.x": 'Input X, rows split by ";": "1 2; 0 1".',
-    "help.explain.wq": "W_Q, inline.",
-    "help.explain.wk": "W_K, inline.",
-    "help.explain.wv": "W_V, inline.",
+    "help.explain.x": 'Input X, rows split by ";": "1 2; 0 1", or a .npy file.',
+    "help.explain.wq": "W_Q, inline or a .npy file (as --x).",
+    "help.explain.wk": "W_K, inline or a .npy file (as --x).",
+    "help.explain.wv": "W_V, inline or a .npy file (as --x).",
     "help.explain.wo": "W_O, inline (multi-head output projection).",
     "help.explain.tokens": 'Token names, split by spaces: "I love cats".',
     "help.explain.mask": 'none, causal, or a 0/1 matrix "1 0; 1 1" (1 = may attend).',

@@ -403,10 +403,10 @@ MESSAGES: dict[str, str] = {
     "help.lang": "en 또는 ko (기본값: QKVCALC_LANG, LC_ALL, LANG에 따라 정해짐).",
     "help.no_color": "색을 쓰지 않습니다 (환경 변수 NO_COLOR도 같은 효과).",
     "help.explain": "문제의 어텐션을 계산하고, 모든 단계를 칸마다의 계산 과정과 함께 보여 줍니다.",
-    "help.explain.source": "입력 형식의 JSON 파일, 또는 표준 입력을 뜻하는 - (다른 입력이 "
-    "없으면 파이프로 들어온 입력을 읽습니다).",
+    "help.explain.source": "입력 형식의 JSON(또는 .npz) 파일, 또는 표준 입력을 뜻하는 - (다른 "
+    "입력이 없으면 파이프로 들어온 입력을 읽습니다).",
     "help.explain.preset": "내장 프리셋 (목록은 qkvcalc presets로 볼 수 있습니다).",
-    "help.explain.x": '입력 X, 행은 ";"로 구분: "1 2; 0 1".',
+    "help.explain.x": '입력 X, 행은 ";"로 구분: "1 2; 0 1", 또는 .npy 파일.',
     "help.explain.wq": "W_Q, 명령줄에 직접 입력 (--x와 같은 꼴).",
     "help.explain.wk": "W_K, 명령줄에 직접 입력 (--x와 같은 꼴).",
     "help.explain.wv": "W_V, 명령줄에 직접 입력 (--x와 같은 꼴).",
