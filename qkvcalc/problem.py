@@ -250,7 +250,7 @@ def _to_flags(raw: Any, field_name: str, where: str = "") -> list[bool]:
 class Problem:
     """One attention problem, validated. Build it with Problem.from_mapping.
 
-    Shapes (per DESIGN.md): X [n, d_model]; source [m, d_model]; W_Q [d_model, H·d_k];
+    Shapes (docs/input-format.md): X [n, d_model]; source [m, d_model]; W_Q [d_model, H·d_k];
     W_K [d_model, G·d_k]; W_V [d_model, G·d_v]; W_O [H·d_v, d_out]; or Q, K, V given directly.
     """
 
