@@ -109,8 +109,8 @@ def load_npz(data: bytes, origin: str, limit: int) -> dict[str, Any]:
             raw = archive.read(member)
         except (zipfile.BadZipFile, OSError, ValueError, EOFError) as err:
             raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
-        where = f"{origin}[{key}]"
-        doc[key] = _read_npy(raw, where)
+        array = _read_npy(raw, f"{origin}[{key}]")
+        doc[key] = array.item() if array.ndim == 0 and array.dtype.kind == "U" else array
     if not doc:
         raise QkvcalcError("array.npz_empty", origin=origin)
     return doc

@@ -208,3 +208,13 @@ def test_torch_tensors_from_python():
         qkvcalc.explain(x=torch.zeros(2, 2, dtype=torch.complex64), wq=[[1]], wk=[[1]], wv=[[1]])
     with pytest.raises(QkvcalcError, match=r"X\[1\]\[1\]"):  # a NaN is named by its cell
         qkvcalc.explain(x=torch.full((1, 2), float("nan")), wq=torch.eye(2), wk=[[1]], wv=[[1]])
+
+
+def test_npz_named_after_a_preset_is_not_announced_as_it(tmp_path):
+    # arrays of other shapes than the preset's (comparing them must not fail either)
+    path = tmp_path / "named.npz"
+    np.savez(path, name="sentence", **{k: v[:2] for k, v in ARRAYS.items()}, tokens="a b")
+    result = run_qkvcalc("explain", str(path), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert "preset" not in json.loads(result.stdout)["problem"]
+    assert "preset sentence" not in run_qkvcalc("explain", str(path)).stdout

@@ -89,6 +89,17 @@ def test_an_edited_copy_is_not_announced_as_the_preset(tmp_path):
     assert "(preset sentence)" not in run_qkvcalc("explain", str(edited), "-f", "torch").stdout
 
 
+def test_a_copy_with_other_shapes_or_kinds_of_values_is_not_the_preset(tmp_path):
+    doc = json.loads(run_qkvcalc("presets", "show", "sentence").stdout)
+    for change in ({"x": [[1, 2, 0], [0, 1, 0], [1, 1, 0]]}, {"mask": [[1, 0, 0]] * 3}):
+        path = tmp_path / "copy.json"
+        wq = [[1, 0], [0, 1], [0, 0]] if "x" in change else doc["wq"]
+        wk = [[1, 1], [0, 1], [0, 0]] if "x" in change else doc["wk"]
+        wv = [[1, 0], [1, 1], [0, 0]] if "x" in change else doc["wv"]
+        path.write_text(json.dumps({**doc, **change, "wq": wq, "wk": wk, "wv": wv}))
+        assert "preset" not in json_of(str(path))["problem"], change
+
+
 def test_a_preset_changed_by_an_option_is_not_announced_either():
     assert "preset" not in json_of("--preset", "sentence", "--mask", "none")["problem"]
     assert json_of("--preset", "sentence", "--format", "json")["problem"]["preset"] == "sentence"
