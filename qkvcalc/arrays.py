@@ -24,6 +24,11 @@ import numpy as np
 
 from qkvcalc.errors import QkvcalcError
 
+# A damaged file makes zipfile, zlib, bz2, lzma and numpy's header reader raise almost anything
+# (zlib.error, LZMAError, NotImplementedError for an unknown zip version, RuntimeError for an
+# encrypted member, ValueError, EOFError …): reading one is wrapped whole, and whatever it raises
+# becomes one message naming the file (array.bad_file). DAMAGED marks those places.
+
 NPY_MAGIC = b"\x93NUMPY"
 ZIP_MAGIC = b"PK\x03\x04"
 
@@ -55,7 +60,7 @@ def _header(stream: io.BytesIO, origin: str) -> tuple[tuple[int, ...], np.dtype[
             shape, _, dtype = fmt.read_array_header_1_0(stream)
         else:
             shape, _, dtype = fmt.read_array_header_2_0(stream)
-    except (ValueError, OSError, EOFError) as err:
+    except Exception as err:  # a damaged file: any error (DAMAGED above)
         raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
     return shape, dtype
 
@@ -73,7 +78,7 @@ def _read_npy(data: bytes, origin: str) -> np.ndarray:
     stream.seek(0)
     try:
         array = np.lib.format.read_array(stream, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as err:
+    except Exception as err:  # a damaged file: any error (DAMAGED above)
         raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
     return array
 
@@ -94,7 +99,7 @@ def load_npz(data: bytes, origin: str, limit: int) -> dict[str, Any]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         members = archive.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError) as err:
+    except Exception as err:  # a damaged file: any error (DAMAGED above)
         raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
     total = sum(member.file_size for member in members)
     if total > limit:
@@ -107,7 +112,7 @@ def load_npz(data: bytes, origin: str, limit: int) -> dict[str, Any]:
         key = name[: -len(".npy")]
         try:
             raw = archive.read(member)
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as err:
+        except Exception as err:  # a damaged file: any error (DAMAGED above)
             raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
         array = _read_npy(raw, f"{origin}[{key}]")
         doc[key] = array.item() if array.ndim == 0 and array.dtype.kind == "U" else array

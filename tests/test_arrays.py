@@ -6,6 +6,7 @@ The command-line cases run as real processes on files written to a temporary fol
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import zipfile
@@ -218,3 +219,42 @@ def test_npz_named_after_a_preset_is_not_announced_as_it(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "preset" not in json.loads(result.stdout)["problem"]
     assert "preset sentence" not in run_qkvcalc("explain", str(path)).stdout
+
+
+def test_damaged_numpy_files_are_one_error_each():
+    """Flipped, cut and inserted bytes in .npz files (deflate, LZMA, bzip2) and a .npy: the
+    archive and header readers raise many kinds of errors, each must become a QkvcalcError."""
+    import random
+    import zipfile
+
+    from qkvcalc.problem import Problem
+    from qkvcalc.sources import _as_object
+
+    def member(a):
+        buffer = io.BytesIO()
+        np.save(buffer, a)
+        return buffer.getvalue()
+
+    bases = []
+    for method in (zipfile.ZIP_DEFLATED, zipfile.ZIP_LZMA, zipfile.ZIP_BZIP2):
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", compression=method) as archive:
+            for key, value in ARRAYS.items():
+                archive.writestr(f"{key}.npy", member(value))
+            archive.writestr("mask.npy", member(np.array("causal")))
+        bases.append(buffer.getvalue())
+    bases.append(member(ARRAYS["x"]))
+    rng = random.Random(15)
+    for _ in range(1500):
+        data = bytearray(rng.choice(bases))
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(data))
+            op = rng.random()
+            if op < 0.6:
+                data[at] = rng.randrange(256)
+            elif op < 0.8:
+                del data[at : at + rng.randint(1, 20)]
+            else:
+                data[at:at] = rng.randbytes(rng.randint(1, 8))
+        with contextlib.suppress(QkvcalcError):
+            Problem.from_mapping(_as_object(bytes(data), "f.npz", 10**8), max_elements=10**6)
