@@ -36,10 +36,11 @@ def explain(
 ) -> Trace:
     """Compute attention for these numbers and return the Trace of every stage.
 
-    Takes the fields of the input format (README, "Your own numbers") as keyword arguments:
-    lists, nested lists or numpy arrays for matrices, ``mask="causal"``, ``heads=2``,
-    ``wo=…``, ``tokens=[…]`` … ``exact=True`` keeps the rational stages as fractions (as
-    ``--exact``); ``max_elements`` bounds the numbers the problem may hold (``--max-elements``).
+    Takes the fields of the input format (docs/input-format.md) as keyword arguments: lists,
+    nested lists, numpy arrays or torch tensors (any device or dtype) for matrices,
+    ``mask="causal"``, ``heads=2``, ``wo=…``, ``tokens=[…]`` … ``exact=True`` keeps the
+    rational stages as fractions (as ``--exact``); ``max_elements`` bounds the numbers the
+    problem may hold (``--max-elements``).
     Raises QkvcalcError with a message that names the field, the shapes and the rule.
     """
     from qkvcalc.engine import run

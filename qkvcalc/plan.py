@@ -254,7 +254,9 @@ def _projections(p: Problem, h: int | None, s: _Slices, shared: tuple[Msg, ...])
         weight = getattr(p, f"w{sid}")
         bias = getattr(p, f"b{sid}")
         cut = "" if full else f"[:, {span(cols.start, cols.stop - cols.start)}]"
-        formula = f"{sid.upper()} = {name}·W_{sid.upper()}{cut}"
+        # --layout torch: the user gave W (out×in); X is multiplied by Wᵀ, and is said so
+        label = f"W_{sid.upper()}" + ("ᵀ" if p.layout == "torch" else "")
+        formula = f"{sid.upper()} = {name}·{label}{cut}"
         if bias is not None:
             formula += f" + b_{sid.upper()}" + (
                 "" if full else f"[{span(cols.start, cols.stop - cols.start)}]"
@@ -270,10 +272,10 @@ def _projections(p: Problem, h: int | None, s: _Slices, shared: tuple[Msg, ...])
                 rows,
                 dim_labels(w.value.shape[1]),
                 params=_bias(bias, cols),
-                names=(name, f"W_{sid.upper()}{cut}"),
+                names=(name, f"{label}{cut}"),
                 inner=dim_labels(w.value.shape[0]),
                 cell=sid.upper() + "[{i},{j}]",
-                notes=_projection_notes(p, h, sid, shared),
+                notes=_projection_notes(p, h, sid, shared) + _layout_note(p, h, f"W_{sid.upper()}"),
                 symbol=sid.upper(),
                 letters=("n" if sid == "q" else "m") + ("×d_v" if sid == "v" else "×d_k"),
                 hint=(
@@ -283,6 +285,13 @@ def _projections(p: Problem, h: int | None, s: _Slices, shared: tuple[Msg, ...])
             )
         )
     return out
+
+
+def _layout_note(p: Problem, h: int | None, weight: str) -> tuple[Msg, ...]:
+    """--layout torch: said once (on the first head), where the turned weight is first used."""
+    if p.layout != "torch" or (h or 1) != 1:
+        return ()
+    return (Msg("note.layout_torch", weight=weight),)
 
 
 def _projection_notes(
@@ -807,6 +816,7 @@ def _combine(p: Problem) -> list[Spec]:
             ),
         ),
     )
+    w_o = "W_Oᵀ" if p.layout == "torch" else "W_O"  # as the projections: the given W_O, turned
     if p.wo is None:
         final = Spec(
             "output",
@@ -828,14 +838,15 @@ def _combine(p: Problem) -> list[Spec]:
             None,
             "project",
             (("concat", None), Const(p.wo.values, p.wo.exact)),
-            "output = concat·W_O" + (" + b_O" if p.bo is not None else ""),
+            f"output = concat·{w_o}" + (" + b_O" if p.bo is not None else ""),
             p.tokens,
             dim_labels(p.wo.values.shape[1]),
             params=_bias(p.bo),
-            names=("concat", "W_O"),
+            names=("concat", w_o),
             inner=dim_labels(width),
             cell="out[{i},{j}]",
             topic="output.final",
+            notes=_layout_note(p, None, "W_O"),
             symbol="out",
             letters="n×d_out",
             hint=("hint.final", {}),

@@ -44,6 +44,59 @@ def load(name: str) -> dict[str, Any]:
     return doc
 
 
+META = ("name", "description", "reference")
+
+
+def _content(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """A document's fields without its metadata, by the field each key means; None when a
+    key is not one of the input format's (such a document is not a preset's)."""
+    from qkvcalc.problem import known_key
+
+    content: dict[str, Any] = {}
+    for key, value in doc.items():
+        field = known_key(key)
+        if field is None:
+            return None
+        if field not in META:
+            content[field] = value
+    return content
+
+
+def unless_edited(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document, without its `name` when that names a bundled preset whose numbers and
+    options it no longer holds: an edited copy (`presets show doc > mine.json`, or
+    `--preset doc --x …`) is not announced as the preset it started from."""
+    from qkvcalc.problem import known_key
+
+    key = next((k for k in doc if known_key(k) == "name"), None)
+    name = doc.get(key) if key is not None else None
+    if not isinstance(name, str) or name not in names():
+        return doc
+    if _same(_content(doc), _content(load(name))):
+        return doc
+    return {k: v for k, v in doc.items() if k != key}
+
+
+def _same(mine: dict[str, Any] | None, bundled: dict[str, Any] | None) -> bool:
+    """Whether two documents' contents are equal, value by value as JSON values (an array or
+    any other object is never a preset's value)."""
+    if mine is None or bundled is None or mine.keys() != bundled.keys():
+        return False
+    plain = (str, int, float, bool, list, dict, type(None))
+    return all(
+        isinstance(value, plain) and _plain_equal(value, bundled[field])
+        for field, value in mine.items()
+    )
+
+
+def _plain_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_plain_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, list | tuple | dict) or isinstance(b, list | tuple | dict):
+        return isinstance(a, dict) and a == b
+    return type(a) is type(b) and a == b
+
+
 def text(name: str) -> str:
     """The preset's file exactly as shipped: a template to copy and edit."""
     return path_of(name).read_text(encoding="utf-8")

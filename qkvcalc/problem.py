@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from qkvcalc.arrays import as_input
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.limits import MAX_ELEMENTS
@@ -252,7 +253,7 @@ def _to_flags(raw: Any, field_name: str, where: str = "") -> list[bool]:
 class Problem:
     """One attention problem, validated. Build it with Problem.from_mapping.
 
-    Shapes: X [n, d_model]; source [m, d_model]; W_Q [d_model, H·d_k];
+    Shapes (docs/input-format.md): X [n, d_model]; source [m, d_model]; W_Q [d_model, H·d_k];
     W_K [d_model, G·d_k]; W_V [d_model, G·d_v]; W_O [H·d_v, d_out]; or Q, K, V given directly.
     """
 
@@ -350,7 +351,7 @@ class Problem:
             name = canonical_key(key)
             if name in doc:
                 raise QkvcalcError("key.duplicate", key=key, canonical=name)
-            doc[name] = value
+            doc[name] = as_input(value, name)  # numpy arrays, torch tensors … (qkvcalc.arrays)
         _check_claimed_size(doc, max_elements)
         problem = _build(doc, exact)
         _check_stage_size(problem, max_elements)

@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any
 
-from qkvcalc import presets
+from qkvcalc import arrays, presets
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.i18n import Msg
 from qkvcalc.parse import MAX_BYTES, load_json, parse_inline, read_limited
 from qkvcalc.problem import json_kind, known_key
 
@@ -37,8 +38,13 @@ def gather(
     stdin: IO[bytes],
     stdin_is_terminal: bool,
     limit: int = MAX_BYTES,
+    notes: list[Msg] | None = None,
 ) -> dict[str, Any]:
-    """The document the options describe, before validation (Problem.from_mapping)."""
+    """The document the options describe, before validation (Problem.from_mapping).
+
+    What was changed on the way (a preset's tokens dropped because --x has another number of
+    rows) is appended to `notes`, for the trace's warnings.
+    """
     inline = {k: v for k, v in inline.items() if v is not None}
     sources = [name for name, on in (("SOURCE", source), ("--preset", preset)) if on]
     if len(sources) > 1:
@@ -51,18 +57,21 @@ def gather(
     elif source is not None:
         origin = "stdin" if source == "-" else source
         data = read_limited(stdin, limit) if source == "-" else read_file(source, limit)
-        doc, given = _as_object(data, origin), True
+        doc, given = _as_object(data, origin, limit), True
     elif "x" not in inline and not stdin_is_terminal:
         data = read_limited(stdin, limit)
         if data.strip():
-            doc, given = _as_object(data, "stdin"), True
+            doc, given = _as_object(data, "stdin", limit), True
     if not given and not inline:
         raise QkvcalcError("input.none")
 
     for key, text in inline.items():
         if key in INLINE_MATRICES or key == "tokens":
             try:
-                value = parse_inline(text, key) if key != "tokens" else text
+                if key != "tokens" and arrays.is_npy_path(text):  # --x x.npy
+                    value = arrays.load_npy(read_file(text.strip(), limit), text.strip(), key)
+                else:
+                    value = parse_inline(text, key) if key != "tokens" else text
             except QkvcalcError as err:
                 raise err.within("input.inline", option=key) from None
         else:
@@ -70,10 +79,47 @@ def gather(
         # an inline option replaces the document's field of the same meaning (W_Q, w_q, wq …)
         doc = {k: v for k, v in doc.items() if known_key(k) != key}
         doc[key] = value
-    return doc
+    if "x" in inline and "tokens" not in inline:
+        _fit_tokens(doc, notes)
+    return presets.unless_edited(doc)
 
 
-def _as_object(data: bytes, origin: str) -> dict[str, Any]:
+def _rows(value: Any) -> int | None:
+    """The rows of a matrix field as given (a flat list is one row); None if not a matrix."""
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return int(shape[0]) if len(shape) == 2 else 1 if len(shape) == 1 else None
+    if isinstance(value, list | tuple) and value:
+        return len(value) if isinstance(value[0], list | tuple) else 1
+    return None
+
+
+def _fit_tokens(doc: dict[str, Any], notes: list[Msg] | None) -> None:
+    """--x replaced the base document's X: its tokens stay only if their count still fits."""
+    key = next((k for k in doc if known_key(k) == "tokens"), None)
+    if key is None:
+        return
+    tokens = doc[key]
+    if not isinstance(tokens, str | list | tuple):
+        return  # not tokens at all: Problem says so
+    count = len(tokens.split()) if isinstance(tokens, str) else len(tokens)
+    rows = _rows(doc["x"])
+    if rows is None or count == rows:
+        return
+    del doc[key]
+    if notes is not None:
+        notes.append(Msg("warn.tokens_dropped", count=count, rows=rows))
+
+
+def _as_object(data: bytes, origin: str, limit: int = MAX_BYTES) -> dict[str, Any]:
+    kind = arrays.kind_of(data)
+    if kind is not None:  # a numpy file: a .npz holds a whole problem, a .npy one matrix
+        try:
+            if kind == "npy":
+                raise QkvcalcError("array.npy_as_source")
+            return arrays.load_npz(data, origin, limit)
+        except QkvcalcError as err:
+            raise err.within("input.from", origin=origin) from None
     try:
         doc = load_json(data)
     except QkvcalcError as err:

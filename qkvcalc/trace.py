@@ -1,6 +1,6 @@
 """Trace and Stage: what the engine records so that a renderer can show it.
 
-A Stage is one matrix on the board: its id (stable: docs and JSON use it), the head it belongs to,
+A Stage is one matrix on the board: its id (stable: docs/json-trace.md), the head it belongs to,
 the catalog keys of its title and explanation, the formula, its value, the labels of its rows
 and columns, and what a renderer needs to write each cell's arithmetic out (the operation and
 its operands). Nothing here formats or prints; renderers in qkvcalc.render do.

@@ -26,6 +26,7 @@ from qkvcalc.render.torch_script import render_torch
 
 pytest.importorskip("torch", reason="the script needs PyTorch; pip install torch==2.13.0")
 
+from tests.conftest import ROOT
 from tests.test_torch_oracle import ORACLE, problems  # after the skip: it needs torch
 
 TOL = 1e-9
@@ -81,14 +82,15 @@ def check(stdout: str, expected: np.ndarray, *, mha: bool) -> None:
 
 # ---- presets and edge cases, as real processes ---------------------------------------------
 
-# Which presets nn.MultiheadAttention can reproduce: multi-head, one K/V head per query head.
-PRESET_MHA = {"multihead": True, "gqa": False, "cross": False}
+# Which presets nn.MultiheadAttention can reproduce: all whose widths fit its one embed_dim
+# (gqa: d_model 2 but H·d_k 4; cross: d_v 2 but d_k 4).
+PRESET_MHA = {"gqa": False, "cross": False}
 
 
 @pytest.mark.parametrize("name", sorted(presets.names()))
 def test_preset_script_prints_qkvcalcs_output(name, tmp_path):
     text, expected = script_of(presets.load(name))
-    check(run_script(text, tmp_path), expected, mha=PRESET_MHA.get(name, False))
+    check(run_script(text, tmp_path), expected, mha=PRESET_MHA.get(name, True))
 
 
 EDGE_CASES = {
@@ -133,8 +135,21 @@ EDGE_CASES = {
         "k": [[1, 2], [0, 1], [2, 2]],
         "v": [[1, 0], [0, 1], [1, 1]],
     },
+    "grouped-query with a custom scale and every bias, which the module represents": {
+        "heads": 4,
+        "kv_heads": 2,
+        "x": [[1, 2, 0, 1], [0, 1, 1, 0], [2, 0, 1, 1]],
+        "wq": [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0], [0, 0, 1, 1]],
+        "wk": [[0, 1], [1, 0], [1, 1], [0, 1]],
+        "wv": [[1, 0], [0, 2], [0, 0], [1, 0]],
+        "bq": [0.5, -1, 0, 1],
+        "bk": [1, -0.5],
+        "bv": [0, 3],
+        "scale": 0.25,
+        "key_padding": [1, 0, 1],
+    },
 }
-EDGE_MHA = [True, False, True, False]
+EDGE_MHA = [True, True, True, True, True]
 
 
 @pytest.mark.parametrize(
@@ -168,16 +183,70 @@ def test_generated_problem_script_prints_qkvcalcs_output(doc):
         np.testing.assert_allclose(got[MHA][live], expected[live], rtol=TOL, atol=TOL)
 
 
-@settings(ORACLE, max_examples=40)
-@given(problems(mha=True))
+def representable(doc: dict[str, Any]) -> bool:
+    """Whether nn.MultiheadAttention can hold the problem, from the document alone: its one
+    width embed_dim = H·d_k must be the query input's (X, or Q itself), H·d_v, and W_O's."""
+    heads, kv_heads = doc["heads"], doc.get("kv_heads", doc["heads"])
+    torch_layout = doc.get("layout") == "torch"
+
+    def shape(name: str) -> tuple[int, int]:
+        rows, cols = np.array(doc[name]).shape
+        return (cols, rows) if torch_layout and name.startswith("w") else (rows, cols)
+
+    direct = "q" in doc
+    e = shape("q" if direct else "wq")[1]
+    d_v = shape("v" if direct else "wv")[1] // kv_heads
+    d_in = e if direct else shape("x")[1]
+    wo_ok = "wo" not in doc or shape("wo")[1] == heads * d_v
+    return d_in == e and heads * d_v == e and wo_ok
+
+
+@settings(ORACLE, max_examples=60)
+@given(problems(mha=False))
 def test_module_is_used_wherever_it_can_represent_the_problem(doc):
     text, expected = script_of(doc)
-    multihead = doc["heads"] > 1 or "wo" in doc
-    assert ("mha = torch.nn.MultiheadAttention(" in text) == multihead
-    if multihead:
-        got = printed_outputs(exec_script(text))
+    assert ("mha = torch.nn.MultiheadAttention(" in text) == representable(doc), text
+    got = printed_outputs(exec_script(text))
+    if MHA in got:
         live = ~np.isnan(got[MHA]).any(axis=1)
         np.testing.assert_allclose(got[MHA][live], expected[live], rtol=TOL, atol=TOL)
+    else:
+        assert "nn.MultiheadAttention cannot represent this problem" in text
+
+
+@settings(ORACLE, max_examples=30)
+@given(problems(mha=True))
+def test_module_is_used_for_every_problem_made_for_it(doc):
+    text, expected = script_of(doc)
+    assert "mha = torch.nn.MultiheadAttention(" in text
+    got = printed_outputs(exec_script(text))
+    live = ~np.isnan(got[MHA]).any(axis=1)
+    np.testing.assert_allclose(got[MHA][live], expected[live], rtol=TOL, atol=TOL)
+
+
+def test_a_mismatch_exits_1_with_the_difference(tmp_path):
+    text, _ = script_of(presets.load("padding"))
+    assert "expected = t(" in text
+    path = tmp_path / "wrong.py"
+    path.write_text(text.replace("expected = t(", "expected = 0.5 + t("), encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout
+    assert "MISMATCH: max |SDPA - qkvcalc| = 0.5" in proc.stderr
+    assert "MISMATCH: max |MHA - qkvcalc| = 0.5" in proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-c", text], capture_output=True, text=True, timeout=120
+    )  # the same script untouched passes
+    assert proc.returncode == 0 and "OK: PyTorch agrees with qkvcalc" in proc.stdout
+
+
+def test_the_script_and_the_extra_ask_for_the_same_torch():
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert 'torch = ["torch>=2.0"]' in pyproject
+    for name in presets.names():
+        text, _ = script_of(presets.load(name))
+        assert "needs torch >= 2.0" in text
+        assert "enable_gqa=True" not in text.replace("what enable_gqa=True", "")
+        assert "scale=" not in text.replace("SDPA's scale=", "")
 
 
 # ---- what the script says ------------------------------------------------------------------
@@ -190,12 +259,22 @@ def test_mask_comments_translate_the_three_conventions():
     assert 'masked_fill(~allowed, float("-inf"))' in text
 
 
-def test_gqa_script_says_why_the_module_cannot_represent_it():
+def test_gqa_script_repeats_the_kv_heads_and_says_why_the_module_cannot_take_it():
     text, _ = script_of(presets.load("gqa"))
-    assert "enable_gqa=True" in text
+    assert "k.repeat_interleave(H // G, dim=1)" in text
     assert "nn.MultiheadAttention cannot represent this problem" in text
-    assert "grouped-query attention (4 query heads, 2 K/V heads)" in text
+    assert "d_model = 2 but H*d_k = 4" in text
     assert "mha = torch.nn.MultiheadAttention(" not in text
+    text, _ = script_of(presets.load("cross"))
+    assert "H*d_v = 2 but H*d_k = 4" in text
+
+
+def test_padding_masks_are_inverted_for_the_module():
+    # nn.MultiheadAttention's key_padding_mask is True = ignore: the opposite of key_padding
+    text, _ = script_of(presets.load("padding"))
+    assert "key_padding_mask=~key_padding[None]" in text
+    text, _ = script_of(presets.load("sentence"))
+    assert "attn_mask=~causal" in text
 
 
 def test_input_text_cannot_escape_into_code():

@@ -141,6 +141,8 @@ MESSAGES: dict[str, str] = {
     "note.dv": "d_v = {d_v} sets the width of the output: V is m×d_v, so A·V is n×d_v. It need "
     "not equal d_k = {d_k}: the weights decide how much of each value a query takes, d_v how "
     "many numbers each value carries.",
+    "note.layout_torch": "{weight} was given as PyTorch stores it (out×in); the matrix shown "
+    "is its transpose {weight}ᵀ (in×out), which the rows are multiplied by.",
     # ---- warnings ------------------------------------------------------------------------
     "warn.fully_masked": "Every key is masked for {rows}: the plain formula would give "
     "0/0 = NaN there, so those weights and outputs are 0, as PyTorch's "
@@ -148,6 +150,8 @@ MESSAGES: dict[str, str] = {
     "warn.fully_masked_head": "Head {head}: every key is masked for {rows}: the plain formula "
     "would give 0/0 = NaN there, so those weights and outputs are 0, as PyTorch's "
     "scaled_dot_product_attention returns.",
+    "warn.tokens_dropped": "The input's tokens ({count}) do not fit the {rows} rows of --x, so "
+    "they were dropped: the tokens are named t1, t2, …",
     # ---- the words of tables and arithmetic ------------------------------------------------
     "ui.shape": "shape",
     "ui.head": "head {head}",
@@ -314,6 +318,25 @@ MESSAGES: dict[str, str] = {
     "input.inline": "in --{option}",
     "inline.grammar": "--{option} {text!r}: write a matrix as rows of numbers split by ';', "
     'e.g. "1 2; 3 4"',
+    # ---- arrays (.npz, .npy, tensors) and choosing stages (qkvcalc.arrays, qkvcalc.select) --
+    "array.bad_file": "{origin} is not a numpy file qkvcalc can read: {reason}",
+    "array.pickle": "{origin} holds Python objects, which qkvcalc never unpickles "
+    "(allow_pickle=False): save numbers, booleans or strings",
+    "array.truncated": "{origin} claims an array of {shape} ({need} bytes) but holds only "
+    "{have} bytes",
+    "array.not_npy": "{origin} is not a .npy file (numpy's np.save writes one)",
+    "array.npz_member": "{origin}: the member {member!r} is not an array (.npy)",
+    "array.npz_empty": "{origin} holds no arrays: save a problem with "
+    "np.savez(FILE, x=…, wq=…, wk=…, wv=…)",
+    "array.npy_as_source": "a .npy file holds one matrix, not a problem: give it to an option "
+    "(--x x.npy), or save the whole problem with np.savez(FILE, x=…, wq=…, wk=…, wv=…)",
+    "array.dtype": "{field} is an array of {dtype}; qkvcalc reads real numbers "
+    "(and 0/1 or booleans for masks)",
+    "array.too_many_dims": "{field} is a {ndim}-dimensional array ({shape}); a matrix has two "
+    "dimensions (for a batch, give one item, such as x[0])",
+    "select.no_stages": "--stages names no stage; the stages of this run are: {valid}",
+    "select.unknown_stage": "no stage {id!r} in this run; its stages are: {valid}",
+    "select.head_range": "there is no head {head}: this problem's heads are 1 to {heads}",
     # ---- input errors: numbers and matrices ------------------------------------------------
     "number.grammar": "{field}: {text!r} is not a number qkvcalc reads. Write an integer, "
     "a decimal, a fraction or a square root: 3, -0.5, 1/2, -3e-2, sqrt(2), 1/sqrt(2)",
@@ -644,13 +667,13 @@ MESSAGES: dict[str, str] = {
     "help.no_color": "No colours (NO_COLOR works too).",
     "help.explain": "Compute attention for a problem and show every stage, with each cell's "
     "arithmetic.",
-    "help.explain.source": "A JSON file of the input format, or - for standard input (piped "
-    "input is read when no other input is given).",
+    "help.explain.source": "A JSON (or .npz) file of the input format, or - for standard input "
+    "(piped input is read when no other input is given).",
     "help.explain.preset": "A bundled preset (qkvcalc presets lists them).",
-    "help.explain.x": 'Input X, rows split by ";": "1 2; 0 1".',
-    "help.explain.wq": "W_Q, inline.",
-    "help.explain.wk": "W_K, inline.",
-    "help.explain.wv": "W_V, inline.",
+    "help.explain.x": 'Input X, rows split by ";": "1 2; 0 1", or a .npy file.',
+    "help.explain.wq": "W_Q, inline or a .npy file (as --x).",
+    "help.explain.wk": "W_K, inline or a .npy file (as --x).",
+    "help.explain.wv": "W_V, inline or a .npy file (as --x).",
     "help.explain.wo": "W_O, inline (the output projection that combines the heads).",
     "help.explain.tokens": 'Token names, split by spaces: "I love cats".',
     "help.explain.mask": 'none, causal, or a 0/1 matrix "1 0; 1 1" (1 = may attend).',
@@ -681,6 +704,9 @@ MESSAGES: dict[str, str] = {
     "help.explain.max_bytes": "Refuse inputs larger than this.",
     "help.explain.max_elements": "Refuse problems whose inputs and stages hold more numbers "
     "than this.",
+    "help.explain.stages": "Show only these stages, by id: weights,output "
+    "(in the run's order; --format json lists every id).",
+    "help.explain.head": "Show only head H's stages (1…H), with those every head shares.",
     "help.presets": "List the bundled presets, or print one as JSON.",
     "help.presets.list": "List the presets with a one-line description.",
     "help.presets.show": "Print one preset as JSON: a template to copy and edit.",

@@ -147,6 +147,8 @@ MESSAGES: dict[str, str] = {
     "note.dv": "d_v = {d_v}: 출력의 폭을 정합니다. V가 m×d_v이므로 A·V는 n×d_v입니다. d_v가 "
     "d_k(여기서는 {d_k})와 같을 필요는 없습니다. 가중치는 각 Value를 얼마나 가져올지를, d_v는 "
     "Value 하나가 숫자를 몇 개 담는지를 정합니다.",
+    "note.layout_torch": "{weight}은(는) PyTorch가 저장하는 방식(out×in)으로 주어졌습니다. "
+    "여기 보이는 행렬은 그 전치 {weight}ᵀ(in×out)로, 행들에 곱해지는 행렬입니다.",
     # ---- warnings ------------------------------------------------------------------------
     "warn.fully_masked": "Query {rows}에서는 모든 Key가 마스킹되어, 공식을 그대로 쓰면 0/0 = NaN이 "
     "됩니다. 그래서 PyTorch의 scaled_dot_product_attention처럼 그 가중치와 출력을 0으로 "
@@ -154,6 +156,8 @@ MESSAGES: dict[str, str] = {
     "warn.fully_masked_head": "헤드 {head}, Query {rows}에서는 모든 Key가 마스킹되어, 공식을 "
     "그대로 쓰면 0/0 = NaN이 됩니다. 그래서 PyTorch의 scaled_dot_product_attention처럼 그 가중치와 "
     "출력을 0으로 둡니다.",
+    "warn.tokens_dropped": "입력의 토큰 {count}개가 --x의 행 {rows}개와 맞지 않아 버렸습니다. "
+    "토큰 이름은 t1, t2, …입니다.",
     # ---- the words of tables and arithmetic ------------------------------------------------
     "ui.shape": "모양",
     "ui.head": "헤드 {head}",
@@ -318,6 +322,26 @@ MESSAGES: dict[str, str] = {
     "input.inline": "--{option}에서",
     "inline.grammar": "--{option} {text!r}: 행렬은 숫자로 된 행들을 ';'로 나누어 쓰세요. "
     '예: "1 2; 3 4"',
+    # ---- arrays (.npz, .npy, tensors) and choosing stages (qkvcalc.arrays, qkvcalc.select) --
+    "array.bad_file": "{origin}은(는) qkvcalc가 읽을 수 있는 numpy 파일이 아닙니다: {reason}",
+    "array.pickle": "{origin}에는 Python 객체가 들어 있는데, qkvcalc는 객체를 언피클하지 "
+    "않습니다(allow_pickle=False). 숫자, 불리언, 문자열로 저장하세요",
+    "array.truncated": "{origin}은(는) {shape} 배열({need}바이트)이라고 적혀 있지만 실제로는 "
+    "{have}바이트뿐입니다",
+    "array.not_npy": "{origin}은(는) .npy 파일이 아닙니다(numpy의 np.save로 만듭니다)",
+    "array.npz_member": "{origin}: 멤버 {member!r}은(는) 배열(.npy)이 아닙니다",
+    "array.npz_empty": "{origin}에 배열이 없습니다. 문제는 "
+    "np.savez(FILE, x=…, wq=…, wk=…, wv=…)로 저장하세요",
+    "array.npy_as_source": ".npy 파일에는 문제 전체가 아니라 행렬 하나가 들어 있습니다. "
+    "옵션에 주거나(--x x.npy), 문제 전체를 np.savez(FILE, x=…, wq=…, wk=…, wv=…)로 .npz에 "
+    "저장하세요",
+    "array.dtype": "{field}은(는) {dtype} 배열입니다. qkvcalc는 실수를 읽습니다"
+    "(마스크는 0/1이나 불리언)",
+    "array.too_many_dims": "{field}은(는) {ndim}차원 배열({shape})입니다. 행렬은 2차원입니다"
+    "(배치라면 x[0]처럼 하나만 주세요)",
+    "select.no_stages": "--stages에 단계가 없습니다. 이 계산의 단계: {valid}",
+    "select.unknown_stage": "이 계산에는 {id!r} 단계가 없습니다. 단계: {valid}",
+    "select.head_range": "헤드 {head}은(는) 없습니다. 이 문제의 헤드는 1부터 {heads}까지입니다",
     # ---- input errors: numbers and matrices ------------------------------------------------
     "number.grammar": "{field}: {text!r}: qkvcalc가 읽을 수 있는 숫자가 아닙니다. 정수, 소수, "
     "분수, 제곱근으로 쓰세요: 3, -0.5, 1/2, -3e-2, sqrt(2), 1/sqrt(2)",
@@ -651,10 +675,10 @@ MESSAGES: dict[str, str] = {
     "help.lang": "en 또는 ko (기본값: QKVCALC_LANG, LC_ALL, LANG에 따라 정해짐).",
     "help.no_color": "색을 쓰지 않습니다 (환경 변수 NO_COLOR도 같은 효과).",
     "help.explain": "문제의 어텐션을 계산하고, 모든 단계를 칸마다의 계산 과정과 함께 보여 줍니다.",
-    "help.explain.source": "입력 형식의 JSON 파일, 또는 표준 입력을 뜻하는 - (다른 입력이 "
-    "없으면 파이프로 들어온 입력을 읽습니다).",
+    "help.explain.source": "입력 형식의 JSON(또는 .npz) 파일, 또는 표준 입력을 뜻하는 - (다른 "
+    "입력이 없으면 파이프로 들어온 입력을 읽습니다).",
     "help.explain.preset": "내장 프리셋 (목록은 qkvcalc presets로 볼 수 있습니다).",
-    "help.explain.x": '입력 X, 행은 ";"로 구분: "1 2; 0 1".',
+    "help.explain.x": '입력 X, 행은 ";"로 구분: "1 2; 0 1", 또는 .npy 파일.',
     "help.explain.wq": "W_Q, 명령줄에 직접 입력 (--x와 같은 꼴).",
     "help.explain.wk": "W_K, 명령줄에 직접 입력 (--x와 같은 꼴).",
     "help.explain.wv": "W_V, 명령줄에 직접 입력 (--x와 같은 꼴).",
@@ -687,6 +711,9 @@ MESSAGES: dict[str, str] = {
     "help.explain.exact": "수가 유리수로 남는 곳에서는 정확한 분수로 보여 줍니다.",
     "help.explain.max_bytes": "이보다 큰 입력(바이트)은 거부합니다.",
     "help.explain.max_elements": "입력과 단계들에 담길 숫자가 이보다 많은 문제는 거부합니다.",
+    "help.explain.stages": "이 단계들만 id로 골라 보여 줍니다: weights,output "
+    "(계산 순서대로; --format json에 모든 id가 있습니다).",
+    "help.explain.head": "헤드 H(1…H)의 단계와 모든 헤드가 함께 쓰는 단계만 보여 줍니다.",
     "help.presets": "내장 프리셋 목록을 보여 주거나, 프리셋 하나를 JSON으로 출력합니다.",
     "help.presets.list": "프리셋 목록을 한 줄 설명과 함께 보여 줍니다.",
     "help.presets.show": "프리셋 하나를 JSON으로 출력합니다: 복사해서 고쳐 쓰는 틀로 쓰세요.",

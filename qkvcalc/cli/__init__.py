@@ -19,10 +19,11 @@ from qkvcalc import __version__
 from qkvcalc.cli import explain as _explain
 from qkvcalc.cli import presets as _presets
 from qkvcalc.cli import quiz as _quiz
-from qkvcalc.cli.common import EXIT_INTERRUPTED, help_text
+from qkvcalc.cli.common import EXIT_INTERRUPTED, WideHelpGroup, help_text
 from qkvcalc.i18n import resolve_lang, translate
 
 app = typer.Typer(
+    cls=WideHelpGroup,  # help wrapped by display width: a Hangul syllable is two columns wide
     name="qkvcalc",
     help=help_text("help.app"),
     no_args_is_help=True,

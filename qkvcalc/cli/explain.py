@@ -9,6 +9,7 @@ else. Errors: a QkvcalcError becomes one message on stderr and exit 2, nothing o
 # eval every option's again on every run (about 10 ms).
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -25,6 +26,7 @@ from qkvcalc.cli.common import (
     write_output,
 )
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.i18n import Msg
 from qkvcalc.limits import MAX_BYTES, MAX_ELEMENTS
 from qkvcalc.render import FORMATS
 
@@ -191,6 +193,14 @@ def explain(
         typer.Option(help=help_text("help.explain.max_elements"), min=1),
     ] = MAX_ELEMENTS,
     step: Annotated[bool, typer.Option("--step", help=help_text("step.option_help"))] = False,
+    stages: Annotated[
+        str | None,
+        typer.Option(help=help_text("help.explain.stages"), show_default=False),
+    ] = None,
+    head: Annotated[
+        int | None,
+        typer.Option(help=help_text("help.explain.head"), show_default=False),
+    ] = None,
 ) -> None:
     """Compute attention for a problem and show every stage, with each cell's arithmetic."""
     lang_code = language(lang)
@@ -203,7 +213,7 @@ def explain(
         if step and output is not None:
             raise QkvcalcError("step.with_output")
         chosen = None if format is None else str(getattr(format, "value", format))
-        if step and chosen is not None and chosen != "table":
+        if step and chosen is not None and chosen not in ("table", "txt"):
             raise QkvcalcError("step.with_format", format=chosen)
         inline = {
             "x": x,
@@ -225,20 +235,28 @@ def explain(
             "alibi": True if alibi else None,
             "softcap": softcap,
         }
+        notes: list[Msg] = []  # what gathering the input changed on the way (tokens dropped …)
         if random or seed is not None or size is not None:
             doc = _random_doc(random, seed, size, source, preset, inline, lang_code)
         else:
-            doc = gather(source, preset, inline, sys.stdin.buffer, sys.stdin.isatty(), max_bytes)
+            stdin = sys.stdin.buffer
+            doc = gather(source, preset, inline, stdin, sys.stdin.isatty(), max_bytes, notes)
         problem = Problem.from_mapping(doc, exact=exact, max_elements=max_elements)
         del doc  # the parsed lists: at real-model sizes, 100 MB the engine does not need
         trace = run(problem)
+        if notes:
+            trace = replace(trace, warnings=(*notes, *trace.warnings))
+        if stages is not None or head is not None:
+            from qkvcalc.select import select
+
+            trace = select(trace, stages, head)
         fmt = chosen or (format_for(output) if output is not None else "table")
-        # Only a table printed on a terminal follows its width (and colours); every other
-        # format, and any file, is laid out for the page (render.PAGE_WIDTH), without colour.
+        # Only a table printed on a terminal follows its width (and colours, unless it is
+        # txt); every other format, and any file, is laid out for the page (PAGE_WIDTH).
         width, color = PAGE_WIDTH, False
         if output is None and fmt in FOLLOWS_TERMINAL:
             terminal = console(no_color)
-            width, color = terminal.width, terminal.color_system is not None
+            width, color = terminal.width, terminal.color_system is not None and fmt == "table"
         opts = RenderOptions(
             lang=lang_code,
             precision=precision,

@@ -4,7 +4,8 @@
 FORMATS, and each entry names the module that holds it, imported only when used.
 `format_for(path)` picks a format from a file name, as `--output FILE` does.
 
-Width: only `table` follows the terminal it is printed on; every other format is a document
+Width: only `table` (and `txt`, its plain text) follows the terminal it is printed on; every
+other format is a document
 (or data) laid out for PAGE_WIDTH columns, the same on stdout as in a file.
 """
 
@@ -42,6 +43,7 @@ class RenderOptions(NamedTuple):
 # --format name -> (module, function); the function takes (trace, options) and returns str.
 FORMATS: dict[str, tuple[str, str]] = {
     "table": ("qkvcalc.render.terminal", "render_text"),
+    "txt": ("qkvcalc.render.terminal", "render_plain"),  # the table without colour
     "json": ("qkvcalc.render.json_doc", "render_json"),
     "markdown": ("qkvcalc.render.markdown", "render_markdown"),
     "latex": ("qkvcalc.render.latex", "render_latex"),
@@ -53,7 +55,7 @@ FORMATS: dict[str, tuple[str, str]] = {
 # --output FILE picks the format from the extension unless --format says otherwise.
 EXTENSIONS: dict[str, str] = {
     ".json": "json",
-    ".txt": "table",
+    ".txt": "txt",
     ".md": "markdown",
     ".tex": "latex",
     ".html": "html",
@@ -64,7 +66,7 @@ EXTENSIONS: dict[str, str] = {
 
 
 PAGE_WIDTH = 100  # the width of every format but `table`, wherever it is written
-FOLLOWS_TERMINAL = ("table",)  # the formats laid out at the width of the terminal
+FOLLOWS_TERMINAL = ("table", "txt")  # the formats laid out at the width of the terminal
 
 
 def format_for(path: str | os.PathLike[str], default: str = "table") -> str:

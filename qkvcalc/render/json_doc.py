@@ -1,4 +1,4 @@
-"""The JSON rendering: the "qkvcalc.trace/1" document of DESIGN.md, strict JSON.
+"""The JSON rendering: the "qkvcalc.trace/1" document (docs/json-trace.md), strict JSON.
 
 Numbers are full float64 (they round-trip); -inf, inf and NaN are the strings "-inf", "inf",
 "nan". Titles and notes follow the language; ids, keys and numbers never do.

@@ -449,3 +449,8 @@ def to_text(renderable: RenderableType, opts: RenderOptions) -> str:
 
 def render_text(trace: Trace, opts: RenderOptions) -> str:
     return to_text(render_trace(trace, opts), opts)
+
+
+def render_plain(trace: Trace, opts: RenderOptions) -> str:
+    """The table as plain text, never coloured: --format txt, or --output FILE.txt."""
+    return render_text(trace, opts._replace(color=False))

@@ -2,10 +2,13 @@
 
 The script rebuilds the problem in float64 from the input numbers (in the layout they were
 given: `X @ W` for the rows layout, `F.linear(X, W, b)` for PyTorch's out×in), calls
-F.scaled_dot_product_attention and, for a multi-head problem (several heads, or W_O given)
-that nn.MultiheadAttention can represent, the module with its weights set (or a comment that
-says why it cannot); it prints each output and how far it is from qkvcalc's.
-Its comments translate the mask between PyTorch's three conventions.
+F.scaled_dot_product_attention and, wherever nn.MultiheadAttention can represent the problem
+(one head or several, Q/K/V given, grouped-query, a custom scale, with or without W_O), the
+module with its weights set, or a comment that says why it cannot. It prints each output and
+how far it is from qkvcalc's, and exits 1 with the difference when one is beyond 1e-9 (relative
+to the largest output). It needs torch >= 2.0, as the `torch` extra says: a custom scale is
+folded into q (SDPA's scale= came in 2.1) and grouped-query K/V heads are repeated
+(enable_gqa= came in 2.5). Its comments translate the mask between PyTorch's three conventions.
 
 This module writes code; it computes no attention. Every number in the script is written
 with repr (it round-trips exactly) and every text from the input (token names, the preset's
@@ -56,27 +59,29 @@ MASK_CONVENTIONS = """\
 
 
 def _mha_obstacles(trace: Trace) -> list[str]:
-    """Why nn.MultiheadAttention cannot represent this problem (empty when it can)."""
+    """Why nn.MultiheadAttention cannot represent this problem (empty when it can).
+
+    The module can take Q, K, V given directly (identity projections), grouped-query attention
+    (each K/V head's weights repeated for the query heads that read it), a custom scale (folded
+    into the query projection) and no W_O (an identity out_proj). What it cannot change is its
+    one width: embed_dim is the width of the query input, of every projection and of out_proj.
+    """
     p = trace.problem
     out = []
-    if not p.projected:
-        out.append("Q, K, V are given directly; the module always projects its inputs")
-    if p.kv_heads != p.heads:
+    e = p.heads * p.d_k
+    if p.projected and p.d_model != e:
         out.append(
-            f"grouped-query attention ({p.heads} query heads, {p.kv_heads} K/V heads); "
-            "the module has one K/V head per query head"
+            f"d_model = {p.d_model} but H*d_k = {e}: the module's embed_dim is both the width of "
+            "its query input and of its query projection"
         )
-    e = p.d_model
-    if p.projected and not (p.heads * p.d_k == p.heads * p.d_v == e):
+    if p.heads * p.d_v != e:
         out.append(
-            f"H*d_k = {p.heads * p.d_k} and H*d_v = {p.heads * p.d_v}, but the module projects "
-            f"to embed_dim = d_model = {e} for both"
+            f"H*d_v = {p.heads * p.d_v} but H*d_k = {e}: the module projects values to "
+            "embed_dim too"
         )
-    if p.wo is not None and p.wo.values.shape != (p.heads * p.d_v, p.heads * p.d_v):
+    if p.wo is not None and p.wo.values.shape[1] != p.heads * p.d_v:
         r, c = p.wo.values.shape
         out.append(f"W_O is {r}x{c}; the module's out_proj is square (embed_dim x embed_dim)")
-    if p.scale_given is not None:
-        out.append("a custom scale; the module always divides by sqrt(head_dim)")
     return out
 
 
@@ -90,12 +95,14 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     add = lines.append
     title = f" (preset {safe(p.meta['name'], 60)})" if "name" in p.meta else ""
     add(f"# qkvcalc --format torch{title}: the same attention in PyTorch, float64.")
-    need = "2.5, for enable_gqa" if p.kv_heads != p.heads else "2.1"
-    add(f"# Run it with: python this_script.py   (needs torch >= {need})")
+    add("# Run it with: python this_script.py   (needs torch >= 2.0, as qkvcalc[torch])")
+    add("# It exits 1, printing the difference, if PyTorch and qkvcalc disagree beyond 1e-9.")
     add(
         f"# n = {n} queries, m = {m} keys, d_k = {d_k}, d_v = {d_v} per head, "
         f"H = {H} heads, G = {G} key/value heads."
     )
+    add("import sys")
+    add("")
     add("import torch")
     add("import torch.nn.functional as F")
     add("")
@@ -178,18 +185,32 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
             add("# nn.MultiheadAttention's own softmax returns NaN (0/0) for those rows.")
     else:
         add("# No mask here: every query attends to every key.")
+    add("# scale: SDPA divides by sqrt(d_k), as qkvcalc does by default.")
+    q_arg = "q"
     if p.scale_given is not None:
-        sdpa_args.append(f"scale={num(p.scale)}")
-    else:
-        add("# scale: SDPA's default is 1/sqrt(d_k), as qkvcalc's.")
+        add(f"scale = {num(p.scale)}  # given, instead of 1/sqrt(d_k)")
+        add("# SDPA's scale= needs torch 2.1; scaling q by scale*sqrt(d_k) is the same product.")
+        q_arg = "q * (scale * d_k**0.5)"
+    sdpa_args[0] = q_arg
     if G != H:
-        add("# Grouped-query: query head h reads K/V head ceil(h*G/H) (repeat_interleave).")
-        sdpa_args.append("enable_gqa=True")
+        add("# Grouped-query: query head h reads K/V head ceil(h*G/H): repeat each K/V head H/G")
+        add("# times (repeat_interleave), which is what enable_gqa=True (torch 2.5) does.")
+        sdpa_args[1:3] = [
+            "k.repeat_interleave(H // G, dim=1)",
+            "v.repeat_interleave(H // G, dim=1)",
+        ]
     add("")
 
     # ---- SDPA, concat, W_O ----------------------------------------------------------------
     add("# [1, H, n, d_k], [1, G, m, d_k], [1, G, m, d_v] -> [1, H, n, d_v]")
-    add(f"heads = F.scaled_dot_product_attention({', '.join(sdpa_args)})")
+    call = f"heads = F.scaled_dot_product_attention({', '.join(sdpa_args)})"
+    if len(call) > 99:
+        call = (
+            "heads = F.scaled_dot_product_attention(\n"
+            + "".join(f"    {a},\n" for a in sdpa_args)
+            + ")"
+        )
+    add(call)
     add("concat = heads[0].transpose(0, 1).reshape(n, H * d_v)  # head 1's columns first")
     if p.wo is not None:
         w = p.wo.values
@@ -201,21 +222,34 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     else:
         add("output = concat")
     add(f"expected = t({literal(trace.output)})  # qkvcalc's output")
+    add("tolerance = 1e-9 * max(1.0, expected.abs().max().item())")
+    add("differences = {}")
     add("")
     add('print("F.scaled_dot_product_attention output:")')
     add("for row in output.tolist():")
     add("    print(row)")
-    add('print("max |SDPA - qkvcalc| =", (output - expected).abs().max().item())')
+    add('differences["SDPA"] = (output - expected).abs().max().item()')
+    add('print("max |SDPA - qkvcalc| =", differences["SDPA"])')
 
     # ---- nn.MultiheadAttention ------------------------------------------------------------
-    if p.multihead:
-        add("")
-        obstacles = _mha_obstacles(trace)
-        if obstacles:
-            add("# nn.MultiheadAttention cannot represent this problem:")
-            lines.extend(f"#   - {why}." for why in obstacles)
-        else:
-            lines.extend(_mha_block(trace, masked))
+    add("")
+    obstacles = _mha_obstacles(trace)
+    if obstacles:
+        add("# nn.MultiheadAttention cannot represent this problem:")
+        lines.extend(f"#   - {why}." for why in obstacles)
+    else:
+        lines.extend(_mha_block(trace, masked))
+
+    # ---- the verdict ----------------------------------------------------------------------
+    add("")
+    add("# NaN is never within the tolerance: 'not d <= tolerance' catches it too.")
+    add("failed = {name: d for name, d in differences.items() if not d <= tolerance}")
+    add("if failed:")
+    add("    for name, d in failed.items():")
+    add('        print(f"MISMATCH: max |{name} - qkvcalc| = {d!r}", file=sys.stderr)')
+    add('    print(f"(the tolerance is {tolerance!r})", file=sys.stderr)')
+    add("    sys.exit(1)")
+    add('print("OK: PyTorch agrees with qkvcalc to", tolerance)')
     return "\n".join(lines) + "\n"
 
 
@@ -230,48 +264,92 @@ def _linear(out: str, inputs: str, weight: str, bias: bool, torch_layout: bool) 
 def _mha_block(trace: Trace, masked: bool) -> list[str]:
     """nn.MultiheadAttention with its weights set from the problem (out×in, as nn.Linear)."""
     p = trace.problem
+    H, G = p.heads, p.kv_heads
     torch_layout = p.layout == "torch"
-    src = "S" if p.source is not None else "X"
-
-    def stored(name: str) -> str:  # the module keeps every weight as [out, in]
-        return name if torch_layout else f"{name}.T"
-
-    def bias(name: str) -> str:  # qkvcalc's missing bias is the module's zero bias
-        return name if getattr(p, "b" + name[2:].lower()) is not None else "zeros"
-
+    e = H * p.d_k
     out = [
-        "# The same layer as nn.MultiheadAttention: embed_dim = d_model, H heads of d_k each.",
-        "# Its in_proj_weight stacks W_Q, W_K, W_V as [out, in] (the transpose of X @ W).",
-        f"E = {p.d_model}",
-        "mha = torch.nn.MultiheadAttention(E, H, bias=True, batch_first=True, dtype=torch.float64)",
+        "# The same layer as nn.MultiheadAttention: embed_dim = H*d_k, H heads of d_k each.",
+        "# It stores each projection as nn.Linear does, [out, in]: the transpose of X @ W.",
+        f"E = {e}",
         "zeros = torch.zeros(E, dtype=torch.float64)",
-        "with torch.no_grad():",
-        f"    mha.in_proj_weight.copy_(torch.cat([{stored('W_Q')}, {stored('W_K')}, "
-        f"{stored('W_V')}]))",
-        f"    mha.in_proj_bias.copy_(torch.cat([{bias('b_Q')}, {bias('b_K')}, {bias('b_V')}]))",
     ]
+    zero = "torch.zeros({}, dtype=torch.float64)"  # qkvcalc's missing bias: the module's 0
+    widths = (e, G * p.d_k, G * p.d_v)
+    if p.projected:
+        src = "S" if p.source is not None else "X"
+        inputs = f"X[None], {src}[None], {src}[None]"
+        kdim = vdim = p.d_model or e
+        weights = [f"W_{c}" if torch_layout else f"W_{c}.T" for c in "QKV"]
+        given = (p.bq, p.bk, p.bv)
+        biases = [
+            f"b_{c}" if b is not None else zero.format(w)
+            for c, b, w in zip("QKV", given, widths, strict=True)
+        ]
+    else:
+        out.append("# Q, K, V are given: the module's projections are identities.")
+        inputs = "Q[None], K[None], V[None]"
+        kdim, vdim = widths[1], widths[2]
+        weights = [f"torch.eye({w}, dtype=torch.float64)" for w in widths]
+        biases = [zero.format(w) for w in widths]
+    if G != H:
+        out += [
+            "",
+            "",
+            "def per_query_head(w, width):",
+            '    """[G*width, in] -> [H*width, in]: a K/V head for each query head reading it."""',
+            "    heads = w.reshape(G, width, -1).repeat_interleave(H // G, dim=0)",
+            "    return heads.reshape(H * width, -1)",
+            "",
+            "",
+            "# Grouped-query: the module has a K/V head per query head, so each K/V head's",
+            "# weights are repeated for the query heads that share it (as repeat_interleave).",
+        ]
+        weights[1] = f"per_query_head({weights[1]}, d_k)"
+        weights[2] = f"per_query_head({weights[2]}, d_v)"
+        biases[1] = f"per_query_head({biases[1]}[:, None], d_k)[:, 0]"
+        biases[2] = f"per_query_head({biases[2]}[:, None], d_v)[:, 0]"
+    if p.scale_given is not None:
+        out.append("# The module divides by sqrt(d_k); the given scale is folded into W_Q and b_Q.")
+        weights[0] = f"{weights[0]} * (scale * d_k**0.5)"
+        biases[0] = f"{biases[0]} * (scale * d_k**0.5)"
+    packed = kdim == vdim == e
+    dims = "" if packed else f", kdim={kdim}, vdim={vdim}"
+    out += [
+        f"mha = torch.nn.MultiheadAttention(\n    E, H, bias=True{dims}, batch_first=True, "
+        "dtype=torch.float64\n)",
+        "with torch.no_grad():",
+    ]
+    if packed:
+        out.append(f"    mha.in_proj_weight.copy_(torch.cat([{', '.join(weights)}]))")
+    else:
+        for name, w in zip(("q", "k", "v"), weights, strict=True):
+            out.append(f"    mha.{name}_proj_weight.copy_({w})")
+    out.append(f"    mha.in_proj_bias.copy_(torch.cat([{', '.join(biases)}]))")
     if p.wo is not None:
-        out.append(f"    mha.out_proj.weight.copy_({stored('W_O')})")
-        out.append(f"    mha.out_proj.bias.copy_({bias('b_O')})")
+        out.append(f"    mha.out_proj.weight.copy_({'W_O' if torch_layout else 'W_O.T'})")
+        out.append(f"    mha.out_proj.bias.copy_({'b_O' if p.bo is not None else 'zeros'})")
     else:
         out.append("    mha.out_proj.weight.copy_(torch.eye(E))  # no W_O: output = concat")
         out.append("    mha.out_proj.bias.zero_()")
-    args = [f"X[None], {src}[None], {src}[None]"]
+    args = [inputs]
     if masked:
-        p_mask = p.mask_kind == "causal" or p.mask is not None
-        if p_mask:
+        if p.mask_kind == "causal" or p.mask is not None:
             name = "causal" if p.mask_kind == "causal" else "custom"
             args.append(f"attn_mask=~{name}")
         if p.key_padding is not None:
             args.append("key_padding_mask=~key_padding[None]")
         out.append("# nn.MultiheadAttention's boolean masks mean True = BLOCKED: hence the ~.")
     args.append("need_weights=True, average_attn_weights=False")
+    live = "allowed.any(dim=1)" if masked else "torch.ones(n, dtype=torch.bool)"
     out += [
         "# mha_weights: [1, H, n, m], each head's attention weights",
         "mha_output, mha_weights = mha(\n" + "".join(f"    {a},\n" for a in args) + ")",
         'print("nn.MultiheadAttention output:")',
         "for row in mha_output[0].tolist():",
         "    print(row)",
-        'print("max |MHA - qkvcalc| =", (mha_output[0] - expected).abs().max().item())',
+        f"live = {live}  # rows with a key to attend to (the module gives NaN for the others)",
+        "gap = (mha_output[0] - expected)[live].abs()",
+        'differences["MHA"] = gap.max().item() if live.any() else 0.0',
+        'print("max |MHA - qkvcalc| =", differences["MHA"])',
     ]
     return out

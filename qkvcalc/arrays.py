@@ -1,0 +1,173 @@
+"""Arrays as input: .npz files (a whole problem), .npy files (one matrix) and array-likes.
+
+Engineers hold tensors, not JSON. This module turns them into the values of the input format,
+which Problem.from_mapping then validates exactly as it does JSON:
+
+- a `.npz` file whose keys are the input format's (`x`, `wq`, `wk`, `wv`, `mask`, `tokens` …;
+  a string as a 0-d array: ``np.savez("layer.npz", x=x, …, mask="causal")``);
+- a `.npy` file as the value of one option (`--x x.npy`, `--wq wq.npy`);
+- in Python, anything array-like: numpy arrays, torch tensors on any device and of any dtype
+  (through ``.detach().cpu()``, as float64), or any object with ``__array__``.
+
+Files are read with ``allow_pickle=False`` (an object array is refused, never unpickled), after
+their headers are checked: the shapes a file claims must fit in the bytes it holds and in the
+--max-bytes limit, so a small file cannot make qkvcalc allocate gigabytes.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from typing import Any
+
+import numpy as np
+
+from qkvcalc.errors import QkvcalcError
+
+# A damaged file makes zipfile, zlib, bz2, lzma and numpy's header reader raise almost anything
+# (zlib.error, LZMAError, NotImplementedError for an unknown zip version, RuntimeError for an
+# encrypted member, ValueError, EOFError …): reading one is wrapped whole, and whatever it raises
+# becomes one message naming the file (array.bad_file). DAMAGED marks those places.
+
+NPY_MAGIC = b"\x93NUMPY"
+ZIP_MAGIC = b"PK\x03\x04"
+
+# The fields that hold a matrix (kept as a numpy array, which Problem reads directly) and the
+# vectors (biases), whose checks want plain lists. Every other field gets plain Python values.
+_MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")
+
+
+def kind_of(data: bytes) -> str | None:
+    """'npz' or 'npy' when the bytes are one of numpy's files (by content, not by name)."""
+    if data.startswith(NPY_MAGIC):
+        return "npy"
+    if data.startswith(ZIP_MAGIC):
+        return "npz"
+    return None
+
+
+def is_npy_path(text: str) -> bool:
+    """An option value that names a .npy file (`--x x.npy`) rather than an inline matrix."""
+    return text.strip().lower().endswith(".npy")
+
+
+def _header(stream: io.BytesIO, origin: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    """The shape and dtype a .npy stream declares, read without reading the data."""
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(stream)
+        if version == (1, 0):
+            shape, _, dtype = fmt.read_array_header_1_0(stream)
+        else:
+            shape, _, dtype = fmt.read_array_header_2_0(stream)
+    except Exception as err:  # a damaged file: any error (DAMAGED above)
+        raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
+    return shape, dtype
+
+
+def _read_npy(data: bytes, origin: str) -> np.ndarray:
+    stream = io.BytesIO(data)
+    shape, dtype = _header(stream, origin)
+    if dtype.hasobject:
+        raise QkvcalcError("array.pickle", origin=origin)
+    need = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+    have = len(data) - stream.tell()
+    if need > have:
+        shown = "×".join(str(s) for s in shape) or "a scalar"
+        raise QkvcalcError("array.truncated", origin=origin, shape=shown, need=need, have=have)
+    stream.seek(0)
+    try:
+        array = np.lib.format.read_array(stream, allow_pickle=False)
+    except Exception as err:  # a damaged file: any error (DAMAGED above)
+        raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
+    return array
+
+
+def load_npy(data: bytes, origin: str, field: str) -> Any:
+    """One option's value from a .npy file's bytes: a matrix, a mask, a list of tokens …"""
+    if kind_of(data) != "npy":
+        raise QkvcalcError("array.not_npy", origin=origin)
+    return as_input(_read_npy(data, origin), field)
+
+
+def load_npz(data: bytes, origin: str, limit: int) -> dict[str, Any]:
+    """A problem from a .npz file's bytes: its keys are the input format's keys.
+
+    The members' uncompressed sizes count against `limit` (--max-bytes), as the text of a JSON
+    file does: a compressed file of a few kilobytes cannot unpack into gigabytes.
+    """
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        members = archive.infolist()
+    except Exception as err:  # a damaged file: any error (DAMAGED above)
+        raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
+    total = sum(member.file_size for member in members)
+    if total > limit:
+        raise QkvcalcError("input.too_big", limit=limit)
+    doc: dict[str, Any] = {}
+    for member in members:
+        name = member.filename
+        if not name.endswith(".npy"):
+            raise QkvcalcError("array.npz_member", origin=origin, member=name)
+        key = name[: -len(".npy")]
+        try:
+            raw = archive.read(member)
+        except Exception as err:  # a damaged file: any error (DAMAGED above)
+            raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
+        array = _read_npy(raw, f"{origin}[{key}]")
+        doc[key] = array.item() if array.ndim == 0 and array.dtype.kind == "U" else array
+    if not doc:
+        raise QkvcalcError("array.npz_empty", origin=origin)
+    return doc
+
+
+def _is_plain(value: object) -> bool:
+    return value is None or isinstance(value, list | tuple | str | bytes | int | float | dict)
+
+
+def to_numpy(value: Any) -> np.ndarray | None:
+    """An array-like as a numpy array, or None when it is not one (a list, a number …).
+
+    A torch tensor may live on a GPU and be bfloat16, which numpy cannot hold: it is detached,
+    moved to the CPU and, when it holds floating-point numbers, widened to float64 first.
+    """
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    if _is_plain(value):
+        return None
+    if all(hasattr(value, a) for a in ("detach", "cpu", "numpy")):  # a torch tensor
+        tensor = value.detach().cpu()
+        if getattr(tensor, "is_floating_point", lambda: False)():
+            tensor = tensor.double()
+        return np.asarray(tensor.numpy())
+    if hasattr(value, "__array__") or hasattr(value, "__array_interface__"):
+        try:
+            return np.asarray(value)
+        except (TypeError, ValueError, RuntimeError):
+            return None
+    return None
+
+
+def as_input(value: Any, field: str) -> Any:
+    """A field's value as the input format holds it: array-likes become numpy arrays (matrices)
+    or plain Python values (masks, tokens, numbers); anything else is returned as it is."""
+    array = to_numpy(value)
+    if array is None:
+        return value
+    from qkvcalc.problem import DISPLAY, shape_text
+
+    name = DISPLAY.get(field, field)
+    if array.dtype.kind == "c":
+        raise QkvcalcError("array.dtype", field=name, dtype=str(array.dtype))
+    if array.dtype.kind in "fiu" and field in _MATRICES:
+        if array.ndim > 2:
+            raise QkvcalcError(
+                "array.too_many_dims", field=name, ndim=array.ndim, shape=shape_text(array.shape)
+            )
+        if array.ndim == 2 or array.ndim == 1:
+            return np.asarray(array, dtype=np.float64) if array.dtype.kind == "f" else array
+    if array.dtype.kind in "SV":
+        raise QkvcalcError("array.dtype", field=name, dtype=str(array.dtype))
+    return array.tolist()

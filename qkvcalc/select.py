@@ -1,0 +1,72 @@
+"""Choosing stages and a head from a Trace: `explain --stages weights,output --head 2`.
+
+A 12-head layer records hundreds of stages; a reader often wants a few. `select` returns a
+Trace that holds only the chosen stages, in the trace's own order, with their ids unchanged,
+so every renderer (and --step) shows them as usual. Looking a stage up by id still finds any
+stage of the whole run (a renderer writes the weights' arithmetic from the exponentials, and
+the final output is the whole run's), so nothing a shown stage refers to goes missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.trace import Stage, Trace
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Selection(Trace):
+    """Some stages of a Trace. `whole` is the run they were chosen from."""
+
+    whole: Trace | None = None
+
+    def stage(self, stage_id: str, head: int | None = None) -> Stage:
+        if self.whole is not None:
+            return self.whole.stage(stage_id, head)
+        return super().stage(stage_id, head)
+
+
+def stage_ids(trace: Trace) -> list[str]:
+    """The ids a trace holds, each once, in the order they first appear."""
+    return list(dict.fromkeys(stage.id for stage in trace.stages))
+
+
+def parse_ids(text: str) -> list[str]:
+    """'weights, output' -> ['weights', 'output'] (commas or spaces between ids)."""
+    return [part for part in text.replace(",", " ").split() if part]
+
+
+def select(
+    trace: Trace, stages: Iterable[str] | str | None = None, head: int | None = None
+) -> Trace:
+    """The stages of `trace` with one of the ids `stages` (all ids when None) and, with `head`
+    = h, of query head h: the per-head stages of the other heads are left out, while the stages
+    every head shares (x, source, split, concat and the final output) stay.
+
+    An id the trace does not hold, or a head outside 1…H, is a QkvcalcError that lists the
+    valid ones. A single-head problem has one head, head 1.
+    """
+    whole = trace.whole if isinstance(trace, Selection) and trace.whole is not None else trace
+    valid = stage_ids(trace)
+    wanted: set[str] | None = None
+    if stages is not None:
+        ids = parse_ids(stages) if isinstance(stages, str) else [s.strip() for s in stages]
+        if not ids:
+            raise QkvcalcError("select.no_stages", valid=", ".join(valid))
+        unknown = [i for i in ids if i not in valid]
+        if unknown:
+            raise QkvcalcError("select.unknown_stage", id=unknown[0], valid=", ".join(valid))
+        wanted = set(ids)
+    if head is not None:
+        heads = trace.problem.heads
+        if isinstance(head, bool) or not isinstance(head, int) or not 1 <= head <= heads:
+            raise QkvcalcError("select.head_range", head=head, heads=heads)
+    chosen = tuple(
+        stage
+        for stage in trace.stages
+        if (wanted is None or stage.id in wanted)
+        and (head is None or stage.head is None or stage.head == head)
+    )
+    return Selection(trace.problem, chosen, trace.warnings, whole=whole)

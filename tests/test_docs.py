@@ -1,0 +1,182 @@
+"""The user's documentation stands alone: README.md and docs/ link only inside the repository,
+no user-facing text points at files outside it (the team's design notes are not shipped),
+docs/cli.md lists every option of every command, and the sdist carries docs/.
+
+docs/cli.md holds each command's real `--help` between markers; after changing an option,
+refresh them with `python tests/test_docs.py` (it rewrites those blocks only).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+CLI_MD = DOCS / "cli.md"
+COMMANDS = [
+    [],
+    ["explain"],
+    ["presets"],
+    ["presets", "list"],
+    ["presets", "show"],
+    ["quiz"],
+    ["new"],
+]
+HELP_ENV = {"COLUMNS": "100", "LANG": "C.UTF-8", "LC_ALL": "", "QKVCALC_LANG": "", "NO_COLOR": "1"}
+
+
+def documents() -> list[Path]:
+    return [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+
+
+# ---- links -----------------------------------------------------------------------------------
+
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def anchors(path: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    found = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            title = re.sub(r"[^\w\- ]", "", title)
+            found.add(title.replace(" ", "-"))
+    return found
+
+
+@pytest.mark.parametrize("doc", documents(), ids=lambda p: p.name)
+def test_links_stay_inside_the_repository_and_resolve(doc):
+    text = doc.read_text(encoding="utf-8")
+    for target in LINK.findall(text):
+        assert "://" not in target and not target.startswith("mailto:"), (doc.name, target)
+        path_part, _, anchor = target.partition("#")
+        resolved = (doc.parent / path_part).resolve() if path_part else doc
+        assert resolved.is_relative_to(ROOT), (doc.name, target)
+        assert resolved.exists(), (doc.name, target)
+        if anchor and resolved.suffix == ".md":
+            assert anchor in anchors(resolved), (doc.name, target)
+
+
+def test_the_readme_links_the_docs():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name in ("input-format.md", "json-trace.md", "cli.md"):
+        assert f"(docs/{name}" in readme, name
+
+
+# ---- nothing user-facing points outside the repository -----------------------------------
+
+OUTSIDE = re.compile(r"DESIGN\.md|\bshared/|\.\./shared")
+
+
+def user_facing_files() -> list[Path]:
+    return [
+        *sorted((ROOT / "qkvcalc").rglob("*.py")),  # docstrings, catalogs, help
+        *sorted((ROOT / "presets").glob("*.json")),
+        *documents(),
+        ROOT / "CHANGELOG.md",
+        ROOT / "pyproject.toml",
+    ]
+
+
+@pytest.mark.parametrize("path", user_facing_files(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_user_facing_text_mentions_the_design_notes(path):
+    found = OUTSIDE.findall(path.read_text(encoding="utf-8"))
+    assert not found, f"{path.relative_to(ROOT)} mentions {found}: users cannot read it"
+
+
+def test_no_preset_shows_a_path_outside_the_repository():
+    for path in (ROOT / "presets").glob("*.json"):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        for key in ("description", "reference"):
+            assert not OUTSIDE.search(doc.get(key, "")), (path.name, key)
+
+
+# ---- docs/cli.md and the real --help ----------------------------------------------------------
+
+
+def real_help(command: list[str]) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "qkvcalc", *command, "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**__import__("os").environ, **HELP_ENV},
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.replace("python -m qkvcalc", "qkvcalc").rstrip() + "\n"
+
+
+def options_of(command: list[str]) -> list[str]:
+    """Every option string of a command, from the CLI itself (not from the docs)."""
+    import typer.main
+
+    from qkvcalc.cli import app
+
+    cmd = typer.main.get_command(app)
+    for name in command:
+        cmd = cmd.commands[name]  # type: ignore[attr-defined]
+    return [opt for param in cmd.params for opt in (*param.opts, *param.secondary_opts)]
+
+
+def marker(command: list[str]) -> tuple[str, str]:
+    name = " ".join(["qkvcalc", *command])
+    return f"<!-- BEGIN {name} --help -->", f"<!-- END {name} --help -->"
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "qkvcalc")
+def test_every_option_of_every_command_is_in_cli_md(command):
+    text = CLI_MD.read_text(encoding="utf-8")
+    begin, end = marker(command)
+    assert begin in text and end in text, f"{begin} is missing: run python tests/test_docs.py"
+    block = text.split(begin, 1)[1].split(end, 1)[0]
+    prose = text.replace(block, "")
+    for option in options_of(command):
+        if not option.startswith("-"):
+            continue  # an argument: named in the usage line
+        assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", block), (command, option)
+        if option not in ("--help", "-f", "-o"):
+            assert f"`{option}" in prose, f"{option} of {command} is not described in docs/cli.md"
+
+
+def write_cli_help() -> None:
+    """Refresh the --help blocks of docs/cli.md from the real program."""
+    text = CLI_MD.read_text(encoding="utf-8")
+    for command in COMMANDS:
+        begin, end = marker(command)
+        before, rest = text.split(begin, 1)
+        _, after = rest.split(end, 1)
+        text = f"{before}{begin}\n```text\n{real_help(command)}```\n{end}{after}"
+    CLI_MD.write_text(text, encoding="utf-8")
+
+
+def test_cli_md_shows_the_real_help():
+    text = CLI_MD.read_text(encoding="utf-8")
+    stale = []
+    for command in COMMANDS:
+        begin, end = marker(command)
+        block = text.split(begin, 1)[1].split(end, 1)[0]
+        if block != f"\n```text\n{real_help(command)}```\n":
+            stale.append(" ".join(command) or "qkvcalc")
+    assert not stale, f"docs/cli.md's --help of {stale} is out of date: python tests/test_docs.py"
+
+
+# ---- packaging --------------------------------------------------------------------------------
+
+
+def test_the_sdist_includes_docs():
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    sdist = pyproject.split("[tool.hatch.build.targets.sdist]", 1)[1].split("\n[", 1)[0]
+    assert '"docs"' in sdist
+
+
+if __name__ == "__main__":
+    write_cli_help()
+    print(f"refreshed {CLI_MD.relative_to(ROOT)}")
