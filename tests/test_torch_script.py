@@ -32,6 +32,7 @@ from tests.test_torch_oracle import ORACLE, problems  # after the skip: it needs
 TOL = 1e-9
 SDPA = "F.scaled_dot_product_attention output:"
 MHA = "nn.MultiheadAttention output:"
+WRITTEN_OUT = "attention written out output:"  # with a softcap, which SDPA has no place for
 
 
 def script_of(doc: dict[str, Any]) -> tuple[str, np.ndarray]:
@@ -44,7 +45,7 @@ def printed_outputs(stdout: str) -> dict[str, np.ndarray]:
     found: dict[str, list[list[float]]] = {}
     current: list[list[float]] | None = None
     for line in stdout.splitlines():
-        if line in (SDPA, MHA):
+        if line in (SDPA, MHA, WRITTEN_OUT):
             current = found.setdefault(line, [])
         elif line.startswith("[") and current is not None:
             current.append([float(v) for v in line.strip("[]").split(", ")])
@@ -72,8 +73,9 @@ def exec_script(text: str) -> str:
 
 def check(stdout: str, expected: np.ndarray, *, mha: bool) -> None:
     got = printed_outputs(stdout)
-    assert SDPA in got, stdout
-    np.testing.assert_allclose(got[SDPA], expected, rtol=TOL, atol=TOL)
+    first = SDPA if SDPA in got else WRITTEN_OUT
+    assert first in got, stdout
+    np.testing.assert_allclose(got[first], expected, rtol=TOL, atol=TOL)
     assert (MHA in got) == mha, stdout
     if mha:
         live = ~np.isnan(got[MHA]).any(axis=1)  # MHA gives NaN where every key is masked
@@ -84,7 +86,16 @@ def check(stdout: str, expected: np.ndarray, *, mha: bool) -> None:
 
 # Which presets nn.MultiheadAttention can reproduce: all whose widths fit its one embed_dim
 # (gqa: d_model 2 but H·d_k 4; cross: d_v 2 but d_k 4).
-PRESET_MHA = {"gqa": False, "cross": False}
+# The module's one width, or a step it has no place for (RoPE, a bias, a softcap)
+PRESET_MHA = {
+    "gqa": False,
+    "cross": False,
+    "dk64": False,
+    "pronoun": False,
+    "llama": False,
+    "rope": False,
+    "alibi": False,
+}
 
 
 @pytest.mark.parametrize("name", sorted(presets.names()))
@@ -148,8 +159,35 @@ EDGE_CASES = {
         "scale": 0.25,
         "key_padding": [1, 0, 1],
     },
+    "every modern variant: sinusoid, q/k norm, RoPE pairs, ALiBi, softcap, a window": {
+        "heads": 2,
+        "kv_heads": 1,
+        "tokens": ["the", "cat", "sat"],
+        "x": [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]],
+        "wq": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1]],
+        "wk": [[1, 0], [0, 1], [1, 1], [0, 1]],
+        "wv": [[1, 0], [0, 1], [1, 0], [0, 1]],
+        "mask": "causal",
+        "window": 2,
+        "positional": "sinusoidal",
+        "q_norm": [1, 0.5],
+        "k_norm": [1, 2],
+        "rope": {"theta": 10000, "style": "pairs"},
+        "alibi": True,
+        "softcap": 5,
+    },
+    "RoPE half at given positions, bottom-right, a score bias per head": {
+        "heads": 2,
+        "q": [[1, 0, 2, 1], [0, 1, 1, -1]],
+        "k": [[1, 2, 0, 1], [0, 1, 1, 1], [2, 2, 1, 0]],
+        "v": [[1, 0, 1, 1], [0, 1, 2, 0], [1, 1, 0, 1]],
+        "mask": "causal",
+        "causal_align": "bottom-right",
+        "rope": {"theta": 100, "dims": 2, "attention_factor": 1.5},
+        "score_bias": [[[0, -1, -2], [0.5, 0, -1]], [[1, 0, 0], [0, 0, 0.25]]],
+    },
 }
-EDGE_MHA = [True, True, True, True, True]
+EDGE_MHA = [True, True, True, True, True, False, False]
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,10 @@ def num(value: float) -> str:
 
 
 def literal(matrix: np.ndarray, indent: str = "    ") -> str:
-    """A nested list literal, one row per line when there is more than one row."""
+    """A nested list literal, one row per line when there is more than one row (a 3-D array:
+    one matrix per head)."""
+    if matrix.ndim == 3:
+        return "[\n" + "".join(f"{indent}{literal(m, indent * 2)},\n" for m in matrix) + "]"
     if matrix.ndim == 1:
         return "[" + ", ".join(num(v) for v in matrix) + "]"
     rows = ["[" + ", ".join(num(v) for v in row) + "]" for row in matrix]
@@ -119,6 +122,9 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     if p.projected:
         assert p.x is not None and p.wq is not None and p.wk is not None and p.wv is not None
         add(f"X = t({literal(p.x.values)})  # [n, d_model]")
+        if p.variants.pe is not None:
+            add(f"PE = t({literal(p.variants.pe)})  # the position encoding, [n, d_model]")
+            add("X = X + PE  # only X gets it, never a source")
         src = "X"
         if p.source is not None:
             add(f"S = t({literal(p.source.values)})  # source: [m, d_model], keys and values")
@@ -154,13 +160,24 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     add("k = K.view(m, G, d_k).transpose(0, 1).unsqueeze(0)")
     add("v = V.view(m, G, d_v).transpose(0, 1).unsqueeze(0)")
     add("")
+    lines.extend(_variants_on_q_and_k(trace))
 
     # ---- the mask -------------------------------------------------------------------------
     add(MASK_CONVENTIONS)
     sdpa_args = ["q", "k", "v"]
     mask_parts: list[str] = []
-    if p.mask_kind == "causal":
-        if p.key_padding is None:
+    v = p.variants
+    by_position = v.window is not None or v.positions_given or v.causal_align != "top-left"
+    if p.mask_kind == "causal" and by_position:
+        add(f"positions = torch.tensor({v.positions.tolist()})")
+        add(f"key_positions = torch.tensor({v.key_positions.tolist()})")
+        add("distance = positions[:, None] - key_positions[None, :]  # pos_i - pos_j")
+        add("causal = distance >= 0  # key j is allowed when pos_j <= pos_i")
+        if v.window is not None:
+            add(f"causal = causal & (distance < {v.window})  # a sliding window of W keys")
+        mask_parts.append("causal")
+    elif p.mask_kind == "causal":
+        if p.key_padding is None and not (v.biased or v.softcap is not None):
             add("# Causal: query i sees keys 1..i, aligned top-left (is_causal=True builds it).")
             sdpa_args.append("is_causal=True")
         add("causal = torch.ones(n, m, dtype=torch.bool).tril()  # top-left, as is_causal")
@@ -201,16 +218,21 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
         ]
     add("")
 
-    # ---- SDPA, concat, W_O ----------------------------------------------------------------
+    # ---- SDPA (or, with a softcap, the same steps written out), concat, W_O ---------------
     add("# [1, H, n, d_k], [1, G, m, d_k], [1, G, m, d_v] -> [1, H, n, d_v]")
-    call = f"heads = F.scaled_dot_product_attention({', '.join(sdpa_args)})"
-    if len(call) > 99:
-        call = (
-            "heads = F.scaled_dot_product_attention(\n"
-            + "".join(f"    {a},\n" for a in sdpa_args)
-            + ")"
-        )
-    add(call)
+    if v.softcap is not None:
+        lines.extend(_softcapped(trace, sdpa_args, masked))
+    else:
+        bias_lines, sdpa_args = _score_bias(trace, sdpa_args, masked)
+        lines.extend(bias_lines)
+        call = f"heads = F.scaled_dot_product_attention({', '.join(sdpa_args)})"
+        if len(call) > 99:
+            call = (
+                "heads = F.scaled_dot_product_attention(\n"
+                + "".join(f"    {a},\n" for a in sdpa_args)
+                + ")"
+            )
+        add(call)
     add("concat = heads[0].transpose(0, 1).reshape(n, H * d_v)  # head 1's columns first")
     if p.wo is not None:
         w = p.wo.values
@@ -225,15 +247,19 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     add("tolerance = 1e-9 * max(1.0, expected.abs().max().item())")
     add("differences = {}")
     add("")
-    add('print("F.scaled_dot_product_attention output:")')
+    computed = (
+        "attention written out" if v.softcap is not None else "F.scaled_dot_product_attention"
+    )
+    add(f'print("{computed} output:")')
     add("for row in output.tolist():")
     add("    print(row)")
-    add('differences["SDPA"] = (output - expected).abs().max().item()')
-    add('print("max |SDPA - qkvcalc| =", differences["SDPA"])')
+    check = "torch" if v.softcap is not None else "SDPA"
+    add(f'differences["{check}"] = (output - expected).abs().max().item()')
+    add(f'print("max |{check} - qkvcalc| =", differences["{check}"])')
 
     # ---- nn.MultiheadAttention ------------------------------------------------------------
     add("")
-    obstacles = _mha_obstacles(trace)
+    obstacles = _mha_obstacles(trace) + _variant_obstacles(trace)
     if obstacles:
         add("# nn.MultiheadAttention cannot represent this problem:")
         lines.extend(f"#   - {why}." for why in obstacles)
@@ -251,6 +277,118 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     add("    sys.exit(1)")
     add('print("OK: PyTorch agrees with qkvcalc to", tolerance)')
     return "\n".join(lines) + "\n"
+
+
+def _variant_obstacles(trace: Trace) -> list[str]:
+    """What this script checks with SDPA alone (the module has no place for it)."""
+    v = trace.problem.variants
+    out = []
+    if v.rope is not None or v.q_norm is not None or v.k_norm is not None:
+        out.append("it has no rotary embedding and no q/k norm between its projections and Q·Kᵀ")
+    if v.softcap is not None:
+        out.append("it has no softcap: its softmax reads the scores as they are")
+    if v.biased:
+        out.append(
+            "a score bias would go in as a float attn_mask of shape (H, n, m); this script "
+            "checks the bias with SDPA, which takes it the same way"
+        )
+    return out
+
+
+def _variants_on_q_and_k(trace: Trace) -> list[str]:
+    """q/k RMSNorm and RoPE on each head's q and k, in the order qkvcalc applies them."""
+    p = trace.problem
+    v = p.variants
+    out: list[str] = []
+    for name, weight in (("q", v.q_norm), ("k", v.k_norm)):
+        if weight is not None:
+            out.append(f"# RMSNorm of each head's {name}: x / sqrt(mean(x^2) + eps) * w")
+            out.append(
+                f"{name} = {name} / torch.sqrt({name}.pow(2).mean(-1, keepdim=True) + "
+                f"{num(v.norm_eps)}) * t({literal(weight)})"
+            )
+    if v.rope is None:
+        return out
+    r = v.rope
+    out += [
+        f"# RoPE ({r.style}): the first {r.dims} dims of each head turn by position x frequency;",
+        "# 'half' pairs dim i with i + dims/2 (rotate_half), 'pairs' 2i with 2i+1 (GPT-J).",
+        f"inv_freq = t({literal(r.inv_freq)})",
+        "",
+        "",
+        "def rope(x, positions):",
+        "    # [1, heads, rows, d_k], [rows] -> the same, turned",
+        "    angles = positions.to(torch.float64)[:, None] * inv_freq[None, :]",
+        f"    cos, sin = {num(r.attention_factor)} * angles.cos(), "
+        f"{num(r.attention_factor)} * angles.sin()",
+        "    out = x.clone()",
+    ]
+    if r.style == "half":
+        out += [
+            f"    a, b = x[..., : {r.dims // 2}], x[..., {r.dims // 2} : {r.dims}]",
+            f"    out[..., : {r.dims // 2}] = a * cos - b * sin",
+            f"    out[..., {r.dims // 2} : {r.dims}] = b * cos + a * sin",
+        ]
+    else:
+        out += [
+            f"    a, b = x[..., 0:{r.dims}:2], x[..., 1:{r.dims}:2]",
+            f"    out[..., 0:{r.dims}:2] = a * cos - b * sin",
+            f"    out[..., 1:{r.dims}:2] = b * cos + a * sin",
+        ]
+    out += [
+        "    return out",
+        "",
+        "",
+        f"q = rope(q, torch.tensor({v.positions.tolist()}))",
+        f"k = rope(k, torch.tensor({v.key_positions.tolist()}))",
+        "",
+    ]
+    return out
+
+
+def _score_bias(trace: Trace, sdpa_args: list[str], masked: bool) -> tuple[list[str], list[str]]:
+    """ALiBi and a score bias as SDPA's additive float mask (it adds attn_mask after scaling),
+    with the mask folded in as −inf."""
+    p = trace.problem
+    v = p.variants
+    if not v.biased:
+        return [], sdpa_args
+    out = ["# The score bias B, per head, as qkvcalc computes it (ALiBi: -slope*|pos_i - pos_j|)."]
+    out.append(f"B = t({literal(_biases(trace))})  # [H, n, m]")
+    if masked:
+        out.append("B = B.masked_fill(~allowed, float('-inf'))  # the mask, as an additive one")
+    args = [a for a in sdpa_args if not a.startswith(("attn_mask=", "is_causal="))]
+    return out, [*args, "attn_mask=B.unsqueeze(0)"]
+
+
+def _biases(trace: Trace) -> np.ndarray:
+    """Each head's score bias as the trace recorded it: [H, n, m]."""
+    p = trace.problem
+    heads = range(1, p.heads + 1) if p.multihead else [None]
+    return np.stack([trace.stage("score_bias", h).value for h in heads])
+
+
+def _softcapped(trace: Trace, sdpa_args: list[str], masked: bool) -> list[str]:
+    """SDPA has no softcap (FlexAttention's score_mod has, torch >= 2.5): the same steps in
+    plain torch, c·tanh(s/c) after scaling and bias, before the mask."""
+    p = trace.problem
+    cap = num(p.variants.softcap or 0.0)
+    q, k, v = sdpa_args[:3]
+    out = [
+        "# SDPA has no softcap, so the same steps written out: scale, bias, c*tanh(s/c), mask.",
+        f"scores = ({q}) @ ({k}).transpose(-2, -1) / d_k**0.5  # [1, H, n, m]",
+    ]
+    if p.variants.biased:
+        out.append(f"B = t({literal(_biases(trace))})  # [H, n, m]")
+        out.append("scores = scores + B.unsqueeze(0)")
+    out.append(f"scores = {cap} * torch.tanh(scores / {cap})")
+    if masked:
+        out.append("scores = scores.masked_fill(~allowed, float('-inf'))")
+    out += [
+        "weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # a fully masked row: 0",
+        f"heads = weights @ ({v})",
+    ]
+    return out
 
 
 def _linear(out: str, inputs: str, weight: str, bias: bool, torch_layout: bool) -> str:
