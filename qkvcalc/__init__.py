@@ -8,7 +8,8 @@
     [[3.0, 2.0]]
 
 This module imports nothing heavy, so ``qkvcalc --version`` and ``--help`` stay instant;
-numpy is loaded on first use.
+numpy is loaded on first use. ``qkvcalc.extract(model_or_path, layer=L, input_ids=[…])``
+takes one layer of a Hugging Face model as a problem (the extra ``qkvcalc[models]``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Problem", "QkvcalcError", "Trace", "__version__", "explain"]
+__all__ = ["Problem", "QkvcalcError", "Trace", "__version__", "explain", "extract"]
 
 if TYPE_CHECKING:
     from qkvcalc.errors import QkvcalcError
@@ -47,6 +48,11 @@ def __getattr__(name: str) -> Any:
         from qkvcalc.problem import Problem
 
         return Problem
+    if name == "extract":
+        # the package qkvcalc.extract, which is callable: qkvcalc.extract(model, layer=…)
+        import importlib
+
+        return importlib.import_module("qkvcalc.extract")
     if name == "Trace":
         from qkvcalc.trace import Trace
 
