@@ -1,6 +1,7 @@
 """transformers keeps some steps in float32 even in a float64 model: the softmax
 (softmax(..., dtype=torch.float32)), RMSNorm and T5's layer norm (x.to(torch.float32)), the
-rotary tables (inv_freq built in float32, angles in float32) and BLOOM's ALiBi slopes. With
+rotary tables (inv_freq built in float32, angles in float32), BLOOM's ALiBi slopes and Gemma's
+embedding scale √d_model (a float32 buffer in a model built in float32 and converted). With
 those, x at layer L is off by ~2e-7 relative. `float64_islands(model)` lifts them for one run:
 the softmax keeps its input's float64, the norms and rotary embeddings of this model compute in
 float64 (their instance's forward replaced), BLOOM's slopes are float64, and GPT-2's
@@ -94,6 +95,15 @@ def float64_islands(model: Any) -> Iterator[None]:
                 else:
                     inv_freq = module.inv_freq.to(torch.float64)
                 module.forward = types.MethodType(_rotary_forward(inv_freq), module)
+            elif hasattr(module, "scalar_embed_scale") and hasattr(module, "embed_scale"):
+                # Gemma's √d_model, a buffer made with torch.tensor(float): float32 in a model
+                # built in float32 and converted after
+                scale = module.embed_scale
+                module.embed_scale = torch.tensor(
+                    float(module.scalar_embed_scale), dtype=torch.float64, device=scale.device
+                )
+                restore.append(lambda m=module, s=scale: setattr(m, "embed_scale", s))
+                continue
             elif kind == "GPT2Attention" and module.reorder_and_upcast_attn:
                 module.reorder_and_upcast_attn = False
                 restore.append(lambda m=module: setattr(m, "reorder_and_upcast_attn", True))

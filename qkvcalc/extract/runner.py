@@ -128,9 +128,24 @@ def load(path: str, dtype: str, progress: Progress | None = None) -> tuple[Any, 
     return model, _tokenizer(path)
 
 
+# What a folder holds when it has a tokenizer. transformers 5 builds some tokenizers (Gemma's)
+# with an empty vocabulary when there is none, so a folder without these files has none.
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "tokenizer.model",
+    "spiece.model",
+    "vocab.json",
+    "vocab.txt",
+)
+
+
 def _tokenizer(path: str) -> Any:
     from transformers import AutoTokenizer
 
+    local = Path(path).expanduser()
+    if local.is_dir() and not any((local / name).is_file() for name in TOKENIZER_FILES):
+        return None
     try:
         return AutoTokenizer.from_pretrained(path)
     except Exception:  # no tokenizer files, or one transformers cannot read: ids stand in
