@@ -49,7 +49,6 @@ def true_float64():
     saved = (torch.float32, torch.float, torch.Tensor.float)
     torch.float32 = torch.float64
     torch.float = torch.float64
-
     torch.Tensor.float = lambda self, *a, **k: self.to(torch.float64)
     try:
         yield
@@ -58,7 +57,8 @@ def true_float64():
 
 
 # ---- the tiny models ----------------------------------------------------------------------
-# name: (config class, its fields, model class, layer, output projection of a layer, modern)
+# name: (config class, its fields, model class, layer, the attention module whose input is x,
+#        the output projection, modern keys)
 
 SMALL = {"vocab_size": 60, "max_position_embeddings": 64}
 CASES = {
@@ -67,6 +67,7 @@ CASES = {
         {**SMALL, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4},
         "BertModel",
         1,
+        lambda m, i: m.encoder.layer[i].attention.self,
         lambda m, i: m.encoder.layer[i].attention.output.dense,
         False,
     ),
@@ -82,6 +83,7 @@ CASES = {
         },
         "GPT2LMHeadModel",
         2,
+        lambda m, i: m.transformer.h[i].attn,
         lambda m, i: m.transformer.h[i].attn.c_proj,
         False,
     ),
@@ -98,6 +100,7 @@ CASES = {
         },
         "LlamaForCausalLM",
         2,
+        lambda m, i: m.model.layers[i].self_attn,
         lambda m, i: m.model.layers[i].self_attn.o_proj,
         True,
     ),
@@ -114,6 +117,7 @@ CASES = {
         },
         "MistralForCausalLM",
         1,
+        lambda m, i: m.model.layers[i].self_attn,
         lambda m, i: m.model.layers[i].self_attn.o_proj,
         True,
     ),
@@ -132,6 +136,7 @@ CASES = {
         },
         "Qwen2ForCausalLM",
         1,
+        lambda m, i: m.model.layers[i].self_attn,
         lambda m, i: m.model.layers[i].self_attn.o_proj,
         True,
     ),
@@ -148,6 +153,7 @@ CASES = {
         },
         "Qwen3ForCausalLM",
         1,
+        lambda m, i: m.model.layers[i].self_attn,
         lambda m, i: m.model.layers[i].self_attn.o_proj,
         True,
     ),
@@ -168,6 +174,7 @@ CASES = {
         },
         "Gemma2ForCausalLM",
         0,  # layer 0 slides, layer 1 is full
+        lambda m, i: m.model.layers[i].self_attn,
         lambda m, i: m.model.layers[i].self_attn.o_proj,
         True,
     ),
@@ -183,6 +190,7 @@ CASES = {
         },
         "GPTNeoXForCausalLM",
         1,
+        lambda m, i: m.gpt_neox.layers[i].attention,
         lambda m, i: m.gpt_neox.layers[i].attention.dense,
         True,
     ),
@@ -191,6 +199,7 @@ CASES = {
         {"vocab_size": 60, "hidden_size": 48, "n_layer": 2, "n_head": 12},  # 12: not 2^k
         "BloomForCausalLM",
         1,
+        lambda m, i: m.transformer.h[i].self_attention,
         lambda m, i: m.transformer.h[i].self_attention.dense,
         True,
     ),
@@ -209,12 +218,14 @@ CASES = {
         },
         "T5ForConditionalGeneration",  # a whole T5 checkpoint; extract loads its encoder
         2,  # a later block: its bias comes from block 0
+        lambda m, i: m.encoder.block[i].layer[0].SelfAttention,
         lambda m, i: m.encoder.block[i].layer[0].SelfAttention.o,
         True,
     ),
 }
 # Gemma 2's full layer: the same checkpoint as gemma2-sliding, layer 1
 CASES["gemma2-full"] = (*CASES["gemma2-sliding"][:3], 1, *CASES["gemma2-sliding"][4:])
+MODERN = {kind for kind, case in CASES.items() if case[6]}
 
 # Every module that keys a table by dtype is imported now, before true_float64 ever runs: one
 # first imported inside it would build its table with float32 meaning float64 (safetensors'
@@ -254,48 +265,33 @@ def token_ids(seed: int = 0) -> list[int]:
 
 
 def reference(model, kind: str, ids: list[int]) -> dict:
-    """transformers' own eager forward, truly float64: layer L's attention probabilities [H, n,
-    n], its output projection's output [n, d] and its attention module's input x [n, d]."""
-    _, _, _, layer, out_proj, _ = CASES[kind]
+    """transformers' own eager forward, truly float64: layer L's attention probabilities
+    [H, n, n] (output_attentions), its output projection's own output [n, d] (a forward hook)
+    and its attention module's input x [n, d] (a forward pre-hook)."""
+    _, _, _, layer, attention_of, projection_of, _ = CASES[kind]
     seen: dict = {}
-    proj = out_proj(model, layer)
-    hooks = [proj.register_forward_hook(lambda m, a, out: seen.setdefault("out", out))]
-    stack = model.encoder if kind == "t5" else None
-    with torch.no_grad(), true_float64():
-        tensor = torch.tensor([ids])
-        if stack is not None:
-            result = stack(input_ids=tensor, output_attentions=True)
-        else:
-            result = model(input_ids=tensor, output_attentions=True)
-    for hook in hooks:
-        hook.remove()
+
+    def grab_x(module, args, kwargs):
+        seen["x"] = (args[0] if args else kwargs["hidden_states"])[0].detach().clone()
+
+    hooks = [
+        attention_of(model, layer).register_forward_pre_hook(grab_x, with_kwargs=True),
+        projection_of(model, layer).register_forward_hook(
+            lambda module, args, out: seen.setdefault("out", out[0].detach().clone())
+        ),
+    ]
+    runner = model.encoder if kind == "t5" else model  # T5: the encoder alone
+    try:
+        with torch.no_grad(), true_float64():
+            result = runner(input_ids=torch.tensor([ids]), output_attentions=True)
+    finally:
+        for hook in hooks:
+            hook.remove()
     return {
         "weights": result.attentions[layer][0].numpy(),
-        "out": seen["out"][0].numpy(),
+        "out": seen["out"].numpy(),
+        "x": seen["x"].numpy(),
     }
-
-
-def captured_x(model, kind: str, ids: list[int]) -> np.ndarray:
-    """The input of layer L's attention module in the truly float64 forward."""
-    from qkvcalc.extract.runner import families
-
-    layer = CASES[kind][3]
-    model_type = model.config.model_type
-    family = families()[model_type]
-    seen = []
-    module = family.attention(family.stack(model)[layer])
-
-    def grab(mod, args, kwargs):
-        seen.append((args[0] if args else kwargs["hidden_states"])[0].detach().numpy().copy())
-
-    hook = module.register_forward_pre_hook(grab, with_kwargs=True)
-    with torch.no_grad(), true_float64():
-        if kind == "t5":
-            model.encoder(input_ids=torch.tensor([ids]))
-        else:
-            model(input_ids=torch.tensor([ids]))
-    hook.remove()
-    return seen[0]
 
 
 class Lab:
@@ -370,11 +366,11 @@ def test_the_extracted_problem_reproduces_transformers(lab, kind):
     assert max_diff(weights, ref["weights"]) < TOL
     assert max_diff(output, ref["out"]) < TOL
     # x is float64-exact: the extract's own lifting agrees with this test's
-    assert max_diff(case["problem"]["x"], captured_x(case["model"], kind, case["ids"])) < 1e-12
+    assert max_diff(case["problem"]["x"], ref["x"]) < 1e-12
 
 
 @pytest.mark.parametrize(
-    "kind", [pytest.param(k, marks=needs_modern) if CASES[k][5] else k for k in KINDS]
+    "kind", [pytest.param(k, marks=needs_modern) if k in MODERN else k for k in KINDS]
 )
 def test_qkvcalc_explain_reproduces_transformers(lab, kind):
     case = lab.get(kind)

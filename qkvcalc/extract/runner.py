@@ -106,10 +106,8 @@ def _torch_dtype(dtype: str) -> Any:
     return {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
 
 
-def load(path: str, dtype: str, progress: Progress | None = None) -> tuple[Any, Any]:
+def load(path: str, config: Any, dtype: str, progress: Progress | None = None) -> tuple[Any, Any]:
     """The model (eager attention, eval mode) and its tokenizer (None when it has none)."""
-    config = _config(path)
-    _family(config.model_type, path)
     if progress:
         progress(Msg("extract.loading", model=path))
     import transformers
@@ -165,16 +163,31 @@ def _token_ids(
             raise QkvcalcError("extract.no_tokenizer", model=name)
         ids = list(tokenizer(text)["input_ids"])
     else:
-        ids = [int(i) for i in np.asarray(input_ids).reshape(-1)]
+        ids = _as_ids(input_ids)
+    _check_ids(ids, int(model.get_input_embeddings().num_embeddings), name)
+    return ids
+
+
+def _as_ids(input_ids: Any) -> list[int]:
+    return [int(i) for i in np.asarray(input_ids).reshape(-1)]
+
+
+def _check_ids(ids: list[int], size: int | None, model: str) -> None:
     if not ids:
         raise QkvcalcError("extract.ids_empty")
-    size = int(model.get_input_embeddings().num_embeddings)
     for token_id in ids:
-        if not 0 <= token_id < size:
+        if size is not None and not 0 <= token_id < size:
             raise QkvcalcError(
-                "extract.token_id", id=token_id, model=name, size=size, last=size - 1
+                "extract.token_id", id=token_id, model=model, size=size, last=size - 1
             )
-    return ids
+
+
+def _check_layer(layer: Any, count: int | None, model: str) -> None:
+    if count is None:
+        return
+    whole = isinstance(layer, (int, np.integer)) and not isinstance(layer, bool)
+    if not whole or not 0 <= layer < count:
+        raise QkvcalcError("extract.layer", layer=layer, model=model, count=count, last=count - 1)
 
 
 def _tokens(ids: list[int], tokenizer: Any) -> list[str]:
@@ -237,9 +250,17 @@ def extract(
     model: Any
     if isinstance(model_or_path, (str, os.PathLike)):
         name = str(model_or_path)
-        model, own_tokenizer = load(name, dtype, progress)
+        shown = (Path(name).name or name) if Path(name).expanduser().exists() else name
+        config = _config(name)
+        _family(config.model_type, name)
+        # what the config tells already, said before a large checkpoint spends minutes loading
+        if (input_ids is None) == (text is None):
+            raise QkvcalcError("extract.input_choice")
+        _check_layer(layer, getattr(config, "num_hidden_layers", None), shown)
+        if input_ids is not None:
+            _check_ids(_as_ids(input_ids), getattr(config, "vocab_size", None), shown)
+        model, own_tokenizer = load(name, config, dtype, progress)
         tokenizer = tokenizer if tokenizer is not None else own_tokenizer
-        shown = Path(name).name or name
     elif isinstance(model_or_path, torch.nn.Module) and hasattr(model_or_path, "config"):
         model = model_or_path
         shown = str(getattr(model.config, "_name_or_path", "") or type(model).__name__)
@@ -252,13 +273,7 @@ def extract(
     config = model.config
     family = _family(config.model_type, shown)
     stack = family.stack(model)
-    count = len(stack)
-    if (
-        isinstance(layer, bool)
-        or not isinstance(layer, (int, np.integer))
-        or not 0 <= layer < count
-    ):
-        raise QkvcalcError("extract.layer", layer=layer, model=shown, count=count, last=count - 1)
+    _check_layer(layer, len(stack), shown)
     layer = int(layer)
     ids = _token_ids(model, shown, input_ids, text, tokenizer)
 
