@@ -437,7 +437,6 @@ MESSAGES: dict[str, str] = {
     "the layer's own, in float64.",
     "extract.loading": "Loading {model} …",
     "extract.running": "Running {model} up to layer {layer} …",
-    "extract.writing": "Writing the problem …",
     "help.extract": "Take one layer's attention out of a Hugging Face model as a problem for "
     "qkvcalc explain: its exact input, weights and options (needs qkvcalc[models]).",
     "help.extract.model": "A checkpoint folder (config.json and the weights), or a hub name "

@@ -449,7 +449,6 @@ MESSAGES: dict[str, str] = {
     "float64로 옮긴 값입니다.",
     "extract.loading": "{model} 불러오는 중 …",
     "extract.running": "{model}을(를) {layer}번 층까지 실행하는 중 …",
-    "extract.writing": "문제를 쓰는 중 …",
     "help.extract": "Hugging Face 모델의 한 층에서 어텐션을 꺼내 qkvcalc explain의 문제로 "
     "만듭니다: 그 층의 정확한 입력, 가중치, 옵션 (qkvcalc[models]가 필요합니다).",
     "help.extract.model": "체크포인트 폴더 (config.json과 가중치), 또는 이 컴퓨터가 내려받을 수 "

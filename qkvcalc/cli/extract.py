@@ -87,16 +87,17 @@ def extract(
         input_ids = _ids(ids) if ids is not None else None
         if output is not None:
             check_writable(output)
-        from qkvcalc.extract.runner import require_models
-
-        _quiet_transformers()
-        require_models()
-        _quiet_transformers()
         from qkvcalc.extract import extract as run
         from qkvcalc.extract import write_problem
+        from qkvcalc.extract.runner import require_models
 
-        status = console(no_color, stderr=True).status("")
-        with status:
+        # the status is over before a byte is written: while it shows, rich sends whatever
+        # goes to sys.stdout to its own console (stderr), which would take the problem along
+        loading = translate("extract.loading", lang_code, model=model)
+        with console(no_color, stderr=True).status(loading) as status:
+            _quiet_transformers()
+            require_models()  # importing torch and transformers takes seconds: under the status
+            _quiet_transformers()
             problem = run(
                 model,
                 layer,
@@ -106,12 +107,11 @@ def extract(
                 lang=lang_code,
                 progress=lambda msg: status.update(msg.text(lang_code)),
             )
-            status.update(translate("extract.writing", lang_code))
-            if output is None:
-                write_problem(problem, sys.stdout)
-                sys.stdout.flush()
-            else:
-                _write_file(problem, output)
+        if output is None:
+            write_problem(problem, sys.stdout)
+            sys.stdout.flush()
+        else:
+            _write_file(problem, output)
     except QkvcalcError as err:
         fail(err, lang_code)
 
