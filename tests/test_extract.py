@@ -589,3 +589,19 @@ def test_the_python_call_raises_the_same_errors(lab):
         qkvcalc.extract(model, layer=0, input_ids=[1], dtype="bfloat16")
     with pytest.raises(QkvcalcError, match="not a list"):
         qkvcalc.extract([1, 2], layer=0, input_ids=[1])
+
+
+def test_in_a_terminal_the_status_leaves_stdout_to_the_problem(lab, tmp_path):
+    """stderr a terminal (the status spins there), stdout a file: the file gets the problem. A
+    rich status in a terminal routes sys.stdout to its own console while it shows."""
+    import pexpect
+
+    from tests.conftest import spawn_qkvcalc
+
+    folder, out = lab.get("llama")["folder"], tmp_path / "problem.json"
+    command = f"{sys.executable} -m qkvcalc extract {folder} --layer 0 --ids '1 2' > {out}"
+    child = spawn_qkvcalc(shell=f"TERM=xterm {command}")
+    child.expect(pexpect.EOF, timeout=300)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    assert json.loads(out.read_text(encoding="utf-8"))["tokens"] == ["1", "2"]
