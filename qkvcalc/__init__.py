@@ -8,7 +8,8 @@
     [[3.0, 2.0]]
 
 This module imports nothing heavy, so ``qkvcalc --version`` and ``--help`` stay instant;
-numpy is loaded on first use.
+numpy is loaded on first use. ``qkvcalc.extract(model_or_path, layer=L, input_ids=[…])``
+takes one layer of a Hugging Face model as a problem (the extra ``qkvcalc[models]``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Problem", "QkvcalcError", "Trace", "__version__", "explain", "format_for", "render"]
+__all__ = [
+    "Problem",
+    "QkvcalcError",
+    "Trace",
+    "__version__",
+    "explain",
+    "extract",
+    "format_for",
+    "render",
+]
 
 if TYPE_CHECKING:
     from qkvcalc.errors import QkvcalcError
@@ -72,6 +82,11 @@ def __getattr__(name: str) -> Any:
         import qkvcalc.render
 
         return qkvcalc.render
+    if name == "extract":
+        # the package qkvcalc.extract, which is callable: qkvcalc.extract(model, layer=…)
+        import importlib
+
+        return importlib.import_module("qkvcalc.extract")
     if name == "Trace":
         from qkvcalc.trace import Trace
 

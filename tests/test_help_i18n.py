@@ -27,6 +27,7 @@ HELP_KEYS = [*sorted(key for key in EN if key.startswith("help.")), "step.option
 COMMANDS = {
     "explain": ("help.explain", "help.explain.max_elements"),
     "quiz": ("help.quiz", "help.quiz.precision"),
+    "extract": ("help.extract", "help.extract.layer"),
 }
 
 

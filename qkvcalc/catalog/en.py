@@ -840,4 +840,44 @@ MESSAGES: dict[str, str] = {
     "positional.unknown": 'positional must be "sinusoidal" or an n×d_model matrix, not {value}',
     "positional.shape": "positional is {shape}; it must be n×d_model = {n}×{d}: one row per "
     "token, as wide as X",
+    # ---- qkvcalc extract (issue 16) ----------------------------------------------------
+    "extract.needs_models": "qkvcalc extract runs the model with PyTorch and transformers, and "
+    "{missing} is not installed here: pip install 'qkvcalc[models]'",
+    "extract.architecture": "{model} is a {model_type!r} model, which qkvcalc extract does not "
+    "know; it knows {known}",
+    "extract.layer": "layer {layer}: {model} has {count} layers, numbered 0 to {last}",
+    "extract.token_id": "token id {id} is outside the vocabulary: {model} has {size} tokens, "
+    "ids 0 to {last}",
+    "extract.ids_syntax": "--ids {text!r}: write the token ids as whole numbers split by spaces "
+    'or commas, e.g. "15496 995"',
+    "extract.ids_empty": "no tokens to run: give at least one token id",
+    "extract.input_choice": "give the tokens as --ids or as --text: exactly one of them",
+    "extract.no_tokenizer": "--text needs the model's tokenizer, and {model} has none: give "
+    "the token ids with --ids",
+    "extract.not_checkpoint": "{path} is not a Hugging Face checkpoint folder: it has no "
+    "config.json (a checkpoint holds config.json and the weights, such as model.safetensors)",
+    "extract.no_weights": "{path} has a config.json but its weights could not be read: {reason}",
+    "extract.no_folder": "{path}: there is no such folder",
+    "extract.cannot_load": "cannot load {model}: {reason}",
+    "extract.dtype": "dtype {dtype!r}: choose auto, float64, float32 or bfloat16",
+    "extract.dtype_loaded": "dtype {dtype}: a model that is already loaded runs in its own "
+    'dtype ({own}); pass dtype="auto", or convert the model first (model.to(torch.float64))',
+    "extract.not_a_model": "extract takes a transformers model or the path of a checkpoint "
+    "folder, not a {kind}",
+    "extract.name": "{model}, layer {layer}",
+    "extract.description": "The self-attention of layer {layer} of {model} ({arch}) on "
+    "{n} tokens: x is the exact input of that attention from a run in {dtype}, the weights are "
+    "the layer's own, in float64.",
+    "extract.loading": "Loading {model} …",
+    "extract.running": "Running {model} up to layer {layer} …",
+    "help.extract": "Take one layer's attention out of a Hugging Face model as a problem for "
+    "qkvcalc explain: its exact input, weights and options (needs qkvcalc[models]).",
+    "help.extract.model": "A checkpoint folder (config.json and the weights), or a hub name "
+    "where this machine can download.",
+    "help.extract.layer": "The layer, counted from 0 as transformers counts.",
+    "help.extract.ids": 'The token ids, split by spaces: "15496 995".',
+    "help.extract.text": "Text for the model's tokenizer to turn into token ids.",
+    "help.extract.dtype": "The dtype of the run: auto (the checkpoint's own), or float64 for "
+    "a float64-exact x.",
+    "help.extract.output": "Write the problem to this file instead of standard output.",
 }

@@ -846,4 +846,44 @@ MESSAGES: dict[str, str] = {
     "{value}",
     "positional.shape": "positional은 {shape}입니다. n×d_model = {n}×{d}이어야 합니다: 토큰마다 "
     "한 행, X와 같은 너비",
+    # ---- qkvcalc extract (issue 16) ----------------------------------------------------
+    "extract.needs_models": "qkvcalc extract는 PyTorch와 transformers로 모델을 실행하는데, "
+    "여기에는 {missing} 패키지가 설치되어 있지 않습니다: pip install 'qkvcalc[models]'",
+    "extract.architecture": "{model}의 모델 종류는 {model_type!r}이며, qkvcalc extract가 "
+    "모르는 종류입니다. 아는 종류: {known}",
+    "extract.layer": "층 {layer}: {model}에는 층이 {count}개 있고, 번호는 0부터 {last}까지입니다",
+    "extract.token_id": "토큰 id {id}: 어휘 밖의 값입니다. {model}의 토큰은 {size}개이고, "
+    "id는 0부터 {last}까지입니다",
+    "extract.ids_syntax": "--ids {text!r}: 토큰 id는 공백이나 쉼표로 나눈 정수로 적어 주세요. "
+    '예: "15496 995"',
+    "extract.ids_empty": "실행할 토큰이 없습니다: 토큰 id를 하나 이상 주세요",
+    "extract.input_choice": "토큰은 --ids와 --text 가운데 정확히 하나로 주세요",
+    "extract.no_tokenizer": "--text에는 모델의 토크나이저가 필요한데, {model}에는 토크나이저가 "
+    "없습니다: --ids로 토큰 id를 주세요",
+    "extract.not_checkpoint": "{path}: Hugging Face 체크포인트 폴더가 아닙니다. config.json이 "
+    "없습니다 (체크포인트에는 config.json과 model.safetensors 같은 가중치 파일이 있습니다)",
+    "extract.no_weights": "{path}에 config.json은 있지만 가중치를 읽을 수 없습니다: {reason}",
+    "extract.no_folder": "{path}: 그런 폴더가 없습니다",
+    "extract.cannot_load": "{model}을(를) 불러올 수 없습니다: {reason}",
+    "extract.dtype": "dtype {dtype!r}: auto, float64, float32, bfloat16 가운데 하나를 고르세요",
+    "extract.dtype_loaded": "dtype {dtype}: 이미 불러온 모델은 자기 dtype({own})으로 "
+    '실행됩니다. dtype="auto"를 주거나, 먼저 모델을 변환하세요 (model.to(torch.float64))',
+    "extract.not_a_model": "extract에는 transformers 모델이나 체크포인트 폴더의 경로를 주세요. "
+    "주어진 값의 종류: {kind}",
+    "extract.name": "{model}, {layer}번 층",
+    "extract.description": "{model} ({arch})의 {layer}번 층 셀프 어텐션, 토큰 {n}개: x는 "
+    "{dtype}로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, 가중치는 그 층의 것을 "
+    "float64로 옮긴 값입니다.",
+    "extract.loading": "{model} 불러오는 중 …",
+    "extract.running": "{model}을(를) {layer}번 층까지 실행하는 중 …",
+    "help.extract": "Hugging Face 모델의 한 층에서 어텐션을 꺼내 qkvcalc explain의 문제로 "
+    "만듭니다: 그 층의 정확한 입력, 가중치, 옵션 (qkvcalc[models]가 필요합니다).",
+    "help.extract.model": "체크포인트 폴더 (config.json과 가중치), 또는 이 컴퓨터가 내려받을 수 "
+    "있을 때는 허브의 모델 이름.",
+    "help.extract.layer": "층 번호. transformers처럼 0부터 셉니다.",
+    "help.extract.ids": '공백으로 나눈 토큰 id: "15496 995".',
+    "help.extract.text": "모델의 토크나이저가 토큰 id로 바꿀 텍스트.",
+    "help.extract.dtype": "실행할 dtype: auto (체크포인트의 dtype), 또는 x를 float64로 "
+    "정확히 얻으려면 float64.",
+    "help.extract.output": "문제를 표준 출력 대신 이 파일에 씁니다.",
 }

@@ -1,0 +1,37 @@
+"""BERT: post-norm, so x is the layer's own input; separate query/key/value linears with
+biases; the output projection is attention.output.dense (before its dropout, residual and
+LayerNorm). An encoder: no mask (a BERT configured as a decoder is causal)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qkvcalc.extract.common import Family, Layer, base_model, bias, default_scale, rows
+
+
+def keys(layer: Layer) -> dict[str, Any]:
+    attn = layer.attention  # BertSelfAttention
+    dense = layer.block.attention.output.dense
+    keys: dict[str, Any] = {
+        "wq": rows(attn.query),
+        "wk": rows(attn.key),
+        "wv": rows(attn.value),
+        "wo": rows(dense),
+        "bq": bias(attn.query),
+        "bk": bias(attn.key),
+        "bv": bias(attn.value),
+        "bo": bias(dense),
+        "heads": attn.num_attention_heads,
+        "mask": "causal" if getattr(layer.config, "is_decoder", False) else "none",
+    }
+    if not default_scale(attn.scaling, attn.attention_head_size):
+        keys["scale"] = attn.scaling
+    return keys
+
+
+FAMILY = Family(
+    names={"bert": "BERT"},
+    stack=lambda model: base_model(model).encoder.layer,
+    attention=lambda block: block.attention.self,
+    keys=keys,
+)

@@ -1,0 +1,298 @@
+"""The common runner: load (or take) a model, check the request, run the model up to layer L's
+attention and no further, and assemble the problem from x and the family's keys.
+
+The forward stops once layer L's attention input is captured: a forward pre-hook on that
+attention module records its input and raises _Captured, so later layers never run. The model
+stays in its own dtype (dtype="auto"); only layer L's tensors are converted to float64.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.extract.common import Family, Layer
+from qkvcalc.i18n import Msg
+
+DTYPES = ("auto", "float64", "float32", "bfloat16")
+
+Progress = Callable[[Msg], None]
+
+
+def families() -> dict[str, Family]:
+    """model_type → its family, in the order the architectures are listed to users."""
+    from qkvcalc.extract import bert, bloom, gpt2, llama, neox, t5
+
+    found: dict[str, Family] = {}
+    for module in (bert, gpt2, llama, neox, bloom, t5):
+        for model_type in module.FAMILY.names:
+            found[model_type] = module.FAMILY
+    return found
+
+
+def architecture_names() -> list[str]:
+    return [family.names[kind] for kind, family in families().items()]
+
+
+class _Captured(Exception):
+    """Not an error: raised from layer L's pre-hook to end the forward once x is in hand."""
+
+
+def require_models() -> None:
+    """torch and transformers, or the one message that says what to install."""
+    for name in ("torch", "transformers"):
+        try:
+            __import__(name)
+        except ImportError:
+            raise QkvcalcError("extract.needs_models", missing=name) from None
+
+
+# ---- loading ----------------------------------------------------------------------------
+
+_HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
+
+
+def _config(path: str) -> Any:
+    from transformers import AutoConfig
+
+    local = Path(path).expanduser()
+    if local.exists():
+        if not local.is_dir() or not (local / "config.json").is_file():
+            raise QkvcalcError("extract.not_checkpoint", path=path)
+        model_type = _model_type_of(local / "config.json")
+        _family(model_type, path)  # an unknown architecture is named before transformers tries
+    elif not _HUB_NAME.match(path) or path.startswith((".", "~")):
+        raise QkvcalcError("extract.no_folder", path=path)
+    try:
+        return AutoConfig.from_pretrained(str(local) if local.exists() else path)
+    except (OSError, ValueError, KeyError) as err:
+        raise QkvcalcError("extract.cannot_load", model=path, reason=_reason(err)) from None
+
+
+def _model_type_of(config_json: Path) -> str:
+    try:
+        doc = json.loads(config_json.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise QkvcalcError(
+            "extract.cannot_load", model=str(config_json), reason=_reason(err)
+        ) from None
+    return str(doc.get("model_type", "")) if isinstance(doc, dict) else ""
+
+
+def _reason(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text[:300] + ("…" if len(text) > 300 else "") or type(err).__name__
+
+
+def _family(model_type: str, model: str) -> Family:
+    found = families().get(model_type)
+    if found is None:
+        known = ", ".join(architecture_names())
+        raise QkvcalcError("extract.architecture", model=model, model_type=model_type, known=known)
+    return found
+
+
+def _torch_dtype(dtype: str) -> Any:
+    import torch
+
+    return {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
+
+
+def load(path: str, config: Any, dtype: str, progress: Progress | None = None) -> tuple[Any, Any]:
+    """The model (eager attention, eval mode) and its tokenizer (None when it has none)."""
+    if progress:
+        progress(Msg("extract.loading", model=path))
+    import transformers
+
+    cls = transformers.T5EncoderModel if config.model_type == "t5" else transformers.AutoModel
+    try:
+        model = cls.from_pretrained(
+            path,
+            config=config,
+            dtype="auto" if dtype == "auto" else _torch_dtype(dtype),
+            attn_implementation="eager",
+        )
+    except (OSError, ValueError, RuntimeError) as err:
+        raise QkvcalcError("extract.no_weights", path=path, reason=_reason(err)) from None
+    model.eval()
+    return model, _tokenizer(path)
+
+
+# What a folder holds when it has a tokenizer. transformers 5 builds some tokenizers (Gemma's)
+# with an empty vocabulary when there is none, so a folder without these files has none.
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "tokenizer.model",
+    "spiece.model",
+    "vocab.json",
+    "vocab.txt",
+)
+
+
+def _tokenizer(path: str) -> Any:
+    from transformers import AutoTokenizer
+
+    local = Path(path).expanduser()
+    if local.is_dir() and not any((local / name).is_file() for name in TOKENIZER_FILES):
+        return None
+    try:
+        return AutoTokenizer.from_pretrained(path)
+    except Exception:  # no tokenizer files, or one transformers cannot read: ids stand in
+        return None
+
+
+# ---- the request ------------------------------------------------------------------------
+
+
+def _token_ids(
+    model: Any, name: str, input_ids: Sequence[int] | None, text: str | None, tokenizer: Any
+) -> list[int]:
+    if (input_ids is None) == (text is None):
+        raise QkvcalcError("extract.input_choice")
+    if text is not None:
+        if tokenizer is None:
+            raise QkvcalcError("extract.no_tokenizer", model=name)
+        ids = list(tokenizer(text)["input_ids"])
+    else:
+        ids = _as_ids(input_ids)
+    _check_ids(ids, int(model.get_input_embeddings().num_embeddings), name)
+    return ids
+
+
+def _as_ids(input_ids: Any) -> list[int]:
+    return [int(i) for i in np.asarray(input_ids).reshape(-1)]
+
+
+def _check_ids(ids: list[int], size: int | None, model: str) -> None:
+    if not ids:
+        raise QkvcalcError("extract.ids_empty")
+    for token_id in ids:
+        if size is not None and not 0 <= token_id < size:
+            raise QkvcalcError(
+                "extract.token_id", id=token_id, model=model, size=size, last=size - 1
+            )
+
+
+def _check_layer(layer: Any, count: int | None, model: str) -> None:
+    if count is None:
+        return
+    whole = isinstance(layer, (int, np.integer)) and not isinstance(layer, bool)
+    if not whole or not 0 <= layer < count:
+        raise QkvcalcError("extract.layer", layer=layer, model=model, count=count, last=count - 1)
+
+
+def _tokens(ids: list[int], tokenizer: Any) -> list[str]:
+    if tokenizer is None:
+        return [str(i) for i in ids]
+    return [str(tokenizer.decode([i])) for i in ids]
+
+
+# ---- the run ------------------------------------------------------------------------------
+
+
+def capture(model: Any, family: Family, layer: int, ids: list[int], float64: bool) -> np.ndarray:
+    """Layer `layer`'s attention input for these ids, as float64; the run ends right there."""
+    import torch
+
+    from qkvcalc.extract.islands import float64_islands
+
+    attention = family.attention(family.stack(model)[layer])
+    seen: list[Any] = []
+
+    def pre_hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        hidden = args[0] if args else kwargs["hidden_states"]
+        seen.append(hidden.detach()[0].to(dtype=torch.float64, device="cpu").numpy())
+        raise _Captured
+
+    handle = attention.register_forward_pre_hook(pre_hook, with_kwargs=True)
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    try:
+        with torch.no_grad():
+            islands = float64_islands(model) if float64 else contextlib.nullcontext()
+            with islands, contextlib.suppress(_Captured):
+                family.run(model, torch.tensor([ids], device=device))
+    finally:
+        handle.remove()
+        model.train(was_training)
+    if not seen:  # the model never reached the layer: not something a user can fix
+        raise RuntimeError(f"layer {layer}'s attention did not run")
+    return seen[0]
+
+
+def extract(
+    model_or_path: Any,
+    layer: int,
+    *,
+    input_ids: Sequence[int] | None = None,
+    text: str | None = None,
+    dtype: str = "auto",
+    tokenizer: Any = None,
+    lang: str = "en",
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """See qkvcalc.extract.extract."""
+    require_models()
+    import torch
+
+    if dtype not in DTYPES:
+        raise QkvcalcError("extract.dtype", dtype=dtype)
+    model: Any
+    if isinstance(model_or_path, (str, os.PathLike)):
+        name = str(model_or_path)
+        shown = (Path(name).name or name) if Path(name).expanduser().exists() else name
+        config = _config(name)
+        _family(config.model_type, name)
+        # what the config tells already, said before a large checkpoint spends minutes loading
+        if (input_ids is None) == (text is None):
+            raise QkvcalcError("extract.input_choice")
+        _check_layer(layer, getattr(config, "num_hidden_layers", None), shown)
+        if input_ids is not None:
+            _check_ids(_as_ids(input_ids), getattr(config, "vocab_size", None), shown)
+        model, own_tokenizer = load(name, config, dtype, progress)
+        tokenizer = tokenizer if tokenizer is not None else own_tokenizer
+    elif isinstance(model_or_path, torch.nn.Module) and hasattr(model_or_path, "config"):
+        model = model_or_path
+        shown = str(getattr(model.config, "_name_or_path", "") or type(model).__name__)
+        own = next(model.parameters()).dtype
+        if dtype != "auto" and _torch_dtype(dtype) != own:
+            raise QkvcalcError("extract.dtype_loaded", dtype=dtype, own=str(own).split(".")[-1])
+        _family(model.config.model_type, shown)
+    else:
+        raise QkvcalcError("extract.not_a_model", kind=type(model_or_path).__name__)
+    config = model.config
+    family = _family(config.model_type, shown)
+    stack = family.stack(model)
+    _check_layer(layer, len(stack), shown)
+    layer = int(layer)
+    ids = _token_ids(model, shown, input_ids, text, tokenizer)
+
+    if progress:
+        progress(Msg("extract.running", model=shown, layer=layer))
+    run_dtype = next(model.parameters()).dtype
+    float64 = run_dtype == torch.float64
+    x = capture(model, family, layer, ids, float64)
+    block = stack[layer]
+    with torch.no_grad():
+        keys = family.keys(Layer(model, config, block, family.attention(block), layer, len(ids)))
+    arch = family.names[config.model_type]
+    dtype_name = str(run_dtype).split(".")[-1]
+    return {
+        "name": Msg("extract.name", model=shown, layer=layer).text(lang),
+        "description": Msg(
+            "extract.description", layer=layer, model=shown, arch=arch, n=len(ids), dtype=dtype_name
+        ).text(lang),
+        "tokens": _tokens(ids, tokenizer),
+        "x": x,
+        **keys,
+    }

@@ -1,0 +1,600 @@
+"""qkvcalc extract against transformers itself: a tiny model of every architecture, built here
+from a config with random weights (float64, eager attention) and saved with save_pretrained,
+is extracted through the real command line (python -m qkvcalc extract … --dtype float64) and
+through the Python call; tests/naive_modern.py computes the problem's attention, and every
+head's attention probabilities (output_attentions) and the output projection module's own
+output (a forward hook on o_proj / dense / c_proj / o) must match transformers' eager forward
+to 1e-8. The same comparison runs through `qkvcalc explain FILE --format json`.
+
+The reference forward is truly float64: transformers keeps its softmax, RMSNorm, rotary tables
+and ALiBi slopes in float32 even in a float64 model, so in this test process only, while a
+model is built and run, torch.float32 and torch.float mean float64 and Tensor.float() gives
+float64 (true_float64 below). That is independent of how qkvcalc.extract lifts the same steps
+(qkvcalc/extract/islands.py): the extracted x must equal the reference's to 1e-12.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import PINNED_ENV, ROOT, run_qkvcalc
+from tests.naive_modern import attention
+
+torch = pytest.importorskip(
+    "torch", reason="qkvcalc extract needs torch: pip install torch==2.13.0"
+)
+transformers = pytest.importorskip(
+    "transformers", reason="qkvcalc extract needs transformers: pip install -e '.[test]'"
+)
+
+TOL = 1e-8
+N = 7  # tokens: more than the windows below, so they cut
+
+
+@contextlib.contextmanager
+def true_float64():
+    """float32 means float64 in this process while the block runs (see the module's doc)."""
+    saved = (torch.float32, torch.float, torch.Tensor.float)
+    torch.float32 = torch.float64
+    torch.float = torch.float64
+    torch.Tensor.float = lambda self, *a, **k: self.to(torch.float64)
+    try:
+        yield
+    finally:
+        torch.float32, torch.float, torch.Tensor.float = saved
+
+
+# ---- the tiny models ----------------------------------------------------------------------
+# name: (config class, its fields, model class, layer, the attention module whose input is x,
+#        the output projection, modern keys)
+
+SMALL = {"vocab_size": 60, "max_position_embeddings": 64}
+CASES = {
+    "bert": (
+        "BertConfig",
+        {**SMALL, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4},
+        "BertModel",
+        1,
+        lambda m, i: m.encoder.layer[i].attention.self,
+        lambda m, i: m.encoder.layer[i].attention.output.dense,
+        False,
+    ),
+    "gpt2": (
+        "GPT2Config",
+        {
+            "vocab_size": 60,
+            "n_positions": 64,
+            "n_embd": 32,
+            "n_layer": 3,
+            "n_head": 4,
+            "scale_attn_by_inverse_layer_idx": True,  # the scale depends on the layer
+        },
+        "GPT2LMHeadModel",
+        2,
+        lambda m, i: m.transformer.h[i].attn,
+        lambda m, i: m.transformer.h[i].attn.c_proj,
+        False,
+    ),
+    "llama": (
+        "LlamaConfig",
+        {
+            **SMALL,
+            "hidden_size": 32,
+            "intermediate_size": 48,
+            "num_hidden_layers": 3,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 500.0},
+        },
+        "LlamaForCausalLM",
+        2,
+        lambda m, i: m.model.layers[i].self_attn,
+        lambda m, i: m.model.layers[i].self_attn.o_proj,
+        True,
+    ),
+    "mistral": (
+        "MistralConfig",
+        {
+            **SMALL,
+            "hidden_size": 32,
+            "intermediate_size": 48,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 1,
+            "sliding_window": 3,
+        },
+        "MistralForCausalLM",
+        1,
+        lambda m, i: m.model.layers[i].self_attn,
+        lambda m, i: m.model.layers[i].self_attn.o_proj,
+        True,
+    ),
+    "qwen2": (
+        "Qwen2Config",
+        {
+            **SMALL,
+            "hidden_size": 32,
+            "intermediate_size": 48,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "use_sliding_window": True,
+            "sliding_window": 4,
+            "max_window_layers": 1,  # layer 0 full, layer 1 sliding
+        },
+        "Qwen2ForCausalLM",
+        1,
+        lambda m, i: m.model.layers[i].self_attn,
+        lambda m, i: m.model.layers[i].self_attn.o_proj,
+        True,
+    ),
+    "qwen3": (
+        "Qwen3Config",
+        {
+            **SMALL,
+            "hidden_size": 32,
+            "intermediate_size": 48,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 16,  # not hidden/heads
+        },
+        "Qwen3ForCausalLM",
+        1,
+        lambda m, i: m.model.layers[i].self_attn,
+        lambda m, i: m.model.layers[i].self_attn.o_proj,
+        True,
+    ),
+    "gemma2-sliding": (
+        "Gemma2Config",
+        {
+            **SMALL,
+            "hidden_size": 32,
+            "intermediate_size": 48,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 8,
+            "sliding_window": 3,
+            "query_pre_attn_scalar": 12,
+            "attn_logit_softcapping": 2.0,  # small, so that it bites
+            "final_logit_softcapping": None,
+        },
+        "Gemma2ForCausalLM",
+        0,  # layer 0 slides, layer 1 is full
+        lambda m, i: m.model.layers[i].self_attn,
+        lambda m, i: m.model.layers[i].self_attn.o_proj,
+        True,
+    ),
+    "gpt_neox": (
+        "GPTNeoXConfig",
+        {
+            **SMALL,
+            "hidden_size": 32,
+            "intermediate_size": 48,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "rotary_pct": 0.5,  # partial rotary: 8 of each head's 16 dimensions
+        },
+        "GPTNeoXForCausalLM",
+        1,
+        lambda m, i: m.gpt_neox.layers[i].attention,
+        lambda m, i: m.gpt_neox.layers[i].attention.dense,
+        True,
+    ),
+    "bloom": (
+        "BloomConfig",
+        {"vocab_size": 60, "hidden_size": 48, "n_layer": 2, "n_head": 12},  # 12: not 2^k
+        "BloomForCausalLM",
+        1,
+        lambda m, i: m.transformer.h[i].self_attention,
+        lambda m, i: m.transformer.h[i].self_attention.dense,
+        True,
+    ),
+    "t5": (
+        "T5Config",
+        {
+            "vocab_size": 60,
+            "d_model": 32,
+            "d_kv": 8,
+            "d_ff": 48,
+            "num_layers": 3,
+            "num_decoder_layers": 1,
+            "num_heads": 4,
+            "relative_attention_num_buckets": 8,
+            "relative_attention_max_distance": 16,
+        },
+        "T5ForConditionalGeneration",  # a whole T5 checkpoint; extract loads its encoder
+        2,  # a later block: its bias comes from block 0
+        lambda m, i: m.encoder.block[i].layer[0].SelfAttention,
+        lambda m, i: m.encoder.block[i].layer[0].SelfAttention.o,
+        True,
+    ),
+}
+# Gemma 2's full layer: the same checkpoint as gemma2-sliding, layer 1
+CASES["gemma2-full"] = (*CASES["gemma2-sliding"][:3], 1, *CASES["gemma2-sliding"][4:])
+
+# Every module that keys a table by dtype is imported now, before true_float64 ever runs: one
+# first imported inside it would build its table with float32 meaning float64 (safetensors'
+# dtype sizes, for one).
+for _config, _, _model, *_ in CASES.values():
+    getattr(transformers, _config), getattr(transformers, _model)
+importlib.import_module("safetensors.torch")
+
+
+def build(kind: str, seed: int = 0):
+    """A tiny float64 model of this kind with random weights, eager attention."""
+    config_name, fields, model_name, *_ = CASES[kind]
+    config = getattr(transformers, config_name)(**fields)
+    config._attn_implementation = "eager"
+    cls = getattr(transformers, model_name)
+    torch.manual_seed(seed)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)  # buffers made at construction (Gemma's embed_scale)
+    try:
+        with true_float64():  # and the rotary tables, built at construction in float32
+            model = cls(config)
+    finally:
+        torch.set_default_dtype(default)
+    model = model.to(torch.float64).eval()
+    generator = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "inv_freq" not in name:
+                param.copy_(
+                    torch.randn(param.shape, generator=generator, dtype=torch.float64) * 0.3
+                )
+    return model
+
+
+def token_ids(seed: int = 0) -> list[int]:
+    return np.random.default_rng(seed).integers(0, 60, N).tolist()
+
+
+def reference(model, kind: str, ids: list[int]) -> dict:
+    """transformers' own eager forward, truly float64: layer L's attention probabilities
+    [H, n, n] (output_attentions), its output projection's own output [n, d] (a forward hook)
+    and its attention module's input x [n, d] (a forward pre-hook)."""
+    _, _, _, layer, attention_of, projection_of, _ = CASES[kind]
+    seen: dict = {}
+
+    def grab_x(module, args, kwargs):
+        seen["x"] = (args[0] if args else kwargs["hidden_states"])[0].detach().clone()
+
+    hooks = [
+        attention_of(model, layer).register_forward_pre_hook(grab_x, with_kwargs=True),
+        projection_of(model, layer).register_forward_hook(
+            lambda module, args, out: seen.setdefault("out", out[0].detach().clone())
+        ),
+    ]
+    runner = model.encoder if kind == "t5" else model  # T5: the encoder alone
+    try:
+        with torch.no_grad(), true_float64():
+            result = runner(input_ids=torch.tensor([ids]), output_attentions=True)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return {
+        "weights": result.attentions[layer][0].numpy(),
+        "out": seen["out"].numpy(),
+        "x": seen["x"].numpy(),
+    }
+
+
+class Lab:
+    """Builds each case once for the module: the model, its folder, the CLI's problem."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.cache: dict[str, dict] = {}
+
+    def get(self, kind: str) -> dict:
+        if kind in self.cache:
+            return self.cache[kind]
+        folder_kind = "gemma2" if kind.startswith("gemma2") else kind
+        folder = self.root / folder_kind
+        model = build(kind)
+        if not folder.exists():
+            model.save_pretrained(folder)
+        ids = token_ids()
+        layer = CASES[kind][3]
+        problem_file = self.root / f"{kind}.json"
+        result = run_qkvcalc(
+            "extract",
+            str(folder),
+            "--layer",
+            str(layer),
+            "--ids",
+            " ".join(map(str, ids)),
+            "--dtype",
+            "float64",
+            "--output",
+            str(problem_file),
+            timeout=300,
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == "", "with --output, nothing goes to stdout"
+        problem = json.loads(problem_file.read_text(encoding="utf-8"))
+        self.cache[kind] = {
+            "model": model,
+            "folder": folder,
+            "ids": ids,
+            "layer": layer,
+            "file": problem_file,
+            "problem": problem,
+            "reference": reference(model, kind, ids),
+        }
+        return self.cache[kind]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    return Lab(tmp_path_factory.mktemp("models"))
+
+
+KINDS = list(CASES)
+
+
+def max_diff(a, b) -> float:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    return float(np.max(np.abs(a - b)))
+
+
+# ---- the comparisons ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_extracted_problem_reproduces_transformers(lab, kind):
+    case = lab.get(kind)
+    weights, output = attention(case["problem"])
+    ref = case["reference"]
+    assert max_diff(weights, ref["weights"]) < TOL
+    assert max_diff(output, ref["out"]) < TOL
+    # x is float64-exact: the extract's own lifting agrees with this test's
+    assert max_diff(case["problem"]["x"], ref["x"]) < 1e-12
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_qkvcalc_explain_reproduces_transformers(lab, kind):
+    case = lab.get(kind)
+    result = run_qkvcalc("explain", str(case["file"]), "--format", "json", "--detail", "full")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    ref = case["reference"]
+    heads = case["problem"]["heads"]
+    by_head = {stage["head"]: stage["value"] for stage in doc["stages"] if stage["id"] == "weights"}
+    assert set(by_head) == set(range(1, heads + 1))
+    for h in range(1, heads + 1):
+        assert max_diff(by_head[h], ref["weights"][h - 1]) < TOL, f"head {h}"
+    assert max_diff(doc["output"], ref["out"]) < TOL
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma2-sliding", "t5", "gpt2"])
+def test_the_python_call_gives_the_cli_problem(lab, kind):
+    import qkvcalc
+
+    case = lab.get(kind)
+    problem = qkvcalc.extract(case["model"], layer=case["layer"], input_ids=case["ids"])
+    cli = case["problem"]
+    assert set(problem) == set(cli)
+    for key, value in problem.items():
+        if isinstance(value, np.ndarray):
+            assert max_diff(value, cli[key]) < 1e-12, key
+        elif isinstance(value, dict):
+            assert json.loads(json.dumps(value)) == cli[key], key
+        elif key == "name":
+            assert value.endswith(f"layer {case['layer']}")
+        elif key != "description":
+            assert value == cli[key], key
+
+
+# ---- what each architecture's problem says ------------------------------------------------
+
+
+def test_the_keys_each_architecture_needs(lab):
+    p = {kind: lab.get(kind)["problem"] for kind in KINDS}
+    assert p["bert"]["mask"] == "none" and "rope" not in p["bert"]
+    assert p["gpt2"]["scale"] == pytest.approx(8**-0.5 / 3)  # layer 2: divided by 3
+    assert p["llama"]["rope"] == {"theta": 500.0, "style": "half"}
+    assert p["llama"]["kv_heads"] == 2 and p["llama"]["mask"] == "causal"
+    assert p["mistral"]["window"] == 3 and p["mistral"]["kv_heads"] == 1
+    assert p["qwen2"]["window"] == 4 and "bq" in p["qwen2"] and "bo" not in p["qwen2"]
+    assert len(p["qwen3"]["q_norm"]) == 16 and len(p["qwen3"]["wq"][0]) == 64
+    assert p["gemma2-sliding"]["window"] == 3 and "window" not in p["gemma2-full"]
+    assert p["gemma2-full"]["softcap"] == 2.0 and p["gemma2-full"]["scale"] == 12**-0.5
+    assert p["gpt_neox"]["rope"]["dims"] == 8
+    assert p["bloom"]["alibi"] is True and p["bloom"]["heads"] == 12
+    assert p["t5"]["scale"] == 1 and np.shape(p["t5"]["score_bias"]) == (4, N, N)
+    for problem in p.values():
+        assert problem["tokens"] == [str(i) for i in token_ids()]
+        assert "layer" in problem["name"] and problem["description"]
+
+
+def test_the_window_and_softcap_change_the_weights(lab):
+    """The cases are not vacuous: without its window or softcap the problem gives other
+    weights than transformers."""
+    for kind, key in (("mistral", "window"), ("gemma2-sliding", "softcap"), ("t5", "score_bias")):
+        case = lab.get(kind)
+        without = {k: v for k, v in case["problem"].items() if k != key}
+        weights, _ = attention(without)
+        assert max_diff(weights, case["reference"]["weights"]) > 1e-3, kind
+
+
+# ---- the run itself -------------------------------------------------------------------------
+
+
+def test_later_layers_never_run_and_the_model_is_left_as_it_was(lab):
+    import qkvcalc
+
+    model = lab.get("llama")["model"]
+    calls = []
+    later = model.model.layers[2].mlp.register_forward_hook(lambda *a: calls.append("mlp"))
+    norm = model.model.norm.register_forward_hook(lambda *a: calls.append("norm"))
+    model.train()
+    try:
+        qkvcalc.extract(model, layer=2, input_ids=[1, 2, 3])
+        assert calls == []  # layer 2's MLP and the final norm: never reached
+        assert model.training  # put back in the mode it was in
+    finally:
+        later.remove()
+        norm.remove()
+        model.eval()
+    attention_module = model.model.layers[2].self_attn
+    assert not attention_module._forward_pre_hooks
+    assert "forward" not in vars(model.model.norm)  # the float64 lifting is undone
+    assert torch.nn.functional.softmax.__module__ == "torch.nn.functional"
+
+
+def test_auto_runs_a_float32_checkpoint_in_float32(tmp_path):
+    import qkvcalc
+
+    model = build("llama").to(torch.float32)
+    model.save_pretrained(tmp_path / "f32")
+    problem = qkvcalc.extract(str(tmp_path / "f32"), layer=1, input_ids=[1, 2, 3, 4])
+    exact = qkvcalc.extract(str(tmp_path / "f32"), layer=1, input_ids=[1, 2, 3, 4], dtype="float64")
+    assert problem["x"].dtype == np.float64
+    assert "float32" in problem["description"] and "float64" in exact["description"]
+    difference = max_diff(problem["x"], exact["x"])
+    assert 0 < difference < 1e-4  # float32 numbers, close to the float64 run's
+    assert max_diff(problem["wq"], exact["wq"]) == 0  # the same float32 weights, exactly
+
+
+def test_text_goes_through_the_folders_tokenizer(tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = ["the", "cat", "sat", "on", "mat"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="the"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    folder = tmp_path / "gpt2"
+    build("gpt2").save_pretrained(folder)
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok).save_pretrained(folder)
+    result = run_qkvcalc(
+        "extract", str(folder), "--layer", "0", "--text", "the cat sat", timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    problem = json.loads(result.stdout)
+    assert problem["tokens"] == ["the", "cat", "sat"] and len(problem["x"]) == 3
+
+
+# ---- errors, through real processes ---------------------------------------------------------
+
+
+def one_message(result, *fragments: str) -> None:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+@pytest.fixture(scope="module")
+def folders(lab, tmp_path_factory):
+    root = tmp_path_factory.mktemp("errors")
+    (root / "empty").mkdir()
+    (root / "opt").mkdir()
+    (root / "opt" / "config.json").write_text('{"model_type": "opt"}', encoding="utf-8")
+    (root / "no-weights").mkdir()
+    config = json.loads((lab.get("llama")["folder"] / "config.json").read_text(encoding="utf-8"))
+    (root / "no-weights" / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return {"llama": lab.get("llama")["folder"], **{p.name: p for p in root.iterdir()}}
+
+
+def test_an_unknown_architecture_lists_the_known_ones(folders):
+    result = run_qkvcalc("extract", str(folders["opt"]), "--layer", "0", "--ids", "1", timeout=300)
+    known = "BERT, GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Gemma 2, GPT-NeoX, BLOOM, T5 encoder"
+    one_message(result, "'opt'", known)
+
+
+@pytest.mark.parametrize(
+    ("folder", "args", "fragments"),
+    [
+        ("llama", ["--layer", "3", "--ids", "1 2"], ["layer 3", "3 layers", "0 to 2"]),
+        ("llama", ["--layer", "-1", "--ids", "1 2"], ["layer -1", "0 to 2"]),
+        ("llama", ["--layer", "0", "--ids", "1 60"], ["token id 60", "60 tokens", "0 to 59"]),
+        ("llama", ["--layer", "0", "--text", "hello"], ["--text", "--ids"]),
+        ("empty", ["--layer", "0", "--ids", "1"], ["not a Hugging Face checkpoint", "config.json"]),
+        ("no-weights", ["--layer", "0", "--ids", "1"], ["config.json", "weights"]),
+    ],
+    ids=["layer", "negative layer", "token id", "text without tokenizer", "empty", "no weights"],
+)
+def test_bad_requests_are_one_message(folders, folder, args, fragments):
+    one_message(run_qkvcalc("extract", str(folders[folder]), *args, timeout=300), *fragments)
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--layer", "0", "--ids", "1 two"], ["--ids", "whole numbers"]),
+        (["--layer", "0"], ["--ids", "--text"]),
+        (["--layer", "0", "--ids", "1", "--text", "a"], ["exactly one"]),
+    ],
+)
+def test_bad_options_are_one_message_before_any_model_loads(tmp_path, args, fragments):
+    one_message(run_qkvcalc("extract", str(tmp_path), *args), *fragments)
+
+
+def test_a_missing_folder_is_named(tmp_path):
+    one_message(
+        run_qkvcalc("extract", str(tmp_path / "nope"), "--layer", "0", "--ids", "1"),
+        "no such folder",
+    )
+
+
+def test_without_torch_it_says_what_to_install(tmp_path):
+    """A real process in which torch cannot be imported (sys.modules['torch'] = None)."""
+    code = (
+        "import sys\nsys.modules['torch'] = None\nfrom qkvcalc.launch import main\n"
+        f"sys.argv = ['qkvcalc', 'extract', {str(tmp_path)!r}, '--layer', '0', '--ids', '1']\n"
+        "main()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, **PINNED_ENV},
+    )
+    one_message(proc, "pip install 'qkvcalc[models]'", "torch")
+
+
+def test_the_python_call_raises_the_same_errors(lab):
+    import qkvcalc
+    from qkvcalc.errors import QkvcalcError
+
+    model = lab.get("llama")["model"]
+    with pytest.raises(QkvcalcError, match="numbered 0 to 2"):
+        qkvcalc.extract(model, layer=5, input_ids=[1])
+    with pytest.raises(QkvcalcError, match="exactly one"):
+        qkvcalc.extract(model, layer=0)
+    with pytest.raises(QkvcalcError, match="already loaded"):
+        qkvcalc.extract(model, layer=0, input_ids=[1], dtype="bfloat16")
+    with pytest.raises(QkvcalcError, match="not a list"):
+        qkvcalc.extract([1, 2], layer=0, input_ids=[1])
+
+
+def test_in_a_terminal_the_status_leaves_stdout_to_the_problem(lab, tmp_path):
+    """stderr a terminal (the status spins there), stdout a file: the file gets the problem. A
+    rich status in a terminal routes sys.stdout to its own console while it shows."""
+    import pexpect
+
+    from tests.conftest import spawn_qkvcalc
+
+    folder, out = lab.get("llama")["folder"], tmp_path / "problem.json"
+    command = f"{sys.executable} -m qkvcalc extract {folder} --layer 0 --ids '1 2' > {out}"
+    child = spawn_qkvcalc(shell=f"TERM=xterm {command}")
+    child.expect(pexpect.EOF, timeout=300)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    assert json.loads(out.read_text(encoding="utf-8"))["tokens"] == ["1", "2"]
