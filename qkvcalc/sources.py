@@ -14,6 +14,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.parse import MAX_BYTES, load_json, parse_inline, read_limited
 from qkvcalc.problem import json_kind, known_key
 
+TRACE_SCHEMA = "qkvcalc.trace/1"  # --format json's document; its "input" is the problem
 INLINE_MATRICES = ("x", "wq", "wk", "wv", "wo", "mask")
 
 
@@ -82,4 +83,9 @@ def _as_object(data: bytes, origin: str) -> dict[str, Any]:
         raise QkvcalcError("input.not_object", kind=json_kind(doc)).within(
             "input.from", origin=origin
         )
+    if doc.get("schema") == TRACE_SCHEMA:  # a trace qkvcalc wrote: run its problem again
+        problem = doc.get("input")
+        if not isinstance(problem, dict):
+            raise QkvcalcError("input.trace_without_input").within("input.from", origin=origin)
+        return problem
     return doc

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import resource
+import stat
 import subprocess
 import sys
 import tempfile
@@ -427,3 +428,202 @@ def test_hostile_text_in_error_messages():
     assert_one_clean_message(proc, "\\x1b[2J")
     proc = run_qkvcalc("explain", "no\x1b[31msuch-file.json")
     assert_one_clean_message(proc, "no\\x1b[31msuch-file.json")
+
+
+# ---- issue 14: --output, the standard streams, the environment ------------------------------
+
+ROOT_USER = os.geteuid() == 0
+
+
+def _proc(*args: str, **kw) -> subprocess.CompletedProcess:
+    return run_qkvcalc(*args, timeout=HANG_GUARD, preexec_fn=kw.pop("preexec_fn", cap_memory), **kw)
+
+
+def test_output_never_follows_a_planted_temporary_symlink(tmp_path):
+    """The old temporary name was predictable (.out.md.qkvcalc-tmp) and opened through a
+    symlink: a link planted under that name made qkvcalc overwrite the file it points to."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (tmp_path / ".out.md.qkvcalc-tmp").symlink_to(victim)
+    proc = _proc("explain", "--preset", "doc", "--output", str(tmp_path / "out.md"))
+    assert proc.returncode == 0, proc.stderr
+    assert victim.read_text() == "precious\n"
+    assert (tmp_path / "out.md").is_file() and not (tmp_path / "out.md").is_symlink()
+    assert "# Attention" in (tmp_path / "out.md").read_text()
+    leftovers = {p.name for p in tmp_path.iterdir()} - {"victim", ".out.md.qkvcalc-tmp", "out.md"}
+    assert not leftovers  # the random temporary file is gone
+
+
+def test_output_keeps_the_permissions_of_the_file_it_replaces(tmp_path):
+    out = tmp_path / "out.json"
+    out.write_text("{}")
+    out.chmod(0o640)
+    assert _proc("explain", "--preset", "doc", "--output", str(out)).returncode == 0
+    assert (out.stat().st_mode & 0o777) == 0o640
+    assert json.loads(out.read_text())["schema"] == "qkvcalc.trace/1"
+
+
+def test_output_through_a_symlink_writes_the_file_it_points_to(tmp_path):
+    """A careful user's expectation, as `echo … > link`: the link stays a link and the file it
+    points to gets the new content."""
+    real = tmp_path / "real.md"
+    real.write_text("old\n")
+    link = tmp_path / "link.md"
+    link.symlink_to(real)
+    assert _proc("explain", "--preset", "doc", "--output", str(link)).returncode == 0
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert real.read_text().startswith("# Attention")
+
+
+def test_output_onto_a_fifo_writes_into_it(tmp_path):
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    proc = _proc("explain", "--preset", "doc", "--output", str(fifo))
+    got = reader.communicate(timeout=HANG_GUARD)[0]
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(got)["schema"] == "qkvcalc.trace/1"
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still a FIFO, not replaced by a file
+
+
+@pytest.mark.parametrize("device", ["/dev/null", "/dev/full"])
+def test_output_onto_a_device_writes_to_it_and_leaves_it_a_device(device):
+    """/dev/null succeeds (as a normal user it used to fail creating /dev/.null.qkvcalc-tmp;
+    as root it would have replaced the device with a file); /dev/full is one message."""
+    proc = _proc("explain", "--preset", "doc", "--output", device)
+    assert stat.S_ISCHR(os.stat(device).st_mode)
+    assert not any(name.endswith(".qkvcalc-tmp") for name in os.listdir("/dev"))
+    if device == "/dev/null":
+        assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+    else:
+        assert_one_clean_message(proc, "No space left on device")
+
+
+@pytest.mark.skipif(not ROOT_USER, reason="runs the program as nobody, which needs root")
+def test_output_onto_dev_null_as_a_normal_user(tmp_path):
+    """As nobody (who cannot create files in /dev), --output /dev/null works."""
+    probe = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            sys.executable,
+            "-c",
+            "",
+        ],
+        capture_output=True,
+    )
+    if probe.returncode != 0:
+        pytest.skip("nobody cannot run this Python")
+    proc = subprocess.run(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable,
+         "-m", "qkvcalc", "explain", "--preset", "doc", "--output", "/dev/null"],
+        capture_output=True, text=True, cwd=ROOT, env={**os.environ, **PINNED_ENV},
+        timeout=HANG_GUARD,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_output_under_a_file_is_one_message(tmp_path):
+    parent = tmp_path / "file.json"
+    parent.write_text("{}")
+    proc = _proc("explain", "--preset", "doc", "--output", str(parent / "x.md"))
+    assert_one_clean_message(proc, "Not a directory")
+    assert parent.read_text() == "{}"
+
+
+def _closing(fd: int):
+    def preexec() -> None:
+        cap_memory()
+        os.close(fd)
+
+    return preexec
+
+
+@pytest.mark.parametrize(
+    ("args", "fd", "expect"),
+    [
+        (("explain", "--preset", "doc"), 1, "cannot write to standard output"),
+        (("explain",), 0, "no input"),
+    ],
+    ids=["stdout-closed", "stdin-closed-no-input"],
+)
+def test_a_closed_standard_stream_is_one_message(args, fd, expect):
+    proc = _proc(*args, preexec_fn=_closing(fd))
+    assert_one_clean_message(proc, expect)
+
+
+def test_closed_stdin_with_a_preset_runs():
+    proc = _proc("explain", "--preset", "doc", "--format", "json", preexec_fn=_closing(0))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["schema"] == "qkvcalc.trace/1"
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_stdout_on_a_full_disk_is_one_message(fmt):
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "qkvcalc", "explain", "--preset", "doc", "--format", fmt],
+            stdout=full, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+            cwd=ROOT, env={**os.environ, **PINNED_ENV}, timeout=HANG_GUARD,
+        )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == "error: cannot write to standard output: No space left on device\n"
+
+
+@pytest.mark.parametrize("how", ["full", "closed"])
+def test_stderr_that_cannot_be_written_keeps_exit_2(how):
+    """Bad input with stderr on /dev/full (or closed): the message is lost, the code is not."""
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "qkvcalc", "explain", "--preset", "nope"],
+            stdout=subprocess.PIPE, stderr=full if how == "full" else subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL, cwd=ROOT, env={**os.environ, **PINNED_ENV},
+            timeout=HANG_GUARD, preexec_fn=_closing(2) if how == "closed" else None,
+        )  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == b""
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"PYTHONIOENCODING": "ascii"},
+        {"PYTHONIOENCODING": "latin-1"},
+        {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"},
+    ],
+    ids=["ascii", "latin-1", "C-locale"],
+)
+@pytest.mark.parametrize("fmt", ["table", "json", "html"])
+def test_a_stdout_that_is_not_utf8_gets_escapes_not_a_traceback(env, fmt):
+    proc = run_qkvcalc(
+        "explain", "--preset", "sentence", "--lang", "ko", "--format", fmt, env=env, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stderr == ""
+    if "latin-1" not in env.values():  # (run_qkvcalc reads stdout as UTF-8)
+        proc.stdout.encode("ascii")
+    if fmt == "json":
+        assert json.loads(proc.stdout)["schema"] == "qkvcalc.trace/1"  # escapes JSON can read
+
+
+@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"LC_ALL": "C", "PYTHONUTF8": "0"}])
+def test_an_error_on_a_stderr_that_is_not_utf8(env):
+    proc = run_qkvcalc("explain", "--preset", "nope", "--lang", "ko", env=env)
+    assert_one_clean_message(proc, "nope")
+
+
+@pytest.mark.parametrize("columns", ["0", "²", "-3", "abc", "99999999999999999999"])
+def test_an_unusable_columns_is_ignored(columns):
+    plain = run_qkvcalc("explain", "--preset", "doc", env={"COLUMNS": "80"})
+    proc = run_qkvcalc("explain", "--preset", "doc", env={"COLUMNS": columns})
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-2000:]
+    assert proc.stdout == plain.stdout  # the default width, as if COLUMNS were not set
+    usage = run_qkvcalc("explain", "--heads", "x", env={"COLUMNS": columns})
+    assert_one_clean_message(usage, "not a valid")
+
+
+def test_a_usage_message_does_not_echo_a_5000_digit_value():
+    proc = _proc("explain", "--preset", "doc", "--heads", "9" * 5000)
+    assert_one_clean_message(proc, "--heads")
+    assert len(proc.stderr) < 600

@@ -147,6 +147,8 @@ MESSAGES: dict[str, str] = {
     "--max-bytes if you mean it",
     "input.file_missing": "no such file: {path}",
     "input.file_unreadable": "cannot read {path}: {reason}",
+    "input.trace_without_input": "this is a qkvcalc trace (schema qkvcalc.trace/1) without "
+    'its "input": write it again with this version\'s --format json to run it again',
     "input.from": "in {origin}",
     "input.inline": "in --{option}",
     "inline.grammar": "--{option} {text!r}: write a matrix as rows of numbers split by ';', "
@@ -220,6 +222,7 @@ MESSAGES: dict[str, str] = {
     "cli.two_sources": "give one input, not several: {sources}",
     "cli.bad_option": "--{option}: {reason}",
     "cli.interrupted": "interrupted",
+    "cli.stdout_failed": "cannot write to standard output: {reason}",
     "cli.error_prefix": "error",
     # ---- torch script (issue 3) ---------------------------------------------------------
     "ui.heads_group_kv": "Head {head} of {heads} · reads key/value head {kv_head} "

@@ -156,6 +156,8 @@ MESSAGES: dict[str, str] = {
     "input.too_big": "입력이 {limit}바이트보다 큽니다. 정말 필요하면 --max-bytes로 한도를 올리세요",
     "input.file_missing": "파일이 없습니다: {path}",
     "input.file_unreadable": "파일을 읽을 수 없습니다: {path} ({reason})",
+    "input.trace_without_input": '"input"이 없는 qkvcalc 추적 문서(schema qkvcalc.trace/1)입니다: '
+    "다시 실행하려면 이 버전의 --format json으로 새로 쓰세요",
     "input.from": "{origin}에서",
     "input.inline": "--{option}에서",
     "inline.grammar": "--{option} {text!r}: 행렬은 숫자로 된 행들을 ';'로 나누어 쓰세요. "
@@ -231,6 +233,7 @@ MESSAGES: dict[str, str] = {
     "cli.two_sources": "입력은 하나만 주세요. 함께 주어진 입력: {sources}",
     "cli.bad_option": "--{option}: {reason}",
     "cli.interrupted": "중단됨",
+    "cli.stdout_failed": "표준 출력에 쓸 수 없습니다: {reason}",
     "cli.error_prefix": "오류",
     # ---- torch script (issue 3) ---------------------------------------------------------
     "ui.heads_group_kv": "헤드 {head} ({heads}개 중) · Key/Value 헤드 {kv_head} 사용 "
