@@ -15,12 +15,21 @@ from qkvcalc.errors import QkvcalcError
 MAX_BYTES = 100_000_000  # 100 MB: a GPT-2-small layer is about 60 MB of JSON
 
 
-def read_limited(stream: IO[bytes], limit: int = MAX_BYTES) -> bytes:
-    """Read at most `limit` bytes, refusing a larger input before it is all in memory."""
-    data = stream.read(limit + 1)
-    if len(data) > limit:
-        raise QkvcalcError("input.too_big", limit=limit)
-    return data
+CHUNK = 1 << 20  # bytes read at a time
+
+
+def read_limited(stream: IO[bytes], limit: int = MAX_BYTES) -> bytearray:
+    """Read at most `limit` bytes, refusing a larger input before it is all in memory. Read a
+    chunk at a time: memory follows what the input holds, not the limit (--max-bytes 1e12 on a
+    300-byte file allocates nothing like a terabyte)."""
+    data = bytearray()
+    while True:
+        chunk = stream.read(min(CHUNK, limit + 1 - len(data)))
+        if not chunk:
+            return data  # a bytearray: a copy into bytes would double a 100 MB input
+        data += chunk
+        if len(data) > limit:
+            raise QkvcalcError("input.too_big", limit=limit)
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -32,9 +41,9 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return doc
 
 
-def load_json(data: bytes | str) -> Any:
+def load_json(data: bytes | bytearray | str) -> Any:
     """Decode JSON text strictly: UTF-8, no duplicate keys; absurd nesting is an error."""
-    if isinstance(data, bytes):
+    if isinstance(data, bytes | bytearray):
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as err:

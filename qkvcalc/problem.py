@@ -211,8 +211,9 @@ def to_vector(raw: Any, field_name: str, *, exact: bool = False) -> Matrix:
 
 
 def _to_int(raw: Any, field_name: str) -> int:
-    if isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdigit():
-        raw = int(raw.strip())
+    text = raw.strip() if isinstance(raw, str) else ""
+    if text.isascii() and text.isdigit() and len(text) <= 9:  # not "²", nor 5,000 digits
+        raw = int(text)
     if isinstance(raw, bool) or not isinstance(raw, int | np.integer) or not 1 <= raw <= MAX_HEADS:
         raise QkvcalcError(
             "heads.not_positive", field=field_name, value=shown(raw), limit=MAX_HEADS
@@ -220,9 +221,15 @@ def _to_int(raw: Any, field_name: str) -> int:
     return int(raw)
 
 
-def _to_tokens(raw: Any, field_name: str) -> tuple[str, ...]:
+def _to_tokens(raw: Any, field_name: str, count: int, rows: str) -> tuple[str, ...]:
+    """One name per row: the count is checked before any name is (10 million names for 3 rows
+    are refused at once)."""
     if isinstance(raw, str):
         raw = raw.split()
+    if isinstance(raw, list | tuple):
+        _check(
+            len(raw) == count, "tokens.count", field=field_name, count=len(raw), n=count, rows=rows
+        )
     if not isinstance(raw, list | tuple) or not all(
         isinstance(t, str | int | float) and not isinstance(t, bool) for t in raw
     ):
@@ -406,6 +413,15 @@ def _check_stage_size(p: Problem, limit: int) -> None:
     )
 
 
+def _check_mask_shape(raw_mask: list[Any] | tuple[Any, ...], n: int, m: int) -> None:
+    """A 0/1 mask must be n×m: its rows are counted before any entry is read. (A row that is
+    not a list is _to_flags's to name.)"""
+    lists = [row for row in raw_mask if isinstance(row, list | tuple)]
+    fits = len(raw_mask) == n and all(len(row) == m for row in lists)
+    width = len(lists[0]) if lists else 0
+    _check(fits, "mask.shape", shape=shape_text((len(raw_mask), width)), n=n, m=m)
+
+
 def _check(cond: bool, key: str, **params: Any) -> None:
     if not cond:
         raise QkvcalcError(key, **params)
@@ -569,7 +585,7 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         _check("bo" not in doc, "input.bo_without_wo")
 
     tokens = (
-        _to_tokens(doc["tokens"], "tokens")
+        _to_tokens(doc["tokens"], "tokens", n, "Q" if direct else "X")
         if "tokens" in doc
         else tuple(f"t{i + 1}" for i in range(n))
     )
@@ -584,7 +600,9 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
     cross = "source" in doc or bool(direct)
     if "source_tokens" in doc:
         _check(cross, "tokens.source_without_source")
-        source_tokens = _to_tokens(doc["source_tokens"], "source_tokens")
+        source_tokens = _to_tokens(
+            doc["source_tokens"], "source_tokens", m, "K" if direct else "source"
+        )
         _check(
             len(source_tokens) == m,
             "tokens.count",
@@ -616,6 +634,7 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
     elif isinstance(raw_mask, list | tuple):
         if raw_mask and not isinstance(raw_mask[0], list | tuple):
             raw_mask = [raw_mask]
+        _check_mask_shape(raw_mask, n, m)  # before any entry is read: a row may be 25 M long
         rows = [_to_flags(row, "mask", f"[{i + 1}]") for i, row in enumerate(raw_mask)]
         shape = (len(rows), len(rows[0]) if rows else 0)
         _check(
@@ -634,8 +653,9 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         raw_kp = doc["key_padding"]
         if isinstance(raw_kp, list | tuple) and len(raw_kp) == 1 and isinstance(raw_kp[0], list):
             raw_kp = raw_kp[0]
+        if isinstance(raw_kp, list | tuple):  # the length first: 25 M entries for one key
+            _check(len(raw_kp) == m, "mask.padding_length", length=len(raw_kp), m=m)
         flags = _to_flags(raw_kp, "key_padding")
-        _check(len(flags) == m, "mask.padding_length", length=len(flags), m=m)
         key_padding = np.array(flags, dtype=bool)
 
     return Problem(

@@ -18,10 +18,10 @@ TRACE_SCHEMA = "qkvcalc.trace/1"  # --format json's document; its "input" is the
 INLINE_MATRICES = ("x", "wq", "wk", "wv", "wo", "mask")
 
 
-def read_file(path: str, limit: int = MAX_BYTES) -> bytes:
+def read_file(path: str, limit: int = MAX_BYTES) -> bytearray:
     file = Path(path)
     try:
-        if file.is_file() and file.stat().st_size > limit:
+        if file.is_file() and file.stat().st_size > limit:  # refused without reading it
             raise QkvcalcError("input.too_big", limit=limit)
         with file.open("rb") as stream:
             return read_limited(stream, limit)
@@ -74,7 +74,7 @@ def gather(
     return doc
 
 
-def _as_object(data: bytes, origin: str) -> dict[str, Any]:
+def _as_object(data: bytes | bytearray, origin: str) -> dict[str, Any]:
     try:
         doc = load_json(data)
     except QkvcalcError as err:

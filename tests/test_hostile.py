@@ -627,3 +627,93 @@ def test_a_usage_message_does_not_echo_a_5000_digit_value():
     proc = _proc("explain", "--preset", "doc", "--heads", "9" * 5000)
     assert_one_clean_message(proc, "--heads")
     assert len(proc.stderr) < 600
+
+
+# ---- issue 14: limits that cost nothing until they are needed -------------------------------
+
+
+@pytest.mark.parametrize("limit", ["1000000000000", "10000000000000000000"])
+@pytest.mark.parametrize("via", ["file", "stdin"])
+def test_a_huge_max_bytes_allocates_only_what_the_input_holds(limit, via):
+    """--max-bytes 1e12 read(limit + 1) up front: a terabyte asked for a 300-byte file (out of
+    memory under the cap), and an OverflowError at 1e19."""
+    doc = BAD.parent.parent.parent / "presets" / "doc.json"
+    args = ["explain", "--max-bytes", limit, "--format", "json"]
+    given = {"input": doc.read_bytes()} if via == "stdin" else {}
+    proc = _proc(*args, "-" if via == "stdin" else str(doc), **given)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["schema"] == "qkvcalc.trace/1"
+
+
+class _Unread(list):
+    """A long list whose entries must not be read: only its length (and its first entry, which
+    says what kind of list it is) may be asked."""
+
+    def __iter__(self):
+        raise AssertionError("the entries were read before the length was checked")
+
+    def __getitem__(self, index):
+        if index != 0:
+            raise AssertionError("an entry was read before the length was checked")
+        return super().__getitem__(0)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expect"),
+    [
+        ("key_padding", _Unread([1] * 100), "key_padding has 100 entries"),
+        ("tokens", _Unread(["a"] * 100), "tokens has 100 names"),
+        ("mask", [_Unread([1] * 100), _Unread([1] * 100)], "mask is 2×100"),
+    ],
+    ids=["key_padding", "tokens", "mask-rows"],
+)
+def test_lengths_are_checked_before_entries_are_read(field, value, expect):
+    """25 M key_padding entries, a 25 M-entry mask row, 10 M token names for a 2-token input:
+    each entry used to be converted first (4 s, 800 MB) and the length checked after."""
+    from qkvcalc.errors import QkvcalcError
+    from qkvcalc.problem import Problem
+
+    with pytest.raises(QkvcalcError, match=re.escape(expect)):
+        Problem.from_mapping(_doc(**{field: value}))
+
+
+def test_25_million_key_padding_entries_are_refused_by_their_count(tmp_path):
+    path = tmp_path / "padding.json"
+    path.write_text(json.dumps(_doc(key_padding=[1] * 2_500_000)))
+    proc = _proc("explain", str(path))
+    assert_one_clean_message(proc, "key_padding has 2500000 entries but there are 2 keys")
+
+
+def test_quiz_answers_of_1e308_and_minus_infinity_grade_without_numpy_warnings():
+    sheet = {
+        "q": [["1e308", "-inf"]],
+        "k": [[1e308, "-inf"]],
+        "scores": "-inf",
+        "scaled": 1e308,
+        "exp": "-inf",
+        "weights": "1e308",
+        "output": [[1e308, "-inf"]],
+    }
+    proc = run_qkvcalc(
+        "quiz", "--preset", "doc", "--answers", "-", input=json.dumps(sheet),
+        env={"PYTHONWARNINGS": "default"}, timeout=HANG_GUARD,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("typed", ["²", "١", "9" * 5000])
+def test_a_whole_number_in_new_that_int_refuses_is_asked_again(typed):
+    """`qkvcalc new` asks for whole numbers (tokens, widths, heads): '²' is a digit to
+    str.isdigit but not to int, and 5,000 digits are past int()'s limit; both are asked again."""
+    import io
+
+    from rich.console import Console
+
+    from qkvcalc.quiz.entry import Entry
+
+    screen = io.StringIO()
+    answers = iter([typed, "2"])
+    entry = Entry(Console(file=screen, width=100), lambda prompt: next(answers), "en")
+    assert entry.whole("new.heads", 1, 1024) == 2
+    assert "whole number" in screen.getvalue()

@@ -292,6 +292,8 @@ MESSAGES: dict[str, str] = {
     "quiz.sheet_key_suggest": "unknown stage {key!r}: did you mean {suggestion!r}?",
     "quiz.sheet_not_matrix": "{key} must be a matrix (a list of rows of numbers), not {value}",
     "quiz.sheet_shape": "{key} is {shape}, but that stage is {rule} = {expected} in this problem",
+    "quiz.stage_head": "--stages {name}: the head before the slash is a whole number, as in "
+    "2/scores",
     "quiz.stage_unknown": "--stages: no stage {name!r}; choose from {known} (2/scores: head 2 "
     "only)",
     "quiz.stages_none": "--stages {names}: none of these is in this problem, which has: {known}",

@@ -303,6 +303,7 @@ MESSAGES: dict[str, str] = {
     "quiz.sheet_not_matrix": "{key}: 행렬(숫자 행들의 리스트)이어야 합니다. 받은 값: {value}",
     "quiz.sheet_shape": "{key}의 모양은 {shape}인데, 이 문제에서 그 단계는 {rule} = "
     "{expected}입니다",
+    "quiz.stage_head": "--stages {name}: 빗금 앞의 헤드는 2/scores처럼 자연수입니다",
     "quiz.stage_unknown": "--stages: 없는 단계 {name!r}. {known} 중에서 고르세요 (2/scores: 헤드 "
     "2만)",
     "quiz.stages_none": "--stages {names}: 이 문제에는 이 중 어느 단계도 없습니다. 이 문제의 "
