@@ -12,7 +12,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, NamedTuple
 
@@ -283,6 +283,8 @@ class Problem:
     key_padding: np.ndarray | None = None  # [m] bool, True = a real token
     layout: str = "rows"
     meta: dict[str, str] = field(default_factory=dict)
+    # --exact given up before any fraction was made (qkvcalc.exact_budget): the note that says why
+    exact_refused: Msg | None = None
 
     # ---- derived sizes -------------------------------------------------------------------
     @property
@@ -354,9 +356,14 @@ class Problem:
                 raise QkvcalcError("key.duplicate", key=key, canonical=name)
             doc[name] = value
         _check_claimed_size(doc, max_elements)
-        problem = _build(doc, exact)
+        refused = None
+        if exact:  # can the exact stages finish? decided before any number becomes a fraction
+            from qkvcalc.exact_budget import refusal
+
+            refused = refusal(doc)
+        problem = _build(doc, exact and refused is None)
         _check_stage_size(problem, max_elements)
-        return problem
+        return replace(problem, exact_refused=refused) if refused else problem
 
 
 def _claimed(value: Any) -> tuple[int, int]:
@@ -669,5 +676,5 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         key_padding=key_padding,
         layout=layout,
         meta=meta,
-        **mats,
+        **mats,  # type: ignore[arg-type]  # (matrices only; mypy sees every field)
     )

@@ -717,3 +717,65 @@ def test_a_whole_number_in_new_that_int_refuses_is_asked_again(typed):
     entry = Entry(Console(file=screen, width=100), lambda prompt: next(answers), "en")
     assert entry.whole("new.heads", 1, 1024) == 2
     assert "whole number" in screen.getvalue()
+
+
+# ---- issue 14: --exact decides before it starts ------------------------------------------------
+
+TINY_EXPONENT = "1e-400*1e-400*1e-400"  # 1e-1200: its Q·Kᵀ has a 4800-digit denominator
+PRIMES_60 = [f"1/{10**59 + k}" for k in (151, 447, 513, 637, 831, 939)]  # unrelated 60 digits
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        _doc(x=[[TINY_EXPONENT, 1], [1, 2]], wq=[["1e-400", 1], [1, "1e-400"]]),
+        {
+            "x": [PRIMES_60, PRIMES_60[::-1]],
+            "wq": [PRIMES_60] * 6,
+            "wk": [PRIMES_60[::-1]] * 6,
+            "wv": [PRIMES_60] * 6,
+        },
+    ],
+    ids=["1e-1200", "60-digit-denominators"],
+)
+def test_exact_fractions_too_long_to_print_are_given_up_before_they_are_made(doc):
+    """Once a crash on printing (a fraction over 4300 digits) or minutes of arithmetic: now the
+    decimals at once, with a note that says why there are no fractions."""
+    proc = _proc("explain", "--exact", "--format", "json", input=json.dumps(doc))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert not any("exact" in stage for stage in out["stages"])
+    assert "digits" in out["stages"][0]["notes"][-1]
+    table = _proc("explain", "--exact", input=json.dumps(doc), env={"COLUMNS": "300"})
+    assert table.returncode == 0 and "Exact fractions left out" in table.stdout
+
+
+def test_a_big_problem_gives_up_exact_mode_without_making_a_fraction(monkeypatch):
+    """A problem past the budget by its shapes is read as decimals only: no input number is
+    turned into a fraction (a BERT-size layer used to make 2.8 million, 14 s, then give up)."""
+    import qkvcalc.numbers
+    import qkvcalc.problem
+    from qkvcalc.engine import run
+    from qkvcalc.problem import Problem
+
+    def no_fractions(value):
+        raise AssertionError("a fraction was made")
+
+    monkeypatch.setattr(qkvcalc.problem, "exact_of_float", no_fractions)
+    monkeypatch.setattr(qkvcalc.numbers, "exact_of_float", no_fractions)
+    rng = __import__("numpy").random.default_rng(0)
+    doc = {k: rng.standard_normal((64, 64)).tolist() for k in ("x", "wq", "wk", "wv")}
+    problem = Problem.from_mapping(doc, exact=True)
+    assert problem.exact_refused is not None and problem.x.exact is None
+    trace = run(problem)
+    assert "multiplications" in trace.stages[0].notes[-1].text("en")
+
+
+@pytest.mark.parametrize("name", ["doc", "sentence", "multihead", "gqa", "cross", "padding"])
+def test_the_presets_still_run_exactly(name):
+    from qkvcalc import presets
+    from qkvcalc.exact_budget import refusal
+    from qkvcalc.problem import canonical_key
+
+    doc = {canonical_key(k): v for k, v in presets.load(name).items()}
+    assert refusal(doc) is None

@@ -350,6 +350,12 @@ MESSAGES: dict[str, str] = {
     "note.exact_skipped": "Exact fractions left out: this problem needs {count} "
     "multiplications of fractions, more than {limit}; --exact is for problems small enough "
     "to work by hand.",
+    "note.exact_skipped_digits": "Exact fractions left out: with these numbers a cell would "
+    "grow to about {digits} digits (numerator and denominator), more than {limit}; --exact is "
+    "for numbers a person can read.",
+    "note.exact_skipped_work": "Exact fractions left out: {count} multiplications of fractions "
+    "of up to about {digits} digits would take too long; --exact is for problems small "
+    "enough to work by hand.",
     # ---- limits and safety (issue 6) ----------------------------------------------------
     "limits.input_elements": "{field} is {rows} rows of {cols} numbers, which brings the "
     "input to {count} numbers, more than the limit of {limit}; raise it with --max-elements "

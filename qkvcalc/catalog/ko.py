@@ -364,6 +364,12 @@ MESSAGES: dict[str, str] = {
     "note.exact_skipped": "정확한 분수 계산을 생략했습니다: 이 문제에는 분수 곱셈이 {count}번 "
     "필요해 한도 {limit}번을 넘습니다. --exact는 손으로 풀 수 있을 만큼 작은 문제를 위한 "
     "옵션입니다.",
+    "note.exact_skipped_digits": "정확한 분수 계산을 생략했습니다: 이 숫자들로는 한 칸이 약 "
+    "{digits}자리(분자와 분모 합계)까지 커져 한도 {limit}자리를 넘습니다. --exact는 사람이 읽을 "
+    "수 있는 숫자를 위한 옵션입니다.",
+    "note.exact_skipped_work": "정확한 분수 계산을 생략했습니다: 최대 약 {digits}자리 분수의 "
+    "곱셈 {count}번은 너무 오래 걸립니다. --exact는 손으로 풀 수 있을 만큼 작은 문제를 위한 "
+    "옵션입니다.",
     # ---- limits and safety (issue 6) ----------------------------------------------------
     "limits.input_elements": "{field}: 숫자 {cols}개짜리 행이 {rows}개여서 입력 전체가 숫자 "
     "{count}개가 되고, 한도 {limit}개보다 많습니다. 정말 필요하면 --max-elements로 한도를 올리세요",
