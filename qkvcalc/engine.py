@@ -88,7 +88,7 @@ def _token_text(name: str, limit: int = 40) -> str:
     (terminal escape sequences) as visible escapes, a very long name cut short with …"""
     shown = "".join(
         c.encode("unicode_escape").decode("ascii") if unicodedata.category(c)[0] == "C" else c
-        for c in name
+        for c in name[: 4 * limit]  # a name of millions of characters: only what is shown
     )
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 

@@ -779,3 +779,58 @@ def test_the_presets_still_run_exactly(name):
 
     doc = {canonical_key(k): v for k, v in presets.load(name).items()}
     assert refusal(doc) is None
+
+
+# ---- issue 14: token names -------------------------------------------------------------------
+
+
+def test_huge_token_names_cost_what_is_shown(tmp_path):
+    """Three names of 3 million characters each (one of them accents): 59 s once, escaping and
+    measuring every character of names a table shows 23 columns of."""
+    names = ["a" * 3_000_000, "\x1b" * 3_000_000, "c\u0301" * 1_500_000]
+    path = tmp_path / "names.json"
+    path.write_text(json.dumps(_doc(x=[[1, 2], [0, 1], [1, 1]], tokens=names)))
+    proc = _proc("explain", str(path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "aaaa…" in proc.stdout and "\\x1b\\x1b" in proc.stdout
+    assert max(len(line) for line in proc.stdout.splitlines()) < 400
+
+
+def _columns(line: str) -> int:
+    """Columns of a line of Latin text, box lines and accents, measured independently."""
+    import unicodedata
+
+    return sum(0 if unicodedata.combining(c) else 1 for c in line)
+
+
+def test_combining_marks_take_no_column_in_a_table():
+    """'é' written as e + U+0301 is one column wide: the rows of a table stay aligned."""
+    from qkvcalc.engine import run
+    from qkvcalc.problem import Problem
+    from qkvcalc.render import RenderOptions
+    from qkvcalc.render.terminal import render_text
+
+    tokens = ["cafe\u0301", "nai\u0308ve\u0301\u0301", "x"]
+    trace = run(Problem.from_mapping(_doc(x=[[1, 2], [0, 1], [1, 1]], tokens=tokens)))
+    text = render_text(trace, RenderOptions(color=False, width=100, detail="brief"))
+    rows = [line for line in text.splitlines() if line.strip().startswith(("cafe", "nai", "x "))]
+    assert rows
+    ends = {_columns(line.rstrip()) for line in rows[:3]}  # the X table's three rows
+    assert len(ends) == 1, rows[:3]
+    assert "cafe\u0301" in text  # shown, not escaped
+
+
+def test_arabic_letter_mark_and_tag_characters_are_escaped_in_json():
+    """U+061C (a bidirectional mark) and the tag characters U+E0000–U+E007F (invisible text)
+    were left raw in JSON; now they are \\u escapes (a tag as its surrogate pair)."""
+    from qkvcalc.engine import run
+    from qkvcalc.problem import Problem
+    from qkvcalc.render import RenderOptions
+    from qkvcalc.render.json_doc import render_json
+
+    tokens = ["a\u061cb", "\U000e0041\U000e007f", "ok"]
+    trace = run(Problem.from_mapping(_doc(x=[[1, 2], [0, 1], [1, 1]], tokens=tokens)))
+    text = render_json(trace, RenderOptions())
+    assert "\u061c" not in text and "\U000e0041" not in text and "\U000e007f" not in text
+    assert "\\u061c" in text and "\\udb40\\udc41" in text
+    assert json.loads(text)["problem"]["tokens"] == tokens
