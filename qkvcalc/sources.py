@@ -87,5 +87,10 @@ def _as_object(data: bytes | bytearray, origin: str) -> dict[str, Any]:
         problem = doc.get("input")
         if not isinstance(problem, dict):
             raise QkvcalcError("input.trace_without_input").within("input.from", origin=origin)
+        left_out = [key for key, value in problem.items() if value is None]
+        if left_out:  # --detail brief leaves out big matrices, in "input" too
+            raise QkvcalcError("input.trace_brief", fields=", ".join(left_out)).within(
+                "input.from", origin=origin
+            )
         return problem
     return doc

@@ -609,8 +609,11 @@ def test_a_stdout_that_is_not_utf8_gets_escapes_not_a_traceback(env, fmt):
 
 @pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"LC_ALL": "C", "PYTHONUTF8": "0"}])
 def test_an_error_on_a_stderr_that_is_not_utf8(env):
+    """A Korean message on an ASCII stderr: one line, exit 2, no traceback."""
     proc = run_qkvcalc("explain", "--preset", "nope", "--lang", "ko", env=env)
-    assert_one_clean_message(proc, "nope")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "Traceback" not in proc.stderr and "nope" in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1
 
 
 @pytest.mark.parametrize("columns", ["0", "²", "-3", "abc", "99999999999999999999"])

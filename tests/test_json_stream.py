@@ -105,6 +105,22 @@ def test_input_is_in_the_rows_layout():
     assert given["wk"] == [[1.0, 1.0], [0.0, 1.0]]  # the doc preset's W_K, as rows
 
 
+def test_a_brief_trace_leaves_big_input_matrices_out_and_says_so(cli, tmp_path, monkeypatch):
+    """--detail brief leaves out matrices of more than 10,000 numbers, in "input" as in the
+    stages; running such a trace again is one message that names them."""
+    monkeypatch.setattr(json_doc, "BRIEF_VALUE_CELLS", 4)
+    src = tmp_path / "problem.json"
+    src.write_text(json.dumps(_random_problem()))
+    first = cli("explain", str(src), "--format", "json", "--detail", "brief")
+    doc = json.loads(first.stdout)
+    assert doc["input"]["x"] is None and doc["input"]["bq"] is not None
+    trace_file = tmp_path / "trace.json"
+    trace_file.write_text(first.stdout)
+    again = cli("explain", str(trace_file))
+    assert again.exit_code == 2
+    assert "--detail brief" in again.output and "x, wq, wk, wv, wo" in again.output
+
+
 def test_a_trace_without_its_input_is_one_message(cli, tmp_path):
     path = tmp_path / "old.json"
     path.write_text(json.dumps({"schema": "qkvcalc.trace/1", "stages": []}))

@@ -149,6 +149,8 @@ MESSAGES: dict[str, str] = {
     "input.file_unreadable": "cannot read {path}: {reason}",
     "input.trace_without_input": "this is a qkvcalc trace (schema qkvcalc.trace/1) without "
     'its "input": write it again with this version\'s --format json to run it again',
+    "input.trace_brief": "this trace was written with --detail brief, which leaves out the "
+    "big matrices of its input ({fields}): write it with --detail full to run it again",
     "input.from": "in {origin}",
     "input.inline": "in --{option}",
     "inline.grammar": "--{option} {text!r}: write a matrix as rows of numbers split by ';', "

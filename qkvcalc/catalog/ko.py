@@ -158,6 +158,8 @@ MESSAGES: dict[str, str] = {
     "input.file_unreadable": "파일을 읽을 수 없습니다: {path} ({reason})",
     "input.trace_without_input": '"input"이 없는 qkvcalc 추적 문서(schema qkvcalc.trace/1)입니다: '
     "다시 실행하려면 이 버전의 --format json으로 새로 쓰세요",
+    "input.trace_brief": "이 추적 문서는 --detail brief로 쓰여 입력의 큰 행렬({fields})이 "
+    "빠져 있습니다: 다시 실행하려면 --detail full로 새로 쓰세요",
     "input.from": "{origin}에서",
     "input.inline": "--{option}에서",
     "inline.grammar": "--{option} {text!r}: 행렬은 숫자로 된 행들을 ';'로 나누어 쓰세요. "

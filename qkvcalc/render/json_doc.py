@@ -150,14 +150,18 @@ _INPUT_MATRICES = ("x", "source", "q", "k", "v", "wq", "wk", "wv", "wo")
 _INPUT_VECTORS = ("bq", "bk", "bv", "bo")
 
 
-def input_fields(p: Problem) -> dict[str, Any]:
+def input_fields(p: Problem, opts: RenderOptions) -> dict[str, Any]:
     """The problem in the input format, its matrices left as Matrix (written by rows when
     streamed): what `qkvcalc explain` reads to run it again. Weights in the "rows" layout,
-    whatever layout they were given in; options as validated."""
+    whatever layout they were given in; options as validated. With --detail brief a matrix of
+    more than BRIEF_VALUE_CELLS numbers is null, as a stage's value is (a GPT-2 layer's
+    weights are 3 million numbers): such a trace says so when it is run again."""
     doc: dict[str, Any] = {}
     for name in _INPUT_MATRICES:
-        if getattr(p, name) is not None:
-            doc[name] = getattr(p, name)
+        matrix = getattr(p, name)
+        if matrix is not None:
+            big = opts.detail == "brief" and matrix.values.size > BRIEF_VALUE_CELLS
+            doc[name] = None if big else matrix
     for name in _INPUT_VECTORS:
         vector = getattr(p, name)
         if vector is not None:
@@ -184,12 +188,11 @@ def _input_number(value: float) -> float | str:
     return number_json(value)
 
 
-def input_json(p: Problem) -> dict[str, Any]:
+def input_json(p: Problem, opts: RenderOptions) -> dict[str, Any]:
     from qkvcalc.problem import Matrix
 
-    return {
-        k: matrix_json(v.values) if isinstance(v, Matrix) else v for k, v in input_fields(p).items()
-    }
+    fields = input_fields(p, opts)
+    return {k: matrix_json(v.values) if isinstance(v, Matrix) else v for k, v in fields.items()}
 
 
 def trace_json(trace: Trace, opts: RenderOptions) -> dict[str, Any]:
@@ -197,7 +200,7 @@ def trace_json(trace: Trace, opts: RenderOptions) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "problem": problem_json(trace.problem),
-        "input": input_json(trace.problem),
+        "input": input_json(trace.problem, opts),
         "stages": [stage_json(stage, opts) for stage in trace.stages],
         "output": matrix_json(trace.output),
         "warnings": [w.text(opts.lang) for w in trace.warnings],
@@ -258,7 +261,7 @@ def write_json(trace: Trace, opts: RenderOptions, out: IO[str], ascii_only: bool
     field("problem")
     out.write(dumps(problem_json(p), ascii_only=ascii_only))
     field("input")
-    _write_object(out, input_fields(p), ascii_only)
+    _write_object(out, input_fields(p, opts), ascii_only)
     field("stages")
     out.write("[")
     for k, stage in enumerate(trace.stages):
