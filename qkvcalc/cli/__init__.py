@@ -74,9 +74,7 @@ _LONG_WORD = re.compile(rf"\S{{{2 * MAX_ECHO},}}")
 
 
 def _run() -> int:
-    # typer carries its own copy of click (typer._click): its exceptions, not the click package's
     from typer import Abort
-    from typer._click.exceptions import ClickException
 
     usable = usable_environ()  # rich and click read COLUMNS and LINES: 0 and ² are ignored
     for name in ("COLUMNS", "LINES"):
@@ -94,19 +92,24 @@ def _run() -> int:
     except Abort:  # what click's standalone mode does with it
         say("Aborted!")
         return 1
-    except ClickException as err:  # a usage error: typer's one paragraph, cut short
-        err.message = _LONG_WORD.sub(lambda m: m.group()[:MAX_ECHO] + "…", err.message)
-        try:
-            err.show()
-        except (OSError, ValueError):
-            silence(sys.stderr)
-        return err.exit_code
     except BrokenPipeError:
         # the reader went away (qkvcalc … | head -1): stop quietly, as cat does
         silence(sys.stdout)
         return 0
     except OSError as err:  # standard output on a full disk, or closed
         return _stream_failed(err)
+    except Exception as err:
+        # A usage error: the ClickException of the click typer bundles (private to typer, so
+        # known by what it does): its one paragraph, a value it echoes cut short.
+        message, show = getattr(err, "message", None), getattr(err, "show", None)
+        if not (isinstance(message, str) and callable(show)):
+            raise
+        err.message = _LONG_WORD.sub(lambda m: m.group()[:MAX_ECHO] + "…", message)  # type: ignore[attr-defined]
+        try:
+            show()
+        except (OSError, ValueError):
+            silence(sys.stderr)
+        return int(getattr(err, "exit_code", EXIT_BAD_INPUT))
     try:  # flushed here, where a failure is reported, not at exit, where it is a traceback
         sys.stdout.flush()
     except BrokenPipeError:
