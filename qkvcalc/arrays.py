@@ -37,7 +37,7 @@ ZIP_MAGIC = b"PK\x03\x04"
 _MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")
 
 
-def kind_of(data: bytes) -> str | None:
+def kind_of(data: bytes | bytearray) -> str | None:
     """'npz' or 'npy' when the bytes are one of numpy's files (by content, not by name)."""
     if data.startswith(NPY_MAGIC):
         return "npy"
@@ -65,7 +65,7 @@ def _header(stream: io.BytesIO, origin: str) -> tuple[tuple[int, ...], np.dtype[
     return shape, dtype
 
 
-def _read_npy(data: bytes, origin: str) -> np.ndarray:
+def _read_npy(data: bytes | bytearray, origin: str) -> np.ndarray:
     stream = io.BytesIO(data)
     shape, dtype = _header(stream, origin)
     if dtype.hasobject:
@@ -83,14 +83,14 @@ def _read_npy(data: bytes, origin: str) -> np.ndarray:
     return array
 
 
-def load_npy(data: bytes, origin: str, field: str) -> Any:
+def load_npy(data: bytes | bytearray, origin: str, field: str) -> Any:
     """One option's value from a .npy file's bytes: a matrix, a mask, a list of tokens …"""
     if kind_of(data) != "npy":
         raise QkvcalcError("array.not_npy", origin=origin)
     return as_input(_read_npy(data, origin), field)
 
 
-def load_npz(data: bytes, origin: str, limit: int) -> dict[str, Any]:
+def load_npz(data: bytes | bytearray, origin: str, limit: int) -> dict[str, Any]:
     """A problem from a .npz file's bytes: its keys are the input format's keys.
 
     The members' uncompressed sizes count against `limit` (--max-bytes), as the text of a JSON

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from qkvcalc import exact_budget
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.labels import safe
@@ -166,6 +167,8 @@ def run(p: Problem) -> Trace:
 def _with_exact(trace: Trace) -> Trace:
     """--exact: the rational stages as fractions too (qkvcalc.exact, loaded only when asked)."""
     p = trace.problem
+    if p.exact_refused is not None:  # qkvcalc.exact_budget gave up before any fraction was made
+        return exact_budget.skipped(trace, p.exact_refused)
     first = p.x if p.x is not None else p.q
     if first is None or first.exact is None:
         return trace

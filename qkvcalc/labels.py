@@ -13,15 +13,20 @@ MAX_LABEL = 24
 
 def safe(text: str, limit: int = MAX_LABEL) -> str:
     """A token name shown literally: control characters (escape sequences included) become
-    visible escapes, and a very long name is abbreviated with …"""
+    visible escapes, and a very long name is abbreviated with …
+
+    Only what can be shown is looked at: a name of 3 million characters costs its first few
+    dozen (every character shown takes a column, but a combining mark takes none: the cut
+    leaves room for a name of accents, and whatever lies past it is the …)."""
+    cut = len(text) > 4 * limit + 8
     out = []
-    for char in text:
+    for char in text[: 4 * limit + 8] if cut else text:
         if unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp"):
             out.append(char.encode("unicode_escape").decode("ascii"))
         else:
             out.append(char)
     shown = "".join(out)
-    if display_width(shown) <= limit:
+    if not cut and display_width(shown) <= limit:
         return shown
     kept, used = [], 1  # room for the …
     for char in shown:
@@ -33,7 +38,14 @@ def safe(text: str, limit: int = MAX_LABEL) -> str:
 
 
 def display_width(text: str) -> int:
-    """Columns `text` takes in a terminal: wide (CJK, Hangul) characters take two."""
+    """Columns `text` takes in a terminal: wide (CJK, Hangul) characters take two, combining
+    marks (the accent of c + U+0301) and other zero-width characters none."""
     if text.isascii():
         return len(text)
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return sum(_char_width(c) for c in text)
+
+
+def _char_width(char: str) -> int:
+    if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in "WF" else 1

@@ -11,6 +11,8 @@ answers in Korean.
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import sys
 
@@ -32,7 +34,49 @@ def lang_option(args: list[str]) -> str | None:
     return None
 
 
+class _ClosedOutput(io.TextIOBase):
+    """Standard output that was closed when qkvcalc started (`>&-`): writing to it is the
+    error a closed descriptor gives (EBADF), which the CLI reports as one message, exit 2."""
+
+    encoding = "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if not text:
+            return 0
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def isatty(self) -> bool:
+        return False
+
+
+def guard_standard_streams() -> None:
+    """A standard descriptor closed at start (`<&-`, `>&-`, `2>&-`) is held by /dev/null, so
+    that no file qkvcalc opens later lands on descriptor 0, 1 or 2. Closed stdin reads as empty
+    (a --preset runs; no input is the usual message); closed stderr drops the messages, not the
+    exit code; closed stdout is an error when something is to be written to it."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        held = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+        if held != fd:
+            os.dup2(held, fd)
+            os.close(held)
+        if fd == 0:
+            sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
+        elif fd == 1:
+            sys.stdout = _ClosedOutput()
+        else:
+            sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+
+
 def main() -> None:
+    guard_standard_streams()
     lang = lang_option(sys.argv[1:])
     if lang:  # the help text, built at import, reads the language from the environment
         os.environ["QKVCALC_LANG"] = lang

@@ -12,7 +12,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, NamedTuple
 
@@ -215,8 +215,9 @@ def to_vector(raw: Any, field_name: str, *, exact: bool = False) -> Matrix:
 
 
 def _to_int(raw: Any, field_name: str) -> int:
-    if isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdigit():
-        raw = int(raw.strip())
+    text = raw.strip() if isinstance(raw, str) else ""
+    if text.isascii() and text.isdigit() and len(text) <= 9:  # not "²", nor 5,000 digits
+        raw = int(text)
     if isinstance(raw, bool) or not isinstance(raw, int | np.integer) or not 1 <= raw <= MAX_HEADS:
         raise QkvcalcError(
             "heads.not_positive", field=field_name, value=shown(raw), limit=MAX_HEADS
@@ -224,9 +225,15 @@ def _to_int(raw: Any, field_name: str) -> int:
     return int(raw)
 
 
-def _to_tokens(raw: Any, field_name: str) -> tuple[str, ...]:
+def _to_tokens(raw: Any, field_name: str, count: int, rows: str) -> tuple[str, ...]:
+    """One name per row: the count is checked before any name is (10 million names for 3 rows
+    are refused at once)."""
     if isinstance(raw, str):
         raw = raw.split()
+    if isinstance(raw, list | tuple):
+        _check(
+            len(raw) == count, "tokens.count", field=field_name, count=len(raw), n=count, rows=rows
+        )
     if not isinstance(raw, list | tuple) or not all(
         isinstance(t, str | int | float) and not isinstance(t, bool) for t in raw
     ):
@@ -282,6 +289,8 @@ class Problem:
     meta: dict[str, str] = field(default_factory=dict)
     # positions, windows, RoPE, ALiBi, score biases, softcap, q/k norm (qkvcalc.variants)
     variants: Variants = field(default_factory=lambda: Variants(np.zeros(0), np.zeros(0)))
+    # --exact given up before any fraction was made (qkvcalc.exact_budget): the note that says why
+    exact_refused: Msg | None = None
 
     # ---- derived sizes -------------------------------------------------------------------
     @property
@@ -353,9 +362,14 @@ class Problem:
                 raise QkvcalcError("key.duplicate", key=key, canonical=name)
             doc[name] = as_input(value, name)  # numpy arrays, torch tensors … (qkvcalc.arrays)
         _check_claimed_size(doc, max_elements)
-        problem = _build(doc, exact)
+        refused = None
+        if exact:  # can the exact stages finish? decided before any number becomes a fraction
+            from qkvcalc.exact_budget import refusal
+
+            refused = refusal(doc)
+        problem = _build(doc, exact and refused is None)
         _check_stage_size(problem, max_elements)
-        return problem
+        return replace(problem, exact_refused=refused) if refused else problem
 
 
 def _claimed(value: Any) -> tuple[int, int]:
@@ -416,6 +430,15 @@ def _check_stage_size(p: Problem, limit: int) -> None:
         limit=limit,
         gigabytes=f"{count * 8 / 1e9:.1f}",
     )
+
+
+def _check_mask_shape(raw_mask: list[Any] | tuple[Any, ...], n: int, m: int) -> None:
+    """A 0/1 mask must be n×m: its rows are counted before any entry is read. (A row that is
+    not a list is _to_flags's to name.)"""
+    lists = [row for row in raw_mask if isinstance(row, list | tuple)]
+    fits = len(raw_mask) == n and all(len(row) == m for row in lists)
+    width = len(lists[0]) if lists else 0
+    _check(fits, "mask.shape", shape=shape_text((len(raw_mask), width)), n=n, m=m)
 
 
 def _check(cond: bool, key: str, **params: Any) -> None:
@@ -581,7 +604,7 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         _check("bo" not in doc, "input.bo_without_wo")
 
     tokens = (
-        _to_tokens(doc["tokens"], "tokens")
+        _to_tokens(doc["tokens"], "tokens", n, "Q" if direct else "X")
         if "tokens" in doc
         else tuple(f"t{i + 1}" for i in range(n))
     )
@@ -596,7 +619,9 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
     cross = "source" in doc or bool(direct)
     if "source_tokens" in doc:
         _check(cross, "tokens.source_without_source")
-        source_tokens = _to_tokens(doc["source_tokens"], "source_tokens")
+        source_tokens = _to_tokens(
+            doc["source_tokens"], "source_tokens", m, "K" if direct else "source"
+        )
         _check(
             len(source_tokens) == m,
             "tokens.count",
@@ -628,6 +653,7 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
     elif isinstance(raw_mask, list | tuple):
         if raw_mask and not isinstance(raw_mask[0], list | tuple):
             raw_mask = [raw_mask]
+        _check_mask_shape(raw_mask, n, m)  # before any entry is read: a row may be 25 M long
         rows = [_to_flags(row, "mask", f"[{i + 1}]") for i, row in enumerate(raw_mask)]
         shape = (len(rows), len(rows[0]) if rows else 0)
         _check(
@@ -646,8 +672,9 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         raw_kp = doc["key_padding"]
         if isinstance(raw_kp, list | tuple) and len(raw_kp) == 1 and isinstance(raw_kp[0], list):
             raw_kp = raw_kp[0]
+        if isinstance(raw_kp, list | tuple):  # the length first: 25 M entries for one key
+            _check(len(raw_kp) == m, "mask.padding_length", length=len(raw_kp), m=m)
         flags = _to_flags(raw_kp, "key_padding")
-        _check(len(flags) == m, "mask.padding_length", length=len(flags), m=m)
         key_padding = np.array(flags, dtype=bool)
 
     variants = read_variants(
@@ -673,5 +700,5 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         key_padding=key_padding,
         layout=layout,
         meta=meta,
-        **mats,
+        **mats,  # type: ignore[arg-type]  # (matrices only; mypy sees every field)
     )

@@ -15,13 +15,14 @@ from qkvcalc.i18n import Msg
 from qkvcalc.parse import MAX_BYTES, load_json, parse_inline, read_limited
 from qkvcalc.problem import json_kind, known_key
 
+TRACE_SCHEMA = "qkvcalc.trace/1"  # --format json's document; its "input" is the problem
 INLINE_MATRICES = ("x", "wq", "wk", "wv", "wo", "mask")
 
 
-def read_file(path: str, limit: int = MAX_BYTES) -> bytes:
+def read_file(path: str, limit: int = MAX_BYTES) -> bytearray:
     file = Path(path)
     try:
-        if file.is_file() and file.stat().st_size > limit:
+        if file.is_file() and file.stat().st_size > limit:  # refused without reading it
             raise QkvcalcError("input.too_big", limit=limit)
         with file.open("rb") as stream:
             return read_limited(stream, limit)
@@ -111,7 +112,7 @@ def _fit_tokens(doc: dict[str, Any], notes: list[Msg] | None) -> None:
         notes.append(Msg("warn.tokens_dropped", count=count, rows=rows))
 
 
-def _as_object(data: bytes, origin: str, limit: int = MAX_BYTES) -> dict[str, Any]:
+def _as_object(data: bytes | bytearray, origin: str, limit: int = MAX_BYTES) -> dict[str, Any]:
     kind = arrays.kind_of(data)
     if kind is not None:  # a numpy file: a .npz holds a whole problem, a .npy one matrix
         try:
@@ -128,4 +129,14 @@ def _as_object(data: bytes, origin: str, limit: int = MAX_BYTES) -> dict[str, An
         raise QkvcalcError("input.not_object", kind=json_kind(doc)).within(
             "input.from", origin=origin
         )
+    if doc.get("schema") == TRACE_SCHEMA:  # a trace qkvcalc wrote: run its problem again
+        problem = doc.get("input")
+        if not isinstance(problem, dict):
+            raise QkvcalcError("input.trace_without_input").within("input.from", origin=origin)
+        left_out = [key for key, value in problem.items() if value is None]
+        if left_out:  # --detail brief leaves out big matrices, in "input" too
+            raise QkvcalcError("input.trace_brief", fields=", ".join(left_out)).within(
+                "input.from", origin=origin
+            )
+        return problem
     return doc

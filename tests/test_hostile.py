@@ -17,6 +17,7 @@ import json
 import os
 import re
 import resource
+import stat
 import subprocess
 import sys
 import tempfile
@@ -427,3 +428,411 @@ def test_hostile_text_in_error_messages():
     assert_one_clean_message(proc, "\\x1b[2J")
     proc = run_qkvcalc("explain", "no\x1b[31msuch-file.json")
     assert_one_clean_message(proc, "no\\x1b[31msuch-file.json")
+
+
+# ---- issue 14: --output, the standard streams, the environment ------------------------------
+
+ROOT_USER = os.geteuid() == 0
+
+
+def _proc(*args: str, **kw) -> subprocess.CompletedProcess:
+    return run_qkvcalc(*args, timeout=HANG_GUARD, preexec_fn=kw.pop("preexec_fn", cap_memory), **kw)
+
+
+def test_output_never_follows_a_planted_temporary_symlink(tmp_path):
+    """The old temporary name was predictable (.out.md.qkvcalc-tmp) and opened through a
+    symlink: a link planted under that name made qkvcalc overwrite the file it points to."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (tmp_path / ".out.md.qkvcalc-tmp").symlink_to(victim)
+    proc = _proc("explain", "--preset", "doc", "--output", str(tmp_path / "out.md"))
+    assert proc.returncode == 0, proc.stderr
+    assert victim.read_text() == "precious\n"
+    assert (tmp_path / "out.md").is_file() and not (tmp_path / "out.md").is_symlink()
+    assert "# Attention" in (tmp_path / "out.md").read_text()
+    leftovers = {p.name for p in tmp_path.iterdir()} - {"victim", ".out.md.qkvcalc-tmp", "out.md"}
+    assert not leftovers  # the random temporary file is gone
+
+
+def test_output_keeps_the_permissions_of_the_file_it_replaces(tmp_path):
+    out = tmp_path / "out.json"
+    out.write_text("{}")
+    out.chmod(0o640)
+    assert _proc("explain", "--preset", "doc", "--output", str(out)).returncode == 0
+    assert (out.stat().st_mode & 0o777) == 0o640
+    assert json.loads(out.read_text())["schema"] == "qkvcalc.trace/1"
+
+
+def test_output_through_a_symlink_writes_the_file_it_points_to(tmp_path):
+    """A careful user's expectation, as `echo … > link`: the link stays a link and the file it
+    points to gets the new content."""
+    real = tmp_path / "real.md"
+    real.write_text("old\n")
+    link = tmp_path / "link.md"
+    link.symlink_to(real)
+    assert _proc("explain", "--preset", "doc", "--output", str(link)).returncode == 0
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert real.read_text().startswith("# Attention")
+
+
+def test_output_onto_a_fifo_writes_into_it(tmp_path):
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    proc = _proc("explain", "--preset", "doc", "--output", str(fifo))
+    got = reader.communicate(timeout=HANG_GUARD)[0]
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(got)["schema"] == "qkvcalc.trace/1"
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still a FIFO, not replaced by a file
+
+
+@pytest.mark.parametrize("device", ["/dev/null", "/dev/full"])
+def test_output_onto_a_device_writes_to_it_and_leaves_it_a_device(device):
+    """/dev/null succeeds (as a normal user it used to fail creating /dev/.null.qkvcalc-tmp;
+    as root it would have replaced the device with a file); /dev/full is one message."""
+    proc = _proc("explain", "--preset", "doc", "--output", device)
+    assert stat.S_ISCHR(os.stat(device).st_mode)
+    assert not any(name.endswith(".qkvcalc-tmp") for name in os.listdir("/dev"))
+    if device == "/dev/null":
+        assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+    else:
+        assert_one_clean_message(proc, "No space left on device")
+
+
+@pytest.mark.skipif(not ROOT_USER, reason="runs the program as nobody, which needs root")
+def test_output_onto_dev_null_as_a_normal_user(tmp_path):
+    """As nobody (who cannot create files in /dev), --output /dev/null works."""
+    probe = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            sys.executable,
+            "-c",
+            "",
+        ],
+        capture_output=True,
+    )
+    if probe.returncode != 0:
+        pytest.skip("nobody cannot run this Python")
+    proc = subprocess.run(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable,
+         "-m", "qkvcalc", "explain", "--preset", "doc", "--output", "/dev/null"],
+        capture_output=True, text=True, cwd=ROOT, env={**os.environ, **PINNED_ENV},
+        timeout=HANG_GUARD,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_output_under_a_file_is_one_message(tmp_path):
+    parent = tmp_path / "file.json"
+    parent.write_text("{}")
+    proc = _proc("explain", "--preset", "doc", "--output", str(parent / "x.md"))
+    assert_one_clean_message(proc, "Not a directory")
+    assert parent.read_text() == "{}"
+
+
+def _closing(fd: int):
+    def preexec() -> None:
+        cap_memory()
+        os.close(fd)
+
+    return preexec
+
+
+@pytest.mark.parametrize(
+    ("args", "fd", "expect"),
+    [
+        (("explain", "--preset", "doc"), 1, "cannot write to standard output"),
+        (("explain",), 0, "no input"),
+    ],
+    ids=["stdout-closed", "stdin-closed-no-input"],
+)
+def test_a_closed_standard_stream_is_one_message(args, fd, expect):
+    proc = _proc(*args, preexec_fn=_closing(fd))
+    assert_one_clean_message(proc, expect)
+
+
+def test_closed_stdin_with_a_preset_runs():
+    proc = _proc("explain", "--preset", "doc", "--format", "json", preexec_fn=_closing(0))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["schema"] == "qkvcalc.trace/1"
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_stdout_on_a_full_disk_is_one_message(fmt):
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "qkvcalc", "explain", "--preset", "doc", "--format", fmt],
+            stdout=full, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+            cwd=ROOT, env={**os.environ, **PINNED_ENV}, timeout=HANG_GUARD,
+        )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == "error: cannot write to standard output: No space left on device\n"
+
+
+@pytest.mark.parametrize("how", ["full", "closed"])
+def test_stderr_that_cannot_be_written_keeps_exit_2(how):
+    """Bad input with stderr on /dev/full (or closed): the message is lost, the code is not."""
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "qkvcalc", "explain", "--preset", "nope"],
+            stdout=subprocess.PIPE, stderr=full if how == "full" else subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL, cwd=ROOT, env={**os.environ, **PINNED_ENV},
+            timeout=HANG_GUARD, preexec_fn=_closing(2) if how == "closed" else None,
+        )  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == b""
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"PYTHONIOENCODING": "ascii"},
+        {"PYTHONIOENCODING": "latin-1"},
+        {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"},
+    ],
+    ids=["ascii", "latin-1", "C-locale"],
+)
+@pytest.mark.parametrize("fmt", ["table", "json", "html"])
+def test_a_stdout_that_is_not_utf8_gets_escapes_not_a_traceback(env, fmt):
+    proc = run_qkvcalc(
+        "explain", "--preset", "sentence", "--lang", "ko", "--format", fmt, env=env, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stderr == ""
+    if "latin-1" not in env.values():  # (run_qkvcalc reads stdout as UTF-8)
+        proc.stdout.encode("ascii")
+    if fmt == "json":
+        assert json.loads(proc.stdout)["schema"] == "qkvcalc.trace/1"  # escapes JSON can read
+
+
+@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"LC_ALL": "C", "PYTHONUTF8": "0"}])
+def test_an_error_on_a_stderr_that_is_not_utf8(env):
+    """A Korean message on an ASCII stderr: one line, exit 2, no traceback."""
+    proc = run_qkvcalc("explain", "--preset", "nope", "--lang", "ko", env=env)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "Traceback" not in proc.stderr and "nope" in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("columns", ["0", "²", "-3", "abc", "99999999999999999999"])
+def test_an_unusable_columns_is_ignored(columns):
+    plain = run_qkvcalc("explain", "--preset", "doc", env={"COLUMNS": "80"})
+    proc = run_qkvcalc("explain", "--preset", "doc", env={"COLUMNS": columns})
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-2000:]
+    assert proc.stdout == plain.stdout  # the default width, as if COLUMNS were not set
+    usage = run_qkvcalc("explain", "--heads", "x", env={"COLUMNS": columns})
+    assert_one_clean_message(usage, "not a valid")
+
+
+def test_a_usage_message_does_not_echo_a_5000_digit_value():
+    proc = _proc("explain", "--preset", "doc", "--heads", "9" * 5000)
+    assert_one_clean_message(proc, "--heads")
+    assert len(proc.stderr) < 600
+
+
+# ---- issue 14: limits that cost nothing until they are needed -------------------------------
+
+
+@pytest.mark.parametrize("limit", ["1000000000000", "10000000000000000000"])
+@pytest.mark.parametrize("via", ["file", "stdin"])
+def test_a_huge_max_bytes_allocates_only_what_the_input_holds(limit, via):
+    """--max-bytes 1e12 read(limit + 1) up front: a terabyte asked for a 300-byte file (out of
+    memory under the cap), and an OverflowError at 1e19."""
+    doc = BAD.parent.parent.parent / "presets" / "doc.json"
+    args = ["explain", "--max-bytes", limit, "--format", "json"]
+    given = {"input": doc.read_bytes()} if via == "stdin" else {}
+    proc = _proc(*args, "-" if via == "stdin" else str(doc), **given)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["schema"] == "qkvcalc.trace/1"
+
+
+class _Unread(list):
+    """A long list whose entries must not be read: only its length (and its first entry, which
+    says what kind of list it is) may be asked."""
+
+    def __iter__(self):
+        raise AssertionError("the entries were read before the length was checked")
+
+    def __getitem__(self, index):
+        if index != 0:
+            raise AssertionError("an entry was read before the length was checked")
+        return super().__getitem__(0)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expect"),
+    [
+        ("key_padding", _Unread([1] * 100), "key_padding has 100 entries"),
+        ("tokens", _Unread(["a"] * 100), "tokens has 100 names"),
+        ("mask", [_Unread([1] * 100), _Unread([1] * 100)], "mask is 2×100"),
+    ],
+    ids=["key_padding", "tokens", "mask-rows"],
+)
+def test_lengths_are_checked_before_entries_are_read(field, value, expect):
+    """25 M key_padding entries, a 25 M-entry mask row, 10 M token names for a 2-token input:
+    each entry used to be converted first (4 s, 800 MB) and the length checked after."""
+    from qkvcalc.errors import QkvcalcError
+    from qkvcalc.problem import Problem
+
+    with pytest.raises(QkvcalcError, match=re.escape(expect)):
+        Problem.from_mapping(_doc(**{field: value}))
+
+
+def test_25_million_key_padding_entries_are_refused_by_their_count(tmp_path):
+    path = tmp_path / "padding.json"
+    path.write_text(json.dumps(_doc(key_padding=[1] * 2_500_000)))
+    proc = _proc("explain", str(path))
+    assert_one_clean_message(proc, "key_padding has 2500000 entries but there are 2 keys")
+
+
+def test_quiz_answers_of_1e308_and_minus_infinity_grade_without_numpy_warnings():
+    sheet = {
+        "q": [["1e308", "-inf"]],
+        "k": [[1e308, "-inf"]],
+        "scores": "-inf",
+        "scaled": 1e308,
+        "exp": "-inf",
+        "weights": "1e308",
+        "output": [[1e308, "-inf"]],
+    }
+    proc = run_qkvcalc(
+        "quiz", "--preset", "doc", "--answers", "-", input=json.dumps(sheet),
+        env={"PYTHONWARNINGS": "default"}, timeout=HANG_GUARD,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("typed", ["²", "١", "9" * 5000])
+def test_a_whole_number_in_new_that_int_refuses_is_asked_again(typed):
+    """`qkvcalc new` asks for whole numbers (tokens, widths, heads): '²' is a digit to
+    str.isdigit but not to int, and 5,000 digits are past int()'s limit; both are asked again."""
+    import io
+
+    from qkvcalc.quiz.entry import Entry
+    from rich.console import Console
+
+    screen = io.StringIO()
+    answers = iter([typed, "2"])
+    entry = Entry(Console(file=screen, width=100), lambda prompt: next(answers), "en")
+    assert entry.whole("new.heads", 1, 1024) == 2
+    assert "whole number" in screen.getvalue()
+
+
+# ---- issue 14: --exact decides before it starts ------------------------------------------------
+
+TINY_EXPONENT = "1e-400*1e-400*1e-400"  # 1e-1200: its Q·Kᵀ has a 4800-digit denominator
+PRIMES_60 = [f"1/{10**59 + k}" for k in (151, 447, 513, 637, 831, 939)]  # unrelated 60 digits
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        _doc(x=[[TINY_EXPONENT, 1], [1, 2]], wq=[["1e-400", 1], [1, "1e-400"]]),
+        {
+            "x": [PRIMES_60, PRIMES_60[::-1]],
+            "wq": [PRIMES_60] * 6,
+            "wk": [PRIMES_60[::-1]] * 6,
+            "wv": [PRIMES_60] * 6,
+        },
+    ],
+    ids=["1e-1200", "60-digit-denominators"],
+)
+def test_exact_fractions_too_long_to_print_are_given_up_before_they_are_made(doc):
+    """Once a crash on printing (a fraction over 4300 digits) or minutes of arithmetic: now the
+    decimals at once, with a note that says why there are no fractions."""
+    proc = _proc("explain", "--exact", "--format", "json", input=json.dumps(doc))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert not any("exact" in stage for stage in out["stages"])
+    assert "digits" in out["stages"][0]["notes"][-1]
+    table = _proc("explain", "--exact", input=json.dumps(doc), env={"COLUMNS": "300"})
+    assert table.returncode == 0 and "Exact fractions left out" in table.stdout
+
+
+def test_a_big_problem_gives_up_exact_mode_without_making_a_fraction(monkeypatch):
+    """A problem past the budget by its shapes is read as decimals only: no input number is
+    turned into a fraction (a BERT-size layer used to make 2.8 million, 14 s, then give up)."""
+    import qkvcalc.numbers
+    import qkvcalc.problem
+    from qkvcalc.engine import run
+    from qkvcalc.problem import Problem
+
+    def no_fractions(value):
+        raise AssertionError("a fraction was made")
+
+    monkeypatch.setattr(qkvcalc.problem, "exact_of_float", no_fractions)
+    monkeypatch.setattr(qkvcalc.numbers, "exact_of_float", no_fractions)
+    rng = __import__("numpy").random.default_rng(0)
+    doc = {k: rng.standard_normal((64, 64)).tolist() for k in ("x", "wq", "wk", "wv")}
+    problem = Problem.from_mapping(doc, exact=True)
+    assert problem.exact_refused is not None and problem.x.exact is None
+    trace = run(problem)
+    assert "multiplications" in trace.stages[0].notes[-1].text("en")
+
+
+@pytest.mark.parametrize("name", ["doc", "sentence", "multihead", "gqa", "cross", "padding"])
+def test_the_presets_still_run_exactly(name):
+    from qkvcalc import presets
+    from qkvcalc.exact_budget import refusal
+    from qkvcalc.problem import canonical_key
+
+    doc = {canonical_key(k): v for k, v in presets.load(name).items()}
+    assert refusal(doc) is None
+
+
+# ---- issue 14: token names -------------------------------------------------------------------
+
+
+def test_huge_token_names_cost_what_is_shown(tmp_path):
+    """Three names of 3 million characters each (one of them accents): 59 s once, escaping and
+    measuring every character of names a table shows 23 columns of."""
+    names = ["a" * 3_000_000, "\x1b" * 3_000_000, "c\u0301" * 1_500_000]
+    path = tmp_path / "names.json"
+    path.write_text(json.dumps(_doc(x=[[1, 2], [0, 1], [1, 1]], tokens=names)))
+    proc = _proc("explain", str(path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "aaaa…" in proc.stdout and "\\x1b\\x1b" in proc.stdout
+    assert max(len(line) for line in proc.stdout.splitlines()) < 400
+
+
+def _columns(line: str) -> int:
+    """Columns of a line of Latin text, box lines and accents, measured independently."""
+    import unicodedata
+
+    return sum(0 if unicodedata.combining(c) else 1 for c in line)
+
+
+def test_combining_marks_take_no_column_in_a_table():
+    """'é' written as e + U+0301 is one column wide: the rows of a table stay aligned."""
+    from qkvcalc.engine import run
+    from qkvcalc.problem import Problem
+    from qkvcalc.render import RenderOptions
+    from qkvcalc.render.terminal import render_text
+
+    tokens = ["cafe\u0301", "nai\u0308ve\u0301\u0301", "x"]
+    trace = run(Problem.from_mapping(_doc(x=[[1, 2], [0, 1], [1, 1]], tokens=tokens)))
+    text = render_text(trace, RenderOptions(color=False, width=100, detail="brief"))
+    rows = [line for line in text.splitlines() if line.strip().startswith(("cafe", "nai", "x "))]
+    assert rows
+    ends = {_columns(line.rstrip()) for line in rows[:3]}  # the X table's three rows
+    assert len(ends) == 1, rows[:3]
+    assert "cafe\u0301" in text  # shown, not escaped
+
+
+def test_arabic_letter_mark_and_tag_characters_are_escaped_in_json():
+    """U+061C (a bidirectional mark) and the tag characters U+E0000–U+E007F (invisible text)
+    were left raw in JSON; now they are \\u escapes (a tag as its surrogate pair)."""
+    from qkvcalc.engine import run
+    from qkvcalc.problem import Problem
+    from qkvcalc.render import RenderOptions
+    from qkvcalc.render.json_doc import render_json
+
+    tokens = ["a\u061cb", "\U000e0041\U000e007f", "ok"]
+    trace = run(Problem.from_mapping(_doc(x=[[1, 2], [0, 1], [1, 1]], tokens=tokens)))
+    text = render_json(trace, RenderOptions())
+    assert "\u061c" not in text and "\U000e0041" not in text and "\U000e007f" not in text
+    assert "\\u061c" in text and "\\udb40\\udc41" in text
+    assert json.loads(text)["problem"]["tokens"] == tokens

@@ -314,6 +314,10 @@ MESSAGES: dict[str, str] = {
     "--max-bytes if you mean it",
     "input.file_missing": "no such file: {path}",
     "input.file_unreadable": "cannot read {path}: {reason}",
+    "input.trace_without_input": "this is a qkvcalc trace (schema qkvcalc.trace/1) without "
+    'its "input": write it again with this version\'s --format json to run it again',
+    "input.trace_brief": "this trace was written with --detail brief, which leaves out the "
+    "big matrices of its input ({fields}): write it with --detail full to run it again",
     "input.from": "in {origin}",
     "input.inline": "in --{option}",
     "inline.grammar": "--{option} {text!r}: write a matrix as rows of numbers split by ';', "
@@ -408,6 +412,7 @@ MESSAGES: dict[str, str] = {
     "cli.two_sources": "give one input, not several: {sources}",
     "cli.bad_option": "--{option}: {reason}",
     "cli.interrupted": "interrupted",
+    "cli.stdout_failed": "cannot write to standard output: {reason}",
     "cli.error_prefix": "error",
     # ---- torch script (issue 3) ---------------------------------------------------------
     "ui.heads_group_kv": "Head {head} of {heads} · reads key/value head {kv_head} "
@@ -498,6 +503,8 @@ MESSAGES: dict[str, str] = {
     "quiz.sheet_key_suggest": "unknown stage {key!r}: did you mean {suggestion!r}?",
     "quiz.sheet_not_matrix": "{key} must be a matrix (a list of rows of numbers), not {value}",
     "quiz.sheet_shape": "{key} is {shape}, but that stage is {rule} = {expected} in this problem",
+    "quiz.stage_head": "--stages {name}: the head before the slash is a whole number, as in "
+    "2/scores",
     "quiz.stage_unknown": "--stages: no stage {name!r}; choose from {known} (2/scores: head 2 "
     "only)",
     "quiz.stages_none": "--stages {names}: none of these is in this problem, which has: {known}",
@@ -649,6 +656,12 @@ MESSAGES: dict[str, str] = {
     "note.exact_skipped": "Exact fractions left out: this problem needs {count} "
     "multiplications of fractions, more than {limit}; --exact is for problems small enough "
     "to work by hand.",
+    "note.exact_skipped_digits": "Exact fractions left out: with these numbers a cell would "
+    "grow to about {digits} digits (numerator and denominator), more than {limit}; --exact is "
+    "for numbers a person can read.",
+    "note.exact_skipped_work": "Exact fractions left out: {count} multiplications of fractions "
+    "of up to about {digits} digits would take too long; --exact is for problems small "
+    "enough to work by hand.",
     # ---- limits and safety (issue 6) ----------------------------------------------------
     "limits.input_elements": "{field} is {rows}×{cols}, which brings the input to {count} "
     "numbers, more than the limit of {limit}; raise it with --max-elements if you mean it",

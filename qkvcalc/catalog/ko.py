@@ -318,6 +318,10 @@ MESSAGES: dict[str, str] = {
     "input.too_big": "입력이 {limit}바이트보다 큽니다. 정말 필요하면 --max-bytes로 한도를 올리세요",
     "input.file_missing": "파일이 없습니다: {path}",
     "input.file_unreadable": "파일을 읽을 수 없습니다: {path} ({reason})",
+    "input.trace_without_input": '"input"이 없는 qkvcalc 추적 문서(schema qkvcalc.trace/1)입니다: '
+    "다시 실행하려면 이 버전의 --format json으로 새로 쓰세요",
+    "input.trace_brief": "이 추적 문서는 --detail brief로 쓰여 입력의 큰 행렬({fields})이 "
+    "빠져 있습니다: 다시 실행하려면 --detail full로 새로 쓰세요",
     "input.from": "{origin}에서",
     "input.inline": "--{option}에서",
     "inline.grammar": "--{option} {text!r}: 행렬은 숫자로 된 행들을 ';'로 나누어 쓰세요. "
@@ -413,6 +417,7 @@ MESSAGES: dict[str, str] = {
     "cli.two_sources": "입력은 하나만 주세요. 함께 주어진 입력: {sources}",
     "cli.bad_option": "--{option}: {reason}",
     "cli.interrupted": "중단됨",
+    "cli.stdout_failed": "표준 출력에 쓸 수 없습니다: {reason}",
     "cli.error_prefix": "오류",
     # ---- torch script (issue 3) ---------------------------------------------------------
     "ui.heads_group_kv": "헤드 {head} (전체 {heads}개) · Key/Value 헤드 {kv_head} 사용 "
@@ -504,6 +509,7 @@ MESSAGES: dict[str, str] = {
     "quiz.sheet_not_matrix": "{key}: 행렬(숫자 행들의 리스트)이어야 합니다. 받은 값: {value}",
     "quiz.sheet_shape": "{key}의 모양은 {shape}인데, 이 문제에서 그 단계는 {rule} = "
     "{expected}입니다",
+    "quiz.stage_head": "--stages {name}: 빗금 앞의 헤드는 2/scores처럼 자연수입니다",
     "quiz.stage_unknown": "--stages: 없는 단계 {name!r}. {known} 중에서 고르세요 (2/scores: 헤드 "
     "2만)",
     "quiz.stages_none": "--stages {names}: 이 문제에는 이 중 어느 단계도 없습니다. 이 문제의 "
@@ -655,6 +661,12 @@ MESSAGES: dict[str, str] = {
     "note.exact_partial": "무리수 입력(제곱근)의 영향을 받는 칸은 소수로 표시합니다.",
     "note.exact_skipped": "정확한 분수 계산을 생략했습니다: 이 문제에는 분수 곱셈이 {count}번 "
     "필요해 한도 {limit}번을 넘습니다. --exact는 손으로 풀 수 있을 만큼 작은 문제를 위한 "
+    "옵션입니다.",
+    "note.exact_skipped_digits": "정확한 분수 계산을 생략했습니다: 이 숫자들로는 한 칸이 약 "
+    "{digits}자리(분자와 분모 합계)까지 커져 한도 {limit}자리를 넘습니다. --exact는 사람이 읽을 "
+    "수 있는 숫자를 위한 옵션입니다.",
+    "note.exact_skipped_work": "정확한 분수 계산을 생략했습니다: 최대 약 {digits}자리 분수의 "
+    "곱셈 {count}번은 너무 오래 걸립니다. --exact는 손으로 풀 수 있을 만큼 작은 문제를 위한 "
     "옵션입니다.",
     # ---- limits and safety (issue 6) ----------------------------------------------------
     "limits.input_elements": "{field}: 숫자 {cols}개짜리 행이 {rows}개여서 입력 전체가 숫자 "

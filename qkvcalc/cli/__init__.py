@@ -11,6 +11,7 @@ Errors: a QkvcalcError becomes one message on stderr and exit 2, with nothing on
 # typer reads the commands' signatures on every run, and string annotations would make it
 # eval every option's again on every run (about 10 ms).
 import os
+import re
 import sys
 from typing import Annotated
 
@@ -21,7 +22,16 @@ from qkvcalc.cli import explain as _explain
 from qkvcalc.cli import extract as _extract
 from qkvcalc.cli import presets as _presets
 from qkvcalc.cli import quiz as _quiz
-from qkvcalc.cli.common import EXIT_INTERRUPTED, WideHelpGroup, help_text
+from qkvcalc.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    WideHelpGroup,
+    help_text,
+    is_utf,
+    say,
+    silence,
+    usable_environ,
+)
 from qkvcalc.i18n import resolve_lang, translate
 
 app = typer.Typer(
@@ -58,16 +68,69 @@ app.command(help=help_text("help.extract"))(_extract.extract)
 
 
 def main() -> None:
-    """The console script: typer's app, plus quiet endings for Ctrl-C and a closed pipe."""
+    """The console script: typer's app, plus the endings typer leaves to its caller: Ctrl-C, a
+    closed pipe, a standard stream that cannot be written, and usage messages cut short."""
+    sys.exit(_run())
+
+
+# A usage message echoes the value it refuses: a 5,000-digit --heads is shown cut short.
+MAX_ECHO = 40
+_LONG_WORD = re.compile(rf"\S{{{2 * MAX_ECHO},}}")
+
+
+def _run() -> int:
+    from typer import Abort
+
+    usable = usable_environ()  # rich and click read COLUMNS and LINES: 0 and ² are ignored
+    for name in ("COLUMNS", "LINES"):
+        if name not in usable:
+            os.environ.pop(name, None)
+    if not is_utf(sys.stdout):  # PYTHONIOENCODING=ascii, LC_ALL=C without UTF-8 mode
+        sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     try:
-        app()
+        code = app(standalone_mode=False)
     except KeyboardInterrupt:
         # typer ends a running command on Ctrl-C itself (exit 130, no message); this is for a
         # Ctrl-C while typer is still building the commands, before any of them runs
-        typer.echo(translate("cli.interrupted", resolve_lang()), err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        say(translate("cli.interrupted", resolve_lang()))
+        return EXIT_INTERRUPTED
+    except Abort:  # what click's standalone mode does with it
+        say("Aborted!")
+        return 1
     except BrokenPipeError:
         # the reader went away (qkvcalc … | head -1): stop quietly, as cat does
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(0)
+        silence(sys.stdout)
+        return 0
+    except OSError as err:  # standard output on a full disk, or closed
+        return _stream_failed(err)
+    except Exception as err:
+        # A usage error: the ClickException of the click typer bundles (private to typer, so
+        # known by what it does): its one paragraph, a value it echoes cut short.
+        message, show = getattr(err, "message", None), getattr(err, "show", None)
+        if not (isinstance(message, str) and callable(show)):
+            raise
+        err.message = _LONG_WORD.sub(lambda m: m.group()[:MAX_ECHO] + "…", message)  # type: ignore[attr-defined]
+        try:
+            show()
+        except (OSError, ValueError):
+            silence(sys.stderr)
+        return int(getattr(err, "exit_code", EXIT_BAD_INPUT))
+    try:  # flushed here, where a failure is reported, not at exit, where it is a traceback
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence(sys.stdout)
+        return 0
+    except (OSError, ValueError) as err:
+        return _stream_failed(err)
+    return code if isinstance(code, int) else 0
+
+
+def _stream_failed(err: Exception) -> int:
+    from qkvcalc.render.text import printable
+
+    silence(sys.stdout)
+    reason = getattr(err, "strerror", None) or type(err).__name__
+    lang = resolve_lang()
+    message = translate("cli.stdout_failed", lang, reason=reason)
+    say(printable(f"{translate('cli.error_prefix', lang)}: {message}"))
+    return EXIT_BAD_INPUT

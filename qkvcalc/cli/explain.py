@@ -12,16 +12,18 @@ from collections.abc import Mapping
 from dataclasses import replace
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from qkvcalc.cli.common import (
+    Content,
     LangOption,
     NoColorOption,
     console,
     fail,
     help_text,
+    is_utf,
     language,
     write_output,
 )
@@ -270,16 +272,27 @@ def explain(
 
             step_through(trace, opts, no_color=no_color)
             return
-        text = render(trace, fmt, opts)
+        if fmt == "json":  # streamed, stage by stage: a real layer's trace is over a GB of text
+            from qkvcalc.render.json_doc import write_json
+
+            def content(out: IO[str]) -> None:
+                write_json(trace, opts, out, ascii_only=not is_utf(out))
+
+            write: Content = content
+        else:
+            write = render(trace, fmt, opts)
     except QkvcalcError as err:
         fail(err, lang_code)
     if output is not None:
         try:
-            write_output(text, output)
+            write_output(write, output)
         except QkvcalcError as err:
             fail(err, lang_code)
     else:
-        sys.stdout.write(text)
+        if isinstance(write, str):
+            sys.stdout.write(write)
+        else:
+            write(sys.stdout)
         sys.stdout.flush()
 
 

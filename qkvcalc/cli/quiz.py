@@ -45,6 +45,31 @@ class QuizFormat(str, Enum):
     json = "json"
 
 
+MAX_SIZE_TEXT = 20  # characters of --size ("3,2", "8 x 8"): longer is refused unread
+MAX_HEAD_DIGITS = 4  # a head in --stages (2/scores) is 1 to 1024
+
+
+def _stage_names(stages: str) -> list[str]:
+    """--stages q,k,2/scores as names. A head that is not a plain number of a few ASCII digits
+    (`²/scores`, a 5,000-digit head) is refused here, before anything turns it into an int."""
+    names = [s for s in stages.split(",") if s.strip()]
+    for name in names:
+        head, slash, _ = name.strip().rpartition("/")
+        if slash and not (head.isascii() and head.isdigit() and len(head) <= MAX_HEAD_DIGITS):
+            shown = name.strip() if len(name.strip()) <= 40 else name.strip()[:39] + "…"
+            raise QkvcalcError("quiz.stage_head", name=shown)
+    return names
+
+
+def _quiet_numpy() -> Any:
+    """Grading follows a student's numbers wherever they go: 1e308 overflows a product, -inf
+    minus -inf is NaN. The grade says what is wrong; numpy's RuntimeWarnings would only add
+    noise on stderr."""
+    import numpy as np
+
+    return np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
+
+
 def _interrupted(console: "Console", lang: str) -> typer.Exit:
     console.print()
     typer.echo(translate("cli.interrupted", lang), err=True)
@@ -62,7 +87,7 @@ def _load(
     """The problem's Trace, and for --random the seed and size to show."""
     from qkvcalc.engine import run
     from qkvcalc.problem import Problem
-    from qkvcalc.quiz.problems import new_seed, parse_size, random_problem
+    from qkvcalc.quiz.problems import MAX_SIZE, new_seed, parse_size, random_problem
     from qkvcalc.sources import gather
 
     if random:
@@ -70,6 +95,8 @@ def _load(
         if given:
             raise QkvcalcError("quiz.random_with_source", given=", ".join(given))
         size_text = size or "3,2"
+        if len(size_text) > MAX_SIZE_TEXT:  # 5,000 digits: more than int() will read
+            raise QkvcalcError("quiz.size", text=size_text[:MAX_SIZE_TEXT] + "…", limit=MAX_SIZE)
         n, d = parse_size(size_text)
         seed = new_seed() if seed is None else seed
         doc = random_problem(seed, n, d)
@@ -154,7 +181,7 @@ def quiz(
         if format is QuizFormat.json and answers is None:
             raise QkvcalcError("quiz.json_needs_answers")
         trace, random_info = _load(source, preset, random, seed, size, answers)
-        names = [s for s in stages.split(",") if s.strip()] if stages is not None else None
+        names = _stage_names(stages) if stages is not None else None
         keys = select_keys(trace, names)
         sheet = _read_sheet(answers, trace, precision) if answers is not None else None
     except QkvcalcError as err:
@@ -175,7 +202,8 @@ def quiz(
         matrices = sheet.matrices
         if names is not None:  # --stages names exactly what is graded
             matrices = {k: v for k, v in matrices.items() if k in keys}
-        report = sheet.apply(grade_sheet(trace, matrices, keys, precision))
+        with _quiet_numpy():
+            report = sheet.apply(grade_sheet(trace, matrices, keys, precision))
         if format is QuizFormat.json:
             sys.stdout.write(report_json(report, trace, lang_code, sheet))
         else:
@@ -203,7 +231,8 @@ def quiz(
             fail(QkvcalcError("quiz.no_terminal"), lang_code)
     session = Session(trace, keys, opts, screen, ask_line(screen, terminal))
     try:
-        report = session.run()
+        with _quiet_numpy():
+            report = session.run()
     except KeyboardInterrupt:
         so_far = session.so_far()  # the score of what was answered, before exit 130
         if so_far.stages:

@@ -70,7 +70,7 @@ class Entry:
             text = self.prompt(key, default="" if default is None else f" [{default}]", **params)
             if not text and default is not None:
                 return default
-            if text.isdigit() and low <= int(text) <= high:
+            if text.isascii() and text.isdigit() and len(text) <= 9 and low <= int(text) <= high:
                 return int(text)
             self.tell("new.whole_bad", value=text, low=low, high=high)
 

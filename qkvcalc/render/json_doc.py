@@ -2,37 +2,67 @@
 
 Numbers are full float64 (they round-trip); -inf, inf and NaN are the strings "-inf", "inf",
 "nan". Titles and notes follow the language; ids, keys and numbers never do.
+
+The document is written to a file object stage by stage (write_json): a stage's value goes out
+a block of rows at a time, and a stage the engine keeps as a recipe (scaled, masked, exp,
+weights) is computed a block of rows at a time too (Stage.value_rows), so the whole trace of a
+real layer (60 million numbers) is never in memory as a document, as text or as a matrix.
+trace_json builds the same document as a dict, for small traces and for tests.
+
+"input" is the problem itself in the input format (the validated numbers, weights in the
+"rows" layout, and the options), so that `qkvcalc explain trace.json` runs it again.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
 from qkvcalc.render import RenderOptions
 from qkvcalc.trace import Stage, Trace
 
+if TYPE_CHECKING:
+    from qkvcalc.problem import Problem
+
 SCHEMA = "qkvcalc.trace/1"
 
 # Characters JSON may carry raw but a terminal or an encoder should not get: C1 controls (CSI),
-# bidirectional overrides, zero-width and line-separator characters, lone surrogates (which
-# cannot be written as UTF-8). Written as \uXXXX escapes; every other character stays as is.
-_UNSAFE = re.compile("[\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]")
+# the Arabic letter mark and the other bidirectional controls and overrides, zero-width and
+# line-separator characters, lone surrogates (which cannot be written as UTF-8), and the
+# invisible tag characters (U+E0000–U+E007F, which can smuggle text past a reader). Written as
+# \uXXXX escapes (a tag character as its surrogate pair); every other character stays as is.
+_UNSAFE = re.compile(
+    "[\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff"
+    "\U000e0000-\U000e007f]"
+)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def _escape_unsafe(text: str) -> str:
     if text.isascii() and "\x7f" not in text:  # numbers and English: nothing to look for
         return text
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _UNSAFE.sub(lambda m: _escape(m.group()), text)
 
 
-def dumps(value: Any, indent: int | None = None) -> str:
+def dumps(value: Any, indent: int | None = None, ascii_only: bool = False) -> str:
     """Strict JSON of qkvcalc's documents (the trace, the quiz report): UTF-8 text as is,
-    the characters above escaped, no NaN or Infinity (numbers go through number_json)."""
+    the characters above escaped, no NaN or Infinity (numbers go through number_json).
+    `ascii_only`: every non-ASCII character escaped, for an output that is not UTF-8."""
+    if ascii_only:
+        return json.dumps(value, ensure_ascii=True, allow_nan=False, indent=indent)
     return _escape_unsafe(json.dumps(value, ensure_ascii=False, allow_nan=False, indent=indent))
 
 
@@ -59,16 +89,22 @@ def matrix_json(value: np.ndarray) -> list[list[Any]]:
 BRIEF_VALUE_CELLS = 10_000
 
 
-def stage_json(stage: Stage, opts: RenderOptions) -> dict[str, Any]:
+def _omitted(stage: Stage, opts: RenderOptions) -> bool:
     rows, cols = stage.shape
-    omitted = opts.detail == "brief" and rows * cols > BRIEF_VALUE_CELLS
+    return opts.detail == "brief" and rows * cols > BRIEF_VALUE_CELLS
+
+
+def _stage_fields(stage: Stage, opts: RenderOptions) -> dict[str, Any]:
+    """A stage's fields in the document's order, its value left as the Stage itself (written
+    by rows when streamed, whole in trace_json)."""
+    omitted = _omitted(stage, opts)
     doc: dict[str, Any] = {
         "id": stage.id,
         "head": stage.head,
         "title": stage.title.text(opts.lang),
         "formula": stage.formula,
         "shape": list(stage.shape),
-        "value": None if omitted else matrix_json(stage.value),
+        "value": None if omitted else stage,
         "notes": [note.text(opts.lang) for note in stage.notes],
         "explanation": stage.why.text(opts.lang),
     }
@@ -78,8 +114,14 @@ def stage_json(stage: Stage, opts: RenderOptions) -> dict[str, Any]:
     return doc
 
 
-def trace_json(trace: Trace, opts: RenderOptions) -> dict[str, Any]:
-    p = trace.problem
+def stage_json(stage: Stage, opts: RenderOptions) -> dict[str, Any]:
+    doc = _stage_fields(stage, opts)
+    if doc["value"] is not None:
+        doc["value"] = matrix_json(stage.value)
+    return doc
+
+
+def problem_json(p: Problem) -> dict[str, Any]:
     problem: dict[str, Any] = {
         "n": p.n,
         "m": p.m,
@@ -99,21 +141,143 @@ def trace_json(trace: Trace, opts: RenderOptions) -> dict[str, Any]:
     problem["layout"] = p.layout
     if "name" in p.meta:
         problem["preset"] = p.meta["name"]
+    return problem
+
+
+# ---- "input": the problem again, in the input format ----------------------------------------
+
+_INPUT_MATRICES = ("x", "source", "q", "k", "v", "wq", "wk", "wv", "wo")
+_INPUT_VECTORS = ("bq", "bk", "bv", "bo")
+
+
+def input_fields(p: Problem, opts: RenderOptions) -> dict[str, Any]:
+    """The problem in the input format, its matrices left as Matrix (written by rows when
+    streamed): what `qkvcalc explain` reads to run it again. Weights in the "rows" layout,
+    whatever layout they were given in; options as validated. With --detail brief a matrix of
+    more than BRIEF_VALUE_CELLS numbers is null, as a stage's value is (a GPT-2 layer's
+    weights are 3 million numbers): such a trace says so when it is run again."""
+    doc: dict[str, Any] = {}
+    for name in _INPUT_MATRICES:
+        matrix = getattr(p, name)
+        if matrix is not None:
+            big = opts.detail == "brief" and matrix.values.size > BRIEF_VALUE_CELLS
+            doc[name] = None if big else matrix
+    for name in _INPUT_VECTORS:
+        vector = getattr(p, name)
+        if vector is not None:
+            doc[name] = [_input_number(v) for v in vector.values[0].tolist()]
+    doc["heads"] = p.heads
+    doc["kv_heads"] = p.kv_heads
+    if p.scale_given is not None:
+        doc["scale"] = p.scale_given.value
+    if p.mask is not None:
+        doc["mask"] = p.mask.astype(int).tolist()
+    else:
+        doc["mask"] = p.mask_kind
+    if p.key_padding is not None:
+        doc["key_padding"] = p.key_padding.astype(int).tolist()
+    doc["tokens"] = list(p.tokens)
+    if p.cross or (not p.projected and p.source_tokens != p.tokens):
+        doc["source_tokens"] = list(p.source_tokens)
+    doc["layout"] = "rows"
+    doc.update(p.meta)  # name, description, reference: a preset stays itself
+    return doc
+
+
+def _input_number(value: float) -> float | str:
+    return number_json(value)
+
+
+def input_json(p: Problem, opts: RenderOptions) -> dict[str, Any]:
+    from qkvcalc.problem import Matrix
+
+    fields = input_fields(p, opts)
+    return {k: matrix_json(v.values) if isinstance(v, Matrix) else v for k, v in fields.items()}
+
+
+def trace_json(trace: Trace, opts: RenderOptions) -> dict[str, Any]:
+    """The whole document as a dict: what write_json streams, built in memory at once."""
     return {
         "schema": SCHEMA,
-        "problem": problem,
+        "problem": problem_json(trace.problem),
+        "input": input_json(trace.problem, opts),
         "stages": [stage_json(stage, opts) for stage in trace.stages],
         "output": matrix_json(trace.output),
         "warnings": [w.text(opts.lang) for w in trace.warnings],
     }
 
 
-def render_json(trace: Trace, opts: RenderOptions) -> str:
-    """One line per stage: readable in a pager, quick to write at real-model sizes."""
-    doc = trace_json(trace, opts)
+# ---- streaming --------------------------------------------------------------------------------
 
-    stages = ",\n".join(f"    {dumps(stage)}" for stage in doc.pop("stages"))
-    fields = [f"  {dumps(key)}: {dumps(value)}" for key, value in doc.items()]
-    fields.insert(2, f'  "stages": [\n{stages}\n  ]')
-    # one join: at real-model sizes the output alone is 16 MB of text, not worth copying twice
-    return "".join(["{\n", ",\n".join(fields), "\n}\n"])
+BLOCK_CELLS = 1 << 16  # numbers per block of rows: a few MB of text and of Python floats
+
+
+def _blocks(n_rows: int, n_cols: int) -> Iterator[list[int]]:
+    step = max(1, BLOCK_CELLS // max(1, n_cols))
+    for start in range(0, n_rows, step):
+        yield list(range(start, min(n_rows, start + step)))
+
+
+def _write_rows(
+    out: IO[str], rows_of: Callable[[list[int]], np.ndarray], shape: tuple[int, int]
+) -> None:
+    """A matrix as JSON, `[[…], […]]`, one block of rows at a time: rows_of(indices) gives
+    the block's rows. Exactly what json.dumps(matrix_json(whole)) writes."""
+    out.write("[")
+    for k, rows in enumerate(_blocks(*shape)):
+        text = json.dumps(matrix_json(rows_of(rows)), allow_nan=False)  # numbers: ASCII
+        out.write(text[1:-1] if k == 0 else ", " + text[1:-1])
+    out.write("]")
+
+
+def _write_object(out: IO[str], fields: dict[str, Any], ascii_only: bool) -> None:
+    """A dict as json.dumps writes it ({"a": 1, "b": …}), a Stage or Matrix value streamed."""
+    from qkvcalc.problem import Matrix
+
+    out.write("{")
+    for k, (key, value) in enumerate(fields.items()):
+        out.write((", " if k else "") + dumps(key, ascii_only=ascii_only) + ": ")
+        if isinstance(value, Stage):
+            _write_rows(out, value.value_rows, value.shape)
+        elif isinstance(value, Matrix):
+            _write_rows(out, value.values.__getitem__, value.values.shape)
+        else:
+            out.write(dumps(value, ascii_only=ascii_only))
+    out.write("}")
+
+
+def write_json(trace: Trace, opts: RenderOptions, out: IO[str], ascii_only: bool = False) -> None:
+    """Write the document to `out`, one line per stage (readable in a pager), stage by stage
+    and, inside a stage, block of rows by block of rows. `ascii_only`: escape every non-ASCII
+    character (an output whose encoding is not UTF-8 still gets valid JSON)."""
+    p = trace.problem
+
+    def field(key: str, first: bool = False) -> None:
+        out.write(("" if first else ",\n") + f"  {dumps(key)}: ")
+
+    out.write("{\n")
+    field("schema", first=True)
+    out.write(dumps(SCHEMA))
+    field("problem")
+    out.write(dumps(problem_json(p), ascii_only=ascii_only))
+    field("input")
+    _write_object(out, input_fields(p, opts), ascii_only)
+    field("stages")
+    out.write("[")
+    for k, stage in enumerate(trace.stages):
+        out.write((",\n" if k else "\n") + "    ")
+        _write_object(out, _stage_fields(stage, opts), ascii_only)
+    out.write("\n  ]")
+    field("output")
+    output = trace.stage("output")
+    _write_rows(out, output.value_rows, output.shape)
+    field("warnings")
+    out.write(dumps([w.text(opts.lang) for w in trace.warnings], ascii_only=ascii_only))
+    out.write("\n}\n")
+
+
+def render_json(trace: Trace, opts: RenderOptions) -> str:
+    """The document as text (write_json into a string): for small traces and the library."""
+    buffer = io.StringIO()
+    write_json(trace, opts, buffer)
+    return buffer.getvalue()
