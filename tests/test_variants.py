@@ -422,3 +422,21 @@ def test_the_korean_messages_for_variants():
 def test_positional_needs_x():
     with pytest.raises(QkvcalcError, match="no X"):
         qkvcalc.explain(q=[[1, 0]], k=[[1, 0]], v=[[1, 0]], positional="sinusoidal")
+
+
+@pytest.mark.parametrize("case", ["everything", "positions"])
+def test_a_json_trace_of_modern_attention_runs_again_the_same(case, tmp_path):
+    """The trace's "input" carries the variants, so `qkvcalc explain trace.json` reruns them."""
+    import json
+
+    path = tmp_path / "problem.json"
+    path.write_text(json.dumps(_doc(n=4, d=4, **CASES[case])))
+    first = run_qkvcalc("explain", str(path), "--format", "json")
+    assert first.returncode == 0, first.stderr
+    trace = tmp_path / "trace.json"
+    trace.write_text(first.stdout)
+    again = run_qkvcalc("explain", str(trace), "--format", "json")
+    assert again.returncode == 0, again.stderr
+    a, b = json.loads(first.stdout), json.loads(again.stdout)
+    assert a["output"] == b["output"]
+    assert [s["id"] for s in a["stages"]] == [s["id"] for s in b["stages"]]

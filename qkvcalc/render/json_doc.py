@@ -180,8 +180,48 @@ def input_fields(p: Problem, opts: RenderOptions) -> dict[str, Any]:
     if p.cross or (not p.projected and p.source_tokens != p.tokens):
         doc["source_tokens"] = list(p.source_tokens)
     doc["layout"] = "rows"
+    doc.update(_variant_fields(p))
     doc.update(p.meta)  # name, description, reference: a preset stays itself
     return doc
+
+
+def _variant_fields(p: Problem) -> dict[str, Any]:
+    """Positions, windows, RoPE, ALiBi, biases, softcap and q/k norm, as the input format
+    says them (only those the problem has), so that a trace of them runs again the same."""
+    v = p.variants
+    out: dict[str, Any] = {}
+    if v.positions_given:
+        out["positions"] = v.positions.tolist()
+        out["key_positions"] = v.key_positions.tolist()
+    if v.causal_align != "top-left":
+        out["causal_align"] = v.causal_align
+    if v.window is not None:
+        out["window"] = v.window
+    if v.positional == "sinusoidal":
+        out["positional"] = "sinusoidal"
+    elif v.pe is not None:
+        out["positional"] = matrix_json(v.pe)
+    for name in ("q_norm", "k_norm"):
+        weight = getattr(v, name)
+        if weight is not None:
+            out[name] = [_input_number(w) for w in weight.tolist()]
+    if v.q_norm is not None or v.k_norm is not None:
+        out["norm_eps"] = v.norm_eps
+    if v.rope is not None:
+        r = v.rope
+        rope: dict[str, Any] = {"theta": r.theta, "style": r.style, "dims": r.dims}
+        if r.inv_freq_given:
+            rope["inv_freq"] = r.inv_freq.tolist()
+        if r.attention_factor != 1:
+            rope["attention_factor"] = r.attention_factor
+        out["rope"] = rope
+    if v.alibi is not None:
+        out["alibi"] = [_input_number(s) for s in v.alibi.tolist()] if v.alibi_given else True
+    if v.score_bias is not None:
+        out["score_bias"] = [matrix_json(b) for b in v.score_bias]
+    if v.softcap is not None:
+        out["softcap"] = v.softcap
+    return out
 
 
 def _input_number(value: float) -> float | str:
