@@ -158,6 +158,14 @@ def explain(
     softcap: Annotated[
         float | None, typer.Option(help=help_text("help.explain.softcap"), show_default=False)
     ] = None,
+    decode: Annotated[
+        int | None,
+        typer.Option(help=help_text("help.explain.decode"), show_default=False, metavar="P"),
+    ] = None,
+    tiles: Annotated[
+        int | None,
+        typer.Option(help=help_text("help.explain.tiles"), show_default=False, metavar="B"),
+    ] = None,
     format: Annotated[
         Format | None,
         typer.Option(
@@ -224,6 +232,8 @@ def explain(
             "rope": _rope(rope, rope_style, rope_dims),
             "alibi": True if alibi else None,
             "softcap": softcap,
+            "decode": decode,
+            "tiles": tiles,
         }
         if random or seed is not None or size is not None:
             doc = _random_doc(random, seed, size, source, preset, inline, lang_code)

@@ -19,7 +19,7 @@ import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.ops import OPS, pair_index, partner
-from qkvcalc.render.text import cell_label, factor, fmt, pick, safe
+from qkvcalc.render.text import cell_label, factor, fmt, pick, safe, sub
 from qkvcalc.trace import Stage, Trace
 
 if TYPE_CHECKING:
@@ -235,6 +235,117 @@ def _alibi_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: 
     return f"{style.at(i + 1, j + 1)}{style.minus}{slope}{style.times}{distance} = {result}"
 
 
+def _terms(row: np.ndarray, col: np.ndarray, style: Style) -> str:
+    return " + ".join(
+        f"{style.factor(x)}{style.times}{style.factor(y)}" for x, y in zip(row, col, strict=True)
+    )
+
+
+def _step_project_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """Q[1,2] = 1×0 + 2×1 = 2: this step's token's row of X times a column of W."""
+    x, w = stage.operands
+    terms = _terms(x[int(stage.params["take"][i])], w[:, j], style)
+    if stage.bias is not None:
+        terms += f" + {style.factor(float(stage.bias[j]))}"
+    return f"{style.at(i + 1, j + 1)}{terms} = {result}"
+
+
+def _append_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str | None:
+    """Only the new rows of a cache have arithmetic; the others are copied from the last step."""
+    *old, x, w = stage.operands
+    kept = len(old[0]) if old else 0
+    if i < kept:
+        return None
+    terms = _terms(x[int(stage.params["take"][i - kept])], w[:, j], style)
+    if stage.bias is not None:
+        terms += f" + {style.factor(float(stage.bias[j]))}"
+    return f"{style.at(i + 1, j + 1)}{terms} = {result}"
+
+
+def _qk_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """q₁·k₂ = 1×1 + 2×0 = 1: a query row against a cached key row."""
+    q, k = stage.operands
+    name = "q_{i}·k_{j}" if not style.latex else r"q_{i} \cdot k_{j}"
+    label = style.label("q_{i}·k_{j}", i + 1, j + 1) if not style.latex else name
+    return f"{label} = {_terms(q[i], k[j], style)} = {result}"
+
+
+def _max_of(values: np.ndarray, style: Style) -> str:
+    return ", ".join(style.num(float(v)) for v in values)
+
+
+def _block_max_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """[1,1]: max(0.5, 1.2) = 1.2"""
+    (s,) = stage.operands
+    return f"{style.at(i + 1, j + 1)}max({_max_of(s[i], style)}) = {result}"
+
+
+def _running_max_work(
+    stage: Stage, i: int, j: int, style: Style, exact: Any, result: str
+) -> str | None:
+    """[1,1]: max(m₁ = 0.7, 1.2) = 1.2"""
+    if len(stage.operands) == 1:  # the first block: m₁ is its maximum, nothing to compare
+        return None
+    old, new = (float(o[i, 0]) for o in stage.operands)
+    return f"{style.at(i + 1, j + 1)}max({style.num(old)}, {style.num(new)}) = {result}"
+
+
+def _correction_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """[1,1]: e^(0.7 − 1.2) = 0.6065 (1 when the maximum did not grow)"""
+    at = style.at(i + 1, j + 1)
+    if len(stage.operands) == 1:
+        new = style.num(float(stage.operands[0][i, 0]))
+        return f"{at}{style.exp(f'{style.neg_inf} {style.minus} {new}')} = {result}"
+    old, newest = (float(o[i, 0]) for o in stage.operands)
+    return f"{at}{style.exp(f'{style.num(old)} {style.minus} {style.num(newest)}')} = {result}"
+
+
+def _block_exp_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """[1,2]: e^(0.3 − 1.2) = 0.4066; a masked score: e^(−∞) = 0."""
+    s, m = stage.operands
+    at = style.at(i + 1, j + 1)
+    if np.isneginf(s[i, j]):
+        return f"{at}{style.exp(style.neg_inf)} = 0"
+    inner = f"{style.num(float(s[i, j]))} {style.minus} {style.num(float(m[i, 0]))}"
+    return f"{at}{style.exp(inner)} = {result}"
+
+
+def _running_sum_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """ℓ₂[1] = ℓ₁·e^(m₁−m₂) + Σ e^(s−m₂) = 1.5×0.6065 + (0.4066 + 1) = 2.3164"""
+    e = stage.operands[-1][i]
+    block = stage.block or 1
+    l_new = "ℓ" + sub(block) if not style.latex else rf"\ell_{{{block}}}"
+    total = " + ".join(style.num(float(v)) for v in e)
+    if len(stage.operands) == 1:
+        return f"{l_new}[{i + 1}] = Σ e^(s−m{sub(block)}) = {total} = {result}"
+    old, fix = (float(o[i, 0]) for o in stage.operands[:2])
+    l_old, m_old, m_new = "ℓ" + sub(block - 1), "m" + sub(block - 1), "m" + sub(block)
+    shape = f"{l_old}·e^({m_old}−{m_new}) + Σ e^(s−{m_new})"
+    said = f"{style.num(old)}{style.times}{style.num(fix)} + ({total})"
+    return f"{l_new}[{i + 1}] = {shape} = {said} = {result}"
+
+
+def _acc_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """[1,1]: 2.1×0.6065 + (0.4066×1 + 1×0) = 1.6737"""
+    *before, e, v = stage.operands
+    rows = stage.params["rows"]
+    fresh = _terms(e[i], v[rows, j], style)
+    if not before:
+        return f"{style.at(i + 1, j + 1)}{fresh} = {result}"
+    acc, fix = float(before[0][i, j]), float(before[1][i, 0])
+    kept = f"{style.factor(acc)}{style.times}{style.num(fix)}"
+    return f"{style.at(i + 1, j + 1)}{kept} + ({fresh}) = {result}"
+
+
+def _divide_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str | None:
+    """[1,1]: 3.2 / 2.15 = 1.4884"""
+    acc, total = stage.operands
+    if total[i, 0] == 0:
+        return None
+    a, t = style.num(float(acc[i, j])), style.num(float(total[i, 0]))
+    return f"{style.at(i + 1, j + 1)}{style.divided(a, t)} = {result}"
+
+
 # How each operation's cells are written out; the mask is said row by row (row_summaries).
 _WORK = {
     "project": _product_work,
@@ -247,6 +358,16 @@ _WORK = {
     "rmsnorm": _rmsnorm_work,
     "softcap": _softcap_work,
     "alibi": _alibi_work,
+    "step_project": _step_project_work,
+    "append": _append_work,
+    "qk": _qk_work,
+    "block_max": _block_max_work,
+    "running_max": _running_max_work,
+    "correction": _correction_work,
+    "block_exp": _block_exp_work,
+    "running_sum": _running_sum_work,
+    "acc": _acc_work,
+    "divide": _divide_work,
 }
 
 
@@ -349,7 +470,7 @@ def row_summaries(stage: Stage, trace: Trace, precision: int, max_rows: int) -> 
 def _row_max_behind(stage: Stage, trace: Trace) -> np.ndarray:
     """The maxima the exponentials a softmax divides were shifted by (its operand's)."""
     for earlier in trace.stages:
-        if (earlier.id, earlier.head) == stage.reads[0] and earlier.row_max is not None:
+        if earlier.ref == stage.reads[0] and earlier.row_max is not None:
             return earlier.row_max
     raise KeyError(stage.reads[0])
 
