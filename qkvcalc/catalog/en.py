@@ -122,6 +122,11 @@ MESSAGES: dict[str, str] = {
     "head, RoPE on q and k, causal, then W_O",
     "preset.rope.description": "RoPE on 'cat sat cat sat': the same pair of tokens at the same "
     "distance scores the same, wherever it stands",
+    "preset.tiles.description": "FlashAttention's online softmax on five tokens, two keys a "
+    "block: the running maximum grows in block 2, so the sum and output so far are rescaled by "
+    "e^(m_old − m_new)",
+    "preset.decode.description": "Decoding 'the cat sat down' with a KV cache: a prefill of two "
+    "tokens, then one token a step, each attending to every cached key",
     "preset.window.description": "A sliding window of 3 on five tokens: each query sees itself "
     "and the two before it, as Mistral's layers do",
     "preset.cross.description": "Cross-attention: the French 'le chat dort' reads the English "

@@ -131,6 +131,10 @@ MESSAGES: dict[str, str] = {
     "q와 k에 RoPE, 인과 마스크, 그다음 W_O",
     "preset.rope.description": "'cat sat cat sat'에 RoPE: 같은 두 토큰이 같은 거리에 있으면 "
     "어디에 있든 점수가 같습니다",
+    "preset.tiles.description": "토큰 다섯 개에 FlashAttention의 온라인 softmax, 블록마다 Key 두 "
+    "개: 블록 2에서 누적 최댓값이 커져 지금까지의 합과 출력이 e^(m_old − m_new)로 조정됩니다",
+    "preset.decode.description": "KV 캐시로 'the cat sat down' 디코딩: 토큰 두 개를 prefill한 "
+    "뒤 한 단계에 한 토큰씩, 캐시의 모든 Key에 주의를 기울입니다",
     "preset.window.description": "토큰 다섯 개에 크기 3의 슬라이딩 윈도우: Mistral의 층처럼 각 "
     "Query는 자기 자신과 앞의 두 토큰을 봅니다",
     "preset.cross.description": "크로스 어텐션: 프랑스어 'le chat dort'가 영어 'the cat is "
