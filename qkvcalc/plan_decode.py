@@ -147,6 +147,7 @@ def _step(
             "Q·K_cacheᵀ",
             rows,
             keys,
+            params={"take": take},
             symbol="Q·Kᵀ",
             letters="t×m_t",
             hint=("hint.scores", {}),

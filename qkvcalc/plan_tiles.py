@@ -33,7 +33,6 @@ def blocks(p: Problem) -> list[slice]:
 def tile_stages(p: Problem, h: int | None, logits: Ref, v_ref: Ref) -> list[Spec]:
     """One head's softmax and output over blocks of keys, instead of exp, weights and A·V."""
     n = p.tokens
-    one = ("1",)
     out: list[Spec] = []
     cuts = blocks(p)
     for b, cols in enumerate(cuts, start=1):
@@ -68,7 +67,7 @@ def tile_stages(p: Problem, h: int | None, logits: Ref, v_ref: Ref) -> list[Spec
                 (at("block_scores"),),
                 f"max S_{b}",
                 n,
-                one,
+                ("max",),
                 symbol=f"max S_{b}",
                 letters="n×1",
                 hint=("hint.block_max", {"block": b}),
@@ -83,7 +82,7 @@ def tile_stages(p: Problem, h: int | None, logits: Ref, v_ref: Ref) -> list[Spec
                 (at("block_max"),) if first else (at("running_max", b - 1), at("block_max")),
                 f"m_{b} = max S_1" if first else f"m_{b} = max(m_{b - 1}, max S_{b})",
                 n,
-                one,
+                ("m",),
                 notes=(Msg("note.tiles_running_max"),) if first else (),
                 symbol=f"m_{b}",
                 letters="n×1",
@@ -99,7 +98,7 @@ def tile_stages(p: Problem, h: int | None, logits: Ref, v_ref: Ref) -> list[Spec
                 (at("running_max"),) if first else (at("running_max", b - 1), at("running_max")),
                 f"c_{b} = e^(m_{b - 1} − m_{b})" if not first else "c_1 = e^(−∞ − m_1) = 0",
                 n,
-                one,
+                ("c",),
                 notes=(Msg("note.tiles_correction_first" if first else "note.tiles_correction"),),
                 symbol=f"c_{b}",
                 letters="n×1",
@@ -134,7 +133,7 @@ def tile_stages(p: Problem, h: int | None, logits: Ref, v_ref: Ref) -> list[Spec
                 if first
                 else f"ℓ_{b} = ℓ_{b - 1}·e^(m_{b - 1}−m_{b}) + Σ e^(s−m_{b})",
                 n,
-                one,
+                ("ℓ",),
                 notes=(Msg("note.tiles_running_sum"),) if first else (),
                 symbol=f"ℓ_{b}",
                 letters="n×1",

@@ -324,8 +324,7 @@ def test_the_quiz_asks_the_running_max_and_sum():
 
 
 def _id(key: str):
-    sid, _, block = key.partition("@b")
-    return sid, None
+    return key.partition("@")[0], None
 
 
 @pytest.mark.parametrize(

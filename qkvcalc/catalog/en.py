@@ -708,7 +708,7 @@ MESSAGES: dict[str, str] = {
     "stage.output.tiles.title": "Output = O / ℓ",
     "stage.output.tiles.why": "One division at the very end turns the running output into the "
     "softmax-weighted sum of values.",
-    "ui.step": "step {step}",
+    "ui.step": "decode step {step}",
     "ui.block": "block {block}",
     "ui.variant.decode": "decoding with a KV cache (prefill {prefill})",
     "ui.variant.tiles": "softmax in tiles of {tiles} keys",

@@ -712,7 +712,7 @@ MESSAGES: dict[str, str] = {
     "Value 행의 곱을 더합니다.",
     "stage.output.tiles.title": "출력 = O / ℓ",
     "stage.output.tiles.why": "마지막에 한 번 나누면 누적 출력이 softmax 가중 Value 합이 됩니다.",
-    "ui.step": "단계 {step}",
+    "ui.step": "디코딩 단계 {step}",
     "ui.block": "블록 {block}",
     "ui.variant.decode": "KV 캐시 디코딩 (prefill {prefill})",
     "ui.variant.tiles": "Key {tiles}개씩 타일로 나눈 softmax",

@@ -265,9 +265,8 @@ def _append_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result:
 def _qk_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
     """q₁·k₂ = 1×1 + 2×0 = 1: a query row against a cached key row."""
     q, k = stage.operands
-    name = "q_{i}·k_{j}" if not style.latex else r"q_{i} \cdot k_{j}"
-    label = style.label("q_{i}·k_{j}", i + 1, j + 1) if not style.latex else name
-    return f"{label} = {_terms(q[i], k[j], style)} = {result}"
+    row = int(stage.params["take"][i]) + 1  # the query's token, counted in the whole sequence
+    return f"{style.label('q_{i}·k_{j}', row, j + 1)} = {_terms(q[i], k[j], style)} = {result}"
 
 
 def _max_of(values: np.ndarray, style: Style) -> str:
@@ -313,16 +312,21 @@ def _block_exp_work(stage: Stage, i: int, j: int, style: Style, exact: Any, resu
 def _running_sum_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
     """ℓ₂[1] = ℓ₁·e^(m₁−m₂) + Σ e^(s−m₂) = 1.5×0.6065 + (0.4066 + 1) = 2.3164"""
     e = stage.operands[-1][i]
-    block = stage.block or 1
-    l_new = "ℓ" + sub(block) if not style.latex else rf"\ell_{{{block}}}"
+    b = stage.block or 1
     total = " + ".join(style.num(float(v)) for v in e)
+    if style.latex:
+        ell, m, times = (lambda k: rf"\ell_{{{k}}}"), (lambda k: f"m_{{{k}}}"), r" \cdot "
+        sums = rf"\sum e^{{s - {m(b)}}}"
+        carried = rf"{ell(b - 1)}{times}e^{{{m(b - 1)} - {m(b)}}}"
+    else:
+        ell, m, times = (lambda k: "ℓ" + sub(k)), (lambda k: "m" + sub(k)), "·"
+        sums = f"Σ e^(s−{m(b)})"
+        carried = f"{ell(b - 1)}{times}e^({m(b - 1)}−{m(b)})"
     if len(stage.operands) == 1:
-        return f"{l_new}[{i + 1}] = Σ e^(s−m{sub(block)}) = {total} = {result}"
+        return f"{ell(b)}[{i + 1}] = {sums} = {total} = {result}"
     old, fix = (float(o[i, 0]) for o in stage.operands[:2])
-    l_old, m_old, m_new = "ℓ" + sub(block - 1), "m" + sub(block - 1), "m" + sub(block)
-    shape = f"{l_old}·e^({m_old}−{m_new}) + Σ e^(s−{m_new})"
     said = f"{style.num(old)}{style.times}{style.num(fix)} + ({total})"
-    return f"{l_new}[{i + 1}] = {shape} = {said} = {result}"
+    return f"{ell(b)}[{i + 1}] = {carried} + {sums} = {said} = {result}"
 
 
 def _acc_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
