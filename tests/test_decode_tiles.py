@@ -394,3 +394,24 @@ def test_every_format_shows_steps_and_blocks(fmt):
 def test_transpose_helper_is_the_reference_transpose():
     # the references above use tests.naive's helpers only for products
     assert transpose([[1, 2]]) == [[1], [2]]
+
+
+@pytest.mark.parametrize(
+    ("name", "some"),
+    [("decode", ["k_cache@s1", "weights@s2", "output"]), ("tiles", ["running_sum@b3", "scaled"])],
+)
+def test_the_quiz_defaults_to_the_stages_the_run_has(name, some):
+    proc = run_qkvcalc("quiz", "--preset", name, "--template")
+    assert proc.returncode == 0, proc.stderr
+    sheet = json.loads(proc.stdout)
+    assert all(key in sheet for key in some)
+
+
+def test_step_mode_headers_say_the_step_and_the_block():
+    from qkvcalc.interactive.step import stage_header
+
+    decode = run(Problem.from_mapping(load("decode")))
+    header = stage_header(decode.stage("k_cache", step=1), 12, 29, "en").plain
+    assert "decode step 1" in header
+    tiles = run(Problem.from_mapping(load("tiles")))
+    assert "블록 2" in stage_header(tiles.stage("acc", block=2), 5, 29, "ko").plain

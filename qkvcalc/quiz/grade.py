@@ -35,6 +35,9 @@ from qkvcalc.trace import Stage, Trace
 
 # The stages asked when the quiz is not told which (--stages): a head's main steps.
 DEFAULT_STAGES = ("q", "k", "v", "scores", "scaled", "weights", "output")
+# ... and, of a decode run or a tiled one, those of these it has: a decode run has caches
+# instead of K and V, a tiled run a running max and sum instead of whole rows of weights.
+MORE_DEFAULT_STAGES = ("k_cache", "v_cache", "running_max", "running_sum")
 
 RIGHT, WRONG, CARRIED, MISSING = "right", "wrong", "carried", "missing"
 VERDICTS = (RIGHT, CARRIED, WRONG, MISSING)
@@ -100,8 +103,9 @@ def select_keys(trace: Trace, names: Iterable[str] | None) -> list[str]:
     `id@b2` one block's. None means the default stages.
     """
     keys = stage_keys(trace)
-    wanted = list(DEFAULT_STAGES if names is None else names)
     ids = list(dict.fromkeys(s.id for s in keys.values()))  # in the order of the calculation
+    defaults = [s for s in (*DEFAULT_STAGES, *MORE_DEFAULT_STAGES) if s in ids]
+    wanted = list(defaults if names is None else names)
     known = list(dict.fromkeys(s.id for s in keys.values() if askable(s)))
     picked: set[str] = set()
     for name in wanted:
