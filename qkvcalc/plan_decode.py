@@ -20,7 +20,6 @@ import numpy as np
 from qkvcalc.i18n import Msg
 from qkvcalc.ops import apply_mask, softmax_parts
 from qkvcalc.plan import (
-    Const,
     Ref,
     Spec,
     _bias,
@@ -333,6 +332,3 @@ def _same_as_plain(
         return (Msg("note.decode_equal", steps=len(all_steps), gap=f"{gap:.1e}"),)
 
     return remark
-
-
-__all__ = ["Const", "decode_plan", "steps"]

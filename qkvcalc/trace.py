@@ -196,12 +196,27 @@ class Trace:
 
     @property
     def weights(self) -> np.ndarray:
-        """Attention weights: [n, m] for one head, [H, n, m] for several."""
+        """Attention weights: [n, m] for one head, [H, n, m] for several. A decode run's are its
+        steps' rows, one under another, with 0 for the keys a step had not cached yet."""
         if self.problem.multihead:
-            return np.stack(
-                [self.stage("weights", h).value for h in range(1, self.problem.heads + 1)]
-            )
-        return self.stage("weights").value
+            return np.stack([self._weights(h) for h in range(1, self.problem.heads + 1)])
+        return self._weights(None)
+
+    def _weights(self, head: int | None) -> np.ndarray:
+        whole = self.find("weights", head)
+        if whole is not None:
+            return whole.value
+        numbers = sorted({s.step for s in self.stages if s.step is not None})
+        found = [self.find("weights", head, step=step) for step in numbers]
+        steps = [s.value for s in found if s is not None]
+        if not steps:
+            raise KeyError(f"no stage 'weights' for head {head!r}")
+        out = np.zeros((self.problem.n, self.problem.m))
+        row = 0
+        for part in steps:  # [t, cached keys] each
+            out[row : row + part.shape[0], : part.shape[1]] = part
+            row += part.shape[0]
+        return out
 
     def stage(
         self,

@@ -415,3 +415,10 @@ def test_step_mode_headers_say_the_step_and_the_block():
     assert "decode step 1" in header
     tiles = run(Problem.from_mapping(load("tiles")))
     assert "블록 2" in stage_header(tiles.stage("acc", block=2), 5, 29, "ko").plain
+
+
+def test_a_decode_runs_weights_are_the_causal_runs():
+    doc = _problem(9, 4, 2, heads=2)
+    decoded = run(Problem.from_mapping({**doc, "decode": 1}))
+    plain = run(Problem.from_mapping({**doc, "mask": "causal"}))
+    np.testing.assert_allclose(decoded.weights, plain.weights, atol=TOL, rtol=0)
