@@ -422,3 +422,12 @@ def test_a_decode_runs_weights_are_the_causal_runs():
     decoded = run(Problem.from_mapping({**doc, "decode": 1}))
     plain = run(Problem.from_mapping({**doc, "mask": "causal"}))
     np.testing.assert_allclose(decoded.weights, plain.weights, atol=TOL, rtol=0)
+
+
+def test_exact_arithmetic_of_a_step_shows_the_fractions():
+    doc = {"x": [[1, "1/2"], [0, 1]], "wq": [[1, 0], [0, 1]], "wk": [[1, 1], [0, 1]]}
+    doc |= {"wv": [[1, 0], [1, 1]], "decode": 1}
+    proc = run_qkvcalc("explain", "-", "--exact", "--no-color", input=json.dumps(doc))
+    assert proc.returncode == 0, proc.stderr
+    assert "q₁·k₁ = 1×1 + (1/2)×(3/2) = 7/4" in proc.stdout
+    assert "q₂·k₁ = 0×1 + 1×(3/2) = 3/2" in proc.stdout

@@ -235,38 +235,65 @@ def _alibi_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: 
     return f"{style.at(i + 1, j + 1)}{style.minus}{slope}{style.times}{distance} = {result}"
 
 
-def _terms(row: np.ndarray, col: np.ndarray, style: Style) -> str:
+def _terms(
+    row: np.ndarray,
+    col: np.ndarray,
+    style: Style,
+    exact_row: Any = None,
+    exact_col: Any = None,
+) -> str:
+    """'1×0 + 2×1': a row times a column, with the exact factors (--exact) where recorded."""
+    if exact_row is None or exact_col is None:
+        exact_row = exact_col = [None] * len(row)
     return " + ".join(
-        f"{style.factor(x)}{style.times}{style.factor(y)}" for x, y in zip(row, col, strict=True)
+        f"{style.exact_factor(ea, float(x))}{style.times}{style.exact_factor(eb, float(y))}"
+        for x, y, ea, eb in zip(row, col, exact_row, exact_col, strict=True)
     )
 
 
-def _step_project_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """Q[1,2] = 1×0 + 2×1 = 2: this step's token's row of X times a column of W."""
-    x, w = stage.operands
-    terms = _terms(x[int(stage.params["take"][i])], w[:, j], style)
+def _row_of_product(stage: Stage, first: int, row: int, j: int, style: Style, exact: Any) -> str:
+    """Row `row` of operand `first` times column j of the next operand, plus the bias: the
+    arithmetic of a step's projection (exact factors when --exact recorded them)."""
+    x, w = stage.operands[first], stage.operands[first + 1]
+    ex = ew = None
+    if exact is not None and len(stage.operands_exact) > first + 1:
+        xs, ws = stage.operands_exact[first], stage.operands_exact[first + 1]
+        if xs is not None and ws is not None:
+            ex, ew = xs[row], [r[j] for r in ws]
+    terms = _terms(x[row], w[:, j], style, ex, ew)
     if stage.bias is not None:
-        terms += f" + {style.factor(float(stage.bias[j]))}"
+        bias = stage.bias_exact[j] if exact is not None and stage.bias_exact else None
+        terms += f" + {style.exact_factor(bias, float(stage.bias[j]))}"
+    return terms
+
+
+def _step_project_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """[1,2]: 1×0 + 2×1 = 2: this step's token's row of X times a column of W."""
+    terms = _row_of_product(stage, 0, int(stage.params["take"][i]), j, style, exact)
     return f"{style.at(i + 1, j + 1)}{terms} = {result}"
 
 
 def _append_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str | None:
     """Only the new rows of a cache have arithmetic; the others are copied from the last step."""
-    *old, x, w = stage.operands
-    kept = len(old[0]) if old else 0
+    kept = len(stage.operands[0]) if len(stage.operands) == 3 else 0
     if i < kept:
         return None
-    terms = _terms(x[int(stage.params["take"][i - kept])], w[:, j], style)
-    if stage.bias is not None:
-        terms += f" + {style.factor(float(stage.bias[j]))}"
-    return f"{style.at(i + 1, j + 1)}{terms} = {result}"
+    first = 1 if kept else 0
+    row = int(stage.params["take"][i - kept])
+    return (
+        f"{style.at(i + 1, j + 1)}{_row_of_product(stage, first, row, j, style, exact)} = {result}"
+    )
 
 
 def _qk_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """q₁·k₂ = 1×1 + 2×0 = 1: a query row against a cached key row."""
+    """q₃·k₂ = 1×1 + 2×0 = 1: a query row (named by its token) against a cached key row."""
     q, k = stage.operands
+    eq = ek = None
+    if exact is not None and len(stage.operands_exact) == 2 and None not in stage.operands_exact:
+        eq, ek = stage.operands_exact[0][i], stage.operands_exact[1][j]  # type: ignore[index]
     row = int(stage.params["take"][i]) + 1  # the query's token, counted in the whole sequence
-    return f"{style.label('q_{i}·k_{j}', row, j + 1)} = {_terms(q[i], k[j], style)} = {result}"
+    terms = _terms(q[i], k[j], style, eq, ek)
+    return f"{style.label('q_{i}·k_{j}', row, j + 1)} = {terms} = {result}"
 
 
 def _max_of(values: np.ndarray, style: Style) -> str:
