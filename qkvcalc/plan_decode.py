@@ -116,8 +116,44 @@ def _step(
                     step=step,
                 )
             )
+            q_final = _turned(p, h, step, take, "Q", at("q"), rows, out)
             continue
         name = f"{sid.upper()}_cache"
+        if sid == "k" and _keys_turned(p):  # the cache keeps the normed, rotated keys
+            out.append(
+                Spec(
+                    "k",
+                    h,
+                    "step_project",
+                    (x_ref, w),
+                    f"K = {product}",
+                    rows,
+                    width,
+                    params=params,
+                    symbol="K",
+                    letters="t×d_k",
+                    step=step,
+                )
+            )
+            k_new = _turned(p, h, step, take, "K", at("k"), rows, out)
+            out.append(
+                Spec(
+                    "k_cache",
+                    h,
+                    "stack",
+                    ((ref("k_cache", h, before),) if before is not None else ()) + (k_new,),
+                    f"{name} = [{name}; {_symbol(k_new)}]"
+                    if before is not None
+                    else f"{name} = {_symbol(k_new)}",
+                    keys,
+                    width,
+                    notes=_cache_notes(p, sid, step, len(take), end, before is not None, h),
+                    symbol=name,
+                    letters="m_t×d_k",
+                    step=step,
+                )
+            )
+            continue
         operands = ((ref(f"{sid}_cache", h, before),) if before is not None else ()) + (x_ref, w)
         notes = _cache_notes(p, sid, step, len(take), end, before is not None, h)
         out.append(
@@ -142,7 +178,7 @@ def _step(
             "scores",
             h,
             "qk",
-            (at("q"), at("k_cache")),
+            (q_final, at("k_cache")),
             "Q·K_cacheᵀ",
             rows,
             keys,
@@ -240,6 +276,82 @@ def _step(
     return out
 
 
+def _keys_turned(p: Problem) -> bool:
+    v = p.variants
+    return v.rope is not None or v.k_norm is not None
+
+
+def _symbol(r: Ref) -> str:
+    return str({"k": "K", "k_norm": "K_norm", "k_rot": "K_rot"}.get(r[0], r[0]))
+
+
+def _turned(
+    p: Problem,
+    h: int | None,
+    step: int,
+    take: np.ndarray,
+    name: str,
+    start: Ref,
+    rows: tuple[str, ...],
+    out: list[Spec],
+) -> Ref:
+    """The step's new query (or key) rows through the q/k norm and the rotation, each a stage
+    of the step: a key is normed and rotated once, at its own position, then cached."""
+    v = p.variants
+    low = name.lower()
+    current = start
+    keys = dim_labels(p.d_k)
+    weight = v.q_norm if name == "Q" else v.k_norm
+    if weight is not None:
+        out.append(
+            Spec(
+                f"{low}_norm",
+                h,
+                "rmsnorm",
+                (current,),
+                f"{name}_norm = RMSNorm({name})",
+                rows,
+                keys,
+                params={"weight": weight, "eps": v.norm_eps},
+                notes=(Msg("note.rmsnorm", eps=f"{v.norm_eps:g}"),),
+                hint=("hint.rmsnorm", {"src": name}),
+                symbol=f"{name}_norm",
+                letters="t×d_k",
+                step=step,
+            )
+        )
+        current = ref(f"{low}_norm", h, step)
+    if v.rope is not None:
+        rope = v.rope
+        positions = (v.positions if name == "Q" else v.key_positions)[take]
+        out.append(
+            Spec(
+                f"{low}_rot",
+                h,
+                "rope",
+                (current,),
+                f"{name}_rot = RoPE({name}, pos)",
+                rows,
+                keys,
+                params={
+                    "style": rope.style,
+                    "dims": rope.dims,
+                    "factor": rope.attention_factor,
+                    "angles": rope.angles(positions),
+                    "positions": positions,
+                    "inv_freq": rope.inv_freq,
+                },
+                notes=(Msg("note.decode_rope", positions=", ".join(map(str, positions))),),
+                hint=("hint.rope", {"src": name}),
+                symbol=f"{name}_rot",
+                letters="t×d_k",
+                step=step,
+            )
+        )
+        current = ref(f"{low}_rot", h, step)
+    return current
+
+
 def _step_note(p: Problem, step: int, take: np.ndarray) -> Msg:
     pos = p.variants.positions
     if step == 0:
@@ -254,7 +366,8 @@ def _cache_notes(
     notes: list[Msg] = []
     name = f"{sid.upper()}_cache"
     if cached:
-        notes.append(Msg("note.decode_saved", name=name, old=end - new, row=end, step=step - 1))
+        old = span(0, end - new)  # '1–3', or '1'
+        notes.append(Msg("note.decode_saved", name=name, old=old, row=end, step=step - 1))
     else:
         notes.append(Msg("note.decode_cache_start", name=name, rows=end))
     if sid == "k" and not cached and (h or 1) == 1:
@@ -324,7 +437,9 @@ def _same_as_plain(
     def remark(value_of: Callable[[Ref], np.ndarray]) -> tuple[Msg, ...]:
         allowed = allowed_keys(p)
         assert allowed is not None
-        q = np.vstack([value_of(ref("q", h, s)) for s in all_steps])
+        var = p.variants
+        last_q = "q_rot" if var.rope is not None else "q_norm" if var.q_norm is not None else "q"
+        q = np.vstack([value_of(ref(last_q, h, s)) for s in all_steps])
         k, v = value_of(ref("k_cache", h, last)), value_of(ref("v_cache", h, last))
         plain = softmax_parts(apply_mask(q @ k.T * p.scale, allowed))[3] @ v
         stacked = np.vstack([value_of(ref("output", h, s)) for s in all_steps])

@@ -436,9 +436,9 @@ def _check_stage_size(p: Problem, limit: int) -> None:
     )
 
 
-# What the decode steps do not show yet: the keys' rotation and norms would be cached rotated,
-# and a bias or a cap would be cut to each step's rows; each is one message, not a wrong page.
-DECODE_UNSUPPORTED = ("rope", "q_norm", "k_norm", "alibi", "score_bias", "softcap")
+# What the decode steps do not show yet: a bias or a cap would be cut to each step's rows;
+# each is one message, not a wrong page.
+DECODE_UNSUPPORTED = ("alibi", "score_bias", "softcap")
 
 
 def _step_count(

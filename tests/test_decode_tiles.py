@@ -336,7 +336,8 @@ def _id(key: str):
         ({"tiles": 0}, "at least 1"),
         ({"decode": 1, "mask": "none"}, "needs the causal mask"),
         ({"decode": 1, "mask": [[1, 1, 1]] * 3}, "needs the causal mask"),
-        ({"decode": 1, "rope": {}}, "does not show rope"),
+        ({"decode": 1, "softcap": 30}, "does not show softcap"),
+        ({"decode": 1, "alibi": True}, "does not show alibi"),
         ({"decode": 1, "tiles": 2}, "choose one"),
         ({"decode": 1, "source": [[1, 0, 0]]}, "no cache to build"),
     ],
@@ -431,3 +432,24 @@ def test_exact_arithmetic_of_a_step_shows_the_fractions():
     assert proc.returncode == 0, proc.stderr
     assert "q₁·k₁ = 1×1 + (1/2)×(3/2) = 7/4" in proc.stdout
     assert "q₂·k₁ = 0×1 + 1×(3/2) = 3/2" in proc.stdout
+
+
+@pytest.mark.parametrize("style", ["half", "pairs"])
+@pytest.mark.parametrize("prefill", [0, 2])
+def test_decode_with_rope_and_qk_norm_caches_rotated_keys_and_equals_the_plain_run(style, prefill):
+    rng = np.random.default_rng(11)
+    doc = {**_problem(11, 5, 4, heads=2, kv_heads=1), "rope": {"theta": 100, "style": style}}
+    doc |= {
+        "q_norm": rng.uniform(0.5, 1.5, 4).tolist(),
+        "k_norm": rng.uniform(0.5, 1.5, 4).tolist(),
+    }
+    trace = run(Problem.from_mapping({**doc, "decode": prefill}))
+    np.testing.assert_allclose(trace.output, _plain(doc, "causal"), atol=TOL, rtol=0)
+    plain = run(Problem.from_mapping({**doc, "mask": "causal"}))
+    last = max(s.step for s in trace.stages if s.step is not None)
+    # the last cache holds every key normed and rotated at its own position
+    np.testing.assert_allclose(
+        trace.stage("k_cache", 2, step=last).value, plain.stage("k_rot", 2).value, atol=TOL
+    )
+    rot = trace.stage("q_rot", 1, step=last)
+    assert rot.params["positions"].tolist() == [4]

@@ -717,8 +717,8 @@ MESSAGES: dict[str, str] = {
     "note.decode_step": "Step {step}: token {row} ({token}, position {pos}) alone. Only its "
     "query row is computed; it attends to every key in the cache.",
     "note.decode_cache_start": "The cache starts with {name} of rows 1–{rows}.",
-    "note.decode_saved": "Rows 1–{old} come from the cache of step {step} unchanged (they are "
-    "never computed again); only row {row}, the new token's, is X·W + b. That is what the "
+    "note.decode_saved": "Rows {old} come from the cache of step {step} unchanged (they are "
+    "never computed again); only row {row}, the new token's, is computed. That is what the "
     "cache saves: each step projects one token instead of all of them.",
     "note.decode_memory": "What it costs: each token keeps its keys and values, 2 × layers × "
     "kv_heads × d_k numbers per token (here, one layer, kv_heads × (d_k + d_v) = {kv_heads} × "
@@ -775,10 +775,13 @@ MESSAGES: dict[str, str] = {
     "is no cache to build. Leave out source or decode.",
     "decode.needs_x": "decode builds its cache from X·W_K and X·W_V one token at a time: give x, "
     "wq, wk and wv (not Q, K, V directly).",
-    "decode.variant": "decode does not show {keys} yet (the cache would hold rotated or normed "
-    "keys, a bias would be cut per step). Leave them out, or use tiles or the ordinary run.",
+    "decode.variant": "decode does not show {keys} yet (a bias or a cap would have to be cut to "
+    "each step's rows). Leave them out, or use tiles or the ordinary run.",
     "tiles.range": "tiles = {value}: the block size B must be a whole number of keys, at least 1 "
     "(B ≥ m = {m} gives one block, the ordinary softmax).",
     "tiles.with_decode": "decode and tiles together (decode = {decode}, tiles = {tiles}): "
     "choose one, each is shown step by step on its own.",
+    "note.decode_rope": "Rotated by the position of each new token ({positions}), once: a cached "
+    "key keeps the rotation of its own position, so the step's positions must continue the "
+    "prefill's (an offset here is the classic cache bug).",
 }

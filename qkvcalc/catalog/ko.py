@@ -721,8 +721,8 @@ MESSAGES: dict[str, str] = {
     "note.decode_step": "{step}단계: 토큰 {row} ({token}, 위치 {pos}) 하나. 그 Query 행만 "
     "계산하며, 캐시의 모든 Key에 주의를 기울입니다.",
     "note.decode_cache_start": "캐시는 {name}의 1–{rows}행으로 시작합니다.",
-    "note.decode_saved": "1–{old}행은 {step}단계의 캐시에서 그대로 옵니다 (다시 계산하지 "
-    "않습니다). 새 토큰의 {row}행만 X·W + b입니다. 이것이 캐시가 아끼는 것: 단계마다 모든 "
+    "note.decode_saved": "{old}행은 {step}단계의 캐시에서 그대로 옵니다 (다시 계산하지 "
+    "않습니다). 새 토큰의 {row}행만 계산합니다. 이것이 캐시가 아끼는 것: 단계마다 모든 "
     "토큰이 아니라 토큰 하나만 투영합니다.",
     "note.decode_memory": "비용: 토큰마다 Key와 Value를 보관하므로 토큰당 2 × 층 수 × "
     "kv_heads × d_k개의 수입니다 (여기서는 한 층, kv_heads × (d_k + d_v) = {kv_heads} × "
@@ -777,10 +777,13 @@ MESSAGES: dict[str, str] = {
     "source나 decode를 빼세요.",
     "decode.needs_x": "decode는 X·W_K와 X·W_V로 토큰 하나씩 캐시를 만듭니다: Q, K, V 대신 x, wq, "
     "wk, wv를 주세요.",
-    "decode.variant": "decode는 아직 {keys}를 보여 주지 않습니다 (캐시에 회전되거나 정규화된 Key가 "
-    "들어가고, bias는 단계마다 잘려야 합니다). 빼거나, tiles나 보통 실행을 쓰세요.",
+    "decode.variant": "decode는 아직 {keys}를 보여 주지 않습니다 (bias나 cap을 단계마다 행에 맞춰 "
+    "잘라야 합니다). 빼거나, tiles나 보통 실행을 쓰세요.",
     "tiles.range": "tiles = {value}: 블록 크기 B는 1 이상의 정수(Key 개수)여야 합니다 "
     "(B ≥ m = {m}이면 블록 하나, 보통의 softmax).",
     "tiles.with_decode": "decode와 tiles를 함께 쓸 수 없습니다 (decode = {decode}, tiles = "
     "{tiles}): 하나를 고르세요. 각각 따로 단계별로 보여 줍니다.",
+    "note.decode_rope": "새 토큰마다 자기 위치({positions})만큼 한 번 회전합니다: 캐시된 Key는 "
+    "자기 위치의 회전을 그대로 가지므로, 단계의 위치는 prefill의 위치를 이어야 합니다 (여기서 "
+    "어긋나는 것이 전형적인 캐시 버그입니다).",
 }
