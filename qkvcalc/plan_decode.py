@@ -14,19 +14,22 @@ bottom-right (FlashAttention ≥ 2.1, attention with a cache), not top-left.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
 from qkvcalc.i18n import Msg
-from qkvcalc.ops import apply_mask, softmax_parts
+from qkvcalc.ops import apply_mask, softcap, softmax_parts
 from qkvcalc.plan import (
     Ref,
     Spec,
+    _alibi_table,
     _bias,
     _cols,
     _combine,
     _mask_notes,
     _scaling,
+    _score_bias,
     allowed_keys,
     dim_labels,
     head_slices,
@@ -208,12 +211,13 @@ def _step(
             step=step,
         )
     )
+    logits, formula = _biased_and_capped(p, h, step, take, end, formula, out)
     out.append(
         Spec(
             "masked",
             h,
             "mask",
-            (at("scaled"),),
+            (logits,),
             formula + " + M",
             rows,
             keys,
@@ -221,7 +225,7 @@ def _step(
             notes=_decode_mask_notes(p, step, take, end),
             symbol="S+M",
             letters="t×m_t",
-            hint=("hint.masked", {"src": "S"}),
+            hint=("hint.masked", {"src": _SYMBOLS[logits[0]]}),
             step=step,
         )
     )
@@ -274,6 +278,74 @@ def _step(
         )
     )
     return out
+
+
+_SYMBOLS = {"scaled": "S", "biased": "S+B", "capped": "S_cap"}
+
+
+def _biased_and_capped(
+    p: Problem,
+    h: int | None,
+    step: int,
+    take: np.ndarray,
+    end: int,
+    formula: str,
+    out: list[Spec],
+) -> tuple[Ref, str]:
+    """ALiBi's bias or a bias given, then the softcap, cut to the step's queries and the keys
+    cached so far (the same stages as the ordinary run's, of this step's rows)."""
+    v = p.variants
+    logits = ref("scaled", h, step)
+    rows = tuple(p.tokens[int(i)] for i in take)
+    keys = p.tokens[:end]
+    if v.biased:
+        bias, biased = _score_bias(p, h, formula)
+        params = dict(bias.params)
+        if "positions" in params:  # ALiBi: −slope·|pos_i − pos_j| of these rows and keys
+            params["positions"] = v.positions[take]
+            params["key_positions"] = v.key_positions[:end]
+        if "table" in params:
+            params["table"] = params["table"][take][:, :end]
+            if params.get("table_exact") is not None:
+                cut = [params["table_exact"][int(i)][:end] for i in take]
+                params["table_exact"] = tuple(tuple(row) for row in cut)
+        out.append(replace(bias, rows=rows, cols=keys, params=params, step=step))
+        operands = (logits, ref("score_bias", h, step))
+        out.append(replace(biased, operands=operands, rows=rows, cols=keys, step=step))
+        logits, formula = ref("biased", h, step), formula + " + B"
+    if v.softcap is not None:
+        cap = v.softcap
+        formula = f"{cap:g}·tanh(({formula}) / {cap:g})"
+        out.append(
+            Spec(
+                "capped",
+                h,
+                "softcap",
+                (logits,),
+                formula,
+                rows,
+                keys,
+                params={"cap": cap},
+                notes=(Msg("note.softcap", cap=f"{cap:g}"),),
+                symbol="S_cap",
+                letters="t×m_t",
+                hint=("hint.capped", {"src": _SYMBOLS[logits[0]], "cap": f"{cap:g}"}),
+                step=step,
+            )
+        )
+        logits = ref("capped", h, step)
+    return logits, formula
+
+
+def _full_logits(p: Problem, h: int | None, scaled: np.ndarray) -> np.ndarray:
+    """The ordinary run's logits from the whole scaled scores: plus the bias, then the cap."""
+    v = p.variants
+    hh = (h or 1) - 1
+    if v.alibi is not None:
+        scaled = scaled + _alibi_table(p, float(v.alibi[hh]))
+    if v.score_bias is not None:
+        scaled = scaled + v.score_bias[hh]
+    return scaled if v.softcap is None else softcap(scaled, v.softcap)
 
 
 def _keys_turned(p: Problem) -> bool:
@@ -441,7 +513,7 @@ def _same_as_plain(
         last_q = "q_rot" if var.rope is not None else "q_norm" if var.q_norm is not None else "q"
         q = np.vstack([value_of(ref(last_q, h, s)) for s in all_steps])
         k, v = value_of(ref("k_cache", h, last)), value_of(ref("v_cache", h, last))
-        plain = softmax_parts(apply_mask(q @ k.T * p.scale, allowed))[3] @ v
+        plain = softmax_parts(apply_mask(_full_logits(p, h, q @ k.T * p.scale), allowed))[3] @ v
         stacked = np.vstack([value_of(ref("output", h, s)) for s in all_steps])
         gap = float(np.max(np.abs(plain - stacked), initial=0.0))
         return (Msg("note.decode_equal", steps=len(all_steps), gap=f"{gap:.1e}"),)

@@ -436,11 +436,6 @@ def _check_stage_size(p: Problem, limit: int) -> None:
     )
 
 
-# What the decode steps do not show yet: a bias or a cap would be cut to each step's rows;
-# each is one message, not a wrong page.
-DECODE_UNSUPPORTED = ("alibi", "score_bias", "softcap")
-
-
 def _step_count(
     raw: Any, field_name: str, low: int, high: int | None, key: str, **params: Any
 ) -> int:
@@ -718,8 +713,6 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
     if decode is not None:
         _check(not direct, "decode.needs_x")
         _check(mask_kind == "causal", "decode.mask", mask=mask_kind)
-        unsupported = [k for k in DECODE_UNSUPPORTED if doc.get(k) not in (None, False)]
-        _check(not unsupported, "decode.variant", keys=", ".join(unsupported))
     return Problem(
         decode=decode,
         tiles=tiles,

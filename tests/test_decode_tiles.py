@@ -336,8 +336,6 @@ def _id(key: str):
         ({"tiles": 0}, "at least 1"),
         ({"decode": 1, "mask": "none"}, "needs the causal mask"),
         ({"decode": 1, "mask": [[1, 1, 1]] * 3}, "needs the causal mask"),
-        ({"decode": 1, "softcap": 30}, "does not show softcap"),
-        ({"decode": 1, "alibi": True}, "does not show alibi"),
         ({"decode": 1, "tiles": 2}, "choose one"),
         ({"decode": 1, "source": [[1, 0, 0]]}, "no cache to build"),
     ],
@@ -453,3 +451,21 @@ def test_decode_with_rope_and_qk_norm_caches_rotated_keys_and_equals_the_plain_r
     )
     rot = trace.stage("q_rot", 1, step=last)
     assert rot.params["positions"].tolist() == [4]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"alibi": True},
+        {"softcap": 2.0},
+        {"score_bias": np.arange(25.0).reshape(5, 5).tolist()},
+        {"alibi": True, "score_bias": np.ones((5, 5)).tolist(), "softcap": 3.0},
+    ],
+)
+def test_decode_with_biases_and_a_cap_equals_the_plain_run(extra):
+    doc = {**_problem(12, 5, 2, heads=2), **extra}
+    for prefill in (0, 3):
+        trace = run(Problem.from_mapping({**doc, "decode": prefill}))
+        np.testing.assert_allclose(trace.output, _plain(doc, "causal"), atol=TOL, rtol=0)
+        note = trace.stage("output", 1).notes[-1].text("en")
+        assert float(note.split("difference ")[1].rstrip(").")) <= TOL

@@ -775,8 +775,6 @@ MESSAGES: dict[str, str] = {
     "is no cache to build. Leave out source or decode.",
     "decode.needs_x": "decode builds its cache from X·W_K and X·W_V one token at a time: give x, "
     "wq, wk and wv (not Q, K, V directly).",
-    "decode.variant": "decode does not show {keys} yet (a bias or a cap would have to be cut to "
-    "each step's rows). Leave them out, or use tiles or the ordinary run.",
     "tiles.range": "tiles = {value}: the block size B must be a whole number of keys, at least 1 "
     "(B ≥ m = {m} gives one block, the ordinary softmax).",
     "tiles.with_decode": "decode and tiles together (decode = {decode}, tiles = {tiles}): "

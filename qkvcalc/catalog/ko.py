@@ -777,8 +777,6 @@ MESSAGES: dict[str, str] = {
     "source나 decode를 빼세요.",
     "decode.needs_x": "decode는 X·W_K와 X·W_V로 토큰 하나씩 캐시를 만듭니다: Q, K, V 대신 x, wq, "
     "wk, wv를 주세요.",
-    "decode.variant": "decode는 아직 {keys}를 보여 주지 않습니다 (bias나 cap을 단계마다 행에 맞춰 "
-    "잘라야 합니다). 빼거나, tiles나 보통 실행을 쓰세요.",
     "tiles.range": "tiles = {value}: 블록 크기 B는 1 이상의 정수(Key 개수)여야 합니다 "
     "(B ≥ m = {m}이면 블록 하나, 보통의 softmax).",
     "tiles.with_decode": "decode와 tiles를 함께 쓸 수 없습니다 (decode = {decode}, tiles = "
