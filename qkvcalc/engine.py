@@ -128,6 +128,8 @@ class _Run:
                 symbol=spec.symbol or spec.id,
                 letters=spec.letters,
                 hint=spec.hint,
+                step=spec.step,
+                block=spec.block,
                 **details,
             )
         )

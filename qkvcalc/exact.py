@@ -18,6 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -195,7 +196,7 @@ def attach_exact(trace: Trace) -> Trace:
         note = Msg("note.exact_skipped", count=needed, limit=MAX_PRODUCTS)
         return replace(trace, stages=(replace(first, notes=(*first.notes, note)), *rest))
 
-    exact: dict[tuple[str, int | None], ExactMatrix | None] = {}
+    exact: dict[tuple[Any, ...], ExactMatrix | None] = {}
     stages = []
     for stage in trace.stages:
         op = OPS[stage.op]
@@ -206,7 +207,7 @@ def attach_exact(trace: Trace) -> Trace:
             value, notes = op.exact(operands, stage.params)
         elif op.exact_stops and any(o is not None for o in operands):
             notes = (Msg(op.exact_stops),)
-        exact[(stage.id, stage.head)] = value
+        exact[stage.ref] = value
         if value is not None and any(cell is None for row in value for cell in row):
             notes += (Msg("note.exact_partial"),)
         stage = replace(

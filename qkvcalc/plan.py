@@ -25,7 +25,17 @@ from qkvcalc import plan_notes as facts
 from qkvcalc.i18n import Msg
 from qkvcalc.problem import Matrix, Problem
 
-Ref = tuple[str, int | None]  # (stage id, head): an earlier stage of the same plan
+# An earlier stage of the same plan: (stage id, head), or (stage id, head, step, block) for a
+# stage of one decode step or one block of keys. Made by `ref`, which keeps the short form
+# for every stage that has neither, so (id, head) names what it always named.
+Ref = tuple[Any, ...]
+
+
+def ref(
+    sid: str, head: int | None = None, step: int | None = None, block: int | None = None
+) -> Ref:
+    """The reference of a stage: (id, head), with step and block only when it has one."""
+    return (sid, head) if step is None and block is None else (sid, head, step, block)
 
 
 class Const(NamedTuple):
@@ -62,10 +72,12 @@ class Spec:
     hint: tuple[str, dict[str, Any]] | None = None  # the quiz's `?`: how one cell is made
     # notes that need the numbers: computed by the engine from the values of earlier stages
     remarks: Callable[[Callable[[Ref], np.ndarray]], tuple[Msg, ...]] | None = None
+    step: int | None = None  # decoding with a KV cache: 0 = the prefill, 1, 2, … the steps
+    block: int | None = None  # attention in tiles: the block of keys (1-based)
 
     @property
     def ref(self) -> Ref:
-        return (self.id, self.head)
+        return ref(self.id, self.head, self.step, self.block)
 
 
 def dim_labels(count: int) -> tuple[str, ...]:
@@ -146,6 +158,13 @@ def plan(p: Problem) -> tuple[Spec, ...]:
         specs += _positional(p)
     if p.source is not None:
         specs.append(_input("source", "source", p.source, p.source_tokens))
+    if p.decode is not None:  # a prefill, then one token at a time with a KV cache
+        from qkvcalc.plan_decode import decode_plan
+
+        pe = p.variants.pe is not None
+        x_ref: Ref = ("x_pe", None) if pe else ("x", None)
+        specs += decode_plan(p, x_ref, "(X + PE)" if pe else "X")
+        return tuple(specs)
     allowed = allowed_keys(p)
     if not p.multihead:
         specs += _head(p, None, allowed)
@@ -466,6 +485,10 @@ def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             )
         )
         logits = ("masked", h)
+    if p.tiles is not None:  # the softmax and A·V one block of keys at a time
+        from qkvcalc.plan_tiles import tile_stages
+
+        return specs + tile_stages(p, h, logits, ("v", h))
     specs.append(
         Spec(
             "exp",

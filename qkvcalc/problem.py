@@ -28,7 +28,18 @@ from qkvcalc.variants import Variants, read_variants
 
 MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")
 VECTORS = ("bq", "bk", "bv", "bo")
-OPTIONS = ("tokens", "source_tokens", "heads", "kv_heads", "scale", "mask", "key_padding", "layout")
+OPTIONS = (
+    "tokens",
+    "source_tokens",
+    "heads",
+    "kv_heads",
+    "scale",
+    "mask",
+    "key_padding",
+    "layout",
+    "decode",
+    "tiles",
+)
 META = ("name", "description", "reference")
 FIELDS = MATRICES + VECTORS + OPTIONS + VARIANT_KEYS + META
 
@@ -291,6 +302,8 @@ class Problem:
     variants: Variants = field(default_factory=lambda: Variants(np.zeros(0), np.zeros(0)))
     # --exact given up before any fraction was made (qkvcalc.exact_budget): the note that says why
     exact_refused: Msg | None = None
+    decode: int | None = None  # P: a prefill of P tokens, then one decode step per token
+    tiles: int | None = None  # B: the softmax over blocks of B keys (FlashAttention)
 
     # ---- derived sizes -------------------------------------------------------------------
     @property
@@ -415,6 +428,12 @@ def stage_elements(p: Problem) -> int:
     d_out = p.wo.values.shape[1] if p.wo is not None else p.heads * d_v
     pe = 2 * n * (p.d_model or 0) if v.pe is not None else 0
     lazy = 4 + v.biased + (v.softcap is not None)  # scaled, (biased, capped), masked, exp, A
+    if p.decode is not None:  # every step's cache (t rows at step t) and its scores
+        cached = n * (n + 1) // 2
+        per_head += cached * (d_k + d_v) + 2 * cached + n * (d_k + d_v)
+    if p.tiles is not None:  # per block: its scores and exponentials, four columns, the acc
+        blocks = -(-m // p.tiles)
+        per_head += 2 * n * m + blocks * n * (4 + d_v) + n * d_v
     return p.heads * per_head + lazy * n * m + 2 * n * p.heads * d_v + n * d_out + pe
 
 
@@ -439,6 +458,35 @@ def _check_mask_shape(raw_mask: list[Any] | tuple[Any, ...], n: int, m: int) -> 
     fits = len(raw_mask) == n and all(len(row) == m for row in lists)
     width = len(lists[0]) if lists else 0
     _check(fits, "mask.shape", shape=shape_text((len(raw_mask), width)), n=n, m=m)
+
+
+def _step_count(
+    raw: Any, field_name: str, low: int, high: int | None, key: str, **params: Any
+) -> int:
+    """A whole number from `low` to `high` (None: no upper bound), or the message `key`."""
+    if isinstance(raw, str) and raw.strip().isascii() and raw.strip().lstrip("-").isdigit():
+        raw = int(raw.strip())
+    if isinstance(raw, float) and raw.is_integer():
+        raw = int(raw)
+    ok = not isinstance(raw, bool) and isinstance(raw, int | np.integer)
+    if not ok or raw < low or (high is not None and raw > high):
+        raise QkvcalcError(key, field=field_name, value=shown(raw), **params)
+    return int(raw)
+
+
+def _decode_and_tiles(
+    doc: dict[str, Any], *, n: int, m: int, cross: bool
+) -> tuple[int | None, int | None]:
+    """`decode` = P (0 ≤ P < n: a prefill of P tokens, then one step per later token) and
+    `tiles` = B (B ≥ 1 keys a block), checked against the sizes; one of them at a time."""
+    decode = tiles = None
+    if doc.get("decode") is not None:
+        _check(not cross, "decode.cross", n=n, m=m)
+        decode = _step_count(doc["decode"], "decode", 0, n - 1, "decode.range", n=n, last=n - 1)
+    if doc.get("tiles") is not None:
+        tiles = _step_count(doc["tiles"], "tiles", 1, None, "tiles.range", m=m)
+        _check(decode is None, "tiles.with_decode", decode=decode, tiles=tiles)
+    return decode, tiles
 
 
 def _check(cond: bool, key: str, **params: Any) -> None:
@@ -647,7 +695,8 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         )
 
     mask_kind, mask = "none", None
-    raw_mask = doc.get("mask", "none")
+    # a decode run is causal: without a mask given, the mask is the causal one
+    raw_mask = doc.get("mask", "causal" if doc.get("decode") is not None else "none")
     if isinstance(raw_mask, str) and raw_mask.strip().lower() in ("none", "causal"):
         mask_kind = raw_mask.strip().lower()
     elif isinstance(raw_mask, list | tuple):
@@ -688,7 +737,13 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         mask_kind=mask_kind,
         exact=exact,
     )
+    decode, tiles = _decode_and_tiles(doc, n=n, m=m, cross=cross and not (direct and m == n))
+    if decode is not None:
+        _check(not direct, "decode.needs_x")
+        _check(mask_kind == "causal", "decode.mask", mask=mask_kind)
     return Problem(
+        decode=decode,
+        tiles=tiles,
         variants=variants,
         heads=heads,
         kv_heads=kv_heads,

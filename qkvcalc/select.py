@@ -22,10 +22,17 @@ class Selection(Trace):
 
     whole: Trace | None = None
 
-    def stage(self, stage_id: str, head: int | None = None) -> Stage:
+    def stage(
+        self,
+        stage_id: str,
+        head: int | None = None,
+        *,
+        step: int | None = None,
+        block: int | None = None,
+    ) -> Stage:
         if self.whole is not None:
-            return self.whole.stage(stage_id, head)
-        return super().stage(stage_id, head)
+            return self.whole.stage(stage_id, head, step=step, block=block)
+        return super().stage(stage_id, head, step=step, block=block)
 
 
 def stage_ids(trace: Trace) -> list[str]:

@@ -117,6 +117,16 @@ class Stage:
     symbol: str = ""  # how the quiz names a cell: K[2,1], Q·Kᵀ[1,2]
     letters: str = ""  # the shape in the paper's letters: "n×d_k"
     hint: tuple[str, dict[str, Any]] | None = None  # the quiz's `?`: a catalog key, values
+    step: int | None = None  # decoding with a KV cache: 0 = the prefill, 1, 2, … the steps
+    block: int | None = None  # attention in tiles: the block of keys (1-based)
+
+    @property
+    def ref(self) -> tuple[Any, ...]:
+        """How later stages name this one: (id, head), or (id, head, step, block) for a stage
+        of one decode step or one block of keys (qkvcalc.plan.ref)."""
+        if self.step is None and self.block is None:
+            return (self.id, self.head)
+        return (self.id, self.head, self.step, self.block)
 
     @property
     def value(self) -> np.ndarray:
@@ -193,22 +203,60 @@ class Trace:
 
     @property
     def weights(self) -> np.ndarray:
-        """Attention weights: [n, m] for one head, [H, n, m] for several."""
+        """Attention weights: [n, m] for one head, [H, n, m] for several. A decode run's are its
+        steps' rows, one under another, with 0 for the keys a step had not cached yet."""
         if self.problem.multihead:
-            return np.stack(
-                [self.stage("weights", h).value for h in range(1, self.problem.heads + 1)]
-            )
-        return self.stage("weights").value
+            return np.stack([self._weights(h) for h in range(1, self.problem.heads + 1)])
+        return self._weights(None)
 
-    def stage(self, stage_id: str, head: int | None = None) -> Stage:
+    def _weights(self, head: int | None) -> np.ndarray:
+        whole = self.find("weights", head)
+        if whole is not None:
+            return whole.value
+        numbers = sorted({s.step for s in self.stages if s.step is not None})
+        found = [self.find("weights", head, step=step) for step in numbers]
+        steps = [s.value for s in found if s is not None]
+        if not steps:
+            raise KeyError(f"no stage 'weights' for head {head!r}")
+        out = np.zeros((self.problem.n, self.problem.m))
+        row = 0
+        for part in steps:  # [t, cached keys] each
+            out[row : row + part.shape[0], : part.shape[1]] = part
+            row += part.shape[0]
+        return out
+
+    def stage(
+        self,
+        stage_id: str,
+        head: int | None = None,
+        *,
+        step: int | None = None,
+        block: int | None = None,
+    ) -> Stage:
+        """The last stage with this id and head (and decode step, block of keys: None for a
+        stage of the whole run)."""
         for stage in reversed(self.stages):
-            if stage.id == stage_id and stage.head == head:
+            if (
+                stage.id == stage_id
+                and stage.head == head
+                and stage.step == step
+                and stage.block == block
+            ):
                 return stage
-        raise KeyError(f"no stage {stage_id!r} for head {head!r}")
+        where = "" if step is None else f" step {step!r}"
+        where += "" if block is None else f" block {block!r}"
+        raise KeyError(f"no stage {stage_id!r} for head {head!r}{where}")
 
-    def find(self, stage_id: str, head: int | None = None) -> Stage | None:
+    def find(
+        self,
+        stage_id: str,
+        head: int | None = None,
+        *,
+        step: int | None = None,
+        block: int | None = None,
+    ) -> Stage | None:
         try:
-            return self.stage(stage_id, head)
+            return self.stage(stage_id, head, step=step, block=block)
         except KeyError:
             return None
 

@@ -37,7 +37,7 @@ def test_every_stage_reads_earlier_stages_and_its_operands_are_their_values(name
     """A record knows its inputs (micrograd's `_prev`): each operand a stage names is an earlier
     stage of the same trace, and the value it recorded is that stage's value."""
     trace = run(_problem(name))
-    seen: dict[tuple[str, int | None], np.ndarray] = {}
+    seen: dict[tuple, np.ndarray] = {}  # by reference: (id, head), or (id, head, step, block)
     for stage in trace.stages:
         assert stage.op in OPS
         for operand, value in zip(stage.reads, stage.operands, strict=True):
@@ -46,7 +46,7 @@ def test_every_stage_reads_earlier_stages_and_its_operands_are_their_values(name
             else:
                 assert operand in seen, f"{stage.id} reads {operand} before it exists"
                 np.testing.assert_array_equal(value, seen[operand])
-        seen[(stage.id, stage.head)] = stage.value
+        seen[stage.ref] = stage.value
 
 
 @pytest.mark.parametrize("name", PRESETS)

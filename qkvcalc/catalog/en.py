@@ -200,6 +200,11 @@ MESSAGES: dict[str, str] = {
     "head, RoPE on q and k, causal, then W_O",
     "preset.rope.description": "RoPE on 'cat sat cat sat': the same pair of tokens at the same "
     "distance scores the same, wherever it stands",
+    "preset.tiles.description": "FlashAttention's online softmax on five tokens, two keys a "
+    "block: the running maximum grows in block 2, so the sum and output so far are rescaled by "
+    "e^(m_old − m_new)",
+    "preset.decode.description": "Decoding 'the cat sat down' with a KV cache: a prefill of two "
+    "tokens, then one token a step, each attending to every cached key",
     "preset.window.description": "A sliding window of 3 on five tokens: each query sees itself "
     "and the two before it, as Mistral's layers do",
     "preset.cross.description": "Cross-attention: the French 'le chat dort' reads the English "
@@ -893,4 +898,116 @@ MESSAGES: dict[str, str] = {
     "help.extract.dtype": "The dtype of the run: auto (the checkpoint's own), or float64 for "
     "a float64-exact x.",
     "help.extract.output": "Write the problem to this file instead of standard output.",
+    # ---- decoding with a KV cache, attention in tiles ---------------------------------------
+    "stage.k_cache.title": "Key cache",
+    "stage.k_cache.why": "The keys of every token so far. A decode step computes the key of its "
+    "new token only and appends it: the earlier rows are read from the cache, never computed "
+    "again.",
+    "stage.v_cache.title": "Value cache",
+    "stage.v_cache.why": "The values of every token so far, kept beside the keys: the new token's "
+    "value row is appended, the earlier rows are reused.",
+    "stage.output.decode.title": "Output (every step's rows stacked)",
+    "stage.output.decode.why": "Each step gave the output rows of its own tokens; stacked in "
+    "order they are the output of the whole sequence, the same as computing everything at once "
+    "with the causal mask.",
+    "stage.block_scores.title": "Scores of one block of keys",
+    "stage.block_scores.why": "FlashAttention never holds a whole row of scores: it reads the "
+    "keys B at a time, and this is the part of each row that falls in this block.",
+    "stage.block_max.title": "Maximum of the block",
+    "stage.block_max.why": "The largest score of each row within this block (−∞ if every key "
+    "of the block is masked).",
+    "stage.running_max.title": "Running maximum m",
+    "stage.running_max.why": "The largest score of each row seen so far: the larger of the "
+    "previous running maximum and this block's maximum. The exponentials subtract it, so none "
+    "can overflow.",
+    "stage.correction.title": "Correction e^(m_old − m_new)",
+    "stage.correction.why": "When the running maximum grows, everything summed so far was "
+    "shifted by the old maximum; multiplying it by e^(m_old − m_new) shifts it by the new one "
+    "instead. It is 1 where the maximum did not change.",
+    "stage.block_exp.title": "Exponentials of the block",
+    "stage.block_exp.why": "Each score of the block minus the running maximum, exponentiated: "
+    "every value is at most 1.",
+    "stage.running_sum.title": "Running sum ℓ",
+    "stage.running_sum.why": "The softmax denominator so far: the previous sum rescaled by the "
+    "correction, plus this block's exponentials.",
+    "stage.acc.title": "Running output O (not yet divided)",
+    "stage.acc.why": "The weighted sum of values so far, before dividing by ℓ: the previous one "
+    "rescaled by the correction, plus this block's exponentials times its value rows.",
+    "stage.output.tiles.title": "Output = O / ℓ",
+    "stage.output.tiles.why": "One division at the very end turns the running output into the "
+    "softmax-weighted sum of values.",
+    "ui.step": "decode step {step}",
+    "ui.block": "block {block}",
+    "ui.variant.decode": "decoding with a KV cache (prefill {prefill})",
+    "ui.variant.tiles": "softmax in tiles of {tiles} keys",
+    "note.decode_prefill": "Step 0, the prefill: the first {count} tokens (rows 1–{last}) go "
+    "through together, as one causal attention; their keys and values fill the cache.",
+    "note.decode_step": "Step {step}: token {row} ({token}, position {pos}) alone. Only its "
+    "query row is computed; it attends to every key in the cache.",
+    "note.decode_cache_start": "The cache starts with {name} of rows 1–{rows}.",
+    "note.decode_saved": "Rows {old} come from the cache of step {step} unchanged (they are "
+    "never computed again); only row {row}, the new token's, is computed. That is what the "
+    "cache saves: each step projects one token instead of all of them.",
+    "note.decode_memory": "What it costs: each token keeps its keys and values, 2 × layers × "
+    "kv_heads × d_k numbers per token (here, one layer, kv_heads × (d_k + d_v) = {kv_heads} × "
+    "({d_k} + {d_v}) = {per_token}); {tokens} tokens hold {total} numbers per layer.",
+    "note.decode_gqa": "Grouped-query attention shrinks it: {heads} query heads share "
+    "{kv_heads} K/V heads, so the cache holds {per_token} numbers per token instead of {full}, "
+    "{ratio} times fewer (only K/V heads are cached; queries are never kept).",
+    "note.decode_mask_prefill": "The prefill is an ordinary causal mask over its {count} tokens.",
+    "note.decode_bottom_right": "One query and {keys} keys: the mask is the last row of the "
+    "causal mask, aligned bottom-right (the query is at the newest position, token {row}, and "
+    "may see every cached key). Aligned top-left, as is_causal=True does for a 1×{keys} mask, "
+    "it would see key 1 only: a classic cache bug.",
+    "note.decode_equal": "The {steps} steps stacked equal the ordinary causal run computed all at "
+    "once (largest difference {gap}).",
+    "note.tiles_block": "Block {block} of {blocks}: keys {keys}.",
+    "note.tiles_running_max": "Before the first block m = −∞, so m_1 is the first block's maximum.",
+    "note.tiles_correction_first": "Before the first block m = −∞ and ℓ = 0, O = 0: there is "
+    "nothing to rescale (e^(−∞) = 0).",
+    "note.tiles_correction": "1 where the running maximum did not grow; less than 1 where it "
+    "did, and then the earlier sum and output are scaled down by it.",
+    "note.tiles_running_sum": "ℓ_b = ℓ_(b−1)·e^(m_(b−1) − m_b) + Σ e^(s − m_b), starting from "
+    "ℓ_0 = 0.",
+    "note.tiles_acc": "O_b = O_(b−1)·e^(m_(b−1) − m_b) + E_b·V_b, starting from O_0 = 0: not yet "
+    "divided by ℓ.",
+    "note.tiles_equal": "Equal to the ordinary softmax(S)·V over the whole row (largest "
+    "difference {gap}): each correction multiplied every earlier e^(s − m_old) by "
+    "e^(m_old − m_new), so at the end every term is e^(s − m_final), as if the final maximum "
+    "had been subtracted all along; and O and ℓ were rescaled alike, so O / ℓ is the same.",
+    "hint.decode_q": "{cell} is row {i} of this step's X rows ({rows}) times column {j} of W_Q.",
+    "hint.decode_cache": "The rows already in {name} are copied from the previous step; the new "
+    "row ({rows}) is that token's row of X times column {j} of the weight.",
+    "hint.block_max": "{cell} = the largest entry of row {i} of S_{block}.",
+    "hint.running_max": "{cell} = max(m_{before}[{i}], max S_{block}[{i}]) (for block 1: max "
+    "S_1[{i}]).",
+    "hint.correction": "{cell} = e^(m_{before}[{i}] − m_{block}[{i}]) (block 1: 0).",
+    "hint.block_exp": "{cell} = e^(S_{block}[{i},{j}] − m_{block}[{i}]).",
+    "hint.running_sum": "{cell} = ℓ_{before}[{i}]·c_{block}[{i}] + the sum of row {i} of "
+    "E_{block}.",
+    "hint.acc": "{cell} = O_{before}[{i},{j}]·c_{block}[{i}] + row {i} of E_{block} times "
+    "column {j} of this block's V rows.",
+    "hint.tiles_output": "{cell} = O_{block}[{i},{j}] / ℓ_{block}[{i}].",
+    "help.explain.decode": "Decode with a KV cache: a prefill of P tokens (0 for none), then one "
+    "step per later token, each with its growing cache (a causal run).",
+    "help.explain.tiles": "Compute the softmax FlashAttention's way, over blocks of B keys: "
+    "running max, correction, running sum and output per block.",
+    "decode.range": "decode = {value}: the prefill length P must be a whole number from 0 to "
+    "{last} (n − 1, with n = {n} tokens), so that at least one token is decoded step by step; "
+    "P = 0 decodes every token.",
+    "decode.mask": "decode needs the causal mask (mask is {mask}): a token being generated sees "
+    "only itself and the tokens before it. Leave mask out (decode makes it causal) or give "
+    "key_padding for padding.",
+    "decode.cross": "decode shows self-attention with a cache of the sequence's own keys; with a "
+    "source (cross-attention, n = {n}, m = {m}) the keys do not grow with each step, so there "
+    "is no cache to build. Leave out source or decode.",
+    "decode.needs_x": "decode builds its cache from X·W_K and X·W_V one token at a time: give x, "
+    "wq, wk and wv (not Q, K, V directly).",
+    "tiles.range": "tiles = {value}: the block size B must be a whole number of keys, at least 1 "
+    "(B ≥ m = {m} gives one block, the ordinary softmax).",
+    "tiles.with_decode": "decode and tiles together (decode = {decode}, tiles = {tiles}): "
+    "choose one, each is shown step by step on its own.",
+    "note.decode_rope": "Rotated by the position of each new token ({positions}), once: a cached "
+    "key keeps the rotation of its own position, so the step's positions must continue the "
+    "prefill's (an offset here is the classic cache bug).",
 }

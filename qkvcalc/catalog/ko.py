@@ -206,6 +206,10 @@ MESSAGES: dict[str, str] = {
     "q와 k에 RoPE, 인과 마스크, 그다음 W_O",
     "preset.rope.description": "'cat sat cat sat'에 RoPE: 같은 두 토큰이 같은 거리에 있으면 "
     "어디에 있든 점수가 같습니다",
+    "preset.tiles.description": "토큰 다섯 개에 FlashAttention의 온라인 softmax, 블록마다 Key 두 "
+    "개: 블록 2에서 누적 최댓값이 커져 지금까지의 합과 출력이 e^(m_old − m_new)로 조정됩니다",
+    "preset.decode.description": "KV 캐시로 'the cat sat down' 디코딩: 토큰 두 개를 prefill한 "
+    "뒤 한 단계에 한 토큰씩, 캐시의 모든 Key에 주의를 기울입니다",
     "preset.window.description": "토큰 다섯 개에 크기 3의 슬라이딩 윈도우: Mistral의 층처럼 각 "
     "Query는 자기 자신과 앞의 두 토큰을 봅니다",
     "preset.cross.description": "크로스 어텐션: 프랑스어 'le chat dort'가 영어 'the cat is "
@@ -898,4 +902,110 @@ MESSAGES: dict[str, str] = {
     "help.extract.dtype": "실행할 dtype: auto (체크포인트의 dtype), 또는 x를 float64로 "
     "정확히 얻으려면 float64.",
     "help.extract.output": "문제를 표준 출력 대신 이 파일에 씁니다.",
+    # ---- KV 캐시 디코딩, 타일 어텐션 ---------------------------------------------------------
+    "stage.k_cache.title": "Key 캐시",
+    "stage.k_cache.why": "지금까지 모든 토큰의 Key입니다. 디코딩 한 단계는 새 토큰의 Key만 "
+    "계산해 덧붙이고, 이전 행은 캐시에서 읽을 뿐 다시 계산하지 않습니다.",
+    "stage.v_cache.title": "Value 캐시",
+    "stage.v_cache.why": "지금까지 모든 토큰의 Value를 Key 옆에 보관합니다. 새 토큰의 Value 행을 "
+    "덧붙이고 이전 행은 그대로 씁니다.",
+    "stage.output.decode.title": "출력 (각 단계의 행을 쌓음)",
+    "stage.output.decode.why": "각 단계는 자기 토큰의 출력 행을 냈습니다. 순서대로 쌓으면 전체 "
+    "시퀀스의 출력이며, causal 마스크로 한꺼번에 계산한 것과 같습니다.",
+    "stage.block_scores.title": "Key 블록 하나의 점수",
+    "stage.block_scores.why": "FlashAttention은 점수 한 행 전체를 들고 있지 않습니다. Key를 B개씩 "
+    "읽으며, 이것은 각 행 중 이 블록에 해당하는 부분입니다.",
+    "stage.block_max.title": "블록의 최댓값",
+    "stage.block_max.why": "이 블록 안에서 각 행의 가장 큰 점수입니다 (블록의 Key가 모두 "
+    "마스킹되면 −∞).",
+    "stage.running_max.title": "누적 최댓값 m",
+    "stage.running_max.why": "지금까지 본 각 행의 가장 큰 점수: 이전 누적 최댓값과 이 블록 "
+    "최댓값 중 큰 값입니다. 지수에서 이를 빼므로 넘침이 없습니다.",
+    "stage.correction.title": "보정 e^(m_old − m_new)",
+    "stage.correction.why": "누적 최댓값이 커지면 지금까지 더한 값은 옛 최댓값만큼 이동되어 "
+    "있습니다. e^(m_old − m_new)를 곱하면 새 최댓값 기준으로 바뀝니다. 최댓값이 그대로면 "
+    "1입니다.",
+    "stage.block_exp.title": "블록의 지수",
+    "stage.block_exp.why": "블록의 각 점수에서 누적 최댓값을 빼고 지수를 취합니다: 모든 값이 "
+    "1 이하입니다.",
+    "stage.running_sum.title": "누적 합 ℓ",
+    "stage.running_sum.why": "지금까지의 softmax 분모: 이전 합에 보정을 곱하고 이 블록의 "
+    "지수를 더합니다.",
+    "stage.acc.title": "누적 출력 O (아직 나누지 않음)",
+    "stage.acc.why": "ℓ로 나누기 전의 Value 가중합: 이전 값에 보정을 곱하고, 이 블록의 지수와 "
+    "Value 행의 곱을 더합니다.",
+    "stage.output.tiles.title": "출력 = O / ℓ",
+    "stage.output.tiles.why": "마지막에 한 번 나누면 누적 출력이 softmax 가중 Value 합이 됩니다.",
+    "ui.step": "디코딩 단계 {step}",
+    "ui.block": "블록 {block}",
+    "ui.variant.decode": "KV 캐시 디코딩 (prefill {prefill})",
+    "ui.variant.tiles": "Key {tiles}개씩 타일로 나눈 softmax",
+    "note.decode_prefill": "0단계, prefill: 처음 {count}개 토큰(1–{last}행)이 함께 하나의 "
+    "causal 어텐션을 거치고, 그 Key와 Value가 캐시를 채웁니다.",
+    "note.decode_step": "{step}단계: 토큰 {row} ({token}, 위치 {pos}) 하나. 그 Query 행만 "
+    "계산하며, 캐시의 모든 Key에 주의를 기울입니다.",
+    "note.decode_cache_start": "캐시는 {name}의 1–{rows}행으로 시작합니다.",
+    "note.decode_saved": "{old}행은 {step}단계의 캐시에서 그대로 옵니다 (다시 계산하지 "
+    "않습니다). 새 토큰의 {row}행만 계산합니다. 이것이 캐시가 아끼는 것: 단계마다 모든 "
+    "토큰이 아니라 토큰 하나만 투영합니다.",
+    "note.decode_memory": "비용: 토큰마다 Key와 Value를 보관하므로 토큰당 2 × 층 수 × "
+    "kv_heads × d_k개의 수입니다 (여기서는 한 층, kv_heads × (d_k + d_v) = {kv_heads} × "
+    "({d_k} + {d_v}) = {per_token}). 토큰 {tokens}개면 층마다 {total}개입니다.",
+    "note.decode_gqa": "Grouped-query attention이 이를 줄입니다: Query 헤드 {heads}개가 K/V "
+    "헤드 {kv_heads}개를 공유하므로 캐시는 토큰당 {full}개가 아니라 {per_token}개, {ratio}배 "
+    "적습니다 (K/V 헤드만 캐시하고 Query는 보관하지 않습니다).",
+    "note.decode_mask_prefill": "prefill은 {count}개 토큰에 대한 보통의 causal 마스크입니다.",
+    "note.decode_bottom_right": "Query 하나와 Key {keys}개: 마스크는 causal 마스크의 마지막 "
+    "행이며 오른쪽 아래에 맞춥니다 (Query는 가장 새 위치인 토큰 {row}에 있고 캐시의 모든 Key를 "
+    "볼 수 있습니다). is_causal=True처럼 1×{keys} 마스크를 왼쪽 위에 맞추면 Key 1만 보게 "
+    "되며, 이는 전형적인 캐시 버그입니다.",
+    "note.decode_equal": "{steps}개 단계를 쌓은 결과는 한꺼번에 계산한 보통의 causal 실행과 "
+    "같습니다 (최대 차이 {gap}).",
+    "note.tiles_block": "블록 {block}/{blocks}: Key {keys}.",
+    "note.tiles_running_max": "첫 블록 전에는 m = −∞이므로 m_1은 첫 블록의 최댓값입니다.",
+    "note.tiles_correction_first": "첫 블록 전에는 m = −∞, ℓ = 0, O = 0이라 보정할 것이 "
+    "없습니다 (e^(−∞) = 0).",
+    "note.tiles_correction": "누적 최댓값이 그대로인 행은 1, 커진 행은 1보다 작고, 이전 합과 "
+    "출력이 그만큼 줄어듭니다.",
+    "note.tiles_running_sum": "ℓ_b = ℓ_(b−1)·e^(m_(b−1) − m_b) + Σ e^(s − m_b), ℓ_0 = 0에서 "
+    "시작합니다.",
+    "note.tiles_acc": "O_b = O_(b−1)·e^(m_(b−1) − m_b) + E_b·V_b, O_0 = 0에서 시작하며 아직 ℓ로 "
+    "나누지 않았습니다.",
+    "note.tiles_equal": "행 전체에 대한 보통의 softmax(S)·V와 같습니다 (최대 차이 {gap}): 보정마다 "
+    "이전의 모든 e^(s − m_old)에 e^(m_old − m_new)를 곱했으므로 끝에서는 모든 항이 "
+    "e^(s − m_final), 즉 처음부터 최종 최댓값을 뺀 것과 같습니다. O와 ℓ이 똑같이 조정되었으니 "
+    "O / ℓ도 같습니다.",
+    "hint.decode_q": "{cell}: 이 단계의 X 행({rows}) 중 {i}번째 행과 W_Q의 {j}번째 열의 곱입니다.",
+    "hint.decode_cache": "{name}에 이미 있는 행은 이전 단계에서 복사합니다. 새 행({rows})은 그 "
+    "토큰의 X 행과 가중치의 {j}번째 열의 곱입니다.",
+    "hint.block_max": "{cell} = S_{block}의 {i}번째 행에서 가장 큰 값.",
+    "hint.running_max": "{cell} = max(m_{before}[{i}], max S_{block}[{i}]) (블록 1은 max "
+    "S_1[{i}]).",
+    "hint.correction": "{cell} = e^(m_{before}[{i}] − m_{block}[{i}]) (블록 1은 0).",
+    "hint.block_exp": "{cell} = e^(S_{block}[{i},{j}] − m_{block}[{i}]).",
+    "hint.running_sum": "{cell} = ℓ_{before}[{i}]·c_{block}[{i}] + E_{block}의 {i}번째 행의 합.",
+    "hint.acc": "{cell} = O_{before}[{i},{j}]·c_{block}[{i}] + E_{block}의 {i}번째 행과 이 "
+    "블록 V 행들의 {j}번째 열의 곱.",
+    "hint.tiles_output": "{cell} = O_{block}[{i},{j}] / ℓ_{block}[{i}].",
+    "help.explain.decode": "KV 캐시로 디코딩: P개 토큰의 prefill(없으면 0) 뒤, 이후 토큰마다 "
+    "커지는 캐시와 함께 한 단계씩 (causal 실행).",
+    "help.explain.tiles": "FlashAttention 방식으로 Key B개 블록마다 softmax를 계산: 블록마다 "
+    "누적 최댓값, 보정, 누적 합, 출력.",
+    "decode.range": "decode = {value}: prefill 길이 P는 0부터 {last}(n − 1, 토큰 n = {n}개)까지의 "
+    "정수여야 적어도 한 토큰을 단계별로 디코딩합니다. P = 0이면 모든 토큰을 디코딩합니다.",
+    "decode.mask": "decode에는 causal 마스크가 필요합니다 (mask는 {mask}): 생성 중인 토큰은 "
+    "자신과 앞선 토큰만 봅니다. mask를 빼거나 (decode가 causal로 만듭니다) 패딩은 "
+    "key_padding으로 주세요.",
+    "decode.cross": "decode는 시퀀스 자신의 Key를 캐시하는 self-attention을 보여 줍니다. source가 "
+    "있으면 (cross-attention, n = {n}, m = {m}) Key가 단계마다 늘지 않아 만들 캐시가 없습니다. "
+    "source나 decode를 빼세요.",
+    "decode.needs_x": "decode는 X·W_K와 X·W_V로 토큰 하나씩 캐시를 만듭니다: Q, K, V 대신 x, wq, "
+    "wk, wv를 주세요.",
+    "tiles.range": "tiles = {value}: 블록 크기 B는 1 이상의 정수(Key 개수)여야 합니다 "
+    "(B ≥ m = {m}이면 블록 하나, 보통의 softmax).",
+    "tiles.with_decode": "decode와 tiles를 함께 쓸 수 없습니다 (decode = {decode}, tiles = "
+    "{tiles}): 하나를 고르세요. 각각 따로 단계별로 보여 줍니다.",
+    "note.decode_rope": "새 토큰마다 자기 위치({positions})만큼 한 번 회전합니다: 캐시된 Key는 "
+    "자기 위치의 회전을 그대로 가지므로, 단계의 위치는 prefill의 위치를 이어야 합니다 (여기서 "
+    "어긋나는 것이 전형적인 캐시 버그입니다).",
 }

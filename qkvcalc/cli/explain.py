@@ -162,6 +162,14 @@ def explain(
     softcap: Annotated[
         float | None, typer.Option(help=help_text("help.explain.softcap"), show_default=False)
     ] = None,
+    decode: Annotated[
+        int | None,
+        typer.Option(help=help_text("help.explain.decode"), show_default=False, metavar="P"),
+    ] = None,
+    tiles: Annotated[
+        int | None,
+        typer.Option(help=help_text("help.explain.tiles"), show_default=False, metavar="B"),
+    ] = None,
     format: Annotated[
         Format | None,
         typer.Option(
@@ -236,6 +244,8 @@ def explain(
             "rope": _rope(rope, rope_style, rope_dims),
             "alibi": True if alibi else None,
             "softcap": softcap,
+            "decode": decode,
+            "tiles": tiles,
         }
         notes: list[Msg] = []  # what gathering the input changed on the way (tokens dropped …)
         if random or seed is not None or size is not None:

@@ -36,6 +36,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.terminal import footer, header, stage_blocks
+from qkvcalc.render.text import place
 from qkvcalc.trace import Stage, Trace
 
 TTY_PATH = "/dev/tty"
@@ -284,15 +285,21 @@ def terminal_size(fd: int) -> tuple[int, int]:
 
 def stage_header(stage: Stage, number: int, total: int, lang: str) -> Text:
     """'stage 4 of 11 — Q·Kᵀ', with the head for a multi-head stage."""
+    where = place(stage, lang)
+    formula = (
+        stage.formula
+        if stage.step is None and stage.block is None
+        else f"{stage.formula} ({where})"
+    )
     if stage.head is None:
-        line = translate("step.header", lang, number=number, total=total, formula=stage.formula)
+        line = translate("step.header", lang, number=number, total=total, formula=formula)
     else:
         line = translate(
             "step.header_head",
             lang,
             number=number,
             total=total,
-            formula=stage.formula,
+            formula=formula,
             head=stage.head,
         )
     return Text(line, style="bold")

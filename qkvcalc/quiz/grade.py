@@ -35,6 +35,9 @@ from qkvcalc.trace import Stage, Trace
 
 # The stages asked when the quiz is not told which (--stages): a head's main steps.
 DEFAULT_STAGES = ("q", "k", "v", "scores", "scaled", "weights", "output")
+# ... and, of a decode run or a tiled one, those of these it has: a decode run has caches
+# instead of K and V, a tiled run a running max and sum instead of whole rows of weights.
+MORE_DEFAULT_STAGES = ("k_cache", "v_cache", "running_max", "running_sum")
 
 RIGHT, WRONG, CARRIED, MISSING = "right", "wrong", "carried", "missing"
 VERDICTS = (RIGHT, CARRIED, WRONG, MISSING)
@@ -59,13 +62,25 @@ def agrees(answer: float, expected: float, precision: int) -> bool:
 # ---- stage keys: "k" for one head, "2/k" for head 2 of several ---------------------------------
 
 
+def key_of(sid: str, head: int | None, step: int | None = None, block: int | None = None) -> str:
+    """'k', '2/k' (head 2); a decode step's or a block's stage adds '@s1' or '@b2':
+    '2/running_max@b2'."""
+    key = sid if head is None else f"{head}/{sid}"
+    if step is not None:
+        key += f"@s{step}"
+    if block is not None:
+        key += f"@b{block}"
+    return key
+
+
 def stage_key(stage: Stage) -> str:
-    return stage.id if stage.head is None else f"{stage.head}/{stage.id}"
+    return key_of(stage.id, stage.head, stage.step, stage.block)
 
 
 def split_key(key: str) -> tuple[str, int | None]:
-    """'2/scores' -> ('scores', 2); 'scores' -> ('scores', None)."""
-    head, _, sid = key.rpartition("/")
+    """'2/scores' -> ('scores', 2); 'scores' -> ('scores', None); 'running_max@b2' ->
+    ('running_max', None)."""
+    head, _, sid = key.partition("@")[0].rpartition("/")
     return sid, (int(head) if head else None)
 
 
@@ -83,22 +98,31 @@ def askable(stage: Stage) -> bool:
 def select_keys(trace: Trace, names: Iterable[str] | None) -> list[str]:
     """The keys that `--stages q,k,2/scores` picks, in the trace's order.
 
-    A bare id picks that stage in every head (and the final output, for `output`);
-    `h/id` picks one head's. None means the default stages.
+    A bare id picks that stage in every head (and the final output, for `output`), in every
+    decode step and every block of keys; `h/id` picks one head's, `id@s2` one step's and
+    `id@b2` one block's. None means the default stages.
     """
     keys = stage_keys(trace)
-    wanted = list(DEFAULT_STAGES if names is None else names)
     ids = list(dict.fromkeys(s.id for s in keys.values()))  # in the order of the calculation
+    defaults = [s for s in (*DEFAULT_STAGES, *MORE_DEFAULT_STAGES) if s in ids]
+    wanted = list(defaults if names is None else names)
     known = list(dict.fromkeys(s.id for s in keys.values() if askable(s)))
     picked: set[str] = set()
     for name in wanted:
         name = name.strip().lower()
+        name, at, where = name.partition("@")
         head_text, _, sid = name.rpartition("/")
         head = int(head_text) if head_text.isdigit() else None
         if sid not in ids or (head_text and head is None):
             raise QkvcalcError("quiz.stage_unknown", name=name, known=", ".join(known))
-        matches = [k for k, s in keys.items() if s.id == sid and (head is None or s.head == head)]
-        if head is not None and not matches:
+        matches = [
+            k
+            for k, s in keys.items()
+            if s.id == sid
+            and (head is None or s.head == head)
+            and (not at or k.endswith("@" + where))
+        ]
+        if (head is not None or at) and not matches:
             raise QkvcalcError("quiz.stage_unknown", name=name, known=", ".join(known))
         picked.update(k for k in matches if askable(keys[k]))
     chosen = [k for k in keys if k in picked]
@@ -212,10 +236,13 @@ class Grader:
     def _key_of(self, operand: object) -> str | None:
         """The stage key of an operand that is a gradable earlier stage, else None (a constant
         from the problem, or a stage such as X that a student is never asked for)."""
-        if not isinstance(operand, tuple) or len(operand) != 2 or not isinstance(operand[0], str):
+        if (
+            not isinstance(operand, tuple)
+            or len(operand) not in (2, 4)
+            or not isinstance(operand[0], str)
+        ):
             return None
-        sid, head = operand
-        key = sid if head is None else f"{head}/{sid}"
+        key = key_of(*operand)
         return key if key in self.stages else None
 
     def inputs(self, key: str) -> list[str]:

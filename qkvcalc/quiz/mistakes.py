@@ -305,6 +305,8 @@ def recognise(
     `own`: the student's own version of the earlier stages, by stage key ("scores",
     "2/scores"), as the grader keeps them; the true values are taken from `trace`.
     """
+    if "@" in key:  # a decode step's or a block's stage: the classic mistakes are the run's
+        return None
     head_text, _, sid = key.rpartition("/")
     stage = trace.find(sid, int(head_text) if head_text else None)
     if stage is None:

@@ -28,7 +28,7 @@ from qkvcalc.quiz.grade import (
     tolerance,
 )
 from qkvcalc.render.json_doc import dumps, number_json
-from qkvcalc.render.text import fmt
+from qkvcalc.render.text import fmt, place
 from qkvcalc.trace import Trace
 
 SCHEMA = "qkvcalc.quiz/1"
@@ -60,8 +60,9 @@ def origins_text(cell: CellVerdict, lang: str, limit: int = 3) -> str:
 
 def stage_name(grade: StageGrade, lang: str) -> str:
     title = translate(grade.stage.title.key, lang)
-    if grade.stage.head is not None:
-        title += f" · {translate('ui.head', lang, head=grade.stage.head)}"
+    where = place(grade.stage, lang)
+    if where:
+        title += f" · {where}"
     return title
 
 

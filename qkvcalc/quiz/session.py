@@ -38,7 +38,7 @@ from qkvcalc.quiz.report import MARKS, STYLES, answer_text, origins_text
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style, cell_work
 from qkvcalc.render.terminal import header, matrix_table
-from qkvcalc.render.text import fmt
+from qkvcalc.render.text import fmt, place
 from qkvcalc.trace import Stage, Trace
 
 Ask = Callable[[Text], str]
@@ -109,8 +109,9 @@ def hint(trace: Trace, stage: Stage, i: int, j: int) -> Msg:
 
 def stage_heading(stage: Stage, number: int, total: int, lang: str) -> Text:
     title = translate(stage.title.key, lang)
-    if stage.head is not None:
-        title += f" · {translate('ui.head', lang, head=stage.head)}"
+    where = place(stage, lang)
+    if where:
+        title += f" · {where}"
     formula = stage.formula
     if " = " not in formula and formula != stage.symbol:
         formula = f"{stage.symbol} = {formula}"

@@ -19,7 +19,7 @@ import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.ops import OPS, pair_index, partner
-from qkvcalc.render.text import cell_label, factor, fmt, pick, safe
+from qkvcalc.render.text import cell_label, factor, fmt, pick, safe, sub
 from qkvcalc.trace import Stage, Trace
 
 if TYPE_CHECKING:
@@ -255,6 +255,148 @@ def _alibi_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: 
     return f"{style.at(i + 1, j + 1)}{style.minus}{slope}{style.times}{distance} = {result}"
 
 
+def _terms(
+    row: np.ndarray,
+    col: np.ndarray,
+    style: Style,
+    exact_row: Any = None,
+    exact_col: Any = None,
+) -> str:
+    """'1×0 + 2×1': a row times a column, with the exact factors (--exact) where recorded."""
+    if exact_row is None or exact_col is None:
+        exact_row = exact_col = [None] * len(row)
+    return " + ".join(
+        f"{style.exact_factor(ea, float(x))}{style.times}{style.exact_factor(eb, float(y))}"
+        for x, y, ea, eb in zip(row, col, exact_row, exact_col, strict=True)
+    )
+
+
+def _row_of_product(stage: Stage, first: int, row: int, j: int, style: Style, exact: Any) -> str:
+    """Row `row` of operand `first` times column j of the next operand, plus the bias: the
+    arithmetic of a step's projection (exact factors when --exact recorded them)."""
+    x, w = stage.operands[first], stage.operands[first + 1]
+    ex = ew = None
+    if exact is not None and len(stage.operands_exact) > first + 1:
+        xs, ws = stage.operands_exact[first], stage.operands_exact[first + 1]
+        if xs is not None and ws is not None:
+            ex, ew = xs[row], [r[j] for r in ws]
+    terms = _terms(x[row], w[:, j], style, ex, ew)
+    if stage.bias is not None:
+        bias = stage.bias_exact[j] if exact is not None and stage.bias_exact else None
+        terms += f" + {style.exact_factor(bias, float(stage.bias[j]))}"
+    return terms
+
+
+def _step_project_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """[1,2]: 1×0 + 2×1 = 2: this step's token's row of X times a column of W."""
+    terms = _row_of_product(stage, 0, int(stage.params["take"][i]), j, style, exact)
+    return f"{style.at(i + 1, j + 1)}{terms} = {result}"
+
+
+def _append_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str | None:
+    """Only the new rows of a cache have arithmetic; the others are copied from the last step."""
+    kept = len(stage.operands[0]) if len(stage.operands) == 3 else 0
+    if i < kept:
+        return None
+    first = 1 if kept else 0
+    row = int(stage.params["take"][i - kept])
+    return (
+        f"{style.at(i + 1, j + 1)}{_row_of_product(stage, first, row, j, style, exact)} = {result}"
+    )
+
+
+def _qk_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """q₃·k₂ = 1×1 + 2×0 = 1: a query row (named by its token) against a cached key row."""
+    q, k = stage.operands
+    eq = ek = None
+    if exact is not None and len(stage.operands_exact) == 2 and None not in stage.operands_exact:
+        eq, ek = stage.operands_exact[0][i], stage.operands_exact[1][j]  # type: ignore[index]
+    row = int(stage.params["take"][i]) + 1  # the query's token, counted in the whole sequence
+    terms = _terms(q[i], k[j], style, eq, ek)
+    return f"{style.label('q_{i}·k_{j}', row, j + 1)} = {terms} = {result}"
+
+
+def _max_of(values: np.ndarray, style: Style) -> str:
+    return ", ".join(style.num(float(v)) for v in values)
+
+
+def _block_max_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """[1,1]: max(0.5, 1.2) = 1.2"""
+    (s,) = stage.operands
+    return f"{style.at(i + 1, j + 1)}max({_max_of(s[i], style)}) = {result}"
+
+
+def _running_max_work(
+    stage: Stage, i: int, j: int, style: Style, exact: Any, result: str
+) -> str | None:
+    """[1,1]: max(m₁ = 0.7, 1.2) = 1.2"""
+    if len(stage.operands) == 1:  # the first block: m₁ is its maximum, nothing to compare
+        return None
+    old, new = (float(o[i, 0]) for o in stage.operands)
+    return f"{style.at(i + 1, j + 1)}max({style.num(old)}, {style.num(new)}) = {result}"
+
+
+def _correction_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """[1,1]: e^(0.7 − 1.2) = 0.6065 (1 when the maximum did not grow)"""
+    at = style.at(i + 1, j + 1)
+    if len(stage.operands) == 1:
+        new = style.num(float(stage.operands[0][i, 0]))
+        return f"{at}{style.exp(f'{style.neg_inf} {style.minus} {new}')} = {result}"
+    old, newest = (float(o[i, 0]) for o in stage.operands)
+    return f"{at}{style.exp(f'{style.num(old)} {style.minus} {style.num(newest)}')} = {result}"
+
+
+def _block_exp_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """[1,2]: e^(0.3 − 1.2) = 0.4066; a masked score: e^(−∞) = 0."""
+    s, m = stage.operands
+    at = style.at(i + 1, j + 1)
+    if np.isneginf(s[i, j]):
+        return f"{at}{style.exp(style.neg_inf)} = 0"
+    inner = f"{style.num(float(s[i, j]))} {style.minus} {style.num(float(m[i, 0]))}"
+    return f"{at}{style.exp(inner)} = {result}"
+
+
+def _running_sum_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """ℓ₂[1] = ℓ₁·e^(m₁−m₂) + Σ e^(s−m₂) = 1.5×0.6065 + (0.4066 + 1) = 2.3164"""
+    e = stage.operands[-1][i]
+    b = stage.block or 1
+    total = " + ".join(style.num(float(v)) for v in e)
+    if style.latex:
+        ell, m, times = (lambda k: rf"\ell_{{{k}}}"), (lambda k: f"m_{{{k}}}"), r" \cdot "
+        sums = rf"\sum e^{{s - {m(b)}}}"
+        carried = rf"{ell(b - 1)}{times}e^{{{m(b - 1)} - {m(b)}}}"
+    else:
+        ell, m, times = (lambda k: "ℓ" + sub(k)), (lambda k: "m" + sub(k)), "·"
+        sums = f"Σ e^(s−{m(b)})"
+        carried = f"{ell(b - 1)}{times}e^({m(b - 1)}−{m(b)})"
+    if len(stage.operands) == 1:
+        return f"{ell(b)}[{i + 1}] = {sums} = {total} = {result}"
+    old, fix = (float(o[i, 0]) for o in stage.operands[:2])
+    said = f"{style.num(old)}{style.times}{style.num(fix)} + ({total})"
+    return f"{ell(b)}[{i + 1}] = {carried} + {sums} = {said} = {result}"
+
+
+def _acc_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """[1,1]: 2.1×0.6065 + (0.4066×1 + 1×0) = 1.6737"""
+    *before, e, v = stage.operands
+    rows = stage.params["rows"]
+    fresh = _terms(e[i], v[rows, j], style)
+    if not before:
+        return f"{style.at(i + 1, j + 1)}{fresh} = {result}"
+    acc, fix = float(before[0][i, j]), float(before[1][i, 0])
+    kept = f"{style.factor(acc)}{style.times}{style.num(fix)}"
+    return f"{style.at(i + 1, j + 1)}{kept} + ({fresh}) = {result}"
+
+
+def _divide_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str | None:
+    """[1,1]: 3.2 / 2.15 = 1.4884"""
+    acc, total = stage.operands
+    if total[i, 0] == 0:
+        return None
+    a, t = style.num(float(acc[i, j])), style.num(float(total[i, 0]))
+    return f"{style.at(i + 1, j + 1)}{style.divided(a, t)} = {result}"
+
+
 # How each operation's cells are written out; the mask is said row by row (row_summaries).
 _WORK = {
     "project": _product_work,
@@ -267,6 +409,16 @@ _WORK = {
     "rmsnorm": _rmsnorm_work,
     "softcap": _softcap_work,
     "alibi": _alibi_work,
+    "step_project": _step_project_work,
+    "append": _append_work,
+    "qk": _qk_work,
+    "block_max": _block_max_work,
+    "running_max": _running_max_work,
+    "correction": _correction_work,
+    "block_exp": _block_exp_work,
+    "running_sum": _running_sum_work,
+    "acc": _acc_work,
+    "divide": _divide_work,
 }
 
 
@@ -372,7 +524,7 @@ def row_summaries(stage: Stage, trace: Trace, precision: int, max_rows: int) -> 
 def _row_max_behind(stage: Stage, trace: Trace) -> np.ndarray:
     """The maxima the exponentials a softmax divides were shifted by (its operand's)."""
     for earlier in trace.stages:
-        if (earlier.id, earlier.head) == stage.reads[0] and earlier.row_max is not None:
+        if earlier.ref == stage.reads[0] and earlier.row_max is not None:
             return earlier.row_max
     raise KeyError(stage.reads[0])
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from qkvcalc.i18n import Msg, translate
 from qkvcalc.render.arith import Style, split_rows, stage_extras
-from qkvcalc.render.text import corners
+from qkvcalc.render.text import corners, place
 from qkvcalc.trace import Stage, Trace
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ def stage_view(
         number,
         total,
         translate(stage.title.key, lang),
-        translate("ui.head", lang, head=stage.head) if stage.head else "",
+        place(stage, lang),
         stage.formula,
         stage.size,
         translate(stage.why.key, lang),

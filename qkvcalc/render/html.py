@@ -159,6 +159,8 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     )
     title = escape(view.title) + (" · " + escape(view.head) if view.head else "")
     head_attr = f' data-head="{stage.head}"' if stage.head else ""
+    head_attr += f' data-step="{stage.step}"' if stage.step is not None else ""
+    head_attr += f' data-block="{stage.block}"' if stage.block is not None else ""
     out = [
         f'<section class="stage" data-stage="{escape(stage.id)}"{head_attr}>',
         f'<h2><span class="num">{number}/{total}</span>{title}</h2>',

@@ -108,6 +108,10 @@ def _stage_fields(stage: Stage, opts: RenderOptions) -> dict[str, Any]:
         "notes": [note.text(opts.lang) for note in stage.notes],
         "explanation": stage.why.text(opts.lang),
     }
+    if stage.step is not None:
+        doc["step"] = stage.step
+    if stage.block is not None:
+        doc["block"] = stage.block
     if stage.exact is not None and not omitted:
         # "7/2", "7/√2", "-inf" where masked; null where a cell depends on an irrational input
         doc["exact"] = [[None if v is None else str(v) for v in row] for row in stage.exact]
@@ -139,6 +143,10 @@ def problem_json(p: Problem) -> dict[str, Any]:
     if p.cross or not p.projected:
         problem["source_tokens"] = list(p.source_tokens)
     problem["layout"] = p.layout
+    if p.decode is not None:
+        problem["decode"] = p.decode
+    if p.tiles is not None:
+        problem["tiles"] = p.tiles
     if "name" in p.meta:
         problem["preset"] = p.meta["name"]
     return problem

@@ -70,13 +70,14 @@ _SYMBOLS = {
     "”": "''",
     "\u00a0": r"\nobreakspace{}",
     "≈": r"$\approx$",
+    "ℓ": r"$\ell$",
+    "Σ": r"$\Sigma$",
     "≤": r"$\leq$",
     "≥": r"$\geq$",
     "≠": r"$\neq$",
     "±": r"$\pm$",
     "÷": r"$\div$",
     "θ": r"$\theta$",
-    "Σ": r"$\Sigma$",
     **{chr(0x2080 + d): rf"\textsubscript{{{d}}}" for d in range(10)},
 }
 
@@ -121,6 +122,9 @@ _FORMULA = [
     ("→", r"\to"),
     ("…", r"\ldots "),  # the space ends the control word: 1\ldots H, not \ldotsH
     ("–", r"\text{--}"),
+    ("∞", r"\infty "),
+    ("ℓ", r"\ell "),
+    ("Σ", r"\sum "),
 ]
 
 
@@ -131,7 +135,7 @@ def tex_formula(formula: str) -> str:
     tex = re.sub(r"e\^\(([^()]*)\)", r"e^{\1}", tex)
     tex = _WORDS.sub(lambda m: rf"\mathrm{{{m.group(1)}}}", tex)
     tex = re.sub(r"\\mathrm\{(head|max)\}_(\w)", r"\\mathrm{\1}_{\2}", tex)
-    tex = re.sub(r"([A-Z])_(rot|norm)", r"\1_{\\mathrm{\2}}", tex)
+    tex = re.sub(r"([A-Z])_(rot|norm|cache)", r"\1_{\\mathrm{\2}}", tex)
     for plain, code in _FORMULA:
         tex = tex.replace(plain, code)
     return re.sub(r"  +", " ", tex).strip()

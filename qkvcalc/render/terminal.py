@@ -22,7 +22,7 @@ from rich.text import Span, Text
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style, exact_text, split_rows, stage_extras
-from qkvcalc.render.text import display_width, fmt, pick, safe, shown_rows, summary
+from qkvcalc.render.text import display_width, fmt, pick, place, safe, shown_rows, summary
 from qkvcalc.trace import Stage, Trace
 
 GAP = "   "  # between two columns of a matrix table
@@ -332,7 +332,8 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     """One stage: a rule with its number, title and formula; why; the table; notes; arithmetic."""
     lang = opts.lang
     title = _t(lang, stage.title.key)
-    head = f" · {_t(lang, 'ui.head', head=stage.head)}" if stage.head else ""
+    where = place(stage, lang)
+    head = f" · {where}" if where else ""
     block = Block().rule(
         Text(f"{number}/{total}  {title}{head}  ·  {stage.formula}  ·  {stage.size}", "bold"),
         style="cyan",

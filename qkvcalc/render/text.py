@@ -19,6 +19,19 @@ if TYPE_CHECKING:  # at run time this module stays light: the CLI's error path u
 _SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
+def place(stage: Stage, lang: str) -> str:
+    """Where a stage belongs beyond its id: 'head 2', 'step 1', 'block 3', joined by ' · '
+    ('' for a stage of the whole run)."""
+    parts = []
+    if stage.head is not None:
+        parts.append(translate("ui.head", lang, head=stage.head))
+    if stage.step is not None:
+        parts.append(translate("ui.step", lang, step=stage.step))
+    if stage.block is not None:
+        parts.append(translate("ui.block", lang, block=stage.block))
+    return " · ".join(parts)
+
+
 def fmt(value: float, precision: int = 4) -> str:
     """7.0 -> '7'; 4.949747 -> '4.9497'; -inf -> '−∞'. Integers show as integers."""
     if math.isnan(value):
@@ -160,4 +173,8 @@ def variant_items(p: object) -> list[tuple[str, dict[str, object]]]:
         out.append(("ui.variant.bottom_right", {}))
     if v.positions_given:
         out.append(("ui.variant.positions", {}))
+    if getattr(p, "decode", None) is not None:
+        out.append(("ui.variant.decode", {"prefill": p.decode}))  # type: ignore[attr-defined]
+    if getattr(p, "tiles", None) is not None:
+        out.append(("ui.variant.tiles", {"tiles": p.tiles}))  # type: ignore[attr-defined]
     return out

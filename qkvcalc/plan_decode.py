@@ -1,0 +1,521 @@
+"""The plan of a decode run: a prefill, then one token at a time with a KV cache.
+
+Step 0 (when P > 0) is the prefill of the first P tokens; each later token is one step: its
+query alone is computed, its key and value rows are appended to the cache, and the query
+attends to every cached key. A step's stages carry `step`; the cached rows are read from the
+previous step's cache, never computed again. The last stage of each head stacks every step's
+output rows: that is the ordinary causal run, and a note says by how much it differs.
+
+The causal mask of a step compares positions (qkvcalc.plan.allowed_keys): the step's queries
+are the last rows of the causal mask, so for one query and t cached keys the mask is aligned
+bottom-right (FlashAttention ≥ 2.1, attention with a cache), not top-left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from qkvcalc.i18n import Msg
+from qkvcalc.ops import apply_mask, softcap, softmax_parts
+from qkvcalc.plan import (
+    Ref,
+    Spec,
+    _alibi_table,
+    _bias,
+    _cols,
+    _combine,
+    _mask_notes,
+    _scaling,
+    _score_bias,
+    allowed_keys,
+    dim_labels,
+    head_slices,
+    ref,
+    span,
+)
+from qkvcalc.problem import Problem
+
+
+def steps(p: Problem) -> list[tuple[int, np.ndarray]]:
+    """(step, the rows of its tokens): step 0 the prefill of P tokens (none when P = 0), then
+    step s the token P + s − 1 alone."""
+    assert p.decode is not None
+    out = [(0, np.arange(p.decode))] if p.decode else []
+    out += [(t - p.decode + 1, np.array([t])) for t in range(p.decode, p.n)]
+    return out
+
+
+def decode_plan(p: Problem, x_ref: Ref, x_name: str) -> list[Spec]:
+    """Every step's stages, head by head, then each head's stacked output (and the concat and
+    W_O of several heads)."""
+    allowed = allowed_keys(p)
+    assert allowed is not None  # a decode run is causal
+    heads: list[int | None] = list(range(1, p.heads + 1)) if p.multihead else [None]
+    specs: list[Spec] = []
+    for step, take in steps(p):
+        for h in heads:
+            specs += _step(p, h, step, take, allowed, x_ref, x_name)
+    for h in heads:
+        specs.append(_stacked(p, h))
+    if p.multihead:
+        specs += _combine(p)
+    return specs
+
+
+def _rows_said(take: np.ndarray) -> str:
+    """'1–3' for the prefill's rows, '4' for one token (1-based)."""
+    return span(int(take[0]), len(take))
+
+
+def _step(
+    p: Problem,
+    h: int | None,
+    step: int,
+    take: np.ndarray,
+    allowed: np.ndarray,
+    x_ref: Ref,
+    x_name: str,
+) -> list[Spec]:
+    s = head_slices(p, h or 1)
+    full = h is None
+    end = int(take[-1]) + 1  # the cache after this step holds keys 1…end
+    rows = tuple(p.tokens[int(i)] for i in take)
+    keys = p.tokens[:end]
+    said = _rows_said(take)
+    before = step - 1 if step > 1 or (step == 1 and p.decode) else None
+    out: list[Spec] = []
+
+    def at(sid: str) -> Ref:
+        return ref(sid, h, step)
+
+    cut = {"q": s.q, "k": s.k, "v": s.v}
+    for sid in ("q", "k", "v"):
+        weight, bias = getattr(p, f"w{sid}"), getattr(p, f"b{sid}")
+        assert weight is not None
+        cols = cut[sid]
+        w = _cols(weight, cols)
+        tail = "" if full else f"[:, {span(cols.start, cols.stop - cols.start)}]"
+        product = f"{x_name}[{said}]·W_{sid.upper()}{tail}" + (" + b" if bias else "")
+        params = {"take": take, **_bias(bias, cols)}
+        width = dim_labels(w.value.shape[1])
+        if sid == "q":
+            out.append(
+                Spec(
+                    "q",
+                    h,
+                    "step_project",
+                    (x_ref, w),
+                    f"Q = {product}",
+                    rows,
+                    width,
+                    params=params,
+                    notes=(_step_note(p, step, take),),
+                    symbol="Q",
+                    letters="t×d_k",
+                    hint=("hint.decode_q", {"rows": said}),
+                    step=step,
+                )
+            )
+            q_final = _turned(p, h, step, take, "Q", at("q"), rows, out)
+            continue
+        name = f"{sid.upper()}_cache"
+        if sid == "k" and _keys_turned(p):  # the cache keeps the normed, rotated keys
+            out.append(
+                Spec(
+                    "k",
+                    h,
+                    "step_project",
+                    (x_ref, w),
+                    f"K = {product}",
+                    rows,
+                    width,
+                    params=params,
+                    symbol="K",
+                    letters="t×d_k",
+                    step=step,
+                )
+            )
+            k_new = _turned(p, h, step, take, "K", at("k"), rows, out)
+            out.append(
+                Spec(
+                    "k_cache",
+                    h,
+                    "stack",
+                    ((ref("k_cache", h, before),) if before is not None else ()) + (k_new,),
+                    f"{name} = [{name}; {_symbol(k_new)}]"
+                    if before is not None
+                    else f"{name} = {_symbol(k_new)}",
+                    keys,
+                    width,
+                    notes=_cache_notes(p, sid, step, len(take), end, before is not None, h),
+                    symbol=name,
+                    letters="m_t×d_k",
+                    step=step,
+                )
+            )
+            continue
+        operands = ((ref(f"{sid}_cache", h, before),) if before is not None else ()) + (x_ref, w)
+        notes = _cache_notes(p, sid, step, len(take), end, before is not None, h)
+        out.append(
+            Spec(
+                f"{sid}_cache",
+                h,
+                "append",
+                operands,
+                f"{name} = [{name}; {product}]" if before is not None else f"{name} = {product}",
+                keys,
+                width,
+                params=params,
+                notes=notes,
+                symbol=name,
+                letters="m_t×" + ("d_v" if sid == "v" else "d_k"),
+                hint=("hint.decode_cache", {"name": name, "rows": said}),
+                step=step,
+            )
+        )
+    out.append(
+        Spec(
+            "scores",
+            h,
+            "qk",
+            (q_final, at("k_cache")),
+            "Q·K_cacheᵀ",
+            rows,
+            keys,
+            params={"take": take},
+            symbol="Q·Kᵀ",
+            letters="t×m_t",
+            hint=("hint.scores", {}),
+            step=step,
+        )
+    )
+    formula, said_scale, note, params = _scaling(p)
+    formula = formula.replace("Q·Kᵀ", "Q·K_cacheᵀ")
+    out.append(
+        Spec(
+            "scaled",
+            h,
+            "scale",
+            (at("scores"),),
+            formula,
+            rows,
+            keys,
+            params={**params, "scale_text": said_scale},
+            notes=(note,) if step == (0 if p.decode else 1) else (),
+            symbol="S",
+            letters="t×m_t",
+            hint=("hint.scaled", {"op": f"/ {said_scale}" if said_scale else f"× {p.scale:g}"}),
+            step=step,
+        )
+    )
+    logits, formula = _biased_and_capped(p, h, step, take, end, formula, out)
+    out.append(
+        Spec(
+            "masked",
+            h,
+            "mask",
+            (logits,),
+            formula + " + M",
+            rows,
+            keys,
+            params={"allowed": allowed[take][:, :end]},
+            notes=_decode_mask_notes(p, step, take, end),
+            symbol="S+M",
+            letters="t×m_t",
+            hint=("hint.masked", {"src": _SYMBOLS[logits[0]]}),
+            step=step,
+        )
+    )
+    out.append(
+        Spec(
+            "exp",
+            h,
+            "exp",
+            (at("masked"),),
+            "e^(s − max)",
+            rows,
+            keys,
+            symbol="E",
+            letters="t×m_t",
+            hint=("hint.exp", {"src": "S+M"}),
+            step=step,
+        )
+    )
+    out.append(
+        Spec(
+            "weights",
+            h,
+            "softmax",
+            (at("exp"),),
+            f"A = softmax({formula} + M)",
+            rows,
+            keys,
+            symbol="A",
+            letters="t×m_t",
+            hint=("hint.weights", {}),
+            step=step,
+        )
+    )
+    out.append(
+        Spec(
+            "output",
+            h,
+            "matmul",
+            (at("weights"), at("v_cache")),
+            "A·V_cache",
+            rows,
+            dim_labels(p.d_v),
+            names=("A", "V_cache"),
+            inner=keys,
+            cell="out[{i},{j}]",
+            symbol="out",
+            letters="t×d_v",
+            hint=("hint.output", {}),
+            step=step,
+        )
+    )
+    return out
+
+
+_SYMBOLS = {"scaled": "S", "biased": "S+B", "capped": "S_cap"}
+
+
+def _biased_and_capped(
+    p: Problem,
+    h: int | None,
+    step: int,
+    take: np.ndarray,
+    end: int,
+    formula: str,
+    out: list[Spec],
+) -> tuple[Ref, str]:
+    """ALiBi's bias or a bias given, then the softcap, cut to the step's queries and the keys
+    cached so far (the same stages as the ordinary run's, of this step's rows)."""
+    v = p.variants
+    logits = ref("scaled", h, step)
+    rows = tuple(p.tokens[int(i)] for i in take)
+    keys = p.tokens[:end]
+    if v.biased:
+        bias, biased = _score_bias(p, h, formula)
+        params = dict(bias.params)
+        if "positions" in params:  # ALiBi: −slope·|pos_i − pos_j| of these rows and keys
+            params["positions"] = v.positions[take]
+            params["key_positions"] = v.key_positions[:end]
+        if "table" in params:
+            params["table"] = params["table"][take][:, :end]
+            if params.get("table_exact") is not None:
+                cut = [params["table_exact"][int(i)][:end] for i in take]
+                params["table_exact"] = tuple(tuple(row) for row in cut)
+        out.append(replace(bias, rows=rows, cols=keys, params=params, step=step))
+        operands = (logits, ref("score_bias", h, step))
+        out.append(replace(biased, operands=operands, rows=rows, cols=keys, step=step))
+        logits, formula = ref("biased", h, step), formula + " + B"
+    if v.softcap is not None:
+        cap = v.softcap
+        formula = f"{cap:g}·tanh(({formula}) / {cap:g})"
+        out.append(
+            Spec(
+                "capped",
+                h,
+                "softcap",
+                (logits,),
+                formula,
+                rows,
+                keys,
+                params={"cap": cap},
+                notes=(Msg("note.softcap", cap=f"{cap:g}"),),
+                symbol="S_cap",
+                letters="t×m_t",
+                hint=("hint.capped", {"src": _SYMBOLS[logits[0]], "cap": f"{cap:g}"}),
+                step=step,
+            )
+        )
+        logits = ref("capped", h, step)
+    return logits, formula
+
+
+def _full_logits(p: Problem, h: int | None, scaled: np.ndarray) -> np.ndarray:
+    """The ordinary run's logits from the whole scaled scores: plus the bias, then the cap."""
+    v = p.variants
+    hh = (h or 1) - 1
+    if v.alibi is not None:
+        scaled = scaled + _alibi_table(p, float(v.alibi[hh]))
+    if v.score_bias is not None:
+        scaled = scaled + v.score_bias[hh]
+    return scaled if v.softcap is None else softcap(scaled, v.softcap)
+
+
+def _keys_turned(p: Problem) -> bool:
+    v = p.variants
+    return v.rope is not None or v.k_norm is not None
+
+
+def _symbol(r: Ref) -> str:
+    return str({"k": "K", "k_norm": "K_norm", "k_rot": "K_rot"}.get(r[0], r[0]))
+
+
+def _turned(
+    p: Problem,
+    h: int | None,
+    step: int,
+    take: np.ndarray,
+    name: str,
+    start: Ref,
+    rows: tuple[str, ...],
+    out: list[Spec],
+) -> Ref:
+    """The step's new query (or key) rows through the q/k norm and the rotation, each a stage
+    of the step: a key is normed and rotated once, at its own position, then cached."""
+    v = p.variants
+    low = name.lower()
+    current = start
+    keys = dim_labels(p.d_k)
+    weight = v.q_norm if name == "Q" else v.k_norm
+    if weight is not None:
+        out.append(
+            Spec(
+                f"{low}_norm",
+                h,
+                "rmsnorm",
+                (current,),
+                f"{name}_norm = RMSNorm({name})",
+                rows,
+                keys,
+                params={"weight": weight, "eps": v.norm_eps},
+                notes=(Msg("note.rmsnorm", eps=f"{v.norm_eps:g}"),),
+                hint=("hint.rmsnorm", {"src": name}),
+                symbol=f"{name}_norm",
+                letters="t×d_k",
+                step=step,
+            )
+        )
+        current = ref(f"{low}_norm", h, step)
+    if v.rope is not None:
+        rope = v.rope
+        positions = (v.positions if name == "Q" else v.key_positions)[take]
+        out.append(
+            Spec(
+                f"{low}_rot",
+                h,
+                "rope",
+                (current,),
+                f"{name}_rot = RoPE({name}, pos)",
+                rows,
+                keys,
+                params={
+                    "style": rope.style,
+                    "dims": rope.dims,
+                    "factor": rope.attention_factor,
+                    "angles": rope.angles(positions),
+                    "positions": positions,
+                    "inv_freq": rope.inv_freq,
+                },
+                notes=(Msg("note.decode_rope", positions=", ".join(map(str, positions))),),
+                hint=("hint.rope", {"src": name}),
+                symbol=f"{name}_rot",
+                letters="t×d_k",
+                step=step,
+            )
+        )
+        current = ref(f"{low}_rot", h, step)
+    return current
+
+
+def _step_note(p: Problem, step: int, take: np.ndarray) -> Msg:
+    pos = p.variants.positions
+    if step == 0:
+        return Msg("note.decode_prefill", count=len(take), last=int(take[-1]) + 1)
+    t = int(take[0])
+    return Msg("note.decode_step", step=step, row=t + 1, token=p.tokens[t], pos=int(pos[t]))
+
+
+def _cache_notes(
+    p: Problem, sid: str, step: int, new: int, end: int, cached: bool, h: int | None
+) -> tuple[Msg, ...]:
+    notes: list[Msg] = []
+    name = f"{sid.upper()}_cache"
+    if cached:
+        old = span(0, end - new)  # '1–3', or '1'
+        notes.append(Msg("note.decode_saved", name=name, old=old, row=end, step=step - 1))
+    else:
+        notes.append(Msg("note.decode_cache_start", name=name, rows=end))
+    if sid == "k" and not cached and (h or 1) == 1:
+        per_token = p.kv_heads * (p.d_k + p.d_v)
+        notes.append(
+            Msg(
+                "note.decode_memory",
+                kv_heads=p.kv_heads,
+                d_k=p.d_k,
+                d_v=p.d_v,
+                per_token=per_token,
+                tokens=p.n,
+                total=per_token * p.n,
+            )
+        )
+        if p.kv_heads < p.heads:
+            notes.append(
+                Msg(
+                    "note.decode_gqa",
+                    heads=p.heads,
+                    kv_heads=p.kv_heads,
+                    ratio=p.heads // p.kv_heads,
+                    full=p.heads * (p.d_k + p.d_v),
+                    per_token=per_token,
+                )
+            )
+    if p.kv_heads < p.heads:
+        first, last = p.query_heads_of(p.kv_head_of(h or 1))
+        notes.append(Msg("note.kv_shared", kv_head=p.kv_head_of(h or 1), first=first, last=last))
+    return tuple(notes)
+
+
+def _decode_mask_notes(p: Problem, step: int, take: np.ndarray, end: int) -> tuple[Msg, ...]:
+    notes = list(_mask_notes(p))
+    if step == 0:
+        notes.append(Msg("note.decode_mask_prefill", count=len(take)))
+    else:
+        notes.append(Msg("note.decode_bottom_right", keys=end, row=int(take[0]) + 1))
+    return tuple(notes)
+
+
+def _stacked(p: Problem, h: int | None) -> Spec:
+    """Every step's output rows, one under another: the whole run's output (of this head)."""
+    all_steps = [step for step, _ in steps(p)]
+    last = all_steps[-1]
+    return Spec(
+        "output",
+        h,
+        "stack",
+        tuple(ref("output", h, step) for step in all_steps),
+        "out = [out_0; out_1; …]" if p.decode else "out = [out_1; out_2; …]",
+        p.tokens,
+        dim_labels(p.d_v),
+        topic="output.decode",
+        symbol="out",
+        letters="n×d_v",
+        remarks=_same_as_plain(p, h, all_steps, last),
+    )
+
+
+def _same_as_plain(
+    p: Problem, h: int | None, all_steps: list[int], last: int
+) -> Callable[[Callable[[Ref], np.ndarray]], tuple[Msg, ...]]:
+    """The note that the stacked rows are the ordinary causal run: recomputed here from the
+    whole Q, the last cache of K and V and the causal mask, with the largest difference."""
+
+    def remark(value_of: Callable[[Ref], np.ndarray]) -> tuple[Msg, ...]:
+        allowed = allowed_keys(p)
+        assert allowed is not None
+        var = p.variants
+        last_q = "q_rot" if var.rope is not None else "q_norm" if var.q_norm is not None else "q"
+        q = np.vstack([value_of(ref(last_q, h, s)) for s in all_steps])
+        k, v = value_of(ref("k_cache", h, last)), value_of(ref("v_cache", h, last))
+        plain = softmax_parts(apply_mask(_full_logits(p, h, q @ k.T * p.scale), allowed))[3] @ v
+        stacked = np.vstack([value_of(ref("output", h, s)) for s in all_steps])
+        gap = float(np.max(np.abs(plain - stacked), initial=0.0))
+        return (Msg("note.decode_equal", steps=len(all_steps), gap=f"{gap:.1e}"),)
+
+    return remark

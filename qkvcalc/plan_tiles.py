@@ -1,0 +1,198 @@
+"""The plan of attention in tiles: FlashAttention's online softmax, one block of keys at a time.
+
+For each block b of B keys (the last one may be shorter), per query row:
+
+    S_b = the block's scores                       m_b = max(m_{b−1}, max S_b)
+    c_b = e^(m_{b−1} − m_b)                        E_b = e^(S_b − m_b)
+    ℓ_b = ℓ_{b−1}·c_b + Σ E_b                      O_b = O_{b−1}·c_b + E_b·V_b
+
+with m_0 = −∞, ℓ_0 = 0, O_0 = 0; then out = O_last / ℓ_last. No stage holds a whole row of
+weights. The correction c_b multiplies every earlier term by e^(m_{b−1} − m_b), so in the end
+each e^(s − m_j) has become e^(s − m_last): as if the final maximum had been subtracted all
+along, which is the ordinary stable softmax; the closing note measures the difference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from qkvcalc.i18n import Msg
+from qkvcalc.ops import softmax_parts
+from qkvcalc.plan import Ref, Spec, dim_labels, ref, span
+from qkvcalc.problem import Problem
+
+
+def blocks(p: Problem) -> list[slice]:
+    """The keys of each block: B at a time, the last block what is left."""
+    assert p.tiles is not None
+    return [slice(a, min(a + p.tiles, p.m)) for a in range(0, p.m, p.tiles)]
+
+
+def tile_stages(p: Problem, h: int | None, logits: Ref, v_ref: Ref) -> list[Spec]:
+    """One head's softmax and output over blocks of keys, instead of exp, weights and A·V."""
+    n = p.tokens
+    out: list[Spec] = []
+    cuts = blocks(p)
+    for b, cols in enumerate(cuts, start=1):
+        keys = p.source_tokens[cols]
+        first = b == 1
+        cols_said = span(cols.start, cols.stop - cols.start)
+
+        def at(sid: str, block: int = b) -> Ref:
+            return ref(sid, h, None, block)
+
+        out.append(
+            Spec(
+                "block_scores",
+                h,
+                "block",
+                (logits,),
+                f"S_{b} = S[:, {cols_said}]",
+                n,
+                keys,
+                params={"cols": cols},
+                notes=(Msg("note.tiles_block", block=b, blocks=len(cuts), keys=cols_said),),
+                symbol=f"S_{b}",
+                letters="n×B",
+                block=b,
+            )
+        )
+        out.append(
+            Spec(
+                "block_max",
+                h,
+                "block_max",
+                (at("block_scores"),),
+                f"max S_{b}",
+                n,
+                ("max",),
+                symbol=f"max S_{b}",
+                letters="n×1",
+                hint=("hint.block_max", {"block": b}),
+                block=b,
+            )
+        )
+        out.append(
+            Spec(
+                "running_max",
+                h,
+                "running_max",
+                (at("block_max"),) if first else (at("running_max", b - 1), at("block_max")),
+                f"m_{b} = max S_1" if first else f"m_{b} = max(m_{b - 1}, max S_{b})",
+                n,
+                ("m",),
+                notes=(Msg("note.tiles_running_max"),) if first else (),
+                symbol=f"m_{b}",
+                letters="n×1",
+                hint=("hint.running_max", {"block": b, "before": b - 1}),
+                block=b,
+            )
+        )
+        out.append(
+            Spec(
+                "correction",
+                h,
+                "correction",
+                (at("running_max"),) if first else (at("running_max", b - 1), at("running_max")),
+                f"c_{b} = e^(m_{b - 1} − m_{b})" if not first else "c_1 = e^(−∞ − m_1) = 0",
+                n,
+                ("c",),
+                notes=(Msg("note.tiles_correction_first" if first else "note.tiles_correction"),),
+                symbol=f"c_{b}",
+                letters="n×1",
+                hint=("hint.correction", {"block": b, "before": b - 1}),
+                block=b,
+            )
+        )
+        out.append(
+            Spec(
+                "block_exp",
+                h,
+                "block_exp",
+                (at("block_scores"), at("running_max")),
+                f"E_{b} = e^(S_{b} − m_{b})",
+                n,
+                keys,
+                symbol=f"E_{b}",
+                letters="n×B",
+                hint=("hint.block_exp", {"block": b}),
+                block=b,
+            )
+        )
+        out.append(
+            Spec(
+                "running_sum",
+                h,
+                "running_sum",
+                (at("block_exp"),)
+                if first
+                else (at("running_sum", b - 1), at("correction"), at("block_exp")),
+                f"ℓ_{b} = Σ E_1"
+                if first
+                else f"ℓ_{b} = ℓ_{b - 1}·e^(m_{b - 1}−m_{b}) + Σ e^(s−m_{b})",
+                n,
+                ("ℓ",),
+                notes=(Msg("note.tiles_running_sum"),) if first else (),
+                symbol=f"ℓ_{b}",
+                letters="n×1",
+                hint=("hint.running_sum", {"block": b, "before": b - 1}),
+                block=b,
+            )
+        )
+        out.append(
+            Spec(
+                "acc",
+                h,
+                "acc",
+                (at("block_exp"), v_ref)
+                if first
+                else (at("acc", b - 1), at("correction"), at("block_exp"), v_ref),
+                f"O_{b} = E_1·V[{cols_said}]"
+                if first
+                else f"O_{b} = O_{b - 1}·c_{b} + E_{b}·V[{cols_said}]",
+                n,
+                dim_labels(p.d_v),
+                params={"rows": cols},
+                notes=(Msg("note.tiles_acc"),) if first else (),
+                symbol=f"O_{b}",
+                letters="n×d_v",
+                hint=("hint.acc", {"block": b, "before": b - 1}),
+                block=b,
+            )
+        )
+    last = len(cuts)
+    out.append(
+        Spec(
+            "output",
+            h,
+            "divide",
+            (ref("acc", h, None, last), ref("running_sum", h, None, last)),
+            f"out = O_{last} / ℓ_{last}",
+            n,
+            dim_labels(p.d_v),
+            topic="output.tiles",
+            symbol="out",
+            letters="n×d_v",
+            hint=("hint.tiles_output", {"block": last}),
+            remarks=_same_as_softmax(logits, v_ref, last),
+        )
+    )
+    return out
+
+
+def _same_as_softmax(
+    logits: Ref, v_ref: Ref, last: int
+) -> Callable[[Callable[[Ref], np.ndarray]], tuple[Msg, ...]]:
+    """The closing note: the ordinary softmax(S)·V, computed whole, and the largest difference."""
+
+    def remark(value_of: Callable[[Ref], np.ndarray]) -> tuple[Msg, ...]:
+        plain = softmax_parts(value_of(logits))[3] @ value_of(v_ref)
+        acc = value_of(ref("acc", logits[1], None, last))
+        total = value_of(ref("running_sum", logits[1], None, last))
+        tiled = np.divide(acc, total, out=np.zeros_like(acc), where=total != 0)
+        gap = float(np.max(np.abs(plain - tiled), initial=0.0))
+        return (Msg("note.tiles_equal", blocks=last, gap=f"{gap:.1e}"),)
+
+    return remark
