@@ -23,6 +23,7 @@ import numpy as np
 
 from qkvcalc import plan_notes as facts
 from qkvcalc.i18n import Msg
+from qkvcalc.labels import safe
 from qkvcalc.problem import Matrix, Problem
 
 # An earlier stage of the same plan: (stage id, head), or (stage id, head, step, block) for a
@@ -695,8 +696,8 @@ def _rope_shift(p: Problem, h: int | None, q_ref: Ref, k_ref: Ref) -> Any:
         return (
             Msg(
                 "note.rope_shift",
-                query=p.tokens[i],
-                key=p.source_tokens[j],
+                query=safe(p.tokens[i]),
+                key=safe(p.source_tokens[j]),
                 pos_q=pos_i,
                 pos_k=pos_j,
                 offset=offset,

@@ -19,6 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from qkvcalc.i18n import Msg
+from qkvcalc.labels import safe
 from qkvcalc.ops import apply_mask, softcap, softmax_parts
 from qkvcalc.plan import (
     Ref,
@@ -429,7 +430,7 @@ def _step_note(p: Problem, step: int, take: np.ndarray) -> Msg:
     if step == 0:
         return Msg("note.decode_prefill", count=len(take), last=int(take[-1]) + 1)
     t = int(take[0])
-    return Msg("note.decode_step", step=step, row=t + 1, token=p.tokens[t], pos=int(pos[t]))
+    return Msg("note.decode_step", step=step, row=t + 1, token=safe(p.tokens[t]), pos=int(pos[t]))
 
 
 def _cache_notes(

@@ -17,11 +17,17 @@ import numpy as np
 
 from qkvcalc import readout
 from qkvcalc.i18n import Msg
+from qkvcalc.labels import safe
 from qkvcalc.problem import Problem
 
 Ref = tuple[str, Any]
 ValueOf = Callable[[Ref], np.ndarray]
 MAX_READ = 12  # queries read out under the weights; more are said to be left out
+
+
+def _names(tokens: tuple[str, ...]) -> list[str]:
+    """Token names as every sentence shows them: control characters escaped, long ones cut."""
+    return [safe(t) for t in tokens]
 
 
 def _fmt(value: float) -> str:
@@ -35,12 +41,11 @@ def reading(p: Problem, allowed: np.ndarray | None, weights_ref: Ref) -> Callabl
     def remark(value_of: ValueOf) -> tuple[Msg, ...]:
         w = value_of(weights_ref)
         rows = range(min(w.shape[0], MAX_READ))
+        queries, keys = _names(p.tokens), _names(p.source_tokens)
         lines = [
             readout.reading_msg(
-                p.tokens[i],
-                readout.strongest_keys(
-                    w[i], None if allowed is None else allowed[i], p.source_tokens
-                ),
+                queries[i],
+                readout.strongest_keys(w[i], None if allowed is None else allowed[i], keys),
             )
             for i in rows
         ]
@@ -58,14 +63,15 @@ def geometry(p: Problem, allowed: np.ndarray | None, q_ref: Ref, k_ref: Ref) -> 
 
     def remark(value_of: ValueOf) -> tuple[Msg, ...]:
         q, k = value_of(q_ref), value_of(k_ref)
+        queries, keys = _names(p.tokens), _names(p.source_tokens)
         for i in range(min(q.shape[0], MAX_READ)):
             row = None if allowed is None else allowed[i]
             found = readout.aligned_and_strongest(q[i], k, row)
             if found is not None and found.differ:
-                return (readout.alignment_msg(p.tokens[i], p.source_tokens, found, _fmt),)
+                return (readout.alignment_msg(queries[i], keys, found, _fmt),)
         j = int(np.argmax(q[0] @ k.T))
         g = readout.score_geometry(q[0], k[j])
-        return (readout.geometry_msg(p.tokens[0], p.source_tokens[j], g, _fmt),)
+        return (readout.geometry_msg(queries[0], keys[j], g, _fmt),)
 
     return remark
 
@@ -81,7 +87,8 @@ def why_scale(p: Problem, allowed: np.ndarray | None, scores_ref: Ref) -> Callab
         row = None if allowed is None else allowed[i]
         scale = None if p.scale_given is None else p.scale
         comparison = readout.scale_comparison(s[i], p.d_k, row, scale)
-        return (readout.scale_shown_msg(p.tokens[i], p.source_tokens, comparison, row),)
+        keys = _names(p.source_tokens)
+        return (readout.scale_shown_msg(safe(p.tokens[i]), keys, comparison, row),)
 
     return remark
 

@@ -118,7 +118,7 @@ def test_a_compressed_npz_counts_its_unpacked_size_against_max_bytes(tmp_path):
 def test_npz_numbers_count_against_max_elements(tmp_path):
     path = tmp_path / "layer.npz"
     np.savez(path, **ARRAYS)
-    one_error(run_qkvcalc("explain", str(path), "--max-elements", "5"), "X is 3 rows of 2")
+    one_error(run_qkvcalc("explain", str(path), "--max-elements", "5"), "X is 3×2")
 
 
 def test_npz_errors_are_those_of_the_input_format(tmp_path):

@@ -94,6 +94,8 @@ def test_every_format_shows_only_the_chosen_stages(fmt, shown, hidden):
 
 def test_step_mode_walks_the_chosen_stages():
     child = spawn("--preset", "multihead", "--stages", "scores,weights", "--head", "1", "--step")
+    child.expect_exact("q quit")  # the first screen is the problem
+    child.send(" ")
     child.expect_exact("stage 1 of 2 — Q·Kᵀ · head 1")
     child.send(" ")
     child.expect_exact("stage 2 of 2")

@@ -70,7 +70,9 @@ def test_tokens_that_still_fit_or_are_given_stay():
     doc = json_of("--preset", "doc", "--x", "1 2; 3 4", "--tokens", "a b")
     assert doc["problem"]["tokens"] == ["a", "b"] and doc["warnings"] == []
     bad = run_qkvcalc("explain", "--preset", "doc", "--x", "1 2; 3 4", "--tokens", "a b c")
-    assert bad.returncode == 2 and "3 names but X has 2 rows" in bad.stderr  # given: checked
+    assert (
+        bad.returncode == 2 and "tokens is 3, but the number of rows of X is n = 2" in bad.stderr
+    )  # given: checked
 
 
 # ---- an edited copy of a preset ---------------------------------------------------------------

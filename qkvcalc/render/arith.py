@@ -523,10 +523,12 @@ def row_summaries(stage: Stage, trace: Trace, precision: int, max_rows: int) -> 
 
 def _row_max_behind(stage: Stage, trace: Trace) -> np.ndarray:
     """The maxima the exponentials a softmax divides were shifted by (its operand's)."""
-    for earlier in trace.stages:
-        if earlier.ref == stage.reads[0] and earlier.row_max is not None:
-            return earlier.row_max
-    raise KeyError(stage.reads[0])
+    sid, head, *rest = stage.reads[0]
+    step, block = [*rest, None, None][:2]
+    earlier = trace.stage(sid, head, step=step, block=block)  # a selection reaches the whole run
+    if earlier.row_max is None:
+        raise KeyError(stage.reads[0])
+    return earlier.row_max
 
 
 def split_rows(stage: Stage) -> list[Msg]:
