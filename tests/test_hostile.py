@@ -664,8 +664,8 @@ class _Unread(list):
 @pytest.mark.parametrize(
     ("field", "value", "expect"),
     [
-        ("key_padding", _Unread([1] * 100), "key_padding has 100 entries"),
-        ("tokens", _Unread(["a"] * 100), "tokens has 100 names"),
+        ("key_padding", _Unread([1] * 100), "key_padding is 100 long"),
+        ("tokens", _Unread(["a"] * 100), "names in tokens is 100"),
         ("mask", [_Unread([1] * 100), _Unread([1] * 100)], "mask is 2×100"),
     ],
     ids=["key_padding", "tokens", "mask-rows"],
@@ -684,7 +684,7 @@ def test_25_million_key_padding_entries_are_refused_by_their_count(tmp_path):
     path = tmp_path / "padding.json"
     path.write_text(json.dumps(_doc(key_padding=[1] * 2_500_000)))
     proc = _proc("explain", str(path))
-    assert_one_clean_message(proc, "key_padding has 2500000 entries but there are 2 keys")
+    assert_one_clean_message(proc, "key_padding is 2500000 long but the number of keys is m = 2")
 
 
 def test_quiz_answers_of_1e308_and_minus_infinity_grade_without_numpy_warnings():
@@ -711,7 +711,7 @@ def test_a_whole_number_in_new_that_int_refuses_is_asked_again(typed):
     str.isdigit but not to int, and 5,000 digits are past int()'s limit; both are asked again."""
     import io
 
-    from qkvcalc.quiz.entry import Entry
+    from qkvcalc.quiz.new import Entry
     from rich.console import Console
 
     screen = io.StringIO()

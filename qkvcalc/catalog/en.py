@@ -247,6 +247,14 @@ MESSAGES: dict[str, str] = {
     "and Jiang et al. 2023, 'Mistral 7B'. The window W = 3 counts the query's own position: "
     "query i sees keys j with i - 3 < j <= i, the convention of Hugging Face's "
     "sliding_window. The weights are those of the 'sentence' preset.",
+    "preset.decode.reference": "Made for qkvcalc, after the KV cache of Pope et al. 2022, "
+    "'Efficiently Scaling Transformer Inference', and Hugging Face's past_key_values. The "
+    "weights are those of the 'sentence' preset; the stacked steps equal the causal run of all "
+    "four tokens.",
+    "preset.tiles.reference": "Made for qkvcalc, after Milakov and Gimelshein 2018, 'Online "
+    "normalizer calculation for softmax', and Dao et al. 2022, 'FlashAttention' (Algorithm 1). "
+    "The weights are those of the 'sentence' preset; blocks of B = 2 keys, the last block holds "
+    "one.",
     "preset.doc.reference": "The two-dimensional example of the article 'Q·K·V는 어디서 "
     "만들어질까? 가중치 행렬로 만드는 원리': one token x = [1, 2] gives Q = [1, 2], K = [1, 3], "
     "V = [3, 2]. With a single key its weight is 1 whatever the score; the sentence preset "

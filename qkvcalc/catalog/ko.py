@@ -252,6 +252,14 @@ MESSAGES: dict[str, str] = {
     "Jiang et al. 2023, 'Mistral 7B'를 따름. 윈도우 W = 3은 Query 자신의 위치도 셉니다: Query "
     "i는 i - 3 < j <= i인 Key j를 봅니다 (Hugging Face의 sliding_window와 같은 규칙). "
     "가중치는 sentence 프리셋의 것입니다.",
+    "preset.decode.reference": "qkvcalc용으로 만든 예제, Pope et al. 2022, 'Efficiently "
+    "Scaling Transformer Inference'의 KV 캐시와 Hugging Face의 past_key_values를 따름. "
+    "가중치는 sentence 프리셋의 것이고, 단계들을 쌓으면 네 토큰 전체를 인과 마스크로 한 번에 "
+    "계산한 결과와 같습니다.",
+    "preset.tiles.reference": "qkvcalc용으로 만든 예제, Milakov와 Gimelshein 2018, 'Online "
+    "normalizer calculation for softmax'와 Dao et al. 2022, 'FlashAttention'(알고리즘 1)을 "
+    "따름. 가중치는 sentence 프리셋의 것이고, 블록마다 Key가 B = 2개이며 마지막 블록에는 "
+    "하나만 있습니다.",
     "preset.doc.reference": "글 'Q·K·V는 어디서 만들어질까? 가중치 행렬로 만드는 원리'의 2차원 "
     "예제: 토큰 하나 x = [1, 2]에서 Q = [1, 2], K = [1, 3], V = [3, 2]가 나옵니다. Key가 "
     "하나뿐이라 스코어와 상관없이 가중치는 1입니다. sentence 프리셋은 토큰 두 개를 더해 "
