@@ -126,4 +126,9 @@ def input_facts(p: Problem) -> tuple[Msg, ...]:
     """On X: without positions and without a causal mask, order is invisible."""
     v = p.variants
     ordered = v.pe is not None or v.rope is not None or v.biased or p.mask_kind != "none"
-    return () if ordered or p.n == 1 else (Msg("note.shuffle"),)
+    if ordered or p.n == 1:
+        return ()
+    if p.n > 12:  # an order to type out is a demonstration for a few tokens
+        return (Msg("note.shuffle"),)
+    swap = " ".join(str(k) for k in (2, 1, *range(3, p.n + 1)))
+    return (Msg("note.shuffle"), Msg("note.shuffle_try", order=swap))

@@ -34,6 +34,11 @@ MESSAGES: dict[str, str] = {
     "q·k = |q|·|k|·cos θ: it grows with how closely they point the same way (cos θ) and with "
     "their lengths. All n×m pairs are computed at once, so the cost grows with n·m (with n² in "
     "self-attention, where m = n).",
+    "stage.scores.decode.title": "Attention scores",
+    "stage.scores.decode.why": "Each cell is the dot product of the new token's query with one "
+    "cached key, q·k = |q|·|k|·cos θ. A step computes this one row, t dot products against the "
+    "t keys cached so far, instead of the whole table again: each step's work grows with t, and "
+    "the steps' rows, with the prefill's, hold the n(n + 1)/2 scores the causal mask allows.",
     "stage.scaled.title": "Scaling",
     "stage.scaled.why": "If the components of q and k are independent, with mean 0 and "
     "variance 1, their dot product (a sum of d_k such products) has mean 0 and variance d_k: "
@@ -123,8 +128,25 @@ MESSAGES: dict[str, str] = {
     "no causal mask, shuffling the tokens only shuffles the output rows the same way, each row's "
     "numbers unchanged. Order reaches attention only through positions (added to X, or rotated "
     "into Q and K) or through a mask such as the causal one.",
+    "note.shuffle_try": 'See it: add --shuffle "{order}" (the token numbers in a new order).',
     "note.shuffle_demo": "Tokens shuffled to {order}: each token's output row is the same as "
     "before, only moved with the token to its new place (largest difference {diff}).",
+    "note.shuffle_changed": "Tokens shuffled to {order}: the output rows are not those of the "
+    "original order moved along (largest difference {diff}), because this attention sees the "
+    "order through {reasons}.",
+    "shuffle.by_causal": "the causal mask (which keys come before a query depends on the order)",
+    "shuffle.by_pe": "the position encoding added to X",
+    "shuffle.by_rope": "RoPE (q and k are rotated by their positions)",
+    "shuffle.by_bias": "a bias that depends on positions (ALiBi or score_bias)",
+    "shuffle.by_custom_mask": "the 0/1 mask (its rows and columns moved with the tokens, but a "
+    "mask of positions, such as a window, would not)",
+    "shuffle.not_a_number": "--shuffle: {word!r} is not a token number; write the numbers 1 to "
+    "{n}, each once, in their new order",
+    "shuffle.not_a_permutation": "--shuffle {given!r}: the new order must name each token number "
+    "1 to {n} exactly once (n = {n} tokens)",
+    "help.explain.shuffle": 'Shuffle the tokens to this order of their numbers ("3 1 2") and '
+    "compare the output with the original's: without positions or a causal mask, only the "
+    "rows move.",
     "note.single_key": "With a single key, softmax always gives it weight 1 (e^0 / e^0), "
     "whatever its score: there is nothing to compete with. To see weights compete, try the "
     "sentence preset: qkvcalc explain --preset sentence.",

@@ -43,6 +43,11 @@ MESSAGES: dict[str, str] = {
     "stage.scores.why": "각 칸은 Query 하나와 Key 하나의 내적, 즉 q·k = |q|·|k|·cos θ입니다. "
     "두 벡터의 방향이 비슷할수록(cos θ), 그리고 벡터가 길수록 값이 큽니다. n×m개의 쌍을 "
     "한꺼번에 계산하므로 비용은 n·m에 비례해 늘어납니다(m = n인 셀프 어텐션에서는 n²).",
+    "stage.scores.decode.title": "어텐션 스코어",
+    "stage.scores.decode.why": "각 칸은 새 토큰의 Query와 캐시된 Key 하나의 내적, 즉 q·k = "
+    "|q|·|k|·cos θ입니다. 한 단계는 지금까지 캐시된 Key t개와의 내적 t개, 이 한 행만 "
+    "계산하고 표 전체를 다시 계산하지 않습니다. 그래서 단계마다 일은 t에 비례하고, 단계들의 "
+    "행을 prefill의 행과 모으면 인과 마스크가 허용하는 스코어 n(n + 1)/2개가 됩니다.",
     "stage.scaled.title": "스케일링",
     "stage.scaled.why": "q와 k의 성분이 서로 독립이고 평균 0, 분산 1이라면, 그런 곱 d_k개의 "
     "합인 내적 q·k는 평균 0, 분산 d_k를 가집니다. 즉 전형적인 크기가 √d_k입니다. √d_k로 "
@@ -130,8 +135,25 @@ MESSAGES: dict[str, str] = {
     "순서를 섞어도 출력 행들이 똑같이 섞일 뿐 각 행의 값은 그대로입니다. 순서는 위치 정보(X에 "
     "더하거나 Q와 K에 회전으로 넣는 방식)나 인과 마스크 같은 마스크를 통해서만 어텐션에 "
     "전달됩니다.",
+    "note.shuffle_try": '직접 확인하려면 --shuffle "{order}"를 붙이세요 (토큰 번호를 새 '
+    "순서로 씁니다).",
     "note.shuffle_demo": "토큰을 {order} 순서로 섞었습니다: 각 토큰의 출력 행은 전과 같고, "
     "토큰과 함께 새 자리로 옮겨졌을 뿐입니다(가장 큰 차이 {diff}).",
+    "note.shuffle_changed": "토큰을 {order} 순서로 섞었습니다: 출력 행이 원래 순서의 행을 "
+    "옮겨 놓은 것과 다릅니다(가장 큰 차이 {diff}). 이 어텐션은 {reasons}을(를) 통해 순서를 "
+    "보기 때문입니다.",
+    "shuffle.by_causal": "인과 마스크(어떤 Key가 Query보다 앞에 오는지가 순서에 달려 있음)",
+    "shuffle.by_pe": "X에 더한 위치 인코딩",
+    "shuffle.by_rope": "RoPE(q와 k를 위치만큼 회전)",
+    "shuffle.by_bias": "위치에 따라 달라지는 바이어스(ALiBi 또는 score_bias)",
+    "shuffle.by_custom_mask": "0/1 마스크(행과 열은 토큰과 함께 옮겼지만, 윈도우처럼 위치로 "
+    "정한 마스크라면 옮기지 않았을 것)",
+    "shuffle.not_a_number": "--shuffle: {word!r}은(는) 토큰 번호가 아닙니다. 1부터 {n}까지의 "
+    "번호를 한 번씩 새 순서대로 쓰세요",
+    "shuffle.not_a_permutation": "--shuffle {given!r}: 새 순서는 토큰 번호 1부터 {n}까지를 "
+    "정확히 한 번씩 담아야 합니다 (토큰 n = {n}개)",
+    "help.explain.shuffle": '토큰을 이 번호 순서("3 1 2")로 섞고 출력을 원래 출력과 '
+    "비교합니다: 위치 정보도 인과 마스크도 없으면 행만 옮겨집니다.",
     "note.single_key": "Key가 하나뿐이면 스코어와 상관없이 소프트맥스는 언제나 그 Key에 "
     "가중치 1을 줍니다(e^0 / e^0). 경쟁할 상대가 없기 때문입니다. 가중치가 서로 경쟁하는 "
     "모습은 sentence 프리셋에서 볼 수 있습니다: qkvcalc explain --preset sentence.",

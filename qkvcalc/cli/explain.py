@@ -170,6 +170,10 @@ def explain(
         int | None,
         typer.Option(help=help_text("help.explain.tiles"), show_default=False, metavar="B"),
     ] = None,
+    shuffle: Annotated[
+        str | None,
+        typer.Option(help=help_text("help.explain.shuffle"), show_default=False, metavar="ORDER"),
+    ] = None,
     format: Annotated[
         Format | None,
         typer.Option(
@@ -255,7 +259,12 @@ def explain(
             doc = gather(source, preset, inline, stdin, sys.stdin.isatty(), max_bytes, notes)
         problem = Problem.from_mapping(doc, exact=exact, max_elements=max_elements)
         del doc  # the parsed lists: at real-model sizes, 100 MB the engine does not need
-        trace = run(problem)
+        if shuffle is not None:
+            from qkvcalc.shuffle import explain_shuffled, parse_order
+
+            trace = explain_shuffled(problem, parse_order(shuffle, problem.n))
+        else:
+            trace = run(problem)
         if notes:
             trace = replace(trace, warnings=(*notes, *trace.warnings))
         if stages is not None or head is not None:
