@@ -524,14 +524,19 @@ def _check_weight_rows(w: Matrix | None, name: str, rows: int, what: str, layout
     )
 
 
-def _build(doc: dict[str, Any], exact: bool) -> Problem:
-    layout = doc.get("layout", "rows")
-    _check(layout in ("rows", "torch"), "layout.unknown", value=shown(layout))
-    meta = {k: str(doc[k]) for k in META if k in doc}
-    heads = _to_int(doc.get("heads", 1), "heads")
-    kv_heads = _to_int(doc.get("kv_heads", heads), "kv_heads")
-    _check(heads % kv_heads == 0, "heads.kv_divide", heads=heads, kv_heads=kv_heads)
+class _Widths(NamedTuple):
+    """What the matrices fix: n queries, m keys, X's width, and the columns of the three
+    projections (W_Q, W_K, W_V, or Q, K, V given directly), with the names to blame."""
 
+    n: int
+    m: int
+    d_model: int | None
+    cols: tuple[int, int, int]
+    who: tuple[str, str, str]
+
+
+def _input_mode(doc: dict[str, Any]) -> bool:
+    """True when Q, K, V are given directly; checks the two modes are not mixed or partial."""
     direct = [k for k in ("q", "k", "v") if k in doc]
     projecting = [k for k in ("x", "wq", "wk", "wv", "source", "bq", "bk", "bv") if k in doc]
     if direct and projecting:
@@ -544,42 +549,50 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
     else:
         missing = [DISPLAY[k] for k in ("x", "wq", "wk", "wv") if k not in doc]
         _check(not missing, "input.missing", missing=", ".join(missing))
+    return bool(direct)
 
-    mats: dict[str, Matrix | None] = {}
-    if direct:
-        for name in ("q", "k", "v"):
-            mats[name] = to_matrix(doc[name], name, exact=exact)
-        q, k, v = (mats[name].values for name in ("q", "k", "v"))  # type: ignore[union-attr]
-        n, m = q.shape[0], k.shape[0]
-        _check(v.shape[0] == m, "shape.kv_rows", k=shape_text(k.shape), v=shape_text(v.shape))
-        qcols, kcols, vcols = q.shape[1], k.shape[1], v.shape[1]
-        who = ("Q", "K", "V")
-    else:
-        x = to_matrix(doc["x"], "x", exact=exact)
-        mats["x"] = x
-        n, d_model = x.values.shape
-        m = n
-        if "source" in doc:
-            source = to_matrix(doc["source"], "source", exact=exact)
-            mats["source"] = source
-            m, d_src = source.values.shape
-            _check(
-                d_src == d_model,
-                "shape.source_width",
-                x=shape_text(x.values.shape),
-                source=shape_text(source.values.shape),
-            )
-        for name, what in (
-            ("wq", "X"),
-            ("wk", "source" if "source" in doc else "X"),
-            ("wv", "source" if "source" in doc else "X"),
-        ):
-            mats[name] = _weight(doc, name, layout, exact)
-            _check_weight_rows(mats[name], name, d_model, what, layout)
-        qcols, kcols, vcols = (mats[w].values.shape[1] for w in ("wq", "wk", "wv"))  # type: ignore[union-attr]
-        who = ("W_Q", "W_K", "W_V")
 
-    # Heads split columns: W_Q into H slices of d_k, W_K into G slices of d_k, W_V into G of d_v.
+def _read_direct(doc: dict[str, Any], mats: dict[str, Matrix | None], exact: bool) -> _Widths:
+    """Q, K, V given directly: K and V have a row per key."""
+    for name in ("q", "k", "v"):
+        mats[name] = to_matrix(doc[name], name, exact=exact)
+    q, k, v = (mats[name].values for name in ("q", "k", "v"))  # type: ignore[union-attr]
+    _check(v.shape[0] == k.shape[0], "shape.kv_rows", k=shape_text(k.shape), v=shape_text(v.shape))
+    cols = (q.shape[1], k.shape[1], v.shape[1])
+    return _Widths(q.shape[0], k.shape[0], None, cols, ("Q", "K", "V"))
+
+
+def _read_projected(
+    doc: dict[str, Any], mats: dict[str, Matrix | None], layout: str, exact: bool
+) -> _Widths:
+    """X (and a source), and W_Q, W_K, W_V with a row per column of what each projects."""
+    x = to_matrix(doc["x"], "x", exact=exact)
+    mats["x"] = x
+    n, d_model = x.values.shape
+    m = n
+    if "source" in doc:
+        source = to_matrix(doc["source"], "source", exact=exact)
+        mats["source"] = source
+        m, d_src = source.values.shape
+        _check(
+            d_src == d_model,
+            "shape.source_width",
+            x=shape_text(x.values.shape),
+            source=shape_text(source.values.shape),
+        )
+    keys_from = "source" if "source" in doc else "X"
+    for name, what in (("wq", "X"), ("wk", keys_from), ("wv", keys_from)):
+        mats[name] = _weight(doc, name, layout, exact)
+        _check_weight_rows(mats[name], name, d_model, what, layout)
+    qcols, kcols, vcols = (mats[w].values.shape[1] for w in ("wq", "wk", "wv"))  # type: ignore[union-attr]
+    return _Widths(n, m, d_model, (qcols, kcols, vcols), ("W_Q", "W_K", "W_V"))
+
+
+def _head_widths(w: _Widths, heads: int, kv_heads: int) -> tuple[int, int]:
+    """d_k and d_v: heads split columns, W_Q into H slices of d_k, W_K into G slices of d_k,
+    W_V into G slices of d_v."""
+    qcols, kcols, vcols = w.cols
+    who = w.who
     _check(
         qcols % heads == 0,
         "shape.heads_divide",
@@ -617,9 +630,16 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         heads=kv_heads,
         what="kv_heads",
     )
-    d_v = vcols // kv_heads
+    return d_k, vcols // kv_heads
 
-    for bias, weight, cols in (("bq", "wq", qcols), ("bk", "wk", kcols), ("bv", "wv", vcols)):
+
+def _read_biases(
+    doc: dict[str, Any], mats: dict[str, Matrix | None], w: _Widths, exact: bool
+) -> None:
+    """b_Q, b_K, b_V: one number per column of their projection."""
+    for (bias, weight), cols in zip(
+        (("bq", "wq"), ("bk", "wk"), ("bv", "wv")), w.cols, strict=True
+    ):
         if bias in doc:
             mats[bias] = to_vector(doc[bias], bias, exact=exact)
             length = mats[bias].values.shape[1]  # type: ignore[union-attr]
@@ -632,25 +652,35 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
                 cols=cols,
             )
 
-    if "wo" in doc:
-        wo = _weight(doc, "wo", layout, exact)
-        mats["wo"] = wo
-        _check_weight_rows(wo, "wo", heads * d_v, "concat", layout)
-        if "bo" in doc:
-            bo = to_vector(doc["bo"], "bo", exact=exact)
-            mats["bo"] = bo
-            cols = wo.values.shape[1]  # type: ignore[union-attr]
-            _check(
-                bo.values.shape[1] == cols,
-                "shape.bias",
-                field="b_O",
-                length=bo.values.shape[1],
-                weight="W_O",
-                cols=cols,
-            )
-    else:
-        _check("bo" not in doc, "input.bo_without_wo")
 
+def _read_output_projection(
+    doc: dict[str, Any], mats: dict[str, Matrix | None], rows: int, layout: str, exact: bool
+) -> None:
+    """W_O, with a row per column of the heads' concatenation (H·d_v), and its b_O."""
+    if "wo" not in doc:
+        _check("bo" not in doc, "input.bo_without_wo")
+        return
+    wo = _weight(doc, "wo", layout, exact)
+    mats["wo"] = wo
+    _check_weight_rows(wo, "wo", rows, "concat", layout)
+    if "bo" in doc:
+        bo = to_vector(doc["bo"], "bo", exact=exact)
+        mats["bo"] = bo
+        cols = wo.values.shape[1]  # type: ignore[union-attr]
+        _check(
+            bo.values.shape[1] == cols,
+            "shape.bias",
+            field="b_O",
+            length=bo.values.shape[1],
+            weight="W_O",
+            cols=cols,
+        )
+
+
+def _read_tokens(
+    doc: dict[str, Any], n: int, m: int, direct: bool, cross: bool
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The names of the queries and of the keys (t1…, s1… when not given)."""
     tokens = (
         _to_tokens(doc["tokens"], "tokens", n, "Q" if direct else "X")
         if "tokens" in doc
@@ -664,7 +694,6 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         n=n,
         rows="Q" if direct else "X",
     )
-    cross = "source" in doc or bool(direct)
     if "source_tokens" in doc:
         _check(cross, "tokens.source_without_source")
         source_tokens = _to_tokens(
@@ -682,49 +711,75 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         source_tokens = tokens  # Q, K, V of one sequence: keys are the same tokens
     else:
         source_tokens = tuple(f"s{j + 1}" for j in range(m)) if cross else tokens
+    return tokens, source_tokens
 
-    scale = None
-    if "scale" in doc:
-        raw_scale = doc["scale"]
-        if isinstance(raw_scale, bool) or not isinstance(raw_scale, int | float | str):
-            raise QkvcalcError("scale.not_number", value=shown(raw_scale))
-        scale = (
-            parse_number(raw_scale, "scale")
-            if isinstance(raw_scale, str)
-            else _cell(raw_scale, "scale", "", True)
-        )
 
-    mask_kind, mask = "none", None
+def _read_scale(doc: dict[str, Any]) -> Number | None:
+    if "scale" not in doc:
+        return None
+    raw_scale = doc["scale"]
+    if isinstance(raw_scale, bool) or not isinstance(raw_scale, int | float | str):
+        raise QkvcalcError("scale.not_number", value=shown(raw_scale))
+    if isinstance(raw_scale, str):
+        return parse_number(raw_scale, "scale")
+    return _cell(raw_scale, "scale", "", True)
+
+
+def _read_mask(doc: dict[str, Any], n: int, m: int) -> tuple[str, np.ndarray | None]:
+    """The mask's kind ("none", "causal", "custom") and, for a 0/1 matrix, its [n, m] flags."""
     # a decode run is causal: without a mask given, the mask is the causal one
     raw_mask = doc.get("mask", "causal" if doc.get("decode") is not None else "none")
     if isinstance(raw_mask, str) and raw_mask.strip().lower() in ("none", "causal"):
-        mask_kind = raw_mask.strip().lower()
-    elif isinstance(raw_mask, list | tuple):
-        if raw_mask and not isinstance(raw_mask[0], list | tuple):
-            raw_mask = [raw_mask]
-        _check_mask_shape(raw_mask, n, m)  # before any entry is read: a row may be 25 M long
-        rows = [_to_flags(row, "mask", f"[{i + 1}]") for i, row in enumerate(raw_mask)]
-        shape = (len(rows), len(rows[0]) if rows else 0)
-        _check(
-            len(rows) == n and all(len(r) == m for r in rows),
-            "mask.shape",
-            shape=shape_text(shape),
-            n=n,
-            m=m,
-        )
-        mask_kind, mask = "custom", np.array(rows, dtype=bool)
-    else:
+        return raw_mask.strip().lower(), None
+    if not isinstance(raw_mask, list | tuple):
         raise QkvcalcError("mask.unknown", value=shown(raw_mask))
+    if raw_mask and not isinstance(raw_mask[0], list | tuple):
+        raw_mask = [raw_mask]
+    _check_mask_shape(raw_mask, n, m)  # before any entry is read: a row may be 25 M long
+    rows = [_to_flags(row, "mask", f"[{i + 1}]") for i, row in enumerate(raw_mask)]
+    shape = (len(rows), len(rows[0]) if rows else 0)
+    _check(
+        len(rows) == n and all(len(r) == m for r in rows),
+        "mask.shape",
+        shape=shape_text(shape),
+        n=n,
+        m=m,
+    )
+    return "custom", np.array(rows, dtype=bool)
 
-    key_padding = None
-    if "key_padding" in doc:
-        raw_kp = doc["key_padding"]
-        if isinstance(raw_kp, list | tuple) and len(raw_kp) == 1 and isinstance(raw_kp[0], list):
-            raw_kp = raw_kp[0]
-        if isinstance(raw_kp, list | tuple):  # the length first: 25 M entries for one key
-            _check(len(raw_kp) == m, "mask.padding_length", length=len(raw_kp), m=m)
-        flags = _to_flags(raw_kp, "key_padding")
-        key_padding = np.array(flags, dtype=bool)
+
+def _read_key_padding(doc: dict[str, Any], m: int) -> np.ndarray | None:
+    if "key_padding" not in doc:
+        return None
+    raw_kp = doc["key_padding"]
+    if isinstance(raw_kp, list | tuple) and len(raw_kp) == 1 and isinstance(raw_kp[0], list):
+        raw_kp = raw_kp[0]
+    if isinstance(raw_kp, list | tuple):  # the length first: 25 M entries for one key
+        _check(len(raw_kp) == m, "mask.padding_length", length=len(raw_kp), m=m)
+    return np.array(_to_flags(raw_kp, "key_padding"), dtype=bool)
+
+
+def _build(doc: dict[str, Any], exact: bool) -> Problem:
+    """Read each group of fields in turn, each checked against what the earlier ones fixed."""
+    layout = doc.get("layout", "rows")
+    _check(layout in ("rows", "torch"), "layout.unknown", value=shown(layout))
+    meta = {k: str(doc[k]) for k in META if k in doc}
+    heads = _to_int(doc.get("heads", 1), "heads")
+    kv_heads = _to_int(doc.get("kv_heads", heads), "kv_heads")
+    _check(heads % kv_heads == 0, "heads.kv_divide", heads=heads, kv_heads=kv_heads)
+
+    direct = _input_mode(doc)
+    mats: dict[str, Matrix | None] = {}
+    w = _read_direct(doc, mats, exact) if direct else _read_projected(doc, mats, layout, exact)
+    n, m = w.n, w.m
+    d_k, d_v = _head_widths(w, heads, kv_heads)
+    _read_biases(doc, mats, w, exact)
+    _read_output_projection(doc, mats, heads * d_v, layout, exact)
+    cross = "source" in doc or direct
+    tokens, source_tokens = _read_tokens(doc, n, m, direct, cross)
+    scale = _read_scale(doc)
+    mask_kind, mask = _read_mask(doc, n, m)
+    key_padding = _read_key_padding(doc, m)
 
     variants = read_variants(
         doc,
@@ -732,8 +787,8 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         m=m,
         heads=heads,
         d_k=d_k,
-        d_model=None if direct else d_model,
-        self_attention=not cross or (bool(direct) and m == n),
+        d_model=w.d_model,
+        self_attention=not cross or (direct and m == n),
         mask_kind=mask_kind,
         exact=exact,
     )

@@ -56,15 +56,19 @@ def _rows(matrix: Matrix | None, order: np.ndarray, cols: bool = False) -> Matri
 def shuffled(p: Problem, order: Sequence[int]) -> Problem:
     """The problem with token order[i] at place i (see the module's docstring)."""
     rows = np.asarray(order, dtype=np.intp)
-    keys_move = p.projected and not p.cross  # self-attention: the keys are the same tokens
+    # Self-attention: the keys are the same tokens (X's rows, or Q, K, V of one sequence).
+    keys_move = not p.cross if p.projected else p.source_tokens == p.tokens
     cols = rows if keys_move else np.arange(p.m)
     mask = p.mask[np.ix_(rows, cols)] if p.mask is not None else None
     padding = p.key_padding[cols] if p.key_padding is not None else None
     return replace(
         p,
         tokens=tuple(p.tokens[i] for i in rows),
+        source_tokens=tuple(p.source_tokens[j] for j in cols),
         x=_rows(p.x, rows),
         q=_rows(p.q, rows),
+        k=_rows(p.k, cols),
+        v=_rows(p.v, cols),
         mask=mask,
         key_padding=padding,
         meta={},  # a shuffled preset is not the preset any more

@@ -85,6 +85,19 @@ def test_what_moves_and_what_stays():
     assert [m.key for m in note.params["reasons"]] == ["shuffle.by_rope"]
 
 
+def test_q_k_v_of_one_sequence_move_together():
+    """Q, K, V given directly for one sequence (as many keys as queries) are self-attention:
+    the keys move with the tokens, and only the rows of the output move."""
+    rng = np.random.default_rng(3)
+    doc = {name: rng.normal(size=(4, 2)).tolist() for name in ("q", "k", "v")}
+    p = Problem.from_mapping(doc)
+    trace = explain_shuffled(p, (3, 1, 0, 2))
+    assert np.allclose(trace.output, np.asarray(qkvcalc.explain(**doc).output)[[3, 1, 0, 2]])
+    assert trace.stages[-1].notes[-1].key == "note.shuffle_demo"
+    cross = Problem.from_mapping({**doc, "k": doc["k"][:3], "v": doc["v"][:3]})
+    assert shuffled(cross, (3, 1, 0, 2)).k.values.tolist() == cross.k.values.tolist()
+
+
 def test_a_shuffled_preset_is_no_longer_announced_as_the_preset():
     from qkvcalc import presets
 
