@@ -72,9 +72,24 @@ def unless_edited(doc: dict[str, Any]) -> dict[str, Any]:
     name = doc.get(key) if key is not None else None
     if not isinstance(name, str) or name not in names():
         return doc
-    if _same(_content(doc), _content(load(name))):
+    mine, bundled = _content(doc), _content(load(name))
+    if _same(mine, bundled) or _same_problem(mine, bundled):
         return doc
     return {k: v for k, v in doc.items() if k != key}
+
+
+def _same_problem(mine: dict[str, Any] | None, bundled: dict[str, Any] | None) -> bool:
+    """Whether two documents are the same problem written differently: `1.0` for `1`, a
+    default written out (`"heads": 1`, `"layout": "rows"`), as the "input" of a JSON trace
+    writes a preset. Their problems are compared number by number and option by option."""
+    if mine is None or bundled is None:
+        return False
+    from qkvcalc.problem import Problem, same_numbers
+
+    try:
+        return same_numbers(Problem.from_mapping(mine), Problem.from_mapping(bundled))
+    except QkvcalcError:
+        return False
 
 
 def _same(mine: dict[str, Any] | None, bundled: dict[str, Any] | None) -> bool:

@@ -524,6 +524,30 @@ def _check_weight_rows(w: Matrix | None, name: str, rows: int, what: str, layout
     )
 
 
+def same_numbers(a: Any, b: Any) -> bool:
+    """Whether two problems compute the same: every matrix and option equal as float64,
+    whatever was written (1 or 1.0, a default left out or written, slopes given or derived).
+    What a problem says about itself (meta, what exact mode gave up) is not compared."""
+    if isinstance(a, Matrix) and isinstance(b, Matrix):
+        return same_numbers(a.values, b.values)
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.shape == b.shape
+            and bool(np.array_equal(a, b))
+        )
+    if hasattr(a, "__dataclass_fields__") and type(a) is type(b):
+        return all(
+            same_numbers(getattr(a, name), getattr(b, name))
+            for name in a.__dataclass_fields__
+            if name not in ("meta", "exact_refused") and not name.endswith(("_exact", "_given"))
+        )
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(same_numbers(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
 class _Widths(NamedTuple):
     """What the matrices fix: n queries, m keys, X's width, and the columns of the three
     projections (W_Q, W_K, W_V, or Q, K, V given directly), with the names to blame."""

@@ -102,6 +102,24 @@ def test_a_copy_with_other_shapes_or_kinds_of_values_is_not_the_preset(tmp_path)
         assert "preset" not in json_of(str(path))["problem"], change
 
 
+def test_the_same_problem_written_differently_is_still_the_preset(tmp_path):
+    """1.0 for 1 and defaults written out: the numbers and options
+    are the preset's, so it is announced (a JSON trace's "input" writes a preset this way)."""
+    doc = json.loads(run_qkvcalc("presets", "show", "sentence").stdout)
+    same = {
+        **doc,
+        "x": [[float(v) for v in row] for row in doc["x"]],
+        "heads": 1,
+        "kv_heads": 1,
+        "layout": "rows",
+    }
+    path = tmp_path / "same.json"
+    path.write_text(json.dumps(same))
+    assert json_of(str(path))["problem"].get("preset") == "sentence"
+    path.write_text(json.dumps({**same, "x": [[1.0, 0.5], *doc["x"][1:]]}))
+    assert "preset" not in json_of(str(path))["problem"]
+
+
 def test_a_preset_changed_by_an_option_is_not_announced_either():
     assert "preset" not in json_of("--preset", "sentence", "--mask", "none")["problem"]
     assert json_of("--preset", "sentence", "--format", "json")["problem"]["preset"] == "sentence"

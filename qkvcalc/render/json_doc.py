@@ -189,6 +189,10 @@ def input_fields(p: Problem, opts: RenderOptions) -> dict[str, Any]:
         doc["source_tokens"] = list(p.source_tokens)
     doc["layout"] = "rows"
     doc.update(_variant_fields(p))
+    if p.decode is not None:
+        doc["decode"] = p.decode
+    if p.tiles is not None:
+        doc["tiles"] = p.tiles
     doc.update(p.meta)  # name, description, reference: a preset stays itself
     return doc
 
