@@ -799,6 +799,19 @@ def _alibi_table(p: Problem, slope: float) -> np.ndarray:
     return -slope * distance.astype(np.float64)
 
 
+def bias_table(p: Problem, h: int | None) -> np.ndarray:
+    """The whole run's score bias B of head h, [n, m]: ALiBi's −slope·|i − j|, a bias given,
+    or both added (what the stage score_bias holds; a decode step holds its rows of it)."""
+    v = p.variants
+    hh = (h or 1) - 1
+    table = np.zeros((p.n, p.m))
+    if v.alibi is not None:
+        table = table + _alibi_table(p, float(v.alibi[hh]))
+    if v.score_bias is not None:
+        table = table + v.score_bias[hh]
+    return table
+
+
 def _mask_notes(p: Problem) -> tuple[Msg, ...]:
     """What the mask is: the convention of 1/true, how a causal mask compares positions
     (aligned top-left or bottom-right), and a sliding window's width."""

@@ -343,3 +343,38 @@ def test_cli_writes_the_script_for_a_py_output(cli, tmp_path):
     assert result.stdout == text
     doc = json.loads(cli("explain", "--preset", "multihead", "--format", "json").stdout)
     check(run_script(text, tmp_path), np.array(doc["output"]), mha=True)
+
+
+# ---- decoding with a KV cache: the script decodes too ------------------------------------------
+
+DECODE_CASES = {
+    "the decode preset": presets.load("decode"),
+    "grouped-query, prefill 1": {**presets.load("gqa"), "decode": 1},
+    "LLaMA: RoPE, GQA, W_O, every token a step": {**presets.load("llama"), "decode": 0},
+    "a window, prefill 2": {**presets.load("window"), "decode": 2},
+    "ALiBi, prefill 1": {**presets.load("alibi"), "decode": 1},
+    "key padding, prefill 1": {**presets.load("padding"), "decode": 1},
+}
+
+
+@pytest.mark.parametrize("doc", DECODE_CASES.values(), ids=list(DECODE_CASES))
+def test_a_decode_run_is_decoded_in_torch_with_a_growing_cache(doc, tmp_path):
+    """The script appends each step's key and value to a cache and attends one query to it with
+    SDPA; the stacked rows agree with qkvcalc (the script exits 1 otherwise)."""
+    text, expected = script_of(doc)
+    stdout = run_script(text, tmp_path)
+    assert "max |KV-cache decoding - qkvcalc| =" in stdout
+    check(stdout, expected, mha=PRESET_MHA.get(doc["name"], True) and "rope" not in doc)
+
+
+def test_the_classic_cache_bug_is_caught(tmp_path):
+    """A step's one query against t cached keys with is_causal=True is aligned top-left: it sees
+    key 1 only. The script's check catches exactly that."""
+    text, _ = script_of(presets.load("decode"))
+    assert "attn_mask=allowed[rows, :end]" in text
+    path = tmp_path / "bug.py"
+    path.write_text(text.replace("attn_mask=allowed[rows, :end]", "is_causal=True"))
+    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout
+    assert "MISMATCH: max |KV-cache decoding - qkvcalc|" in proc.stderr
+    assert "MISMATCH: max |SDPA" not in proc.stderr

@@ -257,6 +257,9 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     add(f'differences["{check}"] = (output - expected).abs().max().item()')
     add(f'print("max |{check} - qkvcalc| =", differences["{check}"])')
 
+    if p.decode is not None and v.softcap is None:
+        lines.extend(_decoded(trace, sdpa_args))
+
     # ---- nn.MultiheadAttention ------------------------------------------------------------
     add("")
     obstacles = _mha_obstacles(trace) + _variant_obstacles(trace)
@@ -277,6 +280,47 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     add("    sys.exit(1)")
     add('print("OK: PyTorch agrees with qkvcalc to", tolerance)')
     return "\n".join(lines) + "\n"
+
+
+def _decoded(trace: Trace, sdpa_args: list[str]) -> list[str]:
+    """The run again as decoding with a KV cache, as the decode stages do it: the prefill's
+    queries at once, then one query per step against the cache of every key so far (keys and
+    values appended, never recomputed), with the mask's and bias's rows and columns of that
+    step; the steps' rows stacked must equal qkvcalc's output."""
+    p = trace.problem
+    prefill = p.decode or 0
+    q, k, v = sdpa_args[:3]
+    biased = any(a.startswith("attn_mask=B") for a in sdpa_args)
+    mask = "B[:, rows, :end].unsqueeze(0)" if biased else "allowed[rows, :end]"
+    out = [
+        "",
+        "# Decoding with a KV cache, as qkvcalc's decode stages: the prefill's queries at once,",
+        "# then one query per step; its key and value are appended to the cache, and it attends",
+        "# to every cached key (the mask's rows of this step: aligned bottom-right).",
+        f"P = {prefill}  # the prefill's length",
+        "k_cache, v_cache = k[:, :, :0], v[:, :, :0]",
+        "decoded = []",
+        "for rows in ([slice(0, P)] if P else []) + [slice(t, t + 1) for t in range(P, n)]:",
+        "    end = rows.stop  # keys 1..end are cached once this step's are appended",
+        "    k_cache = torch.cat([k_cache, k[:, :, rows]], dim=2)  # [1, G, end, d_k]",
+        "    v_cache = torch.cat([v_cache, v[:, :, rows]], dim=2)  # [1, G, end, d_v]",
+        "    decoded.append(",
+        "        F.scaled_dot_product_attention(",
+        f"            ({q})[:, :, rows],",
+        f"            {k.replace('k.', 'k_cache.') if k != 'k' else 'k_cache'},",
+        f"            {v.replace('v.', 'v_cache.') if v != 'v' else 'v_cache'},",
+        f"            attn_mask={mask},",
+        "        )",
+        "    )",
+        "decoded = torch.cat(decoded, dim=2)[0].transpose(0, 1).reshape(n, H * d_v)",
+    ]
+    if p.wo is not None:
+        out.append(_linear("decoded", "decoded", "W_O", p.bo is not None, p.layout == "torch"))
+    out += [
+        'differences["KV-cache decoding"] = (decoded - expected).abs().max().item()',
+        'print("max |KV-cache decoding - qkvcalc| =", differences["KV-cache decoding"])',
+    ]
+    return out
 
 
 def _variant_obstacles(trace: Trace) -> list[str]:
@@ -363,9 +407,11 @@ def _score_bias(trace: Trace, sdpa_args: list[str], masked: bool) -> tuple[list[
 
 def _biases(trace: Trace) -> np.ndarray:
     """Each head's score bias as the trace recorded it: [H, n, m]."""
+    from qkvcalc.plan import bias_table
+
     p = trace.problem
     heads = range(1, p.heads + 1) if p.multihead else [None]
-    return np.stack([trace.stage("score_bias", h).value for h in heads])
+    return np.stack([bias_table(p, h) for h in heads])
 
 
 def _softcapped(trace: Trace, sdpa_args: list[str], masked: bool) -> list[str]:
