@@ -27,6 +27,7 @@ COMMANDS = [
     ["presets", "show"],
     ["quiz"],
     ["new"],
+    ["extract"],
 ]
 HELP_ENV = {"COLUMNS": "100", "LANG": "C.UTF-8", "LC_ALL": "", "QKVCALC_LANG": "", "NO_COLOR": "1"}
 
@@ -144,6 +145,56 @@ def test_every_option_of_every_command_is_in_cli_md(command):
         assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", block), (command, option)
         if option not in ("--help", "-f", "-o"):
             assert f"`{option}" in prose, f"{option} of {command} is not described in docs/cli.md"
+
+
+def listed_commands(help_text: str) -> list[str]:
+    """The command names a group's `--help` lists under "Commands:" (a description that wraps
+    continues further indented, so only two-space lines start a name)."""
+    if "\nCommands:\n" not in help_text:
+        return []
+    section = help_text.split("\nCommands:\n", 1)[1]
+    names = []
+    for line in section.splitlines():
+        if line and not line.startswith(" "):
+            break  # the next section
+        found = re.match(r" {2}(\S+)", line)
+        if found:
+            names.append(found.group(1))
+    return names
+
+
+GROUPS = [command for command in COMMANDS if any(c[:-1] == command for c in COMMANDS if c)]
+
+
+@pytest.mark.parametrize("group", GROUPS, ids=lambda c: " ".join(c) or "qkvcalc")
+def test_cli_md_covers_every_command_the_help_lists(group):
+    """A new command (or subcommand) cannot be left out of COMMANDS, and so of docs/cli.md:
+    the commands the real `--help` lists, and those the typer app holds, are COMMANDS'."""
+    import typer.main
+
+    from qkvcalc.cli import app
+
+    documented = sorted(c[-1] for c in COMMANDS if c[:-1] == group and c)
+    assert sorted(listed_commands(real_help(group))) == documented, group
+    cmd = typer.main.get_command(app)
+    for name in group:
+        cmd = cmd.commands[name]  # type: ignore[attr-defined]
+    assert sorted(cmd.commands) == documented, group  # type: ignore[attr-defined]
+
+
+def test_every_group_of_the_app_is_in_commands():
+    """A command that grows subcommands (as presets has) becomes a group to check above."""
+    import typer.main
+
+    from qkvcalc.cli import app
+
+    def groups(cmd, path):  # type: ignore[no-untyped-def]
+        if hasattr(cmd, "commands"):
+            yield path
+            for name, sub in cmd.commands.items():
+                yield from groups(sub, [*path, name])
+
+    assert sorted(groups(typer.main.get_command(app), [])) == sorted(GROUPS)
 
 
 def write_cli_help() -> None:
