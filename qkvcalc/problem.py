@@ -307,6 +307,15 @@ class Problem:
 
     # ---- derived sizes -------------------------------------------------------------------
     @property
+    def preset(self) -> str | None:
+        """The bundled preset this problem is (its `name`, when that names one), else None: a
+        name of one's own, such as an extracted layer's, is not a preset's."""
+        from qkvcalc import presets
+
+        name = self.meta.get("name")
+        return name if name is not None and name in presets.names() else None
+
+    @property
     def projected(self) -> bool:
         return self.q is None
 

@@ -120,6 +120,21 @@ def test_the_same_problem_written_differently_is_still_the_preset(tmp_path):
     assert "preset" not in json_of(str(path))["problem"]
 
 
+def test_a_name_of_ones_own_is_shown_but_not_as_a_preset(tmp_path):
+    """An extracted layer or a file of one's own names itself: shown above the stages and as
+    problem.name, never as 'preset …'."""
+    doc = {**json.loads(run_qkvcalc("presets", "show", "doc").stdout), "name": "tiny-llama L1"}
+    doc["description"] = "layer 1 of a tiny model"
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(doc))
+    problem = json_of(str(path))["problem"]
+    assert problem.get("name") == "tiny-llama L1" and "preset" not in problem
+    shown = run_qkvcalc("explain", str(path)).stdout
+    assert "tiny-llama L1: layer 1 of a tiny model" in shown and "preset tiny" not in shown
+    torch = run_qkvcalc("explain", str(path), "-f", "torch").stdout
+    assert "(tiny-llama L1)" in torch and "(preset" not in torch
+
+
 def test_a_preset_changed_by_an_option_is_not_announced_either():
     assert "preset" not in json_of("--preset", "sentence", "--mask", "none")["problem"]
     assert json_of("--preset", "sentence", "--format", "json")["problem"]["preset"] == "sentence"

@@ -147,8 +147,10 @@ def problem_json(p: Problem) -> dict[str, Any]:
         problem["decode"] = p.decode
     if p.tiles is not None:
         problem["tiles"] = p.tiles
-    if "name" in p.meta:
-        problem["preset"] = p.meta["name"]
+    if p.preset is not None:
+        problem["preset"] = p.preset
+    elif "name" in p.meta:
+        problem["name"] = p.meta["name"]
     return problem
 
 

@@ -140,9 +140,9 @@ def summary(trace: Trace, lang: str) -> list[str]:
     if "name" in p.meta:
         written = p.meta.get("description", "")
         description = safe(preset_description(p.meta["name"], written, lang), 200)
-        lines.append(
-            translate("ui.preset", lang, name=safe(p.meta["name"]), description=description)
-        )
+        key = "ui.preset" if p.preset is not None else "ui.named"
+        key += "" if description else "_bare"
+        lines.append(translate(key, lang, name=safe(p.meta["name"]), description=description))
         if p.meta.get("reference"):
             said = preset_reference(p.meta["name"], p.meta["reference"], lang)
             lines.append(translate("ui.preset_reference", lang, reference=safe(said, 2000)))

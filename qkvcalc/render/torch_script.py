@@ -96,7 +96,8 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     n, m, d_k, d_v = p.n, p.m, p.d_k, p.d_v
     lines: list[str] = []
     add = lines.append
-    title = f" (preset {safe(p.meta['name'], 60)})" if "name" in p.meta else ""
+    title = f" ({safe(p.meta['name'], 60)})" if "name" in p.meta else ""
+    title = f" (preset {p.preset})" if p.preset is not None else title
     add(f"# qkvcalc --format torch{title}: the same attention in PyTorch, float64.")
     add("# Run it with: python this_script.py   (needs torch >= 2.0, as qkvcalc[torch])")
     add("# It exits 1, printing the difference, if PyTorch and qkvcalc disagree beyond 1e-9.")
