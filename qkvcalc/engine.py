@@ -96,8 +96,8 @@ class _Run:
         if op.overflow(spec.params):
             _check_finite(value, spec)
         details: dict[str, Any] = op.details(operands) if op.details else {}
-        if "row_sum" in details:
-            self.warn_dead_rows(spec, details["row_sum"])
+        if op.divisor is not None:
+            self.warn_dead_rows(spec, op.divisor(operands))
         data: Data = self.recipe(spec) if spec.lazy and op.rowwise else value
         self.data[spec.ref] = data
         self.values[spec.ref] = value

@@ -203,6 +203,8 @@ class Op:
     `exact_stops`: an op that leaves the rationals: the note that says why exactness ends.
     `details`: what the arithmetic shows beside each row, from the operands (the maximum the
     scores were shifted by, the sum the exponentials are divided by).
+    `divisor`: what each row is divided by to make weights (a softmax's sum of exponentials,
+    the tiles' running sum): 0 where every key of the row is masked, which the engine warns of.
     """
 
     name: str
@@ -217,6 +219,7 @@ class Op:
     given: bool = False  # the numbers are the problem's own: nothing to work out or to ask
     heat: bool = False  # a table of weights, shaded by size where colour is on
     in_words: bool = False  # shown as sentences (one per row) instead of a table
+    divisor: Callable[[Sequence[np.ndarray]], np.ndarray] | None = None
 
 
 def _input(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
@@ -574,6 +577,7 @@ OPS: dict[str, Op] = {
             rowwise=True,
             overflow=lambda p: False,
             details=lambda ops: {"row_sum": ops[0].sum(axis=1)},
+            divisor=lambda ops: ops[0].sum(axis=1),
             heat=True,
         ),
         Op("concat", _concat, _concat_feeds),
@@ -611,6 +615,12 @@ OPS: dict[str, Op] = {
         Op("block_exp", _block_exp, _block_exp_feeds, rowwise=True, overflow=lambda p: False),
         Op("running_sum", _running_sum, _running_sum_feeds, overflow=lambda p: False),
         Op("acc", _acc, _acc_feeds),
-        Op("divide", _divide, _divide_feeds, overflow=lambda p: False),
+        Op(
+            "divide",
+            _divide,
+            _divide_feeds,
+            overflow=lambda p: False,
+            divisor=lambda ops: ops[1][:, 0],  # ℓ: 0 where every key is masked
+        ),
     )
 }

@@ -245,6 +245,9 @@ def test_tiles_with_a_query_whose_keys_are_all_masked_gives_zero():
     trace = run(Problem.from_mapping({**doc, "tiles": 2}))
     np.testing.assert_allclose(trace.output, _plain(doc, doc["mask"]), atol=TOL, rtol=0)
     assert trace.stage("output").value[0].tolist() == [0.0, 0.0]
+    plain = run(Problem.from_mapping(doc))
+    assert [w.key for w in trace.warnings] == [w.key for w in plain.warnings]  # said, as plainly
+    assert trace.warnings[0].params["rows"] == "t1"
 
 
 def test_the_correction_is_below_one_exactly_where_the_maximum_grew():
