@@ -164,6 +164,8 @@ def plan(p: Problem) -> tuple[Spec, ...]:
 
         pe = p.variants.pe is not None
         x_ref: Ref = ("x_pe", None) if pe else ("x", None)
+        if p.multihead:  # which columns each head reads, once for every step
+            specs.append(_split(p))
         specs += decode_plan(p, x_ref, "(X + PE)" if pe else "X")
         return tuple(specs)
     allowed = allowed_keys(p)
