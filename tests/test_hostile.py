@@ -711,8 +711,9 @@ def test_a_whole_number_in_new_that_int_refuses_is_asked_again(typed):
     str.isdigit but not to int, and 5,000 digits are past int()'s limit; both are asked again."""
     import io
 
-    from qkvcalc.quiz.new import Entry
     from rich.console import Console
+
+    from qkvcalc.quiz.new import Entry
 
     screen = io.StringIO()
     answers = iter([typed, "2"])
