@@ -186,6 +186,8 @@ MESSAGES: dict[str, str] = {
     "ui.mask_custom": "0/1 matrix",
     "ui.mask_padding": "{mask} + key_padding",
     "ui.preset_reference": "Where the numbers come from: {reference}",
+    "ui.worksheet": "Worksheet: the inputs are filled in; work out every blank cell. The answer "
+    "key is the same command without --worksheet.",
     "ui.preset": "preset {name}: {description}",
     "ui.presets_title": "Presets",
     "ui.presets_name": "name",
@@ -478,6 +480,9 @@ MESSAGES: dict[str, str] = {
     "does not combine with --format {format}: leave out one of them",
     "step.with_output": "--step shows the stages in the terminal, so it does not combine with "
     "--output: leave out --step to write the file",
+    "explain.worksheet_format": "--worksheet leaves the computed numbers blank for a student to "
+    "write in, so it goes with the formats people read (table, txt, markdown, html, latex, svg), "
+    "not --format {format}. A blank answer sheet in JSON: qkvcalc quiz --template",
     # ---- quiz and new (issue 5) ---------------------------------------------------------
     "quiz.intro": "Work each stage out by hand and type one cell at a time: 7, -0.5, 7/sqrt(2), "
     "4.95 or 4,95 are all fine. An answer is right when it agrees to {precision} decimals. "
@@ -727,6 +732,8 @@ MESSAGES: dict[str, str] = {
     "help.explain.detail": "full: each cell's arithmetic where it fits; brief: tables only.",
     "help.explain.precision": "Decimals shown.",
     "help.explain.exact": "Show exact fractions where the numbers stay rational.",
+    "help.explain.worksheet": "A worksheet: the inputs filled in, every computed cell blank (no "
+    "arithmetic, no notes that tell a result). The answer key is the same command without it.",
     "help.explain.max_bytes": "Refuse inputs larger than this.",
     "help.explain.max_elements": "Refuse problems whose inputs and stages hold more numbers "
     "than this.",

@@ -192,6 +192,8 @@ MESSAGES: dict[str, str] = {
     "ui.mask_custom": "직접 준 0/1 행렬",
     "ui.mask_padding": "{mask} + 패딩 마스크(key_padding)",
     "ui.preset_reference": "숫자의 출처: {reference}",
+    "ui.worksheet": "워크시트: 입력은 채워져 있습니다. 빈칸을 모두 계산해 채우세요. 답은 같은 "
+    "명령을 --worksheet 없이 실행하면 나옵니다.",
     "ui.preset": "프리셋 {name}: {description}",
     "ui.presets_title": "프리셋",
     "ui.presets_name": "이름",
@@ -482,6 +484,9 @@ MESSAGES: dict[str, str] = {
     "옵션과 함께 쓸 수 없습니다. 둘 중 하나를 빼 주세요",
     "step.with_output": "--step은 단계를 터미널에 보여 주므로 --output과 함께 쓸 수 없습니다. "
     "파일로 저장하려면 --step을 빼 주세요",
+    "explain.worksheet_format": "--worksheet은 학생이 써 넣도록 계산된 수를 비워 두므로 사람이 "
+    "읽는 형식(table, txt, markdown, html, latex, svg)과 함께 씁니다. --format {format}과는 "
+    "함께 쓸 수 없습니다. JSON으로 된 빈 답안지: qkvcalc quiz --template",
     # ---- quiz and new (issue 5) ---------------------------------------------------------
     "quiz.intro": "단계마다 손으로 계산해 한 칸씩 입력하세요. 7, -0.5, 7/sqrt(2), 4.95, 4,95처럼 "
     "써도 됩니다. 소수 {precision}자리까지 맞으면 정답입니다. ?: 힌트, Enter나 skip: 건너뛰기, "
@@ -733,6 +738,8 @@ MESSAGES: dict[str, str] = {
     "help.explain.detail": "full: 자리가 허락하는 곳마다 칸별 계산 과정까지; brief: 표만.",
     "help.explain.precision": "표시할 소수 자릿수.",
     "help.explain.exact": "수가 유리수로 남는 곳에서는 정확한 분수로 보여 줍니다.",
+    "help.explain.worksheet": "워크시트: 입력은 채우고 계산할 칸은 모두 비워 둡니다(계산 과정도, "
+    "결과를 알려 주는 설명도 없습니다). 답은 이 옵션 없이 같은 명령을 실행하면 나옵니다.",
     "help.explain.max_bytes": "이보다 큰 입력(바이트)은 거부합니다.",
     "help.explain.max_elements": "입력과 단계들에 담길 숫자가 이보다 많은 문제는 거부합니다.",
     "help.explain.stages": "이 단계들만 id로 골라 보여 줍니다: weights,output "

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style
-from qkvcalc.render.document import StageView, TableView, stage_view, table_view
+from qkvcalc.render.document import StageView, TableView, final_view, stage_view
 from qkvcalc.render.text import pick, safe, summary
 from qkvcalc.trace import Stage, Trace
 
@@ -241,6 +241,10 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     if view.table is None:  # sentences, as in the terminal: which columns each head reads
         lines.append(_itemize(tex_escape(line) for line in view.words))
     else:
+        for given in view.givens:  # a worksheet's weights, when A·B = C is not written out
+            lines.append(
+                "\\[\n" + tex_formula(given.name) + " = " + bmatrix(given, style) + "\n\\]"
+            )
         lines.append(_equation(view, style))
     rows = _t(opts, "export.rows", labels=_labels(stage.rows, opts.max_rows))
     cols = _t(opts, "export.cols", labels=_labels(stage.cols, MAX_COLS))
@@ -290,12 +294,10 @@ def _preamble(korean: bool, title: str) -> str:
 
 def render_latex(trace: Trace, opts: RenderOptions) -> str:
     """The whole derivation as a standalone LaTeX document."""
-    head = [tex_escape(line) for line in summary(trace, opts.lang)]
+    head = [tex_escape(line) for line in summary(trace, opts.lang, opts.worksheet)]
     total = len(trace.stages)
     body = [render_stage(stage, k, total, trace, opts) for k, stage in enumerate(trace.stages, 1)]
-    final = trace.stage("output")
-    final_view = table_view(final.value, "", final.rows, final.cols, opts, MAX_COLS)
-    result = bmatrix(final_view, Style.of(opts, latex=True))
+    result = bmatrix(final_view(trace, opts, MAX_COLS), Style.of(opts, latex=True))
     ending = [rf"\section*{{{_t(opts, 'ui.output_final')}}}"]
     for warning in trace.warnings:
         ending.append(

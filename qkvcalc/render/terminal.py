@@ -23,6 +23,7 @@ from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style, exact_text, split_rows, stage_extras
 from qkvcalc.render.text import display_width, fmt, pick, place, safe, shown_rows, summary
+from qkvcalc.render.worksheet import given, operand_kinds
 from qkvcalc.trace import Stage, Trace
 
 GAP = "   "  # between two columns of a matrix table
@@ -195,9 +196,10 @@ def matrix_lines(
     heat: bool = False,
     hidden: list[tuple[int, int]] | None = None,
     exact: Sequence[Sequence[Any]] | None = None,
+    blank: bool = False,
 ) -> list[Text]:
     """A labelled table of a matrix, line by line; a big one shows its corners and elides its
-    middle.
+    middle. `blank` (a worksheet's computed stage): every cell a line to write on.
 
     Laid out here as lines of text (a header, a rule, one line per row) rather than as a rich
     Table: only the cells shown are formatted and measured, and of a Stage only the rows shown
@@ -214,6 +216,8 @@ def matrix_lines(
     )
 
     def cell(i: int, j: int) -> tuple[str, str]:
+        if blank:
+            return Style.of(opts).blank, "dim"
         v = float(shown[i][j])
         if v == -math.inf:
             return "−∞", "dim"
@@ -223,6 +227,8 @@ def matrix_lines(
 
     # A first guess of how many columns fit, from a sample of labels; corrected below.
     guess = max(opts.precision + 3, max((display_width(safe(c)) for c in cols[:50]), default=1))
+    if blank:
+        guess = max(guess, len(Style.of(opts).blank))
     if exact is not None:  # fractions and surds are wider than decimals
         sample = [
             exact_text(c, opts.precision) for r in exact[:20] for c in r[:20] if c is not None
@@ -287,9 +293,10 @@ def beside(blocks: Sequence[list[Text]]) -> list[Text]:
     return out
 
 
-def _operand_view(stage: Stage, opts: RenderOptions) -> list[Text] | None:
-    """A · B = C side by side, when all three fit across the screen."""
-    if not stage.is_product:
+def _operand_view(stage: Stage, kinds: list[str], opts: RenderOptions) -> list[Text] | None:
+    """A · B = C side by side, when all three fit across the screen. On a worksheet a computed
+    operand is blank, and Q·Kᵀ, whose operands are both computed, is its table alone."""
+    if not stage.is_product or kinds == ["computed", "computed"]:
         return None
     n, inner, cols = (
         len(stage.rows),
@@ -303,17 +310,20 @@ def _operand_view(stage: Stage, opts: RenderOptions) -> list[Text] | None:
     ea, eb = stage.operands_exact if opts.exact and len(stage.operands_exact) == 2 else (None, None)
     e_bias = (stage.bias_exact,) if opts.exact and stage.bias_exact is not None else None
     e_value = stage.exact if opts.exact else None
+    blank_a, blank_b = (kind == "computed" for kind in kinds)
     parts = [
-        matrix_lines(a, stage.names[0], stage.rows, stage.inner, opts, exact=ea),
+        matrix_lines(a, stage.names[0], stage.rows, stage.inner, opts, exact=ea, blank=blank_a),
         [Text(), Text("·")],
-        matrix_lines(b, stage.names[1], stage.inner, stage.cols, opts, exact=eb),
+        matrix_lines(b, stage.names[1], stage.inner, stage.cols, opts, exact=eb, blank=blank_b),
     ]
     if stage.bias is not None:
         parts += [
             [Text(), Text("+")],
             matrix_lines(stage.bias[None, :], "b", ("",), stage.cols, opts, exact=e_bias),
         ]
-    result = matrix_lines(stage.value, stage.name, stage.rows, stage.cols, opts, exact=e_value)
+    result = matrix_lines(
+        stage.value, stage.name, stage.rows, stage.cols, opts, exact=e_value, blank=opts.worksheet
+    )
     view = beside([*parts, [Text(), Text("=")], result])
     if _width(view) <= opts.width - 2:
         return view
@@ -322,6 +332,29 @@ def _operand_view(stage: Stage, opts: RenderOptions) -> list[Text] | None:
     if max(_width(top), _width(bottom)) <= opts.width - 2:
         return [*top, Text(), *bottom]
     return None
+
+
+def _given_weights(block: Block, stage: Stage, kinds: list[str], opts: RenderOptions) -> None:
+    """A worksheet's weights a product reads, when A · B = C is not shown: each its own table
+    (W_O after the heads; W_Q when X·W_Q is too wide). X has its own stage."""
+    a, b = stage.operands
+    ea, eb = stage.operands_exact if opts.exact and len(stage.operands_exact) == 2 else (None, None)
+    e_bias = (stage.bias_exact,) if opts.exact and stage.bias_exact is not None else None
+    width = opts.width - 2
+    shown = []
+    if kinds[0] == "const":
+        shown.append(
+            matrix_lines(a, stage.names[0], stage.rows, stage.inner, opts, width=width, exact=ea)
+        )
+    if kinds[1] == "const":
+        shown.append(
+            matrix_lines(b, stage.names[1], stage.inner, stage.cols, opts, width=width, exact=eb)
+        )
+    if shown and stage.bias is not None:
+        bias = stage.bias[None, :]
+        shown.append(matrix_lines(bias, "b", ("",), stage.cols, opts, width=width, exact=e_bias))
+    for lines in shown:
+        block.cut(lines, indent=2).blank()
 
 
 def _width(lines: list[Text]) -> int:
@@ -344,7 +377,12 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
         for row in split_rows(stage):
             block.para(row.text(lang), indent=2)
     else:
-        view = _operand_view(stage, opts)
+        kinds = ["const", "const"]
+        if opts.worksheet and stage.is_product:
+            kinds = operand_kinds(stage, trace)
+        view = _operand_view(stage, kinds, opts)
+        if view is None and opts.worksheet and stage.is_product:
+            _given_weights(block, stage, kinds, opts)  # every input on the page
         if view is None:
             view = matrix_lines(
                 stage,
@@ -356,6 +394,7 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
                 heat=stage.heat,
                 hidden=hidden,
                 exact=stage.exact if opts.exact else None,
+                blank=opts.worksheet and not given(stage),
             )
         block.cut(view, indent=2)
     extras = stage_extras(stage, trace, hidden[0] if hidden else (0, 0), Style.of(opts), opts)
@@ -398,7 +437,7 @@ def _head_rule(head: int, trace: Trace, opts: RenderOptions) -> Block:
 
 
 def header(trace: Trace, opts: RenderOptions) -> Block:
-    problem, *preset = summary(trace, opts.lang)
+    problem, *preset = summary(trace, opts.lang, opts.worksheet)
     block = Block().para(Text("qkvcalc — softmax(Q·Kᵀ/√d_k + M)·V", style="bold")).para(problem)
     for line in preset:
         block.para(Text(line, style="dim"))
@@ -412,7 +451,9 @@ def footer(trace: Trace, opts: RenderOptions) -> Block:
         block.para(Text(text, style="bold yellow"))
     final = trace.stage("output")
     output = _t(opts.lang, "ui.output_final")
-    return block.cut(matrix_lines(final.value, output, final.rows, final.cols, opts))
+    return block.cut(
+        matrix_lines(final.value, output, final.rows, final.cols, opts, blank=opts.worksheet)
+    )
 
 
 def render_trace(trace: Trace, opts: RenderOptions | None = None) -> RenderableType:
