@@ -26,6 +26,15 @@ MESSAGES: dict[str, str] = {
     "it, in proportion to that query's weight: attention blends, it does not pick one. The "
     "scores only say how much each token matters; V carries what is actually mixed into the "
     "output.",
+    "stage.q_given.title": "Queries Q (given)",
+    "stage.q_given.why": "Q is given directly, so there is no projection to compute: each row is "
+    "one token's query, what it is looking for, as the numbers typed in.",
+    "stage.k_given.title": "Keys K (given)",
+    "stage.k_given.why": "K is given directly, so there is no projection to compute: each row is "
+    "one token's key, what it offers to be matched against.",
+    "stage.v_given.title": "Values V (given)",
+    "stage.v_given.why": "V is given directly, so there is no projection to compute: each row is "
+    "the content one token passes on to the queries that attend to it.",
     "stage.kt.title": "Transpose of K",
     "stage.kt.why": "Q is n×d_k and K is m×d_k. Turning K on its side (m×d_k into d_k×m) makes "
     "the inner dimensions meet, so one matrix product compares every query with every key.",
@@ -519,6 +528,9 @@ MESSAGES: dict[str, str] = {
     '"scores", "2/scores" for head 2) to matrices, not a {kind}',
     "quiz.sheet_key": "unknown stage {key!r}; this problem's stages are: {known}",
     "quiz.sheet_key_suggest": "unknown stage {key!r}: did you mean {suggestion!r}?",
+    "quiz.sheet_key_head": "unknown stage {key!r}: this problem has {heads} heads, and each "
+    "head's stages are keyed by its number: did you mean {suggestion!r} (head 1; {last!r} for "
+    "head {heads})?",
     "quiz.sheet_not_matrix": "{key} must be a matrix (a list of rows of numbers), not {value}",
     "quiz.sheet_shape": "{key} is {shape}, but that stage is {rule} = {expected} in this problem",
     "quiz.stage_head": "--stages {name}: the head before the slash is a whole number, as in "

@@ -36,6 +36,15 @@ MESSAGES: dict[str, str] = {
     "stage.v.why": "Value는 토큰이 자기에게 주목하는 모든 Query에게, 그 Query의 가중치만큼 "
     "건네주는 내용입니다. 어텐션은 하나를 골라내지 않고 섞습니다. 어텐션 스코어는 각 토큰이 "
     "얼마나 중요한지만 알려 줄 뿐이고, 출력에 실제로 섞이는 것은 V입니다.",
+    "stage.q_given.title": "Query Q (주어진 값)",
+    "stage.q_given.why": "Q를 직접 주었으므로 계산할 선형 투영이 없습니다. 각 행은 한 토큰의 "
+    "Query, 곧 그 토큰이 찾는 것이며, 입력한 수 그대로입니다.",
+    "stage.k_given.title": "Key K (주어진 값)",
+    "stage.k_given.why": "K를 직접 주었으므로 계산할 선형 투영이 없습니다. 각 행은 한 토큰의 "
+    "Key, 곧 Query와 맞춰 볼 수 있도록 그 토큰이 내놓는 것입니다.",
+    "stage.v_given.title": "Value V (주어진 값)",
+    "stage.v_given.why": "V를 직접 주었으므로 계산할 선형 투영이 없습니다. 각 행은 한 토큰이 "
+    "자기에게 주목하는 Query들에게 건네주는 내용입니다.",
     "stage.kt.title": "K의 전치",
     "stage.kt.why": "Q는 n×d_k, K는 m×d_k입니다. K를 전치하면(m×d_k가 d_k×m이 됩니다) 안쪽 "
     "차원이 맞아서, 행렬곱 한 번으로 모든 Query를 모든 Key와 비교할 수 있습니다.",
@@ -523,6 +532,8 @@ MESSAGES: dict[str, str] = {
     "적은 JSON 객체여야 합니다. 받은 값의 종류: {kind}",
     "quiz.sheet_key": "알 수 없는 단계 {key!r}. 이 문제의 단계: {known}",
     "quiz.sheet_key_suggest": "알 수 없는 단계 {key!r}: 혹시 {suggestion!r}인가요?",
+    "quiz.sheet_key_head": "알 수 없는 단계 {key!r}: 이 문제는 헤드가 {heads}개이고, 헤드마다 "
+    "단계 앞에 헤드 번호를 붙입니다. 혹시 {suggestion!r}(헤드 1, 헤드 {heads}는 {last!r})인가요?",
     "quiz.sheet_not_matrix": "{key}: 행렬(숫자 행들의 리스트)이어야 합니다. 받은 값: {value}",
     "quiz.sheet_shape": "{key}의 모양은 {shape}인데, 이 문제에서 그 단계는 {rule} = "
     "{expected}입니다",
