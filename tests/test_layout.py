@@ -32,3 +32,56 @@ def test_a_head_stage_keyed_without_its_head_suggests_head_one(tmp_path):
     assert "did you mean '1/scores'" in result.stderr
     korean = run_qkvcalc("quiz", "--preset", "multihead", "--answers", str(sheet), "--lang", "ko")
     assert korean.returncode == 2 and "'1/scores'" in korean.stderr and "헤드" in korean.stderr
+
+
+def _run(*args: str, columns: int, input: str | None = None) -> str:
+    result = run_qkvcalc("explain", *args, input=input, env={"COLUMNS": str(columns)})
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_titles_wrap_between_their_parts_instead_of_being_cut():
+    from qkvcalc.render.text import display_width
+
+    for preset in ("sentence", "multihead", "llama", "decode"):
+        text = _run("--preset", preset, columns=80)
+        lines = text.splitlines()
+        rules = [k for k, line in enumerate(lines) if line.endswith("─") and "/" in line[:6]]
+        assert rules, preset
+        for line in lines:
+            assert display_width(line) <= 80, line
+            if "──" in line:
+                assert "… ─" not in line and "·… " not in line, line  # never cut mid-formula
+        # the softmax's formula is whole, on the line of its rule
+        formula = "A = softmax(Q·K_cacheᵀ" if preset == "decode" else "A = softmax(Q·Kᵀ / √d_k"
+        assert any(line.startswith(formula) and line.endswith("─") for line in lines), preset
+
+
+def test_a_wide_score_table_uses_the_width_it_has():
+    import random
+
+    r = random.Random(1)
+
+    def matrix(rows: int) -> list[list[int]]:
+        return [[r.randint(-3, 3) for _ in range(4)] for _ in range(rows)]
+
+    doc = {"x": matrix(12), "wq": matrix(4), "wk": matrix(4), "wv": matrix(4)}
+    text = _run("-", "--stages", "scores", columns=80, input=json.dumps(doc))
+    header = next(line for line in text.splitlines() if line.lstrip().startswith("Q·Kᵀ "))
+    shown = [w for w in header.split() if w.startswith("t")]
+    assert len(shown) >= 10, header  # it showed 6, leaving a third of the line empty
+    assert len(header) <= 80
+    table = [line for line in text.splitlines() if line.startswith("  t1 ")]
+    assert table and 80 - len(table[0]) < 8  # one more column would not have fitted
+
+
+def test_prose_keeps_a_readable_measure_on_a_wide_terminal():
+    text = _run("--preset", "sentence", columns=200)
+    lines = text.splitlines()
+    prose = [line for line in lines if line.startswith("  ") and not line.startswith("    ")]
+    prose = [line for line in prose if line.strip() and line.strip()[0].isalpha()]
+    assert max(len(line) for line in prose) <= 100
+    assert max(len(line) for line in lines if line.endswith("─")) == 200  # rules span it all
+    # the arithmetic is not prose: a long line of it stays whole
+    wide = _run("--preset", "dk64", "--stages", "output", columns=200)
+    assert max(len(line) for line in wide.splitlines()) > 100

@@ -28,6 +28,8 @@ from qkvcalc.trace import Stage, Trace
 
 GAP = "   "  # between two columns of a matrix table
 NARROW = 8  # below this width, indents and bullets alone can pass the edge
+MEASURE = 100  # prose wraps at most this wide, however wide the terminal: tables use it all
+TITLE_PARTS = "  ·  "  # between a stage title's parts (title, formula, shape): where it wraps
 
 
 class _Item(NamedTuple):
@@ -35,6 +37,7 @@ class _Item(NamedTuple):
     text: Text
     indent: int = 0
     mark: Text | None = None  # para: its bullet; rule: the character it is drawn with, styled
+    prose: bool = True  # para: wrapped at MEASURE at most (False: arithmetic, at the width)
 
 
 class Block:
@@ -49,11 +52,13 @@ class Block:
     def __init__(self) -> None:
         self._items: list[_Item] = []
 
-    def para(self, text: Text | str, indent: int = 0, bullet: Text | None = None) -> Block:
-        """A paragraph wrapped at the width; with a bullet, its later lines hang under the text."""
-        self._items.append(
-            _Item("para", Text(text) if isinstance(text, str) else text, indent, bullet)
-        )
+    def para(
+        self, text: Text | str, indent: int = 0, bullet: Text | None = None, prose: bool = True
+    ) -> Block:
+        """A paragraph wrapped at the width (prose at MEASURE at most, a readable line on a wide
+        terminal); with a bullet, its later lines hang under the text."""
+        text = Text(text) if isinstance(text, str) else text
+        self._items.append(_Item("para", text, indent, bullet, prose))
         return self
 
     def cut(self, lines: Text | list[Text], indent: int = 0) -> Block:
@@ -74,16 +79,22 @@ class Block:
     def lines(self, console: Console, width: int) -> list[Text]:
         """The lines at `width`, none of them longer."""
         out: list[Text] = []
-        for kind, text, indent, mark in self._items:
+        for kind, text, indent, mark, prose in self._items:
             lead = " " * indent
-            if kind.endswith("rule"):
+            if kind == "rule":  # a title too long for its line wraps between its parts
                 assert mark is not None
-                out.append(_rule(text, width, mark, center=kind == "centred rule"))
+                *above, last = _title_lines(text, width, console)
+                out += above
+                out.append(_rule(last, width, mark, center=False))
+            elif kind == "centred rule":
+                assert mark is not None
+                out.append(_rule(text, width, mark, center=True))
             elif kind == "cut":
                 out.append(_cropped(_indented(text, lead), width))
             else:
                 hang = "" if mark is None else " " * (mark.cell_len + 1)
-                room = max(width - len(lead) - len(hang), 1)
+                line_width = min(width, MEASURE) if prose else width
+                room = max(line_width - len(lead) - len(hang), 1)
                 pieces = text.split("\n") if "\n" in text.plain else [text]
                 wrapped = [line for piece in pieces for line in _wrap(piece, room, console)]
                 for k, line in enumerate(wrapped):
@@ -126,6 +137,20 @@ def _wrap(text: Text, width: int, console: Console) -> list[Text]:
     lines = [line[: max(width, len(line.rstrip()))] for line in lines]
     lines = [set_cell_size(line, width) if cell_len(line) > width else line for line in lines]
     return [Text(line, style=text.style) for line in lines]
+
+
+def _title_lines(title: Text, width: int, console: Console) -> list[Text]:
+    """A rule's title in lines that fit beside at least a short rule: the stage's name on one
+    line and its formula with its shape on the next, so a formula is never cut in the middle;
+    a part wider than its line wraps between words."""
+    room = max(width - 4, 1)  # the last line keeps a space and a few rule characters
+    if title.cell_len <= room or width < NARROW:
+        return [title]
+    name, _, rest = title.plain.partition(TITLE_PARTS)
+    lines = [
+        line.plain for part in (name, rest) if part for line in _wrap(Text(part), room, console)
+    ]
+    return [Text(line, style=title.style) for line in lines]
 
 
 def _cropped(line: Text, width: int) -> Text:
@@ -235,7 +260,10 @@ def matrix_lines(
         ]
         guess = max(guess, max(map(display_width, sample), default=0))
     fit = max(2, (width - label_w) // (guess + len(GAP)))
-    while True:  # as many columns as the width holds: the first ones, …, the last ones
+
+    def layout(fit: int) -> tuple[list[int | None], list[list[tuple[str, str]]], list[int], int]:
+        """The columns shown when `fit` are allowed (the first ones, …, the last ones), their
+        cells, widths and the table's total width, measured."""
         col_ids = pick(n_cols, fit)
         columns: list[list[tuple[str, str]]] = []
         for j in col_ids:
@@ -245,11 +273,20 @@ def matrix_lines(
                 head = (safe(cols[j]), "bold")
                 columns.append([head] + [("⋮", "") if i is None else cell(i, j) for i in row_ids])
         widths = [max(display_width(text) for text, _ in column) for column in columns]
-        total = label_w + sum(w + len(GAP) for w in widths)
-        if total <= width or fit <= 2:
-            break
-        fit = min(fit, len(col_ids)) - 1
+        return col_ids, columns, widths, label_w + sum(w + len(GAP) for w in widths)
 
+    # The guess was a guess: shrink until the table fits, or grow while one more column does
+    # (a 12×12 table of short numbers fills an 80-column terminal instead of leaving it empty).
+    col_ids, columns, widths, total = layout(fit)
+    while total > width and fit > 2:
+        fit = min(fit, len(col_ids)) - 1
+        col_ids, columns, widths, total = layout(fit)
+    while total <= width and fit < n_cols:
+        wider = layout(fit + 1)
+        if wider[3] > width:
+            break
+        fit += 1
+        col_ids, columns, widths, total = wider
     labels = [(name, "bold cyan")] + [
         ("⋮", "") if i is None else (safe(rows[i]), "bold") for i in row_ids
     ]
@@ -404,7 +441,7 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     work += ["  " + line for line in extras.work]
     if work:
         block.blank().para(Text(_t(lang, "ui.arithmetic"), style="bold"), indent=2)
-        block.para("\n".join(work), indent=2)
+        block.para("\n".join(work), indent=2, prose=False)
     return block.blank()
 
 
