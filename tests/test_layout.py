@@ -85,3 +85,16 @@ def test_prose_keeps_a_readable_measure_on_a_wide_terminal():
     # the arithmetic is not prose: a long line of it stays whole
     wide = _run("--preset", "dk64", "--stages", "output", columns=200)
     assert max(len(line) for line in wide.splitlines()) > 100
+
+
+def test_latex_sets_exponentials_in_prose_as_math_and_arithmetic_from_the_left():
+    tex = run_qkvcalc("explain", "--preset", "sentence", "--format", "latex").stdout
+    assert "$e^{s}$ from overflowing" in tex
+    assert "textasciicircum" not in tex  # no caret left in a sentence
+    assert "\\begin{flalign*}\n& Q[{1},{1}] = 1\\times 1 + 2\\times 0 = 1 && \\\\" in tex
+    assert "align*}" not in tex.replace("flalign*}", "")
+    # a token is text, never math, whatever it holds
+    doc = {"x": [[1, 0], [0, 1]], "wq": [[1, 0], [0, 1]], "wk": [[1, 0], [0, 1]]}
+    doc |= {"wv": [[1, 0], [0, 1]], "tokens": ["e^x", "b"]}
+    tex = run_qkvcalc("explain", "-", "--format", "latex", input=json.dumps(doc)).stdout
+    assert "e\\textasciicircum{}x" in tex
