@@ -348,6 +348,7 @@ def _given(p: Problem, h: int | None, s: _Slices, shared: tuple[Msg, ...]) -> li
                 dim_labels(cols.stop - cols.start),
                 params={"cols": cols},
                 notes=shared if sid != "q" else (),
+                topic=f"{sid}_given",  # typed in: not a projection
                 symbol=sid.upper(),
                 letters=("n" if sid == "q" else "m") + ("×d_v" if sid == "v" else "×d_k"),
             )

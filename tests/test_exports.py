@@ -361,9 +361,10 @@ def test_latex_is_a_standalone_amsmath_document():
     assert r"\usepackage{amsmath}" in tex and r"\usepackage[utf8]{inputenc}" in tex
     assert tex.rstrip().endswith(r"\end{document}")
     assert tex.count(r"\begin{bmatrix}") == tex.count(r"\end{bmatrix}") > 10
-    assert tex.count(r"\begin{align*}") == tex.count(r"\end{align*}") > 5
-    assert r"q_{1} \cdot k_{1} &= 1\times 1 + 2\times 3 = 7" in tex
-    assert r"\frac{7}{\sqrt{2}} &= 4.9497" in tex
+    # the arithmetic from the left margin, a line each (flalign*: & line &&)
+    assert tex.count(r"\begin{flalign*}") == tex.count(r"\end{flalign*}") > 5
+    assert r"& q_{1} \cdot k_{1} = 1\times 1 + 2\times 3 = 7 &&" in tex
+    assert r"\frac{7}{\sqrt{2}} = 4.9497 &&" in tex
     assert r"\usepackage{kotex}" not in tex
 
 

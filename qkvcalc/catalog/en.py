@@ -26,6 +26,15 @@ MESSAGES: dict[str, str] = {
     "it, in proportion to that query's weight: attention blends, it does not pick one. The "
     "scores only say how much each token matters; V carries what is actually mixed into the "
     "output.",
+    "stage.q_given.title": "Queries Q (given)",
+    "stage.q_given.why": "Q is given directly, so there is no projection to compute: each row is "
+    "one token's query, what it is looking for, as the numbers typed in.",
+    "stage.k_given.title": "Keys K (given)",
+    "stage.k_given.why": "K is given directly, so there is no projection to compute: each row is "
+    "one token's key, what it offers to be matched against.",
+    "stage.v_given.title": "Values V (given)",
+    "stage.v_given.why": "V is given directly, so there is no projection to compute: each row is "
+    "the content one token passes on to the queries that attend to it.",
     "stage.kt.title": "Transpose of K",
     "stage.kt.why": "Q is n×d_k and K is m×d_k. Turning K on its side (m×d_k into d_k×m) makes "
     "the inner dimensions meet, so one matrix product compares every query with every key.",
@@ -208,6 +217,8 @@ MESSAGES: dict[str, str] = {
     "ui.mask_custom": "0/1 matrix",
     "ui.mask_padding": "{mask} + key_padding",
     "ui.preset_reference": "Where the numbers come from: {reference}",
+    "ui.worksheet": "Worksheet: the inputs are filled in; work out every blank cell. The answer "
+    "key is the same command without --worksheet.",
     "ui.preset": "preset {name}: {description}",
     "ui.preset_bare": "preset {name}",
     "ui.named": "{name}: {description}",
@@ -503,6 +514,9 @@ MESSAGES: dict[str, str] = {
     "does not combine with --format {format}: leave out one of them",
     "step.with_output": "--step shows the stages in the terminal, so it does not combine with "
     "--output: leave out --step to write the file",
+    "explain.worksheet_format": "--worksheet leaves the computed numbers blank for a student to "
+    "write in, so it goes with the formats people read (table, txt, markdown, html, latex, svg), "
+    "not --format {format}. A blank answer sheet in JSON: qkvcalc quiz --template",
     # ---- quiz and new (issue 5) ---------------------------------------------------------
     "quiz.intro": "Work each stage out by hand and type one cell at a time: 7, -0.5, 7/sqrt(2), "
     "4.95 or 4,95 are all fine. An answer is right when it agrees to {precision} decimals. "
@@ -539,6 +553,9 @@ MESSAGES: dict[str, str] = {
     '"scores", "2/scores" for head 2) to matrices, not a {kind}',
     "quiz.sheet_key": "unknown stage {key!r}; this problem's stages are: {known}",
     "quiz.sheet_key_suggest": "unknown stage {key!r}: did you mean {suggestion!r}?",
+    "quiz.sheet_key_head": "unknown stage {key!r}: this problem has {heads} heads, and each "
+    "head's stages are keyed by its number: did you mean {suggestion!r} (head 1; {last!r} for "
+    "head {heads})?",
     "quiz.sheet_not_matrix": "{key} must be a matrix (a list of rows of numbers), not {value}",
     "quiz.sheet_shape": "{key} is {shape}, but that stage is {rule} = {expected} in this problem",
     "quiz.stage_head": "--stages {name}: the head before the slash is a whole number, as in "
@@ -752,6 +769,8 @@ MESSAGES: dict[str, str] = {
     "help.explain.detail": "full: each cell's arithmetic where it fits; brief: tables only.",
     "help.explain.precision": "Decimals shown.",
     "help.explain.exact": "Show exact fractions where the numbers stay rational.",
+    "help.explain.worksheet": "A worksheet: the inputs filled in, every computed cell blank (no "
+    "arithmetic, no notes that tell a result). The answer key is the same command without it.",
     "help.explain.max_bytes": "Refuse inputs larger than this.",
     "help.explain.max_elements": "Refuse problems whose inputs and stages hold more numbers "
     "than this.",

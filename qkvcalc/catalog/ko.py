@@ -36,6 +36,15 @@ MESSAGES: dict[str, str] = {
     "stage.v.why": "Value는 토큰이 자기에게 주목하는 모든 Query에게, 그 Query의 가중치만큼 "
     "건네주는 내용입니다. 어텐션은 하나를 골라내지 않고 섞습니다. 어텐션 스코어는 각 토큰이 "
     "얼마나 중요한지만 알려 줄 뿐이고, 출력에 실제로 섞이는 것은 V입니다.",
+    "stage.q_given.title": "Query Q (주어진 값)",
+    "stage.q_given.why": "Q를 직접 주었으므로 계산할 선형 투영이 없습니다. 각 행은 한 토큰의 "
+    "Query, 곧 그 토큰이 찾는 것이며, 입력한 수 그대로입니다.",
+    "stage.k_given.title": "Key K (주어진 값)",
+    "stage.k_given.why": "K를 직접 주었으므로 계산할 선형 투영이 없습니다. 각 행은 한 토큰의 "
+    "Key, 곧 Query와 맞춰 볼 수 있도록 그 토큰이 내놓는 것입니다.",
+    "stage.v_given.title": "Value V (주어진 값)",
+    "stage.v_given.why": "V를 직접 주었으므로 계산할 선형 투영이 없습니다. 각 행은 한 토큰이 "
+    "자기에게 주목하는 Query들에게 건네주는 내용입니다.",
     "stage.kt.title": "K의 전치",
     "stage.kt.why": "Q는 n×d_k, K는 m×d_k입니다. K를 전치하면(m×d_k가 d_k×m이 됩니다) 안쪽 "
     "차원이 맞아서, 행렬곱 한 번으로 모든 Query를 모든 Key와 비교할 수 있습니다.",
@@ -214,6 +223,8 @@ MESSAGES: dict[str, str] = {
     "ui.mask_custom": "직접 준 0/1 행렬",
     "ui.mask_padding": "{mask} + 패딩 마스크(key_padding)",
     "ui.preset_reference": "숫자의 출처: {reference}",
+    "ui.worksheet": "워크시트: 입력은 채워져 있습니다. 빈칸을 모두 계산해 채우세요. 답은 같은 "
+    "명령을 --worksheet 없이 실행하면 나옵니다.",
     "ui.preset": "프리셋 {name}: {description}",
     "ui.preset_bare": "프리셋 {name}",
     "ui.named": "{name}: {description}",
@@ -507,6 +518,9 @@ MESSAGES: dict[str, str] = {
     "옵션과 함께 쓸 수 없습니다. 둘 중 하나를 빼 주세요",
     "step.with_output": "--step은 단계를 터미널에 보여 주므로 --output과 함께 쓸 수 없습니다. "
     "파일로 저장하려면 --step을 빼 주세요",
+    "explain.worksheet_format": "--worksheet은 학생이 써 넣도록 계산된 수를 비워 두므로 사람이 "
+    "읽는 형식(table, txt, markdown, html, latex, svg)과 함께 씁니다. --format {format}과는 "
+    "함께 쓸 수 없습니다. JSON으로 된 빈 답안지: qkvcalc quiz --template",
     # ---- quiz and new (issue 5) ---------------------------------------------------------
     "quiz.intro": "단계마다 손으로 계산해 한 칸씩 입력하세요. 7, -0.5, 7/sqrt(2), 4.95, 4,95처럼 "
     "써도 됩니다. 소수 {precision}자리까지 맞으면 정답입니다. ?: 힌트, Enter나 skip: 건너뛰기, "
@@ -543,6 +557,8 @@ MESSAGES: dict[str, str] = {
     "적은 JSON 객체여야 합니다. 받은 값의 종류: {kind}",
     "quiz.sheet_key": "알 수 없는 단계 {key!r}. 이 문제의 단계: {known}",
     "quiz.sheet_key_suggest": "알 수 없는 단계 {key!r}: 혹시 {suggestion!r}인가요?",
+    "quiz.sheet_key_head": "알 수 없는 단계 {key!r}: 이 문제는 헤드가 {heads}개이고, 헤드마다 "
+    "단계 앞에 헤드 번호를 붙입니다. 혹시 {suggestion!r}(헤드 1, 헤드 {heads}는 {last!r})인가요?",
     "quiz.sheet_not_matrix": "{key}: 행렬(숫자 행들의 리스트)이어야 합니다. 받은 값: {value}",
     "quiz.sheet_shape": "{key}의 모양은 {shape}인데, 이 문제에서 그 단계는 {rule} = "
     "{expected}입니다",
@@ -758,6 +774,8 @@ MESSAGES: dict[str, str] = {
     "help.explain.detail": "full: 자리가 허락하는 곳마다 칸별 계산 과정까지; brief: 표만.",
     "help.explain.precision": "표시할 소수 자릿수.",
     "help.explain.exact": "수가 유리수로 남는 곳에서는 정확한 분수로 보여 줍니다.",
+    "help.explain.worksheet": "워크시트: 입력은 채우고 계산할 칸은 모두 비워 둡니다(계산 과정도, "
+    "결과를 알려 주는 설명도 없습니다). 답은 이 옵션 없이 같은 명령을 실행하면 나옵니다.",
     "help.explain.max_bytes": "이보다 큰 입력(바이트)은 거부합니다.",
     "help.explain.max_elements": "입력과 단계들에 담길 숫자가 이보다 많은 문제는 거부합니다.",
     "help.explain.stages": "이 단계들만 id로 골라 보여 줍니다: weights,output "

@@ -197,6 +197,9 @@ def explain(
         int, typer.Option(help=help_text("help.explain.precision"), min=0, max=15)
     ] = 4,
     exact: Annotated[bool, typer.Option("--exact", help=help_text("help.explain.exact"))] = False,
+    worksheet: Annotated[
+        bool, typer.Option("--worksheet", help=help_text("help.explain.worksheet"))
+    ] = False,
     lang: LangOption = None,
     no_color: NoColorOption = False,
     max_bytes: Annotated[
@@ -229,6 +232,9 @@ def explain(
         chosen = None if format is None else str(getattr(format, "value", format))
         if step and chosen is not None and chosen not in ("table", "txt"):
             raise QkvcalcError("step.with_format", format=chosen)
+        fmt = chosen or (format_for(output) if output is not None else "table")
+        if worksheet and fmt in ("json", "torch"):  # data and code hold every computed number
+            raise QkvcalcError("explain.worksheet_format", format=fmt)
         inline = {
             "x": x,
             "wq": wq,
@@ -271,7 +277,6 @@ def explain(
             from qkvcalc.select import select
 
             trace = select(trace, stages, head)
-        fmt = chosen or (format_for(output) if output is not None else "table")
         # Only a table printed on a terminal follows its width (and colours, unless it is
         # txt); every other format, and any file, is laid out for the page (PAGE_WIDTH).
         width, color = PAGE_WIDTH, False
@@ -285,6 +290,7 @@ def explain(
             width=width,
             color=color,
             exact=exact,
+            worksheet=worksheet,
         )
         if step:
             from qkvcalc.interactive.step import step_through

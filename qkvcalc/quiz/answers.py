@@ -187,6 +187,12 @@ def read_sheet(
         key = str(given).strip().lower()
         if key not in known and key.startswith("1/") and key[2:] in known:
             key = key[2:]  # one head: "1/scores" is "scores"
+        if key not in known and f"1/{key}" in known:  # several heads: each stage has its own
+            heads = sum(1 for k in known if k.endswith(f"/{key}"))
+            suggestion, last = f"1/{key}", f"{heads}/{key}"
+            raise QkvcalcError(
+                "quiz.sheet_key_head", key=given, heads=heads, suggestion=suggestion, last=last
+            )
         if key not in known:
             close = difflib.get_close_matches(key, known, n=1)
             if close:

@@ -38,6 +38,7 @@ class RenderOptions(NamedTuple):
     max_rows: int = 12  # a table shows at most this many rows, eliding the middle
     arithmetic_cells: int = 64  # write each cell's arithmetic out up to this many cells …
     arithmetic_terms: int = 8  # … each a sum of at most this many products
+    worksheet: bool = False  # inputs filled in, computed cells blank (qkvcalc.render.worksheet)
 
 
 # --format name -> (module, function); the function takes (trace, options) and returns str.

@@ -36,6 +36,14 @@ class Style(NamedTuple):
     latex: bool = False
     exact: bool = False  # --exact: fractions where the stage recorded them (Stage.exact)
 
+    @property
+    def blank(self) -> str:
+        """A worksheet's empty cell, wide enough to write a number of this precision in:
+        '______' in text, an empty box in LaTeX."""
+        if self.latex:
+            return rf"\boxed{{\phantom{{-0.{'0' * max(self.precision, 1)}}}}}"
+        return "_" * max(self.precision + 2, 4)
+
     @classmethod
     def of(cls, opts: RenderOptions, *, latex: bool = False) -> Style:
         """The style of a rendering: its precision and --exact, in plain text or LaTeX."""
@@ -477,6 +485,13 @@ def stage_extras(
     notes = list(stage.notes)
     if any(hidden):
         notes.append(hidden_note(*hidden))
+    if opts.worksheet:  # no arithmetic, and only what the problem itself says
+        from qkvcalc.render.worksheet import keeps
+
+        rows = [r for r in row_summaries(stage, trace, opts.precision, opts.max_rows) if keeps(r)]
+        if all(r is None for r in rows):  # the ⋮ of rows none of which is said
+            rows = []
+        return StageExtras([n for n in notes if keeps(n)], rows, [])
     if opts.detail != "full":
         return StageExtras(notes, [], [])
     work: list[str] = []

@@ -19,6 +19,7 @@ import numpy as np
 from qkvcalc.i18n import Msg, translate
 from qkvcalc.render.arith import Style, split_rows, stage_extras
 from qkvcalc.render.text import corners, place
+from qkvcalc.render.worksheet import given, operand_kinds
 from qkvcalc.trace import Stage, Trace
 
 if TYPE_CHECKING:
@@ -38,10 +39,13 @@ class TableView(NamedTuple):
     exact: Sequence[Sequence[Any]] | None
     hidden: tuple[int, int]
     heat: bool = False
+    blank: bool = False  # a worksheet's computed stage: every cell left for the student
 
     def cell(self, i: int, j: int, style: Style) -> str:
         """A shown cell as text: its exact value when --exact recorded one, else the decimal
-        (−∞ for a masked score)."""
+        (−∞ for a masked score); on a worksheet, a computed stage's blank."""
+        if self.blank:
+            return style.blank
         value = float(self.shown[i][j])
         if np.isneginf(value):
             return style.neg_inf
@@ -51,11 +55,11 @@ class TableView(NamedTuple):
 
     def weight(self, i: int, j: int) -> float | None:
         """The shade of a weight (heat), or None for a table without one."""
-        return float(self.shown[i][j]) if self.heat else None
+        return float(self.shown[i][j]) if self.heat and not self.blank else None
 
     def strongest(self, i: int, j: int) -> bool:
         """A weight that is the largest of its row (what a page without colour marks bold)."""
-        if not self.heat:
+        if not self.heat or self.blank:
             return False
         row = self.shown[i]
         return bool(row[j] > 0 and row[j] == np.max(row))
@@ -71,9 +75,10 @@ def table_view(
     *,
     exact: Sequence[Sequence[Any]] | None = None,
     heat: bool = False,
+    blank: bool = False,
 ) -> TableView:
     row_ids, col_ids, shown, hidden = corners(value, opts.max_rows, max_cols)
-    return TableView(name, rows, cols, row_ids, col_ids, shown, exact, hidden, heat)
+    return TableView(name, rows, cols, row_ids, col_ids, shown, exact, hidden, heat, blank)
 
 
 class StageView(NamedTuple):
@@ -89,20 +94,28 @@ class StageView(NamedTuple):
     why: str
     table: TableView | None  # None when the stage is said in words
     product: list[TableView] | None  # A, B (and the bias) of A·B = C, when the page has room
+    givens: list[TableView]  # a worksheet: the given operands, when A·B = C is not shown
     words: list[str]  # the stage in sentences (the split into heads)
     notes: list[Msg]
     row_sentences: list[Msg | None]
     work: list[str]
 
 
-def operand_views(stage: Stage, opts: RenderOptions, max_cols: int) -> list[TableView]:
+def operand_views(
+    stage: Stage, opts: RenderOptions, max_cols: int, given: Sequence[bool] = (True, True)
+) -> list[TableView]:
     """The operands of a product as tables (with the bias as a one-row table), exact where
-    --exact recorded them."""
+    --exact recorded them; on a worksheet an operand not `given` is blank."""
     a, b = stage.operands
     ea, eb = stage.operands_exact if opts.exact and len(stage.operands_exact) == 2 else (None, None)
+    blank = [opts.worksheet and not g for g in given]
     views = [
-        table_view(a, stage.names[0], stage.rows, stage.inner, opts, max_cols, exact=ea),
-        table_view(b, stage.names[1], stage.inner, stage.cols, opts, max_cols, exact=eb),
+        table_view(
+            a, stage.names[0], stage.rows, stage.inner, opts, max_cols, exact=ea, blank=blank[0]
+        ),
+        table_view(
+            b, stage.names[1], stage.inner, stage.cols, opts, max_cols, exact=eb, blank=blank[1]
+        ),
     ]
     if stage.bias is not None:
         e_bias = (stage.bias_exact,) if opts.exact and stage.bias_exact is not None else None
@@ -132,9 +145,23 @@ def stage_view(
         words = [row.text(lang) for row in split_rows(stage)]
     else:
         exact = stage.exact if opts.exact else None
+        blank = opts.worksheet and not given(stage)
         table = table_view(
-            stage, stage.name, stage.rows, stage.cols, opts, max_cols, exact=exact, heat=stage.heat
+            stage,
+            stage.name,
+            stage.rows,
+            stage.cols,
+            opts,
+            max_cols,
+            exact=exact,
+            heat=stage.heat,
+            blank=blank,
         )
+    kinds = ["const", "const"]
+    if opts.worksheet and stage.is_product:  # the given operands filled in, the others blank
+        kinds = operand_kinds(stage, trace)
+        product_fits = product_fits and kinds != ["computed", "computed"]
+    operands = [kind != "computed" for kind in kinds]
     hidden = table.hidden if table is not None else corners(stage, opts.max_rows, max_cols).hidden
     extras = stage_extras(stage, trace, hidden, style, opts)
     return StageView(
@@ -147,12 +174,25 @@ def stage_view(
         stage.size,
         translate(stage.why.key, lang),
         table,
-        operand_views(stage, opts, max_cols) if product_fits and stage.is_product else None,
+        operand_views(stage, opts, max_cols, operands)
+        if product_fits and stage.is_product
+        else None,
+        _givens(stage, opts, max_cols, kinds) if not product_fits else [],
         words,
         extras.notes,
         extras.rows,
         extras.work,
     )
+
+
+def _givens(stage: Stage, opts: RenderOptions, max_cols: int, kinds: list[str]) -> list[TableView]:
+    """A worksheet's weights a product reads (W_Q when X·W_Q = Q is too wide to show, or W_O
+    after the heads): each as its own table, so every input of the problem is on the page
+    (X is, as its own stage)."""
+    if not (opts.worksheet and stage.is_product):
+        return []
+    views = operand_views(stage, opts, max_cols, [kind != "computed" for kind in kinds])
+    return [view for view, kind in zip(views, [*kinds, "const"], strict=False) if kind == "const"]
 
 
 def product_fits_width(stage: Stage, opts: RenderOptions) -> bool:
@@ -162,6 +202,13 @@ def product_fits_width(stage: Stage, opts: RenderOptions) -> bool:
     cols = len(stage.inner) + 2 * len(stage.cols)  # A [n, inner] · B [inner, cols] = [n, cols]
     rows = max(len(stage.rows), len(stage.inner))
     return cols * (opts.precision + 4) + 40 <= opts.width and rows <= opts.max_rows
+
+
+def final_view(trace: Trace, opts: RenderOptions, max_cols: int) -> TableView:
+    """The final output as the last table of a page (blank on a worksheet)."""
+    final = trace.stage("output")
+    blank = opts.worksheet
+    return table_view(final.value, "", final.rows, final.cols, opts, max_cols, blank=blank)
 
 
 def plain_cell(view: TableView, i: int, j: int, opts: RenderOptions) -> str:

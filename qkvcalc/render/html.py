@@ -24,10 +24,10 @@ from qkvcalc.render.arith import Style
 from qkvcalc.render.document import (
     StageView,
     TableView,
+    final_view,
     plain_cell,
     product_fits_width,
     stage_view,
-    table_view,
 )
 from qkvcalc.render.text import columns_that_fit, safe, summary
 from qkvcalc.trace import Stage, Trace
@@ -58,6 +58,7 @@ STYLE = """
 .qkvcalc table.matrix th.name { color: #0b6e99; }
 .qkvcalc table.matrix tbody th { text-align: left; background: #f4f4f4; }
 .qkvcalc td.neginf { color: #777; }
+.qkvcalc td.blank { min-width: 5em; height: 1.9em; border: 1px solid #555; background: #fff; }
 .qkvcalc td.gap, .qkvcalc th.gap { color: #777; text-align: center; }
 .qkvcalc ul.notes { color: #333; }
 .qkvcalc .warning { background: #fff3cd; border-left: 4px solid #b58100; padding: 0.3em 0.6em; }
@@ -109,6 +110,9 @@ def html_table(view: TableView, opts: RenderOptions) -> str:
         for j in view.col_ids:
             if j is None:
                 cells.append('<td class="gap">…</td>')
+                continue
+            if view.blank:  # a worksheet: an empty box to write in
+                cells.append('<td class="blank"></td>')
                 continue
             text = escape(plain_cell(view, i, j, opts))
             weight = view.weight(i, j)
@@ -172,6 +176,8 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
         items = "".join(f"<li>{escape(line)}</li>" for line in view.words)
         out.append(f'<ul class="rows">{items}</ul>')
     else:
+        for given in view.givens:  # a worksheet's weights, when A · B = C is not shown
+            out.append(f'<div class="scroll">\n{html_table(given, opts)}\n</div>')
         shown = _product(view, opts) or html_table(view.table, opts)
         out.append(f'<div class="scroll">\n{shown}\n</div>')
     if view.notes:
@@ -189,7 +195,7 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
 
 
 def _body(trace: Trace, opts: RenderOptions) -> str:
-    problem, *preset = (escape(line) for line in summary(trace, opts.lang))
+    problem, *preset = (escape(line) for line in summary(trace, opts.lang, opts.worksheet))
     out = [
         f'<div class="qkvcalc" lang="{escape(opts.lang)}">',
         f"<style>\n{STYLE}\n</style>",
@@ -210,9 +216,7 @@ def _body(trace: Trace, opts: RenderOptions) -> str:
             f'<p class="warning"><strong>{_t(opts, "ui.warning")}</strong>: '
             f"{escape(warning.text(opts.lang))}</p>"
         )
-    table = html_table(
-        table_view(final.value, "", final.rows, final.cols, opts, _max_cols(final.rows, opts)), opts
-    )
+    table = html_table(final_view(trace, opts, _max_cols(final.rows, opts)), opts)
     out += [f'<div class="scroll">\n{table}\n</div>', "</section>", "</div>"]
     return "\n".join(out)
 

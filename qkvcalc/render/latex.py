@@ -2,8 +2,9 @@
 
 Each stage is a section with its formula, its explanation, its matrix as an amsmath bmatrix
 (a matrix product as A·B = C when the three fit on the page), its notes and each cell's
-arithmetic as an align* block (arith.stage_extras with Style.of(opts, latex=True): the
-same notes and arithmetic as every other format, in TeX's symbols).
+arithmetic as a flalign* block from the left margin (arith.stage_extras with
+Style.of(opts, latex=True): the same notes and arithmetic as every other format, in TeX's
+symbols). Exponentials in sentences (e^s) are set as math (tex_prose).
 
 All text goes through `tex_escape`: TeX's special characters become their escapes, the math
 symbols of the catalogs become TeX, and any other character pdflatex cannot set becomes a
@@ -19,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style
-from qkvcalc.render.document import StageView, TableView, stage_view, table_view
+from qkvcalc.render.document import StageView, TableView, final_view, stage_view
 from qkvcalc.render.text import pick, safe, summary
 from qkvcalc.trace import Stage, Trace
 
@@ -105,6 +106,37 @@ def tex_escape(text: str) -> str:
             out.append(char)
         else:
             out.append(rf"\texttt{{[U+{ord(char):04X}]}}")
+    return "".join(out)
+
+
+# An exponential in a sentence: e^s, e^0, e^(s − max), e^(m_(b−1) − m_b); set as math when
+# what it raises is made of these characters only (never a token's text).
+_POWER = re.compile(r"e\^(\((?:[^()]|\([^()]*\))*\)|[A-Za-z0-9]+)")
+_MATH_SAFE = re.compile(r"[A-Za-z0-9_()\[\],.·−+ ∞]+")
+
+
+def _power_tex(exponent: str) -> str | None:
+    """'(m_(b−1) − m_b)' -> 'e^{m_{b-1} - m_{b}}'; None when it holds anything else."""
+    inner = exponent[1:-1] if exponent.startswith("(") else exponent
+    if not _MATH_SAFE.fullmatch(inner):
+        return None
+    inner = re.sub(r"_\(([^()]*)\)", r"_{\1}", inner)
+    inner = re.sub(r"_([A-Za-z0-9]+)", r"_{\1}", inner)
+    inner = inner.replace("−", "-").replace("∞", r"\infty ").replace("·", r"\cdot ")
+    return f"e^{{{inner.strip()}}}"
+
+
+def tex_prose(text: str) -> str:
+    """A catalog sentence as LaTeX: escaped as tex_escape does, with its exponentials (e^s,
+    e^(s − max)) set as math rather than as a caret."""
+    out, start = [], 0
+    for match in _POWER.finditer(text):
+        power = _power_tex(match.group(1))
+        if power is None:
+            continue
+        out += [tex_escape(text[start : match.start()]), f"${power}$"]
+        start = match.end()
+    out.append(tex_escape(text[start:]))
     return "".join(out)
 
 
@@ -198,7 +230,7 @@ def _equation(view: StageView, style: Style) -> str:
 
 
 def _t(opts: RenderOptions, key: str, **params: object) -> str:
-    return tex_escape(translate(key, opts.lang, **params))
+    return tex_prose(translate(key, opts.lang, **params))
 
 
 def _itemize(items: Iterable[str]) -> str:
@@ -211,12 +243,10 @@ def _itemize(items: Iterable[str]) -> str:
 
 
 def _align(work: list[str]) -> str:
-    """Arithmetic lines as an align* block, aligned at their first '='."""
-    lines = []
-    for line in work:
-        before, eq, after = line.partition(" = ")
-        lines.append(f"{before} &= {after}" if eq else f"& {line}")
-    return "\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}"
+    """Arithmetic lines as a flalign* block: each line from the left margin, as it is written
+    on the board (lines of different lengths centred on their '=' read as a ragged column)."""
+    lines = [f"& {line} &&" for line in work]
+    return "\\begin{flalign*}\n" + " \\\\\n".join(lines) + "\n\\end{flalign*}"
 
 
 def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions) -> str:
@@ -236,17 +266,21 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
         title += r" \quad " + tex_escape(view.head)
     lines = [
         rf"\section*{{{number}/{total}\quad {title}}}",
-        tex_escape(view.why),
+        tex_prose(view.why),
     ]
     if view.table is None:  # sentences, as in the terminal: which columns each head reads
         lines.append(_itemize(tex_escape(line) for line in view.words))
     else:
+        for given in view.givens:  # a worksheet's weights, when A·B = C is not written out
+            lines.append(
+                "\\[\n" + tex_formula(given.name) + " = " + bmatrix(given, style) + "\n\\]"
+            )
         lines.append(_equation(view, style))
     rows = _t(opts, "export.rows", labels=_labels(stage.rows, opts.max_rows))
     cols = _t(opts, "export.cols", labels=_labels(stage.cols, MAX_COLS))
     lines.append(rf"{{\small {rows} \quad {cols}}}")
     if view.notes:
-        lines.append(_itemize(tex_escape(note.text(opts.lang)) for note in view.notes))
+        lines.append(_itemize(tex_prose(note.text(opts.lang)) for note in view.notes))
     if view.row_sentences or view.work:
         lines.append(rf"\subsection*{{{_t(opts, 'ui.arithmetic')}}}")
     if view.row_sentences:
@@ -290,17 +324,13 @@ def _preamble(korean: bool, title: str) -> str:
 
 def render_latex(trace: Trace, opts: RenderOptions) -> str:
     """The whole derivation as a standalone LaTeX document."""
-    head = [tex_escape(line) for line in summary(trace, opts.lang)]
+    head = [tex_escape(line) for line in summary(trace, opts.lang, opts.worksheet)]
     total = len(trace.stages)
     body = [render_stage(stage, k, total, trace, opts) for k, stage in enumerate(trace.stages, 1)]
-    final = trace.stage("output")
-    final_view = table_view(final.value, "", final.rows, final.cols, opts, MAX_COLS)
-    result = bmatrix(final_view, Style.of(opts, latex=True))
+    result = bmatrix(final_view(trace, opts, MAX_COLS), Style.of(opts, latex=True))
     ending = [rf"\section*{{{_t(opts, 'ui.output_final')}}}"]
     for warning in trace.warnings:
-        ending.append(
-            rf"\textbf{{{_t(opts, 'ui.warning')}}}: {tex_escape(warning.text(opts.lang))}"
-        )
+        ending.append(rf"\textbf{{{_t(opts, 'ui.warning')}}}: {tex_prose(warning.text(opts.lang))}")
     ending.append("\\[\n" + result + "\n\\]")
     title = _t(opts, "export.title")
     document = "\n\n".join([*head, *body, *ending])

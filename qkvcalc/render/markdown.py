@@ -19,10 +19,10 @@ from qkvcalc.render.arith import Style
 from qkvcalc.render.document import (
     StageView,
     TableView,
+    final_view,
     plain_cell,
     product_fits_width,
     stage_view,
-    table_view,
 )
 from qkvcalc.render.latex import bmatrix, tex_formula, tex_product
 from qkvcalc.render.text import columns_that_fit, safe, summary
@@ -115,6 +115,7 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     product = _product(view, opts)
     if product:
         out.append("\n".join(product))
+    out += ["\n".join(md_table(given, opts)) for given in view.givens]  # a worksheet's weights
     if view.table is None:  # sentences, as in the terminal: which columns each head reads
         out.append("\n".join("- " + _prose(line) for line in view.words))
     else:
@@ -140,15 +141,12 @@ def render_markdown(trace: Trace, opts: RenderOptions) -> str:
     out = [
         f"# {_t(opts, 'export.title')}",
         "$$\\mathrm{softmax}\\left(\\frac{Q K^\\top}{\\sqrt{d_k}} + M\\right) V$$",
-        *(_prose(line) for line in summary(trace, opts.lang)),
+        *(_prose(line) for line in summary(trace, opts.lang, opts.worksheet)),
     ]
     total = len(trace.stages)
     out += [render_stage(stage, k, total, trace, opts) for k, stage in enumerate(trace.stages, 1)]
     final = trace.stage("output")
     out.append(f"## {_t(opts, 'ui.output_final')}")
     out += [f"> **{_t(opts, 'ui.warning')}**: {_prose(w.text(opts.lang))}" for w in trace.warnings]
-    final_view = table_view(
-        final.value, "", final.rows, final.cols, opts, _max_cols(final.rows, opts)
-    )
-    out.append("\n".join(md_table(final_view, opts)))
+    out.append("\n".join(md_table(final_view(trace, opts, _max_cols(final.rows, opts)), opts)))
     return "\n\n".join(out) + "\n"

@@ -23,10 +23,13 @@ from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style, exact_text, split_rows, stage_extras
 from qkvcalc.render.text import display_width, fmt, pick, place, safe, shown_rows, summary
+from qkvcalc.render.worksheet import given, operand_kinds
 from qkvcalc.trace import Stage, Trace
 
 GAP = "   "  # between two columns of a matrix table
 NARROW = 8  # below this width, indents and bullets alone can pass the edge
+MEASURE = 100  # prose wraps at most this wide, however wide the terminal: tables use it all
+TITLE_PARTS = "  ·  "  # between a stage title's parts (title, formula, shape): where it wraps
 
 
 class _Item(NamedTuple):
@@ -34,6 +37,7 @@ class _Item(NamedTuple):
     text: Text
     indent: int = 0
     mark: Text | None = None  # para: its bullet; rule: the character it is drawn with, styled
+    prose: bool = True  # para: wrapped at MEASURE at most (False: arithmetic, at the width)
 
 
 class Block:
@@ -48,11 +52,13 @@ class Block:
     def __init__(self) -> None:
         self._items: list[_Item] = []
 
-    def para(self, text: Text | str, indent: int = 0, bullet: Text | None = None) -> Block:
-        """A paragraph wrapped at the width; with a bullet, its later lines hang under the text."""
-        self._items.append(
-            _Item("para", Text(text) if isinstance(text, str) else text, indent, bullet)
-        )
+    def para(
+        self, text: Text | str, indent: int = 0, bullet: Text | None = None, prose: bool = True
+    ) -> Block:
+        """A paragraph wrapped at the width (prose at MEASURE at most, a readable line on a wide
+        terminal); with a bullet, its later lines hang under the text."""
+        text = Text(text) if isinstance(text, str) else text
+        self._items.append(_Item("para", text, indent, bullet, prose))
         return self
 
     def cut(self, lines: Text | list[Text], indent: int = 0) -> Block:
@@ -73,16 +79,22 @@ class Block:
     def lines(self, console: Console, width: int) -> list[Text]:
         """The lines at `width`, none of them longer."""
         out: list[Text] = []
-        for kind, text, indent, mark in self._items:
+        for kind, text, indent, mark, prose in self._items:
             lead = " " * indent
-            if kind.endswith("rule"):
+            if kind == "rule":  # a title too long for its line wraps between its parts
                 assert mark is not None
-                out.append(_rule(text, width, mark, center=kind == "centred rule"))
+                *above, last = _title_lines(text, width, console)
+                out += above
+                out.append(_rule(last, width, mark, center=False))
+            elif kind == "centred rule":
+                assert mark is not None
+                out.append(_rule(text, width, mark, center=True))
             elif kind == "cut":
                 out.append(_cropped(_indented(text, lead), width))
             else:
                 hang = "" if mark is None else " " * (mark.cell_len + 1)
-                room = max(width - len(lead) - len(hang), 1)
+                line_width = min(width, MEASURE) if prose else width
+                room = max(line_width - len(lead) - len(hang), 1)
                 pieces = text.split("\n") if "\n" in text.plain else [text]
                 wrapped = [line for piece in pieces for line in _wrap(piece, room, console)]
                 for k, line in enumerate(wrapped):
@@ -125,6 +137,25 @@ def _wrap(text: Text, width: int, console: Console) -> list[Text]:
     lines = [line[: max(width, len(line.rstrip()))] for line in lines]
     lines = [set_cell_size(line, width) if cell_len(line) > width else line for line in lines]
     return [Text(line, style=text.style) for line in lines]
+
+
+def _title_lines(title: Text, width: int, console: Console) -> list[Text]:
+    """A rule's title in lines that fit beside at least a short rule: the stage's name on one
+    line and its formula with its shape on the next, so a formula is never cut in the middle;
+    a part wider than its line wraps between words."""
+    room = max(width - 4, 1)  # the last line keeps a space and a few rule characters
+    if title.cell_len <= room or width < NARROW:
+        return [title]
+    name, _, rest = title.plain.partition(TITLE_PARTS)
+    number = re.match(r"\d+/\d+\s+", name)  # "9/29  ": later lines hang under the name
+    hang = " " * (len(number.group()) if number and len(number.group()) < room // 2 else 0)
+    first, *more = _wrap(Text(name), room, console)
+    lines = [first.plain] + [
+        hang + line.plain
+        for part in ([" ".join(t.plain for t in more)] if more else []) + ([rest] if rest else [])
+        for line in _wrap(Text(part), room - len(hang), console)
+    ]
+    return [Text(line, style=title.style) for line in lines]
 
 
 def _cropped(line: Text, width: int) -> Text:
@@ -195,9 +226,10 @@ def matrix_lines(
     heat: bool = False,
     hidden: list[tuple[int, int]] | None = None,
     exact: Sequence[Sequence[Any]] | None = None,
+    blank: bool = False,
 ) -> list[Text]:
     """A labelled table of a matrix, line by line; a big one shows its corners and elides its
-    middle.
+    middle. `blank` (a worksheet's computed stage): every cell a line to write on.
 
     Laid out here as lines of text (a header, a rule, one line per row) rather than as a rich
     Table: only the cells shown are formatted and measured, and of a Stage only the rows shown
@@ -214,6 +246,8 @@ def matrix_lines(
     )
 
     def cell(i: int, j: int) -> tuple[str, str]:
+        if blank:
+            return Style.of(opts).blank, "dim"
         v = float(shown[i][j])
         if v == -math.inf:
             return "−∞", "dim"
@@ -223,13 +257,18 @@ def matrix_lines(
 
     # A first guess of how many columns fit, from a sample of labels; corrected below.
     guess = max(opts.precision + 3, max((display_width(safe(c)) for c in cols[:50]), default=1))
+    if blank:
+        guess = max(guess, len(Style.of(opts).blank))
     if exact is not None:  # fractions and surds are wider than decimals
         sample = [
             exact_text(c, opts.precision) for r in exact[:20] for c in r[:20] if c is not None
         ]
         guess = max(guess, max(map(display_width, sample), default=0))
     fit = max(2, (width - label_w) // (guess + len(GAP)))
-    while True:  # as many columns as the width holds: the first ones, …, the last ones
+
+    def layout(fit: int) -> tuple[list[int | None], list[list[tuple[str, str]]], list[int], int]:
+        """The columns shown when `fit` are allowed (the first ones, …, the last ones), their
+        cells, widths and the table's total width, measured."""
         col_ids = pick(n_cols, fit)
         columns: list[list[tuple[str, str]]] = []
         for j in col_ids:
@@ -239,11 +278,20 @@ def matrix_lines(
                 head = (safe(cols[j]), "bold")
                 columns.append([head] + [("⋮", "") if i is None else cell(i, j) for i in row_ids])
         widths = [max(display_width(text) for text, _ in column) for column in columns]
-        total = label_w + sum(w + len(GAP) for w in widths)
-        if total <= width or fit <= 2:
-            break
-        fit = min(fit, len(col_ids)) - 1
+        return col_ids, columns, widths, label_w + sum(w + len(GAP) for w in widths)
 
+    # The guess was a guess: shrink until the table fits, or grow while one more column does
+    # (a 12×12 table of short numbers fills an 80-column terminal instead of leaving it empty).
+    col_ids, columns, widths, total = layout(fit)
+    while total > width and fit > 2:
+        fit = min(fit, len(col_ids)) - 1
+        col_ids, columns, widths, total = layout(fit)
+    while total <= width and fit < n_cols:
+        wider = layout(fit + 1)
+        if wider[3] > width:
+            break
+        fit += 1
+        col_ids, columns, widths, total = wider
     labels = [(name, "bold cyan")] + [
         ("⋮", "") if i is None else (safe(rows[i]), "bold") for i in row_ids
     ]
@@ -287,9 +335,10 @@ def beside(blocks: Sequence[list[Text]]) -> list[Text]:
     return out
 
 
-def _operand_view(stage: Stage, opts: RenderOptions) -> list[Text] | None:
-    """A · B = C side by side, when all three fit across the screen."""
-    if not stage.is_product:
+def _operand_view(stage: Stage, kinds: list[str], opts: RenderOptions) -> list[Text] | None:
+    """A · B = C side by side, when all three fit across the screen. On a worksheet a computed
+    operand is blank, and Q·Kᵀ, whose operands are both computed, is its table alone."""
+    if not stage.is_product or kinds == ["computed", "computed"]:
         return None
     n, inner, cols = (
         len(stage.rows),
@@ -303,17 +352,20 @@ def _operand_view(stage: Stage, opts: RenderOptions) -> list[Text] | None:
     ea, eb = stage.operands_exact if opts.exact and len(stage.operands_exact) == 2 else (None, None)
     e_bias = (stage.bias_exact,) if opts.exact and stage.bias_exact is not None else None
     e_value = stage.exact if opts.exact else None
+    blank_a, blank_b = (kind == "computed" for kind in kinds)
     parts = [
-        matrix_lines(a, stage.names[0], stage.rows, stage.inner, opts, exact=ea),
+        matrix_lines(a, stage.names[0], stage.rows, stage.inner, opts, exact=ea, blank=blank_a),
         [Text(), Text("·")],
-        matrix_lines(b, stage.names[1], stage.inner, stage.cols, opts, exact=eb),
+        matrix_lines(b, stage.names[1], stage.inner, stage.cols, opts, exact=eb, blank=blank_b),
     ]
     if stage.bias is not None:
         parts += [
             [Text(), Text("+")],
             matrix_lines(stage.bias[None, :], "b", ("",), stage.cols, opts, exact=e_bias),
         ]
-    result = matrix_lines(stage.value, stage.name, stage.rows, stage.cols, opts, exact=e_value)
+    result = matrix_lines(
+        stage.value, stage.name, stage.rows, stage.cols, opts, exact=e_value, blank=opts.worksheet
+    )
     view = beside([*parts, [Text(), Text("=")], result])
     if _width(view) <= opts.width - 2:
         return view
@@ -322,6 +374,29 @@ def _operand_view(stage: Stage, opts: RenderOptions) -> list[Text] | None:
     if max(_width(top), _width(bottom)) <= opts.width - 2:
         return [*top, Text(), *bottom]
     return None
+
+
+def _given_weights(block: Block, stage: Stage, kinds: list[str], opts: RenderOptions) -> None:
+    """A worksheet's weights a product reads, when A · B = C is not shown: each its own table
+    (W_O after the heads; W_Q when X·W_Q is too wide). X has its own stage."""
+    a, b = stage.operands
+    ea, eb = stage.operands_exact if opts.exact and len(stage.operands_exact) == 2 else (None, None)
+    e_bias = (stage.bias_exact,) if opts.exact and stage.bias_exact is not None else None
+    width = opts.width - 2
+    shown = []
+    if kinds[0] == "const":
+        shown.append(
+            matrix_lines(a, stage.names[0], stage.rows, stage.inner, opts, width=width, exact=ea)
+        )
+    if kinds[1] == "const":
+        shown.append(
+            matrix_lines(b, stage.names[1], stage.inner, stage.cols, opts, width=width, exact=eb)
+        )
+    if shown and stage.bias is not None:
+        bias = stage.bias[None, :]
+        shown.append(matrix_lines(bias, "b", ("",), stage.cols, opts, width=width, exact=e_bias))
+    for lines in shown:
+        block.cut(lines, indent=2).blank()
 
 
 def _width(lines: list[Text]) -> int:
@@ -344,7 +419,12 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
         for row in split_rows(stage):
             block.para(row.text(lang), indent=2)
     else:
-        view = _operand_view(stage, opts)
+        kinds = ["const", "const"]
+        if opts.worksheet and stage.is_product:
+            kinds = operand_kinds(stage, trace)
+        view = _operand_view(stage, kinds, opts)
+        if view is None and opts.worksheet and stage.is_product:
+            _given_weights(block, stage, kinds, opts)  # every input on the page
         if view is None:
             view = matrix_lines(
                 stage,
@@ -356,6 +436,7 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
                 heat=stage.heat,
                 hidden=hidden,
                 exact=stage.exact if opts.exact else None,
+                blank=opts.worksheet and not given(stage),
             )
         block.cut(view, indent=2)
     extras = stage_extras(stage, trace, hidden[0] if hidden else (0, 0), Style.of(opts), opts)
@@ -365,7 +446,7 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     work += ["  " + line for line in extras.work]
     if work:
         block.blank().para(Text(_t(lang, "ui.arithmetic"), style="bold"), indent=2)
-        block.para("\n".join(work), indent=2)
+        block.para("\n".join(work), indent=2, prose=False)
     return block.blank()
 
 
@@ -398,7 +479,7 @@ def _head_rule(head: int, trace: Trace, opts: RenderOptions) -> Block:
 
 
 def header(trace: Trace, opts: RenderOptions) -> Block:
-    problem, *preset = summary(trace, opts.lang)
+    problem, *preset = summary(trace, opts.lang, opts.worksheet)
     block = Block().para(Text("qkvcalc — softmax(Q·Kᵀ/√d_k + M)·V", style="bold")).para(problem)
     for line in preset:
         block.para(Text(line, style="dim"))
@@ -412,7 +493,9 @@ def footer(trace: Trace, opts: RenderOptions) -> Block:
         block.para(Text(text, style="bold yellow"))
     final = trace.stage("output")
     output = _t(opts.lang, "ui.output_final")
-    return block.cut(matrix_lines(final.value, output, final.rows, final.cols, opts))
+    return block.cut(
+        matrix_lines(final.value, output, final.rows, final.cols, opts, blank=opts.worksheet)
+    )
 
 
 def render_trace(trace: Trace, opts: RenderOptions | None = None) -> RenderableType:

@@ -123,9 +123,10 @@ def shown_rows(value: np.ndarray | Stage, row_ids: Sequence[int | None]) -> dict
     return dict(zip(body, values, strict=True))
 
 
-def summary(trace: Trace, lang: str) -> list[str]:
+def summary(trace: Trace, lang: str, worksheet: bool = False) -> list[str]:
     """The problem in a sentence (sizes, heads, mask) and the preset it came from, as plain
-    text: each renderer escapes it its own way."""
+    text: each renderer escapes it its own way. A worksheet leaves the preset's reference out
+    (it often tells a result) and says how to fill it in."""
     p = trace.problem
     mask = translate(f"ui.mask_{p.mask_kind}", lang)
     if p.key_padding is not None:
@@ -143,9 +144,11 @@ def summary(trace: Trace, lang: str) -> list[str]:
         key = "ui.preset" if p.preset is not None else "ui.named"
         key += "" if description else "_bare"
         lines.append(translate(key, lang, name=safe(p.meta["name"]), description=description))
-        if p.meta.get("reference"):
+        if p.meta.get("reference") and not worksheet:
             said = preset_reference(p.meta["name"], p.meta["reference"], lang)
             lines.append(translate("ui.preset_reference", lang, reference=safe(said, 2000)))
+    if worksheet:
+        lines.append(translate("ui.worksheet", lang))
     return lines
 
 
