@@ -729,7 +729,7 @@ def _score_bias(p: Problem, h: int | None, formula: str) -> list[Spec]:
             h,
             "alibi",
             (),
-            f"B = −{slope:.6g}·|i − j|",
+            f"B = -{slope:.6g}·|i − j|",
             n,
             m,
             params={

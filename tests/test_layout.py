@@ -5,6 +5,7 @@ stages given directly that are not called projections, and an answer sheet's hea
 from __future__ import annotations
 
 import json
+import re
 
 from tests.conftest import run_qkvcalc
 
@@ -100,3 +101,14 @@ def test_latex_sets_exponentials_in_prose_as_math_and_arithmetic_from_the_left()
     doc |= {"wv": [[1, 0], [0, 1]], "tokens": ["e^x", "b"]}
     tex = run_qkvcalc("explain", "-", "--format", "latex", input=json.dumps(doc)).stdout
     assert "e\\textasciicircum{}x" in tex
+
+
+def test_one_minus_sign_for_numbers_in_every_format(cli):
+    """A number's sign is ASCII '-' in every table, formula and arithmetic line, -∞ included
+    (prose may still say −∞): no '−148' beside '-∞', and a number copied out reads back."""
+    for fmt in ("txt", "markdown", "html"):
+        out = cli("explain", "--preset", "alibi", "--format", fmt).stdout
+        assert "-∞" in out and "-0.5" in out, fmt
+        for line in out.splitlines():
+            numbers = re.findall(r"(?<![\w)])−(?=\d)", line)  # a sign, not an operator
+            assert not numbers, (fmt, line)

@@ -192,7 +192,7 @@ MESSAGES: dict[str, str] = {
     "ui.masked": "masked",
     "ui.row": "row",
     "ui.softmax_row": "row {row} ({token}): max = {max}; sum of exponentials = {sum}",
-    "ui.masked_row": "row {row} ({token}): {keys} → −∞",
+    "ui.masked_row": "row {row} ({token}): {keys} → -∞",
     "ui.all_masked_row": "row {row} ({token}): every key masked, weights 0",
     "ui.warning": "warning",
     "ui.output_final": "Output",

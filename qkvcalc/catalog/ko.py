@@ -198,7 +198,7 @@ MESSAGES: dict[str, str] = {
     "ui.masked": "마스킹됨",
     "ui.row": "행",
     "ui.softmax_row": "{row}행 ({token}): 최댓값 = {max}; 지수함수 값의 합 = {sum}",
-    "ui.masked_row": "{row}행 ({token}): {keys} → −∞",
+    "ui.masked_row": "{row}행 ({token}): {keys} → -∞",
     "ui.all_masked_row": "{row}행 ({token}): 모든 Key가 마스킹됨, 가중치 0",
     "ui.warning": "경고",
     "ui.output_final": "출력",

@@ -32,7 +32,7 @@ class Style(NamedTuple):
     precision: int = 4
     times: str = "×"
     minus: str = "−"
-    neg_inf: str = "−∞"
+    neg_inf: str = "-∞"
     latex: bool = False
     exact: bool = False  # --exact: fractions where the stage recorded them (Stage.exact)
 
@@ -55,7 +55,7 @@ class Style(NamedTuple):
     def num(self, value: float) -> str:
         text = fmt(value, self.precision)
         if self.latex:
-            return text.replace("−∞", r"-\infty")
+            return text.replace("-∞", r"-\infty")
         return text
 
     def factor(self, value: float) -> str:
@@ -179,7 +179,7 @@ def _scale_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: 
 
 
 def _exp_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[1,2]: e^(4.9497 − 4.9497) = 1; a masked score: e^(−∞) = 0."""
+    """[1,2]: e^(4.9497 − 4.9497) = 1; a masked score: e^(-∞) = 0."""
     at = style.at(i + 1, j + 1)
     logit = float(stage.operands[0][i, j])
     assert stage.row_max is not None
@@ -260,7 +260,7 @@ def _alibi_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: 
     slope = slope or style.num(p["slope"])
     pos, key = int(p["positions"][i]), int(p["key_positions"][j])
     distance = f"|{pos} {style.minus} {key}|"
-    return f"{style.at(i + 1, j + 1)}{style.minus}{slope}{style.times}{distance} = {result}"
+    return f"{style.at(i + 1, j + 1)}-{slope}{style.times}{distance} = {result}"
 
 
 def _terms(
@@ -355,7 +355,7 @@ def _correction_work(stage: Stage, i: int, j: int, style: Style, exact: Any, res
 
 
 def _block_exp_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[1,2]: e^(0.3 − 1.2) = 0.4066; a masked score: e^(−∞) = 0."""
+    """[1,2]: e^(0.3 − 1.2) = 0.4066; a masked score: e^(-∞) = 0."""
     s, m = stage.operands
     at = style.at(i + 1, j + 1)
     if np.isneginf(s[i, j]):

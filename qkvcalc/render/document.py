@@ -43,7 +43,7 @@ class TableView(NamedTuple):
 
     def cell(self, i: int, j: int, style: Style) -> str:
         """A shown cell as text: its exact value when --exact recorded one, else the decimal
-        (−∞ for a masked score); on a worksheet, a computed stage's blank."""
+        (-∞ for a masked score); on a worksheet, a computed stage's blank."""
         if self.blank:
             return style.blank
         value = float(self.shown[i][j])
@@ -212,5 +212,5 @@ def final_view(trace: Trace, opts: RenderOptions, max_cols: int) -> TableView:
 
 
 def plain_cell(view: TableView, i: int, j: int, opts: RenderOptions) -> str:
-    """A cell as plain Unicode text (Markdown, HTML): '7/√2 ≈ 4.9497', '−∞', '0.8044'."""
+    """A cell as plain Unicode text (Markdown, HTML): '7/√2 ≈ 4.9497', '-∞', '0.8044'."""
     return view.cell(i, j, Style.of(opts))

@@ -250,7 +250,7 @@ def matrix_lines(
             return Style.of(opts).blank, "dim"
         v = float(shown[i][j])
         if v == -math.inf:
-            return "−∞", "dim"
+            return "-∞", "dim"
         if exact is not None and exact[i][j] is not None:
             return exact_text(exact[i][j], opts.precision), ""
         return fmt(v, opts.precision), _heat(v) if heat and opts.color else ""

@@ -33,11 +33,13 @@ def place(stage: Stage, lang: str) -> str:
 
 
 def fmt(value: float, precision: int = 4) -> str:
-    """7.0 -> '7'; 4.949747 -> '4.9497'; -inf -> '−∞'. Integers show as integers."""
+    """7.0 -> '7'; 4.949747 -> '4.9497'; -inf -> '-∞'. Integers show as integers. A number's
+    sign is ASCII '-' everywhere, -∞ included, so a number copied out reads back anywhere;
+    the typographic '−' is kept for the operator between two numbers (e^(s − max))."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
-        return "−∞" if value < 0 else "∞"
+        return "-∞" if value < 0 else "∞"
     nearest = round(value)
     if abs(value - nearest) <= 1e-9 * max(1.0, abs(value)) and abs(value) < 1e15:
         return str(int(nearest))
