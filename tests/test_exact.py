@@ -435,7 +435,7 @@ def test_korean_notes_exist_for_every_exact_key():
         ("table", "7 / √2 = 7/√2 ≈ 4.9497"),
         ("markdown", "7 / √2 = 7/√2 ≈ 4.9497"),
         ("html", "7 / √2 = 7/√2 ≈ 4.9497"),
-        ("latex", r"\frac{7}{\sqrt{2}} &= 7/\sqrt{2} \approx 4.9497"),
+        ("latex", r"\frac{7}{\sqrt{2}} = 7/\sqrt{2} \approx 4.9497"),
     ],
 )
 def test_every_format_writes_the_exact_arithmetic(fmt, scaled):
