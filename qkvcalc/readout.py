@@ -139,10 +139,8 @@ def strongest_keys(
     return Reading(top, int(percents[rest_ids].sum()), int(rest_ids.size), masked)
 
 
-def reading_msg(query: str, reading: Reading) -> Msg:
-    """The reading line: "cats → I 62%, cats 31%, love 7%", masked keys named after it."""
-    if reading.all_masked:
-        return Msg("note.reading_all_masked", query=query)
+def _key_parts(reading: Reading) -> list[Msg]:
+    """The strongest keys with their percentages ("I 62%", "cats <1%"), then the rest's share."""
     parts = [
         Msg("ui.reading_key_small", token=s.token)
         if s.small
@@ -151,6 +149,14 @@ def reading_msg(query: str, reading: Reading) -> Msg:
     ]
     if reading.rest_count:
         parts.append(Msg("ui.reading_rest", percent=reading.rest))
+    return parts
+
+
+def reading_msg(query: str, reading: Reading) -> Msg:
+    """The reading line: "cats → I 62%, cats 31%, love 7%", masked keys named after it."""
+    if reading.all_masked:
+        return Msg("note.reading_all_masked", query=query)
+    parts = _key_parts(reading)
     if not reading.masked:
         return Msg("note.reading", query=query, keys=parts)
     names = ", ".join(reading.masked[:MAX_MASKED_NAMES])
@@ -360,15 +366,7 @@ def scale_shown_msg(
         reading = strongest_keys(weights, allowed_row, tokens, k)
         if reading.all_masked:
             return Msg("ui.reading_none")
-        parts = [
-            Msg("ui.reading_key_small", token=s.token)
-            if s.small
-            else Msg("ui.reading_key", token=s.token, percent=s.percent)
-            for s in reading.top
-        ]
-        if reading.rest_count:
-            parts.append(Msg("ui.reading_rest", percent=reading.rest))
-        return parts
+        return _key_parts(reading)
 
     return Msg(
         "note.why_scale_shown",
