@@ -30,7 +30,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from qkvcalc.errors import QkvcalcError
-    from qkvcalc.problem import Problem
+    from qkvcalc.input.problem import Problem
     from qkvcalc.trace import Trace
 
 
@@ -53,8 +53,9 @@ def explain(
     problem may hold (``--max-elements``).
     Raises QkvcalcError with a message that names the field, the shapes and the rule.
     """
-    from qkvcalc.engine import run
-    from qkvcalc.problem import MAX_ELEMENTS, Problem
+    from qkvcalc.input.limits import MAX_ELEMENTS
+    from qkvcalc.input.problem import Problem
+    from qkvcalc.run.engine import run
 
     given = {"x": x, "wq": wq, "wk": wk, "wv": wv, **fields}
     doc = {k: v for k, v in given.items() if v is not None}
@@ -75,7 +76,7 @@ def __getattr__(name: str) -> Any:
 
         return QkvcalcError
     if name == "Problem":
-        from qkvcalc.problem import Problem
+        from qkvcalc.input.problem import Problem
 
         return Problem
     if name == "render":  # the renderers' package, which is itself callable: render(trace, fmt)

@@ -6,7 +6,10 @@ renderer labels rows and columns with it.
 
 from __future__ import annotations
 
+import json
 import unicodedata
+
+from qkvcalc.i18n import Msg
 
 MAX_LABEL = 24
 
@@ -49,3 +52,29 @@ def _char_width(char: str) -> int:
     if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
         return 0
     return 2 if unicodedata.east_asian_width(char) in "WF" else 1
+
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    return "×".join(str(s) for s in shape)
+
+
+_KINDS = {list: "list", tuple: "list", str: "string", int: "number", float: "number"}
+
+
+def json_kind(value: object) -> Msg:
+    """What a value is called in a message, in the user's language: 'a list', not 'list'."""
+    if isinstance(value, bool):
+        return Msg("kind.bool")
+    if value is None:
+        return Msg("kind.null")
+    return Msg(f"kind.{_KINDS.get(type(value), 'value')}")
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """A value from the input, for a message, as the user wrote it: in JSON's spelling (null,
+    true, "text"), or Python's repr for what JSON cannot spell; cut short at `limit`."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):  # numpy scalars, NaN, objects from a Python caller
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

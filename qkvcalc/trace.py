@@ -18,7 +18,7 @@ import numpy as np
 from qkvcalc.i18n import Msg
 
 if TYPE_CHECKING:
-    from qkvcalc.problem import Problem
+    from qkvcalc.input.problem import Problem
 
 
 class Recipe:
@@ -92,7 +92,7 @@ class Stage:
     data: Data  # the value (always 2-D), or its recipe: read it as .value
     rows: tuple[str, ...]  # a label per row (tokens, or dimensions for Kᵀ and weights)
     cols: tuple[str, ...]
-    op: str  # a key of qkvcalc.ops.OPS: project, matmul, scale, mask, exp, softmax …
+    op: str  # a key of qkvcalc.run.ops.OPS: project, matmul, scale, mask, exp, softmax …
     inputs: tuple[Data, ...] = ()  # the operands' values, as .operands: (A, B), (input,) …
     names: tuple[str, ...] = ()  # the operands' names, as in the formula: ("X", "W_Q")
     inner: tuple[str, ...] = ()  # matmul: labels of the dimension summed over
@@ -106,7 +106,7 @@ class Stage:
     notes: tuple[Msg, ...] = ()
     exact: tuple[tuple[Any, ...], ...] | None = None  # --exact: a rational value per cell
     topic: str = ""  # catalog key of title and why, when it differs from the id
-    # --exact (qkvcalc.exact): the operands, bias and scale as fractions, for the arithmetic
+    # --exact (qkvcalc.run.exact): the operands, bias and scale as fractions, for the arithmetic
     operands_exact: tuple[tuple[tuple[Any, ...], ...] | None, ...] = ()
     bias_exact: tuple[Any, ...] | None = None
     scale_exact: Any = None
@@ -139,21 +139,21 @@ class Stage:
     @property
     def is_product(self) -> bool:
         """A matrix product with named operands, shown as A·B = C beside its table."""
-        from qkvcalc.ops import OPS
+        from qkvcalc.run.ops import OPS
 
         return OPS[self.op].product and bool(self.names)
 
     @property
     def in_words(self) -> bool:
         """Shown as a sentence per row instead of a table (the split into heads)."""
-        from qkvcalc.ops import OPS
+        from qkvcalc.run.ops import OPS
 
         return OPS[self.op].in_words
 
     @property
     def heat(self) -> bool:
         """Weights: shaded by size where colour is on."""
-        from qkvcalc.ops import OPS
+        from qkvcalc.run.ops import OPS
 
         return OPS[self.op].heat
 

@@ -1,6 +1,6 @@
 """An independent, deliberately naive attention: nested loops over Python floats, no numpy.
 
-It shares nothing with qkvcalc.engine but the input format, so when the two agree on every
+It shares nothing with qkvcalc.run.engine but the input format, so when the two agree on every
 stage, both are likely right. Written from DESIGN.md's conventions: row vectors, Q = X·W_Q + b,
 heads split columns in order, query head h reads K/V head ceil(h·G/H), 1 = may attend, causal
 aligned top-left, a row with every key masked gets weights 0 and output 0.

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import qkvcalc
-from qkvcalc import presets
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.input import presets
 from tests.conftest import run_qkvcalc
 
 SENTENCE = presets.load("sentence")
@@ -227,8 +227,8 @@ def test_damaged_numpy_files_are_one_error_each():
     import random
     import zipfile
 
-    from qkvcalc.problem import Problem
-    from qkvcalc.sources import _as_object
+    from qkvcalc.input.problem import Problem
+    from qkvcalc.input.sources import _as_object
 
     def member(a):
         buffer = io.BytesIO()

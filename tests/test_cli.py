@@ -175,9 +175,9 @@ def test_an_inline_option_replaces_the_field_under_any_of_its_names(cli, key):
 
 
 def test_a_missing_presets_folder_is_one_message(cli, monkeypatch, tmp_path):
-    from qkvcalc import presets
+    from qkvcalc.input import presets
 
-    monkeypatch.setattr(presets, "_HERE", tmp_path / "site-packages" / "qkvcalc")
+    monkeypatch.setattr(presets, "_PACKAGE", tmp_path / "site-packages" / "qkvcalc")
     for args in (["presets"], ["explain", "--preset", "doc"], ["presets", "show", "doc"]):
         result = cli(*args)
         assert result.exit_code == 2 and result.stdout == "", args

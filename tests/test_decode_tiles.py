@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qkvcalc.engine import run
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.ops import OPS
-from qkvcalc.presets import load
-from qkvcalc.problem import Problem
+from qkvcalc.input.presets import load
+from qkvcalc.input.problem import Problem
 from qkvcalc.quiz.grade import grade_sheet, select_keys, stage_key
+from qkvcalc.run.engine import run
+from qkvcalc.run.ops import OPS
 from tests.conftest import run_qkvcalc
 from tests.naive import matmul, transpose
 

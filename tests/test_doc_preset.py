@@ -4,9 +4,9 @@ import math
 
 import numpy as np
 
-from qkvcalc import presets
-from qkvcalc.engine import run
-from qkvcalc.problem import Problem
+from qkvcalc.input import presets
+from qkvcalc.input.problem import Problem
+from qkvcalc.run.engine import run
 
 
 def trace_of(name):

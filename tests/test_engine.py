@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qkvcalc import explain
-from qkvcalc.engine import run
-from qkvcalc.problem import Problem
+from qkvcalc.input.problem import Problem
+from qkvcalc.run.engine import run
 from tests.naive import naive
 from tests.strategies import problems
 
@@ -109,7 +109,7 @@ def test_softmax_ignores_a_shift_of_every_score_in_a_row(doc, shift):
     Checked with the plain formula on the recorded scaled scores."""
     trace = trace_of(doc)
     scaled = trace.stage("scaled").value
-    from qkvcalc.engine import softmax_parts
+    from qkvcalc.run.engine import softmax_parts
 
     base = softmax_parts(scaled)[3]
     shifted = softmax_parts(scaled + shift)[3]

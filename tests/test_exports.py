@@ -31,8 +31,8 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 import qkvcalc
-from qkvcalc import presets
 from qkvcalc.i18n import translate
+from qkvcalc.input import presets
 from qkvcalc.render import FORMATS, RenderOptions
 from qkvcalc.render.html import render_html
 from qkvcalc.render.latex import render_latex, tex_escape

@@ -19,12 +19,13 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from qkvcalc.cli import app
-from qkvcalc.engine import run
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.parse import load_json
-from qkvcalc.problem import FIELDS, Problem
+from qkvcalc.input.fields import FIELDS
+from qkvcalc.input.parse import load_json
+from qkvcalc.input.problem import Problem
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.json_doc import render_json
+from qkvcalc.run.engine import run
 from tests.conftest import PINNED_ENV
 from tests.strategies import problems
 

@@ -347,9 +347,9 @@ def hostile_problem() -> dict:
 
 
 def render_hostile(fmt: str, color: bool) -> str:
-    from qkvcalc.engine import run
-    from qkvcalc.problem import Problem
+    from qkvcalc.input.problem import Problem
     from qkvcalc.render import RenderOptions, render
+    from qkvcalc.run.engine import run
 
     trace = run(Problem.from_mapping(hostile_problem()))
     assert trace.warnings  # the fully masked row's name is in a sentence too
@@ -674,7 +674,7 @@ def test_lengths_are_checked_before_entries_are_read(field, value, expect):
     """25 M key_padding entries, a 25 M-entry mask row, 10 M token names for a 2-token input:
     each entry used to be converted first (4 s, 800 MB) and the length checked after."""
     from qkvcalc.errors import QkvcalcError
-    from qkvcalc.problem import Problem
+    from qkvcalc.input.problem import Problem
 
     with pytest.raises(QkvcalcError, match=re.escape(expect)):
         Problem.from_mapping(_doc(**{field: value}))
@@ -756,16 +756,16 @@ def test_exact_fractions_too_long_to_print_are_given_up_before_they_are_made(doc
 def test_a_big_problem_gives_up_exact_mode_without_making_a_fraction(monkeypatch):
     """A problem past the budget by its shapes is read as decimals only: no input number is
     turned into a fraction (a BERT-size layer used to make 2.8 million, 14 s, then give up)."""
-    import qkvcalc.numbers
-    import qkvcalc.problem
-    from qkvcalc.engine import run
-    from qkvcalc.problem import Problem
+    import qkvcalc.input.cells
+    import qkvcalc.input.numbers
+    from qkvcalc.input.problem import Problem
+    from qkvcalc.run.engine import run
 
     def no_fractions(value):
         raise AssertionError("a fraction was made")
 
-    monkeypatch.setattr(qkvcalc.problem, "exact_of_float", no_fractions)
-    monkeypatch.setattr(qkvcalc.numbers, "exact_of_float", no_fractions)
+    monkeypatch.setattr(qkvcalc.input.cells, "exact_of_float", no_fractions)
+    monkeypatch.setattr(qkvcalc.input.numbers, "exact_of_float", no_fractions)
     rng = __import__("numpy").random.default_rng(0)
     doc = {k: rng.standard_normal((64, 64)).tolist() for k in ("x", "wq", "wk", "wv")}
     problem = Problem.from_mapping(doc, exact=True)
@@ -776,9 +776,9 @@ def test_a_big_problem_gives_up_exact_mode_without_making_a_fraction(monkeypatch
 
 @pytest.mark.parametrize("name", ["doc", "sentence", "multihead", "gqa", "cross", "padding"])
 def test_the_presets_still_run_exactly(name):
-    from qkvcalc import presets
-    from qkvcalc.exact_budget import refusal
-    from qkvcalc.problem import canonical_key
+    from qkvcalc.input import presets
+    from qkvcalc.input.exact_budget import refusal
+    from qkvcalc.input.fields import canonical_key
 
     doc = {canonical_key(k): v for k, v in presets.load(name).items()}
     assert refusal(doc) is None
@@ -808,10 +808,10 @@ def _columns(line: str) -> int:
 
 def test_combining_marks_take_no_column_in_a_table():
     """'é' written as e + U+0301 is one column wide: the rows of a table stay aligned."""
-    from qkvcalc.engine import run
-    from qkvcalc.problem import Problem
+    from qkvcalc.input.problem import Problem
     from qkvcalc.render import RenderOptions
     from qkvcalc.render.terminal import render_text
+    from qkvcalc.run.engine import run
 
     tokens = ["cafe\u0301", "nai\u0308ve\u0301\u0301", "x"]
     trace = run(Problem.from_mapping(_doc(x=[[1, 2], [0, 1], [1, 1]], tokens=tokens)))
@@ -826,10 +826,10 @@ def test_combining_marks_take_no_column_in_a_table():
 def test_arabic_letter_mark_and_tag_characters_are_escaped_in_json():
     """U+061C (a bidirectional mark) and the tag characters U+E0000–U+E007F (invisible text)
     were left raw in JSON; now they are \\u escapes (a tag as its surrogate pair)."""
-    from qkvcalc.engine import run
-    from qkvcalc.problem import Problem
+    from qkvcalc.input.problem import Problem
     from qkvcalc.render import RenderOptions
     from qkvcalc.render.json_doc import render_json
+    from qkvcalc.run.engine import run
 
     tokens = ["a\u061cb", "\U000e0041\U000e007f", "ok"]
     trace = run(Problem.from_mapping(_doc(x=[[1, 2], [0, 1], [1, 1]], tokens=tokens)))

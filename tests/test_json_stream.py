@@ -10,11 +10,11 @@ import json
 import numpy as np
 import pytest
 
-from qkvcalc import presets
-from qkvcalc.engine import run
-from qkvcalc.problem import Problem
+from qkvcalc.input import presets
+from qkvcalc.input.problem import Problem
 from qkvcalc.render import RenderOptions, json_doc
 from qkvcalc.render.json_doc import render_json, trace_json, write_json
+from qkvcalc.run.engine import run
 
 
 def _random_problem(seed: int = 3, n: int = 7, d: int = 6) -> dict:

@@ -14,10 +14,10 @@ import math
 import numpy as np
 import pytest
 
-from qkvcalc.engine import run
-from qkvcalc.problem import Problem
+from qkvcalc.input.problem import Problem
 from qkvcalc.quiz.grade import grade_sheet
 from qkvcalc.quiz.mistakes import MISTAKE_IDS, recognise
+from qkvcalc.run.engine import run
 from tests.conftest import run_qkvcalc
 
 R2 = math.sqrt(2)

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 import qkvcalc
-from qkvcalc import presets
-from qkvcalc.engine import run
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.problem import Problem
+from qkvcalc.input import presets
+from qkvcalc.input.problem import Problem
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.terminal import render_text
+from qkvcalc.run.engine import run
 
 PER_HEAD = ["q", "k", "v", "kt", "scores", "scaled", "exp", "weights", "output"]
 PER_HEAD_MASKED = ["q", "k", "v", "kt", "scores", "scaled", "masked", "exp", "weights", "output"]
@@ -326,7 +326,7 @@ def test_cli_shape_errors_exit_2_with_one_message(qkvcalc_proc, args, part):
 
 @pytest.mark.parametrize(("heads", "kv_heads"), [(4, 2), (6, 3), (8, 1), (4, 4), (12, 4)])
 def test_query_heads_of_is_kv_head_of_turned_round(heads, kv_heads):
-    from qkvcalc.problem import Problem
+    from qkvcalc.input.problem import Problem
 
     d = heads  # d_k = 1 per query head
     p = Problem.from_mapping(

@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from qkvcalc.engine import run
-from qkvcalc.numbers import parse_number
-from qkvcalc.problem import Problem
+from qkvcalc.input.numbers import parse_number
+from qkvcalc.input.problem import Problem
 from qkvcalc.quiz.new import Entry, json_number
+from qkvcalc.run.engine import run
 from tests.conftest import run_qkvcalc
 from tests.conftest import spawn_qkvcalc as spawn
 from tests.naive import naive

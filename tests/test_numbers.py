@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.numbers import parse_number
+from qkvcalc.input.numbers import parse_number
 
 
 @pytest.mark.parametrize(

@@ -55,7 +55,7 @@ def test_installed_wheel_finds_its_presets_away_from_the_checkout(wheel, tmp_pat
     elsewhere.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site), "COLUMNS": "100", "NO_COLOR": "1"}
     code = (
-        "import qkvcalc, qkvcalc.presets as p; "
+        "import qkvcalc, qkvcalc.input.presets as p; "
         f"assert qkvcalc.__file__.startswith({str(site)!r}), qkvcalc.__file__; "
         "print(p.preset_dir()); print(p.names())"
     )
@@ -82,7 +82,8 @@ def test_installed_wheel_finds_its_presets_away_from_the_checkout(wheel, tmp_pat
 
 def test_engine_imports_neither_rich_nor_typer():
     code = (
-        "import sys, qkvcalc.engine, qkvcalc.problem, qkvcalc.parse, qkvcalc.sources\n"
+        "import sys, qkvcalc.run.engine, qkvcalc.input.problem, qkvcalc.input.parse\n"
+        "import qkvcalc.input.sources, qkvcalc.plan, qkvcalc.run.exact\n"
         "bad = [m for m in ('rich', 'typer') if m in sys.modules]\nassert not bad, bad\n"
     )
     result = subprocess.run(

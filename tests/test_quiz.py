@@ -18,9 +18,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from qkvcalc.engine import run
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.problem import Problem
+from qkvcalc.input.problem import Problem
 from qkvcalc.quiz.answers import parse_answer
 from qkvcalc.quiz.grade import (
     CARRIED,
@@ -33,6 +32,7 @@ from qkvcalc.quiz.grade import (
     stage_keys,
 )
 from qkvcalc.quiz.problems import parse_size, random_problem
+from qkvcalc.run.engine import run
 from tests.conftest import PINNED_ENV, ROOT, run_qkvcalc
 from tests.conftest import spawn_qkvcalc as spawn
 from tests.naive import naive

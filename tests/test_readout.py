@@ -1,4 +1,4 @@
-"""qkvcalc.readout: facts, not wording. The spread of a dot product grows like d_k and scaling
+"""qkvcalc.plan.readout: facts, not wording. The spread of a dot product grows like d_k and scaling
 by 1/√d_k brings it back to 1; weights are never negative and masked ones are exactly 0; the
 reading line's percentages add up to 100; q·k = |q||k|cos θ; the bundled presets tell the
 stories their references claim."""
@@ -14,10 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qkvcalc.engine import run
 from qkvcalc.i18n import Msg, translate
-from qkvcalc.problem import Problem
-from qkvcalc.readout import (
+from qkvcalc.input.problem import Problem
+from qkvcalc.plan.readout import (
     aligned_and_strongest,
     alignment_msg,
     dot_product_spread,
@@ -31,6 +30,7 @@ from qkvcalc.readout import (
     strongest_keys,
     whole_percentages,
 )
+from qkvcalc.run.engine import run
 from qkvcalc.trace import Trace
 from tests.conftest import ROOT
 

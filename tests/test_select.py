@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from qkvcalc import presets
-from qkvcalc.engine import run
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.problem import Problem
+from qkvcalc.input import presets
+from qkvcalc.input.problem import Problem
+from qkvcalc.run.engine import run
 from qkvcalc.select import select, stage_ids
 from tests.conftest import run_qkvcalc
 from tests.test_step import finish, spawn

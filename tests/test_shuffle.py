@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 import qkvcalc
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.problem import Problem
-from qkvcalc.shuffle import explain_shuffled, parse_order, shuffled
+from qkvcalc.input.problem import Problem
+from qkvcalc.plan.shuffle import explain_shuffled, parse_order, shuffled
 from tests.naive import naive
 from tests.strategies import problems
 
@@ -99,7 +99,7 @@ def test_q_k_v_of_one_sequence_move_together():
 
 
 def test_a_shuffled_preset_is_no_longer_announced_as_the_preset():
-    from qkvcalc import presets
+    from qkvcalc.input import presets
 
     p = Problem.from_mapping(presets.load("sentence"))
     assert p.meta["name"] == "sentence"

@@ -18,11 +18,12 @@ import pytest
 from rich.console import Console
 
 import qkvcalc
-from qkvcalc.engine import run
-from qkvcalc.ops import OPS
-from qkvcalc.plan import Const, plan
-from qkvcalc.presets import load
-from qkvcalc.problem import Problem
+from qkvcalc.input.presets import load
+from qkvcalc.input.problem import Problem
+from qkvcalc.plan import plan
+from qkvcalc.plan.specs import Const
+from qkvcalc.run.engine import run
+from qkvcalc.run.ops import OPS
 from tests.conftest import ROOT, run_qkvcalc
 
 PRESETS = sorted(p.stem for p in (ROOT / "presets").glob("*.json"))

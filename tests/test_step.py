@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qkvcalc.engine import run
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import translate
+from qkvcalc.input.problem import Problem
 from qkvcalc.interactive.step import (
     KEYS,
     KeyReader,
@@ -29,7 +29,7 @@ from qkvcalc.interactive.step import (
     scrolled,
     stage_header,
 )
-from qkvcalc.problem import Problem
+from qkvcalc.run.engine import run
 from tests.conftest import PINNED_ENV, ROOT
 
 PYTHON = sys.executable

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from rich.text import Text
 
 import qkvcalc
-from qkvcalc import presets
+from qkvcalc.input import presets
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.terminal import Block, make_console, render_text, to_text
 from qkvcalc.render.text import display_width
@@ -132,7 +132,7 @@ def test_a_big_stage_is_drawn_from_the_rows_it_shows(monkeypatch, fmt):
     rows its tables show, never for all 200 (the recipes take row indices)."""
     import numpy as np
 
-    import qkvcalc.ops
+    import qkvcalc.run.ops
     from qkvcalc.render import render
 
     rng = np.random.default_rng(3)
@@ -146,13 +146,13 @@ def test_a_big_stage_is_drawn_from_the_rows_it_shows(monkeypatch, fmt):
     )
     trace.cache.clear()  # nothing computed before drawing is kept
     rows_computed = []
-    real = qkvcalc.ops.shifted_exp
+    real = qkvcalc.run.ops.shifted_exp
 
     def counting(s, row_max):
         rows_computed.append(s.shape[0])
         return real(s, row_max)
 
-    monkeypatch.setattr(qkvcalc.ops, "shifted_exp", counting)
+    monkeypatch.setattr(qkvcalc.run.ops, "shifted_exp", counting)
     opts = RenderOptions(width=100, color=False, detail="brief")
     render(trace, fmt, opts)
     assert rows_computed, "the exp and weights stages were drawn without their values"

@@ -30,8 +30,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from qkvcalc.engine import run
-from qkvcalc.problem import Problem
+from qkvcalc.input.problem import Problem
+from qkvcalc.run.engine import run
 
 torch = pytest.importorskip("torch", reason="PyTorch is the oracle; pip install torch==2.13.0")
 F = torch.nn.functional

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from qkvcalc import presets
-from qkvcalc.engine import run
-from qkvcalc.problem import Problem
+from qkvcalc.input import presets
+from qkvcalc.input.problem import Problem
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.torch_script import render_torch
+from qkvcalc.run.engine import run
 
 pytest.importorskip("torch", reason="the script needs PyTorch; pip install torch==2.13.0")
 

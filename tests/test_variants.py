@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 import qkvcalc
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.presets import load
-from qkvcalc.variants import alibi_slopes, sinusoidal
+from qkvcalc.input.presets import load
+from qkvcalc.input.variants import alibi_slopes, sinusoidal
 from tests.conftest import run_qkvcalc
 
 RNG = np.random.default_rng(11)

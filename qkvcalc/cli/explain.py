@@ -29,7 +29,7 @@ from qkvcalc.cli.common import (
 )
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
-from qkvcalc.limits import MAX_BYTES, MAX_ELEMENTS
+from qkvcalc.input.limits import MAX_BYTES, MAX_ELEMENTS
 from qkvcalc.render import FORMATS
 
 # The formats are the renderers' table (qkvcalc.render.FORMATS), listed once, there.
@@ -222,10 +222,10 @@ def explain(
     """Compute attention for a problem and show every stage, with each cell's arithmetic."""
     lang_code = language(lang)
     try:
-        from qkvcalc.engine import run
-        from qkvcalc.problem import Problem
+        from qkvcalc.input.problem import Problem
+        from qkvcalc.input.sources import gather
         from qkvcalc.render import FOLLOWS_TERMINAL, PAGE_WIDTH, RenderOptions, format_for, render
-        from qkvcalc.sources import gather
+        from qkvcalc.run.engine import run
 
         if step and output is not None:
             raise QkvcalcError("step.with_output")
@@ -266,7 +266,7 @@ def explain(
         problem = Problem.from_mapping(doc, exact=exact, max_elements=max_elements)
         del doc  # the parsed lists: at real-model sizes, 100 MB the engine does not need
         if shuffle is not None:
-            from qkvcalc.shuffle import explain_shuffled, parse_order
+            from qkvcalc.plan.shuffle import explain_shuffled, parse_order
 
             trace = explain_shuffled(problem, parse_order(shuffle, problem.n))
         else:

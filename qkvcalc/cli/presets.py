@@ -34,7 +34,7 @@ def _print_presets(lang_code: str) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from qkvcalc import presets
+    from qkvcalc.input import presets
 
     table = Table(
         title=translate("ui.presets_title", lang_code), title_justify="left", show_edge=False
@@ -64,7 +64,7 @@ def presets_show(
     name: Annotated[str, typer.Argument(help=help_text("help.presets.name"))],
     lang: LangOption = None,
 ) -> None:
-    from qkvcalc import presets
+    from qkvcalc.input import presets
 
     try:
         sys.stdout.write(presets.text(name))

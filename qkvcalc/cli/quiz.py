@@ -85,10 +85,10 @@ def _load(
     answers: str | None,
 ) -> "tuple[Trace, dict[str, Any] | None]":
     """The problem's Trace, and for --random the seed and size to show."""
-    from qkvcalc.engine import run
-    from qkvcalc.problem import Problem
+    from qkvcalc.input.problem import Problem
+    from qkvcalc.input.sources import gather
     from qkvcalc.quiz.problems import MAX_SIZE, new_seed, parse_size, random_problem
-    from qkvcalc.sources import gather
+    from qkvcalc.run.engine import run
 
     if random:
         given = [name for name, on in (("SOURCE", source), ("--preset", preset)) if on]
@@ -113,9 +113,9 @@ def _load(
 
 
 def _read_sheet(answers: str, trace: "Trace", precision: int) -> "AnswerSheet":
-    from qkvcalc.parse import load_json, read_limited
+    from qkvcalc.input.parse import load_json, read_limited
+    from qkvcalc.input.sources import read_file
     from qkvcalc.quiz.answers import read_answer_sheet
-    from qkvcalc.sources import read_file
 
     origin = "stdin" if answers == "-" else answers
     try:
@@ -261,7 +261,7 @@ def new(
     """Type a problem in step by step, each row checked as it comes; save it as JSON."""
     from rich.text import Text
 
-    from qkvcalc.problem import Problem
+    from qkvcalc.input.problem import Problem
     from qkvcalc.quiz.new import Entry, problem_json
     from qkvcalc.quiz.session import ask_line
 
@@ -309,9 +309,9 @@ def new(
     except (KeyboardInterrupt, EOFError):
         explain_now = False
     if explain_now:
-        from qkvcalc.engine import run
         from qkvcalc.render import RenderOptions
         from qkvcalc.render.terminal import render_trace
+        from qkvcalc.run.engine import run
 
         out = console(no_color)
         opts = RenderOptions(lang=lang_code, width=out.width, color=out.color_system is not None)

@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.numbers import parse_number
-from qkvcalc.problem import shape_text
+from qkvcalc.input.numbers import parse_number
+from qkvcalc.labels import shape_text
 from qkvcalc.quiz.grade import (
     MISSING,
     WRONG,

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.ops import OPS
 from qkvcalc.quiz.mistakes import Mistake, recognise
+from qkvcalc.quiz.tolerance import agrees
+from qkvcalc.run.ops import OPS
 from qkvcalc.trace import Stage, Trace
 
 # The stages asked when the quiz is not told which (--stages): a head's main steps.
@@ -41,22 +42,6 @@ MORE_DEFAULT_STAGES = ("k_cache", "v_cache", "running_max", "running_sum")
 
 RIGHT, WRONG, CARRIED, MISSING = "right", "wrong", "carried", "missing"
 VERDICTS = (RIGHT, CARRIED, WRONG, MISSING)
-
-
-# ---- tolerance -------------------------------------------------------------------------------
-
-
-def tolerance(expected: float, precision: int) -> float:
-    """How far an answer may be from `expected` and still be right at `precision` decimals."""
-    half_unit = 0.5 * 10.0**-precision
-    # a hair of slack, so that a value rounded to `precision` decimals is never refused
-    return half_unit * max(1.0, abs(expected) / 10.0) * (1 + 1e-9) + 1e-12
-
-
-def agrees(answer: float, expected: float, precision: int) -> bool:
-    if not (math.isfinite(answer) and math.isfinite(expected)):
-        return answer == expected
-    return abs(answer - expected) <= tolerance(expected, precision)
 
 
 # ---- stage keys: "k" for one head, "2/k" for head 2 of several ---------------------------------
@@ -252,7 +237,7 @@ class Grader:
 
     def _feeds(self, key: str, i: int, j: int) -> Iterable[tuple[str, int, int]]:
         """The cells of the input stages that cell (i, j) of `key` is computed from (the
-        operation's rule, qkvcalc.ops), leaving out constants the student was given."""
+        operation's rule, qkvcalc.run.ops), leaving out constants the student was given."""
         stage = self.stages[key]
         shapes = [np.shape(m) for m in stage.operands]
         for operand, a, b in OPS[stage.op].feeds(i, j, shapes, stage.params):

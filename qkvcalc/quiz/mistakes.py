@@ -47,7 +47,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from qkvcalc.i18n import Msg
-from qkvcalc.ops import apply_mask, softmax_parts
+from qkvcalc.quiz.tolerance import tolerance
+from qkvcalc.run.ops import apply_mask, softmax_parts
 from qkvcalc.trace import Stage, Trace
 
 MISTAKE_IDS = (
@@ -93,7 +94,6 @@ def root_text(value: int) -> str:
 
 def _agree(answers: np.ndarray, candidate: np.ndarray, precision: int) -> np.ndarray:
     """Cell by cell: does the answer agree with the candidate at the quiz's precision?"""
-    from qkvcalc.quiz.grade import tolerance  # grade.py calls this module: imported late
 
     finite = np.isfinite(answers) & np.isfinite(candidate)
     with np.errstate(invalid="ignore"):

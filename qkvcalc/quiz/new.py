@@ -21,7 +21,7 @@ from rich.text import Text
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import translate
-from qkvcalc.numbers import parse_number
+from qkvcalc.input.numbers import parse_number
 from qkvcalc.quiz.session import Ask
 
 MAX_TOKENS = 64

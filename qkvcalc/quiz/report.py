@@ -25,8 +25,8 @@ from qkvcalc.quiz.grade import (
     CellVerdict,
     Report,
     StageGrade,
-    tolerance,
 )
+from qkvcalc.quiz.tolerance import tolerance
 from qkvcalc.render.json_doc import dumps, number_json
 from qkvcalc.render.text import fmt, place
 from qkvcalc.trace import Trace

@@ -23,7 +23,7 @@ from rich.text import Text
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg, translate
-from qkvcalc.plan import dim_labels
+from qkvcalc.plan.specs import dim_labels
 from qkvcalc.quiz.answers import parse_answer
 from qkvcalc.quiz.grade import (
     CARRIED,

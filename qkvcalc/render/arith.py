@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from qkvcalc.i18n import Msg
-from qkvcalc.ops import OPS, pair_index, partner
 from qkvcalc.render.text import cell_label, factor, fmt, pick, safe, sub
-from qkvcalc.trace import Stage, Trace
+from qkvcalc.run.ops import OPS, pair_index, partner
 
 if TYPE_CHECKING:
     from qkvcalc.render import RenderOptions
+    from qkvcalc.trace import Stage, Trace
 
 
 class Style(NamedTuple):

@@ -20,10 +20,10 @@ from qkvcalc.i18n import Msg, translate
 from qkvcalc.render.arith import Style, split_rows, stage_extras
 from qkvcalc.render.text import corners, place
 from qkvcalc.render.worksheet import given, operand_kinds
-from qkvcalc.trace import Stage, Trace
 
 if TYPE_CHECKING:
     from qkvcalc.render import RenderOptions
+    from qkvcalc.trace import Stage, Trace
 
 
 class TableView(NamedTuple):

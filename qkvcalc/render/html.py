@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,7 +31,9 @@ from qkvcalc.render.document import (
     stage_view,
 )
 from qkvcalc.render.text import columns_that_fit, safe, summary
-from qkvcalc.trace import Stage, Trace
+
+if TYPE_CHECKING:
+    from qkvcalc.trace import Stage, Trace
 
 CELL_WIDTH = 3  # a column's width beyond its number, in characters (padding)
 

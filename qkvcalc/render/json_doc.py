@@ -25,10 +25,10 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from qkvcalc.render import RenderOptions
-from qkvcalc.trace import Stage, Trace
 
 if TYPE_CHECKING:
-    from qkvcalc.problem import Problem
+    from qkvcalc.input.problem import Problem
+    from qkvcalc.trace import Stage, Trace
 
 SCHEMA = "qkvcalc.trace/1"
 
@@ -243,7 +243,7 @@ def _input_number(value: float) -> float | str:
 
 
 def input_json(p: Problem, opts: RenderOptions) -> dict[str, Any]:
-    from qkvcalc.problem import Matrix
+    from qkvcalc.input.cells import Matrix
 
     fields = input_fields(p, opts)
     return {k: matrix_json(v.values) if isinstance(v, Matrix) else v for k, v in fields.items()}
@@ -286,15 +286,15 @@ def _write_rows(
 
 def _write_object(out: IO[str], fields: dict[str, Any], ascii_only: bool) -> None:
     """A dict as json.dumps writes it ({"a": 1, "b": …}), a Stage or Matrix value streamed."""
-    from qkvcalc.problem import Matrix
+    from qkvcalc.input.cells import Matrix
 
     out.write("{")
     for k, (key, value) in enumerate(fields.items()):
         out.write((", " if k else "") + dumps(key, ascii_only=ascii_only) + ": ")
-        if isinstance(value, Stage):
-            _write_rows(out, value.value_rows, value.shape)
-        elif isinstance(value, Matrix):
+        if isinstance(value, Matrix):
             _write_rows(out, value.values.__getitem__, value.values.shape)
+        elif hasattr(value, "value_rows"):  # a Stage: its rows computed as they are written
+            _write_rows(out, value.value_rows, value.shape)
         else:
             out.write(dumps(value, ascii_only=ascii_only))
     out.write("}")

@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style
 from qkvcalc.render.document import StageView, TableView, final_view, stage_view
 from qkvcalc.render.text import pick, safe, summary
-from qkvcalc.trace import Stage, Trace
+
+if TYPE_CHECKING:
+    from qkvcalc.trace import Stage, Trace
 
 # A page of \small text holds about this many matrix columns (the label column aside).
 MAX_COLS = 8

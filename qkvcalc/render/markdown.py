@@ -12,6 +12,7 @@ neither breaks a table nor turns into emphasis.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
@@ -26,7 +27,9 @@ from qkvcalc.render.document import (
 )
 from qkvcalc.render.latex import bmatrix, tex_formula, tex_product
 from qkvcalc.render.text import columns_that_fit, safe, summary
-from qkvcalc.trace import Stage, Trace
+
+if TYPE_CHECKING:
+    from qkvcalc.trace import Stage, Trace
 
 CELL_WIDTH = 3  # what a table column costs beyond its number: " | "
 

@@ -8,11 +8,15 @@ the text it writes into the SVG, and the console reads no markup from token name
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.terminal import make_console, render_trace
 from qkvcalc.render.text import safe
-from qkvcalc.trace import Trace
+
+if TYPE_CHECKING:
+    from qkvcalc.trace import Trace
 
 
 def svg_title(trace: Trace, opts: RenderOptions) -> str:

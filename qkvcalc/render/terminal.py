@@ -12,7 +12,7 @@ import io
 import math
 import re
 from collections.abc import Sequence
-from typing import IO, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from rich.cells import cell_len, set_cell_size
@@ -24,7 +24,9 @@ from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style, exact_text, split_rows, stage_extras
 from qkvcalc.render.text import display_width, fmt, pick, place, safe, shown_rows, summary
 from qkvcalc.render.worksheet import given, operand_kinds
-from qkvcalc.trace import Stage, Trace
+
+if TYPE_CHECKING:
+    from qkvcalc.trace import Stage, Trace
 
 GAP = "   "  # between two columns of a matrix table
 NARROW = 8  # below this width, indents and bullets alone can pass the edge

@@ -118,10 +118,8 @@ def columns_that_fit(labels: Sequence[str], opts: RenderOptions, cell_width: int
 def shown_rows(value: np.ndarray | Stage, row_ids: Sequence[int | None]) -> dict[int, np.ndarray]:
     """The rows a table shows (`row_ids`, from pick), by index. Of a Stage only these rows are
     computed (Stage.value_rows): a table of a 1024×1024 stage costs what its shown rows cost."""
-    from qkvcalc.trace import Stage
-
     body = [i for i in row_ids if i is not None]
-    values = value.value_rows(body) if isinstance(value, Stage) else value[body]
+    values = value.value_rows(body) if hasattr(value, "value_rows") else value[body]
     return dict(zip(body, values, strict=True))
 
 

@@ -18,11 +18,15 @@ comment or a string.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.text import safe
-from qkvcalc.trace import Trace
+
+if TYPE_CHECKING:
+    from qkvcalc.trace import Trace
 
 
 def num(value: float) -> str:
@@ -408,7 +412,7 @@ def _score_bias(trace: Trace, sdpa_args: list[str], masked: bool) -> tuple[list[
 
 def _biases(trace: Trace) -> np.ndarray:
     """Each head's score bias as the trace recorded it: [H, n, m]."""
-    from qkvcalc.plan import bias_table
+    from qkvcalc.plan.pipeline import bias_table
 
     p = trace.problem
     heads = range(1, p.heads + 1) if p.multihead else [None]

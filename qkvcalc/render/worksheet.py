@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from qkvcalc.i18n import Msg
-from qkvcalc.ops import OPS
+from qkvcalc.run.ops import OPS
 
 if TYPE_CHECKING:
     from qkvcalc.trace import Stage, Trace

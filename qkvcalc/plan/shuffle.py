@@ -18,8 +18,9 @@ import numpy as np
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
+from qkvcalc.input.cells import Matrix
+from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
-from qkvcalc.problem import Matrix, Problem
 from qkvcalc.trace import Trace
 
 # The largest difference, relative to the largest output, that is rounding and not a change.
@@ -108,7 +109,7 @@ def compare(original: Trace, moved: Trace, order: Sequence[int]) -> Msg:
 
 def explain_shuffled(p: Problem, order: Sequence[int]) -> Trace:
     """The trace of the shuffled problem, its output carrying the comparison with the original."""
-    from qkvcalc.engine import run
+    from qkvcalc.run.engine import run
 
     original = run(p)
     moved = run(shuffled(p, order))

@@ -17,22 +17,8 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.numbers import Number, parse_number
+from qkvcalc.input.numbers import Number, parse_number
 
-KEYS = (
-    "positions",
-    "key_positions",
-    "causal_align",
-    "window",
-    "positional",
-    "q_norm",
-    "k_norm",
-    "norm_eps",
-    "rope",
-    "alibi",
-    "score_bias",
-    "softcap",
-)
 ROPE_KEYS = ("theta", "style", "dims", "inv_freq", "attention_factor")
 MAX_POSITION = 10**9  # positions beyond this are not a sentence anyone will read
 
@@ -154,13 +140,13 @@ def _positive(raw: Any, field: str, *, integer: bool = False) -> Number:
 
 
 def _said(raw: Any) -> str:
-    from qkvcalc.problem import shown
+    from qkvcalc.labels import shown
 
     return shown(raw)
 
 
 def _floats(raw: Any, field: str, length: int, what: str) -> np.ndarray:
-    from qkvcalc.problem import to_vector
+    from qkvcalc.input.cells import to_vector
 
     vector = to_vector(raw, field).values[0]
     if vector.size != length:
@@ -204,7 +190,7 @@ def _alibi(raw: Any, heads: int) -> tuple[np.ndarray, tuple[Fraction | None, ...
         slopes, exact = alibi_slopes(heads)
         return np.array(slopes), tuple(exact), False
     if isinstance(raw, list | tuple | np.ndarray):
-        from qkvcalc.problem import to_vector
+        from qkvcalc.input.cells import to_vector
 
         vector = to_vector(
             list(raw) if not isinstance(raw, np.ndarray) else raw, "alibi", exact=True
@@ -220,7 +206,8 @@ def _alibi(raw: Any, heads: int) -> tuple[np.ndarray, tuple[Fraction | None, ...
 def _score_bias(
     raw: Any, heads: int, n: int, m: int, exact: bool
 ) -> tuple[np.ndarray, tuple[Any, ...] | None]:
-    from qkvcalc.problem import shape_text, to_matrix
+    from qkvcalc.input.cells import to_matrix
+    from qkvcalc.labels import shape_text
 
     if isinstance(raw, np.ndarray):
         raw = raw.tolist()
@@ -286,7 +273,8 @@ def read_variants(
         if isinstance(raw, str) and raw.strip().lower() == "sinusoidal":
             positional, pe = "sinusoidal", sinusoidal(positions, d_model)
         else:
-            from qkvcalc.problem import shape_text, to_matrix
+            from qkvcalc.input.cells import to_matrix
+            from qkvcalc.labels import shape_text
 
             if isinstance(raw, str):
                 raise QkvcalcError("positional.unknown", value=_said(raw))

@@ -3,7 +3,7 @@
     output = softmax(Q·Kᵀ · scale + M) · V,   Q = X·W_Q + b_Q,  K = S·W_K + b_K,  V = S·W_V + b_V
 
 with S = X (self-attention) or the source (cross-attention). The plan (qkvcalc.plan) says
-which stages there are and what each reads; the operations (qkvcalc.ops) say how each is
+which stages there are and what each reads; the operations (qkvcalc.run.ops) say how each is
 computed. `run` returns a Trace whose stages a renderer shows. numpy only: no printing, no
 rich, no typer.
 """
@@ -14,13 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc import exact_budget
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
+from qkvcalc.input import exact_budget
+from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
-from qkvcalc.ops import OPS, apply_mask, normalise, project, shifted_exp, softmax_parts
-from qkvcalc.plan import Const, Ref, Spec, allowed_keys, dim_labels, plan
-from qkvcalc.problem import Problem
+from qkvcalc.plan import plan
+from qkvcalc.plan.specs import Const, Ref, Spec, allowed_keys, dim_labels
+from qkvcalc.run.ops import OPS, apply_mask, normalise, project, shifted_exp, softmax_parts
 from qkvcalc.trace import Cache, Data, Recipe, Stage, Trace, resolve
 
 __all__ = [
@@ -167,13 +168,15 @@ def run(p: Problem) -> Trace:
 
 
 def _with_exact(trace: Trace) -> Trace:
-    """--exact: the rational stages as fractions too (qkvcalc.exact, loaded only when asked)."""
+    """--exact: the rational stages as fractions too (qkvcalc.run.exact, loaded only when asked)."""
     p = trace.problem
-    if p.exact_refused is not None:  # qkvcalc.exact_budget gave up before any fraction was made
+    if (
+        p.exact_refused is not None
+    ):  # qkvcalc.input.exact_budget gave up before any fraction was made
         return exact_budget.skipped(trace, p.exact_refused)
     first = p.x if p.x is not None else p.q
     if first is None or first.exact is None:
         return trace
-    from qkvcalc.exact import attach_exact
+    from qkvcalc.run.exact import attach_exact
 
     return attach_exact(trace)

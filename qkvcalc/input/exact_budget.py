@@ -29,7 +29,7 @@ from typing import Any
 
 from qkvcalc.i18n import Msg
 
-MAX_PRODUCTS = 100_000  # multiplications of fractions (qkvcalc.exact's own limit, the same)
+MAX_PRODUCTS = 100_000  # multiplications of fractions (qkvcalc.run.exact's own limit, the same)
 MAX_DIGITS = 1000  # digits of a cell, numerator and denominator together
 DIGIT_UNIT = 50  # up to about this many digits a multiplication costs what a small one does
 MAX_WORK = 2 * MAX_PRODUCTS  # multiplications, each weighted by (1 + (digits / DIGIT_UNIT)²)
@@ -98,7 +98,7 @@ class _Digits:
     written as text (1/7, 1/sqrt(2)) is parsed by the number grammar."""
 
     def __init__(self, raw: Any) -> None:
-        from qkvcalc.numbers import parse_number
+        from qkvcalc.input.numbers import parse_number
 
         tens = 0  # decimals: the lcm of their denominators divides 10^tens
         others: set[int] = set()  # denominators of fractions written as text

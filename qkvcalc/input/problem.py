@@ -7,222 +7,23 @@ Weights are stored in the row layout (Q = X·W_Q) whatever layout they were give
 
 from __future__ import annotations
 
-import difflib
-import json
-import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from qkvcalc.arrays import as_input
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
-from qkvcalc.limits import MAX_ELEMENTS
-from qkvcalc.numbers import Number, exact_of_float, parse_number
-from qkvcalc.variants import KEYS as VARIANT_KEYS
-from qkvcalc.variants import Variants, read_variants
-
-MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")
-VECTORS = ("bq", "bk", "bv", "bo")
-OPTIONS = (
-    "tokens",
-    "source_tokens",
-    "heads",
-    "kv_heads",
-    "scale",
-    "mask",
-    "key_padding",
-    "layout",
-    "decode",
-    "tiles",
-)
-META = ("name", "description", "reference")
-FIELDS = MATRICES + VECTORS + OPTIONS + VARIANT_KEYS + META
-
-# How each field is named in messages: the paper's names, not the JSON keys.
-DISPLAY = {
-    "x": "X",
-    "source": "source",
-    "wq": "W_Q",
-    "wk": "W_K",
-    "wv": "W_V",
-    "wo": "W_O",
-    "q": "Q",
-    "k": "K",
-    "v": "V",
-    "bq": "b_Q",
-    "bk": "b_K",
-    "bv": "b_V",
-    "bo": "b_O",
-}
-
-_ALIASES = {
-    "numheads": "heads",
-    "nheads": "heads",
-    "numkvheads": "kv_heads",
-    "nkvheads": "kv_heads",
-    "sourcetokens": "source_tokens",
-    "keypadding": "key_padding",
-    "kvheads": "kv_heads",
-    "slidingwindow": "window",
-    "logitsoftcap": "softcap",
-    "qnormweight": "q_norm",
-    "knormweight": "k_norm",
-}
+from qkvcalc.input.arrays import as_input
+from qkvcalc.input.cells import Matrix, cell, to_matrix, to_vector
+from qkvcalc.input.fields import DISPLAY, MATRICES, META, VECTORS, canonical_key
+from qkvcalc.input.limits import MAX_ELEMENTS
+from qkvcalc.input.numbers import Number, parse_number
+from qkvcalc.input.variants import Variants, read_variants
+from qkvcalc.labels import json_kind, shape_text, shown
 
 MAX_HEADS = 1024
-
-
-def _norm(key: str) -> str:
-    return re.sub(r"[\s_\-]", "", key.lower())
-
-
-_CANONICAL = {_norm(name): name for name in FIELDS} | _ALIASES
-
-
-def known_key(key: object) -> str | None:
-    """The field a key means ('W_Q', 'w_q', 'num_heads' …), or None if it is not one."""
-    return _CANONICAL.get(_norm(key)) if isinstance(key, str) else None
-
-
-def canonical_key(key: object) -> str:
-    """'W_Q', 'w_q' and 'WQ' all mean 'wq'. Unknown keys are an error that suggests a known one."""
-    if not isinstance(key, str):
-        raise QkvcalcError("key.not_string", key=shown(key))
-    found = known_key(key)
-    if found is None:
-        key = key if len(key) <= 40 else key[:39] + "…"  # a 1,000-character key, abbreviated
-        close = difflib.get_close_matches(_norm(key), list(_CANONICAL), n=1, cutoff=0.5)
-        if close:
-            raise QkvcalcError("key.unknown_suggest", key=key, suggestion=_CANONICAL[close[0]])
-        raise QkvcalcError("key.unknown", key=key, known=", ".join(FIELDS))
-    return found
-
-
-def shape_text(shape: tuple[int, ...]) -> str:
-    return "×".join(str(s) for s in shape)
-
-
-class Matrix(NamedTuple):
-    """A validated input matrix: float64 values and, in exact mode, its rational entries."""
-
-    values: np.ndarray
-    exact: tuple[tuple[Fraction | None, ...], ...] | None = None
-
-
-_KINDS = {list: "list", tuple: "list", str: "string", int: "number", float: "number"}
-
-
-def json_kind(value: object) -> Msg:
-    """What a value is called in a message, in the user's language: 'a list', not 'list'."""
-    if isinstance(value, bool):
-        return Msg("kind.bool")
-    if value is None:
-        return Msg("kind.null")
-    return Msg(f"kind.{_KINDS.get(type(value), 'value')}")
-
-
-def shown(value: object, limit: int = 40) -> str:
-    """A value from the input, for a message, as the user wrote it: in JSON's spelling (null,
-    true, "text"), or Python's repr for what JSON cannot spell; cut short at `limit`."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError):  # numpy scalars, NaN, objects from a Python caller
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _fail_cell(field_name: str, where: str, value: object) -> QkvcalcError:
-    name = DISPLAY.get(field_name, field_name)
-    if isinstance(value, bool):
-        return QkvcalcError("matrix.bool", field=name, where=where)
-    if isinstance(value, list | tuple):
-        return QkvcalcError("matrix.too_deep", field=name, where=where)
-    if value is None:
-        return QkvcalcError("matrix.null", field=name, where=where)
-    if isinstance(value, float) and math.isnan(value):
-        return QkvcalcError("number.nan", field=f"{name}{where}")
-    if isinstance(value, int | float):
-        return QkvcalcError("number.not_finite", field=f"{name}{where}", text=repr(value))
-    return QkvcalcError("matrix.not_number", field=name, where=where, value=shown(value))
-
-
-def _cell(value: object, field_name: str, where: str, exact: bool) -> Number:
-    if type(value) is int or type(value) is float or isinstance(value, np.integer | np.floating):
-        try:
-            number = float(value)
-        except OverflowError:  # an integer of hundreds of digits: beyond float64
-            digits = str(abs(value))
-            raise QkvcalcError(
-                "number.too_large",
-                field=f"{DISPLAY.get(field_name, field_name)}{where}",
-                text=f"{digits[:8]}… ({len(digits)} digits)",
-            ) from None
-        if math.isfinite(number):
-            return Number(number, exact_of_float(number) if exact else None)
-    elif isinstance(value, str):
-        return parse_number(value, f"{DISPLAY.get(field_name, field_name)}{where}")
-    raise _fail_cell(field_name, where, value)
-
-
-def to_matrix(raw: Any, field_name: str, *, exact: bool = False) -> Matrix:
-    """A list of rows, a flat list (one row), or a 2-D array, checked cell by cell. (Its size
-    was checked against --max-elements before: _check_claimed_size.)"""
-    name = DISPLAY.get(field_name, field_name)
-    if isinstance(raw, np.ndarray):
-        raw = raw.tolist() if raw.ndim <= 2 else raw
-    if not isinstance(raw, list | tuple):
-        raise QkvcalcError("matrix.not_list", field=name, value=shown(raw))
-    if len(raw) == 0:
-        raise QkvcalcError("matrix.empty", field=name)
-    rows = [raw] if not isinstance(raw[0], list | tuple) else raw
-    width = len(rows[0])
-    if width == 0:
-        raise QkvcalcError("matrix.empty_row", field=name, row=1)
-    for i, row in enumerate(rows):
-        if not isinstance(row, list | tuple):
-            raise QkvcalcError("matrix.mixed", field=name, row=i + 1)
-        if len(row) != width:
-            raise QkvcalcError("matrix.ragged", field=name, row=i + 1, length=len(row), width=width)
-    # Fast path: plain JSON numbers (the common case, and the only one at real-model sizes).
-    plain = {float, int}  # not bool, not str: those take the checked path below
-    if not exact and all(set(map(type, row)) <= plain for row in rows):
-        try:
-            values = np.array(rows, dtype=np.float64)
-        except OverflowError:
-            values = None
-        if values is not None and np.isfinite(values).all():
-            return Matrix(values)
-    cells = [
-        [
-            _cell(
-                v,
-                field_name,
-                f"[{j + 1}]" if rows is not raw else f"[{i + 1}][{j + 1}]",  # flat: one index
-                exact,
-            )
-            for j, v in enumerate(row)
-        ]
-        for i, row in enumerate(rows)
-    ]
-    values = np.array([[c.value for c in row] for row in cells], dtype=np.float64)
-    exact_rows = tuple(tuple(c.exact for c in row) for row in cells) if exact else None
-    return Matrix(values, exact_rows)
-
-
-def to_vector(raw: Any, field_name: str, *, exact: bool = False) -> Matrix:
-    """A flat list of numbers, kept as a 1×d Matrix."""
-    name = DISPLAY.get(field_name, field_name)
-    if isinstance(raw, list | tuple) and raw and isinstance(raw[0], list | tuple):
-        if len(raw) == 1:
-            raw = raw[0]
-        else:
-            raise QkvcalcError("vector.not_flat", field=name, rows=len(raw))
-    return to_matrix(raw, field_name, exact=exact)
 
 
 def _to_int(raw: Any, field_name: str) -> int:
@@ -298,9 +99,9 @@ class Problem:
     key_padding: np.ndarray | None = None  # [m] bool, True = a real token
     layout: str = "rows"
     meta: dict[str, str] = field(default_factory=dict)
-    # positions, windows, RoPE, ALiBi, score biases, softcap, q/k norm (qkvcalc.variants)
+    # positions, windows, RoPE, ALiBi, score biases, softcap, q/k norm (qkvcalc.input.variants)
     variants: Variants = field(default_factory=lambda: Variants(np.zeros(0), np.zeros(0)))
-    # --exact given up before any fraction was made (qkvcalc.exact_budget): the note that says why
+    # --exact given up before any fraction was made (input/exact_budget.py): the note saying why
     exact_refused: Msg | None = None
     decode: int | None = None  # P: a prefill of P tokens, then one decode step per token
     tiles: int | None = None  # B: the softmax over blocks of B keys (FlashAttention)
@@ -310,7 +111,7 @@ class Problem:
     def preset(self) -> str | None:
         """The bundled preset this problem is (its `name`, when that names one), else None: a
         name of one's own, such as an extracted layer's, is not a preset's."""
-        from qkvcalc import presets
+        from qkvcalc.input import presets
 
         name = self.meta.get("name")
         return name if name is not None and name in presets.names() else None
@@ -382,11 +183,13 @@ class Problem:
             name = canonical_key(key)
             if name in doc:
                 raise QkvcalcError("key.duplicate", key=key, canonical=name)
-            doc[name] = as_input(value, name)  # numpy arrays, torch tensors … (qkvcalc.arrays)
+            doc[name] = as_input(
+                value, name
+            )  # numpy arrays, torch tensors … (qkvcalc.input.arrays)
         _check_claimed_size(doc, max_elements)
         refused = None
         if exact:  # can the exact stages finish? decided before any number becomes a fraction
-            from qkvcalc.exact_budget import refusal
+            from qkvcalc.input.exact_budget import refusal
 
             refused = refusal(doc)
         problem = _build(doc, exact and refused is None)
@@ -755,7 +558,7 @@ def _read_scale(doc: dict[str, Any]) -> Number | None:
         raise QkvcalcError("scale.not_number", value=shown(raw_scale))
     if isinstance(raw_scale, str):
         return parse_number(raw_scale, "scale")
-    return _cell(raw_scale, "scale", "", True)
+    return cell(raw_scale, "scale", "", True)
 
 
 def _read_mask(doc: dict[str, Any], n: int, m: int) -> tuple[str, np.ndarray | None]:

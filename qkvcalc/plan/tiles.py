@@ -19,9 +19,9 @@ from collections.abc import Callable
 import numpy as np
 
 from qkvcalc.i18n import Msg
-from qkvcalc.ops import softmax_parts
-from qkvcalc.plan import Ref, Spec, dim_labels, ref, span
-from qkvcalc.problem import Problem
+from qkvcalc.input.problem import Problem
+from qkvcalc.plan.specs import Ref, Spec, dim_labels, ref, span
+from qkvcalc.run.ops import softmax_parts
 
 
 def blocks(p: Problem) -> list[slice]:

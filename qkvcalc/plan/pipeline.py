@@ -1,12 +1,12 @@
 """The plan of an attention run: from a Problem, the ordered list of stages to compute.
 
 Parse → plan → execute, as einops does. A Spec says what one stage is: its id and head, the
-operation (qkvcalc.ops), the operands it reads (earlier stages by reference, or constants
+operation (qkvcalc.run.ops), the operands it reads (earlier stages by reference, or constants
 such as one head's slice of W_Q), the operation's parameters, the labels of its rows and
 columns, its formula and notes, and whether its value is kept or recomputed when shown.
 The engine executes a plan with numpy, exact mode with fractions, the quiz with a student's
 own answers; none of them needs to know what a stage id means. Adding a stage is adding an
-entry here (and an operation in qkvcalc.ops if it is a new kind), plus its catalog text.
+entry here (and an operation in qkvcalc.run.ops if it is a new kind), plus its catalog text.
 
 Head slices are computed here, once: head h reads columns (h−1)·d_k … h·d_k − 1 of W_Q and
 the columns of K/V head g = ⌈h·G/H⌉ of W_K and W_V.
@@ -16,177 +16,38 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from qkvcalc import plan_notes as facts
 from qkvcalc.i18n import Msg
+from qkvcalc.input.cells import Matrix
+from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
-from qkvcalc.problem import Matrix, Problem
-
-# An earlier stage of the same plan: (stage id, head), or (stage id, head, step, block) for a
-# stage of one decode step or one block of keys. Made by `ref`, which keeps the short form
-# for every stage that has neither, so (id, head) names what it always named.
-Ref = tuple[Any, ...]
-
-
-def ref(
-    sid: str, head: int | None = None, step: int | None = None, block: int | None = None
-) -> Ref:
-    """The reference of a stage: (id, head), with step and block only when it has one."""
-    return (sid, head) if step is None and block is None else (sid, head, step, block)
-
-
-class Const(NamedTuple):
-    """A constant operand: numbers from the problem (a weight, or one head's slice of it),
-    with their exact fractions in exact mode."""
-
-    value: np.ndarray
-    exact: tuple[tuple[Any, ...], ...] | None = None
-
-
-Operand = Ref | Const
-
-
-@dataclass(frozen=True, eq=False)
-class Spec:
-    """One stage to compute: what it is, what it reads, and how it is labelled and named."""
-
-    id: str
-    head: int | None
-    op: str  # a key of qkvcalc.ops.OPS
-    operands: tuple[Operand, ...]
-    formula: str  # plain text with the paper's names: "Q = X·W_Q"
-    rows: tuple[str, ...]
-    cols: tuple[str, ...]
-    params: dict[str, Any] = field(default_factory=dict)
-    names: tuple[str, ...] = ()  # the operands' names, as in the formula: ("X", "W_Q")
-    inner: tuple[str, ...] = ()  # a product: labels of the dimension summed over
-    cell: str = ""  # how a cell is named in its arithmetic: "q_{i}·k_{j}", "Q[{i},{j}]"
-    notes: tuple[Msg, ...] = ()
-    topic: str = ""  # catalog key of title and why, when it differs from the id
-    lazy: bool = False  # recomputed from its operands when shown (the n×m stages)
-    symbol: str = ""  # how the quiz names a cell of it: K[2,1], Q·Kᵀ[1,2] (default: the id)
-    letters: str = ""  # its shape in the paper's letters, for the quiz: "n×d_k"
-    hint: tuple[str, dict[str, Any]] | None = None  # the quiz's `?`: how one cell is made
-    # notes that need the numbers: computed by the engine from the values of earlier stages
-    remarks: Callable[[Callable[[Ref], np.ndarray]], tuple[Msg, ...]] | None = None
-    step: int | None = None  # decoding with a KV cache: 0 = the prefill, 1, 2, … the steps
-    block: int | None = None  # attention in tiles: the block of keys (1-based)
-
-    @property
-    def ref(self) -> Ref:
-        return ref(self.id, self.head, self.step, self.block)
-
-
-def dim_labels(count: int) -> tuple[str, ...]:
-    """The labels of a dimension's columns: '1', '2', … (1-based, as a teacher counts)."""
-    return tuple(str(j + 1) for j in range(count))
-
-
-def span(first: int, count: int) -> str:
-    """1-based inclusive column range: columns 3–4 (or just 3)."""
-    return f"{first + 1}" if count == 1 else f"{first + 1}–{first + count}"
-
-
-def _cols(m: Matrix, cols: slice) -> Const:
-    exact = None if m.exact is None else tuple(tuple(row[cols]) for row in m.exact)
-    return Const(m.values[:, cols], exact)
-
-
-def _bias(m: Matrix | None, cols: slice | None = None) -> dict[str, Any]:
-    """The params of a bias added after a product: the row vector and its exact fractions."""
-    if m is None:
-        return {}
-    cols = cols or slice(None)
-    exact = None if m.exact is None else tuple(m.exact[0][cols])
-    return {"bias": m.values[0, cols], "bias_exact": exact}
-
-
-def allowed_keys(p: Problem) -> np.ndarray | None:
-    """[n, m] bool, True where query i may attend to key j; None when nothing is masked.
-
-    Causal: key j is allowed iff its position is at most the query's (with the default
-    positions, lower-triangular aligned top-left, as is_causal=True); a window W keeps the W
-    most recent positions, the query's own included: pos_i − pos_j < W."""
-    allowed = None
-    v = p.variants
-    if p.mask_kind == "causal":
-        # [n, 1] vs [1, m] -> [n, m]
-        distance = v.positions[:, None] - v.key_positions[None, :]
-        allowed = distance >= 0
-        if v.window is not None:
-            allowed &= distance < v.window
-    elif p.mask is not None:
-        allowed = p.mask.copy()
-    if p.key_padding is not None:  # [m] -> broadcast over every query row
-        allowed = (
-            np.broadcast_to(p.key_padding, (p.n, p.m)).copy()
-            if allowed is None
-            else (allowed & p.key_padding)
-        )
-    return allowed
-
-
-class _Slices(NamedTuple):
-    q: slice
-    k: slice
-    v: slice
-    g: int
-
-
-def head_slices(p: Problem, head: int) -> _Slices:
-    """The columns query head h reads of W_Q (or Q), and of W_K, W_V (or K, V): K/V head g's."""
-    g = p.kv_head_of(head)
-    return _Slices(
-        slice((head - 1) * p.d_k, head * p.d_k),
-        slice((g - 1) * p.d_k, g * p.d_k),
-        slice((g - 1) * p.d_v, g * p.d_v),
-        g,
-    )
-
+from qkvcalc.plan import notes as facts
+from qkvcalc.plan.specs import (
+    Const,
+    Ref,
+    Slices,
+    Spec,
+    bias_params,
+    columns_of,
+    dim_labels,
+    head_slices,
+    span,
+)
 
 # ---- the plan ---------------------------------------------------------------------------------
 
 
-def plan(p: Problem) -> tuple[Spec, ...]:
-    """Every stage of the calculation, in the order a teacher writes them."""
-    specs: list[Spec] = []
-    if p.x is not None:
-        specs.append(_input("x", "X", p.x, p.tokens, facts.input_facts(p)))
-        specs += _positional(p)
-    if p.source is not None:
-        specs.append(_input("source", "source", p.source, p.source_tokens))
-    if p.decode is not None:  # a prefill, then one token at a time with a KV cache
-        from qkvcalc.plan_decode import decode_plan
-
-        pe = p.variants.pe is not None
-        x_ref: Ref = ("x_pe", None) if pe else ("x", None)
-        if p.multihead:  # which columns each head reads, once for every step
-            specs.append(_split(p))
-        specs += decode_plan(p, x_ref, "(X + PE)" if pe else "X")
-        return tuple(specs)
-    allowed = allowed_keys(p)
-    if not p.multihead:
-        specs += _head(p, None, allowed)
-        return tuple(specs)
-    specs.append(_split(p))
-    for h in range(1, p.heads + 1):
-        specs += _head(p, h, allowed)
-    specs += _combine(p)
-    return tuple(specs)
-
-
-def _input(
+def input_spec(
     sid: str, name: str, m: Matrix, rows: tuple[str, ...], notes: tuple[Msg, ...] = ()
 ) -> Spec:
     labels = dim_labels(m.values.shape[1])
     return Spec(sid, None, "input", (Const(m.values, m.exact),), name, rows, labels, notes=notes)
 
 
-def _positional(p: Problem) -> list[Spec]:
+def positional(p: Problem) -> list[Spec]:
     """The position encoding added to X before the projections: the paper's sines and cosines,
     or a learned matrix given. Only X gets it, never the source."""
     v = p.variants
@@ -233,7 +94,7 @@ def _positions_text(rows: tuple[str, ...], limit: int = 12) -> str:
     return shown + (" …" if len(rows) > limit else "")
 
 
-def _split(p: Problem) -> Spec:
+def split(p: Problem) -> Spec:
     """Which columns of W_Q, W_K, W_V (or of Q, K, V) each head reads: the first (a) and last
     (b) column of each slice, and the K/V head g it shares. [H, 7], recorded as a table."""
     table = []
@@ -260,7 +121,7 @@ def _split(p: Problem) -> Spec:
     )
 
 
-def _projections(p: Problem, h: int | None, s: _Slices, shared: tuple[Msg, ...]) -> list[Spec]:
+def _projections(p: Problem, h: int | None, s: Slices, shared: tuple[Msg, ...]) -> list[Spec]:
     """Q, K, V of one head: X (or the source) times its slice of the weights, plus the bias."""
     full = h is None
     x_ref: Ref = ("x_pe", None) if p.variants.pe is not None else ("x", None)
@@ -283,7 +144,7 @@ def _projections(p: Problem, h: int | None, s: _Slices, shared: tuple[Msg, ...])
             formula += f" + b_{sid.upper()}" + (
                 "" if full else f"[{span(cols.start, cols.stop - cols.start)}]"
             )
-        w = _cols(weight, cols)
+        w = columns_of(weight, cols)
         out.append(
             Spec(
                 sid,
@@ -293,7 +154,7 @@ def _projections(p: Problem, h: int | None, s: _Slices, shared: tuple[Msg, ...])
                 formula,
                 rows,
                 dim_labels(w.value.shape[1]),
-                params=_bias(bias, cols),
+                params=bias_params(bias, cols),
                 names=(name, f"{label}{cut}"),
                 inner=dim_labels(w.value.shape[0]),
                 cell=sid.upper() + "[{i},{j}]",
@@ -326,7 +187,7 @@ def _projection_notes(
     return ()
 
 
-def _given(p: Problem, h: int | None, s: _Slices, shared: tuple[Msg, ...]) -> list[Spec]:
+def _given(p: Problem, h: int | None, s: Slices, shared: tuple[Msg, ...]) -> list[Spec]:
     """Q, K, V typed in directly: the whole matrix, or one head's columns of it."""
     full = h is None
     out = []
@@ -372,7 +233,7 @@ def _scaling(p: Problem) -> tuple[str, str, Msg, dict[str, Any]]:
     return f"Q·Kᵀ × {p.scale_given.value:g}", "", note, params
 
 
-def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
+def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     """One head's stages, from Q, K, V to its output, in the order of DESIGN's per-head
     stages: q, k, v → q_norm, k_norm → q_rot, k_rot → kt → scores → scaled → score_bias,
     biased → capped → masked → exp → weights → output. A stage that does not apply is absent."""
@@ -490,7 +351,7 @@ def _head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
         )
         logits = ("masked", h)
     if p.tiles is not None:  # the softmax and A·V one block of keys at a time
-        from qkvcalc.plan_tiles import tile_stages
+        from qkvcalc.plan.tiles import tile_stages
 
         return specs + tile_stages(p, h, logits, ("v", h))
     specs.append(
@@ -665,7 +526,7 @@ def _pair_starts(dims: int, style: str) -> list[int]:
 
 
 def partner_of(j: int, dims: int, style: str) -> int:
-    from qkvcalc.ops import partner
+    from qkvcalc.run.ops import partner
 
     return partner(j, dims, style)
 
@@ -673,7 +534,7 @@ def partner_of(j: int, dims: int, style: str) -> int:
 def _rope_shift(p: Problem, h: int | None, q_ref: Ref, k_ref: Ref) -> Any:
     """A note that shows RoPE's point: the score of a query and a key moved by the same
     offset stays the same (it depends only on the distance between their positions)."""
-    from qkvcalc.ops import rotate
+    from qkvcalc.run.ops import rotate
 
     rope = p.variants.rope
     assert rope is not None
@@ -832,7 +693,7 @@ def _mask_notes(p: Problem) -> tuple[Msg, ...]:
     return tuple(notes)
 
 
-def _combine(p: Problem) -> list[Spec]:
+def combine(p: Problem) -> list[Spec]:
     """The heads joined side by side, then W_O (and b_O) when given."""
     width = p.heads * p.d_v
     concat = Spec(
@@ -881,7 +742,7 @@ def _combine(p: Problem) -> list[Spec]:
             f"output = concat·{w_o}" + (" + b_O" if p.bo is not None else ""),
             p.tokens,
             dim_labels(p.wo.values.shape[1]),
-            params=_bias(p.bo),
+            params=bias_params(p.bo),
             names=("concat", w_o),
             inner=dim_labels(width),
             cell="out[{i},{j}]",

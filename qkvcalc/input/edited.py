@@ -1,57 +1,21 @@
-"""The bundled presets: one JSON file each, in the input format plus name, description, reference.
-
-They live in the repository's top-level presets/ folder; a wheel carries them as
-qkvcalc/presets/. Both places are looked in, so a checkout and an install behave the same.
-"""
+"""Whether a document is still the bundled preset it names: an edited copy (`presets show doc
+> mine.json`, or `--preset doc --x …`) is not announced as the preset it started from, while a
+preset written another way (1.0 for 1, defaults written out, as a JSON trace's input writes
+it) still is."""
 
 from __future__ import annotations
 
-import difflib
-from pathlib import Path
 from typing import Any
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.parse import load_json
-
-_HERE = Path(__file__).resolve().parent
-
-
-def preset_dir() -> Path:
-    for candidate in (_HERE / "presets", _HERE.parent / "presets"):
-        if candidate.is_dir() and any(candidate.glob("*.json")):
-            return candidate
-    raise QkvcalcError("cli.presets_missing", path=str(_HERE / "presets"))
-
-
-def names() -> list[str]:
-    return sorted(path.stem for path in preset_dir().glob("*.json"))
-
-
-def path_of(name: str) -> Path:
-    known = names()
-    if name not in known:
-        close = difflib.get_close_matches(name, known, n=1)
-        if close:
-            raise QkvcalcError("cli.preset_unknown_suggest", name=name, suggestion=close[0])
-        raise QkvcalcError("cli.preset_unknown", name=name, names=", ".join(known))
-    return preset_dir() / f"{name}.json"
-
-
-def load(name: str) -> dict[str, Any]:
-    """The preset's document, as a dict of the input format (with its metadata)."""
-    doc = load_json(path_of(name).read_bytes())
-    assert isinstance(doc, dict)
-    return doc
-
-
-META = ("name", "description", "reference")
+from qkvcalc.input import presets
+from qkvcalc.input.fields import META, known_key
+from qkvcalc.input.problem import Problem, same_numbers
 
 
 def _content(doc: dict[str, Any]) -> dict[str, Any] | None:
     """A document's fields without its metadata, by the field each key means; None when a
     key is not one of the input format's (such a document is not a preset's)."""
-    from qkvcalc.problem import known_key
-
     content: dict[str, Any] = {}
     for key, value in doc.items():
         field = known_key(key)
@@ -66,13 +30,11 @@ def unless_edited(doc: dict[str, Any]) -> dict[str, Any]:
     """The document, without its `name` when that names a bundled preset whose numbers and
     options it no longer holds: an edited copy (`presets show doc > mine.json`, or
     `--preset doc --x …`) is not announced as the preset it started from."""
-    from qkvcalc.problem import known_key
-
     key = next((k for k in doc if known_key(k) == "name"), None)
     name = doc.get(key) if key is not None else None
-    if not isinstance(name, str) or name not in names():
+    if not isinstance(name, str) or name not in presets.names():
         return doc
-    mine, bundled = _content(doc), _content(load(name))
+    mine, bundled = _content(doc), _content(presets.load(name))
     if _same(mine, bundled) or _same_problem(mine, bundled):
         return doc
     return {k: v for k, v in doc.items() if k != key}
@@ -84,8 +46,6 @@ def _same_problem(mine: dict[str, Any] | None, bundled: dict[str, Any] | None) -
     writes a preset. Their problems are compared number by number and option by option."""
     if mine is None or bundled is None:
         return False
-    from qkvcalc.problem import Problem, same_numbers
-
     try:
         return same_numbers(Problem.from_mapping(mine), Problem.from_mapping(bundled))
     except QkvcalcError:
@@ -110,8 +70,3 @@ def _plain_equal(a: Any, b: Any) -> bool:
     if isinstance(a, list | tuple | dict) or isinstance(b, list | tuple | dict):
         return isinstance(a, dict) and a == b
     return type(a) is type(b) and a == b
-
-
-def text(name: str) -> str:
-    """The preset's file exactly as shipped: a template to copy and edit."""
-    return path_of(name).read_text(encoding="utf-8")

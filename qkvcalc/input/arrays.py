@@ -156,7 +156,8 @@ def as_input(value: Any, field: str) -> Any:
     array = to_numpy(value)
     if array is None:
         return value
-    from qkvcalc.problem import DISPLAY, shape_text
+    from qkvcalc.input.fields import DISPLAY
+    from qkvcalc.labels import shape_text
 
     name = DISPLAY.get(field, field)
     if array.dtype.kind == "c":

@@ -19,25 +19,21 @@ from dataclasses import replace
 import numpy as np
 
 from qkvcalc.i18n import Msg
+from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
-from qkvcalc.ops import apply_mask, softcap, softmax_parts
-from qkvcalc.plan import (
+from qkvcalc.plan.pipeline import _alibi_table, _mask_notes, _scaling, _score_bias, combine
+from qkvcalc.plan.specs import (
     Ref,
     Spec,
-    _alibi_table,
-    _bias,
-    _cols,
-    _combine,
-    _mask_notes,
-    _scaling,
-    _score_bias,
     allowed_keys,
+    bias_params,
+    columns_of,
     dim_labels,
     head_slices,
     ref,
     span,
 )
-from qkvcalc.problem import Problem
+from qkvcalc.run.ops import apply_mask, softcap, softmax_parts
 
 
 def steps(p: Problem) -> list[tuple[int, np.ndarray]]:
@@ -62,7 +58,7 @@ def decode_plan(p: Problem, x_ref: Ref, x_name: str) -> list[Spec]:
     for h in heads:
         specs.append(_stacked(p, h))
     if p.multihead:
-        specs += _combine(p)
+        specs += combine(p)
     return specs
 
 
@@ -97,10 +93,10 @@ def _step(
         weight, bias = getattr(p, f"w{sid}"), getattr(p, f"b{sid}")
         assert weight is not None
         cols = cut[sid]
-        w = _cols(weight, cols)
+        w = columns_of(weight, cols)
         tail = "" if full else f"[:, {span(cols.start, cols.stop - cols.start)}]"
         product = f"{x_name}[{said}]·W_{sid.upper()}{tail}" + (" + b" if bias else "")
-        params = {"take": take, **_bias(bias, cols)}
+        params = {"take": take, **bias_params(bias, cols)}
         width = dim_labels(w.value.shape[1])
         if sid == "q":
             out.append(

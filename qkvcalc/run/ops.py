@@ -2,7 +2,7 @@
 the cell arithmetic alike.
 
 Each operation is plain numpy on its operands (picoGPT's style, with the paper's shapes), an
-exact version where the result stays rational (Fractions and surds, qkvcalc.exact), and the
+exact version where the result stays rational (Fractions and surds, qkvcalc.run.exact), and the
 rule that says which operand cells one output cell is computed from (what the quiz needs to
 follow a mistake carried from an earlier stage). Nothing here knows a stage's id: the plan
 (qkvcalc.plan) says which operation each stage is and what it reads.
@@ -151,43 +151,43 @@ def _exact_input(ops: Sequence[Any], params: Params) -> Any:
 
 
 def _exact_columns(ops: Sequence[Any], params: Params) -> Any:
-    from qkvcalc import exact
+    from qkvcalc.run import rational as exact
 
     return exact.columns(ops[0], params["cols"]), ()
 
 
 def _exact_columns_of_block(ops: Sequence[Any], params: Params) -> Any:
-    from qkvcalc import exact
+    from qkvcalc.run import rational as exact
 
     return exact.columns(ops[0], params["cols"]), ()
 
 
 def _exact_matmul(ops: Sequence[Any], params: Params) -> Any:
-    from qkvcalc import exact
+    from qkvcalc.run import rational as exact
 
     return exact.matmul(ops[0], ops[1], params.get("bias_exact")), ()
 
 
 def _exact_transpose(ops: Sequence[Any], params: Params) -> Any:
-    from qkvcalc import exact
+    from qkvcalc.run import rational as exact
 
     return exact.transpose(ops[0]), ()
 
 
 def _exact_scale(ops: Sequence[Any], params: Params) -> Any:
-    from qkvcalc import exact
+    from qkvcalc.run import rational as exact
 
     return exact.scaled(ops[0], params)
 
 
 def _exact_mask(ops: Sequence[Any], params: Params) -> Any:
-    from qkvcalc import exact
+    from qkvcalc.run import rational as exact
 
     return exact.masked(ops[0], params["allowed"]), ()
 
 
 def _exact_add(ops: Sequence[Any], params: Params) -> Any:
-    from qkvcalc import exact
+    from qkvcalc.run import rational as exact
 
     return exact.add(ops[0], ops[1]), ()
 
@@ -346,7 +346,7 @@ def _step_project_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds
 
 
 def _exact_step_project(ops: Sequence[Any], params: Params) -> Any:
-    from qkvcalc import exact
+    from qkvcalc.run import rational as exact
 
     taken = [ops[0][int(r)] for r in params["take"]]
     return exact.matmul(taken, ops[1], params.get("bias_exact")), ()
@@ -371,7 +371,7 @@ def _append_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
 
 
 def _exact_append(ops: Sequence[Any], params: Params) -> Any:
-    from qkvcalc import exact
+    from qkvcalc.run import rational as exact
 
     *old, x, w = ops
     taken = [x[int(r)] for r in params["take"]]
@@ -391,7 +391,7 @@ def _qk_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
 
 
 def _exact_qk(ops: Sequence[Any], params: Params) -> Any:
-    from qkvcalc import exact
+    from qkvcalc.run import rational as exact
 
     return exact.matmul(ops[0], exact.transpose(ops[1])), ()  # type: ignore[arg-type]
 

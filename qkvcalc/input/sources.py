@@ -9,11 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any
 
-from qkvcalc import arrays, presets
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
-from qkvcalc.parse import MAX_BYTES, load_json, parse_inline, read_limited
-from qkvcalc.problem import json_kind, known_key
+from qkvcalc.input import arrays, presets
+from qkvcalc.input.edited import unless_edited
+from qkvcalc.input.fields import known_key
+from qkvcalc.input.parse import MAX_BYTES, load_json, parse_inline, read_limited
+from qkvcalc.labels import json_kind
 
 TRACE_SCHEMA = "qkvcalc.trace/1"  # --format json's document; its "input" is the problem
 INLINE_MATRICES = ("x", "wq", "wk", "wv", "wo", "mask")
@@ -82,7 +84,7 @@ def gather(
         doc[key] = value
     if "x" in inline and "tokens" not in inline:
         _fit_tokens(doc, notes)
-    return presets.unless_edited(doc)
+    return unless_edited(doc)
 
 
 def _rows(value: Any) -> int | None:

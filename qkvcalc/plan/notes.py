@@ -4,7 +4,7 @@ and the facts a stage of this problem should state (self-attention, d_v, a singl
 GQA, why padded rows still get outputs, order without positions).
 
 The plan attaches them (qkvcalc.plan); the ones that need numbers are `remarks`, computed by
-the engine once the values exist, from qkvcalc.readout's plain functions.
+the engine once the values exist, from qkvcalc.plan.readout's plain functions.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc import readout
 from qkvcalc.i18n import Msg
+from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
-from qkvcalc.problem import Problem
+from qkvcalc.plan import readout
 
 Ref = tuple[str, Any]
 ValueOf = Callable[[Ref], np.ndarray]

@@ -11,7 +11,7 @@ import re
 from typing import IO, Any
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.limits import MAX_BYTES
+from qkvcalc.input.limits import MAX_BYTES
 
 CHUNK = 1 << 20  # bytes read at a time
 

@@ -1,0 +1,111 @@
+"""Cell parsing: a matrix or a vector from the input, checked cell by cell (numbers, or strings
+in the safe grammar of qkvcalc.input.numbers), with a message that names the field and the cell."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.input.fields import DISPLAY
+from qkvcalc.input.numbers import Number, exact_of_float, parse_number
+from qkvcalc.labels import shown
+
+
+class Matrix(NamedTuple):
+    """A validated input matrix: float64 values and, in exact mode, its rational entries."""
+
+    values: np.ndarray
+    exact: tuple[tuple[Fraction | None, ...], ...] | None = None
+
+
+def _fail_cell(field_name: str, where: str, value: object) -> QkvcalcError:
+    name = DISPLAY.get(field_name, field_name)
+    if isinstance(value, bool):
+        return QkvcalcError("matrix.bool", field=name, where=where)
+    if isinstance(value, list | tuple):
+        return QkvcalcError("matrix.too_deep", field=name, where=where)
+    if value is None:
+        return QkvcalcError("matrix.null", field=name, where=where)
+    if isinstance(value, float) and math.isnan(value):
+        return QkvcalcError("number.nan", field=f"{name}{where}")
+    if isinstance(value, int | float):
+        return QkvcalcError("number.not_finite", field=f"{name}{where}", text=repr(value))
+    return QkvcalcError("matrix.not_number", field=name, where=where, value=shown(value))
+
+
+def cell(value: object, field_name: str, where: str, exact: bool) -> Number:
+    if type(value) is int or type(value) is float or isinstance(value, np.integer | np.floating):
+        try:
+            number = float(value)
+        except OverflowError:  # an integer of hundreds of digits: beyond float64
+            digits = str(abs(value))
+            raise QkvcalcError(
+                "number.too_large",
+                field=f"{DISPLAY.get(field_name, field_name)}{where}",
+                text=f"{digits[:8]}… ({len(digits)} digits)",
+            ) from None
+        if math.isfinite(number):
+            return Number(number, exact_of_float(number) if exact else None)
+    elif isinstance(value, str):
+        return parse_number(value, f"{DISPLAY.get(field_name, field_name)}{where}")
+    raise _fail_cell(field_name, where, value)
+
+
+def to_matrix(raw: Any, field_name: str, *, exact: bool = False) -> Matrix:
+    """A list of rows, a flat list (one row), or a 2-D array, checked cell by cell. (Its size
+    was checked against --max-elements before: _check_claimed_size.)"""
+    name = DISPLAY.get(field_name, field_name)
+    if isinstance(raw, np.ndarray):
+        raw = raw.tolist() if raw.ndim <= 2 else raw
+    if not isinstance(raw, list | tuple):
+        raise QkvcalcError("matrix.not_list", field=name, value=shown(raw))
+    if len(raw) == 0:
+        raise QkvcalcError("matrix.empty", field=name)
+    rows = [raw] if not isinstance(raw[0], list | tuple) else raw
+    width = len(rows[0])
+    if width == 0:
+        raise QkvcalcError("matrix.empty_row", field=name, row=1)
+    for i, row in enumerate(rows):
+        if not isinstance(row, list | tuple):
+            raise QkvcalcError("matrix.mixed", field=name, row=i + 1)
+        if len(row) != width:
+            raise QkvcalcError("matrix.ragged", field=name, row=i + 1, length=len(row), width=width)
+    # Fast path: plain JSON numbers (the common case, and the only one at real-model sizes).
+    plain = {float, int}  # not bool, not str: those take the checked path below
+    if not exact and all(set(map(type, row)) <= plain for row in rows):
+        try:
+            values = np.array(rows, dtype=np.float64)
+        except OverflowError:
+            values = None
+        if values is not None and np.isfinite(values).all():
+            return Matrix(values)
+    cells = [
+        [
+            cell(
+                v,
+                field_name,
+                f"[{j + 1}]" if rows is not raw else f"[{i + 1}][{j + 1}]",  # flat: one index
+                exact,
+            )
+            for j, v in enumerate(row)
+        ]
+        for i, row in enumerate(rows)
+    ]
+    values = np.array([[c.value for c in row] for row in cells], dtype=np.float64)
+    exact_rows = tuple(tuple(c.exact for c in row) for row in cells) if exact else None
+    return Matrix(values, exact_rows)
+
+
+def to_vector(raw: Any, field_name: str, *, exact: bool = False) -> Matrix:
+    """A flat list of numbers, kept as a 1×d Matrix."""
+    name = DISPLAY.get(field_name, field_name)
+    if isinstance(raw, list | tuple) and raw and isinstance(raw[0], list | tuple):
+        if len(raw) == 1:
+            raw = raw[0]
+        else:
+            raise QkvcalcError("vector.not_flat", field=name, rows=len(raw))
+    return to_matrix(raw, field_name, exact=exact)

@@ -1,0 +1,102 @@
+"""The fields table: every key of the input format, how each is named in messages, the
+aliases a key may be written as, and the lookup that forgives case, '_' and '-' ('W_Q', 'w_q'
+and 'wq' are one key). A key is named here once; the readers (qkvcalc.input.problem,
+qkvcalc.input.variants) read the values."""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.labels import shown
+
+# positions, windows, RoPE, ALiBi, score biases, softcap, q/k norm (read by qkvcalc.input.variants)
+VARIANT_KEYS = (
+    "positions",
+    "key_positions",
+    "causal_align",
+    "window",
+    "positional",
+    "q_norm",
+    "k_norm",
+    "norm_eps",
+    "rope",
+    "alibi",
+    "score_bias",
+    "softcap",
+)
+
+MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")
+VECTORS = ("bq", "bk", "bv", "bo")
+OPTIONS = (
+    "tokens",
+    "source_tokens",
+    "heads",
+    "kv_heads",
+    "scale",
+    "mask",
+    "key_padding",
+    "layout",
+    "decode",
+    "tiles",
+)
+META = ("name", "description", "reference")
+FIELDS = MATRICES + VECTORS + OPTIONS + VARIANT_KEYS + META
+
+# How each field is named in messages: the paper's names, not the JSON keys.
+DISPLAY = {
+    "x": "X",
+    "source": "source",
+    "wq": "W_Q",
+    "wk": "W_K",
+    "wv": "W_V",
+    "wo": "W_O",
+    "q": "Q",
+    "k": "K",
+    "v": "V",
+    "bq": "b_Q",
+    "bk": "b_K",
+    "bv": "b_V",
+    "bo": "b_O",
+}
+
+_ALIASES = {
+    "numheads": "heads",
+    "nheads": "heads",
+    "numkvheads": "kv_heads",
+    "nkvheads": "kv_heads",
+    "sourcetokens": "source_tokens",
+    "keypadding": "key_padding",
+    "kvheads": "kv_heads",
+    "slidingwindow": "window",
+    "logitsoftcap": "softcap",
+    "qnormweight": "q_norm",
+    "knormweight": "k_norm",
+}
+
+
+def _norm(key: str) -> str:
+    return re.sub(r"[\s_\-]", "", key.lower())
+
+
+_CANONICAL = {_norm(name): name for name in FIELDS} | _ALIASES
+
+
+def known_key(key: object) -> str | None:
+    """The field a key means ('W_Q', 'w_q', 'num_heads' …), or None if it is not one."""
+    return _CANONICAL.get(_norm(key)) if isinstance(key, str) else None
+
+
+def canonical_key(key: object) -> str:
+    """'W_Q', 'w_q' and 'WQ' all mean 'wq'. Unknown keys are an error that suggests a known one."""
+    if not isinstance(key, str):
+        raise QkvcalcError("key.not_string", key=shown(key))
+    found = known_key(key)
+    if found is None:
+        key = key if len(key) <= 40 else key[:39] + "…"  # a 1,000-character key, abbreviated
+        close = difflib.get_close_matches(_norm(key), list(_CANONICAL), n=1, cutoff=0.5)
+        if close:
+            raise QkvcalcError("key.unknown_suggest", key=key, suggestion=_CANONICAL[close[0]])
+        raise QkvcalcError("key.unknown", key=key, known=", ".join(FIELDS))
+    return found

@@ -1,0 +1,138 @@
+"""What a plan is made of: a Spec says what one stage is (its id and head, the operation, the
+operands it reads — earlier stages by reference, or constants such as one head's slice of W_Q —
+the operation's parameters, the labels of its rows and columns, its formula and notes); a Ref
+names an earlier stage; a Const holds numbers from the problem. Also the small facts every
+schedule needs: which columns a head reads and which keys a query may attend to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from qkvcalc.i18n import Msg
+from qkvcalc.input.cells import Matrix
+from qkvcalc.input.problem import Problem
+
+# An earlier stage of the same plan: (stage id, head), or (stage id, head, step, block) for a
+# stage of one decode step or one block of keys. Made by `ref`, which keeps the short form
+# for every stage that has neither, so (id, head) names what it always named.
+Ref = tuple[Any, ...]
+
+
+def ref(
+    sid: str, head: int | None = None, step: int | None = None, block: int | None = None
+) -> Ref:
+    """The reference of a stage: (id, head), with step and block only when it has one."""
+    return (sid, head) if step is None and block is None else (sid, head, step, block)
+
+
+class Const(NamedTuple):
+    """A constant operand: numbers from the problem (a weight, or one head's slice of it),
+    with their exact fractions in exact mode."""
+
+    value: np.ndarray
+    exact: tuple[tuple[Any, ...], ...] | None = None
+
+
+Operand = Ref | Const
+
+
+@dataclass(frozen=True, eq=False)
+class Spec:
+    """One stage to compute: what it is, what it reads, and how it is labelled and named."""
+
+    id: str
+    head: int | None
+    op: str  # a key of qkvcalc.run.ops.OPS
+    operands: tuple[Operand, ...]
+    formula: str  # plain text with the paper's names: "Q = X·W_Q"
+    rows: tuple[str, ...]
+    cols: tuple[str, ...]
+    params: dict[str, Any] = field(default_factory=dict)
+    names: tuple[str, ...] = ()  # the operands' names, as in the formula: ("X", "W_Q")
+    inner: tuple[str, ...] = ()  # a product: labels of the dimension summed over
+    cell: str = ""  # how a cell is named in its arithmetic: "q_{i}·k_{j}", "Q[{i},{j}]"
+    notes: tuple[Msg, ...] = ()
+    topic: str = ""  # catalog key of title and why, when it differs from the id
+    lazy: bool = False  # recomputed from its operands when shown (the n×m stages)
+    symbol: str = ""  # how the quiz names a cell of it: K[2,1], Q·Kᵀ[1,2] (default: the id)
+    letters: str = ""  # its shape in the paper's letters, for the quiz: "n×d_k"
+    hint: tuple[str, dict[str, Any]] | None = None  # the quiz's `?`: how one cell is made
+    # notes that need the numbers: computed by the engine from the values of earlier stages
+    remarks: Callable[[Callable[[Ref], np.ndarray]], tuple[Msg, ...]] | None = None
+    step: int | None = None  # decoding with a KV cache: 0 = the prefill, 1, 2, … the steps
+    block: int | None = None  # attention in tiles: the block of keys (1-based)
+
+    @property
+    def ref(self) -> Ref:
+        return ref(self.id, self.head, self.step, self.block)
+
+
+def dim_labels(count: int) -> tuple[str, ...]:
+    """The labels of a dimension's columns: '1', '2', … (1-based, as a teacher counts)."""
+    return tuple(str(j + 1) for j in range(count))
+
+
+def span(first: int, count: int) -> str:
+    """1-based inclusive column range: columns 3–4 (or just 3)."""
+    return f"{first + 1}" if count == 1 else f"{first + 1}–{first + count}"
+
+
+def columns_of(m: Matrix, cols: slice) -> Const:
+    exact = None if m.exact is None else tuple(tuple(row[cols]) for row in m.exact)
+    return Const(m.values[:, cols], exact)
+
+
+def bias_params(m: Matrix | None, cols: slice | None = None) -> dict[str, Any]:
+    """The params of a bias added after a product: the row vector and its exact fractions."""
+    if m is None:
+        return {}
+    cols = cols or slice(None)
+    exact = None if m.exact is None else tuple(m.exact[0][cols])
+    return {"bias": m.values[0, cols], "bias_exact": exact}
+
+
+def allowed_keys(p: Problem) -> np.ndarray | None:
+    """[n, m] bool, True where query i may attend to key j; None when nothing is masked.
+
+    Causal: key j is allowed iff its position is at most the query's (with the default
+    positions, lower-triangular aligned top-left, as is_causal=True); a window W keeps the W
+    most recent positions, the query's own included: pos_i − pos_j < W."""
+    allowed = None
+    v = p.variants
+    if p.mask_kind == "causal":
+        # [n, 1] vs [1, m] -> [n, m]
+        distance = v.positions[:, None] - v.key_positions[None, :]
+        allowed = distance >= 0
+        if v.window is not None:
+            allowed &= distance < v.window
+    elif p.mask is not None:
+        allowed = p.mask.copy()
+    if p.key_padding is not None:  # [m] -> broadcast over every query row
+        allowed = (
+            np.broadcast_to(p.key_padding, (p.n, p.m)).copy()
+            if allowed is None
+            else (allowed & p.key_padding)
+        )
+    return allowed
+
+
+class Slices(NamedTuple):
+    q: slice
+    k: slice
+    v: slice
+    g: int
+
+
+def head_slices(p: Problem, head: int) -> Slices:
+    """The columns query head h reads of W_Q (or Q), and of W_K, W_V (or K, V): K/V head g's."""
+    g = p.kv_head_of(head)
+    return Slices(
+        slice((head - 1) * p.d_k, head * p.d_k),
+        slice((g - 1) * p.d_k, g * p.d_k),
+        slice((g - 1) * p.d_v, g * p.d_v),
+        g,
+    )

@@ -1,0 +1,162 @@
+"""The package's layers, read from its source: no module imports itself back, directly or
+through others, with imports inside functions counted (only those under `if TYPE_CHECKING:`,
+which never run, are left out), and the layers sit in the folders DESIGN of the package names.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "qkvcalc"
+
+
+def _module_names() -> dict[str, Path]:
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The ids of the nodes under `if TYPE_CHECKING:` (imports for annotations only)."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                skipped.update(id(n) for n in ast.walk(child))
+    return skipped
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each qkvcalc module → the qkvcalc modules it imports (at module level or in a function).
+    `from qkvcalc.plan import notes` is an import of qkvcalc.plan.notes when that is a module."""
+    modules = _module_names()
+
+    def known(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        skipped = _type_checking_only(tree)
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parts, base] if base else parts)
+                targets = [
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                    for alias in node.names
+                ]
+            for target in targets:
+                found = known(target)
+                if found is not None and found != name:
+                    graph[name].add(found)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_walk_finds_a_cycle_when_there_is_one():
+    """The checker itself: a planted circle a → b → c → a is found, a chain is not."""
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_the_walk_reads_function_level_and_relative_imports():
+    graph = import_graph()
+    # qkvcalc/__init__.py imports the engine inside explain(): that edge must be seen
+    assert "qkvcalc.run.engine" in graph["qkvcalc"]
+    # a Trace prints itself with the terminal writer, imported inside __rich_console__
+    assert "qkvcalc.render.terminal" in graph["qkvcalc.trace"]
+    # `from qkvcalc.plan import notes, pipeline` names modules, not the package
+    assert {"qkvcalc.plan.notes", "qkvcalc.plan.pipeline"} <= graph["qkvcalc.plan"]
+
+
+def test_no_import_cycles():
+    found = cycles(import_graph())
+    assert not found, "import cycles (function-level imports counted):\n" + "\n".join(
+        " ↔ ".join(c) for c in found
+    )
+
+
+@pytest.mark.parametrize(
+    ("layer", "may_not_import"),
+    [
+        ("qkvcalc.input", ("qkvcalc.plan", "qkvcalc.run", "qkvcalc.render", "qkvcalc.cli")),
+        ("qkvcalc.plan", ("qkvcalc.render", "qkvcalc.cli", "qkvcalc.quiz")),
+        ("qkvcalc.run", ("qkvcalc.render", "qkvcalc.cli", "qkvcalc.quiz")),
+        ("qkvcalc.render", ("qkvcalc.cli",)),
+    ],
+)
+def test_data_flows_one_way(layer: str, may_not_import: tuple[str, ...]):
+    """input → plan → run → trace → render → cli: no layer reaches up to a later one."""
+    graph = import_graph()
+    for module, targets in graph.items():
+        if module == layer or module.startswith(layer + "."):
+            bad = sorted(t for t in targets if t.startswith(may_not_import))
+            assert not bad, f"{module} imports {bad}"
+
+
+def test_the_package_root_holds_only_what_every_layer_shares():
+    """The layers live in their folders (input/, plan/, run/, render/, cli/ …); the root keeps
+    the public entry points and the few modules every layer reads."""
+    root = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert root == [
+        "__init__.py",
+        "__main__.py",
+        "errors.py",
+        "i18n.py",
+        "labels.py",
+        "launch.py",
+        "select.py",
+        "trace.py",
+    ]
