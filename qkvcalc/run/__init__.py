@@ -1,1 +1,2 @@
-"""Running a plan: the numpy engine, the table of operations, and exact mode (fractions and surds)."""
+"""Running a plan: the numpy engine, the table of operations, and exact mode (fractions and
+surds)."""
