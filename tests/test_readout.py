@@ -313,3 +313,67 @@ def test_every_query_gets_a_reading_line():
     assert len(lines) == len(tokens)
     assert lines[tokens.index("it")].text("en").startswith("it → cat 81%")
     assert lines[0].text("ko").startswith("the → the 100%; 마스킹됨:")
+
+
+def _why_scale(trace: Trace, head: int | None = None) -> Msg | None:
+    scaled = trace.stage("scaled", head=head)
+    found = [n for n in scaled.notes if n.key.startswith("note.why_scale_shown")]
+    return found[0] if found else None
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    alibi=st.booleans(),
+    softcap=st.sampled_from([None, 0.7, 3.0]),
+    scale=st.sampled_from([None, 0.25, 2.0]),
+    causal=st.booleans(),
+    tiles=st.sampled_from([None, 2]),
+)
+def test_why_scale_with_it_is_the_last_row_of_the_weights_table(
+    seed, alibi, softcap, scale, causal, tiles
+):
+    """'Why scale, shown' runs the head's own stages again (bias, ALiBi, softcap, mask, a given
+    scale included): its "with it" reading is the weights table's last row, in every run, and
+    its "without" is those stages with the scale 1. It is left out where nothing changes."""
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(2, 5)), 2
+    doc = {
+        "x": rng.normal(0, 2, (n, d)).round(2).tolist(),
+        "wq": rng.normal(0, 1, (d, d)).round(2).tolist(),
+        "wk": rng.normal(0, 1, (d, d)).round(2).tolist(),
+        "wv": rng.normal(0, 1, (d, d)).round(2).tolist(),
+        "mask": "causal" if causal else "none",
+    }
+    doc |= {"alibi": [0.5]} if alibi else {}
+    doc |= {"softcap": softcap} if softcap else {}
+    doc |= {"scale": scale} if scale else {}
+    doc |= {"tiles": tiles} if tiles else {}
+    trace = run(Problem.from_mapping(doc))
+    p = trace.problem
+    note = _why_scale(trace)
+    weights = (
+        trace.weights[-1]
+        if tiles is None
+        else softmax_row(*_last_logits(trace))  # tiles hold no weights table: their softmax
+    )
+    allowed = None if not causal else np.arange(n) <= n - 1
+    expected = reading_msg(p.tokens[-1], strongest_keys(weights, allowed, p.source_tokens))
+    if note is None:  # only where the scale changes nothing on that row
+        s = trace.stage("scores").value[-1]
+        assert p.scale == 1.0 or np.ptp(s) == 0 or n == 1
+        return
+    assert note.params["scaled"] == expected.params["keys"]
+    assert note.key == ("note.why_scale_shown_given" if scale else "note.why_scale_shown")
+
+
+def _last_logits(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    last = [s for s in trace.stages if s.id in ("scaled", "biased", "capped", "masked")][-1]
+    row = last.value[-1]
+    return row, np.isfinite(row)
+
+
+def test_why_scale_is_left_out_where_the_scale_is_one():
+    """d_k = 1 and no scale given: the scale is 1, so "without" and "with" would be the same."""
+    doc = {"x": [[1], [2], [3]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}
+    assert _why_scale(run(Problem.from_mapping(doc))) is None

@@ -125,6 +125,8 @@ MESSAGES: dict[str, str] = {
     "{k_aligned}): a dot product weighs length as well as direction.",
     "note.why_scale_shown": "Why scale, shown for {query}: without 1/√d_k → {unscaled}; "
     "with it → {scaled}.",
+    "note.why_scale_shown_given": "Why scale, shown for {query}: without the scale {scale} → "
+    "{unscaled}; with it → {scaled}.",
     "note.why_scale_variance": "Why √d_k and not d_k: with components of mean 0 and variance "
     "1, q·k has variance d_k = {d_k}, so scores typically reach ±{root}; divided by √d_k their "
     "variance is 1 again.",

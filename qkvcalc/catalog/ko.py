@@ -130,8 +130,10 @@ MESSAGES: dict[str, str] = {
     "(cos θ = {cos_aligned})인데, 스코어가 가장 큰 것은 {strongest}의 Key"
     "(cos θ = {cos_strongest})입니다. 그 Key가 더 길기 때문입니다(|k| = {k_strongest}, "
     "비교: {k_aligned}). 내적은 방향뿐 아니라 길이도 반영합니다.",
-    "note.why_scale_shown": "스케일링의 효과({query}): 1/√d_k 없이 → {unscaled}; 1/√d_k로 "
+    "note.why_scale_shown": "스케일링의 효과({query}): 1/√d_k 없이 → {unscaled}; √d_k로 "
     "나누면 → {scaled}.",
+    "note.why_scale_shown_given": "스케일링의 효과({query}): 스케일 {scale} 없이 → {unscaled}; "
+    "스케일을 곱하면 → {scaled}.",
     "note.why_scale_variance": "d_k가 아니라 √d_k로 나누는 이유: 성분의 평균이 0, 분산이 1이면 "
     "q·k의 분산은 d_k = {d_k}이므로 스코어가 흔히 ±{root} 정도까지 커집니다. √d_k로 나누면 "
     "분산이 다시 1이 됩니다.",

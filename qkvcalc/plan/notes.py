@@ -18,9 +18,10 @@ import numpy as np
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
-from qkvcalc.plan import readout
+from qkvcalc.plan import readout, reference
+from qkvcalc.plan.specs import Spec
 
-Ref = tuple[str, Any]
+Ref = tuple[Any, ...]
 ValueOf = Callable[[Ref], np.ndarray]
 MAX_READ = 12  # queries read out under the weights; more are said to be left out
 
@@ -76,21 +77,54 @@ def geometry(p: Problem, allowed: np.ndarray | None, q_ref: Ref, k_ref: Ref) -> 
     return remark
 
 
-def why_scale(p: Problem, allowed: np.ndarray | None, scores_ref: Ref) -> Callable[..., Any]:
-    """Under the scaling: the last query's reading with and without the scale."""
+def why_scale(
+    p: Problem, allowed: np.ndarray | None, h: int | None, head_specs: list[Spec]
+) -> Callable[..., Any]:
+    """Under the scaling: the last query's reading with the scale and without it (scale 1),
+    each from this head's own stages after the scores (a bias, ALiBi, a softcap, the mask,
+    the softmax) run again on that row: "with it" is the row of the weights table below."""
 
     def remark(value_of: ValueOf) -> tuple[Msg, ...]:
-        s = value_of(scores_ref)
-        if s.shape[1] == 1:  # one key: its weight is 1 with any scale
+        chain = _after_scores(head_specs, h)
+        i = p.n - 1
+        rows = np.array([i])
+        scaled = _weights_row(chain, value_of, rows, {})
+        unscaled = _weights_row(chain, value_of, rows, {("scaled", h): {"scale": 1.0}})
+        if np.array_equal(scaled, unscaled):  # one key, d_k = 1, or equal scores: no change
             return ()
-        i = s.shape[0] - 1
         row = None if allowed is None else allowed[i]
-        scale = None if p.scale_given is None else p.scale
-        comparison = readout.scale_comparison(s[i], p.d_k, row, scale)
+        comparison = readout.ScaleComparison(p.scale, scaled, unscaled)
         keys = _names(p.source_tokens)
-        return (readout.scale_shown_msg(safe(p.tokens[i]), keys, comparison, row),)
+        key = "note.why_scale_shown" if p.scale_given is None else "note.why_scale_shown_given"
+        said = {} if p.scale_given is None else {"scale": f"{p.scale:g}"}
+        return (readout.scale_shown_msg(safe(p.tokens[i]), keys, comparison, row, key, said),)
 
     return remark
+
+
+def _after_scores(head_specs: list[Spec], h: int | None) -> list[Spec]:
+    """The head's stages from the scaling to the softmax (or to the last logits, in tiles)."""
+    ids = [s.ref for s in head_specs]
+    start = ids.index(("scaled", h))
+    chain = []
+    for spec in head_specs[start:]:
+        if spec.block is not None or spec.op == "matmul":  # the tiles, or A·V: past the weights
+            break
+        chain.append(spec)
+        if spec.op == "softmax":
+            break
+    return chain
+
+
+def _weights_row(
+    chain: list[Spec], value_of: ValueOf, rows: np.ndarray, changed: dict[Ref, dict[str, Any]]
+) -> np.ndarray:
+    values = reference.forward(chain, value_of, rows, changed)
+    last = chain[-1]
+    if last.op == "softmax":
+        return values[last.ref][0]
+    logits = values[last.ref][0]  # tiles: the softmax their blocks make, of these logits
+    return readout.softmax_row(logits, np.isfinite(logits))
 
 
 def scaling_facts(p: Problem) -> tuple[Msg, ...]:

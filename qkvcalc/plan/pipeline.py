@@ -299,7 +299,7 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             m,
             params={**params, "scale_text": said},
             notes=(note, *facts.scaling_facts(p)),
-            remarks=facts.why_scale(p, allowed, ("scores", h)),
+            remarks=facts.why_scale(p, allowed, h, specs),
             lazy=True,
             symbol="S",
             letters="n×m",

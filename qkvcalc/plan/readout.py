@@ -358,9 +358,12 @@ def scale_shown_msg(
     tokens: Sequence[str],
     comparison: ScaleComparison,
     allowed_row: np.ndarray | Sequence[bool] | None = None,
+    key: str = "note.why_scale_shown",
+    said: dict[str, str] | None = None,
     k: int = 3,
 ) -> Msg:
-    """Why scale, shown for one query: its reading line without and with the scale."""
+    """Why scale, shown for one query: its reading line without and with the scale (`key`
+    the sentence, `said` what else it names, such as a given scale)."""
 
     def keys(weights: np.ndarray) -> Msg | list[Msg]:
         reading = strongest_keys(weights, allowed_row, tokens, k)
@@ -369,10 +372,11 @@ def scale_shown_msg(
         return _key_parts(reading)
 
     return Msg(
-        "note.why_scale_shown",
+        key,
         query=query,
         unscaled=keys(comparison.unscaled),
         scaled=keys(comparison.scaled),
+        **(said or {}),
     )
 
 
