@@ -117,8 +117,8 @@ def test_the_walk_reads_function_level_and_relative_imports():
     assert "qkvcalc.run.engine" in graph["qkvcalc"]
     # a Trace prints itself with the terminal writer, imported inside __rich_console__
     assert "qkvcalc.render.terminal" in graph["qkvcalc.trace"]
-    # `from qkvcalc.plan import notes, pipeline` names modules, not the package
-    assert {"qkvcalc.plan.notes", "qkvcalc.plan.pipeline"} <= graph["qkvcalc.plan"]
+    # `from qkvcalc.plan import decode, pipeline` names modules, not the package
+    assert {"qkvcalc.plan.decode", "qkvcalc.plan.pipeline"} <= graph["qkvcalc.plan"]
 
 
 def test_no_import_cycles():

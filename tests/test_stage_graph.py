@@ -115,12 +115,12 @@ def test_the_split_is_recorded_as_data_from_the_plan():
 
 
 def test_stage_ids_and_ops_are_switched_on_nowhere_but_the_plan_and_the_op_table():
-    """Adding a stage is a plan entry (and an op): no other module compares a stage's id or op
-    with a literal."""
+    """Adding a stage is a plan entry (and an op): no module outside the plan (qkvcalc/plan/) and
+    the op table compares a stage's id or op with a literal."""
     pattern = re.compile(r"\.(id|op)\s*(==|!=|in|not in)\s*[\"'(\[]")
     offenders = []
     for path in (ROOT / "qkvcalc").rglob("*.py"):
-        if path.name in ("plan.py", "ops.py"):
+        if path.parent.name == "plan" or path.name == "ops.py":
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if pattern.search(line):

@@ -10,18 +10,13 @@ qkvcalc.plan.pipeline; decoding with a KV cache (qkvcalc.plan.decode) and attent
 from __future__ import annotations
 
 from qkvcalc.input.problem import Problem
-from qkvcalc.plan import decode, notes, pipeline
+from qkvcalc.plan import decode, pipeline
 from qkvcalc.plan.specs import Ref, Spec, allowed_keys
 
 
 def plan(p: Problem) -> tuple[Spec, ...]:
     """Every stage of the calculation, in the order a teacher writes them."""
-    specs: list[Spec] = []
-    if p.x is not None:
-        specs.append(pipeline.input_spec("x", "X", p.x, p.tokens, notes.input_facts(p)))
-        specs += pipeline.positional(p)
-    if p.source is not None:
-        specs.append(pipeline.input_spec("source", "source", p.source, p.source_tokens))
+    specs = pipeline.inputs(p)
     if p.decode is not None:  # a prefill, then one token at a time with a KV cache
         pe = p.variants.pe is not None
         x_ref: Ref = ("x_pe", None) if pe else ("x", None)

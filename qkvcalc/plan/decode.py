@@ -21,7 +21,8 @@ import numpy as np
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
-from qkvcalc.plan.pipeline import _alibi_table, _mask_notes, _scaling, _score_bias, combine
+from qkvcalc.plan import pipeline, reference
+from qkvcalc.plan.pipeline import _mask_notes, _scaling, _score_bias, combine
 from qkvcalc.plan.specs import (
     Ref,
     Spec,
@@ -33,7 +34,6 @@ from qkvcalc.plan.specs import (
     ref,
     span,
 )
-from qkvcalc.run.ops import apply_mask, softcap, softmax_parts
 
 
 def steps(p: Problem) -> list[tuple[int, np.ndarray]]:
@@ -335,17 +335,6 @@ def _biased_and_capped(
     return logits, formula
 
 
-def _full_logits(p: Problem, h: int | None, scaled: np.ndarray) -> np.ndarray:
-    """The ordinary run's logits from the whole scaled scores: plus the bias, then the cap."""
-    v = p.variants
-    hh = (h or 1) - 1
-    if v.alibi is not None:
-        scaled = scaled + _alibi_table(p, float(v.alibi[hh]))
-    if v.score_bias is not None:
-        scaled = scaled + v.score_bias[hh]
-    return scaled if v.softcap is None else softcap(scaled, v.softcap)
-
-
 def _keys_turned(p: Problem) -> bool:
     v = p.variants
     return v.rope is not None or v.k_norm is not None
@@ -482,7 +471,6 @@ def _decode_mask_notes(p: Problem, step: int, take: np.ndarray, end: int) -> tup
 def _stacked(p: Problem, h: int | None) -> Spec:
     """Every step's output rows, one under another: the whole run's output (of this head)."""
     all_steps = [step for step, _ in steps(p)]
-    last = all_steps[-1]
     return Spec(
         "output",
         h,
@@ -494,24 +482,18 @@ def _stacked(p: Problem, h: int | None) -> Spec:
         topic="output.decode",
         symbol="out",
         letters="n×d_v",
-        remarks=_same_as_plain(p, h, all_steps, last),
+        remarks=_same_as_plain(p, h, all_steps),
     )
 
 
 def _same_as_plain(
-    p: Problem, h: int | None, all_steps: list[int], last: int
+    p: Problem, h: int | None, all_steps: list[int]
 ) -> Callable[[Callable[[Ref], np.ndarray]], tuple[Msg, ...]]:
-    """The note that the stacked rows are the ordinary causal run: recomputed here from the
-    whole Q, the last cache of K and V and the causal mask, with the largest difference."""
+    """The note that the stacked rows are the ordinary causal run: that run's stages of this
+    head executed again (qkvcalc.plan.reference), with the largest difference."""
 
     def remark(value_of: Callable[[Ref], np.ndarray]) -> tuple[Msg, ...]:
-        allowed = allowed_keys(p)
-        assert allowed is not None
-        var = p.variants
-        last_q = "q_rot" if var.rope is not None else "q_norm" if var.q_norm is not None else "q"
-        q = np.vstack([value_of(ref(last_q, h, s)) for s in all_steps])
-        k, v = value_of(ref("k_cache", h, last)), value_of(ref("v_cache", h, last))
-        plain = softmax_parts(apply_mask(_full_logits(p, h, q @ k.T * p.scale), allowed))[3] @ v
+        plain = reference.forward(pipeline.plain_head(p, h), reference.nothing)[("output", h)]
         stacked = np.vstack([value_of(ref("output", h, s)) for s in all_steps])
         gap = float(np.max(np.abs(plain - stacked), initial=0.0))
         return (Msg("note.decode_equal", steps=len(all_steps), gap=f"{gap:.1e}"),)

@@ -20,6 +20,7 @@ from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
 from qkvcalc.plan import readout, reference
 from qkvcalc.plan.specs import Spec
+from qkvcalc.run.ops import OPS
 
 Ref = tuple[Any, ...]
 ValueOf = Callable[[Ref], np.ndarray]
@@ -108,10 +109,11 @@ def _after_scores(head_specs: list[Spec], h: int | None) -> list[Spec]:
     start = ids.index(("scaled", h))
     chain = []
     for spec in head_specs[start:]:
-        if spec.block is not None or spec.op == "matmul":  # the tiles, or A·V: past the weights
+        op = OPS[spec.op]
+        if spec.block is not None or op.product:  # the tiles, or A·V: past the weights
             break
         chain.append(spec)
-        if spec.op == "softmax":
+        if op.divisor is not None:  # the weights: each exponential over its row's sum
             break
     return chain
 
@@ -121,7 +123,7 @@ def _weights_row(
 ) -> np.ndarray:
     values = reference.forward(chain, value_of, rows, changed)
     last = chain[-1]
-    if last.op == "softmax":
+    if OPS[last.op].divisor is not None:
         return values[last.ref][0]
     logits = values[last.ref][0]  # tiles: the softmax their blocks make, of these logits
     return readout.softmax_row(logits, np.isfinite(logits))

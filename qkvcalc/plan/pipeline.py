@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from qkvcalc.plan.specs import (
     Ref,
     Slices,
     Spec,
+    allowed_keys,
     bias_params,
     columns_of,
     dim_labels,
@@ -38,6 +40,24 @@ from qkvcalc.plan.specs import (
 )
 
 # ---- the plan ---------------------------------------------------------------------------------
+
+
+def inputs(p: Problem) -> list[Spec]:
+    """The stages every schedule starts from: X (and its position encoding), the source."""
+    specs: list[Spec] = []
+    if p.x is not None:
+        specs.append(input_spec("x", "X", p.x, p.tokens, facts.input_facts(p)))
+        specs += positional(p)
+    if p.source is not None:
+        specs.append(input_spec("source", "source", p.source, p.source_tokens))
+    return specs
+
+
+def plain_head(p: Problem, h: int | None) -> list[Spec]:
+    """The stages of head h in the ordinary run (no KV cache, no tiles): what the notes that
+    compare a schedule with it execute again (qkvcalc.plan.reference)."""
+    plain = replace(p, decode=None, tiles=None)
+    return inputs(plain) + head(plain, h, allowed_keys(plain))
 
 
 def input_spec(
@@ -353,7 +373,7 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     if p.tiles is not None:  # the softmax and A·V one block of keys at a time
         from qkvcalc.plan.tiles import tile_stages
 
-        return specs + tile_stages(p, h, logits, ("v", h))
+        return specs + tile_stages(p, h, logits, ("v", h), lambda: plain_head(p, h))
     specs.append(
         Spec(
             "exp",

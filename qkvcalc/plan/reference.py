@@ -20,6 +20,11 @@ from qkvcalc.plan.specs import Const, Ref, Spec
 from qkvcalc.run.ops import OPS
 
 
+def nothing(ref: Ref) -> np.ndarray:
+    """`given` for a run that starts from the problem's own numbers: it reads no other stage."""
+    raise KeyError(ref)
+
+
 def forward(
     specs: Sequence[Spec],
     given: Callable[[Ref], np.ndarray],

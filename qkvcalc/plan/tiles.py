@@ -20,8 +20,8 @@ import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
+from qkvcalc.plan import reference
 from qkvcalc.plan.specs import Ref, Spec, dim_labels, ref, span
-from qkvcalc.run.ops import softmax_parts
 
 
 def blocks(p: Problem) -> list[slice]:
@@ -30,8 +30,11 @@ def blocks(p: Problem) -> list[slice]:
     return [slice(a, min(a + p.tiles, p.m)) for a in range(0, p.m, p.tiles)]
 
 
-def tile_stages(p: Problem, h: int | None, logits: Ref, v_ref: Ref) -> list[Spec]:
-    """One head's softmax and output over blocks of keys, instead of exp, weights and A·V."""
+def tile_stages(
+    p: Problem, h: int | None, logits: Ref, v_ref: Ref, plain: Callable[[], list[Spec]]
+) -> list[Spec]:
+    """One head's softmax and output over blocks of keys, instead of exp, weights and A·V;
+    `plain` gives the head's stages in the ordinary run, which the closing note compares."""
     n = p.tokens
     out: list[Spec] = []
     cuts = blocks(p)
@@ -176,23 +179,24 @@ def tile_stages(p: Problem, h: int | None, logits: Ref, v_ref: Ref) -> list[Spec
             symbol="out",
             letters="n×d_v",
             hint=("hint.tiles_output", {"block": last}),
-            remarks=_same_as_softmax(logits, v_ref, last),
+            remarks=_same_as_softmax(h, last, plain),
         )
     )
     return out
 
 
 def _same_as_softmax(
-    logits: Ref, v_ref: Ref, last: int
+    h: int | None, last: int, plain: Callable[[], list[Spec]]
 ) -> Callable[[Callable[[Ref], np.ndarray]], tuple[Msg, ...]]:
-    """The closing note: the ordinary softmax(S)·V, computed whole, and the largest difference."""
+    """The closing note: the ordinary run's softmax(S)·V of this head, its stages executed
+    again (qkvcalc.plan.reference), against acc / ℓ, with the largest difference."""
 
     def remark(value_of: Callable[[Ref], np.ndarray]) -> tuple[Msg, ...]:
-        plain = softmax_parts(value_of(logits))[3] @ value_of(v_ref)
-        acc = value_of(ref("acc", logits[1], None, last))
-        total = value_of(ref("running_sum", logits[1], None, last))
+        whole = reference.forward(plain(), reference.nothing)[("output", h)]
+        acc = value_of(ref("acc", h, None, last))
+        total = value_of(ref("running_sum", h, None, last))
         tiled = np.divide(acc, total, out=np.zeros_like(acc), where=total != 0)
-        gap = float(np.max(np.abs(plain - tiled), initial=0.0))
+        gap = float(np.max(np.abs(whole - tiled), initial=0.0))
         return (Msg("note.tiles_equal", blocks=last, gap=f"{gap:.1e}"),)
 
     return remark
