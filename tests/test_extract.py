@@ -19,6 +19,7 @@ import contextlib
 import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -598,3 +599,100 @@ def test_in_a_terminal_the_status_leaves_stdout_to_the_problem(lab, tmp_path):
     child.close()
     assert child.exitstatus == 0, child.before
     assert json.loads(out.read_text(encoding="utf-8"))["tokens"] == ["1", "2"]
+
+
+# ---- a checkpoint's own code never runs (issue 20, security 2) ------------------------------
+
+
+def word_tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = ["the", "cat", "sat", "on", "mat"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="the"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok)
+
+
+def with_custom_code(folder: Path, marker: Path, where: str) -> None:
+    """Give a checkpoint folder code of its own that creates `marker` when it is imported,
+    named by an auto_map in config.json or tokenizer_config.json."""
+    (folder / "custom_code.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\n"
+        "from transformers import PreTrainedTokenizerFast as Custom\n"
+        "from transformers import LlamaModel as CustomModel\n",
+        encoding="utf-8",
+    )
+    file = folder / where
+    doc = json.loads(file.read_text(encoding="utf-8"))
+    if where == "tokenizer_config.json":
+        doc.pop("tokenizer_class", None)  # then transformers has no class of its own to use
+        doc["auto_map"] = {"AutoTokenizer": ["custom_code.Custom", None]}
+    else:
+        doc["auto_map"] = {"AutoModel": "custom_code.CustomModel"}
+    file.write_text(json.dumps(doc), encoding="utf-8")
+
+
+@pytest.fixture
+def llama_with_tokenizer(lab, tmp_path):
+    folder = tmp_path / "llama"
+    shutil.copytree(lab.get("llama")["folder"], folder)
+    word_tokenizer().save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("where", ["tokenizer_config.json", "config.json"])
+@pytest.mark.parametrize("option", [["--text", "the cat"], ["--ids", "1 2"]], ids=["text", "ids"])
+def test_a_checkpoint_with_its_own_code_is_refused_even_when_stdin_says_yes(
+    llama_with_tokenizer, tmp_path, where, option
+):
+    marker = tmp_path / "pwned"
+    with_custom_code(llama_with_tokenizer, marker, where)
+    result = run_qkvcalc(
+        "extract", str(llama_with_tokenizer), "--layer", "0", *option, input="y\n", timeout=300
+    )
+    assert not marker.exists(), "the checkpoint's code ran"
+    one_message(result, "code of its own", where)
+    assert "[y/N]" not in result.stdout + result.stderr
+
+
+def test_every_from_pretrained_refuses_custom_code_by_itself(llama_with_tokenizer, tmp_path):
+    """Without qkvcalc's own check (patched out in the child) transformers still refuses, as
+    trust_remote_code=False is passed to it: it asks nothing on stdin and runs nothing."""
+    marker = tmp_path / "pwned"
+    with_custom_code(llama_with_tokenizer, marker, "tokenizer_config.json")
+    code = (
+        "import sys\nimport qkvcalc.extract.runner as r\nr._refuse_custom_code = lambda *a: None\n"
+        "from qkvcalc.launch import main\n"
+        f"sys.argv = ['qkvcalc', 'extract', {str(llama_with_tokenizer)!r}, '--layer', '0',"
+        " '--text', 'the cat']\nmain()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        input="y\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, **PINNED_ENV},
+    )
+    assert not marker.exists(), "the checkpoint's code ran"
+    one_message(proc, "needs code of its own")
+
+
+def test_pickled_weights_are_not_unpickled_and_are_one_message(lab, tmp_path):
+    import pickle
+
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    folder = tmp_path / "pickled"
+    folder.mkdir()
+    shutil.copy(lab.get("llama")["folder"] / "config.json", folder)
+    for protocol in (2, pickle.HIGHEST_PROTOCOL):
+        (folder / "pytorch_model.bin").write_bytes(pickle.dumps({"w": Payload()}, protocol))
+        result = run_qkvcalc("extract", str(folder), "--layer", "0", "--ids", "1", timeout=300)
+        assert not marker.exists(), "the pickle was unpickled"
+        one_message(result, "pickle", "safetensors")
