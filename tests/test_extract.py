@@ -20,6 +20,7 @@ import importlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -696,3 +697,110 @@ def test_pickled_weights_are_not_unpickled_and_are_one_message(lab, tmp_path):
         result = run_qkvcalc("extract", str(folder), "--layer", "0", "--ids", "1", timeout=300)
         assert not marker.exists(), "the pickle was unpickled"
         one_message(result, "pickle", "safetensors")
+
+
+# ---- --output writes the file it names and nothing else (issue 20, security 3) --------------
+# extract wrote through a fixed temporary name (.NAME.qkvcalc-tmp): a symlink planted there
+# redirected the write, a file of that name was lost, and a FIFO, a device or a symlink given as
+# the output became a regular file. It now writes as explain --output does (write_output).
+
+
+def extract_to(folder: Path, out: Path, **kw) -> subprocess.CompletedProcess:
+    return run_qkvcalc(
+        "extract",
+        str(folder),
+        "--layer",
+        "0",
+        "--ids",
+        "1 2",
+        "--output",
+        str(out),
+        timeout=300,
+        **kw,
+    )
+
+
+def assert_problem(text: str) -> None:
+    assert json.loads(text)["tokens"] == ["1", "2"]
+
+
+def test_extract_output_never_follows_a_planted_temporary_symlink(lab, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (tmp_path / ".out.json.qkvcalc-tmp").symlink_to(victim)
+    result = extract_to(lab.get("llama")["folder"], tmp_path / "out.json")
+    assert result.returncode == 0, result.stderr
+    assert victim.read_text() == "precious\n"
+    assert_problem((tmp_path / "out.json").read_text())
+    assert (tmp_path / ".out.json.qkvcalc-tmp").is_symlink()  # left as it was
+
+
+def test_extract_output_keeps_a_users_file_of_the_old_temporary_name(lab, tmp_path):
+    mine = tmp_path / ".out.json.qkvcalc-tmp"
+    mine.write_text("mine\n")
+    assert extract_to(lab.get("llama")["folder"], tmp_path / "out.json").returncode == 0
+    assert mine.read_text() == "mine\n"
+    assert_problem((tmp_path / "out.json").read_text())
+
+
+def test_extract_output_through_a_symlink_keeps_the_link(lab, tmp_path):
+    real = tmp_path / "real.json"
+    real.write_text("old\n")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    assert extract_to(lab.get("llama")["folder"], link).returncode == 0
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert_problem(real.read_text())
+
+
+def test_extract_output_onto_a_fifo_writes_into_it(lab, tmp_path):
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    try:
+        result = extract_to(lab.get("llama")["folder"], fifo)
+        got = reader.communicate(timeout=60)[0]
+    finally:
+        reader.kill()
+    assert result.returncode == 0, result.stderr
+    assert_problem(got.decode())
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still a FIFO
+
+
+def test_extract_output_onto_a_device_leaves_it_a_device(lab, tmp_path):
+    """A null device made in tmp_path (never the machine's /dev/null: the old code, run as
+    root, replaced the device it was given with a regular file)."""
+    node = tmp_path / "null"
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        node.write_text("probe")
+    except OSError:
+        pytest.skip("cannot make a device node here (needs root and a filesystem allowing it)")
+    result = extract_to(lab.get("llama")["folder"], node)
+    assert result.returncode == 0, result.stderr
+    assert stat.S_ISCHR(node.lstat().st_mode)
+    assert not [p.name for p in tmp_path.iterdir() if p.name != "null"]
+
+
+def test_four_extracts_onto_one_output_leave_one_whole_file(lab, tmp_path):
+    out = tmp_path / "out.json"
+    folder = lab.get("llama")["folder"]
+    env = {**os.environ, **PINNED_ENV}
+    argv = [sys.executable, "-m", "qkvcalc", "extract", str(folder), "--layer", "0"]
+    procs = [
+        subprocess.Popen(
+            [*argv, "--ids", " ".join(["1"] * (k + 2)), "--output", str(out)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for k in range(4)
+    ]
+    for proc in procs:
+        assert proc.wait(timeout=300) == 0, proc.stderr.read() if proc.stderr else ""
+        if proc.stderr:
+            proc.stderr.close()
+    problem = json.loads(out.read_text())  # one whole file: the last one renamed into place
+    assert problem["tokens"] == ["1"] * len(problem["tokens"])
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
