@@ -602,3 +602,84 @@ def test_the_split_is_said_in_sentences_in_every_export(cli, fmt):
     assert "head 3: W" in out and "(K/V head 2)" in out
     ko = cli("explain", "--preset", "gqa", "--format", fmt, "--lang", "ko").stdout
     assert "헤드 3: W" in ko and "(K/V 헤드 2)" in ko and "K/V head" not in ko
+
+
+# ---- input text lands as text, never as markup (issue 20, security 4) -----------------------
+# LaTeX set a token e^(a_b_c) as math (it matched the exponentials of the catalog's sentences)
+# and the document stopped compiling; Markdown made a name "# X" a heading and a note that
+# starts with a token "1. X" or "> X" a list or a quote.
+
+PAYLOAD = "PAYLOAD"
+BLOCK_STARTS = [
+    f"# {PAYLOAD}",
+    f"1. {PAYLOAD}",
+    f"2) {PAYLOAD}",
+    f"> {PAYLOAD}",
+    f"- {PAYLOAD}",
+    f"+ {PAYLOAD}",
+    f"    {PAYLOAD} indented",
+    f"=== {PAYLOAD}",
+    f"--- {PAYLOAD}",
+    f"<div>{PAYLOAD}</div>",
+    f"```{PAYLOAD}",
+    f"*** {PAYLOAD}",
+]
+PLAIN_DOC = {
+    "x": [[1, 0], [0, 1]],
+    "wq": [[1, 0], [0, 1]],
+    "wk": [[1, 1], [0, 1]],
+    "wv": [[1, 0], [1, 1]],
+    "mask": "causal",
+}
+
+
+def full_trace(doc: dict):
+    from qkvcalc.engine import run
+    from qkvcalc.problem import Problem
+
+    return run(Problem.from_mapping(doc))
+
+
+def block_kinds(markdown: str) -> dict[str, int]:
+    """How many blocks of each kind markdown-it-py finds (inline text aside)."""
+    counts: dict[str, int] = {}
+    for token in MarkdownIt("commonmark").enable(["table"]).parse(markdown):
+        if token.type != "inline" and token.nesting >= 0:
+            counts[token.type] = counts.get(token.type, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("text", BLOCK_STARTS)
+@pytest.mark.parametrize("where", ["name", "tokens"])
+def test_markdown_block_markup_in_the_input_stays_text(text, where):
+    plain = render_markdown(
+        full_trace({**PLAIN_DOC, "name": "plain", "tokens": ["a", "b"]}), RenderOptions()
+    )
+    doc = {**PLAIN_DOC, "name": "plain", "tokens": ["a", "b"]}
+    doc.update({"name": text} if where == "name" else {"tokens": [text, text + " 2"]})
+    markdown = render_markdown(full_trace(doc), RenderOptions())
+    assert block_kinds(markdown) == block_kinds(plain), markdown
+    # and where the text shows, it shows as written
+    md = MarkdownIt("commonmark").enable(["table"])
+    shown = [
+        "".join(c.content for c in token.children or [] if c.type in ("text", "text_special"))
+        for token in md.parse(markdown)
+        if token.type == "inline" and PAYLOAD in token.content
+    ]
+    assert shown and any(safe(text).strip() in line for line in shown), shown
+
+
+@needs_pdflatex
+def test_latex_sets_a_token_that_looks_like_an_exponential_as_text(tmp_path):
+    tokens = ["e^(a_b_c)", "e^(x)", "e^2", "\\input{/etc/hostname}"]
+    doc = {**nasty_doc(len(tokens)), "tokens": tokens}
+    tex = render_latex(full_trace(doc), RenderOptions(max_rows=20))
+    assert "$e^{a" not in tex and "$e^{x}$" not in tex and "$e^{2}$" not in tex
+    assert "\\input{" not in tex  # no backslash of the input gets through
+    assert "e\\textasciicircum{}(a\\_\\allowbreak{}b" in tex  # shown as the text it is
+    _pdflatex(tex, tmp_path)
+
+
+def test_latex_still_sets_the_catalogs_exponentials_as_math():
+    tex = render_latex(full_trace(presets.load("doc")), RenderOptions())
+    assert "$e^{" in tex

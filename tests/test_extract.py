@@ -19,6 +19,8 @@ import contextlib
 import importlib
 import json
 import os
+import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -598,3 +600,207 @@ def test_in_a_terminal_the_status_leaves_stdout_to_the_problem(lab, tmp_path):
     child.close()
     assert child.exitstatus == 0, child.before
     assert json.loads(out.read_text(encoding="utf-8"))["tokens"] == ["1", "2"]
+
+
+# ---- a checkpoint's own code never runs (issue 20, security 2) ------------------------------
+
+
+def word_tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = ["the", "cat", "sat", "on", "mat"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="the"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok)
+
+
+def with_custom_code(folder: Path, marker: Path, where: str) -> None:
+    """Give a checkpoint folder code of its own that creates `marker` when it is imported,
+    named by an auto_map in config.json or tokenizer_config.json."""
+    (folder / "custom_code.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\n"
+        "from transformers import PreTrainedTokenizerFast as Custom\n"
+        "from transformers import LlamaModel as CustomModel\n",
+        encoding="utf-8",
+    )
+    file = folder / where
+    doc = json.loads(file.read_text(encoding="utf-8"))
+    if where == "tokenizer_config.json":
+        doc.pop("tokenizer_class", None)  # then transformers has no class of its own to use
+        doc["auto_map"] = {"AutoTokenizer": ["custom_code.Custom", None]}
+    else:
+        doc["auto_map"] = {"AutoModel": "custom_code.CustomModel"}
+    file.write_text(json.dumps(doc), encoding="utf-8")
+
+
+@pytest.fixture
+def llama_with_tokenizer(lab, tmp_path):
+    folder = tmp_path / "llama"
+    shutil.copytree(lab.get("llama")["folder"], folder)
+    word_tokenizer().save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("where", ["tokenizer_config.json", "config.json"])
+@pytest.mark.parametrize("option", [["--text", "the cat"], ["--ids", "1 2"]], ids=["text", "ids"])
+def test_a_checkpoint_with_its_own_code_is_refused_even_when_stdin_says_yes(
+    llama_with_tokenizer, tmp_path, where, option
+):
+    marker = tmp_path / "pwned"
+    with_custom_code(llama_with_tokenizer, marker, where)
+    result = run_qkvcalc(
+        "extract", str(llama_with_tokenizer), "--layer", "0", *option, input="y\n", timeout=300
+    )
+    assert not marker.exists(), "the checkpoint's code ran"
+    one_message(result, "code of its own", where)
+    assert "[y/N]" not in result.stdout + result.stderr
+
+
+def test_every_from_pretrained_refuses_custom_code_by_itself(llama_with_tokenizer, tmp_path):
+    """Without qkvcalc's own check (patched out in the child) transformers still refuses, as
+    trust_remote_code=False is passed to it: it asks nothing on stdin and runs nothing."""
+    marker = tmp_path / "pwned"
+    with_custom_code(llama_with_tokenizer, marker, "tokenizer_config.json")
+    code = (
+        "import sys\nimport qkvcalc.extract.runner as r\nr._refuse_custom_code = lambda *a: None\n"
+        "from qkvcalc.launch import main\n"
+        f"sys.argv = ['qkvcalc', 'extract', {str(llama_with_tokenizer)!r}, '--layer', '0',"
+        " '--text', 'the cat']\nmain()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        input="y\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, **PINNED_ENV},
+    )
+    assert not marker.exists(), "the checkpoint's code ran"
+    one_message(proc, "needs code of its own")
+
+
+def test_pickled_weights_are_not_unpickled_and_are_one_message(lab, tmp_path):
+    import pickle
+
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    folder = tmp_path / "pickled"
+    folder.mkdir()
+    shutil.copy(lab.get("llama")["folder"] / "config.json", folder)
+    for protocol in (2, pickle.HIGHEST_PROTOCOL):
+        (folder / "pytorch_model.bin").write_bytes(pickle.dumps({"w": Payload()}, protocol))
+        result = run_qkvcalc("extract", str(folder), "--layer", "0", "--ids", "1", timeout=300)
+        assert not marker.exists(), "the pickle was unpickled"
+        one_message(result, "pickle", "safetensors")
+
+
+# ---- --output writes the file it names and nothing else (issue 20, security 3) --------------
+# extract wrote through a fixed temporary name (.NAME.qkvcalc-tmp): a symlink planted there
+# redirected the write, a file of that name was lost, and a FIFO, a device or a symlink given as
+# the output became a regular file. It now writes as explain --output does (write_output).
+
+
+def extract_to(folder: Path, out: Path, **kw) -> subprocess.CompletedProcess:
+    return run_qkvcalc(
+        "extract",
+        str(folder),
+        "--layer",
+        "0",
+        "--ids",
+        "1 2",
+        "--output",
+        str(out),
+        timeout=300,
+        **kw,
+    )
+
+
+def assert_problem(text: str) -> None:
+    assert json.loads(text)["tokens"] == ["1", "2"]
+
+
+def test_extract_output_never_follows_a_planted_temporary_symlink(lab, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (tmp_path / ".out.json.qkvcalc-tmp").symlink_to(victim)
+    result = extract_to(lab.get("llama")["folder"], tmp_path / "out.json")
+    assert result.returncode == 0, result.stderr
+    assert victim.read_text() == "precious\n"
+    assert_problem((tmp_path / "out.json").read_text())
+    assert (tmp_path / ".out.json.qkvcalc-tmp").is_symlink()  # left as it was
+
+
+def test_extract_output_keeps_a_users_file_of_the_old_temporary_name(lab, tmp_path):
+    mine = tmp_path / ".out.json.qkvcalc-tmp"
+    mine.write_text("mine\n")
+    assert extract_to(lab.get("llama")["folder"], tmp_path / "out.json").returncode == 0
+    assert mine.read_text() == "mine\n"
+    assert_problem((tmp_path / "out.json").read_text())
+
+
+def test_extract_output_through_a_symlink_keeps_the_link(lab, tmp_path):
+    real = tmp_path / "real.json"
+    real.write_text("old\n")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    assert extract_to(lab.get("llama")["folder"], link).returncode == 0
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert_problem(real.read_text())
+
+
+def test_extract_output_onto_a_fifo_writes_into_it(lab, tmp_path):
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    try:
+        result = extract_to(lab.get("llama")["folder"], fifo)
+        got = reader.communicate(timeout=60)[0]
+    finally:
+        reader.kill()
+    assert result.returncode == 0, result.stderr
+    assert_problem(got.decode())
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still a FIFO
+
+
+def test_extract_output_onto_a_device_leaves_it_a_device(lab, tmp_path):
+    """A null device made in tmp_path (never the machine's /dev/null: the old code, run as
+    root, replaced the device it was given with a regular file)."""
+    node = tmp_path / "null"
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        node.write_text("probe")
+    except OSError:
+        pytest.skip("cannot make a device node here (needs root and a filesystem allowing it)")
+    result = extract_to(lab.get("llama")["folder"], node)
+    assert result.returncode == 0, result.stderr
+    assert stat.S_ISCHR(node.lstat().st_mode)
+    assert not [p.name for p in tmp_path.iterdir() if p.name != "null"]
+
+
+def test_four_extracts_onto_one_output_leave_one_whole_file(lab, tmp_path):
+    out = tmp_path / "out.json"
+    folder = lab.get("llama")["folder"]
+    env = {**os.environ, **PINNED_ENV}
+    argv = [sys.executable, "-m", "qkvcalc", "extract", str(folder), "--layer", "0"]
+    procs = [
+        subprocess.Popen(
+            [*argv, "--ids", " ".join(["1"] * (k + 2)), "--output", str(out)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for k in range(4)
+    ]
+    for proc in procs:
+        assert proc.wait(timeout=300) == 0, proc.stderr.read() if proc.stderr else ""
+        if proc.stderr:
+            proc.stderr.close()
+    problem = json.loads(out.read_text())  # one whole file: the last one renamed into place
+    assert problem["tokens"] == ["1"] * len(problem["tokens"])
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]

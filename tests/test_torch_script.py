@@ -7,16 +7,20 @@ The presets and a few hand-picked edge cases run as real processes with this int
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from qkvcalc.input import presets
 from qkvcalc.input.problem import Problem
@@ -378,3 +382,111 @@ def test_the_classic_cache_bug_is_caught(tmp_path):
     assert proc.returncode == 1, proc.stdout
     assert "MISMATCH: max |KV-cache decoding - qkvcalc|" in proc.stderr
     assert "MISMATCH: max |SDPA" not in proc.stderr
+
+
+# ---- input text never becomes code (issue 20, security 1) -----------------------------------
+# Python reads an encoding declaration from a comment on the first two lines (PEP 263): a name
+# such as "coding:unicode_escape" there made every backslash escape in the file live, so a token
+# whose repr was "'\', open(...), \''" closed its string literal and ran. The script now keeps
+# input text off those lines, and every string from the input is an ASCII-only literal.
+
+ENCODING_DECLARATION = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+SMALL = {
+    "x": [[1, 0], [0, 1]],
+    "wq": [[1, 0], [0, 1]],
+    "wk": [[1, 0], [0, 1]],
+    "wv": [[1, 0], [0, 1]],
+}
+HOSTILE_TEXT = [
+    "coding:unicode_escape",
+    "coding:utf-7",
+    "-*- coding: utf-16 -*-",
+    "# vim: set fileencoding=raw_unicode_escape :",
+    "\\', open('x', 'w'), '",
+    "a\nraise SystemExit(3)",
+    "a\rraise SystemExit(3)",
+    "\x0c# coding: latin-1",
+    "\ud800 lone surrogate",
+    "\u2028\u2029\x85\x00",
+    '"""',
+    "\x1b[31m",
+]
+texts = st.one_of(
+    st.sampled_from(HOSTILE_TEXT),
+    st.text(st.characters(exclude_categories=()), max_size=30),  # surrogates included
+    st.builds(lambda a, b: a + b, st.sampled_from(HOSTILE_TEXT), st.text(max_size=10)),
+)
+
+
+def payload(marker: Path) -> str:
+    """A token that runs open(marker, "w") once a unicode_escape declaration is in force."""
+    return f'\', open("{marker}", "w"), \''
+
+
+@pytest.mark.parametrize(
+    "name", ["coding:unicode_escape", "coding:utf-7", "-*- coding: utf-16 -*-"]
+)
+def test_a_name_that_declares_an_encoding_cannot_run_a_token(name, tmp_path):
+    marker = tmp_path / "pwned"
+    doc = {**SMALL, "name": name, "tokens": ["a", payload(marker)]}
+    text, expected = script_of(doc)
+    stdout = run_script(text, tmp_path)  # it runs (utf-7 and utf-16 made it a SyntaxError)
+    assert not marker.exists(), "the script ran code from a token"
+    check(stdout, expected, mha=True)
+
+
+def string_constants(tree: ast.AST) -> list[str]:
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=texts, tokens=st.lists(texts, min_size=2, max_size=2), description=texts)
+def test_every_input_text_is_an_ascii_literal_equal_to_itself(name, tokens, description):
+    assume(name not in presets.names())  # a preset's own name is in the title instead
+    doc = {**SMALL, "name": name, "description": description, "tokens": tokens}
+    text, _ = script_of(doc)
+    source = text.encode("utf-8")  # as Python reads the file: bytes, declarations honoured
+    plain, _ = script_of(SMALL)  # the first two lines are the same whatever the input says
+    assert text.splitlines()[:2] == plain.splitlines()[:2]
+    assert not any(ENCODING_DECLARATION.match(line) for line in text.splitlines()[:2])
+    tree = ast.parse(source)
+    constants = string_constants(tree)
+    assert name in constants
+    for token in tokens:
+        assert token in constants
+    for node in ast.walk(tree):  # every string the input made is written in ASCII
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            literal = ast.get_source_segment(text, node)
+            assert literal is not None and literal.isascii(), literal
+    namespace: dict[str, Any] = {}
+    assignments = [n for n in tree.body if isinstance(n, ast.Assign)]
+    for node in assignments:
+        target = node.targets[0]
+        if isinstance(target, ast.Name) and target.id in ("tokens", "problem_name"):
+            exec(compile(ast.Module([node], []), "<script>", "exec"), namespace)
+    assert namespace["tokens"] == tokens and namespace["problem_name"] == name
+
+
+def test_an_extracted_layer_with_a_hostile_folder_name_makes_a_safe_script(tmp_path):
+    """extract's problem carries the folder's name and the tokenizer's text; the same doc through
+    explain --format torch runs without running them."""
+    marker = tmp_path / "pwned"
+    doc = {
+        **SMALL,
+        "name": "coding:unicode_escape, layer 0",
+        "description": "Layer 0 of coding:unicode_escape",
+        "tokens": [payload(marker), "b"],
+    }
+    problem = tmp_path / "problem.json"
+    problem.write_text(json.dumps(doc), encoding="utf-8")
+    script = tmp_path / "check.py"
+    from tests.conftest import run_qkvcalc
+
+    result = run_qkvcalc("explain", str(problem), "--output", str(script))
+    assert result.returncode == 0, result.stderr
+    run_script(script.read_text(encoding="utf-8"), tmp_path)
+    assert not marker.exists()

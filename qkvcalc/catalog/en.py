@@ -929,6 +929,14 @@ MESSAGES: dict[str, str] = {
     "extract.not_checkpoint": "{path} is not a Hugging Face checkpoint folder: it has no "
     "config.json (a checkpoint holds config.json and the weights, such as model.safetensors)",
     "extract.no_weights": "{path} has a config.json but its weights could not be read: {reason}",
+    "extract.custom_code": "{model} ships code of its own ({file} names it in auto_map), "
+    "and qkvcalc never runs a checkpoint's code: use a checkpoint of an architecture "
+    "transformers has built in",
+    "extract.custom_code_needed": "{model} needs code of its own to load, and qkvcalc never "
+    "runs a checkpoint's code: use a checkpoint of an architecture transformers has built in",
+    "extract.pickled_weights": "{path}: its weights file is a pickle that holds more than "
+    "tensors, and unpickling it could run code, so it was not read; save the weights as "
+    "model.safetensors",
     "extract.no_folder": "{path}: there is no such folder",
     "extract.cannot_load": "cannot load {model}: {reason}",
     "extract.dtype": "dtype {dtype!r}: choose auto, float64, float32 or bfloat16",

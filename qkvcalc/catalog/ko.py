@@ -932,6 +932,14 @@ MESSAGES: dict[str, str] = {
     "extract.not_checkpoint": "{path}: Hugging Face 체크포인트 폴더가 아닙니다. config.json이 "
     "없습니다 (체크포인트에는 config.json과 model.safetensors 같은 가중치 파일이 있습니다)",
     "extract.no_weights": "{path}에 config.json은 있지만 가중치를 읽을 수 없습니다: {reason}",
+    "extract.custom_code": "{model}에는 체크포인트 자체의 코드가 들어 있고 ({file}의 "
+    "auto_map이 그 코드를 가리킵니다), qkvcalc는 체크포인트의 코드를 절대 실행하지 않습니다: "
+    "transformers에 내장된 구조의 체크포인트를 쓰세요",
+    "extract.custom_code_needed": "{model}은(는) 자체 코드가 있어야 불러올 수 있는데, qkvcalc는 "
+    "체크포인트의 코드를 절대 실행하지 않습니다: transformers에 내장된 구조의 체크포인트를 쓰세요",
+    "extract.pickled_weights": "{path}: 가중치 파일이 텐서 말고 다른 것도 담은 pickle이라 "
+    "읽지 않았습니다 (풀면 코드가 실행될 수 있습니다). 가중치를 model.safetensors로 "
+    "저장해 주세요",
     "extract.no_folder": "{path}: 그런 폴더가 없습니다",
     "extract.cannot_load": "{model}을(를) 불러올 수 없습니다: {reason}",
     "extract.dtype": "dtype {dtype!r}: auto, float64, float32, bfloat16 가운데 하나를 고르세요",

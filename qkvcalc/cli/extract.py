@@ -23,6 +23,7 @@ from qkvcalc.cli.common import (
     fail,
     help_text,
     language,
+    write_output,
 )
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import translate
@@ -117,17 +118,10 @@ def extract(
 
 
 def _write_file(problem: dict, path: Path) -> None:
-    """The whole file or nothing, as write_output does, but streamed: a real layer's JSON is
-    hundreds of megabytes, too much to hold as one string first."""
+    """The whole file or nothing, through the one writer every command uses (write_output: a
+    random temporary name created exclusively, renamed into place; a symlink written through,
+    a FIFO or a device written to), streamed: a real layer's JSON is hundreds of megabytes, too
+    much to hold as one string first."""
     from qkvcalc.extract import write_problem
 
-    tmp = path.with_name(f".{path.name}.qkvcalc-tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as stream:
-            write_problem(problem, stream)
-        os.replace(tmp, path)
-    except OSError as err:
-        reason = err.strerror or type(err).__name__
-        raise QkvcalcError("export.output_unwritable", path=str(path), reason=reason) from None
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_output(lambda stream: write_problem(problem, stream), path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -69,12 +70,54 @@ def _config(path: str) -> Any:
             raise QkvcalcError("extract.not_checkpoint", path=path)
         model_type = _model_type_of(local / "config.json")
         _family(model_type, path)  # an unknown architecture is named before transformers tries
+        _refuse_custom_code(local, path)
     elif not _HUB_NAME.match(path) or path.startswith((".", "~")):
         raise QkvcalcError("extract.no_folder", path=path)
     try:
-        return AutoConfig.from_pretrained(str(local) if local.exists() else path)
+        return AutoConfig.from_pretrained(
+            str(local) if local.exists() else path, trust_remote_code=False
+        )
     except (OSError, ValueError, KeyError) as err:
-        raise QkvcalcError("extract.cannot_load", model=path, reason=_reason(err)) from None
+        raise _load_error(err, "extract.cannot_load", model=path) from None
+
+
+# The files in which a checkpoint names code of its own for transformers to import (auto_map:
+# "AutoModel": "modeling_x.MyModel", "AutoTokenizer": [...]).
+CODE_MAPS = ("config.json", "tokenizer_config.json")
+
+
+def _refuse_custom_code(folder: Path, model: str) -> None:
+    """A checkpoint that ships code of its own is refused, named, before transformers reads
+    it: qkvcalc never runs a checkpoint's code (trust_remote_code is always False), and left
+    to itself transformers would ask on stdin whether to run it, where `echo y |` says yes."""
+    for name in CODE_MAPS:
+        file = folder / name
+        if not file.is_file():
+            continue
+        try:
+            doc = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError) as err:
+            if name == "config.json":
+                raise QkvcalcError(
+                    "extract.cannot_load", model=str(file), reason=_reason(err)
+                ) from None
+            continue  # a broken tokenizer config: the tokenizer is not used, as before
+        if isinstance(doc, dict) and doc.get("auto_map"):
+            raise QkvcalcError("extract.custom_code", model=model, file=name)
+
+
+def _load_error(err: BaseException, key: str, **params: Any) -> QkvcalcError:
+    """transformers' refusal to run a checkpoint's code (trust_remote_code=False) as the one
+    message that says so; any other failure as `key`, with its reason."""
+    if _is_custom_code(err):
+        return QkvcalcError("extract.custom_code_needed", model=next(iter(params.values())))
+    return QkvcalcError(key, **params, reason=_reason(err))
+
+
+def _is_custom_code(err: BaseException) -> bool:
+    """Whether transformers refused because the checkpoint needs its own code: with
+    trust_remote_code=False it raises a ValueError that asks for trust_remote_code=True."""
+    return isinstance(err, ValueError) and "trust_remote_code" in str(err)
 
 
 def _model_type_of(config_json: Path) -> str:
@@ -119,9 +162,14 @@ def load(path: str, config: Any, dtype: str, progress: Progress | None = None) -
             config=config,
             dtype="auto" if dtype == "auto" else _torch_dtype(dtype),
             attn_implementation="eager",
+            trust_remote_code=False,
         )
+    except pickle.UnpicklingError:
+        # torch.load(weights_only=True) met a pickle that is more than tensors: it was not
+        # unpickled (it could run code), and qkvcalc never asks for it to be
+        raise QkvcalcError("extract.pickled_weights", path=path) from None
     except (OSError, ValueError, RuntimeError) as err:
-        raise QkvcalcError("extract.no_weights", path=path, reason=_reason(err)) from None
+        raise _load_error(err, "extract.no_weights", path=path) from None
     model.eval()
     return model, _tokenizer(path)
 
@@ -145,8 +193,10 @@ def _tokenizer(path: str) -> Any:
     if local.is_dir() and not any((local / name).is_file() for name in TOKENIZER_FILES):
         return None
     try:
-        return AutoTokenizer.from_pretrained(path)
-    except Exception:  # no tokenizer files, or one transformers cannot read: ids stand in
+        return AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+    except Exception as err:  # no tokenizer files, or one transformers cannot read: ids stand in
+        if _is_custom_code(err):
+            raise QkvcalcError("extract.custom_code_needed", model=path) from None
         return None
 
 

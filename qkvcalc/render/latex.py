@@ -4,7 +4,8 @@ Each stage is a section with its formula, its explanation, its matrix as an amsm
 (a matrix product as A·B = C when the three fit on the page), its notes and each cell's
 arithmetic as a flalign* block from the left margin (arith.stage_extras with
 Style.of(opts, latex=True): the same notes and arithmetic as every other format, in TeX's
-symbols). Exponentials in sentences (e^s) are set as math (tex_prose).
+symbols). Exponentials in the catalog's sentences (e^s) are set as math (tex_prose), never
+one in a value a sentence mentions: a token's e^(a_b_c) is text (tex_message).
 
 All text goes through `tex_escape`: TeX's special characters become their escapes, the math
 symbols of the catalogs become TeX, and any other character pdflatex cannot set becomes a
@@ -16,9 +17,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from string import Formatter
+from typing import TYPE_CHECKING, Any
 
-from qkvcalc.i18n import translate
+import numpy as np
+
+from qkvcalc.i18n import Msg, _words, catalog
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style
 from qkvcalc.render.document import StageView, TableView, final_view, stage_view
@@ -129,18 +133,73 @@ def _power_tex(exponent: str) -> str | None:
     return f"e^{{{inner.strip()}}}"
 
 
-def tex_prose(text: str) -> str:
+# A value a sentence mentions, held apart while the sentence's own exponentials are found.
+_HELD = re.compile("\ue000(\\d+)\ue001")
+
+
+def tex_prose(text: str, held: Sequence[tuple[str, bool]] = ()) -> str:
     """A catalog sentence as LaTeX: escaped as tex_escape does, with its exponentials (e^s,
-    e^(s − max)) set as math rather than as a caret."""
+    e^(s − max)) set as math rather than as a caret.
+
+    `held`: the values the sentence mentions, which `text` holds as placeholders (see
+    tex_message), each with whether it is a number. Only the sentence's own text and numbers
+    can become math: a value that is text (a token, a name) is always escaped as text."""
+
+    def filled(part: str) -> str:
+        return _HELD.sub(lambda m: held[int(m.group(1))][0], part)
+
+    def numbers_only(part: str) -> str:  # text values stay placeholders: not _MATH_SAFE
+        return _HELD.sub(
+            lambda m: held[int(m.group(1))][0] if held[int(m.group(1))][1] else m.group(0), part
+        )
+
     out, start = [], 0
     for match in _POWER.finditer(text):
-        power = _power_tex(match.group(1))
+        power = _power_tex(numbers_only(match.group(1)))
         if power is None:
             continue
-        out += [tex_escape(text[start : match.start()]), f"${power}$"]
+        out += [tex_escape(filled(text[start : match.start()])), f"${power}$"]
         start = match.end()
-    out.append(tex_escape(text[start:]))
+    out.append(tex_escape(filled(text[start:])))
     return "".join(out)
+
+
+def _hold(key: str, lang: str, params: dict[str, Any], held: list[tuple[str, bool]]) -> str:
+    """The sentence under `key` with each value it mentions as a placeholder into `held` (a
+    Msg value, or a list of them, is expanded the same way: its own text stays the catalog's)."""
+    template = catalog(lang).get(key) or catalog("en")[key]
+    formatter = Formatter()
+    out = []
+    for literal, field, spec, conversion in formatter.parse(template):
+        out.append(literal)
+        if field is None:
+            continue
+        raw = params.get(field)
+        if not spec and conversion is None and isinstance(raw, Msg):
+            out.append(_hold(raw.key, lang, raw.params, held))
+            continue
+        if not spec and conversion is None and _msgs(raw):
+            out.append(", ".join(_hold(m.key, lang, m.params, held) for m in raw))
+            continue
+        value, _ = formatter.get_field(field, (), {k: _words(v, lang) for k, v in params.items()})
+        value = formatter.convert_field(value, conversion)
+        number = isinstance(raw, (int, float, np.integer, np.floating)) and not isinstance(
+            raw, bool
+        )
+        held.append((formatter.format_field(value, spec or ""), number))
+        out.append(f"\ue000{len(held) - 1}\ue001")
+    return "".join(out)
+
+
+def _msgs(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, Msg) for v in value)
+
+
+def tex_message(key: str, lang: str, /, **params: Any) -> str:
+    """The catalog sentence `key` as LaTeX: its exponentials as math, every text value it
+    mentions (a token, a name) as text, whatever that text holds (a token e^(a_b_c))."""
+    held: list[tuple[str, bool]] = []
+    return tex_prose(_hold(key, lang, params, held), held)
 
 
 # ---- formulas: the engine writes them in plain Unicode; TeX wants its own spelling ----------
@@ -232,8 +291,12 @@ def _equation(view: StageView, style: Style) -> str:
 # ---- the document ---------------------------------------------------------------------------
 
 
-def _t(opts: RenderOptions, key: str, **params: object) -> str:
-    return tex_prose(translate(key, opts.lang, **params))
+def _t(opts: RenderOptions, key: str, /, **params: object) -> str:
+    return tex_message(key, opts.lang, **params)
+
+
+def _said(msg: Msg, opts: RenderOptions) -> str:
+    return tex_message(msg.key, opts.lang, **msg.params)
 
 
 def _itemize(items: Iterable[str]) -> str:
@@ -283,7 +346,7 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     cols = _t(opts, "export.cols", labels=_labels(stage.cols, MAX_COLS))
     lines.append(rf"{{\small {rows} \quad {cols}}}")
     if view.notes:
-        lines.append(_itemize(tex_prose(note.text(opts.lang)) for note in view.notes))
+        lines.append(_itemize(_said(note, opts) for note in view.notes))
     if view.row_sentences or view.work:
         lines.append(rf"\subsection*{{{_t(opts, 'ui.arithmetic')}}}")
     if view.row_sentences:
@@ -333,7 +396,7 @@ def render_latex(trace: Trace, opts: RenderOptions) -> str:
     result = bmatrix(final_view(trace, opts, MAX_COLS), Style.of(opts, latex=True))
     ending = [rf"\section*{{{_t(opts, 'ui.output_final')}}}"]
     for warning in trace.warnings:
-        ending.append(rf"\textbf{{{_t(opts, 'ui.warning')}}}: {tex_prose(warning.text(opts.lang))}")
+        ending.append(rf"\textbf{{{_t(opts, 'ui.warning')}}}: {_said(warning, opts)}")
     ending.append("\\[\n" + result + "\n\\]")
     title = _t(opts, "export.title")
     document = "\n\n".join([*head, *body, *ending])

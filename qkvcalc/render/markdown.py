@@ -6,7 +6,9 @@ display equation A·B = C when it is small), the notes, and each cell's arithmet
 the same logic as the terminal) in a code block.
 
 Text from the input (token names) is escaped with `md_escape`, so a `|` or a `*` in a token
-neither breaks a table nor turns into emphasis.
+neither breaks a table nor turns into emphasis, and a sentence that starts with one (the
+problem's name, a note on a query) cannot open a block there (`md_line_start`): `# X` is not a
+heading, `1. X` not a list.
 """
 
 from __future__ import annotations
@@ -44,10 +46,30 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", safe(text, 10_000))
 
 
+# What can open a block at a line's start (CommonMark): a heading's #, a list's -, + or 1. / 1),
+# a setext underline's = or -, a quote's > (md_escape has it), and 4 spaces (a code block).
+_BLOCK_START = re.compile(r"^( *)(?:([#+=-])|(\d{1,9})([.)]))")
+
+
+def md_line_start(text: str) -> str:
+    """Escaped text that starts a line (a paragraph, a list item, a quoted note) and cannot
+    open a block there: `# X` stays text, not a heading; `1. X` not a list."""
+    match = _BLOCK_START.match(text)
+    if match is not None:
+        spaces, mark, number, dot = match.groups()
+        marker = f"\\{mark}" if mark else f"{number}\\{dot}"
+        text = "&#32;" * len(spaces) + marker + text[match.end() :]
+    elif text.startswith(" "):
+        rest = text.lstrip(" ")
+        text = "&#32;" * (len(text) - len(rest)) + rest
+    return text
+
+
 def _prose(text: str) -> str:
     """A catalog sentence: escaped, except underscores inside words (d_k stays d_k; an
-    underscore between letters never starts emphasis)."""
-    return re.sub(r"(?<=\w)\\_(?=\w)", "_", md_escape(text))
+    underscore between letters never starts emphasis). Every sentence starts a line, so
+    whatever it starts with (a token's `# X`) cannot open a block."""
+    return md_line_start(re.sub(r"(?<=\w)\\_(?=\w)", "_", md_escape(text)))
 
 
 def _t(opts: RenderOptions, key: str, **params: object) -> str:

@@ -11,9 +11,10 @@ folded into q (SDPA's scale= came in 2.1) and grouped-query K/V heads are repeat
 (enable_gqa= came in 2.5). Its comments translate the mask between PyTorch's three conventions.
 
 This module writes code; it computes no attention. Every number in the script is written
-with repr (it round-trips exactly) and every text from the input (token names, the preset's
-name) goes into a Python string literal or through `safe`, so no input can break out of a
-comment or a string.
+with repr (it round-trips exactly) and every text from the input (token names, the problem's
+name) goes into an ASCII-only Python string literal (text_literal), never into a comment and
+never onto the first two lines, where Python would read it as the file's encoding, so no input
+can break out of a string or change how the file is read.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.text import safe
 
 if TYPE_CHECKING:
     from qkvcalc.trace import Trace
@@ -35,6 +35,13 @@ def num(value: float) -> str:
     if value.is_integer() and abs(value) < 1e15:
         return str(int(value))
     return repr(value)
+
+
+def text_literal(text: str) -> str:
+    """A string from the input as an ASCII-only Python literal (ascii: every other character,
+    a lone surrogate included, as an escape), which reads back as the same string whatever
+    else the file holds."""
+    return ascii(str(text))
 
 
 def literal(matrix: np.ndarray, indent: str = "    ") -> str:
@@ -100,8 +107,11 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     n, m, d_k, d_v = p.n, p.m, p.d_k, p.d_v
     lines: list[str] = []
     add = lines.append
-    title = f" ({safe(p.meta['name'], 60)})" if "name" in p.meta else ""
-    title = f" (preset {p.preset})" if p.preset is not None else title
+    # The first two lines hold no input text: Python reads an encoding declaration from a
+    # comment there (PEP 263), and "coding:unicode_escape" would make the file's backslash
+    # escapes live, so that a token's literal closes early and what follows runs. A preset's
+    # name is one of qkvcalc's own; any other name is a string literal further down.
+    title = f" (preset {p.preset})" if p.preset is not None else ""
     add(f"# qkvcalc --format torch{title}: the same attention in PyTorch, float64.")
     add("# Run it with: python this_script.py   (needs torch >= 2.0, as qkvcalc[torch])")
     add("# It exits 1, printing the difference, if PyTorch and qkvcalc disagree beyond 1e-9.")
@@ -119,9 +129,11 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     add("    return torch.tensor(rows, dtype=torch.float64)")
     add("")
     add("")
-    add(f"tokens = {list(p.tokens)!r}")
+    if "name" in p.meta and p.preset is None:
+        add(f"problem_name = {text_literal(p.meta['name'])}")
+    add(f"tokens = [{', '.join(text_literal(t) for t in p.tokens)}]")
     if p.cross or not p.projected:
-        add(f"source_tokens = {list(p.source_tokens)!r}")
+        add(f"source_tokens = [{', '.join(text_literal(t) for t in p.source_tokens)}]")
 
     # ---- Q, K, V --------------------------------------------------------------------------
     if p.projected:
