@@ -634,8 +634,8 @@ PLAIN_DOC = {
 
 
 def full_trace(doc: dict):
-    from qkvcalc.engine import run
-    from qkvcalc.problem import Problem
+    from qkvcalc.input.problem import Problem
+    from qkvcalc.run.engine import run
 
     return run(Problem.from_mapping(doc))
 
