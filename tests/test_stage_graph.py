@@ -20,7 +20,7 @@ from rich.console import Console
 import qkvcalc
 from qkvcalc.input.presets import load
 from qkvcalc.input.problem import Problem
-from qkvcalc.plan import plan
+from qkvcalc.plan.schedule import plan
 from qkvcalc.plan.specs import Const
 from qkvcalc.run.engine import run
 from qkvcalc.run.ops import OPS

@@ -109,3 +109,20 @@ def to_vector(raw: Any, field_name: str, *, exact: bool = False) -> Matrix:
         else:
             raise QkvcalcError("vector.not_flat", field=name, rows=len(raw))
     return to_matrix(raw, field_name, exact=exact)
+
+
+def positive(raw: Any, field: str, *, integer: bool = False) -> Number:
+    """A number greater than 0 (a whole one with `integer`), as a JSON number or a string of the
+    safe grammar: a window, a softcap, RoPE's base."""
+    number: Number | None = None
+    if isinstance(raw, str):
+        number = parse_number(raw, field)
+    elif isinstance(raw, int | float | np.integer | np.floating) and not isinstance(raw, bool):
+        value = float(raw)
+        if math.isfinite(value):
+            number = Number(value, Fraction(value) if integer or float(raw).is_integer() else None)
+    if number is None or not number.value > 0:
+        raise QkvcalcError("variant.not_positive", field=field, value=shown(raw))
+    if integer and not float(number.value).is_integer():
+        raise QkvcalcError("variant.not_whole", field=field, value=shown(raw))
+    return number

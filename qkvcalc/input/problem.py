@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from qkvcalc import features
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.arrays import as_input
@@ -229,7 +230,7 @@ def _check_claimed_size(doc: dict[str, Any], limit: int) -> None:
 def stage_elements(p: Problem) -> int:
     """The numbers the engine's stages of `p` hold: per head Q, K, V, Kᵀ, its n×m scores and
     its output (and the q/k norms, the rotations and a score bias when asked for); the n×m
-    stages derived from the scores (scaled, biased, capped, masked, exp, weights) of one head
+    stages derived from the scores (scaled, biased, masked, exp, weights …) of one head
     at a time (they are recomputed when shown: trace.Recipe); the position encoding; then the
     concat and the output. An upper bound, computed from the shapes alone."""
     n, m, d_k, d_v = p.n, p.m, p.d_k, p.d_v
@@ -239,7 +240,8 @@ def stage_elements(p: Problem) -> int:
     per_head += (v.rope is not None) * (n + m) * d_k + v.biased * n * m
     d_out = p.wo.values.shape[1] if p.wo is not None else p.heads * d_v
     pe = 2 * n * (p.d_model or 0) if v.pe is not None else 0
-    lazy = 4 + v.biased + (v.softcap is not None)  # scaled, (biased, capped), masked, exp, A
+    # scaled, (biased), the features' stages on the logits, masked, exp, A
+    lazy = 4 + v.biased + sum(f.lazy_stages for f, _ in features.active(p))
     if p.decode is not None:  # every step's cache (t rows at step t) and its scores
         cached = n * (n + 1) // 2
         per_head += cached * (d_k + d_v) + 2 * cached + n * (d_k + d_v)

@@ -1,6 +1,6 @@
 """The attention of today's models, read and checked: positions, causal alignment, sliding
 windows, position encodings, q/k norms, rotary embeddings (RoPE), ALiBi and other score
-biases, and softcapping.
+biases; the plug-in features (qkvcalc.features) read their own keys here too.
 
 Every key here is optional; a problem without them is the attention of the paper. Like the
 rest of the input layer, each rule that can be broken is a QkvcalcError naming the field,
@@ -9,15 +9,16 @@ the shapes and the rule. numpy only.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.input.numbers import Number, parse_number
+from qkvcalc.features import REGISTRY, Sizes
+from qkvcalc.input.cells import positive
+from qkvcalc.labels import shown
 
 ROPE_KEYS = ("theta", "style", "dims", "inv_freq", "attention_factor")
 MAX_POSITION = 10**9  # positions beyond this are not a sentence anyone will read
@@ -61,7 +62,8 @@ class Variants:
     alibi_given: bool = False
     score_bias: np.ndarray | None = None  # [H, n, m] (one matrix repeated when given n×m)
     score_bias_exact: tuple[Any, ...] | None = None  # per head: exact rows, or None
-    softcap: float | None = None
+    # the plug-in features' values, by name (qkvcalc.features: only those the problem uses)
+    features: dict[str, Any] = field(default_factory=dict)
 
     @property
     def biased(self) -> bool:
@@ -124,27 +126,6 @@ def _integers(raw: Any, field: str, length: int, what: str) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
-def _positive(raw: Any, field: str, *, integer: bool = False) -> Number:
-    number: Number | None = None
-    if isinstance(raw, str):
-        number = parse_number(raw, field)
-    elif isinstance(raw, int | float | np.integer | np.floating) and not isinstance(raw, bool):
-        value = float(raw)
-        if math.isfinite(value):
-            number = Number(value, Fraction(value) if integer or float(raw).is_integer() else None)
-    if number is None or not number.value > 0:
-        raise QkvcalcError("variant.not_positive", field=field, value=_said(raw))
-    if integer and not float(number.value).is_integer():
-        raise QkvcalcError("variant.not_whole", field=field, value=_said(raw))
-    return number
-
-
-def _said(raw: Any) -> str:
-    from qkvcalc.labels import shown
-
-    return shown(raw)
-
-
 def _floats(raw: Any, field: str, length: int, what: str) -> np.ndarray:
     from qkvcalc.input.cells import to_vector
 
@@ -162,15 +143,15 @@ def _rope(raw: Any, d_k: int) -> Rope:
     elif isinstance(raw, int | float | str) and not isinstance(raw, bool):
         raw = {"theta": raw}
     if not isinstance(raw, dict):
-        raise QkvcalcError("rope.not_object", value=_said(raw))
+        raise QkvcalcError("rope.not_object", value=shown(raw))
     for key in raw:
         if key not in ROPE_KEYS:
             raise QkvcalcError("rope.unknown_key", key=str(key), known=", ".join(ROPE_KEYS))
-    theta = _positive(raw.get("theta", 10000), "rope.theta").value
+    theta = positive(raw.get("theta", 10000), "rope.theta").value
     style = raw.get("style", "half")
     if style not in ("half", "pairs"):
-        raise QkvcalcError("rope.style", value=_said(style))
-    dims = int(_positive(raw.get("dims", d_k), "rope.dims", integer=True).value)
+        raise QkvcalcError("rope.style", value=shown(style))
+    dims = int(positive(raw.get("dims", d_k), "rope.dims", integer=True).value)
     if dims % 2 or dims > d_k:
         raise QkvcalcError("rope.dims", dims=dims, d_k=d_k)
     if "inv_freq" in raw:
@@ -179,7 +160,7 @@ def _rope(raw: Any, d_k: int) -> Rope:
     else:
         inv_freq = theta ** (-np.arange(0, dims, 2, dtype=np.float64) / dims)
         given = False
-    factor = _positive(raw.get("attention_factor", 1), "rope.attention_factor").value
+    factor = positive(raw.get("attention_factor", 1), "rope.attention_factor").value
     return Rope(theta, style, dims, inv_freq, factor, given)
 
 
@@ -200,7 +181,7 @@ def _alibi(raw: Any, heads: int) -> tuple[np.ndarray, tuple[Fraction | None, ...
             raise QkvcalcError("alibi.count", count=values.size, heads=heads)
         assert vector.exact is not None
         return values, tuple(vector.exact[0]), True
-    raise QkvcalcError("alibi.kind", value=_said(raw))
+    raise QkvcalcError("alibi.kind", value=shown(raw))
 
 
 def _score_bias(
@@ -246,7 +227,7 @@ def read_variants(
     """The optional keys of today's attention, checked against the problem's sizes."""
     align = doc.get("causal_align", "top-left")
     if align not in ("top-left", "bottom-right"):
-        raise QkvcalcError("causal_align.unknown", value=_said(align))
+        raise QkvcalcError("causal_align.unknown", value=shown(align))
     if "positions" in doc:
         positions = _integers(doc["positions"], "positions", n, "n")
     else:
@@ -261,7 +242,7 @@ def read_variants(
 
     window = None
     if "window" in doc:
-        window = int(_positive(doc["window"], "window", integer=True).value)
+        window = int(positive(doc["window"], "window", integer=True).value)
         if mask_kind != "causal":
             raise QkvcalcError("window.needs_causal", window=window, mask=mask_kind)
 
@@ -277,7 +258,7 @@ def read_variants(
             from qkvcalc.labels import shape_text
 
             if isinstance(raw, str):
-                raise QkvcalcError("positional.unknown", value=_said(raw))
+                raise QkvcalcError("positional.unknown", value=shown(raw))
             given = to_matrix(raw, "positional", exact=exact)
             if given.values.shape != (n, d_model):
                 raise QkvcalcError(
@@ -287,7 +268,7 @@ def read_variants(
 
     norm_eps = 1e-6
     if "norm_eps" in doc:
-        norm_eps = _positive(doc["norm_eps"], "norm_eps").value
+        norm_eps = positive(doc["norm_eps"], "norm_eps").value
     q_norm = _floats(doc["q_norm"], "q_norm", d_k, "d_k") if "q_norm" in doc else None
     k_norm = _floats(doc["k_norm"], "k_norm", d_k, "d_k") if "k_norm" in doc else None
 
@@ -300,9 +281,8 @@ def read_variants(
     if doc.get("score_bias") is not None:
         score_bias = _score_bias(doc["score_bias"], heads, n, m, exact)
 
-    softcap = None
-    if doc.get("softcap") is not None:
-        softcap = _positive(doc["softcap"], "softcap").value
+    sizes = Sizes(n, m, heads, d_k, exact)
+    features = {f.name: f.read(doc[f.name], sizes) for f in REGISTRY if doc.get(f.name) is not None}
 
     return Variants(
         positions=positions,
@@ -322,7 +302,7 @@ def read_variants(
         alibi_given=bool(alibi and alibi[2]),
         score_bias=None if score_bias is None else score_bias[0],
         score_bias_exact=None if score_bias is None else score_bias[1],
-        softcap=softcap,
+        features=features,
     )
 
 

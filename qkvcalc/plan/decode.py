@@ -18,6 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from qkvcalc import features
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
@@ -209,7 +210,7 @@ def _step(
             step=step,
         )
     )
-    logits, formula = _biased_and_capped(p, h, step, take, end, formula, out)
+    logits, symbol, formula = _logits(p, h, step, take, end, formula, out)
     out.append(
         Spec(
             "masked",
@@ -223,7 +224,7 @@ def _step(
             notes=_decode_mask_notes(p, step, take, end),
             symbol="S+M",
             letters="t×m_t",
-            hint=("hint.masked", {"src": _SYMBOLS[logits[0]]}),
+            hint=("hint.masked", {"src": symbol}),
             step=step,
         )
     )
@@ -278,10 +279,7 @@ def _step(
     return out
 
 
-_SYMBOLS = {"scaled": "S", "biased": "S+B", "capped": "S_cap"}
-
-
-def _biased_and_capped(
+def _logits(
     p: Problem,
     h: int | None,
     step: int,
@@ -289,9 +287,9 @@ def _biased_and_capped(
     end: int,
     formula: str,
     out: list[Spec],
-) -> tuple[Ref, str]:
-    """ALiBi's bias or a bias given, then the softcap, cut to the step's queries and the keys
-    cached so far (the same stages as the ordinary run's, of this step's rows)."""
+) -> tuple[Ref, str, str]:
+    """ALiBi's bias or a bias given, then the features' stages on the logits, cut to the step's
+    queries and the keys cached so far (the same stages as the ordinary run's, of its rows)."""
     v = p.variants
     logits = ref("scaled", h, step)
     rows = tuple(p.tokens[int(i)] for i in take)
@@ -311,28 +309,14 @@ def _biased_and_capped(
         operands = (logits, ref("score_bias", h, step))
         out.append(replace(biased, operands=operands, rows=rows, cols=keys, step=step))
         logits, formula = ref("biased", h, step), formula + " + B"
-    if v.softcap is not None:
-        cap = v.softcap
-        formula = f"{cap:g}·tanh(({formula}) / {cap:g})"
-        out.append(
-            Spec(
-                "capped",
-                h,
-                "softcap",
-                (logits,),
-                formula,
-                rows,
-                keys,
-                params={"cap": cap},
-                notes=(Msg("note.softcap", cap=f"{cap:g}"),),
-                symbol="S_cap",
-                letters="t×m_t",
-                hint=("hint.capped", {"src": _SYMBOLS[logits[0]], "cap": f"{cap:g}"}),
-                step=step,
-            )
-        )
-        logits = ref("capped", h, step)
-    return logits, formula
+    symbol = "S+B" if v.biased else "S"
+    for feature, value in features.active(p):
+        if feature.logits is not None:
+            at = features.Logits(h, logits, symbol, formula, rows, keys, step, "t×m_t")
+            stage = feature.logits(p, value, at)
+            out.append(stage)
+            logits, symbol, formula = stage.ref, stage.symbol, stage.formula
+    return logits, symbol, formula
 
 
 def _keys_turned(p: Problem) -> bool:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from qkvcalc import features
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix
 from qkvcalc.input.problem import Problem
@@ -330,27 +331,13 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     if p.variants.biased:
         specs += _score_bias(p, h, formula)
         logits, formula = ("biased", h), formula + " + B"
-    if p.variants.softcap is not None:
-        cap = p.variants.softcap
-        formula = f"{cap:g}·tanh(({formula}) / {cap:g})"
-        specs.append(
-            Spec(
-                "capped",
-                h,
-                "softcap",
-                (logits,),
-                formula,
-                n,
-                m,
-                params={"cap": cap},
-                notes=(Msg("note.softcap", cap=f"{cap:g}"),),
-                lazy=True,
-                symbol="S_cap",
-                letters="n×m",
-                hint=("hint.capped", {"src": _symbol_of(logits), "cap": f"{cap:g}"}),
-            )
-        )
-        logits = ("capped", h)
+    symbol = "S+B" if p.variants.biased else "S"
+    for feature, value in features.active(p):
+        if feature.logits is not None:
+            at = features.Logits(h, logits, symbol, formula, n, m, None, "n×m")
+            stage = feature.logits(p, value, at)
+            specs.append(stage)
+            logits, symbol, formula = stage.ref, stage.symbol, stage.formula
     if allowed is not None:
         specs.append(
             Spec(
@@ -366,10 +353,10 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
                 lazy=True,
                 symbol="S+M",
                 letters="n×m",
-                hint=("hint.masked", {"src": _symbol_of(logits)}),
+                hint=("hint.masked", {"src": symbol}),
             )
         )
-        logits = ("masked", h)
+        logits, symbol = ("masked", h), "S+M"
     if p.tiles is not None:  # the softmax and A·V one block of keys at a time
         from qkvcalc.plan.tiles import tile_stages
 
@@ -386,7 +373,7 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             lazy=True,
             symbol="E",
             letters="n×m",
-            hint=("hint.exp", {"src": _symbol_of(logits)}),
+            hint=("hint.exp", {"src": symbol}),
         )
     )
     softmax = "A = softmax(" + formula + (" + M)" if allowed is not None else ")")
@@ -434,14 +421,6 @@ def _together(*remarks: Any) -> Any:
         return tuple(note for r in present for note in r(value_of))
 
     return remark
-
-
-_SYMBOLS = {"scaled": "S", "biased": "S+B", "capped": "S_cap", "masked": "S+M"}
-
-
-def _symbol_of(ref: Ref) -> str:
-    """How the quiz names the logits a stage reads (S, S+B, S_cap, S+M)."""
-    return _SYMBOLS[ref[0]]
 
 
 def _queries_and_keys(p: Problem, h: int | None, specs: list[Spec]) -> tuple[Ref, Ref]:

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix
-from qkvcalc.input.problem import Problem
+
+if TYPE_CHECKING:
+    from qkvcalc.input.problem import Problem
 
 # An earlier stage of the same plan: (stage id, head), or (stage id, head, step, block) for a
 # stage of one decode step or one block of keys. Made by `ref`, which keeps the short form

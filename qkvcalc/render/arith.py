@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from qkvcalc import features
 from qkvcalc.i18n import Msg
 from qkvcalc.render.text import cell_label, factor, fmt, pick, safe, sub
 from qkvcalc.run.ops import OPS, pair_index, partner
@@ -244,15 +245,6 @@ def _rmsnorm_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result
     return f"{style.at(i + 1, j + 1)}{cell} {style.times} {style.factor(weight)} = {result}"
 
 
-def _softcap_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[1,1]: 50×tanh(3.5355 / 50) = 3.5296"""
-    (s,) = stage.operands
-    cap = style.num(stage.params["cap"])
-    tanh = r"	anh" if style.latex else "tanh"
-    inner = style.divided(style.num(float(s[i, j])), cap)
-    return f"{style.at(i + 1, j + 1)}{cap}{style.times}{tanh}({inner}) = {result}"
-
-
 def _alibi_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
     """[2,1]: −0.5×|1 − 0| = −0.5"""
     p = stage.params
@@ -415,7 +407,6 @@ _WORK = {
     "add": _add_work,
     "rope": _rope_work,
     "rmsnorm": _rmsnorm_work,
-    "softcap": _softcap_work,
     "alibi": _alibi_work,
     "step_project": _step_project_work,
     "append": _append_work,
@@ -427,6 +418,7 @@ _WORK = {
     "running_sum": _running_sum_work,
     "acc": _acc_work,
     "divide": _divide_work,
+    **features.work(),  # each feature writes its own operations out
 }
 
 

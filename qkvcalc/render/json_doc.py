@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
+from qkvcalc import features
 from qkvcalc.render import RenderOptions
 
 if TYPE_CHECKING:
@@ -200,7 +201,7 @@ def input_fields(p: Problem, opts: RenderOptions) -> dict[str, Any]:
 
 
 def _variant_fields(p: Problem) -> dict[str, Any]:
-    """Positions, windows, RoPE, ALiBi, biases, softcap and q/k norm, as the input format
+    """Positions, windows, RoPE, ALiBi, biases, q/k norm and the features, as the input format
     says them (only those the problem has), so that a trace of them runs again the same."""
     v = p.variants
     out: dict[str, Any] = {}
@@ -233,8 +234,8 @@ def _variant_fields(p: Problem) -> dict[str, Any]:
         out["alibi"] = [_input_number(s) for s in v.alibi.tolist()] if v.alibi_given else True
     if v.score_bias is not None:
         out["score_bias"] = [matrix_json(b) for b in v.score_bias]
-    if v.softcap is not None:
-        out["softcap"] = v.softcap
+    for feature, value in features.active(p):
+        out[feature.name] = feature.echo(value)
     return out
 
 

@@ -13,6 +13,7 @@ from qkvcalc.labels import MAX_LABEL, display_width, safe
 if TYPE_CHECKING:  # at run time this module stays light: the CLI's error path uses printable
     import numpy as np
 
+    from qkvcalc.input.problem import Problem
     from qkvcalc.render import RenderOptions
     from qkvcalc.trace import Stage, Trace
 
@@ -152,10 +153,10 @@ def summary(trace: Trace, lang: str, worksheet: bool = False) -> list[str]:
     return lines
 
 
-def variant_items(p: object) -> list[tuple[str, dict[str, object]]]:
+def variant_items(p: Problem) -> list[tuple[str, dict[str, object]]]:
     """What a problem adds to the paper's attention (positions, window, RoPE …), as catalog
     keys and their values, in the order the stages apply them."""
-    v = p.variants  # type: ignore[attr-defined]
+    v = p.variants
     out: list[tuple[str, dict[str, object]]] = []
     if v.positional is not None:
         out.append((f"ui.variant.pe_{v.positional}", {}))
@@ -168,16 +169,17 @@ def variant_items(p: object) -> list[tuple[str, dict[str, object]]]:
         out.append(("ui.variant.alibi", {}))
     if v.score_bias is not None:
         out.append(("ui.variant.score_bias", {}))
-    if v.softcap is not None:
-        out.append(("ui.variant.softcap", {"cap": f"{v.softcap:g}"}))
+    from qkvcalc import features  # here: the CLI's error path imports this module light
+
+    out += [f.header(value) for f, value in features.active(p) if f.header is not None]
     if v.window is not None:
         out.append(("ui.variant.window", {"window": v.window}))
     if v.causal_align == "bottom-right":
         out.append(("ui.variant.bottom_right", {}))
     if v.positions_given:
         out.append(("ui.variant.positions", {}))
-    if getattr(p, "decode", None) is not None:
-        out.append(("ui.variant.decode", {"prefill": p.decode}))  # type: ignore[attr-defined]
-    if getattr(p, "tiles", None) is not None:
-        out.append(("ui.variant.tiles", {"tiles": p.tiles}))  # type: ignore[attr-defined]
+    if p.decode is not None:
+        out.append(("ui.variant.decode", {"prefill": p.decode}))
+    if p.tiles is not None:
+        out.append(("ui.variant.tiles", {"tiles": p.tiles}))
     return out

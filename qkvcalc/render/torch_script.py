@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from qkvcalc import features
 from qkvcalc.render import RenderOptions
 
 if TYPE_CHECKING:
@@ -184,6 +185,8 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     sdpa_args = ["q", "k", "v"]
     mask_parts: list[str] = []
     v = p.variants
+    # a feature with a stage on the logits that SDPA has no place for: the steps written out
+    written_out = any(f.torch_logits for f, _ in features.active(p))
     by_position = v.window is not None or v.positions_given or v.causal_align != "top-left"
     if p.mask_kind == "causal" and by_position:
         add(f"positions = torch.tensor({v.positions.tolist()})")
@@ -194,7 +197,7 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
             add(f"causal = causal & (distance < {v.window})  # a sliding window of W keys")
         mask_parts.append("causal")
     elif p.mask_kind == "causal":
-        if p.key_padding is None and not (v.biased or v.softcap is not None):
+        if p.key_padding is None and not (v.biased or written_out):
             add("# Causal: query i sees keys 1..i, aligned top-left (is_causal=True builds it).")
             sdpa_args.append("is_causal=True")
         add("causal = torch.ones(n, m, dtype=torch.bool).tril()  # top-left, as is_causal")
@@ -235,10 +238,10 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
         ]
     add("")
 
-    # ---- SDPA (or, with a softcap, the same steps written out), concat, W_O ---------------
+    # ---- SDPA (or, with a feature SDPA has no place for, the steps written out), W_O --------
     add("# [1, H, n, d_k], [1, G, m, d_k], [1, G, m, d_v] -> [1, H, n, d_v]")
-    if v.softcap is not None:
-        lines.extend(_softcapped(trace, sdpa_args, masked))
+    if written_out:
+        lines.extend(_written_out(trace, sdpa_args, masked))
     else:
         bias_lines, sdpa_args = _score_bias(trace, sdpa_args, masked)
         lines.extend(bias_lines)
@@ -264,17 +267,15 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     add("tolerance = 1e-9 * max(1.0, expected.abs().max().item())")
     add("differences = {}")
     add("")
-    computed = (
-        "attention written out" if v.softcap is not None else "F.scaled_dot_product_attention"
-    )
+    computed = "attention written out" if written_out else "F.scaled_dot_product_attention"
     add(f'print("{computed} output:")')
     add("for row in output.tolist():")
     add("    print(row)")
-    check = "torch" if v.softcap is not None else "SDPA"
+    check = "torch" if written_out else "SDPA"
     add(f'differences["{check}"] = (output - expected).abs().max().item()')
     add(f'print("max |{check} - qkvcalc| =", differences["{check}"])')
 
-    if p.decode is not None and v.softcap is None:
+    if p.decode is not None and not written_out:
         lines.extend(_decoded(trace, sdpa_args))
 
     # ---- nn.MultiheadAttention ------------------------------------------------------------
@@ -346,8 +347,7 @@ def _variant_obstacles(trace: Trace) -> list[str]:
     out = []
     if v.rope is not None or v.q_norm is not None or v.k_norm is not None:
         out.append("it has no rotary embedding and no q/k norm between its projections and Q·Kᵀ")
-    if v.softcap is not None:
-        out.append("it has no softcap: its softmax reads the scores as they are")
+    out += [f.torch_module_gap for f, _ in features.active(trace.problem) if f.torch_module_gap]
     if v.biased:
         out.append(
             "a score bias would go in as a float attn_mask of shape (H, n, m); this script "
@@ -431,20 +431,23 @@ def _biases(trace: Trace) -> np.ndarray:
     return np.stack([bias_table(p, h) for h in heads])
 
 
-def _softcapped(trace: Trace, sdpa_args: list[str], masked: bool) -> list[str]:
-    """SDPA has no softcap (FlexAttention's score_mod has, torch >= 2.5): the same steps in
-    plain torch, c·tanh(s/c) after scaling and bias, before the mask."""
+def _written_out(trace: Trace, sdpa_args: list[str], masked: bool) -> list[str]:
+    """SDPA has no place for a feature's stage on the logits (a softcap: FlexAttention's
+    score_mod has, torch >= 2.5): the same steps in plain torch, each feature's lines after
+    scaling and bias, before the mask."""
     p = trace.problem
-    cap = num(p.variants.softcap or 0.0)
     q, k, v = sdpa_args[:3]
     out = [
-        "# SDPA has no softcap, so the same steps written out: scale, bias, c*tanh(s/c), mask.",
+        "# SDPA has no place for every step here, so the steps written out: scale, bias, the",
+        "# logits' own steps, mask.",
         f"scores = ({q}) @ ({k}).transpose(-2, -1) / d_k**0.5  # [1, H, n, m]",
     ]
     if p.variants.biased:
         out.append(f"B = t({literal(_biases(trace))})  # [H, n, m]")
         out.append("scores = scores + B.unsqueeze(0)")
-    out.append(f"scores = {cap} * torch.tanh(scores / {cap})")
+    for feature, value in features.active(p):
+        if feature.torch_logits is not None:
+            out += feature.torch_logits(value, num)
     if masked:
         out.append("scores = scores.masked_fill(~allowed, float('-inf'))")
     out += [

@@ -16,15 +16,13 @@ follow a mistake carried from an earlier stage). Nothing here knows a stage's id
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-Params = dict[str, Any]
-Shapes = Sequence[tuple[int, int]]
-Feeds = Iterator[tuple[int, int, int]]
+from qkvcalc import features
+from qkvcalc.run.op import Feeds, Op, Params, Shapes, nothing, same_cell
 
 # ---- the math, as on the board --------------------------------------------------------------
 
@@ -109,20 +107,11 @@ def rotate(x: np.ndarray, angles: np.ndarray, style: str, dims: int, factor: flo
     return out
 
 
-def softcap(s: np.ndarray, cap: float) -> np.ndarray:
-    # [n, m] -> [n, m], each within (−c, c); −∞ stays −∞
-    return cap * np.tanh(s / cap)
-
-
 # ---- the operations ----------------------------------------------------------------------------
 
 
 def _rows(matrix: np.ndarray | None, rows: np.ndarray | None) -> Any:
     return matrix if matrix is None or rows is None else matrix[rows]
-
-
-def _same_cell(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
-    yield 0, i, j
 
 
 def _allowed_cell(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
@@ -140,10 +129,6 @@ def _row_times_column(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
     # row i of A times column j of B
     yield from ((0, i, t) for t in range(shapes[0][1]))
     yield from ((1, t, j) for t in range(shapes[1][0]))
-
-
-def _nothing(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
-    yield from ()
 
 
 def _exact_input(ops: Sequence[Any], params: Params) -> Any:
@@ -190,36 +175,6 @@ def _exact_add(ops: Sequence[Any], params: Params) -> Any:
     from qkvcalc.run import rational as exact
 
     return exact.add(ops[0], ops[1]), ()
-
-
-@dataclass(frozen=True)
-class Op:
-    """One kind of stage: how its value is computed, exactly and in floats, and what it reads.
-
-    `rowwise`: row i of the value depends only on row i of the first operand (and on whole
-    other operands), so a table that shows twelve rows computes twelve rows.
-    `overflow`: whether finite operands can give a non-finite value (the engine checks those).
-    `product`: the stage is a matrix product shown as A·B = C with each cell's sum of products.
-    `exact_stops`: an op that leaves the rationals: the note that says why exactness ends.
-    `details`: what the arithmetic shows beside each row, from the operands (the maximum the
-    scores were shifted by, the sum the exponentials are divided by).
-    `divisor`: what each row is divided by to make weights (a softmax's sum of exponentials,
-    the tiles' running sum): 0 where every key of the row is masked, which the engine warns of.
-    """
-
-    name: str
-    compute: Callable[[Sequence[np.ndarray], Params, np.ndarray | None], np.ndarray]
-    feeds: Callable[[int, int, Shapes, Params], Feeds] = _nothing
-    exact: Callable[[Sequence[Any], Params], Any] | None = None
-    rowwise: bool = False
-    overflow: Callable[[Params], bool] = lambda params: True
-    product: bool = False
-    exact_stops: str = ""  # the catalog key of the note that says why exactness ends here
-    details: Callable[[Sequence[np.ndarray]], dict[str, np.ndarray]] | None = None
-    given: bool = False  # the numbers are the problem's own: nothing to work out or to ask
-    heat: bool = False  # a table of weights, shaded by size where colour is on
-    in_words: bool = False  # shown as sentences (one per row) instead of a table
-    divisor: Callable[[Sequence[np.ndarray]], np.ndarray] | None = None
 
 
 def _input(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
@@ -320,10 +275,6 @@ def _exact_alibi(ops: Sequence[Any], params: Params) -> Any:
 
 def _exact_table(ops: Sequence[Any], params: Params) -> Any:
     return params.get("table_exact"), ()
-
-
-def _cap(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
-    return softcap(ops[0], params["cap"])
 
 
 # ---- decoding with a KV cache --------------------------------------------------------------
@@ -545,11 +496,11 @@ def _scale_overflows(params: Params) -> bool:
     return bool(abs(params["scale"]) > 1)
 
 
-OPS: dict[str, Op] = {
+_CORE: dict[str, Op] = {
     op.name: op
     for op in (
-        Op("input", _input, _same_cell, _exact_input, given=True),
-        Op("slice", _columns, _nothing, _exact_columns, given=True),
+        Op("input", _input, same_cell, _exact_input, given=True),
+        Op("slice", _columns, nothing, _exact_columns, given=True),
         Op("project", _project, _row_times_column, _exact_matmul, product=True),
         Op("matmul", _project, _row_times_column, _exact_matmul, product=True),
         Op(
@@ -559,7 +510,7 @@ OPS: dict[str, Op] = {
             _exact_transpose,
             overflow=lambda params: False,
         ),
-        Op("scale", _scale, _same_cell, _exact_scale, rowwise=True, overflow=_scale_overflows),
+        Op("scale", _scale, same_cell, _exact_scale, rowwise=True, overflow=_scale_overflows),
         Op("mask", _mask, _allowed_cell, _exact_mask, rowwise=True, overflow=lambda p: False),
         Op(
             "exp",
@@ -581,21 +532,13 @@ OPS: dict[str, Op] = {
             heat=True,
         ),
         Op("concat", _concat, _concat_feeds),
-        Op("copy", _input, _same_cell, _exact_input),
+        Op("copy", _input, same_cell, _exact_input),
         Op("split", _table, overflow=lambda params: False, given=True, in_words=True),
         Op("add", _add, _two_cells, _exact_add, rowwise=True),
-        Op("table", _table, _nothing, _exact_table, given=True),
+        Op("table", _table, nothing, _exact_table, given=True),
         Op("rmsnorm", _norm, _whole_row, exact_stops="note.exact_stops_root", rowwise=True),
         Op("rope", _rope, _rope_feeds, exact_stops="note.exact_stops_rope", rowwise=True),
-        Op("alibi", _alibi, _nothing, _exact_alibi, rowwise=True),
-        Op(
-            "softcap",
-            _cap,
-            _same_cell,
-            rowwise=True,
-            overflow=lambda p: False,
-            exact_stops="note.exact_stops_tanh",
-        ),
+        Op("alibi", _alibi, nothing, _exact_alibi, rowwise=True),
         # decoding with a KV cache
         Op("step_project", _step_project, _step_project_feeds, _exact_step_project),
         Op("append", _append, _append_feeds, _exact_append),
@@ -624,3 +567,6 @@ OPS: dict[str, Op] = {
         ),
     )
 }
+
+# the core operations, then each feature's own (qkvcalc.features)
+OPS: dict[str, Op] = {**_CORE, **features.ops()}

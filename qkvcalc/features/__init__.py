@@ -1,0 +1,44 @@
+"""The features of attention as plug-ins: one module each, listed here in pipeline order.
+
+A feature module (qkvcalc.features.base.Feature) holds everything about one mechanism: its
+input key and how it is checked, the stage it adds to each head, its operations, its cell
+arithmetic, its header line, its worksheet policy, its PyTorch lines and its JSON echo. The
+layers ask this registry; none of them names a feature. Adding one is a module and a line here
+(plus its sentences in both catalogs, its docs and its tests).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from qkvcalc.features import softcap
+from qkvcalc.features.base import Feature, Logits, Sizes, Work
+
+if TYPE_CHECKING:
+    from qkvcalc.input.problem import Problem
+    from qkvcalc.run.op import Op
+
+__all__ = ["REGISTRY", "Feature", "Logits", "Sizes", "active", "ops", "work"]
+
+REGISTRY: tuple[Feature, ...] = (softcap.FEATURE,)
+
+
+def active(p: Problem) -> list[tuple[Feature, Any]]:
+    """The features this problem uses, in pipeline order, each with its value."""
+    used = p.variants.features
+    return [(f, used[f.name]) for f in REGISTRY if f.name in used]
+
+
+def ops() -> dict[str, Op]:
+    """Every feature's operations, by name (the op table merges them)."""
+    return {op.name: op for f in REGISTRY for op in f.ops}
+
+
+def work() -> dict[str, Work]:
+    """Every feature's cell arithmetic, by op name (the writers merge it)."""
+    return {name: fn for f in REGISTRY for name, fn in f.work.items()}
+
+
+def worksheet_notes() -> frozenset[str]:
+    """The notes of the features that tell no result: a worksheet keeps them."""
+    return frozenset(key for f in REGISTRY for key in f.worksheet_notes)

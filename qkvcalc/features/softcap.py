@@ -1,0 +1,88 @@
+"""Softcapping (Gemma 2): each logit squashed into (−c, c) as c·tanh(s/c), after the scaling and
+the score bias and before the mask, so that no score can run away however large q·k grows.
+Near 0 it changes little (tanh(x) ≈ x), near ±c it flattens.
+
+    "softcap": c   (c > 0)     stage `capped`: S_cap = c·tanh(S / c)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from qkvcalc.features.base import Feature, Logits, Sizes
+from qkvcalc.i18n import Msg
+from qkvcalc.input.cells import positive
+from qkvcalc.plan.specs import Spec
+from qkvcalc.run.op import Op, Params, same_cell
+
+
+def softcap(s: np.ndarray, cap: float) -> np.ndarray:
+    # [n, m] -> [n, m], each within (−c, c); −∞ stays −∞
+    return cap * np.tanh(s / cap)
+
+
+def _read(raw: Any, sizes: Sizes) -> float:
+    return positive(raw, "softcap").value
+
+
+def _compute(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    return softcap(ops[0], params["cap"])
+
+
+def _stage(p: Any, cap: float, at: Logits) -> Spec:
+    said = f"{cap:g}"
+    return Spec(
+        "capped",
+        at.h,
+        "softcap",
+        (at.ref,),
+        f"{said}·tanh(({at.formula}) / {said})",
+        at.rows,
+        at.cols,
+        params={"cap": cap},
+        notes=(Msg("note.softcap", cap=said),),
+        lazy=at.step is None,  # a decode step's few rows are kept as they are
+        symbol="S_cap",
+        letters=at.letters,
+        hint=("hint.capped", {"src": at.symbol, "cap": said}),
+        step=at.step,
+    )
+
+
+def _work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,1]: 50×tanh(3.5355 / 50) = 3.5296"""
+    (s,) = stage.operands
+    cap = style.num(stage.params["cap"])
+    tanh = r"\tanh" if style.latex else "tanh"
+    inner = style.divided(style.num(float(s[i, j])), cap)
+    return f"{style.at(i + 1, j + 1)}{cap}{style.times}{tanh}({inner}) = {result}"
+
+
+def _torch(cap: float, num: Callable[[float], str]) -> list[str]:
+    return [f"scores = {num(cap)} * torch.tanh(scores / {num(cap)})"]
+
+
+FEATURE = Feature(
+    name="softcap",
+    read=_read,
+    ops=(
+        Op(
+            "softcap",
+            _compute,
+            same_cell,
+            rowwise=True,
+            overflow=lambda params: False,
+            exact_stops="note.exact_stops_tanh",
+        ),
+    ),
+    logits=_stage,
+    work={"softcap": _work},
+    lazy_stages=1,
+    header=lambda cap: ("ui.variant.softcap", {"cap": f"{cap:g}"}),
+    worksheet_notes=("note.softcap",),
+    torch_logits=_torch,
+    torch_module_gap="it has no softcap: its softmax reads the scores as they are",
+)

@@ -1,0 +1,34 @@
+"""Which schedule a run is: the whole run (every head's pipeline, then the concat and W_O), or
+decoding with a KV cache (qkvcalc.plan.decode); attention in tiles is the whole run whose heads
+end in blocks of keys (qkvcalc.plan.tiles). `plan(p)` is the list of stages the engine runs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from qkvcalc.plan import decode, pipeline
+from qkvcalc.plan.specs import Ref, Spec, allowed_keys
+
+if TYPE_CHECKING:
+    from qkvcalc.input.problem import Problem
+
+
+def plan(p: Problem) -> tuple[Spec, ...]:
+    """Every stage of the calculation, in the order a teacher writes them."""
+    specs = pipeline.inputs(p)
+    if p.decode is not None:  # a prefill, then one token at a time with a KV cache
+        pe = p.variants.pe is not None
+        x_ref: Ref = ("x_pe", None) if pe else ("x", None)
+        if p.multihead:  # which columns each head reads, once for every step
+            specs.append(pipeline.split(p))
+        specs += decode.decode_plan(p, x_ref, "(X + PE)" if pe else "X")
+        return tuple(specs)
+    allowed = allowed_keys(p)
+    if not p.multihead:
+        specs += pipeline.head(p, None, allowed)
+        return tuple(specs)
+    specs.append(pipeline.split(p))
+    for h in range(1, p.heads + 1):
+        specs += pipeline.head(p, h, allowed)
+    specs += pipeline.combine(p)
+    return tuple(specs)

@@ -1,0 +1,53 @@
+"""Op: one kind of stage — how its value is computed (numpy), exactly (fractions) where it stays
+rational, and which operand cells one output cell reads. The op table (qkvcalc.run.ops) holds
+the core ones; a feature module (qkvcalc.features) brings its own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+Params = dict[str, Any]
+Shapes = Sequence[tuple[int, int]]
+Feeds = Iterator[tuple[int, int, int]]
+
+
+def same_cell(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield 0, i, j
+
+
+def nothing(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield from ()
+
+
+@dataclass(frozen=True)
+class Op:
+    """One kind of stage: how its value is computed, exactly and in floats, and what it reads.
+
+    `rowwise`: row i of the value depends only on row i of the first operand (and on whole
+    other operands), so a table that shows twelve rows computes twelve rows.
+    `overflow`: whether finite operands can give a non-finite value (the engine checks those).
+    `product`: the stage is a matrix product shown as A·B = C with each cell's sum of products.
+    `exact_stops`: an op that leaves the rationals: the note that says why exactness ends.
+    `details`: what the arithmetic shows beside each row, from the operands (the maximum the
+    scores were shifted by, the sum the exponentials are divided by).
+    `divisor`: what each row is divided by to make weights (a softmax's sum of exponentials,
+    the tiles' running sum): 0 where every key of the row is masked, which the engine warns of.
+    """
+
+    name: str
+    compute: Callable[[Sequence[np.ndarray], Params, np.ndarray | None], np.ndarray]
+    feeds: Callable[[int, int, Shapes, Params], Feeds] = nothing
+    exact: Callable[[Sequence[Any], Params], Any] | None = None
+    rowwise: bool = False
+    overflow: Callable[[Params], bool] = lambda params: True
+    product: bool = False
+    exact_stops: str = ""  # the catalog key of the note that says why exactness ends here
+    details: Callable[[Sequence[np.ndarray]], dict[str, np.ndarray]] | None = None
+    given: bool = False  # the numbers are the problem's own: nothing to work out or to ask
+    heat: bool = False  # a table of weights, shaded by size where colour is on
+    in_words: bool = False  # shown as sentences (one per row) instead of a table
+    divisor: Callable[[Sequence[np.ndarray]], np.ndarray] | None = None
