@@ -683,3 +683,20 @@ def test_latex_sets_a_token_that_looks_like_an_exponential_as_text(tmp_path):
 def test_latex_still_sets_the_catalogs_exponentials_as_math():
     tex = render_latex(full_trace(presets.load("doc")), RenderOptions())
     assert "$e^{" in tex
+
+
+def test_latex_arithmetic_writes_its_greek_and_tanh_as_commands_not_tabs():
+    """A raw string typed with a TAB for '\\t' wrote '<TAB>heta' and '<TAB>anh': the RoPE and
+    softcap arithmetic must write \\theta and \\tanh, and no export holds a TAB."""
+    from qkvcalc.render import render
+
+    rope = qkvcalc.explain(
+        x=[[1, 0], [0, 1]], wq=[[1, 0], [0, 1]], wk=[[1, 0], [0, 1]], wv=[[1, 0], [0, 1]], rope=True
+    )
+    capped = qkvcalc.explain(
+        x=[[1, 2], [3, 1]], wq=[[1, 0], [0, 1]], wk=[[1, 1], [0, 1]], wv=[[1, 0], [1, 1]], softcap=2
+    )
+    rope_tex, cap_tex = render(rope, "latex"), render(capped, "latex")
+    assert "\t" not in rope_tex and "\t" not in cap_tex
+    assert r"(\theta = " in rope_tex
+    assert r"\tanh(" in cap_tex

@@ -231,7 +231,7 @@ def _rope_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: s
         turned = f"{style.num(p['factor'])}{style.times}({turned})"
     theta_said = f"θ = {pos}{style.times}{style.num(omega)}"
     if style.latex:
-        theta_said = rf"	heta = {pos}{style.times}{style.num(omega)}"
+        theta_said = rf"\theta = {pos}{style.times}{style.num(omega)}"
     return f"{style.at(i + 1, j + 1)}{turned} = {result}   ({theta_said})"
 
 
