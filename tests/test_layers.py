@@ -6,6 +6,7 @@ which never run, are left out), and the layers sit in the folders DESIGN of the 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,32 @@ def test_the_package_root_holds_only_what_every_layer_shares():
         "select.py",
         "trace.py",
     ]
+
+
+def _naming(word: str) -> list[str]:
+    """The package files outside features/, the catalogs and extract/ that name `word`."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith(("features/", "catalog/", "extract/")):
+            continue
+        if re.search(rf"\b{word}\b", path.read_text(encoding="utf-8"), re.IGNORECASE):
+            found.append(rel)
+    return found
+
+
+def test_a_plug_in_feature_is_named_only_by_the_fields_table():
+    """Every feature of the registry is written in its module: outside features/, the catalogs
+    and extract/, its name appears in the fields table (its key) and in the command line's
+    option list (typer's options are a static signature), and nowhere else."""
+    from qkvcalc.features import REGISTRY
+
+    assert {f.name for f in REGISTRY} >= {"softcap"}
+    for feature in REGISTRY:
+        places = set(_naming(feature.name))
+        assert places <= {"input/fields.py", "cli/explain.py"}, (feature.name, places)
+        assert "input/fields.py" in places, feature.name
+
+
+def test_the_naming_check_sees_a_name():
+    assert "input/variants.py" in _naming("alibi")  # not yet a plug-in: named where it is read

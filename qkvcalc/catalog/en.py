@@ -66,6 +66,12 @@ MESSAGES: dict[str, str] = {
     "stage.weights.why": "Dividing each exponential by its row's sum turns the scores into "
     "weights from 0 to 1 that add up to 1 in each row: how much of each value this query takes. A "
     "masked key gets exactly 0, and a row whose keys are all masked is 0 throughout.",
+    "stage.tiles_start.title": "Before the first block: where the online softmax starts",
+    "stage.tiles_start.why": "The running maximum, sum and output usually start empty (m₀ = −∞, "
+    "ℓ₀ = 0, O₀ = 0). Here a column was seen before every key (the sink), so they start from it; "
+    "each block then updates them as usual.",
+    "note.tiles_start": "m₀ = {m0} and ℓ₀ = {l0}: the sink's own column, e^(σ − σ) = 1, counted "
+    "before the first key; its value is 0, so the output starts at 0.",
     "stage.output.title": "Weighted sum of values",
     "stage.output.why": "Each output row is that query's row of weights times V: a weighted "
     "average of the value rows, pulled toward the values of the keys with the largest weights.",

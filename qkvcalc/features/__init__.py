@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from qkvcalc.features import softcap
-from qkvcalc.features.base import Feature, Logits, Sizes, Work
+from qkvcalc.features.base import Feature, Logits, Reading, Sizes, Work
 
 if TYPE_CHECKING:
     from qkvcalc.input.problem import Problem
+    from qkvcalc.plan.specs import Spec
     from qkvcalc.run.op import Op
 
 __all__ = ["REGISTRY", "Feature", "Logits", "Sizes", "active", "ops", "work"]
@@ -27,6 +28,23 @@ def active(p: Problem) -> list[tuple[Feature, Any]]:
     """The features this problem uses, in pipeline order, each with its value."""
     used = p.variants.features
     return [(f, used[f.name]) for f in REGISTRY if f.name in used]
+
+
+def around_softmax(p: Problem, exp: Spec, weights: Spec, reading: Reading) -> tuple[Spec, Spec]:
+    """A head's exp and weights stages as the features this problem uses make them."""
+    for feature, value in active(p):
+        if feature.softmax is not None:
+            exp, weights = feature.softmax(p, value, exp, weights, reading)
+    return exp, weights
+
+
+def tiles_start(p: Problem, h: int | None) -> tuple[float, float]:
+    """Where head h's online softmax starts: (m₀, ℓ₀) = (−∞, 0) unless a feature says."""
+    start = (float("-inf"), 0.0)
+    for feature, value in active(p):
+        if feature.tiles_start is not None:
+            start = feature.tiles_start(value, h)
+    return start
 
 
 def ops() -> dict[str, Op]:

@@ -46,6 +46,10 @@ class Logits(NamedTuple):
     letters: str
 
 
+# the reading line under a head's weights, of the stage `ref` (with `extra` columns after
+# the keys' named so): what a feature's weights stage may say instead of the plain one
+Reading = Callable[["Ref", tuple[str, ...]], "Callable[..., Any] | None"]
+
 # the cell arithmetic of one op: (stage, i, j, style, exact, result) -> the line, or None; the
 # style is the writer's (qkvcalc.render.arith.Style): how numbers and symbols are written
 Work = Callable[..., "str | None"]
@@ -58,6 +62,10 @@ class Feature:
     ops: tuple[Op, ...] = ()  # the operations its stages are
     # its stage on a head's logits (after the scaling and score bias, before the mask)
     logits: Callable[[Problem, Any, Logits], Spec] | None = None
+    # how it changes a head's softmax: the planned exp and weights stages in, its own out
+    softmax: Callable[[Problem, Any, Spec, Spec, Reading], tuple[Spec, Spec]] | None = None
+    # attention in tiles: where the online softmax starts, (m₀, ℓ₀) of head h (−∞, 0 without)
+    tiles_start: Callable[[Any, int | None], tuple[float, float]] | None = None
     work: Mapping[str, Work] = field(default_factory=dict)  # op name -> its cell arithmetic
     lazy_stages: int = 0  # the n×m stages it adds to each head (the size budget counts them)
     header: Callable[[Any], tuple[str, dict[str, Any]]] | None = None  # the run's header line
@@ -66,4 +74,7 @@ class Feature:
     # --format torch: the lines that turn `scores` ([1, H, n, m], scaled and biased) into this
     # feature's logits when the attention is written out (SDPA has no place for it)
     torch_logits: Callable[[Any, Callable[[float], str]], list[str]] | None = None
+    # … and the lines that make `weights` [1, H, n, m] from the masked `scores` instead of
+    # torch.softmax (given the value and how to write an array as an ASCII literal)
+    torch_softmax: Callable[[Any, Callable[[Any], str]], list[str]] | None = None
     torch_module_gap: str = ""  # why nn.MultiheadAttention cannot check it

@@ -11,7 +11,8 @@ import re
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.labels import shown
 
-# positions, windows, RoPE, ALiBi, score biases, softcap, q/k norm (read by qkvcalc.input.variants)
+# positions, windows, RoPE, ALiBi, score biases, q/k norm (read by input/variants.py), and the
+# plug-in features' keys (each read by its module in qkvcalc/features/)
 VARIANT_KEYS = (
     "positions",
     "key_positions",

@@ -100,7 +100,7 @@ class Problem:
     key_padding: np.ndarray | None = None  # [m] bool, True = a real token
     layout: str = "rows"
     meta: dict[str, str] = field(default_factory=dict)
-    # positions, windows, RoPE, ALiBi, score biases, softcap, q/k norm (qkvcalc.input.variants)
+    # positions, windows, RoPE, ALiBi, score biases, q/k norm, the features (input/variants.py)
     variants: Variants = field(default_factory=lambda: Variants(np.zeros(0), np.zeros(0)))
     # --exact given up before any fraction was made (input/exact_budget.py): the note saying why
     exact_refused: Msg | None = None

@@ -228,36 +228,33 @@ def _step(
             step=step,
         )
     )
-    out.append(
-        Spec(
-            "exp",
-            h,
-            "exp",
-            (at("masked"),),
-            "e^(s − max)",
-            rows,
-            keys,
-            symbol="E",
-            letters="t×m_t",
-            hint=("hint.exp", {"src": "S+M"}),
-            step=step,
-        )
+    exp = Spec(
+        "exp",
+        h,
+        "exp",
+        (at("masked"),),
+        "e^(s − max)",
+        rows,
+        keys,
+        symbol="E",
+        letters="t×m_t",
+        hint=("hint.exp", {"src": "S+M"}),
+        step=step,
     )
-    out.append(
-        Spec(
-            "weights",
-            h,
-            "softmax",
-            (at("exp"),),
-            f"A = softmax({formula} + M)",
-            rows,
-            keys,
-            symbol="A",
-            letters="t×m_t",
-            hint=("hint.weights", {}),
-            step=step,
-        )
+    weights = Spec(
+        "weights",
+        h,
+        "softmax",
+        (at("exp"),),
+        f"A = softmax({formula} + M)",
+        rows,
+        keys,
+        symbol="A",
+        letters="t×m_t",
+        hint=("hint.weights", {}),
+        step=step,
     )
+    out += features.around_softmax(p, exp, weights, lambda ref, extra: None)  # no reading
     out.append(
         Spec(
             "output",

@@ -37,17 +37,26 @@ def _fmt(value: float) -> str:
     return "0" if float(text) == 0 else text.rstrip("0").rstrip(".")
 
 
-def reading(p: Problem, allowed: np.ndarray | None, weights_ref: Ref) -> Callable[..., Any]:
-    """Under the weights: each query's strongest keys as percentages, masked keys named."""
+def reading(
+    p: Problem, allowed: np.ndarray | None, weights_ref: Ref, extra: tuple[str, ...] = ()
+) -> Callable[..., Any]:
+    """Under the weights: each query's strongest keys as percentages, masked keys named.
+    `extra`: the names of columns the stage read holds after the keys' (a sink's share),
+    which are read as shares too and are never masked."""
 
     def remark(value_of: ValueOf) -> tuple[Msg, ...]:
         w = value_of(weights_ref)
         rows = range(min(w.shape[0], MAX_READ))
-        queries, keys = _names(p.tokens), _names(p.source_tokens)
+        queries, keys = _names(p.tokens), [*_names(p.source_tokens), *extra]
+        allowed_rows = allowed
+        if allowed is not None and extra:
+            allowed_rows = np.hstack([allowed, np.ones((allowed.shape[0], len(extra)), bool)])
         lines = [
             readout.reading_msg(
                 queries[i],
-                readout.strongest_keys(w[i], None if allowed is None else allowed[i], keys),
+                readout.strongest_keys(
+                    w[i], None if allowed_rows is None else allowed_rows[i], keys
+                ),
             )
             for i in rows
         ]
@@ -82,8 +91,8 @@ def why_scale(
     p: Problem, allowed: np.ndarray | None, h: int | None, head_specs: list[Spec]
 ) -> Callable[..., Any]:
     """Under the scaling: the last query's reading with the scale and without it (scale 1),
-    each from this head's own stages after the scores (a bias, ALiBi, a softcap, the mask,
-    the softmax) run again on that row: "with it" is the row of the weights table below."""
+    each from this head's own stages after the scores (a bias, ALiBi, the features' stages,
+    the mask, the softmax) run again on that row: "with it" is the weights table's row."""
 
     def remark(value_of: ValueOf) -> tuple[Msg, ...]:
         chain = _after_scores(head_specs, h)

@@ -38,6 +38,7 @@ from qkvcalc.plan.specs import (
     dim_labels,
     head_slices,
     span,
+    together,
 )
 
 # ---- the plan ---------------------------------------------------------------------------------
@@ -302,7 +303,7 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             symbol="Q·Kᵀ",
             letters="n×m",
             hint=("hint.scores", {}),
-            remarks=_together(
+            remarks=together(
                 facts.geometry(p, allowed, q_ref, k_ref),
                 _rope_shift(p, h, q_ref, k_ref) if p.variants.rope is not None else None,
             ),
@@ -361,37 +362,36 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
         from qkvcalc.plan.tiles import tile_stages
 
         return specs + tile_stages(p, h, logits, ("v", h), lambda: plain_head(p, h))
-    specs.append(
-        Spec(
-            "exp",
-            h,
-            "exp",
-            (logits,),
-            "e^(s − max)",
-            n,
-            m,
-            lazy=True,
-            symbol="E",
-            letters="n×m",
-            hint=("hint.exp", {"src": symbol}),
-        )
-    )
     softmax = "A = softmax(" + formula + (" + M)" if allowed is not None else ")")
-    specs.append(
-        Spec(
-            "weights",
-            h,
-            "softmax",
-            (("exp", h),),
-            softmax,
-            n,
-            m,
-            lazy=True,
-            symbol="A",
-            letters="n×m",
-            remarks=facts.reading(p, allowed, ("weights", h)),
-            hint=("hint.weights", {}),
-        )
+    exp = Spec(
+        "exp",
+        h,
+        "exp",
+        (logits,),
+        "e^(s − max)",
+        n,
+        m,
+        lazy=True,
+        symbol="E",
+        letters="n×m",
+        hint=("hint.exp", {"src": symbol}),
+    )
+    weights = Spec(
+        "weights",
+        h,
+        "softmax",
+        (("exp", h),),
+        softmax,
+        n,
+        m,
+        lazy=True,
+        symbol="A",
+        letters="n×m",
+        remarks=facts.reading(p, allowed, ("weights", h)),
+        hint=("hint.weights", {}),
+    )
+    specs += features.around_softmax(
+        p, exp, weights, lambda ref, extra: facts.reading(p, allowed, ref, extra)
     )
     specs.append(
         Spec(
@@ -411,16 +411,6 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
         )
     )
     return specs
-
-
-def _together(*remarks: Any) -> Any:
-    """Several remarks on one stage, in order (None: a remark that does not apply)."""
-    present = [r for r in remarks if r is not None]
-
-    def remark(value_of: Callable[[Ref], np.ndarray]) -> tuple[Msg, ...]:
-        return tuple(note for r in present for note in r(value_of))
-
-    return remark
 
 
 def _queries_and_keys(p: Problem, h: int | None, specs: list[Spec]) -> tuple[Ref, Ref]:

@@ -1,7 +1,7 @@
 """The pipeline's own reference forward: a few specs of a plan executed again with plain numpy,
 on some rows, with one thing changed. The notes that compare two runs ("why scale, shown") use
-it, so that what they report is the plan's own arithmetic — ALiBi, a softcap, a mask and a
-given scale included — and never a hand-written copy of part of it.
+it, so that what they report is the plan's own arithmetic — a score bias, every feature's
+stage, the mask and a given scale included — and never a hand-written copy of part of it.
 
     forward(specs, given, rows=[i], changed={("scaled", h): {"scale": 1.0}})
 

@@ -138,3 +138,13 @@ def head_slices(p: Problem, head: int) -> Slices:
         slice((g - 1) * p.d_v, g * p.d_v),
         g,
     )
+
+
+def together(*remarks: Any) -> Any:
+    """Several remarks on one stage, in order (None: a remark that does not apply)."""
+    present = [r for r in remarks if r is not None]
+
+    def remark(value_of: Callable[[Ref], np.ndarray]) -> tuple[Msg, ...]:
+        return tuple(note for r in present for note in r(value_of))
+
+    return remark

@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from qkvcalc import features
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.plan import reference
@@ -36,11 +37,11 @@ def tile_stages(
     """One head's softmax and output over blocks of keys, instead of exp, weights and A·V;
     `plain` gives the head's stages in the ordinary run, which the closing note compares."""
     n = p.tokens
-    out: list[Spec] = []
+    out: list[Spec] = _start(p, h)  # a state before the first block, when a feature sets one
     cuts = blocks(p)
     for b, cols in enumerate(cuts, start=1):
         keys = p.source_tokens[cols]
-        first = b == 1
+        first = b == 1 and not out
         cols_said = span(cols.start, cols.stop - cols.start)
 
         def at(sid: str, block: int = b) -> Ref:
@@ -200,3 +201,37 @@ def _same_as_softmax(
         return (Msg("note.tiles_equal", blocks=last, gap=f"{gap:.1e}"),)
 
     return remark
+
+
+def _start(p: Problem, h: int | None) -> list[Spec]:
+    """The online softmax's state before the first block: m₀ = −∞, ℓ₀ = 0, O₀ = 0, which the
+    first block's stages take for granted — or, when a feature starts it elsewhere (a sink
+    seen before every key), the three stages of block 0 that the first block then reads."""
+    m0, l0 = features.tiles_start(p, h)
+    if (m0, l0) == (float("-inf"), 0.0):
+        return []
+    n, said = p.tokens, {"m0": f"{m0:g}", "l0": f"{l0:g}"}
+    start: list[Spec] = []
+    for sid, value, formula, label, symbol in (
+        ("running_max", np.full((p.n, 1), m0), f"m_0 = {m0:g}", ("m",), "m_0"),
+        ("running_sum", np.full((p.n, 1), l0), f"ℓ_0 = {l0:g}", ("ℓ",), "ℓ_0"),
+        ("acc", np.zeros((p.n, p.d_v)), "O_0 = 0", dim_labels(p.d_v), "O_0"),
+    ):
+        start.append(
+            Spec(
+                sid,
+                h,
+                "table",
+                (),
+                formula,
+                n,
+                label,
+                params={"table": value},
+                notes=(Msg("note.tiles_start", **said),) if sid == "running_max" else (),
+                topic="tiles_start",
+                symbol=symbol,
+                letters="n×d_v" if sid == "acc" else "n×1",
+                block=0,
+            )
+        )
+    return start

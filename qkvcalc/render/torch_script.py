@@ -186,7 +186,7 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     mask_parts: list[str] = []
     v = p.variants
     # a feature with a stage on the logits that SDPA has no place for: the steps written out
-    written_out = any(f.torch_logits for f, _ in features.active(p))
+    written_out = any(f.torch_logits or f.torch_softmax for f, _ in features.active(p))
     by_position = v.window is not None or v.positions_given or v.causal_align != "top-left"
     if p.mask_kind == "causal" and by_position:
         add(f"positions = torch.tensor({v.positions.tolist()})")
@@ -432,9 +432,9 @@ def _biases(trace: Trace) -> np.ndarray:
 
 
 def _written_out(trace: Trace, sdpa_args: list[str], masked: bool) -> list[str]:
-    """SDPA has no place for a feature's stage on the logits (a softcap: FlexAttention's
+    """SDPA has no place for a feature's stage on the logits or its own softmax (FlexAttention's
     score_mod has, torch >= 2.5): the same steps in plain torch, each feature's lines after
-    scaling and bias, before the mask."""
+    scaling and bias, before the mask, and its softmax's lines after it."""
     p = trace.problem
     q, k, v = sdpa_args[:3]
     out = [
@@ -450,10 +450,16 @@ def _written_out(trace: Trace, sdpa_args: list[str], masked: bool) -> list[str]:
             out += feature.torch_logits(value, num)
     if masked:
         out.append("scores = scores.masked_fill(~allowed, float('-inf'))")
-    out += [
-        "weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # a fully masked row: 0",
-        f"heads = weights @ ({v})",
+    softmax = [
+        lines
+        for f, value in features.active(p)
+        if f.torch_softmax is not None
+        for lines in f.torch_softmax(value, literal)
     ]
+    out += softmax or [
+        "weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # a fully masked row: 0"
+    ]
+    out.append(f"heads = weights @ ({v})")
     return out
 
 

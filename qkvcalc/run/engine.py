@@ -96,7 +96,7 @@ class _Run:
         value = op.compute(operands, spec.params, None)
         if op.overflow(spec.params):
             _check_finite(value, spec)
-        details: dict[str, Any] = op.details(operands) if op.details else {}
+        details: dict[str, Any] = op.details(operands, spec.params) if op.details else {}
         if op.divisor is not None:
             self.warn_dead_rows(spec, op.divisor(operands))
         data: Data = self.recipe(spec) if spec.lazy and op.rowwise else value

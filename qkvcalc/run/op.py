@@ -19,6 +19,11 @@ def same_cell(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
     yield 0, i, j
 
 
+def whole_row(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    # the row max and the row sum read every cell of the row
+    yield from ((0, i, t) for t in range(shapes[0][1]))
+
+
 def nothing(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
     yield from ()
 
@@ -46,7 +51,7 @@ class Op:
     overflow: Callable[[Params], bool] = lambda params: True
     product: bool = False
     exact_stops: str = ""  # the catalog key of the note that says why exactness ends here
-    details: Callable[[Sequence[np.ndarray]], dict[str, np.ndarray]] | None = None
+    details: Callable[[Sequence[np.ndarray], Params], dict[str, np.ndarray]] | None = None
     given: bool = False  # the numbers are the problem's own: nothing to work out or to ask
     heat: bool = False  # a table of weights, shaded by size where colour is on
     in_words: bool = False  # shown as sentences (one per row) instead of a table

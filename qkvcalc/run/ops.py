@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc import features
-from qkvcalc.run.op import Feeds, Op, Params, Shapes, nothing, same_cell
+from qkvcalc.run.op import Feeds, Op, Params, Shapes, nothing, same_cell, whole_row
 
 # ---- the math, as on the board --------------------------------------------------------------
 
@@ -118,11 +118,6 @@ def _allowed_cell(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
     # a masked cell is −∞ whatever its score was
     if params["allowed"][i, j]:
         yield 0, i, j
-
-
-def _whole_row(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
-    # the row max and the row sum read every cell of the row
-    yield from ((0, i, t) for t in range(shapes[0][1]))
 
 
 def _row_times_column(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
@@ -515,19 +510,19 @@ _CORE: dict[str, Op] = {
         Op(
             "exp",
             _exp,
-            _whole_row,
+            whole_row,
             rowwise=True,
             overflow=lambda p: False,
             exact_stops="note.exact_stops",
-            details=lambda ops: {"row_max": row_max(ops[0])},
+            details=lambda ops, params: {"row_max": row_max(ops[0])},
         ),
         Op(
             "softmax",
             _softmax,
-            _whole_row,
+            whole_row,
             rowwise=True,
             overflow=lambda p: False,
-            details=lambda ops: {"row_sum": ops[0].sum(axis=1)},
+            details=lambda ops, params: {"row_sum": ops[0].sum(axis=1)},
             divisor=lambda ops: ops[0].sum(axis=1),
             heat=True,
         ),
@@ -536,7 +531,7 @@ _CORE: dict[str, Op] = {
         Op("split", _table, overflow=lambda params: False, given=True, in_words=True),
         Op("add", _add, _two_cells, _exact_add, rowwise=True),
         Op("table", _table, nothing, _exact_table, given=True),
-        Op("rmsnorm", _norm, _whole_row, exact_stops="note.exact_stops_root", rowwise=True),
+        Op("rmsnorm", _norm, whole_row, exact_stops="note.exact_stops_root", rowwise=True),
         Op("rope", _rope, _rope_feeds, exact_stops="note.exact_stops_rope", rowwise=True),
         Op("alibi", _alibi, nothing, _exact_alibi, rowwise=True),
         # decoding with a KV cache
@@ -546,7 +541,7 @@ _CORE: dict[str, Op] = {
         Op("stack", _stack, _stack_feeds, _exact_stack, overflow=lambda p: False),
         # attention in tiles
         Op("block", _block, _block_feeds, _exact_columns_of_block, overflow=lambda p: False),
-        Op("block_max", _block_max, _whole_row, _exact_block_max, overflow=lambda p: False),
+        Op("block_max", _block_max, whole_row, _exact_block_max, overflow=lambda p: False),
         Op("running_max", _running_max, _pairwise, _exact_running_max, overflow=lambda p: False),
         Op(
             "correction",
