@@ -190,7 +190,7 @@ def test_a_plug_in_feature_is_named_only_by_the_fields_table():
     option list (typer's options are a static signature), and nowhere else."""
     from qkvcalc.features import REGISTRY
 
-    assert {f.name for f in REGISTRY} >= {"softcap"}
+    assert {f.name for f in REGISTRY} >= {"softcap", "sinks"}
     for feature in REGISTRY:
         places = set(_naming(feature.name))
         assert places <= {"input/fields.py", "cli/explain.py"}, (feature.name, places)

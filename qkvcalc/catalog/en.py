@@ -66,6 +66,10 @@ MESSAGES: dict[str, str] = {
     "stage.weights.why": "Dividing each exponential by its row's sum turns the scores into "
     "weights from 0 to 1 that add up to 1 in each row: how much of each value this query takes. A "
     "masked key gets exactly 0, and a row whose keys are all masked is 0 throughout.",
+    "stage.weights.sinks.title": "Softmax, step 2: attention weights, with the sink",
+    "stage.weights.sinks.why": "Dividing each exponential by its row's sum, the sink's included, "
+    "turns the scores into weights from 0 to 1; the sink's column is then dropped, so each row "
+    "adds up to 1 minus what the sink took. A masked key gets exactly 0.",
     "stage.tiles_start.title": "Before the first block: where the online softmax starts",
     "stage.tiles_start.why": "The running maximum, sum and output usually start empty (m₀ = −∞, "
     "ℓ₀ = 0, O₀ = 0). Here a column was seen before every key (the sink), so they start from it; "
@@ -216,6 +220,7 @@ MESSAGES: dict[str, str] = {
     "ui.variant.rope": "RoPE (θ = {theta}, {style}, {dims} dims)",
     "ui.variant.alibi": "ALiBi",
     "ui.variant.score_bias": "a score bias",
+    "ui.variant.sinks": "attention sinks",
     "ui.variant.softcap": "softcap {cap}",
     "ui.variant.window": "sliding window {window}",
     "ui.variant.bottom_right": "causal mask aligned bottom-right",
@@ -872,6 +877,13 @@ MESSAGES: dict[str, str] = {
     "note.alibi_and_bias": "B is ALiBi's −{slope}·|pos_i − pos_j| plus the score_bias given.",
     "note.score_bias": "A bias given as numbers (T5's relative position bias, or any additive "
     "mask), added after scaling.",
+    "note.sinks": "Head {head}'s sink σ = {sink} is one more column of every row's softmax: the "
+    "row maximum m is taken over the scores and σ, and e^(σ − m) joins the sum. After the "
+    "division its column is dropped, so a row of weights sums to less than 1: what the sink "
+    "takes, the tokens do not get (a query may attend to nothing in particular).",
+    "note.sinks_weights": "The sum each row is divided by holds the sink's e^(σ − m) too, so it "
+    "is never 0: a query whose every key is masked gives all its weight to the sink.",
+    "sinks.count": "sinks must hold one logit per head: {count} given for heads = {heads}",
     "note.softcap": "c = {cap}: every score s becomes {cap}·tanh(s / {cap}), strictly "
     "between −{cap} and {cap}; the mask comes after.",
     "note.causal_positions": "Causal by position: query i may see key j when pos_j ≤ pos_i.",

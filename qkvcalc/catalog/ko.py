@@ -73,6 +73,10 @@ MESSAGES: dict[str, str] = {
     "stage.weights.why": "각 지수함수 값을 그 행의 합으로 나누면 스코어가 가중치로 바뀝니다. "
     "가중치는 0에서 1 사이이고 행마다 합이 1이며, 이 Query가 각 Value를 얼마만큼 가져갈지를 "
     "나타냅니다. 마스킹된 Key의 가중치는 정확히 0이고, 모든 Key가 마스킹된 행은 전부 0입니다.",
+    "stage.weights.sinks.title": "소프트맥스 2단계: 싱크가 있는 어텐션 가중치",
+    "stage.weights.sinks.why": "각 지수함수 값을 싱크의 값까지 더한 행의 합으로 나누면 스코어가 "
+    "0에서 1 사이의 가중치로 바뀝니다. 그다음 싱크의 열을 버리므로 행마다 합은 1에서 싱크가 "
+    "가져간 몫을 뺀 값입니다. 마스킹된 Key의 가중치는 정확히 0입니다.",
     "stage.tiles_start.title": "첫 블록 전: 온라인 소프트맥스의 출발점",
     "stage.tiles_start.why": "누적 최댓값, 누적 합, 누적 출력은 보통 비어 있는 상태(m₀ = −∞, "
     "ℓ₀ = 0, O₀ = 0)에서 시작합니다. 여기서는 모든 Key보다 먼저 본 열(싱크)이 있으므로 그 열에서 "
@@ -222,6 +226,7 @@ MESSAGES: dict[str, str] = {
     "ui.variant.rope": "RoPE (θ = {theta}, {style}, {dims}차원)",
     "ui.variant.alibi": "ALiBi 거리 벌점",
     "ui.variant.score_bias": "점수 바이어스",
+    "ui.variant.sinks": "어텐션 싱크",
     "ui.variant.softcap": "소프트캡 {cap}",
     "ui.variant.window": "슬라이딩 윈도우 {window}",
     "ui.variant.bottom_right": "오른쪽 아래에 맞춘 인과 마스크",
@@ -872,6 +877,14 @@ MESSAGES: dict[str, str] = {
     "것입니다.",
     "note.score_bias": "숫자로 주어진 바이어스(T5의 상대 위치 바이어스나 더하는 마스크)로, "
     "스케일링 뒤에 더합니다.",
+    "note.sinks": "헤드 {head}의 싱크 σ = {sink}는 모든 행의 소프트맥스에 열 하나로 더해집니다. "
+    "행의 최댓값 m은 스코어들과 σ 가운데에서 고르고, e^(σ − m)도 합에 들어갑니다. 나눈 뒤에는 이 "
+    "열을 버리므로 가중치 한 행의 합은 1보다 작습니다. 싱크가 가져간 몫은 어떤 토큰에도 가지 "
+    "않습니다(Query가 특별히 볼 곳이 없을 때 주의를 비워 둘 수 있습니다).",
+    "note.sinks_weights": "각 행을 나누는 합에는 싱크의 e^(σ − m)도 들어 있어 0이 되지 않습니다. "
+    "모든 Key가 가려진 Query는 가중치 전부를 싱크에 줍니다.",
+    "sinks.count": "sinks에는 헤드마다 로짓이 하나씩 있어야 합니다. heads = {heads}인데 "
+    "{count}개가 주어졌습니다.",
     "note.softcap": "c = {cap}: 모든 점수 s가 {cap}·tanh(s / {cap})가 되어 −{cap}와 {cap} "
     "사이에 들어갑니다. 마스크는 그다음입니다.",
     "note.causal_positions": "위치에 따른 인과 마스크: pos_j ≤ pos_i이면 Query i가 Key j를 "

@@ -26,6 +26,7 @@ VARIANT_KEYS = (
     "alibi",
     "score_bias",
     "softcap",
+    "sinks",
 )
 
 MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")

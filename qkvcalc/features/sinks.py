@@ -1,0 +1,144 @@
+"""Attention sinks (gpt-oss): one extra logit σ_h per head joins every row's softmax as a column
+of its own, takes its share of the weight, and is dropped after the division, so a query may
+give part of its attention to nothing at all instead of forcing it onto some token.
+
+    "sinks": [σ_1, …, σ_H]
+
+    m   = max(max_j s_j, σ)                  the row maximum over the scores and the sink
+    E   = e^(s − m), and e^(σ − m) in a column of its own (stage `exp`, one column more)
+    A_j = e^(s_j − m) / (Σ_j e^(s_j − m) + e^(σ − m))        (stage `weights`)
+
+A row of weights sums to 1 − (the sink's share). A query whose every key is masked gives all
+of it to the sink: weights 0, no 0/0. In tiles the online softmax starts from the sink
+(m₀ = σ, ℓ₀ = e^0 = 1, the output so far 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.features.base import Feature, Reading, Sizes
+from qkvcalc.i18n import Msg
+from qkvcalc.input.cells import to_vector
+from qkvcalc.plan.specs import Spec
+from qkvcalc.run.op import Op, Params, whole_row
+
+
+def _read(raw: Any, sizes: Sizes) -> np.ndarray:
+    sinks = to_vector(raw, "sinks").values[0]
+    if sinks.size != sizes.heads:
+        raise QkvcalcError("sinks.count", count=int(sinks.size), heads=sizes.heads)
+    return sinks
+
+
+def joined_exp(s: np.ndarray, sink: float) -> tuple[np.ndarray, np.ndarray]:
+    """e^(s − m) with the sink's e^(σ − m) as one more column, and m, the maximum of each row
+    over its scores and the sink (finite, since σ is)."""
+    # [n, m], scalar -> [n, m + 1], [n]
+    top = np.maximum(np.max(s, axis=1, initial=-np.inf), sink)
+    return np.hstack([np.exp(s - top[:, None]), np.exp(sink - top)[:, None]]), top
+
+
+def _exp(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    return joined_exp(ops[0], params["sink"])[0]
+
+
+def _weights(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    # [n, m + 1] -> [n, m]: every exponential over the row's sum, the sink's column dropped
+    e = ops[0]
+    return e[:, :-1] / e.sum(axis=1, keepdims=True)  # the sum holds e^(σ − m) > 0: never 0
+
+
+def _exp_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: e^(1.5 − 2) = 0.6065; the sink's column: e^(σ − max) = e^(2 − 2) = 1."""
+    at = style.at(i + 1, j + 1)
+    top = style.num(float(stage.row_max[i]))
+    (s,) = stage.operands
+    if j == s.shape[1]:  # the sink's own column
+        sink = style.num(stage.params["sink"])
+        return f"{at}{style.exp(f'{sink} {style.minus} {top}')} = {result}"
+    logit = float(s[i, j])
+    if np.isneginf(logit):
+        return f"{at}{style.exp(style.neg_inf)} = 0"
+    return f"{at}{style.exp(f'{style.num(logit)} {style.minus} {top}')} = {result}"
+
+
+def _weights_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 0.6065 / 2.2131 = 0.2741 (the sum holds the sink's e^(σ − max))."""
+    (e,) = stage.operands
+    cell = style.divided(style.num(float(e[i, j])), style.num(float(stage.row_sum[i])))
+    return f"{style.at(i + 1, j + 1)}{cell} = {result}"
+
+
+def _softmax(
+    p: Any, sinks: np.ndarray, exp: Spec, weights: Spec, reading: Reading
+) -> tuple[Spec, Spec]:
+    sink = float(sinks[(exp.head or 1) - 1])
+    said = f"{sink:g}"
+    joined = replace(
+        exp,
+        op="sink_exp",
+        formula="e^(s − m), e^(σ − m)",
+        cols=(*exp.cols, "σ"),
+        params={**exp.params, "sink": sink},
+        notes=(*exp.notes, Msg("note.sinks", sink=said, head=exp.head or 1)),
+        letters="{}×({}+1)".format(*exp.letters.split("×")),
+    )
+    # the reading line of each query: its keys' shares and the sink's, from the joined row
+    read = reading(exp.ref, ("σ",)) if weights.remarks is not None else None
+    divided = replace(
+        weights,
+        op="sink_softmax",
+        formula="A = e^(s − m) / (Σ e^(s − m) + e^(σ − m))",
+        topic="weights.sinks",  # its rows no longer add up to 1: a "why" of its own
+        notes=(*weights.notes, Msg("note.sinks_weights")),
+        remarks=read if read is not None else weights.remarks,
+    )
+    return joined, divided
+
+
+def _torch(sinks: np.ndarray, literal: Callable[[Any], str]) -> list[str]:
+    return [
+        f"sinks = t({literal(sinks)}).view(1, -1, 1, 1).expand(1, -1, n, 1)  # one per head",
+        "# the sink joins each row's softmax as one more column, dropped after it",
+        "weights = torch.softmax(torch.cat([scores, sinks], dim=-1), dim=-1)[..., :-1]",
+    ]
+
+
+FEATURE = Feature(
+    name="sinks",
+    read=_read,
+    ops=(
+        Op(
+            "sink_exp",
+            _exp,
+            whole_row,
+            rowwise=True,
+            overflow=lambda params: False,
+            exact_stops="note.exact_stops",
+            details=lambda ops, params: {"row_max": joined_exp(ops[0], params["sink"])[1]},
+        ),
+        Op(
+            "sink_softmax",
+            _weights,
+            whole_row,
+            rowwise=True,
+            overflow=lambda params: False,
+            details=lambda ops, params: {"row_sum": ops[0].sum(axis=1)},
+            heat=True,
+        ),
+    ),
+    softmax=_softmax,
+    tiles_start=lambda sinks, h: (float(sinks[(h or 1) - 1]), 1.0),
+    work={"sink_exp": _exp_work, "sink_softmax": _weights_work},
+    header=lambda sinks: ("ui.variant.sinks", {}),
+    echo=lambda sinks: sinks.tolist(),
+    worksheet_notes=("note.sinks", "note.sinks_weights"),
+    torch_softmax=_torch,
+    torch_module_gap="it has no attention sinks: each row of its weights sums to 1",
+)
