@@ -935,6 +935,33 @@ MESSAGES: dict[str, str] = {
     "extract.pickled_weights": "{path}: its weights file is a pickle that holds more than "
     "tensors, and unpickling it could run code, so it was not read; save the weights as "
     "model.safetensors",
+    "extract.no_model_type": "{path}: its config.json does not say which architecture the "
+    "model is (it has no model_type)",
+    "extract.bad_config": "{model}: transformers cannot build a model from its config.json: "
+    "{reason}",
+    "extract.config_field": "{model}: {field} in its config.json is {value}; it must be a "
+    "whole number of at least 1",
+    "extract.config_too_big": "{path} is {size} bytes; a checkpoint's configuration is a few "
+    "kilobytes, and one of more than {limit} bytes is not read",
+    "extract.config_nested": "{path} is nested too deeply to read: a checkpoint's "
+    "configuration is a few levels deep",
+    "extract.too_many_layers": "{model}: its config.json gives {count} layers; no model has "
+    "more than {limit}, so it is not built",
+    "extract.too_big": "{model}: its weights would take about {need}, more than the {have} of "
+    "memory this machine lets qkvcalc use",
+    "extract.out_of_memory": "{model}: the machine ran out of memory while loading or running "
+    "the model",
+    "extract.too_many_tokens": "{count} tokens: qkvcalc extract runs at most {limit}; give fewer "
+    "token ids or a shorter --text",
+    "extract.too_many_positions": "{count} tokens: {model} has learned positions for {positions} "
+    "tokens only; give at most {positions}",
+    "extract.not_finite": "{model}, layer {layer}: {field} holds NaN or an infinity (at index "
+    "{where}), which the problem file cannot hold",
+    "extract.not_finite_value": "{model}, layer {layer}: {field} is {value}, which the problem "
+    "file cannot hold",
+    "extract.id_too_long": "--ids: a token id of {digits} digits; a vocabulary is far smaller",
+    "extract.config_not_finite": "{model}: {field} in its config.json is {value}; every "
+    "number of a model must be finite",
     "extract.no_folder": "{path}: there is no such folder",
     "extract.cannot_load": "cannot load {model}: {reason}",
     "extract.dtype": "dtype {dtype!r}: choose auto, float64, float32 or bfloat16",

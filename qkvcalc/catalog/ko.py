@@ -938,6 +938,32 @@ MESSAGES: dict[str, str] = {
     "extract.pickled_weights": "{path}: 가중치 파일이 텐서 말고 다른 것도 담은 pickle이라 "
     "읽지 않았습니다 (풀면 코드가 실행될 수 있습니다). 가중치를 model.safetensors로 "
     "저장해 주세요",
+    "extract.no_model_type": "{path}: config.json에 모델의 구조가 적혀 있지 않습니다 "
+    "(model_type이 없습니다)",
+    "extract.bad_config": "{model}: transformers가 이 config.json으로 모델을 만들 수 없습니다: "
+    "{reason}",
+    "extract.config_field": "{model}: config.json의 {field} 값이 {value}입니다. 1 이상의 "
+    "정수여야 합니다",
+    "extract.config_too_big": "{path}의 크기가 {size}바이트입니다. 체크포인트의 설정 파일은 몇 "
+    "킬로바이트이고, {limit}바이트가 넘는 파일은 읽지 않습니다",
+    "extract.config_nested": "{path}: 너무 깊이 중첩되어 읽을 수 없습니다. 체크포인트의 설정은 "
+    "몇 단계 깊이면 충분합니다",
+    "extract.too_many_layers": "{model}: config.json에 층이 {count}개로 적혀 있습니다. {limit}개가 "
+    "넘는 모델은 없으므로 만들지 않습니다",
+    "extract.too_big": "{model}: 가중치가 약 {need}를 차지할 텐데, 이 컴퓨터에서 qkvcalc가 쓸 수 "
+    "있는 메모리 {have}보다 큽니다",
+    "extract.out_of_memory": "{model}: 모델을 불러오거나 실행하는 도중 메모리가 부족해졌습니다",
+    "extract.too_many_tokens": "토큰 {count}개: qkvcalc extract는 최대 {limit}개까지 실행합니다. "
+    "토큰 id를 줄이거나 --text를 짧게 주세요",
+    "extract.too_many_positions": "토큰 {count}개: {model}은(는) 위치를 {positions}개까지만 "
+    "배웠습니다. {positions}개 이하로 주세요",
+    "extract.not_finite": "{model}, {layer}번 층: {field}에 NaN이나 무한대가 있어서 (위치 "
+    "{where}) 문제 파일에 담을 수 없습니다",
+    "extract.not_finite_value": "{model}, {layer}번 층: {field} 값이 {value}라서 문제 파일에 "
+    "담을 수 없습니다",
+    "extract.id_too_long": "--ids: {digits}자리 토큰 id입니다. 어휘는 그보다 훨씬 작습니다",
+    "extract.config_not_finite": "{model}: config.json의 {field} 값이 {value}입니다. 모델의 "
+    "수는 모두 유한해야 합니다",
     "extract.no_folder": "{path}: 그런 폴더가 없습니다",
     "extract.cannot_load": "{model}을(를) 불러올 수 없습니다: {reason}",
     "extract.dtype": "dtype {dtype!r}: auto, float64, float32, bfloat16 가운데 하나를 고르세요",
