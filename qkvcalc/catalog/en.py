@@ -379,6 +379,10 @@ MESSAGES: dict[str, str] = {
     "{have} bytes",
     "array.not_npy": "{origin} is not a .npy file (numpy's np.save writes one)",
     "array.npz_member": "{origin}: the member {member!r} is not an array (.npy)",
+    "array.npz_duplicate": "{origin} holds two members named {member!r}: which one is meant "
+    "cannot be told, so neither is read",
+    "array.npz_too_many": "{origin} holds {count} members; a problem has at most {limit} keys, "
+    "so it is not read",
     "array.npz_empty": "{origin} holds no arrays: save a problem with "
     "np.savez(FILE, x=…, wq=…, wk=…, wv=…)",
     "array.npy_as_source": "a .npy file holds one matrix, not a problem: give it to an option "
@@ -505,6 +509,9 @@ MESSAGES: dict[str, str] = {
     "?                   these keys\n"
     "q, Esc              quit (Ctrl-C too)",
     "step.help_close": "Any key goes back to the stage.",
+    "quiz.answer_too_long": "a typed line of more than {limit} characters is no answer; "
+    "nothing was read past it",
+    "quiz.answer_not_utf8": "a typed line is not UTF-8 text, so it cannot be read",
     "quiz.no_terminal": "the problem came in on standard input, so the answers are read from a "
     "terminal, and there is none here: give the problem as a file or --preset, or grade a sheet "
     "with --answers",

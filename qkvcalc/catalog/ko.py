@@ -382,6 +382,10 @@ MESSAGES: dict[str, str] = {
     "{have}바이트뿐입니다",
     "array.not_npy": "{origin}은(는) .npy 파일이 아닙니다(numpy의 np.save로 만듭니다)",
     "array.npz_member": "{origin}: 멤버 {member!r}은(는) 배열(.npy)이 아닙니다",
+    "array.npz_duplicate": "{origin}에 이름이 {member!r}인 항목이 둘 있습니다. 어느 쪽인지 알 수 "
+    "없으므로 어느 것도 읽지 않습니다",
+    "array.npz_too_many": "{origin}에 항목이 {count}개 있습니다. 문제의 키는 많아야 "
+    "{limit}개이므로 읽지 않습니다",
     "array.npz_empty": "{origin}에 배열이 없습니다. 문제는 "
     "np.savez(FILE, x=…, wq=…, wk=…, wv=…)로 저장하세요",
     "array.npy_as_source": ".npy 파일에는 문제 전체가 아니라 행렬 하나가 들어 있습니다. "
@@ -509,6 +513,9 @@ MESSAGES: dict[str, str] = {
     "?                   이 키 목록\n"
     "q, Esc              끝내기 (Ctrl-C도 됩니다)",
     "step.help_close": "아무 키나 누르면 단계로 돌아갑니다.",
+    "quiz.answer_too_long": "{limit}자가 넘는 입력 줄은 답으로 읽지 않습니다. 그 뒤는 읽지 "
+    "않았습니다",
+    "quiz.answer_not_utf8": "입력한 줄이 UTF-8 텍스트가 아니어서 읽을 수 없습니다",
     "quiz.no_terminal": "문제를 표준 입력으로 받았으므로 답은 터미널에서 읽어야 하는데, 지금은 "
     "연결된 터미널이 없습니다. 문제를 파일이나 --preset으로 주거나, --answers로 답안지를 "
     "채점하세요",
