@@ -968,3 +968,39 @@ def test_a_nan_weight_is_refused_naming_the_tensor(tmp_path):
         "extract", str(tmp_path / "nan"), "--layer", "0", "--ids", "1 2", timeout=300
     )
     one_message(result, "wk", "NaN")
+
+
+def test_a_hub_name_out_of_reach_is_one_line_at_once(tmp_path):
+    """No network (the hub's address refuses): huggingface_hub retried five times over 26 s,
+    with a warning line for each try; one attempt decides now, and the cache is looked in."""
+    env = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path / "hf")}
+    result = run_qkvcalc("extract", "gpt2", "--layer", "0", "--ids", "1", env=env, timeout=20)
+    one_message(result, "gpt2", "cannot be reached", "cache")
+
+
+def test_extract_output_ignores_a_directory_of_the_old_temporary_name(lab, tmp_path):
+    (tmp_path / ".out.json.qkvcalc-tmp").mkdir()  # said "cannot write to standard output"
+    result = extract_to(lab.get("llama")["folder"], tmp_path / "out.json")
+    assert result.returncode == 0, result.stderr
+    assert_problem((tmp_path / "out.json").read_text())
+
+
+def test_running_out_of_memory_is_said_as_such(lab, monkeypatch):
+    import qkvcalc
+    from qkvcalc.errors import QkvcalcError
+
+    def no_memory(*args, **kwargs):
+        raise RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:118] DefaultCPUAllocator: can't allocate memory"
+        )
+
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained", no_memory)
+    with pytest.raises(QkvcalcError, match="ran out of memory"):
+        qkvcalc.extract(str(lab.get("llama")["folder"]), layer=0, input_ids=[1])
+    monkeypatch.setattr(
+        transformers.AutoModel,
+        "from_pretrained",
+        lambda *a, **k: (_ for _ in ()).throw(MemoryError()),
+    )
+    with pytest.raises(QkvcalcError, match="ran out of memory"):
+        qkvcalc.extract(str(lab.get("llama")["folder"]), layer=0, input_ids=[1])

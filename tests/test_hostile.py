@@ -948,3 +948,10 @@ def test_a_name_typed_as_an_invalid_byte_is_one_message(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert "not UTF-8" in proc.stderr.splitlines()[-1]
     assert not target.exists()
+
+
+def test_a_stage_with_a_block_after_its_id_names_the_id_alone():
+    """'running_max@b99' said "no stage 'running_max@b99'" and then listed running_max."""
+    proc = _proc("explain", "--preset", "doc", "--tiles", "1", "--stages", "running_max@b99")
+    assert_one_clean_message(proc, "by its id alone, running_max")
+    assert "its stages are" not in proc.stderr

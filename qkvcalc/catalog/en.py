@@ -393,6 +393,8 @@ MESSAGES: dict[str, str] = {
     "dimensions (for a batch, give one item, such as x[0])",
     "select.no_stages": "--stages names no stage; the stages of this run are: {valid}",
     "select.unknown_stage": "no stage {id!r} in this run; its stages are: {valid}",
+    "select.qualified_stage": "--stages {id!r}: a stage is chosen by its id alone, {base}, "
+    "which shows it for every block and step (--head chooses a head)",
     "select.head_range": "there is no head {head}: this problem's heads are 1 to {heads}",
     # ---- input errors: numbers and matrices ------------------------------------------------
     "number.grammar": "{field}: {text!r} is not a number qkvcalc reads. Write an integer, "
@@ -969,6 +971,8 @@ MESSAGES: dict[str, str] = {
     "extract.id_too_long": "--ids: a token id of {digits} digits; a vocabulary is far smaller",
     "extract.config_not_finite": "{model}: {field} in its config.json is {value}; every "
     "number of a model must be finite",
+    "extract.hub_unreachable": "{model} is not a folder here, the Hugging Face hub ({hub}) "
+    "cannot be reached, and the model is not in the local cache",
     "extract.no_folder": "{path}: there is no such folder",
     "extract.cannot_load": "cannot load {model}: {reason}",
     "extract.dtype": "dtype {dtype!r}: choose auto, float64, float32 or bfloat16",

@@ -397,6 +397,8 @@ MESSAGES: dict[str, str] = {
     "(배치라면 x[0]처럼 하나만 주세요)",
     "select.no_stages": "--stages에 단계가 없습니다. 이 계산의 단계: {valid}",
     "select.unknown_stage": "이 계산에는 {id!r} 단계가 없습니다. 단계: {valid}",
+    "select.qualified_stage": "--stages {id!r}: 단계는 id만으로 고릅니다({base}). 그러면 모든 "
+    "블록과 스텝의 그 단계가 나옵니다 (헤드는 --head로 고릅니다)",
     "select.head_range": "헤드 {head}은(는) 없습니다. 이 문제의 헤드는 1부터 {heads}까지입니다",
     # ---- input errors: numbers and matrices ------------------------------------------------
     "number.grammar": "{field}: {text!r}: qkvcalc가 읽을 수 있는 숫자가 아닙니다. 정수, 소수, "
@@ -971,6 +973,8 @@ MESSAGES: dict[str, str] = {
     "extract.id_too_long": "--ids: {digits}자리 토큰 id입니다. 어휘는 그보다 훨씬 작습니다",
     "extract.config_not_finite": "{model}: config.json의 {field} 값이 {value}입니다. 모델의 "
     "수는 모두 유한해야 합니다",
+    "extract.hub_unreachable": "{model}은(는) 여기 있는 폴더가 아니고, Hugging Face 허브({hub})에 "
+    "연결할 수 없으며, 로컬 캐시에도 없습니다",
     "extract.no_folder": "{path}: 그런 폴더가 없습니다",
     "extract.cannot_load": "{model}을(를) 불러올 수 없습니다: {reason}",
     "extract.dtype": "dtype {dtype!r}: auto, float64, float32, bfloat16 가운데 하나를 고르세요",

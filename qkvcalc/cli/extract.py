@@ -61,6 +61,9 @@ def _quiet_transformers() -> None:
 
         logging.set_verbosity_error()
         logging.disable_progress_bar()
+        from huggingface_hub.utils import logging as hub_logging
+
+        hub_logging.set_verbosity_error()  # its "Retrying in 1s" warnings
         return
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

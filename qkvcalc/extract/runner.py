@@ -79,12 +79,51 @@ def _config(path: str) -> Any:
         return AutoConfig.from_pretrained(
             str(local) if local.exists() else path, trust_remote_code=False
         )
+    except OSError as err:
+        from huggingface_hub import constants
+
+        if not local.exists() and constants.HF_HUB_OFFLINE:  # unreachable, and not in the cache
+            raise QkvcalcError(
+                "extract.hub_unreachable", model=path, hub=constants.ENDPOINT
+            ) from None
+        raise _load_error(err, "extract.cannot_load", model=path) from None
     except MemoryError:
         raise QkvcalcError("extract.out_of_memory", model=path) from None
-    except (OSError, ValueError, KeyError) as err:
+    except (ValueError, KeyError) as err:
         raise _load_error(err, "extract.cannot_load", model=path) from None
     except Exception as err:  # a field of the wrong type (num_hidden_layers "two"), and the like
         raise QkvcalcError("extract.bad_config", model=path, reason=_reason(err)) from None
+
+
+@contextlib.contextmanager
+def _offline_unless_reachable() -> Any:
+    """A hub name, with the hub out of reach: huggingface_hub would retry each request five
+    times over 26 s, warning each time. One connection attempt decides instead; unreachable,
+    this run is offline (the local cache only), and the mode is restored afterwards."""
+    from huggingface_hub import constants
+
+    saved = constants.HF_HUB_OFFLINE
+    if not saved and not _reachable(constants.ENDPOINT):
+        constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = saved
+
+
+def _reachable(endpoint: str, timeout: float = 5.0) -> bool:
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(endpoint)
+    if not parts.hostname:
+        return False
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
 
 
 # The files in which a checkpoint names code of its own for transformers to import (auto_map:
@@ -431,17 +470,19 @@ def extract(
     if isinstance(model_or_path, (str, os.PathLike)):
         name = str(model_or_path)
         shown = (Path(name).name or name) if Path(name).expanduser().exists() else name
-        config = _config(name)
-        _family(config.model_type, name)
-        # what the config tells already, said before a large checkpoint spends minutes loading
-        if (input_ids is None) == (text is None):
-            raise QkvcalcError("extract.input_choice")
-        _check_config(config, shown, dtype)
-        _check_layer(layer, getattr(config, "num_hidden_layers", None), shown)
-        if input_ids is not None:
-            _check_ids(_as_ids(input_ids), getattr(config, "vocab_size", None), shown)
-            _check_length(len(_as_ids(input_ids)), config, config.model_type, shown)
-        model, own_tokenizer = load(name, config, dtype, progress)
+        hub = not Path(name).expanduser().exists()
+        with _offline_unless_reachable() if hub else contextlib.nullcontext():
+            config = _config(name)
+            _family(config.model_type, name)
+            # what the config tells already, said before a large checkpoint spends minutes
+            if (input_ids is None) == (text is None):
+                raise QkvcalcError("extract.input_choice")
+            _check_config(config, shown, dtype)
+            _check_layer(layer, getattr(config, "num_hidden_layers", None), shown)
+            if input_ids is not None:
+                _check_ids(_as_ids(input_ids), getattr(config, "vocab_size", None), shown)
+                _check_length(len(_as_ids(input_ids)), config, config.model_type, shown)
+            model, own_tokenizer = load(name, config, dtype, progress)
         tokenizer = tokenizer if tokenizer is not None else own_tokenizer
     elif isinstance(model_or_path, torch.nn.Module) and hasattr(model_or_path, "config"):
         model = model_or_path
