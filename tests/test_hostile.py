@@ -955,3 +955,29 @@ def test_a_stage_with_a_block_after_its_id_names_the_id_alone():
     proc = _proc("explain", "--preset", "doc", "--tiles", "1", "--stages", "running_max@b99")
     assert_one_clean_message(proc, "by its id alone, running_max")
     assert "its stages are" not in proc.stderr
+
+
+@pytest.mark.parametrize("endless", [["cat", "/dev/zero"], ["yes"], ["yes", " "]])
+def test_an_endless_stdin_with_a_raised_max_bytes_is_refused_at_its_first_bytes(endless):
+    """With --max-bytes 10¹², stdin from /dev/zero grew until memory ran out: bytes that can
+    start no problem are refused after the first megabyte."""
+    feed = subprocess.Popen(endless, stdout=subprocess.PIPE)
+    try:
+        proc = run_qkvcalc(
+            "explain", "--max-bytes", "1000000000000", stdin=feed.stdout,
+            timeout=HANG_GUARD, preexec_fn=cap_memory,
+        )  # fmt: skip
+    finally:
+        feed.stdout.close()
+        feed.kill()
+        feed.wait()
+    assert_one_clean_message(proc, "a problem is a JSON object")
+
+
+def test_a_problem_of_more_than_a_megabyte_on_stdin_is_still_read(tmp_path):
+    rows = [[(i * j) % 7 - 3 for j in range(64)] for i in range(600)]
+    doc = {"x": rows, "wq": [[1] * 4] * 64, "wk": [[1] * 4] * 64, "wv": [[1] * 4] * 64}
+    text = "\n" * 10 + json.dumps(doc, indent=40)
+    assert len(text) > 1 << 20
+    proc = _proc("explain", "--format", "json", "--detail", "brief", input=text)
+    assert proc.returncode == 0, proc.stderr[-2000:]

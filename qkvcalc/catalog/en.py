@@ -359,6 +359,10 @@ MESSAGES: dict[str, str] = {
     "input.json_value": "not valid JSON: {reason}",
     "input.json_deep": "the JSON is nested too deeply: a matrix is a list of rows, two levels deep",
     "input.not_utf8": "the input is not UTF-8 text (byte {offset} is {byte})",
+    "input.cannot_start": "the input's first byte that is not a space, {byte} (offset {offset}), "
+    "starts nothing qkvcalc reads: a problem is a JSON object or a numpy .npz file",
+    "input.blank_start": "the input starts with {count} bytes of spaces and line breaks and "
+    "goes on: a problem is a JSON object or a numpy .npz file",
     "input.too_big": "the input is larger than {limit} bytes; raise the limit with "
     "--max-bytes if you mean it",
     "input.file_missing": "no such file: {path}",

@@ -363,6 +363,10 @@ MESSAGES: dict[str, str] = {
     "input.json_deep": "JSON의 중첩이 너무 깊습니다. 행렬은 숫자 행들의 리스트로, 두 단계 "
     "깊이입니다",
     "input.not_utf8": "입력이 UTF-8 텍스트가 아닙니다 ({offset}번째 바이트: {byte})",
+    "input.cannot_start": "입력에서 공백이 아닌 첫 바이트 {byte}(위치 {offset})로 시작하는 "
+    "형식은 qkvcalc가 읽지 못합니다: 문제는 JSON 객체이거나 numpy .npz 파일입니다",
+    "input.blank_start": "입력이 공백과 줄바꿈 {count}바이트로 시작하고도 계속됩니다: 문제는 "
+    "JSON 객체이거나 numpy .npz 파일입니다",
     "input.too_big": "입력이 {limit}바이트보다 큽니다. 정말 필요하면 --max-bytes로 한도를 올리세요",
     "input.file_missing": "파일이 없습니다: {path}",
     "input.file_unreadable": "파일을 읽을 수 없습니다: {path} ({reason})",
