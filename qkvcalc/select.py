@@ -9,6 +9,7 @@ the final output is the whole run's), so nothing a shown stage refers to goes mi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -64,6 +65,10 @@ def select(
             raise QkvcalcError("select.no_stages", valid=", ".join(valid))
         unknown = [i for i in ids if i not in valid]
         if unknown:
+            # 'running_max@b99': an id with a block or step after it, whose id is valid
+            base = re.split(r"[@#\[(:]", unknown[0], maxsplit=1)[0]
+            if base != unknown[0] and base in valid:
+                raise QkvcalcError("select.qualified_stage", id=unknown[0], base=base)
             raise QkvcalcError("select.unknown_stage", id=unknown[0], valid=", ".join(valid))
         wanted = set(ids)
     if head is not None:

@@ -804,3 +804,203 @@ def test_four_extracts_onto_one_output_leave_one_whole_file(lab, tmp_path):
     problem = json.loads(out.read_text())  # one whole file: the last one renamed into place
     assert problem["tokens"] == ["1"] * len(problem["tokens"])
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+# ---- damaged, lying and hostile checkpoints: one message each (issue 20, robustness) ---------
+
+
+def _header(doc: dict, rest: bytes = b"") -> bytes:
+    import struct
+
+    text = json.dumps(doc).encode()
+    return struct.pack("<Q", len(text)) + text + rest
+
+
+def _weights_cases(good: bytes) -> dict[str, bytes | str]:
+    import struct
+
+    size = struct.unpack("<Q", good[:8])[0]
+    header, rest = json.loads(good[8 : 8 + size]), good[8 + size :]
+    name = next(k for k in header if k != "__metadata__")
+
+    def changed(**fields) -> bytes:
+        return _header({**header, name: {**header[name], **fields}}, rest)
+
+    return {
+        "empty": b"",
+        "random bytes": bytes(range(256)) * 4,
+        "a header length of 2^60": struct.pack("<Q", 2**60) + b"{}",
+        "a header that is not JSON": struct.pack("<Q", 5) + b"{abc}",
+        "offsets past the end": changed(data_offsets=[0, 10**12]),
+        "a shape its bytes do not fill": changed(shape=[3, 3]),
+        "an unknown dtype": changed(dtype="Q99"),
+        "cut in half": good[: len(good) // 2],
+        "a symlink to a system file": "/etc/passwd",
+    }
+
+
+WEIGHTS_CASES = list(
+    _weights_cases(_header({"w": {"dtype": "F64", "shape": [1], "data_offsets": [0, 8]}}, bytes(8)))
+)  # the names
+
+
+@pytest.fixture(scope="module")
+def broken_root(lab, tmp_path_factory):
+    return tmp_path_factory.mktemp("broken"), lab.get("llama")["folder"]
+
+
+def broken_copy(broken_root, name: str, config: dict | None = None) -> Path:
+    root, llama = broken_root
+    folder = root / name.replace(" ", "-").replace("/", "-")
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(llama, folder)
+    if config is not None:
+        doc = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        doc.update(config)
+        (folder / "config.json").write_text(json.dumps(doc), encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("case", WEIGHTS_CASES)
+def test_damaged_or_lying_safetensors_are_one_message(broken_root, case):
+    folder = broken_copy(broken_root, case)
+    weights = folder / "model.safetensors"
+    content = _weights_cases(weights.read_bytes())[case]
+    weights.unlink()
+    if isinstance(content, str):
+        weights.symlink_to(content)
+    else:
+        weights.write_bytes(content)
+    result = run_qkvcalc("extract", str(folder), "--layer", "0", "--ids", "1 2", timeout=300)
+    one_message(result, "weights could not be read")
+
+
+CONFIG_CASES = {
+    "num_hidden_layers 'two'": ({"num_hidden_layers": "two"}, ["num_hidden_layers", "'two'"]),
+    "num_hidden_layers 1.5": ({"num_hidden_layers": 1.5}, ["num_hidden_layers", "1.5"]),
+    "vocab_size '50'": ({"vocab_size": "50"}, ["vocab_size", "'50'"]),
+    "0 heads": ({"num_attention_heads": 0}, ["config.json"]),
+    "heads that do not divide the width": (
+        {"num_attention_heads": 5, "head_dim": None},
+        ["not a multiple"],
+    ),
+    "an unknown dtype": ({"dtype": "float99"}, ["float99"]),
+    "an unknown rope type": (
+        {"rope_parameters": {"rope_type": "nope", "rope_theta": 1.0}},
+        ["nope"],
+    ),
+    "a million layers": ({"num_hidden_layers": 10**6}, ["1000000 layers"]),
+    "weights bigger than memory": (
+        {"num_hidden_layers": 900, "hidden_size": 65536, "num_attention_heads": 512},
+        ["memory"],
+    ),
+    "rms_norm_eps NaN": ({"rms_norm_eps": float("nan")}, ["rms_norm_eps", "nan"]),
+}
+
+
+@pytest.mark.parametrize("case", list(CONFIG_CASES))
+def test_a_config_that_cannot_describe_a_model_is_one_message(broken_root, case):
+    config, fragments = CONFIG_CASES[case]
+    folder = broken_copy(broken_root, case, config)
+    result = run_qkvcalc("extract", str(folder), "--layer", "0", "--ids", "1 2", timeout=120)
+    one_message(result, *fragments)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "fragment"),
+    [
+        (
+            "nested",
+            b'{"model_type": "llama", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+            "nested",
+        ),
+        ("no model_type", b'{"hidden_size": 4}', "no model_type"),
+    ],
+)
+def test_a_config_json_that_cannot_be_read_is_one_message(broken_root, name, content, fragment):
+    folder = broken_copy(broken_root, name)
+    (folder / "config.json").write_bytes(content)
+    result = run_qkvcalc("extract", str(folder), "--layer", "0", "--ids", "1", timeout=120)
+    one_message(result, fragment)
+    assert "''" not in result.stderr
+
+
+def test_a_3_gb_config_json_is_refused_unread(broken_root):
+    folder = broken_copy(broken_root, "huge config")
+    with (folder / "config.json").open("r+b") as file:
+        file.truncate(3 * 10**9)  # sparse: no disk is spent
+    result = run_qkvcalc("extract", str(folder), "--layer", "0", "--ids", "1", timeout=120)
+    one_message(result, "3000000000 bytes")
+
+
+@pytest.mark.parametrize(
+    ("kind", "ids", "fragment"),
+    [
+        ("llama", "1 ²", "whole numbers"),
+        ("llama", "9" * 5000, "5000 digits"),
+        ("llama", " ".join(["1"] * 20_000), "20000 tokens"),
+        ("gpt2", " ".join(["1"] * 65), "positions for 64 tokens"),
+        ("bert", " ".join(["1"] * 65), "positions for 64 tokens"),
+    ],
+    ids=["a superscript digit", "5000 digits", "20000 ids", "past GPT-2's positions", "BERT's"],
+)
+def test_ids_the_model_cannot_take_are_one_message(lab, kind, ids, fragment):
+    result = run_qkvcalc(
+        "extract", str(lab.get(kind)["folder"]), "--layer", "0", "--ids", ids, timeout=300
+    )
+    one_message(result, fragment)
+
+
+def test_120_kb_of_text_is_one_message(llama_with_tokenizer):
+    result = run_qkvcalc(
+        "extract", str(llama_with_tokenizer), "--layer", "0", "--text", "the cat " * 15_000,
+        timeout=300,
+    )  # fmt: skip
+    one_message(result, "30000 tokens")
+
+
+def test_a_nan_weight_is_refused_naming_the_tensor(tmp_path):
+    model = build("llama")
+    with torch.no_grad():
+        model.model.layers[0].self_attn.k_proj.weight[3, 1] = float("nan")
+    model.save_pretrained(tmp_path / "nan")
+    result = run_qkvcalc(
+        "extract", str(tmp_path / "nan"), "--layer", "0", "--ids", "1 2", timeout=300
+    )
+    one_message(result, "wk", "NaN")
+
+
+def test_a_hub_name_out_of_reach_is_one_line_at_once(tmp_path):
+    """No network (the hub's address refuses): huggingface_hub retried five times over 26 s,
+    with a warning line for each try; one attempt decides now, and the cache is looked in."""
+    env = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path / "hf")}
+    result = run_qkvcalc("extract", "gpt2", "--layer", "0", "--ids", "1", env=env, timeout=20)
+    one_message(result, "gpt2", "cannot be reached", "cache")
+
+
+def test_extract_output_ignores_a_directory_of_the_old_temporary_name(lab, tmp_path):
+    (tmp_path / ".out.json.qkvcalc-tmp").mkdir()  # said "cannot write to standard output"
+    result = extract_to(lab.get("llama")["folder"], tmp_path / "out.json")
+    assert result.returncode == 0, result.stderr
+    assert_problem((tmp_path / "out.json").read_text())
+
+
+def test_running_out_of_memory_is_said_as_such(lab, monkeypatch):
+    import qkvcalc
+    from qkvcalc.errors import QkvcalcError
+
+    def no_memory(*args, **kwargs):
+        raise RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:118] DefaultCPUAllocator: can't allocate memory"
+        )
+
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained", no_memory)
+    with pytest.raises(QkvcalcError, match="ran out of memory"):
+        qkvcalc.extract(str(lab.get("llama")["folder"]), layer=0, input_ids=[1])
+    monkeypatch.setattr(
+        transformers.AutoModel,
+        "from_pretrained",
+        lambda *a, **k: (_ for _ in ()).throw(MemoryError()),
+    )
+    with pytest.raises(QkvcalcError, match="ran out of memory"):
+        qkvcalc.extract(str(lab.get("llama")["folder"]), layer=0, input_ids=[1])

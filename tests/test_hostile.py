@@ -837,3 +837,147 @@ def test_arabic_letter_mark_and_tag_characters_are_escaped_in_json():
     assert "\u061c" not in text and "\U000e0041" not in text and "\U000e007f" not in text
     assert "\\u061c" in text and "\\udb40\\udc41" in text
     assert json.loads(text)["problem"]["tokens"] == tokens
+
+
+# ---- round three (issue 20): numpy files, step counts, typed lines, answer sheets ------------
+
+
+@pytest.mark.parametrize("field", ["decode", "tiles"])
+def test_decode_or_tiles_as_a_5000_digit_string_is_one_message(tmp_path, field):
+    path = tmp_path / "p.json"
+    doc = _doc(x=[[1, 2], [0, 1], [1, 1]], **{field: "9" * 5000})
+    path.write_text(json.dumps(doc))
+    assert_one_clean_message(_proc("explain", str(path)), field)
+
+
+@pytest.mark.parametrize("option", ["--tiles", "--decode"])
+def test_random_with_a_zero_option_is_refused_not_ignored(option):
+    assert_one_clean_message(_proc("explain", "--random", option, "0"), option)
+
+
+def _npz(path: Path, members: list[tuple[str, bytes]]) -> Path:
+    import warnings
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of a duplicate name: that is the case
+        for name, data in members:
+            archive.writestr(name, data)
+    return path
+
+
+def _npy_bytes(array) -> bytes:
+    import io
+
+    import numpy as np
+
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+def test_an_npz_with_two_members_of_one_name_is_refused(tmp_path):
+    import numpy as np
+
+    path = _npz(
+        tmp_path / "dup.npz",
+        [
+            ("x.npy", _npy_bytes(np.eye(2))),
+            ("wq.npy", _npy_bytes(np.eye(2))),
+            ("wk.npy", _npy_bytes(np.eye(2))),
+            ("wv.npy", _npy_bytes(np.eye(2))),
+            ("x.npy", _npy_bytes(np.eye(2) * 5)),
+        ],
+    )
+    assert_one_clean_message(_proc("explain", str(path)), "'x.npy'")
+
+
+def test_an_npz_of_200000_members_is_refused_before_any_is_read(tmp_path):
+    path = _npz(tmp_path / "many.npz", [(f"m{i}.npy", b"") for i in range(200_000)])
+    proc = run_qkvcalc("explain", str(path), timeout=HANG_GUARD, preexec_fn=cap_memory)
+    assert_one_clean_message(proc, "200000 members")
+
+
+def _zero_size_npy(descr: str, count: int = 10**12) -> bytes:
+    header = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': ({count},), }}"
+    header = header.ljust(117) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode()
+
+
+@pytest.mark.parametrize("descr", ["<U0", "|S0", "|V0"])
+def test_npy_items_of_zero_bytes_claiming_10_12_elements_are_refused(tmp_path, descr):
+    path = _npz(tmp_path / "zero.npz", [("tokens.npy", _zero_size_npy(descr))])
+    assert_one_clean_message(_proc("explain", str(path)), "1000000000000")
+    npy = tmp_path / "zero.npy"
+    npy.write_bytes(_zero_size_npy(descr))
+    assert_one_clean_message(_proc("explain", "--preset", "doc", "--x", str(npy)), "")
+
+
+def test_an_answer_cell_with_a_lone_surrogate_is_reported_not_a_traceback(tmp_path):
+    template = _proc("quiz", "--preset", "doc", "--template")
+    sheet = json.loads(template.stdout)
+    first = next(iter(sheet))
+    sheet[first][0][0] = "\ud800"
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps(sheet))  # ensure_ascii: the file holds the escape \ud800
+    for fmt in ("table", "json"):
+        proc = _proc("quiz", "--preset", "doc", "--answers", str(path), "--format", fmt)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+        assert "\\ud800" in proc.stdout or fmt == "json"
+
+
+@pytest.mark.parametrize("args", [["new"], ["quiz", "--preset", "doc"]], ids=["new", "quiz"])
+def test_stdin_from_dev_zero_is_one_message_in_bounded_memory(args):
+    with open("/dev/zero", "rb") as zero:
+        proc = run_qkvcalc(*args, stdin=zero, timeout=HANG_GUARD, preexec_fn=cap_memory)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "10000 characters" in proc.stderr
+    assert "\x00" not in proc.stderr  # the line is not echoed back
+
+
+def test_new_refuses_a_50_mb_line_without_echoing_it():
+    proc = run_qkvcalc("new", input=b"7" * 50_000_000 + b"\n", timeout=HANG_GUARD)
+    assert proc.returncode == 2 and "10000 characters" in proc.stderr
+    assert len(proc.stderr) < 5000 and proc.stdout == ""
+
+
+def test_a_name_typed_as_an_invalid_byte_is_one_message(tmp_path):
+    typed = b"1\n\xff\n1\n1\n\n\n1\n1\n1\n1\nnone\nn\n"
+    target = tmp_path / "new.json"
+    proc = run_qkvcalc("new", str(target), input=typed, timeout=HANG_GUARD)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "not UTF-8" in proc.stderr.splitlines()[-1]
+    assert not target.exists()
+
+
+def test_a_stage_with_a_block_after_its_id_names_the_id_alone():
+    """'running_max@b99' said "no stage 'running_max@b99'" and then listed running_max."""
+    proc = _proc("explain", "--preset", "doc", "--tiles", "1", "--stages", "running_max@b99")
+    assert_one_clean_message(proc, "by its id alone, running_max")
+    assert "its stages are" not in proc.stderr
+
+
+@pytest.mark.parametrize("endless", [["cat", "/dev/zero"], ["yes"], ["yes", " "]])
+def test_an_endless_stdin_with_a_raised_max_bytes_is_refused_at_its_first_bytes(endless):
+    """With --max-bytes 10¹², stdin from /dev/zero grew until memory ran out: bytes that can
+    start no problem are refused after the first megabyte."""
+    feed = subprocess.Popen(endless, stdout=subprocess.PIPE)
+    try:
+        proc = run_qkvcalc(
+            "explain", "--max-bytes", "1000000000000", stdin=feed.stdout,
+            timeout=HANG_GUARD, preexec_fn=cap_memory,
+        )  # fmt: skip
+    finally:
+        feed.stdout.close()
+        feed.kill()
+        feed.wait()
+    assert_one_clean_message(proc, "a problem is a JSON object")
+
+
+def test_a_problem_of_more_than_a_megabyte_on_stdin_is_still_read(tmp_path):
+    rows = [[(i * j) % 7 - 3 for j in range(64)] for i in range(600)]
+    doc = {"x": rows, "wq": [[1] * 4] * 64, "wk": [[1] * 4] * 64, "wv": [[1] * 4] * 64}
+    text = "\n" * 10 + json.dumps(doc, indent=40)
+    assert len(text) > 1 << 20
+    proc = _proc("explain", "--format", "json", "--detail", "brief", input=text)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -372,6 +372,10 @@ MESSAGES: dict[str, str] = {
     "input.json_value": "not valid JSON: {reason}",
     "input.json_deep": "the JSON is nested too deeply: a matrix is a list of rows, two levels deep",
     "input.not_utf8": "the input is not UTF-8 text (byte {offset} is {byte})",
+    "input.cannot_start": "the input's first byte that is not a space, {byte} (offset {offset}), "
+    "starts nothing qkvcalc reads: a problem is a JSON object or a numpy .npz file",
+    "input.blank_start": "the input starts with {count} bytes of spaces and line breaks and "
+    "goes on: a problem is a JSON object or a numpy .npz file",
     "input.too_big": "the input is larger than {limit} bytes; raise the limit with "
     "--max-bytes if you mean it",
     "input.file_missing": "no such file: {path}",
@@ -392,6 +396,10 @@ MESSAGES: dict[str, str] = {
     "{have} bytes",
     "array.not_npy": "{origin} is not a .npy file (numpy's np.save writes one)",
     "array.npz_member": "{origin}: the member {member!r} is not an array (.npy)",
+    "array.npz_duplicate": "{origin} holds two members named {member!r}: which one is meant "
+    "cannot be told, so neither is read",
+    "array.npz_too_many": "{origin} holds {count} members; a problem has at most {limit} keys, "
+    "so it is not read",
     "array.npz_empty": "{origin} holds no arrays: save a problem with "
     "np.savez(FILE, x=…, wq=…, wk=…, wv=…)",
     "array.npy_as_source": "a .npy file holds one matrix, not a problem: give it to an option "
@@ -402,6 +410,8 @@ MESSAGES: dict[str, str] = {
     "dimensions (for a batch, give one item, such as x[0])",
     "select.no_stages": "--stages names no stage; the stages of this run are: {valid}",
     "select.unknown_stage": "no stage {id!r} in this run; its stages are: {valid}",
+    "select.qualified_stage": "--stages {id!r}: a stage is chosen by its id alone, {base}, "
+    "which shows it for every block and step (--head chooses a head)",
     "select.head_range": "there is no head {head}: this problem's heads are 1 to {heads}",
     # ---- input errors: numbers and matrices ------------------------------------------------
     "number.grammar": "{field}: {text!r} is not a number qkvcalc reads. Write an integer, "
@@ -518,6 +528,9 @@ MESSAGES: dict[str, str] = {
     "?                   these keys\n"
     "q, Esc              quit (Ctrl-C too)",
     "step.help_close": "Any key goes back to the stage.",
+    "quiz.answer_too_long": "a typed line of more than {limit} characters is no answer; "
+    "nothing was read past it",
+    "quiz.answer_not_utf8": "a typed line is not UTF-8 text, so it cannot be read",
     "quiz.no_terminal": "the problem came in on standard input, so the answers are read from a "
     "terminal, and there is none here: give the problem as a file or --preset, or grade a sheet "
     "with --answers",
@@ -955,6 +968,35 @@ MESSAGES: dict[str, str] = {
     "extract.pickled_weights": "{path}: its weights file is a pickle that holds more than "
     "tensors, and unpickling it could run code, so it was not read; save the weights as "
     "model.safetensors",
+    "extract.no_model_type": "{path}: its config.json does not say which architecture the "
+    "model is (it has no model_type)",
+    "extract.bad_config": "{model}: transformers cannot build a model from its config.json: "
+    "{reason}",
+    "extract.config_field": "{model}: {field} in its config.json is {value}; it must be a "
+    "whole number of at least 1",
+    "extract.config_too_big": "{path} is {size} bytes; a checkpoint's configuration is a few "
+    "kilobytes, and one of more than {limit} bytes is not read",
+    "extract.config_nested": "{path} is nested too deeply to read: a checkpoint's "
+    "configuration is a few levels deep",
+    "extract.too_many_layers": "{model}: its config.json gives {count} layers; no model has "
+    "more than {limit}, so it is not built",
+    "extract.too_big": "{model}: its weights would take about {need}, more than the {have} of "
+    "memory this machine lets qkvcalc use",
+    "extract.out_of_memory": "{model}: the machine ran out of memory while loading or running "
+    "the model",
+    "extract.too_many_tokens": "{count} tokens: qkvcalc extract runs at most {limit}; give fewer "
+    "token ids or a shorter --text",
+    "extract.too_many_positions": "{count} tokens: {model} has learned positions for {positions} "
+    "tokens only; give at most {positions}",
+    "extract.not_finite": "{model}, layer {layer}: {field} holds NaN or an infinity (at index "
+    "{where}), which the problem file cannot hold",
+    "extract.not_finite_value": "{model}, layer {layer}: {field} is {value}, which the problem "
+    "file cannot hold",
+    "extract.id_too_long": "--ids: a token id of {digits} digits; a vocabulary is far smaller",
+    "extract.config_not_finite": "{model}: {field} in its config.json is {value}; every "
+    "number of a model must be finite",
+    "extract.hub_unreachable": "{model} is not a folder here, the Hugging Face hub ({hub}) "
+    "cannot be reached, and the model is not in the local cache",
     "extract.no_folder": "{path}: there is no such folder",
     "extract.cannot_load": "cannot load {model}: {reason}",
     "extract.dtype": "dtype {dtype!r}: choose auto, float64, float32 or bfloat16",

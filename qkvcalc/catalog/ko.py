@@ -376,6 +376,10 @@ MESSAGES: dict[str, str] = {
     "input.json_deep": "JSON의 중첩이 너무 깊습니다. 행렬은 숫자 행들의 리스트로, 두 단계 "
     "깊이입니다",
     "input.not_utf8": "입력이 UTF-8 텍스트가 아닙니다 ({offset}번째 바이트: {byte})",
+    "input.cannot_start": "입력에서 공백이 아닌 첫 바이트 {byte}(위치 {offset})로 시작하는 "
+    "형식은 qkvcalc가 읽지 못합니다: 문제는 JSON 객체이거나 numpy .npz 파일입니다",
+    "input.blank_start": "입력이 공백과 줄바꿈 {count}바이트로 시작하고도 계속됩니다: 문제는 "
+    "JSON 객체이거나 numpy .npz 파일입니다",
     "input.too_big": "입력이 {limit}바이트보다 큽니다. 정말 필요하면 --max-bytes로 한도를 올리세요",
     "input.file_missing": "파일이 없습니다: {path}",
     "input.file_unreadable": "파일을 읽을 수 없습니다: {path} ({reason})",
@@ -395,6 +399,10 @@ MESSAGES: dict[str, str] = {
     "{have}바이트뿐입니다",
     "array.not_npy": "{origin}은(는) .npy 파일이 아닙니다(numpy의 np.save로 만듭니다)",
     "array.npz_member": "{origin}: 멤버 {member!r}은(는) 배열(.npy)이 아닙니다",
+    "array.npz_duplicate": "{origin}에 이름이 {member!r}인 항목이 둘 있습니다. 어느 쪽인지 알 수 "
+    "없으므로 어느 것도 읽지 않습니다",
+    "array.npz_too_many": "{origin}에 항목이 {count}개 있습니다. 문제의 키는 많아야 "
+    "{limit}개이므로 읽지 않습니다",
     "array.npz_empty": "{origin}에 배열이 없습니다. 문제는 "
     "np.savez(FILE, x=…, wq=…, wk=…, wv=…)로 저장하세요",
     "array.npy_as_source": ".npy 파일에는 문제 전체가 아니라 행렬 하나가 들어 있습니다. "
@@ -406,6 +414,8 @@ MESSAGES: dict[str, str] = {
     "(배치라면 x[0]처럼 하나만 주세요)",
     "select.no_stages": "--stages에 단계가 없습니다. 이 계산의 단계: {valid}",
     "select.unknown_stage": "이 계산에는 {id!r} 단계가 없습니다. 단계: {valid}",
+    "select.qualified_stage": "--stages {id!r}: 단계는 id만으로 고릅니다({base}). 그러면 모든 "
+    "블록과 스텝의 그 단계가 나옵니다 (헤드는 --head로 고릅니다)",
     "select.head_range": "헤드 {head}은(는) 없습니다. 이 문제의 헤드는 1부터 {heads}까지입니다",
     # ---- input errors: numbers and matrices ------------------------------------------------
     "number.grammar": "{field}: {text!r}: qkvcalc가 읽을 수 있는 숫자가 아닙니다. 정수, 소수, "
@@ -522,6 +532,9 @@ MESSAGES: dict[str, str] = {
     "?                   이 키 목록\n"
     "q, Esc              끝내기 (Ctrl-C도 됩니다)",
     "step.help_close": "아무 키나 누르면 단계로 돌아갑니다.",
+    "quiz.answer_too_long": "{limit}자가 넘는 입력 줄은 답으로 읽지 않습니다. 그 뒤는 읽지 "
+    "않았습니다",
+    "quiz.answer_not_utf8": "입력한 줄이 UTF-8 텍스트가 아니어서 읽을 수 없습니다",
     "quiz.no_terminal": "문제를 표준 입력으로 받았으므로 답은 터미널에서 읽어야 하는데, 지금은 "
     "연결된 터미널이 없습니다. 문제를 파일이나 --preset으로 주거나, --answers로 답안지를 "
     "채점하세요",
@@ -959,6 +972,34 @@ MESSAGES: dict[str, str] = {
     "extract.pickled_weights": "{path}: 가중치 파일이 텐서 말고 다른 것도 담은 pickle이라 "
     "읽지 않았습니다 (풀면 코드가 실행될 수 있습니다). 가중치를 model.safetensors로 "
     "저장해 주세요",
+    "extract.no_model_type": "{path}: config.json에 모델의 구조가 적혀 있지 않습니다 "
+    "(model_type이 없습니다)",
+    "extract.bad_config": "{model}: transformers가 이 config.json으로 모델을 만들 수 없습니다: "
+    "{reason}",
+    "extract.config_field": "{model}: config.json의 {field} 값이 {value}입니다. 1 이상의 "
+    "정수여야 합니다",
+    "extract.config_too_big": "{path}의 크기가 {size}바이트입니다. 체크포인트의 설정 파일은 몇 "
+    "킬로바이트이고, {limit}바이트가 넘는 파일은 읽지 않습니다",
+    "extract.config_nested": "{path}: 너무 깊이 중첩되어 읽을 수 없습니다. 체크포인트의 설정은 "
+    "몇 단계 깊이면 충분합니다",
+    "extract.too_many_layers": "{model}: config.json에 층이 {count}개로 적혀 있습니다. {limit}개가 "
+    "넘는 모델은 없으므로 만들지 않습니다",
+    "extract.too_big": "{model}: 가중치가 약 {need}를 차지할 텐데, 이 컴퓨터에서 qkvcalc가 쓸 수 "
+    "있는 메모리 {have}보다 큽니다",
+    "extract.out_of_memory": "{model}: 모델을 불러오거나 실행하는 도중 메모리가 부족해졌습니다",
+    "extract.too_many_tokens": "토큰 {count}개: qkvcalc extract는 최대 {limit}개까지 실행합니다. "
+    "토큰 id를 줄이거나 --text를 짧게 주세요",
+    "extract.too_many_positions": "토큰 {count}개: {model}은(는) 위치를 {positions}개까지만 "
+    "배웠습니다. {positions}개 이하로 주세요",
+    "extract.not_finite": "{model}, {layer}번 층: {field}에 NaN이나 무한대가 있어서 (위치 "
+    "{where}) 문제 파일에 담을 수 없습니다",
+    "extract.not_finite_value": "{model}, {layer}번 층: {field} 값이 {value}라서 문제 파일에 "
+    "담을 수 없습니다",
+    "extract.id_too_long": "--ids: {digits}자리 토큰 id입니다. 어휘는 그보다 훨씬 작습니다",
+    "extract.config_not_finite": "{model}: config.json의 {field} 값이 {value}입니다. 모델의 "
+    "수는 모두 유한해야 합니다",
+    "extract.hub_unreachable": "{model}은(는) 여기 있는 폴더가 아니고, Hugging Face 허브({hub})에 "
+    "연결할 수 없으며, 로컬 캐시에도 없습니다",
     "extract.no_folder": "{path}: 그런 폴더가 없습니다",
     "extract.cannot_load": "{model}을(를) 불러올 수 없습니다: {reason}",
     "extract.dtype": "dtype {dtype!r}: auto, float64, float32, bfloat16 가운데 하나를 고르세요",

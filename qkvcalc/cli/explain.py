@@ -350,7 +350,8 @@ def _random_doc(
     if not random:
         raise QkvcalcError("quiz.seed_without_random")
     given = [name for name, on in (("SOURCE", source), ("--preset", preset)) if on]
-    given += [f"--{name.replace('_', '-')}" for name, value in inline.items() if value]
+    # `is not None`, as gather reads them: --tiles 0 or --decode 0 is given, not ignored
+    given += [f"--{name.replace('_', '-')}" for name, value in inline.items() if value is not None]
     if given:
         raise QkvcalcError("quiz.random_with_source", given=", ".join(given))
     n, d = parse_size(size or "3,2")

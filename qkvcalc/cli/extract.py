@@ -36,12 +36,20 @@ class Dtype(str, Enum):
     bfloat16 = "bfloat16"
 
 
+MAX_ID_DIGITS = 12  # a vocabulary of a trillion tokens is far beyond any model's
+
+
 def _ids(text: str) -> list[int]:
+    """ASCII digits only ('²' is a digit to str.isdigit, not to int), and no id longer than a
+    vocabulary could be (int() refuses 4,300 digits and more, with a traceback)."""
     parts = text.replace(",", " ").split()
-    if not all(part.isdigit() for part in parts):
-        raise QkvcalcError("extract.ids_syntax", text=text)
+    if not all(part.isascii() and part.isdigit() for part in parts):
+        raise QkvcalcError("extract.ids_syntax", text=text[:200])
     if not parts:
         raise QkvcalcError("extract.ids_empty")
+    longest = max(len(part.lstrip("0")) for part in parts)
+    if longest > MAX_ID_DIGITS:
+        raise QkvcalcError("extract.id_too_long", digits=longest)
     return [int(part) for part in parts]
 
 
@@ -53,6 +61,9 @@ def _quiet_transformers() -> None:
 
         logging.set_verbosity_error()
         logging.disable_progress_bar()
+        from huggingface_hub.utils import logging as hub_logging
+
+        hub_logging.set_verbosity_error()  # its "Retrying in 1s" warnings
         return
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

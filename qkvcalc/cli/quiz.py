@@ -233,6 +233,8 @@ def quiz(
     try:
         with _quiet_numpy():
             report = session.run()
+    except QkvcalcError as err:  # an answer no one typed: a line without end, invalid bytes
+        fail(err, lang_code)
     except KeyboardInterrupt:
         so_far = session.so_far()  # the score of what was answered, before exit 130
         if so_far.stages:
@@ -286,6 +288,8 @@ def new(
         raise _interrupted(talk, lang_code) from None
     except EOFError:
         fail(QkvcalcError("new.ended"), lang_code)
+    except QkvcalcError as err:  # a line without end (stdin from /dev/zero), invalid bytes
+        fail(err, lang_code)
     try:
         problem = Problem.from_mapping(doc)
     except QkvcalcError as err:  # the rows were checked one by one; this is a last guard
@@ -306,7 +310,7 @@ def new(
         return  # the JSON went into a pipe or a file: an explanation would spoil it
     try:
         explain_now = entry.yes("new.explain_now", default=True)
-    except (KeyboardInterrupt, EOFError):
+    except (KeyboardInterrupt, EOFError, QkvcalcError):
         explain_now = False
     if explain_now:
         from qkvcalc.render import RenderOptions

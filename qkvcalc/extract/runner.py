@@ -69,6 +69,8 @@ def _config(path: str) -> Any:
         if not local.is_dir() or not (local / "config.json").is_file():
             raise QkvcalcError("extract.not_checkpoint", path=path)
         model_type = _model_type_of(local / "config.json")
+        if not model_type:
+            raise QkvcalcError("extract.no_model_type", path=path)
         _family(model_type, path)  # an unknown architecture is named before transformers tries
         _refuse_custom_code(local, path)
     elif not _HUB_NAME.match(path) or path.startswith((".", "~")):
@@ -77,8 +79,51 @@ def _config(path: str) -> Any:
         return AutoConfig.from_pretrained(
             str(local) if local.exists() else path, trust_remote_code=False
         )
-    except (OSError, ValueError, KeyError) as err:
+    except OSError as err:
+        from huggingface_hub import constants
+
+        if not local.exists() and constants.HF_HUB_OFFLINE:  # unreachable, and not in the cache
+            raise QkvcalcError(
+                "extract.hub_unreachable", model=path, hub=constants.ENDPOINT
+            ) from None
         raise _load_error(err, "extract.cannot_load", model=path) from None
+    except MemoryError:
+        raise QkvcalcError("extract.out_of_memory", model=path) from None
+    except (ValueError, KeyError) as err:
+        raise _load_error(err, "extract.cannot_load", model=path) from None
+    except Exception as err:  # a field of the wrong type (num_hidden_layers "two"), and the like
+        raise QkvcalcError("extract.bad_config", model=path, reason=_reason(err)) from None
+
+
+@contextlib.contextmanager
+def _offline_unless_reachable() -> Any:
+    """A hub name, with the hub out of reach: huggingface_hub would retry each request five
+    times over 26 s, warning each time. One connection attempt decides instead; unreachable,
+    this run is offline (the local cache only), and the mode is restored afterwards."""
+    from huggingface_hub import constants
+
+    saved = constants.HF_HUB_OFFLINE
+    if not saved and not _reachable(constants.ENDPOINT):
+        constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = saved
+
+
+def _reachable(endpoint: str, timeout: float = 5.0) -> bool:
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(endpoint)
+    if not parts.hostname:
+        return False
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
 
 
 # The files in which a checkpoint names code of its own for transformers to import (auto_map:
@@ -95,12 +140,10 @@ def _refuse_custom_code(folder: Path, model: str) -> None:
         if not file.is_file():
             continue
         try:
-            doc = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError) as err:
+            doc = _read_json(file)
+        except QkvcalcError:
             if name == "config.json":
-                raise QkvcalcError(
-                    "extract.cannot_load", model=str(file), reason=_reason(err)
-                ) from None
+                raise
             continue  # a broken tokenizer config: the tokenizer is not used, as before
         if isinstance(doc, dict) and doc.get("auto_map"):
             raise QkvcalcError("extract.custom_code", model=model, file=name)
@@ -120,18 +163,42 @@ def _is_custom_code(err: BaseException) -> bool:
     return isinstance(err, ValueError) and "trust_remote_code" in str(err)
 
 
-def _model_type_of(config_json: Path) -> str:
+# A checkpoint's config.json or tokenizer_config.json is a few kilobytes (a big label map
+# makes it a few hundred): one of more is not read, nor is one nested past Python's stack.
+MAX_CONFIG_BYTES = 16_000_000
+
+
+def _read_json(file: Path) -> Any:
     try:
-        doc = json.loads(config_json.read_text(encoding="utf-8"))
+        size = file.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise QkvcalcError(
+                "extract.config_too_big", path=str(file), size=size, limit=MAX_CONFIG_BYTES
+            )
+        return json.loads(file.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise QkvcalcError("extract.config_nested", path=str(file)) from None
     except (OSError, ValueError) as err:
-        raise QkvcalcError(
-            "extract.cannot_load", model=str(config_json), reason=_reason(err)
-        ) from None
-    return str(doc.get("model_type", "")) if isinstance(doc, dict) else ""
+        raise QkvcalcError("extract.cannot_load", model=str(file), reason=_reason(err)) from None
+
+
+def _model_type_of(config_json: Path) -> str:
+    doc = _read_json(config_json)
+    found = doc.get("model_type", "") if isinstance(doc, dict) else ""
+    return found if isinstance(found, str) else str(found)
+
+
+def _out_of_memory(err: BaseException) -> bool:
+    """torch's allocator failing is a RuntimeError ("DefaultCPUAllocator: can't allocate
+    memory"), not a MemoryError."""
+    text = str(err)
+    return "can't allocate memory" in text or "not enough memory" in text
 
 
 def _reason(err: BaseException) -> str:
     text = " ".join(str(err).split())
+    if isinstance(err, KeyError):  # str(KeyError('nope')) is "'nope'": say what it is
+        text = f"{type(err).__name__}: {text}"
     return text[:300] + ("…" if len(text) > 300 else "") or type(err).__name__
 
 
@@ -168,8 +235,18 @@ def load(path: str, config: Any, dtype: str, progress: Progress | None = None) -
         # torch.load(weights_only=True) met a pickle that is more than tensors: it was not
         # unpickled (it could run code), and qkvcalc never asks for it to be
         raise QkvcalcError("extract.pickled_weights", path=path) from None
+    except MemoryError:
+        raise QkvcalcError("extract.out_of_memory", model=path) from None
     except (OSError, ValueError, RuntimeError) as err:
+        if _out_of_memory(err):
+            raise QkvcalcError("extract.out_of_memory", model=path) from None
         raise _load_error(err, "extract.no_weights", path=path) from None
+    except Exception as err:
+        # safetensors' own error (a damaged or lying header, a link to a file that is not
+        # one), or the model not buildable from its config (0 heads, an unknown rope type)
+        if type(err).__name__ == "SafetensorError":
+            raise QkvcalcError("extract.no_weights", path=path, reason=_reason(err)) from None
+        raise QkvcalcError("extract.bad_config", model=path, reason=_reason(err)) from None
     model.eval()
     return model, _tokenizer(path)
 
@@ -232,6 +309,79 @@ def _check_ids(ids: list[int], size: int | None, model: str) -> None:
             )
 
 
+# What extract takes on, decided from the config and the request before anything is built:
+# a layer stack longer than any released model's (building 10⁶ layers took a minute and ended
+# in a MemoryError), weights that cannot fit this machine's memory, more tokens than a
+# learned position table has rows (GPT-2, BERT) or than a problem qkvcalc explains well.
+MAX_LAYERS = 1_000
+MAX_TOKENS = 8_192
+LEARNED_POSITIONS = ("gpt2", "bert")  # families whose positions are a table of fixed rows
+_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _check_config(config: Any, model: str, dtype: str) -> None:
+    """The sizes a config gives, checked before transformers builds anything from them."""
+    for name in ("num_hidden_layers", "num_attention_heads", "hidden_size", "vocab_size"):
+        value = getattr(config, name, None)
+        if value is not None and (not _whole(value) or value < 1):
+            raise QkvcalcError("extract.config_field", model=model, field=name, value=repr(value))
+    try:
+        fields = config.to_dict()
+    except Exception:  # a config transformers built but cannot list: nothing to check
+        fields = {}
+    for name, value in fields.items():
+        if isinstance(value, float) and not np.isfinite(value):
+            raise QkvcalcError("extract.config_not_finite", model=model, field=name, value=value)
+    layers = getattr(config, "num_hidden_layers", None) or 0
+    if layers > MAX_LAYERS:
+        raise QkvcalcError("extract.too_many_layers", model=model, count=layers, limit=MAX_LAYERS)
+    width = getattr(config, "hidden_size", None) or 0
+    vocab = getattr(config, "vocab_size", None) or 0
+    parameters = 12 * layers * width * width + 2 * vocab * width  # attention + MLP, embeddings
+    own = str(getattr(config, "dtype", None) or "float32").removeprefix("torch.")
+    need = parameters * _BYTES.get(dtype if dtype != "auto" else own, 4)
+    have = _memory()
+    if have is not None and need > have:
+        raise QkvcalcError(
+            "extract.too_big", model=model, need=_gigabytes(need), have=_gigabytes(have)
+        )
+
+
+def _memory() -> int | None:
+    """The bytes this process may use: the machine's memory, or less under a ulimit."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            total = min(total, soft)
+    except (ImportError, OSError, ValueError):
+        pass
+    return total
+
+
+def _gigabytes(count: int) -> str:
+    return f"{count / 1e9:.1f} GB"
+
+
+def _check_length(count: int, config: Any, family_type: str, model: str) -> None:
+    if count > MAX_TOKENS:
+        raise QkvcalcError("extract.too_many_tokens", count=count, limit=MAX_TOKENS)
+    positions = getattr(config, "max_position_embeddings", None)
+    if family_type in LEARNED_POSITIONS and _whole(positions) and count > positions:
+        raise QkvcalcError(
+            "extract.too_many_positions", count=count, model=model, positions=positions
+        )
+
+
 def _check_layer(layer: Any, count: int | None, model: str) -> None:
     if count is None:
         return
@@ -280,6 +430,25 @@ def capture(model: Any, family: Family, layer: int, ids: list[int], float64: boo
     return seen[0]
 
 
+def _check_finite(values: dict[str, Any], model: str, layer: int) -> None:
+    """NaN or ±∞ in a checkpoint (a weight, rms_norm_eps) would be written as a bare NaN, which
+    no JSON reader takes: refused, naming where it is."""
+    for name, value in values.items():
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            bad = ~np.isfinite(value)
+            if bad.any():
+                where = tuple(int(i) for i in np.argwhere(bad)[0])
+                raise QkvcalcError(
+                    "extract.not_finite", model=model, layer=layer, field=name, where=list(where)
+                )
+        elif isinstance(value, float) and not np.isfinite(value):
+            raise QkvcalcError(
+                "extract.not_finite_value", model=model, layer=layer, field=name, value=value
+            )
+        elif isinstance(value, dict):
+            _check_finite(value, model, layer)
+
+
 def extract(
     model_or_path: Any,
     layer: int,
@@ -301,15 +470,19 @@ def extract(
     if isinstance(model_or_path, (str, os.PathLike)):
         name = str(model_or_path)
         shown = (Path(name).name or name) if Path(name).expanduser().exists() else name
-        config = _config(name)
-        _family(config.model_type, name)
-        # what the config tells already, said before a large checkpoint spends minutes loading
-        if (input_ids is None) == (text is None):
-            raise QkvcalcError("extract.input_choice")
-        _check_layer(layer, getattr(config, "num_hidden_layers", None), shown)
-        if input_ids is not None:
-            _check_ids(_as_ids(input_ids), getattr(config, "vocab_size", None), shown)
-        model, own_tokenizer = load(name, config, dtype, progress)
+        hub = not Path(name).expanduser().exists()
+        with _offline_unless_reachable() if hub else contextlib.nullcontext():
+            config = _config(name)
+            _family(config.model_type, name)
+            # what the config tells already, said before a large checkpoint spends minutes
+            if (input_ids is None) == (text is None):
+                raise QkvcalcError("extract.input_choice")
+            _check_config(config, shown, dtype)
+            _check_layer(layer, getattr(config, "num_hidden_layers", None), shown)
+            if input_ids is not None:
+                _check_ids(_as_ids(input_ids), getattr(config, "vocab_size", None), shown)
+                _check_length(len(_as_ids(input_ids)), config, config.model_type, shown)
+            model, own_tokenizer = load(name, config, dtype, progress)
         tokenizer = tokenizer if tokenizer is not None else own_tokenizer
     elif isinstance(model_or_path, torch.nn.Module) and hasattr(model_or_path, "config"):
         model = model_or_path
@@ -326,6 +499,7 @@ def extract(
     _check_layer(layer, len(stack), shown)
     layer = int(layer)
     ids = _token_ids(model, shown, input_ids, text, tokenizer)
+    _check_length(len(ids), config, config.model_type, shown)
 
     if progress:
         progress(Msg("extract.running", model=shown, layer=layer))
@@ -335,6 +509,7 @@ def extract(
     block = stack[layer]
     with torch.no_grad():
         keys = family.keys(Layer(model, config, block, family.attention(block), layer, len(ids)))
+    _check_finite({"x": x, **keys}, shown, layer)
     arch = family.names[config.model_type]
     dtype_name = str(run_dtype).split(".")[-1]
     return {

@@ -35,6 +35,8 @@ ZIP_MAGIC = b"PK\x03\x04"
 # The fields that hold a matrix (kept as a numpy array, which Problem reads directly) and the
 # vectors (biases), whose checks want plain lists. Every other field gets plain Python values.
 _MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")
+# A problem has a few dozen keys (qkvcalc.input.fields.FIELDS): an archive of more members is not one.
+MAX_MEMBERS = 100
 
 
 def kind_of(data: bytes | bytearray) -> str | None:
@@ -70,7 +72,9 @@ def _read_npy(data: bytes | bytearray, origin: str) -> np.ndarray:
     shape, dtype = _header(stream, origin)
     if dtype.hasobject:
         raise QkvcalcError("array.pickle", origin=origin)
-    need = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+    # an item of 0 bytes (|V0, <U0) still costs numpy an object per element when it is read
+    # back as a list: 10¹² of them claimed by a 100-byte header is refused like any other
+    need = int(np.prod(shape, dtype=np.float64)) * max(dtype.itemsize, 1)
     have = len(data) - stream.tell()
     if need > have:
         shown = "×".join(str(s) for s in shape) or "a scalar"
@@ -101,6 +105,10 @@ def load_npz(data: bytes | bytearray, origin: str, limit: int) -> dict[str, Any]
         members = archive.infolist()
     except Exception as err:  # a damaged file: any error (DAMAGED above)
         raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
+    if len(members) > MAX_MEMBERS:  # before any is read: 200,000 members took 20 s
+        raise QkvcalcError(
+            "array.npz_too_many", origin=origin, count=len(members), limit=MAX_MEMBERS
+        )
     total = sum(member.file_size for member in members)
     if total > limit:
         raise QkvcalcError("input.too_big", limit=limit)
@@ -110,6 +118,8 @@ def load_npz(data: bytes | bytearray, origin: str, limit: int) -> dict[str, Any]
         if not name.endswith(".npy"):
             raise QkvcalcError("array.npz_member", origin=origin, member=name)
         key = name[: -len(".npy")]
+        if key in doc:  # zip allows two members of one name; which one wins is no answer
+            raise QkvcalcError("array.npz_duplicate", origin=origin, member=name)
         try:
             raw = archive.read(member)
         except Exception as err:  # a damaged file: any error (DAMAGED above)

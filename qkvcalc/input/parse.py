@@ -28,6 +28,30 @@ def read_limited(stream: IO[bytes], limit: int = MAX_BYTES) -> bytearray:
         data += chunk
         if len(data) > limit:
             raise QkvcalcError("input.too_big", limit=limit)
+        if len(data) >= CHUNK:  # more is coming: is this the start of anything at all?
+            _check_start(data)
+
+
+# What an input can start with: JSON (a BOM and whitespace first, then a value's first
+# character), or numpy's .npz (a zip) or .npy magic.
+_JSON_START = b'{["-0123456789tfn'
+_MAGICS = (b"PK\x03\x04", b"\x93NUMPY")
+
+
+def _check_start(data: bytearray) -> None:
+    """An input longer than one chunk whose first bytes can start nothing qkvcalc reads (the
+    NUL bytes of /dev/zero, `yes`'s y, a megabyte of spaces) is refused then, not after
+    --max-bytes of it is in memory (with --max-bytes raised, an endless stream grew without
+    bound). Shorter inputs are left to the parsers, whose messages say more."""
+    if data.startswith(_MAGICS):
+        return
+    head = bytes(data[:CHUNK]).removeprefix(b"\xef\xbb\xbf")
+    body = head.lstrip(b" \t\r\n")
+    if not body:
+        raise QkvcalcError("input.blank_start", count=len(head))
+    if body[0] not in _JSON_START:
+        offset = len(data[:CHUNK]) - len(body)
+        raise QkvcalcError("input.cannot_start", byte=f"0x{body[0]:02x}", offset=offset)
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

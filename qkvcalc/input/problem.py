@@ -278,8 +278,10 @@ def _step_count(
     raw: Any, field_name: str, low: int, high: int | None, key: str, **params: Any
 ) -> int:
     """A whole number from `low` to `high` (None: no upper bound), or the message `key`."""
-    if isinstance(raw, str) and raw.strip().isascii() and raw.strip().lstrip("-").isdigit():
-        raw = int(raw.strip())
+    text = raw.strip() if isinstance(raw, str) else ""
+    # ASCII digits only, and few enough for int() (it refuses 4,300 digits, with a traceback)
+    if text.isascii() and text.lstrip("-").isdigit() and len(text) <= 18:
+        raw = int(text)
     if isinstance(raw, float) and raw.is_integer():
         raw = int(raw)
     ok = not isinstance(raw, bool) and isinstance(raw, int | np.integer)

@@ -38,7 +38,7 @@ import numpy as np
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.input.numbers import parse_number
-from qkvcalc.labels import shape_text
+from qkvcalc.labels import safe, shape_text
 from qkvcalc.quiz.grade import (
     MISSING,
     WRONG,
@@ -167,7 +167,9 @@ def _numbers(rows: list[list[Any]], key: str, unreadable: Unreadable | None) -> 
             except QkvcalcError as err:
                 if unreadable is None:
                     raise
-                unreadable[(key, i, j)] = (json.dumps(value, ensure_ascii=False)[:40], err)
+                # shown as written, but a lone surrogate ("\ud800" in the JSON) as an escape:
+                # no stream can encode it, and the report would end in a UnicodeEncodeError
+                unreadable[(key, i, j)] = (safe(json.dumps(value, ensure_ascii=False), 40), err)
     return out
 
 

@@ -13,6 +13,7 @@ answered.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from typing import TextIO
@@ -42,6 +43,10 @@ from qkvcalc.render.text import fmt, place
 from qkvcalc.trace import Stage, Trace
 
 Ask = Callable[[Text], str]
+# One typed answer: a number, a row of a matrix, a line of token names. A longer line is no
+# answer (it is refused, not echoed back).
+MAX_ANSWER = 10_000
+_INVALID_BYTES = re.compile("[\ud800-\udfff]")  # bytes that were not UTF-8, or lone surrogates
 SKIP_WORDS = ("", "skip", "s", "건너뛰기")  # an empty answer, or one of these, moves on
 HINT_WORDS = ("?", "hint", "힌트")
 
@@ -53,10 +58,20 @@ def ask_line(console: Console, answers: TextIO | None = None) -> Ask:
     def ask(prompt: Text) -> str:
         console.print(prompt, end="", soft_wrap=True)  # the terminal wraps, rich does not
         console.file.flush()
-        line = (answers or sys.stdin).readline()
+        try:  # a line is read up to a bound: stdin from /dev/zero has no end of line
+            line = (answers or sys.stdin).readline(MAX_ANSWER + 1)
+        except UnicodeDecodeError:
+            console.print()
+            raise QkvcalcError("quiz.answer_not_utf8") from None
         if not line:
             console.print()
             raise EOFError
+        if len(line.rstrip("\r\n")) > MAX_ANSWER:
+            console.print()
+            raise QkvcalcError("quiz.answer_too_long", limit=MAX_ANSWER)
+        if _INVALID_BYTES.search(line):  # stdin decodes with surrogateescape: \xff is \udcff
+            console.print()
+            raise QkvcalcError("quiz.answer_not_utf8")
         return line.strip()
 
     return ask
