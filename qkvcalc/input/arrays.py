@@ -35,7 +35,7 @@ ZIP_MAGIC = b"PK\x03\x04"
 # The fields that hold a matrix (kept as a numpy array, which Problem reads directly) and the
 # vectors (biases), whose checks want plain lists. Every other field gets plain Python values.
 _MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")
-# A problem has a few dozen keys (qkvcalc.input.fields.FIELDS): an archive of more members is not one.
+# A problem has a few dozen keys (input/fields.py, FIELDS): an archive of more members is not one.
 MAX_MEMBERS = 100
 
 
