@@ -375,7 +375,7 @@ def _gigabytes(count: int) -> str:
 def _check_length(count: int, config: Any, family_type: str, model: str) -> None:
     if count > MAX_TOKENS:
         raise QkvcalcError("extract.too_many_tokens", count=count, limit=MAX_TOKENS)
-    positions = getattr(config, "max_position_embeddings", None)
+    positions: Any = getattr(config, "max_position_embeddings", None)
     if family_type in LEARNED_POSITIONS and _whole(positions) and count > int(positions):
         raise QkvcalcError(
             "extract.too_many_positions", count=count, model=model, positions=positions
