@@ -7,6 +7,7 @@ else. Errors: a QkvcalcError becomes one message on stderr and exit 2, nothing o
 # Annotations here are evaluated once, at import (no `from __future__ import annotations`):
 # typer reads the commands' signatures on every run, and string annotations would make it
 # eval every option's again on every run (about 10 ms).
+import inspect
 import sys
 from collections.abc import Mapping
 from dataclasses import replace
@@ -29,6 +30,7 @@ from qkvcalc.cli.common import (
 )
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
+from qkvcalc.input.fields import FEATURE_OPTIONS
 from qkvcalc.input.limits import MAX_BYTES, MAX_ELEMENTS
 from qkvcalc.render import FORMATS
 
@@ -159,9 +161,6 @@ def explain(
         typer.Option(help=help_text("help.explain.rope_dims"), min=2, show_default=False),
     ] = None,
     alibi: Annotated[bool, typer.Option("--alibi", help=help_text("help.explain.alibi"))] = False,
-    softcap: Annotated[
-        float | None, typer.Option(help=help_text("help.explain.softcap"), show_default=False)
-    ] = None,
     decode: Annotated[
         int | None,
         typer.Option(help=help_text("help.explain.decode"), show_default=False, metavar="P"),
@@ -218,6 +217,7 @@ def explain(
         int | None,
         typer.Option(help=help_text("help.explain.head"), show_default=False),
     ] = None,
+    **features: Any,  # the plug-in features' options: see _with_feature_options
 ) -> None:
     """Compute attention for a problem and show every stage, with each cell's arithmetic."""
     lang_code = language(lang)
@@ -253,7 +253,7 @@ def explain(
             "positional": positional.value if positional else None,
             "rope": _rope(rope, rope_style, rope_dims),
             "alibi": True if alibi else None,
-            "softcap": softcap,
+            **{key: features.get(key) for key in FEATURE_OPTIONS},
             "decode": decode,
             "tiles": tiles,
         }
@@ -321,6 +321,28 @@ def explain(
         sys.stdout.flush()
 
 
+def _with_feature_options(command: Any, after: str) -> None:
+    """One option per plug-in feature that the fields table lists (FEATURE_OPTIONS), placed in
+    the command's signature after the option `after`, where typer reads it; the command
+    receives them in **features. A new feature's option is a line in the fields table."""
+    signature = inspect.signature(command)
+    params = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    at = [p.name for p in params].index(after) + 1
+    added = [
+        inspect.Parameter(
+            key,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[
+                kind | None, typer.Option(help=help_text(help_key), show_default=False)
+            ],
+        )
+        for key, (kind, help_key) in FEATURE_OPTIONS.items()
+    ]
+    keyword = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params]
+    command.__signature__ = signature.replace(parameters=[*keyword[:at], *added, *keyword[at:]])
+
+
 def _rope(theta: float | None, style: "RopeStyle | None", dims: int | None) -> dict | None:
     """--rope THETA --rope-style half|pairs --rope-dims R, as the input format's rope object."""
     if theta is None and style is None and dims is None:
@@ -359,3 +381,6 @@ def _random_doc(
     doc = random_problem(seed, n, d)
     typer.echo(translate("explain.random_seed", lang, seed=seed, size=f"{n},{d}"), err=True)
     return doc
+
+
+_with_feature_options(explain, after="alibi")

@@ -5,7 +5,6 @@ qkvcalc.input.variants) read the values."""
 
 from __future__ import annotations
 
-import difflib
 import re
 
 from qkvcalc.errors import QkvcalcError
@@ -44,6 +43,11 @@ OPTIONS = (
     "tiles",
 )
 META = ("name", "description", "reference")
+# The plug-in features that `qkvcalc explain` takes as an option too: the key, the type of its
+# value and the catalog key of its help (the command line adds one --KEY option for each).
+FEATURE_OPTIONS: dict[str, tuple[type, str]] = {
+    "softcap": (float, "help.explain.softcap"),
+}
 FIELDS = MATRICES + VECTORS + OPTIONS + VARIANT_KEYS + META
 
 # How each field is named in messages: the paper's names, not the JSON keys.
@@ -97,6 +101,8 @@ def canonical_key(key: object) -> str:
     found = known_key(key)
     if found is None:
         key = key if len(key) <= 40 else key[:39] + "…"  # a 1,000-character key, abbreviated
+        import difflib  # only for a key nobody knows: the command line starts without it
+
         close = difflib.get_close_matches(_norm(key), list(_CANONICAL), n=1, cutoff=0.5)
         if close:
             raise QkvcalcError("key.unknown_suggest", key=key, suggestion=_CANONICAL[close[0]])
