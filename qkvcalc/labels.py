@@ -6,7 +6,6 @@ renderer labels rows and columns with it.
 
 from __future__ import annotations
 
-import json
 import unicodedata
 
 from qkvcalc.i18n import Msg
@@ -73,6 +72,8 @@ def json_kind(value: object) -> Msg:
 def shown(value: object, limit: int = 40) -> str:
     """A value from the input, for a message, as the user wrote it: in JSON's spelling (null,
     true, "text"), or Python's repr for what JSON cannot spell; cut short at `limit`."""
+    import json  # here: the command line's start-up (--help) does not need it
+
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):  # numpy scalars, NaN, objects from a Python caller
