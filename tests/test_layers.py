@@ -189,7 +189,7 @@ def test_a_plug_in_feature_is_named_only_by_the_fields_table():
     and extract/, its name appears in the fields table (its key, and its option) alone."""
     from qkvcalc.features import REGISTRY
 
-    assert {f.name for f in REGISTRY} >= {"softcap", "sinks"}
+    assert {f.name for f in REGISTRY} >= {"softcap", "window", "sinks"}
     for feature in REGISTRY:
         places = set(_naming(feature.name))
         assert places == {"input/fields.py"}, (feature.name, places)

@@ -141,10 +141,6 @@ def explain(
         Align | None,
         typer.Option(help=help_text("help.explain.causal_align"), show_default=False),
     ] = None,
-    window: Annotated[
-        int | None,
-        typer.Option(help=help_text("help.explain.window"), min=1, show_default=False),
-    ] = None,
     positional: Annotated[
         Positional | None,
         typer.Option(help=help_text("help.explain.positional"), show_default=False),
@@ -249,7 +245,6 @@ def explain(
             "layout": layout.value if layout else None,
             "positions": positions.replace(",", " ").split() if positions else None,
             "causal_align": causal_align.value if causal_align else None,
-            "window": window,
             "positional": positional.value if positional else None,
             "rope": _rope(rope, rope_style, rope_dims),
             "alibi": True if alibi else None,
@@ -321,26 +316,24 @@ def explain(
         sys.stdout.flush()
 
 
-def _with_feature_options(command: Any, after: str) -> None:
+def _with_feature_options(command: Any) -> None:
     """One option per plug-in feature that the fields table lists (FEATURE_OPTIONS), placed in
-    the command's signature after the option `after`, where typer reads it; the command
+    the command's signature after the option it names, where typer reads it; the command
     receives them in **features. A new feature's option is a line in the fields table."""
     signature = inspect.signature(command)
-    params = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
-    at = [p.name for p in params].index(after) + 1
-    added = [
-        inspect.Parameter(
-            key,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=None,
-            annotation=Annotated[
-                kind | None, typer.Option(help=help_text(help_key), show_default=False)
-            ],
-        )
-        for key, (kind, help_key) in FEATURE_OPTIONS.items()
+    params = [
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+        for p in signature.parameters.values()
+        if p.kind is not p.VAR_KEYWORD
     ]
-    keyword = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params]
-    command.__signature__ = signature.replace(parameters=[*keyword[:at], *added, *keyword[at:]])
+    for key, (kind, help_key, after, settings) in FEATURE_OPTIONS.items():
+        option = typer.Option(help=help_text(help_key), show_default=False, **settings)
+        annotation = Annotated[kind | None, option]  # type: ignore[valid-type]  # built at run time
+        param = inspect.Parameter(
+            key, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation
+        )
+        params.insert([p.name for p in params].index(after) + 1, param)
+    command.__signature__ = signature.replace(parameters=params)
 
 
 def _rope(theta: float | None, style: "RopeStyle | None", dims: int | None) -> dict | None:
@@ -383,4 +376,4 @@ def _random_doc(
     return doc
 
 
-_with_feature_options(explain, after="alibi")
+_with_feature_options(explain)

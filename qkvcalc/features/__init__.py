@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from qkvcalc.features import sinks, softcap
+from qkvcalc.features import sinks, softcap, window
 from qkvcalc.features.base import Feature, Logits, Reading, Sizes, Work
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["REGISTRY", "Feature", "Logits", "Sizes", "active", "ops", "work"]
 
-REGISTRY: tuple[Feature, ...] = (softcap.FEATURE, sinks.FEATURE)
+REGISTRY: tuple[Feature, ...] = (softcap.FEATURE, window.FEATURE, sinks.FEATURE)
 
 
 def active(p: Problem) -> list[tuple[Feature, Any]]:

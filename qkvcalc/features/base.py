@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from qkvcalc.run.op import Op
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from qkvcalc.i18n import Msg
     from qkvcalc.input.problem import Problem
     from qkvcalc.plan.specs import Ref, Spec
 
@@ -29,6 +32,7 @@ class Sizes(NamedTuple):
     heads: int
     d_k: int
     exact: bool
+    mask_kind: str  # "none", "causal" or "custom"
 
 
 class Logits(NamedTuple):
@@ -64,6 +68,9 @@ class Feature:
     logits: Callable[[Problem, Any, Logits], Spec] | None = None
     # how it changes a head's softmax: the planned exp and weights stages in, its own out
     softmax: Callable[[Problem, Any, Spec, Spec, Reading], tuple[Spec, Spec]] | None = None
+    # the causal mask narrowed: given pos_i − pos_j ([n, m]), the keys it still allows
+    causal: Callable[[Any, np.ndarray], np.ndarray] | None = None
+    mask_notes: Callable[[Any], tuple[Msg, ...]] | None = None  # what it says on the mask
     # attention in tiles: where the online softmax starts, (m₀, ℓ₀) of head h (−∞, 0 without)
     tiles_start: Callable[[Any, int | None], tuple[float, float]] | None = None
     work: Mapping[str, Work] = field(default_factory=dict)  # op name -> its cell arithmetic
@@ -78,3 +85,5 @@ class Feature:
     # torch.softmax (given the value and how to write an array as an ASCII literal)
     torch_softmax: Callable[[Any, Callable[[Any], str]], list[str]] | None = None
     torch_module_gap: str = ""  # why nn.MultiheadAttention cannot check it
+    # --format torch: the lines that narrow `causal` ([n, m] bool) given `distance` (pos_i − pos_j)
+    torch_mask: Callable[[Any], list[str]] | None = None

@@ -6,6 +6,7 @@ qkvcalc.input.variants) read the values."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.labels import shown
@@ -44,9 +45,10 @@ OPTIONS = (
 )
 META = ("name", "description", "reference")
 # The plug-in features that `qkvcalc explain` takes as an option too: the key, the type of its
-# value and the catalog key of its help (the command line adds one --KEY option for each).
-FEATURE_OPTIONS: dict[str, tuple[type, str]] = {
-    "softcap": (float, "help.explain.softcap"),
+# value, the catalog key of its help, the option it follows in --help, and typer's settings.
+FEATURE_OPTIONS: dict[str, tuple[type, str, str, dict[str, Any]]] = {
+    "window": (int, "help.explain.window", "causal_align", {"min": 1}),
+    "softcap": (float, "help.explain.softcap", "alibi", {}),
 }
 FIELDS = MATRICES + VECTORS + OPTIONS + VARIANT_KEYS + META
 

@@ -1,5 +1,5 @@
-"""The attention of today's models, read and checked: positions, causal alignment, sliding
-windows, position encodings, q/k norms, rotary embeddings (RoPE), ALiBi and other score
+"""The attention of today's models, read and checked: positions, causal alignment, position
+encodings, q/k norms, rotary embeddings (RoPE), ALiBi and other score
 biases; the plug-in features (qkvcalc.features) read their own keys here too.
 
 Every key here is optional; a problem without them is the attention of the paper. Like the
@@ -49,7 +49,6 @@ class Variants:
     key_positions: np.ndarray  # [m] int: each key's position
     positions_given: bool = False
     causal_align: str = "top-left"
-    window: int | None = None
     positional: str | None = None  # "sinusoidal", "given" (pe holds it) or None
     pe: np.ndarray | None = None  # [n, d_model]: the position encoding added to X
     pe_exact: tuple[tuple[Any, ...], ...] | None = None
@@ -240,12 +239,6 @@ def read_variants(
     else:
         key_positions = np.arange(m, dtype=np.int64)
 
-    window = None
-    if "window" in doc:
-        window = int(positive(doc["window"], "window", integer=True).value)
-        if mask_kind != "causal":
-            raise QkvcalcError("window.needs_causal", window=window, mask=mask_kind)
-
     positional, pe, pe_exact = None, None, None
     if "positional" in doc and doc["positional"] is not None:
         raw = doc["positional"]
@@ -281,7 +274,7 @@ def read_variants(
     if doc.get("score_bias") is not None:
         score_bias = _score_bias(doc["score_bias"], heads, n, m, exact)
 
-    sizes = Sizes(n, m, heads, d_k, exact)
+    sizes = Sizes(n, m, heads, d_k, exact, mask_kind)
     features = {f.name: f.read(doc[f.name], sizes) for f in REGISTRY if doc.get(f.name) is not None}
 
     return Variants(
@@ -289,7 +282,6 @@ def read_variants(
         key_positions=key_positions,
         positions_given="positions" in doc or "key_positions" in doc,
         causal_align=align,
-        window=window,
         positional=positional,
         pe=pe,
         pe_exact=pe_exact,

@@ -4,12 +4,12 @@ watching a projector.
 Parts, each testable on its own:
 
 - `next_position`, `scrolled`, `head_start`, `jump_target`: pure; which screen a key leads to,
-  where a tall stage's window starts, where the next head begins, which stage a typed number
+  where a tall stage's view starts, where the next head begins, which stage a typed number
   names.
 - `KeyReader`: reads one key at a time from a terminal in cbreak mode (termios/tty from the
   standard library) and puts the terminal's settings back on every way out.
 - `Screens`: every screen's lines at the terminal's size; a screen is a header line that stays
-  put, a window onto the stage (↓/↑, j/k, PgDn/PgUp scroll it) and a status line.
+  put, a view onto the stage (↓/↑, j/k, PgDn/PgUp scroll it) and a status line.
 - `step_through(trace, opts)`: opens the terminal (/dev/tty, so the problem may come in on a
   pipe), draws, follows the keys, and redraws when the terminal changes size.
 
@@ -131,9 +131,9 @@ def next_position(position: int, total: int, key: str) -> int | None:
 
 
 def scrolled(offset: int, body: int, view: int, key: str) -> int:
-    """The first line shown of a stage `body` lines tall in a window `view` lines tall, after
-    `key`: ↓/j and ↑/k move one line, PgDn/PgUp a window less one line (one line stays in
-    sight, so the eye keeps its place); never before the top nor past the last full window."""
+    """The first line shown of a stage `body` lines tall on a screen `view` lines tall, after
+    `key`: ↓/j and ↑/k move one line, PgDn/PgUp a screenful less one line (one line stays in
+    sight, so the eye keeps its place); never before the top nor past the last full screen."""
     move = move_for(key)
     step = {
         Move.DOWN: 1,
@@ -348,10 +348,10 @@ def _console(out: IO[str], size: tuple[int, int], no_color: bool) -> Console:
 
 class Screens:
     """What the step mode draws, at one terminal size: the lines of every screen (the problem,
-    then each stage), cut to the width, and the window of them that fits under the header.
+    then each stage), cut to the width, and the part of them that fits under the header.
 
     Screen 0 is the problem; screen k (1 … stages) is stage k. Each screen is a header line that
-    stays put, the window onto its body (scrolled with the keys), and a status line.
+    stays put, the view onto its body (scrolled with the keys), and a status line.
     """
 
     def __init__(self, trace: Trace, opts: RenderOptions, console: Console) -> None:
@@ -386,7 +386,7 @@ class Screens:
         return stage_header(self.trace.stages[position - 1], position, self.total - 1, self.lang)
 
     def status(self, position: int, offset: int, typed: str, notice: str) -> Text:
-        """The bottom line: what was typed or said, where the window is, and the keys."""
+        """The bottom line: what was typed or said, where the view is, and the keys."""
         parts = []
         if typed:
             parts.append(translate("step.jump", self.lang, typed=typed))

@@ -23,11 +23,11 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
 from qkvcalc.plan import pipeline, reference
+from qkvcalc.plan.masks import allowed_keys
 from qkvcalc.plan.pipeline import _mask_notes, _scaling, _score_bias, combine
 from qkvcalc.plan.specs import (
     Ref,
     Spec,
-    allowed_keys,
     bias_params,
     columns_of,
     dim_labels,

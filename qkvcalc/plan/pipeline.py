@@ -27,12 +27,12 @@ from qkvcalc.input.cells import Matrix
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
 from qkvcalc.plan import notes as facts
+from qkvcalc.plan.masks import allowed_keys
 from qkvcalc.plan.specs import (
     Const,
     Ref,
     Slices,
     Spec,
-    allowed_keys,
     bias_params,
     columns_of,
     dim_labels,
@@ -667,7 +667,7 @@ def bias_table(p: Problem, h: int | None) -> np.ndarray:
 
 def _mask_notes(p: Problem) -> tuple[Msg, ...]:
     """What the mask is: the convention of 1/true, how a causal mask compares positions
-    (aligned top-left or bottom-right), and a sliding window's width."""
+    (aligned top-left or bottom-right), and what a feature that narrows it says."""
     v = p.variants
     notes = [Msg("note.mask_convention")]
     if p.mask_kind == "causal":
@@ -677,8 +677,9 @@ def _mask_notes(p: Problem) -> tuple[Msg, ...]:
             notes.append(Msg("note.causal_bottomright", n=p.n, m=p.m, first=p.m - p.n))
         elif p.n != p.m:
             notes.append(Msg("note.causal_topleft", n=p.n, m=p.m))
-        if v.window is not None:
-            notes.append(Msg("note.window", window=v.window, before=v.window - 1))
+    for feature, value in features.active(p):
+        if feature.mask_notes is not None and p.mask_kind == "causal":
+            notes += feature.mask_notes(value)
     return tuple(notes)
 
 

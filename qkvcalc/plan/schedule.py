@@ -7,7 +7,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from qkvcalc.plan import decode, pipeline
-from qkvcalc.plan.specs import Ref, Spec, allowed_keys
+from qkvcalc.plan.masks import allowed_keys
+from qkvcalc.plan.specs import (
+    Ref,
+    Spec,
+)
 
 if TYPE_CHECKING:
     from qkvcalc.input.problem import Problem

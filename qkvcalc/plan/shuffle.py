@@ -4,8 +4,8 @@ see order.
 The tokens move; the places stay. Token order[i] goes to place i: its row of X (or of Q, when
 Q, K, V are given), its name and, in self-attention, its key and value (so its key_padding entry
 and its column of a 0/1 mask move with it). What belongs to a place does not move: positions,
-a position encoding, a causal mask or a window, a score bias (T5's is by distance). The run of
-the shuffled problem then says how its output compares with the original's, row for row: the
+a position encoding, a causal mask (narrowed or not), a score bias (T5's: by distance). The
+run of the shuffled problem then says how its output compares with the original's, row for row: the
 same rows, moved, when nothing tells attention the order; different rows when something does.
 """
 

@@ -97,31 +97,6 @@ def bias_params(m: Matrix | None, cols: slice | None = None) -> dict[str, Any]:
     return {"bias": m.values[0, cols], "bias_exact": exact}
 
 
-def allowed_keys(p: Problem) -> np.ndarray | None:
-    """[n, m] bool, True where query i may attend to key j; None when nothing is masked.
-
-    Causal: key j is allowed iff its position is at most the query's (with the default
-    positions, lower-triangular aligned top-left, as is_causal=True); a window W keeps the W
-    most recent positions, the query's own included: pos_i − pos_j < W."""
-    allowed = None
-    v = p.variants
-    if p.mask_kind == "causal":
-        # [n, 1] vs [1, m] -> [n, m]
-        distance = v.positions[:, None] - v.key_positions[None, :]
-        allowed = distance >= 0
-        if v.window is not None:
-            allowed &= distance < v.window
-    elif p.mask is not None:
-        allowed = p.mask.copy()
-    if p.key_padding is not None:  # [m] -> broadcast over every query row
-        allowed = (
-            np.broadcast_to(p.key_padding, (p.n, p.m)).copy()
-            if allowed is None
-            else (allowed & p.key_padding)
-        )
-    return allowed
-
-
 class Slices(NamedTuple):
     q: slice
     k: slice

@@ -201,7 +201,7 @@ def input_fields(p: Problem, opts: RenderOptions) -> dict[str, Any]:
 
 
 def _variant_fields(p: Problem) -> dict[str, Any]:
-    """Positions, windows, RoPE, ALiBi, biases, q/k norm and the features, as the input format
+    """Positions, RoPE, ALiBi, biases, q/k norm and the features, as the input format
     says them (only those the problem has), so that a trace of them runs again the same."""
     v = p.variants
     out: dict[str, Any] = {}
@@ -210,8 +210,6 @@ def _variant_fields(p: Problem) -> dict[str, Any]:
         out["key_positions"] = v.key_positions.tolist()
     if v.causal_align != "top-left":
         out["causal_align"] = v.causal_align
-    if v.window is not None:
-        out["window"] = v.window
     if v.positional == "sinusoidal":
         out["positional"] = "sinusoidal"
     elif v.pe is not None:

@@ -154,7 +154,7 @@ def summary(trace: Trace, lang: str, worksheet: bool = False) -> list[str]:
 
 
 def variant_items(p: Problem) -> list[tuple[str, dict[str, object]]]:
-    """What a problem adds to the paper's attention (positions, window, RoPE …), as catalog
+    """What a problem adds to the paper's attention (positions, RoPE, the features …), as catalog
     keys and their values, in the order the stages apply them."""
     v = p.variants
     out: list[tuple[str, dict[str, object]]] = []
@@ -172,8 +172,6 @@ def variant_items(p: Problem) -> list[tuple[str, dict[str, object]]]:
     from qkvcalc import features  # here: the CLI's error path imports this module light
 
     out += [f.header(value) for f, value in features.active(p) if f.header is not None]
-    if v.window is not None:
-        out.append(("ui.variant.window", {"window": v.window}))
     if v.causal_align == "bottom-right":
         out.append(("ui.variant.bottom_right", {}))
     if v.positions_given:

@@ -187,14 +187,17 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     v = p.variants
     # a feature with a stage on the logits that SDPA has no place for: the steps written out
     written_out = any(f.torch_logits or f.torch_softmax for f, _ in features.active(p))
-    by_position = v.window is not None or v.positions_given or v.causal_align != "top-left"
+    narrowed = [
+        line for f, value in features.active(p) if f.torch_mask for line in f.torch_mask(value)
+    ]
+    by_position = bool(narrowed) or v.positions_given or v.causal_align != "top-left"
     if p.mask_kind == "causal" and by_position:
         add(f"positions = torch.tensor({v.positions.tolist()})")
         add(f"key_positions = torch.tensor({v.key_positions.tolist()})")
         add("distance = positions[:, None] - key_positions[None, :]  # pos_i - pos_j")
         add("causal = distance >= 0  # key j is allowed when pos_j <= pos_i")
-        if v.window is not None:
-            add(f"causal = causal & (distance < {v.window})  # a sliding window of W keys")
+        for line in narrowed:  # a feature's own narrowing of the causal mask
+            add(line)
         mask_parts.append("causal")
     elif p.mask_kind == "causal":
         if p.key_padding is None and not (v.biased or written_out):

@@ -33,7 +33,6 @@ KEPT = (
             "note.causal_topleft",
             "note.causal_positions",
             "note.causal_bottomright",
-            "note.window",
             "note.kv_shared",
             "note.split",
             "note.gqa_why",

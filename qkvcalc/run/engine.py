@@ -19,8 +19,14 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input import exact_budget
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
+from qkvcalc.plan.masks import allowed_keys
 from qkvcalc.plan.schedule import plan
-from qkvcalc.plan.specs import Const, Ref, Spec, allowed_keys, dim_labels
+from qkvcalc.plan.specs import (
+    Const,
+    Ref,
+    Spec,
+    dim_labels,
+)
 from qkvcalc.run.ops import OPS, apply_mask, normalise, project, shifted_exp, softmax_parts
 from qkvcalc.trace import Cache, Data, Recipe, Stage, Trace, resolve
 
