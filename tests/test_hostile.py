@@ -981,3 +981,16 @@ def test_a_problem_of_more_than_a_megabyte_on_stdin_is_still_read(tmp_path):
     assert len(text) > 1 << 20
     proc = _proc("explain", "--format", "json", "--detail", "brief", input=text)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_tiles_of_one_key_on_2000_tokens_is_decided_from_the_sizes(tmp_path):
+    """--tiles 1 on 2,000 keys made 2,000 blocks, 14,000 stages, and took half a minute to
+    write: refused at once with the smallest block size that fits."""
+    rows = [[(i % 5) - 2, (i % 3) - 1] for i in range(2000)]
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(_doc(x=rows, tiles=1)))
+    proc = _proc("explain", str(path), "--format", "json")
+    assert_one_clean_message(proc, "2000 blocks")
+    assert "tiles = 8 or more" in proc.stderr
+    fits = _proc("explain", str(path), "--tiles", "8", "--format", "json", "--detail", "brief")
+    assert fits.returncode == 0, fits.stderr[-2000:]
