@@ -994,3 +994,14 @@ def test_tiles_of_one_key_on_2000_tokens_is_decided_from_the_sizes(tmp_path):
     assert "tiles = 8 or more" in proc.stderr
     fits = _proc("explain", str(path), "--tiles", "8", "--format", "json", "--detail", "brief")
     assert fits.returncode == 0, fits.stderr[-2000:]
+
+
+def test_an_npy_claiming_10_200_by_10_200_is_one_message_without_a_warning(tmp_path):
+    """The claimed size was counted in float64: inf, with numpy's RuntimeWarning, then int(inf)
+    raised OverflowError."""
+    big = 10**200
+    header = f"{{'descr': '<f8', 'fortran_order': False, 'shape': ({big}, {big}), }}"
+    header = header.ljust(-(-(len(header) + 11) // 64) * 64 - 11) + "\n"
+    path = tmp_path / "huge.npy"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+    assert_one_clean_message(_proc("explain", "--preset", "doc", "--x", str(path)), "claims")
