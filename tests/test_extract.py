@@ -1004,3 +1004,36 @@ def test_running_out_of_memory_is_said_as_such(lab, monkeypatch):
     )
     with pytest.raises(QkvcalcError, match="ran out of memory"):
         qkvcalc.extract(str(lab.get("llama")["folder"]), layer=0, input_ids=[1])
+
+
+def test_a_hostile_folder_name_and_token_text_make_a_safe_torch_script(lab, tmp_path):
+    """Issue 20, security 1 through extract: a checkpoint folder named coding:unicode_escape
+    and a tokenizer whose token closes a string literal under that encoding; the problem's
+    torch script runs and the payload does not."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    marker = tmp_path / "pwned"
+    payload = f'\',open("{marker}","w"),\''
+    assert " " not in payload
+    words = ["the", payload, "cat"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="the"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    folder = tmp_path / "coding:unicode_escape"
+    shutil.copytree(lab.get("llama")["folder"], folder)
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok).save_pretrained(folder)
+    problem = tmp_path / "problem.json"
+    result = run_qkvcalc(
+        "extract", str(folder), "--layer", "0", "--text", f"the {payload} cat",
+        "--output", str(problem), timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(problem.read_text(encoding="utf-8"))
+    assert payload in doc["tokens"] and doc["name"].startswith("coding:unicode_escape")
+    script = tmp_path / "check.py"
+    result = run_qkvcalc("explain", str(problem), "--output", str(script), timeout=300)
+    assert result.returncode == 0, result.stderr
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert not marker.exists(), "the token ran as code"
+    assert proc.returncode == 0, proc.stderr[-2000:]
