@@ -683,3 +683,35 @@ def test_latex_sets_a_token_that_looks_like_an_exponential_as_text(tmp_path):
 def test_latex_still_sets_the_catalogs_exponentials_as_math():
     tex = render_latex(full_trace(presets.load("doc")), RenderOptions())
     assert "$e^{" in tex
+
+
+line_starts = st.builds(
+    lambda start, rest: start + rest,
+    st.sampled_from(["", " ", "    ", "#", "##", "-", "+", "*", "=", ">", "1.", "9)", "```", "<"]),
+    st.text(st.characters(exclude_categories=("Cs",)), max_size=8),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(name=line_starts, tokens=st.lists(line_starts, min_size=2, max_size=2))
+def test_markdown_blocks_are_the_documents_own_whatever_the_input(name, tokens):
+    plain = render_markdown(
+        full_trace({**PLAIN_DOC, "name": "plain", "tokens": ["a", "b"]}), RenderOptions()
+    )
+    doc = {**PLAIN_DOC, "name": name or "n", "tokens": [t or "t" for t in tokens]}
+    assert block_kinds(render_markdown(full_trace(doc), RenderOptions())) == block_kinds(plain)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    tokens=st.lists(
+        st.from_regex(r"e\^(\([a-z_0-9 ,.()\[\]+]{0,8}\)|[a-z0-9_]{1,4})", fullmatch=True),
+        min_size=2,
+        max_size=2,
+    )
+)
+def test_latex_math_comes_from_the_catalog_alone(tokens):
+    """The exponentials set as math are the same whatever the tokens: none is a token's."""
+    tex = render_latex(full_trace({**PLAIN_DOC, "tokens": tokens}), RenderOptions())
+    plain = render_latex(full_trace({**PLAIN_DOC, "tokens": ["a", "b"]}), RenderOptions())
+    assert tex.count("$e^{") == plain.count("$e^{")
