@@ -1037,3 +1037,31 @@ def test_a_hostile_folder_name_and_token_text_make_a_safe_torch_script(lab, tmp_
     )
     assert not marker.exists(), "the token ran as code"
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_a_checkpoint_with_its_own_code_asks_nothing_of_an_open_stdin(
+    llama_with_tokenizer, tmp_path
+):
+    """stdin a pipe left open: transformers' question waited 15 s for an answer (then went on
+    without the code); qkvcalc asks nothing, so it ends at once with its message."""
+    marker = tmp_path / "pwned"
+    with_custom_code(llama_with_tokenizer, marker, "tokenizer_config.json")
+    read_end, write_end = os.pipe()  # the write end stays open here: no end of input
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "qkvcalc", "extract", str(llama_with_tokenizer), "--layer",
+             "0", "--text", "the cat"],
+            stdin=read_end, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=ROOT, env={**os.environ, **PINNED_ENV},
+        )  # fmt: skip
+        os.close(read_end)
+        try:
+            out, err = proc.communicate(timeout=120)
+        finally:
+            proc.kill()
+    finally:
+        os.close(write_end)
+    one_message(
+        subprocess.CompletedProcess(proc.args, proc.returncode, out, err), "code of its own"
+    )
+    assert not marker.exists()
