@@ -715,3 +715,40 @@ def test_latex_math_comes_from_the_catalog_alone(tokens):
     tex = render_latex(full_trace({**PLAIN_DOC, "tokens": tokens}), RenderOptions())
     plain = render_latex(full_trace({**PLAIN_DOC, "tokens": ["a", "b"]}), RenderOptions())
     assert tex.count("$e^{") == plain.count("$e^{")
+
+
+class _Tags(HTMLParser):
+    """The tags of an HTML page, and its text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+HOSTILE_TEXT = [*BLOCK_STARTS, f"<b>{PAYLOAD}</b>", f"<script>{PAYLOAD}</script>", f"&lt;{PAYLOAD}"]
+
+
+@pytest.mark.parametrize("text", HOSTILE_TEXT)
+def test_html_and_svg_show_hostile_names_and_tokens_as_text(text):
+    plain_doc = {**PLAIN_DOC, "name": "plain", "tokens": ["a", "b"]}
+    doc = {**PLAIN_DOC, "name": text, "tokens": [text, text + " 2"]}
+    pages = {}
+    for label, d in (("plain", plain_doc), ("hostile", doc)):
+        parser = _Tags()
+        parser.feed(render_html(full_trace(d), RenderOptions()))
+        pages[label] = parser
+    assert pages["hostile"].tags == pages["plain"].tags  # no element of the input's making
+    assert any(text.strip() in chunk for chunk in pages["hostile"].text)
+    svg = render_svg(full_trace(doc), RenderOptions())
+    root = ET.fromstring(svg)  # well-formed XML
+    plain_svg = ET.fromstring(render_svg(full_trace(plain_doc), RenderOptions()))
+    # longer text takes more lines of the picture, never another kind of element
+    assert {e.tag for e in root.iter()} <= {e.tag for e in plain_svg.iter()}
+    assert PAYLOAD in "".join(root.itertext())
