@@ -700,3 +700,72 @@ def test_latex_arithmetic_writes_its_greek_and_tanh_as_commands_not_tabs():
     assert "\t" not in rope_tex and "\t" not in cap_tex
     assert r"(\theta = " in rope_tex
     assert r"\tanh(" in cap_tex
+
+
+line_starts = st.builds(
+    lambda start, rest: start + rest,
+    st.sampled_from(["", " ", "    ", "#", "##", "-", "+", "*", "=", ">", "1.", "9)", "```", "<"]),
+    st.text(st.characters(exclude_categories=("Cs",)), max_size=8),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(name=line_starts, tokens=st.lists(line_starts, min_size=2, max_size=2))
+def test_markdown_blocks_are_the_documents_own_whatever_the_input(name, tokens):
+    plain = render_markdown(
+        full_trace({**PLAIN_DOC, "name": "plain", "tokens": ["a", "b"]}), RenderOptions()
+    )
+    doc = {**PLAIN_DOC, "name": name or "n", "tokens": [t or "t" for t in tokens]}
+    assert block_kinds(render_markdown(full_trace(doc), RenderOptions())) == block_kinds(plain)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    tokens=st.lists(
+        st.from_regex(r"e\^(\([a-z_0-9 ,.()\[\]+]{0,8}\)|[a-z0-9_]{1,4})", fullmatch=True),
+        min_size=2,
+        max_size=2,
+    )
+)
+def test_latex_math_comes_from_the_catalog_alone(tokens):
+    """The exponentials set as math are the same whatever the tokens: none is a token's."""
+    tex = render_latex(full_trace({**PLAIN_DOC, "tokens": tokens}), RenderOptions())
+    plain = render_latex(full_trace({**PLAIN_DOC, "tokens": ["a", "b"]}), RenderOptions())
+    assert tex.count("$e^{") == plain.count("$e^{")
+
+
+class _Tags(HTMLParser):
+    """The tags of an HTML page, and its text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+HOSTILE_TEXT = [*BLOCK_STARTS, f"<b>{PAYLOAD}</b>", f"<script>{PAYLOAD}</script>", f"&lt;{PAYLOAD}"]
+
+
+@pytest.mark.parametrize("text", HOSTILE_TEXT)
+def test_html_and_svg_show_hostile_names_and_tokens_as_text(text):
+    plain_doc = {**PLAIN_DOC, "name": "plain", "tokens": ["a", "b"]}
+    doc = {**PLAIN_DOC, "name": text, "tokens": [text, text + " 2"]}
+    pages = {}
+    for label, d in (("plain", plain_doc), ("hostile", doc)):
+        parser = _Tags()
+        parser.feed(render_html(full_trace(d), RenderOptions()))
+        pages[label] = parser
+    assert pages["hostile"].tags == pages["plain"].tags  # no element of the input's making
+    assert any(text.strip() in chunk for chunk in pages["hostile"].text)
+    svg = render_svg(full_trace(doc), RenderOptions())
+    root = ET.fromstring(svg)  # well-formed XML
+    plain_svg = ET.fromstring(render_svg(full_trace(plain_doc), RenderOptions()))
+    # longer text takes more lines of the picture, never another kind of element
+    assert {e.tag for e in root.iter()} <= {e.tag for e in plain_svg.iter()}
+    assert PAYLOAD in "".join(root.itertext())

@@ -1004,3 +1004,64 @@ def test_running_out_of_memory_is_said_as_such(lab, monkeypatch):
     )
     with pytest.raises(QkvcalcError, match="ran out of memory"):
         qkvcalc.extract(str(lab.get("llama")["folder"]), layer=0, input_ids=[1])
+
+
+def test_a_hostile_folder_name_and_token_text_make_a_safe_torch_script(lab, tmp_path):
+    """Issue 20, security 1 through extract: a checkpoint folder named coding:unicode_escape
+    and a tokenizer whose token closes a string literal under that encoding; the problem's
+    torch script runs and the payload does not."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    marker = tmp_path / "pwned"
+    payload = f'\',open("{marker}","w"),\''
+    assert " " not in payload
+    words = ["the", payload, "cat"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="the"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    folder = tmp_path / "coding:unicode_escape"
+    shutil.copytree(lab.get("llama")["folder"], folder)
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok).save_pretrained(folder)
+    problem = tmp_path / "problem.json"
+    result = run_qkvcalc(
+        "extract", str(folder), "--layer", "0", "--text", f"the {payload} cat",
+        "--output", str(problem), timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(problem.read_text(encoding="utf-8"))
+    assert payload in doc["tokens"] and doc["name"].startswith("coding:unicode_escape")
+    script = tmp_path / "check.py"
+    result = run_qkvcalc("explain", str(problem), "--output", str(script), timeout=300)
+    assert result.returncode == 0, result.stderr
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert not marker.exists(), "the token ran as code"
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_a_checkpoint_with_its_own_code_asks_nothing_of_an_open_stdin(
+    llama_with_tokenizer, tmp_path
+):
+    """stdin a pipe left open: transformers' question waited 15 s for an answer (then went on
+    without the code); qkvcalc asks nothing, so it ends at once with its message."""
+    marker = tmp_path / "pwned"
+    with_custom_code(llama_with_tokenizer, marker, "tokenizer_config.json")
+    read_end, write_end = os.pipe()  # the write end stays open here: no end of input
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "qkvcalc", "extract", str(llama_with_tokenizer), "--layer",
+             "0", "--text", "the cat"],
+            stdin=read_end, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=ROOT, env={**os.environ, **PINNED_ENV},
+        )  # fmt: skip
+        os.close(read_end)
+        try:
+            out, err = proc.communicate(timeout=120)
+        finally:
+            proc.kill()
+    finally:
+        os.close(write_end)
+    one_message(
+        subprocess.CompletedProcess(proc.args, proc.returncode, out, err), "code of its own"
+    )
+    assert not marker.exists()

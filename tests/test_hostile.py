@@ -981,3 +981,27 @@ def test_a_problem_of_more_than_a_megabyte_on_stdin_is_still_read(tmp_path):
     assert len(text) > 1 << 20
     proc = _proc("explain", "--format", "json", "--detail", "brief", input=text)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_tiles_of_one_key_on_2000_tokens_is_decided_from_the_sizes(tmp_path):
+    """--tiles 1 on 2,000 keys made 2,000 blocks, 14,000 stages, and took half a minute to
+    write: refused at once with the smallest block size that fits."""
+    rows = [[(i % 5) - 2, (i % 3) - 1] for i in range(2000)]
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(_doc(x=rows, tiles=1)))
+    proc = _proc("explain", str(path), "--format", "json")
+    assert_one_clean_message(proc, "2000 blocks")
+    assert "tiles = 8 or more" in proc.stderr
+    fits = _proc("explain", str(path), "--tiles", "8", "--format", "json", "--detail", "brief")
+    assert fits.returncode == 0, fits.stderr[-2000:]
+
+
+def test_an_npy_claiming_10_200_by_10_200_is_one_message_without_a_warning(tmp_path):
+    """The claimed size was counted in float64: inf, with numpy's RuntimeWarning, then int(inf)
+    raised OverflowError."""
+    big = 10**200
+    header = f"{{'descr': '<f8', 'fortran_order': False, 'shape': ({big}, {big}), }}"
+    header = header.ljust(-(-(len(header) + 11) // 64) * 64 - 11) + "\n"
+    path = tmp_path / "huge.npy"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+    assert_one_clean_message(_proc("explain", "--preset", "doc", "--x", str(path)), "claims")

@@ -1127,6 +1127,8 @@ MESSAGES: dict[str, str] = {
     "wq, wk and wv (not Q, K, V directly).",
     "tiles.range": "tiles = {value}: the block size B must be a whole number of keys, at least 1 "
     "(B ≥ m = {m} gives one block, the ordinary softmax).",
+    "tiles.too_many_blocks": "tiles = {tiles} cuts the {m} keys into {blocks} blocks; qkvcalc "
+    "shows at most {limit} blocks, so take tiles = {least} or more",
     "tiles.with_decode": "decode and tiles together (decode = {decode}, tiles = {tiles}): "
     "choose one, each is shown step by step on its own.",
     "note.decode_rope": "Rotated by the position of each new token ({positions}), once: a cached "

@@ -1124,6 +1124,8 @@ MESSAGES: dict[str, str] = {
     "wk, wv를 주세요.",
     "tiles.range": "tiles = {value}: 블록 크기 B는 1 이상의 정수(Key 개수)여야 합니다 "
     "(B ≥ m = {m}이면 블록 하나, 보통의 softmax).",
+    "tiles.too_many_blocks": "tiles = {tiles}이면 키 {m}개가 블록 {blocks}개로 나뉩니다. "
+    "qkvcalc는 블록을 {limit}개까지만 보여 주므로 tiles를 {least} 이상으로 주세요",
     "tiles.with_decode": "decode와 tiles를 함께 쓸 수 없습니다 (decode = {decode}, tiles = "
     "{tiles}): 하나를 고르세요. 각각 따로 단계별로 보여 줍니다.",
     "note.decode_rope": "새 토큰마다 자기 위치({positions})만큼 한 번 회전합니다: 캐시된 Key는 "

@@ -17,6 +17,7 @@ their headers are checked: the shapes a file claims must fit in the bytes it hol
 from __future__ import annotations
 
 import io
+import math
 import zipfile
 from typing import Any
 
@@ -74,7 +75,9 @@ def _read_npy(data: bytes | bytearray, origin: str) -> np.ndarray:
         raise QkvcalcError("array.pickle", origin=origin)
     # an item of 0 bytes (|V0, <U0) still costs numpy an object per element when it is read
     # back as a list: 10¹² of them claimed by a 100-byte header is refused like any other
-    need = int(np.prod(shape, dtype=np.float64)) * max(dtype.itemsize, 1)
+    # counted in Python's integers: np.prod in float64 overflowed a claimed 10²⁰⁰×10²⁰⁰ to inf
+    # (a RuntimeWarning, then int(inf) raised)
+    need = math.prod(int(s) for s in shape) * max(dtype.itemsize, 1)
     have = len(data) - stream.tell()
     if need > have:
         shown = "×".join(str(s) for s in shape) or "a scalar"

@@ -290,6 +290,9 @@ def _step_count(
     return int(raw)
 
 
+MAX_BLOCKS = 256  # blocks of keys a tiled run shows, per head
+
+
 def _decode_and_tiles(
     doc: dict[str, Any], *, n: int, m: int, cross: bool
 ) -> tuple[int | None, int | None]:
@@ -302,6 +305,12 @@ def _decode_and_tiles(
     if doc.get("tiles") is not None:
         tiles = _step_count(doc["tiles"], "tiles", 1, None, "tiles.range", m=m)
         _check(decode is None, "tiles.with_decode", decode=decode, tiles=tiles)
+        # decided from the sizes, as exact mode is: each block is seven stages of n rows, and
+        # --tiles 1 on 2,000 keys (14,000 stages) took half a minute to write out
+        blocks = -(-m // tiles)
+        least = -(-m // MAX_BLOCKS)
+        _check(blocks <= MAX_BLOCKS, "tiles.too_many_blocks", tiles=tiles, m=m, blocks=blocks,
+               limit=MAX_BLOCKS, least=least)  # fmt: skip
     return decode, tiles
 
 
