@@ -260,19 +260,33 @@ class Trace:
         except KeyError:
             return None
 
+    @property
+    def exact(self) -> bool:
+        """Whether the run kept its rational stages as fractions (explain(..., exact=True)):
+        every writer then shows them, without being asked again."""
+        return any(stage.exact is not None for stage in self.stages)
+
     # A Trace shows itself: in a terminal (rich), laid out at the width of the console it is
-    # printed on, and in a notebook (HTML).
+    # printed on (and measured, so it fits in a table or a panel), and in a notebook (HTML).
     def __rich_console__(self, console: Any, options: Any) -> Any:
         from qkvcalc.render import RenderOptions
         from qkvcalc.render.terminal import render_trace
 
-        opts = RenderOptions(width=options.max_width, color=console.color_system is not None)
-        yield render_trace(self, opts)
+        color = console.color_system is not None
+        yield render_trace(
+            self, RenderOptions(width=options.max_width, color=color, exact=self.exact)
+        )
+
+    def __rich_measure__(self, console: Any, options: Any) -> Any:
+        from qkvcalc.render.terminal import measure_trace
+
+        return measure_trace(self, options)
 
     def _repr_html_(self) -> str:
+        from qkvcalc.render import RenderOptions
         from qkvcalc.render.html import render_html
 
-        return render_html(self, standalone=False)
+        return render_html(self, RenderOptions(exact=self.exact), standalone=False)
 
     def __repr__(self) -> str:
         p = self.problem

@@ -449,3 +449,32 @@ def test_every_format_writes_the_exact_arithmetic(fmt, scaled):
     assert scaled in text
     plain = render(trace, fmt, RenderOptions(exact=False, color=False))
     assert "√2 ≈" not in plain and r"\sqrt{2} \approx" not in plain
+
+
+def test_a_trace_computed_exactly_is_shown_exactly_by_every_writer():
+    """explain(..., exact=True) then render(t, fmt): the fractions and surds show without a
+    second exact=True, in every writer, in a notebook and through rich; a decimal trace does not
+    show them, and exact=False still turns them off."""
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.table import Table
+
+    import qkvcalc
+
+    doc = {"x": [1, 2], "wq": [[1, 0], [0, 1]], "wk": [[1, 1], [0, 1]], "wv": [[1, 0], [1, 1]]}
+    exact = qkvcalc.explain(**doc, exact=True)
+    plain = qkvcalc.explain(**doc)
+    assert exact.exact and not plain.exact
+    cell = {"latex": r"7/\sqrt{2} \approx 4.9497"}  # the scaled score's cell, as each writes it
+    for fmt in ("table", "txt", "markdown", "html", "latex"):
+        assert cell.get(fmt, "7/√2 ≈ 4.9497") in qkvcalc.render(exact, fmt), fmt
+        assert cell.get(fmt, "7/√2 ≈ 4.9497") not in qkvcalc.render(plain, fmt), fmt
+    assert "7/√2 ≈" not in qkvcalc.render(exact, "markdown", exact=False)  # the cells: decimals
+    assert "7/√2 ≈ 4.9497" in exact._repr_html_()
+    console = Console(width=60, record=True, color_system=None)
+    table = Table("the trace")
+    table.add_row(exact)
+    console.print(Panel(exact))
+    console.print(table)
+    shown = console.export_text()
+    assert "7/√2 ≈ 4.9497" in shown and max(len(line) for line in shown.splitlines()) <= 60

@@ -100,7 +100,8 @@ def render(
         from qkvcalc.errors import QkvcalcError
 
         raise QkvcalcError("export.unknown_format", format=fmt, known=", ".join(FORMATS))
-    opts = (options or RenderOptions(color=False))._replace(**changes)
+    # a trace computed exactly is shown exactly unless asked otherwise
+    opts = (options or RenderOptions(color=False, exact=trace.exact))._replace(**changes)
     return renderer(fmt)(trace, opts)
 
 

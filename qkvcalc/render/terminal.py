@@ -540,3 +540,14 @@ def render_text(trace: Trace, opts: RenderOptions) -> str:
 def render_plain(trace: Trace, opts: RenderOptions) -> str:
     """The table as plain text, never coloured: --format txt, or --output FILE.txt."""
     return render_text(trace, opts._replace(color=False))
+
+
+NARROWEST = 40  # columns: titles wrap and tables show fewer columns, down to this width
+
+
+def measure_trace(trace: Trace, options: Any) -> Any:
+    """How wide a trace wants to be in rich's layout (Trace.__rich_measure__): all the width it
+    is given, and it still lays out (wrapped titles, fewer columns) down to NARROWEST."""
+    from rich.measure import Measurement
+
+    return Measurement(min(NARROWEST, options.max_width), options.max_width)
