@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib.util
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -45,14 +47,16 @@ def script_of(doc: dict[str, Any]) -> tuple[str, np.ndarray]:
 
 
 def printed_outputs(stdout: str) -> dict[str, np.ndarray]:
-    """The matrices the script printed, by heading: each row is a printed Python list."""
+    """The matrices the script printed, by heading: each row is its token's repr, then a
+    printed Python list."""
     found: dict[str, list[list[float]]] = {}
     current: list[list[float]] | None = None
     for line in stdout.splitlines():
         if line in (SDPA, MHA, WRITTEN_OUT):
             current = found.setdefault(line, [])
-        elif line.startswith("[") and current is not None:
-            current.append([float(v) for v in line.strip("[]").split(", ")])
+        elif line[:1] in ("'", '"') and line.endswith("]") and current is not None:
+            _, _, row = line.rpartition(" [")
+            current.append([float(v) for v in row.rstrip("]").split(", ")])
         else:
             current = None
     return {k: np.array(v) for k, v in found.items()}
@@ -490,3 +494,33 @@ def test_an_extracted_layer_with_a_hostile_folder_name_makes_a_safe_script(tmp_p
     assert result.returncode == 0, result.stderr
     run_script(script.read_text(encoding="utf-8"), tmp_path)
     assert not marker.exists()
+
+
+def test_the_script_says_what_it_measured_labels_rows_and_needs_torch_politely(tmp_path):
+    """It prints the largest difference it measured (not only the tolerance), each output row
+    beside its token (repr'd: a control character is shown, never sent to the terminal), and
+    without torch one sentence instead of a ModuleNotFoundError traceback."""
+    import qkvcalc
+    from qkvcalc.render import render
+
+    trace = qkvcalc.explain(
+        x=[[1, 2], [0, 1]],
+        wq=[[1, 0], [0, 1]],
+        wk=[[1, 1], [0, 1]],
+        wv=[[1, 0], [1, 1]],
+        tokens=["cat", "\x1b[31mred"],
+    )
+    script = tmp_path / "check.py"
+    script.write_text(render(trace, "torch"), encoding="utf-8")
+    if importlib.util.find_spec("torch") is not None:
+        run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        assert "largest difference" in run.stdout and "\x1b" not in run.stdout
+        assert "'cat' [" in run.stdout and "'\\x1b[31mred' [" in run.stdout
+    blocker = tmp_path / "no_torch"
+    blocker.mkdir()
+    (blocker / "torch.py").write_text("raise ModuleNotFoundError('torch')\n")
+    env = {**os.environ, "PYTHONPATH": str(blocker)}
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert run.stderr.strip() == "This script needs PyTorch (2.0 or later): pip install torch"

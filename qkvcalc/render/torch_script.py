@@ -122,8 +122,11 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     )
     add("import sys")
     add("")
-    add("import torch")
-    add("import torch.nn.functional as F")
+    add("try:")
+    add("    import torch")
+    add("    import torch.nn.functional as F")
+    add("except ModuleNotFoundError:  # one sentence instead of a traceback")
+    add('    sys.exit("This script needs PyTorch (2.0 or later): pip install torch")')
     add("")
     add("")
     add("def t(rows):")
@@ -272,8 +275,8 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     add("")
     computed = "attention written out" if written_out else "F.scaled_dot_product_attention"
     add(f'print("{computed} output:")')
-    add("for row in output.tolist():")
-    add("    print(row)")
+    add("for token, row in zip(tokens, output.tolist()):")
+    add("    print(repr(token), row)  # repr: a control character in a token is shown, not run")
     check = "torch" if written_out else "SDPA"
     add(f'differences["{check}"] = (output - expected).abs().max().item()')
     add(f'print("max |{check} - qkvcalc| =", differences["{check}"])')
@@ -299,7 +302,11 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     add('        print(f"MISMATCH: max |{name} - qkvcalc| = {d!r}", file=sys.stderr)')
     add('    print(f"(the tolerance is {tolerance!r})", file=sys.stderr)')
     add("    sys.exit(1)")
-    add('print("OK: PyTorch agrees with qkvcalc to", tolerance)')
+    add("largest = max(differences.values())")
+    add(
+        'print(f"OK: PyTorch agrees with qkvcalc: largest difference {largest!r}, '
+        'tolerance {tolerance!r}")'
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -558,8 +565,8 @@ def _mha_block(trace: Trace, masked: bool) -> list[str]:
         "# mha_weights: [1, H, n, m], each head's attention weights",
         "mha_output, mha_weights = mha(\n" + "".join(f"    {a},\n" for a in args) + ")",
         'print("nn.MultiheadAttention output:")',
-        "for row in mha_output[0].tolist():",
-        "    print(row)",
+        "for token, row in zip(tokens, mha_output[0].tolist()):",
+        "    print(repr(token), row)",
         f"live = {live}  # rows with a key to attend to (the module gives NaN for the others)",
         "gap = (mha_output[0] - expected)[live].abs()",
         'differences["MHA"] = gap.max().item() if live.any() else 0.0',
