@@ -327,3 +327,21 @@ def test_no_input_at_a_terminal_says_what_to_do():
 def test_python_dash_m_is_the_same_program(qkvcalc_proc):
     result = qkvcalc_proc("--help")
     assert result.returncode == 0 and "explain" in result.stdout and "presets" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (("--mask", "causl"), 'did you mean "causal"?'),
+        (("--mask", "None "), None),  # a kind with a space and a capital is that kind
+        (("--stages", "score"), "did you mean 'scores'?"),
+        (("--stages", "wieghts"), "did you mean 'weights'?"),
+    ],
+)
+def test_a_typo_of_a_mask_kind_or_a_stage_id_is_told_the_word_it_meant(cli, args, hint):
+    result = cli("explain", "--preset", "sentence", *args)
+    if hint is None:
+        assert result.exit_code == 0
+        return
+    assert result.exit_code == 2 and result.stdout == ""
+    assert hint in result.stderr

@@ -409,6 +409,8 @@ MESSAGES: dict[str, str] = {
     "array.too_many_dims": "{field} is a {ndim}-dimensional array ({shape}); a matrix has two "
     "dimensions (for a batch, give one item, such as x[0])",
     "select.no_stages": "--stages names no stage; the stages of this run are: {valid}",
+    "select.unknown_stage_suggest": "no stage {id!r} in this run: did you mean {close!r}? "
+    "Its stages are: {valid}",
     "select.unknown_stage": "no stage {id!r} in this run; its stages are: {valid}",
     "select.qualified_stage": "--stages {id!r}: a stage is chosen by its id alone, {base}, "
     "which shows it for every block and step (--head chooses a head)",
@@ -467,6 +469,8 @@ MESSAGES: dict[str, str] = {
     "shape.bias": "{field} is {length} long but the width of {weight} is {cols}: a bias adds "
     "one number to each column",
     "mask.unknown": 'mask must be "none", "causal" or a 0/1 matrix, not {value}',
+    "mask.unknown_suggest": 'mask {value} is not a kind of mask: did you mean "{kind}"? (mask '
+    'is "none", "causal" or a 0/1 matrix)',
     "mask.shape": "mask is {shape} but the scores are {n}×{m} (queries × keys): the mask "
     "needs one 0/1 per score",
     "mask.not_flags": "{field}{where} must be a list of 0/1, not {value}",

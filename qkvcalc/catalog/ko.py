@@ -413,6 +413,8 @@ MESSAGES: dict[str, str] = {
     "array.too_many_dims": "{field}은(는) {ndim}차원 배열({shape})입니다. 행렬은 2차원입니다"
     "(배치라면 x[0]처럼 하나만 주세요)",
     "select.no_stages": "--stages에 단계가 없습니다. 이 계산의 단계: {valid}",
+    "select.unknown_stage_suggest": "이 실행에는 {id!r} 단계가 없습니다. {close!r}을(를) 뜻했나요? "
+    "단계 목록: {valid}",
     "select.unknown_stage": "이 계산에는 {id!r} 단계가 없습니다. 단계: {valid}",
     "select.qualified_stage": "--stages {id!r}: 단계는 id만으로 고릅니다({base}). 그러면 모든 "
     "블록과 스텝의 그 단계가 나옵니다 (헤드는 --head로 고릅니다)",
@@ -472,6 +474,8 @@ MESSAGES: dict[str, str] = {
     "shape.bias": "{field}에는 숫자가 {length}개인데 {weight}의 열은 {cols}개입니다. 편향은 "
     "열마다 숫자를 하나씩 더합니다",
     "mask.unknown": 'mask는 "none", "causal" 또는 0/1 행렬이어야 합니다. 받은 값: {value}',
+    "mask.unknown_suggest": 'mask 값 {value}은(는) 마스크의 종류가 아닙니다. "{kind}"을(를) '
+    '뜻했나요? (mask는 "none", "causal" 또는 0/1 행렬입니다)',
     "mask.shape": "mask의 모양은 {shape}인데 어텐션 스코어는 {n}×{m}(Query × Key)입니다. "
     "스코어마다 0/1이 하나씩 필요합니다",
     "mask.not_flags": "{field}{where}: 0/1의 리스트여야 합니다. 받은 값: {value}",

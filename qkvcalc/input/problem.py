@@ -581,6 +581,12 @@ def _read_mask(doc: dict[str, Any], n: int, m: int) -> tuple[str, np.ndarray | N
     if isinstance(raw_mask, str) and raw_mask.strip().lower() in ("none", "causal"):
         return raw_mask.strip().lower(), None
     if not isinstance(raw_mask, list | tuple):
+        if isinstance(raw_mask, str):  # a typo of a kind: 'causl' means 'causal'
+            import difflib
+
+            close = difflib.get_close_matches(raw_mask.strip().lower(), ["none", "causal"], 1, 0.6)
+            if close:
+                raise QkvcalcError("mask.unknown_suggest", value=shown(raw_mask), kind=close[0])
         raise QkvcalcError("mask.unknown", value=shown(raw_mask))
     if raw_mask and not isinstance(raw_mask[0], list | tuple):
         raw_mask = [raw_mask]
