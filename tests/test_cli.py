@@ -202,9 +202,9 @@ BAD = {
     ),
     "a non-number": (
         '{"x": [[1, "two"]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}',
-        ["X[1][2]", "'two'", "1/2"],
+        ["X[1,2]", "'two'", "1/2"],
     ),
-    "NaN": ('{"x": [[1, NaN]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}', ["X[1][2]", "NaN"]),
+    "NaN": ('{"x": [[1, NaN]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}', ["X[1,2]", "NaN"]),
     "shape that does not fit": (
         '{"x": [[1, 2], [0, 1], [1, 1]], "wq": [[1, 0], [0, 1], [1, 1]], '
         '"wk": [[1, 1], [0, 1]], "wv": [[1, 0], [1, 1]]}',
@@ -232,7 +232,7 @@ BAD = {
     ),
     "a boolean": (
         '{"x": [[true, 1]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}',
-        ["X[1]", "true/false"],
+        ["X[1,1]", "true/false"],
     ),
     "a mask value not 0/1": (
         '{"x": [1], "wq": [[1]], "wk": [[1]], "wv": [[1]], "mask": [[2]]}',
@@ -240,7 +240,7 @@ BAD = {
     ),
     "a null in a mask, said as JSON says it": (
         '{"x": [1], "wq": [[1]], "wk": [[1]], "wv": [[1]], "mask": [[null]]}',
-        ["mask[1][1] is null:"],
+        ["mask[1,1] is null:"],
     ),
     "heads given as true, said as JSON says it": (
         '{"x": [1], "wq": [[1]], "wk": [[1]], "wv": [[1]], "heads": true}',

@@ -138,7 +138,7 @@ def test_a_worksheet_goes_with_a_preset_stages_and_a_head():
         "explain", "--preset", "multihead", "--worksheet", "--stages", "weights", "--head", "2"
     )
     assert result.returncode == 0, result.stderr
-    assert "1/1  Softmax, step 2: attention weights · head 2" in result.stdout
+    assert "1/1  Softmax, part 2: attention weights · head 2" in result.stdout
     assert "______" in result.stdout
 
 

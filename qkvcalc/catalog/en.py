@@ -58,15 +58,15 @@ MESSAGES: dict[str, str] = {
     "stage.masked.title": "Mask",
     "stage.masked.why": "A mask forbids some query–key pairs (future tokens, padding) by "
     "setting their scores to −∞, so softmax gives them weight exactly 0.",
-    "stage.exp.title": "Softmax, step 1: exponentials",
+    "stage.exp.title": "Softmax, part 1: exponentials",
     "stage.exp.why": "Softmax exponentiates each score. Subtracting the row's maximum first "
     "changes nothing in the result (it cancels in the division) but keeps e^s from "
     "overflowing.",
-    "stage.weights.title": "Softmax, step 2: attention weights",
+    "stage.weights.title": "Softmax, part 2: attention weights",
     "stage.weights.why": "Dividing each exponential by its row's sum turns the scores into "
     "weights from 0 to 1 that add up to 1 in each row: how much of each value this query takes. A "
     "masked key gets exactly 0, and a row whose keys are all masked is 0 throughout.",
-    "stage.weights.sinks.title": "Softmax, step 2: attention weights, with the sink",
+    "stage.weights.sinks.title": "Softmax, part 2: attention weights, with the sink",
     "stage.weights.sinks.why": "Dividing each exponential by its row's sum, the sink's included, "
     "turns the scores into weights from 0 to 1; the sink's column is then dropped, so each row "
     "adds up to 1 minus what the sink took. A masked key gets exactly 0.",
@@ -1064,7 +1064,7 @@ MESSAGES: dict[str, str] = {
     "softmax-weighted sum of values.",
     "ui.step": "decode step {step}",
     "ui.block": "block {block}",
-    "ui.variant.decode": "decoding with a KV cache (prefill {prefill})",
+    "ui.variant.decode": "a KV cache, decoding one token at a time (prefill {prefill})",
     "ui.variant.tiles": "softmax in tiles of {tiles} keys",
     "note.decode_prefill": "Step 0, the prefill: the first {count} tokens (rows 1–{last}) go "
     "through together, as one causal attention; their keys and values fill the cache.",

@@ -88,7 +88,7 @@ def to_matrix(raw: Any, field_name: str, *, exact: bool = False) -> Matrix:
             cell(
                 v,
                 field_name,
-                f"[{j + 1}]" if rows is not raw else f"[{i + 1}][{j + 1}]",  # flat: one index
+                f"[{j + 1}]" if rows is not raw else f"[{i + 1},{j + 1}]",  # flat: one index
                 exact,
             )
             for j, v in enumerate(row)

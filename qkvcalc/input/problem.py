@@ -54,7 +54,10 @@ def _to_tokens(raw: Any, field_name: str, count: int, rows: str) -> tuple[str, .
     return tuple(str(t) for t in raw)
 
 
-def _to_flags(raw: Any, field_name: str, where: str = "") -> list[bool]:
+def _to_flags(raw: Any, field_name: str, row: int | None = None) -> list[bool]:
+    """A list of 0/1 flags: row `row` (1-based) of a mask, or the whole key_padding. A cell is
+    named as every message names one: mask[2,3], key_padding[3]."""
+    where = "" if row is None else f"[{row}]"
     if not isinstance(raw, list | tuple):
         raise QkvcalcError("mask.not_flags", field=field_name, where=where, value=shown(raw))
     flags = []
@@ -63,7 +66,10 @@ def _to_flags(raw: Any, field_name: str, where: str = "") -> list[bool]:
             value = int(value)
         if value not in (0, 1) or (isinstance(value, float) and value not in (0.0, 1.0)):
             raise QkvcalcError(
-                "mask.not_flag", field=field_name, where=f"{where}[{j + 1}]", value=shown(value)
+                "mask.not_flag",
+                field=field_name,
+                where=f"[{j + 1}]" if row is None else f"[{row},{j + 1}]",
+                value=shown(value),
             )
         flags.append(bool(value))
     return flags
@@ -591,7 +597,7 @@ def _read_mask(doc: dict[str, Any], n: int, m: int) -> tuple[str, np.ndarray | N
     if raw_mask and not isinstance(raw_mask[0], list | tuple):
         raw_mask = [raw_mask]
     _check_mask_shape(raw_mask, n, m)  # before any entry is read: a row may be 25 M long
-    rows = [_to_flags(row, "mask", f"[{i + 1}]") for i, row in enumerate(raw_mask)]
+    rows = [_to_flags(row, "mask", i + 1) for i, row in enumerate(raw_mask)]
     shape = (len(rows), len(rows[0]) if rows else 0)
     _check(
         len(rows) == n and all(len(r) == m for r in rows),
