@@ -625,3 +625,16 @@ def test_step_with_output_is_a_usage_error_and_writes_nothing(cli, tmp_path):
     assert result.stdout == ""
     assert translate("step.with_output") in result.stderr
     assert not target.exists()
+
+
+def test_quitting_leaves_the_shell_prompt_on_a_line_of_its_own():
+    """After q the last thing written is a line break: the prompt does not glue onto the
+    status line."""
+    child = spawn("--preset", "sentence", "--step")
+    child.expect_exact("? keys · q quit")
+    child.send("q")
+    child.expect(pexpect.EOF)
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before)  # the text, escapes left out
+    child.close()
+    assert child.exitstatus == 0
+    assert shown.endswith("\n"), repr(shown[-80:])

@@ -522,6 +522,8 @@ def step_through(
                 if position is not None and position >= total:
                     console.clear()
                     console.print(summary_screen(trace, screens.opts))
+                elif position is None:  # quit: the shell's prompt starts below the status line
+                    out.write("\n")
             finally:
                 with suppress(OSError):  # a terminal that hung up takes no more output
                     console.show_cursor(True)
