@@ -87,7 +87,8 @@ def test_an_edited_copy_is_not_announced_as_the_preset(tmp_path):
     assert json_of(str(copy))["problem"].get("preset") == "sentence"
     assert "preset sentence" in run_qkvcalc("explain", str(copy)).stdout
     assert "preset" not in json_of(str(edited))["problem"]
-    assert "preset sentence" not in run_qkvcalc("explain", str(edited)).stdout
+    edited_shown = run_qkvcalc("explain", str(edited)).stdout
+    assert "preset sentence:" not in edited_shown and "edited from preset sentence" in edited_shown
     assert "(preset sentence)" not in run_qkvcalc("explain", str(edited), "-f", "torch").stdout
 
 
@@ -174,3 +175,18 @@ def test_korean_help_fits_the_terminal_by_display_width(args, width):
     # an option's name and its choices are one unbreakable word (--format <table|json|…>)
     assert all(line.lstrip().startswith("-") for line in wide), wide
     assert any(columns(line) > 0.8 * width for line in result.stdout.splitlines())
+
+
+def test_an_edited_preset_says_where_it_started_both_languages():
+    """An edited preset is not announced as the preset, and does not lose where it came from:
+    'edited from preset sentence' in the header and problem.edited_from in JSON, the preset's
+    own description and reference (which speak of its numbers) left out; a JSON trace of it
+    runs again the same."""
+    shown = run_qkvcalc("explain", "--preset", "sentence", "--mask", "none").stdout
+    assert "edited from preset sentence" in shown and "preset sentence:" not in shown
+    assert "Where the numbers come from" not in shown
+    ko = run_qkvcalc("explain", "--preset", "sentence", "--mask", "none", "--lang", "ko").stdout
+    assert "프리셋 sentence을(를) 고친 문제" in ko
+    trace = json_of("--preset", "sentence", "--mask", "none")
+    assert trace["problem"]["edited_from"] == "sentence" and "preset" not in trace["problem"]
+    assert trace["input"]["edited_from"] == "sentence" and "name" not in trace["input"]

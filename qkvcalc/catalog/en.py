@@ -234,6 +234,8 @@ MESSAGES: dict[str, str] = {
     "key is the same command without --worksheet.",
     "ui.preset": "preset {name}: {description}",
     "ui.preset_bare": "preset {name}",
+    "ui.edited_from": "edited from preset {name} (its numbers or options are no longer the "
+    "preset's, so its description and reference are left out)",
     "ui.named": "{name}: {description}",
     "ui.named_bare": "{name}",
     "ui.presets_title": "Presets",

@@ -240,6 +240,8 @@ MESSAGES: dict[str, str] = {
     "명령을 --worksheet 없이 실행하면 나옵니다.",
     "ui.preset": "프리셋 {name}: {description}",
     "ui.preset_bare": "프리셋 {name}",
+    "ui.edited_from": "프리셋 {name}을(를) 고친 문제: 숫자나 옵션이 더 이상 프리셋의 것이 아니므로 "
+    "프리셋의 설명과 출처는 싣지 않습니다",
     "ui.named": "{name}: {description}",
     "ui.named_bare": "{name}",
     "ui.presets_title": "프리셋",

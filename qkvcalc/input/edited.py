@@ -27,9 +27,10 @@ def _content(doc: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def unless_edited(doc: dict[str, Any]) -> dict[str, Any]:
-    """The document, without its `name` when that names a bundled preset whose numbers and
-    options it no longer holds: an edited copy (`presets show doc > mine.json`, or
-    `--preset doc --x …`) is not announced as the preset it started from."""
+    """The document, with its `name` turned into `edited_from` when that names a bundled preset
+    whose numbers and options it no longer holds: an edited copy (`presets show doc >
+    mine.json`, or `--preset doc --x …`) is not announced as the preset, but as edited from it;
+    the preset's description and reference, which speak of the preset's numbers, are left out."""
     key = next((k for k in doc if known_key(k) == "name"), None)
     name = doc.get(key) if key is not None else None
     if not isinstance(name, str) or name not in presets.names():
@@ -37,7 +38,8 @@ def unless_edited(doc: dict[str, Any]) -> dict[str, Any]:
     mine, bundled = _content(doc), _content(presets.load(name))
     if _same(mine, bundled) or _same_problem(mine, bundled):
         return doc
-    return {k: v for k, v in doc.items() if k != key}
+    said = {k for k in doc if known_key(k) in ("name", "description", "reference")}
+    return {k: v for k, v in doc.items() if k not in said} | {"edited_from": name}
 
 
 def _same_problem(mine: dict[str, Any] | None, bundled: dict[str, Any] | None) -> bool:

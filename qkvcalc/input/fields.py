@@ -43,7 +43,7 @@ OPTIONS = (
     "decode",
     "tiles",
 )
-META = ("name", "description", "reference")
+META = ("name", "description", "reference", "edited_from")
 # The plug-in features that `qkvcalc explain` takes as an option too: the key, the type of its
 # value, the catalog key of its help, the option it follows in --help, and typer's settings.
 FEATURE_OPTIONS: dict[str, tuple[type, str, str, dict[str, Any]]] = {

@@ -152,6 +152,8 @@ def problem_json(p: Problem) -> dict[str, Any]:
         problem["preset"] = p.preset
     elif "name" in p.meta:
         problem["name"] = p.meta["name"]
+    elif "edited_from" in p.meta:
+        problem["edited_from"] = p.meta["edited_from"]
     return problem
 
 

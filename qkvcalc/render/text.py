@@ -148,6 +148,8 @@ def summary(trace: Trace, lang: str, worksheet: bool = False) -> list[str]:
         if p.meta.get("reference") and not worksheet:
             said = preset_reference(p.meta["name"], p.meta["reference"], lang)
             lines.append(translate("ui.preset_reference", lang, reference=safe(said, 2000)))
+    elif "edited_from" in p.meta:
+        lines.append(translate("ui.edited_from", lang, name=safe(p.meta["edited_from"])))
     if worksheet:
         lines.append(translate("ui.worksheet", lang))
     return lines
