@@ -340,7 +340,7 @@ def _id(key: str):
         ({"decode": 1, "mask": "none"}, "needs the causal mask"),
         ({"decode": 1, "mask": [[1, 1, 1]] * 3}, "needs the causal mask"),
         ({"decode": 1, "tiles": 2}, "choose one"),
-        ({"decode": 1, "source": [[1, 0, 0]]}, "no cache to build"),
+        ({"decode": 1, "source": [[1, 0, 0]]}, "computed once and reused at every step"),
     ],
 )
 def test_messages_that_teach(extra, words):

@@ -637,7 +637,8 @@ MESSAGES: dict[str, str] = {
     "keys 1…i (itself and the past), never to the future: the pairs above the diagonal become "
     "−∞.",
     "mistake.exp_not_shifted": "These are e^s; this stage subtracts each row's maximum first, "
-    "e^(s − row max): the weights come out the same, and e^s cannot overflow.",
+    "e^(s − row max): the weights come out the same, and e^(s − row max) cannot overflow (each "
+    "is at most 1), where e^s can.",
     "mistake.softmax_columns": "This is softmax down each column; softmax runs along each row "
     "(one query over all its keys), so every row of A sums to 1.",
     "mistake.heads_averaged": "This averages the {heads} heads; their outputs are laid side by "
@@ -887,7 +888,7 @@ MESSAGES: dict[str, str] = {
     "{pos_q} with {key} at {pos_k} scores {score}; move both by {offset} (to {moved_q} and "
     "{moved_k}) and the score is {moved}. Only the distance, {distance}, matters.",
     "note.alibi_recipe": "ALiBi: the bias is −slope·|pos_i − pos_j|, a penalty growing with "
-    "the distance. This head's slope, {slope}, comes from the paper's recipe for {heads} heads.",
+    "the distance. This head's slope, {slope}, comes from the paper's recipe for H = {heads}.",
     "note.alibi_given": "ALiBi: the bias is −slope·|pos_i − pos_j|, a penalty growing with "
     "the distance. This head's slope, {slope}, was given.",
     "note.alibi_bloom": "BLOOM adds +slope·j (by key position) instead. Under a causal mask "
@@ -1079,9 +1080,9 @@ MESSAGES: dict[str, str] = {
     "note.decode_memory": "What it costs: each token keeps its keys and values, 2 × layers × "
     "kv_heads × d_k numbers per token (here, one layer, kv_heads × (d_k + d_v) = {kv_heads} × "
     "({d_k} + {d_v}) = {per_token}); {tokens} tokens hold {total} numbers per layer.",
-    "note.decode_gqa": "Grouped-query attention shrinks it: {heads} query heads share "
-    "{kv_heads} K/V heads, so the cache holds {per_token} numbers per token instead of {full}, "
-    "{ratio} times fewer (only K/V heads are cached; queries are never kept).",
+    "note.decode_gqa": "Grouped-query attention shrinks it: the {heads} query heads share "
+    "kv_heads = {kv_heads} K/V heads, so the cache holds {per_token} numbers per token instead "
+    "of {full}, {ratio} times fewer (only K/V heads are cached; queries are never kept).",
     "note.decode_mask_prefill": "The prefill is an ordinary causal mask over its {count} tokens.",
     "note.decode_bottom_right": "One query and {keys} keys: the mask is the last row of the "
     "causal mask, aligned bottom-right (the query is at the newest position, token {row}, and "
@@ -1126,9 +1127,10 @@ MESSAGES: dict[str, str] = {
     "decode.mask": "decode needs the causal mask (mask is {mask}): a token being generated sees "
     "only itself and the tokens before it. Leave mask out (decode makes it causal) or give "
     "key_padding for padding.",
-    "decode.cross": "decode shows self-attention with a cache of the sequence's own keys; with a "
-    "source (cross-attention, n = {n}, m = {m}) the keys do not grow with each step, so there "
-    "is no cache to build. Leave out source or decode.",
+    "decode.cross": "decode shows self-attention with a cache of the sequence's own keys, one "
+    "more at each step; with a source (cross-attention, n = {n}, m = {m}) the source's K and V "
+    "are computed once and reused at every step, so they never grow and there is no growing "
+    "cache to show. Leave out source or decode.",
     "decode.needs_x": "decode builds its cache from X·W_K and X·W_V one token at a time: give x, "
     "wq, wk and wv (not Q, K, V directly).",
     "tiles.range": "tiles = {value}: the block size B must be a whole number of keys, at least 1 "

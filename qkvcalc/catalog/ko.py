@@ -643,7 +643,8 @@ MESSAGES: dict[str, str] = {
     "mistake.mask_inverted_causal": "인과(causal) 마스크를 뒤집었습니다. Query i는 Key 1…i"
     "(자기 자신과 과거)만 볼 수 있고 미래는 볼 수 없으므로, 대각선 위쪽의 쌍이 −∞가 됩니다.",
     "mistake.exp_not_shifted": "이 값은 e^s입니다. 이 단계에서는 먼저 각 행의 최댓값을 빼서 "
-    "e^(s − 행 최댓값)을 계산합니다. 가중치는 같고, e^s가 오버플로하지 않습니다.",
+    "e^(s − 행 최댓값)을 계산합니다. 가중치는 같고, e^s는 오버플로할 수 있지만 "
+    "e^(s − 행 최댓값)은 1을 넘지 않아 오버플로하지 않습니다.",
     "mistake.softmax_columns": "열 방향으로 소프트맥스를 계산했습니다. 소프트맥스는 각 행을 "
     "따라(Query 하나에 대해 모든 Key에 걸쳐) 계산하므로 A의 각 행의 합이 1입니다.",
     "mistake.heads_averaged": "헤드 {heads}개를 평균했습니다. 헤드들의 출력은 나란히 이어 "
@@ -1124,7 +1125,8 @@ MESSAGES: dict[str, str] = {
     "자신과 앞선 토큰만 봅니다. mask를 빼거나 (decode가 causal로 만듭니다) 패딩은 "
     "key_padding으로 주세요.",
     "decode.cross": "decode는 시퀀스 자신의 Key를 캐시하는 self-attention을 보여 줍니다. source가 "
-    "있으면 (cross-attention, n = {n}, m = {m}) Key가 단계마다 늘지 않아 만들 캐시가 없습니다. "
+    "있으면 (cross-attention, n = {n}, m = {m}) source의 K와 V는 한 번 계산해 모든 단계에서 다시 "
+    "쓰므로 단계마다 늘지 않고, 보여 줄 자라나는 캐시가 없습니다. "
     "source나 decode를 빼세요.",
     "decode.needs_x": "decode는 X·W_K와 X·W_V로 토큰 하나씩 캐시를 만듭니다: Q, K, V 대신 x, wq, "
     "wk, wv를 주세요.",
