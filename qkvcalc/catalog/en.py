@@ -373,7 +373,7 @@ MESSAGES: dict[str, str] = {
     "input.inline": "in --{option}",
     "inline.grammar": "--{option} {text!r}: write a matrix as rows of numbers split by ';', "
     'e.g. "1 2; 3 4"',
-    # ---- arrays (.npz, .npy, tensors) and choosing stages (qkvcalc.input.arrays, qkvcalc.select) --
+    # ---- arrays (.npz, .npy, tensors) and choosing stages (qkvcalc.input.arrays, qkvcalc.select)
     "array.bad_file": "{origin} is not a numpy file qkvcalc can read: {reason}",
     "array.pickle": "{origin} holds Python objects, which qkvcalc never unpickles "
     "(allow_pickle=False): save numbers, booleans or strings",

@@ -376,7 +376,7 @@ MESSAGES: dict[str, str] = {
     "input.inline": "--{option}에서",
     "inline.grammar": "--{option} {text!r}: 행렬은 숫자로 된 행들을 ';'로 나누어 쓰세요. "
     '예: "1 2; 3 4"',
-    # ---- arrays (.npz, .npy, tensors) and choosing stages (qkvcalc.input.arrays, qkvcalc.select) --
+    # ---- arrays (.npz, .npy, tensors) and choosing stages (qkvcalc.input.arrays, qkvcalc.select)
     "array.bad_file": "{origin}은(는) qkvcalc가 읽을 수 있는 numpy 파일이 아닙니다: {reason}",
     "array.pickle": "{origin}에는 Python 객체가 들어 있는데, qkvcalc는 객체를 언피클하지 "
     "않습니다(allow_pickle=False). 숫자, 불리언, 문자열로 저장하세요",

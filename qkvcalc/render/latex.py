@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from string import Formatter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
@@ -191,7 +191,7 @@ def _hold(key: str, lang: str, params: dict[str, Any], held: list[tuple[str, boo
     return "".join(out)
 
 
-def _msgs(value: Any) -> bool:
+def _msgs(value: Any) -> TypeGuard[list[Msg]]:
     return isinstance(value, list) and bool(value) and all(isinstance(v, Msg) for v in value)
 
 
