@@ -501,24 +501,25 @@ def test_output_onto_a_device_writes_to_it_and_leaves_it_a_device(device):
 
 @pytest.mark.skipif(not ROOT_USER, reason="runs the program as nobody, which needs root")
 def test_output_onto_dev_null_as_a_normal_user(tmp_path):
-    """As nobody (who cannot create files in /dev), --output /dev/null works."""
+    """As nobody (who cannot create files in /dev), --output /dev/null works.
+
+    The probe imports qkvcalc as nobody, as the run below does: where nobody cannot read the
+    clone's folder (or run the interpreter), or would import another copy of qkvcalc than this
+    clone's, the test skips and says so."""
+    as_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
     probe = subprocess.run(
-        [
-            "setpriv",
-            "--reuid=nobody",
-            "--regid=nogroup",
-            "--clear-groups",
-            sys.executable,
-            "-c",
-            "",
-        ],
-        capture_output=True,
-    )
+        [*as_nobody, sys.executable, "-c", "import qkvcalc.cli; print(qkvcalc.__file__)"],
+        capture_output=True, text=True, cwd=ROOT, env={**os.environ, **PINNED_ENV},
+        timeout=HANG_GUARD,
+    )  # fmt: skip
     if probe.returncode != 0:
-        pytest.skip("nobody cannot run this Python")
+        last = (probe.stderr.strip().splitlines() or ["no message"])[-1]
+        pytest.skip(f"nobody cannot import qkvcalc from {ROOT}: {last}")
+    if not Path(probe.stdout.strip()).is_relative_to(ROOT):
+        pytest.skip(f"nobody imports another qkvcalc ({probe.stdout.strip()}), not {ROOT}'s")
     proc = subprocess.run(
-        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable,
-         "-m", "qkvcalc", "explain", "--preset", "doc", "--output", "/dev/null"],
+        [*as_nobody, sys.executable, "-m", "qkvcalc", "explain", "--preset", "doc",
+         "--output", "/dev/null"],
         capture_output=True, text=True, cwd=ROOT, env={**os.environ, **PINNED_ENV},
         timeout=HANG_GUARD,
     )  # fmt: skip
