@@ -69,51 +69,41 @@ def argv_of(case: Case, mode: str) -> list[str]:
     return [a.replace("{data}", str(BAD)) for a in json.loads((BAD / case.file).read_text())]
 
 
+def real_run(case: Case, mode: str) -> subprocess.CompletedProcess:
+    """One corpus run as its own `python -m qkvcalc` process, its address space capped."""
+    with contextlib.ExitStack() as files:
+        stdin = files.enter_context((BAD / case.file).open("rb")) if mode == "stdin" else None
+        return run_qkvcalc(
+            *argv_of(case, mode), stdin=stdin, timeout=HANG_GUARD, preexec_fn=cap_memory
+        )
+
+
 @pytest.fixture(scope="module")
 def corpus_results() -> dict[tuple[str, str], subprocess.CompletedProcess]:
-    """Every corpus run, a few processes at a time (started from this thread, so preexec_fn is
-    safe): stdin from the case file, stdout and stderr into temporary files."""
-    results: dict[tuple[str, str], subprocess.CompletedProcess] = {}
-    env = {**os.environ, **PINNED_ENV}
-    batch = max(2, min(8, (os.cpu_count() or 2) * 2))
+    """Every corpus run, each as `python -m qkvcalc` would do it, all inside one real process
+    (tests/inprocess.py: fresh standard streams on the case's files, the environment put back
+    after each) whose address space is capped; test_a_sample_of_the_corpus_as_real_processes
+    checks that a process of its own per run gives the very same results."""
+    jobs = [
+        {"argv": argv_of(case, mode), "stdin": str(BAD / case.file) if mode == "stdin" else None}
+        for case, mode in RUNS
+    ]
     with tempfile.TemporaryDirectory() as tmp:
-        for start in range(0, len(RUNS), batch):
-            with contextlib.ExitStack() as files:
-                running = []
-                for k, (case, mode) in enumerate(RUNS[start : start + batch]):
-                    out = files.enter_context(Path(tmp, f"{k}.out").open("w+b"))
-                    err = files.enter_context(Path(tmp, f"{k}.err").open("w+b"))
-                    stdin = (
-                        files.enter_context((BAD / case.file).open("rb"))
-                        if mode == "stdin"
-                        else subprocess.DEVNULL
-                    )
-                    argv = [sys.executable, "-m", "qkvcalc", *argv_of(case, mode)]
-                    proc = subprocess.Popen(
-                        argv,
-                        stdin=stdin,
-                        stdout=out,
-                        stderr=err,
-                        env=env,
-                        cwd=ROOT,
-                        preexec_fn=cap_memory,
-                    )
-                    running.append((case, mode, proc, out, err))
-                for case, mode, proc, out, err in running:
-                    try:
-                        proc.wait(timeout=HANG_GUARD)
-                    except subprocess.TimeoutExpired:
-                        proc.kill()  # reported by the test as a wrong exit code
-                        proc.wait()
-                    out.seek(0)
-                    err.seek(0)
-                    results[(case.file, mode)] = subprocess.CompletedProcess(
-                        proc.args,
-                        proc.returncode,
-                        out.read().decode("utf-8", "replace"),
-                        err.read().decode("utf-8", "replace"),
-                    )
-    return results
+        Path(tmp, "jobs.json").write_text(json.dumps(jobs), encoding="utf-8")
+        driver = subprocess.run(
+            [sys.executable, "-m", "tests.inprocess", f"{tmp}/jobs.json", f"{tmp}/out.json"],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=ROOT,
+            env={**os.environ, **PINNED_ENV}, preexec_fn=cap_memory,
+            timeout=HANG_GUARD * len(RUNS) / 4,  # a guard against hangs, not a speed requirement
+        )  # fmt: skip
+        assert driver.returncode == 0, driver.stderr[-3000:]
+        done = json.loads(Path(tmp, "out.json").read_text(encoding="utf-8"))
+    return {
+        (case.file, mode): subprocess.CompletedProcess(
+            argv_of(case, mode), got["returncode"], got["stdout"], got["stderr"]
+        )
+        for (case, mode), got in zip(RUNS, done, strict=True)
+    }
 
 
 def assert_one_clean_message(proc: subprocess.CompletedProcess, expect: str = "") -> None:
@@ -147,6 +137,29 @@ def test_corpus_is_big_and_described():
 @pytest.mark.parametrize(("case", "mode"), RUNS, ids=[f"{c.file}-{m}" for c, m in RUNS])
 def test_bad_input_is_one_clear_message(corpus_results, case: Case, mode: str):
     assert_one_clean_message(corpus_results[(case.file, mode)], case.expect)
+
+
+# Real processes for a sample: every kind of feeding (a file argument, stdin, the command line),
+# and every eighth run besides, so the corpus' in-process runs are known to be the program's.
+SAMPLE = sorted(
+    {
+        *RUNS[::8],
+        *(next(run for run in RUNS if run[1] == mode) for mode in ("file", "stdin", "args")),
+    },
+    key=RUNS.index,
+)
+
+
+@pytest.mark.parametrize(("case", "mode"), SAMPLE, ids=[f"{c.file}-{m}" for c, m in SAMPLE])
+def test_a_sample_of_the_corpus_as_real_processes(corpus_results, case: Case, mode: str):
+    proc = real_run(case, mode)
+    assert_one_clean_message(proc, case.expect)
+    inside = corpus_results[(case.file, mode)]
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        inside.returncode,
+        inside.stdout,
+        inside.stderr,
+    )
 
 
 # ---- pathological inputs, made at run time ------------------------------------------------

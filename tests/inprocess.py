@@ -1,0 +1,102 @@
+"""Many runs of the qkvcalc program inside one real process: `python -m tests.inprocess JOBS OUT`.
+
+JOBS is a JSON list of {"argv": [...], "stdin": path or null}; OUT gets a JSON list of
+{"returncode", "stdout", "stderr"}, one per job, in order. Each job is what `python -m qkvcalc
+ARGV <STDIN` does, in this process: its standard descriptors 0, 1 and 2 are the job's files
+(stdin the given file or /dev/null, stdout and stderr fresh temporary files), sys.stdin/stdout/
+stderr are new text streams on them as Python makes them at start, sys.argv and __main__'s
+package are those of `python -m qkvcalc`, the environment is put back after each job, and
+qkvcalc.launch.main runs: its exit code is the job's; an exception that escapes it is written
+as Python would (a traceback, exit 1). Every warning is shown every time
+(a real process shows a warning at least once; here earlier jobs would otherwise hide it).
+
+tests/test_hostile.py runs its corpus through this, once, and a sample of it as real processes
+too, which must give the very same results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import traceback
+import warnings
+from pathlib import Path
+
+
+def _stream(fd: int, mode: str, like: io.TextIOWrapper) -> io.TextIOWrapper:
+    raw = open(fd, mode + "b", buffering=0 if mode == "w" else -1, closefd=False)  # noqa: SIM115
+    if mode == "w":
+        raw = io.BufferedWriter(raw)  # type: ignore[arg-type]
+    return io.TextIOWrapper(
+        raw,  # type: ignore[arg-type]
+        encoding=like.encoding,
+        errors=like.errors,
+        line_buffering=like.line_buffering,
+    )
+
+
+def run_job(argv: list[str], stdin: str | None) -> dict:
+    import qkvcalc
+    from qkvcalc.launch import main
+
+    here = sys.modules["__main__"]
+    saved_package = here.__package__
+    saved_fds = [os.dup(fd) for fd in (0, 1, 2)]
+    saved_streams = (sys.stdin, sys.stdout, sys.stderr)
+    saved_env, saved_argv = dict(os.environ), sys.argv
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        source = os.open(stdin or os.devnull, os.O_RDONLY)
+        for fd, target in ((0, source), (1, out.fileno()), (2, err.fileno())):
+            os.dup2(target, fd)
+        os.close(source)
+        sys.stdin = _stream(0, "r", sys.__stdin__)  # type: ignore[arg-type]
+        sys.stdout = _stream(1, "w", sys.__stdout__)  # type: ignore[arg-type]
+        sys.stderr = _stream(2, "w", sys.__stderr__)  # type: ignore[arg-type]
+        # as `python -m qkvcalc` has them: click names the program from these in its usage line
+        here.__package__ = "qkvcalc"
+        sys.argv = [str(Path(qkvcalc.__file__).with_name("__main__.py")), *argv]
+        code = 0
+        try:
+            main()
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+            if isinstance(done.code, str):
+                sys.stderr.write(done.code + "\n")
+        except BaseException:
+            sys.stderr.write(traceback.format_exc())
+            code = 1
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        for fd, saved in zip((0, 1, 2), saved_fds, strict=True):
+            os.dup2(saved, fd)
+            os.close(saved)
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        sys.argv, here.__package__ = saved_argv, saved_package
+        os.environ.clear()
+        os.environ.update(saved_env)
+        out.seek(0)
+        err.seek(0)
+        return {
+            "returncode": code,
+            "stdout": out.read().decode("utf-8", "replace"),
+            "stderr": err.read().decode("utf-8", "replace"),
+        }
+
+
+def main() -> None:
+    jobs_path, out_path = sys.argv[1:3]
+    warnings.simplefilter("always")
+    with open(jobs_path, encoding="utf-8") as f:
+        jobs = json.load(f)
+    results = [run_job(job["argv"], job["stdin"]) for job in jobs]
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump(results, f)
+
+
+if __name__ == "__main__":
+    main()
