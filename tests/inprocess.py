@@ -20,6 +20,7 @@ import contextlib
 import io
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import traceback
@@ -86,6 +87,28 @@ def run_job(argv: list[str], stdin: str | None) -> dict:
             "stdout": out.read().decode("utf-8", "replace"),
             "stderr": err.read().decode("utf-8", "replace"),
         }
+
+
+def run_batch(
+    jobs: list[dict], *, timeout: float, preexec_fn=None
+) -> list[subprocess.CompletedProcess]:
+    """Run these jobs ({"argv": [...], "stdin": path or None}) in one new process, from the
+    repository's root, in tests/conftest.py's pinned environment; their results in order."""
+    from tests.conftest import PINNED_ENV, ROOT
+
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "jobs.json").write_text(json.dumps(jobs), encoding="utf-8")
+        driver = subprocess.run(
+            [sys.executable, "-m", "tests.inprocess", f"{tmp}/jobs.json", f"{tmp}/out.json"],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=ROOT,
+            env={**os.environ, **PINNED_ENV}, preexec_fn=preexec_fn, timeout=timeout,
+        )  # fmt: skip
+        assert driver.returncode == 0, driver.stderr[-3000:]
+        done = json.loads(Path(tmp, "out.json").read_text(encoding="utf-8"))
+    return [
+        subprocess.CompletedProcess(job["argv"], got["returncode"], got["stdout"], got["stderr"])
+        for job, got in zip(jobs, done, strict=True)
+    ]
 
 
 def main() -> None:

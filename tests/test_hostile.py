@@ -20,13 +20,13 @@ import resource
 import stat
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import PINNED_ENV, ROOT, run_qkvcalc
+from tests.inprocess import run_batch
 
 BAD = Path(__file__).resolve().parent / "data" / "bad"
 MEMORY_CAP = 2 * 1024**3  # bytes of address space a child may map
@@ -88,22 +88,8 @@ def corpus_results() -> dict[tuple[str, str], subprocess.CompletedProcess]:
         {"argv": argv_of(case, mode), "stdin": str(BAD / case.file) if mode == "stdin" else None}
         for case, mode in RUNS
     ]
-    with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, "jobs.json").write_text(json.dumps(jobs), encoding="utf-8")
-        driver = subprocess.run(
-            [sys.executable, "-m", "tests.inprocess", f"{tmp}/jobs.json", f"{tmp}/out.json"],
-            stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=ROOT,
-            env={**os.environ, **PINNED_ENV}, preexec_fn=cap_memory,
-            timeout=HANG_GUARD * len(RUNS) / 4,  # a guard against hangs, not a speed requirement
-        )  # fmt: skip
-        assert driver.returncode == 0, driver.stderr[-3000:]
-        done = json.loads(Path(tmp, "out.json").read_text(encoding="utf-8"))
-    return {
-        (case.file, mode): subprocess.CompletedProcess(
-            argv_of(case, mode), got["returncode"], got["stdout"], got["stderr"]
-        )
-        for (case, mode), got in zip(RUNS, done, strict=True)
-    }
+    results = run_batch(jobs, timeout=HANG_GUARD * len(RUNS) / 4, preexec_fn=cap_memory)
+    return {(case.file, mode): got for (case, mode), got in zip(RUNS, results, strict=True)}
 
 
 def assert_one_clean_message(proc: subprocess.CompletedProcess, expect: str = "") -> None:
