@@ -10,8 +10,9 @@ qkvcalc.launch.main runs: its exit code is the job's; an exception that escapes 
 as Python would (a traceback, exit 1). Every warning is shown every time
 (a real process shows a warning at least once; here earlier jobs would otherwise hide it).
 
-tests/test_hostile.py runs its corpus through this, once, and a sample of it as real processes
-too, which must give the very same results.
+A job {"script": path} is `python PATH` instead (run_script). tests/test_hostile.py runs its
+corpus through this, once, and a sample of it as real processes too, which must give the very
+same results; test_extract and test_torch_script batch their runs of torch with it.
 """
 
 from __future__ import annotations
@@ -101,14 +102,50 @@ def run_batch(
         driver = subprocess.run(
             [sys.executable, "-m", "tests.inprocess", f"{tmp}/jobs.json", f"{tmp}/out.json"],
             stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=ROOT,
-            env={**os.environ, **PINNED_ENV}, preexec_fn=preexec_fn, timeout=timeout,
+            env={**os.environ, **PINNED_ENV, "OMP_NUM_THREADS": "1"},  # tiny tensors: 1 thread
+            preexec_fn=preexec_fn, timeout=timeout,
         )  # fmt: skip
         assert driver.returncode == 0, driver.stderr[-3000:]
         done = json.loads(Path(tmp, "out.json").read_text(encoding="utf-8"))
     return [
-        subprocess.CompletedProcess(job["argv"], got["returncode"], got["stdout"], got["stderr"])
+        subprocess.CompletedProcess(
+            job.get("argv", job.get("script")), got["returncode"], got["stdout"], got["stderr"]
+        )
         for job, got in zip(jobs, done, strict=True)
     ]
+
+
+def run_script(path: str) -> dict:
+    """`python PATH` in this process (runpy, so PEP 263 and `__name__ == "__main__"` hold as
+    they do for a script): its exit code, stdout and stderr. PyTorch's global defaults are put
+    back first, so no script can lean on what an earlier one set."""
+    import runpy
+
+    import torch
+
+    torch.set_default_dtype(torch.float32)
+    torch.set_grad_enabled(True)
+    out, err = io.StringIO(), io.StringIO()
+    saved_argv, code = sys.argv, 0
+    sys.argv = [path]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                runpy.run_path(path, run_name="__main__")
+            except SystemExit as done:
+                code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+            except BaseException:
+                err.write(traceback.format_exc())
+                code = 1
+    finally:
+        sys.argv = saved_argv
+    return {"returncode": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
+
+
+def run_scripts(paths: list[Path], *, timeout: float) -> list[subprocess.CompletedProcess]:
+    """Run these Python scripts one after another in one new process (torch imported once)."""
+    jobs = [{"script": str(path)} for path in paths]
+    return run_batch(jobs, timeout=timeout)
 
 
 def main() -> None:
@@ -116,7 +153,10 @@ def main() -> None:
     warnings.simplefilter("always")
     with open(jobs_path, encoding="utf-8") as f:
         jobs = json.load(f)
-    results = [run_job(job["argv"], job["stdin"]) for job in jobs]
+    results = [
+        run_script(job["script"]) if "script" in job else run_job(job["argv"], job["stdin"])
+        for job in jobs
+    ]
     with open(out_path, "w", encoding="utf-8") as f:
         json.dump(results, f)
 
