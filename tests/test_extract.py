@@ -39,6 +39,7 @@ transformers = pytest.importorskip(
     "transformers", reason="qkvcalc extract needs transformers: pip install -e '.[test]'"
 )
 
+torch.set_num_threads(1)  # tiny models: as fast on one thread, and no oversubscribed cores
 TOL = 1e-8
 N = 7  # tokens: more than the windows below, so they cut
 
