@@ -4,6 +4,14 @@ docs/cli.md lists every option of every command, and the sdist carries docs/.
 
 docs/cli.md holds each command's real `--help` between markers; after changing an option,
 refresh them with `python tests/test_docs.py` (it rewrites those blocks only).
+
+Every documented command runs: each ```bash block of README.md and docs/*.md runs in a temporary
+folder of its file's own, in order, each block in a fresh `bash -e -o pipefail` (files the
+blocks make are kept for the next block; `qkvcalc`, `python` and `python3` are this clone's).
+Two visible markers, both shell comments a reader sees in the block:
+- a command line whose comment starts `# exits N` must exit with N (and the block goes on);
+- a block whose first line is `# not run by the tests: why` is left out (a download, a
+  terminal to type into); keep those few.
 """
 
 from __future__ import annotations
@@ -217,6 +225,83 @@ def test_cli_md_shows_the_real_help():
         if block != f"\n```text\n{real_help(command)}```\n":
             stale.append(" ".join(command) or "qkvcalc")
     assert not stale, f"docs/cli.md's --help of {stale} is out of date: python tests/test_docs.py"
+
+
+# ---- every documented command runs -----------------------------------------------------------
+
+SHELL_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.S | re.M)
+EXPECTED_EXIT = re.compile(r"^(?P<command>[^#]*?)\s+# exits (?P<code>\d+)\b.*$")
+NOT_RUN = "# not run by the tests:"
+
+
+def shell_blocks(doc: Path) -> list[tuple[int, str]]:
+    """The ```bash blocks of a document: (line number, text)."""
+    text = doc.read_text(encoding="utf-8")
+    return [(text[: m.start()].count("\n") + 1, m.group(1)) for m in SHELL_BLOCK.finditer(text)]
+
+
+def runnable(block: str) -> str:
+    """The block as bash runs it: a line marked `# exits N` is checked for exit N."""
+    lines = []
+    for line in block.splitlines():
+        found = EXPECTED_EXIT.match(line)
+        if found:
+            command, code = found["command"], found["code"]
+            line = f"rc=0; {command} || rc=$?; test $rc -eq {code} || {{ "
+            line += f"echo 'expected exit {code}, got '$rc': {command}' >&2; exit 99; }}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("doc", documents(), ids=lambda p: p.name)
+def test_every_documented_command_runs(doc, tmp_path):
+    import importlib.util
+    import os
+
+    bin_dir = tmp_path / ".bin"
+    bin_dir.mkdir()
+    (bin_dir / "qkvcalc").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m qkvcalc "$@"\n')
+    (bin_dir / "qkvcalc").chmod(0o755)
+    for name in ("python", "python3"):  # a script, not a link: a link would lose the venv
+        (bin_dir / name).write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+        (bin_dir / name).chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {
+        **os.environ,
+        **HELP_ENV,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(ROOT),
+        "TERM": "dumb",
+    }
+    has_torch = importlib.util.find_spec("torch") is not None
+    ran = 0
+    for line, block in shell_blocks(doc):
+        if block.startswith(NOT_RUN):
+            assert block.split(NOT_RUN, 1)[1].split("\n", 1)[0].strip(), "say why it is not run"
+            continue
+        if "--format torch" in block and not has_torch:
+            continue  # the script it writes needs PyTorch (test_torch_script.py skips likewise)
+        proc = subprocess.run(
+            ["bash", "-e", "-o", "pipefail", "-c", runnable(block)],
+            cwd=work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, f"{doc.name}:{line}: exit {proc.returncode}\n{proc.stderr}"
+        ran += 1
+    assert ran or not shell_blocks(doc)
+
+
+def test_the_docs_leave_out_few_blocks():
+    """Left-out blocks are the exception: a download or a terminal to type into."""
+    left_out = [
+        (doc.name, line)
+        for doc in documents()
+        for line, block in shell_blocks(doc)
+        if block.startswith(NOT_RUN)
+    ]
+    assert len(left_out) <= 6, left_out
 
 
 # ---- packaging --------------------------------------------------------------------------------
