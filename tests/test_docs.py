@@ -304,6 +304,50 @@ def test_the_docs_leave_out_few_blocks():
     assert len(left_out) <= 6, left_out
 
 
+# ---- what the README shows is what the program does ------------------------------------------
+
+
+def readme_section(title: str) -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return readme.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_readme_excerpt_is_the_real_output():
+    """'What it shows' quotes `qkvcalc explain --preset doc` in an 80-column terminal."""
+    excerpt = readme_section("What it shows").split("\n```\n", 1)[1].split("\n```", 1)[0]
+    real = subprocess.run(
+        [sys.executable, "-m", "qkvcalc", "explain", "--preset", "doc"],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+        env={**__import__("os").environ, **HELP_ENV, "COLUMNS": "80", "TERM": "dumb"},
+    )  # fmt: skip
+    assert real.returncode == 0, real.stderr
+    assert excerpt + "\n" in real.stdout, "README's 'What it shows' is not the program's output"
+
+
+def test_the_from_python_block_shows_what_python_prints():
+    import qkvcalc
+
+    section = readme_section("From Python")
+    value = qkvcalc.explain(
+        x=[1, 2], wq=[[1, 0], [0, 1]], wk=[[1, 1], [0, 1]], wv=[[1, 0], [1, 1]], exact=True
+    ).stage("scaled")
+    assert f"# {value.exact!r}:" in section
+
+
+def test_every_picture_in_docs_is_what_docs_pictures_py_makes():
+    """docs/pictures.py draws every picture in docs/ with today's program; regenerate them with
+    `python docs/pictures.py` after reading the diff."""
+    import runpy
+
+    made = runpy.run_path(str(DOCS / "pictures.py"), run_name="pictures")["pictures"]()
+    pictures = {p.name for p in DOCS.iterdir() if p.suffix in (".svg", ".png", ".jpg", ".gif")}
+    assert set(made) == pictures, "docs/pictures.py must make every picture in docs/"
+    stale = [name for name, text in made.items() if (DOCS / name).read_text("utf-8") != text]
+    assert not stale, f"docs/{stale} are out of date: python docs/pictures.py"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert all(f"(docs/{name})" in readme for name in made), "each picture is shown"
+
+
 # ---- packaging --------------------------------------------------------------------------------
 
 
