@@ -4,6 +4,14 @@ docs/cli.md lists every option of every command, and the sdist carries docs/.
 
 docs/cli.md holds each command's real `--help` between markers; after changing an option,
 refresh them with `python tests/test_docs.py` (it rewrites those blocks only).
+
+Every documented command runs: each ```bash block of README.md and docs/*.md runs in a temporary
+folder of its file's own, in order, each block in a fresh `bash -e -o pipefail` (files the
+blocks make are kept for the next block; `qkvcalc`, `python` and `python3` are this clone's).
+Two visible markers, both shell comments a reader sees in the block:
+- a command line whose comment starts `# exits N` must exit with N (and the block goes on);
+- a block whose first line is `# not run by the tests: why` is left out (a download, a
+  terminal to type into); keep those few.
 """
 
 from __future__ import annotations
@@ -217,6 +225,127 @@ def test_cli_md_shows_the_real_help():
         if block != f"\n```text\n{real_help(command)}```\n":
             stale.append(" ".join(command) or "qkvcalc")
     assert not stale, f"docs/cli.md's --help of {stale} is out of date: python tests/test_docs.py"
+
+
+# ---- every documented command runs -----------------------------------------------------------
+
+SHELL_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.S | re.M)
+EXPECTED_EXIT = re.compile(r"^(?P<command>[^#]*?)\s+# exits (?P<code>\d+)\b.*$")
+NOT_RUN = "# not run by the tests:"
+
+
+def shell_blocks(doc: Path) -> list[tuple[int, str]]:
+    """The ```bash blocks of a document: (line number, text)."""
+    text = doc.read_text(encoding="utf-8")
+    return [(text[: m.start()].count("\n") + 1, m.group(1)) for m in SHELL_BLOCK.finditer(text)]
+
+
+def runnable(block: str) -> str:
+    """The block as bash runs it: a line marked `# exits N` is checked for exit N."""
+    lines = []
+    for line in block.splitlines():
+        found = EXPECTED_EXIT.match(line)
+        if found:
+            command, code = found["command"], found["code"]
+            line = f"rc=0; {command} || rc=$?; test $rc -eq {code} || {{ "
+            line += f"echo 'expected exit {code}, got '$rc': {command}' >&2; exit 99; }}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("doc", documents(), ids=lambda p: p.name)
+def test_every_documented_command_runs(doc, tmp_path):
+    import importlib.util
+    import os
+
+    bin_dir = tmp_path / ".bin"
+    bin_dir.mkdir()
+    (bin_dir / "qkvcalc").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m qkvcalc "$@"\n')
+    (bin_dir / "qkvcalc").chmod(0o755)
+    for name in ("python", "python3"):  # a script, not a link: a link would lose the venv
+        (bin_dir / name).write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+        (bin_dir / name).chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {
+        **os.environ,
+        **HELP_ENV,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(ROOT),
+        "TERM": "dumb",
+    }
+    has_torch = importlib.util.find_spec("torch") is not None
+    ran = 0
+    for line, block in shell_blocks(doc):
+        if block.startswith(NOT_RUN):
+            assert block.split(NOT_RUN, 1)[1].split("\n", 1)[0].strip(), "say why it is not run"
+            continue
+        if "--format torch" in block and not has_torch:
+            continue  # the script it writes needs PyTorch (test_torch_script.py skips likewise)
+        proc = subprocess.run(
+            ["bash", "-e", "-o", "pipefail", "-c", runnable(block)],
+            cwd=work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, f"{doc.name}:{line}: exit {proc.returncode}\n{proc.stderr}"
+        ran += 1
+    assert ran or not shell_blocks(doc)
+
+
+def test_the_docs_leave_out_few_blocks():
+    """Left-out blocks are the exception: a download or a terminal to type into."""
+    left_out = [
+        (doc.name, line)
+        for doc in documents()
+        for line, block in shell_blocks(doc)
+        if block.startswith(NOT_RUN)
+    ]
+    assert len(left_out) <= 6, left_out
+
+
+# ---- what the README shows is what the program does ------------------------------------------
+
+
+def readme_section(title: str) -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return readme.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_readme_excerpt_is_the_real_output():
+    """'What it shows' quotes `qkvcalc explain --preset doc` in an 80-column terminal."""
+    excerpt = readme_section("What it shows").split("\n```\n", 1)[1].split("\n```", 1)[0]
+    real = subprocess.run(
+        [sys.executable, "-m", "qkvcalc", "explain", "--preset", "doc"],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+        env={**__import__("os").environ, **HELP_ENV, "COLUMNS": "80", "TERM": "dumb"},
+    )  # fmt: skip
+    assert real.returncode == 0, real.stderr
+    assert excerpt + "\n" in real.stdout, "README's 'What it shows' is not the program's output"
+
+
+def test_the_from_python_block_shows_what_python_prints():
+    import qkvcalc
+
+    section = readme_section("From Python")
+    value = qkvcalc.explain(
+        x=[1, 2], wq=[[1, 0], [0, 1]], wk=[[1, 1], [0, 1]], wv=[[1, 0], [1, 1]], exact=True
+    ).stage("scaled")
+    assert f"# {value.exact!r}:" in section
+
+
+def test_every_picture_in_docs_is_what_docs_pictures_py_makes():
+    """docs/pictures.py draws every picture in docs/ with today's program; regenerate them with
+    `python docs/pictures.py` after reading the diff."""
+    import runpy
+
+    made = runpy.run_path(str(DOCS / "pictures.py"), run_name="pictures")["pictures"]()
+    pictures = {p.name for p in DOCS.iterdir() if p.suffix in (".svg", ".png", ".jpg", ".gif")}
+    assert set(made) == pictures, "docs/pictures.py must make every picture in docs/"
+    stale = [name for name, text in made.items() if (DOCS / name).read_text("utf-8") != text]
+    assert not stale, f"docs/{stale} are out of date: python docs/pictures.py"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert all(f"(docs/{name})" in readme for name in made), "each picture is shown"
 
 
 # ---- packaging --------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import PINNED_ENV, ROOT, run_qkvcalc
+from tests.inprocess import run_batch
 from tests.naive_modern import attention
 
 torch = pytest.importorskip(
@@ -38,6 +39,7 @@ transformers = pytest.importorskip(
     "transformers", reason="qkvcalc extract needs transformers: pip install -e '.[test]'"
 )
 
+torch.set_num_threads(1)  # tiny models: as fast on one thread, and no oversubscribed cores
 TOL = 1e-8
 N = 7  # tokens: more than the windows below, so they cut
 
@@ -233,6 +235,9 @@ for _config, _, _model, *_ in CASES.values():
 importlib.import_module("safetensors.torch")
 
 
+KINDS = list(CASES)
+
+
 def build(kind: str, seed: int = 0):
     """A tiny float64 model of this kind with random weights, eager attention."""
     config_name, fields, model_name, *_ = CASES[kind]
@@ -293,57 +298,53 @@ def reference(model, kind: str, ids: list[int]) -> dict:
 
 
 class Lab:
-    """Builds each case once for the module: the model, its folder, the CLI's problem."""
+    """Builds every case once for the module: the model, its folder, the CLI's problem. The
+    first get() builds all the models, then extracts every layer through the command line,
+    `python -m qkvcalc extract FOLDER --layer L --ids … --dtype float64 --output FILE`, all in
+    one real process (tests/inprocess.py), which imports torch and transformers once, not once
+    per architecture; test_the_python_call_gives_the_cli_problem and the real processes below
+    (the errors of a missing torch, of custom code, --output's files) still start their own."""
 
     def __init__(self, root: Path):
         self.root = root
         self.cache: dict[str, dict] = {}
 
     def get(self, kind: str) -> dict:
-        if kind in self.cache:
-            return self.cache[kind]
-        folder_kind = "gemma2" if kind.startswith("gemma2") else kind
-        folder = self.root / folder_kind
-        model = build(kind)
-        if not folder.exists():
-            model.save_pretrained(folder)
-        ids = token_ids()
-        layer = CASES[kind][3]
-        problem_file = self.root / f"{kind}.json"
-        result = run_qkvcalc(
-            "extract",
-            str(folder),
-            "--layer",
-            str(layer),
-            "--ids",
-            " ".join(map(str, ids)),
-            "--dtype",
-            "float64",
-            "--output",
-            str(problem_file),
-            timeout=300,
-        )
-        assert result.returncode == 0, result.stderr
-        assert result.stdout == "", "with --output, nothing goes to stdout"
-        problem = json.loads(problem_file.read_text(encoding="utf-8"))
-        self.cache[kind] = {
-            "model": model,
-            "folder": folder,
-            "ids": ids,
-            "layer": layer,
-            "file": problem_file,
-            "problem": problem,
-            "reference": reference(model, kind, ids),
-        }
+        if not self.cache:
+            self.build_all()
         return self.cache[kind]
+
+    def build_all(self) -> None:
+        ids = token_ids()
+        cases, jobs = {}, []
+        for kind in KINDS:
+            folder = self.root / ("gemma2" if kind.startswith("gemma2") else kind)
+            model = build(kind)
+            if not folder.exists():
+                model.save_pretrained(folder)
+            layer = CASES[kind][3]
+            problem_file = self.root / f"{kind}.json"
+            argv = ["extract", str(folder), "--layer", str(layer), "--ids", " ".join(map(str, ids))]
+            jobs.append({"argv": [*argv, "--dtype", "float64", "--output", str(problem_file)]})
+            cases[kind] = {
+                "model": model,
+                "folder": folder,
+                "ids": ids,
+                "layer": layer,
+                "file": problem_file,
+                "reference": reference(model, kind, ids),
+            }
+        results = run_batch([{**job, "stdin": None} for job in jobs], timeout=300 + 60 * len(jobs))
+        for kind, result in zip(KINDS, results, strict=True):
+            assert result.returncode == 0, (kind, result.stderr)
+            assert result.stdout == "", "with --output, nothing goes to stdout"
+            problem = json.loads(cases[kind]["file"].read_text(encoding="utf-8"))
+            self.cache[kind] = {**cases[kind], "problem": problem}
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     return Lab(tmp_path_factory.mktemp("models"))
-
-
-KINDS = list(CASES)
 
 
 def max_diff(a, b) -> float:
@@ -512,26 +513,35 @@ def folders(lab, tmp_path_factory):
     return {"llama": lab.get("llama")["folder"], **{p.name: p for p in root.iterdir()}}
 
 
-def test_an_unknown_architecture_lists_the_known_ones(folders):
-    result = run_qkvcalc("extract", str(folders["opt"]), "--layer", "0", "--ids", "1", timeout=300)
-    known = "BERT, GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Gemma 2, GPT-NeoX, BLOOM, T5 encoder"
-    one_message(result, "'opt'", known)
+BAD_REQUESTS = {
+    "layer": ("llama", ["--layer", "3", "--ids", "1 2"], ["layer 3", "3 layers", "0 to 2"]),
+    "negative layer": ("llama", ["--layer", "-1", "--ids", "1 2"], ["layer -1", "0 to 2"]),
+    "token id": ("llama", ["--layer", "0", "--ids", "1 60"],
+                 ["token id 60", "60 tokens", "0 to 59"]),
+    "text without tokenizer": ("llama", ["--layer", "0", "--text", "hello"], ["--text", "--ids"]),
+    "empty": ("empty", ["--layer", "0", "--ids", "1"],
+              ["not a Hugging Face checkpoint", "config.json"]),
+    "no weights": ("no-weights", ["--layer", "0", "--ids", "1"], ["config.json", "weights"]),
+    "unknown architecture": ("opt", ["--layer", "0", "--ids", "1"], [
+        "'opt'", "BERT, GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Gemma 2, GPT-NeoX, BLOOM, T5 encoder",
+    ]),
+}  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("folder", "args", "fragments"),
-    [
-        ("llama", ["--layer", "3", "--ids", "1 2"], ["layer 3", "3 layers", "0 to 2"]),
-        ("llama", ["--layer", "-1", "--ids", "1 2"], ["layer -1", "0 to 2"]),
-        ("llama", ["--layer", "0", "--ids", "1 60"], ["token id 60", "60 tokens", "0 to 59"]),
-        ("llama", ["--layer", "0", "--text", "hello"], ["--text", "--ids"]),
-        ("empty", ["--layer", "0", "--ids", "1"], ["not a Hugging Face checkpoint", "config.json"]),
-        ("no-weights", ["--layer", "0", "--ids", "1"], ["config.json", "weights"]),
-    ],
-    ids=["layer", "negative layer", "token id", "text without tokenizer", "empty", "no weights"],
-)
-def test_bad_requests_are_one_message(folders, folder, args, fragments):
-    one_message(run_qkvcalc("extract", str(folders[folder]), *args, timeout=300), *fragments)
+@pytest.fixture(scope="module")
+def request_results(folders):
+    """Every bad request through the command line, all in one real process (tests/inprocess.py:
+    the program's standard streams, exit code and messages, torch imported once)."""
+    jobs = [
+        {"argv": ["extract", str(folders[folder]), *args], "stdin": None}
+        for folder, args, _ in BAD_REQUESTS.values()
+    ]
+    return dict(zip(BAD_REQUESTS, run_batch(jobs, timeout=600), strict=True))
+
+
+@pytest.mark.parametrize("name", BAD_REQUESTS)
+def test_bad_requests_are_one_message(request_results, name):
+    one_message(request_results[name], *BAD_REQUESTS[name][2])
 
 
 @pytest.mark.parametrize(

@@ -20,13 +20,13 @@ import resource
 import stat
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import PINNED_ENV, ROOT, run_qkvcalc
+from tests.inprocess import run_batch
 
 BAD = Path(__file__).resolve().parent / "data" / "bad"
 MEMORY_CAP = 2 * 1024**3  # bytes of address space a child may map
@@ -69,51 +69,27 @@ def argv_of(case: Case, mode: str) -> list[str]:
     return [a.replace("{data}", str(BAD)) for a in json.loads((BAD / case.file).read_text())]
 
 
+def real_run(case: Case, mode: str) -> subprocess.CompletedProcess:
+    """One corpus run as its own `python -m qkvcalc` process, its address space capped."""
+    with contextlib.ExitStack() as files:
+        stdin = files.enter_context((BAD / case.file).open("rb")) if mode == "stdin" else None
+        return run_qkvcalc(
+            *argv_of(case, mode), stdin=stdin, timeout=HANG_GUARD, preexec_fn=cap_memory
+        )
+
+
 @pytest.fixture(scope="module")
 def corpus_results() -> dict[tuple[str, str], subprocess.CompletedProcess]:
-    """Every corpus run, a few processes at a time (started from this thread, so preexec_fn is
-    safe): stdin from the case file, stdout and stderr into temporary files."""
-    results: dict[tuple[str, str], subprocess.CompletedProcess] = {}
-    env = {**os.environ, **PINNED_ENV}
-    batch = max(2, min(8, (os.cpu_count() or 2) * 2))
-    with tempfile.TemporaryDirectory() as tmp:
-        for start in range(0, len(RUNS), batch):
-            with contextlib.ExitStack() as files:
-                running = []
-                for k, (case, mode) in enumerate(RUNS[start : start + batch]):
-                    out = files.enter_context(Path(tmp, f"{k}.out").open("w+b"))
-                    err = files.enter_context(Path(tmp, f"{k}.err").open("w+b"))
-                    stdin = (
-                        files.enter_context((BAD / case.file).open("rb"))
-                        if mode == "stdin"
-                        else subprocess.DEVNULL
-                    )
-                    argv = [sys.executable, "-m", "qkvcalc", *argv_of(case, mode)]
-                    proc = subprocess.Popen(
-                        argv,
-                        stdin=stdin,
-                        stdout=out,
-                        stderr=err,
-                        env=env,
-                        cwd=ROOT,
-                        preexec_fn=cap_memory,
-                    )
-                    running.append((case, mode, proc, out, err))
-                for case, mode, proc, out, err in running:
-                    try:
-                        proc.wait(timeout=HANG_GUARD)
-                    except subprocess.TimeoutExpired:
-                        proc.kill()  # reported by the test as a wrong exit code
-                        proc.wait()
-                    out.seek(0)
-                    err.seek(0)
-                    results[(case.file, mode)] = subprocess.CompletedProcess(
-                        proc.args,
-                        proc.returncode,
-                        out.read().decode("utf-8", "replace"),
-                        err.read().decode("utf-8", "replace"),
-                    )
-    return results
+    """Every corpus run, each as `python -m qkvcalc` would do it, all inside one real process
+    (tests/inprocess.py: fresh standard streams on the case's files, the environment put back
+    after each) whose address space is capped; test_a_sample_of_the_corpus_as_real_processes
+    checks that a process of its own per run gives the very same results."""
+    jobs = [
+        {"argv": argv_of(case, mode), "stdin": str(BAD / case.file) if mode == "stdin" else None}
+        for case, mode in RUNS
+    ]
+    results = run_batch(jobs, timeout=HANG_GUARD * len(RUNS) / 4, preexec_fn=cap_memory)
+    return {(case.file, mode): got for (case, mode), got in zip(RUNS, results, strict=True)}
 
 
 def assert_one_clean_message(proc: subprocess.CompletedProcess, expect: str = "") -> None:
@@ -147,6 +123,29 @@ def test_corpus_is_big_and_described():
 @pytest.mark.parametrize(("case", "mode"), RUNS, ids=[f"{c.file}-{m}" for c, m in RUNS])
 def test_bad_input_is_one_clear_message(corpus_results, case: Case, mode: str):
     assert_one_clean_message(corpus_results[(case.file, mode)], case.expect)
+
+
+# Real processes for a sample: every kind of feeding (a file argument, stdin, the command line),
+# and every eighth run besides, so the corpus' in-process runs are known to be the program's.
+SAMPLE = sorted(
+    {
+        *RUNS[::8],
+        *(next(run for run in RUNS if run[1] == mode) for mode in ("file", "stdin", "args")),
+    },
+    key=RUNS.index,
+)
+
+
+@pytest.mark.parametrize(("case", "mode"), SAMPLE, ids=[f"{c.file}-{m}" for c, m in SAMPLE])
+def test_a_sample_of_the_corpus_as_real_processes(corpus_results, case: Case, mode: str):
+    proc = real_run(case, mode)
+    assert_one_clean_message(proc, case.expect)
+    inside = corpus_results[(case.file, mode)]
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        inside.returncode,
+        inside.stdout,
+        inside.stderr,
+    )
 
 
 # ---- pathological inputs, made at run time ------------------------------------------------
@@ -501,24 +500,25 @@ def test_output_onto_a_device_writes_to_it_and_leaves_it_a_device(device):
 
 @pytest.mark.skipif(not ROOT_USER, reason="runs the program as nobody, which needs root")
 def test_output_onto_dev_null_as_a_normal_user(tmp_path):
-    """As nobody (who cannot create files in /dev), --output /dev/null works."""
+    """As nobody (who cannot create files in /dev), --output /dev/null works.
+
+    The probe imports qkvcalc as nobody, as the run below does: where nobody cannot read the
+    clone's folder (or run the interpreter), or would import another copy of qkvcalc than this
+    clone's, the test skips and says so."""
+    as_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
     probe = subprocess.run(
-        [
-            "setpriv",
-            "--reuid=nobody",
-            "--regid=nogroup",
-            "--clear-groups",
-            sys.executable,
-            "-c",
-            "",
-        ],
-        capture_output=True,
-    )
+        [*as_nobody, sys.executable, "-c", "import qkvcalc.cli; print(qkvcalc.__file__)"],
+        capture_output=True, text=True, cwd=ROOT, env={**os.environ, **PINNED_ENV},
+        timeout=HANG_GUARD,
+    )  # fmt: skip
     if probe.returncode != 0:
-        pytest.skip("nobody cannot run this Python")
+        last = (probe.stderr.strip().splitlines() or ["no message"])[-1]
+        pytest.skip(f"nobody cannot import qkvcalc from {ROOT}: {last}")
+    if not Path(probe.stdout.strip()).is_relative_to(ROOT):
+        pytest.skip(f"nobody imports another qkvcalc ({probe.stdout.strip()}), not {ROOT}'s")
     proc = subprocess.run(
-        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable,
-         "-m", "qkvcalc", "explain", "--preset", "doc", "--output", "/dev/null"],
+        [*as_nobody, sys.executable, "-m", "qkvcalc", "explain", "--preset", "doc",
+         "--output", "/dev/null"],
         capture_output=True, text=True, cwd=ROOT, env={**os.environ, **PINNED_ENV},
         timeout=HANG_GUARD,
     )  # fmt: skip

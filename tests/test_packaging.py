@@ -166,10 +166,23 @@ def test_every_command_is_documented_in_the_readme():
         assert f"qkvcalc {name}" in readme, f"`qkvcalc {name}` is not in README.md"
 
 
-def test_mypy_holds_on_the_whole_package():
-    """qkvcalc type-checks cleanly ([tool.mypy] in pyproject.toml), renderers and CLI included."""
-    pytest.importorskip("mypy")
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+def readme_test_command() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Run the tests", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("\n```", 1)[0]
+    return "\n".join(line for line in block.splitlines() if not line.startswith("#")).strip()
+
+
+def test_ci_runs_the_readme_test_command_then_mypy():
+    """CI (.ci/run) runs exactly the README's test command, in parallel (pytest-xdist, from
+    the test extra), and then mypy on the whole package ([tool.mypy] in pyproject.toml): mypy
+    takes 40-70 s, so it runs beside pytest in CI rather than inside it."""
+    command = readme_test_command()
+    assert "-m pytest -n auto" in command and "'.[test]'" in command
+    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert command in lines
+    after = lines[lines.index(command) + 1 :]
+    assert ".venv/bin/python -m mypy" in after
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    test_extra = pyproject.split("\ntest = [", 1)[1].split("]", 1)[0]
+    assert '"pytest-xdist' in test_extra and '"mypy' in test_extra

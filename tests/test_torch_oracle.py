@@ -35,6 +35,9 @@ from qkvcalc.run.engine import run
 
 torch = pytest.importorskip("torch", reason="PyTorch is the oracle; pip install torch==2.13.0")
 F = torch.nn.functional
+# Tiny tensors: one thread computes them as fast, and on two busy cores (pytest -n 2) torch's own
+# thread pool made each call about 5x slower. The same numbers either way.
+torch.set_num_threads(1)
 
 TOL = 1e-9
 ORACLE = settings(

@@ -1,8 +1,12 @@
 """--format torch: the script runs, and what it prints is qkvcalc's output to 1e-9.
 
-The presets and a few hand-picked edge cases run as real processes with this interpreter
-(`python script.py`, as a user would); a wider set of generated problems is executed in-process
-(the same script text, exec'd), which keeps the file fast. Without torch everything here skips.
+The presets, a few hand-picked edge cases and the decode runs are written to files and run as
+`python script.py` would run them, all in one real process with this interpreter
+(tests/inprocess.py: runpy, the script's own exit code and output), which imports torch once
+for all of them; a script that must be its own process (an encoding declaration, a mismatch's
+exit code, the fully masked row, the cache bug) runs as one, as a user would. A wider set of
+generated problems is executed in the test process (the same script text, exec'd). Without
+torch everything here skips.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from qkvcalc.run.engine import run
 pytest.importorskip("torch", reason="the script needs PyTorch; pip install torch==2.13.0")
 
 from tests.conftest import ROOT
+from tests.inprocess import run_scripts
 from tests.test_torch_oracle import ORACLE, problems  # after the skip: it needs torch
 
 TOL = 1e-9
@@ -72,6 +77,42 @@ def run_script(text: str, tmp_path) -> str:
     return proc.stdout
 
 
+@pytest.fixture(scope="module")
+def batched(tmp_path_factory) -> dict[str, tuple[str, np.ndarray]]:
+    """The scripts of the presets, the edge cases and the decode runs, each written to its own
+    folder and run by run_scripts, all in one process: key -> (stdout, qkvcalc's output); a
+    script that exits non-zero fails its test with its stderr."""
+    docs = {
+        **{f"preset {name}": presets.load(name) for name in sorted(presets.names())},
+        **{f"edge {name}": doc for name, doc in EDGE_CASES.items()},
+        **{f"decode {name}": doc for name, doc in DECODE_CASES.items()},
+    }
+    root = tmp_path_factory.mktemp("scripts")
+    paths, expected = [], []
+    for k, doc in enumerate(docs.values()):
+        text, output = script_of(doc)
+        (root / str(k)).mkdir()
+        paths.append(root / str(k) / "attention.py")
+        paths[-1].write_text(text, encoding="utf-8")
+        expected.append(output)
+    results = run_scripts(paths, timeout=120 + 20 * len(paths))
+    return {
+        key: (
+            result.stdout
+            if result.returncode == 0
+            else f"exit {result.returncode}: {result.stderr}",
+            output,
+        )
+        for key, result, output in zip(docs, results, expected, strict=True)
+    }
+
+
+def ran(batched, key: str) -> tuple[str, np.ndarray]:
+    stdout, expected = batched[key]
+    assert not stdout.startswith("exit "), stdout
+    return stdout, expected
+
+
 def exec_script(text: str) -> str:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -107,9 +148,15 @@ PRESET_MHA = {
 
 
 @pytest.mark.parametrize("name", sorted(presets.names()))
-def test_preset_script_prints_qkvcalcs_output(name, tmp_path):
-    text, expected = script_of(presets.load(name))
-    check(run_script(text, tmp_path), expected, mha=PRESET_MHA.get(name, True))
+def test_preset_script_prints_qkvcalcs_output(batched, name):
+    stdout, expected = ran(batched, f"preset {name}")
+    check(stdout, expected, mha=PRESET_MHA.get(name, True))
+
+
+@pytest.mark.parametrize("name", ["doc", "llama"])
+def test_a_preset_script_as_its_own_process_prints_what_the_batch_printed(batched, name, tmp_path):
+    text, _ = script_of(presets.load(name))
+    assert run_script(text, tmp_path) == ran(batched, f"preset {name}")[0]
 
 
 EDGE_CASES = {
@@ -199,11 +246,11 @@ EDGE_MHA = [True, True, True, True, True, False, False]
 
 
 @pytest.mark.parametrize(
-    ("doc", "mha"), list(zip(EDGE_CASES.values(), EDGE_MHA, strict=True)), ids=list(EDGE_CASES)
+    ("name", "mha"), list(zip(EDGE_CASES, EDGE_MHA, strict=True)), ids=list(EDGE_CASES)
 )
-def test_edge_case_script_prints_qkvcalcs_output(doc, mha, tmp_path):
-    text, expected = script_of(doc)
-    check(run_script(text, tmp_path), expected, mha=mha)
+def test_edge_case_script_prints_qkvcalcs_output(batched, name, mha):
+    stdout, expected = ran(batched, f"edge {name}")
+    check(stdout, expected, mha=mha)
 
 
 def test_fully_masked_row_is_zero_in_sdpa_and_nan_in_the_module(tmp_path):
@@ -365,12 +412,12 @@ DECODE_CASES = {
 }
 
 
-@pytest.mark.parametrize("doc", DECODE_CASES.values(), ids=list(DECODE_CASES))
-def test_a_decode_run_is_decoded_in_torch_with_a_growing_cache(doc, tmp_path):
+@pytest.mark.parametrize("name", DECODE_CASES)
+def test_a_decode_run_is_decoded_in_torch_with_a_growing_cache(batched, name):
     """The script appends each step's key and value to a cache and attends one query to it with
     SDPA; the stacked rows agree with qkvcalc (the script exits 1 otherwise)."""
-    text, expected = script_of(doc)
-    stdout = run_script(text, tmp_path)
+    doc = DECODE_CASES[name]
+    stdout, expected = ran(batched, f"decode {name}")
     assert "max |KV-cache decoding - qkvcalc| =" in stdout
     check(stdout, expected, mha=PRESET_MHA.get(doc["name"], True) and "rope" not in doc)
 

@@ -13,7 +13,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
@@ -203,6 +202,8 @@ def write_output(content: Content, path: Path) -> None:
             with open(target, "w", encoding="utf-8") as device:
                 _write(content, device)
             return
+        import tempfile  # only for --output to a regular file: not loaded on every start
+
         fd, tmp = tempfile.mkstemp(
             prefix=f".{target.name}.", suffix=".qkvcalc-tmp", dir=target.parent
         )

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import io
 import math
-import zipfile
 from typing import Any
 
 import numpy as np
@@ -103,6 +102,8 @@ def load_npz(data: bytes | bytearray, origin: str, limit: int) -> dict[str, Any]
     The members' uncompressed sizes count against `limit` (--max-bytes), as the text of a JSON
     file does: a compressed file of a few kilobytes cannot unpack into gigabytes.
     """
+    import zipfile  # only for a .npz: not loaded on every start
+
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         members = archive.infolist()
