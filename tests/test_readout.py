@@ -377,3 +377,27 @@ def test_why_scale_is_left_out_where_the_scale_is_one():
     """d_k = 1 and no scale given: the scale is 1, so "without" and "with" would be the same."""
     doc = {"x": [[1], [2], [3]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}
     assert _why_scale(run(Problem.from_mapping(doc))) is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), causal=st.booleans(), sink=st.sampled_from([-2.0, 0.5, 3]))
+def test_why_scale_with_a_sink_reads_as_the_weights_reading_line(seed, causal, sink):
+    """With a sink the shares of a row include the sink's: "with it" is the very reading line
+    printed under the weights (which names σ), not a softmax of the weights again."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 5))
+    doc = {
+        "x": rng.normal(0, 2, (n, 2)).round(2).tolist(),
+        "wq": rng.normal(0, 1, (2, 2)).round(2).tolist(),
+        "wk": rng.normal(0, 1, (2, 2)).round(2).tolist(),
+        "wv": rng.normal(0, 1, (2, 2)).round(2).tolist(),
+        "mask": "causal" if causal else "none",
+        "sinks": [sink],
+    }
+    trace = run(Problem.from_mapping(doc))
+    note = _why_scale(trace)
+    last = trace.problem.tokens[-1]
+    lines = [m for m in trace.stage("weights").notes if m.params.get("query") == last]
+    assert len(lines) == 1
+    if note is not None:
+        assert note.params["scaled"] == lines[0].params["keys"]

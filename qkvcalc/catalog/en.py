@@ -674,6 +674,8 @@ MESSAGES: dict[str, str] = {
     "hint.alibi": "{cell} = −slope × |position of query {i} − position of key {j}|.",
     "hint.biased": "{cell} = S[{i},{j}] + B[{i},{j}].",
     "hint.capped": "{cell} = c·tanh({src}[{i},{j}] / c), c = {cap}.",
+    "hint.sink_exp": "{cell} = e^({src}[{i},{j}] − m) with m = max(row {i} of {src}, σ); the "
+    "last column is e^(σ − m).",
     "hint.weights": "{cell} = E[{i},{j}] / (the sum of row {i} of E).",
     "hint.output": "{cell} is row {i} of A times column {j} of V: multiply them pair by pair "
     "and add.",
@@ -733,6 +735,10 @@ MESSAGES: dict[str, str] = {
     "school, multiply top and bottom by the root: 7/√2 = 7√2/2, and 7/√8 = 7√8/8 = 7√2/4.",
     "note.exact_scale_irrational": "The given scale {scale} is irrational, so the scaled "
     "scores are shown in decimals.",
+    "note.exact_stops_sinks": "Decimals from here on. Each e^(s − m), the sink's e^(σ − m) "
+    "included, is exactly 1 where the exponent is 0 (and 0 where the score is masked) and "
+    "irrational otherwise: e^a is transcendental for every algebraic a ≠ 0 (the "
+    "Lindemann–Weierstrass theorem).",
     "note.exact_stops": "Decimals from here on. e^(s − max) is exactly 1 where the score "
     "equals its row's maximum (and 0 where it is masked); every other one is irrational: "
     "s − max is then an algebraic number other than 0 (such as −3/√2), and e^a is "

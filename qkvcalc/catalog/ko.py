@@ -677,6 +677,8 @@ MESSAGES: dict[str, str] = {
     "hint.alibi": "{cell} = −기울기 × |Query {i}의 위치 − Key {j}의 위치|.",
     "hint.biased": "{cell} = S[{i},{j}] + B[{i},{j}].",
     "hint.capped": "{cell} = c·tanh({src}[{i},{j}] / c), c = {cap}.",
+    "hint.sink_exp": "{cell} = e^({src}[{i},{j}] − m), m은 {src}의 {i}번째 행과 σ 가운데 최댓값; "
+    "마지막 열은 e^(σ − m)입니다.",
     "hint.weights": "{cell} = E[{i},{j}] / (E의 {i}번째 행의 합).",
     "hint.output": "{cell}: A의 {i}번째 행과 V의 {j}번째 열을 성분끼리 곱해 더합니다.",
     "hint.concat": "{cell}: 헤드 {h} 출력의 {i}번째 행, {c}번째 열입니다. 헤드들을 나란히 이어 "
@@ -739,6 +741,9 @@ MESSAGES: dict[str, str] = {
     "바꾸려면 분자와 분모에 그 제곱근을 곱하세요: 7/√2 = 7√2/2, 7/√8 = 7√8/8 = 7√2/4.",
     "note.exact_scale_irrational": "scale 값이 무리수({scale})이므로, 스케일링된 스코어는 "
     "소수로 표시합니다.",
+    "note.exact_stops_sinks": "여기부터는 소수입니다. 싱크의 e^(σ − m)을 포함해 각 e^(s − m)은 "
+    "지수가 0이면 정확히 1(마스킹된 스코어는 0)이고, 그 밖에는 무리수입니다. 0이 아닌 대수적 수 "
+    "a에 대해 e^a는 초월수이기 때문입니다(린데만–바이어슈트라스 정리).",
     "note.exact_stops": "여기부터는 소수로 나타냅니다. 스코어가 그 행의 최댓값과 같은 칸의 e^(s − "
     "max)는 정확히 1이고(마스킹된 칸은 0), 나머지는 모두 무리수입니다: 이때 s − max는 0이 아닌 "
     "대수적 수(예: −3/√2)이고, 0이 아닌 대수적 수 a에 대해 e^a는 초월수이기 "

@@ -3,8 +3,9 @@
 A feature module (qkvcalc.features.base.Feature) holds everything about one mechanism: its
 input key and how it is checked, the stage it adds to each head, its operations, its cell
 arithmetic, its header line, its worksheet policy, its PyTorch lines and its JSON echo. The
-layers ask this registry; none of them names a feature. Adding one is a module and a line here
-(plus its sentences in both catalogs, its docs and its tests).
+layers ask this registry; none of them names a feature. Adding one is a module and a line here,
+its key in the fields table (qkvcalc.input.fields, with FEATURE_OPTIONS for a command-line
+option), its sentences in both catalogs, its docs and its tests.
 """
 
 from __future__ import annotations

@@ -88,6 +88,7 @@ def _softmax(
         params={**exp.params, "sink": sink},
         notes=(*exp.notes, Msg("note.sinks", sink=said, head=exp.head or 1)),
         letters="{}×({}+1)".format(*exp.letters.split("×")),
+        hint=("hint.sink_exp", {"src": exp.hint[1]["src"] if exp.hint else "S+M"}),
     )
     # the reading line of each query: its keys' shares and the sink's, from the joined row
     read = reading(exp.ref, ("σ",)) if weights.remarks is not None else None
@@ -120,7 +121,7 @@ FEATURE = Feature(
             whole_row,
             rowwise=True,
             overflow=lambda params: False,
-            exact_stops="note.exact_stops",
+            exact_stops="note.exact_stops_sinks",
             details=lambda ops, params: {"row_max": joined_exp(ops[0], params["sink"])[1]},
         ),
         Op(
@@ -130,6 +131,7 @@ FEATURE = Feature(
             rowwise=True,
             overflow=lambda params: False,
             details=lambda ops, params: {"row_sum": ops[0].sum(axis=1)},
+            divisor=lambda ops: ops[0].sum(axis=1),  # holds e^(σ − m) > 0: never 0
             heat=True,
         ),
     ),
@@ -138,7 +140,7 @@ FEATURE = Feature(
     work={"sink_exp": _exp_work, "sink_softmax": _weights_work},
     header=lambda sinks: ("ui.variant.sinks", {}),
     echo=lambda sinks: sinks.tolist(),
-    worksheet_notes=("note.sinks", "note.sinks_weights"),
+    worksheet_notes=("note.sinks", "note.sinks_weights", "note.exact_stops_sinks"),
     torch_softmax=_torch,
     torch_module_gap="it has no attention sinks: each row of its weights sums to 1",
 )

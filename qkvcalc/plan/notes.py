@@ -98,13 +98,15 @@ def why_scale(
         chain = _after_scores(head_specs, h)
         i = p.n - 1
         rows = np.array([i])
-        scaled = _weights_row(chain, value_of, rows, {})
-        unscaled = _weights_row(chain, value_of, rows, {("scaled", h): {"scale": 1.0}})
+        scaled, extra = _shares(chain, value_of, rows, {})
+        unscaled, _ = _shares(chain, value_of, rows, {("scaled", h): {"scale": 1.0}})
         if np.array_equal(scaled, unscaled):  # one key, d_k = 1, or equal scores: no change
             return ()
         row = None if allowed is None else allowed[i]
+        if row is not None and extra:  # a column of its own (a sink's) is never masked
+            row = np.concatenate([row, np.ones(len(extra), dtype=bool)])
         comparison = readout.ScaleComparison(p.scale, scaled, unscaled)
-        keys = _names(p.source_tokens)
+        keys = [*_names(p.source_tokens), *extra]
         key = "note.why_scale_shown" if p.scale_given is None else "note.why_scale_shown_given"
         said = {} if p.scale_given is None else {"scale": f"{p.scale:g}"}
         return (readout.scale_shown_msg(safe(p.tokens[i]), keys, comparison, row, key, said),)
@@ -127,15 +129,24 @@ def _after_scores(head_specs: list[Spec], h: int | None) -> list[Spec]:
     return chain
 
 
-def _weights_row(
+def _shares(
     chain: list[Spec], value_of: ValueOf, rows: np.ndarray, changed: dict[Ref, dict[str, Any]]
-) -> np.ndarray:
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """The first of `rows`' shares of attention, as the weights table's reading line reads
+    them, and the names of the columns past the keys': the weights row itself; the row of
+    exponentials over its sum when that holds a column of its own (a sink's share); in tiles,
+    the softmax their blocks make of the last logits."""
     values = reference.forward(chain, value_of, rows, changed)
     last = chain[-1]
-    if OPS[last.op].divisor is not None:
-        return values[last.ref][0]
-    logits = values[last.ref][0]  # tiles: the softmax their blocks make, of these logits
-    return readout.softmax_row(logits, np.isfinite(logits))
+    if OPS[last.op].divisor is None:  # tiles: the softmax of these logits
+        logits = values[last.ref][0]
+        return readout.softmax_row(logits, np.isfinite(logits)), ()
+    exp = next(spec for spec in chain if spec.ref == last.operands[0])
+    extra = exp.cols[len(last.cols) :]
+    if not extra:
+        return values[last.ref][0], ()
+    joined = values[exp.ref][0]
+    return joined / joined.sum(), extra
 
 
 def scaling_facts(p: Problem) -> tuple[Msg, ...]:

@@ -461,10 +461,10 @@ def _written_out(trace: Trace, sdpa_args: list[str], masked: bool) -> list[str]:
     if masked:
         out.append("scores = scores.masked_fill(~allowed, float('-inf'))")
     softmax = [
-        lines
+        line
         for f, value in features.active(p)
         if f.torch_softmax is not None
-        for lines in f.torch_softmax(value, literal)
+        for line in f.torch_softmax(value, literal)
     ]
     out += softmax or [
         "weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # a fully masked row: 0"
