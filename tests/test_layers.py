@@ -186,14 +186,17 @@ def _naming(word: str) -> list[str]:
 
 def test_a_plug_in_feature_is_named_only_by_the_fields_table():
     """Every feature of the registry is written in its module: outside features/, the catalogs
-    and extract/, its name appears in the fields table (its key, and its option) alone."""
+    and extract/, its name appears in the fields table (its key, and its option) alone, and so
+    do the mechanisms the plug-in issue names (RoPE and ALiBi among them)."""
     from qkvcalc.features import REGISTRY
 
-    assert {f.name for f in REGISTRY} >= {"softcap", "window", "sinks"}
-    for feature in REGISTRY:
-        places = set(_naming(feature.name))
-        assert places == {"input/fields.py"}, (feature.name, places)
+    names = {f.name for f in REGISTRY}
+    assert names >= {"qk_norm", "rope", "score_bias", "softcap", "window", "sinks"}
+    for word in sorted(names | {"softcap", "rope", "alibi", "window", "sinks"}):
+        places = set(_naming(word))
+        assert places <= {"input/fields.py"}, (word, places)
 
 
 def test_the_naming_check_sees_a_name():
-    assert "input/variants.py" in _naming("alibi")  # not yet a plug-in: named where it is read
+    assert _naming("alibi") == ["input/fields.py"]  # its key, and its option
+    assert "plan/pipeline.py" in _naming("Spec")

@@ -274,7 +274,9 @@ def test_a_sheet_per_mistake_is_named_in_the_json_report(
 
 
 def test_every_mistake_id_has_a_sheet():
-    named = {c[4] for c in CASES} | {"heads_averaged"}
+    from tests.test_feature_mistakes import FEATURE_IDS  # the features' own, tested there
+
+    named = {c[4] for c in CASES} | {"heads_averaged"} | FEATURE_IDS
     assert named == set(MISTAKE_IDS)
 
 

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 import qkvcalc
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.input.presets import load
-from qkvcalc.input.variants import alibi_slopes, sinusoidal
+from qkvcalc.features.score_bias import alibi_slopes
+from qkvcalc.input.variants import sinusoidal
 from tests.conftest import run_qkvcalc
 
 RNG = np.random.default_rng(11)

@@ -643,6 +643,33 @@ MESSAGES: dict[str, str] = {
     "(one query over all its keys), so every row of A sums to 1.",
     "mistake.heads_averaged": "This averages the {heads} heads; their outputs are laid side by "
     "side (concatenated, head 1's columns first), so concat is {shape}.",
+    "mistake.softcap_inner_missing": "These are c·tanh(S) = {cap}·tanh(S); the score is "
+    "divided by c inside the tanh, c·tanh(S / c), so that a small score passes almost "
+    "unchanged.",
+    "mistake.softcap_outer_missing": "These are tanh(S / c), between −1 and 1; the cap "
+    "multiplies the tanh by c = {cap} again, c·tanh(S / c), so the logits lie between −c and c.",
+    "mistake.rope_other_pairing_half": "This turns neighbouring dimensions together (2i with "
+    '2i+1); this problem\'s RoPE pairs dimension i with i + {half} (style "half", rotate_half).',
+    "mistake.rope_other_pairing_pairs": "This pairs dimension i with i + {half} (rotate_half); "
+    "this problem's RoPE turns neighbouring dimensions together, 2i with 2i+1 (style "
+    '"pairs").',
+    "mistake.rope_turned_back": "This turns each pair by −θ; RoPE turns it forward by "
+    "θ = position × ω: a′ = a·cos θ − b·sin θ, b′ = b·cos θ + a·sin θ.",
+    "mistake.alibi_sign": "These are +slope·|i − j|; ALiBi subtracts the distance: "
+    "B = −{slope}·|i − j|.",
+    "mistake.alibi_signed_distance": "These are −slope·(i − j), without the absolute value; "
+    "ALiBi takes the distance |i − j|, so a key after its query is penalised as much as one "
+    "the same distance before it.",
+    "mistake.sink_max_forgotten": "These are shifted by the scores' maximum alone; with a sink "
+    "the row maximum is taken over the scores and the sink together, m = max(max_j s_j, σ), so "
+    "that e^(σ − m) is at most 1 too (the weights come out the same).",
+    "mistake.sink_left_out": "This is the softmax without the sink; the sink's e^(σ − m) joins "
+    "each row's sum, Σ_j e^(s_j − m) + e^(σ − m), so a row's weights add up to less than 1 "
+    "(the sink takes the rest).",
+    "mistake.norm_weight_missing": "These are x / RMS(x) without the weight; RMSNorm then "
+    "multiplies each dimension j by its weight w_j.",
+    "mistake.norm_sum_not_mean": "These divide by √(Σ x²), the row's length; RMSNorm divides "
+    "by the root of the mean, √(mean(x²) + ε), the mean over d_k = {d_k} dimensions.",
     "quiz.mistakes_title": "Mistakes recognised",
     "quiz.mistake_line": "{stage}: {text}",
     "quiz.verdict.unreadable": "unreadable",

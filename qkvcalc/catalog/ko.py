@@ -649,6 +649,32 @@ MESSAGES: dict[str, str] = {
     "따라(Query 하나에 대해 모든 Key에 걸쳐) 계산하므로 A의 각 행의 합이 1입니다.",
     "mistake.heads_averaged": "헤드 {heads}개를 평균했습니다. 헤드들의 출력은 나란히 이어 "
     "붙이므로(헤드 1의 열부터) concat의 모양은 {shape}입니다.",
+    "mistake.softcap_inner_missing": "이 값은 c·tanh(S) = {cap}·tanh(S)입니다. tanh 안에서 "
+    "스코어를 c로 나눠 c·tanh(S / c)를 계산하므로, 작은 스코어는 거의 그대로 지나갑니다.",
+    "mistake.softcap_outer_missing": "이 값은 −1과 1 사이의 tanh(S / c)입니다. softcap은 "
+    "tanh에 다시 c = {cap}을 곱해 c·tanh(S / c)를 계산하므로, 로짓은 −c와 c 사이에 놓입니다.",
+    "mistake.rope_other_pairing_half": "이 값은 이웃한 차원끼리(2i와 2i+1) 회전했습니다. 이 "
+    '문제의 RoPE는 차원 i를 i + {half}와 짝지어 회전합니다(style "half", rotate_half).',
+    "mistake.rope_other_pairing_pairs": "이 값은 차원 i를 i + {half}와 짝지어(rotate_half) "
+    "회전했습니다. 이 문제의 RoPE는 이웃한 차원끼리, 2i와 2i+1을 함께 회전합니다(style "
+    '"pairs").',
+    "mistake.rope_turned_back": "이 값은 각 쌍을 −θ만큼 회전했습니다. RoPE는 θ = 위치 × ω만큼 "
+    "앞으로 회전합니다: a′ = a·cos θ − b·sin θ, b′ = b·cos θ + a·sin θ.",
+    "mistake.alibi_sign": "이 값은 +slope·|i − j|입니다. ALiBi는 거리를 뺍니다: "
+    "B = −{slope}·|i − j|.",
+    "mistake.alibi_signed_distance": "이 값은 절댓값 없이 −slope·(i − j)를 계산했습니다. "
+    "ALiBi는 거리 |i − j|를 쓰므로, Query 뒤에 있는 Key도 같은 거리만큼 앞에 있는 Key와 "
+    "똑같이 불이익을 받습니다.",
+    "mistake.sink_max_forgotten": "이 값은 스코어의 최댓값만으로 이동했습니다. 싱크가 있으면 "
+    "행 최댓값은 스코어와 싱크를 함께 본 m = max(max_j s_j, σ)이므로 e^(σ − m)도 1을 넘지 "
+    "않습니다(가중치는 같게 나옵니다).",
+    "mistake.sink_left_out": "이 값은 싱크를 뺀 소프트맥스입니다. 싱크의 e^(σ − m)도 각 행의 "
+    "합 Σ_j e^(s_j − m) + e^(σ − m)에 들어가므로, 한 행의 가중치 합은 1보다 작습니다(나머지는 "
+    "싱크가 가져갑니다).",
+    "mistake.norm_weight_missing": "이 값은 가중치를 곱하지 않은 x / RMS(x)입니다. RMSNorm은 "
+    "그다음 각 차원 j에 가중치 w_j를 곱합니다.",
+    "mistake.norm_sum_not_mean": "이 값은 행의 길이 √(Σ x²)로 나눴습니다. RMSNorm은 평균의 "
+    "제곱근 √(mean(x²) + ε)로 나누며, 평균은 d_k = {d_k}개 차원에 걸쳐 냅니다.",
     "quiz.mistakes_title": "알아낸 실수",
     "quiz.mistake_line": "{stage}: {text}",
     "quiz.verdict.unreadable": "읽을 수 없음",

@@ -50,11 +50,6 @@ class Positional(str, Enum):
     sinusoidal = "sinusoidal"
 
 
-class RopeStyle(str, Enum):
-    half = "half"
-    pairs = "pairs"
-
-
 class Detail(str, Enum):
     full = "full"
     brief = "brief"
@@ -145,18 +140,6 @@ def explain(
         Positional | None,
         typer.Option(help=help_text("help.explain.positional"), show_default=False),
     ] = None,
-    rope: Annotated[
-        float | None, typer.Option(help=help_text("help.explain.rope"), show_default=False)
-    ] = None,
-    rope_style: Annotated[
-        RopeStyle | None,
-        typer.Option(help=help_text("help.explain.rope_style"), show_default=False),
-    ] = None,
-    rope_dims: Annotated[
-        int | None,
-        typer.Option(help=help_text("help.explain.rope_dims"), min=2, show_default=False),
-    ] = None,
-    alibi: Annotated[bool, typer.Option("--alibi", help=help_text("help.explain.alibi"))] = False,
     decode: Annotated[
         int | None,
         typer.Option(help=help_text("help.explain.decode"), show_default=False, metavar="P"),
@@ -246,9 +229,7 @@ def explain(
             "positions": positions.replace(",", " ").split() if positions else None,
             "causal_align": causal_align.value if causal_align else None,
             "positional": positional.value if positional else None,
-            "rope": _rope(rope, rope_style, rope_dims),
-            "alibi": True if alibi else None,
-            **{key: features.get(key) for key in FEATURE_OPTIONS},
+            **_feature_values(features),
             "decode": decode,
             "tiles": tiles,
         }
@@ -326,26 +307,42 @@ def _with_feature_options(command: Any) -> None:
         for p in signature.parameters.values()
         if p.kind is not p.VAR_KEYWORD
     ]
-    for key, (kind, help_key, after, settings) in FEATURE_OPTIONS.items():
-        option = typer.Option(help=help_text(help_key), show_default=False, **settings)
-        annotation = Annotated[kind | None, option]  # type: ignore[valid-type]  # built at run time
+    for key, option in FEATURE_OPTIONS.items():
+        settings = {"help": help_text(option.help), "show_default": False, **option.settings}
+        kind: Any = option.kind
+        default: Any = None
+        info: Any
+        if kind is bool:  # a flag: --name, never --no-name
+            info, default = typer.Option("--" + key.replace("_", "-"), **settings), False
+        else:
+            if isinstance(kind, tuple):  # a choice of words, shown as [half|pairs]
+                words = {word: word for word in kind}
+                choice = Enum(key.title().replace("_", ""), words, type=str)  # type: ignore[misc]
+                kind = choice
+            info, kind = typer.Option(**settings), kind | None
+        annotation = Annotated[kind, info]  # built at run time
         param = inspect.Parameter(
-            key, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation
+            key, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
         )
-        params.insert([p.name for p in params].index(after) + 1, param)
+        params.insert([p.name for p in params].index(option.after) + 1, param)
     command.__signature__ = signature.replace(parameters=params)
 
 
-def _rope(theta: float | None, style: "RopeStyle | None", dims: int | None) -> dict | None:
-    """--rope THETA --rope-style half|pairs --rope-dims R, as the input format's rope object."""
-    if theta is None and style is None and dims is None:
-        return None
-    rope: dict[str, object] = {} if theta is None else {"theta": theta}
-    if style is not None:
-        rope["style"] = style.value
-    if dims is not None:
-        rope["dims"] = dims
-    return rope
+def _feature_values(given: dict[str, Any]) -> dict[str, Any]:
+    """The plug-in features' options as input keys: --name V → "name": V; an option into a
+    field of an object sets that field (FeatureOption.into); a flag given → true."""
+    doc: dict[str, Any] = {}
+    for key, option in FEATURE_OPTIONS.items():
+        value = given.get(key)
+        if value is None or value is False:
+            continue
+        value = value.value if isinstance(value, Enum) else value
+        where = option.into or (key,)
+        if len(where) == 1:
+            doc[where[0]] = value
+        else:
+            doc.setdefault(where[0], {})[where[1]] = value
+    return doc
 
 
 def _random_doc(

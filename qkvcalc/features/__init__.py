@@ -12,17 +12,39 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from qkvcalc.features import sinks, softcap, window
-from qkvcalc.features.base import Feature, Logits, Reading, Sizes, Work
+from qkvcalc.features import qk_norm, rope, score_bias, sinks, softcap, window
+from qkvcalc.features.base import Feature, Logits, Mistakes, Reading, Sizes, Turn, Work
 
 if TYPE_CHECKING:
     from qkvcalc.input.problem import Problem
     from qkvcalc.plan.specs import Spec
     from qkvcalc.run.op import Op
 
-__all__ = ["REGISTRY", "Feature", "Logits", "Sizes", "active", "ops", "work"]
+__all__ = ["REGISTRY", "Feature", "Logits", "Mistakes", "Sizes", "Turn", "active", "ops", "work"]
 
-REGISTRY: tuple[Feature, ...] = (softcap.FEATURE, window.FEATURE, sinks.FEATURE)
+REGISTRY: tuple[Feature, ...] = (
+    qk_norm.FEATURE,
+    rope.FEATURE,
+    score_bias.FEATURE,
+    softcap.FEATURE,
+    window.FEATURE,
+    sinks.FEATURE,
+)
+
+
+def read(doc: dict[str, Any], sizes: Sizes) -> dict[str, Any]:
+    """The values of the features a problem's document uses, by name, each read and checked
+    by its module (a feature whose keys are absent, or say "not used", is left out)."""
+    out = {}
+    for f in REGISTRY:
+        if f.keys:
+            given = {key: doc[key] for key in f.keys if doc.get(key) is not None}
+            value = f.read(given, sizes) if given else None
+        else:
+            value = f.read(doc[f.name], sizes) if doc.get(f.name) is not None else None
+        if value is not None:
+            out[f.name] = value
+    return out
 
 
 def active(p: Problem) -> list[tuple[Feature, Any]]:
@@ -61,3 +83,23 @@ def work() -> dict[str, Work]:
 def worksheet_notes() -> frozenset[str]:
     """The notes of the features that tell no result: a worksheet keeps them."""
     return frozenset(key for f in REGISTRY for key in f.worksheet_notes)
+
+
+def words() -> tuple[str, ...]:
+    """The words the features' formulas set upright (LaTeX writes them as text: RoPE)."""
+    return tuple(word for f in REGISTRY for word in f.words)
+
+
+def order_reasons(p: Problem) -> list[str]:
+    """The catalog keys of the features of `p` that read the tokens' positions."""
+    return [f.order_reason for f, _ in active(p) if f.order_reason]
+
+
+def elements(p: Problem) -> int:
+    """The numbers the features' kept stages add to one head (the size budget counts them)."""
+    return sum(f.elements(value, p.n, p.m, p.d_k) for f, value in active(p) if f.elements)
+
+
+def mistakes() -> list[Mistakes]:
+    """Every feature's classic mistakes (the quiz names them), in the registry's order."""
+    return [m for f in REGISTRY for m in f.mistakes]

@@ -10,7 +10,7 @@ writers call `work`, `header` and `echo`, the torch script `torch_logits`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -35,10 +35,27 @@ class Sizes(NamedTuple):
     mask_kind: str  # "none", "causal" or "custom"
 
 
+class Turn(NamedTuple):
+    """Where one side of a head stands when a feature turns it (a norm, a rotation: stages
+    after the projections, before Kᵀ): the stage read and its symbol so far ('Q', 'K_norm'),
+    the side ('Q' or 'K'), the labels of its rows and their positions, the decode step (None
+    outside a decode run) and the shape in the paper's letters."""
+
+    h: int | None
+    ref: Ref
+    symbol: str
+    side: str
+    rows: tuple[str, ...]
+    positions: np.ndarray
+    step: int | None
+    letters: str
+
+
 class Logits(NamedTuple):
-    """Where a head's logits stand when a feature adds its stage after them: the stage read
+    """Where a head's logits stand when a feature adds its stages after them: the stage read
     (its ref and how the quiz names it), the formula so far, the labels of rows and columns,
-    the decode step (None outside a decode run) and the shape in the paper's letters."""
+    the decode step (None outside a decode run), the shape in the paper's letters, and in a
+    decode step the rows of its queries and how many keys are cached (None: all of them)."""
 
     h: int | None
     ref: Ref
@@ -48,11 +65,28 @@ class Logits(NamedTuple):
     cols: tuple[str, ...]
     step: int | None
     letters: str
+    take: np.ndarray | None = None
+    end: int | None = None
 
 
 # the reading line under a head's weights, of the stage `ref` (with `extra` columns after
 # the keys' named so): what a feature's weights stage may say instead of the plain one
 Reading = Callable[["Ref", tuple[str, ...]], "Callable[..., Any] | None"]
+
+# a classic mistake's matrix at one stage: (its stable id, the sentence that says it, the matrix)
+Candidate = tuple[str, "Msg", "np.ndarray"]
+
+
+class Mistakes(NamedTuple):
+    """The classic mistakes at a stage of op `op` (the quiz names one when a student's matrix
+    fits it alone): their stable ids, and how to work their matrices out from the stage and
+    the versions of an earlier stage (`versions(stage id)`: the student's own, then the true
+    one), so that a mistake on top of an earlier one is still recognised."""
+
+    op: str
+    ids: tuple[str, ...]
+    build: Callable[[Any, Callable[[str], list[np.ndarray]]], list[Candidate]]
+
 
 # the cell arithmetic of one op: (stage, i, j, style, exact, result) -> the line, or None; the
 # style is the writer's (qkvcalc.render.arith.Style): how numbers and symbols are written
@@ -62,10 +96,18 @@ Work = Callable[..., "str | None"]
 @dataclass(frozen=True)
 class Feature:
     name: str  # its key in the input format (the fields table, qkvcalc.input.fields, lists it)
-    read: Callable[[Any, Sizes], Any]  # the key's value, checked (a QkvcalcError if it is wrong)
+    # the key's value, checked (a QkvcalcError if it is wrong); None: the feature is not used.
+    # A feature of several keys (`keys`) reads a dict of those given.
+    read: Callable[[Any, Sizes], Any]
+    keys: tuple[str, ...] = ()  # its keys, when it has more than one (then `name` is none)
     ops: tuple[Op, ...] = ()  # the operations its stages are
-    # its stage on a head's logits (after the scaling and score bias, before the mask)
-    logits: Callable[[Problem, Any, Logits], Spec] | None = None
+    # its stage on a head's queries or keys (after the projections; None: not on this side)
+    turn: Callable[[Problem, Any, Turn], Spec | None] | None = None
+    # what it says on the scores: notes, and a remark given the q and k refs before its turn
+    scores_notes: Callable[[Any], tuple[Msg, ...]] | None = None
+    scores_remark: Callable[[Problem, Any, int | None, Ref, Ref], Any] | None = None
+    # its stages on a head's logits (after the scaling, before the mask); the last is read on
+    logits: Callable[[Problem, Any, Logits], Sequence[Spec]] | None = None
     # how it changes a head's softmax: the planned exp and weights stages in, its own out
     softmax: Callable[[Problem, Any, Spec, Spec, Reading], tuple[Spec, Spec]] | None = None
     # the causal mask narrowed: given pos_i − pos_j ([n, m]), the keys it still allows
@@ -74,9 +116,16 @@ class Feature:
     # attention in tiles: where the online softmax starts, (m₀, ℓ₀) of head h (−∞, 0 without)
     tiles_start: Callable[[Any, int | None], tuple[float, float]] | None = None
     work: Mapping[str, Work] = field(default_factory=dict)  # op name -> its cell arithmetic
+    mistakes: tuple[Mistakes, ...] = ()  # the quiz's named mistakes at its stages
     lazy_stages: int = 0  # the n×m stages it adds to each head (the size budget counts them)
-    header: Callable[[Any], tuple[str, dict[str, Any]]] | None = None  # the run's header line
-    echo: Callable[[Any], Any] = lambda value: value  # its value in a JSON trace's "input"
+    # the numbers its kept stages add to one head, given (value, n, m, d_k): the size budget
+    elements: Callable[[Any, int, int, int], int] | None = None
+    # the run's header lines: (catalog key, its values)
+    header: Callable[[Any], list[tuple[str, dict[str, Any]]]] | None = None
+    # its value in a JSON trace's "input" (a feature of several keys: a dict of them)
+    echo: Callable[[Any], Any] = lambda value: value
+    order_reason: str = ""  # the catalog key that says it reads the tokens' order (positions)
+    words: tuple[str, ...] = ()  # the words of its formulas set upright in LaTeX (RoPE)
     worksheet_notes: tuple[str, ...] = ()  # its notes that tell no result (a worksheet keeps)
     # --format torch: the lines that turn `scores` ([1, H, n, m], scaled and biased) into this
     # feature's logits when the attention is written out (SDPA has no place for it)
@@ -87,3 +136,11 @@ class Feature:
     torch_module_gap: str = ""  # why nn.MultiheadAttention cannot check it
     # --format torch: the lines that narrow `causal` ([n, m] bool) given `distance` (pos_i − pos_j)
     torch_mask: Callable[[Any], list[str]] | None = None
+    # --format torch: the lines that turn each head's q and k ([1, heads, rows, d_k]), given the
+    # problem, the value, how to write an array and a number as ASCII literals
+    torch_qk: (
+        Callable[[Problem, Any, Callable[[Any], str], Callable[[float], str]], list[str]] | None
+    ) = None
+    # --format torch: how its score bias is made (a comment) and head h's bias B ([n, m]),
+    # added to the scaled scores (SDPA's float attn_mask takes it)
+    torch_bias: Callable[[Problem, Any, int | None], tuple[str, np.ndarray]] | None = None

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.features.base import Feature, Reading, Sizes
+from qkvcalc.features.base import Candidate, Feature, Mistakes, Reading, Sizes
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import to_vector
 from qkvcalc.plan.specs import Spec
@@ -103,6 +103,29 @@ def _softmax(
     return joined, divided
 
 
+def _shift_mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[Candidate]:
+    """The row maximum taken over the scores alone, the sink left out of it (the same as the
+    truth where no sink is above its row's scores)."""
+    sink = stage.params["sink"]
+    found: list[Candidate] = []
+    for s in versions(stage.reads[0][0]):
+        top = np.max(s, axis=1, initial=-np.inf)[:, None]
+        wrong = np.hstack([np.exp(s - top), np.exp(sink - top)])
+        found.append(("sink_max_forgotten", Msg("mistake.sink_max_forgotten"), wrong))
+    return found
+
+
+def _weights_mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[Candidate]:
+    """The plain softmax: the keys' exponentials over their own sum, the sink's left out."""
+    found: list[Candidate] = []
+    for e in versions(stage.reads[0][0]):
+        keys = e[:, :-1]
+        total = keys.sum(axis=1, keepdims=True)
+        plain = np.divide(keys, total, out=np.zeros_like(keys), where=total != 0)
+        found.append(("sink_left_out", Msg("mistake.sink_left_out"), plain))
+    return found
+
+
 def _torch(sinks: np.ndarray, literal: Callable[[Any], str]) -> list[str]:
     return [
         f"sinks = t({literal(sinks)}).view(1, -1, 1, 1).expand(1, -1, n, 1)  # one per head",
@@ -138,7 +161,11 @@ FEATURE = Feature(
     softmax=_softmax,
     tiles_start=lambda sinks, h: (float(sinks[(h or 1) - 1]), 1.0),
     work={"sink_exp": _exp_work, "sink_softmax": _weights_work},
-    header=lambda sinks: ("ui.variant.sinks", {}),
+    mistakes=(
+        Mistakes("sink_exp", ("sink_max_forgotten",), _shift_mistakes),
+        Mistakes("sink_softmax", ("sink_left_out",), _weights_mistakes),
+    ),
+    header=lambda sinks: [("ui.variant.sinks", {})],
     echo=lambda sinks: sinks.tolist(),
     worksheet_notes=("note.sinks", "note.sinks_weights", "note.exact_stops_sinks"),
     torch_softmax=_torch,

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.features.base import Feature, Logits, Sizes
+from qkvcalc.features.base import Candidate, Feature, Logits, Mistakes, Sizes
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import positive
 from qkvcalc.plan.specs import Spec
@@ -32,9 +32,9 @@ def _compute(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None)
     return softcap(ops[0], params["cap"])
 
 
-def _stage(p: Any, cap: float, at: Logits) -> Spec:
+def _stage(p: Any, cap: float, at: Logits) -> list[Spec]:
     said = f"{cap:g}"
-    return Spec(
+    capped = Spec(
         "capped",
         at.h,
         "softcap",
@@ -50,6 +50,7 @@ def _stage(p: Any, cap: float, at: Logits) -> Spec:
         hint=("hint.capped", {"src": at.symbol, "cap": said}),
         step=at.step,
     )
+    return [capped]
 
 
 def _work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
@@ -59,6 +60,19 @@ def _work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> st
     tanh = r"\tanh" if style.latex else "tanh"
     inner = style.divided(style.num(float(s[i, j])), cap)
     return f"{style.at(i + 1, j + 1)}{cap}{style.times}{tanh}({inner}) = {result}"
+
+
+def _mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[Candidate]:
+    """The cap's two halves forgotten: c·tanh(S) (no division inside), tanh(S / c) (no c)."""
+    cap = stage.params["cap"]
+    said = f"{cap:g}"
+    found: list[Candidate] = []
+    for s in versions(stage.reads[0][0]):
+        inner = Msg("mistake.softcap_inner_missing", cap=said)
+        found.append(("softcap_inner_missing", inner, cap * np.tanh(s)))
+        outer = Msg("mistake.softcap_outer_missing", cap=said)
+        found.append(("softcap_outer_missing", outer, np.tanh(s / cap)))
+    return found
 
 
 def _torch(cap: float, num: Callable[[float], str]) -> list[str]:
@@ -80,8 +94,9 @@ FEATURE = Feature(
     ),
     logits=_stage,
     work={"softcap": _work},
+    mistakes=(Mistakes("softcap", ("softcap_inner_missing", "softcap_outer_missing"), _mistakes),),
     lazy_stages=1,
-    header=lambda cap: ("ui.variant.softcap", {"cap": f"{cap:g}"}),
+    header=lambda cap: [("ui.variant.softcap", {"cap": f"{cap:g}"})],
     worksheet_notes=("note.softcap",),
     torch_logits=_torch,
     torch_module_gap="it has no softcap: its softmax reads the scores as they are",

@@ -34,7 +34,7 @@ FEATURE = Feature(
     read=_read,
     causal=_narrow,
     mask_notes=lambda width: (Msg("note.window", window=width, before=width - 1),),
-    header=lambda width: ("ui.variant.window", {"window": width}),
+    header=lambda width: [("ui.variant.window", {"window": width})],
     worksheet_notes=("note.window",),
     torch_mask=lambda width: [
         f"causal = causal & (distance < {int(width)})  # a sliding window of W keys"

@@ -113,7 +113,7 @@ def to_vector(raw: Any, field_name: str, *, exact: bool = False) -> Matrix:
 
 def positive(raw: Any, field: str, *, integer: bool = False) -> Number:
     """A number greater than 0 (a whole one with `integer`), as a JSON number or a string of the
-    safe grammar: RoPE's base, a feature's value."""
+    safe grammar: a feature's value (a rotation's base, a cap)."""
     number: Number | None = None
     if isinstance(raw, str):
         number = parse_number(raw, field)

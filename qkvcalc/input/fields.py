@@ -6,7 +6,7 @@ qkvcalc.input.variants) read the values."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.labels import shown
@@ -44,11 +44,33 @@ OPTIONS = (
     "tiles",
 )
 META = ("name", "description", "reference", "edited_from")
-# The plug-in features that `qkvcalc explain` takes as an option too: the key, the type of its
-# value, the catalog key of its help, the option it follows in --help, and typer's settings.
-FEATURE_OPTIONS: dict[str, tuple[type, str, str, dict[str, Any]]] = {
-    "window": (int, "help.explain.window", "causal_align", {"min": 1}),
-    "softcap": (float, "help.explain.softcap", "alibi", {}),
+
+
+class FeatureOption(NamedTuple):
+    """A plug-in feature's option of `qkvcalc explain`: the type of its value (bool: a flag;
+    a tuple of words: a choice of them), the catalog key of its help, the option it follows in
+    --help, typer's settings, and where its value goes in the input document (by default the
+    key of the same name; ("rope", "theta"): that field of the object under "rope")."""
+
+    kind: type | tuple[str, ...]
+    help: str
+    after: str
+    settings: dict[str, Any] = {}  # noqa: RUF012  # a NamedTuple's default, never changed
+    into: tuple[str, ...] = ()
+
+
+# The plug-in features' options, by option name, in the order they are placed.
+FEATURE_OPTIONS: dict[str, FeatureOption] = {
+    "window": FeatureOption(int, "help.explain.window", "causal_align", {"min": 1}),
+    "rope": FeatureOption(float, "help.explain.rope", "positional", into=("rope", "theta")),
+    "rope_style": FeatureOption(
+        ("half", "pairs"), "help.explain.rope_style", "rope", into=("rope", "style")
+    ),
+    "rope_dims": FeatureOption(
+        int, "help.explain.rope_dims", "rope_style", {"min": 2}, into=("rope", "dims")
+    ),
+    "alibi": FeatureOption(bool, "help.explain.alibi", "rope_dims"),
+    "softcap": FeatureOption(float, "help.explain.softcap", "alibi"),
 }
 FIELDS = MATRICES + VECTORS + OPTIONS + VARIANT_KEYS + META
 

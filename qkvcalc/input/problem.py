@@ -106,7 +106,7 @@ class Problem:
     key_padding: np.ndarray | None = None  # [m] bool, True = a real token
     layout: str = "rows"
     meta: dict[str, str] = field(default_factory=dict)
-    # positions, windows, RoPE, ALiBi, score biases, q/k norm, the features (input/variants.py)
+    # positions, the position encoding, the features' values (input/variants.py)
     variants: Variants = field(default_factory=lambda: Variants(np.zeros(0), np.zeros(0)))
     # --exact given up before any fraction was made (input/exact_budget.py): the note saying why
     exact_refused: Msg | None = None
@@ -235,19 +235,18 @@ def _check_claimed_size(doc: dict[str, Any], limit: int) -> None:
 
 def stage_elements(p: Problem) -> int:
     """The numbers the engine's stages of `p` hold: per head Q, K, V, Kᵀ, its n×m scores and
-    its output (and the q/k norms, the rotations and a score bias when asked for); the n×m
+    its output (and the features' stages: q/k norms, rotations, a score bias); the n×m
     stages derived from the scores (scaled, biased, masked, exp, weights …) of one head
     at a time (they are recomputed when shown: trace.Recipe); the position encoding; then the
     concat and the output. An upper bound, computed from the shapes alone."""
     n, m, d_k, d_v = p.n, p.m, p.d_k, p.d_v
     v = p.variants
     per_head = n * d_k + 2 * m * d_k + m * d_v + n * m + n * d_v
-    per_head += (v.q_norm is not None) * n * d_k + (v.k_norm is not None) * m * d_k
-    per_head += (v.rope is not None) * (n + m) * d_k + v.biased * n * m
+    per_head += features.elements(p)  # the q/k norms, the rotations, a score bias …
     d_out = p.wo.values.shape[1] if p.wo is not None else p.heads * d_v
     pe = 2 * n * (p.d_model or 0) if v.pe is not None else 0
-    # scaled, (biased), the features' stages on the logits, masked, exp, A
-    lazy = 4 + v.biased + sum(f.lazy_stages for f, _ in features.active(p))
+    # scaled, the features' stages on the logits (biased, capped …), masked, exp, A
+    lazy = 4 + sum(f.lazy_stages for f, _ in features.active(p))
     if p.decode is not None:  # every step's cache (t rows at step t) and its scores
         cached = n * (n + 1) // 2
         per_head += cached * (d_k + d_v) + 2 * cached + n * (d_k + d_v)

@@ -14,7 +14,6 @@ bottom-right (FlashAttention ≥ 2.1, attention with a cache), not top-left.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 
@@ -24,7 +23,7 @@ from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
 from qkvcalc.plan import pipeline, reference
 from qkvcalc.plan.masks import allowed_keys
-from qkvcalc.plan.pipeline import _mask_notes, _scaling, _score_bias, combine
+from qkvcalc.plan.pipeline import _mask_notes, _scaling, combine, on_logits, turned
 from qkvcalc.plan.specs import (
     Ref,
     Spec,
@@ -117,10 +116,13 @@ def _step(
                     step=step,
                 )
             )
-            q_final = _turned(p, h, step, take, "Q", at("q"), rows, out)
+            (q_final,), _ = turned(p, [_side(p, h, step, take, "Q", rows)], out)
             continue
         name = f"{sid.upper()}_cache"
-        if sid == "k" and _keys_turned(p):  # the cache keeps the normed, rotated keys
+        turns: list[Spec] = []
+        if sid == "k":  # the features' stages on the new keys (a norm, the rotation), if any
+            (k_new,), _ = turned(p, [_side(p, h, step, take, "K", rows)], turns)
+        if turns:  # the cache keeps the normed, rotated keys
             out.append(
                 Spec(
                     "k",
@@ -136,16 +138,16 @@ def _step(
                     step=step,
                 )
             )
-            k_new = _turned(p, h, step, take, "K", at("k"), rows, out)
+            out += turns
             out.append(
                 Spec(
                     "k_cache",
                     h,
                     "stack",
                     ((ref("k_cache", h, before),) if before is not None else ()) + (k_new,),
-                    f"{name} = [{name}; {_symbol(k_new)}]"
+                    f"{name} = [{name}; {turns[-1].symbol}]"
                     if before is not None
-                    else f"{name} = {_symbol(k_new)}",
+                    else f"{name} = {turns[-1].symbol}",
                     keys,
                     width,
                     notes=_cache_notes(p, sid, step, len(take), end, before is not None, h),
@@ -210,7 +212,9 @@ def _step(
             step=step,
         )
     )
-    logits, symbol, formula = _logits(p, h, step, take, end, formula, out)
+    logits, symbol, formula = on_logits(
+        p, features.Logits(h, at("scaled"), "S", formula, rows, keys, step, "t×m_t", take, end), out
+    )
     out.append(
         Spec(
             "masked",
@@ -276,120 +280,14 @@ def _step(
     return out
 
 
-def _logits(
-    p: Problem,
-    h: int | None,
-    step: int,
-    take: np.ndarray,
-    end: int,
-    formula: str,
-    out: list[Spec],
-) -> tuple[Ref, str, str]:
-    """ALiBi's bias or a bias given, then the features' stages on the logits, cut to the step's
-    queries and the keys cached so far (the same stages as the ordinary run's, of its rows)."""
+def _side(
+    p: Problem, h: int | None, step: int, take: np.ndarray, side: str, rows: tuple[str, ...]
+) -> features.Turn:
+    """The step's new query (or key) rows, where the features turn them: a key is normed and
+    rotated once, at its own position, then cached."""
     v = p.variants
-    logits = ref("scaled", h, step)
-    rows = tuple(p.tokens[int(i)] for i in take)
-    keys = p.tokens[:end]
-    if v.biased:
-        bias, biased = _score_bias(p, h, formula)
-        params = dict(bias.params)
-        if "positions" in params:  # ALiBi: −slope·|pos_i − pos_j| of these rows and keys
-            params["positions"] = v.positions[take]
-            params["key_positions"] = v.key_positions[:end]
-        if "table" in params:
-            params["table"] = params["table"][take][:, :end]
-            if params.get("table_exact") is not None:
-                cut = [params["table_exact"][int(i)][:end] for i in take]
-                params["table_exact"] = tuple(tuple(row) for row in cut)
-        out.append(replace(bias, rows=rows, cols=keys, params=params, step=step))
-        operands = (logits, ref("score_bias", h, step))
-        out.append(replace(biased, operands=operands, rows=rows, cols=keys, step=step))
-        logits, formula = ref("biased", h, step), formula + " + B"
-    symbol = "S+B" if v.biased else "S"
-    for feature, value in features.active(p):
-        if feature.logits is not None:
-            at = features.Logits(h, logits, symbol, formula, rows, keys, step, "t×m_t")
-            stage = feature.logits(p, value, at)
-            out.append(stage)
-            logits, symbol, formula = stage.ref, stage.symbol, stage.formula
-    return logits, symbol, formula
-
-
-def _keys_turned(p: Problem) -> bool:
-    v = p.variants
-    return v.rope is not None or v.k_norm is not None
-
-
-def _symbol(r: Ref) -> str:
-    return str({"k": "K", "k_norm": "K_norm", "k_rot": "K_rot"}.get(r[0], r[0]))
-
-
-def _turned(
-    p: Problem,
-    h: int | None,
-    step: int,
-    take: np.ndarray,
-    name: str,
-    start: Ref,
-    rows: tuple[str, ...],
-    out: list[Spec],
-) -> Ref:
-    """The step's new query (or key) rows through the q/k norm and the rotation, each a stage
-    of the step: a key is normed and rotated once, at its own position, then cached."""
-    v = p.variants
-    low = name.lower()
-    current = start
-    keys = dim_labels(p.d_k)
-    weight = v.q_norm if name == "Q" else v.k_norm
-    if weight is not None:
-        out.append(
-            Spec(
-                f"{low}_norm",
-                h,
-                "rmsnorm",
-                (current,),
-                f"{name}_norm = RMSNorm({name})",
-                rows,
-                keys,
-                params={"weight": weight, "eps": v.norm_eps},
-                notes=(Msg("note.rmsnorm", eps=f"{v.norm_eps:g}"),),
-                hint=("hint.rmsnorm", {"src": name}),
-                symbol=f"{name}_norm",
-                letters="t×d_k",
-                step=step,
-            )
-        )
-        current = ref(f"{low}_norm", h, step)
-    if v.rope is not None:
-        rope = v.rope
-        positions = (v.positions if name == "Q" else v.key_positions)[take]
-        out.append(
-            Spec(
-                f"{low}_rot",
-                h,
-                "rope",
-                (current,),
-                f"{name}_rot = RoPE({name}, pos)",
-                rows,
-                keys,
-                params={
-                    "style": rope.style,
-                    "dims": rope.dims,
-                    "factor": rope.attention_factor,
-                    "angles": rope.angles(positions),
-                    "positions": positions,
-                    "inv_freq": rope.inv_freq,
-                },
-                notes=(Msg("note.decode_rope", positions=", ".join(map(str, positions))),),
-                hint=("hint.rope", {"src": name}),
-                symbol=f"{name}_rot",
-                letters="t×d_k",
-                step=step,
-            )
-        )
-        current = ref(f"{low}_rot", h, step)
-    return current
+    positions = (v.positions if side == "Q" else v.key_positions)[take]
+    return features.Turn(h, ref(side.lower(), h, step), side, side, rows, positions, step, "t×d_k")
 
 
 def _step_note(p: Problem, step: int, take: np.ndarray) -> Msg:

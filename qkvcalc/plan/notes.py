@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from qkvcalc import features
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
@@ -91,7 +92,7 @@ def why_scale(
     p: Problem, allowed: np.ndarray | None, h: int | None, head_specs: list[Spec]
 ) -> Callable[..., Any]:
     """Under the scaling: the last query's reading with the scale and without it (scale 1),
-    each from this head's own stages after the scores (a bias, ALiBi, the features' stages,
+    each from this head's own stages after the scores (the features' stages,
     the mask, the softmax) run again on that row: "with it" is the weights table's row."""
 
     def remark(value_of: ValueOf) -> tuple[Msg, ...]:
@@ -181,7 +182,7 @@ def split_facts(p: Problem) -> tuple[Msg, ...]:
 def input_facts(p: Problem) -> tuple[Msg, ...]:
     """On X: without positions and without a causal mask, order is invisible."""
     v = p.variants
-    ordered = v.pe is not None or v.rope is not None or v.biased or p.mask_kind != "none"
+    ordered = v.pe is not None or bool(features.order_reasons(p)) or p.mask_kind != "none"
     if ordered or p.n == 1:
         return ()
     if p.n > 12:  # an order to type out is a demonstration for a few tokens

@@ -15,7 +15,6 @@ the columns of K/V head g = ⌈h·G/H⌉ of W_K and W_V.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -25,7 +24,6 @@ from qkvcalc import features
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix
 from qkvcalc.input.problem import Problem
-from qkvcalc.labels import safe
 from qkvcalc.plan import notes as facts
 from qkvcalc.plan.masks import allowed_keys
 from qkvcalc.plan.specs import (
@@ -37,6 +35,7 @@ from qkvcalc.plan.specs import (
     columns_of,
     dim_labels,
     head_slices,
+    positions_text,
     span,
     together,
 )
@@ -82,7 +81,6 @@ def positional(p: Problem) -> list[Spec]:
         notes: tuple[Msg, ...] = (Msg("note.pe_sinusoidal", d_model=d_model),)
     else:
         notes = (Msg("note.pe_given"),)
-    rows = tuple(f"{t} @{pos}" for t, pos in zip(p.tokens, v.positions.tolist(), strict=True))
     pe = Spec(
         "pe",
         None,
@@ -92,7 +90,7 @@ def positional(p: Problem) -> list[Spec]:
         p.tokens,
         labels,
         params={"table": v.pe, "table_exact": v.pe_exact, "positions": v.positions},
-        notes=(*notes, Msg("note.positions", positions=_positions_text(rows))),
+        notes=(*notes, Msg("note.positions", positions=positions_text(p.tokens, v.positions))),
         symbol="PE",
         letters="n×d_model",
     )
@@ -109,11 +107,6 @@ def positional(p: Problem) -> list[Spec]:
         hint=("hint.x_pe", {}),
     )
     return [pe, x_pe]
-
-
-def _positions_text(rows: tuple[str, ...], limit: int = 12) -> str:
-    shown = ", ".join(rows[:limit])
-    return shown + (" …" if len(rows) > limit else "")
 
 
 def split(p: Problem) -> Spec:
@@ -257,15 +250,24 @@ def _scaling(p: Problem) -> tuple[str, str, Msg, dict[str, Any]]:
 
 def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     """One head's stages, from Q, K, V to its output, in the order of DESIGN's per-head
-    stages: q, k, v → q_norm, k_norm → q_rot, k_rot → kt → scores → scaled → score_bias,
-    biased → capped → masked → exp → weights → output. A stage that does not apply is absent."""
+    stages: q, k, v → the features' stages on them (q_norm, k_norm → q_rot, k_rot) → kt →
+    scores → scaled → the features' stages on the logits (a bias, then the cap) → masked →
+    exp → weights → output. A stage that does not apply is absent."""
     s = head_slices(p, h or 1)
     shared: tuple[Msg, ...] = ()
     if p.kv_heads < p.heads:
         first, last = p.query_heads_of(s.g)
         shared = (Msg("note.kv_shared", kv_head=s.g, first=first, last=last),)
     specs = (_projections if p.projected else _given)(p, h, s, shared)
-    q_ref, k_ref = _queries_and_keys(p, h, specs)
+    v = p.variants
+    (q_ref, k_ref), before = turned(
+        p,
+        [
+            features.Turn(h, ("q", h), "Q", "Q", p.tokens, v.positions, None, "n×d_k"),
+            features.Turn(h, ("k", h), "K", "K", p.source_tokens, v.key_positions, None, "m×d_k"),
+        ],
+        specs,
+    )
     n, m = p.tokens, p.source_tokens
     keys = dim_labels(p.d_k)
     specs.append(
@@ -285,8 +287,9 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     score_notes: list[Msg] = []
     if p.cross:
         score_notes.append(Msg("note.cross_axes", n=p.n, m=p.m))
-    if p.variants.rope is not None:
-        score_notes.append(Msg("note.rope_scores"))
+    for feature, value in features.active(p):
+        if feature.scores_notes is not None:
+            score_notes += feature.scores_notes(value)
     specs.append(
         Spec(
             "scores",
@@ -305,7 +308,11 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             hint=("hint.scores", {}),
             remarks=together(
                 facts.geometry(p, allowed, q_ref, k_ref),
-                _rope_shift(p, h, q_ref, k_ref) if p.variants.rope is not None else None,
+                *(
+                    f.scores_remark(p, value, h, *before[f.name])
+                    for f, value in features.active(p)
+                    if f.scores_remark is not None
+                ),
             ),
         )
     )
@@ -328,17 +335,9 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             hint=("hint.scaled", {"op": f"/ {said}" if said else f"× {p.scale:g}"}),
         )
     )
-    logits: Ref = ("scaled", h)
-    if p.variants.biased:
-        specs += _score_bias(p, h, formula)
-        logits, formula = ("biased", h), formula + " + B"
-    symbol = "S+B" if p.variants.biased else "S"
-    for feature, value in features.active(p):
-        if feature.logits is not None:
-            at = features.Logits(h, logits, symbol, formula, n, m, None, "n×m")
-            stage = feature.logits(p, value, at)
-            specs.append(stage)
-            logits, symbol, formula = stage.ref, stage.symbol, stage.formula
+    logits, symbol, formula = on_logits(
+        p, features.Logits(h, ("scaled", h), "S", formula, n, m, None, "n×m"), specs
+    )
     if allowed is not None:
         specs.append(
             Spec(
@@ -413,256 +412,39 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     return specs
 
 
-def _queries_and_keys(p: Problem, h: int | None, specs: list[Spec]) -> tuple[Ref, Ref]:
-    """The q/k norms and the rotation, each a stage after the projections (q_norm, k_norm,
-    then q_rot, k_rot); returns the stages the scores read."""
-    v = p.variants
-    q_ref: Ref = ("q", h)
-    k_ref: Ref = ("k", h)
-    keys = dim_labels(p.d_k)
-    for sid, weight, name, rows in (
-        ("q_norm", v.q_norm, "Q", p.tokens),
-        ("k_norm", v.k_norm, "K", p.source_tokens),
-    ):
-        if weight is None:
+def turned(
+    p: Problem, sides: list[features.Turn], specs: list[Spec]
+) -> tuple[list[Ref], dict[str, list[Ref]]]:
+    """The features' stages on a head's queries and keys (q/k norm, then the rotation), one
+    feature after another, each on every side given (Q and K; a decode step turns its new
+    query rows, and its new key rows before they are cached). Appends them to `specs`;
+    returns the refs each side ends at, and by feature the refs as they were before its turn."""
+    sides = list(sides)
+    before: dict[str, list[Ref]] = {}
+    for feature, value in features.active(p):
+        if feature.turn is None:
             continue
-        ref = q_ref if name == "Q" else k_ref
-        specs.append(
-            Spec(
-                sid,
-                h,
-                "rmsnorm",
-                (ref,),
-                f"{name}_norm = RMSNorm({name})",
-                rows,
-                keys,
-                params={"weight": weight, "eps": v.norm_eps},
-                notes=(Msg("note.rmsnorm", eps=f"{v.norm_eps:g}"),),
-                hint=("hint.rmsnorm", {"src": name}),
-                symbol=f"{name}_norm",
-                letters=("n" if name == "Q" else "m") + "×d_k",
+        before[feature.name] = [side.ref for side in sides]
+        for k, side in enumerate(sides):
+            stage = feature.turn(p, value, side)
+            if stage is not None:
+                specs.append(stage)
+                sides[k] = side._replace(ref=stage.ref, symbol=stage.symbol)
+    return [side.ref for side in sides], before
+
+
+def on_logits(p: Problem, at: features.Logits, specs: list[Spec]) -> tuple[Ref, str, str]:
+    """The features' stages on a head's scaled scores (a bias, a cap …), appended to
+    `specs`; returns the stage the mask reads, its symbol and the formula so far."""
+    logits, symbol, formula = at.ref, at.symbol, at.formula
+    for feature, value in features.active(p):
+        if feature.logits is not None:
+            added = feature.logits(
+                p, value, at._replace(ref=logits, symbol=symbol, formula=formula)
             )
-        )
-        if name == "Q":
-            q_ref = (sid, h)
-        else:
-            k_ref = (sid, h)
-    if v.rope is None:
-        return q_ref, k_ref
-    rope = v.rope
-    base = {"style": rope.style, "dims": rope.dims, "factor": rope.attention_factor}
-    for sid, ref, name, rows, positions in (
-        ("q_rot", q_ref, "Q", p.tokens, v.positions),
-        ("k_rot", k_ref, "K", p.source_tokens, v.key_positions),
-    ):
-        specs.append(
-            Spec(
-                sid,
-                h,
-                "rope",
-                (ref,),
-                f"{name}_rot = RoPE({name}, pos)",
-                rows,
-                keys,
-                params={
-                    **base,
-                    "angles": rope.angles(positions),
-                    "positions": positions,
-                    "inv_freq": rope.inv_freq,
-                },
-                notes=_rope_notes(p, positions, rows)
-                if name == "Q"
-                else (Msg("note.rope_keys", positions=_positions_text(_at(rows, positions))),),
-                symbol=f"{name}_rot",
-                hint=("hint.rope", {"src": name + ("_norm" if ref[0].endswith("_norm") else "")}),
-                letters=("n" if name == "Q" else "m") + "×d_k",
-            )
-        )
-    return ("q_rot", h), ("k_rot", h)
-
-
-def _at(rows: tuple[str, ...], positions: np.ndarray) -> tuple[str, ...]:
-    return tuple(f"{t} @{pos}" for t, pos in zip(rows, positions.tolist(), strict=True))
-
-
-def _rope_notes(p: Problem, positions: np.ndarray, rows: tuple[str, ...]) -> tuple[Msg, ...]:
-    """How the rotation pairs the dimensions, the frequency of each pair, and the positions."""
-    rope = p.variants.rope
-    assert rope is not None
-    pairs = [
-        f"({j + 1},{partner_of(j, rope.dims, rope.style) + 1}) ω={rope.inv_freq[k]:.4g}"
-        for k, j in enumerate(_pair_starts(rope.dims, rope.style))
-    ]
-    notes = [
-        Msg(
-            "note.rope_pairs_" + rope.style,
-            dims=rope.dims,
-            half=rope.dims // 2,
-            d_k=p.d_k,
-            pairs=", ".join(pairs[:8]) + (" …" if len(pairs) > 8 else ""),
-        ),
-        Msg("note.rope_angle", positions=_positions_text(_at(rows, positions))),
-    ]
-    if rope.dims < p.d_k:
-        notes.append(Msg("note.rope_partial", dims=rope.dims, d_k=p.d_k, first=rope.dims + 1))
-    if rope.attention_factor != 1:
-        notes.append(Msg("note.rope_factor", factor=f"{rope.attention_factor:g}"))
-    return tuple(notes)
-
-
-def _pair_starts(dims: int, style: str) -> list[int]:
-    return list(range(0, dims, 2)) if style == "pairs" else list(range(dims // 2))
-
-
-def partner_of(j: int, dims: int, style: str) -> int:
-    from qkvcalc.run.ops import partner
-
-    return partner(j, dims, style)
-
-
-def _rope_shift(p: Problem, h: int | None, q_ref: Ref, k_ref: Ref) -> Any:
-    """A note that shows RoPE's point: the score of a query and a key moved by the same
-    offset stays the same (it depends only on the distance between their positions)."""
-    from qkvcalc.run.ops import rotate
-
-    rope = p.variants.rope
-    assert rope is not None
-    before_q = ("q_norm", h) if p.variants.q_norm is not None else ("q", h)
-    before_k = ("k_norm", h) if p.variants.k_norm is not None else ("k", h)
-    i, j = p.n - 1, 0
-    pos_i, pos_j = int(p.variants.positions[i]), int(p.variants.key_positions[j])
-    offset = 5
-
-    def remark(value_of: Callable[[Ref], np.ndarray]) -> tuple[Msg, ...]:
-        q, k = value_of(before_q)[i : i + 1], value_of(before_k)[j : j + 1]
-
-        def score(a: int, b: int) -> float:
-            turned_q = rotate(
-                q, rope.angles(np.array([a])), rope.style, rope.dims, rope.attention_factor
-            )
-            turned_k = rotate(
-                k, rope.angles(np.array([b])), rope.style, rope.dims, rope.attention_factor
-            )
-            return float(turned_q[0] @ turned_k[0])
-
-        here, moved = score(pos_i, pos_j), score(pos_i + offset, pos_j + offset)
-        return (
-            Msg(
-                "note.rope_shift",
-                query=safe(p.tokens[i]),
-                key=safe(p.source_tokens[j]),
-                pos_q=pos_i,
-                pos_k=pos_j,
-                offset=offset,
-                moved_q=pos_i + offset,
-                moved_k=pos_j + offset,
-                score=f"{here:.6g}",
-                moved=f"{moved:.6g}",
-                distance=pos_i - pos_j,
-            ),
-        )
-
-    return remark
-
-
-def _score_bias(p: Problem, h: int | None, formula: str) -> list[Spec]:
-    """ALiBi's −slope·|i − j| (or a bias given: T5's relative position bias), then the scaled
-    scores plus that bias."""
-    v = p.variants
-    hh = (h or 1) - 1
-    n, m = p.tokens, p.source_tokens
-    if v.alibi is not None:
-        slope = float(v.alibi[hh])
-        exact = v.alibi_exact[hh] if v.alibi_exact is not None else None
-        bias = Spec(
-            "score_bias",
-            h,
-            "alibi",
-            (),
-            f"B = -{slope:.6g}·|i − j|",
-            n,
-            m,
-            params={
-                "slope": slope,
-                "slope_exact": exact,
-                "positions": v.positions,
-                "key_positions": v.key_positions,
-            },
-            notes=(
-                Msg(
-                    "note.alibi_given" if v.alibi_given else "note.alibi_recipe",
-                    slope=f"{slope:.6g}",
-                    heads=p.heads,
-                ),
-                Msg("note.alibi_bloom"),
-            ),
-            symbol="B",
-            letters="n×m",
-            hint=("hint.alibi", {}),
-        )
-        if v.score_bias is not None:  # both: ALiBi plus the bias given, as one B
-            bias = Spec(
-                "score_bias",
-                h,
-                "table",
-                (),
-                "B",
-                n,
-                m,
-                params={"table": v.score_bias[hh] + _alibi_table(p, slope)},
-                notes=(Msg("note.alibi_and_bias", slope=f"{slope:.6g}"),),
-                symbol="B",
-                letters="n×m",
-            )
-    else:
-        assert v.score_bias is not None
-        table_exact = v.score_bias_exact[hh] if v.score_bias_exact is not None else None
-        bias = Spec(
-            "score_bias",
-            h,
-            "table",
-            (),
-            "B",
-            n,
-            m,
-            params={"table": v.score_bias[hh], "table_exact": table_exact},
-            notes=(Msg("note.score_bias"),),
-            symbol="B",
-            letters="n×m",
-        )
-    biased = Spec(
-        "biased",
-        h,
-        "add",
-        (("scaled", h), ("score_bias", h)),
-        formula + " + B",
-        n,
-        m,
-        lazy=True,
-        symbol="S+B",
-        letters="n×m",
-        hint=("hint.biased", {}),
-    )
-    return [bias, biased]
-
-
-def _alibi_table(p: Problem, slope: float) -> np.ndarray:
-    v = p.variants
-    distance = np.abs(v.positions[:, None] - v.key_positions[None, :])
-    return -slope * distance.astype(np.float64)
-
-
-def bias_table(p: Problem, h: int | None) -> np.ndarray:
-    """The whole run's score bias B of head h, [n, m]: ALiBi's −slope·|i − j|, a bias given,
-    or both added (what the stage score_bias holds; a decode step holds its rows of it)."""
-    v = p.variants
-    hh = (h or 1) - 1
-    table = np.zeros((p.n, p.m))
-    if v.alibi is not None:
-        table = table + _alibi_table(p, float(v.alibi[hh]))
-    if v.score_bias is not None:
-        table = table + v.score_bias[hh]
-    return table
+            specs += added
+            logits, symbol, formula = added[-1].ref, added[-1].symbol, added[-1].formula
+    return logits, symbol, formula
 
 
 def _mask_notes(p: Problem) -> tuple[Msg, ...]:

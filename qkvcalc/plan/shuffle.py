@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from qkvcalc import features
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix
@@ -84,10 +85,7 @@ def order_reasons(p: Problem) -> list[Msg]:
         reasons.append(Msg("shuffle.by_causal"))
     if v.pe is not None:
         reasons.append(Msg("shuffle.by_pe"))
-    if v.rope is not None:
-        reasons.append(Msg("shuffle.by_rope"))
-    if v.biased:
-        reasons.append(Msg("shuffle.by_bias"))
+    reasons += [Msg(key) for key in features.order_reasons(p)]  # a rotation, a bias …
     if p.mask_kind == "custom":
         reasons.append(Msg("shuffle.by_custom_mask"))
     return reasons

@@ -123,3 +123,9 @@ def together(*remarks: Any) -> Any:
         return tuple(note for r in present for note in r(value_of))
 
     return remark
+
+
+def positions_text(rows: tuple[str, ...], positions: np.ndarray, limit: int = 12) -> str:
+    """'the @0, cat @1, …': each row's token at its position, the first `limit` of them."""
+    said = [f"{t} @{pos}" for t, pos in zip(rows, positions.tolist(), strict=True)]
+    return ", ".join(said[:limit]) + (" …" if len(said) > limit else "")

@@ -35,6 +35,10 @@ The mistakes (stable ids, used by the JSON report; sentences in the catalogs, ke
                                      by side (n×H·d_v): found when a sheet is read, see
                                      `averaged_heads`
 
+and each feature's own at the stages of its operations (qkvcalc.features: Feature.mistakes):
+the softcap's halves forgotten, RoPE's other pairing or turned back, ALiBi's sign, a sink left
+out of the maximum or the sum, the q/k norm's weight or mean forgotten.
+
 numpy only: no rich, no printing; the sentences are catalog keys with their values (Msg).
 """
 
@@ -46,6 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from qkvcalc import features
 from qkvcalc.i18n import Msg
 from qkvcalc.quiz.tolerance import tolerance
 from qkvcalc.run.ops import apply_mask, softmax_parts
@@ -66,6 +71,7 @@ MISTAKE_IDS = (
     "exp_not_shifted",
     "softmax_columns",
     "heads_averaged",
+    *(mistake_id for m in features.mistakes() for mistake_id in m.ids),  # the features' own
 )
 
 NAMES = {"q": "Q", "k": "K", "v": "V"}
@@ -285,10 +291,13 @@ BUILDERS: dict[str, Callable[[Trace, Stage, _Inputs], list[Candidate]]] = {
 def candidates(trace: Trace, stage: Stage, own: Mapping[str, np.ndarray]) -> list[Candidate]:
     """Every mistake that can be made at `stage`, as the matrix it would give."""
     build = BUILDERS.get(stage.id)
-    if build is None:
-        return []
+    inputs = _Inputs(trace, stage, own)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        return build(trace, stage, _Inputs(trace, stage, own))
+        found = [] if build is None else build(trace, stage, inputs)
+        for mistakes in features.mistakes():  # a feature's op: its module's mistakes
+            if mistakes.op == stage.op:
+                found += mistakes.build(stage, inputs.variants)
+    return found
 
 
 def recognise(

@@ -20,7 +20,7 @@ import numpy as np
 from qkvcalc import features
 from qkvcalc.i18n import Msg
 from qkvcalc.render.text import cell_label, factor, fmt, pick, safe, sub
-from qkvcalc.run.ops import OPS, pair_index, partner
+from qkvcalc.run.ops import OPS
 
 if TYPE_CHECKING:
     from qkvcalc.render import RenderOptions
@@ -208,53 +208,6 @@ def _add_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: st
     return f"{style.at(i + 1, j + 1)}{style.num(a)} + {style.factor(b)} = {result}"
 
 
-def _rope_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str | None:
-    """[2,1]: 0×cos(1) − 1×sin(1) = −0.8415   (θ = 1×1): a dimension turned with its partner
-    by the angle of its pair. Dimensions past the rotary ones pass through (no arithmetic)."""
-    p = stage.params
-    dims, kind = p["dims"], p["style"]
-    if j >= dims:
-        return None
-    (x,) = stage.operands
-    k, other = pair_index(j, dims, kind), partner(j, dims, kind)
-    theta = float(p["angles"][i, k])
-    pos, omega = int(p["positions"][i]), float(p["inv_freq"][k])
-    cos, sin = (r"\cos", r"\sin") if style.latex else ("cos", "sin")
-    angle = style.num(theta)
-    a, b = style.factor(float(x[i, j])), style.factor(float(x[i, other]))
-    first = j < other if kind == "half" else j % 2 == 0  # a′ = a·cos − b·sin; b′ = b·cos + a·sin
-    if first:
-        turned = f"{a}{style.times}{cos}({angle}) {style.minus} {b}{style.times}{sin}({angle})"
-    else:
-        turned = f"{a}{style.times}{cos}({angle}) + {b}{style.times}{sin}({angle})"
-    if p["factor"] != 1:
-        turned = f"{style.num(p['factor'])}{style.times}({turned})"
-    theta_said = f"θ = {pos}{style.times}{style.num(omega)}"
-    if style.latex:
-        theta_said = rf"\theta = {pos}{style.times}{style.num(omega)}"
-    return f"{style.at(i + 1, j + 1)}{turned} = {result}   ({theta_said})"
-
-
-def _rmsnorm_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[1,1]: 2 / 1.5811 × 1 = 1.2649: the cell over its row's root mean square, times w."""
-    (x,) = stage.operands
-    row = x[i]
-    rms = float(np.sqrt(np.mean(row * row) + stage.params["eps"]))
-    weight = float(stage.params["weight"][j])
-    cell = style.divided(style.num(float(row[j])), style.num(rms))
-    return f"{style.at(i + 1, j + 1)}{cell} {style.times} {style.factor(weight)} = {result}"
-
-
-def _alibi_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[2,1]: −0.5×|1 − 0| = −0.5"""
-    p = stage.params
-    slope = style.exact_factor(p.get("slope_exact"), p["slope"]) if style.exact else None
-    slope = slope or style.num(p["slope"])
-    pos, key = int(p["positions"][i]), int(p["key_positions"][j])
-    distance = f"|{pos} {style.minus} {key}|"
-    return f"{style.at(i + 1, j + 1)}-{slope}{style.times}{distance} = {result}"
-
-
 def _terms(
     row: np.ndarray,
     col: np.ndarray,
@@ -405,9 +358,6 @@ _WORK = {
     "exp": _exp_work,
     "softmax": _softmax_work,
     "add": _add_work,
-    "rope": _rope_work,
-    "rmsnorm": _rmsnorm_work,
-    "alibi": _alibi_work,
     "step_project": _step_project_work,
     "append": _append_work,
     "qk": _qk_work,

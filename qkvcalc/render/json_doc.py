@@ -203,7 +203,7 @@ def input_fields(p: Problem, opts: RenderOptions) -> dict[str, Any]:
 
 
 def _variant_fields(p: Problem) -> dict[str, Any]:
-    """Positions, RoPE, ALiBi, biases, q/k norm and the features, as the input format
+    """Positions, the position encoding and the features, as the input format
     says them (only those the problem has), so that a trace of them runs again the same."""
     v = p.variants
     out: dict[str, Any] = {}
@@ -216,31 +216,28 @@ def _variant_fields(p: Problem) -> dict[str, Any]:
         out["positional"] = "sinusoidal"
     elif v.pe is not None:
         out["positional"] = matrix_json(v.pe)
-    for name in ("q_norm", "k_norm"):
-        weight = getattr(v, name)
-        if weight is not None:
-            out[name] = [_input_number(w) for w in weight.tolist()]
-    if v.q_norm is not None or v.k_norm is not None:
-        out["norm_eps"] = v.norm_eps
-    if v.rope is not None:
-        r = v.rope
-        rope: dict[str, Any] = {"theta": r.theta, "style": r.style, "dims": r.dims}
-        if r.inv_freq_given:
-            rope["inv_freq"] = r.inv_freq.tolist()
-        if r.attention_factor != 1:
-            rope["attention_factor"] = r.attention_factor
-        out["rope"] = rope
-    if v.alibi is not None:
-        out["alibi"] = [_input_number(s) for s in v.alibi.tolist()] if v.alibi_given else True
-    if v.score_bias is not None:
-        out["score_bias"] = [matrix_json(b) for b in v.score_bias]
     for feature, value in features.active(p):
-        out[feature.name] = feature.echo(value)
+        echo = feature.echo(value)
+        if feature.keys:  # a feature of several keys: each of those it uses
+            out.update({key: _echoed(given) for key, given in echo.items()})
+        else:
+            out[feature.name] = _echoed(echo)
     return out
 
 
 def _input_number(value: float) -> float | str:
     return number_json(value)
+
+
+def _echoed(value: Any) -> Any:
+    """A feature's value as strict JSON: an array as lists, ±∞ and NaN as strings."""
+    if isinstance(value, np.ndarray):
+        if value.ndim == 1:
+            return [number_json(float(x)) for x in value.tolist()]
+        return [_echoed(part) for part in value] if value.ndim > 2 else matrix_json(value)
+    if isinstance(value, float):
+        return number_json(value)
+    return value
 
 
 def input_json(p: Problem, opts: RenderOptions) -> dict[str, Any]:

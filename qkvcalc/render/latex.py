@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
+from qkvcalc import features
 from qkvcalc.i18n import Msg, _words, catalog
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style
@@ -205,8 +206,10 @@ def tex_message(key: str, lang: str, /, **params: Any) -> str:
 # ---- formulas: the engine writes them in plain Unicode; TeX wants its own spelling ----------
 
 _WORDS = re.compile(
-    r"(?<![A-Za-z\\])(softmax|concat|output|source|max|heads|head|RoPE|RMSNorm|tanh|pos)"
-    r"(?![A-Za-z])"
+    r"(?<![A-Za-z\\])("
+    + "|".join(("softmax", "concat", "output", "source", "max", "heads", "head", "tanh", "pos"))
+    + "".join(f"|{word}" for word in features.words())  # each feature's own
+    + r")(?![A-Za-z])"
 )
 _FORMULA = [
     ("·", r" \cdot "),

@@ -156,24 +156,16 @@ def summary(trace: Trace, lang: str, worksheet: bool = False) -> list[str]:
 
 
 def variant_items(p: Problem) -> list[tuple[str, dict[str, object]]]:
-    """What a problem adds to the paper's attention (positions, RoPE, the features …), as catalog
+    """What a problem adds to the paper's attention (positions, the features …), as catalog
     keys and their values, in the order the stages apply them."""
     v = p.variants
     out: list[tuple[str, dict[str, object]]] = []
     if v.positional is not None:
         out.append((f"ui.variant.pe_{v.positional}", {}))
-    if v.q_norm is not None or v.k_norm is not None:
-        out.append(("ui.variant.qk_norm", {}))
-    if v.rope is not None:
-        r = v.rope
-        out.append(("ui.variant.rope", {"theta": f"{r.theta:g}", "style": r.style, "dims": r.dims}))
-    if v.alibi is not None:
-        out.append(("ui.variant.alibi", {}))
-    if v.score_bias is not None:
-        out.append(("ui.variant.score_bias", {}))
     from qkvcalc import features  # here: the CLI's error path imports this module light
 
-    out += [f.header(value) for f, value in features.active(p) if f.header is not None]
+    for f, value in features.active(p):
+        out += f.header(value) if f.header is not None else []
     if v.causal_align == "bottom-right":
         out.append(("ui.variant.bottom_right", {}))
     if v.positions_given:

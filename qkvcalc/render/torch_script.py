@@ -203,7 +203,7 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
             add(line)
         mask_parts.append("causal")
     elif p.mask_kind == "causal":
-        if p.key_padding is None and not (v.biased or written_out):
+        if p.key_padding is None and _biases(trace) is None and not written_out:
             add("# Causal: query i sees keys 1..i, aligned top-left (is_causal=True builds it).")
             sdpa_args.append("is_causal=True")
         add("causal = torch.ones(n, m, dtype=torch.bool).tril()  # top-left, as is_causal")
@@ -353,92 +353,50 @@ def _decoded(trace: Trace, sdpa_args: list[str]) -> list[str]:
 
 def _variant_obstacles(trace: Trace) -> list[str]:
     """What this script checks with SDPA alone (the module has no place for it)."""
-    v = trace.problem.variants
-    out = []
-    if v.rope is not None or v.q_norm is not None or v.k_norm is not None:
-        out.append("it has no rotary embedding and no q/k norm between its projections and Q·Kᵀ")
-    out += [f.torch_module_gap for f, _ in features.active(trace.problem) if f.torch_module_gap]
-    if v.biased:
-        out.append(
-            "a score bias would go in as a float attn_mask of shape (H, n, m); this script "
-            "checks the bias with SDPA, which takes it the same way"
-        )
-    return out
+    return [f.torch_module_gap for f, _ in features.active(trace.problem) if f.torch_module_gap]
 
 
 def _variants_on_q_and_k(trace: Trace) -> list[str]:
-    """q/k RMSNorm and RoPE on each head's q and k, in the order qkvcalc applies them."""
+    """The features' lines on each head's q and k (a norm, a rotation), in qkvcalc's order."""
     p = trace.problem
-    v = p.variants
-    out: list[str] = []
-    for name, weight in (("q", v.q_norm), ("k", v.k_norm)):
-        if weight is not None:
-            out.append(f"# RMSNorm of each head's {name}: x / sqrt(mean(x^2) + eps) * w")
-            out.append(
-                f"{name} = {name} / torch.sqrt({name}.pow(2).mean(-1, keepdim=True) + "
-                f"{num(v.norm_eps)}) * t({literal(weight)})"
-            )
-    if v.rope is None:
-        return out
-    r = v.rope
-    out += [
-        f"# RoPE ({r.style}): the first {r.dims} dims of each head turn by position x frequency;",
-        "# 'half' pairs dim i with i + dims/2 (rotate_half), 'pairs' 2i with 2i+1 (GPT-J).",
-        f"inv_freq = t({literal(r.inv_freq)})",
-        "",
-        "",
-        "def rope(x, positions):",
-        "    # [1, heads, rows, d_k], [rows] -> the same, turned",
-        "    angles = positions.to(torch.float64)[:, None] * inv_freq[None, :]",
-        f"    cos, sin = {num(r.attention_factor)} * angles.cos(), "
-        f"{num(r.attention_factor)} * angles.sin()",
-        "    out = x.clone()",
+    return [
+        line
+        for f, value in features.active(p)
+        if f.torch_qk is not None
+        for line in f.torch_qk(p, value, literal, num)
     ]
-    if r.style == "half":
-        out += [
-            f"    a, b = x[..., : {r.dims // 2}], x[..., {r.dims // 2} : {r.dims}]",
-            f"    out[..., : {r.dims // 2}] = a * cos - b * sin",
-            f"    out[..., {r.dims // 2} : {r.dims}] = b * cos + a * sin",
-        ]
-    else:
-        out += [
-            f"    a, b = x[..., 0:{r.dims}:2], x[..., 1:{r.dims}:2]",
-            f"    out[..., 0:{r.dims}:2] = a * cos - b * sin",
-            f"    out[..., 1:{r.dims}:2] = b * cos + a * sin",
-        ]
-    out += [
-        "    return out",
-        "",
-        "",
-        f"q = rope(q, torch.tensor({v.positions.tolist()}))",
-        f"k = rope(k, torch.tensor({v.key_positions.tolist()}))",
-        "",
-    ]
-    return out
 
 
 def _score_bias(trace: Trace, sdpa_args: list[str], masked: bool) -> tuple[list[str], list[str]]:
-    """ALiBi and a score bias as SDPA's additive float mask (it adds attn_mask after scaling),
-    with the mask folded in as −inf."""
-    p = trace.problem
-    v = p.variants
-    if not v.biased:
+    """A score bias (the features' own) as SDPA's additive float mask (it adds attn_mask
+    after scaling), with the mask folded in as −inf."""
+    biases = _biases(trace)
+    if biases is None:
         return [], sdpa_args
-    out = ["# The score bias B, per head, as qkvcalc computes it (ALiBi: -slope*|pos_i - pos_j|)."]
-    out.append(f"B = t({literal(_biases(trace))})  # [H, n, m]")
+    out = [f"# The score bias B, per head, as qkvcalc computes it{_bias_said(trace)}."]
+    out.append(f"B = t({literal(biases)})  # [H, n, m]")
     if masked:
         out.append("B = B.masked_fill(~allowed, float('-inf'))  # the mask, as an additive one")
     args = [a for a in sdpa_args if not a.startswith(("attn_mask=", "is_causal="))]
     return out, [*args, "attn_mask=B.unsqueeze(0)"]
 
 
-def _biases(trace: Trace) -> np.ndarray:
-    """Each head's score bias as the trace recorded it: [H, n, m]."""
-    from qkvcalc.plan.pipeline import bias_table
-
+def _biases(trace: Trace) -> np.ndarray | None:
+    """Each head's score bias, from the features that add one: [H, n, m] (None: no bias)."""
     p = trace.problem
+    adding = [(f, value) for f, value in features.active(p) if f.torch_bias is not None]
+    if not adding:
+        return None
     heads = range(1, p.heads + 1) if p.multihead else [None]
-    return np.stack([bias_table(p, h) for h in heads])
+    tables = [[f.torch_bias(p, value, h)[1] for f, value in adding] for h in heads]  # type: ignore[misc]
+    return np.stack([np.sum(parts, axis=0) for parts in tables])
+
+
+def _bias_said(trace: Trace) -> str:
+    """' (…)': how the features make their bias, as a comment of the script says it."""
+    p = trace.problem
+    said = [f.torch_bias(p, value, None)[0] for f, value in features.active(p) if f.torch_bias]
+    return "".join(f" ({how})" for how in said if how)
 
 
 def _written_out(trace: Trace, sdpa_args: list[str], masked: bool) -> list[str]:
@@ -452,8 +410,9 @@ def _written_out(trace: Trace, sdpa_args: list[str], masked: bool) -> list[str]:
         "# logits' own steps, mask.",
         f"scores = ({q}) @ ({k}).transpose(-2, -1) / d_k**0.5  # [1, H, n, m]",
     ]
-    if p.variants.biased:
-        out.append(f"B = t({literal(_biases(trace))})  # [H, n, m]")
+    biases = _biases(trace)
+    if biases is not None:
+        out.append(f"B = t({literal(biases)})  # [H, n, m]")
         out.append("scores = scores + B.unsqueeze(0)")
     for feature, value in features.active(p):
         if feature.torch_logits is not None:

@@ -68,45 +68,6 @@ def apply_mask(s: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     return np.where(allowed, s, -np.inf)
 
 
-def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
-    """RMSNorm of each row (Qwen3's q/k norm): x / √(mean(x²) + ε) · w."""
-    # [n, d_k] / [n, 1] * [d_k] -> [n, d_k]
-    return x / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + eps) * weight
-
-
-def partner(j: int, dims: int, style: str) -> int:
-    """The dimension that rotates with dimension j (0-based): j ± dims/2 ("half", as
-    rotate_half), or its neighbour j ^ 1 ("pairs", 2i with 2i + 1). Beyond dims: itself."""
-    if j >= dims:
-        return j
-    if style == "pairs":
-        return j ^ 1
-    half = dims // 2
-    return j + half if j < half else j - half
-
-
-def pair_index(j: int, dims: int, style: str) -> int:
-    """Which frequency (0-based) dimension j rotates with."""
-    return j // 2 if style == "pairs" else j % (dims // 2)
-
-
-def rotate(x: np.ndarray, angles: np.ndarray, style: str, dims: int, factor: float) -> np.ndarray:
-    """RoPE: each pair (a, b) of the first `dims` dimensions turned by its angle θ,
-    a' = a·cos θ − b·sin θ, b' = b·cos θ + a·sin θ (times the attention factor); the other
-    dimensions pass through."""
-    # [n, d_k], [n, dims/2] -> [n, d_k]
-    cos, sin = factor * np.cos(angles), factor * np.sin(angles)
-    out = x.copy()
-    if style == "half":
-        first, second = slice(0, dims // 2), slice(dims // 2, dims)
-    else:
-        first, second = slice(0, dims, 2), slice(1, dims, 2)
-    a, b = x[:, first], x[:, second]
-    out[:, first] = a * cos - b * sin
-    out[:, second] = b * cos + a * sin
-    return out
-
-
 # ---- the operations ----------------------------------------------------------------------------
 
 
@@ -233,39 +194,6 @@ def _add(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> 
 def _two_cells(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
     yield 0, i, j
     yield 1, i, j
-
-
-def _norm(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
-    # [n, d_k] -> [n, d_k]
-    return rms_norm(ops[0], params["weight"], params["eps"])
-
-
-def _rope(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
-    # [n, d_k] -> [n, d_k], row i turned by the angles of position i
-    angles = _rows(params["angles"], rows)
-    return rotate(ops[0], angles, params["style"], params["dims"], params["factor"])
-
-
-def _rope_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
-    yield 0, i, j
-    other = partner(j, params["dims"], params["style"])
-    if other != j:
-        yield 0, i, other
-
-
-def _alibi(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
-    # −slope · |pos_i − pos_j|: [n, 1] − [1, m] -> [n, m]
-    positions = _rows(params["positions"], rows)
-    distance = np.abs(positions[:, None] - params["key_positions"][None, :])
-    return -params["slope"] * distance.astype(np.float64)
-
-
-def _exact_alibi(ops: Sequence[Any], params: Params) -> Any:
-    slope = params.get("slope_exact")
-    if slope is None:
-        return None, ()
-    distance = np.abs(params["positions"][:, None] - params["key_positions"][None, :])
-    return tuple(tuple(-slope * int(d) for d in row) for row in distance.tolist()), ()
 
 
 def _exact_table(ops: Sequence[Any], params: Params) -> Any:
@@ -531,9 +459,6 @@ _CORE: dict[str, Op] = {
         Op("split", _table, overflow=lambda params: False, given=True, in_words=True),
         Op("add", _add, _two_cells, _exact_add, rowwise=True),
         Op("table", _table, nothing, _exact_table, given=True),
-        Op("rmsnorm", _norm, whole_row, exact_stops="note.exact_stops_root", rowwise=True),
-        Op("rope", _rope, _rope_feeds, exact_stops="note.exact_stops_rope", rowwise=True),
-        Op("alibi", _alibi, nothing, _exact_alibi, rowwise=True),
         # decoding with a KV cache
         Op("step_project", _step_project, _step_project_feeds, _exact_step_project),
         Op("append", _append, _append_feeds, _exact_append),
