@@ -19,6 +19,7 @@ from qkvcalc.i18n import Msg
 
 if TYPE_CHECKING:
     from qkvcalc.input.problem import Problem
+    from qkvcalc.plan.specs import Spec
 
 
 class Recipe:
@@ -86,47 +87,115 @@ def resolve(matrix: Data, rows: np.ndarray | None = None) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)  # it holds arrays: a Stage equals only itself
 class Stage:
-    id: str
-    head: int | None
-    formula: str  # plain text with the paper's names: "Q = X·W_Q"
+    """A stage of the run: its spec (what it is, from the plan) and its data (what the engine
+    computed: the value or its recipe, the operands' values, the row maxima and sums, the
+    exact fractions). The spec's fields are read through it: stage.id, stage.rows …"""
+
+    spec: Spec  # qkvcalc.plan.specs: id, head, op, operands, formula, labels, params, notes …
     data: Data  # the value (always 2-D), or its recipe: read it as .value
-    rows: tuple[str, ...]  # a label per row (tokens, or dimensions for Kᵀ and weights)
-    cols: tuple[str, ...]
-    op: str  # a key of qkvcalc.run.ops.OPS: project, matmul, scale, mask, exp, softmax …
     inputs: tuple[Data, ...] = ()  # the operands' values, as .operands: (A, B), (input,) …
-    names: tuple[str, ...] = ()  # the operands' names, as in the formula: ("X", "W_Q")
-    inner: tuple[str, ...] = ()  # matmul: labels of the dimension summed over
-    bias: np.ndarray | None = None  # matmul: the row vector added to every row (b_Q …)
-    cell: str = ""  # how a cell is named in its arithmetic: "q_{i}·k_{j}", "Q[{i},{j}]"
-    allowed: np.ndarray | None = None  # mask: [n, m] bool, True = may attend
+    notes: tuple[Msg, ...] = ()  # the spec's notes, then its remarks on these numbers
     row_max: np.ndarray | None = None  # exp: the max each row's scores were shifted by
     row_sum: np.ndarray | None = None  # softmax: each row's sum of exponentials
-    scale: float | None = None  # scale: the factor; scale_text: how to say it ("1/√2")
-    scale_text: str = ""
-    notes: tuple[Msg, ...] = ()
     exact: tuple[tuple[Any, ...], ...] | None = None  # --exact: a rational value per cell
-    topic: str = ""  # catalog key of title and why, when it differs from the id
     # --exact (qkvcalc.run.exact): the operands, bias and scale as fractions, for the arithmetic
     operands_exact: tuple[tuple[tuple[Any, ...], ...] | None, ...] = ()
     bias_exact: tuple[Any, ...] | None = None
     scale_exact: Any = None
-    # the plan's record: the operands (earlier stages by (id, head), or constants) and the
-    # operation's parameters, which exact mode and the quiz execute again with other numbers
-    reads: tuple[Any, ...] = ()
-    params: dict[str, Any] = field(default_factory=dict)
-    symbol: str = ""  # how the quiz names a cell: K[2,1], Q·Kᵀ[1,2]
-    letters: str = ""  # the shape in the paper's letters: "n×d_k"
-    hint: tuple[str, dict[str, Any]] | None = None  # the quiz's `?`: a catalog key, values
-    step: int | None = None  # decoding with a KV cache: 0 = the prefill, 1, 2, … the steps
-    block: int | None = None  # attention in tiles: the block of keys (1-based)
+
+    # ---- the spec's fields, read through the stage ----------------------------------------
+
+    @property
+    def id(self) -> str:  # stable: docs/json-trace.md
+        return self.spec.id
+
+    @property
+    def head(self) -> int | None:
+        return self.spec.head
+
+    @property
+    def formula(self) -> str:  # plain text with the paper's names: "Q = X·W_Q"
+        return self.spec.formula
+
+    @property
+    def rows(self) -> tuple[str, ...]:  # a label per row (tokens, or dimensions for Kᵀ)
+        return self.spec.rows
+
+    @property
+    def cols(self) -> tuple[str, ...]:
+        return self.spec.cols
+
+    @property
+    def op(self) -> str:  # a key of qkvcalc.run.ops.OPS: project, matmul, scale, exp …
+        return self.spec.op
+
+    @property
+    def names(self) -> tuple[str, ...]:  # the operands' names, as in the formula: ("X", "W_Q")
+        return self.spec.names
+
+    @property
+    def inner(self) -> tuple[str, ...]:  # a product: labels of the dimension summed over
+        return self.spec.inner
+
+    @property
+    def cell(self) -> str:  # how a cell is named in its arithmetic: "q_{i}·k_{j}"
+        return self.spec.cell
+
+    @property
+    def topic(self) -> str:  # catalog key of title and why, when it differs from the id
+        return self.spec.topic
+
+    @property
+    def reads(self) -> tuple[Any, ...]:
+        """The operands, as the plan names them (earlier stages by ref, or constants): what
+        exact mode and the quiz execute again with other numbers."""
+        return self.spec.operands
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.spec.params
+
+    @property
+    def symbol(self) -> str:  # how the quiz names a cell: K[2,1], Q·Kᵀ[1,2]
+        return self.spec.symbol or self.spec.id
+
+    @property
+    def letters(self) -> str:  # the shape in the paper's letters: "n×d_k"
+        return self.spec.letters
+
+    @property
+    def hint(self) -> tuple[str, dict[str, Any]] | None:  # the quiz's `?`
+        return self.spec.hint
+
+    @property
+    def step(self) -> int | None:  # decoding with a KV cache: 0 = the prefill, 1, 2, …
+        return self.spec.step
+
+    @property
+    def block(self) -> int | None:  # attention in tiles: the block of keys (1-based)
+        return self.spec.block
+
+    @property
+    def bias(self) -> np.ndarray | None:  # a product: the row vector added to every row (b_Q)
+        return self.spec.params.get("bias")
+
+    @property
+    def allowed(self) -> np.ndarray | None:  # a mask: [n, m] bool, True = may attend
+        return self.spec.params.get("allowed")
+
+    @property
+    def scale(self) -> float | None:  # the scaling's factor
+        return self.spec.params.get("scale")
+
+    @property
+    def scale_text(self) -> str:  # how the factor is said: "√2"
+        return str(self.spec.params.get("scale_text", ""))
 
     @property
     def ref(self) -> tuple[Any, ...]:
         """How later stages name this one: (id, head), or (id, head, step, block) for a stage
         of one decode step or one block of keys (qkvcalc.plan.ref)."""
-        if self.step is None and self.block is None:
-            return (self.id, self.head)
-        return (self.id, self.head, self.step, self.block)
+        return self.spec.ref
 
     @property
     def value(self) -> np.ndarray:

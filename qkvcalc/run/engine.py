@@ -111,32 +111,12 @@ class _Run:
         self.specs[spec.ref] = spec
         self.stages.append(
             Stage(
-                spec.id,
-                spec.head,
-                spec.formula,
+                spec,
                 data,
-                spec.rows,
-                spec.cols,
-                spec.op,
                 inputs=tuple(
                     o.value if isinstance(o, Const) else self.data[o] for o in spec.operands
                 ),
-                names=spec.names,
-                inner=spec.inner,
-                bias=spec.params.get("bias"),
-                cell=spec.cell,
-                allowed=spec.params.get("allowed"),
-                scale=spec.params.get("scale"),
-                scale_text=spec.params.get("scale_text", ""),
                 notes=spec.notes + (spec.remarks(self.operand) if spec.remarks else ()),
-                topic=spec.topic,
-                reads=spec.operands,
-                params=spec.params,
-                symbol=spec.symbol or spec.id,
-                letters=spec.letters,
-                hint=spec.hint,
-                step=spec.step,
-                block=spec.block,
                 **details,
             )
         )
