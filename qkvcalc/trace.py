@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import numpy as np
 
 from qkvcalc.i18n import Msg
+from qkvcalc.plan import ids  # the plan names its stages; the trace asks it for them
 
 if TYPE_CHECKING:
     from qkvcalc.input.problem import Problem
@@ -266,9 +267,14 @@ class Trace:
     cache: Cache = field(default_factory=Cache)  # the whole values its recipes computed last
 
     @property
+    def final(self) -> Stage:
+        """The stage of the final output: the last 'output' with no head (qkvcalc.plan.ids)."""
+        return self.stage(ids.OUTPUT)
+
+    @property
     def output(self) -> np.ndarray:
-        """The final output: the last stage with id 'output' and no head."""
-        return self.stage("output").value
+        """The final output's value."""
+        return self.final.value
 
     @property
     def weights(self) -> np.ndarray:
@@ -279,14 +285,14 @@ class Trace:
         return self._weights(None)
 
     def _weights(self, head: int | None) -> np.ndarray:
-        whole = self.find("weights", head)
+        whole = self.find(ids.WEIGHTS, head)
         if whole is not None:
             return whole.value
         numbers = sorted({s.step for s in self.stages if s.step is not None})
-        found = [self.find("weights", head, step=step) for step in numbers]
+        found = [self.find(ids.WEIGHTS, head, step=step) for step in numbers]
         steps = [s.value for s in found if s is not None]
         if not steps:
-            raise KeyError(f"no stage 'weights' for head {head!r}")
+            raise KeyError(f"no stage {ids.WEIGHTS!r} for head {head!r}")
         out = np.zeros((self.problem.n, self.problem.m))
         row = 0
         for part in steps:  # [t, cached keys] each

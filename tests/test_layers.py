@@ -200,3 +200,55 @@ def test_a_plug_in_feature_is_named_only_by_the_fields_table():
 def test_the_naming_check_sees_a_name():
     assert _naming("alibi") == ["input/fields.py"]  # its key, and its option
     assert "plan/pipeline.py" in _naming("Spec")
+
+
+def _asked_by_literal() -> list[str]:
+    """Where code outside the plan and the feature modules names a stage by a literal of its
+    own: a lookup (.stage, .find, .variants) with a string, or a comparison with a stage id."""
+    from qkvcalc.plan import ids
+
+    names = {v for k, v in vars(ids).items() if k.isupper() and isinstance(v, str)}
+    names -= {ids.Q, ids.K, ids.V}  # also input keys and variable names: asked through ids
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith(("plan/", "features/", "catalog/", "extract/", "input/")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("stage", "find", "variants")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                found.append(f"{rel}:{node.lineno} asks for {node.args[0].value!r}")
+            if isinstance(node, ast.Compare):
+                for side in (node.left, *node.comparators):
+                    for const in ast.walk(side):
+                        if isinstance(const, ast.Constant) and const.value in names:
+                            found.append(f"{rel}:{node.lineno} compares with {const.value!r}")
+    return found
+
+
+def test_no_stage_is_asked_for_by_a_literal_outside_the_plan():
+    """Writers, the quiz and the trace name a stage through qkvcalc.plan.ids (or the trace's
+    own trace.final, trace.weights), so that an id is spelled where the plan writes it."""
+    assert _asked_by_literal() == []
+
+
+def test_the_ids_the_other_layers_ask_for_are_the_plans():
+    """Every id of qkvcalc.plan.ids is a stage some preset's plan makes."""
+    from qkvcalc.input import presets
+    from qkvcalc.input.problem import Problem
+    from qkvcalc.plan import ids
+    from qkvcalc.plan.schedule import plan
+
+    made = {
+        spec.id
+        for name in presets.names()
+        for spec in plan(Problem.from_mapping(presets.load(name)))
+    }
+    asked = {v for k, v in vars(ids).items() if k.isupper() and isinstance(v, str)}
+    assert asked <= made, asked - made

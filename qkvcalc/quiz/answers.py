@@ -39,6 +39,7 @@ import numpy as np
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.input.numbers import parse_number
 from qkvcalc.labels import safe, shape_text
+from qkvcalc.plan import ids
 from qkvcalc.quiz.grade import (
     MISSING,
     WRONG,
@@ -248,8 +249,8 @@ def read_answer_sheet(raw: Any, trace: Trace, precision: int) -> AnswerSheet:
         stage = stages[key]
         shape = (len(rows), len(rows[0]))
         averaged = None
-        joined = key == "concat" or (key == "output" and trace.problem.wo is None)
-        if joined and trace.find("concat") is not None:
+        joined = key == ids.CONCAT or (key == ids.OUTPUT and trace.problem.wo is None)
+        if joined and trace.find(ids.CONCAT) is not None:
             answers = _numbers(rows, key, {})
             averaged = averaged_heads(trace, answers, matrices, precision)
         if averaged is None:

@@ -29,16 +29,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.plan import ids
 from qkvcalc.quiz.mistakes import Mistake, recognise
 from qkvcalc.quiz.tolerance import agrees
 from qkvcalc.run.ops import OPS
 from qkvcalc.trace import Stage, Trace
 
-# The stages asked when the quiz is not told which (--stages): a head's main steps.
-DEFAULT_STAGES = ("q", "k", "v", "scores", "scaled", "weights", "output")
-# ... and, of a decode run or a tiled one, those of these it has: a decode run has caches
-# instead of K and V, a tiled run a running max and sum instead of whole rows of weights.
-MORE_DEFAULT_STAGES = ("k_cache", "v_cache", "running_max", "running_sum")
+# The stages asked when the quiz is not told which (--stages): a head's main steps; and, of
+# a decode run or a tiled one, those of the others it has (qkvcalc.plan.ids).
+DEFAULT_STAGES = ids.QUIZ_DEFAULT
+MORE_DEFAULT_STAGES = ids.QUIZ_MORE
 
 RIGHT, WRONG, CARRIED, MISSING = "right", "wrong", "carried", "missing"
 VERDICTS = (RIGHT, CARRIED, WRONG, MISSING)

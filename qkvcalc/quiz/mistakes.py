@@ -35,9 +35,8 @@ The mistakes (stable ids, used by the JSON report; sentences in the catalogs, ke
                                      by side (n×H·d_v): found when a sheet is read, see
                                      `averaged_heads`
 
-and each feature's own at the stages of its operations (qkvcalc.features: Feature.mistakes):
-the softcap's halves forgotten, RoPE's other pairing or turned back, ALiBi's sign, a sink left
-out of the maximum or the sum, the q/k norm's weight or mean forgotten.
+and each feature's own at the stages of its operations (qkvcalc.features: Feature.mistakes,
+listed in each feature's module, their sentences under the same `mistake.<id>` keys).
 
 numpy only: no rich, no printing; the sentences are catalog keys with their values (Msg).
 """
@@ -52,6 +51,7 @@ import numpy as np
 
 from qkvcalc import features
 from qkvcalc.i18n import Msg
+from qkvcalc.plan import ids
 from qkvcalc.quiz.tolerance import tolerance
 from qkvcalc.run.ops import apply_mask, softmax_parts
 from qkvcalc.trace import Stage, Trace
@@ -171,13 +171,13 @@ def _projection(trace: Trace, stage: Stage) -> list[Candidate]:
 
 def _kt(inputs: _Inputs) -> list[Candidate]:
     msg = Msg("mistake.kt_not_transposed")
-    return [("kt_not_transposed", msg, k) for k in inputs.variants("k")]
+    return [("kt_not_transposed", msg, k) for k in inputs.variants(ids.K)]
 
 
 def _scores(inputs: _Inputs) -> list[Candidate]:
     found: list[Candidate] = []
-    for q in inputs.variants("q"):
-        for k in inputs.variants("k"):
+    for q in inputs.variants(ids.Q):
+        for k in inputs.variants(ids.K):
             if q.shape[1] == k.shape[0]:
                 found.append(("k_not_transposed", Msg("mistake.k_not_transposed"), q @ k))
             found.append(("scores_transposed", Msg("mistake.scores_transposed"), k @ q.T))
@@ -188,7 +188,7 @@ def _scaled(trace: Trace, inputs: _Inputs) -> list[Candidate]:
     p = trace.problem
     d_k = p.d_k
     found: list[Candidate] = []
-    for s in inputs.variants("scores"):
+    for s in inputs.variants(ids.SCORES):
         if p.scale_given is not None:
             scale = f"{p.scale:.6g}"
             found.append(("scale_missing", Msg("mistake.scale_missing_given", scale=scale), s))
@@ -233,7 +233,7 @@ def _masked(trace: Trace, stage: Stage, inputs: _Inputs) -> list[Candidate]:
         return []
     missing, inverted = _mask_msgs(trace, allowed)
     found: list[Candidate] = []
-    for s in inputs.variants("scaled"):
+    for s in inputs.variants(ids.SCALED):
         found.append(("mask_missing", missing, s))
         found.extend(
             ("mask_inverted", inverted, apply_mask(s, w)) for w in _mask_variants(trace, allowed)
@@ -242,7 +242,7 @@ def _masked(trace: Trace, stage: Stage, inputs: _Inputs) -> list[Candidate]:
 
 
 def _exp(trace: Trace, stage: Stage, inputs: _Inputs) -> list[Candidate]:
-    source = "masked" if trace.find("masked", stage.head) is not None else "scaled"
+    source = ids.MASKED if trace.find(ids.MASKED, stage.head) is not None else ids.SCALED
     msg = Msg("mistake.exp_not_shifted")
     with np.errstate(over="ignore"):
         return [("exp_not_shifted", msg, np.exp(s)) for s in inputs.variants(source)]
@@ -255,11 +255,11 @@ def _columns(e: np.ndarray) -> np.ndarray:
 
 
 def _weights(trace: Trace, stage: Stage, inputs: _Inputs) -> list[Candidate]:
-    masked = trace.find("masked", stage.head)
-    logits = "masked" if masked is not None else "scaled"
+    masked = trace.find(ids.MASKED, stage.head)
+    logits = ids.MASKED if masked is not None else ids.SCALED
     columns = Msg("mistake.softmax_columns")
     found: list[Candidate] = [
-        ("softmax_columns", columns, _columns(e)) for e in inputs.variants("exp")
+        ("softmax_columns", columns, _columns(e)) for e in inputs.variants(ids.EXP)
     ]
     for s in inputs.variants(logits):
         # softmax down each column: subtract each column's max, exponentiate, divide by the sum
@@ -268,7 +268,7 @@ def _weights(trace: Trace, stage: Stage, inputs: _Inputs) -> list[Candidate]:
         found.append(("softmax_columns", columns, _columns(np.exp(s - col_max))))
     if masked is not None and masked.allowed is not None:
         missing, inverted = _mask_msgs(trace, masked.allowed)
-        for s in inputs.variants("scaled"):
+        for s in inputs.variants(ids.SCALED):
             found.append(("mask_missing", missing, softmax_parts(s)[3]))
             for wrong in _mask_variants(trace, masked.allowed):
                 found.append(("mask_inverted", inverted, softmax_parts(apply_mask(s, wrong))[3]))
@@ -276,15 +276,15 @@ def _weights(trace: Trace, stage: Stage, inputs: _Inputs) -> list[Candidate]:
 
 
 BUILDERS: dict[str, Callable[[Trace, Stage, _Inputs], list[Candidate]]] = {
-    "q": lambda t, s, i: _projection(t, s),
-    "k": lambda t, s, i: _projection(t, s),
-    "v": lambda t, s, i: _projection(t, s),
-    "kt": lambda t, s, i: _kt(i),
-    "scores": lambda t, s, i: _scores(i),
-    "scaled": lambda t, s, i: _scaled(t, i),
-    "masked": _masked,
-    "exp": _exp,
-    "weights": _weights,
+    ids.Q: lambda t, s, i: _projection(t, s),
+    ids.K: lambda t, s, i: _projection(t, s),
+    ids.V: lambda t, s, i: _projection(t, s),
+    ids.KT: lambda t, s, i: _kt(i),
+    ids.SCORES: lambda t, s, i: _scores(i),
+    ids.SCALED: lambda t, s, i: _scaled(t, i),
+    ids.MASKED: _masked,
+    ids.EXP: _exp,
+    ids.WEIGHTS: _weights,
 }
 
 
@@ -348,11 +348,11 @@ def averaged_heads(
     head outputs are used as well.
     """
     p = trace.problem
-    concat = trace.find("concat")
+    concat = trace.find(ids.CONCAT)
     if concat is None or p.heads < 2:
         return None
     answers = np.asarray(answers, dtype=np.float64)
-    heads = [trace.stage("output", h).value for h in range(1, p.heads + 1)]
+    heads = [trace.stage(ids.OUTPUT, h).value for h in range(1, p.heads + 1)]
     options = [np.mean(heads, axis=0)]
     if all(f"{h}/output" in own for h in range(1, p.heads + 1)):
         options.append(np.mean([own[f"{h}/output"] for h in range(1, p.heads + 1)], axis=0))

@@ -206,7 +206,7 @@ def product_fits_width(stage: Stage, opts: RenderOptions) -> bool:
 
 def final_view(trace: Trace, opts: RenderOptions, max_cols: int) -> TableView:
     """The final output as the last table of a page (blank on a worksheet)."""
-    final = trace.stage("output")
+    final = trace.final
     blank = opts.worksheet
     return table_view(final.value, "", final.rows, final.cols, opts, max_cols, blank=blank)
 

@@ -211,7 +211,7 @@ def _body(trace: Trace, opts: RenderOptions) -> str:
     out.append("</header>")
     total = len(trace.stages)
     out += [render_stage(stage, k, total, trace, opts) for k, stage in enumerate(trace.stages, 1)]
-    final = trace.stage("output")
+    final = trace.final
     out.append('<section class="final" data-stage="final">')
     out.append(f"<h2>{_t(opts, 'ui.output_final')}</h2>")
     for warning in trace.warnings:

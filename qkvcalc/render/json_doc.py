@@ -321,7 +321,7 @@ def write_json(trace: Trace, opts: RenderOptions, out: IO[str], ascii_only: bool
         _write_object(out, _stage_fields(stage, opts), ascii_only)
     out.write("\n  ]")
     field("output")
-    output = trace.stage("output")
+    output = trace.final
     _write_rows(out, output.value_rows, output.shape)
     field("warnings")
     out.write(dumps([w.text(opts.lang) for w in trace.warnings], ascii_only=ascii_only))

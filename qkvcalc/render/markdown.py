@@ -170,7 +170,7 @@ def render_markdown(trace: Trace, opts: RenderOptions) -> str:
     ]
     total = len(trace.stages)
     out += [render_stage(stage, k, total, trace, opts) for k, stage in enumerate(trace.stages, 1)]
-    final = trace.stage("output")
+    final = trace.final
     out.append(f"## {_t(opts, 'ui.output_final')}")
     out += [f"> **{_t(opts, 'ui.warning')}**: {_prose(w.text(opts.lang))}" for w in trace.warnings]
     out.append("\n".join(md_table(final_view(trace, opts, _max_cols(final.rows, opts)), opts)))

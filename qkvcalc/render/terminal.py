@@ -493,7 +493,7 @@ def footer(trace: Trace, opts: RenderOptions) -> Block:
     for warning in trace.warnings:
         text = f"{_t(opts.lang, 'ui.warning')}: {warning.text(opts.lang)}"
         block.para(Text(text, style="bold yellow"))
-    final = trace.stage("output")
+    final = trace.final
     output = _t(opts.lang, "ui.output_final")
     return block.cut(
         matrix_lines(final.value, output, final.rows, final.cols, opts, blank=opts.worksheet)

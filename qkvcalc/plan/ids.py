@@ -1,0 +1,23 @@
+"""The stage ids that the other layers ask for by name (DESIGN's stage ids, written by the plan
+and the feature modules): a writer, the quiz or the trace names a stage through these, never
+by a literal of its own, so that an id is spelled in the plan alone (tests/test_layers.py)."""
+
+from __future__ import annotations
+
+Q, K, V = "q", "k", "v"  # a head's projections (or the matrices given)
+KT = "kt"
+SCORES = "scores"
+SCALED = "scaled"
+MASKED = "masked"
+EXP = "exp"
+WEIGHTS = "weights"
+OUTPUT = "output"  # a head's output, and the final one (no head)
+CONCAT = "concat"
+K_CACHE, V_CACHE = "k_cache", "v_cache"  # decoding with a KV cache
+RUNNING_MAX, RUNNING_SUM = "running_max", "running_sum"  # attention in tiles
+
+# The stages the quiz asks when it is not told which (--stages): a head's main steps; and, of
+# a decode run or a tiled one, those of these it has (caches instead of K and V, a running
+# max and sum instead of whole rows of weights).
+QUIZ_DEFAULT = (Q, K, V, SCORES, SCALED, WEIGHTS, OUTPUT)
+QUIZ_MORE = (K_CACHE, V_CACHE, RUNNING_MAX, RUNNING_SUM)
