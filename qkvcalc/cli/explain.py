@@ -7,26 +7,33 @@ else. Errors: a QkvcalcError becomes one message on stderr and exit 2, nothing o
 # Annotations here are evaluated once, at import (no `from __future__ import annotations`):
 # typer reads the commands' signatures on every run, and string annotations would make it
 # eval every option's again on every run (about 10 ms).
-import inspect
 import sys
 from collections.abc import Mapping
 from dataclasses import replace
 from enum import Enum
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated, Any
+from types import SimpleNamespace
+from typing import IO, TYPE_CHECKING, Any
 
 import typer
 
 from qkvcalc.cli.common import (
     Content,
-    LangOption,
-    NoColorOption,
     console,
     fail,
-    help_text,
     is_utf,
     language,
     write_output,
+)
+from qkvcalc.cli.options import (
+    DISPLAY,
+    HIDDEN,
+    SOURCE,
+    Group,
+    Opt,
+    command,
+    given,
+    with_features,
 )
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
@@ -36,6 +43,8 @@ from qkvcalc.render import FORMATS
 
 # The formats are the renderers' table (qkvcalc.render.FORMATS), listed once, there.
 if TYPE_CHECKING:
+    from qkvcalc.trace import Trace
+
     Format = str
 else:
     Format = Enum("Format", {name: name for name in FORMATS}, type=str)
@@ -60,218 +69,113 @@ class Layout(str, Enum):
     torch = "torch"
 
 
+# ---- its options, in groups (qkvcalc.cli.options) ----------------------------------------------
+
+# The matrices and sizes typed on the command line (each overrides the file's or preset's key).
+INLINE = Group(
+    "inline",
+    (
+        *(
+            Opt(name, str | None, None, ("--" + name,), HIDDEN)
+            for name in ("x", "wq", "wk", "wv", "wo")
+        ),
+        Opt("tokens", str | None, settings=HIDDEN),
+        Opt("mask", str | None, settings=HIDDEN),
+        Opt("heads", int | None, settings={"min": 1, **HIDDEN}),
+        Opt("kv_heads", int | None, settings={"min": 1, **HIDDEN}),
+        Opt("scale", str | None, settings=HIDDEN),
+        Opt("layout", Layout | None, settings=HIDDEN),
+    ),
+)
+# Today's attention: positions, their alignment and encoding, the plug-in features' options,
+# decoding with a KV cache, tiles, the tokens shuffled.
+MODERN = with_features(
+    Group(
+        "modern",
+        (
+            Opt("positions", str | None, settings=HIDDEN),
+            Opt("causal_align", Align | None, settings=HIDDEN),
+            Opt("positional", Positional | None, settings=HIDDEN),
+            Opt("decode", int | None, settings={"metavar": "P", **HIDDEN}),
+            Opt("tiles", int | None, settings={"metavar": "B", **HIDDEN}),
+            Opt("shuffle", str | None, settings={"metavar": "ORDER", **HIDDEN}),
+        ),
+    )
+)
+# How it is shown: the format, the file, how much, how precisely.
+SHOW = Group(
+    "show",
+    (
+        Opt("format", Format | None, None, ("--format", "-f"), HIDDEN),
+        Opt("output", Path | None, None, ("--output", "-o"), HIDDEN),
+        Opt("detail", Detail, Detail.full),
+        Opt("precision", int, 4, settings={"min": 0, "max": 15}),
+        Opt("exact", bool, False, ("--exact",)),
+        Opt("worksheet", bool, False, ("--worksheet",)),
+    ),
+)
+# How much input it reads, at most.
+LIMITS = Group(
+    "limits",
+    (
+        Opt("max_bytes", int, MAX_BYTES, settings={"min": 1}),
+        Opt("max_elements", int, MAX_ELEMENTS, settings={"min": 1}),
+    ),
+)
+# What of the run it shows: one stage at a time, some stages, one head.
+VIEW = Group(
+    "view",
+    (
+        Opt("step", bool, False, ("--step",), help="step.option_help"),
+        Opt("stages", str | None, settings=HIDDEN),
+        Opt("head", int | None, settings=HIDDEN),
+    ),
+)
+
+
+@command("explain", SOURCE, INLINE, MODERN, SHOW, DISPLAY, LIMITS, VIEW)
 def explain(
-    source: Annotated[
-        str | None,
-        typer.Argument(
-            help=help_text("help.explain.source"),
-            show_default=False,
-        ),
-    ] = None,
-    preset: Annotated[
-        str | None,
-        typer.Option(help=help_text("help.explain.preset"), show_default=False),
-    ] = None,
-    random: Annotated[
-        bool, typer.Option("--random", help=help_text("help.explain.random"))
-    ] = False,
-    seed: Annotated[
-        int | None,
-        typer.Option(help=help_text("help.explain.seed"), show_default=False),
-    ] = None,
-    size: Annotated[
-        str | None,
-        typer.Option(help=help_text("help.explain.size"), show_default=False),
-    ] = None,
-    x: Annotated[
-        str | None,
-        typer.Option("--x", help=help_text("help.explain.x"), show_default=False),
-    ] = None,
-    wq: Annotated[
-        str | None, typer.Option("--wq", help=help_text("help.explain.wq"), show_default=False)
-    ] = None,
-    wk: Annotated[
-        str | None, typer.Option("--wk", help=help_text("help.explain.wk"), show_default=False)
-    ] = None,
-    wv: Annotated[
-        str | None, typer.Option("--wv", help=help_text("help.explain.wv"), show_default=False)
-    ] = None,
-    wo: Annotated[
-        str | None,
-        typer.Option("--wo", help=help_text("help.explain.wo"), show_default=False),
-    ] = None,
-    tokens: Annotated[
-        str | None,
-        typer.Option(help=help_text("help.explain.tokens"), show_default=False),
-    ] = None,
-    mask: Annotated[
-        str | None,
-        typer.Option(help=help_text("help.explain.mask"), show_default=False),
-    ] = None,
-    heads: Annotated[
-        int | None, typer.Option(help=help_text("help.explain.heads"), min=1, show_default=False)
-    ] = None,
-    kv_heads: Annotated[
-        int | None,
-        typer.Option(help=help_text("help.explain.kv_heads"), min=1, show_default=False),
-    ] = None,
-    scale: Annotated[
-        str | None,
-        typer.Option(
-            help=help_text("help.explain.scale"),
-            show_default=False,
-        ),
-    ] = None,
-    layout: Annotated[
-        Layout | None,
-        typer.Option(
-            help=help_text("help.explain.layout"),
-            show_default=False,
-        ),
-    ] = None,
-    positions: Annotated[
-        str | None, typer.Option(help=help_text("help.explain.positions"), show_default=False)
-    ] = None,
-    causal_align: Annotated[
-        Align | None,
-        typer.Option(help=help_text("help.explain.causal_align"), show_default=False),
-    ] = None,
-    positional: Annotated[
-        Positional | None,
-        typer.Option(help=help_text("help.explain.positional"), show_default=False),
-    ] = None,
-    decode: Annotated[
-        int | None,
-        typer.Option(help=help_text("help.explain.decode"), show_default=False, metavar="P"),
-    ] = None,
-    tiles: Annotated[
-        int | None,
-        typer.Option(help=help_text("help.explain.tiles"), show_default=False, metavar="B"),
-    ] = None,
-    shuffle: Annotated[
-        str | None,
-        typer.Option(help=help_text("help.explain.shuffle"), show_default=False, metavar="ORDER"),
-    ] = None,
-    format: Annotated[
-        Format | None,
-        typer.Option(
-            "--format",
-            "-f",
-            help=help_text("help.explain.format"),
-            show_default=False,
-        ),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help=help_text("help.explain.output"),
-            show_default=False,
-        ),
-    ] = None,
-    detail: Annotated[Detail, typer.Option(help=help_text("help.explain.detail"))] = Detail.full,
-    precision: Annotated[
-        int, typer.Option(help=help_text("help.explain.precision"), min=0, max=15)
-    ] = 4,
-    exact: Annotated[bool, typer.Option("--exact", help=help_text("help.explain.exact"))] = False,
-    worksheet: Annotated[
-        bool, typer.Option("--worksheet", help=help_text("help.explain.worksheet"))
-    ] = False,
-    lang: LangOption = None,
-    no_color: NoColorOption = False,
-    max_bytes: Annotated[
-        int, typer.Option(help=help_text("help.explain.max_bytes"), min=1)
-    ] = MAX_BYTES,
-    max_elements: Annotated[
-        int,
-        typer.Option(help=help_text("help.explain.max_elements"), min=1),
-    ] = MAX_ELEMENTS,
-    step: Annotated[bool, typer.Option("--step", help=help_text("step.option_help"))] = False,
-    stages: Annotated[
-        str | None,
-        typer.Option(help=help_text("help.explain.stages"), show_default=False),
-    ] = None,
-    head: Annotated[
-        int | None,
-        typer.Option(help=help_text("help.explain.head"), show_default=False),
-    ] = None,
-    **features: Any,  # the plug-in features' options: see _with_feature_options
+    source: SimpleNamespace,
+    inline: SimpleNamespace,
+    modern: SimpleNamespace,
+    show: SimpleNamespace,
+    display: SimpleNamespace,
+    limits: SimpleNamespace,
+    view: SimpleNamespace,
 ) -> None:
     """Compute attention for a problem and show every stage, with each cell's arithmetic."""
-    lang_code = language(lang)
+    lang_code = language(display.lang)
     try:
-        from qkvcalc.input.problem import Problem
-        from qkvcalc.input.sources import gather
         from qkvcalc.render import FOLLOWS_TERMINAL, PAGE_WIDTH, RenderOptions, format_for, render
-        from qkvcalc.run.engine import run
 
-        if step and output is not None:
+        if view.step and show.output is not None:
             raise QkvcalcError("step.with_output")
-        chosen = None if format is None else str(getattr(format, "value", format))
-        if step and chosen is not None and chosen not in ("table", "txt"):
+        chosen = None if show.format is None else str(getattr(show.format, "value", show.format))
+        if view.step and chosen is not None and chosen not in ("table", "txt"):
             raise QkvcalcError("step.with_format", format=chosen)
-        fmt = chosen or (format_for(output) if output is not None else "table")
-        if worksheet and fmt in ("json", "torch"):  # data and code hold every computed number
+        fmt = chosen or (format_for(show.output) if show.output is not None else "table")
+        if show.worksheet and fmt in ("json", "torch"):  # data and code hold every number
             raise QkvcalcError("explain.worksheet_format", format=fmt)
-        inline = {
-            "x": x,
-            "wq": wq,
-            "wk": wk,
-            "wv": wv,
-            "wo": wo,
-            "tokens": tokens,
-            "mask": mask,
-            "heads": heads,
-            "kv_heads": kv_heads,
-            "scale": scale,
-            "layout": layout.value if layout else None,
-            "positions": positions.replace(",", " ").split() if positions else None,
-            "causal_align": causal_align.value if causal_align else None,
-            "positional": positional.value if positional else None,
-            **_feature_values(features),
-            "decode": decode,
-            "tiles": tiles,
-        }
-        notes: list[Msg] = []  # what gathering the input changed on the way (tokens dropped …)
-        if random or seed is not None or size is not None:
-            doc = _random_doc(random, seed, size, source, preset, inline, lang_code)
-        else:
-            stdin = sys.stdin.buffer
-            doc = gather(source, preset, inline, stdin, sys.stdin.isatty(), max_bytes, notes)
-        problem = Problem.from_mapping(doc, exact=exact, max_elements=max_elements)
-        del doc  # the parsed lists: at real-model sizes, 100 MB the engine does not need
-        if shuffle is not None:
-            from qkvcalc.plan.shuffle import explain_shuffled, parse_order
-
-            trace = explain_shuffled(problem, parse_order(shuffle, problem.n))
-        else:
-            trace = run(problem)
-        if notes:
-            trace = replace(trace, warnings=(*notes, *trace.warnings))
-        if stages is not None or head is not None:
-            from qkvcalc.select import select
-
-            trace = select(trace, stages, head)
+        trace = _trace(source, inline, modern, limits, view, show.exact, lang_code)
         # Only a table printed on a terminal follows its width (and colours, unless it is
         # txt); every other format, and any file, is laid out for the page (PAGE_WIDTH).
         width, color = PAGE_WIDTH, False
-        if output is None and fmt in FOLLOWS_TERMINAL:
-            terminal = console(no_color)
+        if show.output is None and fmt in FOLLOWS_TERMINAL:
+            terminal = console(display.no_color)
             width, color = terminal.width, terminal.color_system is not None and fmt == "table"
         opts = RenderOptions(
             lang=lang_code,
-            precision=precision,
-            detail=detail.value,
+            precision=show.precision,
+            detail=show.detail.value,
             width=width,
             color=color,
-            exact=exact,
-            worksheet=worksheet,
+            exact=show.exact,
+            worksheet=show.worksheet,
         )
-        if step:
+        if view.step:
             from qkvcalc.interactive.step import step_through
 
-            step_through(trace, opts, no_color=no_color)
+            step_through(trace, opts, no_color=display.no_color)
             return
         if fmt == "json":  # streamed, stage by stage: a real layer's trace is over a GB of text
             from qkvcalc.render.json_doc import write_json
@@ -284,9 +188,9 @@ def explain(
             write = render(trace, fmt, opts)
     except QkvcalcError as err:
         fail(err, lang_code)
-    if output is not None:
+    if show.output is not None:
         try:
-            write_output(write, output)
+            write_output(write, show.output)
         except QkvcalcError as err:
             fail(err, lang_code)
     else:
@@ -297,35 +201,58 @@ def explain(
         sys.stdout.flush()
 
 
-def _with_feature_options(command: Any) -> None:
-    """One option per plug-in feature that the fields table lists (FEATURE_OPTIONS), placed in
-    the command's signature after the option it names, where typer reads it; the command
-    receives them in **features. A new feature's option is a line in the fields table."""
-    signature = inspect.signature(command)
-    params = [
-        p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
-        for p in signature.parameters.values()
-        if p.kind is not p.VAR_KEYWORD
-    ]
-    for key, option in FEATURE_OPTIONS.items():
-        settings = {"help": help_text(option.help), "show_default": False, **option.settings}
-        kind: Any = option.kind
-        default: Any = None
-        info: Any
-        if kind is bool:  # a flag: --name, never --no-name
-            info, default = typer.Option("--" + key.replace("_", "-"), **settings), False
-        else:
-            if isinstance(kind, tuple):  # a choice of words, shown as [half|pairs]
-                words = {word: word for word in kind}
-                choice = Enum(key.title().replace("_", ""), words, type=str)  # type: ignore[misc]
-                kind = choice
-            info, kind = typer.Option(**settings), kind | None
-        annotation = Annotated[kind, info]  # built at run time
-        param = inspect.Parameter(
-            key, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
-        )
-        params.insert([p.name for p in params].index(option.after) + 1, param)
-    command.__signature__ = signature.replace(parameters=params)
+def _trace(
+    source: SimpleNamespace,
+    inline: SimpleNamespace,
+    modern: SimpleNamespace,
+    limits: SimpleNamespace,
+    view: SimpleNamespace,
+    exact: bool,
+    lang: str,
+) -> "Trace":
+    """The problem read (from its source, with the options typed on top), run (shuffled when
+    asked) and cut to the stages and head asked for."""
+    from qkvcalc.input.problem import Problem
+    from qkvcalc.input.sources import gather
+    from qkvcalc.run.engine import run
+
+    typed = {**given(inline), **_modern_values(modern)}
+    notes: list[Msg] = []  # what gathering the input changed on the way (tokens dropped …)
+    if source.random or source.seed is not None or source.size is not None:
+        doc = _random_doc(source, typed, lang)
+    else:
+        stdin = sys.stdin.buffer
+        isatty = sys.stdin.isatty()
+        doc = gather(source.source, source.preset, typed, stdin, isatty, limits.max_bytes, notes)
+    problem = Problem.from_mapping(doc, exact=exact, max_elements=limits.max_elements)
+    del doc  # the parsed lists: at real-model sizes, 100 MB the engine does not need
+    if modern.shuffle is not None:
+        from qkvcalc.plan.shuffle import explain_shuffled, parse_order
+
+        trace = explain_shuffled(problem, parse_order(modern.shuffle, problem.n))
+    else:
+        trace = run(problem)
+    if notes:
+        trace = replace(trace, warnings=(*notes, *trace.warnings))
+    if view.stages is not None or view.head is not None:
+        from qkvcalc.select import select
+
+        trace = select(trace, view.stages, view.head)
+    return trace
+
+
+def _modern_values(modern: SimpleNamespace) -> dict[str, Any]:
+    """Positions, their alignment and encoding, the features' options, decode and tiles as
+    input keys (--positions "0 1 5" → [0, 1, 5]; shuffling is not a key)."""
+    values = given(modern)
+    positions = values.pop("positions")
+    del values["shuffle"]
+    features = {key: values.pop(key) for key in FEATURE_OPTIONS}
+    return {
+        "positions": positions.replace(",", " ").split() if positions else None,
+        **values,
+        **_feature_values(features),
+    }
 
 
 def _feature_values(given: dict[str, Any]) -> dict[str, Any]:
@@ -345,32 +272,21 @@ def _feature_values(given: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def _random_doc(
-    random: bool,
-    seed: int | None,
-    size: str | None,
-    source: str | None,
-    preset: str | None,
-    inline: Mapping[str, object],
-    lang: str,
-) -> dict[str, Any]:
+def _random_doc(source: SimpleNamespace, typed: Mapping[str, object], lang: str) -> dict[str, Any]:
     """--random: the problem `qkvcalc quiz --random` makes from the same seed and size
     (qkvcalc.quiz.problems); its seed is said on stderr, so it can be had again."""
     from qkvcalc.i18n import translate
     from qkvcalc.quiz.problems import new_seed, parse_size, random_problem
 
-    if not random:
+    if not source.random:
         raise QkvcalcError("quiz.seed_without_random")
-    given = [name for name, on in (("SOURCE", source), ("--preset", preset)) if on]
+    named = [name for name, on in (("SOURCE", source.source), ("--preset", source.preset)) if on]
     # `is not None`, as gather reads them: --tiles 0 or --decode 0 is given, not ignored
-    given += [f"--{name.replace('_', '-')}" for name, value in inline.items() if value is not None]
-    if given:
-        raise QkvcalcError("quiz.random_with_source", given=", ".join(given))
-    n, d = parse_size(size or "3,2")
-    seed = new_seed() if seed is None else seed
+    named += [f"--{name.replace('_', '-')}" for name, value in typed.items() if value is not None]
+    if named:
+        raise QkvcalcError("quiz.random_with_source", given=", ".join(named))
+    n, d = parse_size(source.size or "3,2")
+    seed = new_seed() if source.seed is None else source.seed
     doc = random_problem(seed, n, d)
     typer.echo(translate("explain.random_seed", lang, seed=seed, size=f"{n},{d}"), err=True)
     return doc
-
-
-_with_feature_options(explain)

@@ -14,15 +14,14 @@ Exit codes: 0 all right (or saved), 1 a graded quiz found mistakes, 2 bad input 
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from qkvcalc.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_MISTAKES,
-    LangOption,
-    NoColorOption,
     check_writable,
     console,
     fail,
@@ -30,6 +29,7 @@ from qkvcalc.cli.common import (
     language,
     write_output,
 )
+from qkvcalc.cli.options import DISPLAY, HIDDEN, SOURCE, Group, Opt, command
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import translate
 
@@ -76,24 +76,18 @@ def _interrupted(console: "Console", lang: str) -> typer.Exit:
     return typer.Exit(EXIT_INTERRUPTED)
 
 
-def _load(
-    source: str | None,
-    preset: str | None,
-    random: bool,
-    seed: int | None,
-    size: str | None,
-    answers: str | None,
-) -> "tuple[Trace, dict[str, Any] | None]":
+def _load(given: SimpleNamespace, answers: str | None) -> "tuple[Trace, dict[str, Any] | None]":
     """The problem's Trace, and for --random the seed and size to show."""
+    source, preset, seed, size = given.source, given.preset, given.seed, given.size
     from qkvcalc.input.problem import Problem
     from qkvcalc.input.sources import gather
     from qkvcalc.quiz.problems import MAX_SIZE, new_seed, parse_size, random_problem
     from qkvcalc.run.engine import run
 
-    if random:
-        given = [name for name, on in (("SOURCE", source), ("--preset", preset)) if on]
-        if given:
-            raise QkvcalcError("quiz.random_with_source", given=", ".join(given))
+    if given.random:
+        named = [name for name, on in (("SOURCE", source), ("--preset", preset)) if on]
+        if named:
+            raise QkvcalcError("quiz.random_with_source", given=", ".join(named))
         size_text = size or "3,2"
         if len(size_text) > MAX_SIZE_TEXT:  # 5,000 digits: more than int() will read
             raise QkvcalcError("quiz.size", text=size_text[:MAX_SIZE_TEXT] + "…", limit=MAX_SIZE)
@@ -125,62 +119,33 @@ def _read_sheet(answers: str, trace: "Trace", precision: int) -> "AnswerSheet":
         raise err.within("quiz.in_sheet", origin=origin) from None
 
 
-def quiz(
-    source: Annotated[
-        str | None,
-        typer.Argument(help=help_text("help.quiz.source"), show_default=False),
-    ] = None,
-    preset: Annotated[
-        str | None,
-        typer.Option(help=help_text("help.quiz.preset"), show_default=False),
-    ] = None,
-    random: Annotated[bool, typer.Option("--random", help=help_text("help.quiz.random"))] = False,
-    seed: Annotated[
-        int | None,
-        typer.Option(help=help_text("help.quiz.seed"), show_default=False),
-    ] = None,
-    size: Annotated[
-        str | None,
-        typer.Option(help=help_text("help.quiz.size"), show_default=False),
-    ] = None,
-    stages: Annotated[
-        str | None,
-        typer.Option(
-            help=help_text("help.quiz.stages"),
-            show_default=False,
-        ),
-    ] = None,
-    answers: Annotated[
-        str | None,
-        typer.Option(
-            help=help_text("help.quiz.answers"),
-            show_default=False,
-        ),
-    ] = None,
-    format: Annotated[
-        QuizFormat,
-        typer.Option("--format", "-f", help=help_text("help.quiz.format")),
-    ] = QuizFormat.table,
-    precision: Annotated[
-        int,
-        typer.Option(help=help_text("help.quiz.precision"), min=0, max=6),
-    ] = 2,
-    template: Annotated[
-        bool, typer.Option("--template", help=help_text("help.quiz.template"))
-    ] = False,
-    lang: LangOption = None,
-    no_color: NoColorOption = False,
-) -> None:
+# What the quiz asks and how it reports (with the problem's source, shared with explain).
+ASKED = Group(
+    "asked",
+    (
+        Opt("stages", str | None, settings=HIDDEN),
+        Opt("answers", str | None, settings=HIDDEN),
+        Opt("format", QuizFormat, QuizFormat.table, ("--format", "-f")),
+        Opt("precision", int, 2, settings={"min": 0, "max": 6}),
+        Opt("template", bool, False, ("--template",)),
+    ),
+)
+
+
+@command("quiz", SOURCE, ASKED, DISPLAY)
+def quiz(source: SimpleNamespace, asked: SimpleNamespace, display: SimpleNamespace) -> None:
     """Work out attention by hand: each cell is checked, a mistake is traced to where it began."""
     from qkvcalc.quiz.grade import grade_sheet, select_keys
 
-    lang_code = language(lang)
+    lang_code, no_color = language(display.lang), display.no_color
+    stages, answers, precision = asked.stages, asked.answers, asked.precision
+    template, format = asked.template, asked.format
     try:
         if template and answers is not None:
             raise QkvcalcError("quiz.template_with_answers")
         if format is QuizFormat.json and answers is None:
             raise QkvcalcError("quiz.json_needs_answers")
-        trace, random_info = _load(source, preset, random, seed, size, answers)
+        trace, random_info = _load(source, answers)
         names = _stage_names(stages) if stages is not None else None
         keys = select_keys(trace, names)
         sheet = _read_sheet(answers, trace, precision) if answers is not None else None
@@ -224,7 +189,7 @@ def quiz(
     # The problem came in on standard input: the answers come from the terminal, as --step's
     # keys do (and with no terminal there is nobody to ask).
     terminal = None
-    if source == "-":
+    if source.source == "-":
         try:
             terminal = open("/dev/tty", encoding="utf-8")  # noqa: SIM115 (closed below)
         except OSError:
@@ -249,17 +214,12 @@ def quiz(
     raise typer.Exit(0 if report.all_right else EXIT_MISTAKES)
 
 
-def new(
-    file: Annotated[
-        Path | None,
-        typer.Argument(
-            help=help_text("help.new.file"),
-            show_default=False,
-        ),
-    ] = None,
-    lang: LangOption = None,
-    no_color: NoColorOption = False,
-) -> None:
+# Where `new` saves the problem (stdout when no file is named).
+SAVED = Group("saved", (Opt("file", Path | None, None, settings=HIDDEN, argument=True),))
+
+
+@command("new", SAVED, DISPLAY)
+def new(saved: SimpleNamespace, display: SimpleNamespace) -> None:
     """Type a problem in step by step, each row checked as it comes; save it as JSON."""
     from rich.text import Text
 
@@ -267,7 +227,8 @@ def new(
     from qkvcalc.quiz.new import Entry, problem_json
     from qkvcalc.quiz.session import ask_line
 
-    lang_code = language(lang)
+    lang_code, no_color = language(display.lang), display.no_color
+    file: Path | None = saved.file
     talk = console(no_color, stderr=True)  # questions on stderr: stdout gets only the JSON
     entry = Entry(talk, ask_line(talk), lang_code)
     try:
