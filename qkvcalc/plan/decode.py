@@ -215,69 +215,13 @@ def _step(
     logits, symbol, formula = on_logits(
         p, features.Logits(h, at("scaled"), "S", formula, rows, keys, step, "t×m_t", take, end), out
     )
-    out.append(
-        Spec(
-            "masked",
-            h,
-            "mask",
-            (logits,),
-            formula + " + M",
-            rows,
-            keys,
-            params={"allowed": allowed[take][:, :end]},
-            notes=_decode_mask_notes(p, step, take, end),
-            symbol="S+M",
-            letters="t×m_t",
-            hint=("hint.masked", {"src": symbol}),
-            step=step,
-        )
+    at_rows = pipeline.Rows(h, step, rows, keys, "t", "m_t")
+    notes = _decode_mask_notes(p, step, take, end)
+    out.append(pipeline.masked(at_rows, logits, symbol, formula, allowed[take][:, :end], notes))
+    softmax = f"A = softmax({formula} + M)"
+    return out + pipeline.softmax_and_output(
+        p, at_rows, at("masked"), "S+M", softmax, at("v_cache"), "V_cache", lambda ref, extra: None
     )
-    exp = Spec(
-        "exp",
-        h,
-        "exp",
-        (at("masked"),),
-        "e^(s − max)",
-        rows,
-        keys,
-        symbol="E",
-        letters="t×m_t",
-        hint=("hint.exp", {"src": "S+M"}),
-        step=step,
-    )
-    weights = Spec(
-        "weights",
-        h,
-        "softmax",
-        (at("exp"),),
-        f"A = softmax({formula} + M)",
-        rows,
-        keys,
-        symbol="A",
-        letters="t×m_t",
-        hint=("hint.weights", {}),
-        step=step,
-    )
-    out += features.around_softmax(p, exp, weights, lambda ref, extra: None)  # no reading
-    out.append(
-        Spec(
-            "output",
-            h,
-            "matmul",
-            (at("weights"), at("v_cache")),
-            "A·V_cache",
-            rows,
-            dim_labels(p.d_v),
-            names=("A", "V_cache"),
-            inner=keys,
-            cell="out[{i},{j}]",
-            symbol="out",
-            letters="t×d_v",
-            hint=("hint.output", {}),
-            step=step,
-        )
-    )
-    return out
 
 
 def _side(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from qkvcalc.plan.specs import (
     dim_labels,
     head_slices,
     positions_text,
+    ref,
     span,
     together,
 )
@@ -338,23 +339,10 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     logits, symbol, formula = on_logits(
         p, features.Logits(h, ("scaled", h), "S", formula, n, m, None, "n×m"), specs
     )
+    at = Rows(h, None, n, m, "n", "m")
     if allowed is not None:
         specs.append(
-            Spec(
-                "masked",
-                h,
-                "mask",
-                (logits,),
-                formula + " + M",
-                n,
-                m,
-                params={"allowed": allowed},
-                notes=(*_mask_notes(p), *facts.mask_facts(p)),
-                lazy=True,
-                symbol="S+M",
-                letters="n×m",
-                hint=("hint.masked", {"src": symbol}),
-            )
+            masked(at, logits, symbol, formula, allowed, (*_mask_notes(p), *facts.mask_facts(p)))
         )
         logits, symbol = ("masked", h), "S+M"
     if p.tiles is not None:  # the softmax and A·V one block of keys at a time
@@ -362,54 +350,108 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
 
         return specs + tile_stages(p, h, logits, ("v", h), lambda: plain_head(p, h))
     softmax = "A = softmax(" + formula + (" + M)" if allowed is not None else ")")
+    reading: features.Reading = lambda ref, extra: facts.reading(p, allowed, ref, extra)  # noqa: E731
+    return specs + softmax_and_output(p, at, logits, symbol, softmax, ("v", h), "V", reading)
+
+
+class Rows(NamedTuple):
+    """Where a head's stages after the scores stand: its head, the decode step (None outside
+    one), the labels of the queries' rows and of the keys, and how the paper's letters name
+    their counts ("n" and "m"; a decode step's "t" and "m_t")."""
+
+    h: int | None
+    step: int | None
+    rows: tuple[str, ...]
+    cols: tuple[str, ...]
+    n: str
+    m: str
+
+    def ref(self, sid: str) -> Ref:
+        return ref(sid, self.h, self.step)
+
+
+def masked(
+    at: Rows, logits: Ref, symbol: str, formula: str, allowed: np.ndarray, notes: tuple[Msg, ...]
+) -> Spec:
+    """The mask on the logits: −∞ where a key is not allowed (`allowed` of these rows)."""
+    return Spec(
+        "masked",
+        at.h,
+        "mask",
+        (logits,),
+        formula + " + M",
+        at.rows,
+        at.cols,
+        params={"allowed": allowed},
+        notes=notes,
+        lazy=at.step is None,  # a decode step's few rows are kept as they are
+        symbol="S+M",
+        letters=f"{at.n}×{at.m}",
+        hint=("hint.masked", {"src": symbol}),
+        step=at.step,
+    )
+
+
+def softmax_and_output(
+    p: Problem,
+    at: Rows,
+    logits: Ref,
+    symbol: str,
+    formula: str,
+    v: Ref,
+    v_name: str,
+    reading: features.Reading,
+) -> list[Spec]:
+    """exp, weights (as the features make them) and the output A·V of a head's rows; `reading`
+    gives the reading line under the weights (None in a decode step's)."""
+    letters = f"{at.n}×{at.m}"
+    lazy = at.step is None  # a decode step's few rows are kept as they are
     exp = Spec(
         "exp",
-        h,
+        at.h,
         "exp",
         (logits,),
         "e^(s − max)",
-        n,
-        m,
-        lazy=True,
+        at.rows,
+        at.cols,
+        lazy=lazy,
         symbol="E",
-        letters="n×m",
+        letters=letters,
         hint=("hint.exp", {"src": symbol}),
+        step=at.step,
     )
     weights = Spec(
         "weights",
-        h,
+        at.h,
         "softmax",
-        (("exp", h),),
-        softmax,
-        n,
-        m,
-        lazy=True,
+        (at.ref("exp"),),
+        formula,
+        at.rows,
+        at.cols,
+        lazy=lazy,
         symbol="A",
-        letters="n×m",
-        remarks=facts.reading(p, allowed, ("weights", h)),
+        letters=letters,
+        remarks=reading(at.ref("weights"), ()),
         hint=("hint.weights", {}),
+        step=at.step,
     )
-    specs += features.around_softmax(
-        p, exp, weights, lambda ref, extra: facts.reading(p, allowed, ref, extra)
+    output = Spec(
+        "output",
+        at.h,
+        "matmul",
+        (at.ref("weights"), v),
+        f"A·{v_name}",
+        at.rows,
+        dim_labels(p.d_v),
+        names=("A", v_name),
+        inner=at.cols,
+        cell="out[{i},{j}]",
+        symbol="out",
+        letters=f"{at.n}×d_v",
+        hint=("hint.output", {}),
+        step=at.step,
     )
-    specs.append(
-        Spec(
-            "output",
-            h,
-            "matmul",
-            (("weights", h), ("v", h)),
-            "A·V",
-            n,
-            dim_labels(p.d_v),
-            names=("A", "V"),
-            inner=m,
-            cell="out[{i},{j}]",
-            symbol="out",
-            letters="n×d_v",
-            hint=("hint.output", {}),
-        )
-    )
-    return specs
+    return [*features.around_softmax(p, exp, weights, reading), output]
 
 
 def turned(
