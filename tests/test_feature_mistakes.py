@@ -70,7 +70,10 @@ def wrong_matrices(trace):
     length = np.array([[v / rms(row, 1) * w[j] for j, v in enumerate(row)] for row in q])
     top = [max(row) for row in capped]
     shifted = np.array(
-        [[math.exp(v - t) for v in row] + [math.exp(5 - t)] for row, t in zip(capped, top)]
+        [
+            [math.exp(v - t) for v in row] + [math.exp(5 - t)]
+            for row, t in zip(capped, top, strict=True)
+        ]
     )
     plain = np.array([[v / sum(row[:-1]) for v in row[:-1]] for row in exp])
     return [
@@ -108,8 +111,8 @@ def trace():
 def test_every_feature_mistake_has_a_case():
     from qkvcalc.features import mistakes
 
-    assert FEATURE_IDS == {i for m in mistakes() for i in m.ids}
-    assert FEATURE_IDS <= set(MISTAKE_IDS)
+    assert {i for m in mistakes() for i in m.ids} == FEATURE_IDS
+    assert set(MISTAKE_IDS) >= FEATURE_IDS
 
 
 @pytest.mark.parametrize("case", range(10))

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 import qkvcalc
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.input.presets import load
 from qkvcalc.features.score_bias import alibi_slopes
+from qkvcalc.input.presets import load
 from qkvcalc.input.variants import sinusoidal
 from tests.conftest import run_qkvcalc
 

@@ -367,12 +367,15 @@ def same_numbers(a: Any, b: Any) -> bool:
             and a.shape == b.shape
             and bool(np.array_equal(a, b))
         )
-    if hasattr(a, "__dataclass_fields__") and type(a) is type(b):
+    fields = getattr(a, "__dataclass_fields__", None) or getattr(a, "_fields", None)
+    if fields is not None and type(a) is type(b):  # a dataclass or a NamedTuple (a feature's)
         return all(
             same_numbers(getattr(a, name), getattr(b, name))
-            for name in a.__dataclass_fields__
+            for name in fields
             if name not in ("meta", "exact_refused") and not name.endswith(("_exact", "_given"))
         )
+    if isinstance(a, dict) and isinstance(b, dict):  # the features' values, by name
+        return a.keys() == b.keys() and all(same_numbers(a[k], b[k]) for k in a)
     if isinstance(a, tuple) and isinstance(b, tuple):
         return len(a) == len(b) and all(same_numbers(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)

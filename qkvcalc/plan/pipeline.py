@@ -351,7 +351,9 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
         return specs + tile_stages(p, h, logits, ("v", h), lambda: plain_head(p, h))
     softmax = "A = softmax(" + formula + (" + M)" if allowed is not None else ")")
     reading: features.Reading = lambda ref, extra: facts.reading(p, allowed, ref, extra)  # noqa: E731
-    return specs + softmax_and_output(p, at, logits, symbol, softmax, ("v", h), "V", reading)
+    # into `specs` itself: the notes that run this head's stages again (why scale) read it
+    specs += softmax_and_output(p, at, logits, symbol, softmax, ("v", h), "V", reading)
+    return specs
 
 
 class Rows(NamedTuple):
