@@ -698,7 +698,7 @@ def test_latex_arithmetic_writes_its_greek_and_tanh_as_commands_not_tabs():
     )
     rope_tex, cap_tex = render(rope, "latex"), render(capped, "latex")
     assert "\t" not in rope_tex and "\t" not in cap_tex
-    assert r"(\theta = " in rope_tex
+    assert r"(\varphi = " in rope_tex
     assert r"\tanh(" in cap_tex
 
 

@@ -80,7 +80,7 @@ def wrong_matrices(trace):
         ("q_norm", bare, "norm_weight_missing", "without the weight"),
         ("q_norm", length, "norm_sum_not_mean", "the root of the mean"),
         ("q_rot", rotate(q_norm, angles, NEIGHBOURS), "rope_other_pairing", "i + 2"),
-        ("q_rot", rotate(q_norm, minus, HALF), "rope_turned_back", "turns each pair by −θ"),
+        ("q_rot", rotate(q_norm, minus, HALF), "rope_turned_back", "turns each pair by −φ"),
         (
             "score_bias",
             np.array([[0.5 * abs(i - j) for j in range(3)] for i in range(3)]),

@@ -349,9 +349,9 @@ def reversed_key(key):
 
 def test_rope_arithmetic_shows_the_angle():
     text = run_qkvcalc("explain", "--preset", "rope").stdout
-    # the second token (position 1) turned by θ = 1 × ω, ω = 1 for the only pair
-    assert "[2,1]: 1×cos(1) − 1×sin(1) = -0.3012   (θ = 1×1)" in text
-    assert "[4,2]: 1×cos(3) + 1×sin(3) = -0.8489   (θ = 3×1)" in text
+    # the second token (position 1) turned by φ = 1 × ω, ω = 1 for the only pair
+    assert "[2,1]: 1×cos(1) − 1×sin(1) = -0.3012   (φ = 1×1)" in text
+    assert "[4,2]: 1×cos(3) + 1×sin(3) = -0.8489   (φ = 3×1)" in text
 
 
 # ---- the command line and the messages that teach -------------------------------------------

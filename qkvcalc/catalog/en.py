@@ -40,8 +40,10 @@ MESSAGES: dict[str, str] = {
     "the inner dimensions meet, so one matrix product compares every query with every key.",
     "stage.scores.title": "Attention scores",
     "stage.scores.why": "Each cell is the dot product of one query with one key, "
-    "q·k = |q|·|k|·cos θ: it grows with how closely they point the same way (cos θ) and with "
-    "their lengths. All n×m pairs are computed at once, so the cost grows with n·m (with n² in "
+    "q·k = |q|·|k|·cos θ: its sign is the sign of cos θ (positive when the angle between them "
+    "is less than a right angle, negative when it is more), and its size grows with their "
+    "lengths. All "
+    "n×m pairs are computed at once, so the cost grows with n·m (with n² in "
     "self-attention, where m = n).",
     "stage.scores.decode.title": "Attention scores",
     "stage.scores.decode.why": "Each cell is the dot product of the new token's query with one "
@@ -98,7 +100,7 @@ MESSAGES: dict[str, str] = {
     "note.causal_topleft": "Causal mask with n = {n} and m = {m} (queries and keys): aligned "
     "top-left, as is_causal=True, so query i sees keys 1…i. When the queries are the last n of "
     "the m tokens (decoding with a KV cache), the mask is aligned bottom-right instead: query i "
-    "sees keys 1…m − n + i (give that as a 0/1 mask).",
+    'sees keys 1…m − n + i ("causal_align": "bottom-right" asks for that).',
     "note.kv_shared": "Grouped-query attention: K/V head {kv_head} is shared by query heads "
     "{first}–{last}.",
     "note.split": "Query heads: H = {heads}, each with d_k = {d_k}. Key/value heads: "
@@ -217,7 +219,7 @@ MESSAGES: dict[str, str] = {
     "ui.variant.pe_sinusoidal": "sinusoidal position encoding",
     "ui.variant.pe_given": "a position encoding given",
     "ui.variant.qk_norm": "q/k RMSNorm",
-    "ui.variant.rope": "RoPE (θ = {theta}, {style}, {dims} dims)",
+    "ui.variant.rope": "RoPE (base {theta}, {style}, {dims} dims)",
     "ui.variant.alibi": "ALiBi",
     "ui.variant.score_bias": "a score bias",
     "ui.variant.sinks": "attention sinks",
@@ -653,8 +655,8 @@ MESSAGES: dict[str, str] = {
     "mistake.rope_other_pairing_pairs": "This pairs dimension i with i + {half} (rotate_half); "
     "this problem's RoPE turns neighbouring dimensions together, 2i with 2i+1 (style "
     '"pairs").',
-    "mistake.rope_turned_back": "This turns each pair by −θ; RoPE turns it forward by "
-    "θ = position × ω: a′ = a·cos θ − b·sin θ, b′ = b·cos θ + a·sin θ.",
+    "mistake.rope_turned_back": "This turns each pair by −φ; RoPE turns it forward by "
+    "φ = position × ω: a′ = a·cos φ − b·sin φ, b′ = b·cos φ + a·sin φ.",
     "mistake.alibi_sign": "These are +slope·|i − j|; ALiBi subtracts the distance: "
     "B = −{slope}·|i − j|.",
     "mistake.alibi_signed_distance": "These are −slope·(i − j), without the absolute value; "
@@ -696,8 +698,8 @@ MESSAGES: dict[str, str] = {
     "hint.rmsnorm": "{cell} = {src}[{i},{j}] / √(mean of the squares of row {i} of {src} + ε) "
     "× w[{j}].",
     "hint.rope": "{cell}: dimension {j} of row {i} of {src}, turned with its partner dimension "
-    "by θ = position of token {i} × its pair's frequency: a·cos θ − b·sin θ (first of the "
-    "pair) or b·cos θ + a·sin θ (second).",
+    "by φ = position of token {i} × its pair's frequency: a·cos φ − b·sin φ (first of the "
+    "pair) or b·cos φ + a·sin φ (second).",
     "hint.alibi": "{cell} = −slope × |position of query {i} − position of key {j}|.",
     "hint.biased": "{cell} = S[{i},{j}] + B[{i},{j}].",
     "hint.capped": "{cell} = c·tanh({src}[{i},{j}] / c), c = {cap}.",
@@ -770,8 +772,8 @@ MESSAGES: dict[str, str] = {
     "equals its row's maximum (and 0 where it is masked); every other one is irrational: "
     "s − max is then an algebraic number other than 0 (such as −3/√2), and e^a is "
     "transcendental for every algebraic a ≠ 0 (the Lindemann–Weierstrass theorem). A weight "
-    "is still rational when all unmasked scores of its row are equal: 1 for a single key, 1/2 "
-    "each for two.",
+    "is still rational when all unmasked scores of its row are equal, 1/k each for k keys "
+    "(1 for a single key, 1/2 each for two), though the tables show it in decimals.",
     "note.exact_partial": "Cells that depend on an irrational input (a square root) are shown "
     "in decimals.",
     "note.exact_skipped": "Exact fractions left out: this problem needs {count} "
@@ -873,7 +875,7 @@ MESSAGES: dict[str, str] = {
     "stage.q_norm.title": "Query norm (RMSNorm)",
     "stage.q_norm.why": "Each head's query is rescaled to a root mean square of about 1, then "
     "multiplied by a learned weight per dimension. Bounding the size of q keeps the scores "
-    "from growing without limit during training (Qwen3, Gemma 3, OLMo 2).",
+    "from growing without limit during training (Qwen3, Gemma 3).",
     "stage.k_norm.title": "Key norm (RMSNorm)",
     "stage.k_norm.why": "The same for each head's key: x / √(mean(x²) + ε) · w, row by row.",
     "stage.q_rot.title": "Rotary position (RoPE) on the queries",
@@ -886,9 +888,9 @@ MESSAGES: dict[str, str] = {
     "would, so the score depends on the distance between the two positions, not on where "
     "they are.",
     "stage.score_bias.title": "Score bias",
-    "stage.score_bias.why": "A number added to each score before softmax, chosen by the "
-    "positions rather than learned from the content: ALiBi's penalty that grows with "
-    "distance, or T5's learned bias per relative distance.",
+    "stage.score_bias.why": "A number added to each score before softmax that depends on the "
+    "two positions, not on the tokens' content: ALiBi's fixed penalty that grows with "
+    "distance, or a bias given, such as T5's, learned for each bucket of relative distances.",
     "stage.biased.title": "Scores plus bias",
     "stage.biased.why": "The scaled scores plus the bias, cell by cell. A negative bias makes "
     "a key less likely to be chosen without changing any vector.",
@@ -909,12 +911,12 @@ MESSAGES: dict[str, str] = {
     "note.rope_pairs_pairs": "The first {dims} of d_k = {d_k} dimensions rotate, in "
     "neighbouring pairs 2i−1, 2i (GPT-J, Meta's original code). Pairs and their "
     "frequencies ω: {pairs}.",
-    "note.rope_angle": "Each pair turns by θ = position × ω: a′ = a·cos θ − b·sin θ, "
-    "b′ = b·cos θ + a·sin θ. Positions: {positions}.",
+    "note.rope_angle": "Each pair turns by the angle φ = position × ω: a′ = a·cos φ − b·sin φ, "
+    "b′ = b·cos φ + a·sin φ. Positions: {positions}.",
     "note.rope_keys": "Key positions: {positions}.",
     "note.rope_partial": "Partial rotary: dimensions {first}–{d_k} pass through unturned; "
     "only the first {dims} rotate.",
-    "note.rope_factor": "cos θ and sin θ are multiplied by the attention factor {factor} "
+    "note.rope_factor": "cos φ and sin φ are multiplied by the attention factor {factor} "
     "(YaRN), so the rotated dimensions are scaled by it too.",
     "note.rope_scores": "Q and K here are the rotated ones (Q_rot, K_rot).",
     "note.rope_shift": "The point of RoPE, checked on these numbers: {query} at position "
@@ -950,7 +952,7 @@ MESSAGES: dict[str, str] = {
     "note.exact_stops_root": "No exact fractions from here on: RMSNorm divides by a square "
     "root, which is irrational for most inputs.",
     "note.exact_stops_rope": "No exact fractions from here on: the rotation multiplies by "
-    "cos θ and sin θ, irrational for every whole angle θ ≠ 0.",
+    "cos φ and sin φ, irrational for every whole angle φ ≠ 0.",
     "note.exact_stops_tanh": "No exact fractions from here on: tanh of a rational number "
     "other than 0 is irrational.",
     "positions.not_list": "{field} must be a list of {count} whole numbers, one per {what}",
@@ -1073,6 +1075,9 @@ MESSAGES: dict[str, str] = {
     "order they are the output of the whole sequence, the same as computing everything at once "
     "with the causal mask.",
     "stage.block_scores.title": "Scores of one block of keys",
+    "note.tiles_whole": "Shown whole for reference: qkvcalc computes this table and the ones "
+    "after it whole, so that the blocks below can be compared with them; FlashAttention itself "
+    "never holds them at once, it computes each block of keys' scores as it goes.",
     "stage.block_scores.why": "FlashAttention never holds a whole row of scores: it reads the "
     "keys B at a time, and this is the part of each row that falls in this block.",
     "stage.block_max.title": "Maximum of the block",

@@ -50,7 +50,8 @@ MESSAGES: dict[str, str] = {
     "차원이 맞아서, 행렬곱 한 번으로 모든 Query를 모든 Key와 비교할 수 있습니다.",
     "stage.scores.title": "어텐션 스코어",
     "stage.scores.why": "각 칸은 Query 하나와 Key 하나의 내적, 즉 q·k = |q|·|k|·cos θ입니다. "
-    "두 벡터의 방향이 비슷할수록(cos θ), 그리고 벡터가 길수록 값이 큽니다. n×m개의 쌍을 "
+    "부호는 cos θ의 부호를 따르고(두 벡터 사이의 각이 직각보다 작으면 양수, 크면 음수), "
+    "크기는 벡터가 길수록 커집니다. n×m개의 쌍을 "
     "한꺼번에 계산하므로 비용은 n·m에 비례해 늘어납니다(m = n인 셀프 어텐션에서는 n²).",
     "stage.scores.decode.title": "어텐션 스코어",
     "stage.scores.decode.why": "각 칸은 새 토큰의 Query와 캐시된 Key 하나의 내적, 즉 q·k = "
@@ -106,7 +107,7 @@ MESSAGES: dict[str, str] = {
     "note.causal_topleft": "n = {n}, m = {m}(Query와 Key의 개수)인 인과 마스크(causal): "
     "is_causal=True처럼 왼쪽 위에 맞추므로 Query i는 Key 1…i를 봅니다. Query가 m개 토큰 중 "
     "마지막 n개일 때(KV 캐시로 디코딩할 때)는 오른쪽 아래에 맞춥니다: Query i가 Key "
-    "1…m − n + i를 봅니다(이 경우는 0/1 마스크로 주세요).",
+    '1…m − n + i를 봅니다("causal_align": "bottom-right"로 지정합니다).',
     "note.kv_shared": "GQA(Grouped-Query Attention): Query 헤드 {first}–{last}에서 K/V 헤드 "
     "{kv_head} 하나를 함께 씁니다.",
     "note.split": "Query 헤드 H = {heads}(헤드마다 d_k = {d_k}), Key/Value 헤드 "
@@ -223,7 +224,7 @@ MESSAGES: dict[str, str] = {
     "ui.variant.pe_sinusoidal": "사인파 위치 인코딩",
     "ui.variant.pe_given": "주어진 위치 인코딩",
     "ui.variant.qk_norm": "q/k 정규화(RMSNorm)",
-    "ui.variant.rope": "RoPE (θ = {theta}, {style}, {dims}차원)",
+    "ui.variant.rope": "RoPE (밑 {theta}, {style}, {dims}차원)",
     "ui.variant.alibi": "ALiBi 거리 벌점",
     "ui.variant.score_bias": "점수 바이어스",
     "ui.variant.sinks": "어텐션 싱크",
@@ -658,8 +659,8 @@ MESSAGES: dict[str, str] = {
     "mistake.rope_other_pairing_pairs": "이 값은 차원 i를 i + {half}와 짝지어(rotate_half) "
     "회전했습니다. 이 문제의 RoPE는 이웃한 차원끼리, 2i와 2i+1을 함께 회전합니다(style "
     '"pairs").',
-    "mistake.rope_turned_back": "이 값은 각 쌍을 −θ만큼 회전했습니다. RoPE는 θ = 위치 × ω만큼 "
-    "앞으로 회전합니다: a′ = a·cos θ − b·sin θ, b′ = b·cos θ + a·sin θ.",
+    "mistake.rope_turned_back": "이 값은 각 쌍을 −φ만큼 회전했습니다. RoPE는 φ = 위치 × ω만큼 "
+    "앞으로 회전합니다: a′ = a·cos φ − b·sin φ, b′ = b·cos φ + a·sin φ.",
     "mistake.alibi_sign": "이 값은 +slope·|i − j|입니다. ALiBi는 거리를 뺍니다: "
     "B = −{slope}·|i − j|.",
     "mistake.alibi_signed_distance": "이 값은 절댓값 없이 −slope·(i − j)를 계산했습니다. "
@@ -698,8 +699,8 @@ MESSAGES: dict[str, str] = {
     "hint.formula": "{cell}은 {formula}의 [{i},{j}] 칸입니다.",
     "hint.x_pe": "{cell} = X[{i},{j}] + PE[{i},{j}].",
     "hint.rmsnorm": "{cell} = {src}[{i},{j}] / √({src}의 {i}번째 행의 제곱 평균 + ε) × w[{j}].",
-    "hint.rope": "{cell}: {src}의 {i}번째 행의 {j}번 차원을 짝 차원과 함께 θ = 토큰 {i}의 위치 × "
-    "그 짝의 주파수만큼 회전합니다: a·cos θ − b·sin θ(짝의 첫째) 또는 b·cos θ + a·sin θ(둘째).",
+    "hint.rope": "{cell}: {src}의 {i}번째 행의 {j}번 차원을 짝 차원과 함께 φ = 토큰 {i}의 위치 × "
+    "그 짝의 주파수만큼 회전합니다: a·cos φ − b·sin φ(짝의 첫째) 또는 b·cos φ + a·sin φ(둘째).",
     "hint.alibi": "{cell} = −기울기 × |Query {i}의 위치 − Key {j}의 위치|.",
     "hint.biased": "{cell} = S[{i},{j}] + B[{i},{j}].",
     "hint.capped": "{cell} = c·tanh({src}[{i},{j}] / c), c = {cap}.",
@@ -774,7 +775,8 @@ MESSAGES: dict[str, str] = {
     "max)는 정확히 1이고(마스킹된 칸은 0), 나머지는 모두 무리수입니다: 이때 s − max는 0이 아닌 "
     "대수적 수(예: −3/√2)이고, 0이 아닌 대수적 수 a에 대해 e^a는 초월수이기 "
     "때문입니다(린데만–바이어슈트라스 정리). 다만 한 행에서 마스킹되지 않은 스코어가 모두 같으면 "
-    "가중치는 유리수입니다: Key가 하나면 1, 둘이면 각각 1/2.",
+    "가중치는 유리수입니다: Key가 k개면 각각 1/k(하나면 1, 둘이면 각각 1/2)이지만, 표에는 소수로 "
+    "나타냅니다.",
     "note.exact_partial": "무리수 입력(제곱근)의 영향을 받는 칸은 소수로 표시합니다.",
     "note.exact_skipped": "정확한 분수 계산을 생략했습니다: 이 문제에는 분수 곱셈이 {count}번 "
     "필요해 한도 {limit}번을 넘습니다. --exact는 손으로 풀 수 있을 만큼 작은 문제를 위한 "
@@ -875,7 +877,7 @@ MESSAGES: dict[str, str] = {
     "stage.q_norm.title": "Query 정규화 (RMSNorm)",
     "stage.q_norm.why": "헤드마다 Query를 제곱평균제곱근이 약 1이 되도록 나눈 뒤, 차원마다 학습된 "
     "가중치를 곱합니다. q의 크기를 묶어 두면 학습 중에 점수가 끝없이 커지지 않습니다 "
-    "(Qwen3, Gemma 3, OLMo 2).",
+    "(Qwen3, Gemma 3).",
     "stage.k_norm.title": "Key 정규화 (RMSNorm)",
     "stage.k_norm.why": "헤드마다 Key에도 같은 계산을 합니다: 행마다 x / √(mean(x²) + ε) · w.",
     "stage.q_rot.title": "회전 위치 임베딩(RoPE): Query",
@@ -886,8 +888,9 @@ MESSAGES: dict[str, str] = {
     "돌리면 내적은 k만 b − a만큼 돌린 것과 똑같이 바뀌므로, 점수는 두 위치가 어디인지가 아니라 "
     "둘 사이의 거리에만 달려 있습니다.",
     "stage.score_bias.title": "점수 바이어스",
-    "stage.score_bias.why": "softmax 전에 각 점수에 더하는 수로, 내용이 아니라 위치로 정해집니다. "
-    "거리에 따라 커지는 ALiBi의 벌점이나, 상대 거리마다 학습된 T5의 바이어스가 그 예입니다.",
+    "stage.score_bias.why": "softmax 전에 각 점수에 더하는 수로, 토큰의 내용이 아니라 두 위치에 "
+    "따라 정해집니다. 거리에 따라 커지는 ALiBi의 고정된 벌점이나, 상대 거리 구간마다 학습된 T5의 "
+    "바이어스처럼 주어진 바이어스가 그 예입니다.",
     "stage.biased.title": "점수 + 바이어스",
     "stage.biased.why": "스케일된 점수에 바이어스를 칸마다 더합니다. 음수 바이어스는 벡터를 하나도 "
     "바꾸지 않고 그 Key가 선택될 가능성을 낮춥니다.",
@@ -905,12 +908,12 @@ MESSAGES: dict[str, str] = {
     "i + {half}와 짝입니다 (HF LLaMA의 rotate_half, GPT-NeoX). 짝과 주파수 ω: {pairs}.",
     "note.rope_pairs_pairs": "d_k = {d_k}개 차원 중 앞의 {dims}개가 이웃한 짝 2i−1, 2i로 "
     "회전합니다 (GPT-J, Meta의 원래 코드). 짝과 주파수 ω: {pairs}.",
-    "note.rope_angle": "각 짝은 θ = 위치 × ω만큼 회전합니다: a′ = a·cos θ − b·sin θ, "
-    "b′ = b·cos θ + a·sin θ. 위치: {positions}.",
+    "note.rope_angle": "각 짝은 각도 φ = 위치 × ω만큼 회전합니다: a′ = a·cos φ − b·sin φ, "
+    "b′ = b·cos φ + a·sin φ. 위치: {positions}.",
     "note.rope_keys": "Key의 위치: {positions}.",
     "note.rope_partial": "부분 회전: {first}–{d_k}번 차원은 회전하지 않고 그대로 지나가며, 앞의 "
     "{dims}개만 회전합니다.",
-    "note.rope_factor": "cos θ와 sin θ에 어텐션 계수 {factor}를 곱하므로 (YaRN), 회전한 차원도 "
+    "note.rope_factor": "cos φ와 sin φ에 어텐션 계수 {factor}를 곱하므로 (YaRN), 회전한 차원도 "
     "그만큼 커지거나 작아집니다.",
     "note.rope_scores": "여기서 Q와 K는 회전한 것(Q_rot, K_rot)입니다.",
     "note.rope_shift": "RoPE의 핵심을 이 숫자로 확인합니다: 위치 {pos_q}의 {query}와 "
@@ -949,8 +952,8 @@ MESSAGES: dict[str, str] = {
     "W개) 비교하기 전에 확인하세요.",
     "note.exact_stops_root": "여기부터는 정확한 분수가 없습니다: RMSNorm은 제곱근으로 나누는데, "
     "대부분의 입력에서 무리수입니다.",
-    "note.exact_stops_rope": "여기부터는 정확한 분수가 없습니다: 회전은 cos θ와 sin θ를 곱하는데, "
-    "0이 아닌 정수 각 θ에서 무리수입니다.",
+    "note.exact_stops_rope": "여기부터는 정확한 분수가 없습니다: 회전은 cos φ와 sin φ를 곱하는데, "
+    "0이 아닌 정수 각 φ에서 무리수입니다.",
     "note.exact_stops_tanh": "여기부터는 정확한 분수가 없습니다: 0이 아닌 유리수의 tanh는 "
     "무리수입니다.",
     "positions.not_list": "{field}는 정수 {count}개의 목록이어야 합니다 ({what}마다 하나).",
@@ -1072,8 +1075,11 @@ MESSAGES: dict[str, str] = {
     "stage.output.decode.why": "각 단계는 자기 토큰의 출력 행을 냈습니다. 순서대로 쌓으면 전체 "
     "시퀀스의 출력이며, causal 마스크로 한꺼번에 계산한 것과 같습니다.",
     "stage.block_scores.title": "Key 블록 하나의 점수",
-    "stage.block_scores.why": "FlashAttention은 점수 한 행 전체를 들고 있지 않습니다. Key를 B개씩 "
-    "읽으며, 이것은 각 행 중 이 블록에 해당하는 부분입니다.",
+    "note.tiles_whole": "참고용으로 전체를 보여 줍니다: qkvcalc는 아래의 블록들과 비교할 수 "
+    "있도록 이 표와 그다음 표들을 전체로 계산하지만, FlashAttention 자체는 이 표들을 한꺼번에 "
+    "메모리에 두지 않고 Key 블록마다 그 스코어를 그때그때 계산합니다.",
+    "stage.block_scores.why": "FlashAttention은 점수 한 행 전체를 한꺼번에 메모리에 두지 "
+    "않습니다. Key를 B개씩 읽으며, 이것은 각 행 중 이 블록에 해당하는 부분입니다.",
     "stage.block_max.title": "블록의 최댓값",
     "stage.block_max.why": "이 블록 안에서 각 행의 가장 큰 점수입니다 (블록의 Key가 모두 "
     "마스킹되면 −∞).",

@@ -150,7 +150,7 @@ def _feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
 
 
 def _work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str | None:
-    """[2,1]: 0×cos(1) − 1×sin(1) = −0.8415   (θ = 1×1): a dimension turned with its partner
+    """[2,1]: 0×cos(1) − 1×sin(1) = −0.8415   (φ = 1×1): a dimension turned with its partner
     by the angle of its pair. Dimensions past the rotary ones pass through (no arithmetic)."""
     p = stage.params
     dims, kind = p["dims"], p["style"]
@@ -170,10 +170,10 @@ def _work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> st
         turned = f"{a}{style.times}{cos}({angle}) + {b}{style.times}{sin}({angle})"
     if p["factor"] != 1:
         turned = f"{style.num(p['factor'])}{style.times}({turned})"
-    theta_said = f"θ = {pos}{style.times}{style.num(omega)}"
+    angle_said = f"φ = {pos}{style.times}{style.num(omega)}"  # θ is the angle between q and k
     if style.latex:
-        theta_said = rf"\theta = {pos}{style.times}{style.num(omega)}"
-    return f"{style.at(i + 1, j + 1)}{turned} = {result}   ({theta_said})"
+        angle_said = rf"\varphi = {pos}{style.times}{style.num(omega)}"
+    return f"{style.at(i + 1, j + 1)}{turned} = {result}   ({angle_said})"
 
 
 # ---- the stages ---------------------------------------------------------------------------------

@@ -291,6 +291,8 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     for feature, value in features.active(p):
         if feature.scores_notes is not None:
             score_notes += feature.scores_notes(value)
+    if p.tiles is not None:  # computed whole here, though the tiled run never holds it
+        score_notes.append(Msg("note.tiles_whole"))
     specs.append(
         Spec(
             "scores",

@@ -87,6 +87,11 @@ _SYMBOLS = {
     "±": r"$\pm$",
     "÷": r"$\div$",
     "θ": r"$\theta$",
+    "φ": r"$\varphi$",
+    "ω": r"$\omega$",
+    "σ": r"$\sigma$",
+    "ε": r"$\varepsilon$",
+    "′": r"$'$",
     **{chr(0x2080 + d): rf"\textsubscript{{{d}}}" for d in range(10)},
 }
 

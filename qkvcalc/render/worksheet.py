@@ -58,6 +58,7 @@ KEPT = (
             "note.decode_mask_prefill",
             "note.decode_bottom_right",
             "note.tiles_block",
+            "note.tiles_whole",
             "note.tiles_running_max",
             "note.tiles_correction_first",
             "note.tiles_correction",
