@@ -103,6 +103,27 @@ def test_a_head_outside_the_layer_is_one_message(models):
         split_head({**problem, "mystery": [1, 2]}, 1)
 
 
+def test_too_many_weights_are_refused_before_the_run(models, monkeypatch):
+    from qkvcalc.errors import QkvcalcError
+    from qkvcalc.extract import heads
+
+    monkeypatch.setattr(heads, "MAX_WEIGHTS", 3 * 4 * 7 * 7 - 1)  # llama: 3 layers × 4 heads
+    with pytest.raises(QkvcalcError, match=r"7 tokens: .* 588 weights \(3 layers × 4 heads"):
+        attention_maps(models["llama"], input_ids=token_ids())
+
+
+def test_a_model_of_many_heads_gets_a_page_without_explanations(models, monkeypatch):
+    from qkvcalc.extract import heads
+
+    monkeypatch.setattr(heads, "MAX_EXPLAINED", 7)  # bert: 2 layers × 4 heads = 8
+    run = attention_maps(models["bert"], input_ids=token_ids(), problems=True)
+    assert run.problems == []  # no layer converted to float64 for nothing
+    page = heads.page(run)
+    assert page.count('class="head-detail"') == 8 and 'data-stage="weights"' not in page
+    assert page.count("at most 7 heads in all, and this model has 8") == 8
+    assert page.count("--layer 1 --head 4") == 1
+
+
 def test_the_json_document_is_the_schema(models):
     run = attention_maps(models["bert"], input_ids=token_ids())
     doc = json.loads(json.dumps(to_json(run)))

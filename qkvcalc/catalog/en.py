@@ -1042,6 +1042,9 @@ MESSAGES: dict[str, str] = {
     "heads.head_description": "Head {head} of the {heads} of {name}, as a problem of its own: "
     "its query columns, the key and value columns of the K/V head {kv_head} it reads, and no "
     "output projection (a head's output is its part of the concatenation before W_O).",
+    "heads.too_many_weights": "{n} tokens: every head of {model} would be {count} weights "
+    "({layers} layers × {heads} heads × {n}²), more than the {limit} qkvcalc heads shows; give "
+    "fewer tokens, or take one layer with qkvcalc extract",
     "heads.layer_and_head": "--layer and --head go together: give both to write one head's "
     "problem, or neither for every head at a glance",
     "heads.format_with_head": "--format {format}: --layer with --head writes that head's "

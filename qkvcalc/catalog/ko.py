@@ -1044,6 +1044,9 @@ MESSAGES: dict[str, str] = {
     "heads.head_description": "{name}의 헤드 {heads}개 중 헤드 {head}을(를) 하나의 문제로: 그 "
     "헤드의 Query 열, 그 헤드가 읽는 K/V 헤드 {kv_head}의 Key와 Value 열, 그리고 출력 투영은 "
     "없습니다 (헤드의 출력은 W_O 앞에서 이어 붙이는 결과의 한 부분입니다).",
+    "heads.too_many_weights": "토큰 {n}개: {model}의 모든 헤드는 가중치 {count}개 "
+    "({layers}개 층 × {heads}개 헤드 × {n}²)로, qkvcalc heads가 보여 주는 {limit}개보다 "
+    "많습니다. 토큰을 줄이거나 qkvcalc extract로 한 층만 꺼내세요",
     "heads.layer_and_head": "--layer와 --head는 함께 씁니다: 헤드 하나의 문제를 쓰려면 둘 다, "
     "모든 헤드를 한눈에 보려면 둘 다 빼세요",
     "heads.format_with_head": "--format {format}: --layer와 --head를 주면 그 헤드의 문제를 "

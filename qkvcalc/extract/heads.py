@@ -203,6 +203,30 @@ def _layer_problem(opened: _Opened, layer: int, x: np.ndarray, lang: str) -> dic
     }
 
 
+# Every head's explanation is embedded in the page up to this many heads in all (a 6-layer,
+# 12-head encoder has 72; each is some 40 kB of HTML and a tenth of a second to explain).
+MAX_EXPLAINED = 144
+
+# Every weight of every head is shown and kept in memory (float64): at most this many in all,
+# 150 MB (a 12-layer, 12-head model on 400 tokens; 6 × 12 heads on 560).
+MAX_WEIGHTS = 20_000_000
+
+
+def _check_size(opened: _Opened, layers: int, heads: int) -> None:
+    n = len(opened.ids)
+    count = layers * max(heads, 1) * n * n
+    if count > MAX_WEIGHTS:
+        raise QkvcalcError(
+            "heads.too_many_weights",
+            n=n,
+            model=opened.shown,
+            layers=layers,
+            heads=heads,
+            count=count,
+            limit=MAX_WEIGHTS,
+        )
+
+
 def attention_maps(
     model_or_path: Any,
     *,
@@ -218,12 +242,16 @@ def attention_maps(
 
     Takes the model and the tokens as `qkvcalc.extract` does. With `problems=True`, the run
     also records each layer's attention input, and `HeadsRun.problems` holds every layer as
-    extract's problem (for split_head); every layer's weights are then converted to float64,
-    one layer at a time."""
+    extract's problem (for split_head), every layer's weights in float64: for a model of at
+    most MAX_EXPLAINED heads in all (else the list stays empty). At most MAX_WEIGHTS weights
+    in all (layers × heads × n²): more is a QkvcalcError, said before the run."""
     opened = _open(model_or_path, input_ids, text, dtype, tokenizer, progress)
+    layers = len(opened.family.stack(opened.model))
+    heads = int(getattr(opened.model.config, "num_attention_heads", 0) or 0)
+    _check_size(opened, layers, heads)
     if progress:
         progress(Msg("heads.running", model=opened.shown))
-    weights, xs = _run(opened, keep_x=problems)
+    weights, xs = _run(opened, keep_x=problems and layers * heads <= MAX_EXPLAINED)
     config = opened.model.config
     return HeadsRun(
         model=opened.shown,
@@ -379,10 +407,6 @@ def to_json(run: HeadsRun) -> dict[str, Any]:
 
 
 # ---- the page -----------------------------------------------------------------------------
-
-# Every head's explanation is embedded in the page up to this many heads in all (a 6-layer,
-# 12-head encoder has 72; each is some 40 kB of HTML and a tenth of a second to explain).
-MAX_EXPLAINED = 144
 
 
 def page(run: HeadsRun, lang: str = "en") -> str:
