@@ -182,6 +182,15 @@ def folders(models, tmp_path_factory):
         tokenizer.save_pretrained(root / kind)
     shutil.copytree(root / "llama", root / "custom")
     with_custom_code(root / "custom", root / "pwned", "config.json")
+    import pickle
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(root / "pwned"), "w"))
+
+    (root / "pickled").mkdir()
+    shutil.copy(root / "llama" / "config.json", root / "pickled")
+    (root / "pickled" / "pytorch_model.bin").write_bytes(pickle.dumps({"w": Payload()}))
     return root
 
 
@@ -212,6 +221,7 @@ def cli(folders):
         "bad_ids": ["heads", llama, "--ids", "1 x"],
         "big_id": ["heads", llama, "--ids", "1 60"],
         "custom": ["heads", str(folders / "custom"), "--ids", ids],
+        "pickled": ["heads", str(folders / "pickled"), "--ids", ids],
         "ko_error": ["heads", llama, "--ids", ids, "--layer", "1", "--head", "9", "--lang", "ko"],
     }
     results = run_batch([{"argv": argv, "stdin": None} for argv in jobs.values()], timeout=600)
@@ -295,6 +305,7 @@ def test_layer_and_head_write_the_head_s_problem(cli, folders, models):
         ("bad_ids", ["--ids '1 x'"]),
         ("big_id", ["token id 60", "ids 0 to 59"]),
         ("custom", ["code of its own", "config.json"]),
+        ("pickled", ["pickle", "safetensors"]),
         ("ko_error", ["헤드 9"]),
     ],
 )

@@ -95,6 +95,10 @@ def _open(
                 ids = runner._as_ids(input_ids)
                 runner._check_ids(ids, getattr(config, "vocab_size", None), shown)
                 runner._check_length(len(ids), config, config.model_type, shown)
+                layers = getattr(config, "num_hidden_layers", None)
+                heads = getattr(config, "num_attention_heads", None)
+                if isinstance(layers, int) and isinstance(heads, int):
+                    _check_size(shown, len(ids), layers, heads)  # before a long load
             model, own_tokenizer = runner.load(name, config, dtype, progress)
         tokenizer = tokenizer if tokenizer is not None else own_tokenizer
     elif isinstance(model_or_path, torch.nn.Module) and hasattr(model_or_path, "config"):
@@ -212,14 +216,13 @@ MAX_EXPLAINED = 144
 MAX_WEIGHTS = 20_000_000
 
 
-def _check_size(opened: _Opened, layers: int, heads: int) -> None:
-    n = len(opened.ids)
+def _check_size(model: str, n: int, layers: int, heads: int) -> None:
     count = layers * max(heads, 1) * n * n
     if count > MAX_WEIGHTS:
         raise QkvcalcError(
             "heads.too_many_weights",
             n=n,
-            model=opened.shown,
+            model=model,
             layers=layers,
             heads=heads,
             count=count,
@@ -248,7 +251,7 @@ def attention_maps(
     opened = _open(model_or_path, input_ids, text, dtype, tokenizer, progress)
     layers = len(opened.family.stack(opened.model))
     heads = int(getattr(opened.model.config, "num_attention_heads", 0) or 0)
-    _check_size(opened, layers, heads)
+    _check_size(opened.shown, len(opened.ids), layers, heads)
     if progress:
         progress(Msg("heads.running", model=opened.shown))
     weights, xs = _run(opened, keep_x=problems and layers * heads <= MAX_EXPLAINED)
