@@ -148,6 +148,10 @@ def test_the_grid_fits_the_width_and_wraps_the_heads(models):
         assert len(labels) == 2  # one row of blocks per layer starts with h1
         rows_per_layer = sum(1 for line in lines if re.search(r"\bh\d+\b", line)) // 2
         assert rows_per_layer == -(-12 // max(1, (width - 10 + 2) // (14 + 2)))
+    coloured = heads_text(run, "en", 100, color=True)
+    assert "\x1b[38;" in coloured  # the shades deepen in colour too
+    stripped = [line.rstrip() for line in re.sub(r"\x1b\[[0-9;]*m", "", coloured).splitlines()]
+    assert stripped == heads_text(run, "en", 100).splitlines()
     ascii_text = heads_text(run, "en", 100, ascii_only=True)
     assert not set("·░▒▓█") & set(ascii_text) and "#" in ascii_text
 
