@@ -103,6 +103,19 @@ def test_a_head_outside_the_layer_is_one_message(models):
         split_head({**problem, "mystery": [1, 2]}, 1)
 
 
+def test_a_layer_with_a_key_no_head_can_be_cut_from_still_gets_its_page(models):
+    from dataclasses import replace
+
+    from qkvcalc.extract.heads import page
+
+    run = attention_maps(models["bert"], input_ids=token_ids(), problems=True)
+    odd = replace(run, problems=[run.problems[0], {**run.problems[1], "mystery": 1}])
+    text = page(odd)
+    assert text.count('data-stage="weights"') == 4  # layer 0's heads, explained
+    assert text.count("explanation is not in the page: the layer&#x27;s problem has the key") == 4
+    assert text.count("&#x27;mystery&#x27;") == 4
+
+
 def test_too_many_weights_are_refused_before_the_run(models, monkeypatch):
     from qkvcalc.errors import QkvcalcError
     from qkvcalc.extract import heads

@@ -1068,6 +1068,7 @@ MESSAGES: dict[str, str] = {
     "heads.no_explanation": "The explanation of every head is embedded in pages of at most "
     "{limit} heads in all, and this model has {count}: write this head's problem with the "
     "command above and explain it.",
+    "heads.not_explained": "This head's explanation is not in the page: {reason}.",
     "heads.weights_caption": "Attention weights (rows: queries, columns: keys)",
     "help.heads": "Show every layer's every head's attention weights as a grid of small heatmaps, "
     "from one run of a Hugging Face model (needs qkvcalc[models]).",

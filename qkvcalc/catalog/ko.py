@@ -1068,6 +1068,7 @@ MESSAGES: dict[str, str] = {
     "heads.command": "이 헤드를 하나의 문제로 쓰고 풀이하는 명령:",
     "heads.no_explanation": "모든 헤드의 풀이는 헤드가 모두 {limit}개 이하인 페이지에만 "
     "들어가는데, 이 모델에는 {count}개가 있습니다. 위 명령으로 이 헤드의 문제를 쓰고 풀이하세요.",
+    "heads.not_explained": "이 헤드의 풀이는 페이지에 들어 있지 않습니다: {reason}.",
     "heads.weights_caption": "어텐션 가중치 (행: Query, 열: Key)",
     "help.heads": "Hugging Face 모델을 한 번 실행해 모든 층의 모든 헤드의 어텐션 가중치를 작은 "
     "히트맵의 격자로 보여 줍니다 (qkvcalc[models] 필요).",

@@ -423,10 +423,15 @@ def page(run: HeadsRun, lang: str = "en") -> str:
 
     count = sum(len(layer) for layer in run.weights)
     found: dict[tuple[int, int], str] = {}
+    refused: dict[tuple[int, int], str] = {}
     if run.problems and count <= MAX_EXPLAINED:
         options = RenderOptions(lang=lang, color=False)
         for index, problem in enumerate(run.problems):
             for h in range(1, int(problem.get("heads", 1)) + 1):
-                trace = explain(**split_head(problem, h, lang=lang))
+                try:  # a key split_head cannot cut costs that head's explanation, not the page
+                    trace = explain(**split_head(problem, h, lang=lang))
+                except QkvcalcError as err:
+                    refused[(index, h)] = err.message(lang)
+                    continue
                 found[(index, h)] = render_html(trace, options, standalone=False)
-    return heads_html(run, lang, found, MAX_EXPLAINED)
+    return heads_html(run, lang, found, MAX_EXPLAINED, refused)

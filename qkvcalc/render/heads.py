@@ -193,12 +193,15 @@ def heads_html(
     lang: str = "en",
     explanations: Mapping[tuple[int, int], str] | None = None,
     limit: int | None = None,
+    refused: Mapping[tuple[int, int], str] | None = None,
 ) -> str:
     """The page. `explanations` maps (layer, head) — layer from 0, head from 1 — to an HTML
     fragment of that head's explanation (qkvcalc's HTML writer, standalone=False); without
     one, the head's section says how to write its problem (`limit`: the number of heads up to
-    which explanations are embedded, named in that sentence)."""
+    which explanations are embedded, named in that sentence); `refused` maps a head whose
+    problem could not be explained to the reason, which its section gives instead."""
     explanations = explanations or {}
+    refused = refused or {}
     tokens = [str(t) for t in run.tokens]
     title = translate(
         "heads.title",
@@ -254,6 +257,9 @@ def heads_html(
             found = explanations.get((index, h))
             if found is not None:
                 out.append(found)
+            elif (index, h) in refused:
+                reason = refused[(index, h)]
+                out.append(f"<p>{_t(lang, 'heads.not_explained', reason=reason)}</p>")
             else:
                 out.append(f"<p>{_t(lang, 'heads.no_explanation', limit=limit, count=count)}</p>")
             out.append("</section>")
