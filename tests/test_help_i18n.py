@@ -28,6 +28,7 @@ COMMANDS = {
     "explain": ("help.explain", "help.explain.max_elements"),
     "quiz": ("help.quiz", "help.quiz.precision"),
     "extract": ("help.extract", "help.extract.layer"),
+    "heads": ("help.heads", "help.heads.head"),
 }
 
 

@@ -1062,6 +1062,57 @@ MESSAGES: dict[str, str] = {
     "help.extract.dtype": "The dtype of the run: auto (the checkpoint's own), or float64 for "
     "a float64-exact x.",
     "help.extract.output": "Write the problem to this file instead of standard output.",
+    # ---- qkvcalc heads: every layer's every head at a glance ---------------------------------
+    "heads.running": "Running {model} once, every layer …",
+    "heads.head": "head {head}: the layer has {count} heads, numbered 1 to {count}",
+    "heads.cannot_split": "the layer's problem has the key {key!r}, which qkvcalc heads cannot "
+    "cut to one head; qkvcalc extract writes the whole layer",
+    "heads.head_name": "{name}, head {head}",
+    "heads.head_description": "Head {head} of the {heads} of {name}, as a problem of its own: "
+    "its query columns, the key and value columns of the K/V head {kv_head} it reads, and no "
+    "output projection (a head's output is its part of the concatenation before W_O).",
+    "heads.too_many_weights": "{n} tokens: every head of {model} would be {count} weights "
+    "({layers} layers × {heads} heads × {n}²), more than the {limit} qkvcalc heads shows; give "
+    "fewer tokens, or take one layer with qkvcalc extract",
+    "heads.layer_and_head": "--layer and --head go together: give both to write one head's "
+    "problem, or neither for every head at a glance",
+    "heads.format_with_head": "--format {format}: --layer with --head writes that head's "
+    "problem as JSON, as qkvcalc extract does; leave --format out",
+    "heads.title": "Attention weights of every head: {model} ({arch}, {dtype}), {n} tokens, "
+    "{layers} layers × {heads} heads",
+    "heads.how_to_read": "One block per head, one row of blocks per layer (from 0); in a block "
+    "the rows are the queries and the columns the keys, in token order, and the darker a cell "
+    "the more weight ({ramp}, from 0 to 1).",
+    "heads.tokens": "Tokens",
+    "heads.layer": "layer {layer}",
+    "heads.head_label": "h{head}",
+    "heads.open_one": "Any head as a problem of its own: {command} | qkvcalc explain",
+    "heads.too_wide": "{n} tokens make a block wider than this terminal: the blocks are cut at "
+    "its edge; --format html shows them whole",
+    "heads.page_title": "Every head at a glance",
+    "heads.html_hint": "Click a head to open its weights and the explanation of its problem.",
+    "heads.head_title": "Layer {layer}, head {head}",
+    "heads.back": "Back to every head",
+    "heads.command": "This head as a problem of its own, and its explanation:",
+    "heads.no_explanation": "The explanation of every head is embedded in pages of at most "
+    "{limit} heads in all, and this model has {count}: write this head's problem with the "
+    "command above and explain it.",
+    "heads.not_explained": "This head's explanation is not in the page: {reason}.",
+    "heads.weights_caption": "Attention weights (rows: queries, columns: keys)",
+    "help.heads": "Show every layer's every head's attention weights as a grid of small heatmaps, "
+    "from one run of a Hugging Face model (needs qkvcalc[models]).",
+    "help.heads.model": "A checkpoint folder (config.json and the weights), or a hub name where "
+    "this machine can download.",
+    "help.heads.ids": 'The token ids, split by spaces: "101 7592 102".',
+    "help.heads.text": "Text for the model's tokenizer to turn into token ids.",
+    "help.heads.format": "table (the terminal), html (a page: click a head to open its "
+    "explanation) or json (qkvcalc.heads/1).",
+    "help.heads.layer": "With --head: write that head's problem instead (layers from 0).",
+    "help.heads.head": "With --layer: the head whose problem to write (heads from 1).",
+    "help.heads.dtype": "The dtype of the run: auto (the checkpoint's own), float64, float32 "
+    "or bfloat16.",
+    "help.heads.output": "Write to this file instead of standard output (the page, the JSON "
+    "or the head's problem).",
     # ---- decoding with a KV cache, attention in tiles ---------------------------------------
     "stage.k_cache.title": "Key cache",
     "stage.k_cache.why": "The keys of every token so far. A decode step computes the key of its "

@@ -1064,6 +1064,53 @@ MESSAGES: dict[str, str] = {
     "help.extract.dtype": "실행할 dtype: auto (체크포인트의 dtype), 또는 x를 float64로 "
     "정확히 얻으려면 float64.",
     "help.extract.output": "문제를 표준 출력 대신 이 파일에 씁니다.",
+    # ---- qkvcalc heads: 모든 층의 모든 헤드를 한눈에 -----------------------------------------
+    "heads.running": "{model}을(를) 한 번 실행해 모든 층을 보는 중 …",
+    "heads.head": "헤드 {head}: 이 층에는 헤드가 {count}개 있고, 1부터 {count}까지 번호가 붙습니다",
+    "heads.cannot_split": "이 층의 문제에 있는 키 {key!r}는 qkvcalc heads가 헤드 하나로 나눌 "
+    "수 없습니다. 층 전체는 qkvcalc extract로 쓰세요",
+    "heads.head_name": "{name}, 헤드 {head}",
+    "heads.head_description": "{name}의 헤드 {heads}개 중 헤드 {head}을(를) 하나의 문제로: 그 "
+    "헤드의 Query 열, 그 헤드가 읽는 K/V 헤드 {kv_head}의 Key와 Value 열, 그리고 출력 투영은 "
+    "없습니다 (헤드의 출력은 W_O 앞에서 이어 붙이는 결과의 한 부분입니다).",
+    "heads.too_many_weights": "토큰 {n}개: {model}의 모든 헤드는 가중치 {count}개 "
+    "({layers}개 층 × {heads}개 헤드 × {n}²)로, qkvcalc heads가 보여 주는 {limit}개보다 "
+    "많습니다. 토큰을 줄이거나 qkvcalc extract로 한 층만 꺼내세요",
+    "heads.layer_and_head": "--layer와 --head는 함께 씁니다: 헤드 하나의 문제를 쓰려면 둘 다, "
+    "모든 헤드를 한눈에 보려면 둘 다 빼세요",
+    "heads.format_with_head": "--format {format}: --layer와 --head를 주면 그 헤드의 문제를 "
+    "qkvcalc extract처럼 JSON으로 씁니다. --format은 빼세요",
+    "heads.title": "모든 헤드의 어텐션 가중치: {model} ({arch}, {dtype}), 토큰 {n}개, "
+    "{layers}개 층 × {heads}개 헤드",
+    "heads.how_to_read": "헤드마다 블록 하나, 층마다 블록 한 줄 (0부터). 블록 안에서 행은 "
+    "Query, 열은 Key이고 토큰 순서대로이며, 칸이 짙을수록 가중치가 큽니다 ({ramp}, 0에서 1까지).",
+    "heads.tokens": "토큰",
+    "heads.layer": "층 {layer}",
+    "heads.head_label": "h{head}",
+    "heads.open_one": "어느 헤드든 하나의 문제로: {command} | qkvcalc explain",
+    "heads.too_wide": "토큰 {n}개로는 블록이 이 터미널보다 넓어 가장자리에서 잘립니다. "
+    "--format html은 잘리지 않게 보여 줍니다",
+    "heads.page_title": "모든 헤드를 한눈에",
+    "heads.html_hint": "헤드를 누르면 그 가중치와 그 문제의 풀이가 열립니다.",
+    "heads.head_title": "층 {layer}, 헤드 {head}",
+    "heads.back": "모든 헤드로 돌아가기",
+    "heads.command": "이 헤드를 하나의 문제로 쓰고 풀이하는 명령:",
+    "heads.no_explanation": "모든 헤드의 풀이는 헤드가 모두 {limit}개 이하인 페이지에만 "
+    "들어가는데, 이 모델에는 {count}개가 있습니다. 위 명령으로 이 헤드의 문제를 쓰고 풀이하세요.",
+    "heads.not_explained": "이 헤드의 풀이는 페이지에 들어 있지 않습니다: {reason}.",
+    "heads.weights_caption": "어텐션 가중치 (행: Query, 열: Key)",
+    "help.heads": "Hugging Face 모델을 한 번 실행해 모든 층의 모든 헤드의 어텐션 가중치를 작은 "
+    "히트맵의 격자로 보여 줍니다 (qkvcalc[models] 필요).",
+    "help.heads.model": "체크포인트 폴더 (config.json과 가중치), 또는 이 컴퓨터가 내려받을 수 "
+    "있는 허브 이름.",
+    "help.heads.ids": '공백으로 나눈 토큰 id: "101 7592 102".',
+    "help.heads.text": "모델의 토크나이저가 토큰 id로 바꿀 텍스트.",
+    "help.heads.format": "table (터미널), html (페이지: 헤드를 누르면 풀이가 열림) 또는 json "
+    "(qkvcalc.heads/1).",
+    "help.heads.layer": "--head와 함께: 대신 그 헤드의 문제를 씁니다 (층은 0부터).",
+    "help.heads.head": "--layer와 함께: 문제를 쓸 헤드 (헤드는 1부터).",
+    "help.heads.dtype": "실행할 dtype: auto (체크포인트의 dtype), float64, float32 또는 bfloat16.",
+    "help.heads.output": "표준 출력 대신 이 파일에 씁니다 (html, json 또는 헤드의 문제).",
     # ---- KV 캐시 디코딩, 타일 어텐션 ---------------------------------------------------------
     "stage.k_cache.title": "Key 캐시",
     "stage.k_cache.why": "지금까지 모든 토큰의 Key입니다. 디코딩 한 단계는 새 토큰의 Key만 "

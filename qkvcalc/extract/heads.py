@@ -1,0 +1,437 @@
+"""`qkvcalc heads`: every layer's every head at a glance, from one run of a model.
+
+    >>> from qkvcalc.extract.heads import attention_maps, head_problem
+    >>> run = attention_maps("path/to/checkpoint", text="The cat sat on the mat.")
+    >>> run.weights[0].shape            # layer 0: heads × n × n, float64
+    >>> problem = head_problem("path/to/checkpoint", layer=0, head=3, text="…")
+
+The model is loaded as `qkvcalc extract` loads it (the same checks, messages and refusals:
+trust_remote_code=False, a checkpoint that names code of its own in auto_map refused, weights
+never unpickled), run once with transformers' own output_attentions (eager attention; in a
+float64 model with the float32 steps lifted, as extract does), and every layer's attention
+probabilities are kept as they come. With `problems=True` the same run also records each
+layer's attention input x, and each layer becomes its problem (as extract writes it), from which
+`split_head` takes one head: the head's query, key and value columns, its K/V head under
+grouped-query attention, its own slice of every per-head key, and no output projection.
+
+`to_json(run)` is the `qkvcalc.heads/1` document. Layers are counted from 0 (as transformers
+and `extract --layer` count), heads from 1 (as qkvcalc's stages and `explain --head` count).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.extract import runner
+from qkvcalc.extract.common import Family, Layer
+from qkvcalc.i18n import Msg
+
+SCHEMA = "qkvcalc.heads/1"
+
+
+@dataclass(frozen=True)
+class HeadsRun:
+    """One run of a model: every layer's attention probabilities, heads × n × n, float64."""
+
+    model: str  # the model as shown to users (a folder's name, a hub name)
+    source: str  # the model as it was given (the folder's path): for a command to run again
+    arch: str
+    dtype: str  # the dtype the model ran in
+    ids: list[int]
+    tokens: list[str]
+    weights: list[np.ndarray]  # one per layer, heads × n × n
+    problems: list[dict[str, Any]] = field(default_factory=list)  # per layer, when asked
+
+    @property
+    def heads(self) -> int:
+        return int(self.weights[0].shape[0]) if self.weights else 0
+
+
+@dataclass(frozen=True)
+class _Opened:
+    source: str
+    model: Any
+    tokenizer: Any
+    shown: str
+    family: Family
+    ids: list[int]
+
+
+def _open(
+    model_or_path: Any,
+    input_ids: Sequence[int] | None,
+    text: str | None,
+    dtype: str,
+    tokenizer: Any,
+    progress: runner.Progress | None,
+) -> _Opened:
+    """The model loaded (or taken) and the tokens checked, as extract does it: every check the
+    config allows before a large checkpoint spends minutes loading."""
+    runner.require_models()
+    import torch
+
+    if dtype not in runner.DTYPES:
+        raise QkvcalcError("extract.dtype", dtype=dtype)
+    if isinstance(model_or_path, (str, os.PathLike)):
+        name = str(model_or_path)
+        here = Path(name).expanduser().exists()
+        shown = (Path(name).name or name) if here else name
+        with contextlib.nullcontext() if here else runner._offline_unless_reachable():
+            config = runner._config(name)
+            runner._family(config.model_type, name)
+            if (input_ids is None) == (text is None):
+                raise QkvcalcError("extract.input_choice")
+            runner._check_config(config, shown, dtype)
+            if input_ids is not None:
+                ids = runner._as_ids(input_ids)
+                runner._check_ids(ids, getattr(config, "vocab_size", None), shown)
+                runner._check_length(len(ids), config, config.model_type, shown)
+                layers = getattr(config, "num_hidden_layers", None)
+                heads = getattr(config, "num_attention_heads", None)
+                if isinstance(layers, int) and isinstance(heads, int):
+                    _check_size(shown, len(ids), layers, heads)  # before a long load
+            model, own_tokenizer = runner.load(name, config, dtype, progress)
+        tokenizer = tokenizer if tokenizer is not None else own_tokenizer
+    elif isinstance(model_or_path, torch.nn.Module) and hasattr(model_or_path, "config"):
+        model = model_or_path
+        shown = str(getattr(model.config, "_name_or_path", "") or type(model).__name__)
+        own = next(model.parameters()).dtype
+        if dtype != "auto" and runner._torch_dtype(dtype) != own:
+            raise QkvcalcError("extract.dtype_loaded", dtype=dtype, own=str(own).split(".")[-1])
+    else:
+        raise QkvcalcError("extract.not_a_model", kind=type(model_or_path).__name__)
+    family = runner._family(model.config.model_type, shown)
+    ids = runner._token_ids(model, shown, input_ids, text, tokenizer)
+    runner._check_length(len(ids), model.config, model.config.model_type, shown)
+    source = str(model_or_path) if isinstance(model_or_path, (str, os.PathLike)) else shown
+    return _Opened(source, model, tokenizer, shown, family, ids)
+
+
+@contextlib.contextmanager
+def _output_attentions(model: Any) -> Any:
+    """transformers returns the attention probabilities when its config says so: every config
+    the model's modules hold (T5's encoder keeps a copy of its own) says so for this run. Only
+    the eager attention returns them: a model given loaded with another (sdpa) runs eager for
+    this run, and gets its own back afterwards."""
+    own = getattr(model.config, "_attn_implementation", "eager")
+    if own != "eager":
+        model.set_attn_implementation("eager")
+    configs = {id(c): c for m in model.modules() if (c := getattr(m, "config", None)) is not None}
+    saved = {key: getattr(c, "output_attentions", False) for key, c in configs.items()}
+    try:
+        for c in configs.values():
+            c.output_attentions = True
+        yield
+    finally:
+        for key, c in configs.items():
+            c.output_attentions = saved[key]
+        if own != "eager":
+            model.set_attn_implementation(own)
+
+
+def _run(opened: _Opened, keep_x: bool) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """One forward: every layer's attention probabilities, and (keep_x) every layer's x."""
+    import torch
+
+    from qkvcalc.extract.islands import float64_islands
+
+    model, family = opened.model, opened.family
+    stack = family.stack(model)
+    xs: dict[int, np.ndarray] = {}
+    handles = []
+    if keep_x:
+        for index, block in enumerate(stack):
+
+            def pre_hook(module: Any, args: Any, kwargs: Any, index: int = index) -> None:
+                hidden = args[0] if args else kwargs["hidden_states"]
+                xs.setdefault(
+                    index, hidden.detach()[0].to(dtype=torch.float64, device="cpu").numpy()
+                )
+
+            attention = family.attention(block)
+            handles.append(attention.register_forward_pre_hook(pre_hook, with_kwargs=True))
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    float64 = next(model.parameters()).dtype == torch.float64
+    try:
+        with torch.no_grad(), _output_attentions(model):
+            islands = float64_islands(model) if float64 else contextlib.nullcontext()
+            with islands:
+                out = family.run(model, torch.tensor([opened.ids], device=device))
+    finally:
+        for handle in handles:
+            handle.remove()
+        model.train(was_training)
+    found = getattr(out, "attentions", None)
+    if found is None or len(found) != len(stack):  # not something a user can fix
+        raise RuntimeError("the model did not return one attention map per layer")
+    weights = [layer[0].detach().to(dtype=torch.float64, device="cpu").numpy() for layer in found]
+    return weights, [xs[i] for i in range(len(stack))] if keep_x else []
+
+
+def _layer_problem(opened: _Opened, layer: int, x: np.ndarray, lang: str) -> dict[str, Any]:
+    """Layer `layer` as extract writes it, from the x this run recorded."""
+    import torch
+
+    model, family = opened.model, opened.family
+    block = family.stack(model)[layer]
+    attention = family.attention(block)
+    with torch.no_grad():
+        keys = family.keys(Layer(model, model.config, block, attention, layer, len(opened.ids)))
+    runner._check_finite({"x": x, **keys}, opened.shown, layer)
+    arch = family.names[model.config.model_type]
+    dtype = str(next(model.parameters()).dtype).split(".")[-1]
+    return {
+        "name": Msg("extract.name", model=opened.shown, layer=layer).text(lang),
+        "description": Msg(
+            "extract.description",
+            layer=layer,
+            model=opened.shown,
+            arch=arch,
+            n=len(opened.ids),
+            dtype=dtype,
+        ).text(lang),
+        "tokens": runner._tokens(opened.ids, opened.tokenizer),
+        "x": x,
+        **keys,
+    }
+
+
+# Every head's explanation is embedded in the page up to this many heads in all (a 6-layer,
+# 12-head encoder has 72; each is some 40 kB of HTML and a tenth of a second to explain).
+MAX_EXPLAINED = 144
+
+# Every weight of every head is shown and kept in memory (float64): at most this many in all,
+# 150 MB (a 12-layer, 12-head model on 400 tokens; 6 × 12 heads on 560).
+MAX_WEIGHTS = 20_000_000
+
+
+def _check_size(model: str, n: int, layers: int, heads: int) -> None:
+    count = layers * max(heads, 1) * n * n
+    if count > MAX_WEIGHTS:
+        raise QkvcalcError(
+            "heads.too_many_weights",
+            n=n,
+            model=model,
+            layers=layers,
+            heads=heads,
+            count=count,
+            limit=MAX_WEIGHTS,
+        )
+
+
+def attention_maps(
+    model_or_path: Any,
+    *,
+    input_ids: Sequence[int] | None = None,
+    text: str | None = None,
+    dtype: str = "auto",
+    tokenizer: Any = None,
+    problems: bool = False,
+    lang: str = "en",
+    progress: runner.Progress | None = None,
+) -> HeadsRun:
+    """Every layer's every head's attention probabilities from one run of the model.
+
+    Takes the model and the tokens as `qkvcalc.extract` does. With `problems=True`, the run
+    also records each layer's attention input, and `HeadsRun.problems` holds every layer as
+    extract's problem (for split_head), every layer's weights in float64: for a model of at
+    most MAX_EXPLAINED heads in all (else the list stays empty). At most MAX_WEIGHTS weights
+    in all (layers × heads × n²): more is a QkvcalcError, said before the run."""
+    opened = _open(model_or_path, input_ids, text, dtype, tokenizer, progress)
+    layers = len(opened.family.stack(opened.model))
+    heads = int(getattr(opened.model.config, "num_attention_heads", 0) or 0)
+    _check_size(opened.shown, len(opened.ids), layers, heads)
+    if progress:
+        progress(Msg("heads.running", model=opened.shown))
+    weights, xs = _run(opened, keep_x=problems and layers * heads <= MAX_EXPLAINED)
+    config = opened.model.config
+    return HeadsRun(
+        model=opened.shown,
+        source=opened.source,
+        arch=opened.family.names[config.model_type],
+        dtype=str(next(opened.model.parameters()).dtype).split(".")[-1],
+        ids=opened.ids,
+        tokens=runner._tokens(opened.ids, opened.tokenizer),
+        weights=weights,
+        problems=[_layer_problem(opened, i, x, lang) for i, x in enumerate(xs)],
+    )
+
+
+def head_problem(
+    model_or_path: Any,
+    layer: int,
+    head: int,
+    *,
+    input_ids: Sequence[int] | None = None,
+    text: str | None = None,
+    dtype: str = "auto",
+    tokenizer: Any = None,
+    lang: str = "en",
+    progress: runner.Progress | None = None,
+) -> dict[str, Any]:
+    """Head `head` (1-based) of layer `layer` (0-based) as a single-head problem: extract's
+    problem of that layer, cut to the head (split_head)."""
+    problem = runner.extract(
+        model_or_path,
+        layer,
+        input_ids=input_ids,
+        text=text,
+        dtype=dtype,
+        tokenizer=tokenizer,
+        lang=lang,
+        progress=progress,
+    )
+    return split_head(problem, head, lang=lang)
+
+
+# ---- one head of a layer's problem --------------------------------------------------------
+
+# Keys every head of a layer shares: they pass to the head's problem as they are.
+SHARED = {
+    "tokens",
+    "x",
+    "scale",
+    "mask",
+    "key_padding",
+    "positions",
+    "key_positions",
+    "causal_align",
+    "positional",
+    "rope",
+    "window",
+    "softcap",
+    "norm_eps",
+    "layout",
+}
+# Keys of the whole layer that a single head has no part in.
+DROPPED = {"heads", "kv_heads", "wo", "bo"}
+
+
+def _whole_head(head: Any, count: int) -> int:
+    if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 1 <= head <= count:
+        raise QkvcalcError("heads.head", head=head, count=count)
+    return int(head)
+
+
+def split_head(problem: dict[str, Any], head: int, *, lang: str = "en") -> dict[str, Any]:
+    """Query head `head` (1…H) of a layer's problem as a problem of one head: W_Q's (and b_Q's)
+    columns of that head, W_K's and W_V's of the K/V head it reads (⌈h·G/H⌉), that head's own
+    slope, bias, sink or norm weights where the layer has one per head, and no W_O (a head's
+    output is its part of the concatenation). A key this function does not know how to cut is
+    refused by name, never passed on whole."""
+    heads = int(problem.get("heads", 1))
+    h = _whole_head(head, heads)
+    kv_heads = int(problem.get("kv_heads", heads))
+    g = math.ceil(h * kv_heads / heads)
+    d_k = np.asarray(problem["wq"]).shape[1] // heads
+    d_v = np.asarray(problem["wv"]).shape[1] // kv_heads
+    q_cols = slice((h - 1) * d_k, h * d_k)
+    k_cols = slice((g - 1) * d_k, g * d_k)
+    v_cols = slice((g - 1) * d_v, g * d_v)
+    out: dict[str, Any] = {}
+    for key, value in problem.items():
+        if key in ("name", "description") or key in DROPPED:
+            continue
+        if key in SHARED:
+            out[key] = value
+        elif key in ("wq", "wk", "wv"):
+            cols = {"wq": q_cols, "wk": k_cols, "wv": v_cols}[key]
+            out[key] = np.ascontiguousarray(np.asarray(value)[:, cols])
+        elif key in ("bq", "bk", "bv"):
+            cols = {"bq": q_cols, "bk": k_cols, "bv": v_cols}[key]
+            out[key] = np.asarray(value)[cols]
+        elif key in ("q_norm", "k_norm"):
+            weight = np.asarray(value)
+            # one vector for all heads, or one row per head (query heads; K/V heads for k)
+            out[key] = weight if weight.ndim == 1 else weight[(h if key == "q_norm" else g) - 1]
+        elif key == "alibi":
+            if value is True:
+                from qkvcalc.input.variants import alibi_slopes
+
+                out[key] = [alibi_slopes(heads)[0][h - 1]]
+            elif value is not False and value is not None:
+                out[key] = [float(np.asarray(value).reshape(-1)[h - 1])]
+        elif key == "score_bias":
+            bias = np.asarray(value)
+            out[key] = bias[h - 1] if bias.ndim == 3 else bias
+        elif key == "sinks":
+            out[key] = [float(np.asarray(value).reshape(-1)[h - 1])]
+        else:
+            raise QkvcalcError("heads.cannot_split", key=key)
+    model = problem.get("name", "")
+    shown = Msg("heads.head_name", name=model, head=h).text(lang)
+    return {
+        "name": shown,
+        "description": Msg(
+            "heads.head_description", name=model, head=h, heads=heads, kv_head=g
+        ).text(lang),
+        **out,
+    }
+
+
+# ---- the JSON document --------------------------------------------------------------------
+
+
+def _number(value: float) -> float | str:
+    if math.isfinite(value):
+        return value
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+def to_json(run: HeadsRun) -> dict[str, Any]:
+    """The qkvcalc.heads/1 document: the tokens, and per layer (from 0) per head (from 1) its
+    attention probabilities, rows the queries and columns the keys. Non-finite numbers are the
+    strings "nan", "inf", "-inf", as in qkvcalc's other JSON."""
+    return {
+        "schema": SCHEMA,
+        "tokens": list(run.tokens),
+        "layers": [
+            {
+                "layer": index,
+                "heads": [
+                    {"head": h + 1, "weights": [[_number(w) for w in row] for row in grid.tolist()]}
+                    for h, grid in enumerate(layer)
+                ],
+            }
+            for index, layer in enumerate(run.weights)
+        ],
+    }
+
+
+# ---- the page -----------------------------------------------------------------------------
+
+
+def page(run: HeadsRun, lang: str = "en") -> str:
+    """The HTML page of the grid, every head's explanation embedded in its section when the
+    run holds the layers' problems (attention_maps(problems=True)) and the model has at most
+    MAX_EXPLAINED heads in all."""
+    from qkvcalc import explain
+    from qkvcalc.render import RenderOptions
+    from qkvcalc.render.heads import heads_html
+    from qkvcalc.render.html import render_html
+
+    count = sum(len(layer) for layer in run.weights)
+    found: dict[tuple[int, int], str] = {}
+    refused: dict[tuple[int, int], str] = {}
+    if run.problems and count <= MAX_EXPLAINED:
+        options = RenderOptions(lang=lang, color=False)
+        for index, problem in enumerate(run.problems):
+            for h in range(1, int(problem.get("heads", 1)) + 1):
+                try:  # a key split_head cannot cut costs that head's explanation, not the page
+                    trace = explain(**split_head(problem, h, lang=lang))
+                except QkvcalcError as err:
+                    refused[(index, h)] = err.message(lang)
+                    continue
+                found[(index, h)] = render_html(trace, options, standalone=False)
+    return heads_html(run, lang, found, MAX_EXPLAINED, refused)

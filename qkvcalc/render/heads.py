@@ -1,0 +1,278 @@
+"""`qkvcalc heads`: every layer's every head's attention weights as a grid of small heatmaps.
+
+`heads_table(run, lang, width)` is the terminal's: one block of shaded cells per head (its rows
+the queries, its columns the keys), the heads of a layer side by side, one row of blocks per
+layer, wrapped onto more rows when they do not fit the width. The shade is a character
+("·░▒▓█", or ".:-=#" on a terminal that cannot show them), so the picture reads without
+colour too; colour deepens it where the console has some.
+
+`heads_html(run, lang, explanations)` is one self-contained page (no script, no network): the
+grid of every head as small tables of coloured cells, each a link to its own section (shown
+when it is the page's target, CSS :target) with the head's full weights, numbered, the command
+that writes it as a problem, and its explanation by qkvcalc's HTML writer when given. Every
+piece of input text (tokens, the model's name) is escaped.
+
+These take a HeadsRun (qkvcalc.extract.heads) as it is: they format numbers, never compute.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+import numpy as np
+
+from qkvcalc.i18n import translate
+from qkvcalc.labels import display_width, safe
+
+RAMP = "·░▒▓█"  # a dot for (next to) no weight, so that every block keeps its shape
+ASCII_RAMP = ".:-=#"
+LABEL_WIDTH = 10  # the column of the layer labels
+GAP = 2  # between two blocks
+
+
+def _level(weight: float, steps: int) -> int:
+    """0 for no weight … steps − 1 for all of it (NaN: 0)."""
+    if not np.isfinite(weight):
+        return 0
+    if weight <= 0.02:
+        return 0
+    return min(steps - 1, max(1, round(weight * (steps - 1) + 0.2)))
+
+
+def _colour(weight: float) -> str:
+    """The shade's colour on a terminal: pale grey-blue for no weight to deep blue for all."""
+    w = min(max(float(weight), 0.0), 1.0) if np.isfinite(weight) else 0.0
+    r, g, b = (int(a + w * (c - a)) for a, c in ((170, 20), (180, 70), (200, 210)))
+    return f"rgb({r},{g},{b})"
+
+
+def command(run: Any, layer: int | str, head: int | str) -> str:
+    """The command that writes one head's problem (the ids, so that it is exact)."""
+    ids = " ".join(str(i) for i in run.ids)
+    return (
+        f"qkvcalc heads {shlex.quote(safe(run.source))} --ids {shlex.quote(ids)} "
+        f"--layer {layer} --head {head}"
+    )
+
+
+def _token_list(tokens: Sequence[str]) -> str:
+    return "  ".join(f"{k}:{safe(t, 24)}" for k, t in enumerate(tokens, 1))
+
+
+def heads_table(run: Any, lang: str = "en", width: int = 100, ascii_only: bool = False) -> Any:
+    """The grid for a terminal of `width` columns, as a rich renderable."""
+    from rich.console import Group
+    from rich.text import Text
+
+    ramp = ASCII_RAMP if ascii_only else RAMP
+    n = len(run.tokens)
+    heads = run.heads
+    cell = 2 if n <= 16 else 1  # two characters make a cell about square
+    block = n * cell
+    room = max(1, width - LABEL_WIDTH)
+    per_line = max(1, (room + GAP) // (block + GAP))
+    out: list[Any] = [
+        Text(
+            translate(
+                "heads.title",
+                lang,
+                model=safe(run.model),
+                arch=run.arch,
+                n=n,
+                layers=len(run.weights),
+                heads=heads,
+                dtype=run.dtype,
+            ),
+            style="bold",
+        ),
+        Text(translate("heads.how_to_read", lang, ramp=repr(ramp))),
+        Text(f"{translate('heads.tokens', lang)}: {_token_list(run.tokens)}"),
+    ]
+    if block > room:
+        out.append(Text(translate("heads.too_wide", lang, n=n), style="yellow"))
+    for index, layer in enumerate(run.weights):
+        out.append(Text(""))
+        for start in range(0, len(layer), per_line):
+            shown = range(start, min(start + per_line, len(layer)))
+            label = translate("heads.layer", lang, layer=index) if start == 0 else ""
+            header = Text(_pad(label, LABEL_WIDTH))
+            for h in shown:
+                name = translate("heads.head_label", lang, head=h + 1)
+                header.append(_pad(name, block + GAP))
+            out.append(header)
+            for i in range(n):
+                line = Text(" " * LABEL_WIDTH, no_wrap=True, overflow="crop")
+                for h in shown:
+                    for j in range(n):
+                        w = float(layer[h, i, j])
+                        level = _level(w, len(ramp))
+                        shade = ramp[level] * cell if level else ramp[0].ljust(cell)
+                        line.append(shade, style=_colour(w))
+                    line.append(" " * GAP)
+                out.append(line)
+    out.append(Text(""))
+    out.append(Text(translate("heads.open_one", lang, command=command(run, "L", "H"))))
+    return Group(*out)
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * max(1, width - display_width(text))
+
+
+# ---- HTML ---------------------------------------------------------------------------------
+
+STYLE = """
+body { margin: 0 auto; max-width: 90em; padding: 1em 2em; color: #111; background: #fff;
+  font-family: system-ui, -apple-system, "Segoe UI", "Noto Sans", "Noto Sans KR", sans-serif; }
+.grid .layer { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 0.6em;
+  margin: 0.5em 0; }
+.grid .layer > .name { width: 5em; font-weight: bold; padding-top: 1.2em; }
+a.head { display: inline-block; text-decoration: none; color: #111; padding: 2px;
+  border: 1px solid transparent; }
+a.head:hover, a.head:focus { border-color: #0b6e99; outline: none; }
+a.head .label { display: block; font-size: 0.8em; text-align: center; }
+table.mini { border-collapse: collapse; }
+table.mini td { width: 7px; height: 7px; padding: 0; }
+section.head-detail { display: none; border-top: 3px solid #0b6e99; margin-top: 1em; }
+section.head-detail:target { display: block; }
+table.full { border-collapse: collapse; font-family: "DejaVu Sans Mono", Menlo, Consolas,
+  monospace; font-variant-numeric: tabular-nums; margin: 0.5em 0; }
+table.full th, table.full td { border: 1px solid #bbb; padding: 0.1em 0.4em; }
+table.full td { text-align: right; }
+table.full thead th { background: #e8f1f5; }
+table.full tbody th { text-align: left; background: #f4f4f4; }
+pre.command { background: #f6f8fa; padding: 0.5em 0.8em; overflow-x: auto; }
+""".strip()
+
+
+def _heat(weight: float) -> str:
+    """The background of a weight in [0, 1]: white to deep blue, readable text on it."""
+    w = min(max(float(weight), 0.0), 1.0) if np.isfinite(weight) else 0.0
+    r, g, b = (int(255 - w * (255 - c)) for c in (30, 90, 200))
+    return f"background: rgb({r},{g},{b}); color: {'#fff' if w > 0.55 else '#000'}"
+
+
+def _t(lang: str, key: str, **params: Any) -> str:
+    return escape(translate(key, lang, **params))
+
+
+def _anchor(layer: int, head: int) -> str:
+    return f"l{layer}h{head}"
+
+
+def _mini(grid: np.ndarray, tokens: Sequence[str]) -> str:
+    rows = []
+    for i, row in enumerate(grid):
+        cells = "".join(
+            f'<td style="{_heat(w)}" title="{escape(safe(tokens[i], 40))} → '
+            f'{escape(safe(tokens[j], 40))}: {w:.3f}"></td>'
+            for j, w in enumerate(row)
+        )
+        rows.append(f"<tr>{cells}</tr>")
+    return f'<table class="mini">{"".join(rows)}</table>'
+
+
+def _full(grid: np.ndarray, tokens: Sequence[str], lang: str) -> str:
+    head = "".join(f'<th scope="col">{escape(safe(t, 40))}</th>' for t in tokens)
+    body = []
+    for i, row in enumerate(grid):
+        cells = "".join(f'<td style="{_heat(w)}">{w:.3f}</td>' for w in row)
+        body.append(f'<tr><th scope="row">{escape(safe(tokens[i], 40))}</th>{cells}</tr>')
+    caption = _t(lang, "heads.weights_caption")
+    return (
+        f'<div style="overflow-x: auto"><table class="full"><caption>{caption}</caption>'
+        f"<thead><tr><th></th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def heads_html(
+    run: Any,
+    lang: str = "en",
+    explanations: Mapping[tuple[int, int], str] | None = None,
+    limit: int | None = None,
+    refused: Mapping[tuple[int, int], str] | None = None,
+) -> str:
+    """The page. `explanations` maps (layer, head) — layer from 0, head from 1 — to an HTML
+    fragment of that head's explanation (qkvcalc's HTML writer, standalone=False); without
+    one, the head's section says how to write its problem (`limit`: the number of heads up to
+    which explanations are embedded, named in that sentence); `refused` maps a head whose
+    problem could not be explained to the reason, which its section gives instead."""
+    explanations = explanations or {}
+    refused = refused or {}
+    tokens = [str(t) for t in run.tokens]
+    title = translate(
+        "heads.title",
+        lang,
+        model=safe(run.model),
+        arch=run.arch,
+        n=len(tokens),
+        layers=len(run.weights),
+        heads=run.heads,
+        dtype=run.dtype,
+    )
+    out = [
+        "<!DOCTYPE html>",
+        f'<html lang="{escape(lang)}">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>qkvcalc · {_t(lang, 'heads.page_title')} · {escape(safe(run.model))}</title>",
+        f"<style>\n{STYLE}\n</style>",
+        "</head>",
+        "<body>",
+        f'<h1 id="grid">{escape(title)}</h1>',
+        f"<p>{_t(lang, 'heads.html_hint')}</p>",
+        f"<p>{_t(lang, 'heads.tokens')}: "
+        + " ".join(f"<code>{escape(safe(t, 40))}</code>" for t in tokens)
+        + "</p>",
+        '<div class="grid">',
+    ]
+    count = sum(len(layer) for layer in run.weights)
+    for index, layer in enumerate(run.weights):
+        out.append('<div class="layer">')
+        out.append(f'<span class="name">{_t(lang, "heads.layer", layer=index)}</span>')
+        for h, grid in enumerate(layer, 1):
+            name = _t(lang, "heads.head_title", layer=index, head=h)
+            out.append(
+                f'<a class="head" href="#{_anchor(index, h)}" title="{name}" aria-label="{name}">'
+                f'<span class="label">{_t(lang, "heads.head_label", head=h)}</span>'
+                f"{_mini(grid, tokens)}</a>"
+            )
+        out.append("</div>")
+    out.append("</div>")
+    for index, layer in enumerate(run.weights):
+        for h, grid in enumerate(layer, 1):
+            out += [
+                f'<section class="head-detail" id="{_anchor(index, h)}">',
+                f"<h2>{_t(lang, 'heads.head_title', layer=index, head=h)}</h2>",
+                f'<p><a href="#grid">{_t(lang, "heads.back")}</a></p>',
+                _full(grid, tokens, lang),
+                f"<p>{_t(lang, 'heads.command')}</p>",
+                f'<pre class="command">{escape(command(run, index, h))}'
+                f" &gt; head.json\nqkvcalc explain head.json</pre>",
+            ]
+            found = explanations.get((index, h))
+            if found is not None:
+                out.append(found)
+            elif (index, h) in refused:
+                reason = refused[(index, h)]
+                out.append(f"<p>{_t(lang, 'heads.not_explained', reason=reason)}</p>")
+            else:
+                out.append(f"<p>{_t(lang, 'heads.no_explanation', limit=limit, count=count)}</p>")
+            out.append("</section>")
+    out += ["</body>", "</html>", ""]
+    return "\n".join(out)
+
+
+def heads_text(
+    run: Any, lang: str = "en", width: int = 100, color: bool = False, ascii_only: bool = False
+) -> str:
+    """The terminal's grid as text of `width` columns (coloured when `color`)."""
+    from qkvcalc.render import RenderOptions
+    from qkvcalc.render.terminal import to_text
+
+    table = heads_table(run, lang, width, ascii_only)
+    return to_text(table, RenderOptions(lang=lang, width=width, color=color))
