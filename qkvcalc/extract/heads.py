@@ -357,7 +357,7 @@ def split_head(problem: dict[str, Any], head: int, *, lang: str = "en") -> dict[
             out[key] = weight if weight.ndim == 1 else weight[(h if key == "q_norm" else g) - 1]
         elif key == "alibi":
             if value is True:
-                from qkvcalc.input.variants import alibi_slopes
+                from qkvcalc.features.score_bias import alibi_slopes
 
                 out[key] = [alibi_slopes(heads)[0][h - 1]]
             elif value is not False and value is not None:
