@@ -231,6 +231,33 @@ CASES = {
         [1],
         proj="model.layers.{}.self_attn.dense",
     ),
+    "gemma3-multimodal": case(  # a Gemma 3 checkpoint with its vision tower: the text layers
+        "Gemma3Config",
+        {
+            "text_config": {
+                **LLAMA,
+                "head_dim": 8,
+                "sliding_window": 4,
+                "query_pre_attn_scalar": 12,
+                "layer_types": ["sliding_attention", "full_attention"],
+            },
+            "vision_config": {
+                "hidden_size": 16,
+                "intermediate_size": 24,
+                "num_hidden_layers": 1,
+                "num_attention_heads": 2,
+                "image_size": 28,
+                "patch_size": 14,
+            },
+            "mm_tokens_per_image": 4,
+            "boi_token_index": 57,
+            "eoi_token_index": 58,
+            "image_token_index": 59,
+        },
+        "Gemma3ForConditionalGeneration",
+        [0, 1],
+        attn="model.language_model.layers.{}.self_attn",
+    ),
     "falcon": case(  # multi-query, RoPE
         "FalconConfig",
         FALCON,
@@ -287,6 +314,17 @@ CASES = {
         attn="transformer.h.{}.attn",
         proj="transformer.h.{}.attn.out_proj",
     ),
+    "stablelm": case(
+        "StableLmConfig",
+        {
+            **LLAMA,
+            "use_qkv_bias": True,
+            "rope_parameters": {"rope_theta": 500.0, "partial_rotary_factor": 0.25},
+        },
+        "StableLmForCausalLM",
+        [1],
+    ),
+    "cohere": case("CohereConfig", LLAMA, "CohereForCausalLM", [1]),
     "gpt_bigcode": case(
         "GPTBigCodeConfig",
         {"vocab_size": 60, "n_positions": 64, "n_embd": 32, "n_layer": 2, "n_head": 4},
@@ -447,6 +485,9 @@ def test_the_keys_each_layer_needs(lab):
     assert "window" not in full and full["rope"]["theta"] == 5000.0
     assert np.allclose(full["rope"]["inv_freq"], 5000.0 ** (-np.arange(0, 8, 2) / 8) / 2)
     assert full["scale"] == 12**-0.5 and len(full["q_norm"]) == 8
+    assert p("gemma3-multimodal", 0)["window"] == 4 and "window" not in p("gemma3-multimodal", 1)
+    assert p("stablelm")["rope"]["dims"] == 2 and "bq" in p("stablelm")
+    assert p("cohere")["rope"]["style"] == "pairs"
     assert p("phi")["rope"]["dims"] == 4 and "bo" in p("phi")
     assert p("falcon")["kv_heads"] == 1 and "rope" in p("falcon")
     assert p("falcon-grouped")["kv_heads"] == 2
@@ -464,15 +505,21 @@ def test_the_keys_each_layer_needs(lab):
 
 
 def test_a_layer_no_key_can_say_is_one_message(tmp_path):
-    """Phi with qk_layernorm (LayerNorm with a bias on each head's q and k): refused, named."""
+    """Phi's and StableLM's qk_layernorm, Cohere's use_qk_norm (LayerNorm on each head's q and
+    k): no key for them yet, refused, named."""
     import qkvcalc
     from qkvcalc.errors import QkvcalcError
 
-    spec = CASES["phi"]
-    model = build_from(spec["config"], {**spec["fields"], "qk_layernorm": True}, spec["model"])
-    model.save_pretrained(tmp_path / "phi-qk")
-    with pytest.raises(QkvcalcError, match="layer 1 of phi-qk uses qk_layernorm"):
-        qkvcalc.extract(str(tmp_path / "phi-qk"), layer=1, input_ids=ids(), dtype="float64")
+    for name, flag in (
+        ("phi", "qk_layernorm"),
+        ("stablelm", "qk_layernorm"),
+        ("cohere", "use_qk_norm"),
+    ):
+        spec = CASES[name]
+        model = build_from(spec["config"], {**spec["fields"], flag: True}, spec["model"])
+        model.save_pretrained(tmp_path / f"{name}-qk")
+        with pytest.raises(QkvcalcError, match=f"layer 1 of {name}-qk uses {flag}"):
+            qkvcalc.extract(str(tmp_path / f"{name}-qk"), layer=1, input_ids=ids())
 
 
 def test_the_command_line_writes_and_explains_them(lab, tmp_path):

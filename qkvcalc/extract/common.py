@@ -76,6 +76,13 @@ def base_model(model: Any) -> Any:
     return getattr(model, "base_model", model)
 
 
+def decoder(model: Any) -> Any:
+    """The decoder stack's model: the base model, or a multimodal model's language_model (Gemma
+    3's Gemma3Model holds its Gemma3TextModel there)."""
+    found = base_model(model)
+    return getattr(found, "language_model", found)
+
+
 def array(tensor: Any) -> np.ndarray:
     """A tensor of layer L as a float64 numpy array (the only float64 copy the run makes)."""
     import torch

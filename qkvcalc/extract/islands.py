@@ -38,7 +38,10 @@ _STANDARD_RMS = (
     "GptOssRMSNorm",
 )
 _GEMMA_RMS = ("Gemma2RMSNorm", "Gemma3RMSNorm")  # x·rsqrt(mean(x²) + eps)·(1 + w)
-_MEAN_CENTRED = ("Cohere2LayerNorm",)  # LayerNorm without bias, computed in float32
+_MEAN_CENTRED = (
+    "CohereLayerNorm",
+    "Cohere2LayerNorm",
+)  # LayerNorm without bias, computed in float32
 
 
 def _rms(module: Any, hidden: Any) -> Any:

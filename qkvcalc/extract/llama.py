@@ -1,7 +1,8 @@
-"""The LLaMA family — LLaMA, Mistral, Qwen2, Qwen3, Gemma 2 and 3, Phi-3, StarCoder2, Mixtral,
-Qwen2-MoE, SmolLM3, EXAONE 4, gpt-oss, Cohere 2: the attention module's input is x (after
-input_layernorm in the pre-norm ones); separate q/k/v/o_proj linears (biases in Qwen2,
-StarCoder2, gpt-oss) or Phi-3's fused qkv_proj; grouped-query attention with kv_heads K/V
+"""The LLaMA family — LLaMA, Mistral, Qwen2, Qwen3, Gemma 2 and 3, Phi-3, Phi, StableLM,
+StarCoder2, Mixtral, Qwen2-MoE, SmolLM3, EXAONE 4, gpt-oss, Cohere and Cohere 2: the attention
+module's input is x (after input_layernorm in the pre-norm ones); separate q/k/v_proj linears
+(biases in Qwen2, StarCoder2, gpt-oss, Phi, StableLM) or Phi-3's fused qkv_proj, o_proj (Phi:
+dense); grouped-query attention with kv_heads K/V
 heads; head_dim from the config, not always hidden/heads; RoPE in the "half" style
 (rotate_half; Cohere's tables are interleaved: "pairs"). Per layer, read from the loaded model:
 the scale (Gemma: query_pre_attn_scalar^−½), the mask and window the layer was given in the run
@@ -10,7 +11,8 @@ frequencies of the layer's type (Gemma 3: local and global bases and scaling), w
 rotates at all (NoPE layers: SmolLM3's no_rope_layers, the global layers of EXAONE 4 and Cohere
 2), the softcap (Gemma 2), the per-head q/k RMSNorm (Qwen3, EXAONE 4, Gemma 3 with 1 + w) and
 gpt-oss's sinks. The mixture-of-experts MLPs (Mixtral, Qwen2-MoE, gpt-oss) only run before
-layer L's attention."""
+layer L's attention. A q/k LayerNorm (Phi's and StableLM's qk_layernorm, Cohere's use_qk_norm)
+has no key yet: such a layer is one message."""
 
 from __future__ import annotations
 
@@ -25,8 +27,8 @@ from qkvcalc.extract.common import (
     Layer,
     array,
     base_keys,
-    base_model,
     bias,
+    decoder,
     default_scale,
     float64,
     mask_keys,
@@ -45,9 +47,9 @@ def rope(layer: Layer, head_dim: int, style: str = "half") -> dict[str, Any]:
     YaRN, longrope) the frequencies themselves (inv_freq) and attention_factor, for this run's
     length — computed in float64 from the config when the run is float64 (rope.py), the
     module's own numbers otherwise."""
-    rotary = base_model(layer.model).rotary_emb
-    kind = rope_layer_type(rotary, layer.config, layer.index)
-    params = layer.config.rope_parameters
+    rotary = decoder(layer.model).rotary_emb
+    kind = rope_layer_type(rotary, rotary.config, layer.index)  # the text model's config
+    params = rotary.config.rope_parameters
     params = params if kind is None else params[kind]
     dims = 2 * int(buffer(rotary, kind).shape[-1])
     out: dict[str, Any] = {"theta": float(params["rope_theta"]), "style": style}
@@ -69,7 +71,10 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
     "exaone4": lambda attn: attn.sliding_window is None or attn.is_sliding,
     "cohere2": lambda attn: attn.sliding_window is not None,
 }
-STYLE = {"cohere2": "pairs"}  # Cohere's rotary tables are interleaved: 2i with 2i+1
+STYLE = {
+    "cohere": "pairs",
+    "cohere2": "pairs",
+}  # Cohere's rotary tables are interleaved: 2i with 2i+1
 
 
 def projections(attn: Any, heads: int, kv_heads: int) -> list[np.ndarray | None]:
@@ -91,13 +96,14 @@ def norm_weight(norm: Any) -> np.ndarray:
 
 def keys(layer: Layer) -> dict[str, Any]:
     attn = layer.attention
-    config = layer.config
+    config = getattr(attn, "config", layer.config)  # a multimodal model's: its text config
     heads = config.num_attention_heads
     kv_heads = config.num_key_value_heads
-    if getattr(attn, "qk_layernorm", False):  # Phi's LayerNorm with a bias on q and k
-        raise QkvcalcError(
-            "extract.no_key", model=model_name(layer), layer=layer.index, what="qk_layernorm"
-        )
+    for flag in ("qk_layernorm", "use_qk_norm"):  # Phi's, StableLM's, Cohere's q/k LayerNorm
+        if getattr(attn, flag, False):
+            raise QkvcalcError(
+                "extract.no_key", model=model_name(layer), layer=layer.index, what=flag
+            )
     out = attn.o_proj if hasattr(attn, "o_proj") else attn.dense  # Phi: dense
     keys = base_keys(projections(attn, heads, kv_heads), out, heads, kv_heads)
     if not default_scale(attn.scaling, attn.head_dim):
@@ -130,6 +136,7 @@ FAMILY = Family(
         "qwen3": "Qwen3",
         "gemma2": "Gemma 2",
         "gemma3_text": "Gemma 3",
+        "gemma3": "Gemma 3",
         "phi3": "Phi-3",
         "starcoder2": "StarCoder2",
         "mixtral": "Mixtral",
@@ -139,8 +146,10 @@ FAMILY = Family(
         "gpt_oss": "gpt-oss",
         "cohere2": "Cohere 2",
         "phi": "Phi",
+        "stablelm": "StableLM",
+        "cohere": "Cohere",
     },
-    stack=lambda model: base_model(model).layers,
+    stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
     keys=keys,
 )

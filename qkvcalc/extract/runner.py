@@ -64,7 +64,8 @@ def families() -> dict[str, Family]:
 
 
 def architecture_names() -> list[str]:
-    return [family.names[kind] for kind, family in families().items()]
+    """Each architecture once (Gemma 3's text and multimodal checkpoints are one name)."""
+    return list(dict.fromkeys(family.names[kind] for kind, family in families().items()))
 
 
 class _Captured(Exception):
