@@ -21,7 +21,8 @@ What it follows, in order, per head:
   softcap      c·tanh(s/c), after scale and bias, before the mask
   mask         causal: kpos_j ≤ pos_i; window W: and pos_i − kpos_j < W; 0/1 matrix
                (1 = may attend); key_padding (1 = real key); masked = −∞
-  softmax      stable; a row with every key masked gets weights 0 (and output 0)
+  softmax      stable; a row with every key masked gets weights 0 (and output 0); sinks: one
+               more logit per head in each row's sum, dropped after it
   output       weights·V per head, heads concatenated in order, then ·W_O + b_O when given
 """
 
@@ -189,16 +190,19 @@ def rotate(rows: np.ndarray, positions: list[int], rope: dict, d_k: int) -> np.n
     return out
 
 
-def softmax_rows(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    """Stable softmax over the allowed keys of each row; a row with none allowed gets 0."""
+def softmax_rows(scores: np.ndarray, allowed: np.ndarray, sink: float | None = None) -> np.ndarray:
+    """Stable softmax over the allowed keys of each row; a row with none allowed gets 0. A
+    sink (gpt-oss) is one more logit in every row's sum, dropped after it."""
     weights = np.zeros_like(scores)
     for i in range(scores.shape[0]):
         live = [j for j in range(scores.shape[1]) if allowed[i, j]]
         if not live:
             continue
         top = max(scores[i, j] for j in live)
+        if sink is not None:
+            top = max(top, sink)
         exps = {j: math.exp(scores[i, j] - top) for j in live}
-        total = sum(exps.values())
+        total = sum(exps.values()) + (0.0 if sink is None else math.exp(sink - top))
         for j, e in exps.items():
             weights[i, j] = e / total
     return weights
@@ -288,6 +292,7 @@ def attention(problem: dict) -> tuple[np.ndarray, np.ndarray]:
             np.vectorize(number, otypes=[float])(score_bias), dtype=np.float64
         ).reshape(score_bias.shape)
     softcap = None if doc.get("softcap") is None else number(doc["softcap"])
+    sinks = None if doc.get("sinks") is None else _vector(doc["sinks"])
 
     mask = doc.get("mask", "none")
     window = doc.get("window")
@@ -333,7 +338,8 @@ def attention(problem: dict) -> tuple[np.ndarray, np.ndarray]:
             scores = scores + (score_bias[h - 1] if score_bias.ndim == 3 else score_bias)
         if softcap is not None:
             scores = softcap * np.tanh(scores / softcap)
-        weights[h - 1] = softmax_rows(scores, allowed)
+        sink = None if sinks is None else sinks[h - 1]
+        weights[h - 1] = softmax_rows(scores, allowed, sink)
         head_outputs.append(weights[h - 1] @ v)
 
     concat = np.concatenate(head_outputs, axis=1)

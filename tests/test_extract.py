@@ -46,15 +46,20 @@ N = 7  # tokens: more than the windows below, so they cut
 
 @contextlib.contextmanager
 def true_float64():
-    """float32 means float64 in this process while the block runs (see the module's doc)."""
+    """float32 means float64 in this process while the block runs (see the module's doc), and
+    so does the default dtype (dynamic NTK's base is an integer tensor times a float: the
+    default dtype's)."""
     saved = (torch.float32, torch.float, torch.Tensor.float)
+    default = torch.get_default_dtype()
     torch.float32 = torch.float64
     torch.float = torch.float64
     torch.Tensor.float = lambda self, *a, **k: self.to(torch.float64)
+    torch.set_default_dtype(torch.float64)
     try:
         yield
     finally:
         torch.float32, torch.float, torch.Tensor.float = saved
+        torch.set_default_dtype(default)
 
 
 # ---- the tiny models ----------------------------------------------------------------------
@@ -241,8 +246,16 @@ KINDS = list(CASES)
 def build(kind: str, seed: int = 0):
     """A tiny float64 model of this kind with random weights, eager attention."""
     config_name, fields, model_name, *_ = CASES[kind]
+    return build_from(config_name, fields, model_name, seed)
+
+
+def build_from(config_name: str, fields: dict, model_name: str, seed: int = 0, **extra):
+    """A tiny float64 model of transformers' config and model classes so named, from these
+    config fields, with random weights, eager attention (`extra`: more config attributes)."""
     config = getattr(transformers, config_name)(**fields)
     config._attn_implementation = "eager"
+    for name, value in extra.items():
+        setattr(config, name, value)
     cls = getattr(transformers, model_name)
     torch.manual_seed(seed)
     default = torch.get_default_dtype()
@@ -272,18 +285,25 @@ def reference(model, kind: str, ids: list[int]) -> dict:
     [H, n, n] (output_attentions), its output projection's own output [n, d] (a forward hook)
     and its attention module's input x [n, d] (a forward pre-hook)."""
     _, _, _, layer, attention_of, projection_of, _ = CASES[kind]
+    runner = model.encoder if kind == "t5" else model  # T5: the encoder alone
+    return reference_at(runner, ids, layer, attention_of(model, layer), projection_of(model, layer))
+
+
+def reference_at(runner, ids: list[int], layer: int, attention_module, projection) -> dict:
+    """reference(), given the model to run, the attention module whose input is x and the
+    output projection module."""
     seen: dict = {}
 
     def grab_x(module, args, kwargs):
         seen["x"] = (args[0] if args else kwargs["hidden_states"])[0].detach().clone()
 
+    def grab_out(module, args, out):
+        seen.setdefault("out", (out[0] if isinstance(out, tuple) else out)[0].detach().clone())
+
     hooks = [
-        attention_of(model, layer).register_forward_pre_hook(grab_x, with_kwargs=True),
-        projection_of(model, layer).register_forward_hook(
-            lambda module, args, out: seen.setdefault("out", out[0].detach().clone())
-        ),
+        attention_module.register_forward_pre_hook(grab_x, with_kwargs=True),
+        projection.register_forward_hook(grab_out),
     ]
-    runner = model.encoder if kind == "t5" else model  # T5: the encoder alone
     try:
         with torch.no_grad(), true_float64():
             result = runner(input_ids=torch.tensor([ids]), output_attentions=True)
@@ -505,8 +525,8 @@ def one_message(result, *fragments: str) -> None:
 def folders(lab, tmp_path_factory):
     root = tmp_path_factory.mktemp("errors")
     (root / "empty").mkdir()
-    (root / "opt").mkdir()
-    (root / "opt" / "config.json").write_text('{"model_type": "opt"}', encoding="utf-8")
+    (root / "olmo2").mkdir()  # an architecture extract does not know (yet)
+    (root / "olmo2" / "config.json").write_text('{"model_type": "olmo2"}', encoding="utf-8")
     (root / "no-weights").mkdir()
     config = json.loads((lab.get("llama")["folder"] / "config.json").read_text(encoding="utf-8"))
     (root / "no-weights" / "config.json").write_text(json.dumps(config), encoding="utf-8")
@@ -522,8 +542,8 @@ BAD_REQUESTS = {
     "empty": ("empty", ["--layer", "0", "--ids", "1"],
               ["not a Hugging Face checkpoint", "config.json"]),
     "no weights": ("no-weights", ["--layer", "0", "--ids", "1"], ["config.json", "weights"]),
-    "unknown architecture": ("opt", ["--layer", "0", "--ids", "1"], [
-        "'opt'", "BERT, GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Gemma 2, GPT-NeoX, BLOOM, T5 encoder",
+    "unknown architecture": ("olmo2", ["--layer", "0", "--ids", "1"], [
+        "'olmo2'", "BERT, GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3", "T5 encoder",
     ]),
 }  # fmt: skip
 

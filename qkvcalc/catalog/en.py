@@ -990,6 +990,8 @@ MESSAGES: dict[str, str] = {
     "{missing} is not installed here: pip install 'qkvcalc[models]'",
     "extract.architecture": "{model} is a {model_type!r} model, which qkvcalc extract does not "
     "know; it knows {known}",
+    "extract.no_key": "layer {layer} of {model} uses {what}, which qkvcalc's input format "
+    "has no key for yet, so this layer cannot be written as a problem",
     "extract.layer": "layer {layer}: {model} has {count} layers, numbered 0 to {last}",
     "extract.token_id": "token id {id} is outside the vocabulary: {model} has {size} tokens, "
     "ids 0 to {last}",

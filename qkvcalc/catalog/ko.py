@@ -993,6 +993,8 @@ MESSAGES: dict[str, str] = {
     "여기에는 {missing} 패키지가 설치되어 있지 않습니다: pip install 'qkvcalc[models]'",
     "extract.architecture": "{model}의 모델 종류는 {model_type!r}이며, qkvcalc extract가 "
     "모르는 종류입니다. 아는 종류: {known}",
+    "extract.no_key": "{model}의 층 {layer}은 {what}을(를) 쓰는데, qkvcalc 입력 형식에는 아직 "
+    "그 키가 없어서 이 층을 문제로 쓸 수 없습니다",
     "extract.layer": "층 {layer}: {model}에는 층이 {count}개 있고, 번호는 0부터 {last}까지입니다",
     "extract.token_id": "토큰 id {id}: 어휘 밖의 값입니다. {model}의 토큰은 {size}개이고, "
     "id는 0부터 {last}까지입니다",

@@ -10,19 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from qkvcalc.extract.common import Family, Layer, base_model, bias, rows, split_fused, with_optional
+from qkvcalc.extract.common import Family, Layer, base_keys, base_model, split_fused
 
 
 def keys(layer: Layer) -> dict[str, Any]:
     attn = layer.attention  # BloomAttention
     heads = attn.num_heads
-    wq, wk, wv, bq, bk, bv = split_fused(attn.query_key_value, heads, attn.head_dim)
-    keys: dict[str, Any] = {"wq": wq, "wk": wk, "wv": wv, "wo": rows(attn.dense), "heads": heads}
+    keys = base_keys(split_fused(attn.query_key_value, heads, attn.head_dim), attn.dense, heads)
     if attn.inv_norm_factor != attn.head_dim**-0.5:
         keys["scale"] = attn.inv_norm_factor
     keys["mask"] = "causal"
     keys["alibi"] = True
-    return with_optional(keys, bq=bq, bk=bk, bv=bv, bo=bias(attn.dense))
+    return keys
 
 
 FAMILY = Family(

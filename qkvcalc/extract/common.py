@@ -23,6 +23,31 @@ class Layer:
     attention: Any  # the module whose input is the attention's x
     index: int
     n: int  # tokens
+    allowed: np.ndarray | None = None  # the layer's own mask, n × n, True = may attend
+    given: dict[str, Any] | None = None  # the tensors the attention was called with (by name)
+
+
+def mask_keys(layer: Layer, causal: bool = True) -> dict[str, Any]:
+    """`mask` and `window` from the mask the layer was given in the run (so a layer's own rule
+    for sliding — Qwen2-MoE's, Gemma 3's, SmolLM3's — is the model's, not read from config):
+    none, causal, causal within the last W positions, or else the 0/1 matrix itself. Without a
+    captured mask, `causal` decides."""
+    allowed = layer.allowed
+    if allowed is None:
+        return {"mask": "causal" if causal else "none"}
+    n, m = allowed.shape
+    i = np.arange(n)[:, None] + (m - n)
+    j = np.arange(m)[None, :]
+    if allowed.all():
+        return {"mask": "none"}
+    lower = j <= i
+    if not (allowed & ~lower).any():
+        if (allowed == lower).all():
+            return {"mask": "causal"}
+        window = int(allowed.sum(axis=1).max())
+        if (allowed == (lower & (i - j < window))).all():
+            return {"mask": "causal", "window": window}
+    return {"mask": allowed.astype(np.int64)}
 
 
 @dataclass(frozen=True)
@@ -40,9 +65,22 @@ class Family:
     run: Callable[[Any, Any], Any] = lambda model, ids: base_model(model)(input_ids=ids)
 
 
+def model_name(layer: Layer) -> str:
+    """The model as messages name it: its folder's (or hub) name, else its class."""
+    path = str(getattr(layer.config, "_name_or_path", "") or "")
+    return path.rstrip("/").split("/")[-1] or type(layer.model).__name__
+
+
 def base_model(model: Any) -> Any:
     """The model without its head (LlamaForCausalLM → LlamaModel); itself when it is one."""
     return getattr(model, "base_model", model)
+
+
+def decoder(model: Any) -> Any:
+    """The decoder stack's model: the base model, or a multimodal model's language_model (Gemma
+    3's Gemma3Model holds its Gemma3TextModel there)."""
+    found = base_model(model)
+    return getattr(found, "language_model", found)
 
 
 def array(tensor: Any) -> np.ndarray:
@@ -50,6 +88,12 @@ def array(tensor: Any) -> np.ndarray:
     import torch
 
     return tensor.detach().to(device="cpu", dtype=torch.float64).numpy()
+
+
+def float64(module: Any) -> bool:
+    """Whether the module's weights (and so this run) are float64."""
+    first = next(iter(module.parameters()), None)
+    return first is not None and str(first.dtype) == "torch.float64"
 
 
 def rows(linear: Any) -> np.ndarray:
@@ -79,6 +123,31 @@ def split_fused(linear: Any, heads: int, head_dim: int) -> list[np.ndarray | Non
             None if found is None else found.reshape(heads, 3, head_dim)[:, part].reshape(-1)
         )
     return out
+
+
+def split_columns(linear: Any, widths: Sequence[int]) -> list[np.ndarray | None]:
+    """A fused projection holding [Q | K | V] one after another along its output (Phi-3's
+    qkv_proj, GPT-BigCode's multi-query c_attn): [wq, wk, wv, bq, bk, bv] in the rows layout,
+    the three parts `widths` columns wide."""
+    cuts = list(np.cumsum(widths)[:-1])
+    out: list[np.ndarray | None] = [
+        np.ascontiguousarray(w) for w in np.split(rows(linear), cuts, 1)
+    ]
+    found = bias(linear)
+    return out + (list(np.split(found, cuts)) if found is not None else [None] * len(widths))
+
+
+def base_keys(
+    parts: Sequence[np.ndarray | None], out: Any, heads: int, kv_heads: int | None = None
+) -> dict[str, Any]:
+    """The keys every problem has from its weights: wq, wk, wv (and the biases bq, bk, bv that
+    are there) from `parts` = [wq, wk, wv, bq, bk, bv], wo and bo from the output projection
+    `out` (an nn.Linear), heads, and kv_heads when it differs from heads."""
+    wq, wk, wv, bq, bk, bv = parts
+    keys: dict[str, Any] = {"wq": wq, "wk": wk, "wv": wv, "wo": rows(out), "heads": heads}
+    if kv_heads is not None and kv_heads != heads:
+        keys["kv_heads"] = kv_heads
+    return with_optional(keys, bq=bq, bk=bk, bv=bv, bo=bias(out))
 
 
 def default_scale(scale: float, head_dim: int) -> bool:

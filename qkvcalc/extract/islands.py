@@ -1,16 +1,19 @@
-"""transformers keeps some steps in float32 even in a float64 model: the softmax
-(softmax(..., dtype=torch.float32)), RMSNorm and T5's layer norm (x.to(torch.float32)), the
-rotary tables (inv_freq built in float32, angles in float32), BLOOM's ALiBi slopes and Gemma's
-embedding scale √d_model (a float32 buffer in a model built in float32 and converted). With
-those, x at layer L is off by ~2e-7 relative. `float64_islands(model)` lifts them for one run:
-the softmax keeps its input's float64, the norms and rotary embeddings of this model compute in
-float64 (their instance's forward replaced), BLOOM's slopes are float64, and GPT-2's
-reorder_and_upcast_attn path (float32 by design) is switched to the ordinary one, which is the
-same math. Everything is restored when the block ends, also on an error.
+"""transformers keeps some steps in float32 even in a float64 model: the softmax (softmax(...,
+dtype=torch.float32)), RMSNorm and T5's and Cohere's layer norms (x.to(torch.float32)),
+x.float() (Mixtral's router, Cohere's rotation), the rotary tables (inv_freq built in float32,
+angles in float32), BLOOM's ALiBi slopes and Gemma's embedding scale √d_model (a float32 buffer
+in a model built in float32 and converted). With those, x at layer L is off by ~2e-7 relative.
+`float64_islands(model)` lifts them for one run: the softmax and Tensor.float keep a float64
+input float64, the norms and rotary embeddings of this model compute in float64 (their
+instance's forward replaced), BLOOM's slopes are float64, GPT-Neo's and GPT-J's scores are not
+cast to float32 (GPT-J's sinusoid table is float64 too), and GPT-2's reorder_and_upcast_attn
+path (float32 by design) is switched to the ordinary one, which is the same math. Everything is
+restored when the block ends, also on an error.
 
-Scaled RoPE variants (linear, NTK, llama3, YaRN …) keep the frequencies transformers computed
-(float32 numbers, now multiplied by positions in float64); the problem carries those same
-numbers as inv_freq, so qkvcalc and the run agree.
+The rotary tables are rebuilt in float64 from the config's rope parameters for each rope type
+(scaled ones too: linear, dynamic NTK, YaRN, longrope, llama3), for this run's length and per
+layer type (rope.py); the problem carries the same frequencies as inv_freq, so qkvcalc and the
+run agree.
 """
 
 from __future__ import annotations
@@ -21,35 +24,102 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-_STANDARD_RMS = ("LlamaRMSNorm", "MistralRMSNorm", "Qwen2RMSNorm", "Qwen3RMSNorm", "T5LayerNorm")
-_GEMMA_RMS = ("Gemma2RMSNorm",)  # x·rsqrt(mean(x²) + eps)·(1 + w)
+_STANDARD_RMS = (
+    "LlamaRMSNorm",
+    "MistralRMSNorm",
+    "Qwen2RMSNorm",
+    "Qwen3RMSNorm",
+    "T5LayerNorm",
+    "Phi3RMSNorm",
+    "MixtralRMSNorm",
+    "Qwen2MoeRMSNorm",
+    "SmolLM3RMSNorm",
+    "Exaone4RMSNorm",
+    "GptOssRMSNorm",
+)
+_GEMMA_RMS = ("Gemma2RMSNorm", "Gemma3RMSNorm")  # x·rsqrt(mean(x²) + eps)·(1 + w)
+_MEAN_CENTRED = (
+    "CohereLayerNorm",
+    "Cohere2LayerNorm",
+)  # LayerNorm without bias, computed in float32
 
 
 def _rms(module: Any, hidden: Any) -> Any:
     eps = getattr(module, "variance_epsilon", getattr(module, "eps", 1e-6))
+    kind = type(module).__name__
+    if kind in _MEAN_CENTRED:
+        hidden = hidden - hidden.mean(-1, keepdim=True)
     normed = hidden * (hidden.pow(2).mean(-1, keepdim=True) + eps).rsqrt()
-    if type(module).__name__ in _GEMMA_RMS:
+    if kind in _GEMMA_RMS:
         return normed * (1.0 + module.weight)
     return module.weight * normed
 
 
-def _rotary_forward(inv_freq: Any) -> Any:
-    def forward(module: Any, x: Any, position_ids: Any) -> Any:
-        import torch
-
-        angles = position_ids[..., None].to(torch.float64) * inv_freq.to(x.device)
-        emb = torch.cat((angles, angles), dim=-1)
-        scaling = float(getattr(module, "attention_scaling", 1.0))
-        return (emb.cos() * scaling).to(x.dtype), (emb.sin() * scaling).to(x.dtype)
-
-    return forward
-
-
-def default_inv_freq(theta: float, dims: int) -> Any:
-    """θ_i = theta^(−2i/R), i = 0 … R/2 − 1, in float64."""
+def _rotary_float64(module: Any, x: Any, position_ids: Any, layer_type: Any = None) -> Any:
+    """A rotary embedding's forward in float64: the frequencies of rope.frequencies for this
+    run's length (the dynamic update included), laid out as the module lays them out. Its own
+    forward runs first (float32, and it updates the dynamic buffers as transformers does); the
+    float64 table replaces it once its layout (cat, interleaved, or one copy) is recognised by
+    the numbers; a table this module cannot recognise is left as the module made it."""
     import torch
 
-    return torch.tensor([theta ** (-2.0 * i / dims) for i in range(dims // 2)], dtype=torch.float64)
+    from qkvcalc.extract.rope import buffer, frequencies, scaling
+
+    extra = {} if layer_type is None else {"layer_type": layer_type}
+    cos32, sin32 = type(module).forward(module, x, position_ids, **extra)
+    found = frequencies(module, layer_type, int(position_ids.max()) + 1)
+    if found is None:
+        inv_freq, factor = buffer(module, layer_type).to(torch.float64), scaling(module, layer_type)
+    else:
+        inv_freq, factor = torch.from_numpy(found[0]), found[1]
+    angles = position_ids[..., None].to(torch.float64) * inv_freq.to(x.device)
+    for emb in (
+        torch.cat((angles, angles), dim=-1),
+        torch.repeat_interleave(angles, 2, dim=-1),
+        angles,
+    ):
+        if emb.shape == cos32.shape and torch.allclose(
+            emb.cos() * factor, cos32.to(torch.float64), atol=1e-3
+        ):
+            return (emb.cos() * factor).to(x.dtype), (emb.sin() * factor).to(x.dtype)
+    return cos32, sin32
+
+
+def _neo_attn(module: Any, query: Any, key: Any, value: Any, attention_mask: Any = None) -> Any:
+    """GPTNeoSelfAttention._attn without its casts of q and k to float32: the same steps."""
+    import torch
+
+    weights = torch.matmul(query, key.transpose(-1, -2))
+    q_len, k_len = query.size(-2), key.size(-2)
+    causal = module.bias[:, :, k_len - q_len : k_len, :k_len]
+    lowest = torch.tensor(
+        torch.finfo(weights.dtype).min, dtype=weights.dtype, device=weights.device
+    )
+    weights = torch.where(causal, weights, lowest)
+    if attention_mask is not None:
+        weights = weights + attention_mask
+    weights = module.attn_dropout(torch.nn.functional.softmax(weights, dim=-1).to(value.dtype))
+    return torch.matmul(weights, value), weights
+
+
+def _gptj_attn(module: Any, query: Any, key: Any, value: Any, attention_mask: Any = None) -> Any:
+    """GPTJAttention._attn without its casts of q and k to float32: the same steps."""
+    import torch
+
+    weights = torch.matmul(query, key.transpose(-1, -2)) / module.scale_attn
+    if attention_mask is not None:
+        weights = weights + attention_mask
+    weights = module.attn_dropout(torch.nn.functional.softmax(weights, dim=-1).to(value.dtype))
+    return torch.matmul(weights, value), weights
+
+
+def _sinusoidal_positions(rows: int, dims: int, like: Any) -> Any:
+    """GPT-J's table of [sin | cos] of position × 10000^(−2i/dims), in float64."""
+    import torch
+
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, dims, 2, dtype=torch.float64) / dims))
+    angles = torch.arange(rows, dtype=torch.float64)[:, None] * inv_freq
+    return torch.cat((torch.sin(angles), torch.cos(angles)), dim=1).to(like.device)
 
 
 def _alibi_slopes(num_heads: int, device: Any) -> Any:
@@ -82,19 +152,21 @@ def float64_islands(model: Any) -> Iterator[None]:
     try:
         functional.softmax = float64_softmax
         restore.append(lambda: setattr(functional, "softmax", softmax))
+        to_float = torch.Tensor.float  # Mixtral's router, Cohere's rotation: x.float()
+
+        def keep_float64(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            if tensor.dtype == torch.float64:
+                return tensor
+            return to_float(tensor, *args, **kwargs)
+
+        torch.Tensor.float = keep_float64  # type: ignore[method-assign,assignment]
+        restore.append(lambda: setattr(torch.Tensor, "float", to_float))
         for module in model.modules():
             kind = type(module).__name__
-            if kind in _STANDARD_RMS + _GEMMA_RMS:
+            if kind in _STANDARD_RMS + _GEMMA_RMS + _MEAN_CENTRED:
                 module.forward = types.MethodType(_rms, module)
-            elif kind.endswith("RotaryEmbedding") and hasattr(module, "inv_freq"):
-                params = module.config.rope_parameters
-                if params.get("rope_type", "default") == "default":
-                    inv_freq = default_inv_freq(
-                        float(params["rope_theta"]), 2 * int(module.inv_freq.shape[-1])
-                    )
-                else:
-                    inv_freq = module.inv_freq.to(torch.float64)
-                module.forward = types.MethodType(_rotary_forward(inv_freq), module)
+            elif kind.endswith("RotaryEmbedding") and hasattr(module, "rope_type"):
+                module.forward = types.MethodType(_rotary_float64, module)
             elif hasattr(module, "scalar_embed_scale") and hasattr(module, "embed_scale"):
                 # Gemma's √d_model, a buffer made with torch.tensor(float): float32 in a model
                 # built in float32 and converted after
@@ -103,6 +175,19 @@ def float64_islands(model: Any) -> Iterator[None]:
                     float(module.scalar_embed_scale), dtype=torch.float64, device=scale.device
                 )
                 restore.append(lambda m=module, s=scale: setattr(m, "embed_scale", s))
+                continue
+            elif kind == "GPTNeoSelfAttention":
+                module._attn = types.MethodType(_neo_attn, module)
+                restore.append(lambda m=module: delattr(m, "_attn"))
+                continue
+            elif kind == "GPTJAttention":
+                table = module.embed_positions
+                module.embed_positions = _sinusoidal_positions(
+                    table.shape[0], module.pos_embd_dim, table
+                )
+                module._attn = types.MethodType(_gptj_attn, module)
+                restore.append(lambda m=module: delattr(m, "_attn"))
+                restore.append(lambda m=module, t=table: setattr(m, "embed_positions", t))
                 continue
             elif kind == "GPT2Attention" and module.reorder_and_upcast_attn:
                 module.reorder_and_upcast_attn = False

@@ -1,83 +1,131 @@
-"""The LLaMA family — LLaMA, Mistral, Qwen2, Qwen3, Gemma 2: pre-norm (x is after
-input_layernorm); separate q/k/v/o_proj linears (biases in Qwen2); grouped-query attention
-with kv_heads K/V heads; head_dim from the config, not always hidden/heads; RoPE in the
-"half" style (rotate_half). Per layer, read from the loaded attention module: the scale
-(Gemma 2: query_pre_attn_scalar^−½), the sliding window (Mistral: every layer; Qwen: only
-with use_sliding_window; Gemma 2: the sliding layers), the softcap (Gemma 2) and the per-head
-q/k RMSNorm (Qwen3)."""
+"""The LLaMA family — LLaMA, Mistral, Qwen2, Qwen3, Gemma 2 and 3, Phi-3, Phi, StableLM,
+StarCoder2, Mixtral, Qwen2-MoE, SmolLM3, EXAONE 4, gpt-oss, Cohere and Cohere 2: the attention
+module's input is x (after input_layernorm in the pre-norm ones); separate q/k/v_proj linears
+(biases in Qwen2, StarCoder2, gpt-oss, Phi, StableLM) or Phi-3's fused qkv_proj, o_proj (Phi:
+dense); grouped-query attention with kv_heads K/V
+heads; head_dim from the config, not always hidden/heads; RoPE in the "half" style
+(rotate_half; Cohere's tables are interleaved: "pairs"). Per layer, read from the loaded model:
+the scale (Gemma: query_pre_attn_scalar^−½), the mask and window the layer was given in the run
+(so each model's own rule for which layers slide is the one that counts), the rotary
+frequencies of the layer's type (Gemma 3: local and global bases and scaling), whether the layer
+rotates at all (NoPE layers: SmolLM3's no_rope_layers, the global layers of EXAONE 4 and Cohere
+2), the softcap (Gemma 2), the per-head q/k RMSNorm (Qwen3, EXAONE 4, Gemma 3 with 1 + w) and
+gpt-oss's sinks. The mixture-of-experts MLPs (Mixtral, Qwen2-MoE, gpt-oss) only run before
+layer L's attention. A q/k LayerNorm (Phi's and StableLM's qk_layernorm, Cohere's use_qk_norm)
+has no key yet: such a layer is one message."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from qkvcalc.errors import QkvcalcError
 from qkvcalc.extract.common import (
     Family,
     Layer,
     array,
-    base_model,
+    base_keys,
     bias,
+    decoder,
     default_scale,
+    float64,
+    mask_keys,
+    model_name,
     rows,
+    split_columns,
     with_optional,
 )
+from qkvcalc.extract.rope import buffer, frequencies, scaling
+from qkvcalc.extract.rope import layer_type as rope_layer_type
 
-_MISSING = object()
 
-
-def rope(model: Any, config: Any, head_dim: int) -> dict[str, Any]:
-    """The rotary keys of the model's rotary embedding: theta (and dims when partial) for the
-    default frequencies; the frequencies themselves (inv_freq) and attention_factor for a
-    scaled variant (linear, NTK, llama3, YaRN), as the model holds them."""
-    rotary = base_model(model).rotary_emb
-    params = config.rope_parameters
-    dims = 2 * int(rotary.inv_freq.shape[-1])
-    out: dict[str, Any] = {"theta": float(params["rope_theta"]), "style": "half"}
+def rope(layer: Layer, head_dim: int, style: str = "half") -> dict[str, Any]:
+    """The rotary keys of layer L (of its layer type when the model has several): theta (and
+    dims when partial) for the default frequencies; for a scaled variant (linear, NTK, llama3,
+    YaRN, longrope) the frequencies themselves (inv_freq) and attention_factor, for this run's
+    length — computed in float64 from the config when the run is float64 (rope.py), the
+    module's own numbers otherwise."""
+    rotary = decoder(layer.model).rotary_emb
+    kind = rope_layer_type(rotary, rotary.config, layer.index)  # the text model's config
+    params = rotary.config.rope_parameters
+    params = params if kind is None else params[kind]
+    dims = 2 * int(buffer(rotary, kind).shape[-1])
+    out: dict[str, Any] = {"theta": float(params["rope_theta"]), "style": style}
     if dims != head_dim:
         out["dims"] = dims
+    found = frequencies(rotary, kind, layer.n) if float64(layer.attention) else None
+    inv_freq, factor = found or (array(buffer(rotary, kind)).reshape(-1), scaling(rotary, kind))
     if params.get("rope_type", "default") != "default":
-        out["inv_freq"] = array(rotary.inv_freq).reshape(-1)
-    factor = float(getattr(rotary, "attention_scaling", 1.0))
+        out["inv_freq"] = inv_freq
     if factor != 1.0:
         out["attention_factor"] = factor
     return out
 
 
+# The layers that do not rotate (NoPE): SmolLM3's no_rope_layers, EXAONE 4's and Cohere 2's
+# global layers; every other layer of the family rotates.
+ROTATES: dict[str, Callable[[Any], bool]] = {
+    "smollm3": lambda attn: bool(attn.use_rope),
+    "exaone4": lambda attn: attn.sliding_window is None or attn.is_sliding,
+    "cohere2": lambda attn: attn.sliding_window is not None,
+}
+STYLE = {
+    "cohere": "pairs",
+    "cohere2": "pairs",
+}  # Cohere's rotary tables are interleaved: 2i with 2i+1
+
+
+def projections(attn: Any, heads: int, kv_heads: int) -> list[np.ndarray | None]:
+    """[wq, wk, wv, bq, bk, bv]: separate q/k/v_proj, or Phi-3's fused qkv_proj holding
+    [Q | K | V] along its output."""
+    fused = getattr(attn, "qkv_proj", None)
+    if fused is None:
+        parts = [attn.q_proj, attn.k_proj, attn.v_proj]
+        return [rows(part) for part in parts] + [bias(part) for part in parts]
+    return split_columns(fused, [heads * attn.head_dim, *[kv_heads * attn.head_dim] * 2])
+
+
+def norm_weight(norm: Any) -> np.ndarray:
+    """An RMSNorm's weight as x / √(mean(x²) + eps) · w reads it: Gemma's norms multiply by
+    (1 + w)."""
+    weight = array(norm.weight)
+    return 1.0 + weight if "Gemma" in type(norm).__name__ else weight
+
+
 def keys(layer: Layer) -> dict[str, Any]:
     attn = layer.attention
-    config = layer.config
+    config = getattr(attn, "config", layer.config)  # a multimodal model's: its text config
     heads = config.num_attention_heads
     kv_heads = config.num_key_value_heads
-    window: Any = getattr(attn, "sliding_window", _MISSING)  # Qwen2/3 and Gemma 2: per layer
-    if window is _MISSING:
-        window = getattr(config, "sliding_window", None)  # Mistral: every layer
-    causal = getattr(attn, "is_causal", True)
-    keys: dict[str, Any] = {
-        "wq": rows(attn.q_proj),
-        "wk": rows(attn.k_proj),
-        "wv": rows(attn.v_proj),
-        "wo": rows(attn.o_proj),
-        "heads": heads,
-    }
-    if kv_heads != heads:
-        keys["kv_heads"] = kv_heads
+    for flag in ("qk_layernorm", "use_qk_norm"):  # Phi's, StableLM's, Cohere's q/k LayerNorm
+        if getattr(attn, flag, False):
+            raise QkvcalcError(
+                "extract.no_key", model=model_name(layer), layer=layer.index, what=flag
+            )
+    out = attn.o_proj if hasattr(attn, "o_proj") else attn.dense  # Phi: dense
+    keys = base_keys(projections(attn, heads, kv_heads), out, heads, kv_heads)
     if not default_scale(attn.scaling, attn.head_dim):
         keys["scale"] = attn.scaling
-    keys["mask"] = "causal" if causal else "none"
-    keys["rope"] = rope(layer.model, config, attn.head_dim)
+    keys.update(mask_keys(layer, getattr(attn, "is_causal", True)))
+    if ROTATES.get(config.model_type, lambda attn: True)(attn):
+        keys["rope"] = rope(layer, attn.head_dim, STYLE.get(config.model_type, "half"))
     q_norm = getattr(attn, "q_norm", None)
     k_norm = getattr(attn, "k_norm", None)
+    sinks = getattr(attn, "sinks", None)
     return with_optional(
         keys,
-        bq=bias(attn.q_proj),
-        bk=bias(attn.k_proj),
-        bv=bias(attn.v_proj),
-        bo=bias(attn.o_proj),
-        window=int(window) if window is not None and causal else None,
         softcap=getattr(attn, "attn_logit_softcapping", None),
-        q_norm=None if q_norm is None else array(q_norm.weight),
-        k_norm=None if k_norm is None else array(k_norm.weight),
-        norm_eps=None if q_norm is None else float(q_norm.variance_epsilon),
+        q_norm=None if q_norm is None else norm_weight(q_norm),
+        k_norm=None if k_norm is None else norm_weight(k_norm),
+        norm_eps=None if q_norm is None else float(norm_eps(q_norm)),
+        sinks=None if sinks is None else array(sinks),
     )
+
+
+def norm_eps(norm: Any) -> float:
+    return float(getattr(norm, "variance_epsilon", getattr(norm, "eps", 1e-6)))
 
 
 FAMILY = Family(
@@ -87,8 +135,21 @@ FAMILY = Family(
         "qwen2": "Qwen2",
         "qwen3": "Qwen3",
         "gemma2": "Gemma 2",
+        "gemma3_text": "Gemma 3",
+        "gemma3": "Gemma 3",
+        "phi3": "Phi-3",
+        "starcoder2": "StarCoder2",
+        "mixtral": "Mixtral",
+        "qwen2_moe": "Qwen2-MoE",
+        "smollm3": "SmolLM3",
+        "exaone4": "EXAONE 4",
+        "gpt_oss": "gpt-oss",
+        "cohere2": "Cohere 2",
+        "phi": "Phi",
+        "stablelm": "StableLM",
+        "cohere": "Cohere",
     },
-    stack=lambda model: base_model(model).layers,
+    stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
     keys=keys,
 )

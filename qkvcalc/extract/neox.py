@@ -6,20 +6,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from qkvcalc.extract.common import Family, Layer, base_model, bias, rows, split_fused, with_optional
+from qkvcalc.extract.common import Family, Layer, base_keys, base_model, split_fused
 from qkvcalc.extract.llama import rope
 
 
 def keys(layer: Layer) -> dict[str, Any]:
     attn = layer.attention  # GPTNeoXAttention
     heads = layer.config.num_attention_heads
-    wq, wk, wv, bq, bk, bv = split_fused(attn.query_key_value, heads, attn.head_size)
-    keys: dict[str, Any] = {"wq": wq, "wk": wk, "wv": wv, "wo": rows(attn.dense), "heads": heads}
+    parts = split_fused(attn.query_key_value, heads, attn.head_size)
+    keys = base_keys(parts, attn.dense, heads)
     if attn.scaling != attn.head_size**-0.5:
         keys["scale"] = attn.scaling
     keys["mask"] = "causal"
-    keys["rope"] = rope(layer.model, layer.config, attn.head_size)
-    return with_optional(keys, bq=bq, bk=bk, bv=bv, bo=bias(attn.dense))
+    keys["rope"] = rope(layer, attn.head_size)
+    return keys
 
 
 FAMILY = Family(

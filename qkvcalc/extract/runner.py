@@ -30,17 +30,42 @@ Progress = Callable[[Msg], None]
 
 def families() -> dict[str, Family]:
     """model_type → its family, in the order the architectures are listed to users."""
-    from qkvcalc.extract import bert, bloom, gpt2, llama, neox, t5
+    from qkvcalc.extract import (
+        bert,
+        bigcode,
+        bloom,
+        falcon,
+        gpt2,
+        llama,
+        modernbert,
+        neox,
+        opt,
+        t5,
+    )
 
     found: dict[str, Family] = {}
-    for module in (bert, gpt2, llama, neox, bloom, t5):
-        for model_type in module.FAMILY.names:
-            found[model_type] = module.FAMILY
+    for family in (
+        bert.FAMILY,
+        gpt2.FAMILY,
+        llama.FAMILY,
+        neox.FAMILY,
+        bloom.FAMILY,
+        t5.FAMILY,
+        bigcode.FAMILY,
+        opt.OPT,
+        opt.GPT_NEO,
+        opt.GPTJ,
+        falcon.FAMILY,
+        modernbert.FAMILY,
+    ):
+        for model_type in family.names:
+            found[model_type] = family
     return found
 
 
 def architecture_names() -> list[str]:
-    return [family.names[kind] for kind, family in families().items()]
+    """Each architecture once (Gemma 3's text and multimodal checkpoints are one name)."""
+    return list(dict.fromkeys(family.names[kind] for kind, family in families().items()))
 
 
 class _Captured(Exception):
@@ -223,6 +248,9 @@ def load(path: str, config: Any, dtype: str, progress: Progress | None = None) -
     import transformers
 
     cls = transformers.T5EncoderModel if config.model_type == "t5" else transformers.AutoModel
+    # mixture-of-experts layers: the default grouped kernel has no float64 version
+    moe = any(getattr(config, name, None) for name in ("num_local_experts", "num_experts"))
+    extra: dict[str, Any] = {"experts_implementation": "eager"} if moe else {}
     try:
         model = cls.from_pretrained(
             path,
@@ -230,6 +258,7 @@ def load(path: str, config: Any, dtype: str, progress: Progress | None = None) -
             dtype="auto" if dtype == "auto" else _torch_dtype(dtype),
             attn_implementation="eager",
             trust_remote_code=False,
+            **extra,
         )
     except pickle.UnpicklingError:
         # torch.load(weights_only=True) met a pickle that is more than tensors: it was not
@@ -315,7 +344,8 @@ def _check_ids(ids: list[int], size: int | None, model: str) -> None:
 # learned position table has rows (GPT-2, BERT) or than a problem qkvcalc explains well.
 MAX_LAYERS = 1_000
 MAX_TOKENS = 8_192
-LEARNED_POSITIONS = ("gpt2", "bert")  # families whose positions are a table of fixed rows
+# families whose positions are a table of fixed rows
+LEARNED_POSITIONS = ("gpt2", "bert", "gpt_bigcode", "opt", "gpt_neo", "gptj")
 _BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
 
 
@@ -399,18 +429,23 @@ def _tokens(ids: list[int], tokenizer: Any) -> list[str]:
 # ---- the run ------------------------------------------------------------------------------
 
 
-def capture(model: Any, family: Family, layer: int, ids: list[int], float64: bool) -> np.ndarray:
-    """Layer `layer`'s attention input for these ids, as float64; the run ends right there."""
+def capture(
+    model: Any, family: Family, layer: int, ids: list[int], float64: bool
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Layer `layer`'s attention input for these ids, as float64, and the tensors its call was
+    given by name (attention_mask, Falcon's alibi …); the run ends right there."""
     import torch
 
     from qkvcalc.extract.islands import float64_islands
 
     attention = family.attention(family.stack(model)[layer])
     seen: list[Any] = []
+    given: list[dict[str, Any]] = []
 
     def pre_hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         hidden = args[0] if args else kwargs["hidden_states"]
         seen.append(hidden.detach()[0].to(dtype=torch.float64, device="cpu").numpy())
+        given.append({k: v.detach() for k, v in kwargs.items() if isinstance(v, torch.Tensor)})
         raise _Captured
 
     handle = attention.register_forward_pre_hook(pre_hook, with_kwargs=True)
@@ -427,7 +462,21 @@ def capture(model: Any, family: Family, layer: int, ids: list[int], float64: boo
         model.train(was_training)
     if not seen:  # the model never reached the layer: not something a user can fix
         raise RuntimeError(f"layer {layer}'s attention did not run")
-    return seen[0]
+    return seen[0], given[0]
+
+
+def _allowed(mask: Any) -> np.ndarray | None:
+    """An attention mask as the layer is given it — eager's additive one (0, or a bias, where a
+    key may be seen, the dtype's minimum where not), or a boolean one (True = may attend) — as
+    a boolean n × m matrix of the first sequence (its first head's); None for no mask."""
+    import torch
+
+    if not isinstance(mask, torch.Tensor) or mask.dim() != 4:
+        return None
+    first = mask[0, 0].detach().cpu()
+    if first.dtype == torch.bool:
+        return np.asarray(first.numpy(), dtype=bool)
+    return np.asarray((first > torch.finfo(first.dtype).min / 2).numpy(), dtype=bool)
 
 
 def _check_finite(values: dict[str, Any], model: str, layer: int) -> None:
@@ -505,10 +554,13 @@ def extract(
         progress(Msg("extract.running", model=shown, layer=layer))
     run_dtype = next(model.parameters()).dtype
     float64 = run_dtype == torch.float64
-    x = capture(model, family, layer, ids, float64)
+    x, given = capture(model, family, layer, ids, float64)
     block = stack[layer]
+    allowed = _allowed(given.get("attention_mask"))
     with torch.no_grad():
-        keys = family.keys(Layer(model, config, block, family.attention(block), layer, len(ids)))
+        keys = family.keys(
+            Layer(model, config, block, family.attention(block), layer, len(ids), allowed, given)
+        )
     _check_finite({"x": x, **keys}, shown, layer)
     arch = family.names[config.model_type]
     dtype_name = str(run_dtype).split(".")[-1]

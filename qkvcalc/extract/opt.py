@@ -1,0 +1,87 @@
+"""OPT, GPT-Neo and GPT-J: separate q/k/v_proj and out_proj linears, causal; x is the attention
+module's input (after self_attn_layer_norm / ln_1 in the pre-norm layers). OPT and GPT-Neo
+learn their positions (added to the embeddings before layer 0, so x already holds them).
+
+OPT multiplies q by 1/√d_k right after its projection and runs the attention with scale 1: the
+same scores as scaling Q·Kᵀ, so the problem keeps the weights and says the scale.
+GPT-Neo has no 1/√d_k at all (scale 1); its local layers see the last window_size positions,
+through a causal table of its own (the module's `bias` buffer) rather than the mask it is
+given: both are read.
+GPT-J rotates the first rotary_dim dimensions of each head in pairs (2i with 2i+1), with
+θ_i = 10000^(−2i/rotary_dim) (a fixed base, not a config field)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from qkvcalc.extract.common import (
+    Family,
+    Layer,
+    array,
+    base_keys,
+    base_model,
+    bias,
+    default_scale,
+    mask_keys,
+    rows,
+)
+
+
+def projections(attn: Any, heads: int) -> dict[str, Any]:
+    parts = [attn.q_proj, attn.k_proj, attn.v_proj]
+    return base_keys([rows(p) for p in parts] + [bias(p) for p in parts], attn.out_proj, heads)
+
+
+def opt_keys(layer: Layer) -> dict[str, Any]:
+    attn = layer.attention  # OPTAttention
+    keys: dict[str, Any] = projections(attn, attn.num_heads)
+    if not default_scale(attn.scaling, attn.head_dim):
+        keys["scale"] = attn.scaling
+    return {**keys, **mask_keys(layer)}
+
+
+def neo_keys(layer: Layer) -> dict[str, Any]:
+    attn = layer.attention  # GPTNeoSelfAttention
+    n = layer.n
+    own = array(attn.bias[0, 0, :n, :n]).astype(bool)  # its causal (or local) table
+    given = layer.allowed
+    allowed = own if given is None else own & given
+    keys: dict[str, Any] = {**projections(attn, attn.num_heads), "scale": 1.0}
+    return {**keys, **mask_keys(Layer(**{**vars(layer), "allowed": np.asarray(allowed)}))}
+
+
+def gptj_keys(layer: Layer) -> dict[str, Any]:
+    attn = layer.attention  # GPTJAttention
+    keys: dict[str, Any] = projections(attn, attn.num_attention_heads)
+    if attn.scale_attn != attn.head_dim**0.5:
+        keys["scale"] = 1 / attn.scale_attn
+    keys.update(mask_keys(layer))
+    dims = attn.rotary_dim or attn.head_dim
+    keys["rope"] = {"theta": 10000.0, "style": "pairs"}
+    if dims != attn.head_dim:
+        keys["rope"]["dims"] = dims
+    return keys
+
+
+OPT = Family(
+    names={"opt": "OPT"},
+    stack=lambda model: base_model(model).decoder.layers,
+    attention=lambda block: block.self_attn,
+    keys=opt_keys,
+)
+
+GPT_NEO = Family(
+    names={"gpt_neo": "GPT-Neo"},
+    stack=lambda model: base_model(model).h,
+    attention=lambda block: block.attn.attention,
+    keys=neo_keys,
+)
+
+GPTJ = Family(
+    names={"gptj": "GPT-J"},
+    stack=lambda model: base_model(model).h,
+    attention=lambda block: block.attn,
+    keys=gptj_keys,
+)
