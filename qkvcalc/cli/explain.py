@@ -19,8 +19,8 @@ import typer
 
 from qkvcalc.cli.common import (
     Content,
-    LangOption,
     NoColorOption,
+    PageLangOption,
     console,
     fail,
     help_text,
@@ -195,7 +195,7 @@ def explain(
     worksheet: Annotated[
         bool, typer.Option("--worksheet", help=help_text("help.explain.worksheet"))
     ] = False,
-    lang: LangOption = None,
+    lang: PageLangOption = None,
     no_color: NoColorOption = False,
     max_bytes: Annotated[
         int, typer.Option(help=help_text("help.explain.max_bytes"), min=1)
@@ -229,6 +229,9 @@ def explain(
         if step and chosen is not None and chosen not in ("table", "txt"):
             raise QkvcalcError("step.with_format", format=chosen)
         fmt = chosen or (format_for(output) if output is not None else "table")
+        langs = tuple(lang.value.split(",")) if lang is not None else ()
+        if len(langs) > 1 and fmt != "html":  # two languages: only a page holds both
+            raise QkvcalcError("page.two_langs_html", langs=",".join(langs), format=fmt)
         if worksheet and fmt in ("json", "torch"):  # data and code hold every computed number
             raise QkvcalcError("explain.worksheet_format", format=fmt)
         inline = {
@@ -286,6 +289,7 @@ def explain(
             color=color,
             exact=exact,
             worksheet=worksheet,
+            langs=langs if len(langs) > 1 else (),
         )
         if step:
             from qkvcalc.interactive.step import step_through
