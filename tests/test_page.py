@@ -14,6 +14,7 @@ screenshot, docs/page.png, from the same code that checks the page at 1280×720.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from html.parser import HTMLParser
@@ -253,6 +254,16 @@ def test_every_cell_of_every_preset_points_at_shown_cells(driver, page, name):
         assert (cell["lit"] > 0) == bool(cell["from"]), cell
 
 
+def test_the_data_block_cannot_be_closed_by_a_token():
+    doc = {**presets.load("sentence"), "tokens": ["</script><b>x", "<!--", "a&b\u2028"]}
+    html = render_html(qkvcalc.explain(**doc))
+    block = html.split('<script type="application/json" id="qkv-data">', 1)[1]
+    block = block.split("</script>", 1)[0]
+    assert "<" not in block and ">" not in block and "&" not in block and "\u2028" not in block
+    data = json.loads(block)
+    assert data["pictures"]["queries"][:2] == ["</script><b>x", "<!--"]
+
+
 def test_hostile_tokens_stay_text(driver, page):
     page("hostile")
     text = js(driver, "return document.querySelector('.qkvcalc').innerText")
@@ -366,6 +377,24 @@ def test_each_head_as_a_heatmap_and_as_lines_and_a_line_opens_its_cell(driver, p
     assert focused.get_attribute("data-cell") == f"{i},{j}"
     note = driver.find_element("css selector", ".qkv-arith").text
     assert focused.get_attribute("data-arith") in note
+
+
+def test_a_decode_runs_picture_opens_each_steps_own_cell(driver, page):
+    page("decode")
+    trace = trace_of("decode")
+    n = trace.problem.n
+    last = max(s.step for s in trace.stages if s.step is not None)
+    square = driver.find_element("css selector", f"svg[data-view=heatmap] rect[data-cell='{n},1']")
+    js(driver, "arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", square)
+    focused = js(driver, "return document.activeElement")
+    assert focused.get_attribute("data-stage") == "weights"
+    assert focused.get_attribute("data-step") == str(last)
+    assert focused.get_attribute("data-cell") == "1,1"  # the last step holds one query
+
+
+def test_a_run_in_tiles_has_no_picture(driver, page):
+    page("tiles")
+    assert driver.find_elements("css selector", "section.qkv-picture") == []
 
 
 # ---- two languages ---------------------------------------------------------------------------

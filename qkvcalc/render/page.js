@@ -271,8 +271,9 @@
   function pictureCell(root, pic, headIndex, i, j, near) {
     var head = pic.heads[headIndex];
     var prefix = root.getAttribute("data-page");
-    var cell = head.stage ? document.getElementById(
-      prefix + "c" + head.stage + "-" + (i + 1) + "-" + (j + 1)) : null;
+    var at = head.rows[i];  // [the page number of its weights, its row there]
+    var cell = at ? document.getElementById(prefix + "c" + at[0] + "-" + at[1] + "-" + (j + 1))
+                  : null;
     if (cell) {
       if (state.present) present(false);
       cell.scrollIntoView({ block: "center" });
@@ -297,7 +298,8 @@
     }
     var controls = el("div", { "class": "controls", role: "group" });
     var view = { head: 0, kind: "heatmap" };
-    var headButtons = pic.heads.length < 2 ? [] : pic.heads.map(function (h, k) {
+    var named = pic.heads.length > 1 || pic.heads[0].head !== null;  // one button a head
+    var headButtons = !named ? [] : pic.heads.map(function (h, k) {
       var b = el("button", { type: "button", "data-head": h.head,
                              "aria-pressed": k === 0 ? "true" : "false" },
                  fill(say("head"), { head: h.head }));

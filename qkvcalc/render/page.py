@@ -272,33 +272,35 @@ def _groups(lit: dict[str, list[tuple[int, int]]]) -> str:
 
 def pictures(trace: Trace, opts: RenderOptions) -> dict[str, Any] | None:
     """Each head's attention weights for the heatmap and the lines (at most PICTURE_TOKENS
-    queries and keys), with the page number of the stage whose cells they are."""
+    queries and keys), for the heads whose weights are on the page, with where each query's row
+    is on the page ([stage number, row]: a decode run's rows are its steps'). None when no head's
+    weights are on the page (a run in tiles never forms them; --stages may leave them out)."""
     p = trace.problem
-    heads: list[dict[str, Any]] = []
     numbers = {stage.ref: k for k, stage in enumerate(trace.stages, 1)}
     n, m = min(p.n, PICTURE_TOKENS), min(p.m, PICTURE_TOKENS)
+    stitched: np.ndarray | None = None
+    heads: list[dict[str, Any]] = []
     for head in range(1, p.heads + 1) if p.multihead else [None]:
-        stage = trace.find("weights", head)
-        if stage is None:
-            try:
-                weights = trace._weights(head)
-            except KeyError:
-                return None
+        mine = [s for s in trace.stages if s.id == "weights" and s.head == head and s.block is None]
+        whole = next((s for s in mine if s.step is None), None)
+        if whole is not None:
+            weights = whole.value_rows(list(range(n)))
+            rows = [[numbers[whole.ref], i + 1] for i in range(n)]
+        elif mine and sum(s.shape[0] for s in mine) == p.n:  # every decode step's rows
+            if stitched is None:
+                stitched = trace.weights  # the steps' rows, one under another
+            weights = stitched[head - 1] if head is not None else stitched
+            rows = [[numbers[s.ref], r + 1] for s in mine for r in range(s.shape[0])][:n]
         else:
-            weights = stage.value_rows(list(range(n)))
-        heads.append(
-            {
-                "head": head,
-                "stage": numbers.get(stage.ref) if stage is not None else None,
-                "weights": np.round(weights[:n, :m], opts.precision).tolist(),
-            }
-        )
+            continue
+        weights = np.round(weights[:n, :m], opts.precision)
+        heads.append({"head": head, "rows": rows, "weights": weights.tolist()})
     if not heads:
         return None
-    rows = trace.stages[0].rows if trace.stages else ()
-    weights_stage = next((s for s in trace.stages if s.id == "weights"), None)
-    queries = weights_stage.rows if weights_stage is not None else rows
-    keys = weights_stage.cols if weights_stage is not None else rows
+    # the queries are the output's rows; the keys, the columns of the widest weights (a decode
+    # run's last step has cached every key)
+    queries = trace.stage("output").rows
+    keys = max((s for s in trace.stages if s.id == "weights"), key=lambda s: s.shape[1]).cols
     return {
         "queries": [safe(t) for t in queries[:n]],
         "keys": [safe(t) for t in keys[:m]],
@@ -374,6 +376,8 @@ body.qkv-present .qkvcalc > header, body.qkv-present .qkvcalc > section:not(.qkv
   display: none; }
 body.qkv-present .qkvcalc > section.qkv-current h2 { margin-top: 0; }
 @media print { .qkv-bar, .qkv-arith, .qkv-help, .qkv-picture { display: none !important; }
+  body.qkv-present .qkvcalc > header,
+  body.qkv-present .qkvcalc > section:not(.qkv-picture) { display: block !important; }
   .qkvcalc td.qkv-from, .qkvcalc td.qkv-on { box-shadow: none; outline: none;
   background-color: inherit; } }
 """.strip()
