@@ -179,6 +179,14 @@ def test_an_exponential_lights_the_row_its_maximum_came_from(driver, page):
     assert "e^(0.7071 − 2.8284) = 0.1199" in note
 
 
+def test_the_final_table_is_the_output_stages_own(driver, page):
+    page("sentence")
+    output = number_of(trace_of("sentence"), "output")
+    lit, note = point(driver, "en-cF-2-1")
+    assert lit == {f"en-c{output}-2-1"}
+    assert note.startswith("A·V[2,1] = 2.6089") and translate("page.why_copy", "en") in note
+
+
 def test_a_masked_score_says_why_and_lights_nothing(driver, page):
     page("sentence")
     masked = number_of(trace_of("sentence"), "masked")
@@ -328,6 +336,30 @@ def test_presenter_mode_walks_the_stages_by_keys(driver, page):
     keys(driver, Keys.ESCAPE)
     on, shown, fragment = slide(driver)
     assert not on and len(shown) == total and fragment == ""
+
+
+@pytest.mark.parametrize("name,field", [("decode", "step"), ("tiles", "block")])
+def test_brackets_walk_a_decode_run_step_by_step_and_tiles_block_by_block(
+    driver, page, name, field
+):
+    trace = trace_of(name)
+    groups = [getattr(s, field) for s in trace.stages]
+    firsts = [k + 1 for k, g in enumerate(groups) if g is not None and g not in groups[:k]]
+    assert len(firsts) >= 2
+    page(name)
+    keys(driver, "p")
+    seen = []
+    for _ in firsts:
+        keys(driver, "]")
+        seen.append(slide(driver)[1][0])
+    assert seen == firsts
+    keys(driver, "]")  # past the last step: stays
+    assert slide(driver)[1] == [firsts[-1]]
+    keys(driver, "\ue014")  # → into the last step, then [ back to its start
+    keys(driver, "[")
+    assert slide(driver)[1] == [firsts[-1]]
+    keys(driver, "[")
+    assert slide(driver)[1] == [firsts[-2]]
 
 
 def test_presenter_mode_comes_back_from_the_fragment_and_the_button(driver, page):

@@ -1157,6 +1157,8 @@ MESSAGES: dict[str, str] = {
     "page.key_back": "previous stage (presenter mode)",
     "page.key_number": "type a stage number, then Enter: go to that stage (presenter mode)",
     "page.key_first_last": "first stage, last stage (presenter mode)",
+    "page.key_group": "next decode step or block of keys; back to the start of this one, or of the "
+    "one before (presenter mode)",
     "page.key_help": "show or hide these keys",
     "page.key_exit": "close this list; leave presenter mode",
     "page.key_present": "presenter mode on or off: one stage per screen",

@@ -1153,6 +1153,8 @@ MESSAGES: dict[str, str] = {
     "page.key_back": "이전 단계 (발표 모드)",
     "page.key_number": "단계 번호를 치고 Enter: 그 단계로 (발표 모드)",
     "page.key_first_last": "첫 단계, 마지막 단계 (발표 모드)",
+    "page.key_group": "다음 디코드 단계 또는 다음 Key 블록; 지금 것의 처음으로, 또는 그 앞 것의 "
+    "처음으로 (발표 모드)",
     "page.key_help": "이 키 목록을 보이기/숨기기",
     "page.key_exit": "이 목록 닫기; 발표 모드 끝내기",
     "page.key_present": "발표 모드 켜기/끄기: 한 화면에 한 단계",

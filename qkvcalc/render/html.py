@@ -238,7 +238,9 @@ def _body(trace: Trace, opts: RenderOptions, page: Cells | None = None, shown: b
         render_stage(stage, k, total, trace, opts, page) for k, stage in enumerate(trace.stages, 1)
     ]
     final = trace.stage("output")
-    final_id = f' id="{page.prefix}stage-{total + 1}"' if page is not None else ""
+    final_id = ""
+    if page is not None:  # the note on a cell of the final table names it as the output stage
+        final_id = f' id="{page.prefix}final" data-name="{escape(final.name)}"'
     out.append(f'<section class="final" data-stage="final"{final_id}>')
     out.append(f"<h2>{_t(opts, 'ui.output_final')}</h2>")
     for warning in trace.warnings:

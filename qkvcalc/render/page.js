@@ -151,6 +151,31 @@
     var hash = parts.length ? "#" + parts.join("&") : location.pathname + location.search;
     history.replaceState(null, "", hash);
   }
+  function group(section) {  // a decode step's or a block of keys' stages go together
+    var step = section.getAttribute("data-step"), block = section.getAttribute("data-block");
+    return step !== null ? "step " + step : block !== null ? "block " + block : null;
+  }
+  function jump(by) {  // the first stage of the next (by = 1) or this/previous (-1) step or block
+    var all = slides();
+    var here = group(all[state.slide]);
+    var k = state.slide;
+    if (by > 0) {
+      while (k < all.length - 1 && (group(all[k]) === here || group(all[k]) === null)) k++;
+      if (group(all[k]) === null || group(all[k]) === here) return;
+    } else {
+      var first = k;
+      if (here !== null) while (first > 0 && group(all[first - 1]) === here) first--;
+      if (first === k) {  // already at its first stage: the previous step's first
+        first = k - 1;
+        while (first >= 0 && group(all[first]) === null) first--;
+        if (first < 0) return;
+        var previous = group(all[first]);
+        while (first > 0 && group(all[first - 1]) === previous) first--;
+      }
+      k = first;
+    }
+    go(k);
+  }
   function go(index) {
     var all = slides();
     state.slide = Math.max(0, Math.min(all.length - 1, index));
@@ -207,7 +232,8 @@
     help.appendChild(el("h2", {}, ui("keys_title")));
     var list = el("dl");
     [["p", "key_present"], ["→  Space", "key_next"], ["←  Backspace", "key_back"],
-     ["1 … 9  Enter", "key_number"], ["Home  End", "key_first_last"], ["?", "key_help"],
+     ["1 … 9  Enter", "key_number"], ["Home  End", "key_first_last"],
+     ["]  [", "key_group"], ["?", "key_help"],
      ["Esc", "key_exit"], ["Tab  ← ↑ → ↓", "key_cells"]].forEach(function (pair) {
       var term = el("dt");
       pair[0].split("  ").forEach(function (key) { term.appendChild(el("kbd", {}, key)); });
@@ -255,6 +281,8 @@
     state.typed = "";
     if (key === "ArrowRight" || key === "PageDown" || (key === " " && !onButton)) go(state.slide + 1);
     else if (key === "ArrowLeft" || key === "PageUp" || key === "Backspace") go(state.slide - 1);
+    else if (key === "]") jump(1);
+    else if (key === "[") jump(-1);
     else if (key === "Home") go(0);
     else if (key === "End") go(slides().length - 1);
     else if (cell && (key === "ArrowUp" || key === "ArrowDown")) move(cell, key);

@@ -51,6 +51,7 @@ UI_KEYS = (
     "page.key_back",
     "page.key_number",
     "page.key_first_last",
+    "page.key_group",
     "page.key_help",
     "page.key_exit",
     "page.key_present",
