@@ -328,6 +328,11 @@ def test_presenter_mode_walks_the_stages_by_keys(driver, page):
     assert slide(driver)[1] == [total]
     keys(driver, Keys.HOME)
     assert slide(driver)[1] == [1]
+    keys(driver, Keys.ENTER, Keys.ENTER, "b")  # the keys of --step: Enter next, b back
+    assert slide(driver)[1] == [2]
+    keys(driver, "q")
+    assert not slide(driver)[0]
+    keys(driver, "p", Keys.HOME)
     keys(driver, "?")
     help_box = driver.find_element("css selector", ".qkv-help")
     assert help_box.is_displayed() and translate("page.key_next", "en") in help_box.text
@@ -409,6 +414,21 @@ def test_each_head_as_a_heatmap_and_as_lines_and_a_line_opens_its_cell(driver, p
     assert focused.get_attribute("data-cell") == f"{i},{j}"
     note = driver.find_element("css selector", ".qkv-arith").text
     assert focused.get_attribute("data-arith") in note
+
+
+def test_the_picture_by_keyboard(driver, page):
+    from selenium.webdriver.common.keys import Keys
+
+    page("sentence")
+    first = driver.find_element("css selector", "svg[data-view=heatmap] rect[tabindex='0']")
+    assert first.get_attribute("data-cell") == "1,1"
+    js(driver, "arguments[0].focus()", first)
+    keys(driver, Keys.ARROW_DOWN, Keys.ARROW_RIGHT)
+    assert js(driver, "return document.activeElement.dataset.cell") == "2,2"
+    keys(driver, Keys.ENTER)
+    focused = js(driver, "return document.activeElement")
+    assert focused.get_attribute("data-stage") == "weights"
+    assert focused.get_attribute("data-cell") == "2,2"
 
 
 def test_a_decode_runs_picture_opens_each_steps_own_cell(driver, page):
@@ -527,9 +547,11 @@ def test_keyboard_only_reaches_the_controls_then_each_table_in_order(driver, pag
         driver,
         """
         const out = [...document.querySelectorAll('.qkv-bar button')].map(b => b.dataset.qkv);
-        const order = '.qkvcalc:not([hidden]) table, .qkv-picture button';
+        const order = '.qkvcalc:not([hidden]) table, .qkv-picture button, ' +
+                      '.qkv-picture [data-cell][tabindex="0"]';
         for (const el of document.querySelectorAll(order)) {
           if (el.tagName === 'BUTTON') { out.push('button:' + el.textContent); continue; }
+          if (el.tagName !== 'TABLE') { out.push('mark:' + el.dataset.cell); continue; }
           const first = el.querySelector('td[data-cell]');
           if (first) out.push(first.id);
         }
@@ -547,7 +569,8 @@ def test_keyboard_only_reaches_the_controls_then_each_table_in_order(driver, pag
                 const style = getComputedStyle(el);
                 const visible = style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) > 0;
                 const name = el.tagName === 'BUTTON'
-                  ? (el.dataset.qkv || 'button:' + el.textContent) : el.id;
+                  ? (el.dataset.qkv || 'button:' + el.textContent)
+                  : el.tagName === 'td' || el.tagName === 'TD' ? el.id : 'mark:' + el.dataset.cell;
                 return [name, visible];
                 """,
             )

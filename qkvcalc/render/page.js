@@ -231,10 +231,10 @@
     help.setAttribute("aria-label", ui("keys_title"));
     help.appendChild(el("h2", {}, ui("keys_title")));
     var list = el("dl");
-    [["p", "key_present"], ["→  Space", "key_next"], ["←  Backspace", "key_back"],
+    [["p", "key_present"], ["→  Space  Enter", "key_next"], ["←  Backspace  b", "key_back"],
      ["1 … 9  Enter", "key_number"], ["Home  End", "key_first_last"],
      ["]  [", "key_group"], ["?", "key_help"],
-     ["Esc", "key_exit"], ["Tab  ← ↑ → ↓", "key_cells"]].forEach(function (pair) {
+     ["Esc  q", "key_exit"], ["Tab  ← ↑ → ↓", "key_cells"]].forEach(function (pair) {
       var term = el("dt");
       pair[0].split("  ").forEach(function (key) { term.appendChild(el("kbd", {}, key)); });
       list.appendChild(term);
@@ -261,6 +261,7 @@
       return;
     }
     if (key === "p" || key === "P") { present(!state.present); event.preventDefault(); return; }
+    if (key === "q" && state.present) { present(false); event.preventDefault(); return; }
     if (!state.present) {
       if (cell && /^Arrow/.test(key)) { move(cell, key); event.preventDefault(); }
       return;
@@ -279,8 +280,11 @@
       return;
     }
     state.typed = "";
-    if (key === "ArrowRight" || key === "PageDown" || (key === " " && !onButton)) go(state.slide + 1);
-    else if (key === "ArrowLeft" || key === "PageUp" || key === "Backspace") go(state.slide - 1);
+    var forward = key === " " || key === "Enter";  // as in --step; a button keeps its own
+    if (key === "ArrowRight" || key === "PageDown" || (forward && !onButton)) go(state.slide + 1);
+    else if (key === "ArrowLeft" || key === "PageUp" || key === "Backspace" || key === "b") {
+      go(state.slide - 1);
+    }
     else if (key === "]") jump(1);
     else if (key === "[") jump(-1);
     else if (key === "Home") go(0);
@@ -363,7 +367,7 @@
       var label = 110;
       var picture;
       if (view.kind === "heatmap") {
-        var size = Math.max(8, Math.min(40, Math.floor(560 / Math.max(n, m))));
+        var size = Math.max(8, Math.min(56, Math.floor(640 / Math.max(n, m))));
         picture = svg("svg", { width: label + m * size + 10, height: label + n * size + 10,
                                role: "img", "data-view": "heatmap" });
         pic.keys.forEach(function (t, j) {
@@ -388,18 +392,18 @@
           }
         });
       } else {
-        var gap = Math.max(14, Math.min(28, Math.floor(700 / Math.max(n, m))));
+        var gap = Math.max(14, Math.min(44, Math.floor(700 / Math.max(n, m))));
         var left = 150, right = 450;
         picture = svg("svg", { width: 600, height: Math.max(n, m) * gap + 20, role: "img",
                                "data-view": "lines" });
         pic.queries.forEach(function (t, i) {
-          var text = svg("text", { x: left - 8, y: 14 + i * gap, "text-anchor": "end",
+          var text = svg("text", { x: left - 8, y: 15 + i * gap, "text-anchor": "end",
                                    "data-query": i + 1 });
           text.textContent = t;
           picture.appendChild(text);
         });
         pic.keys.forEach(function (t, j) {
-          var text = svg("text", { x: right + 8, y: 14 + j * gap });
+          var text = svg("text", { x: right + 8, y: 15 + j * gap });
           text.textContent = t;
           picture.appendChild(text);
         });
@@ -418,11 +422,41 @@
           }
         }
       }
-      picture.addEventListener("click", function (event) {
-        var place = event.target.closest("[data-cell]");
-        if (!place) return;
+      function open(place) {
         var ij = place.getAttribute("data-cell").split(",").map(Number);
         pictureCell(root, pic, view.head, ij[0] - 1, ij[1] - 1, place);
+      }
+      picture.addEventListener("click", function (event) {
+        var place = event.target.closest("[data-cell]");
+        if (place) open(place);
+      });
+      // the keyboard: Tab reaches one square (or line), the arrows move, Enter opens its cell
+      var marks = picture.querySelectorAll("[data-cell]");
+      marks.forEach(function (mark, k) {
+        mark.setAttribute("tabindex", k === 0 ? "0" : "-1");
+        mark.setAttribute("focusable", "true");
+      });
+      picture.addEventListener("keydown", function (event) {
+        var place = event.target.closest ? event.target.closest("[data-cell]") : null;
+        if (!place) return;
+        if (event.key === "Enter") { open(place); event.preventDefault(); return; }
+        if (state.present || !/^Arrow/.test(event.key)) return;
+        var ij = place.getAttribute("data-cell").split(",").map(Number);
+        var next = null;
+        if (view.kind === "heatmap") {
+          var di = { ArrowUp: -1, ArrowDown: 1 }[event.key] || 0;
+          var dj = { ArrowLeft: -1, ArrowRight: 1 }[event.key] || 0;
+          next = picture.querySelector('[data-cell="' + (ij[0] + di) + "," + (ij[1] + dj) + '"]');
+        } else {
+          var all = Array.prototype.slice.call(marks);
+          var by = event.key === "ArrowUp" || event.key === "ArrowLeft" ? -1 : 1;
+          next = all[all.indexOf(place) + by] || null;
+        }
+        event.preventDefault();
+        if (!next) return;
+        place.setAttribute("tabindex", "-1");
+        next.setAttribute("tabindex", "0");
+        next.focus();
       });
       frame.appendChild(picture);
     }

@@ -355,10 +355,12 @@ STYLE = """
   cursor: pointer; }
 .qkv-bar button:focus-visible, .qkv-picture button:focus-visible,
 .qkv-picture line:focus, .qkv-picture rect:focus { outline: 3px solid #c2410c; }
+.qkv-picture rect:focus { stroke: #c2410c; stroke-width: 3px; }
+.qkv-picture line:focus { stroke: #c2410c; stroke-opacity: 1; }
 .qkv-picture button[aria-pressed="true"] { background: #0b6e99; color: #fff; }
 .qkv-picture .controls { display: flex; flex-wrap: wrap; gap: 0.4em; margin: 0.4em 0; }
 .qkv-picture svg { max-width: 100%; height: auto; }
-.qkv-picture svg text { font: 13px system-ui, sans-serif; }
+.qkv-picture svg text { font: 15px system-ui, sans-serif; }
 .qkv-picture .legend { display: flex; align-items: center; gap: 0.5em; font-size: 0.85em; }
 .qkv-picture .legend span.ramp { display: inline-block; width: 12em; height: 1em;
   border: 1px solid #888; background: linear-gradient(to right, rgb(255,255,255),
