@@ -43,7 +43,19 @@ SIZES = [(1280, 720), (1920, 1080)]
 # ---- the pages and the browsers -----------------------------------------------------------
 
 
+# beyond the presets: softcap, sinks, q/k norms and a window on LLaMA's rotary heads, as a
+# whole run, in decode steps and in tiles (every op the plan has today reaches a page)
+MODERN = {"softcap": 5.0, "sinks": [0.5, -0.25], "q_norm": [1.0, 0.5], "k_norm": [0.5, 1.0]}
+EXTRA = {
+    "modern": {**MODERN, "window": 2},
+    "modern-decode": {**MODERN, "decode": 2},
+    "modern-tiles": {**MODERN, "tiles": 2},
+}
+
+
 def trace_of(name: str) -> qkvcalc.Trace:
+    if name in EXTRA:
+        return qkvcalc.explain(**{**presets.load("llama"), **EXTRA[name]})
     return qkvcalc.explain(**presets.load(name))
 
 
@@ -52,7 +64,7 @@ def pages(tmp_path_factory) -> dict[str, Path]:
     """Every preset's page, the sentence in both languages and a hostile one, written once."""
     folder = tmp_path_factory.mktemp("pages")
     out = {}
-    for name in PRESETS:
+    for name in [*PRESETS, *EXTRA]:
         out[name] = folder / f"{name}.html"
         out[name].write_text(render_html(trace_of(name), RenderOptions()), encoding="utf-8")
     both = RenderOptions(langs=("en", "ko"))
@@ -132,7 +144,7 @@ def ids(prefix: str, table: int | str, cells) -> set[str]:
 # ---- pointing at a cell ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", PRESETS)
+@pytest.mark.parametrize("name", [*PRESETS, *EXTRA])
 def test_the_pages_sources_are_each_ops_own_rule(name):
     """feeds_of (the sources a cell names) is the op's own `feeds`, cell for cell, for every
     stage of every preset: its numpy shortcuts for products and whole rows included."""
@@ -227,7 +239,7 @@ def test_a_decode_step_reads_the_cache_and_a_tile_its_running_maximum(driver, pa
     assert f"en-c{number_of(trace, 'running_max', block=1)}-1-1" in lit
 
 
-@pytest.mark.parametrize("name", PRESETS)
+@pytest.mark.parametrize("name", [*PRESETS, *EXTRA])
 def test_every_cell_of_every_preset_points_at_shown_cells(driver, page, name):
     """Each value cell: pointed at, it lights exactly the existing cells its data-from names
     (never itself, never a later stage), and the note is its arithmetic or why it has none."""
