@@ -244,26 +244,35 @@ def test_every_cell_of_every_preset_points_at_shown_cells(driver, page, name):
     """Each value cell: pointed at, it lights exactly the existing cells its data-from names
     (never itself, never a later stage), and the note is its arithmetic or why it has none."""
     page(name)
-    report = js(
-        driver,
-        """
-        const out = [];
-        const stageOf = id => id.split('-')[1].slice(1).split('.')[0];
-        for (const cell of document.querySelectorAll('td[data-cell]')) {
-          cell.focus();
-          const lit = [...document.querySelectorAll('.qkv-from')].map(e => e.id);
-          const note = document.querySelector('.qkv-arith');
-          const here = stageOf(cell.id);
-          out.push({
-            id: cell.id, lit: lit.length, hidden: note.hidden,
-            text: note.textContent, arith: cell.dataset.arith || '', why: cell.dataset.why || '',
-            later: lit.filter(i => here !== 'F' && Number(stageOf(i)) > Number(here)).length,
-            self: lit.includes(cell.id), from: cell.dataset.from || '',
-          });
-        }
-        return out;
-        """,
-    )
+    check_every_cell(driver)
+
+
+EVERY_CELL = """
+const out = [];
+const stride = arguments[0];
+const stageOf = id => id.split('-')[1].slice(1).split('.')[0];
+const cells = document.querySelectorAll('td[data-cell]');
+for (let k = 0; k < cells.length; k += stride) {
+  const cell = cells[k];
+  cell.focus();
+  const lit = [...document.querySelectorAll('.qkv-from')].map(e => e.id);
+  const note = document.querySelector('.qkv-arith');
+  const here = stageOf(cell.id);
+  out.push({
+    id: cell.id, lit: lit.length, hidden: note.hidden,
+    text: note.textContent, arith: cell.dataset.arith || '', why: cell.dataset.why || '',
+    later: lit.filter(i => here !== 'F' && Number(stageOf(i)) > Number(here)).length,
+    self: lit.includes(cell.id), from: cell.dataset.from || '',
+  });
+}
+return out;
+"""
+
+
+def check_every_cell(driver, stride: int = 1) -> None:
+    """Each value cell (every `stride`-th): pointed at, it lights existing cells of earlier
+    stages only, never itself, and its note is its arithmetic or why it has none."""
+    report = js(driver, EVERY_CELL, stride)
     assert report, "no value cells"
     for cell in report:
         assert not cell["hidden"] and not cell["self"] and cell["later"] == 0, cell
@@ -514,21 +523,27 @@ return [document.documentElement.scrollWidth, width, wide];
 
 
 @pytest.mark.parametrize("width,height", SIZES)
-@pytest.mark.parametrize("name", ["sentence", "gqa", "llama", "tiles"])
+@pytest.mark.parametrize("name", [*PRESETS, *EXTRA, "both"])
 def test_nothing_is_wider_than_the_screen_without_a_scroll_bar(
     driver, page, tmp_path, name, width, height
 ):
+    """The document, then every screen of presenter mode: no table reaches past the viewport
+    but inside a scroll container, nor does the page; a screenshot of the document and of
+    presenter mode's first screen at this size."""
     page(name, width, height)
-    for mode in ("document", "present"):
-        if mode == "present":
-            keys(driver, "p")
-        for _ in range(3 if mode == "present" else 1):
-            scroll_width, client, wide = js(driver, OVERFLOW)
-            assert wide == [] and scroll_width <= client, (mode, wide, scroll_width, client)
-            size = browser.screenshot(driver, tmp_path / f"{name}-{mode}-{width}.png")
-            assert size == (width, height)
-            if mode == "present":
-                keys(driver, "5", "\ue007")  # 5, Enter: a product A·B = C on the screen
+    scroll_width, client, wide = js(driver, OVERFLOW)
+    assert wide == [] and scroll_width <= client, ("document", wide, scroll_width, client)
+    assert browser.screenshot(driver, tmp_path / "document.png") == (width, height)
+    keys(driver, "p")
+    assert browser.screenshot(driver, tmp_path / "present.png") == (width, height)
+    screens = js(
+        driver, "return document.querySelectorAll('.qkvcalc:not([hidden]) > section').length"
+    )
+    for screen in range(1, screens + 1):
+        scroll_width, client, wide = js(driver, OVERFLOW)
+        assert wide == [] and scroll_width <= client, (screen, wide, scroll_width, client)
+        keys(driver, " ")
+    assert slide(driver)[1] == [screens]
 
 
 def test_the_readme_screenshot_is_made_here(driver, page, tmp_path):
@@ -673,6 +688,12 @@ def test_a_gpt2_sized_page_is_small_and_interactive_quickly(driver, tmp_path):
     assert translate("page.why_none", "en") in note  # --detail brief writes no arithmetic
     picture = driver.find_element("css selector", "section.qkv-picture")
     assert "64 of 1024" in picture.text
+    check_every_cell(driver, stride=7)  # 1 cell in 7 of its 10,912: the same checks
+    for width, height in SIZES:
+        browser.viewport(driver, width, height)
+        scroll_width, client, wide = js(driver, OVERFLOW)
+        assert wide == [] and scroll_width <= client, (width, wide, scroll_width, client)
+        assert browser.screenshot(driver, tmp_path / f"gpt2-{width}.png") == (width, height)
     assert errors(driver) == []
 
 
