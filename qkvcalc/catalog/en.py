@@ -1165,14 +1165,14 @@ MESSAGES: dict[str, str] = {
     "page.key_cells": "Tab reaches each table; the arrows move from cell to cell and show each "
     "cell's arithmetic",
     "page.language": "Switch the language of the page",
-    "page.why_given": "A number of the problem itself: nothing to work out.",
+    "page.why_given": "Given: this table is an input of the calculation, with no arithmetic of "
+    "its own.",
     "page.why_masked": "Masked: this query may not attend to this key, so its score is −∞ "
     "whatever it was (and its weight will be 0).",
-    "page.why_kept": "Not masked: the scaled score passes through unchanged.",
+    "page.why_kept": "Not masked: the score passes through unchanged.",
     "page.why_copy": "The same number as the marked cell, carried over.",
     "page.why_none": "Its arithmetic is not written out on this page; the marked cells are the "
     "shown cells it was computed from.",
-    "page.why_blank": "Left blank for you to work out.",
     "page.picture_title": "Attention weights as pictures",
     "page.picture_why": "Each head's weights: a heatmap (one square per query and key, darker is "
     "more weight) or lines from each query's token to each key's token, as thick as the weight. "

@@ -62,7 +62,6 @@ UI_KEYS = (
     "page.why_kept",
     "page.why_copy",
     "page.why_none",
-    "page.why_blank",
     "page.picture_title",
     "page.picture_why",
     "page.heatmap",
