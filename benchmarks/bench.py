@@ -26,7 +26,9 @@ ratios within each round. The floors:
    with numpy and writes the same numbers with json.dumps, a matrix at a time (reported, no
    target: both are mostly the formatting of 60 million floats).
 
-The exit status is 0 when every target is met, 1 otherwise.
+The exit status is 0 when every target is met, 1 otherwise. The interactive page of the same
+layer (its size, and how soon chromium has it ready against loading the static page) is
+benchmarks/page.py: it needs chromium, chromedriver and selenium.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 It rewrites docs/doc.svg, docs/decode-step.svg and docs/tiles-block.svg from today's program;
 `python docs/pictures.py FOLDER` writes them into FOLDER instead. tests/test_docs.py compares
-what it makes with the files here, and checks that no other picture is in docs/.
+what it makes with the files here, and checks that no other picture is in docs/ but
+docs/page.png, the interactive page's screenshot, which the browser tests make with their own
+code (`QKVCALC_REGEN_GOLDEN=1 python -m pytest tests/test_page.py -k readme`).
 """
 
 from __future__ import annotations

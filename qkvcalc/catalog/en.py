@@ -1233,4 +1233,45 @@ MESSAGES: dict[str, str] = {
     "note.decode_rope": "Rotated by the position of each new token ({positions}), once: a cached "
     "key keeps the rotation of its own position, so the step's positions must continue the "
     "prefill's (an offset here is the classic cache bug).",
+    # ---- the interactive page (--format html: qkvcalc/render/page.py, page.js) ------------
+    "page.language_name": "English",
+    "page.present": "Present (p)",
+    "page.document": "Document (Esc)",
+    "page.keys_title": "Keys of this page",
+    "page.key_next": "next stage (presenter mode)",
+    "page.key_back": "previous stage (presenter mode)",
+    "page.key_number": "type a stage number, then Enter: go to that stage (presenter mode)",
+    "page.key_first_last": "first stage, last stage (presenter mode)",
+    "page.key_group": "next decode step or block of keys; back to the start of this one, or of the "
+    "one before (presenter mode)",
+    "page.key_help": "show or hide these keys",
+    "page.key_exit": "close this list; leave presenter mode",
+    "page.key_present": "presenter mode on or off: one stage per screen",
+    "page.key_cells": "Tab reaches each table; the arrows move from cell to cell and show each "
+    "cell's arithmetic",
+    "page.language": "Switch the language of the page",
+    "page.why_given": "Given: this table is an input of the calculation, with no arithmetic of "
+    "its own.",
+    "page.why_masked": "Masked: this query may not attend to this key, so its score is −∞ "
+    "whatever it was (and its weight will be 0).",
+    "page.why_kept": "Not masked: the score passes through unchanged.",
+    "page.why_copy": "The same number as the marked cell, carried over.",
+    "page.why_none": "Its arithmetic is not written out on this page; the marked cells are the "
+    "shown cells it was computed from.",
+    "page.picture_title": "Attention weights as pictures",
+    "page.picture_why": "Each head's weights: a heatmap (one square per query and key, darker is "
+    "more weight) or lines from each query's token to each key's token, as thick as the weight. "
+    "Click a square or a line to see that cell in the weights table and its arithmetic.",
+    "page.heatmap": "Heatmap",
+    "page.lines": "Lines",
+    "page.head": "Head {head}",
+    "page.legend": "Weight:",
+    "page.picture_part": "The picture shows the first {n} of {total_n} queries and the first {m} "
+    "of {total_m} keys.",
+    "page.picture_cell": "{query} → {key}: weight {weight}",
+    "page.not_shown": "This cell is not among the cells the weights table shows on this page.",
+    "page.two_langs_html": "--lang {langs} puts both languages on one page, which only --format "
+    "html does (the format here is {format}): give one language, or write html.",
+    "help.explain.lang": "en or ko (default: from QKVCALC_LANG, LC_ALL, LANG); en,ko or ko,en: an "
+    "html page in both languages with a switch, the first shown first.",
 }

@@ -1225,4 +1225,43 @@ MESSAGES: dict[str, str] = {
     "note.decode_rope": "새 토큰마다 자기 위치({positions})만큼 한 번 회전합니다: 캐시된 Key는 "
     "자기 위치의 회전을 그대로 가지므로, 단계의 위치는 prefill의 위치를 이어야 합니다 (여기서 "
     "어긋나는 것이 전형적인 캐시 버그입니다).",
+    # ---- the interactive page (--format html: qkvcalc/render/page.py, page.js) ------------
+    "page.language_name": "한국어",
+    "page.present": "발표 모드 (p)",
+    "page.document": "문서로 (Esc)",
+    "page.keys_title": "이 페이지의 키",
+    "page.key_next": "다음 단계 (발표 모드)",
+    "page.key_back": "이전 단계 (발표 모드)",
+    "page.key_number": "단계 번호를 치고 Enter: 그 단계로 (발표 모드)",
+    "page.key_first_last": "첫 단계, 마지막 단계 (발표 모드)",
+    "page.key_group": "다음 디코드 단계 또는 다음 Key 블록; 지금 것의 처음으로, 또는 그 앞 것의 "
+    "처음으로 (발표 모드)",
+    "page.key_help": "이 키 목록을 보이기/숨기기",
+    "page.key_exit": "이 목록 닫기; 발표 모드 끝내기",
+    "page.key_present": "발표 모드 켜기/끄기: 한 화면에 한 단계",
+    "page.key_cells": "Tab으로 표마다 들어가고, 화살표로 칸을 옮기며 각 칸의 계산을 봅니다",
+    "page.language": "페이지의 언어 바꾸기",
+    "page.why_given": "주어진 값: 이 표는 계산의 입력이며, 따로 적을 계산이 없습니다.",
+    "page.why_masked": "마스크됨: 이 Query는 이 Key를 볼 수 없으므로 점수가 무엇이었든 −∞가 "
+    "됩니다 (가중치는 0이 됩니다).",
+    "page.why_kept": "마스크되지 않음: 점수가 그대로 지나갑니다.",
+    "page.why_copy": "표시된 칸과 같은 수를 그대로 가져온 것입니다.",
+    "page.why_none": "이 칸의 계산은 이 페이지에 적혀 있지 않습니다; 표시된 칸은 이 칸이 계산된, "
+    "페이지에 보이는 칸입니다.",
+    "page.picture_title": "그림으로 보는 어텐션 가중치",
+    "page.picture_why": "헤드마다의 가중치: 히트맵(Query와 Key마다 한 칸, 진할수록 가중치가 큼) "
+    "또는 각 Query의 토큰에서 각 Key의 토큰으로 이은 선(가중치만큼 굵음). 칸이나 선을 누르면 "
+    "가중치 표의 그 칸과 계산을 보여 줍니다.",
+    "page.heatmap": "히트맵",
+    "page.lines": "선",
+    "page.head": "헤드 {head}",
+    "page.legend": "가중치:",
+    "page.picture_part": "그림은 Query {total_n}개 중 처음 {n}개와 Key {total_m}개 중 처음 "
+    "{m}개를 보여 줍니다.",
+    "page.picture_cell": "{query} → {key}: 가중치 {weight}",
+    "page.not_shown": "이 칸은 이 페이지의 가중치 표에 보이는 칸이 아닙니다.",
+    "page.two_langs_html": "--lang {langs}는 두 언어를 한 페이지에 담는데, 이는 --format html만 "
+    "할 수 있습니다 (지금 형식은 {format}): 언어를 하나만 주거나 html로 쓰세요.",
+    "help.explain.lang": "en 또는 ko (기본값: QKVCALC_LANG, LC_ALL, LANG에 따라 정해짐); en,ko "
+    "또는 ko,en: 두 언어가 담기고 전환 버튼이 있는 html 페이지 (앞의 언어를 먼저 보여 줌).",
 }

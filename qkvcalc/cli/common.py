@@ -47,12 +47,28 @@ class Lang(str, Enum):
 
 
 LangOption = Annotated[Lang | None, typer.Option(help=help_text("help.lang"), show_default=False)]
+
+
+class PageLang(str, Enum):
+    """explain's --lang: one language, or both on one html page (the first shown first)."""
+
+    en = "en"
+    ko = "ko"
+    en_ko = "en,ko"
+    ko_en = "ko,en"
+
+
+PageLangOption = Annotated[
+    PageLang | None,
+    typer.Option("--lang", help=help_text("help.explain.lang"), show_default=False),
+]
 NoColorOption = Annotated[bool, typer.Option("--no-color", help=help_text("help.no_color"))]
 
 
-def language(lang: Lang | None) -> str:
-    """--lang if given, else the environment's (QKVCALC_LANG, LC_ALL, LC_MESSAGES, LANG)."""
-    return resolve_lang(lang.value if lang else None)
+def language(lang: Lang | PageLang | None) -> str:
+    """--lang if given (the first of two), else the environment's (QKVCALC_LANG, LC_ALL,
+    LC_MESSAGES, LANG)."""
+    return resolve_lang(lang.value.split(",")[0] if lang else None)
 
 
 def is_utf(stream: object) -> bool:

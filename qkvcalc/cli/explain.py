@@ -19,6 +19,7 @@ import typer
 
 from qkvcalc.cli.common import (
     Content,
+    PageLang,
     console,
     fail,
     is_utf,
@@ -133,7 +134,17 @@ VIEW = Group(
 )
 
 
-@command("explain", SOURCE, INLINE, MODERN, SHOW, DISPLAY, LIMITS, VIEW)
+# The language (or both, on one html page) and the colours.
+EXPLAIN_DISPLAY = Group(
+    "display",
+    (
+        Opt("lang", PageLang | None, None, ("--lang",), HIDDEN, "help.explain.lang"),
+        *DISPLAY.options[1:],  # --no-color
+    ),
+)
+
+
+@command("explain", SOURCE, INLINE, MODERN, SHOW, EXPLAIN_DISPLAY, LIMITS, VIEW)
 def explain(
     source: SimpleNamespace,
     inline: SimpleNamespace,
@@ -154,6 +165,9 @@ def explain(
         if view.step and chosen is not None and chosen not in ("table", "txt"):
             raise QkvcalcError("step.with_format", format=chosen)
         fmt = chosen or (format_for(show.output) if show.output is not None else "table")
+        langs = tuple(display.lang.value.split(",")) if display.lang is not None else ()
+        if len(langs) > 1 and fmt != "html":  # two languages: only a page holds both
+            raise QkvcalcError("page.two_langs_html", langs=",".join(langs), format=fmt)
         if show.worksheet and fmt in ("json", "torch"):  # data and code hold every number
             raise QkvcalcError("explain.worksheet_format", format=fmt)
         trace = _trace(source, inline, modern, limits, view, show.exact, lang_code)
@@ -171,6 +185,7 @@ def explain(
             color=color,
             exact=show.exact,
             worksheet=show.worksheet,
+            langs=langs if len(langs) > 1 else (),
         )
         if view.step:
             from qkvcalc.interactive.step import step_through

@@ -39,6 +39,7 @@ class RenderOptions(NamedTuple):
     arithmetic_cells: int = 64  # write each cell's arithmetic out up to this many cells …
     arithmetic_terms: int = 8  # … each a sum of at most this many products
     worksheet: bool = False  # inputs filled in, computed cells blank (qkvcalc.render.worksheet)
+    langs: tuple[str, ...] = ()  # the html page: every language it holds, the first shown
 
 
 # --format name -> (module, function); the function takes (trace, options) and returns str.

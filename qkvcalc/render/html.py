@@ -13,7 +13,7 @@ from the input or the catalogs, goes through html.escape.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
@@ -30,9 +30,10 @@ from qkvcalc.render.document import (
     product_fits_width,
     stage_view,
 )
-from qkvcalc.render.text import columns_that_fit, safe, summary
+from qkvcalc.render.text import columns_that_fit, place, safe, summary
 
 if TYPE_CHECKING:
+    from qkvcalc.render.page import Cells
     from qkvcalc.trace import Stage, Trace
 
 CELL_WIDTH = 3  # a column's width beyond its number, in characters (padding)
@@ -90,8 +91,11 @@ def _heat(weight: float) -> str:
     return f"background: rgb({r},{g},{b}); color: {text}"
 
 
-def html_table(view: TableView, opts: RenderOptions) -> str:
-    """A labelled <table> of a matrix (corners only when big)."""
+def html_table(
+    view: TableView, opts: RenderOptions, attrs: Callable[[int, int], str] | None = None
+) -> str:
+    """A labelled <table> of a matrix (corners only when big); `attrs` gives each value cell's
+    attributes on the interactive page (qkvcalc.render.page)."""
     head = [f'<th scope="col" class="name">{escape(view.name)}</th>']
     for j in view.col_ids:
         head.append(
@@ -119,12 +123,13 @@ def html_table(view: TableView, opts: RenderOptions) -> str:
                 continue
             text = escape(plain_cell(view, i, j, opts))
             weight = view.weight(i, j)
+            extra = attrs(i, j) if attrs is not None else ""
             if np.isneginf(float(view.shown[i][j])):
-                cells.append(f'<td class="neginf">{text}</td>')
+                cells.append(f'<td class="neginf"{extra}>{text}</td>')
             elif weight is not None:
-                cells.append(f'<td style="{_heat(weight)}">{text}</td>')
+                cells.append(f'<td style="{_heat(weight)}"{extra}>{text}</td>')
             else:
-                cells.append(f"<td>{text}</td>")
+                cells.append(f"<td{extra}>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (
         '<table class="matrix">\n<thead><tr>'
@@ -139,7 +144,7 @@ def _max_cols(rows: Sequence[str], opts: RenderOptions) -> int:
     return columns_that_fit(rows, opts, CELL_WIDTH)
 
 
-def _product(view: StageView, opts: RenderOptions) -> str | None:
+def _product(view: StageView, opts: RenderOptions, page: Cells | None = None) -> str | None:
     """A small matrix product side by side: A · B = C."""
     if view.product is None or view.table is None:
         return None
@@ -148,12 +153,22 @@ def _product(view: StageView, opts: RenderOptions) -> str | None:
     for k, operand in enumerate(view.product):
         if k:
             parts.append(ops[min(k - 1, 1)])
-        parts.append(html_table(operand, opts))
-    parts += ['<span class="op">=</span>', html_table(view.table._replace(heat=False), opts)]
+        lit = page.operand_attrs(f"{view.number}.{k}", operand) if page else None
+        parts.append(html_table(operand, opts, lit))
+    table = view.table._replace(heat=False)
+    attrs = page.stage_attrs(view.stage, view.number, table, True) if page else None
+    parts += ['<span class="op">=</span>', html_table(table, opts, attrs)]
     return '<div class="product">\n' + "\n".join(parts) + "\n</div>"
 
 
-def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions) -> str:
+def render_stage(
+    stage: Stage,
+    number: int,
+    total: int,
+    trace: Trace,
+    opts: RenderOptions,
+    page: Cells | None = None,
+) -> str:
     view = stage_view(
         stage,
         number,
@@ -168,6 +183,10 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     head_attr = f' data-head="{stage.head}"' if stage.head else ""
     head_attr += f' data-step="{stage.step}"' if stage.step is not None else ""
     head_attr += f' data-block="{stage.block}"' if stage.block is not None else ""
+    if page is not None:  # what the script's note on a cell names it by
+        head_attr = f' id="{page.prefix}stage-{number}"' + head_attr
+        head_attr += f' data-name="{escape(stage.name)}"'
+        head_attr += f' data-place="{escape(place(stage, opts.lang))}"' if view.head else ""
     out = [
         f'<section class="stage" data-stage="{escape(stage.id)}"{head_attr}>',
         f'<h2><span class="num">{number}/{total}</span>{title}</h2>',
@@ -181,7 +200,10 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     else:
         for given in view.givens:  # a worksheet's weights, when A · B = C is not shown
             out.append(f'<div class="scroll">\n{html_table(given, opts)}\n</div>')
-        shown = _product(view, opts) or html_table(view.table, opts)
+        shown = _product(view, opts, page)
+        if shown is None:
+            attrs = page.stage_attrs(stage, number, view.table, False) if page else None
+            shown = html_table(view.table, opts, attrs)
         out.append(f'<div class="scroll">\n{shown}\n</div>')
     if view.notes:
         items = "".join(f"<li>{escape(note.text(opts.lang))}</li>" for note in view.notes)
@@ -197,10 +219,12 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     return "\n".join(out)
 
 
-def _body(trace: Trace, opts: RenderOptions) -> str:
+def _body(trace: Trace, opts: RenderOptions, page: Cells | None = None, shown: bool = True) -> str:
     problem, *preset = (escape(line) for line in summary(trace, opts.lang, opts.worksheet))
+    root = f' data-page="{page.prefix}"' if page is not None else ""
+    root += "" if shown else " hidden"
     out = [
-        f'<div class="qkvcalc" lang="{escape(opts.lang)}">',
+        f'<div class="qkvcalc" lang="{escape(opts.lang)}"{root}>',
         f"<style>\n{STYLE}\n</style>",
         "<header>",
         f"<h1>{_t(opts, 'export.title')}</h1>",
@@ -210,37 +234,67 @@ def _body(trace: Trace, opts: RenderOptions) -> str:
     ]
     out.append("</header>")
     total = len(trace.stages)
-    out += [render_stage(stage, k, total, trace, opts) for k, stage in enumerate(trace.stages, 1)]
+    out += [
+        render_stage(stage, k, total, trace, opts, page) for k, stage in enumerate(trace.stages, 1)
+    ]
     final = trace.final
-    out.append('<section class="final" data-stage="final">')
+    final_id = ""
+    if page is not None:  # the note on a cell of the final table names it as the output stage
+        final_id = f' id="{page.prefix}final" data-name="{escape(final.name)}"'
+    out.append(f'<section class="final" data-stage="final"{final_id}>')
     out.append(f"<h2>{_t(opts, 'ui.output_final')}</h2>")
     for warning in trace.warnings:
         out.append(
             f'<p class="warning"><strong>{_t(opts, "ui.warning")}</strong>: '
             f"{escape(warning.text(opts.lang))}</p>"
         )
-    table = html_table(final_view(trace, opts, _max_cols(final.rows, opts)), opts)
+    view = final_view(trace, opts, _max_cols(final.rows, opts))
+    table = html_table(view, opts, page.final_attrs(view) if page else None)
     out += [f'<div class="scroll">\n{table}\n</div>', "</section>", "</div>"]
     return "\n".join(out)
 
 
-def render_html(trace: Trace, opts: RenderOptions | None = None, standalone: bool = True) -> str:
-    """The whole derivation as an HTML page (standalone) or a <div> fragment (a notebook)."""
+def render_html(
+    trace: Trace,
+    opts: RenderOptions | None = None,
+    standalone: bool = True,
+    interactive: bool | None = None,
+) -> str:
+    """The whole derivation as an HTML page (standalone) or a <div> fragment (a notebook).
+
+    A standalone page is interactive (qkvcalc.render.page) unless `interactive=False` or it is
+    a worksheet: the same document with each cell's sources and arithmetic in its attributes,
+    one inline script and the data it reads. opts.langs of two languages (`--lang en,ko`) puts
+    the document in each language on the page, the first shown, the script switching them."""
     opts = opts or RenderOptions()
-    body = _body(trace, opts)
+    if interactive is None:
+        interactive = standalone and not opts.worksheet
+    langs = (opts.langs or (opts.lang,)) if interactive else (opts.lang,)
     if not standalone:
-        return body
+        return _body(trace, opts)
+    if interactive:
+        from qkvcalc.render import page
+
+        bodies = [
+            _body(trace, each, page.Cells(trace, each, f"{each.lang}-"), k == 0)
+            for k, each in enumerate(opts._replace(lang=lang) for lang in langs)
+        ]
+        body = "\n".join([*bodies, page.data_block(trace, opts, langs), page.script()])
+        style = f"{PAGE_STYLE}\n{page.STYLE}"
+    else:
+        body, style = _body(trace, opts), PAGE_STYLE
+    lang = langs[0]
     name = trace.problem.meta.get("name")
-    title = translate("export.title", opts.lang) + (f" · {safe(name)}" if name else "")
+    title = translate("export.title", lang) + (f" · {safe(name)}" if name else "")
     return "\n".join(
         [
             "<!DOCTYPE html>",
-            f'<html lang="{escape(opts.lang)}">',
+            f'<html lang="{escape(lang)}">',
             "<head>",
             '<meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
             f"<title>qkvcalc · {escape(title)}</title>",
-            f"<style>\n{PAGE_STYLE}\n</style>",
+            f"<style>\n{style}\n</style>",
             "</head>",
             "<body>",
             body,
