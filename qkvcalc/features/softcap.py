@@ -90,6 +90,8 @@ FEATURE = Feature(
             rowwise=True,
             overflow=lambda params: False,
             exact_stops="note.exact_stops_tanh",
+            # c·tanh(s/c)' = 1 − tanh²(s/c) (a masked −∞ never reaches the cap: it comes after)
+            backward=lambda ops, params, out, g: (g * (1 - np.tanh(ops[0] / params["cap"]) ** 2),),
         ),
     ),
     logits=_stage,

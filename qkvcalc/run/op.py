@@ -41,6 +41,9 @@ class Op:
     scores were shifted by, the sum the exponentials are divided by).
     `divisor`: what each row is divided by to make weights (a softmax's sum of exponentials,
     the tiles' running sum): 0 where every key of the row is masked, which the engine warns of.
+    `backward`: beside the forward, as micrograd keeps them: given the operands, the op's
+    parameters, its value and ∂L/∂value, the gradient ∂L/∂operand of each operand (None where
+    an operand takes none). The backward pass (--backward) runs these in reverse plan order.
     """
 
     name: str
@@ -56,3 +59,10 @@ class Op:
     heat: bool = False  # a table of weights, shaded by size where colour is on
     in_words: bool = False  # shown as sentences (one per row) instead of a table
     divisor: Callable[[Sequence[np.ndarray]], np.ndarray] | None = None
+    backward: Backward | None = None
+
+
+# (operands, params, value, ∂L/∂value) -> ∂L/∂operand, one per operand
+Backward = Callable[
+    [Sequence[np.ndarray], Params, np.ndarray, np.ndarray], tuple[np.ndarray | None, ...]
+]

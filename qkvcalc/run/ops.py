@@ -415,6 +415,39 @@ def _divide_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
     yield 1, i, 0
 
 
+# ---- the backward of each operation: ∂L/∂operands from ∂L/∂value (g) --------------------------
+
+
+def _product_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np.ndarray) -> Any:
+    # out = A·B (+ b): ∂A = g·Bᵀ, ∂B = Aᵀ·g (the bias's ∂b = the column sums of g)
+    a, b = ops
+    return g @ b.T, a.T @ g
+
+
+def _softmax_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np.ndarray) -> Any:
+    # out = e / Σe per row: ∂e_k = (g_k − Σ_j g_j·out_j) / Σe (a row of zeros: no gradient)
+    total = ops[0].sum(axis=1, keepdims=True)
+    rowdot = (g * out).sum(axis=1, keepdims=True)
+    return (np.divide(g - rowdot, total, out=np.zeros_like(g), where=total != 0),)
+
+
+def _exp_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np.ndarray) -> Any:
+    # out = e^(s − max s): ∂s_k = g_k·out_k, less Σ_j g_j·out_j at the row's maximum (the shift
+    # moves with it); a masked cell (out 0) gets none
+    grad = g * out
+    top = np.argmax(ops[0], axis=1)
+    rows = np.arange(out.shape[0])
+    live = np.isfinite(ops[0][rows, top])
+    grad[rows[live], top[live]] -= grad[live].sum(axis=1)
+    return (grad,)
+
+
+def _concat_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np.ndarray) -> Any:
+    # the heads side by side: each gets its own columns back
+    edges = np.cumsum([o.shape[1] for o in ops])[:-1]
+    return tuple(np.split(g, edges, axis=1))
+
+
 def _scale_overflows(params: Params) -> bool:
     return bool(abs(params["scale"]) > 1)
 
@@ -424,17 +457,48 @@ _CORE: dict[str, Op] = {
     for op in (
         Op("input", _input, same_cell, _exact_input, given=True),
         Op("slice", _columns, nothing, _exact_columns, given=True),
-        Op("project", _project, _row_times_column, _exact_matmul, product=True),
-        Op("matmul", _project, _row_times_column, _exact_matmul, product=True),
+        Op(
+            "project",
+            _project,
+            _row_times_column,
+            _exact_matmul,
+            product=True,
+            backward=_product_back,
+        ),
+        Op(
+            "matmul",
+            _project,
+            _row_times_column,
+            _exact_matmul,
+            product=True,
+            backward=_product_back,
+        ),
         Op(
             "transpose",
             _transpose,
             lambda i, j, s, p: iter([(0, j, i)]),
             _exact_transpose,
             overflow=lambda params: False,
+            backward=lambda ops, params, out, g: (g.T,),
         ),
-        Op("scale", _scale, same_cell, _exact_scale, rowwise=True, overflow=_scale_overflows),
-        Op("mask", _mask, _allowed_cell, _exact_mask, rowwise=True, overflow=lambda p: False),
+        Op(
+            "scale",
+            _scale,
+            same_cell,
+            _exact_scale,
+            rowwise=True,
+            overflow=_scale_overflows,
+            backward=lambda ops, params, out, g: (g * params["scale"],),
+        ),
+        Op(
+            "mask",
+            _mask,
+            _allowed_cell,
+            _exact_mask,
+            rowwise=True,
+            overflow=lambda p: False,
+            backward=lambda ops, params, out, g: (np.where(params["allowed"], g, 0.0),),
+        ),
         Op(
             "exp",
             _exp,
@@ -443,6 +507,7 @@ _CORE: dict[str, Op] = {
             overflow=lambda p: False,
             exact_stops="note.exact_stops",
             details=lambda ops, params: {"row_max": row_max(ops[0])},
+            backward=_exp_back,
         ),
         Op(
             "softmax",
@@ -453,11 +518,12 @@ _CORE: dict[str, Op] = {
             details=lambda ops, params: {"row_sum": ops[0].sum(axis=1)},
             divisor=lambda ops: ops[0].sum(axis=1),
             heat=True,
+            backward=_softmax_back,
         ),
-        Op("concat", _concat, _concat_feeds),
-        Op("copy", _input, same_cell, _exact_input),
+        Op("concat", _concat, _concat_feeds, backward=_concat_back),
+        Op("copy", _input, same_cell, _exact_input, backward=lambda ops, params, out, g: (g,)),
         Op("split", _table, overflow=lambda params: False, given=True, in_words=True),
-        Op("add", _add, _two_cells, _exact_add, rowwise=True),
+        Op("add", _add, _two_cells, _exact_add, rowwise=True, backward=lambda o, p, v, g: (g, g)),
         Op("table", _table, nothing, _exact_table, given=True),
         # decoding with a KV cache
         Op("step_project", _step_project, _step_project_feeds, _exact_step_project),
