@@ -138,8 +138,11 @@ def _output_attentions(model: Any) -> Any:
             model.set_attn_implementation(own)
 
 
-def _run(opened: _Opened, keep_x: bool) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """One forward: every layer's attention probabilities, and (keep_x) every layer's x."""
+def _run(
+    opened: _Opened, keep_x: bool
+) -> tuple[list[np.ndarray], list[tuple[np.ndarray, dict[str, Any]]]]:
+    """One forward: every layer's attention probabilities, and (keep_x) every layer's x with
+    the tensors its attention was called with (its mask: extract reads the window from it)."""
     import torch
 
     from qkvcalc.extract.islands import float64_islands
@@ -147,6 +150,7 @@ def _run(opened: _Opened, keep_x: bool) -> tuple[list[np.ndarray], list[np.ndarr
     model, family = opened.model, opened.family
     stack = family.stack(model)
     xs: dict[int, np.ndarray] = {}
+    givens: dict[int, dict[str, Any]] = {}
     handles = []
     if keep_x:
         for index, block in enumerate(stack):
@@ -156,6 +160,8 @@ def _run(opened: _Opened, keep_x: bool) -> tuple[list[np.ndarray], list[np.ndarr
                 xs.setdefault(
                     index, hidden.detach()[0].to(dtype=torch.float64, device="cpu").numpy()
                 )
+                tensors = {k: v.detach() for k, v in kwargs.items() if isinstance(v, torch.Tensor)}
+                givens.setdefault(index, tensors)
 
             attention = family.attention(block)
             handles.append(attention.register_forward_pre_hook(pre_hook, with_kwargs=True))
@@ -176,18 +182,23 @@ def _run(opened: _Opened, keep_x: bool) -> tuple[list[np.ndarray], list[np.ndarr
     if found is None or len(found) != len(stack):  # not something a user can fix
         raise RuntimeError("the model did not return one attention map per layer")
     weights = [layer[0].detach().to(dtype=torch.float64, device="cpu").numpy() for layer in found]
-    return weights, [xs[i] for i in range(len(stack))] if keep_x else []
+    return weights, [(xs[i], givens[i]) for i in range(len(stack))] if keep_x else []
 
 
-def _layer_problem(opened: _Opened, layer: int, x: np.ndarray, lang: str) -> dict[str, Any]:
-    """Layer `layer` as extract writes it, from the x this run recorded."""
+def _layer_problem(
+    opened: _Opened, layer: int, seen: tuple[np.ndarray, dict[str, Any]], lang: str
+) -> dict[str, Any]:
+    """Layer `layer` as extract writes it, from the x (and the mask) this run recorded."""
     import torch
 
     model, family = opened.model, opened.family
     block = family.stack(model)[layer]
     attention = family.attention(block)
+    x, given = seen
+    allowed = runner._allowed(given.get("attention_mask"))
+    n = len(opened.ids)
     with torch.no_grad():
-        keys = family.keys(Layer(model, model.config, block, attention, layer, len(opened.ids)))
+        keys = family.keys(Layer(model, model.config, block, attention, layer, n, allowed, given))
     runner._check_finite({"x": x, **keys}, opened.shown, layer)
     arch = family.names[model.config.model_type]
     dtype = str(next(model.parameters()).dtype).split(".")[-1]
