@@ -7,24 +7,18 @@ install. Errors: one message on stderr, exit 2, nothing on stdout.
 """
 
 # Annotations evaluated at import, as in qkvcalc.cli.explain (typer reads them every run).
+import inspect
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from types import SimpleNamespace
+from typing import Any
 
-import typer
-
-from qkvcalc.cli.common import (
-    LangOption,
-    NoColorOption,
-    check_writable,
-    console,
-    fail,
-    help_text,
-    language,
-    write_output,
-)
+from qkvcalc.cli.common import check_writable, console, fail, language, write_output
+from qkvcalc.cli.options import DISPLAY, HIDDEN, Group, Opt, command
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import translate
 
@@ -74,56 +68,83 @@ def _quiet_transformers() -> None:
     warnings.filterwarnings("ignore", module="torch")
 
 
+# ---- the options extract and heads share (qkvcalc.cli.options) --------------------------------
+
+REQUIRED = inspect.Parameter.empty  # an option or argument without a default: it must be given
+MODEL = Group("model", (Opt("model", str, REQUIRED, settings=HIDDEN, argument=True),))
+# the tokens the model reads: ids, or a text for the folder's tokenizer (exactly one of them)
+GIVEN = Group(
+    "given",
+    (
+        Opt("ids", str | None, None, ("--ids",), HIDDEN),
+        Opt("text", str | None, None, ("--text",), HIDDEN),
+    ),
+)
+# how the model runs, and where the result goes
+RUN = Group(
+    "run",
+    (
+        Opt("dtype", Dtype, Dtype.auto),
+        Opt("output", Path | None, None, ("--output", "-o"), HIDDEN),
+    ),
+)
+LAYER = Group("at", (Opt("layer", int, REQUIRED, settings=HIDDEN),))
+
+
+@contextmanager
+def loading(model: str, lang: str, no_color: bool) -> Iterator[Any]:
+    """A status on stderr while torch and transformers load and the model runs. It is over
+    before a byte is written: while it shows, rich sends whatever goes to sys.stdout to its own
+    console (stderr), which would take the output along."""
+    from qkvcalc.extract.runner import require_models
+
+    text = translate("extract.loading", lang, model=model)
+    with console(no_color, stderr=True).status(text) as status:
+        _quiet_transformers()
+        require_models()  # importing torch and transformers takes seconds: under the status
+        _quiet_transformers()
+        yield lambda msg: status.update(msg.text(lang))
+
+
+def tokens(given: SimpleNamespace) -> list[int] | None:
+    """--ids as numbers (or None for --text); exactly one of the two is given."""
+    if (given.ids is None) == (given.text is None):
+        raise QkvcalcError("extract.input_choice")
+    return _ids(given.ids) if given.ids is not None else None
+
+
+@command("extract", MODEL, LAYER, GIVEN, RUN, DISPLAY)
 def extract(
-    model: Annotated[str, typer.Argument(help=help_text("help.extract.model"), show_default=False)],
-    layer: Annotated[int, typer.Option(help=help_text("help.extract.layer"), show_default=False)],
-    ids: Annotated[
-        str | None, typer.Option("--ids", help=help_text("help.extract.ids"), show_default=False)
-    ] = None,
-    text: Annotated[
-        str | None, typer.Option("--text", help=help_text("help.extract.text"), show_default=False)
-    ] = None,
-    dtype: Annotated[Dtype, typer.Option(help=help_text("help.extract.dtype"))] = Dtype.auto,
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help=help_text("help.extract.output"), show_default=False),
-    ] = None,
-    lang: LangOption = None,
-    no_color: NoColorOption = False,
+    model: SimpleNamespace,
+    at: SimpleNamespace,
+    given: SimpleNamespace,
+    run: SimpleNamespace,
+    display: SimpleNamespace,
 ) -> None:
     """Take one layer's attention out of a Hugging Face model as a problem."""
-    lang_code = language(lang)
+    lang_code = language(display.lang)
     try:
-        if (ids is None) == (text is None):
-            raise QkvcalcError("extract.input_choice")
-        input_ids = _ids(ids) if ids is not None else None
-        if output is not None:
-            check_writable(output)
-        from qkvcalc.extract import extract as run
+        input_ids = tokens(given)
+        if run.output is not None:
+            check_writable(run.output)
+        from qkvcalc.extract import extract as extracted
         from qkvcalc.extract import write_problem
-        from qkvcalc.extract.runner import require_models
 
-        # the status is over before a byte is written: while it shows, rich sends whatever
-        # goes to sys.stdout to its own console (stderr), which would take the problem along
-        loading = translate("extract.loading", lang_code, model=model)
-        with console(no_color, stderr=True).status(loading) as status:
-            _quiet_transformers()
-            require_models()  # importing torch and transformers takes seconds: under the status
-            _quiet_transformers()
-            problem = run(
-                model,
-                layer,
+        with loading(model.model, lang_code, display.no_color) as progress:
+            problem = extracted(
+                model.model,
+                at.layer,
                 input_ids=input_ids,
-                text=text,
-                dtype=dtype.value,
+                text=given.text,
+                dtype=run.dtype.value,
                 lang=lang_code,
-                progress=lambda msg: status.update(msg.text(lang_code)),
+                progress=progress,
             )
-        if output is None:
+        if run.output is None:
             write_problem(problem, sys.stdout)
             sys.stdout.flush()
         else:
-            _write_file(problem, output)
+            _write_file(problem, run.output)
     except QkvcalcError as err:
         fail(err, lang_code)
 

@@ -11,24 +11,13 @@ nothing on stdout.
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from types import SimpleNamespace
+from typing import Any
 
-import typer
-
-from qkvcalc.cli.common import (
-    LangOption,
-    NoColorOption,
-    check_writable,
-    console,
-    fail,
-    help_text,
-    is_utf,
-    language,
-    write_output,
-)
-from qkvcalc.cli.extract import Dtype, _ids, _quiet_transformers
+from qkvcalc.cli.common import check_writable, console, fail, is_utf, language, write_output
+from qkvcalc.cli.extract import GIVEN, MODEL, RUN, loading, tokens
+from qkvcalc.cli.options import DISPLAY, HIDDEN, Group, Opt, command
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.i18n import translate
 
 
 class HeadsFormat(str, Enum):
@@ -37,67 +26,55 @@ class HeadsFormat(str, Enum):
     json = "json"
 
 
+# what it shows: every head as a grid (in a format), or one head's problem
+SHOWN = Group(
+    "shown",
+    (
+        Opt("fmt", HeadsFormat | None, None, ("--format", "-f"), HIDDEN, "format"),
+        Opt("layer", int | None, settings=HIDDEN),
+        Opt("head", int | None, settings=HIDDEN),
+    ),
+)
+
+
+@command("heads", MODEL, GIVEN, SHOWN, RUN, DISPLAY)
 def heads(
-    model: Annotated[str, typer.Argument(help=help_text("help.heads.model"), show_default=False)],
-    ids: Annotated[
-        str | None, typer.Option("--ids", help=help_text("help.heads.ids"), show_default=False)
-    ] = None,
-    text: Annotated[
-        str | None, typer.Option("--text", help=help_text("help.heads.text"), show_default=False)
-    ] = None,
-    fmt: Annotated[
-        HeadsFormat | None,
-        typer.Option("--format", "-f", help=help_text("help.heads.format"), show_default=False),
-    ] = None,
-    layer: Annotated[
-        int | None, typer.Option(help=help_text("help.heads.layer"), show_default=False)
-    ] = None,
-    head: Annotated[
-        int | None, typer.Option(help=help_text("help.heads.head"), show_default=False)
-    ] = None,
-    dtype: Annotated[Dtype, typer.Option(help=help_text("help.heads.dtype"))] = Dtype.auto,
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help=help_text("help.heads.output"), show_default=False),
-    ] = None,
-    lang: LangOption = None,
-    no_color: NoColorOption = False,
+    model: SimpleNamespace,
+    given: SimpleNamespace,
+    shown: SimpleNamespace,
+    run: SimpleNamespace,
+    display: SimpleNamespace,
 ) -> None:
     """Every layer's every head's attention weights at a glance."""
-    lang_code = language(lang)
+    lang_code, no_color = language(display.lang), display.no_color
+    fmt, layer, head, output = shown.fmt, shown.layer, shown.head, run.output
     try:
-        if (ids is None) == (text is None):
-            raise QkvcalcError("extract.input_choice")
+        input_ids = tokens(given)
         if (layer is None) != (head is None):
             raise QkvcalcError("heads.layer_and_head")
         one_head = layer is not None and head is not None
         if one_head and fmt is not None:
             raise QkvcalcError("heads.format_with_head", format=fmt.value)
         chosen = fmt or HeadsFormat.table
-        input_ids = _ids(ids) if ids is not None else None
         if output is not None:
             check_writable(output)
         from qkvcalc.extract import heads as library
-        from qkvcalc.extract.runner import require_models
 
-        # the status ends before anything is written (see qkvcalc.cli.extract)
-        loading = translate("extract.loading", lang_code, model=model)
-        with console(no_color, stderr=True).status(loading) as status:
-            _quiet_transformers()
-            require_models()
-            _quiet_transformers()
+        with loading(model.model, lang_code, no_color) as progress:
             common: dict[str, Any] = {
                 "input_ids": input_ids,
-                "text": text,
-                "dtype": dtype.value,
+                "text": given.text,
+                "dtype": run.dtype.value,
                 "lang": lang_code,
-                "progress": lambda msg: status.update(msg.text(lang_code)),
+                "progress": progress,
             }
             if layer is not None and head is not None:
-                problem = library.head_problem(model, layer, head, **common)
+                problem = library.head_problem(model.model, layer, head, **common)
             else:
-                run = library.attention_maps(model, problems=chosen is HeadsFormat.html, **common)
-                content = _render(run, chosen, lang_code, no_color, output)
+                maps = library.attention_maps(
+                    model.model, problems=chosen is HeadsFormat.html, **common
+                )
+                content = _render(maps, chosen, lang_code, no_color, output)
         if one_head:
             from qkvcalc.extract import write_problem
 
