@@ -952,7 +952,8 @@ MESSAGES: dict[str, str] = {
     "note.exact_stops_root": "No exact fractions from here on: RMSNorm divides by a square "
     "root, which is irrational for most inputs.",
     "note.exact_stops_rope": "No exact fractions from here on: the rotation multiplies by "
-    "cos φ and sin φ, irrational for every whole angle φ ≠ 0.",
+    "cos φ and sin φ, which are irrational for every algebraic angle φ ≠ 0, as φ = position × "
+    "ω is here (the Lindemann–Weierstrass theorem).",
     "note.exact_stops_tanh": "No exact fractions from here on: tanh of a rational number "
     "other than 0 is irrational.",
     "positions.not_list": "{field} must be a list of {count} whole numbers, one per {what}",
@@ -1272,6 +1273,7 @@ MESSAGES: dict[str, str] = {
     "page.not_shown": "This cell is not among the cells the weights table shows on this page.",
     "page.two_langs_html": "--lang {langs} puts both languages on one page, which only --format "
     "html does (the format here is {format}): give one language, or write html.",
-    "help.explain.lang": "en or ko (default: from QKVCALC_LANG, LC_ALL, LANG); en,ko or ko,en: an "
-    "html page in both languages with a switch, the first shown first.",
+    "help.explain.lang": "en or ko (default: from QKVCALC_LANG, LC_ALL, LANG); en,ko or "
+    "ko,en with --format html: one page in both languages with a switch, the first shown "
+    "first.",
 }

@@ -653,20 +653,21 @@ MESSAGES: dict[str, str] = {
     "mistake.softcap_inner_missing": "이 값은 c·tanh(S) = {cap}·tanh(S)입니다. tanh 안에서 "
     "스코어를 c로 나눠 c·tanh(S / c)를 계산하므로, 작은 스코어는 거의 그대로 지나갑니다.",
     "mistake.softcap_outer_missing": "이 값은 −1과 1 사이의 tanh(S / c)입니다. softcap은 "
-    "tanh에 다시 c = {cap}을 곱해 c·tanh(S / c)를 계산하므로, 로짓은 −c와 c 사이에 놓입니다.",
-    "mistake.rope_other_pairing_half": "이 값은 이웃한 차원끼리(2i와 2i+1) 회전했습니다. 이 "
-    '문제의 RoPE는 차원 i를 i + {half}와 짝지어 회전합니다(style "half", rotate_half).',
-    "mistake.rope_other_pairing_pairs": "이 값은 차원 i를 i + {half}와 짝지어(rotate_half) "
-    "회전했습니다. 이 문제의 RoPE는 이웃한 차원끼리, 2i와 2i+1을 함께 회전합니다(style "
-    '"pairs").',
-    "mistake.rope_turned_back": "이 값은 각 쌍을 −φ만큼 회전했습니다. RoPE는 φ = 위치 × ω만큼 "
-    "앞으로 회전합니다: a′ = a·cos φ − b·sin φ, b′ = b·cos φ + a·sin φ.",
+    "tanh에 다시 c를 곱해(c = {cap}) c·tanh(S / c)를 계산하므로, 로짓은 −c와 c 사이에 "
+    "놓입니다.",
+    "mistake.rope_other_pairing_half": "이 값은 이웃한 두 차원(2i와 2i+1)을 함께 회전한 "
+    '값입니다. 이 문제의 RoPE에서 차원 i의 짝은 i + {half}입니다(style "half", rotate_half).',
+    "mistake.rope_other_pairing_pairs": "이 값은 차원 i를 {half}만큼 떨어진 차원(i + "
+    "{half})과 짝지어(rotate_half) 회전한 값입니다. 이 문제의 RoPE는 이웃한 두 차원, 2i와 "
+    '2i+1을 함께 회전합니다(style "pairs").',
+    "mistake.rope_turned_back": "이 값은 각 쌍을 −φ만큼 회전한 값입니다. RoPE는 양의 "
+    "방향으로 φ = 위치 × ω만큼 회전합니다: a′ = a·cos φ − b·sin φ, b′ = b·cos φ + a·sin φ.",
     "mistake.alibi_sign": "이 값은 +slope·|i − j|입니다. ALiBi는 거리를 뺍니다: "
     "B = −{slope}·|i − j|.",
     "mistake.alibi_signed_distance": "이 값은 절댓값 없이 −slope·(i − j)를 계산했습니다. "
     "ALiBi는 거리 |i − j|를 쓰므로, Query 뒤에 있는 Key도 같은 거리만큼 앞에 있는 Key와 "
     "똑같이 불이익을 받습니다.",
-    "mistake.sink_max_forgotten": "이 값은 스코어의 최댓값만으로 이동했습니다. 싱크가 있으면 "
+    "mistake.sink_max_forgotten": "이 값은 스코어의 최댓값만 빼서 구한 값입니다. 싱크가 있으면 "
     "행 최댓값은 스코어와 싱크를 함께 본 m = max(max_j s_j, σ)이므로 e^(σ − m)도 1을 넘지 "
     "않습니다(가중치는 같게 나옵니다).",
     "mistake.sink_left_out": "이 값은 싱크를 뺀 소프트맥스입니다. 싱크의 e^(σ − m)도 각 행의 "
@@ -775,8 +776,8 @@ MESSAGES: dict[str, str] = {
     "max)는 정확히 1이고(마스킹된 칸은 0), 나머지는 모두 무리수입니다: 이때 s − max는 0이 아닌 "
     "대수적 수(예: −3/√2)이고, 0이 아닌 대수적 수 a에 대해 e^a는 초월수이기 "
     "때문입니다(린데만–바이어슈트라스 정리). 다만 한 행에서 마스킹되지 않은 스코어가 모두 같으면 "
-    "가중치는 유리수입니다: Key가 k개면 각각 1/k(하나면 1, 둘이면 각각 1/2)이지만, 표에는 소수로 "
-    "나타냅니다.",
+    "가중치는 유리수입니다: 마스킹되지 않은 Key가 k개면 각각 1/k(하나면 1, 둘이면 각각 "
+    "1/2)이지만, 표에는 소수로 나타냅니다.",
     "note.exact_partial": "무리수 입력(제곱근)의 영향을 받는 칸은 소수로 표시합니다.",
     "note.exact_skipped": "정확한 분수 계산을 생략했습니다: 이 문제에는 분수 곱셈이 {count}번 "
     "필요해 한도 {limit}번을 넘습니다. --exact는 손으로 풀 수 있을 만큼 작은 문제를 위한 "
@@ -913,8 +914,8 @@ MESSAGES: dict[str, str] = {
     "note.rope_keys": "Key의 위치: {positions}.",
     "note.rope_partial": "부분 회전: {first}–{d_k}번 차원은 회전하지 않고 그대로 지나가며, 앞의 "
     "{dims}개만 회전합니다.",
-    "note.rope_factor": "cos φ와 sin φ에 어텐션 계수 {factor}를 곱하므로 (YaRN), 회전한 차원도 "
-    "그만큼 커지거나 작아집니다.",
+    "note.rope_factor": "cos φ와 sin φ에 어텐션 계수를 곱하므로(YaRN, 계수 {factor}), "
+    "회전한 차원도 그만큼 커지거나 작아집니다.",
     "note.rope_scores": "여기서 Q와 K는 회전한 것(Q_rot, K_rot)입니다.",
     "note.rope_shift": "RoPE의 핵심을 이 숫자로 확인합니다: 위치 {pos_q}의 {query}와 "
     "위치 {pos_k}의 {key}의 점수는 {score}입니다. 둘 다 {offset}만큼 옮기면 "
@@ -952,8 +953,9 @@ MESSAGES: dict[str, str] = {
     "W개) 비교하기 전에 확인하세요.",
     "note.exact_stops_root": "여기부터는 정확한 분수가 없습니다: RMSNorm은 제곱근으로 나누는데, "
     "대부분의 입력에서 무리수입니다.",
-    "note.exact_stops_rope": "여기부터는 정확한 분수가 없습니다: 회전은 cos φ와 sin φ를 곱하는데, "
-    "0이 아닌 정수 각 φ에서 무리수입니다.",
+    "note.exact_stops_rope": "여기부터는 정확한 분수가 없습니다: 회전은 cos φ와 sin φ를 "
+    "곱하는데, 이 값들은 0이 아닌 대수적 수 φ에서 언제나 무리수이고, 여기의 φ = 위치 × ω도 "
+    "그런 수입니다(린데만–바이어슈트라스 정리).",
     "note.exact_stops_tanh": "여기부터는 정확한 분수가 없습니다: 0이 아닌 유리수의 tanh는 "
     "무리수입니다.",
     "positions.not_list": "{field}는 정수 {count}개의 목록이어야 합니다 ({what}마다 하나).",
@@ -993,8 +995,8 @@ MESSAGES: dict[str, str] = {
     "여기에는 {missing} 패키지가 설치되어 있지 않습니다: pip install 'qkvcalc[models]'",
     "extract.architecture": "{model}의 모델 종류는 {model_type!r}이며, qkvcalc extract가 "
     "모르는 종류입니다. 아는 종류: {known}",
-    "extract.no_key": "{model}의 층 {layer}은 {what}을(를) 쓰는데, qkvcalc 입력 형식에는 아직 "
-    "그 키가 없어서 이 층을 문제로 쓸 수 없습니다",
+    "extract.no_key": "{model}의 {layer}번 층은 {what}을(를) 쓰는데, qkvcalc 입력 형식에는 "
+    "아직 이를 나타낼 키가 없어서 이 층을 문제로 쓸 수 없습니다",
     "extract.layer": "층 {layer}: {model}에는 층이 {count}개 있고, 번호는 0부터 {last}까지입니다",
     "extract.token_id": "토큰 id {id}: 어휘 밖의 값입니다. {model}의 토큰은 {size}개이고, "
     "id는 0부터 {last}까지입니다",
@@ -1069,17 +1071,17 @@ MESSAGES: dict[str, str] = {
     # ---- qkvcalc heads: 모든 층의 모든 헤드를 한눈에 -----------------------------------------
     "heads.running": "{model}을(를) 한 번 실행해 모든 층을 보는 중 …",
     "heads.head": "헤드 {head}: 이 층에는 헤드가 {count}개 있고, 1부터 {count}까지 번호가 붙습니다",
-    "heads.cannot_split": "이 층의 문제에 있는 키 {key!r}는 qkvcalc heads가 헤드 하나로 나눌 "
-    "수 없습니다. 층 전체는 qkvcalc extract로 쓰세요",
+    "heads.cannot_split": "이 층의 문제에 있는 키 {key!r}: qkvcalc heads는 이 키를 헤드 "
+    "하나로 나눌 수 없습니다. 층 전체는 qkvcalc extract로 쓰세요",
     "heads.head_name": "{name}, 헤드 {head}",
-    "heads.head_description": "{name}의 헤드 {heads}개 중 헤드 {head}을(를) 하나의 문제로: 그 "
-    "헤드의 Query 열, 그 헤드가 읽는 K/V 헤드 {kv_head}의 Key와 Value 열, 그리고 출력 투영은 "
-    "없습니다 (헤드의 출력은 W_O 앞에서 이어 붙이는 결과의 한 부분입니다).",
-    "heads.too_many_weights": "토큰 {n}개: {model}의 모든 헤드는 가중치 {count}개 "
-    "({layers}개 층 × {heads}개 헤드 × {n}²)로, qkvcalc heads가 보여 주는 {limit}개보다 "
-    "많습니다. 토큰을 줄이거나 qkvcalc extract로 한 층만 꺼내세요",
-    "heads.layer_and_head": "--layer와 --head는 함께 씁니다: 헤드 하나의 문제를 쓰려면 둘 다, "
-    "모든 헤드를 한눈에 보려면 둘 다 빼세요",
+    "heads.head_description": "{name}의 헤드 {heads}개 중 헤드 {head} 하나만 떼어 낸 문제: "
+    "그 헤드의 Query 열과, 그 헤드가 읽는 K/V 헤드 {kv_head}의 Key 열과 Value 열이 들어가고, "
+    "출력 투영은 없습니다 (헤드의 출력은 W_O 앞에서 이어 붙이는 결과 중 그 헤드의 몫입니다).",
+    "heads.too_many_weights": "토큰 {n}개: {model}의 모든 헤드를 합치면 가중치가 "
+    "{count}개({layers}개 층 × {heads}개 헤드 × {n}²)로, qkvcalc heads가 보여 주는 한도 "
+    "{limit}개보다 많습니다. 토큰을 줄이거나 qkvcalc extract로 한 층만 꺼내세요",
+    "heads.layer_and_head": "--layer와 --head는 함께 씁니다: 헤드 하나의 문제를 쓰려면 둘 "
+    "다 주고, 모든 헤드를 한눈에 보려면 둘 다 빼세요",
     "heads.format_with_head": "--format {format}: --layer와 --head를 주면 그 헤드의 문제를 "
     "qkvcalc extract처럼 JSON으로 씁니다. --format은 빼세요",
     "heads.title": "모든 헤드의 어텐션 가중치: {model} ({arch}, {dtype}), 토큰 {n}개, "
@@ -1104,7 +1106,7 @@ MESSAGES: dict[str, str] = {
     "help.heads": "Hugging Face 모델을 한 번 실행해 모든 층의 모든 헤드의 어텐션 가중치를 작은 "
     "히트맵의 격자로 보여 줍니다 (qkvcalc[models] 필요).",
     "help.heads.model": "체크포인트 폴더 (config.json과 가중치), 또는 이 컴퓨터가 내려받을 수 "
-    "있는 허브 이름.",
+    "있을 때는 허브의 모델 이름.",
     "help.heads.ids": '공백으로 나눈 토큰 id: "101 7592 102".',
     "help.heads.text": "모델의 토크나이저가 토큰 id로 바꿀 텍스트.",
     "help.heads.format": "table (터미널), html (페이지: 헤드를 누르면 풀이가 열림) 또는 json "
@@ -1229,25 +1231,25 @@ MESSAGES: dict[str, str] = {
     "page.language_name": "한국어",
     "page.present": "발표 모드 (p)",
     "page.document": "문서로 (Esc)",
-    "page.keys_title": "이 페이지의 키",
+    "page.keys_title": "이 페이지의 단축키",
     "page.key_next": "다음 단계 (발표 모드)",
     "page.key_back": "이전 단계 (발표 모드)",
     "page.key_number": "단계 번호를 치고 Enter: 그 단계로 (발표 모드)",
     "page.key_first_last": "첫 단계, 마지막 단계 (발표 모드)",
-    "page.key_group": "다음 디코드 단계 또는 다음 Key 블록; 지금 것의 처음으로, 또는 그 앞 것의 "
-    "처음으로 (발표 모드)",
-    "page.key_help": "이 키 목록을 보이기/숨기기",
+    "page.key_group": "다음 디코드 단계 또는 다음 Key 블록으로; 지금 단계(블록)의 처음으로, "
+    "또는 그 앞 단계(블록)의 처음으로 (발표 모드)",
+    "page.key_help": "단축키 목록 보이기/숨기기",
     "page.key_exit": "이 목록 닫기; 발표 모드 끝내기",
     "page.key_present": "발표 모드 켜기/끄기: 한 화면에 한 단계",
     "page.key_cells": "Tab으로 표마다 들어가고, 화살표로 칸을 옮기며 각 칸의 계산을 봅니다",
     "page.language": "페이지의 언어 바꾸기",
     "page.why_given": "주어진 값: 이 표는 계산의 입력이며, 따로 적을 계산이 없습니다.",
-    "page.why_masked": "마스크됨: 이 Query는 이 Key를 볼 수 없으므로 점수가 무엇이었든 −∞가 "
-    "됩니다 (가중치는 0이 됩니다).",
-    "page.why_kept": "마스크되지 않음: 점수가 그대로 지나갑니다.",
+    "page.why_masked": "마스킹됨: 이 Query는 이 Key를 볼 수 없으므로 스코어가 무엇이었든 "
+    "−∞가 됩니다 (가중치는 0이 됩니다).",
+    "page.why_kept": "마스킹되지 않음: 스코어가 그대로 지나갑니다.",
     "page.why_copy": "표시된 칸과 같은 수를 그대로 가져온 것입니다.",
-    "page.why_none": "이 칸의 계산은 이 페이지에 적혀 있지 않습니다; 표시된 칸은 이 칸이 계산된, "
-    "페이지에 보이는 칸입니다.",
+    "page.why_none": "이 칸의 계산은 이 페이지에 적혀 있지 않습니다. 표시된 칸은 이 칸을 "
+    "계산하는 데 쓰인 칸 중 페이지에 보이는 칸입니다.",
     "page.picture_title": "그림으로 보는 어텐션 가중치",
     "page.picture_why": "헤드마다의 가중치: 히트맵(Query와 Key마다 한 칸, 진할수록 가중치가 큼) "
     "또는 각 Query의 토큰에서 각 Key의 토큰으로 이은 선(가중치만큼 굵음). 칸이나 선을 누르면 "
@@ -1260,8 +1262,9 @@ MESSAGES: dict[str, str] = {
     "{m}개를 보여 줍니다.",
     "page.picture_cell": "{query} → {key}: 가중치 {weight}",
     "page.not_shown": "이 칸은 이 페이지의 가중치 표에 보이는 칸이 아닙니다.",
-    "page.two_langs_html": "--lang {langs}는 두 언어를 한 페이지에 담는데, 이는 --format html만 "
-    "할 수 있습니다 (지금 형식은 {format}): 언어를 하나만 주거나 html로 쓰세요.",
-    "help.explain.lang": "en 또는 ko (기본값: QKVCALC_LANG, LC_ALL, LANG에 따라 정해짐); en,ko "
-    "또는 ko,en: 두 언어가 담기고 전환 버튼이 있는 html 페이지 (앞의 언어를 먼저 보여 줌).",
+    "page.two_langs_html": "--lang {langs}: 두 언어를 한 페이지에 담는 것은 --format html만 "
+    "할 수 있습니다 (지금 형식은 {format}). 언어를 하나만 주거나 html로 쓰세요.",
+    "help.explain.lang": "en 또는 ko (기본값: QKVCALC_LANG, LC_ALL, LANG에 따라 정해짐); "
+    "--format html과 함께 en,ko 또는 ko,en: 두 언어가 담기고 전환 버튼이 있는 html 페이지 "
+    "(앞의 언어를 먼저 보여 줌).",
 }
