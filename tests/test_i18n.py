@@ -225,7 +225,7 @@ def test_the_leak_check_catches_english(cli):
     english = cli("explain", "--preset", "doc", "--lang", "en").stdout
     assert len(english_in(english, drop=doc)) > 30
     # one sentence slipped into a Korean run is found, wherever the terminal wrapped it
-    for key in ("stage.kt.why", "note.mask_convention", "stage.x.title", "ui.row_max"):
+    for key in ("stage.kt.why", "note.mask_convention", "stage.x.title", "stage.scores.title"):
         assert english_in(korean.replace("\n", f"\n  {EN[key]}\n", 1), drop=doc), key
     wrapped = korean + "\n  A query is what this token is\n  looking for.\n"
     assert "looking for" in english_in(wrapped, drop=doc)

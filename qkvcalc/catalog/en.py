@@ -145,8 +145,6 @@ MESSAGES: dict[str, str] = {
     "note.scale_temperature": "Multiplying the scores by a scale c is a softmax at temperature "
     "T = 1/c: a smaller c (higher T) flattens the weights toward equal shares, a larger c "
     "sharpens them toward the largest score. The default c = 1/√d_k is T = √d_k = {root}.",
-    "ui.without_scale": "without 1/√d_k",
-    "ui.with_scale": "with ×{scale}",
     "note.shuffle": "Attention by itself does not see order: with no positional information and "
     "no causal mask, shuffling the tokens only shuffles the output rows the same way, each row's "
     "numbers unchanged. Order reaches attention only through positions (added to X, or rotated "
@@ -198,13 +196,8 @@ MESSAGES: dict[str, str] = {
     "warn.tokens_dropped": "The input's tokens ({count}) do not fit the {rows} rows of --x, so "
     "they were dropped: the tokens are named t1, t2, …",
     # ---- the words of tables and arithmetic ------------------------------------------------
-    "ui.shape": "shape",
     "ui.head": "head {head}",
     "ui.heads_group": "Head {head} of {heads}",
-    "ui.row_max": "row max",
-    "ui.row_sum": "sum",
-    "ui.masked": "masked",
-    "ui.row": "row",
     "ui.softmax_row": "row {row} ({token}): max = {max}; sum of exponentials = {sum}",
     "ui.masked_row": "row {row} ({token}): {keys} → -∞",
     "ui.all_masked_row": "row {row} ({token}): every key masked, weights 0",
@@ -490,7 +483,6 @@ MESSAGES: dict[str, str] = {
     "cli.preset_unknown_suggest": "no preset named {name!r}: did you mean {suggestion!r}? "
     "(qkvcalc presets lists them)",
     "cli.two_sources": "give one input, not several: {sources}",
-    "cli.bad_option": "--{option}: {reason}",
     "cli.interrupted": "interrupted",
     "cli.stdout_failed": "cannot write to standard output: {reason}",
     "cli.error_prefix": "error",

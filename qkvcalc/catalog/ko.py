@@ -151,8 +151,6 @@ MESSAGES: dict[str, str] = {
     "note.scale_temperature": "스코어에 scale c를 곱하는 것은 온도(temperature) T = 1/c인 "
     "소프트맥스와 같습니다. c가 작을수록(T가 클수록) 가중치가 고르게 퍼지고, c가 클수록 가장 "
     "큰 스코어 쪽으로 쏠립니다. 기본값 c = 1/√d_k는 T = √d_k = {root}입니다.",
-    "ui.without_scale": "1/√d_k 없이",
-    "ui.with_scale": "×{scale} 적용",
     "note.shuffle": "어텐션 자체는 순서를 보지 못합니다. 위치 정보도 인과 마스크도 없으면, 토큰의 "
     "순서를 섞어도 출력 행들이 똑같이 섞일 뿐 각 행의 값은 그대로입니다. 순서는 위치 정보(X에 "
     "더하거나 Q와 K에 회전으로 넣는 방식)나 인과 마스크 같은 마스크를 통해서만 어텐션에 "
@@ -203,13 +201,8 @@ MESSAGES: dict[str, str] = {
     "warn.tokens_dropped": "입력의 토큰 {count}개가 --x의 행 {rows}개와 맞지 않아 버렸습니다. "
     "토큰 이름은 t1, t2, …입니다.",
     # ---- the words of tables and arithmetic ------------------------------------------------
-    "ui.shape": "모양",
     "ui.head": "헤드 {head}",
     "ui.heads_group": "헤드 {head} (전체 {heads}개)",
-    "ui.row_max": "행 최댓값",
-    "ui.row_sum": "합",
-    "ui.masked": "마스킹됨",
-    "ui.row": "행",
     "ui.softmax_row": "{row}행 ({token}): 최댓값 = {max}; 지수함수 값의 합 = {sum}",
     "ui.masked_row": "{row}행 ({token}): {keys} → -∞",
     "ui.all_masked_row": "{row}행 ({token}): 모든 Key가 마스킹됨, 가중치 0",
@@ -493,7 +486,6 @@ MESSAGES: dict[str, str] = {
     "cli.preset_unknown_suggest": "프리셋을 찾을 수 없습니다: {name!r}. 혹시 "
     "{suggestion!r}인가요? (qkvcalc presets로 목록을 볼 수 있습니다)",
     "cli.two_sources": "입력은 하나만 주세요. 함께 주어진 입력: {sources}",
-    "cli.bad_option": "--{option}: {reason}",
     "cli.interrupted": "중단됨",
     "cli.stdout_failed": "표준 출력에 쓸 수 없습니다: {reason}",
     "cli.error_prefix": "오류",
