@@ -423,3 +423,24 @@ def test_minilm_through_the_command_line(minilm_cli):
     assert np.allclose(
         trace.stage("weights").value, np.array(doc["layers"][0]["heads"][2]["weights"]), atol=1e-5
     )
+
+
+def test_without_torch_the_message_names_the_command_that_needs_it(monkeypatch):
+    import builtins
+
+    from qkvcalc.errors import QkvcalcError
+    from qkvcalc.extract.runner import require_models
+
+    real = builtins.__import__
+
+    def no_torch(name, *args, **kwargs):
+        if name == "torch":
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    for command in ("heads", "extract"):
+        with pytest.raises(QkvcalcError) as err:
+            require_models(command)
+        assert f"qkvcalc {command} runs the model" in err.value.message("en")
+        assert f"qkvcalc {command}" in err.value.message("ko")

@@ -979,7 +979,7 @@ MESSAGES: dict[str, str] = {
     "positional.shape": "positional is {shape}; it must be n×d_model = {n}×{d}: one row per "
     "token, as wide as X",
     # ---- qkvcalc extract (issue 16) ----------------------------------------------------
-    "extract.needs_models": "qkvcalc extract runs the model with PyTorch and transformers, and "
+    "extract.needs_models": "qkvcalc {command} runs the model with PyTorch and transformers, and "
     "{missing} is not installed here: pip install 'qkvcalc[models]'",
     "extract.architecture": "{model} is a {model_type!r} model, which qkvcalc extract does not "
     "know; it knows {known}",

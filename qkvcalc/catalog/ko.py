@@ -983,7 +983,7 @@ MESSAGES: dict[str, str] = {
     "positional.shape": "positional은 {shape}입니다. n×d_model = {n}×{d}이어야 합니다: 토큰마다 "
     "한 행, X와 같은 너비",
     # ---- qkvcalc extract (issue 16) ----------------------------------------------------
-    "extract.needs_models": "qkvcalc extract는 PyTorch와 transformers로 모델을 실행하는데, "
+    "extract.needs_models": "qkvcalc {command}(은)는 PyTorch와 transformers로 모델을 실행하는데, "
     "여기에는 {missing} 패키지가 설치되어 있지 않습니다: pip install 'qkvcalc[models]'",
     "extract.architecture": "{model}의 모델 종류는 {model_type!r}이며, qkvcalc extract가 "
     "모르는 종류입니다. 아는 종류: {known}",

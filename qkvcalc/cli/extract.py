@@ -92,7 +92,7 @@ LAYER = Group("at", (Opt("layer", int, REQUIRED, settings=HIDDEN),))
 
 
 @contextmanager
-def loading(model: str, lang: str, no_color: bool) -> Iterator[Any]:
+def loading(model: str, lang: str, no_color: bool, command: str) -> Iterator[Any]:
     """A status on stderr while torch and transformers load and the model runs. It is over
     before a byte is written: while it shows, rich sends whatever goes to sys.stdout to its own
     console (stderr), which would take the output along."""
@@ -101,7 +101,7 @@ def loading(model: str, lang: str, no_color: bool) -> Iterator[Any]:
     text = translate("extract.loading", lang, model=model)
     with console(no_color, stderr=True).status(text) as status:
         _quiet_transformers()
-        require_models()  # importing torch and transformers takes seconds: under the status
+        require_models(command)  # importing torch and transformers takes seconds: under it
         _quiet_transformers()
         yield lambda msg: status.update(msg.text(lang))
 
@@ -130,7 +130,7 @@ def extract(
         from qkvcalc.extract import extract as extracted
         from qkvcalc.extract import write_problem
 
-        with loading(model.model, lang_code, display.no_color) as progress:
+        with loading(model.model, lang_code, display.no_color, "extract") as progress:
             problem = extracted(
                 model.model,
                 at.layer,

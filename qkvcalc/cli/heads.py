@@ -60,7 +60,7 @@ def heads(
             check_writable(output)
         from qkvcalc.extract import heads as library
 
-        with loading(model.model, lang_code, no_color) as progress:
+        with loading(model.model, lang_code, no_color, "heads") as progress:
             common: dict[str, Any] = {
                 "input_ids": input_ids,
                 "text": given.text,

@@ -76,7 +76,7 @@ def _open(
 ) -> _Opened:
     """The model loaded (or taken) and the tokens checked, as extract does it: every check the
     config allows before a large checkpoint spends minutes loading."""
-    runner.require_models()
+    runner.require_models("heads")
     import torch
 
     if dtype not in runner.DTYPES:

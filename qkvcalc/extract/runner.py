@@ -72,13 +72,13 @@ class _Captured(Exception):
     """Not an error: raised from layer L's pre-hook to end the forward once x is in hand."""
 
 
-def require_models() -> None:
-    """torch and transformers, or the one message that says what to install."""
+def require_models(command: str = "extract") -> None:
+    """torch and transformers, or the one message that says what to install (for `command`)."""
     for name in ("torch", "transformers"):
         try:
             __import__(name)
         except ImportError:
-            raise QkvcalcError("extract.needs_models", missing=name) from None
+            raise QkvcalcError("extract.needs_models", missing=name, command=command) from None
 
 
 # ---- loading ----------------------------------------------------------------------------
