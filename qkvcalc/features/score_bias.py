@@ -225,8 +225,15 @@ def _stages(p: Any, bias: Bias, at: Logits) -> list[Spec]:
             hint=("hint.alibi", {}),
             **common,
         )
-    elif bias.alibi is not None:  # both: ALiBi plus the bias given, as one B
-        slope = float(bias.alibi[hh])
+    else:  # a bias given as numbers, with ALiBi's added in when both are (one B)
+        exact = None
+        if bias.alibi is not None:
+            notes = (Msg("note.alibi_and_bias", slope=f"{float(bias.alibi[hh]):.6g}"),)
+        else:
+            notes = (Msg("note.score_bias"),)
+            exact = bias.table_exact[hh] if bias.table_exact is not None else None
+            if exact is not None and at.take is not None:
+                exact = tuple(tuple(exact[int(i)][:end]) for i in at.take)
         b = Spec(
             "score_bias",
             at.h,
@@ -235,25 +242,8 @@ def _stages(p: Any, bias: Bias, at: Logits) -> list[Spec]:
             "B",
             at.rows,
             at.cols,
-            params={"table": table(p, bias, at.h)[take][:, :end]},
-            notes=(Msg("note.alibi_and_bias", slope=f"{slope:.6g}"),),
-            **common,
-        )
-    else:
-        assert bias.table is not None
-        exact = bias.table_exact[hh] if bias.table_exact is not None else None
-        if exact is not None and at.take is not None:
-            exact = tuple(tuple(exact[int(i)][:end]) for i in at.take)
-        b = Spec(
-            "score_bias",
-            at.h,
-            "table",
-            (),
-            "B",
-            at.rows,
-            at.cols,
-            params={"table": bias.table[hh][take][:, :end], "table_exact": exact},
-            notes=(Msg("note.score_bias"),),
+            params={"table": table(p, bias, at.h)[take][:, :end], "table_exact": exact},
+            notes=notes,
             **common,
         )
     biased = Spec(
