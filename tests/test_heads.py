@@ -444,3 +444,14 @@ def test_without_torch_the_message_names_the_command_that_needs_it(monkeypatch):
             require_models(command)
         assert f"qkvcalc {command} runs the model" in err.value.message("en")
         assert f"qkvcalc {command}" in err.value.message("ko")
+
+
+def test_the_command_that_writes_one_head_keeps_the_whole_model_path():
+    """A path longer than a token label is not cut short: the command must run as printed."""
+    from types import SimpleNamespace
+
+    from qkvcalc.render.heads import command
+
+    long = "/home/user/models/Qwen2.5-0.5B-Instruct-with-a-long-name"
+    said = command(SimpleNamespace(source=long, ids=[1, 2]), 3, 4)
+    assert said == f"qkvcalc heads {long} --ids '1 2' --layer 3 --head 4"

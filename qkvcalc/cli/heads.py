@@ -68,7 +68,7 @@ def heads(
                 "lang": lang_code,
                 "progress": progress,
             }
-            if layer is not None and head is not None:
+            if one_head:
                 problem = library.head_problem(model.model, layer, head, **common)
             else:
                 maps = library.attention_maps(

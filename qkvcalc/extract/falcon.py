@@ -37,12 +37,10 @@ def grouped(linear: Any, heads: int, kv_heads: int, head_dim: int) -> list[np.nd
     weight = rows(linear).reshape(-1, kv_heads, per + 2, head_dim)  # d × G × (H/G + 2) × hd
     found = bias(linear)
     b = None if found is None else found.reshape(kv_heads, per + 2, head_dim)
-    out: list[np.ndarray | None] = []
-    for part in (slice(0, per), slice(per, per + 1), slice(per + 1, per + 2)):
-        out.append(np.ascontiguousarray(weight[:, :, part].reshape(weight.shape[0], -1)))
-    for part in (slice(0, per), slice(per, per + 1), slice(per + 1, per + 2)):
-        out.append(None if b is None else b[:, part].reshape(-1))
-    return out
+    parts = (slice(0, per), slice(per, per + 1), slice(per + 1, per + 2))  # Q, K, V
+    weights = [np.ascontiguousarray(weight[:, :, s].reshape(weight.shape[0], -1)) for s in parts]
+    biases = [None if b is None else b[:, s].reshape(-1) for s in parts]
+    return [*weights, *biases]
 
 
 def keys(layer: Layer) -> dict[str, Any]:
@@ -65,8 +63,8 @@ def keys(layer: Layer) -> dict[str, Any]:
     else:
         n = layer.n
         added = array(alibi).reshape(-1, heads, 1, n)[0] * attn.inv_norm_factor
-        mask = array(given["attention_mask"])[0]
-        mask = np.broadcast_to(mask, (heads, *mask.shape[-2:]))
+        mask = array(given["attention_mask"])[0] if "attention_mask" in given else 0.0
+        mask = np.broadcast_to(mask, (heads, n, n))
         visible = layer.allowed if layer.allowed is not None else np.ones((n, n), dtype=bool)
         keys["score_bias"] = np.where(visible, added + mask, 0.0)
     return keys

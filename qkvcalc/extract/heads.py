@@ -123,11 +123,14 @@ def _output_attentions(model: Any) -> Any:
     the eager attention returns them: a model given loaded with another (sdpa) runs eager for
     this run, and gets its own back afterwards."""
     own = getattr(model.config, "_attn_implementation", "eager")
-    if own != "eager":
-        model.set_attn_implementation("eager")
-    configs = {id(c): c for m in model.modules() if (c := getattr(m, "config", None)) is not None}
-    saved = {key: getattr(c, "output_attentions", False) for key, c in configs.items()}
-    try:
+    configs: dict[int, Any] = {}
+    saved: dict[int, bool] = {}
+    try:  # the model gets its own attention and configs back whatever fails, from here on
+        if own != "eager":
+            model.set_attn_implementation("eager")
+        for m in model.modules():
+            if (c := getattr(m, "config", None)) is not None and id(c) not in configs:
+                configs[id(c)], saved[id(c)] = c, getattr(c, "output_attentions", False)
         for c in configs.values():
             c.output_attentions = True
         yield
@@ -151,9 +154,10 @@ def _run(
     stack = family.stack(model)
     xs: dict[int, np.ndarray] = {}
     givens: dict[int, dict[str, Any]] = {}
-    handles = []
-    if keep_x:
-        for index, block in enumerate(stack):
+    handles: list[Any] = []
+    was_training = model.training
+    try:  # the hooks come off and the mode comes back whatever fails, from here on
+        for index, block in enumerate(stack if keep_x else []):
 
             def pre_hook(module: Any, args: Any, kwargs: Any, index: int = index) -> None:
                 hidden = args[0] if args else kwargs["hidden_states"]
@@ -165,11 +169,9 @@ def _run(
 
             attention = family.attention(block)
             handles.append(attention.register_forward_pre_hook(pre_hook, with_kwargs=True))
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    float64 = next(model.parameters()).dtype == torch.float64
-    try:
+        model.eval()
+        device = next(model.parameters()).device
+        float64 = next(model.parameters()).dtype == torch.float64
         with torch.no_grad(), _output_attentions(model):
             islands = float64_islands(model) if float64 else contextlib.nullcontext()
             with islands:

@@ -203,6 +203,12 @@ def float64_islands(model: Any) -> Iterator[None]:
             modeling_bloom._get_alibi_slopes = _alibi_slopes
             restore.append(lambda: setattr(modeling_bloom, "_get_alibi_slopes", slopes))
         yield
-    finally:
+    finally:  # every patch is undone, even when one undo fails (the first failure then rises)
+        failed: BaseException | None = None
         for undo in reversed(restore):
-            undo()
+            try:
+                undo()
+            except BaseException as err:
+                failed = failed or err
+        if failed is not None:
+            raise failed

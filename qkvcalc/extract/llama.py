@@ -119,7 +119,7 @@ def keys(layer: Layer) -> dict[str, Any]:
         softcap=getattr(attn, "attn_logit_softcapping", None),
         q_norm=None if q_norm is None else norm_weight(q_norm),
         k_norm=None if k_norm is None else norm_weight(k_norm),
-        norm_eps=None if q_norm is None else float(norm_eps(q_norm)),
+        norm_eps=None if q_norm is None else norm_eps(q_norm),
         sinks=None if sinks is None else array(sinks),
     )
 

@@ -12,9 +12,8 @@ GPT-J rotates the first rotary_dim dimensions of each head in pairs (2i with 2i+
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
-
-import numpy as np
 
 from qkvcalc.extract.common import (
     Family,
@@ -49,7 +48,7 @@ def neo_keys(layer: Layer) -> dict[str, Any]:
     given = layer.allowed
     allowed = own if given is None else own & given
     keys: dict[str, Any] = {**projections(attn, attn.num_heads), "scale": 1.0}
-    return {**keys, **mask_keys(Layer(**{**vars(layer), "allowed": np.asarray(allowed)}))}
+    return {**keys, **mask_keys(replace(layer, allowed=allowed))}
 
 
 def gptj_keys(layer: Layer) -> dict[str, Any]:

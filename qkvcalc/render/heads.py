@@ -53,7 +53,9 @@ def command(run: Any, layer: int | str, head: int | str) -> str:
     """The command that writes one head's problem (the ids, so that it is exact)."""
     ids = " ".join(str(i) for i in run.ids)
     return (
-        f"qkvcalc heads {shlex.quote(safe(run.source))} --ids {shlex.quote(ids)} "
+        # the whole path (a command cut short runs nothing), its control characters made visible
+        f"qkvcalc heads {shlex.quote(safe(run.source, len(run.source) + 1))} "
+        f"--ids {shlex.quote(ids)} "
         f"--layer {layer} --head {head}"
     )
 
