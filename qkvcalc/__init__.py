@@ -41,6 +41,7 @@ def explain(
     wv: Any = None,
     *,
     exact: bool = False,
+    backward: bool = False,
     max_elements: int | None = None,
     **fields: Any,
 ) -> Trace:
@@ -49,7 +50,9 @@ def explain(
     Takes the fields of the input format (docs/input-format.md) as keyword arguments: lists,
     nested lists, numpy arrays or torch tensors (any device or dtype) for matrices,
     ``mask="causal"``, ``heads=2``, ``wo=…``, ``tokens=[…]`` … ``exact=True`` keeps the
-    rational stages as fractions (as ``--exact``); ``max_elements`` bounds the numbers the
+    rational stages as fractions (as ``--exact``); ``backward=True`` adds the backward pass's
+    stages, from the loss the fields give (``target=…``, ``grad_output=…`` or ``attend=[…]``;
+    as ``--backward``); ``max_elements`` bounds the numbers the
     problem may hold (``--max-elements``).
     Raises QkvcalcError with a message that names the field, the shapes and the rule.
     """
@@ -60,7 +63,12 @@ def explain(
     given = {"x": x, "wq": wq, "wk": wk, "wv": wv, **fields}
     doc = {k: v for k, v in given.items() if v is not None}
     limit = MAX_ELEMENTS if max_elements is None else max_elements
-    return run(Problem.from_mapping(doc, exact=exact, max_elements=limit))
+    problem = Problem.from_mapping(doc, exact=exact, max_elements=limit)
+    if backward:
+        from dataclasses import replace
+
+        problem = replace(problem, backward=True)
+    return run(problem)
 
 
 def format_for(path: str) -> str:

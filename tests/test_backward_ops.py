@@ -32,6 +32,11 @@ CASES = {
     "copy": lambda: ([RNG.normal(size=(3, 2))], {}),
     "add": lambda: ([RNG.normal(size=(3, 3)), RNG.normal(size=(3, 3))], {}),
     "softcap": lambda: ([RNG.normal(0, 3, size=(3, 3))], {"cap": 2.0}),
+    "rope": lambda: (
+        [RNG.normal(size=(3, 6))],
+        {"angles": RNG.normal(size=(3, 2)), "style": "half", "dims": 4, "factor": 1.3},
+    ),
+    "rmsnorm": lambda: ([RNG.normal(size=(3, 4))], {"weight": RNG.normal(size=4), "eps": 1e-3}),
 }
 
 

@@ -828,6 +828,14 @@ MESSAGES: dict[str, str] = {
     "help.explain.output": "Write to this file instead of standard output.",
     "help.explain.detail": "full: each cell's arithmetic where it fits; brief: tables only.",
     "help.explain.precision": "Decimals shown.",
+    "help.explain.target": "A target output T (n × d_out, as --x): --backward starts from L = "
+    "½·Σ(O − T)².",
+    "help.explain.grad_output": "dL/dO given directly (n × d_out, as --x), as out.backward(grad) "
+    "takes it: --backward starts from it.",
+    "help.explain.attend": 'The key each query should attend to, 1-based, one per query ("3 1 '
+    '-": - for none): --backward starts from L = −Σᵢ log A[i, tᵢ].',
+    "help.explain.backward": "After the forward stages, the backward pass: every gradient from "
+    "the loss (the problem's grad_output, target or attend) back to W_Q, W_K, W_V and X.",
     "help.explain.exact": "Show exact fractions where the numbers stay rational.",
     "help.explain.worksheet": "A worksheet: the inputs filled in, every computed cell blank (no "
     "arithmetic, no notes that tell a result). The answer key is the same command without it.",
@@ -1268,4 +1276,157 @@ MESSAGES: dict[str, str] = {
     "help.explain.lang": "en or ko (default: from QKVCALC_LANG, LC_ALL, LANG); en,ko or "
     "ko,en with --format html: one page in both languages with a switch, the first shown "
     "first.",
+    # ---- the backward pass (--backward): how attention learns ---------------------------
+    "backward.no_loss": "--backward needs a place for the gradient to start: give one of "
+    "grad_output (dL/dO, n × d_out), target (T, n × d_out; L = ½·Σ(O − T)²) or attend (one key "
+    "per query, 1-based; L = −Σᵢ log A[i, tᵢ])",
+    "backward.decode": "--backward runs on the whole sequence at once: drop decode (a KV cache "
+    "changes when the numbers are computed, not what the gradients are)",
+    "backward.tiles": "--backward with tiles is not written yet: drop tiles for the plain backward "
+    "pass (the gradients are the same)",
+    "loss.several": "give one place for the gradient to start, not several: {keys}",
+    "loss.shape": "{field} is {rows}×{cols} but the output is n × d_out = {n}×{d_out}: one row "
+    "per query, one column per output column",
+    "loss.attend_count": "attend needs one key per query: {count} given for n = {n} queries "
+    "(null for a query with no target)",
+    "loss.attend_key": "attend[{row}] is {value}: a key's number from 1 to m = {m} (1-based, "
+    "as the tables count), or null",
+    "loss.attend_empty": "attend names no key at all: give at least one query a target key",
+    "loss.attend_masked": "attend[{row}] = {key}, but the mask hides key {key} from query {row}: "
+    "a query cannot be taught to look at a key it may not see",
+    "stage.grad_output.target.title": "Backward: the loss's gradient dO",
+    "stage.grad_output.target.why": "Learning starts from a number that says how wrong the output "
+    "is: here L = ½·Σ(O − T)², half the squared distance to the target T. Its gradient dL/dO is "
+    "simply O − T: each cell says which way, and how strongly, that output cell should move.",
+    "stage.grad_output.given.title": "Backward: the gradient dO, given",
+    "stage.grad_output.given.why": "dL/dO is given directly, as PyTorch's out.backward(grad) takes "
+    "it: whatever the loss further up is, this is how it wants each output cell to move. "
+    "Everything below is the chain rule applied to it, stage by stage, in reverse.",
+    "stage.grad_output.head.title": "Backward: this head's share of the gradient",
+    "stage.grad_output.head.why": "Each head wrote its own columns of the concatenation, so each "
+    "head receives exactly those columns of d(concat) back, and nothing of the others'.",
+    "stage.grad_concat.title": "Backward through W_O",
+    "stage.grad_concat.why": "The output was concat·W_O, so the gradient reaching the "
+    "concatenation is dO·W_Oᵀ: every concatenated column collects what it contributed to every "
+    "output column.",
+    "stage.grad_concat.copy.title": "Backward through the concatenation",
+    "stage.grad_concat.copy.why": "Without W_O the output is the concatenation itself, so its "
+    "gradient passes through unchanged.",
+    "stage.grad_wo.title": "Gradient of W_O",
+    "stage.grad_wo.why": "W_O[a, b] multiplied concatenated column a into output column b for "
+    "every token, so its gradient sums concat[i, a]·dO[i, b] over the tokens: concatᵀ·dO. A "
+    "step of gradient descent moves W_O against it.",
+    "stage.grad_bo.title": "Gradient of b_O",
+    "stage.grad_bo.why": "b_O is added to every row, so each of its entries collects the "
+    "gradient of its column from every token: the column sums of dO.",
+    "stage.grad_v.title": "Backward: gradient of V",
+    "stage.grad_v.why": "The output was A·V: value row j reached query i with weight Aᵢⱼ. So V's "
+    "gradient is Aᵀ·dO: each value row collects the output gradients of the queries that read "
+    "it, weighted by how much they read it. A value nobody attends to gets no gradient.",
+    "stage.grad_weights.title": "Backward: gradient of the weights A",
+    "stage.grad_weights.why": "dA = dO·Vᵀ: raising weight Aᵢⱼ would add more of value row j to "
+    "output row i, so its gradient is how well value j points where output i wants to go "
+    "(their dot product).",
+    "stage.grad_weights.attend.title": "Backward: gradient of the weights, from the targets",
+    "stage.grad_weights.attend.why": "The loss −Σᵢ log A[i, tᵢ] asks each query to put its "
+    'weight on its target key tᵢ: the question "which token should it have looked at". Its '
+    "gradient is −1/A[i, tᵢ] at the target and 0 elsewhere: the smaller that weight is now, "
+    "the harder the push.",
+    "stage.softmax_rowdot.title": "Softmax backward, part 1: the row term",
+    "stage.softmax_rowdot.why": "The weights of a row add up to 1, so raising one logit takes "
+    "weight from every other key of the row. rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ is what the row as a whole "
+    "gains when its weights shift: the part every key's gradient must be measured against.",
+    "stage.grad_logits.title": "Softmax backward, part 2: gradient of the logits",
+    "stage.grad_logits.why": "dS = A ⊙ (dA − r): a logit's gradient is its weight times how much "
+    "better its key is than the row's average. Keys that would help more than average are "
+    "pushed up, the others down. A weight near 0 or near 1 passes almost nothing back: that is "
+    "what a saturated softmax means, and why the scores are scaled.",
+    "stage.grad_back.mask.title": "Backward through the mask",
+    "stage.grad_back.mask.why": "A masked logit was replaced by −∞ whatever its score was, so "
+    "its score gets exactly 0 gradient: a key that cannot be seen cannot be learned from.",
+    "stage.grad_back.scale.title": "Backward through the scaling",
+    "stage.grad_back.scale.why": "The scores were multiplied by the scale, so their gradient is "
+    "the logits' gradient times the same scale: the scaling that kept the softmax from "
+    "saturating also damps what flows back.",
+    "stage.grad_back.add.title": "Backward through the score bias",
+    "stage.grad_back.add.why": "The bias B was added and is not learned here, so the gradient "
+    "passes through to the scaled scores unchanged.",
+    "stage.grad_back.softcap.title": "Backward through the softcap",
+    "stage.grad_back.softcap.why": "The derivative of c·tanh(s/c) is 1 − tanh²(s/c): about 1 for "
+    "small scores, near 0 for scores close to ±c. A capped score learns little, which is the "
+    "point of the cap.",
+    "stage.grad_back.rope.title": "Backward through RoPE",
+    "stage.grad_back.rope.why": "RoPE turned each pair of dimensions by the angle φ of its "
+    "position. A rotation's transpose is the rotation back, so the gradient is turned by −φ "
+    "pair by pair: the same angles, the other way.",
+    "stage.grad_back.rmsnorm.title": "Backward through the q/k norm",
+    "stage.grad_back.rmsnorm.why": "The norm multiplied each row by ρ = 1/√(mean(x²) + ε) and "
+    "by w. Its backward has two parts: the gradient scaled the same way, ρ·(w ⊙ g), minus the "
+    "part that would only change the row's length, which the norm undoes.",
+    "stage.grad_q_side.title": "Backward: gradient of the queries",
+    "stage.grad_q_side.why": "Score i,j was qᵢ·kⱼ, so query row i gets Σⱼ d(Q·Kᵀ)ᵢⱼ·kⱼ: it is "
+    "pulled toward keys whose scores should rise and pushed from those whose scores should "
+    "fall.",
+    "stage.grad_k_side.title": "Backward: gradient of the keys",
+    "stage.grad_k_side.why": "The same product seen from the keys: key row j gets "
+    "Σᵢ d(Q·Kᵀ)ᵢⱼ·qᵢ, the queries' rows weighted by how each of its scores should change.",
+    "stage.grad_wq.title": "Gradient of W_Q",
+    "stage.grad_wq.why": "Q = X·W_Q, so dW_Q = Xᵀ·dQ: each weight collects, over the tokens, its "
+    "input number times the gradient of the query cell it fed. This is how attention learns: "
+    "W_Q moves a small step against this matrix, and the queries of every sentence change.",
+    "stage.grad_wk.title": "Gradient of W_K",
+    "stage.grad_wk.why": "K = X·W_K (the source's rows in cross-attention), so dW_K = Xᵀ·dK: "
+    "what every key should have offered, turned into a change of the one matrix that makes "
+    "keys.",
+    "stage.grad_wv.title": "Gradient of W_V",
+    "stage.grad_wv.why": "V = X·W_V, so dW_V = Xᵀ·dV: the change of the matrix that makes "
+    "values, from what every value should have carried.",
+    "stage.grad_bq.title": "Gradient of b_Q",
+    "stage.grad_bq.why": "b_Q is added to every query row, so its gradient is the column sums "
+    "of dQ.",
+    "stage.grad_bk.title": "Gradient of b_K",
+    "stage.grad_bk.why": "b_K is added to every key row, so its gradient is the column sums of dK.",
+    "stage.grad_bv.title": "Gradient of b_V",
+    "stage.grad_bv.why": "b_V is added to every value row, so its gradient is the column sums "
+    "of dV.",
+    "stage.grad_x.title": "Backward: gradient of the input X",
+    "stage.grad_x.why": "X reaches the loss along several paths at once, one through each "
+    "projection that reads it (Q, K and V in self-attention). The multivariate chain rule adds "
+    "the paths: dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ, the terms of those it has. This is what "
+    "flows on to the layer below.",
+    "note.grad_attend_no_v": "This loss reads only the weights, so V, W_V and b_V do not reach "
+    "it and get no gradient: the backward pass goes from dA to the scores, Q and K.",
+    "stage.grad_source.title": "Backward: gradient of the source",
+    "stage.grad_source.why": "The source reaches the loss through K and V, so its gradient adds "
+    "the two paths: d source = dK·W_Kᵀ + dV·W_Vᵀ (the queries' path goes to X).",
+    "stage.grad_sinks.title": "Gradient of the sinks",
+    "stage.grad_sinks.why": "A sink's logit took its share 1 − Σⱼ Aᵢⱼ of every row. Raising it "
+    "moves weight from the keys to nothing, so its gradient is −Σᵢ (its share)·rᵢ, one number "
+    "per head.",
+    "note.grad_layout_torch": "In the layout W was given in (out × in, --layout torch): the "
+    "product above, turned.",
+    "note.grad_heads_side_by_side": "The {heads} heads' gradients side by side, as each head "
+    "read its own columns of {weight}.",
+    "note.grad_kv_shared": "{per} query heads share each key/value head, so the columns of "
+    "{weight} they share receive the sum of their gradients.",
+    "note.grad_paths": "{x} feeds {count} projections: its gradient is their {count} paths "
+    "added (the multivariate chain rule).",
+    "note.grad_pe": "The position encoding is added to X and is not learned, so the gradient of "
+    "X + PE is the gradient of X.",
+    "note.loss_target": "The loss these numbers give: L = ½·Σ(O − T)² {eq} {loss}.",
+    "note.loss_attend": "The loss these numbers give: L = −Σᵢ log A[i, tᵢ] {eq} {loss}, over "
+    "{count} target keys.",
+    "note.loss_attend_head": "Head {head}'s part of the loss: −Σᵢ log A[i, tᵢ] {eq} {loss}, "
+    "over {count} target keys (the loss adds every head's part).",
+    "note.grad_through_softmax": "√d_k, shown by its gradients: how much a logit can still move "
+    "its own weight is ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ), never more than 0.25. Its largest value in "
+    "this head {eq_with} {with_}; with the scores not scaled ({root} left out) it would be "
+    "{eq_without} {without}.",
+    "note.grad_saturated": "Without the scaling this softmax would be saturated: its weights "
+    "would sit near 0 and 1, almost no gradient would get through it to Q and K (and to W_Q and "
+    "W_K, which make them), and they would barely learn. Dividing by √d_k keeps the scores where "
+    "the softmax still passes gradients.",
+    "note.grad_not_saturated": "Here the scaling does not decide it: these scores are small "
+    "enough that the softmax passes gradients either way. With a large d_k (try --preset "
+    "dk64) the unscaled softmax saturates.",
 }

@@ -832,6 +832,14 @@ MESSAGES: dict[str, str] = {
     "help.explain.output": "표준 출력 대신 이 파일에 씁니다.",
     "help.explain.detail": "full: 자리가 허락하는 곳마다 칸별 계산 과정까지; brief: 표만.",
     "help.explain.precision": "표시할 소수 자릿수.",
+    "help.explain.target": "목표 출력 T (n × d_out, --x와 같은 형식): --backward가 "
+    "L = ½·Σ(O − T)²에서 시작합니다.",
+    "help.explain.grad_output": "out.backward(grad)처럼 직접 주는 dL/dO (n × d_out, --x와 같은 "
+    "형식): --backward가 여기서 시작합니다.",
+    "help.explain.attend": '각 Query가 주목해야 할 Key, 1부터 세어 Query마다 하나 ("3 1 -": '
+    "-는 목표 없음): --backward가 L = −Σᵢ log A[i, tᵢ]에서 시작합니다.",
+    "help.explain.backward": "순전파 단계 뒤에 역전파를 보여 줍니다: 손실(문제의 grad_output, "
+    "target, attend)에서 W_Q, W_K, W_V, X까지의 모든 기울기.",
     "help.explain.exact": "수가 유리수로 남는 곳에서는 정확한 분수로 보여 줍니다.",
     "help.explain.worksheet": "워크시트: 입력은 채우고 계산할 칸은 모두 비워 둡니다(계산 과정도, "
     "결과를 알려 주는 설명도 없습니다). 답은 이 옵션 없이 같은 명령을 실행하면 나옵니다.",
@@ -1259,4 +1267,148 @@ MESSAGES: dict[str, str] = {
     "help.explain.lang": "en 또는 ko (기본값: QKVCALC_LANG, LC_ALL, LANG에 따라 정해짐); "
     "--format html과 함께 en,ko 또는 ko,en: 두 언어가 담기고 전환 버튼이 있는 html 페이지 "
     "(앞의 언어를 먼저 보여 줌).",
+    # ---- the backward pass (--backward): how attention learns ---------------------------
+    "backward.no_loss": "--backward에는 기울기가 시작할 곳이 필요합니다. 다음 중 하나를 주세요: "
+    "grad_output (dL/dO, n × d_out), target (T, n × d_out; L = ½·Σ(O − T)²), attend (Query마다 "
+    "Key 하나, 1부터 셈; L = −Σᵢ log A[i, tᵢ])",
+    "backward.decode": "--backward는 시퀀스 전체에 한 번에 실행됩니다. decode를 빼 주세요 (KV "
+    "캐시는 수를 계산하는 시점을 바꿀 뿐, 기울기는 바꾸지 않습니다)",
+    "backward.tiles": "tiles와 함께 쓰는 --backward는 아직 없습니다. tiles를 빼면 일반 역전파를 "
+    "볼 수 있습니다 (기울기는 같습니다)",
+    "loss.several": "기울기가 시작할 곳은 하나만 주세요. 지금 여러 개입니다: {keys}",
+    "loss.shape": "{field}의 크기는 {rows}×{cols}인데 출력은 n × d_out = {n}×{d_out}입니다. "
+    "Query마다 한 행, 출력 열마다 한 열이어야 합니다",
+    "loss.attend_count": "attend에는 Query마다 Key가 하나씩 필요합니다. Query는 n = {n}개인데 "
+    "주어진 것은 {count}개입니다 (목표가 없는 Query는 null)",
+    "loss.attend_key": "attend[{row}]의 값 {value}: 1부터 m = {m}까지의 Key 번호(표처럼 1부터 "
+    "셈)나 null이어야 합니다",
+    "loss.attend_empty": "attend에 Key가 하나도 없습니다. Query 하나 이상에 목표 Key를 주세요",
+    "loss.attend_masked": "attend[{row}] = {key}인데, 마스크가 Query {row}에게서 Key {key}를 "
+    "가립니다. 볼 수 없는 Key를 보도록 가르칠 수는 없습니다",
+    "stage.grad_output.target.title": "역전파: 손실의 기울기 dO",
+    "stage.grad_output.target.why": "학습은 출력이 얼마나 틀렸는지 말해 주는 수 하나에서 "
+    "시작합니다. 여기서는 L = ½·Σ(O − T)², 곧 목표 T까지의 거리의 제곱의 절반입니다. 그 기울기 "
+    "dL/dO는 그냥 O − T이고, 각 칸은 그 출력 칸이 어느 쪽으로 얼마나 세게 움직여야 하는지를 "
+    "말합니다.",
+    "stage.grad_output.given.title": "역전파: 주어진 기울기 dO",
+    "stage.grad_output.given.why": "dL/dO가 PyTorch의 out.backward(grad)처럼 직접 주어졌습니다. "
+    "위쪽의 손실이 무엇이든, 이것이 각 출력 칸을 움직이고 싶은 방향입니다. 아래의 모든 단계는 "
+    "여기에 연쇄 법칙을 한 단계씩 거꾸로 적용한 것입니다.",
+    "stage.grad_output.head.title": "역전파: 이 헤드의 몫",
+    "stage.grad_output.head.why": "각 헤드는 이어 붙인 행렬에서 자기 열만 썼습니다. 그래서 각 "
+    "헤드는 d(concat)에서 바로 그 열들만 돌려받고, 다른 헤드의 몫은 받지 않습니다.",
+    "stage.grad_concat.title": "W_O를 거슬러 역전파",
+    "stage.grad_concat.why": "출력은 concat·W_O였으므로, 이어 붙인 행렬에 닿는 기울기는 "
+    "dO·W_Oᵀ입니다. 이어 붙인 각 열은 자기가 모든 출력 열에 기여한 만큼을 모아 받습니다.",
+    "stage.grad_concat.copy.title": "이어 붙이기를 거슬러 역전파",
+    "stage.grad_concat.copy.why": "W_O가 없으면 출력이 곧 이어 붙인 행렬이므로, 기울기가 바뀌지 "
+    "않고 그대로 지나갑니다.",
+    "stage.grad_wo.title": "W_O의 기울기",
+    "stage.grad_wo.why": "W_O[a, b]는 모든 토큰에서 이어 붙인 열 a를 출력 열 b에 곱해 넣었습니다. "
+    "그래서 그 기울기는 토큰들에 걸친 concat[i, a]·dO[i, b]의 합, 곧 concatᵀ·dO입니다. 경사 "
+    "하강법 한 걸음은 W_O를 이 반대 방향으로 움직입니다.",
+    "stage.grad_bo.title": "b_O의 기울기",
+    "stage.grad_bo.why": "b_O는 모든 행에 더해지므로, 각 성분은 모든 토큰에서 자기 열의 기울기를 "
+    "모아 받습니다. 곧 dO의 열별 합입니다.",
+    "stage.grad_v.title": "역전파: V의 기울기",
+    "stage.grad_v.why": "출력은 A·V였습니다. Value 행 j는 가중치 Aᵢⱼ만큼 Query i에 전해졌습니다. "
+    "그래서 V의 기울기는 Aᵀ·dO입니다. 각 Value 행은 자기를 읽은 Query들의 출력 기울기를, 읽은 "
+    "만큼의 가중치로 모아 받습니다. 아무도 주목하지 않는 Value는 기울기를 받지 않습니다.",
+    "stage.grad_weights.title": "역전파: 가중치 A의 기울기",
+    "stage.grad_weights.why": "dA = dO·Vᵀ: 가중치 Aᵢⱼ를 키우면 출력 행 i에 Value 행 j가 더 "
+    "섞입니다. 그래서 그 기울기는 Value j가 출력 i가 가고 싶은 방향을 얼마나 잘 가리키는지, 곧 "
+    "둘의 내적입니다.",
+    "stage.grad_weights.attend.title": "역전파: 목표에서 온 가중치의 기울기",
+    "stage.grad_weights.attend.why": "손실 −Σᵢ log A[i, tᵢ]는 각 Query가 목표 Key tᵢ에 가중치를 "
+    '두도록 요구합니다. "어느 토큰을 봤어야 했나"라는 질문입니다. 그 기울기는 목표 칸에서 '
+    "−1/A[i, tᵢ], 나머지에서 0입니다. 지금 그 가중치가 작을수록 더 세게 밀어 줍니다.",
+    "stage.softmax_rowdot.title": "소프트맥스 역전파 (1/2): 행의 항",
+    "stage.softmax_rowdot.why": "한 행의 가중치는 합이 1이므로, 로짓 하나를 키우면 그 행의 다른 "
+    "모든 Key에서 가중치를 가져옵니다. rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ는 가중치가 옮겨 갈 때 행 전체가 얻는 "
+    "양으로, 각 Key의 기울기를 잴 기준입니다.",
+    "stage.grad_logits.title": "소프트맥스 역전파 (2/2): 로짓의 기울기",
+    "stage.grad_logits.why": "dS = A ⊙ (dA − r): 로짓의 기울기는 그 가중치에, 그 Key가 행의 "
+    "평균보다 얼마나 나은지를 곱한 것입니다. 평균보다 도움이 될 Key는 올라가고 나머지는 "
+    "내려갑니다. 가중치가 0이나 1에 가까우면 거의 아무것도 돌려보내지 않습니다. 이것이 포화된 "
+    "소프트맥스이고, 스코어를 스케일링하는 이유입니다.",
+    "stage.grad_back.mask.title": "마스크를 거슬러 역전파",
+    "stage.grad_back.mask.why": "마스킹된 로짓은 스코어와 상관없이 −∞로 바뀌었으므로, 그 "
+    "스코어의 기울기는 정확히 0입니다. 볼 수 없는 Key에서는 배울 수 없습니다.",
+    "stage.grad_back.scale.title": "스케일링을 거슬러 역전파",
+    "stage.grad_back.scale.why": "스코어에 스케일을 곱했으므로, 그 기울기는 로짓의 기울기에 같은 "
+    "스케일을 곱한 것입니다. 소프트맥스의 포화를 막은 스케일링이 거꾸로 흐르는 양도 줄입니다.",
+    "stage.grad_back.add.title": "스코어 바이어스를 거슬러 역전파",
+    "stage.grad_back.add.why": "바이어스 B는 더해지기만 하고 여기서 학습되지 않으므로, 기울기가 "
+    "바뀌지 않고 스케일링된 스코어로 그대로 지나갑니다.",
+    "stage.grad_back.softcap.title": "소프트캡을 거슬러 역전파",
+    "stage.grad_back.softcap.why": "c·tanh(s/c)의 도함수는 1 − tanh²(s/c)입니다. 작은 스코어에서는 "
+    "1에 가깝고, ±c에 가까운 스코어에서는 0에 가깝습니다. 캡에 걸린 스코어는 거의 배우지 "
+    "않으며, 그것이 캡의 목적입니다.",
+    "stage.grad_back.rope.title": "RoPE를 거슬러 역전파",
+    "stage.grad_back.rope.why": "RoPE는 차원 쌍마다 그 위치의 각도 φ만큼 돌렸습니다. 회전의 "
+    "전치는 반대 방향 회전이므로, 기울기를 쌍마다 −φ만큼 돌립니다. 같은 각도를 반대로 돌리는 "
+    "것입니다.",
+    "stage.grad_back.rmsnorm.title": "q/k 정규화를 거슬러 역전파",
+    "stage.grad_back.rmsnorm.why": "정규화는 각 행에 ρ = 1/√(mean(x²) + ε)와 w를 곱했습니다. 그 "
+    "역전파는 두 부분입니다. 같은 방식으로 스케일한 기울기 ρ·(w ⊙ g)에서, 행의 길이만 바꾸는 "
+    "부분(정규화가 되돌려 버리는 부분)을 뺍니다.",
+    "stage.grad_q_side.title": "역전파: Query의 기울기",
+    "stage.grad_q_side.why": "스코어 i,j는 qᵢ·kⱼ였으므로, Query 행 i는 Σⱼ d(Q·Kᵀ)ᵢⱼ·kⱼ를 "
+    "받습니다. 스코어가 올라가야 할 Key 쪽으로 끌리고, 내려가야 할 Key에서 밀려납니다.",
+    "stage.grad_k_side.title": "역전파: Key의 기울기",
+    "stage.grad_k_side.why": "같은 곱을 Key 쪽에서 본 것입니다. Key 행 j는 Σᵢ d(Q·Kᵀ)ᵢⱼ·qᵢ, 곧 "
+    "자기 스코어 각각이 바뀌어야 할 만큼으로 가중한 Query 행들을 받습니다.",
+    "stage.grad_wq.title": "W_Q의 기울기",
+    "stage.grad_wq.why": "Q = X·W_Q이므로 dW_Q = Xᵀ·dQ입니다. 각 가중치는 토큰들에 걸쳐, 자기 "
+    "입력 수와 자기가 만든 Query 칸의 기울기의 곱을 모읍니다. 어텐션은 이렇게 배웁니다. W_Q가 "
+    "이 행렬의 반대 방향으로 조금 움직이면, 모든 문장의 Query가 바뀝니다.",
+    "stage.grad_wk.title": "W_K의 기울기",
+    "stage.grad_wk.why": "K = X·W_K(크로스 어텐션에서는 source의 행)이므로 dW_K = Xᵀ·dK입니다. "
+    "각 Key가 내놓았어야 할 것이, Key를 만드는 단 하나의 행렬의 변화로 바뀝니다.",
+    "stage.grad_wv.title": "W_V의 기울기",
+    "stage.grad_wv.why": "V = X·W_V이므로 dW_V = Xᵀ·dV입니다. 각 Value가 실어 날랐어야 할 것에서 "
+    "Value를 만드는 행렬의 변화가 나옵니다.",
+    "stage.grad_bq.title": "b_Q의 기울기",
+    "stage.grad_bq.why": "b_Q는 모든 Query 행에 더해지므로, 그 기울기는 dQ의 열별 합입니다.",
+    "stage.grad_bk.title": "b_K의 기울기",
+    "stage.grad_bk.why": "b_K는 모든 Key 행에 더해지므로, 그 기울기는 dK의 열별 합입니다.",
+    "stage.grad_bv.title": "b_V의 기울기",
+    "stage.grad_bv.why": "b_V는 모든 Value 행에 더해지므로, 그 기울기는 dV의 열별 합입니다.",
+    "stage.grad_x.title": "역전파: 입력 X의 기울기",
+    "stage.grad_x.why": "X는 여러 경로로 동시에 손실에 닿습니다. X를 읽는 선형 투영마다 경로가 "
+    "하나씩 있습니다(셀프 어텐션에서는 Q, K, V). 다변수 연쇄 법칙은 그 경로들을 더합니다: dX = "
+    "dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ 중 있는 항들. 이것이 아래층으로 흘러가는 기울기입니다.",
+    "note.grad_attend_no_v": "이 손실은 가중치만 읽으므로 V, W_V, b_V는 손실에 닿지 않고 기울기를 "
+    "받지 않습니다. 역전파는 dA에서 스코어, Q, K로 갑니다.",
+    "stage.grad_source.title": "역전파: source의 기울기",
+    "stage.grad_source.why": "source는 K와 V를 거쳐 손실에 닿으므로, 그 기울기는 두 경로를 "
+    "더합니다: d source = dK·W_Kᵀ + dV·W_Vᵀ (Query의 경로는 X로 갑니다).",
+    "stage.grad_sinks.title": "싱크의 기울기",
+    "stage.grad_sinks.why": "싱크의 로짓은 각 행에서 1 − Σⱼ Aᵢⱼ만큼의 몫을 가져갔습니다. 그것을 "
+    "키우면 가중치가 Key들에서 '아무것도 아닌 곳'으로 옮겨 가므로, 그 기울기는 "
+    "−Σᵢ (그 몫)·rᵢ이고 헤드마다 수 하나입니다.",
+    "note.grad_layout_torch": "W가 주어진 배치(out × in, --layout torch) 그대로입니다: 위의 곱을 "
+    "전치한 것.",
+    "note.grad_heads_side_by_side": "헤드 {heads}개의 기울기를 나란히 놓았습니다. 각 헤드가 "
+    "{weight}에서 자기 열을 읽었기 때문입니다.",
+    "note.grad_kv_shared": "Key/Value 헤드 하나를 Query 헤드 {per}개가 함께 쓰므로, {weight}에서 "
+    "함께 쓰는 열은 그 기울기들의 합을 받습니다.",
+    "note.grad_paths": "{x}에서 선형 투영 {count}개가 나갑니다. 그 기울기는 경로 {count}개의 "
+    "합입니다 (다변수 연쇄 법칙).",
+    "note.grad_pe": "위치 인코딩은 X에 더해질 뿐 학습되지 않으므로, X + PE의 기울기가 곧 X의 "
+    "기울기입니다.",
+    "note.loss_target": "이 수들이 주는 손실: L = ½·Σ(O − T)² {eq} {loss}.",
+    "note.loss_attend": "이 수들이 주는 손실: L = −Σᵢ log A[i, tᵢ] {eq} {loss} (목표 Key "
+    "{count}개에 걸쳐).",
+    "note.loss_attend_head": "헤드 {head}의 손실 몫: −Σᵢ log A[i, tᵢ] {eq} {loss} (목표 Key "
+    "{count}개에 걸쳐; 손실은 모든 헤드의 몫을 더합니다).",
+    "note.grad_through_softmax": "기울기로 본 √d_k: 로짓 하나가 자기 가중치를 아직 얼마나 움직일 "
+    "수 있는지는 ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ)이고, 0.25를 넘지 않습니다. 이 헤드에서 그 최댓값은 "
+    "{eq_with} {with_}; 스코어를 스케일링하지 않으면({root} 없이) {eq_without} {without}.",
+    "note.grad_saturated": "스케일링이 없으면 이 소프트맥스는 포화됩니다. 가중치가 0과 1 "
+    "근처에 몰리고, 기울기가 Q와 K(그리고 그것을 만드는 W_Q와 W_K)까지 거의 지나가지 못해 거의 "
+    "배우지 못합니다. √d_k로 나누면 스코어가 소프트맥스가 기울기를 전하는 범위에 머뭅니다.",
+    "note.grad_not_saturated": "여기서는 스케일링이 결정적이지 않습니다. 스코어가 충분히 작아서 "
+    "어느 쪽이든 소프트맥스가 기울기를 전합니다. d_k가 크면(--preset dk64를 해 보세요) "
+    "스케일링하지 않은 소프트맥스가 포화됩니다.",
 }

@@ -86,6 +86,10 @@ INLINE = Group(
         Opt("kv_heads", int | None, settings={"min": 1, **HIDDEN}),
         Opt("scale", str | None, settings=HIDDEN),
         Opt("layout", Layout | None, settings=HIDDEN),
+        # where --backward starts (a file's or preset's key of the same name)
+        Opt("target", str | None, settings=HIDDEN),
+        Opt("grad_output", str | None, settings=HIDDEN),
+        Opt("attend", str | None, settings=HIDDEN),
     ),
 )
 # Today's attention: positions, their alignment and encoding, the plug-in features' options,
@@ -112,6 +116,7 @@ SHOW = Group(
         Opt("detail", Detail, Detail.full),
         Opt("precision", int, 4, settings={"min": 0, "max": 15}),
         Opt("exact", bool, False, ("--exact",)),
+        Opt("backward", bool, False, ("--backward",)),
         Opt("worksheet", bool, False, ("--worksheet",)),
     ),
 )
@@ -170,7 +175,7 @@ def explain(
             raise QkvcalcError("page.two_langs_html", langs=",".join(langs), format=fmt)
         if show.worksheet and fmt in ("json", "torch"):  # data and code hold every number
             raise QkvcalcError("explain.worksheet_format", format=fmt)
-        trace = _trace(source, inline, modern, limits, view, show.exact, lang_code)
+        trace = _trace(source, inline, modern, limits, view, show, lang_code)
         # Only a table printed on a terminal follows its width (and colours, unless it is
         # txt); every other format, and any file, is laid out for the page (PAGE_WIDTH).
         width, color = PAGE_WIDTH, False
@@ -222,7 +227,7 @@ def _trace(
     modern: SimpleNamespace,
     limits: SimpleNamespace,
     view: SimpleNamespace,
-    exact: bool,
+    show: SimpleNamespace,
     lang: str,
 ) -> "Trace":
     """The problem read (from its source, with the options typed on top), run (shuffled when
@@ -239,7 +244,9 @@ def _trace(
         stdin = sys.stdin.buffer
         isatty = sys.stdin.isatty()
         doc = gather(source.source, source.preset, typed, stdin, isatty, limits.max_bytes, notes)
-    problem = Problem.from_mapping(doc, exact=exact, max_elements=limits.max_elements)
+    problem = Problem.from_mapping(doc, exact=show.exact, max_elements=limits.max_elements)
+    if show.backward:  # the gradients too, from the problem's grad_output, target or attend
+        problem = replace(problem, backward=True)
     del doc  # the parsed lists: at real-model sizes, 100 MB the engine does not need
     if modern.shuffle is not None:
         from qkvcalc.plan.shuffle import explain_shuffled, parse_order

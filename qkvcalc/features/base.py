@@ -133,6 +133,9 @@ class Feature:
     # … and the lines that make `weights` [1, H, n, m] from the masked `scores` instead of
     # torch.softmax (given the value and how to write an array as an ASCII literal)
     torch_softmax: Callable[[Any, Callable[[Any], str]], list[str]] | None = None
+    # --backward: the gradients of its own learned numbers, as stages after the weights,
+    # given each head's (weights, softmax row term) refs
+    grads: Callable[[Problem, Any, list[tuple[Ref, Ref]]], list[Spec]] | None = None
     torch_module_gap: str = ""  # why nn.MultiheadAttention cannot check it
     # --format torch: the lines that narrow `causal` ([n, m] bool) given `distance` (pos_i − pos_j)
     torch_mask: Callable[[Any], list[str]] | None = None

@@ -61,6 +61,27 @@ def _compute(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None)
     return rms_norm(ops[0], params["weight"], params["eps"])
 
 
+def _backward(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np.ndarray) -> Any:
+    # y = x·ρ·w with ρ = 1/√(mean(x²) + ε): ∂x = ρ·(w ⊙ g) − x·ρ³·mean(x ⊙ w ⊙ g)
+    (x,) = ops
+    wg = g * params["weight"]
+    rho = 1 / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + params["eps"])
+    return (rho * wg - x * rho**3 * np.mean(x * wg, axis=1, keepdims=True),)
+
+
+def _grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,1]: 0.6325×1×0.5 − 2×0.253×0.1 = 0.1: ρ = 1/√(mean(x²) + ε) of the row, and
+    m = mean(x ⊙ w ⊙ g), the part of the gradient that moves the row's length."""
+    x, _, g = stage.operands
+    weight, eps = stage.params["of"]["weight"], stage.params["of"]["eps"]
+    rho = float(1 / np.sqrt(np.mean(x[i] * x[i]) + eps))
+    m = float(np.mean(x[i] * weight * g[i]))
+    t = style.times
+    first = f"{style.num(rho)}{t}{style.factor(float(weight[j]))}{t}{style.factor(float(g[i, j]))}"
+    second = f"{style.factor(float(x[i, j]))}{t}{style.num(rho**3)}{t}{style.factor(m)}"
+    return f"{style.at(i + 1, j + 1)}{first} {style.minus} {second} = {result}"
+
+
 def _work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
     """[1,1]: 2 / 1.5811 × 1 = 1.2649: the cell over its row's root mean square, times w."""
     (x,) = stage.operands
@@ -123,7 +144,20 @@ FEATURE = Feature(
     name="qk_norm",
     keys=("q_norm", "k_norm", "norm_eps"),
     read=_read,
-    ops=(Op("rmsnorm", _compute, whole_row, exact_stops="note.exact_stops_root", rowwise=True),),
+    ops=(
+        Op(
+            "rmsnorm",
+            _compute,
+            whole_row,
+            exact_stops="note.exact_stops_root",
+            rowwise=True,
+            backward=_backward,
+            grad_formula=lambda into, out, x, params: (
+                f"ρ·(w ⊙ {out}) − {x}·ρ³·mean({x} ⊙ w ⊙ {out})"
+            ),
+            grad_work=_grad_work,
+        ),
+    ),
     turn=_turn,
     work={"rmsnorm": _work},
     mistakes=(Mistakes("rmsnorm", ("norm_weight_missing", "norm_sum_not_mean"), _mistakes),),

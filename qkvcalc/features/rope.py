@@ -142,6 +142,33 @@ def _compute(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None)
     return rotate(ops[0], angles, params["style"], params["dims"], params["factor"])
 
 
+def _backward(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np.ndarray) -> Any:
+    # a rotation's transpose is the rotation back: each pair of ∂L/∂x′ turned by −φ (times f)
+    return (rotate(g, -params["angles"], params["style"], params["dims"], params["factor"]),)
+
+
+def _grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str | None:
+    """[2,1]: 0.5×cos(1) + 0.25×sin(1) = 0.4805: a gradient turned back by −φ with its
+    partner (a dimension past the rotary ones passes through)."""
+    p = stage.params["of"]
+    dims, kind = p["dims"], p["style"]
+    if j >= dims:
+        return None
+    g = stage.operands[-1]
+    k, other = pair_index(j, dims, kind), partner(j, dims, kind)
+    angle = style.num(float(p["angles"][i, k]))
+    cos, sin = (r"\cos", r"\sin") if style.latex else ("cos", "sin")
+    first = j < other  # the first of its pair: a = g_a·cos φ + g_b·sin φ
+    sign = "+" if first else style.minus
+    turned = (
+        f"{style.num(float(g[i, j]))}{style.times}{cos}({angle}) {sign} "
+        f"{style.factor(float(g[i, other]))}{style.times}{sin}({angle})"
+    )
+    if p["factor"] != 1:
+        turned = f"{style.num(p['factor'])}{style.times}({turned})"
+    return f"{style.at(i + 1, j + 1)}{turned} = {result}"
+
+
 def _feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
     yield 0, i, j
     other = partner(j, params["dims"], params["style"])
@@ -340,7 +367,18 @@ def _torch(
 FEATURE = Feature(
     name="rope",
     read=_read,
-    ops=(Op("rope", _compute, _feeds, exact_stops="note.exact_stops_rope", rowwise=True),),
+    ops=(
+        Op(
+            "rope",
+            _compute,
+            _feeds,
+            exact_stops="note.exact_stops_rope",
+            rowwise=True,
+            backward=_backward,
+            grad_formula=lambda into, out, x, params: f"R(−φ)·{out}",
+            grad_work=_grad_work,
+        ),
+    ),
     turn=_turn,
     scores_notes=lambda rope: (Msg("note.rope_scores"),),
     scores_remark=_shift,

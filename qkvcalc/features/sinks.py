@@ -25,8 +25,8 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.features.base import Candidate, Feature, Mistakes, Reading, Sizes
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import to_vector
-from qkvcalc.plan.specs import Spec
-from qkvcalc.run.op import Op, Params, whole_row
+from qkvcalc.plan.specs import Ref, Spec, dim_labels
+from qkvcalc.run.op import Feeds, Op, Params, Shapes, whole_row
 
 
 def _read(raw: Any, sizes: Sizes) -> np.ndarray:
@@ -126,6 +126,38 @@ def _weights_mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -
     return found
 
 
+def _grad(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    # dσ_h = −Σᵢ (1 − Σⱼ A_h[i, j])·r_h[i]: the sink's share of each row times the row's term of
+    # the softmax backward, [1, H] from each head's weights and row terms
+    pairs = zip(ops[::2], ops[1::2], strict=True)
+    return np.array([[-float(((1 - a.sum(axis=1)) * r[:, 0]).sum()) for a, r in pairs]])
+
+
+def _grad_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    a, r = 2 * j, 2 * j + 1
+    for t in range(shapes[a][0]):
+        yield from ((a, t, c) for c in range(shapes[a][1]))
+        yield r, t, 0
+
+
+def _grads(p: Any, sinks: np.ndarray, softmaxes: list[tuple[Ref, Ref]]) -> list[Spec]:
+    """dσ: one number per head, from its weights and its softmax's row term."""
+    return [
+        Spec(
+            "grad_sinks",
+            None,
+            "sink_grad",
+            tuple(ref for pair in softmaxes for ref in pair),
+            "dσ_h = −Σᵢ (1 − Σⱼ Aᵢⱼ)·rᵢ",
+            ("dσ",),
+            dim_labels(len(softmaxes)),
+            symbol="dσ",
+            cell="dσ[{j}]",
+            letters="1×H",
+        )
+    ]
+
+
 def _torch(sinks: np.ndarray, literal: Callable[[Any], str]) -> list[str]:
     return [
         f"sinks = t({literal(sinks)}).view(1, -1, 1, 1).expand(1, -1, n, 1)  # one per head",
@@ -157,8 +189,10 @@ FEATURE = Feature(
             divisor=lambda ops: ops[0].sum(axis=1),  # holds e^(σ − m) > 0: never 0
             heat=True,
         ),
+        Op("sink_grad", _grad, _grad_feeds),
     ),
     softmax=_softmax,
+    grads=_grads,
     tiles_start=lambda sinks, h: (float(sinks[(h or 1) - 1]), 1.0),
     work={"sink_exp": _exp_work, "sink_softmax": _weights_work},
     mistakes=(

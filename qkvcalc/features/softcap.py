@@ -62,6 +62,17 @@ def _work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> st
     return f"{style.at(i + 1, j + 1)}{cap}{style.times}{tanh}({inner}) = {result}"
 
 
+def _grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,1]: 0.5 × (1 − tanh²(3.5355 / 50)) = 0.4975"""
+    s, _, g = stage.operands
+    cap = style.num(stage.params["of"]["cap"])
+    tanh = r"\tanh^2" if style.latex else "tanh²"
+    inner = style.divided(style.num(float(s[i, j])), cap)
+    grad = style.num(float(g[i, j]))
+    slope = f"(1 {style.minus} {tanh}({inner}))"
+    return f"{style.at(i + 1, j + 1)}{grad}{style.times}{slope} = {result}"
+
+
 def _mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[Candidate]:
     """The cap's two halves forgotten: c·tanh(S) (no division inside), tanh(S / c) (no c)."""
     cap = stage.params["cap"]
@@ -92,6 +103,10 @@ FEATURE = Feature(
             exact_stops="note.exact_stops_tanh",
             # c·tanh(s/c)' = 1 − tanh²(s/c) (a masked −∞ never reaches the cap: it comes after)
             backward=lambda ops, params, out, g: (g * (1 - np.tanh(ops[0] / params["cap"]) ** 2),),
+            grad_formula=lambda into, out, x, params: (
+                f"{out} ⊙ (1 − tanh²({x} / {params['cap']:g}))"
+            ),
+            grad_work=_grad_work,
         ),
     ),
     logits=_stage,

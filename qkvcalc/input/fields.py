@@ -44,6 +44,7 @@ OPTIONS = (
     "tiles",
 )
 META = ("name", "description", "reference", "edited_from")
+LOSS = ("grad_output", "target", "attend")  # where --backward starts (qkvcalc.input.loss)
 
 
 class FeatureOption(NamedTuple):
@@ -72,7 +73,7 @@ FEATURE_OPTIONS: dict[str, FeatureOption] = {
     "alibi": FeatureOption(bool, "help.explain.alibi", "rope_dims"),
     "softcap": FeatureOption(float, "help.explain.softcap", "alibi"),
 }
-FIELDS = MATRICES + VECTORS + OPTIONS + VARIANT_KEYS + META
+FIELDS = MATRICES + VECTORS + OPTIONS + VARIANT_KEYS + LOSS + META
 
 # How each field is named in messages: the paper's names, not the JSON keys.
 DISPLAY = {
@@ -89,6 +90,8 @@ DISPLAY = {
     "bk": "b_K",
     "bv": "b_V",
     "bo": "b_O",
+    "grad_output": "grad_output (dL/dO)",
+    "target": "target T",
 }
 
 _ALIASES = {

@@ -20,6 +20,7 @@ from qkvcalc.input.arrays import as_input
 from qkvcalc.input.cells import Matrix, cell, to_matrix, to_vector
 from qkvcalc.input.fields import DISPLAY, MATRICES, META, VECTORS, canonical_key
 from qkvcalc.input.limits import MAX_ELEMENTS
+from qkvcalc.input.loss import Loss, read_loss
 from qkvcalc.input.numbers import Number, parse_number
 from qkvcalc.input.variants import Variants, read_variants
 from qkvcalc.labels import json_kind, shape_text, shown
@@ -112,6 +113,8 @@ class Problem:
     exact_refused: Msg | None = None
     decode: int | None = None  # P: a prefill of P tokens, then one decode step per token
     tiles: int | None = None  # B: the softmax over blocks of B keys (FlashAttention)
+    loss: Loss | None = None  # where the backward pass starts: grad_output, target or attend
+    backward: bool = False  # --backward: the gradient stages after the forward ones
 
     # ---- derived sizes -------------------------------------------------------------------
     @property
@@ -219,7 +222,7 @@ def _check_claimed_size(doc: dict[str, Any], limit: int) -> None:
     """Refuse an input whose matrices, by their row counts and first rows, hold too many numbers
     (a short file can claim a billion: 100,000 rows after a first row of 10,000)."""
     total = 0
-    for name in (*MATRICES, *VECTORS, "mask", "key_padding"):
+    for name in (*MATRICES, *VECTORS, "mask", "key_padding", "grad_output", "target", "attend"):
         rows, cols = _claimed(doc.get(name))
         total += rows * cols
         if total > limit:
@@ -656,10 +659,14 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         exact=exact,
     )
     decode, tiles = _decode_and_tiles(doc, n=n, m=m, cross=cross and not (direct and m == n))
+    wo = mats.get("wo")
+    d_out = wo.values.shape[1] if wo is not None else heads * d_v
+    loss = read_loss(doc, n, m, d_out, exact)
     if decode is not None:
         _check(not direct, "decode.needs_x")
         _check(mask_kind == "causal", "decode.mask", mask=mask_kind)
     return Problem(
+        loss=loss,
         decode=decode,
         tiles=tiles,
         variants=variants,

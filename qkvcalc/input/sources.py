@@ -18,7 +18,7 @@ from qkvcalc.input.parse import MAX_BYTES, load_json, parse_inline, read_limited
 from qkvcalc.labels import json_kind
 
 TRACE_SCHEMA = "qkvcalc.trace/1"  # --format json's document; its "input" is the problem
-INLINE_MATRICES = ("x", "wq", "wk", "wv", "wo", "mask")
+INLINE_MATRICES = ("x", "wq", "wk", "wv", "wo", "mask", "target", "grad_output")
 
 
 def read_file(path: str, limit: int = MAX_BYTES) -> bytearray:

@@ -189,3 +189,75 @@ def input_facts(p: Problem) -> tuple[Msg, ...]:
         return (Msg("note.shuffle"),)
     swap = " ".join(str(k) for k in (2, 1, *range(3, p.n + 1)))
     return (Msg("note.shuffle"), Msg("note.shuffle_try", order=swap))
+
+
+# ---- the backward pass ------------------------------------------------------------------------
+
+
+def _about(value: float) -> tuple[str, str]:
+    """A number as a sentence says it, four significant digits, and whether that is the number
+    itself ('=') or a rounding of it ('≈')."""
+    text = f"{value:.4g}"
+    return ("=" if float(text) == value else "≈"), text.replace("-", "−")
+
+
+def loss_target(final_ref: Ref, target: np.ndarray) -> Callable[..., Any]:
+    """On dO: the loss L = ½·Σ(O − T)² these numbers give."""
+
+    def remark(value_of: ValueOf) -> tuple[Msg, ...]:
+        loss = 0.5 * float(np.sum((value_of(final_ref) - target) ** 2))
+        eq, said = _about(loss)
+        return (Msg("note.loss_target", eq=eq, loss=said),)
+
+    return remark
+
+
+def loss_attend(
+    weights_ref: Ref, targets: list[tuple[int, int]], h: int | None
+) -> Callable[..., Any]:
+    """On dA (`attend`): this head's term of L = −Σᵢ log A[i, tᵢ], and the weight each query
+    gives its target key now."""
+
+    def remark(value_of: ValueOf) -> tuple[Msg, ...]:
+        a = value_of(weights_ref)
+        with np.errstate(divide="ignore"):
+            loss = -float(sum(np.log(a[i, t]) for i, t in targets))
+        eq, said = _about(loss)
+        key = "note.loss_attend_head" if h is not None else "note.loss_attend"
+        return (Msg(key, eq=eq, loss=said, count=len(targets), head=h or 1),)
+
+    return remark
+
+
+def gradient_through_softmax(p: Problem, h: int | None, specs: list[Spec]) -> Callable[..., Any]:
+    """√d_k, shown by its gradients: ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ) is how much a change of a
+    logit still moves its weight; its largest value in this head with the scaling, and with
+    the scores not scaled (the head's own stages after the scores run again, scale 1)."""
+
+    def remark(value_of: ValueOf) -> tuple[Msg, ...]:
+        if p.scale == 1:
+            return ()
+        chain = _after_scores(specs, h)
+        scaled = value_of(chain[-1].ref)
+        unscaled = reference.forward(chain, value_of, None, {("scaled", h): {"scale": 1.0}})
+        plain = unscaled[chain[-1].ref]
+        largest, without = (float(np.max(a * (1 - a), initial=0.0)) for a in (scaled, plain))
+        if largest == without:  # one key, or scores all equal: the scale changes nothing
+            return ()
+        eq_with, said_with = _about(largest)
+        eq_without, said_without = _about(without)
+        root = f"√{p.d_k}" if p.scale_given is None else f"× {p.scale:g}"
+        key = "note.grad_saturated" if without < largest / 10 else "note.grad_not_saturated"
+        return (
+            Msg(
+                "note.grad_through_softmax",
+                eq_with=eq_with,
+                with_=said_with,
+                eq_without=eq_without,
+                without=said_without,
+                root=root,
+            ),
+            Msg(key),
+        )
+
+    return remark

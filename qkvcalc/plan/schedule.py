@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from qkvcalc.plan import decode, pipeline
+from qkvcalc.plan import backward, decode, pipeline
 from qkvcalc.plan.masks import allowed_keys
 from qkvcalc.plan.specs import (
     Ref,
@@ -21,6 +21,8 @@ def plan(p: Problem) -> tuple[Spec, ...]:
     """Every stage of the calculation, in the order a teacher writes them."""
     specs = pipeline.inputs(p)
     if p.decode is not None:  # a prefill, then one token at a time with a KV cache
+        if p.backward:
+            backward.backward(p, specs)  # refused, with the reason
         pe = p.variants.pe is not None
         x_ref: Ref = ("x_pe", None) if pe else ("x", None)
         if p.multihead:  # which columns each head reads, once for every step
@@ -30,9 +32,11 @@ def plan(p: Problem) -> tuple[Spec, ...]:
     allowed = allowed_keys(p)
     if not p.multihead:
         specs += pipeline.head(p, None, allowed)
-        return tuple(specs)
-    specs.append(pipeline.split(p))
-    for h in range(1, p.heads + 1):
-        specs += pipeline.head(p, h, allowed)
-    specs += pipeline.combine(p)
+    else:
+        specs.append(pipeline.split(p))
+        for h in range(1, p.heads + 1):
+            specs += pipeline.head(p, h, allowed)
+        specs += pipeline.combine(p)
+    if p.backward:  # the gradients, from the loss back to the weights (qkvcalc.plan.backward)
+        specs += backward.backward(p, specs)
     return tuple(specs)

@@ -119,7 +119,7 @@ def fits(stage: Stage, cells_limit: int, terms_limit: int) -> Msg | None:
     rows, cols = stage.shape  # from the labels: a recipe is not computed to be measured
     if rows * cols > cells_limit:
         return Msg("note.too_big_cells", cells=rows * cols, limit=cells_limit)
-    if OPS[stage.op].product and len(stage.inner) > terms_limit:
+    if stage.inner and len(stage.inner) > terms_limit:  # each cell a sum over `inner`
         return Msg("note.too_long_sums", inner=len(stage.inner), limit=terms_limit)
     return None
 
@@ -350,6 +350,144 @@ def _divide_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result:
     return f"{style.at(i + 1, j + 1)}{style.divided(a, t)} = {result}"
 
 
+# ---- the backward pass (qkvcalc.run.grad_ops) ------------------------------------------------
+
+
+def _equals(style: Style, shown: float, value: float) -> str:
+    """' = ' when redoing the arithmetic from the numbers shown gives the result shown, else
+    ' ≈ ' (the rounded terms do not give it)."""
+    if fmt(shown, style.precision) == fmt(value, style.precision):
+        return " = "
+    return r" \approx " if style.latex else " ≈ "
+
+
+def _sum_of_products(
+    stage: Stage, i: int, j: int, style: Style, pairs: list[tuple[float, float]], result: str
+) -> str:
+    """d[1,2] = a×b + c×d = r: a gradient cell as the sum of products it is."""
+    terms = " + ".join(f"{style.factor(x)}{style.times}{style.factor(y)}" for x, y in pairs)
+    total = sum(_shown(x, style) * _shown(y, style) for x, y in pairs)
+    equals = _equals(style, total, float(stage.value[i, j]))
+    return f"{style.label(stage.cell, i + 1, j + 1)} = {terms}{equals}{result}"
+
+
+def _tn_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """dV[1,2] = A₁₁×dO₁₂ + A₂₁×dO₂₂ + … : column i of A against column j of B (Aᵀ·B)."""
+    a, b = stage.operands
+    pairs = [(float(x), float(y)) for x, y in zip(a[:, i], b[:, j], strict=True)]
+    return _sum_of_products(stage, i, j, style, pairs, result)
+
+
+def _nt_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """dA[1,2] = dO₁₁×V₂₁ + dO₁₂×V₂₂: row i of A against row j of B (A·Bᵀ)."""
+    a, b = stage.operands
+    pairs = [(float(x), float(y)) for x, y in zip(a[i], b[j], strict=True)]
+    return _sum_of_products(stage, i, j, style, pairs, result)
+
+
+def _weight_grad_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """dW[2,1] = X₁₂×dQ₁₁ + X₂₂×dQ₂₁ + …: a column of X against a column of the gradient of the
+    head (or heads, summed, under GQA) that read this column of W."""
+    x, *grads = stage.operands
+    params = stage.params
+    a, c = (j, i) if params["torch"] else (i, j)
+    pairs = [
+        (float(x[t, a]), float(g[t, c - cols.start]))
+        for g, cols in zip(grads, params["cols"], strict=True)
+        if cols.start <= c < cols.stop
+        for t in range(x.shape[0])
+    ]
+    return _sum_of_products(stage, i, j, style, pairs, result)
+
+
+def _loss_grad_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """[1,2]: 2.6089 − 1 = 1.6089 (O − T)"""
+    o = float(stage.operands[0][i, j])
+    t = float(stage.params["target"][i, j])
+    equals = _equals(style, _shown(o, style) - _shown(t, style), float(stage.value[i, j]))
+    return f"{style.at(i + 1, j + 1)}{style.num(o)} {style.minus} {style.factor(t)}{equals}{result}"
+
+
+def _attend_grad_work(
+    stage: Stage, i: int, j: int, style: Style, exact: Any, result: str
+) -> str | None:
+    """[3,2]: −1 / 0.2 = −5, at a query's target key (every other cell is 0)."""
+    if (i, j) not in stage.params["targets"]:
+        return None
+    a = float(stage.operands[0][i, j])
+    equals = _equals(style, -1 / _shown(a, style), float(stage.value[i, j]))
+    cell = f"{style.minus}{style.divided('1', style.num(a))}"
+    return f"{style.at(i + 1, j + 1)}{cell}{equals}{result}"
+
+
+def _rowdot_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """r[2] = 0.8044×11.4354 + 0.1956×4.4133 + … (a masked key's 0 weight left out)."""
+    a, da = stage.operands
+    pairs = [(float(x), float(y)) for x, y in zip(a[i], da[i], strict=True) if x != 0]
+    if not pairs:
+        return f"{style.at(i + 1, j + 1)}0"
+    return _sum_of_products(stage, i, j, style, pairs, result)
+
+
+def _softmax_back_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """[2,1]: 0.8044×(11.4354 − 10.0621) = 1.1047; a masked key (weight 0) gets 0."""
+    a, da, r = (float(m[i, j if k < 2 else 0]) for k, m in enumerate(stage.operands))
+    if a == 0:
+        return f"{style.at(i + 1, j + 1)}0{style.times}(…) = 0"
+    shown = _shown(a, style) * (_shown(da, style) - _shown(r, style))
+    equals = _equals(style, shown, float(stage.value[i, j]))
+    inner = f"{style.num(da)} {style.minus} {style.factor(r)}"
+    return f"{style.at(i + 1, j + 1)}{style.num(a)}{style.times}({inner}){equals}{result}"
+
+
+def _bias_grad_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """db[2] = 0.78 + (−0.26) + (−0.52) = 0: the column of the gradient summed over the rows."""
+    cells = [
+        float(v)
+        for g, cols in zip(stage.operands, stage.params["cols"], strict=True)
+        if cols.start <= j < cols.stop
+        for v in g[:, j - cols.start]
+    ]
+    terms = " + ".join(style.factor(v) for v in cells)
+    equals = _equals(style, sum(_shown(v, style) for v in cells), float(stage.value[i, j]))
+    return f"{style.label(stage.cell, i + 1, j + 1)} = {terms}{equals}{result}"
+
+
+def _input_grad_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """dX[1,2] = (dQ·W_Qᵀ)[1,2] + (dK·W_Kᵀ)[1,2] + (dV·W_Vᵀ)[1,2] = 0.5 + 1.2 + 3 = 4.7: the
+    chain rule's paths, each its own product (summed over the heads), added."""
+    from qkvcalc.run.grad_ops import paths
+
+    parts = [float(m[i, j]) for m in paths(stage.operands, stage.params)]
+    named = " + ".join(
+        f"(d{letter}·W_{letter}ᵀ){style.label('[{i},{j}]', i + 1, j + 1)}" for letter in stage.names
+    )
+    numbers = " + ".join(style.factor(v) for v in parts)
+    equals = _equals(style, sum(_shown(v, style) for v in parts), float(stage.value[i, j]))
+    return f"{style.label(stage.cell, i + 1, j + 1)} = {named} = {numbers}{equals}{result}"
+
+
+def _scale_back_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """[1,2]: 1.1047 / √2 = 0.7812, or 1.1047 × 0.5 for a scale given."""
+    g = style.num(float(stage.operands[-1][i, j]))
+    params = stage.params["of"]
+    if params.get("scale_text"):
+        cell = style.divided(g, style.root(params["scale_text"]))
+        return f"{style.at(i + 1, j + 1)}{cell} = {result}"
+    return f"{style.at(i + 1, j + 1)}{g} {style.times} {style.num(params['scale'])} = {result}"
+
+
+# the backward of the core ops, by forward op; a feature's op brings its own (Op.grad_work)
+_GRAD_WORK = {"scale": _scale_back_work}
+
+
+def _back_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str | None:
+    """A stage that goes back through one forward stage: that op's own backward arithmetic."""
+    name = stage.params["op"]
+    work = _GRAD_WORK.get(name) or OPS[name].grad_work
+    return None if work is None else work(stage, i, j, style, exact, result)
+
+
 # How each operation's cells are written out; the mask is said row by row (row_summaries).
 _WORK = {
     "project": _product_work,
@@ -368,6 +506,16 @@ _WORK = {
     "running_sum": _running_sum_work,
     "acc": _acc_work,
     "divide": _divide_work,
+    "matmul_tn": _tn_work,
+    "matmul_nt": _nt_work,
+    "weight_grad": _weight_grad_work,
+    "loss_grad": _loss_grad_work,
+    "attend_grad": _attend_grad_work,
+    "rowdot": _rowdot_work,
+    "softmax_back": _softmax_back_work,
+    "bias_grad": _bias_grad_work,
+    "input_grad": _input_grad_work,
+    "back": _back_work,
     **features.work(),  # each feature writes its own operations out
 }
 

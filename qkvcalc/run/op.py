@@ -44,6 +44,10 @@ class Op:
     `backward`: beside the forward, as micrograd keeps them: given the operands, the op's
     parameters, its value and ∂L/∂value, the gradient ∂L/∂operand of each operand (None where
     an operand takes none). The backward pass (--backward) runs these in reverse plan order.
+    `grad_formula`: how the gradient of its first operand is written, given the names of that
+    gradient, of the gradient coming in, of the operand, and the op's parameters
+    ("dS = d(S+M) where allowed, else 0"); `grad_work`: that gradient's cell arithmetic (its
+    stage reads the forward operands, the forward value, then the gradient coming in).
     """
 
     name: str
@@ -60,6 +64,8 @@ class Op:
     in_words: bool = False  # shown as sentences (one per row) instead of a table
     divisor: Callable[[Sequence[np.ndarray]], np.ndarray] | None = None
     backward: Backward | None = None
+    grad_formula: Callable[[str, str, str, Params], str] | None = None
+    grad_work: Callable[..., str | None] | None = None
 
 
 # (operands, params, value, ∂L/∂value) -> ∂L/∂operand, one per operand

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc import features
+from qkvcalc.run import grad_ops
 from qkvcalc.run.op import Feeds, Op, Params, Shapes, nothing, same_cell, whole_row
 
 # ---- the math, as on the board --------------------------------------------------------------
@@ -448,6 +449,13 @@ def _concat_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: 
     return tuple(np.split(g, edges, axis=1))
 
 
+def _scaled_back(into: str, out: str, x: str, params: Params) -> str:
+    # the scaling's gradient: the incoming one times the same factor
+    if params.get("scale_text"):
+        return f"{out} / {params['scale_text']}"
+    return f"{out} × {params['scale']:g}"
+
+
 def _scale_overflows(params: Params) -> bool:
     return bool(abs(params["scale"]) > 1)
 
@@ -489,6 +497,7 @@ _CORE: dict[str, Op] = {
             rowwise=True,
             overflow=_scale_overflows,
             backward=lambda ops, params, out, g: (g * params["scale"],),
+            grad_formula=_scaled_back,
         ),
         Op(
             "mask",
@@ -498,6 +507,7 @@ _CORE: dict[str, Op] = {
             rowwise=True,
             overflow=lambda p: False,
             backward=lambda ops, params, out, g: (np.where(params["allowed"], g, 0.0),),
+            grad_formula=lambda into, out, x, params: f"{out} (0 where M = −∞)",
         ),
         Op(
             "exp",
@@ -523,7 +533,15 @@ _CORE: dict[str, Op] = {
         Op("concat", _concat, _concat_feeds, backward=_concat_back),
         Op("copy", _input, same_cell, _exact_input, backward=lambda ops, params, out, g: (g,)),
         Op("split", _table, overflow=lambda params: False, given=True, in_words=True),
-        Op("add", _add, _two_cells, _exact_add, rowwise=True, backward=lambda o, p, v, g: (g, g)),
+        Op(
+            "add",
+            _add,
+            _two_cells,
+            _exact_add,
+            rowwise=True,
+            backward=lambda o, p, v, g: (g, g),
+            grad_formula=lambda into, out, x, params: out,  # what is added is a constant
+        ),
         Op("table", _table, nothing, _exact_table, given=True),
         # decoding with a KV cache
         Op("step_project", _step_project, _step_project_feeds, _exact_step_project),
@@ -554,5 +572,5 @@ _CORE: dict[str, Op] = {
     )
 }
 
-# the core operations, then each feature's own (qkvcalc.features)
-OPS: dict[str, Op] = {**_CORE, **features.ops()}
+# the core operations, the backward pass's (qkvcalc.run.grad_ops), then each feature's own
+OPS: dict[str, Op] = {**_CORE, **grad_ops.OPS, **features.ops()}

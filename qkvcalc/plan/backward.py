@@ -1,0 +1,486 @@
+"""The backward pass (--backward): a schedule over the forward plan, from the loss back to the
+weights and the input, one stage per gradient, in backward order.
+
+    dO (or dA, for `attend`)                                the loss's gradient
+    with W_O: d(concat) = dO·W_Oᵀ, dW_O = concatᵀ·dO, db_O   then each head's columns of it
+    per head: dV = Aᵀ·dO, dA = dO·Vᵀ
+              r = Σⱼ Aᵢⱼ·dAᵢⱼ, dS = A ⊙ (dA − r)           the softmax's backward
+              back through each stage between the scores and the softmax (the mask, a cap, a
+              bias, the scaling), each by its own op's backward (qkvcalc.run.op.Op.backward)
+              dQ = dS·K, dK = dSᵀ·Q, back through the features' turns (a rotation, a norm)
+    then:     dW_Q = Xᵀ·[dQ_1 … dQ_H], dW_K, dW_V (summed over the query heads that share a
+              key/value head), db = column sums, dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ, and
+              the gradients of a feature's own learned numbers (Feature.grads)
+
+Stage ids are `grad_` + the id of the forward stage whose gradient it is (DESIGN's list);
+the heads' stages carry their head. A walk back through a feature's stage reads nothing of the
+feature but its op: a new feature's gradient comes with its op's `backward`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from qkvcalc import features
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.i18n import Msg
+from qkvcalc.input.problem import Problem
+from qkvcalc.plan import ids
+from qkvcalc.plan import notes as facts
+from qkvcalc.plan.masks import allowed_keys
+from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, head_slices, span
+from qkvcalc.run.ops import OPS
+
+
+def d(symbol: str) -> str:
+    """The gradient's name of a matrix: dQ, dS_cap, d(Q·Kᵀ), d(S+M)."""
+    plain = symbol.replace("_", "").isalnum()
+    return f"d{symbol}" if plain else f"d({symbol})"
+
+
+def backward(p: Problem, forward: Sequence[Spec]) -> list[Spec]:
+    """The backward stages of a run whose forward stages are `forward`."""
+    if p.loss is None:
+        raise QkvcalcError("backward.no_loss")
+    if p.decode is not None:
+        raise QkvcalcError("backward.decode")
+    if p.tiles is not None:
+        raise QkvcalcError("backward.tiles")
+    by = {s.ref: s for s in forward}
+    heads: list[int | None] = list(range(1, p.heads + 1)) if p.multihead else [None]
+    specs: list[Spec] = []
+    flows = p.loss.kind != "attend"  # the loss reads the output (else: the weights alone)
+    if flows:
+        specs.append(_start(p, by[(ids.OUTPUT, None)]))
+        if p.multihead:
+            specs += _through_output(p, by)
+    else:
+        _check_targets(p)
+    grads: dict[str, list[Ref]] = {"q": [], "k": [], "v": []}
+    softmaxes: list[tuple[Ref, Ref]] = []  # each head's weights and its softmax's row term
+    for h in heads:
+        head, refs = _head(p, by, h, flows)
+        specs += head
+        for side, r in refs.items():
+            grads[side].append(r)
+        softmaxes.append((("weights", h), ("softmax_rowdot", h)))
+    specs += _projections(p, by, heads, grads)
+    for feature, value in features.active(p):
+        if feature.grads is not None:
+            specs += feature.grads(p, value, softmaxes)
+    # how each cell is named in its arithmetic: dV[2,1], dW_Q[1,2]
+    return [s if s.cell else replace(s, cell=s.symbol + "[{i},{j}]") for s in specs]
+
+
+# ---- where the gradient starts ----------------------------------------------------------------
+
+
+def _start(p: Problem, final: Spec) -> Spec:
+    assert p.loss is not None and p.loss.matrix is not None
+    if p.loss.kind == "target":
+        t = p.loss.matrix
+        return Spec(
+            "grad_output",
+            None,
+            "loss_grad",
+            (final.ref,),
+            "dO = O − T",
+            final.rows,
+            final.cols,
+            params={"target": t.values},
+            topic="grad_output.target",
+            remarks=facts.loss_target(final.ref, t.values),
+            symbol="dO",
+            letters=final.letters,
+        )
+    return Spec(
+        "grad_output",
+        None,
+        "table",
+        (),
+        "dO (given)",
+        final.rows,
+        final.cols,
+        params={"table": p.loss.matrix.values, "table_exact": p.loss.matrix.exact},
+        topic="grad_output.given",
+        symbol="dO",
+        letters=final.letters,
+    )
+
+
+def _check_targets(p: Problem) -> None:
+    """`attend`: every target key must be one its query may see."""
+    assert p.loss is not None
+    allowed = allowed_keys(p)
+    for i, t in p.loss.targets():
+        if allowed is not None and not allowed[i, t]:
+            raise QkvcalcError("loss.attend_masked", row=i + 1, key=t + 1)
+
+
+def _through_output(p: Problem, by: dict[Ref, Spec]) -> list[Spec]:
+    """Back through W_O (or the plain concat), then each head's columns of d(concat)."""
+    final, concat = by[(ids.OUTPUT, None)], by[(ids.CONCAT, None)]
+    specs: list[Spec] = []
+    if p.wo is not None:
+        w_o = Const(p.wo.values, p.wo.exact)
+        specs.append(
+            Spec(
+                "grad_concat",
+                None,
+                "matmul_nt",
+                (("grad_output", None), w_o),
+                "d(concat) = dO·W_Oᵀ",
+                concat.rows,
+                concat.cols,
+                names=("dO", "W_O"),
+                inner=final.cols,
+                symbol="d(concat)",
+                letters=concat.letters,
+            )
+        )
+        torch = p.layout == "torch"
+        g_out: Ref = ("grad_output", None)
+        operands = (g_out, concat.ref) if torch else (concat.ref, g_out)
+        specs.append(
+            Spec(
+                "grad_wo",
+                None,
+                "matmul_tn",
+                operands,
+                "dW_O = dOᵀ·concat" if torch else "dW_O = concatᵀ·dO",
+                final.cols if torch else concat.cols,
+                concat.cols if torch else final.cols,
+                names=("dO", "concat") if torch else ("concat", "dO"),
+                inner=final.rows,
+                symbol="dW_O",
+                letters="d_out×H·d_v" if torch else "H·d_v×d_out",
+                notes=(Msg("note.grad_layout_torch"),) if torch else (),
+            )
+        )
+        if p.bo is not None:
+            width = len(final.cols)
+            specs.append(_bias("grad_bo", [("grad_output", None)], (slice(None),), width, "b_O"))
+    else:
+        specs.append(
+            Spec(
+                "grad_concat",
+                None,
+                "copy",
+                (("grad_output", None),),
+                "d(concat) = dO",
+                concat.rows,
+                concat.cols,
+                topic="grad_concat.copy",
+                symbol="d(concat)",
+                letters=concat.letters,
+            )
+        )
+    for h in range(1, p.heads + 1):
+        out = by[(ids.OUTPUT, h)]
+        cols = slice((h - 1) * p.d_v, h * p.d_v)
+        specs.append(
+            Spec(
+                "grad_output",
+                h,
+                "cut",
+                (("grad_concat", None),),
+                f"dO_{h} = d(concat)[:, {span(cols.start, p.d_v)}]",
+                out.rows,
+                out.cols,
+                params={"cols": cols},
+                topic="grad_output.head",
+                symbol="dO",
+                letters=out.letters,
+            )
+        )
+    return specs
+
+
+# ---- one head ---------------------------------------------------------------------------------
+
+
+def _head(
+    p: Problem, by: dict[Ref, Spec], h: int | None, flows: bool
+) -> tuple[list[Spec], dict[str, Ref]]:
+    out = by[(ids.OUTPUT, h)]
+    a_ref, v_ref = out.operands
+    assert not isinstance(a_ref, Const) and not isinstance(v_ref, Const)
+    weights, v = by[a_ref], by[v_ref]
+    specs: list[Spec] = []
+    refs: dict[str, Ref] = {}
+    if flows:
+        g_out: Ref = ("grad_output", h)
+        specs.append(
+            Spec(
+                "grad_v",
+                h,
+                "matmul_tn",
+                (a_ref, g_out),
+                "dV = Aᵀ·dO",
+                v.rows,
+                v.cols,
+                names=("A", "dO"),
+                inner=weights.rows,
+                symbol="dV",
+                letters=v.letters,
+            )
+        )
+        refs["v"] = ("grad_v", h)
+        specs.append(
+            Spec(
+                "grad_weights",
+                h,
+                "matmul_nt",
+                (g_out, v_ref),
+                "dA = dO·Vᵀ",
+                weights.rows,
+                weights.cols,
+                names=("dO", "V"),
+                inner=v.cols,
+                symbol="dA",
+                letters=weights.letters,
+            )
+        )
+    else:
+        assert p.loss is not None
+        specs.append(
+            Spec(
+                "grad_weights",
+                h,
+                "attend_grad",
+                (a_ref,),
+                "dA[i, tᵢ] = −1 / A[i, tᵢ]",
+                weights.rows,
+                weights.cols,
+                params={"targets": frozenset(p.loss.targets())},
+                topic="grad_weights.attend",
+                notes=(Msg("note.grad_attend_no_v"),),
+                symbol="dA",
+                letters=weights.letters,
+                remarks=facts.loss_attend(a_ref, p.loss.targets(), h),
+            )
+        )
+    g_a: Ref = ("grad_weights", h)
+    specs.append(
+        Spec(
+            "softmax_rowdot",
+            h,
+            "rowdot",
+            (a_ref, g_a),
+            "r = Σⱼ Aᵢⱼ·dAᵢⱼ",
+            weights.rows,
+            ("r",),
+            symbol="r",
+            cell="r[{i}]",
+            letters=weights.letters.split("×")[0] + "×1",
+        )
+    )
+    exp = by[weights.operands[0]]
+    logits = by[exp.operands[0]]
+    specs.append(
+        Spec(
+            f"grad_{logits.id}",
+            h,
+            "softmax_back",
+            (a_ref, g_a, ("softmax_rowdot", h)),
+            f"{d(logits.symbol)} = A ⊙ (dA − r)",
+            logits.rows,
+            logits.cols,
+            topic="grad_logits",
+            symbol=d(logits.symbol),
+            letters=logits.letters,
+            remarks=facts.gradient_through_softmax(p, h, list(by.values())),
+        )
+    )
+    scores = _back_to(by, logits, ids.SCORES, specs)
+    q_ref, kt_ref = scores.operands
+    kt = by[kt_ref]
+    k_ref = kt.operands[0]
+    q_side, k_side = by[q_ref], by[k_ref]
+    g_s: Ref = ("grad_scores", h)
+    specs.append(
+        Spec(
+            f"grad_{q_side.id}",
+            h,
+            "matmul",
+            (g_s, k_ref),
+            f"{d(q_side.symbol)} = d(Q·Kᵀ)·{k_side.symbol}",
+            q_side.rows,
+            q_side.cols,
+            names=("d(Q·Kᵀ)", k_side.symbol),
+            inner=scores.cols,
+            symbol=d(q_side.symbol),
+            letters=q_side.letters,
+            topic="grad_q_side",
+        )
+    )
+    specs.append(
+        Spec(
+            f"grad_{k_side.id}",
+            h,
+            "matmul_tn",
+            (g_s, q_ref),
+            f"{d(k_side.symbol)} = d(Q·Kᵀ)ᵀ·{q_side.symbol}",
+            k_side.rows,
+            k_side.cols,
+            names=("d(Q·Kᵀ)", q_side.symbol),
+            inner=scores.rows,
+            symbol=d(k_side.symbol),
+            letters=k_side.letters,
+            topic="grad_k_side",
+        )
+    )
+    _back_to(by, q_side, ids.Q, specs)
+    _back_to(by, k_side, ids.K, specs)
+    refs["q"], refs["k"] = ("grad_q", h), ("grad_k", h)
+    return specs, refs
+
+
+def _back_to(by: dict[Ref, Spec], start: Spec, until: str, specs: list[Spec]) -> Spec:
+    """From `start`'s gradient back to stage `until`'s, one stage per forward stage between,
+    each by that stage's own op's backward (its first operand's gradient); returns `until`."""
+    at = start
+    while at.id != until:
+        before = by[at.operands[0]]
+        op = OPS[at.op]
+        assert op.backward is not None and op.grad_formula is not None, at.op
+        into, out = d(before.symbol), d(at.symbol)
+        specs.append(
+            Spec(
+                f"grad_{before.id}",
+                at.head,
+                "back",
+                (*at.operands, at.ref, (f"grad_{at.id}", at.head)),
+                f"{into} = {op.grad_formula(into, out, before.symbol, at.params)}",
+                before.rows,
+                before.cols,
+                params={"op": at.op, "forward": op, "index": 0, "of": at.params},
+                topic=f"grad_back.{at.op}",
+                symbol=into,
+                letters=before.letters,
+            )
+        )
+        at = before
+    return at
+
+
+# ---- the weights and the input ----------------------------------------------------------------
+
+
+def _projections(
+    p: Problem, by: dict[Ref, Spec], heads: list[int | None], grads: dict[str, list[Ref]]
+) -> list[Spec]:
+    """dW_Q, dW_K, dW_V and the biases' gradients, then dX (and d source): each projection's
+    heads side by side; a key/value head shared by several query heads sums their gradients."""
+    if not p.projected:
+        return []
+    x_ref: Ref = ("x_pe", None) if p.variants.pe is not None else ("x", None)
+    src_ref: Ref = ("source", None) if p.cross else x_ref
+    slices = [head_slices(p, h or 1) for h in heads]
+    specs: list[Spec] = []
+    # the paths into X and into the source: (letter, weight, each head's columns), their grads
+    paths: dict[Ref, list[tuple[str, np.ndarray, tuple[slice, ...]]]] = {x_ref: [], src_ref: []}
+    reads: dict[Ref, list[Ref]] = {x_ref: [], src_ref: []}
+    for side, read in (("q", x_ref), ("k", src_ref), ("v", src_ref)):
+        if not grads[side]:  # `attend`: V does not reach the loss
+            continue
+        weight, bias = getattr(p, f"w{side}"), getattr(p, f"b{side}")
+        cols = tuple(getattr(s, side) for s in slices)
+        letter = side.upper()
+        width = weight.values.shape[1]
+        specs.append(_weight(p, by[read], grads[side], cols, width, letter))
+        if bias is not None:
+            specs.append(_bias(f"grad_b{side}", grads[side], cols, width, f"b_{letter}"))
+        paths[read].append((letter, weight.values, cols))
+        reads[read] += grads[side]
+    for read in dict.fromkeys((x_ref, src_ref)):
+        specs.append(_input(p, by[read], reads[read], paths[read]))
+    return specs
+
+
+def _weight(
+    p: Problem, read: Spec, grads: list[Ref], cols: tuple[slice, ...], width: int, letter: str
+) -> Spec:
+    """dW = Xᵀ·dP: the rows of X (or the source) against each head's gradient, in the layout
+    the weight was given in (--layout torch: out × in, turned)."""
+    torch = p.layout == "torch"
+    x = "source" if read.id == "source" else "(X + PE)" if read.id == "x_pe" else "X"
+    out = dim_labels(width)
+    return Spec(
+        f"grad_w{letter.lower()}",
+        None,
+        "weight_grad",
+        (read.ref, *grads),
+        f"dW_{letter} = {x}ᵀ·d{letter}" if not torch else f"dW_{letter} = (d{letter})ᵀ·{x}",
+        out if torch else read.cols,
+        read.cols if torch else out,
+        params={"cols": cols, "width": width, "torch": torch},
+        inner=read.rows,
+        symbol=f"dW_{letter}",
+        letters="out×d_model" if torch else "d_model×out",
+        notes=_weight_notes(p, letter, len(grads)),
+    )
+
+
+def _weight_notes(p: Problem, letter: str, count: int) -> tuple[Msg, ...]:
+    notes: list[Msg] = []
+    if count > 1:
+        notes.append(Msg("note.grad_heads_side_by_side", heads=count, weight=f"W_{letter}"))
+    if letter in "KV" and p.kv_heads < p.heads:
+        per = p.heads // p.kv_heads
+        notes.append(Msg("note.grad_kv_shared", per=per, weight=f"W_{letter}"))
+    if p.layout == "torch":
+        notes.append(Msg("note.grad_layout_torch"))
+    return tuple(notes)
+
+
+def _bias(sid: str, grads: Sequence[Ref], cols: tuple[slice, ...], width: int, name: str) -> Spec:
+    """db = the column sums of the gradient of what the bias was added to."""
+    cols = tuple(slice(0, width) if c.stop is None else c for c in cols)
+    return Spec(
+        sid,
+        None,
+        "bias_grad",
+        tuple(grads),
+        f"d{name} = Σᵢ (row i of d{name[-1]})",
+        ("",),
+        dim_labels(width),
+        params={"cols": cols, "width": width},
+        symbol=f"d{name}",
+        cell=f"d{name}" + "[{j}]",
+        inner=(),
+        letters="1×out",
+    )
+
+
+def _input(
+    p: Problem,
+    read: Spec,
+    grads: list[Ref],
+    paths: list[tuple[str, np.ndarray, tuple[slice, ...]]],
+) -> Spec:
+    """dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ: X reaches the loss by every projection that reads
+    it, and the chain rule adds the paths (each summed over the heads)."""
+    source = read.id == "source"
+    name = "source" if source else "X"
+    terms = " + ".join(f"d{letter}·W_{letter}ᵀ" for letter, _, _ in paths)
+    notes: list[Msg] = [Msg("note.grad_paths", count=len(paths), x=name)]
+    if read.id == "x_pe":
+        notes.append(Msg("note.grad_pe"))
+    return Spec(
+        "grad_source" if source else "grad_x",
+        None,
+        "input_grad",
+        tuple(grads),
+        f"d{name} = {terms}",
+        read.rows,
+        read.cols,
+        params={"paths": tuple((w, cols) for _, w, cols in paths)},
+        names=tuple(letter for letter, _, _ in paths),
+        symbol=f"d{name}",
+        letters="m×d_model" if source else "n×d_model",
+        notes=tuple(notes),
+    )

@@ -1,0 +1,350 @@
+"""The backward pass (--backward) against two oracles, on random problems that cover every
+feature: PyTorch's autograd in float64 (to 1e-12), and central finite differences of
+qkvcalc's own forward (an oracle that never imports torch, to 1e-6).
+
+The torch forward below is written from the input format alone (tests/naive_modern.py's
+conventions), sharing no code with qkvcalc: a transposition or a forgotten path in the
+backward cannot cancel out against it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.input.problem import Problem
+from qkvcalc.run.engine import run
+from tests.naive_modern import alibi_slopes, sinusoidal
+
+FEATURES = (
+    "plain",
+    "multihead",
+    "wo",
+    "biases",
+    "cross",
+    "gqa",
+    "causal",
+    "custom_mask",
+    "padding",
+    "rope_half",
+    "rope_pairs",
+    "alibi",
+    "score_bias",
+    "softcap",
+    "sinks",
+    "qk_norm",
+    "positional",
+    "torch_layout",
+    "scale",
+)
+LOSSES = ("target", "grad_output", "attend")
+
+
+def make(feature: str, loss: str, seed: int) -> dict[str, Any]:
+    """A random problem with `feature` (and its neighbours where it needs them) and a loss."""
+    rng = np.random.default_rng(seed)
+    n, d_model = 4, 4
+    heads = 2 if feature in ("multihead", "wo", "gqa", "sinks", "alibi") else 1
+    kv_heads = 1 if feature == "gqa" else heads
+    if feature == "gqa":
+        heads = 4
+    d_k, d_v = 4, 3
+    m = 5 if feature == "cross" else n
+
+    def mat(rows: int, cols: int) -> list[list[float]]:
+        return rng.normal(0, 0.8, size=(rows, cols)).tolist()
+
+    doc: dict[str, Any] = {
+        "x": mat(n, d_model),
+        "wq": mat(d_model, heads * d_k),
+        "wk": mat(d_model, kv_heads * d_k),
+        "wv": mat(d_model, kv_heads * d_v),
+        "heads": heads,
+        "kv_heads": kv_heads,
+    }
+    if feature == "cross":
+        doc["source"] = mat(m, d_model)
+    if feature in ("wo", "biases"):
+        doc["wo"] = mat(heads * d_v, 3)
+    if feature == "biases":
+        for b, width in (("bq", heads * d_k), ("bk", kv_heads * d_k), ("bv", kv_heads * d_v)):
+            doc[b] = rng.normal(size=width).tolist()
+        doc["bo"] = rng.normal(size=3).tolist()
+    if feature in ("causal", "rope_half", "alibi", "softcap", "sinks", "gqa"):
+        doc["mask"] = "causal"
+    if feature == "custom_mask":
+        allowed = rng.random((n, m)) < 0.6
+        allowed[:, 0] = True
+        doc["mask"] = allowed.astype(int).tolist()
+    if feature == "padding":
+        doc["key_padding"] = [1, 1, 0, 1]
+    if feature == "rope_half":
+        doc["rope"] = {"theta": 100, "style": "half"}
+    if feature == "rope_pairs":
+        doc["rope"] = {"theta": 10, "style": "pairs", "dims": 2, "attention_factor": 1.2}
+    if feature == "alibi":
+        doc["alibi"] = True
+    if feature == "score_bias":
+        doc["score_bias"] = mat(n, m)
+    if feature == "softcap":
+        doc["softcap"] = 1.5
+    if feature == "sinks":
+        doc["sinks"] = rng.normal(size=heads).tolist()
+    if feature == "qk_norm":
+        doc["q_norm"] = rng.normal(1, 0.3, size=d_k).tolist()
+        doc["k_norm"] = rng.normal(1, 0.3, size=d_k).tolist()
+        doc["norm_eps"] = 1e-3
+    if feature == "positional":
+        doc["positional"] = "sinusoidal"
+    if feature == "torch_layout":
+        doc["layout"] = "torch"
+        for w in ("wq", "wk", "wv"):
+            doc[w] = np.array(doc[w]).T.tolist()
+    if feature == "scale":
+        doc["scale"] = 0.9
+    d_out = len(doc["wo"][0]) if "wo" in doc else heads * d_v
+    if loss == "target":
+        doc["target"] = mat(n, d_out)
+    elif loss == "grad_output":
+        doc["grad_output"] = mat(n, d_out)
+    else:
+        targets = [1 + int(rng.integers(0, (i + 1) if "mask" in doc else m)) for i in range(n)]
+        if feature == "custom_mask":
+            targets = [1 + int(rng.choice(np.flatnonzero(row))) for row in allowed]
+        if feature == "padding":
+            targets = [1, 2, 4, 1]
+        targets[1] = None  # a query with no target
+        doc["attend"] = targets
+    return doc
+
+
+def backward_trace(doc: dict[str, Any]):
+    return run(replace(Problem.from_mapping(doc), backward=True))
+
+
+# ---- the torch oracle -------------------------------------------------------------------------
+
+
+def torch_forward(doc: dict[str, Any], t: dict[str, Any], torch: Any) -> tuple[Any, list[Any]]:
+    """Output [n, d_out] and each head's weights [n, m], from the document and the tensors `t`
+    (the weights as given: out × in for layout "torch")."""
+    turn = doc.get("layout") == "torch"
+
+    def w(name: str) -> Any:
+        return t[name].T if turn else t[name]
+
+    heads, kv_heads = doc["heads"], doc["kv_heads"]
+    x = t["x"]
+    n = x.shape[0]
+    if doc.get("positional") == "sinusoidal":
+        x = x + torch.tensor(sinusoidal(list(range(n)), x.shape[1]), dtype=torch.float64)
+    src = t.get("source", x)
+    m = src.shape[0]
+    q_all = x @ w("wq") + (t.get("bq", 0))
+    k_all = src @ w("wk") + (t.get("bk", 0))
+    v_all = src @ w("wv") + (t.get("bv", 0))
+    d_k, d_v = q_all.shape[1] // heads, v_all.shape[1] // kv_heads
+    scale = doc.get("scale", 1 / math.sqrt(d_k))
+    allowed = torch.ones(n, m, dtype=torch.bool)
+    if doc.get("mask") == "causal":
+        allowed = torch.tril(allowed)
+    elif isinstance(doc.get("mask"), list):
+        allowed = torch.tensor(doc["mask"], dtype=torch.bool)
+    if "key_padding" in doc:
+        allowed = allowed & torch.tensor(doc["key_padding"], dtype=torch.bool)[None, :]
+    positions = torch.arange(n, dtype=torch.float64)
+    key_positions = torch.arange(m, dtype=torch.float64)
+    outs, weights = [], []
+    for h in range(heads):
+        g = h * kv_heads // heads
+        q = q_all[:, h * d_k : (h + 1) * d_k]
+        k = k_all[:, g * d_k : (g + 1) * d_k]
+        v = v_all[:, g * d_v : (g + 1) * d_v]
+        eps = doc.get("norm_eps", 1e-6)
+        if "q_norm" in doc:
+            q = _rms(q, doc["q_norm"], eps, torch)
+        if "k_norm" in doc:
+            k = _rms(k, doc["k_norm"], eps, torch)
+        if "rope" in doc:
+            q = _rope(q, positions, doc["rope"], torch)
+            k = _rope(k, key_positions, doc["rope"], torch)
+        s = (q @ k.T) * scale
+        if doc.get("alibi") is True:
+            slope = alibi_slopes(heads)[h]
+            s = s - slope * (positions[:, None] - key_positions[None, :]).abs()
+        if "score_bias" in doc:
+            s = s + torch.tensor(doc["score_bias"], dtype=torch.float64)
+        if "softcap" in doc:
+            c = doc["softcap"]
+            s = c * torch.tanh(s / c)
+        s = s.masked_fill(~allowed, float("-inf"))
+        if "sinks" in t:
+            joined = torch.cat([s, t["sinks"][h].expand(n, 1)], dim=1)
+            a = torch.softmax(joined, dim=1)[:, :-1]
+        else:
+            a = torch.softmax(s, dim=1)
+        a.retain_grad()
+        weights.append(a)
+        outs.append(a @ v)
+    out = torch.cat(outs, dim=1)
+    if "wo" in t:
+        out = out @ w("wo") + (t.get("bo", 0))
+    return out, weights
+
+
+def _rms(x: Any, weight: list[float], eps: float, torch: Any) -> Any:
+    w = torch.tensor(weight, dtype=torch.float64)
+    return x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps) * w
+
+
+def _rms(x: Any, weight: list[float], eps: float, torch: Any) -> Any:
+    w = torch.tensor(weight, dtype=torch.float64)
+    return x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps) * w
+
+
+def _rope(x: Any, positions: Any, rope: dict[str, Any], torch: Any) -> Any:
+    d = x.shape[1]
+    dims = rope.get("dims", d)
+    factor = rope.get("attention_factor", 1.0)
+    inv = rope["theta"] ** (-2.0 * torch.arange(dims // 2, dtype=torch.float64) / dims)
+    angle = positions[:, None] * inv[None, :]
+    cos, sin = factor * torch.cos(angle), factor * torch.sin(angle)
+    if rope.get("style", "half") == "half":
+        a, b = x[:, : dims // 2], x[:, dims // 2 : dims]
+        turned = [a * cos - b * sin, b * cos + a * sin]
+        return torch.cat([*turned, x[:, dims:]], dim=1)
+    a, b = x[:, 0:dims:2], x[:, 1:dims:2]
+    pairs = torch.stack([a * cos - b * sin, b * cos + a * sin], dim=2).reshape(x.shape[0], dims)
+    return torch.cat([pairs, x[:, dims:]], dim=1)
+
+
+def torch_loss(doc: dict[str, Any], out: Any, weights: list[Any], torch: Any) -> Any:
+    if "target" in doc:
+        return 0.5 * ((out - torch.tensor(doc["target"], dtype=torch.float64)) ** 2).sum()
+    if "grad_output" in doc:
+        return (out * torch.tensor(doc["grad_output"], dtype=torch.float64)).sum()
+    pairs = [(i, t - 1) for i, t in enumerate(doc["attend"]) if t is not None]
+    return -sum(torch.log(a[i, t]) for a in weights for i, t in pairs)
+
+
+LEAVES = ("x", "source", "wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "sinks")
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("feature", FEATURES)
+def test_every_gradient_equals_torch_autograd(feature, loss):
+    torch = pytest.importorskip("torch", reason="autograd is the oracle: pip install torch")
+    doc = make(feature, loss, seed=FEATURES.index(feature) * 7 + LOSSES.index(loss))
+    trace = backward_trace(doc)
+    t = {
+        name: torch.tensor(np.array(doc[name], dtype=np.float64), requires_grad=True)
+        for name in LEAVES
+        if name in doc
+    }
+    out, weights = torch_forward(doc, t, torch)
+    np.testing.assert_allclose(trace.output, out.detach().numpy(), atol=1e-12)
+    torch_loss(doc, out, weights, torch).backward()
+    checked = 0
+    for name, tensor in t.items():
+        stage = trace.find(f"grad_{name}", None)
+        if tensor.grad is None or not tensor.grad.abs().max() > 0:
+            assert stage is None or not np.abs(stage.value).max() > 1e-12, name
+            continue
+        assert stage is not None, f"no grad_{name}"
+        expected = tensor.grad.numpy().reshape(stage.value.shape)
+        np.testing.assert_allclose(stage.value, expected, rtol=0, atol=1e-12, err_msg=name)
+        checked += 1
+    assert checked >= 3
+    heads = [None] if len(weights) == 1 and "wo" not in doc else range(1, len(weights) + 1)
+    for h, a in zip(heads, weights, strict=True):
+        da = trace.find("grad_weights", h)
+        np.testing.assert_allclose(da.value, a.grad.numpy(), atol=1e-12, err_msg=f"dA {h}")
+
+
+# ---- finite differences of qkvcalc's own forward -----------------------------------------------
+
+
+def forward_loss(doc: dict[str, Any]) -> float:
+    """L of the problem's loss, from the forward stages alone (no backward, no torch)."""
+    trace = run(Problem.from_mapping(doc))
+    if "target" in doc:
+        return 0.5 * float(np.sum((trace.output - np.array(doc["target"])) ** 2))
+    if "grad_output" in doc:
+        return float(np.sum(trace.output * np.array(doc["grad_output"])))
+    w = trace.weights if trace.weights.ndim == 3 else trace.weights[None]
+    pairs = [(i, t - 1) for i, t in enumerate(doc["attend"]) if t is not None]
+    return -float(sum(np.log(a[i, t]) for a in w for i, t in pairs))
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("feature", FEATURES)
+def test_every_gradient_equals_finite_differences(feature, loss):
+    doc = make(feature, loss, seed=100 + FEATURES.index(feature) * 7 + LOSSES.index(loss))
+    trace = backward_trace(doc)
+    step = 1e-6
+    for name in LEAVES:
+        stage = trace.find(f"grad_{name}", None)
+        if name not in doc or stage is None:
+            continue
+        given = np.array(doc[name], dtype=np.float64)
+        grad = np.zeros(given.size)
+        for k in range(given.size):
+            up, down = given.copy().ravel(), given.copy().ravel()
+            up[k] += step
+            down[k] -= step
+            hi = forward_loss({**doc, name: up.reshape(given.shape).tolist()})
+            lo = forward_loss({**doc, name: down.reshape(given.shape).tolist()})
+            grad[k] = (hi - lo) / (2 * step)
+        np.testing.assert_allclose(
+            stage.value.ravel(), grad, rtol=1e-6, atol=1e-6, err_msg=f"{feature} {name}"
+        )
+
+
+# ---- what the stages say and refuse -------------------------------------------------------------
+
+
+def test_masked_cells_of_a_gradient_are_exactly_zero():
+    trace = backward_trace(make("custom_mask", "target", 3))
+    allowed = np.array(make("custom_mask", "target", 3)["mask"], dtype=bool)
+    for sid in ("grad_masked", "grad_scaled", "grad_scores"):
+        value = trace.find(sid, None).value
+        assert (value[~allowed] == 0).all() and not np.signbit(value[~allowed]).any(), sid
+
+
+def test_without_a_loss_the_backward_is_one_message():
+    doc = make("plain", "target", 0)
+    del doc["target"]
+    with pytest.raises(QkvcalcError) as e:
+        backward_trace(doc)
+    assert e.value.msg.key == "backward.no_loss"
+
+
+def test_a_target_key_the_mask_hides_is_one_message():
+    doc = make("causal", "attend", 0)
+    doc["attend"] = [2, None, 1, 1]  # query 1 may see key 1 only
+    with pytest.raises(QkvcalcError) as e:
+        backward_trace(doc)
+    assert e.value.msg.key == "loss.attend_masked"
+
+
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"target": [[0.0]]}, "loss.shape"),
+        ({"attend": [1, 2]}, "loss.attend_count"),
+        ({"attend": [1, 9, 1, 1]}, "loss.attend_key"),
+        ({"attend": [None] * 4}, "loss.attend_empty"),
+        ({"grad_output": [[0.0] * 3] * 4}, "loss.several"),
+    ],
+)
+def test_a_wrong_loss_key_names_the_field_and_the_rule(change, key):
+    base = "attend" if "attend" in change else "target"
+    doc = {**make("plain", base, 0), **change}
+    with pytest.raises(QkvcalcError) as e:
+        Problem.from_mapping(doc)
+    assert e.value.msg.key == key
