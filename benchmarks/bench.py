@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/bench.py --quick    # start-up only
     .venv/bin/python benchmarks/bench.py --runs 7   # more runs per case (medians are shown)
     .venv/bin/python benchmarks/bench.py --no-trace # without the whole GPT-2 trace (3 min a run)
+    .venv/bin/python benchmarks/bench.py --only backward --runs 3   # the cases named so
 
 Every case is a fresh process; its wall time is measured around it and its peak memory is the
 child's own maximum resident set size (os.wait4's rusage, the per-child form of
@@ -20,7 +21,11 @@ ratios within each round. The floors:
    `explain FILE --format json --detail brief` (targets ≤ 1.5× wall time and peak memory).
    A reference row, without a target, is the same script writing its output as JSON: the
    cost of the 786,432 numbers that `--format json` writes and the floor does not.
-3. the whole trace of that layer as JSON (`explain FILE --format json`: every stage of every
+3. the backward pass of a GPT-2-small-sized layer (n = 128, d_model = 768, 12 heads, W_O,
+   causal mask, a target output): `explain FILE --backward --detail brief` against a minimal
+   numpy forward and backward that writes its gradients (dW_Q, dW_K, dW_V, dW_O, dX) as JSON
+   (target ≤ 1.5× wall time and peak memory).
+4. the whole trace of that layer as JSON (`explain FILE --format json`: every stage of every
    head, 60 million numbers, 1.2 GB of text, streamed stage by stage): its peak memory against
    the script of 2. (target ≤ 1.5×), its wall time beside a floor that computes the same stages
    with numpy and writes the same numbers with json.dumps, a matrix at a time (reported, no
@@ -153,6 +158,66 @@ with open(sys.argv[1], "w") as f:
 """
 
 
+GPT2_BACKWARD = """
+import json, sys
+import numpy as np
+
+rng = np.random.default_rng(2021)
+n, d = 128, 768
+doc = {"x": rng.standard_normal((n, d)).astype(np.float32).tolist()}
+for name in ("wq", "wk", "wv", "wo"):
+    doc[name] = (rng.standard_normal((d, d)) * 0.02).astype(np.float32).tolist()
+doc["target"] = rng.standard_normal((n, d)).astype(np.float32).tolist()
+doc.update(heads=12, mask="causal")
+with open(sys.argv[1], "w") as f:
+    json.dump(doc, f)
+"""
+
+# The floor of the backward case: the same layer's forward and backward in plain numpy, its
+# weight and input gradients written as JSON (what a student's own backward would print).
+BACKWARD_FLOOR = """
+import json, sys
+import numpy as np
+
+with open(sys.argv[1], "rb") as f:
+    doc = json.load(f)
+x, wq, wk, wv, wo, t = (
+    np.array(doc[k], dtype=np.float64) for k in ("x", "wq", "wk", "wv", "wo", "target")
+)
+heads = doc["heads"]
+del doc
+n, d_k = x.shape[0], wq.shape[1] // heads
+q, k, v = x @ wq, x @ wk, x @ wv
+allowed = np.tril(np.ones((n, n), dtype=bool))
+weights, outs = [], []
+for h in range(heads):
+    c = slice(h * d_k, (h + 1) * d_k)
+    s = np.where(allowed, q[:, c] @ k[:, c].T / np.sqrt(d_k), -np.inf)
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    weights.append(e / e.sum(axis=1, keepdims=True))
+    outs.append(weights[-1] @ v[:, c])
+concat = np.hstack(outs)
+d_out = concat @ wo - t
+d_concat, d_wo = d_out @ wo.T, concat.T @ d_out
+dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+for h, a in enumerate(weights):
+    c = slice(h * d_k, (h + 1) * d_k)
+    do = d_concat[:, c]
+    dv[:, c] = a.T @ do
+    da = do @ v[:, c].T
+    ds = a * (da - (a * da).sum(axis=1, keepdims=True)) / np.sqrt(d_k)
+    dq[:, c], dk[:, c] = ds @ k[:, c], ds.T @ q[:, c]
+grads = {"wq": x.T @ dq, "wk": x.T @ dk, "wv": x.T @ dv, "wo": d_wo,
+         "x": dq @ wq.T + dk @ wk.T + dv @ wv.T}
+sys.stdout.write(json.dumps({name: g.tolist() for name, g in grads.items()}))
+"""
+
+
+def write_gpt2_backward(path: Path) -> None:
+    """n = 128, d_model = 768, 12 heads, W_O, causal, and a target output (float32 values)."""
+    subprocess.run([PY, "-c", GPT2_BACKWARD, str(path)], check=True)
+
+
 def write_gpt2_layer(path: Path) -> None:
     """n = 1024, d_model = 768, 12 heads, W_O, causal; float32 values, as a model's tensors
     would be dumped (`tensor.tolist()`). Written by a child process: this one stays small,
@@ -210,6 +275,19 @@ def cases(quick: bool, tmp: Path, trace: bool = True) -> list[Case]:
             1.5,
         ),
     ]
+    grads, grads_floor = tmp / "gpt2_backward.json", tmp / "backward_floor.py"
+    write_gpt2_backward(grads)
+    grads_floor.write_text(BACKWARD_FLOOR)
+    floor_b = "floor: numpy backward + json"
+    found += [
+        Case(floor_b, [PY, str(grads_floor), str(grads)]),
+        Case(
+            "gpt2 n=128 --backward --detail brief",
+            [*qkv, "explain", str(grads), "--backward", "--detail", "brief"],
+            floor_b,
+            1.5,
+        ),
+    ]
     if trace:
         dumps_floor = "floor + json.dumps(every stage)"
         found += [
@@ -232,9 +310,14 @@ def main() -> int:
     parser.add_argument(
         "--no-trace", action="store_true", help="without the whole-trace case (minutes a run)"
     )
+    parser.add_argument("--only", help="only the cases whose name holds this word (and floors)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="qkvcalc-bench-") as tmp:
         todo = cases(args.quick, Path(tmp), trace=not args.no_trace)
+        if args.only:
+            kept = [c for c in todo if args.only in c.name]
+            needed = {c.floor for c in kept} | {c.wall_floor for c in kept}
+            todo = [c for c in todo if c in kept or c.name in needed]
         # Bytecode as an installed package has it: written now, even where PYTHONDONTWRITEBYTECODE
         # would stop the runs from writing it (they would then compile every module every time).
         compileall.compile_dir(ROOT / "qkvcalc", quiet=1)
@@ -267,7 +350,8 @@ def main() -> int:
         elif case.floor and case.target is not None:
             floor = by_name[case.floor]
             r_wall, r_mem = case.ratio(floor), case.peak() / floor.peak()
-            mem_counts = floor.name.startswith("floor: json")  # memory targets: the GPT-2 case
+            # memory targets: the GPT-2 cases
+            mem_counts = floor.name.startswith(("floor: json", "floor: numpy backward"))
             ok = (r_wall < case.target if case.strict else r_wall <= case.target) and (
                 not mem_counts or r_mem <= case.target
             )
