@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from qkvcalc.i18n import Msg, translate
 from qkvcalc.input.problem import Problem
 from qkvcalc.plan.readout import (
+    _key_parts,
     aligned_and_strongest,
     alignment_msg,
     dot_product_spread,
@@ -163,7 +164,12 @@ def test_a_reading_line_adds_up_and_never_lists_a_masked_key(weights, k, data):
     listed = {s.token for s in reading.top}
     assert not listed & set(reading.masked)
     assert set(reading.masked) >= {tokens[j] for j in np.flatnonzero(~allowed)}
-    assert len(reading.top) <= k
+    # k keys, or k + 1 when "the others" would be a single key (it is named instead)
+    assert len(reading.top) <= k or (len(reading.top) == k + 1 and reading.rest_count == 0)
+    assert reading.rest_count != 1
+    if reading.rest_count and reading.rest == 0:  # positive weights left: "<1%", never "0%"
+        said = "ui.reading_rest_small" if reading.rest_weight else "ui.reading_rest"
+        assert _key_parts(reading)[-1].key == said
     if reading.all_masked:
         assert reading.total == 0
     else:
@@ -401,3 +407,33 @@ def test_why_scale_with_a_sink_reads_as_the_weights_reading_line(seed, causal, s
     assert len(lines) == 1
     if note is not None:
         assert note.params["scaled"] == lines[0].params["keys"]
+
+
+def test_equal_weights_are_said_to_be_equal_not_34_33_33():
+    trace = run(
+        Problem.from_mapping(
+            {
+                "x": [[1, 0], [1, 0], [1, 0]],
+                "wq": [[1, 0], [0, 1]],
+                "wk": [[0, 0], [0, 0]],
+                "wv": [[1, 0], [0, 1]],
+            }
+        )
+    )
+    notes = [n for n in trace.find("weights", None).notes if n.key.startswith("note.reading")]
+    assert [n.key for n in notes[1:4]] == ["note.reading_equal"] * 3
+    assert "1/3 each" in notes[1].text("en") and "34%" not in notes[1].text("en")
+
+
+def test_a_positive_rest_is_never_said_as_0_percent():
+    w = np.array([0.996, 0.001, 0.001, 0.001, 0.001])
+    reading = strongest_keys(w, None, [f"t{j}" for j in range(5)], k=3)
+    assert reading.rest == 0 and reading.rest_count == 2
+    assert translate("ui.reading_rest_small", "en") in reading_msg("q", reading).text("en")
+
+
+def test_a_repeated_token_is_named_by_its_position():
+    trace = _trace("rope")  # "cat sat cat sat"
+    lines = [n.text("en") for n in trace.find("weights", None).notes]
+    assert any(line.startswith("cat (3) →") for line in lines)
+    assert not any(line.startswith("cat →") for line in lines)

@@ -11,8 +11,9 @@ MESSAGES: dict[str, str] = {
     "stage.split.title": "Split into heads",
     "stage.split.why": "Every head reads the whole input. What is split are the projections: the "
     "columns of W_Q, W_K and W_V (of Q, K and V when they are given) are cut into one slice per "
-    "head, so each head has its own Q, K and V and can learn its own notion of which tokens "
-    "matter. The heads run side by side and are joined at the end.",
+    "head, so each head has its own Q, K and V (under grouped-query attention, a K and V shared "
+    "with its group) and can learn its own notion of which tokens matter. The heads run side by "
+    "side and are joined at the end.",
     "stage.q.title": "Query projection",
     "stage.q.why": "A query is what this token is looking for. Multiplying X by the learned "
     "W_Q re-mixes each token's numbers into that role; each cell is a weighted sum of one row "
@@ -124,6 +125,10 @@ MESSAGES: dict[str, str] = {
     "ui.reading_key": "{token} {percent}%",
     "ui.reading_key_small": "{token} <1%",
     "ui.reading_rest": "the others {percent}%",
+    "ui.reading_rest_small": "the others <1%",
+    "note.reading_equal": "{query} → its {count} keys equally, 1/{count} each",
+    "note.reading_equal_with_masked": "{query} → its {count} unmasked keys equally, 1/{count} "
+    "each; masked: {masked}",
     "ui.reading_none": "every key masked",
     "note.reading_rounding": "Percentages are whole numbers, rounded so that each query's "
     "percentages add up to 100; <1% is a weight above 0 that rounds to 0.",

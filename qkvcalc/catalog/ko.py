@@ -21,8 +21,8 @@ MESSAGES: dict[str, str] = {
     "stage.split.title": "헤드로 나누기",
     "stage.split.why": "모든 헤드는 입력 전체를 읽습니다. 나뉘는 것은 선형 투영입니다: W_Q, W_K, "
     "W_V의 열(Q, K, V를 직접 주었다면 그 열)을 헤드마다 한 조각씩 잘라 나누므로, 헤드마다 "
-    "자기만의 Q, K, V를 가지고 어떤 토큰이 중요한지를 따로 배울 수 있습니다. 헤드들은 나란히 "
-    "계산되고 마지막에 다시 합쳐집니다.",
+    "자기만의 Q, K, V(GQA에서는 그룹이 함께 쓰는 K와 V)를 가지고 어떤 토큰이 중요한지를 따로 "
+    "배울 수 있습니다. 헤드들은 나란히 계산되고 마지막에 다시 합쳐집니다.",
     "stage.q.title": "Query 선형 투영",
     "stage.q.why": "Query는 이 토큰이 찾고 있는 특징입니다. X에 학습된 가중치 W_Q를 곱하면 각 "
     "토큰의 숫자들이 이 역할에 맞게 다시 조합됩니다. 각 칸은 X의 한 행의 성분들을 "
@@ -130,6 +130,10 @@ MESSAGES: dict[str, str] = {
     "ui.reading_key": "{token} {percent}%",
     "ui.reading_key_small": "{token} 1% 미만",
     "ui.reading_rest": "나머지 {percent}%",
+    "ui.reading_rest_small": "나머지 1% 미만",
+    "note.reading_equal": "{query} → Key {count}개에 똑같이, 각각 1/{count}",
+    "note.reading_equal_with_masked": "{query} → 마스킹되지 않은 Key {count}개에 똑같이, 각각 "
+    "1/{count}; 마스킹됨: {masked}",
     "ui.reading_none": "모든 Key가 마스킹됨",
     "note.reading_rounding": "백분율은 Query마다 합이 100이 되도록 반올림한 정수입니다. "
     "'1% 미만'은 0보다 크지만 반올림하면 0이 되는 가중치입니다.",

@@ -29,8 +29,14 @@ MAX_READ = 12  # queries read out under the weights; more are said to be left ou
 
 
 def _names(tokens: tuple[str, ...]) -> list[str]:
-    """Token names as every sentence shows them: control characters escaped, long ones cut."""
-    return [safe(t) for t in tokens]
+    """Token names as every sentence shows them: control characters escaped, long ones cut,
+    and a name that repeats followed by its position ("cat (2)", "cat (5)"), so that a
+    sentence names one token."""
+    names = [safe(t) for t in tokens]
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return [f"{name} ({j + 1})" if counts[name] > 1 else name for j, name in enumerate(names)]
 
 
 def _fmt(value: float) -> str:

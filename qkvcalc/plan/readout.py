@@ -91,6 +91,8 @@ class Reading:
     rest: int
     rest_count: int
     masked: tuple[str, ...]
+    rest_weight: float = 0.0  # the weight of the keys not listed (positive: never said as 0%)
+    equal: bool = False  # every unmasked key has the same weight
 
     @property
     def all_masked(self) -> bool:
@@ -127,6 +129,8 @@ def strongest_keys(
     if open_keys.size == 0 or float(w[open_keys].sum()) <= 0:
         # every key masked: the weights are all 0 (PyTorch's convention), nothing to read
         return Reading((), 0, 0, tuple(str(t) for t in tokens))
+    if open_keys.size == k + 1:  # "the others" would be one key: name it instead
+        k += 1
     percents = whole_percentages(w[open_keys])
     order = np.argsort(-w[open_keys], kind="stable")
     top = tuple(
@@ -136,7 +140,12 @@ def strongest_keys(
         for i in order[:k]
     )
     rest_ids = order[k:]
-    return Reading(top, int(percents[rest_ids].sum()), int(rest_ids.size), masked)
+    shares = w[open_keys]
+    equal = open_keys.size > 1 and bool(np.all(shares == shares[0]))
+    rest_weight = float(shares[rest_ids].sum())
+    return Reading(
+        top, int(percents[rest_ids].sum()), int(rest_ids.size), masked, rest_weight, equal
+    )
 
 
 def _key_parts(reading: Reading) -> list[Msg]:
@@ -147,7 +156,9 @@ def _key_parts(reading: Reading) -> list[Msg]:
         else Msg("ui.reading_key", token=s.token, percent=s.percent)
         for s in reading.top
     ]
-    if reading.rest_count:
+    if reading.rest_count and reading.rest == 0 and reading.rest_weight > 0:
+        parts.append(Msg("ui.reading_rest_small"))  # above 0: "<1%", never "0%"
+    elif reading.rest_count:
         parts.append(Msg("ui.reading_rest", percent=reading.rest))
     return parts
 
@@ -156,6 +167,12 @@ def reading_msg(query: str, reading: Reading) -> Msg:
     """The reading line: "cats → I 62%, cats 31%, love 7%", masked keys named after it."""
     if reading.all_masked:
         return Msg("note.reading_all_masked", query=query)
+    count = len(reading.top) + reading.rest_count
+    if reading.equal:  # 34% / 33% / 33% would hide that they are the same
+        key = "note.reading_equal_with_masked" if reading.masked else "note.reading_equal"
+        return Msg(
+            key, query=query, count=count, masked=", ".join(reading.masked[:MAX_MASKED_NAMES])
+        )
     parts = _key_parts(reading)
     if not reading.masked:
         return Msg("note.reading", query=query, keys=parts)
