@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pytest
 
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.input import presets
+from qkvcalc.input.cells import Matrix
 from qkvcalc.input.problem import Problem
+from qkvcalc.plan import reference
+from qkvcalc.plan.schedule import plan
 from qkvcalc.run.engine import run
 from tests.naive_modern import alibi_slopes, sinusoidal
 
@@ -138,16 +143,21 @@ def torch_forward(doc: dict[str, Any], t: dict[str, Any], torch: Any) -> tuple[A
     def w(name: str) -> Any:
         return t[name].T if turn else t[name]
 
-    heads, kv_heads = doc["heads"], doc["kv_heads"]
-    x = t["x"]
-    n = x.shape[0]
-    if doc.get("positional") == "sinusoidal":
-        x = x + torch.tensor(sinusoidal(list(range(n)), x.shape[1]), dtype=torch.float64)
-    src = t.get("source", x)
-    m = src.shape[0]
-    q_all = x @ w("wq") + (t.get("bq", 0))
-    k_all = src @ w("wk") + (t.get("bk", 0))
-    v_all = src @ w("wv") + (t.get("bv", 0))
+    heads = doc.get("heads", 1)
+    kv_heads = doc.get("kv_heads", heads)
+    if "q" in t:  # Q, K, V given directly
+        q_all, k_all, v_all = t["q"], t["k"], t["v"]
+        n, m = q_all.shape[0], k_all.shape[0]
+    else:
+        x = t["x"]
+        n = x.shape[0]
+        if doc.get("positional") == "sinusoidal":
+            x = x + torch.tensor(sinusoidal(list(range(n)), x.shape[1]), dtype=torch.float64)
+        src = t.get("source", x)
+        m = src.shape[0]
+        q_all = x @ w("wq") + (t.get("bq", 0))
+        k_all = src @ w("wk") + (t.get("bk", 0))
+        v_all = src @ w("wv") + (t.get("bv", 0))
     d_k, d_v = q_all.shape[1] // heads, v_all.shape[1] // kv_heads
     scale = doc.get("scale", 1 / math.sqrt(d_k))
     allowed = torch.ones(n, m, dtype=torch.bool)
@@ -155,6 +165,9 @@ def torch_forward(doc: dict[str, Any], t: dict[str, Any], torch: Any) -> tuple[A
         allowed = torch.tril(allowed)
     elif isinstance(doc.get("mask"), list):
         allowed = torch.tensor(doc["mask"], dtype=torch.bool)
+    if "window" in doc:  # causal, and fewer than W positions back
+        i, j = torch.arange(n)[:, None], torch.arange(m)[None, :]
+        allowed = allowed & (i - j < doc["window"])
     if "key_padding" in doc:
         allowed = allowed & torch.tensor(doc["key_padding"], dtype=torch.bool)[None, :]
     positions = torch.arange(n, dtype=torch.float64)
@@ -174,8 +187,9 @@ def torch_forward(doc: dict[str, Any], t: dict[str, Any], torch: Any) -> tuple[A
             q = _rope(q, positions, doc["rope"], torch)
             k = _rope(k, key_positions, doc["rope"], torch)
         s = (q @ k.T) * scale
-        if doc.get("alibi") is True:
-            slope = alibi_slopes(heads)[h]
+        if "alibi" in doc:
+            given = doc["alibi"]
+            slope = alibi_slopes(heads)[h] if given is True else float(Fraction(str(given[h])))
             s = s - slope * (positions[:, None] - key_positions[None, :]).abs()
         if "score_bias" in doc:
             s = s + torch.tensor(doc["score_bias"], dtype=torch.float64)
@@ -232,7 +246,7 @@ def torch_loss(doc: dict[str, Any], out: Any, weights: list[Any], torch: Any) ->
     return -sum(torch.log(a[i, t]) for a in weights for i, t in pairs)
 
 
-LEAVES = ("x", "source", "wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "sinks")
+LEAVES = ("x", "source", "q", "k", "v", "wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "sinks")
 
 
 @pytest.mark.parametrize("loss", LOSSES)
@@ -269,37 +283,55 @@ def test_every_gradient_equals_torch_autograd(feature, loss):
 # ---- finite differences of qkvcalc's own forward -----------------------------------------------
 
 
-def forward_loss(doc: dict[str, Any]) -> float:
-    """L of the problem's loss, from the forward stages alone (no backward, no torch)."""
-    trace = run(Problem.from_mapping(doc))
-    if "target" in doc:
-        return 0.5 * float(np.sum((trace.output - np.array(doc["target"])) ** 2))
-    if "grad_output" in doc:
-        return float(np.sum(trace.output * np.array(doc["grad_output"])))
-    w = trace.weights if trace.weights.ndim == 3 else trace.weights[None]
-    pairs = [(i, t - 1) for i, t in enumerate(doc["attend"]) if t is not None]
-    return -float(sum(np.log(a[i, t]) for a in w for i, t in pairs))
+def forward_loss(p: Problem) -> float:
+    """L of the problem's loss, from its forward stages alone, executed with the op table
+    (qkvcalc.plan.reference): no backward, no torch, no notes."""
+    values = reference.forward(plan(replace(p, backward=False)), reference.nothing)
+    loss = p.loss
+    assert loss is not None
+    out = values[("output", None)]
+    if loss.kind == "target":
+        return 0.5 * float(np.sum((out - loss.matrix.values) ** 2))
+    if loss.kind == "grad_output":
+        return float(np.sum(out * loss.matrix.values))
+    heads = [None] if not p.multihead else range(1, p.heads + 1)
+    weights = [values[("weights", h)] for h in heads]
+    return -float(sum(np.log(a[i, t]) for a in weights for i, t in loss.targets()))
+
+
+def perturbed(p: Problem, leaf: str, value: np.ndarray) -> Problem:
+    """The problem with one input replaced, `value` in the layout the document gives it."""
+    if leaf == "sinks":
+        features = {**p.variants.features, "sinks": value}
+        return replace(p, variants=replace(p.variants, features=features))
+    if p.layout == "torch" and leaf in ("wq", "wk", "wv", "wo"):
+        value = value.T  # the document's out × in; the problem holds in × out
+    return replace(p, **{leaf: Matrix(np.atleast_2d(value), None)})
+
+
+def finite_differences(p: Problem, leaf: str, given: np.ndarray, step: float = 1e-6):
+    grad = np.zeros(given.size)
+    for k in range(given.size):
+        up, down = given.copy().ravel(), given.copy().ravel()
+        up[k] += step
+        down[k] -= step
+        hi = forward_loss(perturbed(p, leaf, up.reshape(given.shape)))
+        lo = forward_loss(perturbed(p, leaf, down.reshape(given.shape)))
+        grad[k] = (hi - lo) / (2 * step)
+    return grad
 
 
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("feature", FEATURES)
 def test_every_gradient_equals_finite_differences(feature, loss):
     doc = make(feature, loss, seed=100 + FEATURES.index(feature) * 7 + LOSSES.index(loss))
-    trace = backward_trace(doc)
-    step = 1e-6
+    problem = Problem.from_mapping(doc)
+    trace = run(replace(problem, backward=True))
     for name in LEAVES:
         stage = trace.find(f"grad_{name}", None)
         if name not in doc or stage is None:
             continue
-        given = np.array(doc[name], dtype=np.float64)
-        grad = np.zeros(given.size)
-        for k in range(given.size):
-            up, down = given.copy().ravel(), given.copy().ravel()
-            up[k] += step
-            down[k] -= step
-            hi = forward_loss({**doc, name: up.reshape(given.shape).tolist()})
-            lo = forward_loss({**doc, name: down.reshape(given.shape).tolist()})
-            grad[k] = (hi - lo) / (2 * step)
+        grad = finite_differences(problem, name, np.array(doc[name], dtype=np.float64))
         np.testing.assert_allclose(
             stage.value.ravel(), grad, rtol=1e-6, atol=1e-6, err_msg=f"{feature} {name}"
         )
@@ -348,3 +380,75 @@ def test_a_wrong_loss_key_names_the_field_and_the_rule(change, key):
     with pytest.raises(QkvcalcError) as e:
         Problem.from_mapping(doc)
     assert e.value.msg.key == key
+
+
+# ---- every preset ------------------------------------------------------------------------------
+
+PRESETS = [name for name in presets.names() if name not in ("decode", "tiles")]
+
+
+def _numbers(value: Any) -> np.ndarray:
+    return np.vectorize(lambda c: float(Fraction(str(c))), otypes=[float])(np.array(value))
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_presets_gradients_equal_finite_differences(name):
+    """Each bundled preset with a target output (or its own loss key), every gradient of its
+    inputs against central finite differences of the forward."""
+    doc = {k: v for k, v in presets.load(name).items() if k not in ("name", "description")}
+    trace = run(Problem.from_mapping(doc))
+    if not any(k in doc for k in ("target", "grad_output", "attend")):
+        rng = np.random.default_rng(len(name))
+        doc["target"] = rng.normal(size=trace.output.shape).round(2).tolist()
+    problem = Problem.from_mapping(doc)
+    trace = run(replace(problem, backward=True))
+    checked = 0
+    for leaf in LEAVES:
+        stage = trace.find(f"grad_{leaf}", None)
+        if leaf not in doc or stage is None:
+            continue
+        grad = finite_differences(problem, leaf, _numbers(doc[leaf]))
+        np.testing.assert_allclose(
+            stage.value.ravel(), grad, rtol=1e-6, atol=1e-6, err_msg=f"{name} {leaf}"
+        )
+        checked += 1
+    assert checked >= 3, name
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_presets_gradients_equal_torch_autograd(name):
+    torch = pytest.importorskip("torch", reason="autograd is the oracle: pip install torch")
+    doc = {k: v for k, v in presets.load(name).items() if k not in ("name", "description")}
+    for loss, seed in (("target", 1), ("attend", 2)):
+        rng = np.random.default_rng(seed)
+        case = dict(doc)
+        trace = run(Problem.from_mapping(case))
+        if loss == "target":
+            case["target"] = rng.normal(size=trace.output.shape).tolist()
+        else:  # each query's own key (every causal mask and window lets it see it), or key 1
+            n, m = trace.problem.n, trace.problem.m
+            own = "key_padding" not in case and n == m
+            case["attend"] = [i + 1 if own else 1 for i in range(n)]
+        trace = backward_trace(case)
+        matrix = ("x", "source", "q", "k", "v", "wq", "wk", "wv", "wo")
+        t = {
+            leaf: torch.tensor(
+                np.atleast_2d(_numbers(case[leaf])) if leaf in matrix else _numbers(case[leaf]),
+                requires_grad=True,
+            )
+            for leaf in LEAVES
+            if leaf in case
+        }
+        out, weights = torch_forward(case, t, torch)
+        torch_loss(case, out, weights, torch).backward()
+        for leaf, tensor in t.items():
+            stage = trace.find(f"grad_{leaf}", None)
+            if stage is None:
+                assert tensor.grad is None or not tensor.grad.abs().max() > 1e-12, (name, leaf)
+                continue
+            np.testing.assert_allclose(
+                stage.value,
+                tensor.grad.numpy().reshape(stage.value.shape),
+                atol=1e-12,
+                err_msg=f"{name} {loss} {leaf}",
+            )
