@@ -4,7 +4,10 @@ MESSAGES: dict[str, str] = {
     # ---- stages: title and why the stage exists ------------------------------------------
     "stage.x.title": "Input X",
     "stage.x.why": "Each row is one token's vector as it enters the attention layer "
-    "(an embedding plus its position, or the previous layer's output).",
+    "(an embedding plus its position, or the previous layer's output). In the first layer the "
+    "embedding table made these rows from token ids; W_Q, W_K and W_V are not that table but "
+    "parameters of their own, learned separately, that turn the rows into attention's three "
+    "roles.",
     "stage.source.title": "Source (keys and values come from here)",
     "stage.source.why": "In cross-attention the queries come from X, but the keys and values "
     "come from another sequence, such as the encoder's output that a decoder reads.",
@@ -15,9 +18,13 @@ MESSAGES: dict[str, str] = {
     "with its group) and can learn its own notion of which tokens matter. The heads run side by "
     "side and are joined at the end.",
     "stage.q.title": "Query projection",
-    "stage.q.why": "A query is what this token is looking for. Multiplying X by the learned "
-    "W_Q re-mixes each token's numbers into that role; each cell is a weighted sum of one row "
-    "of X.",
+    "stage.q.why": "A query is what this token is looking for: a vector of numbers, not a "
+    "question in words. Multiplying X by the learned W_Q re-mixes each token's numbers into that "
+    "role; each cell is a weighted sum of one row of X. Every token of the head is multiplied by "
+    "the same W_Q, learned once, which is why the head works on sentences it never saw. X itself "
+    "could serve as Q, K and V, but tokens would then be compared only by how alike they are: "
+    "separate matrices let what a token looks for differ from what it offers and what it passes "
+    "on.",
     "stage.k.title": "Key projection",
     "stage.k.why": "A key is what a token offers to be matched against. W_K is learned "
     "separately from W_Q, so what a token looks for and what it is found by can differ. In "
@@ -26,7 +33,8 @@ MESSAGES: dict[str, str] = {
     "stage.v.why": "A value is the content a token passes on to every query that attends to "
     "it, in proportion to that query's weight: attention blends, it does not pick one. The "
     "scores only say how much each token matters; V carries what is actually mixed into the "
-    "output.",
+    "output. Q, K and V are not three kinds of token: they are three projections of the same "
+    "token's row.",
     "stage.q_given.title": "Queries Q (given)",
     "stage.q_given.why": "Q is given directly, so there is no projection to compute: each row is "
     "one token's query, what it is looking for, as the numbers typed in.",
@@ -43,9 +51,11 @@ MESSAGES: dict[str, str] = {
     "stage.scores.why": "Each cell is the dot product of one query with one key, "
     "q·k = |q|·|k|·cos θ: its sign is the sign of cos θ (positive when the angle between them "
     "is less than a right angle, negative when it is more), and its size grows with their "
-    "lengths. All "
-    "n×m pairs are computed at once, so the cost grows with n·m (with n² in "
-    "self-attention, where m = n).",
+    "lengths. All n×m pairs are computed at once, with no path through the tokens between "
+    "them (a recurrent network reaches token 1 from token 9 only through the eight steps "
+    "between, one after another). The price: the cost and the memory of this table grow with "
+    "n·m (n² in self-attention, where m = n); at 100,000 tokens one head's table is 10¹⁰ "
+    "numbers, which is what limits long contexts.",
     "stage.scores.decode.title": "Attention scores",
     "stage.scores.decode.why": "Each cell is the dot product of the new token's query with one "
     "cached key, q·k = |q|·|k|·cos θ. A step computes this one row, t dot products against the "
