@@ -13,8 +13,8 @@ whole row of weights.
         mask, a cap, a bias, the scaling: all elementwise), each by its own op's backward
         dQ_b = dQ_{b−1} + d(Q·Kᵀ)_b·K_b           `grad_q_acc`: dQ accumulated over the blocks
         dK_b = d(Q·Kᵀ)_bᵀ·Q                       `grad_k_acc`: the block's rows of dK
-    then dQ = dQ_last, dK and dV the blocks' rows one under another, with the plain backward's
-    ids (grad_q, grad_k, grad_v), so that the rest of the backward (a rotation, a norm, the
+    then dV and dK the blocks' rows one under another, dQ = dQ_last, with the plain backward's
+    ids (grad_v, grad_q, grad_k), so that the rest of the backward (a rotation, a norm, the
     weights, the input) is the plain one's (qkvcalc.plan.backward).
 
 Why the blocks go back through the elementwise stages one block at a time (and are not first
@@ -123,6 +123,10 @@ def tiled_head(
         )
     for b, cols in enumerate(cuts, start=1):
         specs += _block(p, by, h, b, len(cuts), cols, flows, logits, scores, q_ref, k_ref)
+    refs: dict[str, Ref] = {}
+    if flows:
+        specs.append(_stacked("grad_v", h, "grad_v_acc", last, by[v_ref], "dV"))
+        refs["v"] = ("grad_v", h)
     specs.append(
         Spec(
             f"grad_{q_side.id}",
@@ -138,10 +142,6 @@ def tiled_head(
         )
     )
     specs.append(_stacked(f"grad_{k_side.id}", h, "grad_k_acc", last, k_side, "dK"))
-    refs: dict[str, Ref] = {}
-    if flows:
-        specs.append(_stacked("grad_v", h, "grad_v_acc", last, by[v_ref], "dV"))
-        refs["v"] = ("grad_v", h)
     return specs, refs, q_side, k_side
 
 
@@ -261,22 +261,24 @@ def _block(
                 block=b,
             )
         )
+    # dS_b when the softmax read the scaled scores; d(S+M)_b after a mask, as without tiles
+    ds_name = f"{d(logits.symbol)}_{b}"
     specs.append(
         Spec(
             "block_grad_s",
             h,
             "softmax_back",
             (at("block_p"), at("block_grad_p"), ("rowdot_o", h)),
-            f"dS_{b} = P_{b} ⊙ (dP_{b} − D)",
+            f"{ds_name} = P_{b} ⊙ (dP_{b} − D)",
             n,
             keys,
-            symbol=f"dS_{b}",
+            symbol=ds_name,
             letters="n×B",
             block=b,
         )
     )
     # back through the stages between the scores and the logits, on the block's columns
-    here, incoming, out_symbol = logits, at("block_grad_s"), f"dS_{b}"
+    here, incoming, out_symbol = logits, at("block_grad_s"), ds_name
     while here.id != ids.SCORES:
         first = here.operands[0]
         assert not isinstance(first, Const)
