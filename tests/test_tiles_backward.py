@@ -197,3 +197,39 @@ def test_explain_tiles_backward_as_a_real_process(qkvcalc_proc):
         r"blocks' totals equal the backward without tiles .*?difference ([0-9.e+-]+)\)", text
     )
     assert said is not None and float(said.group(1)) < 1e-12
+
+
+FLASH_OPS = ("lse", "block_p", "attend_rowdot", "block_nt", "block_back", "grad_q_acc")
+
+
+@pytest.mark.parametrize(
+    "feature, loss", [("softcap", "target"), ("custom_mask", "attend"), ("sinks", "grad_output")]
+)
+def test_each_cell_reads_the_operand_cells_its_op_feeds_name(feature, loss):
+    """The page and the quiz light the cells `feeds` names: nudge each operand cell and every
+    cell of the value that moves must name it."""
+    from qkvcalc.run.ops import OPS
+
+    trace = backward(make(feature, loss, 8), 2)
+    seen = set()
+    for stage in trace.stages:
+        if stage.spec.block is None and stage.op not in (*FLASH_OPS, "sink_grad_tiles"):
+            continue
+        op = OPS[stage.op]
+        ops = [np.array(o, dtype=float) for o in stage.operands]
+        shapes = [o.shape for o in ops]
+        base = op.compute(ops, stage.params, None)
+        for k, o in enumerate(ops):
+            for a, b in np.ndindex(o.shape):
+                if not np.isfinite(o[a, b]):
+                    continue
+                nudged = [x.copy() for x in ops]
+                nudged[k][a, b] += 1e-3
+                moved = np.argwhere(
+                    ~np.isclose(op.compute(nudged, stage.params, None), base, rtol=0, atol=1e-12)
+                )
+                for i, j in moved:
+                    fed = set(op.feeds(int(i), int(j), shapes, stage.params))
+                    assert (k, a, b) in fed, (stage.id, stage.spec.block, (i, j), (k, a, b))
+        seen.add(stage.op)
+    assert {"lse", "block_p", "block_back", "grad_q_acc", "matmul_tn"} <= seen

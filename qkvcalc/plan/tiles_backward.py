@@ -19,10 +19,10 @@ whole row of weights.
 
 Why the blocks go back through the elementwise stages one block at a time (and are not first
 put together into the whole gradient of the logits): so that dQ and dK accumulate block by
-block, as the kernel does (FlashAttention-2 folds the scaling, and a softcap's slope, into dS_b
-in the same way), and each block shows its six stages in DESIGN's order with the chain between
-them. Each of those stages runs the plain backward's op (`block_back`: the same Op.backward, on
-the block's columns), so the pipeline stays one.
+block, as the kernel does (FlashAttention-2 folds the scaling, and a cap's slope, into dS_b
+in the same way), and each block shows its six stages in order (docs/json-trace.md) with the
+chain between them. Each of those stages runs the plain backward's op (`block_back`: the same
+Op.backward, on the block's columns), so the pipeline stays one.
 
 `attend` (L = −Σᵢ log Aᵢ,ₜᵢ, the loss on the weights): no dO, so no dV and no dV_b; dP_b is the
 gradient of the loss at the block's own weights (−1 / P_b[i, tᵢ] where the target key tᵢ is in
