@@ -12,6 +12,9 @@ weights and the input, one stage per gradient, in backward order.
               key/value head), db = column sums, dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ, and
               the gradients of a feature's own learned numbers (Feature.grads)
 
+In tiles (--tiles B) each head's part from dO to dQ, dK, dV of what the scores read is
+FlashAttention-2's, one block of keys at a time (qkvcalc.plan.tiles_backward); the rest is this.
+
 Stage ids are `grad_` + the id of the forward stage whose gradient it is (DESIGN's list);
 the heads' stages carry their head. A walk back through a feature's stage reads nothing of the
 feature but its op: a new feature's gradient comes with its op's `backward`.
