@@ -1131,6 +1131,58 @@ MESSAGES: dict[str, str] = {
     "or bfloat16.",
     "help.heads.output": "Write to this file instead of standard output (the page, the JSON "
     "or the head's problem).",
+    # ---- the backward pass in tiles (issue 21) ----
+    "stage.lse.title": "Backward in tiles: the log-sum-exp L",
+    "stage.lse.why": "The one number per row the tiled forward keeps for its backward: "
+    "L = m + log ℓ, from its last running maximum and running sum. With it every weight can be "
+    "recomputed later as e^(s − L), block by block, so no n×m table of weights is ever stored.",
+    "stage.rowdot_o.title": "Backward in tiles: D = rowsum(dO ⊙ O)",
+    "stage.rowdot_o.why": "The softmax backward needs each row's r = Σⱼ Aᵢⱼ·dAᵢⱼ, which would "
+    "read a whole row of weights. Since dA = dO·Vᵀ and O = A·V, it is also Σ dO ⊙ O, the output "
+    "row against its gradient: FlashAttention-2 computes it once, before the blocks.",
+    "stage.rowdot_o.attend.title": "Backward in tiles: the row term D, from the targets",
+    "stage.rowdot_o.attend.why": "This loss reads the weights, not the output, so D = Σⱼ Aᵢⱼ·dAᵢⱼ "
+    "has a single term, at the target key: A[i, tᵢ]·(−1 / A[i, tᵢ]) = −1, with the target's "
+    "weight recomputed as e^(S[i, tᵢ] − L); 0 for a query without a target.",
+    "stage.block_p.title": "Backward in tiles: the block's weights P_b",
+    "stage.block_p.why": "The weights of this block's keys, recomputed from its logits and L: "
+    "P_b = e^(S_b − L). Recomputing is cheaper than storing them, which is the trick of "
+    "FlashAttention's backward. A masked key gets exactly 0.",
+    "stage.grad_v_acc.title": "Backward in tiles: the block's rows of dV",
+    "stage.grad_v_acc.why": "dV = Aᵀ·dO, and the rows of dV that belong to this block's keys read "
+    "only this block's weights: dV_b = P_bᵀ·dO.",
+    "stage.block_grad_p.title": "Backward in tiles: the block's dP_b = dO·V_bᵀ",
+    "stage.block_grad_p.why": "The gradient of this block's weights: each output row's gradient "
+    "against the value rows of the block's keys, as dA = dO·Vᵀ, a block of columns at a time.",
+    "stage.block_grad_p.attend.title": "Backward in tiles: the block's dP_b, from the targets",
+    "stage.block_grad_p.attend.why": "The loss's gradient at this block's weights: −1 / P_b[i, tᵢ] "
+    "where a query's target key is in this block, 0 everywhere else.",
+    "stage.block_grad_s.title": "Backward in tiles: the block's dS_b = P_b ⊙ (dP_b − D)",
+    "stage.block_grad_s.why": "The softmax backward of this block's columns: each weight times "
+    "how much better its key is than the row's D. D was computed before the blocks, so the "
+    "block needs nothing from the others.",
+    "stage.grad_q_acc.title": "Backward in tiles: dQ accumulated",
+    "stage.grad_q_acc.why": "Every block of keys adds its share to the gradient of the queries: "
+    "dQ_b = dQ_(b−1) + d(Q·Kᵀ)_b·K_b. After the last block it is the whole dQ.",
+    "stage.grad_k_acc.title": "Backward in tiles: the block's rows of dK",
+    "stage.grad_k_acc.why": "The keys of this block get their gradient from this block's columns "
+    "alone: dK_b = d(Q·Kᵀ)_bᵀ·Q.",
+    "stage.grad_q_side.tiles.title": "Backward: gradient of the queries, after the last block",
+    "stage.grad_q_side.tiles.why": "dQ summed over every block of keys: the same Σⱼ "
+    "d(Q·Kᵀ)ᵢⱼ·kⱼ as without tiles, added a block at a time.",
+    "stage.grad_k_acc.total.title": "Backward: gradient of the keys, the blocks' rows stacked",
+    "stage.grad_k_acc.total.why": "Each block gave the rows of dK of its own keys; one under "
+    "another they are the whole dK.",
+    "stage.grad_v_acc.total.title": "Backward: gradient of V, the blocks' rows stacked",
+    "stage.grad_v_acc.total.why": "Each block gave the rows of dV of its own keys; one under "
+    "another they are the whole dV.",
+    "note.tiles_lse": "Saved by the forward: a row whose every key is masked has ℓ = 0 and "
+    "L = −∞, and its weights below are all 0.",
+    "note.tiles_rowdot_o": "Σⱼ Aᵢⱼ·dAᵢⱼ = Σⱼ Aᵢⱼ·(dOᵢ·vⱼ) = dOᵢ·(Σⱼ Aᵢⱼ·vⱼ) = dOᵢ·Oᵢ: the row "
+    "term of the softmax backward, without a row of weights.",
+    "note.tiles_backward_equal": "The {blocks} blocks' totals equal the backward without tiles "
+    "(dQ, dK and dV of this head; largest difference {gap}): every gradient is a sum over the "
+    "keys, and the blocks only add it in another order.",
     # ---- decoding with a KV cache, attention in tiles ---------------------------------------
     "stage.k_cache.title": "Key cache",
     "stage.k_cache.why": "The keys of every token so far. A decode step computes the key of its "
@@ -1297,8 +1349,6 @@ MESSAGES: dict[str, str] = {
     "per query, 1-based; L = −Σᵢ log A[i, tᵢ])",
     "backward.decode": "--backward runs on the whole sequence at once: drop decode (a KV cache "
     "changes when the numbers are computed, not what the gradients are)",
-    "backward.tiles": "--backward with tiles is not written yet: drop tiles for the plain backward "
-    "pass (the gradients are the same)",
     "loss.several": "give one place for the gradient to start, not several: {keys}",
     "loss.shape": "{field} is {rows}×{cols} but the output is n × d_out = {n}×{d_out}: one row "
     "per query, one column per output column",

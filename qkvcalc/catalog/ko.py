@@ -1128,6 +1128,59 @@ MESSAGES: dict[str, str] = {
     "help.heads.head": "--layer와 함께: 문제를 쓸 헤드 (헤드는 1부터).",
     "help.heads.dtype": "실행할 dtype: auto (체크포인트의 dtype), float64, float32 또는 bfloat16.",
     "help.heads.output": "표준 출력 대신 이 파일에 씁니다 (html, json 또는 헤드의 문제).",
+    # ---- the backward pass in tiles (issue 21) ----
+    "stage.lse.title": "타일 역전파: 로그-합-지수 L",
+    "stage.lse.why": "타일 순전파가 역전파를 위해 행마다 남기는 수 하나: 마지막 누적 최댓값과 "
+    "누적 합으로 만든 L = m + log ℓ입니다. 이 수가 있으면 모든 가중치를 나중에 블록마다 "
+    "e^(s − L)로 다시 계산할 수 있으므로, n×m 가중치 표를 저장하지 않습니다.",
+    "stage.rowdot_o.title": "타일 역전파: D = rowsum(dO ⊙ O)",
+    "stage.rowdot_o.why": "소프트맥스 역전파에는 행마다 r = Σⱼ Aᵢⱼ·dAᵢⱼ가 필요한데, 이것은 "
+    "가중치 한 행 전체를 읽습니다. dA = dO·Vᵀ이고 O = A·V이므로 이 값은 Σ dO ⊙ O, 곧 출력 "
+    "행과 그 기울기의 곱의 합과 같습니다. FlashAttention-2는 블록들보다 먼저 이것을 한 번 "
+    "계산합니다.",
+    "stage.rowdot_o.attend.title": "타일 역전파: 목표에서 온 행의 항 D",
+    "stage.rowdot_o.attend.why": "이 손실은 출력이 아니라 가중치를 읽으므로, D = Σⱼ Aᵢⱼ·dAᵢⱼ에는 "
+    "목표 Key의 항 하나만 있습니다: A[i, tᵢ]·(−1 / A[i, tᵢ]) = −1이고, 목표의 가중치는 "
+    "e^(S[i, tᵢ] − L)로 다시 계산합니다. 목표가 없는 Query에서는 0입니다.",
+    "stage.block_p.title": "타일 역전파: 블록의 가중치 P_b",
+    "stage.block_p.why": "이 블록 Key들의 가중치를 로짓과 L에서 다시 계산합니다: "
+    "P_b = e^(S_b − L). 저장하는 것보다 다시 계산하는 편이 싸다는 것이 FlashAttention "
+    "역전파의 요령입니다. 마스킹된 Key는 정확히 0입니다.",
+    "stage.grad_v_acc.title": "타일 역전파: 블록에 속한 dV의 행",
+    "stage.grad_v_acc.why": "dV = Aᵀ·dO이고, 이 블록 Key들의 dV 행은 이 블록의 가중치만 "
+    "읽습니다: dV_b = P_bᵀ·dO.",
+    "stage.block_grad_p.title": "타일 역전파: 블록의 dP_b = dO·V_bᵀ",
+    "stage.block_grad_p.why": "이 블록 가중치의 기울기: 각 출력 행의 기울기와 블록 Key들의 "
+    "Value 행의 내적으로, dA = dO·Vᵀ를 열 블록 하나씩 계산한 것입니다.",
+    "stage.block_grad_p.attend.title": "타일 역전파: 목표에서 온 블록의 dP_b",
+    "stage.block_grad_p.attend.why": "이 블록 가중치에서 손실의 기울기: Query의 목표 Key가 이 "
+    "블록에 있으면 −1 / P_b[i, tᵢ], 그 밖에서는 모두 0입니다.",
+    "stage.block_grad_s.title": "타일 역전파: 블록의 dS_b = P_b ⊙ (dP_b − D)",
+    "stage.block_grad_s.why": "이 블록 열들의 소프트맥스 역전파: 각 가중치에, 그 Key가 행의 "
+    "D보다 얼마나 나은지를 곱합니다. D는 블록들보다 먼저 계산했으므로 블록마다 다른 블록의 "
+    "값이 필요 없습니다.",
+    "stage.grad_q_acc.title": "타일 역전파: 누적된 dQ",
+    "stage.grad_q_acc.why": "Key 블록마다 Query의 기울기에 자기 몫을 더합니다: "
+    "dQ_b = dQ_(b−1) + d(Q·Kᵀ)_b·K_b. 마지막 블록 뒤에는 dQ 전체가 됩니다.",
+    "stage.grad_k_acc.title": "타일 역전파: 블록에 속한 dK의 행",
+    "stage.grad_k_acc.why": "이 블록의 Key들은 이 블록의 열들만으로 기울기를 얻습니다: "
+    "dK_b = d(Q·Kᵀ)_bᵀ·Q.",
+    "stage.grad_q_side.tiles.title": "역전파: 마지막 블록 뒤의 Query 기울기",
+    "stage.grad_q_side.tiles.why": "모든 Key 블록에 걸쳐 더한 dQ: 타일 없이 계산한 것과 같은 "
+    "Σⱼ d(Q·Kᵀ)ᵢⱼ·kⱼ를 블록 하나씩 더한 것입니다.",
+    "stage.grad_k_acc.total.title": "역전파: 블록들의 행을 쌓은 Key 기울기",
+    "stage.grad_k_acc.total.why": "블록마다 자기 Key들의 dK 행을 만들었고, 차례로 쌓으면 dK "
+    "전체가 됩니다.",
+    "stage.grad_v_acc.total.title": "역전파: 블록들의 행을 쌓은 V 기울기",
+    "stage.grad_v_acc.total.why": "블록마다 자기 Key들의 dV 행을 만들었고, 차례로 쌓으면 dV "
+    "전체가 됩니다.",
+    "note.tiles_lse": "순전파가 저장한 값입니다. 모든 Key가 마스킹된 행은 ℓ = 0, L = −∞이고, "
+    "아래에서 그 행의 가중치는 모두 0입니다.",
+    "note.tiles_rowdot_o": "Σⱼ Aᵢⱼ·dAᵢⱼ = Σⱼ Aᵢⱼ·(dOᵢ·vⱼ) = dOᵢ·(Σⱼ Aᵢⱼ·vⱼ) = dOᵢ·Oᵢ: "
+    "가중치 한 행 없이 구한 소프트맥스 역전파의 행의 항입니다.",
+    "note.tiles_backward_equal": "블록 {blocks}개의 합계는 타일 없는 역전파와 같습니다 (이 헤드의 "
+    "dQ, dK, dV; 최대 차이 {gap}). 모든 기울기는 Key에 대한 합이고, 블록은 그 합을 다른 "
+    "순서로 더할 뿐입니다.",
     # ---- KV 캐시 디코딩, 타일 어텐션 ---------------------------------------------------------
     "stage.k_cache.title": "Key 캐시",
     "stage.k_cache.why": "지금까지 모든 토큰의 Key입니다. 디코딩 한 단계는 새 토큰의 Key만 "
@@ -1286,8 +1339,6 @@ MESSAGES: dict[str, str] = {
     "Key 하나, 1부터 셈; L = −Σᵢ log A[i, tᵢ])",
     "backward.decode": "--backward는 시퀀스 전체에 한 번에 실행됩니다. decode를 빼 주세요 (KV "
     "캐시는 수를 계산하는 시점을 바꿀 뿐, 기울기는 바꾸지 않습니다)",
-    "backward.tiles": "tiles와 함께 쓰는 --backward는 아직 없습니다. tiles를 빼면 일반 역전파를 "
-    "볼 수 있습니다 (기울기는 같습니다)",
     "loss.several": "기울기가 시작할 곳은 하나만 주세요. 지금 여러 개입니다: {keys}",
     "loss.shape": "{field}의 크기는 {rows}×{cols}인데 출력은 n × d_out = {n}×{d_out}입니다. "
     "Query마다 한 행, 출력 열마다 한 열이어야 합니다",

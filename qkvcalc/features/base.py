@@ -134,7 +134,8 @@ class Feature:
     # torch.softmax (given the value and how to write an array as an ASCII literal)
     torch_softmax: Callable[[Any, Callable[[Any], str]], list[str]] | None = None
     # --backward: the gradients of its own learned numbers, as stages after the weights,
-    # given each head's (weights, softmax row term) refs
+    # given each head's (weights, softmax row term) refs; in tiles (no stage holds the weights)
+    # each head's (log-sum-exp L = m + log ℓ [n, 1], D = rowsum(dO ⊙ O) [n, 1]) refs
     grads: Callable[[Problem, Any, list[tuple[Ref, Ref]]], list[Spec]] | None = None
     torch_module_gap: str = ""  # why nn.MultiheadAttention cannot check it
     # --format torch: the lines that narrow `causal` ([n, m] bool) given `distance` (pos_i − pos_j)

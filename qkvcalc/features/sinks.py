@@ -10,7 +10,8 @@ give part of its attention to nothing at all instead of forcing it onto some tok
 
 A row of weights sums to 1 − (the sink's share). A query whose every key is masked gives all
 of it to the sink: weights 0, no 0/0. In tiles the online softmax starts from the sink
-(m₀ = σ, ℓ₀ = e^0 = 1, the output so far 0).
+(m₀ = σ, ℓ₀ = e^0 = 1, the output so far 0), and its backward reads the sink's share of a row
+as e^(σ − L), L = m + log ℓ the log-sum-exp the forward saved.
 """
 
 from __future__ import annotations
@@ -140,17 +141,36 @@ def _grad_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
         yield r, t, 0
 
 
+def _grad_tiles(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    # in tiles no stage holds the weights: the sink's share of row i is e^(σ_h − Lᵢ), L the
+    # log-sum-exp the forward saved (its sum started at the sink's e^0), and rᵢ is Dᵢ
+    pairs = zip(ops[::2], ops[1::2], strict=True)
+    sinks = params["sinks"]
+    shares = [(np.exp(s - lse[:, 0]), r[:, 0]) for s, (lse, r) in zip(sinks, pairs, strict=True)]
+    return np.array([[-float((share * r).sum()) for share, r in shares]])
+
+
+def _grad_tiles_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    for t in range(shapes[2 * j][0]):
+        yield 2 * j, t, 0
+        yield 2 * j + 1, t, 0
+
+
 def _grads(p: Any, sinks: np.ndarray, softmaxes: list[tuple[Ref, Ref]]) -> list[Spec]:
-    """dσ: one number per head, from its weights and its softmax's row term."""
+    """dσ: one number per head, from its weights and its softmax's row term — or, in tiles
+    (FlashAttention-2's backward), from its log-sum-exp L and D = rowsum(dO ⊙ O), the pairs
+    the backward then gives."""
+    tiled = p.tiles is not None
     return [
         Spec(
             "grad_sinks",
             None,
-            "sink_grad",
+            "sink_grad_tiles" if tiled else "sink_grad",
             tuple(ref for pair in softmaxes for ref in pair),
-            "dσ_h = −Σᵢ (1 − Σⱼ Aᵢⱼ)·rᵢ",
+            "dσ_h = −Σᵢ e^(σ_h − Lᵢ)·Dᵢ" if tiled else "dσ_h = −Σᵢ (1 − Σⱼ Aᵢⱼ)·rᵢ",
             ("dσ",),
             dim_labels(len(softmaxes)),
+            params={"sinks": tuple(float(v) for v in sinks)} if tiled else {},
             symbol="dσ",
             cell="dσ[{j}]",
             letters="1×H",
@@ -190,6 +210,7 @@ FEATURE = Feature(
             heat=True,
         ),
         Op("sink_grad", _grad, _grad_feeds),
+        Op("sink_grad_tiles", _grad_tiles, _grad_tiles_feeds),
     ),
     softmax=_softmax,
     grads=_grads,

@@ -12,6 +12,9 @@ weights and the input, one stage per gradient, in backward order.
               key/value head), db = column sums, dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ, and
               the gradients of a feature's own learned numbers (Feature.grads)
 
+In tiles (--tiles B) each head's part from dO to dQ, dK, dV of what the scores read is
+FlashAttention-2's, one block of keys at a time (qkvcalc.plan.tiles_backward); the rest is this.
+
 Stage ids are `grad_` + the id of the forward stage whose gradient it is (DESIGN's list);
 the heads' stages carry their head. A walk back through a feature's stage reads nothing of the
 feature but its op: a new feature's gradient comes with its op's `backward`.
@@ -19,7 +22,7 @@ feature but its op: a new feature's gradient comes with its op's `backward`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -31,24 +34,24 @@ from qkvcalc.input.problem import Problem
 from qkvcalc.plan import ids
 from qkvcalc.plan import notes as facts
 from qkvcalc.plan.masks import allowed_keys
-from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, head_slices, span
+from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels, head_slices, span, together
+from qkvcalc.plan.tiles import blocks
+from qkvcalc.plan.tiles_backward import plain_values, same_as_plain, tiled_head
 from qkvcalc.run.ops import OPS
 
 
-def d(symbol: str) -> str:
-    """The gradient's name of a matrix: dQ, dS_cap, d(Q·Kᵀ), d(S+M)."""
-    plain = symbol.replace("_", "").isalnum()
-    return f"d{symbol}" if plain else f"d({symbol})"
-
-
-def backward(p: Problem, forward: Sequence[Spec]) -> list[Spec]:
-    """The backward stages of a run whose forward stages are `forward`."""
+def backward(
+    p: Problem, forward: Sequence[Spec], plain: Callable[[], Sequence[Spec]] | None = None
+) -> list[Spec]:
+    """The backward stages of a run whose forward stages are `forward`; in tiles
+    (qkvcalc.plan.tiles_backward), `plain` gives the whole plan of the same problem without
+    tiles, which the note on each head's last stage executes again."""
     if p.loss is None:
         raise QkvcalcError("backward.no_loss")
     if p.decode is not None:
         raise QkvcalcError("backward.decode")
-    if p.tiles is not None:
-        raise QkvcalcError("backward.tiles")
+    assert p.tiles is None or plain is not None
+    plain_run = plain_values(plain) if plain is not None else None
     by = {s.ref: s for s in forward}
     heads: list[int | None] = list(range(1, p.heads + 1)) if p.multihead else [None]
     specs: list[Spec] = []
@@ -62,11 +65,14 @@ def backward(p: Problem, forward: Sequence[Spec]) -> list[Spec]:
     grads: dict[str, list[Ref]] = {"q": [], "k": [], "v": []}
     softmaxes: list[tuple[Ref, Ref]] = []  # each head's weights and its softmax's row term
     for h in heads:
-        head, refs = _head(p, by, h, flows)
+        head, refs = _head(p, by, h, flows, plain_run)
         specs += head
         for side, r in refs.items():
             grads[side].append(r)
-        softmaxes.append((("weights", h), ("softmax_rowdot", h)))
+        if p.tiles is None:
+            softmaxes.append((("weights", h), ("softmax_rowdot", h)))
+        else:  # the tiled run keeps no weights: each head's log-sum-exp and D instead
+            softmaxes.append((("lse", h), ("rowdot_o", h)))
     specs += _projections(p, by, heads, grads)
     for feature, value in features.active(p):
         if feature.grads is not None:
@@ -203,8 +209,15 @@ def _through_output(p: Problem, by: dict[Ref, Spec]) -> list[Spec]:
 
 
 def _head(
-    p: Problem, by: dict[Ref, Spec], h: int | None, flows: bool
+    p: Problem,
+    by: dict[Ref, Spec],
+    h: int | None,
+    flows: bool,
+    plain_run: Callable[[], dict[Ref, np.ndarray]] | None = None,
 ) -> tuple[list[Spec], dict[str, Ref]]:
+    if p.tiles is not None:  # FlashAttention-2's backward, one block of keys at a time
+        assert plain_run is not None
+        return _tiled(p, by, h, flows, plain_run)
     out = by[(ids.OUTPUT, h)]
     a_ref, v_ref = out.operands
     assert not isinstance(a_ref, Const) and not isinstance(v_ref, Const)
@@ -336,6 +349,26 @@ def _head(
     _back_to(by, q_side, ids.Q, specs)
     _back_to(by, k_side, ids.K, specs)
     refs["q"], refs["k"] = ("grad_q", h), ("grad_k", h)
+    return specs, refs
+
+
+def _tiled(
+    p: Problem,
+    by: dict[Ref, Spec],
+    h: int | None,
+    flows: bool,
+    plain_run: Callable[[], dict[Ref, np.ndarray]],
+) -> tuple[list[Spec], dict[str, Ref]]:
+    """The head's blocks (qkvcalc.plan.tiles_backward) up to dQ, dK, dV of what the scores
+    read, then back through the features' turns as here; the note on its last stage compares
+    the totals with the plain backward's."""
+    specs, refs, q_side, k_side = tiled_head(p, by, h, flows)
+    sides = [f"grad_{q_side.id}", f"grad_{k_side.id}", *(["grad_v"] if flows else [])]
+    _back_to(by, q_side, ids.Q, specs)
+    _back_to(by, k_side, ids.K, specs)
+    refs["q"], refs["k"] = ("grad_q", h), ("grad_k", h)
+    note = same_as_plain(h, len(blocks(p)), sides, plain_run)
+    specs[-1] = replace(specs[-1], remarks=together(specs[-1].remarks, note))
     return specs, refs
 
 

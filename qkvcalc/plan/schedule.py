@@ -4,6 +4,7 @@ end in blocks of keys (qkvcalc.plan.tiles). `plan(p)` is the list of stages the 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from qkvcalc.plan import backward, decode, pipeline
@@ -38,5 +39,6 @@ def plan(p: Problem) -> tuple[Spec, ...]:
             specs += pipeline.head(p, h, allowed)
         specs += pipeline.combine(p)
     if p.backward:  # the gradients, from the loss back to the weights (qkvcalc.plan.backward)
-        specs += backward.backward(p, specs)
+        # in tiles, the note that compares with the plain backward runs the plan without them
+        specs += backward.backward(p, specs, lambda: plan(replace(p, tiles=None)))
     return tuple(specs)

@@ -73,6 +73,12 @@ class Spec:
         return ref(self.id, self.head, self.step, self.block)
 
 
+def d(symbol: str) -> str:
+    """The gradient's name of a matrix: dQ, dS_cap, d(Q·Kᵀ), d(S+M)."""
+    plain = symbol.replace("_", "").isalnum()
+    return f"d{symbol}" if plain else f"d({symbol})"
+
+
 def dim_labels(count: int) -> tuple[str, ...]:
     """The labels of a dimension's columns: '1', '2', … (1-based, as a teacher counts)."""
     return tuple(str(j + 1) for j in range(count))

@@ -11,6 +11,7 @@ stage_extras. Nothing is computed here: every figure comes from the stage the en
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -488,6 +489,93 @@ def _back_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: s
     return None if work is None else work(stage, i, j, style, exact, result)
 
 
+# ---- FlashAttention-2's backward in tiles (qkvcalc.run.flash_grad_ops) ------------------------
+
+
+def _lse_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """L[1] = 1.2 + log 2.15 = 1.9655; a row whose every key is masked: ℓ = 0, L = −∞."""
+    top, total = (float(o[i, 0]) for o in stage.operands)
+    label = style.label(stage.cell, i + 1, j + 1)
+    if total <= 0:
+        return f"{label} = {style.neg_inf}"
+    log = r"\log" if style.latex else "log"
+    shown = _shown(top, style) + math.log(_shown(total, style)) if _shown(total, style) > 0 else 0
+    equals = _equals(style, shown, float(stage.value[i, j]))
+    return f"{label} = {style.num(top)} + {log} {style.num(total)}{equals}{result}"
+
+
+def _block_p_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """[1,2]: e^(0.3 − 2.3194) = 0.1327; a masked score: e^(-∞) = 0."""
+    s, top = stage.operands
+    at = style.at(i + 1, j + 1)
+    if np.isneginf(s[i, j]):
+        return f"{at}{style.exp(style.neg_inf)} = 0"
+    x, m = float(s[i, j]), float(top[i, 0])
+    equals = _equals(style, math.exp(_shown(x, style) - _shown(m, style)), float(stage.value[i, j]))
+    inner = f"{style.num(x)} {style.minus} {style.factor(m)}"
+    return f"{at}{style.exp(inner)}{equals}{result}"
+
+
+def _attend_rowdot_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """D[1] = e^(0.3 − 2.1)×(−1 / e^(0.3 − 2.1)) = −1: the target key's weight times its
+    gradient, the row's one term; 0 for a query without a target."""
+    label = style.label(stage.cell, i + 1, j + 1)
+    s, top = stage.operands
+    targets = [t for row, t in stage.params["targets"] if row == i]
+    if not targets:
+        return f"{label} = 0"
+    weight = style.exp(
+        f"{style.num(float(s[i, targets[0]]))} {style.minus} {style.factor(float(top[i, 0]))}"
+    )
+    grad = f"({style.minus}{style.divided('1', weight)})"
+    return f"{label} = {weight}{style.times}{grad} = {result}"
+
+
+def _block_nt_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """dP_2[1,1] = dO₁₁×V₃₁ + dO₁₂×V₃₂: row i of dO against the block's key row of V."""
+    g, v = stage.operands
+    key = stage.params["rows"].start + j
+    pairs = [(float(x), float(y)) for x, y in zip(g[i], v[key], strict=True)]
+    return _sum_of_products(stage, i, j, style, pairs, result)
+
+
+def _grad_q_acc_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
+    """dQ_2[1,1] = dQ_1[1,1] + (d(Q·Kᵀ)_2 row 1 × K's block rows, column 1) = −0.59 + (…)."""
+    *before, ds, k = stage.operands
+    start = stage.params["rows"].start
+    pairs = [(float(ds[i, t]), float(k[start + t, j])) for t in range(ds.shape[1])]
+    if not before:
+        return _sum_of_products(stage, i, j, style, pairs, result)
+    prev = float(before[0][i, j])
+    terms = " + ".join(f"{style.factor(x)}{style.times}{style.factor(y)}" for x, y in pairs)
+    total = _shown(prev, style) + sum(_shown(x, style) * _shown(y, style) for x, y in pairs)
+    equals = _equals(style, total, float(stage.value[i, j]))
+    label = style.label(stage.cell, i + 1, j + 1)
+    return f"{label} = {style.num(prev)} + ({terms}){equals}{result}"
+
+
+class _BlockColumns:
+    """A `block_back` stage seen as the plain `back` stage of its block's columns: the forward
+    operands and value cut to those columns, so that the op's own backward arithmetic
+    (Op.grad_work) reads cell (i, j) of the block."""
+
+    def __init__(self, stage: Stage) -> None:
+        self._stage = stage
+        cols = stage.params["cols"]
+        *forward, grad = stage.operands
+        self.operands = (*(o[:, cols] for o in forward), grad)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stage, name)
+
+
+def _block_back_work(
+    stage: Stage, i: int, j: int, style: Style, exact: Any, result: str
+) -> str | None:
+    """The block's columns back through one elementwise stage: that op's own arithmetic."""
+    return _back_work(_BlockColumns(stage), i, j, style, exact, result)  # type: ignore[arg-type]
+
+
 # How each operation's cells are written out; the mask is said row by row (row_summaries).
 _WORK = {
     "project": _product_work,
@@ -516,6 +604,12 @@ _WORK = {
     "bias_grad": _bias_grad_work,
     "input_grad": _input_grad_work,
     "back": _back_work,
+    "lse": _lse_work,
+    "block_p": _block_p_work,
+    "attend_rowdot": _attend_rowdot_work,
+    "block_nt": _block_nt_work,
+    "grad_q_acc": _grad_q_acc_work,
+    "block_back": _block_back_work,
     **features.work(),  # each feature writes its own operations out
 }
 

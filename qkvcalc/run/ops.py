@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc import features
-from qkvcalc.run import grad_ops
+from qkvcalc.run import flash_grad_ops, grad_ops
 from qkvcalc.run.op import Feeds, Op, Params, Shapes, nothing, same_cell, whole_row
 
 # ---- the math, as on the board --------------------------------------------------------------
@@ -572,5 +572,6 @@ _CORE: dict[str, Op] = {
     )
 }
 
-# the core operations, the backward pass's (qkvcalc.run.grad_ops), then each feature's own
-OPS: dict[str, Op] = {**_CORE, **grad_ops.OPS, **features.ops()}
+# the core operations, the backward pass's (qkvcalc.run.grad_ops), FlashAttention-2's backward
+# in tiles (qkvcalc.run.flash_grad_ops), then each feature's own
+OPS: dict[str, Op] = {**_CORE, **grad_ops.OPS, **flash_grad_ops.OPS, **features.ops()}
