@@ -239,7 +239,12 @@ class Descent:
             if snapshot.step == self.steps:
                 return
             self.current = step(self.current, gradients(trace, self.learned), self.lr)
-            trace = run(self.current)
+            try:
+                trace = run(self.current)
+            except QkvcalcError as err:  # the weights grew until a number overflowed
+                if err.msg.key != "overflow":
+                    raise
+                raise QkvcalcError("train.diverged", step=snapshot.step + 1, lr=self.lr) from None
 
     def run(self) -> Training:
         for _ in self.updates():
