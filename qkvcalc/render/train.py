@@ -300,13 +300,7 @@ def trained_json(training: Training, opts: RenderOptions) -> dict[str, Any]:
     """The trained problem in the input format, with its loss key: `qkvcalc explain` (and
     `qkvcalc train`, to go on) reads it as any problem."""
     p = training.problem
-    doc = input_json(p, opts)
-    assert p.loss is not None
-    if p.loss.kind == "attend":
-        doc["attend"] = [t + 1 if t >= 0 else None for t in p.loss.attend]
-    else:
-        assert p.loss.matrix is not None
-        doc["target"] = matrix_json(p.loss.matrix.values)
+    doc = input_json(p, opts)  # with its attend or target
     doc["description"] = _t(
         opts,
         "train.trained_description",
