@@ -1290,7 +1290,7 @@ MESSAGES: dict[str, str] = {
     "train.update_rule": "Each matrix W moves by ΔW = −η·∂L/∂W with η = {lr}, so W' = W + ΔW.",
     "train.update_keys": "Enter or Space: next update · q: quit",
     "train.plot_title": "The loss L at each step",
-    "train.trained_description": "Trained by qkvcalc train: {done} steps of gradient descent "
+    "train.trained_description": "Trained with qkvcalc train: {done} steps of gradient descent "
     "with η = {lr}, starting from {name}.",
     "train.steps": "--steps must be a whole number from 1 to {limit}, not {value}.",
     "train.lr": "--lr (the learning rate η) must be a number greater than 0, not {value}.",
