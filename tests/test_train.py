@@ -389,3 +389,25 @@ def test_step_without_a_terminal_is_one_message():
     result = run_qkvcalc("train", "--preset", "learn", "--step", "--steps", "2")
     assert result.returncode == 2 and result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_problem_without_a_name_and_a_target_loss_in_both_languages(tmp_path):
+    from tests.test_i18n import english_in
+
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(rng_problem()))
+    out = tmp_path / "trained.json"
+    result = run_qkvcalc("train", str(path), "--steps", "3", "--lr", "0.02", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0].strip() == "━━ qkvcalc train"
+    assert "Learned: W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O." in result.stdout
+    assert "A₂ before" in result.stdout  # each head's attention weights
+    trained = json.loads(out.read_text())
+    assert (
+        trained["description"]
+        == "Trained with qkvcalc train: 3 steps of gradient descent with η = 0.02."
+    )
+    assert trained["target"] == rng_problem()["target"]
+    ko = run_qkvcalc("train", str(path), "--steps", "3", "--lr", "0.02", "--lang", "ko")
+    assert ko.returncode == 0, ko.stderr
+    assert english_in(ko.stdout) == set()

@@ -1261,6 +1261,9 @@ MESSAGES: dict[str, str] = {
     "(the loss curve) or html (a page with the curve).",
     "help.train.step": "Show one update at a time in the terminal: Enter or Space next, q quit.",
     "train.title": "qkvcalc train · {name}",
+    "train.title_unnamed": "qkvcalc train",
+    "train.trained_description_unnamed": "Trained with qkvcalc train: {done} steps of gradient "
+    "descent with η = {lr}.",
     "train.header": "Gradient descent: {steps} steps, learning rate η = {lr}, each step "
     "W ← W − η·∂L/∂W.",
     "train.stopped": "Gradient descent, stopped by Ctrl-C after {done} of {steps} steps, "

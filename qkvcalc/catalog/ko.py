@@ -1255,6 +1255,9 @@ MESSAGES: dict[str, str] = {
     "help.train.step": "터미널에서 갱신을 한 번에 하나씩 보여 줍니다: Enter나 Space는 다음, q는 "
     "끝내기.",
     "train.title": "qkvcalc train 학습 · {name}",
+    "train.title_unnamed": "qkvcalc train 학습",
+    "train.trained_description_unnamed": "qkvcalc train으로 학습한 문제: 경사 하강법 단계 수 "
+    "{done}, η = {lr}.",
     "train.header": "경사 하강법: 단계 수 {steps}, 학습률 η = {lr}, 단계마다 W ← W − η·∂L/∂W.",
     "train.stopped": "경사 하강법: 단계 {steps}개 중 {done}개를 마치고 Ctrl-C로 멈췄습니다, "
     "학습률 η = {lr}. 지금까지 학습한 결과입니다.",

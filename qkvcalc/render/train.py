@@ -93,7 +93,7 @@ def _rule(title: str) -> Text:
 
 def header_lines(training: Training, opts: RenderOptions) -> list[Text]:
     p = training.start
-    lines = [_rule(_t(opts, "train.title", name=_name(p)))]
+    lines = [_rule(title(p, opts))]
     lr = number(training.lr)
     if training.interrupted:
         said = _t(opts, "train.stopped", done=training.done, steps=training.steps, lr=lr)
@@ -111,8 +111,14 @@ def header_lines(training: Training, opts: RenderOptions) -> list[Text]:
     return lines
 
 
+def title(p: Problem, opts: RenderOptions) -> str:
+    """'qkvcalc train · learn', or without a name of its own 'qkvcalc train'."""
+    name = _name(p)
+    return _t(opts, "train.title", name=name) if name else _t(opts, "train.title_unnamed")
+
+
 def _name(p: Problem) -> str:
-    return safe(p.meta.get("name") or p.meta.get("edited_from") or "—")
+    return safe(p.meta.get("name") or p.meta.get("edited_from") or "")
 
 
 def _present(training: Training) -> list[str]:
@@ -301,13 +307,12 @@ def trained_json(training: Training, opts: RenderOptions) -> dict[str, Any]:
     `qkvcalc train`, to go on) reads it as any problem."""
     p = training.problem
     doc = input_json(p, opts)  # with its attend or target
-    doc["description"] = _t(
-        opts,
-        "train.trained_description",
-        done=training.done,
-        lr=number(training.lr),
-        name=_name(training.start),
-    )
+    said = {"done": training.done, "lr": number(training.lr)}
+    name = _name(training.start)
+    if name:
+        doc["description"] = _t(opts, "train.trained_description", name=name, **said)
+    else:
+        doc["description"] = _t(opts, "train.trained_description_unnamed", **said)
     return doc
 
 
@@ -390,13 +395,13 @@ def render_train_svg(training: Training, opts: RenderOptions) -> str:
 def render_train_html(training: Training, opts: RenderOptions) -> str:
     """One self-contained page: the loss curve, then the text of the terminal rendering."""
     plain = render_train_text(training, opts._replace(color=False))
-    title = escape(_t(opts, "train.title", name=_name(training.start)))
+    heading = escape(title(training.start, opts))
     return (
         "<!DOCTYPE html>\n"
         f'<html lang="{escape(opts.lang)}"><head><meta charset="utf-8">'
-        f"<title>{title}</title>"
+        f"<title>{heading}</title>"
         "<style>body{font-family:sans-serif;margin:2em}pre{font-size:13px}</style>"
-        f"</head><body><h1>{title}</h1>\n"
+        f"</head><body><h1>{heading}</h1>\n"
         f"<figure>{loss_svg(training, opts)}</figure>\n"
         f"<pre>{escape(plain)}</pre>\n</body></html>\n"
     )
