@@ -157,10 +157,8 @@ def attention(trace: Trace) -> np.ndarray:
     return w if w.ndim == 3 else w[None]
 
 
-def _check(p: Problem, steps: int, lr: float, frozen: Sequence[str]) -> tuple[str, ...]:
+def _check(p: Problem, steps: int, frozen: Sequence[str]) -> tuple[str, ...]:
     """The problem can be trained this way: the trainable matrices, or one message."""
-    parse_steps(steps)  # a number from Python is held to the same rules as one typed
-    parse_lr(lr)
     if p.loss is None or p.loss.kind == "grad_output":
         raise QkvcalcError("train.loss", given=p.loss.kind if p.loss else "none")
     if not p.projected:
@@ -213,13 +211,14 @@ class Descent:
         lr: float = DEFAULT_LR,
         freeze: str | Iterable[str] | None = None,
     ) -> None:
+        # a number from Python is held to the same rules as one typed
+        self.steps, self.lr = parse_steps(steps), parse_lr(lr)
         self.frozen = parse_freeze(freeze)
-        self.free = _check(problem, steps, lr, self.frozen)
+        self.free = _check(problem, self.steps, self.frozen)
         # the rows layout, so that every gradient comes as the weight is stored; not --exact
         self.start = replace(
             problem, layout="rows", backward=True, exact_refused=None, **_inexact(problem)
         )
-        self.steps, self.lr = steps, float(lr)
         self.current = self.start
         self.snapshots: list[Snapshot] = []
         self.learned: tuple[str, ...] = ()
