@@ -26,6 +26,7 @@ __all__ = [
     "extract",
     "format_for",
     "render",
+    "train",
 ]
 
 if TYPE_CHECKING:
@@ -69,6 +70,36 @@ def explain(
 
         problem = replace(problem, backward=True)
     return run(problem)
+
+
+def train(
+    problem: Any = None,
+    *,
+    steps: int | None = None,
+    lr: float | None = None,
+    freeze: Any = None,
+    **fields: Any,
+) -> Any:
+    """Gradient descent on a problem's weights (as ``qkvcalc train``): a Problem, or the fields
+    of the input format as keyword arguments (with ``attend=[…]`` or ``target=…``). Returns a
+    Training (qkvcalc.run.train): ``.losses``, ``.snapshots`` (each step's loss and weights),
+    ``.problem`` (the trained Problem). ``steps`` (default 20), ``lr`` (η, default 0.5) and
+    ``freeze`` ("wq,wv" or a list) as the command's options.
+    Raises QkvcalcError with a message that names the option or field and the rule.
+    """
+    from qkvcalc.input.problem import Problem
+    from qkvcalc.run.train import DEFAULT_LR, DEFAULT_STEPS
+    from qkvcalc.run.train import train as descend
+
+    if not isinstance(problem, Problem):
+        given = {**({} if problem is None else dict(problem)), **fields}
+        problem = Problem.from_mapping({k: v for k, v in given.items() if v is not None})
+    return descend(
+        problem,
+        DEFAULT_STEPS if steps is None else steps,
+        DEFAULT_LR if lr is None else lr,
+        freeze,
+    )
 
 
 def format_for(path: str) -> str:

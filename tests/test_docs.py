@@ -37,6 +37,7 @@ COMMANDS = [
     ["new"],
     ["extract"],
     ["heads"],
+    ["train"],
 ]
 HELP_ENV = {"COLUMNS": "100", "LANG": "C.UTF-8", "LC_ALL": "", "QKVCALC_LANG": "", "NO_COLOR": "1"}
 

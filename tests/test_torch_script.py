@@ -141,6 +141,7 @@ PRESET_MHA = {
     "cross": False,
     "dk64": False,
     "pronoun": False,
+    "learn": False,  # d_model 4, d_k 2, as pronoun
     "llama": False,
     "rope": False,
     "alibi": False,

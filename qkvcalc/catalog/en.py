@@ -1301,6 +1301,87 @@ MESSAGES: dict[str, str] = {
     "note.decode_rope": "Rotated by the position of each new token ({positions}), once: a cached "
     "key keeps the rotation of its own position, so the step's positions must continue the "
     "prefill's (an offset here is the classic cache bug).",
+    # ---- qkvcalc train (issue 21) ----
+    "preset.learn.description": "Training: the pronoun sentence with random weights, where 'it' "
+    "does not yet look at 'cat'; qkvcalc train teaches it to",
+    "preset.learn.reference": "Made for qkvcalc. The sentence and X are the pronoun preset's "
+    "(columns: noun, pronoun, verb or adjective, other word); W_Q, W_K and W_V are random: "
+    "numpy.random.default_rng(25).standard_normal((4, 2)) · 0.5 for W_Q, W_K, W_V in that "
+    "order, rounded to 2 decimals. With them 'it' gives 'cat' 10% of its weight and itself the "
+    "most (30%). attend asks only 'it' to look at 'cat' (key 2); the other words have no target "
+    "(null), so the loss is the one link the story is about, L = −log A[it, cat], and what the "
+    "other words look at is left free. qkvcalc train --preset learn (20 steps, η = 0.5) moves "
+    "W_Q and W_K until 'it' gives 'cat' 98%; W_V does not move, since the loss reads the "
+    "attention weights alone.",
+    "help.train": "Train the weights by gradient descent, from the problem's attend or target, "
+    "and show the loss at every step, the weights and the attention weights before and after.",
+    "help.train.source": "A JSON (or .npz) file of the input format with attend or target, or "
+    "- for standard input.",
+    "help.train.preset": "A bundled preset (learn is made for training).",
+    "help.train.steps": "Updates of gradient descent to make, from 1 to 10,000 (default 20).",
+    "help.train.lr": "The learning rate η of W ← W − η·∂L/∂W, a number > 0 (default 0.5).",
+    "help.train.freeze": 'Weights that do not move, split by commas: "wv,wo" (wq, wk, wv, wo, '
+    "bq, bk, bv, bo).",
+    "help.train.output": "Write the trained problem (a JSON problem qkvcalc explain reads) to "
+    "this file; with --format json, the whole training document.",
+    "help.train.format": "What to print: table, txt, json (the qkvcalc.train/1 document), svg "
+    "(the loss curve) or html (a page with the curve).",
+    "help.train.step": "Show one update at a time in the terminal: Enter or Space next, q quit.",
+    "train.title": "qkvcalc train · {name}",
+    "train.title_unnamed": "qkvcalc train",
+    "train.trained_description_unnamed": "Trained with qkvcalc train: {done} steps of gradient "
+    "descent with η = {lr}.",
+    "train.header": "Gradient descent: {steps} steps, learning rate η = {lr}, each step "
+    "W ← W − η·∂L/∂W.",
+    "train.stopped": "Gradient descent, stopped by Ctrl-C after {done} of {steps} steps, "
+    "learning rate η = {lr}: what was learned so far.",
+    "train.loss_attend": "Loss L = −Σᵢ log A[i, tᵢ]: the smaller L, the more weight each query "
+    "gives its target key (attend).",
+    "train.loss_target": "Loss L = ½·Σ(O − T)²: the smaller L, the closer the output O is to "
+    "the target T.",
+    "train.learned": "Learned: {names}.",
+    "train.frozen": "Frozen (--freeze, not moved): {names}.",
+    "train.unreached": "Not moved, because the loss does not reach them (no gradient): {names}.",
+    "train.losses": "The loss at each step",
+    "train.col_step": "step",
+    "train.col_loss": "L",
+    "train.col_change": "change",
+    "train.elided": "{count} steps not shown",
+    "train.spark": "From {first} to {last}.",
+    "train.weights": "The weights before and after (Δ: what they moved)",
+    "train.unchanged": "{name} did not move:",
+    "train.before": "before",
+    "train.after": "after",
+    "train.attention": "The attention weights before and after",
+    "train.target": "'{query}' → '{key}': {before} → {after}",
+    "train.target_head": "head {head}: '{query}' → '{key}': {before} → {after}",
+    "train.update": "update {step} of {steps}",
+    "train.update_loss": "The loss: {before} before this update, {after} after it.",
+    "train.update_rule": "Each matrix W moves by ΔW = −η·∂L/∂W with η = {lr}, so W' = W + ΔW.",
+    "train.update_keys": "Enter or Space: next update · q: quit",
+    "train.plot_title": "The loss L at each step",
+    "train.trained_description": "Trained with qkvcalc train: {done} steps of gradient descent "
+    "with η = {lr}, starting from {name}.",
+    "train.steps": "--steps must be a whole number from 1 to {limit}, not {value}.",
+    "train.lr": "--lr (the learning rate η) must be a number greater than 0, not {value}.",
+    "train.loss": "qkvcalc train needs a loss to descend: the key attend (the key each query "
+    "should look at) or target (the output to reach); this problem has {given}. grad_output "
+    "gives a gradient but no loss to make smaller.",
+    "train.no_weights": "qkvcalc train learns W_Q, W_K, W_V (and W_O), but this problem gives "
+    "Q, K and V directly: give X and the weights instead.",
+    "train.schedule": "qkvcalc train runs the plain forward and backward pass, so it does not "
+    "take the key {option}.",
+    "train.freeze_unknown": "--freeze: {name} is not one of the weights ({names}).",
+    "train.freeze_missing": "--freeze: this problem has no {names} (it has {has}).",
+    "train.all_frozen": "--freeze names every weight the problem has, so nothing could move.",
+    "train.too_big": "{steps} steps of a problem of {numbers} weights and attention weights "
+    "keep more than {limit} numbers: make at most {most} steps.",
+    "train.diverged": "The loss is no longer a finite number at step {step}: the learning rate "
+    "η = {lr} is too large for these numbers; try a smaller --lr.",
+    "train.nothing_reached": "The loss does not reach the weights left free ({names}): they "
+    "have no gradient, so nothing would move.",
+    "train.step_format": "--step shows the updates in the terminal, so it does not combine "
+    "with --format {format} or --output.",
     # ---- the interactive page (--format html: qkvcalc/render/page.py, page.js) ------------
     "page.language_name": "English",
     "page.present": "Present (p)",

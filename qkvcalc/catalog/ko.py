@@ -1293,6 +1293,87 @@ MESSAGES: dict[str, str] = {
     "note.decode_rope": "새 토큰마다 자기 위치({positions})만큼 한 번 회전합니다: 캐시된 Key는 "
     "자기 위치의 회전을 그대로 가지므로, 단계의 위치는 prefill의 위치를 이어야 합니다 (여기서 "
     "어긋나는 것이 전형적인 캐시 버그입니다).",
+    # ---- qkvcalc train (issue 21) ----
+    "preset.learn.description": "학습: pronoun 예제의 문장에 무작위 가중치를 넣어, 'it'이 아직 "
+    "'cat'을 보지 않습니다. qkvcalc train으로 보게 가르칩니다",
+    "preset.learn.reference": "qkvcalc를 위해 만든 예제입니다. 문장과 X는 pronoun 프리셋의 "
+    "것이고(열: 명사, 대명사, 동사나 형용사, 그 밖의 단어), W_Q, W_K, W_V는 무작위입니다: "
+    "numpy.random.default_rng(25).standard_normal((4, 2)) · 0.5를 W_Q, W_K, W_V 순서로 "
+    "뽑아 소수 둘째 자리까지 반올림했습니다. 이 가중치에서 'it'은 'cat'에 가중치의 10%만 "
+    "주고, 가장 큰 가중치(30%)는 자기 자신에게 줍니다. attend는 'it'에게만 'cat'(Key 2)을 "
+    "보라고 하고, 다른 단어에는 목표가 없습니다(null). 그래서 손실은 이야기의 중심인 연결 "
+    "하나, L = −log A[it, cat]이고, 다른 단어가 무엇을 보는지는 자유롭게 둡니다. qkvcalc "
+    "train --preset learn(20단계, η = 0.5)은 'it'이 'cat'에 98%를 줄 때까지 W_Q와 W_K를 "
+    "움직입니다. 손실이 어텐션 가중치만 읽으므로 W_V는 움직이지 않습니다.",
+    "help.train": "문제의 attend나 target에서 시작해 경사 하강법으로 가중치를 학습하고, 단계마다 "
+    "손실과, 학습 전후의 가중치와 어텐션 가중치를 보여 줍니다.",
+    "help.train.source": "attend나 target이 있는 입력 형식의 JSON(또는 .npz) 파일, 또는 표준 "
+    "입력을 뜻하는 -.",
+    "help.train.preset": "내장 프리셋 (learn이 학습용으로 만든 프리셋입니다).",
+    "help.train.steps": "경사 하강법의 갱신 횟수, 1부터 10,000까지 (기본값 20).",
+    "help.train.lr": "W ← W − η·∂L/∂W의 학습률 η, 0보다 큰 수 (기본값 0.5).",
+    "help.train.freeze": '움직이지 않을 가중치, 쉼표로 구분: "wv,wo" (wq, wk, wv, wo, bq, bk, '
+    "bv, bo).",
+    "help.train.output": "학습된 문제(qkvcalc explain이 읽는 JSON 문제)를 이 파일에 씁니다. "
+    "--format json과 함께 쓰면 학습 문서 전체를 씁니다.",
+    "help.train.format": "출력 형식: table, txt, json (qkvcalc.train/1 문서), svg (손실 곡선), "
+    "html (손실 곡선이 있는 페이지).",
+    "help.train.step": "터미널에서 갱신을 한 번에 하나씩 보여 줍니다: Enter나 Space는 다음, q는 "
+    "끝내기.",
+    "train.title": "qkvcalc train 학습 · {name}",
+    "train.title_unnamed": "qkvcalc train 학습",
+    "train.trained_description_unnamed": "qkvcalc train으로 학습한 문제: 경사 하강법 단계 수 "
+    "{done}, η = {lr}.",
+    "train.header": "경사 하강법: 단계 수 {steps}, 학습률 η = {lr}, 단계마다 W ← W − η·∂L/∂W.",
+    "train.stopped": "경사 하강법: 단계 {steps}개 중 {done}개를 마치고 Ctrl-C로 멈췄습니다, "
+    "학습률 η = {lr}. 지금까지 학습한 결과입니다.",
+    "train.loss_attend": "손실 L = −Σᵢ log A[i, tᵢ]: L이 작을수록 각 Query가 목표 Key에 더 큰 "
+    "가중치를 줍니다 (attend).",
+    "train.loss_target": "손실 L = ½·Σ(O − T)²: L이 작을수록 출력 O가 목표 T에 더 가깝습니다.",
+    "train.learned": "학습한 가중치: {names}.",
+    "train.frozen": "고정한 가중치 (--freeze, 움직이지 않음): {names}.",
+    "train.unreached": "손실이 닿지 않아(기울기가 없어) 움직이지 않은 가중치: {names}.",
+    "train.losses": "단계별 손실",
+    "train.col_step": "단계",
+    "train.col_loss": "L",
+    "train.col_change": "변화",
+    "train.elided": "보이지 않는 단계: {count}개",
+    "train.spark": "시작: {first}, 끝: {last}.",
+    "train.weights": "학습 전후의 가중치 (Δ: 움직인 양)",
+    "train.unchanged": "움직이지 않은 가중치: {name}",
+    "train.before": "전",
+    "train.after": "후",
+    "train.attention": "학습 전후의 어텐션 가중치",
+    "train.target": "'{query}' → '{key}': {before} → {after}",
+    "train.target_head": "헤드 {head}: '{query}' → '{key}': {before} → {after}",
+    "train.update": "갱신 {steps}번 중 {step}번째",
+    "train.update_loss": "손실: 이 갱신 전 {before}, 후 {after}.",
+    "train.update_rule": "각 행렬 W는 ΔW = −η·∂L/∂W만큼 움직입니다 (η = {lr}). 따라서 "
+    "W' = W + ΔW입니다.",
+    "train.update_keys": "Enter나 Space: 다음 갱신 · q: 끝내기",
+    "train.plot_title": "단계별 손실 L",
+    "train.trained_description": "qkvcalc train으로 학습한 문제: 시작은 {name}, 경사 하강법 "
+    "단계 수 {done}, η = {lr}.",
+    "train.steps": "--steps는 1부터 {limit}까지의 정수여야 합니다. 받은 값: {value}",
+    "train.lr": "--lr(학습률 η)은 0보다 큰 수여야 합니다. 받은 값: {value}",
+    "train.loss": "qkvcalc train에는 줄여 나갈 손실이 필요합니다: attend(각 Query가 볼 Key) "
+    "또는 target(도달할 출력) 키를 주세요. 이 문제에 있는 것: {given}. grad_output은 기울기만 "
+    "주고 줄일 손실은 주지 않습니다.",
+    "train.no_weights": "qkvcalc train은 W_Q, W_K, W_V(와 W_O)를 학습하는데, 이 문제는 Q, K, "
+    "V를 직접 줍니다. 대신 X와 가중치를 주세요.",
+    "train.schedule": "qkvcalc train은 보통의 순전파와 역전파만 계산하므로 이 키는 받지 "
+    "않습니다: {option}",
+    "train.freeze_unknown": "--freeze: 가중치의 이름이 아닙니다: {name} (가중치: {names}).",
+    "train.freeze_missing": "--freeze: 이 문제에 없는 가중치: {names} (있는 가중치: {has}).",
+    "train.all_frozen": "--freeze가 문제의 모든 가중치를 고정하므로 움직일 것이 없습니다.",
+    "train.too_big": "가중치와 어텐션 가중치가 {numbers}개인 문제를 {steps}단계 학습하면 수를 "
+    "{limit}개보다 많이 보관해야 합니다. 단계 수는 최대 {most}입니다.",
+    "train.diverged": "단계 {step}에서 손실이 더 이상 유한한 수가 아닙니다. 이 수들에는 학습률"
+    "(η = {lr})이 너무 큽니다. 더 작은 --lr을 써 보세요.",
+    "train.nothing_reached": "고정하지 않은 가중치({names})에는 손실이 닿지 않습니다. 기울기가 "
+    "없으므로 움직일 것이 없습니다.",
+    "train.step_format": "--step은 갱신을 터미널에 보여 주므로 다음과 함께 쓸 수 없습니다: "
+    "--format {format}, --output",
     # ---- the interactive page (--format html: qkvcalc/render/page.py, page.js) ------------
     "page.language_name": "한국어",
     "page.present": "발표 모드 (p)",

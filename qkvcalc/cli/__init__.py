@@ -1,7 +1,8 @@
 """The command line: a typer app whose commands only parse options, call the library and print.
 
 One module per command group: explain (qkvcalc.cli.explain), presets (qkvcalc.cli.presets),
-quiz and new (qkvcalc.cli.quiz), extract (qkvcalc.cli.extract), heads (qkvcalc.cli.heads);
+quiz and new (qkvcalc.cli.quiz), extract (qkvcalc.cli.extract), heads (qkvcalc.cli.heads),
+train (qkvcalc.cli.train);
 what they share (exit codes, --lang, the console, failing, writing a file) is
 qkvcalc.cli.common. No math here and no formatting of numbers.
 Errors: a QkvcalcError becomes one message on stderr and exit 2, with nothing on stdout.
@@ -23,6 +24,7 @@ from qkvcalc.cli import extract as _extract
 from qkvcalc.cli import heads as _heads
 from qkvcalc.cli import presets as _presets
 from qkvcalc.cli import quiz as _quiz
+from qkvcalc.cli import train as _train
 from qkvcalc.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
@@ -67,6 +69,7 @@ app.add_typer(_presets.presets_app, name="presets")
 _quiz.register(app)  # quiz and new, after explain: the order --help lists them in
 app.command(help=help_text("help.extract"))(_extract.extract)
 app.command(help=help_text("help.heads"))(_heads.heads)
+app.command(help=help_text("help.train"))(_train.train)
 
 
 def main() -> None:

@@ -21,3 +21,7 @@ RUNNING_MAX, RUNNING_SUM = "running_max", "running_sum"  # attention in tiles
 # max and sum instead of whole rows of weights).
 QUIZ_DEFAULT = (Q, K, V, SCORES, SCALED, WEIGHTS, OUTPUT)
 QUIZ_MORE = (K_CACHE, V_CACHE, RUNNING_MAX, RUNNING_SUM)
+
+# The backward pass's gradients of the learned matrices (plan/backward.py), by the input key of
+# the matrix: what `qkvcalc train` (qkvcalc/run/train.py) steps each weight against.
+GRAD_OF = {name: f"grad_{name}" for name in ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo")}

@@ -198,6 +198,12 @@ def input_fields(p: Problem, opts: RenderOptions) -> dict[str, Any]:
         doc["decode"] = p.decode
     if p.tiles is not None:
         doc["tiles"] = p.tiles
+    if p.loss is not None:  # where a backward pass starts (attend 1-based, as it was given)
+        if p.loss.kind == "attend":
+            doc["attend"] = [t + 1 if t >= 0 else None for t in p.loss.attend]
+        else:
+            assert p.loss.matrix is not None
+            doc[p.loss.kind] = p.loss.matrix
     doc.update(p.meta)  # name, description, reference: a preset stays itself
     return doc
 
