@@ -411,3 +411,16 @@ def test_a_problem_without_a_name_and_a_target_loss_in_both_languages(tmp_path):
     ko = run_qkvcalc("train", str(path), "--steps", "3", "--lr", "0.02", "--lang", "ko")
     assert ko.returncode == 0, ko.stderr
     assert english_in(ko.stdout) == set()
+
+
+def test_a_typed_loss_replaces_the_problems_own():
+    """--target on the learn preset (whose loss is attend) trains toward the target instead."""
+    done = subprocess.run(
+        [sys.executable, "-m", "qkvcalc", "train", "--preset", "learn", "--steps", "2",
+         "--target", "; ".join(["0 0"] * 7), "--format", "json"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert "target" in doc["problem"] and "attend" not in doc["problem"]
+    assert doc["losses"][1] < doc["losses"][0]

@@ -1318,6 +1318,10 @@ MESSAGES: dict[str, str] = {
     "help.train.source": "A JSON (or .npz) file of the input format with attend or target, or "
     "- for standard input.",
     "help.train.preset": "A bundled preset (learn is made for training).",
+    "help.train.attend": 'The key each query should attend to, 1-based ("2 - 1": - for none), '
+    "instead of the problem's own loss: L = −Σᵢ log A[i, tᵢ].",
+    "help.train.target": "A target output T (n × d_out, as explain's --x), instead of the "
+    "problem's own loss: L = ½·Σ(O − T)².",
     "help.train.steps": "Updates of gradient descent to make, from 1 to 10,000 (default 20).",
     "help.train.lr": "The learning rate η of W ← W − η·∂L/∂W, a number > 0 (default 0.5).",
     "help.train.freeze": 'Weights that do not move, split by commas: "wv,wo" (wq, wk, wv, wo, '

@@ -1310,6 +1310,10 @@ MESSAGES: dict[str, str] = {
     "help.train.source": "attend나 target이 있는 입력 형식의 JSON(또는 .npz) 파일, 또는 표준 "
     "입력을 뜻하는 -.",
     "help.train.preset": "내장 프리셋 (learn이 학습용으로 만든 프리셋입니다).",
+    "help.train.attend": '문제의 손실 대신 쓸, 각 Query가 주목해야 할 Key (1부터 셈, "2 - 1": '
+    "-는 목표 없음): L = −Σᵢ log A[i, tᵢ].",
+    "help.train.target": "문제의 손실 대신 쓸 목표 출력 T (n × d_out, explain의 --x와 같은 "
+    "형식): L = ½·Σ(O − T)².",
     "help.train.steps": "경사 하강법의 갱신 횟수, 1부터 10,000까지 (기본값 20).",
     "help.train.lr": "W ← W − η·∂L/∂W의 학습률 η, 0보다 큰 수 (기본값 0.5).",
     "help.train.freeze": '움직이지 않을 가중치, 쉼표로 구분: "wv,wo" (wq, wk, wv, wo, bq, bk, '

@@ -46,6 +46,9 @@ TRAIN_SOURCE = Group(
     (
         Opt("source", str | None, None, settings=HIDDEN, argument=True),
         Opt("preset", str | None, settings=HIDDEN),
+        # where the loss is (each replaces the document's key of the same name)
+        Opt("attend", str | None, settings=HIDDEN),
+        Opt("target", str | None, settings=HIDDEN),
     ),
 )
 DESCENT = Group(
@@ -85,7 +88,8 @@ def train(
         if show.step and (fmt not in ("table", "txt") or show.output is not None):
             shown = fmt if fmt not in ("table", "txt") else "table"
             raise QkvcalcError("train.step_format", format=shown)
-        doc = gather(source.source, source.preset, {}, sys.stdin.buffer, sys.stdin.isatty(),
+        typed = {k: v for k, v in (("attend", source.attend), ("target", source.target)) if v}
+        doc = gather(source.source, source.preset, typed, sys.stdin.buffer, sys.stdin.isatty(),
                      MAX_BYTES)  # fmt: skip
         problem = Problem.from_mapping(doc)
         run = Descent(problem, parse_steps(descent.steps), parse_lr(descent.lr), descent.freeze)

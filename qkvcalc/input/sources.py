@@ -13,7 +13,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input import arrays, presets
 from qkvcalc.input.edited import unless_edited
-from qkvcalc.input.fields import known_key
+from qkvcalc.input.fields import LOSS, known_key
 from qkvcalc.input.parse import MAX_BYTES, load_json, parse_inline, read_limited
 from qkvcalc.labels import json_kind
 
@@ -79,8 +79,10 @@ def gather(
                 raise err.within("input.inline", option=key) from None
         else:
             value = text
-        # an inline option replaces the document's field of the same meaning (W_Q, w_q, wq …)
-        doc = {k: v for k, v in doc.items() if known_key(k) != key}
+        # an inline option replaces the document's field of the same meaning (W_Q, w_q, wq …;
+        # a loss typed replaces the document's loss, whichever of the three keys it was)
+        same = set(LOSS) if key in LOSS else {key}
+        doc = {k: v for k, v in doc.items() if known_key(k) not in same}
         doc[key] = value
     if "x" in inline and "tokens" not in inline:
         _fit_tokens(doc, notes)
