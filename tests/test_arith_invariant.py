@@ -50,6 +50,20 @@ CASES = [
     for lang in ("en", "ko")
 ]
 
+# Beyond the presets: every feature's own lines and the backward's, forward and back.
+FEATURES = {
+    "sinks": [1.5],
+    "q_norm": [1, 0.5],
+    "k_norm": [0.5, 1],
+    "softcap": 3,
+    "rope": 10000,
+    "alibi": True,
+    "attend": [1, 1, 2],
+}
+FEATURE_CASES = [
+    (option, lang) for option in ("plain", "exact", "precision2") for lang in ("en", "ko")
+]
+
 # ---- a small safe evaluator ------------------------------------------------------------------
 
 _FUNCS = {
@@ -204,15 +218,22 @@ def check_line(line: str, precision: int) -> tuple[int, str | None]:
 
 
 def _render(cli, preset: str, option: str, lang: str) -> str:
+    """A preset's txt rendering; preset "features": the sentence preset with every feature,
+    forward and backward."""
     env = {**PINNED_ENV, "COLUMNS": "4000"}
-    args = ["explain", "--preset", preset, "-f", "txt", "--detail", "full", "--lang", lang]
-    result = cli(*args, *OPTIONS[option], env=env)
+    source = ["--preset", preset]
+    stdin = None
+    if preset == "features":
+        doc = json.loads((ROOT / "presets" / "sentence.json").read_text(encoding="utf-8"))
+        given = {k: v for k, v in doc.items() if k not in ("name", "description", "reference")}
+        source, stdin = ["-", "--backward"], json.dumps({**given, **FEATURES})
+    args = ["explain", *source, "-f", "txt", "--detail", "full", "--lang", lang]
+    result = cli(*args, *OPTIONS[option], input=stdin, env=env)
     assert result.exit_code == 0, result.output[-2000:]
     return result.output
 
 
-@pytest.mark.parametrize(("preset", "option", "lang"), CASES)
-def test_every_equals_holds(cli, preset: str, option: str, lang: str) -> None:
+def _check_rendering(cli, preset: str, option: str, lang: str) -> None:
     precision = 2 if option == "precision2" else 4
     text = _render(cli, preset, option, lang)
     lines = arithmetic_lines(text)
@@ -236,6 +257,16 @@ def test_every_equals_holds(cli, preset: str, option: str, lang: str) -> None:
         wrong[:40]
     )
     assert checked, "no '=' was checked"
+
+
+@pytest.mark.parametrize(("preset", "option", "lang"), CASES)
+def test_every_equals_holds(cli, preset: str, option: str, lang: str) -> None:
+    _check_rendering(cli, preset, option, lang)
+
+
+@pytest.mark.parametrize(("option", "lang"), FEATURE_CASES)
+def test_every_equals_holds_in_the_features_and_the_backward(cli, option: str, lang: str) -> None:
+    _check_rendering(cli, "features", option, lang)
 
 
 def test_the_evaluator() -> None:
@@ -267,11 +298,11 @@ if __name__ == "__main__":  # a count of the lines: python -m tests.test_arith_i
 
     runner = CliRunner()
 
-    def cli(*args, env=None):
-        return runner.invoke(app, list(args), env=env, catch_exceptions=False)
+    def cli(*args, input=None, env=None):
+        return runner.invoke(app, list(args), input=input, env=env, catch_exceptions=False)
 
     totals = {"lines": 0, "checked": 0, "wrong": 0, "unknown": 0, "undefined": 0}
-    for preset, option, lang in CASES:
+    for preset, option, lang in [*CASES, *(("features", o, g) for o, g in FEATURE_CASES)]:
         precision = 2 if option == "precision2" else 4
         for line in arithmetic_lines(_render(cli, preset, option, lang)):
             totals["lines"] += 1

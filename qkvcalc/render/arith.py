@@ -187,11 +187,6 @@ def _product_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result
     return style.line(left, total, float(stage.value[i, j]), result)
 
 
-def _shown(value: float, style: Style) -> float:
-    """A number as the arithmetic shows it, read back."""
-    return style.shown(value)
-
-
 def _scale_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
     """[1,1]: 7 / √2 = 4.9497, or 7 × 0.5 = 3.5 for a scale given."""
     at = style.at(i + 1, j + 1)
@@ -503,10 +498,8 @@ def _rowdot_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result:
 
 
 def _softmax_back_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[2,1]: 0.8044×(11.4354 − 10.0621) = 1.1047; a masked key (weight 0) gets 0."""
+    """[2,1]: 0.8044×(11.4354 − 10.0621) = 1.1047; a masked key: 0×(0.5 − 1.2) = 0."""
     a, da, r = (float(m[i, j if k < 2 else 0]) for k, m in enumerate(stage.operands))
-    if a == 0:
-        return f"{style.at(i + 1, j + 1)}0{style.times}(…) = 0"
     shown = style.shown(a) * (style.shown(da) - style.shown(r))
     inner = f"{style.num(da)} {style.minus} {style.factor(r)}"
     left = f"{style.at(i + 1, j + 1)}{style.num(a)}{style.times}({inner})"
