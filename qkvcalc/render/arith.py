@@ -191,26 +191,22 @@ def _scale_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: 
     """[1,1]: 7 / √2 = 4.9497, or 7 × 0.5 = 3.5 for a scale given."""
     at = style.at(i + 1, j + 1)
     score = float(stage.operands[0][i, j])
-    s = style.num(score)
     assert stage.scale is not None
-    scale = style.num(stage.scale)
+    cell = scale_cell = None  # the exact score and scale, where --exact writes them
     if exact is not None and stage.operands_exact:
-        s = style.exact_factor(_exact_cell(stage.operands_exact[0], i, j), score)
-        if stage.scale_exact is not None:
-            scale = style.exact_factor(stage.scale_exact, stage.scale)
-    shown = style.shown(
-        score,
-        _exact_cell(stage.operands_exact[0], i, j)
-        if exact is not None and stage.operands_exact
-        else None,
-    )
+        cell, scale_cell = _exact_cell(stage.operands_exact[0], i, j), stage.scale_exact
+    s = style.num(score) if cell is None else style.exact_factor(cell, score)
+    shown, value = style.shown(score, cell), float(stage.value[i, j])
     if stage.scale_text:
-        root = _root_value(stage.scale_text)
         left = f"{at}{style.divided(s, style.root(stage.scale_text))}"
-        return style.line(left, shown / root, float(stage.value[i, j]), result)
-    factor_shown = style.shown(stage.scale, stage.scale_exact if exact is not None else None)
+        return style.line(left, shown / _root_value(stage.scale_text), value, result)
+    scale = (
+        style.num(stage.scale)
+        if scale_cell is None
+        else style.exact_factor(scale_cell, stage.scale)
+    )
     left = f"{at}{s} {style.times} {scale}"
-    return style.line(left, shown * factor_shown, float(stage.value[i, j]), result)
+    return style.line(left, shown * style.shown(stage.scale, scale_cell), value, result)
 
 
 def _root_value(text: str) -> float:
