@@ -124,9 +124,9 @@ MESSAGES: dict[str, str] = {
     "note.hidden_rows": "Not shown (⋮): {rows} of the rows.",
     "note.hidden_cols": "Not shown (…): {cols} of the columns.",
     "note.brief": "Tables only (--detail brief).",
-    "note.rounded": "≈: the numbers in a sum are shown rounded to {precision} decimals, and the "
-    "result is computed from the unrounded ones, so redoing it by hand can differ in the last "
-    "digit.",
+    "note.rounded": "≈: the numbers in the arithmetic are shown rounded to {precision} "
+    "decimals, and the result is computed from the unrounded ones, so redoing it by hand can "
+    "differ in the last digit.",
     # ---- reading the attention out (qkvcalc.readout) ------------------------------------
     "note.reading_title": "Read out: each query's strongest keys",
     "note.reading": "{query} → {keys}",
@@ -765,6 +765,11 @@ MESSAGES: dict[str, str] = {
     "new.explain_now": "Explain it now? [Y/n]",
     "new.explain_later": "Explain it any time: qkvcalc explain {path}",
     "new.ended": "the input ended before the problem was complete; nothing was saved",
+    # ---- every line adds up (issue 25) ----------------------------------------------------
+    "note.geometry_approx": "One score as lengths and an angle: {query}·{key} = "
+    "|q|·|k|·cos θ = {q_norm} × {k_norm} × {cos} ≈ {value}.",
+    "ui.softmax_row_terms": "row {row} ({token}): max = {max}; sum of exponentials = "
+    "{terms}{eq}{sum}",
     # ---- exact (issue 5) ----------------------------------------------------------------
     "note.exact_surd": "√{d_k} is irrational, so each scaled score is kept exactly as a whole "
     "number over a square root (such as 7/√2), beside its decimal. To rationalise it as at "

@@ -768,6 +768,11 @@ MESSAGES: dict[str, str] = {
     "new.explain_now": "지금 풀이를 볼까요? [Y/n]",
     "new.explain_later": "언제든 풀이 보기: qkvcalc explain {path}",
     "new.ended": "문제를 다 입력하기 전에 입력이 끝났습니다. 아무것도 저장하지 않았습니다",
+    # ---- every line adds up (issue 25) ----------------------------------------------------
+    "note.geometry_approx": "스코어 하나를 길이와 각도로 보면: {query}·{key} = "
+    "|q|·|k|·cos θ = {q_norm} × {k_norm} × {cos} ≈ {value}.",
+    "ui.softmax_row_terms": "{row}행 ({token}): 최댓값 = {max}; 지수함수 값의 합 = "
+    "{terms}{eq}{sum}",
     # ---- exact (issue 5) ----------------------------------------------------------------
     "note.exact_surd": "d_k = {d_k}의 제곱근은 무리수이므로, 스케일링된 스코어를 정수 ÷ 제곱근 "
     "꼴(예: 7/√2)로 정확히 나타내고 옆에 소수 값을 함께 표시합니다. 학교에서 배우는 유리화된 꼴로 "

@@ -76,10 +76,13 @@ def _grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) 
     weight, eps = stage.params["of"]["weight"], stage.params["of"]["eps"]
     rho = float(1 / np.sqrt(np.mean(x[i] * x[i]) + eps))
     m = float(np.mean(x[i] * weight * g[i]))
-    t = style.times
-    first = f"{style.num(rho)}{t}{style.factor(float(weight[j]))}{t}{style.factor(float(g[i, j]))}"
-    second = f"{style.factor(float(x[i, j]))}{t}{style.num(rho**3)}{t}{style.factor(m)}"
-    return f"{style.at(i + 1, j + 1)}{first} {style.minus} {second} = {result}"
+    t, w, gij, xij = style.times, float(weight[j]), float(g[i, j]), float(x[i, j])
+    first = f"{style.num(rho)}{t}{style.factor(w)}{t}{style.factor(gij)}"
+    second = f"{style.factor(xij)}{t}{style.num(rho**3)}{t}{style.factor(m)}"
+    n = style.shown
+    shown = n(rho) * n(w) * n(gij) - n(xij) * n(rho**3) * n(m)
+    left = f"{style.at(i + 1, j + 1)}{first} {style.minus} {second}"
+    return style.line(left, shown, float(stage.value[i, j]), result)
 
 
 def _work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
@@ -89,7 +92,9 @@ def _work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> st
     rms = float(np.sqrt(np.mean(row * row) + stage.params["eps"]))
     weight = float(stage.params["weight"][j])
     cell = style.divided(style.num(float(row[j])), style.num(rms))
-    return f"{style.at(i + 1, j + 1)}{cell} {style.times} {style.factor(weight)} = {result}"
+    left = f"{style.at(i + 1, j + 1)}{cell} {style.times} {style.factor(weight)}"
+    shown = style.shown(float(row[j])) / style.shown(rms) * style.shown(weight)
+    return style.line(left, shown, float(stage.value[i, j]), result)
 
 
 def _mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[Candidate]:

@@ -14,6 +14,7 @@ Meta's original code); the dimensions past R pass through (partial rotary: GPT-N
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -156,17 +157,22 @@ def _grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) 
         return None
     g = stage.operands[-1]
     k, other = pair_index(j, dims, kind), partner(j, dims, kind)
-    angle = style.num(float(p["angles"][i, k]))
+    phi = float(p["angles"][i, k])
+    angle = style.num(phi)
     cos, sin = (r"\cos", r"\sin") if style.latex else ("cos", "sin")
     first = j < other  # the first of its pair: a = g_a·cos φ + g_b·sin φ
     sign = "+" if first else style.minus
+    ga, gb = float(g[i, j]), float(g[i, other])
     turned = (
-        f"{style.num(float(g[i, j]))}{style.times}{cos}({angle}) {sign} "
-        f"{style.factor(float(g[i, other]))}{style.times}{sin}({angle})"
+        f"{style.num(ga)}{style.times}{cos}({angle}) {sign} "
+        f"{style.factor(gb)}{style.times}{sin}({angle})"
     )
+    n, shown_phi = style.shown, style.shown(phi)
+    shown = n(ga) * math.cos(shown_phi) + (1 if first else -1) * n(gb) * math.sin(shown_phi)
     if p["factor"] != 1:
         turned = f"{style.num(p['factor'])}{style.times}({turned})"
-    return f"{style.at(i + 1, j + 1)}{turned} = {result}"
+        shown *= n(p["factor"])
+    return style.line(f"{style.at(i + 1, j + 1)}{turned}", shown, float(stage.value[i, j]), result)
 
 
 def _feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
@@ -189,18 +195,24 @@ def _work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> st
     pos, omega = int(p["positions"][i]), float(p["inv_freq"][k])
     cos, sin = (r"\cos", r"\sin") if style.latex else ("cos", "sin")
     angle = style.num(theta)
-    a, b = style.factor(float(x[i, j])), style.factor(float(x[i, other]))
+    xa, xb = float(x[i, j]), float(x[i, other])
+    a, b = style.factor(xa), style.factor(xb)
     first = j < other if kind == "half" else j % 2 == 0  # a′ = a·cos − b·sin; b′ = b·cos + a·sin
+    n, shown_theta = style.shown, style.shown(theta)
+    shown = n(xa) * math.cos(shown_theta) + (-1 if first else 1) * n(xb) * math.sin(shown_theta)
     if first:
         turned = f"{a}{style.times}{cos}({angle}) {style.minus} {b}{style.times}{sin}({angle})"
     else:
         turned = f"{a}{style.times}{cos}({angle}) + {b}{style.times}{sin}({angle})"
     if p["factor"] != 1:
         turned = f"{style.num(p['factor'])}{style.times}({turned})"
+        shown *= n(p["factor"])
     angle_said = f"φ = {pos}{style.times}{style.num(omega)}"  # θ is the angle between q and k
     if style.latex:
         angle_said = rf"\varphi = {pos}{style.times}{style.num(omega)}"
-    return f"{style.at(i + 1, j + 1)}{turned} = {result}   ({angle_said})"
+    left = f"{style.at(i + 1, j + 1)}{turned}"
+    line = style.line(left, shown, float(stage.value[i, j]), result)
+    return type(line)(f"{line}   ({angle_said})", line.approx)
 
 
 # ---- the stages ---------------------------------------------------------------------------------

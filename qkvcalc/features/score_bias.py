@@ -156,11 +156,14 @@ def _exact(ops: Any, params: Params) -> Any:
 def _work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
     """[2,1]: −0.5×|1 − 0| = −0.5"""
     p = stage.params
-    slope = style.exact_factor(p.get("slope_exact"), p["slope"]) if style.exact else None
+    exact_slope = p.get("slope_exact") if style.exact else None
+    slope = style.exact_factor(exact_slope, p["slope"]) if style.exact else None
     slope = slope or style.num(p["slope"])
     pos, key = int(p["positions"][i]), int(p["key_positions"][j])
     distance = f"|{pos} {style.minus} {key}|"
-    return f"{style.at(i + 1, j + 1)}-{slope}{style.times}{distance} = {result}"
+    shown = -style.shown(p["slope"], exact_slope) * abs(pos - key)
+    left = f"{style.at(i + 1, j + 1)}-{slope}{style.times}{distance}"
+    return style.line(left, shown, float(stage.value[i, j]), result)
 
 
 def _mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[Candidate]:

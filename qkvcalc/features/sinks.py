@@ -16,6 +16,7 @@ as e^(σ − L), L = m + log ℓ the log-sum-exp the forward saved.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -58,22 +59,29 @@ def _weights(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None)
 def _exp_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
     """[1,2]: e^(1.5 − 2) = 0.6065; the sink's column: e^(σ − max) = e^(2 − 2) = 1."""
     at = style.at(i + 1, j + 1)
-    top = style.num(float(stage.row_max[i]))
+    row_max = float(stage.row_max[i])
+    top = style.num(row_max)
     (s,) = stage.operands
+    value = float(stage.value[i, j])
     if j == s.shape[1]:  # the sink's own column
         sink = style.num(stage.params["sink"])
-        return f"{at}{style.exp(f'{sink} {style.minus} {top}')} = {result}"
+        shown = math.exp(style.shown(stage.params["sink"]) - style.shown(row_max))
+        return style.line(f"{at}{style.exp(f'{sink} {style.minus} {top}')}", shown, value, result)
     logit = float(s[i, j])
     if np.isneginf(logit):
         return f"{at}{style.exp(style.neg_inf)} = 0"
-    return f"{at}{style.exp(f'{style.num(logit)} {style.minus} {top}')} = {result}"
+    shown = math.exp(style.shown(logit) - style.shown(row_max))
+    left = f"{at}{style.exp(f'{style.num(logit)} {style.minus} {top}')}"
+    return style.line(left, shown, value, result)
 
 
 def _weights_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
     """[1,2]: 0.6065 / 2.2131 = 0.2741 (the sum holds the sink's e^(σ − max))."""
     (e,) = stage.operands
-    cell = style.divided(style.num(float(e[i, j])), style.num(float(stage.row_sum[i])))
-    return f"{style.at(i + 1, j + 1)}{cell} = {result}"
+    exp, total = float(e[i, j]), float(stage.row_sum[i])
+    cell = style.divided(style.num(exp), style.num(total))
+    shown = style.shown(exp) / style.shown(total)
+    return style.line(f"{style.at(i + 1, j + 1)}{cell}", shown, float(stage.value[i, j]), result)
 
 
 def _softmax(

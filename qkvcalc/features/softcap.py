@@ -7,6 +7,7 @@ Near 0 it changes little (tanh(x) ≈ x), near ±c it flattens.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -58,8 +59,11 @@ def _work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> st
     (s,) = stage.operands
     cap = style.num(stage.params["cap"])
     tanh = r"\tanh" if style.latex else "tanh"
-    inner = style.divided(style.num(float(s[i, j])), cap)
-    return f"{style.at(i + 1, j + 1)}{cap}{style.times}{tanh}({inner}) = {result}"
+    score, c = float(s[i, j]), stage.params["cap"]
+    inner = style.divided(style.num(score), cap)
+    shown = style.shown(c) * math.tanh(style.shown(score) / style.shown(c))
+    left = f"{style.at(i + 1, j + 1)}{cap}{style.times}{tanh}({inner})"
+    return style.line(left, shown, float(stage.value[i, j]), result)
 
 
 def _grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
@@ -67,10 +71,13 @@ def _grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) 
     s, _, g = stage.operands
     cap = style.num(stage.params["of"]["cap"])
     tanh = r"\tanh^2" if style.latex else "tanh²"
-    inner = style.divided(style.num(float(s[i, j])), cap)
-    grad = style.num(float(g[i, j]))
+    score, c, gij = float(s[i, j]), stage.params["of"]["cap"], float(g[i, j])
+    inner = style.divided(style.num(score), cap)
     slope = f"(1 {style.minus} {tanh}({inner}))"
-    return f"{style.at(i + 1, j + 1)}{grad}{style.times}{slope} = {result}"
+    n = style.shown
+    shown = n(gij) * (1 - math.tanh(n(score) / n(c)) ** 2)
+    left = f"{style.at(i + 1, j + 1)}{style.num(gij)}{style.times}{slope}"
+    return style.line(left, shown, float(stage.value[i, j]), result)
 
 
 def _mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[Candidate]:

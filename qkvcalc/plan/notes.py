@@ -39,8 +39,11 @@ def _names(tokens: tuple[str, ...]) -> list[str]:
     return [f"{name} ({j + 1})" if counts[name] > 1 else name for j, name in enumerate(names)]
 
 
+DECIMALS = 4  # the numbers of these sentences
+
+
 def _fmt(value: float) -> str:
-    text = f"{value:.4f}"
+    text = f"{value:.{DECIMALS}f}"
     return "0" if float(text) == 0 else text.rstrip("0").rstrip(".")
 
 
@@ -89,7 +92,10 @@ def geometry(p: Problem, allowed: np.ndarray | None, q_ref: Ref, k_ref: Ref) -> 
                 return (readout.alignment_msg(queries[i], keys, found, _fmt),)
         j = int(np.argmax(q[0] @ k.T))
         g = readout.score_geometry(q[0], k[j])
-        return (readout.geometry_msg(queries[0], keys[j], g, _fmt),)
+        said = readout.geometry_msg(queries[0], keys[j], g, _fmt)
+        if said.key == "note.geometry_approx":  # the ≈ note follows its ≈
+            return (said, Msg("note.rounded", precision=DECIMALS))
+        return (said,)
 
     return remark
 

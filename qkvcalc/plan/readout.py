@@ -249,14 +249,16 @@ def geometry_msg(query: str, key: str, g: Geometry, fmt: Formatter = _fmt) -> Ms
     """One score as lengths and an angle, with the product worked out."""
     if g.cos is None:
         return Msg("note.geometry_zero", query=query, key=key)
+    q_norm, k_norm, cos, value = (fmt(v) for v in (g.q_norm, g.k_norm, g.cos, g.product))
+    redone = float(q_norm) * float(k_norm) * float(cos)  # the product of the numbers shown
     return Msg(
-        "note.geometry",
+        "note.geometry" if fmt(redone) == value else "note.geometry_approx",
         query=query,
         key=key,
-        q_norm=fmt(g.q_norm),
-        k_norm=fmt(g.k_norm),
-        cos=fmt(g.cos),
-        value=fmt(g.product),
+        q_norm=q_norm,
+        k_norm=k_norm,
+        cos=cos,
+        value=value,
     )
 
 

@@ -12,7 +12,7 @@ stage_extras. Nothing is computed here: every figure comes from the stage the en
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -26,6 +26,18 @@ from qkvcalc.run.ops import OPS
 if TYPE_CHECKING:
     from qkvcalc.render import RenderOptions
     from qkvcalc.trace import Stage, Trace
+
+
+class Line(str):
+    """An arithmetic line as written, and whether it says ≈ (the shown numbers, redone, do not
+    give the result shown), so that the ≈ note follows it (stage_extras)."""
+
+    approx: bool
+
+    def __new__(cls, text: str, approx: bool = False) -> Line:
+        line = super().__new__(cls, text)
+        line.approx = approx
+        return line
 
 
 class Style(NamedTuple):
@@ -62,6 +74,38 @@ class Style(NamedTuple):
 
     def factor(self, value: float) -> str:
         return factor(value, self.precision)
+
+    @property
+    def approx(self) -> str:
+        return r" \approx " if self.latex else " ≈ "
+
+    def shown(self, value: float, cell: Any = None) -> float:
+        """A number as the arithmetic shows it, read back: its decimal at this precision, or
+        its exact value (cell, from Stage.exact) where --exact writes that."""
+        if isinstance(cell, Fraction):
+            return float(cell)
+        if not math.isfinite(value):
+            return value
+        return float(fmt(value, self.precision))
+
+    def holds(self, shown: float, value: float) -> bool:
+        """Whether `shown` (the arithmetic redone from the numbers shown) gives the result shown
+        for `value`: the same number once rounded to this precision."""
+        target = self.shown(value)
+        if not (math.isfinite(shown) and math.isfinite(target)):
+            return shown == target
+        return abs(shown - target) <= 0.5 * 10.0**-self.precision + 1e-9 * max(1.0, abs(target))
+
+    def sign(self, shown: float, value: float) -> str:
+        """' = ' when the shown numbers give the result shown (holds), else ' ≈ '."""
+        return " = " if self.holds(shown, value) else self.approx
+
+    def line(self, left: str, shown: float, value: float, result: str) -> Line:
+        """The one place an arithmetic line is put together: its left side, then ' = ' when
+        the left side's shown numbers give the shown result (`shown` is that left side worked
+        out from them, `value` the stage's own), else ' ≈ '; then the result."""
+        sign = self.sign(shown, value)
+        return Line(f"{left}{sign}{result}", sign != " = ")
 
     def label(self, template: str, i: int, j: int) -> str:
         if self.latex:  # keep the braces: q_{12} is a two-digit subscript in TeX
@@ -128,56 +172,49 @@ def fits(stage: Stage, cells_limit: int, terms_limit: int) -> Msg | None:
 def _product_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
     """One row times one column: q₁·k₂ = 1×1 + 2×0 = 1 (plus the bias, when there is one)."""
     a, b = stage.operands
-    pairs = zip(a[i], b[:, j], strict=True)
+    n = len(a[i])
+    ea = eb = None
     if exact is not None and len(stage.operands_exact) == 2:
         ea, eb = stage.operands_exact
-        terms = [
-            f"{style.exact_factor(_exact_cell(ea, i, t), x)}{style.times}"
-            f"{style.exact_factor(_exact_cell(eb, t, j), y)}"
-            for t, (x, y) in enumerate(pairs)
-        ]
-    else:
-        terms = [f"{style.factor(x)}{style.times}{style.factor(y)}" for x, y in pairs]
+    rows = [_exact_cell(ea, i, t) for t in range(n)]
+    cols = [_exact_cell(eb, t, j) for t in range(n)]
+    terms, total = _products(a[i], b[:, j], style, rows, cols)
     if stage.bias is not None:
         bias = stage.bias_exact[j] if exact is not None and stage.bias_exact else None
-        terms.append(style.exact_factor(bias, float(stage.bias[j])))
-    equals = " = "
-    if exact is None and not _adds_up(stage, i, j, style):
-        equals = r" \approx " if style.latex else " ≈ "  # the rounded terms do not give it
-    return f"{style.label(stage.cell, i + 1, j + 1)} = {' + '.join(terms)}{equals}{result}"
-
-
-def _shown(value: float, style: Style) -> float:
-    """A number as the arithmetic shows it, read back."""
-    return float(fmt(value, style.precision).replace("−", "-"))
-
-
-def _adds_up(stage: Stage, i: int, j: int, style: Style) -> bool:
-    """Whether a student redoing the sum from the numbers shown gets the result shown."""
-    a, b = stage.operands
-    total = sum(
-        _shown(float(x), style) * _shown(float(y), style)
-        for x, y in zip(a[i], b[:, j], strict=True)
-    )
-    if stage.bias is not None:
-        total += _shown(float(stage.bias[j]), style)
-    return fmt(total, style.precision) == fmt(float(stage.value[i, j]), style.precision)
+        terms += f" + {style.exact_factor(bias, float(stage.bias[j]))}"
+        total += style.shown(float(stage.bias[j]), bias)
+    left = f"{style.label(stage.cell, i + 1, j + 1)} = {terms}"
+    return style.line(left, total, float(stage.value[i, j]), result)
 
 
 def _scale_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
     """[1,1]: 7 / √2 = 4.9497, or 7 × 0.5 = 3.5 for a scale given."""
     at = style.at(i + 1, j + 1)
     score = float(stage.operands[0][i, j])
-    s = style.num(score)
     assert stage.scale is not None
-    scale = style.num(stage.scale)
+    cell = scale_cell = None  # the exact score and scale, where --exact writes them
     if exact is not None and stage.operands_exact:
-        s = style.exact_factor(_exact_cell(stage.operands_exact[0], i, j), score)
-        if stage.scale_exact is not None:
-            scale = style.exact_factor(stage.scale_exact, stage.scale)
+        cell, scale_cell = _exact_cell(stage.operands_exact[0], i, j), stage.scale_exact
+    s = style.num(score) if cell is None else style.exact_factor(cell, score)
+    shown, value = style.shown(score, cell), float(stage.value[i, j])
     if stage.scale_text:
-        return f"{at}{style.divided(s, style.root(stage.scale_text))} = {result}"
-    return f"{at}{s} {style.times} {scale} = {result}"
+        left = f"{at}{style.divided(s, style.root(stage.scale_text))}"
+        return style.line(left, shown / _root_value(stage.scale_text), value, result)
+    scale = (
+        style.num(stage.scale)
+        if scale_cell is None
+        else style.exact_factor(scale_cell, stage.scale)
+    )
+    left = f"{at}{s} {style.times} {scale}"
+    return style.line(left, shown * style.shown(stage.scale, scale_cell), value, result)
+
+
+def _root_value(text: str) -> float:
+    """What a scale written as a root stands for, read back: '√2' -> 1.4142…, '8' -> 8."""
+    body = text.strip()
+    if body.startswith("√"):
+        return math.sqrt(float(body[1:]))
+    return float(body)
 
 
 def _exp_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
@@ -187,8 +224,10 @@ def _exp_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: st
     assert stage.row_max is not None
     if np.isneginf(logit):
         return f"{at}{style.exp(style.neg_inf)} = 0"
-    shift = style.num(float(stage.row_max[i]))
-    return f"{at}{style.exp(f'{style.num(logit)} {style.minus} {shift}')} = {result}"
+    top = float(stage.row_max[i])
+    left = f"{at}{style.exp(f'{style.num(logit)} {style.minus} {style.num(top)}')}"
+    shown = math.exp(style.shown(logit) - style.shown(top))
+    return style.line(left, shown, float(stage.value[i, j]), result)
 
 
 def _softmax_work(
@@ -199,33 +238,41 @@ def _softmax_work(
     total = float(stage.row_sum[i])
     if total == 0:
         return None
-    e = style.num(float(stage.operands[0][i, j]))
-    return f"{style.at(i + 1, j + 1)}{style.divided(e, style.num(total))} = {result}"
+    e = float(stage.operands[0][i, j])
+    left = f"{style.at(i + 1, j + 1)}{style.divided(style.num(e), style.num(total))}"
+    shown = style.shown(e) / style.shown(total)
+    return style.line(left, shown, float(stage.value[i, j]), result)
 
 
 def _add_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
     """[1,2]: 3.5355 + (−0.5) = 3.0355"""
     a, b = (float(m[i, j]) for m in stage.operands)
-    return f"{style.at(i + 1, j + 1)}{style.num(a)} + {style.factor(b)} = {result}"
+    left = f"{style.at(i + 1, j + 1)}{style.num(a)} + {style.factor(b)}"
+    return style.line(left, style.shown(a) + style.shown(b), float(stage.value[i, j]), result)
 
 
-def _terms(
-    row: np.ndarray,
-    col: np.ndarray,
+def _products(
+    row: Sequence[float] | np.ndarray,
+    col: Sequence[float] | np.ndarray,
     style: Style,
     exact_row: Any = None,
     exact_col: Any = None,
-) -> str:
-    """'1×0 + 2×1': a row times a column, with the exact factors (--exact) where recorded."""
+) -> tuple[str, float]:
+    """'1×0 + 2×1', and that sum worked out from the factors as shown: a row times a column,
+    with the exact factors (--exact) where recorded."""
     if exact_row is None or exact_col is None:
         exact_row = exact_col = [None] * len(row)
-    return " + ".join(
-        f"{style.exact_factor(ea, float(x))}{style.times}{style.exact_factor(eb, float(y))}"
-        for x, y, ea, eb in zip(row, col, exact_row, exact_col, strict=True)
-    )
+    terms, total = [], 0.0
+    for x, y, ea, eb in zip(row, col, exact_row, exact_col, strict=True):
+        x, y = float(x), float(y)
+        terms.append(f"{style.exact_factor(ea, x)}{style.times}{style.exact_factor(eb, y)}")
+        total += style.shown(x, ea) * style.shown(y, eb)
+    return " + ".join(terms), total
 
 
-def _row_of_product(stage: Stage, first: int, row: int, j: int, style: Style, exact: Any) -> str:
+def _row_of_product(
+    stage: Stage, first: int, row: int, j: int, style: Style, exact: Any
+) -> tuple[str, float]:
     """Row `row` of operand `first` times column j of the next operand, plus the bias: the
     arithmetic of a step's projection (exact factors when --exact recorded them)."""
     x, w = stage.operands[first], stage.operands[first + 1]
@@ -234,17 +281,18 @@ def _row_of_product(stage: Stage, first: int, row: int, j: int, style: Style, ex
         xs, ws = stage.operands_exact[first], stage.operands_exact[first + 1]
         if xs is not None and ws is not None:
             ex, ew = xs[row], [r[j] for r in ws]
-    terms = _terms(x[row], w[:, j], style, ex, ew)
+    terms, total = _products(x[row], w[:, j], style, ex, ew)
     if stage.bias is not None:
         bias = stage.bias_exact[j] if exact is not None and stage.bias_exact else None
         terms += f" + {style.exact_factor(bias, float(stage.bias[j]))}"
-    return terms
+        total += style.shown(float(stage.bias[j]), bias)
+    return terms, total
 
 
 def _step_project_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
     """[1,2]: 1×0 + 2×1 = 2: this step's token's row of X times a column of W."""
-    terms = _row_of_product(stage, 0, int(stage.params["take"][i]), j, style, exact)
-    return f"{style.at(i + 1, j + 1)}{terms} = {result}"
+    terms, total = _row_of_product(stage, 0, int(stage.params["take"][i]), j, style, exact)
+    return style.line(f"{style.at(i + 1, j + 1)}{terms}", total, float(stage.value[i, j]), result)
 
 
 def _append_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str | None:
@@ -254,9 +302,8 @@ def _append_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result:
         return None
     first = 1 if kept else 0
     row = int(stage.params["take"][i - kept])
-    return (
-        f"{style.at(i + 1, j + 1)}{_row_of_product(stage, first, row, j, style, exact)} = {result}"
-    )
+    terms, total = _row_of_product(stage, first, row, j, style, exact)
+    return style.line(f"{style.at(i + 1, j + 1)}{terms}", total, float(stage.value[i, j]), result)
 
 
 def _qk_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
@@ -266,8 +313,9 @@ def _qk_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str
     if exact is not None and len(stage.operands_exact) == 2 and None not in stage.operands_exact:
         eq, ek = stage.operands_exact[0][i], stage.operands_exact[1][j]  # type: ignore[index]
     row = int(stage.params["take"][i]) + 1  # the query's token, counted in the whole sequence
-    terms = _terms(q[i], k[j], style, eq, ek)
-    return f"{style.label('q_{i}·k_{j}', row, j + 1)} = {terms} = {result}"
+    terms, total = _products(q[i], k[j], style, eq, ek)
+    left = f"{style.label('q_{i}·k_{j}', row, j + 1)} = {terms}"
+    return style.line(left, total, float(stage.value[i, j]), result)
 
 
 def _max_of(values: np.ndarray, style: Style) -> str:
@@ -277,7 +325,9 @@ def _max_of(values: np.ndarray, style: Style) -> str:
 def _block_max_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
     """[1,1]: max(0.5, 1.2) = 1.2"""
     (s,) = stage.operands
-    return f"{style.at(i + 1, j + 1)}max({_max_of(s[i], style)}) = {result}"
+    left = f"{style.at(i + 1, j + 1)}max({_max_of(s[i], style)})"
+    shown = max(style.shown(float(v)) for v in s[i])
+    return style.line(left, shown, float(stage.value[i, j]), result)
 
 
 def _running_max_work(
@@ -287,17 +337,30 @@ def _running_max_work(
     if len(stage.operands) == 1:  # the first block: m₁ is its maximum, nothing to compare
         return None
     old, new = (float(o[i, 0]) for o in stage.operands)
-    return f"{style.at(i + 1, j + 1)}max({style.num(old)}, {style.num(new)}) = {result}"
+    left = f"{style.at(i + 1, j + 1)}max({style.num(old)}, {style.num(new)})"
+    shown = max(style.shown(old), style.shown(new))
+    return style.line(left, shown, float(stage.value[i, j]), result)
 
 
-def _correction_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[1,1]: e^(0.7 − 1.2) = 0.6065 (1 when the maximum did not grow)"""
+def _correction_work(
+    stage: Stage, i: int, j: int, style: Style, exact: Any, result: str
+) -> str | None:
+    """[1,1]: e^(0.7 − 1.2) = 0.6065 (1 when the maximum did not grow). Before the first key
+    of a row there is nothing to rescale: e^(-∞) = 0 for the first block, whatever its maximum
+    (−∞ too, when all its keys are masked), and no line while the maximum stays −∞."""
     at = style.at(i + 1, j + 1)
+    value = float(stage.value[i, j])
     if len(stage.operands) == 1:
-        new = style.num(float(stage.operands[0][i, 0]))
-        return f"{at}{style.exp(f'{style.neg_inf} {style.minus} {new}')} = {result}"
+        new = float(stage.operands[0][i, 0])
+        if np.isneginf(new):
+            return f"{at}{style.exp(style.neg_inf)} = 0"
+        left = f"{at}{style.exp(f'{style.neg_inf} {style.minus} {style.num(new)}')}"
+        return style.line(left, 0.0, value, result)
     old, newest = (float(o[i, 0]) for o in stage.operands)
-    return f"{at}{style.exp(f'{style.num(old)} {style.minus} {style.num(newest)}')} = {result}"
+    if np.isneginf(newest):  # every key so far masked: e^(−∞ − −∞) is not a number
+        return None
+    left = f"{at}{style.exp(f'{style.num(old)} {style.minus} {style.num(newest)}')}"
+    return style.line(left, math.exp(style.shown(old) - style.shown(newest)), value, result)
 
 
 def _block_exp_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
@@ -306,15 +369,19 @@ def _block_exp_work(stage: Stage, i: int, j: int, style: Style, exact: Any, resu
     at = style.at(i + 1, j + 1)
     if np.isneginf(s[i, j]):
         return f"{at}{style.exp(style.neg_inf)} = 0"
-    inner = f"{style.num(float(s[i, j]))} {style.minus} {style.num(float(m[i, 0]))}"
-    return f"{at}{style.exp(inner)} = {result}"
+    score, top = float(s[i, j]), float(m[i, 0])
+    inner = f"{style.num(score)} {style.minus} {style.num(top)}"
+    shown = math.exp(style.shown(score) - style.shown(top))
+    return style.line(f"{at}{style.exp(inner)}", shown, float(stage.value[i, j]), result)
 
 
 def _running_sum_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
     """ℓ₂[1] = ℓ₁·e^(m₁−m₂) + Σ e^(s−m₂) = 1.5×0.6065 + (0.4066 + 1) = 2.3164"""
     e = stage.operands[-1][i]
     b = stage.block or 1
+    value = float(stage.value[i, j])
     total = " + ".join(style.num(float(v)) for v in e)
+    fresh = sum(style.shown(float(v)) for v in e)
     if style.latex:
         ell, m, times = (lambda k: rf"\ell_{{{k}}}"), (lambda k: f"m_{{{k}}}"), r" \cdot "
         sums = rf"\sum e^{{s - {m(b)}}}"
@@ -324,22 +391,25 @@ def _running_sum_work(stage: Stage, i: int, j: int, style: Style, exact: Any, re
         sums = f"Σ e^(s−{m(b)})"
         carried = f"{ell(b - 1)}{times}e^({m(b - 1)}−{m(b)})"
     if len(stage.operands) == 1:
-        return f"{ell(b)}[{i + 1}] = {sums} = {total} = {result}"
+        return style.line(f"{ell(b)}[{i + 1}] = {sums} = {total}", fresh, value, result)
     old, fix = (float(o[i, 0]) for o in stage.operands[:2])
     said = f"{style.num(old)}{style.times}{style.num(fix)} + ({total})"
-    return f"{ell(b)}[{i + 1}] = {carried} + {sums} = {said} = {result}"
+    shown = style.shown(old) * style.shown(fix) + fresh
+    return style.line(f"{ell(b)}[{i + 1}] = {carried} + {sums} = {said}", shown, value, result)
 
 
 def _acc_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
     """[1,1]: 2.1×0.6065 + (0.4066×1 + 1×0) = 1.6737"""
     *before, e, v = stage.operands
     rows = stage.params["rows"]
-    fresh = _terms(e[i], v[rows, j], style)
+    fresh, total = _products(e[i], v[rows, j], style)
+    value = float(stage.value[i, j])
     if not before:
-        return f"{style.at(i + 1, j + 1)}{fresh} = {result}"
+        return style.line(f"{style.at(i + 1, j + 1)}{fresh}", total, value, result)
     acc, fix = float(before[0][i, j]), float(before[1][i, 0])
     kept = f"{style.factor(acc)}{style.times}{style.num(fix)}"
-    return f"{style.at(i + 1, j + 1)}{kept} + ({fresh}) = {result}"
+    shown = style.shown(acc) * style.shown(fix) + total
+    return style.line(f"{style.at(i + 1, j + 1)}{kept} + ({fresh})", shown, value, result)
 
 
 def _divide_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str | None:
@@ -347,29 +417,22 @@ def _divide_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result:
     acc, total = stage.operands
     if total[i, 0] == 0:
         return None
-    a, t = style.num(float(acc[i, j])), style.num(float(total[i, 0]))
-    return f"{style.at(i + 1, j + 1)}{style.divided(a, t)} = {result}"
+    a, t = float(acc[i, j]), float(total[i, 0])
+    left = f"{style.at(i + 1, j + 1)}{style.divided(style.num(a), style.num(t))}"
+    shown = style.shown(a) / style.shown(t)
+    return style.line(left, shown, float(stage.value[i, j]), result)
 
 
 # ---- the backward pass (qkvcalc.run.grad_ops) ------------------------------------------------
-
-
-def _equals(style: Style, shown: float, value: float) -> str:
-    """' = ' when redoing the arithmetic from the numbers shown gives the result shown, else
-    ' ≈ ' (the rounded terms do not give it)."""
-    if fmt(shown, style.precision) == fmt(value, style.precision):
-        return " = "
-    return r" \approx " if style.latex else " ≈ "
 
 
 def _sum_of_products(
     stage: Stage, i: int, j: int, style: Style, pairs: list[tuple[float, float]], result: str
 ) -> str:
     """d[1,2] = a×b + c×d = r: a gradient cell as the sum of products it is."""
-    terms = " + ".join(f"{style.factor(x)}{style.times}{style.factor(y)}" for x, y in pairs)
-    total = sum(_shown(x, style) * _shown(y, style) for x, y in pairs)
-    equals = _equals(style, total, float(stage.value[i, j]))
-    return f"{style.label(stage.cell, i + 1, j + 1)} = {terms}{equals}{result}"
+    terms, total = _products([x for x, _ in pairs], [y for _, y in pairs], style)
+    left = f"{style.label(stage.cell, i + 1, j + 1)} = {terms}"
+    return style.line(left, total, float(stage.value[i, j]), result)
 
 
 def _tn_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
@@ -405,8 +468,8 @@ def _loss_grad_work(stage: Stage, i: int, j: int, style: Style, exact: Any, resu
     """[1,2]: 2.6089 − 1 = 1.6089 (O − T)"""
     o = float(stage.operands[0][i, j])
     t = float(stage.params["target"][i, j])
-    equals = _equals(style, _shown(o, style) - _shown(t, style), float(stage.value[i, j]))
-    return f"{style.at(i + 1, j + 1)}{style.num(o)} {style.minus} {style.factor(t)}{equals}{result}"
+    left = f"{style.at(i + 1, j + 1)}{style.num(o)} {style.minus} {style.factor(t)}"
+    return style.line(left, style.shown(o) - style.shown(t), float(stage.value[i, j]), result)
 
 
 def _attend_grad_work(
@@ -416,9 +479,9 @@ def _attend_grad_work(
     if (i, j) not in stage.params["targets"]:
         return None
     a = float(stage.operands[0][i, j])
-    equals = _equals(style, -1 / _shown(a, style), float(stage.value[i, j]))
     cell = f"{style.minus}{style.divided('1', style.num(a))}"
-    return f"{style.at(i + 1, j + 1)}{cell}{equals}{result}"
+    shown = -1 / style.shown(a) if style.shown(a) else math.nan
+    return style.line(f"{style.at(i + 1, j + 1)}{cell}", shown, float(stage.value[i, j]), result)
 
 
 def _rowdot_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
@@ -431,14 +494,12 @@ def _rowdot_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result:
 
 
 def _softmax_back_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[2,1]: 0.8044×(11.4354 − 10.0621) = 1.1047; a masked key (weight 0) gets 0."""
+    """[2,1]: 0.8044×(11.4354 − 10.0621) = 1.1047; a masked key: 0×(0.5 − 1.2) = 0."""
     a, da, r = (float(m[i, j if k < 2 else 0]) for k, m in enumerate(stage.operands))
-    if a == 0:
-        return f"{style.at(i + 1, j + 1)}0{style.times}(…) = 0"
-    shown = _shown(a, style) * (_shown(da, style) - _shown(r, style))
-    equals = _equals(style, shown, float(stage.value[i, j]))
+    shown = style.shown(a) * (style.shown(da) - style.shown(r))
     inner = f"{style.num(da)} {style.minus} {style.factor(r)}"
-    return f"{style.at(i + 1, j + 1)}{style.num(a)}{style.times}({inner}){equals}{result}"
+    left = f"{style.at(i + 1, j + 1)}{style.num(a)}{style.times}({inner})"
+    return style.line(left, shown, float(stage.value[i, j]), result)
 
 
 def _bias_grad_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
@@ -450,8 +511,9 @@ def _bias_grad_work(stage: Stage, i: int, j: int, style: Style, exact: Any, resu
         for v in g[:, j - cols.start]
     ]
     terms = " + ".join(style.factor(v) for v in cells)
-    equals = _equals(style, sum(_shown(v, style) for v in cells), float(stage.value[i, j]))
-    return f"{style.label(stage.cell, i + 1, j + 1)} = {terms}{equals}{result}"
+    left = f"{style.label(stage.cell, i + 1, j + 1)} = {terms}"
+    shown = sum(style.shown(v) for v in cells)
+    return style.line(left, shown, float(stage.value[i, j]), result)
 
 
 def _input_grad_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
@@ -464,18 +526,22 @@ def _input_grad_work(stage: Stage, i: int, j: int, style: Style, exact: Any, res
         f"(d{letter}·W_{letter}ᵀ){style.label('[{i},{j}]', i + 1, j + 1)}" for letter in stage.names
     )
     numbers = " + ".join(style.factor(v) for v in parts)
-    equals = _equals(style, sum(_shown(v, style) for v in parts), float(stage.value[i, j]))
-    return f"{style.label(stage.cell, i + 1, j + 1)} = {named} = {numbers}{equals}{result}"
+    left = f"{style.label(stage.cell, i + 1, j + 1)} = {named} = {numbers}"
+    shown = sum(style.shown(v) for v in parts)
+    return style.line(left, shown, float(stage.value[i, j]), result)
 
 
 def _scale_back_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
     """[1,2]: 1.1047 / √2 = 0.7812, or 1.1047 × 0.5 for a scale given."""
-    g = style.num(float(stage.operands[-1][i, j]))
+    grad = float(stage.operands[-1][i, j])
+    g, value = style.num(grad), float(stage.value[i, j])
     params = stage.params["of"]
     if params.get("scale_text"):
         cell = style.divided(g, style.root(params["scale_text"]))
-        return f"{style.at(i + 1, j + 1)}{cell} = {result}"
-    return f"{style.at(i + 1, j + 1)}{g} {style.times} {style.num(params['scale'])} = {result}"
+        shown = style.shown(grad) / _root_value(params["scale_text"])
+        return style.line(f"{style.at(i + 1, j + 1)}{cell}", shown, value, result)
+    left = f"{style.at(i + 1, j + 1)}{g} {style.times} {style.num(params['scale'])}"
+    return style.line(left, style.shown(grad) * style.shown(params["scale"]), value, result)
 
 
 # the backward of the core ops, by forward op; a feature's op brings its own (Op.grad_work)
@@ -499,9 +565,10 @@ def _lse_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: st
     if total <= 0:
         return f"{label} = {style.neg_inf}"
     log = r"\log" if style.latex else "log"
-    shown = _shown(top, style) + math.log(_shown(total, style)) if _shown(total, style) > 0 else 0
-    equals = _equals(style, shown, float(stage.value[i, j]))
-    return f"{label} = {style.num(top)} + {log} {style.num(total)}{equals}{result}"
+    kept = style.shown(total)
+    shown = style.shown(top) + math.log(kept) if kept > 0 else -math.inf
+    left = f"{label} = {style.num(top)} + {log} {style.num(total)}"
+    return style.line(left, shown, float(stage.value[i, j]), result)
 
 
 def _block_p_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
@@ -511,9 +578,9 @@ def _block_p_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result
     if np.isneginf(s[i, j]):
         return f"{at}{style.exp(style.neg_inf)} = 0"
     x, m = float(s[i, j]), float(top[i, 0])
-    equals = _equals(style, math.exp(_shown(x, style) - _shown(m, style)), float(stage.value[i, j]))
+    shown = math.exp(style.shown(x) - style.shown(m))
     inner = f"{style.num(x)} {style.minus} {style.factor(m)}"
-    return f"{at}{style.exp(inner)}{equals}{result}"
+    return style.line(f"{at}{style.exp(inner)}", shown, float(stage.value[i, j]), result)
 
 
 def _attend_rowdot_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
@@ -547,11 +614,10 @@ def _grad_q_acc_work(stage: Stage, i: int, j: int, style: Style, exact: Any, res
     if not before:
         return _sum_of_products(stage, i, j, style, pairs, result)
     prev = float(before[0][i, j])
-    terms = " + ".join(f"{style.factor(x)}{style.times}{style.factor(y)}" for x, y in pairs)
-    total = _shown(prev, style) + sum(_shown(x, style) * _shown(y, style) for x, y in pairs)
-    equals = _equals(style, total, float(stage.value[i, j]))
+    terms, total = _products([x for x, _ in pairs], [y for _, y in pairs], style)
     label = style.label(stage.cell, i + 1, j + 1)
-    return f"{label} = {style.num(prev)} + ({terms}){equals}{result}"
+    left = f"{label} = {style.num(prev)} + ({terms})"
+    return style.line(left, style.shown(prev) + total, float(stage.value[i, j]), result)
 
 
 class _BlockColumns:
@@ -683,12 +749,16 @@ def stage_extras(
         reason = fits(stage, opts.arithmetic_cells, opts.arithmetic_terms)
         if reason is None:
             work = list(stage_work(stage, style))
-            approx = r" \approx " if style.latex else " ≈ "
-            if stage.is_product and not opts.exact and any(approx in line for line in work):
-                notes.append(Msg("note.rounded", precision=opts.precision))
         else:
             notes.append(Msg("note.no_arithmetic", reason=reason))
-    return StageExtras(notes, row_summaries(stage, trace, opts.precision, opts.max_rows), work)
+    rows = row_summaries(stage, trace, opts.precision, opts.max_rows)
+    said_approx = [r for r in rows if r is not None and "≈" in r.params.get("eq", "")]
+    rounded = Msg("note.rounded", precision=opts.precision)
+    if (any(getattr(line, "approx", False) for line in work) or said_approx) and (
+        rounded not in notes
+    ):
+        notes.append(rounded)  # the ≈ note follows any ≈
+    return StageExtras(notes, rows, work)
 
 
 def row_summaries(stage: Stage, trace: Trace, precision: int, max_rows: int) -> list[Msg | None]:
@@ -715,9 +785,32 @@ def row_summaries(stage: Stage, trace: Trace, precision: int, max_rows: int) -> 
         if stage.row_sum[i] == 0:
             out.append(Msg("ui.all_masked_row", row=i + 1, token=token))
         else:
-            top, total = (fmt(float(v), precision) for v in (row_max[i], stage.row_sum[i]))
-            out.append(Msg("ui.softmax_row", row=i + 1, token=token, max=top, sum=total))
+            out.append(_softmax_row(stage, i, token, float(row_max[i]), Style(precision)))
     return out
+
+
+MAX_SUM_TERMS = 12  # a row's sum of exponentials is written out term by term up to this many
+
+
+def _softmax_row(stage: Stage, i: int, token: str, row_max: float, style: Style) -> Msg:
+    """row 2 (love): max = 2.1213; sum of exponentials = 1 + 0.2431 = 1.2431 (≈ when the
+    exponentials as shown do not add up to the sum shown; a masked key's 0 left out)."""
+    assert stage.row_sum is not None
+    top, total = style.num(row_max), float(stage.row_sum[i])
+    exps = [float(v) for v in stage.operands[0][i] if v != 0]
+    if len(exps) < 2 or len(exps) > MAX_SUM_TERMS:  # nothing to add up, or too much
+        return Msg("ui.softmax_row", row=i + 1, token=token, max=top, sum=style.num(total))
+    terms = " + ".join(style.num(v) for v in exps)
+    eq = style.sign(sum(map(style.shown, exps)), total)
+    return Msg(
+        "ui.softmax_row_terms",
+        row=i + 1,
+        token=token,
+        max=top,
+        terms=terms,
+        eq=eq,
+        sum=style.num(total),
+    )
 
 
 def _row_max_behind(stage: Stage, trace: Trace) -> np.ndarray:
