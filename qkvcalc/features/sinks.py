@@ -160,7 +160,8 @@ def _grads(p: Any, sinks: np.ndarray, softmaxes: list[tuple[Ref, Ref]]) -> list[
 
 def _torch(sinks: np.ndarray, literal: Callable[[Any], str]) -> list[str]:
     return [
-        f"sinks = t({literal(sinks)}).view(1, -1, 1, 1).expand(1, -1, n, 1)  # one per head",
+        f"sink_logits = t({literal(sinks)})  # one per head",
+        "sinks = sink_logits.view(1, -1, 1, 1).expand(1, -1, n, 1)",
         "# the sink joins each row's softmax as one more column, dropped after it",
         "weights = torch.softmax(torch.cat([scores, sinks], dim=-1), dim=-1)[..., :-1]",
     ]
