@@ -204,5 +204,6 @@ FEATURE = Feature(
     echo=lambda sinks: sinks.tolist(),
     worksheet_notes=("note.sinks", "note.sinks_weights", "note.exact_stops_sinks"),
     torch_softmax=_torch,
+    torch_leaf=("dsigma", "sink_logits"),
     torch_module_gap="it has no attention sinks: each row of its weights sums to 1",
 )

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from qkvcalc import features
+from qkvcalc.plan import ids
 from qkvcalc.render import RenderOptions
 
 if TYPE_CHECKING:
@@ -337,36 +338,37 @@ def _gradients(trace: Trace) -> list[tuple[str, str, np.ndarray]]:
         return np.concatenate([trace.stage(sid, h).value for h in heads], axis=1)
 
     if flows:
-        out.append(("dO", "output", trace.stage("grad_output").value))
-    for name, tensor, sid in (("dW_O", "W_O", "grad_wo"), ("db_O", "b_O", "grad_bo")):
-        stage = trace.find(sid)  # W_O reaches the loss unless it is `attend`
-        if stage is not None:
-            out.append((name, tensor, stage.value if name == "dW_O" else stage.value[0]))
+        out.append(("dO", "output", trace.stage(ids.GRAD_OUTPUT).value))
+    wo = trace.find(ids.GRAD_WO)  # W_O reaches the loss unless it is `attend`
+    if wo is not None:
+        out.append(("dW_O", "W_O", wo.value))
     for k, h in enumerate(heads):
         label = "" if h is None else f" (head {h})"
-        out.append((f"dA{label}", f"weights[0, {k}]", trace.stage("grad_weights", h).value))
+        out.append((f"dA{label}", f"weights[0, {k}]", trace.stage(ids.GRAD_WEIGHTS, h).value))
         if flows and p.kv_heads == p.heads and h is not None:
-            out.append((f"dV{label}", f"v[0, {k}]", trace.stage("grad_v", h).value))
-    out.append(("dQ", "Q", side_by_side("grad_q")))
+            out.append((f"dV{label}", f"v[0, {k}]", trace.stage(ids.GRAD_V, h).value))
+    out.append(("dQ", "Q", side_by_side(ids.GRAD_Q)))
     if p.kv_heads == p.heads:
-        out.append(("dK", "K", side_by_side("grad_k")))
+        out.append(("dK", "K", side_by_side(ids.GRAD_K)))
         if flows:
-            out.append(("dV", "V", side_by_side("grad_v")))
+            out.append(("dV", "V", side_by_side(ids.GRAD_V)))
     if p.projected:
-        for side in "qkv":
-            stage = trace.find(f"grad_w{side}")
+        for letter, weight in (("Q", ids.GRAD_WQ), ("K", ids.GRAD_WK), ("V", ids.GRAD_WV)):
+            stage = trace.find(weight)  # dW_V: not with `attend`
             if stage is not None:
-                out.append((f"dW_{side.upper()}", f"W_{side.upper()}", stage.value))
-            stage = trace.find(f"grad_b{side}")
-            if stage is not None:
-                out.append((f"db_{side.upper()}", f"b_{side.upper()}", stage.value[0]))
+                out.append((f"dW_{letter}", f"W_{letter}", stage.value))
         x = "X_given" if p.variants.pe is not None else "X"
-        out.append(("dX", x, trace.stage("grad_x").value))
+        out.append(("dX", x, trace.stage(ids.GRAD_X).value))
         if p.cross:
-            out.append(("dsource", "S", trace.stage("grad_source").value))
-    sinks = trace.find("grad_sinks")
-    if sinks is not None:
-        out.append(("dsigma", "sink_logits", sinks.value[0]))
+            out.append(("dsource", "S", trace.stage(ids.GRAD_SOURCE).value))
+    for stage in trace.stages:  # the biases' gradients, one row each: db_Q is b_Q's
+        if stage.op == "bias_grad":
+            out.append((stage.symbol, stage.symbol[1:], stage.value[0]))
+    for feature, value in features.active(p):  # a feature's own learned numbers
+        if feature.torch_leaf is not None and feature.grads is not None:
+            name, tensor = feature.torch_leaf
+            for spec in feature.grads(p, value, []):
+                out.append((name, tensor, trace.stage(spec.id).value[0]))
     return out
 
 
@@ -392,7 +394,7 @@ def _backward(trace: Trace) -> list[str]:
             "loss = 0.5 * ((output - T) ** 2).sum()  # L = 1/2 * sum (O - T)^2",
             "loss.backward()",
         ]
-    elif p.loss.kind == "grad_output":
+    elif p.loss.kind != "attend":  # grad_output: dL/dO given
         assert p.loss.matrix is not None
         out += [
             f"dO = t({literal(p.loss.matrix.values)})  # dL/dO, given",
