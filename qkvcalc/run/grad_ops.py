@@ -15,6 +15,10 @@ it names, so a feature brings its gradient with its operation.
                                                  query heads share a key/value head)
     bias_grad     db = Σᵢ dQᵢ                     the column sums
     input_grad    dX = Σ_paths dP·W_Pᵀ            the chain rule's paths summed
+
+--exact: the stages that stay rational have an exact form too (qkvcalc.run.exact attaches it):
+with `grad_output` given, dO and its heads' cuts, d(concat) = dO·W_Oᵀ, db_O = Σᵢ dOᵢ and
+dA = dO·Vᵀ are fractions; whatever reads the weights A (an exponential's quotient) is not.
 """
 
 from __future__ import annotations
@@ -78,6 +82,27 @@ def _exact_nt(ops: Sequence[Any], params: Params) -> Any:
     from qkvcalc.run import rational as exact
 
     return exact.matmul(ops[0], exact.transpose(ops[1])), ()  # type: ignore[arg-type]
+
+
+def _exact_cut(ops: Sequence[Any], params: Params) -> Any:
+    from qkvcalc.run import rational as exact
+
+    return exact.columns(ops[0], params["cols"]), ()
+
+
+def _exact_bias_grad(ops: Sequence[Any], params: Params) -> Any:
+    # the column sums of each head's gradient, in its columns: [1, width]
+    from fractions import Fraction
+
+    out: list[Fraction | None] = [Fraction(0)] * params["width"]
+    for g, cols in zip(ops, params["cols"], strict=True):
+        for j, c in enumerate(range(*cols.indices(params["width"]))):
+            column = [row[j] for row in g]
+            total = out[c]
+            for cell in column:
+                total = None if total is None or not isinstance(cell, Fraction) else total + cell
+            out[c] = total
+    return (tuple(out),), ()
 
 
 def _loss_grad(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
@@ -207,7 +232,7 @@ def _input_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
 OPS: dict[str, Op] = {
     op.name: op
     for op in (
-        Op("cut", _cut, _cut_feeds, overflow=lambda p: False),
+        Op("cut", _cut, _cut_feeds, _exact_cut, overflow=lambda p: False),
         Op("matmul_tn", _tn, _tn_feeds, _exact_tn),
         Op("matmul_nt", _nt, _nt_feeds, _exact_nt),
         Op("loss_grad", _loss_grad, same_cell),
@@ -216,7 +241,7 @@ OPS: dict[str, Op] = {
         Op("softmax_back", _softmax_back, _softmax_back_feeds),
         Op("back", _back, _back_feeds),
         Op("weight_grad", _weight_grad, _weight_feeds),
-        Op("bias_grad", _bias_grad, _bias_feeds),
+        Op("bias_grad", _bias_grad, _bias_feeds, _exact_bias_grad),
         Op("input_grad", _input_grad, _input_feeds),
     )
 }
