@@ -163,14 +163,16 @@ def _back(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) ->
 
 
 def _back_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
-    # the incoming gradient's cell, and the forward operand cells the forward op read for it
-    # (a rotation reads the partner dimension, a norm the whole row)
+    # the incoming gradient's cells where the forward op's cell (i, j) went (a rotation: the
+    # partner dimension too; a norm: the whole row), and, when its backward reads them
+    # (Op.grad_reads: a norm, a cap), the forward operand's cells as well
     grad = len(shapes) - 1
-    yield grad, i, j
-    for k, a, b in back_of(params).feeds(i, j, shapes[:-2], params["of"]):
-        if k == 0 and (a, b) != (i, j):
-            yield grad, a, b
-    yield 0, i, j
+    forward = back_of(params)
+    first = [(a, b) for k, a, b in forward.feeds(i, j, shapes[:-2], params["of"]) if k == 0]
+    cells = list(dict.fromkeys([(i, j), *first]))
+    yield from ((grad, a, b) for a, b in cells)
+    if forward.grad_reads:
+        yield from ((0, a, b) for a, b in cells)
 
 
 def _weight_grad(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
