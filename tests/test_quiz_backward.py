@@ -204,3 +204,15 @@ def test_a_real_quiz_process_grades_the_backward(tmp_path):
     )
     assert sheet.returncode == 0, sheet.stderr
     assert set(json.loads(sheet.stdout)) >= {"grad_weights", sid, "grad_q", "grad_k", "grad_wq"}
+
+
+def test_without_a_loss_the_backward_quiz_is_one_message_and_random_takes_one():
+    proc = run_qkvcalc("quiz", "--preset", "sentence", "--backward", "--template")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "--backward needs a place for the gradient to start" in proc.stderr
+    args = ["quiz", "--random", "--seed", "3", "--size", "3,2", "--attend", "1 2 3"]
+    sheet = run_qkvcalc(*args, "--backward", "--template")
+    assert sheet.returncode == 0, sheet.stderr
+    keys = set(json.loads(sheet.stdout))
+    assert {"grad_weights", "grad_scores", "grad_q", "grad_k", "grad_wq"} <= keys
+    assert "grad_v" not in keys  # `attend` reads the weights alone: V gets no gradient
