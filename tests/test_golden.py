@@ -34,6 +34,19 @@ def test_preset_table_matches_its_golden_render(cli, name):
     assert text == golden.read_text(encoding="utf-8")
 
 
+def test_a_backward_run_matches_its_golden_render(cli):
+    """The backward pass (--backward) of the sentence preset from `attend`: every gradient stage,
+    its arithmetic and notes (the loss, √d_k shown by its gradients), pinned the same way."""
+    result = cli("explain", "--preset", "sentence", "--attend", "1 1 2", "--backward")
+    assert result.exit_code == 0, result.stderr
+    golden = GOLDEN / "sentence.backward.table.txt"
+    text = normalise(result.stdout)
+    if REGEN:
+        golden.write_text(text, encoding="utf-8")
+    assert golden.exists(), "no golden render of the backward run: regenerate and review it"
+    assert text == golden.read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize("name", PRESETS)
 def test_preset_runs_in_every_format(cli, name):
     """Every preset in every format, brief: the goldens pin two presets' exports, this runs

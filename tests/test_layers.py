@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -245,10 +246,15 @@ def test_the_ids_the_other_layers_ask_for_are_the_plans():
     from qkvcalc.plan import ids
     from qkvcalc.plan.schedule import plan
 
-    made = {
-        spec.id
-        for name in presets.names()
-        for spec in plan(Problem.from_mapping(presets.load(name)))
-    }
+    made = set()
+    for name in presets.names():
+        problem = Problem.from_mapping(presets.load(name))
+        made |= {spec.id for spec in plan(problem)}
+        if problem.decode is None and problem.tiles is None:  # and its backward's (a target)
+            d_out = problem.wo.values.shape[1] if problem.wo is not None else None
+            d_out = d_out or problem.heads * problem.d_v
+            own = {k: v for k, v in presets.load(name).items() if k != "attend"}
+            doc = own | {"target": [[0] * d_out] * problem.n}
+            made |= {spec.id for spec in plan(replace(Problem.from_mapping(doc), backward=True))}
     asked = {v for k, v in vars(ids).items() if k.isupper() and isinstance(v, str)}
     assert asked <= made, asked - made

@@ -638,3 +638,28 @@ def test_quitting_leaves_the_shell_prompt_on_a_line_of_its_own():
     child.close()
     assert child.exitstatus == 0
     assert shown.endswith("\n"), repr(shown[-80:])
+
+
+def test_step_goes_through_the_backward_stages():
+    """--step --backward: after the 11 forward stages, the 10 of the backward pass, each its own
+    screen with its formula and its arithmetic; back from the first gradient to the output."""
+    child = spawn("--preset", "sentence", "--attend", "1 1 2", "--backward", "--step")
+    child.expect_exact("the problem — 21 stages follow")
+    child.send("12")
+    child.expect_exact("(Enter)")
+    child.send(ENTER)
+    child.expect_exact("stage 12 of 21 — dA[i, tᵢ] = −1 / A[i, tᵢ]")
+    child.expect_exact("? keys · q quit")
+    assert "−1 / " in child.before  # the cell arithmetic of the loss's gradient
+    child.send(RIGHT)
+    child.expect_exact("stage 13 of 21 — r = Σⱼ Aᵢⱼ·dAᵢⱼ")
+    child.send(RIGHT)
+    child.expect_exact("stage 14 of 21 — d(S+M) = A ⊙ (dA − r)")
+    child.send(LEFT * 2)
+    child.expect_exact("stage 12 of 21")
+    child.send(LEFT)
+    child.expect_exact("stage 11 of 21 — A·V")
+    child.send(END)
+    child.expect_exact("stage 21 of 21 — dX = dQ·W_Qᵀ + dK·W_Kᵀ")
+    child.send("q")
+    assert finish(child) == 0

@@ -614,6 +614,40 @@ MESSAGES: dict[str, str] = {
     "quiz.size": "--size {text!r}: write the number of tokens and the width as n,d (e.g. 3,2), "
     "each from 1 to {limit}",
     "quiz.seed": "--seed {seed}: a seed is a whole number from 0 to {limit}",
+    # ---- the backward pass in the quiz and exports (issue 21) ----
+    "help.quiz.backward": "Ask the backward pass's stages too (grad_v, grad_weights, the softmax "
+    "backward, grad_scores, grad_q, grad_k, grad_wq unless --stages says otherwise), from the "
+    "problem's grad_output, target or attend.",
+    "hint.grad_v": "{cell} is column {i} of A (row {i} of Aᵀ) times column {j} of dO: "
+    "Σₜ A[t,{i}]·dO[t,{j}], pair by pair, added.",
+    "hint.grad_weights": "{cell} is row {i} of dO times row {j} of V (column {j} of Vᵀ): "
+    "multiply them pair by pair and add.",
+    "hint.grad_attend": "{cell} = −1 / A[{i},{j}] when key {j} is the target of query {i}, else 0.",
+    "hint.grad_rowdot": "{cell} = Σⱼ A[{i},j]·dA[{i},j]: row {i} of A times row {i} of dA, "
+    "pair by pair, added.",
+    "hint.grad_softmax": "{cell} = A[{i},{j}]·(dA[{i},{j}] − r[{i}]): the row term r of row {i} "
+    "comes off first.",
+    "hint.grad_q_side": "{cell} is row {i} of d(Q·Kᵀ) times column {j} of {k}: multiply them "
+    "pair by pair and add.",
+    "hint.grad_k_side": "{cell} is column {i} of d(Q·Kᵀ) times column {j} of {q}: "
+    "Σₜ d(Q·Kᵀ)[t,{i}]·{q}[t,{j}].",
+    "hint.grad_weight": "{cell} is column {i} of {x} times column {j} of d{p} (the heads side by "
+    "side): Σₜ {x}[t,{i}]·d{p}[t,{j}].",
+    "hint.grad_weight_torch": "{cell} is column {i} of d{p} (the heads side by side) times "
+    "column {j} of {x}: the layout is out × in, turned.",
+    "hint.grad_input": "{cell} adds cell [{i},{j}] of every path: {terms}.",
+    "mistake.grad_v_not_transposed": "This is A·dO; the output was A·V, so the gradient of V is "
+    "the other factor turned: dV = Aᵀ·dO (column i of A against dO).",
+    "mistake.softmax_back_no_row_term": "This is A ⊙ dA, as if each weight moved alone; the "
+    "weights of a row add up to 1, so the row term comes off first: dS = A ⊙ (dA − r), "
+    "rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ.",
+    "mistake.grad_scale_missing": "{grad} was computed from the scaled scores' gradient; the "
+    "scores were multiplied by the scale {scale}, so d(Q·Kᵀ) is that gradient times {scale} "
+    "first.",
+    "mistake.grad_path_forgotten": "One path is missing: {x} reaches the loss along every "
+    "projection that reads it, and the chain rule adds them all; {path} was left out.",
+    "hint.grad_back": "{cell} is cell [{i},{j}] of {rule}: the gradient {out} taken back "
+    "through this step.",
     # ---- quiz, round two (issue 17): named mistakes, unreadable cells, hints ------------
     "mistake.weight_transposed": "These are {x}·{w}ᵀ; with row vectors {name} = {x}·{w}, with "
     "no transpose: column j of {w} makes column j of {name}.",

@@ -617,6 +617,40 @@ MESSAGES: dict[str, str] = {
     "quiz.size": "--size {text!r}: 토큰 수와 폭을 n,d 꼴로 쓰세요(예: 3,2). 각각 1부터 "
     "{limit}까지입니다",
     "quiz.seed": "--seed {seed}: 시드는 0부터 {limit}까지의 정수입니다",
+    # ---- the backward pass in the quiz and exports (issue 21) ----
+    "help.quiz.backward": "역전파 단계도 묻습니다(--stages가 따로 정하지 않으면 grad_v, "
+    "grad_weights, 소프트맥스의 역전파, grad_scores, grad_q, grad_k, grad_wq). 기울기는 문제의 "
+    "grad_output, target, attend에서 시작합니다.",
+    "hint.grad_v": "{cell} = Σₜ A[t,{i}]·dO[t,{j}]: A의 열 {i}(Aᵀ의 행 {i}) 곱하기 dO의 열 "
+    "{j}, 짝끼리 곱해 더합니다.",
+    "hint.grad_weights": "{cell}: dO의 행 {i} 곱하기 V의 행 {j}(Vᵀ의 열 {j}), 짝끼리 곱해 "
+    "더합니다.",
+    "hint.grad_attend": "{cell} = −1 / A[{i},{j}]입니다(Key {j}의 번호가 Query {i}의 "
+    "목표일 때). 그 밖에는 0입니다.",
+    "hint.grad_rowdot": "{cell} = Σⱼ A[{i},j]·dA[{i},j]: A의 행 {i} 곱하기 dA의 행 {i}, "
+    "짝끼리 곱해 더합니다.",
+    "hint.grad_softmax": "{cell} = A[{i},{j}]·(dA[{i},{j}] − r[{i}]): 행 {i}의 행 항 r을 "
+    "먼저 뺍니다.",
+    "hint.grad_q_side": "{cell}: d(Q·Kᵀ)의 행 {i} 곱하기 {k}의 열 {j}, 짝끼리 곱해 더합니다.",
+    "hint.grad_k_side": "{cell}: d(Q·Kᵀ)의 열 {i} 곱하기 {q}의 열 {j}, "
+    "Σₜ d(Q·Kᵀ)[t,{i}]·{q}[t,{j}].",
+    "hint.grad_weight": "{cell}: {x}의 열 {i} 곱하기 d{p}의 열 {j}(헤드들을 나란히 놓은 것), "
+    "Σₜ {x}[t,{i}]·d{p}[t,{j}].",
+    "hint.grad_weight_torch": "{cell}: d{p}의 열 {i}(헤드들을 나란히 놓은 것) 곱하기 {x}의 "
+    "열 {j}. 배치가 out × in이라 전치되어 있습니다.",
+    "hint.grad_input": "{cell}: 모든 경로에서 칸 [{i},{j}]의 값을 더합니다. {terms}.",
+    "mistake.grad_v_not_transposed": "A·dO를 계산했습니다. 출력이 A·V였으므로 V의 기울기는 "
+    "다른 인수를 전치한 것입니다: dV = Aᵀ·dO(A의 열 i와 dO의 곱).",
+    "mistake.softmax_back_no_row_term": "A ⊙ dA를 계산했습니다. 가중치 하나만 따로 움직이는 "
+    "것처럼 계산한 것입니다. 한 행의 가중치는 합이 1이므로 행 항을 먼저 뺍니다: "
+    "dS = A ⊙ (dA − r), rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ.",
+    "mistake.grad_scale_missing": "{grad}의 값을 스케일링된 스코어의 기울기로 계산했습니다. "
+    "스코어에 스케일 {scale}의 값을 곱했으므로, d(Q·Kᵀ)는 먼저 그 기울기에 {scale}의 값을 "
+    "곱한 것입니다.",
+    "mistake.grad_path_forgotten": "경로 하나가 빠졌습니다. {x}의 값은 그것을 읽는 모든 선형 "
+    "투영을 거쳐 손실에 닿고, 연쇄 법칙은 그 경로를 모두 더합니다. 빠진 경로: {path}.",
+    "hint.grad_back": "{cell}: {rule}의 칸 [{i},{j}]입니다. 기울기 {out}의 값을 이 단계를 "
+    "거슬러 되돌린 것입니다.",
     # ---- quiz, round two (issue 17): named mistakes, unreadable cells, hints ------------
     "mistake.weight_transposed": "이 값은 {x}·{w}ᵀ입니다. 행 벡터 규칙에서는 전치 없이 "
     "{name} = {x}·{w}입니다. {w}의 j번째 열이 {name}의 j번째 열을 만듭니다.",

@@ -76,10 +76,23 @@ def _interrupted(console: "Console", lang: str) -> typer.Exit:
     return typer.Exit(EXIT_INTERRUPTED)
 
 
-def _load(given: SimpleNamespace, answers: str | None) -> "tuple[Trace, dict[str, Any] | None]":
-    """The problem's Trace, and for --random the seed and size to show."""
-    source, preset, seed, size = given.source, given.preset, given.seed, given.size
+def _load(
+    given: SimpleNamespace, answers: str | None, grads: SimpleNamespace
+) -> "tuple[Trace, dict[str, Any] | None]":
+    """The problem's Trace (with --backward, its gradients too), and for --random the seed and
+    size to show."""
+    from dataclasses import replace
+
     from qkvcalc.input.problem import Problem
+
+    source, preset, seed, size = given.source, given.preset, given.seed, given.size
+    # where --backward starts, typed on the command line (else the problem's own key)
+    loss = {k: getattr(grads, k) for k in ("target", "grad_output", "attend")}
+
+    def problem(doc: dict[str, Any]) -> Problem:
+        found = Problem.from_mapping(doc)
+        return replace(found, backward=True) if grads.backward else found
+
     from qkvcalc.input.sources import gather
     from qkvcalc.quiz.problems import MAX_SIZE, new_seed, parse_size, random_problem
     from qkvcalc.run.engine import run
@@ -93,8 +106,8 @@ def _load(given: SimpleNamespace, answers: str | None) -> "tuple[Trace, dict[str
             raise QkvcalcError("quiz.size", text=size_text[:MAX_SIZE_TEXT] + "…", limit=MAX_SIZE)
         n, d = parse_size(size_text)
         seed = new_seed() if seed is None else seed
-        doc = random_problem(seed, n, d)
-        return run(Problem.from_mapping(doc)), {"seed": seed, "size": f"{n},{d}"}
+        doc = random_problem(seed, n, d) | {k: v for k, v in loss.items() if v is not None}
+        return run(problem(doc)), {"seed": seed, "size": f"{n},{d}"}
     if seed is not None or size is not None:
         raise QkvcalcError("quiz.seed_without_random")
     if source is None and preset is None:
@@ -102,8 +115,8 @@ def _load(given: SimpleNamespace, answers: str | None) -> "tuple[Trace, dict[str
     if source == "-" and answers == "-":
         raise QkvcalcError("quiz.stdin_twice")
     # stdin_is_terminal=True: standard input is read for the problem only when SOURCE is "-"
-    doc = gather(source, preset, {}, sys.stdin.buffer, True)
-    return run(Problem.from_mapping(doc)), None
+    doc = gather(source, preset, loss, sys.stdin.buffer, True)
+    return run(problem(doc)), None
 
 
 def _read_sheet(answers: str, trace: "Trace", precision: int) -> "AnswerSheet":
@@ -132,8 +145,25 @@ ASKED = Group(
 )
 
 
-@command("quiz", SOURCE, ASKED, DISPLAY)
-def quiz(source: SimpleNamespace, asked: SimpleNamespace, display: SimpleNamespace) -> None:
+# The backward pass's stages too, and where its gradient starts (as explain's options).
+GRADS = Group(
+    "grads",
+    (
+        Opt("backward", bool, False, ("--backward",)),
+        Opt("target", str | None, settings=HIDDEN, help="help.explain.target"),
+        Opt("grad_output", str | None, settings=HIDDEN, help="help.explain.grad_output"),
+        Opt("attend", str | None, settings=HIDDEN, help="help.explain.attend"),
+    ),
+)
+
+
+@command("quiz", SOURCE, ASKED, GRADS, DISPLAY)
+def quiz(
+    source: SimpleNamespace,
+    asked: SimpleNamespace,
+    grads: SimpleNamespace,
+    display: SimpleNamespace,
+) -> None:
     """Work out attention by hand: each cell is checked, a mistake is traced to where it began."""
     from qkvcalc.quiz.grade import grade_sheet, select_keys
 
@@ -145,7 +175,7 @@ def quiz(source: SimpleNamespace, asked: SimpleNamespace, display: SimpleNamespa
             raise QkvcalcError("quiz.template_with_answers")
         if format is QuizFormat.json and answers is None:
             raise QkvcalcError("quiz.json_needs_answers")
-        trace, random_info = _load(source, answers)
+        trace, random_info = _load(source, answers, grads)
         names = _stage_names(stages) if stages is not None else None
         keys = select_keys(trace, names)
         sheet = _read_sheet(answers, trace, precision) if answers is not None else None

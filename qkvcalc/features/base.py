@@ -137,6 +137,9 @@ class Feature:
     # given each head's (weights, softmax row term) refs; in tiles (no stage holds the weights)
     # each head's (log-sum-exp L = m + log ℓ [n, 1], D = rowsum(dO ⊙ O) [n, 1]) refs
     grads: Callable[[Problem, Any, list[tuple[Ref, Ref]]], list[Spec]] | None = None
+    # --format torch --backward: (how its gradient is named, the tensor of the script that holds
+    # its learned numbers, a leaf of autograd's graph), compared with its `grads` stage
+    torch_leaf: tuple[str, str] | None = None
     torch_module_gap: str = ""  # why nn.MultiheadAttention cannot check it
     # --format torch: the lines that narrow `causal` ([n, m] bool) given `distance` (pos_i − pos_j)
     torch_mask: Callable[[Any], list[str]] | None = None

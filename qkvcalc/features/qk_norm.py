@@ -156,6 +156,7 @@ FEATURE = Feature(
             whole_row,
             exact_stops="note.exact_stops_root",
             rowwise=True,
+            grad_reads=True,
             backward=_backward,
             grad_formula=lambda into, out, x, params: (
                 f"ρ·(w ⊙ {out}) − {x}·ρ³·mean({x} ⊙ w ⊙ {out})"

@@ -188,7 +188,8 @@ def _grads(p: Any, sinks: np.ndarray, softmaxes: list[tuple[Ref, Ref]]) -> list[
 
 def _torch(sinks: np.ndarray, literal: Callable[[Any], str]) -> list[str]:
     return [
-        f"sinks = t({literal(sinks)}).view(1, -1, 1, 1).expand(1, -1, n, 1)  # one per head",
+        f"sink_logits = t({literal(sinks)})  # one per head",
+        "sinks = sink_logits.view(1, -1, 1, 1).expand(1, -1, n, 1)",
         "# the sink joins each row's softmax as one more column, dropped after it",
         "weights = torch.softmax(torch.cat([scores, sinks], dim=-1), dim=-1)[..., :-1]",
     ]
@@ -232,5 +233,6 @@ FEATURE = Feature(
     echo=lambda sinks: sinks.tolist(),
     worksheet_notes=("note.sinks", "note.sinks_weights", "note.exact_stops_sinks"),
     torch_softmax=_torch,
+    torch_leaf=("dsigma", "sink_logits"),
     torch_module_gap="it has no attention sinks: each row of its weights sums to 1",
 )

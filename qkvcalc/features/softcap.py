@@ -109,6 +109,7 @@ FEATURE = Feature(
             overflow=lambda params: False,
             exact_stops="note.exact_stops_tanh",
             # c·tanh(s/c)' = 1 − tanh²(s/c) (a masked −∞ never reaches the cap: it comes after)
+            grad_reads=True,
             backward=lambda ops, params, out, g: (g * (1 - np.tanh(ops[0] / params["cap"]) ** 2),),
             grad_formula=lambda into, out, x, params: (
                 f"{out} ⊙ (1 − tanh²({x} / {params['cap']:g}))"

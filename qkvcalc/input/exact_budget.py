@@ -77,16 +77,27 @@ class _Shapes:
             self.m = _rows_cols(doc.get("source"))[0] if "source" in doc else self.n
             self.cq, self.ck, self.cv = cols("wq"), cols("wk"), cols("wv")
         self.d_k = max(1, self.cq // self.heads)
+        self.kv_heads = _whole(doc.get("kv_heads", self.heads), self.heads)
+        self.grad_output = doc.get("grad_output") is not None  # where --backward can start
+        self.d_out = cols("wo") if doc.get("wo") is not None else 0
 
     def products(self) -> dict[str, int]:
-        """Multiplications per exact stage (scaled: one per score)."""
-        return {
+        """Multiplications per exact stage (scaled: one per score). With `grad_output` given,
+        the backward's rational stages too (counted whether or not --backward is asked, which
+        the input does not say): d(concat) = dO·W_Oᵀ and each head's dA = dO·Vᵀ."""
+        found = {
             "q": self.n * self.d_model * self.cq,
             "k": self.m * self.d_model * self.ck,
             "v": self.m * self.d_model * self.cv,
             "scores": self.heads * self.n * self.m * self.d_k,
             "scaled": self.heads * self.n * self.m,
         }
+        if self.grad_output:
+            d_v = max(1, self.cv // self.kv_heads)
+            found["grad_weights"] = self.heads * self.n * self.m * d_v
+            if self.d_out:
+                found["grad_concat"] = self.n * self.d_out * self.heads * d_v
+        return found
 
 
 # ---- 2. digits ---------------------------------------------------------------------------------
@@ -180,7 +191,21 @@ def stage_digits(doc: Mapping[str, Any], shapes: _Shapes) -> dict[str, float]:
     scale = doc.get("scale")
     scale_den, scale_top = (0.0, 0.0) if scale is None else _scale_logs(scale)
     digits["scaled"] = 2 * (sden + scale_den) + max(0.0, stop + scale_top) + 1
+    if shapes.grad_output:  # dA = dO·Vᵀ (and d(concat) = dO·W_Oᵀ): products of two inputs
+        g = _Digits(doc.get("grad_output"))
+        vden, vtop = logs["v"]
+        stages = [("grad_weights", vden, vtop, max(1, shapes.cv // shapes.kv_heads))]
+        if shapes.d_out:
+            stages.append(("grad_concat", *_weight_logs(doc.get("wo")), shapes.d_out))
+        for sid, den, top, inner in stages:
+            total_den, total_top = g.den + den, math.log10(inner) + g.top + top
+            digits[sid] = 2 * total_den + max(0.0, total_top) + 1
     return digits
+
+
+def _weight_logs(raw: Any) -> tuple[float, float]:
+    d = _Digits(raw)
+    return d.den, d.top
 
 
 def _scale_logs(scale: Any) -> tuple[float, float]:

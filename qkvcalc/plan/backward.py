@@ -239,6 +239,7 @@ def _head(
                 inner=weights.rows,
                 symbol="dV",
                 letters=v.letters,
+                hint=("hint.grad_v", {}),
             )
         )
         refs["v"] = ("grad_v", h)
@@ -255,6 +256,7 @@ def _head(
                 inner=v.cols,
                 symbol="dA",
                 letters=weights.letters,
+                hint=("hint.grad_weights", {}),
             )
         )
     else:
@@ -274,6 +276,7 @@ def _head(
                 symbol="dA",
                 letters=weights.letters,
                 remarks=facts.loss_attend(a_ref, p.loss.targets(), h),
+                hint=("hint.grad_attend", {}),
             )
         )
     g_a: Ref = ("grad_weights", h)
@@ -289,6 +292,7 @@ def _head(
             symbol="r",
             cell="r[{i}]",
             letters=weights.letters.split("×")[0] + "×1",
+            hint=("hint.grad_rowdot", {}),
         )
     )
     exp = by[weights.operands[0]]
@@ -306,6 +310,7 @@ def _head(
             symbol=d(logits.symbol),
             letters=logits.letters,
             remarks=facts.gradient_through_softmax(p, h, list(by.values())),
+            hint=("hint.grad_softmax", {}),
         )
     )
     scores = _back_to(by, logits, ids.SCORES, specs)
@@ -328,6 +333,7 @@ def _head(
             symbol=d(q_side.symbol),
             letters=q_side.letters,
             topic="grad_q_side",
+            hint=("hint.grad_q_side", {"k": k_side.symbol}),
         )
     )
     specs.append(
@@ -344,6 +350,7 @@ def _head(
             symbol=d(k_side.symbol),
             letters=k_side.letters,
             topic="grad_k_side",
+            hint=("hint.grad_k_side", {"q": q_side.symbol}),
         )
     )
     _back_to(by, q_side, ids.Q, specs)
@@ -381,17 +388,19 @@ def _back_to(by: dict[Ref, Spec], start: Spec, until: str, specs: list[Spec]) ->
         op = OPS[at.op]
         assert op.backward is not None and op.grad_formula is not None, at.op
         into, out = d(before.symbol), d(at.symbol)
+        rule = f"{into} = {op.grad_formula(into, out, before.symbol, at.params)}"
         specs.append(
             Spec(
                 f"grad_{before.id}",
                 at.head,
                 "back",
                 (*at.operands, at.ref, (f"grad_{at.id}", at.head)),
-                f"{into} = {op.grad_formula(into, out, before.symbol, at.params)}",
+                rule,
                 before.rows,
                 before.cols,
                 params={"op": at.op, "forward": op, "index": 0, "of": at.params},
                 topic=f"grad_back.{at.op}",
+                hint=("hint.grad_back", {"rule": rule, "out": out}),
                 symbol=into,
                 letters=before.letters,
             )
@@ -455,6 +464,7 @@ def _weight(
         symbol=f"dW_{letter}",
         letters="out×d_model" if torch else "d_model×out",
         notes=_weight_notes(p, letter, len(grads)),
+        hint=("hint.grad_weight_torch" if torch else "hint.grad_weight", {"x": x, "p": letter}),
     )
 
 
@@ -516,4 +526,5 @@ def _input(
         symbol=f"d{name}",
         letters="m×d_model" if source else "n×d_model",
         notes=tuple(notes),
+        hint=("hint.grad_input", {"terms": terms}),
     )

@@ -15,12 +15,21 @@ OUTPUT = "output"  # a head's output, and the final one (no head)
 CONCAT = "concat"
 K_CACHE, V_CACHE = "k_cache", "v_cache"  # decoding with a KV cache
 RUNNING_MAX, RUNNING_SUM = "running_max", "running_sum"  # attention in tiles
+# the backward pass (--backward, qkvcalc.plan.backward): ∂L/∂ of the stage it is named after
+GRAD_OUTPUT, GRAD_V, GRAD_WEIGHTS = "grad_output", "grad_v", "grad_weights"
+GRAD_SCORES, GRAD_Q, GRAD_K = "grad_scores", "grad_q", "grad_k"
+GRAD_WQ, GRAD_WK, GRAD_WV, GRAD_WO = "grad_wq", "grad_wk", "grad_wv", "grad_wo"
+GRAD_X, GRAD_SOURCE = "grad_x", "grad_source"
 
 # The stages the quiz asks when it is not told which (--stages): a head's main steps; and, of
 # a decode run or a tiled one, those of these it has (caches instead of K and V, a running
 # max and sum instead of whole rows of weights).
 QUIZ_DEFAULT = (Q, K, V, SCORES, SCALED, WEIGHTS, OUTPUT)
 QUIZ_MORE = (K_CACHE, V_CACHE, RUNNING_MAX, RUNNING_SUM)
+
+# … and with --backward, the backward's main steps instead (the softmax's backward, whichever
+# stage came last before the softmax, is the quiz's to find: its op is softmax_back)
+QUIZ_BACKWARD = (GRAD_V, GRAD_WEIGHTS, GRAD_SCORES, GRAD_Q, GRAD_K, GRAD_WQ)
 
 # The backward pass's gradients of the learned matrices (plan/backward.py), by the input key of
 # the matrix: what `qkvcalc train` (qkvcalc/run/train.py) steps each weight against.

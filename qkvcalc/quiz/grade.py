@@ -39,6 +39,7 @@ from qkvcalc.trace import Stage, Trace
 # a decode run or a tiled one, those of the others it has (qkvcalc.plan.ids).
 DEFAULT_STAGES = ids.QUIZ_DEFAULT
 MORE_DEFAULT_STAGES = ids.QUIZ_MORE
+BACKWARD_DEFAULT_STAGES = ids.QUIZ_BACKWARD  # with --backward, instead
 
 RIGHT, WRONG, CARRIED, MISSING = "right", "wrong", "carried", "missing"
 VERDICTS = (RIGHT, CARRIED, WRONG, MISSING)
@@ -90,6 +91,9 @@ def select_keys(trace: Trace, names: Iterable[str] | None) -> list[str]:
     keys = stage_keys(trace)
     ids = list(dict.fromkeys(s.id for s in keys.values()))  # in the order of the calculation
     defaults = [s for s in (*DEFAULT_STAGES, *MORE_DEFAULT_STAGES) if s in ids]
+    if trace.problem.backward:  # the backward's main steps, the softmax's backward among them
+        softmax = [s.id for s in keys.values() if s.op == "softmax_back"]
+        defaults = [s for s in (*BACKWARD_DEFAULT_STAGES, *softmax) if s in ids]
     wanted = list(defaults if names is None else names)
     known = list(dict.fromkeys(s.id for s in keys.values() if askable(s)))
     picked: set[str] = set()

@@ -35,6 +35,18 @@ The mistakes (stable ids, used by the JSON report; sentences in the catalogs, ke
                                      by side (n×H·d_v): found when a sheet is read, see
                                      `averaged_heads`
 
+the backward pass's (--backward; qkvcalc.plan.backward):
+
+    grad_v       grad_v_not_transposed    A·dO instead of Aᵀ·dO (n = m)
+    the softmax's backward (grad_masked, grad_scaled …: op softmax_back)
+                 softmax_back_no_row_term A ⊙ dA: the row term r = Σⱼ Aᵢⱼ·dAᵢⱼ left out
+    grad_q (grad_q_rot, grad_q_norm: the q side of the scores), and the k side
+                 grad_scale_missing       d(Q·Kᵀ) taken as the scaled scores' gradient: the
+                                          scaling's factor left out of dQ (dK)
+    grad_x, grad_source
+                 grad_path_forgotten      one path of the chain rule left out (dX without
+                                          dV·W_Vᵀ, say)
+
 and each feature's own at the stages of its operations (qkvcalc.features: Feature.mistakes,
 listed in each feature's module, their sentences under the same `mistake.<id>` keys).
 
@@ -53,6 +65,7 @@ from qkvcalc import features
 from qkvcalc.i18n import Msg
 from qkvcalc.plan import ids
 from qkvcalc.quiz.tolerance import tolerance
+from qkvcalc.run.grad_ops import paths
 from qkvcalc.run.ops import apply_mask, softmax_parts
 from qkvcalc.trace import Stage, Trace
 
@@ -71,6 +84,10 @@ MISTAKE_IDS = (
     "exp_not_shifted",
     "softmax_columns",
     "heads_averaged",
+    "grad_v_not_transposed",
+    "softmax_back_no_row_term",
+    "grad_scale_missing",
+    "grad_path_forgotten",
     *(mistake_id for m in features.mistakes() for mistake_id in m.ids),  # the features' own
 )
 
@@ -275,6 +292,83 @@ def _weights(trace: Trace, stage: Stage, inputs: _Inputs) -> list[Candidate]:
     return found
 
 
+# ---- the backward pass's -------------------------------------------------------------------
+
+
+def _grad_v(inputs: _Inputs) -> list[Candidate]:
+    """dV = Aᵀ·dO; the mistake: A·dO, the weights not turned (it fits only when n = m)."""
+    msg = Msg("mistake.grad_v_not_transposed")
+    return [
+        ("grad_v_not_transposed", msg, a @ g)
+        for a in inputs.variants(ids.WEIGHTS)
+        for g in inputs.variants(ids.GRAD_OUTPUT)
+        if a.shape[1] == g.shape[0]
+    ]
+
+
+def _softmax_back(inputs: _Inputs) -> list[Candidate]:
+    """dS = A ⊙ (dA − r); the mistake: A ⊙ dA, as if each weight moved alone."""
+    msg = Msg("mistake.softmax_back_no_row_term")
+    return [
+        ("softmax_back_no_row_term", msg, a * da)
+        for a in inputs.variants(ids.WEIGHTS)
+        for da in inputs.variants(ids.GRAD_WEIGHTS)
+    ]
+
+
+def _scale_missing(trace: Trace, stage: Stage, inputs: _Inputs) -> list[Candidate]:
+    """dQ = d(Q·Kᵀ)·K with d(Q·Kᵀ) = scale · (the scaled scores' gradient); the mistake: the
+    scaled scores' gradient itself (dK: its transpose times Q)."""
+    scores = trace.find(ids.GRAD_SCORES, stage.head)
+    if scores is None or scores.op != "back" or scores.params["op"] != "scale":
+        return []
+    before = scores.reads[-1][0]  # the gradient of the scaled scores
+    other = stage.reads[1][0]  # K (for dQ), Q (for dK)
+    q_side = stage.topic == "grad_q_side"
+    said = scores.params["of"].get("scale_text")  # "√2": the scaling divides by it
+    scale = f"1/{said}" if said else f"{trace.problem.scale:.6g}"
+    msg = Msg("mistake.grad_scale_missing", grad=stage.symbol, scale=scale)
+    return [
+        ("grad_scale_missing", msg, ds @ m if q_side else ds.T @ m)
+        for ds in inputs.variants(before)
+        for m in inputs.variants(other)
+    ]
+
+
+def _path_forgotten(stage: Stage, own: Mapping[str, np.ndarray]) -> list[Candidate]:
+    """dX = Σ over the paths dP·W_Pᵀ; the mistake: one path left out (from the student's own
+    dQ, dK, dV where the sheet gives them, and from the true ones)."""
+    letters = stage.names
+    if len(letters) < 2:
+        return []
+    true = list(stage.operands)
+    keys = [ref[0] if ref[1] is None else f"{ref[1]}/{ref[0]}" for ref in stage.reads]
+    mine = [own.get(k) for k in keys]
+    versions = [true]
+    if any(m is not None for m in mine):
+        pairs = zip(mine, true, strict=True)
+        versions.insert(0, [t if m is None else np.asarray(m, dtype=np.float64) for m, t in pairs])
+    x = stage.symbol[1:]  # dX: X; dsource: source
+    found: list[Candidate] = []
+    for ops in versions:
+        parts = paths(ops, stage.params)
+        total = np.sum(parts, axis=0)
+        for letter, part in zip(letters, parts, strict=True):
+            msg = Msg("mistake.grad_path_forgotten", path=f"d{letter}·W_{letter}ᵀ", x=x)
+            found.append(("grad_path_forgotten", msg, total - part))
+    return found
+
+
+# the backward's stages whose id is not fixed, by their op or topic
+BY_OP: dict[str, Callable[[Trace, Stage, _Inputs], list[Candidate]]] = {
+    "softmax_back": lambda t, s, i: _softmax_back(i),
+    "input_grad": lambda t, s, i: _path_forgotten(s, i.own),
+}
+BY_TOPIC: dict[str, Callable[[Trace, Stage, _Inputs], list[Candidate]]] = {
+    "grad_q_side": _scale_missing,
+    "grad_k_side": _scale_missing,
+}
+
 BUILDERS: dict[str, Callable[[Trace, Stage, _Inputs], list[Candidate]]] = {
     ids.Q: lambda t, s, i: _projection(t, s),
     ids.K: lambda t, s, i: _projection(t, s),
@@ -285,12 +379,13 @@ BUILDERS: dict[str, Callable[[Trace, Stage, _Inputs], list[Candidate]]] = {
     ids.MASKED: _masked,
     ids.EXP: _exp,
     ids.WEIGHTS: _weights,
+    ids.GRAD_V: lambda t, s, i: _grad_v(i),
 }
 
 
 def candidates(trace: Trace, stage: Stage, own: Mapping[str, np.ndarray]) -> list[Candidate]:
     """Every mistake that can be made at `stage`, as the matrix it would give."""
-    build = BUILDERS.get(stage.id)
+    build = BUILDERS.get(stage.id) or BY_OP.get(stage.op) or BY_TOPIC.get(stage.topic)
     inputs = _Inputs(trace, stage, own)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         found = [] if build is None else build(trace, stage, inputs)

@@ -427,26 +427,50 @@ def _divide_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result:
 
 
 def _sum_of_products(
-    stage: Stage, i: int, j: int, style: Style, pairs: list[tuple[float, float]], result: str
+    stage: Stage,
+    i: int,
+    j: int,
+    style: Style,
+    pairs: list[tuple[float, float]],
+    result: str,
+    fractions: list[tuple[Any, Any]] | None = None,
 ) -> str:
-    """d[1,2] = a×b + c×d = r: a gradient cell as the sum of products it is."""
-    terms, total = _products([x for x, _ in pairs], [y for _, y in pairs], style)
+    """d[1,2] = a×b + c×d = r: a gradient cell as the sum of products it is (with --exact and
+    exact operands, `fractions`: the factors as fractions, and the sum is exact)."""
+    xs, ys = [x for x, _ in pairs], [y for _, y in pairs]
+    ex = ey = None
+    if fractions is not None:
+        ex, ey = [a for a, _ in fractions], [b for _, b in fractions]
+    terms, total = _products(xs, ys, style, ex, ey)
     left = f"{style.label(stage.cell, i + 1, j + 1)} = {terms}"
     return style.line(left, total, float(stage.value[i, j]), result)
+
+
+def _exact_pairs(
+    stage: Stage, exact: Any, count: int, a: Any, b: Any
+) -> list[tuple[Any, Any]] | None:
+    """The `count` exact factor pairs of a gradient's product, given where term t reads each
+    operand (t -> (row, column)); None when the stage has no exact value."""
+    if exact is None or len(stage.operands_exact) != 2:
+        return None
+    ea, eb = stage.operands_exact
+    return [(_exact_cell(ea, *a(t)), _exact_cell(eb, *b(t))) for t in range(count)]
 
 
 def _tn_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
     """dV[1,2] = A₁₁×dO₁₂ + A₂₁×dO₂₂ + … : column i of A against column j of B (Aᵀ·B)."""
     a, b = stage.operands
     pairs = [(float(x), float(y)) for x, y in zip(a[:, i], b[:, j], strict=True)]
-    return _sum_of_products(stage, i, j, style, pairs, result)
+    exact_pairs = _exact_pairs(stage, exact, len(pairs), lambda t: (t, i), lambda t: (t, j))
+    return _sum_of_products(stage, i, j, style, pairs, result, exact_pairs)
 
 
 def _nt_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
     """dA[1,2] = dO₁₁×V₂₁ + dO₁₂×V₂₂: row i of A against row j of B (A·Bᵀ)."""
     a, b = stage.operands
     pairs = [(float(x), float(y)) for x, y in zip(a[i], b[j], strict=True)]
-    return _sum_of_products(stage, i, j, style, pairs, result)
+    exact_pairs = _exact_pairs(stage, exact, len(pairs), lambda t: (i, t), lambda t: (j, t))
+    return _sum_of_products(stage, i, j, style, pairs, result, exact_pairs)
 
 
 def _weight_grad_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:

@@ -92,7 +92,17 @@ _SYMBOLS = {
     "σ": r"$\sigma$",
     "ε": r"$\varepsilon$",
     "′": r"$'$",
+    "⊙": r"$\odot$",
+    "∂": r"$\partial$",
+    "½": r"$\frac{1}{2}$",
+    "ρ": r"$\rho$",
+    "³": r"\textsuperscript{3}",
+    **{sub: rf"\textsubscript{{{letter}}}" for sub, letter in zip("ᵢⱼₜ", "ijt", strict=True)},
     **{chr(0x2080 + d): rf"\textsubscript{{{d}}}" for d in range(10)},
+    # the other superscript digits (10¹⁰): ¹ and ⁰, ⁴–⁹ (² and ³ are above)
+    "⁰": r"\textsuperscript{0}",
+    "¹": r"\textsuperscript{1}",
+    **{chr(0x2070 + d): rf"\textsuperscript{{{d}}}" for d in range(4, 10)},
 }
 
 
@@ -230,6 +240,47 @@ _FORMULA = [
 ]
 
 
+# What the backward pass's formulas and arithmetic add, in math mode: ⊙, ∂, ½, Greek letters,
+# powers, and subscript letters and digits (Aᵢⱼ -> A_{ij}).
+_MATH = {
+    "·": r" \cdot ",
+    "ᵀ": r"^\top ",
+    "…": r"\ldots ",
+    "−": "-",
+    "∞": r"\infty ",
+    "×": r"\times ",
+    "⊙": r" \odot ",
+    "∂": r"\partial ",
+    "½": r"\tfrac{1}{2}",
+    "²": "^2",
+    "³": "^3",
+    "√": r"\surd ",
+    "Σ": r"\sum ",
+    "ρ": r"\rho ",
+    "φ": r"\varphi ",
+    "θ": r"\theta ",
+    "σ": r"\sigma ",
+    "ε": r"\varepsilon ",
+    "ℓ": r"\ell ",
+    "≈": r"\approx ",
+}
+_SUBSCRIPTS = {
+    **dict(zip("ᵢⱼₜ", "ijt", strict=True)),
+    **{chr(0x2080 + d): str(d) for d in range(10)},
+}
+_SUBSCRIPT_RUN = re.compile("[" + "".join(_SUBSCRIPTS) + "]+")
+
+
+def tex_math(text: str) -> str:
+    """The engine's own Unicode in math mode (a formula, a line of arithmetic): each symbol as
+    its TeX command, a run of subscripts as one subscript. Input text never reaches here raw
+    (a token is escaped as text first)."""
+    text = _SUBSCRIPT_RUN.sub(
+        lambda m: "_{" + "".join(_SUBSCRIPTS[c] for c in m.group(0)) + "}", text
+    )
+    return "".join(_MATH.get(char, char) for char in text)
+
+
 def tex_formula(formula: str) -> str:
     """The engine's plain formula as TeX math: 'Q·Kᵀ / √d_k' -> 'Q \\cdot K^\\top / \\sqrt{d_k}'.
     The formulas come from the engine (never from the input), so a few rules cover them all."""
@@ -237,10 +288,10 @@ def tex_formula(formula: str) -> str:
     tex = re.sub(r"e\^\(([^()]*)\)", r"e^{\1}", tex)
     tex = _WORDS.sub(lambda m: rf"\mathrm{{{m.group(1)}}}", tex)
     tex = re.sub(r"\\mathrm\{(head|max)\}_(\w)", r"\\mathrm{\1}_{\2}", tex)
-    tex = re.sub(r"([A-Z])_(rot|norm|cache)", r"\1_{\\mathrm{\2}}", tex)
+    tex = re.sub(r"([A-Z])_(rot|norm|cache|cap)", r"\1_{\\mathrm{\2}}", tex)
     for plain, code in _FORMULA:
         tex = tex.replace(plain, code)
-    return re.sub(r"  +", " ", tex).strip()
+    return re.sub(r"  +", " ", tex_math(tex)).strip()
 
 
 # ---- matrices ---------------------------------------------------------------------------------
@@ -319,7 +370,7 @@ def _itemize(items: Iterable[str]) -> str:
 def _align(work: list[str]) -> str:
     """Arithmetic lines as a flalign* block: each line from the left margin, as it is written
     on the board (lines of different lengths centred on their '=' read as a ragged column)."""
-    lines = [f"& {line} &&" for line in work]
+    lines = [f"& {tex_math(line)} &&" for line in work]
     return "\\begin{flalign*}\n" + " \\\\\n".join(lines) + "\n\\end{flalign*}"
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from qkvcalc import features
+from qkvcalc.plan import ids
 from qkvcalc.render import RenderOptions
 
 if TYPE_CHECKING:
@@ -129,8 +130,12 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     add('    sys.exit("This script needs PyTorch (2.0 or later): pip install torch")')
     add("")
     add("")
-    add("def t(rows):")
-    add("    return torch.tensor(rows, dtype=torch.float64)")
+    if p.backward:  # every number given is a leaf of autograd's graph, so it gets a .grad
+        add("def t(rows):")
+        add("    return torch.tensor(rows, dtype=torch.float64, requires_grad=True)")
+    else:
+        add("def t(rows):")
+        add("    return torch.tensor(rows, dtype=torch.float64)")
     add("")
     add("")
     if "name" in p.meta and p.preset is None:
@@ -145,6 +150,8 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
         add(f"X = t({literal(p.x.values)})  # [n, d_model]")
         if p.variants.pe is not None:
             add(f"PE = t({literal(p.variants.pe)})  # the position encoding, [n, d_model]")
+            if p.backward:
+                add("X_given = X  # the leaf: d(X + PE)/dX is the identity")
             add("X = X + PE  # only X gets it, never a source")
         src = "X"
         if p.source is not None:
@@ -190,6 +197,7 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     v = p.variants
     # a feature with a stage on the logits that SDPA has no place for: the steps written out
     written_out = any(f.torch_logits or f.torch_softmax for f, _ in features.active(p))
+    written_out = written_out or p.backward  # the backward reads each head's weights
     narrowed = [
         line for f, value in features.active(p) if f.torch_mask for line in f.torch_mask(value)
     ]
@@ -272,6 +280,7 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     add(f"expected = t({literal(trace.output)})  # qkvcalc's output")
     add("tolerance = 1e-9 * max(1.0, expected.abs().max().item())")
     add("differences = {}")
+    add("tolerances = {}  # a gradient's own: 1e-9 relative to its largest value")
     add("")
     computed = "attention written out" if written_out else "F.scaled_dot_product_attention"
     add(f'print("{computed} output:")')
@@ -293,21 +302,144 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     else:
         lines.extend(_mha_block(trace, masked))
 
+    if p.backward:
+        lines.extend(_backward(trace))
+
     # ---- the verdict ----------------------------------------------------------------------
     add("")
     add("# NaN is never within the tolerance: 'not d <= tolerance' catches it too.")
-    add("failed = {name: d for name, d in differences.items() if not d <= tolerance}")
+    add("limits = {name: tolerances.get(name, tolerance) for name in differences}")
+    add("failed = {name: d for name, d in differences.items() if not d <= limits[name]}")
     add("if failed:")
     add("    for name, d in failed.items():")
     add('        print(f"MISMATCH: max |{name} - qkvcalc| = {d!r}", file=sys.stderr)')
-    add('    print(f"(the tolerance is {tolerance!r})", file=sys.stderr)')
+    add('        print(f"(the tolerance is {limits[name]!r})", file=sys.stderr)')
     add("    sys.exit(1)")
-    add("largest = max(differences.values())")
+    add("worst = max(differences, key=lambda name: differences[name] / limits[name])")
+    add("largest, tolerance = differences[worst], limits[worst]")
     add(
         'print(f"OK: PyTorch agrees with qkvcalc: largest difference {largest!r}, '
         'tolerance {tolerance!r}")'
     )
     return "\n".join(lines) + "\n"
+
+
+def _gradients(trace: Trace) -> list[tuple[str, str, np.ndarray]]:
+    """What the script compares after autograd: (name, the torch tensor whose .grad it reads,
+    qkvcalc's gradient in that tensor's shape). A head's columns are set side by side as the
+    script's heads are (a layout, no arithmetic); per head dQ, dK and dV under grouped-query
+    attention are left to dW_K, dW_V and dX, which hold their sums."""
+    p = trace.problem
+    heads: list[int | None] = list(range(1, p.heads + 1)) if p.multihead else [None]
+    flows = p.loss is not None and p.loss.kind != "attend"
+    out: list[tuple[str, str, np.ndarray]] = []
+
+    def side_by_side(sid: str) -> np.ndarray:
+        return np.concatenate([trace.stage(sid, h).value for h in heads], axis=1)
+
+    if flows:
+        out.append(("dO", "output", trace.stage(ids.GRAD_OUTPUT).value))
+    wo = trace.find(ids.GRAD_WO)  # W_O reaches the loss unless it is `attend`
+    if wo is not None:
+        out.append(("dW_O", "W_O", wo.value))
+    for k, h in enumerate(heads):
+        label = "" if h is None else f" (head {h})"
+        out.append((f"dA{label}", f"weights[0, {k}]", trace.stage(ids.GRAD_WEIGHTS, h).value))
+        if flows and p.kv_heads == p.heads and h is not None:
+            out.append((f"dV{label}", f"v[0, {k}]", trace.stage(ids.GRAD_V, h).value))
+    out.append(("dQ", "Q", side_by_side(ids.GRAD_Q)))
+    if p.kv_heads == p.heads:
+        out.append(("dK", "K", side_by_side(ids.GRAD_K)))
+        if flows:
+            out.append(("dV", "V", side_by_side(ids.GRAD_V)))
+    if p.projected:
+        for letter, weight in (("Q", ids.GRAD_WQ), ("K", ids.GRAD_WK), ("V", ids.GRAD_WV)):
+            stage = trace.find(weight)  # dW_V: not with `attend`
+            if stage is not None:
+                out.append((f"dW_{letter}", f"W_{letter}", stage.value))
+        x = "X_given" if p.variants.pe is not None else "X"
+        out.append(("dX", x, trace.stage(ids.GRAD_X).value))
+        if p.cross:
+            out.append(("dsource", "S", trace.stage(ids.GRAD_SOURCE).value))
+    for stage in trace.stages:  # the biases' gradients, one row each: db_Q is b_Q's
+        if stage.op == "bias_grad":
+            out.append((stage.symbol, stage.symbol[1:], stage.value[0]))
+    for feature, value in features.active(p):  # a feature's own learned numbers
+        if feature.torch_leaf is not None and feature.grads is not None:
+            name, tensor = feature.torch_leaf
+            for spec in feature.grads(p, value, []):
+                out.append((name, tensor, trace.stage(spec.id).value[0]))
+    return out
+
+
+def _backward(trace: Trace) -> list[str]:
+    """The loss as the problem gives it, autograd in float64, and every gradient qkvcalc
+    computed against torch's (each printed; a mismatch fails the script)."""
+    p = trace.problem
+    assert p.loss is not None
+    compared = _gradients(trace)
+    out = [
+        "",
+        "# ---- the backward pass: the same loss, autograd's gradients against qkvcalc's ----",
+    ]
+    # a tensor computed from the leaves keeps its gradient only when asked to
+    kept = dict.fromkeys(
+        name.split("[")[0] for _, name, _ in compared if name not in ("W_O", "b_O")
+    )
+    out += [f"{name}.retain_grad()" for name in kept if name not in _LEAVES]
+    if p.loss.kind == "target":
+        assert p.loss.matrix is not None
+        out += [
+            f"T = t({literal(p.loss.matrix.values)})  # the target output",
+            "loss = 0.5 * ((output - T) ** 2).sum()  # L = 1/2 * sum (O - T)^2",
+            "loss.backward()",
+        ]
+    elif p.loss.kind != "attend":  # grad_output: dL/dO given
+        assert p.loss.matrix is not None
+        out += [
+            f"dO = t({literal(p.loss.matrix.values)})  # dL/dO, given",
+            "output.backward(dO)",
+            "loss = None",
+        ]
+    else:
+        targets = ", ".join(f"({i}, {t})" for i, t in p.loss.targets())
+        out += [
+            f"targets = [{targets}]  # (query, key), 0-based: the key each query should attend to",
+            "# L = -sum_i log A[i, t_i], summed over the heads",
+            "loss = -sum(weights[0, h, i, j].log() for h in range(H) for i, j in targets)",
+            "loss.backward()",
+        ]
+    out += [
+        "if loss is not None:",
+        '    print("loss L =", loss.item())',
+        "",
+        "",
+        "def compare(name, got, want):",
+        '    """torch\'s gradient against qkvcalc\'s, printed; the difference is kept."""',
+        "    want = torch.tensor(want, dtype=torch.float64)",
+        "    got = torch.zeros_like(want) if got is None else got.detach()",
+        "    differences[name] = (got - want).abs().max().item()",
+        "    tolerances[name] = 1e-9 * max(1.0, want.abs().max().item())",
+        "    size = want.abs().max().item()",
+        '    print(f"{name}: max |autograd - qkvcalc| = {differences[name]!r} (largest {size!r})")',
+        "",
+        "",
+        'print("gradients, autograd against qkvcalc:")',
+    ]
+    for name, tensor, want in compared:
+        grad = f"{tensor}.grad" if "[" not in tensor else _indexed_grad(tensor)
+        out.append(f"compare({text_literal(name)}, {grad}, {literal(want)})")
+    return out
+
+
+# tensors the script builds with t(): autograd's leaves (their .grad is kept without asking)
+_LEAVES = ("X", "X_given", "S", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
+
+
+def _indexed_grad(tensor: str) -> str:
+    """`weights[0, 1]` -> `weights.grad[0, 1]`: a head's slice of a kept gradient."""
+    name, _, index = tensor.partition("[")
+    return f"{name}.grad[{index}"
 
 
 def _decoded(trace: Trace, sdpa_args: list[str]) -> list[str]:

@@ -70,6 +70,14 @@ KEPT = (
             "note.exact_stops",
             "note.exact_stops_tanh",
             "note.brief",
+            # the backward pass's notes that say how a gradient is laid out or which paths
+            # reach it (the loss's value and √d_k's read-out under the softmax are results)
+            "note.grad_attend_no_v",
+            "note.grad_layout_torch",
+            "note.grad_heads_side_by_side",
+            "note.grad_kv_shared",
+            "note.grad_paths",
+            "note.grad_pe",
         }
     )
     | features.worksheet_notes()

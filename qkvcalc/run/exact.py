@@ -45,7 +45,18 @@ def products_needed(p: Problem) -> int:
         projections = d_model * (
             p.n * p.wq.values.shape[1] + p.m * (p.wk.values.shape[1] + p.wv.values.shape[1])
         )
-    return projections + p.heads * p.n * p.m * (p.d_k + 1)
+    return projections + p.heads * p.n * p.m * (p.d_k + 1) + backward_products(p)
+
+
+def backward_products(p: Problem) -> int:
+    """The backward's multiplications of fractions (--backward with `grad_output` given: its
+    rational stages are d(concat) = dO·W_Oᵀ and each head's dA = dO·Vᵀ; from a target or
+    `attend` the gradient starts from the weights, and no backward stage is rational)."""
+    if not p.backward or p.loss is None or p.loss.kind in ("attend", "target"):
+        return 0
+    d_out = p.loss.matrix.values.shape[1] if p.loss.matrix is not None else 0
+    concat = p.n * d_out * p.heads * p.d_v if p.wo is not None else 0
+    return concat + p.heads * p.n * p.m * p.d_v
 
 
 def attach_exact(trace: Trace) -> Trace:

@@ -15,6 +15,10 @@ it names, so a feature brings its gradient with its operation.
                                                  query heads share a key/value head)
     bias_grad     db = Σᵢ dQᵢ                     the column sums
     input_grad    dX = Σ_paths dP·W_Pᵀ            the chain rule's paths summed
+
+--exact: the stages that stay rational have an exact form too (qkvcalc.run.exact attaches it):
+with `grad_output` given, dO and its heads' cuts, d(concat) = dO·W_Oᵀ, db_O = Σᵢ dOᵢ and
+dA = dO·Vᵀ are fractions; whatever reads the weights A (an exponential's quotient) is not.
 """
 
 from __future__ import annotations
@@ -80,6 +84,27 @@ def _exact_nt(ops: Sequence[Any], params: Params) -> Any:
     return exact.matmul(ops[0], exact.transpose(ops[1])), ()  # type: ignore[arg-type]
 
 
+def _exact_cut(ops: Sequence[Any], params: Params) -> Any:
+    from qkvcalc.run import rational as exact
+
+    return exact.columns(ops[0], params["cols"]), ()
+
+
+def _exact_bias_grad(ops: Sequence[Any], params: Params) -> Any:
+    # the column sums of each head's gradient, in its columns: [1, width]
+    from fractions import Fraction
+
+    out: list[Fraction | None] = [Fraction(0)] * params["width"]
+    for g, cols in zip(ops, params["cols"], strict=True):
+        for j, c in enumerate(range(*cols.indices(params["width"]))):
+            column = [row[j] for row in g]
+            total = out[c]
+            for cell in column:
+                total = None if total is None or not isinstance(cell, Fraction) else total + cell
+            out[c] = total
+    return (tuple(out),), ()
+
+
 def _loss_grad(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
     # dO = O − T: [n, d_out]
     return ops[0] - params["target"]
@@ -138,14 +163,16 @@ def _back(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) ->
 
 
 def _back_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
-    # the incoming gradient's cell, and the forward operand cells the forward op read for it
-    # (a rotation reads the partner dimension, a norm the whole row)
+    # the incoming gradient's cells where the forward op's cell (i, j) went (a rotation: the
+    # partner dimension too; a norm: the whole row), and, when its backward reads them
+    # (Op.grad_reads: a norm, a cap), the forward operand's cells as well
     grad = len(shapes) - 1
-    yield grad, i, j
-    for k, a, b in back_of(params).feeds(i, j, shapes[:-2], params["of"]):
-        if k == 0 and (a, b) != (i, j):
-            yield grad, a, b
-    yield 0, i, j
+    forward = back_of(params)
+    first = [(a, b) for k, a, b in forward.feeds(i, j, shapes[:-2], params["of"]) if k == 0]
+    cells = list(dict.fromkeys([(i, j), *first]))
+    yield from ((grad, a, b) for a, b in cells)
+    if forward.grad_reads:
+        yield from ((0, a, b) for a, b in cells)
 
 
 def _weight_grad(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
@@ -207,7 +234,7 @@ def _input_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
 OPS: dict[str, Op] = {
     op.name: op
     for op in (
-        Op("cut", _cut, _cut_feeds, overflow=lambda p: False),
+        Op("cut", _cut, _cut_feeds, _exact_cut, overflow=lambda p: False),
         Op("matmul_tn", _tn, _tn_feeds, _exact_tn),
         Op("matmul_nt", _nt, _nt_feeds, _exact_nt),
         Op("loss_grad", _loss_grad, same_cell),
@@ -216,7 +243,7 @@ OPS: dict[str, Op] = {
         Op("softmax_back", _softmax_back, _softmax_back_feeds),
         Op("back", _back, _back_feeds),
         Op("weight_grad", _weight_grad, _weight_feeds),
-        Op("bias_grad", _bias_grad, _bias_feeds),
+        Op("bias_grad", _bias_grad, _bias_feeds, _exact_bias_grad),
         Op("input_grad", _input_grad, _input_feeds),
     )
 }

@@ -47,7 +47,8 @@ class Op:
     `grad_formula`: how the gradient of its first operand is written, given the names of that
     gradient, of the gradient coming in, of the operand, and the op's parameters
     ("dS = d(S+M) where allowed, else 0"); `grad_work`: that gradient's cell arithmetic (its
-    stage reads the forward operands, the forward value, then the gradient coming in).
+    stage reads the forward operands, the forward value, then the gradient coming in);
+    `grad_reads`: whether that backward reads the forward operand's cells too.
     """
 
     name: str
@@ -66,6 +67,10 @@ class Op:
     backward: Backward | None = None
     grad_formula: Callable[[str, str, str, Params], str] | None = None
     grad_work: Callable[..., str | None] | None = None
+    # its backward reads the forward operand's cells (a norm's row, a cap's tanh(S/c)), not
+    # only the gradient coming in (a scaling, a mask, a rotation): the cells a gradient's cell
+    # is computed from (the quiz's and the page's feeds) include them
+    grad_reads: bool = False
 
 
 # (operands, params, value, ∂L/∂value) -> ∂L/∂operand, one per operand

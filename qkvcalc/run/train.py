@@ -159,7 +159,7 @@ def attention(trace: Trace) -> np.ndarray:
 
 def _check(p: Problem, steps: int, frozen: Sequence[str]) -> tuple[str, ...]:
     """The problem can be trained this way: the trainable matrices, or one message."""
-    if p.loss is None or p.loss.kind == "grad_output":
+    if p.loss is None or p.loss.kind not in ("attend", "target"):  # dL/dO alone has no L
         raise QkvcalcError("train.loss", given=p.loss.kind if p.loss else "none")
     if not p.projected:
         raise QkvcalcError("train.no_weights")
