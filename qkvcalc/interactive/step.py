@@ -332,7 +332,8 @@ def _signals_restore_terminal() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-def _console(out: IO[str], size: tuple[int, int], no_color: bool) -> Console:
+def screen_console(out: IO[str], size: tuple[int, int], no_color: bool) -> Console:
+    """The console one screen of a step mode is drawn on (explain's and train's)."""
     return Console(
         file=out,
         width=size[0],
@@ -446,7 +447,7 @@ def step_through(
     out = open(os.dup(fd), "w", encoding="utf-8", errors="replace", closefd=True)  # noqa: SIM115
     try:
         size = terminal_size(fd)
-        console = _console(out, size, no_color)
+        console = screen_console(out, size, no_color)
 
         def layout(size: tuple[int, int]) -> Screens:
             console.size = size

@@ -14,7 +14,7 @@ import os
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
-from rich.console import Console, Group
+from rich.console import Group
 from rich.text import Text
 
 from qkvcalc.i18n import translate
@@ -24,6 +24,7 @@ from qkvcalc.interactive.step import (
     Move,
     move_for,
     open_terminal,
+    screen_console,
     terminal_size,
 )
 from qkvcalc.render import RenderOptions
@@ -49,17 +50,7 @@ def step_training(
     out = open(os.dup(fd), "w", encoding="utf-8", errors="replace", closefd=True)  # noqa: SIM115
     try:
         cols, lines = terminal_size(fd)
-        console = Console(
-            file=out,
-            width=cols,
-            height=lines,
-            no_color=no_color or None,
-            highlight=False,
-            emoji=False,
-            markup=False,
-            soft_wrap=False,
-            legacy_windows=False,
-        )
+        console = screen_console(out, (cols, lines), no_color)
         view = opts._replace(width=cols, color=console.color_system is not None)
         total = training.done + 1  # screens 0 … N; N + 1 is the summary
         keys_line = Text(translate("train.update_keys", opts.lang), style="dim")
