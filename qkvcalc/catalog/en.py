@@ -991,6 +991,63 @@ MESSAGES: dict[str, str] = {
     "positional.unknown": 'positional must be "sinusoidal" or an n×d_model matrix, not {value}',
     "positional.shape": "positional is {shape}; it must be n×d_model = {n}×{d}: one row per "
     "token, as wide as X",
+    # ---- q/k norm kinds, attention temperature (issue 22) ----
+    "ui.variant.qk_layernorm": "q/k LayerNorm",
+    "ui.variant.qk_norm_projection": "the q/k norm over the whole projection",
+    "ui.variant.qk_norm_per_head": "q/k norm weights per head",
+    "ui.variant.qk_norm_after_rope": "the q/k norm after RoPE",
+    "stage.q_layernorm.title": "Query norm (LayerNorm)",
+    "stage.q_layernorm.why": "Each query row loses its mean and is divided by its standard "
+    "deviation, then multiplied by a learned weight and shifted by a learned bias per dimension "
+    "(Cohere, StableLM, Phi). Bounding the size of q keeps the scores from growing without "
+    "limit during training.",
+    "stage.k_layernorm.title": "Key norm (LayerNorm)",
+    "stage.k_layernorm.why": "The same for each key row: (x − μ) / √(mean((x − μ)²) + ε) · w + "
+    "b, row by row.",
+    "note.layernorm": "Row by row: (x − μ) / σ · w + b, with μ the row's mean and "
+    "σ = √(mean((x − μ)²) + ε), ε = {eps}.",
+    "note.qk_norm_projection": "The mean (and the mean of the squares) is taken over the whole "
+    "projection row, all {width} numbers of every head, before it is split into heads (OLMo 2): "
+    "a head's row is divided by the same number as every other head's row of that token.",
+    "note.qk_norm_after_rope": "The norm comes after the rotation here (HunYuan): RoPE turned "
+    "the row first, and the norm rescales the turned row.",
+    "hint.layernorm": "{cell} = ({src}[{i},{j}] − μ) / σ × w[{j}] + b[{j}], with μ the mean of "
+    "row {i} of {src} and σ = √(mean((x − μ)²) + ε) of that row.",
+    "mistake.layernorm_mean_kept": "These keep the row's mean (x / √(mean(x²) + ε), as "
+    "RMSNorm does); LayerNorm first subtracts the mean μ of the row, then divides by σ.",
+    "mistake.layernorm_bias_missing": "These leave out the bias; LayerNorm adds b_j to each "
+    "dimension j after multiplying by w_j.",
+    "stage.grad_back.layernorm.title": "Backward through the q/k LayerNorm",
+    "stage.grad_back.layernorm.why": "The norm made x̂ = (x − μ)·ρ with ρ = 1/σ, then x̂·w + b. "
+    "Its backward takes the gradient scaled the same way, ρ·(w ⊙ g), and removes two parts the "
+    "norm undoes: its mean (a shift of the row) and its part along x̂ (a change of its spread).",
+    "qk_norm.not_object": 'qk_norm must be an object such as {{"kind": "layer", "over": '
+    '"head"}}, not {value}',
+    "qk_norm.unknown_key": "qk_norm has no key {key}; its keys are {known}",
+    "qk_norm.kind": 'qk_norm.kind must be "rms" (x / √(mean(x²) + ε) · w: Qwen3, OLMo 2) or '
+    '"layer" ((x − μ) / σ · w + b: Cohere, StableLM, Phi), not {value}',
+    "qk_norm.over": 'qk_norm.over must be "head" (each head\'s d_k numbers) or "projection" '
+    "(the whole projection row before the split: OLMo 2), not {value}",
+    "qk_norm.after_rope": "qk_norm.after_rope must be true (the norm after the rotation: "
+    "HunYuan) or false (before it, the default), not {value}",
+    "qk_norm.bias_needs_layer": 'qk_norm.bias is a LayerNorm\'s: give "kind": "layer" with it '
+    "(RMSNorm has no bias)",
+    "qk_norm.bias_not_object": 'qk_norm.bias must be an object {{"q": […], "k": […]}} shaped '
+    "as q_norm and k_norm, not {value}",
+    "qk_norm.bias_without_weight": "qk_norm.bias.{side} is given without {side}_norm: a "
+    "bias belongs to a norm's weights",
+    "qk_norm.needs_weights": "qk_norm says how the q/k norm works, but neither q_norm nor "
+    "k_norm is given: give the weights of the norm",
+    "qk_norm.shape": "{field} is {shape}; it needs d_k = {d_k} numbers (one vector for every "
+    "head) or {letter}×d_k = {count}×{d_k} (one row per head: H query heads for q_norm, G K/V "
+    "heads for k_norm)",
+    "qk_norm.projection_shape": "{field} is {shape}; over the whole projection it needs "
+    "{letter}·d_k = {count}×{d_k} = {width} numbers, one per column of the projection",
+    "qk_norm.projection_backward": 'The backward pass cannot follow "over": "projection" head '
+    "by head: each head's norm reads every head's row, so a head's gradient needs all the "
+    "others'. Run without --backward, or with the norm per head",
+    "qk_norm.projection_decode": 'A KV cache cannot take "over": "projection": each step would '
+    "need the whole projection row of its new tokens. Run without decode",
     # ---- qkvcalc extract (issue 16) ----------------------------------------------------
     "extract.needs_models": "qkvcalc {command} runs the model with PyTorch and transformers, and "
     "{missing} is not installed here: pip install 'qkvcalc[models]'",

@@ -53,6 +53,13 @@ def active(p: Problem) -> list[tuple[Feature, Any]]:
     return [(f, used[f.name]) for f in REGISTRY if f.name in used]
 
 
+def turning(p: Problem) -> list[tuple[Feature, Any]]:
+    """The features that turn a head's q and k, in the order they do: the registry's, except
+    that one whose value says so (a norm after the rotation) turns after the others."""
+    turns = [(f, value) for f, value in active(p) if f.turn is not None or f.torch_qk is not None]
+    return sorted(turns, key=lambda fv: bool(fv[0].late_turn and fv[0].late_turn(fv[1])))
+
+
 def around_softmax(p: Problem, exp: Spec, weights: Spec, reading: Reading) -> tuple[Spec, Spec]:
     """A head's exp and weights stages as the features this problem uses make them."""
     for feature, value in active(p):

@@ -22,6 +22,7 @@ VARIANT_KEYS = (
     "q_norm",
     "k_norm",
     "norm_eps",
+    "qk_norm",
     "rope",
     "alibi",
     "score_bias",
