@@ -19,6 +19,9 @@ What it follows, in order, per head:
   rope         "half" pairs i with i + R/2, "pairs" pairs 2i with 2i+1; the first R = dims
                dimensions rotate; θ_i = theta^(−2i/R) or inv_freq; cos and sin times
                attention_factor; query i by positions[i], key j by key_positions[j]
+  temperature  attn_temperature: query row i times τ_i (a list of n), or Llama 4's rule
+               τ_i = log(1 + floor((positions[i] + 1) / floor_scale)) · attn_scale + 1;
+               after the norm and the rotation
   scores       Q·Kᵀ · scale (default 1/sqrt(d_k))
   biases       ALiBi −slope_h·|pos_i − kpos_j| (true: the paper's slopes), score_bias n×m
                (all heads) or H×n×m, both added after scaling
@@ -53,6 +56,7 @@ _ALIASES = {
     "knorm": "k_norm",
     "normeps": "norm_eps",
     "qknorm": "qk_norm",
+    "attntemperature": "attn_temperature",
     "causalalign": "causal_align",
 }
 
@@ -318,6 +322,17 @@ def attention(problem: dict) -> tuple[np.ndarray, np.ndarray]:
             k_all = norm(k_all, k_norm, k_bias, 1)
         q_norm = k_norm = None
     rope = doc.get("rope")
+    temperature = doc.get("attn_temperature")
+    tau = None
+    if isinstance(temperature, dict):
+        tau = [
+            math.log(1 + math.floor((pos + 1) / number(temperature["floor_scale"])))
+            * number(temperature["attn_scale"])
+            + 1
+            for pos in positions
+        ]
+    elif temperature is not None:
+        tau = [number(t) for t in temperature]
 
     alibi = doc.get("alibi")
     slopes = None
@@ -373,6 +388,10 @@ def attention(problem: dict) -> tuple[np.ndarray, np.ndarray]:
             q = norm(q, q_norm, q_bias, h)
         if k_norm is not None and after_rope:
             k = norm(k, k_norm, k_bias, g)
+        if tau is not None:
+            q = q.copy()
+            for i in range(n):
+                q[i] = q[i] * tau[i]
         scores = np.einsum("id,jd->ij", q, k) * scale
         if slopes is not None:
             for i in range(n):

@@ -40,6 +40,7 @@ FEATURES = (
     "qk_norm",
     "qk_layernorm",
     "qk_norm_after_rope",
+    "attn_temperature",
     "positional",
     "torch_layout",
     "scale",
@@ -111,6 +112,9 @@ def make(feature: str, loss: str, seed: int) -> dict[str, Any]:
         doc["k_norm"] = rng.normal(1, 0.3, size=d_k).tolist()
         doc["qk_norm"] = {"after_rope": True}
         doc["rope"] = {"theta": 100, "style": "half"}
+    if feature == "attn_temperature":  # Llama 4's rule, on top of a per-head norm
+        doc["attn_temperature"] = {"floor_scale": 2, "attn_scale": 0.7}
+        doc["q_norm"] = rng.normal(1, 0.3, size=d_k).tolist()
     if feature == "positional":
         doc["positional"] = "sinusoidal"
     if feature == "torch_layout":
@@ -191,6 +195,10 @@ def torch_forward(doc: dict[str, Any], t: dict[str, Any], torch: Any) -> tuple[A
             q = _norm(q, doc["q_norm"], how, "q", h, eps, torch)
         if "k_norm" in doc and late:
             k = _norm(k, doc["k_norm"], how, "k", g, eps, torch)
+        if "attn_temperature" in doc:  # Llama 4: log1p(floor((pos + 1) / F)) * a + 1
+            rule = doc["attn_temperature"]
+            tau = torch.log1p(torch.floor((positions + 1) / rule["floor_scale"]))
+            q = q * (tau * rule["attn_scale"] + 1)[:, None]
         s = (q @ k.T) * scale
         if doc.get("alibi") is True:
             slope = alibi_slopes(heads)[h]

@@ -98,6 +98,8 @@ NOT_KEYS = {
     "page.js",
     "qk_norm.bias.q",
     "qk_norm.bias.k",
+    "attn_temperature.floor_scale",
+    "attn_temperature.attn_scale",
 }
 
 

@@ -267,8 +267,19 @@ EDGE_CASES = {
         "qk_norm": {"over": "projection"},
         "rope": {"theta": 10},
     },
+    "attention temperature (Llama 4's NoPE layers) after a q norm": {
+        "heads": 2,
+        "kv_heads": 1,
+        "x": [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0], [2, 0, 1, 1]],
+        "wq": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1]],
+        "wk": [[1, 0], [0, 1], [1, 1], [0, 1]],
+        "wv": [[1, 0], [0, 1], [1, 0], [0, 1]],
+        "mask": "causal",
+        "q_norm": [1, 2],
+        "attn_temperature": {"floor_scale": 2, "attn_scale": 0.5},
+    },
 }
-EDGE_MHA = [True, True, True, True, True, False, False, False, False]
+EDGE_MHA = [True, True, True, True, True, False, False, False, False, False]
 
 
 @pytest.mark.parametrize(

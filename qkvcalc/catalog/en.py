@@ -1048,6 +1048,31 @@ MESSAGES: dict[str, str] = {
     "others'. Run without --backward, or with the norm per head",
     "qk_norm.projection_decode": 'A KV cache cannot take "over": "projection": each step would '
     "need the whole projection row of its new tokens. Run without decode",
+    "ui.variant.attn_temperature": "attention temperature",
+    "stage.q_temp.title": "Attention temperature on the queries",
+    "stage.q_temp.why": "Each query row is multiplied by its own factor τᵢ, larger for later "
+    "positions (Llama 4's layers without RoPE). Over many keys the scores of a far query would "
+    "flatten out; a larger q makes its softmax sharper again.",
+    "note.attn_temperature": "τ of each query row: {factors}.",
+    "note.attn_temperature_llama4": "τᵢ = log(1 + ⌊(positions[i] + 1) / {floor_scale}⌋) · "
+    "{attn_scale} + 1 (Llama 4's attn_temperature_tuning): 1 up to position {floor_scale} − 2, "
+    "then a step up every {floor_scale} positions.",
+    "note.exact_stops_temperature": "Decimals from here on: the factors τ are taken as "
+    "decimals (Llama 4's are logarithms).",
+    "hint.attn_temperature": "{cell} = {src}[{i},{j}] × τ[{i}], the factor of query row {i}.",
+    "stage.grad_back.row_scale.title": "Backward through the attention temperature",
+    "stage.grad_back.row_scale.why": "Row i of the queries was multiplied by τᵢ, so its "
+    "gradient is multiplied by the same τᵢ: dQ[i, :] = τᵢ · dQ_temp[i, :].",
+    "attn_temperature.kind": "attn_temperature must be a list of one factor per query row or "
+    'an object {{"floor_scale": 8192, "attn_scale": 0.1}} (Llama 4), not {value}',
+    "attn_temperature.count": "attn_temperature gives {count} factors, but there are {n} "
+    "queries: one factor per query row",
+    "attn_temperature.unknown_key": "attn_temperature has no key {key}; its keys are {known}",
+    "attn_temperature.needs_both": "attn_temperature as an object needs both floor_scale and "
+    "attn_scale: τᵢ = log(1 + ⌊(positions[i] + 1) / floor_scale⌋) · attn_scale + 1",
+    "attn_temperature.decode_list": "A KV cache needs attn_temperature as its rule "
+    '({{"floor_scale": …, "attn_scale": …}}), not a list: a step\'s new query has no factor in '
+    "a list of the prompt's rows",
     # ---- qkvcalc extract (issue 16) ----------------------------------------------------
     "extract.needs_models": "qkvcalc {command} runs the model with PyTorch and transformers, and "
     "{missing} is not installed here: pip install 'qkvcalc[models]'",

@@ -1051,6 +1051,34 @@ MESSAGES: dict[str, str] = {
     "헤드의 기울기가 필요합니다. --backward 없이, 또는 헤드별 정규화로 실행하세요",
     "qk_norm.projection_decode": 'KV 캐시는 "over": "projection"을 받을 수 없습니다. 각 '
     "단계마다 새 토큰의 선형 투영 행 전체가 필요합니다. decode 없이 실행하세요",
+    "ui.variant.attn_temperature": "어텐션 온도",
+    "stage.q_temp.title": "Query에 곱하는 어텐션 온도",
+    "stage.q_temp.why": "Query의 각 행에 그 행만의 인수 τᵢ를 곱합니다. 뒤쪽 위치일수록 큽니다"
+    "(RoPE가 없는 Llama 4의 층). Key가 많으면 먼 Query의 스코어가 평평해지는데, q를 키우면 "
+    "소프트맥스가 다시 뚜렷해집니다.",
+    "note.attn_temperature": "Query 행마다의 τ: {factors}.",
+    "note.attn_temperature_llama4": "τᵢ = log(1 + ⌊(positions[i] + 1) / {floor_scale}⌋) · "
+    "{attn_scale} + 1 (Llama 4의 attn_temperature_tuning). 위치 {floor_scale} − 2까지는 1이고, "
+    "그 뒤로는 위치 {floor_scale}개마다 한 계단씩 커집니다.",
+    "note.exact_stops_temperature": "여기서부터는 소수입니다. 인수 τ를 소수로 다룹니다"
+    "(Llama 4의 τ는 로그입니다).",
+    "hint.attn_temperature": "{cell} = {src}[{i},{j}] × τ[{i}], 곧 Query {i}번째 행의 인수를 "
+    "곱한 값.",
+    "stage.grad_back.row_scale.title": "어텐션 온도를 거슬러 역전파",
+    "stage.grad_back.row_scale.why": "Query의 i번째 행에 τᵢ를 곱했으므로, 그 기울기에도 같은 "
+    "τᵢ를 곱합니다: dQ[i, :] = τᵢ · dQ_temp[i, :].",
+    "attn_temperature.kind": "attn_temperature는 Query 행마다 인수 하나씩인 리스트이거나 "
+    '{{"floor_scale": 8192, "attn_scale": 0.1}} 같은 객체(Llama 4)여야 합니다. 주어진 값: '
+    "{value}",
+    "attn_temperature.count": "attn_temperature의 인수는 {count}개인데 Query는 {n}개입니다. "
+    "Query 행마다 인수가 하나씩 필요합니다",
+    "attn_temperature.unknown_key": "attn_temperature에는 {key} 키가 없습니다. 키는 다음과 "
+    "같습니다: {known}",
+    "attn_temperature.needs_both": "객체로 준 attn_temperature에는 floor_scale과 attn_scale이 "
+    "모두 필요합니다: τᵢ = log(1 + ⌊(positions[i] + 1) / floor_scale⌋) · attn_scale + 1",
+    "attn_temperature.decode_list": 'KV 캐시에는 리스트가 아니라 규칙({{"floor_scale": …, '
+    '"attn_scale": …}})으로 준 attn_temperature가 필요합니다. 프롬프트 행의 리스트에는 새 '
+    "Query의 인수가 없습니다",
     # ---- qkvcalc extract (issue 16) ----------------------------------------------------
     "extract.needs_models": "qkvcalc {command}(은)는 PyTorch와 transformers로 모델을 실행하는데, "
     "여기에는 {missing} 패키지가 설치되어 있지 않습니다: pip install 'qkvcalc[models]'",

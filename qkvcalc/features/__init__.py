@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from qkvcalc.features import qk_norm, rope, score_bias, sinks, softcap, window
+from qkvcalc.features import qk_norm, rope, score_bias, sinks, softcap, temperature, window
 from qkvcalc.features.base import Feature, Logits, Mistakes, Reading, Sizes, Turn, Work
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ __all__ = ["REGISTRY", "Feature", "Logits", "Mistakes", "Sizes", "Turn", "active
 REGISTRY: tuple[Feature, ...] = (
     qk_norm.FEATURE,
     rope.FEATURE,
+    temperature.FEATURE,  # after the norm and the rotation, whatever their order (a late turn)
     score_bias.FEATURE,
     softcap.FEATURE,
     window.FEATURE,

@@ -23,6 +23,7 @@ VARIANT_KEYS = (
     "k_norm",
     "norm_eps",
     "qk_norm",
+    "attn_temperature",
     "rope",
     "alibi",
     "score_bias",
