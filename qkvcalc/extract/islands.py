@@ -36,6 +36,8 @@ _STANDARD_RMS = (
     "SmolLM3RMSNorm",
     "Exaone4RMSNorm",
     "GptOssRMSNorm",
+    "Olmo2RMSNorm",
+    "HunYuanDenseV1RMSNorm",
 )
 _GEMMA_RMS = ("Gemma2RMSNorm", "Gemma3RMSNorm")  # x·rsqrt(mean(x²) + eps)·(1 + w)
 _MEAN_CENTRED = (
