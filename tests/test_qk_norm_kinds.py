@@ -213,3 +213,20 @@ def test_a_decode_run_keeps_the_norm(name):
     _, expected = attention(doc)
     np.testing.assert_allclose(whole, expected, atol=1e-12)
     np.testing.assert_allclose(decoded.output, expected, atol=1e-12)
+
+
+def test_one_head_of_a_layer_keeps_its_own_norm_rows():
+    """qkvcalc heads' split: head h's problem carries row h of q_norm and of its bias, row g of
+    k_norm, and gives head h's weights; over the projection a head cannot stand alone."""
+    from qkvcalc.extract.heads import split_head
+
+    doc = problem(6, **CASES["per head, layer, a bias"])
+    layer = qkvcalc.explain(**doc)
+    for h in (1, 3, 4):
+        alone = qkvcalc.explain(**split_head(doc, h))
+        np.testing.assert_allclose(
+            alone.stage("weights").value, layer.stage("weights", head=h).value, atol=1e-12
+        )
+    with pytest.raises(QkvcalcError) as e:
+        split_head(problem(6, **CASES["over the projection, rms (OLMo 2)"]), 1)
+    assert "qk_norm" in e.value.message("en")

@@ -1041,6 +1041,9 @@ MESSAGES: dict[str, str] = {
     "qk_norm.shape": "{field} is {shape}; it needs d_k = {d_k} numbers (one vector for every "
     "head) or {letter}×d_k = {count}×{d_k} (one row per head: H query heads for q_norm, G K/V "
     "heads for k_norm)",
+    "qk_norm.length": "{field} has {length} numbers, but it needs {d_k} (d_k), one vector for "
+    "every head, or {letter}×d_k = {count}×{d_k}, one row per head (H query heads for q_norm, G "
+    "K/V heads for k_norm)",
     "qk_norm.projection_shape": "{field} is {shape}; over the whole projection it needs "
     "{letter}·d_k = {count}×{d_k} = {width} numbers, one per column of the projection",
     "qk_norm.projection_backward": 'The backward pass cannot follow "over": "projection" head '
@@ -1078,8 +1081,6 @@ MESSAGES: dict[str, str] = {
     "{missing} is not installed here: pip install 'qkvcalc[models]'",
     "extract.architecture": "{model} is a {model_type!r} model, which qkvcalc extract does not "
     "know; it knows {known}",
-    "extract.no_key": "layer {layer} of {model} uses {what}, which qkvcalc's input format "
-    "has no key for yet, so this layer cannot be written as a problem",
     "extract.layer": "layer {layer}: {model} has {count} layers, numbered 0 to {last}",
     "extract.token_id": "token id {id} is outside the vocabulary: {model} has {size} tokens, "
     "ids 0 to {last}",

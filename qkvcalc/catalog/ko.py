@@ -1043,6 +1043,9 @@ MESSAGES: dict[str, str] = {
     "qk_norm.shape": "{field}의 모양은 {shape}입니다. d_k = {d_k}개의 수(모든 헤드에 벡터 "
     "하나) 또는 {letter}×d_k = {count}×{d_k}(헤드마다 한 행: q_norm은 Query 헤드 H개, k_norm은 "
     "K/V 헤드 G개)가 필요합니다",
+    "qk_norm.length": "{field}의 수는 {length}개인데 {d_k}개(d_k, 모든 헤드에 벡터 하나) 또는 "
+    "{letter}×d_k = {count}×{d_k}(헤드마다 한 행: q_norm은 Query 헤드 H개, k_norm은 K/V 헤드 "
+    "G개)가 필요합니다",
     "qk_norm.projection_shape": "{field}의 모양은 {shape}입니다. 선형 투영 전체에 걸친 "
     "정규화에는 {letter}·d_k = {count}×{d_k} = {width}개의 수, 곧 투영의 열마다 하나가 "
     "필요합니다",
@@ -1084,8 +1087,6 @@ MESSAGES: dict[str, str] = {
     "여기에는 {missing} 패키지가 설치되어 있지 않습니다: pip install 'qkvcalc[models]'",
     "extract.architecture": "{model}의 모델 종류는 {model_type!r}이며, qkvcalc extract가 "
     "모르는 종류입니다. 아는 종류: {known}",
-    "extract.no_key": "{model}의 {layer}번 층은 {what}을(를) 쓰는데, qkvcalc 입력 형식에는 "
-    "아직 이를 나타낼 키가 없어서 이 층을 문제로 쓸 수 없습니다",
     "extract.layer": "층 {layer}: {model}에는 층이 {count}개 있고, 번호는 0부터 {last}까지입니다",
     "extract.token_id": "토큰 id {id}: 어휘 밖의 값입니다. {model}의 토큰은 {size}개이고, "
     "id는 0부터 {last}까지입니다",

@@ -1,5 +1,6 @@
 """The LLaMA family — LLaMA, Mistral, Qwen2, Qwen3, Gemma 2 and 3, Phi-3, Phi, StableLM,
-StarCoder2, Mixtral, Qwen2-MoE, SmolLM3, EXAONE 4, gpt-oss, Cohere and Cohere 2: the attention
+StarCoder2, Mixtral, Qwen2-MoE, SmolLM3, EXAONE 4, gpt-oss, Cohere and Cohere 2, OLMo 2, HunYuan
+and Llama 4's text layers (NoPE layers with the attention temperature): the attention
 module's input is x (after input_layernorm in the pre-norm ones); separate q/k/v_proj linears
 (biases in Qwen2, StarCoder2, gpt-oss, Phi, StableLM) or Phi-3's fused qkv_proj, o_proj (Phi:
 dense); grouped-query attention with kv_heads K/V
@@ -70,10 +71,12 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
     "smollm3": lambda attn: bool(attn.use_rope),
     "exaone4": lambda attn: attn.sliding_window is None or attn.is_sliding,
     "cohere2": lambda attn: attn.sliding_window is not None,
+    "llama4_text": lambda attn: bool(attn.use_rope),
 }
 STYLE = {
     "cohere": "pairs",
     "cohere2": "pairs",
+    "llama4_text": "pairs",  # view_as_complex of (2i, 2i+1)
 }  # Cohere's rotary tables are interleaved: 2i with 2i+1
 
 
@@ -107,6 +110,11 @@ def keys(layer: Layer) -> dict[str, Any]:
     if ROTATES.get(config.model_type, lambda attn: True)(attn):
         keys["rope"] = rope(layer, attn.head_dim, STYLE.get(config.model_type, "half"))
     sinks = getattr(attn, "sinks", None)
+    if getattr(attn, "attn_temperature_tuning", False) and not attn.use_rope:  # Llama 4's NoPE
+        keys["attn_temperature"] = {
+            "floor_scale": float(attn.floor_scale),
+            "attn_scale": float(attn.attn_scale),
+        }
     return with_optional(
         {**keys, **qk_norm_keys(attn)},
         softcap=getattr(attn, "attn_logit_softcapping", None),
@@ -132,6 +140,11 @@ def qk_norm_keys(attn: Any) -> dict[str, Any]:
         # Cohere: a LayerNorm without bias, weights [H, d_k] and [G, d_k]
         q, k = attn.q_norm, attn.k_norm
         return _layer_keys(array(q.weight), array(k.weight), None, None, norm_eps(q))
+    if type(getattr(attn, "qk_norm", None)).__name__ == "Llama4TextL2Norm":
+        # Llama 4's RoPE layers: x / √(mean(x²) + ε) without a weight, after the rotation
+        ones = np.ones(attn.head_dim)
+        eps = float(attn.qk_norm.eps)
+        return {"q_norm": ones, "k_norm": ones, "norm_eps": eps, "qk_norm": {"after_rope": True}}
     after_rope = hasattr(attn, "query_layernorm")  # HunYuan: RMSNorm after the rotation
     q = getattr(attn, "query_layernorm", getattr(attn, "q_norm", None))
     k = getattr(attn, "key_layernorm", getattr(attn, "k_norm", None))
@@ -184,6 +197,7 @@ FAMILY = Family(
         "cohere": "Cohere",
         "olmo2": "OLMo 2",
         "hunyuan_v1_dense": "HunYuan",
+        "llama4_text": "Llama 4",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,

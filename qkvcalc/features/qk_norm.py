@@ -109,8 +109,10 @@ def _weights(raw: Any, field: str, d_k: int, count: int, over: str, letter: str)
     if values.shape == (1, d_k):
         return values[0]
     if values.shape != (count, d_k):
+        flat = values.shape[0] == 1  # a list of numbers: say how many
         raise QkvcalcError(
-            "qk_norm.shape",
+            "qk_norm.length" if flat else "qk_norm.shape",
+            length=values.shape[1],
             field=field,
             shape=shape_text(values.shape),
             count=count,
