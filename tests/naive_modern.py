@@ -11,10 +11,17 @@ What it follows, in order, per head:
                `q`/`k`/`v` given directly skip their projection; `positional` adds PE to X)
   heads        H query heads split W_Q's columns in order; G = kv_heads K/V heads split W_K,
                W_V; query head h (1-based) reads K/V head ceil(h·G/H)
-  q/k norm     per-head RMSNorm  x / sqrt(mean(x²) + eps) · w   (norm_eps, default 1e-6)
+  q/k norm     RMSNorm x / sqrt(mean(x²) + eps) · w (norm_eps, default 1e-6), or with
+               qk_norm.kind "layer" LayerNorm (x − mean) / sqrt(var + eps) · w + b (b from
+               qk_norm.bias.q / .k); weights one vector (d_k) or one row per head (H×d_k for
+               q, G×d_k for k); qk_norm.over "projection": the whole projection row (H·d_k,
+               G·d_k) normalised before the split into heads; qk_norm.after_rope: after RoPE
   rope         "half" pairs i with i + R/2, "pairs" pairs 2i with 2i+1; the first R = dims
                dimensions rotate; θ_i = theta^(−2i/R) or inv_freq; cos and sin times
                attention_factor; query i by positions[i], key j by key_positions[j]
+  temperature  attn_temperature: query row i times τ_i (a list of n), or Llama 4's rule
+               τ_i = log(1 + floor((positions[i] + 1) / floor_scale)) · attn_scale + 1;
+               after the norm and the rotation
   scores       Q·Kᵀ · scale (default 1/sqrt(d_k))
   biases       ALiBi −slope_h·|pos_i − kpos_j| (true: the paper's slopes), score_bias n×m
                (all heads) or H×n×m, both added after scaling
@@ -48,6 +55,8 @@ _ALIASES = {
     "qnorm": "q_norm",
     "knorm": "k_norm",
     "normeps": "norm_eps",
+    "qknorm": "qk_norm",
+    "attntemperature": "attn_temperature",
     "causalalign": "causal_align",
 }
 
@@ -168,6 +177,17 @@ def rms_norm(rows: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
     return out
 
 
+def layer_norm(rows: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
+    """Each row x becomes (x − mean) / sqrt(var + eps) · w + b, var the mean of (x − mean)²."""
+    out = np.empty_like(rows)
+    for r, x in enumerate(rows):
+        mean = sum(float(v) for v in x) / len(x)
+        var = sum((float(v) - mean) ** 2 for v in x) / len(x)
+        for c in range(len(x)):
+            out[r, c] = (x[c] - mean) / math.sqrt(var + eps) * weight[c] + bias[c]
+    return out
+
+
 def rotate(rows: np.ndarray, positions: list[int], rope: dict, d_k: int) -> np.ndarray:
     """RoPE on each row (one token's q or k of one head) by its own position."""
     dims = int(rope.get("dims") or d_k)
@@ -275,9 +295,44 @@ def attention(problem: dict) -> tuple[np.ndarray, np.ndarray]:
     scale = number(doc["scale"]) if doc.get("scale") is not None else 1 / math.sqrt(d_k)
 
     eps = number(doc.get("norm_eps", 1e-6))
-    q_norm = None if doc.get("q_norm") is None else _vector(doc["q_norm"])
-    k_norm = None if doc.get("k_norm") is None else _vector(doc["k_norm"])
+    q_norm = None if doc.get("q_norm") is None else _matrix(doc["q_norm"])
+    k_norm = None if doc.get("k_norm") is None else _matrix(doc["k_norm"])
+    how = doc.get("qk_norm") or {}
+    layer = how.get("kind", "rms") == "layer"
+    given_bias = how.get("bias") or {}
+    q_bias = None if given_bias.get("q") is None else _matrix(given_bias["q"])
+    k_bias = None if given_bias.get("k") is None else _matrix(given_bias["k"])
+    after_rope = bool(how.get("after_rope", False))
+
+    def norm(rows, weights, biases, row):
+        """Norm `rows` with row `row` (1-based) of the weights, or their only row."""
+        w = weights[row - 1] if weights.shape[0] > 1 else weights[0]
+        if not layer:
+            return rms_norm(rows, w, eps)
+        if biases is None:
+            b = np.zeros(rows.shape[1])
+        else:
+            b = biases[row - 1] if biases.shape[0] > 1 else biases[0]
+        return layer_norm(rows, w, b, eps)
+
+    if how.get("over", "head") == "projection":  # OLMo 2: before the split into heads
+        if q_norm is not None:
+            q_all = norm(q_all, q_norm, q_bias, 1)
+        if k_norm is not None:
+            k_all = norm(k_all, k_norm, k_bias, 1)
+        q_norm = k_norm = None
     rope = doc.get("rope")
+    temperature = doc.get("attn_temperature")
+    tau = None
+    if isinstance(temperature, dict):
+        tau = [
+            math.log(1 + math.floor((pos + 1) / number(temperature["floor_scale"])))
+            * number(temperature["attn_scale"])
+            + 1
+            for pos in positions
+        ]
+    elif temperature is not None:
+        tau = [number(t) for t in temperature]
 
     alibi = doc.get("alibi")
     slopes = None
@@ -322,13 +377,21 @@ def attention(problem: dict) -> tuple[np.ndarray, np.ndarray]:
         q = q_all[:, (h - 1) * d_k : h * d_k]
         k = k_all[:, (g - 1) * d_k : g * d_k]
         v = v_all[:, (g - 1) * d_v : g * d_v]
-        if q_norm is not None:
-            q = rms_norm(q, q_norm, eps)
-        if k_norm is not None:
-            k = rms_norm(k, k_norm, eps)
+        if q_norm is not None and not after_rope:
+            q = norm(q, q_norm, q_bias, h)
+        if k_norm is not None and not after_rope:
+            k = norm(k, k_norm, k_bias, g)
         if rope is not None:
             q = rotate(q, positions, rope, d_k)
             k = rotate(k, key_positions, rope, d_k)
+        if q_norm is not None and after_rope:  # HunYuan: the norm after the rotation
+            q = norm(q, q_norm, q_bias, h)
+        if k_norm is not None and after_rope:
+            k = norm(k, k_norm, k_bias, g)
+        if tau is not None:
+            q = q.copy()
+            for i in range(n):
+                q[i] = q[i] * tau[i]
         scores = np.einsum("id,jd->ij", q, k) * scale
         if slopes is not None:
             for i in range(n):

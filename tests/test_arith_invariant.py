@@ -60,6 +60,15 @@ FEATURES = {
     "alibi": True,
     "attend": [1, 1, 2],
 }
+# … and the LayerNorm kind of q/k norm (with its bias) and the attention temperature
+LAYER_FEATURES = {
+    "q_norm": [1, 0.5],
+    "k_norm": [0.5, 1],
+    "qk_norm": {"kind": "layer", "bias": {"q": [0.1, -0.2], "k": [0, 0.3]}},
+    "attn_temperature": [1, 1.25, 1.5],
+    "attend": [1, 1, 2],
+}
+FEATURE_SETS = {"features": FEATURES, "features_layer": LAYER_FEATURES}
 FEATURE_CASES = [
     (option, lang) for option in ("plain", "exact", "precision2") for lang in ("en", "ko")
 ]
@@ -223,10 +232,10 @@ def _render(cli, preset: str, option: str, lang: str) -> str:
     env = {**PINNED_ENV, "COLUMNS": "4000"}
     source = ["--preset", preset]
     stdin = None
-    if preset == "features":
+    if preset in FEATURE_SETS:
         doc = json.loads((ROOT / "presets" / "sentence.json").read_text(encoding="utf-8"))
         given = {k: v for k, v in doc.items() if k not in ("name", "description", "reference")}
-        source, stdin = ["-", "--backward"], json.dumps({**given, **FEATURES})
+        source, stdin = ["-", "--backward"], json.dumps({**given, **FEATURE_SETS[preset]})
     args = ["explain", *source, "-f", "txt", "--detail", "full", "--lang", lang]
     result = cli(*args, *OPTIONS[option], input=stdin, env=env)
     assert result.exit_code == 0, result.output[-2000:]
@@ -264,9 +273,12 @@ def test_every_equals_holds(cli, preset: str, option: str, lang: str) -> None:
     _check_rendering(cli, preset, option, lang)
 
 
+@pytest.mark.parametrize("features", sorted(FEATURE_SETS))
 @pytest.mark.parametrize(("option", "lang"), FEATURE_CASES)
-def test_every_equals_holds_in_the_features_and_the_backward(cli, option: str, lang: str) -> None:
-    _check_rendering(cli, "features", option, lang)
+def test_every_equals_holds_in_the_features_and_the_backward(
+    cli, features: str, option: str, lang: str
+) -> None:
+    _check_rendering(cli, features, option, lang)
 
 
 def test_the_evaluator() -> None:
@@ -302,7 +314,8 @@ if __name__ == "__main__":  # a count of the lines: python -m tests.test_arith_i
         return runner.invoke(app, list(args), input=input, env=env, catch_exceptions=False)
 
     totals = {"lines": 0, "checked": 0, "wrong": 0, "unknown": 0, "undefined": 0}
-    for preset, option, lang in [*CASES, *(("features", o, g) for o, g in FEATURE_CASES)]:
+    extra = [(f, o, g) for f in sorted(FEATURE_SETS) for o, g in FEATURE_CASES]
+    for preset, option, lang in [*CASES, *extra]:
         precision = 2 if option == "precision2" else 4
         for line in arithmetic_lines(_render(cli, preset, option, lang)):
             totals["lines"] += 1

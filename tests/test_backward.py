@@ -43,6 +43,9 @@ FEATURES = (
     "softcap",
     "sinks",
     "qk_norm",
+    "qk_layernorm",
+    "qk_norm_after_rope",
+    "attn_temperature",
     "positional",
     "torch_layout",
     "scale",
@@ -54,7 +57,7 @@ def make(feature: str, loss: str, seed: int) -> dict[str, Any]:
     """A random problem with `feature` (and its neighbours where it needs them) and a loss."""
     rng = np.random.default_rng(seed)
     n, d_model = 4, 4
-    heads = 2 if feature in ("multihead", "wo", "gqa", "sinks", "alibi") else 1
+    heads = 2 if feature in ("multihead", "wo", "gqa", "sinks", "alibi", "qk_layernorm") else 1
     kv_heads = 1 if feature == "gqa" else heads
     if feature == "gqa":
         heads = 4
@@ -80,7 +83,7 @@ def make(feature: str, loss: str, seed: int) -> dict[str, Any]:
         for b, width in (("bq", heads * d_k), ("bk", kv_heads * d_k), ("bv", kv_heads * d_v)):
             doc[b] = rng.normal(size=width).tolist()
         doc["bo"] = rng.normal(size=3).tolist()
-    if feature in ("causal", "rope_half", "alibi", "softcap", "sinks", "gqa"):
+    if feature in ("causal", "rope_half", "alibi", "softcap", "sinks", "gqa", "qk_norm_after_rope"):
         doc["mask"] = "causal"
     if feature == "custom_mask":
         allowed = rng.random((n, m)) < 0.6
@@ -104,6 +107,19 @@ def make(feature: str, loss: str, seed: int) -> dict[str, Any]:
         doc["q_norm"] = rng.normal(1, 0.3, size=d_k).tolist()
         doc["k_norm"] = rng.normal(1, 0.3, size=d_k).tolist()
         doc["norm_eps"] = 1e-3
+    if feature == "qk_layernorm":  # per-head weights and a bias on q, one vector on k
+        doc["q_norm"] = rng.normal(1, 0.3, size=(heads, d_k)).tolist()
+        doc["k_norm"] = rng.normal(1, 0.3, size=d_k).tolist()
+        doc["qk_norm"] = {"kind": "layer", "bias": {"q": rng.normal(size=(heads, d_k)).tolist()}}
+        doc["norm_eps"] = 1e-3
+    if feature == "qk_norm_after_rope":
+        doc["q_norm"] = rng.normal(1, 0.3, size=d_k).tolist()
+        doc["k_norm"] = rng.normal(1, 0.3, size=d_k).tolist()
+        doc["qk_norm"] = {"after_rope": True}
+        doc["rope"] = {"theta": 100, "style": "half"}
+    if feature == "attn_temperature":  # Llama 4's rule, on top of a per-head norm
+        doc["attn_temperature"] = {"floor_scale": 2, "attn_scale": 0.7}
+        doc["q_norm"] = rng.normal(1, 0.3, size=d_k).tolist()
     if feature == "positional":
         doc["positional"] = "sinusoidal"
     if feature == "torch_layout":
@@ -179,13 +195,23 @@ def torch_forward(doc: dict[str, Any], t: dict[str, Any], torch: Any) -> tuple[A
         k = k_all[:, g * d_k : (g + 1) * d_k]
         v = v_all[:, g * d_v : (g + 1) * d_v]
         eps = doc.get("norm_eps", 1e-6)
-        if "q_norm" in doc:
-            q = _rms(q, doc["q_norm"], eps, torch)
-        if "k_norm" in doc:
-            k = _rms(k, doc["k_norm"], eps, torch)
+        how = doc.get("qk_norm", {})
+        late = how.get("after_rope", False)
+        if "q_norm" in doc and not late:
+            q = _norm(q, doc["q_norm"], how, "q", h, eps, torch)
+        if "k_norm" in doc and not late:
+            k = _norm(k, doc["k_norm"], how, "k", g, eps, torch)
         if "rope" in doc:
             q = _rope(q, positions, doc["rope"], torch)
             k = _rope(k, key_positions, doc["rope"], torch)
+        if "q_norm" in doc and late:
+            q = _norm(q, doc["q_norm"], how, "q", h, eps, torch)
+        if "k_norm" in doc and late:
+            k = _norm(k, doc["k_norm"], how, "k", g, eps, torch)
+        if "attn_temperature" in doc:  # Llama 4: log1p(floor((pos + 1) / F)) * a + 1
+            rule = doc["attn_temperature"]
+            tau = torch.log1p(torch.floor((positions + 1) / rule["floor_scale"]))
+            q = q * (tau * rule["attn_scale"] + 1)[:, None]
         s = (q @ k.T) * scale
         if "alibi" in doc:
             given = doc["alibi"]
@@ -211,14 +237,20 @@ def torch_forward(doc: dict[str, Any], t: dict[str, Any], torch: Any) -> tuple[A
     return out, weights
 
 
-def _rms(x: Any, weight: list[float], eps: float, torch: Any) -> Any:
-    w = torch.tensor(weight, dtype=torch.float64)
-    return x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps) * w
+def _norm(x: Any, weight: Any, how: dict[str, Any], side: str, head: int, eps: float, torch: Any):
+    """The q/k norm of head `head` (0-based; its K/V head for k): torch's own RMSNorm or
+    LayerNorm with the head's weights (one vector, or its row) and bias."""
 
+    def row(values: Any) -> Any:
+        t = torch.tensor(values, dtype=torch.float64)
+        return t[head] if t.ndim == 2 else t
 
-def _rms(x: Any, weight: list[float], eps: float, torch: Any) -> Any:
-    w = torch.tensor(weight, dtype=torch.float64)
-    return x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps) * w
+    w = row(weight)
+    if how.get("kind", "rms") == "rms":
+        return torch.nn.functional.rms_norm(x, (x.shape[-1],), w, eps)
+    bias = how.get("bias", {}).get(side)
+    b = None if bias is None else row(bias)
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, eps)
 
 
 def _rope(x: Any, positions: Any, rope: dict[str, Any], torch: Any) -> Any:

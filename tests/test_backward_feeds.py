@@ -12,7 +12,16 @@ from tests.test_backward import FEATURES, LOSSES, backward_trace, make
 
 # the problems whose numbers are generic: no mask (a masked weight of 0 hides what it reads)
 # and no rotation (position 0 is not turned, so its partner dimension does not move it)
-MASKED = ("causal", "custom_mask", "padding", "alibi", "softcap", "sinks", "gqa")
+MASKED = (
+    "causal",
+    "custom_mask",
+    "padding",
+    "alibi",
+    "softcap",
+    "sinks",
+    "gqa",
+    "qk_norm_after_rope",
+)
 UNMASKED = [f for f in FEATURES if f not in (*MASKED, "rope_half", "rope_pairs")]
 
 

@@ -37,6 +37,11 @@ CASES = {
         {"angles": RNG.normal(size=(3, 2)), "style": "half", "dims": 4, "factor": 1.3},
     ),
     "rmsnorm": lambda: ([RNG.normal(size=(3, 4))], {"weight": RNG.normal(size=4), "eps": 1e-3}),
+    "row_scale": lambda: ([RNG.normal(size=(3, 4))], {"factors": RNG.normal(size=3)}),
+    "layernorm": lambda: (
+        [RNG.normal(size=(3, 5))],
+        {"weight": RNG.normal(size=5), "bias": RNG.normal(size=5), "eps": 1e-3},
+    ),
 }
 
 

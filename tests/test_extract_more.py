@@ -504,24 +504,6 @@ def test_the_keys_each_layer_needs(lab):
     assert p("gpt_neo", 1)["window"] == 4
 
 
-def test_a_layer_no_key_can_say_is_one_message(tmp_path):
-    """Phi's and StableLM's qk_layernorm, Cohere's use_qk_norm (LayerNorm on each head's q and
-    k): no key for them yet, refused, named."""
-    import qkvcalc
-    from qkvcalc.errors import QkvcalcError
-
-    for name, flag in (
-        ("phi", "qk_layernorm"),
-        ("stablelm", "qk_layernorm"),
-        ("cohere", "use_qk_norm"),
-    ):
-        spec = CASES[name]
-        model = build_from(spec["config"], {**spec["fields"], flag: True}, spec["model"])
-        model.save_pretrained(tmp_path / f"{name}-qk")
-        with pytest.raises(QkvcalcError, match=f"layer 1 of {name}-qk uses {flag}"):
-            qkvcalc.extract(str(tmp_path / f"{name}-qk"), layer=1, input_ids=ids())
-
-
 def test_the_command_line_writes_and_explains_them(lab, tmp_path):
     """Through the real command line, in one process: `qkvcalc extract … --dtype float64
     --output FILE`, then `qkvcalc explain FILE --format json`, for a layer of each new key

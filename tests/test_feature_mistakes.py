@@ -100,7 +100,49 @@ def wrong_matrices(trace):
     ]
 
 
-FEATURE_IDS = {case[2] for case in wrong_matrices(run(Problem.from_mapping(PROBLEM)))}
+# The LayerNorm kind of the q/k norm (Cohere, StableLM, Phi): its weights and bias per head.
+LAYER = {
+    **{k: PROBLEM[k] for k in ("tokens", "x", "wq", "wk", "wv")},
+    "q_norm": [1, 2, 0.5, 1],
+    "k_norm": [1, 1, 1, 1],
+    "qk_norm": {"kind": "layer", "bias": {"q": [0.5, 0, -1, 0.25]}},
+}
+
+
+def layer_wrong_matrices(trace):
+    """The LayerNorm's mistakes at q_norm, worked out with loops from the true q."""
+    q = trace.stage("q").value
+    w, b = [1, 2, 0.5, 1], [0.5, 0, -1, 0.25]
+    kept, unbiased = np.zeros_like(q), np.zeros_like(q)
+    for i, row in enumerate(q):
+        mean = sum(row) / 4
+        sigma = math.sqrt(sum((v - mean) ** 2 for v in row) / 4 + EPS)
+        rms = math.sqrt(sum(v * v for v in row) / 4 + EPS)
+        for j, v in enumerate(row):
+            kept[i, j] = v / rms * w[j] + b[j]
+            unbiased[i, j] = (v - mean) / sigma * w[j]
+    return [
+        ("q_norm", kept, "layernorm_mean_kept", "subtracts the mean"),
+        ("q_norm", unbiased, "layernorm_bias_missing", "leave out the bias"),
+    ]
+
+
+FEATURE_IDS = {case[2] for case in wrong_matrices(run(Problem.from_mapping(PROBLEM)))} | {
+    case[2] for case in layer_wrong_matrices(run(Problem.from_mapping(LAYER)))
+}
+
+
+@pytest.mark.parametrize("case", range(2))
+def test_a_layernorm_mistake_is_named(case):
+    trace = run(Problem.from_mapping(LAYER))
+    key, wrong, mistake_id, words = layer_wrong_matrices(trace)[case]
+    truth = trace.stage(key).value
+    assert not np.allclose(wrong, truth, atol=1e-3)
+    found = recognise(trace, key, np.round(wrong, 4), {}, 4)
+    assert found is not None and found.id == mistake_id
+    assert words in found.text("en")
+    assert found.text("ko") != found.text("en") and "{" not in found.text("ko")
+    assert recognise(trace, key, np.round(truth, 4), {}, 4) is None
 
 
 @pytest.fixture(scope="module")

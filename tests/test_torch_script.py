@@ -242,8 +242,45 @@ EDGE_CASES = {
         "rope": {"theta": 100, "dims": 2, "attention_factor": 1.5},
         "score_bias": [[[0, -1, -2], [0.5, 0, -1]], [[1, 0, 0], [0, 0, 0.25]]],
     },
+    "q/k LayerNorm per head with a bias, grouped-query, after RoPE (HunYuan, Cohere)": {
+        "heads": 2,
+        "kv_heads": 1,
+        "x": [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]],
+        "wq": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1]],
+        "wk": [[1, 0], [0, 1], [1, 1], [0, 1]],
+        "wv": [[1, 0], [0, 1], [1, 0], [0, 1]],
+        "mask": "causal",
+        "q_norm": [[1, 0.5], [2, -1]],
+        "k_norm": [[0.5, 1.5]],
+        "norm_eps": 1e-5,
+        "qk_norm": {"kind": "layer", "bias": {"q": [[0.1, 0], [0, -0.2]]}, "after_rope": True},
+        "rope": {"theta": 100},
+    },
+    "q/k RMSNorm and LayerNorm over the whole projection (OLMo 2), grouped-query": {
+        "heads": 2,
+        "kv_heads": 1,
+        "x": [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]],
+        "wq": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1]],
+        "wk": [[1, 0], [0, 1], [1, 1], [0, 1]],
+        "wv": [[1, 0], [0, 1], [1, 0], [0, 1]],
+        "q_norm": [1, 0.5, 2, 1.5],
+        "k_norm": [1, -1],
+        "qk_norm": {"over": "projection"},
+        "rope": {"theta": 10},
+    },
+    "attention temperature (Llama 4's NoPE layers) after a q norm": {
+        "heads": 2,
+        "kv_heads": 1,
+        "x": [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0], [2, 0, 1, 1]],
+        "wq": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1]],
+        "wk": [[1, 0], [0, 1], [1, 1], [0, 1]],
+        "wv": [[1, 0], [0, 1], [1, 0], [0, 1]],
+        "mask": "causal",
+        "q_norm": [1, 2],
+        "attn_temperature": {"floor_scale": 2, "attn_scale": 0.5},
+    },
 }
-EDGE_MHA = [True, True, True, True, True, False, False]
+EDGE_MHA = [True, True, True, True, True, False, False, False, False, False]
 
 
 @pytest.mark.parametrize(

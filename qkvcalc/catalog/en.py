@@ -1040,13 +1040,96 @@ MESSAGES: dict[str, str] = {
     "positional.unknown": 'positional must be "sinusoidal" or an n×d_model matrix, not {value}',
     "positional.shape": "positional is {shape}; it must be n×d_model = {n}×{d}: one row per "
     "token, as wide as X",
+    # ---- q/k norm kinds, attention temperature (issue 22) ----
+    "ui.variant.qk_layernorm": "q/k LayerNorm",
+    "ui.variant.qk_norm_projection": "the q/k norm over the whole projection",
+    "ui.variant.qk_norm_per_head": "q/k norm weights per head",
+    "ui.variant.qk_norm_after_rope": "the q/k norm after RoPE",
+    "stage.q_layernorm.title": "Query norm (LayerNorm)",
+    "stage.q_layernorm.why": "Each query row loses its mean and is divided by its standard "
+    "deviation, then multiplied by a learned weight and shifted by a learned bias per dimension "
+    "(Cohere, StableLM, Phi). Bounding the size of q keeps the scores from growing without "
+    "limit during training.",
+    "stage.k_layernorm.title": "Key norm (LayerNorm)",
+    "stage.k_layernorm.why": "The same for each key row: (x − μ) / √(mean((x − μ)²) + ε) · w + "
+    "b, row by row.",
+    "note.layernorm": "Row by row: (x − μ) / σ · w + b, with μ the row's mean and "
+    "σ = √(mean((x − μ)²) + ε), ε = {eps}.",
+    "note.qk_norm_projection": "The mean (and the mean of the squares) is taken over the whole "
+    "projection row, all {width} numbers of every head, before it is split into heads (OLMo 2): "
+    "a head's row is divided by the same number as every other head's row of that token.",
+    "note.qk_norm_after_rope": "The norm comes after the rotation here (HunYuan): RoPE turned "
+    "the row first, and the norm rescales the turned row.",
+    "hint.layernorm": "{cell} = ({src}[{i},{j}] − μ) / σ × w[{j}] + b[{j}], with μ the mean of "
+    "row {i} of {src} and σ = √(mean((x − μ)²) + ε) of that row.",
+    "mistake.layernorm_mean_kept": "These keep the row's mean (x / √(mean(x²) + ε), as "
+    "RMSNorm does); LayerNorm first subtracts the mean μ of the row, then divides by σ.",
+    "mistake.layernorm_bias_missing": "These leave out the bias; LayerNorm adds b_j to each "
+    "dimension j after multiplying by w_j.",
+    "stage.grad_back.layernorm.title": "Backward through the q/k LayerNorm",
+    "stage.grad_back.layernorm.why": "The norm made x̂ = (x − μ)·ρ with ρ = 1/σ, then x̂·w + b. "
+    "Its backward takes the gradient scaled the same way, ρ·(w ⊙ g), and removes two parts the "
+    "norm undoes: its mean (a shift of the row) and its part along x̂ (a change of its spread).",
+    "qk_norm.not_object": 'qk_norm must be an object such as {{"kind": "layer", "over": '
+    '"head"}}, not {value}',
+    "qk_norm.unknown_key": "qk_norm has no key {key}; its keys are {known}",
+    "qk_norm.kind": 'qk_norm.kind must be "rms" (x / √(mean(x²) + ε) · w: Qwen3, OLMo 2) or '
+    '"layer" ((x − μ) / σ · w + b: Cohere, StableLM, Phi), not {value}',
+    "qk_norm.over": 'qk_norm.over must be "head" (each head\'s d_k numbers) or "projection" '
+    "(the whole projection row before the split: OLMo 2), not {value}",
+    "qk_norm.after_rope": "qk_norm.after_rope must be true (the norm after the rotation: "
+    "HunYuan) or false (before it, the default), not {value}",
+    "qk_norm.bias_needs_layer": 'qk_norm.bias is a LayerNorm\'s: give "kind": "layer" with it '
+    "(RMSNorm has no bias)",
+    "qk_norm.bias_not_object": 'qk_norm.bias must be an object {{"q": […], "k": […]}} shaped '
+    "as q_norm and k_norm, not {value}",
+    "qk_norm.bias_without_weight": "qk_norm.bias.{side} is given without {side}_norm: a "
+    "bias belongs to a norm's weights",
+    "qk_norm.needs_weights": "qk_norm says how the q/k norm works, but neither q_norm nor "
+    "k_norm is given: give the weights of the norm",
+    "qk_norm.shape": "{field} is {shape}; it needs d_k = {d_k} numbers (one vector for every "
+    "head) or {letter}×d_k = {count}×{d_k} (one row per head: H query heads for q_norm, G K/V "
+    "heads for k_norm)",
+    "qk_norm.length": "{field} has {length} numbers, but it needs {d_k} (d_k), one vector for "
+    "every head, or {letter}×d_k = {count}×{d_k}, one row per head (H query heads for q_norm, G "
+    "K/V heads for k_norm)",
+    "qk_norm.projection_shape": "{field} is {shape}; over the whole projection it needs "
+    "{letter}·d_k = {count}×{d_k} = {width} numbers, one per column of the projection",
+    "qk_norm.projection_backward": 'The backward pass cannot follow "over": "projection" head '
+    "by head: each head's norm reads every head's row, so a head's gradient needs all the "
+    "others'. Run without --backward, or with the norm per head",
+    "qk_norm.projection_decode": 'A KV cache cannot take "over": "projection": each step would '
+    "need the whole projection row of its new tokens. Run without decode",
+    "ui.variant.attn_temperature": "attention temperature",
+    "stage.q_temp.title": "Attention temperature on the queries",
+    "stage.q_temp.why": "Each query row is multiplied by its own factor τᵢ, larger for later "
+    "positions (Llama 4's layers without RoPE). Over many keys the scores of a far query would "
+    "flatten out; a larger q makes its softmax sharper again.",
+    "note.attn_temperature": "τ of each query row: {factors}.",
+    "note.attn_temperature_llama4": "τᵢ = log(1 + ⌊(positions[i] + 1) / {floor_scale}⌋) · "
+    "{attn_scale} + 1 (Llama 4's attn_temperature_tuning): 1 up to position {floor_scale} − 2, "
+    "then a step up every {floor_scale} positions.",
+    "note.exact_stops_temperature": "Decimals from here on: the factors τ are taken as "
+    "decimals (Llama 4's are logarithms).",
+    "hint.attn_temperature": "{cell} = {src}[{i},{j}] × τ[{i}], the factor of query row {i}.",
+    "stage.grad_back.row_scale.title": "Backward through the attention temperature",
+    "stage.grad_back.row_scale.why": "Row i of the queries was multiplied by τᵢ, so its "
+    "gradient is multiplied by the same τᵢ: dQ[i, :] = τᵢ · dQ_temp[i, :].",
+    "attn_temperature.kind": "attn_temperature must be a list of one factor per query row or "
+    'an object {{"floor_scale": 8192, "attn_scale": 0.1}} (Llama 4), not {value}',
+    "attn_temperature.count": "attn_temperature gives {count} factors, but there are {n} "
+    "queries: one factor per query row",
+    "attn_temperature.unknown_key": "attn_temperature has no key {key}; its keys are {known}",
+    "attn_temperature.needs_both": "attn_temperature as an object needs both floor_scale and "
+    "attn_scale: τᵢ = log(1 + ⌊(positions[i] + 1) / floor_scale⌋) · attn_scale + 1",
+    "attn_temperature.decode_list": "A KV cache needs attn_temperature as its rule "
+    '({{"floor_scale": …, "attn_scale": …}}), not a list: a step\'s new query has no factor in '
+    "a list of the prompt's rows",
     # ---- qkvcalc extract (issue 16) ----------------------------------------------------
     "extract.needs_models": "qkvcalc {command} runs the model with PyTorch and transformers, and "
     "{missing} is not installed here: pip install 'qkvcalc[models]'",
     "extract.architecture": "{model} is a {model_type!r} model, which qkvcalc extract does not "
     "know; it knows {known}",
-    "extract.no_key": "layer {layer} of {model} uses {what}, which qkvcalc's input format "
-    "has no key for yet, so this layer cannot be written as a problem",
     "extract.layer": "layer {layer}: {model} has {count} layers, numbered 0 to {last}",
     "extract.token_id": "token id {id} is outside the vocabulary: {model} has {size} tokens, "
     "ids 0 to {last}",

@@ -1042,13 +1042,99 @@ MESSAGES: dict[str, str] = {
     "{value}",
     "positional.shape": "positional은 {shape}입니다. n×d_model = {n}×{d}이어야 합니다: 토큰마다 "
     "한 행, X와 같은 너비",
+    # ---- q/k norm kinds, attention temperature (issue 22) ----
+    "ui.variant.qk_layernorm": "q/k 정규화(LayerNorm)",
+    "ui.variant.qk_norm_projection": "선형 투영 전체에 걸친 q/k 정규화",
+    "ui.variant.qk_norm_per_head": "헤드마다 다른 q/k 정규화 가중치",
+    "ui.variant.qk_norm_after_rope": "RoPE 다음의 q/k 정규화",
+    "stage.q_layernorm.title": "Query 정규화 (LayerNorm)",
+    "stage.q_layernorm.why": "Query의 각 행에서 평균을 빼고 표준편차로 나눈 뒤, 차원마다 학습된 "
+    "가중치를 곱하고 학습된 편향을 더합니다(Cohere, StableLM, Phi). q의 크기를 묶어 두면 학습 "
+    "중에 스코어가 한없이 커지지 않습니다.",
+    "stage.k_layernorm.title": "Key 정규화 (LayerNorm)",
+    "stage.k_layernorm.why": "Key의 각 행도 같습니다: 행마다 (x − μ) / √(mean((x − μ)²) + ε) · "
+    "w + b.",
+    "note.layernorm": "행마다 (x − μ) / σ · w + b. μ는 행의 평균, σ = √(mean((x − μ)²) + ε), "
+    "ε = {eps}.",
+    "note.qk_norm_projection": "평균(과 제곱 평균)을 헤드로 나누기 전의 선형 투영 행 전체, 모든 "
+    "헤드의 수 {width}개에 걸쳐 구합니다(OLMo 2). 그래서 한 토큰에서는 모든 헤드의 행이 같은 "
+    "수로 나뉩니다.",
+    "note.qk_norm_after_rope": "여기서는 정규화가 회전 다음에 옵니다(HunYuan). RoPE가 먼저 행을 "
+    "돌리고, 정규화가 돌아간 행의 크기를 맞춥니다.",
+    "hint.layernorm": "{cell} = ({src}[{i},{j}] − μ) / σ × w[{j}] + b[{j}]. μ는 {src}의 {i}번째 "
+    "행의 평균이고 σ = √(mean((x − μ)²) + ε)도 그 행의 값입니다.",
+    "mistake.layernorm_mean_kept": "이 값은 행의 평균을 빼지 않았습니다(RMSNorm처럼 "
+    "x / √(mean(x²) + ε)). LayerNorm은 먼저 행의 평균 μ를 빼고 σ로 나눕니다.",
+    "mistake.layernorm_bias_missing": "이 값은 편향을 빠뜨렸습니다. LayerNorm은 차원 j마다 w_j를 "
+    "곱한 다음 b_j를 더합니다.",
+    "stage.grad_back.layernorm.title": "q/k LayerNorm을 거슬러 역전파",
+    "stage.grad_back.layernorm.why": "정규화는 ρ = 1/σ로 x̂ = (x − μ)·ρ를 만들고 x̂·w + b를 "
+    "냈습니다. 역전파는 같은 비율로 줄인 기울기 ρ·(w ⊙ g)에서 정규화가 되돌리는 두 부분, 곧 "
+    "평균(행 전체의 이동)과 x̂ 방향의 부분(퍼짐의 변화)을 뺍니다.",
+    "qk_norm.not_object": 'qk_norm은 {{"kind": "layer", "over": "head"}} 같은 객체여야 합니다. '
+    "주어진 값: {value}",
+    "qk_norm.unknown_key": "qk_norm에는 {key} 키가 없습니다. 키는 다음과 같습니다: {known}",
+    "qk_norm.kind": 'qk_norm.kind는 "rms"(x / √(mean(x²) + ε) · w: Qwen3, OLMo 2) 또는 '
+    '"layer"((x − μ) / σ · w + b: Cohere, StableLM, Phi)여야 합니다. 주어진 값: {value}',
+    "qk_norm.over": 'qk_norm.over는 "head"(헤드마다 d_k개의 수) 또는 "projection"(헤드로 '
+    "나누기 전의 선형 투영 행 전체: OLMo 2)여야 합니다. 주어진 값: {value}",
+    "qk_norm.after_rope": "qk_norm.after_rope는 true(회전 다음의 정규화: HunYuan) 또는 "
+    "false(회전 전, 기본값)여야 합니다. 주어진 값: {value}",
+    "qk_norm.bias_needs_layer": 'qk_norm.bias는 LayerNorm의 편향입니다. "kind": "layer"와 '
+    "함께 주세요(RMSNorm에는 편향이 없습니다)",
+    "qk_norm.bias_not_object": 'qk_norm.bias는 q_norm, k_norm과 모양이 같은 {{"q": […], '
+    '"k": […]}} 객체여야 합니다. 주어진 값: {value}',
+    "qk_norm.bias_without_weight": "qk_norm.bias.{side} 값은 있는데 {side}_norm 값이 "
+    "없습니다. 편향은 정규화 가중치와 함께 씁니다",
+    "qk_norm.needs_weights": "qk_norm은 q/k 정규화의 방식을 말하는데 q_norm도 k_norm도 "
+    "없습니다. 정규화의 가중치를 주세요",
+    "qk_norm.shape": "{field}의 모양은 {shape}입니다. d_k = {d_k}개의 수(모든 헤드에 벡터 "
+    "하나) 또는 {letter}×d_k = {count}×{d_k}(헤드마다 한 행: q_norm은 Query 헤드 H개, k_norm은 "
+    "K/V 헤드 G개)가 필요합니다",
+    "qk_norm.length": "{field}의 수는 {length}개인데 {d_k}개(d_k, 모든 헤드에 벡터 하나) 또는 "
+    "{letter}×d_k = {count}×{d_k}(헤드마다 한 행: q_norm은 Query 헤드 H개, k_norm은 K/V 헤드 "
+    "G개)가 필요합니다",
+    "qk_norm.projection_shape": "{field}의 모양은 {shape}입니다. 선형 투영 전체에 걸친 "
+    "정규화에는 {letter}·d_k = {count}×{d_k} = {width}개의 수, 곧 투영의 열마다 하나가 "
+    "필요합니다",
+    "qk_norm.projection_backward": '역전파는 "over": "projection"을 헤드별로 따라갈 수 '
+    "없습니다. 각 헤드의 정규화가 모든 헤드의 행을 읽으므로, 한 헤드의 기울기에 다른 모든 "
+    "헤드의 기울기가 필요합니다. --backward 없이, 또는 헤드별 정규화로 실행하세요",
+    "qk_norm.projection_decode": 'KV 캐시는 "over": "projection"을 받을 수 없습니다. 각 '
+    "단계마다 새 토큰의 선형 투영 행 전체가 필요합니다. decode 없이 실행하세요",
+    "ui.variant.attn_temperature": "어텐션 온도",
+    "stage.q_temp.title": "Query에 곱하는 어텐션 온도",
+    "stage.q_temp.why": "Query의 각 행에 그 행만의 인수 τᵢ를 곱합니다. 뒤쪽 위치일수록 큽니다"
+    "(RoPE가 없는 Llama 4의 층). Key가 많으면 먼 Query의 스코어가 평평해지는데, q를 키우면 "
+    "소프트맥스가 다시 뚜렷해집니다.",
+    "note.attn_temperature": "Query 행마다의 τ: {factors}.",
+    "note.attn_temperature_llama4": "τᵢ = log(1 + ⌊(positions[i] + 1) / {floor_scale}⌋) · "
+    "{attn_scale} + 1 (Llama 4의 attn_temperature_tuning). 위치 {floor_scale} − 2까지는 1이고, "
+    "그 뒤로는 위치 {floor_scale}개마다 한 계단씩 커집니다.",
+    "note.exact_stops_temperature": "여기서부터는 소수입니다. 인수 τ를 소수로 다룹니다"
+    "(Llama 4의 τ는 로그입니다).",
+    "hint.attn_temperature": "{cell} = {src}[{i},{j}] × τ[{i}], 곧 Query {i}번째 행의 인수를 "
+    "곱한 값.",
+    "stage.grad_back.row_scale.title": "어텐션 온도를 거슬러 역전파",
+    "stage.grad_back.row_scale.why": "Query의 i번째 행에 τᵢ를 곱했으므로, 그 기울기에도 같은 "
+    "τᵢ를 곱합니다: dQ[i, :] = τᵢ · dQ_temp[i, :].",
+    "attn_temperature.kind": "attn_temperature는 Query 행마다 인수 하나씩인 리스트이거나 "
+    '{{"floor_scale": 8192, "attn_scale": 0.1}} 같은 객체(Llama 4)여야 합니다. 주어진 값: '
+    "{value}",
+    "attn_temperature.count": "attn_temperature의 인수는 {count}개인데 Query는 {n}개입니다. "
+    "Query 행마다 인수가 하나씩 필요합니다",
+    "attn_temperature.unknown_key": "attn_temperature에는 {key} 키가 없습니다. 키는 다음과 "
+    "같습니다: {known}",
+    "attn_temperature.needs_both": "객체로 준 attn_temperature에는 floor_scale과 attn_scale이 "
+    "모두 필요합니다: τᵢ = log(1 + ⌊(positions[i] + 1) / floor_scale⌋) · attn_scale + 1",
+    "attn_temperature.decode_list": 'KV 캐시에는 리스트가 아니라 규칙({{"floor_scale": …, '
+    '"attn_scale": …}})으로 준 attn_temperature가 필요합니다. 프롬프트 행의 리스트에는 새 '
+    "Query의 인수가 없습니다",
     # ---- qkvcalc extract (issue 16) ----------------------------------------------------
     "extract.needs_models": "qkvcalc {command}(은)는 PyTorch와 transformers로 모델을 실행하는데, "
     "여기에는 {missing} 패키지가 설치되어 있지 않습니다: pip install 'qkvcalc[models]'",
     "extract.architecture": "{model}의 모델 종류는 {model_type!r}이며, qkvcalc extract가 "
     "모르는 종류입니다. 아는 종류: {known}",
-    "extract.no_key": "{model}의 {layer}번 층은 {what}을(를) 쓰는데, qkvcalc 입력 형식에는 "
-    "아직 이를 나타낼 키가 없어서 이 층을 문제로 쓸 수 없습니다",
     "extract.layer": "층 {layer}: {model}에는 층이 {count}개 있고, 번호는 0부터 {last}까지입니다",
     "extract.token_id": "토큰 id {id}: 어휘 밖의 값입니다. {model}의 토큰은 {size}개이고, "
     "id는 0부터 {last}까지입니다",

@@ -368,6 +368,16 @@ def split_head(problem: dict[str, Any], head: int, *, lang: str = "en") -> dict[
             weight = np.asarray(value)
             # one vector for all heads, or one row per head (query heads; K/V heads for k)
             out[key] = weight if weight.ndim == 1 else weight[(h if key == "q_norm" else g) - 1]
+        elif key == "qk_norm":
+            how = dict(value)
+            if how.get("over") == "projection":  # a head's norm reads every head's row
+                raise QkvcalcError("heads.cannot_split", key=key)
+            rows = {"q": h, "k": g}
+            how["bias"] = {
+                side: (b if b.ndim == 1 else b[rows[side] - 1])
+                for side, b in ((s, np.asarray(b)) for s, b in how.get("bias", {}).items())
+            }
+            out[key] = {k: v for k, v in how.items() if k != "bias" or v}
         elif key == "alibi":
             if value is True:
                 from qkvcalc.features.score_bias import alibi_slopes

@@ -36,6 +36,8 @@ _STANDARD_RMS = (
     "SmolLM3RMSNorm",
     "Exaone4RMSNorm",
     "GptOssRMSNorm",
+    "Olmo2RMSNorm",
+    "HunYuanDenseV1RMSNorm",
 )
 _GEMMA_RMS = ("Gemma2RMSNorm", "Gemma3RMSNorm")  # x·rsqrt(mean(x²) + eps)·(1 + w)
 _MEAN_CENTRED = (
@@ -66,13 +68,16 @@ def _rotary_float64(module: Any, x: Any, position_ids: Any, layer_type: Any = No
     from qkvcalc.extract.rope import buffer, frequencies, scaling
 
     extra = {} if layer_type is None else {"layer_type": layer_type}
-    cos32, sin32 = type(module).forward(module, x, position_ids, **extra)
+    table = type(module).forward(module, x, position_ids, **extra)
     found = frequencies(module, layer_type, int(position_ids.max()) + 1)
     if found is None:
         inv_freq, factor = buffer(module, layer_type).to(torch.float64), scaling(module, layer_type)
     else:
         inv_freq, factor = torch.from_numpy(found[0]), found[1]
     angles = position_ids[..., None].to(torch.float64) * inv_freq.to(x.device)
+    if torch.is_tensor(table) and table.is_complex():  # Llama 4: e^(iφ) itself, [.., d/2]
+        return torch.polar(torch.ones_like(angles), angles) * factor
+    cos32, sin32 = table
     for emb in (
         torch.cat((angles, angles), dim=-1),
         torch.repeat_interleave(angles, 2, dim=-1),

@@ -1,5 +1,6 @@
 """The LLaMA family — LLaMA, Mistral, Qwen2, Qwen3, Gemma 2 and 3, Phi-3, Phi, StableLM,
-StarCoder2, Mixtral, Qwen2-MoE, SmolLM3, EXAONE 4, gpt-oss, Cohere and Cohere 2: the attention
+StarCoder2, Mixtral, Qwen2-MoE, SmolLM3, EXAONE 4, gpt-oss, Cohere and Cohere 2, OLMo 2, HunYuan
+and Llama 4's text layers (NoPE layers with the attention temperature): the attention
 module's input is x (after input_layernorm in the pre-norm ones); separate q/k/v_proj linears
 (biases in Qwen2, StarCoder2, gpt-oss, Phi, StableLM) or Phi-3's fused qkv_proj, o_proj (Phi:
 dense); grouped-query attention with kv_heads K/V
@@ -9,10 +10,12 @@ the scale (Gemma: query_pre_attn_scalar^−½), the mask and window the layer wa
 (so each model's own rule for which layers slide is the one that counts), the rotary
 frequencies of the layer's type (Gemma 3: local and global bases and scaling), whether the layer
 rotates at all (NoPE layers: SmolLM3's no_rope_layers, the global layers of EXAONE 4 and Cohere
-2), the softcap (Gemma 2), the per-head q/k RMSNorm (Qwen3, EXAONE 4, Gemma 3 with 1 + w) and
-gpt-oss's sinks. The mixture-of-experts MLPs (Mixtral, Qwen2-MoE, gpt-oss) only run before
-layer L's attention. A q/k LayerNorm (Phi's and StableLM's qk_layernorm, Cohere's use_qk_norm)
-has no key yet: such a layer is one message."""
+2), the softcap (Gemma 2), the q/k norm and gpt-oss's sinks. The mixture-of-experts MLPs
+(Mixtral, Qwen2-MoE, gpt-oss) only run before layer L's attention. The q/k norms: RMSNorm of
+each head (Qwen3, EXAONE 4, Gemma 3 with 1 + w), of the whole projection (OLMo 2: weights of
+H·d_k), after RoPE (HunYuan's query_layernorm and key_layernorm); LayerNorm with one weight row
+per head (Cohere's use_qk_norm, StableLM's qk_layernorm) or one vector and a bias (Phi's
+qk_layernorm)."""
 
 from __future__ import annotations
 
@@ -21,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.errors import QkvcalcError
 from qkvcalc.extract.common import (
     Family,
     Layer,
@@ -32,7 +34,6 @@ from qkvcalc.extract.common import (
     default_scale,
     float64,
     mask_keys,
-    model_name,
     rows,
     split_columns,
     with_optional,
@@ -70,10 +71,12 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
     "smollm3": lambda attn: bool(attn.use_rope),
     "exaone4": lambda attn: attn.sliding_window is None or attn.is_sliding,
     "cohere2": lambda attn: attn.sliding_window is not None,
+    "llama4_text": lambda attn: bool(attn.use_rope),
 }
 STYLE = {
     "cohere": "pairs",
     "cohere2": "pairs",
+    "llama4_text": "pairs",  # view_as_complex of (2i, 2i+1)
 }  # Cohere's rotary tables are interleaved: 2i with 2i+1
 
 
@@ -99,11 +102,6 @@ def keys(layer: Layer) -> dict[str, Any]:
     config = getattr(attn, "config", layer.config)  # a multimodal model's: its text config
     heads = config.num_attention_heads
     kv_heads = config.num_key_value_heads
-    for flag in ("qk_layernorm", "use_qk_norm"):  # Phi's, StableLM's, Cohere's q/k LayerNorm
-        if getattr(attn, flag, False):
-            raise QkvcalcError(
-                "extract.no_key", model=model_name(layer), layer=layer.index, what=flag
-            )
     out = attn.o_proj if hasattr(attn, "o_proj") else attn.dense  # Phi: dense
     keys = base_keys(projections(attn, heads, kv_heads), out, heads, kv_heads)
     if not default_scale(attn.scaling, attn.head_dim):
@@ -111,17 +109,66 @@ def keys(layer: Layer) -> dict[str, Any]:
     keys.update(mask_keys(layer, getattr(attn, "is_causal", True)))
     if ROTATES.get(config.model_type, lambda attn: True)(attn):
         keys["rope"] = rope(layer, attn.head_dim, STYLE.get(config.model_type, "half"))
-    q_norm = getattr(attn, "q_norm", None)
-    k_norm = getattr(attn, "k_norm", None)
     sinks = getattr(attn, "sinks", None)
+    if getattr(attn, "attn_temperature_tuning", False) and not attn.use_rope:  # Llama 4's NoPE
+        keys["attn_temperature"] = {
+            "floor_scale": float(attn.floor_scale),
+            "attn_scale": float(attn.attn_scale),
+        }
     return with_optional(
-        keys,
+        {**keys, **qk_norm_keys(attn)},
         softcap=getattr(attn, "attn_logit_softcapping", None),
-        q_norm=None if q_norm is None else norm_weight(q_norm),
-        k_norm=None if k_norm is None else norm_weight(k_norm),
-        norm_eps=None if q_norm is None else norm_eps(q_norm),
         sinks=None if sinks is None else array(sinks),
     )
+
+
+def qk_norm_keys(attn: Any) -> dict[str, Any]:
+    """q_norm, k_norm, norm_eps and how the norm works (qk_norm), from the attention module's
+    norms: none, RMSNorm per head or over the projection, before or after RoPE, LayerNorm."""
+    if getattr(attn, "qk_layernorm", False):  # Phi: nn.LayerNorm; StableLM: one per head
+        q, k = attn.q_layernorm, attn.k_layernorm
+        if hasattr(q, "norms"):  # StableLmLayerNormPerHead: a LayerNorm without bias per head
+            return _layer_keys(
+                np.stack([array(n.weight) for n in q.norms]),
+                np.stack([array(n.weight) for n in k.norms]),
+                None,
+                None,
+                float(q.norms[0].eps),
+            )
+        return _layer_keys(array(q.weight), array(k.weight), bias(q), bias(k), float(q.eps))
+    if getattr(attn, "use_qk_norm", False) and "LayerNorm" in type(attn.q_norm).__name__:
+        # Cohere: a LayerNorm without bias, weights [H, d_k] and [G, d_k]
+        q, k = attn.q_norm, attn.k_norm
+        return _layer_keys(array(q.weight), array(k.weight), None, None, norm_eps(q))
+    if type(getattr(attn, "qk_norm", None)).__name__ == "Llama4TextL2Norm":
+        # Llama 4's RoPE layers: x / √(mean(x²) + ε) without a weight, after the rotation
+        ones = np.ones(attn.head_dim)
+        eps = float(attn.qk_norm.eps)
+        return {"q_norm": ones, "k_norm": ones, "norm_eps": eps, "qk_norm": {"after_rope": True}}
+    after_rope = hasattr(attn, "query_layernorm")  # HunYuan: RMSNorm after the rotation
+    q = getattr(attn, "query_layernorm", getattr(attn, "q_norm", None))
+    k = getattr(attn, "key_layernorm", getattr(attn, "k_norm", None))
+    if q is None and k is None:
+        return {}
+    out: dict[str, Any] = {}
+    how: dict[str, Any] = {}
+    for name, norm in (("q_norm", q), ("k_norm", k)):
+        if norm is not None:
+            out[name] = norm_weight(norm)
+            if out[name].size != attn.head_dim:  # OLMo 2: the whole projection, H·d_k
+                how["over"] = "projection"
+    out["norm_eps"] = norm_eps(q if q is not None else k)
+    if after_rope:
+        how["after_rope"] = True
+    return {**out, **({"qk_norm": how} if how else {})}
+
+
+def _layer_keys(
+    q: np.ndarray, k: np.ndarray, q_bias: Any, k_bias: Any, eps: float
+) -> dict[str, Any]:
+    biases = {s: b for s, b in (("q", q_bias), ("k", k_bias)) if b is not None}
+    how: dict[str, Any] = {"kind": "layer", **({"bias": biases} if biases else {})}
+    return {"q_norm": q, "k_norm": k, "norm_eps": eps, "qk_norm": how}
 
 
 def norm_eps(norm: Any) -> float:
@@ -148,6 +195,9 @@ FAMILY = Family(
         "phi": "Phi",
         "stablelm": "StableLM",
         "cohere": "Cohere",
+        "olmo2": "OLMo 2",
+        "hunyuan_v1_dense": "HunYuan",
+        "llama4_text": "Llama 4",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from qkvcalc.features import qk_norm, rope, score_bias, sinks, softcap, window
+from qkvcalc.features import qk_norm, rope, score_bias, sinks, softcap, temperature, window
 from qkvcalc.features.base import Feature, Logits, Mistakes, Reading, Sizes, Turn, Work
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ __all__ = ["REGISTRY", "Feature", "Logits", "Mistakes", "Sizes", "Turn", "active
 REGISTRY: tuple[Feature, ...] = (
     qk_norm.FEATURE,
     rope.FEATURE,
+    temperature.FEATURE,  # after the norm and the rotation, whatever their order (a late turn)
     score_bias.FEATURE,
     softcap.FEATURE,
     window.FEATURE,
@@ -51,6 +52,13 @@ def active(p: Problem) -> list[tuple[Feature, Any]]:
     """The features this problem uses, in pipeline order, each with its value."""
     used = p.variants.features
     return [(f, used[f.name]) for f in REGISTRY if f.name in used]
+
+
+def turning(p: Problem) -> list[tuple[Feature, Any]]:
+    """The features that turn a head's q and k, in the order they do: the registry's, except
+    that one whose value says so (a norm after the rotation) turns after the others."""
+    turns = [(f, value) for f, value in active(p) if f.turn is not None or f.torch_qk is not None]
+    return sorted(turns, key=lambda fv: bool(fv[0].late_turn and fv[0].late_turn(fv[1])))
 
 
 def around_softmax(p: Problem, exp: Spec, weights: Spec, reading: Reading) -> tuple[Spec, Spec]:

@@ -33,6 +33,7 @@ class Sizes(NamedTuple):
     d_k: int
     exact: bool
     mask_kind: str  # "none", "causal" or "custom"
+    kv_heads: int  # G: the K/V heads (a per-head key norm has one row each)
 
 
 class Turn(NamedTuple):
@@ -103,6 +104,8 @@ class Feature:
     ops: tuple[Op, ...] = ()  # the operations its stages are
     # its stage on a head's queries or keys (after the projections; None: not on this side)
     turn: Callable[[Problem, Any, Turn], Spec | None] | None = None
+    # whether its value puts its turn after every other feature's (a norm after the rotation)
+    late_turn: Callable[[Any], bool] | None = None
     # what it says on the scores: notes, and a remark given the q and k refs before its turn
     scores_notes: Callable[[Any], tuple[Msg, ...]] | None = None
     scores_remark: Callable[[Problem, Any, int | None, Ref, Ref], Any] | None = None

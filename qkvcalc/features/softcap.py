@@ -61,7 +61,12 @@ def _work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> st
     tanh = r"\tanh" if style.latex else "tanh"
     score, c = float(s[i, j]), stage.params["cap"]
     inner = style.divided(style.num(score), cap)
-    shown = style.shown(c) * math.tanh(style.shown(score) / style.shown(c))
+    # a cap shown as 0 (a low precision): nothing to redo, so the line says ≈
+    shown = (
+        style.shown(c) * math.tanh(style.shown(score) / style.shown(c))
+        if style.shown(c)
+        else math.inf
+    )
     left = f"{style.at(i + 1, j + 1)}{cap}{style.times}{tanh}({inner})"
     return style.line(left, shown, float(stage.value[i, j]), result)
 
@@ -75,7 +80,7 @@ def _grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) 
     inner = style.divided(style.num(score), cap)
     slope = f"(1 {style.minus} {tanh}({inner}))"
     n = style.shown
-    shown = n(gij) * (1 - math.tanh(n(score) / n(c)) ** 2)
+    shown = n(gij) * (1 - math.tanh(n(score) / n(c)) ** 2) if n(c) else math.inf
     left = f"{style.at(i + 1, j + 1)}{style.num(gij)}{style.times}{slope}"
     return style.line(left, shown, float(stage.value[i, j]), result)
 

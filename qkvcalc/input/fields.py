@@ -22,6 +22,8 @@ VARIANT_KEYS = (
     "q_norm",
     "k_norm",
     "norm_eps",
+    "qk_norm",
+    "attn_temperature",
     "rope",
     "alibi",
     "score_bias",

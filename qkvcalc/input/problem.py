@@ -652,6 +652,7 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         n=n,
         m=m,
         heads=heads,
+        kv_heads=kv_heads,
         d_k=d_k,
         d_model=w.d_model,
         self_attention=not cross or (direct and m == n),

@@ -77,6 +77,7 @@ def read_variants(
     n: int,
     m: int,
     heads: int,
+    kv_heads: int,
     d_k: int,
     d_model: int | None,
     self_attention: bool,
@@ -119,7 +120,7 @@ def read_variants(
                 )
             positional, pe, pe_exact = "given", given.values, given.exact
 
-    sizes = Sizes(n, m, heads, d_k, exact, mask_kind)
+    sizes = Sizes(n, m, heads, d_k, exact, mask_kind, kv_heads)
     used = features.read(doc, sizes)
 
     return Variants(

@@ -467,7 +467,7 @@ def turned(
     returns the refs each side ends at, and by feature the refs as they were before its turn."""
     sides = list(sides)
     before: dict[str, list[Ref]] = {}
-    for feature, value in features.active(p):
+    for feature, value in features.turning(p):
         if feature.turn is None:
             continue
         before[feature.name] = [side.ref for side in sides]

@@ -493,7 +493,7 @@ def _variants_on_q_and_k(trace: Trace) -> list[str]:
     p = trace.problem
     return [
         line
-        for f, value in features.active(p)
+        for f, value in features.turning(p)
         if f.torch_qk is not None
         for line in f.torch_qk(p, value, literal, num)
     ]
