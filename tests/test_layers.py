@@ -246,7 +246,7 @@ def test_the_ids_the_other_layers_ask_for_are_the_plans():
     from qkvcalc.plan import ids
     from qkvcalc.plan.schedule import plan
 
-    made = set()
+    made, topics = set(), set()
     for name in presets.names():
         problem = Problem.from_mapping(presets.load(name))
         made |= {spec.id for spec in plan(problem)}
@@ -255,6 +255,12 @@ def test_the_ids_the_other_layers_ask_for_are_the_plans():
             d_out = d_out or problem.heads * problem.d_v
             own = {k: v for k, v in presets.load(name).items() if k != "attend"}
             doc = own | {"target": [[0] * d_out] * problem.n}
-            made |= {spec.id for spec in plan(replace(Problem.from_mapping(doc), backward=True))}
-    asked = {v for k, v in vars(ids).items() if k.isupper() and isinstance(v, str)}
+            specs = plan(replace(Problem.from_mapping(doc), backward=True))
+            made |= {spec.id for spec in specs}
+            topics |= {spec.topic for spec in specs}
+    named = {k: v for k, v in vars(ids).items() if k.isupper() and isinstance(v, str)}
+    asked = {v for k, v in named.items() if not k.startswith("TOPIC_")}
     assert asked <= made, asked - made
+    # a TOPIC_ is a stage's catalog topic (when it is not its id), which some plan gives
+    asked_topics = {v for k, v in named.items() if k.startswith("TOPIC_")}
+    assert asked_topics <= topics, asked_topics - topics

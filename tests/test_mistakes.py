@@ -275,8 +275,9 @@ def test_a_sheet_per_mistake_is_named_in_the_json_report(
 
 def test_every_mistake_id_has_a_sheet():
     from tests.test_feature_mistakes import FEATURE_IDS  # the features' own, tested there
+    from tests.test_quiz_backward import BACKWARD_IDS  # the backward pass's, tested there
 
-    named = {c[4] for c in CASES} | {"heads_averaged"} | FEATURE_IDS
+    named = {c[4] for c in CASES} | {"heads_averaged"} | FEATURE_IDS | set(BACKWARD_IDS)
     assert named == set(MISTAKE_IDS)
 
 

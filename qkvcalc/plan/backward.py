@@ -306,7 +306,7 @@ def _head(
             f"{d(logits.symbol)} = A ⊙ (dA − r)",
             logits.rows,
             logits.cols,
-            topic="grad_logits",
+            topic=ids.TOPIC_GRAD_LOGITS,
             symbol=d(logits.symbol),
             letters=logits.letters,
             remarks=facts.gradient_through_softmax(p, h, list(by.values())),

@@ -34,3 +34,9 @@ QUIZ_BACKWARD = (GRAD_V, GRAD_WEIGHTS, GRAD_SCORES, GRAD_Q, GRAD_K, GRAD_WQ)
 # The backward pass's gradients of the learned matrices (plan/backward.py), by the input key of
 # the matrix: what `qkvcalc train` (qkvcalc/run/train.py) steps each weight against.
 GRAD_OF = {name: f"grad_{name}" for name in ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo")}
+
+# The softmax's backward stage has the id of whichever logits the softmax read (grad_masked,
+# grad_capped …); its topic names it whatever that id is. A stage that goes back through one
+# forward op has the topic "grad_back." + that op's name (the scaling's: GRAD_BACK_SCALE).
+TOPIC_GRAD_LOGITS = "grad_logits"
+TOPIC_GRAD_BACK_SCALE = "grad_back.scale"

@@ -89,11 +89,11 @@ def select_keys(trace: Trace, names: Iterable[str] | None) -> list[str]:
     `id@b2` one block's. None means the default stages.
     """
     keys = stage_keys(trace)
-    ids = list(dict.fromkeys(s.id for s in keys.values()))  # in the order of the calculation
-    defaults = [s for s in (*DEFAULT_STAGES, *MORE_DEFAULT_STAGES) if s in ids]
+    present = list(dict.fromkeys(s.id for s in keys.values()))  # in the calculation's order
+    defaults = [s for s in (*DEFAULT_STAGES, *MORE_DEFAULT_STAGES) if s in present]
     if trace.problem.backward:  # the backward's main steps, the softmax's backward among them
-        softmax = [s.id for s in keys.values() if s.op == "softmax_back"]
-        defaults = [s for s in (*BACKWARD_DEFAULT_STAGES, *softmax) if s in ids]
+        softmax = [s.id for s in keys.values() if s.topic == ids.TOPIC_GRAD_LOGITS]
+        defaults = [s for s in (*BACKWARD_DEFAULT_STAGES, *softmax) if s in present]
     wanted = list(defaults if names is None else names)
     known = list(dict.fromkeys(s.id for s in keys.values() if askable(s)))
     picked: set[str] = set()
@@ -102,7 +102,7 @@ def select_keys(trace: Trace, names: Iterable[str] | None) -> list[str]:
         name, at, where = name.partition("@")
         head_text, _, sid = name.rpartition("/")
         head = int(head_text) if head_text.isdigit() else None
-        if sid not in ids or (head_text and head is None):
+        if sid not in present or (head_text and head is None):
             raise QkvcalcError("quiz.stage_unknown", name=name, known=", ".join(known))
         matches = [
             k

@@ -320,7 +320,7 @@ def _scale_missing(trace: Trace, stage: Stage, inputs: _Inputs) -> list[Candidat
     """dQ = d(Q·Kᵀ)·K with d(Q·Kᵀ) = scale · (the scaled scores' gradient); the mistake: the
     scaled scores' gradient itself (dK: its transpose times Q)."""
     scores = trace.find(ids.GRAD_SCORES, stage.head)
-    if scores is None or scores.op != "back" or scores.params["op"] != "scale":
+    if scores is None or scores.topic != ids.TOPIC_GRAD_BACK_SCALE:  # back through the scaling
         return []
     before = scores.reads[-1][0]  # the gradient of the scaled scores
     other = stage.reads[1][0]  # K (for dQ), Q (for dK)

@@ -361,8 +361,9 @@ def _gradients(trace: Trace) -> list[tuple[str, str, np.ndarray]]:
         out.append(("dX", x, trace.stage(ids.GRAD_X).value))
         if p.cross:
             out.append(("dsource", "S", trace.stage(ids.GRAD_SOURCE).value))
+    biases = {ids.GRAD_OF[name] for name in ("bq", "bk", "bv", "bo")}
     for stage in trace.stages:  # the biases' gradients, one row each: db_Q is b_Q's
-        if stage.op == "bias_grad":
+        if stage.id in biases:
             out.append((stage.symbol, stage.symbol[1:], stage.value[0]))
     for feature, value in features.active(p):  # a feature's own learned numbers
         if feature.torch_leaf is not None and feature.grads is not None:
