@@ -1255,8 +1255,8 @@ MESSAGES: dict[str, str] = {
     # ---- the backward pass in tiles (issue 21) ----
     "stage.lse.title": "타일 역전파: log-sum-exp L",
     "stage.lse.why": "타일 순전파가 역전파를 위해 행마다 남기는 수 하나: 마지막 누적 최댓값과 "
-    "누적 합으로 만든 L = m + log ℓ입니다. 이 수가 있으면 모든 가중치를 나중에 블록마다 "
-    "e^(s − L)로 다시 계산할 수 있으므로, n×m 가중치 표를 저장하지 않습니다.",
+    "누적 합으로 만든 L = m + log ℓ입니다. 이 수가 있으면 모든 가중치를 나중에 블록마다 e^(s − "
+    "L)로 다시 계산할 수 있으므로, n×m 가중치 표는 어디에도 저장하지 않습니다.",
     "stage.rowdot_o.title": "타일 역전파: D = rowsum(dO ⊙ O)",
     "stage.rowdot_o.why": "소프트맥스 역전파에는 행마다 r = Σⱼ Aᵢⱼ·dAᵢⱼ가 필요한데, 이것은 "
     "가중치 한 행 전체를 읽습니다. dA = dO·Vᵀ이고 O = A·V이므로 이 값은 Σ dO ⊙ O, 곧 출력 "
@@ -1280,9 +1280,9 @@ MESSAGES: dict[str, str] = {
     "stage.block_grad_p.attend.why": "이 블록 가중치에서 손실의 기울기: Query의 목표 Key가 이 "
     "블록에 있으면 −1 / P_b[i, tᵢ], 그 밖에서는 모두 0입니다.",
     "stage.block_grad_s.title": "타일 역전파: 블록의 dS_b = P_b ⊙ (dP_b − D)",
-    "stage.block_grad_s.why": "이 블록 열들의 소프트맥스 역전파: 각 가중치에, 그 Key가 행의 "
-    "D보다 얼마나 나은지를 곱합니다. D는 블록들보다 먼저 계산했으므로 블록마다 다른 블록의 "
-    "값이 필요 없습니다.",
+    "stage.block_grad_s.why": "이 블록 열들의 소프트맥스 역전파: 각 가중치에, 그 Key의 dP가 행의 "
+    "D와 얼마나 다른지(dP_b − D)를 곱합니다. D는 블록들보다 먼저 계산했으므로 블록마다 다른 "
+    "블록의 값이 필요 없습니다.",
     "stage.grad_q_acc.title": "타일 역전파: 누적된 dQ",
     "stage.grad_q_acc.why": "Key 블록마다 Query의 기울기에 자기 몫을 더합니다: "
     "dQ_b = dQ_(b−1) + d(Q·Kᵀ)_b·K_b. 마지막 블록 뒤에는 dQ 전체가 됩니다.",
@@ -1562,11 +1562,11 @@ MESSAGES: dict[str, str] = {
     "stage.grad_output.target.why": "학습은 출력이 얼마나 틀렸는지 말해 주는 수 하나에서 "
     "시작합니다. 여기서는 L = ½·Σ(O − T)², 곧 목표 T까지의 거리의 제곱의 절반입니다. 그 기울기 "
     "dL/dO는 그냥 O − T이고, 각 칸은 그 출력 칸이 어느 쪽으로 얼마나 세게 움직여야 하는지를 "
-    "말합니다.",
+    "부호와 크기로 말합니다(움직일 방향은 기울기의 반대쪽입니다).",
     "stage.grad_output.given.title": "역전파: 주어진 기울기 dO",
     "stage.grad_output.given.why": "dL/dO가 PyTorch의 out.backward(grad)가 받는 것처럼 직접 "
-    "주어졌습니다. 위쪽의 손실이 무엇이든, 이것은 그 손실이 각 출력 칸을 움직이려는 방향과 "
-    "세기입니다. 아래의 모든 단계는 여기에 연쇄 법칙을 한 단계씩 거꾸로 적용한 것입니다.",
+    "주어졌습니다. 위쪽의 손실이 무엇이든, 각 출력 칸은 이 기울기의 반대 방향으로 움직일 때 "
+    "손실이 줄어듭니다. 아래의 모든 단계는 여기에 연쇄 법칙을 한 단계씩 거꾸로 적용한 것입니다.",
     "stage.grad_output.head.title": "역전파: 이 헤드가 받는 기울기의 몫",
     "stage.grad_output.head.why": "각 헤드는 이어 붙인 행렬에서 자기 열만 썼습니다. 그래서 각 "
     "헤드는 d(concat)에서 바로 그 열들만 돌려받고, 다른 헤드의 몫은 받지 않습니다.",
@@ -1589,8 +1589,8 @@ MESSAGES: dict[str, str] = {
     "만큼의 가중치로 모아 받습니다. 아무도 주목하지 않는 Value는 기울기를 받지 않습니다.",
     "stage.grad_weights.title": "역전파: 가중치 A의 기울기",
     "stage.grad_weights.why": "dA = dO·Vᵀ: 가중치 Aᵢⱼ를 키우면 출력 행 i에 Value 행 j가 더 "
-    "섞입니다. 그래서 그 기울기는 Value j가 출력 i가 가고 싶은 방향을 얼마나 잘 가리키는지, 곧 "
-    "둘의 내적입니다.",
+    "섞입니다. 그래서 그 기울기는 출력 행 i의 기울기와 Value 행 j의 내적입니다. Value j가 출력 "
+    "i가 가야 할 방향(−dOᵢ)을 잘 가리킬수록 이 값은 더 작은 음수가 됩니다.",
     "stage.grad_weights.attend.title": "역전파: 목표에서 온 가중치의 기울기",
     "stage.grad_weights.attend.why": "손실 −Σᵢ log A[i, tᵢ]는 각 Query가 목표 Key tᵢ에 가중치를 "
     '두도록 요구합니다. "어느 토큰을 봤어야 했나"라는 질문입니다. 그 기울기는 목표 칸에서 '
@@ -1600,10 +1600,10 @@ MESSAGES: dict[str, str] = {
     "모든 Key에서 가중치를 가져옵니다. rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ는 가중치가 옮겨 갈 때 행 전체가 얻는 "
     "양으로, 각 Key의 기울기를 잴 기준입니다.",
     "stage.grad_logits.title": "소프트맥스 역전파 (2/2): 로짓의 기울기",
-    "stage.grad_logits.why": "dS = A ⊙ (dA − r): 로짓의 기울기는 그 가중치에, 그 Key가 행의 "
-    "평균보다 얼마나 나은지를 곱한 것입니다. 평균보다 더 도움이 될 Key는 위로 밀리고 나머지는 "
-    "아래로 밀립니다. 가중치가 0이나 1에 가까우면 기울기를 거의 돌려보내지 않습니다. 소프트맥스가 "
-    "포화되었다는 말이 바로 이것이고, 스코어를 스케일링하는 이유입니다.",
+    "stage.grad_logits.why": "dS = A ⊙ (dA − r): 로짓의 기울기는 그 가중치에, 그 Key의 dA가 행의 "
+    "평균 r과 얼마나 다른지를 곱한 것입니다. 평균보다 더 도움이 될 Key(dA < r)는 위로 밀리고 "
+    "나머지는 아래로 밀립니다. 가중치가 0이나 1에 가까우면 기울기를 거의 돌려보내지 않습니다. "
+    "소프트맥스가 포화되었다는 말이 바로 이것이고, 스코어를 스케일링하는 이유입니다.",
     "stage.grad_back.mask.title": "마스크를 거슬러 역전파",
     "stage.grad_back.mask.why": "마스킹된 로짓은 스코어와 상관없이 −∞로 바뀌었으므로, 그 "
     "스코어의 기울기는 정확히 0입니다. 볼 수 없는 Key에서는 배울 수 없습니다.",
@@ -1627,10 +1627,10 @@ MESSAGES: dict[str, str] = {
     "부분(정규화가 상쇄하는 부분)을 뺍니다.",
     "stage.grad_q_side.title": "역전파: Query의 기울기",
     "stage.grad_q_side.why": "스코어 i,j는 qᵢ·kⱼ였으므로, Query 행 i는 Σⱼ d(Q·Kᵀ)ᵢⱼ·kⱼ를 "
-    "받습니다. 스코어가 올라가야 할 Key 쪽으로 끌리고, 내려가야 할 Key에서 밀려납니다.",
+    "받습니다. 스코어가 올라가야 할 Key 쪽으로 끌리고, 스코어가 내려가야 할 Key에서는 멀어집니다.",
     "stage.grad_k_side.title": "역전파: Key의 기울기",
     "stage.grad_k_side.why": "같은 곱을 Key 쪽에서 본 것입니다. Key 행 j는 Σᵢ d(Q·Kᵀ)ᵢⱼ·qᵢ, 곧 "
-    "자기 스코어 각각이 바뀌어야 할 만큼으로 가중한 Query 행들을 받습니다.",
+    "자기 스코어 각각이 바뀌어야 할 만큼으로 가중한 Query 행들의 합을 받습니다.",
     "stage.grad_wq.title": "W_Q의 기울기",
     "stage.grad_wq.why": "Q = X·W_Q이므로 dW_Q = Xᵀ·dQ입니다. 각 가중치는 토큰들에 걸쳐, 자기 "
     "입력 수와 자기가 만든 Query 칸의 기울기의 곱을 모읍니다. 어텐션은 이렇게 배웁니다. W_Q가 "
