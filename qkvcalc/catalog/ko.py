@@ -1258,10 +1258,9 @@ MESSAGES: dict[str, str] = {
     "누적 합으로 만든 L = m + log ℓ입니다. 이 수가 있으면 모든 가중치를 나중에 블록마다 e^(s − "
     "L)로 다시 계산할 수 있으므로, n×m 가중치 표는 어디에도 저장하지 않습니다.",
     "stage.rowdot_o.title": "타일 역전파: D = rowsum(dO ⊙ O)",
-    "stage.rowdot_o.why": "소프트맥스 역전파에는 행마다 r = Σⱼ Aᵢⱼ·dAᵢⱼ가 필요한데, 이것은 "
-    "가중치 한 행 전체를 읽습니다. dA = dO·Vᵀ이고 O = A·V이므로 이 값은 Σ dO ⊙ O, 곧 출력 "
-    "행과 그 기울기의 곱의 합과 같습니다. FlashAttention-2는 블록들보다 먼저 이것을 한 번 "
-    "계산합니다.",
+    "stage.rowdot_o.why": "소프트맥스 역전파에는 행마다 r = Σⱼ Aᵢⱼ·dAᵢⱼ가 필요한데, 이것은 가중치 "
+    "한 행 전체를 읽습니다. dA = dO·Vᵀ이고 O = A·V이므로 이 값은 Σ dO ⊙ O, 곧 출력 행과 그 "
+    "기울기의 곱의 합과 같습니다. FlashAttention-2는 블록을 처리하기 전에 이것을 한 번 계산합니다.",
     "stage.rowdot_o.attend.title": "타일 역전파: 목표에서 온 행 항 D",
     "stage.rowdot_o.attend.why": "이 손실은 출력이 아니라 가중치를 읽으므로, D = Σⱼ Aᵢⱼ·dAᵢⱼ에는 "
     "목표 Key의 항 하나만 있습니다: A[i, tᵢ]·(−1 / A[i, tᵢ]) = −1이고, 목표의 가중치는 "
@@ -1281,7 +1280,7 @@ MESSAGES: dict[str, str] = {
     "블록에 있으면 −1 / P_b[i, tᵢ], 그 밖에서는 모두 0입니다.",
     "stage.block_grad_s.title": "타일 역전파: 블록의 dS_b = P_b ⊙ (dP_b − D)",
     "stage.block_grad_s.why": "이 블록 열들의 소프트맥스 역전파: 각 가중치에, 그 Key의 dP가 행의 "
-    "D와 얼마나 다른지(dP_b − D)를 곱합니다. D는 블록들보다 먼저 계산했으므로 블록마다 다른 "
+    "D와 얼마나 다른지(dP_b − D)를 곱합니다. D는 블록을 처리하기 전에 계산했으므로 블록마다 다른 "
     "블록의 값이 필요 없습니다.",
     "stage.grad_q_acc.title": "타일 역전파: 누적된 dQ",
     "stage.grad_q_acc.why": "Key 블록마다 Query의 기울기에 자기 몫을 더합니다: "
