@@ -625,15 +625,15 @@ MESSAGES: dict[str, str] = {
     "{j}, 짝끼리 곱해 더합니다.",
     "hint.grad_weights": "{cell}: dO의 행 {i} 곱하기 V의 행 {j}(Vᵀ의 열 {j}), 짝끼리 곱해 "
     "더합니다.",
-    "hint.grad_attend": "{cell} = −1 / A[{i},{j}]입니다(Key {j}의 번호가 Query {i}의 "
-    "목표일 때). 그 밖에는 0입니다.",
+    "hint.grad_attend": "{cell} = −1 / A[{i},{j}]입니다(Query {i}의 목표가 Key {j}일 때). 그 "
+    "밖에는 0입니다.",
     "hint.grad_rowdot": "{cell} = Σⱼ A[{i},j]·dA[{i},j]: A의 행 {i} 곱하기 dA의 행 {i}, "
     "짝끼리 곱해 더합니다.",
     "hint.grad_softmax": "{cell} = A[{i},{j}]·(dA[{i},{j}] − r[{i}]): 행 {i}의 행 항 r을 "
     "먼저 뺍니다.",
     "hint.grad_q_side": "{cell}: d(Q·Kᵀ)의 행 {i} 곱하기 {k}의 열 {j}, 짝끼리 곱해 더합니다.",
-    "hint.grad_k_side": "{cell}: d(Q·Kᵀ)의 열 {i} 곱하기 {q}의 열 {j}, "
-    "Σₜ d(Q·Kᵀ)[t,{i}]·{q}[t,{j}].",
+    "hint.grad_k_side": "{cell} = Σₜ d(Q·Kᵀ)[t,{i}]·{q}[t,{j}]: d(Q·Kᵀ)의 열 {i} 곱하기 {q}의 열 "
+    "{j}, 짝끼리 곱해 더합니다.",
     "hint.grad_weight": "{cell}: {x}의 열 {i} 곱하기 d{p}의 열 {j}(헤드들을 나란히 놓은 것), "
     "Σₜ {x}[t,{i}]·d{p}[t,{j}].",
     "hint.grad_weight_torch": "{cell}: d{p}의 열 {i}(헤드들을 나란히 놓은 것) 곱하기 {x}의 "
@@ -644,13 +644,13 @@ MESSAGES: dict[str, str] = {
     "mistake.softmax_back_no_row_term": "A ⊙ dA를 계산했습니다. 가중치 하나만 따로 움직이는 "
     "것처럼 계산한 것입니다. 한 행의 가중치는 합이 1이므로 행 항을 먼저 뺍니다: "
     "dS = A ⊙ (dA − r), rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ.",
-    "mistake.grad_scale_missing": "{grad}의 값을 스케일링된 스코어의 기울기로 계산했습니다. "
-    "스코어에 스케일 {scale}의 값을 곱했으므로, d(Q·Kᵀ)는 먼저 그 기울기에 {scale}의 값을 "
-    "곱한 것입니다.",
+    "mistake.grad_scale_missing": "{grad}의 값을 스케일링된 스코어의 기울기에서 "
+    "계산했습니다. 스코어는 스케일링에서 {scale}배가 되었으므로, d(Q·Kᵀ)는 먼저 그 기울기를 "
+    "{scale}배 한 것입니다.",
     "mistake.grad_path_forgotten": "경로 하나가 빠졌습니다. {x}의 값은 그것을 읽는 모든 선형 "
     "투영을 거쳐 손실에 닿고, 연쇄 법칙은 그 경로를 모두 더합니다. 빠진 경로: {path}.",
-    "hint.grad_back": "{cell}: {rule}의 칸 [{i},{j}]입니다. 기울기 {out}의 값을 이 단계를 "
-    "거슬러 되돌린 것입니다.",
+    "hint.grad_back": "{cell}: {rule}의 칸 [{i},{j}]입니다. 기울기 {out}에서 이 단계를 거슬러 "
+    "역전파한 값입니다.",
     # ---- quiz, round two (issue 17): named mistakes, unreadable cells, hints ------------
     "mistake.weight_transposed": "이 값은 {x}·{w}ᵀ입니다. 행 벡터 규칙에서는 전치 없이 "
     "{name} = {x}·{w}입니다. {w}의 j번째 열이 {name}의 j번째 열을 만듭니다.",
@@ -886,10 +886,10 @@ MESSAGES: dict[str, str] = {
     "help.explain.precision": "표시할 소수 자릿수.",
     "help.explain.target": "목표 출력 T (n × d_out, --x와 같은 형식): --backward가 "
     "L = ½·Σ(O − T)²에서 시작합니다.",
-    "help.explain.grad_output": "out.backward(grad)처럼 직접 주는 dL/dO (n × d_out, --x와 같은 "
-    "형식): --backward가 여기서 시작합니다.",
+    "help.explain.grad_output": "직접 주는 dL/dO (n × d_out, --x와 같은 형식), "
+    "out.backward(grad)가 받는 grad와 같습니다: --backward가 여기서 시작합니다.",
     "help.explain.attend": '각 Query가 주목해야 할 Key, 1부터 세어 Query마다 하나 ("3 1 -": '
-    "-는 목표 없음): --backward가 L = −Σᵢ log A[i, tᵢ]에서 시작합니다.",
+    "목표가 없으면 -): --backward가 L = −Σᵢ log A[i, tᵢ]에서 시작합니다.",
     "help.explain.backward": "순전파 단계 뒤에 역전파를 보여 줍니다: 손실(문제의 grad_output, "
     "target, attend)에서 W_Q, W_K, W_V, X까지의 모든 기울기.",
     "help.explain.exact": "수가 유리수로 남는 곳에서는 정확한 분수로 보여 줍니다.",
@@ -1049,41 +1049,41 @@ MESSAGES: dict[str, str] = {
     "ui.variant.qk_norm_after_rope": "RoPE 다음의 q/k 정규화",
     "stage.q_layernorm.title": "Query 정규화 (LayerNorm)",
     "stage.q_layernorm.why": "Query의 각 행에서 평균을 빼고 표준편차로 나눈 뒤, 차원마다 학습된 "
-    "가중치를 곱하고 학습된 편향을 더합니다(Cohere, StableLM, Phi). q의 크기를 묶어 두면 학습 "
-    "중에 스코어가 한없이 커지지 않습니다.",
+    "가중치를 곱하고 학습된 편향을 더합니다(Cohere, StableLM, Phi). q의 크기를 일정한 범위로 "
+    "제한하면 학습 중에 스코어가 한없이 커지지 않습니다.",
     "stage.k_layernorm.title": "Key 정규화 (LayerNorm)",
     "stage.k_layernorm.why": "Key의 각 행도 같습니다: 행마다 (x − μ) / √(mean((x − μ)²) + ε) · "
     "w + b.",
     "note.layernorm": "행마다 (x − μ) / σ · w + b. μ는 행의 평균, σ = √(mean((x − μ)²) + ε), "
     "ε = {eps}.",
-    "note.qk_norm_projection": "평균(과 제곱 평균)을 헤드로 나누기 전의 선형 투영 행 전체, 모든 "
-    "헤드의 수 {width}개에 걸쳐 구합니다(OLMo 2). 그래서 한 토큰에서는 모든 헤드의 행이 같은 "
-    "수로 나뉩니다.",
+    "note.qk_norm_projection": "평균(그리고 제곱의 평균)은 헤드로 나누기 전의 선형 투영 행 전체, "
+    "곧 모든 헤드의 수 {width}개에 걸쳐 구합니다(OLMo 2). 그래서 한 토큰에서는 모든 헤드의 행이 "
+    "같은 수로 나뉩니다.",
     "note.qk_norm_after_rope": "여기서는 정규화가 회전 다음에 옵니다(HunYuan). RoPE가 먼저 행을 "
     "돌리고, 정규화가 돌아간 행의 크기를 맞춥니다.",
-    "hint.layernorm": "{cell} = ({src}[{i},{j}] − μ) / σ × w[{j}] + b[{j}]. μ는 {src}의 {i}번째 "
-    "행의 평균이고 σ = √(mean((x − μ)²) + ε)도 그 행의 값입니다.",
+    "hint.layernorm": "{cell} = ({src}[{i},{j}] − μ) / σ × w[{j}] + b[{j}]. μ는 {src}의 행 {i}의 "
+    "평균이고, σ = √(mean((x − μ)²) + ε)도 그 행에서 구합니다.",
     "mistake.layernorm_mean_kept": "이 값은 행의 평균을 빼지 않았습니다(RMSNorm처럼 "
     "x / √(mean(x²) + ε)). LayerNorm은 먼저 행의 평균 μ를 빼고 σ로 나눕니다.",
     "mistake.layernorm_bias_missing": "이 값은 편향을 빠뜨렸습니다. LayerNorm은 차원 j마다 w_j를 "
     "곱한 다음 b_j를 더합니다.",
     "stage.grad_back.layernorm.title": "q/k LayerNorm을 거슬러 역전파",
     "stage.grad_back.layernorm.why": "정규화는 ρ = 1/σ로 x̂ = (x − μ)·ρ를 만들고 x̂·w + b를 "
-    "냈습니다. 역전파는 같은 비율로 줄인 기울기 ρ·(w ⊙ g)에서 정규화가 되돌리는 두 부분, 곧 "
-    "평균(행 전체의 이동)과 x̂ 방향의 부분(퍼짐의 변화)을 뺍니다.",
-    "qk_norm.not_object": 'qk_norm은 {{"kind": "layer", "over": "head"}} 같은 객체여야 합니다. '
-    "주어진 값: {value}",
+    "냈습니다. 역전파는 기울기에 같은 비율을 곱한 ρ·(w ⊙ g)에서, 정규화가 상쇄하는 두 성분을 "
+    "뺍니다: 평균(행 전체의 이동)과 x̂ 방향의 성분(퍼짐의 변화)입니다.",
+    "qk_norm.not_object": 'qk_norm은 {{"kind": "layer", "over": "head"}} 같은 객체여야 '
+    "합니다. 받은 값: {value}",
     "qk_norm.unknown_key": "qk_norm에는 {key} 키가 없습니다. 키는 다음과 같습니다: {known}",
     "qk_norm.kind": 'qk_norm.kind는 "rms"(x / √(mean(x²) + ε) · w: Qwen3, OLMo 2) 또는 '
-    '"layer"((x − μ) / σ · w + b: Cohere, StableLM, Phi)여야 합니다. 주어진 값: {value}',
+    '"layer"((x − μ) / σ · w + b: Cohere, StableLM, Phi)여야 합니다. 받은 값: {value}',
     "qk_norm.over": 'qk_norm.over는 "head"(헤드마다 d_k개의 수) 또는 "projection"(헤드로 '
-    "나누기 전의 선형 투영 행 전체: OLMo 2)여야 합니다. 주어진 값: {value}",
-    "qk_norm.after_rope": "qk_norm.after_rope는 true(회전 다음의 정규화: HunYuan) 또는 "
-    "false(회전 전, 기본값)여야 합니다. 주어진 값: {value}",
+    "나누기 전의 선형 투영 행 전체: OLMo 2)여야 합니다. 받은 값: {value}",
+    "qk_norm.after_rope": "qk_norm.after_rope는 true(회전 다음의 정규화: HunYuan) 또는 false(회전 "
+    "전, 기본값)여야 합니다. 받은 값: {value}",
     "qk_norm.bias_needs_layer": 'qk_norm.bias는 LayerNorm의 편향입니다. "kind": "layer"와 '
     "함께 주세요(RMSNorm에는 편향이 없습니다)",
-    "qk_norm.bias_not_object": 'qk_norm.bias는 q_norm, k_norm과 모양이 같은 {{"q": […], '
-    '"k": […]}} 객체여야 합니다. 주어진 값: {value}',
+    "qk_norm.bias_not_object": 'qk_norm.bias는 q_norm, k_norm과 모양이 같은 {{"q": […], "k": '
+    "[…]}} 객체여야 합니다. 받은 값: {value}",
     "qk_norm.bias_without_weight": "qk_norm.bias.{side} 값은 있는데 {side}_norm 값이 "
     "없습니다. 편향은 정규화 가중치와 함께 씁니다",
     "qk_norm.needs_weights": "qk_norm은 q/k 정규화의 방식을 말하는데 q_norm도 k_norm도 "
@@ -1104,22 +1104,21 @@ MESSAGES: dict[str, str] = {
     "단계마다 새 토큰의 선형 투영 행 전체가 필요합니다. decode 없이 실행하세요",
     "ui.variant.attn_temperature": "어텐션 온도",
     "stage.q_temp.title": "Query에 곱하는 어텐션 온도",
-    "stage.q_temp.why": "Query의 각 행에 그 행만의 인수 τᵢ를 곱합니다. 뒤쪽 위치일수록 큽니다"
-    "(RoPE가 없는 Llama 4의 층). Key가 많으면 먼 Query의 스코어가 평평해지는데, q를 키우면 "
-    "소프트맥스가 다시 뚜렷해집니다.",
+    "stage.q_temp.why": "Query의 각 행에 그 행만의 인수 τᵢ를 곱합니다. 뒤쪽 위치일수록 "
+    "큽니다(RoPE가 없는 Llama 4의 층). Key가 많으면 먼 Query의 스코어가 평평해지는데, q를 키우면 "
+    "그 Query의 소프트맥스가 다시 뚜렷해집니다.",
     "note.attn_temperature": "Query 행마다의 τ: {factors}.",
     "note.attn_temperature_llama4": "τᵢ = log(1 + ⌊(positions[i] + 1) / {floor_scale}⌋) · "
     "{attn_scale} + 1 (Llama 4의 attn_temperature_tuning). 위치 {floor_scale} − 2까지는 1이고, "
     "그 뒤로는 위치 {floor_scale}개마다 한 계단씩 커집니다.",
     "note.exact_stops_temperature": "여기서부터는 소수입니다. 인수 τ를 소수로 다룹니다"
     "(Llama 4의 τ는 로그입니다).",
-    "hint.attn_temperature": "{cell} = {src}[{i},{j}] × τ[{i}], 곧 Query {i}번째 행의 인수를 "
-    "곱한 값.",
+    "hint.attn_temperature": "{cell} = {src}[{i},{j}] × τ[{i}]: Query 행 {i}의 인수를 곱합니다.",
     "stage.grad_back.row_scale.title": "어텐션 온도를 거슬러 역전파",
     "stage.grad_back.row_scale.why": "Query의 i번째 행에 τᵢ를 곱했으므로, 그 기울기에도 같은 "
     "τᵢ를 곱합니다: dQ[i, :] = τᵢ · dQ_temp[i, :].",
     "attn_temperature.kind": "attn_temperature는 Query 행마다 인수 하나씩인 리스트이거나 "
-    '{{"floor_scale": 8192, "attn_scale": 0.1}} 같은 객체(Llama 4)여야 합니다. 주어진 값: '
+    '{{"floor_scale": 8192, "attn_scale": 0.1}} 같은 객체(Llama 4)여야 합니다. 받은 값: '
     "{value}",
     "attn_temperature.count": "attn_temperature의 인수는 {count}개인데 Query는 {n}개입니다. "
     "Query 행마다 인수가 하나씩 필요합니다",
@@ -1254,23 +1253,22 @@ MESSAGES: dict[str, str] = {
     "help.heads.dtype": "실행할 dtype: auto (체크포인트의 dtype), float64, float32 또는 bfloat16.",
     "help.heads.output": "표준 출력 대신 이 파일에 씁니다 (html, json 또는 헤드의 문제).",
     # ---- the backward pass in tiles (issue 21) ----
-    "stage.lse.title": "타일 역전파: 로그-합-지수 L",
+    "stage.lse.title": "타일 역전파: log-sum-exp L",
     "stage.lse.why": "타일 순전파가 역전파를 위해 행마다 남기는 수 하나: 마지막 누적 최댓값과 "
-    "누적 합으로 만든 L = m + log ℓ입니다. 이 수가 있으면 모든 가중치를 나중에 블록마다 "
-    "e^(s − L)로 다시 계산할 수 있으므로, n×m 가중치 표를 저장하지 않습니다.",
+    "누적 합으로 만든 L = m + log ℓ입니다. 이 수가 있으면 모든 가중치를 나중에 블록마다 e^(s − "
+    "L)로 다시 계산할 수 있으므로, n×m 가중치 표는 어디에도 저장하지 않습니다.",
     "stage.rowdot_o.title": "타일 역전파: D = rowsum(dO ⊙ O)",
-    "stage.rowdot_o.why": "소프트맥스 역전파에는 행마다 r = Σⱼ Aᵢⱼ·dAᵢⱼ가 필요한데, 이것은 "
-    "가중치 한 행 전체를 읽습니다. dA = dO·Vᵀ이고 O = A·V이므로 이 값은 Σ dO ⊙ O, 곧 출력 "
-    "행과 그 기울기의 곱의 합과 같습니다. FlashAttention-2는 블록들보다 먼저 이것을 한 번 "
-    "계산합니다.",
-    "stage.rowdot_o.attend.title": "타일 역전파: 목표에서 온 행의 항 D",
+    "stage.rowdot_o.why": "소프트맥스 역전파에는 행마다 r = Σⱼ Aᵢⱼ·dAᵢⱼ가 필요한데, 이것은 가중치 "
+    "한 행 전체를 읽습니다. dA = dO·Vᵀ이고 O = A·V이므로 이 값은 Σ dO ⊙ O, 곧 출력 행과 그 "
+    "기울기의 곱의 합과 같습니다. FlashAttention-2는 블록을 처리하기 전에 이것을 한 번 계산합니다.",
+    "stage.rowdot_o.attend.title": "타일 역전파: 목표에서 온 행 항 D",
     "stage.rowdot_o.attend.why": "이 손실은 출력이 아니라 가중치를 읽으므로, D = Σⱼ Aᵢⱼ·dAᵢⱼ에는 "
     "목표 Key의 항 하나만 있습니다: A[i, tᵢ]·(−1 / A[i, tᵢ]) = −1이고, 목표의 가중치는 "
     "e^(S[i, tᵢ] − L)로 다시 계산합니다. 목표가 없는 Query에서는 0입니다.",
     "stage.block_p.title": "타일 역전파: 블록의 가중치 P_b",
-    "stage.block_p.why": "이 블록 Key들의 가중치를 로짓과 L에서 다시 계산합니다: "
-    "P_b = e^(S_b − L). 저장하는 것보다 다시 계산하는 편이 싸다는 것이 FlashAttention "
-    "역전파의 요령입니다. 마스킹된 Key는 정확히 0입니다.",
+    "stage.block_p.why": "이 블록 Key들의 가중치를 로짓과 L에서 다시 계산합니다: P_b = e^(S_b − "
+    "L). 저장하는 것보다 다시 계산하는 편이 비용이 적다는 것이 FlashAttention 역전파의 "
+    "요령입니다. 마스킹된 Key는 정확히 0입니다.",
     "stage.grad_v_acc.title": "타일 역전파: 블록에 속한 dV의 행",
     "stage.grad_v_acc.why": "dV = Aᵀ·dO이고, 이 블록 Key들의 dV 행은 이 블록의 가중치만 "
     "읽습니다: dV_b = P_bᵀ·dO.",
@@ -1281,9 +1279,9 @@ MESSAGES: dict[str, str] = {
     "stage.block_grad_p.attend.why": "이 블록 가중치에서 손실의 기울기: Query의 목표 Key가 이 "
     "블록에 있으면 −1 / P_b[i, tᵢ], 그 밖에서는 모두 0입니다.",
     "stage.block_grad_s.title": "타일 역전파: 블록의 dS_b = P_b ⊙ (dP_b − D)",
-    "stage.block_grad_s.why": "이 블록 열들의 소프트맥스 역전파: 각 가중치에, 그 Key가 행의 "
-    "D보다 얼마나 나은지를 곱합니다. D는 블록들보다 먼저 계산했으므로 블록마다 다른 블록의 "
-    "값이 필요 없습니다.",
+    "stage.block_grad_s.why": "이 블록 열들의 소프트맥스 역전파: 각 가중치에, 그 Key의 dP가 행의 "
+    "D와 얼마나 다른지(dP_b − D)를 곱합니다. D는 블록을 처리하기 전에 계산했으므로 블록마다 다른 "
+    "블록의 값이 필요 없습니다.",
     "stage.grad_q_acc.title": "타일 역전파: 누적된 dQ",
     "stage.grad_q_acc.why": "Key 블록마다 Query의 기울기에 자기 몫을 더합니다: "
     "dQ_b = dQ_(b−1) + d(Q·Kᵀ)_b·K_b. 마지막 블록 뒤에는 dQ 전체가 됩니다.",
@@ -1301,8 +1299,8 @@ MESSAGES: dict[str, str] = {
     "전체가 됩니다.",
     "note.tiles_lse": "순전파가 저장한 값입니다. 모든 Key가 마스킹된 행은 ℓ = 0, L = −∞이고, "
     "아래에서 그 행의 가중치는 모두 0입니다.",
-    "note.tiles_rowdot_o": "Σⱼ Aᵢⱼ·dAᵢⱼ = Σⱼ Aᵢⱼ·(dOᵢ·vⱼ) = dOᵢ·(Σⱼ Aᵢⱼ·vⱼ) = dOᵢ·Oᵢ: "
-    "가중치 한 행 없이 구한 소프트맥스 역전파의 행의 항입니다.",
+    "note.tiles_rowdot_o": "Σⱼ Aᵢⱼ·dAᵢⱼ = Σⱼ Aᵢⱼ·(dOᵢ·vⱼ) = dOᵢ·(Σⱼ Aᵢⱼ·vⱼ) = dOᵢ·Oᵢ: 가중치 행 "
+    "없이 구한 소프트맥스 역전파의 행 항입니다.",
     "note.tiles_backward_equal": "블록 {blocks}개의 합계는 타일 없는 역전파와 같습니다 (이 헤드의 "
     "dQ, dK, dV; 최대 차이 {gap}). 모든 기울기는 Key에 대한 합이고, 블록은 그 합을 다른 "
     "순서로 더할 뿐입니다.",
@@ -1419,8 +1417,8 @@ MESSAGES: dict[str, str] = {
     "자기 위치의 회전을 그대로 가지므로, 단계의 위치는 prefill의 위치를 이어야 합니다 (여기서 "
     "어긋나는 것이 전형적인 캐시 버그입니다).",
     # ---- qkvcalc train (issue 21) ----
-    "preset.learn.description": "학습: pronoun 예제의 문장에 무작위 가중치를 넣어, 'it'이 아직 "
-    "'cat'을 보지 않습니다. qkvcalc train으로 보게 가르칩니다",
+    "preset.learn.description": "학습: pronoun 예제의 문장에 무작위 가중치를 넣은 것으로, 'it'은 "
+    "아직 'cat'을 보지 않습니다. qkvcalc train이 보도록 가르칩니다",
     "preset.learn.reference": "qkvcalc를 위해 만든 예제입니다. 문장과 X는 pronoun 프리셋의 "
     "것이고(열: 명사, 대명사, 동사나 형용사, 그 밖의 단어), W_Q, W_K, W_V는 무작위입니다: "
     "numpy.random.default_rng(25).standard_normal((4, 2)) · 0.5를 W_Q, W_K, W_V 순서로 "
@@ -1434,9 +1432,9 @@ MESSAGES: dict[str, str] = {
     "손실과, 학습 전후의 가중치와 어텐션 가중치를 보여 줍니다.",
     "help.train.source": "attend나 target이 있는 입력 형식의 JSON(또는 .npz) 파일, 또는 표준 "
     "입력을 뜻하는 -.",
-    "help.train.preset": "내장 프리셋 (learn이 학습용으로 만든 프리셋입니다).",
+    "help.train.preset": "내장 프리셋 (learn은 학습용으로 만든 프리셋입니다).",
     "help.train.attend": '문제의 손실 대신 쓸, 각 Query가 주목해야 할 Key (1부터 셈, "2 - 1": '
-    "-는 목표 없음): L = −Σᵢ log A[i, tᵢ].",
+    "목표가 없으면 -): L = −Σᵢ log A[i, tᵢ].",
     "help.train.target": "문제의 손실 대신 쓸 목표 출력 T (n × d_out, explain의 --x와 같은 "
     "형식): L = ½·Σ(O − T)².",
     "help.train.steps": "경사 하강법의 갱신 횟수, 1부터 10,000까지 (기본값 20).",
@@ -1451,11 +1449,11 @@ MESSAGES: dict[str, str] = {
     "끝내기.",
     "train.title": "qkvcalc train 학습 · {name}",
     "train.title_unnamed": "qkvcalc train 학습",
-    "train.trained_description_unnamed": "qkvcalc train으로 학습한 문제: 경사 하강법 단계 수 "
-    "{done}, η = {lr}.",
-    "train.header": "경사 하강법: 단계 수 {steps}, 학습률 η = {lr}, 단계마다 W ← W − η·∂L/∂W.",
-    "train.stopped": "경사 하강법: 단계 {steps}개 중 {done}개를 마치고 Ctrl-C로 멈췄습니다, "
-    "학습률 η = {lr}. 지금까지 학습한 결과입니다.",
+    "train.trained_description_unnamed": "qkvcalc train으로 학습한 문제: 경사 하강법 {done}단계, "
+    "η = {lr}.",
+    "train.header": "경사 하강법: {steps}단계, 학습률 η = {lr}, 단계마다 W ← W − η·∂L/∂W.",
+    "train.stopped": "경사 하강법(학습률 η = {lr}): {steps}단계 중 {done}단계를 마치고 Ctrl-C로 "
+    "멈췄습니다. 지금까지 학습한 결과입니다.",
     "train.loss_attend": "손실 L = −Σᵢ log A[i, tᵢ]: L이 작을수록 각 Query가 목표 Key에 더 큰 "
     "가중치를 줍니다 (attend).",
     "train.loss_target": "손실 L = ½·Σ(O − T)²: L이 작을수록 출력 O가 목표 T에 더 가깝습니다.",
@@ -1466,8 +1464,8 @@ MESSAGES: dict[str, str] = {
     "train.col_step": "단계",
     "train.col_loss": "L",
     "train.col_change": "변화",
-    "train.elided": "보이지 않는 단계: {count}개",
-    "train.spark": "시작: {first}, 끝: {last}.",
+    "train.elided": "표시하지 않은 단계 {count}개",
+    "train.spark": "{first}에서 {last}까지.",
     "train.weights": "학습 전후의 가중치 (Δ: 움직인 양)",
     "train.unchanged": "움직이지 않은 가중치: {name}",
     "train.before": "전",
@@ -1481,8 +1479,8 @@ MESSAGES: dict[str, str] = {
     "W' = W + ΔW입니다.",
     "train.update_keys": "Enter나 Space: 다음 갱신 · q: 끝내기",
     "train.plot_title": "단계별 손실 L",
-    "train.trained_description": "qkvcalc train으로 학습한 문제: 시작은 {name}, 경사 하강법 "
-    "단계 수 {done}, η = {lr}.",
+    "train.trained_description": "qkvcalc train으로 학습한 문제: {name}에서 시작해 경사 하강법 "
+    "{done}단계, η = {lr}.",
     "train.steps": "--steps는 1부터 {limit}까지의 정수여야 합니다. 받은 값: {value}",
     "train.lr": "--lr(학습률 η)은 0보다 큰 수여야 합니다. 받은 값: {value}",
     "train.loss": "qkvcalc train에는 줄여 나갈 손실이 필요합니다: attend(각 Query가 볼 Key) "
@@ -1492,11 +1490,11 @@ MESSAGES: dict[str, str] = {
     "V를 직접 줍니다. 대신 X와 가중치를 주세요.",
     "train.schedule": "qkvcalc train은 보통의 순전파와 역전파만 계산하므로 이 키는 받지 "
     "않습니다: {option}",
-    "train.freeze_unknown": "--freeze: 가중치의 이름이 아닙니다: {name} (가중치: {names}).",
+    "train.freeze_unknown": "--freeze: 가중치 이름은 {names} 중 하나여야 합니다. 받은 이름: {name}",
     "train.freeze_missing": "--freeze: 이 문제에 없는 가중치: {names} (있는 가중치: {has}).",
     "train.all_frozen": "--freeze가 문제의 모든 가중치를 고정하므로 움직일 것이 없습니다.",
     "train.too_big": "가중치와 어텐션 가중치가 {numbers}개인 문제를 {steps}단계 학습하면 수를 "
-    "{limit}개보다 많이 보관해야 합니다. 단계 수는 최대 {most}입니다.",
+    "{limit}개보다 많이 보관해야 합니다. 최대 {most}단계로 줄여 주세요.",
     "train.diverged": "단계 {step}에서 손실이 더 이상 유한한 수가 아닙니다. 이 수들에는 학습률"
     "(η = {lr})이 너무 큽니다. 더 작은 --lr을 써 보세요.",
     "train.nothing_reached": "고정하지 않은 가중치({names})에는 손실이 닿지 않습니다. 기울기가 "
@@ -1550,25 +1548,25 @@ MESSAGES: dict[str, str] = {
     "backward.decode": "--backward는 시퀀스 전체에 한 번에 실행됩니다. decode를 빼 주세요 (KV "
     "캐시는 수를 계산하는 시점을 바꿀 뿐, 기울기는 바꾸지 않습니다)",
     "loss.several": "기울기가 시작할 곳은 하나만 주세요. 지금 여러 개입니다: {keys}",
-    "loss.shape": "{field}의 크기는 {rows}×{cols}인데 출력은 n × d_out = {n}×{d_out}입니다. "
+    "loss.shape": "{field}의 모양은 {rows}×{cols}인데 출력은 n × d_out = {n}×{d_out}입니다. "
     "Query마다 한 행, 출력 열마다 한 열이어야 합니다",
     "loss.attend_count": "attend에는 Query마다 Key가 하나씩 필요합니다. Query는 n = {n}개인데 "
     "주어진 것은 {count}개입니다 (목표가 없는 Query는 null)",
-    "loss.attend_key": "attend[{row}]의 값 {value}: 1부터 m = {m}까지의 Key 번호(표처럼 1부터 "
-    "셈)나 null이어야 합니다",
+    "loss.attend_key": "attend[{row}]의 값이 {value}입니다. 1부터 m = {m}까지의 Key 번호(표처럼 "
+    "1부터 셈)나 null이어야 합니다",
     "loss.attend_empty": "attend에 Key가 하나도 없습니다. Query 하나 이상에 목표 Key를 주세요",
-    "loss.attend_masked": "attend[{row}] = {key}인데, 마스크가 Query {row}에게서 Key {key}를 "
-    "가립니다. 볼 수 없는 Key를 보도록 가르칠 수는 없습니다",
+    "loss.attend_masked": "attend[{row}] = {key}인데, 마스크 때문에 Query {row}에서는 Key {key}에 "
+    "주목할 수 없습니다. 볼 수 없는 Key를 보도록 가르칠 수는 없습니다",
     "stage.grad_output.target.title": "역전파: 손실의 기울기 dO",
     "stage.grad_output.target.why": "학습은 출력이 얼마나 틀렸는지 말해 주는 수 하나에서 "
     "시작합니다. 여기서는 L = ½·Σ(O − T)², 곧 목표 T까지의 거리의 제곱의 절반입니다. 그 기울기 "
     "dL/dO는 그냥 O − T이고, 각 칸은 그 출력 칸이 어느 쪽으로 얼마나 세게 움직여야 하는지를 "
-    "말합니다.",
+    "부호와 크기로 말합니다(움직일 방향은 기울기의 반대쪽입니다).",
     "stage.grad_output.given.title": "역전파: 주어진 기울기 dO",
-    "stage.grad_output.given.why": "dL/dO가 PyTorch의 out.backward(grad)처럼 직접 주어졌습니다. "
-    "위쪽의 손실이 무엇이든, 이것이 각 출력 칸을 움직이고 싶은 방향입니다. 아래의 모든 단계는 "
-    "여기에 연쇄 법칙을 한 단계씩 거꾸로 적용한 것입니다.",
-    "stage.grad_output.head.title": "역전파: 이 헤드의 몫",
+    "stage.grad_output.given.why": "dL/dO가 PyTorch의 out.backward(grad)가 받는 것처럼 직접 "
+    "주어졌습니다. 위쪽의 손실이 무엇이든, 각 출력 칸은 이 기울기의 반대 방향으로 움직일 때 "
+    "손실이 줄어듭니다. 아래의 모든 단계는 여기에 연쇄 법칙을 한 단계씩 거꾸로 적용한 것입니다.",
+    "stage.grad_output.head.title": "역전파: 이 헤드가 받는 기울기의 몫",
     "stage.grad_output.head.why": "각 헤드는 이어 붙인 행렬에서 자기 열만 썼습니다. 그래서 각 "
     "헤드는 d(concat)에서 바로 그 열들만 돌려받고, 다른 헤드의 몫은 받지 않습니다.",
     "stage.grad_concat.title": "W_O를 거슬러 역전파",
@@ -1580,7 +1578,7 @@ MESSAGES: dict[str, str] = {
     "stage.grad_wo.title": "W_O의 기울기",
     "stage.grad_wo.why": "W_O[a, b]는 모든 토큰에서 이어 붙인 열 a를 출력 열 b에 곱해 넣었습니다. "
     "그래서 그 기울기는 토큰들에 걸친 concat[i, a]·dO[i, b]의 합, 곧 concatᵀ·dO입니다. 경사 "
-    "하강법 한 걸음은 W_O를 이 반대 방향으로 움직입니다.",
+    "하강법 한 걸음은 W_O를 이 기울기의 반대 방향으로 움직입니다.",
     "stage.grad_bo.title": "b_O의 기울기",
     "stage.grad_bo.why": "b_O는 모든 행에 더해지므로, 각 성분은 모든 토큰에서 자기 열의 기울기를 "
     "모아 받습니다. 곧 dO의 열별 합입니다.",
@@ -1590,55 +1588,55 @@ MESSAGES: dict[str, str] = {
     "만큼의 가중치로 모아 받습니다. 아무도 주목하지 않는 Value는 기울기를 받지 않습니다.",
     "stage.grad_weights.title": "역전파: 가중치 A의 기울기",
     "stage.grad_weights.why": "dA = dO·Vᵀ: 가중치 Aᵢⱼ를 키우면 출력 행 i에 Value 행 j가 더 "
-    "섞입니다. 그래서 그 기울기는 Value j가 출력 i가 가고 싶은 방향을 얼마나 잘 가리키는지, 곧 "
-    "둘의 내적입니다.",
+    "섞입니다. 그래서 그 기울기는 출력 행 i의 기울기와 Value 행 j의 내적입니다. Value j가 출력 "
+    "i가 가야 할 방향(−dOᵢ)을 잘 가리킬수록 이 값은 더 작은 음수가 됩니다.",
     "stage.grad_weights.attend.title": "역전파: 목표에서 온 가중치의 기울기",
     "stage.grad_weights.attend.why": "손실 −Σᵢ log A[i, tᵢ]는 각 Query가 목표 Key tᵢ에 가중치를 "
     '두도록 요구합니다. "어느 토큰을 봤어야 했나"라는 질문입니다. 그 기울기는 목표 칸에서 '
     "−1/A[i, tᵢ], 나머지에서 0입니다. 지금 그 가중치가 작을수록 더 세게 밀어 줍니다.",
-    "stage.softmax_rowdot.title": "소프트맥스 역전파 (1/2): 행의 항",
+    "stage.softmax_rowdot.title": "소프트맥스 역전파 (1/2): 행 항",
     "stage.softmax_rowdot.why": "한 행의 가중치는 합이 1이므로, 로짓 하나를 키우면 그 행의 다른 "
     "모든 Key에서 가중치를 가져옵니다. rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ는 가중치가 옮겨 갈 때 행 전체가 얻는 "
     "양으로, 각 Key의 기울기를 잴 기준입니다.",
     "stage.grad_logits.title": "소프트맥스 역전파 (2/2): 로짓의 기울기",
-    "stage.grad_logits.why": "dS = A ⊙ (dA − r): 로짓의 기울기는 그 가중치에, 그 Key가 행의 "
-    "평균보다 얼마나 나은지를 곱한 것입니다. 평균보다 도움이 될 Key는 올라가고 나머지는 "
-    "내려갑니다. 가중치가 0이나 1에 가까우면 거의 아무것도 돌려보내지 않습니다. 이것이 포화된 "
-    "소프트맥스이고, 스코어를 스케일링하는 이유입니다.",
+    "stage.grad_logits.why": "dS = A ⊙ (dA − r): 로짓의 기울기는 그 가중치에, 그 Key의 dA가 행의 "
+    "평균 r과 얼마나 다른지를 곱한 것입니다. 평균보다 더 도움이 될 Key(dA < r)는 위로 밀리고 "
+    "나머지는 아래로 밀립니다. 가중치가 0이나 1에 가까우면 기울기를 거의 돌려보내지 않습니다. "
+    "소프트맥스가 포화되었다는 말이 바로 이것이고, 스코어를 스케일링하는 이유입니다.",
     "stage.grad_back.mask.title": "마스크를 거슬러 역전파",
     "stage.grad_back.mask.why": "마스킹된 로짓은 스코어와 상관없이 −∞로 바뀌었으므로, 그 "
     "스코어의 기울기는 정확히 0입니다. 볼 수 없는 Key에서는 배울 수 없습니다.",
     "stage.grad_back.scale.title": "스케일링을 거슬러 역전파",
     "stage.grad_back.scale.why": "스코어에 스케일을 곱했으므로, 그 기울기는 로짓의 기울기에 같은 "
-    "스케일을 곱한 것입니다. 소프트맥스의 포화를 막은 스케일링이 거꾸로 흐르는 양도 줄입니다.",
+    "스케일을 곱한 것입니다. 소프트맥스의 포화를 막은 스케일링이 거꾸로 흐르는 기울기도 줄입니다.",
     "stage.grad_back.add.title": "스코어 바이어스를 거슬러 역전파",
     "stage.grad_back.add.why": "바이어스 B는 더해지기만 하고 여기서 학습되지 않으므로, 기울기가 "
     "바뀌지 않고 스케일링된 스코어로 그대로 지나갑니다.",
     "stage.grad_back.softcap.title": "소프트캡을 거슬러 역전파",
-    "stage.grad_back.softcap.why": "c·tanh(s/c)의 도함수는 1 − tanh²(s/c)입니다. 작은 스코어에서는 "
-    "1에 가깝고, ±c에 가까운 스코어에서는 0에 가깝습니다. 캡에 걸린 스코어는 거의 배우지 "
-    "않으며, 그것이 캡의 목적입니다.",
+    "stage.grad_back.softcap.why": "c·tanh(s/c)의 도함수는 1 − tanh²(s/c)입니다. 작은 "
+    "스코어에서는 1에 가깝고, 캡을 씌운 값이 ±c에 가까워지는 스코어(|s|가 c보다 훨씬 큰 "
+    "스코어)에서는 0에 가깝습니다. 캡에 걸린 스코어는 거의 배우지 않으며, 그것이 캡의 목적입니다.",
     "stage.grad_back.rope.title": "RoPE를 거슬러 역전파",
     "stage.grad_back.rope.why": "RoPE는 차원 쌍마다 그 위치의 각도 φ만큼 돌렸습니다. 회전의 "
     "전치는 반대 방향 회전이므로, 기울기를 쌍마다 −φ만큼 돌립니다. 같은 각도를 반대로 돌리는 "
     "것입니다.",
     "stage.grad_back.rmsnorm.title": "q/k 정규화를 거슬러 역전파",
     "stage.grad_back.rmsnorm.why": "정규화는 각 행에 ρ = 1/√(mean(x²) + ε)와 w를 곱했습니다. 그 "
-    "역전파는 두 부분입니다. 같은 방식으로 스케일한 기울기 ρ·(w ⊙ g)에서, 행의 길이만 바꾸는 "
-    "부분(정규화가 되돌려 버리는 부분)을 뺍니다.",
+    "역전파는 두 부분입니다: 기울기에 같은 비율을 곱한 ρ·(w ⊙ g)에서, 행의 길이만 바꾸는 "
+    "부분(정규화가 상쇄하는 부분)을 뺍니다.",
     "stage.grad_q_side.title": "역전파: Query의 기울기",
     "stage.grad_q_side.why": "스코어 i,j는 qᵢ·kⱼ였으므로, Query 행 i는 Σⱼ d(Q·Kᵀ)ᵢⱼ·kⱼ를 "
-    "받습니다. 스코어가 올라가야 할 Key 쪽으로 끌리고, 내려가야 할 Key에서 밀려납니다.",
+    "받습니다. 스코어가 올라가야 할 Key 쪽으로 끌리고, 스코어가 내려가야 할 Key에서는 멀어집니다.",
     "stage.grad_k_side.title": "역전파: Key의 기울기",
     "stage.grad_k_side.why": "같은 곱을 Key 쪽에서 본 것입니다. Key 행 j는 Σᵢ d(Q·Kᵀ)ᵢⱼ·qᵢ, 곧 "
-    "자기 스코어 각각이 바뀌어야 할 만큼으로 가중한 Query 행들을 받습니다.",
+    "자기 스코어 각각이 바뀌어야 할 만큼으로 가중한 Query 행들의 합을 받습니다.",
     "stage.grad_wq.title": "W_Q의 기울기",
     "stage.grad_wq.why": "Q = X·W_Q이므로 dW_Q = Xᵀ·dQ입니다. 각 가중치는 토큰들에 걸쳐, 자기 "
     "입력 수와 자기가 만든 Query 칸의 기울기의 곱을 모읍니다. 어텐션은 이렇게 배웁니다. W_Q가 "
     "이 행렬의 반대 방향으로 조금 움직이면, 모든 문장의 Query가 바뀝니다.",
     "stage.grad_wk.title": "W_K의 기울기",
-    "stage.grad_wk.why": "K = X·W_K(크로스 어텐션에서는 source의 행)이므로 dW_K = Xᵀ·dK입니다. "
-    "각 Key가 내놓았어야 할 것이, Key를 만드는 단 하나의 행렬의 변화로 바뀝니다.",
+    "stage.grad_wk.why": "K = X·W_K(크로스 어텐션에서는 소스의 행)이므로 dW_K = Xᵀ·dK입니다. 각 "
+    "Key가 내놓았어야 할 것이, Key를 만드는 단 하나의 행렬의 변화로 바뀝니다.",
     "stage.grad_wv.title": "W_V의 기울기",
     "stage.grad_wv.why": "V = X·W_V이므로 dW_V = Xᵀ·dV입니다. 각 Value가 실어 날랐어야 할 것에서 "
     "Value를 만드는 행렬의 변화가 나옵니다.",
@@ -1651,18 +1649,18 @@ MESSAGES: dict[str, str] = {
     "stage.grad_x.title": "역전파: 입력 X의 기울기",
     "stage.grad_x.why": "X는 여러 경로로 동시에 손실에 닿습니다. X를 읽는 선형 투영마다 경로가 "
     "하나씩 있습니다(셀프 어텐션에서는 Q, K, V). 다변수 연쇄 법칙은 그 경로들을 더합니다: dX = "
-    "dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ 중 있는 항들. 이것이 아래층으로 흘러가는 기울기입니다.",
+    "dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ에서 있는 항만 더합니다. 이것이 아래 층으로 흘러가는 기울기입니다.",
     "note.grad_attend_no_v": "이 손실은 가중치만 읽으므로 V, W_V, b_V는 손실에 닿지 않고 기울기를 "
     "받지 않습니다. 역전파는 dA에서 스코어, Q, K로 갑니다.",
-    "stage.grad_source.title": "역전파: source의 기울기",
-    "stage.grad_source.why": "source는 K와 V를 거쳐 손실에 닿으므로, 그 기울기는 두 경로를 "
+    "stage.grad_source.title": "역전파: 소스의 기울기",
+    "stage.grad_source.why": "소스는 K와 V를 거쳐 손실에 닿으므로, 그 기울기는 두 경로를 "
     "더합니다: d source = dK·W_Kᵀ + dV·W_Vᵀ (Query의 경로는 X로 갑니다).",
     "stage.grad_sinks.title": "싱크의 기울기",
     "stage.grad_sinks.why": "싱크의 로짓은 각 행에서 1 − Σⱼ Aᵢⱼ만큼의 몫을 가져갔습니다. 그것을 "
     "키우면 가중치가 Key들에서 '아무것도 아닌 곳'으로 옮겨 가므로, 그 기울기는 "
     "−Σᵢ (그 몫)·rᵢ이고 헤드마다 수 하나입니다.",
-    "note.grad_layout_torch": "W가 주어진 배치(out × in, --layout torch) 그대로입니다: 위의 곱을 "
-    "전치한 것.",
+    "note.grad_layout_torch": "W가 주어진 배치(out × in, --layout torch)로 나타낸 것입니다: 위의 "
+    "곱을 전치한 것입니다.",
     "note.grad_heads_side_by_side": "헤드 {heads}개의 기울기를 나란히 놓았습니다. 각 헤드가 "
     "{weight}에서 자기 열을 읽었기 때문입니다.",
     "note.grad_kv_shared": "Key/Value 헤드 하나를 Query 헤드 {per}개가 함께 쓰므로, {weight}에서 "
@@ -1678,11 +1676,13 @@ MESSAGES: dict[str, str] = {
     "{count}개에 걸쳐; 손실은 모든 헤드의 몫을 더합니다).",
     "note.grad_through_softmax": "기울기로 본 √d_k: 로짓 하나가 자기 가중치를 아직 얼마나 움직일 "
     "수 있는지는 ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ)이고, 0.25를 넘지 않습니다. 이 헤드에서 그 최댓값은 "
-    "{eq_with} {with_}; 스코어를 스케일링하지 않으면({root} 없이) {eq_without} {without}.",
-    "note.grad_saturated": "스케일링이 없으면 이 소프트맥스는 포화됩니다. 가중치가 0과 1 "
-    "근처에 몰리고, 기울기가 Q와 K(그리고 그것을 만드는 W_Q와 W_K)까지 거의 지나가지 못해 거의 "
-    "배우지 못합니다. √d_k로 나누면 스코어가 소프트맥스가 기울기를 전하는 범위에 머뭅니다.",
+    "{eq_with} {with_}이고, 스코어를 스케일링하지 않으면({root} 없이) {eq_without} "
+    "{without}입니다.",
+    "note.grad_saturated": "스케일링이 없으면 이 소프트맥스는 포화됩니다. 가중치가 0과 1 근처에 "
+    "몰리고, 기울기가 Q와 K(그리고 그것을 만드는 W_Q와 W_K)까지 거의 지나가지 못해 이들이 거의 "
+    "배우지 못합니다. √d_k로 나누면 스코어는 소프트맥스가 아직 기울기를 전할 수 있는 범위에 "
+    "머뭅니다.",
     "note.grad_not_saturated": "여기서는 스케일링이 결정적이지 않습니다. 스코어가 충분히 작아서 "
-    "어느 쪽이든 소프트맥스가 기울기를 전합니다. d_k가 크면(--preset dk64를 해 보세요) "
+    "어느 쪽이든 소프트맥스가 기울기를 전합니다. d_k가 크면(--preset dk64로 실행해 보세요) "
     "스케일링하지 않은 소프트맥스가 포화됩니다.",
 }
