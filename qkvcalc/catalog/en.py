@@ -1280,9 +1280,9 @@ MESSAGES: dict[str, str] = {
     "stage.block_grad_p.attend.why": "The loss's gradient at this block's weights: −1 / P_b[i, tᵢ] "
     "where a query's target key is in this block, 0 everywhere else.",
     "stage.block_grad_s.title": "Backward in tiles: the block's dS_b = P_b ⊙ (dP_b − D)",
-    "stage.block_grad_s.why": "The softmax backward of this block's columns: each weight times "
-    "how much better its key is than the row's D. D was computed before the blocks, so the "
-    "block needs nothing from the others.",
+    "stage.block_grad_s.why": "The softmax backward of this block's columns: each weight "
+    "times how far its key's dP is from the row's D (dP_b − D). D was computed before the "
+    "blocks, so the block needs nothing from the others.",
     "stage.grad_q_acc.title": "Backward in tiles: dQ accumulated",
     "stage.grad_q_acc.why": "Every block of keys adds its share to the gradient of the queries: "
     "dQ_b = dQ_(b−1) + d(Q·Kᵀ)_b·K_b. After the last block it is the whole dQ.",
@@ -1567,13 +1567,15 @@ MESSAGES: dict[str, str] = {
     "loss.attend_masked": "attend[{row}] = {key}, but the mask hides key {key} from query {row}: "
     "a query cannot be taught to look at a key it may not see",
     "stage.grad_output.target.title": "Backward: the loss's gradient dO",
-    "stage.grad_output.target.why": "Learning starts from a number that says how wrong the output "
-    "is: here L = ½·Σ(O − T)², half the squared distance to the target T. Its gradient dL/dO is "
-    "simply O − T: each cell says which way, and how strongly, that output cell should move.",
+    "stage.grad_output.target.why": "Learning starts from a number that says how wrong the "
+    "output is: here L = ½·Σ(O − T)², half the squared distance to the target T. Its gradient "
+    "dL/dO is simply O − T: each cell says, by its sign and size, how that output cell pulls "
+    "on the loss (it should move the other way, toward T).",
     "stage.grad_output.given.title": "Backward: the gradient dO, given",
-    "stage.grad_output.given.why": "dL/dO is given directly, as PyTorch's out.backward(grad) takes "
-    "it: whatever the loss further up is, this is how it wants each output cell to move. "
-    "Everything below is the chain rule applied to it, stage by stage, in reverse.",
+    "stage.grad_output.given.why": "dL/dO is given directly, as PyTorch's "
+    "out.backward(grad) takes it: whatever the loss further up is, each output cell lowers it "
+    "by moving against this gradient. Everything below is the chain rule applied to it, stage "
+    "by stage, in reverse.",
     "stage.grad_output.head.title": "Backward: this head's share of the gradient",
     "stage.grad_output.head.why": "Each head wrote its own columns of the concatenation, so each "
     "head receives exactly those columns of d(concat) back, and nothing of the others'.",
@@ -1596,9 +1598,10 @@ MESSAGES: dict[str, str] = {
     "gradient is Aᵀ·dO: each value row collects the output gradients of the queries that read "
     "it, weighted by how much they read it. A value nobody attends to gets no gradient.",
     "stage.grad_weights.title": "Backward: gradient of the weights A",
-    "stage.grad_weights.why": "dA = dO·Vᵀ: raising weight Aᵢⱼ would add more of value row j to "
-    "output row i, so its gradient is how well value j points where output i wants to go "
-    "(their dot product).",
+    "stage.grad_weights.why": "dA = dO·Vᵀ: raising weight Aᵢⱼ would add more of value row j "
+    "to output row i, so its gradient is the dot product of output row i's gradient with "
+    "value row j. The better value j points the way output i should go (−dOᵢ), the more "
+    "negative it is.",
     "stage.grad_weights.attend.title": "Backward: gradient of the weights, from the targets",
     "stage.grad_weights.attend.why": "The loss −Σᵢ log A[i, tᵢ] asks each query to put its "
     'weight on its target key tᵢ: the question "which token should it have looked at". Its '
@@ -1609,24 +1612,25 @@ MESSAGES: dict[str, str] = {
     "weight from every other key of the row. rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ is what the row as a whole "
     "gains when its weights shift: the part every key's gradient must be measured against.",
     "stage.grad_logits.title": "Softmax backward, part 2: gradient of the logits",
-    "stage.grad_logits.why": "dS = A ⊙ (dA − r): a logit's gradient is its weight times how much "
-    "better its key is than the row's average. Keys that would help more than average are "
-    "pushed up, the others down. A weight near 0 or near 1 passes almost nothing back: that is "
-    "what a saturated softmax means, and why the scores are scaled.",
+    "stage.grad_logits.why": "dS = A ⊙ (dA − r): a logit's gradient is its weight times how "
+    "far its key's dA is from the row's average r. A key that would help more than the "
+    "average (dA < r) is pushed up, the others down. A weight near 0 or near 1 passes almost "
+    "nothing back: that is what a saturated softmax means, and why the scores are scaled.",
     "stage.grad_back.mask.title": "Backward through the mask",
-    "stage.grad_back.mask.why": "A masked logit was replaced by −∞ whatever its score was, so "
-    "its score gets exactly 0 gradient: a key that cannot be seen cannot be learned from.",
+    "stage.grad_back.mask.why": "A masked logit was replaced by −∞ whatever its score was, "
+    "so its score gets exactly 0 gradient: a key that cannot be seen cannot be learned from. "
+    "[M ≠ −∞] is 1 where the key is allowed and 0 where it is masked.",
     "stage.grad_back.scale.title": "Backward through the scaling",
-    "stage.grad_back.scale.why": "The scores were multiplied by the scale, so their gradient is "
-    "the logits' gradient times the same scale: the scaling that kept the softmax from "
-    "saturating also damps what flows back.",
+    "stage.grad_back.scale.why": "The scores were multiplied by the scale, so their "
+    "gradient is the logits' gradient times the same scale: the default 1/√d_k, which kept "
+    "the softmax from saturating, also shrinks what flows back.",
     "stage.grad_back.add.title": "Backward through the score bias",
     "stage.grad_back.add.why": "The bias B was added and is not learned here, so the gradient "
     "passes through to the scaled scores unchanged.",
     "stage.grad_back.softcap.title": "Backward through the softcap",
-    "stage.grad_back.softcap.why": "The derivative of c·tanh(s/c) is 1 − tanh²(s/c): about 1 for "
-    "small scores, near 0 for scores close to ±c. A capped score learns little, which is the "
-    "point of the cap.",
+    "stage.grad_back.softcap.why": "The derivative of c·tanh(s/c) is 1 − tanh²(s/c): about "
+    "1 for small scores, near 0 where the capped value nears ±c (scores much larger than c in "
+    "size). A capped score learns little, which is the point of the cap.",
     "stage.grad_back.rope.title": "Backward through RoPE",
     "stage.grad_back.rope.why": "RoPE turned each pair of dimensions by the angle φ of its "
     "position. A rotation's transpose is the rotation back, so the gradient is turned by −φ "

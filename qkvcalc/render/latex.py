@@ -263,6 +263,7 @@ _MATH = {
     "ε": r"\varepsilon ",
     "ℓ": r"\ell ",
     "≈": r"\approx ",
+    "≠": r"\neq ",
 }
 _SUBSCRIPTS = {
     **dict(zip("ᵢⱼₜ", "ijt", strict=True)),

@@ -507,7 +507,8 @@ _CORE: dict[str, Op] = {
             rowwise=True,
             overflow=lambda p: False,
             backward=lambda ops, params, out, g: (np.where(params["allowed"], g, 0.0),),
-            grad_formula=lambda into, out, x, params: f"{out} (0 where M = −∞)",
+            # [M ≠ −∞]: 1 where the key is allowed, 0 where it is masked (an Iverson bracket)
+            grad_formula=lambda into, out, x, params: f"{out} ⊙ [M ≠ −∞]",
         ),
         Op(
             "exp",
