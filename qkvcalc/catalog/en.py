@@ -139,6 +139,7 @@ MESSAGES: dict[str, str] = {
     "note.reading_equal": "{query} → its {count} keys equally, 1/{count} each",
     "note.reading_equal_with_masked": "{query} → its {count} unmasked keys equally, 1/{count} "
     "each; masked: {masked}",
+    "ui.reading_equal": "its {count} keys equally, 1/{count} each",
     "ui.reading_none": "every key masked",
     "note.reading_rounding": "Percentages are whole numbers, rounded so that each query's "
     "percentages add up to 100; <1% is a weight above 0 that rounds to 0.",

@@ -143,6 +143,7 @@ MESSAGES: dict[str, str] = {
     "note.reading_equal": "{query} → Key {count}개에 똑같이, 각각 1/{count}",
     "note.reading_equal_with_masked": "{query} → 마스킹되지 않은 Key {count}개에 똑같이, 각각 "
     "1/{count}; 마스킹됨: {masked}",
+    "ui.reading_equal": "Key {count}개에 똑같이, 각각 1/{count}",
     "ui.reading_none": "모든 Key가 마스킹됨",
     "note.reading_rounding": "백분율은 Query마다 합이 100이 되도록 반올림한 정수입니다. "
     "'1% 미만'은 0보다 크지만 반올림하면 0이 되는 가중치입니다.",

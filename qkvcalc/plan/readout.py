@@ -388,6 +388,8 @@ def scale_shown_msg(
         reading = strongest_keys(weights, allowed_row, tokens, k)
         if reading.all_masked:
             return Msg("ui.reading_none")
+        if reading.equal:  # as the reading line says it: not 34% / 33% / 33%
+            return Msg("ui.reading_equal", count=len(reading.top) + reading.rest_count)
         return _key_parts(reading)
 
     return Msg(
