@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from qkvcalc.plan import backward, decode, pipeline
+from qkvcalc.plan import pipeline
 from qkvcalc.plan.masks import allowed_keys
 from qkvcalc.plan.specs import (
     Ref,
@@ -21,8 +21,14 @@ if TYPE_CHECKING:
 def plan(p: Problem) -> tuple[Spec, ...]:
     """Every stage of the calculation, in the order a teacher writes them."""
     specs = pipeline.inputs(p)
+    # decode and the backward pass are loaded when a run asks for them: `explain --preset doc`
+    # starts without them (benchmarks/bench.py measures its start)
     if p.decode is not None:  # a prefill, then one token at a time with a KV cache
+        from qkvcalc.plan import decode
+
         if p.backward:
+            from qkvcalc.plan import backward
+
             backward.backward(p, specs)  # refused, with the reason
         pe = p.variants.pe is not None
         x_ref: Ref = ("x_pe", None) if pe else ("x", None)
@@ -39,6 +45,8 @@ def plan(p: Problem) -> tuple[Spec, ...]:
             specs += pipeline.head(p, h, allowed)
         specs += pipeline.combine(p)
     if p.backward:  # the gradients, from the loss back to the weights (qkvcalc.plan.backward)
+        from qkvcalc.plan import backward
+
         # in tiles, the note that compares with the plain backward runs the plan without them
         specs += backward.backward(p, specs, lambda: plan(replace(p, tiles=None)))
     return tuple(specs)
