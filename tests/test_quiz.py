@@ -899,3 +899,17 @@ def test_explain_random_usage_errors(args, words):
     proc = run_qkvcalc("explain", *args)
     assert proc.returncode == 2 and proc.stdout == ""
     assert words in proc.stderr
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_quiz_tells_no_result_it_asks_for(cli, lang):
+    """As a worksheet does (issue 25, item 6): no reading line, no 'why scale, shown', no
+    geometry read-out and no preset reference that states a result the student works out.
+    The same problem explained shows them all."""
+    asked = cli("quiz", "--preset", "sentence", "--lang", lang, input="\n" * 40).stdout
+    told = cli("explain", "--preset", "sentence", "--lang", lang).stdout
+    # the reference's and the reading's 80%, 'cats → I 62%', and the sentence that compares
+    # with and without the scale (its weights), which explain shows before the tables
+    for result in ("80%", "62%", "cats 31%", "71%", "cos θ = 1"):
+        assert result in told, result
+        assert result not in asked, result

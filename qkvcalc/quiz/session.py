@@ -40,6 +40,7 @@ from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style, cell_work
 from qkvcalc.render.terminal import header, matrix_table
 from qkvcalc.render.text import fmt, place
+from qkvcalc.render.worksheet import keeps
 from qkvcalc.trace import Stage, Trace
 
 Ask = Callable[[Text], str]
@@ -80,7 +81,7 @@ def ask_line(console: Console, answers: TextIO | None = None) -> Ask:
 def problem_view(trace: Trace, opts: RenderOptions) -> RenderableType:
     """What the student works from: the sizes, the input matrices and the mask."""
     p = trace.problem
-    parts: list[RenderableType] = [header(trace, opts)]
+    parts: list[RenderableType] = [header(trace, opts, results_hidden=True)]
     given = [("x", "X"), ("source", "source"), ("wq", "W_Q"), ("wk", "W_K"), ("wv", "W_V")]
     given += [("bq", "b_Q"), ("bk", "b_K"), ("bv", "b_V"), ("wo", "W_O"), ("bo", "b_O")]
     if not p.projected:
@@ -207,8 +208,9 @@ class Session:
     def ask_stage(self, key: str, stage: Stage, number: int) -> tuple[np.ndarray, bool]:
         """Every cell of one stage, row by row. Returns the answers and whether input ended."""
         self.say(stage_heading(stage, number, len(self.keys), self.lang))
-        for note in stage.notes:
-            self.say(Text("  • " + note.text(self.lang), style="dim"))
+        for note in stage.notes:  # as on a worksheet: none that tells a result asked for
+            if keeps(note):
+                self.say(Text("  • " + note.text(self.lang), style="dim"))
         answers = np.full(stage.shape, np.nan)
         self._current = (key, answers)
         rows, cols = stage.shape

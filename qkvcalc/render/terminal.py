@@ -480,8 +480,10 @@ def _head_rule(head: int, trace: Trace, opts: RenderOptions) -> Block:
     return Block().rule(Text(text, style="bold magenta"), "magenta", characters="═", center=True)
 
 
-def header(trace: Trace, opts: RenderOptions) -> Block:
-    problem, *preset = summary(trace, opts.lang, opts.worksheet)
+def header(trace: Trace, opts: RenderOptions, results_hidden: bool = False) -> Block:
+    """The problem's sentence and its preset's (`results_hidden`: the quiz's, without the
+    reference, which often tells a result the student is asked for)."""
+    problem, *preset = summary(trace, opts.lang, opts.worksheet, results_hidden)
     block = Block().para(Text("qkvcalc — softmax(Q·Kᵀ/√d_k + M)·V", style="bold")).para(problem)
     for line in preset:
         block.para(Text(line, style="dim"))

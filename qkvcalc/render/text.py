@@ -124,10 +124,13 @@ def shown_rows(value: np.ndarray | Stage, row_ids: Sequence[int | None]) -> dict
     return dict(zip(body, values, strict=True))
 
 
-def summary(trace: Trace, lang: str, worksheet: bool = False) -> list[str]:
+def summary(
+    trace: Trace, lang: str, worksheet: bool = False, results_hidden: bool = False
+) -> list[str]:
     """The problem in a sentence (sizes, heads, mask) and the preset it came from, as plain
     text: each renderer escapes it its own way. A worksheet leaves the preset's reference out
-    (it often tells a result) and says how to fill it in."""
+    (it often tells a result) and says how to fill it in; so does the quiz (`results_hidden`),
+    without the worksheet's line."""
     p = trace.problem
     mask = translate(f"ui.mask_{p.mask_kind}", lang)
     if p.key_padding is not None:
@@ -145,7 +148,7 @@ def summary(trace: Trace, lang: str, worksheet: bool = False) -> list[str]:
         key = "ui.preset" if p.preset is not None else "ui.named"
         key += "" if description else "_bare"
         lines.append(translate(key, lang, name=safe(p.meta["name"]), description=description))
-        if p.meta.get("reference") and not worksheet:
+        if p.meta.get("reference") and not (worksheet or results_hidden):
             said = preset_reference(p.meta["name"], p.meta["reference"], lang)
             lines.append(translate("ui.preset_reference", lang, reference=safe(said, 2000)))
     elif "edited_from" in p.meta:
