@@ -233,7 +233,7 @@ MESSAGES: dict[str, str] = {
     "ui.variant.qk_norm": "q/k 정규화(RMSNorm)",
     "ui.variant.rope": "RoPE (밑 {theta}, {style}, {dims}차원)",
     "ui.variant.alibi": "ALiBi 거리 벌점",
-    "ui.variant.score_bias": "점수 바이어스",
+    "ui.variant.score_bias": "스코어 바이어스",
     "ui.variant.sinks": "어텐션 싱크",
     "ui.variant.softcap": "소프트캡 {cap}",
     "ui.variant.window": "슬라이딩 윈도우 {window}",
@@ -259,14 +259,15 @@ MESSAGES: dict[str, str] = {
     "qkvcalc presets show NAME > mine.json",
     "ui.split_row": "헤드 {head}: {q}[:, {qcols}], {k}[:, {kcols}], {v}[:, {vcols}] (K/V 헤드 {g})",
     # ---- the bundled presets: descriptions (i18n.preset_description) and references -----
-    "preset.alibi.description": "'I love my cats'에 ALiBi: 두 헤드가 먼 Key에 벌점을 줍니다. "
-    "하나는 가파르게(기울기 1/2), 하나는 완만하게(1/4)",
+    "preset.alibi.description": "'I love my cats'에 ALiBi: 두 헤드가 먼 Key에 벌점을 "
+    "줍니다. 하나는 가파르게(경사 1/2), 하나는 완만하게(1/4)",
     "preset.llama.description": "작은 LLaMA식 층: Query 헤드 2개가 K/V 헤드 1개를 함께 쓰고, "
     "q와 k에 RoPE, 인과 마스크, 그다음 W_O",
     "preset.rope.description": "'cat sat cat sat'에 RoPE: 같은 두 토큰이 같은 거리에 있으면 "
-    "어디에 있든 점수가 같습니다",
-    "preset.tiles.description": "토큰 다섯 개에 FlashAttention의 온라인 softmax, 블록마다 Key 두 "
-    "개: 블록 2에서 누적 최댓값이 커져 지금까지의 합과 출력이 e^(m_old − m_new)로 조정됩니다",
+    "어디에 있든 스코어가 같습니다",
+    "preset.tiles.description": "토큰 다섯 개에 FlashAttention의 온라인 소프트맥스, "
+    "블록마다 Key 두 개: 블록 2에서 누적 최댓값이 커져 지금까지의 합과 출력이 e^(m_old − "
+    "m_new)로 조정됩니다",
     "preset.decode.description": "KV 캐시로 'the cat sat down' 디코딩: 토큰 두 개를 prefill한 "
     "뒤 한 단계에 한 토큰씩, 캐시의 모든 Key에 주의를 기울입니다",
     "preset.window.description": "토큰 다섯 개에 크기 3의 슬라이딩 윈도우: Mistral의 층처럼 각 "
@@ -291,20 +292,20 @@ MESSAGES: dict[str, str] = {
     "인코더의 출력에서 옵니다. 'le'는 'the'를, 'chat'은 'cat'을 찾습니다. W_K가 'is'와 "
     "'sleeping'에 같은 Key를 주므로 'dort'는 가중치의 대부분을 둘에 똑같이 나눕니다. Query "
     "3개, Key 4개이므로 스코어는 3×4입니다.",
-    "preset.alibi.reference": "qkvcalc용으로 만든 예제, Press et al. 2022, 'Train Short, Test "
-    "Long: Attention with Linear Biases Enables Input Length Extrapolation'을 따름: 기울기 "
+    "preset.alibi.reference": "qkvcalc용으로 만든 예제, Press et al. 2022, 'Train Short, "
+    "Test Long: Attention with Linear Biases Enables Input Length Extrapolation'을 따름: 경사 "
     "1/2과 1/4은 헤드 8개에 대한 논문의 방법(2^-1, 2^-2, ..., 2^-8)의 처음 두 값입니다. "
     "alibi: true로 두면 헤드 2개짜리 모델은 대신 2^-4와 2^-8을 받습니다. 바이어스 -slope·|i - "
-    "j|는 인과 마스크 전에, 스케일된 점수에 더합니다.",
-    "preset.llama.reference": "qkvcalc용으로 만든 예제, Touvron et al. 2023, 'LLaMA: Open and "
-    "Efficient Foundation Language Models'를 따라 Hugging Face의 LlamaAttention이 계산하는 "
-    "대로: 바이어스 없는 q_proj, k_proj, v_proj, 헤드마다 rotate_half로 회전하는 위치 "
-    "임베딩(theta 10000), GQA(Grouped-Query Attention, repeat_kv), 인과 마스크, softmax, "
-    "o_proj. d_model = 4, d_k = d_v = 2.",
+    "j|는 인과 마스크 전에, 스케일된 스코어에 더합니다.",
+    "preset.llama.reference": "qkvcalc용으로 만든 예제, Touvron et al. 2023, 'LLaMA: Open "
+    "and Efficient Foundation Language Models'를 따라 Hugging Face의 LlamaAttention이 "
+    "계산하는 대로: 바이어스 없는 q_proj, k_proj, v_proj, 헤드마다 rotate_half로 회전하는 "
+    "위치 임베딩(theta 10000), GQA(Grouped-Query Attention, repeat_kv), 인과 마스크, "
+    "소프트맥스, o_proj. d_model = 4, d_k = d_v = 2.",
     "preset.rope.reference": "qkvcalc용으로 만든 예제, Su et al. 2021, 'RoFormer: Enhanced "
     "Transformer with Rotary Position Embedding'을 따름. d_k = 2라서 q와 k에는 차원 짝이 "
     "하나뿐이고 그 주파수는 theta^0 = 1이므로, 각 벡터는 위치마다 1라디안씩 회전합니다. "
-    "RoPE가 없으면 두 번째 토큰은 첫째와 셋째 토큰에게 같은 점수(1)를 줍니다. RoPE가 있으면 "
+    "RoPE가 없으면 두 번째 토큰은 첫째와 셋째 토큰에게 같은 스코어(1)를 줍니다. RoPE가 있으면 "
     "거리가 1인 q_2·k_1과 q_4·k_3은 cos 1 - sin 1 = -0.3012로 같고, 거리가 3인 q_4·k_1은 cos "
     "3 - sin 3 = -1.1311입니다.",
     "preset.window.reference": "qkvcalc용으로 만든 예제, Beltagy et al. 2020, 'Longformer'와 "
@@ -742,7 +743,7 @@ MESSAGES: dict[str, str] = {
     "hint.rmsnorm": "{cell} = {src}[{i},{j}] / √({src}의 {i}번째 행의 제곱 평균 + ε) × w[{j}].",
     "hint.rope": "{cell}: {src}의 {i}번째 행의 {j}번 차원을 짝 차원과 함께 φ = 토큰 {i}의 위치 × "
     "그 짝의 주파수만큼 회전합니다: a·cos φ − b·sin φ(짝의 첫째) 또는 b·cos φ + a·sin φ(둘째).",
-    "hint.alibi": "{cell} = −기울기 × |Query {i}의 위치 − Key {j}의 위치|.",
+    "hint.alibi": "{cell} = −경사 × |Query {i}의 위치 − Key {j}의 위치|.",
     "hint.biased": "{cell} = S[{i},{j}] + B[{i},{j}].",
     "hint.capped": "{cell} = c·tanh({src}[{i},{j}] / c), c = {cap}.",
     "hint.sink_exp": "{cell} = e^({src}[{i},{j}] − m), m은 {src}의 {i}번째 행과 σ 가운데 최댓값; "
@@ -879,8 +880,8 @@ MESSAGES: dict[str, str] = {
     "help.explain.rope_style": "half: 차원 i와 i + R/2 (LLaMA, GPT-NeoX); pairs: 2i와 2i+1 "
     "(GPT-J).",
     "help.explain.rope_dims": "각 헤드에서 회전하는 차원 수 (짝수, 기본값 d_k).",
-    "help.explain.alibi": "ALiBi의 거리 벌점을 헤드마다 논문의 기울기로 더합니다.",
-    "help.explain.softcap": "점수를 소프트캡합니다: c·tanh(s/c) (Gemma 2는 50).",
+    "help.explain.alibi": "ALiBi의 거리 벌점을 헤드마다 논문의 경사로 더합니다.",
+    "help.explain.softcap": "스코어를 소프트캡합니다: c·tanh(s/c) (Gemma 2는 50).",
     "help.explain.format": "출력 형식 (기본값: table, 또는 --output 파일의 확장자에 따름).",
     "help.explain.output": "표준 출력 대신 이 파일에 씁니다.",
     "help.explain.detail": "full: 자리가 허락하는 곳마다 칸별 계산 과정까지; brief: 표만.",
@@ -929,8 +930,8 @@ MESSAGES: dict[str, str] = {
     "stage.x_pe.why": "위치 인코딩을 투영 전에 X에 칸마다 더합니다. 이제부터 모든 Query, Key, "
     "Value가 그 토큰의 위치를 담습니다.",
     "stage.q_norm.title": "Query 정규화 (RMSNorm)",
-    "stage.q_norm.why": "헤드마다 Query를 제곱평균제곱근이 약 1이 되도록 나눈 뒤, 차원마다 학습된 "
-    "가중치를 곱합니다. q의 크기를 묶어 두면 학습 중에 점수가 끝없이 커지지 않습니다 "
+    "stage.q_norm.why": "헤드마다 Query를 제곱평균제곱근이 약 1이 되도록 나눈 뒤, 차원마다 "
+    "학습된 가중치를 곱합니다. q의 크기를 묶어 두면 학습 중에 스코어가 끝없이 커지지 않습니다 "
     "(Qwen3, Gemma 3).",
     "stage.k_norm.title": "Key 정규화 (RMSNorm)",
     "stage.k_norm.why": "헤드마다 Key에도 같은 계산을 합니다: 행마다 x / √(mean(x²) + ε) · w.",
@@ -938,19 +939,20 @@ MESSAGES: dict[str, str] = {
     "stage.q_rot.why": "RoPE는 Query의 차원을 두 개씩 짝지어, 위치 × 그 짝의 주파수만큼 "
     "회전시킵니다. X에는 아무것도 더하지 않고, 위치는 q와 k의 방향에 담깁니다.",
     "stage.k_rot.title": "회전 위치 임베딩(RoPE): Key",
-    "stage.k_rot.why": "Key도 자기 위치만큼 같은 방식으로 회전합니다. q를 각 a, k를 각 b만큼 "
-    "돌리면 내적은 k만 b − a만큼 돌린 것과 똑같이 바뀌므로, 점수는 두 위치가 어디인지가 아니라 "
-    "둘 사이의 거리에만 달려 있습니다.",
-    "stage.score_bias.title": "점수 바이어스",
-    "stage.score_bias.why": "softmax 전에 각 점수에 더하는 수로, 토큰의 내용이 아니라 두 위치에 "
-    "따라 정해집니다. 거리에 따라 커지는 ALiBi의 고정된 벌점이나, 상대 거리 구간마다 학습된 T5의 "
-    "바이어스처럼 주어진 바이어스가 그 예입니다.",
-    "stage.biased.title": "점수 + 바이어스",
-    "stage.biased.why": "스케일된 점수에 바이어스를 칸마다 더합니다. 음수 바이어스는 벡터를 하나도 "
-    "바꾸지 않고 그 Key가 선택될 가능성을 낮춥니다.",
+    "stage.k_rot.why": "Key도 자기 위치만큼 같은 방식으로 회전합니다. q를 각 a, k를 각 "
+    "b만큼 돌리면 내적은 k만 b − a만큼 돌린 것과 똑같이 바뀌므로, 스코어는 두 위치가 "
+    "어디인지가 아니라 둘 사이의 거리에만 달려 있습니다.",
+    "stage.score_bias.title": "스코어 바이어스",
+    "stage.score_bias.why": "소프트맥스 전에 각 스코어에 더하는 수로, 토큰의 내용이 아니라 "
+    "두 위치에 따라 정해집니다. 거리에 따라 커지는 ALiBi의 고정된 벌점이나, 상대 거리 "
+    "구간마다 학습된 T5의 바이어스처럼 주어진 바이어스가 그 예입니다.",
+    "stage.biased.title": "스코어 + 바이어스",
+    "stage.biased.why": "스케일된 스코어에 바이어스를 칸마다 더합니다. 음수 바이어스는 "
+    "벡터를 하나도 바꾸지 않고 그 Key가 선택될 가능성을 낮춥니다.",
     "stage.capped.title": "소프트캡(softcapping)",
-    "stage.capped.why": "c·tanh(s/c)는 모든 점수를 −c와 c 사이에 둡니다. 작은 점수는 거의 그대로 "
-    "지나가고 아주 큰 점수만 눌려서, 한 점수가 softmax를 한없이 지배할 수 없습니다 (Gemma 2).",
+    "stage.capped.why": "c·tanh(s/c)는 모든 스코어를 −c와 c 사이에 둡니다. 작은 스코어는 "
+    "거의 그대로 지나가고 아주 큰 스코어만 눌려서, 한 스코어가 소프트맥스를 한없이 지배할 수 "
+    "없습니다 (Gemma 2).",
     "note.pe_sinusoidal": "d_model = {d_model}에 대한 논문의 인코딩: (열을 1부터 세어) 2i+1번 열은 "
     "sin(pos / 10000^(2i/d_model)), 2i+2번 열은 같은 각의 cos입니다. 한 주파수의 sin과 cos가 "
     "나란히 놓입니다.",
@@ -970,17 +972,17 @@ MESSAGES: dict[str, str] = {
     "note.rope_factor": "cos φ와 sin φ에 어텐션 계수를 곱하므로(YaRN, 계수 {factor}), "
     "회전한 차원도 그만큼 커지거나 작아집니다.",
     "note.rope_scores": "여기서 Q와 K는 회전한 것(Q_rot, K_rot)입니다.",
-    "note.rope_shift": "RoPE의 핵심을 이 숫자로 확인합니다: 위치 {pos_q}의 {query}와 "
-    "위치 {pos_k}의 {key}의 점수는 {score}입니다. 둘 다 {offset}만큼 옮기면 "
-    "({moved_q}와 {moved_k}) 점수는 "
-    "{moved}입니다. 거리 {distance}만 중요합니다.",
+    "note.rope_shift": "RoPE의 핵심을 이 숫자로 확인합니다: 위치 {pos_q}에 있는 {query}, "
+    "위치 {pos_k}에 있는 {key} 사이의 스코어는 {score}입니다. 둘 다 {offset}만큼 옮기면(위치 "
+    "{moved_q}, {moved_k}) 스코어는 {moved}입니다. 거리 {distance}만 중요합니다.",
     "note.alibi_recipe": "ALiBi: 바이어스는 −slope·|pos_i − pos_j|로, 거리에 따라 커지는 "
-    "벌점입니다. 이 헤드의 기울기 {slope}는 헤드 {heads}개에 대한 논문의 방법으로 정했습니다.",
+    "벌점입니다. 이 헤드의 경사(slope)는 {slope}이며, 헤드 {heads}개에 대한 논문의 방법으로 "
+    "정했습니다.",
     "note.alibi_given": "ALiBi: 바이어스는 −slope·|pos_i − pos_j|로, 거리에 따라 커지는 "
-    "벌점입니다. 이 헤드의 기울기 {slope}는 입력으로 주어졌습니다.",
+    "벌점입니다. 이 헤드의 경사(slope)는 {slope}이며, 입력으로 주어졌습니다.",
     "note.alibi_bloom": "BLOOM은 대신 +slope·j(Key 위치)를 더합니다. 인과 마스크 아래에서는 "
-    "−slope·|i − j|와 한 행의 모든 칸에서 같은 양만큼 차이 나므로 가중치는 같지만, 여기 보이는 "
-    "바이어스 더한 점수는 다릅니다.",
+    "−slope·|i − j|와 한 행의 모든 칸에서 같은 양만큼 차이 나므로 가중치는 같지만, 여기 "
+    "보이는 바이어스 더한 스코어는 다릅니다.",
     "note.alibi_and_bias": "B는 ALiBi의 −{slope}·|pos_i − pos_j|에 주어진 score_bias를 더한 "
     "것입니다.",
     "note.score_bias": "숫자로 주어진 바이어스(T5의 상대 위치 바이어스나 더하는 마스크)로, "
@@ -993,8 +995,8 @@ MESSAGES: dict[str, str] = {
     "모든 Key가 가려진 Query는 가중치 전부를 싱크에 줍니다.",
     "sinks.count": "sinks에는 헤드마다 로짓이 하나씩 있어야 합니다. heads = {heads}인데 "
     "{count}개가 주어졌습니다.",
-    "note.softcap": "c = {cap}: 모든 점수 s가 {cap}·tanh(s / {cap})가 되어 −{cap}와 {cap} "
-    "사이에 들어갑니다. 마스크는 그다음입니다.",
+    "note.softcap": "c = {cap}: 모든 스코어 s가 {cap}·tanh(s / {cap})로 바뀌어, −{cap}보다 "
+    "크고 {cap}보다 작은 범위에 들어갑니다. 마스크는 그다음입니다.",
     "note.causal_positions": "위치에 따른 인과 마스크: pos_j ≤ pos_i이면 Query i가 Key j를 "
     "볼 수 있습니다.",
     "note.causal_bottomright": "Query {n}개, Key {m}개의 인과 마스크를 캐시로 디코딩할 때처럼 "
@@ -1026,9 +1028,9 @@ MESSAGES: dict[str, str] = {
     "GPT-J)여야 합니다. 받은 값: {value}",
     "rope.dims": "rope.dims = {dims}는 짝수이고 d_k = {d_k} 이하여야 합니다: 차원은 한 헤드 "
     "안에서 둘씩 짝지어 회전합니다",
-    "alibi.count": "alibi의 기울기는 {count}개인데 헤드는 {heads}개입니다: 헤드마다 기울기 "
-    "하나가 필요합니다 (논문의 기울기는 alibi: true)",
-    "alibi.kind": "alibi는 true(논문의 기울기) 또는 헤드마다 기울기 하나씩의 목록이어야 합니다. "
+    "alibi.count": "alibi의 경사는 {count}개인데 헤드는 {heads}개입니다: 헤드마다 경사 "
+    "하나가 필요합니다 (논문의 경사는 alibi: true)",
+    "alibi.kind": "alibi는 true(논문의 경사) 또는 헤드마다 경사 하나씩의 목록이어야 합니다. "
     "받은 값: {value}",
     "score_bias.shape": "score_bias는 {shape}입니다. n×m = {n}×{m}(모든 헤드에 하나) 또는 "
     "H×n×m = {heads}×{n}×{m}(헤드마다 하나)이어야 합니다",
@@ -1315,37 +1317,38 @@ MESSAGES: dict[str, str] = {
     "stage.output.decode.title": "출력 (각 단계의 행을 쌓음)",
     "stage.output.decode.why": "각 단계는 자기 토큰의 출력 행을 냈습니다. 순서대로 쌓으면 전체 "
     "시퀀스의 출력이며, causal 마스크로 한꺼번에 계산한 것과 같습니다.",
-    "stage.block_scores.title": "Key 블록 하나의 점수",
+    "stage.block_scores.title": "Key 블록 하나의 스코어",
     "note.tiles_whole": "참고용으로 전체를 보여 줍니다: qkvcalc는 아래의 블록들과 비교할 수 "
     "있도록 이 표와 그다음 표들을 전체로 계산하지만, FlashAttention 자체는 이 표들을 한꺼번에 "
     "메모리에 두지 않고 Key 블록마다 그 스코어를 그때그때 계산합니다.",
-    "stage.block_scores.why": "FlashAttention은 점수 한 행 전체를 한꺼번에 메모리에 두지 "
+    "stage.block_scores.why": "FlashAttention은 스코어 한 행 전체를 한꺼번에 메모리에 두지 "
     "않습니다. Key를 B개씩 읽으며, 이것은 각 행 중 이 블록에 해당하는 부분입니다.",
     "stage.block_max.title": "블록의 최댓값",
-    "stage.block_max.why": "이 블록 안에서 각 행의 가장 큰 점수입니다 (블록의 Key가 모두 "
+    "stage.block_max.why": "이 블록 안에서 각 행의 가장 큰 스코어입니다 (블록의 Key가 모두 "
     "마스킹되면 −∞).",
     "stage.running_max.title": "누적 최댓값 m",
-    "stage.running_max.why": "지금까지 본 각 행의 가장 큰 점수: 이전 누적 최댓값과 이 블록 "
-    "최댓값 중 큰 값입니다. 지수에서 이를 빼므로 넘침이 없습니다.",
+    "stage.running_max.why": "지금까지 본 각 행의 가장 큰 스코어: 이전 누적 최댓값과 이 "
+    "블록 최댓값 중 큰 값입니다. 지수에서 이를 빼므로 넘침이 없습니다.",
     "stage.correction.title": "보정 e^(m_old − m_new)",
     "stage.correction.why": "누적 최댓값이 커지면 지금까지 더한 값은 옛 최댓값만큼 이동되어 "
     "있습니다. e^(m_old − m_new)를 곱하면 새 최댓값 기준으로 바뀝니다. 최댓값이 그대로면 "
     "1입니다.",
     "stage.block_exp.title": "블록의 지수",
-    "stage.block_exp.why": "블록의 각 점수에서 누적 최댓값을 빼고 지수를 취합니다: 모든 값이 "
-    "1 이하입니다.",
+    "stage.block_exp.why": "블록의 각 스코어에서 누적 최댓값을 빼고 지수를 취합니다: 모든 "
+    "값이 1 이하입니다.",
     "stage.running_sum.title": "누적 합 ℓ",
-    "stage.running_sum.why": "지금까지의 softmax 분모: 이전 합에 보정을 곱하고 이 블록의 "
+    "stage.running_sum.why": "지금까지의 소프트맥스 분모: 이전 합에 보정을 곱하고 이 블록의 "
     "지수를 더합니다.",
     "stage.acc.title": "누적 출력 O (아직 나누지 않음)",
     "stage.acc.why": "ℓ로 나누기 전의 Value 가중합: 이전 값에 보정을 곱하고, 이 블록의 지수와 "
     "Value 행의 곱을 더합니다.",
     "stage.output.tiles.title": "출력 = O / ℓ",
-    "stage.output.tiles.why": "마지막에 한 번 나누면 누적 출력이 softmax 가중 Value 합이 됩니다.",
+    "stage.output.tiles.why": "마지막에 한 번 나누면 누적 출력이 소프트맥스 가중 Value 합이 "
+    "됩니다.",
     "ui.step": "디코딩 단계 {step}",
     "ui.block": "블록 {block}",
     "ui.variant.decode": "KV 캐시 디코딩 (prefill {prefill})",
-    "ui.variant.tiles": "Key {tiles}개씩 타일로 나눈 softmax",
+    "ui.variant.tiles": "Key {tiles}개씩 타일로 나눈 소프트맥스",
     "note.decode_prefill": "0단계, prefill: 처음 {count}개 토큰(1–{last}행)이 함께 하나의 "
     "causal 어텐션을 거치고, 그 Key와 Value가 캐시를 채웁니다.",
     "note.decode_step": "{step}단계: 토큰 {row} ({token}, 위치 {pos}) 하나. 그 Query 행만 "
@@ -1408,8 +1411,8 @@ MESSAGES: dict[str, str] = {
     "source나 decode를 빼세요.",
     "decode.needs_x": "decode는 X·W_K와 X·W_V로 토큰 하나씩 캐시를 만듭니다: Q, K, V 대신 x, wq, "
     "wk, wv를 주세요.",
-    "tiles.range": "tiles = {value}: 블록 크기 B는 1 이상의 정수(Key 개수)여야 합니다 "
-    "(B ≥ m = {m}이면 블록 하나, 보통의 softmax).",
+    "tiles.range": "tiles = {value}: 블록 크기 B는 1 이상의 정수(Key 개수)여야 합니다 (B ≥ "
+    "m = {m}이면 블록 하나, 보통의 소프트맥스).",
     "tiles.too_many_blocks": "tiles = {tiles}이면 키 {m}개가 블록 {blocks}개로 나뉩니다. "
     "qkvcalc는 블록을 {limit}개까지만 보여 주므로 tiles를 {least} 이상으로 주세요",
     "tiles.with_decode": "decode와 tiles를 함께 쓸 수 없습니다 (decode = {decode}, tiles = "
