@@ -52,6 +52,29 @@ def wait_until_computing(proc: subprocess.Popen, limit: float = 60) -> None:
     pytest.fail("the child never got as far as loading numpy")
 
 
+def wait_until_reading_stdin(proc: subprocess.Popen, limit: float = 60) -> None:
+    """Wait until the child is blocked in read(0, …) (Linux's /proc/PID/syscall: number 0 on
+    x86-64, first argument 0x0): on a loaded machine, the time after numpy is loaded is not
+    enough to know it has got there. Where the file says nothing usable, the wait is over."""
+    path = Path(f"/proc/{proc.pid}/syscall")
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        try:
+            fields = path.read_text().split()
+        except OSError:
+            return
+        if fields[:1] == ["running"]:  # on a CPU now: not blocked yet
+            time.sleep(0.02)
+            continue
+        if len(fields) < 2 or not fields[0].isdigit():
+            return  # a kernel that does not say
+        if fields[0] == "0" and fields[1] == "0x0":
+            return
+        time.sleep(0.02)
+    pytest.fail("the child never got to reading its standard input")
+
+
 def write_problem(path: Path, n: int, d: int, heads: int) -> Path:
     rng = np.random.default_rng(6)
     doc = {
@@ -124,6 +147,7 @@ def test_ctrl_c_while_waiting_for_piped_input_exits_130_quietly():
     Ctrl-C, whatever the machine's speed."""
     proc = spawn("explain", "-", stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     wait_until_computing(proc)
+    wait_until_reading_stdin(proc)  # the moment this test is about: blocked on the pipe
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err.decode()[-2000:]
