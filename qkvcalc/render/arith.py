@@ -364,13 +364,14 @@ def _correction_work(
 
 
 def _block_exp_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[1,2]: e^(0.3 − 1.2) = 0.4066; a masked score: e^(-∞) = 0."""
+    """[1,2]: e^(0.3 − 1.2) = 0.4066; a masked score: e^(-∞) = 0. A score shifted by its row's
+    number, [n, 1]: the tiles' running maximum (block_exp), or the log-sum-exp L (block_p)."""
     s, m = stage.operands
     at = style.at(i + 1, j + 1)
     if np.isneginf(s[i, j]):
         return f"{at}{style.exp(style.neg_inf)} = 0"
     score, top = float(s[i, j]), float(m[i, 0])
-    inner = f"{style.num(score)} {style.minus} {style.num(top)}"
+    inner = f"{style.num(score)} {style.minus} {style.factor(top)}"
     shown = math.exp(style.shown(score) - style.shown(top))
     return style.line(f"{at}{style.exp(inner)}", shown, float(stage.value[i, j]), result)
 
@@ -595,18 +596,6 @@ def _lse_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: st
     return style.line(left, shown, float(stage.value[i, j]), result)
 
 
-def _block_p_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[1,2]: e^(0.3 − 2.3194) = 0.1327; a masked score: e^(-∞) = 0."""
-    s, top = stage.operands
-    at = style.at(i + 1, j + 1)
-    if np.isneginf(s[i, j]):
-        return f"{at}{style.exp(style.neg_inf)} = 0"
-    x, m = float(s[i, j]), float(top[i, 0])
-    shown = math.exp(style.shown(x) - style.shown(m))
-    inner = f"{style.num(x)} {style.minus} {style.factor(m)}"
-    return style.line(f"{at}{style.exp(inner)}", shown, float(stage.value[i, j]), result)
-
-
 def _attend_rowdot_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
     """D[1] = e^(0.3 − 2.1)×(−1 / e^(0.3 − 2.1)) = −1: the target key's weight times its
     gradient, the row's one term; 0 for a query without a target."""
@@ -695,7 +684,7 @@ _WORK = {
     "input_grad": _input_grad_work,
     "back": _back_work,
     "lse": _lse_work,
-    "block_p": _block_p_work,
+    "block_p": _block_exp_work,  # e^(S_b − L): the same line, shifted by L
     "attend_rowdot": _attend_rowdot_work,
     "block_nt": _block_nt_work,
     "grad_q_acc": _grad_q_acc_work,
