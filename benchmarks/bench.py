@@ -143,33 +143,21 @@ def measure(argv: list[str]) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024  # Linux: kilobytes
 
 
+# A GPT-2-small-sized layer: argv = FILE n seed [--target] (the backward case adds a target)
 GPT2_LAYER = """
 import json, sys
 import numpy as np
 
-rng = np.random.default_rng(2019)
-n, d = 1024, 768
+path, n, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = np.random.default_rng(seed)
+d = 768
 doc = {"x": rng.standard_normal((n, d)).astype(np.float32).tolist()}
 for name in ("wq", "wk", "wv", "wo"):
     doc[name] = (rng.standard_normal((d, d)) * 0.02).astype(np.float32).tolist()
+if "--target" in sys.argv:
+    doc["target"] = rng.standard_normal((n, d)).astype(np.float32).tolist()
 doc.update(heads=12, mask="causal")
-with open(sys.argv[1], "w") as f:
-    json.dump(doc, f)
-"""
-
-
-GPT2_BACKWARD = """
-import json, sys
-import numpy as np
-
-rng = np.random.default_rng(2021)
-n, d = 128, 768
-doc = {"x": rng.standard_normal((n, d)).astype(np.float32).tolist()}
-for name in ("wq", "wk", "wv", "wo"):
-    doc[name] = (rng.standard_normal((d, d)) * 0.02).astype(np.float32).tolist()
-doc["target"] = rng.standard_normal((n, d)).astype(np.float32).tolist()
-doc.update(heads=12, mask="causal")
-with open(sys.argv[1], "w") as f:
+with open(path, "w") as f:
     json.dump(doc, f)
 """
 
@@ -215,14 +203,14 @@ sys.stdout.write(json.dumps({name: g.tolist() for name, g in grads.items()}))
 
 def write_gpt2_backward(path: Path) -> None:
     """n = 128, d_model = 768, 12 heads, W_O, causal, and a target output (float32 values)."""
-    subprocess.run([PY, "-c", GPT2_BACKWARD, str(path)], check=True)
+    subprocess.run([PY, "-c", GPT2_LAYER, str(path), "128", "2021", "--target"], check=True)
 
 
 def write_gpt2_layer(path: Path) -> None:
     """n = 1024, d_model = 768, 12 heads, W_O, causal; float32 values, as a model's tensors
     would be dumped (`tensor.tolist()`). Written by a child process: this one stays small,
     because a child's peak memory counts what it shared with its parent before exec."""
-    subprocess.run([PY, "-c", GPT2_LAYER, str(path)], check=True)
+    subprocess.run([PY, "-c", GPT2_LAYER, str(path), "1024", "2019"], check=True)
 
 
 def machine() -> str:
