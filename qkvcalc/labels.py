@@ -1,4 +1,5 @@
-"""Text from the input (token names) shown literally and measured as a terminal draws it.
+"""Text from the input (token names) shown literally and measured as a terminal draws it, and
+numbers rounded the one way every layer writes them (`rounded`).
 
 Plain Python, no numpy: the engine names tokens in its warnings with `safe`, and every
 renderer labels rows and columns with it.
@@ -7,6 +8,7 @@ renderer labels rows and columns with it.
 from __future__ import annotations
 
 import unicodedata
+from decimal import ROUND_HALF_UP, Context, Decimal
 
 from qkvcalc.i18n import Msg
 
@@ -79,3 +81,18 @@ def shown(value: object, limit: int = 40) -> str:
     except (TypeError, ValueError):  # numpy scalars, NaN, objects from a Python caller
         text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# enough digits for any double's decimal quantized to any number of places a table asks for
+_DECIMALS = Context(prec=1200)
+
+
+def rounded(value: float, places: int) -> str:
+    """A finite number to `places` decimals, as a student rounds by hand: its decimal (the
+    shortest that reads back as this double) rounded half away from zero, so 0.60615 gives
+    0.6062 and -0.125 gives -0.13 at two. The engine records a rational stage's value as the
+    double nearest its exact value (qkvcalc.run.exact), so there it is the exact value that is
+    rounded, on every machine. '-0.0000' is written '0.0000'."""
+    unit = Decimal(1).scaleb(-places)
+    text = f"{Decimal(repr(float(value))).quantize(unit, ROUND_HALF_UP, _DECIMALS):f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text

@@ -149,8 +149,9 @@ def test_the_stacked_output_says_it_equals_the_causal_run():
     trace = run(Problem.from_mapping({**_problem(3, 5, 2), "decode": 2}))
     note = trace.stage("output").notes[-1].text("en")
     assert "equal the ordinary causal run" in note
-    gap = float(note.split("difference ")[1].rstrip(")."))
-    assert gap <= TOL
+    # a difference of rounding alone is said as its bound, the same on every machine
+    assert note.endswith("(largest difference below 1e-12).")
+    np.testing.assert_allclose(trace.output, _plain(_problem(3, 5, 2), "causal"), atol=TOL, rtol=0)
 
 
 def test_decode_with_key_padding_and_a_window_equals_the_masked_run():
@@ -471,4 +472,4 @@ def test_decode_with_biases_and_a_cap_equals_the_plain_run(extra):
         trace = run(Problem.from_mapping({**doc, "decode": prefill}))
         np.testing.assert_allclose(trace.output, _plain(doc, "causal"), atol=TOL, rtol=0)
         note = trace.stage("output", 1).notes[-1].text("en")
-        assert float(note.split("difference ")[1].rstrip(").")) <= TOL
+        assert note.endswith("(largest difference below 1e-12).")

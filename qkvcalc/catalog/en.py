@@ -212,6 +212,7 @@ MESSAGES: dict[str, str] = {
     "warn.tokens_dropped": "The input's tokens ({count}) do not fit the {rows} rows of --x, so "
     "they were dropped: the tokens are named t1, t2, …",
     # ---- the words of tables and arithmetic ------------------------------------------------
+    "ui.gap_rounding": "below {bound}",
     "ui.head": "head {head}",
     "ui.heads_group": "Head {head} of {heads}",
     "ui.softmax_row": "row {row} ({token}): max = {max}; sum of exponentials = {sum}",

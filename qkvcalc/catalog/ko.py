@@ -215,6 +215,7 @@ MESSAGES: dict[str, str] = {
     "warn.tokens_dropped": "입력의 토큰 {count}개가 --x의 행 {rows}개와 맞지 않아 버렸습니다. "
     "토큰 이름은 t1, t2, …입니다.",
     # ---- the words of tables and arithmetic ------------------------------------------------
+    "ui.gap_rounding": "{bound} 미만",
     "ui.head": "헤드 {head}",
     "ui.heads_group": "헤드 {head} (전체 {heads}개)",
     "ui.softmax_row": "{row}행 ({token}): 최댓값 = {max}; 지수함수 값의 합 = {sum}",

@@ -18,7 +18,9 @@ So the budget bounds both the count of multiplications and the size of the numbe
    its digits, as CPython's multiplication and gcd cost) must stay under MAX_WORK.
 
 `refusal(doc)` returns the note to show when exact mode is given up, or None when it can run.
-Problem.from_mapping calls it (the one place), and the Problem carries the note to the trace.
+Problem.from_mapping calls it (the one place) for every input, --exact or not: under the budget
+the problem keeps its numbers' fractions, so the decimals shown of its rational stages are their
+exact values rounded (qkvcalc.run.exact); with --exact the Problem carries the note to the trace.
 """
 
 from __future__ import annotations
@@ -232,11 +234,3 @@ def refusal(doc: Mapping[str, Any]) -> Msg | None:
     if work > MAX_WORK:
         return Msg("note.exact_skipped_work", count=count, digits=round(most))
     return None
-
-
-def skipped(trace: Any, note: Msg) -> Any:
-    """The trace with the refusal's note on its first stage (the decimals are all there)."""
-    from dataclasses import replace
-
-    first, *rest = trace.stages
-    return replace(trace, stages=(replace(first, notes=(*first.notes, note)), *rest))

@@ -18,6 +18,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.arrays import as_input
 from qkvcalc.input.cells import Matrix, cell, to_matrix, to_vector
+from qkvcalc.input.exact_budget import refusal
 from qkvcalc.input.fields import DISPLAY, MATRICES, META, VECTORS, canonical_key
 from qkvcalc.input.limits import MAX_ELEMENTS
 from qkvcalc.input.loss import Loss, read_loss
@@ -109,6 +110,10 @@ class Problem:
     meta: dict[str, str] = field(default_factory=dict)
     # positions, the position encoding, the features' values (input/variants.py)
     variants: Variants = field(default_factory=lambda: Variants(np.zeros(0), np.zeros(0)))
+    # --exact: the rational stages shown as fractions. Under the exact budget a problem keeps
+    # its numbers' fractions either way: every shown decimal of a rational stage is its exact
+    # value rounded half away from zero (qkvcalc.run.exact), whatever the platform's BLAS sums
+    exact: bool = False
     # --exact given up before any fraction was made (input/exact_budget.py): the note saying why
     exact_refused: Msg | None = None
     decode: int | None = None  # P: a prefill of P tokens, then one decode step per token
@@ -197,14 +202,12 @@ class Problem:
                 value, name
             )  # numpy arrays, torch tensors … (qkvcalc.input.arrays)
         _check_claimed_size(doc, max_elements)
-        refused = None
-        if exact:  # can the exact stages finish? decided before any number becomes a fraction
-            from qkvcalc.input.exact_budget import refusal
-
-            refused = refusal(doc)
-        problem = _build(doc, exact and refused is None)
+        # can the exact stages finish? decided before any number becomes a fraction; they are
+        # worked out with --exact or without (the decimals shown are rounded from them)
+        refused = refusal(doc)
+        problem = _build(doc, refused is None)
         _check_stage_size(problem, max_elements)
-        return replace(problem, exact_refused=refused) if refused else problem
+        return replace(problem, exact=exact, exact_refused=refused if exact else None)
 
 
 def _claimed(value: Any) -> tuple[int, int]:
@@ -360,7 +363,8 @@ def _check_weight_rows(w: Matrix | None, name: str, rows: int, what: str, layout
 def same_numbers(a: Any, b: Any) -> bool:
     """Whether two problems compute the same: every matrix and option equal as float64,
     whatever was written (1 or 1.0, a default left out or written, slopes given or derived).
-    What a problem says about itself (meta, what exact mode gave up) is not compared."""
+    What a problem says about itself (meta, whether --exact shows fractions, what exact mode
+    gave up) is not compared."""
     if isinstance(a, Matrix) and isinstance(b, Matrix):
         return same_numbers(a.values, b.values)
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
@@ -375,7 +379,8 @@ def same_numbers(a: Any, b: Any) -> bool:
         return all(
             same_numbers(getattr(a, name), getattr(b, name))
             for name in fields
-            if name not in ("meta", "exact_refused") and not name.endswith(("_exact", "_given"))
+            if name not in ("meta", "exact", "exact_refused")
+            and not name.endswith(("_exact", "_given"))
         )
     if isinstance(a, dict) and isinstance(b, dict):  # the features' values, by name
         return a.keys() == b.keys() and all(same_numbers(a[k], b[k]) for k in a)

@@ -318,7 +318,7 @@ def _same_as_plain(
     def remark(value_of: Callable[[Ref], np.ndarray]) -> tuple[Msg, ...]:
         plain = reference.forward(pipeline.plain_head(p, h), reference.nothing)[("output", h)]
         stacked = np.vstack([value_of(ref("output", h, s)) for s in all_steps])
-        gap = float(np.max(np.abs(plain - stacked), initial=0.0))
-        return (Msg("note.decode_equal", steps=len(all_steps), gap=f"{gap:.1e}"),)
+        gap = reference.gap(plain, stacked)
+        return (Msg("note.decode_equal", steps=len(all_steps), gap=gap),)
 
     return remark

@@ -18,7 +18,7 @@ import numpy as np
 from qkvcalc import features
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
-from qkvcalc.labels import safe
+from qkvcalc.labels import rounded, safe
 from qkvcalc.plan import readout, reference
 from qkvcalc.plan.specs import Spec
 from qkvcalc.run.ops import OPS
@@ -43,7 +43,7 @@ DECIMALS = 4  # the numbers of these sentences
 
 
 def _fmt(value: float) -> str:
-    text = f"{value:.{DECIMALS}f}"
+    text = rounded(value, DECIMALS)
     return "0" if float(text) == 0 else text.rstrip("0").rstrip(".")
 
 

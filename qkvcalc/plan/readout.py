@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from qkvcalc.i18n import Msg
+from qkvcalc.labels import rounded
 
 Formatter = Callable[[float], str]
 MAX_MASKED_NAMES = 5  # masked keys named in a reading line; more are summed up as "…"
@@ -34,8 +35,7 @@ def _fmt(value: float) -> str:
     """4 decimals, integers as integers: 7.0 -> '7', 0.94868 -> '0.9487'."""
     if math.isfinite(value) and abs(value - round(value)) <= 1e-9 * max(1.0, abs(value)):
         return str(round(value))
-    text = f"{value:.4f}"
-    return text[1:] if text.startswith("-") and float(text) == 0 else text
+    return rounded(value, 4)
 
 
 def _allowed(weights: np.ndarray, allowed_row: np.ndarray | Sequence[bool] | None) -> np.ndarray:

@@ -22,10 +22,11 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
+from qkvcalc.plan import reference
 from qkvcalc.trace import Trace
 
 # The largest difference, relative to the largest output, that is rounding and not a change.
-SAME = 1e-12
+SAME = reference.ROUNDING
 
 
 def parse_order(text: str, n: int) -> tuple[int, ...]:
@@ -100,7 +101,7 @@ def compare(original: Trace, moved: Trace, order: Sequence[int]) -> Msg:
     size = float(np.max(np.abs(before), initial=0.0))
     names = " ".join(safe(t, 20) for t in moved.problem.tokens)
     if diff <= SAME * max(size, 1.0):
-        return Msg("note.shuffle_demo", order=names, diff=f"{diff:.1e}")
+        return Msg("note.shuffle_demo", order=names, diff=reference.gap(after, before))
     reasons = order_reasons(moved.problem)
     return Msg("note.shuffle_changed", order=names, diff=f"{diff:.4g}", reasons=reasons)
 

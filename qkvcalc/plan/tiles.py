@@ -197,8 +197,7 @@ def _same_as_softmax(
         acc = value_of(ref("acc", h, None, last))
         total = value_of(ref("running_sum", h, None, last))
         tiled = np.divide(acc, total, out=np.zeros_like(acc), where=total != 0)
-        gap = float(np.max(np.abs(whole - tiled), initial=0.0))
-        return (Msg("note.tiles_equal", blocks=last, gap=f"{gap:.1e}"),)
+        return (Msg("note.tiles_equal", blocks=last, gap=reference.gap(whole, tiled)),)
 
     return remark
 

@@ -353,11 +353,10 @@ def same_as_plain(
 
     def remark(value_of: Callable[[Ref], np.ndarray]) -> tuple[Msg, ...]:
         whole = plain()
-        gap = max(
-            float(np.max(np.abs(whole[(sid, h)] - value_of((sid, h))), initial=0.0))
-            for sid in sides
+        gap = reference.gap(
+            [whole[(sid, h)] for sid in sides], [value_of((sid, h)) for sid in sides]
         )
-        return (Msg("note.tiles_backward_equal", blocks=blocks_count, gap=f"{gap:.1e}"),)
+        return (Msg("note.tiles_backward_equal", blocks=blocks_count, gap=gap),)
 
     return remark
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from qkvcalc.i18n import preset_description, preset_reference, translate
-from qkvcalc.labels import MAX_LABEL, display_width, safe
+from qkvcalc.labels import MAX_LABEL, display_width, rounded, safe
 
 if TYPE_CHECKING:  # at run time this module stays light: the CLI's error path uses printable
     import numpy as np
@@ -34,9 +34,11 @@ def place(stage: Stage, lang: str) -> str:
 
 
 def fmt(value: float, precision: int = 4) -> str:
-    """7.0 -> '7'; 4.949747 -> '4.9497'; -inf -> '-∞'. Integers show as integers. A number's
-    sign is ASCII '-' everywhere, -∞ included, so a number copied out reads back anywhere;
-    the typographic '−' is kept for the operator between two numbers (e^(s − max))."""
+    """7.0 -> '7'; 4.949747 -> '4.9497'; 0.60615 -> '0.6062'; -inf -> '-∞'. Integers show as
+    integers; the rest is rounded half away from zero from the exact value where the stage has
+    one (labels.rounded). A number's sign is ASCII '-' everywhere, -∞ included, so a number
+    copied out reads back anywhere; the typographic '−' is kept for the operator between two
+    numbers (e^(s − max))."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
@@ -44,10 +46,7 @@ def fmt(value: float, precision: int = 4) -> str:
     nearest = round(value)
     if abs(value - nearest) <= 1e-9 * max(1.0, abs(value)) and abs(value) < 1e15:
         return str(int(nearest))
-    text = f"{value:.{precision}f}"
-    if text.startswith("-") and float(text) == 0:
-        text = text[1:]
-    return text
+    return rounded(value, precision)
 
 
 def factor(value: float, precision: int) -> str:

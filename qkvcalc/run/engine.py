@@ -10,13 +10,13 @@ rich, no typer.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
-from qkvcalc.input import exact_budget
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
 from qkvcalc.plan.masks import allowed_keys
@@ -27,6 +27,7 @@ from qkvcalc.plan.specs import (
     Spec,
     dim_labels,
 )
+from qkvcalc.run.exact import ExactRun, settle, too_big
 from qkvcalc.run.ops import OPS, apply_mask, normalise, project, shifted_exp, softmax_parts
 from qkvcalc.trace import Cache, Data, Recipe, Stage, Trace, resolve
 
@@ -71,6 +72,7 @@ class _Run:
         self.specs: dict[Ref, Spec] = {}
         self.stages: list[Stage] = []
         self.warnings: list[Msg] = []
+        self.exact = ExactRun.of(p)  # the rational stages' exact values, None past the budget
 
     def operand(self, operand: Ref | Const) -> np.ndarray:
         if isinstance(operand, Const):
@@ -100,12 +102,17 @@ class _Run:
         op = OPS[spec.op]
         operands = [self.operand(o) for o in spec.operands]
         value = op.compute(operands, spec.params, None)
+        exact = self.exact.work(spec) if self.exact is not None else None
+        if exact is not None and exact.value is not None:
+            value = settle(value, exact.value)  # the double nearest each exact value
         if op.overflow(spec.params):
             _check_finite(value, spec)
         details: dict[str, Any] = op.details(operands, spec.params) if op.details else {}
         if op.divisor is not None:
             self.warn_dead_rows(spec, op.divisor(operands))
-        data: Data = self.recipe(spec) if spec.lazy and op.rowwise else value
+        lazy = spec.lazy and op.rowwise and (exact is None or exact.value is None)
+        data: Data = self.recipe(spec) if lazy else value
+        shown = exact if exact is not None and self.p.exact else None  # --exact: the fractions
         self.data[spec.ref] = data
         self.values[spec.ref] = value
         self.specs[spec.ref] = spec
@@ -116,7 +123,17 @@ class _Run:
                 inputs=tuple(
                     o.value if isinstance(o, Const) else self.data[o] for o in spec.operands
                 ),
-                notes=spec.notes + (spec.remarks(self.operand) if spec.remarks else ()),
+                notes=spec.notes
+                + (spec.remarks(self.operand) if spec.remarks else ())
+                + (shown.notes if shown is not None else ()),
+                exact=shown.value if shown is not None else None,
+                operands_exact=shown.operands if shown is not None else (),
+                bias_exact=(
+                    spec.params.get("bias_exact")
+                    if shown is not None and shown.value is not None
+                    else None
+                ),
+                scale_exact=spec.params.get("scale_exact") if shown is not None else None,
                 **details,
             )
         )
@@ -141,28 +158,16 @@ class _Run:
 # and an overflow becomes one QkvcalcError, so numpy's RuntimeWarnings would only repeat it.
 @np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
 def run(p: Problem) -> Trace:
-    """Compute attention for a validated Problem and record every stage (with the exact
-    fractions of the rational stages when the problem was read in exact mode)."""
+    """Compute attention for a validated Problem and record every stage (each rational cell as
+    the double nearest its exact value; with --exact, the fractions too)."""
     specs = plan(p)
     last = _last_uses(specs)
     execution = _Run(p)
     for k, spec in enumerate(specs):
         execution.execute(spec)
         execution.release(k, last)
-    trace = Trace(p, tuple(execution.stages), tuple(execution.warnings), execution.cache)
-    return _with_exact(trace)
-
-
-def _with_exact(trace: Trace) -> Trace:
-    """--exact: the rational stages as fractions too (qkvcalc.run.exact, loaded only when asked)."""
-    p = trace.problem
-    if (
-        p.exact_refused is not None
-    ):  # qkvcalc.input.exact_budget gave up before any fraction was made
-        return exact_budget.skipped(trace, p.exact_refused)
-    first = p.x if p.x is not None else p.q
-    if first is None or first.exact is None:
-        return trace
-    from qkvcalc.run.exact import attach_exact
-
-    return attach_exact(trace)
+    stages = execution.stages
+    note = p.exact_refused or too_big(p)  # --exact given up: the decimals are all there
+    if note is not None:
+        stages[0] = replace(stages[0], notes=(*stages[0].notes, note))
+    return Trace(p, tuple(stages), tuple(execution.warnings), execution.cache)

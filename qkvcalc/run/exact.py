@@ -7,31 +7,35 @@ symbolically as a Surd and written `7/√2`. Softmax exponentiates, and e^x of a
 is irrational (Lindemann), so the exponentials, the weights and everything after stay decimal;
 so does a cell that depends on an irrational input such as sqrt(2) (its exact value is None).
 
-Pure Python fractions, no numpy in the arithmetic. `attach_exact(trace)` fills in Stage.exact
-(and the exact operands the arithmetic shows); engine.run calls it when the problem was read
-in exact mode. Big problems are skipped with a note instead of hanging: see MAX_PRODUCTS.
+The exact values are worked out whether or not --exact is asked, for every problem under the
+exact budget (input/exact_budget.py, and MAX_PRODUCTS here): the engine (qkvcalc.run.engine)
+runs an ExactRun beside numpy and records each rational cell as the double nearest its exact
+value, so the decimal shown is the exact value rounded half away from zero (render/text.fmt)
+on every machine, whatever order its BLAS sums in. --exact keeps the fractions on the stages
+(Stage.exact) for the writers to show. Pure Python fractions, no numpy in the arithmetic.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.plan.specs import Const
-from qkvcalc.run.rational import ExactMatrix
-from qkvcalc.trace import Trace
+from qkvcalc.run.rational import ExactMatrix, Surd
 
 # Exact mode is for problems a person could work by hand: past this many multiplications of
 # fractions the exact stages are left out (with a note) rather than keep the user waiting.
 MAX_PRODUCTS = 100_000
 
-# ---- attaching the exact values to a trace ---------------------------------------------------
+# ---- the exact values, stage by stage beside numpy's --------------------------------------------
 
 
 def in_exact_mode(p: Problem) -> bool:
-    """True when the problem was read with exact=True (its matrices carry their fractions)."""
+    """True when the problem's matrices carry their fractions (read under the exact budget)."""
     first = p.x if p.x is not None else p.q
     return first is not None and first.exact is not None
 
@@ -59,46 +63,79 @@ def backward_products(p: Problem) -> int:
     return concat + p.heads * p.n * p.m * p.d_v
 
 
-def attach_exact(trace: Trace) -> Trace:
-    """The trace with Stage.exact set on its rational stages, and notes on where exactness ends.
+class Exact(NamedTuple):
+    """A stage's exact side: its value, its operands' (what its arithmetic writes as fractions)
+    and the notes on where exactness ends (said only when --exact shows the fractions)."""
 
-    Runs the trace's own plan again with each operation's exact version (qkvcalc.run.ops): a stage
-    is exact when its operation has one and its operands are exact. Unchanged when the problem
-    was not read in exact mode. A problem too big to work exactly (more than MAX_PRODUCTS
-    multiplications) gets a note on its first stage and no exact values.
-    """
-    from qkvcalc.run.ops import OPS
+    value: ExactMatrix | None
+    operands: tuple[ExactMatrix | None, ...]
+    notes: tuple[Msg, ...]
 
-    p = trace.problem
-    if not in_exact_mode(p):
-        return trace
-    needed = products_needed(p)
-    if needed > MAX_PRODUCTS:
-        first, *rest = trace.stages
-        note = Msg("note.exact_skipped", count=needed, limit=MAX_PRODUCTS)
-        return replace(trace, stages=(replace(first, notes=(*first.notes, note)), *rest))
 
-    exact: dict[tuple[Any, ...], ExactMatrix | None] = {}
-    stages = []
-    for stage in trace.stages:
-        op = OPS[stage.op]
-        operands = tuple(o.exact if isinstance(o, Const) else exact.get(o) for o in stage.reads)
+class ExactRun:
+    """The exact values of a run's rational stages, worked out as the engine goes, each by its
+    operation's exact version (qkvcalc.run.ops): a stage is exact when its operation has one and
+    its operands are exact. The engine records, for such a stage, the double nearest its exact
+    value (`settle`), so a decimal shown is the exact value rounded, whatever order the
+    platform's BLAS summed in; with --exact the fractions are shown too."""
+
+    def __init__(self) -> None:
+        self.values: dict[Any, ExactMatrix | None] = {}
+
+    @classmethod
+    def of(cls, p: Problem) -> ExactRun | None:
+        """The exact side of a run of p, or None: p's numbers carry no fractions (read past the
+        exact budget), or the stages would take more than MAX_PRODUCTS multiplications."""
+        if not in_exact_mode(p) or products_needed(p) > MAX_PRODUCTS:
+            return None
+        return cls()
+
+    def work(self, spec: Any) -> Exact:
+        """The exact value of the stage `spec` (None where it is not rational)."""
+        from qkvcalc.run.ops import OPS
+
+        op = OPS[spec.op]
+        operands = tuple(
+            o.exact if isinstance(o, Const) else self.values.get(o) for o in spec.operands
+        )
         value: ExactMatrix | None = None
         notes: tuple[Msg, ...] = ()
         if op.exact is not None and all(o is not None for o in operands):
-            value, notes = op.exact(operands, stage.params)
+            value, notes = op.exact(operands, spec.params)
         elif op.exact_stops and any(o is not None for o in operands):
             notes = (Msg(op.exact_stops),)
-        exact[stage.ref] = value
+        self.values[spec.ref] = value
         if value is not None and any(cell is None for row in value for cell in row):
             notes += (Msg("note.exact_partial"),)
-        stage = replace(
-            stage,
-            exact=value,
-            operands_exact=operands if value is not None else (),
-            bias_exact=stage.params.get("bias_exact") if value is not None else None,
-            scale_exact=stage.params.get("scale_exact"),
-            notes=(*stage.notes, *notes),
-        )
-        stages.append(stage)
-    return replace(trace, stages=tuple(stages))
+        return Exact(value, operands if value is not None else (), notes)
+
+
+def settle(value: np.ndarray, exact: ExactMatrix) -> np.ndarray:
+    """`value` with each cell that has an exact value replaced by the double nearest it (a
+    Fraction converts correctly rounded; a surd as its coefficient over a correctly rounded
+    square root; −∞ stays; past the largest double, ±∞). Cells without one (an irrational
+    input) keep numpy's."""
+    settled = value.copy()
+    for i, row in enumerate(exact):
+        for j, cell in enumerate(row):
+            if cell is not None:
+                settled[i, j] = _nearest(cell)
+    return settled
+
+
+def _nearest(cell: Any) -> float:
+    """The double nearest an exact cell; ±∞ past the largest double (the engine then says the
+    stage overflows, as it does for numpy's ∞)."""
+    try:
+        return float(cell)
+    except OverflowError:
+        sign = cell.coef if isinstance(cell, Surd) else cell
+        return math.inf if sign > 0 else -math.inf
+
+
+def too_big(p: Problem) -> Msg | None:
+    """With --exact, the note saying the problem is too big to work exactly, or None."""
+    needed = products_needed(p)
+    if p.exact and in_exact_mode(p) and needed > MAX_PRODUCTS:
+        return Msg("note.exact_skipped", count=needed, limit=MAX_PRODUCTS)
+    return None

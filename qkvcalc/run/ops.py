@@ -257,7 +257,7 @@ def _exact_append(ops: Sequence[Any], params: Params) -> Any:
 def _qk(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
     # [t, d_k] @ [m_t, d_k]ᵀ -> [t, m_t]: each query against every cached key (a row-wise
     # op: for `rows`, the first operand is already those rows)
-    return ops[0] @ ops[1].T
+    return project(ops[0], ops[1].T, None)
 
 
 def _qk_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:

@@ -216,9 +216,7 @@ class Descent:
         self.frozen = parse_freeze(freeze)
         self.free = _check(problem, self.steps, self.frozen)
         # the rows layout, so that every gradient comes as the weight is stored; not --exact
-        self.start = replace(
-            problem, layout="rows", backward=True, exact_refused=None, **_inexact(problem)
-        )
+        self.start = replace(without_fractions(problem), layout="rows", backward=True)
         self.current = self.start
         self.snapshots: list[Snapshot] = []
         self.learned: tuple[str, ...] = ()
@@ -285,14 +283,16 @@ def _trained_meta(p: Problem) -> dict[str, str]:
     return {"name": p.meta["name"]} if "name" in p.meta else {}
 
 
-def _inexact(p: Problem) -> dict[str, Any]:
-    """Every matrix without its fractions (training is float64 numbers)."""
+def without_fractions(p: Problem) -> Problem:
+    """p as float64 numbers only: training moves the weights by float arithmetic, so no step
+    after the first has the fractions a typed problem has, and every step is run alike (the
+    decimals rounded from numpy's values, never from exact ones; no --exact)."""
     out: dict[str, Any] = {}
     for name in ("x", "source", *LEARNED):
         m = getattr(p, name)
         if m is not None and m.exact is not None:
             out[name] = Matrix(m.values)
-    return out
+    return replace(p, exact=False, exact_refused=None, **out)
 
 
 def train(
