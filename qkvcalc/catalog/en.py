@@ -569,27 +569,33 @@ MESSAGES: dict[str, str] = {
     "quiz.prompt": "{cell} = ",
     "quiz.bad_answer": "{reason}. Try again.",
     "quiz.wrong": "{cell} is {expected}, not {answer}.",
-    "quiz.carried": "{cell} is {expected}, not {answer}. Worked from your own earlier answers "
-    "it is {own}, so this step is done right: the mistake started at {origin}.",
+    "quiz.carried": "{cell}: right for this step, and counted right: from your own earlier "
+    "answers it is {own}, as you wrote ({answer}). Its true value is {expected}: the mistake "
+    "started at {origin} and carries into it.",
     "quiz.stage_score": "{name}: {right} of {total} right",
+    "quiz.stage_score_carried": "{name}: {right} of {total} right ({carried} of them worked "
+    "right from an earlier mistake)",
     "quiz.cell_head": "{cell} (head {head})",
     "quiz.score_title": "Score per stage",
     "quiz.col_stage": "stage",
     "quiz.col_score": "right",
     "quiz.col_cells": "cells",
-    "quiz.legend": "✓ right, → carried from an earlier mistake, ✗ wrong, · missing",
+    "quiz.legend": "✓ right, → right for its step, worked from an earlier mistake (counted "
+    "right; its number differs from the true one), ✗ wrong, · missing",
     "quiz.verdict.right": "right",
     "quiz.verdict.carried": "carried",
     "quiz.verdict.wrong": "wrong",
     "quiz.verdict.missing": "missing",
     "quiz.cells_title": "Cells to look at again",
     "quiz.detail_wrong": "{cell}: you wrote {answer}, the answer is {expected}",
-    "quiz.detail_carried": "{cell}: you wrote {answer}, the answer is {expected}; carried "
-    "forward from your mistake at {origin}",
+    "quiz.detail_carried": "{cell}: right for this step, worked from your own {origin} (a "
+    "mistake made earlier); you wrote {answer}, the true value is {expected}",
     "quiz.detail_missing": "{cell}: no answer; the answer is {expected}",
     "quiz.stage_missing": "{key}: not answered",
     "quiz.all_right": "Every cell right: {total} of {total}.",
     "quiz.total": "Cells right: {right} of {total}.",
+    "quiz.total_carried": "Cells right: {right} of {total}, {carried} of them worked right "
+    "from an earlier mistake (their numbers differ from the true ones).",
     "quiz.in_sheet": "in the answer sheet {origin}",
     "quiz.sheet_not_object": 'an answer sheet is a JSON object mapping stage ids ("k", '
     '"scores", "2/scores" for head 2) to matrices, not a {kind}',

@@ -571,27 +571,33 @@ MESSAGES: dict[str, str] = {
     "quiz.prompt": "{cell} = ",
     "quiz.bad_answer": "{reason}. 다시 입력하세요.",
     "quiz.wrong": "틀렸습니다: {cell} = {expected} (입력: {answer}).",
-    "quiz.carried": "{cell} = {expected}입니다 (입력: {answer}). 앞에서 입력한 답으로 계산한 "
-    "값({own})과 같으므로 이 단계의 계산은 맞습니다. 실수는 {origin}에서 시작되었습니다.",
+    "quiz.carried": "{cell}: 이 단계의 계산은 맞으므로 정답으로 셉니다. 앞에서 입력한 답으로 "
+    "계산하면 {own}이고 입력({answer})과 같습니다. 참값은 {expected}입니다. 실수는 "
+    "{origin}에서 시작되어 여기까지 이어졌습니다.",
     "quiz.stage_score": "{name}: {total}칸 중 {right}칸 정답",
+    "quiz.stage_score_carried": "{name}: {total}칸 중 {right}칸 정답(그중 {carried}칸은 앞의 "
+    "실수에서 이어받은 값으로 맞게 계산)",
     "quiz.cell_head": "{cell} (헤드 {head})",
     "quiz.score_title": "단계별 점수",
     "quiz.col_stage": "단계",
     "quiz.col_score": "정답",
     "quiz.col_cells": "칸",
-    "quiz.legend": "✓ 정답, → 앞의 실수가 이어짐, ✗ 오답, · 미입력",
+    "quiz.legend": "✓ 정답, → 앞의 실수에서 이어받은 값으로 맞게 계산함(정답으로 셈, 값은 "
+    "참값과 다름), ✗ 오답, · 미입력",
     "quiz.verdict.right": "정답",
     "quiz.verdict.carried": "이어짐",
     "quiz.verdict.wrong": "오답",
     "quiz.verdict.missing": "미입력",
     "quiz.cells_title": "다시 볼 칸",
     "quiz.detail_wrong": "{cell}: 입력 {answer}, 정답 {expected}",
-    "quiz.detail_carried": "{cell}: 입력 {answer}, 정답 {expected}. {origin}에서 한 실수가 이어진 "
-    "것입니다",
+    "quiz.detail_carried": "{cell}: 이 단계의 계산은 맞음(정답으로 셈). 앞에서 틀린 {origin}의 "
+    "값으로 계산했으므로 입력 {answer}, 참값 {expected}",
     "quiz.detail_missing": "{cell}: 답 없음. 정답은 {expected}",
     "quiz.stage_missing": "{key}: 답하지 않음",
     "quiz.all_right": "{total}칸 모두 정답입니다.",
     "quiz.total": "{total}칸 중 {right}칸 정답.",
+    "quiz.total_carried": "{total}칸 중 {right}칸 정답. 그중 {carried}칸은 앞의 실수에서 "
+    "이어받은 값으로 맞게 계산한 것입니다(값은 참값과 다릅니다).",
     "quiz.in_sheet": "답안지 {origin}에서",
     "quiz.sheet_not_object": '답안지는 단계 id("k", "scores", 헤드 2라면 "2/scores")마다 행렬을 '
     "적은 JSON 객체여야 합니다. 받은 값의 종류: {kind}",
