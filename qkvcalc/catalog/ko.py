@@ -6,8 +6,9 @@ Terms follow Korean ML texts: 어텐션 스코어, 내적, 전치, 스케일링,
 Query/Key/Value stay in English everywhere (never 쿼리/키/값), as in the source articles; so does
 GQA (Grouped-Query Attention). A value the user types (none, causal) is glossed in Korean. A
 placeholder is never followed by a particle that depends on its last sound (은/는, 이/가, 을/를,
-으로/로, 이어야/여야): the sentence is built around it instead (a colon, 의, 에서, a counter such
-as 개, or a copula such as 입니다/인가요).
+와/과, 으로/로, 이어야/여야, 이라/라): it takes the dual form 은(는), 이(가), 을(를), 와(과),
+(으)로, or the sentence is built around it (a colon, 의, 에서, a counter such as 개, or a copula
+such as 이므로/이고/입니다/인가요). tests/test_i18n.py checks it.
 """
 
 MESSAGES: dict[str, str] = {
@@ -518,7 +519,7 @@ MESSAGES: dict[str, str] = {
     "export.output_unwritable": "파일을 쓸 수 없습니다: {path} ({reason})",
     "export.output_extension": "--output {path}: 확장자 {ext}에 해당하는 형식이 없습니다. "
     "{known} 중 하나를 쓰거나 --format으로 형식을 고르세요",
-    "export.unknown_format": "{format}라는 형식은 없습니다. 형식: {known}",
+    "export.unknown_format": "형식 {format}은(는) 없습니다. 형식: {known}",
     # ---- step mode (issue 4) ------------------------------------------------------------
     "step.option_help": "먼저 문제를 보여 주고, 터미널에서 한 번에 한 단계씩 보여 줍니다. "
     "다음: Enter, Space, →; 이전: b, ←; 스크롤: ↓ ↑ j k PgDn PgUp; 단계 번호를 치고 Enter: 그 "
@@ -559,7 +560,7 @@ MESSAGES: dict[str, str] = {
     "step.with_output": "--step은 단계를 터미널에 보여 주므로 --output과 함께 쓸 수 없습니다. "
     "파일로 저장하려면 --step을 빼 주세요",
     "explain.worksheet_format": "--worksheet은 학생이 써 넣도록 계산된 수를 비워 두므로 사람이 "
-    "읽는 형식(table, txt, markdown, html, latex, svg)과 함께 씁니다. --format {format}과는 "
+    "읽는 형식(table, txt, markdown, html, latex, svg)과 함께 씁니다. --format {format}와(과)는 "
     "함께 쓸 수 없습니다. JSON으로 된 빈 답안지: qkvcalc quiz --template",
     # ---- quiz and new (issue 5) ---------------------------------------------------------
     "quiz.intro": "단계마다 손으로 계산해 한 칸씩 입력하세요. 7, -0.5, 7/sqrt(2), 4.95, 4,95처럼 "
@@ -604,7 +605,8 @@ MESSAGES: dict[str, str] = {
     "quiz.sheet_key": "알 수 없는 단계 {key!r}. 이 문제의 단계: {known}",
     "quiz.sheet_key_suggest": "알 수 없는 단계 {key!r}: 혹시 {suggestion!r}인가요?",
     "quiz.sheet_key_head": "알 수 없는 단계 {key!r}: 이 문제는 헤드가 {heads}개이고, 헤드마다 "
-    "단계 앞에 헤드 번호를 붙입니다. 혹시 {suggestion!r}(헤드 1, 헤드 {heads}는 {last!r})인가요?",
+    "단계 앞에 헤드 번호를 붙입니다. 혹시 {suggestion!r}(헤드 1, 헤드 {heads}의 것은 "
+    "{last!r})인가요?",
     "quiz.sheet_not_matrix": "{key}: 행렬(숫자 행들의 리스트)이어야 합니다. 받은 값: {value}",
     "quiz.sheet_shape": "{key}의 모양은 {shape}인데, 이 문제에서 그 단계는 {rule} = "
     "{expected}입니다",
@@ -671,7 +673,7 @@ MESSAGES: dict[str, str] = {
     "mistake.scores_transposed": "이 값은 스코어를 전치한 K·Qᵀ입니다. Q·Kᵀ에서 i번째 행은 "
     "Query i의 것이고, j번째 열은 Key j의 것입니다.",
     "mistake.scale_sqrt_d_model": "이 값은 Q·Kᵀ / √d_model = Q·Kᵀ / {model_root}입니다. "
-    "스케일링에는 헤드마다의 Query·Key 폭 d_k = {d_k}를 쓰므로 Q·Kᵀ / √d_k = Q·Kᵀ / {root}"
+    "스케일링에는 헤드마다의 Query·Key 폭 d_k = {d_k}을(를) 쓰므로 Q·Kᵀ / √d_k = Q·Kᵀ / {root}"
     "입니다.",
     "mistake.scale_sqrt_d_model_or_d_k": "이 값은 Q·Kᵀ / √d_model = Q·Kᵀ / {model_root}"
     "입니다(여기서는 d_k로 나눈 것과 같습니다). 스케일링에는 헤드마다의 Query·Key 폭 "
@@ -741,10 +743,10 @@ MESSAGES: dict[str, str] = {
     "hint.scores": "{cell} = q_{i}·k_{j}: Q의 {i}번째 행과 Kᵀ의 {j}번째 열(K의 {j}번째 행)을 "
     "성분끼리 곱해 더합니다.",
     "hint.scaled": "{cell} = Q·Kᵀ[{i},{j}] {op}.",
-    "hint.masked": "{cell}: 마스크가 Query {i}에게 Key {j}를 허용하면(1) {src}[{i},{j}], 아니면(0) "
-    "−∞입니다.",
+    "hint.masked": "{cell}: 마스크가 Query {i}에게 Key {j}을(를) 허용하면(1) {src}[{i},{j}], "
+    "아니면(0) −∞입니다.",
     "hint.exp": "{cell} = e^({src}[{i},{j}] − {src}의 {i}번째 행의 최댓값).",
-    "hint.formula": "{cell}은 {formula}의 [{i},{j}] 칸입니다.",
+    "hint.formula": "{cell}은(는) {formula}의 [{i},{j}] 칸입니다.",
     "hint.x_pe": "{cell} = X[{i},{j}] + PE[{i},{j}].",
     "hint.rmsnorm": "{cell} = {src}[{i},{j}] / √({src}의 {i}번째 행의 제곱 평균 + ε) × w[{j}].",
     "hint.rope": "{cell}: {src}의 {i}번째 행의 {j}번 차원을 짝 차원과 함께 φ = 토큰 {i}의 위치 × "
@@ -967,7 +969,7 @@ MESSAGES: dict[str, str] = {
     "note.positions": "위치: {positions}.",
     "note.rmsnorm": "행마다 x / √(mean(x²) + ε) · w, ε = {eps}.",
     "note.rope_pairs_half": "d_k = {d_k}개 차원 중 앞의 {dims}개가 회전하며, 차원 i는 "
-    "i + {half}와 짝입니다 (HF LLaMA의 rotate_half, GPT-NeoX). 짝과 주파수 ω: {pairs}.",
+    "i + {half}와(과) 짝입니다 (HF LLaMA의 rotate_half, GPT-NeoX). 짝과 주파수 ω: {pairs}.",
     "note.rope_pairs_pairs": "d_k = {d_k}개 차원 중 앞의 {dims}개가 이웃한 짝 2i−1, 2i로 "
     "회전합니다 (GPT-J, Meta의 원래 코드). 짝과 주파수 ω: {pairs}.",
     "note.rope_angle": "각 짝은 각도 φ = 위치 × ω만큼 회전합니다: a′ = a·cos φ − b·sin φ, "
@@ -993,10 +995,11 @@ MESSAGES: dict[str, str] = {
     "것입니다.",
     "note.score_bias": "숫자로 주어진 바이어스(T5의 상대 위치 바이어스나 더하는 마스크)로, "
     "스케일링 뒤에 더합니다.",
-    "note.sinks": "헤드 {head}의 싱크 σ = {sink}는 모든 행의 소프트맥스에 열 하나로 더해집니다. "
-    "행의 최댓값 m은 스코어들과 σ 가운데에서 고르고, e^(σ − m)도 합에 들어갑니다. 나눈 뒤에는 이 "
-    "열을 버리므로 가중치 한 행의 합은 1보다 작습니다. 싱크가 가져간 몫은 어떤 토큰에도 가지 "
-    "않습니다(Query가 특별히 볼 곳이 없을 때 주의를 비워 둘 수 있습니다).",
+    "note.sinks": "헤드 {head}의 싱크 σ = {sink}은(는) 모든 행의 소프트맥스에 열 하나로 "
+    "더해집니다. 행의 최댓값 m은 스코어들과 σ 가운데에서 고르고, e^(σ − m)도 합에 "
+    "들어갑니다. 나눈 뒤에는 이 열을 버리므로 가중치 한 행의 합은 1보다 작습니다. 싱크가 "
+    "가져간 몫은 어떤 토큰에도 가지 않습니다(Query가 특별히 볼 곳이 없을 때 주의를 비워 둘 수 "
+    "있습니다).",
     "note.sinks_weights": "각 행을 나누는 합에는 싱크의 e^(σ − m)도 들어 있어 0이 되지 않습니다. "
     "모든 Key가 가려진 Query는 가중치 전부를 싱크에 줍니다.",
     "sinks.count": "sinks에는 헤드마다 로짓이 하나씩 있어야 합니다. heads = {heads}인데 "
@@ -1019,20 +1022,20 @@ MESSAGES: dict[str, str] = {
     "그런 수입니다(린데만–바이어슈트라스 정리).",
     "note.exact_stops_tanh": "여기부터는 정확한 분수가 없습니다: 0이 아닌 유리수의 tanh는 "
     "무리수입니다.",
-    "positions.not_list": "{field}는 정수 {count}개의 목록이어야 합니다 ({what}마다 하나).",
-    "positions.length": "{field}의 항목은 {length}개인데 {what}는 {count}입니다: 행마다 위치가 "
+    "positions.not_list": "{field}은(는) 정수 {count}개의 목록이어야 합니다 ({what}마다 하나).",
+    "positions.length": "{field}의 항목은 {length}개인데 {what}은(는) {count}입니다: 행마다 위치가 "
     "하나씩 있어야 합니다",
-    "positions.not_integer": "{field}는 정수(토큰의 위치)여야 합니다",
-    "positions.too_large": "{field}가 ±{limit}을 넘습니다",
-    "variant.not_positive": "{field}는 0보다 큰 수여야 합니다. 받은 값: {value}",
-    "variant.not_whole": "{field}는 정수여야 합니다. 받은 값: {value}",
+    "positions.not_integer": "{field}은(는) 정수(토큰의 위치)여야 합니다",
+    "positions.too_large": "{field}이(가) ±{limit}을(를) 넘습니다",
+    "variant.not_positive": "{field}은(는) 0보다 큰 수여야 합니다. 받은 값: {value}",
+    "variant.not_whole": "{field}은(는) 정수여야 합니다. 받은 값: {value}",
     "variant.length": "{field}의 수는 {length}개인데 {count}개({what})가 필요합니다",
     "rope.not_object": 'rope는 true, theta 값(10000), 또는 {{"theta": 10000, "style": "half"}} '
     "같은 객체여야 합니다. 받은 값: {value}",
     "rope.unknown_key": "rope에는 {key} 키가 없습니다. 키: {known}",
     "rope.style": 'rope.style은 "half"(i와 i + R/2: LLaMA, GPT-NeoX) 또는 "pairs"(2i와 2i+1: '
     "GPT-J)여야 합니다. 받은 값: {value}",
-    "rope.dims": "rope.dims = {dims}는 짝수이고 d_k = {d_k} 이하여야 합니다: 차원은 한 헤드 "
+    "rope.dims": "rope.dims = {dims}은(는) 짝수이고 d_k = {d_k} 이하여야 합니다: 차원은 한 헤드 "
     "안에서 둘씩 짝지어 회전합니다",
     "alibi.count": "alibi의 경사는 {count}개인데 헤드는 {heads}개입니다: 헤드마다 경사 "
     "하나가 필요합니다 (논문의 경사는 alibi: true)",
@@ -1175,8 +1178,8 @@ MESSAGES: dict[str, str] = {
     "몇 단계 깊이면 충분합니다",
     "extract.too_many_layers": "{model}: config.json에 층이 {count}개로 적혀 있습니다. {limit}개가 "
     "넘는 모델은 없으므로 만들지 않습니다",
-    "extract.too_big": "{model}: 가중치가 약 {need}를 차지할 텐데, 이 컴퓨터에서 qkvcalc가 쓸 수 "
-    "있는 메모리 {have}보다 큽니다",
+    "extract.too_big": "{model}: 가중치가 약 {need}을(를) 차지할 텐데, 이 컴퓨터에서 qkvcalc가 "
+    "쓸 수 있는 메모리 {have}보다 큽니다",
     "extract.out_of_memory": "{model}: 모델을 불러오거나 실행하는 도중 메모리가 부족해졌습니다",
     "extract.too_many_tokens": "토큰 {count}개: qkvcalc extract는 최대 {limit}개까지 실행합니다. "
     "토큰 id를 줄이거나 --text를 짧게 주세요",
@@ -1184,7 +1187,7 @@ MESSAGES: dict[str, str] = {
     "배웠습니다. {positions}개 이하로 주세요",
     "extract.not_finite": "{model}, {layer}번 층: {field}에 NaN이나 무한대가 있어서 (위치 "
     "{where}) 문제 파일에 담을 수 없습니다",
-    "extract.not_finite_value": "{model}, {layer}번 층: {field} 값이 {value}라서 문제 파일에 "
+    "extract.not_finite_value": "{model}, {layer}번 층: {field}의 값 {value}은(는) 문제 파일에 "
     "담을 수 없습니다",
     "extract.id_too_long": "--ids: {digits}자리 토큰 id입니다. 어휘는 그보다 훨씬 작습니다",
     "extract.config_not_finite": "{model}: config.json의 {field} 값이 {value}입니다. 모델의 "
@@ -1200,7 +1203,7 @@ MESSAGES: dict[str, str] = {
     "주어진 값의 종류: {kind}",
     "extract.name": "{model}, {layer}번 층",
     "extract.description": "{model} ({arch})의 {layer}번 층 셀프 어텐션, 토큰 {n}개: x는 "
-    "{dtype}로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, 가중치는 그 층의 것을 "
+    "{dtype}(으)로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, 가중치는 그 층의 것을 "
     "float64로 옮긴 값입니다.",
     "extract.loading": "{model} 불러오는 중 …",
     "extract.running": "{model}을(를) {layer}번 층까지 실행하는 중 …",
