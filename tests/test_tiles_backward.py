@@ -194,7 +194,7 @@ def test_explain_tiles_backward_as_a_real_process(qkvcalc_proc):
     text = " ".join(proc.stdout.split())  # the terminal wraps the notes
     assert "the log-sum-exp L" in text
     said = re.search(
-        r"blocks' totals equal the backward without tiles .*?difference ([0-9.e+-]+)\)", text
+        r"the totals equal the backward without tiles .*?difference ([0-9.e+-]+)\)", text
     )
     assert said is not None and float(said.group(1)) < 1e-12
 

@@ -1032,7 +1032,7 @@ MESSAGES: dict[str, str] = {
     "(2i with 2i+1: GPT-J), not {value}",
     "rope.dims": "rope.dims = {dims} must be even and at most d_k = {d_k}: dimensions rotate "
     "in pairs, within one head",
-    "alibi.count": "alibi gives {count} slopes, but there are {heads} heads: one slope per "
+    "alibi.count": "the alibi list has length {count}, but heads = {heads}: one slope per "
     "head (or alibi: true for the paper's slopes)",
     "alibi.kind": "alibi must be true (the paper's slopes) or a list of one slope per head, "
     "not {value}",
@@ -1309,9 +1309,9 @@ MESSAGES: dict[str, str] = {
     "L = −∞, and its weights below are all 0.",
     "note.tiles_rowdot_o": "Σⱼ Aᵢⱼ·dAᵢⱼ = Σⱼ Aᵢⱼ·(dOᵢ·vⱼ) = dOᵢ·(Σⱼ Aᵢⱼ·vⱼ) = dOᵢ·Oᵢ: the row "
     "term of the softmax backward, without a row of weights.",
-    "note.tiles_backward_equal": "The {blocks} blocks' totals equal the backward without tiles "
-    "(dQ, dK and dV of this head; largest difference {gap}): every gradient is a sum over the "
-    "keys, and the blocks only add it in another order.",
+    "note.tiles_backward_equal": "Added up block by block ({blocks} in all), the totals equal "
+    "the backward without tiles (dQ, dK and dV of this head; largest difference {gap}): every "
+    "gradient is a sum over the keys, and the blocks only add it in another order.",
     # ---- decoding with a KV cache, attention in tiles ---------------------------------------
     "stage.k_cache.title": "Key cache",
     "stage.k_cache.why": "The keys of every token so far. A decode step computes the key of its "
@@ -1359,6 +1359,8 @@ MESSAGES: dict[str, str] = {
     "ui.variant.tiles": "softmax in tiles of {tiles} keys",
     "note.decode_prefill": "Step 0, the prefill: the first {count} tokens (rows 1–{last}) go "
     "through together, as one causal attention; their keys and values fill the cache.",
+    "note.decode_prefill_one": "Step 0, the prefill: the first token (row 1) goes through "
+    "alone, as a causal attention of one token; its key and value start the cache.",
     "note.decode_step": "Step {step}: token {row} ({token}, position {pos}) alone. Only its "
     "query row is computed; it attends to every key in the cache.",
     "note.decode_cache_start": "The cache starts with {name} of rows 1–{rows}.",
@@ -1368,10 +1370,10 @@ MESSAGES: dict[str, str] = {
     "note.decode_memory": "What it costs: each token keeps its keys and values, 2 × layers × "
     "kv_heads × d_k numbers per token (here, one layer, kv_heads × (d_k + d_v) = {kv_heads} × "
     "({d_k} + {d_v}) = {per_token}); {tokens} tokens hold {total} numbers per layer.",
-    "note.decode_gqa": "Grouped-query attention shrinks it: the {heads} query heads share "
-    "kv_heads = {kv_heads} K/V heads, so the cache holds {per_token} numbers per token instead "
-    "of {full}, {ratio} times fewer (only K/V heads are cached; queries are never kept).",
-    "note.decode_mask_prefill": "The prefill is an ordinary causal mask over its {count} tokens.",
+    "note.decode_gqa": "Grouped-query attention shrinks it: with kv_heads = {kv_heads} for "
+    "heads = {heads}, the cache holds {per_token} numbers per token instead of {full}, {ratio} "
+    "times fewer (only the K/V heads are cached; queries are never kept).",
+    "note.decode_mask_prefill": "The prefill's mask is an ordinary causal mask, {count}×{count}.",
     "note.decode_bottom_right": "One query and {keys} keys: the mask is the last row of the "
     "causal mask, aligned bottom-right (the query is at the newest position, token {row}, and "
     "may see every cached key). Aligned top-left, as is_causal=True does for a 1×{keys} mask, "

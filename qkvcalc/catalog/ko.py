@@ -1037,7 +1037,7 @@ MESSAGES: dict[str, str] = {
     "GPT-J)여야 합니다. 받은 값: {value}",
     "rope.dims": "rope.dims = {dims}은(는) 짝수이고 d_k = {d_k} 이하여야 합니다: 차원은 한 헤드 "
     "안에서 둘씩 짝지어 회전합니다",
-    "alibi.count": "alibi의 경사는 {count}개인데 헤드는 {heads}개입니다: 헤드마다 경사 "
+    "alibi.count": "alibi 목록의 길이는 {count}인데 heads = {heads}입니다: 헤드마다 경사 "
     "하나가 필요합니다 (논문의 경사는 alibi: true)",
     "alibi.kind": "alibi는 true(논문의 경사) 또는 헤드마다 경사 하나씩의 목록이어야 합니다. "
     "받은 값: {value}",
@@ -1313,9 +1313,9 @@ MESSAGES: dict[str, str] = {
     "아래에서 그 행의 가중치는 모두 0입니다.",
     "note.tiles_rowdot_o": "Σⱼ Aᵢⱼ·dAᵢⱼ = Σⱼ Aᵢⱼ·(dOᵢ·vⱼ) = dOᵢ·(Σⱼ Aᵢⱼ·vⱼ) = dOᵢ·Oᵢ: 가중치 행 "
     "없이 구한 소프트맥스 역전파의 행 항입니다.",
-    "note.tiles_backward_equal": "블록 {blocks}개의 합계는 타일 없는 역전파와 같습니다 (이 헤드의 "
-    "dQ, dK, dV; 최대 차이 {gap}). 모든 기울기는 Key에 대한 합이고, 블록은 그 합을 다른 "
-    "순서로 더할 뿐입니다.",
+    "note.tiles_backward_equal": "블록 {blocks}개에 걸쳐 블록마다 더한 합계는 타일 없는 "
+    "역전파와 같습니다 (이 헤드의 dQ, dK, dV; 최대 차이 {gap}). 모든 기울기는 Key에 대한 "
+    "합이고, 블록은 그 합을 다른 순서로 더할 뿐입니다.",
     # ---- KV 캐시 디코딩, 타일 어텐션 ---------------------------------------------------------
     "stage.k_cache.title": "Key 캐시",
     "stage.k_cache.why": "지금까지 모든 토큰의 Key입니다. 디코딩 한 단계는 새 토큰의 Key만 "
@@ -1360,6 +1360,8 @@ MESSAGES: dict[str, str] = {
     "ui.variant.tiles": "Key {tiles}개씩 타일로 나눈 소프트맥스",
     "note.decode_prefill": "0단계, prefill: 처음 {count}개 토큰(1–{last}행)이 함께 하나의 "
     "causal 어텐션을 거치고, 그 Key와 Value가 캐시를 채웁니다.",
+    "note.decode_prefill_one": "0단계, prefill: 첫 토큰(1행) 하나만 토큰 하나의 causal 어텐션을 "
+    "거치고, 그 Key와 Value로 캐시가 시작됩니다.",
     "note.decode_step": "{step}단계: 토큰 {row} ({token}, 위치 {pos}) 하나. 그 Query 행만 "
     "계산하며, 캐시의 모든 Key에 주의를 기울입니다.",
     "note.decode_cache_start": "캐시는 {name}의 1–{rows}행으로 시작합니다.",
@@ -1369,10 +1371,11 @@ MESSAGES: dict[str, str] = {
     "note.decode_memory": "비용: 토큰마다 Key와 Value를 보관하므로 토큰당 2 × 층 수 × "
     "kv_heads × d_k개의 수입니다 (여기서는 한 층, kv_heads × (d_k + d_v) = {kv_heads} × "
     "({d_k} + {d_v}) = {per_token}). 토큰 {tokens}개면 층마다 {total}개입니다.",
-    "note.decode_gqa": "Grouped-query attention이 이를 줄입니다: Query 헤드 {heads}개가 K/V "
-    "헤드 {kv_heads}개를 공유하므로 캐시는 토큰당 {full}개가 아니라 {per_token}개, {ratio}배 "
+    "note.decode_gqa": "Grouped-query attention이 이를 줄입니다: heads = {heads}에 "
+    "kv_heads = {kv_heads}이므로 캐시는 토큰당 {full}개가 아니라 {per_token}개, {ratio}배 "
     "적습니다 (K/V 헤드만 캐시하고 Query는 보관하지 않습니다).",
-    "note.decode_mask_prefill": "prefill은 {count}개 토큰에 대한 보통의 causal 마스크입니다.",
+    "note.decode_mask_prefill": "prefill의 마스크는 {count}×{count} 크기의 보통 causal "
+    "마스크입니다.",
     "note.decode_bottom_right": "Query 하나와 Key {keys}개: 마스크는 causal 마스크의 마지막 "
     "행이며 오른쪽 아래에 맞춥니다 (Query는 가장 새 위치인 토큰 {row}에 있고 캐시의 모든 Key를 "
     "볼 수 있습니다). is_causal=True처럼 1×{keys} 마스크를 왼쪽 위에 맞추면 Key 1만 보게 "
