@@ -9,6 +9,9 @@ import re
 import pytest
 
 from qkvcalc.i18n import translate
+from qkvcalc.input.presets import load
+from qkvcalc.input.problem import Problem
+from qkvcalc.run.engine import run
 from tests.conftest import run_qkvcalc
 
 
@@ -134,3 +137,24 @@ def test_a_slope_count_error_says_no_1_heads(tmp_path):
     path.write_text(json.dumps({**problem, "wv": [[1, 0], [0, 1]], "alibi": [1, 2]}))
     err = " ".join(run_qkvcalc("explain", str(path)).stderr.split())
     assert "heads = 1" in err and not PLURAL_AFTER_ONE.findall(err), err
+
+
+@pytest.mark.parametrize("prefill", [0, 1, 2, 3])
+def test_the_decode_score_count_is_the_cells_the_run_computes(prefill):
+    """The prefill's scores said 'All n×m pairs are computed at once' (it computes P×P), and a
+    step's said the rows hold n(n + 1)/2 scores, leaving out the P(P − 1)/2 cells above the
+    prefill's diagonal that it computes and masks. Counted here on the run itself."""
+    doc = {k: v for k, v in load("decode").items() if k not in ("name", "description", "reference")}
+    problem = Problem.from_mapping({**doc, "decode": prefill})
+    trace = run(problem)
+    n = problem.n
+    cells = sum(s.shape[0] * s.shape[1] for s in trace.stages if s.id == "scores")
+    assert cells == n * (n + 1) // 2 + prefill * (prefill - 1) // 2
+    steps = [s for s in trace.stages if s.id == "scores"]
+    for lang in ("en", "ko"):
+        for stage in steps:
+            why = stage.why.text(lang)
+            if stage.step == 0:
+                assert "n×m" not in why and "P×P" in why
+            else:
+                assert "n(n + 1)/2" in why and "P(P − 1)/2" in why

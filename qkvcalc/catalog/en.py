@@ -58,9 +58,18 @@ MESSAGES: dict[str, str] = {
     "numbers, which is what limits long contexts.",
     "stage.scores.decode.title": "Attention scores",
     "stage.scores.decode.why": "Each cell is the dot product of the new token's query with one "
-    "cached key, q·k = |q|·|k|·cos θ. A step computes this one row, t dot products against the "
-    "t keys cached so far, instead of the whole table again: each step's work grows with t, and "
-    "the steps' rows, with the prefill's, hold the n(n + 1)/2 scores the causal mask allows.",
+    "cached key, q·k = |q|·|k|·cos θ. A step computes this one row, a dot product with each key "
+    "cached so far (its own included), instead of the whole table again: each step's work grows "
+    "with the cache. The steps' rows and the prefill's P×P table (none when P = 0) hold every "
+    "score the causal mask allows, n(n + 1)/2 of them, and the P(P − 1)/2 above the prefill's "
+    "diagonal, which its mask hides.",
+    "stage.scores.prefill.title": "Attention scores",
+    "stage.scores.prefill.why": "Each cell is the dot product of one query with one key, "
+    "q·k = |q|·|k|·cos θ: its sign is the sign of cos θ (positive when the angle between them "
+    "is less than a right angle, negative when it is more), and its size grows with their "
+    "lengths. The prefill computes the pairs of its own P tokens at once, a P×P table as in an "
+    "ordinary run; each later token adds one row at its decode step, so this run never "
+    "computes the whole n×n table at once.",
     "stage.scaled.title": "Scaling",
     "stage.scaled.why": "If the components of q and k are independent, with mean 0 and "
     "variance 1, their dot product (a sum of d_k such products) has mean 0 and variance d_k: "

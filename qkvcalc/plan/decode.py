@@ -190,7 +190,7 @@ def _step(
             letters="t×m_t",
             hint=("hint.scores", {}),
             step=step,
-            topic="scores.decode" if step else "",  # the prefill's are all pairs at once
+            topic="scores.decode" if step else "scores.prefill",  # the prefill: P×P at once
         )
     )
     formula, said_scale, note, params = _scaling(p)
