@@ -604,7 +604,7 @@ MESSAGES: dict[str, str] = {
     "quiz.all_right": "Every cell right: {total} of {total}.",
     "quiz.total": "Cells right: {right} of {total}.",
     "quiz.total_carried": "Cells right: {right} of {total}, {carried} of them worked right "
-    "from an earlier mistake (their numbers differ from the true ones).",
+    "from an earlier mistake (such a cell's number differs from the true one).",
     "quiz.in_sheet": "in the answer sheet {origin}",
     "quiz.sheet_not_object": 'an answer sheet is a JSON object mapping stage ids ("k", '
     '"scores", "2/scores" for head 2) to matrices, not a {kind}',
