@@ -405,6 +405,52 @@ def test_preset_texts_cite_no_internal_paths(name):
             assert not re.search(r"shared/|sources/|DESIGN|\.md\b|\.txt\b", text), (name, text)
 
 
+# A particle right after a placeholder whose form depends on the value's last sound: 은/는, 이/가,
+# 을/를, 와/과, 으로/로, and the copula's vowel-only forms 라/여 ({x}라서, {x}여야). Allowed: the
+# dual forms 은(는), 이(가), 을(를), 와(과), (으)로, and the copula written with 이 ({x}이므로,
+# {x}이고, {x}이면, {x}이며, {x}이어야, {x}이라, {x}입니다, {x}인).
+_SINGLE_PARTICLE = re.compile(
+    r"\}(?:은(?!\(는\))|을(?!\(를\))|와(?!\(과\))|이(?!\(가\)|므로|고|면|며|어|라|다|지|거나|었|던|니)"
+    r"|으로|[는를과가로라여])"
+)
+
+
+def single_particles(text: str) -> list[str]:
+    return [text[max(0, m.start() - 20) : m.end() + 5] for m in _SINGLE_PARTICLE.finditer(text)]
+
+
+def test_no_korean_particle_after_a_placeholder_depends_on_its_last_sound():
+    """'{field}는' reads wrong when the field is 'bq' (비큐는 but 'mask' …); '{d_k}를' when d_k
+    is 8 (팔을): every Korean entry uses the dual forms or a copula after a placeholder."""
+    found = {key: single_particles(text) for key, text in KO.items() if single_particles(text)}
+    assert not found, found
+
+
+@pytest.mark.parametrize(
+    ("text", "bad"),
+    [
+        ("{field}는 정수여야 합니다", True),
+        ("{field}가 넘습니다", True),
+        ("Key {j}를 허용하면", True),
+        ("{cell}은 칸입니다", True),
+        ("i + {half}와 짝입니다", True),
+        ("{dtype}로 실행", True),
+        ("{dtype}으로 실행", True),
+        ("{format}라는 형식", True),
+        ("{name!r}이 없습니다", True),
+        ("{field}은(는) 정수여야 합니다", False),
+        ("{field}이(가) 넘습니다", False),
+        ("Key {j}을(를) 허용하면", False),
+        ("{half}와(과) 짝", False),
+        ("{dtype}(으)로 실행", False),
+        ("d_k = {d_k}이므로 {a}이고 {b}입니다, {c}이면 {d}이며 {e}이어야 {f}인가요", False),
+        ("{head}의 {n}개, {origin}에서", False),
+    ],
+)
+def test_the_particle_check_tells_single_forms_from_dual_ones(text, bad):
+    assert bool(single_particles(text)) is bad
+
+
 def test_korean_uses_one_word_for_query_and_names_self_attention():
     """Query/Key/Value stay in English in Korean (never 쿼리), and both kinds of attention are
     named: 셀프 어텐션 as well as 크로스 어텐션."""

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from qkvcalc.input.problem import Problem
 from qkvcalc.quiz.grade import grade_sheet
-from qkvcalc.quiz.mistakes import MISTAKE_IDS, recognise
+from qkvcalc.quiz.mistakes import MISTAKE_IDS, candidates, recognise
 from qkvcalc.run.engine import run
 from tests.conftest import run_qkvcalc
 
@@ -44,6 +45,9 @@ TWO = {
     "wk": [[1, 1], [0, 1]],
     "wv": [[1, 0], [1, 1]],
 }
+
+I2 = [[1, 0], [0, 1]]
+WK = [[1, 1], [0, 1]]
 
 # Two heads of d_k = 2 on d_model = 4 (the multihead preset's shape).
 W4 = [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1]]
@@ -355,3 +359,32 @@ def test_grading_functions_carry_the_mistake():
     report = grade_sheet(trace, {"scaled": np.array(SCORES, dtype=float)}, ["scaled"], 2)
     assert report.stages[0].mistake.id == "scale_missing"
     assert "√2" in report.stages[0].mistake.text("ko")
+
+
+def test_no_transposition_is_blamed_where_turning_changes_nothing():
+    """Issue 25: in a 1×1 table K·Qᵀ = Q·Kᵀ, so a wrong score there is never 'turned on its
+    side'. The doc preset: x = [1, 2], Q = [1, 2], K = [1, 3], Q·Kᵀ = 7. The student writes
+    Q = [2, 2] and K = [1, 1] (their own score: 4), is told K is [1, 3], and multiplies their
+    Q by that K: 2 + 6 = 8. That is no transposition (K·Qᵀ of the same two is 8 too)."""
+    trace = run(Problem.from_mapping({"x": [[1, 2]], "wq": I2, "wk": WK, "wv": I2}))
+    sheet = {"q": np.array([[2.0, 2.0]]), "k": np.array([[1.0, 1.0]]), "scores": np.array([[8.0]])}
+    report = grade_sheet(trace, sheet, ["q", "k", "scores"], 2)
+    scores = next(g for g in report.stages if g.key == "scores")
+    assert scores.cells[0].verdict == "wrong"
+    assert scores.mistake is None
+    # where turning the table does change it, the mistake is still named (3×3, from the truth)
+    trace = run(Problem.from_mapping(SENTENCE))
+    turned = np.array(SCORES, dtype=float).T
+    assert recognise(trace, "scores", turned, {}, 2).id == "scores_transposed"
+    # nor is dV = Aᵀ·dO said to be A·dO for one token (n = m = 1: Aᵀ = A), nor Q·K said for
+    # Q·Kᵀ when K is square and symmetric (K = Kᵀ): no candidate equals the right product of
+    # the same matrices
+    one = {"x": [[1, 2]], "wq": I2, "wk": WK, "wv": I2, "target": [[0, 0]]}
+    trace = run(replace(Problem.from_mapping(one), backward=True))
+    own = {"grad_output": np.array([[5.0, 9.0]]), "weights": np.array([[0.5]])}
+    found = [m for m, _, _ in candidates(trace, trace.stage("grad_v"), own)]
+    assert "grad_v_not_transposed" not in found
+    sym = {"x": [[1, 0], [0, 1]], "wq": I2, "wk": [[2, 1], [1, 3]], "wv": I2}
+    trace = run(Problem.from_mapping(sym))
+    found = [m for m, _, _ in candidates(trace, trace.stage("scores"), {})]
+    assert "k_not_transposed" not in found and "scores_transposed" not in found

@@ -173,6 +173,33 @@ def test_a_wrong_k_is_carried_into_the_scores(grade):
     assert [c["expected"] for c in carried] == [2, 1]
 
 
+def test_a_step_done_right_on_a_carried_mistake_counts_as_right(grade, cli, tmp_path):
+    """Issue 25: Q·Kᵀ worked right from the student's own wrong K is right for that step. It
+    counts in the stage's score and the total, and stays marked → (its number is not the true
+    one), in the table, the summary and the JSON, in English and in Korean."""
+    sheet = right_sheet()
+    sheet["k"], sheet["scores"] = K_SLIP, SCORES_SLIP
+    code, doc, _ = grade(sheet)
+    assert code == 1  # K itself is still wrong
+    stages = {s["key"]: s for s in doc["stages"]}
+    assert stages["scores"]["counted"] == 9 and stages["scores"]["right"] == 7
+    assert stages["scores"]["carried"] == 2 and stages["scores"]["status"] == CARRIED
+    assert stages["k"]["counted"] == 5 and stages["k"]["status"] == WRONG
+    assert doc["score"]["counted"] == doc["score"]["total"] - 1  # only K[2,1] is not counted
+    assert doc["score"]["carried"] == 2
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps(sheet))
+    out = cli("quiz", "--preset", "sentence", "--answers", str(path)).stdout
+    scores_row = next(line for line in out.splitlines() if line.lstrip().startswith("scores "))
+    assert "9/9" in scores_row and "✓→✓ ✓✓✓ ✓→✓" in scores_row
+    total = doc["score"]["total"]
+    assert f"Cells right: {total - 1} of {total}, 2 of them worked right from" in out
+    assert "→ Q·Kᵀ[1,2]: right for this step, worked from your own K[2,1]" in out
+    ko = cli("quiz", "--preset", "sentence", "--answers", str(path), "--lang", "ko").stdout
+    assert f"{total}칸 중 {total - 1}칸 정답" in ko and "그중 2칸은" in ko
+    assert "→ Q·Kᵀ[1,2]: 이 단계의 계산은 맞음" in ko
+
+
 def test_a_wrong_k_carried_all_the_way_points_back_to_k(grade):
     sheet = right_sheet()
     scaled, weights, output = downstream(SCORES_SLIP)
@@ -297,15 +324,15 @@ def test_the_table_report_names_each_verdict(cli, tmp_path):
     out = result.stdout
     assert "✗ K[2,1]: you wrote 1, the answer is 0" in out
     assert (
-        "→ Q·Kᵀ[1,2]: you wrote 3, the answer is 2; carried forward from your mistake at "
-        "K[2,1]" in out
+        "→ Q·Kᵀ[1,2]: right for this step, worked from your own K[2,1] (a mistake made "
+        "earlier); you wrote 3, the true value is 2" in " ".join(out.split())
     )
     assert "v: not answered" in out
     # marks per cell, a group per row: K is 3×2 with row 2, column 1 wrong
     k_row = next(line for line in out.splitlines() if line.lstrip().startswith("k "))
     assert "5/6" in k_row and "✓✓ ✗✓ ✓✓" in k_row
     scores_row = next(line for line in out.splitlines() if line.lstrip().startswith("scores "))
-    assert "7/9" in scores_row and "✓→✓ ✓✓✓ ✓→✓" in scores_row
+    assert "9/9" in scores_row and "✓→✓ ✓✓✓ ✓→✓" in scores_row  # the → cells count
 
 
 def test_answers_from_stdin(qkvcalc_proc):
@@ -577,14 +604,14 @@ def test_quiz_wrong_and_carried_at_a_terminal():
         for j, value in enumerate(row, start=1):
             answer(child, f"Q·Kᵀ[{i},{j}]", str(value))
             if (i, j) == (1, 2):
-                child.expect_exact("Q·Kᵀ[1,2] is 2, not 3. Worked from your own earlier answers")
-                child.expect_exact("the mistake started at K[2,1].")
+                child.expect_exact("Q·Kᵀ[1,2]: right for this step, and counted right")
+                child.expect_exact("is 2: the mistake started at K[2,1] and carries into it.")
                 child.expect_exact("q₁·k₂ = 1×0 + 2×1 = 2")
-    child.expect_exact("Q·Kᵀ: 7 of 9 right")
+    child.expect_exact("Q·Kᵀ: 9 of 9 right (2 of them worked right from an earlier mistake)")
     child.expect_exact("Score per stage")
     child.expect_exact("5/6")
-    child.expect_exact("7/9")
-    child.expect_exact("Cells right: 12 of 15.")
+    child.expect_exact("9/9")
+    child.expect_exact("Cells right: 14 of 15, 2 of them worked right from an earlier mistake")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 1

@@ -3,11 +3,15 @@ says now, in both languages, on the run where it is printed."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
 from qkvcalc.i18n import translate
+from qkvcalc.input.presets import load
+from qkvcalc.input.problem import Problem
+from qkvcalc.run.engine import run
 from tests.conftest import run_qkvcalc
 
 
@@ -63,3 +67,94 @@ def test_exact_says_equal_weights_stay_in_decimals(lang):
     note = translate("note.exact_stops", lang)
     assert "1/k" in note
     assert ("decimals" if lang == "en" else "소수로") in note.split("1/k")[1]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_quiz_says_only_the_shifted_exponentials_cannot_overflow(lang):
+    """It said 'e^s cannot overflow'; e^s can (e^710 does), e^(s − row max) ≤ 1 cannot."""
+    text = translate("mistake.exp_not_shifted", lang)
+    if lang == "en":
+        assert "e^s cannot" not in text and "e^(s − row max) cannot overflow" in text
+        assert "where e^s can" in text
+    else:
+        assert "e^s는 오버플로할 수 있지만" in text and "e^(s − 행 최댓값)은 1을 넘지 않아" in text
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_decode_with_a_source_says_its_k_and_v_are_computed_once(tmp_path, lang):
+    """Cross-attention has a cache too (the encoder's K and V, computed once, reused at every
+    step): the message said 'there is no cache to build'."""
+    problem = {
+        "x": [[1, 0], [0, 1]],
+        "source": [[1, 1], [2, 0], [0, 1]],
+        "wq": [[1, 0], [0, 1]],
+        "wk": [[1, 0], [0, 1]],
+        "wv": [[1, 0], [0, 1]],
+    }
+    path = tmp_path / "cross.json"
+    path.write_text(json.dumps(problem))
+    result = run_qkvcalc("explain", str(path), "--decode", "1", "--lang", lang)
+    assert result.returncode == 2
+    err = " ".join(result.stderr.split())
+    assert "no cache to build" not in err
+    said = (
+        "computed once and reused at every step" if lang == "en" else "한 번 계산해 모든 단계에서"
+    )
+    assert said in err
+
+
+PLURAL_AFTER_ONE = re.compile(r"(?<![\d.,/])1 (?:K/V )?(?:heads|tokens|blocks|slopes|keys|rows)\b")
+I2 = [[1, 0], [0, 1]]
+THREE = {"x": [[1, 0], [0, 1], [1, 1]], "wq": I2, "wk": I2, "wv": I2}
+
+
+@pytest.mark.parametrize(
+    ("problem", "args"),
+    [
+        (THREE, ("--decode", "1")),  # a prefill of one token
+        # one K/V head for two query heads (d_k = 1), decoding
+        (
+            {**THREE, "wk": [[1], [0]], "wv": [[0], [1]], "heads": 2, "kv_heads": 1},
+            ("--decode", "1"),
+        ),
+        ({**THREE, "target": [[0, 0]] * 3}, ("--tiles", "9", "--backward")),  # one block
+        ({**THREE, "alibi": True, "mask": "causal"}, ()),  # the paper's recipe for one head
+    ],
+)
+def test_one_is_never_followed_by_a_plural(tmp_path, problem, args):
+    """'1 K/V heads', 'recipe for 1 heads', 'the first 1 tokens', 'The 1 blocks' totals'."""
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(problem))
+    result = run_qkvcalc("explain", str(path), *args, "--detail", "full")
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert not PLURAL_AFTER_ONE.findall(text), PLURAL_AFTER_ONE.findall(text)
+
+
+def test_a_slope_count_error_says_no_1_heads(tmp_path):
+    problem = {"x": [[1, 2]], "wq": [[1, 0], [0, 1]], "wk": [[1, 0], [0, 1]]}
+    path = tmp_path / "alibi.json"
+    path.write_text(json.dumps({**problem, "wv": [[1, 0], [0, 1]], "alibi": [1, 2]}))
+    err = " ".join(run_qkvcalc("explain", str(path)).stderr.split())
+    assert "heads = 1" in err and not PLURAL_AFTER_ONE.findall(err), err
+
+
+@pytest.mark.parametrize("prefill", [0, 1, 2, 3])
+def test_the_decode_score_count_is_the_cells_the_run_computes(prefill):
+    """The prefill's scores said 'All n×m pairs are computed at once' (it computes P×P), and a
+    step's said the rows hold n(n + 1)/2 scores, leaving out the P(P − 1)/2 cells above the
+    prefill's diagonal that it computes and masks. Counted here on the run itself."""
+    doc = {k: v for k, v in load("decode").items() if k not in ("name", "description", "reference")}
+    problem = Problem.from_mapping({**doc, "decode": prefill})
+    trace = run(problem)
+    n = problem.n
+    cells = sum(s.shape[0] * s.shape[1] for s in trace.stages if s.id == "scores")
+    assert cells == n * (n + 1) // 2 + prefill * (prefill - 1) // 2
+    steps = [s for s in trace.stages if s.id == "scores"]
+    for lang in ("en", "ko"):
+        for stage in steps:
+            why = stage.why.text(lang)
+            if stage.step == 0:
+                assert "n×m" not in why and "P×P" in why
+            else:
+                assert "n(n + 1)/2" in why and "P(P − 1)/2" in why

@@ -194,7 +194,7 @@ def test_explain_tiles_backward_as_a_real_process(qkvcalc_proc):
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())  # the terminal wraps the notes
     assert "the log-sum-exp L" in text
-    said = r"blocks' totals equal the backward without tiles .*?difference below 1e-12\)"
+    said = r"the totals equal the backward without tiles .*?difference below 1e-12\)"
     assert re.search(said, text) is not None
 
 

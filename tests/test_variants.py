@@ -392,7 +392,7 @@ def test_inline_options_reach_every_variant():
         ({"rope": {"dims": 3}}, ["rope.dims = 3", "even", "d_k = 4"]),
         ({"rope": {"style": "zigzag"}}, ["rope.style", "half", "pairs", '"zigzag"']),
         ({"rope": {"thetaa": 1}}, ["rope", "thetaa", "theta"]),
-        ({"alibi": [1, 2]}, ["alibi", "2 slopes", "1 heads"]),
+        ({"alibi": [1, 2]}, ["alibi", "length 2", "heads = 1"]),
         ({"score_bias": [[1, 2]]}, ["score_bias", "1×2", "4×4"]),
         ({"softcap": -1}, ["softcap", "greater than 0"]),
         ({"q_norm": [1, 2]}, ["q_norm", "2 numbers", "4 (d_k)"]),

@@ -58,9 +58,18 @@ MESSAGES: dict[str, str] = {
     "numbers, which is what limits long contexts.",
     "stage.scores.decode.title": "Attention scores",
     "stage.scores.decode.why": "Each cell is the dot product of the new token's query with one "
-    "cached key, q·k = |q|·|k|·cos θ. A step computes this one row, t dot products against the "
-    "t keys cached so far, instead of the whole table again: each step's work grows with t, and "
-    "the steps' rows, with the prefill's, hold the n(n + 1)/2 scores the causal mask allows.",
+    "cached key, q·k = |q|·|k|·cos θ. A step computes this one row, a dot product with each key "
+    "cached so far (its own included), instead of the whole table again: each step's work grows "
+    "with the cache. The steps' rows and the prefill's P×P table (none when P = 0) hold every "
+    "score the causal mask allows, n(n + 1)/2 of them, and the P(P − 1)/2 above the prefill's "
+    "diagonal, which its mask hides.",
+    "stage.scores.prefill.title": "Attention scores",
+    "stage.scores.prefill.why": "Each cell is the dot product of one query with one key, "
+    "q·k = |q|·|k|·cos θ: its sign is the sign of cos θ (positive when the angle between them "
+    "is less than a right angle, negative when it is more), and its size grows with their "
+    "lengths. The prefill computes the pairs of its own P tokens at once, a P×P table as in an "
+    "ordinary run; each later token adds one row at its decode step, so this run never "
+    "computes the whole n×n table at once.",
     "stage.scaled.title": "Scaling",
     "stage.scaled.why": "If the components of q and k are independent, with mean 0 and "
     "variance 1, their dot product (a sum of d_k such products) has mean 0 and variance d_k: "
@@ -570,27 +579,33 @@ MESSAGES: dict[str, str] = {
     "quiz.prompt": "{cell} = ",
     "quiz.bad_answer": "{reason}. Try again.",
     "quiz.wrong": "{cell} is {expected}, not {answer}.",
-    "quiz.carried": "{cell} is {expected}, not {answer}. Worked from your own earlier answers "
-    "it is {own}, so this step is done right: the mistake started at {origin}.",
+    "quiz.carried": "{cell}: right for this step, and counted right: from your own earlier "
+    "answers it is {own}, as you wrote ({answer}). Its true value is {expected}: the mistake "
+    "started at {origin} and carries into it.",
     "quiz.stage_score": "{name}: {right} of {total} right",
+    "quiz.stage_score_carried": "{name}: {right} of {total} right ({carried} of them worked "
+    "right from an earlier mistake)",
     "quiz.cell_head": "{cell} (head {head})",
     "quiz.score_title": "Score per stage",
     "quiz.col_stage": "stage",
     "quiz.col_score": "right",
     "quiz.col_cells": "cells",
-    "quiz.legend": "✓ right, → carried from an earlier mistake, ✗ wrong, · missing",
+    "quiz.legend": "✓ right, → right for its step, worked from an earlier mistake (counted "
+    "right; its number differs from the true one), ✗ wrong, · missing",
     "quiz.verdict.right": "right",
     "quiz.verdict.carried": "carried",
     "quiz.verdict.wrong": "wrong",
     "quiz.verdict.missing": "missing",
     "quiz.cells_title": "Cells to look at again",
     "quiz.detail_wrong": "{cell}: you wrote {answer}, the answer is {expected}",
-    "quiz.detail_carried": "{cell}: you wrote {answer}, the answer is {expected}; carried "
-    "forward from your mistake at {origin}",
+    "quiz.detail_carried": "{cell}: right for this step, worked from your own {origin} (a "
+    "mistake made earlier); you wrote {answer}, the true value is {expected}",
     "quiz.detail_missing": "{cell}: no answer; the answer is {expected}",
     "quiz.stage_missing": "{key}: not answered",
     "quiz.all_right": "Every cell right: {total} of {total}.",
     "quiz.total": "Cells right: {right} of {total}.",
+    "quiz.total_carried": "Cells right: {right} of {total}, {carried} of them worked right "
+    "from an earlier mistake (such a cell's number differs from the true one).",
     "quiz.in_sheet": "in the answer sheet {origin}",
     "quiz.sheet_not_object": 'an answer sheet is a JSON object mapping stage ids ("k", '
     '"scores", "2/scores" for head 2) to matrices, not a {kind}',
@@ -1027,7 +1042,7 @@ MESSAGES: dict[str, str] = {
     "(2i with 2i+1: GPT-J), not {value}",
     "rope.dims": "rope.dims = {dims} must be even and at most d_k = {d_k}: dimensions rotate "
     "in pairs, within one head",
-    "alibi.count": "alibi gives {count} slopes, but there are {heads} heads: one slope per "
+    "alibi.count": "the alibi list has length {count}, but heads = {heads}: one slope per "
     "head (or alibi: true for the paper's slopes)",
     "alibi.kind": "alibi must be true (the paper's slopes) or a list of one slope per head, "
     "not {value}",
@@ -1304,9 +1319,9 @@ MESSAGES: dict[str, str] = {
     "L = −∞, and its weights below are all 0.",
     "note.tiles_rowdot_o": "Σⱼ Aᵢⱼ·dAᵢⱼ = Σⱼ Aᵢⱼ·(dOᵢ·vⱼ) = dOᵢ·(Σⱼ Aᵢⱼ·vⱼ) = dOᵢ·Oᵢ: the row "
     "term of the softmax backward, without a row of weights.",
-    "note.tiles_backward_equal": "The {blocks} blocks' totals equal the backward without tiles "
-    "(dQ, dK and dV of this head; largest difference {gap}): every gradient is a sum over the "
-    "keys, and the blocks only add it in another order.",
+    "note.tiles_backward_equal": "Added up block by block ({blocks} in all), the totals equal "
+    "the backward without tiles (dQ, dK and dV of this head; largest difference {gap}): every "
+    "gradient is a sum over the keys, and the blocks only add it in another order.",
     # ---- decoding with a KV cache, attention in tiles ---------------------------------------
     "stage.k_cache.title": "Key cache",
     "stage.k_cache.why": "The keys of every token so far. A decode step computes the key of its "
@@ -1354,6 +1369,8 @@ MESSAGES: dict[str, str] = {
     "ui.variant.tiles": "softmax in tiles of {tiles} keys",
     "note.decode_prefill": "Step 0, the prefill: the first {count} tokens (rows 1–{last}) go "
     "through together, as one causal attention; their keys and values fill the cache.",
+    "note.decode_prefill_one": "Step 0, the prefill: the first token (row 1) goes through "
+    "alone, as a causal attention of one token; its key and value start the cache.",
     "note.decode_step": "Step {step}: token {row} ({token}, position {pos}) alone. Only its "
     "query row is computed; it attends to every key in the cache.",
     "note.decode_cache_start": "The cache starts with {name} of rows 1–{rows}.",
@@ -1363,10 +1380,10 @@ MESSAGES: dict[str, str] = {
     "note.decode_memory": "What it costs: each token keeps its keys and values, 2 × layers × "
     "kv_heads × d_k numbers per token (here, one layer, kv_heads × (d_k + d_v) = {kv_heads} × "
     "({d_k} + {d_v}) = {per_token}); {tokens} tokens hold {total} numbers per layer.",
-    "note.decode_gqa": "Grouped-query attention shrinks it: the {heads} query heads share "
-    "kv_heads = {kv_heads} K/V heads, so the cache holds {per_token} numbers per token instead "
-    "of {full}, {ratio} times fewer (only K/V heads are cached; queries are never kept).",
-    "note.decode_mask_prefill": "The prefill is an ordinary causal mask over its {count} tokens.",
+    "note.decode_gqa": "Grouped-query attention shrinks it: with kv_heads = {kv_heads} for "
+    "heads = {heads}, the cache holds {per_token} numbers per token instead of {full}, {ratio} "
+    "times fewer (only the K/V heads are cached; queries are never kept).",
+    "note.decode_mask_prefill": "The prefill's mask is an ordinary causal mask, {count}×{count}.",
     "note.decode_bottom_right": "One query and {keys} keys: the mask is the last row of the "
     "causal mask, aligned bottom-right (the query is at the newest position, token {row}, and "
     "may see every cached key). Aligned top-left, as is_causal=True does for a 1×{keys} mask, "

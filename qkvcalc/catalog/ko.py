@@ -6,8 +6,9 @@ Terms follow Korean ML texts: 어텐션 스코어, 내적, 전치, 스케일링,
 Query/Key/Value stay in English everywhere (never 쿼리/키/값), as in the source articles; so does
 GQA (Grouped-Query Attention). A value the user types (none, causal) is glossed in Korean. A
 placeholder is never followed by a particle that depends on its last sound (은/는, 이/가, 을/를,
-으로/로, 이어야/여야): the sentence is built around it instead (a colon, 의, 에서, a counter such
-as 개, or a copula such as 입니다/인가요).
+와/과, 으로/로, 이어야/여야, 이라/라): it takes the dual form 은(는), 이(가), 을(를), 와(과),
+(으)로, or the sentence is built around it (a colon, 의, 에서, a counter such as 개, or a copula
+such as 이므로/이고/입니다/인가요). tests/test_i18n.py checks it.
 """
 
 MESSAGES: dict[str, str] = {
@@ -64,9 +65,17 @@ MESSAGES: dict[str, str] = {
     "제한합니다.",
     "stage.scores.decode.title": "어텐션 스코어",
     "stage.scores.decode.why": "각 칸은 새 토큰의 Query와 캐시된 Key 하나의 내적, 즉 q·k = "
-    "|q|·|k|·cos θ입니다. 한 단계는 지금까지 캐시된 Key t개와의 내적 t개, 이 한 행만 "
-    "계산하고 표 전체를 다시 계산하지 않습니다. 그래서 단계마다 일은 t에 비례하고, 단계들의 "
-    "행을 prefill의 행과 모으면 인과 마스크가 허용하는 스코어 n(n + 1)/2개가 됩니다.",
+    "|q|·|k|·cos θ입니다. 한 단계는 지금까지 캐시된 Key(자기 것 포함)마다 내적 하나씩, 이 한 "
+    "행만 계산하고 표 전체를 다시 계산하지 않습니다. 그래서 단계마다 일은 캐시의 길이에 "
+    "비례합니다. 단계들의 행과 prefill의 P×P 표(P = 0이면 없음)에는 인과 마스크가 허용하는 "
+    "스코어 n(n + 1)/2개가 모두 있고, prefill의 마스크가 가리는 대각선 위의 P(P − 1)/2개가 더 "
+    "있습니다.",
+    "stage.scores.prefill.title": "어텐션 스코어",
+    "stage.scores.prefill.why": "각 칸은 Query 하나와 Key 하나의 내적, 즉 q·k = "
+    "|q|·|k|·cos θ입니다. 부호는 cos θ의 부호를 따르고(두 벡터 사이의 각이 직각보다 작으면 "
+    "양수, 크면 음수), 크기는 벡터가 길수록 커집니다. prefill은 자기 토큰 P개의 쌍을 "
+    "한꺼번에, 보통의 실행처럼 P×P 표로 계산합니다. 그 뒤의 토큰은 저마다 자기 decode 단계에서 "
+    "한 행씩 더하므로, 이 실행은 n×n 표 전체를 한꺼번에 계산하지 않습니다.",
     "stage.scaled.title": "스케일링",
     "stage.scaled.why": "q와 k의 성분이 서로 독립이고 평균 0, 분산 1이라면, 그런 곱 d_k개의 "
     "합인 내적 q·k는 평균 0, 분산 d_k를 가집니다. 즉 전형적인 크기가 √d_k입니다. √d_k로 "
@@ -519,7 +528,7 @@ MESSAGES: dict[str, str] = {
     "export.output_unwritable": "파일을 쓸 수 없습니다: {path} ({reason})",
     "export.output_extension": "--output {path}: 확장자 {ext}에 해당하는 형식이 없습니다. "
     "{known} 중 하나를 쓰거나 --format으로 형식을 고르세요",
-    "export.unknown_format": "{format}라는 형식은 없습니다. 형식: {known}",
+    "export.unknown_format": "형식 {format}은(는) 없습니다. 형식: {known}",
     # ---- step mode (issue 4) ------------------------------------------------------------
     "step.option_help": "먼저 문제를 보여 주고, 터미널에서 한 번에 한 단계씩 보여 줍니다. "
     "다음: Enter, Space, →; 이전: b, ←; 스크롤: ↓ ↑ j k PgDn PgUp; 단계 번호를 치고 Enter: 그 "
@@ -560,7 +569,7 @@ MESSAGES: dict[str, str] = {
     "step.with_output": "--step은 단계를 터미널에 보여 주므로 --output과 함께 쓸 수 없습니다. "
     "파일로 저장하려면 --step을 빼 주세요",
     "explain.worksheet_format": "--worksheet은 학생이 써 넣도록 계산된 수를 비워 두므로 사람이 "
-    "읽는 형식(table, txt, markdown, html, latex, svg)과 함께 씁니다. --format {format}과는 "
+    "읽는 형식(table, txt, markdown, html, latex, svg)과 함께 씁니다. --format {format}와(과)는 "
     "함께 쓸 수 없습니다. JSON으로 된 빈 답안지: qkvcalc quiz --template",
     # ---- quiz and new (issue 5) ---------------------------------------------------------
     "quiz.intro": "단계마다 손으로 계산해 한 칸씩 입력하세요. 7, -0.5, 7/sqrt(2), 4.95, 4,95처럼 "
@@ -572,34 +581,41 @@ MESSAGES: dict[str, str] = {
     "quiz.prompt": "{cell} = ",
     "quiz.bad_answer": "{reason}. 다시 입력하세요.",
     "quiz.wrong": "틀렸습니다: {cell} = {expected} (입력: {answer}).",
-    "quiz.carried": "{cell} = {expected}입니다 (입력: {answer}). 앞에서 입력한 답으로 계산한 "
-    "값({own})과 같으므로 이 단계의 계산은 맞습니다. 실수는 {origin}에서 시작되었습니다.",
+    "quiz.carried": "{cell}: 이 단계의 계산은 맞으므로 정답으로 셉니다. 앞에서 입력한 답으로 "
+    "계산하면 {own}이고 입력({answer})과 같습니다. 참값은 {expected}입니다. 실수는 "
+    "{origin}에서 시작되어 여기까지 이어졌습니다.",
     "quiz.stage_score": "{name}: {total}칸 중 {right}칸 정답",
+    "quiz.stage_score_carried": "{name}: {total}칸 중 {right}칸 정답(그중 {carried}칸은 앞의 "
+    "실수에서 이어받은 값으로 맞게 계산)",
     "quiz.cell_head": "{cell} (헤드 {head})",
     "quiz.score_title": "단계별 점수",
     "quiz.col_stage": "단계",
     "quiz.col_score": "정답",
     "quiz.col_cells": "칸",
-    "quiz.legend": "✓ 정답, → 앞의 실수가 이어짐, ✗ 오답, · 미입력",
+    "quiz.legend": "✓ 정답, → 앞의 실수에서 이어받은 값으로 맞게 계산함(정답으로 셈, 값은 "
+    "참값과 다름), ✗ 오답, · 미입력",
     "quiz.verdict.right": "정답",
     "quiz.verdict.carried": "이어짐",
     "quiz.verdict.wrong": "오답",
     "quiz.verdict.missing": "미입력",
     "quiz.cells_title": "다시 볼 칸",
     "quiz.detail_wrong": "{cell}: 입력 {answer}, 정답 {expected}",
-    "quiz.detail_carried": "{cell}: 입력 {answer}, 정답 {expected}. {origin}에서 한 실수가 이어진 "
-    "것입니다",
+    "quiz.detail_carried": "{cell}: 이 단계의 계산은 맞음(정답으로 셈). 앞에서 틀린 {origin}의 "
+    "값으로 계산했으므로 입력 {answer}, 참값 {expected}",
     "quiz.detail_missing": "{cell}: 답 없음. 정답은 {expected}",
     "quiz.stage_missing": "{key}: 답하지 않음",
     "quiz.all_right": "{total}칸 모두 정답입니다.",
     "quiz.total": "{total}칸 중 {right}칸 정답.",
+    "quiz.total_carried": "{total}칸 중 {right}칸 정답. 그중 {carried}칸은 앞의 실수에서 "
+    "이어받은 값으로 맞게 계산한 것입니다(값은 참값과 다릅니다).",
     "quiz.in_sheet": "답안지 {origin}에서",
     "quiz.sheet_not_object": '답안지는 단계 id("k", "scores", 헤드 2라면 "2/scores")마다 행렬을 '
     "적은 JSON 객체여야 합니다. 받은 값의 종류: {kind}",
     "quiz.sheet_key": "알 수 없는 단계 {key!r}. 이 문제의 단계: {known}",
     "quiz.sheet_key_suggest": "알 수 없는 단계 {key!r}: 혹시 {suggestion!r}인가요?",
     "quiz.sheet_key_head": "알 수 없는 단계 {key!r}: 이 문제는 헤드가 {heads}개이고, 헤드마다 "
-    "단계 앞에 헤드 번호를 붙입니다. 혹시 {suggestion!r}(헤드 1, 헤드 {heads}는 {last!r})인가요?",
+    "단계 앞에 헤드 번호를 붙입니다. 혹시 {suggestion!r}(헤드 1, 헤드 {heads}의 것은 "
+    "{last!r})인가요?",
     "quiz.sheet_not_matrix": "{key}: 행렬(숫자 행들의 리스트)이어야 합니다. 받은 값: {value}",
     "quiz.sheet_shape": "{key}의 모양은 {shape}인데, 이 문제에서 그 단계는 {rule} = "
     "{expected}입니다",
@@ -666,7 +682,7 @@ MESSAGES: dict[str, str] = {
     "mistake.scores_transposed": "이 값은 스코어를 전치한 K·Qᵀ입니다. Q·Kᵀ에서 i번째 행은 "
     "Query i의 것이고, j번째 열은 Key j의 것입니다.",
     "mistake.scale_sqrt_d_model": "이 값은 Q·Kᵀ / √d_model = Q·Kᵀ / {model_root}입니다. "
-    "스케일링에는 헤드마다의 Query·Key 폭 d_k = {d_k}를 쓰므로 Q·Kᵀ / √d_k = Q·Kᵀ / {root}"
+    "스케일링에는 헤드마다의 Query·Key 폭 d_k = {d_k}을(를) 쓰므로 Q·Kᵀ / √d_k = Q·Kᵀ / {root}"
     "입니다.",
     "mistake.scale_sqrt_d_model_or_d_k": "이 값은 Q·Kᵀ / √d_model = Q·Kᵀ / {model_root}"
     "입니다(여기서는 d_k로 나눈 것과 같습니다). 스케일링에는 헤드마다의 Query·Key 폭 "
@@ -736,10 +752,10 @@ MESSAGES: dict[str, str] = {
     "hint.scores": "{cell} = q_{i}·k_{j}: Q의 {i}번째 행과 Kᵀ의 {j}번째 열(K의 {j}번째 행)을 "
     "성분끼리 곱해 더합니다.",
     "hint.scaled": "{cell} = Q·Kᵀ[{i},{j}] {op}.",
-    "hint.masked": "{cell}: 마스크가 Query {i}에게 Key {j}를 허용하면(1) {src}[{i},{j}], 아니면(0) "
-    "−∞입니다.",
+    "hint.masked": "{cell}: 마스크가 Query {i}에게 Key {j}을(를) 허용하면(1) {src}[{i},{j}], "
+    "아니면(0) −∞입니다.",
     "hint.exp": "{cell} = e^({src}[{i},{j}] − {src}의 {i}번째 행의 최댓값).",
-    "hint.formula": "{cell}은 {formula}의 [{i},{j}] 칸입니다.",
+    "hint.formula": "{cell}은(는) {formula}의 [{i},{j}] 칸입니다.",
     "hint.x_pe": "{cell} = X[{i},{j}] + PE[{i},{j}].",
     "hint.rmsnorm": "{cell} = {src}[{i},{j}] / √({src}의 {i}번째 행의 제곱 평균 + ε) × w[{j}].",
     "hint.rope": "{cell}: {src}의 {i}번째 행의 {j}번 차원을 짝 차원과 함께 φ = 토큰 {i}의 위치 × "
@@ -962,7 +978,7 @@ MESSAGES: dict[str, str] = {
     "note.positions": "위치: {positions}.",
     "note.rmsnorm": "행마다 x / √(mean(x²) + ε) · w, ε = {eps}.",
     "note.rope_pairs_half": "d_k = {d_k}개 차원 중 앞의 {dims}개가 회전하며, 차원 i는 "
-    "i + {half}와 짝입니다 (HF LLaMA의 rotate_half, GPT-NeoX). 짝과 주파수 ω: {pairs}.",
+    "i + {half}와(과) 짝입니다 (HF LLaMA의 rotate_half, GPT-NeoX). 짝과 주파수 ω: {pairs}.",
     "note.rope_pairs_pairs": "d_k = {d_k}개 차원 중 앞의 {dims}개가 이웃한 짝 2i−1, 2i로 "
     "회전합니다 (GPT-J, Meta의 원래 코드). 짝과 주파수 ω: {pairs}.",
     "note.rope_angle": "각 짝은 각도 φ = 위치 × ω만큼 회전합니다: a′ = a·cos φ − b·sin φ, "
@@ -988,10 +1004,11 @@ MESSAGES: dict[str, str] = {
     "것입니다.",
     "note.score_bias": "숫자로 주어진 바이어스(T5의 상대 위치 바이어스나 더하는 마스크)로, "
     "스케일링 뒤에 더합니다.",
-    "note.sinks": "헤드 {head}의 싱크 σ = {sink}는 모든 행의 소프트맥스에 열 하나로 더해집니다. "
-    "행의 최댓값 m은 스코어들과 σ 가운데에서 고르고, e^(σ − m)도 합에 들어갑니다. 나눈 뒤에는 이 "
-    "열을 버리므로 가중치 한 행의 합은 1보다 작습니다. 싱크가 가져간 몫은 어떤 토큰에도 가지 "
-    "않습니다(Query가 특별히 볼 곳이 없을 때 주의를 비워 둘 수 있습니다).",
+    "note.sinks": "헤드 {head}의 싱크 σ = {sink}은(는) 모든 행의 소프트맥스에 열 하나로 "
+    "더해집니다. 행의 최댓값 m은 스코어들과 σ 가운데에서 고르고, e^(σ − m)도 합에 "
+    "들어갑니다. 나눈 뒤에는 이 열을 버리므로 가중치 한 행의 합은 1보다 작습니다. 싱크가 "
+    "가져간 몫은 어떤 토큰에도 가지 않습니다(Query가 특별히 볼 곳이 없을 때 주의를 비워 둘 수 "
+    "있습니다).",
     "note.sinks_weights": "각 행을 나누는 합에는 싱크의 e^(σ − m)도 들어 있어 0이 되지 않습니다. "
     "모든 Key가 가려진 Query는 가중치 전부를 싱크에 줍니다.",
     "sinks.count": "sinks에는 헤드마다 로짓이 하나씩 있어야 합니다. heads = {heads}인데 "
@@ -1014,22 +1031,22 @@ MESSAGES: dict[str, str] = {
     "그런 수입니다(린데만–바이어슈트라스 정리).",
     "note.exact_stops_tanh": "여기부터는 정확한 분수가 없습니다: 0이 아닌 유리수의 tanh는 "
     "무리수입니다.",
-    "positions.not_list": "{field}는 정수 {count}개의 목록이어야 합니다 ({what}마다 하나).",
-    "positions.length": "{field}의 항목은 {length}개인데 {what}는 {count}입니다: 행마다 위치가 "
+    "positions.not_list": "{field}은(는) 정수 {count}개의 목록이어야 합니다 ({what}마다 하나).",
+    "positions.length": "{field}의 항목은 {length}개인데 {what}은(는) {count}입니다: 행마다 위치가 "
     "하나씩 있어야 합니다",
-    "positions.not_integer": "{field}는 정수(토큰의 위치)여야 합니다",
-    "positions.too_large": "{field}가 ±{limit}을 넘습니다",
-    "variant.not_positive": "{field}는 0보다 큰 수여야 합니다. 받은 값: {value}",
-    "variant.not_whole": "{field}는 정수여야 합니다. 받은 값: {value}",
+    "positions.not_integer": "{field}은(는) 정수(토큰의 위치)여야 합니다",
+    "positions.too_large": "{field}이(가) ±{limit}을(를) 넘습니다",
+    "variant.not_positive": "{field}은(는) 0보다 큰 수여야 합니다. 받은 값: {value}",
+    "variant.not_whole": "{field}은(는) 정수여야 합니다. 받은 값: {value}",
     "variant.length": "{field}의 수는 {length}개인데 {count}개({what})가 필요합니다",
     "rope.not_object": 'rope는 true, theta 값(10000), 또는 {{"theta": 10000, "style": "half"}} '
     "같은 객체여야 합니다. 받은 값: {value}",
     "rope.unknown_key": "rope에는 {key} 키가 없습니다. 키: {known}",
     "rope.style": 'rope.style은 "half"(i와 i + R/2: LLaMA, GPT-NeoX) 또는 "pairs"(2i와 2i+1: '
     "GPT-J)여야 합니다. 받은 값: {value}",
-    "rope.dims": "rope.dims = {dims}는 짝수이고 d_k = {d_k} 이하여야 합니다: 차원은 한 헤드 "
+    "rope.dims": "rope.dims = {dims}은(는) 짝수이고 d_k = {d_k} 이하여야 합니다: 차원은 한 헤드 "
     "안에서 둘씩 짝지어 회전합니다",
-    "alibi.count": "alibi의 경사는 {count}개인데 헤드는 {heads}개입니다: 헤드마다 경사 "
+    "alibi.count": "alibi 목록의 길이는 {count}인데 heads = {heads}입니다: 헤드마다 경사 "
     "하나가 필요합니다 (논문의 경사는 alibi: true)",
     "alibi.kind": "alibi는 true(논문의 경사) 또는 헤드마다 경사 하나씩의 목록이어야 합니다. "
     "받은 값: {value}",
@@ -1170,8 +1187,8 @@ MESSAGES: dict[str, str] = {
     "몇 단계 깊이면 충분합니다",
     "extract.too_many_layers": "{model}: config.json에 층이 {count}개로 적혀 있습니다. {limit}개가 "
     "넘는 모델은 없으므로 만들지 않습니다",
-    "extract.too_big": "{model}: 가중치가 약 {need}를 차지할 텐데, 이 컴퓨터에서 qkvcalc가 쓸 수 "
-    "있는 메모리 {have}보다 큽니다",
+    "extract.too_big": "{model}: 가중치가 약 {need}을(를) 차지할 텐데, 이 컴퓨터에서 qkvcalc가 "
+    "쓸 수 있는 메모리 {have}보다 큽니다",
     "extract.out_of_memory": "{model}: 모델을 불러오거나 실행하는 도중 메모리가 부족해졌습니다",
     "extract.too_many_tokens": "토큰 {count}개: qkvcalc extract는 최대 {limit}개까지 실행합니다. "
     "토큰 id를 줄이거나 --text를 짧게 주세요",
@@ -1179,7 +1196,7 @@ MESSAGES: dict[str, str] = {
     "배웠습니다. {positions}개 이하로 주세요",
     "extract.not_finite": "{model}, {layer}번 층: {field}에 NaN이나 무한대가 있어서 (위치 "
     "{where}) 문제 파일에 담을 수 없습니다",
-    "extract.not_finite_value": "{model}, {layer}번 층: {field} 값이 {value}라서 문제 파일에 "
+    "extract.not_finite_value": "{model}, {layer}번 층: {field}의 값 {value}은(는) 문제 파일에 "
     "담을 수 없습니다",
     "extract.id_too_long": "--ids: {digits}자리 토큰 id입니다. 어휘는 그보다 훨씬 작습니다",
     "extract.config_not_finite": "{model}: config.json의 {field} 값이 {value}입니다. 모델의 "
@@ -1195,7 +1212,7 @@ MESSAGES: dict[str, str] = {
     "주어진 값의 종류: {kind}",
     "extract.name": "{model}, {layer}번 층",
     "extract.description": "{model} ({arch})의 {layer}번 층 셀프 어텐션, 토큰 {n}개: x는 "
-    "{dtype}로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, 가중치는 그 층의 것을 "
+    "{dtype}(으)로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, 가중치는 그 층의 것을 "
     "float64로 옮긴 값입니다.",
     "extract.loading": "{model} 불러오는 중 …",
     "extract.running": "{model}을(를) {layer}번 층까지 실행하는 중 …",
@@ -1305,9 +1322,9 @@ MESSAGES: dict[str, str] = {
     "아래에서 그 행의 가중치는 모두 0입니다.",
     "note.tiles_rowdot_o": "Σⱼ Aᵢⱼ·dAᵢⱼ = Σⱼ Aᵢⱼ·(dOᵢ·vⱼ) = dOᵢ·(Σⱼ Aᵢⱼ·vⱼ) = dOᵢ·Oᵢ: 가중치 행 "
     "없이 구한 소프트맥스 역전파의 행 항입니다.",
-    "note.tiles_backward_equal": "블록 {blocks}개의 합계는 타일 없는 역전파와 같습니다 (이 헤드의 "
-    "dQ, dK, dV; 최대 차이 {gap}). 모든 기울기는 Key에 대한 합이고, 블록은 그 합을 다른 "
-    "순서로 더할 뿐입니다.",
+    "note.tiles_backward_equal": "블록 {blocks}개에 걸쳐 블록마다 더한 합계는 타일 없는 "
+    "역전파와 같습니다 (이 헤드의 dQ, dK, dV; 최대 차이 {gap}). 모든 기울기는 Key에 대한 "
+    "합이고, 블록은 그 합을 다른 순서로 더할 뿐입니다.",
     # ---- KV 캐시 디코딩, 타일 어텐션 ---------------------------------------------------------
     "stage.k_cache.title": "Key 캐시",
     "stage.k_cache.why": "지금까지 모든 토큰의 Key입니다. 디코딩 한 단계는 새 토큰의 Key만 "
@@ -1352,6 +1369,8 @@ MESSAGES: dict[str, str] = {
     "ui.variant.tiles": "Key {tiles}개씩 타일로 나눈 소프트맥스",
     "note.decode_prefill": "0단계, prefill: 처음 {count}개 토큰(1–{last}행)이 함께 하나의 "
     "causal 어텐션을 거치고, 그 Key와 Value가 캐시를 채웁니다.",
+    "note.decode_prefill_one": "0단계, prefill: 첫 토큰(1행) 하나만 토큰 하나의 causal 어텐션을 "
+    "거치고, 그 Key와 Value로 캐시가 시작됩니다.",
     "note.decode_step": "{step}단계: 토큰 {row} ({token}, 위치 {pos}) 하나. 그 Query 행만 "
     "계산하며, 캐시의 모든 Key에 주의를 기울입니다.",
     "note.decode_cache_start": "캐시는 {name}의 1–{rows}행으로 시작합니다.",
@@ -1361,10 +1380,11 @@ MESSAGES: dict[str, str] = {
     "note.decode_memory": "비용: 토큰마다 Key와 Value를 보관하므로 토큰당 2 × 층 수 × "
     "kv_heads × d_k개의 수입니다 (여기서는 한 층, kv_heads × (d_k + d_v) = {kv_heads} × "
     "({d_k} + {d_v}) = {per_token}). 토큰 {tokens}개면 층마다 {total}개입니다.",
-    "note.decode_gqa": "Grouped-query attention이 이를 줄입니다: Query 헤드 {heads}개가 K/V "
-    "헤드 {kv_heads}개를 공유하므로 캐시는 토큰당 {full}개가 아니라 {per_token}개, {ratio}배 "
+    "note.decode_gqa": "Grouped-query attention이 이를 줄입니다: heads = {heads}에 "
+    "kv_heads = {kv_heads}이므로 캐시는 토큰당 {full}개가 아니라 {per_token}개, {ratio}배 "
     "적습니다 (K/V 헤드만 캐시하고 Query는 보관하지 않습니다).",
-    "note.decode_mask_prefill": "prefill은 {count}개 토큰에 대한 보통의 causal 마스크입니다.",
+    "note.decode_mask_prefill": "prefill의 마스크는 {count}×{count} 크기의 보통 causal "
+    "마스크입니다.",
     "note.decode_bottom_right": "Query 하나와 Key {keys}개: 마스크는 causal 마스크의 마지막 "
     "행이며 오른쪽 아래에 맞춥니다 (Query는 가장 새 위치인 토큰 {row}에 있고 캐시의 모든 Key를 "
     "볼 수 있습니다). is_causal=True처럼 1×{keys} 마스크를 왼쪽 위에 맞추면 Key 1만 보게 "

@@ -190,7 +190,7 @@ def _step(
             letters="t×m_t",
             hint=("hint.scores", {}),
             step=step,
-            topic="scores.decode" if step else "",  # the prefill's are all pairs at once
+            topic="scores.decode" if step else "scores.prefill",  # the prefill: P×P at once
         )
     )
     formula, said_scale, note, params = _scaling(p)
@@ -237,6 +237,8 @@ def _side(
 def _step_note(p: Problem, step: int, take: np.ndarray) -> Msg:
     pos = p.variants.positions
     if step == 0:
+        if len(take) == 1:
+            return Msg("note.decode_prefill_one")
         return Msg("note.decode_prefill", count=len(take), last=int(take[-1]) + 1)
     t = int(take[0])
     return Msg("note.decode_step", step=step, row=t + 1, token=safe(p.tokens[t]), pos=int(pos[t]))

@@ -12,6 +12,8 @@ engine's functions (K from the problem, Kᵀ from their K, Q·Kᵀ from their Q 
 weights from their exponentials, the output from their weights and V). A cell that misses the
 true value but matches that recomputation is "carried": the student did this step right and
 the mistake came from earlier; its origins are the student's own wrong cells it depends on. A
+carried cell counts as right for its step (`counted`: right + carried) and keeps its own
+verdict, so a report can say that its number is not the true one. A
 cell that matches the recomputation while every cell it depends on was right (only rounded)
 is right. Stages the student was not asked are filled in from their earlier answers, so a
 mistake in K is still found in the weights when Q·Kᵀ was skipped.
@@ -168,14 +170,23 @@ class StageGrade:
         return sum(c.verdict == verdict for c in self.cells)
 
     @property
+    def counted(self) -> int:
+        """The cells that count as right for this step: right, and carried (done right from
+        the student's own earlier wrong answers)."""
+        return self.count(RIGHT) + self.count(CARRIED)
+
+    @property
     def total(self) -> int:
         return len(self.cells)
 
     @property
     def status(self) -> str:
-        """right (every cell), missing (no cell answered), else wrong."""
+        """right (every cell), carried (every cell right or carried: the step done right from
+        an earlier mistake), missing (no cell answered), else wrong."""
         if self.count(RIGHT) == self.total:
             return RIGHT
+        if self.counted == self.total:
+            return CARRIED
         if self.count(MISSING) == self.total:
             return MISSING
         return WRONG
@@ -192,6 +203,11 @@ class Report:
 
     def count(self, verdict: str) -> int:
         return sum(g.count(verdict) for g in self.stages)
+
+    @property
+    def counted(self) -> int:
+        """Cells right for their step, the carried ones among them (StageGrade.counted)."""
+        return sum(g.counted for g in self.stages)
 
     @property
     def total(self) -> int:

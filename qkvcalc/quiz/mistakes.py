@@ -191,13 +191,21 @@ def _kt(inputs: _Inputs) -> list[Candidate]:
     return [("kt_not_transposed", msg, k) for k in inputs.variants(ids.K)]
 
 
+def _turned(wrong: np.ndarray, right: np.ndarray) -> bool:
+    """A transposition mistake is one only where it changes the result: in a 1×1 table
+    K·Qᵀ = Q·Kᵀ, and Q·K = Q·Kᵀ for a symmetric K, so neither may be blamed there."""
+    return wrong.shape != right.shape or not np.allclose(wrong, right, rtol=1e-12, atol=1e-12)
+
+
 def _scores(inputs: _Inputs) -> list[Candidate]:
     found: list[Candidate] = []
     for q in inputs.variants(ids.Q):
         for k in inputs.variants(ids.K):
-            if q.shape[1] == k.shape[0]:
+            right = q @ k.T
+            if q.shape[1] == k.shape[0] and _turned(q @ k, right):
                 found.append(("k_not_transposed", Msg("mistake.k_not_transposed"), q @ k))
-            found.append(("scores_transposed", Msg("mistake.scores_transposed"), k @ q.T))
+            if _turned(k @ q.T, right):
+                found.append(("scores_transposed", Msg("mistake.scores_transposed"), k @ q.T))
     return found
 
 
@@ -302,7 +310,7 @@ def _grad_v(inputs: _Inputs) -> list[Candidate]:
         ("grad_v_not_transposed", msg, a @ g)
         for a in inputs.variants(ids.WEIGHTS)
         for g in inputs.variants(ids.GRAD_OUTPUT)
-        if a.shape[1] == g.shape[0]
+        if a.shape[1] == g.shape[0] and _turned(a @ g, a.T @ g)
     ]
 
 

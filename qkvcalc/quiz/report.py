@@ -100,7 +100,7 @@ def score_table(report: Report, lang: str) -> Table:
         counts = [grade.count(v) for v in shown]
         table.add_row(
             Text(f"{grade.key}  {stage_name(grade, lang)}"),
-            Text(f"{grade.count(RIGHT)}/{grade.total}", style=STYLES[grade.status]),
+            Text(f"{grade.counted}/{grade.total}", style=STYLES[grade.status]),
             *(Text(str(c) if c else "") for c in counts),
             marks(grade),
         )
@@ -137,9 +137,10 @@ def cell_line(
 def summary(report: Report, lang: str) -> Text:
     if report.all_right:
         return Text(translate("quiz.all_right", lang, total=report.total), style="bold green")
-    return Text(
-        translate("quiz.total", lang, right=report.count(RIGHT), total=report.total), style="bold"
-    )
+    carried = report.count(CARRIED)
+    key = "quiz.total_carried" if carried else "quiz.total"
+    text = translate(key, lang, right=report.counted, total=report.total, carried=carried)
+    return Text(text, style="bold")
 
 
 def mistake_lines(report: Report, lang: str) -> list[Text]:
@@ -191,7 +192,8 @@ def _ref_json(ref: CellRef) -> dict[str, Any]:
 
 def report_json(report: Report, trace: Trace, lang: str, sheet: AnswerSheet | None = None) -> str:
     """The "qkvcalc.quiz/1" document: every stage and every cell with its verdict; a stage's
-    named mistake as `mistake` (a stable id, null when none) and `mistake_text`; an unreadable
+    named mistake as `mistake` (a stable id, null when none) and `mistake_text`; `counted` (a
+    stage's and the whole score's) is right + carried, the cells right for their step; an unreadable
     cell's text as written as `written` and why it could not be read as `reason`."""
     p = trace.problem
     stages = []
@@ -224,6 +226,7 @@ def report_json(report: Report, trace: Trace, lang: str, sheet: AnswerSheet | No
                 "shape": list(grade.stage.shape),
                 "status": grade.status,
                 **{v: grade.count(v) for v in COUNTED},
+                "counted": grade.counted,
                 "total": grade.total,
                 "mistake": None if grade.mistake is None else grade.mistake.id,
                 "mistake_text": None if grade.mistake is None else grade.mistake.text(lang),
@@ -242,7 +245,11 @@ def report_json(report: Report, trace: Trace, lang: str, sheet: AnswerSheet | No
         },
         "precision": report.precision,
         "all_right": report.all_right,
-        "score": {**{v: report.count(v) for v in COUNTED}, "total": report.total},
+        "score": {
+            **{v: report.count(v) for v in COUNTED},
+            "counted": report.counted,
+            "total": report.total,
+        },
         "stages": stages,
     }
     return dumps(doc, indent=2) + "\n"

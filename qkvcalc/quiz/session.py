@@ -278,12 +278,14 @@ class Session:
         return Group(*parts)
 
     def stage_score(self, grade: StageGrade) -> Text:
+        carried = grade.count(CARRIED)
         return Text(
             translate(
-                "quiz.stage_score",
+                "quiz.stage_score_carried" if carried else "quiz.stage_score",
                 self.lang,
-                right=grade.count(RIGHT),
+                right=grade.counted,
                 total=grade.total,
+                carried=carried,
                 name=grade.stage.symbol,
             )
             + "\n",

@@ -50,6 +50,7 @@ KEPT = (
             "note.pe_given",
             "note.positions",
             "note.decode_prefill",
+            "note.decode_prefill_one",
             "note.decode_step",
             "note.decode_cache_start",
             "note.decode_saved",
