@@ -348,7 +348,7 @@ def test_ctrl_c_prints_what_was_learned_writes_output_and_exits_130(tmp_path):
     stdout, stderr = (s.decode() for s in proc.communicate(timeout=60))
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and stderr.strip() == "interrupted"
-    match = re.search(r"stopped by Ctrl-C after (\d+) of 10000 steps", stdout)
+    match = re.search(r"stopped by Ctrl-C after step (\d+) of 10000", stdout)
     assert match, stdout[:2000]
     done = int(match.group(1))
     assert 0 < done < 10_000

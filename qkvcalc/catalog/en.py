@@ -1388,8 +1388,8 @@ MESSAGES: dict[str, str] = {
     "causal mask, aligned bottom-right (the query is at the newest position, token {row}, and "
     "may see every cached key). Aligned top-left, as is_causal=True does for a 1×{keys} mask, "
     "it would see key 1 only: a classic cache bug.",
-    "note.decode_equal": "The {steps} steps stacked equal the ordinary causal run computed all at "
-    "once (largest difference {gap}).",
+    "note.decode_equal": "Stacked, the rows of the steps ({steps} in all) equal the ordinary causal "
+    "run computed all at once (largest difference {gap}).",
     "note.tiles_block": "Block {block} of {blocks}: keys {keys}.",
     "note.tiles_running_max": "Before the first block m = −∞, so m_1 is the first block's maximum.",
     "note.tiles_correction_first": "Before the first block m = −∞ and ℓ = 0, O = 0: there is "
@@ -1476,9 +1476,9 @@ MESSAGES: dict[str, str] = {
     "train.title_unnamed": "qkvcalc train",
     "train.trained_description_unnamed": "Trained with qkvcalc train: {done} steps of gradient "
     "descent with η = {lr}.",
-    "train.header": "Gradient descent: {steps} steps, learning rate η = {lr}, each step "
+    "train.header": "Gradient descent (steps: {steps}, learning rate η = {lr}), each step "
     "W ← W − η·∂L/∂W.",
-    "train.stopped": "Gradient descent, stopped by Ctrl-C after {done} of {steps} steps, "
+    "train.stopped": "Gradient descent, stopped by Ctrl-C after step {done} of {steps}, "
     "learning rate η = {lr}: what was learned so far.",
     "train.loss_attend": "Loss L = −Σᵢ log A[i, tᵢ]: the smaller L, the more weight each query "
     "gives its target key (attend).",
@@ -1519,8 +1519,8 @@ MESSAGES: dict[str, str] = {
     "train.freeze_unknown": "--freeze: {name} is not one of the weights ({names}).",
     "train.freeze_missing": "--freeze: this problem has no {names} (it has {has}).",
     "train.all_frozen": "--freeze names every weight the problem has, so nothing could move.",
-    "train.too_big": "{steps} steps of a problem of {numbers} weights and attention weights "
-    "keep more than {limit} numbers: make at most {most} steps.",
+    "train.too_big": "Training for --steps {steps} a problem of {numbers} weights and attention "
+    "weights keeps more than {limit} numbers: make --steps at most {most}.",
     "train.diverged": "The loss is no longer a finite number at step {step}: the learning rate "
     "η = {lr} is too large for these numbers; try a smaller --lr.",
     "train.nothing_reached": "The loss does not reach the weights left free ({names}): they "
