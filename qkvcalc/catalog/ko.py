@@ -293,8 +293,8 @@ MESSAGES: dict[str, str] = {
     "W_Q, W_K, W_V에서 각자 자기 몫의 두 열을 쓰고, W_O가 둘을 결합합니다",
     "preset.padding.description": "네 토큰 길이로 패딩된 배치의 한 행: key_padding이 <pad>로는 "
     "어텐션이 가지 않게 합니다",
-    "preset.pronoun.description": "이야기가 있는 예제: 'the cat sat because it was tired'에서 "
-    "'it'의 Query가 'cat'에 닿습니다",
+    "preset.pronoun.description": "이야기가 있는 예제: 'the cat sat because it was "
+    "tired'에서 'it'의 Query는 'cat'에 가장 큰 가중치를 줍니다",
     "preset.sentence.description": "토큰 세 개 'I love cats'에 doc 예제의 가중치와 인과 "
     "마스크(causal)를 씁니다",
     "preset.cross.reference": "qkvcalc용으로 만든 예제: Vaswani et al. 2017, 'Attention Is "
@@ -948,8 +948,8 @@ MESSAGES: dict[str, str] = {
     "Value가 그 토큰의 위치를 담습니다.",
     "stage.q_norm.title": "Query 정규화 (RMSNorm)",
     "stage.q_norm.why": "헤드마다 Query를 제곱평균제곱근이 약 1이 되도록 나눈 뒤, 차원마다 "
-    "학습된 가중치를 곱합니다. q의 크기를 묶어 두면 학습 중에 스코어가 끝없이 커지지 않습니다 "
-    "(Qwen3, Gemma 3).",
+    "학습된 가중치를 곱합니다. q의 크기를 일정한 범위 안에 두면 학습 중에 스코어가 끝없이 "
+    "커지지 않습니다 (Qwen3, Gemma 3).",
     "stage.k_norm.title": "Key 정규화 (RMSNorm)",
     "stage.k_norm.why": "헤드마다 Key에도 같은 계산을 합니다: 행마다 x / √(mean(x²) + ε) · w.",
     "stage.q_rot.title": "회전 위치 임베딩(RoPE): Query",
@@ -991,7 +991,8 @@ MESSAGES: dict[str, str] = {
     "note.rope_scores": "여기서 Q와 K는 회전한 것(Q_rot, K_rot)입니다.",
     "note.rope_shift": "RoPE의 핵심을 이 숫자로 확인합니다: 위치 {pos_q}에 있는 {query}, "
     "위치 {pos_k}에 있는 {key} 사이의 스코어는 {score}입니다. 둘 다 {offset}만큼 옮기면(위치 "
-    "{moved_q}, {moved_k}) 스코어는 {moved}입니다. 거리 {distance}만 중요합니다.",
+    "{moved_q}, {moved_k}) 스코어는 {moved}입니다. 중요한 것은 둘 사이의 "
+    "거리({distance})뿐입니다.",
     "note.alibi_recipe": "ALiBi: 바이어스는 −slope·|pos_i − pos_j|로, 거리에 따라 커지는 "
     "벌점입니다. 이 헤드의 경사(slope)는 {slope}이며, 헤드 {heads}개에 대한 논문의 방법으로 "
     "정했습니다.",
@@ -1346,20 +1347,20 @@ MESSAGES: dict[str, str] = {
     "마스킹되면 −∞).",
     "stage.running_max.title": "누적 최댓값 m",
     "stage.running_max.why": "지금까지 본 각 행의 가장 큰 스코어: 이전 누적 최댓값과 이 "
-    "블록 최댓값 중 큰 값입니다. 지수에서 이를 빼므로 넘침이 없습니다.",
+    "블록 최댓값 중 큰 값입니다. 지수함수에 넣기 전에 스코어에서 이를 빼므로 넘침이 없습니다.",
     "stage.correction.title": "보정 e^(m_old − m_new)",
     "stage.correction.why": "누적 최댓값이 커지면 지금까지 더한 값은 옛 최댓값만큼 이동되어 "
     "있습니다. e^(m_old − m_new)를 곱하면 새 최댓값 기준으로 바뀝니다. 최댓값이 그대로면 "
     "1입니다.",
-    "stage.block_exp.title": "블록의 지수",
-    "stage.block_exp.why": "블록의 각 스코어에서 누적 최댓값을 빼고 지수를 취합니다: 모든 "
-    "값이 1 이하입니다.",
+    "stage.block_exp.title": "블록의 지수함수 값",
+    "stage.block_exp.why": "블록의 각 스코어에서 누적 최댓값을 뺀 값에 지수함수를 "
+    "적용합니다: 모든 값이 1 이하입니다.",
     "stage.running_sum.title": "누적 합 ℓ",
     "stage.running_sum.why": "지금까지의 소프트맥스 분모: 이전 합에 보정을 곱하고 이 블록의 "
-    "지수를 더합니다.",
+    "지수함수 값을 더합니다.",
     "stage.acc.title": "누적 출력 O (아직 나누지 않음)",
-    "stage.acc.why": "ℓ로 나누기 전의 Value 가중합: 이전 값에 보정을 곱하고, 이 블록의 지수와 "
-    "Value 행의 곱을 더합니다.",
+    "stage.acc.why": "ℓ로 나누기 전의 Value 가중합: 이전 값에 보정을 곱하고, 이 블록의 "
+    "지수함수 값과 Value 행의 곱을 더합니다.",
     "stage.output.tiles.title": "출력 = O / ℓ",
     "stage.output.tiles.why": "마지막에 한 번 나누면 누적 출력이 소프트맥스 가중 Value 합이 "
     "됩니다.",
@@ -1674,9 +1675,10 @@ MESSAGES: dict[str, str] = {
     "stage.grad_bv.title": "b_V의 기울기",
     "stage.grad_bv.why": "b_V는 모든 Value 행에 더해지므로, 그 기울기는 dV의 열별 합입니다.",
     "stage.grad_x.title": "역전파: 입력 X의 기울기",
-    "stage.grad_x.why": "X는 여러 경로로 동시에 손실에 닿습니다. X를 읽는 선형 투영마다 경로가 "
-    "하나씩 있습니다(셀프 어텐션에서는 Q, K, V). 다변수 연쇄 법칙은 그 경로들을 더합니다: dX = "
-    "dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ에서 있는 항만 더합니다. 이것이 아래 층으로 흘러가는 기울기입니다.",
+    "stage.grad_x.why": "X는 여러 경로를 거쳐 동시에 손실에 영향을 줍니다. X를 읽는 선형 "
+    "투영마다 경로가 하나씩 있습니다(셀프 어텐션에서는 Q, K, V). 다변수 연쇄 법칙은 그 "
+    "경로들을 더합니다: dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ에서 있는 항만 더합니다. 이것이 아래 "
+    "층으로 흘러가는 기울기입니다.",
     "note.grad_attend_no_v": "이 손실은 가중치만 읽으므로 V, W_V, b_V는 손실에 닿지 않고 기울기를 "
     "받지 않습니다. 역전파는 dA에서 스코어, Q, K로 갑니다.",
     "stage.grad_source.title": "역전파: 소스의 기울기",
