@@ -154,3 +154,15 @@ class Feature:
     # --format torch: how its score bias is made (a comment) and head h's bias B ([n, m]),
     # added to the scaled scores (SDPA's float attn_mask takes it)
     torch_bias: Callable[[Problem, Any, int | None], tuple[str, np.ndarray]] | None = None
+    # a feature that stands in for W_Q, W_K and W_V (multi-head latent attention): its key read
+    # with the weights, given (its value, the document, d_model, H, the layout, exact), to a
+    # value whose `widths` are the columns the heads split (H·d_k, G·d_k, G·d_v)
+    projects: Callable[[Any, dict[str, Any], int, int, str, bool], Any] | None = None
+    # … its stages before the heads, given the problem, the value, X's ref and name
+    shared: Callable[[Problem, Any, Ref, str], list[Spec]] | None = None
+    # … and head h's q, k, v stages (with its own between them), the same arguments and h
+    head_qkv: Callable[[Problem, Any, int | None, Ref, str], list[Spec]] | None = None
+    # --format torch: the lines that make Q [n, H*d_k], K, V from X in its place
+    torch_projections: (
+        Callable[[Problem, Any, Callable[[Any], str], Callable[[float], str]], list[str]] | None
+    ) = None

@@ -168,6 +168,8 @@ def _projection(trace: Trace, stage: Stage) -> list[Candidate]:
         return []
     sid = stage.id
     weight = getattr(p, f"w{sid}")
+    if weight is None:  # the latents stand in for W_Q, W_K, W_V: their own mistakes say it
+        return []
     full = weight.values
     if full.shape[0] != full.shape[1]:
         return []  # Wᵀ does not fit where W goes
