@@ -526,9 +526,7 @@ def folders(lab, tmp_path_factory):
     root = tmp_path_factory.mktemp("errors")
     (root / "empty").mkdir()
     (root / "rwkv").mkdir()  # an architecture extract does not know
-    (root / "rwkv" / "config.json").write_text(
-        '{"model_type": "rwkv"}', encoding="utf-8"
-    )
+    (root / "rwkv" / "config.json").write_text('{"model_type": "rwkv"}', encoding="utf-8")
     (root / "no-weights").mkdir()
     config = json.loads((lab.get("llama")["folder"] / "config.json").read_text(encoding="utf-8"))
     (root / "no-weights" / "config.json").write_text(json.dumps(config), encoding="utf-8")
