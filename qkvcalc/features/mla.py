@@ -92,8 +92,8 @@ def _field(key: str) -> str:
     return f"mla.{key}"
 
 
-def _fail(key: str, **params: Any) -> QkvcalcError:
-    return QkvcalcError(f"mla.{key}", **params)
+def _fail(rule: str, /, **params: Any) -> QkvcalcError:
+    return QkvcalcError(f"mla.{rule}", **params)
 
 
 def _matrix(raw: Any, key: str, layout: str, exact: bool) -> Matrix:
@@ -195,15 +195,19 @@ def check(latent: Latent, doc: dict[str, Any]) -> None:
 
 
 def _echo(latent: Latent) -> dict[str, Any]:
+    """The object again, in the rows layout, as plain lists (a JSON trace's "input")."""
     out: dict[str, Any] = {}
     if latent.wq_a is not None:
-        out |= {"wq_a": latent.wq_a.values, "q_a_norm": latent.q_norm, "wq_b": latent.wq.values}
+        assert latent.q_norm is not None
+        out["wq_a"] = latent.wq_a.values.tolist()
+        out["q_a_norm"] = latent.q_norm.tolist()
+        out["wq_b"] = latent.wq.values.tolist()
     else:
-        out["wq"] = latent.wq.values
+        out["wq"] = latent.wq.values.tolist()
     return out | {
-        "wkv_a": latent.wkv_a.values,
-        "kv_a_norm": latent.kv_norm,
-        "wkv_b": latent.wkv_b.values,
+        "wkv_a": latent.wkv_a.values.tolist(),
+        "kv_a_norm": latent.kv_norm.tolist(),
+        "wkv_b": latent.wkv_b.values.tolist(),
         "rope_dims": latent.rope,
         "eps": latent.eps,
     }
