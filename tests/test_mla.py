@@ -280,3 +280,30 @@ def test_a_quiz_process_names_the_unnormed_latent(tmp_path):
     stages = {s["key"]: s for s in json.loads(proc.stdout)["stages"]}
     assert stages[key]["mistake"] == mistake_id
     assert english in stages[key]["mistake_text"]
+
+
+# ---- every "=" of its arithmetic holds (tests/test_arith_invariant.py's checker) -----------
+
+
+@pytest.mark.parametrize("option", [[], ["--exact"], ["--precision", "2"]], ids=str)
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_every_equals_holds(tmp_path, option, lang):
+    from tests.test_arith_invariant import arithmetic_lines, check_line
+
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(latent_problem(style="pairs")))
+    proc = run_qkvcalc(
+        "explain", str(path), "-f", "txt", "--detail", "full", "--lang", lang, *option,
+        env={"COLUMNS": "4000"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = arithmetic_lines(proc.stdout)
+    joins = [line for line in lines if "k_R[" in line or "K_C[" in line]
+    assert joins, "the key's columns are said"
+    checked, wrong = 0, []
+    for line in lines:
+        n, failure = check_line(line, 2 if option[-1:] == ["2"] else 4)
+        checked += n
+        if failure:
+            wrong.append(failure)
+    assert checked and not wrong, "\n".join(wrong[:20])
