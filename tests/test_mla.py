@@ -307,3 +307,13 @@ def test_every_equals_holds(tmp_path, option, lang):
         if failure:
             wrong.append(failure)
     assert checked and not wrong, "\n".join(wrong[:20])
+
+
+def test_a_korean_run_has_no_english(tmp_path):
+    from tests.test_i18n import english_in
+
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(latent_problem()))
+    proc = run_qkvcalc("explain", str(path), "--lang", "ko", "--detail", "full")
+    assert proc.returncode == 0, proc.stderr
+    assert english_in(proc.stdout) == set()

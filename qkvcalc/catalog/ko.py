@@ -1214,8 +1214,8 @@ MESSAGES: dict[str, str] = {
     "r_kv + d_R개, 곧 {rope}개보다 많아야 합니다",
     "mla.kv_b_width": "mla.wkv_b의 열은 {cols}개입니다. H = {heads}, d_C = {nope} (Query에서 "
     "정해짐)일 때 H·(d_C + d_v)개, 곧 {heads}의 배수이면서 헤드마다 {nope}개보다 많아야 합니다",
-    "mla.rope_dims": "rope.dims의 값 {dims}: mla는 d_R = {rope}개 열을 회전하므로 rope에 "
-    '"dims": {rope}를 주세요',
+    "mla.rope_dims": "rope.dims의 값 {dims}: mla는 d_R = {rope}개 열을 회전하므로 rope에 다음을 "
+    '주세요: "dims": {rope}',
     "mla.backward": "역전파는 아직 멀티헤드 잠재 어텐션을 따라가지 않습니다. --backward 없이 "
     "실행하세요",
     "mla.decode": "멀티헤드 잠재 어텐션의 잠재 벡터 KV 캐시 (C_KV와 k_R)는 아직 만들어지지 "
