@@ -154,6 +154,11 @@ BAD = {
     "q width": ({"mla_more": {"wq_b": [[1] * 7] * 3}}, ["mla.wq_b has 7 columns", "H = 2"]),
     "kv_b width": ({"mla_more": {"wkv_b": [[1] * 7] * 4}}, ["mla.wkv_b has 7 columns", "d_C"]),
     "rope dims": ({"rope": {"dims": 8}}, ["rope.dims is 8", '"dims": 4']),
+    "rope of all d_k": ({"rope": 10000}, ["rope.dims is d_k", '"dims": 4']),
+    "too many numbers": (
+        {"mla_more": {"wkv_b": [[0] * 10**6] + [[0]] * 99}},
+        ["mla.wkv_b", "100×1000000"],
+    ),
     "q norm": ({"q_norm": [1, 1]}, ["q_norm cannot be given with mla", "q_a_norm"]),
 }
 
@@ -182,6 +187,13 @@ def test_one_message_per_wrong_key(case):
         assert fragment in english, (fragment, english)
     korean = caught.value.message("ko")
     assert korean != english and re.search(r"\{[a-z_]+\}", korean) is None  # all filled in
+
+
+def test_tiles_give_the_same_output():
+    problem = latent_problem()
+    plain = run(Problem.from_mapping(problem)).output
+    tiled = run(Problem.from_mapping({**problem, "tiles": 2})).output
+    assert np.max(np.abs(tiled - plain)) < 1e-12
 
 
 def test_the_command_line_says_it_once(tmp_path):

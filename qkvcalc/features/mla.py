@@ -33,6 +33,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.features.base import Candidate, Feature, Mistakes
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix, positive, to_matrix, to_vector
+from qkvcalc.input.limits import MAX_ELEMENTS
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels
 from qkvcalc.run.op import Op, Params, Shapes
@@ -138,8 +139,9 @@ def read(
             raise _fail("qk_norm", key=key)
     if doc.get("decode") is not None:
         raise _fail("decode")
+    _check_size(raw)
     kv_heads = doc.get("kv_heads", heads)
-    if kv_heads != heads:
+    if str(kv_heads).strip() != str(heads):
         raise _fail("kv_heads", kv_heads=shown(kv_heads), heads=heads)
     rope = int(positive(raw["rope_dims"], _field("rope_dims"), integer=True).value)
     if rope % 2:
@@ -188,10 +190,36 @@ def read(
 
 
 def check(latent: Latent, doc: dict[str, Any]) -> None:
-    """What the rest of the problem must agree with: the rotation turns the d_R columns."""
+    """What the rest of the problem must agree with: the rotation turns the d_R columns (a
+    rotation without "dims", `true` or a base alone, would turn all d_k)."""
     rope = doc.get("rope")
-    if isinstance(rope, dict) and rope.get("dims") != latent.rope:
-        raise _fail("rope_dims", dims=shown(rope.get("dims", "d_k")), rope=latent.rope)
+    if rope is None or rope is False:
+        return
+    dims = rope.get("dims") if isinstance(rope, dict) else None
+    if dims != latent.rope:
+        said = shown(dims) if dims is not None else "d_k"  # not given: all d_k turn
+        raise _fail("rope_dims", dims=said, rope=latent.rope)
+
+
+def _claimed(raw: Any) -> int:
+    """The numbers a matrix claims by its row count and first row (before it is read)."""
+    if isinstance(raw, np.ndarray):
+        return int(raw.size)
+    if not isinstance(raw, list | tuple) or not raw:
+        return 0
+    first = raw[0]
+    return len(raw) * (len(first) if isinstance(first, list | tuple) and first else 1)
+
+
+def _check_size(raw: dict[str, Any]) -> None:
+    """A short file can claim a billion numbers: refused from the shapes, before any is read."""
+    total = 0
+    for key in ("wq_a", "wq_b", "wq", "wkv_a", "wkv_b"):
+        total += _claimed(raw.get(key))
+        if total > MAX_ELEMENTS:
+            raise QkvcalcError("limits.input_elements", field=_field(key), rows=len(raw[key]),
+                               cols=_claimed(raw[key]) // max(len(raw[key]), 1), count=total,
+                               limit=MAX_ELEMENTS)  # fmt: skip
 
 
 def _echo(latent: Latent) -> dict[str, Any]:
