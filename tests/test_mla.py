@@ -196,11 +196,34 @@ def test_tiles_give_the_same_output():
     assert np.max(np.abs(tiled - plain)) < 1e-12
 
 
+@pytest.mark.parametrize("prefill", [0, 1, 3])
+@pytest.mark.parametrize("lora", [True, False], ids=["query-latent", "wq"])
+def test_a_decode_run_caches_the_latents(prefill, lora):
+    """--decode P: each step appends its tokens' C_KV and k_R, turned once at their own
+    positions, to the cache; every head makes its K and V from the cache again; the stacked
+    steps are the ordinary causal run (and the oracle's)."""
+    problem = latent_problem(lora=lora, style="pairs")
+    plain = run(Problem.from_mapping(problem))
+    trace = run(Problem.from_mapping({**problem, "decode": prefill}))
+    assert relative(trace.output, attention(problem)[1]) < 1e-12
+    assert relative(trace.output, plain.output) < 1e-12
+    last = 4 - prefill  # the steps: 0 (the prefill) when P > 0, then one per later token
+    c_kv = trace.stage("c_kv_cache", step=last).value
+    assert np.allclose(c_kv, plain.stage("c_kv_norm").value)  # every token's C_KV
+    k_rope = trace.stage("k_rope_cache", step=last).value
+    for h in (1, 2):  # the rotated k_R: the first d_R columns of every head's rotated keys
+        assert np.allclose(k_rope, plain.stage("k_rot", h).value[:, :D_R])
+        k = trace.stage("k", h, step=last).value
+        assert np.allclose(k, plain.stage("k_rot", h).value)  # the cache's keys, turned once
+    assert trace.find("k_rot", step=last) is not None
+    cache = [m for m in trace.stage("c_kv_cache", step=0 if prefill else 1).notes]
+    assert [m.params["per_token"] for m in cache if m.key == "note.mla_cache"] == [R_KV + D_R]
+
+
 def test_the_command_line_says_it_once(tmp_path):
-    """A wrong shape, a decode run and the backward pass: one line each, exit 2, no traceback."""
+    """A wrong shape and the backward pass: one line each, exit 2, no traceback."""
     cases = [
         (bad_problem(BAD["rows"][0]), [], "mla.wkv_b is 3×14"),
-        (latent_problem(), ["--decode", "1"], "C_KV and k_R"),
         (latent_problem(target=[[0] * D_MODEL] * 4), ["--backward"], "--backward"),
     ]
     for k, (problem, args, words) in enumerate(cases):
@@ -297,7 +320,9 @@ def test_a_quiz_process_names_the_unnormed_latent(tmp_path):
 # ---- every "=" of its arithmetic holds (tests/test_arith_invariant.py's checker) -----------
 
 
-@pytest.mark.parametrize("option", [[], ["--exact"], ["--precision", "2"]], ids=str)
+@pytest.mark.parametrize(
+    "option", [[], ["--exact"], ["--precision", "2"], ["--decode", "2"]], ids=str
+)
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_every_equals_holds(tmp_path, option, lang):
     from tests.test_arith_invariant import arithmetic_lines, check_line

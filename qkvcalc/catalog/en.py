@@ -1184,6 +1184,18 @@ MESSAGES: dict[str, str] = {
     "normalised latent, RMSNorm({latent}).",
     "mistake.mla_join_order": "These put K_C before k_R, as DeepSeek's weights do; qkvcalc's "
     "key has the shared k_R first, then K_C (the queries' columns are in the same order).",
+    "stage.c_kv_cache.title": "The latent cache (C_KV)",
+    "stage.c_kv_cache.why": "Multi-head latent attention caches the normalised latent C_KV of "
+    "every token so far, not each head's keys and values: a step appends its new token's row, "
+    "and every head makes its K_C and V from the cache again.",
+    "stage.k_rope_cache.title": "The rotary key cache (k_R)",
+    "stage.k_rope_cache.why": "Beside C_KV the cache keeps the shared key k_R, turned once at its "
+    "own position: every head reads it as the first d_R columns of its keys.",
+    "note.mla_cache": "What it costs: per token r_kv + d_R = {rank} + {rope} = {per_token} "
+    "numbers, {total} for {tokens} tokens, where a cache of every head's K and V would take "
+    "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token ({full_total}).",
+    "note.mla_from_cache": "Made again from the cache's {rows} rows of C_KV at every step: the "
+    "cache is smaller, the product is the price.",
     "mla.not_object": 'mla must be an object such as {{"wq_a": …, "q_a_norm": …, "wq_b": …, '
     '"wkv_a": …, "kv_a_norm": …, "wkv_b": …, "rope_dims": 2}}, not {value}',
     "mla.unknown_key": "mla has no key {key}; its keys are {known}",
@@ -1210,8 +1222,6 @@ MESSAGES: dict[str, str] = {
     "{rope} in rope",
     "mla.backward": "The backward pass does not follow multi-head latent attention yet: run "
     "without --backward",
-    "mla.decode": "A KV cache of the latents (C_KV and k_R) is not built yet for multi-head "
-    "latent attention: run without decode",
     "mla.qk_norm": "{key} cannot be given with mla: its norms are on the latents "
     "(q_a_norm, kv_a_norm)",
     "extract.mla_bias": "{model}: layer {layer}'s latent projections have biases "

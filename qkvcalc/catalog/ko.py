@@ -1190,6 +1190,18 @@ MESSAGES: dict[str, str] = {
     "잠재 벡터 RMSNorm({latent})을(를) 읽습니다.",
     "mistake.mla_join_order": "이 값은 DeepSeek의 가중치처럼 K_C를 k_R 앞에 두었습니다. "
     "qkvcalc의 Key는 공유 k_R이 먼저, 그다음 K_C입니다 (Query의 열도 같은 순서).",
+    "stage.c_kv_cache.title": "잠재 벡터 캐시 (C_KV)",
+    "stage.c_kv_cache.why": "멀티헤드 잠재 어텐션은 헤드마다의 Key와 Value가 아니라 지금까지의 "
+    "모든 토큰의 정규화한 잠재 벡터 C_KV를 캐시에 둡니다. 각 스텝은 새 토큰의 행을 덧붙이고, "
+    "모든 헤드가 캐시에서 K_C와 V를 다시 만듭니다.",
+    "stage.k_rope_cache.title": "회전 Key 캐시 (k_R)",
+    "stage.k_rope_cache.why": "캐시는 C_KV 옆에 공유 Key k_R을 자기 위치에서 한 번 회전해 "
+    "보관합니다. 모든 헤드가 이것을 Key의 앞 d_R개 열로 읽습니다.",
+    "note.mla_cache": "드는 비용: 토큰마다 r_kv + d_R = {rank} + {rope} = {per_token}개의 수, "
+    "토큰 {tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 토큰마다 "
+    "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
+    "note.mla_from_cache": "스텝마다 캐시의 C_KV {rows}개 행에서 다시 만듭니다. 캐시가 작아지는 "
+    "대신 이 곱셈을 치릅니다.",
     "mla.not_object": 'mla는 {{"wq_a": …, "q_a_norm": …, "wq_b": …, "wkv_a": …, '
     '"kv_a_norm": …, "wkv_b": …, "rope_dims": 2}} 같은 객체여야 합니다. 받은 값: {value}',
     "mla.unknown_key": "mla에는 {key} 키가 없습니다. 키는 다음과 같습니다: {known}",
@@ -1218,8 +1230,6 @@ MESSAGES: dict[str, str] = {
     '주세요: "dims": {rope}',
     "mla.backward": "역전파는 아직 멀티헤드 잠재 어텐션을 따라가지 않습니다. --backward 없이 "
     "실행하세요",
-    "mla.decode": "멀티헤드 잠재 어텐션의 잠재 벡터 KV 캐시 (C_KV와 k_R)는 아직 만들어지지 "
-    "않았습니다. decode 없이 실행하세요",
     "mla.qk_norm": "mla와 함께 {key} 키를 줄 수 없습니다. 정규화는 잠재 벡터에 있습니다 "
     "(q_a_norm, kv_a_norm)",
     "extract.mla_bias": "{model}: 층 {layer}의 잠재 투영에 바이어스가 있으며 (attention_bias), "

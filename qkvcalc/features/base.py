@@ -166,3 +166,9 @@ class Feature:
     torch_projections: (
         Callable[[Problem, Any, Callable[[Any], str], Callable[[float], str]], list[str]] | None
     ) = None
+    # decode: its stages of one step before the heads (the cache of what it keeps), given the
+    # problem, the value, the step, its rows, the step before (None: the first), X's ref and
+    # name, and how the features turn one side (`turn(problem, side, specs) -> its ref`)
+    decode_shared: Callable[..., list[Spec]] | None = None
+    # … and head h's stages of the step: (q, k and v, then the refs of K and V read)
+    decode_head: Callable[..., tuple[list[Spec], Ref, Ref]] | None = None

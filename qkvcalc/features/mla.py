@@ -25,17 +25,18 @@ rotated k_R (r_kv + d_R numbers a token) instead of every head's K and V (H·(d_
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace as dataclass_replace
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.features.base import Candidate, Feature, Mistakes
+from qkvcalc.features.base import Candidate, Feature, Mistakes, Turn
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix, positive, to_matrix, to_vector
 from qkvcalc.input.limits import MAX_ELEMENTS
 from qkvcalc.labels import shape_text, shown
-from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels
+from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref, span
 from qkvcalc.run.op import Op, Params, Shapes
 
 SETTINGS = ("wq_a", "q_a_norm", "wq_b", "wq", "wkv_a", "kv_a_norm", "wkv_b", "rope_dims", "eps")
@@ -137,8 +138,6 @@ def read(
     for key in ("q_norm", "k_norm", "qk_norm"):
         if key in doc:
             raise _fail("qk_norm", key=key)
-    if doc.get("decode") is not None:
-        raise _fail("decode")
     _check_size(raw)
     kv_heads = doc.get("kv_heads", heads)
     if str(kv_heads).strip() != str(heads):
@@ -310,6 +309,11 @@ def _join_mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> l
 # ---- the stages -------------------------------------------------------------------------------
 
 
+def replace_spec(spec: Spec, **changes: Any) -> Spec:
+    """The spec with some of its fields changed (a step's rows, its head)."""
+    return dataclass_replace(spec, **changes)
+
+
 def _take(m: Matrix, cols: np.ndarray | slice) -> Const:
     values = m.values[:, cols]
     if m.exact is None:
@@ -358,9 +362,12 @@ def _norm(sid: str, operand: Ref, source: str, symbol: str, weight: np.ndarray, 
 
 
 def shared(p: Any, latent: Latent, x_ref: Ref, x_name: str) -> list[Spec]:
-    """The stages before the heads: the query latent, the key/value latent, the shared key."""
+    """The stages before the heads: the query latent, the key/value latent, the shared key (a
+    decode run makes them step by step: decode_shared)."""
     if p.backward:
         raise _fail("backward")
+    if p.decode is not None:
+        return []
     specs: list[Spec] = []
     rank, rope = latent.rank, latent.rope
     if latent.wq_a is not None:
@@ -434,6 +441,161 @@ def head_qkv(p: Any, latent: Latent, h: int | None, x_ref: Ref, x_name: str) -> 
                  topic="mla_v")
     )  # fmt: skip
     return specs
+
+
+# ---- decoding with a cache of the latents --------------------------------------------------
+
+
+def _step_project(
+    sid: str, x_ref: Ref, x_name: str, weight: Const, w_name: str, take: Any, step: int, **kw: Any
+) -> Spec:
+    """The step's new rows of X times a weight (the other rows come from the cache)."""
+    rows = kw.pop("rows")
+    symbol = kw.pop("symbol")
+    said = span(int(take[0]), len(take))
+    return Spec(
+        sid,
+        None,
+        "step_project",
+        (x_ref, weight),
+        f"{symbol} = {x_name}[{said}]·{w_name}",
+        rows,
+        dim_labels(weight.value.shape[1]),
+        params={"take": take},
+        symbol=symbol,
+        hint=("hint.decode_q", {"rows": said}),
+        step=step,
+        **kw,
+    )
+
+
+def _stacked(sid: str, before: int | None, new: Ref, symbol: str, keys: Any, width: int,
+             step: int, notes: tuple[Msg, ...], letters: str) -> Spec:  # fmt: skip
+    """A cache after this step: the step before's, with the new rows under it."""
+    old = (ref(sid, None, before),) if before is not None else ()
+    return Spec(
+        sid,
+        None,
+        "stack",
+        (*old, new),
+        f"{symbol} = [{symbol}; new rows]" if old else f"{symbol} = new rows",
+        keys,
+        dim_labels(width),
+        notes=notes,
+        symbol=symbol,
+        letters=letters,
+        step=step,
+        topic=sid,
+    )
+
+
+def decode_shared(
+    p: Any,
+    latent: Latent,
+    step: int,
+    take: Any,
+    before: int | None,
+    x_ref: Ref,
+    x_name: str,
+    turn: Callable[[Any, Turn, list[Spec]], Ref],
+) -> list[Spec]:
+    """One step before the heads: the new tokens' c_Q (when there is a query latent), c_KV
+    and k_R, k_R turned once at its own position, and the cache of C_KV and the turned k_R."""
+    if p.backward:
+        raise _fail("backward")
+    rows = tuple(p.tokens[int(i)] for i in take)
+    end = int(take[-1]) + 1
+    keys = p.tokens[:end]
+    rank, rope = latent.rank, latent.rope
+    specs: list[Spec] = []
+
+    def at(sid: str) -> Ref:
+        return ref(sid, None, step)
+
+    if latent.wq_a is not None:
+        assert latent.q_norm is not None
+        specs.append(
+            _step_project("c_q", x_ref, x_name, _take(latent.wq_a, slice(None)), "W_DQ", take,
+                          step, rows=rows, symbol="c_Q", letters="t×r_q")
+        )  # fmt: skip
+        norm = _norm("c_q_norm", at("c_q"), "c_Q", "C_Q", latent.q_norm, p)
+        specs.append(replace_spec(norm, rows=rows, step=step, letters="t×r_q"))
+    specs.append(
+        _step_project("c_kv", x_ref, x_name, _take(latent.wkv_a, slice(0, rank)), "W_DKV", take,
+                      step, rows=rows, symbol="c_KV", letters="t×r_kv")
+    )  # fmt: skip
+    norm = _norm("c_kv_norm", at("c_kv"), "c_KV", "C_KV", latent.kv_norm, p)
+    specs.append(replace_spec(norm, rows=rows, step=step, letters="t×r_kv"))
+    specs.append(
+        _step_project("k_rope", x_ref, x_name, _take(latent.wkv_a, slice(rank, rank + rope)),
+                      "W_KR", take, step, rows=rows, symbol="k_R", letters="t×d_R")
+    )  # fmt: skip
+    # the rotation of the d_R columns alone: the problem seen as heads of d_k = d_R
+    narrow = dataclass_replace(p, widths=(rope, p.d_v))
+    positions = p.variants.key_positions[take]
+    side = Turn(None, at("k_rope"), "k_R", "K", rows, positions, step, "t×d_R")
+    turned = turn(narrow, side, specs)
+    per_token = rank + rope
+    full = p.heads * (p.d_k + p.d_v)
+    memory = Msg("note.mla_cache", rank=rank, rope=rope, per_token=per_token, tokens=p.n,
+                 total=per_token * p.n, heads=p.heads, d_k=p.d_k, d_v=p.d_v, full=full,
+                 full_total=full * p.n)  # fmt: skip
+    first = (memory,) if before is None else ()
+    specs.append(_stacked("c_kv_cache", before, at("c_kv_norm"), "C_KV_cache", keys, rank, step,
+                          first, "m_t×r_kv"))  # fmt: skip
+    specs.append(_stacked("k_rope_cache", before, turned, "k_R_cache", keys, rope, step, (),
+                          "m_t×d_R"))  # fmt: skip
+    return specs
+
+
+def decode_head(
+    p: Any, latent: Latent, h: int | None, step: int, take: Any, end: int, x_ref: Ref, x_name: str
+) -> tuple[list[Spec], Ref, Ref]:
+    """Head h's stages of one step: its new query rows, and its K and V made again from the
+    cached latent (K = [k_R_cache | C_KV_cache·W_UK], V = C_KV_cache·W_UV)."""
+    index = h or 1
+    rows = tuple(p.tokens[int(i)] for i in take)
+    keys = p.tokens[:end]
+    mark = "" if h is None else f"[{index}]"
+    q_weight = _take(latent.wq, latent.q_columns(index))
+    specs: list[Spec] = []
+    if latent.wq_a is not None:
+        q = _project("q", ref("c_q_norm", None, step), "C_Q", q_weight, f"W_UQ{mark}", rows, h=h,
+                     symbol="Q", letters="t×d_k", step=step, topic="mla_q")  # fmt: skip
+    else:
+        q = _step_project("q", x_ref, x_name, q_weight, f"W_Q{mark}", take, step, rows=rows,
+                          symbol="Q", letters="t×d_k", topic="mla_q_full")  # fmt: skip
+        q = replace_spec(q, head=h)
+    specs.append(q)
+    uk, uv = latent.kv_columns(index)
+    cache = ref("c_kv_cache", None, step)
+    specs.append(
+        _project("k_nope", cache, "C_KV_cache", _take(latent.wkv_b, uk), f"W_UK{mark}", keys,
+                 h=h, symbol="K_C", letters="m_t×d_C", step=step,
+                 notes=(Msg("note.mla_from_cache", rows=end),))
+    )  # fmt: skip
+    specs.append(
+        Spec(
+            "k",
+            h,
+            "mla_join",
+            (ref("k_rope_cache", None, step), ref("k_nope", h, step)),
+            "K = [k_R_cache | K_C]",
+            keys,
+            dim_labels(latent.rope + latent.nope),
+            notes=(Msg("note.mla_join", rope=latent.rope, nope=latent.nope),),
+            symbol="K",
+            letters="m_t×d_k",
+            hint=("hint.mla_join", {}),
+            topic="mla_k",
+            step=step,
+        )
+    )
+    specs.append(
+        _project("v", cache, "C_KV_cache", _take(latent.wkv_b, uv), f"W_UV{mark}", keys, h=h,
+                 symbol="V", letters="m_t×d_v", step=step, topic="mla_v")
+    )  # fmt: skip
+    return specs, ref("k", h, step), ref("v", h, step)
 
 
 def _header(latent: Latent) -> list[tuple[str, dict[str, Any]]]:
@@ -530,6 +692,8 @@ FEATURE = Feature(
         "note.mla_join",
     ),
     torch_module_gap="it has no low-rank latents with a norm inside its projections",
+    decode_shared=decode_shared,
+    decode_head=decode_head,
     projects=read,
     shared=shared,
     head_qkv=head_qkv,

@@ -33,7 +33,7 @@ def plan(p: Problem) -> tuple[Spec, ...]:
             backward.backward(p, specs)  # refused, with the reason
         pe = p.variants.pe is not None
         x_ref: Ref = ("x_pe", None) if pe else ("x", None)
-        if p.multihead:  # which columns each head reads, once for every step
+        if p.multihead and features.projecting(p) is None:  # each head's columns, once
             specs.append(pipeline.split(p))
         specs += decode.decode_plan(p, x_ref, "(X + PE)" if pe else "X")
         return tuple(specs)
