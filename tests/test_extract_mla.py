@@ -5,8 +5,8 @@ latent (q_lora_rank), the interleaved rope layout and YaRN (its attention factor
 the scale), one with q_proj (q_lora_rank None), the rotate_half layout and the default rope.
 Layer 0 has a dense MLP (first_k_dense_replace = 1), layer 1 experts, loaded with the eager
 experts path. Every head's attention probabilities and o_proj's own output equal transformers'
-float64 forward to 1e-8 relative, through qkvcalc and through the independent oracle; the
-script of --format torch runs and agrees."""
+float64 forward to 1e-8 relative, through qkvcalc (and with the cache of the latents, --decode)
+and through the independent oracle; the script of --format torch runs and agrees."""
 
 from __future__ import annotations
 
@@ -108,6 +108,9 @@ def test_the_extracted_layer_equals_transformers(lab, name, layer):
     trace = qkvcalc.explain(**problem)
     assert relative(trace.weights, ref["weights"]) < TOL
     assert relative(trace.output, ref["out"]) < TOL
+    # decoding with the cache of the latents (a prefill of 5, then one token a step)
+    decoded = qkvcalc.explain(**problem, decode=5)
+    assert relative(decoded.output, ref["out"]) < TOL
     # not vacuous: without the rotation (or with the other pairing) the weights differ
     bare = {k: v for k, v in problem.items() if k != "rope"}
     assert relative(qkvcalc.explain(**bare).weights, ref["weights"]) > 1e-3

@@ -272,27 +272,35 @@ def wrong_matrices(trace, problem):
             unnormed[i, j] = sum(c_kv[i, t] * w_uv[t, j] for t in range(R_KV))
     k_rope, k_nope = trace.stage("k_rope").value, trace.stage("k_nope", 2).value
     swapped = np.array([list(k_nope[i]) + list(k_rope[i]) for i in range(4)])
+    c_q = trace.stage("c_q").value
+    length = np.zeros_like(c_q)  # c_Q over the root of its sum of squares, times w
+    for i, row in enumerate(c_q):
+        root = math.sqrt(sum(v * v for v in row) + 1e-6)
+        for j, v in enumerate(row):
+            length[i, j] = v / root * problem["mla"]["q_a_norm"][j]
     return [
         ("1/v", unnormed, "mla_latent_unnormed", "c_KV before its RMSNorm", "RMSNorm 전의 c_KV"),
+        ("c_q_norm", length, "norm_sum_not_mean", "the latent's r_q = 3", "잠재 벡터의 r_q = 3"),
         ("2/k", swapped, "mla_join_order", "K_C before k_R", "K_C를 k_R 앞에"),
     ]
 
 
 def _mistake_ids():
     problem = latent_problem()
-    return {case[2] for case in wrong_matrices(run(Problem.from_mapping(problem)), problem)}
+    found = {case[2] for case in wrong_matrices(run(Problem.from_mapping(problem)), problem)}
+    return found - {"norm_sum_not_mean"}  # the q/k norm's own, tested there
 
 
 MISTAKE_IDS = _mistake_ids()  # the ids these cases name (tests/test_feature_mistakes.py)
 
 
-@pytest.mark.parametrize("case", range(2))
+@pytest.mark.parametrize("case", range(3))
 def test_a_mistake_is_named(case):
     problem = latent_problem()
     trace = run(Problem.from_mapping(problem))
     key, wrong, mistake_id, english, korean = wrong_matrices(trace, problem)[case]
-    head, _, sid = key.partition("/")
-    truth = trace.stage(sid, int(head)).value
+    head, _, sid = key.rpartition("/")
+    truth = trace.stage(sid, int(head) if head else None).value
     assert not np.allclose(wrong, truth, atol=1e-3)  # the mistake shows in these numbers
     found = recognise(trace, key, np.round(wrong, 4), {}, 4)
     assert found is not None and found.id == mistake_id

@@ -1196,6 +1196,9 @@ MESSAGES: dict[str, str] = {
     "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token ({full_total}).",
     "note.mla_from_cache": "Made again from the cache's {rows} rows of C_KV at every step: the "
     "cache is smaller, the product is the price.",
+    "mistake.mla_norm_sum_not_mean": "These divide by √(Σ x²), the row's length; RMSNorm divides "
+    "by the root of the mean, √(mean(x²) + ε), the mean over the latent's {over} = {count} "
+    "dimensions.",
     "mla.not_object": 'mla must be an object such as {{"wq_a": …, "q_a_norm": …, "wq_b": …, '
     '"wkv_a": …, "kv_a_norm": …, "wkv_b": …, "rope_dims": 2}}, not {value}',
     "mla.unknown_key": "mla has no key {key}; its keys are {known}",

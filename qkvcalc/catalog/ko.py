@@ -1202,6 +1202,8 @@ MESSAGES: dict[str, str] = {
     "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
     "note.mla_from_cache": "스텝마다 캐시의 C_KV {rows}개 행에서 다시 만듭니다. 캐시가 작아지는 "
     "대신 이 곱셈을 치릅니다.",
+    "mistake.mla_norm_sum_not_mean": "이 값은 행의 길이 √(Σ x²)로 나눴습니다. RMSNorm은 평균의 "
+    "제곱근 √(mean(x²) + ε)로 나누며, 평균은 잠재 벡터의 {over} = {count}개 차원에 걸쳐 냅니다.",
     "mla.not_object": 'mla는 {{"wq_a": …, "q_a_norm": …, "wq_b": …, "wkv_a": …, '
     '"kv_a_norm": …, "wkv_b": …, "rope_dims": 2}} 같은 객체여야 합니다. 받은 값: {value}',
     "mla.unknown_key": "mla에는 {key} 키가 없습니다. 키는 다음과 같습니다: {known}",

@@ -353,11 +353,15 @@ def _norm(sid: str, operand: Ref, source: str, symbol: str, weight: np.ndarray, 
         f"{symbol} = RMSNorm({source})",
         p.tokens,
         dim_labels(weight.size),
-        params={"weight": weight, "eps": latent.eps},
+        params={
+            "weight": weight,
+            "eps": latent.eps,
+            "over": "r_q" if sid == "c_q_norm" else "r_kv",
+        },
         notes=(Msg("note.mla_norm", eps=f"{latent.eps:g}", latent=source),),
         hint=("hint.rmsnorm", {"src": source}),
         symbol=symbol,
-        letters=f"n×{'r_q' if symbol == 'C_Q' else 'r_kv'}",
+        letters=f"n×{'r_q' if sid == 'c_q_norm' else 'r_kv'}",
     )
 
 
