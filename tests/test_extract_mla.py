@@ -157,3 +157,13 @@ def test_the_command_line_writes_explains_and_scripts_it(lab, tmp_path):
     ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "OK: PyTorch agrees" in ran.stdout
+
+
+def test_one_head_of_it_is_refused_by_name(lab):
+    """qkvcalc heads cuts a layer to one head; the latents are every head's at once."""
+    from qkvcalc.errors import QkvcalcError
+    from qkvcalc.extract.heads import split_head
+
+    with pytest.raises(QkvcalcError) as caught:
+        split_head(lab[("q-proj-half", 0)]["problem"], 1)
+    assert "'mla'" in caught.value.message("en")

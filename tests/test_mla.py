@@ -362,3 +362,18 @@ def test_a_korean_run_has_no_english(tmp_path):
     proc = run_qkvcalc("explain", str(path), "--lang", "ko", "--detail", "full")
     assert proc.returncode == 0, proc.stderr
     assert english_in(proc.stdout) == set()
+
+
+def test_the_quiz_shows_the_latents_weights():
+    """A student works from X and the latents' weights (the problem has no W_Q, W_K, W_V)."""
+    from rich.console import Console
+
+    from qkvcalc.quiz.session import problem_view
+    from qkvcalc.render import RenderOptions
+
+    trace = run(Problem.from_mapping(latent_problem()))
+    console = Console(width=200, record=True)
+    console.print(problem_view(trace, RenderOptions()))
+    text = console.export_text()
+    for name in ("W_DQ", "W_UQ", "[W_DKV | W_KR]", "[W_UK | W_UV]", "w (c_KV)"):
+        assert name in text, name

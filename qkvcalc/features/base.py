@@ -172,3 +172,5 @@ class Feature:
     decode_shared: Callable[..., list[Spec]] | None = None
     # … and head h's stages of the step: (q, k and v, then the refs of K and V read)
     decode_head: Callable[..., tuple[list[Spec], Ref, Ref]] | None = None
+    # the quiz's view of the problem: the matrices it gives in place of W_Q, W_K, W_V (by name)
+    given: Callable[[Any], list[tuple[str, np.ndarray]]] | None = None

@@ -602,6 +602,23 @@ def decode_head(
     return specs, ref("k", h, step), ref("v", h, step)
 
 
+def _given(latent: Latent) -> list[tuple[str, np.ndarray]]:
+    """The weights a student works from, named as the stages name them (rows layout)."""
+    out: list[tuple[str, np.ndarray]] = []
+    if latent.wq_a is not None:
+        assert latent.q_norm is not None
+        out += [("W_DQ", latent.wq_a.values), ("w (c_Q)", latent.q_norm[None, :])]
+        out.append(("W_UQ", latent.wq.values))
+    else:
+        out.append(("W_Q", latent.wq.values))
+    return [
+        *out,
+        ("[W_DKV | W_KR]", latent.wkv_a.values),
+        ("w (c_KV)", latent.kv_norm[None, :]),
+        ("[W_UK | W_UV]", latent.wkv_b.values),
+    ]
+
+
 def _header(latent: Latent) -> list[tuple[str, dict[str, Any]]]:
     rank_q = latent.q_norm.size if latent.q_norm is not None else 0
     return [
@@ -696,6 +713,7 @@ FEATURE = Feature(
         "note.mla_join",
     ),
     torch_module_gap="it has no low-rank latents with a norm inside its projections",
+    given=_given,
     decode_shared=decode_shared,
     decode_head=decode_head,
     projects=read,
