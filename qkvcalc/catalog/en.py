@@ -1223,8 +1223,8 @@ MESSAGES: dict[str, str] = {
     "d_C = {nope} (from the queries): a multiple of {heads}, more than {nope} per head",
     "mla.rope_dims": 'rope.dims is {dims}, but mla turns d_R = {rope} columns: give "dims": '
     "{rope} in rope",
-    "mla.backward": "The backward pass does not follow multi-head latent attention yet: run "
-    "without --backward",
+    "mla.backward": "The backward pass (--backward, and so qkvcalc train) does not follow "
+    "multi-head latent attention yet: run it without",
     "mla.qk_norm": "{key} cannot be given with mla: its norms are on the latents "
     "(q_a_norm, kv_a_norm)",
     "extract.mla_bias": "{model}: layer {layer}'s latent projections have biases "

@@ -1230,8 +1230,8 @@ MESSAGES: dict[str, str] = {
     "정해짐)일 때 H·(d_C + d_v)개, 곧 {heads}의 배수이면서 헤드마다 {nope}개보다 많아야 합니다",
     "mla.rope_dims": "rope.dims의 값 {dims}: mla는 d_R = {rope}개 열을 회전하므로 rope에 다음을 "
     '주세요: "dims": {rope}',
-    "mla.backward": "역전파는 아직 멀티헤드 잠재 어텐션을 따라가지 않습니다. --backward 없이 "
-    "실행하세요",
+    "mla.backward": "역전파 (--backward, 그리고 이를 쓰는 qkvcalc train)는 아직 멀티헤드 잠재 "
+    "어텐션을 따라가지 않습니다. 역전파 없이 실행하세요",
     "mla.qk_norm": "mla와 함께 {key} 키를 줄 수 없습니다. 정규화는 잠재 벡터에 있습니다 "
     "(q_a_norm, kv_a_norm)",
     "extract.mla_bias": "{model}: 층 {layer}의 잠재 투영에 바이어스가 있으며 (attention_bias), "
