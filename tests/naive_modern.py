@@ -31,6 +31,11 @@ What it follows, in order, per head:
   softmax      stable; a row with every key masked gets weights 0 (and output 0); sinks: one
                more logit per head in each row's sum, dropped after it
   output       weights·V per head, heads concatenated in order, then ·W_O + b_O when given
+  mla          (DeepSeek-V3's multi-head latent attention, in its own column order) in place
+               of W_Q, W_K, W_V: q = RMSNorm(X·wq_a)·wq_b (or X·wq), each head's d_k columns
+               [q_nope | q_pe] with q_pe its last rope_dims; [c_KV | k_pe] = X·wkv_a,
+               [k_nope | v] of each head = RMSNorm(c_KV)·wkv_b; k = [k_nope | k_pe], the one
+               k_pe for every head; RoPE turns q_pe and k_pe only
 """
 
 from __future__ import annotations
@@ -210,6 +215,36 @@ def rotate(rows: np.ndarray, positions: list[int], rope: dict, d_k: int) -> np.n
     return out
 
 
+def latent_heads(mla: dict, x: np.ndarray, heads: int, torch_layout: bool):
+    """Multi-head latent attention's per-head q, k, v (DeepSeek's order: the rotary part last)
+    and the rotary width: lists of H matrices each."""
+
+    def weight(name):
+        w = _matrix(mla[name])
+        return w.T if torch_layout else w
+
+    eps = number(mla.get("eps", 1e-6))
+    rope = int(mla["rope_dims"])
+    if mla.get("wq") is not None:
+        q_all = x @ weight("wq")
+    else:
+        q_all = rms_norm(x @ weight("wq_a"), _vector(mla["q_a_norm"]), eps) @ weight("wq_b")
+    d_k = q_all.shape[1] // heads
+    nope = d_k - rope
+    kv_a = x @ weight("wkv_a")
+    rank = kv_a.shape[1] - rope
+    c_kv, k_pe = kv_a[:, :rank], kv_a[:, rank:]
+    kv = rms_norm(c_kv, _vector(mla["kv_a_norm"]), eps) @ weight("wkv_b")
+    width = kv.shape[1] // heads
+    qs, ks, vs = [], [], []
+    for h in range(heads):
+        qs.append(q_all[:, h * d_k : (h + 1) * d_k])
+        block = kv[:, h * width : (h + 1) * width]
+        ks.append(np.concatenate([block[:, :nope], k_pe], axis=1))
+        vs.append(block[:, nope:])
+    return qs, ks, vs, rope
+
+
 def softmax_rows(scores: np.ndarray, allowed: np.ndarray, sink: float | None = None) -> np.ndarray:
     """Stable softmax over the allowed keys of each row; a row with none allowed gets 0. A
     sink (gpt-oss) is one more logit in every row's sum, dropped after it."""
@@ -285,9 +320,16 @@ def attention(problem: dict) -> tuple[np.ndarray, np.ndarray]:
         out = rows @ weight(w)
         return out if bias(b) is None else out + bias(b)
 
-    q_all = project("q", "wq", "bq", x)
-    k_all = project("k", "wk", "bk", src)
-    v_all = project("v", "wv", "bv", src)
+    latent = None
+    if doc.get("mla") is not None:  # the latents stand in for W_Q, W_K, W_V
+        latent = latent_heads(doc["mla"], x, heads, torch_layout)
+        q_all = np.concatenate(latent[0], axis=1)
+        k_all = np.concatenate(latent[1], axis=1)
+        v_all = np.concatenate(latent[2], axis=1)
+    else:
+        q_all = project("q", "wq", "bq", x)
+        k_all = project("k", "wk", "bk", src)
+        v_all = project("v", "wv", "bv", src)
     m = k_all.shape[0]
     d_k = q_all.shape[1] // heads
     d_v = v_all.shape[1] // kv_heads
@@ -381,7 +423,14 @@ def attention(problem: dict) -> tuple[np.ndarray, np.ndarray]:
             q = norm(q, q_norm, q_bias, h)
         if k_norm is not None and not after_rope:
             k = norm(k, k_norm, k_bias, g)
-        if rope is not None:
+        if rope is not None and latent is not None:  # only the last rope_dims turn
+            tail = d_k - latent[3]
+            turn = {**rope, "dims": latent[3]}
+            q = np.concatenate([q[:, :tail], rotate(q[:, tail:], positions, turn, latent[3])], 1)
+            k = np.concatenate(
+                [k[:, :tail], rotate(k[:, tail:], key_positions, turn, latent[3])], 1
+            )
+        elif rope is not None:
             q = rotate(q, positions, rope, d_k)
             k = rotate(k, key_positions, rope, d_k)
         if q_norm is not None and after_rope:  # HunYuan: the norm after the rotation

@@ -525,10 +525,8 @@ def one_message(result, *fragments: str) -> None:
 def folders(lab, tmp_path_factory):
     root = tmp_path_factory.mktemp("errors")
     (root / "empty").mkdir()
-    (root / "deepseek_v3").mkdir()  # an architecture extract does not know (yet)
-    (root / "deepseek_v3" / "config.json").write_text(
-        '{"model_type": "deepseek_v3"}', encoding="utf-8"
-    )
+    (root / "rwkv").mkdir()  # an architecture extract does not know
+    (root / "rwkv" / "config.json").write_text('{"model_type": "rwkv"}', encoding="utf-8")
     (root / "no-weights").mkdir()
     config = json.loads((lab.get("llama")["folder"] / "config.json").read_text(encoding="utf-8"))
     (root / "no-weights" / "config.json").write_text(json.dumps(config), encoding="utf-8")
@@ -544,8 +542,8 @@ BAD_REQUESTS = {
     "empty": ("empty", ["--layer", "0", "--ids", "1"],
               ["not a Hugging Face checkpoint", "config.json"]),
     "no weights": ("no-weights", ["--layer", "0", "--ids", "1"], ["config.json", "weights"]),
-    "unknown architecture": ("deepseek_v3", ["--layer", "0", "--ids", "1"], [
-        "'deepseek_v3'", "BERT, GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3",
+    "unknown architecture": ("rwkv", ["--layer", "0", "--ids", "1"], [
+        "'rwkv'", "BERT, GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3",
         "T5 encoder",
     ]),
 }  # fmt: skip

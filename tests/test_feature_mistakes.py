@@ -18,6 +18,7 @@ from qkvcalc.input.problem import Problem
 from qkvcalc.quiz.mistakes import MISTAKE_IDS, recognise
 from qkvcalc.run.engine import run
 from tests.conftest import run_qkvcalc
+from tests.test_mla import MISTAKE_IDS as MLA_IDS
 
 # One head of d_k = 4 (so RoPE's two pairings differ), every feature with a mistake at once:
 # q/k norm → RoPE → ALiBi → softcap → a sink, no mask (keys after a query too).
@@ -127,9 +128,11 @@ def layer_wrong_matrices(trace):
     ]
 
 
-FEATURE_IDS = {case[2] for case in wrong_matrices(run(Problem.from_mapping(PROBLEM)))} | {
-    case[2] for case in layer_wrong_matrices(run(Problem.from_mapping(LAYER)))
-}
+FEATURE_IDS = (
+    {case[2] for case in wrong_matrices(run(Problem.from_mapping(PROBLEM)))}
+    | {case[2] for case in layer_wrong_matrices(run(Problem.from_mapping(LAYER)))}
+    | MLA_IDS  # multi-head latent attention's, tested in tests/test_mla.py
+)
 
 
 @pytest.mark.parametrize("case", range(2))

@@ -1142,6 +1142,109 @@ MESSAGES: dict[str, str] = {
     "attn_temperature.decode_list": "A KV cache needs attn_temperature as its rule "
     '({{"floor_scale": …, "attn_scale": …}}), not a list: a step\'s new query has no factor in '
     "a list of the prompt's rows",
+    # ---- multi-head latent attention (issue 22, item 3: DeepSeek-V2/V3, Kimi) ----------
+    "ui.variant.mla": "multi-head latent attention (r_q = {rank_q}, r_kv = {rank}, d_R = {rope}, "
+    "d_C = {nope})",
+    "ui.variant.mla_full_q": "multi-head latent attention (queries through W_Q, r_kv = {rank}, "
+    "d_R = {rope}, d_C = {nope})",
+    "stage.c_q.title": "Query latent",
+    "stage.c_q.why": "Multi-head latent attention first squeezes each token's X into a short "
+    "latent vector c_Q = X·W_DQ (DeepSeek's q_a_proj). The queries of every head are made "
+    "from it, so the layer holds two thin matrices instead of one wide W_Q.",
+    "stage.c_q_norm.title": "Query latent, normalised (RMSNorm)",
+    "stage.c_q_norm.why": "The latent is rescaled to a root mean square of about 1 and "
+    "multiplied by a learned weight per dimension (q_a_layernorm) before the heads read it.",
+    "stage.c_kv.title": "Key/value latent",
+    "stage.c_kv.why": "Keys and values share one latent c_KV = X·W_DKV (the first r_kv columns "
+    "of DeepSeek's kv_a_proj_with_mqa). Every head's key and value is made from it, so a "
+    "cache can keep c_KV instead of every head's K and V.",
+    "stage.c_kv_norm.title": "Key/value latent, normalised (RMSNorm)",
+    "stage.c_kv_norm.why": "The same RMSNorm on c_KV (kv_a_layernorm): x / √(mean(x²) + ε) · w, "
+    "row by row.",
+    "stage.k_rope.title": "The shared rotary key",
+    "stage.k_rope.why": "RoPE cannot pass through the latent: a rotation between C_KV and the "
+    "heads' W_UK would change with the position, so W_UK could not be folded into the query. "
+    "So a few separate columns, k_R = X·W_KR (the last d_R columns of kv_a_proj_with_mqa), "
+    "carry the position: one key for every head, rotated once per token.",
+    "stage.k_nope.title": "Key from the latent (no position)",
+    "stage.k_nope.why": "Each head's own part of the key, K_C = C_KV·W_UK: d_C numbers per "
+    "token that carry no position.",
+    "stage.mla_q.title": "Query from the latent",
+    "stage.mla_q.why": "Each head's query from the normalised latent: d_R columns that RoPE "
+    "will turn (first, here), then d_C that meet the keys' K_C.",
+    "stage.mla_q_full.title": "Query projection",
+    "stage.mla_q_full.why": "Each head's query straight from X (no query latent: q_lora_rank "
+    "is None): d_R columns that RoPE will turn (first, here), then d_C that meet the keys' K_C.",
+    "stage.mla_k.title": "Key: the shared rotary part and the head's own",
+    "stage.mla_k.why": "A head's key is k_R (the same for every head) beside its own K_C. Its "
+    "score q·k is the sum of the two parts' dot products: q_R·k_R (position) plus q_C·K_C "
+    "(content).",
+    "stage.mla_v.title": "Value from the latent",
+    "stage.mla_v.why": "Each head's value, V = C_KV·W_UV: the same latent as the keys, other "
+    "columns of kv_b_proj.",
+    "note.mla_norm": "Row by row: x / √(mean(x²) + ε) · w over the {latent} latent, ε = {eps}.",
+    "note.mla_c_q": "r_q = {rank} numbers per token instead of the {d_model} of X.",
+    "note.mla_c_kv": "r_kv = {rank} numbers per token; with the {rope} of k_R a cache keeps "
+    "{cached} numbers per token, where every head's K and V would take H·(d_k + d_v) = "
+    "{heads}·({d_k} + {d_v}) = {full}.",
+    "note.mla_k_rope": "d_R = {rope} columns, shared by all {heads} heads: RoPE turns them in "
+    "each head's key as the first d_R columns.",
+    "note.mla_q_order": "qkvcalc puts each head's d_R = {rope} rotary columns first, then its "
+    "d_C = {nope} others (DeepSeek's weights hold them the other way round); Q·Kᵀ sums over "
+    "the columns, so the scores are the same.",
+    "note.mla_join": "Columns 1 to {rope} are k_R, the same in every head; the next {nope} are "
+    "this head's K_C.",
+    "hint.mla_join": "{cell}: column {j} of K is a column of k_R when j ≤ d_R, else a column of "
+    "K_C, copied.",
+    "mistake.mla_latent_unnormed": "These use {latent} before its RMSNorm; the heads read the "
+    "normalised latent, RMSNorm({latent}).",
+    "mistake.mla_join_order": "These put K_C before k_R, as DeepSeek's weights do; qkvcalc's "
+    "key has the shared k_R first, then K_C (the queries' columns are in the same order).",
+    "stage.c_kv_cache.title": "The latent cache (C_KV)",
+    "stage.c_kv_cache.why": "Multi-head latent attention caches the normalised latent C_KV of "
+    "every token so far, not each head's keys and values: a step appends its new token's row, "
+    "and every head makes its K_C and V from the cache again.",
+    "stage.k_rope_cache.title": "The rotary key cache (k_R)",
+    "stage.k_rope_cache.why": "Beside C_KV the cache keeps the shared key k_R, turned once at its "
+    "own position: every head reads it as the first d_R columns of its keys.",
+    "note.mla_cache": "What it costs: per token r_kv + d_R = {rank} + {rope} = {per_token} "
+    "numbers, {total} for {tokens} tokens, where a cache of every head's K and V would take "
+    "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token ({full_total}).",
+    "note.mla_from_cache": "Made again from the cache's {rows} rows of C_KV at every step: the "
+    "cache is smaller, the product is the price.",
+    "mistake.mla_norm_sum_not_mean": "These divide by √(Σ x²), the row's length; RMSNorm divides "
+    "by the root of the mean, √(mean(x²) + ε), the mean over the latent's {over} = {count} "
+    "dimensions.",
+    "mla.not_object": 'mla must be an object such as {{"wq_a": …, "q_a_norm": …, "wq_b": …, '
+    '"wkv_a": …, "kv_a_norm": …, "wkv_b": …, "rope_dims": 2}}, not {value}',
+    "mla.unknown_key": "mla has no key {key}; its keys are {known}",
+    "mla.replaces": "{key} cannot be given with mla: the latents stand in for W_Q, W_K, W_V "
+    "(and their biases), and keys and values come from X",
+    "mla.missing": "mla needs {missing}: see docs/input-format.md",
+    "mla.two_queries": "mla gives its queries twice: either wq (Q = X·W_Q) or wq_a, q_a_norm and "
+    "wq_b (through the query latent), not both",
+    "mla.query_latent": "mla.wq_b needs mla.wq_a and mla.q_a_norm: Q = RMSNorm(X·W_DQ)·W_UQ",
+    "mla.kv_heads": "mla has one key and value per query head: kv_heads is {kv_heads}, but there "
+    "are {heads} heads",
+    "mla.rope_odd": "mla.rope_dims is {rope}; RoPE turns pairs of dimensions, so it must be even",
+    "mla.rows": "{field} is {shape}, but it multiplies {what}, which has {rows} columns: it "
+    "needs {rows} rows",
+    "mla.norm_length": "{field} has {length} numbers, but {weight} makes {rank}: one weight per "
+    "column of the latent",
+    "mla.q_width": "{field} has {cols} columns; it needs H·(d_C + d_R) with H = {heads} and "
+    "d_R = rope_dims = {rope}: a multiple of {heads}, more than {rope} per head",
+    "mla.kv_a_width": "mla.wkv_a has {cols} columns; it needs r_kv + d_R with d_R = rope_dims = "
+    "{rope}: more than {rope}",
+    "mla.kv_b_width": "mla.wkv_b has {cols} columns; it needs H·(d_C + d_v) with H = {heads} and "
+    "d_C = {nope} (from the queries): a multiple of {heads}, more than {nope} per head",
+    "mla.rope_dims": 'rope.dims is {dims}, but mla turns d_R = {rope} columns: give "dims": '
+    "{rope} in rope",
+    "mla.backward": "The backward pass (--backward, and so qkvcalc train) does not follow "
+    "multi-head latent attention yet: run it without",
+    "mla.qk_norm": "{key} cannot be given with mla: its norms are on the latents "
+    "(q_a_norm, kv_a_norm)",
+    "extract.mla_bias": "{model}: layer {layer}'s latent projections have biases "
+    "(attention_bias), which mla does not take",
     # ---- qkvcalc extract (issue 16) ----------------------------------------------------
     "extract.needs_models": "qkvcalc {command} runs the model with PyTorch and transformers, and "
     "{missing} is not installed here: pip install 'qkvcalc[models]'",

@@ -1151,6 +1151,110 @@ MESSAGES: dict[str, str] = {
     "attn_temperature.decode_list": 'KV 캐시에는 리스트가 아니라 규칙({{"floor_scale": …, '
     '"attn_scale": …}})으로 준 attn_temperature가 필요합니다. 프롬프트 행의 리스트에는 새 '
     "Query의 인수가 없습니다",
+    # ---- multi-head latent attention (issue 22, item 3: DeepSeek-V2/V3, Kimi) ----------
+    "ui.variant.mla": "멀티헤드 잠재 어텐션 (r_q = {rank_q}, r_kv = {rank}, d_R = {rope}, "
+    "d_C = {nope})",
+    "ui.variant.mla_full_q": "멀티헤드 잠재 어텐션 (Query는 W_Q로, r_kv = {rank}, "
+    "d_R = {rope}, d_C = {nope})",
+    "stage.c_q.title": "Query 잠재 벡터",
+    "stage.c_q.why": "멀티헤드 잠재 어텐션은 먼저 각 토큰의 X를 짧은 잠재 벡터 c_Q = X·W_DQ로 "
+    "압축합니다 (DeepSeek의 q_a_proj). 모든 헤드의 Query를 여기서 만들므로, 넓은 W_Q 하나 대신 "
+    "얇은 행렬 두 개를 둡니다.",
+    "stage.c_q_norm.title": "정규화한 Query 잠재 벡터 (RMSNorm)",
+    "stage.c_q_norm.why": "헤드가 읽기 전에 잠재 벡터를 제곱평균제곱근이 약 1이 되도록 나누고 "
+    "차원마다 학습된 가중치를 곱합니다 (q_a_layernorm).",
+    "stage.c_kv.title": "Key/Value 잠재 벡터",
+    "stage.c_kv.why": "Key와 Value는 잠재 벡터 c_KV = X·W_DKV 하나를 함께 씁니다 (DeepSeek의 "
+    "kv_a_proj_with_mqa의 앞 r_kv개 열). 모든 헤드의 Key와 Value를 여기서 만들므로, 캐시는 "
+    "헤드마다의 K와 V 대신 c_KV를 보관할 수 있습니다.",
+    "stage.c_kv_norm.title": "정규화한 Key/Value 잠재 벡터 (RMSNorm)",
+    "stage.c_kv_norm.why": "c_KV에도 같은 RMSNorm을 씁니다 (kv_a_layernorm): 행마다 "
+    "x / √(mean(x²) + ε) · w.",
+    "stage.k_rope.title": "공유 회전 Key",
+    "stage.k_rope.why": "RoPE는 잠재 벡터를 거쳐 갈 수 없습니다. C_KV와 헤드의 W_UK 사이의 "
+    "회전은 위치마다 달라서 W_UK를 Query 쪽에 합쳐 둘 수 없기 때문입니다. 그래서 따로 둔 몇 개의 "
+    "열 k_R = X·W_KR (kv_a_proj_with_mqa의 마지막 d_R개 열)이 위치를 싣습니다. 모든 헤드가 "
+    "쓰는 Key 하나이고, 토큰마다 한 번 회전합니다.",
+    "stage.k_nope.title": "잠재 벡터에서 만든 Key (위치 없음)",
+    "stage.k_nope.why": "헤드마다 자기 몫의 Key, K_C = C_KV·W_UK: 토큰마다 위치를 싣지 않는 "
+    "d_C개의 수입니다.",
+    "stage.mla_q.title": "잠재 벡터에서 만든 Query",
+    "stage.mla_q.why": "정규화한 잠재 벡터에서 헤드마다 Query를 만듭니다. RoPE가 회전할 d_R개 "
+    "열이 (여기서는) 먼저 오고, 그다음 Key의 K_C와 만날 d_C개 열이 옵니다.",
+    "stage.mla_q_full.title": "Query 선형 투영",
+    "stage.mla_q_full.why": "Query 잠재 벡터 없이 (q_lora_rank가 None) 헤드마다 X에서 바로 "
+    "Query를 만듭니다. RoPE가 회전할 d_R개 열이 (여기서는) 먼저 오고, 그다음 Key의 K_C와 만날 "
+    "d_C개 열이 옵니다.",
+    "stage.mla_k.title": "Key: 공유 회전 부분과 헤드의 몫",
+    "stage.mla_k.why": "헤드의 Key는 k_R (모든 헤드에서 같음) 옆에 자기 K_C를 붙인 것입니다. "
+    "스코어 q·k는 두 부분의 내적의 합, 곧 q_R·k_R (위치) 더하기 q_C·K_C (내용)입니다.",
+    "stage.mla_v.title": "잠재 벡터에서 만든 Value",
+    "stage.mla_v.why": "헤드마다 Value, V = C_KV·W_UV: Key와 같은 잠재 벡터에 kv_b_proj의 다른 "
+    "열을 곱합니다.",
+    "note.mla_norm": "행마다 잠재 벡터 {latent}에 x / √(mean(x²) + ε) · w, ε = {eps}.",
+    "note.mla_c_q": "토큰마다 X의 수 {d_model}개 대신 r_q = {rank}개의 수.",
+    "note.mla_c_kv": "토큰마다 r_kv = {rank}개의 수입니다. k_R의 {rope}개와 함께 캐시는 토큰마다 "
+    "{cached}개의 수를 보관하며, 모든 헤드의 K와 V라면 H·(d_k + d_v) = "
+    "{heads}·({d_k} + {d_v}) = {full}개가 듭니다.",
+    "note.mla_k_rope": "d_R = {rope}개 열을 헤드 {heads}개가 모두 함께 씁니다. RoPE는 각 헤드의 "
+    "Key에서 이 열들을 앞의 d_R개 열로 회전합니다.",
+    "note.mla_q_order": "qkvcalc는 헤드마다 회전할 d_R = {rope}개 열을 먼저, 나머지 d_C = "
+    "{nope}개 열을 그다음에 둡니다 (DeepSeek의 가중치는 반대 순서). Q·Kᵀ는 열에 걸쳐 더하므로 "
+    "스코어는 같습니다.",
+    "note.mla_join": "열 1부터 {rope}까지가 모든 헤드에서 같은 k_R이고, 다음 {nope}개 열이 이 "
+    "헤드의 K_C입니다.",
+    "hint.mla_join": "{cell}: K의 {j}번째 열은 j ≤ d_R이면 k_R의 열, 아니면 K_C의 열을 그대로 "
+    "옮긴 것입니다.",
+    "mistake.mla_latent_unnormed": "이 값은 RMSNorm 전의 {latent}을(를) 썼습니다. 헤드는 정규화한 "
+    "잠재 벡터 RMSNorm({latent})을(를) 읽습니다.",
+    "mistake.mla_join_order": "이 값은 DeepSeek의 가중치처럼 K_C를 k_R 앞에 두었습니다. "
+    "qkvcalc의 Key는 공유 k_R이 먼저, 그다음 K_C입니다 (Query의 열도 같은 순서).",
+    "stage.c_kv_cache.title": "잠재 벡터 캐시 (C_KV)",
+    "stage.c_kv_cache.why": "멀티헤드 잠재 어텐션은 헤드마다의 Key와 Value가 아니라 지금까지의 "
+    "모든 토큰의 정규화한 잠재 벡터 C_KV를 캐시에 둡니다. 각 스텝은 새 토큰의 행을 덧붙이고, "
+    "모든 헤드가 캐시에서 K_C와 V를 다시 만듭니다.",
+    "stage.k_rope_cache.title": "회전 Key 캐시 (k_R)",
+    "stage.k_rope_cache.why": "캐시는 C_KV 옆에 공유 Key k_R을 자기 위치에서 한 번 회전해 "
+    "보관합니다. 모든 헤드가 이것을 Key의 앞 d_R개 열로 읽습니다.",
+    "note.mla_cache": "드는 비용: 토큰마다 r_kv + d_R = {rank} + {rope} = {per_token}개의 수, "
+    "토큰 {tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 토큰마다 "
+    "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
+    "note.mla_from_cache": "스텝마다 캐시의 C_KV {rows}개 행에서 다시 만듭니다. 캐시가 작아지는 "
+    "대신 이 곱셈을 치릅니다.",
+    "mistake.mla_norm_sum_not_mean": "이 값은 행의 길이 √(Σ x²)로 나눴습니다. RMSNorm은 평균의 "
+    "제곱근 √(mean(x²) + ε)로 나누며, 평균은 잠재 벡터의 {over} = {count}개 차원에 걸쳐 냅니다.",
+    "mla.not_object": 'mla는 {{"wq_a": …, "q_a_norm": …, "wq_b": …, "wkv_a": …, '
+    '"kv_a_norm": …, "wkv_b": …, "rope_dims": 2}} 같은 객체여야 합니다. 받은 값: {value}',
+    "mla.unknown_key": "mla에는 {key} 키가 없습니다. 키는 다음과 같습니다: {known}",
+    "mla.replaces": "mla와 함께 {key} 키를 줄 수 없습니다. 잠재 벡터가 W_Q, W_K, W_V (와 그 "
+    "바이어스)를 대신하며, Key와 Value는 X에서 만듭니다",
+    "mla.missing": "mla에 다음이 필요합니다: {missing} (docs/input-format.md 참고)",
+    "mla.two_queries": "mla가 Query를 두 번 줍니다. wq (Q = X·W_Q)와 wq_a, q_a_norm, wq_b "
+    "(Query 잠재 벡터를 거침) 중 하나만 주세요",
+    "mla.query_latent": "mla.wq_b에는 mla.wq_a와 mla.q_a_norm이 필요합니다: "
+    "Q = RMSNorm(X·W_DQ)·W_UQ",
+    "mla.kv_heads": "mla는 Query 헤드마다 Key와 Value가 하나씩입니다. kv_heads는 {kv_heads}인데 "
+    "헤드는 {heads}개입니다",
+    "mla.rope_odd": "mla.rope_dims의 값 {rope}: RoPE는 차원을 둘씩 짝지어 회전하므로 짝수여야 "
+    "합니다",
+    "mla.rows": "{field}의 모양은 {shape}인데, 열이 {rows}개인 {what}에 곱해집니다. 행이 "
+    "{rows}개여야 합니다",
+    "mla.norm_length": "{field}의 수는 {length}개인데 {weight}에서 나오는 열은 {rank}개입니다. "
+    "잠재 벡터의 열마다 가중치가 하나씩 필요합니다",
+    "mla.q_width": "{field}의 열은 {cols}개입니다. H = {heads}, d_R = rope_dims = {rope}일 때 "
+    "H·(d_C + d_R)개, 곧 {heads}의 배수이면서 헤드마다 {rope}개보다 많아야 합니다",
+    "mla.kv_a_width": "mla.wkv_a의 열은 {cols}개입니다. d_R = rope_dims = {rope}일 때 "
+    "r_kv + d_R개, 곧 {rope}개보다 많아야 합니다",
+    "mla.kv_b_width": "mla.wkv_b의 열은 {cols}개입니다. H = {heads}, d_C = {nope} (Query에서 "
+    "정해짐)일 때 H·(d_C + d_v)개, 곧 {heads}의 배수이면서 헤드마다 {nope}개보다 많아야 합니다",
+    "mla.rope_dims": "rope.dims의 값 {dims}: mla는 d_R = {rope}개 열을 회전하므로 rope에 다음을 "
+    '주세요: "dims": {rope}',
+    "mla.backward": "역전파 (--backward, 그리고 이를 쓰는 qkvcalc train)는 아직 멀티헤드 잠재 "
+    "어텐션을 따라가지 않습니다. 역전파 없이 실행하세요",
+    "mla.qk_norm": "mla와 함께 {key} 키를 줄 수 없습니다. 정규화는 잠재 벡터에 있습니다 "
+    "(q_a_norm, kv_a_norm)",
+    "extract.mla_bias": "{model}: 층 {layer}의 잠재 투영에 바이어스가 있으며 (attention_bias), "
+    "mla는 바이어스를 받지 않습니다",
     # ---- qkvcalc extract (issue 16) ----------------------------------------------------
     "extract.needs_models": "qkvcalc {command}(은)는 PyTorch와 transformers로 모델을 실행하는데, "
     "여기에는 {missing} 패키지가 설치되어 있지 않습니다: pip install 'qkvcalc[models]'",

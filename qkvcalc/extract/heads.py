@@ -347,6 +347,8 @@ def split_head(problem: dict[str, Any], head: int, *, lang: str = "en") -> dict[
     h = _whole_head(head, heads)
     kv_heads = int(problem.get("kv_heads", heads))
     g = math.ceil(h * kv_heads / heads)
+    if "mla" in problem:  # the latents are every head's at once (c_KV, k_R): not one head's
+        raise QkvcalcError("heads.cannot_split", key="mla")
     d_k = np.asarray(problem["wq"]).shape[1] // heads
     d_v = np.asarray(problem["wv"]).shape[1] // kv_heads
     q_cols = slice((h - 1) * d_k, h * d_k)

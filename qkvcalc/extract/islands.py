@@ -38,6 +38,7 @@ _STANDARD_RMS = (
     "GptOssRMSNorm",
     "Olmo2RMSNorm",
     "HunYuanDenseV1RMSNorm",
+    "DeepseekV3RMSNorm",
 )
 _GEMMA_RMS = ("Gemma2RMSNorm", "Gemma3RMSNorm")  # x·rsqrt(mean(x²) + eps)·(1 + w)
 _MEAN_CENTRED = (

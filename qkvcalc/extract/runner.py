@@ -34,6 +34,7 @@ def families() -> dict[str, Family]:
         bert,
         bigcode,
         bloom,
+        deepseek,
         falcon,
         gpt2,
         llama,
@@ -57,6 +58,7 @@ def families() -> dict[str, Family]:
         opt.GPTJ,
         falcon.FAMILY,
         modernbert.FAMILY,
+        deepseek.FAMILY,
     ):
         for model_type in family.names:
             found[model_type] = family
@@ -249,7 +251,8 @@ def load(path: str, config: Any, dtype: str, progress: Progress | None = None) -
 
     cls = transformers.T5EncoderModel if config.model_type == "t5" else transformers.AutoModel
     # mixture-of-experts layers: the default grouped kernel has no float64 version
-    moe = any(getattr(config, name, None) for name in ("num_local_experts", "num_experts"))
+    experts = ("num_local_experts", "num_experts", "n_routed_experts")  # DeepSeek: n_routed_…
+    moe = any(getattr(config, name, None) for name in experts)
     extra: dict[str, Any] = {"experts_implementation": "eager"} if moe else {}
     try:
         model = cls.from_pretrained(

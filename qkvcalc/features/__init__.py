@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from qkvcalc.features import qk_norm, rope, score_bias, sinks, softcap, temperature, window
+from qkvcalc.features import mla, qk_norm, rope, score_bias, sinks, softcap, temperature, window
 from qkvcalc.features.base import Feature, Logits, Mistakes, Reading, Sizes, Turn, Work
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["REGISTRY", "Feature", "Logits", "Mistakes", "Sizes", "Turn", "active", "ops", "work"]
 
 REGISTRY: tuple[Feature, ...] = (
+    mla.FEATURE,  # in place of W_Q, W_K, W_V: the latents, before every other stage
     qk_norm.FEATURE,
     rope.FEATURE,
     temperature.FEATURE,  # after the norm and the rotation, whatever their order (a late turn)
@@ -38,6 +39,8 @@ def read(doc: dict[str, Any], sizes: Sizes) -> dict[str, Any]:
     by its module (a feature whose keys are absent, or say "not used", is left out)."""
     out = {}
     for f in REGISTRY:
+        if f.projects is not None:  # read with the weights (Problem), not here
+            continue
         if f.keys:
             given = {key: doc[key] for key in f.keys if doc.get(key) is not None}
             value = f.read(given, sizes) if given else None
@@ -46,6 +49,22 @@ def read(doc: dict[str, Any], sizes: Sizes) -> dict[str, Any]:
         if value is not None:
             out[f.name] = value
     return out
+
+
+def stand_in(doc: dict[str, Any]) -> Feature | None:
+    """The feature that stands in for W_Q, W_K and W_V in this document (its key given)."""
+    for f in REGISTRY:
+        if f.projects is not None and doc.get(f.name) is not None:
+            return f
+    return None
+
+
+def projecting(p: Problem) -> tuple[Feature, Any] | None:
+    """The feature this problem's projections are (multi-head latent attention), with its value."""
+    for f, value in active(p):
+        if f.projects is not None:
+            return f, value
+    return None
 
 
 def active(p: Problem) -> list[tuple[Feature, Any]]:

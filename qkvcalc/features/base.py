@@ -154,3 +154,23 @@ class Feature:
     # --format torch: how its score bias is made (a comment) and head h's bias B ([n, m]),
     # added to the scaled scores (SDPA's float attn_mask takes it)
     torch_bias: Callable[[Problem, Any, int | None], tuple[str, np.ndarray]] | None = None
+    # a feature that stands in for W_Q, W_K and W_V (multi-head latent attention): its key read
+    # with the weights, given (its value, the document, d_model, H, the layout, exact), to a
+    # value whose `widths` are the columns the heads split (H·d_k, G·d_k, G·d_v)
+    projects: Callable[[Any, dict[str, Any], int, int, str, bool], Any] | None = None
+    # … its stages before the heads, given the problem, the value, X's ref and name
+    shared: Callable[[Problem, Any, Ref, str], list[Spec]] | None = None
+    # … and head h's q, k, v stages (with its own between them), the same arguments and h
+    head_qkv: Callable[[Problem, Any, int | None, Ref, str], list[Spec]] | None = None
+    # --format torch: the lines that make Q [n, H*d_k], K, V from X in its place
+    torch_projections: (
+        Callable[[Problem, Any, Callable[[Any], str], Callable[[float], str]], list[str]] | None
+    ) = None
+    # decode: its stages of one step before the heads (the cache of what it keeps), given the
+    # problem, the value, the step, its rows, the step before (None: the first), X's ref and
+    # name, and how the features turn one side (`turn(problem, side, specs) -> its ref`)
+    decode_shared: Callable[..., list[Spec]] | None = None
+    # … and head h's stages of the step: (q, k and v, then the refs of K and V read)
+    decode_head: Callable[..., tuple[list[Spec], Ref, Ref]] | None = None
+    # the quiz's view of the problem: the matrices it gives in place of W_Q, W_K, W_V (by name)
+    given: Callable[[Any], list[tuple[str, np.ndarray]]] | None = None

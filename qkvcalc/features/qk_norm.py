@@ -300,6 +300,8 @@ def _mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[C
         found.append(("norm_weight_missing", Msg("mistake.norm_weight_missing"), bare))
         length = x / np.sqrt(np.sum(x * x, axis=1, keepdims=True) + eps) * weight
         msg = Msg("mistake.norm_sum_not_mean", d_k=x.shape[1])
+        if "over" in stage.params:  # a latent's norm (multi-head latent attention): r_kv, r_q
+            msg = Msg("mistake.mla_norm_sum_not_mean", over=stage.params["over"], count=x.shape[1])
         found.append(("norm_sum_not_mean", msg, length))
     return found
 

@@ -29,6 +29,7 @@ VARIANT_KEYS = (
     "score_bias",
     "softcap",
     "sinks",
+    "mla",
 )
 
 MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")

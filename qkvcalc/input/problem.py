@@ -120,6 +120,8 @@ class Problem:
     tiles: int | None = None  # B: the softmax over blocks of B keys (FlashAttention)
     loss: Loss | None = None  # where the backward pass starts: grad_output, target or attend
     backward: bool = False  # --backward: the gradient stages after the forward ones
+    # (d_k, d_v) when a feature stands in for W_Q, W_K, W_V (multi-head latent attention)
+    widths: tuple[int, int] | None = None
 
     # ---- derived sizes -------------------------------------------------------------------
     @property
@@ -153,12 +155,16 @@ class Problem:
 
     @property
     def d_k(self) -> int:
+        if self.widths is not None:
+            return self.widths[0]
         wq = self.wq if self.projected else self.q
         assert wq is not None
         return int(wq.values.shape[1]) // self.heads
 
     @property
     def d_v(self) -> int:
+        if self.widths is not None:
+            return self.widths[1]
         wv = self.wv if self.projected else self.v
         assert wv is not None
         return int(wv.values.shape[1]) // self.kv_heads
@@ -400,6 +406,24 @@ class _Widths(NamedTuple):
     who: tuple[str, str, str]
 
 
+def _read_stand_in(
+    doc: dict[str, Any],
+    mats: dict[str, Matrix | None],
+    feature: features.Feature,
+    heads: int,
+    layout: str,
+    exact: bool,
+) -> tuple[_Widths, Any]:
+    """X and the feature that stands in for W_Q, W_K, W_V (its own checks name its fields)."""
+    _check("x" in doc, "input.missing", missing="X")
+    x = to_matrix(doc["x"], "x", exact=exact)
+    mats["x"] = x
+    n, d_model = x.values.shape
+    assert feature.projects is not None
+    value = feature.projects(doc[feature.name], doc, d_model, heads, layout, exact)
+    return _Widths(n, n, d_model, value.widths, (feature.name,) * 3), value
+
+
 def _input_mode(doc: dict[str, Any]) -> bool:
     """True when Q, K, V are given directly; checks the two modes are not mixed or partial."""
     direct = [k for k in ("q", "k", "v") if k in doc]
@@ -639,9 +663,14 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
     kv_heads = _to_int(doc.get("kv_heads", heads), "kv_heads")
     _check(heads % kv_heads == 0, "heads.kv_divide", heads=heads, kv_heads=kv_heads)
 
-    direct = _input_mode(doc)
     mats: dict[str, Matrix | None] = {}
-    w = _read_direct(doc, mats, exact) if direct else _read_projected(doc, mats, layout, exact)
+    stand_in = features.stand_in(doc)
+    if stand_in is not None:  # multi-head latent attention: no W_Q, W_K, W_V of its own
+        direct = False
+        w, stood = _read_stand_in(doc, mats, stand_in, heads, layout, exact)
+    else:
+        direct = _input_mode(doc)
+        w = _read_direct(doc, mats, exact) if direct else _read_projected(doc, mats, layout, exact)
     n, m = w.n, w.m
     d_k, d_v = _head_widths(w, heads, kv_heads)
     _read_biases(doc, mats, w, exact)
@@ -664,6 +693,8 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         mask_kind=mask_kind,
         exact=exact,
     )
+    if stand_in is not None:
+        variants = replace(variants, features={stand_in.name: stood, **variants.features})
     decode, tiles = _decode_and_tiles(doc, n=n, m=m, cross=cross and not (direct and m == n))
     wo = mats.get("wo")
     d_out = wo.values.shape[1] if wo is not None else heads * d_v
@@ -673,6 +704,7 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         _check(mask_kind == "causal", "decode.mask", mask=mask_kind)
     return Problem(
         loss=loss,
+        widths=(d_k, d_v) if stand_in is not None else None,
         decode=decode,
         tiles=tiles,
         variants=variants,

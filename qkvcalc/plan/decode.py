@@ -52,7 +52,18 @@ def decode_plan(p: Problem, x_ref: Ref, x_name: str) -> list[Spec]:
     assert allowed is not None  # a decode run is causal
     heads: list[int | None] = list(range(1, p.heads + 1)) if p.multihead else [None]
     specs: list[Spec] = []
+    stand_in = features.projecting(p)  # multi-head latent attention: its own cache
+
+    def turn(problem: Problem, side: features.Turn, out: list[Spec]) -> Ref:
+        (found,), _ = turned(problem, [side], out)
+        return found
+
     for step, take in steps(p):
+        if stand_in is not None and stand_in[0].decode_shared is not None:
+            before = step - 1 if step > 1 or (step == 1 and p.decode) else None
+            specs += stand_in[0].decode_shared(
+                p, stand_in[1], step, take, before, x_ref, x_name, turn
+            )
         for h in heads:
             specs += _step(p, h, step, take, allowed, x_ref, x_name)
     for h in heads:
@@ -88,8 +99,17 @@ def _step(
     def at(sid: str) -> Ref:
         return ref(sid, h, step)
 
+    k_cache, v_cache, v_name = at("k_cache"), at("v_cache"), "V_cache"
+    stand_in = features.projecting(p)
+    if stand_in is not None and stand_in[0].decode_head is not None:  # the latents' cache
+        qkv, k_cache, v_cache = stand_in[0].decode_head(
+            p, stand_in[1], h, step, take, end, x_ref, x_name
+        )
+        out += qkv
+        (q_final,), _ = turned(p, [_side(p, h, step, take, "Q", rows)], out)
+        v_name = "V"
     cut = {"q": s.q, "k": s.k, "v": s.v}
-    for sid in ("q", "k", "v"):
+    for sid in ("q", "k", "v") if stand_in is None else ():
         weight, bias = getattr(p, f"w{sid}"), getattr(p, f"b{sid}")
         assert weight is not None
         cols = cut[sid]
@@ -181,7 +201,7 @@ def _step(
             "scores",
             h,
             "qk",
-            (q_final, at("k_cache")),
+            (q_final, k_cache),
             "Q·K_cacheᵀ",
             rows,
             keys,
@@ -220,7 +240,7 @@ def _step(
     out.append(pipeline.masked(at_rows, logits, symbol, formula, allowed[take][:, :end], notes))
     softmax = f"A = softmax({formula} + M)"
     return out + pipeline.softmax_and_output(
-        p, at_rows, at("masked"), "S+M", softmax, at("v_cache"), "V_cache", lambda ref, extra: None
+        p, at_rows, at("masked"), "S+M", softmax, v_cache, v_name, lambda ref, extra: None
     )
 
 

@@ -52,7 +52,17 @@ def inputs(p: Problem) -> list[Spec]:
         specs += positional(p)
     if p.source is not None:
         specs.append(input_spec("source", "source", p.source, p.source_tokens))
+    stand_in = features.projecting(p)
+    if stand_in is not None and stand_in[0].shared is not None:  # the latents, before the heads
+        specs += stand_in[0].shared(p, stand_in[1], *_x_of(p))
     return specs
+
+
+def _x_of(p: Problem) -> tuple[Ref, str]:
+    """What the projections multiply: X, or X + PE, and how formulas name it."""
+    if p.variants.pe is not None:
+        return ("x_pe", None), "(X + PE)"
+    return ("x", None), "X"
 
 
 def plain_head(p: Problem, h: int | None) -> list[Spec]:
@@ -259,7 +269,11 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     if p.kv_heads < p.heads:
         first, last = p.query_heads_of(s.g)
         shared = (Msg("note.kv_shared", kv_head=s.g, first=first, last=last),)
-    specs = (_projections if p.projected else _given)(p, h, s, shared)
+    stand_in = features.projecting(p)
+    if stand_in is not None and stand_in[0].head_qkv is not None:
+        specs = stand_in[0].head_qkv(p, stand_in[1], h, *_x_of(p))
+    else:
+        specs = (_projections if p.projected else _given)(p, h, s, shared)
     v = p.variants
     (q_ref, k_ref), before = turned(
         p,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from qkvcalc import features
 from qkvcalc.plan import pipeline
 from qkvcalc.plan.masks import allowed_keys
 from qkvcalc.plan.specs import (
@@ -32,7 +33,7 @@ def plan(p: Problem) -> tuple[Spec, ...]:
             backward.backward(p, specs)  # refused, with the reason
         pe = p.variants.pe is not None
         x_ref: Ref = ("x_pe", None) if pe else ("x", None)
-        if p.multihead:  # which columns each head reads, once for every step
+        if p.multihead and features.projecting(p) is None:  # each head's columns, once
             specs.append(pipeline.split(p))
         specs += decode.decode_plan(p, x_ref, "(X + PE)" if pe else "X")
         return tuple(specs)
@@ -40,7 +41,8 @@ def plan(p: Problem) -> tuple[Spec, ...]:
     if not p.multihead:
         specs += pipeline.head(p, None, allowed)
     else:
-        specs.append(pipeline.split(p))
+        if features.projecting(p) is None:  # the latents' heads say their own columns
+            specs.append(pipeline.split(p))
         for h in range(1, p.heads + 1):
             specs += pipeline.head(p, h, allowed)
         specs += pipeline.combine(p)

@@ -143,7 +143,8 @@ def fits(answers: np.ndarray, candidate: np.ndarray, truth: np.ndarray, precisio
 
 
 class _Inputs:
-    """An earlier stage of this head, as the student has it (when given) and as it truly is."""
+    """An earlier stage of this head (or of every head, before the split), as the student has it
+    (when given) and as it truly is."""
 
     def __init__(self, trace: Trace, stage: Stage, own: Mapping[str, np.ndarray]) -> None:
         self.trace, self.stage, self.own = trace, stage, own
@@ -153,10 +154,13 @@ class _Inputs:
         """The student's version of stage `sid` of this head, then the true one (either may be
         absent); the same matrix once."""
         found: list[np.ndarray] = []
-        mine = self.own.get(self.prefix + sid)
+        prefix, head = self.prefix, self.stage.head
+        if self.trace.find(sid, head) is None and self.trace.find(sid, None) is not None:
+            prefix, head = "", None  # a stage before the heads (a latent every head reads)
+        mine = self.own.get(prefix + sid)
         if mine is not None:
             found.append(np.asarray(mine, dtype=np.float64))
-        true = self.trace.find(sid, self.stage.head)
+        true = self.trace.find(sid, head)
         if true is not None and not any(np.array_equal(true.value, f) for f in found):
             found.append(true.value)
         return found
@@ -168,6 +172,8 @@ def _projection(trace: Trace, stage: Stage) -> list[Candidate]:
         return []
     sid = stage.id
     weight = getattr(p, f"w{sid}")
+    if weight is None:  # the latents stand in for W_Q, W_K, W_V: their own mistakes say it
+        return []
     full = weight.values
     if full.shape[0] != full.shape[1]:
         return []  # Wᵀ does not fit where W goes

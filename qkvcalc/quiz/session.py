@@ -22,6 +22,7 @@ import numpy as np
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
+from qkvcalc import features
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg, translate
 from qkvcalc.plan.specs import dim_labels
@@ -101,6 +102,12 @@ def problem_view(trace: Trace, opts: RenderOptions) -> RenderableType:
             matrix_table(matrix.values, name, rows, dim_labels(matrix.values.shape[1]), opts)
         )
         parts.append(Text(""))
+    stand_in = features.projecting(p)  # multi-head latent attention: its own weights
+    if stand_in is not None and stand_in[0].given is not None:
+        for name, values in stand_in[0].given(stand_in[1]):
+            rows_of = dim_labels(values.shape[0])
+            parts.append(matrix_table(values, name, rows_of, dim_labels(values.shape[1]), opts))
+            parts.append(Text(""))
     if p.mask is not None:
         parts.append(matrix_table(p.mask.astype(float), "M", p.tokens, p.source_tokens, opts))
         parts.append(Text(""))

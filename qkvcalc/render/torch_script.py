@@ -145,7 +145,15 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
         add(f"source_tokens = [{', '.join(text_literal(t) for t in p.source_tokens)}]")
 
     # ---- Q, K, V --------------------------------------------------------------------------
-    if p.projected:
+    stand_in = features.projecting(p)
+    if stand_in is not None and stand_in[0].torch_projections is not None:
+        assert p.x is not None
+        add(f"X = t({literal(p.x.values)})  # [n, d_model]")
+        if p.variants.pe is not None:
+            add(f"PE = t({literal(p.variants.pe)})  # the position encoding, [n, d_model]")
+            add("X = X + PE")
+        lines.extend(stand_in[0].torch_projections(p, stand_in[1], literal, num))
+    elif p.projected:
         assert p.x is not None and p.wq is not None and p.wk is not None and p.wv is not None
         add(f"X = t({literal(p.x.values)})  # [n, d_model]")
         if p.variants.pe is not None:

@@ -43,7 +43,10 @@ def in_exact_mode(p: Problem) -> bool:
 def products_needed(p: Problem) -> int:
     """How many multiplications of fractions the exact stages take (the measure of the limit)."""
     projections = 0
-    if p.projected:
+    if p.projected and p.widths is not None:  # the latents stand in for W_Q, W_K, W_V (a bound)
+        assert p.x is not None
+        projections = p.x.values.shape[1] * p.n * p.heads * (2 * p.d_k + p.d_v)
+    elif p.projected:
         assert p.x is not None and p.wq is not None and p.wk is not None and p.wv is not None
         d_model = p.x.values.shape[1]
         projections = d_model * (

@@ -1,0 +1,62 @@
+"""DeepSeek-V3 (and Kimi K2, which is a deepseek_v3 model): multi-head latent attention. The
+attention module's input is x after input_layernorm; its weights become the `mla` key (q_a_proj,
+q_a_layernorm and q_b_proj, or q_proj when q_lora_rank is None; kv_a_proj_with_mqa, whose last
+qk_rope_head_dim columns are the shared rotary key; kv_a_layernorm; kv_b_proj), o_proj is W_O.
+The rotation turns the qk_rope_head_dim columns only: "pairs" when rope_interleave (DeepSeek's
+interleaved layout), else "half"; its frequencies are the layer's own (YaRN's too, with their
+attention factor), and the scale is the module's (qk_head_dim^−½, times mscale² under YaRN).
+The layers before first_k_dense_replace have a dense MLP, the others experts: their attention
+is the same."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.extract.common import (
+    Family,
+    Layer,
+    array,
+    decoder,
+    default_scale,
+    mask_keys,
+    model_name,
+    rows,
+)
+from qkvcalc.extract.llama import norm_eps, rope
+
+
+def keys(layer: Layer) -> dict[str, Any]:
+    attn = layer.attention
+    config = attn.config
+    if getattr(config, "attention_bias", False):
+        raise QkvcalcError("extract.mla_bias", model=model_name(layer), layer=layer.index)
+    head_dim = attn.qk_head_dim
+    mla: dict[str, Any] = {}
+    if attn.q_lora_rank is None:
+        mla["wq"] = rows(attn.q_proj)
+    else:
+        mla["wq_a"] = rows(attn.q_a_proj)
+        mla["q_a_norm"] = array(attn.q_a_layernorm.weight)
+        mla["wq_b"] = rows(attn.q_b_proj)
+    mla["wkv_a"] = rows(attn.kv_a_proj_with_mqa)
+    mla["kv_a_norm"] = array(attn.kv_a_layernorm.weight)
+    mla["wkv_b"] = rows(attn.kv_b_proj)
+    mla["rope_dims"] = int(attn.qk_rope_head_dim)
+    mla["eps"] = norm_eps(attn.kv_a_layernorm)
+    out: dict[str, Any] = {"mla": mla, "wo": rows(attn.o_proj), "heads": attn.num_heads}
+    if not default_scale(attn.scaling, head_dim):
+        out["scale"] = float(attn.scaling)
+    out.update(mask_keys(layer, True))
+    turn = rope(layer, head_dim, "pairs" if config.rope_interleave else "half")
+    turn["dims"] = int(attn.qk_rope_head_dim)
+    out["rope"] = turn
+    return out
+
+
+FAMILY = Family(
+    names={"deepseek_v3": "DeepSeek-V3"},
+    stack=lambda model: decoder(model).layers,
+    attention=lambda block: block.self_attn,
+    keys=keys,
+)

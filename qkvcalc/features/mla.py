@@ -1,0 +1,723 @@
+"""Multi-head latent attention (DeepSeek-V2 and V3, Kimi K2): the queries and the keys and values
+come through low-rank latents with an RMSNorm inside, and one rotary key is shared by every head.
+It stands in for W_Q, W_K and W_V (a problem gives `mla` instead of them).
+
+    "mla": {"wq_a": W_DQ [d_model, r_q], "q_a_norm": [r_q],  "wq_b": W_UQ [r_q, H·(d_C + d_R)]
+            (or "wq": [d_model, H·(d_C + d_R)] without a query latent),
+            "wkv_a": [d_model, r_kv + d_R] = [W_DKV | W_KR], "kv_a_norm": [r_kv],
+            "wkv_b": [r_kv, H·(d_C + d_v)] = per head [W_UK | W_UV],
+            "rope_dims": d_R, "eps": ε (default 1e-6)}
+
+    c_Q  = X·W_DQ,   C_Q = RMSNorm(c_Q)            stages `c_q`, `c_q_norm` (before the heads)
+    c_KV = X·W_DKV,  C_KV = RMSNorm(c_KV)          stages `c_kv`, `c_kv_norm`
+    k_R  = X·W_KR                                  stage `k_rope`: one key for every head
+    head h:  Q = C_Q·W_UQ[h]  (its d_R rotary columns first, then its d_C others)   `q`
+             K_C = C_KV·W_UK[h],  K = [k_R | K_C]                        `k_nope`, `k`
+             V = C_KV·W_UV[h]                                                     `v`
+
+The weights are laid out as transformers' DeepSeek-V3 stores them (per head: the d_C columns,
+then the d_R rotary ones); qkvcalc puts each head's rotary columns first, so that the `rope` key
+(with "dims": d_R) turns them: Q·Kᵀ sums over the columns and is the same in either order.
+d_k = d_C + d_R per head, so the default scale is 1/√(d_C + d_R). A decode run caches C_KV and the
+rotated k_R (r_kv + d_R numbers a token) instead of every head's K and V (H·(d_k + d_v)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace as dataclass_replace
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.features.base import Candidate, Feature, Mistakes, Turn
+from qkvcalc.i18n import Msg
+from qkvcalc.input.cells import Matrix, positive, to_matrix, to_vector
+from qkvcalc.input.limits import MAX_ELEMENTS
+from qkvcalc.labels import shape_text, shown
+from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref, span
+from qkvcalc.run.op import Op, Params, Shapes
+
+SETTINGS = ("wq_a", "q_a_norm", "wq_b", "wq", "wkv_a", "kv_a_norm", "wkv_b", "rope_dims", "eps")
+REQUIRED = ("wkv_a", "kv_a_norm", "wkv_b", "rope_dims")
+# the keys a problem with `mla` may not give: the latents stand in for them
+REPLACED = ("wq", "wk", "wv", "bq", "bk", "bv", "q", "k", "v", "source")
+
+
+class Latent(NamedTuple):
+    """The weights of multi-head latent attention, in the rows layout (Q = X·W)."""
+
+    wq_a: Matrix | None  # W_DQ [d_model, r_q], or None: Q = X·wq
+    q_norm: np.ndarray | None  # [r_q]
+    wq: Matrix  # W_UQ [r_q, H·(d_C + d_R)] (or W_Q [d_model, …]): per head d_C, then d_R
+    wkv_a: Matrix  # [d_model, r_kv + d_R]: W_DKV, then W_KR
+    kv_norm: np.ndarray  # [r_kv]
+    wkv_b: Matrix  # [r_kv, H·(d_C + d_v)]: per head W_UK (d_C), then W_UV (d_v)
+    heads: int
+    rope: int  # d_R
+    nope: int  # d_C
+    d_v: int
+    eps: float
+
+    @property
+    def rank(self) -> int:
+        """r_kv: the width of the cached latent."""
+        return int(self.kv_norm.size)
+
+    @property
+    def widths(self) -> tuple[int, int, int]:
+        """The columns the heads split, as W_Q, W_K, W_V would have them."""
+        d_k = self.nope + self.rope
+        return self.heads * d_k, self.heads * d_k, self.heads * self.d_v
+
+    def q_columns(self, h: int) -> np.ndarray:
+        """Head h's columns of wq in qkvcalc's order: its d_R rotary ones, then its d_C."""
+        start = (h - 1) * (self.nope + self.rope)
+        rope = np.arange(start + self.nope, start + self.nope + self.rope)
+        return np.concatenate([rope, np.arange(start, start + self.nope)])
+
+    def kv_columns(self, h: int) -> tuple[np.ndarray, np.ndarray]:
+        """Head h's columns of wkv_b: its W_UK (d_C) and its W_UV (d_v)."""
+        start = (h - 1) * (self.nope + self.d_v)
+        return (
+            np.arange(start, start + self.nope),
+            np.arange(start + self.nope, start + self.nope + self.d_v),
+        )
+
+
+# ---- reading the key --------------------------------------------------------------------------
+
+
+def _field(key: str) -> str:
+    """How a message names a field of the object: mla.wkv_b."""
+    return f"mla.{key}"
+
+
+def _fail(rule: str, /, **params: Any) -> QkvcalcError:
+    return QkvcalcError(f"mla.{rule}", **params)
+
+
+def _matrix(raw: Any, key: str, layout: str, exact: bool) -> Matrix:
+    m = to_matrix(raw, f"mla.{key}", exact=exact)
+    if layout == "torch":  # nn.Linear's [out, in]
+        exact_t = tuple(zip(*m.exact, strict=True)) if m.exact else None
+        m = Matrix(m.values.T.copy(), exact_t)
+    return m
+
+
+def _rows(m: Matrix, key: str, rows: int, what: str, layout: str) -> None:
+    """A weight's rows must be the width of what it multiplies (X, c_Q or c_KV)."""
+    r, c = m.values.shape
+    if r != rows:
+        given = (c, r) if layout == "torch" else (r, c)
+        raise _fail("rows", field=f"mla.{key}", shape=shape_text(given), rows=rows, what=what)
+
+
+def read(
+    raw: Any, doc: dict[str, Any], d_model: int, heads: int, layout: str, exact: bool
+) -> Latent:
+    """The `mla` object checked against X's width and the heads; one message per rule."""
+    if not isinstance(raw, dict):
+        raise _fail("not_object", value=shown(raw))
+    for key in raw:
+        if key not in SETTINGS:
+            raise _fail("unknown_key", key=shown(key), known=", ".join(SETTINGS))
+    for key in REPLACED:
+        if key in doc:
+            raise _fail("replaces", key=key)
+    missing = [key for key in REQUIRED if key not in raw]
+    if "wq_b" not in raw and "wq" not in raw:
+        missing.append("wq_b")
+    if missing:
+        raise _fail("missing", missing=", ".join(missing))
+    if "wq" in raw and any(key in raw for key in ("wq_a", "wq_b", "q_a_norm")):
+        raise _fail("two_queries")
+    if "wq_b" in raw and ("wq_a" not in raw or "q_a_norm" not in raw):
+        raise _fail("query_latent")
+    for key in ("q_norm", "k_norm", "qk_norm"):
+        if key in doc:
+            raise _fail("qk_norm", key=key)
+    _check_size(raw)
+    kv_heads = doc.get("kv_heads", heads)
+    if str(kv_heads).strip() != str(heads):
+        raise _fail("kv_heads", kv_heads=shown(kv_heads), heads=heads)
+    rope = int(positive(raw["rope_dims"], _field("rope_dims"), integer=True).value)
+    if rope % 2:
+        raise _fail("rope_odd", rope=rope)
+    eps = positive(raw["eps"], _field("eps")).value if "eps" in raw else 1e-6
+
+    wq_a = q_norm = None
+    if "wq_b" in raw:
+        wq_a = _matrix(raw["wq_a"], "wq_a", layout, exact)
+        _rows(wq_a, "wq_a", d_model, "X", layout)
+        rank_q = wq_a.values.shape[1]
+        q_norm = to_vector(raw["q_a_norm"], _field("q_a_norm")).values[0]
+        if q_norm.size != rank_q:
+            raise _fail("norm_length", field=_field("q_a_norm"), length=q_norm.size, rank=rank_q,
+                        weight=_field("wq_a"))  # fmt: skip
+        wq = _matrix(raw["wq_b"], "wq_b", layout, exact)
+        _rows(wq, "wq_b", rank_q, "c_Q", layout)
+        q_key = "wq_b"
+    else:
+        wq = _matrix(raw["wq"], "wq", layout, exact)
+        _rows(wq, "wq", d_model, "X", layout)
+        q_key = "wq"
+    qcols = wq.values.shape[1]
+    if qcols % heads or qcols // heads <= rope:
+        raise _fail("q_width", field=f"mla.{q_key}", cols=qcols, heads=heads, rope=rope)
+    nope = qcols // heads - rope
+
+    wkv_a = _matrix(raw["wkv_a"], "wkv_a", layout, exact)
+    _rows(wkv_a, "wkv_a", d_model, "X", layout)
+    rank = wkv_a.values.shape[1] - rope
+    if rank < 1:
+        raise _fail("kv_a_width", cols=wkv_a.values.shape[1], rope=rope)
+    kv_norm = to_vector(raw["kv_a_norm"], _field("kv_a_norm")).values[0]
+    if kv_norm.size != rank:
+        raise _fail("norm_length", field=_field("kv_a_norm"), length=kv_norm.size, rank=rank,
+                    weight=_field("wkv_a"))  # fmt: skip
+    wkv_b = _matrix(raw["wkv_b"], "wkv_b", layout, exact)
+    _rows(wkv_b, "wkv_b", rank, "c_KV", layout)
+    kvcols = wkv_b.values.shape[1]
+    if kvcols % heads or kvcols // heads <= nope:
+        raise _fail("kv_b_width", cols=kvcols, heads=heads, nope=nope)
+    d_v = kvcols // heads - nope
+    latent = Latent(wq_a, q_norm, wq, wkv_a, kv_norm, wkv_b, heads, rope, nope, d_v, float(eps))
+    check(latent, doc)
+    return latent
+
+
+def check(latent: Latent, doc: dict[str, Any]) -> None:
+    """What the rest of the problem must agree with: the rotation turns the d_R columns (a
+    rotation without "dims", `true` or a base alone, would turn all d_k)."""
+    rope = doc.get("rope")
+    if rope is None or rope is False:
+        return
+    dims = rope.get("dims") if isinstance(rope, dict) else None
+    if dims != latent.rope:
+        said = shown(dims) if dims is not None else "d_k"  # not given: all d_k turn
+        raise _fail("rope_dims", dims=said, rope=latent.rope)
+
+
+def _claimed(raw: Any) -> int:
+    """The numbers a matrix claims by its row count and first row (before it is read)."""
+    if isinstance(raw, np.ndarray):
+        return int(raw.size)
+    if not isinstance(raw, list | tuple) or not raw:
+        return 0
+    first = raw[0]
+    return len(raw) * (len(first) if isinstance(first, list | tuple) and first else 1)
+
+
+def _check_size(raw: dict[str, Any]) -> None:
+    """A short file can claim a billion numbers: refused from the shapes, before any is read."""
+    total = 0
+    for key in ("wq_a", "wq_b", "wq", "wkv_a", "wkv_b"):
+        total += _claimed(raw.get(key))
+        if total > MAX_ELEMENTS:
+            raise QkvcalcError("limits.input_elements", field=_field(key), rows=len(raw[key]),
+                               cols=_claimed(raw[key]) // max(len(raw[key]), 1), count=total,
+                               limit=MAX_ELEMENTS)  # fmt: skip
+
+
+def _echo(latent: Latent) -> dict[str, Any]:
+    """The object again, in the rows layout, as plain lists (a JSON trace's "input")."""
+    out: dict[str, Any] = {}
+    if latent.wq_a is not None:
+        assert latent.q_norm is not None
+        out["wq_a"] = latent.wq_a.values.tolist()
+        out["q_a_norm"] = latent.q_norm.tolist()
+        out["wq_b"] = latent.wq.values.tolist()
+    else:
+        out["wq"] = latent.wq.values.tolist()
+    return out | {
+        "wkv_a": latent.wkv_a.values.tolist(),
+        "kv_a_norm": latent.kv_norm.tolist(),
+        "wkv_b": latent.wkv_b.values.tolist(),
+        "rope_dims": latent.rope,
+        "eps": latent.eps,
+    }
+
+
+# ---- the ops ----------------------------------------------------------------------------------
+
+
+def _join(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    # [m, d_R] and [m, d_C] side by side -> [m, d_R + d_C] (the shared key first)
+    parts = [o if rows is None else o[rows] for o in ops]
+    return np.hstack(parts)
+
+
+def _join_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Any:
+    first = shapes[0][1]
+    yield (0, i, j) if j < first else (1, i, j - first)
+
+
+def _join_exact(ops: Sequence[Any], params: Params) -> Any:
+    return tuple(tuple(a) + tuple(b) for a, b in zip(ops[0], ops[1], strict=True)), ()
+
+
+def _join_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np.ndarray) -> Any:
+    first = ops[0].shape[1]
+    return g[:, :first], g[:, first:]
+
+
+def _join_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[2,3]: K_C[2,1] = 0.5: the cell comes from the shared key or from the head's own part."""
+    k_rope, k_nope = stage.operands[0], stage.operands[1]
+    first = k_rope.shape[1]
+    if j < first:
+        source, cell = "k_R", float(k_rope[i, j])
+        col = j + 1
+    else:
+        source, cell = "K_C", float(k_nope[i, j - first])
+        col = j - first + 1
+    left = f"{style.at(i + 1, j + 1)}{source}[{i + 1},{col}]"
+    return style.line(left, style.shown(cell), float(stage.value[i, j]), result)
+
+
+def _mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[Candidate]:
+    """An up-projection from the latent before its RMSNorm (c·W_U instead of RMSNorm(c)·W_U)."""
+    before = stage.params.get("latent_before")
+    if before is None:
+        return []
+    weight = stage.operands[1]
+    return [
+        (
+            "mla_latent_unnormed",
+            Msg("mistake.mla_latent_unnormed", latent=stage.params["latent_symbol"]),
+            latent @ weight,
+        )
+        for latent in versions(before)
+        if latent.shape[1] == weight.shape[0]
+    ]
+
+
+def _join_mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[Candidate]:
+    """The two parts in DeepSeek's own order, [K_C | k_R] (qkvcalc puts k_R first): a matrix of
+    the same shape only when d_C = d_R."""
+    found: list[Candidate] = []
+    if stage.operands[0].shape[1] != stage.operands[1].shape[1]:
+        return found
+    for nope in versions(stage.reads[1][0]):
+        swapped = np.hstack([nope, stage.operands[0]])
+        found.append(("mla_join_order", Msg("mistake.mla_join_order"), swapped))
+    return found
+
+
+# ---- the stages -------------------------------------------------------------------------------
+
+
+def replace_spec(spec: Spec, **changes: Any) -> Spec:
+    """The spec with some of its fields changed (a step's rows, its head)."""
+    return dataclass_replace(spec, **changes)
+
+
+def _take(m: Matrix, cols: np.ndarray | slice) -> Const:
+    values = m.values[:, cols]
+    if m.exact is None:
+        return Const(values)
+    index = range(m.values.shape[1])[cols] if isinstance(cols, slice) else cols.tolist()
+    return Const(values, tuple(tuple(row[c] for c in index) for row in m.exact))
+
+
+def _project(
+    sid: str, operand: Ref, name: str, weight: Const, w_name: str, rows: tuple[str, ...], **kw: Any
+) -> Spec:
+    symbol = kw.pop("symbol")
+    return Spec(
+        sid,
+        kw.pop("h", None),
+        "project",
+        (operand, weight),
+        f"{symbol} = {name}·{w_name}",
+        rows,
+        dim_labels(weight.value.shape[1]),
+        names=(name, w_name),
+        inner=dim_labels(weight.value.shape[0]),
+        cell=symbol + "[{i},{j}]",
+        symbol=symbol,
+        hint=("hint.proj", {"x": name, "w": w_name, "b": ""}),
+        **kw,
+    )
+
+
+def _norm(sid: str, operand: Ref, source: str, symbol: str, weight: np.ndarray, p: Any) -> Spec:
+    latent: Latent = p.variants.features["mla"]
+    return Spec(
+        sid,
+        None,
+        "rmsnorm",
+        (operand,),
+        f"{symbol} = RMSNorm({source})",
+        p.tokens,
+        dim_labels(weight.size),
+        params={
+            "weight": weight,
+            "eps": latent.eps,
+            "over": "r_q" if sid == "c_q_norm" else "r_kv",
+        },
+        notes=(Msg("note.mla_norm", eps=f"{latent.eps:g}", latent=source),),
+        hint=("hint.rmsnorm", {"src": source}),
+        symbol=symbol,
+        letters=f"n×{'r_q' if sid == 'c_q_norm' else 'r_kv'}",
+    )
+
+
+def shared(p: Any, latent: Latent, x_ref: Ref, x_name: str) -> list[Spec]:
+    """The stages before the heads: the query latent, the key/value latent, the shared key (a
+    decode run makes them step by step: decode_shared)."""
+    if p.backward:
+        raise _fail("backward")
+    if p.decode is not None:
+        return []
+    specs: list[Spec] = []
+    rank, rope = latent.rank, latent.rope
+    if latent.wq_a is not None:
+        assert latent.q_norm is not None
+        specs.append(
+            _project("c_q", x_ref, x_name, _take(latent.wq_a, slice(None)), "W_DQ", p.tokens,
+                     symbol="c_Q", letters="n×r_q",
+                     notes=(Msg("note.mla_c_q", rank=latent.q_norm.size, d_model=p.d_model),))
+        )  # fmt: skip
+        specs.append(_norm("c_q_norm", ("c_q", None), "c_Q", "C_Q", latent.q_norm, p))
+    heads_numbers = p.heads * (p.d_k + p.d_v)
+    specs.append(
+        _project("c_kv", x_ref, x_name, _take(latent.wkv_a, slice(0, rank)), "W_DKV", p.tokens,
+                 symbol="c_KV", letters="n×r_kv",
+                 notes=(Msg("note.mla_c_kv", rank=rank, rope=rope, cached=rank + rope,
+                            full=heads_numbers, heads=p.heads, d_k=p.d_k, d_v=p.d_v),))
+    )  # fmt: skip
+    specs.append(_norm("c_kv_norm", ("c_kv", None), "c_KV", "C_KV", latent.kv_norm, p))
+    specs.append(
+        _project("k_rope", x_ref, x_name, _take(latent.wkv_a, slice(rank, rank + rope)), "W_KR",
+                 p.tokens, symbol="k_R", letters="n×d_R",
+                 notes=(Msg("note.mla_k_rope", rope=rope, heads=p.heads),))
+    )  # fmt: skip
+    return specs
+
+
+def head_qkv(p: Any, latent: Latent, h: int | None, x_ref: Ref, x_name: str) -> list[Spec]:
+    """Head h's q, its key's own part k_nope, its k = [k_R | k_nope] and its v."""
+    index = h or 1
+    rows = p.tokens
+    mark = "" if h is None else f"[{index}]"
+    specs: list[Spec] = []
+    q_weight = _take(latent.wq, latent.q_columns(index))
+    order = Msg("note.mla_q_order", rope=latent.rope, nope=latent.nope)
+    if latent.wq_a is not None:
+        specs.append(
+            _project("q", ("c_q_norm", None), "C_Q", q_weight, f"W_UQ{mark}", rows, h=h,
+                     symbol="Q", letters="n×d_k", notes=(order,), topic="mla_q",
+                     params={"latent_before": "c_q", "latent_symbol": "c_Q"})
+        )  # fmt: skip
+    else:
+        specs.append(
+            _project("q", x_ref, x_name, q_weight, f"W_Q{mark}", rows, h=h, symbol="Q",
+                     letters="n×d_k", notes=(order,), topic="mla_q_full")
+        )  # fmt: skip
+    uk, uv = latent.kv_columns(index)
+    latent_params = {"latent_before": "c_kv", "latent_symbol": "c_KV"}
+    specs.append(
+        _project("k_nope", ("c_kv_norm", None), "C_KV", _take(latent.wkv_b, uk), f"W_UK{mark}",
+                 rows, h=h, symbol="K_C", letters="m×d_C", params=dict(latent_params))
+    )  # fmt: skip
+    specs.append(
+        Spec(
+            "k",
+            h,
+            "mla_join",
+            (("k_rope", None), ("k_nope", h)),
+            "K = [k_R | K_C]",
+            rows,
+            dim_labels(latent.rope + latent.nope),
+            notes=(Msg("note.mla_join", rope=latent.rope, nope=latent.nope),),
+            symbol="K",
+            letters="m×d_k",
+            hint=("hint.mla_join", {}),
+            topic="mla_k",
+        )
+    )
+    specs.append(
+        _project("v", ("c_kv_norm", None), "C_KV", _take(latent.wkv_b, uv), f"W_UV{mark}", rows,
+                 h=h, symbol="V", letters="m×d_v", params=dict(latent_params),
+                 topic="mla_v")
+    )  # fmt: skip
+    return specs
+
+
+# ---- decoding with a cache of the latents --------------------------------------------------
+
+
+def _step_project(
+    sid: str, x_ref: Ref, x_name: str, weight: Const, w_name: str, take: Any, step: int, **kw: Any
+) -> Spec:
+    """The step's new rows of X times a weight (the other rows come from the cache)."""
+    rows = kw.pop("rows")
+    symbol = kw.pop("symbol")
+    said = span(int(take[0]), len(take))
+    return Spec(
+        sid,
+        None,
+        "step_project",
+        (x_ref, weight),
+        f"{symbol} = {x_name}[{said}]·{w_name}",
+        rows,
+        dim_labels(weight.value.shape[1]),
+        params={"take": take},
+        symbol=symbol,
+        hint=("hint.decode_q", {"rows": said}),
+        step=step,
+        **kw,
+    )
+
+
+def _stacked(sid: str, before: int | None, new: Ref, symbol: str, keys: Any, width: int,
+             step: int, notes: tuple[Msg, ...], letters: str) -> Spec:  # fmt: skip
+    """A cache after this step: the step before's, with the new rows under it."""
+    old = (ref(sid, None, before),) if before is not None else ()
+    return Spec(
+        sid,
+        None,
+        "stack",
+        (*old, new),
+        f"{symbol} = [{symbol}; new rows]" if old else f"{symbol} = new rows",
+        keys,
+        dim_labels(width),
+        notes=notes,
+        symbol=symbol,
+        letters=letters,
+        step=step,
+        topic=sid,
+    )
+
+
+def decode_shared(
+    p: Any,
+    latent: Latent,
+    step: int,
+    take: Any,
+    before: int | None,
+    x_ref: Ref,
+    x_name: str,
+    turn: Callable[[Any, Turn, list[Spec]], Ref],
+) -> list[Spec]:
+    """One step before the heads: the new tokens' c_Q (when there is a query latent), c_KV
+    and k_R, k_R turned once at its own position, and the cache of C_KV and the turned k_R."""
+    if p.backward:
+        raise _fail("backward")
+    rows = tuple(p.tokens[int(i)] for i in take)
+    end = int(take[-1]) + 1
+    keys = p.tokens[:end]
+    rank, rope = latent.rank, latent.rope
+    specs: list[Spec] = []
+
+    def at(sid: str) -> Ref:
+        return ref(sid, None, step)
+
+    if latent.wq_a is not None:
+        assert latent.q_norm is not None
+        specs.append(
+            _step_project("c_q", x_ref, x_name, _take(latent.wq_a, slice(None)), "W_DQ", take,
+                          step, rows=rows, symbol="c_Q", letters="t×r_q")
+        )  # fmt: skip
+        norm = _norm("c_q_norm", at("c_q"), "c_Q", "C_Q", latent.q_norm, p)
+        specs.append(replace_spec(norm, rows=rows, step=step, letters="t×r_q"))
+    specs.append(
+        _step_project("c_kv", x_ref, x_name, _take(latent.wkv_a, slice(0, rank)), "W_DKV", take,
+                      step, rows=rows, symbol="c_KV", letters="t×r_kv")
+    )  # fmt: skip
+    norm = _norm("c_kv_norm", at("c_kv"), "c_KV", "C_KV", latent.kv_norm, p)
+    specs.append(replace_spec(norm, rows=rows, step=step, letters="t×r_kv"))
+    specs.append(
+        _step_project("k_rope", x_ref, x_name, _take(latent.wkv_a, slice(rank, rank + rope)),
+                      "W_KR", take, step, rows=rows, symbol="k_R", letters="t×d_R")
+    )  # fmt: skip
+    # the rotation of the d_R columns alone: the problem seen as heads of d_k = d_R
+    narrow = dataclass_replace(p, widths=(rope, p.d_v))
+    positions = p.variants.key_positions[take]
+    side = Turn(None, at("k_rope"), "k_R", "K", rows, positions, step, "t×d_R")
+    turned = turn(narrow, side, specs)
+    per_token = rank + rope
+    full = p.heads * (p.d_k + p.d_v)
+    memory = Msg("note.mla_cache", rank=rank, rope=rope, per_token=per_token, tokens=p.n,
+                 total=per_token * p.n, heads=p.heads, d_k=p.d_k, d_v=p.d_v, full=full,
+                 full_total=full * p.n)  # fmt: skip
+    first = (memory,) if before is None else ()
+    specs.append(_stacked("c_kv_cache", before, at("c_kv_norm"), "C_KV_cache", keys, rank, step,
+                          first, "m_t×r_kv"))  # fmt: skip
+    specs.append(_stacked("k_rope_cache", before, turned, "k_R_cache", keys, rope, step, (),
+                          "m_t×d_R"))  # fmt: skip
+    return specs
+
+
+def decode_head(
+    p: Any, latent: Latent, h: int | None, step: int, take: Any, end: int, x_ref: Ref, x_name: str
+) -> tuple[list[Spec], Ref, Ref]:
+    """Head h's stages of one step: its new query rows, and its K and V made again from the
+    cached latent (K = [k_R_cache | C_KV_cache·W_UK], V = C_KV_cache·W_UV)."""
+    index = h or 1
+    rows = tuple(p.tokens[int(i)] for i in take)
+    keys = p.tokens[:end]
+    mark = "" if h is None else f"[{index}]"
+    q_weight = _take(latent.wq, latent.q_columns(index))
+    specs: list[Spec] = []
+    if latent.wq_a is not None:
+        q = _project("q", ref("c_q_norm", None, step), "C_Q", q_weight, f"W_UQ{mark}", rows, h=h,
+                     symbol="Q", letters="t×d_k", step=step, topic="mla_q")  # fmt: skip
+    else:
+        q = _step_project("q", x_ref, x_name, q_weight, f"W_Q{mark}", take, step, rows=rows,
+                          symbol="Q", letters="t×d_k", topic="mla_q_full")  # fmt: skip
+        q = replace_spec(q, head=h)
+    specs.append(q)
+    uk, uv = latent.kv_columns(index)
+    cache = ref("c_kv_cache", None, step)
+    specs.append(
+        _project("k_nope", cache, "C_KV_cache", _take(latent.wkv_b, uk), f"W_UK{mark}", keys,
+                 h=h, symbol="K_C", letters="m_t×d_C", step=step,
+                 notes=(Msg("note.mla_from_cache", rows=end),))
+    )  # fmt: skip
+    specs.append(
+        Spec(
+            "k",
+            h,
+            "mla_join",
+            (ref("k_rope_cache", None, step), ref("k_nope", h, step)),
+            "K = [k_R_cache | K_C]",
+            keys,
+            dim_labels(latent.rope + latent.nope),
+            notes=(Msg("note.mla_join", rope=latent.rope, nope=latent.nope),),
+            symbol="K",
+            letters="m_t×d_k",
+            hint=("hint.mla_join", {}),
+            topic="mla_k",
+            step=step,
+        )
+    )
+    specs.append(
+        _project("v", cache, "C_KV_cache", _take(latent.wkv_b, uv), f"W_UV{mark}", keys, h=h,
+                 symbol="V", letters="m_t×d_v", step=step, topic="mla_v")
+    )  # fmt: skip
+    return specs, ref("k", h, step), ref("v", h, step)
+
+
+def _given(latent: Latent) -> list[tuple[str, np.ndarray]]:
+    """The weights a student works from, named as the stages name them (rows layout)."""
+    out: list[tuple[str, np.ndarray]] = []
+    if latent.wq_a is not None:
+        assert latent.q_norm is not None
+        out += [("W_DQ", latent.wq_a.values), ("w (c_Q)", latent.q_norm[None, :])]
+        out.append(("W_UQ", latent.wq.values))
+    else:
+        out.append(("W_Q", latent.wq.values))
+    return [
+        *out,
+        ("[W_DKV | W_KR]", latent.wkv_a.values),
+        ("w (c_KV)", latent.kv_norm[None, :]),
+        ("[W_UK | W_UV]", latent.wkv_b.values),
+    ]
+
+
+def _header(latent: Latent) -> list[tuple[str, dict[str, Any]]]:
+    rank_q = latent.q_norm.size if latent.q_norm is not None else 0
+    return [
+        (
+            "ui.variant.mla" if rank_q else "ui.variant.mla_full_q",
+            {"rank": latent.rank, "rank_q": rank_q, "rope": latent.rope, "nope": latent.nope},
+        )
+    ]
+
+
+def torch_projections(
+    p: Any, latent: Latent, literal: Callable[[Any], str], num: Callable[[float], str]
+) -> list[str]:
+    """Q [n, H*d_k], K [m, H*d_k] and V [m, H*d_v] through the latents, each head's rotary
+    columns first (as qkvcalc's stages): then the script goes on as for W_Q, W_K, W_V."""
+    eps = num(latent.eps)
+    rank, rope = latent.rank, latent.rope
+    out = [
+        "# Multi-head latent attention: weights in the rows layout (c = X @ W).",
+        f"W_KVa = t({literal(latent.wkv_a.values)})  # [d_model, r_kv + d_R]",
+        f"kv_norm = t({literal(latent.kv_norm)})",
+        f"W_KVb = t({literal(latent.wkv_b.values)})  # [r_kv, H*(d_C + d_v)]",
+        "",
+        "",
+        "def rms_norm(x, w):",
+        f"    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + {eps}) * w",
+        "",
+        "",
+    ]
+    if latent.wq_a is not None:
+        out += [
+            f"W_Qa = t({literal(latent.wq_a.values)})  # [d_model, r_q]",
+            f"q_norm = t({literal(latent.q_norm)})",
+            f"W_Qb = t({literal(latent.wq.values)})  # [r_q, H*(d_C + d_R)]",
+            "Q_all = rms_norm(X @ W_Qa, q_norm) @ W_Qb  # [n, H*(d_C + d_R)]",
+        ]
+    else:
+        out += [
+            f"W_Qall = t({literal(latent.wq.values)})  # [d_model, H*(d_C + d_R)]",
+            "Q_all = X @ W_Qall",
+        ]
+    nope, d_v = latent.nope, latent.d_v
+    out += [
+        f"H_, d_C, d_R, d_vh = {p.heads}, {nope}, {rope}, {d_v}",
+        f"C_KV = rms_norm(X @ W_KVa[:, :{rank}], kv_norm)  # [n, r_kv]: what a cache keeps",
+        f"k_R = X @ W_KVa[:, {rank}:]  # [n, d_R]: one key for every head (with C_KV, cached)",
+        "KV = (C_KV @ W_KVb).view(-1, H_, d_C + d_vh)",
+        "q_heads = Q_all.view(-1, H_, d_C + d_R)",
+        "# each head's rotary columns first, as qkvcalc: Q.K^T is the same in either order",
+        "Q = torch.cat([q_heads[..., d_C:], q_heads[..., :d_C]], -1).reshape(len(tokens), -1)",
+        "K = torch.cat([k_R[:, None, :].expand(-1, H_, -1), KV[..., :d_C]], -1)",
+        "K = K.reshape(len(tokens), -1)",
+        "V = KV[..., d_C:].reshape(len(tokens), -1)",
+    ]
+    return out
+
+
+FEATURE = Feature(
+    name="mla",
+    read=lambda raw, sizes: None,  # read with the weights (`projects`), before the heads
+    ops=(
+        Op(
+            "mla_join",
+            _join,
+            _join_feeds,
+            _join_exact,
+            rowwise=True,
+            overflow=lambda params: False,
+            backward=_join_back,
+        ),
+    ),
+    work={"mla_join": _join_work},
+    mistakes=(
+        Mistakes("project", ("mla_latent_unnormed",), _mistakes),
+        Mistakes("mla_join", ("mla_join_order",), _join_mistakes),
+    ),
+    # per head K_C (m×d_C ≤ m·d_k); the latents before the heads, counted with each (a bound)
+    elements=lambda latent, n, m, d_k: (
+        m * d_k
+        + n * (2 * latent.rank + latent.rope)
+        + (2 * latent.q_norm.size * n if latent.q_norm is not None else 0)
+    ),
+    header=_header,
+    echo=_echo,
+    words=("RMSNorm",),
+    worksheet_notes=(
+        "note.mla_norm",
+        "note.mla_c_q",
+        "note.mla_c_kv",
+        "note.mla_k_rope",
+        "note.mla_q_order",
+        "note.mla_join",
+    ),
+    torch_module_gap="it has no low-rank latents with a norm inside its projections",
+    given=_given,
+    decode_shared=decode_shared,
+    decode_head=decode_head,
+    projects=read,
+    shared=shared,
+    head_qkv=head_qkv,
+    torch_projections=torch_projections,
+)
