@@ -130,9 +130,6 @@ def test_the_stages_and_what_they_hold():
 
 def test_exact_up_to_the_latent_norm():
     trace = run(Problem.from_mapping(latent_problem(), exact=True))
-    from qkvcalc.run.exact import attach_exact
-
-    trace = attach_exact(trace)
     for sid in ("c_q", "c_kv", "k_rope"):
         assert trace.stage(sid).exact is not None, sid
     for sid in ("c_q_norm", "c_kv_norm"):

@@ -1491,8 +1491,8 @@ MESSAGES: dict[str, str] = {
     "causal mask, aligned bottom-right (the query is at the newest position, token {row}, and "
     "may see every cached key). Aligned top-left, as is_causal=True does for a 1×{keys} mask, "
     "it would see key 1 only: a classic cache bug.",
-    "note.decode_equal": "Stacked, the rows of the steps ({steps} in all) equal the ordinary causal "
-    "run computed all at once (largest difference {gap}).",
+    "note.decode_equal": "Stacked, the rows of the steps ({steps} in all) equal the ordinary "
+    "causal run computed all at once (largest difference {gap}).",
     "note.tiles_block": "Block {block} of {blocks}: keys {keys}.",
     "note.tiles_running_max": "Before the first block m = −∞, so m_1 is the first block's maximum.",
     "note.tiles_correction_first": "Before the first block m = −∞ and ℓ = 0, O = 0: there is "
