@@ -86,6 +86,23 @@ def require_models(command: str = "extract") -> None:
 _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 
 
+def check_name(path: str) -> None:
+    """A MODEL that is not a folder here, refused at once (before torch is imported, without
+    the network) when it cannot be a hub name: it starts with . ~ or /, is not of the hub's
+    form owner/name, or its first part is a folder here (models/my-mdoel with a models folder
+    beside it is a typo'd path, not a hub repository). A hub name is left to the hub."""
+    local = Path(path).expanduser()
+    if local.exists():
+        return
+    first = Path(path.split("/", 1)[0])
+    if (
+        not _HUB_NAME.match(path)
+        or path.startswith((".", "~", "/"))
+        or ("/" in path and first.is_dir())
+    ):
+        raise QkvcalcError("extract.no_folder", path=path)
+
+
 def _config(path: str) -> Any:
     from transformers import AutoConfig
 
@@ -98,8 +115,8 @@ def _config(path: str) -> Any:
             raise QkvcalcError("extract.no_model_type", path=path)
         _family(model_type, path)  # an unknown architecture is named before transformers tries
         _refuse_custom_code(local, path)
-    elif not _HUB_NAME.match(path) or path.startswith((".", "~")):
-        raise QkvcalcError("extract.no_folder", path=path)
+    else:
+        check_name(path)
     try:
         return AutoConfig.from_pretrained(
             str(local) if local.exists() else path, trust_remote_code=False
