@@ -416,6 +416,8 @@ MESSAGES: dict[str, str] = {
     "{limit}개이므로 읽지 않습니다",
     "array.npz_empty": "{origin}에 배열이 없습니다. 문제는 "
     "np.savez(FILE, x=…, wq=…, wk=…, wv=…)로 저장하세요",
+    "array.npz_json": "{origin}: 멤버 _json.npy에는 문제의 나머지 키를 담은 JSON 객체 하나가 "
+    "문자열로 들어 있어야 합니다",
     "array.npy_as_source": ".npy 파일에는 문제 전체가 아니라 행렬 하나가 들어 있습니다. "
     "옵션에 주거나(--x x.npy), 문제 전체를 np.savez(FILE, x=…, wq=…, wk=…, wv=…)로 .npz에 "
     "저장하세요",
@@ -1207,7 +1209,8 @@ MESSAGES: dict[str, str] = {
     "help.extract.text": "모델의 토크나이저가 토큰 id로 바꿀 텍스트.",
     "help.extract.dtype": "실행할 dtype: auto (체크포인트의 dtype), 또는 x를 float64로 "
     "정확히 얻으려면 float64.",
-    "help.extract.output": "문제를 표준 출력 대신 이 파일에 씁니다.",
+    "help.extract.output": "문제를 표준 출력 대신 이 파일에 씁니다(이름이 .npz로 끝나면 "
+    "numpy 배열로).",
     # ---- qkvcalc heads: 모든 층의 모든 헤드를 한눈에 -----------------------------------------
     "heads.running": "{model}을(를) 한 번 실행해 모든 층을 보는 중 …",
     "heads.head": "헤드 {head}: 이 층에는 헤드가 {count}개 있고, 1부터 {count}까지 번호가 붙습니다",
