@@ -109,3 +109,158 @@ def _npz(path, **members) -> None:
 def test_a_bad_json_member_is_one_message(tmp_path, members, fragment):
     _npz(tmp_path / "bad.npz", wq=np.eye(2), wk=np.eye(2), wv=np.eye(2), **members)
     one_message(run_qkvcalc("explain", str(tmp_path / "bad.npz")), fragment)
+
+
+# ---- --dtype float64 streams the layers it runs -----------------------------------------------
+
+
+def rounded(kind: str, dtype):
+    """test_extract's tiny model of `kind` with its weights rounded to `dtype` (still a float64
+    model: the reference), and a copy in `dtype` to save as the checkpoint."""
+    import copy
+
+    torch = te.torch
+    model = te.build(kind)
+    with torch.no_grad():
+        for param in model.parameters():
+            param.copy_(param.to(dtype).to(torch.float64))
+    return model, copy.deepcopy(model).to(dtype)
+
+
+STREAMED = [
+    ("llama", "bfloat16"),
+    ("gemma2-sliding", "float32"),
+    ("gpt2", "float32"),
+    ("bloom", "float32"),
+    ("t5", "float32"),
+    ("bert", "float32"),
+    ("gpt_neox", "bfloat16"),
+    ("qwen3", "float32"),
+]
+
+
+@pytest.fixture(scope="module")
+def streamed(tmp_path_factory):
+    """Each kind saved in bf16 or float32 and extracted with --dtype float64 through the
+    command line, all in one process."""
+    torch = te.torch
+    root = tmp_path_factory.mktemp("streamed")
+    ids = te.token_ids()
+    cases, jobs = {}, []
+    for kind, dtype in STREAMED:
+        model, stored = rounded(kind, getattr(torch, dtype))
+        stored.save_pretrained(root / kind)
+        layer = te.CASES[kind][3]
+        out = root / f"{kind}.json"
+        argv = ["extract", str(root / kind), "--layer", str(layer), "--ids"]
+        argv += [" ".join(map(str, ids)), "--dtype", "float64", "--output", str(out)]
+        jobs.append({"argv": argv, "stdin": None})
+        cases[kind] = {"file": out, "reference": te.reference(model, kind, ids)}
+    for (kind, _), result in zip(STREAMED, run_batch(jobs, timeout=900), strict=True):
+        assert result.returncode == 0 and result.stdout == "", (kind, result.stderr)
+    return cases
+
+
+@pytest.mark.parametrize(("kind", "dtype"), STREAMED)
+def test_a_checkpoint_stored_narrow_extracts_float64_exact(streamed, kind, dtype):
+    """A checkpoint in bf16 or float32, extracted with --dtype float64 (loaded in its own
+    dtype, each layer converted as it runs): x, every head's weights and the output
+    projection's output as transformers computes them in float64 from the same numbers."""
+    case = streamed[kind]
+    problem = json.loads(case["file"].read_text(encoding="utf-8"))
+    weights, output = te.attention(problem)
+    ref = case["reference"]
+    assert te.max_diff(weights, ref["weights"]) < te.TOL
+    assert te.max_diff(output, ref["out"]) < te.TOL
+    assert te.max_diff(problem["x"], ref["x"]) < 1e-12
+    assert "in float64" in problem["description"]
+
+
+def test_each_layer_is_float64_only_while_it_runs():
+    """Layers 0…L become float64 one at a time, get their own weights back once they have run
+    (the very tensors: a memory-mapped weight stays mapped), and later layers are never
+    converted; the embeddings are float64 throughout."""
+    from qkvcalc.extract.llama import FAMILY
+    from qkvcalc.extract.stream import float64_layers
+
+    torch = te.torch
+    fields = {**te.CASES["llama"][1], "num_hidden_layers": 4}
+    model = te.build_from("LlamaConfig", fields, "LlamaModel").to(torch.float32)
+    stack = FAMILY.stack(model)
+    before = [[p for p in block.parameters()] for block in stack]
+    data = [[p.data_ptr() for p in block.parameters()] for block in stack]
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def look(index):
+        def hook(block, args, kwargs):
+            seen.append((index, [str(next(b.parameters()).dtype)[6:] for b in stack]))
+            if index == 3:  # where the runner's own hook stops a run at layer 2's attention
+                raise Stop
+
+        return hook
+
+    with float64_layers(model, stack, 2):
+        # registered after the context's own hooks: they run after them, and see them done
+        handles = [
+            b.register_forward_pre_hook(look(i), with_kwargs=True) for i, b in enumerate(stack)
+        ]
+        assert model.embed_tokens.weight.dtype == torch.float64
+        with torch.no_grad(), pytest.raises(Stop):
+            model(input_ids=torch.tensor([[1, 2, 3]]))
+        assert next(stack[2].parameters()).dtype == torch.float64  # L: kept for its keys
+    for handle in handles:
+        handle.remove()
+    for_layer = {i: dtypes for i, dtypes in seen}
+    assert for_layer[0] == ["float64", "float32", "float32", "float32"]
+    assert for_layer[1] == ["float32", "float64", "float32", "float32"]
+    assert for_layer[2] == ["float32", "float32", "float64", "float32"]
+    assert for_layer[3] == ["float32", "float32", "float64", "float32"]  # 3 never converted
+    for i, block in enumerate(stack):
+        assert [p for p in block.parameters()] == before[i]
+        assert [p.data_ptr() for p in block.parameters()] == data[i]  # the very same memory
+        assert all(p.dtype == torch.float32 for p in block.parameters())
+
+
+def test_a_float64_run_that_cannot_fit_is_refused_before_loading(tmp_path):
+    """The config alone decides: a checkpoint folder whose config describes a model with a
+    vocabulary of 10⁹ × d 4096 (32 TB of float64 embeddings), and no weights at all."""
+    fields = {**te.CASES["llama"][1], "vocab_size": 10**9, "hidden_size": 4096}
+    config = te.transformers.LlamaConfig(**fields)
+    config.save_pretrained(tmp_path / "huge")
+    result = run_qkvcalc(
+        "extract", str(tmp_path / "huge"), "--layer", "0", "--ids", "1 2", "--dtype", "float64",
+        timeout=120,
+    )  # fmt: skip
+    one_message(result, "huge", "float64 run of 2 tokens", "available now")
+    ko = run_qkvcalc(
+        "extract", str(tmp_path / "huge"), "--layer", "0", "--ids", "1 2", "--dtype", "float64",
+        "--lang", "ko", timeout=120,
+    )  # fmt: skip
+    one_message(ko, "huge", "토큰 2개를 float64로")
+
+
+def test_extract_loads_in_the_stored_dtype_and_leaves_later_layers_unread(tmp_path, monkeypatch):
+    """The runner itself: --dtype float64 loads a float32 checkpoint as float32, and after the
+    run at layer 0 the layers past it are float32 still (never converted)."""
+    import qkvcalc
+
+    torch, transformers = te.torch, te.transformers
+    _, stored = rounded("llama", torch.float32)
+    stored.save_pretrained(tmp_path / "llama")
+    loaded, own = [], transformers.AutoModel.from_pretrained
+
+    def spy(*args, **kwargs):
+        loaded.append((kwargs.get("dtype"), own(*args, **kwargs)))
+        return loaded[-1][1]
+
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained", spy)
+    problem = qkvcalc.extract(str(tmp_path / "llama"), layer=0, input_ids=[1, 2], dtype="float64")
+    assert problem["x"].dtype == np.float64 and "in float64" in problem["description"]
+    [(asked, model)] = loaded
+    assert asked == "auto"
+    assert model.embed_tokens.weight.dtype == torch.float64
+    for block in model.layers:  # layer 0 given back after its keys, 1 and 2 never converted
+        assert all(p.dtype == torch.float32 for p in block.parameters())

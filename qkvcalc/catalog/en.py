@@ -1167,6 +1167,10 @@ MESSAGES: dict[str, str] = {
     "more than {limit}, so it is not built",
     "extract.too_big": "{model}: its weights would take about {need}, more than the {have} of "
     "memory this machine lets qkvcalc use",
+    "extract.too_big_float64": "{model}: a float64 run of {tokens} tokens needs about {need} "
+    "(the embeddings and one layer at a time in float64, the layer's weights as a problem), "
+    "more than the {have} of memory this machine has available now: free memory, give fewer "
+    "tokens, or leave --dtype at auto",
     "extract.out_of_memory": "{model}: the machine ran out of memory while loading or running "
     "the model",
     "extract.too_many_tokens": "{count} tokens: qkvcalc extract runs at most {limit}; give fewer "

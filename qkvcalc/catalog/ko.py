@@ -1173,6 +1173,10 @@ MESSAGES: dict[str, str] = {
     "넘는 모델은 없으므로 만들지 않습니다",
     "extract.too_big": "{model}: 가중치가 약 {need}를 차지할 텐데, 이 컴퓨터에서 qkvcalc가 쓸 수 "
     "있는 메모리 {have}보다 큽니다",
+    "extract.too_big_float64": "{model}: 토큰 {tokens}개를 float64로 실행하려면 메모리가 약 "
+    "{need} 필요합니다(임베딩과 한 번에 한 층씩 float64로, 그 층의 가중치를 문제로). 지금 이 "
+    "컴퓨터에서 쓸 수 있는 {have}보다 많습니다. 메모리를 비우거나, 토큰을 줄이거나, --dtype을 "
+    "auto로 두세요",
     "extract.out_of_memory": "{model}: 모델을 불러오거나 실행하는 도중 메모리가 부족해졌습니다",
     "extract.too_many_tokens": "토큰 {count}개: qkvcalc extract는 최대 {limit}개까지 실행합니다. "
     "토큰 id를 줄이거나 --text를 짧게 주세요",
