@@ -24,6 +24,12 @@ os.wait4; wall time around it), interleaved round after round with their floors:
 3. the same with `--output layer.json` (reported against the floor: the JSON text of 67 million
    numbers, about 1.2 GB, no target).
 
+Peak memory is measured twice: private (the child's RssAnon, sampled every 10 ms: what the run
+takes for itself, the target's measure) and RSS (os.wait4's ru_maxrss), which also counts the
+pages of the checkpoint a run has read through a memory map (transformers maps safetensors;
+the floor's safe_open copies each tensor out): those are the file cache's, shared, and the
+kernel takes them back under pressure, so RSS is reported without a target.
+
 Both read the same bf16 bytes (the file cache is warm after a warm-up run of each); the
 problem's x of the two must agree to 1e-9 relative (checked after the runs).
 """
@@ -38,11 +44,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench import PY, ROOT, measure  # noqa: E402  (benchmarks/ is not a package)
+from bench import PY, ROOT  # noqa: E402  (benchmarks/ is not a package)
 
 CONFIG = {
     "architectures": ["LlamaForCausalLM"],
@@ -146,6 +153,35 @@ np.savez(out, x=x.numpy(), **{f"w{c}": m for c, m in w.items()})
 """
 
 
+def measure(argv: list[str]) -> tuple[float, float, float]:
+    """Run once in a fresh process: (wall seconds, peak private MB, peak RSS MB). Private is
+    the child's anonymous memory (RssAnon of /proc/PID/status, sampled every 10 ms): what the
+    run takes for itself. RSS (os.wait4's ru_maxrss) also counts the pages of the memory-mapped
+    checkpoint the run has read, which are the file cache's and given back under pressure."""
+    env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1"}
+    with open(os.devnull, "wb") as sink, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=sink, stderr=err, cwd=ROOT, env=env)
+        private = 0
+        while True:
+            done, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if done:
+                break
+            try:
+                with open(f"/proc/{proc.pid}/status", encoding="ascii") as status:
+                    for line in status:
+                        if line.startswith("RssAnon:"):
+                            private = max(private, int(line.split()[1]))
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.01)
+        wall = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(argv)} failed:\n{err.read().decode()[-2000:]}")
+    return wall, private / 1024, usage.ru_maxrss / 1024
+
+
 def room(path: Path) -> int:
     usage = shutil.disk_usage(path)
     return usage.free
@@ -192,15 +228,17 @@ def main() -> int:
                 *qkv, "--dtype", "float64", "--output", str(work / "layer.json")
             ]  # fmt: skip
         walls: dict[str, list[float]] = {name: [] for name in cases}
-        peaks: dict[str, list[float]] = {name: [] for name in cases}
+        peaks: dict[str, list[float]] = {name: [] for name in cases}  # private MB
+        rss: dict[str, list[float]] = {name: [] for name in cases}
         for argv in cases.values():  # a warm-up each: the file cache
             measure(argv)
         for r in range(args.runs):
             print(f"round {r + 1}/{args.runs} …", file=sys.stderr)
             for name, argv in cases.items():
-                wall, peak = measure(argv)
+                wall, peak, resident = measure(argv)
                 walls[name].append(wall)
                 peaks[name].append(peak)
+                rss[name].append(resident)
         import numpy as np
 
         with np.load(work / "floor.npz") as floor, np.load(work / "layer.npz") as layer:
@@ -211,21 +249,25 @@ def main() -> int:
         floor_name = next(iter(cases))
         print(f"{args.layers} layers of d_model {d}, layer {last}, {len(IDS.split())} tokens; "
               f"medians of {args.runs} rounds")  # fmt: skip
-        print(f"{'case':36} {'wall s':>8} {'peak MB':>8} {'× wall':>7} {'× mem':>7}  target")
+        print("private: the run's own (anonymous) memory; RSS also counts the mapped checkpoint")
+        print(f"{'case':34} {'wall s':>7} {'private':>8} {'RSS MB':>7} {'× wall':>7} "
+              f"{'× priv':>7} {'× RSS':>6}  target")  # fmt: skip
         failed = False
         for name in cases:
             wall, peak = statistics.median(walls[name]), statistics.median(peaks[name])
-            line = f"{name:36} {wall:8.1f} {peak:8.0f}"
+            resident = statistics.median(rss[name])
+            line = f"{name:34} {wall:7.1f} {peak:8.0f} {resident:7.0f}"
             if name != floor_name:
                 r_wall = statistics.median(
                     c / f for c, f in zip(walls[name], walls[floor_name], strict=True)
                 )
                 r_mem = peak / statistics.median(peaks[floor_name])
-                line += f" {r_wall:7.2f} {r_mem:7.2f}"
+                r_rss = resident / statistics.median(rss[floor_name])
+                line += f" {r_wall:7.2f} {r_mem:7.2f} {r_rss:6.2f}"
                 if name.endswith(".npz"):
                     ok = r_wall <= 1.5 and r_mem <= 1.5
                     failed |= not ok
-                    line += f"  ≤ 1.5× wall and memory: {'ok' if ok else 'MISSED'}"
+                    line += f"  ≤ 1.5× wall and private: {'ok' if ok else 'MISSED'}"
             print(line)
         return 1 if failed else 0
     finally:

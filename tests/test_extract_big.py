@@ -176,10 +176,11 @@ def test_a_checkpoint_stored_narrow_extracts_float64_exact(streamed, kind, dtype
     assert "in float64" in problem["description"]
 
 
-def test_each_layer_is_float64_only_while_it_runs():
-    """Layers 0…L become float64 one at a time, get their own weights back once they have run
-    (the very tensors: a memory-mapped weight stays mapped), and later layers are never
-    converted; the embeddings are float64 throughout."""
+def test_each_weight_is_float64_only_while_it_is_used():
+    """In layers 0…L every weight reads as float64 while its operation runs, yet the model
+    keeps no float64 copy of any weight (each is made when read and dropped after), layers past
+    L are left as stored, the embedding table stays stored too (its output is widened), and
+    afterwards every weight is the very tensor it was (a mapped weight stays mapped)."""
     from qkvcalc.extract.llama import FAMILY
     from qkvcalc.extract.stream import float64_layers
 
@@ -187,41 +188,36 @@ def test_each_layer_is_float64_only_while_it_runs():
     fields = {**te.CASES["llama"][1], "num_hidden_layers": 4}
     model = te.build_from("LlamaConfig", fields, "LlamaModel").to(torch.float32)
     stack = FAMILY.stack(model)
-    before = [[p for p in block.parameters()] for block in stack]
-    data = [[p.data_ptr() for p in block.parameters()] for block in stack]
+    memory = [[p.data_ptr() for p in block.parameters()] for block in stack]
     seen = []
 
     class Stop(Exception):
         pass
 
     def look(index):
-        def hook(block, args, kwargs):
-            seen.append((index, [str(next(b.parameters()).dtype)[6:] for b in stack]))
-            if index == 3:  # where the runner's own hook stops a run at layer 2's attention
-                raise Stop
+        def hook(linear, args):
+            kept = {str(p.dtype) for b in stack for p in b.parameters()}  # what the layers hold
+            seen.append((index, str(linear.weight.dtype), kept))
 
         return hook
 
+    def stop(block, args, kwargs):
+        raise Stop  # where the runner's own hook stops a run at layer 2's attention
+
     with float64_layers(model, stack, 2):
-        # registered after the context's own hooks: they run after them, and see them done
-        handles = [
-            b.register_forward_pre_hook(look(i), with_kwargs=True) for i, b in enumerate(stack)
-        ]
-        assert model.embed_tokens.weight.dtype == torch.float64
+        hooks = [stack[i].self_attn.q_proj.register_forward_pre_hook(look(i)) for i in range(3)]
+        hooks.append(stack[3].register_forward_pre_hook(stop, with_kwargs=True))
+        assert model.embed_tokens.weight.dtype == torch.float32
         with torch.no_grad(), pytest.raises(Stop):
             model(input_ids=torch.tensor([[1, 2, 3]]))
-        assert next(stack[2].parameters()).dtype == torch.float64  # L: kept for its keys
-    for handle in handles:
-        handle.remove()
-    for_layer = {i: dtypes for i, dtypes in seen}
-    assert for_layer[0] == ["float64", "float32", "float32", "float32"]
-    assert for_layer[1] == ["float32", "float64", "float32", "float32"]
-    assert for_layer[2] == ["float32", "float32", "float64", "float32"]
-    assert for_layer[3] == ["float32", "float32", "float64", "float32"]  # 3 never converted
+        assert stack[3].self_attn.q_proj.weight.dtype == torch.float32  # past L: as stored
+        for hook in hooks:
+            hook.remove()
+    assert seen == [(i, "torch.float64", {"torch.float32"}) for i in range(3)]
     for i, block in enumerate(stack):
-        assert [p for p in block.parameters()] == before[i]
-        assert [p.data_ptr() for p in block.parameters()] == data[i]  # the very same memory
+        assert [p.data_ptr() for p in block.parameters()] == memory[i]  # the very same memory
         assert all(p.dtype == torch.float32 for p in block.parameters())
+        assert all("Parametrized" not in type(m).__name__ for m in block.modules())
 
 
 def test_a_float64_run_that_cannot_fit_is_refused_before_loading(tmp_path):
@@ -261,6 +257,7 @@ def test_extract_loads_in_the_stored_dtype_and_leaves_later_layers_unread(tmp_pa
     assert problem["x"].dtype == np.float64 and "in float64" in problem["description"]
     [(asked, model)] = loaded
     assert asked == "auto"
-    assert model.embed_tokens.weight.dtype == torch.float64
-    for block in model.layers:  # layer 0 given back after its keys, 1 and 2 never converted
+    assert model.embed_tokens.weight.dtype == torch.float32  # its output was widened
+    for block in model.layers:  # the weights as stored, after the run
         assert all(p.dtype == torch.float32 for p in block.parameters())
+        assert all("Parametrized" not in type(m).__name__ for m in block.modules())

@@ -615,7 +615,7 @@ def extract(
     converting = float64_layers(model, stack, layer) if stream else contextlib.nullcontext()
     try:
         with converting:
-            run_dtype = next(model.parameters()).dtype
+            run_dtype = torch.float64 if stream else next(model.parameters()).dtype
             float64 = run_dtype == torch.float64
             x, given = capture(model, family, layer, ids, float64)
             block = stack[layer]

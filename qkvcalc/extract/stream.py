@@ -1,17 +1,24 @@
 """`--dtype float64` without converting the whole model: the checkpoint is loaded in its own
 dtype (safetensors memory-mapped, so the weights of layers past L are never read), and only
-what layer L needs runs in float64. The modules outside the layer stack (the embeddings,
-Gemma's embedding scale, the rotary tables, a final norm: small) are converted once; each
-layer 0…L is converted when its forward starts (a forward pre-hook) and, once it has run,
-given its own weights back (a forward hook), so its float64 copy is freed before the next
-layer's is made. Layer L stays converted until its keys are read, then is given back too.
+what layer L needs runs in float64, a tensor at a time, as a script that streams the layers
+would do it:
+
+- every floating-point weight of layers 0…L reads as float64 (a parametrization: each read of
+  `linear.weight` converts the stored tensor when it is used, and the copy is dropped after
+  the operation), so at most a weight or two is float64 at once, never a whole layer or model;
+  their buffers (small) are converted for the run;
+- outside the stack, a plain embedding table stays as stored and its output is widened to
+  float64 (a lookup then a widening is the widening then the lookup: exact); every other module
+  there (norms, rotary tables, Gemma's scaled embedding) is converted once.
 
 The numbers are those of a model loaded in float64: widening a bf16, float16 or float32
 number to float64 is exact, and every step of layers 0…L runs on float64 weights and float64
-activations, as in a whole float64 model (the float32 islands are lifted as before).
+activations, as in a whole float64 model (the float32 islands are lifted as before). The
+stored tensors are the model's again when the block ends (the very tensors: a mapped weight
+stays mapped).
 
-`fits(config, layer, …)` estimates the memory of such a run from the config alone, so a run
-that cannot fit is refused before anything loads."""
+`need(config, tokens)` estimates the memory of such a run from the config alone, so a run that
+cannot fit is refused before anything loads."""
 
 from __future__ import annotations
 
@@ -20,18 +27,19 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 
-def _convert(module: Any, saved: list[tuple[dict[str, Any], str, Any]] | None) -> None:
-    """The module's own floating-point parameters and buffers (not its children's) in
-    float64; with `saved`, what each was, to give back."""
+def _convert(
+    module: Any, saved: list[tuple[dict[str, Any], str, Any]] | None, params: bool
+) -> None:
+    """The module's own floating-point buffers (and with `params` its parameters; not its
+    children's) in float64; with `saved`, what each was, to give back."""
     import torch
 
-    for table in (module._parameters, module._buffers):
+    tables = (module._parameters, module._buffers) if params else (module._buffers,)
+    for table in tables:
         for name, tensor in table.items():
             if tensor is None or not tensor.is_floating_point() or tensor.dtype == torch.float64:
                 continue
             if isinstance(tensor, torch.nn.Parameter):
-                if saved is not None:
-                    saved.append((table, name, tensor.data))
                 tensor.data = tensor.data.to(torch.float64)
             else:
                 if saved is not None:
@@ -39,50 +47,61 @@ def _convert(module: Any, saved: list[tuple[dict[str, Any], str, Any]] | None) -
                 table[name] = tensor.to(torch.float64)
 
 
-def _give_back(saved: list[tuple[dict[str, Any], str, Any]]) -> None:
+def _float64_module() -> Any:
     import torch
 
-    while saved:
-        table, name, original = saved.pop()
-        tensor = table[name]
-        if isinstance(tensor, torch.nn.Parameter):
-            tensor.data = original
-        else:
-            table[name] = original
+    class Float64(torch.nn.Module):
+        """A weight as float64 when it is read (the stored tensor is left as it is)."""
+
+        def forward(self, tensor: Any) -> Any:
+            return tensor.to(torch.float64)
+
+    return Float64()
+
+
+def _widen(module: Any, args: Any, output: Any) -> Any:
+    import torch
+
+    return output.to(torch.float64) if output.is_floating_point() else output
 
 
 @contextlib.contextmanager
 def float64_layers(model: Any, stack: Sequence[Any], layer: int) -> Iterator[None]:
-    """While the block runs, the model computes layers 0…`layer` in float64, one at a time."""
+    """While the block runs, layers 0…`layer` of the model compute in float64."""
+    import torch
+    from torch.nn.utils import parametrize
+
     inside = {id(m) for block in stack for m in block.modules()}
+    handles = []
     for module in model.modules():
-        if id(module) not in inside:
-            _convert(module, None)  # the embeddings, norms and tables outside the stack
-    saved: dict[int, list[tuple[dict[str, Any], str, Any]]] = {}
-
-    def before(index: int) -> Any:
-        def hook(block: Any, args: Any) -> None:
-            saved[index] = []
-            for module in block.modules():
-                _convert(module, saved[index])
-
-        return hook
-
-    def after(index: int) -> Any:
-        def hook(block: Any, args: Any, output: Any) -> None:
-            _give_back(saved.pop(index, []))
-
-        return hook
-
-    handles = [stack[i].register_forward_pre_hook(before(i)) for i in range(layer + 1)]
-    handles += [stack[i].register_forward_hook(after(i)) for i in range(layer)]
+        if id(module) in inside:
+            continue
+        if type(module) is torch.nn.Embedding:
+            handles.append(module.register_forward_hook(_widen))
+        else:
+            _convert(module, None, params=True)  # norms and tables outside the stack: small
+    saved: list[tuple[dict[str, Any], str, Any]] = []
+    lazy: list[tuple[Any, str]] = []
+    float64 = _float64_module()
+    narrow_types = (torch.bfloat16, torch.float16, torch.float32)
     try:
+        for block in stack[: layer + 1]:
+            for module in list(block.modules()):
+                _convert(module, saved, params=False)
+                for name, param in list(module._parameters.items()):
+                    narrow = param is not None and param.dtype in narrow_types
+                    if narrow:
+                        parametrize.register_parametrization(module, name, float64, unsafe=True)
+                        lazy.append((module, name))
         yield
     finally:
         for handle in handles:
             handle.remove()
-        for index in list(saved):
-            _give_back(saved.pop(index))
+        for module, name in reversed(lazy):
+            parametrize.remove_parametrizations(module, name, leave_parametrized=False)
+        while saved:
+            table, name, original = saved.pop()
+            table[name] = original
 
 
 # Bytes of Python, torch and transformers themselves, and of the activations of a run of at
