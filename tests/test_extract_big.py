@@ -261,3 +261,27 @@ def test_extract_loads_in_the_stored_dtype_and_leaves_later_layers_unread(tmp_pa
     for block in model.layers:  # the weights as stored, after the run
         assert all(p.dtype == torch.float32 for p in block.parameters())
         assert all("Parametrized" not in type(m).__name__ for m in block.modules())
+
+
+@pytest.mark.parametrize(
+    "err",
+    [
+        OSError(12, "Cannot allocate memory"),
+        RuntimeError("DefaultCPUAllocator: not enough memory: you tried to allocate 56 GB"),
+        type("SafetensorError", (Exception,), {})("Cannot allocate memory (os error 12)"),
+    ],
+)
+def test_running_out_of_memory_while_reading_weights_is_said_as_such(tmp_path, monkeypatch, err):
+    """It was "its weights could not be read": safetensors' and the system's words for it."""
+    import qkvcalc
+    from qkvcalc.errors import QkvcalcError
+
+    _, stored = rounded("llama", te.torch.float32)
+    stored.save_pretrained(tmp_path / "llama")
+
+    def no_memory(*args, **kwargs):
+        raise err
+
+    monkeypatch.setattr(te.transformers.AutoModel, "from_pretrained", no_memory)
+    with pytest.raises(QkvcalcError, match="ran out of memory"):
+        qkvcalc.extract(str(tmp_path / "llama"), layer=0, input_ids=[1], dtype="float64")
