@@ -425,6 +425,8 @@ MESSAGES: dict[str, str] = {
     "so it is not read",
     "array.npz_empty": "{origin} holds no arrays: save a problem with "
     "np.savez(FILE, x=…, wq=…, wk=…, wv=…)",
+    "array.npz_json": "{origin}: the member _json.npy must be one string holding a JSON "
+    "object of the problem's other keys",
     "array.npy_as_source": "a .npy file holds one matrix, not a problem: give it to an option "
     "(--x x.npy), or save the whole problem with np.savez(FILE, x=…, wq=…, wk=…, wv=…)",
     "array.dtype": "{field} is an array of {dtype}; qkvcalc reads real numbers "
@@ -1284,6 +1286,10 @@ MESSAGES: dict[str, str] = {
     "more than {limit}, so it is not built",
     "extract.too_big": "{model}: its weights would take about {need}, more than the {have} of "
     "memory this machine lets qkvcalc use",
+    "extract.too_big_float64": "{model}: a float64 run of {tokens} tokens needs about {need} "
+    "(the embeddings and one layer at a time in float64, the layer's weights as a problem), "
+    "more than the {have} of memory this machine has available now: free memory, give fewer "
+    "tokens, or leave --dtype at auto",
     "extract.out_of_memory": "{model}: the machine ran out of memory while loading or running "
     "the model",
     "extract.too_many_tokens": "{count} tokens: qkvcalc extract runs at most {limit}; give fewer "
@@ -1321,7 +1327,8 @@ MESSAGES: dict[str, str] = {
     "help.extract.text": "Text for the model's tokenizer to turn into token ids.",
     "help.extract.dtype": "The dtype of the run: auto (the checkpoint's own), or float64 for "
     "a float64-exact x.",
-    "help.extract.output": "Write the problem to this file instead of standard output.",
+    "help.extract.output": "Write the problem to this file instead of standard output (a "
+    "name ending in .npz: as numpy arrays).",
     # ---- qkvcalc heads: every layer's every head at a glance ---------------------------------
     "heads.running": "Running {model} once, every layer …",
     "heads.head": "head {head}: the layer has {count} heads, numbered 1 to {count}",

@@ -426,6 +426,8 @@ MESSAGES: dict[str, str] = {
     "{limit}개이므로 읽지 않습니다",
     "array.npz_empty": "{origin}에 배열이 없습니다. 문제는 "
     "np.savez(FILE, x=…, wq=…, wk=…, wv=…)로 저장하세요",
+    "array.npz_json": "{origin}: 멤버 _json.npy에는 문제의 나머지 키를 담은 JSON 객체 하나가 "
+    "문자열로 들어 있어야 합니다",
     "array.npy_as_source": ".npy 파일에는 문제 전체가 아니라 행렬 하나가 들어 있습니다. "
     "옵션에 주거나(--x x.npy), 문제 전체를 np.savez(FILE, x=…, wq=…, wk=…, wv=…)로 .npz에 "
     "저장하세요",
@@ -1294,6 +1296,10 @@ MESSAGES: dict[str, str] = {
     "넘는 모델은 없으므로 만들지 않습니다",
     "extract.too_big": "{model}: 가중치가 약 {need}을(를) 차지할 텐데, 이 컴퓨터에서 qkvcalc가 "
     "쓸 수 있는 메모리 {have}보다 큽니다",
+    "extract.too_big_float64": "{model}: 토큰 {tokens}개를 float64로 실행하려면 메모리가 약 "
+    "{need} 필요합니다(임베딩과 한 번에 한 층씩 float64로, 그 층의 가중치를 문제로). 지금 이 "
+    "컴퓨터에서 쓸 수 있는 {have}보다 많습니다. 메모리를 비우거나, 토큰을 줄이거나, --dtype을 "
+    "auto로 두세요",
     "extract.out_of_memory": "{model}: 모델을 불러오거나 실행하는 도중 메모리가 부족해졌습니다",
     "extract.too_many_tokens": "토큰 {count}개: qkvcalc extract는 최대 {limit}개까지 실행합니다. "
     "토큰 id를 줄이거나 --text를 짧게 주세요",
@@ -1330,7 +1336,8 @@ MESSAGES: dict[str, str] = {
     "help.extract.text": "모델의 토크나이저가 토큰 id로 바꿀 텍스트.",
     "help.extract.dtype": "실행할 dtype: auto (체크포인트의 dtype), 또는 x를 float64로 "
     "정확히 얻으려면 float64.",
-    "help.extract.output": "문제를 표준 출력 대신 이 파일에 씁니다.",
+    "help.extract.output": "문제를 표준 출력 대신 이 파일에 씁니다(이름이 .npz로 끝나면 "
+    "numpy 배열로).",
     # ---- qkvcalc heads: 모든 층의 모든 헤드를 한눈에 -----------------------------------------
     "heads.running": "{model}을(를) 한 번 실행해 모든 층을 보는 중 …",
     "heads.head": "헤드 {head}: 이 층에는 헤드가 {count}개 있고, 1부터 {count}까지 번호가 붙습니다",

@@ -179,14 +179,19 @@ def check_writable(path: Path) -> None:
         raise _unwritable(path, os.strerror(errno.EACCES))
 
 
-Content = str | Callable[[IO[str]], None]  # the text, or a function that writes it to a file
+# the text, or a function that writes it to a file (bytes, and a binary file, with binary=True)
+Content = str | bytes | Callable[[IO[Any]], None]
 
 
-def _write(content: Content, stream: IO[str]) -> None:
-    if isinstance(content, str):
+def _write(content: Content, stream: IO[Any]) -> None:
+    if isinstance(content, str | bytes):
         stream.write(content)
     else:
         content(stream)
+
+
+def _mode(binary: bool) -> dict[str, str]:
+    return {"mode": "wb"} if binary else {"mode": "w", "encoding": "utf-8"}
 
 
 def _umask() -> int:
@@ -195,7 +200,7 @@ def _umask() -> int:
     return mask
 
 
-def write_output(content: Content, path: Path) -> None:
+def write_output(content: Content, path: Path, binary: bool = False) -> None:
     """Write the whole file or nothing. A regular file (or a new one) is written to a temporary
     file made in its folder with a random name, created exclusively and never through a
     symlink (tempfile.mkstemp), then renamed into place, keeping the old file's permissions.
@@ -203,8 +208,9 @@ def write_output(content: Content, path: Path) -> None:
     FIFO (/dev/null, /dev/stdout, a named pipe) is written straight to: it is not replaced.
 
     `content` is the text, or a function that writes it to the open file (the JSON trace is
-    streamed that way). A file that cannot be written is a QkvcalcError
-    (export.output_unwritable) with the system's reason.
+    streamed that way); with `binary`, bytes to a file opened in binary mode (a .npz). A file
+    that cannot be written is a QkvcalcError (export.output_unwritable) with the system's
+    reason.
     """
     target = _target(path)
     try:
@@ -215,7 +221,7 @@ def write_output(content: Content, path: Path) -> None:
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
         if st is not None and not stat.S_ISREG(st.st_mode):
-            with open(target, "w", encoding="utf-8") as device:
+            with open(target, **_mode(binary)) as device:
                 _write(content, device)
             return
         import tempfile  # only for --output to a regular file: not loaded on every start
@@ -227,7 +233,7 @@ def write_output(content: Content, path: Path) -> None:
         raise _unwritable(path, err.strerror or type(err).__name__) from None
     placed = False
     try:
-        with open(fd, "w", encoding="utf-8") as file:
+        with open(fd, **_mode(binary)) as file:
             os.fchmod(fd, stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask())
             _write(content, file)
         os.replace(tmp, target)

@@ -1,5 +1,6 @@
 """`qkvcalc extract MODEL --layer L (--ids "…" | --text "…")`: one layer of a Hugging Face
-model as a problem in the input format, on standard output (or --output FILE).
+model as a problem in the input format, on standard output (or --output FILE; FILE.npz gets
+the problem as numpy arrays).
 
 Parses options, calls qkvcalc.extract with a rich status on stderr while the model loads and
 runs, and writes the JSON; nothing else. Without torch and transformers it says what to
@@ -96,8 +97,9 @@ def loading(model: str, lang: str, no_color: bool, command: str) -> Iterator[Any
     """A status on stderr while torch and transformers load and the model runs. It is over
     before a byte is written: while it shows, rich sends whatever goes to sys.stdout to its own
     console (stderr), which would take the output along."""
-    from qkvcalc.extract.runner import require_models
+    from qkvcalc.extract.runner import check_name, require_models
 
+    check_name(model)  # a typo'd folder is said before torch loads, without the network
     text = translate("extract.loading", lang, model=model)
     with console(no_color, stderr=True).status(text) as status:
         _quiet_transformers()
@@ -144,16 +146,19 @@ def extract(
             write_problem(problem, sys.stdout)
             sys.stdout.flush()
         else:
-            _write_file(problem, run.output)
+            write_file(problem, run.output)
     except QkvcalcError as err:
         fail(err, lang_code)
 
 
-def _write_file(problem: dict, path: Path) -> None:
+def write_file(problem: dict, path: Path) -> None:
     """The whole file or nothing, through the one writer every command uses (write_output: a
     random temporary name created exclusively, renamed into place; a symlink written through,
     a FIFO or a device written to), streamed: a real layer's JSON is hundreds of megabytes, too
-    much to hold as one string first."""
-    from qkvcalc.extract import write_problem
+    much to hold as one string first. A name ending in .npz gets the problem as arrays."""
+    from qkvcalc.extract import write_arrays, write_problem
 
-    write_output(lambda stream: write_problem(problem, stream), path)
+    if path.suffix.lower() == ".npz":
+        write_output(lambda stream: write_arrays(problem, stream), path, binary=True)
+    else:
+        write_output(lambda stream: write_problem(problem, stream), path)

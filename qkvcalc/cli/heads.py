@@ -15,7 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from qkvcalc.cli.common import check_writable, console, fail, is_utf, language, write_output
-from qkvcalc.cli.extract import GIVEN, MODEL, RUN, loading, tokens
+from qkvcalc.cli.extract import GIVEN, MODEL, RUN, loading, tokens, write_file
 from qkvcalc.cli.options import DISPLAY, HIDDEN, Group, Opt, command
 from qkvcalc.errors import QkvcalcError
 
@@ -81,7 +81,7 @@ def heads(
             if output is None:
                 write_problem(problem, sys.stdout)
             else:
-                write_output(lambda stream: write_problem(problem, stream), output)
+                write_file(problem, output)
         elif output is None:
             sys.stdout.write(content)
         else:

@@ -8,8 +8,9 @@ One module per architecture family (bert, gpt2, llama — LLaMA, Mistral, Qwen2,
 Gemma 2 —, neox, bloom, t5) says where a layer's attention is and how its weights become the
 input format's keys; runner loads the model, runs it up to layer L's attention and no further,
 and assembles the problem; islands lifts transformers' float32 steps for a float64 run;
-jsonout writes the problem a row at a time. torch and transformers (the optional extra
-qkvcalc[models]) are imported only when a model is extracted, never on import.
+jsonout writes the problem a row at a time, npzout as a .npz of arrays. torch and
+transformers (the optional extra qkvcalc[models]) are imported only when a model is
+extracted, never on import.
 
 This package is itself callable, so `qkvcalc.extract(...)` is the function whether or not the
 package has been imported (Python makes qkvcalc.extract the package once it is).
@@ -22,7 +23,7 @@ import types
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["extract", "write_problem"]
+__all__ = ["extract", "write_arrays", "write_problem"]
 
 
 def extract(
@@ -65,6 +66,13 @@ def extract(
 def write_problem(problem: dict[str, Any], out: Any) -> None:
     """The problem as JSON to a text stream, a row at a time (see jsonout)."""
     from qkvcalc.extract.jsonout import write_problem as write
+
+    write(problem, out)
+
+
+def write_arrays(problem: dict[str, Any], out: Any) -> None:
+    """The problem as a numpy .npz archive to a binary stream (see npzout)."""
+    from qkvcalc.extract.npzout import write_arrays as write
 
     write(problem, out)
 

@@ -90,15 +90,36 @@ def array(tensor: Any) -> np.ndarray:
     return tensor.detach().to(device="cpu", dtype=torch.float64).numpy()
 
 
+def stored(module: Any, name: str) -> Any:
+    """The module's tensor `name` as it is stored: in a streamed run (stream.py) a weight reads
+    as a float64 copy, and this is the tensor that copy is made from."""
+    found = getattr(module, "parametrizations", None)
+    if found is not None and name in found:
+        return found[name].original
+    return getattr(module, name)
+
+
 def float64(module: Any) -> bool:
-    """Whether the module's weights (and so this run) are float64."""
-    first = next(iter(module.parameters()), None)
-    return first is not None and str(first.dtype) == "torch.float64"
+    """Whether the module's weights (and so this run) are float64: the first weight as it
+    reads (in a streamed run, stream.py, a weight stored in bf16 reads as float64)."""
+    for sub in module.modules():
+        names = [*sub._parameters, *getattr(sub, "parametrizations", {})]
+        for name in names:
+            found = getattr(sub, name)
+            if found is not None:
+                return str(found.dtype) == "torch.float64"
+    return False
 
 
 def rows(linear: Any) -> np.ndarray:
-    """nn.Linear stores out×in (y = x·Wᵀ + b); qkvcalc's rows layout is in×out."""
-    return np.ascontiguousarray(array(linear.weight).T)
+    """nn.Linear stores out×in (y = x·Wᵀ + b); qkvcalc's rows layout is in×out: the transpose
+    converted to float64 in one copy (a 4096 × 4096 weight is 134 MB of float64)."""
+    import torch
+
+    weight = stored(linear, "weight").detach()
+    out = torch.empty(weight.shape[::-1], dtype=torch.float64)
+    out.copy_(weight.T)
+    return out.numpy()
 
 
 def bias(module: Any) -> np.ndarray | None:

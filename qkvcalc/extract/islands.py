@@ -24,6 +24,14 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
+
+def class_name(module: Any) -> str:
+    """The module's class as transformers names it: a module whose weights read as float64
+    in a streamed run (stream.py, a parametrization) is of a class torch names
+    Parametrized<name>."""
+    return type(module).__name__.removeprefix("Parametrized")
+
+
 _STANDARD_RMS = (
     "LlamaRMSNorm",
     "MistralRMSNorm",
@@ -49,7 +57,7 @@ _MEAN_CENTRED = (
 
 def _rms(module: Any, hidden: Any) -> Any:
     eps = getattr(module, "variance_epsilon", getattr(module, "eps", 1e-6))
-    kind = type(module).__name__
+    kind = class_name(module)
     if kind in _MEAN_CENTRED:
         hidden = hidden - hidden.mean(-1, keepdim=True)
     normed = hidden * (hidden.pow(2).mean(-1, keepdim=True) + eps).rsqrt()
@@ -168,7 +176,7 @@ def float64_islands(model: Any) -> Iterator[None]:
         torch.Tensor.float = keep_float64  # type: ignore[method-assign,assignment]
         restore.append(lambda: setattr(torch.Tensor, "float", to_float))
         for module in model.modules():
-            kind = type(module).__name__
+            kind = class_name(module)
             if kind in _STANDARD_RMS + _GEMMA_RMS + _MEAN_CENTRED:
                 module.forward = types.MethodType(_rms, module)
             elif kind.endswith("RotaryEmbedding") and hasattr(module, "rope_type"):

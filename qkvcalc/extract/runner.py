@@ -3,12 +3,15 @@ attention and no further, and assemble the problem from x and the family's keys.
 
 The forward stops once layer L's attention input is captured: a forward pre-hook on that
 attention module records its input and raises _Captured, so later layers never run. The model
-stays in its own dtype (dtype="auto"); only layer L's tensors are converted to float64.
+stays in its own dtype (dtype="auto"); only layer L's tensors are converted to float64. With
+dtype="float64" a checkpoint is still loaded in its own dtype, and layers 0…L are converted
+one at a time as they run (stream.py), so the run takes about one layer in float64.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import pickle
@@ -88,6 +91,23 @@ def require_models(command: str = "extract") -> None:
 _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 
 
+def check_name(path: str) -> None:
+    """A MODEL that is not a folder here, refused at once (before torch is imported, without
+    the network) when it cannot be a hub name: it starts with . ~ or /, is not of the hub's
+    form owner/name, or its first part is a folder here (models/my-mdoel with a models folder
+    beside it is a typo'd path, not a hub repository). A hub name is left to the hub."""
+    local = Path(path).expanduser()
+    if local.exists():
+        return
+    first = Path(path.split("/", 1)[0])
+    if (
+        not _HUB_NAME.match(path)
+        or path.startswith((".", "~", "/"))
+        or ("/" in path and first.is_dir())
+    ):
+        raise QkvcalcError("extract.no_folder", path=path)
+
+
 def _config(path: str) -> Any:
     from transformers import AutoConfig
 
@@ -100,8 +120,8 @@ def _config(path: str) -> Any:
             raise QkvcalcError("extract.no_model_type", path=path)
         _family(model_type, path)  # an unknown architecture is named before transformers tries
         _refuse_custom_code(local, path)
-    elif not _HUB_NAME.match(path) or path.startswith((".", "~")):
-        raise QkvcalcError("extract.no_folder", path=path)
+    else:
+        check_name(path)
     try:
         return AutoConfig.from_pretrained(
             str(local) if local.exists() else path, trust_remote_code=False
@@ -219,7 +239,12 @@ def _out_of_memory(err: BaseException) -> bool:
     """torch's allocator failing is a RuntimeError ("DefaultCPUAllocator: can't allocate
     memory"), not a MemoryError."""
     text = str(err)
-    return "can't allocate memory" in text or "not enough memory" in text
+    if isinstance(err, OSError) and err.errno == errno.ENOMEM:
+        return True
+    return any(
+        words in text
+        for words in ("can't allocate memory", "not enough memory", "Cannot allocate memory")
+    )
 
 
 def _reason(err: BaseException) -> str:
@@ -243,8 +268,12 @@ def _torch_dtype(dtype: str) -> Any:
     return {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
 
 
-def load(path: str, config: Any, dtype: str, progress: Progress | None = None) -> tuple[Any, Any]:
-    """The model (eager attention, eval mode) and its tokenizer (None when it has none)."""
+def load(
+    path: str, config: Any, dtype: str, progress: Progress | None = None, stream: bool = False
+) -> tuple[Any, Any]:
+    """The model (eager attention, eval mode) and its tokenizer (None when it has none). With
+    `stream`, in the checkpoint's own dtype whatever `dtype` says: the run converts the layers
+    it runs (stream.float64_layers)."""
     if progress:
         progress(Msg("extract.loading", model=path))
     import transformers
@@ -258,7 +287,7 @@ def load(path: str, config: Any, dtype: str, progress: Progress | None = None) -
         model = cls.from_pretrained(
             path,
             config=config,
-            dtype="auto" if dtype == "auto" else _torch_dtype(dtype),
+            dtype="auto" if dtype == "auto" or stream else _torch_dtype(dtype),
             attn_implementation="eager",
             trust_remote_code=False,
             **extra,
@@ -276,6 +305,8 @@ def load(path: str, config: Any, dtype: str, progress: Progress | None = None) -
     except Exception as err:
         # safetensors' own error (a damaged or lying header, a link to a file that is not
         # one), or the model not buildable from its config (0 heads, an unknown rope type)
+        if _out_of_memory(err):
+            raise QkvcalcError("extract.out_of_memory", model=path) from None
         if type(err).__name__ == "SafetensorError":
             raise QkvcalcError("extract.no_weights", path=path, reason=_reason(err)) from None
         raise QkvcalcError("extract.bad_config", model=path, reason=_reason(err)) from None
@@ -356,8 +387,12 @@ def _whole(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def _check_config(config: Any, model: str, dtype: str) -> None:
-    """The sizes a config gives, checked before transformers builds anything from them."""
+def _check_config(
+    config: Any, model: str, dtype: str, stream: bool = False, tokens: int = 1
+) -> None:
+    """The sizes a config gives, checked before transformers builds anything from them; with
+    `stream` (a float64 run that converts one layer at a time), the memory that run takes for
+    this many tokens, against what the machine has available now."""
     for name in ("num_hidden_layers", "num_attention_heads", "hidden_size", "vocab_size"):
         value = getattr(config, name, None)
         if value is not None and (not _whole(value) or value < 1):
@@ -372,6 +407,9 @@ def _check_config(config: Any, model: str, dtype: str) -> None:
     layers = getattr(config, "num_hidden_layers", None) or 0
     if layers > MAX_LAYERS:
         raise QkvcalcError("extract.too_many_layers", model=model, count=layers, limit=MAX_LAYERS)
+    if stream:
+        _check_stream(config, model, tokens)
+        return
     width = getattr(config, "hidden_size", None) or 0
     vocab = getattr(config, "vocab_size", None) or 0
     parameters = 12 * layers * width * width + 2 * vocab * width  # attention + MLP, embeddings
@@ -381,6 +419,21 @@ def _check_config(config: Any, model: str, dtype: str) -> None:
     if have is not None and need > have:
         raise QkvcalcError(
             "extract.too_big", model=model, need=_gigabytes(need), have=_gigabytes(have)
+        )
+
+
+def _check_stream(config: Any, model: str, tokens: int) -> None:
+    from qkvcalc.extract import stream
+
+    need = stream.need(config, tokens)
+    limits = [found for found in (stream.available(), _memory()) if found is not None]
+    if limits and need > min(limits):
+        raise QkvcalcError(
+            "extract.too_big_float64",
+            model=model,
+            tokens=tokens,
+            need=_gigabytes(need),
+            have=_gigabytes(min(limits)),
         )
 
 
@@ -529,12 +582,14 @@ def extract(
             # what the config tells already, said before a large checkpoint spends minutes
             if (input_ids is None) == (text is None):
                 raise QkvcalcError("extract.input_choice")
-            _check_config(config, shown, dtype)
+            stream = dtype == "float64"  # one layer at a time: see stream.py
+            count = len(_as_ids(input_ids)) if input_ids is not None else 1
+            _check_config(config, shown, dtype, stream, count)
             _check_layer(layer, getattr(config, "num_hidden_layers", None), shown)
             if input_ids is not None:
                 _check_ids(_as_ids(input_ids), getattr(config, "vocab_size", None), shown)
                 _check_length(len(_as_ids(input_ids)), config, config.model_type, shown)
-            model, own_tokenizer = load(name, config, dtype, progress)
+            model, own_tokenizer = load(name, config, dtype, progress, stream)
         tokenizer = tokenizer if tokenizer is not None else own_tokenizer
     elif isinstance(model_or_path, torch.nn.Module) and hasattr(model_or_path, "config"):
         model = model_or_path
@@ -543,6 +598,7 @@ def extract(
         if dtype != "auto" and _torch_dtype(dtype) != own:
             raise QkvcalcError("extract.dtype_loaded", dtype=dtype, own=str(own).split(".")[-1])
         _family(model.config.model_type, shown)
+        stream = False  # a model given is run as it is
     else:
         raise QkvcalcError("extract.not_a_model", kind=type(model_or_path).__name__)
     config = model.config
@@ -552,18 +608,34 @@ def extract(
     layer = int(layer)
     ids = _token_ids(model, shown, input_ids, text, tokenizer)
     _check_length(len(ids), config, config.model_type, shown)
+    if stream and text is not None:  # the tokens counted now: the memory their run takes
+        _check_stream(config, shown, len(ids))
 
     if progress:
         progress(Msg("extract.running", model=shown, layer=layer))
-    run_dtype = next(model.parameters()).dtype
-    float64 = run_dtype == torch.float64
-    x, given = capture(model, family, layer, ids, float64)
-    block = stack[layer]
-    allowed = _allowed(given.get("attention_mask"))
-    with torch.no_grad():
-        keys = family.keys(
-            Layer(model, config, block, family.attention(block), layer, len(ids), allowed, given)
-        )
+    from qkvcalc.extract.stream import float64_layers
+
+    converting = float64_layers(model, stack, layer) if stream else contextlib.nullcontext()
+    try:
+        with converting:
+            run_dtype = torch.float64 if stream else next(model.parameters()).dtype
+            float64 = run_dtype == torch.float64
+            x, given = capture(model, family, layer, ids, float64)
+            block = stack[layer]
+            allowed = _allowed(given.get("attention_mask"))
+            with torch.no_grad():
+                keys = family.keys(
+                    Layer(
+                        model, config, block, family.attention(block), layer, len(ids), allowed,
+                        given,
+                    )
+                )  # fmt: skip
+    except MemoryError:
+        raise QkvcalcError("extract.out_of_memory", model=shown) from None
+    except RuntimeError as err:
+        if _out_of_memory(err):
+            raise QkvcalcError("extract.out_of_memory", model=shown) from None
+        raise
     _check_finite({"x": x, **keys}, shown, layer)
     arch = family.names[config.model_type]
     dtype_name = str(run_dtype).split(".")[-1]

@@ -4,7 +4,9 @@ Engineers hold tensors, not JSON. This module turns them into the values of the 
 which Problem.from_mapping then validates exactly as it does JSON:
 
 - a `.npz` file whose keys are the input format's (`x`, `wq`, `wk`, `wv`, `mask`, `tokens` …;
-  a string as a 0-d array: ``np.savez("layer.npz", x=x, …, mask="causal")``);
+  a string as a 0-d array: ``np.savez("layer.npz", x=x, …, mask="causal")``), and whose
+  member `_json`, when there is one, is a 0-d string holding a JSON object of more keys (how
+  `qkvcalc extract --output layer.npz` keeps its name, tokens and nested keys: no pickles);
 - a `.npy` file as the value of one option (`--x x.npy`, `--wq wq.npy`);
 - in Python, anything array-like: numpy arrays, torch tensors on any device and of any dtype
   (through ``.detach().cpu()``, as float64), or any object with ``__array__``.
@@ -37,6 +39,9 @@ ZIP_MAGIC = b"PK\x03\x04"
 _MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")
 # A problem has a few dozen keys (input/fields.py, FIELDS): an archive of more members is not one.
 MAX_MEMBERS = 100
+# The member holding the keys that are not arrays as one JSON object (a 0-d unicode array):
+# what `qkvcalc extract --output layer.npz` writes its name, tokens and nested keys into.
+JSON_MEMBER = "_json"
 
 
 def kind_of(data: bytes | bytearray) -> str | None:
@@ -117,6 +122,7 @@ def load_npz(data: bytes | bytearray, origin: str, limit: int) -> dict[str, Any]
     if total > limit:
         raise QkvcalcError("input.too_big", limit=limit)
     doc: dict[str, Any] = {}
+    json_keys: set[str] = set()
     for member in members:
         name = member.filename
         if not name.endswith(".npy"):
@@ -129,10 +135,36 @@ def load_npz(data: bytes | bytearray, origin: str, limit: int) -> dict[str, Any]
         except Exception as err:  # a damaged file: any error (DAMAGED above)
             raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
         array = _read_npy(raw, f"{origin}[{key}]")
+        if key == JSON_MEMBER:
+            plain = _json_member(array, f"{origin}[{key}]")
+            twice = sorted(set(plain) & set(doc))
+            if twice:
+                raise QkvcalcError("array.npz_duplicate", origin=origin, member=twice[0])
+            doc.update(plain)
+            json_keys.update(plain)
+            continue
+        if key in json_keys:
+            raise QkvcalcError("array.npz_duplicate", origin=origin, member=name)
         doc[key] = array.item() if array.ndim == 0 and array.dtype.kind == "U" else array
     if not doc:
         raise QkvcalcError("array.npz_empty", origin=origin)
     return doc
+
+
+def _json_member(array: np.ndarray, origin: str) -> dict[str, Any]:
+    """The keys a .npz keeps as text (qkvcalc extract's `_json.npy`: name, tokens, nested keys): a
+    0-d unicode array holding one JSON object, read as strictly as a JSON problem is."""
+    from qkvcalc.input.parse import load_json
+
+    if array.ndim != 0 or array.dtype.kind != "U":
+        raise QkvcalcError("array.npz_json", origin=origin)
+    try:
+        found = load_json(str(array.item()))
+    except QkvcalcError as err:
+        raise err.within("input.from", origin=origin) from None
+    if not isinstance(found, dict):
+        raise QkvcalcError("array.npz_json", origin=origin)
+    return found
 
 
 def _is_plain(value: object) -> bool:
