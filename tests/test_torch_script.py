@@ -113,6 +113,15 @@ def ran(batched, key: str) -> tuple[str, np.ndarray]:
     return stdout, expected
 
 
+def in_this_process(path) -> subprocess.CompletedProcess:
+    """`python PATH` run in this process (tests/inprocess.py's run_script: runpy, its own
+    stdout, stderr and exit code); the scripts run as processes of their own above and below."""
+    from tests.inprocess import run_script as run_here
+
+    got = run_here(str(path))
+    return subprocess.CompletedProcess(str(path), got["returncode"], got["stdout"], got["stderr"])
+
+
 def exec_script(text: str) -> str:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -360,10 +369,10 @@ def test_a_mismatch_exits_1_with_the_difference(tmp_path):
     assert "expected = t(" in text
     path = tmp_path / "wrong.py"
     path.write_text(text.replace("expected = t(", "expected = 0.5 + t("), encoding="utf-8")
-    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1, proc.stdout
-    assert "MISMATCH: max |SDPA - qkvcalc| = 0.5" in proc.stderr
-    assert "MISMATCH: max |MHA - qkvcalc| = 0.5" in proc.stderr
+    wrong = in_this_process(path)  # torch is imported here already
+    assert wrong.returncode == 1, wrong.stdout
+    assert "MISMATCH: max |SDPA - qkvcalc| = 0.5" in wrong.stderr
+    assert "MISMATCH: max |MHA - qkvcalc| = 0.5" in wrong.stderr
     proc = subprocess.run(
         [sys.executable, "-c", text], capture_output=True, text=True, timeout=120
     )  # the same script untouched passes
@@ -467,7 +476,7 @@ def test_the_classic_cache_bug_is_caught(tmp_path):
     assert "attn_mask=allowed[rows, :end]" in text
     path = tmp_path / "bug.py"
     path.write_text(text.replace("attn_mask=allowed[rows, :end]", "is_causal=True"))
-    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
+    proc = in_this_process(path)
     assert proc.returncode == 1, proc.stdout
     assert "MISMATCH: max |KV-cache decoding - qkvcalc|" in proc.stderr
     assert "MISMATCH: max |SDPA" not in proc.stderr
