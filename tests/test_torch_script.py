@@ -78,14 +78,25 @@ def run_script(text: str, tmp_path) -> str:
 
 
 @pytest.fixture(scope="module")
-def batched(tmp_path_factory) -> dict[str, tuple[str, np.ndarray]]:
-    """The scripts of the presets, the edge cases and the decode runs, each written to its own
-    folder and run by run_scripts, all in one process: key -> (stdout, qkvcalc's output); a
-    script that exits non-zero fails its test with its stderr."""
+def markers(tmp_path_factory) -> Path:
+    """The folder of the files a token's payload would create (test_a_name_that_declares_…)."""
+    return tmp_path_factory.mktemp("markers")
+
+
+@pytest.fixture(scope="module")
+def batched(tmp_path_factory, markers) -> dict[str, tuple[str, np.ndarray]]:
+    """The scripts of the presets, the edge cases, the decode runs and the names that declare an
+    encoding, each written to its own folder and run by run_scripts (runpy: a declaration is
+    honoured as when Python runs the file), all in one process: key -> (stdout, qkvcalc's
+    output); a script that exits non-zero fails its test with its stderr."""
     docs = {
         **{f"preset {name}": presets.load(name) for name in sorted(presets.names())},
         **{f"edge {name}": doc for name, doc in EDGE_CASES.items()},
         **{f"decode {name}": doc for name, doc in DECODE_CASES.items()},
+        **{
+            f"encoding {name}": {**SMALL, "name": name, "tokens": ["a", payload(markers / str(k))]}
+            for k, name in enumerate(DECLARING_NAMES)
+        },
     }
     root = tmp_path_factory.mktemp("scripts")
     paths, expected = [], []
@@ -521,15 +532,15 @@ def payload(marker: Path) -> str:
     return f'\', open("{marker}", "w"), \''
 
 
-@pytest.mark.parametrize(
-    "name", ["coding:unicode_escape", "coding:utf-7", "-*- coding: utf-16 -*-"]
-)
-def test_a_name_that_declares_an_encoding_cannot_run_a_token(name, tmp_path):
-    marker = tmp_path / "pwned"
-    doc = {**SMALL, "name": name, "tokens": ["a", payload(marker)]}
-    text, expected = script_of(doc)
-    stdout = run_script(text, tmp_path)  # it runs (utf-7 and utf-16 made it a SyntaxError)
-    assert not marker.exists(), "the script ran code from a token"
+DECLARING_NAMES = ["coding:unicode_escape", "coding:utf-7", "-*- coding: utf-16 -*-"]
+
+
+@pytest.mark.parametrize("name", DECLARING_NAMES)
+def test_a_name_that_declares_an_encoding_cannot_run_a_token(batched, markers, name):
+    """(test_an_extracted_layer_with_a_hostile_folder_name_makes_a_safe_script below runs such a
+    script as a process of its own.)"""
+    stdout, expected = ran(batched, f"encoding {name}")  # utf-7 and utf-16 made a SyntaxError
+    assert not (markers / str(DECLARING_NAMES.index(name))).exists(), "a token's code ran"
     check(stdout, expected, mha=True)
 
 
