@@ -492,23 +492,6 @@ def test_auto_runs_a_float32_checkpoint_in_float32(tmp_path):
     assert max_diff(problem["wq"], exact["wq"]) == 0  # the same float32 weights, exactly
 
 
-def test_text_goes_through_the_folders_tokenizer(tmp_path):
-    from tokenizers import Tokenizer, models, pre_tokenizers
-
-    words = ["the", "cat", "sat", "on", "mat"]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="the"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    folder = tmp_path / "gpt2"
-    build("gpt2").save_pretrained(folder)
-    transformers.PreTrainedTokenizerFast(tokenizer_object=tok).save_pretrained(folder)
-    result = run_qkvcalc(
-        "extract", str(folder), "--layer", "0", "--text", "the cat sat", timeout=300
-    )
-    assert result.returncode == 0, result.stderr
-    problem = json.loads(result.stdout)
-    assert problem["tokens"] == ["the", "cat", "sat"] and len(problem["x"]) == 3
-
-
 # ---- errors, through real processes ---------------------------------------------------------
 
 
@@ -521,16 +504,85 @@ def one_message(result, *fragments: str) -> None:
         assert fragment in lines[0], (fragment, lines[0])
 
 
+# Most runs of the tests below are made ready each in a folder of its own, then all run through
+# the command line in one real process (batched_runs, tests/inprocess.py: the program's own
+# standard descriptors, exit code and messages; torch and transformers imported once, not once a
+# run); test_a_sample_of_the_batched_runs_as_real_processes runs a sample of them as
+# `python -m qkvcalc` processes, which must give the very same results. A run: BATCHED[name] is
+# make(lab, folder) -> (argv, stdin text or None), or None when it cannot be made here.
+BATCHED: dict = {}
+
+
+def batched(name: str):
+    def register(make):
+        assert name not in BATCHED, name
+        BATCHED[name] = make
+        return make
+
+    return register
+
+
 @pytest.fixture(scope="module")
-def folders(lab, tmp_path_factory):
-    root = tmp_path_factory.mktemp("errors")
-    (root / "empty").mkdir()
-    (root / "rwkv").mkdir()  # an architecture extract does not know
-    (root / "rwkv" / "config.json").write_text('{"model_type": "rwkv"}', encoding="utf-8")
-    (root / "no-weights").mkdir()
-    config = json.loads((lab.get("llama")["folder"] / "config.json").read_text(encoding="utf-8"))
-    (root / "no-weights" / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    return {"llama": lab.get("llama")["folder"], **{p.name: p for p in root.iterdir()}}
+def batched_runs(lab, tmp_path_factory) -> dict:
+    """Every run of BATCHED: name -> (its result, its folder), or None if it could not be made."""
+    root = tmp_path_factory.mktemp("batched")
+    made, jobs = {}, []
+    for number, (name, make) in enumerate(BATCHED.items()):
+        where = root / str(number)
+        where.mkdir()
+        run = make(lab, where / "case")
+        made[name] = None if run is None else where / "case"
+        if run is not None:
+            argv, stdin = run
+            if stdin is not None:
+                (where / "stdin").write_text(stdin, encoding="utf-8")
+            jobs.append(
+                (name, {"argv": argv, "stdin": None if stdin is None else str(where / "stdin")})
+            )
+    results = run_batch([job for _, job in jobs], timeout=300 + 10 * len(jobs))
+    done = {name: (result, made[name]) for (name, _), result in zip(jobs, results, strict=True)}
+    return {name: done.get(name) for name in BATCHED}
+
+
+def batched_run(batched_runs: dict, name: str):
+    """(result, folder) of one run of BATCHED."""
+    if batched_runs[name] is None:
+        pytest.skip(f"{name}: cannot be made here")
+    return batched_runs[name]
+
+
+@batched("text through the folder's tokenizer")
+def _text_through_the_tokenizer(lab, where: Path):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = ["the", "cat", "sat", "on", "mat"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="the"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    folder = where / "gpt2"
+    lab.get("gpt2")["model"].save_pretrained(folder)  # build("gpt2"), built once
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok).save_pretrained(folder)
+    return ["extract", str(folder), "--layer", "0", "--text", "the cat sat"], None
+
+
+def test_text_goes_through_the_folders_tokenizer(batched_runs):
+    """(Through a real process of its own: the hostile folder's name and tokens below.)"""
+    result = batched_run(batched_runs, "text through the folder's tokenizer")[0]
+    assert result.returncode == 0, result.stderr
+    problem = json.loads(result.stdout)
+    assert problem["tokens"] == ["the", "cat", "sat"] and len(problem["x"]) == 3
+
+
+def request_folder(lab, where: Path, name: str) -> Path:
+    """The folder a bad request names: the llama checkpoint, or one made in `where`."""
+    if name == "llama":
+        return lab.get("llama")["folder"]
+    folder = where / name
+    folder.mkdir(parents=True)
+    if name == "rwkv":  # an architecture extract does not know
+        (folder / "config.json").write_text('{"model_type": "rwkv"}', encoding="utf-8")
+    elif name == "no-weights":
+        shutil.copy(lab.get("llama")["folder"] / "config.json", folder)
+    return folder
 
 
 BAD_REQUESTS = {
@@ -549,20 +601,20 @@ BAD_REQUESTS = {
 }  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def request_results(folders):
-    """Every bad request through the command line, all in one real process (tests/inprocess.py:
-    the program's standard streams, exit code and messages, torch imported once)."""
-    jobs = [
-        {"argv": ["extract", str(folders[folder]), *args], "stdin": None}
-        for folder, args, _ in BAD_REQUESTS.values()
-    ]
-    return dict(zip(BAD_REQUESTS, run_batch(jobs, timeout=600), strict=True))
+def _bad_request(folder: str, args: list[str]):
+    def make(lab, where: Path):
+        return ["extract", str(request_folder(lab, where, folder)), *args], None
+
+    return make
+
+
+for _name, (_folder, _args, _) in BAD_REQUESTS.items():
+    batched(f"request: {_name}")(_bad_request(_folder, _args))
 
 
 @pytest.mark.parametrize("name", BAD_REQUESTS)
-def test_bad_requests_are_one_message(request_results, name):
-    one_message(request_results[name], *BAD_REQUESTS[name][2])
+def test_bad_requests_are_one_message(batched_runs, name):
+    one_message(batched_run(batched_runs, f"request: {name}")[0], *BAD_REQUESTS[name][2])
 
 
 @pytest.mark.parametrize(
@@ -577,11 +629,14 @@ def test_bad_options_are_one_message_before_any_model_loads(tmp_path, args, frag
     one_message(run_qkvcalc("extract", str(tmp_path), *args), *fragments)
 
 
-def test_a_missing_folder_is_named(tmp_path):
-    one_message(
-        run_qkvcalc("extract", str(tmp_path / "nope"), "--layer", "0", "--ids", "1"),
-        "no such folder",
-    )
+@batched("a missing folder")
+def _missing_folder(lab, where: Path):
+    where.mkdir()
+    return ["extract", str(where / "nope"), "--layer", "0", "--ids", "1"], None
+
+
+def test_a_missing_folder_is_named(batched_runs):
+    one_message(batched_run(batched_runs, "a missing folder")[0], "no such folder")
 
 
 def test_without_torch_it_says_what_to_install(tmp_path):
@@ -664,25 +719,48 @@ def with_custom_code(folder: Path, marker: Path, where: str) -> None:
     file.write_text(json.dumps(doc), encoding="utf-8")
 
 
-@pytest.fixture
-def llama_with_tokenizer(lab, tmp_path):
-    folder = tmp_path / "llama"
+def copy_with_tokenizer(lab, where: Path) -> Path:
+    """A copy of the llama checkpoint, with a word-level tokenizer, as where/llama."""
+    folder = where / "llama"
     shutil.copytree(lab.get("llama")["folder"], folder)
     word_tokenizer().save_pretrained(folder)
     return folder
 
 
-@pytest.mark.parametrize("where", ["tokenizer_config.json", "config.json"])
-@pytest.mark.parametrize("option", [["--text", "the cat"], ["--ids", "1 2"]], ids=["text", "ids"])
+@pytest.fixture
+def llama_with_tokenizer(lab, tmp_path):
+    return copy_with_tokenizer(lab, tmp_path)
+
+
+CUSTOM_FILES = ["tokenizer_config.json", "config.json"]
+CUSTOM_OPTIONS = {"text": ["--text", "the cat"], "ids": ["--ids", "1 2"]}
+
+
+def _custom_code_says_yes(where_code: str, option: list[str]):
+    def make(lab, where: Path):
+        folder = copy_with_tokenizer(lab, where)
+        with_custom_code(folder, where / "pwned", where_code)
+        return ["extract", str(folder), "--layer", "0", *option], "y\n"
+
+    return make
+
+
+for _file in CUSTOM_FILES:
+    for _option, _args in CUSTOM_OPTIONS.items():
+        batched(f"custom code: {_option}-{_file}")(_custom_code_says_yes(_file, _args))
+
+
+def code_never_ran(where: Path) -> None:
+    assert not (where / "pwned").exists(), "the checkpoint's code ran"
+
+
+@pytest.mark.parametrize("where", CUSTOM_FILES)
+@pytest.mark.parametrize("option", list(CUSTOM_OPTIONS))
 def test_a_checkpoint_with_its_own_code_is_refused_even_when_stdin_says_yes(
-    llama_with_tokenizer, tmp_path, where, option
+    batched_runs, where, option
 ):
-    marker = tmp_path / "pwned"
-    with_custom_code(llama_with_tokenizer, marker, where)
-    result = run_qkvcalc(
-        "extract", str(llama_with_tokenizer), "--layer", "0", *option, input="y\n", timeout=300
-    )
-    assert not marker.exists(), "the checkpoint's code ran"
+    result, folder = batched_run(batched_runs, f"custom code: {option}-{where}")
+    code_never_ran(folder)
     one_message(result, "code of its own", where)
     assert "[y/N]" not in result.stdout + result.stderr
 
@@ -711,23 +789,38 @@ def test_every_from_pretrained_refuses_custom_code_by_itself(llama_with_tokenize
     one_message(proc, "needs code of its own")
 
 
-def test_pickled_weights_are_not_unpickled_and_are_one_message(lab, tmp_path):
-    import pickle
+PICKLE_PROTOCOLS = [2, "highest"]
 
-    marker = tmp_path / "pwned"
 
-    class Payload:
-        def __reduce__(self):
-            return (open, (str(marker), "w"))
+def _pickled(protocol):
+    def make(lab, where: Path):
+        import pickle
 
-    folder = tmp_path / "pickled"
-    folder.mkdir()
-    shutil.copy(lab.get("llama")["folder"] / "config.json", folder)
-    for protocol in (2, pickle.HIGHEST_PROTOCOL):
-        (folder / "pytorch_model.bin").write_bytes(pickle.dumps({"w": Payload()}, protocol))
-        result = run_qkvcalc("extract", str(folder), "--layer", "0", "--ids", "1", timeout=300)
-        assert not marker.exists(), "the pickle was unpickled"
-        one_message(result, "pickle", "safetensors")
+        marker = where / "pwned"
+
+        class Payload:
+            def __reduce__(self):
+                return (open, (str(marker), "w"))
+
+        folder = where / "pickled"
+        folder.mkdir(parents=True)
+        shutil.copy(lab.get("llama")["folder"] / "config.json", folder)
+        number = pickle.HIGHEST_PROTOCOL if protocol == "highest" else protocol
+        (folder / "pytorch_model.bin").write_bytes(pickle.dumps({"w": Payload()}, number))
+        return ["extract", str(folder), "--layer", "0", "--ids", "1"], None
+
+    return make
+
+
+for _protocol in PICKLE_PROTOCOLS:
+    batched(f"pickle protocol {_protocol}")(_pickled(_protocol))
+
+
+@pytest.mark.parametrize("protocol", PICKLE_PROTOCOLS)
+def test_pickled_weights_are_not_unpickled_and_are_one_message(batched_runs, protocol):
+    result, where = batched_run(batched_runs, f"pickle protocol {protocol}")
+    assert not (where / "pwned").exists(), "the pickle was unpickled"
+    one_message(result, "pickle", "safetensors")
 
 
 # ---- --output writes the file it names and nothing else (issue 20, security 3) --------------
@@ -755,33 +848,65 @@ def assert_problem(text: str) -> None:
     assert json.loads(text)["tokens"] == ["1", "2"]
 
 
-def test_extract_output_never_follows_a_planted_temporary_symlink(lab, tmp_path):
-    victim = tmp_path / "victim"
-    victim.write_text("precious\n")
-    (tmp_path / ".out.json.qkvcalc-tmp").symlink_to(victim)
-    result = extract_to(lab.get("llama")["folder"], tmp_path / "out.json")
+def extract_argv(lab, out: Path) -> list[str]:
+    folder = lab.get("llama")["folder"]
+    return ["extract", str(folder), "--layer", "0", "--ids", "1 2", "--output", str(out)]
+
+
+def written(result) -> None:
     assert result.returncode == 0, result.stderr
-    assert victim.read_text() == "precious\n"
-    assert_problem((tmp_path / "out.json").read_text())
-    assert (tmp_path / ".out.json.qkvcalc-tmp").is_symlink()  # left as it was
+    assert result.stdout == "" and result.stderr == "", result.stderr
 
 
-def test_extract_output_keeps_a_users_file_of_the_old_temporary_name(lab, tmp_path):
-    mine = tmp_path / ".out.json.qkvcalc-tmp"
-    mine.write_text("mine\n")
-    assert extract_to(lab.get("llama")["folder"], tmp_path / "out.json").returncode == 0
-    assert mine.read_text() == "mine\n"
-    assert_problem((tmp_path / "out.json").read_text())
+@batched("output: a planted temporary symlink")
+def _planted_symlink(lab, where: Path):
+    where.mkdir()
+    victim = where / "victim"
+    victim.write_text("precious\n")
+    (where / ".out.json.qkvcalc-tmp").symlink_to(victim)
+    return extract_argv(lab, where / "out.json"), None
 
 
-def test_extract_output_through_a_symlink_keeps_the_link(lab, tmp_path):
-    real = tmp_path / "real.json"
-    real.write_text("old\n")
-    link = tmp_path / "link.json"
-    link.symlink_to(real)
-    assert extract_to(lab.get("llama")["folder"], link).returncode == 0
-    assert link.is_symlink() and os.readlink(link) == str(real)
-    assert_problem(real.read_text())
+def test_extract_output_never_follows_a_planted_temporary_symlink(batched_runs):
+    result, where = batched_run(batched_runs, "output: a planted temporary symlink")
+    written(result)
+    assert (where / "victim").read_text() == "precious\n"
+    assert_problem((where / "out.json").read_text())
+    assert (where / ".out.json.qkvcalc-tmp").is_symlink()  # left as it was
+
+
+@batched("output: a user's file of the old temporary name")
+def _old_temporary_name(lab, where: Path):
+    where.mkdir()
+    (where / ".out.json.qkvcalc-tmp").write_text("mine\n")
+    return extract_argv(lab, where / "out.json"), None
+
+
+def test_extract_output_keeps_a_users_file_of_the_old_temporary_name(batched_runs):
+    result, where = batched_run(batched_runs, "output: a user's file of the old temporary name")
+    written(result)
+    assert (where / ".out.json.qkvcalc-tmp").read_text() == "mine\n"
+    assert_problem((where / "out.json").read_text())
+
+
+@batched("output: through a symlink")
+def _through_a_symlink(lab, where: Path):
+    where.mkdir()
+    (where / "real.json").write_text("old\n")
+    (where / "link.json").symlink_to(where / "real.json")
+    return extract_argv(lab, where / "link.json"), None
+
+
+def link_kept(where: Path) -> None:
+    link = where / "link.json"
+    assert link.is_symlink() and os.readlink(link) == str(where / "real.json")
+    assert_problem((where / "real.json").read_text())
+
+
+def test_extract_output_through_a_symlink_keeps_the_link(batched_runs):
+    result, where = batched_run(batched_runs, "output: through a symlink")
+    written(result)
+    link_kept(where)
 
 
 def test_extract_output_onto_a_fifo_writes_into_it(lab, tmp_path):
@@ -798,19 +923,27 @@ def test_extract_output_onto_a_fifo_writes_into_it(lab, tmp_path):
     assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still a FIFO
 
 
-def test_extract_output_onto_a_device_leaves_it_a_device(lab, tmp_path):
-    """A null device made in tmp_path (never the machine's /dev/null: the old code, run as
-    root, replaced the device it was given with a regular file)."""
-    node = tmp_path / "null"
+@batched("output: a device")
+def _a_device(lab, where: Path):
+    where.mkdir()
+    node = where / "null"
     try:
         os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
         node.write_text("probe")
     except OSError:
+        return None  # needs root and a filesystem allowing it
+    return extract_argv(lab, node), None
+
+
+def test_extract_output_onto_a_device_leaves_it_a_device(batched_runs):
+    """A null device made in the run's folder (never the machine's /dev/null: the old code, run
+    as root, replaced the device it was given with a regular file)."""
+    if batched_runs["output: a device"] is None:
         pytest.skip("cannot make a device node here (needs root and a filesystem allowing it)")
-    result = extract_to(lab.get("llama")["folder"], node)
-    assert result.returncode == 0, result.stderr
-    assert stat.S_ISCHR(node.lstat().st_mode)
-    assert not [p.name for p in tmp_path.iterdir() if p.name != "null"]
+    result, where = batched_run(batched_runs, "output: a device")
+    written(result)
+    assert stat.S_ISCHR((where / "null").lstat().st_mode)
+    assert not [p.name for p in where.iterdir() if p.name != "null"]
 
 
 def test_four_extracts_onto_one_output_leave_one_whole_file(lab, tmp_path):
@@ -875,16 +1008,10 @@ WEIGHTS_CASES = list(
 )  # the names
 
 
-@pytest.fixture(scope="module")
-def broken_root(lab, tmp_path_factory):
-    return tmp_path_factory.mktemp("broken"), lab.get("llama")["folder"]
-
-
-def broken_copy(broken_root, name: str, config: dict | None = None) -> Path:
-    root, llama = broken_root
-    folder = root / name.replace(" ", "-").replace("/", "-")
-    shutil.rmtree(folder, ignore_errors=True)
-    shutil.copytree(llama, folder)
+def broken_copy(lab, where: Path, config: dict | None = None) -> Path:
+    """A copy of the llama checkpoint as where/llama, its config.json updated with `config`."""
+    folder = where / "llama"
+    shutil.copytree(lab.get("llama")["folder"], folder)
     if config is not None:
         doc = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         doc.update(config)
@@ -892,18 +1019,28 @@ def broken_copy(broken_root, name: str, config: dict | None = None) -> Path:
     return folder
 
 
+def _damaged_weights(case: str):
+    def make(lab, where: Path):
+        folder = broken_copy(lab, where)
+        weights = folder / "model.safetensors"
+        content = _weights_cases(weights.read_bytes())[case]
+        weights.unlink()
+        if isinstance(content, str):
+            weights.symlink_to(content)
+        else:
+            weights.write_bytes(content)
+        return ["extract", str(folder), "--layer", "0", "--ids", "1 2"], None
+
+    return make
+
+
+for _case in WEIGHTS_CASES:
+    batched(f"weights: {_case}")(_damaged_weights(_case))
+
+
 @pytest.mark.parametrize("case", WEIGHTS_CASES)
-def test_damaged_or_lying_safetensors_are_one_message(broken_root, case):
-    folder = broken_copy(broken_root, case)
-    weights = folder / "model.safetensors"
-    content = _weights_cases(weights.read_bytes())[case]
-    weights.unlink()
-    if isinstance(content, str):
-        weights.symlink_to(content)
-    else:
-        weights.write_bytes(content)
-    result = run_qkvcalc("extract", str(folder), "--layer", "0", "--ids", "1 2", timeout=300)
-    one_message(result, "weights could not be read")
+def test_damaged_or_lying_safetensors_are_one_message(batched_runs, case):
+    one_message(batched_run(batched_runs, f"weights: {case}")[0], "weights could not be read")
 
 
 CONFIG_CASES = {
@@ -929,76 +1066,134 @@ CONFIG_CASES = {
 }
 
 
+def _bad_config(config: dict):
+    def make(lab, where: Path):
+        folder = broken_copy(lab, where, config)
+        return ["extract", str(folder), "--layer", "0", "--ids", "1 2"], None
+
+    return make
+
+
+for _case, (_config, _) in CONFIG_CASES.items():
+    batched(f"config: {_case}")(_bad_config(_config))
+
+
 @pytest.mark.parametrize("case", list(CONFIG_CASES))
-def test_a_config_that_cannot_describe_a_model_is_one_message(broken_root, case):
-    config, fragments = CONFIG_CASES[case]
-    folder = broken_copy(broken_root, case, config)
-    result = run_qkvcalc("extract", str(folder), "--layer", "0", "--ids", "1 2", timeout=120)
-    one_message(result, *fragments)
+def test_a_config_that_cannot_describe_a_model_is_one_message(batched_runs, case):
+    one_message(batched_run(batched_runs, f"config: {case}")[0], *CONFIG_CASES[case][1])
 
 
-@pytest.mark.parametrize(
-    ("name", "content", "fragment"),
-    [
-        (
-            "nested",
-            b'{"model_type": "llama", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
-            "nested",
-        ),
-        ("no model_type", b'{"hidden_size": 4}', "no model_type"),
-    ],
-)
-def test_a_config_json_that_cannot_be_read_is_one_message(broken_root, name, content, fragment):
-    folder = broken_copy(broken_root, name)
-    (folder / "config.json").write_bytes(content)
-    result = run_qkvcalc("extract", str(folder), "--layer", "0", "--ids", "1", timeout=120)
-    one_message(result, fragment)
+UNREADABLE_CONFIGS = {
+    "nested": (b'{"model_type": "llama", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested"),
+    "no model_type": (b'{"hidden_size": 4}', "no model_type"),
+}
+
+
+def _unreadable_config(content: bytes):
+    def make(lab, where: Path):
+        folder = broken_copy(lab, where)
+        (folder / "config.json").write_bytes(content)
+        return ["extract", str(folder), "--layer", "0", "--ids", "1"], None
+
+    return make
+
+
+for _name, (_content, _) in UNREADABLE_CONFIGS.items():
+    batched(f"config.json: {_name}")(_unreadable_config(_content))
+
+
+@pytest.mark.parametrize("name", list(UNREADABLE_CONFIGS))
+def test_a_config_json_that_cannot_be_read_is_one_message(batched_runs, name):
+    result = batched_run(batched_runs, f"config.json: {name}")[0]
+    one_message(result, UNREADABLE_CONFIGS[name][1])
     assert "''" not in result.stderr
 
 
-def test_a_3_gb_config_json_is_refused_unread(broken_root):
-    folder = broken_copy(broken_root, "huge config")
+@batched("config.json: 3 GB")
+def _huge_config(lab, where: Path):
+    folder = broken_copy(lab, where)
     with (folder / "config.json").open("r+b") as file:
         file.truncate(3 * 10**9)  # sparse: no disk is spent
-    result = run_qkvcalc("extract", str(folder), "--layer", "0", "--ids", "1", timeout=120)
-    one_message(result, "3000000000 bytes")
+    return ["extract", str(folder), "--layer", "0", "--ids", "1"], None
 
 
-@pytest.mark.parametrize(
-    ("kind", "ids", "fragment"),
-    [
-        ("llama", "1 ²", "whole numbers"),
-        ("llama", "9" * 5000, "5000 digits"),
-        ("llama", " ".join(["1"] * 20_000), "20000 tokens"),
-        ("gpt2", " ".join(["1"] * 65), "positions for 64 tokens"),
-        ("bert", " ".join(["1"] * 65), "positions for 64 tokens"),
-    ],
-    ids=["a superscript digit", "5000 digits", "20000 ids", "past GPT-2's positions", "BERT's"],
-)
-def test_ids_the_model_cannot_take_are_one_message(lab, kind, ids, fragment):
-    result = run_qkvcalc(
-        "extract", str(lab.get(kind)["folder"]), "--layer", "0", "--ids", ids, timeout=300
-    )
-    one_message(result, fragment)
+def test_a_3_gb_config_json_is_refused_unread(batched_runs):
+    one_message(batched_run(batched_runs, "config.json: 3 GB")[0], "3000000000 bytes")
 
 
-def test_120_kb_of_text_is_one_message(llama_with_tokenizer):
-    result = run_qkvcalc(
-        "extract", str(llama_with_tokenizer), "--layer", "0", "--text", "the cat " * 15_000,
-        timeout=300,
-    )  # fmt: skip
-    one_message(result, "30000 tokens")
+BAD_IDS = {
+    "a superscript digit": ("llama", "1 ²", "whole numbers"),
+    "5000 digits": ("llama", "9" * 5000, "5000 digits"),
+    "20000 ids": ("llama", " ".join(["1"] * 20_000), "20000 tokens"),
+    "past GPT-2's positions": ("gpt2", " ".join(["1"] * 65), "positions for 64 tokens"),
+    "BERT's": ("bert", " ".join(["1"] * 65), "positions for 64 tokens"),
+}
 
 
-def test_a_nan_weight_is_refused_naming_the_tensor(tmp_path):
+def _bad_ids(kind: str, ids: str):
+    def make(lab, where: Path):
+        return ["extract", str(lab.get(kind)["folder"]), "--layer", "0", "--ids", ids], None
+
+    return make
+
+
+for _name, (_kind, _ids, _) in BAD_IDS.items():
+    batched(f"ids: {_name}")(_bad_ids(_kind, _ids))
+
+
+@pytest.mark.parametrize("name", list(BAD_IDS))
+def test_ids_the_model_cannot_take_are_one_message(batched_runs, name):
+    one_message(batched_run(batched_runs, f"ids: {name}")[0], BAD_IDS[name][2])
+
+
+@batched("text: 120 kB")
+def _long_text(lab, where: Path):
+    folder = copy_with_tokenizer(lab, where)
+    return ["extract", str(folder), "--layer", "0", "--text", "the cat " * 15_000], None
+
+
+def test_120_kb_of_text_is_one_message(batched_runs):
+    one_message(batched_run(batched_runs, "text: 120 kB")[0], "30000 tokens")
+
+
+@batched("a NaN weight")
+def _nan_weight(lab, where: Path):
     model = build("llama")
     with torch.no_grad():
         model.model.layers[0].self_attn.k_proj.weight[3, 1] = float("nan")
-    model.save_pretrained(tmp_path / "nan")
-    result = run_qkvcalc(
-        "extract", str(tmp_path / "nan"), "--layer", "0", "--ids", "1 2", timeout=300
-    )
-    one_message(result, "wk", "NaN")
+    model.save_pretrained(where / "nan")
+    return ["extract", str(where / "nan"), "--layer", "0", "--ids", "1 2"], None
+
+
+def test_a_nan_weight_is_refused_naming_the_tensor(batched_runs):
+    one_message(batched_run(batched_runs, "a NaN weight")[0], "wk", "NaN")
+
+
+# A sample of the batched runs, each as a real `python -m qkvcalc` process of its own (made
+# ready afresh in tmp_path): the same exit code, stdout and stderr as in the batch (its folder's
+# path aside), and the same files left behind.
+REAL_SAMPLE = {
+    "weights: cut in half": None,
+    "config: weights bigger than memory": None,
+    "custom code: text-tokenizer_config.json": code_never_ran,
+    "output: through a symlink": link_kept,
+}
+
+
+@pytest.mark.parametrize("name", list(REAL_SAMPLE))
+def test_a_sample_of_the_batched_runs_as_real_processes(lab, batched_runs, tmp_path, name):
+    batch, batch_folder = batched_run(batched_runs, name)
+    argv, stdin = BATCHED[name](lab, tmp_path / "case")
+    real = run_qkvcalc(*argv, input=stdin, timeout=300)
+
+    def seen(result, folder: Path) -> tuple:
+        out, err = (text.replace(str(folder), "FOLDER") for text in (result.stdout, result.stderr))
+        return result.returncode, out, err
+
+    assert seen(real, tmp_path / "case") == seen(batch, batch_folder)
+    check = REAL_SAMPLE[name]
+    if check is not None:
+        check(tmp_path / "case")
 
 
 def test_a_hub_name_out_of_reach_is_one_line_at_once(tmp_path):
@@ -1009,11 +1204,16 @@ def test_a_hub_name_out_of_reach_is_one_line_at_once(tmp_path):
     one_message(result, "gpt2", "cannot be reached", "cache")
 
 
-def test_extract_output_ignores_a_directory_of_the_old_temporary_name(lab, tmp_path):
-    (tmp_path / ".out.json.qkvcalc-tmp").mkdir()  # said "cannot write to standard output"
-    result = extract_to(lab.get("llama")["folder"], tmp_path / "out.json")
-    assert result.returncode == 0, result.stderr
-    assert_problem((tmp_path / "out.json").read_text())
+@batched("output: a directory of the old temporary name")
+def _old_temporary_directory(lab, where: Path):
+    (where / ".out.json.qkvcalc-tmp").mkdir(parents=True)  # said "cannot write to standard output"
+    return extract_argv(lab, where / "out.json"), None
+
+
+def test_extract_output_ignores_a_directory_of_the_old_temporary_name(batched_runs):
+    result, where = batched_run(batched_runs, "output: a directory of the old temporary name")
+    written(result)
+    assert_problem((where / "out.json").read_text())
 
 
 def test_running_out_of_memory_is_said_as_such(lab, monkeypatch):
@@ -1063,11 +1263,14 @@ def test_a_hostile_folder_name_and_token_text_make_a_safe_torch_script(lab, tmp_
     script = tmp_path / "check.py"
     result = run_qkvcalc("explain", str(problem), "--output", str(script), timeout=300)
     assert result.returncode == 0, result.stderr
-    proc = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
-    )
+    # the script in this process (runpy honours a declaration as Python does for a file; torch is
+    # imported here already): test_torch_script's hostile names run it as a process of its own
+    from tests.inprocess import run_script
+
+    proc = run_script(str(script))
     assert not marker.exists(), "the token ran as code"
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc["returncode"] == 0, proc["stderr"][-2000:]
+    assert "OK: PyTorch agrees with qkvcalc" in proc["stdout"]
 
 
 def test_a_checkpoint_with_its_own_code_asks_nothing_of_an_open_stdin(

