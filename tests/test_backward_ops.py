@@ -29,6 +29,8 @@ CASES = {
     "exp": lambda: ([RNG.normal(size=(3, 4))], {}),
     "softmax": lambda: ([np.exp(RNG.normal(size=(3, 4)))], {}),
     "concat": lambda: ([RNG.normal(size=(3, 2)), RNG.normal(size=(3, 2))], {}),
+    # MLA's k = [k_R | K_C]: the shared rotary key beside a head's own columns, of other widths
+    "mla_join": lambda: ([RNG.normal(size=(3, 2)), RNG.normal(size=(3, 3))], {}),
     "copy": lambda: ([RNG.normal(size=(3, 2))], {}),
     "add": lambda: ([RNG.normal(size=(3, 3)), RNG.normal(size=(3, 3))], {}),
     "softcap": lambda: ([RNG.normal(0, 3, size=(3, 3))], {"cap": 2.0}),
