@@ -190,8 +190,9 @@ def _write(content: Content, stream: IO[Any]) -> None:
         content(stream)
 
 
-def _mode(binary: bool) -> dict[str, str]:
-    return {"mode": "wb"} if binary else {"mode": "w", "encoding": "utf-8"}
+def _open(file: Path | int, binary: bool) -> IO[Any]:
+    """The output opened to be written: bytes for `binary` (a .npz), else UTF-8 text."""
+    return open(file, "wb") if binary else open(file, "w", encoding="utf-8")
 
 
 def _umask() -> int:
@@ -221,7 +222,7 @@ def write_output(content: Content, path: Path, binary: bool = False) -> None:
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
         if st is not None and not stat.S_ISREG(st.st_mode):
-            with open(target, **_mode(binary)) as device:
+            with _open(target, binary) as device:
                 _write(content, device)
             return
         import tempfile  # only for --output to a regular file: not loaded on every start
@@ -233,7 +234,7 @@ def write_output(content: Content, path: Path, binary: bool = False) -> None:
         raise _unwritable(path, err.strerror or type(err).__name__) from None
     placed = False
     try:
-        with open(fd, **_mode(binary)) as file:
+        with _open(fd, binary) as file:
             os.fchmod(fd, stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask())
             _write(content, file)
         os.replace(tmp, target)

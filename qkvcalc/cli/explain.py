@@ -8,7 +8,7 @@ else. Errors: a QkvcalcError becomes one message on stderr and exit 2, nothing o
 # typer reads the commands' signatures on every run, and string annotations would make it
 # eval every option's again on every run (about 10 ms).
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from enum import Enum
 from pathlib import Path
@@ -18,7 +18,6 @@ from typing import IO, TYPE_CHECKING, Any
 import typer
 
 from qkvcalc.cli.common import (
-    Content,
     PageLang,
     console,
     fail,
@@ -203,7 +202,7 @@ def explain(
             def content(out: IO[str]) -> None:
                 write_json(trace, opts, out, ascii_only=not is_utf(out))
 
-            write: Content = content
+            write: str | Callable[[IO[str]], None] = content
         else:
             write = render(trace, fmt, opts)
     except QkvcalcError as err:

@@ -28,7 +28,11 @@ def gap(a: np.ndarray | Sequence[np.ndarray], b: np.ndarray | Sequence[np.ndarra
     a difference of rounding alone as the bound it is under ("below 1e-12"), the same on every
     machine (the last bits of a sum depend on its order, and so on the BLAS library); a larger
     one as its value, 2 significant digits."""
-    pairs = list(zip(a, b, strict=True)) if isinstance(a, list | tuple) else [(a, b)]
+    pairs: list[tuple[np.ndarray, np.ndarray]] = (
+        list(zip(a, b, strict=True))
+        if isinstance(a, list | tuple) and isinstance(b, list | tuple)
+        else [(np.asarray(a), np.asarray(b))]
+    )
     most = max(float(np.max(np.abs(x - y), initial=0.0)) for x, y in pairs)
     size = max(max(float(np.max(np.abs(x), initial=0.0)) for x, _ in pairs), 1.0)
     if most <= ROUNDING * size:
