@@ -7,6 +7,7 @@ renderer labels rows and columns with it.
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from decimal import ROUND_HALF_UP, Context, Decimal
 
@@ -92,7 +93,10 @@ def rounded(value: float, places: int) -> str:
     shortest that reads back as this double) rounded half away from zero, so 0.60615 gives
     0.6062 and -0.125 gives -0.13 at two. The engine records a rational stage's value as the
     double nearest its exact value (qkvcalc.run.exact), so there it is the exact value that is
-    rounded, on every machine. '-0.0000' is written '0.0000'."""
+    rounded, on every machine. '-0.0000' is written '0.0000'; ∞ and NaN as Python writes
+    them ('inf', 'nan': renderers that show them otherwise check before calling this)."""
+    if not math.isfinite(value):
+        return f"{value:.{places}f}"
     unit = Decimal(1).scaleb(-places)
     text = f"{Decimal(repr(float(value))).quantize(unit, ROUND_HALF_UP, _DECIMALS):f}"
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text

@@ -49,6 +49,9 @@ def summed_backwards(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.n
         (0.1 + 0.2, 4, "0.3000"),  # 0.30000000000000004: not a tie
         (-0.00004, 4, "0.0000"),  # no '-0.0000'
         (1e-7, 4, "0.0000"),
+        (float("inf"), 4, "inf"),  # as f"{x:.4f}" writes it (a read-out of an overflowed |q|)
+        (float("-inf"), 2, "-inf"),
+        (float("nan"), 4, "nan"),
     ],
 )
 def test_a_number_is_rounded_half_away_from_zero(value, places, shown):
