@@ -417,34 +417,56 @@ def head_qkv(p: Any, latent: Latent, h: int | None, x_ref: Ref, x_name: str) -> 
             _project("q", x_ref, x_name, q_weight, f"W_Q{mark}", rows, h=h, symbol="Q",
                      letters="n×d_k", notes=(order,), topic="mla_q_full")
         )  # fmt: skip
-    uk, uv = latent.kv_columns(index)
     latent_params = {"latent_before": "c_kv", "latent_symbol": "c_KV"}
-    specs.append(
-        _project("k_nope", ("c_kv_norm", None), "C_KV", _take(latent.wkv_b, uk), f"W_UK{mark}",
-                 rows, h=h, symbol="K_C", letters="m×d_C", params=dict(latent_params))
-    )  # fmt: skip
-    specs.append(
+    specs += head_kv(latent, h, (("c_kv_norm", None), "C_KV"), ("k_rope", None), rows, "m",
+                     params=latent_params)  # fmt: skip
+    return specs
+
+
+def head_kv(
+    latent: Latent,
+    h: int | None,
+    source: tuple[Ref, str],
+    rope_key: Ref,
+    keys: tuple[str, ...],
+    m: str,
+    step: int | None = None,
+    params: dict[str, Any] | None = None,
+    k_nope_notes: tuple[Msg, ...] = (),
+) -> list[Spec]:
+    """Head h's key and value from the key/value latent `source` (the run's C_KV, or a decode
+    step's cache of it): its own key columns K_C = C_KV·W_UK, k = [k_R | K_C] with the shared
+    rotary key `rope_key`, and V = C_KV·W_UV. `m` names the keys' count in the shapes ('m', or
+    'm_t' in a decode step); `params` go to the two products (what the quiz's mistakes read)."""
+    index = h or 1
+    mark = "" if h is None else f"[{index}]"
+    latent_ref, latent_name = source
+    uk, uv = latent.kv_columns(index)
+    at = {} if step is None else {"step": step}
+    cached = "_cache" if step is not None else ""
+    return [
+        _project("k_nope", latent_ref, latent_name, _take(latent.wkv_b, uk), f"W_UK{mark}",
+                 keys, h=h, symbol="K_C", letters=f"{m}×d_C", params=dict(params or {}),
+                 notes=k_nope_notes, **at),
         Spec(
             "k",
             h,
             "mla_join",
-            (("k_rope", None), ("k_nope", h)),
-            "K = [k_R | K_C]",
-            rows,
+            (rope_key, ref("k_nope", h, step)),
+            f"K = [k_R{cached} | K_C]",
+            keys,
             dim_labels(latent.rope + latent.nope),
             notes=(Msg("note.mla_join", rope=latent.rope, nope=latent.nope),),
             symbol="K",
-            letters="m×d_k",
+            letters=f"{m}×d_k",
             hint=("hint.mla_join", {}),
             topic="mla_k",
-        )
-    )
-    specs.append(
-        _project("v", ("c_kv_norm", None), "C_KV", _take(latent.wkv_b, uv), f"W_UV{mark}", rows,
-                 h=h, symbol="V", letters="m×d_v", params=dict(latent_params),
-                 topic="mla_v")
-    )  # fmt: skip
-    return specs
+            **at,
+        ),
+        _project("v", latent_ref, latent_name, _take(latent.wkv_b, uv), f"W_UV{mark}", keys,
+                 h=h, symbol="V", letters=f"{m}×d_v", params=dict(params or {}),
+                 topic="mla_v", **at),
+    ]  # fmt: skip
 
 
 # ---- decoding with a cache of the latents --------------------------------------------------
@@ -571,34 +593,9 @@ def decode_head(
                           symbol="Q", letters="t×d_k", topic="mla_q_full")  # fmt: skip
         q = replace_spec(q, head=h)
     specs.append(q)
-    uk, uv = latent.kv_columns(index)
-    cache = ref("c_kv_cache", None, step)
-    specs.append(
-        _project("k_nope", cache, "C_KV_cache", _take(latent.wkv_b, uk), f"W_UK{mark}", keys,
-                 h=h, symbol="K_C", letters="m_t×d_C", step=step,
-                 notes=(Msg("note.mla_from_cache", rows=end),))
-    )  # fmt: skip
-    specs.append(
-        Spec(
-            "k",
-            h,
-            "mla_join",
-            (ref("k_rope_cache", None, step), ref("k_nope", h, step)),
-            "K = [k_R_cache | K_C]",
-            keys,
-            dim_labels(latent.rope + latent.nope),
-            notes=(Msg("note.mla_join", rope=latent.rope, nope=latent.nope),),
-            symbol="K",
-            letters="m_t×d_k",
-            hint=("hint.mla_join", {}),
-            topic="mla_k",
-            step=step,
-        )
-    )
-    specs.append(
-        _project("v", cache, "C_KV_cache", _take(latent.wkv_b, uv), f"W_UV{mark}", keys, h=h,
-                 symbol="V", letters="m_t×d_v", step=step, topic="mla_v")
-    )  # fmt: skip
+    specs += head_kv(latent, h, (ref("c_kv_cache", None, step), "C_KV_cache"),
+                     ref("k_rope_cache", None, step), keys, "m_t", step=step,
+                     k_nope_notes=(Msg("note.mla_from_cache", rows=end),))  # fmt: skip
     return specs, ref("k", h, step), ref("v", h, step)
 
 
