@@ -94,3 +94,14 @@ def spawn_qkvcalc(*args: str, cwd: Path = ROOT, shell: str | None = None):
         timeout=30,
         dimensions=(50, 100),
     )
+
+
+def one_message(result, *fragments: str) -> None:
+    """Bad input teaches: exit 2, nothing on stdout, one line on stderr (no traceback) holding
+    every fragment. `result` is a finished process or a batched run (returncode, stdout, stderr)."""
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])

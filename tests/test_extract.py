@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import PINNED_ENV, ROOT, run_qkvcalc
+from tests.conftest import PINNED_ENV, ROOT, one_message, run_qkvcalc
 from tests.inprocess import run_batch
 from tests.naive_modern import attention
 
@@ -493,15 +493,6 @@ def test_auto_runs_a_float32_checkpoint_in_float32(tmp_path):
 
 
 # ---- errors, through real processes ---------------------------------------------------------
-
-
-def one_message(result, *fragments: str) -> None:
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
 
 
 # Most runs of the tests below are made ready each in a folder of its own, then all run through

@@ -12,19 +12,10 @@ import socket
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, run_qkvcalc
+from tests.conftest import ROOT, one_message, run_qkvcalc
 from tests.inprocess import run_batch
 
 te = pytest.importorskip("tests.test_extract", reason="qkvcalc extract needs torch")
-
-
-def one_message(result, *fragments: str) -> None:
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
 
 
 def test_a_name_that_can_only_be_a_folder_fails_at_once_without_the_network(tmp_path):

@@ -11,13 +11,12 @@ and through the independent oracle; the script of --format torch runs and agrees
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from tests.conftest import run_qkvcalc
+from tests.inprocess import run_script
 from tests.naive_modern import attention
 from tests.test_extract import build_from, reference_at
 from tests.test_extract_more import SMALL, TOL, at, ids, relative
@@ -154,9 +153,9 @@ def test_the_command_line_writes_explains_and_scripts_it(lab, tmp_path):
     assert proc.returncode == 0, proc.stderr
     script = tmp_path / "s.py"
     script.write_text(proc.stdout)
-    ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
-    assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert "OK: PyTorch agrees" in ran.stdout
+    ran = run_script(str(script))  # in this process: torch is imported already
+    assert ran["returncode"] == 0, ran["stdout"] + ran["stderr"]
+    assert "OK: PyTorch agrees" in ran["stdout"]
 
 
 def test_one_head_of_it_is_refused_by_name(lab):

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import run_qkvcalc
+from tests.conftest import one_message, run_qkvcalc
 from tests.inprocess import run_batch
 
 torch = pytest.importorskip("torch", reason="qkvcalc heads needs torch")
@@ -171,15 +171,6 @@ def test_the_grid_fits_the_width_and_wraps_the_heads(models):
 
 
 # ---- the command line --------------------------------------------------------------------
-
-
-def one_message(result, *fragments: str) -> None:
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
 
 
 WORDS = "the cat sat on the mat & < b >"
