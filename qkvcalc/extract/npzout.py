@@ -17,8 +17,7 @@ from typing import IO, Any
 import numpy as np
 
 from qkvcalc.extract.jsonout import write_problem
-
-JSON_MEMBER = "_json"  # the member of the keys that are not arrays (input/arrays.py reads it)
+from qkvcalc.input.arrays import JSON_MEMBER  # the reader's name for it: one layout, one name
 
 
 def write_arrays(problem: dict[str, Any], out: IO[bytes]) -> None:
