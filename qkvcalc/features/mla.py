@@ -442,12 +442,11 @@ def head_kv(
     mark = "" if h is None else f"[{index}]"
     latent_ref, latent_name = source
     uk, uv = latent.kv_columns(index)
-    at = {} if step is None else {"step": step}
     cached = "_cache" if step is not None else ""
     return [
         _project("k_nope", latent_ref, latent_name, _take(latent.wkv_b, uk), f"W_UK{mark}",
                  keys, h=h, symbol="K_C", letters=f"{m}×d_C", params=dict(params or {}),
-                 notes=k_nope_notes, **at),
+                 notes=k_nope_notes, step=step),
         Spec(
             "k",
             h,
@@ -461,11 +460,11 @@ def head_kv(
             letters=f"{m}×d_k",
             hint=("hint.mla_join", {}),
             topic="mla_k",
-            **at,
+            step=step,
         ),
         _project("v", latent_ref, latent_name, _take(latent.wkv_b, uv), f"W_UV{mark}", keys,
                  h=h, symbol="V", letters=f"{m}×d_v", params=dict(params or {}),
-                 topic="mla_v", **at),
+                 topic="mla_v", step=step),
     ]  # fmt: skip
 
 
