@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import compileall
 import os
 import subprocess
 import sys
@@ -25,6 +26,16 @@ PINNED_ENV = {
     "QKVCALC_LANG": "",
     "TERM": "dumb",
 }
+
+
+def pytest_configure(config):
+    """qkvcalc's bytecode, written once before any test, as an installed package has it (pip
+    compiles at install; an editable install leaves it to the first import, which
+    PYTHONDONTWRITEBYTECODE forbids): the suite's hundreds of `python -m qkvcalc` processes then
+    load it instead of compiling every module again (80 ms a process here). Once, in the process
+    that starts pytest-xdist's workers."""
+    if not hasattr(config, "workerinput"):
+        compileall.compile_dir(ROOT / "qkvcalc", quiet=1)
 
 
 @pytest.fixture

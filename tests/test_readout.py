@@ -262,6 +262,38 @@ def test_the_sentence_presets_lesson_length_beats_direction():
     assert geometry_msg("love", "I", to_i).text("en").endswith("≈ 3.")
 
 
+small_ints = st.integers(-3, 3).map(float)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 4).flatmap(
+        lambda d: st.tuples(
+            st.lists(small_ints, min_size=d, max_size=d),
+            st.lists(st.lists(small_ints, min_size=d, max_size=d), min_size=1, max_size=6),
+        )
+    ),
+    st.data(),
+)
+def test_the_best_aligned_and_strongest_keys_are_those_found_one_key_at_a_time(qk, data):
+    """All keys at once picks what score_geometry, key by key, picks: the first key of the
+    largest cos θ (a zero key never) and the first of the largest q·k, among the allowed."""
+    q, k = np.array(qk[0]), np.array(qk[1])
+    allowed = data.draw(st.lists(st.booleans(), min_size=len(k), max_size=len(k)))
+    found = aligned_and_strongest(q, k, allowed)
+    candidates = [j for j in range(len(k)) if allowed[j]]
+    if not candidates or not q.any():
+        assert found is None
+        return
+    geos = {j: score_geometry(q, k[j]) for j in candidates}
+    cos = {j: -math.inf if g.cos is None else g.cos for j, g in geos.items()}
+    assert found is not None
+    assert found.aligned == max(candidates, key=lambda j: (cos[j], -j))
+    assert found.strongest == max(candidates, key=lambda j: (geos[j].dot, -j))
+    assert found.aligned_geometry == geos[found.aligned]
+    assert found.strongest_geometry == geos[found.strongest]
+
+
 def test_a_zero_vector_has_no_angle():
     g = score_geometry([0.0, 0.0], [1.0, 2.0])
     assert g.cos is None and g.dot == 0 and g.agrees

@@ -277,30 +277,32 @@ class Alignment:
         return self.aligned != self.strongest
 
 
-def _cos_or_floor(g: Geometry) -> float:
-    """cos θ, or −∞ for a zero key (no direction, so never the best-aligned one)."""
-    return -math.inf if g.cos is None else g.cos
-
-
 def aligned_and_strongest(
     q_row: np.ndarray | Sequence[float],
     keys: np.ndarray,
     allowed_row: np.ndarray | Sequence[bool] | None = None,
 ) -> Alignment | None:
     """The best-aligned and the highest-scoring key of one query (`keys` is m×d_k). None when
-    no key is allowed or the query is the zero vector (no angle to speak of)."""
+    no key is allowed or the query is the zero vector (no angle to speak of). A zero key has no
+    direction, so it is never the best-aligned one. All keys at once: a GPT-2-sized layer asks
+    this of 12 × 1,024 queries."""
     q = np.asarray(q_row, dtype=np.float64)
     ks = np.asarray(keys, dtype=np.float64)
-    allowed = _allowed(np.zeros(ks.shape[0]), allowed_row)
-    geos = [score_geometry(q, ks[j]) for j in range(ks.shape[0])]
-    candidates = [j for j in range(ks.shape[0]) if allowed[j]]
-    if not candidates or float(np.linalg.norm(q)) == 0:
+    if ks.ndim != 2 or q.shape != ks.shape[1:]:
+        raise ValueError(f"q is {q.shape} and the keys {ks.shape}: both must be d_k wide")
+    candidates = np.flatnonzero(_allowed(np.zeros(ks.shape[0]), allowed_row))
+    q_norm = float(np.linalg.norm(q))
+    if candidates.size == 0 or q_norm == 0:
         return None
-    cos = [_cos_or_floor(geos[j]) for j in candidates]
-    dots = [geos[j].dot for j in candidates]
-    aligned = candidates[int(np.argmax(cos))]
-    strongest = candidates[int(np.argmax(dots))]
-    return Alignment(aligned, strongest, geos[aligned], geos[strongest])
+    dots = ks[candidates] @ q
+    k_norms = np.linalg.norm(ks[candidates], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cos = np.where(k_norms == 0, -np.inf, np.clip(dots / (q_norm * k_norms), -1.0, 1.0))
+    aligned = int(candidates[np.argmax(cos)])
+    strongest = int(candidates[np.argmax(dots)])
+    return Alignment(
+        aligned, strongest, score_geometry(q, ks[aligned]), score_geometry(q, ks[strongest])
+    )
 
 
 def alignment_msg(query: str, tokens: Sequence[str], a: Alignment, fmt: Formatter = _fmt) -> Msg:
