@@ -937,30 +937,6 @@ def test_extract_output_onto_a_device_leaves_it_a_device(batched_runs):
     assert not [p.name for p in where.iterdir() if p.name != "null"]
 
 
-def test_four_extracts_onto_one_output_leave_one_whole_file(lab, tmp_path):
-    out = tmp_path / "out.json"
-    folder = lab.get("llama")["folder"]
-    env = {**os.environ, **PINNED_ENV}
-    argv = [sys.executable, "-m", "qkvcalc", "extract", str(folder), "--layer", "0"]
-    procs = [
-        subprocess.Popen(
-            [*argv, "--ids", " ".join(["1"] * (k + 2)), "--output", str(out)],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        for k in range(4)
-    ]
-    for proc in procs:
-        assert proc.wait(timeout=300) == 0, proc.stderr.read() if proc.stderr else ""
-        if proc.stderr:
-            proc.stderr.close()
-    problem = json.loads(out.read_text())  # one whole file: the last one renamed into place
-    assert problem["tokens"] == ["1"] * len(problem["tokens"])
-    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
-
-
 # ---- damaged, lying and hostile checkpoints: one message each (issue 20, robustness) ---------
 
 

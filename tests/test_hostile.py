@@ -23,6 +23,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.conftest import PINNED_ENV, ROOT, run_qkvcalc
@@ -485,6 +486,43 @@ def test_output_onto_a_fifo_writes_into_it(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(got)["schema"] == "qkvcalc.trace/1"
     assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still a FIFO, not replaced by a file
+
+
+def test_four_runs_onto_one_output_leave_one_runs_whole_file(cli, tmp_path):
+    """Four processes at once write the same --output, each through a temporary file of its own
+    renamed into place: the file left is one run's whole output, byte for byte, and no
+    temporary file is left. Every command writes through this one writer (extract and heads
+    too), so explain's quick runs stand for them all."""
+    rng = np.random.default_rng(14)
+    problems, alone = [], []
+    for k in range(4):  # four problems, and what each run writes when it is the only one
+        problems.append(tmp_path / f"problem-{k}.json")
+        x, wq, wk, wv = (rng.integers(-3, 4, shape).tolist() for shape in [(48, 8)] + [(8, 8)] * 3)
+        problems[-1].write_text(json.dumps({"x": x, "wq": wq, "wk": wk, "wv": wv}))
+        alone.append(tmp_path / f"alone-{k}.json")
+        result = cli("explain", str(problems[-1]), "--format", "json", "--output", str(alone[-1]))
+        assert result.exit_code == 0, result.stderr
+    wholes = {path.read_bytes() for path in alone}
+    assert len(wholes) == 4 and min(map(len, wholes)) > 100_000
+    out = tmp_path / "out.json"
+    argv = [sys.executable, "-m", "qkvcalc", "explain", "--format", "json", "--output", str(out)]
+    procs = [
+        subprocess.Popen(
+            [*argv, str(problem)],
+            cwd=ROOT,
+            env={**os.environ, **PINNED_ENV},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            preexec_fn=cap_memory,
+        )
+        for problem in problems
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=HANG_GUARD)
+        assert proc.returncode == 0, err
+    assert out.read_bytes() in wholes
+    made = sorted(p.name for p in tmp_path.iterdir())
+    assert made == sorted(p.name for p in [*alone, *problems, out])
 
 
 @pytest.mark.parametrize("device", ["/dev/null", "/dev/full"])
