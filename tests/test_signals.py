@@ -91,7 +91,7 @@ def write_problem(path: Path, n: int, d: int, heads: int) -> Path:
 
 @pytest.fixture(scope="module")
 def long_problem(tmp_path_factory) -> Path:
-    """A problem that takes many seconds to render: 64 heads over 256 tokens."""
+    """A problem whose JSON takes many seconds to write: 64 heads over 256 tokens, 350 MB."""
     return write_problem(tmp_path_factory.mktemp("long") / "long.json", 256, 128, 64)
 
 
@@ -130,14 +130,26 @@ def test_ctrl_c_while_the_command_line_loads_exits_130_quietly():
 
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux /proc")
-def test_ctrl_c_during_a_long_run_exits_130_quietly(long_problem):
-    # as JSON the long problem takes many seconds (a table of it, only its shown rows: ~1 s)
-    proc = spawn("explain", str(long_problem), "--format", "json", stdout=subprocess.PIPE)
+def test_ctrl_c_during_a_long_run_exits_130_quietly_and_leaves_no_half_file(long_problem, tmp_path):
+    """Ctrl-C while the long problem's 350 MB of JSON is being written: exit 130, quietly, and
+    neither the file asked for nor the temporary one it was being written into is left. (The
+    signal waits for the temporary file: then the run is surely past computing, mid-write.)"""
+    out = tmp_path / "out.json"
+    proc = spawn(
+        "explain", str(long_problem), "--format", "json", "--output", str(out),
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
     wait_until_computing(proc)
+    end = time.monotonic() + 60
+    while not any(tmp_path.iterdir()) and time.monotonic() < end:
+        assert proc.poll() is None, "the long run ended before it could be interrupted"
+        time.sleep(0.02)
+    [writing] = list(tmp_path.iterdir())
+    assert writing.name.endswith(".qkvcalc-tmp")
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    printed, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err.decode()[-2000:]
-    assert out == b""  # a half-drawn result is never printed
+    assert printed == b"" and list(tmp_path.iterdir()) == []  # a half-written result is never left
     quiet(err.decode())
 
 
