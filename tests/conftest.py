@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,11 @@ def pytest_configure(config):
     that starts pytest-xdist's workers."""
     if not hasattr(config, "workerinput"):
         compileall.compile_dir(ROOT / "qkvcalc", quiet=1)
+    # A suite started in the background by a shell without job control (`pytest … &` in a
+    # script) has SIGINT ignored, and every process it starts would inherit that: the Ctrl-C
+    # tests' qkvcalc would never see their Ctrl-C. Python's own handler again, as in a terminal.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import socket
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -211,9 +212,10 @@ def test_each_weight_is_float64_only_while_it_is_used():
         assert all("Parametrized" not in type(m).__name__ for m in block.modules())
 
 
-def test_a_float64_run_that_cannot_fit_is_refused_before_loading(tmp_path):
+def test_a_float64_run_that_cannot_fit_is_refused_before_loading(tmp_path, cli):
     """The config alone decides: a checkpoint folder whose config describes a model with a
-    vocabulary of 10⁹ × d 4096 (32 TB of float64 embeddings), and no weights at all."""
+    vocabulary of 10⁹ × d 4096 (32 TB of float64 embeddings), and no weights at all. A real
+    process in English; the Korean sentence in this process (the same check)."""
     fields = {**te.CASES["llama"][1], "vocab_size": 10**9, "hidden_size": 4096}
     config = te.transformers.LlamaConfig(**fields)
     config.save_pretrained(tmp_path / "huge")
@@ -222,11 +224,12 @@ def test_a_float64_run_that_cannot_fit_is_refused_before_loading(tmp_path):
         timeout=120,
     )  # fmt: skip
     one_message(result, "huge", "float64 run of 2 tokens", "available now")
-    ko = run_qkvcalc(
+    ko = cli(
         "extract", str(tmp_path / "huge"), "--layer", "0", "--ids", "1 2", "--dtype", "float64",
-        "--lang", "ko", timeout=120,
+        "--lang", "ko",
     )  # fmt: skip
-    one_message(ko, "huge", "토큰 2개를 float64로")
+    one_message(SimpleNamespace(returncode=ko.exit_code, stdout=ko.stdout, stderr=ko.stderr),
+                "huge", "토큰 2개를 float64로")  # fmt: skip
 
 
 def test_extract_loads_in_the_stored_dtype_and_leaves_later_layers_unread(tmp_path, monkeypatch):
