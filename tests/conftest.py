@@ -44,6 +44,33 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# Modules whose module-scoped fixtures are costly (tiny models built and extracted, batches of
+# torch runs, the browser and its pages): with pytest-xdist, all of a module's tests go to one
+# worker, so that each fixture is made once, not once a worker; every other test is scheduled
+# on its own, as `--dist load` does.
+ONE_WORKER = {
+    "test_extract",
+    "test_extract_big",
+    "test_extract_mla",
+    "test_extract_more",
+    "test_heads",
+    "test_hostile",
+    "test_page",
+    "test_torch_script",
+}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerModules(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if Path(module).stem in ONE_WORKER else nodeid
+
+    return OneWorkerModules(config, log)
+
+
 @pytest.fixture
 def cli():
     """Invoke the app in-process: cli("explain", "--preset", "doc", input="...")."""
