@@ -60,6 +60,7 @@ ONE_WORKER = {
 }
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: without it, plain pytest runs
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
@@ -142,8 +143,10 @@ def spawn_qkvcalc(*args: str, cwd: Path = ROOT, shell: str | None = None):
 
 def one_message(result, *fragments: str) -> None:
     """Bad input teaches: exit 2, nothing on stdout, one line on stderr (no traceback) holding
-    every fragment. `result` is a finished process or a batched run (returncode, stdout, stderr)."""
-    assert result.returncode == 2, (result.returncode, result.stderr)
+    every fragment. `result` is a finished process or a batched run (returncode, stdout, stderr),
+    or an in-process run of the `cli` fixture (exit_code)."""
+    code = result.returncode if hasattr(result, "returncode") else result.exit_code
+    assert code == 2, (code, result.stderr)
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr

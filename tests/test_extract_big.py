@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import socket
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -228,8 +227,7 @@ def test_a_float64_run_that_cannot_fit_is_refused_before_loading(tmp_path, cli):
         "extract", str(tmp_path / "huge"), "--layer", "0", "--ids", "1 2", "--dtype", "float64",
         "--lang", "ko",
     )  # fmt: skip
-    one_message(SimpleNamespace(returncode=ko.exit_code, stdout=ko.stdout, stderr=ko.stderr),
-                "huge", "토큰 2개를 float64로")  # fmt: skip
+    one_message(ko, "huge", "토큰 2개를 float64로")
 
 
 def test_extract_loads_in_the_stored_dtype_and_leaves_later_layers_unread(tmp_path, monkeypatch):

@@ -131,9 +131,9 @@ def test_ctrl_c_while_the_command_line_loads_exits_130_quietly():
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux /proc")
 def test_ctrl_c_during_a_long_run_exits_130_quietly_and_leaves_no_half_file(long_problem, tmp_path):
-    """Ctrl-C while the long problem's 350 MB of JSON is being written: exit 130, quietly, and
-    neither the file asked for nor the temporary one it was being written into is left. (The
-    signal waits for the temporary file: then the run is surely past computing, mid-write.)"""
+    """Ctrl-C while the long problem's 350 MB of JSON is being written to --output: exit 130,
+    quietly, and neither the file asked for nor the temporary one it was being written into is
+    left. (The signal waits for the temporary file: then the run is surely writing.)"""
     out = tmp_path / "out.json"
     proc = spawn(
         "explain", str(long_problem), "--format", "json", "--output", str(out),
@@ -150,6 +150,20 @@ def test_ctrl_c_during_a_long_run_exits_130_quietly_and_leaves_no_half_file(long
     printed, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err.decode()[-2000:]
     assert printed == b"" and list(tmp_path.iterdir()) == []  # a half-written result is never left
+    quiet(err.decode())
+
+
+def test_ctrl_c_while_the_long_json_streams_to_stdout_exits_130_quietly(long_problem):
+    """Standard output cannot be taken back: Ctrl-C after the first 100 kB of the stream (the
+    reader holds the rest back, so the run is surely writing) ends it there, exit 130, quietly."""
+    proc = spawn("explain", str(long_problem), "--format", "json", stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    head = proc.stdout.read(100_000)
+    assert head.startswith(b"{") and len(head) == 100_000
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()[-2000:]
+    assert len(head + rest) < 10_000_000  # it stopped there: the whole is 349 MB
     quiet(err.decode())
 
 
