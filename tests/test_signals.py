@@ -281,3 +281,25 @@ def test_what_a_command_does_not_load(args, unloaded):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip()
+
+
+def test_ctrl_c_as_the_temporary_file_is_made_leaves_no_file(tmp_path, monkeypatch):
+    """The narrowest moment: SIGINT arrives after the temporary file exists and before its name
+    is back in write_output (here mkstemp itself sends it). The signal is held back until the
+    name is known, so the file is removed on the way out."""
+    import tempfile
+
+    from qkvcalc.cli.common import write_output
+
+    made = tempfile.mkstemp
+
+    def interrupted(*args, **kwargs):
+        fd, name = made(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.1)  # an unheld SIGINT raises KeyboardInterrupt here, losing the name
+        return fd, name
+
+    monkeypatch.setattr(tempfile, "mkstemp", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_output("text\n", tmp_path / "out.txt")
+    assert list(tmp_path.iterdir()) == []
