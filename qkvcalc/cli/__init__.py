@@ -14,17 +14,12 @@ Errors: a QkvcalcError becomes one message on stderr and exit 2, with nothing on
 import os
 import re
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
 
 from qkvcalc import __version__
-from qkvcalc.cli import explain as _explain
-from qkvcalc.cli import extract as _extract
-from qkvcalc.cli import heads as _heads
-from qkvcalc.cli import presets as _presets
-from qkvcalc.cli import quiz as _quiz
-from qkvcalc.cli import train as _train
 from qkvcalc.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
@@ -37,16 +32,6 @@ from qkvcalc.cli.common import (
 )
 from qkvcalc.i18n import resolve_lang, translate
 
-app = typer.Typer(
-    cls=WideHelpGroup,  # help wrapped by display width: a Hangul syllable is two columns wide
-    name="qkvcalc",
-    help=help_text("help.app"),
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-)
-
 
 def _version(value: bool) -> None:
     if value:
@@ -54,7 +39,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: Annotated[
         bool,
@@ -64,12 +48,79 @@ def _root(
     """qkvcalc: scaled dot-product attention, stage by stage."""
 
 
-app.command(help=help_text("help.explain"))(_explain.explain)
-app.add_typer(_presets.presets_app, name="presets")
-_quiz.register(app)  # quiz and new, after explain: the order --help lists them in
-app.command(help=help_text("help.extract"))(_extract.extract)
-app.command(help=help_text("help.heads"))(_heads.heads)
-app.command(help=help_text("help.train"))(_train.train)
+def _add_explain(app: typer.Typer) -> None:
+    from qkvcalc.cli.explain import explain
+
+    app.command(help=help_text("help.explain"))(explain)
+
+
+def _add_presets(app: typer.Typer) -> None:
+    from qkvcalc.cli.presets import presets_app
+
+    app.add_typer(presets_app, name="presets")
+
+
+def _add_quiz(app: typer.Typer) -> None:
+    from qkvcalc.cli.quiz import register
+
+    register(app)  # quiz and new
+
+
+def _add_extract(app: typer.Typer) -> None:
+    from qkvcalc.cli.extract import extract
+
+    app.command(help=help_text("help.extract"))(extract)
+
+
+def _add_heads(app: typer.Typer) -> None:
+    from qkvcalc.cli.heads import heads
+
+    app.command(help=help_text("help.heads"))(heads)
+
+
+def _add_train(app: typer.Typer) -> None:
+    from qkvcalc.cli.train import train
+
+    app.command(help=help_text("help.train"))(train)
+
+
+# Each command, by name, and what adds it to an app, in the order --help lists them. A run
+# of one command loads that command's module alone (the others cost milliseconds at start).
+COMMANDS: dict[str, Callable[[typer.Typer], None]] = {
+    "explain": _add_explain,
+    "presets": _add_presets,
+    "quiz": _add_quiz,
+    "new": _add_quiz,
+    "extract": _add_extract,
+    "heads": _add_heads,
+    "train": _add_train,
+}
+
+
+def make_app(command: str | None = None) -> typer.Typer:
+    """qkvcalc's typer app: every command, or only `command` (one of COMMANDS) for a run of it."""
+    app = typer.Typer(
+        cls=WideHelpGroup,  # help wrapped by display width: a Hangul syllable is two columns wide
+        name="qkvcalc",
+        help=help_text("help.app"),
+        no_args_is_help=True,
+        add_completion=False,
+        rich_markup_mode=None,
+        pretty_exceptions_enable=False,
+    )
+    app.callback()(_root)
+    adders = [COMMANDS[command]] if command in COMMANDS else COMMANDS.values()
+    for add in dict.fromkeys(adders):
+        add(app)
+    return app
+
+
+def __getattr__(name: str) -> typer.Typer:
+    # `qkvcalc.cli.app`: the whole app, made the first time it is asked for (tests, docs)
+    if name == "app":
+        globals()["app"] = whole = make_app()
+        return whole
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
@@ -92,8 +143,9 @@ def _run() -> int:
             os.environ.pop(name, None)
     if not is_utf(sys.stdout):  # PYTHONIOENCODING=ascii, LC_ALL=C without UTF-8 mode
         sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+    args = sys.argv[1:]
     try:
-        code = app(standalone_mode=False)
+        code = make_app(args[0] if args else None)(args, standalone_mode=False)
     except KeyboardInterrupt:
         # typer ends a running command on Ctrl-C itself (exit 130, no message); this is for a
         # Ctrl-C while typer is still building the commands, before any of them runs

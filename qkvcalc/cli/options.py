@@ -12,11 +12,10 @@ option it follows.
 # typer reads the commands' signatures on every run.
 import functools
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from enum import Enum
 from types import SimpleNamespace
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 
@@ -24,8 +23,7 @@ from qkvcalc.cli.common import Lang, help_text
 from qkvcalc.input.fields import FEATURE_OPTIONS
 
 
-@dataclass(frozen=True)
-class Opt:
+class Opt(NamedTuple):
     """One option (or the argument) of a command: its name, the type of its value, its
     default, its declarations ("--format", "-f"), typer's settings, and its help key (the
     last part of help.<command>.<name> by default; a whole key when it holds a dot)."""
@@ -34,7 +32,7 @@ class Opt:
     kind: Any
     default: Any = None
     decls: tuple[str, ...] = ()
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = {}  # read, never changed: one empty default serves all
     help: str = ""
     argument: bool = False
 
@@ -50,8 +48,7 @@ class Opt:
         )
 
 
-@dataclass(frozen=True)
-class Group:
+class Group(NamedTuple):
     """Options that go together (where the problem comes from; how it is shown …)."""
 
     name: str

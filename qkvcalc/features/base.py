@@ -11,7 +11,6 @@ writers call `work`, `header` and `echo`, the torch script `torch_logits`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from qkvcalc.run.op import Op
@@ -94,8 +93,7 @@ class Mistakes(NamedTuple):
 Work = Callable[..., "str | None"]
 
 
-@dataclass(frozen=True)
-class Feature:
+class Feature(NamedTuple):
     name: str  # its key in the input format (the fields table, qkvcalc.input.fields, lists it)
     # the key's value, checked (a QkvcalcError if it is wrong); None: the feature is not used.
     # A feature of several keys (`keys`) reads a dict of those given.
@@ -118,7 +116,7 @@ class Feature:
     mask_notes: Callable[[Any], tuple[Msg, ...]] | None = None  # what it says on the mask
     # attention in tiles: where the online softmax starts, (m₀, ℓ₀) of head h (−∞, 0 without)
     tiles_start: Callable[[Any, int | None], tuple[float, float]] | None = None
-    work: Mapping[str, Work] = field(default_factory=dict)  # op name -> its cell arithmetic
+    work: Mapping[str, Work] = {}  # op name -> its cell arithmetic (read, never changed)
     mistakes: tuple[Mistakes, ...] = ()  # the quiz's named mistakes at its stages
     lazy_stages: int = 0  # the n×m stages it adds to each head (the size budget counts them)
     # the numbers its kept stages add to one head, given (value, n, m, d_k): the size budget

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -32,8 +31,7 @@ from qkvcalc.run.op import Feeds, Op, Params, Shapes
 KEYS = ("theta", "style", "dims", "inv_freq", "attention_factor")
 
 
-@dataclass(frozen=True)
-class Rope:
+class Rope(NamedTuple):
     """Rotary position embedding of each head's q and k: the first `dims` dimensions rotate
     in pairs (style "half": i with i + dims/2; "pairs": 2i with 2i + 1) by position × inv_freq."""
 

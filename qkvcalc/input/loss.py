@@ -10,8 +10,7 @@ d_out is the output's width: W_O's columns when W_O is given, else H·d_v.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -22,8 +21,7 @@ from qkvcalc.labels import shown
 KEYS = ("grad_output", "target", "attend")
 
 
-@dataclass(frozen=True)
-class Loss:
+class Loss(NamedTuple):
     """The start of the backward pass: `kind` is one of KEYS; `matrix` holds dL/dO or T
     (n × d_out); `attend` the 0-based target key of each query, −1 where it has none."""
 

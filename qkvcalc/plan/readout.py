@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -67,11 +67,10 @@ def whole_percentages(weights: np.ndarray) -> np.ndarray:
     return floor
 
 
-@dataclass(frozen=True)
-class Share:
-    """One key in a reading line: its token, its weight, and its whole percentage."""
+class Share(NamedTuple):
+    """One key in a reading line: its column, its token, its weight, and its whole percentage."""
 
-    index: int
+    key: int
     token: str
     weight: float
     percent: int
@@ -82,8 +81,7 @@ class Share:
         return self.percent == 0 and self.weight > 0
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(NamedTuple):
     """One query's strongest keys (largest weight first; a tie keeps key order), the share of
     the unmasked keys not listed, and the masked keys (in key order)."""
 
@@ -204,8 +202,7 @@ def reading_msgs(
 # ---- (b) a score as geometry ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Geometry:
+class Geometry(NamedTuple):
     """q·k = |q|·|k|·cos θ for one query and one key. cos is None when q or k is the zero
     vector (the angle is undefined and the score is 0)."""
 
@@ -262,8 +259,7 @@ def geometry_msg(query: str, key: str, g: Geometry, fmt: Formatter = _fmt) -> Ms
     )
 
 
-@dataclass(frozen=True)
-class Alignment:
+class Alignment(NamedTuple):
     """For one query: the key it points along most closely (largest cos θ) and the key with
     its largest score, among the keys it may attend to."""
 
@@ -339,8 +335,7 @@ def softmax_row(
     return out
 
 
-@dataclass(frozen=True)
-class ScaleComparison:
+class ScaleComparison(NamedTuple):
     """One row's weights with the scale (`scaled`) and without it (`unscaled`, scale 1)."""
 
     scale: float

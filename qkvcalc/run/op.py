@@ -5,8 +5,7 @@ the core ones; a feature module (qkvcalc.features) brings its own."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -28,8 +27,7 @@ def nothing(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
     yield from ()
 
 
-@dataclass(frozen=True)
-class Op:
+class Op(NamedTuple):
     """One kind of stage: how its value is computed, exactly and in floats, and what it reads.
 
     `rowwise`: row i of the value depends only on row i of the first operand (and on whole
