@@ -52,6 +52,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
+# what a user runs: the console script beside this Python (`python -m qkvcalc` where it is not
+# installed, which costs runpy's few milliseconds more)
+SCRIPT = Path(PY).with_name("qkvcalc")
+QKVCALC = [str(SCRIPT)] if SCRIPT.is_file() else [PY, "-m", "qkvcalc"]
 
 FLOOR_SCRIPT = """
 import json, sys
@@ -229,7 +233,7 @@ def machine() -> str:
 
 
 def cases(quick: bool, tmp: Path, trace: bool = True) -> list[Case]:
-    qkv = [PY, "-m", "qkvcalc"]
+    qkv = QKVCALC
     found: list[Case] = [
         Case(
             "floor: import numpy, rich, typer",
