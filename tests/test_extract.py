@@ -1173,6 +1173,30 @@ def test_a_hub_name_out_of_reach_is_one_line_at_once(tmp_path):
     one_message(result, "gpt2", "cannot be reached", "cache")
 
 
+def test_a_hub_name_in_the_local_cache_is_loaded_from_it_with_the_hub_out_of_reach(
+    lab, tmp_path
+):
+    """The refusal above is for a name the cache has no folder for, said before torch loads;
+    a name it has (here a tiny GPT-2 laid out as huggingface_hub caches a download) is loaded
+    from the cache, offline, to the numbers its own folder gives."""
+    case = lab.get("gpt2")
+    revision = "0" * 40
+    repo = tmp_path / "hf" / "hub" / "models--tiny--gpt2"
+    shutil.copytree(case["folder"], repo / "snapshots" / revision)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision, encoding="utf-8")
+    env = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path / "hf")}
+    ids = " ".join(map(str, case["ids"]))
+    argv = ["extract", "tiny/gpt2", "--layer", str(case["layer"]), "--ids", ids]
+    result = run_qkvcalc(*argv, "--dtype", "float64", env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    got, want = json.loads(result.stdout), case["problem"]
+    assert got.keys() == want.keys()
+    for key in want.keys() - {"name", "description", "reference"}:
+        assert got[key] == want[key], key
+    assert "tiny/gpt2" in got["description"] + got.get("name", "")
+
+
 @batched("output: a directory of the old temporary name")
 def _old_temporary_directory(lab, where: Path):
     (where / ".out.json.qkvcalc-tmp").mkdir(parents=True)  # said "cannot write to standard output"

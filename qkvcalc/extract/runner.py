@@ -92,10 +92,12 @@ _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 
 
 def check_name(path: str) -> None:
-    """A MODEL that is not a folder here, refused at once (before torch is imported, without
-    the network) when it cannot be a hub name: it starts with . ~ or /, is not of the hub's
-    form owner/name, or its first part is a folder here (models/my-mdoel with a models folder
-    beside it is a typo'd path, not a hub repository). A hub name is left to the hub."""
+    """A MODEL that is not a folder here, refused at once (before torch is imported) when it
+    cannot be a hub name: it starts with . ~ or /, is not of the hub's form owner/name, or its
+    first part is a folder here (models/my-mdoel with a models folder beside it is a typo'd
+    path, not a hub repository); said without the network. A hub name the local cache has no
+    folder for, with the hub out of reach, is refused then too: transformers could not load it
+    either, after seconds of importing torch. Any other hub name is left to the hub."""
     local = Path(path).expanduser()
     if local.exists():
         return
@@ -106,6 +108,14 @@ def check_name(path: str) -> None:
         or ("/" in path and first.is_dir())
     ):
         raise QkvcalcError("extract.no_folder", path=path)
+    try:
+        from huggingface_hub import constants
+    except ImportError:  # the models extra is missing: require_models says so
+        return
+    # the cache's folder of a model repository, as huggingface_hub lays it out
+    cached = Path(constants.HF_HUB_CACHE) / ("models--" + path.replace("/", "--"))
+    if not cached.is_dir() and (constants.HF_HUB_OFFLINE or not _reachable(constants.ENDPOINT)):
+        raise QkvcalcError("extract.hub_unreachable", model=path, hub=constants.ENDPOINT)
 
 
 def _config(path: str) -> Any:
@@ -333,11 +343,16 @@ def _tokenizer(path: str) -> Any:
     if local.is_dir() and not any((local / name).is_file() for name in TOKENIZER_FILES):
         return None
     try:
-        return AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     except Exception as err:  # no tokenizer files, or one transformers cannot read: ids stand in
         if _is_custom_code(err):
             raise QkvcalcError("extract.custom_code_needed", model=path) from None
         return None
+    # Without tokenizer files (a hub name whose repository has none) transformers makes an
+    # empty tokenizer of the model's kind: no word beyond its special tokens, every id decoded
+    # as "". That is no tokenizer either.
+    words: dict[str, int] = tokenizer.get_vocab()
+    return tokenizer if len(words) > len(set(tokenizer.all_special_ids)) else None
 
 
 # ---- the request ------------------------------------------------------------------------
