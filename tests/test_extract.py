@@ -1173,9 +1173,7 @@ def test_a_hub_name_out_of_reach_is_one_line_at_once(tmp_path):
     one_message(result, "gpt2", "cannot be reached", "cache")
 
 
-def test_a_hub_name_in_the_local_cache_is_loaded_from_it_with_the_hub_out_of_reach(
-    lab, tmp_path
-):
+def test_a_cached_hub_name_loads_from_the_cache_with_the_hub_out_of_reach(lab, tmp_path):
     """The refusal above is for a name the cache has no folder for, said before torch loads;
     a name it has (here a tiny GPT-2 laid out as huggingface_hub caches a download) is loaded
     from the cache, offline, to the numbers its own folder gives."""
