@@ -85,6 +85,20 @@ def cli():
     return invoke
 
 
+def in_process(
+    *args: str, input: bytes | str | None = None, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    """`run_qkvcalc`'s twin in this process (typer's CliRunner, the pinned environment): for a
+    test of what a command prints or refuses, where nothing is about the process itself (its
+    streams, signals, memory or start). The same result: exit code, stdout and stderr."""
+    result = CliRunner().invoke(
+        app, list(args), input=input, env={**PINNED_ENV, **(env or {})}, catch_exceptions=False
+    )
+    return subprocess.CompletedProcess(
+        ["qkvcalc", *args], result.exit_code, result.stdout, result.stderr
+    )
+
+
 def run_qkvcalc(
     *args: str,
     input: bytes | str | None = None,

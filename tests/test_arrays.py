@@ -1,7 +1,9 @@
 """Arrays in: a .npz file as the problem, .npy files as option values, and array-likes (numpy,
 torch) from Python, read safely (allow_pickle=False) and under the same limits as JSON.
 
-The command-line cases run as real processes on files written to a temporary folder.
+The command-line cases read files written to a temporary folder, in this process (what a
+command prints or refuses); the refusal to unpickle and a binary archive on a real pipe run as
+real processes.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pytest
 import qkvcalc
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.input import presets
-from tests.conftest import run_qkvcalc
+from tests.conftest import in_process, run_qkvcalc
 
 SENTENCE = presets.load("sentence")
 ARRAYS = {
@@ -29,7 +31,7 @@ ARRAYS = {
 
 
 def expected_json() -> dict:
-    result = run_qkvcalc("explain", "--preset", "sentence", "--format", "json")
+    result = in_process("explain", "--preset", "sentence", "--format", "json")
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -48,7 +50,7 @@ def one_error(result, *fragments: str) -> str:
 def test_npz_file_is_a_problem(tmp_path):
     path = tmp_path / "layer.npz"
     np.savez(path, **ARRAYS, mask="causal", tokens=np.array(["I", "love", "cats"]))
-    result = run_qkvcalc("explain", str(path), "--format", "json")
+    result = in_process("explain", str(path), "--format", "json")
     assert result.returncode == 0, result.stderr
     doc, want = json.loads(result.stdout), expected_json()
     assert doc["output"] == want["output"]
@@ -69,7 +71,7 @@ def test_npy_files_as_option_values(tmp_path):
         np.save(tmp_path / f"{name}.npy", value.astype(np.float32))
     np.save(tmp_path / "mask.npy", np.tril(np.ones((3, 3), dtype=bool)))
     args = [f"--{name}={tmp_path / name}.npy" for name in ARRAYS]
-    result = run_qkvcalc(
+    result = in_process(
         "explain", *args, "--mask", str(tmp_path / "mask.npy"), "--tokens", "I love cats",
         "--format", "json",
     )  # fmt: skip
@@ -79,7 +81,7 @@ def test_npy_files_as_option_values(tmp_path):
 
 def test_npy_option_overrides_a_preset(tmp_path):
     np.save(tmp_path / "x.npy", np.array([[1, 2], [0, 1], [1, 1]]))
-    result = run_qkvcalc(
+    result = in_process(
         "explain", "--preset", "sentence", "--x", str(tmp_path / "x.npy"), "--format", "json"
     )
     assert result.returncode == 0, result.stderr
@@ -103,7 +105,7 @@ def test_a_header_that_claims_more_than_the_file_holds(tmp_path):
     with path.open("wb") as stream:
         np.lib.format.write_array_header_1_0(stream, header)
         stream.write(b"\0" * 64)
-    one_error(run_qkvcalc("explain", "--preset", "doc", "--x", str(path)), "1000000×1000000")
+    one_error(in_process("explain", "--preset", "doc", "--x", str(path)), "1000000×1000000")
 
 
 def test_a_compressed_npz_counts_its_unpacked_size_against_max_bytes(tmp_path):
@@ -111,32 +113,32 @@ def test_a_compressed_npz_counts_its_unpacked_size_against_max_bytes(tmp_path):
     np.savez_compressed(path, x=np.zeros((1000, 1000)), **{k: ARRAYS[k] for k in ("wq", "wk")})
     assert path.stat().st_size < 100_000  # 8 MB of zeros, compressed
     one_error(
-        run_qkvcalc("explain", str(path), "--max-bytes", "1000000"), "larger than 1000000 bytes"
+        in_process("explain", str(path), "--max-bytes", "1000000"), "larger than 1000000 bytes"
     )
 
 
 def test_npz_numbers_count_against_max_elements(tmp_path):
     path = tmp_path / "layer.npz"
     np.savez(path, **ARRAYS)
-    one_error(run_qkvcalc("explain", str(path), "--max-elements", "5"), "X is 3×2")
+    one_error(in_process("explain", str(path), "--max-elements", "5"), "X is 3×2")
 
 
 def test_npz_errors_are_those_of_the_input_format(tmp_path):
     path = tmp_path / "typo.npz"
     np.savez(path, **ARRAYS, maks="causal")
-    one_error(run_qkvcalc("explain", str(path)), "'maks'", "'mask'")
+    one_error(in_process("explain", str(path)), "'maks'", "'mask'")
     path = tmp_path / "missing.npz"
     np.savez(path, x=ARRAYS["x"], wq=ARRAYS["wq"])
-    one_error(run_qkvcalc("explain", str(path)), "missing W_K, W_V")
+    one_error(in_process("explain", str(path)), "missing W_K, W_V")
     path = tmp_path / "batch.npz"
     np.savez(path, **{**ARRAYS, "x": ARRAYS["x"][None]})
-    one_error(run_qkvcalc("explain", str(path)), "3-dimensional", "1×3×2")
+    one_error(in_process("explain", str(path)), "3-dimensional", "1×3×2")
 
 
 def test_npy_as_the_whole_input_says_what_to_do(tmp_path):
     path = tmp_path / "x.npy"
     np.save(path, ARRAYS["x"])
-    one_error(run_qkvcalc("explain", str(path)), "np.savez", "--x x.npy")
+    one_error(in_process("explain", str(path)), "np.savez", "--x x.npy")
 
 
 def test_broken_numpy_files(tmp_path):
@@ -144,19 +146,19 @@ def test_broken_numpy_files(tmp_path):
     data = io.BytesIO()
     np.savez(data, **ARRAYS)
     path.write_bytes(data.getvalue()[:200])  # a zip cut short
-    one_error(run_qkvcalc("explain", str(path)), "not a numpy file")
+    one_error(in_process("explain", str(path)), "not a numpy file")
     path = tmp_path / "notes.npz"
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("readme.txt", "hello")
-    one_error(run_qkvcalc("explain", str(path)), "'readme.txt'")
+    one_error(in_process("explain", str(path)), "'readme.txt'")
     missing = tmp_path / "nowhere.npy"
-    one_error(run_qkvcalc("explain", "--preset", "doc", "--x", str(missing)), "no such file")
+    one_error(in_process("explain", "--preset", "doc", "--x", str(missing)), "no such file")
 
 
 def test_korean_message_for_an_array_error(tmp_path):
     path = tmp_path / "evil.npy"
     np.save(path, np.array([None], dtype=object), allow_pickle=True)
-    stderr = one_error(run_qkvcalc("explain", "--preset", "doc", "--x", str(path), "--lang", "ko"))
+    stderr = one_error(in_process("explain", "--preset", "doc", "--x", str(path), "--lang", "ko"))
     assert "언피클" in stderr
 
 
@@ -215,10 +217,10 @@ def test_npz_named_after_a_preset_is_not_announced_as_it(tmp_path):
     # arrays of other shapes than the preset's (comparing them must not fail either)
     path = tmp_path / "named.npz"
     np.savez(path, name="sentence", **{k: v[:2] for k, v in ARRAYS.items()}, tokens="a b")
-    result = run_qkvcalc("explain", str(path), "--format", "json")
+    result = in_process("explain", str(path), "--format", "json")
     assert result.returncode == 0, result.stderr
     assert "preset" not in json.loads(result.stdout)["problem"]
-    shown = run_qkvcalc("explain", str(path)).stdout
+    shown = in_process("explain", str(path)).stdout
     assert "preset sentence:" not in shown and "edited from preset sentence" in shown
 
 

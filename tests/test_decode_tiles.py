@@ -23,7 +23,7 @@ from qkvcalc.input.problem import Problem
 from qkvcalc.quiz.grade import grade_sheet, select_keys, stage_key
 from qkvcalc.run.engine import run
 from qkvcalc.run.ops import OPS
-from tests.conftest import run_qkvcalc
+from tests.conftest import in_process
 from tests.naive import matmul, transpose
 
 TOL = 1e-12
@@ -351,11 +351,11 @@ def test_messages_that_teach(extra, words):
     assert err.value.msg.text("ko")
 
 
-# ---- the command line, through real processes ------------------------------------------------
+# ---- the command line (in this process) -----------------------------------------------------
 
 
 def test_cli_decode_json_has_step_keys_only_where_there_are_steps():
-    proc = run_qkvcalc("explain", "--preset", "sentence", "--decode", "1", "--format", "json")
+    proc = in_process("explain", "--preset", "sentence", "--decode", "1", "--format", "json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["problem"]["decode"] == 1
@@ -363,32 +363,32 @@ def test_cli_decode_json_has_step_keys_only_where_there_are_steps():
     assert "step" not in doc["stages"][0] and steps.count(None) >= 2
     assert {s["step"] for s in doc["stages"] if "step" in s} == {0, 1, 2}
     assert all("block" not in s for s in doc["stages"])
-    plain = run_qkvcalc("explain", "--preset", "sentence", "--mask", "causal", "--format", "json")
+    plain = in_process("explain", "--preset", "sentence", "--mask", "causal", "--format", "json")
     assert np.allclose(doc["output"], json.loads(plain.stdout)["output"], atol=TOL)
 
 
 def test_cli_tiles_in_korean_with_blocks():
-    proc = run_qkvcalc("explain", "--preset", "sentence", "--tiles", "2", "--lang", "ko")
+    proc = in_process("explain", "--preset", "sentence", "--tiles", "2", "--lang", "ko")
     assert proc.returncode == 0, proc.stderr
     assert "블록 2" in proc.stdout and "누적 합 ℓ" in proc.stdout
     assert "ℓ₂[1] = ℓ₁·e^(m₁−m₂) + Σ e^(s−m₂) = " in proc.stdout
 
 
 def test_cli_bad_tiles_is_one_message_and_exit_2():
-    proc = run_qkvcalc("explain", "--preset", "sentence", "--tiles", "0")
+    proc = in_process("explain", "--preset", "sentence", "--tiles", "0")
     assert proc.returncode == 2 and proc.stdout == ""
     assert "at least 1" in proc.stderr
 
 
 def test_cli_decode_with_a_custom_mask_says_why():
-    proc = run_qkvcalc("explain", "--preset", "padding", "--decode", "1", "--mask", "1 1 1 1")
+    proc = in_process("explain", "--preset", "padding", "--decode", "1", "--mask", "1 1 1 1")
     assert proc.returncode == 2 and proc.stdout == ""
 
 
 @pytest.mark.parametrize("fmt", ["markdown", "latex", "html", "svg"])
 def test_every_format_shows_steps_and_blocks(fmt):
     for option in (("--preset", "decode"), ("--preset", "tiles")):
-        proc = run_qkvcalc("explain", *option, "--format", fmt)
+        proc = in_process("explain", *option, "--format", fmt)
         assert proc.returncode == 0, proc.stderr
         text = proc.stdout.replace("&#160;", " ")  # the SVG's spaces
         assert ("step 1" in text) or ("block 2" in text)
@@ -404,7 +404,7 @@ def test_transpose_helper_is_the_reference_transpose():
     [("decode", ["k_cache@s1", "weights@s2", "output"]), ("tiles", ["running_sum@b3", "scaled"])],
 )
 def test_the_quiz_defaults_to_the_stages_the_run_has(name, some):
-    proc = run_qkvcalc("quiz", "--preset", name, "--template")
+    proc = in_process("quiz", "--preset", name, "--template")
     assert proc.returncode == 0, proc.stderr
     sheet = json.loads(proc.stdout)
     assert all(key in sheet for key in some)
@@ -430,7 +430,7 @@ def test_a_decode_runs_weights_are_the_causal_runs():
 def test_exact_arithmetic_of_a_step_shows_the_fractions():
     doc = {"x": [[1, "1/2"], [0, 1]], "wq": [[1, 0], [0, 1]], "wk": [[1, 1], [0, 1]]}
     doc |= {"wv": [[1, 0], [1, 1]], "decode": 1}
-    proc = run_qkvcalc("explain", "-", "--exact", "--no-color", input=json.dumps(doc))
+    proc = in_process("explain", "-", "--exact", "--no-color", input=json.dumps(doc))
     assert proc.returncode == 0, proc.stderr
     assert "q₁·k₁ = 1×1 + (1/2)×(3/2) = 7/4" in proc.stdout
     assert "q₂·k₁ = 0×1 + 1×(3/2) = 3/2" in proc.stdout

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from tests.conftest import run_qkvcalc
+from tests.conftest import in_process
 
 GIVEN = {"q": [[1, 0], [0, 1]], "k": [[1, 1], [0, 1]], "v": [[1, 2], [3, 4]]}
 
@@ -15,28 +15,28 @@ GIVEN = {"q": [[1, 0], [0, 1]], "k": [[1, 1], [0, 1]], "v": [[1, 2], [3, 4]]}
 def test_q_k_v_given_directly_are_not_called_projections():
     for lang, word in (("en", "projection"), ("ko", "선형 투영")):
         for doc in (GIVEN, {**{k: [r * 2 for r in v] for k, v in GIVEN.items()}, "heads": 2}):
-            result = run_qkvcalc("explain", "-", "--lang", lang, input=json.dumps(doc))
+            result = in_process("explain", "-", "--lang", lang, input=json.dumps(doc))
             assert result.returncode == 0, result.stderr
             titles = [line for line in result.stdout.splitlines() if "·" in line and "──" in line]
             assert titles and not [t for t in titles if word in t], titles
             assert "(given)" in result.stdout or "(주어진 값)" in result.stdout
-    projected = run_qkvcalc("explain", "--preset", "doc").stdout
+    projected = in_process("explain", "--preset", "doc").stdout
     assert "Query projection" in projected
 
 
 def test_a_head_stage_keyed_without_its_head_suggests_head_one(tmp_path):
     sheet = tmp_path / "sheet.json"
     sheet.write_text(json.dumps({"scores": [[1, 2], [3, 4]]}), encoding="utf-8")
-    result = run_qkvcalc("quiz", "--preset", "multihead", "--answers", str(sheet))
+    result = in_process("quiz", "--preset", "multihead", "--answers", str(sheet))
     assert result.returncode == 2 and result.stdout == ""
     assert "'1/scores'" in result.stderr and "'2/scores'" in result.stderr
     assert "did you mean '1/scores'" in result.stderr
-    korean = run_qkvcalc("quiz", "--preset", "multihead", "--answers", str(sheet), "--lang", "ko")
+    korean = in_process("quiz", "--preset", "multihead", "--answers", str(sheet), "--lang", "ko")
     assert korean.returncode == 2 and "'1/scores'" in korean.stderr and "헤드" in korean.stderr
 
 
 def _run(*args: str, columns: int, input: str | None = None) -> str:
-    result = run_qkvcalc("explain", *args, input=input, env={"COLUMNS": str(columns)})
+    result = in_process("explain", *args, input=input, env={"COLUMNS": str(columns)})
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -91,7 +91,7 @@ def test_prose_keeps_a_readable_measure_on_a_wide_terminal():
 
 
 def test_latex_sets_exponentials_in_prose_as_math_and_arithmetic_from_the_left():
-    tex = run_qkvcalc("explain", "--preset", "sentence", "--format", "latex").stdout
+    tex = in_process("explain", "--preset", "sentence", "--format", "latex").stdout
     assert "$e^{s}$ from overflowing" in tex
     assert "textasciicircum" not in tex  # no caret left in a sentence
     assert "\\begin{flalign*}\n& Q[{1},{1}] = 1\\times 1 + 2\\times 0 = 1 && \\\\" in tex
@@ -99,7 +99,7 @@ def test_latex_sets_exponentials_in_prose_as_math_and_arithmetic_from_the_left()
     # a token is text, never math, whatever it holds
     doc = {"x": [[1, 0], [0, 1]], "wq": [[1, 0], [0, 1]], "wk": [[1, 0], [0, 1]]}
     doc |= {"wv": [[1, 0], [0, 1]], "tokens": ["e^x", "b"]}
-    tex = run_qkvcalc("explain", "-", "--format", "latex", input=json.dumps(doc)).stdout
+    tex = in_process("explain", "-", "--format", "latex", input=json.dumps(doc)).stdout
     assert "e\\textasciicircum{}x" in tex
 
 

@@ -16,7 +16,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.input.problem import Problem
 from qkvcalc.quiz.mistakes import recognise
 from qkvcalc.run.engine import run
-from tests.conftest import one_message, run_qkvcalc
+from tests.conftest import in_process, one_message
 from tests.inprocess import run_script
 from tests.naive_modern import attention
 
@@ -225,7 +225,7 @@ def test_the_command_line_says_it_once(tmp_path):
     for k, (problem, args, words) in enumerate(cases):
         path = tmp_path / f"p{k}.json"
         path.write_text(json.dumps(problem))
-        proc = run_qkvcalc("explain", str(path), *args)
+        proc = in_process("explain", str(path), *args)
         one_message(proc, words)
 
 
@@ -233,7 +233,7 @@ def test_the_torch_script_agrees(tmp_path):
     pytest.importorskip("torch", reason="the script checks against PyTorch")
     path = tmp_path / "p.json"
     path.write_text(json.dumps(latent_problem(style="pairs")))
-    proc = run_qkvcalc("explain", str(path), "--format", "torch")
+    proc = in_process("explain", str(path), "--format", "torch")
     assert proc.returncode == 0, proc.stderr
     assert "W_KVb" in proc.stdout and "cannot represent" in proc.stdout
     script = tmp_path / "s.py"
@@ -247,7 +247,7 @@ def test_both_languages_render_it(tmp_path):
     path = tmp_path / "p.json"
     path.write_text(json.dumps(latent_problem()))
     for lang, words in (("en", "The shared rotary key"), ("ko", "공유 회전 Key")):
-        proc = run_qkvcalc("explain", str(path), "--lang", lang, "--format", "markdown")
+        proc = in_process("explain", str(path), "--lang", lang, "--format", "markdown")
         assert proc.returncode == 0, proc.stderr
         assert words in proc.stdout
         assert "multi-head latent attention" in proc.stdout or "멀티헤드 잠재 어텐션" in proc.stdout
@@ -310,7 +310,7 @@ def test_a_quiz_process_names_the_unnormed_latent(tmp_path):
     key, wrong, mistake_id, english, _ = wrong_matrices(trace, problem)[0]
     (tmp_path / "p.json").write_text(json.dumps(problem))
     (tmp_path / "a.json").write_text(json.dumps({key: np.round(wrong, 4).tolist()}))
-    proc = run_qkvcalc(
+    proc = in_process(
         "quiz", str(tmp_path / "p.json"), "--answers", str(tmp_path / "a.json"), "--format",
         "json",
     )  # fmt: skip
@@ -332,7 +332,7 @@ def test_every_equals_holds(tmp_path, option, lang):
 
     path = tmp_path / "p.json"
     path.write_text(json.dumps(latent_problem(style="pairs")))
-    proc = run_qkvcalc(
+    proc = in_process(
         "explain", str(path), "-f", "txt", "--detail", "full", "--lang", lang, *option,
         env={"COLUMNS": "4000"},
     )  # fmt: skip
@@ -354,7 +354,7 @@ def test_a_korean_run_has_no_english(tmp_path):
 
     path = tmp_path / "p.json"
     path.write_text(json.dumps(latent_problem()))
-    proc = run_qkvcalc("explain", str(path), "--lang", "ko", "--detail", "full")
+    proc = in_process("explain", str(path), "--lang", "ko", "--detail", "full")
     assert proc.returncode == 0, proc.stderr
     assert english_in(proc.stdout) == set()
 

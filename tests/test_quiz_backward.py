@@ -20,7 +20,7 @@ from qkvcalc.quiz.grade import CARRIED, RIGHT, WRONG, grade_sheet, select_keys
 from qkvcalc.quiz.mistakes import MISTAKE_IDS, recognise
 from qkvcalc.quiz.session import hint
 from qkvcalc.run.engine import run
-from tests.conftest import run_qkvcalc
+from tests.conftest import in_process
 
 # Two heads of d_k = 2 over 3 tokens (n = m, so A·dO fits where Aᵀ·dO goes), causal, with W_O
 # and a bias on Q: every backward stage the quiz asks by default, and dX of three paths.
@@ -192,14 +192,14 @@ def test_a_real_quiz_process_grades_the_backward(tmp_path):
     (tmp_path / "right.json").write_text(json.dumps(right))
     base = ["quiz", "--preset", "sentence", "--attend", "1 1 2", "--backward", "--format", "json"]
     for lang, words in (("en", "the row term comes off first"), ("ko", "행 항을 먼저 뺍니다")):
-        proc = run_qkvcalc(*base, "--answers", str(tmp_path / "wrong.json"), "--lang", lang)
+        proc = in_process(*base, "--answers", str(tmp_path / "wrong.json"), "--lang", lang)
         assert proc.returncode == 1, proc.stderr
         stages = {s["key"]: s for s in json.loads(proc.stdout)["stages"]}
         assert stages[sid]["mistake"] == "softmax_back_no_row_term"
         assert words in stages[sid]["mistake_text"]
-    proc = run_qkvcalc(*base, "--stages", sid, "--answers", str(tmp_path / "right.json"))
+    proc = in_process(*base, "--stages", sid, "--answers", str(tmp_path / "right.json"))
     assert proc.returncode == 0, proc.stdout
-    sheet = run_qkvcalc(
+    sheet = in_process(
         "quiz", "--preset", "sentence", "--attend", "1 1 2", "--backward", "--template"
     )
     assert sheet.returncode == 0, sheet.stderr
@@ -207,11 +207,11 @@ def test_a_real_quiz_process_grades_the_backward(tmp_path):
 
 
 def test_without_a_loss_the_backward_quiz_is_one_message_and_random_takes_one():
-    proc = run_qkvcalc("quiz", "--preset", "sentence", "--backward", "--template")
+    proc = in_process("quiz", "--preset", "sentence", "--backward", "--template")
     assert proc.returncode == 2 and proc.stdout == ""
     assert "--backward needs a place for the gradient to start" in proc.stderr
     args = ["quiz", "--random", "--seed", "3", "--size", "3,2", "--attend", "1 2 3"]
-    sheet = run_qkvcalc(*args, "--backward", "--template")
+    sheet = in_process(*args, "--backward", "--template")
     assert sheet.returncode == 0, sheet.stderr
     keys = set(json.loads(sheet.stdout))
     assert {"grad_weights", "grad_scores", "grad_q", "grad_k", "grad_wq"} <= keys

@@ -13,12 +13,12 @@ from qkvcalc.input import presets
 from qkvcalc.input.problem import Problem
 from qkvcalc.run.engine import run
 from qkvcalc.select import select, stage_ids
-from tests.conftest import run_qkvcalc
+from tests.conftest import in_process
 from tests.test_step import finish, spawn
 
 
 def json_of(*args: str) -> dict:
-    result = run_qkvcalc("explain", *args, "--format", "json")
+    result = in_process("explain", *args, "--format", "json")
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -57,18 +57,18 @@ def test_head_keeps_that_heads_stages_and_the_shared_ones():
 def test_single_head_problem_has_head_1():
     doc = json_of("--preset", "sentence", "--head", "1", "--stages", "masked")
     assert [(s["id"], s["head"]) for s in doc["stages"]] == [("masked", None)]
-    one_error(run_qkvcalc("explain", "--preset", "sentence", "--head", "2"), "no head 2", "1 to 1")
+    one_error(in_process("explain", "--preset", "sentence", "--head", "2"), "no head 2", "1 to 1")
 
 
 def test_unknown_stage_lists_the_valid_ones():
     one_error(
-        run_qkvcalc("explain", "--preset", "doc", "--stages", "weights,masked"),
+        in_process("explain", "--preset", "doc", "--stages", "weights,masked"),
         "'masked'",
         "x, q, k, v, kt, scores, scaled, exp, weights, output",
     )
-    one_error(run_qkvcalc("explain", "--preset", "doc", "--stages", " , "), "x, q, k")
-    one_error(run_qkvcalc("explain", "--preset", "multihead", "--head", "0"), "no head 0", "1 to 2")
-    result = run_qkvcalc("explain", "--preset", "doc", "--stages", "foo", "--lang", "ko")
+    one_error(in_process("explain", "--preset", "doc", "--stages", " , "), "x, q, k")
+    one_error(in_process("explain", "--preset", "multihead", "--head", "0"), "no head 0", "1 to 2")
+    result = in_process("explain", "--preset", "doc", "--stages", "foo", "--lang", "ko")
     one_error(result, "'foo'", "단계")
 
 
@@ -84,7 +84,7 @@ def test_unknown_stage_lists_the_valid_ones():
     ],
 )
 def test_every_format_shows_only_the_chosen_stages(fmt, shown, hidden):
-    result = run_qkvcalc(
+    result = in_process(
         "explain", "--preset", "multihead", "--stages", "scores", "--head", "2", "--format", fmt
     )
     assert result.returncode == 0, result.stderr

@@ -12,14 +12,14 @@ from qkvcalc.i18n import translate
 from qkvcalc.input.presets import load
 from qkvcalc.input.problem import Problem
 from qkvcalc.run.engine import run
-from tests.conftest import run_qkvcalc
+from tests.conftest import in_process
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_in_a_rope_run_theta_is_only_the_angle_between_a_query_and_a_key(lang):
     """θ meant three things in a RoPE run (the base, the rotation, the angle between q and k):
     the base is called the base, the rotation φ."""
-    text = run_qkvcalc("explain", "--preset", "rope", "--lang", lang).stdout
+    text = in_process("explain", "--preset", "rope", "--lang", lang).stdout
     assert "θ =" not in text.replace("cos θ =", "")  # no θ set to a value but cos θ's
     assert re.search(r"\(φ = 3×1\)", text)
     assert ("base 10000" if lang == "en" else "밑 10000") in text
@@ -54,7 +54,7 @@ def test_the_q_norm_cites_only_models_that_norm_per_head(lang):
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_a_tiled_run_says_its_whole_score_table_is_shown_for_reference(lang):
-    text = " ".join(run_qkvcalc("explain", "--preset", "tiles", "--lang", lang).stdout.split())
+    text = " ".join(in_process("explain", "--preset", "tiles", "--lang", lang).stdout.split())
     said = " ".join(translate("note.tiles_whole", lang).split()[:6])
     scores = text.index(translate("stage.scores.title", lang))
     scaled = text.index(translate("stage.scaled.title", lang), scores)
@@ -93,7 +93,7 @@ def test_decode_with_a_source_says_its_k_and_v_are_computed_once(tmp_path, lang)
     }
     path = tmp_path / "cross.json"
     path.write_text(json.dumps(problem))
-    result = run_qkvcalc("explain", str(path), "--decode", "1", "--lang", lang)
+    result = in_process("explain", str(path), "--decode", "1", "--lang", lang)
     assert result.returncode == 2
     err = " ".join(result.stderr.split())
     assert "no cache to build" not in err
@@ -125,7 +125,7 @@ def test_one_is_never_followed_by_a_plural(tmp_path, problem, args):
     """'1 K/V heads', 'recipe for 1 heads', 'the first 1 tokens', 'The 1 blocks' totals'."""
     path = tmp_path / "p.json"
     path.write_text(json.dumps(problem))
-    result = run_qkvcalc("explain", str(path), *args, "--detail", "full")
+    result = in_process("explain", str(path), *args, "--detail", "full")
     assert result.returncode == 0, result.stderr
     text = " ".join(result.stdout.split())
     assert not PLURAL_AFTER_ONE.findall(text), PLURAL_AFTER_ONE.findall(text)
@@ -135,7 +135,7 @@ def test_a_slope_count_error_says_no_1_heads(tmp_path):
     problem = {"x": [[1, 2]], "wq": [[1, 0], [0, 1]], "wk": [[1, 0], [0, 1]]}
     path = tmp_path / "alibi.json"
     path.write_text(json.dumps({**problem, "wv": [[1, 0], [0, 1]], "alibi": [1, 2]}))
-    err = " ".join(run_qkvcalc("explain", str(path)).stderr.split())
+    err = " ".join(in_process("explain", str(path)).stderr.split())
     assert "heads = 1" in err and not PLURAL_AFTER_ONE.findall(err), err
 
 

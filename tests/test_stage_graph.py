@@ -24,7 +24,7 @@ from qkvcalc.plan.schedule import plan
 from qkvcalc.plan.specs import Const
 from qkvcalc.run.engine import run
 from qkvcalc.run.ops import OPS
-from tests.conftest import ROOT, run_qkvcalc
+from tests.conftest import ROOT, in_process, run_qkvcalc
 
 PRESETS = sorted(p.stem for p in (ROOT / "presets").glob("*.json"))
 
@@ -177,14 +177,14 @@ def test_explain_max_elements_in_python():
 def test_render_in_python_is_the_command_lines_text(fmt):
     """Documents are laid out for the page whatever the terminal: COLUMNS=70 changes nothing."""
     trace = qkvcalc.explain(**load("sentence"))
-    proc = run_qkvcalc("explain", "--preset", "sentence", "--format", fmt, env={"COLUMNS": "70"})
+    proc = in_process("explain", "--preset", "sentence", "--format", fmt, env={"COLUMNS": "70"})
     assert proc.returncode == 0, proc.stderr
     assert qkvcalc.render(trace, fmt) == proc.stdout
 
 
 def test_render_table_in_python_at_a_width_is_the_command_lines_table():
     trace = qkvcalc.explain(**load("sentence"))
-    proc = run_qkvcalc("explain", "--preset", "sentence", env={"COLUMNS": "70"})
+    proc = in_process("explain", "--preset", "sentence", env={"COLUMNS": "70"})
     expected = "\n".join(line.rstrip() for line in proc.stdout.splitlines())
     got = "\n".join(line.rstrip() for line in qkvcalc.render(trace, width=70).splitlines())
     assert got == expected
@@ -211,7 +211,7 @@ def test_format_for_a_file_name(name, fmt):
 
 @pytest.mark.parametrize("fmt", ["table", "markdown", "latex", "html"])
 def test_exact_cells_show_the_surd_in_every_format(fmt):
-    proc = run_qkvcalc("explain", "--preset", "doc", "--exact", "--format", fmt)
+    proc = in_process("explain", "--preset", "doc", "--exact", "--format", fmt)
     assert proc.returncode == 0, proc.stderr
     surd = r"7/\sqrt{2} \approx 4.9497" if fmt == "latex" else "7/√2 ≈ 4.9497"
     work = surd.count("4.9497")

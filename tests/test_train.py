@@ -28,7 +28,7 @@ from qkvcalc.render import RenderOptions
 from qkvcalc.render.train import about, render_train_text, sparkline, train_json
 from qkvcalc.run.engine import run
 from qkvcalc.run.train import DEFAULT_LR, DEFAULT_STEPS, Descent, train, without_fractions
-from tests.conftest import PINNED_ENV, ROOT, run_qkvcalc, spawn_qkvcalc
+from tests.conftest import PINNED_ENV, ROOT, in_process, run_qkvcalc, spawn_qkvcalc
 
 IT, CAT = 4, 1  # 'it' and 'cat' in the learn preset's sentence (0-based)
 
@@ -231,17 +231,17 @@ def test_the_json_document():
     np.testing.assert_array_equal(again.wk.values, t.problem.wk.values)
 
 
-# ---- the command line (real processes) ---------------------------------------------------------
+# ---- the command line (in this process; real ones for its files and its terminal) -------------
 
 
 def test_the_json_documents_problem_runs_again_with_explain(tmp_path):
-    result = run_qkvcalc("train", "--preset", "learn", "--format", "json")
+    result = in_process("train", "--preset", "learn", "--format", "json")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["schema"] == "qkvcalc.train/1" and len(doc["losses"]) == 21
     path = tmp_path / "trained.json"
     path.write_text(json.dumps(doc["problem"]))
-    again = run_qkvcalc("explain", str(path), "--format", "json")
+    again = in_process("explain", str(path), "--format", "json")
     assert again.returncode == 0, again.stderr
     weights = next(s for s in json.loads(again.stdout)["stages"] if s["id"] == "weights")
     assert weights["value"][IT][CAT] > 0.5
@@ -262,7 +262,7 @@ def test_output_writes_a_file_that_explain_reads(tmp_path):
 
 def test_output_with_format_json_writes_the_whole_document(tmp_path):
     path = tmp_path / "training.json"
-    result = run_qkvcalc("train", "--preset", "learn", "-f", "json", "-o", str(path))
+    result = in_process("train", "--preset", "learn", "-f", "json", "-o", str(path))
     assert result.returncode == 0 and result.stdout == "", result.stderr
     assert json.loads(path.read_text())["schema"] == "qkvcalc.train/1"
 
@@ -280,7 +280,7 @@ def test_output_with_format_json_writes_the_whole_document(tmp_path):
     ],
 )
 def test_bad_options_exit_2_with_one_line_and_nothing_on_stdout(args, words):
-    result = run_qkvcalc("train", "--preset", "learn", *args)
+    result = in_process("train", "--preset", "learn", *args)
     assert result.returncode == 2
     assert result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
@@ -288,7 +288,7 @@ def test_bad_options_exit_2_with_one_line_and_nothing_on_stdout(args, words):
 
 
 def test_a_problem_without_attend_or_target_is_one_message():
-    result = run_qkvcalc("train", "--preset", "pronoun")
+    result = in_process("train", "--preset", "pronoun")
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip().splitlines() == [f"error: {_loss_message('none')}"]
 
@@ -302,7 +302,7 @@ def test_svg_and_html_draw_the_loss_curve_with_the_input_escaped(fmt, tmp_path):
     doc = {**presets.load("learn"), "name": "<b>&me</b>"}
     path = tmp_path / "p.json"
     path.write_text(json.dumps(doc))
-    result = run_qkvcalc("train", str(path), "--format", fmt)
+    result = in_process("train", str(path), "--format", fmt)
     assert result.returncode == 0, result.stderr
     assert "<polyline" in result.stdout and "http://" not in result.stdout.replace(
         'xmlns="http://www.w3.org/2000/svg"', ""
@@ -315,7 +315,7 @@ def test_svg_and_html_draw_the_loss_curve_with_the_input_escaped(fmt, tmp_path):
 def test_korean_output_has_no_english_sentence_left():
     from tests.test_i18n import english_in
 
-    result = run_qkvcalc("train", "--preset", "learn", "--lang", "ko")
+    result = in_process("train", "--preset", "learn", "--lang", "ko")
     assert result.returncode == 0, result.stderr
     tokens = " ".join(presets.load("learn")["tokens"])
     assert english_in(result.stdout, excuse=(tokens,)) == set()
@@ -397,7 +397,7 @@ def test_a_problem_without_a_name_and_a_target_loss_in_both_languages(tmp_path):
     path = tmp_path / "mine.json"
     path.write_text(json.dumps(rng_problem()))
     out = tmp_path / "trained.json"
-    result = run_qkvcalc("train", str(path), "--steps", "3", "--lr", "0.02", "-o", str(out))
+    result = in_process("train", str(path), "--steps", "3", "--lr", "0.02", "-o", str(out))
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].strip() == "━━ qkvcalc train"
     assert "Learned: W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O." in result.stdout
@@ -408,7 +408,7 @@ def test_a_problem_without_a_name_and_a_target_loss_in_both_languages(tmp_path):
         == "Trained with qkvcalc train: 3 steps of gradient descent with η = 0.02."
     )
     assert trained["target"] == rng_problem()["target"]
-    ko = run_qkvcalc("train", str(path), "--steps", "3", "--lr", "0.02", "--lang", "ko")
+    ko = in_process("train", str(path), "--steps", "3", "--lr", "0.02", "--lang", "ko")
     assert ko.returncode == 0, ko.stderr
     assert english_in(ko.stdout) == set()
 

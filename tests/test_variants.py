@@ -18,7 +18,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.features.score_bias import alibi_slopes
 from qkvcalc.input.presets import load
 from qkvcalc.input.variants import sinusoidal
-from tests.conftest import run_qkvcalc
+from tests.conftest import in_process
 
 RNG = np.random.default_rng(11)
 
@@ -348,7 +348,7 @@ def reversed_key(key):
 
 
 def test_rope_arithmetic_shows_the_angle():
-    text = run_qkvcalc("explain", "--preset", "rope").stdout
+    text = in_process("explain", "--preset", "rope").stdout
     # the second token (position 1) turned by φ = 1 × ω, ω = 1 for the only pair
     assert "[2,1]: 1×cos(1) − 1×sin(1) = -0.3012   (φ = 1×1)" in text
     assert "[4,2]: 1×cos(3) + 1×sin(3) = -0.8489   (φ = 3×1)" in text
@@ -358,7 +358,7 @@ def test_rope_arithmetic_shows_the_angle():
 
 
 def test_inline_options_reach_every_variant():
-    proc = run_qkvcalc(
+    proc = in_process(
         "explain",
         "--preset",
         "sentence",
@@ -407,7 +407,7 @@ def test_bad_variants_are_one_message_naming_the_rule(extra, words, tmp_path):
 
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(_doc(n=4, d=4, **extra)))
-    proc = run_qkvcalc("explain", str(path))
+    proc = in_process("explain", str(path))
     assert proc.returncode == 2 and proc.stdout == ""
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     for word in words:
@@ -432,11 +432,11 @@ def test_a_json_trace_of_modern_attention_runs_again_the_same(case, tmp_path):
 
     path = tmp_path / "problem.json"
     path.write_text(json.dumps(_doc(n=4, d=4, **CASES[case])))
-    first = run_qkvcalc("explain", str(path), "--format", "json")
+    first = in_process("explain", str(path), "--format", "json")
     assert first.returncode == 0, first.stderr
     trace = tmp_path / "trace.json"
     trace.write_text(first.stdout)
-    again = run_qkvcalc("explain", str(trace), "--format", "json")
+    again = in_process("explain", str(trace), "--format", "json")
     assert again.returncode == 0, again.stderr
     a, b = json.loads(first.stdout), json.loads(again.stdout)
     assert a["output"] == b["output"]

@@ -1,6 +1,7 @@
 """Small things an engineer runs into: the torch layout's weights labelled as what they are, a
 preset's X overridden, an edited copy of a preset, --format txt, and the Korean --help wrapped
-by display width. Real processes throughout."""
+by display width. What a command prints runs in this process; --output's file and the Korean
+--help (its words are chosen as the program starts) run as real processes."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ import unicodedata
 
 import pytest
 
-from tests.conftest import run_qkvcalc
+from tests.conftest import in_process, run_qkvcalc
 
 DOC_WEIGHTS = ["--wq", "1 0; 0 1", "--wk", "1 1; 0 1", "--wv", "1 0; 1 1"]
 
 
 def json_of(*args: str) -> dict:
-    result = run_qkvcalc("explain", *args, "--format", "json")
+    result = in_process("explain", *args, "--format", "json")
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -38,7 +39,7 @@ def test_torch_layout_labels_the_weight_it_shows_as_the_transpose():
     # layout, X·W_Kᵀ = [[3, 2], [1, 1]] in the torch layout
     assert stage(rows, "k")["value"] == [[1.0, 3.0], [0.0, 1.0]]
     assert stage(torch, "k")["value"] == [[3.0, 2.0], [1.0, 1.0]]
-    table = run_qkvcalc("explain", "--x", "1 2", *DOC_WEIGHTS, "--layout", "torch").stdout
+    table = in_process("explain", "--x", "1 2", *DOC_WEIGHTS, "--layout", "torch").stdout
     assert "W_Kᵀ" in table
 
 
@@ -58,9 +59,9 @@ def test_overriding_a_presets_x_drops_tokens_that_no_longer_fit():
     doc = json_of("--preset", "doc", "--x", "1 2; 3 4")
     assert doc["problem"]["tokens"] == ["t1", "t2"]
     assert any("tokens (1) do not fit the 2 rows of --x" in w for w in doc["warnings"])
-    table = run_qkvcalc("explain", "--preset", "doc", "--x", "1 2; 3 4", "--detail", "brief")
+    table = in_process("explain", "--preset", "doc", "--x", "1 2; 3 4", "--detail", "brief")
     assert table.returncode == 0 and "do not fit" in table.stdout
-    ko = run_qkvcalc("explain", "--preset", "doc", "--x", "1 2; 3 4", "--lang", "ko")
+    ko = in_process("explain", "--preset", "doc", "--x", "1 2; 3 4", "--lang", "ko")
     assert ko.returncode == 0 and "맞지 않아" in ko.stdout
 
 
@@ -69,7 +70,7 @@ def test_tokens_that_still_fit_or_are_given_stay():
     assert doc["problem"]["tokens"] == ["I", "love", "cats"] and doc["warnings"] == []
     doc = json_of("--preset", "doc", "--x", "1 2; 3 4", "--tokens", "a b")
     assert doc["problem"]["tokens"] == ["a", "b"] and doc["warnings"] == []
-    bad = run_qkvcalc("explain", "--preset", "doc", "--x", "1 2; 3 4", "--tokens", "a b c")
+    bad = in_process("explain", "--preset", "doc", "--x", "1 2; 3 4", "--tokens", "a b c")
     assert (
         bad.returncode == 2 and "tokens is 3, but the number of rows of X is n = 2" in bad.stderr
     )  # given: checked
@@ -79,21 +80,21 @@ def test_tokens_that_still_fit_or_are_given_stay():
 
 
 def test_an_edited_copy_is_not_announced_as_the_preset(tmp_path):
-    shown = run_qkvcalc("presets", "show", "sentence").stdout
+    shown = in_process("presets", "show", "sentence").stdout
     copy = tmp_path / "copy.json"
     copy.write_text(shown, encoding="utf-8")
     edited = tmp_path / "mine.json"
     edited.write_text(shown.replace('"causal"', '"none"'), encoding="utf-8")
     assert json_of(str(copy))["problem"].get("preset") == "sentence"
-    assert "preset sentence" in run_qkvcalc("explain", str(copy)).stdout
+    assert "preset sentence" in in_process("explain", str(copy)).stdout
     assert "preset" not in json_of(str(edited))["problem"]
-    edited_shown = run_qkvcalc("explain", str(edited)).stdout
+    edited_shown = in_process("explain", str(edited)).stdout
     assert "preset sentence:" not in edited_shown and "edited from preset sentence" in edited_shown
-    assert "(preset sentence)" not in run_qkvcalc("explain", str(edited), "-f", "torch").stdout
+    assert "(preset sentence)" not in in_process("explain", str(edited), "-f", "torch").stdout
 
 
 def test_a_copy_with_other_shapes_or_kinds_of_values_is_not_the_preset(tmp_path):
-    doc = json.loads(run_qkvcalc("presets", "show", "sentence").stdout)
+    doc = json.loads(in_process("presets", "show", "sentence").stdout)
     for change in ({"x": [[1, 2, 0], [0, 1, 0], [1, 1, 0]]}, {"mask": [[1, 0, 0]] * 3}):
         path = tmp_path / "copy.json"
         wq = [[1, 0], [0, 1], [0, 0]] if "x" in change else doc["wq"]
@@ -106,7 +107,7 @@ def test_a_copy_with_other_shapes_or_kinds_of_values_is_not_the_preset(tmp_path)
 def test_the_same_problem_written_differently_is_still_the_preset(tmp_path):
     """1.0 for 1 and defaults written out: the numbers and options
     are the preset's, so it is announced (a JSON trace's "input" writes a preset this way)."""
-    doc = json.loads(run_qkvcalc("presets", "show", "sentence").stdout)
+    doc = json.loads(in_process("presets", "show", "sentence").stdout)
     same = {
         **doc,
         "x": [[float(v) for v in row] for row in doc["x"]],
@@ -124,15 +125,15 @@ def test_the_same_problem_written_differently_is_still_the_preset(tmp_path):
 def test_a_name_of_ones_own_is_shown_but_not_as_a_preset(tmp_path):
     """An extracted layer or a file of one's own names itself: shown above the stages and as
     problem.name, never as 'preset …'."""
-    doc = {**json.loads(run_qkvcalc("presets", "show", "doc").stdout), "name": "tiny-llama L1"}
+    doc = {**json.loads(in_process("presets", "show", "doc").stdout), "name": "tiny-llama L1"}
     doc["description"] = "layer 1 of a tiny model"
     path = tmp_path / "mine.json"
     path.write_text(json.dumps(doc))
     problem = json_of(str(path))["problem"]
     assert problem.get("name") == "tiny-llama L1" and "preset" not in problem
-    shown = run_qkvcalc("explain", str(path)).stdout
+    shown = in_process("explain", str(path)).stdout
     assert "tiny-llama L1: layer 1 of a tiny model" in shown and "preset tiny" not in shown
-    torch = run_qkvcalc("explain", str(path), "-f", "torch").stdout
+    torch = in_process("explain", str(path), "-f", "torch").stdout
     # a name from the input is a string literal, never on the first two lines (issue 20)
     assert "problem_name = 'tiny-llama L1'" in torch and "(preset" not in torch
     assert "tiny" not in "".join(torch.splitlines(keepends=True)[:2])
@@ -182,10 +183,10 @@ def test_an_edited_preset_says_where_it_started_both_languages():
     'edited from preset sentence' in the header and problem.edited_from in JSON, the preset's
     own description and reference (which speak of its numbers) left out; a JSON trace of it
     runs again the same."""
-    shown = run_qkvcalc("explain", "--preset", "sentence", "--mask", "none").stdout
+    shown = in_process("explain", "--preset", "sentence", "--mask", "none").stdout
     assert "edited from preset sentence" in shown and "preset sentence:" not in shown
     assert "Where the numbers come from" not in shown
-    ko = run_qkvcalc("explain", "--preset", "sentence", "--mask", "none", "--lang", "ko").stdout
+    ko = in_process("explain", "--preset", "sentence", "--mask", "none", "--lang", "ko").stdout
     assert "프리셋 sentence을(를) 고친 문제" in ko
     trace = json_of("--preset", "sentence", "--mask", "none")
     assert trace["problem"]["edited_from"] == "sentence" and "preset" not in trace["problem"]

@@ -1,8 +1,9 @@
 """`explain --worksheet`: the inputs filled in, every computed cell blank, in every format.
 
 A worksheet is checked against the trace the same problem computes: every input number is on
-the page, and no number a stage computes is, in any format (real processes, as a teacher runs
-them). Its answer key, `explain` with the same seed, has the same stages.
+the page, and no number a stage computes is, in any format (the command line in this process;
+one real process, as a teacher runs it). Its answer key, `explain` with the same seed, has the
+same stages.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 import qkvcalc
 from qkvcalc.render.text import fmt
 from qkvcalc.run.ops import OPS
-from tests.conftest import run_qkvcalc
+from tests.conftest import in_process, run_qkvcalc
 from tests.test_exports import PDFLATEX, _has_kotex, _pdflatex
 from tests.test_i18n import english_in
 
@@ -69,7 +70,7 @@ def inputs_and_answers(doc: dict) -> tuple[set[str], set[str]]:
 
 
 def _page(doc: dict, fmt_name: str, *extra: str) -> str:
-    result = run_qkvcalc(
+    result = in_process(
         "explain", "-", "--worksheet", "--format", fmt_name, *extra, input=json.dumps(doc)
     )
     assert result.returncode == 0, result.stderr
@@ -88,7 +89,7 @@ def test_a_worksheet_holds_every_input_and_no_answer(doc, fmt_name):
     assert answers, "the problem computes decimals"
     assert not answers & shown, sorted(answers & shown)
     # and the explanation of the same problem shows them: the check can fail
-    answer_key = run_qkvcalc("explain", "-", "--format", fmt_name, input=json.dumps(doc)).stdout
+    answer_key = in_process("explain", "-", "--format", fmt_name, input=json.dumps(doc)).stdout
     answer_key = html.unescape(answer_key).replace("−", "-")
     assert answers & set(re.findall(r"-?\d+(?:\.\d+)?", answer_key))
 
@@ -109,7 +110,7 @@ def test_blank_cells_are_boxes_to_write_in(fmt_name):
 
 def test_the_reading_line_and_the_arithmetic_are_left_out():
     page = _page(PROBLEM, "txt")
-    answer_key = run_qkvcalc("explain", "-", "--format", "txt", input=json.dumps(PROBLEM)).stdout
+    answer_key = in_process("explain", "-", "--format", "txt", input=json.dumps(PROBLEM)).stdout
     for said in ("Read out", "Arithmetic\n    Q[1,1]", "max = ", "%"):
         assert said in answer_key or said == "Arithmetic\n    Q[1,1]"
         assert said not in page
@@ -119,8 +120,8 @@ def test_the_reading_line_and_the_arithmetic_are_left_out():
 
 def test_a_random_worksheet_and_its_answer_key_have_the_same_stages():
     args = ("--random", "--seed", "7", "--size", "4,3", "--format", "markdown")
-    sheet = run_qkvcalc("explain", *args, "--worksheet")
-    key = run_qkvcalc("explain", *args)
+    sheet = in_process("explain", *args, "--worksheet")
+    key = in_process("explain", *args)
     assert sheet.returncode == key.returncode == 0, sheet.stderr
     headings = [line for line in sheet.stdout.splitlines() if line.startswith("## ")]
     assert headings == [line for line in key.stdout.splitlines() if line.startswith("## ")]
@@ -144,7 +145,7 @@ def test_a_worksheet_goes_with_a_preset_stages_and_a_head():
 
 @pytest.mark.parametrize("fmt_name", ["json", "torch"])
 def test_a_worksheet_in_json_or_torch_is_refused_with_the_way_to_a_blank_sheet(fmt_name):
-    result = run_qkvcalc("explain", "--preset", "doc", "--worksheet", "--format", fmt_name)
+    result = in_process("explain", "--preset", "doc", "--worksheet", "--format", fmt_name)
     assert result.returncode == 2
     assert result.stdout == ""
     assert "qkvcalc quiz --template" in result.stderr
@@ -154,7 +155,7 @@ def test_a_worksheet_in_json_or_torch_is_refused_with_the_way_to_a_blank_sheet(f
 
 @pytest.mark.parametrize("fmt_name", ["txt", "markdown", "html", "latex", "svg"])
 def test_a_korean_worksheet_has_no_english(fmt_name):
-    result = run_qkvcalc(
+    result = in_process(
         "explain", "--preset", "sentence", "--worksheet", "--lang", "ko", "--format", fmt_name
     )
     assert result.returncode == 0, result.stderr
@@ -168,7 +169,7 @@ def test_a_korean_worksheet_has_no_english(fmt_name):
 def test_a_latex_worksheet_compiles(tmp_path, lang):
     if lang == "ko" and not _has_kotex():
         pytest.skip("kotex is not installed (Debian: texlive-lang-korean)")
-    tex = run_qkvcalc(
+    tex = in_process(
         "explain", "--preset", "multihead", "--worksheet", "--format", "latex", "--lang", lang
     )
     assert tex.returncode == 0, tex.stderr
