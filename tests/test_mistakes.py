@@ -19,7 +19,7 @@ from qkvcalc.input.problem import Problem
 from qkvcalc.quiz.grade import grade_sheet
 from qkvcalc.quiz.mistakes import MISTAKE_IDS, candidates, recognise
 from qkvcalc.run.engine import run
-from tests.conftest import run_qkvcalc
+from tests.conftest import in_process
 
 R2 = math.sqrt(2)
 
@@ -79,7 +79,7 @@ def grade(tmp_path, problem, sheet, *extra):
     """Run `qkvcalc quiz PROBLEM --answers SHEET --format json`: (exit code, report)."""
     (tmp_path / "p.json").write_text(json.dumps(problem))
     (tmp_path / "a.json").write_text(json.dumps(sheet))
-    proc = run_qkvcalc(
+    proc = in_process(
         "quiz", str(tmp_path / "p.json"), "--answers", str(tmp_path / "a.json"), *extra
     )
     return proc

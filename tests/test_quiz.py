@@ -33,7 +33,7 @@ from qkvcalc.quiz.grade import (
 )
 from qkvcalc.quiz.problems import parse_size, random_problem
 from qkvcalc.run.engine import run
-from tests.conftest import PINNED_ENV, ROOT, run_qkvcalc
+from tests.conftest import PINNED_ENV, ROOT, in_process, run_qkvcalc
 from tests.conftest import spawn_qkvcalc as spawn
 from tests.naive import naive
 from tests.strategies import problems
@@ -763,10 +763,10 @@ def test_the_json_report_escapes_what_a_terminal_would_act_on(cli, tmp_path):
 
 
 def proc_grade(tmp_path, sheet, *extra):
-    """Grade a sheet of the sentence problem in a real process: (exit code, stdout, stderr)."""
+    """Grade a sheet of the sentence problem on the command line: (exit code, stdout, stderr)."""
     (tmp_path / "sentence.json").write_text(json.dumps(SENTENCE))
     (tmp_path / "answers.json").write_text(json.dumps(sheet))
-    proc = run_qkvcalc(
+    proc = in_process(
         "quiz", str(tmp_path / "sentence.json"), "--answers", str(tmp_path / "answers.json"), *extra
     )
     return proc.returncode, proc.stdout, proc.stderr
@@ -858,20 +858,20 @@ def test_template_prints_an_empty_sheet_that_grades_as_missing(tmp_path):
 
 
 def test_template_follows_stages_and_heads():
-    proc = run_qkvcalc("quiz", "--preset", "multihead", "--template", "--stages", "scores,concat")
+    proc = in_process("quiz", "--preset", "multihead", "--template", "--stages", "scores,concat")
     assert proc.returncode == 0
     sheet = json.loads(proc.stdout)
     assert list(sheet) == ["1/scores", "2/scores", "concat"]
 
 
 def test_template_of_a_random_problem_matches_its_seed():
-    a = run_qkvcalc("quiz", "--random", "--seed", "7", "--size", "4,2", "--template")
+    a = in_process("quiz", "--random", "--seed", "7", "--size", "4,2", "--template")
     assert a.returncode == 0
     assert json.loads(a.stdout)["scores"] == [[None] * 4] * 4
 
 
 def test_template_with_answers_is_a_usage_error(tmp_path):
-    proc = run_qkvcalc("quiz", "--preset", "doc", "--template", "--answers", "x.json")
+    proc = in_process("quiz", "--preset", "doc", "--template", "--answers", "x.json")
     assert proc.returncode == 2
     assert "--template prints an empty answer sheet" in proc.stderr
 
@@ -882,7 +882,7 @@ def test_template_with_answers_is_a_usage_error(tmp_path):
 def test_explain_random_is_the_problem_quiz_random_grades(tmp_path):
     """The worked solution `explain --random --seed 7` prints, handed in as an answer sheet to
     `quiz --random --seed 7`, is all right: the two commands made the same problem."""
-    proc = run_qkvcalc("explain", "--random", "--seed", "7", "--size", "4,3", "-f", "json")
+    proc = in_process("explain", "--random", "--seed", "7", "--size", "4,3", "-f", "json")
     assert proc.returncode == 0, proc.stderr
     assert "seed 7" in proc.stderr and "qkvcalc quiz --random --seed 7 --size 4,3" in proc.stderr
     doc = json.loads(proc.stdout)  # stdout holds the JSON alone
@@ -891,7 +891,7 @@ def test_explain_random_is_the_problem_quiz_random_grades(tmp_path):
     assert x == random_problem(7, 4, 3)["x"]
     sheet = {s["id"]: s["value"] for s in doc["stages"] if s["id"] in DEFAULT_STAGES}
     (tmp_path / "solution.json").write_text(json.dumps(sheet))
-    graded = run_qkvcalc(
+    graded = in_process(
         "quiz",
         "--random",
         "--seed",
@@ -903,12 +903,12 @@ def test_explain_random_is_the_problem_quiz_random_grades(tmp_path):
     )
     assert graded.returncode == 0, graded.stdout + graded.stderr
     assert "Every cell right: 96 of 96." in graded.stdout
-    other = run_qkvcalc("explain", "--random", "--seed", "8", "--size", "4,3", "-f", "json")
+    other = in_process("explain", "--random", "--seed", "8", "--size", "4,3", "-f", "json")
     assert json.loads(other.stdout)["stages"][0]["value"] != x  # another seed, another problem
 
 
 def test_explain_random_in_korean_says_its_seed_in_korean():
-    proc = run_qkvcalc("explain", "--random", "--seed", "3", "--lang", "ko", "-f", "json")
+    proc = in_process("explain", "--random", "--seed", "3", "--lang", "ko", "-f", "json")
     assert proc.returncode == 0
     assert "무작위 문제, 시드 3" in proc.stderr
 
@@ -923,7 +923,7 @@ def test_explain_random_in_korean_says_its_seed_in_korean():
     ],
 )
 def test_explain_random_usage_errors(args, words):
-    proc = run_qkvcalc("explain", *args)
+    proc = in_process("explain", *args)
     assert proc.returncode == 2 and proc.stdout == ""
     assert words in proc.stderr
 
