@@ -11,10 +11,10 @@ Errors: a QkvcalcError becomes one message on stderr and exit 2, with nothing on
 # Annotations here are evaluated once, at import (no `from __future__ import annotations`):
 # typer reads the commands' signatures on every run, and string annotations would make it
 # eval every option's again on every run (about 10 ms).
+import importlib
 import os
 import re
 import sys
-from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -48,52 +48,17 @@ def _root(
     """qkvcalc: scaled dot-product attention, stage by stage."""
 
 
-def _add_explain(app: typer.Typer) -> None:
-    from qkvcalc.cli.explain import explain
-
-    app.command(help=help_text("help.explain"))(explain)
-
-
-def _add_presets(app: typer.Typer) -> None:
-    from qkvcalc.cli.presets import presets_app
-
-    app.add_typer(presets_app, name="presets")
-
-
-def _add_quiz(app: typer.Typer) -> None:
-    from qkvcalc.cli.quiz import register
-
-    register(app)  # quiz and new
-
-
-def _add_extract(app: typer.Typer) -> None:
-    from qkvcalc.cli.extract import extract
-
-    app.command(help=help_text("help.extract"))(extract)
-
-
-def _add_heads(app: typer.Typer) -> None:
-    from qkvcalc.cli.heads import heads
-
-    app.command(help=help_text("help.heads"))(heads)
-
-
-def _add_train(app: typer.Typer) -> None:
-    from qkvcalc.cli.train import train
-
-    app.command(help=help_text("help.train"))(train)
-
-
-# Each command, by name, and what adds it to an app, in the order --help lists them. A run
-# of one command loads that command's module alone (the others cost milliseconds at start).
-COMMANDS: dict[str, Callable[[typer.Typer], None]] = {
-    "explain": _add_explain,
-    "presets": _add_presets,
-    "quiz": _add_quiz,
-    "new": _add_quiz,
-    "extract": _add_extract,
-    "heads": _add_heads,
-    "train": _add_train,
+# Each command, by name: the module and the name in it of its function (of its typer app, for
+# a group of commands), in the order --help lists them. A run of one command loads that
+# command's module alone: the others cost milliseconds at start.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "explain": ("qkvcalc.cli.explain", "explain"),
+    "presets": ("qkvcalc.cli.presets", "presets_app"),
+    "quiz": ("qkvcalc.cli.quiz", "quiz"),
+    "new": ("qkvcalc.cli.quiz", "new"),
+    "extract": ("qkvcalc.cli.extract", "extract"),
+    "heads": ("qkvcalc.cli.heads", "heads"),
+    "train": ("qkvcalc.cli.train", "train"),
 }
 
 
@@ -109,9 +74,14 @@ def make_app(command: str | None = None) -> typer.Typer:
         pretty_exceptions_enable=False,
     )
     app.callback()(_root)
-    adders = [COMMANDS[command]] if command in COMMANDS else COMMANDS.values()
-    for add in dict.fromkeys(adders):
-        add(app)
+    names = [command] if command is not None and command in COMMANDS else list(COMMANDS)
+    for name in names:
+        module, attribute = COMMANDS[name]
+        found = getattr(importlib.import_module(module), attribute)
+        if isinstance(found, typer.Typer):
+            app.add_typer(found, name=name)
+        else:
+            app.command(name, help=help_text(f"help.{name}"))(found)
     return app
 
 

@@ -2,7 +2,6 @@
 
 The grading is qkvcalc.quiz.grade's, the questions qkvcalc.quiz.session's and .entry's, the
 report qkvcalc.quiz.report's; what the commands share with `explain` is in qkvcalc.cli.common.
-qkvcalc.cli calls `register(app)`.
 
 Exit codes: 0 all right (or saved), 1 a graded quiz found mistakes, 2 bad input or usage,
 130 interrupted.
@@ -25,7 +24,6 @@ from qkvcalc.cli.common import (
     check_writable,
     console,
     fail,
-    help_text,
     language,
     write_output,
 )
@@ -314,9 +312,3 @@ def new(saved: SimpleNamespace, display: SimpleNamespace) -> None:
     elif file is not None:
         later = translate("new.explain_later", lang_code, path=str(file))
         talk.print(Text(later, style="dim"), soft_wrap=True)
-
-
-def register(app: typer.Typer) -> None:
-    """Add `quiz` and `new` to qkvcalc's typer app."""
-    app.command("quiz", help=help_text("help.quiz"))(quiz)
-    app.command("new", help=help_text("help.new"))(new)
