@@ -97,9 +97,10 @@ def loading(model: str, lang: str, no_color: bool, command: str) -> Iterator[Any
     """A status on stderr while torch and transformers load and the model runs. It is over
     before a byte is written: while it shows, rich sends whatever goes to sys.stdout to its own
     console (stderr), which would take the output along."""
-    from qkvcalc.extract.runner import check_name, require_models
+    from qkvcalc.extract.runner import check_hub, check_name, require_models
 
     check_name(model)  # a typo'd folder is said before torch loads, without the network
+    check_hub(model)  # … and a hub name that can be had neither from the cache nor the hub
     text = translate("extract.loading", lang, model=model)
     with console(no_color, stderr=True).status(text) as status:
         _quiet_transformers()

@@ -92,12 +92,10 @@ _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 
 
 def check_name(path: str) -> None:
-    """A MODEL that is not a folder here, refused at once (before torch is imported) when it
-    cannot be a hub name: it starts with . ~ or /, is not of the hub's form owner/name, or its
-    first part is a folder here (models/my-mdoel with a models folder beside it is a typo'd
-    path, not a hub repository); said without the network. A hub name the local cache has no
-    folder for, with the hub out of reach, is refused then too: transformers could not load it
-    either, after seconds of importing torch. Any other hub name is left to the hub."""
+    """A MODEL that is not a folder here, refused at once (before torch is imported, without
+    the network) when it cannot be a hub name: it starts with . ~ or /, is not of the hub's
+    form owner/name, or its first part is a folder here (models/my-mdoel with a models folder
+    beside it is a typo'd path, not a hub repository). A hub name is left to the hub."""
     local = Path(path).expanduser()
     if local.exists():
         return
@@ -108,6 +106,15 @@ def check_name(path: str) -> None:
         or ("/" in path and first.is_dir())
     ):
         raise QkvcalcError("extract.no_folder", path=path)
+
+
+def check_hub(path: str) -> None:
+    """A hub name (a MODEL that is no folder here) that the local cache has no folder for,
+    with the hub out of reach (offline, or one connection attempt failing), refused before
+    torch is imported: transformers could not load it either, after seconds of importing.
+    The command line asks this first; a run inside Python learns it from transformers."""
+    if Path(path).expanduser().exists():
+        return
     try:
         from huggingface_hub import constants
     except ImportError:  # the models extra is missing: require_models says so
