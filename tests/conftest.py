@@ -72,15 +72,18 @@ def pytest_xdist_make_scheduler(config, log):
     return OneWorkerModules(config, log)
 
 
+def _invoke(args: tuple[str, ...], input: str | bytes | None, env: dict | None):
+    return CliRunner().invoke(
+        app, list(args), input=input, env={**PINNED_ENV, **(env or {})}, catch_exceptions=False
+    )
+
+
 @pytest.fixture
 def cli():
     """Invoke the app in-process: cli("explain", "--preset", "doc", input="...")."""
-    runner = CliRunner()
 
     def invoke(*args: str, input: str | bytes | None = None, env: dict | None = None):
-        return runner.invoke(
-            app, list(args), input=input, env={**PINNED_ENV, **(env or {})}, catch_exceptions=False
-        )
+        return _invoke(args, input, env)
 
     return invoke
 
@@ -88,12 +91,10 @@ def cli():
 def in_process(
     *args: str, input: bytes | str | None = None, env: dict | None = None
 ) -> subprocess.CompletedProcess:
-    """`run_qkvcalc`'s twin in this process (typer's CliRunner, the pinned environment): for a
-    test of what a command prints or refuses, where nothing is about the process itself (its
-    streams, signals, memory or start). The same result: exit code, stdout and stderr."""
-    result = CliRunner().invoke(
-        app, list(args), input=input, env={**PINNED_ENV, **(env or {})}, catch_exceptions=False
-    )
+    """`run_qkvcalc`'s twin in this process (the `cli` fixture's run, as a finished process):
+    for a test of what a command prints or refuses, where nothing is about the process itself
+    (its streams, signals, memory or start). The same result: exit code, stdout and stderr."""
+    result = _invoke(args, input, env)
     return subprocess.CompletedProcess(
         ["qkvcalc", *args], result.exit_code, result.stdout, result.stderr
     )
