@@ -121,7 +121,7 @@ def check_hub(path: str) -> None:
         return
     # the cache's folder of a model repository, as huggingface_hub lays it out
     cached = Path(constants.HF_HUB_CACHE) / ("models--" + path.replace("/", "--"))
-    if not cached.is_dir() and (constants.HF_HUB_OFFLINE or not _reachable(constants.ENDPOINT)):
+    if not cached.is_dir() and _out_of_reach(constants):
         raise QkvcalcError("extract.hub_unreachable", model=path, hub=constants.ENDPOINT)
 
 
@@ -167,12 +167,17 @@ def _offline_unless_reachable() -> Any:
     from huggingface_hub import constants
 
     saved = constants.HF_HUB_OFFLINE
-    if not saved and not _reachable(constants.ENDPOINT):
+    if _out_of_reach(constants):
         constants.HF_HUB_OFFLINE = True
     try:
         yield
     finally:
         constants.HF_HUB_OFFLINE = saved
+
+
+def _out_of_reach(constants: Any) -> bool:
+    """huggingface_hub's constants say the hub is offline, or one connection attempt fails."""
+    return bool(constants.HF_HUB_OFFLINE) or not _reachable(constants.ENDPOINT)
 
 
 def _reachable(endpoint: str, timeout: float = 5.0) -> bool:
