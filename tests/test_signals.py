@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from qkvcalc.cli import COMMANDS
 from tests.conftest import PINNED_ENV, ROOT
 
 NOISE = ("Traceback", "KeyboardInterrupt", "BrokenPipeError", "Exception ignored", "Aborted")
@@ -247,7 +248,8 @@ def test_a_closed_pipe_through_a_shell(wide_problem):
 # ---- start-up: the quick commands stay light -------------------------------------------------
 
 
-OTHER_COMMANDS = "qkvcalc.cli.quiz qkvcalc.cli.extract qkvcalc.cli.heads qkvcalc.cli.train"
+# the modules of every command but explain, as the command line names them
+OTHER_COMMANDS = tuple(dict.fromkeys(m for m, _ in COMMANDS.values() if m != "qkvcalc.cli.explain"))
 
 
 @pytest.mark.parametrize(
@@ -266,17 +268,18 @@ OTHER_COMMANDS = "qkvcalc.cli.quiz qkvcalc.cli.extract qkvcalc.cli.heads qkvcalc
         (["explain", "--preset", "doc"], OTHER_COMMANDS),
         (["presets", "list"], "qkvcalc.cli.explain"),
     ],
-    ids=lambda v: " ".join(v) if isinstance(v, list) else v,
+    ids=lambda v: v if isinstance(v, str) else " ".join(v),
 )
 def test_what_a_command_does_not_load(args, unloaded):
     """--version and --help answer before the heavy imports (numpy is never loaded); a script
     piping JSON out of qkvcalc does not pay for rich; a command does not load the modules of
     the others. Run as the console script runs it."""
+    names = [unloaded] if isinstance(unloaded, str) else list(unloaded)
     code = (
         "import sys\nfrom qkvcalc.launch import main\n"
         f"sys.argv = ['qkvcalc', *{args!r}]\n"
         "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
-        f"loaded = [m for m in {unloaded.split()!r} if m in sys.modules]\n"
+        f"loaded = [m for m in {names!r} if m in sys.modules]\n"
         "assert not loaded, f'{loaded} imported'\n"
     )
     result = subprocess.run(
