@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,64 @@ def spawn_qkvcalc(*args: str, cwd: Path = ROOT, shell: str | None = None):
         timeout=30,
         dimensions=(50, 100),
     )
+
+
+# The system calls a program blocks in while it waits for input, by machine: Linux's
+# /proc/PID/syscall starts with the call's number, then its arguments.
+_WAITING_CALLS = {
+    "x86_64": {"read": "0", "poll": "7", "select": "23", "pselect6": "270", "ppoll": "271"},
+    "aarch64": {"read": "63", "pselect6": "72", "ppoll": "73"},
+}
+
+
+def wait_until_waiting_for_input(pid: int, fd: int | None = None, limit: float = 60) -> None:
+    """Wait until process `pid` is blocked waiting for input: in read() (on file descriptor
+    `fd` when given), or in select() or poll() when no `fd` is given.
+
+    A Ctrl-C sent before that can be lost, on a loaded machine: CPython's handler only notes the
+    signal, and a read() the program enters a few microseconds later, before its next bytecode,
+    blocks for the next line. Seeing a prompt on the terminal is not enough to know the program
+    has got to its read(). Where the kernel or the machine does not say, the wait is over."""
+    import platform
+
+    calls = _WAITING_CALLS.get(platform.machine())
+    if calls is None:
+        return
+    waiting = {calls["read"]} if fd is not None else set(calls.values())
+    path = Path(f"/proc/{pid}/syscall")
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        try:
+            fields = path.read_text().split()
+        except FileNotFoundError:
+            pytest.fail(f"process {pid} ended while the test waited for it to read its input")
+        except OSError:
+            return
+        if _state(pid) in ("Z", "X", None):
+            pytest.fail(f"process {pid} ended while the test waited for it to read its input")
+        if fields[:1] == ["running"] or not fields:  # on a CPU now: not blocked yet
+            time.sleep(0.02)
+            continue
+        if not fields[0].isdigit():
+            return  # a kernel that does not say
+        if fields[0] in waiting and (fd is None or int(fields[1], 16) == fd):
+            return
+        time.sleep(0.02)
+    pytest.fail(f"process {pid} never got to waiting for its input")
+
+
+def _state(pid: int) -> str | None:
+    """The one-letter state in /proc/PID/stat (after the command's name in parentheses)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def interrupt_at_prompt(child) -> None:
+    """Ctrl-C on `child`'s terminal (pexpect) once it waits for what is typed."""
+    wait_until_waiting_for_input(child.pid)
+    child.sendintr()
 
 
 def one_message(result, *fragments: str) -> None:

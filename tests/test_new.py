@@ -19,7 +19,7 @@ from qkvcalc.input.numbers import parse_number
 from qkvcalc.input.problem import Problem
 from qkvcalc.quiz.new import Entry, json_number
 from qkvcalc.run.engine import run
-from tests.conftest import run_qkvcalc
+from tests.conftest import interrupt_at_prompt, run_qkvcalc
 from tests.conftest import spawn_qkvcalc as spawn
 from tests.naive import naive
 
@@ -145,7 +145,7 @@ def test_two_heads_ask_for_h_times_d_k_columns():
     child.expect_exact("W_Q is d_model×H·d_k = 2×2")
     send(child, "W_Q row 1 of 2", "1")
     child.expect_exact("W_Q row 1 is 1 long, but W_Q is d_model×H·d_k = 2×2")
-    child.sendintr()  # Ctrl-C: quits without saving, quietly
+    interrupt_at_prompt(child)  # Ctrl-C: quits without saving, quietly
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 130

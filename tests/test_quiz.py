@@ -33,7 +33,7 @@ from qkvcalc.quiz.grade import (
 )
 from qkvcalc.quiz.problems import parse_size, random_problem
 from qkvcalc.run.engine import run
-from tests.conftest import PINNED_ENV, ROOT, in_process, run_qkvcalc
+from tests.conftest import PINNED_ENV, ROOT, in_process, interrupt_at_prompt, run_qkvcalc
 from tests.conftest import spawn_qkvcalc as spawn
 from tests.naive import naive
 from tests.strategies import problems
@@ -620,7 +620,7 @@ def test_quiz_wrong_and_carried_at_a_terminal():
 def test_ctrl_c_quits_quietly_with_130():
     child = spawn("quiz", "--preset", "doc")
     child.expect_exact("Q[1,1] = ")
-    child.sendintr()
+    interrupt_at_prompt(child)
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 130
@@ -635,7 +635,7 @@ def test_ctrl_c_prints_the_score_so_far_then_exits_130():
     answer(child, "Q·Kᵀ[1,1]", "7")
     answer(child, "Q·Kᵀ[1,2]", "3")  # wrong: 2
     child.expect_exact("Q·Kᵀ[1,3] = ")
-    child.sendintr()
+    interrupt_at_prompt(child)
     child.expect_exact("Stopped. The score so far:")
     child.expect_exact("Score per stage")
     child.expect_exact("6/6")
@@ -663,7 +663,8 @@ def test_question_mark_gives_the_formula_and_the_cells_it_reads():
     child.expect_exact("Hint: S[1,1] = Q·Kᵀ[1,1] / √2.")
     answer(child, "S[1,1]", "4,95")  # a decimal comma
     child.expect_exact("✓")
-    child.sendintr()
+    child.expect_exact("S[1,2] = ")
+    interrupt_at_prompt(child)
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 130

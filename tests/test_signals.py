@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from qkvcalc.cli import COMMANDS
-from tests.conftest import PINNED_ENV, ROOT
+from tests.conftest import PINNED_ENV, ROOT, interrupt_at_prompt, wait_until_waiting_for_input
 
 NOISE = ("Traceback", "KeyboardInterrupt", "BrokenPipeError", "Exception ignored", "Aborted")
 
@@ -51,29 +51,6 @@ def wait_until_computing(proc: subprocess.Popen, limit: float = 60) -> None:
             return
         time.sleep(0.02)
     pytest.fail("the child never got as far as loading numpy")
-
-
-def wait_until_reading_stdin(proc: subprocess.Popen, limit: float = 60) -> None:
-    """Wait until the child is blocked in read(0, …) (Linux's /proc/PID/syscall: number 0 on
-    x86-64, first argument 0x0): on a loaded machine, the time after numpy is loaded is not
-    enough to know it has got there. Where the file says nothing usable, the wait is over."""
-    path = Path(f"/proc/{proc.pid}/syscall")
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        assert proc.poll() is None, "the run ended before it could be interrupted"
-        try:
-            fields = path.read_text().split()
-        except OSError:
-            return
-        if fields[:1] == ["running"]:  # on a CPU now: not blocked yet
-            time.sleep(0.02)
-            continue
-        if len(fields) < 2 or not fields[0].isdigit():
-            return  # a kernel that does not say
-        if fields[0] == "0" and fields[1] == "0x0":
-            return
-        time.sleep(0.02)
-    pytest.fail("the child never got to reading its standard input")
 
 
 def write_problem(path: Path, n: int, d: int, heads: int) -> Path:
@@ -174,7 +151,9 @@ def test_ctrl_c_while_waiting_for_piped_input_exits_130_quietly():
     Ctrl-C, whatever the machine's speed."""
     proc = spawn("explain", "-", stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     wait_until_computing(proc)
-    wait_until_reading_stdin(proc)  # the moment this test is about: blocked on the pipe
+    wait_until_waiting_for_input(
+        proc.pid, fd=0
+    )  # the moment this test is about: blocked on the pipe
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err.decode()[-2000:]
@@ -194,7 +173,7 @@ def test_ctrl_c_at_the_quiz_prompt_exits_130_quietly():
         encoding="utf-8",
     )
     child.expect_exact("Q[1,1] =")  # the first question waits for an answer
-    child.sendintr()
+    interrupt_at_prompt(child)
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 130, (child.exitstatus, child.signalstatus, child.before)

@@ -30,7 +30,7 @@ from qkvcalc.interactive.step import (
     stage_header,
 )
 from qkvcalc.run.engine import run
-from tests.conftest import PINNED_ENV, ROOT
+from tests.conftest import PINNED_ENV, ROOT, interrupt_at_prompt
 
 PYTHON = sys.executable
 ENTER, RIGHT, LEFT, ESC, CTRL_C = "\r", "\x1b[C", "\x1b[D", "\x1b", "\x03"
@@ -388,7 +388,7 @@ def test_quit_keys_restore_the_terminal(key, status):
 def test_interrupt_is_quiet():
     child = spawn("--preset", "doc", "--step")
     child.expect_exact("the problem — 10 stages follow")
-    child.sendintr()
+    interrupt_at_prompt(child)
     assert finish(child) == 130
     assert "Traceback" not in child.before
 
