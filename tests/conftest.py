@@ -169,10 +169,11 @@ def wait_until_waiting_for_input(pid: int, fd: int | None = None, limit: float =
     """Wait until process `pid` is blocked waiting for input: in read() (on file descriptor
     `fd` when given), or in select() or poll() when no `fd` is given.
 
-    A Ctrl-C sent before that can be lost, on a loaded machine: CPython's handler only notes the
-    signal, and a read() the program enters a few microseconds later, before its next bytecode,
-    blocks for the next line. Seeing a prompt on the terminal is not enough to know the program
-    has got to its read(). Where the kernel or the machine does not say, the wait is over."""
+    Seeing a prompt on the terminal is not enough to know the program has got there, and a
+    test of Ctrl-C at a prompt should send it at the prompt: one that lands just before the
+    wait begins is noted by CPython and acted on a slice later (qkvcalc.interactive.waiting;
+    test_signals.py tests that case on its own). Where the kernel or the machine does not say,
+    the wait is over."""
     import platform
 
     calls = _WAITING_CALLS.get(platform.machine())

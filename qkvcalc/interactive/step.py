@@ -21,7 +21,6 @@ means the user quit. Ctrl-C raises KeyboardInterrupt (exit 130).
 from __future__ import annotations
 
 import os
-import select
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -34,6 +33,7 @@ from rich.text import Text
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import translate
+from qkvcalc.interactive.waiting import wait_readable
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.terminal import footer, header, stage_blocks
 from qkvcalc.render.text import place
@@ -211,8 +211,7 @@ class KeyReader:
             termios.tcsetattr(self.fd, termios.TCSADRAIN, saved)
 
     def _ready(self, timeout: float | None) -> bool:
-        readable, _, _ = select.select([self.fd], [], [], timeout)
-        return bool(readable)
+        return wait_readable(self.fd, timeout)  # in slices: a Ctrl-C before it is not lost
 
     def _byte(self) -> bytes:
         return os.read(self.fd, 1)

@@ -25,6 +25,7 @@ from rich.text import Text
 from qkvcalc import features
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg, translate
+from qkvcalc.interactive.waiting import line_at_a_time, wait_readable
 from qkvcalc.plan.specs import dim_labels
 from qkvcalc.quiz.answers import parse_answer
 from qkvcalc.quiz.grade import (
@@ -60,8 +61,12 @@ def ask_line(console: Console, answers: TextIO | None = None) -> Ask:
     def ask(prompt: Text) -> str:
         console.print(prompt, end="", soft_wrap=True)  # the terminal wraps, rich does not
         console.file.flush()
+        stream = answers or sys.stdin
+        fd = line_at_a_time(stream)
+        if fd is not None:  # a Ctrl-C that came while the question was drawn is not lost
+            wait_readable(fd)
         try:  # a line is read up to a bound: stdin from /dev/zero has no end of line
-            line = (answers or sys.stdin).readline(MAX_ANSWER + 1)
+            line = stream.readline(MAX_ANSWER + 1)
         except UnicodeDecodeError:
             console.print()
             raise QkvcalcError("quiz.answer_not_utf8") from None
