@@ -17,6 +17,7 @@ from qkvcalc.input import presets
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.terminal import Block, make_console, render_text, to_text
 from qkvcalc.render.text import display_width
+from tests.strategies import problems
 
 
 def _lines(block: Block, width: int) -> list[str]:
@@ -102,6 +103,44 @@ def test_a_block_draws_at_the_width_of_the_console_that_prints_it():
         lines = capture.get().rstrip("\n").split("\n")
         assert max(map(display_width, lines)) <= width
         assert max(map(display_width, lines)) > width - len("softmax ") - 1
+
+
+def _through_rich(renderable, opts: RenderOptions) -> str:
+    """What rich prints of a rendering, its lines' trailing spaces dropped (as colourless text
+    is written)."""
+    console = make_console(opts)
+    with console.capture() as capture:
+        console.print(renderable, crop=False)
+    return "\n".join(line.rstrip() for line in capture.get().split("\n"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    doc=problems(max_n=4, max_d=4),
+    width=st.integers(min_value=1, max_value=140),
+    lang=st.sampled_from(["en", "ko"]),
+    worksheet=st.booleans(),
+)
+def test_colourless_text_is_what_rich_prints(doc, width, lang, worksheet):
+    """Colourless text is joined from the Blocks' lines (to_text), without rich's pass over
+    their segments: character for character what rich prints of the same rendering."""
+    from qkvcalc.render.terminal import render_trace
+
+    trace = qkvcalc.explain(**doc)
+    opts = RenderOptions(width=width, lang=lang, color=False, worksheet=worksheet)
+    rendering = render_trace(trace, opts)
+    assert to_text(rendering, opts) == _through_rich(rendering, opts)
+
+
+@pytest.mark.parametrize("preset", presets.names())
+def test_colourless_text_of_every_preset_is_what_rich_prints(preset):
+    from qkvcalc.render.terminal import render_trace
+
+    trace = qkvcalc.explain(**presets.load(preset))
+    for width in (40, 100):
+        opts = RenderOptions(width=width, color=False)
+        rendering = render_trace(trace, opts)
+        assert to_text(rendering, opts) == _through_rich(rendering, opts)
 
 
 _WORDS = st.sampled_from(["a", "qkv", "softmax", "어텐션은", "가중치", "Q·Kᵀ", "√d_k", "1×1", "—"])

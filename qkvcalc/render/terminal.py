@@ -524,9 +524,31 @@ def make_console(opts: RenderOptions, file: IO[str] | None = None) -> Console:
     )
 
 
+def _blocks(renderable: RenderableType) -> list[Block] | None:
+    """The Blocks a rendering is made of, in order (through Groups); None if it holds anything
+    else."""
+    if isinstance(renderable, Block):
+        return [renderable]
+    if not isinstance(renderable, Group):
+        return None
+    out: list[Block] = []
+    for part in renderable.renderables:
+        blocks = _blocks(part)
+        if blocks is None:
+            return None
+        out += blocks
+    return out
+
+
 def to_text(renderable: RenderableType, opts: RenderOptions) -> str:
     """The rendering as text of the pinned width; colourless text has no trailing spaces."""
     console = make_console(opts)
+    blocks = None if opts.color else _blocks(renderable)
+    if blocks is not None:  # colourless Blocks: their lines' plain text is what rich would print
+        width = console.options.max_width
+        return "".join(
+            line.plain.rstrip() + "\n" for b in blocks for line in b.lines(console, width)
+        )
     with console.capture() as capture:
         console.print(renderable, crop=False)  # every line was laid out to fit (Block)
     text = capture.get()
