@@ -65,6 +65,11 @@ ONE_WORKER = {
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
+    if config.getvalue("dist") != "load":
+        return None  # a --dist asked for on the command line: xdist's own
+    if not callable(getattr(LoadScopeScheduling, "_split_scope", None)):
+        return None  # an xdist without the method overridden here: its own `--dist load`
+
     class OneWorkerModules(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
