@@ -58,6 +58,20 @@ def test_a_number_is_rounded_half_away_from_zero(value, places, shown):
     assert rounded(value, places) == shown
 
 
+@pytest.mark.parametrize(
+    ("value", "places", "shown"),
+    [
+        (7.000000000000001, 4, "7"),  # floating-point noise around a whole number
+        (-3.0000000000000004, 4, "-3"),
+        (2.0000000004, 10, "2.0000000004"),  # a digit shown: not noise at 10 decimals
+        (2.0000000004, 9, "2"),  # rounds to 2.000000000 there: the whole number
+        (1e12 + 0.5, 1, "1000000000000.5"),  # half a unit is not noise, however large
+    ],
+)
+def test_a_whole_number_takes_only_noise_below_the_last_digit_shown(value, places, shown):
+    assert fmt(value, places) == shown
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     digits=st.integers(min_value=-(10**9), max_value=10**9),

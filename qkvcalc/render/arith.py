@@ -94,7 +94,9 @@ class Style(NamedTuple):
         target = self.shown(value)
         if not (math.isfinite(shown) and math.isfinite(target)):
             return shown == target
-        return abs(shown - target) <= 0.5 * 10.0**-self.precision + 1e-9 * max(1.0, abs(target))
+        unit = 10.0**-self.precision  # half of it, and floating-point noise kept far below it
+        slack = min(1e-12 * max(1.0, abs(target)), 1e-3 * unit)
+        return abs(shown - target) <= 0.5 * unit + slack
 
     def sign(self, shown: float, value: float) -> str:
         """' = ' when the shown numbers give the result shown (holds), else ' ≈ '."""

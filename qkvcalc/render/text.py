@@ -44,7 +44,10 @@ def fmt(value: float, precision: int = 4) -> str:
     if math.isinf(value):
         return "-∞" if value < 0 else "∞"
     nearest = round(value)
-    if abs(value - nearest) <= 1e-9 * max(1.0, abs(value)) and abs(value) < 1e15:
+    # floating-point noise around a whole number (7.000000000000001) shows as that number; the
+    # noise allowed stays below half a unit of the last decimal shown, which it cannot change
+    noise = min(1e-9 * max(1.0, abs(value)), 0.5 * 10.0**-precision)
+    if abs(value - nearest) <= noise and abs(value) < 1e15:
         return str(int(nearest))
     return rounded(value, precision)
 
