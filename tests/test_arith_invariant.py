@@ -2,7 +2,7 @@
 
 Each preset × {plain, --exact, --precision 2, 8 and 10, --decode 1 (where the preset allows it),
 --tiles 2}
-× {en, ko} is rendered with the txt writer (--detail full, in-process, wide enough that no
+× {en, ko} is rendered as the colourless table (--detail full, in-process, wide enough that no
 arithmetic line wraps). Every arithmetic line (the cells' arithmetic, the softmax's row
 sentences, the |q|·|k|·cos θ read-out) is parsed by the small evaluator below (an ast walker:
 numbers, + − × · /, parentheses, e^( ), exp, √n, tanh, tanh², cos, sin, max, |a − b|, -∞;
@@ -244,7 +244,8 @@ def _render(cli, preset: str, option: str, lang: str) -> str:
         doc = json.loads((ROOT / "presets" / "sentence.json").read_text(encoding="utf-8"))
         given = {k: v for k, v in doc.items() if k not in ("name", "description", "reference")}
         source, stdin = ["-", "--backward"], json.dumps({**given, **FEATURE_SETS[preset]})
-    args = ["explain", *source, "-f", "txt", "--detail", "full", "--lang", lang]
+    # the table without colour: it follows COLUMNS, where txt is a document of 100 columns
+    args = ["explain", *source, "-f", "table", "--no-color", "--detail", "full", "--lang", lang]
     result = cli(*args, *OPTIONS[option], input=stdin, env=env)
     assert result.exit_code == 0, result.output[-2000:]
     return result.output

@@ -112,3 +112,27 @@ def test_one_minus_sign_for_numbers_in_every_format(cli):
         for line in out.splitlines():
             numbers = re.findall(r"(?<![\w)])−(?=\d)", line)  # a sign, not an operator
             assert not numbers, (fmt, line)
+
+
+def test_txt_is_a_document_of_100_columns_on_standard_output_as_in_a_file(tmp_path):
+    """`--format txt` is laid out for the page wherever it goes, whatever the terminal's width:
+    only `table` (and --step) follow the terminal."""
+    from qkvcalc.render.text import display_width
+
+    saved = tmp_path / "lesson.txt"
+    assert in_process("explain", "--preset", "sentence", "-o", str(saved)).returncode == 0
+    trained = tmp_path / "trained.txt"
+    train = ("train", "--preset", "learn", "--steps", "3")
+    for columns in (40, 100, 200):
+        env = {"COLUMNS": str(columns)}
+        shown = in_process("explain", "--preset", "sentence", "-f", "txt", env=env)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout == saved.read_text(encoding="utf-8")
+        assert max(display_width(line) for line in shown.stdout.splitlines()) == 100
+        learned = in_process(*train, "-f", "txt", env=env)
+        assert learned.returncode == 0, learned.stderr
+        if columns == 40:
+            trained.write_text(learned.stdout, encoding="utf-8")
+        assert learned.stdout == trained.read_text(encoding="utf-8")
+    table = in_process("explain", "--preset", "sentence", env={"COLUMNS": "60"})
+    assert max(display_width(line) for line in table.stdout.splitlines()) == 60

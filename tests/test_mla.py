@@ -333,8 +333,8 @@ def test_every_equals_holds(tmp_path, option, lang):
     path = tmp_path / "p.json"
     path.write_text(json.dumps(latent_problem(style="pairs")))
     proc = in_process(
-        "explain", str(path), "-f", "txt", "--detail", "full", "--lang", lang, *option,
-        env={"COLUMNS": "4000"},
+        "explain", str(path), "--no-color", "--detail", "full", "--lang", lang, *option,
+        env={"COLUMNS": "4000"},  # the table follows COLUMNS (txt is 100 columns)
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     lines = arithmetic_lines(proc.stdout)

@@ -175,10 +175,10 @@ def explain(
         if show.worksheet and fmt in ("json", "torch"):  # data and code hold every number
             raise QkvcalcError("explain.worksheet_format", format=fmt)
         trace = _trace(source, inline, modern, limits, view, show, lang_code)
-        # Only a table printed on a terminal follows its width (and colours, unless it is
-        # txt); every other format, and any file, is laid out for the page (PAGE_WIDTH).
+        # Only a table printed on a terminal, and the step mode, follow its width (and colours,
+        # unless it is txt); every other format, and any file, is laid out for the page.
         width, color = PAGE_WIDTH, False
-        if show.output is None and fmt in FOLLOWS_TERMINAL:
+        if show.output is None and (fmt in FOLLOWS_TERMINAL or view.step):
             terminal = console(display.no_color)
             width, color = terminal.width, terminal.color_system is not None and fmt == "table"
         opts = RenderOptions(

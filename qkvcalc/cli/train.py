@@ -116,11 +116,11 @@ def _show(
     training: "Training", fmt: str, show: SimpleNamespace, display: SimpleNamespace, lang: str
 ) -> None:
     """Print the training (or step through it), and write --output."""
-    from qkvcalc.render import PAGE_WIDTH, RenderOptions
+    from qkvcalc.render import FOLLOWS_TERMINAL, PAGE_WIDTH, RenderOptions
     from qkvcalc.render.train import render_train, render_train_json, render_trained
 
-    width, color = PAGE_WIDTH, False
-    if fmt in ("table", "txt"):
+    width, color = PAGE_WIDTH, False  # txt is a document: 100 columns, as `explain` writes it
+    if fmt in FOLLOWS_TERMINAL or show.step:
         terminal = console(display.no_color)
         width, color = terminal.width, terminal.color_system is not None and fmt == "table"
     opts = RenderOptions(lang=lang, width=width, color=color)

@@ -68,7 +68,9 @@ EXTENSIONS: dict[str, str] = {
 
 
 PAGE_WIDTH = 100  # the width of every format but `table`, wherever it is written
-FOLLOWS_TERMINAL = ("table", "txt")  # the formats laid out at the width of the terminal
+# the format laid out at the terminal's width on standard output (and --step, in either of
+# its formats, table or txt); txt is a document, 100 columns on standard output as in a file
+FOLLOWS_TERMINAL = ("table",)
 
 
 def format_for(path: str | os.PathLike[str], default: str = "table") -> str:
