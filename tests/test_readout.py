@@ -14,6 +14,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+import qkvcalc
 from qkvcalc.i18n import Msg, translate
 from qkvcalc.input.problem import Problem
 from qkvcalc.plan.readout import (
@@ -143,10 +144,24 @@ def test_the_realistic_preset_is_what_its_reference_says():
 # ---- the reading line ---------------------------------------------------------------------------
 
 
-def test_percentages_add_up_to_100():
-    for weights in ([0.6200, 0.0743, 0.3057], [1 / 3] * 3, [0.5, 0.5], [1.0], [0.995, 0.005]):
+def test_percentages_add_up_to_100_and_equal_weights_get_equal_ones():
+    for weights in ([0.6200, 0.0743, 0.3057], [0.5, 0.5], [1.0], [0.995, 0.005]):
         assert whole_percentages(np.array(weights)).sum() == 100
     assert whole_percentages(np.zeros(3)).sum() == 0
+    # equal weights never read as different: the cross preset's 'le' row, and thirds
+    assert whole_percentages(np.array([0.7112, 0.0963, 0.0963, 0.0963])).tolist() == [71, 9, 9, 9]
+    assert whole_percentages(np.array([1 / 3] * 3)).tolist() == [33, 33, 33]
+    assert whole_percentages(np.array([0.4458, 0.4458, 0.1084])).tolist() == [44, 44, 11]
+    # equal remainders of different weights: the earlier key first, as before
+    assert whole_percentages(np.array([0.105, 0.205, 0.69])).tolist() == [11, 20, 69]
+
+
+def test_a_row_that_misses_100_for_its_equal_weights_says_so():
+    trace = _trace("cross")
+    text = qkvcalc.render(trace, "table", width=100)
+    assert "le → the 71%, cat 9%, is 9%, sleeping 9%" in text
+    assert "so a query whose equal weights cannot all take the" in text
+    assert "Equal weights" not in qkvcalc.render(_trace("sentence"), "table", width=100)
 
 
 @settings(max_examples=200, deadline=None)
@@ -173,10 +188,17 @@ def test_a_reading_line_adds_up_and_never_lists_a_masked_key(weights, k, data):
     if reading.all_masked:
         assert reading.total == 0
     else:
-        assert reading.total == 100
-        # the strongest first, and each percentage within a point of the exact share
+        # 100, unless equal weights could not all take the last points: then fewer points
+        # are missing than the keys of one weight
+        open_weights = w[allowed]
+        tied = max(int(np.isclose(open_weights, x, rtol=1e-12, atol=0).sum()) for x in open_weights)
+        assert 100 - tied < reading.total <= 100
+        # the strongest first, equal weights equal, each within a point of the exact share
         shares = [s.weight for s in reading.top]
         assert shares == sorted(shares, reverse=True)
+        for a, b in zip(reading.top, reading.top[1:], strict=False):
+            equal = np.isclose(a.weight, b.weight, rtol=1e-12, atol=0)
+            assert a.percent == b.percent or not equal
         total = w[allowed].sum()
         for s in reading.top:
             assert abs(s.percent - 100 * s.weight / total) < 1

@@ -152,6 +152,8 @@ MESSAGES: dict[str, str] = {
     "ui.reading_none": "every key masked",
     "note.reading_rounding": "Percentages are whole numbers, rounded so that each query's "
     "percentages add up to 100; <1% is a weight above 0 that rounds to 0.",
+    "note.reading_rounding_ties": "Equal weights always get equal percentages, so a query "
+    "whose equal weights cannot all take the last points adds up to a little less than 100.",
     "note.geometry": "One score as lengths and an angle: {query}·{key} = |q|·|k|·cos θ = "
     "{q_norm} × {k_norm} × {cos} = {value}.",
     "note.geometry_zero": "{query}·{key} = 0: the query or the key is the zero vector, so it "

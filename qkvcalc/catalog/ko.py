@@ -156,6 +156,8 @@ MESSAGES: dict[str, str] = {
     "ui.reading_none": "모든 Key가 마스킹됨",
     "note.reading_rounding": "백분율은 Query마다 합이 100이 되도록 반올림한 정수입니다. "
     "'1% 미만'은 0보다 크지만 반올림하면 0이 되는 가중치입니다.",
+    "note.reading_rounding_ties": "같은 가중치에는 언제나 같은 백분율을 주므로, 같은 가중치들이 "
+    "남은 점수를 모두 나눠 받을 수 없는 Query는 합이 100보다 조금 작습니다.",
     "note.geometry": "스코어 하나를 길이와 각도로 보면: {query}·{key} = |q|·|k|·cos θ = "
     "{q_norm} × {k_norm} × {cos} = {value}.",
     "note.geometry_zero": "{query}·{key} = 0: Query나 Key가 영벡터라 방향이 없으므로, 각도 θ가 "

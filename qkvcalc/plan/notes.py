@@ -61,16 +61,14 @@ def reading(
         allowed_rows = allowed
         if allowed is not None and extra:
             allowed_rows = np.hstack([allowed, np.ones((allowed.shape[0], len(extra)), bool)])
-        lines = [
-            readout.reading_msg(
-                queries[i],
-                readout.strongest_keys(
-                    w[i], None if allowed_rows is None else allowed_rows[i], keys
-                ),
-            )
+        readings = [
+            readout.strongest_keys(w[i], None if allowed_rows is None else allowed_rows[i], keys)
             for i in rows
         ]
+        lines = [readout.reading_msg(queries[i], r) for i, r in zip(rows, readings, strict=True)]
         notes = [Msg("note.reading_title"), *lines, Msg("note.reading_rounding")]
+        if any(r.top and not r.equal and r.total < 100 for r in readings):
+            notes.append(Msg("note.reading_rounding_ties"))  # equal weights kept equal
         if w.shape[1] == 1:
             notes.append(Msg("note.single_key"))
         return tuple(notes)

@@ -2,8 +2,10 @@
 
 - strongest_keys: one query's strongest keys as whole percentages, masked keys marked as
   masked. Rounding: the weights of the row's unmasked keys are turned into whole percentages
-  by the largest-remainder method, so they add up to exactly 100 (0 for a row whose every key
-  is masked); the keys not listed are summed into `rest`, so top + rest is 100 as well.
+  by the largest-remainder method, so they add up to 100 (0 for a row whose every key is
+  masked), and equal weights get equal percentages (a row where they cannot all take the
+  last points adds up to a little less); the keys not listed are summed into `rest`, so
+  top + rest is the row's total as well.
 - score_geometry: one score as two lengths and an angle, q·k = |q|·|k|·cos θ.
 - aligned_and_strongest: the key a query points along most closely, and the key it scores
   highest with; when they differ, the lesson is that a dot product weighs length too.
@@ -51,19 +53,34 @@ def _allowed(weights: np.ndarray, allowed_row: np.ndarray | Sequence[bool] | Non
 
 
 def whole_percentages(weights: np.ndarray) -> np.ndarray:
-    """Non-negative weights as whole percentages that add up to exactly 100 (largest remainder:
-    round every share down, then give the missing points to the largest remainders, the
-    earlier key first on a tie). All zeros stay all zeros."""
+    """Non-negative weights as whole percentages that add up to 100 (largest remainder: round
+    every share down, then give the missing points to the largest remainders). Equal weights
+    get equal percentages: the keys of one weight take the next points together, or, when
+    fewer points are left than they are, none of them does and the rest stay missing, so such
+    a row adds up to a little less than 100. All zeros stay all zeros."""
     w = np.asarray(weights, dtype=np.float64)
     total = float(w.sum())
     if w.size == 0 or total <= 0 or not math.isfinite(total):
         return np.zeros(w.shape, dtype=np.int64)
+    # the keys of each weight (equal up to rounding noise), each group given one share
+    groups: list[list[int]] = []
+    for j in np.argsort(-w, kind="stable").tolist():
+        if groups and math.isclose(w[j], w[groups[-1][0]], rel_tol=1e-12, abs_tol=0.0):
+            groups[-1].append(j)
+        else:
+            groups.append([j])
     exact = w / total * 100.0
+    for keys in groups:
+        exact[keys] = exact[keys[0]]
     floor = np.floor(exact).astype(np.int64)
     missing = 100 - int(floor.sum())
-    # stable sort on the remainders, largest first; ties keep key order
-    order = np.argsort(-(exact - floor), kind="stable")
-    floor[order[:missing]] += 1
+    # the largest remainders first; on equal remainders, the earlier key first
+    groups.sort(key=lambda keys: (-(exact[keys[0]] - floor[keys[0]]), keys[0]))
+    for keys in groups:
+        if len(keys) > missing:
+            break
+        floor[keys] += 1
+        missing -= len(keys)
     return floor
 
 
