@@ -199,7 +199,7 @@ MESSAGES: dict[str, str] = {
     "whatever its score: there is nothing to compete with. To see weights compete, try the "
     "sentence preset: qkvcalc explain --preset sentence.",
     "note.gqa_why": "Why share: when a model generates text it keeps every past token's keys "
-    "and values in a KV cache. With G = {kv_heads} key/value heads instead of H = {heads}, that "
+    "and values in a KV cache. With G = {kv_heads} instead of H = {heads} key/value heads, that "
     "cache is {ratio} times smaller, at little cost in quality (Ainslie et al. 2023).",
     "note.pad_rows": "The <pad> rows still get outputs: key_padding masks keys (columns), not "
     "queries (rows), so a padding token's query attends to the real tokens like any other. "
@@ -1500,8 +1500,8 @@ MESSAGES: dict[str, str] = {
     "causal mask, aligned bottom-right (the query is at the newest position, token {row}, and "
     "may see every cached key). Aligned top-left, as is_causal=True does for a 1×{keys} mask, "
     "it would see key 1 only: a classic cache bug.",
-    "note.decode_equal": "Stacked, the rows of the steps ({steps} in all) equal the ordinary "
-    "causal run computed all at once (largest difference {gap}).",
+    "note.decode_equal": "Stacked, the rows of the {steps} steps (the prefill is step 0) equal "
+    "the ordinary causal run computed all at once (largest difference {gap}).",
     "note.tiles_block": "Block {block} of {blocks}: keys {keys}.",
     "note.tiles_running_max": "Before the first block m = −∞, so m_1 is the first block's maximum.",
     "note.tiles_correction_first": "Before the first block m = −∞ and ℓ = 0, O = 0: there is "

@@ -1503,8 +1503,8 @@ MESSAGES: dict[str, str] = {
     "행이며 오른쪽 아래에 맞춥니다 (Query는 가장 새 위치인 토큰 {row}에 있고 캐시의 모든 Key를 "
     "볼 수 있습니다). is_causal=True처럼 1×{keys} 마스크를 왼쪽 위에 맞추면 Key 1만 보게 "
     "되며, 이는 전형적인 캐시 버그입니다.",
-    "note.decode_equal": "{steps}개 단계를 쌓은 결과는 한꺼번에 계산한 보통의 causal 실행과 "
-    "같습니다 (최대 차이 {gap}).",
+    "note.decode_equal": "{steps}개 단계(prefill이 0단계)의 행을 쌓은 결과는 한꺼번에 계산한 "
+    "보통의 causal 실행과 같습니다 (최대 차이 {gap}).",
     "note.tiles_block": "블록 {block}/{blocks}: Key {keys}.",
     "note.tiles_running_max": "첫 블록 전에는 m = −∞이므로 m_1은 첫 블록의 최댓값입니다.",
     "note.tiles_correction_first": "첫 블록 전에는 m = −∞, ℓ = 0, O = 0이라 보정할 것이 "
