@@ -368,3 +368,11 @@ def test_the_sdist_includes_docs():
 if __name__ == "__main__":
     write_cli_help()
     print(f"refreshed {CLI_MD.relative_to(ROOT)}")
+
+
+def test_the_readme_counts_the_hostile_inputs_there_are():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    [said] = re.findall(r"`tests/data/bad/` holds (\d+) hostile inputs", readme)
+    manifest = (ROOT / "tests" / "data" / "bad" / "MANIFEST.tsv").read_text(encoding="utf-8")
+    entries = [line for line in manifest.splitlines() if line and not line.startswith("#")]
+    assert int(said) == len(entries)

@@ -5,9 +5,10 @@ is fed — as a file argument, piped to stdin, or as command-line arguments — 
 message must contain). Pathological inputs too big to keep (a 200 MB file, 100,000 levels of
 nesting, a billion claimed elements) are generated into tmp_path here.
 
-Each run is a real `python -m qkvcalc` process with its address space capped (RLIMIT_AS), so
-a blow-up fails the test instead of the machine, and a generous timeout that only guards
-against a hang: nothing here asserts speed.
+The corpus runs through the real program inside one process of its own (tests/inprocess.py),
+a sample of it as a process per run; every such process has its address space capped
+(RLIMIT_AS), so a blow-up fails the test instead of the machine, and a generous timeout that
+only guards against a hang: nothing here asserts speed.
 """
 
 from __future__ import annotations
