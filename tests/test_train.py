@@ -28,7 +28,7 @@ from qkvcalc.render import RenderOptions
 from qkvcalc.render.train import about, render_train_text, sparkline, train_json
 from qkvcalc.run.engine import run
 from qkvcalc.run.train import DEFAULT_LR, DEFAULT_STEPS, Descent, train, without_fractions
-from tests.conftest import PINNED_ENV, ROOT, in_process, run_qkvcalc, spawn_qkvcalc
+from tests.conftest import PINNED_ENV, ROOT, in_process, one_message, run_qkvcalc, spawn_qkvcalc
 
 IT, CAT = 4, 1  # 'it' and 'cat' in the learn preset's sentence (0-based)
 
@@ -424,3 +424,21 @@ def test_a_typed_loss_replaces_the_problems_own():
     doc = json.loads(done.stdout)
     assert "target" in doc["problem"] and "attend" not in doc["problem"]
     assert doc["losses"][1] < doc["losses"][0]
+
+
+@pytest.mark.parametrize(
+    ("name", "redirect"), [("page.html", True), ("curve.svg", True), ("notes.md", False)]
+)
+def test_an_output_named_for_another_format_is_refused_before_training(tmp_path, name, redirect):
+    """--output gets the trained problem as JSON: page.html would be a JSON file named .html."""
+    target = tmp_path / name
+    result = in_process("train", "--preset", "learn", "--output", str(target))
+    one_message(result, str(target), ".json")
+    assert not target.exists()
+    said = f"--format {target.suffix[1:]} > {target}" in result.stderr
+    assert said == redirect
+    korean = in_process("train", "--preset", "learn", "--output", str(target), "--lang", "ko")
+    one_message(korean, ".json", "학습된 문제")
+    kept = tmp_path / "trained.json"
+    assert in_process("train", "--preset", "learn", "--output", str(kept)).returncode == 0
+    assert json.loads(kept.read_text(encoding="utf-8"))["attend"]

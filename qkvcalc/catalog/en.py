@@ -1639,6 +1639,11 @@ MESSAGES: dict[str, str] = {
     "have no gradient, so nothing would move.",
     "train.step_format": "--step shows the updates in the terminal, so it does not combine "
     "with --format {format} or --output.",
+    "train.output_not_json": "--output {path}: train writes the trained problem there, as JSON "
+    "in the input format, but the name ends in {ext}. Name the file .json.",
+    "train.output_not_json_redirect": "--output {path}: train writes the trained problem there, "
+    "as JSON in the input format, but the name ends in {ext}. Name the file .json; to keep the "
+    "{format} itself, redirect it: qkvcalc train … --format {format} > {path}",
     # ---- the interactive page (--format html: qkvcalc/render/page.py, page.js) ------------
     "page.language_name": "English",
     "page.present": "Present (p)",

@@ -1640,6 +1640,11 @@ MESSAGES: dict[str, str] = {
     "없으므로 움직일 것이 없습니다.",
     "train.step_format": "--step은 갱신을 터미널에 보여 주므로 다음과 함께 쓸 수 없습니다: "
     "--format {format}, --output",
+    "train.output_not_json": "--output {path}: train은 여기에 학습된 문제를 입력 형식의 JSON으로 "
+    "씁니다. 그런데 파일 이름이 {ext}(으)로 끝납니다. 파일 이름을 .json으로 하세요.",
+    "train.output_not_json_redirect": "--output {path}: train은 여기에 학습된 문제를 입력 형식의 "
+    "JSON으로 씁니다. 그런데 파일 이름이 {ext}(으)로 끝납니다. 파일 이름을 .json으로 하세요. "
+    "{format} 자체를 저장하려면 리디렉션하세요: qkvcalc train … --format {format} > {path}",
     # ---- the interactive page (--format html: qkvcalc/render/page.py, page.js) ------------
     "page.language_name": "한국어",
     "page.present": "발표 모드 (p)",

@@ -88,6 +88,8 @@ def train(
         if show.step and (fmt not in ("table", "txt") or show.output is not None):
             shown = fmt if fmt not in ("table", "txt") else "table"
             raise QkvcalcError("train.step_format", format=shown)
+        if show.output is not None:
+            _check_output_is_json(show.output)
         typed = {k: v for k, v in (("attend", source.attend), ("target", source.target)) if v}
         doc = gather(source.source, source.preset, typed, sys.stdin.buffer, sys.stdin.isatty(),
                      MAX_BYTES)  # fmt: skip
@@ -110,6 +112,20 @@ def train(
     if interrupted:
         say(translate("cli.interrupted", lang))
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _check_output_is_json(path: Path) -> None:
+    """--output gets the trained problem, as JSON: a name whose extension says another format
+    (page.html, curve.svg) is refused before training rather than filled with JSON."""
+    from qkvcalc.render import EXTENSIONS
+
+    ext = path.suffix.lower()
+    if not ext or ext == ".json" or ext not in EXTENSIONS:
+        return
+    shown = EXTENSIONS[ext]
+    if shown in {f.value for f in TrainFormat}:  # one train prints: say how to keep it
+        raise QkvcalcError("train.output_not_json_redirect", path=str(path), ext=ext, format=shown)
+    raise QkvcalcError("train.output_not_json", path=str(path), ext=ext)
 
 
 def _show(
