@@ -941,3 +941,15 @@ def test_the_quiz_tells_no_result_it_asks_for(cli, lang):
     for result in ("80%", "62%", "cats 31%", "71%", "cos θ = 1"):
         assert result in told, result
         assert result not in asked, result
+
+
+def test_a_mistyped_stage_gets_a_did_you_mean():
+    from tests.conftest import one_message
+
+    for typed, meant in (("scors", "scores"), ("2/scors", "2/scores"), ("weight", "weights")):
+        result = in_process("quiz", "--preset", "multihead", "--stages", typed)
+        one_message(result, f"no stage {typed!r}", f"did you mean {meant!r}?")
+    korean = in_process("quiz", "--preset", "multihead", "--stages", "scors", "--lang", "ko")
+    one_message(korean, "'scores'을(를) 뜻했나요?")
+    far = in_process("quiz", "--preset", "multihead", "--stages", "banana")
+    one_message(far, "no stage 'banana'; choose from")

@@ -624,6 +624,8 @@ MESSAGES: dict[str, str] = {
     "2/scores",
     "quiz.stage_unknown": "--stages: no stage {name!r}; choose from {known} (2/scores: head 2 "
     "only)",
+    "quiz.stage_unknown_suggest": "--stages: no stage {name!r}: did you mean {close!r}? Choose "
+    "from {known} (2/scores: head 2 only)",
     "quiz.stages_none": "--stages {names}: none of these is in this problem, which has: {known}",
     "quiz.no_problem": "no problem to work on: give --preset NAME, a JSON file (or - for "
     "standard input), or --random (try: qkvcalc quiz --preset doc)",

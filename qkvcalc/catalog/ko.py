@@ -626,6 +626,8 @@ MESSAGES: dict[str, str] = {
     "quiz.stage_head": "--stages {name}: 빗금 앞의 헤드는 2/scores처럼 자연수입니다",
     "quiz.stage_unknown": "--stages: 없는 단계 {name!r}. {known} 중에서 고르세요 (2/scores: 헤드 "
     "2만)",
+    "quiz.stage_unknown_suggest": "--stages: 없는 단계 {name!r}. {close!r}을(를) 뜻했나요? "
+    "{known} 중에서 고르세요 (2/scores: 헤드 2만)",
     "quiz.stages_none": "--stages {names}: 이 문제에는 이 중 어느 단계도 없습니다. 이 문제의 "
     "단계: {known}",
     "quiz.no_problem": "풀 문제가 없습니다. --preset NAME, JSON 파일(표준 입력은 -), --random 중 "

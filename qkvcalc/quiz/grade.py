@@ -83,6 +83,21 @@ def askable(stage: Stage) -> bool:
     return not OPS[stage.op].given
 
 
+def _unknown(name: str, known: list[str]) -> QkvcalcError:
+    """--stages NAME names no stage of the quiz: the error, with the closest stage when one is
+    close ('scors' → 'scores', '2/scors' → '2/scores')."""
+    import difflib
+
+    head_text, slash, sid = name.rpartition("/")
+    close = difflib.get_close_matches(sid, known, 1, 0.6)
+    if close and close[0] != sid:
+        suggestion = head_text + slash + close[0]
+        return QkvcalcError(
+            "quiz.stage_unknown_suggest", name=name, close=suggestion, known=", ".join(known)
+        )
+    return QkvcalcError("quiz.stage_unknown", name=name, known=", ".join(known))
+
+
 def select_keys(trace: Trace, names: Iterable[str] | None) -> list[str]:
     """The keys that `--stages q,k,2/scores` picks, in the trace's order.
 
@@ -105,7 +120,7 @@ def select_keys(trace: Trace, names: Iterable[str] | None) -> list[str]:
         head_text, _, sid = name.rpartition("/")
         head = int(head_text) if head_text.isdigit() else None
         if sid not in present or (head_text and head is None):
-            raise QkvcalcError("quiz.stage_unknown", name=name, known=", ".join(known))
+            raise _unknown(name, known)
         matches = [
             k
             for k, s in keys.items()
