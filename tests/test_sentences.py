@@ -158,3 +158,27 @@ def test_the_decode_score_count_is_the_cells_the_run_computes(prefill):
                 assert "n×m" not in why and "P×P" in why
             else:
                 assert "n(n + 1)/2" in why and "P(P − 1)/2" in why
+
+
+def test_a_scale_of_zero_or_below_is_said_for_what_it_does_not_as_a_temperature():
+    """T = 1/c is a temperature for c > 0 only: 'a smaller c flattens the weights' is false for
+    c < 0, where a smaller c sharpens them toward the smallest score, and c = 0 has no T."""
+    for scale, said, lang in (
+        ("-1", "A negative scale turns the scores' order round", "en"),
+        ("0", "A scale of 0 makes every scaled score 0", "en"),
+        ("-1", "음수 scale은 스코어의 순서를 뒤집습니다", "ko"),
+        ("0", "scale 0은 Q와 K가 무엇이든", "ko"),
+    ):
+        result = in_process(
+            "explain", "--preset", "sentence", "--scale", scale, "--lang", lang,
+            env={"COLUMNS": "400"},
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert said in result.stdout
+        assert (
+            "temperature T = 1/c" not in result.stdout and "온도(temperature)" not in result.stdout
+        )
+    positive = in_process(
+        "explain", "--preset", "sentence", "--scale", "0.5", env={"COLUMNS": "400"}
+    )
+    assert "temperature T = 1/c" in positive.stdout

@@ -172,6 +172,11 @@ MESSAGES: dict[str, str] = {
     "note.scale_temperature": "Multiplying the scores by a scale c is a softmax at temperature "
     "T = 1/c: a smaller c (higher T) flattens the weights toward equal shares, a larger c "
     "sharpens them toward the largest score. The default c = 1/√d_k is T = √d_k = {root}.",
+    "note.scale_zero": "A scale of 0 makes every scaled score 0, whatever Q and K are: the "
+    "weights no longer depend on them.",
+    "note.scale_negative": "A negative scale turns the scores' order round: of two keys, the one "
+    "with the smaller q·k gets the larger scaled score and, all else equal, the larger weight, "
+    "the opposite of what attention is for.",
     "note.shuffle": "Attention by itself does not see order: with no positional information and "
     "no causal mask, shuffling the tokens only shuffles the output rows the same way, each row's "
     "numbers unchanged. Order reaches attention only through positions (added to X, or rotated "

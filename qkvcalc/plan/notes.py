@@ -161,11 +161,15 @@ def _shares(
 
 
 def scaling_facts(p: Problem) -> tuple[Msg, ...]:
+    """Why √d_k, and the scale as a temperature: a positive scale's (the default's); a given
+    scale of 0 or below is no temperature, and is said for what it does."""
     root = f"{math.sqrt(p.d_k):.4g}"
-    return (
-        Msg("note.why_scale_variance", d_k=p.d_k, root=root),
-        Msg("note.scale_temperature", root=root),
+    temperature = (
+        Msg("note.scale_temperature", root=root)
+        if p.scale > 0
+        else Msg("note.scale_zero" if p.scale == 0 else "note.scale_negative")
     )
+    return (Msg("note.why_scale_variance", d_k=p.d_k, root=root), temperature)
 
 
 def key_facts(p: Problem, h: int | None) -> tuple[Msg, ...]:

@@ -29,6 +29,7 @@ KEPT = (
             "note.scale_given",
             "note.why_scale_variance",
             "note.scale_temperature",
+            "note.scale_negative",  # (not note.scale_zero: it says the scaled scores, all 0)
             "note.mask_convention",
             "note.causal_topleft",
             "note.causal_positions",
