@@ -156,8 +156,9 @@ MESSAGES: dict[str, str] = {
     "ui.reading_none": "모든 Key가 마스킹됨",
     "note.reading_rounding": "백분율은 Query마다 합이 100이 되도록 반올림한 정수입니다. "
     "'1% 미만'은 0보다 크지만 반올림하면 0이 되는 가중치입니다.",
-    "note.reading_rounding_ties": "같은 가중치에는 언제나 같은 백분율을 주므로, 같은 가중치들이 "
-    "남은 점수를 모두 나눠 받을 수 없는 Query는 합이 100보다 조금 작습니다.",
+    "note.reading_rounding_ties": "같은 가중치에는 언제나 같은 백분율을 주므로, 반올림하고 남은 "
+    "몇 퍼센트포인트를 같은 가중치들이 하나씩 모두 받을 수 없는 Query는 합이 100보다 조금 "
+    "작습니다.",
     "note.geometry": "스코어 하나를 길이와 각도로 보면: {query}·{key} = |q|·|k|·cos θ = "
     "{q_norm} × {k_norm} × {cos} = {value}.",
     "note.geometry_zero": "{query}·{key} = 0: Query나 Key가 영벡터라 방향이 없으므로, 각도 θ가 "
@@ -176,11 +177,11 @@ MESSAGES: dict[str, str] = {
     "note.scale_temperature": "스코어에 scale c를 곱하는 것은 온도(temperature) T = 1/c인 "
     "소프트맥스와 같습니다. c가 작을수록(T가 클수록) 가중치가 고르게 퍼지고, c가 클수록 가장 "
     "큰 스코어 쪽으로 쏠립니다. 기본값 c = 1/√d_k는 T = √d_k = {root}입니다.",
-    "note.scale_zero": "scale 0은 Q와 K가 무엇이든 스케일된 스코어를 모두 0으로 만듭니다. "
+    "note.scale_zero": "scale 0은 Q와 K가 무엇이든 스케일링된 스코어를 모두 0으로 만듭니다. "
     "가중치는 더 이상 Q와 K에 따라 달라지지 않습니다.",
     "note.scale_negative": "음수 scale은 스코어의 순서를 뒤집습니다. 두 Key 중 q·k가 작은 쪽이 "
-    "더 큰 스케일된 스코어를, 다른 조건이 같다면 더 큰 가중치를 받습니다. 어텐션이 하려는 일과 "
-    "반대입니다.",
+    "더 큰 스케일링된 스코어를, 다른 조건이 같다면 더 큰 가중치를 받습니다. 이는 어텐션이 "
+    "하려는 일과 반대입니다.",
     "note.shuffle": "어텐션 자체는 순서를 보지 못합니다. 위치 정보도 인과 마스크도 없으면, 토큰의 "
     "순서를 섞어도 출력 행들이 똑같이 섞일 뿐 각 행의 값은 그대로입니다. 순서는 위치 정보(X에 "
     "더하거나 Q와 K에 회전으로 넣는 방식)나 인과 마스크 같은 마스크를 통해서만 어텐션에 "
@@ -313,7 +314,7 @@ MESSAGES: dict[str, str] = {
     "Test Long: Attention with Linear Biases Enables Input Length Extrapolation'을 따름: 경사 "
     "1/2과 1/4은 헤드 8개에 대한 논문의 방법(2^-1, 2^-2, ..., 2^-8)의 처음 두 값입니다. "
     "alibi: true로 두면 헤드 2개짜리 모델은 대신 2^-4와 2^-8을 받습니다. 바이어스 -slope·|i - "
-    "j|는 인과 마스크 전에, 스케일된 스코어에 더합니다.",
+    "j|는 인과 마스크 전에, 스케일링된 스코어에 더합니다.",
     "preset.llama.reference": "qkvcalc용으로 만든 예제, Touvron et al. 2023, 'LLaMA: Open "
     "and Efficient Foundation Language Models'를 따라 Hugging Face의 LlamaAttention이 "
     "계산하는 대로: 바이어스 없는 q_proj, k_proj, v_proj, 헤드마다 rotate_half로 회전하는 "
@@ -975,7 +976,7 @@ MESSAGES: dict[str, str] = {
     "두 위치에 따라 정해집니다. 거리에 따라 커지는 ALiBi의 고정된 벌점이나, 상대 거리 "
     "구간마다 학습된 T5의 바이어스처럼 주어진 바이어스가 그 예입니다.",
     "stage.biased.title": "스코어 + 바이어스",
-    "stage.biased.why": "스케일된 스코어에 바이어스를 칸마다 더합니다. 음수 바이어스는 "
+    "stage.biased.why": "스케일링된 스코어에 바이어스를 칸마다 더합니다. 음수 바이어스는 "
     "벡터를 하나도 바꾸지 않고 그 Key가 선택될 가능성을 낮춥니다.",
     "stage.capped.title": "소프트캡(softcapping)",
     "stage.capped.why": "c·tanh(s/c)는 모든 스코어를 −c와 c 사이에 둡니다. 작은 스코어는 "
@@ -1511,7 +1512,7 @@ MESSAGES: dict[str, str] = {
     "볼 수 있습니다). is_causal=True처럼 1×{keys} 마스크를 왼쪽 위에 맞추면 Key 1만 보게 "
     "되며, 이는 전형적인 캐시 버그입니다.",
     "note.decode_equal": "{steps}개 단계(prefill이 0단계)의 행을 쌓은 결과는 한꺼번에 계산한 "
-    "보통의 causal 실행과 같습니다 (최대 차이 {gap}).",
+    "보통의 causal 어텐션 결과와 같습니다 (최대 차이 {gap}).",
     "note.tiles_block": "블록 {block}/{blocks}: Key {keys}.",
     "note.tiles_running_max": "첫 블록 전에는 m = −∞이므로 m_1은 첫 블록의 최댓값입니다.",
     "note.tiles_correction_first": "첫 블록 전에는 m = −∞, ℓ = 0, O = 0이라 보정할 것이 "
@@ -1647,11 +1648,13 @@ MESSAGES: dict[str, str] = {
     "없으므로 움직일 것이 없습니다.",
     "train.step_format": "--step은 갱신을 터미널에 보여 주므로 다음과 함께 쓸 수 없습니다: "
     "--format {format}, --output",
-    "train.output_not_json": "--output {path}: train은 여기에 학습된 문제를 입력 형식의 JSON으로 "
-    "씁니다. 그런데 파일 이름이 {ext}(으)로 끝납니다. 파일 이름을 .json으로 하세요.",
-    "train.output_not_json_redirect": "--output {path}: train은 여기에 학습된 문제를 입력 형식의 "
-    "JSON으로 씁니다. 그런데 파일 이름이 {ext}(으)로 끝납니다. 파일 이름을 .json으로 하세요. "
-    "{format} 자체를 저장하려면 리디렉션하세요: qkvcalc train … --format {format} > {path}",
+    "train.output_not_json": "--output {path}: train은 이 파일에 학습된 문제를 입력 형식의 "
+    "JSON으로 씁니다. 그런데 파일 이름이 {ext}(으)로 끝납니다. 파일 이름이 .json으로 끝나게 "
+    "하세요.",
+    "train.output_not_json_redirect": "--output {path}: train은 이 파일에 학습된 문제를 입력 "
+    "형식의 JSON으로 씁니다. 그런데 파일 이름이 {ext}(으)로 끝납니다. 파일 이름이 .json으로 "
+    "끝나게 하세요. {format} 출력 자체를 저장하려면 리디렉션하세요: qkvcalc train … --format "
+    "{format} > {path}",
     # ---- the interactive page (--format html: qkvcalc/render/page.py, page.js) ------------
     "page.language_name": "한국어",
     "page.present": "발표 모드 (p)",
