@@ -31,8 +31,10 @@ def line_at_a_time(stream: object) -> int | None:
     """The file descriptor of `stream` when it is a terminal that hands over whole lines
     (canonical mode: each read() returns one line, so nothing waits in the stream's buffer
     while its descriptor is waited on); None otherwise (a pipe, a file, a test's stand-in)."""
-    import termios
-
+    try:
+        import termios
+    except ImportError:  # no POSIX terminals here (Windows): read as it comes
+        return None
     try:
         fd = stream.fileno()  # type: ignore[attr-defined]
         return fd if termios.tcgetattr(fd)[3] & termios.ICANON else None
