@@ -953,3 +953,14 @@ def test_a_mistyped_stage_gets_a_did_you_mean():
     one_message(korean, "'scores'을(를) 뜻했나요?")
     far = in_process("quiz", "--preset", "multihead", "--stages", "banana")
     one_message(far, "no stage 'banana'; choose from")
+
+
+def test_a_head_the_problem_lacks_is_said_with_its_heads():
+    from tests.conftest import one_message
+
+    one_message(in_process("quiz", "--preset", "multihead", "--stages", "3/scores"),
+                "head 3 is not in this problem, whose heads are 1 to 2")  # fmt: skip
+    one_message(in_process("quiz", "--preset", "sentence", "--stages", "2/scores"),
+                "a single head", "write scores")  # fmt: skip
+    korean = in_process("quiz", "--preset", "multihead", "--stages", "3/scores", "--lang", "ko")
+    one_message(korean, "헤드 3이(가) 없습니다", "1부터 2까지")

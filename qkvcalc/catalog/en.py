@@ -631,6 +631,10 @@ MESSAGES: dict[str, str] = {
     "only)",
     "quiz.stage_unknown_suggest": "--stages: no stage {name!r}: did you mean {close!r}? Choose "
     "from {known} (2/scores: head 2 only)",
+    "quiz.stage_one_head": "--stages {name}: this problem has a single head, so its stages "
+    "carry no head number: write {sid}",
+    "quiz.stage_no_head": "--stages {name}: head {head} is not in this problem, whose heads "
+    "are 1 to {heads}",
     "quiz.stages_none": "--stages {names}: none of these is in this problem, which has: {known}",
     "quiz.no_problem": "no problem to work on: give --preset NAME, a JSON file (or - for "
     "standard input), or --random (try: qkvcalc quiz --preset doc)",

@@ -634,6 +634,10 @@ MESSAGES: dict[str, str] = {
     "2만)",
     "quiz.stage_unknown_suggest": "--stages: 없는 단계 {name!r}. {close!r}을(를) 뜻했나요? "
     "{known} 중에서 고르세요 (2/scores: 헤드 2만)",
+    "quiz.stage_one_head": "--stages {name}: 이 문제는 헤드가 하나뿐이라 단계에 헤드 번호가 "
+    "붙지 않습니다. 다음처럼 쓰세요: {sid}",
+    "quiz.stage_no_head": "--stages {name}: 이 문제에는 헤드 {head}이(가) 없습니다. 헤드는 "
+    "1부터 {heads}까지입니다",
     "quiz.stages_none": "--stages {names}: 이 문제에는 이 중 어느 단계도 없습니다. 이 문제의 "
     "단계: {known}",
     "quiz.no_problem": "풀 문제가 없습니다. --preset NAME, JSON 파일(표준 입력은 -), --random 중 "

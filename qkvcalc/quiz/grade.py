@@ -128,6 +128,12 @@ def select_keys(trace: Trace, names: Iterable[str] | None) -> list[str]:
             and (head is None or s.head == head)
             and (not at or k.endswith("@" + where))
         ]
+        if head is not None and not matches and not at:
+            heads = trace.problem.heads
+            if heads == 1:  # '2/scores' on one head: its stages carry no head number
+                raise QkvcalcError("quiz.stage_one_head", name=name, sid=sid)
+            if not 1 <= head <= heads:
+                raise QkvcalcError("quiz.stage_no_head", name=name, head=head, heads=heads)
         if (head is not None or at) and not matches:
             raise QkvcalcError("quiz.stage_unknown", name=name, known=", ".join(known))
         picked.update(k for k in matches if askable(keys[k]))
