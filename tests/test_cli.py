@@ -345,3 +345,21 @@ def test_a_typo_of_a_mask_kind_or_a_stage_id_is_told_the_word_it_meant(cli, args
         return
     assert result.exit_code == 2 and result.stdout == ""
     assert hint in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"), [("1 2, 0 1", "1 2; 0 1"), ("1, 2 3", "1; 2 3"), ("1 2,0 1", "1 2; 0 1")]
+)
+def test_commas_between_groups_of_numbers_are_taken_for_rows_and_refused(typed, meant):
+    """'1 2, 0 1' read as one row of four numbers would fail later at W_Q's rows, far from the
+    typing that caused it: refused where it was typed, with the rows it looks like."""
+    from tests.conftest import in_process, one_message
+
+    weights = ("--wq", "1 0; 0 1", "--wk", "1 0; 0 1", "--wv", "1 0; 0 1")
+    result = in_process("explain", "--x", typed, *weights)
+    one_message(result, f"--x {typed!r}", f'"{meant}"', "not both")
+    assert "in --x" not in result.stderr  # the message names the option once
+    for fine in ("1, 2; 0, 1", "1 2; 0 1", "1,2;0,1"):
+        assert in_process("explain", "--x", fine, *weights).returncode == 0
+    korean = in_process("explain", "--x", typed, *weights, "--lang", "ko")
+    one_message(korean, f'"{meant}"', "쉼표")

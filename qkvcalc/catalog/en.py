@@ -418,6 +418,9 @@ MESSAGES: dict[str, str] = {
     "input.inline": "in --{option}",
     "inline.grammar": "--{option} {text!r}: write a matrix as rows of numbers split by ';', "
     'e.g. "1 2; 3 4"',
+    "inline.comma_rows": "--{option} {text!r}: commas between groups of numbers would make one "
+    "row of them all; rows are split by ';' (\"{rows}\"), and the numbers of a row by spaces "
+    "or by commas, not both",
     # ---- arrays (.npz, .npy, tensors) and choosing stages (input/arrays.py, select.py) --
     "array.bad_file": "{origin} is not a numpy file qkvcalc can read: {reason}",
     "array.pickle": "{origin} holds Python objects, which qkvcalc never unpickles "

@@ -108,4 +108,9 @@ def parse_inline(text: str, option: str) -> Any:
     rows = [r for r in (row.strip() for row in _ROW_SPLIT.split(stripped)) if r]
     if not rows:
         raise QkvcalcError("inline.grammar", option=option, text=text)
+    for row in rows:  # '1 2, 0 1': groups of numbers split by commas look like rows
+        groups = [g.strip() for g in row.split(",")]
+        if len(groups) > 1 and any(re.search(r"\s", g) for g in groups):
+            rows_meant = "; ".join(" ".join(g.split()) for g in groups)
+            raise QkvcalcError("inline.comma_rows", option=option, text=text, rows=rows_meant)
     return [[c for c in _CELL_SPLIT.split(row) if c] for row in rows]

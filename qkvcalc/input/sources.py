@@ -76,6 +76,8 @@ def gather(
                 else:
                     value = parse_inline(text, key) if key != "tokens" else text
             except QkvcalcError as err:
+                if err.msg.key.startswith("inline."):  # it names the option already
+                    raise
                 raise err.within("input.inline", option=key) from None
         else:
             value = text
