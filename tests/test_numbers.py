@@ -49,7 +49,8 @@ def test_reads(text, value, exact):
         ("", "empty"),
         ("pi", "not a number qkvcalc reads"),
         ("1" * 65, "more than 64 characters"),
-        ("sqrt(" * 9 + "2" + ")" * 9, "not a number qkvcalc reads"),
+        ("sqrt(" * 9 + "2" + ")" * 9, "more than 8 deep"),
+        ("(" * 9 + "1" + ")" * 9, "more than 8 deep"),
         ("exp(1)", "not a number qkvcalc reads"),
     ],
 )

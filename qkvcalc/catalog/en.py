@@ -455,6 +455,8 @@ MESSAGES: dict[str, str] = {
     "a decimal, a fraction or a square root: 3, -0.5, 1/2, -3e-2, sqrt(2), 1/sqrt(2)",
     "number.empty": "{field}: an empty string is not a number",
     "number.too_long": "{field}: a number written with more than {limit} characters",
+    "number.too_deep": "{field}: {text!r} nests parentheses or sqrt( more than {limit} deep; "
+    "write the number more simply",
     "number.zero_division": "{field}: {text!r} divides by zero",
     "number.negative_sqrt": "{field}: {text!r} takes the square root of a negative number",
     "number.not_finite": "{field}: {text} is not a finite number; every number must be finite",

@@ -457,6 +457,8 @@ MESSAGES: dict[str, str] = {
     "분수, 제곱근으로 쓰세요: 3, -0.5, 1/2, -3e-2, sqrt(2), 1/sqrt(2)",
     "number.empty": "{field}: 빈 문자열은 숫자가 아닙니다",
     "number.too_long": "{field}: 숫자를 {limit}자보다 길게 썼습니다",
+    "number.too_deep": "{field}: {text!r}에서 괄호나 sqrt(가 {limit}겹보다 깊게 중첩됩니다. "
+    "숫자를 더 간단히 쓰세요",
     "number.zero_division": "{field}: {text!r}에서 0으로 나눕니다",
     "number.negative_sqrt": "{field}: {text!r}에서 음수의 제곱근을 구합니다",
     "number.not_finite": "{field}: 유한한 수가 아닙니다({text}). 모든 숫자는 유한해야 합니다",

@@ -109,7 +109,9 @@ class _Parser:
                 self.fail()
             self.depth += 1
             if self.depth > MAX_DEPTH:
-                self.fail()
+                raise QkvcalcError(
+                    "number.too_deep", field=self.field, text=self.text, limit=MAX_DEPTH
+                )
             inner = self.number()
             self.depth -= 1
             if self.take() != ("op", ")"):
