@@ -56,8 +56,8 @@ def test_reads(text, value, exact):
 )
 def test_refuses_with_a_reason(text, rule):
     with pytest.raises(QkvcalcError) as err:
-        parse_number(text, "W_Q[1][2]")
-    assert rule in str(err.value) and "W_Q[1][2]" in str(err.value)
+        parse_number(text, "W_Q[1,2]")
+    assert rule in str(err.value) and "W_Q[1,2]" in str(err.value)
 
 
 @given(st.fractions(max_denominator=10**6).filter(lambda f: abs(f) < 10**9))
