@@ -416,9 +416,8 @@ MESSAGES: dict[str, str] = {
     "big matrices of its input ({fields}): write it with --detail full to run it again",
     "input.from": "in {origin}",
     "input.inline": "in --{option}",
-    "inline.grammar": "--{option} {text!r}: write a matrix as rows of numbers split by ';', "
-    'e.g. "1 2; 3 4"',
-    "inline.comma_rows": "--{option} {text!r}: commas between groups of numbers would make one "
+    "inline.grammar": "{text!r}: write a matrix as rows of numbers split by ';', e.g. \"1 2; 3 4\"",
+    "inline.comma_rows": "{text!r}: commas between groups of numbers would make one "
     "row of them all; rows are split by ';' (\"{rows}\"), and the numbers of a row by spaces "
     "or by commas, not both",
     # ---- arrays (.npz, .npy, tensors) and choosing stages (input/arrays.py, select.py) --

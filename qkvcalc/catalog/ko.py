@@ -418,9 +418,8 @@ MESSAGES: dict[str, str] = {
     "빠져 있습니다: 다시 실행하려면 --detail full로 새로 쓰세요",
     "input.from": "{origin}에서",
     "input.inline": "--{option}에서",
-    "inline.grammar": "--{option} {text!r}: 행렬은 숫자로 된 행들을 ';'로 나누어 쓰세요. "
-    '예: "1 2; 3 4"',
-    "inline.comma_rows": "--{option} {text!r}: 숫자 묶음 사이의 쉼표로는 전부가 한 행이 됩니다. "
+    "inline.grammar": "{text!r}: 행렬은 숫자로 된 행들을 ';'로 나누어 쓰세요. 예: \"1 2; 3 4\"",
+    "inline.comma_rows": "{text!r}: 숫자 묶음 사이의 쉼표로는 전부가 한 행이 됩니다. "
     "행은 ';'로 나누고(\"{rows}\"), 한 행의 숫자는 공백이나 쉼표 중 하나로만 나누세요",
     # ---- arrays (.npz, .npy, tensors) and choosing stages (input/arrays.py, select.py) --
     "array.bad_file": "{origin}은(는) qkvcalc가 읽을 수 있는 numpy 파일이 아닙니다: {reason}",

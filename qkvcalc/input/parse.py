@@ -94,7 +94,7 @@ _ROW_SPLIT = re.compile(r"[;\n]")
 _CELL_SPLIT = re.compile(r"[\s,]+")
 
 
-def parse_inline(text: str, option: str) -> Any:
+def parse_inline(text: str) -> Any:
     """'1 2; 3 4' (rows split by ';', numbers by spaces or commas) -> [['1', '2'], ['3', '4']].
 
     A JSON literal ('[[1, 2], [3, 4]]') is read as JSON; a bare word ('causal') stays a word.
@@ -107,10 +107,10 @@ def parse_inline(text: str, option: str) -> Any:
         return stripped
     rows = [r for r in (row.strip() for row in _ROW_SPLIT.split(stripped)) if r]
     if not rows:
-        raise QkvcalcError("inline.grammar", option=option, text=text)
+        raise QkvcalcError("inline.grammar", text=text)
     for row in rows:  # '1 2, 0 1': groups of numbers split by commas look like rows
         groups = [g.strip() for g in row.split(",")]
         if len(groups) > 1 and any(re.search(r"\s", g) for g in groups):
             rows_meant = "; ".join(" ".join(g.split()) for g in groups)
-            raise QkvcalcError("inline.comma_rows", option=option, text=text, rows=rows_meant)
+            raise QkvcalcError("inline.comma_rows", text=text, rows=rows_meant)
     return [[c for c in _CELL_SPLIT.split(row) if c] for row in rows]

@@ -74,10 +74,8 @@ def gather(
                 if key != "tokens" and arrays.is_npy_path(text):  # --x x.npy
                     value = arrays.load_npy(read_file(text.strip(), limit), text.strip(), key)
                 else:
-                    value = parse_inline(text, key) if key != "tokens" else text
+                    value = parse_inline(text) if key != "tokens" else text
             except QkvcalcError as err:
-                if err.msg.key.startswith("inline."):  # it names the option already
-                    raise
                 raise err.within("input.inline", option=key) from None
         else:
             value = text
