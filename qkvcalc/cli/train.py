@@ -120,9 +120,9 @@ def _check_output_is_json(path: Path) -> None:
     from qkvcalc.render import EXTENSIONS
 
     ext = path.suffix.lower()
-    if not ext or ext == ".json" or ext not in EXTENSIONS:
+    shown = EXTENSIONS.get(ext, "json")  # no extension, or one no format has: left as named
+    if shown == "json":
         return
-    shown = EXTENSIONS[ext]
     if shown in {f.value for f in TrainFormat}:  # one train prints: say how to keep it
         raise QkvcalcError("train.output_not_json_redirect", path=str(path), ext=ext, format=shown)
     raise QkvcalcError("train.output_not_json", path=str(path), ext=ext)
