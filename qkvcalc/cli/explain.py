@@ -7,6 +7,7 @@ else. Errors: a QkvcalcError becomes one message on stderr and exit 2, nothing o
 # Annotations here are evaluated once, at import (no `from __future__ import annotations`):
 # typer reads the commands' signatures on every run, and string annotations would make it
 # eval every option's again on every run (about 10 ms).
+import importlib
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -39,6 +40,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.fields import FEATURE_OPTIONS
 from qkvcalc.input.limits import MAX_BYTES, MAX_ELEMENTS
+from qkvcalc.launch import loaded
 from qkvcalc.render import FORMATS
 
 # The formats are the renderers' table (qkvcalc.render.FORMATS), listed once, there.
@@ -148,7 +150,11 @@ EXPLAIN_DISPLAY = Group(
 )
 
 
-@command("explain", SOURCE, INLINE, MODERN, SHOW, EXPLAIN_DISPLAY, LIMITS, VIEW)
+# what every run reads, plans and runs with (its writer is loaded by the format it asks for)
+RUNS_ON = ("qkvcalc.input.sources", "qkvcalc.input.problem", "qkvcalc.run.engine")
+
+
+@command("explain", SOURCE, INLINE, MODERN, SHOW, EXPLAIN_DISPLAY, LIMITS, VIEW, loads_itself=True)
 def explain(
     source: SimpleNamespace,
     inline: SimpleNamespace,
@@ -174,6 +180,7 @@ def explain(
             raise QkvcalcError("page.two_langs_html", langs=",".join(langs), format=fmt)
         if show.worksheet and fmt in ("json", "torch"):  # data and code hold every number
             raise QkvcalcError("explain.worksheet_format", format=fmt)
+        _load(FORMATS[fmt][0] if not view.step else "qkvcalc.interactive.step")
         trace = _trace(source, inline, modern, limits, view, show, lang_code)
         # Only a table printed on a terminal, and the step mode, follow its width (and colours,
         # unless it is txt); every other format, and any file, is laid out for the page.
@@ -218,6 +225,14 @@ def explain(
         else:
             write(sys.stdout)
         sys.stdout.flush()
+
+
+def _load(writer: str) -> None:
+    """What the run reads, plans, runs and writes with, loaded: start-up is over (from here,
+    the console script collects garbage again, qkvcalc.launch.loaded)."""
+    for module in (*RUNS_ON, writer):
+        importlib.import_module(module)
+    loaded()
 
 
 def _trace(

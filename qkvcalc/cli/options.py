@@ -21,6 +21,7 @@ import typer
 
 from qkvcalc.cli.common import Lang, help_text
 from qkvcalc.input.fields import FEATURE_OPTIONS
+from qkvcalc.launch import loaded
 
 
 class Opt(NamedTuple):
@@ -83,15 +84,23 @@ def with_features(group: Group) -> Group:
     return Group(group.name, tuple(options))
 
 
-def command(name: str, *groups: Group) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def command(
+    name: str, *groups: Group, loads_itself: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A command made of option groups: typer reads the options of every group, in order, and
-    the function receives one namespace per group (explain(source=…, inline=…, …))."""
+    the function receives one namespace per group (explain(source=…, inline=…, …)).
+
+    Once its options are read, the console script's start-up is over (qkvcalc.launch.loaded):
+    unless `loads_itself`, where the function says so itself, once it has loaded the modules
+    it runs on (it imports them inside, so that its --help loads none)."""
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         params = [opt.parameter(name) for group in groups for opt in group.options]
 
         @functools.wraps(fn)
         def run(**values: Any) -> Any:
+            if not loads_itself:
+                loaded()
             return fn(
                 **{
                     group.name: SimpleNamespace(**{o.name: values[o.name] for o in group.options})

@@ -1,0 +1,163 @@
+"""How the console script starts (qkvcalc.launch): the garbage collector held while the program
+loads, what loading made frozen once the command has loaded what it runs on, and numpy's
+OpenBLAS workers told to sleep soon. Each run is a real process, started as the console script
+starts: `from qkvcalc.launch import main; main()`. A program that imports qkvcalc keeps its
+collector and its environment as they are.
+
+No test here measures time (benchmarks/bench.py does, against its floor): they check what
+start-up does, and the figures it was done for are in the README."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Run in the child: spies on the collector as qkvcalc.launch uses it and on the first import of
+# numpy, runs the console script's main on ARGV, and prints what they saw as JSON.
+CHILD = """
+import gc, json, os, sys
+import qkvcalc.launch as launch
+
+seen = {"freezes": []}
+
+class Collector:  # qkvcalc.launch's gc, noting each freeze
+    def __getattr__(self, name):
+        return getattr(gc, name)
+
+    def freeze(self):
+        seen["freezes"].append(
+            {"enabled": gc.isenabled(), "modules": sorted(m for m in sys.modules if "qkvcalc" in m)}
+        )
+        gc.freeze()
+
+class NumpyWatch:  # what the environment says when numpy (and its OpenBLAS) loads
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy" and "blas" not in seen:
+            seen["blas"] = os.environ.get("OPENBLAS_THREAD_TIMEOUT")
+            seen["held"] = not gc.isenabled()
+        return None
+
+launch.gc = Collector()
+sys.meta_path.insert(0, NumpyWatch())
+sys.argv = ["qkvcalc", *json.loads(sys.argv[1])]
+code = 0
+try:
+    launch.main()
+except SystemExit as done:
+    code = done.code
+sys.stdout.flush()
+seen.update(code=code, enabled=gc.isenabled(), frozen=gc.get_freeze_count())
+os.write(2, ("\\nSEEN " + json.dumps(seen) + "\\n").encode())
+"""
+
+
+def start(args: list[str], **env: str) -> dict:
+    environ = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    result = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**environ, "NO_COLOR": "1", "COLUMNS": "100", **env},
+    )
+    seen = result.stderr.rpartition("\nSEEN ")[2]
+    assert seen.startswith("{"), result.stderr[-2000:]
+    return {**json.loads(seen), "stdout": result.stdout, "stderr": result.stderr}
+
+
+@pytest.mark.parametrize(
+    ("args", "writer"),
+    [
+        (["explain", "--preset", "doc"], "qkvcalc.render.terminal"),
+        (["explain", "--preset", "doc", "--format", "json"], "qkvcalc.render.json_doc"),
+        (["explain", "--preset", "doc", "--format", "markdown"], "qkvcalc.render.markdown"),
+    ],
+    ids=["table", "json", "markdown"],
+)
+def test_explain_freezes_what_start_up_made_once_its_run_and_writer_are_loaded(args, writer):
+    seen = start(args)
+    assert seen["code"] in (0, None), seen["stderr"][-2000:]
+    assert "Q·Kᵀ" in seen["stdout"] or '"stages"' in seen["stdout"]
+    [freeze] = seen["freezes"]  # once, and the collector held until then
+    assert not freeze["enabled"]
+    for module in ("qkvcalc.input.problem", "qkvcalc.run.engine", "qkvcalc.plan.pipeline", writer):
+        assert module in freeze["modules"], f"{module} loaded after the freeze"
+    assert seen["enabled"], "the collector is back on for the run"
+    assert seen["frozen"] > 10_000  # the modules, classes and functions of start-up
+
+
+def test_every_other_command_collects_again_once_its_options_are_read(tmp_path):
+    problem = tmp_path / "p.json"
+    problem.write_text(
+        json.dumps(
+            {
+                "x": [[1, 2]],
+                "wq": [[1, 0], [0, 1]],
+                "wk": [[1, 1], [0, 1]],
+                "wv": [[1, 0], [1, 1]],
+                "target": [[0, 0]],
+            }
+        )
+    )
+    seen = start(["train", str(problem), "--steps", "2", "--format", "json"])
+    assert seen["code"] in (0, None), seen["stderr"][-2000:]
+    [freeze] = seen["freezes"]
+    assert not freeze["enabled"]
+    assert "qkvcalc.cli.train" in freeze["modules"]
+    assert seen["enabled"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["explain", "--heads", "two", "--preset", "doc"], ["presets", "list"], ["--version"]],
+    ids=["usage error", "presets", "version"],
+)
+def test_a_run_that_never_loads_a_command_gives_the_collector_back_unfrozen(args):
+    seen = start(args)
+    assert seen["freezes"] == []
+    assert seen["enabled"]
+    assert seen["frozen"] == 0
+
+
+def test_openblas_workers_sleep_soon_unless_the_environment_says_otherwise():
+    seen = start(["explain", "--preset", "doc", "--format", "json"])
+    assert seen["blas"] == "20", "set before numpy loads"
+    assert seen["held"]
+    assert (
+        start(["explain", "--preset", "doc", "--format", "json"], OPENBLAS_THREAD_TIMEOUT="28")[
+            "blas"
+        ]
+        == "28"
+    )
+
+
+def test_a_program_that_imports_qkvcalc_keeps_its_collector_and_environment():
+    """The library (and the CLI called in-process, as the tests' runner does) leaves gc and
+    os.environ alone: holding and freezing are the console script's own."""
+    from typer.testing import CliRunner
+
+    import qkvcalc
+    from qkvcalc.cli import app
+    from qkvcalc.launch import loaded
+
+    frozen = gc.get_freeze_count()
+    blas = os.environ.get("OPENBLAS_THREAD_TIMEOUT")
+    qkvcalc.render(
+        qkvcalc.explain(x=[1, 2], wq=[[1, 0], [0, 1]], wk=[[1, 1], [0, 1]], wv=[[1, 0], [1, 1]]),
+        "markdown",
+    )
+    result = CliRunner().invoke(app, ["explain", "--preset", "doc", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    loaded()
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen
+    assert os.environ.get("OPENBLAS_THREAD_TIMEOUT") == blas
