@@ -80,3 +80,27 @@ def test_any_text_is_a_number_or_a_clear_error(text):
         assert str(err).startswith("FIELD"), str(err)  # the message names the field first
     else:
         assert math.isfinite(number.value)
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"q_norm": [1, 1], "norm_eps": 10**400}, "norm_eps: 10000000… (401 digits)"),
+        ({"softcap": 10**400}, "softcap: 10000000… (401 digits)"),
+        ({"rope": {"theta": 10**400}}, "rope.theta: 10000000… (401 digits)"),
+        ({"window": 10**5000}, "window: ≈10^5000"),  # past Python's own 4,300 digits
+        ({"x": [[10**5000, 2]]}, "X[1,1]: ≈10^5000"),
+    ],
+    ids=["norm_eps", "softcap", "rope theta", "window", "a cell"],
+)
+def test_an_integer_beyond_float64_is_one_message_naming_its_field(fields, named):
+    """A feature's number from a Python call (JSON stops at 4,300 digits) is checked as a cell
+    is: one QkvcalcError that names the field and says it is too large (hypothesis found
+    norm_eps = a 400-digit integer ending in OverflowError)."""
+    import qkvcalc
+
+    doc = {"x": [[1, 2]], "wq": [[1, 0], [0, 1]], "wk": [[1, 0], [0, 1]], "wv": [[1, 0], [0, 1]]}
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.explain(**{**doc, **fields})
+    assert str(err.value).startswith(named)
+    assert "too large" in str(err.value)

@@ -37,17 +37,25 @@ def _fail_cell(field_name: str, where: str, value: object) -> QkvcalcError:
     return QkvcalcError("matrix.not_number", field=name, where=where, value=shown(value))
 
 
+def _too_large(value: Any, field: str) -> QkvcalcError:
+    """An integer beyond float64 (hundreds of digits), shown by its first digits and length."""
+    try:
+        digits = str(abs(int(value)))
+    except ValueError:  # past Python's own limit on writing an integer (4,300 digits)
+        return QkvcalcError(
+            "number.too_large", field=field, text=f"≈10^{int(int(value).bit_length() * 0.30103)}"
+        )
+    return QkvcalcError(
+        "number.too_large", field=field, text=f"{digits[:8]}… ({len(digits)} digits)"
+    )
+
+
 def cell(value: object, field_name: str, where: str, exact: bool) -> Number:
     if type(value) is int or type(value) is float or isinstance(value, np.integer | np.floating):
         try:
             number = float(value)
         except OverflowError:  # an integer of hundreds of digits: beyond float64
-            digits = str(abs(value))
-            raise QkvcalcError(
-                "number.too_large",
-                field=f"{DISPLAY.get(field_name, field_name)}{where}",
-                text=f"{digits[:8]}… ({len(digits)} digits)",
-            ) from None
+            raise _too_large(value, f"{DISPLAY.get(field_name, field_name)}{where}") from None
         if math.isfinite(number):
             return Number(number, exact_of_float(number) if exact else None)
     elif isinstance(value, str):
@@ -118,7 +126,10 @@ def positive(raw: Any, field: str, *, integer: bool = False) -> Number:
     if isinstance(raw, str):
         number = parse_number(raw, field)
     elif isinstance(raw, int | float | np.integer | np.floating) and not isinstance(raw, bool):
-        value = float(raw)
+        try:
+            value = float(raw)
+        except OverflowError:  # an integer of hundreds of digits: beyond float64
+            raise _too_large(raw, field) from None
         if math.isfinite(value):
             number = Number(value, Fraction(value) if integer or float(raw).is_integer() else None)
     if number is None or not number.value > 0:
