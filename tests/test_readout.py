@@ -156,6 +156,67 @@ def test_percentages_add_up_to_100_and_equal_weights_get_equal_ones():
     assert whole_percentages(np.array([0.105, 0.205, 0.69])).tolist() == [11, 20, 69]
 
 
+def _percentages_key_by_key(weights: np.ndarray) -> list[int]:
+    """The largest-remainder rule as its docstring says it, one group of equal weights at a
+    time: what whole_percentages' vectorised path for rows without ties must agree with."""
+    w = np.asarray(weights, dtype=np.float64)
+    total = float(w.sum())
+    if w.size == 0 or total <= 0:
+        return [0] * w.size
+    groups: list[list[int]] = []
+    for j in sorted(range(w.size), key=lambda j: -w[j]):
+        if groups and math.isclose(w[j], w[groups[-1][0]], rel_tol=1e-12, abs_tol=0.0):
+            groups[-1].append(j)
+        else:
+            groups.append([j])
+    exact = [0.0] * w.size
+    for keys in groups:
+        for j in keys:
+            exact[j] = float(w[keys[0]]) / total * 100.0
+    out = [math.floor(e) for e in exact]
+    missing = 100 - sum(out)
+    for keys in sorted(groups, key=lambda keys: (-(exact[keys[0]] - out[keys[0]]), keys[0])):
+        if len(keys) > missing:
+            break
+        for j in keys:
+            out[j] += 1
+        missing -= len(keys)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.floats(0, 1, allow_nan=False),
+            st.sampled_from([0.0, 0.25, 1 / 3, 0.1 + 0.2, 0.3, 1e-300, 5e-324]),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.booleans(),
+)
+@example([1 / 3, math.nextafter(1 / 3, 1), math.nextafter(1 / 3, 0)], False)  # noise: one group
+@example([1.0, 1.0 + 2.5e-12, 0.5], False)  # just past the noise: two groups
+def test_percentages_agree_with_the_rule_key_by_key(values, softmaxed):
+    """Rows with and without (near-)equal weights, raw or as a softmax makes them (a real
+    layer's rows have no ties and take the vectorised path; the others the grouped one)."""
+    w = np.array(values)
+    if softmaxed:
+        w = np.exp(w * 30 - (w * 30).max())
+        w = w / w.sum()
+    assert whole_percentages(w).tolist() == _percentages_key_by_key(w)
+
+
+def test_a_real_layers_rows_agree_with_the_rule_key_by_key():
+    rng = np.random.default_rng(7)
+    s = rng.standard_normal((64, 1024)) * 3
+    w = np.exp(s - s.max(axis=1, keepdims=True))
+    w /= w.sum(axis=1, keepdims=True)
+    for row in w:
+        assert whole_percentages(row).tolist() == _percentages_key_by_key(row)
+
+
 def test_a_row_that_misses_100_for_its_equal_weights_says_so():
     trace = _trace("cross")
     text = qkvcalc.render(trace, "table", width=100)

@@ -21,6 +21,7 @@ def read_limited(stream: IO[bytes], limit: int = MAX_BYTES) -> bytearray:
     chunk at a time: memory follows what the input holds, not the limit (--max-bytes 1e12 on a
     300-byte file allocates nothing like a terabyte)."""
     data = bytearray()
+    started = False  # its first chunk looked at (_check_start): once, not again every chunk
     while True:
         chunk = stream.read(min(CHUNK, limit + 1 - len(data)))
         if not chunk:
@@ -28,8 +29,9 @@ def read_limited(stream: IO[bytes], limit: int = MAX_BYTES) -> bytearray:
         data += chunk
         if len(data) > limit:
             raise QkvcalcError("input.too_big", limit=limit)
-        if len(data) >= CHUNK:  # more is coming: is this the start of anything at all?
+        if not started and len(data) >= CHUNK:  # more is coming: the start of anything at all?
             _check_start(data)
+            started = True
 
 
 # What an input can start with: JSON (a BOM and whitespace first, then a value's first

@@ -9,6 +9,7 @@ the engine once the values exist, from qkvcalc.plan.readout's plain functions.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -28,15 +29,17 @@ ValueOf = Callable[[Ref], np.ndarray]
 MAX_READ = 12  # queries read out under the weights; more are said to be left out
 
 
-def _names(tokens: tuple[str, ...]) -> list[str]:
+@functools.lru_cache(maxsize=4)
+def _names(tokens: tuple[str, ...]) -> tuple[str, ...]:
     """Token names as every sentence shows them: control characters escaped, long ones cut,
     and a name that repeats followed by its position ("cat (2)", "cat (5)"), so that a
-    sentence names one token."""
+    sentence names one token. Made once for a problem's tokens, not again by every head's
+    notes (12 heads of 1024 tokens: 0.1 s of a GPT-2 layer's run)."""
     names = [safe(t) for t in tokens]
     counts: dict[str, int] = {}
     for name in names:
         counts[name] = counts.get(name, 0) + 1
-    return [f"{name} ({j + 1})" if counts[name] > 1 else name for j, name in enumerate(names)]
+    return tuple(f"{name} ({j + 1})" if counts[name] > 1 else name for j, name in enumerate(names))
 
 
 DECIMALS = 4  # the numbers of these sentences

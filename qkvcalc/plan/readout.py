@@ -62,14 +62,25 @@ def whole_percentages(weights: np.ndarray) -> np.ndarray:
     total = float(w.sum())
     if w.size == 0 or total <= 0 or not math.isfinite(total):
         return np.zeros(w.shape, dtype=np.int64)
+    order = np.argsort(-w, kind="stable")
+    exact = w / total * 100.0
+    floor = np.floor(exact).astype(np.int64)
+    missing = 100 - int(floor.sum())
+    ranked = w[order]
+    gaps = ranked[:-1] - ranked[1:]  # ≥ 0: neighbours in descending order
+    if np.all(gaps > 2e-12 * np.maximum(np.abs(ranked[:-1]), np.abs(ranked[1:]))):
+        # no two weights equal, even up to rounding noise (a real layer's rows): each key is
+        # a group of its own, and the largest remainders, earlier key first on a tie, gain
+        by_remainder = np.lexsort((np.arange(w.size), -(exact - floor)))
+        floor[by_remainder[:missing]] += 1
+        return floor
     # the keys of each weight (equal up to rounding noise), each group given one share
     groups: list[list[int]] = []
-    for j in np.argsort(-w, kind="stable").tolist():
+    for j in order.tolist():
         if groups and math.isclose(w[j], w[groups[-1][0]], rel_tol=1e-12, abs_tol=0.0):
             groups[-1].append(j)
         else:
             groups.append([j])
-    exact = w / total * 100.0
     for keys in groups:
         exact[keys] = exact[keys[0]]
     floor = np.floor(exact).astype(np.int64)
@@ -139,7 +150,7 @@ def strongest_keys(
     if k < 1:
         raise ValueError("k must be at least 1")
     allowed = _allowed(w, allowed_row)
-    masked = tuple(str(tokens[int(j)]) for j in np.flatnonzero(~allowed))
+    masked = tuple([str(tokens[j]) for j in np.flatnonzero(~allowed).tolist()])
     open_keys = np.flatnonzero(allowed)
     if open_keys.size == 0 or float(w[open_keys].sum()) <= 0:
         # every key masked: the weights are all 0 (PyTorch's convention), nothing to read

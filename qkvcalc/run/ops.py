@@ -43,7 +43,8 @@ def row_max(s: np.ndarray) -> np.ndarray:
 
 def shifted_exp(s: np.ndarray, top: np.ndarray) -> np.ndarray:
     # [n, m] - [n, 1] -> [n, m]: each ≤ 1, so e^s cannot overflow; e^(−∞) = 0
-    return np.exp(s - top[:, None])
+    e = s - top[:, None]
+    return np.exp(e, out=e)  # in the difference's own memory: one new [n, m], not two
 
 
 def normalise(e: np.ndarray, row_sum: np.ndarray) -> np.ndarray:
