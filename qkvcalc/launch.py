@@ -40,7 +40,7 @@ _frozen = False  # what start-up made is frozen: once a process (a later run in 
 
 
 def hold_collector() -> None:
-    """No cyclic garbage collection until `loaded`: starting makes only what lasts."""
+    """No cyclic garbage collection until `loaded`: nearly all that starting makes lasts."""
     global _holding
     if gc.isenabled():
         gc.disable()

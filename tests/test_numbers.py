@@ -104,3 +104,38 @@ def test_an_integer_beyond_float64_is_one_message_naming_its_field(fields, named
         qkvcalc.explain(**{**doc, **fields})
     assert str(err.value).startswith(named)
     assert "too large" in str(err.value)
+
+
+@pytest.mark.parametrize("field", ["heads", "kv_heads", "mask", "alibi", "causal_align"])
+def test_an_integer_past_pythons_own_digits_is_named_in_the_message(field):
+    """labels.shown could not write an integer of more than 4,300 digits (Python refuses to):
+    the message of a field that takes no such number shows it as ≈10^N instead."""
+    import qkvcalc
+
+    doc = {"x": [[1, 2]], "wq": [[1, 0], [0, 1]], "wk": [[1, 0], [0, 1]], "wv": [[1, 0], [0, 1]]}
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.explain(**doc, **{field: 10**5000})
+    assert "≈10^5000" in str(err.value)
+
+
+def test_a_negative_integer_beyond_float64_is_not_positive():
+    import qkvcalc
+
+    doc = {"x": [[1, 2]], "wq": [[1, 0], [0, 1]], "wk": [[1, 0], [0, 1]], "wv": [[1, 0], [0, 1]]}
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.explain(**doc, softcap=-(10**400))
+    assert str(err.value).startswith("softcap must be a number greater than 0")
+
+
+def test_tokens_given_as_lists_still_name_the_rows():
+    """A Problem changed by hand (dataclasses.replace) with lists for its tokens is read as
+    the tuples Problem makes (the notes' token names are made once per tuple of tokens)."""
+    import dataclasses
+
+    import qkvcalc
+    from qkvcalc.input.problem import Problem
+    from qkvcalc.run.engine import run
+
+    doc = {"x": [[1, 2]], "wq": [[1, 0], [0, 1]], "wk": [[1, 0], [0, 1]], "wv": [[1, 0], [0, 1]]}
+    problem = dataclasses.replace(Problem.from_mapping(doc), tokens=["cat"], source_tokens=["dog"])
+    assert "cat → dog 100%" in qkvcalc.render(run(problem), "markdown")

@@ -129,6 +129,8 @@ def positive(raw: Any, field: str, *, integer: bool = False) -> Number:
         try:
             value = float(raw)
         except OverflowError:  # an integer of hundreds of digits: beyond float64
+            if raw < 0:
+                raise QkvcalcError("variant.not_positive", field=field, value=shown(raw)) from None
             raise _too_large(raw, field) from None
         if math.isfinite(value):
             number = Number(value, Fraction(value) if integer or float(raw).is_integer() else None)

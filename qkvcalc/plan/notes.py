@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,8 +29,12 @@ ValueOf = Callable[[Ref], np.ndarray]
 MAX_READ = 12  # queries read out under the weights; more are said to be left out
 
 
+def _names(tokens: Sequence[str]) -> tuple[str, ...]:
+    return _names_of(tuple(tokens))  # a list given for a Problem's tokens works too
+
+
 @functools.lru_cache(maxsize=4)
-def _names(tokens: tuple[str, ...]) -> tuple[str, ...]:
+def _names_of(tokens: tuple[str, ...]) -> tuple[str, ...]:
     """Token names as every sentence shows them: control characters escaped, long ones cut,
     and a name that repeats followed by its position ("cat (2)", "cat (5)"), so that a
     sentence names one token. Made once for a problem's tokens, not again by every head's
