@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Context, Decimal
 
 from qkvcalc.i18n import Msg
@@ -72,6 +73,25 @@ def json_kind(value: object) -> Msg:
     return Msg(f"kind.{_KINDS.get(type(value), 'value')}")
 
 
+def long_integer(value: int) -> str:
+    """An integer too long for a message: its first digits and its length ('10000000… (401
+    digits)'), or ≈10^N past the 4,300 digits Python itself will write out."""
+    try:
+        digits = str(abs(value))
+    except ValueError:  # past Python's own limit on writing an integer
+        return f"≈10^{int(value.bit_length() * math.log10(2))}"
+    return f"{digits[:8]}… ({len(digits)} digits)"
+
+
+def closest(word: str, known: Sequence[str], cutoff: float = 0.6) -> str | None:
+    """The known word a typo most likely meant ('causl' → 'causal'), if one is close enough:
+    every "did you mean" of the messages."""
+    import difflib  # here: the command line's start-up does not need it
+
+    found = difflib.get_close_matches(word, known, n=1, cutoff=cutoff)
+    return found[0] if found else None
+
+
 def shown(value: object, limit: int = 40) -> str:
     """A value from the input, for a message, as the user wrote it: in JSON's spelling (null,
     true, "text"), or Python's repr for what JSON cannot spell; cut short at `limit`."""
@@ -80,10 +100,7 @@ def shown(value: object, limit: int = 40) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):  # numpy scalars, NaN, objects from a Python caller
-        try:
-            text = repr(value)
-        except ValueError:  # an integer past Python's own 4,300 digits
-            text = f"≈10^{int(int(value).bit_length() * 0.30103)}"  # type: ignore[call-overload]
+        text = long_integer(value) if isinstance(value, int) else repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -9,12 +9,12 @@ the final output is the whole run's), so nothing a shown stage refers to goes mi
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.labels import closest
 from qkvcalc.trace import Stage, Trace
 
 
@@ -70,12 +70,12 @@ def select(
             base = re.split(r"[@#\[(:]", unknown[0], maxsplit=1)[0]
             if base != unknown[0] and base in valid:
                 raise QkvcalcError("select.qualified_stage", id=unknown[0], base=base)
-            close = difflib.get_close_matches(unknown[0], valid, 1, 0.6)  # 'score' → 'scores'
-            if close:
+            close = closest(unknown[0], valid)  # 'score' → 'scores'
+            if close is not None:
                 raise QkvcalcError(
                     "select.unknown_stage_suggest",
                     id=unknown[0],
-                    close=close[0],
+                    close=close,
                     valid=", ".join(valid),
                 )
             raise QkvcalcError("select.unknown_stage", id=unknown[0], valid=", ".join(valid))

@@ -9,7 +9,7 @@ import re
 from typing import Any, NamedTuple
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.labels import shown
+from qkvcalc.labels import closest, shown
 
 # positions, windows, RoPE, ALiBi, score biases, q/k norm (read by input/variants.py), and the
 # plug-in features' keys (each read by its module in qkvcalc/features/)
@@ -131,10 +131,8 @@ def canonical_key(key: object) -> str:
     found = known_key(key)
     if found is None:
         key = key if len(key) <= 40 else key[:39] + "…"  # a 1,000-character key, abbreviated
-        import difflib  # only for a key nobody knows: the command line starts without it
-
-        close = difflib.get_close_matches(_norm(key), list(_CANONICAL), n=1, cutoff=0.5)
-        if close:
-            raise QkvcalcError("key.unknown_suggest", key=key, suggestion=_CANONICAL[close[0]])
+        close = closest(_norm(key), list(_CANONICAL), cutoff=0.5)
+        if close is not None:
+            raise QkvcalcError("key.unknown_suggest", key=key, suggestion=_CANONICAL[close])
         raise QkvcalcError("key.unknown", key=key, known=", ".join(FIELDS))
     return found

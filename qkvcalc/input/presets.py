@@ -6,12 +6,12 @@ qkvcalc/presets/. Both places are looked in, so a checkout and an install behave
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.input.parse import load_json
+from qkvcalc.labels import closest
 
 _PACKAGE = Path(__file__).resolve().parent.parent  # the folder of qkvcalc itself
 
@@ -31,9 +31,9 @@ def names() -> list[str]:
 def path_of(name: str) -> Path:
     known = names()
     if name not in known:
-        close = difflib.get_close_matches(name, known, n=1)
-        if close:
-            raise QkvcalcError("cli.preset_unknown_suggest", name=name, suggestion=close[0])
+        close = closest(name, known)
+        if close is not None:
+            raise QkvcalcError("cli.preset_unknown_suggest", name=name, suggestion=close)
         raise QkvcalcError("cli.preset_unknown", name=name, names=", ".join(known))
     return preset_dir() / f"{name}.json"
 

@@ -24,7 +24,7 @@ from qkvcalc.input.limits import MAX_ELEMENTS
 from qkvcalc.input.loss import Loss, read_loss
 from qkvcalc.input.numbers import Number, parse_number
 from qkvcalc.input.variants import Variants, read_variants
-from qkvcalc.labels import json_kind, shape_text, shown
+from qkvcalc.labels import closest, json_kind, shape_text, shown
 
 MAX_HEADS = 1024
 
@@ -622,11 +622,9 @@ def _read_mask(doc: dict[str, Any], n: int, m: int) -> tuple[str, np.ndarray | N
         return raw_mask.strip().lower(), None
     if not isinstance(raw_mask, list | tuple):
         if isinstance(raw_mask, str):  # a typo of a kind: 'causl' means 'causal'
-            import difflib
-
-            close = difflib.get_close_matches(raw_mask.strip().lower(), ["none", "causal"], 1, 0.6)
-            if close:
-                raise QkvcalcError("mask.unknown_suggest", value=shown(raw_mask), kind=close[0])
+            close = closest(raw_mask.strip().lower(), ["none", "causal"])
+            if close is not None:
+                raise QkvcalcError("mask.unknown_suggest", value=shown(raw_mask), kind=close)
         raise QkvcalcError("mask.unknown", value=shown(raw_mask))
     if raw_mask and not isinstance(raw_mask[0], list | tuple):
         raw_mask = [raw_mask]

@@ -26,7 +26,6 @@ n×H·d_v) is graded as that named mistake (quiz/mistakes.py).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import math
 import re
@@ -38,7 +37,7 @@ import numpy as np
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.input.numbers import parse_number
-from qkvcalc.labels import safe, shape_text
+from qkvcalc.labels import closest, safe, shape_text
 from qkvcalc.plan import ids
 from qkvcalc.quiz.grade import (
     MISSING,
@@ -197,9 +196,9 @@ def read_sheet(
                 "quiz.sheet_key_head", key=given, heads=heads, suggestion=suggestion, last=last
             )
         if key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
-            if close:
-                raise QkvcalcError("quiz.sheet_key_suggest", key=given, suggestion=close[0])
+            close = closest(key, known)
+            if close is not None:
+                raise QkvcalcError("quiz.sheet_key_suggest", key=given, suggestion=close)
             raise QkvcalcError("quiz.sheet_key", key=given, known=", ".join(known))
         if key in sheet:
             raise QkvcalcError("key.duplicate", key=given, canonical=key)

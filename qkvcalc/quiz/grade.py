@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.labels import closest
 from qkvcalc.plan import ids
 from qkvcalc.quiz.mistakes import Mistake, recognise
 from qkvcalc.quiz.tolerance import agrees
@@ -86,12 +87,10 @@ def askable(stage: Stage) -> bool:
 def _unknown(name: str, known: list[str]) -> QkvcalcError:
     """--stages NAME names no stage of the quiz: the error, with the closest stage when one is
     close ('scors' → 'scores', '2/scors' → '2/scores')."""
-    import difflib
-
     head_text, slash, sid = name.rpartition("/")
-    close = difflib.get_close_matches(sid, known, 1, 0.6)
-    if close and close[0] != sid:
-        suggestion = head_text + slash + close[0]
+    close = closest(sid, known)
+    if close is not None and close != sid:
+        suggestion = head_text + slash + close
         return QkvcalcError(
             "quiz.stage_unknown_suggest", name=name, close=suggestion, known=", ".join(known)
         )
