@@ -127,7 +127,7 @@ class Stage:
         return self.spec.cols
 
     @property
-    def op(self) -> str:  # a key of qkvcalc.run.ops.OPS: project, matmul, scale, exp …
+    def op(self) -> str:  # a key of qkvcalc.ops.table.OPS: project, matmul, scale, exp …
         return self.spec.op
 
     @property
@@ -209,21 +209,21 @@ class Stage:
     @property
     def is_product(self) -> bool:
         """A matrix product with named operands, shown as A·B = C beside its table."""
-        from qkvcalc.run.ops import OPS
+        from qkvcalc.ops.table import OPS
 
         return OPS[self.op].product and bool(self.names)
 
     @property
     def in_words(self) -> bool:
         """Shown as a sentence per row instead of a table (the split into heads)."""
-        from qkvcalc.run.ops import OPS
+        from qkvcalc.ops.table import OPS
 
         return OPS[self.op].in_words
 
     @property
     def heat(self) -> bool:
         """Weights: shaded by size where colour is on."""
-        from qkvcalc.run.ops import OPS
+        from qkvcalc.ops.table import OPS
 
         return OPS[self.op].heat
 

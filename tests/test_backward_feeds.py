@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qkvcalc.run.ops import OPS
+from qkvcalc.ops.table import OPS
 from tests.test_backward import FEATURES, LOSSES, backward_trace, make
 
 # the problems whose numbers are generic: no mask (a masked weight of 0 hides what it reads)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qkvcalc.run.ops import OPS
+from qkvcalc.ops.table import OPS
 
 RNG = np.random.default_rng(7)
 

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.input.presets import load
 from qkvcalc.input.problem import Problem
+from qkvcalc.ops.table import OPS
 from qkvcalc.quiz.grade import grade_sheet, select_keys, stage_key
 from qkvcalc.run.engine import run
-from qkvcalc.run.ops import OPS
 from tests.conftest import in_process
 from tests.naive import matmul, transpose
 

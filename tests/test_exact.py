@@ -20,13 +20,13 @@ from hypothesis import strategies as st
 from qkvcalc.i18n import Msg
 from qkvcalc.input.numbers import parse_number
 from qkvcalc.input.problem import Problem
+from qkvcalc.ops.rational import Surd, over_root, split_square
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.json_doc import trace_json
 from qkvcalc.render.terminal import render_text
 from qkvcalc.run import exact as exact_mod
 from qkvcalc.run.engine import run
 from qkvcalc.run.exact import MAX_PRODUCTS
-from qkvcalc.run.rational import Surd, over_root, split_square
 
 SURD = re.compile(r"^(-?\d+)/√(\d+)$")
 RATIONAL_STAGES = ("q", "k", "v", "kt", "scores")
@@ -419,7 +419,7 @@ def test_terminal_shows_fractions_and_their_arithmetic():
 def test_korean_notes_exist_for_every_exact_key():
     from qkvcalc.catalog.en import MESSAGES as en
     from qkvcalc.catalog.ko import MESSAGES as ko
-    from qkvcalc.run.ops import OPS
+    from qkvcalc.ops.table import OPS
 
     keys = [key for key in en if key.startswith("note.exact")]
     # every note an operation gives where exactness stops, and exact mode's own five

@@ -154,7 +154,7 @@ def trace():
 
 
 def test_every_feature_mistake_has_a_case():
-    from qkvcalc.features import mistakes
+    from qkvcalc.ops.features import mistakes
 
     assert {i for m in mistakes() for i in m.ids} == FEATURE_IDS
     assert set(MISTAKE_IDS) >= FEATURE_IDS

@@ -129,7 +129,7 @@ def test_the_walk_reads_function_level_and_relative_imports():
     # `from qkvcalc.plan import decode, pipeline` names modules, not the package
     assert {"qkvcalc.plan.decode", "qkvcalc.plan.pipeline"} <= graph["qkvcalc.plan.schedule"]
     # importing qkvcalc.plan.specs runs qkvcalc/plan/__init__.py first: an edge to it too
-    assert "qkvcalc.plan" in graph["qkvcalc.features.softcap"]
+    assert "qkvcalc.plan" in graph["qkvcalc.ops.softcap"]
 
 
 def test_no_import_cycles():
@@ -143,13 +143,16 @@ def test_no_import_cycles():
     ("layer", "may_not_import"),
     [
         ("qkvcalc.input", ("qkvcalc.plan", "qkvcalc.run", "qkvcalc.render", "qkvcalc.cli")),
+        ("qkvcalc.ops", ("qkvcalc.run", "qkvcalc.render", "qkvcalc.cli", "qkvcalc.quiz")),
         ("qkvcalc.plan", ("qkvcalc.render", "qkvcalc.cli", "qkvcalc.quiz")),
+        ("qkvcalc.trace", ("qkvcalc.run", "qkvcalc.cli", "qkvcalc.quiz")),
         ("qkvcalc.run", ("qkvcalc.render", "qkvcalc.cli", "qkvcalc.quiz")),
         ("qkvcalc.render", ("qkvcalc.cli",)),
     ],
 )
 def test_data_flows_one_way(layer: str, may_not_import: tuple[str, ...]):
-    """input → plan → run → trace → render → cli: no layer reaches up to a later one."""
+    """input → ops and plan → run → trace → render → cli: no layer reaches up to a later one
+    (the trace reads the op table, never the interpreters that run it)."""
     graph = import_graph()
     for module, targets in graph.items():
         if module == layer or module.startswith(layer + "."):
@@ -174,11 +177,16 @@ def test_the_package_root_holds_only_what_every_layer_shares():
 
 
 def _naming(word: str) -> list[str]:
-    """The package files outside features/, the catalogs and extract/ that name `word`."""
+    """The package files outside the feature modules, the catalogs and extract/ that name `word`
+    (the core op modules of qkvcalc/ops/ are searched: they know no feature)."""
+    from qkvcalc.ops.features import REGISTRY
+
+    own = {f"ops/{f.read.__module__.rpartition('.')[2]}.py" for f in REGISTRY}
+    own |= {"ops/__init__.py", "ops/features.py"}  # the package's index and the registry
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
-        if rel.startswith(("features/", "catalog/", "extract/")):
+        if rel in own or rel.startswith(("catalog/", "extract/")):
             continue
         if re.search(rf"\b{word}\b", path.read_text(encoding="utf-8"), re.IGNORECASE):
             found.append(rel)
@@ -186,14 +194,15 @@ def _naming(word: str) -> list[str]:
 
 
 def test_a_plug_in_feature_is_named_only_by_the_fields_table():
-    """Every feature of the registry is written in its module: outside features/, the catalogs
-    and extract/, its name appears in the fields table (its key, and its option) alone, and so
-    do the mechanisms the plug-in issue names (RoPE and ALiBi among them)."""
-    from qkvcalc.features import REGISTRY
+    """Every feature of the registry is written in its module: outside the feature modules, the
+    catalogs and extract/, its name appears in the fields table (its key, and its option) alone,
+    and so do the mechanisms the plug-in issue names (RoPE and ALiBi among them). The core op
+    modules (qkvcalc/ops/projection.py, softmax.py …) are searched too: they know no feature."""
+    from qkvcalc.ops.features import REGISTRY
 
     names = {f.name for f in REGISTRY}
-    assert names >= {"qk_norm", "rope", "score_bias", "softcap", "window", "sinks"}
-    for word in sorted(names | {"softcap", "rope", "alibi", "window", "sinks"}):
+    assert names >= {"qk_norm", "rope", "score_bias", "softcap", "window", "sinks", "mla"}
+    for word in sorted(names | {"softcap", "rope", "alibi", "window", "sinks", "mla"}):
         places = set(_naming(word))
         assert places <= {"input/fields.py"}, (word, places)
 
@@ -201,10 +210,11 @@ def test_a_plug_in_feature_is_named_only_by_the_fields_table():
 def test_the_naming_check_sees_a_name():
     assert _naming("alibi") == ["input/fields.py"]  # its key, and its option
     assert "plan/pipeline.py" in _naming("Spec")
+    assert "ops/base.py" in _naming("Feature")  # the core of ops/ is searched
 
 
 def _asked_by_literal() -> list[str]:
-    """Where code outside the plan and the feature modules names a stage by a literal of its
+    """Where code outside the plan and the op modules names a stage by a literal of its
     own: a lookup (.stage, .find, .variants) with a string, or a comparison with a stage id."""
     from qkvcalc.plan import ids
 
@@ -213,7 +223,7 @@ def _asked_by_literal() -> list[str]:
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
-        if rel.startswith(("plan/", "features/", "catalog/", "extract/", "input/")):
+        if rel.startswith(("plan/", "ops/", "catalog/", "extract/", "input/")):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (

@@ -26,10 +26,10 @@ import pytest
 import qkvcalc
 from qkvcalc.i18n import translate
 from qkvcalc.input import presets
+from qkvcalc.ops.table import OPS
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.html import render_html
 from qkvcalc.render.page import Cells, feeds_of
-from qkvcalc.run.ops import OPS
 from tests import browser
 from tests.conftest import ROOT
 

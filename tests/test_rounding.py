@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from qkvcalc.input import presets
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import rounded
+from qkvcalc.ops import projection as ops
 from qkvcalc.render.text import fmt
-from qkvcalc.run import ops
 from qkvcalc.run.engine import run
 from tests.conftest import GOLDEN
 from tests.test_golden import PRESETS, normalise

@@ -20,10 +20,10 @@ from rich.console import Console
 import qkvcalc
 from qkvcalc.input.presets import load
 from qkvcalc.input.problem import Problem
+from qkvcalc.ops.table import OPS
 from qkvcalc.plan.schedule import plan
 from qkvcalc.plan.specs import Const
 from qkvcalc.run.engine import run
-from qkvcalc.run.ops import OPS
 from tests.conftest import ROOT, in_process, run_qkvcalc
 
 PRESETS = sorted(p.stem for p in (ROOT / "presets").glob("*.json"))

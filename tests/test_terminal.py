@@ -171,7 +171,7 @@ def test_a_big_stage_is_drawn_from_the_rows_it_shows(monkeypatch, fmt):
     rows its tables show, never for all 200 (the recipes take row indices)."""
     import numpy as np
 
-    import qkvcalc.run.ops
+    import qkvcalc.ops.softmax
     from qkvcalc.render import render
 
     rng = np.random.default_rng(3)
@@ -185,13 +185,13 @@ def test_a_big_stage_is_drawn_from_the_rows_it_shows(monkeypatch, fmt):
     )
     trace.cache.clear()  # nothing computed before drawing is kept
     rows_computed = []
-    real = qkvcalc.run.ops.shifted_exp
+    real = qkvcalc.ops.softmax.shifted_exp
 
     def counting(s, row_max):
         rows_computed.append(s.shape[0])
         return real(s, row_max)
 
-    monkeypatch.setattr(qkvcalc.run.ops, "shifted_exp", counting)
+    monkeypatch.setattr(qkvcalc.ops.softmax, "shifted_exp", counting)
     opts = RenderOptions(width=100, color=False, detail="brief")
     render(trace, fmt, opts)
     assert rows_computed, "the exp and weights stages were drawn without their values"

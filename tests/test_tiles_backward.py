@@ -207,7 +207,7 @@ FLASH_OPS = ("lse", "block_p", "attend_rowdot", "block_nt", "block_back", "grad_
 def test_each_cell_reads_the_operand_cells_its_op_feeds_name(feature, loss):
     """The page and the quiz light the cells `feeds` names: nudge each operand cell and every
     cell of the value that moves must name it."""
-    from qkvcalc.run.ops import OPS
+    from qkvcalc.ops.table import OPS
 
     trace = backward(make(feature, loss, 8), 2)
     seen = set()

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 import qkvcalc
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.features.score_bias import alibi_slopes
 from qkvcalc.input.presets import load
 from qkvcalc.input.variants import sinusoidal
+from qkvcalc.ops.score_bias import alibi_slopes
 from tests.conftest import in_process
 
 RNG = np.random.default_rng(11)

@@ -15,8 +15,8 @@ import re
 import pytest
 
 import qkvcalc
+from qkvcalc.ops.table import OPS
 from qkvcalc.render.text import fmt
-from qkvcalc.run.ops import OPS
 from tests.conftest import in_process, run_qkvcalc
 from tests.test_exports import PDFLATEX, _has_kotex, _pdflatex
 from tests.test_i18n import english_in

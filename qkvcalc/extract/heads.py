@@ -382,7 +382,7 @@ def split_head(problem: dict[str, Any], head: int, *, lang: str = "en") -> dict[
             out[key] = {k: v for k, v in how.items() if k != "bias" or v}
         elif key == "alibi":
             if value is True:
-                from qkvcalc.features.score_bias import alibi_slopes
+                from qkvcalc.ops.score_bias import alibi_slopes
 
                 out[key] = [alibi_slopes(heads)[0][h - 1]]
             elif value is not False and value is not None:

@@ -13,7 +13,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from qkvcalc import features
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.arrays import as_input
@@ -25,6 +24,7 @@ from qkvcalc.input.loss import Loss, read_loss
 from qkvcalc.input.numbers import Number, parse_number
 from qkvcalc.input.variants import Variants, read_variants
 from qkvcalc.labels import closest, json_kind, shape_text, shown
+from qkvcalc.ops import features
 
 MAX_HEADS = 1024
 

@@ -1,5 +1,5 @@
 """The attention of today's models, read and checked: positions, causal alignment and position
-encodings; the plug-in features (qkvcalc.features) read their own keys here too.
+encodings; the plug-in features (qkvcalc.ops.features) read their own keys here too.
 
 Every key here is optional; a problem without them is the attention of the paper. Like the
 rest of the input layer, each rule that can be broken is a QkvcalcError naming the field,
@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc import features
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.features import Sizes
 from qkvcalc.labels import shown
+from qkvcalc.ops import features
+from qkvcalc.ops.features import Sizes
 
 MAX_POSITION = 10**9  # positions beyond this are not a sentence anyone will read
 
@@ -32,7 +32,7 @@ class Variants:
     positional: str | None = None  # "sinusoidal", "given" (pe holds it) or None
     pe: np.ndarray | None = None  # [n, d_model]: the position encoding added to X
     pe_exact: tuple[tuple[Any, ...], ...] | None = None
-    # the plug-in features' values, by name (qkvcalc.features: only those the problem uses)
+    # the plug-in features' values, by name (qkvcalc.ops.features: only those the problem uses)
     features: dict[str, Any] = field(default_factory=dict)
 
 

@@ -27,17 +27,17 @@ from dataclasses import replace
 
 import numpy as np
 
-from qkvcalc import features
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
+from qkvcalc.ops import features
+from qkvcalc.ops.table import OPS
 from qkvcalc.plan import ids
 from qkvcalc.plan import notes as facts
 from qkvcalc.plan.masks import allowed_keys
 from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels, head_slices, span, together
 from qkvcalc.plan.tiles import blocks
 from qkvcalc.plan.tiles_backward import plain_values, same_as_plain, tiled_head
-from qkvcalc.run.ops import OPS
 
 
 def backward(

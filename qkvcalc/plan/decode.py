@@ -17,10 +17,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from qkvcalc import features
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
+from qkvcalc.ops import features
 from qkvcalc.plan import pipeline, reference
 from qkvcalc.plan.masks import allowed_keys
 from qkvcalc.plan.pipeline import _mask_notes, _scaling, combine, on_logits, turned

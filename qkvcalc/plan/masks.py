@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from qkvcalc import features
+from qkvcalc.ops import features
 
 if TYPE_CHECKING:
     from qkvcalc.input.problem import Problem

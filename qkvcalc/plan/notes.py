@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc import features
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import rounded, safe
+from qkvcalc.ops import features
+from qkvcalc.ops.table import OPS
 from qkvcalc.plan import readout, reference
 from qkvcalc.plan.specs import Spec
-from qkvcalc.run.ops import OPS
 
 Ref = tuple[Any, ...]
 ValueOf = Callable[[Ref], np.ndarray]

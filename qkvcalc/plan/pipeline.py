@@ -1,12 +1,12 @@
 """The plan of an attention run: from a Problem, the ordered list of stages to compute.
 
 Parse → plan → execute, as einops does. A Spec says what one stage is: its id and head, the
-operation (qkvcalc.run.ops), the operands it reads (earlier stages by reference, or constants
+operation (qkvcalc.ops), the operands it reads (earlier stages by reference, or constants
 such as one head's slice of W_Q), the operation's parameters, the labels of its rows and
 columns, its formula and notes, and whether its value is kept or recomputed when shown.
 The engine executes a plan with numpy, exact mode with fractions, the quiz with a student's
 own answers; none of them needs to know what a stage id means. Adding a stage is adding an
-entry here (and an operation in qkvcalc.run.ops if it is a new kind), plus its catalog text.
+entry here (and an operation in qkvcalc.ops if it is a new kind), plus its catalog text.
 
 Head slices are computed here, once: head h reads columns (h−1)·d_k … h·d_k − 1 of W_Q and
 the columns of K/V head g = ⌈h·G/H⌉ of W_K and W_V.
@@ -20,10 +20,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from qkvcalc import features
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix
 from qkvcalc.input.problem import Problem
+from qkvcalc.ops import features
 from qkvcalc.plan import notes as facts
 from qkvcalc.plan.masks import allowed_keys
 from qkvcalc.plan.specs import (

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.i18n import Msg
+from qkvcalc.ops.table import OPS
 from qkvcalc.plan.specs import Const, Ref, Spec
-from qkvcalc.run.ops import OPS
 
 ROUNDING = 1e-12  # relative to the values' size: a difference below it is rounding alone
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from qkvcalc import features
+from qkvcalc.ops import features
 from qkvcalc.plan import pipeline
 from qkvcalc.plan.masks import allowed_keys
 from qkvcalc.plan.specs import (

@@ -16,12 +16,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from qkvcalc import features
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
+from qkvcalc.ops import features
 from qkvcalc.plan import reference
 from qkvcalc.trace import Trace
 

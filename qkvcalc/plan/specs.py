@@ -48,7 +48,7 @@ class Spec:
 
     id: str
     head: int | None
-    op: str  # a key of qkvcalc.run.ops.OPS
+    op: str  # a key of qkvcalc.ops.table.OPS
     operands: tuple[Operand, ...]
     formula: str  # plain text with the paper's names: "Q = X·W_Q"
     rows: tuple[str, ...]

@@ -18,9 +18,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from qkvcalc import features
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
+from qkvcalc.ops import features
 from qkvcalc.plan import reference
 from qkvcalc.plan.specs import Ref, Spec, dim_labels, ref, span
 

@@ -46,10 +46,10 @@ import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
+from qkvcalc.ops.table import OPS
 from qkvcalc.plan import ids, reference
 from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels, ref, span
 from qkvcalc.plan.tiles import blocks
-from qkvcalc.run.ops import OPS
 
 
 def tiled_head(

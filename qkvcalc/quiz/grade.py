@@ -32,10 +32,10 @@ import numpy as np
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.labels import closest
+from qkvcalc.ops.table import OPS
 from qkvcalc.plan import ids
 from qkvcalc.quiz.mistakes import Mistake, recognise
 from qkvcalc.quiz.tolerance import agrees
-from qkvcalc.run.ops import OPS
 from qkvcalc.trace import Stage, Trace
 
 # The stages asked when the quiz is not told which (--stages): a head's main steps; and, of
@@ -277,7 +277,7 @@ class Grader:
 
     def _feeds(self, key: str, i: int, j: int) -> Iterable[tuple[str, int, int]]:
         """The cells of the input stages that cell (i, j) of `key` is computed from (the
-        operation's rule, qkvcalc.run.ops), leaving out constants the student was given."""
+        operation's rule, qkvcalc.ops), leaving out constants the student was given."""
         stage = self.stages[key]
         shapes = [np.shape(m) for m in stage.operands]
         for operand, a, b in OPS[stage.op].feeds(i, j, shapes, stage.params):

@@ -47,7 +47,7 @@ the backward pass's (--backward; qkvcalc.plan.backward):
                  grad_path_forgotten      one path of the chain rule left out (dX without
                                           dV·W_Vᵀ, say)
 
-and each feature's own at the stages of its operations (qkvcalc.features: Feature.mistakes,
+and each feature's own at the stages of its operations (qkvcalc.ops.features: Feature.mistakes,
 listed in each feature's module, their sentences under the same `mistake.<id>` keys).
 
 numpy only: no rich, no printing; the sentences are catalog keys with their values (Msg).
@@ -61,12 +61,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qkvcalc import features
 from qkvcalc.i18n import Msg
+from qkvcalc.ops import features
+from qkvcalc.ops.grads import paths
+from qkvcalc.ops.mask import apply_mask
+from qkvcalc.ops.softmax import softmax_parts
 from qkvcalc.plan import ids
 from qkvcalc.quiz.tolerance import tolerance
-from qkvcalc.run.grad_ops import paths
-from qkvcalc.run.ops import apply_mask, softmax_parts
 from qkvcalc.trace import Stage, Trace
 
 MISTAKE_IDS = (

@@ -22,10 +22,10 @@ import numpy as np
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from qkvcalc import features
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg, translate
 from qkvcalc.interactive.waiting import line_at_a_time, wait_readable
+from qkvcalc.ops import features
 from qkvcalc.plan.specs import dim_labels
 from qkvcalc.quiz.answers import parse_answer
 from qkvcalc.quiz.grade import (

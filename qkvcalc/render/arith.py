@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from qkvcalc import features
 from qkvcalc.i18n import Msg
+from qkvcalc.ops import features
+from qkvcalc.ops.table import OPS
 from qkvcalc.render.text import cell_label, factor, fmt, pick, safe, sub
-from qkvcalc.run.ops import OPS
 
 if TYPE_CHECKING:
     from qkvcalc.render import RenderOptions
@@ -426,7 +426,7 @@ def _divide_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result:
     return style.line(left, shown, float(stage.value[i, j]), result)
 
 
-# ---- the backward pass (qkvcalc.run.grad_ops) ------------------------------------------------
+# ---- the backward pass (qkvcalc.ops.grads) ------------------------------------------------
 
 
 def _sum_of_products(
@@ -546,7 +546,7 @@ def _bias_grad_work(stage: Stage, i: int, j: int, style: Style, exact: Any, resu
 def _input_grad_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
     """dX[1,2] = (dQ·W_Qᵀ)[1,2] + (dK·W_Kᵀ)[1,2] + (dV·W_Vᵀ)[1,2] = 0.5 + 1.2 + 3 = 4.7: the
     chain rule's paths, each its own product (summed over the heads), added."""
-    from qkvcalc.run.grad_ops import paths
+    from qkvcalc.ops.grads import paths
 
     parts = [float(m[i, j]) for m in paths(stage.operands, stage.params)]
     named = " + ".join(
@@ -582,7 +582,7 @@ def _back_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: s
     return None if work is None else work(stage, i, j, style, exact, result)
 
 
-# ---- FlashAttention-2's backward in tiles (qkvcalc.run.flash_grad_ops) ------------------------
+# ---- FlashAttention-2's backward in tiles (qkvcalc.ops.flash_grads) ------------------------
 
 
 def _lse_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:

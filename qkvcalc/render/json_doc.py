@@ -24,7 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
-from qkvcalc import features
+from qkvcalc.ops import features
 from qkvcalc.render import RenderOptions
 
 if TYPE_CHECKING:

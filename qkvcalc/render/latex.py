@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
-from qkvcalc import features
 from qkvcalc.i18n import Msg, _words, catalog
+from qkvcalc.ops import features
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style
 from qkvcalc.render.document import StageView, TableView, final_view, stage_view

@@ -4,7 +4,7 @@ Every value cell of a stage's table carries its stage (`data-stage`, and `data-h
 `data-step`, `data-block` where they apply), its place (`data-cell="i,j"`, 1-based), the cells
 it was computed from (`data-from`) and its arithmetic line (`data-arith`) or, when it has none,
 why not (`data-why`). The sources are the trace's own references: the operation's rule of which
-operand cells one cell reads (qkvcalc.run.ops, `feeds`) applied to the operands the plan
+operand cells one cell reads (qkvcalc.ops, `feeds`) applied to the operands the plan
 recorded (`Stage.reads`), kept to the cells the page shows. The script only reads these
 attributes; it holds no copy of the graph. Everything else the script needs (the words of its
 buttons in each language, the attention weights of the pictures, the tokens) is one JSON block
@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from qkvcalc.i18n import LANGS, catalog, translate
+from qkvcalc.ops.op import Op, Shapes, whole_row
+from qkvcalc.ops.table import OPS
 from qkvcalc.plan import ids
 from qkvcalc.render.arith import Style, cell_work, fits, has_arithmetic
 from qkvcalc.render.text import safe
-from qkvcalc.run.op import Op, Shapes, whole_row
-from qkvcalc.run.ops import OPS
 
 if TYPE_CHECKING:
     from qkvcalc.render import RenderOptions

@@ -167,7 +167,7 @@ def variant_items(p: Problem) -> list[tuple[str, dict[str, object]]]:
     out: list[tuple[str, dict[str, object]]] = []
     if v.positional is not None:
         out.append((f"ui.variant.pe_{v.positional}", {}))
-    from qkvcalc import features  # here: the CLI's error path imports this module light
+    from qkvcalc.ops import features  # here: the CLI's error path imports this module light
 
     for f, value in features.active(p):
         out += f.header(value) if f.header is not None else []

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from qkvcalc import features
+from qkvcalc.ops import features
 from qkvcalc.plan import ids
 from qkvcalc.render import RenderOptions
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from qkvcalc import features
 from qkvcalc.i18n import Msg
-from qkvcalc.run.ops import OPS
+from qkvcalc.ops import features
+from qkvcalc.ops.table import OPS
 
 if TYPE_CHECKING:
     from qkvcalc.trace import Stage, Trace

@@ -3,7 +3,7 @@
     output = softmax(Q·Kᵀ · scale + M) · V,   Q = X·W_Q + b_Q,  K = S·W_K + b_K,  V = S·W_V + b_V
 
 with S = X (self-attention) or the source (cross-attention). The plan (qkvcalc.plan) says
-which stages there are and what each reads; the operations (qkvcalc.run.ops) say how each is
+which stages there are and what each reads; the operations (qkvcalc.ops) say how each is
 computed. `run` returns a Trace whose stages a renderer shows. numpy only: no printing, no
 rich, no typer.
 """
@@ -19,6 +19,10 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
+from qkvcalc.ops.mask import apply_mask
+from qkvcalc.ops.projection import project
+from qkvcalc.ops.softmax import normalise, shifted_exp, softmax_parts
+from qkvcalc.ops.table import OPS
 from qkvcalc.plan.masks import allowed_keys
 from qkvcalc.plan.schedule import plan
 from qkvcalc.plan.specs import (
@@ -28,7 +32,6 @@ from qkvcalc.plan.specs import (
     dim_labels,
 )
 from qkvcalc.run.exact import ExactRun, settle, too_big
-from qkvcalc.run.ops import OPS, apply_mask, normalise, project, shifted_exp, softmax_parts
 from qkvcalc.trace import Cache, Data, Recipe, Stage, Trace, resolve
 
 __all__ = [

@@ -24,8 +24,8 @@ import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
+from qkvcalc.ops.rational import ExactMatrix, Surd
 from qkvcalc.plan.specs import Const
-from qkvcalc.run.rational import ExactMatrix, Surd
 
 # Exact mode is for problems a person could work by hand: past this many multiplications of
 # fractions the exact stages are left out (with a note) rather than keep the user waiting.
@@ -95,7 +95,7 @@ class ExactRun:
 
     def work(self, spec: Any) -> Exact:
         """The exact value of the stage `spec` (None where it is not rational)."""
-        from qkvcalc.run.ops import OPS
+        from qkvcalc.ops.table import OPS
 
         op = OPS[spec.op]
         operands = tuple(

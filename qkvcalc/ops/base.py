@@ -3,7 +3,7 @@ one place (micrograd keeps an op's forward and backward side by side; a feature 
 input key, its stage, its operations, its cell arithmetic, its sentences' keys, its worksheet
 policy, its PyTorch lines and its JSON echo side by side).
 
-Each layer reads the features through the registry (qkvcalc.features.REGISTRY) and never names
+Each layer reads the features through the registry (qkvcalc.ops.features.REGISTRY) and never names
 one: the input layer calls `read`, the plan calls `logits`, the op table merges `ops`, the
 writers call `work`, `header` and `echo`, the torch script `torch_logits`.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from qkvcalc.run.op import Op
+from qkvcalc.ops.op import Op
 
 if TYPE_CHECKING:
     import numpy as np
@@ -126,7 +126,7 @@ class Feature(NamedTuple):
     # its value in a JSON trace's "input" (a feature of several keys: a dict of them)
     echo: Callable[[Any], Any] = lambda value: value
     order_reason: str = ""  # the catalog key that says it reads the tokens' order (positions)
-    words: tuple[str, ...] = ()  # the words of its formulas set upright in LaTeX (RoPE)
+    words: tuple[str, ...] = ()  # the words of its formulas set upright in LaTeX (a name)
     worksheet_notes: tuple[str, ...] = ()  # its notes that tell no result (a worksheet keeps)
     # --format torch: the lines that turn `scores` ([1, H, n, m], scaled and biased) into this
     # feature's logits when the attention is written out (SDPA has no place for it)

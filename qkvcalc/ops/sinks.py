@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.features.base import Candidate, Feature, Mistakes, Reading, Sizes
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import to_vector
+from qkvcalc.ops.base import Candidate, Feature, Mistakes, Reading, Sizes
+from qkvcalc.ops.op import Feeds, Op, Params, Shapes, whole_row
 from qkvcalc.plan.specs import Ref, Spec, dim_labels
-from qkvcalc.run.op import Feeds, Op, Params, Shapes, whole_row
 
 
 def _read(raw: Any, sizes: Sizes) -> np.ndarray:

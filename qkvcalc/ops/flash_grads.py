@@ -1,5 +1,5 @@
 """The operations of FlashAttention-2's backward (--tiles B --backward): the stages that are not
-already a product of the plain backward (qkvcalc.run.grad_ops), with which operand cells one
+already a product of the plain backward (qkvcalc.ops.grads), with which operand cells one
 cell reads.
 
     lse           L = m + log ℓ                  [n, 1], from the forward's last m and ℓ
@@ -22,8 +22,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from qkvcalc.run.grad_ops import back_of
-from qkvcalc.run.op import Feeds, Op, Params, Shapes
+from qkvcalc.ops.grads import back_of
+from qkvcalc.ops.op import Feeds, Op, Params, Shapes
 
 
 def lse(m: np.ndarray, total: np.ndarray) -> np.ndarray:

@@ -17,12 +17,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.features.base import Feature, Sizes, Turn
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import positive, to_vector
 from qkvcalc.labels import shown
+from qkvcalc.ops.base import Feature, Sizes, Turn
+from qkvcalc.ops.op import Op, Params
 from qkvcalc.plan.specs import Spec, dim_labels
-from qkvcalc.run.op import Op, Params
 
 SETTINGS = ("floor_scale", "attn_scale")
 

@@ -23,12 +23,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.features.base import Candidate, Feature, Mistakes, Sizes, Turn
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import positive, to_matrix
 from qkvcalc.labels import shape_text, shown
+from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes, Turn
+from qkvcalc.ops.op import Op, Params, whole_row
 from qkvcalc.plan.specs import Const, Spec, dim_labels, head_slices
-from qkvcalc.run.op import Op, Params, whole_row
 
 KINDS = ("rms", "layer")
 OVER = ("head", "projection")

@@ -31,13 +31,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.features.base import Candidate, Feature, Mistakes, Turn
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix, positive, to_matrix, to_vector
 from qkvcalc.input.limits import MAX_ELEMENTS
 from qkvcalc.labels import shape_text, shown
+from qkvcalc.ops.base import Candidate, Feature, Mistakes, Turn
+from qkvcalc.ops.op import Op, Params, Shapes
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref, span
-from qkvcalc.run.op import Op, Params, Shapes
 
 SETTINGS = ("wq_a", "q_a_norm", "wq_b", "wq", "wkv_a", "kv_a_norm", "wkv_b", "rope_dims", "eps")
 REQUIRED = ("wkv_a", "kv_a_norm", "wkv_b", "rope_dims")

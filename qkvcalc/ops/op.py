@@ -1,6 +1,6 @@
 """Op: one kind of stage — how its value is computed (numpy), exactly (fractions) where it stays
 rational, and which operand cells one output cell reads. The op table (qkvcalc.run.ops) holds
-the core ones; a feature module (qkvcalc.features) brings its own."""
+the core ones; a feature module (qkvcalc.ops.features) brings its own."""
 
 from __future__ import annotations
 
@@ -12,6 +12,11 @@ import numpy as np
 Params = dict[str, Any]
 Shapes = Sequence[tuple[int, int]]
 Feeds = Iterator[tuple[int, int, int]]
+
+
+def rows_of(matrix: Any, rows: np.ndarray | None) -> Any:
+    """Rows `rows` of a matrix (all of it for None): what a row-wise op computes from."""
+    return matrix if matrix is None or rows is None else matrix[rows]
 
 
 def same_cell(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:

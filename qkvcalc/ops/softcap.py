@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.features.base import Candidate, Feature, Logits, Mistakes, Sizes
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import positive
+from qkvcalc.ops.base import Candidate, Feature, Logits, Mistakes, Sizes
+from qkvcalc.ops.op import Op, Params, same_cell
 from qkvcalc.plan.specs import Spec
-from qkvcalc.run.op import Op, Params, same_cell
 
 
 def softcap(s: np.ndarray, cap: float) -> np.ndarray:

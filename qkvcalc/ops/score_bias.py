@@ -18,12 +18,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.features.base import Candidate, Feature, Logits, Mistakes, Sizes
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import to_matrix, to_vector
 from qkvcalc.labels import shape_text, shown
+from qkvcalc.ops.base import Candidate, Feature, Logits, Mistakes, Sizes
+from qkvcalc.ops.op import Op, Params, nothing
 from qkvcalc.plan.specs import Spec, ref
-from qkvcalc.run.op import Op, Params, nothing
 
 
 class Bias(NamedTuple):

@@ -1,6 +1,6 @@
 """The features of attention as plug-ins: one module each, listed here in pipeline order.
 
-A feature module (qkvcalc.features.base.Feature) holds everything about one mechanism: its
+A feature module (qkvcalc.ops.base.Feature) holds everything about one mechanism: its
 input key and how it is checked, the stage it adds to each head, its operations, its cell
 arithmetic, its header line, its worksheet policy, its PyTorch lines and its JSON echo. The
 layers ask this registry; none of them names a feature. Adding one is a module and a line here,
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from qkvcalc.features import mla, qk_norm, rope, score_bias, sinks, softcap, temperature, window
-from qkvcalc.features.base import Feature, Logits, Mistakes, Reading, Sizes, Turn, Work
+from qkvcalc.ops import mla, qk_norm, rope, score_bias, sinks, softcap, temperature, window
+from qkvcalc.ops.base import Feature, Logits, Mistakes, Reading, Sizes, Turn, Work
 
 if TYPE_CHECKING:
     from qkvcalc.input.problem import Problem
+    from qkvcalc.ops.op import Op
     from qkvcalc.plan.specs import Spec
-    from qkvcalc.run.op import Op
 
 __all__ = ["REGISTRY", "Feature", "Logits", "Mistakes", "Sizes", "Turn", "active", "ops", "work"]
 

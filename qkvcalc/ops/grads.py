@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.run.op import Feeds, Op, Params, Shapes, same_cell
+from qkvcalc.ops.op import Feeds, Op, Params, Shapes, same_cell
 
 # ---- the math -------------------------------------------------------------------------------
 
@@ -73,19 +73,19 @@ def _nt_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
 
 
 def _exact_tn(ops: Sequence[Any], params: Params) -> Any:
-    from qkvcalc.run import rational as exact
+    from qkvcalc.ops import rational as exact
 
     return exact.matmul(exact.transpose(ops[0]), ops[1]), ()  # type: ignore[arg-type]
 
 
 def _exact_nt(ops: Sequence[Any], params: Params) -> Any:
-    from qkvcalc.run import rational as exact
+    from qkvcalc.ops import rational as exact
 
     return exact.matmul(ops[0], exact.transpose(ops[1])), ()  # type: ignore[arg-type]
 
 
 def _exact_cut(ops: Sequence[Any], params: Params) -> Any:
-    from qkvcalc.run import rational as exact
+    from qkvcalc.ops import rational as exact
 
     return exact.columns(ops[0], params["cols"]), ()
 

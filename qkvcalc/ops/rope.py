@@ -21,12 +21,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.features.base import Candidate, Feature, Mistakes, Sizes, Turn
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import positive, to_vector
 from qkvcalc.labels import safe, shown
+from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes, Turn
+from qkvcalc.ops.op import Feeds, Op, Params, Shapes
 from qkvcalc.plan.specs import Ref, Spec, dim_labels, positions_text
-from qkvcalc.run.op import Feeds, Op, Params, Shapes
 
 KEYS = ("theta", "style", "dims", "inv_freq", "attention_factor")
 

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.features.base import Feature, Sizes
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import positive
+from qkvcalc.ops.base import Feature, Sizes
 
 
 def _read(raw: Any, sizes: Sizes) -> int:

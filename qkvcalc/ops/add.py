@@ -1,0 +1,39 @@
+"""An elementwise sum: the scaled scores plus a score bias (or any two matrices of one shape)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from qkvcalc.ops.op import Feeds, Op, Params, Shapes, rows_of
+
+
+def _add(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    # [n, m] + [n, m] -> [n, m] (the first operand already cut to `rows`)
+    return ops[0] + rows_of(ops[1], rows)
+
+
+def _two_cells(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield 0, i, j
+    yield 1, i, j
+
+
+def _exact_add(ops: Sequence[Any], params: Params) -> Any:
+    from qkvcalc.ops import rational as exact
+
+    return exact.add(ops[0], ops[1]), ()
+
+
+OPS: tuple[Op, ...] = (
+    Op(
+        "add",
+        _add,
+        _two_cells,
+        _exact_add,
+        rowwise=True,
+        backward=lambda o, p, v, g: (g, g),
+        grad_formula=lambda into, out, x, params: out,  # what is added is a constant
+    ),
+)

@@ -1,0 +1,105 @@
+"""Decoding with a KV cache: a step's new tokens projected alone (`step_project`), appended
+to the cache (`append`), each new query against every cached key (`qk`), and the steps' rows
+stacked back into the whole output (`stack`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from qkvcalc.ops.op import Feeds, Op, Params, Shapes, rows_of
+from qkvcalc.ops.projection import project
+
+
+def _take(matrix: np.ndarray, params: Params) -> np.ndarray:
+    # [n, d] -> [t, d]: the rows of this decode step's tokens
+    return matrix[params["take"]]
+
+
+def _step_project(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    # [t, d_model] @ [d_model, d_k] + [d_k] -> [t, d_k]: the new tokens' rows only
+    return rows_of(project(_take(ops[0], params), ops[1], params.get("bias")), rows)
+
+
+def _step_project_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    row = int(params["take"][i])
+    yield from ((0, row, t) for t in range(shapes[0][1]))
+    yield from ((1, t, j) for t in range(shapes[1][0]))
+
+
+def _exact_step_project(ops: Sequence[Any], params: Params) -> Any:
+    from qkvcalc.ops import rational as exact
+
+    taken = [ops[0][int(r)] for r in params["take"]]
+    return exact.matmul(taken, ops[1], params.get("bias_exact")), ()
+
+
+def _append(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    # [t_old, d] stacked over [t_new, d] (the new tokens' X·W + b) -> [t_old + t_new, d]
+    *old, x, w = ops
+    new = project(_take(x, params), w, params.get("bias"))
+    return np.vstack([*old, new])
+
+
+def _append_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    kept = shapes[0][0] if len(shapes) == 3 else 0
+    if i < kept:  # a cached row: read from the cache, never computed again
+        yield 0, i, j
+        return
+    first = 1 if kept else 0
+    row = int(params["take"][i - kept])
+    yield from ((first, row, t) for t in range(shapes[first][1]))
+    yield from ((first + 1, t, j) for t in range(shapes[first + 1][0]))
+
+
+def _exact_append(ops: Sequence[Any], params: Params) -> Any:
+    from qkvcalc.ops import rational as exact
+
+    *old, x, w = ops
+    taken = [x[int(r)] for r in params["take"]]
+    new = exact.matmul(taken, w, params.get("bias_exact"))
+    return (tuple(old[0]) if old else ()) + new, ()
+
+
+def _qk(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    # [t, d_k] @ [m_t, d_k]ᵀ -> [t, m_t]: each query against every cached key (a row-wise
+    # op: for `rows`, the first operand is already those rows)
+    return project(ops[0], ops[1].T, None)
+
+
+def _qk_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield from ((0, i, t) for t in range(shapes[0][1]))
+    yield from ((1, j, t) for t in range(shapes[1][1]))
+
+
+def _exact_qk(ops: Sequence[Any], params: Params) -> Any:
+    from qkvcalc.ops import rational as exact
+
+    return exact.matmul(ops[0], exact.transpose(ops[1])), ()  # type: ignore[arg-type]
+
+
+def _stack(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    # the steps' rows one under another: [t_0 + 1 + 1 + …, d_v] = [n, d_v]
+    return rows_of(np.vstack(list(ops)), rows)
+
+
+def _stack_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    for k, (count, _) in enumerate(shapes):
+        if i < count:
+            yield k, i, j
+            return
+        i -= count
+
+
+def _exact_stack(ops: Sequence[Any], params: Params) -> Any:
+    return tuple(row for o in ops for row in o), ()
+
+
+OPS: tuple[Op, ...] = (
+    Op("step_project", _step_project, _step_project_feeds, _exact_step_project),
+    Op("append", _append, _append_feeds, _exact_append),
+    Op("qk", _qk, _qk_feeds, _exact_qk, rowwise=True),
+    Op("stack", _stack, _stack_feeds, _exact_stack, overflow=lambda p: False),
+)

@@ -1,0 +1,29 @@
+"""The heads' outputs side by side: head 1's columns first."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from qkvcalc.ops.op import Feeds, Op, Params, Shapes, rows_of
+
+
+def _concat(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    # H × [n, d_v] -> [n, H·d_v]
+    return np.hstack([rows_of(o, rows) for o in ops])
+
+
+def _concat_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    d_v = shapes[0][1]
+    yield j // d_v, i, j % d_v
+
+
+def _concat_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np.ndarray) -> Any:
+    # the heads side by side: each gets its own columns back
+    edges = np.cumsum([o.shape[1] for o in ops])[:-1]
+    return tuple(np.split(g, edges, axis=1))
+
+
+OPS: tuple[Op, ...] = (Op("concat", _concat, _concat_feeds, backward=_concat_back),)

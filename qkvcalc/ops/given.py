@@ -1,0 +1,48 @@
+"""The problem's own numbers as stages: X and the weights as given (`input`), one head's
+columns of them (`slice`), a copy (`copy`), a table the plan works out (`table`) and the head
+split said in words (`split`). Nothing to work out, nothing to ask in a quiz."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from qkvcalc.ops.op import Op, Params, nothing, rows_of, same_cell
+
+
+def _exact_input(ops: Sequence[Any], params: Params) -> Any:
+    return ops[0], ()
+
+
+def _exact_columns(ops: Sequence[Any], params: Params) -> Any:
+    from qkvcalc.ops import rational as exact
+
+    return exact.columns(ops[0], params["cols"]), ()
+
+
+def _input(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    return rows_of(ops[0], rows)
+
+
+def _columns(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    # [n, d] -> [n, d_k]: one head's slice of columns
+    return rows_of(ops[0], rows)[:, params["cols"]]
+
+
+def _table(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    return rows_of(params["table"], rows)
+
+
+def _exact_table(ops: Sequence[Any], params: Params) -> Any:
+    return params.get("table_exact"), ()
+
+
+OPS: tuple[Op, ...] = (
+    Op("input", _input, same_cell, _exact_input, given=True),
+    Op("slice", _columns, nothing, _exact_columns, given=True),
+    Op("copy", _input, same_cell, _exact_input, backward=lambda ops, params, out, g: (g,)),
+    Op("split", _table, overflow=lambda params: False, given=True, in_words=True),
+    Op("table", _table, nothing, _exact_table, given=True),
+)

@@ -1,0 +1,96 @@
+"""The softmax, computed stably in its parts: each row's maximum, e^(s − max), the row sum,
+and each exponential divided by it. A row whose every key is masked gets weights 0."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from qkvcalc.ops.op import Op, Params, whole_row
+
+
+def row_max(s: np.ndarray) -> np.ndarray:
+    """The maximum of each row, 0 for a row whose every entry is −∞ (all keys masked)."""
+    # [n, m] -> [n]
+    top = np.max(s, axis=1, initial=-np.inf)
+    top[np.isneginf(top)] = 0.0
+    return top
+
+
+def shifted_exp(s: np.ndarray, top: np.ndarray) -> np.ndarray:
+    # [n, m] - [n, 1] -> [n, m]: each ≤ 1, so e^s cannot overflow; e^(−∞) = 0
+    e = s - top[:, None]
+    return np.exp(e, out=e)  # in the difference's own memory: one new [n, m], not two
+
+
+def normalise(e: np.ndarray, row_sum: np.ndarray) -> np.ndarray:
+    # [n, m] / [n, 1] -> [n, m]; a row that sums to 0 (every key masked) stays 0
+    if row_sum.all():
+        return e / row_sum[:, None]
+    return np.divide(e, row_sum[:, None], out=np.zeros_like(e), where=row_sum[:, None] != 0)
+
+
+def softmax_parts(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Stable softmax over each row, with its parts: (row max, e^(s − max), row sum, weights).
+
+    A row whose every entry is −∞ (all keys masked) gets max 0, exponentials 0, sum 0 and
+    weights 0 (what PyTorch's SDPA returns) instead of 0/0 = NaN."""
+    top = row_max(s)
+    e = shifted_exp(s, top)
+    total = e.sum(axis=1)
+    return top, e, total, normalise(e, total)
+
+
+def _exp(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    # e^(s − row max): [n, m]
+    return shifted_exp(ops[0], row_max(ops[0]))
+
+
+def _softmax(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    # [n, m] / [n, 1]: each exponential over its row's sum
+    return normalise(ops[0], ops[0].sum(axis=1))
+
+
+def _exp_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np.ndarray) -> Any:
+    # out = e^(s − max s): ∂s_k = g_k·out_k, less Σ_j g_j·out_j at the row's maximum (the shift
+    # moves with it); a masked cell (out 0) gets none
+    grad = g * out
+    top = np.argmax(ops[0], axis=1)
+    rows = np.arange(out.shape[0])
+    live = np.isfinite(ops[0][rows, top])
+    grad[rows[live], top[live]] -= grad[live].sum(axis=1)
+    return (grad,)
+
+
+def _softmax_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np.ndarray) -> Any:
+    # out = e / Σe per row: ∂e_k = (g_k − Σ_j g_j·out_j) / Σe (a row of zeros: no gradient)
+    total = ops[0].sum(axis=1, keepdims=True)
+    rowdot = (g * out).sum(axis=1, keepdims=True)
+    return (np.divide(g - rowdot, total, out=np.zeros_like(g), where=total != 0),)
+
+
+OPS: tuple[Op, ...] = (
+    Op(
+        "exp",
+        _exp,
+        whole_row,
+        rowwise=True,
+        overflow=lambda p: False,
+        exact_stops="note.exact_stops",
+        details=lambda ops, params: {"row_max": row_max(ops[0])},
+        backward=_exp_back,
+    ),
+    Op(
+        "softmax",
+        _softmax,
+        whole_row,
+        rowwise=True,
+        overflow=lambda p: False,
+        details=lambda ops, params: {"row_sum": ops[0].sum(axis=1)},
+        divisor=lambda ops: ops[0].sum(axis=1),
+        heat=True,
+        backward=_softmax_back,
+    ),
+)
