@@ -175,8 +175,9 @@ class Problem:
 
     @property
     def multihead(self) -> bool:
-        """Per-head stages, a concat and a final output: several heads, or W_O given."""
-        return self.heads > 1 or self.wo is not None
+        """Per-head stages, a concat and a final output: several heads, W_O given, or a feature
+        with stages after each head's output."""
+        return self.heads > 1 or self.wo is not None or features.after_heads(self)
 
     def kv_head_of(self, head: int) -> int:
         """Query head h (1-based) reads K/V head ⌈h·G/H⌉ (repeat_interleave, as enable_gqa)."""
@@ -687,6 +688,8 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         kv_heads=kv_heads,
         d_k=d_k,
         d_model=w.d_model,
+        d_v=d_v,
+        layout=layout,
         self_attention=not cross or (direct and m == n),
         mask_kind=mask_kind,
         exact=exact,
@@ -698,6 +701,10 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
     d_out = wo.values.shape[1] if wo is not None else heads * d_v
     loss = read_loss(doc, n, m, d_out, exact)
     if decode is not None:
+        for feature in features.REGISTRY:
+            _check(
+                not feature.no_decode or feature.name not in variants.features, feature.no_decode
+            )
         _check(not direct, "decode.needs_x")
         _check(mask_kind == "causal", "decode.mask", mask=mask_kind)
     return Problem(

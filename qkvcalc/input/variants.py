@@ -80,6 +80,8 @@ def read_variants(
     kv_heads: int,
     d_k: int,
     d_model: int | None,
+    d_v: int = 0,
+    layout: str = "rows",
     self_attention: bool,
     mask_kind: str,
     exact: bool,
@@ -120,7 +122,7 @@ def read_variants(
                 )
             positional, pe, pe_exact = "given", given.values, given.exact
 
-    sizes = Sizes(n, m, heads, d_k, exact, mask_kind, kv_heads)
+    sizes = Sizes(n, m, heads, d_k, exact, mask_kind, kv_heads, d_model, d_v, layout)
     used = features.read(doc, sizes)
 
     return Variants(

@@ -33,6 +33,9 @@ class Sizes(NamedTuple):
     exact: bool
     mask_kind: str  # "none", "causal" or "custom"
     kv_heads: int  # G: the K/V heads (a per-head key norm has one row each)
+    d_model: int | None = None  # X's width (None when q, k, v are given directly)
+    d_v: int = 0  # the width of one head's values and output
+    layout: str = "rows"  # how weights are given: "rows" (X·W) or "torch" (out × in)
 
 
 class Turn(NamedTuple):
@@ -91,6 +94,18 @@ class Mistakes(NamedTuple):
 # the cell arithmetic of one op: (stage, i, j, style, exact, result) -> the line, or None; the
 # style is the writer's (qkvcalc.render.arith.Style): how numbers and symbols are written
 Work = Callable[..., "str | None"]
+
+
+class Side(NamedTuple):
+    """A learned projection of X that a feature adds beside W_Q, W_K, W_V: the backward pass
+    gives it a weight gradient, a bias gradient and a path into dX."""
+
+    letter: str  # its weight is W_{letter}: "G" gives grad_wg, grad_bg
+    weight: np.ndarray  # [d_model, width], in the row layout
+    bias: bool  # whether it has a bias (its gradient is then a stage too)
+    cols: tuple[slice, ...]  # each head's columns of it
+    grads: tuple[Ref, ...]  # each head's gradient of the product X·W + b (its columns)
+    grad_symbol: str  # how that gradient is written ("dZ_G")
 
 
 class Feature(NamedTuple):
@@ -172,3 +187,19 @@ class Feature(NamedTuple):
     decode_head: Callable[..., tuple[list[Spec], Ref, Ref]] | None = None
     # the quiz's view of the problem: the matrices it gives in place of W_Q, W_K, W_V (by name)
     given: Callable[[Any], list[tuple[str, np.ndarray]]] | None = None
+    # its stages after head h's output (given the problem, the value, h and the output's
+    # spec); the last of them is what the concat reads, and a problem that uses it has
+    # per-head stages, a concat and a final output even with one head
+    after_output: Callable[[Problem, Any, int | None, Spec], list[Spec]] | None = None
+    # --backward: from ∂L/∂(its last stage after the output) of head h back to ∂L/∂output and
+    # its own stages' gradients (the stages, in backward order)
+    back_after_output: Callable[[Problem, Any, int | None], list[Spec]] | None = None
+    # --backward: the projections of X it adds (their weight and bias gradients, their dX path)
+    sides: Callable[[Problem, Any], list[Side]] | None = None
+    # --format torch: the lines that change `heads` ([1, H, n, d_v]) before the concat, given
+    # the problem, the value and how to write an array as an ASCII literal; and the gradients
+    # its script compares after autograd: (name, the tensor, the stage id whose value it is,
+    # whether that stage's one row is the tensor's vector), each tensor a leaf of the graph
+    torch_heads: Callable[[Problem, Any, Callable[[Any], str]], list[str]] | None = None
+    torch_grads: tuple[tuple[str, str, str, bool], ...] = ()
+    no_decode: str = ""  # the catalog key that refuses it with --decode (it has no steps yet)

@@ -13,14 +13,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from qkvcalc.ops import mla, qk_norm, rope, score_bias, sinks, softcap, temperature, window
-from qkvcalc.ops.base import Feature, Logits, Mistakes, Reading, Sizes, Turn, Work
+from qkvcalc.ops.base import Feature, Logits, Mistakes, Reading, Side, Sizes, Turn, Work
 
 if TYPE_CHECKING:
     from qkvcalc.input.problem import Problem
     from qkvcalc.ops.op import Op
     from qkvcalc.plan.specs import Spec
 
-__all__ = ["REGISTRY", "Feature", "Logits", "Mistakes", "Sizes", "Turn", "active", "ops", "work"]
+__all__ = [
+    "REGISTRY",
+    "Feature",
+    "Logits",
+    "Mistakes",
+    "Side",
+    "Sizes",
+    "Turn",
+    "active",
+    "ops",
+    "work",
+]
 
 REGISTRY: tuple[Feature, ...] = (
     mla.FEATURE,  # in place of W_Q, W_K, W_V: the latents, before every other stage
@@ -95,6 +106,36 @@ def tiles_start(p: Problem, h: int | None) -> tuple[float, float]:
         if feature.tiles_start is not None:
             start = feature.tiles_start(value, h)
     return start
+
+
+def after_output(p: Problem, h: int | None, output: Spec) -> list[Spec]:
+    """The features' stages after head h's output, each reading the one before."""
+    out: list[Spec] = []
+    for feature, value in active(p):
+        if feature.after_output is not None:
+            out += feature.after_output(p, value, h, out[-1] if out else output)
+    return out
+
+
+def back_after_output(p: Problem, h: int | None) -> list[Spec]:
+    """--backward: from the gradient of head h's last stage back to its output's, the last
+    feature's stages first."""
+    out: list[Spec] = []
+    for feature, value in reversed(active(p)):
+        if feature.back_after_output is not None:
+            out += feature.back_after_output(p, value, h)
+    return out
+
+
+def after_heads(p: Problem) -> bool:
+    """Whether a feature adds stages after each head's output: the heads are then joined by a
+    concat even when there is one."""
+    return any(f.after_output is not None for f, _ in active(p))
+
+
+def sides(p: Problem) -> list[Side]:
+    """The projections of X the features add beside W_Q, W_K, W_V (their gradients)."""
+    return [side for f, value in active(p) if f.sides is not None for side in f.sides(p, value)]
 
 
 def ops() -> dict[str, Op]:

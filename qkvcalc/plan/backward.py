@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -184,24 +185,26 @@ def _through_output(p: Problem, by: dict[Ref, Spec]) -> list[Spec]:
                 letters=concat.letters,
             )
         )
-    for h in range(1, p.heads + 1):
-        out = by[(ids.OUTPUT, h)]
+    for h, read in enumerate(concat.operands, start=1):
+        out = by[read]  # the head's output, or the last stage a feature put after it
         cols = slice((h - 1) * p.d_v, h * p.d_v)
+        symbol = "dO" if out.id == ids.OUTPUT else d(out.symbol)
         specs.append(
             Spec(
-                "grad_output",
+                f"grad_{out.id}",
                 h,
                 "cut",
                 (("grad_concat", None),),
-                f"dO_{h} = d(concat)[:, {span(cols.start, p.d_v)}]",
+                f"{symbol}_{h} = d(concat)[:, {span(cols.start, p.d_v)}]",
                 out.rows,
                 out.cols,
                 params={"cols": cols},
                 topic="grad_output.head",
-                symbol="dO",
+                symbol=symbol,
                 letters=out.letters,
             )
         )
+        specs += features.back_after_output(p, h)  # back to the head's own output
     return specs
 
 
@@ -423,40 +426,69 @@ def _projections(
     src_ref: Ref = ("source", None) if p.cross else x_ref
     slices = [head_slices(p, h or 1) for h in heads]
     specs: list[Spec] = []
-    # the paths into X and into the source: (letter, weight, each head's columns), their grads
-    paths: dict[Ref, list[tuple[str, np.ndarray, tuple[slice, ...]]]] = {x_ref: [], src_ref: []}
-    reads: dict[Ref, list[Ref]] = {x_ref: [], src_ref: []}
+    # the projections, each with what it reads: W_Q, W_K, W_V, then the features' own
+    sides: list[tuple[Ref, features.Side]] = []
     for side, read in (("q", x_ref), ("k", src_ref), ("v", src_ref)):
-        if not grads[side]:  # `attend`: V does not reach the loss
-            continue
         weight, bias = getattr(p, f"w{side}"), getattr(p, f"b{side}")
         cols = tuple(getattr(s, side) for s in slices)
         letter = side.upper()
-        width = weight.values.shape[1]
-        specs.append(_weight(p, by[read], grads[side], cols, width, letter))
-        if bias is not None:
-            specs.append(_bias(f"grad_b{side}", grads[side], cols, width, f"b_{letter}"))
-        paths[read].append((letter, weight.values, cols))
-        reads[read] += grads[side]
+        found = tuple(grads[side])
+        sides.append(
+            (read, features.Side(letter, weight.values, bias is not None, cols, found, ""))
+        )
+    sides += [(x_ref, side) for side in features.sides(p)]
+    # the paths into X and into the source: (letter, weight, each head's columns, dP), grads
+    paths: dict[Ref, list[Path]] = {x_ref: [], src_ref: []}
+    reads: dict[Ref, list[Ref]] = {x_ref: [], src_ref: []}
+    for read, side in sides:
+        if not side.grads:  # `attend`: V (and what comes after the weights) do not reach it
+            continue
+        width = side.weight.shape[1]
+        grad = side.grad_symbol or f"d{side.letter}"
+        specs.append(_weight(p, by[read], list(side.grads), side.cols, width, side.letter, grad))
+        if side.bias:
+            name = f"b_{side.letter}"
+            specs.append(
+                _bias(f"grad_b{side.letter.lower()}", side.grads, side.cols, width, name, grad)
+            )
+        paths[read].append(Path(side.letter, side.weight, side.cols, grad))
+        reads[read] += side.grads
     for read in dict.fromkeys((x_ref, src_ref)):
         specs.append(_input(p, by[read], reads[read], paths[read]))
     return specs
 
 
+class Path(NamedTuple):
+    """One way X reaches the loss: through W_{letter}'s columns of each head, whose product's
+    gradient is `grad` (dQ, or as a feature names it)."""
+
+    letter: str
+    weight: np.ndarray
+    cols: tuple[slice, ...]
+    grad: str
+
+
 def _weight(
-    p: Problem, read: Spec, grads: list[Ref], cols: tuple[slice, ...], width: int, letter: str
+    p: Problem,
+    read: Spec,
+    grads: list[Ref],
+    cols: tuple[slice, ...],
+    width: int,
+    letter: str,
+    grad: str = "",
 ) -> Spec:
     """dW = Xᵀ·dP: the rows of X (or the source) against each head's gradient, in the layout
     the weight was given in (--layout torch: out × in, turned)."""
     torch = p.layout == "torch"
     x = "source" if read.id == "source" else "(X + PE)" if read.id == "x_pe" else "X"
     out = dim_labels(width)
+    grad = grad or f"d{letter}"
     return Spec(
         f"grad_w{letter.lower()}",
         None,
         "weight_grad",
         (read.ref, *grads),
-        f"dW_{letter} = {x}ᵀ·d{letter}" if not torch else f"dW_{letter} = (d{letter})ᵀ·{x}",
+        f"dW_{letter} = {x}ᵀ·{grad}" if not torch else f"dW_{letter} = ({grad})ᵀ·{x}",
         out if torch else read.cols,
         read.cols if torch else out,
         params={"cols": cols, "width": width, "torch": torch},
@@ -464,7 +496,7 @@ def _weight(
         symbol=f"dW_{letter}",
         letters="out×d_model" if torch else "d_model×out",
         notes=_weight_notes(p, letter, len(grads)),
-        hint=("hint.grad_weight_torch" if torch else "hint.grad_weight", {"x": x, "p": letter}),
+        hint=("hint.grad_weight_torch" if torch else "hint.grad_weight", {"x": x, "p": grad[1:]}),
     )
 
 
@@ -480,15 +512,18 @@ def _weight_notes(p: Problem, letter: str, count: int) -> tuple[Msg, ...]:
     return tuple(notes)
 
 
-def _bias(sid: str, grads: Sequence[Ref], cols: tuple[slice, ...], width: int, name: str) -> Spec:
+def _bias(
+    sid: str, grads: Sequence[Ref], cols: tuple[slice, ...], width: int, name: str, grad: str = ""
+) -> Spec:
     """db = the column sums of the gradient of what the bias was added to."""
+    grad = grad or f"d{name[-1]}"
     cols = tuple(slice(0, width) if c.stop is None else c for c in cols)
     return Spec(
         sid,
         None,
         "bias_grad",
         tuple(grads),
-        f"d{name} = Σᵢ (row i of d{name[-1]})",
+        f"d{name} = Σᵢ (row i of {grad})",
         ("",),
         dim_labels(width),
         params={"cols": cols, "width": width},
@@ -503,13 +538,13 @@ def _input(
     p: Problem,
     read: Spec,
     grads: list[Ref],
-    paths: list[tuple[str, np.ndarray, tuple[slice, ...]]],
+    paths: list[Path],
 ) -> Spec:
     """dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ: X reaches the loss by every projection that reads
     it, and the chain rule adds the paths (each summed over the heads)."""
     source = read.id == "source"
     name = "source" if source else "X"
-    terms = " + ".join(f"d{letter}·W_{letter}ᵀ" for letter, _, _ in paths)
+    terms = " + ".join(f"{path.grad}·W_{path.letter}ᵀ" for path in paths)
     notes: list[Msg] = [Msg("note.grad_paths", count=len(paths), x=name)]
     if read.id == "x_pe":
         notes.append(Msg("note.grad_pe"))
@@ -521,8 +556,11 @@ def _input(
         f"d{name} = {terms}",
         read.rows,
         read.cols,
-        params={"paths": tuple((w, cols) for _, w, cols in paths)},
-        names=tuple(letter for letter, _, _ in paths),
+        params={
+            "paths": tuple((path.weight, path.cols) for path in paths),
+            "grads": tuple(path.grad for path in paths),
+        },
+        names=tuple(path.letter for path in paths),
         symbol=f"d{name}",
         letters="m×d_model" if source else "n×d_model",
         notes=tuple(notes),

@@ -15,6 +15,7 @@ the columns of K/V head g = ⌈h·G/H⌉ of W_K and W_V.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -364,11 +365,13 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     if p.tiles is not None:  # the softmax and A·V one block of keys at a time
         from qkvcalc.plan.tiles import tile_stages
 
-        return specs + tile_stages(p, h, logits, ("v", h), lambda: plain_head(p, h))
-    softmax = "A = softmax(" + formula + (" + M)" if allowed is not None else ")")
-    reading: features.Reading = lambda ref, extra: facts.reading(p, allowed, ref, extra)  # noqa: E731
-    # into `specs` itself: the notes that run this head's stages again (why scale) read it
-    specs += softmax_and_output(p, at, logits, symbol, softmax, ("v", h), "V", reading)
+        specs += tile_stages(p, h, logits, ("v", h), lambda: plain_head(p, h))
+    else:
+        softmax = "A = softmax(" + formula + (" + M)" if allowed is not None else ")")
+        reading: features.Reading = lambda ref, extra: facts.reading(p, allowed, ref, extra)  # noqa: E731
+        # into `specs` itself: the notes that run this head's stages again (why scale) read it
+        specs += softmax_and_output(p, at, logits, symbol, softmax, ("v", h), "V", reading)
+    specs += features.after_output(p, h, specs[-1])  # a feature's, after it: the concat reads it
     return specs
 
 
@@ -525,14 +528,15 @@ def _mask_notes(p: Problem) -> tuple[Msg, ...]:
     return tuple(notes)
 
 
-def combine(p: Problem) -> list[Spec]:
-    """The heads joined side by side, then W_O (and b_O) when given."""
+def combine(p: Problem, reads: Sequence[Ref] | None = None) -> list[Spec]:
+    """The heads joined side by side (`reads`: each head's last stage, its output unless a
+    feature comes after it), then W_O (and b_O) when given."""
     width = p.heads * p.d_v
     concat = Spec(
         "concat",
         None,
         "concat",
-        tuple(("output", h) for h in range(1, p.heads + 1)),
+        tuple(reads or (("output", h) for h in range(1, p.heads + 1))),
         "concat(head_1, …, head_H)",
         p.tokens,
         dim_labels(width),

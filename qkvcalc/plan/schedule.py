@@ -43,9 +43,12 @@ def plan(p: Problem) -> tuple[Spec, ...]:
     else:
         if features.projecting(p) is None:  # the latents' heads say their own columns
             specs.append(pipeline.split(p))
+        reads: list[Ref] = []  # each head's last stage: what the concat joins
         for h in range(1, p.heads + 1):
-            specs += pipeline.head(p, h, allowed)
-        specs += pipeline.combine(p)
+            head = pipeline.head(p, h, allowed)
+            specs += head
+            reads.append(head[-1].ref)
+        specs += pipeline.combine(p, reads)
     if p.backward:  # the gradients, from the loss back to the weights (qkvcalc.plan.backward)
         from qkvcalc.plan import backward
 

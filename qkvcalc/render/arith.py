@@ -549,8 +549,10 @@ def _input_grad_work(stage: Stage, i: int, j: int, style: Style, exact: Any, res
     from qkvcalc.ops.grads import paths
 
     parts = [float(m[i, j]) for m in paths(stage.operands, stage.params)]
+    grads = stage.params.get("grads") or tuple(f"d{letter}" for letter in stage.names)
     named = " + ".join(
-        f"(d{letter}·W_{letter}ᵀ){style.label('[{i},{j}]', i + 1, j + 1)}" for letter in stage.names
+        f"({grad}·W_{letter}ᵀ){style.label('[{i},{j}]', i + 1, j + 1)}"
+        for grad, letter in zip(grads, stage.names, strict=True)
     )
     numbers = " + ".join(style.factor(v) for v in parts)
     left = f"{style.label(stage.cell, i + 1, j + 1)} = {named} = {numbers}"

@@ -275,6 +275,9 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
                 + ")"
             )
         add(call)
+    for feature, value in features.active(p):  # what changes each head before the concat
+        if feature.torch_heads is not None:
+            lines.extend(feature.torch_heads(p, value, literal))
     add("concat = heads[0].transpose(0, 1).reshape(n, H * d_v)  # head 1's columns first")
     if p.wo is not None:
         w = p.wo.values
@@ -373,6 +376,11 @@ def _gradients(trace: Trace) -> list[tuple[str, str, np.ndarray]]:
     for stage in trace.stages:  # the biases' gradients, one row each: db_Q is b_Q's
         if stage.id in biases:
             out.append((stage.symbol, stage.symbol[1:], stage.value[0]))
+    for feature, _ in features.active(p):  # a feature's own weights, leaves of the graph
+        for name, tensor, sid, vector in feature.torch_grads:
+            found = trace.find(sid)
+            if found is not None:
+                out.append((name, tensor, found.value[0] if vector else found.value))
     for feature, value in features.active(p):  # a feature's own learned numbers
         if feature.torch_leaf is not None and feature.grads is not None:
             name, tensor = feature.torch_leaf
@@ -395,7 +403,8 @@ def _backward(trace: Trace) -> list[str]:
     kept = dict.fromkeys(
         name.split("[")[0] for _, name, _ in compared if name not in ("W_O", "b_O")
     )
-    out += [f"{name}.retain_grad()" for name in kept if name not in _LEAVES]
+    leaves = {*_LEAVES, *(g[1] for f, _ in features.active(p) for g in f.torch_grads)}
+    out += [f"{name}.retain_grad()" for name in kept if name not in leaves]
     if p.loss.kind == "target":
         assert p.loss.matrix is not None
         out += [
