@@ -18,6 +18,7 @@ from qkvcalc.input.problem import Problem
 from qkvcalc.quiz.mistakes import MISTAKE_IDS, recognise
 from qkvcalc.run.engine import run
 from tests.conftest import run_qkvcalc
+from tests.test_gate import MISTAKE_IDS as GATE_IDS
 from tests.test_mla import MISTAKE_IDS as MLA_IDS
 
 # One head of d_k = 4 (so RoPE's two pairings differ), every feature with a mistake at once:
@@ -132,6 +133,7 @@ FEATURE_IDS = (
     {case[2] for case in wrong_matrices(run(Problem.from_mapping(PROBLEM)))}
     | {case[2] for case in layer_wrong_matrices(run(Problem.from_mapping(LAYER)))}
     | MLA_IDS  # multi-head latent attention's, tested in tests/test_mla.py
+    | GATE_IDS  # the output gate's, tested in tests/test_gate.py
 )
 
 

@@ -202,7 +202,7 @@ def test_a_plug_in_feature_is_named_only_by_the_fields_table():
 
     names = {f.name for f in REGISTRY}
     assert names >= {"qk_norm", "rope", "score_bias", "softcap", "window", "sinks", "mla"}
-    for word in sorted(names | {"softcap", "rope", "alibi", "window", "sinks", "mla"}):
+    for word in sorted(names | {"softcap", "rope", "alibi", "window", "sinks", "mla", "gate"}):
         places = set(_naming(word))
         assert places <= {"input/fields.py"}, (word, places)
 

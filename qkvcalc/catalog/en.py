@@ -250,6 +250,61 @@ MESSAGES: dict[str, str] = {
     "ui.variant.score_bias": "a score bias",
     "ui.variant.sinks": "attention sinks",
     "ui.variant.softcap": "softcap {cap}",
+    # ---- the output gate (qkvcalc/ops/gate.py) ----
+    "ui.variant.gate": "output gate σ(X·W_G{bias}) on each head",
+    "stage.gate_logits.title": "Output gate: the gate's logits",
+    "stage.gate_logits.why": "The gate is decided by the token itself: X times this head's "
+    "columns of W_G (plus b_G) gives one number per token and per column of the head's output, "
+    "which the next stage squashes into (0, 1).",
+    "stage.gate.title": "Output gate: G = σ(Z_G)",
+    "stage.gate.why": "The sigmoid σ(z) = 1 / (1 + e^(−z)) squashes each logit into (0, 1): a "
+    "large negative logit gives a gate near 0, a large positive one a gate near 1, and 0 gives "
+    "exactly 0.5.",
+    "stage.gated.title": "The gated output",
+    "stage.gated.why": "Each cell of the head's output is multiplied by its gate: a gate near 0 "
+    "silences that column of this head for this token, a gate near 1 lets it through. The "
+    "attention weights decide what to read; the gate decides, token by token, how much of what "
+    "was read to pass on (Qwen3-Next and Qwen3.5 gate their attention this way). The "
+    "concatenation reads these gated outputs.",
+    "hint.gate": "{cell} = σ(Z_G[{i},{j}]) = 1 / (1 + e^(−Z_G[{i},{j}])).",
+    "hint.gated": "{cell} = {out}[{i},{j}] × G[{i},{j}]: the head's output times its gate, cell "
+    "by cell.",
+    "note.exact_stops_sigmoid": "No exact fractions from here on: σ(z) = 1 / (1 + e^(−z)) is "
+    "irrational for every rational z ≠ 0 (e^(−z) is then transcendental, by the "
+    "Lindemann–Weierstrass theorem); σ(0) = 1/2 is the one exception.",
+    "mistake.gate_missing": "These are the head's output before the gate: each cell still has "
+    "to be multiplied by its gate G = σ(Z_G).",
+    "mistake.gate_not_squashed": "These multiply the output by the gate's logits Z_G, not by "
+    "G = σ(Z_G): the sigmoid that squashes each logit into (0, 1) was left out.",
+    "stage.grad_output.gated.title": "Backward through the gate to the head's output",
+    "stage.grad_output.gated.why": "out_G = out ⊙ G, so each cell of the head's output receives "
+    "its gradient times its own gate: dO = d(out_G) ⊙ G. A gate near 0 passes almost nothing "
+    "back to the attention below it.",
+    "stage.grad_gate.title": "Backward: gradient of the gate",
+    "stage.grad_gate.why": "The same product seen from the gate's side: dG = d(out_G) ⊙ out, so "
+    "a gate's gradient is largest where the head's output is large.",
+    "stage.grad_gate_logits.title": "Backward through the sigmoid",
+    "stage.grad_gate_logits.why": "σ'(z) = σ(z)·(1 − σ(z)), at most 1/4 (at z = 0): "
+    "dZ_G = dG ⊙ G ⊙ (1 − G). A gate that is nearly shut or nearly open (G near 0 or 1) passes "
+    "little of its gradient on to W_G.",
+    "stage.grad_wg.title": "Gradient of W_G",
+    "stage.grad_wg.why": "Z_G = X·W_G (+ b_G), so dW_G = Xᵀ·dZ_G, each head's gradient in its "
+    "own columns: each weight collects, over the tokens, its input value times its logit's "
+    "gradient.",
+    "stage.grad_bg.title": "Gradient of b_G",
+    "stage.grad_bg.why": "b_G is added to every token's gate logits, so its gradient is the "
+    "column sums of dZ_G.",
+    "gate.shape": "W_G (wg) is {shape}, but the output gate needs {want} in the {layout} layout: "
+    "it maps each token's row of X (d_model numbers) to H·d_v = {heads}×{d_v} gates, one per "
+    "column of every head's output.",
+    "gate.bias_shape": "b_G (bg) has {length} numbers, but the output gate has H·d_v = {cols} "
+    "columns: one bias per gate.",
+    "gate.bias_alone": "b_G (bg) is given without W_G (wg): the output gate's bias needs its "
+    "weight.",
+    "gate.needs_x": "The output gate (wg) reads X, but this problem gives Q, K and V directly: "
+    "give x and the weights instead.",
+    "gate.decode": "The output gate (wg) is not computed step by step with a KV cache: leave out "
+    "--decode (the whole run shows it).",
     "ui.variant.window": "sliding window {window}",
     "ui.variant.bottom_right": "causal mask aligned bottom-right",
     "ui.variant.positions": "positions given",

@@ -254,6 +254,58 @@ MESSAGES: dict[str, str] = {
     "ui.variant.score_bias": "스코어 바이어스",
     "ui.variant.sinks": "어텐션 싱크",
     "ui.variant.softcap": "소프트캡 {cap}",
+    # ---- the output gate (qkvcalc/ops/gate.py) ----
+    "ui.variant.gate": "출력 게이트 σ(X·W_G{bias}), 헤드마다",
+    "stage.gate_logits.title": "출력 게이트: 게이트의 로짓",
+    "stage.gate_logits.why": "게이트는 토큰이 스스로 정합니다. X에 W_G의 이 헤드 열을 곱하면(b_G를 "
+    "더해) 토큰마다, 헤드 출력의 열마다 수가 하나씩 나오고, 다음 단계가 이 수를 (0, 1) 사이로 "
+    "누릅니다.",
+    "stage.gate.title": "출력 게이트: G = σ(Z_G)",
+    "stage.gate.why": "시그모이드 σ(z) = 1 / (1 + e^(−z))는 각 로짓을 (0, 1) 사이로 누릅니다. 큰 "
+    "음수 로짓은 0에 가까운 게이트를, 큰 양수 로짓은 1에 가까운 게이트를 주고, 0은 정확히 0.5를 "
+    "줍니다.",
+    "stage.gated.title": "게이트를 거친 출력",
+    "stage.gated.why": "헤드 출력의 각 칸에 그 칸의 게이트를 곱합니다. 게이트가 0에 가까우면 이 "
+    "토큰에서 이 헤드의 그 열을 끄고, 1에 가까우면 그대로 통과시킵니다. 어텐션 가중치는 무엇을 "
+    "읽을지 정하고, 게이트는 읽은 것을 토큰마다 얼마나 내보낼지 정합니다(Qwen3-Next와 Qwen3.5가 "
+    "어텐션에 이렇게 게이트를 답니다). 이어 붙이기는 게이트를 거친 이 출력을 읽습니다.",
+    "hint.gate": "{cell} = σ(Z_G[{i},{j}]) = 1 / (1 + e^(−Z_G[{i},{j}])).",
+    "hint.gated": "{cell} = {out}[{i},{j}] × G[{i},{j}]: 헤드 출력에 게이트를 칸마다 곱합니다.",
+    "note.exact_stops_sigmoid": "여기부터는 정확한 분수가 없습니다: 0이 아닌 유리수 z에 대해 "
+    "σ(z) = 1 / (1 + e^(−z))는 무리수입니다(린데만–바이어슈트라스 정리에 따라 e^(−z)가 "
+    "초월수이므로). σ(0) = 1/2만 예외입니다.",
+    "mistake.gate_missing": "이 값은 게이트를 거치기 전의 헤드 출력입니다. 각 칸에 게이트 "
+    "G = σ(Z_G)를 아직 곱해야 합니다.",
+    "mistake.gate_not_squashed": "이 값은 출력에 G = σ(Z_G)가 아니라 게이트의 로짓 Z_G를 "
+    "곱했습니다. 각 로짓을 (0, 1) 사이로 누르는 시그모이드가 빠졌습니다.",
+    "stage.grad_output.gated.title": "역전파: 게이트를 거쳐 헤드 출력으로",
+    "stage.grad_output.gated.why": "out_G = out ⊙ G이므로 헤드 출력의 각 칸은 자기 기울기에 자기 "
+    "게이트를 곱한 값을 받습니다: dO = d(out_G) ⊙ G. 0에 가까운 게이트는 그 아래의 어텐션으로 "
+    "거의 아무것도 돌려보내지 않습니다.",
+    "stage.grad_gate.title": "역전파: 게이트의 기울기",
+    "stage.grad_gate.why": "같은 곱을 게이트 쪽에서 봅니다: dG = d(out_G) ⊙ out. 그래서 게이트의 "
+    "기울기는 헤드 출력이 큰 곳에서 가장 큽니다.",
+    "stage.grad_gate_logits.title": "역전파: 시그모이드를 거쳐",
+    "stage.grad_gate_logits.why": "σ'(z) = σ(z)·(1 − σ(z))이고, 가장 큰 값은 z = 0에서의 "
+    "1/4입니다: dZ_G = dG ⊙ G ⊙ (1 − G). 거의 닫히거나 거의 열린 게이트(G가 0이나 1에 "
+    "가까움)는 자기 기울기를 W_G로 거의 전하지 않습니다.",
+    "stage.grad_wg.title": "W_G의 기울기",
+    "stage.grad_wg.why": "Z_G = X·W_G (+ b_G)이므로 dW_G = Xᵀ·dZ_G이고, 각 헤드의 기울기는 자기 "
+    "열에 놓입니다. 각 가중치는 토큰들에 걸쳐 자기 입력값과 로짓 기울기의 곱을 모읍니다.",
+    "stage.grad_bg.title": "b_G의 기울기",
+    "stage.grad_bg.why": "b_G는 모든 토큰의 게이트 로짓에 더해지므로, 그 기울기는 dZ_G의 열 "
+    "합입니다.",
+    "gate.shape": "W_G(wg)의 모양은 {shape}이지만, 출력 게이트에는 {layout} 레이아웃으로 {want}가 "
+    "필요합니다: 각 토큰의 X 행(d_model개의 수)을 H·d_v = {heads}×{d_v}개의 게이트로, 모든 헤드 "
+    "출력의 열마다 하나씩 보냅니다.",
+    "gate.bias_shape": "b_G(bg)에는 수가 {length}개 있지만, 출력 게이트의 열은 H·d_v = {cols}개"
+    "입니다: 게이트마다 편향이 하나씩 필요합니다.",
+    "gate.bias_alone": "W_G(wg) 없이 b_G(bg)만 주어졌습니다: 출력 게이트의 편향에는 가중치가 "
+    "필요합니다.",
+    "gate.needs_x": "출력 게이트(wg)는 X를 읽는데, 이 문제는 Q, K, V를 직접 줍니다: 대신 x와 "
+    "가중치를 주세요.",
+    "gate.decode": "출력 게이트(wg)는 KV 캐시로 한 단계씩 계산하지 않습니다: --decode를 빼세요"
+    "(전체 실행에서 보입니다).",
     "ui.variant.window": "슬라이딩 윈도우 {window}",
     "ui.variant.bottom_right": "오른쪽 아래에 맞춘 인과 마스크",
     "ui.variant.positions": "주어진 위치",

@@ -12,7 +12,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.labels import closest, shown
 
 # positions, windows, RoPE, ALiBi, score biases, q/k norm (read by input/variants.py), and the
-# plug-in features' keys (each read by its module in qkvcalc/features/)
+# plug-in features' keys (each read by its module in qkvcalc/ops/)
 VARIANT_KEYS = (
     "positions",
     "key_positions",
@@ -30,6 +30,8 @@ VARIANT_KEYS = (
     "softcap",
     "sinks",
     "mla",
+    "wg",  # the output gate's weight and bias
+    "bg",
 )
 
 MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")
@@ -93,6 +95,8 @@ DISPLAY = {
     "bk": "b_K",
     "bv": "b_V",
     "bo": "b_O",
+    "wg": "W_G",
+    "bg": "b_G",
     "grad_output": "grad_output (dL/dO)",
     "target": "target T",
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from qkvcalc.ops import mla, qk_norm, rope, score_bias, sinks, softcap, temperature, window
+from qkvcalc.ops import gate, mla, qk_norm, rope, score_bias, sinks, softcap, temperature, window
 from qkvcalc.ops.base import Feature, Logits, Mistakes, Reading, Side, Sizes, Turn, Work
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ REGISTRY: tuple[Feature, ...] = (
     softcap.FEATURE,
     window.FEATURE,
     sinks.FEATURE,
+    gate.FEATURE,  # after each head's output, before the concat
 )
 
 

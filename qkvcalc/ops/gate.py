@@ -1,0 +1,329 @@
+"""The output gate (Qwen3-Next, Qwen3.5): each head's output multiplied, cell by cell, by a gate
+that the token itself decides, before the heads are joined and W_O mixes them. A gate near 0
+silences that column of the head for that token; near 1 it lets it through.
+
+    "wg": d_model × H·d_v (in the problem's layout), "bg": H·d_v (optional)
+    per head h:  gate_logits  Z_G = X·W_G[:, cols of h] + b_G[cols of h]
+                 gate         G = σ(Z_G) = 1 / (1 + e^(−Z_G))
+                 gated        out ⊙ G                       (the concat reads it)
+
+transformers' Qwen3-Next computes the same as `attn_output * torch.sigmoid(gate)`, its gate the
+second half of each head's columns of q_proj; here W_G is a matrix of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.i18n import Msg
+from qkvcalc.input.cells import Matrix, to_matrix, to_vector
+from qkvcalc.labels import shape_text
+from qkvcalc.ops.base import Candidate, Feature, Mistakes, Side, Sizes
+from qkvcalc.ops.op import Feeds, Op, Params, Shapes, same_cell
+from qkvcalc.plan.specs import Ref, Spec, bias_params, columns_of, dim_labels, span
+
+
+class Gate(NamedTuple):
+    w: Matrix  # [d_model, H·d_v], in the row layout
+    b: Matrix | None  # [1, H·d_v]
+    heads: int
+    layout: str  # as the user gave W_G: its echo and the torch script write it that way
+
+
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    # [n, d] -> [n, d], each in (0, 1); e^(−|z|) never overflows
+    e = np.exp(-np.abs(z))
+    return np.where(z >= 0, 1 / (1 + e), e / (1 + e))
+
+
+# ---- reading the keys ---------------------------------------------------------------------------
+
+
+def _read(given: dict[str, Any], sizes: Sizes) -> Gate:
+    if "wg" not in given:
+        raise QkvcalcError("gate.bias_alone")
+    if sizes.d_model is None:
+        raise QkvcalcError("gate.needs_x")
+    w = to_matrix(given["wg"], "wg", exact=sizes.exact)
+    rows, cols = sizes.d_model, sizes.heads * sizes.d_v
+    as_given = w.values.shape
+    if sizes.layout == "torch":  # PyTorch stores nn.Linear.weight as [out, in]
+        w = Matrix(w.values.T.copy(), tuple(zip(*w.exact, strict=True)) if w.exact else None)
+    if w.values.shape != (rows, cols):
+        want = (cols, rows) if sizes.layout == "torch" else (rows, cols)
+        raise QkvcalcError(
+            "gate.shape",
+            shape=shape_text(as_given),
+            want=shape_text(want),
+            heads=sizes.heads,
+            d_v=sizes.d_v,
+            layout=sizes.layout,
+        )
+    b = None
+    if "bg" in given:
+        b = to_vector(given["bg"], "bg", exact=sizes.exact)
+        if b.values.shape[1] != cols:
+            raise QkvcalcError("gate.bias_shape", length=b.values.shape[1], cols=cols)
+    return Gate(w, b, sizes.heads, sizes.layout)
+
+
+def _echo(gate: Gate) -> dict[str, Any]:
+    w = gate.w.values.T if gate.layout == "torch" else gate.w.values
+    out: dict[str, Any] = {"wg": w}
+    if gate.b is not None:
+        out["bg"] = gate.b.values[0]
+    return out
+
+
+# ---- the stages ---------------------------------------------------------------------------------
+
+
+def _cols(p: Any, h: int | None) -> slice:
+    return slice(((h or 1) - 1) * p.d_v, (h or 1) * p.d_v)
+
+
+def _x(p: Any) -> tuple[Ref, str]:
+    return (("x_pe", None), "(X + PE)") if p.variants.pe is not None else (("x", None), "X")
+
+
+def _stages(p: Any, gate: Gate, h: int | None, output: Spec) -> list[Spec]:
+    """Z_G = X·W_G (its columns of head h) + b_G, G = σ(Z_G), then out ⊙ G."""
+    cols = _cols(p, h)
+    x_ref, x_name = _x(p)
+    cut = f"[:, {span(cols.start, p.d_v)}]"
+    label = "W_Gᵀ" if gate.layout == "torch" else "W_G"
+    formula = f"Z_G = {x_name}·{label}{cut}"
+    if gate.b is not None:
+        formula += f" + b_G[{span(cols.start, p.d_v)}]"
+    w = columns_of(gate.w, cols)
+    logits = Spec(
+        "gate_logits",
+        h,
+        "project",
+        (x_ref, w),
+        formula,
+        output.rows,
+        output.cols,
+        params=bias_params(gate.b, cols),
+        names=(x_name, f"{label}{cut}"),
+        inner=dim_labels(w.value.shape[0]),
+        cell="Z_G[{i},{j}]",
+        symbol="Z_G",
+        letters="n×d_v",
+        hint=(
+            "hint.proj_bias" if gate.b is not None else "hint.proj",
+            {"x": x_name, "w": f"W_G{cut}", "b": "b_G"},
+        ),
+    )
+    squashed = Spec(
+        "gate",
+        h,
+        "sigmoid",
+        (logits.ref,),
+        "G = σ(Z_G)",
+        output.rows,
+        output.cols,
+        symbol="G",
+        letters="n×d_v",
+        hint=("hint.gate", {}),
+    )
+    gated = Spec(
+        "gated",
+        h,
+        "gate_mul",
+        (output.ref, squashed.ref),
+        f"{output.symbol} ⊙ G",
+        output.rows,
+        output.cols,
+        symbol="out_G",
+        letters=output.letters,
+        hint=("hint.gated", {"out": output.symbol}),
+    )
+    return [logits, squashed, gated]
+
+
+def _back(p: Any, gate: Gate, h: int | None) -> list[Spec]:
+    """From d(gated) back: dO = d(gated) ⊙ G, dG = d(gated) ⊙ out, dZ_G = dG ⊙ G ⊙ (1 − G)."""
+    rows, cols = p.tokens, dim_labels(p.d_v)
+    grad_gated: Ref = ("grad_gated", h)
+    return [
+        Spec(
+            "grad_output",
+            h,
+            "gate_back",
+            (grad_gated, ("gate", h)),
+            "dO = d(out_G) ⊙ G",
+            rows,
+            cols,
+            topic="grad_output.gated",
+            symbol="dO",
+            letters="n×d_v",
+        ),
+        Spec(
+            "grad_gate",
+            h,
+            "gate_back",
+            (grad_gated, ("output", h)),
+            "dG = d(out_G) ⊙ out",
+            rows,
+            cols,
+            symbol="dG",
+            letters="n×d_v",
+        ),
+        Spec(
+            "grad_gate_logits",
+            h,
+            "sigmoid_back",
+            (("grad_gate", h), ("gate", h)),
+            "dZ_G = dG ⊙ G ⊙ (1 − G)",
+            rows,
+            cols,
+            symbol="dZ_G",
+            letters="n×d_v",
+        ),
+    ]
+
+
+def _sides(p: Any, gate: Gate) -> list[Side]:
+    """W_G beside W_Q, W_K, W_V: dW_G = Xᵀ·dZ_G, db_G, and the path dZ_G·W_Gᵀ into dX. With
+    `attend` the loss is on the weights, before the gate: nothing reaches W_G."""
+    if p.loss is None or p.loss.kind == "attend":
+        return []
+    heads = range(1, p.heads + 1)
+    cols = tuple(_cols(p, h) for h in heads)
+    grads = tuple(("grad_gate_logits", h) for h in heads)
+    return [Side("G", gate.w.values, gate.b is not None, cols, grads, "dZ_G")]
+
+
+# ---- the operations -----------------------------------------------------------------------------
+
+
+def _sigmoid(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    return sigmoid(ops[0])
+
+
+def _times(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    # [n, d] ⊙ [n, d] -> [n, d]
+    return ops[0] * ops[1]
+
+
+def _sigmoid_back(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> Any:
+    # dG ⊙ G ⊙ (1 − G): σ'(z) = σ(z)·(1 − σ(z))
+    grad, g = ops
+    return grad * g * (1 - g)
+
+
+def _two_cells(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield 0, i, j
+    yield 1, i, j
+
+
+def _sigmoid_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: σ(0.7) = 1 / (1 + e^(−0.7)) = 0.6682"""
+    (z,) = stage.operands
+    zij = float(z[i, j])
+    s = style.num(zij)
+    negated = s.lstrip("-−") if s.startswith(("-", "−")) else s if zij == 0 else f"{style.minus}{s}"
+    denominator = f"1 + {style.exp(negated)}"
+    inner = style.divided("1", denominator if style.latex else f"({denominator})")
+    sigma = r"\sigma" if style.latex else "σ"
+    shown = 1 / (1 + math.exp(-style.shown(zij))) if style.shown(zij) > -700 else 0.0
+    left = f"{style.at(i + 1, j + 1)}{sigma}({s}) = {inner}"
+    return style.line(left, shown, float(stage.value[i, j]), result)
+
+
+def _times_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 3 × 0.6682 = 2.0046"""
+    a, b = (float(o[i, j]) for o in stage.operands)
+    left = f"{style.at(i + 1, j + 1)}{style.factor(a)}{style.times}{style.factor(b)}"
+    return style.line(left, style.shown(a) * style.shown(b), float(stage.value[i, j]), result)
+
+
+def _sigmoid_back_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 0.5 × 0.6682 × (1 − 0.6682) = 0.1109"""
+    d, g = (float(o[i, j]) for o in stage.operands)
+    f = style.factor
+    left = (
+        f"{style.at(i + 1, j + 1)}{f(d)}{style.times}{f(g)}{style.times}"
+        f"(1 {style.minus} {style.num(g)})"
+    )
+    n = style.shown
+    return style.line(left, n(d) * n(g) * (1 - n(g)), float(stage.value[i, j]), result)
+
+
+def _mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[Candidate]:
+    """The gate forgotten (the head's output as it was), or Z_G used as the gate without σ."""
+    found: list[Candidate] = []
+    for out in versions(stage.reads[0][0]):
+        found.append(("gate_missing", Msg("mistake.gate_missing"), out))
+        for z in versions("gate_logits"):  # Z_G itself as the gate: σ left out
+            found.append(("gate_not_squashed", Msg("mistake.gate_not_squashed"), out * z))
+    return found
+
+
+def _torch(p: Any, gate: Gate, literal: Callable[[Any], str]) -> list[str]:
+    torch_layout = gate.layout == "torch"
+    w = gate.w.values.T if torch_layout else gate.w.values
+    shape = "[H*d_v, d_model]" if torch_layout else "[d_model, H*d_v]"
+    out = [
+        "# The output gate: each head's output times sigmoid(X·W_G + b_G), its own columns",
+        "# (Qwen3-Next: attn_output * torch.sigmoid(gate)).",
+        f"W_G = t({literal(w)})  # {shape}",
+    ]
+    product = "X @ W_G.T" if torch_layout else "X @ W_G"
+    if gate.b is not None:
+        out.append(f"b_G = t({literal(gate.b.values[0])})")
+        product += " + b_G"
+    out += [
+        f"gate = torch.sigmoid({product})  # [n, H*d_v]",
+        "heads = heads * gate.reshape(n, H, d_v).transpose(0, 1).unsqueeze(0)",
+    ]
+    return out
+
+
+def _header(gate: Gate) -> list[tuple[str, dict[str, Any]]]:
+    return [("ui.variant.gate", {"bias": " + b_G" if gate.b is not None else ""})]
+
+
+FEATURE = Feature(
+    name="wg",  # its weight's key names it among the features a problem uses
+    keys=("wg", "bg"),
+    read=_read,
+    ops=(
+        Op(
+            "sigmoid",
+            _sigmoid,
+            same_cell,
+            rowwise=True,
+            overflow=lambda params: False,
+            exact_stops="note.exact_stops_sigmoid",
+        ),
+        Op("gate_mul", _times, _two_cells),
+        # the backward's two products, d(out_G) ⊙ G and d(out_G) ⊙ out: the same product, with
+        # no named mistakes of the forward's
+        Op("gate_back", _times, _two_cells),
+        Op("sigmoid_back", _sigmoid_back, _two_cells, overflow=lambda params: False),
+    ),
+    work={
+        "sigmoid": _sigmoid_work,
+        "gate_mul": _times_work,
+        "gate_back": _times_work,
+        "sigmoid_back": _sigmoid_back_work,
+    },
+    mistakes=(Mistakes("gate_mul", ("gate_missing", "gate_not_squashed"), _mistakes),),
+    elements=lambda gate, n, m, d_k: 3 * n * gate.w.values.shape[1] // gate.heads,
+    header=_header,
+    echo=_echo,
+    after_output=_stages,
+    back_after_output=_back,
+    sides=_sides,
+    torch_heads=_torch,
+    torch_grads=(("dW_G", "W_G", "grad_wg", False), ("db_G", "b_G", "grad_bg", True)),
+    torch_module_gap="it has no output gate: it joins the heads as they are",
+    no_decode="gate.decode",
+)
