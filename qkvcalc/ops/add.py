@@ -26,6 +26,16 @@ def _exact_add(ops: Sequence[Any], params: Params) -> Any:
     return exact.add(ops[0], ops[1]), ()
 
 
+# ---- each cell's arithmetic, as the writers write it out (given their Style) ----
+
+
+def _add_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 3.5355 + (−0.5) = 3.0355"""
+    a, b = (float(m[i, j]) for m in stage.operands)
+    left = f"{style.at(i + 1, j + 1)}{style.num(a)} + {style.factor(b)}"
+    return style.line(left, style.shown(a) + style.shown(b), float(stage.value[i, j]), result)
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "add",
@@ -35,5 +45,6 @@ OPS: tuple[Op, ...] = (
         rowwise=True,
         backward=lambda o, p, v, g: (g, g),
         grad_formula=lambda into, out, x, params: out,  # what is added is a constant
+        work=_add_work,
     ),
 )

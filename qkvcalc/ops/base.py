@@ -10,7 +10,7 @@ writers call `work`, `header` and `echo`, the torch script `torch_logits`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from qkvcalc.ops.op import Op
@@ -131,7 +131,6 @@ class Feature(NamedTuple):
     mask_notes: Callable[[Any], tuple[Msg, ...]] | None = None  # what it says on the mask
     # attention in tiles: where the online softmax starts, (m₀, ℓ₀) of head h (−∞, 0 without)
     tiles_start: Callable[[Any, int | None], tuple[float, float]] | None = None
-    work: Mapping[str, Work] = {}  # op name -> its cell arithmetic (read, never changed)
     mistakes: tuple[Mistakes, ...] = ()  # the quiz's named mistakes at its stages
     lazy_stages: int = 0  # the n×m stages it adds to each head (the size budget counts them)
     # the numbers its kept stages add to one head, given (value, n, m, d_k): the size budget

@@ -97,9 +97,47 @@ def _exact_stack(ops: Sequence[Any], params: Params) -> Any:
     return tuple(row for o in ops for row in o), ()
 
 
+# ---- each cell's arithmetic, as the writers write it out (given their Style) ----
+
+
+def _step_project_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 1×0 + 2×1 = 2: this step's token's row of X times a column of W."""
+    terms, total = style.row_of_product(stage, 0, int(stage.params["take"][i]), j, exact)
+    return style.line(f"{style.at(i + 1, j + 1)}{terms}", total, float(stage.value[i, j]), result)
+
+
+def _append_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str | None:
+    """Only the new rows of a cache have arithmetic; the others are copied from the last step."""
+    kept = len(stage.operands[0]) if len(stage.operands) == 3 else 0
+    if i < kept:
+        return None
+    first = 1 if kept else 0
+    row = int(stage.params["take"][i - kept])
+    terms, total = style.row_of_product(stage, first, row, j, exact)
+    return style.line(f"{style.at(i + 1, j + 1)}{terms}", total, float(stage.value[i, j]), result)
+
+
+def _qk_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """q₃·k₂ = 1×1 + 2×0 = 1: a query row (named by its token) against a cached key row."""
+    q, k = stage.operands
+    eq = ek = None
+    if exact is not None and len(stage.operands_exact) == 2 and None not in stage.operands_exact:
+        eq, ek = stage.operands_exact[0][i], stage.operands_exact[1][j]  # type: ignore[index]
+    row = int(stage.params["take"][i]) + 1  # the query's token, counted in the whole sequence
+    terms, total = style.products(q[i], k[j], eq, ek)
+    left = f"{style.label('q_{i}·k_{j}', row, j + 1)} = {terms}"
+    return style.line(left, total, float(stage.value[i, j]), result)
+
+
 OPS: tuple[Op, ...] = (
-    Op("step_project", _step_project, _step_project_feeds, _exact_step_project),
-    Op("append", _append, _append_feeds, _exact_append),
-    Op("qk", _qk, _qk_feeds, _exact_qk, rowwise=True),
+    Op(
+        "step_project",
+        _step_project,
+        _step_project_feeds,
+        _exact_step_project,
+        work=_step_project_work,
+    ),
+    Op("append", _append, _append_feeds, _exact_append, work=_append_work),
+    Op("qk", _qk, _qk_feeds, _exact_qk, rowwise=True, work=_qk_work),
     Op("stack", _stack, _stack_feeds, _exact_stack, overflow=lambda p: False),
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from qkvcalc.ops import gate, mla, qk_norm, rope, score_bias, sinks, softcap, temperature, window
-from qkvcalc.ops.base import Feature, Logits, Mistakes, Reading, Side, Sizes, Turn, Work
+from qkvcalc.ops.base import Feature, Logits, Mistakes, Reading, Side, Sizes, Turn
 
 if TYPE_CHECKING:
     from qkvcalc.input.problem import Problem
@@ -30,7 +30,6 @@ __all__ = [
     "Turn",
     "active",
     "ops",
-    "work",
 ]
 
 REGISTRY: tuple[Feature, ...] = (
@@ -142,11 +141,6 @@ def sides(p: Problem) -> list[Side]:
 def ops() -> dict[str, Op]:
     """Every feature's operations, by name (the op table merges them)."""
     return {op.name: op for f in REGISTRY for op in f.ops}
-
-
-def work() -> dict[str, Work]:
-    """Every feature's cell arithmetic, by op name (the writers merge it)."""
-    return {name: fn for f in REGISTRY for name, fn in f.work.items()}
 
 
 def worksheet_notes() -> frozenset[str]:

@@ -18,12 +18,15 @@ D = rowsum(dO ⊙ O) is `rowdot`: the plain backward's own ops.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from qkvcalc.ops.grads import back_of
+from qkvcalc.ops.grads import _back_work, back_of
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes
+from qkvcalc.ops.tiles import _block_exp_work  # e^(S_b − L): the same line, shifted by L
 
 
 def lse(m: np.ndarray, total: np.ndarray) -> np.ndarray:
@@ -124,14 +127,93 @@ def _grad_q_acc_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
         yield first + 1, start + t, j
 
 
+# ---- each cell's arithmetic, as the writers write it out (given their Style) ----
+
+
+def _lse_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """L[1] = 1.2 + log 2.15 = 1.9655; a row whose every key is masked: ℓ = 0, L = −∞."""
+    top, total = (float(o[i, 0]) for o in stage.operands)
+    label = style.label(stage.cell, i + 1, j + 1)
+    if total <= 0:
+        return f"{label} = {style.neg_inf}"
+    log = r"\log" if style.latex else "log"
+    kept = style.shown(total)
+    shown = style.shown(top) + math.log(kept) if kept > 0 else -math.inf
+    left = f"{label} = {style.num(top)} + {log} {style.num(total)}"
+    return style.line(left, shown, float(stage.value[i, j]), result)
+
+
+def _attend_rowdot_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """D[1] = e^(0.3 − 2.1)×(−1 / e^(0.3 − 2.1)) = −1: the target key's weight times its
+    gradient, the row's one term; 0 for a query without a target."""
+    label = style.label(stage.cell, i + 1, j + 1)
+    s, top = stage.operands
+    targets = [t for row, t in stage.params["targets"] if row == i]
+    if not targets:
+        return f"{label} = 0"
+    weight = style.exp(
+        f"{style.num(float(s[i, targets[0]]))} {style.minus} {style.factor(float(top[i, 0]))}"
+    )
+    grad = f"({style.minus}{style.divided('1', weight)})"
+    return f"{label} = {weight}{style.times}{grad} = {result}"
+
+
+def _block_nt_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """dP_2[1,1] = dO₁₁×V₃₁ + dO₁₂×V₃₂: row i of dO against the block's key row of V."""
+    g, v = stage.operands
+    key = stage.params["rows"].start + j
+    pairs = [(float(x), float(y)) for x, y in zip(g[i], v[key], strict=True)]
+    return style.sum_of_products(stage, i, j, pairs, result)
+
+
+def _grad_q_acc_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """dQ_2[1,1] = dQ_1[1,1] + (d(Q·Kᵀ)_2 row 1 × K's block rows, column 1) = −0.59 + (…)."""
+    *before, ds, k = stage.operands
+    start = stage.params["rows"].start
+    pairs = [(float(ds[i, t]), float(k[start + t, j])) for t in range(ds.shape[1])]
+    if not before:
+        return style.sum_of_products(stage, i, j, pairs, result)
+    prev = float(before[0][i, j])
+    terms, total = style.products([x for x, _ in pairs], [y for _, y in pairs])
+    label = style.label(stage.cell, i + 1, j + 1)
+    left = f"{label} = {style.num(prev)} + ({terms})"
+    return style.line(left, style.shown(prev) + total, float(stage.value[i, j]), result)
+
+
+class _BlockColumns:
+    """A `block_back` stage seen as the plain `back` stage of its block's columns: the forward
+    operands and value cut to those columns, so that the op's own backward arithmetic
+    (Op.grad_work) reads cell (i, j) of the block."""
+
+    def __init__(self, stage: Any) -> None:
+        self._stage = stage
+        cols = stage.params["cols"]
+        *forward, grad = stage.operands
+        self.operands = (*(o[:, cols] for o in forward), grad)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stage, name)
+
+
+def _block_back_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str | None:
+    """The block's columns back through one elementwise stage: that op's own arithmetic."""
+    return _back_work(_BlockColumns(stage), i, j, style, exact, result)  # type: ignore[arg-type]
+
+
 OPS: dict[str, Op] = {
     op.name: op
     for op in (
-        Op("lse", _lse, _pairwise, overflow=lambda p: False),
-        Op("block_p", _block_p, _block_p_feeds, overflow=lambda p: False),
-        Op("attend_rowdot", _attend_rowdot, _attend_rowdot_feeds, overflow=lambda p: False),
-        Op("block_nt", _block_nt, _block_nt_feeds),
-        Op("block_back", _block_back, _block_back_feeds),
-        Op("grad_q_acc", _grad_q_acc, _grad_q_acc_feeds),
+        Op("lse", _lse, _pairwise, overflow=lambda p: False, work=_lse_work),
+        Op("block_p", _block_p, _block_p_feeds, overflow=lambda p: False, work=_block_exp_work),
+        Op(
+            "attend_rowdot",
+            _attend_rowdot,
+            _attend_rowdot_feeds,
+            overflow=lambda p: False,
+            work=_attend_rowdot_work,
+        ),
+        Op("block_nt", _block_nt, _block_nt_feeds, work=_block_nt_work),
+        Op("block_back", _block_back, _block_back_feeds, work=_block_back_work),
+        Op("grad_q_acc", _grad_q_acc, _grad_q_acc_feeds, work=_grad_q_acc_work),
     )
 }

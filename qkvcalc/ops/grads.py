@@ -23,6 +23,7 @@ dA = dO·Vᵀ are fractions; whatever reads the weights A (an exponential's quot
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -231,19 +232,126 @@ def _input_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
         yield from ((k, i, t) for t in range(cols))
 
 
+# ---- each cell's arithmetic, as the writers write it out (given their Style) ----
+
+
+def _tn_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """dV[1,2] = A₁₁×dO₁₂ + A₂₁×dO₂₂ + … : column i of A against column j of B (Aᵀ·B)."""
+    a, b = stage.operands
+    pairs = [(float(x), float(y)) for x, y in zip(a[:, i], b[:, j], strict=True)]
+    exact_pairs = style.exact_pairs(stage, exact, len(pairs), lambda t: (t, i), lambda t: (t, j))
+    return style.sum_of_products(stage, i, j, pairs, result, exact_pairs)
+
+
+def _nt_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """dA[1,2] = dO₁₁×V₂₁ + dO₁₂×V₂₂: row i of A against row j of B (A·Bᵀ)."""
+    a, b = stage.operands
+    pairs = [(float(x), float(y)) for x, y in zip(a[i], b[j], strict=True)]
+    exact_pairs = style.exact_pairs(stage, exact, len(pairs), lambda t: (i, t), lambda t: (j, t))
+    return style.sum_of_products(stage, i, j, pairs, result, exact_pairs)
+
+
+def _weight_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """dW[2,1] = X₁₂×dQ₁₁ + X₂₂×dQ₂₁ + …: a column of X against a column of the gradient of the
+    head (or heads, summed, under GQA) that read this column of W."""
+    x, *grads = stage.operands
+    params = stage.params
+    a, c = (j, i) if params["torch"] else (i, j)
+    pairs = [
+        (float(x[t, a]), float(g[t, c - cols.start]))
+        for g, cols in zip(grads, params["cols"], strict=True)
+        if cols.start <= c < cols.stop
+        for t in range(x.shape[0])
+    ]
+    return style.sum_of_products(stage, i, j, pairs, result)
+
+
+def _loss_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 2.6089 − 1 = 1.6089 (O − T)"""
+    o = float(stage.operands[0][i, j])
+    t = float(stage.params["target"][i, j])
+    left = f"{style.at(i + 1, j + 1)}{style.num(o)} {style.minus} {style.factor(t)}"
+    return style.line(left, style.shown(o) - style.shown(t), float(stage.value[i, j]), result)
+
+
+def _attend_grad_work(
+    stage: Any, i: int, j: int, style: Any, exact: Any, result: str
+) -> str | None:
+    """[3,2]: −1 / 0.2 = −5, at a query's target key (every other cell is 0)."""
+    if (i, j) not in stage.params["targets"]:
+        return None
+    a = float(stage.operands[0][i, j])
+    cell = f"{style.minus}{style.divided('1', style.num(a))}"
+    shown = -1 / style.shown(a) if style.shown(a) else math.nan
+    return style.line(f"{style.at(i + 1, j + 1)}{cell}", shown, float(stage.value[i, j]), result)
+
+
+def _rowdot_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """r[2] = 0.8044×11.4354 + 0.1956×4.4133 + … (a masked key's 0 weight left out)."""
+    a, da = stage.operands
+    pairs = [(float(x), float(y)) for x, y in zip(a[i], da[i], strict=True) if x != 0]
+    if not pairs:
+        return f"{style.at(i + 1, j + 1)}0"
+    return style.sum_of_products(stage, i, j, pairs, result)
+
+
+def _softmax_back_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[2,1]: 0.8044×(11.4354 − 10.0621) = 1.1047; a masked key: 0×(0.5 − 1.2) = 0."""
+    a, da, r = (float(m[i, j if k < 2 else 0]) for k, m in enumerate(stage.operands))
+    shown = style.shown(a) * (style.shown(da) - style.shown(r))
+    inner = f"{style.num(da)} {style.minus} {style.factor(r)}"
+    left = f"{style.at(i + 1, j + 1)}{style.num(a)}{style.times}({inner})"
+    return style.line(left, shown, float(stage.value[i, j]), result)
+
+
+def _bias_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """db[2] = 0.78 + (−0.26) + (−0.52) = 0: the column of the gradient summed over the rows."""
+    cells = [
+        float(v)
+        for g, cols in zip(stage.operands, stage.params["cols"], strict=True)
+        if cols.start <= j < cols.stop
+        for v in g[:, j - cols.start]
+    ]
+    terms = " + ".join(style.factor(v) for v in cells)
+    left = f"{style.label(stage.cell, i + 1, j + 1)} = {terms}"
+    shown = sum(style.shown(v) for v in cells)
+    return style.line(left, shown, float(stage.value[i, j]), result)
+
+
+def _input_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """dX[1,2] = (dQ·W_Qᵀ)[1,2] + (dK·W_Kᵀ)[1,2] + (dV·W_Vᵀ)[1,2] = 0.5 + 1.2 + 3 = 4.7: the
+    chain rule's paths, each its own product (summed over the heads), added."""
+    parts = [float(m[i, j]) for m in paths(stage.operands, stage.params)]
+    grads = stage.params.get("grads") or tuple(f"d{letter}" for letter in stage.names)
+    named = " + ".join(
+        f"({grad}·W_{letter}ᵀ){style.label('[{i},{j}]', i + 1, j + 1)}"
+        for grad, letter in zip(grads, stage.names, strict=True)
+    )
+    numbers = " + ".join(style.factor(v) for v in parts)
+    left = f"{style.label(stage.cell, i + 1, j + 1)} = {named} = {numbers}"
+    shown = sum(style.shown(v) for v in parts)
+    return style.line(left, shown, float(stage.value[i, j]), result)
+
+
+def _back_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str | None:
+    """A stage that goes back through one forward stage: that op's own backward arithmetic."""
+    work = back_of(stage.params).grad_work
+    return None if work is None else work(stage, i, j, style, exact, result)
+
+
 OPS: dict[str, Op] = {
     op.name: op
     for op in (
         Op("cut", _cut, _cut_feeds, _exact_cut, overflow=lambda p: False),
-        Op("matmul_tn", _tn, _tn_feeds, _exact_tn),
-        Op("matmul_nt", _nt, _nt_feeds, _exact_nt),
-        Op("loss_grad", _loss_grad, same_cell),
-        Op("attend_grad", _attend_grad, _attend_feeds),
-        Op("rowdot", _rowdot, _row_pairs),
-        Op("softmax_back", _softmax_back, _softmax_back_feeds),
-        Op("back", _back, _back_feeds),
-        Op("weight_grad", _weight_grad, _weight_feeds),
-        Op("bias_grad", _bias_grad, _bias_feeds, _exact_bias_grad),
-        Op("input_grad", _input_grad, _input_feeds),
+        Op("matmul_tn", _tn, _tn_feeds, _exact_tn, work=_tn_work),
+        Op("matmul_nt", _nt, _nt_feeds, _exact_nt, work=_nt_work),
+        Op("loss_grad", _loss_grad, same_cell, work=_loss_grad_work),
+        Op("attend_grad", _attend_grad, _attend_feeds, work=_attend_grad_work),
+        Op("rowdot", _rowdot, _row_pairs, work=_rowdot_work),
+        Op("softmax_back", _softmax_back, _softmax_back_feeds, work=_softmax_back_work),
+        Op("back", _back, _back_feeds, work=_back_work),
+        Op("weight_grad", _weight_grad, _weight_feeds, work=_weight_grad_work),
+        Op("bias_grad", _bias_grad, _bias_feeds, _exact_bias_grad, work=_bias_grad_work),
+        Op("input_grad", _input_grad, _input_feeds, work=_input_grad_work),
     )
 }

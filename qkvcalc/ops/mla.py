@@ -684,9 +684,9 @@ FEATURE = Feature(
             rowwise=True,
             overflow=lambda params: False,
             backward=_join_back,
+            work=_join_work,
         ),
     ),
-    work={"mla_join": _join_work},
     mistakes=(
         Mistakes("project", ("mla_latent_unnormed",), _mistakes),
         Mistakes("mla_join", ("mla_join_order",), _join_mistakes),

@@ -74,6 +74,10 @@ class Op(NamedTuple):
     # only the gradient coming in (a scaling, a mask, a rotation): the cells a gradient's cell
     # is computed from (the quiz's and the page's feeds) include them
     grad_reads: bool = False
+    # its cell arithmetic, as the writers write it out: (stage, i, j, style, exact, result) ->
+    # the line, or None for a cell with none; the style (qkvcalc.render.arith.Style) says how
+    # numbers and symbols are written. None: the op has no per-cell arithmetic
+    work: Callable[..., str | None] | None = None
 
 
 # (operands, params, value, ∂L/∂value) -> ∂L/∂operand, one per operand

@@ -40,6 +40,27 @@ def _product_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g:
     return g @ b.T, a.T @ g
 
 
+# ---- each cell's arithmetic, as the writers write it out (given their Style) ----
+
+
+def _product_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """One row times one column: q₁·k₂ = 1×1 + 2×0 = 1 (plus the bias, when there is one)."""
+    a, b = stage.operands
+    n = len(a[i])
+    ea = eb = None
+    if exact is not None and len(stage.operands_exact) == 2:
+        ea, eb = stage.operands_exact
+    rows = [style.exact_cell(ea, i, t) for t in range(n)]
+    cols = [style.exact_cell(eb, t, j) for t in range(n)]
+    terms, total = style.products(a[i], b[:, j], rows, cols)
+    if stage.bias is not None:
+        bias = stage.bias_exact[j] if exact is not None and stage.bias_exact else None
+        terms += f" + {style.exact_factor(bias, float(stage.bias[j]))}"
+        total += style.shown(float(stage.bias[j]), bias)
+    left = f"{style.label(stage.cell, i + 1, j + 1)} = {terms}"
+    return style.line(left, total, float(stage.value[i, j]), result)
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "project",
@@ -48,6 +69,7 @@ OPS: tuple[Op, ...] = (
         _exact_matmul,
         product=True,
         backward=_product_back,
+        work=_product_work,
     ),
     Op(
         "matmul",
@@ -56,5 +78,6 @@ OPS: tuple[Op, ...] = (
         _exact_matmul,
         product=True,
         backward=_product_back,
+        work=_product_work,
     ),
 )

@@ -445,6 +445,7 @@ FEATURE = Feature(
                 f"ρ·(w ⊙ {out}) − {x}·ρ³·mean({x} ⊙ w ⊙ {out})"
             ),
             grad_work=_grad_work,
+            work=_work,
         ),
         Op(
             "layernorm",
@@ -458,11 +459,11 @@ FEATURE = Feature(
                 f"ρ·(w ⊙ {out} − mean(w ⊙ {out}) − x̂·mean(x̂ ⊙ w ⊙ {out}))"
             ),
             grad_work=_grad_work_layer,
+            work=_work_layer,
         ),
     ),
     turn=_turn,
     late_turn=lambda norms: norms.after_rope,
-    work={"rmsnorm": _work, "layernorm": _work_layer},
     mistakes=(
         Mistakes("rmsnorm", ("norm_weight_missing", "norm_sum_not_mean"), _mistakes),
         Mistakes("layernorm", ("layernorm_mean_kept", "layernorm_bias_missing"), _mistakes_layer),

@@ -387,12 +387,12 @@ FEATURE = Feature(
             backward=_backward,
             grad_formula=lambda into, out, x, params: f"R(−φ)·{out}",
             grad_work=_grad_work,
+            work=_work,
         ),
     ),
     turn=_turn,
     scores_notes=lambda rope: (Msg("note.rope_scores"),),
     scores_remark=_shift,
-    work={"rope": _work},
     mistakes=(Mistakes("rope", ("rope_other_pairing", "rope_turned_back"), _mistakes),),
     elements=lambda rope, n, m, d_k: (n + m) * d_k,
     header=lambda r: [

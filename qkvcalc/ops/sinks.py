@@ -207,6 +207,7 @@ FEATURE = Feature(
             overflow=lambda params: False,
             exact_stops="note.exact_stops_sinks",
             details=lambda ops, params: {"row_max": joined_exp(ops[0], params["sink"])[1]},
+            work=_exp_work,
         ),
         Op(
             "sink_softmax",
@@ -217,6 +218,7 @@ FEATURE = Feature(
             details=lambda ops, params: {"row_sum": ops[0].sum(axis=1)},
             divisor=lambda ops: ops[0].sum(axis=1),  # holds e^(σ − m) > 0: never 0
             heat=True,
+            work=_weights_work,
         ),
         Op("sink_grad", _grad, _grad_feeds),
         Op("sink_grad_tiles", _grad_tiles, _grad_tiles_feeds),
@@ -224,7 +226,6 @@ FEATURE = Feature(
     softmax=_softmax,
     grads=_grads,
     tiles_start=lambda sinks, h: (float(sinks[(h or 1) - 1]), 1.0),
-    work={"sink_exp": _exp_work, "sink_softmax": _weights_work},
     mistakes=(
         Mistakes("sink_exp", ("sink_max_forgotten",), _shift_mistakes),
         Mistakes("sink_softmax", ("sink_left_out",), _weights_mistakes),

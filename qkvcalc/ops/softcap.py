@@ -120,10 +120,10 @@ FEATURE = Feature(
                 f"{out} ⊙ (1 − tanh²({x} / {params['cap']:g}))"
             ),
             grad_work=_grad_work,
+            work=_work,
         ),
     ),
     logits=_stage,
-    work={"softcap": _work},
     mistakes=(Mistakes("softcap", ("softcap_inner_missing", "softcap_outer_missing"), _mistakes),),
     lazy_stages=1,
     header=lambda cap: [("ui.variant.softcap", {"cap": f"{cap:g}"})],

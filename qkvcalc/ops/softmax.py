@@ -3,6 +3,7 @@ and each exponential divided by it. A row whose every key is masked gets weights
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -71,6 +72,34 @@ def _softmax_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g:
     return (np.divide(g - rowdot, total, out=np.zeros_like(g), where=total != 0),)
 
 
+# ---- each cell's arithmetic, as the writers write it out (given their Style) ----
+
+
+def _exp_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: e^(4.9497 − 4.9497) = 1; a masked score: e^(-∞) = 0."""
+    at = style.at(i + 1, j + 1)
+    logit = float(stage.operands[0][i, j])
+    assert stage.row_max is not None
+    if np.isneginf(logit):
+        return f"{at}{style.exp(style.neg_inf)} = 0"
+    top = float(stage.row_max[i])
+    left = f"{at}{style.exp(f'{style.num(logit)} {style.minus} {style.num(top)}')}"
+    shown = math.exp(style.shown(logit) - style.shown(top))
+    return style.line(left, shown, float(stage.value[i, j]), result)
+
+
+def _softmax_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str | None:
+    """[1,2]: 1 / 1.0067 = 0.9933; a row with every key masked has no division to show."""
+    assert stage.row_sum is not None
+    total = float(stage.row_sum[i])
+    if total == 0:
+        return None
+    e = float(stage.operands[0][i, j])
+    left = f"{style.at(i + 1, j + 1)}{style.divided(style.num(e), style.num(total))}"
+    shown = style.shown(e) / style.shown(total)
+    return style.line(left, shown, float(stage.value[i, j]), result)
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "exp",
@@ -81,6 +110,7 @@ OPS: tuple[Op, ...] = (
         exact_stops="note.exact_stops",
         details=lambda ops, params: {"row_max": row_max(ops[0])},
         backward=_exp_back,
+        work=_exp_work,
     ),
     Op(
         "softmax",
@@ -92,5 +122,6 @@ OPS: tuple[Op, ...] = (
         divisor=lambda ops: ops[0].sum(axis=1),
         heat=True,
         backward=_softmax_back,
+        work=_softmax_work,
     ),
 )

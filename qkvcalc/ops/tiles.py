@@ -4,6 +4,7 @@ the unnormalised output and the final division. No stage holds a whole row."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -144,25 +145,157 @@ def _divide_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
     yield 1, i, 0
 
 
+# ---- each cell's arithmetic, as the writers write it out (given their Style) ----
+
+
+def _block_max_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,1]: max(0.5, 1.2) = 1.2"""
+    (s,) = stage.operands
+    left = f"{style.at(i + 1, j + 1)}max({style.max_of(s[i])})"
+    shown = max(style.shown(float(v)) for v in s[i])
+    return style.line(left, shown, float(stage.value[i, j]), result)
+
+
+def _running_max_work(
+    stage: Any, i: int, j: int, style: Any, exact: Any, result: str
+) -> str | None:
+    """[1,1]: max(m₁ = 0.7, 1.2) = 1.2"""
+    if len(stage.operands) == 1:  # the first block: m₁ is its maximum, nothing to compare
+        return None
+    old, new = (float(o[i, 0]) for o in stage.operands)
+    left = f"{style.at(i + 1, j + 1)}max({style.num(old)}, {style.num(new)})"
+    shown = max(style.shown(old), style.shown(new))
+    return style.line(left, shown, float(stage.value[i, j]), result)
+
+
+def _correction_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str | None:
+    """[1,1]: e^(0.7 − 1.2) = 0.6065 (1 when the maximum did not grow). Before the first key
+    of a row there is nothing to rescale: e^(-∞) = 0 for the first block, whatever its maximum
+    (−∞ too, when all its keys are masked), and no line while the maximum stays −∞."""
+    at = style.at(i + 1, j + 1)
+    value = float(stage.value[i, j])
+    if len(stage.operands) == 1:
+        new = float(stage.operands[0][i, 0])
+        if np.isneginf(new):
+            return f"{at}{style.exp(style.neg_inf)} = 0"
+        left = f"{at}{style.exp(f'{style.neg_inf} {style.minus} {style.num(new)}')}"
+        return style.line(left, 0.0, value, result)
+    old, newest = (float(o[i, 0]) for o in stage.operands)
+    if np.isneginf(newest):  # every key so far masked: e^(−∞ − −∞) is not a number
+        return None
+    left = f"{at}{style.exp(f'{style.num(old)} {style.minus} {style.num(newest)}')}"
+    return style.line(left, math.exp(style.shown(old) - style.shown(newest)), value, result)
+
+
+def _block_exp_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: e^(0.3 − 1.2) = 0.4066; a masked score: e^(-∞) = 0. A score shifted by its row's
+    number, [n, 1]: the tiles' running maximum (block_exp), or the log-sum-exp L (block_p)."""
+    s, m = stage.operands
+    at = style.at(i + 1, j + 1)
+    if np.isneginf(s[i, j]):
+        return f"{at}{style.exp(style.neg_inf)} = 0"
+    score, top = float(s[i, j]), float(m[i, 0])
+    inner = f"{style.num(score)} {style.minus} {style.factor(top)}"
+    shown = math.exp(style.shown(score) - style.shown(top))
+    return style.line(f"{at}{style.exp(inner)}", shown, float(stage.value[i, j]), result)
+
+
+def _running_sum_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """ℓ₂[1] = ℓ₁·e^(m₁−m₂) + Σ e^(s−m₂) = 1.5×0.6065 + (0.4066 + 1) = 2.3164"""
+    e = stage.operands[-1][i]
+    b = stage.block or 1
+    value = float(stage.value[i, j])
+    total = " + ".join(style.num(float(v)) for v in e)
+    fresh = sum(style.shown(float(v)) for v in e)
+    if style.latex:
+        ell, m, times = (lambda k: rf"\ell_{{{k}}}"), (lambda k: f"m_{{{k}}}"), r" \cdot "
+        sums = rf"\sum e^{{s - {m(b)}}}"
+        carried = rf"{ell(b - 1)}{times}e^{{{m(b - 1)} - {m(b)}}}"
+    else:
+        ell, m, times = (lambda k: "ℓ" + style.sub(k)), (lambda k: "m" + style.sub(k)), "·"
+        sums = f"Σ e^(s−{m(b)})"
+        carried = f"{ell(b - 1)}{times}e^({m(b - 1)}−{m(b)})"
+    if len(stage.operands) == 1:
+        return style.line(f"{ell(b)}[{i + 1}] = {sums} = {total}", fresh, value, result)
+    old, fix = (float(o[i, 0]) for o in stage.operands[:2])
+    said = f"{style.num(old)}{style.times}{style.num(fix)} + ({total})"
+    shown = style.shown(old) * style.shown(fix) + fresh
+    return style.line(f"{ell(b)}[{i + 1}] = {carried} + {sums} = {said}", shown, value, result)
+
+
+def _acc_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,1]: 2.1×0.6065 + (0.4066×1 + 1×0) = 1.6737"""
+    *before, e, v = stage.operands
+    rows = stage.params["rows"]
+    fresh, total = style.products(e[i], v[rows, j])
+    value = float(stage.value[i, j])
+    if not before:
+        return style.line(f"{style.at(i + 1, j + 1)}{fresh}", total, value, result)
+    acc, fix = float(before[0][i, j]), float(before[1][i, 0])
+    kept = f"{style.factor(acc)}{style.times}{style.num(fix)}"
+    shown = style.shown(acc) * style.shown(fix) + total
+    return style.line(f"{style.at(i + 1, j + 1)}{kept} + ({fresh})", shown, value, result)
+
+
+def _divide_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str | None:
+    """[1,1]: 3.2 / 2.15 = 1.4884"""
+    acc, total = stage.operands
+    if total[i, 0] == 0:
+        return None
+    a, t = float(acc[i, j]), float(total[i, 0])
+    left = f"{style.at(i + 1, j + 1)}{style.divided(style.num(a), style.num(t))}"
+    shown = style.shown(a) / style.shown(t)
+    return style.line(left, shown, float(stage.value[i, j]), result)
+
+
 OPS: tuple[Op, ...] = (
     Op("block", _block, _block_feeds, _exact_columns_of_block, overflow=lambda p: False),
-    Op("block_max", _block_max, whole_row, _exact_block_max, overflow=lambda p: False),
-    Op("running_max", _running_max, _pairwise, _exact_running_max, overflow=lambda p: False),
+    Op(
+        "block_max",
+        _block_max,
+        whole_row,
+        _exact_block_max,
+        overflow=lambda p: False,
+        work=_block_max_work,
+    ),
+    Op(
+        "running_max",
+        _running_max,
+        _pairwise,
+        _exact_running_max,
+        overflow=lambda p: False,
+        work=_running_max_work,
+    ),
     Op(
         "correction",
         _correction,
         _pairwise,
         overflow=lambda p: False,
         exact_stops="note.exact_stops",
+        work=_correction_work,
     ),
-    Op("block_exp", _block_exp, _block_exp_feeds, rowwise=True, overflow=lambda p: False),
-    Op("running_sum", _running_sum, _running_sum_feeds, overflow=lambda p: False),
-    Op("acc", _acc, _acc_feeds),
+    Op(
+        "block_exp",
+        _block_exp,
+        _block_exp_feeds,
+        rowwise=True,
+        overflow=lambda p: False,
+        work=_block_exp_work,
+    ),
+    Op(
+        "running_sum",
+        _running_sum,
+        _running_sum_feeds,
+        overflow=lambda p: False,
+        work=_running_sum_work,
+    ),
+    Op("acc", _acc, _acc_feeds, work=_acc_work),
     Op(
         "divide",
         _divide,
         _divide_feeds,
         overflow=lambda p: False,
         divisor=lambda ops: ops[1][:, 0],  # ℓ: 0 where every key is masked
+        work=_divide_work,
     ),
 )

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from qkvcalc.i18n import Msg
-from qkvcalc.ops import features
 from qkvcalc.ops.table import OPS
 from qkvcalc.render.text import cell_label, factor, fmt, pick, safe, sub
 
@@ -140,6 +139,56 @@ class Style(NamedTuple):
             return str(cell)
         return rf"{self.root(str(cell))} \approx {self.num(float(cell))}"
 
+    # ---- what an op's cell arithmetic (Op.work, in qkvcalc.ops) writes with -------------------
+
+    def products(
+        self, row: Any, col: Any, exact_row: Any = None, exact_col: Any = None
+    ) -> tuple[str, float]:
+        """'1×0 + 2×1' and that sum worked out from the factors as shown."""
+        return _products(row, col, self, exact_row, exact_col)
+
+    def row_of_product(
+        self, stage: Stage, first: int, row: int, j: int, exact: Any
+    ) -> tuple[str, float]:
+        """Row `row` of operand `first` times column j of the next, plus the bias."""
+        return _row_of_product(stage, first, row, j, self, exact)
+
+    def sum_of_products(
+        self,
+        stage: Stage,
+        i: int,
+        j: int,
+        pairs: list[tuple[float, float]],
+        result: str,
+        fractions: list[tuple[Any, Any]] | None = None,
+    ) -> str:
+        """d[1,2] = a×b + c×d = r: a cell as the sum of products it is."""
+        return _sum_of_products(stage, i, j, self, pairs, result, fractions)
+
+    def exact_pairs(
+        self, stage: Stage, exact: Any, count: int, a: Any, b: Any
+    ) -> list[tuple[Any, Any]] | None:
+        """The exact factor pairs of a product's `count` terms (None without exact values)."""
+        return _exact_pairs(stage, exact, count, a, b)
+
+    @staticmethod
+    def exact_cell(matrix: Any, i: int, j: int) -> Any:
+        return _exact_cell(matrix, i, j)
+
+    @staticmethod
+    def root_value(text: str) -> float:
+        """What a scale written as a root stands for, read back: '√2' -> 1.4142…"""
+        return _root_value(text)
+
+    def max_of(self, values: np.ndarray) -> str:
+        """'0.5, 1.2': the numbers a maximum is taken over."""
+        return ", ".join(self.num(float(v)) for v in values)
+
+    @staticmethod
+    def sub(k: int) -> str:
+        """A number as subscript digits: ℓ₂."""
+        return sub(k)
+
     def exact_factor(self, cell: Any, value: float) -> str:
         """A factor in a product: '(1/3)', '(-2)', '3'; the decimal when it has no exact value."""
         if cell is None:
@@ -171,86 +220,12 @@ def fits(stage: Stage, cells_limit: int, terms_limit: int) -> Msg | None:
     return None
 
 
-def _product_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """One row times one column: q₁·k₂ = 1×1 + 2×0 = 1 (plus the bias, when there is one)."""
-    a, b = stage.operands
-    n = len(a[i])
-    ea = eb = None
-    if exact is not None and len(stage.operands_exact) == 2:
-        ea, eb = stage.operands_exact
-    rows = [_exact_cell(ea, i, t) for t in range(n)]
-    cols = [_exact_cell(eb, t, j) for t in range(n)]
-    terms, total = _products(a[i], b[:, j], style, rows, cols)
-    if stage.bias is not None:
-        bias = stage.bias_exact[j] if exact is not None and stage.bias_exact else None
-        terms += f" + {style.exact_factor(bias, float(stage.bias[j]))}"
-        total += style.shown(float(stage.bias[j]), bias)
-    left = f"{style.label(stage.cell, i + 1, j + 1)} = {terms}"
-    return style.line(left, total, float(stage.value[i, j]), result)
-
-
-def _scale_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[1,1]: 7 / √2 = 4.9497, or 7 × 0.5 = 3.5 for a scale given."""
-    at = style.at(i + 1, j + 1)
-    score = float(stage.operands[0][i, j])
-    assert stage.scale is not None
-    cell = scale_cell = None  # the exact score and scale, where --exact writes them
-    if exact is not None and stage.operands_exact:
-        cell, scale_cell = _exact_cell(stage.operands_exact[0], i, j), stage.scale_exact
-    s = style.num(score) if cell is None else style.exact_factor(cell, score)
-    shown, value = style.shown(score, cell), float(stage.value[i, j])
-    if stage.scale_text:
-        left = f"{at}{style.divided(s, style.root(stage.scale_text))}"
-        return style.line(left, shown / _root_value(stage.scale_text), value, result)
-    scale = (
-        style.num(stage.scale)
-        if scale_cell is None
-        else style.exact_factor(scale_cell, stage.scale)
-    )
-    left = f"{at}{s} {style.times} {scale}"
-    return style.line(left, shown * style.shown(stage.scale, scale_cell), value, result)
-
-
 def _root_value(text: str) -> float:
     """What a scale written as a root stands for, read back: '√2' -> 1.4142…, '8' -> 8."""
     body = text.strip()
     if body.startswith("√"):
         return math.sqrt(float(body[1:]))
     return float(body)
-
-
-def _exp_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[1,2]: e^(4.9497 − 4.9497) = 1; a masked score: e^(-∞) = 0."""
-    at = style.at(i + 1, j + 1)
-    logit = float(stage.operands[0][i, j])
-    assert stage.row_max is not None
-    if np.isneginf(logit):
-        return f"{at}{style.exp(style.neg_inf)} = 0"
-    top = float(stage.row_max[i])
-    left = f"{at}{style.exp(f'{style.num(logit)} {style.minus} {style.num(top)}')}"
-    shown = math.exp(style.shown(logit) - style.shown(top))
-    return style.line(left, shown, float(stage.value[i, j]), result)
-
-
-def _softmax_work(
-    stage: Stage, i: int, j: int, style: Style, exact: Any, result: str
-) -> str | None:
-    """[1,2]: 1 / 1.0067 = 0.9933; a row with every key masked has no division to show."""
-    assert stage.row_sum is not None
-    total = float(stage.row_sum[i])
-    if total == 0:
-        return None
-    e = float(stage.operands[0][i, j])
-    left = f"{style.at(i + 1, j + 1)}{style.divided(style.num(e), style.num(total))}"
-    shown = style.shown(e) / style.shown(total)
-    return style.line(left, shown, float(stage.value[i, j]), result)
-
-
-def _add_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[1,2]: 3.5355 + (−0.5) = 3.0355"""
-    a, b = (float(m[i, j]) for m in stage.operands)
-    left = f"{style.at(i + 1, j + 1)}{style.num(a)} + {style.factor(b)}"
-    return style.line(left, style.shown(a) + style.shown(b), float(stage.value[i, j]), result)
 
 
 def _products(
@@ -291,144 +266,6 @@ def _row_of_product(
     return terms, total
 
 
-def _step_project_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[1,2]: 1×0 + 2×1 = 2: this step's token's row of X times a column of W."""
-    terms, total = _row_of_product(stage, 0, int(stage.params["take"][i]), j, style, exact)
-    return style.line(f"{style.at(i + 1, j + 1)}{terms}", total, float(stage.value[i, j]), result)
-
-
-def _append_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str | None:
-    """Only the new rows of a cache have arithmetic; the others are copied from the last step."""
-    kept = len(stage.operands[0]) if len(stage.operands) == 3 else 0
-    if i < kept:
-        return None
-    first = 1 if kept else 0
-    row = int(stage.params["take"][i - kept])
-    terms, total = _row_of_product(stage, first, row, j, style, exact)
-    return style.line(f"{style.at(i + 1, j + 1)}{terms}", total, float(stage.value[i, j]), result)
-
-
-def _qk_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """q₃·k₂ = 1×1 + 2×0 = 1: a query row (named by its token) against a cached key row."""
-    q, k = stage.operands
-    eq = ek = None
-    if exact is not None and len(stage.operands_exact) == 2 and None not in stage.operands_exact:
-        eq, ek = stage.operands_exact[0][i], stage.operands_exact[1][j]  # type: ignore[index]
-    row = int(stage.params["take"][i]) + 1  # the query's token, counted in the whole sequence
-    terms, total = _products(q[i], k[j], style, eq, ek)
-    left = f"{style.label('q_{i}·k_{j}', row, j + 1)} = {terms}"
-    return style.line(left, total, float(stage.value[i, j]), result)
-
-
-def _max_of(values: np.ndarray, style: Style) -> str:
-    return ", ".join(style.num(float(v)) for v in values)
-
-
-def _block_max_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[1,1]: max(0.5, 1.2) = 1.2"""
-    (s,) = stage.operands
-    left = f"{style.at(i + 1, j + 1)}max({_max_of(s[i], style)})"
-    shown = max(style.shown(float(v)) for v in s[i])
-    return style.line(left, shown, float(stage.value[i, j]), result)
-
-
-def _running_max_work(
-    stage: Stage, i: int, j: int, style: Style, exact: Any, result: str
-) -> str | None:
-    """[1,1]: max(m₁ = 0.7, 1.2) = 1.2"""
-    if len(stage.operands) == 1:  # the first block: m₁ is its maximum, nothing to compare
-        return None
-    old, new = (float(o[i, 0]) for o in stage.operands)
-    left = f"{style.at(i + 1, j + 1)}max({style.num(old)}, {style.num(new)})"
-    shown = max(style.shown(old), style.shown(new))
-    return style.line(left, shown, float(stage.value[i, j]), result)
-
-
-def _correction_work(
-    stage: Stage, i: int, j: int, style: Style, exact: Any, result: str
-) -> str | None:
-    """[1,1]: e^(0.7 − 1.2) = 0.6065 (1 when the maximum did not grow). Before the first key
-    of a row there is nothing to rescale: e^(-∞) = 0 for the first block, whatever its maximum
-    (−∞ too, when all its keys are masked), and no line while the maximum stays −∞."""
-    at = style.at(i + 1, j + 1)
-    value = float(stage.value[i, j])
-    if len(stage.operands) == 1:
-        new = float(stage.operands[0][i, 0])
-        if np.isneginf(new):
-            return f"{at}{style.exp(style.neg_inf)} = 0"
-        left = f"{at}{style.exp(f'{style.neg_inf} {style.minus} {style.num(new)}')}"
-        return style.line(left, 0.0, value, result)
-    old, newest = (float(o[i, 0]) for o in stage.operands)
-    if np.isneginf(newest):  # every key so far masked: e^(−∞ − −∞) is not a number
-        return None
-    left = f"{at}{style.exp(f'{style.num(old)} {style.minus} {style.num(newest)}')}"
-    return style.line(left, math.exp(style.shown(old) - style.shown(newest)), value, result)
-
-
-def _block_exp_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[1,2]: e^(0.3 − 1.2) = 0.4066; a masked score: e^(-∞) = 0. A score shifted by its row's
-    number, [n, 1]: the tiles' running maximum (block_exp), or the log-sum-exp L (block_p)."""
-    s, m = stage.operands
-    at = style.at(i + 1, j + 1)
-    if np.isneginf(s[i, j]):
-        return f"{at}{style.exp(style.neg_inf)} = 0"
-    score, top = float(s[i, j]), float(m[i, 0])
-    inner = f"{style.num(score)} {style.minus} {style.factor(top)}"
-    shown = math.exp(style.shown(score) - style.shown(top))
-    return style.line(f"{at}{style.exp(inner)}", shown, float(stage.value[i, j]), result)
-
-
-def _running_sum_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """ℓ₂[1] = ℓ₁·e^(m₁−m₂) + Σ e^(s−m₂) = 1.5×0.6065 + (0.4066 + 1) = 2.3164"""
-    e = stage.operands[-1][i]
-    b = stage.block or 1
-    value = float(stage.value[i, j])
-    total = " + ".join(style.num(float(v)) for v in e)
-    fresh = sum(style.shown(float(v)) for v in e)
-    if style.latex:
-        ell, m, times = (lambda k: rf"\ell_{{{k}}}"), (lambda k: f"m_{{{k}}}"), r" \cdot "
-        sums = rf"\sum e^{{s - {m(b)}}}"
-        carried = rf"{ell(b - 1)}{times}e^{{{m(b - 1)} - {m(b)}}}"
-    else:
-        ell, m, times = (lambda k: "ℓ" + sub(k)), (lambda k: "m" + sub(k)), "·"
-        sums = f"Σ e^(s−{m(b)})"
-        carried = f"{ell(b - 1)}{times}e^({m(b - 1)}−{m(b)})"
-    if len(stage.operands) == 1:
-        return style.line(f"{ell(b)}[{i + 1}] = {sums} = {total}", fresh, value, result)
-    old, fix = (float(o[i, 0]) for o in stage.operands[:2])
-    said = f"{style.num(old)}{style.times}{style.num(fix)} + ({total})"
-    shown = style.shown(old) * style.shown(fix) + fresh
-    return style.line(f"{ell(b)}[{i + 1}] = {carried} + {sums} = {said}", shown, value, result)
-
-
-def _acc_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[1,1]: 2.1×0.6065 + (0.4066×1 + 1×0) = 1.6737"""
-    *before, e, v = stage.operands
-    rows = stage.params["rows"]
-    fresh, total = _products(e[i], v[rows, j], style)
-    value = float(stage.value[i, j])
-    if not before:
-        return style.line(f"{style.at(i + 1, j + 1)}{fresh}", total, value, result)
-    acc, fix = float(before[0][i, j]), float(before[1][i, 0])
-    kept = f"{style.factor(acc)}{style.times}{style.num(fix)}"
-    shown = style.shown(acc) * style.shown(fix) + total
-    return style.line(f"{style.at(i + 1, j + 1)}{kept} + ({fresh})", shown, value, result)
-
-
-def _divide_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str | None:
-    """[1,1]: 3.2 / 2.15 = 1.4884"""
-    acc, total = stage.operands
-    if total[i, 0] == 0:
-        return None
-    a, t = float(acc[i, j]), float(total[i, 0])
-    left = f"{style.at(i + 1, j + 1)}{style.divided(style.num(a), style.num(t))}"
-    shown = style.shown(a) / style.shown(t)
-    return style.line(left, shown, float(stage.value[i, j]), result)
-
-
-# ---- the backward pass (qkvcalc.ops.grads) ------------------------------------------------
-
-
 def _sum_of_products(
     stage: Stage,
     i: int,
@@ -460,251 +297,15 @@ def _exact_pairs(
     return [(_exact_cell(ea, *a(t)), _exact_cell(eb, *b(t))) for t in range(count)]
 
 
-def _tn_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """dV[1,2] = A₁₁×dO₁₂ + A₂₁×dO₂₂ + … : column i of A against column j of B (Aᵀ·B)."""
-    a, b = stage.operands
-    pairs = [(float(x), float(y)) for x, y in zip(a[:, i], b[:, j], strict=True)]
-    exact_pairs = _exact_pairs(stage, exact, len(pairs), lambda t: (t, i), lambda t: (t, j))
-    return _sum_of_products(stage, i, j, style, pairs, result, exact_pairs)
-
-
-def _nt_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """dA[1,2] = dO₁₁×V₂₁ + dO₁₂×V₂₂: row i of A against row j of B (A·Bᵀ)."""
-    a, b = stage.operands
-    pairs = [(float(x), float(y)) for x, y in zip(a[i], b[j], strict=True)]
-    exact_pairs = _exact_pairs(stage, exact, len(pairs), lambda t: (i, t), lambda t: (j, t))
-    return _sum_of_products(stage, i, j, style, pairs, result, exact_pairs)
-
-
-def _weight_grad_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """dW[2,1] = X₁₂×dQ₁₁ + X₂₂×dQ₂₁ + …: a column of X against a column of the gradient of the
-    head (or heads, summed, under GQA) that read this column of W."""
-    x, *grads = stage.operands
-    params = stage.params
-    a, c = (j, i) if params["torch"] else (i, j)
-    pairs = [
-        (float(x[t, a]), float(g[t, c - cols.start]))
-        for g, cols in zip(grads, params["cols"], strict=True)
-        if cols.start <= c < cols.stop
-        for t in range(x.shape[0])
-    ]
-    return _sum_of_products(stage, i, j, style, pairs, result)
-
-
-def _loss_grad_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[1,2]: 2.6089 − 1 = 1.6089 (O − T)"""
-    o = float(stage.operands[0][i, j])
-    t = float(stage.params["target"][i, j])
-    left = f"{style.at(i + 1, j + 1)}{style.num(o)} {style.minus} {style.factor(t)}"
-    return style.line(left, style.shown(o) - style.shown(t), float(stage.value[i, j]), result)
-
-
-def _attend_grad_work(
-    stage: Stage, i: int, j: int, style: Style, exact: Any, result: str
-) -> str | None:
-    """[3,2]: −1 / 0.2 = −5, at a query's target key (every other cell is 0)."""
-    if (i, j) not in stage.params["targets"]:
-        return None
-    a = float(stage.operands[0][i, j])
-    cell = f"{style.minus}{style.divided('1', style.num(a))}"
-    shown = -1 / style.shown(a) if style.shown(a) else math.nan
-    return style.line(f"{style.at(i + 1, j + 1)}{cell}", shown, float(stage.value[i, j]), result)
-
-
-def _rowdot_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """r[2] = 0.8044×11.4354 + 0.1956×4.4133 + … (a masked key's 0 weight left out)."""
-    a, da = stage.operands
-    pairs = [(float(x), float(y)) for x, y in zip(a[i], da[i], strict=True) if x != 0]
-    if not pairs:
-        return f"{style.at(i + 1, j + 1)}0"
-    return _sum_of_products(stage, i, j, style, pairs, result)
-
-
-def _softmax_back_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[2,1]: 0.8044×(11.4354 − 10.0621) = 1.1047; a masked key: 0×(0.5 − 1.2) = 0."""
-    a, da, r = (float(m[i, j if k < 2 else 0]) for k, m in enumerate(stage.operands))
-    shown = style.shown(a) * (style.shown(da) - style.shown(r))
-    inner = f"{style.num(da)} {style.minus} {style.factor(r)}"
-    left = f"{style.at(i + 1, j + 1)}{style.num(a)}{style.times}({inner})"
-    return style.line(left, shown, float(stage.value[i, j]), result)
-
-
-def _bias_grad_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """db[2] = 0.78 + (−0.26) + (−0.52) = 0: the column of the gradient summed over the rows."""
-    cells = [
-        float(v)
-        for g, cols in zip(stage.operands, stage.params["cols"], strict=True)
-        if cols.start <= j < cols.stop
-        for v in g[:, j - cols.start]
-    ]
-    terms = " + ".join(style.factor(v) for v in cells)
-    left = f"{style.label(stage.cell, i + 1, j + 1)} = {terms}"
-    shown = sum(style.shown(v) for v in cells)
-    return style.line(left, shown, float(stage.value[i, j]), result)
-
-
-def _input_grad_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """dX[1,2] = (dQ·W_Qᵀ)[1,2] + (dK·W_Kᵀ)[1,2] + (dV·W_Vᵀ)[1,2] = 0.5 + 1.2 + 3 = 4.7: the
-    chain rule's paths, each its own product (summed over the heads), added."""
-    from qkvcalc.ops.grads import paths
-
-    parts = [float(m[i, j]) for m in paths(stage.operands, stage.params)]
-    grads = stage.params.get("grads") or tuple(f"d{letter}" for letter in stage.names)
-    named = " + ".join(
-        f"({grad}·W_{letter}ᵀ){style.label('[{i},{j}]', i + 1, j + 1)}"
-        for grad, letter in zip(grads, stage.names, strict=True)
-    )
-    numbers = " + ".join(style.factor(v) for v in parts)
-    left = f"{style.label(stage.cell, i + 1, j + 1)} = {named} = {numbers}"
-    shown = sum(style.shown(v) for v in parts)
-    return style.line(left, shown, float(stage.value[i, j]), result)
-
-
-def _scale_back_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """[1,2]: 1.1047 / √2 = 0.7812, or 1.1047 × 0.5 for a scale given."""
-    grad = float(stage.operands[-1][i, j])
-    g, value = style.num(grad), float(stage.value[i, j])
-    params = stage.params["of"]
-    if params.get("scale_text"):
-        cell = style.divided(g, style.root(params["scale_text"]))
-        shown = style.shown(grad) / _root_value(params["scale_text"])
-        return style.line(f"{style.at(i + 1, j + 1)}{cell}", shown, value, result)
-    left = f"{style.at(i + 1, j + 1)}{g} {style.times} {style.num(params['scale'])}"
-    return style.line(left, style.shown(grad) * style.shown(params["scale"]), value, result)
-
-
-# the backward of the core ops, by forward op; a feature's op brings its own (Op.grad_work)
-_GRAD_WORK = {"scale": _scale_back_work}
-
-
-def _back_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str | None:
-    """A stage that goes back through one forward stage: that op's own backward arithmetic."""
-    name = stage.params["op"]
-    work = _GRAD_WORK.get(name) or OPS[name].grad_work
-    return None if work is None else work(stage, i, j, style, exact, result)
-
-
-# ---- FlashAttention-2's backward in tiles (qkvcalc.ops.flash_grads) ------------------------
-
-
-def _lse_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """L[1] = 1.2 + log 2.15 = 1.9655; a row whose every key is masked: ℓ = 0, L = −∞."""
-    top, total = (float(o[i, 0]) for o in stage.operands)
-    label = style.label(stage.cell, i + 1, j + 1)
-    if total <= 0:
-        return f"{label} = {style.neg_inf}"
-    log = r"\log" if style.latex else "log"
-    kept = style.shown(total)
-    shown = style.shown(top) + math.log(kept) if kept > 0 else -math.inf
-    left = f"{label} = {style.num(top)} + {log} {style.num(total)}"
-    return style.line(left, shown, float(stage.value[i, j]), result)
-
-
-def _attend_rowdot_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """D[1] = e^(0.3 − 2.1)×(−1 / e^(0.3 − 2.1)) = −1: the target key's weight times its
-    gradient, the row's one term; 0 for a query without a target."""
-    label = style.label(stage.cell, i + 1, j + 1)
-    s, top = stage.operands
-    targets = [t for row, t in stage.params["targets"] if row == i]
-    if not targets:
-        return f"{label} = 0"
-    weight = style.exp(
-        f"{style.num(float(s[i, targets[0]]))} {style.minus} {style.factor(float(top[i, 0]))}"
-    )
-    grad = f"({style.minus}{style.divided('1', weight)})"
-    return f"{label} = {weight}{style.times}{grad} = {result}"
-
-
-def _block_nt_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """dP_2[1,1] = dO₁₁×V₃₁ + dO₁₂×V₃₂: row i of dO against the block's key row of V."""
-    g, v = stage.operands
-    key = stage.params["rows"].start + j
-    pairs = [(float(x), float(y)) for x, y in zip(g[i], v[key], strict=True)]
-    return _sum_of_products(stage, i, j, style, pairs, result)
-
-
-def _grad_q_acc_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: str) -> str:
-    """dQ_2[1,1] = dQ_1[1,1] + (d(Q·Kᵀ)_2 row 1 × K's block rows, column 1) = −0.59 + (…)."""
-    *before, ds, k = stage.operands
-    start = stage.params["rows"].start
-    pairs = [(float(ds[i, t]), float(k[start + t, j])) for t in range(ds.shape[1])]
-    if not before:
-        return _sum_of_products(stage, i, j, style, pairs, result)
-    prev = float(before[0][i, j])
-    terms, total = _products([x for x, _ in pairs], [y for _, y in pairs], style)
-    label = style.label(stage.cell, i + 1, j + 1)
-    left = f"{label} = {style.num(prev)} + ({terms})"
-    return style.line(left, style.shown(prev) + total, float(stage.value[i, j]), result)
-
-
-class _BlockColumns:
-    """A `block_back` stage seen as the plain `back` stage of its block's columns: the forward
-    operands and value cut to those columns, so that the op's own backward arithmetic
-    (Op.grad_work) reads cell (i, j) of the block."""
-
-    def __init__(self, stage: Stage) -> None:
-        self._stage = stage
-        cols = stage.params["cols"]
-        *forward, grad = stage.operands
-        self.operands = (*(o[:, cols] for o in forward), grad)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stage, name)
-
-
-def _block_back_work(
-    stage: Stage, i: int, j: int, style: Style, exact: Any, result: str
-) -> str | None:
-    """The block's columns back through one elementwise stage: that op's own arithmetic."""
-    return _back_work(_BlockColumns(stage), i, j, style, exact, result)  # type: ignore[arg-type]
-
-
-# How each operation's cells are written out; the mask is said row by row (row_summaries).
-_WORK = {
-    "project": _product_work,
-    "matmul": _product_work,
-    "scale": _scale_work,
-    "exp": _exp_work,
-    "softmax": _softmax_work,
-    "add": _add_work,
-    "step_project": _step_project_work,
-    "append": _append_work,
-    "qk": _qk_work,
-    "block_max": _block_max_work,
-    "running_max": _running_max_work,
-    "correction": _correction_work,
-    "block_exp": _block_exp_work,
-    "running_sum": _running_sum_work,
-    "acc": _acc_work,
-    "divide": _divide_work,
-    "matmul_tn": _tn_work,
-    "matmul_nt": _nt_work,
-    "weight_grad": _weight_grad_work,
-    "loss_grad": _loss_grad_work,
-    "attend_grad": _attend_grad_work,
-    "rowdot": _rowdot_work,
-    "softmax_back": _softmax_back_work,
-    "bias_grad": _bias_grad_work,
-    "input_grad": _input_grad_work,
-    "back": _back_work,
-    "lse": _lse_work,
-    "block_p": _block_exp_work,  # e^(S_b − L): the same line, shifted by L
-    "attend_rowdot": _attend_rowdot_work,
-    "block_nt": _block_nt_work,
-    "grad_q_acc": _grad_q_acc_work,
-    "block_back": _block_back_work,
-    **features.work(),  # each feature writes its own operations out
-}
-
-
 def has_arithmetic(stage: Stage) -> bool:
-    """Whether each cell of this stage has arithmetic to write out."""
-    return stage.op in _WORK
+    """Whether each cell of this stage has arithmetic to write out (its op writes it: Op.work;
+    the mask is said row by row instead, row_summaries)."""
+    return OPS[stage.op].work is not None
 
 
 def cell_work(stage: Stage, i: int, j: int, style: Style) -> str | None:
     """The arithmetic of cell (i, j) (0-based), or None when this cell has none to show."""
-    work = _WORK.get(stage.op)
+    work = OPS[stage.op].work
     if work is None:
         return None
     value = float(stage.value[i, j])
