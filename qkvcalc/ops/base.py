@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from qkvcalc.ops.op import Op
+from qkvcalc.ops.op import Candidate, Op
 
 if TYPE_CHECKING:
     import numpy as np
@@ -75,9 +75,6 @@ class Logits(NamedTuple):
 # the reading line under a head's weights, of the stage `ref` (with `extra` columns after
 # the keys' named so): what a feature's weights stage may say instead of the plain one
 Reading = Callable[["Ref", tuple[str, ...]], "Callable[..., Any] | None"]
-
-# a classic mistake's matrix at one stage: (its stable id, the sentence that says it, the matrix)
-Candidate = tuple[str, "Msg", "np.ndarray"]
 
 
 class Mistakes(NamedTuple):

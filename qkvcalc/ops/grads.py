@@ -29,7 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.ops.op import Feeds, Op, Params, Shapes, same_cell
+from qkvcalc.i18n import Msg
+from qkvcalc.ops.op import Asked, Candidate, Feeds, Op, Params, Shapes, same_cell, turned
+from qkvcalc.plan import ids
 
 # ---- the math -------------------------------------------------------------------------------
 
@@ -339,19 +341,96 @@ def _back_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) 
     return None if work is None else work(stage, i, j, style, exact, result)
 
 
+# ---- the named mistakes the quiz looks for at its stages ----
+
+
+def _tn_mistakes(asked: Asked) -> list[Candidate]:
+    """dV = Aᵀ·dO; the mistake: A·dO, the weights not turned (it fits only when n = m); and dK
+    without the scale (ops.scale)."""
+    from qkvcalc.ops.scale import grad_scale_missing
+
+    if asked.stage.id != ids.GRAD_V:
+        return grad_scale_missing(asked)
+    msg = Msg("mistake.grad_v_not_transposed")
+    return [
+        ("grad_v_not_transposed", msg, a @ g)
+        for a in asked.versions(ids.WEIGHTS)
+        for g in asked.versions(ids.GRAD_OUTPUT)
+        if a.shape[1] == g.shape[0] and turned(a @ g, a.T @ g)
+    ]
+
+
+def _softmax_back_mistakes(asked: Asked) -> list[Candidate]:
+    """dS = A ⊙ (dA − r); the mistake: A ⊙ dA, as if each weight moved alone."""
+    msg = Msg("mistake.softmax_back_no_row_term")
+    return [
+        ("softmax_back_no_row_term", msg, a * da)
+        for a in asked.versions(ids.WEIGHTS)
+        for da in asked.versions(ids.GRAD_WEIGHTS)
+    ]
+
+
+def _path_forgotten(asked: Asked) -> list[Candidate]:
+    """dX = Σ over the paths dP·W_Pᵀ; the mistake: one path left out (from the student's own
+    dQ, dK, dV where the sheet gives them, and from the true ones)."""
+    stage = asked.stage
+    letters = stage.names
+    if len(letters) < 2:
+        return []
+    true = list(stage.operands)
+    keys = [ref[0] if ref[1] is None else f"{ref[1]}/{ref[0]}" for ref in stage.reads]
+    mine = [asked.own.get(k) for k in keys]
+    versions = [true]
+    if any(m is not None for m in mine):
+        pairs = zip(mine, true, strict=True)
+        versions.insert(0, [t if m is None else np.asarray(m, dtype=np.float64) for m, t in pairs])
+    x = stage.symbol[1:]  # dX: X; dsource: source
+    grads = stage.params.get("grads") or tuple(f"d{letter}" for letter in letters)
+    found: list[Candidate] = []
+    for ops in versions:
+        parts = paths(ops, stage.params)
+        total = np.sum(parts, axis=0)
+        for grad, letter, part in zip(grads, letters, parts, strict=True):
+            msg = Msg("mistake.grad_path_forgotten", path=f"{grad}·W_{letter}ᵀ", x=x)
+            found.append(("grad_path_forgotten", msg, total - part))
+    return found
+
+
 OPS: dict[str, Op] = {
     op.name: op
     for op in (
         Op("cut", _cut, _cut_feeds, _exact_cut, overflow=lambda p: False),
-        Op("matmul_tn", _tn, _tn_feeds, _exact_tn, work=_tn_work),
+        Op(
+            "matmul_tn",
+            _tn,
+            _tn_feeds,
+            _exact_tn,
+            work=_tn_work,
+            mistake_ids=("grad_v_not_transposed", "grad_scale_missing"),
+            mistakes=_tn_mistakes,
+        ),
         Op("matmul_nt", _nt, _nt_feeds, _exact_nt, work=_nt_work),
         Op("loss_grad", _loss_grad, same_cell, work=_loss_grad_work),
         Op("attend_grad", _attend_grad, _attend_feeds, work=_attend_grad_work),
         Op("rowdot", _rowdot, _row_pairs, work=_rowdot_work),
-        Op("softmax_back", _softmax_back, _softmax_back_feeds, work=_softmax_back_work),
+        Op(
+            "softmax_back",
+            _softmax_back,
+            _softmax_back_feeds,
+            work=_softmax_back_work,
+            mistake_ids=("softmax_back_no_row_term",),
+            mistakes=_softmax_back_mistakes,
+        ),
         Op("back", _back, _back_feeds, work=_back_work),
         Op("weight_grad", _weight_grad, _weight_feeds, work=_weight_grad_work),
         Op("bias_grad", _bias_grad, _bias_feeds, _exact_bias_grad, work=_bias_grad_work),
-        Op("input_grad", _input_grad, _input_feeds, work=_input_grad_work),
+        Op(
+            "input_grad",
+            _input_grad,
+            _input_feeds,
+            work=_input_grad_work,
+            mistake_ids=("grad_path_forgotten",),
+            mistakes=_path_forgotten,
+        ),
     )
 }

@@ -7,7 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.ops.op import Feeds, Op, Params, Shapes, rows_of
+from qkvcalc.i18n import Msg
+from qkvcalc.ops.op import Asked, Candidate, Feeds, Op, Params, Shapes, rows_of
+from qkvcalc.plan import ids
 
 
 def apply_mask(s: np.ndarray, allowed: np.ndarray) -> np.ndarray:
@@ -32,6 +34,41 @@ def _mask(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) ->
     return apply_mask(ops[0], rows_of(params["allowed"], rows))
 
 
+# ---- the named mistakes the quiz looks for at its stages ----
+
+
+def mask_variants(problem: Any, allowed: np.ndarray) -> list[np.ndarray]:
+    """The mask read the wrong way round: the complement, and for a causal mask the future."""
+    wrong = [~allowed]
+    if problem.mask_kind == "causal":
+        wrong.append(np.triu(np.ones(allowed.shape, dtype=bool)))
+    return wrong
+
+
+def mask_msgs(problem: Any, allowed: np.ndarray) -> tuple[Msg, Msg]:
+    """The sentences of the mask left out and of the mask read the wrong way round."""
+    blocked = int((~allowed).sum())
+    causal = problem.mask_kind == "causal"
+    missing = Msg("mistake.mask_missing", count=blocked)
+    inverted = Msg("mistake.mask_inverted_causal" if causal else "mistake.mask_inverted")
+    return missing, inverted
+
+
+def _masked_mistakes(asked: Asked) -> list[Candidate]:
+    allowed = asked.stage.allowed
+    if allowed is None:
+        return []
+    missing, inverted = mask_msgs(asked.problem, allowed)
+    found: list[Candidate] = []
+    for s in asked.versions(ids.SCALED):
+        found.append(("mask_missing", missing, s))
+        found.extend(
+            ("mask_inverted", inverted, apply_mask(s, w))
+            for w in mask_variants(asked.problem, allowed)
+        )
+    return found
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "mask",
@@ -43,5 +80,7 @@ OPS: tuple[Op, ...] = (
         backward=lambda ops, params, out, g: (np.where(params["allowed"], g, 0.0),),
         # [M ≠ −∞]: 1 where the key is allowed, 0 where it is masked (an Iverson bracket)
         grad_formula=lambda into, out, x, params: f"{out} ⊙ [M ≠ −∞]",
+        mistake_ids=("mask_missing", "mask_inverted"),
+        mistakes=_masked_mistakes,
     ),
 )

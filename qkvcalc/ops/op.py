@@ -4,14 +4,40 @@ the core ones; a feature module (qkvcalc.ops.features) brings its own."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from qkvcalc.i18n import Msg
 
 Params = dict[str, Any]
 Shapes = Sequence[tuple[int, int]]
 Feeds = Iterator[tuple[int, int, int]]
+
+
+# a named mistake's matrix at one stage: (its stable id, the sentence that says it, the matrix)
+Candidate = tuple[str, "Msg", np.ndarray]
+
+
+class Asked(NamedTuple):
+    """What the named mistakes at a stage are worked out from (the quiz asks): the problem, the
+    stage, each earlier stage's versions by id (`versions(sid)`: the student's own, then the
+    true one, of the same head), a look-up of the run's stages and the student's own answers
+    by stage key ("scores", "2/scores")."""
+
+    problem: Any
+    stage: Any
+    versions: Callable[[str], list[np.ndarray]]
+    find: Callable[..., Any]
+    own: Mapping[str, np.ndarray]
+
+
+def turned(wrong: np.ndarray, right: np.ndarray) -> bool:
+    """A transposition mistake is one only where it changes the result: in a 1×1 table
+    K·Qᵀ = Q·Kᵀ, and Q·K = Q·Kᵀ for a symmetric K, so neither may be blamed there."""
+    return wrong.shape != right.shape or not np.allclose(wrong, right, rtol=1e-12, atol=1e-12)
 
 
 def rows_of(matrix: Any, rows: np.ndarray | None) -> Any:
@@ -78,6 +104,10 @@ class Op(NamedTuple):
     # the line, or None for a cell with none; the style (qkvcalc.render.arith.Style) says how
     # numbers and symbols are written. None: the op has no per-cell arithmetic
     work: Callable[..., str | None] | None = None
+    # the classic mistakes a student makes at a stage of this op (the quiz names one when the
+    # student's matrix fits it alone): their stable ids, and each one's matrix worked out
+    mistake_ids: tuple[str, ...] = ()
+    mistakes: Callable[[Asked], list[Candidate]] | None = None
 
 
 # (operands, params, value, ∂L/∂value) -> ∂L/∂operand, one per operand

@@ -9,7 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.ops.op import Feeds, Op, Params, Shapes, rows_of
+from qkvcalc.i18n import Msg
+from qkvcalc.ops.op import Asked, Candidate, Feeds, Op, Params, Shapes, rows_of, turned
+from qkvcalc.plan import ids
 
 
 def project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
@@ -61,6 +63,57 @@ def _product_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: st
     return style.line(left, total, float(stage.value[i, j]), result)
 
 
+# ---- the named mistakes the quiz looks for at its stages ----
+
+
+_PROJECTED = {ids.Q: ("Q", "W_Q", "wq"), ids.K: ("K", "W_K", "wk"), ids.V: ("V", "W_V", "wv")}
+
+
+def _projection_mistakes(asked: Asked) -> list[Candidate]:
+    """Q, K, V: X·Wᵀ for a square W (or X·W as written, when W was given out×in)."""
+    p, stage = asked.problem, asked.stage
+    said = _PROJECTED.get(stage.id)
+    if said is None or not stage.is_product or not p.projected or p.x is None:
+        return []
+    name, w, key = said
+    weight = getattr(p, key)
+    if weight is None:  # the latents stand in for W_Q, W_K, W_V: their own mistakes say it
+        return []
+    full = weight.values
+    if full.shape[0] != full.shape[1]:
+        return []  # Wᵀ does not fit where W goes
+    width = p.d_k if key != "wv" else p.d_v
+    head = stage.head or 1
+    group = head if key == "wq" else p.kv_head_of(head)
+    cols = slice((group - 1) * width, group * width) if stage.head is not None else slice(None)
+    src = p.source if (key != "wq" and p.source is not None) else p.x
+    value = src.values @ full.T[:, cols]
+    if stage.bias is not None:
+        value = value + stage.bias
+    x = "source" if src is p.source else "X"
+    if p.layout == "torch":
+        msg = Msg("mistake.weight_torch_layout", name=name, w=w, x=x)
+        return [("weight_torch_layout", msg, value)]
+    return [("weight_transposed", Msg("mistake.weight_transposed", name=name, w=w, x=x), value)]
+
+
+def _matmul_mistakes(asked: Asked) -> list[Candidate]:
+    """Q·K instead of Q·Kᵀ, K·Qᵀ (rows are keys); in the backward, dQ without the scale."""
+    from qkvcalc.ops.scale import grad_scale_missing
+
+    if asked.stage.id != ids.SCORES:
+        return grad_scale_missing(asked)
+    found: list[Candidate] = []
+    for q in asked.versions(ids.Q):
+        for k in asked.versions(ids.K):
+            right = q @ k.T
+            if q.shape[1] == k.shape[0] and turned(q @ k, right):
+                found.append(("k_not_transposed", Msg("mistake.k_not_transposed"), q @ k))
+            if turned(k @ q.T, right):
+                found.append(("scores_transposed", Msg("mistake.scores_transposed"), k @ q.T))
+    return found
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "project",
@@ -70,6 +123,8 @@ OPS: tuple[Op, ...] = (
         product=True,
         backward=_product_back,
         work=_product_work,
+        mistake_ids=("weight_transposed", "weight_torch_layout"),
+        mistakes=_projection_mistakes,
     ),
     Op(
         "matmul",
@@ -79,5 +134,7 @@ OPS: tuple[Op, ...] = (
         product=True,
         backward=_product_back,
         work=_product_work,
+        mistake_ids=("k_not_transposed", "scores_transposed", "grad_scale_missing"),
+        mistakes=_matmul_mistakes,
     ),
 )

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from qkvcalc.ops.op import Op, Params, same_cell
+from qkvcalc.i18n import Msg
+from qkvcalc.ops.op import Asked, Candidate, Op, Params, same_cell
+from qkvcalc.plan import ids
 
 
 def _exact_scale(ops: Sequence[Any], params: Params) -> Any:
@@ -70,6 +73,68 @@ def _scale_back_work(stage: Any, i: int, j: int, style: Any, exact: Any, result:
     return style.line(left, style.shown(grad) * style.shown(params["scale"]), value, result)
 
 
+# ---- the named mistakes the quiz looks for at its stages ----
+
+
+def root_text(value: int) -> str:
+    """√4 is '2'; √8 stays '√8'."""
+    root = math.isqrt(value)
+    return str(root) if root * root == value else f"√{value}"
+
+
+def _scaled_mistakes(asked: Asked) -> list[Candidate]:
+    """/ √d_model, / d_k, not scaled, · √d_k (or, for a scale given, not scaled)."""
+    if asked.stage.id != ids.SCALED:
+        return []
+    p = asked.problem
+    d_k = p.d_k
+    found: list[Candidate] = []
+    for s in asked.versions(ids.SCORES):
+        if p.scale_given is not None:
+            scale = f"{p.scale:.6g}"
+            found.append(("scale_missing", Msg("mistake.scale_missing_given", scale=scale), s))
+            continue
+        root = root_text(d_k)
+        if p.d_model is not None and p.d_model != d_k:
+            msg = Msg(
+                "mistake.scale_sqrt_d_model",
+                d_model=p.d_model,
+                model_root=root_text(p.d_model),
+                d_k=d_k,
+                root=root,
+            )
+            found.append(("scale_sqrt_d_model", msg, s / math.sqrt(p.d_model)))
+        found.append(("scale_d_k", Msg("mistake.scale_d_k", d_k=d_k, root=root), s / d_k))
+        found.append(("scale_missing", Msg("mistake.scale_missing", d_k=d_k, root=root), s))
+        found.append(
+            ("scale_multiplied", Msg("mistake.scale_multiplied", d_k=d_k, root=root), s * d_k**0.5)
+        )
+    return found
+
+
+def grad_scale_missing(asked: Asked) -> list[Candidate]:
+    """dQ = d(Q·Kᵀ)·K with d(Q·Kᵀ) = scale · (the scaled scores' gradient); the mistake: the
+    scaled scores' gradient itself (dK: its transpose times Q). The products of the scores'
+    backward (matmul for dQ, matmul_tn for dK) ask it."""
+    stage = asked.stage
+    q_side = stage.topic == ids.TOPIC_GRAD_Q_SIDE
+    if not q_side and stage.topic != ids.TOPIC_GRAD_K_SIDE:
+        return []
+    scores = asked.find(ids.GRAD_SCORES, stage.head)
+    if scores is None or scores.topic != ids.TOPIC_GRAD_BACK_SCALE:  # back through the scaling
+        return []
+    before = scores.reads[-1][0]  # the gradient of the scaled scores
+    other = stage.reads[1][0]  # K (for dQ), Q (for dK)
+    said = scores.params["of"].get("scale_text")  # "√2": the scaling divides by it
+    scale = f"1/{said}" if said else f"{asked.problem.scale:.6g}"
+    msg = Msg("mistake.grad_scale_missing", grad=stage.symbol, scale=scale)
+    return [
+        ("grad_scale_missing", msg, ds @ m if q_side else ds.T @ m)
+        for ds in asked.versions(before)
+        for m in asked.versions(other)
+    ]
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "scale",
@@ -82,5 +147,7 @@ OPS: tuple[Op, ...] = (
         grad_formula=_scaled_back,
         work=_scale_work,
         grad_work=_scale_back_work,
+        mistake_ids=("scale_sqrt_d_model", "scale_d_k", "scale_missing", "scale_multiplied"),
+        mistakes=_scaled_mistakes,
     ),
 )

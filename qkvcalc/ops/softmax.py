@@ -9,7 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.ops.op import Op, Params, whole_row
+from qkvcalc.i18n import Msg
+from qkvcalc.ops.op import Asked, Candidate, Op, Params, whole_row
+from qkvcalc.plan import ids
 
 
 def row_max(s: np.ndarray) -> np.ndarray:
@@ -100,6 +102,49 @@ def _softmax_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: st
     return style.line(left, shown, float(stage.value[i, j]), result)
 
 
+# ---- the named mistakes the quiz looks for at its stages ----
+
+
+def _exp_mistakes(asked: Asked) -> list[Candidate]:
+    """e^s, without the row's maximum subtracted."""
+    masked = asked.find(ids.MASKED, asked.stage.head) is not None
+    source = ids.MASKED if masked else ids.SCALED
+    msg = Msg("mistake.exp_not_shifted")
+    with np.errstate(over="ignore"):
+        return [("exp_not_shifted", msg, np.exp(s)) for s in asked.versions(source)]
+
+
+def _columns(e: np.ndarray) -> np.ndarray:
+    """e divided by its column sums (a column that sums to 0 stays 0)."""
+    sums = e.sum(axis=0, keepdims=True)
+    return np.divide(e, sums, out=np.zeros_like(e), where=sums != 0)
+
+
+def _weights_mistakes(asked: Asked) -> list[Candidate]:
+    """The softmax down each column; the mask left out or read the wrong way round (when the
+    masked stage was not asked)."""
+    from qkvcalc.ops.mask import apply_mask, mask_msgs, mask_variants
+
+    masked = asked.find(ids.MASKED, asked.stage.head)
+    logits = ids.MASKED if masked is not None else ids.SCALED
+    columns = Msg("mistake.softmax_columns")
+    found: list[Candidate] = [
+        ("softmax_columns", columns, _columns(e)) for e in asked.versions(ids.EXP)
+    ]
+    for s in asked.versions(logits):
+        # softmax down each column: subtract each column's max, exponentiate, divide by the sum
+        col_max = np.max(s, axis=0, initial=-np.inf, keepdims=True)
+        col_max[np.isneginf(col_max)] = 0.0
+        found.append(("softmax_columns", columns, _columns(np.exp(s - col_max))))
+    if masked is not None and masked.allowed is not None:
+        missing, inverted = mask_msgs(asked.problem, masked.allowed)
+        for s in asked.versions(ids.SCALED):
+            found.append(("mask_missing", missing, softmax_parts(s)[3]))
+            for wrong in mask_variants(asked.problem, masked.allowed):
+                found.append(("mask_inverted", inverted, softmax_parts(apply_mask(s, wrong))[3]))
+    return found
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "exp",
@@ -111,6 +156,8 @@ OPS: tuple[Op, ...] = (
         details=lambda ops, params: {"row_max": row_max(ops[0])},
         backward=_exp_back,
         work=_exp_work,
+        mistake_ids=("exp_not_shifted",),
+        mistakes=_exp_mistakes,
     ),
     Op(
         "softmax",
@@ -123,5 +170,7 @@ OPS: tuple[Op, ...] = (
         heat=True,
         backward=_softmax_back,
         work=_softmax_work,
+        mistake_ids=("softmax_columns", "mask_missing", "mask_inverted"),
+        mistakes=_weights_mistakes,
     ),
 )

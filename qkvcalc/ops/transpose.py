@@ -7,7 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.ops.op import Op, Params
+from qkvcalc.i18n import Msg
+from qkvcalc.ops.op import Asked, Candidate, Op, Params
+from qkvcalc.plan import ids
 
 
 def _exact_transpose(ops: Sequence[Any], params: Params) -> Any:
@@ -21,6 +23,15 @@ def _transpose(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | Non
     return ops[0].T if rows is None else ops[0].T[rows]
 
 
+# ---- the named mistakes the quiz looks for at its stages ----
+
+
+def _kt_mistakes(asked: Asked) -> list[Candidate]:
+    """K copied as it is, not turned (it fits only where K is square)."""
+    msg = Msg("mistake.kt_not_transposed")
+    return [("kt_not_transposed", msg, k) for k in asked.versions(ids.K)]
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "transpose",
@@ -29,5 +40,7 @@ OPS: tuple[Op, ...] = (
         _exact_transpose,
         overflow=lambda params: False,
         backward=lambda ops, params, out, g: (g.T,),
+        mistake_ids=("kt_not_transposed",),
+        mistakes=_kt_mistakes,
     ),
 )

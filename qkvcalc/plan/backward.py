@@ -335,7 +335,7 @@ def _head(
             inner=scores.cols,
             symbol=d(q_side.symbol),
             letters=q_side.letters,
-            topic="grad_q_side",
+            topic=ids.TOPIC_GRAD_Q_SIDE,
             hint=("hint.grad_q_side", {"k": k_side.symbol}),
         )
     )
@@ -352,7 +352,7 @@ def _head(
             inner=scores.rows,
             symbol=d(k_side.symbol),
             letters=k_side.letters,
-            topic="grad_k_side",
+            topic=ids.TOPIC_GRAD_K_SIDE,
             hint=("hint.grad_k_side", {"q": q_side.symbol}),
         )
     )

@@ -40,3 +40,5 @@ GRAD_OF = {name: f"grad_{name}" for name in ("wq", "wk", "wv", "wo", "bq", "bk",
 # forward op has the topic "grad_back." + that op's name (the scaling's: GRAD_BACK_SCALE).
 TOPIC_GRAD_LOGITS = "grad_logits"
 TOPIC_GRAD_BACK_SCALE = "grad_back.scale"
+TOPIC_GRAD_Q_SIDE = "grad_q_side"  # dQ (or the rotated or normed q's): d(Q·Kᵀ)·K
+TOPIC_GRAD_K_SIDE = "grad_k_side"  # dK: d(Q·Kᵀ)ᵀ·Q
