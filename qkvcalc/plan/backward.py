@@ -225,6 +225,18 @@ def _head(
     a_ref, v_ref = out.operands
     assert not isinstance(a_ref, Const) and not isinstance(v_ref, Const)
     weights, v = by[a_ref], by[v_ref]
+    specs, refs = _into_weights(p, h, weights, v, a_ref, v_ref, flows)
+    specs += _through_softmax(p, by, h, weights, a_ref)
+    logits = by[by[weights.operands[0]].operands[0]]  # what the softmax read (exp's operand)
+    q_ref, k_ref = _into_q_and_k(by, h, logits, specs)
+    refs["q"], refs["k"] = q_ref, k_ref
+    return specs, refs
+
+
+def _into_weights(
+    p: Problem, h: int | None, weights: Spec, v: Spec, a_ref: Ref, v_ref: Ref, flows: bool
+) -> tuple[list[Spec], dict[str, Ref]]:
+    """dV = Aᵀ·dO and dA = dO·Vᵀ (or, for `attend`, dA from the targets alone)."""
     specs: list[Spec] = []
     refs: dict[str, Ref] = {}
     if flows:
@@ -282,6 +294,14 @@ def _head(
                 hint=("hint.grad_attend", {}),
             )
         )
+    return specs, refs
+
+
+def _through_softmax(
+    p: Problem, by: dict[Ref, Spec], h: int | None, weights: Spec, a_ref: Ref
+) -> list[Spec]:
+    """The softmax's backward: its row term r, then dS = A ⊙ (dA − r) of the logits it read."""
+    specs: list[Spec] = []
     g_a: Ref = ("grad_weights", h)
     specs.append(
         Spec(
@@ -298,8 +318,7 @@ def _head(
             hint=("hint.grad_rowdot", {}),
         )
     )
-    exp = by[weights.operands[0]]
-    logits = by[exp.operands[0]]
+    logits = by[by[weights.operands[0]].operands[0]]  # what the softmax read (exp's operand)
     specs.append(
         Spec(
             f"grad_{logits.id}",
@@ -316,6 +335,15 @@ def _head(
             hint=("hint.grad_softmax", {}),
         )
     )
+    return specs
+
+
+def _into_q_and_k(
+    by: dict[Ref, Spec], h: int | None, logits: Spec, specs: list[Spec]
+) -> tuple[Ref, Ref]:
+    """Back through the stages between the logits and the scores, then dQ = d(Q·Kᵀ)·K and
+    dK = d(Q·Kᵀ)ᵀ·Q, then back through the features' turns to Q's and K's own; appended to
+    `specs`. Returns the refs of dQ and dK."""
     scores = _back_to(by, logits, ids.SCORES, specs)
     q_ref, kt_ref = scores.operands
     kt = by[kt_ref]
@@ -358,8 +386,7 @@ def _head(
     )
     _back_to(by, q_side, ids.Q, specs)
     _back_to(by, k_side, ids.K, specs)
-    refs["q"], refs["k"] = ("grad_q", h), ("grad_k", h)
-    return specs, refs
+    return ("grad_q", h), ("grad_k", h)
 
 
 def _tiled(

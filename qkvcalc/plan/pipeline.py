@@ -264,76 +264,12 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     """One head's stages, from Q, K, V to its output, in the order of DESIGN's per-head
     stages: q, k, v → the features' stages on them (q_norm, k_norm → q_rot, k_rot) → kt →
     scores → scaled → the features' stages on the logits (a bias, then the cap) → masked →
-    exp → weights → output. A stage that does not apply is absent."""
-    s = head_slices(p, h or 1)
-    shared: tuple[Msg, ...] = ()
-    if p.kv_heads < p.heads:
-        first, last = p.query_heads_of(s.g)
-        shared = (Msg("note.kv_shared", kv_head=s.g, first=first, last=last),)
-    stand_in = features.projecting(p)
-    if stand_in is not None and stand_in[0].head_qkv is not None:
-        specs = stand_in[0].head_qkv(p, stand_in[1], h, *_x_of(p))
-    else:
-        specs = (_projections if p.projected else _given)(p, h, s, shared)
-    v = p.variants
-    (q_ref, k_ref), before = turned(
-        p,
-        [
-            features.Turn(h, ("q", h), "Q", "Q", p.tokens, v.positions, None, "n×d_k"),
-            features.Turn(h, ("k", h), "K", "K", p.source_tokens, v.key_positions, None, "m×d_k"),
-        ],
-        specs,
-    )
-    n, m = p.tokens, p.source_tokens
-    keys = dim_labels(p.d_k)
-    specs.append(
-        Spec(
-            "kt",
-            h,
-            "transpose",
-            (k_ref,),
-            "Kᵀ",
-            keys,
-            m,
-            symbol="Kᵀ",
-            letters="d_k×m",
-            hint=("hint.kt", {}),
-        )
-    )
-    score_notes: list[Msg] = []
-    if p.cross:
-        score_notes.append(Msg("note.cross_axes", n=p.n, m=p.m))
-    for feature, value in features.active(p):
-        if feature.scores_notes is not None:
-            score_notes += feature.scores_notes(value)
-    if p.tiles is not None:  # computed whole here, though the tiled run never holds it
-        score_notes.append(Msg("note.tiles_whole"))
-    specs.append(
-        Spec(
-            "scores",
-            h,
-            "matmul",
-            (q_ref, ("kt", h)),
-            "Q·Kᵀ",
-            n,
-            m,
-            names=("Q", "Kᵀ"),
-            inner=keys,
-            cell="q_{i}·k_{j}",
-            notes=tuple(score_notes),
-            symbol="Q·Kᵀ",
-            letters="n×m",
-            hint=("hint.scores", {}),
-            remarks=together(
-                facts.geometry(p, allowed, q_ref, k_ref),
-                *(
-                    f.scores_remark(p, value, h, *before[f.name])
-                    for f, value in features.active(p)
-                    if f.scores_remark is not None
-                ),
-            ),
-        )
-    )
+    exp → weights → output → the features' stages after it. A stage that does not apply is
+    absent. One list throughout: the notes that run this head's stages again (why scale)
+    read it."""
+    specs = _qkv(p, h)
+    q_ref, k_ref, before = _turned_qk(p, h, specs)
+    specs += [_kt(p, h, k_ref), _scores(p, h, allowed, q_ref, k_ref, before)]
     formula, said, note, params = _scaling(p)
     specs.append(
         Spec(
@@ -342,8 +278,8 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             "scale",
             (("scores", h),),
             formula,
-            n,
-            m,
+            p.tokens,
+            p.source_tokens,
             params={**params, "scale_text": said},
             notes=(note, *facts.scaling_facts(p)),
             remarks=facts.why_scale(p, allowed, h, specs),
@@ -353,6 +289,7 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             hint=("hint.scaled", {"op": f"/ {said}" if said else f"× {p.scale:g}"}),
         )
     )
+    n, m = p.tokens, p.source_tokens
     logits, symbol, formula = on_logits(
         p, features.Logits(h, ("scaled", h), "S", formula, n, m, None, "n×m"), specs
     )
@@ -369,10 +306,97 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     else:
         softmax = "A = softmax(" + formula + (" + M)" if allowed is not None else ")")
         reading: features.Reading = lambda ref, extra: facts.reading(p, allowed, ref, extra)  # noqa: E731
-        # into `specs` itself: the notes that run this head's stages again (why scale) read it
         specs += softmax_and_output(p, at, logits, symbol, softmax, ("v", h), "V", reading)
     specs += features.after_output(p, h, specs[-1])  # a feature's, after it: the concat reads it
     return specs
+
+
+def _qkv(p: Problem, h: int | None) -> list[Spec]:
+    """Head h's Q, K and V: projected (or given, or made by a feature in their place)."""
+    s = head_slices(p, h or 1)
+    shared: tuple[Msg, ...] = ()
+    if p.kv_heads < p.heads:
+        first, last = p.query_heads_of(s.g)
+        shared = (Msg("note.kv_shared", kv_head=s.g, first=first, last=last),)
+    stand_in = features.projecting(p)
+    if stand_in is not None and stand_in[0].head_qkv is not None:
+        return stand_in[0].head_qkv(p, stand_in[1], h, *_x_of(p))
+    return (_projections if p.projected else _given)(p, h, s, shared)
+
+
+def _turned_qk(
+    p: Problem, h: int | None, specs: list[Spec]
+) -> tuple[Ref, Ref, dict[str, list[Ref]]]:
+    """The features' stages on head h's queries and keys, appended to `specs`: the refs the
+    scores read, and by feature the refs as they were before its turn."""
+    v = p.variants
+    (q_ref, k_ref), before = turned(
+        p,
+        [
+            features.Turn(h, ("q", h), "Q", "Q", p.tokens, v.positions, None, "n×d_k"),
+            features.Turn(h, ("k", h), "K", "K", p.source_tokens, v.key_positions, None, "m×d_k"),
+        ],
+        specs,
+    )
+    return q_ref, k_ref, before
+
+
+def _kt(p: Problem, h: int | None, k_ref: Ref) -> Spec:
+    return Spec(
+        "kt",
+        h,
+        "transpose",
+        (k_ref,),
+        "Kᵀ",
+        dim_labels(p.d_k),
+        p.source_tokens,
+        symbol="Kᵀ",
+        letters="d_k×m",
+        hint=("hint.kt", {}),
+    )
+
+
+def _scores(
+    p: Problem,
+    h: int | None,
+    allowed: np.ndarray | None,
+    q_ref: Ref,
+    k_ref: Ref,
+    before: dict[str, list[Ref]],
+) -> Spec:
+    """Q·Kᵀ, with what the features say on it (`before`: their refs before each turn)."""
+    notes: list[Msg] = []
+    if p.cross:
+        notes.append(Msg("note.cross_axes", n=p.n, m=p.m))
+    for feature, value in features.active(p):
+        if feature.scores_notes is not None:
+            notes += feature.scores_notes(value)
+    if p.tiles is not None:  # computed whole here, though the tiled run never holds it
+        notes.append(Msg("note.tiles_whole"))
+    return Spec(
+        "scores",
+        h,
+        "matmul",
+        (q_ref, ("kt", h)),
+        "Q·Kᵀ",
+        p.tokens,
+        p.source_tokens,
+        names=("Q", "Kᵀ"),
+        inner=dim_labels(p.d_k),
+        cell="q_{i}·k_{j}",
+        notes=tuple(notes),
+        symbol="Q·Kᵀ",
+        letters="n×m",
+        hint=("hint.scores", {}),
+        remarks=together(
+            facts.geometry(p, allowed, q_ref, k_ref),
+            *(
+                f.scores_remark(p, value, h, *before[f.name])
+                for f, value in features.active(p)
+                if f.scores_remark is not None
+            ),
+        ),
+    )
 
 
 class Rows(NamedTuple):
