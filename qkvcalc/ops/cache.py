@@ -122,7 +122,7 @@ def _qk_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) ->
     q, k = stage.operands
     eq = ek = None
     if exact is not None and len(stage.operands_exact) == 2 and None not in stage.operands_exact:
-        eq, ek = stage.operands_exact[0][i], stage.operands_exact[1][j]  # type: ignore[index]
+        eq, ek = stage.operands_exact[0][i], stage.operands_exact[1][j]
     row = int(stage.params["take"][i]) + 1  # the query's token, counted in the whole sequence
     terms, total = style.products(q[i], k[j], eq, ek)
     left = f"{style.label('q_{i}·k_{j}', row, j + 1)} = {terms}"

@@ -197,7 +197,7 @@ class _BlockColumns:
 
 def _block_back_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str | None:
     """The block's columns back through one elementwise stage: that op's own arithmetic."""
-    return _back_work(_BlockColumns(stage), i, j, style, exact, result)  # type: ignore[arg-type]
+    return _back_work(_BlockColumns(stage), i, j, style, exact, result)
 
 
 OPS: dict[str, Op] = {

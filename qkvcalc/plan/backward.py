@@ -455,15 +455,13 @@ def _projections(
     specs: list[Spec] = []
     # the projections, each with what it reads: W_Q, W_K, W_V, then the features' own
     sides: list[tuple[Ref, features.Side]] = []
-    for side, read in (("q", x_ref), ("k", src_ref), ("v", src_ref)):
-        weight, bias = getattr(p, f"w{side}"), getattr(p, f"b{side}")
-        cols = tuple(getattr(s, side) for s in slices)
-        letter = side.upper()
-        found = tuple(grads[side])
-        sides.append(
-            (read, features.Side(letter, weight.values, bias is not None, cols, found, ""))
-        )
-    sides += [(x_ref, side) for side in features.sides(p)]
+    for key, read in (("q", x_ref), ("k", src_ref), ("v", src_ref)):
+        weight, bias = getattr(p, f"w{key}"), getattr(p, f"b{key}")
+        cols = tuple(getattr(s, key) for s in slices)
+        found = tuple(grads[key])
+        projection = features.Side(key.upper(), weight.values, bias is not None, cols, found, "")
+        sides.append((read, projection))
+    sides += [(x_ref, extra) for extra in features.sides(p)]
     # the paths into X and into the source: (letter, weight, each head's columns, dP), grads
     paths: dict[Ref, list[Path]] = {x_ref: [], src_ref: []}
     reads: dict[Ref, list[Ref]] = {x_ref: [], src_ref: []}

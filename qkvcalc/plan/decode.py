@@ -14,6 +14,7 @@ bottom-right (FlashAttention ≥ 2.1, attention with a cache), not top-left.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from qkvcalc.plan import pipeline, reference
 from qkvcalc.plan.masks import allowed_keys
 from qkvcalc.plan.pipeline import _mask_notes, _scaling, combine, on_logits, turned
 from qkvcalc.plan.specs import (
+    Const,
     Ref,
     Spec,
     bias_params,
@@ -78,6 +80,23 @@ def _rows_said(take: np.ndarray) -> str:
     return span(int(take[0]), len(take))
 
 
+class _At(NamedTuple):
+    """Where a decode step of head h stands: its rows (`take`), their labels, the keys cached
+    after it (1…end), how its rows are said ('1–3'), the step before (None: the first)."""
+
+    h: int | None
+    step: int
+    take: np.ndarray
+    rows: tuple[str, ...]
+    keys: tuple[str, ...]
+    end: int
+    said: str
+    before: int | None
+
+    def ref(self, sid: str) -> Ref:
+        return ref(sid, self.h, self.step)
+
+
 def _step(
     p: Problem,
     h: int | None,
@@ -87,19 +106,14 @@ def _step(
     x_ref: Ref,
     x_name: str,
 ) -> list[Spec]:
-    s = head_slices(p, h or 1)
-    full = h is None
+    """One head's stages of one step: its new rows of Q, K and V (the keys and values appended
+    to the caches), then the head's template from the scores on, over the step's rows."""
     end = int(take[-1]) + 1  # the cache after this step holds keys 1…end
-    rows = tuple(p.tokens[int(i)] for i in take)
-    keys = p.tokens[:end]
-    said = _rows_said(take)
     before = step - 1 if step > 1 or (step == 1 and p.decode) else None
+    rows = tuple(p.tokens[int(i)] for i in take)
+    at = _At(h, step, take, rows, p.tokens[:end], end, _rows_said(take), before)
     out: list[Spec] = []
-
-    def at(sid: str) -> Ref:
-        return ref(sid, h, step)
-
-    k_cache, v_cache, v_name = at("k_cache"), at("v_cache"), "V_cache"
+    k_cache, v_cache, v_name = at.ref("k_cache"), at.ref("v_cache"), "V_cache"
     stand_in = features.projecting(p)
     if stand_in is not None and stand_in[0].decode_head is not None:  # the latents' cache
         qkv, k_cache, v_cache = stand_in[0].decode_head(
@@ -108,14 +122,24 @@ def _step(
         out += qkv
         (q_final,), _ = turned(p, [_side(p, h, step, take, "Q", rows)], out)
         v_name = "V"
-    cut = {"q": s.q, "k": s.k, "v": s.v}
-    for sid in ("q", "k", "v") if stand_in is None else ():
+    else:
+        q_final = _step_projections(p, at, x_ref, x_name, out)
+    return out + _step_attention(p, at, allowed, q_final, k_cache, v_cache, v_name)
+
+
+def _step_projections(p: Problem, at: _At, x_ref: Ref, x_name: str, out: list[Spec]) -> Ref:
+    """The step's Q rows (turned by the features), and its K and V rows appended to the caches
+    (the keys turned first, once, at their own positions); appended to `out`. Returns the ref
+    of the queries the scores read."""
+    s = head_slices(p, at.h or 1)
+    h, step, take, rows = at.h, at.step, at.take, at.rows
+    q_final: Ref = at.ref("q")
+    for sid, cols in (("q", s.q), ("k", s.k), ("v", s.v)):
         weight, bias = getattr(p, f"w{sid}"), getattr(p, f"b{sid}")
         assert weight is not None
-        cols = cut[sid]
         w = columns_of(weight, cols)
-        tail = "" if full else f"[:, {span(cols.start, cols.stop - cols.start)}]"
-        product = f"{x_name}[{said}]·W_{sid.upper()}{tail}" + (" + b" if bias else "")
+        tail = "" if h is None else f"[:, {span(cols.start, cols.stop - cols.start)}]"
+        product = f"{x_name}[{at.said}]·W_{sid.upper()}{tail}" + (" + b" if bias else "")
         params = {"take": take, **bias_params(bias, cols)}
         width = dim_labels(w.value.shape[1])
         if sid == "q":
@@ -132,71 +156,105 @@ def _step(
                     notes=(_step_note(p, step, take),),
                     symbol="Q",
                     letters="t×d_k",
-                    hint=("hint.decode_q", {"rows": said}),
+                    hint=("hint.decode_q", {"rows": at.said}),
                     step=step,
                 )
             )
             (q_final,), _ = turned(p, [_side(p, h, step, take, "Q", rows)], out)
             continue
-        name = f"{sid.upper()}_cache"
         turns: list[Spec] = []
         if sid == "k":  # the features' stages on the new keys (a norm, the rotation), if any
             (k_new,), _ = turned(p, [_side(p, h, step, take, "K", rows)], turns)
         if turns:  # the cache keeps the normed, rotated keys
-            out.append(
-                Spec(
-                    "k",
-                    h,
-                    "step_project",
-                    (x_ref, w),
-                    f"K = {product}",
-                    rows,
-                    width,
-                    params=params,
-                    symbol="K",
-                    letters="t×d_k",
-                    step=step,
-                )
-            )
-            out += turns
-            out.append(
-                Spec(
-                    "k_cache",
-                    h,
-                    "stack",
-                    ((ref("k_cache", h, before),) if before is not None else ()) + (k_new,),
-                    f"{name} = [{name}; {turns[-1].symbol}]"
-                    if before is not None
-                    else f"{name} = {turns[-1].symbol}",
-                    keys,
-                    width,
-                    notes=_cache_notes(p, sid, step, len(take), end, before is not None, h),
-                    symbol=name,
-                    letters="m_t×d_k",
-                    step=step,
-                )
-            )
+            out += _turned_keys(p, at, x_ref, w, product, params, turns, k_new)
             continue
-        operands = ((ref(f"{sid}_cache", h, before),) if before is not None else ()) + (x_ref, w)
-        notes = _cache_notes(p, sid, step, len(take), end, before is not None, h)
-        out.append(
-            Spec(
-                f"{sid}_cache",
-                h,
-                "append",
-                operands,
-                f"{name} = [{name}; {product}]" if before is not None else f"{name} = {product}",
-                keys,
-                width,
-                params=params,
-                notes=notes,
-                symbol=name,
-                letters="m_t×" + ("d_v" if sid == "v" else "d_k"),
-                hint=("hint.decode_cache", {"name": name, "rows": said}),
-                step=step,
-            )
-        )
-    out.append(
+        out.append(_appended(p, at, sid, x_ref, w, product, params))
+    return q_final
+
+
+def _turned_keys(
+    p: Problem,
+    at: _At,
+    x_ref: Ref,
+    w: Const,
+    product: str,
+    params: dict[str, Any],
+    turns: list[Spec],
+    k_new: Ref,
+) -> list[Spec]:
+    """The step's new K rows, the features' turns of them, then the cache with them stacked."""
+    h, step, before = at.h, at.step, at.before
+    name = "K_cache"
+    width = dim_labels(w.value.shape[1])
+    k = Spec(
+        "k",
+        h,
+        "step_project",
+        (x_ref, w),
+        f"K = {product}",
+        at.rows,
+        width,
+        params=params,
+        symbol="K",
+        letters="t×d_k",
+        step=step,
+    )
+    cache = Spec(
+        "k_cache",
+        h,
+        "stack",
+        ((ref("k_cache", h, before),) if before is not None else ()) + (k_new,),
+        f"{name} = [{name}; {turns[-1].symbol}]"
+        if before is not None
+        else f"{name} = {turns[-1].symbol}",
+        at.keys,
+        width,
+        notes=_cache_notes(p, "k", step, len(at.take), at.end, before is not None, h),
+        symbol=name,
+        letters="m_t×d_k",
+        step=step,
+    )
+    return [k, *turns, cache]
+
+
+def _appended(
+    p: Problem, at: _At, sid: str, x_ref: Ref, w: Const, product: str, params: dict[str, Any]
+) -> Spec:
+    """The cache of K (or V) after the step: the cached rows, then the new ones projected."""
+    h, step, before = at.h, at.step, at.before
+    name = f"{sid.upper()}_cache"
+    operands = ((ref(f"{sid}_cache", h, before),) if before is not None else ()) + (x_ref, w)
+    return Spec(
+        f"{sid}_cache",
+        h,
+        "append",
+        operands,
+        f"{name} = [{name}; {product}]" if before is not None else f"{name} = {product}",
+        at.keys,
+        dim_labels(w.value.shape[1]),
+        params=params,
+        notes=_cache_notes(p, sid, step, len(at.take), at.end, before is not None, h),
+        symbol=name,
+        letters="m_t×" + ("d_v" if sid == "v" else "d_k"),
+        hint=("hint.decode_cache", {"name": name, "rows": at.said}),
+        step=step,
+    )
+
+
+def _step_attention(
+    p: Problem,
+    at: _At,
+    allowed: np.ndarray,
+    q_final: Ref,
+    k_cache: Ref,
+    v_cache: Ref,
+    v_name: str,
+) -> list[Spec]:
+    """The head's template from the scores on, over the step's rows and the cached keys:
+    Q·K_cacheᵀ, the scaling, the features' stages on the logits, the mask (aligned
+    bottom-right), the softmax and A·V_cache."""
+    h, step, rows, keys = at.h, at.step, at.rows, at.keys
+    out = [
         Spec(
             "scores",
             h,
@@ -205,14 +263,14 @@ def _step(
             "Q·K_cacheᵀ",
             rows,
             keys,
-            params={"take": take},
+            params={"take": at.take},
             symbol="Q·Kᵀ",
             letters="t×m_t",
             hint=("hint.scores", {}),
             step=step,
             topic="scores.decode" if step else "scores.prefill",  # the prefill: P×P at once
         )
-    )
+    ]
     formula, said_scale, note, params = _scaling(p)
     formula = formula.replace("Q·Kᵀ", "Q·K_cacheᵀ")
     out.append(
@@ -220,7 +278,7 @@ def _step(
             "scaled",
             h,
             "scale",
-            (at("scores"),),
+            (at.ref("scores"),),
             formula,
             rows,
             keys,
@@ -232,15 +290,17 @@ def _step(
             step=step,
         )
     )
-    logits, symbol, formula = on_logits(
-        p, features.Logits(h, at("scaled"), "S", formula, rows, keys, step, "t×m_t", take, end), out
+    logits = features.Logits(
+        h, at.ref("scaled"), "S", formula, rows, keys, step, "t×m_t", at.take, at.end
     )
+    logit, symbol, formula = on_logits(p, logits, out)
     at_rows = pipeline.Rows(h, step, rows, keys, "t", "m_t")
-    notes = _decode_mask_notes(p, step, take, end)
-    out.append(pipeline.masked(at_rows, logits, symbol, formula, allowed[take][:, :end], notes))
+    notes = _decode_mask_notes(p, step, at.take, at.end)
+    mask = allowed[at.take][:, : at.end]
+    out.append(pipeline.masked(at_rows, logit, symbol, formula, mask, notes))
     softmax = f"A = softmax({formula} + M)"
     return out + pipeline.softmax_and_output(
-        p, at_rows, at("masked"), "S+M", softmax, v_cache, v_name, lambda ref, extra: None
+        p, at_rows, at.ref("masked"), "S+M", softmax, v_cache, v_name, lambda ref, extra: None
     )
 
 
