@@ -104,7 +104,28 @@ def _mha_obstacles(trace: Trace) -> list[str]:
 def render_torch(trace: Trace, opts: RenderOptions) -> str:
     """The script as text. `opts` is accepted for the common signature; numbers are exact."""
     p = trace.problem
-    torch_layout = p.layout == "torch"
+    lines = _preamble(trace) + _inputs(trace)
+    mask_lines, sdpa_args, masked, written_out = _mask(trace)
+    lines += mask_lines + _scale_and_groups(trace, sdpa_args)
+    lines += _attention(trace, sdpa_args, masked, written_out)
+    if p.decode is not None and not written_out:
+        lines.extend(_decoded(trace, sdpa_args))
+    # ---- nn.MultiheadAttention ------------------------------------------------------------
+    lines.append("")
+    obstacles = _mha_obstacles(trace) + _variant_obstacles(trace)
+    if obstacles:
+        lines.append("# nn.MultiheadAttention cannot represent this problem:")
+        lines.extend(f"#   - {why}." for why in obstacles)
+    else:
+        lines.extend(_mha_block(trace, masked))
+    if p.backward:
+        lines.extend(_backward(trace))
+    return "\n".join(lines + _VERDICT) + "\n"
+
+
+def _preamble(trace: Trace) -> list[str]:
+    """The script's first lines (no input text on the first two), its imports, and t()."""
+    p = trace.problem
     H, G = p.heads, p.kv_heads  # the paper's names
     n, m, d_k, d_v = p.n, p.m, p.d_k, p.d_v
     lines: list[str] = []
@@ -138,6 +159,17 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
         add("    return torch.tensor(rows, dtype=torch.float64)")
     add("")
     add("")
+    return lines
+
+
+def _inputs(trace: Trace) -> list[str]:
+    """The tokens, X and the weights (or Q, K, V given), Q, K, V, and their heads' views."""
+    p = trace.problem
+    torch_layout = p.layout == "torch"
+    H, G = p.heads, p.kv_heads
+    n, m, d_k, d_v = p.n, p.m, p.d_k, p.d_v
+    lines: list[str] = []
+    add = lines.append
     if "name" in p.meta and p.preset is None:
         add(f"problem_name = {text_literal(p.meta['name'])}")
     add(f"tokens = [{', '.join(text_literal(t) for t in p.tokens)}]")
@@ -198,7 +230,15 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     add("")
     lines.extend(_variants_on_q_and_k(trace))
 
-    # ---- the mask -------------------------------------------------------------------------
+    return lines
+
+
+def _mask(trace: Trace) -> tuple[list[str], list[str], bool, bool]:
+    """The mask's lines, SDPA's arguments so far, whether a mask applies, and whether the
+    steps are written out (a feature SDPA has no place for, or the backward's weights)."""
+    p = trace.problem
+    lines: list[str] = []
+    add = lines.append
     add(MASK_CONVENTIONS)
     sdpa_args = ["q", "k", "v"]
     mask_parts: list[str] = []
@@ -244,6 +284,16 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
             add("# nn.MultiheadAttention's own softmax returns NaN (0/0) for those rows.")
     else:
         add("# No mask here: every query attends to every key.")
+    return lines, sdpa_args, masked, written_out
+
+
+def _scale_and_groups(trace: Trace, sdpa_args: list[str]) -> list[str]:
+    """A scale given (q scaled so SDPA's 1/√d_k makes it), and grouped-query K/V repeated;
+    SDPA's arguments changed in place."""
+    p = trace.problem
+    H, G = p.heads, p.kv_heads
+    lines: list[str] = []
+    add = lines.append
     add("# scale: SDPA divides by sqrt(d_k), as qkvcalc does by default.")
     q_arg = "q"
     if p.scale_given is not None:
@@ -260,6 +310,16 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
         ]
     add("")
 
+    return lines
+
+
+def _attention(trace: Trace, sdpa_args: list[str], masked: bool, written_out: bool) -> list[str]:
+    """SDPA (or the steps written out), what features do to the heads, the concat, W_O, and
+    the output checked against qkvcalc's."""
+    p = trace.problem
+    torch_layout = p.layout == "torch"
+    lines: list[str] = []
+    add = lines.append
     # ---- SDPA (or, with a feature SDPA has no place for, the steps written out), W_O --------
     add("# [1, H, n, d_k], [1, G, m, d_k], [1, G, m, d_v] -> [1, H, n, d_v]")
     if written_out:
@@ -301,38 +361,25 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     add(f'differences["{check}"] = (output - expected).abs().max().item()')
     add(f'print("max |{check} - qkvcalc| =", differences["{check}"])')
 
-    if p.decode is not None and not written_out:
-        lines.extend(_decoded(trace, sdpa_args))
+    return lines
 
-    # ---- nn.MultiheadAttention ------------------------------------------------------------
-    add("")
-    obstacles = _mha_obstacles(trace) + _variant_obstacles(trace)
-    if obstacles:
-        add("# nn.MultiheadAttention cannot represent this problem:")
-        lines.extend(f"#   - {why}." for why in obstacles)
-    else:
-        lines.extend(_mha_block(trace, masked))
 
-    if p.backward:
-        lines.extend(_backward(trace))
-
-    # ---- the verdict ----------------------------------------------------------------------
-    add("")
-    add("# NaN is never within the tolerance: 'not d <= tolerance' catches it too.")
-    add("limits = {name: tolerances.get(name, tolerance) for name in differences}")
-    add("failed = {name: d for name, d in differences.items() if not d <= limits[name]}")
-    add("if failed:")
-    add("    for name, d in failed.items():")
-    add('        print(f"MISMATCH: max |{name} - qkvcalc| = {d!r}", file=sys.stderr)')
-    add('        print(f"(the tolerance is {limits[name]!r})", file=sys.stderr)')
-    add("    sys.exit(1)")
-    add("worst = max(differences, key=lambda name: differences[name] / limits[name])")
-    add("largest, tolerance = differences[worst], limits[worst]")
-    add(
-        'print(f"OK: PyTorch agrees with qkvcalc: largest difference {largest!r}, '
-        'tolerance {tolerance!r}")'
-    )
-    return "\n".join(lines) + "\n"
+# the script's last lines: every difference against its tolerance, exit 1 on any mismatch
+_VERDICT = [
+    "",
+    "# NaN is never within the tolerance: 'not d <= tolerance' catches it too.",
+    "limits = {name: tolerances.get(name, tolerance) for name in differences}",
+    "failed = {name: d for name, d in differences.items() if not d <= limits[name]}",
+    "if failed:",
+    "    for name, d in failed.items():",
+    '        print(f"MISMATCH: max |{name} - qkvcalc| = {d!r}", file=sys.stderr)',
+    '        print(f"(the tolerance is {limits[name]!r})", file=sys.stderr)',
+    "    sys.exit(1)",
+    "worst = max(differences, key=lambda name: differences[name] / limits[name])",
+    "largest, tolerance = differences[worst], limits[worst]",
+    'print(f"OK: PyTorch agrees with qkvcalc: largest difference {largest!r}, '
+    'tolerance {tolerance!r}")',
+]
 
 
 def _gradients(trace: Trace) -> list[tuple[str, str, np.ndarray]]:
