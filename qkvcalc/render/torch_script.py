@@ -107,7 +107,8 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     lines = _preamble(trace) + _inputs(trace)
     mask_lines, sdpa_args, masked, written_out = _mask(trace)
     lines += mask_lines + _scale_and_groups(trace, sdpa_args)
-    lines += _attention(trace, sdpa_args, masked, written_out)
+    attention, sdpa_args = _attention(trace, sdpa_args, masked, written_out)
+    lines += attention
     if p.decode is not None and not written_out:
         lines.extend(_decoded(trace, sdpa_args))
     # ---- nn.MultiheadAttention ------------------------------------------------------------
@@ -313,9 +314,12 @@ def _scale_and_groups(trace: Trace, sdpa_args: list[str]) -> list[str]:
     return lines
 
 
-def _attention(trace: Trace, sdpa_args: list[str], masked: bool, written_out: bool) -> list[str]:
+def _attention(
+    trace: Trace, sdpa_args: list[str], masked: bool, written_out: bool
+) -> tuple[list[str], list[str]]:
     """SDPA (or the steps written out), what features do to the heads, the concat, W_O, and
-    the output checked against qkvcalc's."""
+    the output checked against qkvcalc's; and SDPA's arguments as called (a score bias is its
+    float attn_mask, which the decoding check below reuses)."""
     p = trace.problem
     torch_layout = p.layout == "torch"
     lines: list[str] = []
@@ -361,7 +365,7 @@ def _attention(trace: Trace, sdpa_args: list[str], masked: bool, written_out: bo
     add(f'differences["{check}"] = (output - expected).abs().max().item()')
     add(f'print("max |{check} - qkvcalc| =", differences["{check}"])')
 
-    return lines
+    return lines, sdpa_args
 
 
 # the script's last lines: every difference against its tolerance, exit 1 on any mismatch
