@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -217,6 +217,50 @@ def matrix_table(
     return text
 
 
+Cells = list[list[tuple[str, str]]]  # each shown column: its header, then its cells (text, style)
+Layout = tuple[list[int | None], Cells, list[int], int]
+
+
+def _fitted(layout: Callable[[int], Layout], fit: int, n_cols: int, width: int) -> Layout:
+    """The first guess of how many columns fit was a guess: shrink until the table fits, or
+    grow while one more column does (a 12×12 table of short numbers fills an 80-column
+    terminal instead of leaving it empty)."""
+    col_ids, columns, widths, total = layout(fit)
+    while total > width and fit > 2:
+        fit = min(fit, len(col_ids)) - 1
+        col_ids, columns, widths, total = layout(fit)
+    while total <= width and fit < n_cols:
+        wider = layout(fit + 1)
+        if wider[3] > width:
+            break
+        fit += 1
+        col_ids, columns, widths, total = wider
+    return col_ids, columns, widths, total
+
+
+def _table_lines(
+    labels: list[tuple[str, str]], columns: Cells, widths: list[int], label_w: int, total: int
+) -> list[Text]:
+    """The table's lines: the header, a rule, then a line per row, each line's text and the
+    spans of its styled cells put together once."""
+    table: list[Text] = []
+    for line, (label, label_style) in enumerate(labels):
+        if line == 1:
+            table.append(Text("━" * total))
+        parts = [label, " " * (label_w - display_width(label))]
+        spans = [Span(0, len(label), label_style)] if label_style else []
+        at = len(parts[0]) + len(parts[1])
+        for column, w in zip(columns, widths, strict=True):
+            text, style = column[line]
+            pad = GAP + " " * (w - display_width(text))
+            if style:
+                spans.append(Span(at + len(pad), at + len(pad) + len(text), style))
+            parts += (pad, text)
+            at += len(pad) + len(text)
+        table.append(Text("".join(parts), spans=spans))
+    return table
+
+
 def matrix_lines(
     value: np.ndarray | Stage,
     name: str,
@@ -268,11 +312,11 @@ def matrix_lines(
         guess = max(guess, max(map(display_width, sample), default=0))
     fit = max(2, (width - label_w) // (guess + len(GAP)))
 
-    def layout(fit: int) -> tuple[list[int | None], list[list[tuple[str, str]]], list[int], int]:
+    def layout(fit: int) -> Layout:
         """The columns shown when `fit` are allowed (the first ones, …, the last ones), their
         cells, widths and the table's total width, measured."""
         col_ids = pick(n_cols, fit)
-        columns: list[list[tuple[str, str]]] = []
+        columns: Cells = []
         for j in col_ids:
             if j is None:
                 columns.append([("…", "")] + [("⋮" if i is None else "…", "") for i in row_ids])
@@ -282,37 +326,11 @@ def matrix_lines(
         widths = [max(display_width(text) for text, _ in column) for column in columns]
         return col_ids, columns, widths, label_w + sum(w + len(GAP) for w in widths)
 
-    # The guess was a guess: shrink until the table fits, or grow while one more column does
-    # (a 12×12 table of short numbers fills an 80-column terminal instead of leaving it empty).
-    col_ids, columns, widths, total = layout(fit)
-    while total > width and fit > 2:
-        fit = min(fit, len(col_ids)) - 1
-        col_ids, columns, widths, total = layout(fit)
-    while total <= width and fit < n_cols:
-        wider = layout(fit + 1)
-        if wider[3] > width:
-            break
-        fit += 1
-        col_ids, columns, widths, total = wider
+    col_ids, columns, widths, total = _fitted(layout, fit, n_cols, width)
     labels = [(name, "bold cyan")] + [
         ("⋮", "") if i is None else (safe(rows[i]), "bold") for i in row_ids
     ]
-    table: list[Text] = []
-    for line, (label, label_style) in enumerate(labels):
-        if line == 1:
-            table.append(Text("━" * total))
-        # the line's text and the spans of its styled cells, put together once
-        parts = [label, " " * (label_w - display_width(label))]
-        spans = [Span(0, len(label), label_style)] if label_style else []
-        at = len(parts[0]) + len(parts[1])
-        for column, w in zip(columns, widths, strict=True):
-            text, style = column[line]
-            pad = GAP + " " * (w - display_width(text))
-            if style:
-                spans.append(Span(at + len(pad), at + len(pad) + len(text), style))
-            parts += (pad, text)
-            at += len(pad) + len(text)
-        table.append(Text("".join(parts), spans=spans))
+    table = _table_lines(labels, columns, widths, label_w, total)
     if hidden is not None:
         hidden.append(
             (
