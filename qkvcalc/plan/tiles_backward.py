@@ -59,8 +59,23 @@ def tiled_head(
     specs, the refs of dV (when the loss flows through the output), and the q and k sides."""
     cuts = blocks(p)
     last = len(cuts)
-    n = p.tokens
-    m_last, l_last = ref("running_max", h, None, last), ref("running_sum", h, None, last)
+    logits, scores, q_ref, k_ref = _reads(by, h)
+    q_side, k_side = by[q_ref], by[k_ref]
+    specs = [_lse(p, h, last), _rowdot(p, h, flows, logits)]
+    for b, cols in enumerate(cuts, start=1):
+        specs += _block(Block(p, h, b, last, cols), by, flows, logits, scores, q_ref, k_ref)
+    refs: dict[str, Ref] = {}
+    if flows:
+        specs.append(_stacked("grad_v", h, "grad_v_acc", last, by[("v", h)], "dV"))
+        refs["v"] = ("grad_v", h)
+    specs.append(_grad_q(h, last, q_side))
+    specs.append(_stacked(f"grad_{k_side.id}", h, "grad_k_acc", last, k_side, "dK"))
+    return specs, refs, q_side, k_side
+
+
+def _reads(by: dict[Ref, Spec], h: int | None) -> tuple[Spec, Spec, Ref, Ref]:
+    """What the head's blocks read in the forward: the logits (what the softmax read), the
+    scores Q·Kᵀ under them, and the refs of the q and k sides of the scores."""
     first_scores = by[ref("block_scores", h, None, 1)]
     logits = by[first_scores.operands[0]]
     scores = _scores(by, logits)
@@ -68,81 +83,7 @@ def tiled_head(
     assert not isinstance(q_ref, Const) and not isinstance(kt_ref, Const)
     k_ref = by[kt_ref].operands[0]
     assert not isinstance(k_ref, Const)
-    q_side, k_side = by[q_ref], by[k_ref]
-    v_ref: Ref = ("v", h)
-    lse: Ref = ("lse", h)
-    g_out: Ref = ("grad_output", h)
-    specs: list[Spec] = [
-        Spec(
-            "lse",
-            h,
-            "lse",
-            (m_last, l_last),
-            f"L = m_{last} + log ℓ_{last}",
-            n,
-            ("L",),
-            notes=(Msg("note.tiles_lse"),),
-            symbol="L",
-            cell="L[{i}]",
-            letters="n×1",
-        )
-    ]
-    if flows:
-        specs.append(
-            Spec(
-                "rowdot_o",
-                h,
-                "rowdot",
-                (g_out, (ids.OUTPUT, h)),
-                "D = rowsum(dO ⊙ O)",
-                n,
-                ("D",),
-                notes=(Msg("note.tiles_rowdot_o"),),
-                symbol="D",
-                cell="D[{i}]",
-                letters="n×1",
-            )
-        )
-    else:
-        assert p.loss is not None
-        specs.append(
-            Spec(
-                "rowdot_o",
-                h,
-                "attend_rowdot",
-                (logits.ref, lse),
-                "D = A[i, tᵢ]·(−1 / A[i, tᵢ])",
-                n,
-                ("D",),
-                params={"targets": tuple(p.loss.targets())},
-                topic="rowdot_o.attend",
-                symbol="D",
-                cell="D[{i}]",
-                letters="n×1",
-            )
-        )
-    for b, cols in enumerate(cuts, start=1):
-        specs += _block(Block(p, h, b, last, cols), by, flows, logits, scores, q_ref, k_ref)
-    refs: dict[str, Ref] = {}
-    if flows:
-        specs.append(_stacked("grad_v", h, "grad_v_acc", last, by[v_ref], "dV"))
-        refs["v"] = ("grad_v", h)
-    specs.append(
-        Spec(
-            f"grad_{q_side.id}",
-            h,
-            "copy",
-            (ref("grad_q_acc", h, None, last),),
-            f"{d(q_side.symbol)} = dQ_{last}",
-            q_side.rows,
-            q_side.cols,
-            topic="grad_q_side.tiles",
-            symbol=d(q_side.symbol),
-            letters=q_side.letters,
-        )
-    )
-    specs.append(_stacked(f"grad_{k_side.id}", h, "grad_k_acc", last, k_side, "dK"))
-    return specs, refs, q_side, k_side
+    return logits, scores, q_ref, k_ref
 
 
 def _scores(by: dict[Ref, Spec], logits: Spec) -> Spec:
@@ -152,6 +93,73 @@ def _scores(by: dict[Ref, Spec], logits: Spec) -> Spec:
         assert not isinstance(first, Const)
         at = by[first]
     return at
+
+
+def _lse(p: Problem, h: int | None, last: int) -> Spec:
+    """L = m + log ℓ, per query row, from the forward's last running maximum and sum."""
+    return Spec(
+        "lse",
+        h,
+        "lse",
+        (ref("running_max", h, None, last), ref("running_sum", h, None, last)),
+        f"L = m_{last} + log ℓ_{last}",
+        p.tokens,
+        ("L",),
+        notes=(Msg("note.tiles_lse"),),
+        symbol="L",
+        cell="L[{i}]",
+        letters="n×1",
+    )
+
+
+def _rowdot(p: Problem, h: int | None, flows: bool, logits: Spec) -> Spec:
+    """D = rowsum(dO ⊙ O), the softmax's row term; with `attend` (no dO), A[i, tᵢ]·(−1 / A[i, tᵢ])
+    from the target's weight."""
+    if flows:
+        return Spec(
+            "rowdot_o",
+            h,
+            "rowdot",
+            (("grad_output", h), (ids.OUTPUT, h)),
+            "D = rowsum(dO ⊙ O)",
+            p.tokens,
+            ("D",),
+            notes=(Msg("note.tiles_rowdot_o"),),
+            symbol="D",
+            cell="D[{i}]",
+            letters="n×1",
+        )
+    assert p.loss is not None
+    return Spec(
+        "rowdot_o",
+        h,
+        "attend_rowdot",
+        (logits.ref, ("lse", h)),
+        "D = A[i, tᵢ]·(−1 / A[i, tᵢ])",
+        p.tokens,
+        ("D",),
+        params={"targets": tuple(p.loss.targets())},
+        topic="rowdot_o.attend",
+        symbol="D",
+        cell="D[{i}]",
+        letters="n×1",
+    )
+
+
+def _grad_q(h: int | None, last: int, q_side: Spec) -> Spec:
+    """The gradient of the scores' q side: dQ as the blocks left it, after the last."""
+    return Spec(
+        f"grad_{q_side.id}",
+        h,
+        "copy",
+        (ref("grad_q_acc", h, None, last),),
+        f"{d(q_side.symbol)} = dQ_{last}",
+        q_side.rows,
+        q_side.cols,
+        topic="grad_q_side.tiles",
+        symbol=d(q_side.symbol),
+        letters=q_side.letters,
+    )
 
 
 def _stacked(sid: str, h: int | None, acc: str, last: int, like: Spec, name: str) -> Spec:
