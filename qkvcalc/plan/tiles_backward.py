@@ -48,8 +48,8 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.ops.table import OPS
 from qkvcalc.plan import ids, reference
-from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels, ref, span
-from qkvcalc.plan.tiles import blocks
+from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels, ref
+from qkvcalc.plan.tiles import Block, blocks
 
 
 def tiled_head(
@@ -59,8 +59,23 @@ def tiled_head(
     specs, the refs of dV (when the loss flows through the output), and the q and k sides."""
     cuts = blocks(p)
     last = len(cuts)
-    n = p.tokens
-    m_last, l_last = ref("running_max", h, None, last), ref("running_sum", h, None, last)
+    logits, scores, q_ref, k_ref = _reads(by, h)
+    q_side, k_side = by[q_ref], by[k_ref]
+    specs = [_lse(p, h, last), _rowdot(p, h, flows, logits)]
+    for b, cols in enumerate(cuts, start=1):
+        specs += _block(Block(p, h, b, last, cols), by, flows, logits, scores, q_ref, k_ref)
+    refs: dict[str, Ref] = {}
+    if flows:
+        specs.append(_stacked("grad_v", h, "grad_v_acc", last, by[("v", h)], "dV"))
+        refs["v"] = ("grad_v", h)
+    specs.append(_grad_q(h, last, q_side))
+    specs.append(_stacked(f"grad_{k_side.id}", h, "grad_k_acc", last, k_side, "dK"))
+    return specs, refs, q_side, k_side
+
+
+def _reads(by: dict[Ref, Spec], h: int | None) -> tuple[Spec, Spec, Ref, Ref]:
+    """What the head's blocks read in the forward: the logits (what the softmax read), the
+    scores Q·Kᵀ under them, and the refs of the q and k sides of the scores."""
     first_scores = by[ref("block_scores", h, None, 1)]
     logits = by[first_scores.operands[0]]
     scores = _scores(by, logits)
@@ -68,81 +83,7 @@ def tiled_head(
     assert not isinstance(q_ref, Const) and not isinstance(kt_ref, Const)
     k_ref = by[kt_ref].operands[0]
     assert not isinstance(k_ref, Const)
-    q_side, k_side = by[q_ref], by[k_ref]
-    v_ref: Ref = ("v", h)
-    lse: Ref = ("lse", h)
-    g_out: Ref = ("grad_output", h)
-    specs: list[Spec] = [
-        Spec(
-            "lse",
-            h,
-            "lse",
-            (m_last, l_last),
-            f"L = m_{last} + log ℓ_{last}",
-            n,
-            ("L",),
-            notes=(Msg("note.tiles_lse"),),
-            symbol="L",
-            cell="L[{i}]",
-            letters="n×1",
-        )
-    ]
-    if flows:
-        specs.append(
-            Spec(
-                "rowdot_o",
-                h,
-                "rowdot",
-                (g_out, (ids.OUTPUT, h)),
-                "D = rowsum(dO ⊙ O)",
-                n,
-                ("D",),
-                notes=(Msg("note.tiles_rowdot_o"),),
-                symbol="D",
-                cell="D[{i}]",
-                letters="n×1",
-            )
-        )
-    else:
-        assert p.loss is not None
-        specs.append(
-            Spec(
-                "rowdot_o",
-                h,
-                "attend_rowdot",
-                (logits.ref, lse),
-                "D = A[i, tᵢ]·(−1 / A[i, tᵢ])",
-                n,
-                ("D",),
-                params={"targets": tuple(p.loss.targets())},
-                topic="rowdot_o.attend",
-                symbol="D",
-                cell="D[{i}]",
-                letters="n×1",
-            )
-        )
-    for b, cols in enumerate(cuts, start=1):
-        specs += _block(p, by, h, b, len(cuts), cols, flows, logits, scores, q_ref, k_ref)
-    refs: dict[str, Ref] = {}
-    if flows:
-        specs.append(_stacked("grad_v", h, "grad_v_acc", last, by[v_ref], "dV"))
-        refs["v"] = ("grad_v", h)
-    specs.append(
-        Spec(
-            f"grad_{q_side.id}",
-            h,
-            "copy",
-            (ref("grad_q_acc", h, None, last),),
-            f"{d(q_side.symbol)} = dQ_{last}",
-            q_side.rows,
-            q_side.cols,
-            topic="grad_q_side.tiles",
-            symbol=d(q_side.symbol),
-            letters=q_side.letters,
-        )
-    )
-    specs.append(_stacked(f"grad_{k_side.id}", h, "grad_k_acc", last, k_side, "dK"))
-    return specs, refs, q_side, k_side
+    return logits, scores, q_ref, k_ref
 
 
 def _scores(by: dict[Ref, Spec], logits: Spec) -> Spec:
@@ -152,6 +93,73 @@ def _scores(by: dict[Ref, Spec], logits: Spec) -> Spec:
         assert not isinstance(first, Const)
         at = by[first]
     return at
+
+
+def _lse(p: Problem, h: int | None, last: int) -> Spec:
+    """L = m + log ℓ, per query row, from the forward's last running maximum and sum."""
+    return Spec(
+        "lse",
+        h,
+        "lse",
+        (ref("running_max", h, None, last), ref("running_sum", h, None, last)),
+        f"L = m_{last} + log ℓ_{last}",
+        p.tokens,
+        ("L",),
+        notes=(Msg("note.tiles_lse"),),
+        symbol="L",
+        cell="L[{i}]",
+        letters="n×1",
+    )
+
+
+def _rowdot(p: Problem, h: int | None, flows: bool, logits: Spec) -> Spec:
+    """D = rowsum(dO ⊙ O), the softmax's row term; with `attend` (no dO), A[i, tᵢ]·(−1 / A[i, tᵢ])
+    from the target's weight."""
+    if flows:
+        return Spec(
+            "rowdot_o",
+            h,
+            "rowdot",
+            (("grad_output", h), (ids.OUTPUT, h)),
+            "D = rowsum(dO ⊙ O)",
+            p.tokens,
+            ("D",),
+            notes=(Msg("note.tiles_rowdot_o"),),
+            symbol="D",
+            cell="D[{i}]",
+            letters="n×1",
+        )
+    assert p.loss is not None
+    return Spec(
+        "rowdot_o",
+        h,
+        "attend_rowdot",
+        (logits.ref, ("lse", h)),
+        "D = A[i, tᵢ]·(−1 / A[i, tᵢ])",
+        p.tokens,
+        ("D",),
+        params={"targets": tuple(p.loss.targets())},
+        topic="rowdot_o.attend",
+        symbol="D",
+        cell="D[{i}]",
+        letters="n×1",
+    )
+
+
+def _grad_q(h: int | None, last: int, q_side: Spec) -> Spec:
+    """The gradient of the scores' q side: dQ as the blocks left it, after the last."""
+    return Spec(
+        f"grad_{q_side.id}",
+        h,
+        "copy",
+        (ref("grad_q_acc", h, None, last),),
+        f"{d(q_side.symbol)} = dQ_{last}",
+        q_side.rows,
+        q_side.cols,
+        topic="grad_q_side.tiles",
+        symbol=d(q_side.symbol),
+        letters=q_side.letters,
+    )
 
 
 def _stacked(sid: str, h: int | None, acc: str, last: int, like: Spec, name: str) -> Spec:
@@ -172,12 +180,8 @@ def _stacked(sid: str, h: int | None, acc: str, last: int, like: Spec, name: str
 
 
 def _block(
-    p: Problem,
+    block: Block,
     by: dict[Ref, Spec],
-    h: int | None,
-    b: int,
-    count: int,
-    cols: slice,
     flows: bool,
     logits: Spec,
     scores: Spec,
@@ -185,161 +189,172 @@ def _block(
     k_ref: Ref,
 ) -> list[Spec]:
     """Block b's stages: P_b, dV_b, dP_b, dS_b, the chain back to the scores, dQ_b, dK_b."""
-    n, keys = p.tokens, p.source_tokens[cols]
-    said = span(cols.start, cols.stop - cols.start)
+    specs = [_weights(block), *_grad_weights(block, flows)]
+    grad_s = _grad_logits(block, logits)
+    specs += [grad_s, *_back_to_scores(block, by, logits, grad_s)]
+    specs += _grad_q_k(block, by, scores, q_ref, k_ref)
+    return specs
 
-    def at(sid: str, block: int = b) -> Ref:
-        return ref(sid, h, None, block)
 
+def _weights(block: Block) -> Spec:
+    """P_b = e^(S_b − L): the block's weights, recomputed from the forward's L."""
+    b = block.b
+    return block.spec(
+        "block_p",
+        "block_p",
+        (block.at("block_scores"), ("lse", block.h)),
+        f"P_{b} = e^(S_{b} − L)",
+        block.p.tokens,
+        block.keys,
+        notes=(block.note(),),
+        symbol=f"P_{b}",
+        letters="n×B",
+    )
+
+
+def _grad_weights(block: Block, flows: bool) -> list[Spec]:
+    """dV_b = P_bᵀ·dO and dP_b = dO·V_bᵀ when the loss reads the output; else (`attend`) dP_b,
+    the loss's gradient at the block's own weights."""
+    p, h, b, keys = block.p, block.h, block.b, block.keys
     g_out: Ref = ("grad_output", h)
-    specs = [
-        Spec(
-            "block_p",
-            h,
-            "block_p",
-            (at("block_scores"), ("lse", h)),
-            f"P_{b} = e^(S_{b} − L)",
-            n,
-            keys,
-            notes=(Msg("note.tiles_block", block=b, blocks=count, keys=said),),
-            symbol=f"P_{b}",
-            letters="n×B",
-            block=b,
-        )
-    ]
-    if flows:
-        specs.append(
-            Spec(
-                "grad_v_acc",
-                h,
-                "matmul_tn",
-                (at("block_p"), g_out),
-                f"dV_{b} = P_{b}ᵀ·dO",
-                keys,
-                dim_labels(p.d_v),
-                names=(f"P_{b}", "dO"),
-                inner=p.tokens,
-                symbol=f"dV_{b}",
-                letters="B×d_v",
-                block=b,
-            )
-        )
-        specs.append(
-            Spec(
-                "block_grad_p",
-                h,
-                "block_nt",
-                (g_out, ("v", h)),
-                f"dP_{b} = dO·V[{said}]ᵀ",
-                n,
-                keys,
-                params={"rows": cols},
-                names=("dO", "V"),
-                symbol=f"dP_{b}",
-                letters="n×B",
-                block=b,
-            )
-        )
-    else:
+    if not flows:
         assert p.loss is not None
+        cols = block.cols
         inside = frozenset(
             (i, t - cols.start) for i, t in p.loss.targets() if cols.start <= t < cols.stop
         )
-        specs.append(
-            Spec(
+        return [
+            block.spec(
                 "block_grad_p",
-                h,
                 "attend_grad",
-                (at("block_p"),),
+                (block.at("block_p"),),
                 f"dP_{b}[i, tᵢ] = −1 / P_{b}[i, tᵢ]",
-                n,
+                p.tokens,
                 keys,
                 params={"targets": inside},
                 topic="block_grad_p.attend",
                 symbol=f"dP_{b}",
                 letters="n×B",
-                block=b,
             )
-        )
-    # dS_b when the softmax read the scaled scores; d(S+M)_b after a mask, as without tiles
-    ds_name = f"{d(logits.symbol)}_{b}"
-    specs.append(
-        Spec(
-            "block_grad_s",
-            h,
-            "softmax_back",
-            (at("block_p"), at("block_grad_p"), ("rowdot_o", h)),
-            f"{ds_name} = P_{b} ⊙ (dP_{b} − D)",
-            n,
+        ]
+    return [
+        block.spec(
+            "grad_v_acc",
+            "matmul_tn",
+            (block.at("block_p"), g_out),
+            f"dV_{b} = P_{b}ᵀ·dO",
             keys,
-            symbol=ds_name,
+            dim_labels(p.d_v),
+            names=(f"P_{b}", "dO"),
+            inner=p.tokens,
+            symbol=f"dV_{b}",
+            letters="B×d_v",
+        ),
+        block.spec(
+            "block_grad_p",
+            "block_nt",
+            (g_out, ("v", h)),
+            f"dP_{b} = dO·V[{block.said}]ᵀ",
+            p.tokens,
+            keys,
+            params={"rows": block.cols},
+            names=("dO", "V"),
+            symbol=f"dP_{b}",
             letters="n×B",
-            block=b,
-        )
+        ),
+    ]
+
+
+def _grad_logits(block: Block, logits: Spec) -> Spec:
+    """dS_b = P_b ⊙ (dP_b − D): the block's columns of the gradient of what the softmax read
+    (dS_b of the scaled scores; d(S+M)_b after a mask, as without tiles)."""
+    b = block.b
+    name = f"{d(logits.symbol)}_{b}"
+    return block.spec(
+        "block_grad_s",
+        "softmax_back",
+        (block.at("block_p"), block.at("block_grad_p"), ("rowdot_o", block.h)),
+        f"{name} = P_{b} ⊙ (dP_{b} − D)",
+        block.p.tokens,
+        block.keys,
+        symbol=name,
+        letters="n×B",
     )
-    # back through the stages between the scores and the logits, on the block's columns
-    here, incoming, out_symbol = logits, at("block_grad_s"), ds_name
+
+
+def _back_to_scores(
+    block: Block, by: dict[Ref, Spec], logits: Spec, grad_logits: Spec
+) -> list[Spec]:
+    """The block's columns back through each stage between the scores and the logits (a mask,
+    a cap, a bias, the scaling), from the logits' gradient down to the scores'."""
+    specs: list[Spec] = []
+    here, grad = logits, grad_logits
     while here.id != ids.SCORES:
         first = here.operands[0]
         assert not isinstance(first, Const)
         before = by[first]
-        op = OPS[here.op]
-        assert op.backward is not None and op.grad_formula is not None, here.op
-        into = f"{d(before.symbol)}_{b}"
-        specs.append(
-            Spec(
-                f"grad_{before.id}",
-                h,
-                "block_back",
-                (*here.operands, here.ref, incoming),
-                f"{into} = {op.grad_formula(into, out_symbol, before.symbol, here.params)}",
-                n,
-                keys,
-                params={"op": here.op, "forward": op, "index": 0, "of": here.params, "cols": cols},
-                topic=f"grad_back.{here.op}",
-                symbol=into,
-                letters="n×B",
-                block=b,
-            )
-        )
-        here, incoming, out_symbol = before, at(f"grad_{before.id}"), into
-    ds = at(f"grad_{scores.id}")
+        grad = _back_through(block, here, before, grad)
+        specs.append(grad)
+        here = before
+    return specs
+
+
+def _back_through(block: Block, here: Spec, before: Spec, grad: Spec) -> Spec:
+    """The block's columns of the gradient of `before`, from `grad` (the gradient of `here`,
+    which read `before`), by here's own op's backward."""
+    op = OPS[here.op]
+    assert op.backward is not None and op.grad_formula is not None, here.op
+    into = f"{d(before.symbol)}_{block.b}"
+    return block.spec(
+        f"grad_{before.id}",
+        "block_back",
+        (*here.operands, here.ref, grad.ref),
+        f"{into} = {op.grad_formula(into, grad.symbol, before.symbol, here.params)}",
+        block.p.tokens,
+        block.keys,
+        params={"op": here.op, "forward": op, "index": 0, "of": here.params, "cols": block.cols},
+        topic=f"grad_back.{here.op}",
+        symbol=into,
+        letters="n×B",
+    )
+
+
+def _grad_q_k(
+    block: Block, by: dict[Ref, Spec], scores: Spec, q_ref: Ref, k_ref: Ref
+) -> list[Spec]:
+    """dQ_b = dQ_{b−1} + d(Q·Kᵀ)_b·K_b, accumulated over the blocks, and dK_b = d(Q·Kᵀ)_bᵀ·Q,
+    the block's rows of dK."""
+    b, said = block.b, block.said
+    ds = block.at(f"grad_{scores.id}")
     q_side, k_side = by[q_ref], by[k_ref]
-    specs.append(
-        Spec(
+    return [
+        block.spec(
             "grad_q_acc",
-            h,
             "grad_q_acc",
-            ((ds, k_ref) if b == 1 else (at("grad_q_acc", b - 1), ds, k_ref)),
+            ((ds, k_ref) if b == 1 else (block.before("grad_q_acc"), ds, k_ref)),
             f"dQ_1 = d(Q·Kᵀ)_1·K[{said}]"
             if b == 1
             else f"dQ_{b} = dQ_{b - 1} + d(Q·Kᵀ)_{b}·K[{said}]",
             q_side.rows,
             q_side.cols,
-            params={"rows": cols},
+            params={"rows": block.cols},
             names=(f"d(Q·Kᵀ)_{b}", k_side.symbol),
             symbol=f"dQ_{b}",
             letters="n×d_k",
-            block=b,
-        )
-    )
-    specs.append(
-        Spec(
+        ),
+        block.spec(
             "grad_k_acc",
-            h,
             "matmul_tn",
             (ds, q_ref),
             f"dK_{b} = d(Q·Kᵀ)_{b}ᵀ·{q_side.symbol}",
-            keys,
+            block.keys,
             k_side.cols,
             names=(f"d(Q·Kᵀ)_{b}", q_side.symbol),
-            inner=p.tokens,
+            inner=block.p.tokens,
             symbol=f"dK_{b}",
             letters="B×d_k",
-            block=b,
-        )
-    )
-    return specs
+        ),
+    ]
 
 
 def same_as_plain(
