@@ -295,9 +295,9 @@ MESSAGES: dict[str, str] = {
     "stage.grad_bg.title": "b_G의 기울기",
     "stage.grad_bg.why": "b_G는 모든 토큰의 게이트 로짓에 더해지므로, 그 기울기는 dZ_G의 열 "
     "합입니다.",
-    "gate.shape": "W_G(wg)의 모양은 {shape}이지만, 출력 게이트에는 {layout} 레이아웃으로 {want}가 "
-    "필요합니다: 각 토큰의 X 행(d_model개의 수)을 H·d_v = {heads}×{d_v}개의 게이트로, 모든 헤드 "
-    "출력의 열마다 하나씩 보냅니다.",
+    "gate.shape": "W_G(wg)의 모양은 {shape}이지만, 출력 게이트에는 {layout} 레이아웃으로 {want} "
+    "모양이 필요합니다: 각 토큰의 X 행(d_model개의 수)을 H·d_v = {heads}×{d_v}개의 게이트로, "
+    "모든 헤드 출력의 열마다 하나씩 보냅니다.",
     "gate.bias_shape": "b_G(bg)에는 수가 {length}개 있지만, 출력 게이트의 열은 H·d_v = {cols}개"
     "입니다: 게이트마다 편향이 하나씩 필요합니다.",
     "gate.bias_alone": "W_G(wg) 없이 b_G(bg)만 주어졌습니다: 출력 게이트의 편향에는 가중치가 "
