@@ -78,7 +78,7 @@ class Child:
                 sys.executable,
                 "-m",
                 "qkvcalc.check.runner",
-                str(self.path),
+                str(self.path.resolve()),
                 self.function,
                 "torch" if self.use_torch else "numpy",
             ],

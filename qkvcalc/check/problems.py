@@ -106,7 +106,7 @@ class Case:
     name: str
     problem: dict[str, Any]
     args: dict[str, Any] = field(default_factory=dict)
-    flags: tuple[Any, ...] = ()  # how it was made: for making smaller ones like it
+    flags: tuple[Any, ...] = ()  # how it was made (sizes, Flags, leave_out): to shrink it
 
 
 def causal(n: int, m: int) -> np.ndarray:
@@ -157,8 +157,11 @@ def _mask_arguments(
         args["mask"] = causal(n, m) if isinstance(mask, str) else mask
     elif sig.takes("causal") and not (leave_out and sig.optional("causal")):
         args["causal"] = False
-    if "mask" not in args and sig.takes("mask") and not (leave_out and sig.optional("mask")):
-        args["mask"] = np.ones((n, m), dtype=bool)  # every key allowed: no mask
+    if "mask" not in args and sig.takes("mask"):
+        if not sig.optional("mask"):
+            args["mask"] = np.ones((n, m), dtype=bool)  # every key allowed (the problem's mask)
+        elif not leave_out:
+            args["mask"] = None
     return True
 
 
@@ -341,16 +344,30 @@ def cases(sig: Signature, budget: int, seed: int = 0) -> list[Case]:
         else:
             n, m, d = sizes
             problem = make(sig.style, rng, n, m, d, flags)
-        args = arguments(sig, problem, leave_out=len(found) % 2 == 1)
-        if args is not None:
-            found.append(Case(name, problem, args, (sizes, flags)))
+        leave_out = len(found) % 2 == 1
+        case = _case(sig, name, problem, leave_out, (sizes, flags, leave_out))
+        if case is not None:
+            found.append(case)
     return found
+
+
+def _case(
+    sig: Signature, name: str, problem: dict[str, Any], leave_out: bool, flags: tuple[Any, ...]
+) -> Case | None:
+    """The problem as the function is asked it; a mask it must be passed (no default) is the
+    problem's mask too, every key allowed."""
+    args = arguments(sig, problem, leave_out)
+    if args is None:
+        return None
+    if problem.get("mask") is None and args.get("mask") is not None:
+        problem = {**problem, "mask": args["mask"]}
+    return Case(name, problem, args, flags)
 
 
 def smaller(sig: Signature, case: Case, seed: int = 0) -> list[Case]:
     """Problems like `case` (its mask, scale, kind of values, heads), smallest first: fewer
     tokens, dimension 1 or 2, small integers."""
-    _sizes, flags = case.flags
+    _sizes, flags, leave_out = case.flags
     rng = np.random.default_rng(seed)
     found: list[Case] = []
     shapes = sorted(
@@ -362,7 +379,8 @@ def smaller(sig: Signature, case: Case, seed: int = 0) -> list[Case]:
             continue
         for _ in range(3):
             problem = make(sig.style, rng, n, m, (d * flags.heads, d, d), flags)
-            args = arguments(sig, problem, leave_out=False)
-            if args is not None:
-                found.append(Case("smallest", problem, args, ((n, m, (d, d, d)), flags)))
+            sizes = (n, m, (d * flags.heads, d, d))
+            case = _case(sig, "smallest", problem, leave_out, (sizes, flags, leave_out))
+            if case is not None:
+                found.append(case)
     return found
