@@ -1403,9 +1403,9 @@ MESSAGES: dict[str, str] = {
     "help.heads.dtype": "실행할 dtype: auto (체크포인트의 dtype), float64, float32 또는 bfloat16.",
     "help.heads.output": "표준 출력 대신 이 파일에 씁니다 (html, json 또는 헤드의 문제).",
     # ---- qkvcalc check (issue 38): a person's own attention code, graded ----
-    "help.check": "직접 작성한 어텐션 함수(FILE.py:FUNCTION)를 작은 문제부터 큰 문제까지 채점합니다: "
-    "처음 달라지는 단계와 칸, 그것을 설명하는 이름 붙은 실수, 그 실수를 보여 주는 가장 작은 문제의 "
-    "풀이. --stages를 주면 코드를 실행하지 않고 여러분의 단계 텐서를 채점합니다.",
+    "help.check": "직접 작성한 어텐션 함수(FILE.py:FUNCTION)를 작은 문제부터 큰 문제까지 "
+    "채점합니다: 처음 달라지는 단계와 칸, 그것을 설명하는 이름 붙은 실수, "
+    "그 실수를 보여 주는 가장 작은 문제의 풀이. --stages를 주면 코드를 실행하지 않고 여러분의 단계 텐서를 채점합니다.",
     "help.check.target": "FILE.py:FUNCTION, 여러분의 함수(자식 프로세스에서 실행됩니다). "
     "--stages와 함께면 문제의 JSON 파일(표준 입력은 -).",
     "help.check.stages": "단계 id(ID 또는 ID@hH)별 단계 텐서를 담은 .npz 또는 JSON 파일, 또는 "
@@ -1461,8 +1461,8 @@ MESSAGES: dict[str, str] = {
     "아닙니다. 마스크된 스코어는 소프트맥스 전에 −∞가 됩니다.",
     "check.mistake.masked_row_nan": "모든 키가 마스크된 행이 NaN(0/0)이 되었습니다. PyTorch의 "
     "scaled_dot_product_attention처럼 가중치 0, 출력 0이 됩니다.",
-    "check.mistake.masked_row_uniform": "모든 키가 마스크된 행이 같은 가중치를 받았습니다(finfo.min "
-    "같은 유한한 채움 값). 가중치 0, 출력 0이 됩니다.",
+    "check.mistake.masked_row_uniform": "모든 키가 마스크된 행이 같은 가중치를 받았습니다"
+    "(finfo.min 같은 유한한 채움 값). 가중치 0, 출력 0이 됩니다.",
     "check.mistake.no_max_shift": "소프트맥스가 행의 최댓값을 빼지 않아 큰 스코어에서 넘칩니다(e^s "
     "= inf, inf/inf = NaN). e^(s − max)는 같은 가중치를 안전하게 줍니다.",
     "check.mistake.heads_split": "헤드가 H번째 열마다 하나씩 가져갔습니다. 헤드 h는 Q, K, V의 "

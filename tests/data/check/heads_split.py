@@ -21,7 +21,7 @@ def attention(x, wq, wk, wv, wo=None, bq=None, bk=None, bv=None, bo=None, heads=
 
     q, k, v = project(wq, bq), project(wk, bk), project(wv, bv)
     n = x.shape[0]
-    d_k, d_v = q.shape[1] // heads, v.shape[1] // kv_heads
+    d_k = q.shape[1] // heads
     allowed = np.ones((n, n), dtype=bool)
     if mask is not None:
         allowed &= mask.astype(bool)

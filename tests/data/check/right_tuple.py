@@ -6,7 +6,7 @@ import math
 def attention(q, k, v):
     out, weights = [], []
     for qi in q:
-        scores = [sum(a * b for a, b in zip(qi, kj)) / math.sqrt(len(qi)) for kj in k]
+        scores = [sum(a * b for a, b in zip(qi, kj, strict=True)) / math.sqrt(len(qi)) for kj in k]
         top = max(scores)
         e = [math.exp(s - top) for s in scores]
         w = [x / sum(e) for x in e]
