@@ -1405,7 +1405,8 @@ MESSAGES: dict[str, str] = {
     # ---- qkvcalc check (issue 38): a person's own attention code, graded ----
     "help.check": "직접 작성한 어텐션 함수(FILE.py:FUNCTION)를 작은 문제부터 큰 문제까지 "
     "채점합니다: 처음 달라지는 단계와 칸, 그것을 설명하는 이름 붙은 실수, "
-    "그 실수를 보여 주는 가장 작은 문제의 풀이. --stages를 주면 코드를 실행하지 않고 여러분의 단계 텐서를 채점합니다.",
+    "그 실수를 보여 주는 가장 작은 문제의 풀이. --stages를 주면 코드를 실행하지 않고 "
+    "여러분의 단계 텐서를 채점합니다.",
     "help.check.target": "FILE.py:FUNCTION, 여러분의 함수(자식 프로세스에서 실행됩니다). "
     "--stages와 함께면 문제의 JSON 파일(표준 입력은 -).",
     "help.check.stages": "단계 id(ID 또는 ID@hH)별 단계 텐서를 담은 .npz 또는 JSON 파일, 또는 "
