@@ -1413,6 +1413,7 @@ MESSAGES: dict[str, str] = {
     "help.check.time_limit": "Seconds one call of your function may take.",
     "help.check.format": "table (words and tables) or json (the qkvcalc.check/1 document).",
     "check.right": "{function} is right: it gave the right numbers on all {count} problems.",
+    "check.right_stages": "{function} is right: every stage it holds has the right numbers.",
     "check.error": "{function} raised on {count} of {total} problems; where it returned, "
     "every number was right.",
     "check.wrong_named": "{function} is wrong: {mistake}.",

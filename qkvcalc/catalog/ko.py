@@ -1418,6 +1418,7 @@ MESSAGES: dict[str, str] = {
     "help.check.time_limit": "함수 한 번 호출에 허용하는 초.",
     "help.check.format": "table (문장과 표) 또는 json (qkvcalc.check/1 문서).",
     "check.right": "{function}은(는) 맞습니다: {count}개 문제 모두에서 올바른 수를 냈습니다.",
+    "check.right_stages": "{function}은(는) 맞습니다: 담긴 모든 단계의 수가 올바릅니다.",
     "check.error": "{function}이(가) {total}개 문제 중 {count}개에서 예외를 냈습니다. 값을 "
     "돌려준 문제에서는 모든 수가 맞았습니다.",
     "check.wrong_named": "{function}은(는) 틀렸습니다: {mistake}.",

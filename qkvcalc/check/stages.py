@@ -114,7 +114,7 @@ def check_stages(path: Path, doc: dict[str, Any]) -> Verdict:
     answer = Answer(output=theirs.get("output"), stages=theirs)
     case = Case("given", fields)
     mine = _reference(fields, right)
-    verdict = Verdict("right", 1, style="qkv" if "q" in fields else "x")
+    verdict = Verdict("right", 1, style="qkv" if "q" in fields else "x", stages_file=True)
     if not same(answer, right):
         verdict.verdict = "wrong"
         verdict.first = first_difference(answer, right)

@@ -41,6 +41,7 @@ class Verdict:
     theirs: Answer | None = None  # … and the person's answer to it
     raised: list[tuple[str, str, str]] = field(default_factory=list)  # (problem, type, message)
     style: str = "qkv"
+    stages_file: bool = False  # --stages: one problem, their own tensors
 
 
 def imports_torch(source: str) -> bool:

@@ -26,6 +26,8 @@ SCHEMA = "qkvcalc.check/1"
 def message(v: Verdict, function: str, lang: str) -> str:
     """The verdict in one paragraph."""
     t = lambda key, **kw: translate(key, lang, **kw)  # noqa: E731
+    if v.verdict == "right" and v.stages_file:
+        return t("check.right_stages", function=function)
     if v.verdict == "right":
         return t("check.right", function=function, count=v.problems_tried)
     if v.verdict == "error":
