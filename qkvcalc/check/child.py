@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.plan import ids
 
 START_LIMIT = 60.0  # seconds to import the person's module (torch takes a few)
 
@@ -147,7 +148,7 @@ class Child:
             raise QkvcalcError("check.bad_return", function=self.function, type=what["type"])
         stages = message.get("stages")
         if stages is not None:
-            if message.get("output") is None:
+            if message.get(ids.OUTPUT) is None:
                 raise QkvcalcError("check.no_output_stage", function=self.function)
             stages = {k: _array(v) for k, v in stages.items()}
         weights = message.get("weights")

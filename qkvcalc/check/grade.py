@@ -17,6 +17,7 @@ from qkvcalc.check.child import Answer
 from qkvcalc.check.mutants import MUTANTS, mutant
 from qkvcalc.check.problems import Case
 from qkvcalc.check.reference import Stages, key, run, weights
+from qkvcalc.plan import ids
 
 RTOL, ATOL = 1e-5, 1e-9
 
@@ -78,7 +79,7 @@ def first_difference(answer: Answer, stages: Stages) -> Difference | None:
             continue
         stage, _, head = name.partition("@h")
         theirs = _fit(theirs, right.shape)
-        if theirs.ndim == 3 and stage == "weights":  # (output, weights) of several heads
+        if theirs.ndim == 3 and stage == ids.WEIGHTS:  # (output, weights) of several heads
             return _cell(stage, theirs, right)
         if theirs.shape != right.shape:
             return Difference(

@@ -19,6 +19,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from qkvcalc.plan import ids
+
 Stages = dict[str, np.ndarray]
 WEIGHTS = ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo")
 
@@ -154,7 +156,7 @@ def _projected(p: dict[str, Any], steps: Steps) -> Stages:
 
 def weights(stages: Stages) -> np.ndarray:
     """The attention weights: [n, m] for one head, [H, n, m] for several."""
-    if "weights" in stages:
+    if ids.WEIGHTS in stages:
         return stages["weights"]
     heads = sorted(int(k.partition("@h")[2]) for k in stages if k.startswith("weights@h"))
     return np.stack([stages[key("weights", h)] for h in heads])
