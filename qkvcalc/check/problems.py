@@ -380,7 +380,7 @@ def smaller(sig: Signature, case: Case, seed: int = 0) -> list[Case]:
         for _ in range(3):
             problem = make(sig.style, rng, n, m, (d * flags.heads, d, d), flags)
             sizes = (n, m, (d * flags.heads, d, d))
-            case = _case(sig, "smallest", problem, leave_out, (sizes, flags, leave_out))
-            if case is not None:
-                found.append(case)
+            made = _case(sig, "smallest", problem, leave_out, (sizes, flags, leave_out))
+            if made is not None:
+                found.append(made)
     return found

@@ -12,12 +12,16 @@ import sys
 from enum import Enum
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import typer
 
 from qkvcalc.cli.common import EXIT_MISTAKES, console, fail, is_utf, language
 from qkvcalc.cli.options import DISPLAY, HIDDEN, Group, Opt, command
 from qkvcalc.errors import QkvcalcError
+
+if TYPE_CHECKING:
+    from qkvcalc.check.verdict import Verdict
 
 
 class CheckFormat(str, Enum):
@@ -68,7 +72,7 @@ def check(checked: SimpleNamespace, runs: SimpleNamespace, display: SimpleNamesp
         raise typer.Exit(EXIT_MISTAKES)
 
 
-def _verdict(checked: SimpleNamespace, runs: SimpleNamespace) -> tuple[str, object]:
+def _verdict(checked: SimpleNamespace, runs: SimpleNamespace) -> "tuple[str, Verdict]":
     if checked.stages is not None:
         from qkvcalc.check.stages import check_stages
         from qkvcalc.input.sources import gather
@@ -96,7 +100,7 @@ def _verdict(checked: SimpleNamespace, runs: SimpleNamespace) -> tuple[str, obje
     return function, verdict
 
 
-def _table(verdict: object, name: str, lang: str, no_color: bool) -> str:
+def _table(verdict: "Verdict", name: str, lang: str, no_color: bool) -> str:
     from qkvcalc.render import RenderOptions
     from qkvcalc.render.check import check_text
 
@@ -104,4 +108,4 @@ def _table(verdict: object, name: str, lang: str, no_color: bool) -> str:
     opts = RenderOptions(lang=lang, width=terminal.width, color=terminal.color_system is not None)
     if not is_utf(sys.stdout):
         opts = opts._replace(color=False)
-    return check_text(verdict, name, opts)  # type: ignore[arg-type]
+    return check_text(verdict, name, opts)
