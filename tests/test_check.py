@@ -116,9 +116,36 @@ def test_the_mistake_ids_are_designs():
 # ---- a person's files --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mistake", sorted(set(MISTAKE_IDS) - {"nondeterministic"}))
-def test_each_mistake_is_named_and_shown_on_a_problem_of_at_most_three_tokens(mistake):
-    verdict = check_function(DATA / f"{mistake}.py", "attention", problems=30)
+def _function(path: Path) -> str:
+    """The corpus writes its functions under three names, in three styles."""
+    source = path.read_text(encoding="utf-8")
+    return next(n for n in ("sdpa", "multi_head", "attention") if f"def {n}(" in source)
+
+
+def _corpus(mistake: str) -> list[Path]:
+    return sorted(p for p in DATA.glob(f"{mistake}*.py") if p.stem in (mistake, f"{mistake}_2"))
+
+
+BUGGY = [
+    pytest.param(
+        path, id=path.stem, marks=[needs_torch] if "import torch" in path.read_text() else []
+    )
+    for mistake in sorted(set(MISTAKE_IDS) - {"nondeterministic"})
+    for path in _corpus(mistake)
+]
+
+
+def test_each_mistake_has_two_implementations_written_differently():
+    for mistake in MISTAKE_IDS:
+        files = _corpus(mistake)
+        assert len(files) == 2, mistake
+        assert _function(files[0]) != _function(files[1]), mistake
+
+
+@pytest.mark.parametrize("path", BUGGY)
+def test_each_mistake_is_named_and_shown_on_a_problem_of_at_most_three_tokens(path):
+    mistake = path.stem.removesuffix("_2")
+    verdict = check_function(path, _function(path), problems=30)
     assert verdict.verdict == "wrong"
     assert verdict.mistake == mistake
     assert verdict.smallest is not None and verdict.first is not None
@@ -128,7 +155,11 @@ def test_each_mistake_is_named_and_shown_on_a_problem_of_at_most_three_tokens(mi
     # the smallest problem shows it: their answer there is the mutant's, not the right one
     right = R.run(p)
     assert verdict.theirs is not None and verdict.theirs.output is not None
-    assert not np.allclose(verdict.theirs.output, right["output"], equal_nan=True)
+    theirs = verdict.theirs.output
+    assert theirs.shape != right["output"].shape or not np.allclose(
+        theirs, right["output"], equal_nan=True
+    )
+    assert np.allclose(theirs, mutant(mistake, p)["output"], equal_nan=True)
 
 
 @pytest.mark.parametrize(
@@ -138,6 +169,8 @@ def test_each_mistake_is_named_and_shown_on_a_problem_of_at_most_three_tokens(mi
         ("right_heads", "attention"),
         ("right_tuple", "attention"),
         ("right_stages", "attention"),
+        ("right_einsum", "sdpa"),
+        pytest.param("right_torch_linear", "multi_head", marks=needs_torch),
         pytest.param("right_torch", "attention", marks=needs_torch),
         pytest.param("right_torch_heads", "mha", marks=needs_torch),
     ],
@@ -158,8 +191,12 @@ def test_a_function_that_returns_its_stages_is_graded_stage_by_stage():
     assert verdict.first is not None and verdict.first.stage == "scaled"  # before the output
 
 
-def test_dropout_left_on_is_nondeterministic_not_a_wrong_number():
-    verdict = check_function(DATA / "nondeterministic.py", "attention")
+@pytest.mark.parametrize(
+    "file", ["nondeterministic", pytest.param("nondeterministic_2", marks=needs_torch)]
+)
+def test_dropout_left_on_is_nondeterministic_not_a_wrong_number(file):
+    path = DATA / f"{file}.py"
+    verdict = check_function(path, _function(path))
     assert (verdict.verdict, verdict.mistake) == ("wrong", "nondeterministic")
 
 

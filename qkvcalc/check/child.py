@@ -73,7 +73,8 @@ class Child:
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parent.parent.parent)  # where qkvcalc is imported from
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        env.setdefault("OPENBLAS_NUM_THREADS", "1")
+        for threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env.setdefault(threads, "1")  # small problems: one thread each, no spinning
         self.proc = subprocess.Popen(
             [
                 sys.executable,

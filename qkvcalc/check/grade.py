@@ -118,15 +118,19 @@ def _where(theirs: np.ndarray, right: np.ndarray) -> tuple[int, int]:
 
 def explaining(cases: list[Case], answers: list[Answer | None]) -> str | None:
     """The mistake whose mutant gives the person's answer on every problem where it differs
-    from the right one; of several, the one that agrees with them on the most problems."""
+    from the right one; of several, the one that agrees with them on the most problems.
+    A problem the mutant cannot run on (its shapes do not fit that mistake) is no evidence
+    either way, but it must give their answer on at least one problem where they differ."""
     ran = [(c, a) for c, a in zip(cases, answers, strict=True) if a is not None]
     wrong = [k for k, (c, a) in enumerate(ran) if a.raised is None and not same(a, run(c.problem))]
     if not wrong:
         return None
     best: tuple[int, str] | None = None
     for mistake in MUTANTS:
-        outcomes = [same(a, mutant(mistake, c.problem)) for c, a in ran]
-        if all(outcomes[k] for k in wrong):
+        found = [mutant(mistake, c.problem) for c, _ in ran]
+        outcomes = [same(a, m) for (_, a), m in zip(ran, found, strict=True)]
+        shown = [k for k in wrong if found[k] is not None]
+        if shown and all(outcomes[k] for k in shown):
             score = sum(outcomes)
             if best is None or score > best[0]:
                 best = (score, mistake)

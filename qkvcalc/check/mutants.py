@@ -2,8 +2,9 @@
 a table of small functions, one per stable mistake id, each taking the reference pipeline's
 steps (qkvcalc.check.reference.Steps) and returning them with one step replaced.
 
-A mutant that cannot run on a problem (Q·K where d_k ≠ m) raises there, as the person's code
-would. `nondeterministic` is not a mutant: it is found by calling the function twice.
+A mutant that cannot run on a problem (Q·K where d_k ≠ m) raises there, never broadcasts, and
+says nothing about that problem: a person's einsum may broadcast where a matmul raises.
+`nondeterministic` is not a mutant: it is found by calling the function twice.
 
 (These belong, in time, with the quiz's named mistakes in each op's own module, qkvcalc/ops/;
 they are kept here meanwhile, written over the plain steps.)
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.check.reference import RIGHT, Stages, Steps, run
+from qkvcalc.check.reference import RIGHT, Stages, Steps, run, same_shape
 
 _allowed = RIGHT.allowed
 
@@ -81,13 +82,13 @@ MUTANTS: dict[str, Callable[[Steps], Steps]] = {
     # softmax of the unmasked scores, then the masked weights set to 0 (rows no longer sum to 1)
     "mask_after_softmax": lambda s: s._replace(
         mask=lambda x, allowed: x,
-        after=lambda w, f, allowed: w if allowed is None else w * allowed,
+        after=lambda w, f, allowed: w if allowed is None else w * same_shape(w, allowed),
     ),
     # a fully masked row: 0/0 = NaN
     "masked_row_nan": lambda s: s._replace(normalise=lambda e: e / e.sum(axis=1, keepdims=True)),
     # a finite fill (finfo.min): a fully masked row gets equal weights
     "masked_row_uniform": lambda s: s._replace(
-        mask=lambda x, allowed: np.where(allowed, x, np.finfo(np.float64).min)
+        mask=lambda x, allowed: np.where(same_shape(x, allowed), x, np.finfo(np.float64).min)
     ),
     # e^s without subtracting the row maximum: large scores overflow to inf/inf = NaN
     "no_max_shift": lambda s: s._replace(exp=np.exp),

@@ -55,8 +55,15 @@ def _allowed(mask: Any, n: int, m: int) -> np.ndarray | None:
     return np.asarray(mask, dtype=bool)
 
 
+def same_shape(s: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """The mask, when it has the scores' shape (a mutant's turned scores raise, never broadcast)."""
+    if s.shape != allowed.shape:
+        raise ValueError(f"a mask of {allowed.shape} on scores of {s.shape}")
+    return allowed
+
+
 def _mask(s: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    return np.where(allowed, s, -np.inf)
+    return np.where(same_shape(s, allowed), s, -np.inf)
 
 
 def _exp(s: np.ndarray) -> np.ndarray:
