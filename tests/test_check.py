@@ -249,10 +249,13 @@ def test_a_module_that_imports_torch_gets_tensors(tmp_path):
         ("bad_signature.py:attention_table", "not a function"),
         ("returns_text.py:attention", "returned a str"),
         ("right_qkv.py", "FILE.py:FUNCTION"),
+        ("right_qkv.py:attention --problems 0", "--problems must be from 1 to 10,000"),
+        ("right_qkv.py:attention --time-limit nan", "--time-limit must be a number"),
+        ("right_qkv.py:attention --time-limit -1", "--time-limit must be a number"),
     ],
 )
 def test_unusable_input_is_one_message_and_exit_2(target, words):
-    done = _cli(target, cwd=DATA)
+    done = _cli(*target.split(), cwd=DATA)
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     assert words in done.stderr and "Traceback" not in done.stderr

@@ -1490,7 +1490,8 @@ MESSAGES: dict[str, str] = {
     "check.child_ended": "The process that imports {path} ended before it could be checked.",
     "check.timed_out": "{function} did not return within {seconds} s on the problem "
     "'{problem}' (the time limit, --time-limit).",
-    "check.problems_count": "--problems must be at least 1 (got {count}).",
+    "check.problems_count": "--problems must be from 1 to 10,000 (got {count}).",
+    "check.time_limit": "--time-limit must be a number of seconds greater than 0 (got {seconds}).",
     "check.unknown_parameter": "{function} takes a parameter '{name}' that check cannot fill; "
     "it passes q, k, v (or query, key, value) or x, wq, wk, wv, and optionally mask, causal, "
     "scale, wo, heads, kv_heads and the biases bq, bk, bv, bo (other parameters need a "

@@ -1494,7 +1494,8 @@ MESSAGES: dict[str, str] = {
     "check.child_ended": "{path}을(를) import하는 프로세스가 검사 전에 끝났습니다.",
     "check.timed_out": "{function}이(가) 문제 '{problem}'에서 {seconds}초 안에 돌아오지 "
     "않았습니다(시간 제한, --time-limit).",
-    "check.problems_count": "--problems는 1 이상이어야 합니다 (받은 값 {count}).",
+    "check.problems_count": "--problems는 1에서 10,000 사이여야 합니다 (받은 값 {count}).",
+    "check.time_limit": "--time-limit는 0보다 큰 초 단위 수여야 합니다 (받은 값 {seconds}).",
     "check.unknown_parameter": "{function}의 매개변수 '{name}'은(는) check가 채울 수 없습니다. "
     "check는 q, k, v(또는 query, key, value)나 x, wq, wk, wv를, 그리고 선택으로 mask, causal, "
     "scale, wo, heads, kv_heads와 편향 bq, bk, bv, bo를 넘깁니다(다른 매개변수에는 기본값이 "

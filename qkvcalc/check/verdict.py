@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from qkvcalc.errors import QkvcalcError
 
 DEFAULT_PROBLEMS = 40
 DEFAULT_TIME_LIMIT = 10.0  # seconds a call may take
+MAX_PROBLEMS = 10_000
 MAX_SHRINK = 60  # calls spent looking for a smaller problem
 
 
@@ -120,8 +122,10 @@ def check_function(
     when it cannot be checked: no such file or function, a signature it cannot call, a call
     that outlived `time_limit`, a return value that is not numbers."""
     path = Path(path)
-    if problems < 1:
+    if not 1 <= problems <= MAX_PROBLEMS:
         raise QkvcalcError("check.problems_count", count=problems)
+    if not (math.isfinite(time_limit) and time_limit > 0):
+        raise QkvcalcError("check.time_limit", seconds=time_limit)
     wants_torch = _open(path, function, use_torch)
     with Child(path, function, wants_torch, time_limit) as child:
         sig = _signature(child, path, function)
