@@ -170,6 +170,8 @@ def test_each_mistake_is_named_and_shown_on_a_problem_of_at_most_three_tokens(pa
         ("right_tuple", "attention"),
         ("right_stages", "attention"),
         ("right_einsum", "sdpa"),
+        ("right_loops_heads", "attention"),
+        pytest.param("right_masked_fill", "attention", marks=needs_torch),
         pytest.param("right_torch_linear", "multi_head", marks=needs_torch),
         pytest.param("right_torch", "attention", marks=needs_torch),
         pytest.param("right_torch_heads", "mha", marks=needs_torch),
@@ -180,9 +182,18 @@ def test_a_right_function_is_judged_right(file, function):
     assert (verdict.verdict, verdict.mistake, verdict.raised) == ("right", None, [])
 
 
-def test_a_right_function_stays_right_over_two_hundred_random_problems():
-    verdict = check_function(DATA / "right_heads.py", "attention", problems=200, seed=7)
+@pytest.mark.parametrize("file", ["right_qkv", "right_heads", "right_einsum", "right_loops_heads"])
+def test_a_right_function_stays_right_over_two_hundred_random_problems(file):
+    path = DATA / f"{file}.py"
+    verdict = check_function(path, _function(path), problems=200, seed=7)
     assert verdict.verdict == "right" and verdict.problems_tried == 200
+
+
+def test_the_corpus_holds_forty_implementations_ten_of_them_right():
+    files = [p for p in DATA.glob("*.py")]
+    right = [p for p in files if p.stem.startswith("right")]
+    wrong = [p for m in MISTAKE_IDS for p in _corpus(m)]
+    assert len(right) >= 10 and len(right) + len(wrong) >= 40
 
 
 def test_a_function_that_returns_its_stages_is_graded_stage_by_stage():
