@@ -235,6 +235,14 @@ def test_what_their_code_prints_does_not_reach_the_answers(tmp_path):
     assert check_function(file, "attention").verdict == "right"
 
 
+def test_their_input_reads_nothing_never_the_requests(tmp_path):
+    file = tmp_path / "asks.py"
+    file.write_text("def attention(q, k, v):\n    input('scale? ')\n    return q\n")
+    verdict = check_function(file, "attention", problems=3)
+    assert verdict.verdict == "error" and verdict.problems_tried == 3
+    assert [kind for _, kind, _ in verdict.raised] == ["EOFError"] * 3
+
+
 def test_a_module_that_imports_torch_gets_tensors(tmp_path):
     if not HAS_TORCH:
         pytest.skip("torch is not installed")

@@ -3,12 +3,12 @@ file: its folder first on sys.path), and calls FUNCTION on each problem the pare
 
     python -m qkvcalc.check.runner FILE FUNCTION (numpy|torch)
 
-One JSON object a line each way, on a descriptor of its own: the person's code may print, and
-what it prints goes to standard error. The parent sends {"args": [[name, value, positional]]}
-(a matrix as {"matrix": rows, "bool": b}); the child answers with plain numbers only:
-{"output": rows, "weights": rows | null, "stages": {id: rows} | null}, or {"raised": {"type",
-"message"}}, or {"unusable": {"type"}} for a return value it cannot read. Nothing is pickled:
-the parent reads JSON, never objects the person's code made.
+One JSON object a line each way, on descriptors of its own: the person's code may print (it
+goes to standard error) or read standard input (it reads nothing). The parent sends
+{"args": [[name, value, positional]]}, a matrix as {"matrix": rows, "bool": b}. The child
+answers with plain numbers only: {"output": rows, "weights": rows | null, "stages": {id: rows}
+| null}, or {"raised": {"type", "message"}}, or {"unusable": {"type"}} for a return value it
+cannot read. Nothing is pickled: the parent reads JSON, never objects the person's code made.
 """
 
 from __future__ import annotations
@@ -93,8 +93,12 @@ def _raised(err: BaseException) -> dict[str, Any]:
 
 def serve(path: str, function: str, use_torch: bool) -> None:
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     os.dup2(2, 1)  # the person's prints go to standard error, never into the answers
     sys.stdout = sys.stderr
+    quiet = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(quiet, 0)  # an input() of theirs reads nothing (EOFError), never a request
+    os.close(quiet)
 
     def send(message: dict[str, Any]) -> None:
         channel.write(json.dumps(message) + "\n")
@@ -116,7 +120,7 @@ def serve(path: str, function: str, use_torch: bool) -> None:
         send({"not_callable": type(fn).__name__})
         return
     send({"params": params})
-    for line in sys.stdin:
+    for line in requests:
         request = json.loads(line)
         positional, keywords = [], {}
         for name, raw, by_position in request["args"]:
