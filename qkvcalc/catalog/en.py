@@ -1480,6 +1480,8 @@ MESSAGES: dict[str, str] = {
     "check.no_file": "No such file: {path}. Give your function as FILE.py:FUNCTION.",
     "check.bad_function_name": "'{function}' is not a Python name; give your function as "
     "FILE.py:FUNCTION.",
+    "check.no_target": "Name the function to check: qkvcalc check FILE.py:FUNCTION (or --stages "
+    "FILE with the problem it comes from).",
     "check.target_form": "'{target}' does not name a function: give it as FILE.py:FUNCTION "
     "(or use --stages FILE with a problem).",
     "check.unreadable": "{path} cannot be read: {reason}",

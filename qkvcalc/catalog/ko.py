@@ -1483,6 +1483,8 @@ MESSAGES: dict[str, str] = {
     "check.no_file": "그런 파일이 없습니다: {path}. 함수를 FILE.py:FUNCTION으로 주세요.",
     "check.bad_function_name": "'{function}'은(는) 파이썬 이름이 아닙니다. 함수를 "
     "FILE.py:FUNCTION으로 주세요.",
+    "check.no_target": "검사할 함수를 주세요: qkvcalc check FILE.py:FUNCTION (또는 단계가 나온 "
+    "문제와 함께 --stages FILE).",
     "check.target_form": "'{target}'은(는) 함수를 가리키지 않습니다. FILE.py:FUNCTION으로 "
     "주세요(또는 문제와 함께 --stages FILE).",
     "check.unreadable": "{path}을(를) 읽을 수 없습니다: {reason}",

@@ -84,8 +84,10 @@ def _verdict(checked: SimpleNamespace, runs: SimpleNamespace) -> "tuple[str, Ver
     if checked.preset is not None:
         raise QkvcalcError("check.preset_without_stages")
     target = checked.target
-    if target is None or ":" not in target:
-        raise QkvcalcError("check.target_form", target=target or "")
+    if target is None:
+        raise QkvcalcError("check.no_target")
+    if ":" not in target:
+        raise QkvcalcError("check.target_form", target=target)
     path, _, function = target.rpartition(":")
     from qkvcalc.check.verdict import check_function
 
