@@ -1505,7 +1505,7 @@ MESSAGES: dict[str, str] = {
     "check.no_output_stage": "{function} returned a dict without 'output'; a dict of stages "
     "must hold the output under the id 'output'.",
     "check.stage_not_numbers": "{path}: the stage '{stage}' is not a matrix of numbers.",
-    "check.stages_not_object": "{path} is not an object of stages by id ({{\"weights\": "
+    "check.stages_not_object": '{path} is not an object of stages by id ({{"weights": '
     "[[…]]}}) nor qkvcalc's trace JSON.",
     "check.unknown_stage": "{path} holds '{stage}', which is not a stage of this problem; its "
     "stages: {known}.",

@@ -1438,11 +1438,9 @@ MESSAGES: dict[str, str] = {
     "check.beside_legend": "✗ 표시한 칸은 {yours}를 먼저, 그다음 올바른 수를 보여 줍니다.",
     "check.mistake.softmax_axis": "소프트맥스가 각 열을 따라(쿼리에 걸쳐) 계산되었습니다. "
     "소프트맥스는 각 행을 따라, 키에 걸쳐(axis -1) 계산하므로 쿼리마다 가중치의 합이 1입니다.",
-    "check.mistake.no_scale": "스코어가 스케일되지 않았습니다. 소프트맥스 전에 1/√d_k를 "
-    "곱합니다.",
+    "check.mistake.no_scale": "스코어가 스케일되지 않았습니다. 소프트맥스 전에 1/√d_k를 곱합니다.",
     "check.mistake.scale_dk": "스코어를 d_k로 나눴습니다. 그 제곱근인 √d_k로 나눕니다.",
-    "check.mistake.scale_twice": "스케일을 두 번 적용했습니다. 스코어에 1/√d_k를 한 번 "
-    "곱합니다.",
+    "check.mistake.scale_twice": "스케일을 두 번 적용했습니다. 스코어에 1/√d_k를 한 번 곱합니다.",
     "check.mistake.scale_after_softmax": "소프트맥스 뒤에 가중치를 스케일했습니다. 스코어를 "
     "소프트맥스 전에 스케일하고, 그러면 가중치의 합은 1입니다.",
     "check.mistake.kt_missing": "스코어가 Q·K입니다. 스코어는 쿼리 i와 키 j를 비교하므로 "
@@ -1475,8 +1473,7 @@ MESSAGES: dict[str, str] = {
     "헤드 하나를 함께 씁니다(repeat_interleave).",
     "check.mistake.layout_transposed": "가중치를 전치해서 읽었습니다(X·Wᵀ, PyTorch의 out×in "
     "배치). 여기서는 Q = X·W_Q이고 W_Q는 d_model×d_k입니다.",
-    "check.mistake.bias_missing": "편향이 빠졌습니다. Q = X·W_Q + b_Q이고 K, V, 출력도 "
-    "같습니다.",
+    "check.mistake.bias_missing": "편향이 빠졌습니다. Q = X·W_Q + b_Q이고 K, V, 출력도 같습니다.",
     "check.mistake.wo_missing": "W_O가 빠졌습니다. 나란히 붙인 헤드 출력에 W_O를 곱합니다.",
     "check.mistake.nondeterministic": "같은 문제에 두 번 호출했더니 다른 수가 나왔습니다(켜진 "
     "드롭아웃이나 시드 없는 난수). 어텐션 자체는 결정적입니다.",
@@ -1509,7 +1506,7 @@ MESSAGES: dict[str, str] = {
     "check.no_output_stage": "{function}이(가) 'output'이 없는 dict를 돌려주었습니다. 단계 dict는 "
     "출력을 id 'output'에 담아야 합니다.",
     "check.stage_not_numbers": "{path}: 단계 '{stage}'이(가) 수의 행렬이 아닙니다.",
-    "check.stages_not_object": "{path}은(는) 단계 id별 객체({{\"weights\": [[…]]}})도, "
+    "check.stages_not_object": '{path}은(는) 단계 id별 객체({{"weights": [[…]]}})도, '
     "qkvcalc의 trace JSON도 아닙니다.",
     "check.unknown_stage": "{path}에 있는 '{stage}'은(는) 이 문제의 단계가 아닙니다. 이 문제의 "
     "단계: {known}.",

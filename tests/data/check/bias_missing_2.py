@@ -5,8 +5,20 @@ import math
 import torch
 
 
-def multi_head(x, w_q, w_k, w_v, w_o=None, b_q=None, b_k=None, b_v=None, b_o=None,
-               num_heads=1, num_kv_heads=None, is_causal=False):
+def multi_head(
+    x,
+    w_q,
+    w_k,
+    w_v,
+    w_o=None,
+    b_q=None,
+    b_k=None,
+    b_v=None,
+    b_o=None,
+    num_heads=1,
+    num_kv_heads=None,
+    is_causal=False,
+):
     groups = num_kv_heads or num_heads
     n = x.shape[0]
     q = torch.nn.functional.linear(x, w_q.T)

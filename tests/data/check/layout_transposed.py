@@ -11,8 +11,21 @@ def softmax(s):
     return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 
 
-def attention(x, wq, wk, wv, wo=None, bq=None, bk=None, bv=None, bo=None, heads=1,
-              kv_heads=None, mask=None, causal=False):
+def attention(
+    x,
+    wq,
+    wk,
+    wv,
+    wo=None,
+    bq=None,
+    bk=None,
+    bv=None,
+    bo=None,
+    heads=1,
+    kv_heads=None,
+    mask=None,
+    causal=False,
+):
     kv_heads = kv_heads or heads
 
     def project(w, b):
