@@ -38,6 +38,7 @@ COMMANDS = [
     ["extract"],
     ["heads"],
     ["train"],
+    ["check"],
 ]
 HELP_ENV = {"COLUMNS": "100", "LANG": "C.UTF-8", "LC_ALL": "", "QKVCALC_LANG": "", "NO_COLOR": "1"}
 

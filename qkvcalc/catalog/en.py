@@ -1452,6 +1452,123 @@ MESSAGES: dict[str, str] = {
     "or bfloat16.",
     "help.heads.output": "Write to this file instead of standard output (the page, the JSON "
     "or the head's problem).",
+    # ---- qkvcalc check (issue 38): a person's own attention code, graded ----
+    "help.check": "Grade your own attention function (FILE.py:FUNCTION) on problems from small "
+    "to large: the first stage and cell that differ, the named mistake that explains it, and "
+    "the smallest problem that shows it, worked out. With --stages: your stage tensors instead, "
+    "no code run.",
+    "help.check.target": "FILE.py:FUNCTION, your function (it runs in a child process); with "
+    "--stages, the problem's JSON file (or - for stdin).",
+    "help.check.stages": "An .npz or JSON file of your stage tensors by stage id (ID or ID@hH), "
+    "or qkvcalc's own trace JSON: graded against the problem, no code run.",
+    "help.check.preset": "With --stages: a bundled preset as the problem.",
+    "help.check.torch": "Pass torch tensors (the default when FILE.py imports torch).",
+    "help.check.problems": "How many problems to try (the planned ones first, then random ones).",
+    "help.check.seed": "The seed of the random problems.",
+    "help.check.time_limit": "Seconds one call of your function may take.",
+    "help.check.format": "table (words and tables) or json (the qkvcalc.check/1 document).",
+    "check.right": "{function} is right: it gave the right numbers on all {count} problems.",
+    "check.right_stages": "{function} is right: every stage it holds has the right numbers.",
+    "check.error": "{function} raised on {count} of {total} problems; where it returned, "
+    "every number was right.",
+    "check.wrong_named": "{function} is wrong: {mistake}.",
+    "check.wrong_unnamed": "{function} is wrong, and none of the named mistakes explains every "
+    "difference; the first one is below.",
+    "check.at_head": " (head {head})",
+    "check.first_cell": "First difference: stage {stage}{head}, cell [{row}, {col}]: yours "
+    "{theirs}, right {right}.",
+    "check.first_shape": "First difference: stage {stage}{head} has shape {theirs}; the right "
+    "shape is {right}.",
+    "check.raised_line": "Raised on the problem '{problem}': {type}: {message}",
+    "check.raised_more": "… and on {count} more problems.",
+    "check.smallest_title": "The smallest problem that shows it, worked out:",
+    "check.beside_title": "Stage {stage}, the right numbers, with yours where they differ:",
+    "check.yours": "yours",
+    "check.right_word": "right",
+    "check.beside_legend": "A cell marked ✗ shows {yours} first, then the right number.",
+    "check.mistake.softmax_axis": "The softmax runs down each column (over the queries); it "
+    "runs along each row, over the keys (axis -1), so each query's weights sum to 1.",
+    "check.mistake.no_scale": "The scores are not scaled; they are multiplied by 1/√d_k "
+    "before the softmax.",
+    "check.mistake.scale_dk": "The scores are divided by d_k; they are divided by √d_k, its "
+    "square root.",
+    "check.mistake.scale_twice": "The scale is applied twice; the scores are multiplied by "
+    "1/√d_k once.",
+    "check.mistake.scale_after_softmax": "The weights are scaled after the softmax; the scores "
+    "are scaled before it, and the weights then sum to 1.",
+    "check.mistake.kt_missing": "The scores are Q·K; a score compares query i with key j, so "
+    "they are Q·Kᵀ.",
+    "check.mistake.scores_transposed": "The scores are K·Qᵀ, turned on their side; in Q·Kᵀ row i "
+    "is query i and column j key j.",
+    "check.mistake.weights_transposed": "The output is Aᵀ·V; it is A·V, each query's weights "
+    "times the values.",
+    "check.mistake.mask_ignored": "The mask is left out; masked scores become −∞ before the "
+    "softmax.",
+    "check.mistake.mask_inverted": "The mask is read the wrong way round; True (1) means may "
+    "attend, as in PyTorch's scaled_dot_product_attention.",
+    "check.mistake.causal_diagonal": "The causal mask hides the diagonal too; a token may "
+    "attend to itself and the tokens before it.",
+    "check.mistake.causal_transposed": "The causal mask looks into the future (the upper "
+    "triangle); query i may attend to keys 1…i, the lower triangle.",
+    "check.mistake.mask_after_softmax": "The mask is applied after the softmax, so the rows no "
+    "longer sum to 1; masked scores become −∞ before it.",
+    "check.mistake.masked_row_nan": "A row whose keys are all masked gives NaN (0/0); it gives "
+    "weights 0 and output 0, as PyTorch's scaled_dot_product_attention does.",
+    "check.mistake.masked_row_uniform": "A row whose keys are all masked gets equal weights (a "
+    "finite fill such as finfo.min); it gives weights 0 and output 0.",
+    "check.mistake.no_max_shift": "The softmax does not subtract each row's maximum, so large "
+    "scores overflow (e^s = inf, inf/inf = NaN); e^(s − max) gives the same weights safely.",
+    "check.mistake.heads_split": "The heads take every H-th column; head h takes the h-th block "
+    "of d_k columns of Q, K and V.",
+    "check.mistake.heads_concat": "The heads' outputs are interleaved column by column; they are "
+    "laid side by side, head 1's d_v columns first.",
+    "check.mistake.gqa_repeat": "The K/V heads are repeated as a whole (tile); consecutive query "
+    "heads share one K/V head (repeat_interleave).",
+    "check.mistake.layout_transposed": "The weights are read transposed (X·Wᵀ, PyTorch's out×in "
+    "layout); here Q = X·W_Q, W_Q is d_model×d_k.",
+    "check.mistake.bias_missing": "The biases are left out; Q = X·W_Q + b_Q, and the same for "
+    "K, V and the output.",
+    "check.mistake.wo_missing": "W_O is left out; the heads' outputs, side by side, are "
+    "multiplied by W_O.",
+    "check.mistake.nondeterministic": "Called twice on the same problem, it gave different "
+    "numbers (dropout left on, or an unseeded random draw); attention itself is deterministic.",
+    "check.no_file": "No such file: {path}. Give your function as FILE.py:FUNCTION.",
+    "check.bad_function_name": "'{function}' is not a Python name; give your function as "
+    "FILE.py:FUNCTION.",
+    "check.no_target": "Name the function to check: qkvcalc check FILE.py:FUNCTION (or --stages "
+    "FILE with the problem it comes from).",
+    "check.target_form": "'{target}' does not name a function: give it as FILE.py:FUNCTION "
+    "(or use --stages FILE with a problem).",
+    "check.unreadable": "{path} cannot be read: {reason}",
+    "check.no_torch": "{path} imports torch (or --torch was given), and torch is not installed.",
+    "check.no_function": "{path} has no function '{function}'; its functions: {names}.",
+    "check.not_callable": "'{function}' is a {type}, not a function that can be called.",
+    "check.import_raised": "Importing {path} raised {type}: {message}",
+    "check.child_ended": "The process that imports {path} ended before it could be checked.",
+    "check.timed_out": "{function} did not return within {seconds} s on the problem "
+    "'{problem}' (the time limit, --time-limit).",
+    "check.problems_count": "--problems must be from 1 to 10,000 (got {count}).",
+    "check.time_limit": "--time-limit must be a number of seconds greater than 0 (got {seconds}).",
+    "check.unknown_parameter": "{function} takes a parameter '{name}' that check cannot fill; "
+    "it passes q, k, v (or query, key, value) or x, wq, wk, wv, and optionally mask, causal, "
+    "scale, wo, heads, kv_heads and the biases bq, bk, bv, bo (other parameters need a "
+    "default).",
+    "check.no_roles": "{function}({params}) cannot be called: it needs parameters named q, k, v "
+    "(or query, key, value), or x, wq, wk, wv.",
+    "check.bad_return": "{function} returned a {type}; it must return the output (an array or "
+    "tensor), a tuple (output, weights), or a dict of stages by id with 'output'.",
+    "check.no_output_stage": "{function} returned a dict without 'output'; a dict of stages "
+    "must hold the output under the id 'output'.",
+    "check.stage_not_numbers": "{path}: the stage '{stage}' is not a matrix of numbers.",
+    "check.stages_not_object": '{path} is not an object of stages by id ({{"weights": '
+    "[[…]]}}) nor qkvcalc's trace JSON.",
+    "check.unknown_stage": "{path} holds '{stage}', which is not a stage of this problem; its "
+    "stages: {known}.",
+    "check.stages_empty": "{path} holds no stages; this problem's stages: {known}.",
+    "check.stages_without_problem": "--stages needs the problem the stages come from: a JSON "
+    "file (or -) or --preset NAME.",
+    "check.preset_without_stages": "--preset goes with --stages; a function is checked on "
+    "problems of its own (FILE.py:FUNCTION).",
     # ---- the backward pass in tiles (issue 21) ----
     "stage.lse.title": "Backward in tiles: the log-sum-exp L",
     "stage.lse.why": "The one number per row the tiled forward keeps for its backward: "

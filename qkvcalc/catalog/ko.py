@@ -1454,6 +1454,119 @@ MESSAGES: dict[str, str] = {
     "help.heads.head": "--layer와 함께: 문제를 쓸 헤드 (헤드는 1부터).",
     "help.heads.dtype": "실행할 dtype: auto (체크포인트의 dtype), float64, float32 또는 bfloat16.",
     "help.heads.output": "표준 출력 대신 이 파일에 씁니다 (html, json 또는 헤드의 문제).",
+    # ---- qkvcalc check (issue 38): a person's own attention code, graded ----
+    "help.check": "직접 작성한 어텐션 함수(FILE.py:FUNCTION)를 작은 문제부터 큰 문제까지 "
+    "채점합니다: 처음 달라지는 단계와 칸, 그것을 설명하는 이름 붙은 실수, "
+    "그 실수를 보여 주는 가장 작은 문제의 풀이. --stages를 주면 코드를 실행하지 않고 "
+    "여러분의 단계 텐서를 채점합니다.",
+    "help.check.target": "FILE.py:FUNCTION, 여러분의 함수(자식 프로세스에서 실행됩니다). "
+    "--stages와 함께면 문제의 JSON 파일(표준 입력은 -).",
+    "help.check.stages": "단계 id(ID 또는 ID@hH)별 단계 텐서를 담은 .npz 또는 JSON 파일, 또는 "
+    "qkvcalc의 trace JSON: 코드를 실행하지 않고 문제와 비교해 채점합니다.",
+    "help.check.preset": "--stages와 함께: 내장 프리셋을 문제로 씁니다.",
+    "help.check.torch": "torch 텐서를 넘깁니다 (FILE.py가 torch를 import하면 기본값).",
+    "help.check.problems": "시도할 문제 수 (정해 둔 문제 먼저, 그다음 무작위 문제).",
+    "help.check.seed": "무작위 문제의 시드.",
+    "help.check.time_limit": "함수 한 번 호출에 허용하는 초.",
+    "help.check.format": "table (문장과 표) 또는 json (qkvcalc.check/1 문서).",
+    "check.right": "{function}은(는) 맞습니다: {count}개 문제 모두에서 올바른 수를 냈습니다.",
+    "check.right_stages": "{function}은(는) 맞습니다: 담긴 모든 단계의 수가 올바릅니다.",
+    "check.error": "{function}이(가) {total}개 문제 중 {count}개에서 예외를 냈습니다. 값을 "
+    "돌려준 문제에서는 모든 수가 맞았습니다.",
+    "check.wrong_named": "{function}은(는) 틀렸습니다: {mistake}.",
+    "check.wrong_unnamed": "{function}은(는) 틀렸습니다. 이름 붙은 실수 중 모든 차이를 설명하는 "
+    "것은 없습니다. 첫 차이는 아래와 같습니다.",
+    "check.at_head": " (헤드 {head})",
+    "check.first_cell": "첫 차이: 단계 {stage}{head}, 칸 [{row}, {col}]: 여러분의 값 {theirs}, "
+    "올바른 값 {right}.",
+    "check.first_shape": "첫 차이: 단계 {stage}{head}의 모양이 {theirs}입니다. 올바른 모양은 "
+    "{right}입니다.",
+    "check.raised_line": "문제 '{problem}'에서 예외: {type}: {message}",
+    "check.raised_more": "… 그리고 문제 {count}개에서 더.",
+    "check.smallest_title": "그것을 보여 주는 가장 작은 문제의 풀이:",
+    "check.beside_title": "단계 {stage}: 올바른 수, 다른 칸에는 여러분의 수도 함께:",
+    "check.yours": "여러분의 수",
+    "check.right_word": "올바른 값",
+    "check.beside_legend": "✗ 표시한 칸은 {yours}를 먼저, 그다음 올바른 수를 보여 줍니다.",
+    "check.mistake.softmax_axis": "소프트맥스가 각 열을 따라(쿼리에 걸쳐) 계산되었습니다. "
+    "소프트맥스는 각 행을 따라, 키에 걸쳐(axis -1) 계산하므로 쿼리마다 가중치의 합이 1입니다.",
+    "check.mistake.no_scale": "스코어가 스케일되지 않았습니다. 소프트맥스 전에 1/√d_k를 곱합니다.",
+    "check.mistake.scale_dk": "스코어를 d_k로 나눴습니다. 그 제곱근인 √d_k로 나눕니다.",
+    "check.mistake.scale_twice": "스케일을 두 번 적용했습니다. 스코어에 1/√d_k를 한 번 곱합니다.",
+    "check.mistake.scale_after_softmax": "소프트맥스 뒤에 가중치를 스케일했습니다. 스코어를 "
+    "소프트맥스 전에 스케일하고, 그러면 가중치의 합은 1입니다.",
+    "check.mistake.kt_missing": "스코어가 Q·K입니다. 스코어는 쿼리 i와 키 j를 비교하므로 "
+    "Q·Kᵀ입니다.",
+    "check.mistake.scores_transposed": "스코어가 K·Qᵀ, 즉 뒤집혀 있습니다. Q·Kᵀ에서 i행은 "
+    "쿼리 i, j열은 키 j입니다.",
+    "check.mistake.weights_transposed": "출력이 Aᵀ·V입니다. 출력은 A·V, 곧 각 쿼리의 가중치와 "
+    "값의 곱입니다.",
+    "check.mistake.mask_ignored": "마스크가 빠졌습니다. 마스크된 스코어는 소프트맥스 전에 −∞가 "
+    "됩니다.",
+    "check.mistake.mask_inverted": "마스크를 반대로 읽었습니다. PyTorch의 "
+    "scaled_dot_product_attention처럼 True(1)는 볼 수 있다는 뜻입니다.",
+    "check.mistake.causal_diagonal": "인과 마스크가 대각선까지 가렸습니다. 토큰은 자기 자신과 "
+    "앞의 토큰을 볼 수 있습니다.",
+    "check.mistake.causal_transposed": "인과 마스크가 미래(위쪽 삼각형)를 봅니다. 쿼리 i는 키 "
+    "1…i, 곧 아래쪽 삼각형을 봅니다.",
+    "check.mistake.mask_after_softmax": "마스크를 소프트맥스 뒤에 적용해서 행의 합이 더는 1이 "
+    "아닙니다. 마스크된 스코어는 소프트맥스 전에 −∞가 됩니다.",
+    "check.mistake.masked_row_nan": "모든 키가 마스크된 행이 NaN(0/0)이 되었습니다. PyTorch의 "
+    "scaled_dot_product_attention처럼 가중치 0, 출력 0이 됩니다.",
+    "check.mistake.masked_row_uniform": "모든 키가 마스크된 행이 같은 가중치를 받았습니다"
+    "(finfo.min 같은 유한한 채움 값). 가중치 0, 출력 0이 됩니다.",
+    "check.mistake.no_max_shift": "소프트맥스가 행의 최댓값을 빼지 않아 큰 스코어에서 넘칩니다(e^s "
+    "= inf, inf/inf = NaN). e^(s − max)는 같은 가중치를 안전하게 줍니다.",
+    "check.mistake.heads_split": "헤드가 H번째 열마다 하나씩 가져갔습니다. 헤드 h는 Q, K, V의 "
+    "h번째 d_k열 묶음을 가져갑니다.",
+    "check.mistake.heads_concat": "헤드 출력이 열마다 번갈아 섞였습니다. 헤드 1의 d_v열부터 "
+    "차례로 나란히 붙입니다.",
+    "check.mistake.gqa_repeat": "K/V 헤드를 통째로 반복했습니다(tile). 연속한 쿼리 헤드가 K/V "
+    "헤드 하나를 함께 씁니다(repeat_interleave).",
+    "check.mistake.layout_transposed": "가중치를 전치해서 읽었습니다(X·Wᵀ, PyTorch의 out×in "
+    "배치). 여기서는 Q = X·W_Q이고 W_Q는 d_model×d_k입니다.",
+    "check.mistake.bias_missing": "편향이 빠졌습니다. Q = X·W_Q + b_Q이고 K, V, 출력도 같습니다.",
+    "check.mistake.wo_missing": "W_O가 빠졌습니다. 나란히 붙인 헤드 출력에 W_O를 곱합니다.",
+    "check.mistake.nondeterministic": "같은 문제에 두 번 호출했더니 다른 수가 나왔습니다(켜진 "
+    "드롭아웃이나 시드 없는 난수). 어텐션 자체는 결정적입니다.",
+    "check.no_file": "그런 파일이 없습니다: {path}. 함수를 FILE.py:FUNCTION으로 주세요.",
+    "check.bad_function_name": "'{function}'은(는) 파이썬 이름이 아닙니다. 함수를 "
+    "FILE.py:FUNCTION으로 주세요.",
+    "check.no_target": "검사할 함수를 주세요: qkvcalc check FILE.py:FUNCTION (또는 단계가 나온 "
+    "문제와 함께 --stages FILE).",
+    "check.target_form": "'{target}'은(는) 함수를 가리키지 않습니다. FILE.py:FUNCTION으로 "
+    "주세요(또는 문제와 함께 --stages FILE).",
+    "check.unreadable": "{path}을(를) 읽을 수 없습니다: {reason}",
+    "check.no_torch": "{path}이(가) torch를 import하거나 --torch를 주었는데, torch가 설치되어 "
+    "있지 않습니다.",
+    "check.no_function": "{path}에 함수 '{function}'이(가) 없습니다. 있는 함수: {names}.",
+    "check.not_callable": "'{function}'은(는) {type}이며 호출할 수 있는 함수가 아닙니다.",
+    "check.import_raised": "{path}을(를) import하다가 {type} 예외가 났습니다: {message}",
+    "check.child_ended": "{path}을(를) import하는 프로세스가 검사 전에 끝났습니다.",
+    "check.timed_out": "{function}이(가) 문제 '{problem}'에서 {seconds}초 안에 돌아오지 "
+    "않았습니다(시간 제한, --time-limit).",
+    "check.problems_count": "--problems는 1에서 10,000 사이여야 합니다 (받은 값 {count}).",
+    "check.time_limit": "--time-limit는 0보다 큰 초 단위 수여야 합니다 (받은 값 {seconds}).",
+    "check.unknown_parameter": "{function}의 매개변수 '{name}'은(는) check가 채울 수 없습니다. "
+    "check는 q, k, v(또는 query, key, value)나 x, wq, wk, wv를, 그리고 선택으로 mask, causal, "
+    "scale, wo, heads, kv_heads와 편향 bq, bk, bv, bo를 넘깁니다(다른 매개변수에는 기본값이 "
+    "필요합니다).",
+    "check.no_roles": "{function}({params})은(는) 호출할 수 없습니다. q, k, v(또는 query, key, "
+    "value)나 x, wq, wk, wv라는 이름의 매개변수가 필요합니다.",
+    "check.bad_return": "{function}이(가) {type}을(를) 돌려주었습니다. 출력(배열이나 텐서), 튜플 "
+    "(output, weights), 또는 'output'을 담은 단계 id별 dict를 돌려주어야 합니다.",
+    "check.no_output_stage": "{function}이(가) 'output'이 없는 dict를 돌려주었습니다. 단계 dict는 "
+    "출력을 id 'output'에 담아야 합니다.",
+    "check.stage_not_numbers": "{path}: 단계 '{stage}'이(가) 수의 행렬이 아닙니다.",
+    "check.stages_not_object": '{path}은(는) 단계 id별 객체({{"weights": [[…]]}})도, '
+    "qkvcalc의 trace JSON도 아닙니다.",
+    "check.unknown_stage": "{path}에 있는 '{stage}'은(는) 이 문제의 단계가 아닙니다. 이 문제의 "
+    "단계: {known}.",
+    "check.stages_empty": "{path}에 단계가 없습니다. 이 문제의 단계: {known}.",
+    "check.stages_without_problem": "--stages에는 단계가 나온 문제가 필요합니다: JSON 파일(또는 -)"
+    "이나 --preset NAME.",
+    "check.preset_without_stages": "--preset은 --stages와 함께 씁니다. 함수는 check가 만든 "
+    "문제로 검사합니다(FILE.py:FUNCTION).",
     # ---- the backward pass in tiles (issue 21) ----
     "stage.lse.title": "타일 역전파: log-sum-exp L",
     "stage.lse.why": "타일 순전파가 역전파를 위해 행마다 남기는 수 하나: 마지막 누적 최댓값과 "

@@ -1,0 +1,6 @@
+"""Never returns."""
+
+
+def attention(q, k, v):
+    while True:
+        pass
