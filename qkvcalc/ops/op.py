@@ -1,5 +1,5 @@
 """Op: one kind of stage — how its value is computed (numpy), exactly (fractions) where it stays
-rational, and which operand cells one output cell reads. The op table (qkvcalc.run.ops) holds
+rational, and which operand cells one output cell reads. The op table (qkvcalc.ops.table) holds
 the core ones; a feature module (qkvcalc.ops.features) brings its own."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Rational arithmetic for --exact: fractions, and a fraction over a square root (a Surd,
 written `7/√2`), with the matrix operations the exact stages need. Pure Python, no numpy in the
 arithmetic; qkvcalc.run.exact applies them to a trace, and each operation's exact form
-(qkvcalc.run.ops) calls them."""
+(qkvcalc.ops) calls them."""
 
 from __future__ import annotations
 

@@ -77,7 +77,7 @@ class Exact(NamedTuple):
 
 class ExactRun:
     """The exact values of a run's rational stages, worked out as the engine goes, each by its
-    operation's exact version (qkvcalc.run.ops): a stage is exact when its operation has one and
+    operation's exact version (qkvcalc.ops): a stage is exact when its operation has one and
     its operands are exact. The engine records, for such a stage, the double nearest its exact
     value (`settle`), so a decimal shown is the exact value rounded, whatever order the
     platform's BLAS summed in; with --exact the fractions are shown too."""
