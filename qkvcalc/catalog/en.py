@@ -601,8 +601,8 @@ MESSAGES: dict[str, str] = {
     "studio on this machine.",
     "studio.serve_missing": "--serve needs textual-serve, which is not installed: pip install "
     "'qkvcalc[serve]'",
-    "studio.serve_stdin": "--serve starts the studio anew for every browser, so it needs a file "
-    "or a preset, not standard input",
+    "studio.stdin": "qkvcalc studio reads its keys from the terminal (and --serve starts it anew "
+    "for every browser), so its problem comes from a file or a preset, not standard input",
     "quiz.answer_too_long": "a typed line of more than {limit} characters is no answer; "
     "nothing was read past it",
     "quiz.answer_not_utf8": "a typed line is not UTF-8 text, so it cannot be read",
@@ -1638,7 +1638,7 @@ MESSAGES: dict[str, str] = {
     "help.studio": "Edit any number of a problem and watch every stage follow: the matrices "
     "as boxes to type in, every stage as a table, the focused cell's arithmetic below (a Textual "
     "app in the terminal, or in a browser with --serve).",
-    "help.studio.source": "A JSON (or .npz) file of the input format, or - for standard input.",
+    "help.studio.source": "A JSON (or .npz) file of the input format.",
     "help.studio.preset": "A bundled preset (qkvcalc presets list).",
     "help.studio.random": "Random small integers (as qkvcalc quiz --random).",
     "help.studio.seed": "With --random: the seed, to have the same numbers again.",

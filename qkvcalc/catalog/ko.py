@@ -604,8 +604,8 @@ MESSAGES: dict[str, str] = {
     "스튜디오를 실행할 수 있습니다.",
     "studio.serve_missing": "--serve에는 textual-serve가 필요한데 설치되어 있지 않습니다: "
     "pip install 'qkvcalc[serve]'",
-    "studio.serve_stdin": "--serve는 브라우저마다 스튜디오를 새로 시작하므로 표준 입력이 아닌 "
-    "파일이나 프리셋이 필요합니다",
+    "studio.stdin": "qkvcalc studio는 키를 터미널에서 읽으므로(--serve는 브라우저마다 새로 "
+    "시작합니다) 문제를 표준 입력이 아닌 파일이나 프리셋에서 받습니다",
     "quiz.answer_too_long": "{limit}자가 넘는 입력 줄은 답으로 읽지 않습니다. 그 뒤는 읽지 "
     "않았습니다",
     "quiz.answer_not_utf8": "입력한 줄이 UTF-8 텍스트가 아니어서 읽을 수 없습니다",
@@ -1641,7 +1641,7 @@ MESSAGES: dict[str, str] = {
     "help.studio": "문제의 어떤 수든 고치고 모든 단계가 따라 바뀌는 것을 봅니다. 행렬은 입력 "
     "칸으로, 모든 단계는 표로, 포커스된 칸의 계산은 그 아래에 보입니다 (터미널의 Textual 앱, "
     "--serve로는 브라우저).",
-    "help.studio.source": "입력 형식의 JSON (또는 .npz) 파일, 표준 입력은 -.",
+    "help.studio.source": "입력 형식의 JSON (또는 .npz) 파일.",
     "help.studio.preset": "내장 프리셋 (qkvcalc presets list).",
     "help.studio.random": "작은 무작위 정수 (qkvcalc quiz --random과 같음).",
     "help.studio.seed": "--random과 함께: 같은 수를 다시 얻기 위한 시드.",

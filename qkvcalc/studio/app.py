@@ -295,6 +295,8 @@ class Studio(App[None]):
             self._cell_chosen(widget, widget.cursor_coordinate.row, widget.cursor_coordinate.column)
 
     def on_data_table_cell_highlighted(self, event: DataTable.CellHighlighted) -> None:
+        if not event.data_table.has_focus:  # every table highlights its first cell as it mounts
+            return
         self._cell_chosen(event.data_table, event.coordinate.row, event.coordinate.column)
 
     def _cell_chosen(self, grid: DataTable[Any], r: int, c: int) -> None:

@@ -302,4 +302,3 @@ class Session:
     def field(self, key: str) -> str:
         """A matrix's name as messages write it: X, W_Q …"""
         return DISPLAY.get(key, key)
-
