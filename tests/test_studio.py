@@ -465,3 +465,23 @@ def _browser_sees_the_app(server: int, port: int) -> None:
         assert [c for c in _children(server) if " studio " in c]
     finally:
         driver.quit()
+
+
+def test_explain_never_loads_textual():
+    """The studio's framework is loaded by the studio alone: explain starts as it did."""
+    probe = (
+        "import sys; from qkvcalc.launch import main; sys.argv = ['qkvcalc', *sys.argv[1:]]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('LOADED', sorted(m for m in sys.modules if m.startswith(('textual', 'qkvcalc.studio'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, "explain", "--preset", "doc"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Q·Kᵀ" in result.stdout
+    assert result.stdout.rstrip().endswith("LOADED []")

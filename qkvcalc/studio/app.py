@@ -125,6 +125,7 @@ class Studio(App[None]):
         self.windows = {key: (0, 0) for key in self.session.grids()}
         self.position = 0  # the stage the step keys are at
         self.shown: dict[str, tuple[list[list[str]], set[tuple[int, int]]]] = {}
+        self.was: dict[str, str] = {}  # the old-values line shown under each table
 
     def _t(self, key: str, **params: object) -> str:
         return translate(key, self.session.lang, **params)
@@ -217,16 +218,18 @@ class Studio(App[None]):
         if not same:
             stages = self.query_one("#stages", VerticalScroll)
             await stages.remove_children()
-            self.shown = {}
+            self.shown, self.was = {}, {}
             await stages.mount_all(self._stage_boxes())
             self.position = min(self.position, len(tables) - 1)
         else:
-            for table in tables:
-                self._update_table(table)
+            with self.batch_update():
+                for table in tables:
+                    self._update_table(table)
         for table in tables:
-            self.query_one(f"#{table.wid}-was", Static).update(
-                Text(self.session.changed_line(table.wid))
-            )
+            line = self.session.changed_line(table.wid)
+            if line != self.was.get(table.wid, ""):  # an update lays the screen out again
+                self.query_one(f"#{table.wid}-was", Static).update(Text(line))
+                self.was[table.wid] = line
         self._show_stage(self.position, scroll=False)
 
     def _update_table(self, table: StageTable) -> None:
@@ -240,7 +243,9 @@ class Studio(App[None]):
             for c, text in enumerate(row):
                 if text != cells[r][c] or ((r, c) in now) != ((r, c) in marked):
                     style = CHANGED if (r, c) in now else ""
-                    grid.update_cell_at((r, c), Text(text, style=style, justify="right"))
+                    wider = len(text) > len(cells[r][c])  # the column grows to hold it
+                    cell = Text(text, style=style, justify="right")
+                    grid.update_cell_at((r, c), cell, update_width=wider)
                     cells[r][c] = text
         self.shown[table.wid] = (cells, now)
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 import copy
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from qkvcalc.i18n import translate
 from qkvcalc.input.fields import DISPLAY
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style, cell_work, split_rows
-from qkvcalc.render.document import table_view
+from qkvcalc.render.document import TableView, table_view
 from qkvcalc.render.text import place
 
 if TYPE_CHECKING:
@@ -97,6 +97,7 @@ class StageTable(NamedTuple):
     col_ids: list[int | None]
     words: list[str]
     stage: Stage
+    view: TableView | None = None  # the shown values, to reuse the text of those unchanged
 
 
 def widget_id(stage: Stage, taken: set[str]) -> str:
@@ -113,12 +114,17 @@ def widget_id(stage: Stage, taken: set[str]) -> str:
     return wid
 
 
-def stage_tables(trace: Trace, opts: RenderOptions) -> list[StageTable]:
-    """Every stage of the trace as the rows of its table, formatted as the terminal shows it."""
+def stage_tables(
+    trace: Trace, opts: RenderOptions, before: Sequence[StageTable] = ()
+) -> list[StageTable]:
+    """Every stage of the trace as the rows of its table, formatted as the terminal shows it.
+    A cell whose value is the one it had in `before` (the tables of the last run) keeps its
+    text: after an edit, only the numbers that moved are formatted again."""
     style = Style.of(opts)
     taken: set[str] = set()
     tables = []
     total = len(trace.stages)
+    old = {t.wid: t for t in before}
     for number, stage in enumerate(trace.stages, 1):
         where = place(stage, opts.lang)
         title = translate(stage.title.key, opts.lang)
@@ -130,21 +136,43 @@ def stage_tables(trace: Trace, opts: RenderOptions) -> list[StageTable]:
             tables.append(StageTable(wid, heading, [], [], [], [], [], words, stage))
             continue
         view = table_view(stage, stage.name, stage.rows, stage.cols, opts, MAX_SHOWN)
-        cells = [
-            [
-                ("⋮" if j is not None else "…")
-                if i is None
-                else ("…" if j is None else view.cell(i, j, style))
-                for j in view.col_ids
-            ]
-            for i in view.row_ids
-        ]
         cols = ["…" if j is None else stage.cols[j] for j in view.col_ids]
         rows = ["⋮" if i is None else stage.rows[i] for i in view.row_ids]
+        cells = _cells(view, style, old.get(wid))
         tables.append(
-            StageTable(wid, heading, cols, rows, cells, view.row_ids, view.col_ids, [], stage)
+            StageTable(wid, heading, cols, rows, cells, view.row_ids, view.col_ids, [], stage, view)
         )
     return tables
+
+
+def _cells(view: TableView, style: Style, was: StageTable | None) -> list[list[str]]:
+    """The shown cells as text ('⋮' and '…' where the middle is elided); those whose value is
+    the one `was` showed keep its text."""
+    same_layout = (
+        was is not None
+        and was.view is not None
+        and (was.row_ids, was.col_ids) == (view.row_ids, view.col_ids)
+    )
+    cells = []
+    for r, i in enumerate(view.row_ids):
+        if i is None:
+            cells.append(["⋮" if j is not None else "…" for j in view.col_ids])
+            continue
+        if same_layout and was is not None and was.view is not None:
+            moved = view.shown[i] != was.view.shown[i]
+            old_row = was.cells[r]
+        else:
+            moved, old_row = None, None
+        row = []
+        for c, j in enumerate(view.col_ids):
+            if j is None:
+                row.append("…")
+            elif moved is not None and old_row is not None and not moved[j]:
+                row.append(old_row[c])
+            else:
+                row.append(view.cell(i, j, style))
+        cells.append(row)
+    return cells
 
 
 def changes(old: list[StageTable], new: list[StageTable]) -> dict[str, dict[tuple[int, int], str]]:
@@ -212,7 +240,7 @@ class Session:
         """Compute `doc` and keep it, the old one kept to undo; a QkvcalcError when it does
         not compute, with the session left as it was."""
         trace = compute(doc)
-        tables = stage_tables(trace, self.opts)
+        tables = stage_tables(trace, self.opts, self.tables)
         self.history.append(self.doc)
         self.doc, self.trace = doc, trace
         self.changed = changes(self.tables, tables)
@@ -224,7 +252,9 @@ class Session:
         value = typed_value(text)
         if shown_text(self.doc[key][i][j]) == shown_text(value):
             return False
-        doc = copy.deepcopy(self.doc)
+        doc = dict(self.doc)  # the old document is kept, unchanged, to undo: copy what changes
+        doc[key] = list(doc[key])
+        doc[key][i] = list(doc[key][i])
         doc[key][i][j] = value
         return self._apply(doc)
 
@@ -233,7 +263,7 @@ class Session:
         value = option_value(text)
         if value == self.doc.get(key):
             return False
-        doc = copy.deepcopy(self.doc)
+        doc = dict(self.doc)
         if value is None:
             doc.pop(key, None)
         else:
@@ -246,7 +276,7 @@ class Session:
             return False
         doc = self.history.pop()
         trace = compute(doc)  # it computed before
-        tables = stage_tables(trace, self.opts)
+        tables = stage_tables(trace, self.opts, self.tables)
         self.doc, self.trace = doc, trace
         self.changed = changes(self.tables, tables)
         self.tables = tables
