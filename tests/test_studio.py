@@ -472,7 +472,8 @@ def test_explain_never_loads_textual():
     probe = (
         "import sys; from qkvcalc.launch import main; sys.argv = ['qkvcalc', *sys.argv[1:]]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print('LOADED', sorted(m for m in sys.modules if m.startswith(('textual', 'qkvcalc.studio'))))"
+        "heavy = ('textual', 'qkvcalc.studio')\n"
+        "print('LOADED', sorted(m for m in sys.modules if m.startswith(heavy)))"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe, "explain", "--preset", "doc"],
