@@ -19,6 +19,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.coordinate import Coordinate
 from textual.widget import Widget
 from textual.widgets import DataTable, Input, Label, Static
 
@@ -245,7 +246,7 @@ class Studio(App[None]):
                     style = CHANGED if (r, c) in now else ""
                     wider = len(text) > len(cells[r][c])  # the column grows to hold it
                     cell = Text(text, style=style, justify="right")
-                    grid.update_cell_at((r, c), cell, update_width=wider)
+                    grid.update_cell_at(Coordinate(r, c), cell, update_width=wider)
                     cells[r][c] = text
         self.shown[table.wid] = (cells, now)
 
