@@ -44,7 +44,8 @@ Cell, OptionBox { width: 10; height: 1; margin-right: 1; }
 OptionBox { width: 1fr; }
 .bad { background: $error; }
 DataTable { height: auto; max-height: 20; }
-.was { color: $warning; }
+.was { color: $warning; height: 1; }
+#status { height: 1; }
 #panel { height: auto; max-height: 45%; border-top: solid $primary; }
 #arith { text-style: bold; }
 #why { color: $text-muted; }
@@ -126,7 +127,7 @@ class Studio(App[None]):
         self.windows = {key: (0, 0) for key in self.session.grids()}
         self.position = 0  # the stage the step keys are at
         self.shown: dict[str, tuple[list[list[str]], set[tuple[int, int]]]] = {}
-        self.was: dict[str, str] = {}  # the old-values line shown under each table
+        self.said: dict[str, str] = {}  # what each Static (by id) says now
 
     def _t(self, key: str, **params: object) -> str:
         return translate(key, self.session.lang, **params)
@@ -201,9 +202,18 @@ class Studio(App[None]):
     def _data_table(self, table: StageTable) -> DataTable[Any]:
         grid: DataTable[Any] = DataTable(id=table.wid, zebra_stripes=True)
         grid.add_columns(*(Text(c) for c in table.cols))
-        for label, row in zip(table.rows, table.cells, strict=True):
-            grid.add_row(*(Text(cell, justify="right") for cell in row), label=Text(label))
+        self._fill(grid, table, set())
         return grid
+
+    @staticmethod
+    def _fill(grid: DataTable[Any], table: StageTable, marked: set[tuple[int, int]]) -> None:
+        """The table's rows, each labelled by its token; the cells in `marked` highlighted."""
+        for r, (label, row) in enumerate(zip(table.rows, table.cells, strict=True)):
+            texts = [
+                Text(cell, style=CHANGED if (r, c) in marked else "", justify="right")
+                for c, cell in enumerate(row)
+            ]
+            grid.add_row(*texts, label=Text(label))
 
     # ---- after an edit -----------------------------------------------------------------------
 
@@ -219,7 +229,8 @@ class Studio(App[None]):
         if not same:
             stages = self.query_one("#stages", VerticalScroll)
             await stages.remove_children()
-            self.shown, self.was = {}, {}
+            self.shown = {}
+            self.said = {k: v for k, v in self.said.items() if not k.endswith("-was")}
             await stages.mount_all(self._stage_boxes())
             self.position = min(self.position, len(tables) - 1)
         else:
@@ -227,28 +238,31 @@ class Studio(App[None]):
                 for table in tables:
                     self._update_table(table)
         for table in tables:
-            line = self.session.changed_line(table.wid)
-            if line != self.was.get(table.wid, ""):  # an update lays the screen out again
-                self.query_one(f"#{table.wid}-was", Static).update(Text(line))
-                self.was[table.wid] = line
+            self._say(f"{table.wid}-was", self.session.changed_line(table.wid))
         self._show_stage(self.position, scroll=False)
 
     def _update_table(self, table: StageTable) -> None:
+        """One table as the session now has it: the cells whose text or mark changed are
+        rewritten, the others left alone (writing a table's rows anew costs more, measured)."""
         cells, marked = self.shown[table.wid]
         now = set(self.session.changed.get(table.wid, {}))
+        self.shown[table.wid] = ([row[:] for row in table.cells], now)
         if table.words:
             self.query_one(f"#{table.wid}", Static).update(Text("\n".join(table.words)))
             return
         grid = self.query_one(f"#{table.wid}", DataTable)
-        for r, row in enumerate(table.cells):
-            for c, text in enumerate(row):
-                if text != cells[r][c] or ((r, c) in now) != ((r, c) in marked):
-                    style = CHANGED if (r, c) in now else ""
-                    wider = len(text) > len(cells[r][c])  # the column grows to hold it
-                    cell = Text(text, style=style, justify="right")
-                    grid.update_cell_at(Coordinate(r, c), cell, update_width=wider)
-                    cells[r][c] = text
-        self.shown[table.wid] = (cells, now)
+        moved = [
+            (r, c)
+            for r, row in enumerate(table.cells)
+            for c, text in enumerate(row)
+            if text != cells[r][c] or ((r, c) in now) != ((r, c) in marked)
+        ]
+        for r, c in moved:
+            text = table.cells[r][c]
+            style = CHANGED if (r, c) in now else ""
+            wider = len(text) > len(cells[r][c])  # the column grows to hold it
+            cell = Text(text, style=style, justify="right")
+            grid.update_cell_at(Coordinate(r, c), cell, update_width=wider)
 
     def _refresh_boxes(self) -> None:
         """The boxes show the problem's values again (after an undo)."""
@@ -263,7 +277,7 @@ class Studio(App[None]):
     def _fail(self, err: QkvcalcError, box: Input) -> None:
         box.add_class("bad")
         message = f"{self._t('cli.error_prefix')}: {err.message(self.session.lang)}"
-        self.query_one("#error", Static).update(Text(message))
+        self._say("error", message)
 
     async def _commit(self, box: Input) -> None:
         """Compute the problem with what the box holds; a bad entry's message stays in
@@ -279,7 +293,7 @@ class Studio(App[None]):
             self._fail(err, box)
             return
         box.remove_class("bad")
-        self.query_one("#error", Static).update("")
+        self._say("error", "")
         if changed:
             await self._redraw()
 
@@ -312,8 +326,19 @@ class Studio(App[None]):
             self._arith(self.session.arithmetic(table, r, c))
         self._show_stage(index, scroll=False)
 
+    def _say(self, wid: str, text: str) -> None:
+        """Put `text` in the Static `wid` unless it says it already: an update lays the screen
+        out again, which costs more than an edit's arithmetic on a large problem. A one-line
+        Static (the status, a table's old values) keeps its height, so it is not laid out."""
+        if self.said.get(wid) == text:
+            return
+        self.said[wid] = text
+        one_line = wid == "status" or wid.endswith("-was")
+        content = Text(text, no_wrap=one_line, overflow="ellipsis" if one_line else "fold")
+        self.query_one(f"#{wid}", Static).update(content, layout=not one_line)
+
     def _arith(self, text: str) -> None:
-        self.query_one("#arith", Static).update(Text(text))
+        self._say("arith", text)
 
     # ---- moving -------------------------------------------------------------------------------
 
@@ -339,20 +364,20 @@ class Studio(App[None]):
     def _show_stage(self, index: int, scroll: bool = True) -> None:
         tables = self.session.tables
         self.position = index = max(0, min(index, len(tables) - 1))
-        for box in self.query(".stage-title"):
+        for box in self.query(".stage-title.current"):
             box.remove_class("current")
         table = tables[index]
         box = self.query_one(f"#{table.wid}-box", Vertical)
         box.query_one(".stage-title").add_class("current")
         if scroll:
             self.query_one("#stages", VerticalScroll).scroll_to_widget(box, top=True, animate=False)
-        self.query_one("#why", Static).update(Text(self.session.why(table)))
+        self._say("why", self.session.why(table))
         self._say_status()
 
     def _say_status(self) -> None:
         total = len(self.session.tables)
         status = self._t("studio.status", number=self.position + 1, total=total)
-        self.query_one("#status", Static).update(Text(status))
+        self._say("status", status)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The one-letter keys and the step keys are the boxes' own while a box has focus."""
@@ -388,10 +413,10 @@ class Studio(App[None]):
 
     async def action_undo(self) -> None:
         if not self.session.undo():
-            self.query_one("#error", Static).update(Text(self._t("studio.nothing_to_undo")))
+            self._say("error", self._t("studio.nothing_to_undo"))
             return
         self._refresh_boxes()
-        self.query_one("#error", Static).update("")
+        self._say("error", "")
         await self._redraw()
 
     def action_save(self) -> None:
@@ -401,8 +426,6 @@ class Studio(App[None]):
             write_output(self.session.saved(), self.save_to)
         except QkvcalcError as err:
             message = f"{self._t('cli.error_prefix')}: {err.message(self.session.lang)}"
-            self.query_one("#error", Static).update(Text(message))
+            self._say("error", message)
             return
-        self.query_one("#status", Static).update(
-            Text(self._t("studio.saved", path=str(self.save_to)))
-        )
+        self._say("status", self._t("studio.saved", path=str(self.save_to)))
