@@ -232,8 +232,30 @@ def test_the_screen_shows_the_problem_and_the_stages():
             assert translate(key, "en").split(":")[0] in screen, key
         assert "X  1×2" in screen and "W_Q  2×2" in screen
         assert "stage 1 of 10" in screen
+        # the tables' rows are drawn, not only their headers: 7/√2, the scaled score
+        scaled = shown(qkvcalc.explain(**plain(doc)).stages[6].value)[0][0]
+        assert scaled == "4.9497" and scaled in screen
 
     drive(app, script)
+
+
+def test_every_table_is_as_tall_as_its_rows_at_a_projectors_size():
+    """At 120×36 (a 1280×720 page's terminal), eleven stages of three rows: each table holds
+    its header and every row (the stages scroll), none squeezed to its header."""
+    app = Studio(presets.load("sentence"))
+
+    async def script(pilot: Any) -> None:
+        for table in app.query(DataTable):
+            assert table.size.height == table.row_count + 1, table.id
+            box = app.query_one(f"#{table.id}-box")  # the title (after a blank line) above it
+            assert box.size.height >= table.size.height + 2, table.id
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.pause()
+            await script(pilot)
+
+    asyncio.run(main())
 
 
 def test_undo_puts_the_last_good_problem_back():
@@ -356,6 +378,7 @@ def test_the_command_in_a_real_terminal_shows_the_doc_numbers_and_quits():
     assert "stage 1 of 10" in seen
     assert translate("stage.output.title", "en") in seen
     assert all(number in seen for number in output)
+    assert "4.9497" in seen  # 7/√2, the scaled score: a number no box holds, only a table
     child.sendcontrol("q")
     child.expect(pexpect_eof())
     child.close()

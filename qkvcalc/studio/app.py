@@ -43,6 +43,7 @@ Cell, OptionBox { width: 10; height: 1; margin-right: 1; }
 .option-name { width: 12; }
 OptionBox { width: 1fr; }
 .bad { background: $error; }
+.stage-box, .grid { height: auto; }
 DataTable { height: auto; max-height: 20; }
 .was { color: $warning; height: 1; }
 #status { height: 1; }
@@ -140,7 +141,7 @@ class Studio(App[None]):
                 yield Label(self._t("studio.inputs"), classes="grid-title")
                 for key in self.session.grids():
                     yield Label(id=f"title-{key}", classes="grid-title")
-                    yield Vertical(*self._grid_rows(key), id=f"grid-{key}")
+                    yield Vertical(*self._grid_rows(key), id=f"grid-{key}", classes="grid")
                 yield Label(self._t("studio.options"), classes="grid-title")
                 for key, value in self.session.options().items():
                     with Horizontal(classes="option-row"):
