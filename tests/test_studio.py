@@ -296,6 +296,46 @@ def test_s_saves_the_edited_problem_through_the_safe_writer(tmp_path: Path):
     assert not [p for p in tmp_path.iterdir() if p.name != "mine.json"]  # no temporary left
 
 
+def test_a_file_that_cannot_be_saved_is_a_message_and_the_studio_goes_on(tmp_path: Path):
+    app = Studio(presets.load("doc"), save_to=tmp_path)  # a folder: no file can be written there
+
+    async def script(pilot: Any) -> None:
+        await pilot.press("escape", "s")
+        await pilot.pause()
+        assert text(app, "error").startswith("error: ")
+        assert str(tmp_path) in text(app, "error")
+        assert app.is_running
+
+    drive(app, script)
+
+
+def test_token_names_are_shown_as_text_never_as_markup():
+    doc = {**plain(presets.load("sentence")), "tokens": ["[b]I[/b]", "[red]love", "cats"]}
+    app = Studio(doc)
+
+    async def script(pilot: Any) -> None:
+        svg = app.export_screenshot()
+        screen = html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+        assert "[b]I[/b]" in screen and "[red]love" in screen
+
+    drive(app, script)
+
+
+def test_arrays_from_an_npz_file_are_edited_as_numbers(tmp_path: Path):
+    doc = plain(presets.load("sentence"))
+    arrays = {k: np.asarray(v, dtype=float) for k, v in doc.items() if k in ("x", "wq", "wk", "wv")}
+    app = Studio({**doc, **arrays})
+
+    async def script(pilot: Any) -> None:
+        assert app.query_one("#in-x-1-1").value == str(doc["x"][0][0])
+        await type_into(pilot, "in-x-1-1", "2")
+        edited = copy.deepcopy(doc)
+        edited["x"][0][0] = 2
+        assert cells(app, "stage-output") == shown(qkvcalc.explain(**edited).output)
+
+    drive(app, script)
+
+
 def test_q_is_typed_in_a_box_and_quits_outside_one():
     app = Studio(presets.load("doc"))
 
@@ -391,17 +431,32 @@ def pexpect_eof() -> Any:
     return pexpect.EOF
 
 
-def test_the_command_refuses_standard_input_with_a_message():
-    result = subprocess.run(
-        [sys.executable, "-m", "qkvcalc", "studio", "-"],
+def _studio(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "qkvcalc", "studio", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "QKVCALC_LANG": "en"},
         timeout=60,
+        stdin=subprocess.DEVNULL,
     )
+
+
+def test_the_command_refuses_standard_input_with_a_message():
+    result = _studio("-")
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip() == "error: " + translate("studio.stdin", "en")
+
+
+def test_a_problem_that_does_not_compute_is_refused_before_the_screen(tmp_path: Path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**plain(presets.load("sentence")), "heads": 5}))
+    with pytest.raises(QkvcalcError) as caught:
+        qkvcalc.explain(**json.loads(bad.read_text()))
+    result = _studio(str(bad))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == "error: " + caught.value.message("en")
 
 
 def _free_port() -> int:

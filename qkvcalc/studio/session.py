@@ -208,7 +208,10 @@ class Session:
     undo, and which cells the last edit changed (with their old text)."""
 
     def __init__(self, problem: Mapping[str, Any], lang: str = "en", precision: int = 4) -> None:
-        doc = copy.deepcopy(dict(problem))
+        doc = {  # an .npz's arrays as the lists JSON holds, so that each cell can be edited
+            key: value.tolist() if hasattr(value, "tolist") else copy.deepcopy(value)
+            for key, value in problem.items()
+        }
         for key in GRID_KEYS:
             if key in doc and doc[key] is not None:
                 doc[key] = as_rows(doc[key])
