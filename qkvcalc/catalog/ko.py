@@ -598,9 +598,9 @@ MESSAGES: dict[str, str] = {
     "q, Ctrl+Q           종료 (q는 칸에 포커스가 없을 때)",
     "studio.serving": "스튜디오를 http://{host}:{port}에서 제공합니다. Ctrl+C로 멈춥니다.",
     "studio.serving_local": "이 컴퓨터에서만 열 수 있습니다 (127.0.0.1).",
-    "studio.serving_open": "포트 {port}로 이 컴퓨터에 닿을 수 있는 누구나 열어서 이 컴퓨터에서 "
+    "studio.serving_open": "{port}번 포트로 이 컴퓨터에 닿을 수 있는 누구나 열어서 이 컴퓨터에서 "
     "스튜디오를 실행할 수 있습니다: 이 컴퓨터의 모든 주소가 수신 중입니다 ({host}).",
-    "studio.serving_host": "포트 {port}로 {host}에 닿을 수 있는 누구나 열어서 이 컴퓨터에서 "
+    "studio.serving_host": "{port}번 포트로 {host}에 닿을 수 있는 누구나 열어서 이 컴퓨터에서 "
     "스튜디오를 실행할 수 있습니다.",
     "studio.serve_missing": "--serve에는 textual-serve가 필요한데 설치되어 있지 않습니다: "
     "pip install 'qkvcalc[serve]'",
