@@ -36,6 +36,7 @@ CSS = """
 #left { width: 40%; min-width: 24; border-right: solid $primary; }
 #stages { width: 1fr; }
 .grid-title, .stage-title { text-style: bold; margin-top: 1; }
+#left .grid-title { width: 100%; }
 .stage-title.current { background: $primary; color: $text; }
 .grid-row { height: 1; }
 Cell, OptionBox { width: 10; height: 1; margin-right: 1; }
