@@ -408,17 +408,26 @@ def test_a_large_matrix_brings_its_next_rows_on_screen():
 def test_the_command_in_a_real_terminal_shows_the_doc_numbers_and_quits():
     child = spawn_qkvcalc("studio", "--preset", "doc")
     output = shown(qkvcalc.explain(**plain(presets.load("doc"))).output)[0]
-    seen = ""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and "stage 1 of 10" not in seen:
-        try:
-            seen += child.read_nonblocking(65536, timeout=1)
-        except Exception:  # pexpect.TIMEOUT: nothing new yet
-            continue
-    assert "stage 1 of 10" in seen
-    assert translate("stage.output.title", "en") in seen
-    assert all(number in seen for number in output)
-    assert "4.9497" in seen  # 7/√2, the scaled score: a number no box holds, only a table
+
+    def read_until(wanted: str) -> str:
+        seen = ""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and wanted not in seen:
+            try:
+                seen += child.read_nonblocking(65536, timeout=1)
+            except Exception:  # pexpect.TIMEOUT: nothing new yet
+                continue
+        assert wanted in seen, seen[-2000:]
+        return seen
+
+    first = read_until("stage 1 of 10")
+    assert "4.9497" in first  # 7/√2, the scaled score: a number no box holds, only a table
+    child.send("\x1b")  # Esc: out of the boxes, and the step keys move through the stages
+    time.sleep(0.5)
+    child.send("\x1b[F")  # End: the last stage, the output
+    read_until("stage 10 of 10")
+    last = read_until(translate("stage.output.title", "en"))  # scrolled to, with its numbers
+    assert all(number in last for number in output)
     child.sendcontrol("q")
     child.expect(pexpect_eof())
     child.close()
