@@ -402,6 +402,26 @@ def test_a_large_matrix_brings_its_next_rows_on_screen():
     drive(app, script)
 
 
+def test_a_wide_stage_shows_its_first_and_last_columns_as_the_terminal_does():
+    rng = np.random.default_rng(1)
+    doc = {"x": rng.integers(-3, 4, (3, 20)).tolist()}
+    doc |= {k: rng.integers(-2, 3, (20, 2)).tolist() for k in ("wq", "wk", "wv")}
+    app = Studio(doc)
+
+    async def script(pilot: Any) -> None:
+        table = app.query_one("#stage-x", DataTable)
+        labels = [str(column.label) for column in table.columns.values()]
+        middle = labels.index("…")
+        assert 0 < middle < len(labels) - 1 < 20
+        x = np.array(doc["x"])
+        kept = list(range(middle)) + list(range(20 - (len(labels) - middle - 1), 20))
+        rows = cells(app, "stage-x")
+        assert [[r[c] for c in range(len(r)) if c != middle] for r in rows] == shown(x[:, kept])
+        assert all(r[middle] == "…" for r in rows)
+
+    drive(app, script)
+
+
 # ---- the command -------------------------------------------------------------------------------
 
 
