@@ -593,3 +593,57 @@ def test_explain_never_loads_textual():
     assert result.returncode == 0, result.stderr
     assert "Q·Kᵀ" in result.stdout
     assert result.stdout.rstrip().endswith("LOADED []")
+
+
+STUDIO = (sys.executable, "-m", "qkvcalc", "studio")
+
+
+@pytest.mark.parametrize(
+    ("host", "key"),
+    [("localhost", "studio.serving_local"), ("127.0.0.2", "studio.serving_local")],
+)
+def test_serve_says_who_can_reach_it(host: str, key: str):
+    pytest.importorskip("textual_serve")
+    port = _free_port()
+    server = subprocess.Popen(
+        [*STUDIO, "--preset", "doc", "--serve", "--host", host, "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "QKVCALC_LANG": "en"},
+    )
+    try:
+        assert server.stdout is not None
+        lines = [server.stdout.readline().strip() for _ in range(2)]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert lines[0] == translate("studio.serving", "en", host=host, port=port)
+    assert lines[1] == translate(key, "en", host=host, port=port)
+
+
+def test_a_named_host_is_announced_as_open_to_whoever_reaches_it():
+    from qkvcalc.cli.studio import _loopback
+
+    assert _loopback("127.0.0.1") and _loopback("::1") and _loopback("localhost")
+    assert not _loopback("0.0.0.0") and not _loopback("192.168.1.20")
+    assert not _loopback("classroom.example")
+
+
+def test_serve_without_textual_serve_is_one_message():
+    probe = (
+        "import sys\n"
+        "sys.modules['textual_serve'] = sys.modules['textual_serve.server'] = None\n"
+        "from qkvcalc.launch import main; sys.argv = ['qkvcalc', *sys.argv[1:]]; main()"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, "studio", "--preset", "doc", "--serve"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "QKVCALC_LANG": "en"},
+        timeout=60,
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == "error: " + translate("studio.serve_missing", "en")

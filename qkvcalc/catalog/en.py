@@ -594,7 +594,7 @@ MESSAGES: dict[str, str] = {
     "?                   these keys\n"
     "q, Ctrl+Q           quit (q when no box has focus)",
     "studio.serving": "The studio is served at http://{host}:{port}; Ctrl+C stops it.",
-    "studio.serving_local": "Only this machine can open it (127.0.0.1).",
+    "studio.serving_local": "Only this machine can open it ({host} is its loopback address).",
     "studio.serving_open": "Anyone who can reach this machine on port {port} can open it and "
     "run the studio on it: every address of this machine is listening ({host}).",
     "studio.serving_host": "Anyone who can reach {host} on port {port} can open it and run the "

@@ -597,7 +597,7 @@ MESSAGES: dict[str, str] = {
     "?                   이 키 목록\n"
     "q, Ctrl+Q           종료 (q는 칸에 포커스가 없을 때)",
     "studio.serving": "스튜디오를 http://{host}:{port}에서 제공합니다. Ctrl+C로 멈춥니다.",
-    "studio.serving_local": "이 컴퓨터에서만 열 수 있습니다 (127.0.0.1).",
+    "studio.serving_local": "이 컴퓨터에서만 열 수 있습니다 ({host}: 이 컴퓨터 자신의 주소).",
     "studio.serving_open": "{port}번 포트로 이 컴퓨터에 닿을 수 있는 누구나 열어서 이 컴퓨터에서 "
     "스튜디오를 실행할 수 있습니다: 이 컴퓨터의 모든 주소가 수신 중입니다 ({host}).",
     "studio.serving_host": "{port}번 포트로 {host}에 닿을 수 있는 누구나 열어서 이 컴퓨터에서 "

@@ -103,8 +103,8 @@ def _serve(source: SimpleNamespace, serve: SimpleNamespace, lang: str, doc: dict
     # the address a browser elsewhere uses (the page's websocket connects back to it)
     address = _own_address() if everywhere else serve.host
     typer.echo(translate("studio.serving", lang, host=address, port=serve.port))
-    if serve.host == LOCAL:
-        typer.echo(translate("studio.serving_local", lang))
+    if _loopback(serve.host):
+        typer.echo(translate("studio.serving_local", lang, host=serve.host))
     elif everywhere:
         typer.echo(translate("studio.serving_open", lang, host=serve.host, port=serve.port))
     else:
@@ -115,6 +115,18 @@ def _serve(source: SimpleNamespace, serve: SimpleNamespace, lang: str, doc: dict
     Server(
         command, host=serve.host, port=serve.port, title="qkvcalc studio", public_url=public
     ).serve()
+
+
+def _loopback(host: str) -> bool:
+    """Whether only this machine reaches `host`: localhost, 127.0.0.0/8, ::1."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: whoever can resolve it may reach it
+        return False
 
 
 def _own_address() -> str:
