@@ -258,6 +258,39 @@ def test_every_table_is_as_tall_as_its_rows_at_a_projectors_size():
     asyncio.run(main())
 
 
+def test_at_1280x720_a_stage_and_its_arithmetic_are_on_screen_together():
+    """A 1280×720 browser page holds about 133×37 cells: the stage stepped to, and the cell
+    chosen in it, are shown whole beside the arithmetic and the why, with no scrolling."""
+    doc = presets.load("sentence")
+    app = Studio(doc)
+
+    def inside(inner: Any, outer: Any) -> bool:
+        return inner.region.area > 0 and outer.region.intersection(inner.region) == inner.region
+
+    async def script(pilot: Any) -> None:
+        stages = app.query_one("#stages")
+        await pilot.press("escape", *["space"] * 9)  # to stage 10: the weights
+        await pilot.pause()
+        weights = app.query_one("#stage-weights", DataTable)
+        assert inside(weights, stages)
+        weights.focus()
+        await pilot.pause()
+        assert inside(weights, stages)
+        from qkvcalc.render.arith import Style, cell_work
+
+        stage = next(s for s in qkvcalc.explain(**plain(doc)).stages if s.id == "weights")
+        assert text(app, "arith") == cell_work(stage, 0, 0, Style())  # what the writers print
+        for wid in ("arith", "why"):
+            assert inside(app.query_one(f"#{wid}"), app.screen), wid
+
+    async def main() -> None:
+        async with app.run_test(size=(133, 37)) as pilot:
+            await pilot.pause()
+            await script(pilot)
+
+    asyncio.run(main())
+
+
 def test_undo_puts_the_last_good_problem_back():
     doc = presets.load("sentence")
     app = Studio(doc)
