@@ -622,6 +622,42 @@ MESSAGES: dict[str, str] = {
     "?                   these keys\n"
     "q, Esc              quit (Ctrl-C too)",
     "step.help_close": "Any key goes back to the stage.",
+    "studio.inputs": "The problem: type a number, then Enter (or leave the box)",
+    "studio.options": "Options (JSON or a word; empty leaves it out)",
+    "studio.part": "rows {rows}, columns {cols} shown (arrow keys bring the others)",
+    "studio.input_cell": "{cell} = {value}: Enter, or leaving the box, recomputes every stage",
+    "studio.option_cell": "option {name}: Enter, or leaving the box, recomputes every stage",
+    "studio.no_arithmetic": "{name}[{i},{j}] = {value}: this stage's cells have no arithmetic "
+    "of their own (they are read or moved from another stage)",
+    "studio.was": "(was {old})",
+    "studio.changed": "changed by the last edit: {cells}",
+    "studio.more": "and {count} more",
+    "studio.status": "stage {number} of {total} · ? keys · Ctrl+Q quits",
+    "studio.saved": "The problem is saved to {path}.",
+    "studio.nothing_to_undo": "There is no edit to undo.",
+    "studio.keys": "Tab, Shift+Tab      next or previous box\n"
+    "↑ ↓ ← →             move between the boxes of a matrix\n"
+    "Enter               recompute (leaving a box does too)\n"
+    "Esc                 leave the boxes: the keys below work\n"
+    "Enter, Space, →     next stage\n"
+    "b, ←                previous stage\n"
+    "Home, End           the first, the last stage\n"
+    "n, p                next or previous head\n"
+    "↓ ↑, j k            scroll the stages\n"
+    "Ctrl+Z              undo the last edit\n"
+    "s                   save the problem as JSON\n"
+    "?                   these keys\n"
+    "q, Ctrl+Q           quit (q when no box has focus)",
+    "studio.serving": "The studio is served at http://{host}:{port}; Ctrl+C stops it.",
+    "studio.serving_local": "Only this machine can open it ({host} is its loopback address).",
+    "studio.serving_open": "Anyone who can reach this machine on port {port} can open it and "
+    "run the studio on it: every address of this machine is listening ({host}).",
+    "studio.serving_host": "Anyone who can reach {host} on port {port} can open it and run the "
+    "studio on this machine.",
+    "studio.serve_missing": "--serve needs textual-serve, which is not installed: pip install "
+    "'qkvcalc[serve]'",
+    "studio.stdin": "qkvcalc studio reads its keys from the terminal (and --serve starts it anew "
+    "for every browser), so its problem comes from a file or a preset, not standard input",
     "quiz.answer_too_long": "a typed line of more than {limit} characters is no answer; "
     "nothing was read past it",
     "quiz.answer_not_utf8": "a typed line is not UTF-8 text, so it cannot be read",
@@ -1771,6 +1807,20 @@ MESSAGES: dict[str, str] = {
     "help.train.format": "What to print: table, txt, json (the qkvcalc.train/1 document), svg "
     "(the loss curve) or html (a page with the curve).",
     "help.train.step": "Show one update at a time in the terminal: Enter or Space next, q quit.",
+    "help.studio": "Edit any number of a problem and watch every stage follow: the matrices "
+    "as boxes to type in, every stage as a table, the focused cell's arithmetic below (a Textual "
+    "app in the terminal, or in a browser with --serve).",
+    "help.studio.source": "A JSON (or .npz) file of the input format.",
+    "help.studio.preset": "A bundled preset (qkvcalc presets list).",
+    "help.studio.random": "Random small integers (as qkvcalc quiz --random).",
+    "help.studio.seed": "With --random: the seed, to have the same numbers again.",
+    "help.studio.size": 'With --random: "n,d_model" (default "3,2").',
+    "help.studio.save": "Where s saves the problem, as JSON (default qkvcalc-studio.json).",
+    "help.studio.serve": "Serve the studio to a browser (needs qkvcalc[serve]) instead of "
+    "running it in this terminal.",
+    "help.studio.host": "With --serve: the address to listen on (default 127.0.0.1, this "
+    "machine alone; 0.0.0.0 lets the classroom's network in).",
+    "help.studio.port": "With --serve: the port (default 8000).",
     "train.title": "qkvcalc train · {name}",
     "train.title_unnamed": "qkvcalc train",
     "train.trained_description_unnamed": "Trained with qkvcalc train: {done} steps of gradient "

@@ -621,6 +621,43 @@ MESSAGES: dict[str, str] = {
     "?                   이 키 목록\n"
     "q, Esc              끝내기 (Ctrl-C도 됩니다)",
     "step.help_close": "아무 키나 누르면 단계로 돌아갑니다.",
+    "studio.inputs": "문제: 수를 입력하고 Enter (또는 칸을 떠나기)",
+    "studio.options": "옵션 (JSON 또는 단어; 비우면 빠집니다)",
+    "studio.part": "행 {rows}, 열 {cols} 표시 중 (화살표 키로 나머지를 불러옵니다)",
+    "studio.input_cell": "{cell} = {value}: Enter를 누르거나 칸을 떠나면 모든 단계를 다시 "
+    "계산합니다",
+    "studio.option_cell": "옵션 {name}: Enter를 누르거나 칸을 떠나면 모든 단계를 다시 계산합니다",
+    "studio.no_arithmetic": "{name}[{i},{j}] = {value}: 이 단계의 칸에는 따로 쓸 계산이 "
+    "없습니다 (다른 단계에서 읽거나 옮겨 온 값입니다)",
+    "studio.was": "(이전 값 {old})",
+    "studio.changed": "마지막 수정으로 바뀐 칸: {cells}",
+    "studio.more": "외 {count}개",
+    "studio.status": "단계 {number}/{total} · ? 키 목록 · Ctrl+Q 종료",
+    "studio.saved": "문제를 {path}에 저장했습니다.",
+    "studio.nothing_to_undo": "되돌릴 수정이 없습니다.",
+    "studio.keys": "Tab, Shift+Tab      다음 또는 이전 칸\n"
+    "↑ ↓ ← →             행렬의 칸 사이 이동\n"
+    "Enter               다시 계산 (칸을 떠나도 됩니다)\n"
+    "Esc                 칸에서 나가기: 아래 키가 동작합니다\n"
+    "Enter, Space, →     다음 단계\n"
+    "b, ←                이전 단계\n"
+    "Home, End           첫 단계, 마지막 단계\n"
+    "n, p                다음 또는 이전 헤드\n"
+    "↓ ↑, j k            단계 스크롤\n"
+    "Ctrl+Z              마지막 수정 되돌리기\n"
+    "s                   문제를 JSON으로 저장\n"
+    "?                   이 키 목록\n"
+    "q, Ctrl+Q           종료 (q는 칸에 포커스가 없을 때)",
+    "studio.serving": "스튜디오를 http://{host}:{port}에서 제공합니다. Ctrl+C로 멈춥니다.",
+    "studio.serving_local": "이 컴퓨터에서만 열 수 있습니다 ({host}: 이 컴퓨터 자신의 주소).",
+    "studio.serving_open": "{port}번 포트로 이 컴퓨터에 닿을 수 있는 누구나 열어서 이 컴퓨터에서 "
+    "스튜디오를 실행할 수 있습니다: 이 컴퓨터의 모든 주소가 수신 중입니다 ({host}).",
+    "studio.serving_host": "{port}번 포트로 {host}에 닿을 수 있는 누구나 열어서 이 컴퓨터에서 "
+    "스튜디오를 실행할 수 있습니다.",
+    "studio.serve_missing": "--serve에는 textual-serve가 필요한데 설치되어 있지 않습니다: "
+    "pip install 'qkvcalc[serve]'",
+    "studio.stdin": "qkvcalc studio는 키를 터미널에서 읽으므로(--serve는 브라우저마다 새로 "
+    "시작합니다) 문제를 표준 입력이 아닌 파일이나 프리셋에서 받습니다",
     "quiz.answer_too_long": "{limit}자가 넘는 입력 줄은 답으로 읽지 않습니다. 그 뒤는 읽지 "
     "않았습니다",
     "quiz.answer_not_utf8": "입력한 줄이 UTF-8 텍스트가 아니어서 읽을 수 없습니다",
@@ -1766,6 +1803,20 @@ MESSAGES: dict[str, str] = {
     "html (손실 곡선이 있는 페이지).",
     "help.train.step": "터미널에서 갱신을 한 번에 하나씩 보여 줍니다: Enter나 Space는 다음, q는 "
     "끝내기.",
+    "help.studio": "문제의 어떤 수든 고치고 모든 단계가 따라 바뀌는 것을 봅니다. 행렬은 입력 "
+    "칸으로, 모든 단계는 표로, 포커스된 칸의 계산은 그 아래에 보입니다 (터미널의 Textual 앱, "
+    "--serve로는 브라우저).",
+    "help.studio.source": "입력 형식의 JSON (또는 .npz) 파일.",
+    "help.studio.preset": "내장 프리셋 (qkvcalc presets list).",
+    "help.studio.random": "작은 무작위 정수 (qkvcalc quiz --random과 같음).",
+    "help.studio.seed": "--random과 함께: 같은 수를 다시 얻기 위한 시드.",
+    "help.studio.size": '--random과 함께: "n,d_model" (기본값 "3,2").',
+    "help.studio.save": "s가 문제를 JSON으로 저장할 곳 (기본값 qkvcalc-studio.json).",
+    "help.studio.serve": "이 터미널에서 실행하는 대신 스튜디오를 브라우저에 제공합니다 "
+    "(qkvcalc[serve] 필요).",
+    "help.studio.host": "--serve와 함께: 수신할 주소 (기본값 127.0.0.1, 이 컴퓨터만; 0.0.0.0은 "
+    "교실 네트워크를 들입니다).",
+    "help.studio.port": "--serve와 함께: 포트 (기본값 8000).",
     "train.title": "qkvcalc train 학습 · {name}",
     "train.title_unnamed": "qkvcalc train 학습",
     "train.trained_description_unnamed": "qkvcalc train으로 학습한 문제: 경사 하강법 {done}단계, "

@@ -2,7 +2,7 @@
 
 One module per command group: explain (qkvcalc.cli.explain), presets (qkvcalc.cli.presets),
 quiz and new (qkvcalc.cli.quiz), extract (qkvcalc.cli.extract), heads (qkvcalc.cli.heads),
-train (qkvcalc.cli.train), check (qkvcalc.cli.check);
+train (qkvcalc.cli.train), check (qkvcalc.cli.check), studio (qkvcalc.cli.studio);
 what they share (exit codes, --lang, the console, failing, writing a file) is
 qkvcalc.cli.common. No math here and no formatting of numbers.
 Errors: a QkvcalcError becomes one message on stderr and exit 2, with nothing on stdout.
@@ -60,6 +60,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "heads": ("qkvcalc.cli.heads", "heads"),
     "train": ("qkvcalc.cli.train", "train"),
     "check": ("qkvcalc.cli.check", "check"),
+    "studio": ("qkvcalc.cli.studio", "studio"),
 }
 
 
