@@ -674,9 +674,9 @@ MESSAGES: dict[str, str] = {
     "hint.grad_input": "{cell} adds cell [{i},{j}] of every path: {terms}.",
     "mistake.grad_v_not_transposed": "This is A·dO; the output was A·V, so the gradient of V is "
     "the other factor turned: dV = Aᵀ·dO (column i of A against dO).",
-    "mistake.softmax_back_no_row_term": "This is A ⊙ dA, as if each weight moved alone; the "
-    "weights of a row add up to 1, so the row term comes off first: dS = A ⊙ (dA − r), "
-    "rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ.",
+    "mistake.softmax_back_no_row_term": "This is A ⊙ dA, as if each weight moved alone; raising "
+    "one logit lowers every other weight of the row, so the row term comes off first: dS = A ⊙ "
+    "(dA − r), rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ.",
     "mistake.grad_scale_missing": "{grad} was computed from the scaled scores' gradient; the "
     "scores were multiplied by the scale {scale}, so d(Q·Kᵀ) is that gradient times {scale} "
     "first.",
@@ -1759,14 +1759,17 @@ MESSAGES: dict[str, str] = {
     "gradient is −1/A[i, tᵢ] at the target and 0 elsewhere: the smaller that weight is now, "
     "the harder the push.",
     "stage.softmax_rowdot.title": "Softmax backward, part 1: the row term",
-    "stage.softmax_rowdot.why": "The weights of a row add up to 1, so raising one logit takes "
-    "weight from every other key of the row. rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ is what the row as a whole "
-    "gains when its weights shift: the part every key's gradient must be measured against.",
+    "stage.softmax_rowdot.why": "Raising one logit takes weight from every other key of the row: "
+    "the softmax shares out each row as a whole. rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ is the row's dA averaged with "
+    "the weights A (a sink's share, when there is one, counts with dA = 0): the baseline each "
+    "key's dA is measured against.",
     "stage.grad_logits.title": "Softmax backward, part 2: gradient of the logits",
-    "stage.grad_logits.why": "dS = A ⊙ (dA − r): a logit's gradient is its weight times how "
-    "far its key's dA is from the row's average r. A key that would help more than the "
-    "average (dA < r) is pushed up, the others down. A weight near 0 or near 1 passes almost "
-    "nothing back: that is what a saturated softmax means, and why the scores are scaled.",
+    "stage.grad_logits.why": "dS = A ⊙ (dA − r): a logit's gradient is its weight times how far "
+    "its key's dA is from the row's average r. A key that would help more than the average (dA < "
+    "r) is pushed up, the others down. Each weight's own derivative Aᵢⱼ·(1 − Aᵢⱼ) is small near 0 "
+    "and near 1, so a saturated softmax passes little back of a bounded dA (a loss that reaches A "
+    "through the output): that is why the scores are scaled. A dA that grows as its weight "
+    "shrinks, as −1/A does under attend, is not held back.",
     "stage.grad_back.mask.title": "Backward through the mask",
     "stage.grad_back.mask.why": "A masked logit was replaced by −∞ whatever its score was, "
     "so its score gets exactly 0 gradient: a key that cannot be seen cannot be learned from. "
@@ -1779,9 +1782,10 @@ MESSAGES: dict[str, str] = {
     "stage.grad_back.add.why": "The bias B was added and is not learned here, so the gradient "
     "passes through to the scaled scores unchanged.",
     "stage.grad_back.softcap.title": "Backward through the softcap",
-    "stage.grad_back.softcap.why": "The derivative of c·tanh(s/c) is 1 − tanh²(s/c): about "
-    "1 for small scores, near 0 where the capped value nears ±c (scores much larger than c in "
-    "size). A capped score learns little, which is the point of the cap.",
+    "stage.grad_back.softcap.why": "The derivative of c·tanh(s/c) is 1 − tanh²(s/c): about 1 for "
+    "small scores, near 0 where the capped value nears ±c (scores much larger than c in size). "
+    "The cap is there to bound the logits (none goes past ±c); that a capped score then learns "
+    "little is a side effect of it, not its purpose.",
     "stage.grad_back.rope.title": "Backward through RoPE",
     "stage.grad_back.rope.why": "RoPE turned each pair of dimensions by the angle φ of its "
     "position. A rotation's transpose is the rotation back, so the gradient is turned by −φ "
@@ -1817,15 +1821,16 @@ MESSAGES: dict[str, str] = {
     "stage.grad_bv.why": "b_V is added to every value row, so its gradient is the column sums "
     "of dV.",
     "stage.grad_x.title": "Backward: gradient of the input X",
-    "stage.grad_x.why": "X reaches the loss along several paths at once, one through each "
-    "projection that reads it (Q, K and V in self-attention). The multivariate chain rule adds "
-    "the paths: dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ, the terms of those it has. This is what "
-    "flows on to the layer below.",
+    "stage.grad_x.why": "X reaches the loss through each projection that reads it and that the "
+    "loss reaches (Q, K and V in self-attention, Q alone in cross-attention). The multivariate "
+    "chain rule adds those paths: dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ, the terms of those it has. "
+    "This is what flows on to the layer below.",
     "note.grad_attend_no_v": "This loss reads only the weights, so V, W_V and b_V do not reach "
     "it and get no gradient: the backward pass goes from dA to the scores, Q and K.",
     "stage.grad_source.title": "Backward: gradient of the source",
-    "stage.grad_source.why": "The source reaches the loss through K and V, so its gradient adds "
-    "the two paths: d source = dK·W_Kᵀ + dV·W_Vᵀ (the queries' path goes to X).",
+    "stage.grad_source.why": "The source feeds K and V; its gradient adds the paths of those that "
+    "reach the loss (K alone under attend, which does not read V): d source = dK·W_Kᵀ + dV·W_Vᵀ, "
+    "the terms of those it has (the queries' path goes to X).",
     "stage.grad_sinks.title": "Gradient of the sinks",
     "stage.grad_sinks.why": "A sink's logit took its share 1 − Σⱼ Aᵢⱼ of every row. Raising it "
     "moves weight from the keys to nothing, so its gradient is −Σᵢ (its share)·rᵢ, one number "
@@ -1836,8 +1841,8 @@ MESSAGES: dict[str, str] = {
     "read its own columns of {weight}.",
     "note.grad_kv_shared": "{per} query heads share each key/value head, so the columns of "
     "{weight} they share receive the sum of their gradients.",
-    "note.grad_paths": "{x} feeds {count} projections: its gradient is their {count} paths "
-    "added (the multivariate chain rule).",
+    "note.grad_paths": "{x} feeds {count} projections ({names}), and each reaches this loss: its "
+    "gradient adds their {count} paths (the multivariate chain rule).",
     "note.grad_pe": "The position encoding is added to X and is not learned, so the gradient of "
     "X + PE is the gradient of X.",
     "note.loss_target": "The loss these numbers give: L = ½·Σ(O − T)² {eq} {loss}.",
@@ -1849,11 +1854,35 @@ MESSAGES: dict[str, str] = {
     "its own weight is ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ), never more than 0.25. Its largest value in "
     "this head {eq_with} {with_}; with the scores not scaled ({root} left out) it would be "
     "{eq_without} {without}.",
-    "note.grad_saturated": "Without the scaling this softmax would be saturated: its weights "
-    "would sit near 0 and 1, almost no gradient would get through it to Q and K (and to W_Q and "
-    "W_K, which make them), and they would barely learn. Dividing by √d_k keeps the scores where "
-    "the softmax still passes gradients.",
-    "note.grad_not_saturated": "Here the scaling does not decide it: these scores are small "
-    "enough that the softmax passes gradients either way. With a large d_k (try --preset "
-    "dk64) the unscaled softmax saturates.",
+    "note.grad_scores_smaller": "What reaches Q and K is the gradient of the scores Q·Kᵀ. Its "
+    "size here, ‖d(Q·Kᵀ)‖ (the root of the sum of its squares), {eq_with} {with_}; with the "
+    "scores not scaled it would be {eq_without} {without}: smaller without the scaling.",
+    "note.grad_scores_larger": "What reaches Q and K is the gradient of the scores Q·Kᵀ. Its "
+    "size here, ‖d(Q·Kᵀ)‖ (the root of the sum of its squares), {eq_with} {with_}; with the "
+    "scores not scaled it would be {eq_without} {without}: larger without the scaling, not "
+    "smaller.",
+    "note.grad_saturated": "The unscaled softmax is saturated: its weights sit near 0 and 1, "
+    "where its derivative A·(1 − A) is near 0, so little of dA gets through to Q and K (and to "
+    "W_Q and W_K, which make them). Dividing by √d_k keeps the scores where the softmax still "
+    "passes gradients.",
+    "note.grad_scale_shrinks": "The unscaled softmax is not saturated here (its largest "
+    "A·(1 − A) is within ten times the scaled one's): the difference comes from the other "
+    "weights the unscaled scores give, not from a blocked softmax.",
+    "note.grad_log_cancels": "This loss, −Σ log A, cancels the softmax's vanishing derivative: "
+    "a logit's gradient is Aᵢⱼ − 1 at the target key and Aᵢⱼ elsewhere, which stays near 1 in "
+    "size when the softmax is saturated on a wrong key. So here the scaling does not protect "
+    "learning; it does where the loss reaches A through the output, as a real model's does "
+    "(try --target).",
+    "note.grad_not_saturated": "Here the scaling does not protect learning: the unscaled "
+    "softmax is not saturated enough to block the gradient, and the scaled run's gradient is "
+    "also multiplied by the scale on its way back. With a large d_k the unscaled softmax "
+    "saturates (try --preset dk64 with a --target).",
+    "note.grad_path_one": "{x} feeds one projection ({names}): its gradient comes back by that "
+    "one path.",
+    "note.grad_paths_some": "{x} feeds {count} projections ({names}), but only {reach} reach this "
+    "loss: its gradient adds those {reached} paths (the multivariate chain rule).",
+    "note.grad_path_one_of": "{x} feeds {count} projections ({names}), but only {reach} reaches "
+    "this loss: its gradient comes back by that one path.",
+    "note.grad_kv_heads_side_by_side": "The {heads} key/value heads' gradients side by side, each "
+    "in the columns of {weight} that its head made.",
 }

@@ -64,8 +64,9 @@ def backward(
         _check_targets(p)
     grads: dict[str, list[Ref]] = {"q": [], "k": [], "v": []}
     softmaxes: list[tuple[Ref, Ref]] = []  # each head's weights and its softmax's row term
+    whole: list[Spec] = []  # the plan, forward and backward, that the √d_k note runs again
     for h in heads:
-        head, refs = _head(p, by, h, flows, plain_run)
+        head, refs = _head(p, by, h, flows, plain_run, lambda: whole)
         specs += head
         for side, r in refs.items():
             grads[side].append(r)
@@ -78,7 +79,9 @@ def backward(
         if feature.grads is not None:
             specs += feature.grads(p, value, softmaxes)
     # how each cell is named in its arithmetic: dV[2,1], dW_Q[1,2]
-    return [s if s.cell else replace(s, cell=s.symbol + "[{i},{j}]") for s in specs]
+    specs = [s if s.cell else replace(s, cell=s.symbol + "[{i},{j}]") for s in specs]
+    whole[:] = [*forward, *specs]
+    return specs
 
 
 # ---- where the gradient starts ----------------------------------------------------------------
@@ -214,6 +217,7 @@ def _head(
     h: int | None,
     flows: bool,
     plain_run: Callable[[], dict[Ref, np.ndarray]] | None = None,
+    whole: Callable[[], Sequence[Spec]] = list,
 ) -> tuple[list[Spec], dict[str, Ref]]:
     if p.tiles is not None:  # FlashAttention-2's backward, one block of keys at a time
         assert plain_run is not None
@@ -309,7 +313,7 @@ def _head(
             topic=ids.TOPIC_GRAD_LOGITS,
             symbol=d(logits.symbol),
             letters=logits.letters,
-            remarks=facts.gradient_through_softmax(p, h, list(by.values())),
+            remarks=facts.gradient_through_softmax(p, h, list(by.values()), whole),
             hint=("hint.grad_softmax", {}),
         )
     )
@@ -470,7 +474,11 @@ def _weight(
 
 def _weight_notes(p: Problem, letter: str, count: int) -> tuple[Msg, ...]:
     notes: list[Msg] = []
-    if count > 1:
+    weight = f"W_{letter}"
+    if letter in "KV" and p.kv_heads < p.heads:  # GQA: the K/V heads' columns, not the queries'
+        if p.kv_heads > 1:
+            notes.append(Msg("note.grad_kv_heads_side_by_side", heads=p.kv_heads, weight=weight))
+    elif count > 1:
         notes.append(Msg("note.grad_heads_side_by_side", heads=count, weight=f"W_{letter}"))
     if letter in "KV" and p.kv_heads < p.heads:
         per = p.heads // p.kv_heads
@@ -499,6 +507,16 @@ def _bias(sid: str, grads: Sequence[Ref], cols: tuple[slice, ...], width: int, n
     )
 
 
+def _paths_note(p: Problem, name: str, reach: list[str]) -> Msg:
+    """What X (or the source) feeds, and which of those paths reach this loss."""
+    feeds = ("K", "V") if name == "source" else ("Q",) if p.cross else ("Q", "K", "V")
+    said = {"x": name, "count": len(feeds), "names": ", ".join(feeds)}
+    if len(reach) == len(feeds):
+        return Msg("note.grad_paths" if len(feeds) > 1 else "note.grad_path_one", **said)
+    key = "note.grad_paths_some" if len(reach) > 1 else "note.grad_path_one_of"
+    return Msg(key, reach=", ".join(reach), reached=len(reach), **said)
+
+
 def _input(
     p: Problem,
     read: Spec,
@@ -510,7 +528,7 @@ def _input(
     source = read.id == "source"
     name = "source" if source else "X"
     terms = " + ".join(f"d{letter}·W_{letter}ᵀ" for letter, _, _ in paths)
-    notes: list[Msg] = [Msg("note.grad_paths", count=len(paths), x=name)]
+    notes: list[Msg] = [_paths_note(p, name, [letter for letter, _, _ in paths])]
     if read.id == "x_pe":
         notes.append(Msg("note.grad_pe"))
     return Spec(
