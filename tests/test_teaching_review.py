@@ -14,7 +14,7 @@ from qkvcalc.i18n import translate
 from qkvcalc.input import presets
 from qkvcalc.input.problem import Problem
 from qkvcalc.run.engine import run
-from tests.conftest import in_process, one_message  # noqa: F401 (later findings)
+from tests.conftest import in_process, one_message, run_qkvcalc
 
 SENTENCE = ("sentence", {})
 
@@ -118,7 +118,9 @@ def test_f04_f27_the_row_term_with_a_sink_is_an_average_not_a_sum_to_1():
     text = explain_text("-", input=json.dumps(doc))
     assert "The weights of a row add up to 1" not in text
     assert "what the row as a whole gains" not in text
-    assert "averaged with the weights A (a sink's share, when there is one, counts" in text
+    assert (
+        "averaged with the weights A; a sink's share, when there is one, counts with dA = 0" in text
+    )
 
 
 def test_f08_the_softcap_is_there_to_bound_the_logits():
@@ -168,3 +170,145 @@ def test_f06_f07_f25_the_paths_note_counts_what_feeds_and_what_reaches(
     assert " 1 projections" not in text and " 1 paths" not in text
     if terms == 1:
         assert "one path" in text and "adds" not in text
+
+
+# ---- F12, F14, F15, F16, F31: the quiz, the worksheet and the messages -------------------------
+
+
+def test_f12_quiz_random_reads_a_typed_target_as_with_a_preset():
+    args = ("quiz", "--random", "--seed", "3", "--backward", "--template")
+    result = in_process(*args, "--target", "0 0; 0 0; 0 0")
+    assert result.returncode == 0, result.stderr
+    assert "grad_v" in result.stdout
+    again = in_process(*args, "--attend", "1 - 2")
+    assert again.returncode == 0, again.stderr
+
+
+def test_f14_quiz_help_says_the_backward_replaces_the_forward_by_default():
+    from qkvcalc.catalog.en import MESSAGES as EN
+
+    text = EN["help.quiz.backward"]
+    assert text.startswith("Ask the backward pass instead of the forward one")
+    # the seven it names are the seven it asks
+    result = in_process("quiz", "--preset", "sentence", "--attend", "1 1 2", "--backward",
+                        "--template")  # fmt: skip
+    import json
+
+    asked = json.loads(result.stdout)
+    assert len(asked) == 7 - 1  # attend: no dV (V does not reach the loss); the rest as named
+    assert all(k.startswith("grad_") for k in asked)
+
+
+def test_f15_the_backward_quiz_shows_t_a_o_and_do():
+    result = in_process("quiz", "--preset", "sentence", "--target", "0 0; 0 0; 0 0",
+                        "--backward", input="")  # fmt: skip
+    before = result.stdout.split("Stage 1/")[0]
+    t = run(problem("sentence", target=[[0, 0]] * 3))
+    for line in ("T      1   2", "A         I   love   cats", "dO        1      2"):
+        assert line in before, line
+    o = t.stage("output").value
+    assert f"{o[1, 0]:.2f}" in before  # O's numbers, as the quiz rounds them
+    attend = in_process("quiz", "--preset", "sentence", "--attend", "1 - 2", "--backward",
+                        input="")  # fmt: skip
+    assert "The key each query should look at (attend): I → I, cats → love." in attend.stdout
+
+
+def test_f16_the_backward_worksheet_shows_t_and_the_target_keys():
+    text = explain_text("--preset", "sentence", "--target", "0 0.5; 0 0; 1/3 0", "--worksheet")
+    assert (
+        "T, the output to reach, row by row (rounded to 4 decimals): I: 0, 0.5; love: 0, 0;" in text
+    )
+    assert "cats: 0.3333, 0." in text
+    text = explain_text("--preset", "sentence", "--attend", "1 - 2", "--worksheet")
+    assert "The key each query should look at (attend): I → I, cats → love." in text
+
+
+def test_f31_the_attend_count_message_names_the_dash_of_the_command_line():
+    result = in_process("explain", "--preset", "sentence", "--attend", "1 2", "--backward")
+    one_message(result, "2 given for n = 3", "- on the command line")
+
+
+# ---- F17, F26, F28, F29, F30: what a stage says it is -------------------------------------
+
+
+def test_f17_x_is_said_to_be_the_norm_s_output_in_a_pre_norm_model():
+    from qkvcalc.catalog.en import MESSAGES as EN
+
+    assert (
+        "(an embedding plus its position, or the previous layer's output)" not in EN["stage.x.why"]
+    )
+    assert "ln_1" in EN["stage.x.why"]
+
+
+def test_f28_the_scale_of_d_k_2_is_approximately_1_4142():
+    text = in_process("explain", "--preset", "sentence", "--exact", "--format", "txt").stdout
+    assert "divided by √2 ≈ 1.4142" in text and "√2 = 1.4142" not in text
+    assert "divided by √64 = 8" in in_process("explain", "--preset", "dk64").stdout
+
+
+def test_f29_the_tiles_log_sum_exp_is_not_called_l():
+    doc = presets.load("tiles")
+    n = len(doc["x"])
+    trace = run(problem("tiles", attend=[1] * n))
+    lse = [s for s in trace.stages if s.id == "lse"]
+    assert lse and all(s.spec.symbol == "LSE" and s.spec.formula.startswith("LSE =") for s in lse)
+
+
+def _mla_doc(**more) -> dict:
+    from tests.test_mla import latent_problem
+
+    return latent_problem(**more)
+
+
+def test_f26_f30_mla_decode_and_backward_say_it_whole():
+    import json
+
+    from qkvcalc.catalog.en import MESSAGES as EN
+
+    doc = {**_mla_doc(), "decode": 1}
+    trace = run(Problem.from_mapping(doc))
+    said = [n for s in trace.stages for n in s.notes if n.key == "note.mla_from_cache"]
+    assert said
+    text = translate("note.mla_from_cache", "en", **said[0].params)
+    assert "absorbs W_UK" in text and " 1 rows" not in text
+    assert EN["mla.backward"].rstrip().endswith("without mla")
+    result = in_process("explain", "-", "--attend", "1", "--backward", input=json.dumps(_mla_doc()))
+    assert result.returncode == 2 and not result.stderr.rstrip().endswith("without")
+
+
+# ---- F19–F24: Korean ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("explain", "--preset", "sentence", "--x", "1 2; 0 1; 1 2"),
+        ("explain", "--preset", "rope"),
+        ("explain", "--preset", "sentence", "--layout", "torch"),
+    ],
+)
+def test_f19_no_dual_particle_after_a_value_in_what_a_run_shows(args):
+    result = in_process(*args, "--format", "txt", "--lang", "ko")
+    assert result.returncode == 0, result.stderr
+    for dual in ("을(를)", "은(는)", "와(과)", "이(가)"):
+        assert dual not in result.stdout, dual
+
+
+def test_f20_to_f23_korean_backward_sentences():
+    from qkvcalc.catalog.ko import MESSAGES as KO
+
+    assert "움직일 방향은 기울기의 반대쪽" not in KO["stage.grad_output.target.why"]
+    assert "T 쪽으로" in KO["stage.grad_output.target.why"]
+    assert "더 작은 음수" not in KO["stage.grad_weights.why"]
+    assert "음수 쪽으로 더 커집니다" in KO["stage.grad_weights.why"]
+    assert "배치" not in KO["note.grad_layout_torch"] + KO["hint.grad_weight_torch"]
+    assert "내놓았어야 할 것이" not in KO["stage.grad_wk.why"]
+
+
+def test_f24_korean_help_has_korean_headings():
+    result = run_qkvcalc("train", "--help", env={"QKVCALC_LANG": "ko"})
+    out = result.stdout
+    assert "Show this message and exit." not in out
+    for english in ("Usage:", "Options:", "Arguments:"):
+        assert english not in out
+    assert "사용법:" in out and "옵션:" in out

@@ -222,6 +222,25 @@ def _about(value: float) -> tuple[str, str]:
     return ("=" if float(text) == value else "≈"), text.replace("-", "−")
 
 
+def target_rows(p: Problem, target: np.ndarray) -> Msg:
+    """T, the output to reach, row by row: a worksheet's dO = O − T needs it (rounded as a
+    note rounds: '≈' when a number is not shown whole)."""
+    names = _names(p.tokens)
+    rows = "; ".join(
+        f"{names[i]}: " + ", ".join(_fmt(v) for v in row) for i, row in enumerate(target)
+    )
+    exact = all(float(_fmt(v)) == v for v in target.ravel())
+    return Msg("note.loss_target_rows" if exact else "note.loss_target_rows_approx", rows=rows)
+
+
+def attend_keys(p: Problem, targets: list[tuple[int, int]]) -> Msg:
+    """The key each query should look at, by name: a worksheet's dA needs it."""
+    queries, keys = _names(p.tokens), _names(p.source_tokens)
+    return Msg(
+        "note.loss_attend_keys", pairs=", ".join(f"{queries[i]} → {keys[t]}" for i, t in targets)
+    )
+
+
 def loss_target(final_ref: Ref, target: np.ndarray) -> Callable[..., Any]:
     """On dO: the loss L = ½·Σ(O − T)² these numbers give."""
 
