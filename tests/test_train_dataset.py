@@ -17,7 +17,7 @@ from qkvcalc.input import presets
 from qkvcalc.input.dataset import merged, split
 from qkvcalc.input.problem import Problem
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.train import log_decades, run_notes, sparkline
+from qkvcalc.render.train import about, log_decades, run_notes, sparkline
 from qkvcalc.run.engine import run
 from qkvcalc.run.train import train
 from tests.conftest import in_process, one_message, run_qkvcalc, spawn_qkvcalc
@@ -162,12 +162,15 @@ def test_the_compare_sentence_is_chosen_by_the_two_curves(args):
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     mine, other = doc["losses"][-1], doc["unscaled"]["losses"][-1]
-    said = next(n for n in doc["notes"] if n.startswith("From the same start"))
+    said = next(n for n in doc["notes"] if n.startswith("From the same weights"))
     if mine < other:
         assert "the scaled run's loss is lower" in said
-        assert f"({other / mine:.3g} times lower)" in said
+        assert f", by a factor of {other / mine:.3g}." in said
     else:
         assert "the unscaled run's loss is lower" in said
+        assert f", by a factor of {mine / other:.3g}." in said
+    first_other = doc["unscaled"]["losses"][0]
+    assert f"and from {about(first_other, 4)} to {about(other, 4)} with scale 1" in said
     assert "--compare-scale trains again" not in " ".join(doc["notes"])
     text = in_process("train", *args, "--compare-scale").stdout
     assert "L, scale 1" in text and "scale 1:" in text

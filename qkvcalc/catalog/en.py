@@ -1933,15 +1933,15 @@ MESSAGES: dict[str, str] = {
     "train.col_unscaled": "L, scale 1",
     "train.spark_scaled": "scale {scale}:",
     "train.spark_unscaled": "scale 1:",
-    "train.compare_lower": "From the same start, L went from {first} to {last} with the scale "
-    "{scale} and to {other} with scale 1: after {done} steps the scaled run's loss is "
-    "lower{times}.",
-    "train.compare_higher": "From the same start, L went from {first} to {last} with the scale "
-    "{scale} and to {other} with scale 1: after {done} steps the unscaled run's loss is "
-    "lower{times}.",
-    "train.compare_equal": "From the same start, L went from {first} to {last} with the scale "
-    "{scale} and to the same with scale 1.",
-    "train.compare_times": " ({ratio} times lower)",
+    "train.compare_lower": "From the same weights, L went from {first} to {last} with the scale "
+    "{scale}, and from {first_other} to {other} with scale 1: after {done} steps the scaled run's "
+    "loss is lower{times}.",
+    "train.compare_higher": "From the same weights, L went from {first} to {last} with the scale "
+    "{scale}, and from {first_other} to {other} with scale 1: after {done} steps the unscaled "
+    "run's loss is lower{times}.",
+    "train.compare_equal": "From the same weights, L went from {first} to {last} with the scale "
+    "{scale}, and from {first_other} to the same with scale 1.",
+    "train.compare_times": ", by a factor of {ratio}",
     "train.heldout": "Held out, never trained on",
     "train.heldout_example": "Held-out example {index}: {tokens}",
     "train.heldout_loss": "Its loss with the weights before training and after: {before} → "

@@ -1923,13 +1923,15 @@ MESSAGES: dict[str, str] = {
     "train.col_unscaled": "L, 스케일 1",
     "train.spark_scaled": "스케일 {scale}:",
     "train.spark_unscaled": "스케일 1:",
-    "train.compare_lower": "같은 출발점에서 L: 스케일 {scale}일 때 {first} → {last}, 스케일 1일 "
-    "때 {first} → {other}. {done}단계 뒤에는 스케일링한 쪽의 손실이 더 낮습니다{times}.",
-    "train.compare_higher": "같은 출발점에서 L: 스케일 {scale}일 때 {first} → {last}, 스케일 1일 "
-    "때 {first} → {other}. {done}단계 뒤에는 스케일링하지 않은 쪽의 손실이 더 낮습니다{times}.",
-    "train.compare_equal": "같은 출발점에서 L: 스케일 {scale}일 때 {first} → {last}, 스케일 1일 "
-    "때도 같은 값입니다.",
-    "train.compare_times": "({ratio}배 낮음)",
+    "train.compare_lower": "같은 가중치에서 출발해 L: 스케일 {scale}일 때 {first} → {last}, "
+    "스케일 1일 때 {first_other} → {other}. {done}단계 뒤에는 스케일링한 쪽의 손실이 더 "
+    "낮습니다{times}.",
+    "train.compare_higher": "같은 가중치에서 출발해 L: 스케일 {scale}일 때 {first} → {last}, "
+    "스케일 1일 때 {first_other} → {other}. {done}단계 뒤에는 스케일링하지 않은 쪽의 손실이 더 "
+    "낮습니다{times}.",
+    "train.compare_equal": "같은 가중치에서 출발해 L: 스케일 {scale}일 때 {first} → {last}, "
+    "스케일 1일 때 {first_other} → 같은 값.",
+    "train.compare_times": "({ratio}분의 1)",
     "train.heldout": "따로 떼어 둔 예제 (학습에 쓰지 않음)",
     "train.heldout_example": "따로 떼어 둔 예제 {index}: {tokens}",
     "train.heldout_loss": "학습 전과 후의 가중치로 본 손실: {before} → {after}.",

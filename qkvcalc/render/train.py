@@ -180,6 +180,7 @@ def compare_sentence(training: Training, opts: RenderOptions) -> str:
         "first": about(first, opts.precision),
         "last": about(last, opts.precision),
         "other": about(then, opts.precision),
+        "first_other": about(other.losses[0], opts.precision),
         "scale": f"{training.start.scale:.4g}",
         "done": done,
     }
