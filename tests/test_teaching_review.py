@@ -312,3 +312,11 @@ def test_f24_korean_help_has_korean_headings():
     for english in ("Usage:", "Options:", "Arguments:"):
         assert english not in out
     assert "사용법:" in out and "옵션:" in out
+
+
+def test_f09_the_attend_stage_and_option_say_it_is_a_shortcut():
+    from qkvcalc.catalog.en import MESSAGES as EN
+
+    text = explain_text("--preset", "sentence", "--attend", "1 1 2")
+    assert "It is a teaching shortcut: a real model is never told where to look" in text
+    assert "a teaching shortcut" in EN["help.explain.attend"]

@@ -210,7 +210,7 @@ def test_f10_f11_a_matrix_that_cannot_move_and_a_loss_that_grows_are_said():
     rose = sum(b > a for a, b in itertools.pairwise(losses))
     assert losses[-1] > losses[0]
     assert f"The loss rose at {rose} of the {len(losses) - 1} steps" in notes
-    assert f"ended ×{losses[-1] / losses[0]:.3g} its start" in notes
+    assert f"ended {losses[-1] / losses[0]:.3g} times its start" in notes
     calm = json.loads(in_process("train", "--preset", "doc", "--target", "0 0", "--lr", "0.1",
                                  "--format", "json").stdout)  # fmt: skip
     if calm["losses"][-1] < calm["losses"][0]:

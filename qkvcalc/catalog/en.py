@@ -654,9 +654,10 @@ MESSAGES: dict[str, str] = {
     "quiz.seed": "--seed {seed}: a seed is a whole number from 0 to {limit}",
     # ---- the backward pass in the quiz and exports (issue 21) ----
     "help.quiz.backward": "Ask the backward pass instead of the forward one: by default these "
-    "seven of its stages, grad_v, grad_weights, the softmax backward's logits, grad_scores, "
-    "grad_q, grad_k and grad_wq (--stages picks others, forward ones too). The gradient starts "
-    "from the problem's grad_output, target or attend, which the quiz shows with A, O and dO.",
+    "seven of its stages, those the problem's loss reaches: grad_v, grad_weights, the softmax "
+    "backward's logits, grad_scores, grad_q, grad_k and grad_wq (--stages picks others, forward "
+    "ones too). The gradient starts from the problem's grad_output, target or attend, which the "
+    "quiz shows with A, O and dO.",
     "hint.grad_v": "{cell} is column {i} of A (row {i} of Aᵀ) times column {j} of dO: "
     "Σₜ A[t,{i}]·dO[t,{j}], pair by pair, added.",
     "hint.grad_weights": "{cell} is row {i} of dO times row {j} of V (column {j} of Vᵀ): "
@@ -925,8 +926,9 @@ MESSAGES: dict[str, str] = {
     "½·Σ(O − T)².",
     "help.explain.grad_output": "dL/dO given directly (n × d_out, as --x), as out.backward(grad) "
     "takes it: --backward starts from it.",
-    "help.explain.attend": 'The key each query should attend to, 1-based, one per query ("3 1 '
-    '-": - for none): --backward starts from L = −Σᵢ log A[i, tᵢ].',
+    "help.explain.attend": "The key each query should attend to, 1-based, one per query (\"3 1 "
+    "-\": - for none): --backward starts from L = −Σᵢ log A[i, tᵢ], a teaching shortcut (a real "
+    "model is never told where to look; --target puts the loss on the output).",
     "help.explain.backward": "After the forward stages, the backward pass: every gradient from "
     "the loss (the problem's grad_output, target or attend) back to W_Q, W_K, W_V and X.",
     "help.explain.exact": "Show exact fractions where the numbers stay rational.",
@@ -1758,10 +1760,12 @@ MESSAGES: dict[str, str] = {
     "value row j. The better value j points the way output i should go (−dOᵢ), the more "
     "negative it is.",
     "stage.grad_weights.attend.title": "Backward: gradient of the weights, from the targets",
-    "stage.grad_weights.attend.why": "The loss −Σᵢ log A[i, tᵢ] asks each query to put its "
-    'weight on its target key tᵢ: the question "which token should it have looked at". Its '
-    "gradient is −1/A[i, tᵢ] at the target and 0 elsewhere: the smaller that weight is now, "
-    "the harder the push.",
+    "stage.grad_weights.attend.why": "The loss −Σᵢ log A[i, tᵢ] asks each query to put its weight "
+    "on its target key tᵢ: the question \"which token should it have looked at\". Its gradient is "
+    "−1/A[i, tᵢ] at the target and 0 elsewhere: the smaller that weight is now, the harder the "
+    "push. It is a teaching shortcut: a real model is never told where to look, and learns W_Q "
+    "and W_K from its prediction error, which reaches A through the output (--target); with "
+    "several heads, this loss pushes every head toward the same key.",
     "stage.softmax_rowdot.title": "Softmax backward, part 1: the row term",
     "stage.softmax_rowdot.why": "Raising one logit takes weight from every other key of the row: "
     "the softmax shares out each row as a whole. rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ is the row's dA averaged with "
@@ -1871,11 +1875,11 @@ MESSAGES: dict[str, str] = {
     "note.grad_scale_shrinks": "The unscaled softmax is not saturated here (its largest "
     "A·(1 − A) is within ten times the scaled one's): the difference comes from the other "
     "weights the unscaled scores give, not from a blocked softmax.",
-    "note.grad_log_cancels": "This loss, −Σ log A, cancels the softmax's vanishing derivative: "
-    "a logit's gradient is Aᵢⱼ − 1 at the target key and Aᵢⱼ elsewhere, which stays near 1 in "
-    "size when the softmax is saturated on a wrong key. So here the scaling does not protect "
-    "learning; it does where the loss reaches A through the output, as a real model's does "
-    "(try --target).",
+    "note.grad_log_cancels": "This loss, −Σ log A, cancels the softmax's vanishing derivative: in "
+    "a row with a target, a logit's gradient is Aᵢⱼ − 1 at the target key and Aᵢⱼ elsewhere, "
+    "which stays near 1 in size when the softmax is saturated on a wrong key. So here the scaling "
+    "does not protect learning; it does where the loss reaches A through the output, as a real "
+    "model's does (try --target).",
     "note.grad_not_saturated": "Here the scaling does not protect learning: the unscaled "
     "softmax is not saturated enough to block the gradient, and the scaled run's gradient is "
     "also multiplied by the scale on its way back. With a large d_k the unscaled softmax "
@@ -1924,8 +1928,8 @@ MESSAGES: dict[str, str] = {
     "train.unmoved_one_key": "{names} did not move at all: each query has a single key it may "
     "see, so its weight is 1 whatever the scores (A ≡ 1), and the scores' gradient is exactly 0 "
     "at every step.",
-    "train.diverging": "The loss rose at {rose} of the {done} steps and ended ×{ratio} its start: "
-    "η = {lr} is too large for this problem, and each step overshoots. Try a smaller --lr.",
+    "train.diverging": "The loss rose at {rose} of the {done} steps and ended {ratio} times its "
+    "start: η = {lr} is too large for this problem, and each step overshoots. Try a smaller --lr.",
     "train.log_scale": "(The bars are on a log scale: the loss spans {decades} decades.)",
     "train.scale_hint": "--compare-scale trains again from the same start with scale 1, to show "
     "what √d_k does to learning on this problem.",

@@ -16,8 +16,8 @@ MESSAGES: dict[str, str] = {
     "stage.x.title": "입력 X",
     "stage.x.why": "각 행은 어텐션 층에 들어오는 토큰 하나의 벡터입니다. 원래 Transformer의 첫 "
     "층에서는 임베딩에 위치 정보를 더한 것이고, 더 깊은 층에서는 아래 층의 출력이며, 프리-노름 "
-    "모델(GPT-2, Llama)에서는 그 벡터에 층의 정규화를 거친 것입니다(GPT-2의 ln_1: 행마다 정규화한 "
-    "뒤 정규화 자신의 가중치로 배율을 곱하고 이동합니다). 첫 층에서는 임베딩 표가 토큰 ID에서 "
+    "모델(GPT-2, Llama)에서는 그 벡터가 층의 정규화를 거친 것입니다(GPT-2의 ln_1: 행마다 정규화한 "
+    "뒤, 정규화 자신의 가중치로 배율을 곱하고 이동합니다). 첫 층에서는 임베딩 표가 토큰 ID에서 "
     "임베딩을 만듭니다. W_Q, W_K, W_V는 그 표가 아니라 따로 학습되는 별개의 매개변수로서, 이 "
     "행들을 어텐션의 세 역할로 바꿉니다.",
     "stage.source.title": "소스 (Key와 Value를 여기서 만듭니다)",
@@ -658,10 +658,10 @@ MESSAGES: dict[str, str] = {
     "{limit}까지입니다",
     "quiz.seed": "--seed {seed}: 시드는 0부터 {limit}까지의 정수입니다",
     # ---- the backward pass in the quiz and exports (issue 21) ----
-    "help.quiz.backward": "순전파 대신 역전파를 묻습니다. 기본으로 묻는 단계는 이 일곱 개입니다: "
-    "grad_v, grad_weights, 소프트맥스 역전파의 로짓, grad_scores, grad_q, grad_k, "
-    "grad_wq(--stages로 다른 단계도, 순전파 단계도 고를 수 있습니다). 기울기는 문제의 "
-    "grad_output, target, attend에서 시작하며, 퀴즈는 그것을 A, O, dO와 함께 보여 줍니다.",
+    "help.quiz.backward": "순전파 대신 역전파를 묻습니다. 기본으로 묻는 단계는 이 일곱 개 가운데 "
+    "문제의 손실이 닿는 것입니다: grad_v, grad_weights, 소프트맥스 역전파의 로짓, grad_scores, "
+    "grad_q, grad_k, grad_wq(--stages로 다른 단계도, 순전파 단계도 고를 수 있습니다). 기울기는 "
+    "문제의 grad_output, target, attend에서 시작하며, 퀴즈는 그것을 A, O, dO와 함께 보여 줍니다.",
     "hint.grad_v": "{cell} = Σₜ A[t,{i}]·dO[t,{j}]: A의 열 {i}(Aᵀ의 행 {i}) 곱하기 dO의 열 "
     "{j}, 짝끼리 곱해 더합니다.",
     "hint.grad_weights": "{cell}: dO의 행 {i} 곱하기 V의 행 {j}(Vᵀ의 열 {j}), 짝끼리 곱해 "
@@ -774,8 +774,8 @@ MESSAGES: dict[str, str] = {
     "hint.scores": "{cell} = q_{i}·k_{j}: Q의 {i}번째 행과 Kᵀ의 {j}번째 열(K의 {j}번째 행)을 "
     "성분끼리 곱해 더합니다.",
     "hint.scaled": "{cell} = Q·Kᵀ[{i},{j}] {op}.",
-    "hint.masked": "{cell}: 마스크가 Query {i}에게 Key {j}의 열람을 허용하면(1) {src}[{i},{j}], "
-    "아니면(0) −∞입니다.",
+    "hint.masked": "{cell}: 마스크의 (Query {i}, Key {j}) 칸이 1이면 {src}[{i},{j}], 0이면 "
+    "−∞입니다.",
     "hint.exp": "{cell} = e^({src}[{i},{j}] − {src}의 {i}번째 행의 최댓값).",
     "hint.formula": "{cell}: {formula}의 [{i},{j}] 칸입니다.",
     "hint.x_pe": "{cell} = X[{i},{j}] + PE[{i},{j}].",
@@ -929,8 +929,9 @@ MESSAGES: dict[str, str] = {
     "L = ½·Σ(O − T)²에서 시작합니다.",
     "help.explain.grad_output": "직접 주는 dL/dO (n × d_out, --x와 같은 형식), "
     "out.backward(grad)가 받는 grad와 같습니다: --backward가 여기서 시작합니다.",
-    "help.explain.attend": '각 Query가 주목해야 할 Key, 1부터 세어 Query마다 하나 ("3 1 -": '
-    "목표가 없으면 -): --backward가 L = −Σᵢ log A[i, tᵢ]에서 시작합니다.",
+    "help.explain.attend": "각 Query가 주목해야 할 Key, 1부터 세어 Query마다 하나 (\"3 1 -\": "
+    "목표가 없으면 -): --backward가 L = −Σᵢ log A[i, tᵢ]에서 시작합니다. 가르치기 위한 "
+    "지름길입니다(실제 모델은 어디를 보라는 말을 듣지 않습니다. --target은 손실을 출력에 둡니다).",
     "help.explain.backward": "순전파 단계 뒤에 역전파를 보여 줍니다: 손실(문제의 grad_output, "
     "target, attend)에서 W_Q, W_K, W_V, X까지의 모든 기울기.",
     "help.explain.exact": "수가 유리수로 남는 곳에서는 정확한 분수로 보여 줍니다.",
@@ -1754,8 +1755,11 @@ MESSAGES: dict[str, str] = {
     "i가 가야 할 방향(−dOᵢ)을 잘 가리킬수록 이 값은 음수 쪽으로 더 커집니다.",
     "stage.grad_weights.attend.title": "역전파: 목표에서 온 가중치의 기울기",
     "stage.grad_weights.attend.why": "손실 −Σᵢ log A[i, tᵢ]는 각 Query가 목표 Key tᵢ에 가중치를 "
-    '두도록 요구합니다. "어느 토큰을 봤어야 했나"라는 질문입니다. 그 기울기는 목표 칸에서 '
-    "−1/A[i, tᵢ], 나머지에서 0입니다. 지금 그 가중치가 작을수록 더 세게 밀어 줍니다.",
+    "두도록 요구합니다. \"어느 토큰을 봤어야 했나\"라는 질문입니다. 그 기울기는 목표 칸에서 "
+    "−1/A[i, tᵢ], 나머지에서 0입니다. 지금 그 가중치가 작을수록 더 세게 밀어 줍니다. 이것은 "
+    "가르치기 위한 지름길입니다. 실제 모델은 어디를 보라는 말을 듣지 않으며, 출력을 거쳐 A에 닿는 "
+    "예측 오차에서 W_Q와 W_K를 배웁니다(--target). 헤드가 여럿이면 이 손실은 모든 헤드를 같은 Key "
+    "쪽으로 밉니다.",
     "stage.softmax_rowdot.title": "소프트맥스 역전파 (1/2): 행 항",
     "stage.softmax_rowdot.why": "로짓 하나를 키우면 그 행의 다른 모든 Key에서 가중치를 "
     "가져옵니다. 소프트맥스는 한 행을 통째로 나누어 주기 때문입니다. rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ는 그 행의 "
@@ -1765,7 +1769,7 @@ MESSAGES: dict[str, str] = {
     "stage.grad_logits.why": "dS = A ⊙ (dA − r): 로짓의 기울기는 그 가중치에, 그 Key의 dA가 행의 "
     "평균 r과 얼마나 다른지를 곱한 것입니다. 평균보다 더 도움이 될 Key(dA < r)는 위로 밀리고 "
     "나머지는 아래로 밀립니다. 가중치 자신의 도함수 Aᵢⱼ·(1 − Aᵢⱼ)는 0과 1 근처에서 작으므로, "
-    "포화된 소프트맥스는 크기가 유한한 dA(출력을 거쳐 A에 닿는 손실)를 거의 돌려보내지 못합니다. "
+    "포화된 소프트맥스는 크기가 제한된 dA(출력을 거쳐 A에 닿는 손실)를 거의 돌려보내지 못합니다. "
     "스코어를 스케일링하는 이유입니다. attend의 −1/A처럼 가중치가 작아질수록 커지는 dA는 막히지 "
     "않습니다.",
     "stage.grad_back.mask.title": "마스크를 거슬러 역전파",
@@ -1862,9 +1866,9 @@ MESSAGES: dict[str, str] = {
     "A·(1 − A)의 최댓값이 스케일링한 쪽의 10분의 1보다 큽니다). 차이는 막힌 소프트맥스가 아니라, "
     "스케일링하지 않은 스코어가 만드는 다른 가중치에서 옵니다.",
     "note.grad_log_cancels": "이 손실 −Σ log A는 소프트맥스의 사라지는 도함수를 상쇄합니다. "
-    "로짓의 기울기는 목표 Key에서 Aᵢⱼ − 1, 나머지에서 Aᵢⱼ이므로, 소프트맥스가 틀린 Key에 "
-    "포화되어 있어도 크기가 1 가까이로 유지됩니다. 그래서 여기서는 스케일링이 학습을 지켜 주지 "
-    "않습니다. 실제 모델처럼 손실이 출력을 거쳐 A에 닿을 때 지켜 줍니다(--target으로 해 "
+    "목표가 있는 행에서 로짓의 기울기는 목표 Key에서 Aᵢⱼ − 1, 나머지에서 Aᵢⱼ이므로, 소프트맥스가 "
+    "틀린 Key에 포화되어 있어도 크기가 1 가까이로 유지됩니다. 그래서 여기서는 스케일링이 학습을 "
+    "지켜 주지 않습니다. 실제 모델처럼 손실이 출력을 거쳐 A에 닿을 때 지켜 줍니다(--target으로 해 "
     "보세요).",
     "note.grad_not_saturated": "여기서는 스케일링이 학습을 지켜 주지 않습니다. 스케일링하지 "
     "않은 소프트맥스가 기울기를 막을 만큼 포화되지 않았고, 스케일링한 쪽의 기울기는 돌아오는 "
@@ -1914,8 +1918,9 @@ MESSAGES: dict[str, str] = {
     "train.unmoved_one_key": "{names}: 전혀 움직이지 않았습니다. 각 Query가 볼 수 있는 Key가 "
     "하나뿐이라 스코어와 상관없이 가중치가 1이므로(A ≡ 1), 스코어의 기울기가 모든 단계에서 정확히 "
     "0입니다.",
-    "train.diverging": "손실이 {done}단계 중 {rose}단계에서 커졌고, 끝에는 처음의 ×{ratio}가 "
-    "되었습니다. 이 문제에는 η = {lr}이 너무 커서 단계마다 지나칩니다. 더 작은 --lr로 해 보세요.",
+    "train.diverging": "손실이 {done}단계 중 {rose}단계에서 커졌고, 끝에는 처음의 {ratio}배가 "
+    "되었습니다. 이 문제에는 학습률(η = {lr})이 너무 커서 단계마다 지나칩니다. 더 작은 --lr로 해 "
+    "보세요.",
     "train.log_scale": "(막대는 로그 눈금입니다. 손실이 {decades}자릿수에 걸쳐 있습니다.)",
     "train.scale_hint": "--compare-scale은 같은 출발점에서 스케일 1로 한 번 더 학습해, 이 "
     "문제에서 √d_k가 학습에 무엇을 하는지 보여 줍니다.",
@@ -1935,17 +1940,17 @@ MESSAGES: dict[str, str] = {
     "train.heldout": "따로 떼어 둔 예제 (학습에 쓰지 않음)",
     "train.heldout_example": "따로 떼어 둔 예제 {index}: {tokens}",
     "train.heldout_loss": "학습 전과 후의 가중치로 본 손실: {before} → {after}.",
-    "train.heldout_top": "'{query}'는 가중치를 가장 많이 '{key}'에 줍니다: {after} (학습 전: "
-    "'{key_before}', {before}).",
-    "train.heldout_top_head": "헤드 {head}: '{query}'는 가중치를 가장 많이 '{key}'에 줍니다: "
-    "{after} (학습 전: '{key_before}', {before}).",
+    "train.heldout_top": "'{query}' → 가중치가 가장 큰 Key: '{key}' {after} (학습 전: "
+    "'{key_before}' {before}).",
+    "train.heldout_top_head": "헤드 {head}: '{query}' → 가중치가 가장 큰 Key: '{key}' {after} "
+    "(학습 전: '{key_before}' {before}).",
     "train.example_title": "예제 {index}: {tokens}",
     "train.examples_elided": "보여 주지 않은 예제: {count}개.",
     "preset.referent.description": "예제에서, 출력을 거쳐 배우기: 'it'이 문장의 단어들 가운데 "
     "동물을 찾아야 합니다. 문장 다섯 개로 배우고, 본 적 없는 여섯 번째 문장으로 시험합니다",
     "preset.referent.reference": "qkvcalc용으로 만든 예제. Query는 'it' 하나(X = [0, 0, 0, 0, 1]: "
     "마지막 열이 대명사 표시)이고, 문장의 단어들(소스)을 읽습니다. 소스의 열은 동물 여부, 동물 "
-    "하나와 사물 하나가 함께 쓰는 3열짜리 식별 코드(dog와 ball, cat과 box, bird와 cup), 대명사 "
+    "하나와 사물 하나가 함께 쓰는 3열짜리 식별 코드(dog·ball, cat·box, bird·cup), 대명사 "
     "표시입니다. 목표 T는 문장에 있는 동물의 식별 코드이므로 손실 L = ½·Σ(O − T)²는 실제 모델처럼 "
     "출력에 있습니다. 어디를 보라는 말은 아무도 하지 않습니다. 문장마다 동물과 코드가 다른 사물을 "
     "짝지었으므로, W_V만으로는 모든 T를 낼 수 없고 동물에 주목해야만 낼 수 있습니다. W_V는 코드를 "

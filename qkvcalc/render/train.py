@@ -148,9 +148,10 @@ def run_notes(training: Training, opts: RenderOptions) -> list[str]:
             out.append(_t(opts, "train.attend_heads", heads=p.heads))
     unmoved = training.unmoved
     if unmoved and training.done:
-        one_key = all(
+        weights = training.first.attentions or (training.first.attention,)
+        one_key = all(_one_key_each(q) for q in training.examples or (p,)) and all(
             np.all((a == 0) | (a == 1))
-            for a in training.first.attentions or (training.first.attention,)
+            for a in weights  # and nothing else takes a share
         )
         key = (
             "train.unmoved_one_key"
@@ -168,6 +169,15 @@ def run_notes(training: Training, opts: RenderOptions) -> list[str]:
     elif p.scale != 1:
         out.append(_t(opts, "train.scale_hint"))
     return out
+
+
+def _one_key_each(p: Problem) -> bool:
+    """Whether every query that has a key may see exactly one (by the mask, not by numbers)."""
+    from qkvcalc.plan.masks import allowed_keys
+
+    allowed = allowed_keys(p)
+    counts = np.full(p.n, p.m) if allowed is None else allowed.sum(axis=1)
+    return bool(np.all(counts <= 1))
 
 
 def compare_sentence(training: Training, opts: RenderOptions) -> str:
