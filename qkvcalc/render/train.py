@@ -244,11 +244,11 @@ def loss_lines(training: Training, opts: RenderOptions) -> list[Text]:
         rows.append(tuple(row))
     columns = len(heads)
     widths = [max(display_width(r[c]) for r in rows if r[0] != "⋮") for c in range(columns)]
-    for r, row in enumerate(rows):
-        if row[0] == "⋮":
-            lines.append(Text(f"{'⋮':>{widths[0]}}  {row[1]}", style="dim"))
+    for r, cols in enumerate(rows):
+        if cols[0] == "⋮":
+            lines.append(Text(f"{'⋮':>{widths[0]}}  {cols[1]}", style="dim"))
             continue
-        cells = [" " * (w - display_width(c)) + c for c, w in zip(row, widths, strict=True)]
+        cells = [" " * (w - display_width(c)) + c for c, w in zip(cols, widths, strict=True)]
         lines.append(Text("  ".join(cells).rstrip(), style="bold" if r == 0 else ""))
     lines.append(Text(""))
     every = losses + (other or [])

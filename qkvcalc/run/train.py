@@ -343,7 +343,8 @@ class Descent:
 
 def with_weights(p: Problem, weights: dict[str, np.ndarray]) -> Problem:
     """p with these weights (rows layout): a held-out example at a snapshot."""
-    return replace(p, layout="rows", **{k: Matrix(v) for k, v in weights.items()})
+    moved: dict[str, Any] = {k: Matrix(v) for k, v in weights.items()}
+    return replace(p, layout="rows", **moved)
 
 
 def mean_gradients(
