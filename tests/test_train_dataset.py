@@ -275,3 +275,18 @@ def test_the_preset_s_held_out_sentence_is_shown():
     after = f"{100 * held.after[0, 0].max():.0f}%"
     assert f"'it' gives most of its weight to 'bird': {after}" in text
     assert np.isclose(run(t.problem).weights.sum(), 1.0)
+
+
+def test_the_svg_draws_both_curves_with_compare_scale():
+    import xml.etree.ElementTree as ET
+
+    result = in_process("train", "--preset", "referent", "--compare-scale", "--format", "svg")
+    assert result.returncode == 0, result.stderr
+    root = ET.fromstring(result.stdout.split("\n", 1)[1])
+    lines = root.findall("{http://www.w3.org/2000/svg}polyline")
+    assert len(lines) == 2
+    t = train(referent(), compare_scale=True)
+    for line, losses in zip(lines, (t.losses, t.unscaled.losses), strict=True):
+        ys = [float(p.split(",")[1]) for p in line.get("points").split()]
+        assert len(ys) == len(losses)
+        assert np.argmax(ys) == np.argmin(losses)  # SVG's y grows downward

@@ -563,19 +563,36 @@ def render_trained(training: Training, opts: RenderOptions) -> str:
 
 
 def loss_svg(training: Training, opts: RenderOptions, width: int = 480, height: int = 200) -> str:
-    """A small line plot of L against the step, every label escaped."""
+    """A small line plot of L against the step, every label escaped; with --compare-scale the
+    run with scale 1 too, dashed, on the same axes, and a legend."""
     losses = training.losses
+    other = training.unscaled.losses if training.unscaled is not None else []
     left, right, top, bottom = 64, 16, 24, 36
-    low, high = min(losses), max(losses)
+    low, high = min(losses + other), max(losses + other)
     span = high - low or 1.0
-    last = max(1, len(losses) - 1)
-    pts = " ".join(
-        f"{left + (width - left - right) * k / last:.1f},"
-        f"{top + (height - top - bottom) * (high - v) / span:.1f}"
-        for k, v in enumerate(losses)
-    )
+    last = max(1, len(losses) - 1, len(other) - 1)
+
+    def points(values: list[float]) -> str:
+        return " ".join(
+            f"{left + (width - left - right) * k / last:.1f},"
+            f"{top + (height - top - bottom) * (high - v) / span:.1f}"
+            for k, v in enumerate(values)
+        )
+
     title = escape(_t(opts, "train.plot_title"))
     x_label = escape(_t(opts, "train.col_step"))
+    curves = f'<polyline fill="none" stroke="#1e5ac8" stroke-width="2" points="{points(losses)}"/>'
+    if other:
+        scaled = escape(_t(opts, "train.spark_scaled", scale=f"{training.start.scale:.4g}"))
+        unscaled = escape(_t(opts, "train.spark_unscaled"))
+        curves += (
+            f'<polyline fill="none" stroke="#c8501e" stroke-width="2" stroke-dasharray="6 4" '
+            f'points="{points(other)}"/>'
+            f'<text x="{width - right}" y="{top + 4}" text-anchor="end" font-size="11" '
+            f'font-family="sans-serif" fill="#1e5ac8">{scaled.rstrip(":")}</text>'
+            f'<text x="{width - right}" y="{top + 18}" text-anchor="end" font-size="11" '
+            f'font-family="sans-serif" fill="#c8501e">{unscaled.rstrip(":")}</text>'
+        )
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="{title}">'
@@ -584,7 +601,7 @@ def loss_svg(training: Training, opts: RenderOptions, width: int = 480, height: 
         f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" '
         'stroke="#555"/>'
         f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" stroke="#555"/>'
-        f'<polyline fill="none" stroke="#1e5ac8" stroke-width="2" points="{pts}"/>'
+        f"{curves}"
         f'<text x="{left - 6}" y="{top + 4}" text-anchor="end" font-size="11" '
         f'font-family="sans-serif">{escape(fmt(high, opts.precision))}</text>'
         f'<text x="{left - 6}" y="{height - bottom + 4}" text-anchor="end" font-size="11" '
@@ -592,7 +609,7 @@ def loss_svg(training: Training, opts: RenderOptions, width: int = 480, height: 
         f'<text x="{left}" y="{height - bottom + 16}" font-size="11" '
         'font-family="sans-serif">0</text>'
         f'<text x="{width - right}" y="{height - bottom + 16}" text-anchor="end" font-size="11" '
-        f'font-family="sans-serif">{len(losses) - 1}</text>'
+        f'font-family="sans-serif">{last}</text>'
         f'<text x="{(left + width - right) / 2:.0f}" y="{height - 6}" text-anchor="middle" '
         f'font-size="12" font-family="sans-serif">{x_label}</text>'
         f'<text x="14" y="{(top + height - bottom) / 2:.0f}" font-size="12" '
