@@ -290,3 +290,20 @@ def test_the_svg_draws_both_curves_with_compare_scale():
         ys = [float(p.split(",")[1]) for p in line.get("points").split()]
         assert len(ys) == len(losses)
         assert np.argmax(ys) == np.argmin(losses)  # SVG's y grows downward
+
+
+def test_referent64_s_reference_is_what_its_run_shows():
+    """At d_k = 64 the unscaled softmax starts saturated and learns less through the output."""
+    t = train(presets.load("referent64"), compare_scale=True)
+    assert t.unscaled is not None
+    unscaled = [float(a[0, 0].max()) for a in t.unscaled.first.attentions]
+    assert sum(w > 0.99 for w in unscaled) == 4 and f"{min(unscaled):.2f}" == "0.90"
+    scaled = np.concatenate([a[0, 0] for a in t.first.attentions])
+    assert scaled.min() >= 0.17 and scaled.max() <= 0.83
+    assert (f"{t.losses[0]:.4f}", f"{t.losses[-1]:.4f}") == ("0.3085", "0.0108")
+    assert (f"{t.unscaled.losses[0]:.4f}", f"{t.unscaled.losses[-1]:.3f}") == ("0.4017", "0.179")
+    held = t.heldout[0]
+    assert (f"{100 * held.before[0, 0, 1]:.0f}", f"{100 * held.after[0, 0, 1]:.0f}") == ("10", "63")
+    reference = presets.load("referent64")["reference"]
+    for said in ("≈ 0.3085 to ≈ 0.0108", "≈ 0.4017 to ≈ 0.179", "'bird' 10%, then 63%"):
+        assert said in reference
