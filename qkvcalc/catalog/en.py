@@ -1592,7 +1592,7 @@ MESSAGES: dict[str, str] = {
     "and show the loss at every step, the weights and the attention weights before and after.",
     "help.train.source": "A JSON (or .npz) file of the input format with attend or target, or "
     "- for standard input.",
-    "help.train.preset": "A bundled preset (learn and referent are made for training).",
+    "help.train.preset": "A bundled preset (learn, referent and referent64 are made for training).",
     "help.train.attend": 'The key each query should attend to, 1-based ("2 - 1": - for none), '
     "instead of the problem's own loss: L = −Σᵢ log A[i, tᵢ].",
     "help.train.target": "A target output T (n × d_out, as explain's --x), instead of the "

@@ -1591,7 +1591,8 @@ MESSAGES: dict[str, str] = {
     "손실과, 학습 전후의 가중치와 어텐션 가중치를 보여 줍니다.",
     "help.train.source": "attend나 target이 있는 입력 형식의 JSON(또는 .npz) 파일, 또는 표준 "
     "입력을 뜻하는 -.",
-    "help.train.preset": "내장 프리셋 (learn과 referent는 학습용으로 만든 프리셋입니다).",
+    "help.train.preset": "내장 프리셋 (learn, referent, referent64는 학습용으로 만든 "
+    "프리셋입니다).",
     "help.train.attend": '문제의 손실 대신 쓸, 각 Query가 주목해야 할 Key (1부터 셈, "2 - 1": '
     "목표가 없으면 -): L = −Σᵢ log A[i, tᵢ].",
     "help.train.target": "문제의 손실 대신 쓸 목표 출력 T (n × d_out, explain의 --x와 같은 "
