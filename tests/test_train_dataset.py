@@ -307,3 +307,9 @@ def test_referent64_s_reference_is_what_its_run_shows():
     reference = presets.load("referent64")["reference"]
     for said in ("≈ 0.3085 to ≈ 0.0108", "≈ 0.4017 to ≈ 0.179", "'bird' 10%, then 63%"):
         assert said in reference
+
+
+def test_a_loss_option_on_a_data_set_is_refused_not_ignored():
+    one_message(
+        in_process("train", "--preset", "referent", "--target", "1 0 0"), "--target", "data set"
+    )

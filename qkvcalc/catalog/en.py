@@ -1981,4 +1981,6 @@ MESSAGES: dict[str, str] = {
     "--preset referent64 --compare-scale (20 steps, η = 0.5): the mean loss goes from ≈ 0.3085 to "
     "≈ 0.0108 with the scale, and from ≈ 0.4017 to ≈ 0.179 with scale 1; on the held-out "
     "sentence, 'it' gives 'bird' 10%, then 63%.",
+    "train.dataset_loss_option": "{option} sets one problem's loss, but this is a data set whose "
+    "examples carry their own: give each example its target or attend instead.",
 }

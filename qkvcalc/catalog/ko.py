@@ -1971,4 +1971,6 @@ MESSAGES: dict[str, str] = {
     "train --preset referent64 --compare-scale(20단계, η = 0.5): 평균 손실은 스케일이 있을 때 ≈ "
     "0.3085에서 ≈ 0.0108로, 스케일 1에서 ≈ 0.4017에서 ≈ 0.179로 갑니다. 따로 떼어 둔 문장에서 "
     "'it'이 'bird'에 주는 가중치는 10%에서 63%가 됩니다.",
+    "train.dataset_loss_option": "{option}: 문제 하나의 손실을 정하는 옵션인데, 이것은 예제마다 "
+    "손실을 가진 데이터 세트입니다. 예제마다 target이나 attend를 주세요.",
 }

@@ -82,6 +82,7 @@ def train(
     lang = language(display.lang)
     fmt = show.format.value if show.format is not None else "table"
     try:
+        from qkvcalc.input.dataset import is_dataset
         from qkvcalc.input.sources import gather
         from qkvcalc.run.train import descents
 
@@ -93,6 +94,8 @@ def train(
         typed = {k: v for k, v in (("attend", source.attend), ("target", source.target)) if v}
         doc = gather(source.source, source.preset, typed, sys.stdin.buffer, sys.stdin.isatty(),
                      MAX_BYTES)  # fmt: skip
+        if typed and is_dataset(doc):  # each example's own loss would win: say so
+            raise QkvcalcError("train.dataset_loss_option", option="--" + next(iter(typed)))
         runs = descents(doc, descent.steps, descent.lr, descent.freeze, descent.compare_scale)
     except QkvcalcError as err:
         fail(err, lang)
