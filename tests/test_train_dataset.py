@@ -313,3 +313,11 @@ def test_a_loss_option_on_a_data_set_is_refused_not_ignored():
     one_message(
         in_process("train", "--preset", "referent", "--target", "1 0 0"), "--target", "data set"
     )
+
+
+def test_python_s_train_takes_a_data_set_and_compare_scale():
+    import qkvcalc
+
+    t = qkvcalc.train(referent(), steps=3, compare_scale=True)
+    assert len(t.examples) == 5 and t.unscaled is not None
+    np.testing.assert_allclose(t.losses, torch_losses(referent(), 3, 0.5), rtol=0, atol=1e-9)
