@@ -1235,9 +1235,9 @@ MESSAGES: dict[str, str] = {
     "numbers, {total} for {tokens} tokens, where a cache of every head's K and V would take "
     "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token ({full_total}).",
     "note.mla_from_cache": "Made again at every step from C_KV in the cache ({rows} × r_kv), as "
-    "the formula reads. An inference engine skips this product: it absorbs W_UK into the query "
-    "side (the query meets C_KV directly) and W_UV into W_O, so the cache stays small at no extra "
-    "product.",
+    "the formula reads. Optimised inference (DeepSeek-V2's paper, vLLM) skips this product: it "
+    "absorbs W_UK into the query side (the query meets C_KV directly) and W_UV into W_O, so the "
+    "cache stays small at no extra product.",
     "mistake.mla_norm_sum_not_mean": "These divide by √(Σ x²), the row's length; RMSNorm divides "
     "by the root of the mean, √(mean(x²) + ε), the mean over the latent's {over} = {count} "
     "dimensions.",
@@ -1929,8 +1929,9 @@ MESSAGES: dict[str, str] = {
     "see, so its weight is 1 whatever the scores (A ≡ 1), and the scores' gradient is exactly 0 "
     "at every step.",
     "train.diverging": "The loss rose at {rose} of the {done} steps and ended {ratio} times its "
-    "start: η = {lr} is too large for this problem, and each step overshoots. Try a smaller --lr.",
-    "train.log_scale": "(The bars are on a log scale: the loss spans {decades} decades.)",
+    "start. With a small enough η gradient descent never raises the loss, so η = {lr} is too "
+    "large for this problem: try a smaller --lr.",
+    "train.log_scale": "(The bars are on a log scale: the loss spans at least {decades} decades.)",
     "train.scale_hint": "--compare-scale trains again from the same start with scale 1, to show "
     "what √d_k does to learning on this problem.",
     "train.compare_title": "The loss with the scale and with scale 1",

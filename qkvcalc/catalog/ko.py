@@ -1243,8 +1243,9 @@ MESSAGES: dict[str, str] = {
     "토큰 {tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 토큰마다 "
     "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
     "note.mla_from_cache": "수식대로라면 스텝마다 캐시의 C_KV({rows} × r_kv)에서 다시 만듭니다. "
-    "추론 엔진은 이 곱셈을 하지 않습니다. W_UK를 Query 쪽에 흡수하고(Query가 C_KV와 바로 "
-    "만납니다) W_UV를 W_O에 흡수하므로, 곱셈을 더하지 않고도 캐시가 작게 유지됩니다.",
+    "최적화된 추론(DeepSeek-V2 논문, vLLM)은 이 곱셈을 하지 않습니다. W_UK를 Query 쪽에 "
+    "흡수하고(Query가 C_KV와 바로 만납니다) W_UV를 W_O에 흡수하므로, 곱셈을 더하지 않고도 캐시가 "
+    "작게 유지됩니다.",
     "mistake.mla_norm_sum_not_mean": "이 값은 행의 길이 √(Σ x²)로 나눴습니다. RMSNorm은 평균의 "
     "제곱근 √(mean(x²) + ε)로 나누며, 평균은 잠재 벡터의 {over} = {count}개 차원에 걸쳐 냅니다.",
     "mla.not_object": 'mla는 {{"wq_a": …, "q_a_norm": …, "wq_b": …, "wkv_a": …, '
@@ -1920,9 +1921,9 @@ MESSAGES: dict[str, str] = {
     "하나뿐이라 스코어와 상관없이 가중치가 1이므로(A ≡ 1), 스코어의 기울기가 모든 단계에서 정확히 "
     "0입니다.",
     "train.diverging": "손실이 {done}단계 중 {rose}단계에서 커졌고, 끝에는 처음의 {ratio}배가 "
-    "되었습니다. 이 문제에는 학습률(η = {lr})이 너무 커서 단계마다 지나칩니다. 더 작은 --lr로 해 "
-    "보세요.",
-    "train.log_scale": "(막대는 로그 눈금입니다. 손실이 {decades}자릿수에 걸쳐 있습니다.)",
+    "되었습니다. η가 충분히 작으면 경사 하강법은 손실을 키우지 않으므로, 이 문제에는 학습률(η = "
+    "{lr})이 너무 큽니다. 더 작은 --lr로 해 보세요.",
+    "train.log_scale": "(막대는 로그 눈금입니다. 손실이 적어도 {decades}자릿수에 걸쳐 있습니다.)",
     "train.scale_hint": "--compare-scale은 같은 출발점에서 스케일 1로 한 번 더 학습해, 이 "
     "문제에서 √d_k가 학습에 무엇을 하는지 보여 줍니다.",
     "train.compare_title": "스케일이 있을 때와 스케일 1일 때의 손실",

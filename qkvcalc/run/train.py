@@ -111,8 +111,9 @@ class Training:
 
     @property
     def unmoved(self) -> list[str]:
-        """The learned matrices that did not move at all: their gradient was exactly 0."""
-        return [name for name in self.learned if not np.any(self.moved(name))]
+        """The learned matrices that no update moved: their gradient was exactly 0 each time."""
+        steps = range(1, self.done + 1)
+        return [n for n in self.learned if not any(np.any(self.change(k, n)) for k in steps)]
 
     @property
     def rose(self) -> int:
