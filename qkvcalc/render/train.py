@@ -161,14 +161,26 @@ def run_notes(training: Training, opts: RenderOptions) -> list[str]:
         out.append(_t(opts, key, names=names(unmoved)))
     losses = training.losses
     if training.done and losses[-1] > losses[0] and losses[-1] > losses[-2]:
-        ratio = f"{losses[-1] / losses[0]:.3g}" if losses[0] > 0 else "∞"
+        ratio = times_text(losses[-1] / losses[0]) if losses[0] > 0 else "∞"
         out.append(_t(opts, "train.diverging", rose=training.rose, done=training.done,
                       ratio=ratio, lr=number(training.lr)))  # fmt: skip
     if training.unscaled is not None:
         out.append(compare_sentence(training, opts))
-    elif p.scale != 1:
+    elif p.scale != 1 and not all(_one_key_each(q) for q in training.examples or (p,)):
         out.append(_t(opts, "train.scale_hint"))
     return out
+
+
+def times_text(ratio: float) -> str:
+    """A factor as a sentence says it, 3 significant digits: '2.35', '1.11 × 10⁷'."""
+    if ratio < 1e4:
+        return f"{ratio:.3g}"
+    mantissa, exponent = f"{ratio:.2e}".split("e")
+    return f"{mantissa} × 10{_sup(int(exponent))}"
+
+
+def _sup(number: int) -> str:
+    return str(number).translate(str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
 
 
 def _one_key_each(p: Problem) -> bool:
@@ -197,7 +209,7 @@ def compare_sentence(training: Training, opts: RenderOptions) -> str:
     if last == then:
         return _t(opts, "train.compare_equal", **said)
     low, high = sorted((last, then))
-    times = _t(opts, "train.compare_times", ratio=f"{high / low:.3g}") if low > 0 else ""
+    times = _t(opts, "train.compare_times", ratio=times_text(high / low)) if low > 0 else ""
     key = "train.compare_lower" if last < then else "train.compare_higher"
     return _t(opts, key, times=times, **said)
 
