@@ -78,13 +78,16 @@ def train(
     steps: int | None = None,
     lr: float | None = None,
     freeze: Any = None,
+    compare_scale: bool = False,
     **fields: Any,
 ) -> Any:
     """Gradient descent on a problem's weights (as ``qkvcalc train``): a Problem, or the fields
-    of the input format as keyword arguments (with ``attend=[…]`` or ``target=…``). Returns a
+    of the input format as keyword arguments (with ``attend=[…]`` or ``target=…``), or a data
+    set (``examples=[…]``, ``heldout=[…]``: the loss is the examples' mean). Returns a
     Training (qkvcalc.run.train): ``.losses``, ``.snapshots`` (each step's loss and weights),
-    ``.problem`` (the trained Problem). ``steps`` (default 20), ``lr`` (η, default 0.5) and
-    ``freeze`` ("wq,wv" or a list) as the command's options.
+    ``.problem`` (the trained Problem), ``.heldout``, and with ``compare_scale=True``
+    ``.unscaled`` (the same start trained with scale 1). ``steps`` (default 20), ``lr`` (η,
+    default 0.5) and ``freeze`` ("wq,wv" or a list) as the command's options.
     Raises QkvcalcError with a message that names the option or field and the rule.
     """
     from qkvcalc.input.problem import Problem
@@ -93,12 +96,13 @@ def train(
 
     if not isinstance(problem, Problem):
         given = {**({} if problem is None else dict(problem)), **fields}
-        problem = Problem.from_mapping({k: v for k, v in given.items() if v is not None})
+        problem = {k: v for k, v in given.items() if v is not None}
     return descend(
         problem,
         DEFAULT_STEPS if steps is None else steps,
         DEFAULT_LR if lr is None else lr,
         freeze,
+        compare_scale,
     )
 
 

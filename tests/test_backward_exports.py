@@ -103,7 +103,7 @@ def test_the_worksheet_leaves_the_gradients_blank_and_states_no_result():
     assert blanks == forward + gradients + trace.output.size  # every cell but X's, and the result
     tail = sheet.split("dA[i, tᵢ] = −1 / A[i, tᵢ]", 1)[1]  # from the first gradient on
     assert not re.search(r"\d\.\d{4}", tail)  # not one number of the backward is written
-    assert "X feeds 2 projections" in sheet  # a note that says only how the paths add
+    assert "X feeds 3 projections (Q, K, V), but only Q, K reach" in sheet  # how the paths add
 
 
 needs_pdflatex = pytest.mark.skipif(

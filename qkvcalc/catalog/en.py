@@ -3,11 +3,13 @@
 MESSAGES: dict[str, str] = {
     # ---- stages: title and why the stage exists ------------------------------------------
     "stage.x.title": "Input X",
-    "stage.x.why": "Each row is one token's vector as it enters the attention layer "
-    "(an embedding plus its position, or the previous layer's output). In the first layer the "
-    "embedding table made these rows from token ids; W_Q, W_K and W_V are not that table but "
-    "parameters of their own, learned separately, that turn the rows into attention's three "
-    "roles.",
+    "stage.x.why": "Each row is one token's vector as it enters the attention layer: in the "
+    "original Transformer's first layer an embedding plus its position, in a deeper layer the "
+    "output of the layer below, and in a pre-norm model (GPT-2, Llama) that vector after the "
+    "layer's norm (ln_1 in GPT-2: each row normalised, then scaled and shifted by the norm's own "
+    "weights). In the first layer the embedding table made the embeddings from token ids; W_Q, "
+    "W_K and W_V are not that table but parameters of their own, learned separately, that turn "
+    "the rows into attention's three roles.",
     "stage.source.title": "Source (keys and values come from here)",
     "stage.source.why": "In cross-attention the queries come from X, but the keys and values "
     "come from another sequence, such as the encoder's output that a decoder reads.",
@@ -112,7 +114,7 @@ MESSAGES: dict[str, str] = {
     "stage.output.concat.title": "Output (the joined heads)",
     "stage.output.concat.why": "With no W_O given, the joined heads are the output.",
     # ---- notes on stages ---------------------------------------------------------------
-    "note.scale_default": "d_k = {d_k}, so every score is divided by {root} = {value}.",
+    "note.scale_default": "d_k = {d_k}, so every score is divided by {root} {eq} {value}.",
     "note.scale_given": "scale = {scale} (given), instead of 1/√d_k with d_k = {d_k}.",
     "note.mask_convention": "Mask convention: 1 / true = may attend (PyTorch's "
     "scaled_dot_product_attention). nn.MultiheadAttention's boolean masks mean the opposite "
@@ -742,9 +744,11 @@ MESSAGES: dict[str, str] = {
     "each from 1 to {limit}",
     "quiz.seed": "--seed {seed}: a seed is a whole number from 0 to {limit}",
     # ---- the backward pass in the quiz and exports (issue 21) ----
-    "help.quiz.backward": "Ask the backward pass's stages too (grad_v, grad_weights, the softmax "
-    "backward, grad_scores, grad_q, grad_k, grad_wq unless --stages says otherwise), from the "
-    "problem's grad_output, target or attend.",
+    "help.quiz.backward": "Ask the backward pass instead of the forward one: by default these "
+    "seven of its stages, those the problem's loss reaches: grad_v, grad_weights, the softmax "
+    "backward's logits, grad_scores, grad_q, grad_k and grad_wq (--stages picks others, forward "
+    "ones too). The gradient starts from the problem's grad_output, target or attend, which the "
+    "quiz shows with A, O and dO.",
     "hint.grad_v": "{cell} is column {i} of A (row {i} of Aᵀ) times column {j} of dO: "
     "Σₜ A[t,{i}]·dO[t,{j}], pair by pair, added.",
     "hint.grad_weights": "{cell} is row {i} of dO times row {j} of V (column {j} of Vᵀ): "
@@ -765,9 +769,9 @@ MESSAGES: dict[str, str] = {
     "hint.grad_input": "{cell} adds cell [{i},{j}] of every path: {terms}.",
     "mistake.grad_v_not_transposed": "This is A·dO; the output was A·V, so the gradient of V is "
     "the other factor turned: dV = Aᵀ·dO (column i of A against dO).",
-    "mistake.softmax_back_no_row_term": "This is A ⊙ dA, as if each weight moved alone; the "
-    "weights of a row add up to 1, so the row term comes off first: dS = A ⊙ (dA − r), "
-    "rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ.",
+    "mistake.softmax_back_no_row_term": "This is A ⊙ dA, as if each weight moved alone; raising "
+    "one logit lowers every other weight of the row, so the row term comes off first: dS = A ⊙ "
+    "(dA − r), rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ.",
     "mistake.grad_scale_missing": "{grad} was computed from the scaled scores' gradient; the "
     "scores were multiplied by the scale {scale}, so d(Q·Kᵀ) is that gradient times {scale} "
     "first.",
@@ -1014,7 +1018,8 @@ MESSAGES: dict[str, str] = {
     "help.explain.grad_output": "dL/dO given directly (n × d_out, as --x), as out.backward(grad) "
     "takes it: --backward starts from it.",
     "help.explain.attend": 'The key each query should attend to, 1-based, one per query ("3 1 '
-    '-": - for none): --backward starts from L = −Σᵢ log A[i, tᵢ].',
+    '-": - for none): --backward starts from L = −Σᵢ log A[i, tᵢ], a teaching shortcut (a real '
+    "model is never told where to look; --target puts the loss on the output).",
     "help.explain.backward": "After the forward stages, the backward pass: every gradient from "
     "the loss (the problem's grad_output, target or attend) back to W_Q, W_K, W_V and X.",
     "help.explain.exact": "Show exact fractions where the numbers stay rational.",
@@ -1320,8 +1325,10 @@ MESSAGES: dict[str, str] = {
     "note.mla_cache": "What it costs: per token r_kv + d_R = {rank} + {rope} = {per_token} "
     "numbers, {total} for {tokens} tokens, where a cache of every head's K and V would take "
     "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token ({full_total}).",
-    "note.mla_from_cache": "Made again from the cache's {rows} rows of C_KV at every step: the "
-    "cache is smaller, the product is the price.",
+    "note.mla_from_cache": "Made again at every step from C_KV in the cache ({rows} × r_kv), as "
+    "the formula reads. Optimised inference (DeepSeek-V2's paper, vLLM) skips this product: it "
+    "absorbs W_UK into the query side (the query meets C_KV directly) and W_UV into W_O, so the "
+    "cache stays small at no extra product.",
     "mistake.mla_norm_sum_not_mean": "These divide by √(Σ x²), the row's length; RMSNorm divides "
     "by the root of the mean, √(mean(x²) + ε), the mean over the latent's {over} = {count} "
     "dimensions.",
@@ -1350,7 +1357,7 @@ MESSAGES: dict[str, str] = {
     "mla.rope_dims": 'rope.dims is {dims}, but mla turns d_R = {rope} columns: give "dims": '
     "{rope} in rope",
     "mla.backward": "The backward pass (--backward, and so qkvcalc train) does not follow "
-    "multi-head latent attention yet: run it without",
+    "multi-head latent attention yet: run it without --backward, or train a problem without mla",
     "mla.qk_norm": "{key} cannot be given with mla: its norms are on the latents "
     "(q_a_norm, kv_a_norm)",
     "extract.mla_bias": "{model}: layer {layer}'s latent projections have biases "
@@ -1606,10 +1613,10 @@ MESSAGES: dict[str, str] = {
     "check.preset_without_stages": "--preset goes with --stages; a function is checked on "
     "problems of its own (FILE.py:FUNCTION).",
     # ---- the backward pass in tiles (issue 21) ----
-    "stage.lse.title": "Backward in tiles: the log-sum-exp L",
+    "stage.lse.title": "Backward in tiles: the log-sum-exp LSE",
     "stage.lse.why": "The one number per row the tiled forward keeps for its backward: "
-    "L = m + log ℓ, from its last running maximum and running sum. With it every weight can be "
-    "recomputed later as e^(s − L), block by block, so no n×m table of weights is ever stored.",
+    "LSE = m + log ℓ, from its last running maximum and running sum. With it every weight can be "
+    "recomputed later as e^(s − LSE), block by block, so no n×m table of weights is ever stored.",
     "stage.rowdot_o.title": "Backward in tiles: D = rowsum(dO ⊙ O)",
     "stage.rowdot_o.why": "The softmax backward needs each row's r = Σⱼ Aᵢⱼ·dAᵢⱼ, which would "
     "read a whole row of weights. Since dA = dO·Vᵀ and O = A·V, it is also Σ dO ⊙ O, the output "
@@ -1617,10 +1624,10 @@ MESSAGES: dict[str, str] = {
     "stage.rowdot_o.attend.title": "Backward in tiles: the row term D, from the targets",
     "stage.rowdot_o.attend.why": "This loss reads the weights, not the output, so D = Σⱼ Aᵢⱼ·dAᵢⱼ "
     "has a single term, at the target key: A[i, tᵢ]·(−1 / A[i, tᵢ]) = −1, with the target's "
-    "weight recomputed as e^(S[i, tᵢ] − L); 0 for a query without a target.",
+    "weight recomputed as e^(S[i, tᵢ] − LSE); 0 for a query without a target.",
     "stage.block_p.title": "Backward in tiles: the block's weights P_b",
-    "stage.block_p.why": "The weights of this block's keys, recomputed from its logits and L: "
-    "P_b = e^(S_b − L). Recomputing is cheaper than storing them, which is the trick of "
+    "stage.block_p.why": "The weights of this block's keys, recomputed from its logits and LSE: "
+    "P_b = e^(S_b − LSE). Recomputing is cheaper than storing them, which is the trick of "
     "FlashAttention's backward. A masked key gets exactly 0.",
     "stage.grad_v_acc.title": "Backward in tiles: the block's rows of dV",
     "stage.grad_v_acc.why": "dV = Aᵀ·dO, and the rows of dV that belong to this block's keys read "
@@ -1651,7 +1658,7 @@ MESSAGES: dict[str, str] = {
     "stage.grad_v_acc.total.why": "Each block gave the rows of dV of its own keys; one under "
     "another they are the whole dV.",
     "note.tiles_lse": "Saved by the forward: a row whose every key is masked has ℓ = 0 and "
-    "L = −∞, and its weights below are all 0.",
+    "LSE = −∞, and its weights below are all 0.",
     "note.tiles_rowdot_o": "Σⱼ Aᵢⱼ·dAᵢⱼ = Σⱼ Aᵢⱼ·(dOᵢ·vⱼ) = dOᵢ·(Σⱼ Aᵢⱼ·vⱼ) = dOᵢ·Oᵢ: the row "
     "term of the softmax backward, without a row of weights.",
     "note.tiles_backward_equal": "Added up block by block ({blocks} in all), the totals equal "
@@ -1793,7 +1800,7 @@ MESSAGES: dict[str, str] = {
     "and show the loss at every step, the weights and the attention weights before and after.",
     "help.train.source": "A JSON (or .npz) file of the input format with attend or target, or "
     "- for standard input.",
-    "help.train.preset": "A bundled preset (learn is made for training).",
+    "help.train.preset": "A bundled preset (learn, referent and referent64 are made for training).",
     "help.train.attend": 'The key each query should attend to, 1-based ("2 - 1": - for none), '
     "instead of the problem's own loss: L = −Σᵢ log A[i, tᵢ].",
     "help.train.target": "A target output T (n × d_out, as explain's --x), instead of the "
@@ -1802,8 +1809,9 @@ MESSAGES: dict[str, str] = {
     "help.train.lr": "The learning rate η of W ← W − η·∂L/∂W, a number > 0 (default 0.5).",
     "help.train.freeze": 'Weights that do not move, split by commas: "wv,wo" (wq, wk, wv, wo, '
     "bq, bk, bv, bo).",
-    "help.train.output": "Write the trained problem (a JSON problem qkvcalc explain reads) to "
-    "this file; with --format json, the whole training document.",
+    "help.train.output": "Write to this file, by its extension: .svg the loss curve, .html the "
+    "page, .txt the text; .json (or any other name) the trained problem, a JSON problem qkvcalc "
+    "explain reads (with --format json, the whole training document).",
     "help.train.format": "What to print: table, txt, json (the qkvcalc.train/1 document), svg "
     "(the loss curve) or html (a page with the curve).",
     "help.train.step": "Show one update at a time in the terminal: Enter or Space next, q quit.",
@@ -1876,11 +1884,9 @@ MESSAGES: dict[str, str] = {
     "have no gradient, so nothing would move.",
     "train.step_format": "--step shows the updates in the terminal, so it does not combine "
     "with --format {format} or --output.",
-    "train.output_not_json": "--output {path}: train writes the trained problem there, as JSON "
-    "in the input format, but the name ends in {ext}. Name the file .json.",
-    "train.output_not_json_redirect": "--output {path}: train writes the trained problem there, "
-    "as JSON in the input format, but the name ends in {ext}. Name the file .json; to keep the "
-    "{format} itself, redirect it: qkvcalc train … --format {format} > {path}",
+    "train.output_not_json": "--output {path}: train writes the trained problem (.json), the loss "
+    "curve (.svg), the page (.html) or the text (.txt), but the name ends in {ext}. Name the file "
+    "with one of those.",
     # ---- the interactive page (--format html: qkvcalc/render/page.py, page.js) ------------
     "page.language_name": "English",
     "page.present": "Present (p)",
@@ -1932,10 +1938,10 @@ MESSAGES: dict[str, str] = {
     "loss.several": "give one place for the gradient to start, not several: {keys}",
     "loss.shape": "{field} is {rows}×{cols} but the output is n × d_out = {n}×{d_out}: one row "
     "per query, one column per output column",
-    "loss.attend_count": "attend needs one key per query: {count} given for n = {n} queries "
-    "(null for a query with no target)",
-    "loss.attend_key": "attend[{row}] is {value}: a key's number from 1 to m = {m} (1-based, "
-    "as the tables count), or null",
+    "loss.attend_count": "attend needs one key per query: {count} given for n = {n} queries (- on "
+    "the command line, null in JSON, for a query with no target)",
+    "loss.attend_key": "attend[{row}] is {value}: a key's number from 1 to m = {m} (1-based, as "
+    "the tables count), or - on the command line (null in JSON) for no target",
     "loss.attend_empty": "attend names no key at all: give at least one query a target key",
     "loss.attend_masked": "attend[{row}] = {key}, but the mask hides key {key} from query {row}: "
     "a query cannot be taught to look at a key it may not see",
@@ -1976,19 +1982,24 @@ MESSAGES: dict[str, str] = {
     "value row j. The better value j points the way output i should go (−dOᵢ), the more "
     "negative it is.",
     "stage.grad_weights.attend.title": "Backward: gradient of the weights, from the targets",
-    "stage.grad_weights.attend.why": "The loss −Σᵢ log A[i, tᵢ] asks each query to put its "
-    'weight on its target key tᵢ: the question "which token should it have looked at". Its '
-    "gradient is −1/A[i, tᵢ] at the target and 0 elsewhere: the smaller that weight is now, "
-    "the harder the push.",
+    "stage.grad_weights.attend.why": "The loss −Σᵢ log A[i, tᵢ] asks each query to put its weight "
+    'on its target key tᵢ: the question "which token should it have looked at". Its gradient is '
+    "−1/A[i, tᵢ] at the target and 0 elsewhere: the smaller that weight is now, the harder the "
+    "push. It is a teaching shortcut: a real model is never told where to look, and learns W_Q "
+    "and W_K from its prediction error, which reaches A through the output (--target); with "
+    "several heads, this loss pushes every head toward the same key.",
     "stage.softmax_rowdot.title": "Softmax backward, part 1: the row term",
-    "stage.softmax_rowdot.why": "The weights of a row add up to 1, so raising one logit takes "
-    "weight from every other key of the row. rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ is what the row as a whole "
-    "gains when its weights shift: the part every key's gradient must be measured against.",
+    "stage.softmax_rowdot.why": "Raising one logit takes weight from every other key of the row: "
+    "the softmax shares out each row as a whole. rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ is the row's dA averaged with "
+    "the weights A; a sink's share, when there is one, counts with dA = 0. It is the baseline "
+    "each key's dA is measured against.",
     "stage.grad_logits.title": "Softmax backward, part 2: gradient of the logits",
-    "stage.grad_logits.why": "dS = A ⊙ (dA − r): a logit's gradient is its weight times how "
-    "far its key's dA is from the row's average r. A key that would help more than the "
-    "average (dA < r) is pushed up, the others down. A weight near 0 or near 1 passes almost "
-    "nothing back: that is what a saturated softmax means, and why the scores are scaled.",
+    "stage.grad_logits.why": "dS = A ⊙ (dA − r): a logit's gradient is its weight times how far "
+    "its key's dA is from the row's average r. A key that would help more than the average (dA < "
+    "r) is pushed up, the others down. Each weight's own derivative Aᵢⱼ·(1 − Aᵢⱼ) is small near 0 "
+    "and near 1, so a saturated softmax passes little back of a bounded dA (a loss that reaches A "
+    "through the output): that is why the scores are scaled. A dA that grows as its weight "
+    "shrinks, as −1/A does under attend, is not held back.",
     "stage.grad_back.mask.title": "Backward through the mask",
     "stage.grad_back.mask.why": "A masked logit was replaced by −∞ whatever its score was, "
     "so its score gets exactly 0 gradient: a key that cannot be seen cannot be learned from. "
@@ -2001,9 +2012,10 @@ MESSAGES: dict[str, str] = {
     "stage.grad_back.add.why": "The bias B was added and is not learned here, so the gradient "
     "passes through to the scaled scores unchanged.",
     "stage.grad_back.softcap.title": "Backward through the softcap",
-    "stage.grad_back.softcap.why": "The derivative of c·tanh(s/c) is 1 − tanh²(s/c): about "
-    "1 for small scores, near 0 where the capped value nears ±c (scores much larger than c in "
-    "size). A capped score learns little, which is the point of the cap.",
+    "stage.grad_back.softcap.why": "The derivative of c·tanh(s/c) is 1 − tanh²(s/c): about 1 for "
+    "small scores, near 0 where the capped value nears ±c (scores much larger than c in size). "
+    "The cap is there to bound the logits (none goes past ±c); that a capped score then learns "
+    "little is a side effect of it, not its purpose.",
     "stage.grad_back.rope.title": "Backward through RoPE",
     "stage.grad_back.rope.why": "RoPE turned each pair of dimensions by the angle φ of its "
     "position. A rotation's transpose is the rotation back, so the gradient is turned by −φ "
@@ -2039,15 +2051,16 @@ MESSAGES: dict[str, str] = {
     "stage.grad_bv.why": "b_V is added to every value row, so its gradient is the column sums "
     "of dV.",
     "stage.grad_x.title": "Backward: gradient of the input X",
-    "stage.grad_x.why": "X reaches the loss along several paths at once, one through each "
-    "projection that reads it (Q, K and V in self-attention). The multivariate chain rule adds "
-    "the paths: dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ, the terms of those it has. This is what "
-    "flows on to the layer below.",
+    "stage.grad_x.why": "X reaches the loss through each projection that reads it and that the "
+    "loss reaches (Q, K and V in self-attention, Q alone in cross-attention). The multivariate "
+    "chain rule adds those paths: dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ, the terms of those it has. "
+    "This is what flows on to the layer below.",
     "note.grad_attend_no_v": "This loss reads only the weights, so V, W_V and b_V do not reach "
     "it and get no gradient: the backward pass goes from dA to the scores, Q and K.",
     "stage.grad_source.title": "Backward: gradient of the source",
-    "stage.grad_source.why": "The source reaches the loss through K and V, so its gradient adds "
-    "the two paths: d source = dK·W_Kᵀ + dV·W_Vᵀ (the queries' path goes to X).",
+    "stage.grad_source.why": "The source feeds K and V; its gradient adds the paths of those that "
+    "reach the loss (K alone under attend, which does not read V): d source = dK·W_Kᵀ + dV·W_Vᵀ, "
+    "the terms of those it has (the queries' path goes to X).",
     "stage.grad_sinks.title": "Gradient of the sinks",
     "stage.grad_sinks.why": "A sink's logit took its share 1 − Σⱼ Aᵢⱼ of every row. Raising it "
     "moves weight from the keys to nothing, so its gradient is −Σᵢ (its share)·rᵢ, one number "
@@ -2058,8 +2071,8 @@ MESSAGES: dict[str, str] = {
     "read its own columns of {weight}.",
     "note.grad_kv_shared": "{per} query heads share each key/value head, so the columns of "
     "{weight} they share receive the sum of their gradients.",
-    "note.grad_paths": "{x} feeds {count} projections: its gradient is their {count} paths "
-    "added (the multivariate chain rule).",
+    "note.grad_paths": "{x} feeds {count} projections ({names}), and each reaches this loss: its "
+    "gradient adds their {count} paths (the multivariate chain rule).",
     "note.grad_pe": "The position encoding is added to X and is not learned, so the gradient of "
     "X + PE is the gradient of X.",
     "note.loss_target": "The loss these numbers give: L = ½·Σ(O − T)² {eq} {loss}.",
@@ -2071,11 +2084,126 @@ MESSAGES: dict[str, str] = {
     "its own weight is ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ), never more than 0.25. Its largest value in "
     "this head {eq_with} {with_}; with the scores not scaled ({root} left out) it would be "
     "{eq_without} {without}.",
-    "note.grad_saturated": "Without the scaling this softmax would be saturated: its weights "
-    "would sit near 0 and 1, almost no gradient would get through it to Q and K (and to W_Q and "
-    "W_K, which make them), and they would barely learn. Dividing by √d_k keeps the scores where "
-    "the softmax still passes gradients.",
-    "note.grad_not_saturated": "Here the scaling does not decide it: these scores are small "
-    "enough that the softmax passes gradients either way. With a large d_k (try --preset "
-    "dk64) the unscaled softmax saturates.",
+    "note.grad_scores_smaller": "What reaches Q and K is the gradient of the scores Q·Kᵀ. Its "
+    "size here (the root of the sum of its squares) {eq_with} {with_}; with the scores not scaled "
+    "it would be {eq_without} {without}: smaller without the scaling.",
+    "note.grad_scores_larger": "What reaches Q and K is the gradient of the scores Q·Kᵀ. Its size "
+    "here (the root of the sum of its squares) {eq_with} {with_}; with the scores not scaled it "
+    "would be {eq_without} {without}: larger without the scaling, not smaller.",
+    "note.grad_saturated": "The unscaled softmax is saturated: its weights sit near 0 and 1, "
+    "where its derivative A·(1 − A) is near 0, so little of dA gets through to Q and K (and to "
+    "W_Q and W_K, which make them). Dividing by √d_k keeps the scores where the softmax still "
+    "passes gradients.",
+    "note.grad_scale_shrinks": "The unscaled softmax is not saturated here (its largest "
+    "A·(1 − A) is within ten times the scaled one's): the difference comes from the other "
+    "weights the unscaled scores give, not from a blocked softmax.",
+    "note.grad_log_cancels": "This loss, −Σ log A, cancels the softmax's vanishing derivative: in "
+    "a row with a target, a logit's gradient is Aᵢⱼ − 1 at the target key and Aᵢⱼ elsewhere, "
+    "which stays near 1 in size when the softmax is saturated on a wrong key. So here the scaling "
+    "does not protect learning; it does where the loss reaches A through the output, as a real "
+    "model's does (try --target).",
+    "note.grad_not_saturated": "Here the scaling does not protect learning: the unscaled "
+    "softmax is not saturated enough to block the gradient, and the scaled run's gradient is "
+    "also multiplied by the scale on its way back. With a large d_k the unscaled softmax "
+    "saturates (try --preset dk64 with a --target).",
+    "note.grad_path_one": "{x} feeds one projection ({names}): its gradient comes back by that "
+    "one path.",
+    "note.grad_paths_some": "{x} feeds {count} projections ({names}), but only {reach} reach this "
+    "loss: its gradient adds those {reached} paths (the multivariate chain rule).",
+    "note.grad_path_one_of": "{x} feeds {count} projections ({names}), but only {reach} reaches "
+    "this loss: its gradient comes back by that one path.",
+    "note.grad_kv_heads_side_by_side": "The {heads} key/value heads' gradients side by side, each "
+    "in the columns of {weight} that its head made.",
+    "note.loss_target_rows": "T, the output to reach, row by row: {rows}.",
+    "note.loss_target_rows_approx": "T, the output to reach, row by row (rounded to 4 decimals): "
+    "{rows}.",
+    "note.loss_attend_keys": "The key each query should look at (attend): {pairs}.",
+    "help.usage": "Usage: ",
+    "help.heading.options": "Options",
+    "help.heading.arguments": "Arguments",
+    "help.heading.commands": "Commands",
+    "help.help_option": "Show this message and exit.",
+    "help.train.compare_scale": "Train twice from the same start, with the problem's scale and "
+    "with scale 1, and show both losses side by side: what √d_k does to learning, on this problem.",
+    "train.progress": "Training",
+    "train.progress_unscaled": "Training with scale 1",
+    "train.compare_scale_one": "--compare-scale trains again with scale 1, but this problem's "
+    "scale is already 1: there is nothing to compare.",
+    "dataset.not_list": "{key} must be a list of examples (objects of the input format), with at "
+    "least one for examples.",
+    "dataset.too_many": "{key} holds {count} examples; at most {limit} are read.",
+    "dataset.not_object": "{key}[{index}] must be an object of the input format (tokens, x, "
+    "target or attend …).",
+    "dataset.shared": "{key}[{index}] gives {field}: the weights are shared by every example, so "
+    "they are given once, at the top level.",
+    "dataset.in_example": "{key}[{index}]",
+    "train.dataset": "A data set of {count} examples that share the weights: the loss L is the "
+    "mean of theirs, and so is each gradient.",
+    "train.dataset_heldout": "Held out, never trained on: {count} more (shown below with the "
+    "weights before and after).",
+    "train.attend_shortcut": "attend is a teaching shortcut: a real model is never told where to "
+    "look. It learns W_Q, W_K and W_V from its prediction error, which reaches the attention "
+    "weights through the output (try --preset referent, a loss on the output).",
+    "train.attend_heads": "With {heads} heads, attend pushes every head toward the same key; in a "
+    "real model each head finds a pattern of its own.",
+    "train.unmoved": "{names} did not move at all: their gradient was exactly 0 at every step.",
+    "train.unmoved_one_key": "{names} did not move at all: each query has a single key it may "
+    "see, so its weight is 1 whatever the scores (A ≡ 1), and the scores' gradient is exactly 0 "
+    "at every step.",
+    "train.diverging": "The loss rose at {rose} of the {done} steps and ended {ratio} times its "
+    "start. With a small enough η gradient descent never raises the loss, so η = {lr} is too "
+    "large for this problem: try a smaller --lr.",
+    "train.log_scale": "(The bars are on a log scale: the loss spans at least {decades} decades.)",
+    "train.scale_hint": "--compare-scale trains again from the same start with scale 1, to show "
+    "what √d_k does to learning on this problem.",
+    "train.compare_title": "The loss with the scale and with scale 1",
+    "train.col_unscaled": "L, scale 1",
+    "train.spark_scaled": "scale {scale}:",
+    "train.spark_unscaled": "scale 1:",
+    "train.compare_lower": "From the same weights, L went from {first} to {last} with the scale "
+    "{scale}, and from {first_other} to {other} with scale 1: after {done} steps the scaled run's "
+    "loss is lower{times}.",
+    "train.compare_higher": "From the same weights, L went from {first} to {last} with the scale "
+    "{scale}, and from {first_other} to {other} with scale 1: after {done} steps the unscaled "
+    "run's loss is lower{times}.",
+    "train.compare_equal": "From the same weights, L went from {first} to {last} with the scale "
+    "{scale}, and from {first_other} to the same with scale 1.",
+    "train.compare_times": ", by a factor of {ratio}",
+    "train.heldout": "Held out, never trained on",
+    "train.heldout_example": "Held-out example {index}: {tokens}",
+    "train.heldout_loss": "Its loss with the weights before training and after: {before} → "
+    "{after}.",
+    "train.heldout_top": "'{query}' gives most of its weight to '{key}': {after} (before "
+    "training: '{key_before}', {before}).",
+    "train.heldout_top_head": "head {head}: '{query}' gives most of its weight to '{key}': "
+    "{after} (before training: '{key_before}', {before}).",
+    "train.example_title": "Example {index}: {tokens}",
+    "train.examples_elided": "Examples not shown: {count}.",
+    "preset.referent.description": "Training from examples, through the output: 'it' must find "
+    "the animal among a sentence's words, learnt from five sentences and tried on a sixth it "
+    "never saw",
+    "preset.referent.reference": "Made for qkvcalc. One query, 'it' (X = [0, 0, 0, 0, 1]: the "
+    "last column marks a pronoun), reads the words of a sentence (the source; columns: animal, "
+    "then a 3-column identity code shared by one animal and one object: dog and ball, cat and "
+    "box, bird and cup, then pronoun). The target T is the identity code of the sentence's "
+    "animal, so the loss L = ½·Σ(O − T)² is on the output, as in a real model: nobody says where "
+    "to look. Each sentence pairs its animal with an object of another code, so no W_V alone "
+    "gives every T: only attending to the animal does. W_V starts as a copy of the code; W_Q and "
+    "W_K start with 'it' giving the object a little more weight (54%). qkvcalc train --preset "
+    "referent (20 steps, η = 0.5) trains on the five examples (the loss is their mean) and shows "
+    "the held-out sentence 'box bird' before and after: 'it' gives 'bird' 46%, then 79%.",
+    "preset.referent64.description": "The referent data set at d_k = 64, with random W_Q and W_K: "
+    "--compare-scale shows what dividing by √64 does to learning through the output",
+    "preset.referent64.reference": "Made for qkvcalc: the referent preset's sentences, X, W_V and "
+    "loss (the identity code of the sentence's animal, on the output), with W_Q and W_K random "
+    "and 64 columns wide: numpy.random.default_rng(4).standard_normal((5, 64)).round(2) for W_Q, "
+    "then for W_K. Each score q·k then sums 64 products, so unscaled scores are eight times the "
+    "scaled ones: with scale 1, four of the five examples start with a weight above 0.99 on one "
+    "word (the other at 0.90), a saturated softmax that passes little gradient back from the "
+    "output; divided by √64 = 8, every weight starts between 0.17 and 0.83. qkvcalc train "
+    "--preset referent64 --compare-scale (20 steps, η = 0.5): the mean loss goes from ≈ 0.3085 to "
+    "≈ 0.0108 with the scale, and from ≈ 0.4017 to ≈ 0.179 with scale 1; on the held-out "
+    "sentence, 'it' gives 'bird' 10%, then 63%.",
+    "train.dataset_loss_option": "{option} sets one problem's loss, but this is a data set whose "
+    "examples carry their own: give each example its target or attend instead.",
 }

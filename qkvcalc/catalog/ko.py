@@ -14,10 +14,12 @@ such as 이므로/이고/입니다/인가요). tests/test_i18n.py checks it.
 MESSAGES: dict[str, str] = {
     # ---- stages: title and why the stage exists ------------------------------------------
     "stage.x.title": "입력 X",
-    "stage.x.why": "각 행은 어텐션 층에 들어오는 토큰 하나의 벡터입니다. 임베딩에 위치 정보를 "
-    "더한 것일 수도 있고, 이전 층의 출력일 수도 있습니다. 첫 층에서는 임베딩 표가 토큰 "
-    "ID에서 이 행들을 만듭니다. W_Q, W_K, W_V는 그 표가 아니라 따로 학습되는 별개의 "
-    "매개변수로서, 이 행들을 어텐션의 세 역할로 바꿉니다.",
+    "stage.x.why": "각 행은 어텐션 층에 들어오는 토큰 하나의 벡터입니다. 원래 Transformer의 첫 "
+    "층에서는 임베딩에 위치 정보를 더한 것이고, 더 깊은 층에서는 아래 층의 출력이며, 프리-노름 "
+    "모델(GPT-2, Llama)에서는 그 벡터가 층의 정규화를 거친 것입니다(GPT-2의 ln_1: 행마다 정규화한 "
+    "뒤, 정규화 자신의 가중치로 배율을 곱하고 이동합니다). 첫 층에서는 임베딩 표가 토큰 ID에서 "
+    "임베딩을 만듭니다. W_Q, W_K, W_V는 그 표가 아니라 따로 학습되는 별개의 매개변수로서, 이 "
+    "행들을 어텐션의 세 역할로 바꿉니다.",
     "stage.source.title": "소스 (Key와 Value를 여기서 만듭니다)",
     "stage.source.why": "크로스 어텐션에서는 Query를 X에서 만들지만, Key와 Value는 다른 "
     "시퀀스에서 만듭니다. 디코더가 읽는 인코더의 출력이 대표적인 예입니다.",
@@ -116,7 +118,7 @@ MESSAGES: dict[str, str] = {
     "stage.output.concat.title": "출력 (이어 붙인 헤드)",
     "stage.output.concat.why": "W_O가 주어지지 않았으므로, 이어 붙인 헤드가 그대로 출력입니다.",
     # ---- notes on stages ---------------------------------------------------------------
-    "note.scale_default": "d_k = {d_k}이므로 모든 스코어를 나누는 값은 {root} = {value}입니다.",
+    "note.scale_default": "d_k = {d_k}이므로 모든 스코어를 나누는 값은 {root} {eq} {value}입니다.",
     "note.scale_given": "직접 지정한 scale = {scale}: 1/√d_k(d_k = {d_k}) 대신 이 값을 "
     "스코어에 곱합니다.",
     "note.mask_convention": "마스크 규칙: 1 / true = 어텐션 허용 (PyTorch "
@@ -220,8 +222,8 @@ MESSAGES: dict[str, str] = {
     "note.dv": "d_v = {d_v}: 출력의 폭을 정합니다. V가 m×d_v이므로 A·V는 n×d_v입니다. d_v가 "
     "d_k(여기서는 {d_k})와 같을 필요는 없습니다. 가중치는 각 Value를 얼마나 가져올지를, d_v는 "
     "Value 하나가 숫자를 몇 개 담는지를 정합니다.",
-    "note.layout_torch": "{weight}은(는) PyTorch가 저장하는 방식(out×in)으로 주어졌습니다. "
-    "여기 보이는 행렬은 그 전치 {weight}ᵀ(in×out)로, 행들에 곱해지는 행렬입니다.",
+    "note.layout_torch": "PyTorch가 저장하는 방식(out×in)으로 주어진 행렬: {weight}. 여기 보이는 "
+    "행렬은 그 전치 {weight}ᵀ(in×out)로, 행들에 곱해지는 행렬입니다.",
     # ---- warnings ------------------------------------------------------------------------
     "warn.fully_masked": "Query {rows}에서는 모든 Key가 마스킹되어, 공식을 그대로 쓰면 0/0 = NaN이 "
     "됩니다. 그래서 PyTorch의 scaled_dot_product_attention처럼 그 가중치와 출력을 0으로 "
@@ -318,8 +320,8 @@ MESSAGES: dict[str, str] = {
     "명령을 --worksheet 없이 실행하면 나옵니다.",
     "ui.preset": "프리셋 {name}: {description}",
     "ui.preset_bare": "프리셋 {name}",
-    "ui.edited_from": "프리셋 {name}을(를) 고친 문제: 숫자나 옵션이 더 이상 프리셋의 것이 아니므로 "
-    "프리셋의 설명과 출처는 싣지 않습니다",
+    "ui.edited_from": "프리셋을 고친 문제(원래 프리셋: {name}): 숫자나 옵션이 더 이상 프리셋의 "
+    "것이 아니므로 프리셋의 설명과 출처는 싣지 않습니다",
     "ui.named": "{name}: {description}",
     "ui.named_bare": "{name}",
     "ui.presets_title": "프리셋",
@@ -745,9 +747,10 @@ MESSAGES: dict[str, str] = {
     "{limit}까지입니다",
     "quiz.seed": "--seed {seed}: 시드는 0부터 {limit}까지의 정수입니다",
     # ---- the backward pass in the quiz and exports (issue 21) ----
-    "help.quiz.backward": "역전파 단계도 묻습니다(--stages가 따로 정하지 않으면 grad_v, "
-    "grad_weights, 소프트맥스의 역전파, grad_scores, grad_q, grad_k, grad_wq). 기울기는 문제의 "
-    "grad_output, target, attend에서 시작합니다.",
+    "help.quiz.backward": "순전파 대신 역전파를 묻습니다. 기본으로 묻는 단계는 이 일곱 개 가운데 "
+    "문제의 손실이 닿는 것입니다: grad_v, grad_weights, 소프트맥스 역전파의 로짓, grad_scores, "
+    "grad_q, grad_k, grad_wq(--stages로 다른 단계도, 순전파 단계도 고를 수 있습니다). 기울기는 "
+    "문제의 grad_output, target, attend에서 시작하며, 퀴즈는 그것을 A, O, dO와 함께 보여 줍니다.",
     "hint.grad_v": "{cell} = Σₜ A[t,{i}]·dO[t,{j}]: A의 열 {i}(Aᵀ의 행 {i}) 곱하기 dO의 열 "
     "{j}, 짝끼리 곱해 더합니다.",
     "hint.grad_weights": "{cell}: dO의 행 {i} 곱하기 V의 행 {j}(Vᵀ의 열 {j}), 짝끼리 곱해 "
@@ -764,13 +767,13 @@ MESSAGES: dict[str, str] = {
     "hint.grad_weight": "{cell}: {x}의 열 {i} 곱하기 d{p}의 열 {j}(헤드들을 나란히 놓은 것), "
     "Σₜ {x}[t,{i}]·d{p}[t,{j}].",
     "hint.grad_weight_torch": "{cell}: d{p}의 열 {i}(헤드들을 나란히 놓은 것) 곱하기 {x}의 "
-    "열 {j}. 배치가 out × in이라 전치되어 있습니다.",
+    "열 {j}. 저장 방식이 out × in이라 전치되어 있습니다.",
     "hint.grad_input": "{cell}: 모든 경로에서 칸 [{i},{j}]의 값을 더합니다. {terms}.",
     "mistake.grad_v_not_transposed": "A·dO를 계산했습니다. 출력이 A·V였으므로 V의 기울기는 "
     "다른 인수를 전치한 것입니다: dV = Aᵀ·dO(A의 열 i와 dO의 곱).",
     "mistake.softmax_back_no_row_term": "A ⊙ dA를 계산했습니다. 가중치 하나만 따로 움직이는 "
-    "것처럼 계산한 것입니다. 한 행의 가중치는 합이 1이므로 행 항을 먼저 뺍니다: "
-    "dS = A ⊙ (dA − r), rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ.",
+    "것처럼 계산한 것입니다. 로짓 하나를 키우면 그 행의 다른 가중치가 모두 줄어들므로 행 항을 "
+    "먼저 뺍니다: dS = A ⊙ (dA − r), rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ.",
     "mistake.grad_scale_missing": "{grad}의 값을 스케일링된 스코어의 기울기에서 "
     "계산했습니다. 스코어는 스케일링에서 {scale}배가 되었으므로, d(Q·Kᵀ)는 먼저 그 기울기를 "
     "{scale}배 한 것입니다.",
@@ -790,7 +793,7 @@ MESSAGES: dict[str, str] = {
     "mistake.scores_transposed": "이 값은 스코어를 전치한 K·Qᵀ입니다. Q·Kᵀ에서 i번째 행은 "
     "Query i의 것이고, j번째 열은 Key j의 것입니다.",
     "mistake.scale_sqrt_d_model": "이 값은 Q·Kᵀ / √d_model = Q·Kᵀ / {model_root}입니다. "
-    "스케일링에는 헤드마다의 Query·Key 폭 d_k = {d_k}을(를) 쓰므로 Q·Kᵀ / √d_k = Q·Kᵀ / {root}"
+    "스케일링에는 헤드마다의 Query·Key 폭(d_k = {d_k})을 쓰므로 Q·Kᵀ / √d_k = Q·Kᵀ / {root}"
     "입니다.",
     "mistake.scale_sqrt_d_model_or_d_k": "이 값은 Q·Kᵀ / √d_model = Q·Kᵀ / {model_root}"
     "입니다(여기서는 d_k로 나눈 것과 같습니다). 스케일링에는 헤드마다의 Query·Key 폭 "
@@ -860,10 +863,10 @@ MESSAGES: dict[str, str] = {
     "hint.scores": "{cell} = q_{i}·k_{j}: Q의 {i}번째 행과 Kᵀ의 {j}번째 열(K의 {j}번째 행)을 "
     "성분끼리 곱해 더합니다.",
     "hint.scaled": "{cell} = Q·Kᵀ[{i},{j}] {op}.",
-    "hint.masked": "{cell}: 마스크가 Query {i}에게 Key {j}을(를) 허용하면(1) {src}[{i},{j}], "
-    "아니면(0) −∞입니다.",
+    "hint.masked": "{cell}: 마스크의 (Query {i}, Key {j}) 칸이 1이면 {src}[{i},{j}], 0이면 "
+    "−∞입니다.",
     "hint.exp": "{cell} = e^({src}[{i},{j}] − {src}의 {i}번째 행의 최댓값).",
-    "hint.formula": "{cell}은(는) {formula}의 [{i},{j}] 칸입니다.",
+    "hint.formula": "{cell}: {formula}의 [{i},{j}] 칸입니다.",
     "hint.x_pe": "{cell} = X[{i},{j}] + PE[{i},{j}].",
     "hint.rmsnorm": "{cell} = {src}[{i},{j}] / √({src}의 {i}번째 행의 제곱 평균 + ε) × w[{j}].",
     "hint.rope": "{cell}: {src}의 {i}번째 행의 {j}번 차원을 짝 차원과 함께 φ = 토큰 {i}의 위치 × "
@@ -1016,7 +1019,8 @@ MESSAGES: dict[str, str] = {
     "help.explain.grad_output": "직접 주는 dL/dO (n × d_out, --x와 같은 형식), "
     "out.backward(grad)가 받는 grad와 같습니다: --backward가 여기서 시작합니다.",
     "help.explain.attend": '각 Query가 주목해야 할 Key, 1부터 세어 Query마다 하나 ("3 1 -": '
-    "목표가 없으면 -): --backward가 L = −Σᵢ log A[i, tᵢ]에서 시작합니다.",
+    "목표가 없으면 -): --backward가 L = −Σᵢ log A[i, tᵢ]에서 시작합니다. 가르치기 위한 "
+    "지름길입니다(실제 모델은 어디를 보라는 말을 듣지 않습니다. --target은 손실을 출력에 둡니다).",
     "help.explain.backward": "순전파 단계 뒤에 역전파를 보여 줍니다: 손실(문제의 grad_output, "
     "target, attend)에서 W_Q, W_K, W_V, X까지의 모든 기울기.",
     "help.explain.exact": "수가 유리수로 남는 곳에서는 정확한 분수로 보여 줍니다.",
@@ -1085,8 +1089,8 @@ MESSAGES: dict[str, str] = {
     "i번째 토큰에 더합니다.",
     "note.positions": "위치: {positions}.",
     "note.rmsnorm": "행마다 x / √(mean(x²) + ε) · w, ε = {eps}.",
-    "note.rope_pairs_half": "d_k = {d_k}개 차원 중 앞의 {dims}개가 회전하며, 차원 i는 "
-    "i + {half}와(과) 짝입니다 (HF LLaMA의 rotate_half, GPT-NeoX). 짝과 주파수 ω: {pairs}.",
+    "note.rope_pairs_half": "d_k = {d_k}개 차원 중 앞의 {dims}개가 회전하며, 차원 i의 짝은 차원 i "
+    "+ {half}입니다 (HF LLaMA의 rotate_half, GPT-NeoX). 짝과 주파수 ω: {pairs}.",
     "note.rope_pairs_pairs": "d_k = {d_k}개 차원 중 앞의 {dims}개가 이웃한 짝 2i−1, 2i로 "
     "회전합니다 (GPT-J, Meta의 원래 코드). 짝과 주파수 ω: {pairs}.",
     "note.rope_angle": "각 짝은 각도 φ = 위치 × ω만큼 회전합니다: a′ = a·cos φ − b·sin φ, "
@@ -1113,7 +1117,7 @@ MESSAGES: dict[str, str] = {
     "것입니다.",
     "note.score_bias": "숫자로 주어진 바이어스(T5의 상대 위치 바이어스나 더하는 마스크)로, "
     "스케일링 뒤에 더합니다.",
-    "note.sinks": "헤드 {head}의 싱크 σ = {sink}은(는) 모든 행의 소프트맥스에 열 하나로 "
+    "note.sinks": "헤드 {head}의 싱크(σ = {sink})는 모든 행의 소프트맥스에 열 하나로 "
     "더해집니다. 행의 최댓값 m은 스코어들과 σ 가운데에서 고르고, e^(σ − m)도 합에 "
     "들어갑니다. 나눈 뒤에는 이 열을 버리므로 가중치 한 행의 합은 1보다 작습니다. 싱크가 "
     "가져간 몫은 어떤 토큰에도 가지 않습니다(Query가 특별히 볼 곳이 없을 때 주의를 비워 둘 수 "
@@ -1327,8 +1331,10 @@ MESSAGES: dict[str, str] = {
     "note.mla_cache": "드는 비용: 토큰마다 r_kv + d_R = {rank} + {rope} = {per_token}개의 수, "
     "토큰 {tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 토큰마다 "
     "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
-    "note.mla_from_cache": "스텝마다 캐시의 C_KV {rows}개 행에서 다시 만듭니다. 캐시가 작아지는 "
-    "대신 이 곱셈을 치릅니다.",
+    "note.mla_from_cache": "수식대로라면 스텝마다 캐시의 C_KV({rows} × r_kv)에서 다시 만듭니다. "
+    "최적화된 추론(DeepSeek-V2 논문, vLLM)은 이 곱셈을 하지 않습니다. W_UK를 Query 쪽에 "
+    "흡수하고(Query가 C_KV와 바로 만납니다) W_UV를 W_O에 흡수하므로, 곱셈을 더하지 않고도 캐시가 "
+    "작게 유지됩니다.",
     "mistake.mla_norm_sum_not_mean": "이 값은 행의 길이 √(Σ x²)로 나눴습니다. RMSNorm은 평균의 "
     "제곱근 √(mean(x²) + ε)로 나누며, 평균은 잠재 벡터의 {over} = {count}개 차원에 걸쳐 냅니다.",
     "mla.not_object": 'mla는 {{"wq_a": …, "q_a_norm": …, "wq_b": …, "wkv_a": …, '
@@ -1358,7 +1364,7 @@ MESSAGES: dict[str, str] = {
     "mla.rope_dims": "rope.dims의 값 {dims}: mla는 d_R = {rope}개 열을 회전하므로 rope에 다음을 "
     '주세요: "dims": {rope}',
     "mla.backward": "역전파 (--backward, 그리고 이를 쓰는 qkvcalc train)는 아직 멀티헤드 잠재 "
-    "어텐션을 따라가지 않습니다. 역전파 없이 실행하세요",
+    "어텐션을 따라가지 않습니다. --backward 없이 실행하거나, mla가 없는 문제를 학습시키세요",
     "mla.qk_norm": "mla와 함께 {key} 키를 줄 수 없습니다. 정규화는 잠재 벡터에 있습니다 "
     "(q_a_norm, kv_a_norm)",
     "extract.mla_bias": "{model}: 층 {layer}의 잠재 투영에 바이어스가 있으며 (attention_bias), "
@@ -1605,10 +1611,10 @@ MESSAGES: dict[str, str] = {
     "check.preset_without_stages": "--preset은 --stages와 함께 씁니다. 함수는 check가 만든 "
     "문제로 검사합니다(FILE.py:FUNCTION).",
     # ---- the backward pass in tiles (issue 21) ----
-    "stage.lse.title": "타일 역전파: log-sum-exp L",
+    "stage.lse.title": "타일 역전파: log-sum-exp LSE",
     "stage.lse.why": "타일 순전파가 역전파를 위해 행마다 남기는 수 하나: 마지막 누적 최댓값과 "
-    "누적 합으로 만든 L = m + log ℓ입니다. 이 수가 있으면 모든 가중치를 나중에 블록마다 e^(s − "
-    "L)로 다시 계산할 수 있으므로, n×m 가중치 표는 어디에도 저장하지 않습니다.",
+    "누적 합으로 만든 LSE = m + log ℓ입니다. 이 수가 있으면 모든 가중치를 나중에 블록마다 e^(s − "
+    "LSE)로 다시 계산할 수 있으므로, n×m 가중치 표는 어디에도 저장하지 않습니다.",
     "stage.rowdot_o.title": "타일 역전파: D = rowsum(dO ⊙ O)",
     "stage.rowdot_o.why": "소프트맥스 역전파에는 행마다 r = Σⱼ Aᵢⱼ·dAᵢⱼ가 필요한데, 이것은 가중치 "
     "한 행 전체를 읽습니다. dA = dO·Vᵀ이고 O = A·V이므로 이 값은 Σ dO ⊙ O, 곧 출력 행과 그 "
@@ -1616,10 +1622,10 @@ MESSAGES: dict[str, str] = {
     "stage.rowdot_o.attend.title": "타일 역전파: 목표에서 온 행 항 D",
     "stage.rowdot_o.attend.why": "이 손실은 출력이 아니라 가중치를 읽으므로, D = Σⱼ Aᵢⱼ·dAᵢⱼ에는 "
     "목표 Key의 항 하나만 있습니다: A[i, tᵢ]·(−1 / A[i, tᵢ]) = −1이고, 목표의 가중치는 "
-    "e^(S[i, tᵢ] − L)로 다시 계산합니다. 목표가 없는 Query에서는 0입니다.",
+    "e^(S[i, tᵢ] − LSE)로 다시 계산합니다. 목표가 없는 Query에서는 0입니다.",
     "stage.block_p.title": "타일 역전파: 블록의 가중치 P_b",
-    "stage.block_p.why": "이 블록 Key들의 가중치를 로짓과 L에서 다시 계산합니다: P_b = e^(S_b − "
-    "L). 저장하는 것보다 다시 계산하는 편이 비용이 적다는 것이 FlashAttention 역전파의 "
+    "stage.block_p.why": "이 블록 Key들의 가중치를 로짓과 LSE에서 다시 계산합니다: P_b = e^(S_b − "
+    "LSE). 저장하는 것보다 다시 계산하는 편이 비용이 적다는 것이 FlashAttention 역전파의 "
     "요령입니다. 마스킹된 Key는 정확히 0입니다.",
     "stage.grad_v_acc.title": "타일 역전파: 블록에 속한 dV의 행",
     "stage.grad_v_acc.why": "dV = Aᵀ·dO이고, 이 블록 Key들의 dV 행은 이 블록의 가중치만 "
@@ -1649,7 +1655,7 @@ MESSAGES: dict[str, str] = {
     "stage.grad_v_acc.total.title": "역전파: 블록들의 행을 쌓은 V 기울기",
     "stage.grad_v_acc.total.why": "블록마다 자기 Key들의 dV 행을 만들었고, 차례로 쌓으면 dV "
     "전체가 됩니다.",
-    "note.tiles_lse": "순전파가 저장한 값입니다. 모든 Key가 마스킹된 행은 ℓ = 0, L = −∞이고, "
+    "note.tiles_lse": "순전파가 저장한 값입니다. 모든 Key가 마스킹된 행은 ℓ = 0, LSE = −∞이고, "
     "아래에서 그 행의 가중치는 모두 0입니다.",
     "note.tiles_rowdot_o": "Σⱼ Aᵢⱼ·dAᵢⱼ = Σⱼ Aᵢⱼ·(dOᵢ·vⱼ) = dOᵢ·(Σⱼ Aᵢⱼ·vⱼ) = dOᵢ·Oᵢ: 가중치 행 "
     "없이 구한 소프트맥스 역전파의 행 항입니다.",
@@ -1788,7 +1794,8 @@ MESSAGES: dict[str, str] = {
     "손실과, 학습 전후의 가중치와 어텐션 가중치를 보여 줍니다.",
     "help.train.source": "attend나 target이 있는 입력 형식의 JSON(또는 .npz) 파일, 또는 표준 "
     "입력을 뜻하는 -.",
-    "help.train.preset": "내장 프리셋 (learn은 학습용으로 만든 프리셋입니다).",
+    "help.train.preset": "내장 프리셋 (learn, referent, referent64는 학습용으로 만든 "
+    "프리셋입니다).",
     "help.train.attend": '문제의 손실 대신 쓸, 각 Query가 주목해야 할 Key (1부터 셈, "2 - 1": '
     "목표가 없으면 -): L = −Σᵢ log A[i, tᵢ].",
     "help.train.target": "문제의 손실 대신 쓸 목표 출력 T (n × d_out, explain의 --x와 같은 "
@@ -1797,8 +1804,9 @@ MESSAGES: dict[str, str] = {
     "help.train.lr": "W ← W − η·∂L/∂W의 학습률 η, 0보다 큰 수 (기본값 0.5).",
     "help.train.freeze": '움직이지 않을 가중치, 쉼표로 구분: "wv,wo" (wq, wk, wv, wo, bq, bk, '
     "bv, bo).",
-    "help.train.output": "학습된 문제(qkvcalc explain이 읽는 JSON 문제)를 이 파일에 씁니다. "
-    "--format json과 함께 쓰면 학습 문서 전체를 씁니다.",
+    "help.train.output": "이 파일에 씁니다. 확장자에 따라 .svg는 손실 곡선, .html은 페이지, "
+    ".txt는 텍스트이고, .json(또는 그 밖의 이름)은 학습된 문제(qkvcalc explain이 읽는 JSON 문제, "
+    "--format json과 함께 쓰면 학습 문서 전체)입니다.",
     "help.train.format": "출력 형식: table, txt, json (qkvcalc.train/1 문서), svg (손실 곡선), "
     "html (손실 곡선이 있는 페이지).",
     "help.train.step": "터미널에서 갱신을 한 번에 하나씩 보여 줍니다: Enter나 Space는 다음, q는 "
@@ -1871,13 +1879,9 @@ MESSAGES: dict[str, str] = {
     "없으므로 움직일 것이 없습니다.",
     "train.step_format": "--step은 갱신을 터미널에 보여 주므로 다음과 함께 쓸 수 없습니다: "
     "--format {format}, --output",
-    "train.output_not_json": "--output {path}: train은 이 파일에 학습된 문제를 입력 형식의 "
-    "JSON으로 씁니다. 그런데 파일 이름이 {ext}(으)로 끝납니다. 파일 이름이 .json으로 끝나게 "
-    "하세요.",
-    "train.output_not_json_redirect": "--output {path}: train은 이 파일에 학습된 문제를 입력 "
-    "형식의 JSON으로 씁니다. 그런데 파일 이름이 {ext}(으)로 끝납니다. 파일 이름이 .json으로 "
-    "끝나게 하세요. {format} 출력 자체를 저장하려면 리디렉션하세요: qkvcalc train … --format "
-    "{format} > {path}",
+    "train.output_not_json": "--output {path}: train은 학습된 문제(.json), 손실 곡선(.svg), "
+    "페이지(.html), 텍스트(.txt)를 쓰는데, 파일 이름의 끝이 {ext}입니다. 그중 하나로 이름을 "
+    "지으세요.",
     # ---- the interactive page (--format html: qkvcalc/render/page.py, page.js) ------------
     "page.language_name": "한국어",
     "page.present": "발표 모드 (p)",
@@ -1928,17 +1932,17 @@ MESSAGES: dict[str, str] = {
     "loss.shape": "{field}의 모양은 {rows}×{cols}인데 출력은 n × d_out = {n}×{d_out}입니다. "
     "Query마다 한 행, 출력 열마다 한 열이어야 합니다",
     "loss.attend_count": "attend에는 Query마다 Key가 하나씩 필요합니다. Query는 n = {n}개인데 "
-    "주어진 것은 {count}개입니다 (목표가 없는 Query는 null)",
+    "주어진 것은 {count}개입니다 (목표가 없는 Query는 명령줄에서 -, JSON에서 null)",
     "loss.attend_key": "attend[{row}]의 값이 {value}입니다. 1부터 m = {m}까지의 Key 번호(표처럼 "
-    "1부터 셈)나 null이어야 합니다",
+    "1부터 셈)이거나, 목표가 없으면 명령줄에서 -(JSON에서 null)여야 합니다",
     "loss.attend_empty": "attend에 Key가 하나도 없습니다. Query 하나 이상에 목표 Key를 주세요",
     "loss.attend_masked": "attend[{row}] = {key}인데, 마스크 때문에 Query {row}에서는 Key {key}에 "
     "주목할 수 없습니다. 볼 수 없는 Key를 보도록 가르칠 수는 없습니다",
     "stage.grad_output.target.title": "역전파: 손실의 기울기 dO",
     "stage.grad_output.target.why": "학습은 출력이 얼마나 틀렸는지 말해 주는 수 하나에서 "
     "시작합니다. 여기서는 L = ½·Σ(O − T)², 곧 목표 T까지의 거리의 제곱의 절반입니다. 그 기울기 "
-    "dL/dO는 그냥 O − T이고, 각 칸은 그 출력 칸이 어느 쪽으로 얼마나 세게 움직여야 하는지를 "
-    "부호와 크기로 말합니다(움직일 방향은 기울기의 반대쪽입니다).",
+    "dL/dO는 그냥 O − T이고, 각 칸은 그 출력 칸이 손실을 어느 쪽으로 얼마나 세게 끄는지를 부호와 "
+    "크기로 말합니다. 출력 칸은 그 반대쪽, 곧 T 쪽으로 움직여야 합니다.",
     "stage.grad_output.given.title": "역전파: 주어진 기울기 dO",
     "stage.grad_output.given.why": "dL/dO가 PyTorch의 out.backward(grad)가 받는 것처럼 직접 "
     "주어졌습니다. 위쪽의 손실이 무엇이든, 각 출력 칸은 이 기울기의 반대 방향으로 움직일 때 "
@@ -1966,20 +1970,26 @@ MESSAGES: dict[str, str] = {
     "stage.grad_weights.title": "역전파: 가중치 A의 기울기",
     "stage.grad_weights.why": "dA = dO·Vᵀ: 가중치 Aᵢⱼ를 키우면 출력 행 i에 Value 행 j가 더 "
     "섞입니다. 그래서 그 기울기는 출력 행 i의 기울기와 Value 행 j의 내적입니다. Value j가 출력 "
-    "i가 가야 할 방향(−dOᵢ)을 잘 가리킬수록 이 값은 더 작은 음수가 됩니다.",
+    "i가 가야 할 방향(−dOᵢ)을 잘 가리킬수록 이 값은 음수 쪽으로 더 커집니다.",
     "stage.grad_weights.attend.title": "역전파: 목표에서 온 가중치의 기울기",
     "stage.grad_weights.attend.why": "손실 −Σᵢ log A[i, tᵢ]는 각 Query가 목표 Key tᵢ에 가중치를 "
     '두도록 요구합니다. "어느 토큰을 봤어야 했나"라는 질문입니다. 그 기울기는 목표 칸에서 '
-    "−1/A[i, tᵢ], 나머지에서 0입니다. 지금 그 가중치가 작을수록 더 세게 밀어 줍니다.",
+    "−1/A[i, tᵢ], 나머지에서 0입니다. 지금 그 가중치가 작을수록 더 세게 밀어 줍니다. 이것은 "
+    "가르치기 위한 지름길입니다. 실제 모델은 어디를 보라는 말을 듣지 않으며, 출력을 거쳐 A에 닿는 "
+    "예측 오차에서 W_Q와 W_K를 배웁니다(--target). 헤드가 여럿이면 이 손실은 모든 헤드를 같은 Key "
+    "쪽으로 밉니다.",
     "stage.softmax_rowdot.title": "소프트맥스 역전파 (1/2): 행 항",
-    "stage.softmax_rowdot.why": "한 행의 가중치는 합이 1이므로, 로짓 하나를 키우면 그 행의 다른 "
-    "모든 Key에서 가중치를 가져옵니다. rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ는 가중치가 옮겨 갈 때 행 전체가 얻는 "
-    "양으로, 각 Key의 기울기를 잴 기준입니다.",
+    "stage.softmax_rowdot.why": "로짓 하나를 키우면 그 행의 다른 모든 Key에서 가중치를 "
+    "가져옵니다. 소프트맥스는 한 행을 통째로 나누어 주기 때문입니다. rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ는 그 행의 "
+    "dA를 가중치 A로 평균한 값입니다. 싱크가 있으면 그 몫은 dA = 0으로 셉니다. 이것이 각 Key의 "
+    "dA를 잴 기준선입니다.",
     "stage.grad_logits.title": "소프트맥스 역전파 (2/2): 로짓의 기울기",
     "stage.grad_logits.why": "dS = A ⊙ (dA − r): 로짓의 기울기는 그 가중치에, 그 Key의 dA가 행의 "
     "평균 r과 얼마나 다른지를 곱한 것입니다. 평균보다 더 도움이 될 Key(dA < r)는 위로 밀리고 "
-    "나머지는 아래로 밀립니다. 가중치가 0이나 1에 가까우면 기울기를 거의 돌려보내지 않습니다. "
-    "소프트맥스가 포화되었다는 말이 바로 이것이고, 스코어를 스케일링하는 이유입니다.",
+    "나머지는 아래로 밀립니다. 가중치 자신의 도함수 Aᵢⱼ·(1 − Aᵢⱼ)는 0과 1 근처에서 작으므로, "
+    "포화된 소프트맥스는 크기가 제한된 dA(출력을 거쳐 A에 닿는 손실)를 거의 돌려보내지 못합니다. "
+    "스코어를 스케일링하는 이유입니다. attend의 −1/A처럼 가중치가 작아질수록 커지는 dA는 막히지 "
+    "않습니다.",
     "stage.grad_back.mask.title": "마스크를 거슬러 역전파",
     "stage.grad_back.mask.why": "마스킹된 로짓은 스코어와 상관없이 −∞로 바뀌었으므로, 그 "
     "스코어의 기울기는 정확히 0입니다. 볼 수 없는 Key에서는 배울 수 없습니다. [M ≠ −∞]는 "
@@ -1994,7 +2004,8 @@ MESSAGES: dict[str, str] = {
     "stage.grad_back.softcap.title": "소프트캡을 거슬러 역전파",
     "stage.grad_back.softcap.why": "c·tanh(s/c)의 도함수는 1 − tanh²(s/c)입니다. 작은 "
     "스코어에서는 1에 가깝고, 캡을 씌운 값이 ±c에 가까워지는 스코어(|s|가 c보다 훨씬 큰 "
-    "스코어)에서는 0에 가깝습니다. 캡에 걸린 스코어는 거의 배우지 않으며, 그것이 캡의 목적입니다.",
+    "스코어)에서는 0에 가깝습니다. 캡의 목적은 로짓을 묶어 두는 것(어느 것도 ±c를 넘지 않음)이고, "
+    "캡에 걸린 스코어가 거의 배우지 않는 것은 그 부작용이지 목적이 아닙니다.",
     "stage.grad_back.rope.title": "RoPE를 거슬러 역전파",
     "stage.grad_back.rope.why": "RoPE는 차원 쌍마다 그 위치의 각도 φ만큼 돌렸습니다. 회전의 "
     "전치는 반대 방향 회전이므로, 기울기를 쌍마다 −φ만큼 돌립니다. 같은 각도를 반대로 돌리는 "
@@ -2015,7 +2026,7 @@ MESSAGES: dict[str, str] = {
     "이 행렬의 반대 방향으로 조금 움직이면, 모든 문장의 Query가 바뀝니다.",
     "stage.grad_wk.title": "W_K의 기울기",
     "stage.grad_wk.why": "K = X·W_K(크로스 어텐션에서는 소스의 행)이므로 dW_K = Xᵀ·dK입니다. 각 "
-    "Key가 내놓았어야 할 것이, Key를 만드는 단 하나의 행렬의 변화로 바뀝니다.",
+    "Key가 어떻게 달라졌어야 하는지가 모여, Key를 만드는 단 하나의 행렬을 어떻게 바꿀지가 됩니다.",
     "stage.grad_wv.title": "W_V의 기울기",
     "stage.grad_wv.why": "V = X·W_V이므로 dW_V = Xᵀ·dV입니다. 각 Value가 실어 날랐어야 할 것에서 "
     "Value를 만드는 행렬의 변화가 나옵니다.",
@@ -2026,27 +2037,28 @@ MESSAGES: dict[str, str] = {
     "stage.grad_bv.title": "b_V의 기울기",
     "stage.grad_bv.why": "b_V는 모든 Value 행에 더해지므로, 그 기울기는 dV의 열별 합입니다.",
     "stage.grad_x.title": "역전파: 입력 X의 기울기",
-    "stage.grad_x.why": "X는 여러 경로를 거쳐 동시에 손실에 영향을 줍니다. X를 읽는 선형 "
-    "투영마다 경로가 하나씩 있습니다(셀프 어텐션에서는 Q, K, V). 다변수 연쇄 법칙은 그 "
-    "경로들을 더합니다: dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ에서 있는 항만 더합니다. 이것이 아래 "
-    "층으로 흘러가는 기울기입니다.",
+    "stage.grad_x.why": "X는 자신을 읽고 손실에 닿는 선형 투영마다 경로를 하나씩 가집니다(셀프 "
+    "어텐션에서는 Q, K, V, 크로스 어텐션에서는 Q 하나). 다변수 연쇄 법칙은 그 경로들을 더합니다: "
+    "dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ에서 있는 항만 더합니다. 이것이 아래 층으로 흘러가는 "
+    "기울기입니다.",
     "note.grad_attend_no_v": "이 손실은 가중치만 읽으므로 V, W_V, b_V는 손실에 닿지 않고 기울기를 "
     "받지 않습니다. 역전파는 dA에서 스코어, Q, K로 갑니다.",
     "stage.grad_source.title": "역전파: 소스의 기울기",
-    "stage.grad_source.why": "소스는 K와 V를 거쳐 손실에 닿으므로, 그 기울기는 두 경로를 "
-    "더합니다: d source = dK·W_Kᵀ + dV·W_Vᵀ (Query의 경로는 X로 갑니다).",
+    "stage.grad_source.why": "소스는 K와 V로 들어갑니다. 그 기울기는 그중 손실에 닿는 경로들을 "
+    "더합니다(V를 읽지 않는 attend에서는 K 하나): d source = dK·W_Kᵀ + dV·W_Vᵀ에서 있는 항만 "
+    "더합니다 (Query의 경로는 X로 갑니다).",
     "stage.grad_sinks.title": "싱크의 기울기",
     "stage.grad_sinks.why": "싱크의 로짓은 각 행에서 1 − Σⱼ Aᵢⱼ만큼의 몫을 가져갔습니다. 그것을 "
     "키우면 가중치가 Key들에서 '아무것도 아닌 곳'으로 옮겨 가므로, 그 기울기는 "
     "−Σᵢ (그 몫)·rᵢ이고 헤드마다 수 하나입니다.",
-    "note.grad_layout_torch": "W가 주어진 배치(out × in, --layout torch)로 나타낸 것입니다: 위의 "
-    "곱을 전치한 것입니다.",
+    "note.grad_layout_torch": "W가 주어진 방식(out × in, --layout torch)으로 나타낸 것입니다: "
+    "위의 곱을 전치한 것입니다.",
     "note.grad_heads_side_by_side": "헤드 {heads}개의 기울기를 나란히 놓았습니다. 각 헤드가 "
     "{weight}에서 자기 열을 읽었기 때문입니다.",
     "note.grad_kv_shared": "Key/Value 헤드 하나를 Query 헤드 {per}개가 함께 쓰므로, {weight}에서 "
     "함께 쓰는 열은 그 기울기들의 합을 받습니다.",
-    "note.grad_paths": "{x}에서 선형 투영 {count}개가 나갑니다. 그 기울기는 경로 {count}개의 "
-    "합입니다 (다변수 연쇄 법칙).",
+    "note.grad_paths": "{x} → 선형 투영 {count}개({names}): 모두 이 손실에 닿으므로, 기울기는 그 "
+    "경로 {count}개의 합입니다 (다변수 연쇄 법칙).",
     "note.grad_pe": "위치 인코딩은 X에 더해질 뿐 학습되지 않으므로, X + PE의 기울기가 곧 X의 "
     "기울기입니다.",
     "note.loss_target": "이 수들이 주는 손실: L = ½·Σ(O − T)² {eq} {loss}.",
@@ -2058,11 +2070,124 @@ MESSAGES: dict[str, str] = {
     "수 있는지는 ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ)이고, 0.25를 넘지 않습니다. 이 헤드에서 그 최댓값은 "
     "{eq_with} {with_}이고, 스코어를 스케일링하지 않으면({root} 없이) {eq_without} "
     "{without}입니다.",
-    "note.grad_saturated": "스케일링이 없으면 이 소프트맥스는 포화됩니다. 가중치가 0과 1 근처에 "
-    "몰리고, 기울기가 Q와 K(그리고 그것을 만드는 W_Q와 W_K)까지 거의 지나가지 못해 이들이 거의 "
-    "배우지 못합니다. √d_k로 나누면 스코어는 소프트맥스가 아직 기울기를 전할 수 있는 범위에 "
-    "머뭅니다.",
-    "note.grad_not_saturated": "여기서는 스케일링이 결정적이지 않습니다. 스코어가 충분히 작아서 "
-    "어느 쪽이든 소프트맥스가 기울기를 전합니다. d_k가 크면(--preset dk64로 실행해 보세요) "
-    "스케일링하지 않은 소프트맥스가 포화됩니다.",
+    "note.grad_scores_smaller": "Q와 K에 닿는 것은 스코어 Q·Kᵀ의 기울기입니다. 여기서 그 "
+    "크기(성분 제곱합의 제곱근)는 {eq_with} {with_}이고, 스코어를 스케일링하지 않으면 "
+    "{eq_without} {without}입니다. 스케일링이 없으면 더 작습니다.",
+    "note.grad_scores_larger": "Q와 K에 닿는 것은 스코어 Q·Kᵀ의 기울기입니다. 여기서 그 크기(성분 "
+    "제곱합의 제곱근)는 {eq_with} {with_}이고, 스코어를 스케일링하지 않으면 {eq_without} "
+    "{without}입니다. 스케일링이 없으면 작아지지 않고 오히려 더 큽니다.",
+    "note.grad_saturated": "스케일링하지 않은 소프트맥스는 포화됩니다. 가중치가 0과 1 근처에 "
+    "몰리고, 그곳에서 도함수 A·(1 − A)가 0에 가까워 dA가 Q와 K(그리고 그것을 만드는 W_Q와 "
+    "W_K)까지 거의 전해지지 않습니다. √d_k로 나누면 스코어는 소프트맥스가 아직 기울기를 전할 수 "
+    "있는 범위에 머뭅니다.",
+    "note.grad_scale_shrinks": "여기서 스케일링하지 않은 소프트맥스는 포화되지 않았습니다(그 "
+    "A·(1 − A)의 최댓값이 스케일링한 쪽의 10분의 1보다 큽니다). 차이는 막힌 소프트맥스가 아니라, "
+    "스케일링하지 않은 스코어가 만드는 다른 가중치에서 옵니다.",
+    "note.grad_log_cancels": "이 손실 −Σ log A는 소프트맥스의 사라지는 도함수를 상쇄합니다. "
+    "목표가 있는 행에서 로짓의 기울기는 목표 Key에서 Aᵢⱼ − 1, 나머지에서 Aᵢⱼ이므로, 소프트맥스가 "
+    "틀린 Key에 포화되어 있어도 크기가 1 가까이로 유지됩니다. 그래서 여기서는 스케일링이 학습을 "
+    "지켜 주지 않습니다. 실제 모델처럼 손실이 출력을 거쳐 A에 닿을 때 지켜 줍니다(--target으로 해 "
+    "보세요).",
+    "note.grad_not_saturated": "여기서는 스케일링이 학습을 지켜 주지 않습니다. 스케일링하지 "
+    "않은 소프트맥스가 기울기를 막을 만큼 포화되지 않았고, 스케일링한 쪽의 기울기는 돌아오는 "
+    "길에 스케일만큼 한 번 더 곱해집니다. d_k가 크면 스케일링하지 않은 소프트맥스가 포화됩니다"
+    "(--preset dk64에 --target을 주어 해 보세요).",
+    "note.grad_path_one": "{x} → 선형 투영 1개({names}): 기울기는 그 경로 하나로 돌아옵니다.",
+    "note.grad_paths_some": "{x} → 선형 투영 {count}개({names}): 그중 이 손실에 닿는 것은 "
+    "{reach}뿐이므로, 기울기는 그 경로 {reached}개의 합입니다 (다변수 연쇄 법칙).",
+    "note.grad_path_one_of": "{x} → 선형 투영 {count}개({names}): 그중 이 손실에 닿는 것은 "
+    "{reach} 하나뿐이므로, 기울기는 그 경로 하나로 돌아옵니다.",
+    "note.grad_kv_heads_side_by_side": "Key/Value 헤드 {heads}개의 기울기를 나란히 놓았습니다. "
+    "각각은 자기 헤드를 만든 {weight}의 열에 있습니다.",
+    "note.loss_target_rows": "T, 도달할 출력(행마다): {rows}.",
+    "note.loss_target_rows_approx": "T, 도달할 출력(행마다, 소수 넷째 자리로 반올림): {rows}.",
+    "note.loss_attend_keys": "각 Query가 보아야 할 Key(attend): {pairs}.",
+    "help.usage": "사용법: ",
+    "help.heading.options": "옵션",
+    "help.heading.arguments": "인수",
+    "help.heading.commands": "명령",
+    "help.help_option": "이 도움말을 보여 주고 끝냅니다.",
+    "help.train.compare_scale": "같은 출발점에서 두 번 학습합니다. 한 번은 문제의 스케일로, 한 "
+    "번은 스케일 1로 학습하고 두 손실을 나란히 보여 줍니다. 이 문제에서 √d_k가 학습에 무엇을 "
+    "하는지 보여 줍니다.",
+    "train.progress": "학습 중",
+    "train.progress_unscaled": "스케일 1로 학습 중",
+    "train.compare_scale_one": "--compare-scale은 스케일 1로 한 번 더 학습하는데, 이 문제의 "
+    "스케일이 이미 1입니다. 비교할 것이 없습니다.",
+    "dataset.not_list": "{key}의 값은 예제(입력 형식의 객체)들의 목록이어야 하며, examples에는 "
+    "하나 이상 있어야 합니다.",
+    "dataset.too_many": "{key}에 예제가 {count}개 있습니다. 읽는 것은 {limit}개까지입니다.",
+    "dataset.not_object": "{key}[{index}]의 값은 입력 형식의 객체(tokens, x, target, attend "
+    "…)여야 합니다.",
+    "dataset.shared": "{key}[{index}]에 {field} 키가 있습니다. 가중치는 모든 예제가 함께 쓰므로 "
+    "맨 위에 한 번만 줍니다.",
+    "dataset.in_example": "{key}[{index}]",
+    "train.dataset": "가중치를 함께 쓰는 예제 {count}개의 데이터 세트입니다. 손실 L은 예제 "
+    "손실들의 평균이고, 기울기도 그렇습니다.",
+    "train.dataset_heldout": "따로 떼어 두고 학습에 쓰지 않은 예제: {count}개 더 (아래에서 학습 "
+    "전과 후의 가중치로 보여 줍니다).",
+    "train.attend_shortcut": "attend는 가르치기 위한 지름길입니다. 실제 모델은 어디를 보라는 말을 "
+    "듣지 않습니다. 모델은 예측 오차에서 W_Q, W_K, W_V를 배우며, 그 오차는 출력을 거쳐 어텐션 "
+    "가중치에 닿습니다(출력에 손실을 두는 --preset referent로 해 보세요).",
+    "train.attend_heads": "헤드가 {heads}개이면 attend는 모든 헤드를 같은 Key 쪽으로 밉니다. 실제 "
+    "모델에서는 헤드마다 자기 패턴을 찾습니다.",
+    "train.unmoved": "{names}: 전혀 움직이지 않았습니다. 모든 단계에서 기울기가 정확히 "
+    "0이었습니다.",
+    "train.unmoved_one_key": "{names}: 전혀 움직이지 않았습니다. 각 Query가 볼 수 있는 Key가 "
+    "하나뿐이라 스코어와 상관없이 가중치가 1이므로(A ≡ 1), 스코어의 기울기가 모든 단계에서 정확히 "
+    "0입니다.",
+    "train.diverging": "손실이 {done}단계 중 {rose}단계에서 커졌고, 끝에는 처음의 {ratio}배가 "
+    "되었습니다. η가 충분히 작으면 경사 하강법은 손실을 키우지 않으므로, 이 문제에는 학습률(η = "
+    "{lr})이 너무 큽니다. 더 작은 --lr로 해 보세요.",
+    "train.log_scale": "(막대는 로그 눈금입니다. 손실이 적어도 {decades}자릿수에 걸쳐 있습니다.)",
+    "train.scale_hint": "--compare-scale은 같은 출발점에서 스케일 1로 한 번 더 학습해, 이 "
+    "문제에서 √d_k가 학습에 무엇을 하는지 보여 줍니다.",
+    "train.compare_title": "스케일이 있을 때와 스케일 1일 때의 손실",
+    "train.col_unscaled": "L, 스케일 1",
+    "train.spark_scaled": "스케일 {scale}:",
+    "train.spark_unscaled": "스케일 1:",
+    "train.compare_lower": "같은 가중치에서 출발해 L: 스케일 {scale}일 때 {first} → {last}, "
+    "스케일 1일 때 {first_other} → {other}. {done}단계 뒤에는 스케일링한 쪽의 손실이 더 "
+    "낮습니다{times}.",
+    "train.compare_higher": "같은 가중치에서 출발해 L: 스케일 {scale}일 때 {first} → {last}, "
+    "스케일 1일 때 {first_other} → {other}. {done}단계 뒤에는 스케일링하지 않은 쪽의 손실이 더 "
+    "낮습니다{times}.",
+    "train.compare_equal": "같은 가중치에서 출발해 L: 스케일 {scale}일 때 {first} → {last}, "
+    "스케일 1일 때 {first_other} → 같은 값.",
+    "train.compare_times": "({ratio}분의 1)",
+    "train.heldout": "따로 떼어 둔 예제 (학습에 쓰지 않음)",
+    "train.heldout_example": "따로 떼어 둔 예제 {index}: {tokens}",
+    "train.heldout_loss": "학습 전과 후의 가중치로 본 손실: {before} → {after}.",
+    "train.heldout_top": "'{query}' → 가중치가 가장 큰 Key: '{key}' {after} (학습 전: "
+    "'{key_before}' {before}).",
+    "train.heldout_top_head": "헤드 {head}: '{query}' → 가중치가 가장 큰 Key: '{key}' {after} "
+    "(학습 전: '{key_before}' {before}).",
+    "train.example_title": "예제 {index}: {tokens}",
+    "train.examples_elided": "보여 주지 않은 예제: {count}개.",
+    "preset.referent.description": "예제에서, 출력을 거쳐 배우기: 'it'이 문장의 단어들 가운데 "
+    "동물을 찾아야 합니다. 문장 다섯 개로 배우고, 본 적 없는 여섯 번째 문장으로 시험합니다",
+    "preset.referent.reference": "qkvcalc용으로 만든 예제. Query는 'it' 하나(X = [0, 0, 0, 0, 1]: "
+    "마지막 열이 대명사 표시)이고, 문장의 단어들(소스)을 읽습니다. 소스의 열은 동물 여부, 동물 "
+    "하나와 사물 하나가 함께 쓰는 3열짜리 식별 코드(dog·ball, cat·box, bird·cup), 대명사 "
+    "표시입니다. 목표 T는 문장에 있는 동물의 식별 코드이므로 손실 L = ½·Σ(O − T)²는 실제 모델처럼 "
+    "출력에 있습니다. 어디를 보라는 말은 아무도 하지 않습니다. 문장마다 동물과 코드가 다른 사물을 "
+    "짝지었으므로, W_V만으로는 모든 T를 낼 수 없고 동물에 주목해야만 낼 수 있습니다. W_V는 코드를 "
+    "그대로 옮기는 값으로 시작하고, W_Q와 W_K는 'it'이 사물에 가중치를 조금 더 주는(54%) 값으로 "
+    "시작합니다. qkvcalc train --preset referent(20단계, η = 0.5)는 예제 다섯 개로 "
+    "학습하고(손실은 그 평균), 따로 떼어 둔 문장 'box bird'를 학습 전과 후에 보여 줍니다: 'it'이 "
+    "'bird'에 주는 가중치가 46%에서 79%가 됩니다.",
+    "preset.referent64.description": "d_k = 64에서 W_Q와 W_K가 무작위인 referent 데이터 세트: "
+    "--compare-scale이 출력을 거쳐 배울 때 √64로 나누는 것이 학습에 무엇을 하는지 보여 줍니다",
+    "preset.referent64.reference": "qkvcalc용으로 만든 예제: referent 프리셋의 문장, X, W_V, "
+    "손실(문장에 있는 동물의 식별 코드, 출력에 둠)을 그대로 쓰고, W_Q와 W_K는 폭 64의 무작위 "
+    "행렬입니다: W_Q, W_K 순서로 numpy.random.default_rng(4).standard_normal((5, 64)).round(2). "
+    "그러면 스코어 q·k마다 곱 64개를 더하므로, 스케일링하지 않은 스코어는 스케일링한 것의 여덟 "
+    "배입니다. 스케일 1에서는 예제 다섯 개 중 네 개가 한 단어에 0.99가 넘는 가중치로 "
+    "시작하고(나머지 하나는 0.90), 이렇게 포화된 소프트맥스는 출력에서 오는 기울기를 거의 "
+    "돌려보내지 못합니다. √64 = 8로 나누면 모든 가중치가 0.17과 0.83 사이에서 시작합니다. qkvcalc "
+    "train --preset referent64 --compare-scale(20단계, η = 0.5): 평균 손실은 스케일이 있을 때 ≈ "
+    "0.3085에서 ≈ 0.0108로, 스케일 1에서 ≈ 0.4017에서 ≈ 0.179로 갑니다. 따로 떼어 둔 문장에서 "
+    "'it'이 'bird'에 주는 가중치는 10%에서 63%가 됩니다.",
+    "train.dataset_loss_option": "{option}: 문제 하나의 손실을 정하는 옵션인데, 이것은 예제마다 "
+    "손실을 가진 데이터 세트입니다. 예제마다 target이나 attend를 주세요.",
 }

@@ -334,10 +334,22 @@ def _measure(rows: list[tuple[str, str]]) -> int:
 _HelpFormatter: Any = typer.Context.formatter_class  # click's, reached without importing click
 
 
+TYPER_HELP_LINE = "Show this message and exit."  # typer's --help, as it writes it
+HEADINGS = ("help.heading.options", "help.heading.arguments", "help.heading.commands")
+
+
 class WideContext(typer.Context):
     """A command's context whose help formatter wraps by display width."""
 
     class formatter_class(_HelpFormatter):  # the name click reads
+        # typer's own words (headings, the usage prefix, --help's line) in the help's language
+        def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
+            super().write_usage(prog, args, help_text("help.usage") if prefix is None else prefix)
+
+        def write_heading(self, heading: str) -> None:
+            key = f"help.heading.{heading.lower()}"
+            super().write_heading(help_text(key) if key in HEADINGS else heading)
+
         def write_text(self, text: str) -> None:
             self.write(wrap_display(text, self.width, " " * self.current_indent) + "\n")
 
@@ -348,6 +360,7 @@ class WideContext(typer.Context):
             first_col = min(_measure(rows), col_max) + col_spacing
             pad = " " * (first_col + self.current_indent)
             for term, text in rows:
+                text = help_text("help.help_option") if text == TYPER_HELP_LINE else text
                 head = " " * self.current_indent + term
                 if not text:
                     self.write(head + "\n")

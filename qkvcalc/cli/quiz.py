@@ -104,7 +104,10 @@ def _load(
             raise QkvcalcError("quiz.size", text=size_text[:MAX_SIZE_TEXT] + "…", limit=MAX_SIZE)
         n, d = parse_size(size_text)
         seed = new_seed() if seed is None else seed
-        doc = random_problem(seed, n, d) | {k: v for k, v in loss.items() if v is not None}
+        typed = {k: v for k, v in loss.items() if v is not None}  # read as with --preset
+        doc = random_problem(seed, n, d) | (
+            gather(None, None, typed, sys.stdin.buffer, True) if typed else {}
+        )
         return run(problem(doc)), {"seed": seed, "size": f"{n},{d}"}
     if seed is not None or size is not None:
         raise QkvcalcError("quiz.seed_without_random")

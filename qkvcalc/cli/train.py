@@ -30,7 +30,7 @@ from qkvcalc.i18n import translate
 from qkvcalc.input.limits import MAX_BYTES
 
 if TYPE_CHECKING:
-    from qkvcalc.run.train import Training
+    from qkvcalc.run.train import Descent, Training
 
 
 class TrainFormat(str, Enum):
@@ -58,6 +58,7 @@ DESCENT = Group(
         Opt("steps", str | None, settings={"metavar": "N", **HIDDEN}),
         Opt("lr", str | None, settings={"metavar": "η", **HIDDEN}),
         Opt("freeze", str | None, settings={"metavar": "wv,…", **HIDDEN}),
+        Opt("compare_scale", bool, False, ("--compare-scale",)),
     ),
 )
 SHOW = Group(
@@ -81,51 +82,84 @@ def train(
     lang = language(display.lang)
     fmt = show.format.value if show.format is not None else "table"
     try:
-        from qkvcalc.input.problem import Problem
+        from qkvcalc.input.dataset import is_dataset
         from qkvcalc.input.sources import gather
-        from qkvcalc.run.train import Descent, parse_lr, parse_steps
+        from qkvcalc.run.train import descents
 
         if show.step and (fmt not in ("table", "txt") or show.output is not None):
             shown = fmt if fmt not in ("table", "txt") else "table"
             raise QkvcalcError("train.step_format", format=shown)
         if show.output is not None:
-            _check_output_is_json(show.output)
+            _output_format(show.output)
         typed = {k: v for k, v in (("attend", source.attend), ("target", source.target)) if v}
         doc = gather(source.source, source.preset, typed, sys.stdin.buffer, sys.stdin.isatty(),
                      MAX_BYTES)  # fmt: skip
-        problem = Problem.from_mapping(doc)
-        run = Descent(problem, parse_steps(descent.steps), parse_lr(descent.lr), descent.freeze)
+        if typed and is_dataset(doc):  # each example's own loss would win: say so
+            raise QkvcalcError("train.dataset_loss_option", option="--" + next(iter(typed)))
+        runs = descents(doc, descent.steps, descent.lr, descent.freeze, descent.compare_scale)
     except QkvcalcError as err:
         fail(err, lang)
     interrupted = False
     try:
-        run.run()
+        _descend(runs, display)
     except KeyboardInterrupt:
         interrupted = True
     except QkvcalcError as err:
         fail(err, lang)
+    run = runs[0]
     if not run.snapshots:  # stopped before the first run finished: nothing learned to show
         say(translate("cli.interrupted", lang))
         raise typer.Exit(EXIT_INTERRUPTED)
-    training = run.result(interrupted)
+    unscaled = runs[1].result(interrupted) if len(runs) > 1 and runs[1].snapshots else None
+    training = run.result(interrupted, unscaled)
     _show(training, fmt, show, display, lang)
     if interrupted:
         say(translate("cli.interrupted", lang))
         raise typer.Exit(EXIT_INTERRUPTED)
 
 
-def _check_output_is_json(path: Path) -> None:
-    """--output gets the trained problem, as JSON: a name whose extension says another format
-    (page.html, curve.svg) is refused before training rather than filled with JSON."""
+LONG_RUN = 200  # updates × examples past which a terminal shows the descent's progress
+
+
+def _descend(runs: list["Descent"], display: SimpleNamespace) -> None:
+    """Every descent, the scaled one last (a Ctrl-C then keeps the scaled one's updates). On a
+    terminal a long run shows its progress on stderr (rich.progress, gone when it ends); piped,
+    nothing is written but the result."""
+    order = runs[1:] + runs[:1]
+    work = sum(r.steps * len(r.starts) for r in runs)
+    if work < LONG_RUN or not sys.stderr.isatty():
+        for r in order:
+            r.run()
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    terminal = console(display.no_color, stderr=True)
+    columns = (*Progress.get_default_columns()[:1], BarColumn(), MofNCompleteColumn(),
+               TimeRemainingColumn())  # fmt: skip
+    lang = language(display.lang)
+    with Progress(*columns, console=terminal, transient=True) as progress:
+        for r in order:
+            label = "train.progress_unscaled" if r is not runs[0] else "train.progress"
+            task = progress.add_task(translate(label, lang), total=r.steps)
+            for snapshot in r.updates():
+                progress.update(task, completed=snapshot.step)
+
+
+def _output_format(path: Path) -> str:
+    """What --output writes, by the file's extension: the trained problem as JSON (.json, or a
+    name without a format's extension), or the rendering of a format train prints (.svg: the
+    loss curve, .html: the page, .txt: the text); any other format's extension is refused
+    before training rather than filled with JSON."""
     from qkvcalc.render import EXTENSIONS
 
     ext = path.suffix.lower()
     shown = EXTENSIONS.get(ext, "json")  # no extension, or one no format has: left as named
-    if shown == "json":
-        return
-    if shown in {f.value for f in TrainFormat}:  # one train prints: say how to keep it
-        raise QkvcalcError("train.output_not_json_redirect", path=str(path), ext=ext, format=shown)
+    if shown == "json" or shown in WRITTEN:
+        return shown
     raise QkvcalcError("train.output_not_json", path=str(path), ext=ext)
+
+
+WRITTEN = ("svg", "html", "txt")  # the formats --output writes by the file's extension
 
 
 def _show(
@@ -152,8 +186,13 @@ def _show(
         sys.stdout.flush()
     if show.output is not None:
         page = opts._replace(width=PAGE_WIDTH, color=False)
-        writer = render_train_json if fmt == "json" else render_trained
+        by_name = _output_format(show.output)
+        if by_name in WRITTEN:
+            text = render_train(training, by_name, page)
+        else:
+            writer = render_train_json if fmt == "json" else render_trained
+            text = writer(training, page)
         try:
-            write_output(writer(training, page), show.output)
+            write_output(text, show.output)
         except QkvcalcError as err:
             fail(err, lang)

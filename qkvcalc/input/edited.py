@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.input import presets
+from qkvcalc.input import dataset, presets
 from qkvcalc.input.fields import META, known_key
 from qkvcalc.input.problem import Problem, same_numbers
 
@@ -18,7 +18,7 @@ def _content(doc: dict[str, Any]) -> dict[str, Any] | None:
     key is not one of the input format's (such a document is not a preset's)."""
     content: dict[str, Any] = {}
     for key, value in doc.items():
-        field = known_key(key)
+        field = known_key(key) or dataset.set_key(key)  # a data set's examples are content too
         if field is None:
             return None
         if field not in META:

@@ -15,6 +15,7 @@ import numpy as np
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
+from qkvcalc.input import dataset
 from qkvcalc.input.arrays import as_input
 from qkvcalc.input.cells import Matrix, cell, to_matrix, to_vector
 from qkvcalc.input.exact_budget import refusal
@@ -200,6 +201,7 @@ class Problem:
         """
         if not isinstance(raw, Mapping):
             raise QkvcalcError("input.not_object", kind=json_kind(raw))
+        raw = dataset.first_example(raw)  # a data set (qkvcalc train) reads as its first example
         doc: dict[str, Any] = {}
         for key, value in raw.items():
             name = canonical_key(key)

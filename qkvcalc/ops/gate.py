@@ -191,12 +191,12 @@ def _back(p: Any, gate: Gate, h: int | None) -> list[Spec]:
 
 def _sides(p: Any, gate: Gate) -> list[Side]:
     """W_G beside W_Q, W_K, W_V: dW_G = Xᵀ·dZ_G, db_G, and the path dZ_G·W_Gᵀ into dX. With
-    `attend` the loss is on the weights, before the gate: nothing reaches W_G."""
-    if p.loss is None or p.loss.kind == "attend":
-        return []
+    `attend` the loss is on the weights, before the gate: no gradient reaches W_G (X still
+    feeds it)."""
     heads = range(1, p.heads + 1)
     cols = tuple(_cols(p, h) for h in heads)
-    grads = tuple(("grad_gate_logits", h) for h in heads)
+    reached = p.loss is not None and p.loss.kind != "attend"
+    grads = tuple(("grad_gate_logits", h) for h in heads) if reached else ()
     return [Side("G", gate.w.values, gate.b is not None, cols, grads, "dZ_G")]
 
 

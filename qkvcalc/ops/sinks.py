@@ -175,7 +175,7 @@ def _grads(p: Any, sinks: np.ndarray, softmaxes: list[tuple[Ref, Ref]]) -> list[
             None,
             "sink_grad_tiles" if tiled else "sink_grad",
             tuple(ref for pair in softmaxes for ref in pair),
-            "dσ_h = −Σᵢ e^(σ_h − Lᵢ)·Dᵢ" if tiled else "dσ_h = −Σᵢ (1 − Σⱼ Aᵢⱼ)·rᵢ",
+            "dσ_h = −Σᵢ e^(σ_h − LSEᵢ)·Dᵢ" if tiled else "dσ_h = −Σᵢ (1 − Σⱼ Aᵢⱼ)·rᵢ",
             ("dσ",),
             dim_labels(len(softmaxes)),
             params={"sinks": tuple(float(v) for v in sinks)} if tiled else {},

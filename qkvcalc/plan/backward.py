@@ -65,8 +65,9 @@ def backward(
         _check_targets(p)
     grads: dict[str, list[Ref]] = {"q": [], "k": [], "v": []}
     softmaxes: list[tuple[Ref, Ref]] = []  # each head's weights and its softmax's row term
+    whole: list[Spec] = []  # the plan, forward and backward, that the √d_k note runs again
     for h in heads:
-        head, refs = _head(p, by, h, flows, plain_run)
+        head, refs = _head(p, by, h, flows, plain_run, lambda: whole)
         specs += head
         for side, r in refs.items():
             grads[side].append(r)
@@ -79,7 +80,9 @@ def backward(
         if feature.grads is not None:
             specs += feature.grads(p, value, softmaxes)
     # how each cell is named in its arithmetic: dV[2,1], dW_Q[1,2]
-    return [s if s.cell else replace(s, cell=s.symbol + "[{i},{j}]") for s in specs]
+    specs = [s if s.cell else replace(s, cell=s.symbol + "[{i},{j}]") for s in specs]
+    whole[:] = [*forward, *specs]
+    return specs
 
 
 # ---- where the gradient starts ----------------------------------------------------------------
@@ -99,6 +102,7 @@ def _start(p: Problem, final: Spec) -> Spec:
             final.cols,
             params={"target": t.values},
             topic="grad_output.target",
+            notes=(facts.target_rows(p, t.values),),
             remarks=facts.loss_target(final.ref, t.values),
             symbol="dO",
             letters=final.letters,
@@ -217,6 +221,7 @@ def _head(
     h: int | None,
     flows: bool,
     plain_run: Callable[[], dict[Ref, np.ndarray]] | None = None,
+    whole: Callable[[], Sequence[Spec]] = list,
 ) -> tuple[list[Spec], dict[str, Ref]]:
     if p.tiles is not None:  # FlashAttention-2's backward, one block of keys at a time
         assert plain_run is not None
@@ -226,7 +231,7 @@ def _head(
     assert not isinstance(a_ref, Const) and not isinstance(v_ref, Const)
     weights, v = by[a_ref], by[v_ref]
     specs, refs = _into_weights(p, h, weights, v, a_ref, v_ref, flows)
-    specs += _through_softmax(p, by, h, weights, a_ref)
+    specs += _through_softmax(p, by, h, weights, a_ref, whole)
     logits = by[by[weights.operands[0]].operands[0]]  # what the softmax read (exp's operand)
     q_ref, k_ref = _into_q_and_k(by, h, logits, specs)
     refs["q"], refs["k"] = q_ref, k_ref
@@ -287,7 +292,7 @@ def _into_weights(
                 weights.cols,
                 params={"targets": frozenset(p.loss.targets())},
                 topic="grad_weights.attend",
-                notes=(Msg("note.grad_attend_no_v"),),
+                notes=(Msg("note.grad_attend_no_v"), facts.attend_keys(p, p.loss.targets())),
                 symbol="dA",
                 letters=weights.letters,
                 remarks=facts.loss_attend(a_ref, p.loss.targets(), h),
@@ -298,9 +303,15 @@ def _into_weights(
 
 
 def _through_softmax(
-    p: Problem, by: dict[Ref, Spec], h: int | None, weights: Spec, a_ref: Ref
+    p: Problem,
+    by: dict[Ref, Spec],
+    h: int | None,
+    weights: Spec,
+    a_ref: Ref,
+    whole: Callable[[], Sequence[Spec]],
 ) -> list[Spec]:
-    """The softmax's backward: its row term r, then dS = A ⊙ (dA − r) of the logits it read."""
+    """The softmax's backward: its row term r, then dS = A ⊙ (dA − r) of the logits it read
+    (`whole`: the whole plan, forward and backward, which its √d_k note runs again)."""
     specs: list[Spec] = []
     g_a: Ref = ("grad_weights", h)
     specs.append(
@@ -331,7 +342,7 @@ def _through_softmax(
             topic=ids.TOPIC_GRAD_LOGITS,
             symbol=d(logits.symbol),
             letters=logits.letters,
-            remarks=facts.gradient_through_softmax(p, h, list(by.values())),
+            remarks=facts.gradient_through_softmax(p, h, list(by.values()), whole),
             hint=("hint.grad_softmax", {}),
         )
     )
@@ -527,7 +538,11 @@ def _weight(
 
 def _weight_notes(p: Problem, letter: str, count: int) -> tuple[Msg, ...]:
     notes: list[Msg] = []
-    if count > 1:
+    weight = f"W_{letter}"
+    if letter in "KV" and p.kv_heads < p.heads:  # GQA: the K/V heads' columns, not the queries'
+        if p.kv_heads > 1:
+            notes.append(Msg("note.grad_kv_heads_side_by_side", heads=p.kv_heads, weight=weight))
+    elif count > 1:
         notes.append(Msg("note.grad_heads_side_by_side", heads=count, weight=f"W_{letter}"))
     if letter in "KV" and p.kv_heads < p.heads:
         per = p.heads // p.kv_heads
@@ -559,6 +574,18 @@ def _bias(
     )
 
 
+def _paths_note(p: Problem, name: str, reach: list[str]) -> Msg:
+    """What X (or the source) feeds, and which of those paths reach this loss."""
+    feeds = ("K", "V") if name == "source" else ("Q",) if p.cross else ("Q", "K", "V")
+    if name != "source":  # and the projections of X a feature adds
+        feeds += tuple(side.letter for side in features.sides(p))
+    said = {"x": name, "count": len(feeds), "names": ", ".join(feeds)}
+    if len(reach) == len(feeds):
+        return Msg("note.grad_paths" if len(feeds) > 1 else "note.grad_path_one", **said)
+    key = "note.grad_paths_some" if len(reach) > 1 else "note.grad_path_one_of"
+    return Msg(key, reach=", ".join(reach), reached=len(reach), **said)
+
+
 def _input(
     p: Problem,
     read: Spec,
@@ -570,7 +597,7 @@ def _input(
     source = read.id == "source"
     name = "source" if source else "X"
     terms = " + ".join(f"{path.grad}·W_{path.letter}ᵀ" for path in paths)
-    notes: list[Msg] = [Msg("note.grad_paths", count=len(paths), x=name)]
+    notes: list[Msg] = [_paths_note(p, name, [path.letter for path in paths])]
     if read.id == "x_pe":
         notes.append(Msg("note.grad_pe"))
     return Spec(

@@ -222,6 +222,25 @@ def _about(value: float) -> tuple[str, str]:
     return ("=" if float(text) == value else "≈"), text.replace("-", "−")
 
 
+def target_rows(p: Problem, target: np.ndarray) -> Msg:
+    """T, the output to reach, row by row: a worksheet's dO = O − T needs it (rounded as a
+    note rounds: '≈' when a number is not shown whole)."""
+    names = _names(p.tokens)
+    rows = "; ".join(
+        f"{names[i]}: " + ", ".join(_fmt(v) for v in row) for i, row in enumerate(target)
+    )
+    exact = all(float(_fmt(v)) == v for v in target.ravel())
+    return Msg("note.loss_target_rows" if exact else "note.loss_target_rows_approx", rows=rows)
+
+
+def attend_keys(p: Problem, targets: list[tuple[int, int]]) -> Msg:
+    """The key each query should look at, by name: a worksheet's dA needs it."""
+    queries, keys = _names(p.tokens), _names(p.source_tokens)
+    return Msg(
+        "note.loss_attend_keys", pairs=", ".join(f"{queries[i]} → {keys[t]}" for i, t in targets)
+    )
+
+
 def loss_target(final_ref: Ref, target: np.ndarray) -> Callable[..., Any]:
     """On dO: the loss L = ½·Σ(O − T)² these numbers give."""
 
@@ -250,10 +269,16 @@ def loss_attend(
     return remark
 
 
-def gradient_through_softmax(p: Problem, h: int | None, specs: list[Spec]) -> Callable[..., Any]:
+def gradient_through_softmax(
+    p: Problem, h: int | None, specs: list[Spec], plan: Callable[[], Sequence[Spec]]
+) -> Callable[..., Any]:
     """√d_k, shown by its gradients: ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ) is how much a change of a
     logit still moves its weight; its largest value in this head with the scaling, and with
-    the scores not scaled (the head's own stages after the scores run again, scale 1)."""
+    the scores not scaled (the head's own stages after the scores run again, scale 1). Then
+    what the loss does with it: the gradient of the scores, ‖d(Q·Kᵀ)‖, from the whole plan
+    (`plan()`: forward and backward) run again with every head unscaled, against the scaled
+    run's; the sentence that follows is chosen by which is smaller, and by the loss (−log A
+    cancels the softmax's vanishing derivative)."""
 
     def remark(value_of: ValueOf) -> tuple[Msg, ...]:
         if p.scale == 1:
@@ -268,7 +293,6 @@ def gradient_through_softmax(p: Problem, h: int | None, specs: list[Spec]) -> Ca
         eq_with, said_with = _about(largest)
         eq_without, said_without = _about(without)
         root = f"√{p.d_k}" if p.scale_given is None else f"× {p.scale:g}"
-        key = "note.grad_saturated" if without < largest / 10 else "note.grad_not_saturated"
         return (
             Msg(
                 "note.grad_through_softmax",
@@ -278,7 +302,43 @@ def gradient_through_softmax(p: Problem, h: int | None, specs: list[Spec]) -> Ca
                 without=said_without,
                 root=root,
             ),
-            Msg(key),
+            *score_gradients(p, h, plan(), saturated=without < largest / 10),
         )
 
     return remark
+
+
+def score_gradient_norms(p: Problem, h: int | None, plan: Sequence[Spec]) -> tuple[float, float]:
+    """‖d(Q·Kᵀ)‖ of head h (the Frobenius norm: what reaches Q and K), with the problem's
+    scale and with every head's scale 1: the plan's own forward and backward run again."""
+    refs = [s.ref for s in plan]
+    upto = list(plan[: refs.index(("grad_scores", h)) + 1])
+    plain: dict[Ref, dict[str, Any]] = {s.ref: {"scale": 1.0} for s in upto if s.id == "scaled"}
+    for s in upto:  # the backward through the scaling multiplies by the scale too
+        if s.id == "grad_scores":
+            plain[s.ref] = {"of": {**s.params["of"], "scale": 1.0}}
+    last = upto[-1].ref
+    scaled, unscaled = (
+        float(np.linalg.norm(reference.forward(upto, reference.nothing, None, changed)[last]))
+        for changed in ({}, plain)
+    )
+    return scaled, unscaled
+
+
+def score_gradients(
+    p: Problem, h: int | None, plan: Sequence[Spec], saturated: bool
+) -> tuple[Msg, ...]:
+    """What leaving the scale out does to the gradient that reaches Q and K in this run, and
+    why: a saturated softmax blocks a loss through the output; under −log A it does not."""
+    assert p.loss is not None
+    with_, without = score_gradient_norms(p, h, plan)
+    if not (np.isfinite(with_) and np.isfinite(without)) or with_ == without:
+        return ()
+    (eq_with, said_with), (eq_without, said_without) = _about(with_), _about(without)
+    said = {"eq_with": eq_with, "with_": said_with}
+    said |= {"eq_without": eq_without, "without": said_without}
+    if without < with_:
+        why = "note.grad_saturated" if saturated else "note.grad_scale_shrinks"
+        return (Msg("note.grad_scores_smaller", **said), Msg(why))
+    why = "note.grad_log_cancels" if p.loss.kind == "attend" else "note.grad_not_saturated"
+    return (Msg("note.grad_scores_larger", **said), Msg(why))

@@ -253,6 +253,7 @@ def _scaling(p: Problem) -> tuple[str, str, Msg, dict[str, Any]]:
             d_k=p.d_k,
             root=f"√{p.d_k}",
             value=str(root) if root * root == p.d_k else f"{math.sqrt(p.d_k):.4f}",
+            eq="=" if root * root == p.d_k else "≈",  # √2 ≈ 1.4142, √4 = 2
         )
         return "Q·Kᵀ / √d_k", f"√{p.d_k}", note, {"scale": p.scale, "d_k": p.d_k}
     note = Msg("note.scale_given", scale=f"{p.scale:g}", d_k=p.d_k)

@@ -2,10 +2,10 @@
 time, from what the tiled forward saved (its last running maximum and sum), never holding a
 whole row of weights.
 
-    L   = m + log ℓ                               `lse`, per query row (the forward's last m, ℓ)
+    LSE = m + log ℓ                               `lse`, per query row (the forward's last m, ℓ)
     D   = rowsum(dO ⊙ O)                          `rowdot_o` (= Σⱼ Aᵢⱼ·dAᵢⱼ, the softmax's r)
     per block b of keys (the forward's blocks):
-        P_b  = e^(S_b − L)                        `block_p`: the block's weights, recomputed
+        P_b  = e^(S_b − LSE)                      `block_p`: the block's weights, recomputed
         dV_b = P_bᵀ·dO                            `grad_v_acc`: the block's rows of dV
         dP_b = dO·V_bᵀ                            `block_grad_p`
         dS_b = P_b ⊙ (dP_b − D)                   `block_grad_s`: the block's columns of dS
@@ -27,12 +27,12 @@ Op.backward, on the block's columns), so the pipeline stays one.
 `attend` (L = −Σᵢ log Aᵢ,ₜᵢ, the loss on the weights): no dO, so no dV and no dV_b; dP_b is the
 gradient of the loss at the block's own weights (−1 / P_b[i, tᵢ] where the target key tᵢ is in
 the block, 0 elsewhere), and D = A[i, tᵢ]·(−1 / A[i, tᵢ]) (−1, or 0 for a query without a
-target), from the target's weight e^(S[i, tᵢ] − L). The rest of the schedule is the same.
+target), from the target's weight e^(S[i, tᵢ] − LSE). The rest of the schedule is the same.
 
 A masked cell has P = 0, so dS and every gradient of it are exactly 0; a query whose every key
-is masked has L = −∞ and a row of zeros. A sink (a feature that starts the online softmax at
-m₀ = σ, ℓ₀ = 1) is inside L: the sink's share of a row is e^(σ − L), and its gradient reads L
-and D (the feature's `grads` hook is given this head's `lse` and `rowdot_o`).
+is masked has LSE = −∞ and a row of zeros. A sink (a feature that starts the online softmax at
+m₀ = σ, ℓ₀ = 1) is inside LSE: the sink's share of a row is e^(σ − LSE), and its gradient
+reads LSE and D (the feature's `grads` hook is given this head's `lse` and `rowdot_o`).
 
 A note on the head's last stage compares dQ, dK and dV with the plain backward's (the same
 problem without tiles, its specs executed again by qkvcalc.plan.reference).
@@ -102,12 +102,12 @@ def _lse(p: Problem, h: int | None, last: int) -> Spec:
         h,
         "lse",
         (ref("running_max", h, None, last), ref("running_sum", h, None, last)),
-        f"L = m_{last} + log ℓ_{last}",
+        f"LSE = m_{last} + log ℓ_{last}",
         p.tokens,
-        ("L",),
+        ("LSE",),
         notes=(Msg("note.tiles_lse"),),
-        symbol="L",
-        cell="L[{i}]",
+        symbol="LSE",
+        cell="LSE[{i}]",
         letters="n×1",
     )
 
@@ -203,7 +203,7 @@ def _weights(block: Block) -> Spec:
         "block_p",
         "block_p",
         (block.at("block_scores"), ("lse", block.h)),
-        f"P_{b} = e^(S_{b} − L)",
+        f"P_{b} = e^(S_{b} − LSE)",
         block.p.tokens,
         block.keys,
         notes=(block.note(),),

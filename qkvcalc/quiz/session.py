@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
 import numpy as np
 from rich.console import Console, Group, RenderableType
@@ -26,6 +26,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg, translate
 from qkvcalc.interactive.waiting import line_at_a_time, wait_readable
 from qkvcalc.ops import features
+from qkvcalc.plan import ids
 from qkvcalc.plan.specs import dim_labels
 from qkvcalc.quiz.answers import parse_answer
 from qkvcalc.quiz.grade import (
@@ -84,7 +85,9 @@ def ask_line(console: Console, answers: TextIO | None = None) -> Ask:
     return ask
 
 
-def problem_view(trace: Trace, opts: RenderOptions) -> RenderableType:
+def problem_view(
+    trace: Trace, opts: RenderOptions, asked: frozenset[int] = frozenset()
+) -> RenderableType:
     """What the student works from: the sizes, the input matrices and the mask."""
     p = trace.problem
     parts: list[RenderableType] = [header(trace, opts, results_hidden=True)]
@@ -118,7 +121,30 @@ def problem_view(trace: Trace, opts: RenderOptions) -> RenderableType:
         parts.append(Text(""))
     if p.scale_given is not None:
         parts.append(Text(f"scale = {fmt(p.scale, opts.precision)}"))
+    parts += backward_givens(trace, opts, asked)
     return Group(*parts)
+
+
+def backward_givens(trace: Trace, opts: RenderOptions, asked: frozenset[int]) -> list[Any]:
+    """--backward: where the gradient starts (T, the given dO, or the target keys), and the
+    forward results and dO the backward stages read (A, O, dO) when they are not asked."""
+    p = trace.problem
+    if p.loss is None or not p.backward:
+        return []
+    parts: list[Any] = [Text("")]
+    if p.loss.kind == "attend":
+        note = next(n for s in trace.stages for n in s.notes if n.key == "note.loss_attend_keys")
+        parts.append(Text(translate(note.key, opts.lang, **note.params)))
+    elif p.loss.matrix is not None:
+        name = "T" if p.loss.kind == "target" else "dO"
+        cols = dim_labels(p.loss.matrix.values.shape[1])
+        parts.append(matrix_table(p.loss.matrix.values, name, p.tokens, cols, opts))
+    for stage in trace.stages:
+        shown = stage.id in (ids.WEIGHTS, ids.OUTPUT)
+        shown = shown or (stage.id == ids.GRAD_OUTPUT and stage.head is None)
+        if shown and id(stage) not in asked and stage.step is None and stage.block is None:
+            parts += [Text(""), matrix_table(stage.value, stage.name, stage.rows, stage.cols, opts)]
+    return parts
 
 
 def hint(trace: Trace, stage: Stage, i: int, j: int) -> Msg:
@@ -193,7 +219,8 @@ class Session:
 
     def run(self) -> Report:
         """Ask every chosen stage; the grades of those asked (all cells missing after EOF)."""
-        self.say(problem_view(self.trace, self.opts))
+        asked = frozenset(id(s) for k, s in self.grader.stages.items() if k in self.keys)
+        self.say(problem_view(self.trace, self.opts, asked))
         self.say(Text(translate("quiz.intro", self.lang, precision=self.opts.precision)))
         self.say(Text(""))
         ended = False

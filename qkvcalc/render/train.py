@@ -71,13 +71,32 @@ def names(keys: Sequence[str]) -> str:
     return ", ".join(DISPLAY.get(k, k) for k in keys)
 
 
-def sparkline(values: Sequence[float], points: int = SPARK_POINTS) -> str:
-    """One bar per value (▁ the lowest, █ the highest); more values than `points`: that many,
-    evenly spaced, the first and the last among them."""
+def log_decades(values: Sequence[float]) -> int:
+    """How many decades positive values span, when that is 2 or more (else 0): a sparkline on
+    a linear scale would show one tall bar and the rest at the bottom."""
+    low, high = min(values), max(values)
+    if low <= 0 or not np.isfinite(high):
+        return 0
+    decades = int(np.floor(np.log10(high / low)))
+    return decades if decades >= 2 else 0
+
+
+def sparkline(
+    values: Sequence[float],
+    points: int = SPARK_POINTS,
+    log: bool = False,
+    bounds: tuple[float, float] | None = None,
+) -> str:
+    """One bar per value (▁ the lowest, █ the highest, or `bounds`' low and high: two runs on
+    one scale); more values than `points`: that many, evenly spaced, the first and the last
+    among them. `log`: the bars by log10 of the values."""
     if len(values) > points:
         picks = np.linspace(0, len(values) - 1, points).round().astype(int)
         values = [values[k] for k in picks]
-    low, high = min(values), max(values)
+    low, high = bounds if bounds is not None else (min(values), max(values))
+    if log:
+        values = [float(np.log10(v)) for v in values]
+        low, high = float(np.log10(low)), float(np.log10(high))
     if high == low:
         return BARS[0] * len(values)
     top = len(BARS) - 1
@@ -108,7 +127,91 @@ def header_lines(training: Training, opts: RenderOptions) -> list[Text]:
     unreached = [k for k in _present(training) if k not in training.learned + training.frozen]
     if unreached:
         lines.append(Text(_t(opts, "train.unreached", names=names(unreached))))
+    lines += [Text(said) for said in run_notes(training, opts)]
     return lines
+
+
+def run_notes(training: Training, opts: RenderOptions) -> list[str]:
+    """What this run shows, in sentences chosen by its own numbers: a data set's mean, that
+    `attend` is a shortcut, the matrices that did not move and why, a loss that grew, and
+    what --compare-scale's two runs show (or that it exists)."""
+    p = training.start
+    assert p.loss is not None
+    out: list[str] = []
+    if training.examples:
+        out.append(_t(opts, "train.dataset", count=len(training.examples)))
+        if training.heldout:
+            out.append(_t(opts, "train.dataset_heldout", count=len(training.heldout)))
+    if p.loss.kind == "attend":
+        out.append(_t(opts, "train.attend_shortcut"))
+        if p.heads > 1:
+            out.append(_t(opts, "train.attend_heads", heads=p.heads))
+    unmoved = training.unmoved
+    if unmoved and training.done:
+        weights = training.first.attentions or (training.first.attention,)
+        one_key = all(_one_key_each(q) for q in training.examples or (p,)) and all(
+            np.all((a == 0) | (a == 1))
+            for a in weights  # and nothing else takes a share
+        )
+        key = (
+            "train.unmoved_one_key"
+            if one_key and set(unmoved) <= {"wq", "wk", "bq", "bk"}
+            else "train.unmoved"
+        )
+        out.append(_t(opts, key, names=names(unmoved)))
+    losses = training.losses
+    if training.done and losses[-1] > losses[0] and losses[-1] > losses[-2]:
+        ratio = times_text(losses[-1] / losses[0]) if losses[0] > 0 else "∞"
+        out.append(_t(opts, "train.diverging", rose=training.rose, done=training.done,
+                      ratio=ratio, lr=number(training.lr)))  # fmt: skip
+    if training.unscaled is not None:
+        out.append(compare_sentence(training, opts))
+    elif p.scale != 1 and not all(_one_key_each(q) for q in training.examples or (p,)):
+        out.append(_t(opts, "train.scale_hint"))
+    return out
+
+
+def times_text(ratio: float) -> str:
+    """A factor as a sentence says it, 3 significant digits: '2.35', '1.11 × 10⁷'."""
+    if ratio < 1e4:
+        return f"{ratio:.3g}"
+    mantissa, exponent = f"{ratio:.2e}".split("e")
+    return f"{mantissa} × 10{_sup(int(exponent))}"
+
+
+def _sup(number: int) -> str:
+    return str(number).translate(str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
+
+
+def _one_key_each(p: Problem) -> bool:
+    """Whether every query that has a key may see exactly one (by the mask, not by numbers)."""
+    from qkvcalc.plan.masks import allowed_keys
+
+    allowed = allowed_keys(p)
+    counts = np.full(p.n, p.m) if allowed is None else allowed.sum(axis=1)
+    return bool(np.all(counts <= 1))
+
+
+def compare_sentence(training: Training, opts: RenderOptions) -> str:
+    """--compare-scale: where each run's loss ended, and which is lower (by how much)."""
+    other = training.unscaled
+    assert other is not None
+    done = min(training.done, other.done)
+    first, last, then = training.losses[0], training.losses[done], other.losses[done]
+    said = {
+        "first": about(first, opts.precision),
+        "last": about(last, opts.precision),
+        "other": about(then, opts.precision),
+        "first_other": about(other.losses[0], opts.precision),
+        "scale": f"{training.start.scale:.4g}",
+        "done": done,
+    }
+    if last == then:
+        return _t(opts, "train.compare_equal", **said)
+    low, high = sorted((last, then))
+    times = _t(opts, "train.compare_times", ratio=times_text(high / low)) if low > 0 else ""
+    key = "train.compare_lower" if last < then else "train.compare_higher"
+    return _t(opts, key, times=times, **said)
 
 
 def title(p: Problem, opts: RenderOptions) -> str:
@@ -126,13 +229,15 @@ def _present(training: Training) -> list[str]:
 
 
 def loss_lines(training: Training, opts: RenderOptions) -> list[Text]:
-    """The loss at every step (the first and last ones of many), then the sparkline."""
+    """The loss at every step (the first and last ones of many), then the sparkline (two with
+    --compare-scale: the scaled run and scale 1)."""
     losses = training.losses
-    lines = [Text(""), _rule(_t(opts, "train.losses"))]
-    col_step, col_loss, col_change = (
-        _t(opts, key) for key in ("train.col_step", "train.col_loss", "train.col_change")
-    )
-    rows = [(col_step, col_loss, col_change)]
+    other = training.unscaled.losses if training.unscaled is not None else None
+    title = "train.compare_title" if other is not None else "train.losses"
+    lines = [Text(""), _rule(_t(opts, title))]
+    heads = ["train.col_step", "train.col_loss", "train.col_change"]
+    heads += ["train.col_unscaled"] if other is not None else []
+    rows = [tuple(_t(opts, key) for key in heads)]
     count = len(losses)
     shown = list(range(count))
     if count > TABLE_ROWS:
@@ -140,20 +245,39 @@ def loss_lines(training: Training, opts: RenderOptions) -> list[Text]:
         shown = [*range(half), -1, *range(count - half, count)]
     for k in shown:
         if k < 0:
-            rows.append(("⋮", _t(opts, "train.elided", count=count - TABLE_ROWS), ""))
+            rows.append(
+                ("⋮", _t(opts, "train.elided", count=count - TABLE_ROWS), *[""] * (len(heads) - 2))
+            )
             continue
         change = "" if k == 0 else fmt(losses[k] - losses[k - 1], opts.precision)
-        rows.append((str(k), fmt(losses[k], opts.precision), change))
-    widths = [max(display_width(r[c]) for r in rows if r[0] != "⋮") for c in range(3)]
-    for r, row in enumerate(rows):
-        if row[0] == "⋮":
-            lines.append(Text(f"{'⋮':>{widths[0]}}  {row[1]}", style="dim"))
+        row = [str(k), fmt(losses[k], opts.precision), change]
+        if other is not None:
+            row.append(fmt(other[k], opts.precision) if k < len(other) else "")
+        rows.append(tuple(row))
+    columns = len(heads)
+    widths = [max(display_width(r[c]) for r in rows if r[0] != "⋮") for c in range(columns)]
+    for r, cols in enumerate(rows):
+        if cols[0] == "⋮":
+            lines.append(Text(f"{'⋮':>{widths[0]}}  {cols[1]}", style="dim"))
             continue
-        cells = [" " * (w - display_width(c)) + c for c, w in zip(row, widths, strict=True)]
+        cells = [" " * (w - display_width(c)) + c for c, w in zip(cols, widths, strict=True)]
         lines.append(Text("  ".join(cells).rstrip(), style="bold" if r == 0 else ""))
-    first, last = losses[0], losses[-1]
     lines.append(Text(""))
-    lines.append(Text(sparkline(losses), style="cyan"))
+    every = losses + (other or [])
+    decades = log_decades(every)
+    if other is None:
+        lines.append(Text(sparkline(losses, log=bool(decades)), style="cyan"))
+    else:  # one scale for both, so that the bars compare
+        bounds = (min(every), max(every))
+        mine, theirs = (sparkline(v, log=bool(decades), bounds=bounds) for v in (losses, other))
+        scale = f"{training.start.scale:.4g}"
+        label = [_t(opts, "train.spark_scaled", scale=scale), _t(opts, "train.spark_unscaled")]
+        pad = max(display_width(x) for x in label)
+        for text, bars, style in ((label[0], mine, "cyan"), (label[1], theirs, "magenta")):
+            lines.append(Text(text + " " * (pad - display_width(text) + 1) + bars, style=style))
+    if decades:
+        lines.append(Text(_t(opts, "train.log_scale", decades=decades), style="dim"))
+    first, last = losses[0], losses[-1]
     lines.append(
         Text(
             _t(
@@ -223,21 +347,43 @@ def target_lines(training: Training, snapshots: tuple[int, int], opts: RenderOpt
     return out
 
 
+MAX_EXAMPLES_SHOWN = 4  # a data set's attention weights: its first examples'
+
+
 def attention_lines(training: Training, opts: RenderOptions) -> list[Text]:
-    """The attention weights before and after, per head; for `attend`, each target's move."""
+    """The attention weights before and after, per head (of a data set: per example, its
+    first ones); for `attend`, each target's move."""
     p = training.start
     assert p.loss is not None
     lines = [Text(""), _rule(_t(opts, "train.attention"))]
-    if p.loss.kind == "attend":
+    if p.loss.kind == "attend" and not training.examples:
         lines += target_lines(training, (0, training.done), opts)
         lines.append(Text(""))
+    problems = training.examples or (p,)
+    for k, example in enumerate(problems[:MAX_EXAMPLES_SHOWN]):
+        if training.examples:
+            tokens = " ".join(safe(t) for t in example.source_tokens)
+            said = _t(opts, "train.example_title", index=k + 1, tokens=tokens)
+            lines.append(Text(said, style="bold"))
+        before = training.first.attentions[k] if training.examples else training.first.attention
+        after = training.last.attentions[k] if training.examples else training.last.attention
+        lines += before_after(example, before, after, opts)
+    if len(problems) > MAX_EXAMPLES_SHOWN:
+        more = len(problems) - MAX_EXAMPLES_SHOWN
+        lines += [Text(_t(opts, "train.examples_elided", count=more), style="dim"), Text("")]
+    return lines
+
+
+def before_after(p: Problem, a: np.ndarray, b: np.ndarray, opts: RenderOptions) -> list[Text]:
+    """Attention weights [H, n, m] before and after, side by side, per head."""
+    lines: list[Text] = []
     half = max(24, (opts.width - 2) // 2)
-    heads = training.first.attention.shape[0]
+    heads = a.shape[0]
     for h in range(heads):
         title = "A" if heads == 1 else f"A{_subs(h + 1)}"
         blocks = [
             matrix_lines(
-                snap.attention[h],
+                snap[h],
                 f"{title} {_t(opts, key)}",
                 p.tokens,
                 p.source_tokens,
@@ -245,11 +391,53 @@ def attention_lines(training: Training, opts: RenderOptions) -> list[Text]:
                 width=half,
                 heat=True,
             )
-            for snap, key in ((training.first, "train.before"), (training.last, "train.after"))
+            for snap, key in ((a, "train.before"), (b, "train.after"))
         ]
         lines += side_by_side(blocks, opts.width)
         lines.append(Text(""))
     return lines
+
+
+def heldout_lines(training: Training, opts: RenderOptions) -> list[Text]:
+    """Each held-out example: its loss before and after, where each query now puts most of
+    its weight, and its attention weights before and after."""
+    if not training.heldout:
+        return []
+    lines = [Text(""), _rule(_t(opts, "train.heldout"))]
+    for k, held in enumerate(training.heldout):
+        p = held.problem
+        tokens = " ".join(safe(t) for t in p.source_tokens)
+        lines.append(
+            Text(_t(opts, "train.heldout_example", index=k + 1, tokens=tokens), style="bold")
+        )
+        if held.loss_before is not None and held.loss_after is not None:
+            said = {"before": about(held.loss_before, opts.precision),
+                    "after": about(held.loss_after, opts.precision)}  # fmt: skip
+            lines.append(Text(_t(opts, "train.heldout_loss", **said)))
+        lines += [Text(line) for line in top_keys(p, held.before, held.after, opts)]
+        lines.append(Text(""))
+        lines += before_after(p, held.before, held.after, opts)
+    return lines
+
+
+def top_keys(p: Problem, a: np.ndarray, b: np.ndarray, opts: RenderOptions) -> list[str]:
+    """Per query (and head): the key with most weight after training, and before."""
+    out = []
+    for h in range(a.shape[0]):
+        for i in range(a.shape[1]):
+            now, then = int(np.argmax(b[h, i])), int(np.argmax(a[h, i]))
+            params = {
+                "query": safe(p.tokens[i]),
+                "key": safe(p.source_tokens[now]),
+                "after": percent(float(b[h, i, now])),
+                "key_before": safe(p.source_tokens[then]),
+                "before": percent(float(a[h, i, then])),
+            }
+            if a.shape[0] > 1:
+                out.append(_t(opts, "train.heldout_top_head", head=h + 1, **params))
+            else:
+                out.append(_t(opts, "train.heldout_top", **params))
+    return out
 
 
 def train_lines(training: Training, opts: RenderOptions) -> list[Text]:
@@ -258,6 +446,7 @@ def train_lines(training: Training, opts: RenderOptions) -> list[Text]:
         *loss_lines(training, opts),
         *weight_lines(training, opts),
         *attention_lines(training, opts),
+        *heldout_lines(training, opts),
     ]
 
 
@@ -304,7 +493,9 @@ def update_lines(training: Training, k: int, opts: RenderOptions) -> list[Text]:
 
 def trained_json(training: Training, opts: RenderOptions) -> dict[str, Any]:
     """The trained problem in the input format, with its loss key: `qkvcalc explain` (and
-    `qkvcalc train`, to go on) reads it as any problem."""
+    `qkvcalc train`, to go on) reads it as any problem. Of a data set: its first example at
+    the top level with the trained weights, then its examples and held-out ones as they were
+    given, without weights (`qkvcalc train` goes on with it; `explain` shows the first)."""
     p = training.problem
     doc = input_json(p, opts)  # with its attend or target
     said = {"done": training.done, "lr": number(training.lr)}
@@ -313,11 +504,28 @@ def trained_json(training: Training, opts: RenderOptions) -> dict[str, Any]:
         doc["description"] = _t(opts, "train.trained_description", name=name, **said)
     else:
         doc["description"] = _t(opts, "train.trained_description_unnamed", **said)
+    if training.examples:
+        doc["examples"] = [_example_json(e, opts) for e in training.examples]
+        if training.heldout:
+            doc["heldout"] = [_example_json(h.problem, opts) for h in training.heldout]
     return doc
 
 
+def _example_json(p: Problem, opts: RenderOptions) -> dict[str, Any]:
+    """An example in the input format, without the shared weights and metadata."""
+    from qkvcalc.input.dataset import SHARED
+    from qkvcalc.input.fields import META
+
+    return {k: v for k, v in input_json(p, opts).items() if k not in SHARED and k not in META}
+
+
+def _weights_json(a: np.ndarray) -> list[Any]:
+    """Attention weights as the JSON says them: n×m for one head, H×n×m for several."""
+    return matrix_json(a[0]) if a.shape[0] == 1 else [matrix_json(h) for h in a]
+
+
 def train_json(training: Training, opts: RenderOptions) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "schema": SCHEMA,
         "losses": training.losses,
         "steps": [
@@ -333,7 +541,25 @@ def train_json(training: Training, opts: RenderOptions) -> dict[str, Any]:
         "frozen": list(training.frozen),
         "learned": list(training.learned),
         "interrupted": training.interrupted,
+        "notes": run_notes(training, opts),
     }
+    if training.heldout:
+        out["heldout"] = [
+            {
+                "tokens": list(h.problem.source_tokens),
+                "loss_before": h.loss_before,
+                "loss_after": h.loss_after,
+                "before": {"weights": _weights_json(h.before)},
+                "after": {"weights": _weights_json(h.after)},
+            }
+            for h in training.heldout
+        ]
+    if training.unscaled is not None:
+        out["unscaled"] = {
+            "losses": training.unscaled.losses,
+            "problem": trained_json(training.unscaled, opts),
+        }
+    return out
 
 
 def render_train_json(training: Training, opts: RenderOptions) -> str:
@@ -349,19 +575,36 @@ def render_trained(training: Training, opts: RenderOptions) -> str:
 
 
 def loss_svg(training: Training, opts: RenderOptions, width: int = 480, height: int = 200) -> str:
-    """A small line plot of L against the step, every label escaped."""
+    """A small line plot of L against the step, every label escaped; with --compare-scale the
+    run with scale 1 too, dashed, on the same axes, and a legend."""
     losses = training.losses
+    other = training.unscaled.losses if training.unscaled is not None else []
     left, right, top, bottom = 64, 16, 24, 36
-    low, high = min(losses), max(losses)
+    low, high = min(losses + other), max(losses + other)
     span = high - low or 1.0
-    last = max(1, len(losses) - 1)
-    pts = " ".join(
-        f"{left + (width - left - right) * k / last:.1f},"
-        f"{top + (height - top - bottom) * (high - v) / span:.1f}"
-        for k, v in enumerate(losses)
-    )
+    last = max(1, len(losses) - 1, len(other) - 1)
+
+    def points(values: list[float]) -> str:
+        return " ".join(
+            f"{left + (width - left - right) * k / last:.1f},"
+            f"{top + (height - top - bottom) * (high - v) / span:.1f}"
+            for k, v in enumerate(values)
+        )
+
     title = escape(_t(opts, "train.plot_title"))
     x_label = escape(_t(opts, "train.col_step"))
+    curves = f'<polyline fill="none" stroke="#1e5ac8" stroke-width="2" points="{points(losses)}"/>'
+    if other:
+        scaled = escape(_t(opts, "train.spark_scaled", scale=f"{training.start.scale:.4g}"))
+        unscaled = escape(_t(opts, "train.spark_unscaled"))
+        curves += (
+            f'<polyline fill="none" stroke="#c8501e" stroke-width="2" stroke-dasharray="6 4" '
+            f'points="{points(other)}"/>'
+            f'<text x="{width - right}" y="{top + 4}" text-anchor="end" font-size="11" '
+            f'font-family="sans-serif" fill="#1e5ac8">{scaled.rstrip(":")}</text>'
+            f'<text x="{width - right}" y="{top + 18}" text-anchor="end" font-size="11" '
+            f'font-family="sans-serif" fill="#c8501e">{unscaled.rstrip(":")}</text>'
+        )
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="{title}">'
@@ -370,7 +613,7 @@ def loss_svg(training: Training, opts: RenderOptions, width: int = 480, height: 
         f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" '
         'stroke="#555"/>'
         f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" stroke="#555"/>'
-        f'<polyline fill="none" stroke="#1e5ac8" stroke-width="2" points="{pts}"/>'
+        f"{curves}"
         f'<text x="{left - 6}" y="{top + 4}" text-anchor="end" font-size="11" '
         f'font-family="sans-serif">{escape(fmt(high, opts.precision))}</text>'
         f'<text x="{left - 6}" y="{height - bottom + 4}" text-anchor="end" font-size="11" '
@@ -378,7 +621,7 @@ def loss_svg(training: Training, opts: RenderOptions, width: int = 480, height: 
         f'<text x="{left}" y="{height - bottom + 16}" font-size="11" '
         'font-family="sans-serif">0</text>'
         f'<text x="{width - right}" y="{height - bottom + 16}" text-anchor="end" font-size="11" '
-        f'font-family="sans-serif">{len(losses) - 1}</text>'
+        f'font-family="sans-serif">{last}</text>'
         f'<text x="{(left + width - right) / 2:.0f}" y="{height - 6}" text-anchor="middle" '
         f'font-size="12" font-family="sans-serif">{x_label}</text>'
         f'<text x="14" y="{(top + height - bottom) / 2:.0f}" font-size="12" '

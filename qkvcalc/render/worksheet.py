@@ -79,7 +79,14 @@ KEPT = (
             "note.grad_heads_side_by_side",
             "note.grad_kv_shared",
             "note.grad_paths",
+            "note.grad_path_one",
+            "note.grad_paths_some",
+            "note.grad_path_one_of",
+            "note.grad_kv_heads_side_by_side",
             "note.grad_pe",
+            "note.loss_target_rows",
+            "note.loss_target_rows_approx",
+            "note.loss_attend_keys",
         }
     )
     | features.worksheet_notes()

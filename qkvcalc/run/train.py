@@ -15,17 +15,21 @@ weights, the trained Problem), and qkvcalc.render.train shows them.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.input import dataset
 from qkvcalc.input.cells import Matrix
 from qkvcalc.input.limits import MAX_ELEMENTS
+from qkvcalc.input.numbers import Number
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import shown
 from qkvcalc.plan import ids
@@ -44,9 +48,22 @@ class Snapshot:
     (rows layout, a bias as 1×out) and its attention weights [H, n, m]."""
 
     step: int
-    loss: float
+    loss: float  # of a data set: the mean of its examples' losses
     weights: dict[str, np.ndarray]
-    attention: np.ndarray
+    attention: np.ndarray  # of a data set: its first example's
+    attentions: tuple[np.ndarray, ...] = ()  # every example's, in order
+    each: tuple[float, ...] = ()  # every example's loss, in order
+
+
+@dataclass(frozen=True, eq=False)
+class HeldOut:
+    """A held-out example, run with the weights before training and after: never trained on."""
+
+    problem: Problem
+    loss_before: float | None  # None: the example gives no loss
+    loss_after: float | None
+    before: np.ndarray  # its attention weights [H, n, m]
+    after: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,6 +80,9 @@ class Training:
     learned: tuple[str, ...]  # the matrices the loss has a gradient for and that were not frozen
     snapshots: tuple[Snapshot, ...]
     interrupted: bool = False
+    examples: tuple[Problem, ...] = ()  # a data set's examples as they started; () for one
+    heldout: tuple[HeldOut, ...] = ()
+    unscaled: Training | None = None  # --compare-scale: the same start, trained with scale 1
 
     @property
     def losses(self) -> list[float]:
@@ -88,6 +108,18 @@ class Training:
     def change(self, k: int, name: str) -> np.ndarray:
         """What update k (1 … N) moved a matrix by: −η·∂L/∂W at snapshot k − 1."""
         return self.snapshots[k].weights[name] - self.snapshots[k - 1].weights[name]
+
+    @property
+    def unmoved(self) -> list[str]:
+        """The learned matrices that no update moved: their gradient was exactly 0 each time."""
+        steps = range(1, self.done + 1)
+        return [n for n in self.learned if not any(np.any(self.change(k, n)) for k in steps)]
+
+    @property
+    def rose(self) -> int:
+        """The updates after which the loss was larger than before."""
+        losses = self.losses
+        return sum(b > a for a, b in itertools.pairwise(losses))
 
 
 def present(p: Problem) -> tuple[str, ...]:
@@ -202,7 +234,10 @@ def step(p: Problem, grads: dict[str, np.ndarray], lr: float) -> Problem:
 
 class Descent:
     """Gradient descent, one update at a time: `run()` makes every update asked for, and
-    `result()` is the Training of those made so far (the CLI asks for it after a Ctrl-C)."""
+    `result()` is the Training of those made so far (the CLI asks for it after a Ctrl-C).
+
+    With `examples` (a data set), every example is a problem with the same weights: the loss
+    is the mean of theirs, and so is every gradient; `problem` is the first of them."""
 
     def __init__(
         self,
@@ -210,34 +245,47 @@ class Descent:
         steps: int = DEFAULT_STEPS,
         lr: float = DEFAULT_LR,
         freeze: str | Iterable[str] | None = None,
+        examples: Sequence[Problem] = (),
+        heldout: Sequence[Problem] = (),
     ) -> None:
         # a number from Python is held to the same rules as one typed
         self.steps, self.lr = parse_steps(steps), parse_lr(lr)
         self.frozen = parse_freeze(freeze)
-        self.free = _check(problem, self.steps, self.frozen)
+        given = list(examples) or [problem]
+        free = [_check(p, self.steps, self.frozen) for p in given]
+        self.free = free[0]
+        _check_total(given, self.steps)
         # the rows layout, so that every gradient comes as the weight is stored; not --exact
-        self.start = replace(without_fractions(problem), layout="rows", backward=True)
+        self.starts = [replace(without_fractions(p), layout="rows", backward=True) for p in given]
+        self.start = self.starts[0]
+        self.currents = list(self.starts)
         self.current = self.start
+        self.dataset = bool(examples)
+        self.heldout = [replace(without_fractions(p), layout="rows") for p in heldout]
         self.snapshots: list[Snapshot] = []
         self.learned: tuple[str, ...] = ()
 
     def updates(self) -> Iterator[Snapshot]:
         """Snapshot 0 (the problem as given), then one after each update."""
-        trace = run(self.current)
-        self.learned = tuple(name for name in self.free if trace.find(ids.GRAD_OF[name]))
+        traces = [run(p) for p in self.currents]
+        self.learned = tuple(
+            name for name in self.free if any(t.find(ids.GRAD_OF[name]) for t in traces)
+        )
         if not self.learned:  # `attend` with W_Q and W_K frozen: W_V alone would not move
             raise QkvcalcError("train.nothing_reached", names=", ".join(self.free))
         while True:
-            snapshot = self._snapshot(len(self.snapshots), trace)
+            snapshot = self._snapshot(len(self.snapshots), traces)
             if not np.isfinite(snapshot.loss):
                 raise QkvcalcError("train.diverged", step=snapshot.step, lr=self.lr)
             self.snapshots.append(snapshot)
             yield snapshot
             if snapshot.step == self.steps:
                 return
-            self.current = step(self.current, gradients(trace, self.learned), self.lr)
+            grads = mean_gradients(traces, self.learned, self.current)
+            self.currents = [step(p, grads, self.lr) for p in self.currents]
+            self.current = self.currents[0]
             try:
-                trace = run(self.current)
+                traces = [run(p) for p in self.currents]
             except QkvcalcError as err:  # the weights grew until a number overflowed
                 if err.msg.key != "overflow":
                     raise
@@ -248,7 +296,7 @@ class Descent:
             pass
         return self.result()
 
-    def result(self, interrupted: bool = False) -> Training:
+    def result(self, interrupted: bool = False, unscaled: Training | None = None) -> Training:
         """The Training of the updates made; the trained problem is the last snapshot's."""
         trained = self._at(self.snapshots[-1] if self.snapshots else None)
         return Training(
@@ -260,6 +308,23 @@ class Descent:
             learned=self.learned,
             snapshots=tuple(self.snapshots),
             interrupted=interrupted,
+            examples=tuple(replace(p, backward=False) for p in self.starts) if self.dataset else (),
+            heldout=tuple(self._held_out(p) for p in self.heldout) if self.snapshots else (),
+            unscaled=unscaled,
+        )
+
+    def _held_out(self, p: Problem) -> HeldOut:
+        """A held-out example with the first and the last snapshot's weights."""
+        before, after = (
+            run(with_weights(p, s.weights)) for s in (self.snapshots[0], self.snapshots[-1])
+        )
+        has_loss = p.loss is not None and p.loss.kind in ("attend", "target")
+        return HeldOut(
+            problem=p,
+            loss_before=loss_of(before) if has_loss else None,
+            loss_after=loss_of(after) if has_loss else None,
+            before=attention(before).copy(),
+            after=attention(after).copy(),
         )
 
     def _at(self, snapshot: Snapshot | None) -> Problem:
@@ -269,10 +334,48 @@ class Descent:
         moved: dict[str, Any] = {k: Matrix(v) for k, v in snapshot.weights.items()}
         return replace(self.start, meta=meta, **moved)
 
-    def _snapshot(self, number: int, trace: Trace) -> Snapshot:
+    def _snapshot(self, number: int, traces: Sequence[Trace]) -> Snapshot:
         p = self.current
         weights = {name: getattr(p, name).values.copy() for name in present(p)}
-        return Snapshot(number, loss_of(trace), weights, attention(trace).copy())
+        each = tuple(loss_of(t) for t in traces)
+        attentions = tuple(attention(t).copy() for t in traces)
+        return Snapshot(number, float(np.mean(each)), weights, attentions[0], attentions, each)
+
+
+def with_weights(p: Problem, weights: dict[str, np.ndarray]) -> Problem:
+    """p with these weights (rows layout): a held-out example at a snapshot."""
+    moved: dict[str, Any] = {k: Matrix(v) for k, v in weights.items()}
+    return replace(p, layout="rows", **moved)
+
+
+def mean_gradients(
+    traces: Sequence[Trace], names: Sequence[str], p: Problem
+) -> dict[str, np.ndarray]:
+    """∂L/∂W of the mean loss: the mean of every example's gradient (0 where the loss of an
+    example does not reach a matrix)."""
+    out: dict[str, np.ndarray] = {}
+    for name in names:
+        total = np.zeros_like(getattr(p, name).values)
+        for trace in traces:
+            grad = gradients(trace, [name]).get(name)
+            if grad is not None:
+                total = total + grad.reshape(total.shape)
+        out[name] = total / len(traces)
+    return out
+
+
+def _check_total(problems: Sequence[Problem], steps: int) -> None:
+    """A data set's snapshots, all examples together, stay within the limit."""
+    if len(problems) < 2:
+        return
+    p = problems[0]
+    numbers = sum(getattr(p, name).values.size for name in present(p))
+    numbers += sum(q.heads * q.n * q.m for q in problems)
+    if numbers * (steps + 1) > MAX_ELEMENTS:
+        raise QkvcalcError(
+            "train.too_big", steps=steps, numbers=numbers, limit=MAX_ELEMENTS,
+            most=max(1, MAX_ELEMENTS // numbers - 1),
+        )  # fmt: skip
 
 
 def _trained_meta(p: Problem) -> dict[str, str]:
@@ -295,12 +398,69 @@ def without_fractions(p: Problem) -> Problem:
     return replace(p, exact=False, exact_refused=None, **out)
 
 
+def descents(
+    doc: Mapping[Any, Any],
+    steps: int | str | None = DEFAULT_STEPS,
+    lr: float | str | None = DEFAULT_LR,
+    freeze: str | Iterable[str] | None = None,
+    compare_scale: bool = False,
+) -> list[Descent]:
+    """The descent a document asks for (a problem, or a data set: qkvcalc.input.dataset), and
+    with `compare_scale` a second one from the same start with scale 1."""
+    steps, lr = parse_steps(steps), parse_lr(lr)
+    out = [_descent(doc, steps, lr, freeze)]
+    if compare_scale:
+        if out[0].start.scale == 1:
+            raise QkvcalcError("train.compare_scale_one")
+        out.append(_descent(doc, steps, lr, freeze, scale=1))
+    return out
+
+
+def _descent(
+    doc: Mapping[Any, Any],
+    steps: int,
+    lr: float,
+    freeze: str | Iterable[str] | None,
+    scale: float | None = None,
+) -> Descent:
+    at = {"scale": scale} if scale is not None else {}
+    if not dataset.is_dataset(doc):
+        return Descent(Problem.from_mapping({**doc, **at}), steps, lr, freeze)
+    top, examples, heldout = dataset.split(doc)
+
+    def problems(name: str, docs: list[dict]) -> list[Problem]:
+        out = []
+        for k, example in enumerate(docs):
+            try:
+                out.append(Problem.from_mapping({**dataset.merged(top, example), **at}))
+            except QkvcalcError as err:
+                raise err.within("dataset.in_example", key=name, index=k + 1) from None
+        return out
+
+    made = problems("examples", examples)
+    return Descent(made[0], steps, lr, freeze, made, problems("heldout", heldout))
+
+
 def train(
-    problem: Problem,
+    problem: Problem | Mapping[Any, Any],
     steps: int = DEFAULT_STEPS,
     lr: float = DEFAULT_LR,
     freeze: str | Iterable[str] | None = None,
+    compare_scale: bool = False,
 ) -> Training:
     """`steps` updates of gradient descent with learning rate `lr`, the matrices named in
-    `freeze` ('wq,wv' or ['wq', 'wv']) kept as they are."""
-    return Descent(problem, steps, lr, freeze).run()
+    `freeze` ('wq,wv' or ['wq', 'wv']) kept as they are. `problem`: a Problem, or a document
+    (a problem, or a data set of examples sharing the weights: its loss is their mean);
+    `compare_scale`: trained again from the same start with scale 1 (`Training.unscaled`)."""
+    if isinstance(problem, Problem):
+        found = [Descent(problem, steps, lr, freeze)]
+        if compare_scale:
+            if problem.scale == 1:
+                raise QkvcalcError("train.compare_scale_one")
+            one = replace(problem, scale_given=Number(1.0, Fraction(1)))
+            found.append(Descent(one, steps, lr, freeze))
+    else:
+        found = descents(problem, steps, lr, freeze, compare_scale)
+    unscaled = found[1].run() if len(found) > 1 else None
+    found[0].run()
+    return found[0].result(unscaled=unscaled)
