@@ -209,7 +209,8 @@ def _preset_description(name: str) -> str:
 def _preset_sentences(name: str) -> tuple[str, ...]:
     """The preset's tokens read as sentences ('the cat is sleeping'): input data, not prose."""
     doc = json.loads((ROOT / "presets" / f"{name}.json").read_text(encoding="utf-8"))
-    return tuple(" ".join(doc[key]) for key in ("tokens", "source_tokens") if key in doc)
+    docs = [doc, *doc.get("examples", ()), *doc.get("heldout", ())]  # a data set's sentences
+    return tuple(" ".join(d[key]) for d in docs for key in ("tokens", "source_tokens") if key in d)
 
 
 def test_the_english_phrase_list_is_substantial():

@@ -639,7 +639,7 @@ MESSAGES: dict[str, str] = {
     "studio.nothing_to_undo": "There is no edit to undo.",
     "studio.keys": "Tab, Shift+Tab      next or previous box\n"
     "↑ ↓ ← →             move between the boxes of a matrix\n"
-    "Enter               recompute (leaving a box does too)\n"
+    "Enter               recompute (so does leaving the box)\n"
     "Esc                 leave the boxes: the keys below work\n"
     "Enter, Space, →     next stage\n"
     "b, ←                previous stage\n"

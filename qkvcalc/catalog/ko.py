@@ -1530,19 +1530,19 @@ MESSAGES: dict[str, str] = {
     "check.beside_title": "단계 {stage}: 올바른 수, 다른 칸에는 여러분의 수도 함께:",
     "check.yours": "여러분의 수",
     "check.right_word": "올바른 값",
-    "check.beside_legend": "✗ 표시한 칸은 {yours}를 먼저, 그다음 올바른 수를 보여 줍니다.",
-    "check.mistake.softmax_axis": "소프트맥스가 각 열을 따라(쿼리에 걸쳐) 계산되었습니다. "
-    "소프트맥스는 각 행을 따라, 키에 걸쳐(axis -1) 계산하므로 쿼리마다 가중치의 합이 1입니다.",
+    "check.beside_legend": "✗ 표시한 칸은 먼저 {yours} 값, 그다음 올바른 수를 보여 줍니다.",
+    "check.mistake.softmax_axis": "소프트맥스가 각 열을 따라(Query에 걸쳐) 계산되었습니다. "
+    "소프트맥스는 각 행을 따라, Key에 걸쳐(axis -1) 계산하므로 Query마다 가중치의 합이 1입니다.",
     "check.mistake.no_scale": "스코어가 스케일되지 않았습니다. 소프트맥스 전에 1/√d_k를 곱합니다.",
     "check.mistake.scale_dk": "스코어를 d_k로 나눴습니다. 그 제곱근인 √d_k로 나눕니다.",
     "check.mistake.scale_twice": "스케일을 두 번 적용했습니다. 스코어에 1/√d_k를 한 번 곱합니다.",
     "check.mistake.scale_after_softmax": "소프트맥스 뒤에 가중치를 스케일했습니다. 스코어를 "
     "소프트맥스 전에 스케일하고, 그러면 가중치의 합은 1입니다.",
-    "check.mistake.kt_missing": "스코어가 Q·K입니다. 스코어는 쿼리 i와 키 j를 비교하므로 "
+    "check.mistake.kt_missing": "스코어가 Q·K입니다. 스코어는 Query i와 Key j를 비교하므로 "
     "Q·Kᵀ입니다.",
     "check.mistake.scores_transposed": "스코어가 K·Qᵀ, 즉 뒤집혀 있습니다. Q·Kᵀ에서 i행은 "
-    "쿼리 i, j열은 키 j입니다.",
-    "check.mistake.weights_transposed": "출력이 Aᵀ·V입니다. 출력은 A·V, 곧 각 쿼리의 가중치와 "
+    "Query i, j열은 Key j입니다.",
+    "check.mistake.weights_transposed": "출력이 Aᵀ·V입니다. 출력은 A·V, 곧 각 Query의 가중치와 "
     "값의 곱입니다.",
     "check.mistake.mask_ignored": "마스크가 빠졌습니다. 마스크된 스코어는 소프트맥스 전에 −∞가 "
     "됩니다.",
@@ -1550,13 +1550,13 @@ MESSAGES: dict[str, str] = {
     "scaled_dot_product_attention처럼 True(1)는 볼 수 있다는 뜻입니다.",
     "check.mistake.causal_diagonal": "인과 마스크가 대각선까지 가렸습니다. 토큰은 자기 자신과 "
     "앞의 토큰을 볼 수 있습니다.",
-    "check.mistake.causal_transposed": "인과 마스크가 미래(위쪽 삼각형)를 봅니다. 쿼리 i는 키 "
+    "check.mistake.causal_transposed": "인과 마스크가 미래(위쪽 삼각형)를 봅니다. Query i는 Key "
     "1…i, 곧 아래쪽 삼각형을 봅니다.",
     "check.mistake.mask_after_softmax": "마스크를 소프트맥스 뒤에 적용해서 행의 합이 더는 1이 "
     "아닙니다. 마스크된 스코어는 소프트맥스 전에 −∞가 됩니다.",
-    "check.mistake.masked_row_nan": "모든 키가 마스크된 행이 NaN(0/0)이 되었습니다. PyTorch의 "
+    "check.mistake.masked_row_nan": "모든 Key가 마스크된 행이 NaN(0/0)이 되었습니다. PyTorch의 "
     "scaled_dot_product_attention처럼 가중치 0, 출력 0이 됩니다.",
-    "check.mistake.masked_row_uniform": "모든 키가 마스크된 행이 같은 가중치를 받았습니다"
+    "check.mistake.masked_row_uniform": "모든 Key가 마스크된 행이 같은 가중치를 받았습니다"
     "(finfo.min 같은 유한한 채움 값). 가중치 0, 출력 0이 됩니다.",
     "check.mistake.no_max_shift": "소프트맥스가 행의 최댓값을 빼지 않아 큰 스코어에서 넘칩니다(e^s "
     "= inf, inf/inf = NaN). e^(s − max)는 같은 가중치를 안전하게 줍니다.",
@@ -1564,7 +1564,7 @@ MESSAGES: dict[str, str] = {
     "h번째 d_k열 묶음을 가져갑니다.",
     "check.mistake.heads_concat": "헤드 출력이 열마다 번갈아 섞였습니다. 헤드 1의 d_v열부터 "
     "차례로 나란히 붙입니다.",
-    "check.mistake.gqa_repeat": "K/V 헤드를 통째로 반복했습니다(tile). 연속한 쿼리 헤드가 K/V "
+    "check.mistake.gqa_repeat": "K/V 헤드를 통째로 반복했습니다(tile). 연속한 Query 헤드가 K/V "
     "헤드 하나를 함께 씁니다(repeat_interleave).",
     "check.mistake.layout_transposed": "가중치를 전치해서 읽었습니다(X·Wᵀ, PyTorch의 out×in "
     "배치). 여기서는 Q = X·W_Q이고 W_Q는 d_model×d_k입니다.",
