@@ -522,6 +522,8 @@ MESSAGES: dict[str, str] = {
     "cli.preset_unknown_suggest": "no preset named {name!r}: did you mean {suggestion!r}? "
     "(qkvcalc presets lists them)",
     "cli.two_sources": "give one input, not several: {sources}",
+    "cli.two_losses": "give one loss option, not several: {options} (each chooses where the "
+    "gradient starts: --grad-output dL/dO, --target T, --attend the keys)",
     "cli.interrupted": "interrupted",
     "cli.stdout_failed": "cannot write to standard output: {reason}",
     "cli.error_prefix": "error",

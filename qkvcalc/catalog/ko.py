@@ -524,6 +524,8 @@ MESSAGES: dict[str, str] = {
     "cli.preset_unknown_suggest": "프리셋을 찾을 수 없습니다: {name!r}. 혹시 "
     "{suggestion!r}인가요? (qkvcalc presets로 목록을 볼 수 있습니다)",
     "cli.two_sources": "입력은 하나만 주세요. 함께 주어진 입력: {sources}",
+    "cli.two_losses": "손실 옵션은 하나만 주세요. 함께 주어진 옵션: {options} (각각 기울기가 "
+    "시작할 곳을 정합니다: --grad-output은 dL/dO, --target은 T, --attend는 Key)",
     "cli.interrupted": "중단됨",
     "cli.stdout_failed": "표준 출력에 쓸 수 없습니다: {reason}",
     "cli.error_prefix": "오류",
