@@ -11,11 +11,14 @@ needs a file made at run time, a FIFO, a pipe or a signal is here.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_qkvcalc
+from tests.conftest import PINNED_ENV, ROOT, run_qkvcalc
 from tests.test_hostile import HANG_GUARD, assert_one_clean_message, cap_memory
 
 
@@ -68,3 +71,49 @@ def test_a_tiled_backward_whose_target_weight_underflows_is_the_plain_ones_messa
     assert_one_clean_message(plain, "overflow float64")
     tiled = _run("explain", str(path), "--backward", "--tiles", tiles, "--format", "json")
     assert_one_clean_message(tiled, "overflow float64 at D = A[i, tᵢ]")
+
+
+# ---- where the output goes -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["missing/trained.json", ".", "/dev/full"])
+def test_train_output_that_cannot_be_written_is_said_before_anything_is_printed(tmp_path, where):
+    """A folder missing or a directory is refused before the descent; /dev/full is written
+    before the training is printed. Each printed the whole training to stdout first."""
+    target = where if where.startswith("/") else str(tmp_path / where)
+    proc = _run("train", "--preset", "learn", "--steps", "3", "--output", target)
+    assert_one_clean_message(proc, "cannot write")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no temporary file left
+
+
+@pytest.mark.parametrize(
+    "command", [["explain", "--preset", "doc"], ["train", "--preset", "learn", "--steps", "2"]]
+)
+@pytest.mark.parametrize("device", ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"])
+def test_output_onto_dev_stdout_into_a_pipe_is_what_stdout_gets(command, device):
+    """`--output /dev/stdout | …` ended in "No such file or directory": the link leads to
+    "pipe:[…]", no path. The descriptor itself is written now, as the shell set it up."""
+    plain = _run(*command, "--format", "json")
+    assert plain.returncode == 0, plain.stderr
+    proc = _run(*command, "--format", "json", "--output", device)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout == plain.stdout and proc.stdout.startswith("{")
+
+
+def test_output_onto_dev_stdout_appended_to_a_file_keeps_what_it_held(tmp_path):
+    """`>> file`: the text goes after what the file held, as the shell opened it (a file
+    replaced through /dev/stdout's link would lose it)."""
+    path = tmp_path / "log.txt"
+    path.write_text("before\n")
+    with path.open("a") as out:
+        argv = [sys.executable, "-m", "qkvcalc", "explain", "--preset", "doc", "-f", "txt"]
+        subprocess.run(
+            [*argv, "-o", "/dev/stdout"],
+            stdout=out,
+            check=True,
+            cwd=ROOT,
+            env={**os.environ, **PINNED_ENV},
+            timeout=HANG_GUARD,
+        )
+    alone = _run("explain", "--preset", "doc", "-f", "txt")
+    assert path.read_text() == "before\n" + alone.stdout
