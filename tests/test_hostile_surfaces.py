@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.conftest import PINNED_ENV, ROOT, run_qkvcalc
@@ -117,3 +118,109 @@ def test_output_onto_dev_stdout_appended_to_a_file_keeps_what_it_held(tmp_path):
         )
     alone = _run("explain", "--preset", "doc", "-f", "txt")
     assert path.read_text() == "before\n" + alone.stdout
+
+
+# ---- .npz members that lie -----------------------------------------------------------------
+
+_PEAK = """
+import resource, subprocess, sys
+proc = subprocess.run(sys.argv[1:], capture_output=True)
+sys.stdout.buffer.write(proc.stdout)
+sys.stderr.buffer.write(proc.stderr)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)
+sys.exit(proc.returncode)
+"""
+
+
+def run_measured(*args: str) -> tuple[subprocess.CompletedProcess, int]:
+    """`python -m qkvcalc ARGS` as the only child of a fresh process, which reports the most
+    memory it ever held (its peak resident size, in kB): bounded memory, measured, not timed."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _PEAK, sys.executable, "-m", "qkvcalc", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **PINNED_ENV},
+        cwd=ROOT,
+        timeout=HANG_GUARD * 3,
+    )
+    *message, peak = proc.stderr.splitlines(keepends=True)
+    result = subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout, "".join(message))
+    return result, int(peak)
+
+
+def _npy_header(count: int) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    header = {"descr": "<f8", "fortran_order": False, "shape": (count,)}
+    np.lib.format.write_array_header_1_0(buffer, header)
+    return buffer.getvalue()
+
+
+def lying_npz(path: Path, inflated: int, claimed: int, method: int = 8) -> Path:
+    """An archive of one member, x.npy: a header, then `inflated` bytes of zeros, deflated
+    (method 8) or bzip2'd (12); its zip headers claim `claimed` bytes."""
+    import bz2
+    import struct
+    import zlib
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15) if method == 8 else bz2.BZ2Compressor(9)
+    head = _npy_header(inflated // 8)
+    parts, crc, left, zeros = [packer.compress(head)], zlib.crc32(head), inflated, bytes(1 << 24)
+    while left > 0:
+        piece = zeros[: min(left, len(zeros))]
+        parts.append(packer.compress(piece))
+        crc, left = zlib.crc32(piece, crc), left - len(piece)
+    data = b"".join([*parts, packer.flush()])
+    name, sizes = b"x.npy", (crc, len(data), claimed, 5)
+    local = struct.pack("<4s5H3I2H", b"PK\x03\x04", 20, 0, method, 0, 0, *sizes, 0) + name
+    central = (
+        struct.pack("<4s6H3I5H2I", b"PK\x01\x02", 20, 20, 0, method, 0, 0, *sizes, 0, 0, 0, 0, 0, 0)
+        + name
+    )
+    end = struct.pack(
+        "<4s4H2IH", b"PK\x05\x06", 0, 0, 1, 1, len(central), len(local) + len(data), 0
+    )
+    path.write_bytes(local + data + central + end)
+    return path
+
+
+def test_lying_npz_of_a_deflated_300_mb_member_is_refused_in_bounded_memory(tmp_path):
+    """The headers claim 1,000 bytes; zipfile's read(-1) asked zlib for up to 2 GB at once and
+    held all 300 MB (a 1 GB one: 2 GB). Now inflated a megabyte at a time, against the claim
+    and --max-bytes."""
+    path = lying_npz(tmp_path / "bomb.npz", 300_000_000, 1000)
+    assert path.stat().st_size < 1_000_000
+    proc, peak_kb = run_measured("explain", str(path))
+    assert peak_kb < 150_000, peak_kb
+    assert_one_clean_message(proc, "bomb.npz[x]")
+
+
+def test_an_npz_member_inflated_past_max_bytes_is_refused_as_it_inflates(tmp_path):
+    """What the headers claim counts against --max-bytes before a byte is inflated (the same
+    message as a file too large); within the limit, the member is read."""
+    path = lying_npz(tmp_path / "big.npz", 50_000_000, 50_000_000)
+    proc = _run("explain", str(path), "--max-bytes", "60000000")
+    assert proc.returncode == 2 and "larger than" not in proc.stderr  # within the limit: read
+    small = _run("explain", str(path), "--max-bytes", "1000000")
+    assert_one_clean_message(small, "larger than 1000000 bytes")
+
+
+def test_a_bzip2_member_is_refused_by_its_method_before_it_inflates(tmp_path):
+    """bzip2 inflates a whole read in one call (4 kB of it can be gigabytes); numpy writes
+    only stored and deflated members."""
+    path = lying_npz(tmp_path / "bz.npz", 100_000_000, 1000, method=12)
+    proc, peak_kb = run_measured("explain", str(path))
+    assert_one_clean_message(proc, "compressed with bzip2")
+    assert peak_kb < 150_000, peak_kb
+
+
+def test_an_npz_of_200000_members_is_refused_from_its_end_record(tmp_path):
+    """The count the archive's (zip64) end record gives, before zipfile lists 200,000
+    members (1.3 s and 190 MB): the message names the count and the limit."""
+    from tests.test_hostile import _npz
+
+    path = _npz(tmp_path / "many.npz", [(f"m{i}.npy", b"") for i in range(200_000)])
+    proc, peak_kb = run_measured("explain", str(path))
+    assert_one_clean_message(proc, "holds 200000 members; a problem has at most 100 keys")
+    assert peak_kb < 120_000, peak_kb

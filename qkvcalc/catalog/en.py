@@ -428,6 +428,8 @@ MESSAGES: dict[str, str] = {
     "{have} bytes",
     "array.not_npy": "{origin} is not a .npy file (numpy's np.save writes one)",
     "array.npz_member": "{origin}: the member {member!r} is not an array (.npy)",
+    "array.npz_method": "{origin} is compressed with {method}; a .npz holds its arrays stored "
+    "or deflated, as np.savez and np.savez_compressed write them",
     "array.npz_duplicate": "{origin} holds two members named {member!r}: which one is meant "
     "cannot be told, so neither is read",
     "array.npz_too_many": "{origin} holds {count} members; a problem has at most {limit} keys, "

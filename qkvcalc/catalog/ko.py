@@ -429,6 +429,8 @@ MESSAGES: dict[str, str] = {
     "{have}바이트뿐입니다",
     "array.not_npy": "{origin}은(는) .npy 파일이 아닙니다(numpy의 np.save로 만듭니다)",
     "array.npz_member": "{origin}: 멤버 {member!r}은(는) 배열(.npy)이 아닙니다",
+    "array.npz_method": "{origin}은(는) {method}(으)로 압축되어 있습니다. .npz는 np.savez와 "
+    "np.savez_compressed가 쓰는 대로 배열을 그대로 또는 deflate로 압축해 담습니다",
     "array.npz_duplicate": "{origin}에 이름이 {member!r}인 항목이 둘 있습니다. 어느 쪽인지 알 수 "
     "없으므로 어느 것도 읽지 않습니다",
     "array.npz_too_many": "{origin}에 항목이 {count}개 있습니다. 문제의 키는 많아야 "
