@@ -224,3 +224,32 @@ def test_an_npz_of_200000_members_is_refused_from_its_end_record(tmp_path):
     proc, peak_kb = run_measured("explain", str(path))
     assert_one_clean_message(proc, "holds 200000 members; a problem has at most 100 keys")
     assert peak_kb < 120_000, peak_kb
+
+
+# ---- checkpoints -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "fifo"),
+    [
+        ("extract", "model.safetensors.index.json"),
+        ("heads", "model.safetensors.index.json"),
+        ("extract", "config.json"),
+        ("heads", "tokenizer_config.json"),
+    ],
+)
+def test_a_checkpoint_file_that_is_a_fifo_is_named_before_anything_opens_it(
+    tmp_path, command, fifo
+):
+    """A named pipe in a checkpoint folder: opening it waits for a writer that never comes
+    (extract and heads hung). Every entry's type is looked at first (stat, nothing opened)."""
+    pytest.importorskip("transformers")
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    config = {"model_type": "gpt2", "n_layer": 1, "n_embd": 8, "n_head": 2, "vocab_size": 64}
+    if fifo != "config.json":
+        _write(folder / "config.json", config)
+    os.mkfifo(folder / fifo)
+    layer = ["--layer", "0"] if command == "extract" else []
+    proc = run_qkvcalc(command, str(folder), *layer, "--ids", "1 2 3", timeout=120)
+    assert_one_clean_message(proc, f"holds '{fifo}', which is not a file")

@@ -1284,6 +1284,8 @@ MESSAGES: dict[str, str] = {
     "the token ids with --ids",
     "extract.not_checkpoint": "{path} is not a Hugging Face checkpoint folder: it has no "
     "config.json (a checkpoint holds config.json and the weights, such as model.safetensors)",
+    "extract.not_a_file": "{model} holds {file!r}, which is not a file (a named pipe, a socket "
+    "or a device): a checkpoint folder holds files, and reading this one could wait forever",
     "extract.no_weights": "{path} has a config.json but its weights could not be read: {reason}",
     "extract.custom_code": "{model} ships code of its own ({file} names it in auto_map), "
     "and qkvcalc never runs a checkpoint's code: use a checkpoint of an architecture "

@@ -1294,6 +1294,9 @@ MESSAGES: dict[str, str] = {
     "없습니다: --ids로 토큰 id를 주세요",
     "extract.not_checkpoint": "{path}: Hugging Face 체크포인트 폴더가 아닙니다. config.json이 "
     "없습니다 (체크포인트에는 config.json과 model.safetensors 같은 가중치 파일이 있습니다)",
+    "extract.not_a_file": "{model}에 있는 {file!r}은(는) 파일이 아닙니다 (이름 있는 파이프, "
+    "소켓 또는 장치). 체크포인트 폴더에는 파일이 있어야 하며, 이것을 읽으면 끝없이 기다릴 수 "
+    "있습니다",
     "extract.no_weights": "{path}에 config.json은 있지만 가중치를 읽을 수 없습니다: {reason}",
     "extract.custom_code": "{model}에는 체크포인트 자체의 코드가 들어 있고 ({file}의 "
     "auto_map이 그 코드를 가리킵니다), qkvcalc는 체크포인트의 코드를 절대 실행하지 않습니다: "
