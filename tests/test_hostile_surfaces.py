@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import PINNED_ENV, ROOT, run_qkvcalc
+from tests.conftest import PINNED_ENV, ROOT, one_message, run_qkvcalc
 from tests.test_hostile import HANG_GUARD, assert_one_clean_message, cap_memory
 
 
@@ -253,3 +253,32 @@ def test_a_checkpoint_file_that_is_a_fifo_is_named_before_anything_opens_it(
     layer = ["--layer", "0"] if command == "extract" else []
     proc = run_qkvcalc(command, str(folder), *layer, "--ids", "1 2 3", timeout=120)
     assert_one_clean_message(proc, f"holds '{fifo}', which is not a file")
+
+
+# ---- train ----------------------------------------------------------------------------------
+
+MLA = {  # docs/input-format.md's example of multi-head latent attention, with a loss
+    "x": [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]],
+    "heads": 2,
+    "mla": {
+        "wq_a": [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0]],
+        "q_a_norm": [1, 2, 0.5],
+        "wq_b": [[1, 0, 0, 1, 0, 1, 1, 0], [0, 1, 1, 0, 1, 0, 0, 1], [1, 1, 0, 0, 0, 0, 1, 1]],
+        "wkv_a": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1]],
+        "kv_a_norm": [1, 1],
+        "wkv_b": [[1, 0, 1, 0, 1, 1, 0, 1], [0, 1, 0, 1, 1, 0, 1, 0]],
+        "rope_dims": 2,
+    },
+    "rope": {"theta": 100, "dims": 2},
+    "mask": "causal",
+    "attend": [1, 1, 2],
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_train_on_latent_attention_names_the_backward_it_lacks(tmp_path, lang):
+    """It said "--freeze names every weight the problem has", with no --freeze given."""
+    path = _write(tmp_path / "mla.json", MLA)
+    proc = _run("train", str(path), "--lang", lang)
+    one_message(proc, "(mla)")
+    assert "--freeze" not in proc.stderr

@@ -1651,6 +1651,9 @@ MESSAGES: dict[str, str] = {
     "take the key {option}.",
     "train.freeze_unknown": "--freeze: {name} is not one of the weights ({names}).",
     "train.freeze_missing": "--freeze: this problem has no {names} (it has {has}).",
+    "train.projecting": "qkvcalc train learns through the backward pass, which does not follow "
+    "multi-head latent attention (mla) yet: its latent weights cannot be trained (qkvcalc "
+    "explain shows its forward pass).",
     "train.all_frozen": "--freeze names every weight the problem has, so nothing could move.",
     "train.too_big": "Training for --steps {steps} a problem of {numbers} weights and attention "
     "weights keeps more than {limit} numbers: make --steps at most {most}.",

@@ -1653,6 +1653,9 @@ MESSAGES: dict[str, str] = {
     "않습니다: {option}",
     "train.freeze_unknown": "--freeze: 가중치 이름은 {names} 중 하나여야 합니다. 받은 이름: {name}",
     "train.freeze_missing": "--freeze: 이 문제에 없는 가중치: {names} (있는 가중치: {has}).",
+    "train.projecting": "qkvcalc train은 역전파로 학습하는데, 역전파는 아직 멀티헤드 잠재 "
+    "어텐션(mla)을 따르지 않습니다. 잠재 가중치는 학습할 수 없습니다 (순전파는 qkvcalc "
+    "explain이 보여 줍니다).",
     "train.all_frozen": "--freeze가 문제의 모든 가중치를 고정하므로 움직일 것이 없습니다.",
     "train.too_big": "가중치와 어텐션 가중치가 {numbers}개인 문제를 {steps}단계 학습하면 수를 "
     "{limit}개보다 많이 보관해야 합니다. 최대 {most}단계로 줄여 주세요.",
