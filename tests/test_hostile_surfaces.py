@@ -282,3 +282,28 @@ def test_train_on_latent_attention_names_the_backward_it_lacks(tmp_path, lang):
     proc = _run("train", str(path), "--lang", lang)
     one_message(proc, "(mla)")
     assert "--freeze" not in proc.stderr
+
+
+# ---- quiz answer sheets ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cells", "expect"),
+    [
+        ([[True, False]], "q[1,1] is true/false where a number belongs"),
+        ([["a", "b"]], "q[1,1]: 'a' is not a number"),
+        ([["\ud800", None]], "q[1,1]: '\\ud800' is not a number"),
+    ],
+    ids=["booleans", "strings", "surrogate"],
+)
+def test_an_answer_sheet_without_one_number_is_refused_not_graded(tmp_path, cells, expect):
+    """Every answer true/false or words: no answer to grade, so no report of wrong cells
+    (exit 1) but one message (exit 2). A typo among numbers is still graded unreadable."""
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps({"q": cells, "k": [["x", None]]}))
+    proc = _run("quiz", "--preset", "doc", "--answers", str(path))
+    assert_one_clean_message(proc, expect)
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(json.dumps({"q": cells, "k": [[1, None]]}))
+    graded = _run("quiz", "--preset", "doc", "--answers", str(mixed))
+    assert graded.returncode == 1 and "cannot be read" in graded.stdout
