@@ -307,3 +307,17 @@ def test_an_answer_sheet_without_one_number_is_refused_not_graded(tmp_path, cell
     mixed.write_text(json.dumps({"q": cells, "k": [[1, None]]}))
     graded = _run("quiz", "--preset", "doc", "--answers", str(mixed))
     assert graded.returncode == 1 and "cannot be read" in graded.stdout
+
+
+# ---- worksheets ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["txt", "markdown", "html"])
+def test_an_exact_worksheet_does_not_print_an_answer_in_a_note(fmt):
+    """The doc example's scaled score is 7/√2, and the note on exact surds said "such as
+    7/√2 … 7/√2 = 7√2/2" on the worksheet that leaves that cell blank."""
+    key = _run("explain", "--preset", "doc", "--exact", "--format", fmt)
+    assert "7/√2" in key.stdout or "7/\\sqrt" in key.stdout or "7/&radic;" in key.stdout
+    sheet = _run("explain", "--preset", "doc", "--exact", "--worksheet", "--format", fmt)
+    assert sheet.returncode == 0, sheet.stderr
+    assert "7/√2" not in sheet.stdout and "7√2" not in sheet.stdout
