@@ -321,3 +321,32 @@ def test_an_exact_worksheet_does_not_print_an_answer_in_a_note(fmt):
     sheet = _run("explain", "--preset", "doc", "--exact", "--worksheet", "--format", fmt)
     assert sheet.returncode == 0, sheet.stderr
     assert "7/√2" not in sheet.stdout and "7√2" not in sheet.stdout
+
+
+@pytest.mark.parametrize(
+    ("config", "key"),
+    [
+        ({"model_type": "gpt2", "n_layer": 1, "n_embd": 8, "n_head": 0}, "n_head"),
+        (
+            {
+                "model_type": "llama",
+                "num_hidden_layers": 1,
+                "hidden_size": 8,
+                "intermediate_size": 16,
+                "num_attention_heads": 2,
+                "num_key_value_heads": 0,
+            },
+            "num_key_value_heads",
+        ),
+    ],
+    ids=["gpt2-n_head", "llama-kv-heads"],
+)
+def test_a_config_of_zero_heads_names_its_key_as_config_json_writes_it(tmp_path, config, key):
+    """GPT-2's 0 heads were refused as "num_attention_heads" (transformers' name for n_head,
+    not in the file); 0 key/value heads were not checked at all."""
+    pytest.importorskip("transformers")
+    folder = tmp_path / "zero"
+    folder.mkdir()
+    _write(folder / "config.json", {**config, "vocab_size": 64})
+    proc = run_qkvcalc("extract", str(folder), "--layer", "0", "--ids", "1 2", timeout=120)
+    assert_one_clean_message(proc, f"{key} in its config.json is 0")

@@ -445,10 +445,13 @@ def _check_config(
     """The sizes a config gives, checked before transformers builds anything from them; with
     `stream` (a float64 run that converts one layer at a time), the memory that run takes for
     this many tokens, against what the machine has available now."""
-    for name in ("num_hidden_layers", "num_attention_heads", "hidden_size", "vocab_size"):
+    sizes = ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "hidden_size")
+    for name in (*sizes, "vocab_size"):
         value = getattr(config, name, None)
         if value is not None and (not _whole(value) or value < 1):
-            raise QkvcalcError("extract.config_field", model=model, field=name, value=repr(value))
+            # named as config.json writes it: GPT-2's n_head, T5's num_heads
+            key = getattr(config, "attribute_map", {}).get(name, name)
+            raise QkvcalcError("extract.config_field", model=model, field=key, value=repr(value))
     try:
         fields = config.to_dict()
     except Exception:  # a config transformers built but cannot list: nothing to check
