@@ -350,3 +350,23 @@ def test_a_config_of_zero_heads_names_its_key_as_config_json_writes_it(tmp_path,
     _write(folder / "config.json", {**config, "vocab_size": 64})
     proc = run_qkvcalc("extract", str(folder), "--layer", "0", "--ids", "1 2", timeout=120)
     assert_one_clean_message(proc, f"{key} in its config.json is 0")
+
+
+@pytest.mark.skipif(
+    np.finfo(np.longdouble).max <= np.finfo(np.float64).max,
+    reason="this machine's long double is float64: nothing beyond its range",
+)
+@pytest.mark.parametrize("via", ["npz", "npy"])
+def test_a_long_double_beyond_float64_is_refused_by_its_cell_without_a_warning(tmp_path, via):
+    """1e4000 as a long double was cast to inf with numpy's "overflow encountered in cast"
+    on stderr, then called "inf is not a finite number"."""
+    x = np.array([[1, 2], [np.longdouble("1e4000"), 1]], dtype=np.longdouble)
+    eye = "1 0; 0 1"
+    if via == "npz":
+        np.savez(tmp_path / "p.npz", x=x, wq=np.eye(2), wk=np.eye(2), wv=np.eye(2))
+        args = [str(tmp_path / "p.npz")]
+    else:
+        np.save(tmp_path / "x.npy", x)
+        args = ["--x", str(tmp_path / "x.npy"), "--wq", eye, "--wk", eye, "--wv", eye]
+    proc = _run("explain", *args)
+    assert_one_clean_message(proc, "X[2,1]: 1e+4000 is too large")

@@ -244,6 +244,19 @@ def to_numpy(value: Any) -> np.ndarray | None:
     return None
 
 
+def _float64(array: np.ndarray, name: str) -> np.ndarray:
+    """A float array as float64: a long double beyond float64's range (1e4000) is refused by
+    its cell, not cast to inf with numpy's overflow warning on stderr."""
+    with np.errstate(over="ignore"):
+        wide = np.asarray(array, dtype=np.float64)
+    lost = np.isinf(wide) & np.isfinite(array)
+    if lost.any():
+        at = tuple(int(i) for i in np.argwhere(lost)[0])
+        where = "[" + ",".join(str(i + 1) for i in at) + "]"
+        raise QkvcalcError("number.too_large", field=name + where, text=str(array[at]))
+    return wide
+
+
 def as_input(value: Any, field: str) -> Any:
     """A field's value as the input format holds it: array-likes become numpy arrays (matrices)
     or plain Python values (masks, tokens, numbers); anything else is returned as it is."""
@@ -262,7 +275,7 @@ def as_input(value: Any, field: str) -> Any:
                 "array.too_many_dims", field=name, ndim=array.ndim, shape=shape_text(array.shape)
             )
         if array.ndim == 2 or array.ndim == 1:
-            return np.asarray(array, dtype=np.float64) if array.dtype.kind == "f" else array
+            return _float64(array, name) if array.dtype.kind == "f" else array
     if array.dtype.kind in "SV":
         raise QkvcalcError("array.dtype", field=name, dtype=str(array.dtype))
     return array.tolist()
