@@ -370,3 +370,36 @@ def test_a_long_double_beyond_float64_is_refused_by_its_cell_without_a_warning(t
         args = ["--x", str(tmp_path / "x.npy"), "--wq", eye, "--wk", eye, "--wv", eye]
     proc = _run("explain", *args)
     assert_one_clean_message(proc, "X[2,1]: 1e+4000 is too large")
+
+
+# ---- Ctrl-C ---------------------------------------------------------------------------------
+
+_LATE_CTRL_C = """
+import os, signal, sys
+import qkvcalc.cli as cli
+run = cli._run
+def run_then_ctrl_c():
+    code = run()
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C as the command ends, its output written
+    return code
+cli._run = run_then_ctrl_c
+sys.argv = ["qkvcalc", *sys.argv[1:]]
+from qkvcalc.launch import main
+main()
+"""
+
+
+def test_ctrl_c_right_after_a_fast_exact_run_exits_130_without_a_traceback():
+    """A Ctrl-C that lands as a fast run ends (--exact on the doc example is over in a tenth
+    of a second) was a traceback, or lost in the interpreter's shutdown (exit 0)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _LATE_CTRL_C, "explain", "--preset", "doc", "--exact"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **PINNED_ENV},
+        cwd=ROOT,
+        timeout=HANG_GUARD,
+    )
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr
+    assert proc.stdout == _run("explain", "--preset", "doc", "--exact").stdout
