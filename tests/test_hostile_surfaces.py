@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -403,3 +404,38 @@ def test_ctrl_c_right_after_a_fast_exact_run_exits_130_without_a_traceback():
     assert proc.returncode == 130, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr
     assert proc.stdout == _run("explain", "--preset", "doc", "--exact").stdout
+
+
+# ---- LaTeX ------------------------------------------------------------------------------------
+
+_NASTY = ["\\", "{", "}", "%", "#", "^", "~", "$", "&", "_", "a\nb", "\\end{document}"]
+
+
+@pytest.mark.skipif(
+    not shutil.which("pdflatex"),
+    reason="pdflatex is not installed (Debian: texlive-latex-base texlive-latex-extra lmodern)",
+)
+@pytest.mark.parametrize("where", ["tokens", "name"])
+def test_latex_of_hostile_text_compiles(tmp_path, where):
+    """TeX's specials and a newline in the tokens, and in the name and description, with the
+    Latin letters T1 fonts lack (ŉ, ħ, ſ …: utf8 input stopped on them), compile and show."""
+    x = [[1, 0]] * len(_NASTY)
+    doc = {"x": x, "wq": [[1, 0], [0, 1]], "wk": [[1, 0], [0, 1]], "wv": [[1, 0], [0, 1]]}
+    lacking = "\u0126\u0127\u0138\u013f\u0140\u0149\u0166\u0167\u017f"
+    if where == "tokens":
+        doc["tokens"] = [*_NASTY[:-1], lacking]
+    else:
+        doc |= {"name": "".join(_NASTY), "description": lacking + "".join(_NASTY)}
+    _write(tmp_path / "p.json", doc)
+    made = _run(
+        "explain", str(tmp_path / "p.json"), "--format", "latex", "-o", str(tmp_path / "p.tex")
+    )
+    assert made.returncode == 0, made.stderr
+    proc = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "p.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout.decode("utf-8", "replace")[-1500:]
+    assert (tmp_path / "p.pdf").stat().st_size > 0
