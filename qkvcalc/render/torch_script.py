@@ -388,7 +388,7 @@ def _grad_weights(trace: Trace, head: int | None) -> np.ndarray:
     if whole is not None:
         return whole.value
     blocks = [s for s in trace.stages if s.id == ids.BLOCK_GRAD_P and s.head == head]
-    return np.concatenate([s.value for s in sorted(blocks, key=lambda s: s.block)], axis=1)
+    return np.concatenate([s.value for s in sorted(blocks, key=lambda s: s.block or 0)], axis=1)
 
 
 def _backward(trace: Trace) -> list[str]:
