@@ -439,3 +439,19 @@ def test_latex_of_hostile_text_compiles(tmp_path, where):
     )
     assert proc.returncode == 0, proc.stdout.decode("utf-8", "replace")[-1500:]
     assert (tmp_path / "p.pdf").stat().st_size > 0
+
+
+# ---- big inputs -------------------------------------------------------------------------------
+
+
+def test_a_wide_x_is_checked_against_w_q_before_its_entries_are_read():
+    """`{"x": [[0, … 40 million]], "wq": [[1]] …}` (80 MB) converted all 40 M entries of X
+    before W_Q's rows were compared with X's width: 13 s and 700 MB, now 3 s and 500 MB (the
+    JSON text and its lists). X's first row gives its width; no entry of it is read."""
+    from qkvcalc.errors import QkvcalcError
+    from qkvcalc.input.problem import Problem
+    from tests.test_hostile import _Unread
+
+    doc = {"x": [_Unread([0] * 200_000)], "wq": [[1]], "wk": [[1]], "wv": [[1]]}
+    with pytest.raises(QkvcalcError, match=r"the width of X .* is 200000"):
+        Problem.from_mapping(doc)
