@@ -128,10 +128,10 @@ def _run() -> int:
         # the reader went away (qkvcalc … | head -1): stop quietly, as cat does
         silence(sys.stdout)
         return 0
-    except SystemExit as exit:
+    except SystemExit as ended:
         # the same met inside a command (a JSON document streamed stage by stage, a preset's
         # text): typer turns it into exit 1, where the reader going away is no error
-        if isinstance(exit.__context__, BrokenPipeError) and exit.code == 1:
+        if isinstance(ended.__context__, BrokenPipeError) and ended.code == 1:
             silence(sys.stdout)
             return 0
         raise
