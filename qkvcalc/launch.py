@@ -131,9 +131,27 @@ def main() -> None:
     os.environ.setdefault(*BLAS_SPIN)  # before numpy loads
     hold_collector()
     try:
-        _main()
-    finally:
-        _let_go()
+        try:
+            _main()
+        except KeyboardInterrupt:
+            # a Ctrl-C that lands as the command ends, its output written (after the command's
+            # own handling): 130 as any other, never a traceback
+            sys.exit(EXIT_INTERRUPTED)
+        finally:
+            _let_go()
+            _interrupt_kills()
+    except KeyboardInterrupt:  # one that landed in the lines just above
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def _interrupt_kills() -> None:
+    """From here to the end of the process (the interpreter's shutdown, where Python runs no
+    handler and a Ctrl-C was lost: exit 0), Ctrl-C ends the process as the system does, which
+    a shell reports as 130."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _main() -> None:

@@ -21,6 +21,7 @@ import contextlib
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -62,6 +63,7 @@ def run_job(argv: list[str], stdin: str | None) -> dict:
         here.__package__ = "qkvcalc"
         sys.argv = [str(Path(qkvcalc.__file__).with_name("__main__.py")), *argv]
         code = 0
+        interrupt = signal.getsignal(signal.SIGINT)  # main leaves Ctrl-C to the system at its end
         try:
             main()
         except SystemExit as done:
@@ -79,6 +81,7 @@ def run_job(argv: list[str], stdin: str | None) -> dict:
             os.close(saved)
         sys.stdin, sys.stdout, sys.stderr = saved_streams
         sys.argv, here.__package__ = saved_argv, saved_package
+        signal.signal(signal.SIGINT, interrupt)
         os.environ.clear()
         os.environ.update(saved_env)
         out.seek(0)

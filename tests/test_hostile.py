@@ -960,8 +960,9 @@ def test_npy_items_of_zero_bytes_claiming_10_12_elements_are_refused(tmp_path, d
 def test_an_answer_cell_with_a_lone_surrogate_is_reported_not_a_traceback(tmp_path):
     template = _proc("quiz", "--preset", "doc", "--template")
     sheet = json.loads(template.stdout)
-    first = next(iter(sheet))
+    first, second = list(sheet)[:2]
     sheet[first][0][0] = "\ud800"
+    sheet[second][0][0] = 0  # a number too: a sheet of no number at all is refused (below)
     path = tmp_path / "answers.json"
     path.write_text(json.dumps(sheet))  # ensure_ascii: the file holds the escape \ud800
     for fmt in ("table", "json"):

@@ -260,7 +260,7 @@ def test_the_ids_the_other_layers_ask_for_are_the_plans():
     for name in presets.names():
         problem = Problem.from_mapping(presets.load(name))
         made |= {spec.id for spec in plan(problem)}
-        if problem.decode is None and problem.tiles is None:  # and its backward's (a target)
+        if problem.decode is None:  # and its backward's (a target), in tiles too
             d_out = problem.wo.values.shape[1] if problem.wo is not None else None
             d_out = d_out or problem.heads * problem.d_v
             own = {k: v for k, v in presets.load(name).items() if k != "attend"}

@@ -115,3 +115,32 @@ def test_input_text_stays_an_ascii_literal_off_the_first_two_lines():
     assert text.isascii()
     assert "coding" not in "".join(text.splitlines()[:2])
     compile(text, "<script>", "exec")
+
+
+TILED = [(f, loss) for f in ("plain", "multihead", "gqa", "causal", "sinks") for loss in LOSSES]
+
+
+@pytest.fixture(scope="module")
+def ran_tiled(tmp_path_factory) -> dict[tuple[str, str], subprocess.CompletedProcess]:
+    """The same problems in tiles of 3 keys (--tiles 3 --backward): the run has no whole dA,
+    only the blocks' dP_b; the script ended in KeyError before it was written."""
+    root = tmp_path_factory.mktemp("tiled_backward_scripts")
+    paths = []
+    for k, (feature, loss) in enumerate(TILED):
+        doc = make(feature, loss, seed=100 + k) | {"tiles": 3}
+        path = root / f"{k}_{feature}_{loss}.py"
+        path.write_text(script(doc), encoding="utf-8")
+        paths.append(path)
+    results = run_scripts(paths, timeout=120 + 20 * len(paths))
+    return dict(zip(TILED, results, strict=True))
+
+
+@pytest.mark.parametrize(("feature", "loss"), TILED)
+def test_a_tiled_backward_script_checks_the_same_gradients(ran_tiled, feature, loss):
+    result = ran_tiled[(feature, loss)]
+    assert result.returncode == 0, result.stderr
+    found = {name: (float(d), float(size)) for name, d, size in LINE.findall(result.stdout)}
+    doc = make(feature, loss, seed=100 + TILED.index((feature, loss)))
+    assert set(found) == expected_names(doc)
+    assert all(d <= 1e-12 * max(1.0, size) for d, size in found.values()), found
+    assert "OK: PyTorch agrees with qkvcalc" in result.stdout

@@ -485,6 +485,8 @@ MESSAGES: dict[str, str] = {
     "{have} bytes",
     "array.not_npy": "{origin} is not a .npy file (numpy's np.save writes one)",
     "array.npz_member": "{origin}: the member {member!r} is not an array (.npy)",
+    "array.npz_method": "{origin} is compressed with {method}; a .npz holds its arrays stored "
+    "or deflated, as np.savez and np.savez_compressed write them",
     "array.npz_duplicate": "{origin} holds two members named {member!r}: which one is meant "
     "cannot be told, so neither is read",
     "array.npz_too_many": "{origin} holds {count} members; a problem has at most {limit} keys, "
@@ -579,6 +581,8 @@ MESSAGES: dict[str, str] = {
     "cli.preset_unknown_suggest": "no preset named {name!r}: did you mean {suggestion!r}? "
     "(qkvcalc presets lists them)",
     "cli.two_sources": "give one input, not several: {sources}",
+    "cli.two_losses": "give one loss option, not several: {options} (each chooses where the "
+    "gradient starts: --grad-output dL/dO, --target T, --attend the keys)",
     "cli.interrupted": "interrupted",
     "cli.stdout_failed": "cannot write to standard output: {reason}",
     "cli.error_prefix": "error",
@@ -1378,6 +1382,8 @@ MESSAGES: dict[str, str] = {
     "the token ids with --ids",
     "extract.not_checkpoint": "{path} is not a Hugging Face checkpoint folder: it has no "
     "config.json (a checkpoint holds config.json and the weights, such as model.safetensors)",
+    "extract.not_a_file": "{model} holds {file!r}, which is not a file (a named pipe, a socket "
+    "or a device): a checkpoint folder holds files, and reading this one could wait forever",
     "extract.no_weights": "{path} has a config.json but its weights could not be read: {reason}",
     "extract.custom_code": "{model} ships code of its own ({file} names it in auto_map), "
     "and qkvcalc never runs a checkpoint's code: use a checkpoint of an architecture "
@@ -1875,6 +1881,9 @@ MESSAGES: dict[str, str] = {
     "take the key {option}.",
     "train.freeze_unknown": "--freeze: {name} is not one of the weights ({names}).",
     "train.freeze_missing": "--freeze: this problem has no {names} (it has {has}).",
+    "train.projecting": "qkvcalc train learns through the backward pass, which does not follow "
+    "multi-head latent attention (mla) yet: its latent weights cannot be trained (qkvcalc "
+    "explain shows its forward pass).",
     "train.all_frozen": "--freeze names every weight the problem has, so nothing could move.",
     "train.too_big": "Training for --steps {steps} a problem of {numbers} weights and attention "
     "weights keeps more than {limit} numbers: make --steps at most {most}.",

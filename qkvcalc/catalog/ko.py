@@ -483,6 +483,8 @@ MESSAGES: dict[str, str] = {
     "{have}바이트뿐입니다",
     "array.not_npy": "{origin}은(는) .npy 파일이 아닙니다(numpy의 np.save로 만듭니다)",
     "array.npz_member": "{origin}: 멤버 {member!r}은(는) 배열(.npy)이 아닙니다",
+    "array.npz_method": "{origin}은(는) {method}(으)로 압축되어 있습니다. .npz는 np.savez와 "
+    "np.savez_compressed가 쓰는 대로 배열을 그대로 또는 deflate로 압축해 담습니다",
     "array.npz_duplicate": "{origin}에 이름이 {member!r}인 항목이 둘 있습니다. 어느 쪽인지 알 수 "
     "없으므로 어느 것도 읽지 않습니다",
     "array.npz_too_many": "{origin}에 항목이 {count}개 있습니다. 문제의 키는 많아야 "
@@ -578,6 +580,8 @@ MESSAGES: dict[str, str] = {
     "cli.preset_unknown_suggest": "프리셋을 찾을 수 없습니다: {name!r}. 혹시 "
     "{suggestion!r}인가요? (qkvcalc presets로 목록을 볼 수 있습니다)",
     "cli.two_sources": "입력은 하나만 주세요. 함께 주어진 입력: {sources}",
+    "cli.two_losses": "손실 옵션은 하나만 주세요. 함께 주어진 옵션: {options} (각각 기울기가 "
+    "시작할 곳을 정합니다: --grad-output은 dL/dO, --target은 T, --attend는 Key)",
     "cli.interrupted": "중단됨",
     "cli.stdout_failed": "표준 출력에 쓸 수 없습니다: {reason}",
     "cli.error_prefix": "오류",
@@ -1385,6 +1389,9 @@ MESSAGES: dict[str, str] = {
     "없습니다: --ids로 토큰 id를 주세요",
     "extract.not_checkpoint": "{path}: Hugging Face 체크포인트 폴더가 아닙니다. config.json이 "
     "없습니다 (체크포인트에는 config.json과 model.safetensors 같은 가중치 파일이 있습니다)",
+    "extract.not_a_file": "{model}에 있는 {file!r}은(는) 파일이 아닙니다 (이름 있는 파이프, "
+    "소켓 또는 장치). 체크포인트 폴더에는 파일이 있어야 하며, 이것을 읽으면 끝없이 기다릴 수 "
+    "있습니다",
     "extract.no_weights": "{path}에 config.json은 있지만 가중치를 읽을 수 없습니다: {reason}",
     "extract.custom_code": "{model}에는 체크포인트 자체의 코드가 들어 있고 ({file}의 "
     "auto_map이 그 코드를 가리킵니다), qkvcalc는 체크포인트의 코드를 절대 실행하지 않습니다: "
@@ -1870,6 +1877,9 @@ MESSAGES: dict[str, str] = {
     "않습니다: {option}",
     "train.freeze_unknown": "--freeze: 가중치 이름은 {names} 중 하나여야 합니다. 받은 이름: {name}",
     "train.freeze_missing": "--freeze: 이 문제에 없는 가중치: {names} (있는 가중치: {has}).",
+    "train.projecting": "qkvcalc train은 역전파로 학습하는데, 역전파는 아직 멀티헤드 잠재 "
+    "어텐션(mla)을 따르지 않습니다. 잠재 가중치는 학습할 수 없습니다 (순전파는 qkvcalc "
+    "explain이 보여 줍니다).",
     "train.all_frozen": "--freeze가 문제의 모든 가중치를 고정하므로 움직일 것이 없습니다.",
     "train.too_big": "가중치와 어텐션 가중치가 {numbers}개인 문제를 {steps}단계 학습하면 수를 "
     "{limit}개보다 많이 보관해야 합니다. 최대 {most}단계로 줄여 주세요.",

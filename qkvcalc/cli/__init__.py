@@ -130,6 +130,13 @@ def _run() -> int:
         # the reader went away (qkvcalc … | head -1): stop quietly, as cat does
         silence(sys.stdout)
         return 0
+    except SystemExit as ended:
+        # the same met inside a command (a JSON document streamed stage by stage, a preset's
+        # text): typer turns it into exit 1, where the reader going away is no error
+        if isinstance(ended.__context__, BrokenPipeError) and ended.code == 1:
+            silence(sys.stdout)
+            return 0
+        raise
     except OSError as err:  # standard output on a full disk, or closed
         return _stream_failed(err)
     except Exception as err:

@@ -157,8 +157,39 @@ def _target(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
+# /proc/self/fd/N or /proc/<this process>/fd/N: where /dev/stdout, /dev/stderr and /dev/fd/N lead
+_FD_LINK = re.compile(r"/proc/(?:self|(\d+))/fd/(\d+)")
+
+
+def _descriptor(path: Path) -> int | None:
+    """The descriptor of this process that `path` names (/dev/stdout, /dev/fd/1,
+    /proc/self/fd/1), else None. Its link leads to what the descriptor holds (a pipe's
+    "pipe:[…]" is no path at all), so it is written through the descriptor itself: a pipe, a
+    terminal or a file opened with >> gets the text as the shell set it up, never replaced."""
+    link = str(path)
+    for _ in range(40):  # the kernel's own limit on links followed
+        head, name = os.path.split(link)
+        link = os.path.join(os.path.realpath(head), name)
+        found = _FD_LINK.fullmatch(link)
+        if found and found[1] in (None, str(os.getpid())):
+            return int(found[2])
+        if not os.path.islink(link):
+            return None
+        link = os.path.join(head, os.readlink(link))
+    return None
+
+
 def check_writable(path: Path) -> None:
     """The error write_output would end in, found before a long interaction is spent on it."""
+    fd = _descriptor(path)
+    if fd is not None:
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError as err:  # /dev/fd/7 with nothing open there
+            raise _unwritable(path, err.strerror or type(err).__name__) from None
+        if stat.S_ISDIR(mode):
+            raise _unwritable(path, os.strerror(errno.EISDIR))
+        return
     target = _target(path)
     try:
         st = target.stat()
@@ -206,13 +237,22 @@ def write_output(content: Content, path: Path, binary: bool = False) -> None:
     file made in its folder with a random name, created exclusively and never through a
     symlink (tempfile.mkstemp), then renamed into place, keeping the old file's permissions.
     A symlink is written through to the file it points to, and the link stays. A device or a
-    FIFO (/dev/null, /dev/stdout, a named pipe) is written straight to: it is not replaced.
+    FIFO (/dev/null, a named pipe) is written straight to: it is not replaced; /dev/stdout,
+    /dev/fd/N and /proc/self/fd/N are written through that descriptor of this process.
 
     `content` is the text, or a function that writes it to the open file (the JSON trace is
     streamed that way); with `binary`, bytes to a file opened in binary mode (a .npz). A file
     that cannot be written is a QkvcalcError (export.output_unwritable) with the system's
     reason.
     """
+    fd = _descriptor(path)
+    if fd is not None:  # /dev/stdout and its kind: the open descriptor, as the shell set it up
+        try:
+            with _open(os.dup(fd), binary) as stream:
+                _write(content, stream)
+        except OSError as err:
+            raise _unwritable(path, err.strerror or type(err).__name__) from None
+        return
     target = _target(path)
     try:
         try:

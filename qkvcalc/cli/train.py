@@ -18,6 +18,7 @@ import typer
 
 from qkvcalc.cli.common import (
     EXIT_INTERRUPTED,
+    check_writable,
     console,
     fail,
     language,
@@ -89,8 +90,9 @@ def train(
         if show.step and (fmt not in ("table", "txt") or show.output is not None):
             shown = fmt if fmt not in ("table", "txt") else "table"
             raise QkvcalcError("train.step_format", format=shown)
-        if show.output is not None:
+        if show.output is not None:  # before the training: a folder missing is said at once
             _output_format(show.output)
+            check_writable(show.output)
         typed = {k: v for k, v in (("attend", source.attend), ("target", source.target)) if v}
         doc = gather(source.source, source.preset, typed, sys.stdin.buffer, sys.stdin.isatty(),
                      MAX_BYTES)  # fmt: skip
@@ -165,7 +167,8 @@ WRITTEN = ("svg", "html", "txt")  # the formats --output writes by the file's ex
 def _show(
     training: "Training", fmt: str, show: SimpleNamespace, display: SimpleNamespace, lang: str
 ) -> None:
-    """Print the training (or step through it), and write --output."""
+    """Write --output, then print the training (or step through it): a file that cannot be
+    written (/dev/full) is one message with nothing printed before it."""
     from qkvcalc.render import FOLLOWS_TERMINAL, PAGE_WIDTH, RenderOptions
     from qkvcalc.render.train import render_train, render_train_json, render_trained
 
@@ -174,6 +177,18 @@ def _show(
         terminal = console(display.no_color)
         width, color = terminal.width, terminal.color_system is not None and fmt == "table"
     opts = RenderOptions(lang=lang, width=width, color=color)
+    if show.output is not None:
+        page = opts._replace(width=PAGE_WIDTH, color=False)
+        by_name = _output_format(show.output)
+        if by_name in WRITTEN:  # .svg, .html, .txt: that format's rendering
+            text = render_train(training, by_name, page)
+        else:
+            writer = render_train_json if fmt == "json" else render_trained
+            text = writer(training, page)
+        try:
+            write_output(text, show.output)
+        except QkvcalcError as err:
+            fail(err, lang)
     if show.step and not training.interrupted:
         from qkvcalc.interactive.train_step import step_training
 
@@ -184,15 +199,3 @@ def _show(
     elif show.output is None or fmt != "json":  # --format json --output F: the file alone
         sys.stdout.write(render_train(training, fmt, opts))
         sys.stdout.flush()
-    if show.output is not None:
-        page = opts._replace(width=PAGE_WIDTH, color=False)
-        by_name = _output_format(show.output)
-        if by_name in WRITTEN:
-            text = render_train(training, by_name, page)
-        else:
-            writer = render_train_json if fmt == "json" else render_trained
-            text = writer(training, page)
-        try:
-            write_output(text, show.output)
-        except QkvcalcError as err:
-            fail(err, lang)

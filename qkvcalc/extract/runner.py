@@ -16,6 +16,7 @@ import json
 import os
 import pickle
 import re
+import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,8 @@ def _config(path: str) -> Any:
 
     local = Path(path).expanduser()
     if local.exists():
+        if local.is_dir():
+            _check_file_types(local, path)
         if not local.is_dir() or not (local / "config.json").is_file():
             raise QkvcalcError("extract.not_checkpoint", path=path)
         model_type = _model_type_of(local / "config.json")
@@ -193,6 +196,28 @@ def _reachable(endpoint: str, timeout: float = 5.0) -> bool:
     except OSError:
         return False
     return True
+
+
+# What a checkpoint folder's entries may be: files (or links to them) and folders. A named pipe
+# (config.json, model.safetensors.index.json, a tokenizer's file) would make transformers wait
+# forever for a writer; a socket or a device is no file to read either.
+_NOT_FILES = (stat.S_IFIFO, stat.S_IFSOCK, stat.S_IFCHR, stat.S_IFBLK)
+
+
+def _check_file_types(folder: Path, model: str) -> None:
+    """Every entry of a checkpoint folder is a file or a folder (links followed, stat only:
+    nothing is opened), before transformers opens any of them."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+    except OSError as err:
+        raise QkvcalcError("extract.cannot_load", model=model, reason=_reason(err)) from None
+    for entry in entries:
+        try:
+            kind = stat.S_IFMT(os.stat(entry.path).st_mode)
+        except OSError:  # a dangling link: transformers says what it misses, if it needs it
+            continue
+        if kind in _NOT_FILES:
+            raise QkvcalcError("extract.not_a_file", model=model, file=entry.name)
 
 
 # The files in which a checkpoint names code of its own for transformers to import (auto_map:
@@ -420,10 +445,13 @@ def _check_config(
     """The sizes a config gives, checked before transformers builds anything from them; with
     `stream` (a float64 run that converts one layer at a time), the memory that run takes for
     this many tokens, against what the machine has available now."""
-    for name in ("num_hidden_layers", "num_attention_heads", "hidden_size", "vocab_size"):
+    sizes = ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "hidden_size")
+    for name in (*sizes, "vocab_size"):
         value = getattr(config, name, None)
         if value is not None and (not _whole(value) or value < 1):
-            raise QkvcalcError("extract.config_field", model=model, field=name, value=repr(value))
+            # named as config.json writes it: GPT-2's n_head, T5's num_heads
+            key = getattr(config, "attribute_map", {}).get(name, name)
+            raise QkvcalcError("extract.config_field", model=model, field=key, value=repr(value))
     try:
         fields = config.to_dict()
     except Exception:  # a config transformers built but cannot list: nothing to check

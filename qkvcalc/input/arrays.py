@@ -109,18 +109,22 @@ def load_npz(data: bytes | bytearray, origin: str, limit: int) -> dict[str, Any]
     """
     import zipfile  # only for a .npz: not loaded on every start
 
+    claimed = _members_claimed(data)
+    if claimed > MAX_MEMBERS:  # from the archive's last record, before zipfile lists them all
+        raise QkvcalcError("array.npz_too_many", origin=origin, count=claimed, limit=MAX_MEMBERS)
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         members = archive.infolist()
     except Exception as err:  # a damaged file: any error (DAMAGED above)
         raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
-    if len(members) > MAX_MEMBERS:  # before any is read: 200,000 members took 20 s
+    if len(members) > MAX_MEMBERS:  # a last record that said fewer than there are
         raise QkvcalcError(
             "array.npz_too_many", origin=origin, count=len(members), limit=MAX_MEMBERS
         )
     total = sum(member.file_size for member in members)
-    if total > limit:
+    if total > limit:  # what the headers claim; each member is counted again as it inflates
         raise QkvcalcError("input.too_big", limit=limit)
+    budget = limit
     doc: dict[str, Any] = {}
     json_keys: set[str] = set()
     for member in members:
@@ -130,10 +134,8 @@ def load_npz(data: bytes | bytearray, origin: str, limit: int) -> dict[str, Any]
         key = name[: -len(".npy")]
         if key in doc:  # zip allows two members of one name; which one wins is no answer
             raise QkvcalcError("array.npz_duplicate", origin=origin, member=name)
-        try:
-            raw = archive.read(member)
-        except Exception as err:  # a damaged file: any error (DAMAGED above)
-            raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
+        raw = _inflate(archive, member, f"{origin}[{key}]", budget, limit)
+        budget -= len(raw)
         array = _read_npy(raw, f"{origin}[{key}]")
         if key == JSON_MEMBER:
             plain = _json_member(array, f"{origin}[{key}]")
@@ -149,6 +151,52 @@ def load_npz(data: bytes | bytearray, origin: str, limit: int) -> dict[str, Any]
     if not doc:
         raise QkvcalcError("array.npz_empty", origin=origin)
     return doc
+
+
+# A member is inflated a megabyte at a time (zipfile's read(-1) asks zlib for up to 2 GB in one
+# call): a header that lies about the size costs at most what --max-bytes allows.
+INFLATE_CHUNK = 1 << 20
+_METHODS = {12: "bzip2", 14: "lzma"}  # zip's numbers for the methods refused by name
+
+
+def _inflate(archive: Any, member: Any, origin: str, budget: int, limit: int) -> bytearray:
+    """A member's bytes, counted against `budget` (what --max-bytes, `limit`, leaves after the
+    members before it) as they inflate.
+    Only the two methods numpy writes: bzip2 and lzma inflate a whole read in one call, so a
+    few kilobytes of them could be gigabytes before any count."""
+    import zipfile
+
+    if member.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        method = _METHODS.get(member.compress_type, str(member.compress_type))
+        raise QkvcalcError("array.npz_method", origin=origin, method=method)
+    out = bytearray()
+    try:
+        with archive.open(member) as stream:
+            while chunk := stream.read(INFLATE_CHUNK):
+                out += chunk
+                if len(out) > budget:
+                    raise QkvcalcError("input.too_big", limit=limit)
+    except QkvcalcError:
+        raise
+    except Exception as err:  # a damaged file: any error (DAMAGED above)
+        raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
+    return out
+
+
+def _members_claimed(data: bytes | bytearray) -> int:
+    """How many members a zip's end record (or its zip64 record) says it holds; 0 when it has
+    none that can be read (zipfile then says what is wrong)."""
+    end = data.rfind(b"PK\x05\x06", max(0, len(data) - 22 - 0xFFFF))
+    if end < 0 or end + 22 > len(data):
+        return 0
+    count = int.from_bytes(data[end + 10 : end + 12], "little")
+    locator = end - 20  # zip64: the count is 0xFFFF here and the real one in the zip64 record
+    if count != 0xFFFF or locator < 0 or data[locator : locator + 4] != b"PK\x06\x07":
+        return count
+    at = int.from_bytes(data[locator + 8 : locator + 16], "little")
+    if data[at : at + 4] != b"PK\x06\x06":
+        return count
+    return int.from_bytes(data[at + 32 : at + 40], "little")
 
 
 def _json_member(array: np.ndarray, origin: str) -> dict[str, Any]:
@@ -196,6 +244,19 @@ def to_numpy(value: Any) -> np.ndarray | None:
     return None
 
 
+def _float64(array: np.ndarray, name: str) -> np.ndarray:
+    """A float array as float64: a long double beyond float64's range (1e4000) is refused by
+    its cell, not cast to inf with numpy's overflow warning on stderr."""
+    with np.errstate(over="ignore"):
+        wide = np.asarray(array, dtype=np.float64)
+    lost = np.isinf(wide) & np.isfinite(array)
+    if lost.any():
+        at = tuple(int(i) for i in np.argwhere(lost)[0])
+        where = "[" + ",".join(str(i + 1) for i in at) + "]"
+        raise QkvcalcError("number.too_large", field=name + where, text=str(array[at]))
+    return wide
+
+
 def as_input(value: Any, field: str) -> Any:
     """A field's value as the input format holds it: array-likes become numpy arrays (matrices)
     or plain Python values (masks, tokens, numbers); anything else is returned as it is."""
@@ -214,7 +275,7 @@ def as_input(value: Any, field: str) -> Any:
                 "array.too_many_dims", field=name, ndim=array.ndim, shape=shape_text(array.shape)
             )
         if array.ndim == 2 or array.ndim == 1:
-            return np.asarray(array, dtype=np.float64) if array.dtype.kind == "f" else array
+            return _float64(array, name) if array.dtype.kind == "f" else array
     if array.dtype.kind in "SV":
         raise QkvcalcError("array.dtype", field=name, dtype=str(array.dtype))
     return array.tolist()

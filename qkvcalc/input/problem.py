@@ -458,6 +458,7 @@ def _read_projected(
     doc: dict[str, Any], mats: dict[str, Matrix | None], layout: str, exact: bool
 ) -> _Widths:
     """X (and a source), and W_Q, W_K, W_V with a row per column of what each projects."""
+    _check_claimed_width(doc, layout, exact)
     x = to_matrix(doc["x"], "x", exact=exact)
     mats["x"] = x
     n, d_model = x.values.shape
@@ -478,6 +479,25 @@ def _read_projected(
         _check_weight_rows(mats[name], name, d_model, what, layout)
     qcols, kcols, vcols = (mats[w].values.shape[1] for w in ("wq", "wk", "wv"))  # type: ignore[union-attr]
     return _Widths(n, m, d_model, (qcols, kcols, vcols), ("W_Q", "W_K", "W_V"))
+
+
+# An X of this many entries (by its first row) is checked against W_Q's rows before its entries
+# are read; a smaller one is read first, so that its own mistakes are named first.
+CLAIMED_CHECK = 100_000
+
+
+def _check_claimed_width(doc: dict[str, Any], layout: str, exact: bool) -> None:
+    """X's width by its first row against W_Q's rows, before X's entries are read: an X of
+    40 million columns for a 1×1 W_Q converted every entry first (7 s, 300 MB)."""
+    x, wq = doc["x"], doc.get("wq")
+    if not isinstance(x, list) or not x or not isinstance(x[0], list) or wq is None:
+        return
+    width = len(x[0])
+    if len(x) * width < CLAIMED_CHECK or isinstance(x[0][0], list):
+        return  # small, or not a matrix: X's own message first, as its entries are read
+    rows, cols = _claimed(wq)
+    if (cols if layout == "torch" else rows) not in (0, width):
+        _check_weight_rows(_weight(doc, "wq", layout, exact), "wq", width, "X", layout)
 
 
 def _head_widths(w: _Widths, heads: int, kv_heads: int) -> tuple[int, int]:

@@ -52,6 +52,9 @@ def gather(
     sources = [name for name, on in (("SOURCE", source), ("--preset", preset)) if on]
     if len(sources) > 1:
         raise QkvcalcError("cli.two_sources", sources=", ".join(sources))
+    losses = ["--" + key.replace("_", "-") for key in LOSS if key in inline]
+    if len(losses) > 1:  # each would replace the other: one would win without a word
+        raise QkvcalcError("cli.two_losses", options=", ".join(losses))
 
     doc: dict[str, Any] = {}
     given = False  # a document was given, even an empty one ({} is missing X …, not no input)

@@ -61,11 +61,13 @@ def _attend_rowdot(
     ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None
 ) -> np.ndarray:
     # D_i = A[i, t]·dA[i, t] with A[i, t] = e^(S[i, t] − L_i), dA[i, t] = −1 / A[i, t]: [n, 1]
+    # A weight that underflows to 0 (a huge sink, a far-off score) gives 0·(−∞): not finite,
+    # so the stage is refused as an overflow, as the plain backward's dA = −1 / A is
     s, top = ops
     out = np.zeros((s.shape[0], 1))
     for i, t in params["targets"]:
-        a = float(np.exp(s[i, t] - top[i, 0]))
-        out[i, 0] = a * (-1.0 / a)
+        a = np.exp(s[i, t] - top[i, 0])
+        out[i, 0] = a * (np.float64(-1.0) / a)
     return out
 
 
@@ -205,13 +207,7 @@ OPS: dict[str, Op] = {
     for op in (
         Op("lse", _lse, _pairwise, overflow=lambda p: False, work=_lse_work),
         Op("block_p", _block_p, _block_p_feeds, overflow=lambda p: False, work=_block_exp_work),
-        Op(
-            "attend_rowdot",
-            _attend_rowdot,
-            _attend_rowdot_feeds,
-            overflow=lambda p: False,
-            work=_attend_rowdot_work,
-        ),
+        Op("attend_rowdot", _attend_rowdot, _attend_rowdot_feeds, work=_attend_rowdot_work),
         Op("block_nt", _block_nt, _block_nt_feeds, work=_block_nt_work),
         Op("block_back", _block_back, _block_back_feeds, work=_block_back_work),
         Op("grad_q_acc", _grad_q_acc, _grad_q_acc_feeds, work=_grad_q_acc_work),

@@ -243,6 +243,11 @@ def read_answer_sheet(raw: Any, trace: Trace, precision: int) -> AnswerSheet:
     unreadable: Unreadable = {}
     misshapen: dict[str, Any] = {}
     matrices = read_sheet(raw, stages, unreadable, misshapen)
+    answered = any(not np.isnan(m).all() for m in matrices.values())
+    if unreadable and not answered and not misshapen:
+        # not one number in it (strings, true/false): no answers to grade, but a sheet that is
+        # not one; its first cell's reason says why (a typo among numbers is graded unreadable)
+        raise next(iter(unreadable.values()))[1]
     mistakes: dict[str, Mistake] = {}
     for key, rows in misshapen.items():
         stage = stages[key]

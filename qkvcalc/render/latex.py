@@ -106,12 +106,17 @@ _SYMBOLS = {
 }
 
 
+# Latin Extended-A letters that T1 fonts do not have, which utf8 input refuses ("Unicode
+# character ŉ (U+0149) not set up for use with LaTeX"): Ħ ħ ĸ Ŀ ŀ ŉ Ŧ ŧ ſ
+_NOT_IN_T1 = "\u0126\u0127\u0138\u013f\u0140\u0149\u0166\u0167\u017f"
+
+
 def _settable(char: str) -> bool:
     """Characters pdflatex sets directly (utf8 input, T1 fonts, kotex for Hangul)."""
     code = ord(char)
     return (
         0x20 <= code < 0x7F
-        or (0xC0 <= code <= 0x17F and char not in "×÷")
+        or (0xC0 <= code <= 0x17F and char not in "×÷" + _NOT_IN_T1)
         or 0xAC00 <= code <= 0xD7A3  # Hangul syllables
         or 0x3131 <= code <= 0x318E  # Hangul compatibility jamo
     )

@@ -406,7 +406,7 @@ def _gradients(trace: Trace) -> list[tuple[str, str, np.ndarray]]:
         out.append(("dW_O", "W_O", wo.value))
     for k, h in enumerate(heads):
         label = "" if h is None else f" (head {h})"
-        out.append((f"dA{label}", f"weights[0, {k}]", trace.stage(ids.GRAD_WEIGHTS, h).value))
+        out.append((f"dA{label}", f"weights[0, {k}]", _grad_weights(trace, h)))
         if flows and p.kv_heads == p.heads and h is not None:
             out.append((f"dV{label}", f"v[0, {k}]", trace.stage(ids.GRAD_V, h).value))
     out.append(("dQ", "Q", side_by_side(ids.GRAD_Q)))
@@ -438,6 +438,16 @@ def _gradients(trace: Trace) -> list[tuple[str, str, np.ndarray]]:
             for spec in feature.grads(p, value, []):
                 out.append((name, tensor, trace.stage(spec.id).value[0]))
     return out
+
+
+def _grad_weights(trace: Trace, head: int | None) -> np.ndarray:
+    """dA of a head: its stage, or in tiles (no whole dA) the blocks' dP_b side by side, in the
+    order of their keys (a layout, no arithmetic)."""
+    whole = trace.find(ids.GRAD_WEIGHTS, head)
+    if whole is not None:
+        return whole.value
+    blocks = [s for s in trace.stages if s.id == ids.BLOCK_GRAD_P and s.head == head]
+    return np.concatenate([s.value for s in sorted(blocks, key=lambda s: s.block or 0)], axis=1)
 
 
 def _backward(trace: Trace) -> list[str]:

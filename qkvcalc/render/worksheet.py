@@ -66,7 +66,7 @@ KEPT = (
             "note.tiles_correction",
             "note.tiles_running_sum",
             "note.tiles_acc",
-            "note.exact_surd",
+            # (not note.exact_surd: its example, 7/√2, is the doc example's scaled score)
             "note.exact_scale_irrational",
             "note.exact_partial",
             "note.exact_stops",

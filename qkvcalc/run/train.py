@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from qkvcalc.ops import features
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.input import dataset
 from qkvcalc.input.cells import Matrix
@@ -193,6 +194,8 @@ def _check(p: Problem, steps: int, frozen: Sequence[str]) -> tuple[str, ...]:
     """The problem can be trained this way: the trainable matrices, or one message."""
     if p.loss is None or p.loss.kind not in ("attend", "target"):  # dL/dO alone has no L
         raise QkvcalcError("train.loss", given=p.loss.kind if p.loss else "none")
+    if features.projecting(p) is not None:  # no W_Q, W_K, W_V: its latents stand in for them
+        raise QkvcalcError("train.projecting")
     if not p.projected:
         raise QkvcalcError("train.no_weights")
     if p.decode is not None or p.tiles is not None:
