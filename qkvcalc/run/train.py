@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.ops import features
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.input import dataset
 from qkvcalc.input.cells import Matrix
@@ -33,6 +32,7 @@ from qkvcalc.input.limits import MAX_ELEMENTS
 from qkvcalc.input.numbers import Number
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import shown
+from qkvcalc.ops import features
 from qkvcalc.plan import ids
 from qkvcalc.run.engine import run
 from qkvcalc.trace import Trace
