@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.input.numbers import parse_number
 
+# one token, d_model = d_k = 2: the problem the tests of a single field add to
+SMALL = {"x": [[1, 2]], "wq": [[1, 0], [0, 1]], "wk": [[1, 0], [0, 1]], "wv": [[1, 0], [0, 1]]}
+
 
 @pytest.mark.parametrize(
     "text, value, exact",
@@ -99,9 +102,8 @@ def test_an_integer_beyond_float64_is_one_message_naming_its_field(fields, named
     norm_eps = a 400-digit integer ending in OverflowError)."""
     import qkvcalc
 
-    doc = {"x": [[1, 2]], "wq": [[1, 0], [0, 1]], "wk": [[1, 0], [0, 1]], "wv": [[1, 0], [0, 1]]}
     with pytest.raises(QkvcalcError) as err:
-        qkvcalc.explain(**{**doc, **fields})
+        qkvcalc.explain(**{**SMALL, **fields})
     assert str(err.value).startswith(named)
     assert "too large" in str(err.value)
 
@@ -112,18 +114,16 @@ def test_an_integer_past_pythons_own_digits_is_named_in_the_message(field):
     the message of a field that takes no such number shows it as ≈10^N instead."""
     import qkvcalc
 
-    doc = {"x": [[1, 2]], "wq": [[1, 0], [0, 1]], "wk": [[1, 0], [0, 1]], "wv": [[1, 0], [0, 1]]}
     with pytest.raises(QkvcalcError) as err:
-        qkvcalc.explain(**doc, **{field: 10**5000})
+        qkvcalc.explain(**SMALL, **{field: 10**5000})
     assert "≈10^5000" in str(err.value)
 
 
 def test_a_negative_integer_beyond_float64_is_not_positive():
     import qkvcalc
 
-    doc = {"x": [[1, 2]], "wq": [[1, 0], [0, 1]], "wk": [[1, 0], [0, 1]], "wv": [[1, 0], [0, 1]]}
     with pytest.raises(QkvcalcError) as err:
-        qkvcalc.explain(**doc, softcap=-(10**400))
+        qkvcalc.explain(**SMALL, softcap=-(10**400))
     assert str(err.value).startswith("softcap must be a number greater than 0")
 
 
@@ -136,6 +136,5 @@ def test_tokens_given_as_lists_still_name_the_rows():
     from qkvcalc.input.problem import Problem
     from qkvcalc.run.engine import run
 
-    doc = {"x": [[1, 2]], "wq": [[1, 0], [0, 1]], "wk": [[1, 0], [0, 1]], "wv": [[1, 0], [0, 1]]}
-    problem = dataclasses.replace(Problem.from_mapping(doc), tokens=["cat"], source_tokens=["dog"])
-    assert "cat → dog 100%" in qkvcalc.render(run(problem), "markdown")
+    edited = dataclasses.replace(Problem.from_mapping(SMALL), tokens=["cat"], source_tokens=["a"])
+    assert "cat → a 100%" in qkvcalc.render(run(edited), "markdown")
