@@ -213,3 +213,22 @@ def test_the_command_line_refuses_in_both_languages(llama4, tmp_path, lang, word
     )
     one_message(result, words, "llama4_text", transformers.__version__, "≈")
     assert not out.exists()
+
+
+def test_the_check_copies_none_of_the_layers_weights():
+    """qkvcalc's input takes a read-only float64 matrix as it is (the check hands its problem
+    over so: a 7B layer's four weights are 0.54 GB), copies a writable or float32 one (a
+    caller's later change does not reach the trace), and still names a NaN cell."""
+    from qkvcalc.errors import QkvcalcError
+    from qkvcalc.input.cells import to_matrix
+
+    weights = np.arange(6.0).reshape(2, 3)
+    view = weights.view()
+    view.flags.writeable = False
+    assert np.shares_memory(to_matrix(view, "wq").values, weights)
+    assert not np.shares_memory(to_matrix(weights, "wq").values, weights)
+    single = to_matrix(weights.astype(np.float32), "wq").values
+    assert single.dtype == np.float64 and np.array_equal(single, weights)
+    weights[1, 2] = np.nan
+    with pytest.raises(QkvcalcError, match=r"W_Q|wq"):
+        to_matrix(view, "wq")

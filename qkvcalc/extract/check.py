@@ -61,6 +61,18 @@ def layout(model: str, model_type: str) -> Iterator[None]:
         ) from None
 
 
+def _read_only(value: Any) -> Any:
+    """The problem with read-only views of its arrays: qkvcalc's input takes a read-only float64
+    matrix as it is, so the check copies none of the layer's weights."""
+    if isinstance(value, np.ndarray):
+        view = value.view()
+        view.flags.writeable = False
+        return view
+    if isinstance(value, dict):
+        return {key: _read_only(item) for key, item in value.items()}
+    return value
+
+
 def difference(problem: dict[str, Any], expected: np.ndarray) -> tuple[float, float]:
     """The largest |difference| between the problem's output as qkvcalc's engine computes it
     and the layer's own output, and the largest |value| of the latter (its scale)."""
@@ -68,7 +80,7 @@ def difference(problem: dict[str, Any], expected: np.ndarray) -> tuple[float, fl
 
     # no --max-elements: the run that made the problem held its n × n weights already, and
     # the engine lets a stage's array go once the stages after it are computed
-    trace = qkvcalc.explain(**problem, max_elements=NO_LIMIT)
+    trace = qkvcalc.explain(**_read_only(problem), max_elements=NO_LIMIT)
     got = np.asarray(trace.output, dtype=np.float64)
     if got.shape != expected.shape:
         return float("inf"), float(np.max(np.abs(expected), initial=0.0))

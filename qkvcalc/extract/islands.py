@@ -1,13 +1,14 @@
 """transformers keeps some steps in float32 even in a float64 model: the softmax (softmax(...,
 dtype=torch.float32)), RMSNorm and T5's and Cohere's layer norms (x.to(torch.float32)),
 x.float() (Mixtral's router, Cohere's rotation, Llama 4's positions for its temperature), the
-rotary tables (inv_freq built in float32, angles in float32), BLOOM's ALiBi slopes and Gemma's embedding scale √d_model (a float32 buffer
-in a model built in float32 and converted). With those, x at layer L is off by ~2e-7 relative.
-`float64_islands(model)` lifts them for one run: the softmax and Tensor.float keep a float64
-input float64 (and make whole numbers float64), the norms and rotary embeddings of this model compute in float64 (their
-instance's forward replaced), BLOOM's slopes are float64, GPT-Neo's and GPT-J's scores are not
-cast to float32 (GPT-J's sinusoid table is float64 too, in its attention module up to
-transformers 5.24 and in its rotary module since 5.25), and GPT-2's reorder_and_upcast_attn
+rotary tables (inv_freq built in float32, angles in float32), BLOOM's ALiBi slopes and Gemma's
+embedding scale √d_model (a float32 buffer in a model built in float32 and converted). With
+those, x at layer L is off by ~2e-7 relative. `float64_islands(model)` lifts them for one run:
+the softmax and Tensor.float keep a float64 input float64 (and make whole numbers float64), the
+norms and rotary embeddings of this model compute in float64 (their instance's forward replaced),
+BLOOM's slopes are float64, GPT-Neo's and GPT-J's scores are not cast to float32 (GPT-J's
+sinusoid table is float64 too, in its attention module up to transformers 5.24 and in its rotary
+module since 5.25), and GPT-2's reorder_and_upcast_attn
 path (float32 by design) is switched to the ordinary one, which is the same math. Everything is
 restored when the block ends, also on an error.
 
