@@ -252,7 +252,7 @@ def float64_islands(model: Any) -> Iterator[None]:
 
             eager = getattr(modeling_gptj, "eager_attention_forward", None)
             if eager is not None:  # 5.25: q and k cast to float32 there
-                modeling_gptj.eager_attention_forward = _gptj_eager
+                setattr(modeling_gptj, "eager_attention_forward", _gptj_eager)  # noqa: B010
                 restore.append(lambda: setattr(modeling_gptj, "eager_attention_forward", eager))
         if type(model).__module__.startswith("transformers.models.bloom"):
             from transformers.models.bloom import modeling_bloom

@@ -67,8 +67,8 @@ def to_matrix(raw: Any, field_name: str, *, exact: bool = False) -> Matrix:
         # A float array of finite numbers (a layer extract hands over, 16.7 million numbers
         # for a 7B model's W_Q) is taken without a Python float per number: copied, or as it
         # is when it is float64 and read-only (extract's check hands its problem over so)
-        plain = not exact and raw.ndim == 2 and raw.size and raw.dtype in FLOATS
-        if plain and np.isfinite(raw).all():
+        floats = not exact and raw.ndim == 2 and raw.size > 0 and raw.dtype in FLOATS
+        if floats and np.isfinite(raw).all():
             kept = raw.dtype == np.float64 and not raw.flags.writeable
             return Matrix(raw if kept else np.array(raw, dtype=np.float64))
         raw = raw.tolist() if raw.ndim <= 2 else raw
