@@ -6,7 +6,8 @@ engine (qkvcalc.explain) then computes the problem's output, and the two must ag
 tolerance of the dtype the model ran in, relative to the largest |value| of the layer's output:
 
 - float64: 1e-9 (the float32 steps transformers keeps are lifted, islands.py; the two agree to
-  ~1e-14 in practice, so 1e-9 leaves room for long sequences and wide layers only);
+  within 6.2e-16 on the tiny test models, so 1e-9 leaves room for long sequences and wide
+  layers only);
 - float32: 1e-4 (float32 rounds to ~6e-8 at each step; qkvcalc computes in float64);
 - float16: 1e-2, bfloat16: 5e-2 (the model rounds every step to 11 or 8 bits).
 
