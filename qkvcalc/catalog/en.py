@@ -1439,6 +1439,18 @@ MESSAGES: dict[str, str] = {
     "the layer's own, in float64.",
     "extract.loading": "Loading {model} …",
     "extract.running": "Running {model} up to layer {layer} …",
+    "extract.mismatch": "{model}, layer {layer}: the problem extract made does not reproduce "
+    "the layer under transformers {version} (model type {model_type}): its output differs from "
+    "the layer's own by up to ≈{difference} (≈{relative} of the output's largest value; a "
+    "{dtype} run allows {tolerance}). extract writes no problem that computes another layer: "
+    "use a transformers version qkvcalc is tested with ({tested}), or report this model type",
+    "extract.layout": "{model}: the {model_type} modules of transformers {version} have no "
+    "'{attribute}', which extract reads; extract does not guess at a layout it does not know: "
+    "use a transformers version qkvcalc is tested with ({tested})",
+    "extract.no_output": "{model}, layer {layer}: under transformers {version} the {model_type} "
+    "attention never called the output projection extract reads, so its output cannot be "
+    "checked; extract does not guess: use a transformers version qkvcalc is tested with "
+    "({tested})",
     "help.extract": "Take one layer's attention out of a Hugging Face model as a problem for "
     "qkvcalc explain: its exact input, weights and options (needs qkvcalc[models]).",
     "help.extract.model": "A checkpoint folder (config.json and the weights), or a hub name "

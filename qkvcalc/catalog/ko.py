@@ -1446,6 +1446,17 @@ MESSAGES: dict[str, str] = {
     "float64로 옮긴 값입니다.",
     "extract.loading": "{model} 불러오는 중 …",
     "extract.running": "{model}을(를) {layer}번 층까지 실행하는 중 …",
+    "extract.mismatch": "{model}, {layer}번 층: extract가 만든 문제가 transformers {version}"
+    "(모델 종류 {model_type})에서 이 층을 재현하지 못합니다. 출력이 층 자신의 출력과 최대 "
+    "≈{difference}만큼 다릅니다 (출력의 가장 큰 값의 ≈{relative}; {dtype} 실행의 허용치는 "
+    "{tolerance}). extract는 다른 층을 계산하는 문제를 쓰지 않습니다. qkvcalc가 시험한 "
+    "transformers 버전({tested})을 쓰거나, 이 모델 종류를 알려 주세요",
+    "extract.layout": "{model}: transformers {version}의 {model_type} 모듈에 extract가 읽는 "
+    "'{attribute}'이(가) 없습니다. extract는 모르는 구조를 짐작하지 않습니다. qkvcalc가 시험한 "
+    "transformers 버전({tested})을 쓰세요",
+    "extract.no_output": "{model}, {layer}번 층: transformers {version}에서 {model_type} "
+    "어텐션이 extract가 읽는 출력 투영을 한 번도 부르지 않아 출력을 확인할 수 없습니다. "
+    "extract는 짐작하지 않습니다. qkvcalc가 시험한 transformers 버전({tested})을 쓰세요",
     "help.extract": "Hugging Face 모델의 한 층에서 어텐션을 꺼내 qkvcalc explain의 문제로 "
     "만듭니다: 그 층의 정확한 입력, 가중치, 옵션 (qkvcalc[models]가 필요합니다).",
     "help.extract.model": "체크포인트 폴더 (config.json과 가중치), 또는 이 컴퓨터가 내려받을 수 "

@@ -33,5 +33,6 @@ FAMILY = Family(
     names={"bert": "BERT"},
     stack=lambda model: base_model(model).encoder.layer,
     attention=lambda block: block.attention.self,
+    output=lambda block: block.attention.output.dense,
     keys=keys,
 )

@@ -37,5 +37,6 @@ FAMILY = Family(
     names={"gpt_bigcode": "GPT-BigCode"},
     stack=lambda model: base_model(model).h,
     attention=lambda block: block.attn,
+    output=lambda block: block.attn.c_proj,
     keys=keys,
 )

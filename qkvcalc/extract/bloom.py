@@ -28,5 +28,6 @@ FAMILY = Family(
     names={"bloom": "BLOOM"},
     stack=lambda model: base_model(model).h,
     attention=lambda block: block.self_attention,
+    output=lambda block: block.self_attention.dense,
     keys=keys,
 )

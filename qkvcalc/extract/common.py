@@ -56,12 +56,15 @@ class Family:
 
     `stack(model)` is the list of layers; `run(model, ids)` runs the model (the runner stops
     it at layer L); `attention(block)` is the module whose input is x (after the layer's norm
-    in a pre-norm model); `keys(layer)` the weights and options of the input format."""
+    in a pre-norm model); `keys(layer)` the weights and options of the input format;
+    `output(block)` the output projection (o_proj, dense …), whose own output the problem's
+    output must reproduce (check.py)."""
 
     names: dict[str, str]  # model_type → the architecture's name as people write it
     stack: Callable[[Any], Sequence[Any]]
     attention: Callable[[Any], Any]
     keys: Callable[[Layer], dict[str, Any]]
+    output: Callable[[Any], Any]
     run: Callable[[Any, Any], Any] = lambda model, ids: base_model(model)(input_ids=ids)
 
 

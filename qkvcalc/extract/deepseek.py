@@ -58,5 +58,6 @@ FAMILY = Family(
     names={"deepseek_v3": "DeepSeek-V3"},
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
+    output=lambda block: block.self_attn.o_proj,
     keys=keys,
 )

@@ -4,11 +4,13 @@ decoder architecture's groups (per K/V head: its H/G query heads, then its key a
 multi-query ([Q heads | K | V], one K/V head), or interleaved per head like GPT-NeoX's; dense
 is the output projection. Causal. RoPE ("half"), or ALiBi.
 
-Falcon's eager ALiBi is not the paper's −slope·|i − j|: the bias (slopes in bfloat16, times the
-key's index, rounded to bfloat16) is added to Q·Kᵀ before the 1/√d_k scaling and a second time
-through the mask (alibi/√d_k), so the slopes are in effect 2·s/√d_k, over the key's index. The
-problem carries that bias as the model computed it, per head: score_bias = alibi/√d_k + the
-mask's own bias (0 where a key is masked, which the causal mask hides)."""
+Falcon's eager ALiBi is not the paper's −slope·|i − j|: the bias is slopes in bfloat16, times
+the key's index, rounded to bfloat16. transformers 5.23–5.24 add it to Q·Kᵀ before the 1/√d_k
+scaling and a second time through the mask (alibi/√d_k), so the slopes are in effect 2·s/√d_k;
+since 5.25 only the mask carries it (alibi/√d_k, per head), so they are s/√d_k. Either way the
+problem carries the bias as the model computed it, per head: score_bias = the alibi the layer
+was given (times 1/√d_k) + the mask's own bias (0 where a key is masked, which the causal mask
+hides)."""
 
 from __future__ import annotations
 
@@ -58,11 +60,15 @@ def keys(layer: Layer) -> dict[str, Any]:
     keys = {**base_keys(parts, attn.dense, heads, kv_heads), **mask_keys(layer)}
     given = layer.given or {}
     alibi = given.get("alibi")
-    if alibi is None:
+    if alibi is None and not getattr(layer.config, "alibi", False):
         keys["rope"] = rope(layer, head_dim)
     else:
         n = layer.n
-        added = array(alibi).reshape(-1, heads, 1, n)[0] * attn.inv_norm_factor
+        # 5.23–5.24 pass the alibi tensor too and add it before the scaling; since 5.25 the
+        # mask alone carries the bias (alibi/√d_k, once)
+        added = 0.0
+        if alibi is not None:
+            added = array(alibi).reshape(-1, heads, 1, n)[0] * attn.inv_norm_factor
         mask = array(given["attention_mask"])[0] if "attention_mask" in given else 0.0
         mask = np.broadcast_to(mask, (heads, n, n))
         visible = layer.allowed if layer.allowed is not None else np.ones((n, n), dtype=bool)
@@ -74,5 +80,6 @@ FAMILY = Family(
     names={"falcon": "Falcon"},
     stack=lambda model: base_model(model).h,
     attention=lambda block: block.self_attention,
+    output=lambda block: block.self_attention.dense,
     keys=keys,
 )

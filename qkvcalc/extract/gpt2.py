@@ -36,5 +36,6 @@ FAMILY = Family(
     names={"gpt2": "GPT-2"},
     stack=lambda model: base_model(model).h,
     attention=lambda block: block.attn,
+    output=lambda block: block.attn.c_proj,
     keys=keys,
 )

@@ -32,6 +32,7 @@ import numpy as np
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.extract import runner
+from qkvcalc.extract.check import layout
 from qkvcalc.extract.common import Family, Layer
 from qkvcalc.i18n import Msg
 
@@ -141,11 +142,13 @@ def _output_attentions(model: Any) -> Any:
             model.set_attn_implementation(own)
 
 
-def _run(
-    opened: _Opened, keep_x: bool
-) -> tuple[list[np.ndarray], list[tuple[np.ndarray, dict[str, Any]]]]:
+Seen = tuple[np.ndarray, dict[str, Any], "np.ndarray | None"]
+
+
+def _run(opened: _Opened, keep_x: bool) -> tuple[list[np.ndarray], list[Seen]]:
     """One forward: every layer's attention probabilities, and (keep_x) every layer's x with
-    the tensors its attention was called with (its mask: extract reads the window from it)."""
+    the tensors its attention was called with (its mask: extract reads the window from it)
+    and its output projection's own output (None if it never ran: check.py)."""
     import torch
 
     from qkvcalc.extract.islands import float64_islands
@@ -154,6 +157,7 @@ def _run(
     stack = family.stack(model)
     xs: dict[int, np.ndarray] = {}
     givens: dict[int, dict[str, Any]] = {}
+    outs: dict[int, np.ndarray] = {}
     handles: list[Any] = []
     was_training = model.training
     try:  # the hooks come off and the mode comes back whatever fails, from here on
@@ -167,8 +171,13 @@ def _run(
                 tensors = {k: v.detach() for k, v in kwargs.items() if isinstance(v, torch.Tensor)}
                 givens.setdefault(index, tensors)
 
+            def out_hook(module: Any, args: Any, output: Any, index: int = index) -> None:
+                if index in xs:
+                    outs.setdefault(index, runner.first_row(output))
+
             attention = family.attention(block)
             handles.append(attention.register_forward_pre_hook(pre_hook, with_kwargs=True))
+            handles.append(family.output(block).register_forward_hook(out_hook))
         model.eval()
         device = next(model.parameters()).device
         float64 = next(model.parameters()).dtype == torch.float64
@@ -184,19 +193,20 @@ def _run(
     if found is None or len(found) != len(stack):  # not something a user can fix
         raise RuntimeError("the model did not return one attention map per layer")
     weights = [layer[0].detach().to(dtype=torch.float64, device="cpu").numpy() for layer in found]
-    return weights, [(xs[i], givens[i]) for i in range(len(stack))] if keep_x else []
+    if not keep_x:
+        return weights, []
+    return weights, [(xs[i], givens[i], outs.get(i)) for i in range(len(stack))]
 
 
-def _layer_problem(
-    opened: _Opened, layer: int, seen: tuple[np.ndarray, dict[str, Any]], lang: str
-) -> dict[str, Any]:
-    """Layer `layer` as extract writes it, from the x (and the mask) this run recorded."""
+def _layer_problem(opened: _Opened, layer: int, seen: Seen, lang: str) -> dict[str, Any]:
+    """Layer `layer` as extract writes it, from the x (and the mask) this run recorded,
+    checked against the layer's own output as extract checks it."""
     import torch
 
     model, family = opened.model, opened.family
     block = family.stack(model)[layer]
     attention = family.attention(block)
-    x, given = seen
+    x, given, out = seen
     allowed = runner._allowed(given.get("attention_mask"))
     n = len(opened.ids)
     with torch.no_grad():
@@ -204,7 +214,7 @@ def _layer_problem(
     runner._check_finite({"x": x, **keys}, opened.shown, layer)
     arch = family.names[model.config.model_type]
     dtype = str(next(model.parameters()).dtype).split(".")[-1]
-    return {
+    problem = {
         "name": Msg("extract.name", model=opened.shown, layer=layer).text(lang),
         "description": Msg(
             "extract.description",
@@ -218,6 +228,9 @@ def _layer_problem(
         "x": x,
         **keys,
     }
+    model_type = model.config.model_type
+    runner.check_problem(problem, out, opened.shown, model_type, layer, dtype)
+    return problem
 
 
 # Every head's explanation is embedded in the page up to this many heads in all (a 6-layer,
@@ -262,13 +275,16 @@ def attention_maps(
     most MAX_EXPLAINED heads in all (else the list stays empty). At most MAX_WEIGHTS weights
     in all (layers × heads × n²): more is a QkvcalcError, said before the run."""
     opened = _open(model_or_path, input_ids, text, dtype, tokenizer, progress)
-    layers = len(opened.family.stack(opened.model))
-    heads = int(getattr(opened.model.config, "num_attention_heads", 0) or 0)
+    config = opened.model.config
+    with layout(opened.shown, config.model_type):
+        layers = len(opened.family.stack(opened.model))
+    heads = int(getattr(config, "num_attention_heads", 0) or 0)
     _check_size(opened.shown, len(opened.ids), layers, heads)
     if progress:
         progress(Msg("heads.running", model=opened.shown))
-    weights, xs = _run(opened, keep_x=problems and layers * heads <= MAX_EXPLAINED)
-    config = opened.model.config
+    with layout(opened.shown, config.model_type):
+        weights, xs = _run(opened, keep_x=problems and layers * heads <= MAX_EXPLAINED)
+        found = [_layer_problem(opened, i, x, lang) for i, x in enumerate(xs)]
     return HeadsRun(
         model=opened.shown,
         source=opened.source,
@@ -277,7 +293,7 @@ def attention_maps(
         ids=opened.ids,
         tokens=runner._tokens(opened.ids, opened.tokenizer),
         weights=weights,
-        problems=[_layer_problem(opened, i, x, lang) for i, x in enumerate(xs)],
+        problems=found,
     )
 
 

@@ -1,12 +1,14 @@
 """transformers keeps some steps in float32 even in a float64 model: the softmax (softmax(...,
 dtype=torch.float32)), RMSNorm and T5's and Cohere's layer norms (x.to(torch.float32)),
-x.float() (Mixtral's router, Cohere's rotation), the rotary tables (inv_freq built in float32,
-angles in float32), BLOOM's ALiBi slopes and Gemma's embedding scale √d_model (a float32 buffer
-in a model built in float32 and converted). With those, x at layer L is off by ~2e-7 relative.
-`float64_islands(model)` lifts them for one run: the softmax and Tensor.float keep a float64
-input float64, the norms and rotary embeddings of this model compute in float64 (their
-instance's forward replaced), BLOOM's slopes are float64, GPT-Neo's and GPT-J's scores are not
-cast to float32 (GPT-J's sinusoid table is float64 too), and GPT-2's reorder_and_upcast_attn
+x.float() (Mixtral's router, Cohere's rotation, Llama 4's positions for its temperature), the
+rotary tables (inv_freq built in float32, angles in float32), BLOOM's ALiBi slopes and Gemma's
+embedding scale √d_model (a float32 buffer in a model built in float32 and converted). With
+those, x at layer L is off by ~2e-7 relative. `float64_islands(model)` lifts them for one run:
+the softmax and Tensor.float keep a float64 input float64 (and make whole numbers float64), the
+norms and rotary embeddings of this model compute in float64 (their instance's forward replaced),
+BLOOM's slopes are float64, GPT-Neo's and GPT-J's scores are not cast to float32 (GPT-J's
+sinusoid table is float64 too, in its attention module up to transformers 5.24 and in its rotary
+module since 5.25), and GPT-2's reorder_and_upcast_attn
 path (float32 by design) is switched to the ordinary one, which is the same math. Everything is
 restored when the block ends, also on an error.
 
@@ -127,6 +129,28 @@ def _gptj_attn(module: Any, query: Any, key: Any, value: Any, attention_mask: An
     return torch.matmul(weights, value), weights
 
 
+def _gptj_eager(
+    module: Any,
+    query: Any,
+    key: Any,
+    value: Any,
+    attention_mask: Any,
+    scaling: float,
+    dropout: float = 0.0,
+    **kwargs: Any,
+) -> Any:
+    """transformers 5.25's GPT-J eager_attention_forward without its casts of q and k to
+    float32: the same steps."""
+    import torch
+
+    weights = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        weights = weights + attention_mask
+    weights = torch.nn.functional.softmax(weights, dim=-1).to(value.dtype)
+    weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
+    return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+
 def _sinusoidal_positions(rows: int, dims: int, like: Any) -> Any:
     """GPT-J's table of [sin | cos] of position × 10000^(−2i/dims), in float64."""
     import torch
@@ -171,6 +195,10 @@ def float64_islands(model: Any) -> Iterator[None]:
         def keep_float64(tensor: Any, *args: Any, **kwargs: Any) -> Any:
             if tensor.dtype == torch.float64:
                 return tensor
+            if not tensor.is_floating_point() and not tensor.is_complex():
+                # whole numbers become float64 (Llama 4's attention temperature takes the log
+                # of positions.float())
+                return tensor.to(torch.float64)
             return to_float(tensor, *args, **kwargs)
 
         torch.Tensor.float = keep_float64  # type: ignore[method-assign,assignment]
@@ -194,6 +222,15 @@ def float64_islands(model: Any) -> Iterator[None]:
                 module._attn = types.MethodType(_neo_attn, module)
                 restore.append(lambda m=module: delattr(m, "_attn"))
                 continue
+            elif kind == "GPTJRotaryEmbedding":  # transformers 5.25: the table moved here
+                table = module.embed_positions
+                module.embed_positions = _sinusoidal_positions(
+                    table.shape[0], module.pos_embd_dim, table
+                )
+                restore.append(lambda m=module, t=table: setattr(m, "embed_positions", t))
+                continue
+            elif kind == "GPTJAttention" and not hasattr(module, "_attn"):
+                continue  # 5.25: its scores are the module-level eager function's (below)
             elif kind == "GPTJAttention":
                 table = module.embed_positions
                 module.embed_positions = _sinusoidal_positions(
@@ -210,6 +247,13 @@ def float64_islands(model: Any) -> Iterator[None]:
             else:
                 continue
             restore.append(lambda m=module: delattr(m, "forward"))
+        if type(model).__module__.startswith("transformers.models.gptj"):
+            from transformers.models.gptj import modeling_gptj
+
+            eager = getattr(modeling_gptj, "eager_attention_forward", None)
+            if eager is not None:  # 5.25: q and k cast to float32 there
+                setattr(modeling_gptj, "eager_attention_forward", _gptj_eager)  # noqa: B010
+                restore.append(lambda: setattr(modeling_gptj, "eager_attention_forward", eager))
         if type(model).__module__.startswith("transformers.models.bloom"):
             from transformers.models.bloom import modeling_bloom
 

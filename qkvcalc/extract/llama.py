@@ -97,12 +97,17 @@ def norm_weight(norm: Any) -> np.ndarray:
     return 1.0 + weight if "Gemma" in type(norm).__name__ else weight
 
 
+def out_projection(attn: Any) -> Any:
+    """o_proj (Phi: dense)."""
+    return attn.o_proj if hasattr(attn, "o_proj") else attn.dense
+
+
 def keys(layer: Layer) -> dict[str, Any]:
     attn = layer.attention
     config = getattr(attn, "config", layer.config)  # a multimodal model's: its text config
     heads = config.num_attention_heads
     kv_heads = config.num_key_value_heads
-    out = attn.o_proj if hasattr(attn, "o_proj") else attn.dense  # Phi: dense
+    out = out_projection(attn)
     keys = base_keys(projections(attn, heads, kv_heads), out, heads, kv_heads)
     if not default_scale(attn.scaling, attn.head_dim):
         keys["scale"] = attn.scaling
@@ -120,6 +125,11 @@ def keys(layer: Layer) -> dict[str, Any]:
         softcap=getattr(attn, "attn_logit_softcapping", None),
         sinks=None if sinks is None else array(sinks),
     )
+
+
+# Llama 4's weightless q/k norm, by its class's name in transformers 5.23–5.24 and since 5.25
+# (eps, then variance_epsilon)
+WEIGHTLESS_NORMS = ("Llama4TextL2Norm", "Llama4TextWeightlessRMSNorm")
 
 
 def qk_norm_keys(attn: Any) -> dict[str, Any]:
@@ -140,10 +150,10 @@ def qk_norm_keys(attn: Any) -> dict[str, Any]:
         # Cohere: a LayerNorm without bias, weights [H, d_k] and [G, d_k]
         q, k = attn.q_norm, attn.k_norm
         return _layer_keys(array(q.weight), array(k.weight), None, None, norm_eps(q))
-    if type(getattr(attn, "qk_norm", None)).__name__ == "Llama4TextL2Norm":
+    if type(getattr(attn, "qk_norm", None)).__name__ in WEIGHTLESS_NORMS:
         # Llama 4's RoPE layers: x / √(mean(x²) + ε) without a weight, after the rotation
         ones = np.ones(attn.head_dim)
-        eps = float(attn.qk_norm.eps)
+        eps = norm_eps(attn.qk_norm)
         return {"q_norm": ones, "k_norm": ones, "norm_eps": eps, "qk_norm": {"after_rope": True}}
     after_rope = hasattr(attn, "query_layernorm")  # HunYuan: RMSNorm after the rotation
     q = getattr(attn, "query_layernorm", getattr(attn, "q_norm", None))
@@ -201,5 +211,6 @@ FAMILY = Family(
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
+    output=lambda block: out_projection(block.self_attn),
     keys=keys,
 )

@@ -31,5 +31,6 @@ FAMILY = Family(
     names={"modernbert": "ModernBERT"},
     stack=lambda model: base_model(model).layers,
     attention=lambda block: block.attn,
+    output=lambda block: block.attn.Wo,
     keys=keys,
 )

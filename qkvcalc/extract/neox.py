@@ -26,5 +26,6 @@ FAMILY = Family(
     names={"gpt_neox": "GPT-NeoX"},
     stack=lambda model: base_model(model).layers,
     attention=lambda block: block.attention,
+    output=lambda block: block.attention.dense,
     keys=keys,
 )

@@ -54,8 +54,10 @@ def neo_keys(layer: Layer) -> dict[str, Any]:
 def gptj_keys(layer: Layer) -> dict[str, Any]:
     attn = layer.attention  # GPTJAttention
     keys: dict[str, Any] = projections(attn, attn.num_attention_heads)
-    if attn.scale_attn != attn.head_dim**0.5:
-        keys["scale"] = 1 / attn.scale_attn
+    # transformers 5.23–5.24 divide by scale_attn = √d_k; since 5.25 multiply by scaling
+    scale = attn.scaling if hasattr(attn, "scaling") else 1 / attn.scale_attn
+    if not default_scale(scale, attn.head_dim):
+        keys["scale"] = scale
     keys.update(mask_keys(layer))
     dims = attn.rotary_dim or attn.head_dim
     keys["rope"] = {"theta": 10000.0, "style": "pairs"}
@@ -68,6 +70,7 @@ OPT = Family(
     names={"opt": "OPT"},
     stack=lambda model: base_model(model).decoder.layers,
     attention=lambda block: block.self_attn,
+    output=lambda block: block.self_attn.out_proj,
     keys=opt_keys,
 )
 
@@ -75,6 +78,7 @@ GPT_NEO = Family(
     names={"gpt_neo": "GPT-Neo"},
     stack=lambda model: base_model(model).h,
     attention=lambda block: block.attn.attention,
+    output=lambda block: block.attn.attention.out_proj,
     keys=neo_keys,
 )
 
@@ -82,5 +86,6 @@ GPTJ = Family(
     names={"gptj": "GPT-J"},
     stack=lambda model: base_model(model).h,
     attention=lambda block: block.attn,
+    output=lambda block: block.attn.out_proj,
     keys=gptj_keys,
 )

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.extract.check import layout
 from qkvcalc.extract.common import Family, Layer
 from qkvcalc.i18n import Msg
 
@@ -540,26 +541,50 @@ def _tokens(ids: list[int], tokenizer: Any) -> list[str]:
 # ---- the run ------------------------------------------------------------------------------
 
 
+def first_row(output: Any) -> np.ndarray:
+    """A module's output (a tensor, or a tuple that starts with one) for the first sequence,
+    as float64 numpy."""
+    import torch
+
+    tensor = output[0] if isinstance(output, tuple) else output
+    return np.asarray(tensor.detach()[0].to(dtype=torch.float64, device="cpu").numpy())
+
+
 def capture(
     model: Any, family: Family, layer: int, ids: list[int], float64: bool
-) -> tuple[np.ndarray, dict[str, Any]]:
-    """Layer `layer`'s attention input for these ids, as float64, and the tensors its call was
-    given by name (attention_mask, Falcon's alibi …); the run ends right there."""
+) -> tuple[np.ndarray, dict[str, Any], np.ndarray | None]:
+    """Layer `layer`'s attention input for these ids, as float64, the tensors its call was
+    given by name (attention_mask, Falcon's alibi …), and its output projection's own output
+    (None when the attention never called it); the run ends right there, at the latest when
+    the layer's block ends."""
     import torch
 
     from qkvcalc.extract.islands import float64_islands
 
-    attention = family.attention(family.stack(model)[layer])
+    block = family.stack(model)[layer]
+    attention, projection = family.attention(block), family.output(block)
     seen: list[Any] = []
     given: list[dict[str, Any]] = []
+    out: list[np.ndarray] = []
 
     def pre_hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         hidden = args[0] if args else kwargs["hidden_states"]
         seen.append(hidden.detach()[0].to(dtype=torch.float64, device="cpu").numpy())
         given.append({k: v.detach() for k, v in kwargs.items() if isinstance(v, torch.Tensor)})
-        raise _Captured
 
-    handle = attention.register_forward_pre_hook(pre_hook, with_kwargs=True)
+    def out_hook(module: Any, args: Any, output: Any) -> None:
+        if seen:  # the projection of the attention the pre-hook saw
+            out.append(first_row(output))
+            raise _Captured
+
+    def end(module: Any, args: Any, output: Any) -> None:
+        raise _Captured  # the block ended without its attention calling the projection
+
+    handles = [
+        attention.register_forward_pre_hook(pre_hook, with_kwargs=True),
+        projection.register_forward_hook(out_hook),
+        block.register_forward_hook(end),
+    ]
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -569,11 +594,12 @@ def capture(
             with islands, contextlib.suppress(_Captured):
                 family.run(model, torch.tensor([ids], device=device))
     finally:
-        handle.remove()
+        for handle in handles:
+            handle.remove()
         model.train(was_training)
     if not seen:  # the model never reached the layer: not something a user can fix
         raise RuntimeError(f"layer {layer}'s attention did not run")
-    return seen[0], given[0]
+    return seen[0], given[0], out[0] if out else None
 
 
 def _allowed(mask: Any) -> np.ndarray | None:
@@ -658,7 +684,8 @@ def extract(
         raise QkvcalcError("extract.not_a_model", kind=type(model_or_path).__name__)
     config = model.config
     family = _family(config.model_type, shown)
-    stack = family.stack(model)
+    with layout(shown, config.model_type):
+        stack = family.stack(model)
     _check_layer(layer, len(stack), shown)
     layer = int(layer)
     ids = _token_ids(model, shown, input_ids, text, tokenizer)
@@ -668,14 +695,68 @@ def extract(
 
     if progress:
         progress(Msg("extract.running", model=shown, layer=layer))
+    x, keys, out, dtype_name = _run_layer(model, family, stack, layer, ids, stream, shown)
+    _check_finite({"x": x, **keys}, shown, layer)
+    arch = family.names[config.model_type]
+    problem = {
+        "name": Msg("extract.name", model=shown, layer=layer).text(lang),
+        "description": Msg(
+            "extract.description", layer=layer, model=shown, arch=arch, n=len(ids), dtype=dtype_name
+        ).text(lang),
+        "tokens": _tokens(ids, tokenizer),
+        "x": x,
+        **keys,
+    }
+    check_problem(problem, out, shown, config.model_type, layer, dtype_name)
+    return problem
+
+
+def check_problem(
+    problem: dict[str, Any],
+    out: np.ndarray | None,
+    model: str,
+    model_type: str,
+    layer: int,
+    dtype: str,
+) -> None:
+    """The problem refused unless qkvcalc computes the layer's own output `out` from it
+    (check.py); `out` None: the attention never called the projection extract reads."""
+    from qkvcalc.extract.check import TESTED, transformers_version, verify
+
+    if out is None:
+        raise QkvcalcError(
+            "extract.no_output",
+            model=model,
+            model_type=model_type,
+            layer=layer,
+            version=transformers_version(),
+            tested=TESTED,
+        )
+    verify(problem, out, model=model, model_type=model_type, layer=layer, dtype=dtype)
+
+
+def _run_layer(
+    model: Any,
+    family: Family,
+    stack: Sequence[Any],
+    layer: int,
+    ids: list[int],
+    stream: bool,
+    shown: str,
+) -> tuple[np.ndarray, dict[str, Any], np.ndarray | None, str]:
+    """x, the family's keys, the output projection's own output and the run's dtype's name,
+    from one run up to layer `layer` (its layers in float64 one at a time with `stream`)."""
+    import torch
+
     from qkvcalc.extract.stream import float64_layers
 
+    config = model.config
     converting = float64_layers(model, stack, layer) if stream else contextlib.nullcontext()
     try:
-        with converting:
+        with converting, layout(shown, config.model_type):
             run_dtype = torch.float64 if stream else next(model.parameters()).dtype
             float64 = run_dtype == torch.float64
-            x, given = capture(model, family, layer, ids, float64)
+            x, given, out = capture(model, family, layer, ids, float64)
             block = stack[layer]
             allowed = _allowed(given.get("attention_mask"))
             with torch.no_grad():
@@ -691,15 +772,4 @@ def extract(
         if _out_of_memory(err):
             raise QkvcalcError("extract.out_of_memory", model=shown) from None
         raise
-    _check_finite({"x": x, **keys}, shown, layer)
-    arch = family.names[config.model_type]
-    dtype_name = str(run_dtype).split(".")[-1]
-    return {
-        "name": Msg("extract.name", model=shown, layer=layer).text(lang),
-        "description": Msg(
-            "extract.description", layer=layer, model=shown, arch=arch, n=len(ids), dtype=dtype_name
-        ).text(lang),
-        "tokens": _tokens(ids, tokenizer),
-        "x": x,
-        **keys,
-    }
+    return x, keys, out, str(run_dtype).split(".")[-1]

@@ -34,6 +34,7 @@ FAMILY = Family(
     names={"t5": "T5 encoder"},
     stack=lambda model: encoder(model).block,
     attention=lambda block: block.layer[0].SelfAttention,
+    output=lambda block: block.layer[0].SelfAttention.o,
     keys=keys,
     run=lambda model, ids: encoder(model)(input_ids=ids),
 )

@@ -55,11 +55,22 @@ def cell(value: object, field_name: str, where: str, exact: bool) -> Number:
     raise _fail_cell(field_name, where, value)
 
 
+# numpy dtypes whose every finite number is a float64 exactly
+FLOATS = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.float16))
+
+
 def to_matrix(raw: Any, field_name: str, *, exact: bool = False) -> Matrix:
     """A list of rows, a flat list (one row), or a 2-D array, checked cell by cell. (Its size
     was checked against --max-elements before: _check_claimed_size.)"""
     name = DISPLAY.get(field_name, field_name)
     if isinstance(raw, np.ndarray):
+        # A float array of finite numbers (a layer extract hands over, 16.7 million numbers
+        # for a 7B model's W_Q) is taken without a Python float per number: copied, or as it
+        # is when it is float64 and read-only (extract's check hands its problem over so)
+        floats = not exact and raw.ndim == 2 and raw.size > 0 and raw.dtype in FLOATS
+        if floats and np.isfinite(raw).all():
+            kept = raw.dtype == np.float64 and not raw.flags.writeable
+            return Matrix(raw if kept else np.array(raw, dtype=np.float64))
         raw = raw.tolist() if raw.ndim <= 2 else raw
     if not isinstance(raw, list | tuple):
         raise QkvcalcError("matrix.not_list", field=name, value=shown(raw))
