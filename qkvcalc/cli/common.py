@@ -99,14 +99,24 @@ def usable_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def colorless(no_color: bool) -> bool:
+    """Whether this run prints without colours: --no-color, or NO_COLOR set and not empty
+    (no-color.org)."""
+    return no_color or os.environ.get("NO_COLOR", "") != ""
+
+
 def console(no_color: bool, stderr: bool = False) -> Console:
-    """A console for this run: rich reads NO_COLOR and COLUMNS (an unusable COLUMNS, 0 or ²,
-    is ignored); input text is never markup."""
+    """A console for this run: rich reads COLUMNS (an unusable COLUMNS, 0 or ², is ignored);
+    input text is never markup. With --no-color or NO_COLOR it has no colour system at all,
+    so that every command asking it (color_system is None) prints no escape sequences: rich's
+    own no_color would drop the colours and still send bold, dim and the rest."""
     from rich.console import Console
 
+    plain = colorless(no_color)
     return Console(
         stderr=stderr,
-        no_color=no_color or None,
+        no_color=plain or None,
+        color_system=None if plain else "auto",
         highlight=False,
         emoji=False,
         markup=False,
