@@ -533,6 +533,7 @@ MESSAGES: dict[str, str] = {
     "note.cross_axes": "Rows are the queries (n = {n}, from X), columns the keys (m = {m}, "
     "from the source): cross-attention scores are n×m, and n need not equal m.",
     # ---- exports: markdown, latex, html, svg (issue 4) ------------------------------------
+    "export.hangul_without_kotex": "[Korean text: kotex is not installed]",
     "export.title": "Attention, step by step",
     "export.rows": "Rows: {labels}.",
     "export.cols": "Columns: {labels}.",

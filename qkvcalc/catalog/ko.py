@@ -535,6 +535,7 @@ MESSAGES: dict[str, str] = {
     "note.cross_axes": "행은 X에서 온 Query(n = {n}), 열은 소스에서 온 Key(m = {m})입니다. "
     "크로스 어텐션의 어텐션 스코어는 n×m이며, n과 m이 같을 필요는 없습니다.",
     # ---- exports: markdown, latex, html, svg (issue 4) ------------------------------------
+    "export.hangul_without_kotex": "[한국어 글: kotex가 설치되어 있지 않습니다]",
     "export.title": "어텐션, 한 단계씩",
     "export.rows": "행: {labels}.",
     "export.cols": "열: {labels}.",
