@@ -17,6 +17,7 @@ RUNS = [
     ("explain", "--preset", "doc"),
     ("explain", "--preset", "sentence", "--stages", "weights"),
     ("train", "--preset", "learn", "--steps", "5"),
+    ("explain", "--help"),
 ]
 
 

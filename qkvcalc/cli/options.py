@@ -37,10 +37,13 @@ class Opt(NamedTuple):
     help: str = ""
     argument: bool = False
 
-    def parameter(self, command: str) -> inspect.Parameter:
+    def parameter(self, command: str, group: str = "") -> inspect.Parameter:
+        """The option as typer reads it; an option (not the argument) of a named `group` is
+        shown under that group's panel in --help (help.panel.<group>)."""
         key = self.help if "." in self.help else f"help.{command}.{self.help or self.name}"
         make = typer.Argument if self.argument else typer.Option
-        info = make(*self.decls, help=help_text(key), **self.settings)
+        panel = {} if self.argument or not group else {"rich_help_panel": _panel(group)}
+        info = make(*self.decls, help=help_text(key), **panel, **self.settings)
         return inspect.Parameter(
             self.name,
             inspect.Parameter.KEYWORD_ONLY,
@@ -54,6 +57,11 @@ class Group(NamedTuple):
 
     name: str
     options: tuple[Opt, ...]
+
+
+def _panel(group: str) -> str:
+    """The title of a group's panel in --help, in the environment's language."""
+    return help_text(f"help.panel.{group}")
 
 
 HIDDEN = {"show_default": False}  # an option whose default says nothing ("None")
@@ -95,7 +103,7 @@ def command(
     it runs on (it imports them inside, so that its --help loads none)."""
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-        params = [opt.parameter(name) for group in groups for opt in group.options]
+        params = [opt.parameter(name, group.name) for group in groups for opt in group.options]
 
         @functools.wraps(fn)
         def run(**values: Any) -> Any:
