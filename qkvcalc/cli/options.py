@@ -12,6 +12,7 @@ option it follows.
 # typer reads the commands' signatures on every run.
 import functools
 import inspect
+import sys
 from collections.abc import Callable, Mapping
 from enum import Enum
 from types import SimpleNamespace
@@ -19,7 +20,7 @@ from typing import Annotated, Any, NamedTuple
 
 import typer
 
-from qkvcalc.cli.common import Lang, help_text
+from qkvcalc.cli.common import Lang, help_text, silence
 from qkvcalc.input.fields import FEATURE_OPTIONS
 from qkvcalc.launch import loaded
 
@@ -109,12 +110,20 @@ def command(
         def run(**values: Any) -> Any:
             if not loads_itself:
                 loaded()
-            return fn(
-                **{
-                    group.name: SimpleNamespace(**{o.name: values[o.name] for o in group.options})
-                    for group in groups
-                }
-            )
+            try:
+                return fn(
+                    **{
+                        group.name: SimpleNamespace(
+                            **{o.name: values[o.name] for o in group.options}
+                        )
+                        for group in groups
+                    }
+                )
+            except BrokenPipeError:
+                # the reader went away (… | head -c 100): stop quietly with 0, as a closed pipe
+                # met after the command does (qkvcalc.cli.main); typer would say 1
+                silence(sys.stdout)
+                raise typer.Exit(0) from None
 
         run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
         return run
