@@ -18,6 +18,8 @@ RUNS = [
     ("explain", "--preset", "sentence", "--stages", "weights"),
     ("train", "--preset", "learn", "--steps", "5"),
     ("explain", "--help"),
+    ("presets",),
+    ("presets", "list"),
 ]
 
 

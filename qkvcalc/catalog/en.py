@@ -632,6 +632,10 @@ MESSAGES: dict[str, str] = {
     "quiz.sheet_shape": "{key} is {shape}, but that stage is {rule} = {expected} in this problem",
     "quiz.stage_head": "--stages {name}: the head before the slash is a whole number, as in "
     "2/scores",
+    "quiz.stage_no_place": "--stages {name}: {sid} has no such step or block here; it has "
+    "{places} (@s2: decode step 2, @b2: block 2 of keys)",
+    "quiz.stage_no_places": "--stages {name}: this problem's {sid} has no decode steps or blocks "
+    "of keys; choose it as {bare}",
     "quiz.stage_unknown": "--stages: no stage {name!r}; choose from {known} (2/scores: head 2 "
     "only)",
     "quiz.stage_unknown_suggest": "--stages: no stage {name!r}: did you mean {close!r}? Choose "
