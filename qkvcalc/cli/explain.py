@@ -222,10 +222,23 @@ def explain(
             fail(err, lang_code)
     else:
         if isinstance(write, str):
-            sys.stdout.write(write)
+            if not (fmt == "table" and _paged(write)):
+                sys.stdout.write(write)
         else:
             write(sys.stdout)
         sys.stdout.flush()
+
+
+def _paged(text: str) -> bool:
+    """A table taller than the terminal it is printed on goes through a pager, as git's output
+    does (qkvcalc.cli.pager: $QKVCALC_PAGER, $PAGER, less); never into a pipe or a file."""
+    if not sys.stdout.isatty():
+        return False
+    import shutil
+
+    from qkvcalc.cli.pager import page
+
+    return page(text, shutil.get_terminal_size().lines)
 
 
 def _load(writer: str) -> None:
