@@ -1706,6 +1706,10 @@ MESSAGES: dict[str, str] = {
     "page.why_copy": "The same number as the marked cell, carried over.",
     "page.why_none": "Its arithmetic is not written out on this page; the marked cells are the "
     "shown cells it was computed from.",
+    "page.why_unmarked": "Its arithmetic is not written out on this page, and none of the cells "
+    "it was computed from is shown here.",
+    "page.why_masked_grad": "Masked: this query does not attend to this key, so no gradient "
+    "reaches this cell: it is 0.",
     "page.picture_title": "Attention weights as pictures",
     "page.picture_why": "Each head's weights: a heatmap (one square per query and key, darker is "
     "more weight) or lines from each query's token to each key's token, as thick as the weight. "
