@@ -110,3 +110,38 @@ def test_a_link_to_present_n_is_followed_on_the_page(driver, backward_page):
         ".indexOf(document.querySelector('section.qkv-current'))"
     )
     assert later == 4
+
+
+def _heads_run(layers: int, heads: int, n: int):
+    """What heads_html reads of a run: random weights whose rows sum to 1."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    weights = rng.random((layers, heads, n, n))
+    weights /= weights.sum(-1, keepdims=True)
+    return SimpleNamespace(
+        tokens=[f"t{k}" for k in range(1, n + 1)],
+        ids=list(range(n)),
+        source="some/model",
+        model="some/model",
+        arch="gpt2",
+        heads=heads,
+        dtype="float32",
+        weights=[list(layer) for layer in weights],
+    )
+
+
+@pytest.mark.parametrize("width", [1280, 1920])
+def test_every_layers_heads_stay_on_one_row(driver, tmp_path, width):
+    from qkvcalc.render.heads import heads_html
+
+    page = tmp_path / "heads.html"
+    page.write_text(heads_html(_heads_run(2, 12, 12)), encoding="utf-8")
+    browser.show(driver, page, width, 720, ready=False)
+    rows = driver.execute_script(
+        "return [...document.querySelectorAll('.grid .layer')].map(layer =>"
+        " new Set([...layer.querySelectorAll('a.head')].map(a => a.offsetTop)).size)"
+    )
+    assert rows == [1, 1], rows  # 12 heads wrapped as 11 + 1 before
