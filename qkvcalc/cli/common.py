@@ -432,6 +432,6 @@ class WideHelpGroup(TyperGroup):
             if cmd is not None:
                 cmd.context_class = WideContext
                 if _USE_RICH:  # its help as the group's (an instance's method: typer made it)
-                    cmd.format_help = MethodType(_format_help, cmd)
+                    cmd.format_help = MethodType(_format_help, cmd)  # type: ignore[method-assign]
                 pending.extend(getattr(cmd, "commands", {}).values())
         return command

@@ -43,8 +43,10 @@ class Opt(NamedTuple):
         shown under that group's panel in --help (help.panel.<group>)."""
         key = self.help if "." in self.help else f"help.{command}.{self.help or self.name}"
         make = typer.Argument if self.argument else typer.Option
-        panel = {} if self.argument or not group else {"rich_help_panel": _panel(group)}
-        info = make(*self.decls, help=help_text(key), **panel, **self.settings)
+        settings: dict[str, Any] = dict(self.settings)
+        if group and not self.argument:
+            settings["rich_help_panel"] = _panel(group)
+        info = make(*self.decls, help=help_text(key), **settings)
         return inspect.Parameter(
             self.name,
             inspect.Parameter.KEYWORD_ONLY,

@@ -41,11 +41,12 @@ def page(text: str, height: int) -> bool:
     before = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         pager = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, env=env)
+        stdin = pager.stdin
+        assert stdin is not None  # stdin=PIPE
         with contextlib.suppress(BrokenPipeError):  # the reader quit (q) before the end
-            assert pager.stdin is not None
-            pager.stdin.write(text.encode(encoding, errors="backslashreplace"))
+            stdin.write(text.encode(encoding, errors="backslashreplace"))
         with contextlib.suppress(BrokenPipeError):
-            pager.stdin.close()
+            stdin.close()
         pager.wait()
     finally:
         signal.signal(signal.SIGINT, before)
