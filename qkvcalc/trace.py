@@ -256,6 +256,17 @@ class Stage:
         """The short name a reader calls it by: the left side of its formula ('Q', 'Kᵀ')."""
         return self.formula.split(" = ")[0]
 
+    def __repr__(self) -> str:
+        """<Stage weights head=1 step=… block=… 3×3 'Attention weights': A = softmax(S)>: what
+        it is, never its arrays (trace.stage('weights').value holds them)."""
+        where = "".join(
+            f" {name}={value}"
+            for name, value in (("head", self.head), ("step", self.step), ("block", self.block))
+            if value is not None
+        )
+        title = self.title.text("en")
+        return f"<Stage {self.id}{where} {self.size} {title!r}: {self.formula}>"
+
 
 @dataclass(frozen=True, eq=False, repr=False)  # equal only to itself; its __repr__ is below
 class Trace:
@@ -361,7 +372,8 @@ class Trace:
         from qkvcalc.render import RenderOptions
         from qkvcalc.render.html import render_html
 
-        return render_html(self, RenderOptions(exact=self.exact), standalone=False)
+        # folded: each stage's heading, opened by a click; the output shown
+        return render_html(self, RenderOptions(exact=self.exact), standalone=False, folded=True)
 
     def __repr__(self) -> str:
         p = self.problem

@@ -27,6 +27,7 @@ PINNED_ENV = {
     "LC_ALL": "",
     "QKVCALC_LANG": "",
     "TERM": "dumb",
+    "QKVCALC_PAGER": "cat",  # a long table on a pseudo-terminal is printed, not paged
 }
 
 

@@ -124,7 +124,9 @@ def real_help(command: list[str]) -> str:
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
-    return result.stdout.replace("python -m qkvcalc", "qkvcalc").rstrip() + "\n"
+    text = result.stdout.replace("python -m qkvcalc", "qkvcalc")
+    # rich's help pads every line to the terminal's width: the page keeps the words
+    return "\n".join(line.rstrip() for line in text.splitlines()).strip("\n") + "\n"
 
 
 def options_of(command: list[str]) -> list[str]:
@@ -160,16 +162,16 @@ def test_every_option_of_every_command_is_in_cli_md(command):
 
 
 def listed_commands(help_text: str) -> list[str]:
-    """The command names a group's `--help` lists under "Commands:" (a description that wraps
-    continues further indented, so only two-space lines start a name)."""
-    if "\nCommands:\n" not in help_text:
+    """The command names a group's `--help` lists in its "Commands" panel (a description that
+    wraps continues further indented, so only a line with a word right after "│ " names one)."""
+    if "─ Commands ─" not in help_text:
         return []
-    section = help_text.split("\nCommands:\n", 1)[1]
+    section = help_text.split("─ Commands ─", 1)[1].split("\n", 1)[1]
     names = []
     for line in section.splitlines():
-        if line and not line.startswith(" "):
-            break  # the next section
-        found = re.match(r" {2}(\S+)", line)
+        if not line.startswith("│"):
+            break  # the panel's end
+        found = re.match(r"│ (\S+)", line)
         if found:
             names.append(found.group(1))
     return names
@@ -369,14 +371,14 @@ def test_the_sdist_includes_docs():
     assert '"docs"' in sdist
 
 
-if __name__ == "__main__":
-    write_cli_help()
-    print(f"refreshed {CLI_MD.relative_to(ROOT)}")
-
-
 def test_the_readme_counts_the_hostile_inputs_there_are():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     [said] = re.findall(r"`tests/data/bad/` holds (\d+) hostile inputs", readme)
     manifest = (ROOT / "tests" / "data" / "bad" / "MANIFEST.tsv").read_text(encoding="utf-8")
     entries = [line for line in manifest.splitlines() if line and not line.startswith("#")]
     assert int(said) == len(entries)
+
+
+if __name__ == "__main__":
+    write_cli_help()
+    print(f"refreshed {CLI_MD.relative_to(ROOT)}")

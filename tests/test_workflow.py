@@ -56,13 +56,24 @@ def test_torch_layout_labels_w_o_too():
 
 
 def test_overriding_a_presets_x_drops_tokens_that_no_longer_fit():
+    # said on stderr: a message about what the command line did, not part of the document
     doc = json_of("--preset", "doc", "--x", "1 2; 3 4")
-    assert doc["problem"]["tokens"] == ["t1", "t2"]
-    assert any("tokens (1) do not fit the 2 rows of --x" in w for w in doc["warnings"])
+    assert doc["problem"]["tokens"] == ["t1", "t2"] and doc["warnings"] == []
     table = in_process("explain", "--preset", "doc", "--x", "1 2; 3 4", "--detail", "brief")
-    assert table.returncode == 0 and "do not fit" in table.stdout
+    assert table.returncode == 0 and "do not fit" not in table.stdout
+    [said] = table.stderr.splitlines()
+    assert said.startswith("warning: ") and "tokens (1) do not fit the 2 rows of --x" in said
     ko = in_process("explain", "--preset", "doc", "--x", "1 2; 3 4", "--lang", "ko")
-    assert ko.returncode == 0 and "맞지 않아" in ko.stdout
+    assert ko.returncode == 0 and "맞지 않아" in ko.stderr and "맞지 않아" not in ko.stdout
+
+
+def test_the_readmes_npy_example_says_the_dropped_tokens_on_stderr(tmp_path):
+    import numpy as np
+
+    np.save(tmp_path / "x.npy", [[1.0, 0.0], [0.5, 2.0]])  # README, "Arrays, and some stages only"
+    shown = in_process("explain", "--preset", "sentence", "--x", str(tmp_path / "x.npy"))
+    assert shown.returncode == 0 and "t1" in shown.stdout and "dropped" not in shown.stdout
+    assert "tokens (3) do not fit the 2 rows of --x" in shown.stderr
 
 
 def test_tokens_that_still_fit_or_are_given_stay():

@@ -594,6 +594,7 @@ MESSAGES: dict[str, str] = {
     "note.cross_axes": "Rows are the queries (n = {n}, from X), columns the keys (m = {m}, "
     "from the source): cross-attention scores are n×m, and n need not equal m.",
     # ---- exports: markdown, latex, html, svg (issue 4) ------------------------------------
+    "export.hangul_without_kotex": "[Korean text: kotex is not installed]",
     "export.title": "Attention, step by step",
     "export.rows": "Rows: {labels}.",
     "export.cols": "Columns: {labels}.",
@@ -728,6 +729,10 @@ MESSAGES: dict[str, str] = {
     "quiz.sheet_shape": "{key} is {shape}, but that stage is {rule} = {expected} in this problem",
     "quiz.stage_head": "--stages {name}: the head before the slash is a whole number, as in "
     "2/scores",
+    "quiz.stage_no_place": "--stages {name}: {sid} has no such step or block here; it has "
+    "{places} (@s2: decode step 2, @b2: block 2 of keys)",
+    "quiz.stage_no_places": "--stages {name}: this problem's {sid} has no decode steps or blocks "
+    "of keys; choose it as {bare}",
     "quiz.stage_unknown": "--stages: no stage {name!r}; choose from {known} (2/scores: head 2 "
     "only)",
     "quiz.stage_unknown_suggest": "--stages: no stage {name!r}: did you mean {close!r}? Choose "
@@ -982,6 +987,26 @@ MESSAGES: dict[str, str] = {
     "help.version": "Show the version and exit.",
     "help.lang": "en or ko (default: from QKVCALC_LANG, LC_ALL, LANG).",
     "help.no_color": "No colours (NO_COLOR works too).",
+    "help.panel.source": "Where the problem comes from",
+    "help.panel.inline": "Matrices and sizes typed here",
+    "help.panel.modern": "Today's attention: positions, features, decoding, tiles",
+    "help.panel.show": "What is shown, and how",
+    "help.panel.display": "Language and colours",
+    "help.panel.limits": "How much input is read, at most",
+    "help.panel.view": "One stage at a time, some stages, one head",
+    "help.panel.given": "The tokens the model reads",
+    "help.panel.run": "How the model runs, and where the result goes",
+    "help.panel.arguments": "Arguments",
+    "help.panel.options": "Options",
+    "help.panel.commands": "Commands",
+    "help.panel.at": "The layer",
+    "help.panel.shown": "What is shown",
+    "help.panel.asked": "What the quiz asks, and how it reports",
+    "help.panel.grads": "The backward pass",
+    "help.panel.descent": "Gradient descent",
+    "help.panel.checked": "What is checked: your code, or your stages against a problem",
+    "help.panel.runs": "How your code is run, and how the verdict is written",
+    "help.panel.serve": "Saving, and serving the studio to a browser",
     "help.explain": "Compute attention for a problem and show every stage, with each cell's "
     "arithmetic.",
     "help.explain.source": "A JSON (or .npz) file of the input format, or - for standard input "
@@ -1933,6 +1958,10 @@ MESSAGES: dict[str, str] = {
     "page.why_copy": "The same number as the marked cell, carried over.",
     "page.why_none": "Its arithmetic is not written out on this page; the marked cells are the "
     "shown cells it was computed from.",
+    "page.why_unmarked": "Its arithmetic is not written out on this page, and none of the cells "
+    "it was computed from is shown here.",
+    "page.why_masked_grad": "Masked: this query does not attend to this key, so no gradient "
+    "reaches this cell: it is 0.",
     "page.picture_title": "Attention weights as pictures",
     "page.picture_why": "Each head's weights: a heatmap (one square per query and key, darker is "
     "more weight) or lines from each query's token to each key's token, as thick as the weight. "

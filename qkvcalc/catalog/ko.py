@@ -593,6 +593,7 @@ MESSAGES: dict[str, str] = {
     "note.cross_axes": "행은 X에서 온 Query(n = {n}), 열은 소스에서 온 Key(m = {m})입니다. "
     "크로스 어텐션의 어텐션 스코어는 n×m이며, n과 m이 같을 필요는 없습니다.",
     # ---- exports: markdown, latex, html, svg (issue 4) ------------------------------------
+    "export.hangul_without_kotex": "[한국어 글: kotex가 설치되어 있지 않습니다]",
     "export.title": "어텐션, 한 단계씩",
     "export.rows": "행: {labels}.",
     "export.cols": "열: {labels}.",
@@ -728,6 +729,10 @@ MESSAGES: dict[str, str] = {
     "quiz.sheet_shape": "{key}의 모양은 {shape}인데, 이 문제에서 그 단계는 {rule} = "
     "{expected}입니다",
     "quiz.stage_head": "--stages {name}: 빗금 앞의 헤드는 2/scores처럼 자연수입니다",
+    "quiz.stage_no_place": "--stages {name}: 이 문제의 {sid}에는 그런 단계나 블록이 없습니다. "
+    "있는 것은 {places}입니다 (@s2: 디코딩 단계 2, @b2: 키의 블록 2)",
+    "quiz.stage_no_places": "--stages {name}: 이 문제의 {sid}는 디코딩 단계나 키의 블록으로 "
+    "나뉘지 않습니다. {bare}로 고르세요",
     "quiz.stage_unknown": "--stages: 없는 단계 {name!r}. {known} 중에서 고르세요 (2/scores: 헤드 "
     "2만)",
     "quiz.stage_unknown_suggest": "--stages: 없는 단계 {name!r}. {close!r}을(를) 뜻했나요? "
@@ -984,6 +989,26 @@ MESSAGES: dict[str, str] = {
     "help.version": "버전을 보여 주고 끝냅니다.",
     "help.lang": "en 또는 ko (기본값: QKVCALC_LANG, LC_ALL, LANG에 따라 정해짐).",
     "help.no_color": "색을 쓰지 않습니다 (환경 변수 NO_COLOR도 같은 효과).",
+    "help.panel.source": "문제를 가져올 곳",
+    "help.panel.inline": "여기서 입력하는 행렬과 크기",
+    "help.panel.modern": "요즘의 어텐션: 위치, 기능, 디코딩, 타일",
+    "help.panel.show": "보여 줄 것과 보여 주는 방식",
+    "help.panel.display": "언어와 색",
+    "help.panel.limits": "읽을 입력의 최대 크기",
+    "help.panel.view": "한 번에 한 단계, 일부 단계, 한 헤드",
+    "help.panel.given": "모델이 읽을 토큰",
+    "help.panel.run": "모델을 실행하는 방식과 결과를 쓸 곳",
+    "help.panel.arguments": "인자",
+    "help.panel.options": "옵션",
+    "help.panel.commands": "명령",
+    "help.panel.at": "층",
+    "help.panel.shown": "보여 줄 것",
+    "help.panel.asked": "퀴즈가 묻는 것과 알려 주는 방식",
+    "help.panel.grads": "역전파",
+    "help.panel.descent": "경사 하강법",
+    "help.panel.checked": "검사할 것: 내 코드, 또는 문제에 맞춘 내 단계 값",
+    "help.panel.runs": "내 코드를 실행하는 방식과 판정을 쓰는 방식",
+    "help.panel.serve": "저장, 그리고 브라우저로 스튜디오 제공",
     "help.explain": "문제의 어텐션을 계산하고, 모든 단계를 칸마다의 계산 과정과 함께 보여 줍니다.",
     "help.explain.source": "입력 형식의 JSON(또는 .npz) 파일, 또는 표준 입력을 뜻하는 - (다른 "
     "입력이 없으면 파이프로 들어온 입력을 읽습니다).",
@@ -1926,6 +1951,10 @@ MESSAGES: dict[str, str] = {
     "page.why_copy": "표시된 칸과 같은 수를 그대로 가져온 것입니다.",
     "page.why_none": "이 칸의 계산은 이 페이지에 적혀 있지 않습니다. 표시된 칸은 이 칸을 "
     "계산하는 데 쓰인 칸 중 페이지에 보이는 칸입니다.",
+    "page.why_unmarked": "이 칸의 계산은 이 페이지에 적혀 있지 않고, 이 칸을 계산하는 데 쓴 "
+    "칸도 여기에 보이지 않습니다.",
+    "page.why_masked_grad": "마스크됨: 이 Query는 이 Key에 주목하지 않으므로 이 칸에는 기울기가 "
+    "오지 않습니다: 0입니다.",
     "page.picture_title": "그림으로 보는 어텐션 가중치",
     "page.picture_why": "헤드마다의 가중치: 히트맵(Query와 Key마다 한 칸, 진할수록 가중치가 큼) "
     "또는 각 Query의 토큰에서 각 Key의 토큰으로 이은 선(가중치만큼 굵음). 칸이나 선을 누르면 "

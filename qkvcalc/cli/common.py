@@ -16,9 +16,11 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
+from types import MethodType
 from typing import IO, TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+from typer.core import HAS_RICH as _USE_RICH  # typer's own switch: TYPER_USE_RICH
 from typer.core import TyperGroup
 
 from qkvcalc.errors import QkvcalcError
@@ -36,9 +38,14 @@ EXIT_INTERRUPTED = 130
 _HELP_LANG = resolve_lang()
 
 
+# what rich's markup would read as a tag ([bold], [i, tᵢ], [models]): escaped as rich.markup.escape
+_TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
+
+
 def help_text(key: str) -> str:
-    """The help text under `key` (help.<command>.<option>) in the environment's language."""
-    return translate(key, _HELP_LANG)
+    """The help text under `key` (help.<command>.<option>) in the environment's language, as
+    rich help shows it literally: `A[i, tᵢ]` and `qkvcalc[models]` are text, not markup."""
+    return _TAG.sub(lambda m: f"{m[1]}{m[1]}\\{m[2]}", translate(key, _HELP_LANG))
 
 
 class Lang(str, Enum):
@@ -99,14 +106,24 @@ def usable_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def colorless(no_color: bool) -> bool:
+    """Whether this run prints without colours: --no-color, or NO_COLOR set and not empty
+    (no-color.org)."""
+    return no_color or os.environ.get("NO_COLOR", "") != ""
+
+
 def console(no_color: bool, stderr: bool = False) -> Console:
-    """A console for this run: rich reads NO_COLOR and COLUMNS (an unusable COLUMNS, 0 or ²,
-    is ignored); input text is never markup."""
+    """A console for this run: rich reads COLUMNS (an unusable COLUMNS, 0 or ², is ignored);
+    input text is never markup. With --no-color or NO_COLOR it has no colour system at all,
+    so that every command asking it (color_system is None) prints no escape sequences: rich's
+    own no_color would drop the colours and still send bold, dim and the rest."""
     from rich.console import Console
 
+    plain = colorless(no_color)
     return Console(
         stderr=stderr,
-        no_color=no_color or None,
+        no_color=plain or None,
+        color_system=None if plain else "auto",
         highlight=False,
         emoji=False,
         markup=False,
@@ -414,11 +431,51 @@ class WideContext(typer.Context):
                 self.write(wrap_display(text, width, pad, head) + "\n")
 
 
+def rich_help(obj: Any, ctx: Any) -> None:
+    """A command's --help as typer's rich help: the options in their groups' panels, each
+    command's whole summary. Loaded only for --help; with --no-color or NO_COLOR, colourless."""
+    from rich.cells import cell_len
+    from rich.text import Text
+    from typer import rich_utils
+
+    if colorless("--no-color" in sys.argv[1:]):  # --help answers before options are parsed
+        rich_utils.COLOR_SYSTEM = None
+    for name in ("arguments", "options", "commands"):  # typer's own panels, in our language
+        setattr(rich_utils, f"{name.upper()}_PANEL_TITLE", help_text(f"help.panel.{name}"))
+
+    def rstrip_end(self: Text, size: int) -> None:
+        # rich's Text.rstrip_end measures a wrapped line in characters, not columns: a Korean
+        # line ending in the space it broke at is then cut short with "…" (rich 15)
+        excess = cell_len(self.plain) - size
+        space = len(self.plain) - len(self.plain.rstrip())
+        if excess > 0 and space:
+            self.right_crop(min(space, excess))
+
+    before = Text.rstrip_end
+    Text.rstrip_end = rstrip_end  # type: ignore[method-assign]
+    try:
+        rich_utils.rich_format_help(obj=obj, ctx=ctx, markup_mode="rich")
+    finally:
+        Text.rstrip_end = before  # type: ignore[method-assign]
+
+
+def _format_help(command: Any, ctx: Any, formatter: Any) -> None:
+    rich_help(command, ctx)
+
+
 class WideHelpGroup(TyperGroup):
-    """qkvcalc's command group: it and every command under it write their help with
-    WideContext (typer's commands are built when the app runs, so they are set here)."""
+    """qkvcalc's command group: it and every command under it write their help as typer's rich
+    help (rich_help); where typer is told not to use rich (TYPER_USE_RICH=0), with WideContext
+    (typer's commands are built when the app runs, so they are set here). The app's own
+    rich_markup_mode stays None: a usage error is one plain paragraph, never a rich panel."""
 
     context_class = WideContext
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        if _USE_RICH:
+            rich_help(self, ctx)
+        else:
+            super().format_help(ctx, formatter)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         command = super().get_command(ctx, cmd_name)
@@ -427,5 +484,7 @@ class WideHelpGroup(TyperGroup):
             cmd = pending.pop()
             if cmd is not None:
                 cmd.context_class = WideContext
+                if _USE_RICH:  # its help as the group's (an instance's method: typer made it)
+                    cmd.format_help = MethodType(_format_help, cmd)  # type: ignore[method-assign]
                 pending.extend(getattr(cmd, "commands", {}).values())
         return command

@@ -24,6 +24,7 @@ from qkvcalc.cli.common import (
     fail,
     is_utf,
     language,
+    say,
     write_output,
 )
 from qkvcalc.cli.options import (
@@ -37,7 +38,7 @@ from qkvcalc.cli.options import (
     with_features,
 )
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.i18n import Msg
+from qkvcalc.i18n import Msg, translate
 from qkvcalc.input.fields import FEATURE_OPTIONS
 from qkvcalc.input.limits import MAX_BYTES, MAX_ELEMENTS
 from qkvcalc.launch import loaded
@@ -221,10 +222,23 @@ def explain(
             fail(err, lang_code)
     else:
         if isinstance(write, str):
-            sys.stdout.write(write)
+            if not (fmt == "table" and _paged(write)):
+                sys.stdout.write(write)
         else:
             write(sys.stdout)
         sys.stdout.flush()
+
+
+def _paged(text: str) -> bool:
+    """A table taller than the terminal it is printed on goes through a pager, as git's output
+    does (qkvcalc.cli.pager: $QKVCALC_PAGER, $PAGER, less); never into a pipe or a file."""
+    if not sys.stdout.isatty():
+        return False
+    import shutil
+
+    from qkvcalc.cli.pager import page
+
+    return page(text, shutil.get_terminal_size().lines)
 
 
 def _load(writer: str) -> None:
@@ -251,7 +265,7 @@ def _trace(
     from qkvcalc.run.engine import run
 
     typed = {**given(inline), **_modern_values(modern)}
-    notes: list[Msg] = []  # what gathering the input changed on the way (tokens dropped …)
+    notes: list[Msg] = []  # what the options changed in the input on the way (tokens dropped)
     if source.random or source.seed is not None or source.size is not None:
         doc = _random_doc(source, typed, lang)
     else:
@@ -268,8 +282,8 @@ def _trace(
         trace = explain_shuffled(problem, parse_order(modern.shuffle, problem.n))
     else:
         trace = run(problem)
-    if notes:
-        trace = replace(trace, warnings=(*notes, *trace.warnings))
+    for note in notes:  # about the command line, not the problem: stderr, not the document
+        say(f"{translate('ui.warning', lang)}: {note.text(lang)}")
     if view.stages is not None or view.head is not None:
         from qkvcalc.select import select
 

@@ -38,10 +38,15 @@ class Opt(NamedTuple):
     help: str = ""
     argument: bool = False
 
-    def parameter(self, command: str) -> inspect.Parameter:
+    def parameter(self, command: str, group: str = "") -> inspect.Parameter:
+        """The option as typer reads it; an option (not the argument) of a named `group` is
+        shown under that group's panel in --help (help.panel.<group>)."""
         key = self.help if "." in self.help else f"help.{command}.{self.help or self.name}"
         make = typer.Argument if self.argument else typer.Option
-        info = make(*self.decls, help=help_text(key), **self.settings)
+        settings: dict[str, Any] = dict(self.settings)
+        if group and not self.argument:
+            settings["rich_help_panel"] = _panel(group)
+        info = make(*self.decls, help=help_text(key), **settings)
         return inspect.Parameter(
             self.name,
             inspect.Parameter.KEYWORD_ONLY,
@@ -55,6 +60,11 @@ class Group(NamedTuple):
 
     name: str
     options: tuple[Opt, ...]
+
+
+def _panel(group: str) -> str:
+    """The title of a group's panel in --help, in the environment's language."""
+    return help_text(f"help.panel.{group}")
 
 
 HIDDEN = {"show_default": False}  # an option whose default says nothing ("None")
@@ -96,7 +106,7 @@ def command(
     it runs on (it imports them inside, so that its --help loads none)."""
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-        params = [opt.parameter(name) for group in groups for opt in group.options]
+        params = [opt.parameter(name, group.name) for group in groups for opt in group.options]
 
         @functools.wraps(fn)
         def run(**values: Any) -> Any:
@@ -112,11 +122,10 @@ def command(
                     }
                 )
             except BrokenPipeError:
-                # the reader went away while a streamed document was written (… -f json |
-                # head): stop quietly with 0, as a buffered table does (qkvcalc.cli.main);
-                # typer would make it exit 1
+                # the reader went away (… | head -c 100): stop quietly with 0, as a closed pipe
+                # met after the command does (qkvcalc.cli.main); typer would say 1
                 silence(sys.stdout)
-                return 0
+                raise typer.Exit(0) from None
 
         run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
         return run

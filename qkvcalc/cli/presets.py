@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from qkvcalc.cli.common import LangOption, console, fail, help_text, language
+from qkvcalc.cli.common import LangOption, NoColorOption, console, fail, help_text, language
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import preset_description, translate
 
@@ -18,19 +18,25 @@ presets_app = typer.Typer(
 
 
 @presets_app.callback()
-def presets_list(ctx: typer.Context, lang: LangOption = None) -> None:
-    """`qkvcalc presets [--lang ko]` lists them; a subcommand gets the --lang given here."""
-    ctx.obj = lang
+def presets_list(
+    ctx: typer.Context, lang: LangOption = None, no_color: NoColorOption = False
+) -> None:
+    """`qkvcalc presets [--lang ko] [--no-color]` lists them; a subcommand gets the --lang and
+    --no-color given here."""
+    ctx.obj = (lang, no_color)
     if ctx.invoked_subcommand is None:
-        _print_presets(language(lang))
+        _print_presets(language(lang), no_color)
 
 
 @presets_app.command("list", help=help_text("help.presets.list"))
-def presets_list_cmd(ctx: typer.Context, lang: LangOption = None) -> None:
-    _print_presets(language(lang or ctx.obj))
+def presets_list_cmd(
+    ctx: typer.Context, lang: LangOption = None, no_color: NoColorOption = False
+) -> None:
+    given_lang, given_no_color = ctx.obj
+    _print_presets(language(lang or given_lang), no_color or given_no_color)
 
 
-def _print_presets(lang_code: str) -> None:
+def _print_presets(lang_code: str, no_color: bool) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -48,7 +54,7 @@ def _print_presets(lang_code: str) -> None:
     for name in names:
         written = str(presets.load(name).get("description", ""))
         table.add_row(Text(name), Text(preset_description(name, written, lang_code)))
-    out = console(False)
+    out = console(no_color)
     with out.capture() as capture:
         out.print(table)
         out.print(Text(translate("ui.presets_hint", lang_code), style="dim"))
@@ -69,4 +75,4 @@ def presets_show(
     try:
         sys.stdout.write(presets.text(name))
     except QkvcalcError as err:
-        fail(err, language(lang or ctx.obj))
+        fail(err, language(lang or ctx.obj[0]))

@@ -457,6 +457,7 @@ def step_through(
         total = screens.total
         position: int | None = 0
         offset, typed, notice, helping = 0, "", "", False
+        ended = False  # by the keys: else Ctrl-C, SIGTERM or an error ends the screen below
         with _signals_restore_terminal(), KeyReader(fd) as keys:
             console.show_cursor(False)
             try:
@@ -524,8 +525,11 @@ def step_through(
                     console.print(summary_screen(trace, screens.opts))
                 elif position is None:  # quit: the shell's prompt starts below the status line
                     out.write("\n")
+                ended = True
             finally:
                 with suppress(OSError):  # a terminal that hung up takes no more output
+                    if not ended:  # Ctrl-C: the prompt, too, starts below the status line
+                        out.write("\n")
                     console.show_cursor(True)
                     out.flush()
     finally:

@@ -97,6 +97,20 @@ def _unknown(name: str, known: list[str]) -> QkvcalcError:
     return QkvcalcError("quiz.stage_unknown", name=name, known=", ".join(known))
 
 
+def _no_place(given: str, sid: str, keys: dict[str, Stage]) -> QkvcalcError:
+    """--stages scores@s99 names a step (or block of keys) the stage does not have: the error,
+    with the steps and blocks it has (or that it has none: choose it by its id alone)."""
+    places = [
+        key.partition("@")[2]
+        for key, stage in keys.items()
+        if stage.id == sid and "@" in key  # every head has the same steps and blocks
+    ]
+    if not places:
+        return QkvcalcError("quiz.stage_no_places", name=given, sid=sid, bare=given.split("@")[0])
+    shown = ", ".join(f"@{place}" for place in dict.fromkeys(places))
+    return QkvcalcError("quiz.stage_no_place", name=given, sid=sid, places=shown)
+
+
 def select_keys(trace: Trace, names: Iterable[str] | None) -> list[str]:
     """The keys that `--stages q,k,2/scores` picks, in the trace's order.
 
@@ -127,13 +141,15 @@ def select_keys(trace: Trace, names: Iterable[str] | None) -> list[str]:
             and (head is None or s.head == head)
             and (not at or k.endswith("@" + where))
         ]
-        if head is not None and not matches and not at:
+        if head is not None and not matches:
             heads = trace.problem.heads
             if heads == 1:  # '2/scores' on one head: its stages carry no head number
                 raise QkvcalcError("quiz.stage_one_head", name=name, sid=sid)
             if not 1 <= head <= heads:
                 raise QkvcalcError("quiz.stage_no_head", name=name, head=head, heads=heads)
-        if (head is not None or at) and not matches:
+        if at and not matches:  # scores@s99: the step (or block) is what does not exist
+            raise _no_place(f"{name}@{where}", sid, keys)
+        if head is not None and not matches:
             raise QkvcalcError("quiz.stage_unknown", name=name, known=", ".join(known))
         picked.update(k for k in matches if askable(keys[k]))
     chosen = [k for k in keys if k in picked]

@@ -129,8 +129,9 @@ def _pad(text: str, width: int) -> str:
 STYLE = """
 body { margin: 0 auto; max-width: 90em; padding: 1em 2em; color: #111; background: #fff;
   font-family: system-ui, -apple-system, "Segoe UI", "Noto Sans", "Noto Sans KR", sans-serif; }
-.grid .layer { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 0.6em;
-  margin: 0.5em 0; }
+.grid .layer { display: flex; flex-wrap: nowrap; align-items: flex-start; gap: 0.6em;
+  margin: 0.5em 0; overflow-x: auto; }
+.grid .layer > * { flex: none; }
 .grid .layer > .name { width: 5em; font-weight: bold; padding-top: 1.2em; }
 a.head { display: inline-block; text-decoration: none; color: #111; padding: 2px;
   border: 1px solid transparent; }

@@ -45,6 +45,7 @@ STYLE = """
 .qkvcalc h2 { font-size: 1.3em; margin: 1.6em 0 0.3em; padding-top: 0.4em;
   border-top: 3px solid #0b6e99; }
 .qkvcalc h2 .num { color: #0b6e99; margin-right: 0.5em; }
+.qkvcalc summary { cursor: pointer; } .qkvcalc summary h2 { display: inline-block; }
 .qkvcalc h3 { font-size: 1em; margin: 0.8em 0 0.2em; }
 .qkvcalc .formula { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace;
   font-size: 1.1em; }
@@ -168,7 +169,10 @@ def render_stage(
     trace: Trace,
     opts: RenderOptions,
     page: Cells | None = None,
+    folded: bool = False,
 ) -> str:
+    """A stage as a <section>; `folded`, as a <details> whose <summary> is its heading (a
+    notebook's view: the stages closed, each opened by a click)."""
     view = stage_view(
         stage,
         number,
@@ -187,9 +191,11 @@ def render_stage(
         head_attr = f' id="{page.prefix}stage-{number}"' + head_attr
         head_attr += f' data-name="{escape(stage.name)}"'
         head_attr += f' data-place="{escape(place(stage, opts.lang))}"' if view.head else ""
+    tag = "details" if folded else "section"
+    heading = f'<h2><span class="num">{number}/{total}</span>{title}</h2>'
     out = [
-        f'<section class="stage" data-stage="{escape(stage.id)}"{head_attr}>',
-        f'<h2><span class="num">{number}/{total}</span>{title}</h2>',
+        f'<{tag} class="stage" data-stage="{escape(stage.id)}"{head_attr}>',
+        f"<summary>{heading}</summary>" if folded else heading,
         f'<p><span class="formula">{escape(view.formula)}</span>'
         f'<span class="shape">{view.shape}</span></p>',
         f'<p class="why">{escape(view.why)}</p>',
@@ -215,11 +221,17 @@ def render_stage(
         out.append('<ul class="rows">' + "".join(f"<li>{line}</li>" for line in lines) + "</ul>")
     if view.work:
         out.append('<pre class="work">' + escape("\n".join(view.work)) + "</pre>")
-    out.append("</section>")
+    out.append(f"</{tag}>")
     return "\n".join(out)
 
 
-def _body(trace: Trace, opts: RenderOptions, page: Cells | None = None, shown: bool = True) -> str:
+def _body(
+    trace: Trace,
+    opts: RenderOptions,
+    page: Cells | None = None,
+    shown: bool = True,
+    folded: bool = False,
+) -> str:
     problem, *preset = (escape(line) for line in summary(trace, opts.lang, opts.worksheet))
     root = f' data-page="{page.prefix}"' if page is not None else ""
     root += "" if shown else " hidden"
@@ -235,7 +247,8 @@ def _body(trace: Trace, opts: RenderOptions, page: Cells | None = None, shown: b
     out.append("</header>")
     total = len(trace.stages)
     out += [
-        render_stage(stage, k, total, trace, opts, page) for k, stage in enumerate(trace.stages, 1)
+        render_stage(stage, k, total, trace, opts, page, folded)
+        for k, stage in enumerate(trace.stages, 1)
     ]
     final = trace.final
     final_id = ""
@@ -259,8 +272,10 @@ def render_html(
     opts: RenderOptions | None = None,
     standalone: bool = True,
     interactive: bool | None = None,
+    folded: bool = False,
 ) -> str:
-    """The whole derivation as an HTML page (standalone) or a <div> fragment (a notebook).
+    """The whole derivation as an HTML page (standalone) or a <div> fragment (a notebook;
+    `folded`: each stage a <details> closed under its heading, the output open).
 
     A standalone page is interactive (qkvcalc.render.page) unless `interactive=False` or it is
     a worksheet: the same document with each cell's sources and arithmetic in its attributes,
@@ -271,7 +286,7 @@ def render_html(
         interactive = standalone and not opts.worksheet
     langs = (opts.langs or (opts.lang,)) if interactive else (opts.lang,)
     if not standalone:
-        return _body(trace, opts)
+        return _body(trace, opts, folded=folded)
     if interactive:
         from qkvcalc.render import page
 

@@ -10,7 +10,9 @@ one in a value a sentence mentions: a token's e^(a_b_c) is text (tex_message).
 All text goes through `tex_escape`: TeX's special characters become their escapes, the math
 symbols of the catalogs become TeX, and any other character pdflatex cannot set becomes a
 visible code such as [U+1F600], so that every input compiles. Hangul is set with kotex
-(Debian's texlive-lang-korean), loaded only when the document contains Hangul.
+(Debian's texlive-lang-korean): a Korean document loads it; an English one that quotes Hangul
+(a preset's reference, a token) loads it if it is installed and otherwise says, in place of
+each quoted run, that it is missing: an English handout compiles without Korean fonts.
 """
 
 from __future__ import annotations
@@ -424,16 +426,35 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
     return "\n\n".join(lines) + "\n"
 
 
-def _preamble(korean: bool, title: str) -> str:
+# A run of Hangul: syllables and jamo, with the spaces and punctuation between them
+_HANGUL = "\uac00-\ud7a3\u3131-\u318e"
+_HANGUL_RUN = re.compile(f"[{_HANGUL}]+(?:[ ?!.,:;'’]+[{_HANGUL}]+)*")
+
+
+def _korean_packages(korean: str | None) -> list[str]:
+    r"""kotex for a Korean document ("required"); for an English one that quotes Hangul (a
+    preset's reference, a token), kotex if installed, else each quoted run (\qkvhangul) shows
+    `korean`, the sentence that says it is missing: an English handout needs no Korean fonts."""
+    if korean is None:
+        return []
+    if korean == "required":
+        return [r"\usepackage{kotex}  % Hangul: Debian's texlive-lang-korean"]
+    return [
+        rf"\newcommand{{\qkvhangul}}[1]{{\mbox{{{korean}}}}}  % quoted Hangul, without kotex",
+        r"\IfFileExists{kotex.sty}{\usepackage{kotex}\renewcommand{\qkvhangul}{}}{}"
+        "  % with it: Debian's texlive-lang-korean",
+    ]
+
+
+def _preamble(korean: str | None, title: str) -> str:
     packages = [
         r"\usepackage[utf8]{inputenc}",
         r"\usepackage[T1]{fontenc}",
         r"\IfFileExists{lmodern.sty}{\usepackage{lmodern}}{}  % scalable fonts (Debian's lmodern)",
         r"\usepackage[margin=2cm]{geometry}",
         r"\usepackage{amsmath}",
+        *_korean_packages(korean),
     ]
-    if korean:
-        packages.append(r"\usepackage{kotex}  % Hangul: Debian's texlive-lang-korean")
     return "\n".join(
         [
             "% Made by qkvcalc. Compile with: pdflatex FILE.tex",
@@ -465,5 +486,10 @@ def render_latex(trace: Trace, opts: RenderOptions) -> str:
     ending.append("\\[\n" + result + "\n\\]")
     title = _t(opts, "export.title")
     document = "\n\n".join([*head, *body, *ending])
-    korean = opts.lang == "ko" or re.search("[\uac00-\ud7a3\u3131-\u318e]", document) is not None
+    korean = None
+    if opts.lang == "ko":
+        korean = "required"
+    elif _HANGUL_RUN.search(document) is not None:
+        korean = tex_escape(_t(opts, "export.hangul_without_kotex"))
+        document = _HANGUL_RUN.sub(lambda run: rf"\qkvhangul{{{run[0]}}}", document)
     return _preamble(korean, title) + "\n" + document + "\n\n\\end{document}\n"

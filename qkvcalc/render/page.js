@@ -73,16 +73,16 @@
     return where ? head + "   (" + where + ")" : head;
   }
   function show(lines, near) {
+    // the note goes in the page's flow, right under the table (or picture) pointed at: it
+    // pushes the notes under the table down instead of hiding them; the page scrolls by what
+    // moving it changed above, so that the cell stays under the pointer
     panel.textContent = lines.filter(Boolean).join("\n");
+    var block = near.closest(".scroll") || near;
+    var before = near.getBoundingClientRect().top;
+    if (panel.previousSibling !== block) block.parentNode.insertBefore(panel, block.nextSibling);
     panel.hidden = false;
-    var box = near.getBoundingClientRect();
-    var top = box.bottom + window.scrollY + 6;
-    panel.style.left = "0px";
-    panel.style.top = top + "px";
-    var width = panel.offsetWidth;
-    var left = Math.min(box.left + window.scrollX,
-                        window.scrollX + document.documentElement.clientWidth - width - 8);
-    panel.style.left = Math.max(window.scrollX + 4, left) + "px";
+    var moved = near.getBoundingClientRect().top - before;
+    if (moved) window.scrollBy(0, moved);
   }
   function point(cell) {
     clear();
@@ -461,8 +461,11 @@
       frame.appendChild(picture);
     }
     draw();
-    var final = root.querySelector(":scope > section.final");
-    root.insertBefore(section, final);
+    // after the forward weights (the last of them: every head's, every step's), before the
+    // stages that follow them and any backward pass
+    var weights = root.querySelectorAll(':scope > section[data-stage="weights"]');
+    var after = weights.length ? weights[weights.length - 1].nextSibling : null;
+    root.insertBefore(section, after || root.querySelector(":scope > section.final"));
   }
 
   // ---- languages ------------------------------------------------------------------------------
@@ -499,5 +502,18 @@
           : roots[0].getAttribute("lang"));
   var at = parseInt(wanted.present, 10);
   if (at >= 1) present(true, at - 1);
+  // a link to #present=N (or #lang=ko) followed on the page itself, not only on load
+  window.addEventListener("hashchange", function () {
+    var asked = {};
+    location.hash.replace(/^#/, "").split("&").forEach(function (part) {
+      var kv = part.split("=");
+      if (kv.length === 2) asked[kv[0]] = kv[1];
+    });
+    if (asked.lang && asked.lang !== state.root.getAttribute("lang") &&
+        data.langs.indexOf(asked.lang) >= 0) useLang(asked.lang);
+    var slide = parseInt(asked.present, 10);
+    if (slide >= 1) present(true, slide - 1);
+    else if (state.present && !("present" in asked)) present(false);
+  });
   document.documentElement.setAttribute("data-qkv-ready", "1");
 })();

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 # operations whose cell is one cell of an operand, moved: transposed, stacked, joined, cut out
 COPIES = frozenset({"copy", "transpose", "stack", "block", "concat"})
+# the backward stages that are 0 wherever the mask is (A = 0 there): d(S+M), dS, d(Q·Kᵀ)
+MASKED_GRADIENTS = frozenset({"grad_masked", "grad_scaled", "grad_scores"})
 PICTURE_TOKENS = 64  # a picture of the weights shows at most this many queries and keys
 
 # The words of the page's controls, looked up by the script (catalog keys page.*).
@@ -63,6 +65,8 @@ UI_KEYS = (
     "page.why_kept",
     "page.why_copy",
     "page.why_none",
+    "page.why_unmarked",
+    "page.why_masked_grad",
     "page.picture_title",
     "page.picture_why",
     "page.heatmap",
@@ -173,7 +177,26 @@ class Cells:
             return "kept" if stage.allowed[i, j] else "masked"
         if stage.op in COPIES:
             return "copy"
-        return "none"
+        if self._masked_out(stage, i, j):  # dS where the mask is: 0 because of it
+            return "masked_grad"
+        return "none" if lit else "unmarked"  # nothing marked: no word of marked cells
+
+    def _masked_out(self, stage: Stage, i: int, j: int) -> bool:
+        """Whether cell (i, j) of a backward stage after the softmax's (d(S+M), dS, d(Q·Kᵀ))
+        sits where the mask keeps this query from this key: its weight is 0, so its gradient
+        is 0, from nothing shown."""
+        if stage.id not in MASKED_GRADIENTS:
+            return False
+        for masked in self.trace.stages:
+            allowed = masked.allowed
+            if (
+                allowed is not None
+                and masked.head == stage.head
+                and (masked.step, masked.block) == (stage.step, stage.block)
+                and allowed.shape == stage.shape
+            ):
+                return not bool(allowed[i, j])
+        return False
 
     def _writes_arithmetic(self, stage: Stage) -> bool:
         """Whether a pointed-at cell shows its arithmetic line: where the page writes the
@@ -346,13 +369,15 @@ STYLE = """
 .qkvcalc td[data-cell]:focus { outline: 3px solid #c2410c; outline-offset: -3px; }
 .qkvcalc td.qkv-on { outline: 3px solid #c2410c; outline-offset: -3px; }
 .qkvcalc td.qkv-from { box-shadow: inset 0 0 0 3px #f59e0b; background-color: #fde68a; }
-.qkv-arith { position: absolute; z-index: 10; max-width: min(44em, 92vw); background: #fffbea;
+.qkv-arith { display: block; width: fit-content; margin: 0.3em 0 0.6em;
+  max-width: min(44em, 92vw); background: #fffbea;
   color: #111; border: 2px solid #b45309; border-radius: 6px; padding: 0.35em 0.7em;
   font: 0.9em "DejaVu Sans Mono", Menlo, Consolas, monospace; white-space: pre-wrap;
   overflow-wrap: anywhere; box-shadow: 0 2px 8px rgba(0,0,0,0.25); }
 .qkv-arith[hidden] { display: none; }
 .qkv-bar { position: fixed; top: 0.4em; right: 0.4em; z-index: 20; display: flex; gap: 0.4em; }
-.qkv-bar button, .qkv-picture button { font: inherit; font-size: 0.8em; padding: 0.2em 0.7em;
+.qkv-bar button, .qkv-picture button { font: 0.8em system-ui, -apple-system, "Segoe UI",
+  "Noto Sans", "Noto Sans KR", "Malgun Gothic", sans-serif; padding: 0.2em 0.7em;
   border: 2px solid #0b6e99; border-radius: 5px; background: #fff; color: #0b6e99;
   cursor: pointer; }
 .qkv-bar button:focus-visible, .qkv-picture button:focus-visible,
