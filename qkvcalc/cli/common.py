@@ -451,12 +451,22 @@ def rich_help(obj: Any, ctx: Any) -> None:
         if excess > 0 and space:
             self.right_crop(min(space, excess))
 
+    made = obj.get_help_option  # click's --help option says its line in English: say ours
+
+    def help_option(ctx: Any) -> Any:
+        option = made(ctx)
+        if option is not None and option.help == TYPER_HELP_LINE:
+            option.help = help_text("help.help_option")
+        return option
+
     before = Text.rstrip_end
     Text.rstrip_end = rstrip_end  # type: ignore[method-assign]
+    obj.get_help_option = help_option
     try:
         rich_utils.rich_format_help(obj=obj, ctx=ctx, markup_mode="rich")
     finally:
         Text.rstrip_end = before  # type: ignore[method-assign]
+        del obj.get_help_option  # the class's own again
 
 
 def _format_help(command: Any, ctx: Any, formatter: Any) -> None:

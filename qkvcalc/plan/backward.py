@@ -576,7 +576,9 @@ def _bias(
 
 def _paths_note(p: Problem, name: str, reach: list[str]) -> Msg:
     """What X (or the source) feeds, and which of those paths reach this loss."""
-    feeds = ("K", "V") if name == "source" else ("Q",) if p.cross else ("Q", "K", "V")
+    feeds: tuple[str, ...] = (
+        ("K", "V") if name == "source" else ("Q",) if p.cross else ("Q", "K", "V")
+    )
     if name != "source":  # and the projections of X a feature adds
         feeds += tuple(side.letter for side in features.sides(p))
     said = {"x": name, "count": len(feeds), "names": ", ".join(feeds)}
