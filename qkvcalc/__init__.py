@@ -44,6 +44,8 @@ def explain(
     exact: bool = False,
     backward: bool = False,
     max_elements: int | None = None,
+    dtype: str | None = None,
+    policy: str | None = None,
     **fields: Any,
 ) -> Trace:
     """Compute attention for these numbers and return the Trace of every stage.
@@ -54,7 +56,9 @@ def explain(
     rational stages as fractions (as ``--exact``); ``backward=True`` adds the backward pass's
     stages, from the loss the fields give (``target=…``, ``grad_output=…`` or ``attend=[…]``;
     as ``--backward``); ``max_elements`` bounds the numbers the
-    problem may hold (``--max-elements``).
+    problem may hold (``--max-elements``). ``dtype="bfloat16"`` (float32, float16) computes
+    every stage as the hardware does in that dtype, beside its float64 twin, under ``policy``
+    ("eager", the default, or "naive"; as ``--dtype``, ``--policy``).
     Raises QkvcalcError with a message that names the field, the shapes and the rule.
     """
     from qkvcalc.input.limits import MAX_ELEMENTS
@@ -69,6 +73,10 @@ def explain(
         from dataclasses import replace
 
         problem = replace(problem, backward=True)
+    if dtype is not None or policy is not None:
+        from qkvcalc.run.precision import run as run_in
+
+        return run_in(problem, dtype or "bfloat16", policy or "eager")
     return run(problem)
 
 

@@ -515,6 +515,45 @@ MESSAGES: dict[str, str] = {
     "one 1 (real token) or 0 (padding) per key",
     "overflow": "the numbers overflow float64 at {stage}, row {row}, column {col} (head "
     "{head}): scale the input down",
+    # ---- --dtype: the precision lab (qkvcalc.run.precision) -----------------------------
+    "precision.dtype_unknown": "--dtype takes one of {known}, not {value!r}",
+    "precision.policy_unknown": "--policy takes one of {known}, not {value!r}",
+    "precision.dtype_not_yet": "--dtype {value} is not computed yet: --dtype takes {known} today",
+    "precision.policy_not_yet": "--policy {value} is not computed yet: --policy takes {known} "
+    "today",
+    "precision.with_option": "--dtype {dtype} cannot be combined with {option} (yet): run "
+    "--dtype without {option}, or {option} without --dtype",
+    "precision.op_unsupported": "--dtype does not compute the stage {stage} (operation "
+    "{op!r}) in low precision yet: run it without --dtype",
+    "precision.stored_f32": "The kernel keeps this stage in float32 (softmax(…, "
+    "dtype=float32)): its numbers and units in the last place are float32's.",
+    "precision.stage_error": "{dtype} against its float64 twin: largest difference {abs} "
+    "({ulp} units in the last place, all the error so far); this stage's own rounding added up "
+    "to {added} ulp.",
+    "precision.policy.eager": "Computed in {dtype} as transformers' eager attention does: "
+    "products summed in float32 then rounded to {dtype}; masked scores get {dtype}'s most "
+    "negative finite number added; softmax in float32, the weights rounded to {dtype}. Each "
+    "stage is shown beside its float64 twin.",
+    "precision.policy.naive": "Computed in {dtype} as a hand-written layer does, with no "
+    "upcast: masked_fill(−1e9), then s − max, e^(s − max), the row sum and the division each "
+    "rounded to {dtype}. Each stage is shown beside its float64 twin.",
+    "precision.most_added": "The stage that added the most error of its own: {stage} (head "
+    "{head}), up to {added} units in the last place of its exact result on its own {dtype} "
+    "operands.",
+    "precision.why.overflow": "First cell that is not finite: {stage}[{row},{col}] (head "
+    "{head}) is {got}. Its exact value, {exact}, is past {dtype}'s largest finite number, "
+    "{max}, so it rounds to {got}.",
+    "precision.why.mask": "First cell that is not finite: {stage}[{row},{col}] (head {head}) "
+    "is {got}. The mask adds {dtype}'s most negative finite number, {fill}, to the score "
+    "{score}; the sum is past −{max}, so it rounds to −∞. A row whose every key is masked is "
+    "then −∞ throughout, and its softmax is NaN (e^(−∞ − (−∞))).",
+    "precision.why.fill": "First cell that is not finite: {stage}[{row},{col}] (head {head}) "
+    "is {got}. masked_fill writes {fill}, which is past −{max} ({dtype}'s most negative finite "
+    "number): in {dtype}, −1e9 is −∞. A row whose every key is masked is then NaN after the "
+    "softmax.",
+    "precision.why.nan_row": "First cell that is not finite: {stage}[{row},{col}] (head "
+    "{head}) is NaN. Every score of row {row} is −∞ (every key masked, with a fill that "
+    "rounded to −∞ in {dtype}), so the row max is −∞ and e^(−∞ − (−∞)) is NaN.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "no preset named {name!r}; the presets are: {names}",
     "cli.presets_missing": "the presets folder is missing from this installation ({path}): "

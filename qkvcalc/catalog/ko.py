@@ -518,6 +518,44 @@ MESSAGES: dict[str, str] = {
     "1(실제 토큰) 또는 0(패딩)이 하나씩 필요합니다",
     "overflow": "{stage} 단계의 {row}행 {col}열(헤드 {head})에서 float64 범위를 넘었습니다. "
     "입력 값을 줄이세요",
+    # ---- --dtype: the precision lab (qkvcalc.run.precision) -----------------------------
+    "precision.dtype_unknown": "--dtype에는 {known} 중 하나를 씁니다. 받은 값: {value!r}",
+    "precision.policy_unknown": "--policy에는 {known} 중 하나를 씁니다. 받은 값: {value!r}",
+    "precision.dtype_not_yet": "--dtype {value}는 아직 계산하지 않습니다. 지금은 --dtype에 "
+    "{known}을 쓸 수 있습니다",
+    "precision.policy_not_yet": "--policy {value}는 아직 계산하지 않습니다. 지금은 --policy에 "
+    "{known}을 쓸 수 있습니다",
+    "precision.with_option": "--dtype {dtype}는 (아직) {option}과 함께 쓸 수 없습니다. "
+    "{option} 없이 --dtype을 쓰거나, --dtype 없이 {option}을 쓰세요",
+    "precision.op_unsupported": "--dtype은 {stage} 단계(연산 {op!r})를 아직 낮은 정밀도로 "
+    "계산하지 않습니다. --dtype 없이 실행하세요",
+    "precision.stored_f32": "커널은 이 단계를 float32로 둡니다(softmax(…, dtype=float32)). "
+    "이 단계의 수와 ulp는 float32 기준입니다.",
+    "precision.stage_error": "{dtype} 값과 float64 쌍둥이의 차이: 최대 {abs}(마지막 자리 "
+    "단위로 {ulp} ulp, 지금까지 쌓인 오차 전부). 이 단계 자신의 반올림이 더한 오차는 최대 "
+    "{added} ulp입니다.",
+    "precision.policy.eager": "transformers의 eager 어텐션처럼 {dtype}로 계산했습니다. 곱의 "
+    "합은 float32로 더한 뒤 {dtype}로 반올림하고, 마스킹된 점수에는 {dtype}의 가장 작은 "
+    "유한수를 더하며, softmax는 float32로 계산한 뒤 가중치를 {dtype}로 반올림합니다. 각 단계는 "
+    "float64 쌍둥이와 나란히 보입니다.",
+    "precision.policy.naive": "직접 짠 레이어처럼 업캐스트 없이 {dtype}로 계산했습니다. "
+    "masked_fill(−1e9) 다음 s − max, e^(s − max), 행 합, 나눗셈을 각각 {dtype}로 "
+    "반올림합니다. 각 단계는 float64 쌍둥이와 나란히 보입니다.",
+    "precision.most_added": "자기 오차를 가장 많이 더한 단계: {stage}(헤드 {head}). 자신의 "
+    "{dtype} 피연산자로 구한 정확한 결과와 최대 {added} ulp 차이 납니다.",
+    "precision.why.overflow": "처음으로 유한하지 않은 칸: {stage}[{row},{col}](헤드 {head}) "
+    "= {got}. 정확한 값 {exact}가 {dtype}의 가장 큰 유한수 {max}를 넘어서 {got}로 "
+    "반올림됩니다.",
+    "precision.why.mask": "처음으로 유한하지 않은 칸: {stage}[{row},{col}](헤드 {head}) = "
+    "{got}. 마스크는 점수 {score}에 {dtype}의 가장 작은 유한수 {fill}을 더하는데, 그 합이 "
+    "−{max}보다 작아서 −∞로 반올림됩니다. 모든 Key가 마스킹된 행은 전부 −∞가 되고, 그 "
+    "softmax는 NaN(e^(−∞ − (−∞)))입니다.",
+    "precision.why.fill": "처음으로 유한하지 않은 칸: {stage}[{row},{col}](헤드 {head}) = "
+    "{got}. masked_fill이 쓰는 {fill}은 {dtype}의 가장 작은 유한수 −{max}보다 작습니다. "
+    "{dtype}에서 −1e9는 −∞입니다. 모든 Key가 마스킹된 행은 softmax 뒤 NaN이 됩니다.",
+    "precision.why.nan_row": "처음으로 유한하지 않은 칸: {stage}[{row},{col}](헤드 {head}) = "
+    "NaN. {row}행의 점수가 모두 −∞(모든 Key가 마스킹되었고, 채운 값이 {dtype}에서 −∞로 "
+    "반올림됨)이므로 행의 최댓값이 −∞이고 e^(−∞ − (−∞))는 NaN입니다.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "프리셋을 찾을 수 없습니다: {name!r}. 있는 프리셋: {names}",
     "cli.presets_missing": "이 설치에는 프리셋 폴더가 없습니다({path}). qkvcalc를 다시 설치하세요",

@@ -1,0 +1,195 @@
+"""The precision lab: the plan run again in a low-precision dtype (`--dtype`, `--policy`).
+
+One more interpreter of the plan, beside the engine (float64) and exact mode (fractions). The
+plain run gives every stage's float64 twin (from the unrounded inputs); then each stage is
+computed from the dtype's numbers as the policy's backend computes it (qkvcalc.run.lowp: one
+entry per op), and kept with its twin and its error: in all, against the twin, and added, its
+own rounding against its op applied exactly to its own rounded operands. The summary names
+the first cell that turned inf or NaN, with why, and the stage that added most error.
+
+numpy (and ml_dtypes, through lowp) only: no printing, no rich, no typer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.i18n import Msg
+from qkvcalc.input.problem import Problem
+from qkvcalc.plan.specs import Const, Ref
+from qkvcalc.run import lowp
+from qkvcalc.run.engine import run as run_plain
+from qkvcalc.run.ops import OPS
+from qkvcalc.trace import Error, Precision, Stage, Trace
+
+
+def check(p: Problem, dtype: str, policy: str) -> None:
+    """What --dtype can run today; anything else one message naming the option."""
+    if dtype not in lowp.DTYPES:
+        raise QkvcalcError("precision.dtype_unknown", value=dtype, known=", ".join(lowp.DTYPES))
+    if policy not in lowp.POLICIES:
+        raise QkvcalcError("precision.policy_unknown", value=policy, known=", ".join(lowp.POLICIES))
+    if dtype not in lowp.COMPUTED_DTYPES:
+        raise QkvcalcError(
+            "precision.dtype_not_yet", value=dtype, known=", ".join(lowp.COMPUTED_DTYPES)
+        )
+    if policy not in lowp.COMPUTED_POLICIES:
+        raise QkvcalcError(
+            "precision.policy_not_yet", value=policy, known=", ".join(lowp.COMPUTED_POLICIES)
+        )
+    for option, on in (
+        ("--exact", p.exact),
+        ("--backward", p.backward),
+        ("--decode", p.decode is not None),
+        ("--tiles", p.tiles is not None),
+    ):
+        if on:
+            raise QkvcalcError("precision.with_option", option=option, dtype=dtype)
+
+
+@np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
+def run(p: Problem, dtype: str = "bfloat16", policy: str = "eager") -> Trace:
+    """Compute attention for a validated Problem in `dtype` under `policy`, every stage beside
+    its float64 twin."""
+    check(p, dtype, policy)
+    plain = run_plain(p)
+    for stage in plain.stages:
+        if stage.op not in lowp.LOWP:
+            raise QkvcalcError("precision.op_unsupported", stage=stage.formula, op=stage.op)
+    rounding = lowp.Rounding(lowp.numpy_dtype(dtype), policy)
+    values: dict[Ref, np.ndarray] = {}
+    stages: list[Stage] = []
+    for stage in plain.stages:
+        stages.append(_stage(stage, rounding, values))
+    summary = _summary(stages, rounding, dtype, policy)
+    return replace(plain, stages=tuple(stages), precision=summary)
+
+
+def _stage(stage: Stage, r: lowp.Rounding, values: dict[Ref, np.ndarray]) -> Stage:
+    """One stage in the dtype: its value, its exact twin on the same operands, its errors."""
+    entry = lowp.LOWP[stage.op][r.policy]
+    given = OPS[stage.op].given  # the problem's own numbers: rounding them is this stage's
+    operands = [
+        (o.value if given else r.to(o.value)) if isinstance(o, Const) else values[o]
+        for o in stage.reads
+    ]
+    out = entry(operands, stage.params, r)
+    ideal = entry(operands, stage.params, r.exact()).value
+    values[stage.ref] = out.value
+    if stage.op == "split":  # which columns each head reads: no numbers to round
+        return replace(stage, data=out.value)
+    twin = stage.data
+    unit = np.dtype(np.float32) if out.stored else r.dtype
+    error = Error(
+        _max(np.abs(out.value - stage.value), stage.value, unit),
+        _max(np.abs(out.value - stage.value), stage.value, unit, ulps=True),
+        _max(np.abs(out.value - ideal), ideal, unit, ulps=True),
+    )
+    notes = [Msg("precision.stored_f32")] if out.stored else []
+    notes.append(Msg("precision.stage_error", **_error_words(error, r)))
+    return replace(
+        stage,
+        data=out.value,
+        inputs=tuple(operands),
+        twin=twin,
+        error=error,
+        notes=(*stage.notes, *notes),
+        **{k: v for k, v in (out.details or {}).items() if k in ("row_max", "row_sum")},
+    )
+
+
+def _max(diff: np.ndarray, reference: np.ndarray, unit: Any, ulps: bool = False) -> float:
+    """The largest difference over the cells whose reference is finite (a mask's own −∞
+    aside), in units in the last place of `unit` at the reference when `ulps`; inf where a
+    value turned inf or NaN."""
+    live = np.isfinite(reference)
+    if not live.any():
+        return 0.0
+    d = np.where(np.isnan(diff), np.inf, diff)[live]
+    if ulps:
+        d = d / lowp.ulp(reference[live], unit)
+    return float(d.max())
+
+
+def _number(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "∞" if value > 0 else "−∞"
+    return f"{value:,.6g}".replace("-", "−")
+
+
+def _error_words(error: Error, r: lowp.Rounding) -> dict[str, str]:
+    return {
+        "dtype": str(r.dtype),
+        "abs": _number(error.max_abs),
+        "ulp": _number(error.max_ulp),
+        "added": _number(error.added_ulp),
+    }
+
+
+def _summary(stages: list[Stage], r: lowp.Rounding, dtype: str, policy: str) -> Precision:
+    """The first cell that turned inf or NaN (stage order, 1-based), with why, and the stage
+    that added most error."""
+    notes = [Msg(f"precision.policy.{policy}", dtype=dtype)]
+    first = None
+    for stage in stages:
+        if stage.error is None:
+            continue
+        bad = np.argwhere(~np.isfinite(stage.value))
+        if bad.size:
+            i, j = (int(t) for t in bad[0])
+            first = (stage.id, stage.head, (i + 1, j + 1))
+            notes.append(_why(stage, i, j, r))
+            break
+    scored = [s for s in stages if s.error is not None]
+    top = max(scored, key=lambda s: _rank(s.error.added_ulp if s.error else 0.0), default=None)
+    most = None if top is None else (top.id, top.head)
+    if top is not None and top.error is not None:
+        notes.append(
+            Msg(
+                "precision.most_added",
+                stage=top.formula,
+                head=top.head or 1,
+                added=_number(top.error.added_ulp),
+                dtype=dtype,
+            )
+        )
+    return Precision(dtype, policy, first, most, tuple(notes))
+
+
+def _rank(x: float) -> float:
+    return math.inf if math.isnan(x) else x
+
+
+def _why(stage: Stage, i: int, j: int, r: lowp.Rounding) -> Msg:
+    """Why cell (i, j) of the stage is inf or NaN, in words a student can repeat."""
+    import ml_dtypes
+
+    top = float(ml_dtypes.finfo(r.dtype).max)
+    got = float(stage.value[i, j])
+    where = {
+        "stage": stage.formula,
+        "head": stage.head or 1,
+        "row": i + 1,
+        "col": j + 1,
+        "dtype": str(r.dtype),
+        "max": _number(top),
+        "got": _number(got),
+    }
+    operands = stage.operands
+    if stage.op == "mask" and r.policy == "naive":
+        return Msg("precision.why.fill", fill=_number(lowp.NAIVE_FILL), **where)
+    if stage.op == "mask":
+        s = float(operands[0][i, j])
+        fill = r.finfo_min()
+        return Msg("precision.why.mask", score=_number(s), fill=_number(fill), **where)
+    if stage.op in ("exp", "softmax") and math.isnan(got):
+        return Msg("precision.why.nan_row", **where)
+    exact = lowp.LOWP[stage.op][r.policy](operands, stage.params, r.exact()).value
+    return Msg("precision.why.overflow", exact=_number(float(exact[i, j])), **where)
