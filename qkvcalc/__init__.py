@@ -65,7 +65,7 @@ def explain(
     from qkvcalc.input.problem import Problem
     from qkvcalc.run.engine import run
 
-    given = {"x": x, "wq": wq, "wk": wk, "wv": wv, **fields}
+    given = {"x": x, "wq": wq, "wk": wk, "wv": wv, "dtype": dtype, "policy": policy, **fields}
     doc = {k: v for k, v in given.items() if v is not None}
     limit = MAX_ELEMENTS if max_elements is None else max_elements
     problem = Problem.from_mapping(doc, exact=exact, max_elements=limit)
@@ -73,10 +73,10 @@ def explain(
         from dataclasses import replace
 
         problem = replace(problem, backward=True)
-    if dtype is not None or policy is not None:
+    if problem.dtype is not None:
         from qkvcalc.run.precision import run as run_in
 
-        return run_in(problem, dtype or "bfloat16", policy or "eager")
+        return run_in(problem)
     return run(problem)
 
 

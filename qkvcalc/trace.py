@@ -229,6 +229,16 @@ class Stage:
     def value(self) -> np.ndarray:
         return resolve(self.data)
 
+    @property
+    def twin_value(self) -> np.ndarray | None:
+        """--dtype: the float64 twin's value (None for a plain run's stage)."""
+        return None if self.twin is None else resolve(self.twin)
+
+    def twin_rows(self, rows: Sequence[int]) -> np.ndarray:
+        """The rows `rows` of the float64 twin, [len(rows), m] (a recipe computes only those)."""
+        assert self.twin is not None
+        return resolve(self.twin, np.asarray(rows, dtype=np.intp))
+
     def value_rows(self, rows: Sequence[int]) -> np.ndarray:
         """The rows `rows` of the value, [len(rows), m]: computed alone when it is a recipe."""
         return resolve(self.data, np.asarray(rows, dtype=np.intp))

@@ -224,7 +224,7 @@ def _exp_work(stage: Stage, i: int, j: int, style: Style, exact: Any, result: st
     at = style.at(i + 1, j + 1)
     logit = float(stage.operands[0][i, j])
     assert stage.row_max is not None
-    if np.isneginf(logit):
+    if np.isneginf(logit) and np.isfinite(stage.row_max[i]):
         return f"{at}{style.exp(style.neg_inf)} = 0"
     top = float(stage.row_max[i])
     left = f"{at}{style.exp(f'{style.num(logit)} {style.minus} {style.num(top)}')}"
@@ -793,7 +793,8 @@ def row_summaries(stage: Stage, trace: Trace, precision: int, max_rows: int) -> 
             if blocked.size:
                 keys = ", ".join(f"{safe(stage.cols[j])} ({j + 1})" for j in blocked[:12])
                 keys += " …" if blocked.size > 12 else ""
-                out.append(Msg("ui.masked_row", row=i + 1, token=token, keys=keys))
+                said = "ui.masked_row" if stage.twin is None else "ui.masked_row_lowp"
+                out.append(Msg(said, row=i + 1, token=token, keys=keys))
             continue
         assert stage.row_sum is not None
         row_max = _row_max_behind(stage, trace)

@@ -38,6 +38,7 @@ POLICIES = ("eager", "sdpa", "naive")
 # what is computed today; the rest are refused with a message naming the option
 COMPUTED_DTYPES = ("float32", "bfloat16", "float16")
 COMPUTED_POLICIES = ("eager", "naive")
+SOFTMAX_OPS = ("exp", "softmax")  # the two ops of a softmax: where a −∞ row turns NaN
 NAIVE_FILL = -1e9  # the Annotated Transformer's masked_fill(mask == 0, -1e9)
 
 

@@ -53,9 +53,11 @@ def check(p: Problem, dtype: str, policy: str) -> None:
 
 
 @np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
-def run(p: Problem, dtype: str = "bfloat16", policy: str = "eager") -> Trace:
-    """Compute attention for a validated Problem in `dtype` under `policy`, every stage beside
-    its float64 twin."""
+def run(p: Problem, dtype: str | None = None, policy: str | None = None) -> Trace:
+    """Compute attention for a validated Problem in `dtype` under `policy` (by default the
+    problem's own, else bfloat16 and eager), every stage beside its float64 twin."""
+    dtype = dtype or p.dtype or "bfloat16"
+    policy = policy or p.policy or "eager"
     check(p, dtype, policy)
     plain = run_plain(p)
     for stage in plain.stages:
@@ -67,7 +69,32 @@ def run(p: Problem, dtype: str = "bfloat16", policy: str = "eager") -> Trace:
     for stage in plain.stages:
         stages.append(_stage(stage, rounding, values))
     summary = _summary(stages, rounding, dtype, policy)
-    return replace(plain, stages=tuple(stages), precision=summary)
+    kept = tuple(w for w in plain.warnings if not w.key.startswith("warn.fully_masked"))
+    warnings = kept + tuple(_dead_rows(stages, rounding))
+    return replace(plain, stages=tuple(stages), warnings=warnings, precision=summary)
+
+
+def _dead_rows(stages: list[Stage], r: lowp.Rounding) -> list[Msg]:
+    """A query whose every key is masked: what its weights are in the dtype (equal, or NaN),
+    where the float64 twin's are 0 (the plain run's warning said the twin's)."""
+    said = []
+    for stage in stages:
+        if stage.op != "mask" or stage.allowed is None:
+            continue
+        dead = np.flatnonzero(~stage.allowed.any(axis=1))
+        if not dead.size:
+            continue
+        weights = next(s for s in stages if s.op == "softmax" and s.head == stage.head).value
+        nan = bool(np.isnan(weights[dead]).any())
+        said.append(
+            Msg(
+                "precision.fully_masked_nan" if nan else "precision.fully_masked_equal",
+                rows=", ".join(stage.rows[i] for i in dead[:10]) + (" …" if dead.size > 10 else ""),
+                head=stage.head or 1,
+                dtype=str(r.dtype),
+            )
+        )
+    return said
 
 
 def _stage(stage: Stage, r: lowp.Rounding, values: dict[Ref, np.ndarray]) -> Stage:
@@ -91,16 +118,34 @@ def _stage(stage: Stage, r: lowp.Rounding, values: dict[Ref, np.ndarray]) -> Sta
         _max(np.abs(out.value - ideal), ideal, unit, ulps=True),
     )
     notes = [Msg("precision.stored_f32")] if out.stored else []
-    notes.append(Msg("precision.stage_error", **_error_words(error, r)))
+    if stage.op == "mask":
+        # masked_fill(−1e9) under naive, else finfo.min added
+        fill = "−1e9" if r.policy == "naive" else _number(r.finfo_min())
+        notes.append(Msg(f"precision.mask_{r.policy}", fill=fill, dtype=str(r.dtype)))
+    said = "precision.stage_exact" if error.max_abs == 0 else "precision.stage_error"
+    notes.append(Msg(said, **_error_words(error, r)))
     return replace(
         stage,
         data=out.value,
         inputs=tuple(operands),
         twin=twin,
         error=error,
-        notes=(*stage.notes, *notes),
+        notes=(*_notes(stage, values), *notes),
         **{k: v for k, v in (out.details or {}).items() if k in ("row_max", "row_sum")},
     )
+
+
+def _notes(stage: Stage, values: dict[Ref, np.ndarray]) -> tuple[Msg, ...]:
+    """The spec's notes, and its remarks on these numbers: the dtype's (the plain run made
+    them from float64's). Left out where they would not hold: the weights' read-out (it says a
+    fully masked row has no weight, which eager's finite fill gives some) and any remark once a
+    value is inf or NaN (a percentage of NaN)."""
+    spec = stage.spec
+    if spec.remarks is None or stage.op == "softmax":
+        return spec.notes
+    if not all(np.isfinite(v).all() for v in values.values() if v.dtype.kind == "f"):
+        return spec.notes
+    return spec.notes + spec.remarks(values.__getitem__)
 
 
 def _max(diff: np.ndarray, reference: np.ndarray, unit: Any, ulps: bool = False) -> float:
@@ -116,20 +161,20 @@ def _max(diff: np.ndarray, reference: np.ndarray, unit: Any, ulps: bool = False)
     return float(d.max())
 
 
-def _number(value: float) -> str:
+def _number(value: float, digits: int = 6) -> str:
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "∞" if value > 0 else "−∞"
-    return f"{value:,.6g}".replace("-", "−")
+    return f"{value:,.{digits}g}".replace("-", "−")
 
 
 def _error_words(error: Error, r: lowp.Rounding) -> dict[str, str]:
     return {
         "dtype": str(r.dtype),
         "abs": _number(error.max_abs),
-        "ulp": _number(error.max_ulp),
-        "added": _number(error.added_ulp),
+        "ulp": _number(error.max_ulp, 3),
+        "added": _number(error.added_ulp, 3),
     }
 
 
@@ -156,7 +201,7 @@ def _summary(stages: list[Stage], r: lowp.Rounding, dtype: str, policy: str) -> 
                 "precision.most_added",
                 stage=top.formula,
                 head=top.head or 1,
-                added=_number(top.error.added_ulp),
+                added=_number(top.error.added_ulp, 3),
                 dtype=dtype,
             )
         )
@@ -184,12 +229,12 @@ def _why(stage: Stage, i: int, j: int, r: lowp.Rounding) -> Msg:
     }
     operands = stage.operands
     if stage.op == "mask" and r.policy == "naive":
-        return Msg("precision.why.fill", fill=_number(lowp.NAIVE_FILL), **where)
+        return Msg("precision.why.fill", fill="−1e9", **where)
     if stage.op == "mask":
         s = float(operands[0][i, j])
         fill = r.finfo_min()
         return Msg("precision.why.mask", score=_number(s), fill=_number(fill), **where)
-    if stage.op in ("exp", "softmax") and math.isnan(got):
+    if stage.op in lowp.SOFTMAX_OPS and math.isnan(got):
         return Msg("precision.why.nan_row", **where)
     exact = lowp.LOWP[stage.op][r.policy](operands, stage.params, r.exact()).value
     return Msg("precision.why.overflow", exact=_number(float(exact[i, j])), **where)
