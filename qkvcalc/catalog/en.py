@@ -299,8 +299,8 @@ MESSAGES: dict[str, str] = {
     "through its own two columns of W_Q, W_K, W_V; W_O then combines them",
     "preset.fp16overflow.description": "float16 scores that overflow: q·k past 65,504 is ∞ "
     "before the scale can shrink it, and the softmax row turns NaN",
-    "preset.fp16mask.description": "A −1e9 mask in float16 is −∞, and a query that may see "
-    "no key gets NaN weights",
+    "preset.fp16mask.description": "A −1e9 mask in float16 is −∞, and a query that may see no key "
+    "gets NaN weights",
     "preset.bf16softmax.description": "Why the softmax is upcast: in bfloat16 with no upcast "
     "(naive) the weights stray further from float64 than eager's float32 softmax",
     "preset.padding.description": "A batch row padded to four tokens: key_padding keeps attention "
@@ -370,14 +370,14 @@ MESSAGES: dict[str, str] = {
     "∞ in float16. The scale comes after the product (eager multiplies the scores), so ∞ × 1/√2 "
     "is still ∞, and e^(s − max) of that row is e^(∞ − ∞) = NaN. Taking the scale first, (q/√2)·k "
     "≈ 48,437 is finite in float16 (PyTorch gives 48,448). The float64 twin has no trouble.",
-    "preset.fp16mask.reference": "Made for qkvcalc, after PyTorch issue 103749 and the "
-    "masked_fill(mask == 0, -1e9) of hand-written layers. The first query may attend to no key "
-    "(as a left-padded row of a batch). Under the naive policy the mask writes −1e9, which "
-    "float16 cannot hold (its most negative finite number is −65,504): it is −∞, so row 1 is −∞ "
-    "throughout, its max is −∞ and e^(−∞ − (−∞)) is NaN. With --policy eager the mask adds "
-    "−65,504 instead, row 1 stays finite and its weights are spread over the keys (1/3 each, as "
-    "float16 rounds it); the float64 twin gives that row weights 0, as "
-    "scaled_dot_product_attention does.",
+    "preset.fp16mask.reference": "Made for qkvcalc, after PyTorch issue 103749 and the −1e9 masks "
+    "of hand-written layers. The first query may attend to no key (as a left-padded row of a "
+    "batch). Under the naive policy the mask writes −1e9 (torch.where(mask, s, -1e9); masked_fill "
+    "refuses −1e9 in float16 outright), which float16 cannot hold (its most negative finite "
+    "number is −65,504): it is −∞, so row 1 is −∞ throughout, its max is −∞ and e^(−∞ − (−∞)) is "
+    "NaN. With --policy eager the mask adds −65,504 instead, row 1 stays finite and its weights "
+    "are spread over the keys (1/3 each, as float16 rounds it); the float64 twin gives that row "
+    "weights 0, as scaled_dot_product_attention does.",
     "preset.bf16softmax.reference": "Made for qkvcalc, after flash-attention issue 613 ('why did "
     "you choose float32 in softmax?'). Eight tokens, W_Q = W_K = W_V = I. Under the naive policy "
     "e^(s − max), the row sum and the division are each rounded to bfloat16 (8 bits of mantissa): "
@@ -564,7 +564,7 @@ MESSAGES: dict[str, str] = {
     "negative finite number added; softmax in float32, the weights rounded to {dtype}. Each stage "
     "is shown beside its float64 twin.",
     "precision.policy.naive": "Computed in {dtype} as a hand-written layer does, with no upcast: "
-    "masked_fill(−1e9), then s − max, e^(s − max), the row sum and the division each rounded to "
+    "−1e9 where masked, then s − max, e^(s − max), the row sum and the division each rounded to "
     "{dtype}. Each stage is shown beside its float64 twin.",
     "precision.most_added": "The stage that added the most error of its own: {stage} (head "
     "{head}), up to {added} units in the last place of its exact result on its own {dtype} "
@@ -573,8 +573,9 @@ MESSAGES: dict[str, str] = {
     "added to the score in float32 and the sum rounded to {dtype}, as transformers' eager "
     "attention adds its mask: a masked cell is not −∞ but a very negative number (in float16, a "
     "score below about −16 plus −65,504 rounds to −∞).",
-    "precision.mask_naive": "Where masked, the cell is {fill} rounded to {dtype} "
-    "(masked_fill(mask == 0, −1e9), as hand-written layers do).",
+    "precision.mask_naive": "Where masked, the cell is {fill} rounded to {dtype}, as a "
+    "hand-written layer's torch.where(mask, s, −1e9) gives it (in float16 that is −∞; PyTorch's "
+    "masked_fill refuses −1e9 in float16 outright: the value overflows).",
     "precision.fully_masked_equal": "Head {head}: every key is masked for {rows}. In {dtype} the "
     "masked scores are finite (each its score plus the fill, rounded), so softmax spreads those "
     "rows over the keys (equally where the sums rounded alike) instead of giving 0 (the float64 "
@@ -590,7 +591,7 @@ MESSAGES: dict[str, str] = {
     "score {score}; the sum is past −{max}, so it rounds to −∞. A row whose every key is masked "
     "is then −∞ throughout, and its softmax is NaN (e^(−∞ − (−∞))).",
     "precision.why.fill": "First cell that is not finite: row {row}, column {col} of {stage} "
-    "(head {head}) is {got}. masked_fill writes {fill}, which is past −{max} ({dtype}'s most "
+    "(head {head}) is {got}. The mask writes {fill}, which is past −{max} ({dtype}'s most "
     "negative finite number): in {dtype}, −1e9 is −∞. A row whose every key is masked is then NaN "
     "after the softmax.",
     "precision.why.nan_row": "First cell that is not finite: row {row}, column {col} of {stage} "

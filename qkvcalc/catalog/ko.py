@@ -303,8 +303,8 @@ MESSAGES: dict[str, str] = {
     "W_Q, W_K, W_V에서 각자 자기 몫의 두 열을 쓰고, W_O가 둘을 결합합니다",
     "preset.fp16overflow.description": "float16에서 넘치는 점수: q·k가 65,504를 넘으면 스케일이 "
     "줄이기 전에 ∞가 되고, softmax 행은 NaN이 됩니다",
-    "preset.fp16mask.description": "float16에서 −1e9 마스크는 −∞이고, 어떤 Key도 볼 수 "
-    "없는 Query는 NaN 가중치를 받습니다",
+    "preset.fp16mask.description": "float16에서 −1e9 마스크는 −∞이고, 어떤 Key도 볼 수 없는 "
+    "Query는 NaN 가중치를 받습니다",
     "preset.bf16softmax.description": "softmax를 업캐스트하는 이유: 업캐스트 없는 "
     "bfloat16(naive)의 가중치는 eager의 float32 softmax보다 float64에서 더 멀어집니다",
     "preset.padding.description": "네 토큰 길이로 패딩된 배치의 한 행: key_padding이 <pad>로는 "
@@ -373,13 +373,14 @@ MESSAGES: dict[str, str] = {
     "넘으므로 float16에서는 ∞입니다. 스케일은 곱 다음에 옵니다(eager는 점수에 곱합니다). 그래서 ∞ "
     "× 1/√2도 ∞이고, 그 행의 e^(s − max)는 e^(∞ − ∞) = NaN입니다. 스케일을 먼저 곱하면 (q/√2)·k ≈ "
     "48,437로 float16에서 유한합니다(PyTorch는 48,448). float64 쌍둥이에는 문제가 없습니다.",
-    "preset.fp16mask.reference": "qkvcalc용으로 만든 예제. PyTorch 이슈 103749와 직접 짠 "
-    "레이어의 masked_fill(mask == 0, -1e9)를 따랐습니다. 첫 Query는 어떤 Key에도 어텐션할 수 "
-    "없습니다(배치에서 왼쪽 패딩된 행처럼). naive 정책에서 마스크는 −1e9를 쓰는데, float16은 이 "
-    "값을 담을 수 없습니다(가장 작은 유한수는 −65,504). 그래서 −∞가 되고, 1행은 전부 −∞, 행의 "
-    "최댓값도 −∞이며 e^(−∞ − (−∞))는 NaN입니다. --policy eager에서는 마스크가 대신 −65,504를 "
-    "더하므로 1행은 유한하게 남고 가중치가 Key들에 나뉩니다(float16으로 반올림한 1/3씩). float64 "
-    "쌍둥이는 scaled_dot_product_attention처럼 그 행에 가중치 0을 줍니다.",
+    "preset.fp16mask.reference": "qkvcalc용으로 만든 예제. PyTorch 이슈 103749와 직접 짠 레이어의 "
+    "−1e9 마스크를 따랐습니다. 첫 Query는 어떤 Key에도 어텐션할 수 없습니다(배치에서 왼쪽 패딩된 "
+    "행처럼). naive 정책에서 마스크는 −1e9를 쓰는데(torch.where(mask, s, -1e9). masked_fill은 "
+    "float16에서 −1e9를 아예 거부합니다), float16은 이 값을 담을 수 없습니다(가장 작은 유한수는 "
+    "−65,504). 그래서 −∞가 되고, 1행은 전부 −∞, 행의 최댓값도 −∞이며 e^(−∞ − (−∞))는 NaN입니다. "
+    "--policy eager에서는 마스크가 대신 −65,504를 더하므로 1행은 유한하게 남고 가중치가 Key들에 "
+    "나뉩니다(float16으로 반올림한 1/3씩). float64 쌍둥이는 scaled_dot_product_attention처럼 그 "
+    "행에 가중치 0을 줍니다.",
     "preset.bf16softmax.reference": "qkvcalc용으로 만든 예제. flash-attention 이슈 "
     "613('softmax에 왜 float32를 골랐나요?')을 따랐습니다. 토큰 여덟 개, W_Q = W_K = W_V = I. "
     "naive 정책에서는 e^(s − max), 행 합, 나눗셈을 각각 bfloat16(가수 8비트)로 반올림합니다. 그 "
@@ -567,7 +568,7 @@ MESSAGES: dict[str, str] = {
     "유한수를 더하며, softmax는 float32로 계산한 뒤 가중치를 {dtype}(으)로 반올림합니다. 각 "
     "단계는 float64 쌍둥이와 나란히 보입니다.",
     "precision.policy.naive": "직접 짠 레이어처럼 업캐스트 없이 {dtype}(으)로 계산했습니다. "
-    "masked_fill(−1e9) 다음 s − max, e^(s − max), 행 합, 나눗셈을 각각 {dtype}(으)로 "
+    "마스킹된 칸에 −1e9, 그다음 s − max, e^(s − max), 행 합, 나눗셈을 각각 {dtype}(으)로 "
     "반올림합니다. 각 단계는 float64 쌍둥이와 나란히 보입니다.",
     "precision.most_added": "자기 오차를 가장 많이 더한 단계: {stage}(헤드 {head}). 자신의 "
     "{dtype} 피연산자로 구한 정확한 결과와 최대 {added} ulp 차이 납니다.",
@@ -575,8 +576,9 @@ MESSAGES: dict[str, str] = {
     "점수에 더한 뒤 {dtype}(으)로 반올림합니다. transformers의 eager 어텐션이 마스크를 더하는 "
     "방식입니다. 마스킹된 칸은 −∞가 아니라 아주 작은 수입니다(float16에서는 약 −16보다 작은 "
     "점수에 −65,504를 더하면 −∞로 반올림됩니다).",
-    "precision.mask_naive": "마스킹된 칸은 {fill}을(를) {dtype}(으)로 반올림한 값입니다(직접 짠 "
-    "레이어가 흔히 쓰는 masked_fill(mask == 0, −1e9)).",
+    "precision.mask_naive": "마스킹된 칸은 {fill}을(를) {dtype}(으)로 반올림한 값입니다. 직접 짠 "
+    "레이어의 torch.where(mask, s, −1e9)가 주는 값입니다(float16에서는 −∞. PyTorch의 "
+    "masked_fill은 float16에서 −1e9를 아예 거부합니다: 값이 넘칩니다).",
     "precision.fully_masked_equal": "헤드 {head}: {rows}은(는) 모든 Key가 마스킹되었습니다. "
     "{dtype}에서는 마스킹된 점수가 유한하므로(각각 점수에 채운 값을 더해 반올림), softmax가 그 "
     "행을 0이 아니라 Key들에 나눕니다(합이 같게 반올림된 곳은 똑같이). float64 쌍둥이는 PyTorch의 "
@@ -592,7 +594,7 @@ MESSAGES: dict[str, str] = {
     "−{max}보다 작아서 −∞로 반올림됩니다. 모든 Key가 마스킹된 행은 전부 −∞가 되고, 그 softmax는 "
     "NaN(e^(−∞ − (−∞)))입니다.",
     "precision.why.fill": "처음으로 유한하지 않은 칸: {stage}(헤드 {head})의 {row}행 {col}열 = "
-    "{got}. masked_fill이 쓰는 {fill}은(는) {dtype}의 가장 작은 유한수 −{max}보다 작습니다. "
+    "{got}. 마스크가 쓰는 {fill}은(는) {dtype}의 가장 작은 유한수 −{max}보다 작습니다. "
     "{dtype}에서 −1e9는 −∞입니다. 모든 Key가 마스킹된 행은 softmax 뒤 NaN이 됩니다.",
     "precision.why.nan_row": "처음으로 유한하지 않은 칸: {stage}(헤드 {head})의 {row}행 {col}열 = "
     "NaN. {row}행의 점수가 모두 −∞(모든 Key가 마스킹되었고, 채운 값이 {dtype}에서 −∞로 "

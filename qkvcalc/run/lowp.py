@@ -9,9 +9,9 @@ dtype's numbers again, rounding where the named backend rounds:
            rounded; a masked cell gets the dtype's most negative finite number added (in
            float32, rounded); softmax in float32 from the dtype's logits (e^(s − max) kept in
            float32: the kernel never stores it in the dtype), the weights rounded.
-    naive  a hand-written layer, every op in the dtype: the mask is masked_fill(−1e9) rounded
-           to the dtype; s − max, e^(s − max), the row sum (accumulated in float32) and the
-           division each rounded to the dtype. No upcast: why the upcast exists.
+    naive  a hand-written layer, every op in the dtype: the mask is torch.where(mask, s, −1e9)
+           (−1e9 rounded to the dtype); s − max, e^(s − max), the row sum (accumulated in
+           float32) and the division each rounded to the dtype. No upcast: why the upcast exists.
 
 The same entry run with `Rounding.exact()` (nothing rounded: float64 throughout) is the op
 applied exactly to its own rounded operands: what the stage's *added* error is measured from.
@@ -39,7 +39,7 @@ POLICIES = ("eager", "sdpa", "naive")
 COMPUTED_DTYPES = ("float32", "bfloat16", "float16")
 COMPUTED_POLICIES = ("eager", "naive")
 SOFTMAX_OPS = ("exp", "softmax")  # the two ops of a softmax: where a −∞ row turns NaN
-NAIVE_FILL = -1e9  # the Annotated Transformer's masked_fill(mask == 0, -1e9)
+NAIVE_FILL = -1e9  # the Annotated Transformer's −1e9 (masked_fill refuses it in float16)
 
 
 def numpy_dtype(name: str) -> np.dtype[Any]:
@@ -131,7 +131,7 @@ def _scale(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
 
 def _mask(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     s, allowed = ops[0], params["allowed"]
-    if r.policy == "naive":  # masked_fill: the fill itself, in the dtype
+    if r.policy == "naive":  # torch.where(mask, s, −1e9): the fill itself, in the dtype
         return Out(np.where(allowed, s, r.to(NAIVE_FILL)))
     fill = r.finfo_min()
     return Out(np.where(allowed, s, r.to(r.work(s) + r.work(fill))))

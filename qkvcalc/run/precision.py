@@ -119,7 +119,7 @@ def _stage(stage: Stage, r: lowp.Rounding, values: dict[Ref, np.ndarray]) -> Sta
     )
     notes = [Msg("precision.stored_f32")] if out.stored else []
     if stage.op == "mask":
-        # masked_fill(−1e9) under naive, else finfo.min added
+        # −1e9 under naive, else finfo.min added
         fill = "−1e9" if r.policy == "naive" else _number(r.finfo_min())
         notes.append(Msg(f"precision.mask_{r.policy}", fill=fill, dtype=str(r.dtype)))
     said = "precision.stage_exact" if error.max_abs == 0 else "precision.stage_error"
