@@ -407,8 +407,10 @@ def _width(lines: list[Text]) -> int:
 
 def _twin(block: Block, stage: Stage, opts: RenderOptions) -> None:
     """A --dtype stage's float64 twin, as its own table under the dtype's."""
-    twin = stage.twin_value
-    assert twin is not None
+    from dataclasses import replace
+
+    assert stage.twin is not None
+    twin = replace(stage, data=stage.twin)  # of a recipe, only the rows shown are computed
     name = f"{stage.name} (float64)"
     lines = matrix_lines(twin, name, stage.rows, stage.cols, opts, width=opts.width - 2)
     block.blank().cut(lines, indent=2)

@@ -198,11 +198,14 @@ LOWP: dict[str, dict[str, Entry]] = {
 
 def ulp(x: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
     """The dtype's unit in the last place at each |x| (its spacing there; the smallest
-    subnormal at 0)."""
+    subnormal at 0). inf and NaN give a meaningless unit: callers leave those cells out.
+
+    Read from float64's exponent bits (integer work: a million cells in a few ms): |x| lies in
+    the binade 2^b, and the dtype's spacing there is 2^(max(b, its min exponent) − its mantissa
+    bits), which float64 holds as a normal number for every dtype here."""
     import ml_dtypes
 
     info = ml_dtypes.finfo(dtype)
-    with np.errstate(divide="ignore"):
-        exponent = np.floor(np.log2(np.abs(x)))
-    exponent = np.maximum(np.where(np.isfinite(exponent), exponent, info.minexp), info.minexp)
-    return np.ldexp(1.0, (exponent - info.nmant).astype(np.int64))
+    bits = np.abs(np.asarray(x, dtype=np.float64)).view(np.int64) >> 52  # biased exponent
+    unit = np.maximum(bits - 1023, info.minexp) - info.nmant
+    return np.asarray((unit + 1023) << 52).view(np.float64)

@@ -23,9 +23,10 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.plan.specs import Const, Ref
 from qkvcalc.run import lowp
+from qkvcalc.run.engine import _last_uses
 from qkvcalc.run.engine import run as run_plain
 from qkvcalc.run.ops import OPS
-from qkvcalc.trace import Error, Precision, Stage, Trace
+from qkvcalc.trace import Cache, Data, Error, Precision, Recipe, Stage, Trace, resolve
 
 
 def check(p: Problem, dtype: str, policy: str) -> None:
@@ -64,10 +65,12 @@ def run(p: Problem, dtype: str | None = None, policy: str | None = None) -> Trac
         if stage.op not in lowp.LOWP:
             raise QkvcalcError("precision.op_unsupported", stage=stage.formula, op=stage.op)
     rounding = lowp.Rounding(lowp.numpy_dtype(dtype), policy)
-    values: dict[Ref, np.ndarray] = {}
+    state = _State(plain.cache)
+    last = _last_uses(tuple(stage.spec for stage in plain.stages))
     stages: list[Stage] = []
-    for stage in plain.stages:
-        stages.append(_stage(stage, rounding, values))
+    for k, stage in enumerate(plain.stages):
+        stages.append(_stage(stage, rounding, state))
+        state.release(k, last)
     summary = _summary(stages, rounding, dtype, policy)
     kept = tuple(w for w in plain.warnings if not w.key.startswith("warn.fully_masked"))
     warnings = kept + tuple(_dead_rows(stages, rounding))
@@ -97,68 +100,107 @@ def _dead_rows(stages: list[Stage], r: lowp.Rounding) -> list[Msg]:
     return said
 
 
-def _stage(stage: Stage, r: lowp.Rounding, values: dict[Ref, np.ndarray]) -> Stage:
+class _State:
+    """The values computed so far (each whole while a later stage reads it), and what the
+    trace keeps of each: an n×m stage as its dtype's own numbers (2 bytes a cell in bfloat16),
+    given back as float64 when shown, as the engine keeps a recipe."""
+
+    def __init__(self, cache: Cache) -> None:
+        self.cache = cache
+        self.values: dict[Ref, np.ndarray] = {}
+        self.data: dict[Ref, Data] = {}
+        self.finite = True  # no value so far is inf or NaN (the remarks hold)
+
+    def keep(self, stage: Stage, value: np.ndarray, stored: np.dtype[Any]) -> Data:
+        self.values[stage.ref] = value
+        self.finite = self.finite and bool(np.isfinite(value).all())
+        data: Data = value
+        if stage.spec.lazy:
+            compact = value.astype(stored)
+
+            def compute(rows: np.ndarray | None) -> np.ndarray:
+                return (compact if rows is None else compact[rows]).astype(np.float64)
+
+            data = Recipe(compute, self.cache)
+        self.data[stage.ref] = data
+        return data
+
+    def value_of(self, ref: Ref) -> np.ndarray:
+        return self.values[ref] if ref in self.values else resolve(self.data[ref])
+
+    def release(self, done: int, last: dict[Ref, int]) -> None:
+        for ref in [r for r in self.values if last.get(r, -1) <= done]:
+            del self.values[ref]
+
+
+def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
     """One stage in the dtype: its value, its exact twin on the same operands, its errors."""
     entry = lowp.LOWP[stage.op][r.policy]
     given = OPS[stage.op].given  # the problem's own numbers: rounding them is this stage's
     operands = [
-        (o.value if given else r.to(o.value)) if isinstance(o, Const) else values[o]
+        (o.value if given else r.to(o.value)) if isinstance(o, Const) else state.value_of(o)
         for o in stage.reads
     ]
     out = entry(operands, stage.params, r)
-    ideal = entry(operands, stage.params, r.exact()).value
-    values[stage.ref] = out.value
     if stage.op == "split":  # which columns each head reads: no numbers to round
+        state.values[stage.ref] = out.value
+        state.data[stage.ref] = out.value
         return replace(stage, data=out.value)
+    ideal = entry(operands, stage.params, r.exact()).value
     twin = stage.data
     unit = np.dtype(np.float32) if out.stored else r.dtype
-    error = Error(
-        _max(np.abs(out.value - stage.value), stage.value, unit),
-        _max(np.abs(out.value - stage.value), stage.value, unit, ulps=True),
-        _max(np.abs(out.value - ideal), ideal, unit, ulps=True),
-    )
+    error = _errors(out.value, stage.value, ideal, unit)
+    del ideal
+    data = state.keep(stage, out.value, unit)
     notes = [Msg("precision.stored_f32")] if out.stored else []
     if stage.op == "mask":
         # −1e9 under naive, else finfo.min added
         fill = "−1e9" if r.policy == "naive" else _number(r.finfo_min())
         notes.append(Msg(f"precision.mask_{r.policy}", fill=fill, dtype=str(r.dtype)))
+    details = out.details or {}
     said = "precision.stage_exact" if error.max_abs == 0 else "precision.stage_error"
     notes.append(Msg(said, **_error_words(error, r)))
     return replace(
         stage,
-        data=out.value,
-        inputs=tuple(operands),
+        data=data,
+        inputs=tuple(
+            state.data[o] if not isinstance(o, Const) else v
+            for o, v in zip(stage.reads, operands, strict=True)
+        ),
         twin=twin,
         error=error,
-        notes=(*_notes(stage, values), *notes),
-        **{k: v for k, v in (out.details or {}).items() if k in ("row_max", "row_sum")},
+        notes=(*_notes(stage, state), *notes),
+        row_max=details.get("row_max", stage.row_max),
+        row_sum=details.get("row_sum", stage.row_sum),
     )
 
 
-def _notes(stage: Stage, values: dict[Ref, np.ndarray]) -> tuple[Msg, ...]:
+def _notes(stage: Stage, state: _State) -> tuple[Msg, ...]:
     """The spec's notes, and its remarks on these numbers: the dtype's (the plain run made
     them from float64's). Left out where they would not hold: the weights' read-out (it says a
     fully masked row has no weight, which eager's finite fill gives some) and any remark once a
     value is inf or NaN (a percentage of NaN)."""
     spec = stage.spec
-    if spec.remarks is None or stage.op == "softmax":
+    if spec.remarks is None or stage.op == "softmax" or not state.finite:
         return spec.notes
-    if not all(np.isfinite(v).all() for v in values.values() if v.dtype.kind == "f"):
-        return spec.notes
-    return spec.notes + spec.remarks(values.__getitem__)
+    return spec.notes + spec.remarks(state.value_of)
 
 
-def _max(diff: np.ndarray, reference: np.ndarray, unit: Any, ulps: bool = False) -> float:
-    """The largest difference over the cells whose reference is finite (a mask's own −∞
-    aside), in units in the last place of `unit` at the reference when `ulps`; inf where a
+def _errors(value: np.ndarray, twin: np.ndarray, ideal: np.ndarray, unit: Any) -> Error:
+    """max_abs and max_ulp against the twin, added_ulp against the op done exactly on the same
+    operands: over the cells whose reference is finite (a mask's own −∞ aside); inf where a
     value turned inf or NaN."""
-    live = np.isfinite(reference)
-    if not live.any():
-        return 0.0
-    d = np.where(np.isnan(diff), np.inf, diff)[live]
-    if ulps:
-        d = d / lowp.ulp(reference[live], unit)
-    return float(d.max())
+    d = np.abs(value - twin)
+    d[np.isnan(d)] = np.inf
+    live = np.isfinite(twin)
+    max_abs = float(d.max(where=live, initial=0.0))
+    d /= lowp.ulp(twin, unit)
+    max_ulp = float(d.max(where=live, initial=0.0))
+    d = np.abs(value - ideal)
+    d[np.isnan(d)] = np.inf
+    d /= lowp.ulp(ideal, unit)
+    added = float(d.max(where=np.isfinite(ideal), initial=0.0))
+    return Error(max_abs, max_ulp, added)
 
 
 def _number(value: float, digits: int = 6) -> str:
