@@ -566,6 +566,8 @@ MESSAGES: dict[str, str] = {
     "precision.policy.naive": "Computed in {dtype} as a hand-written layer does, with no upcast: "
     "−1e9 where masked, then s − max, e^(s − max), the row sum and the division each rounded to "
     "{dtype}. Each stage is shown beside its float64 twin.",
+    "precision.approx": "Each result is also rounded to {dtype}, so an ≈ in the arithmetic can be "
+    "that rounding rather than the decimals shown (180×180 + 190×190 ≈ ∞ in float16).",
     "precision.most_added": "The stage that added the most error of its own: {stage} (head "
     "{head}), up to {added} units in the last place of its exact result on its own {dtype} "
     "operands.",

@@ -570,6 +570,8 @@ MESSAGES: dict[str, str] = {
     "precision.policy.naive": "직접 짠 레이어처럼 업캐스트 없이 {dtype}(으)로 계산했습니다. "
     "마스킹된 칸에 −1e9, 그다음 s − max, e^(s − max), 행 합, 나눗셈을 각각 {dtype}(으)로 "
     "반올림합니다. 각 단계는 float64 쌍둥이와 나란히 보입니다.",
+    "precision.approx": "각 결과는 {dtype}(으)로도 반올림되므로, 계산 과정의 ≈는 보이는 소수 자리 "
+    "때문이 아니라 그 반올림 때문일 수 있습니다(float16에서 180×180 + 190×190 ≈ ∞).",
     "precision.most_added": "자기 오차를 가장 많이 더한 단계: {stage}(헤드 {head}). 자신의 "
     "{dtype} 피연산자로 구한 정확한 결과와 최대 {added} ulp 차이 납니다.",
     "precision.mask_eager": "마스킹된 칸에는 {fill}({dtype}의 가장 작은 유한수)을 float32로 "

@@ -223,7 +223,7 @@ def _error_words(error: Error, r: lowp.Rounding) -> dict[str, str]:
 def _summary(stages: list[Stage], r: lowp.Rounding, dtype: str, policy: str) -> Precision:
     """The first cell that turned inf or NaN (stage order, 1-based), with why, and the stage
     that added most error."""
-    notes = [Msg(f"precision.policy.{policy}", dtype=dtype)]
+    notes = [Msg(f"precision.policy.{policy}", dtype=dtype), Msg("precision.approx", dtype=dtype)]
     first = None
     for stage in stages:
         if stage.error is None:
