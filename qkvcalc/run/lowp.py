@@ -206,6 +206,11 @@ def ulp(x: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
     import ml_dtypes
 
     info = ml_dtypes.finfo(dtype)
-    bits = np.abs(np.asarray(x, dtype=np.float64)).view(np.int64) >> 52  # biased exponent
-    unit = np.maximum(bits - 1023, info.minexp) - info.nmant
-    return np.asarray((unit + 1023) << 52).view(np.float64)
+    out = np.abs(np.asarray(x, dtype=np.float64))  # one array, worked on in place
+    bits = out.view(np.int64)
+    bits >>= 52  # the biased exponent
+    bits -= 1023
+    np.maximum(bits, info.minexp, out=bits)
+    bits += 1023 - info.nmant
+    bits <<= 52
+    return out

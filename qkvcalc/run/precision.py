@@ -190,13 +190,15 @@ def _errors(value: np.ndarray, twin: np.ndarray, ideal: np.ndarray, unit: Any) -
     """max_abs and max_ulp against the twin, added_ulp against the op done exactly on the same
     operands: over the cells whose reference is finite (a mask's own −∞ aside); inf where a
     value turned inf or NaN."""
-    d = np.abs(value - twin)
+    d = np.subtract(value, twin)
+    np.abs(d, out=d)
     d[np.isnan(d)] = np.inf
     live = np.isfinite(twin)
     max_abs = float(d.max(where=live, initial=0.0))
     d /= lowp.ulp(twin, unit)
     max_ulp = float(d.max(where=live, initial=0.0))
-    d = np.abs(value - ideal)
+    np.subtract(value, ideal, out=d)
+    np.abs(d, out=d)
     d[np.isnan(d)] = np.inf
     d /= lowp.ulp(ideal, unit)
     added = float(d.max(where=np.isfinite(ideal), initial=0.0))
