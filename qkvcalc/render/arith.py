@@ -68,8 +68,8 @@ class Style(NamedTuple):
 
     def num(self, value: float) -> str:
         text = fmt(value, self.precision)
-        if self.latex:
-            return text.replace("-∞", r"-\infty")
+        if self.latex:  # ∞ itself: a --dtype run's overflow
+            return text.replace("-∞", r"-\infty").replace("∞", r"\infty")
         return text
 
     def factor(self, value: float) -> str:
