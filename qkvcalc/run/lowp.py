@@ -38,7 +38,10 @@ POLICIES = ("eager", "sdpa", "naive")
 # what is computed today; the rest are refused with a message naming the option
 COMPUTED_DTYPES = ("float32", "bfloat16", "float16")
 COMPUTED_POLICIES = ("eager", "naive")
-SOFTMAX_OPS = ("exp", "softmax")  # the two ops of a softmax: where a −∞ row turns NaN
+# The ops the interpreter says more about (a mask's fill, the weights' dead rows, the split's
+# words): named here, in the op table, as the plan names its stages (they move with their ops)
+MASK, SOFTMAX, SPLIT = "mask", "softmax", "split"
+SOFTMAX_OPS = ("exp", SOFTMAX)  # the two ops of a softmax: where a −∞ row turns NaN
 NAIVE_FILL = -1e9  # the Annotated Transformer's −1e9 (masked_fill refuses it in float16)
 
 

@@ -82,12 +82,12 @@ def _dead_rows(stages: list[Stage], r: lowp.Rounding) -> list[Msg]:
     where the float64 twin's are 0 (the plain run's warning said the twin's)."""
     said = []
     for stage in stages:
-        if stage.op != "mask" or stage.allowed is None:
+        if stage.op != lowp.MASK or stage.allowed is None:
             continue
         dead = np.flatnonzero(~stage.allowed.any(axis=1))
         if not dead.size:
             continue
-        weights = next(s for s in stages if s.op == "softmax" and s.head == stage.head).value
+        weights = next(s for s in stages if s.op == lowp.SOFTMAX and s.head == stage.head).value
         nan = bool(np.isnan(weights[dead]).any())
         said.append(
             Msg(
@@ -142,7 +142,7 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
         for o in stage.reads
     ]
     out = entry(operands, stage.params, r)
-    if stage.op == "split":  # which columns each head reads: no numbers to round
+    if stage.op == lowp.SPLIT:  # which columns each head reads: no numbers to round
         state.values[stage.ref] = out.value
         state.data[stage.ref] = out.value
         return replace(stage, data=out.value)
@@ -153,7 +153,7 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
     del ideal
     data = state.keep(stage, out.value, unit)
     notes = [Msg("precision.stored_f32")] if out.stored else []
-    if stage.op == "mask":
+    if stage.op == lowp.MASK:
         # −1e9 under naive, else finfo.min added
         fill = "−1e9" if r.policy == "naive" else _number(r.finfo_min())
         notes.append(Msg(f"precision.mask_{r.policy}", fill=fill, dtype=str(r.dtype)))
@@ -181,7 +181,7 @@ def _notes(stage: Stage, state: _State) -> tuple[Msg, ...]:
     fully masked row has no weight, which eager's finite fill gives some) and any remark once a
     value is inf or NaN (a percentage of NaN)."""
     spec = stage.spec
-    if spec.remarks is None or stage.op == "softmax" or not state.finite:
+    if spec.remarks is None or stage.op == lowp.SOFTMAX or not state.finite:
         return spec.notes
     return spec.notes + spec.remarks(state.value_of)
 
@@ -272,9 +272,9 @@ def _why(stage: Stage, i: int, j: int, r: lowp.Rounding) -> Msg:
         "got": _number(got),
     }
     operands = stage.operands
-    if stage.op == "mask" and r.policy == "naive":
+    if stage.op == lowp.MASK and r.policy == "naive":
         return Msg("precision.why.fill", fill="−1e9", **where)
-    if stage.op == "mask":
+    if stage.op == lowp.MASK:
         s = float(operands[0][i, j])
         fill = r.finfo_min()
         return Msg("precision.why.mask", score=_number(s), fill=_number(fill), **where)
