@@ -44,6 +44,8 @@ def explain(
     exact: bool = False,
     backward: bool = False,
     max_elements: int | None = None,
+    dtype: str | None = None,
+    policy: str | None = None,
     **fields: Any,
 ) -> Trace:
     """Compute attention for these numbers and return the Trace of every stage.
@@ -54,14 +56,16 @@ def explain(
     rational stages as fractions (as ``--exact``); ``backward=True`` adds the backward pass's
     stages, from the loss the fields give (``target=…``, ``grad_output=…`` or ``attend=[…]``;
     as ``--backward``); ``max_elements`` bounds the numbers the
-    problem may hold (``--max-elements``).
+    problem may hold (``--max-elements``). ``dtype="bfloat16"`` (float32, float16) computes
+    every stage as the hardware does in that dtype, beside its float64 twin, under ``policy``
+    ("eager", the default, or "naive"; as ``--dtype``, ``--policy``).
     Raises QkvcalcError with a message that names the field, the shapes and the rule.
     """
     from qkvcalc.input.limits import MAX_ELEMENTS
     from qkvcalc.input.problem import Problem
     from qkvcalc.run.engine import run
 
-    given = {"x": x, "wq": wq, "wk": wk, "wv": wv, **fields}
+    given = {"x": x, "wq": wq, "wk": wk, "wv": wv, "dtype": dtype, "policy": policy, **fields}
     doc = {k: v for k, v in given.items() if v is not None}
     limit = MAX_ELEMENTS if max_elements is None else max_elements
     problem = Problem.from_mapping(doc, exact=exact, max_elements=limit)
@@ -69,6 +73,10 @@ def explain(
         from dataclasses import replace
 
         problem = replace(problem, backward=True)
+    if problem.dtype is not None:
+        from qkvcalc.run.precision import run as run_in
+
+        return run_in(problem)
     return run(problem)
 
 

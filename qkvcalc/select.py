@@ -90,4 +90,4 @@ def select(
         if (wanted is None or stage.id in wanted)
         and (head is None or stage.head is None or stage.head == head)
     )
-    return Selection(trace.problem, chosen, trace.warnings, whole=whole)
+    return Selection(trace.problem, chosen, trace.warnings, precision=trace.precision, whole=whole)

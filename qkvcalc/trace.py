@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 import numpy as np
 
@@ -75,6 +75,29 @@ class Cache:
         self.kept.clear()
 
 
+class Error(NamedTuple):
+    """How far a low-precision stage is from its float64 twin (--dtype): the largest absolute
+    difference and the largest in units in the last place of the dtype (`max_ulp`: all the
+    error, inherited and added), and `added_ulp`, the stage's own rounding: its value against
+    its op applied exactly to its own (rounded) operands. inf where a cell turned inf or NaN."""
+
+    max_abs: float
+    max_ulp: float
+    added_ulp: float
+
+
+class Precision(NamedTuple):
+    """A --dtype run's summary: the dtype and policy, the first cell that turned inf or NaN
+    ((stage id, head, (row, column) 1-based) or None) and the stage that added most error,
+    with the sentences that say why."""
+
+    dtype: str
+    policy: str
+    first_nonfinite: tuple[str, int | None, tuple[int, int]] | None
+    most_added: tuple[str, int | None] | None
+    notes: tuple[Msg, ...] = ()
+
+
 # A stage's data: its matrix, or how to compute it again.
 Data: TypeAlias = "np.ndarray | Recipe"
 
@@ -103,6 +126,10 @@ class Stage:
     operands_exact: tuple[tuple[tuple[Any, ...], ...] | None, ...] = ()
     bias_exact: tuple[Any, ...] | None = None
     scale_exact: Any = None
+    # --dtype (qkvcalc.run.precision): `data` holds the dtype's numbers, `twin` the same stage
+    # in float64 from the unrounded inputs (the plain run's), `error` how far apart they are
+    twin: Data | None = None
+    error: Error | None = None
 
     # ---- the spec's fields, read through the stage ----------------------------------------
 
@@ -202,6 +229,16 @@ class Stage:
     def value(self) -> np.ndarray:
         return resolve(self.data)
 
+    @property
+    def twin_value(self) -> np.ndarray | None:
+        """--dtype: the float64 twin's value (None for a plain run's stage)."""
+        return None if self.twin is None else resolve(self.twin)
+
+    def twin_rows(self, rows: Sequence[int]) -> np.ndarray:
+        """The rows `rows` of the float64 twin, [len(rows), m] (a recipe computes only those)."""
+        assert self.twin is not None
+        return resolve(self.twin, np.asarray(rows, dtype=np.intp))
+
     def value_rows(self, rows: Sequence[int]) -> np.ndarray:
         """The rows `rows` of the value, [len(rows), m]: computed alone when it is a recipe."""
         return resolve(self.data, np.asarray(rows, dtype=np.intp))
@@ -276,6 +313,7 @@ class Trace:
     stages: tuple[Stage, ...]
     warnings: tuple[Msg, ...] = field(default=())
     cache: Cache = field(default_factory=Cache)  # the whole values its recipes computed last
+    precision: Precision | None = None  # --dtype: the dtype, the policy, where it went wrong
 
     @property
     def final(self) -> Stage:

@@ -416,7 +416,13 @@ def test_a_wrong_loss_key_names_the_field_and_the_rule(change, key):
 
 # ---- every preset ------------------------------------------------------------------------------
 
-PRESETS = [name for name in presets.names() if name not in ("decode", "tiles")]
+# (the precision lab's lessons are about a low-precision forward, which --backward refuses;
+# fp16mask's fully masked row has NaN gradients in the autograd oracle)
+PRESETS = [
+    name
+    for name in presets.names()
+    if name not in ("decode", "tiles") and "dtype" not in presets.load(name)
+]
 
 
 def _first_example(doc: dict[str, Any]) -> dict[str, Any]:

@@ -235,6 +235,8 @@ MESSAGES: dict[str, str] = {
     "ui.heads_group": "Head {head} of {heads}",
     "ui.softmax_row": "row {row} ({token}): max = {max}; sum of exponentials = {sum}",
     "ui.masked_row": "row {row} ({token}): {keys} → -∞",
+    "ui.masked_row_lowp": "row {row} ({token}): {keys} masked (the note says what a masked cell "
+    "gets)",
     "ui.all_masked_row": "row {row} ({token}): every key masked, weights 0",
     "ui.warning": "warning",
     "ui.output_final": "Output",
@@ -352,6 +354,12 @@ MESSAGES: dict[str, str] = {
     "(d_k = 1, causal)",
     "preset.multihead.description": "Two heads on 'I love cats': both read all of X, each "
     "through its own two columns of W_Q, W_K, W_V; W_O then combines them",
+    "preset.fp16overflow.description": "float16 scores that overflow: q·k past 65,504 is ∞ "
+    "before the scale can shrink it, and the softmax row turns NaN",
+    "preset.fp16mask.description": "A −1e9 mask in float16 is −∞, and a query that may see no key "
+    "gets NaN weights",
+    "preset.bf16softmax.description": "Why the softmax is upcast: in bfloat16 with no upcast "
+    "(naive) the weights stray further from float64 than eager's float32 softmax",
     "preset.padding.description": "A batch row padded to four tokens: key_padding keeps attention "
     "off <pad>",
     "preset.pronoun.description": "A story: in 'the cat sat because it was tired', the query "
@@ -413,6 +421,26 @@ MESSAGES: dict[str, str] = {
     "head_2)·W_O. Both heads read all of X; head 1 takes columns 1–2 of W_Q, W_K, W_V and head "
     "2 columns 3–4, as nn.MultiheadAttention splits them. W_O is 4×4, so every output column "
     "can combine both heads.",
+    "preset.fp16overflow.reference": "Made for qkvcalc, after the half-precision NaNs of OPT, "
+    "XGLM and Qwen2 in transformers' eager attention. Row 1 of X is (180, 190); with W_Q = W_K = "
+    "I, Q·Kᵀ[1,1] = 180² + 190² = 68,500, past float16's largest finite number, 65,504, so it is "
+    "∞ in float16. The scale comes after the product (eager multiplies the scores), so ∞ × 1/√2 "
+    "is still ∞, and e^(s − max) of that row is e^(∞ − ∞) = NaN. Taking the scale first, (q/√2)·k "
+    "≈ 48,437 is finite in float16 (PyTorch gives 48,448). The float64 twin has no trouble.",
+    "preset.fp16mask.reference": "Made for qkvcalc, after PyTorch issue 103749 and the −1e9 masks "
+    "of hand-written layers. The first query may attend to no key (as a left-padded row of a "
+    "batch). Under the naive policy the mask writes −1e9 (torch.where(mask, s, -1e9); masked_fill "
+    "refuses −1e9 in float16 outright), which float16 cannot hold (its most negative finite "
+    "number is −65,504): it is −∞, so row 1 is −∞ throughout, its max is −∞ and e^(−∞ − (−∞)) is "
+    "NaN. With --policy eager the mask adds −65,504 instead, row 1 stays finite and its weights "
+    "are spread over the keys (1/3 each, as float16 rounds it); the float64 twin gives that row "
+    "weights 0, as scaled_dot_product_attention does.",
+    "preset.bf16softmax.reference": "Made for qkvcalc, after flash-attention issue 613 ('why did "
+    "you choose float32 in softmax?'). Eight tokens, W_Q = W_K = W_V = I. Under the naive policy "
+    "e^(s − max), the row sum and the division are each rounded to bfloat16 (8 bits of mantissa): "
+    "the weights end up to 2.45 units in the last place from their float64 twin. Run it with "
+    "--policy eager: from the same bfloat16 scores, the softmax in float32 with only the weights "
+    "rounded puts them within 0.53.",
     "preset.padding.reference": "Made for qkvcalc: 'cats sleep' padded to length 4, the way "
     "a batch of sentences of unequal length is padded; key_padding [1, 1, 0, 0] marks the real "
     "tokens, as a BERT attention_mask does. The <pad> rows still get outputs (key_padding "
@@ -574,6 +602,62 @@ MESSAGES: dict[str, str] = {
     "one 1 (real token) or 0 (padding) per key",
     "overflow": "the numbers overflow float64 at {stage}, row {row}, column {col} (head "
     "{head}): scale the input down",
+    # ---- --dtype: the precision lab (qkvcalc.run.precision) -----------------------------
+    "precision.dtype_unknown": "--dtype takes one of {known}, not {value!r}",
+    "precision.policy_unknown": "--policy takes one of {known}, not {value!r}",
+    "precision.dtype_not_yet": "--dtype {value} is not computed yet: --dtype takes {known} today",
+    "precision.policy_not_yet": "--policy {value} is not computed yet: --policy takes {known} "
+    "today",
+    "precision.with_option": "--dtype {dtype} cannot be combined with {option} (yet): run --dtype "
+    "without {option}, or {option} without --dtype",
+    "precision.op_unsupported": "--dtype does not compute the stage {stage} (operation {op!r}) in "
+    "low precision yet: run it without --dtype",
+    "precision.stored_f32": "The kernel keeps this stage in float32 (softmax(…, dtype=float32)): "
+    "its numbers and units in the last place are float32's.",
+    "precision.stage_exact": "Exact in {dtype}: every cell equals its float64 twin.",
+    "precision.stage_error": "{dtype} against its float64 twin: largest difference {abs} ({ulp} "
+    "units in the last place, all the error so far); this stage's own rounding added up to "
+    "{added} ulp.",
+    "precision.policy.eager": "Computed in {dtype} as transformers' eager attention does: "
+    "products summed in float32 then rounded to {dtype}; masked scores get {dtype}'s most "
+    "negative finite number added; softmax in float32, the weights rounded to {dtype}. Each stage "
+    "is shown beside its float64 twin.",
+    "precision.policy.naive": "Computed in {dtype} as a hand-written layer does, with no upcast: "
+    "−1e9 where masked, then s − max, e^(s − max), the row sum and the division each rounded to "
+    "{dtype}. Each stage is shown beside its float64 twin.",
+    "precision.approx": "Each result is also rounded to {dtype}, so an ≈ in the arithmetic can be "
+    "that rounding rather than the decimals shown (180×180 + 190×190 ≈ ∞ in float16).",
+    "precision.most_added": "The stage that added the most error of its own: {stage} (head "
+    "{head}), up to {added} units in the last place of its exact result on its own {dtype} "
+    "operands.",
+    "precision.mask_eager": "Where masked, {fill} ({dtype}'s most negative finite number) is "
+    "added to the score in float32 and the sum rounded to {dtype}, as transformers' eager "
+    "attention adds its mask: a masked cell is not −∞ but a very negative number (in float16, a "
+    "score below about −16 plus −65,504 rounds to −∞).",
+    "precision.mask_naive": "Where masked, the cell is {fill} rounded to {dtype}, as a "
+    "hand-written layer's torch.where(mask, s, −1e9) gives it (in float16 that is −∞; PyTorch's "
+    "masked_fill refuses −1e9 in float16 outright: the value overflows).",
+    "precision.fully_masked_equal": "Head {head}: every key is masked for {rows}. In {dtype} the "
+    "masked scores are finite (each its score plus the fill, rounded), so softmax spreads those "
+    "rows over the keys (equally where the sums rounded alike) instead of giving 0 (the float64 "
+    "twin's 0, as PyTorch's scaled_dot_product_attention returns).",
+    "precision.fully_masked_nan": "Head {head}: every key is masked for {rows}. In {dtype} those "
+    "scores are all −∞, so their softmax is NaN (e^(−∞ − (−∞))), and so is every later cell they "
+    "feed (the float64 twin's weights there are 0).",
+    "precision.why.overflow": "First cell that is not finite: row {row}, column {col} of {stage} "
+    "(head {head}) is {got}. Its exact value, {exact}, is past {dtype}'s largest finite number, "
+    "{max}, so it rounds to {got}.",
+    "precision.why.mask": "First cell that is not finite: row {row}, column {col} of {stage} "
+    "(head {head}) is {got}. The mask adds {dtype}'s most negative finite number, {fill}, to the "
+    "score {score}; the sum is past −{max}, so it rounds to −∞. A row whose every key is masked "
+    "is then −∞ throughout, and its softmax is NaN (e^(−∞ − (−∞))).",
+    "precision.why.fill": "First cell that is not finite: row {row}, column {col} of {stage} "
+    "(head {head}) is {got}. The mask writes {fill}, which is past −{max} ({dtype}'s most "
+    "negative finite number): in {dtype}, −1e9 is −∞. A row whose every key is masked is then NaN "
+    "after the softmax.",
+    "precision.why.nan_row": "First cell that is not finite: row {row}, column {col} of {stage} "
+    "(head {head}) is NaN. Every score of row {row} is −∞ (every key masked, with a fill that "
+    "rounded to −∞ in {dtype}), so the row max is −∞ and e^(−∞ − (−∞)) is NaN.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "no preset named {name!r}; the presets are: {names}",
     "cli.presets_missing": "the presets folder is missing from this installation ({path}): "
@@ -1004,6 +1088,7 @@ MESSAGES: dict[str, str] = {
     "help.panel.asked": "What the quiz asks, and how it reports",
     "help.panel.grads": "The backward pass",
     "help.panel.descent": "Gradient descent",
+    "help.panel.precision": "Precision: the dtype the hardware computes in",
     "help.panel.checked": "What is checked: your code, or your stages against a problem",
     "help.panel.runs": "How your code is run, and how the verdict is written",
     "help.panel.serve": "Saving, and serving the studio to a browser",
@@ -1051,6 +1136,14 @@ MESSAGES: dict[str, str] = {
     "model is never told where to look; --target puts the loss on the output).",
     "help.explain.backward": "After the forward stages, the backward pass: every gradient from "
     "the loss (the problem's grad_output, target or attend) back to W_Q, W_K, W_V and X.",
+    "help.explain.dtype": "Compute every stage as the hardware does in this dtype: float32, "
+    "bfloat16 or float16 (float8_e4m3fn, float8_e5m2 are named but not computed yet), each cell "
+    "beside its float64 twin and its error in units in the last place.",
+    "help.explain.policy": "With --dtype: whose rounding. eager (default): transformers' eager "
+    "attention (float32 sums, softmax in float32); naive: every op in the dtype, no upcast (sdpa "
+    "is named but not computed yet).",
+    "precision.policy_without_dtype": "--policy {policy} says how a low-precision dtype rounds: "
+    "give --dtype too (float32, bfloat16 or float16)",
     "help.explain.exact": "Show exact fractions where the numbers stay rational.",
     "help.explain.worksheet": "A worksheet: the inputs filled in, every computed cell blank (no "
     "arithmetic, no notes that tell a result). The answer key is the same command without it.",

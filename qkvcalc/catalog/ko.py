@@ -239,6 +239,8 @@ MESSAGES: dict[str, str] = {
     "ui.heads_group": "헤드 {head} (전체 {heads}개)",
     "ui.softmax_row": "{row}행 ({token}): 최댓값 = {max}; 지수함수 값의 합 = {sum}",
     "ui.masked_row": "{row}행 ({token}): {keys} → -∞",
+    "ui.masked_row_lowp": "{row}행 ({token}): {keys} 마스킹됨 (마스킹된 칸에 무엇이 들어가는지는 "
+    "노트에 있습니다)",
     "ui.all_masked_row": "{row}행 ({token}): 모든 Key가 마스킹됨, 가중치 0",
     "ui.warning": "경고",
     "ui.output_final": "출력",
@@ -353,6 +355,12 @@ MESSAGES: dict[str, str] = {
     "2개를 나눠 씁니다 (d_k = 1, 인과 마스크)",
     "preset.multihead.description": "'I love cats'에 헤드 두 개: 두 헤드 모두 X 전체를 읽되 "
     "W_Q, W_K, W_V에서 각자 자기 몫의 두 열을 쓰고, W_O가 둘을 결합합니다",
+    "preset.fp16overflow.description": "float16에서 넘치는 점수: q·k가 65,504를 넘으면 스케일이 "
+    "줄이기 전에 ∞가 되고, softmax 행은 NaN이 됩니다",
+    "preset.fp16mask.description": "float16에서 −1e9 마스크는 −∞이고, 어떤 Key도 볼 수 없는 "
+    "Query는 NaN 가중치를 받습니다",
+    "preset.bf16softmax.description": "softmax를 업캐스트하는 이유: 업캐스트 없는 "
+    "bfloat16(naive)의 가중치는 eager의 float32 softmax보다 float64에서 더 멀어집니다",
     "preset.padding.description": "네 토큰 길이로 패딩된 배치의 한 행: key_padding이 <pad>로는 "
     "어텐션이 가지 않게 합니다",
     "preset.pronoun.description": "이야기가 있는 예제: 'the cat sat because it was "
@@ -413,6 +421,26 @@ MESSAGES: dict[str, str] = {
     "모두 X 전체를 읽고, 헤드 1은 W_Q, W_K, W_V의 1–2열을, 헤드 2는 3–4열을 씁니다. "
     "nn.MultiheadAttention이 나누는 방식과 같습니다. W_O가 4×4이므로 출력의 각 열이 두 헤드를 "
     "모두 결합할 수 있습니다.",
+    "preset.fp16overflow.reference": "qkvcalc용으로 만든 예제. transformers eager 어텐션에서 "
+    "OPT, XGLM, Qwen2가 반정밀도에서 낸 NaN을 따랐습니다. X의 1행은 (180, 190)이고 W_Q = W_K = "
+    "I이므로 Q·Kᵀ[1,1] = 180² + 190² = 68,500입니다. 이는 float16의 가장 큰 유한수 65,504를 "
+    "넘으므로 float16에서는 ∞입니다. 스케일은 곱 다음에 옵니다(eager는 점수에 곱합니다). 그래서 ∞ "
+    "× 1/√2도 ∞이고, 그 행의 e^(s − max)는 e^(∞ − ∞) = NaN입니다. 스케일을 먼저 곱하면 (q/√2)·k ≈ "
+    "48,437로 float16에서 유한합니다(PyTorch는 48,448). float64 쌍둥이에는 문제가 없습니다.",
+    "preset.fp16mask.reference": "qkvcalc용으로 만든 예제. PyTorch 이슈 103749와 직접 짠 레이어의 "
+    "−1e9 마스크를 따랐습니다. 첫 Query는 어떤 Key에도 어텐션할 수 없습니다(배치에서 왼쪽 패딩된 "
+    "행처럼). naive 정책에서 마스크는 −1e9를 쓰는데(torch.where(mask, s, -1e9). masked_fill은 "
+    "float16에서 −1e9를 아예 거부합니다), float16은 이 값을 담을 수 없습니다(가장 작은 유한수는 "
+    "−65,504). 그래서 −∞가 되고, 1행은 전부 −∞, 행의 최댓값도 −∞이며 e^(−∞ − (−∞))는 NaN입니다. "
+    "--policy eager에서는 마스크가 대신 −65,504를 더하므로 1행은 유한하게 남고 가중치가 Key들에 "
+    "나뉩니다(float16으로 반올림한 1/3씩). float64 쌍둥이는 scaled_dot_product_attention처럼 그 "
+    "행에 가중치 0을 줍니다.",
+    "preset.bf16softmax.reference": "qkvcalc용으로 만든 예제. flash-attention 이슈 "
+    "613('softmax에 왜 float32를 골랐나요?')을 따랐습니다. 토큰 여덟 개, W_Q = W_K = W_V = I. "
+    "naive 정책에서는 e^(s − max), 행 합, 나눗셈을 각각 bfloat16(가수 8비트)로 반올림합니다. 그 "
+    "결과 가중치가 float64 쌍둥이에서 마지막 자리 단위로 최대 2.45만큼 떨어집니다. --policy "
+    "eager로 실행해 보세요. 같은 bfloat16 점수에서 float32로 softmax를 계산하고 가중치만 "
+    "반올림하면 0.53 안에 들어옵니다.",
     "preset.padding.reference": "qkvcalc용으로 만든 예제: 길이가 다른 문장들을 한 배치로 "
     "묶을 때처럼 'cats sleep'을 길이 4로 패딩했습니다. BERT의 attention_mask처럼 key_padding "
     "[1, 1, 0, 0]이 실제 토큰을 표시합니다. <pad> 행에도 출력이 나오지만(key_padding은 Query가 "
@@ -574,6 +602,61 @@ MESSAGES: dict[str, str] = {
     "1(실제 토큰) 또는 0(패딩)이 하나씩 필요합니다",
     "overflow": "{stage} 단계의 {row}행 {col}열(헤드 {head})에서 float64 범위를 넘었습니다. "
     "입력 값을 줄이세요",
+    # ---- --dtype: the precision lab (qkvcalc.run.precision) -----------------------------
+    "precision.dtype_unknown": "--dtype에는 {known} 중 하나를 씁니다. 받은 값: {value!r}",
+    "precision.policy_unknown": "--policy에는 {known} 중 하나를 씁니다. 받은 값: {value!r}",
+    "precision.dtype_not_yet": "--dtype {value}은(는) 아직 계산하지 않습니다. 지금은 --dtype에 "
+    "{known}을(를) 쓸 수 있습니다",
+    "precision.policy_not_yet": "--policy {value}은(는) 아직 계산하지 않습니다. 지금은 --policy에 "
+    "{known}을(를) 쓸 수 있습니다",
+    "precision.with_option": "--dtype {dtype}은(는) (아직) {option}와(과) 함께 쓸 수 없습니다. "
+    "{option} 없이 --dtype을 쓰거나, --dtype 없이 {option}을(를) 쓰세요",
+    "precision.op_unsupported": "--dtype은 {stage} 단계(연산 {op!r})를 아직 낮은 정밀도로 "
+    "계산하지 않습니다. --dtype 없이 실행하세요",
+    "precision.stored_f32": "커널은 이 단계를 float32로 둡니다(softmax(…, dtype=float32)). 이 "
+    "단계의 수와 ulp는 float32 기준입니다.",
+    "precision.stage_exact": "{dtype}에서 정확합니다. 모든 칸이 float64 쌍둥이와 같습니다.",
+    "precision.stage_error": "{dtype} 값과 float64 쌍둥이의 차이: 최대 {abs}(마지막 자리 단위로 "
+    "{ulp} ulp, 지금까지 쌓인 오차 전부). 이 단계 자신의 반올림이 더한 오차는 최대 {added} "
+    "ulp입니다.",
+    "precision.policy.eager": "transformers의 eager 어텐션처럼 {dtype}(으)로 계산했습니다. 곱의 "
+    "합은 float32로 더한 뒤 {dtype}(으)로 반올림하고, 마스킹된 점수에는 {dtype}의 가장 작은 "
+    "유한수를 더하며, softmax는 float32로 계산한 뒤 가중치를 {dtype}(으)로 반올림합니다. 각 "
+    "단계는 float64 쌍둥이와 나란히 보입니다.",
+    "precision.policy.naive": "직접 짠 레이어처럼 업캐스트 없이 {dtype}(으)로 계산했습니다. "
+    "마스킹된 칸에 −1e9, 그다음 s − max, e^(s − max), 행 합, 나눗셈을 각각 {dtype}(으)로 "
+    "반올림합니다. 각 단계는 float64 쌍둥이와 나란히 보입니다.",
+    "precision.approx": "각 결과는 {dtype}(으)로도 반올림되므로, 계산 과정의 ≈는 보이는 소수 자리 "
+    "때문이 아니라 그 반올림 때문일 수 있습니다(float16에서 180×180 + 190×190 ≈ ∞).",
+    "precision.most_added": "자기 오차를 가장 많이 더한 단계: {stage}(헤드 {head}). 자신의 "
+    "{dtype} 피연산자로 구한 정확한 결과와 최대 {added} ulp 차이 납니다.",
+    "precision.mask_eager": "마스킹된 칸에는 {fill}({dtype}의 가장 작은 유한수)을 float32로 "
+    "점수에 더한 뒤 {dtype}(으)로 반올림합니다. transformers의 eager 어텐션이 마스크를 더하는 "
+    "방식입니다. 마스킹된 칸은 −∞가 아니라 아주 작은 수입니다(float16에서는 약 −16보다 작은 "
+    "점수에 −65,504를 더하면 −∞로 반올림됩니다).",
+    "precision.mask_naive": "마스킹된 칸은 {fill}을(를) {dtype}(으)로 반올림한 값입니다. 직접 짠 "
+    "레이어의 torch.where(mask, s, −1e9)가 주는 값입니다(float16에서는 −∞. PyTorch의 "
+    "masked_fill은 float16에서 −1e9를 아예 거부합니다: 값이 넘칩니다).",
+    "precision.fully_masked_equal": "헤드 {head}: {rows}은(는) 모든 Key가 마스킹되었습니다. "
+    "{dtype}에서는 마스킹된 점수가 유한하므로(각각 점수에 채운 값을 더해 반올림), softmax가 그 "
+    "행을 0이 아니라 Key들에 나눕니다(합이 같게 반올림된 곳은 똑같이). float64 쌍둥이는 PyTorch의 "
+    "scaled_dot_product_attention처럼 0입니다.",
+    "precision.fully_masked_nan": "헤드 {head}: {rows}은(는) 모든 Key가 마스킹되었습니다. "
+    "{dtype}에서는 그 점수가 모두 −∞라서 softmax가 NaN(e^(−∞ − (−∞)))이고, 그 값을 읽는 뒤의 칸도 "
+    "모두 NaN입니다(float64 쌍둥이의 가중치는 0).",
+    "precision.why.overflow": "처음으로 유한하지 않은 칸: {stage}(헤드 {head})의 {row}행 {col}열 "
+    "= {got}. 정확한 값 {exact}이(가) {dtype}의 가장 큰 유한수 {max}을(를) 넘어서 {got}(으)로 "
+    "반올림됩니다.",
+    "precision.why.mask": "처음으로 유한하지 않은 칸: {stage}(헤드 {head})의 {row}행 {col}열 = "
+    "{got}. 마스크는 점수 {score}에 {dtype}의 가장 작은 유한수 {fill}을(를) 더하는데, 그 합이 "
+    "−{max}보다 작아서 −∞로 반올림됩니다. 모든 Key가 마스킹된 행은 전부 −∞가 되고, 그 softmax는 "
+    "NaN(e^(−∞ − (−∞)))입니다.",
+    "precision.why.fill": "처음으로 유한하지 않은 칸: {stage}(헤드 {head})의 {row}행 {col}열 = "
+    "{got}. 마스크가 쓰는 {fill}은(는) {dtype}의 가장 작은 유한수 −{max}보다 작습니다. "
+    "{dtype}에서 −1e9는 −∞입니다. 모든 Key가 마스킹된 행은 softmax 뒤 NaN이 됩니다.",
+    "precision.why.nan_row": "처음으로 유한하지 않은 칸: {stage}(헤드 {head})의 {row}행 {col}열 = "
+    "NaN. {row}행의 점수가 모두 −∞(모든 Key가 마스킹되었고, 채운 값이 {dtype}에서 −∞로 "
+    "반올림됨)이므로 행의 최댓값이 −∞이고 e^(−∞ − (−∞))는 NaN입니다.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "프리셋을 찾을 수 없습니다: {name!r}. 있는 프리셋: {names}",
     "cli.presets_missing": "이 설치에는 프리셋 폴더가 없습니다({path}). qkvcalc를 다시 설치하세요",
@@ -1006,6 +1089,7 @@ MESSAGES: dict[str, str] = {
     "help.panel.asked": "퀴즈가 묻는 것과 알려 주는 방식",
     "help.panel.grads": "역전파",
     "help.panel.descent": "경사 하강법",
+    "help.panel.precision": "정밀도: 하드웨어가 계산하는 dtype",
     "help.panel.checked": "검사할 것: 내 코드, 또는 문제에 맞춘 내 단계 값",
     "help.panel.runs": "내 코드를 실행하는 방식과 판정을 쓰는 방식",
     "help.panel.serve": "저장, 그리고 브라우저로 스튜디오 제공",
@@ -1052,6 +1136,14 @@ MESSAGES: dict[str, str] = {
     "지름길입니다(실제 모델은 어디를 보라는 말을 듣지 않습니다. --target은 손실을 출력에 둡니다).",
     "help.explain.backward": "순전파 단계 뒤에 역전파를 보여 줍니다: 손실(문제의 grad_output, "
     "target, attend)에서 W_Q, W_K, W_V, X까지의 모든 기울기.",
+    "help.explain.dtype": "모든 단계를 이 dtype에서 하드웨어가 계산하듯 계산합니다: float32, "
+    "bfloat16, float16 (float8_e4m3fn, float8_e5m2는 이름만 있고 아직 계산하지 않습니다). 각 칸은 "
+    "float64 쌍둥이, 마지막 자리 단위(ulp)의 오차와 나란히 보입니다.",
+    "help.explain.policy": "--dtype과 함께: 누구의 반올림인지. eager(기본값): transformers의 "
+    "eager 어텐션(float32 합, float32 softmax); naive: 업캐스트 없이 모든 연산을 dtype으로 "
+    "(sdpa는 이름만 있고 아직 계산하지 않습니다).",
+    "precision.policy_without_dtype": "--policy {policy}은(는) 낮은 정밀도 dtype의 반올림 방식을 "
+    "정합니다. --dtype도 주세요(float32, bfloat16, float16)",
     "help.explain.exact": "수가 유리수로 남는 곳에서는 정확한 분수로 보여 줍니다.",
     "help.explain.worksheet": "워크시트: 입력은 채우고 계산할 칸은 모두 비워 둡니다(계산 과정도, "
     "결과를 알려 주는 설명도 없습니다). 답은 이 옵션 없이 같은 명령을 실행하면 나옵니다.",

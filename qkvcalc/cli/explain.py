@@ -30,6 +30,7 @@ from qkvcalc.cli.common import (
 from qkvcalc.cli.options import (
     DISPLAY,
     HIDDEN,
+    PRECISION,
     SOURCE,
     Group,
     Opt,
@@ -155,12 +156,24 @@ EXPLAIN_DISPLAY = Group(
 RUNS_ON = ("qkvcalc.input.sources", "qkvcalc.input.problem", "qkvcalc.run.engine")
 
 
-@command("explain", SOURCE, INLINE, MODERN, SHOW, EXPLAIN_DISPLAY, LIMITS, VIEW, loads_itself=True)
+@command(
+    "explain",
+    SOURCE,
+    INLINE,
+    MODERN,
+    SHOW,
+    PRECISION,
+    EXPLAIN_DISPLAY,
+    LIMITS,
+    VIEW,
+    loads_itself=True,
+)
 def explain(
     source: SimpleNamespace,
     inline: SimpleNamespace,
     modern: SimpleNamespace,
     show: SimpleNamespace,
+    precision: SimpleNamespace,
     display: SimpleNamespace,
     limits: SimpleNamespace,
     view: SimpleNamespace,
@@ -182,7 +195,7 @@ def explain(
         if show.worksheet and fmt in ("json", "torch"):  # data and code hold every number
             raise QkvcalcError("explain.worksheet_format", format=fmt)
         _load(FORMATS[fmt][0] if not view.step else "qkvcalc.interactive.step")
-        trace = _trace(source, inline, modern, limits, view, show, lang_code)
+        trace = _trace(source, inline, modern, limits, view, show, lang_code, precision)
         # Only a table printed on a terminal, and the step mode, follow its width (and colours,
         # unless it is txt); every other format, and any file, is laid out for the page.
         width, color = PAGE_WIDTH, False
@@ -257,6 +270,7 @@ def _trace(
     view: SimpleNamespace,
     show: SimpleNamespace,
     lang: str,
+    precision: SimpleNamespace | None = None,
 ) -> "Trace":
     """The problem read (from its source, with the options typed on top), run (shuffled when
     asked) and cut to the stages and head asked for."""
@@ -272,11 +286,19 @@ def _trace(
         stdin = sys.stdin.buffer
         isatty = sys.stdin.isatty()
         doc = gather(source.source, source.preset, typed, stdin, isatty, limits.max_bytes, notes)
+    if precision is not None:  # --dtype, --policy: over the file's or preset's own
+        doc.update({k: v for k, v in vars(precision).items() if v is not None})
     problem = Problem.from_mapping(doc, exact=show.exact, max_elements=limits.max_elements)
     if show.backward:  # the gradients too, from the problem's grad_output, target or attend
         problem = replace(problem, backward=True)
     del doc  # the parsed lists: at real-model sizes, 100 MB the engine does not need
-    if modern.shuffle is not None:
+    if problem.dtype is not None and modern.shuffle is not None:
+        raise QkvcalcError("precision.with_option", option="--shuffle", dtype=problem.dtype)
+    if problem.dtype is not None:  # the stages as the hardware computes them, beside float64
+        from qkvcalc.run.precision import run as run_in
+
+        trace = run_in(problem)
+    elif modern.shuffle is not None:
         from qkvcalc.plan.shuffle import explain_shuffled, parse_order
 
         trace = explain_shuffled(problem, parse_order(modern.shuffle, problem.n))

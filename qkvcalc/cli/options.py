@@ -160,3 +160,12 @@ DISPLAY = Group(
         Opt("no_color", bool, False, ("--no-color",), help="help.no_color"),
     ),
 )
+
+# Attention as the hardware computes it: the dtype, and whose rounding (explain --dtype).
+PRECISION = Group(
+    "precision",
+    (
+        Opt("dtype", str | None, settings={"metavar": "DTYPE", **HIDDEN}),
+        Opt("policy", str | None, settings={"metavar": "POLICY", **HIDDEN}),
+    ),
+)

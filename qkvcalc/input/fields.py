@@ -47,6 +47,8 @@ OPTIONS = (
     "layout",
     "decode",
     "tiles",
+    "dtype",  # the precision lab: the dtype and whose rounding (qkvcalc.run.precision)
+    "policy",
 )
 META = ("name", "description", "reference", "edited_from")
 LOSS = ("grad_output", "target", "attend")  # where --backward starts (qkvcalc.input.loss)

@@ -123,6 +123,10 @@ class Problem:
     backward: bool = False  # --backward: the gradient stages after the forward ones
     # (d_k, d_v) when a feature stands in for W_Q, W_K, W_V (multi-head latent attention)
     widths: tuple[int, int] | None = None
+    # --dtype, --policy: computed as the hardware does in that dtype (qkvcalc.run.precision,
+    # which checks the names); None: float64, the plain run
+    dtype: str | None = None
+    policy: str | None = None
 
     # ---- derived sizes -------------------------------------------------------------------
     @property
@@ -675,6 +679,18 @@ def _read_key_padding(doc: dict[str, Any], m: int) -> np.ndarray | None:
     return np.array(_to_flags(raw_kp, "key_padding"), dtype=bool)
 
 
+def _read_precision(doc: dict[str, Any]) -> tuple[str | None, str | None]:
+    """`dtype` and `policy` as words (which words: qkvcalc.run.precision.check); a policy
+    says how a dtype rounds, so it needs one."""
+    dtype, policy = doc.get("dtype"), doc.get("policy")
+    if dtype is not None and not isinstance(dtype, str):
+        raise QkvcalcError("precision.dtype_unknown", value=shown(dtype), known="float32, …")
+    if policy is not None and not isinstance(policy, str):
+        raise QkvcalcError("precision.policy_unknown", value=shown(policy), known="eager, …")
+    _check(policy is None or dtype is not None, "precision.policy_without_dtype", policy=policy)
+    return dtype, policy
+
+
 def _build(doc: dict[str, Any], exact: bool) -> Problem:
     """Read each group of fields in turn, each checked against what the earlier ones fixed."""
     layout = doc.get("layout", "rows")
@@ -729,7 +745,10 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
             )
         _check(not direct, "decode.needs_x")
         _check(mask_kind == "causal", "decode.mask", mask=mask_kind)
+    dtype, policy = _read_precision(doc)
     return Problem(
+        dtype=dtype,
+        policy=policy,
         loss=loss,
         widths=(d_k, d_v) if stand_in is not None else None,
         decode=decode,

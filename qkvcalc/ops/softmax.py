@@ -82,7 +82,7 @@ def _exp_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -
     at = style.at(i + 1, j + 1)
     logit = float(stage.operands[0][i, j])
     assert stage.row_max is not None
-    if np.isneginf(logit):
+    if np.isneginf(logit) and np.isfinite(stage.row_max[i]):
         return f"{at}{style.exp(style.neg_inf)} = 0"
     top = float(stage.row_max[i])
     left = f"{at}{style.exp(f'{style.num(logit)} {style.minus} {style.num(top)}')}"

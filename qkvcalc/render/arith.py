@@ -67,8 +67,8 @@ class Style(NamedTuple):
 
     def num(self, value: float) -> str:
         text = fmt(value, self.precision)
-        if self.latex:
-            return text.replace("-∞", r"-\infty")
+        if self.latex:  # ∞ itself: a --dtype run's overflow
+            return text.replace("-∞", r"-\infty").replace("∞", r"\infty")
         return text
 
     def factor(self, value: float) -> str:
@@ -396,7 +396,8 @@ def row_summaries(stage: Stage, trace: Trace, precision: int, max_rows: int) -> 
             if blocked.size:
                 keys = ", ".join(f"{safe(stage.cols[j])} ({j + 1})" for j in blocked[:12])
                 keys += " …" if blocked.size > 12 else ""
-                out.append(Msg("ui.masked_row", row=i + 1, token=token, keys=keys))
+                said = "ui.masked_row" if stage.twin is None else "ui.masked_row_lowp"
+                out.append(Msg(said, row=i + 1, token=token, keys=keys))
             continue
         assert stage.row_sum is not None
         row_max = _row_max_behind(stage, trace)

@@ -86,7 +86,7 @@ def _label(text: str) -> str:
 
 def _heat(weight: float) -> str:
     """A background for a weight in [0, 1]: white to deep blue, with readable text on it."""
-    w = min(max(weight, 0.0), 1.0)
+    w = min(max(weight, 0.0), 1.0) if weight == weight else 0.0  # NaN (--dtype): unshaded
     r, g, b = (int(255 - w * (255 - c)) for c in (30, 90, 200))
     text = "#fff" if w > 0.55 else "#000"
     return f"background: rgb({r},{g},{b}); color: {text}"

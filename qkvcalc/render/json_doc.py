@@ -113,17 +113,60 @@ def _stage_fields(stage: Stage, opts: RenderOptions) -> dict[str, Any]:
         doc["step"] = stage.step
     if stage.block is not None:
         doc["block"] = stage.block
+    if stage.error is not None:  # --dtype: the float64 twin, and how far the value is from it
+        doc["float64"] = None if omitted or stage.twin is None else _Twin(stage)
+        doc["error"] = {k: number_json(v) for k, v in stage.error._asdict().items()}
     if stage.exact is not None and not omitted:
         # "7/2", "7/√2", "-inf" where masked; null where a cell depends on an irrational input
         doc["exact"] = [[None if v is None else str(v) for v in row] for row in stage.exact]
     return doc
 
 
+class _Twin:
+    """A stage's float64 twin, written by rows as its value is (a recipe computes its rows)."""
+
+    def __init__(self, stage: Stage) -> None:
+        self.shape = stage.shape
+        self.value_rows = stage.twin_rows
+        self.whole = lambda: stage.twin_value
+
+
 def stage_json(stage: Stage, opts: RenderOptions) -> dict[str, Any]:
     doc = _stage_fields(stage, opts)
     if doc["value"] is not None:
         doc["value"] = matrix_json(stage.value)
+    if isinstance(doc.get("float64"), _Twin):
+        doc["float64"] = matrix_json(doc["float64"].whole())
     return doc
+
+
+def _problem(trace: Trace) -> dict[str, Any]:
+    """problem_json, with the dtype and policy of a --dtype run."""
+    doc = problem_json(trace.problem)
+    if trace.precision is not None:
+        doc["dtype"] = trace.precision.dtype
+        doc["policy"] = trace.precision.policy
+    return doc
+
+
+def precision_json(trace: Trace, opts: RenderOptions) -> dict[str, Any] | None:
+    """The --dtype summary: the first cell that turned inf or NaN (1-based), the stage that
+    added most error (by its largest added_ulp), and the sentences that say why."""
+    summary = trace.precision
+    if summary is None:
+        return None
+    first = None
+    if summary.first_nonfinite is not None:
+        stage, head, (i, j) = summary.first_nonfinite
+        first = {"stage": stage, "head": head, "cell": [i, j]}
+    most = None if summary.most_added is None else summary.most_added[0]
+    return {
+        "dtype": summary.dtype,
+        "policy": summary.policy,
+        "first_nonfinite": first,
+        "most_added": most,
+        "notes": [note.text(opts.lang) for note in summary.notes],
+    }
 
 
 def problem_json(p: Problem) -> dict[str, Any]:
@@ -198,6 +241,10 @@ def input_fields(p: Problem, opts: RenderOptions) -> dict[str, Any]:
         doc["decode"] = p.decode
     if p.tiles is not None:
         doc["tiles"] = p.tiles
+    if p.dtype is not None:  # --dtype: the trace runs again in its dtype
+        doc["dtype"] = p.dtype
+    if p.policy is not None:
+        doc["policy"] = p.policy
     if p.loss is not None:  # where a backward pass starts (attend 1-based, as it was given)
         if p.loss.kind == "attend":
             doc["attend"] = [t + 1 if t >= 0 else None for t in p.loss.attend]
@@ -257,11 +304,12 @@ def trace_json(trace: Trace, opts: RenderOptions) -> dict[str, Any]:
     """The whole document as a dict: what write_json streams, built in memory at once."""
     return {
         "schema": SCHEMA,
-        "problem": problem_json(trace.problem),
+        "problem": _problem(trace),
         "input": input_json(trace.problem, opts),
         "stages": [stage_json(stage, opts) for stage in trace.stages],
         "output": matrix_json(trace.output),
         "warnings": [w.text(opts.lang) for w in trace.warnings],
+        **({} if trace.precision is None else {"precision": precision_json(trace, opts)}),
     }
 
 
@@ -317,7 +365,7 @@ def write_json(trace: Trace, opts: RenderOptions, out: IO[str], ascii_only: bool
     field("schema", first=True)
     out.write(dumps(SCHEMA))
     field("problem")
-    out.write(dumps(problem_json(p), ascii_only=ascii_only))
+    out.write(dumps(_problem(trace), ascii_only=ascii_only))
     field("input")
     _write_object(out, input_fields(p, opts), ascii_only)
     field("stages")
@@ -331,6 +379,9 @@ def write_json(trace: Trace, opts: RenderOptions, out: IO[str], ascii_only: bool
     _write_rows(out, output.value_rows, output.shape)
     field("warnings")
     out.write(dumps([w.text(opts.lang) for w in trace.warnings], ascii_only=ascii_only))
+    if trace.precision is not None:
+        field("precision")
+        out.write(dumps(precision_json(trace, opts), ascii_only=ascii_only))
     out.write("\n}\n")
 
 

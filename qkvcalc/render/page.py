@@ -319,7 +319,8 @@ def pictures(trace: Trace, opts: RenderOptions) -> dict[str, Any] | None:
             rows = [[numbers[s.ref], r + 1] for s in mine for r in range(s.shape[0])][:n]
         else:
             continue
-        weights = np.round(weights[:n, :m], opts.precision)
+        # a NaN weight (a --dtype run's row of −∞) is drawn blank: the tables name it NaN
+        weights = np.nan_to_num(np.round(weights[:n, :m], opts.precision), nan=0.0)
         heads.append({"head": head, "rows": rows, "weights": weights.tolist()})
     if not heads:
         return None

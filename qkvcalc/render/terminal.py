@@ -196,7 +196,7 @@ def _t(lang: str, key: str, **params: object) -> str:
 
 def _heat(weight: float) -> str:
     """A background for a weight in [0, 1]: pale to deep blue, with readable text on it."""
-    w = min(max(weight, 0.0), 1.0)
+    w = min(max(weight, 0.0), 1.0) if weight == weight else 0.0  # NaN (--dtype): unshaded
     r, g, b = (int(255 - w * (255 - c)) for c in (30, 90, 200))
     return f"{'white' if w > 0.55 else 'black'} on rgb({r},{g},{b})"
 
@@ -423,6 +423,17 @@ def _width(lines: list[Text]) -> int:
     return max(display_width(line.plain) for line in lines)
 
 
+def _twin(block: Block, stage: Stage, opts: RenderOptions) -> None:
+    """A --dtype stage's float64 twin, as its own table under the dtype's."""
+    from dataclasses import replace
+
+    assert stage.twin is not None
+    twin = replace(stage, data=stage.twin)  # of a recipe, only the rows shown are computed
+    name = f"{stage.name} (float64)"
+    lines = matrix_lines(twin, name, stage.rows, stage.cols, opts, width=opts.width - 2)
+    block.blank().cut(lines, indent=2)
+
+
 def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions) -> Block:
     """One stage: a rule with its number, title and formula; why; the table; notes; arithmetic."""
     lang = opts.lang
@@ -459,6 +470,8 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
                 blank=opts.worksheet and not given(stage),
             )
         block.cut(view, indent=2)
+        if stage.twin is not None:  # --dtype: the same stage in float64, beside or under it
+            _twin(block, stage, opts)
     extras = stage_extras(stage, trace, hidden[0] if hidden else (0, 0), Style.of(opts), opts)
     for note in extras.notes:  # a bullet with a hanging indent: a wrapped note stays clear of it
         block.para(Text(note.text(lang), style="dim"), indent=2, bullet=Text("•", style="dim"))

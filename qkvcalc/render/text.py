@@ -155,6 +155,8 @@ def summary(
             lines.append(translate("ui.preset_reference", lang, reference=safe(said, 2000)))
     elif "edited_from" in p.meta:
         lines.append(translate("ui.edited_from", lang, name=safe(p.meta["edited_from"])))
+    if trace.precision is not None:  # --dtype: how it was computed, what went wrong where
+        lines += [note.text(lang) for note in trace.precision.notes]
     if worksheet:
         lines.append(translate("ui.worksheet", lang))
     return lines

@@ -352,7 +352,11 @@ def _attention(
         add(_linear("output", "concat", "W_O", p.bo is not None, torch_layout))
     else:
         add("output = concat")
-    add(f"expected = t({literal(trace.output)})  # qkvcalc's output")
+    twin = trace.final.twin_value  # a --dtype run: the script checks its float64 twin
+    if twin is None:
+        add(f"expected = t({literal(trace.output)})  # qkvcalc's output")
+    else:
+        add(f"expected = t({literal(twin)})  # qkvcalc's output's float64 twin")
     add("tolerance = 1e-9 * max(1.0, expected.abs().max().item())")
     add("differences = {}")
     add("tolerances = {}  # a gradient's own: 1e-9 relative to its largest value")

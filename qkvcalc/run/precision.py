@@ -1,0 +1,284 @@
+"""The precision lab: the plan run again in a low-precision dtype (`--dtype`, `--policy`).
+
+One more interpreter of the plan, beside the engine (float64) and exact mode (fractions). The
+plain run gives every stage's float64 twin (from the unrounded inputs); then each stage is
+computed from the dtype's numbers as the policy's backend computes it (qkvcalc.run.lowp: one
+entry per op), and kept with its twin and its error: in all, against the twin, and added, its
+own rounding against its op applied exactly to its own rounded operands. The summary names
+the first cell that turned inf or NaN, with why, and the stage that added most error.
+
+numpy (and ml_dtypes, through lowp) only: no printing, no rich, no typer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.i18n import Msg
+from qkvcalc.input.problem import Problem
+from qkvcalc.ops.table import OPS
+from qkvcalc.plan.specs import Const, Ref
+from qkvcalc.run import lowp
+from qkvcalc.run.engine import _last_uses
+from qkvcalc.run.engine import run as run_plain
+from qkvcalc.trace import Cache, Data, Error, Precision, Recipe, Stage, Trace, resolve
+
+
+def check(p: Problem, dtype: str, policy: str) -> None:
+    """What --dtype can run today; anything else one message naming the option."""
+    if dtype not in lowp.DTYPES:
+        raise QkvcalcError("precision.dtype_unknown", value=dtype, known=", ".join(lowp.DTYPES))
+    if policy not in lowp.POLICIES:
+        raise QkvcalcError("precision.policy_unknown", value=policy, known=", ".join(lowp.POLICIES))
+    if dtype not in lowp.COMPUTED_DTYPES:
+        raise QkvcalcError(
+            "precision.dtype_not_yet", value=dtype, known=", ".join(lowp.COMPUTED_DTYPES)
+        )
+    if policy not in lowp.COMPUTED_POLICIES:
+        raise QkvcalcError(
+            "precision.policy_not_yet", value=policy, known=", ".join(lowp.COMPUTED_POLICIES)
+        )
+    for option, on in (
+        ("--exact", p.exact),
+        ("--backward", p.backward),
+        ("--decode", p.decode is not None),
+        ("--tiles", p.tiles is not None),
+    ):
+        if on:
+            raise QkvcalcError("precision.with_option", option=option, dtype=dtype)
+
+
+@np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
+def run(p: Problem, dtype: str | None = None, policy: str | None = None) -> Trace:
+    """Compute attention for a validated Problem in `dtype` under `policy` (by default the
+    problem's own, else bfloat16 and eager), every stage beside its float64 twin."""
+    dtype = dtype or p.dtype or "bfloat16"
+    policy = policy or p.policy or "eager"
+    check(p, dtype, policy)
+    plain = run_plain(p)
+    for stage in plain.stages:
+        if stage.op not in lowp.LOWP:
+            raise QkvcalcError("precision.op_unsupported", stage=stage.formula, op=stage.op)
+    rounding = lowp.Rounding(lowp.numpy_dtype(dtype), policy)
+    state = _State(plain.cache)
+    last = _last_uses(tuple(stage.spec for stage in plain.stages))
+    stages: list[Stage] = []
+    for k, stage in enumerate(plain.stages):
+        stages.append(_stage(stage, rounding, state))
+        state.release(k, last)
+    summary = _summary(stages, rounding, dtype, policy)
+    kept = tuple(w for w in plain.warnings if not w.key.startswith("warn.fully_masked"))
+    warnings = kept + tuple(_dead_rows(stages, rounding))
+    return replace(plain, stages=tuple(stages), warnings=warnings, precision=summary)
+
+
+def _dead_rows(stages: list[Stage], r: lowp.Rounding) -> list[Msg]:
+    """A query whose every key is masked: what its weights are in the dtype (equal, or NaN),
+    where the float64 twin's are 0 (the plain run's warning said the twin's)."""
+    said = []
+    for stage in stages:
+        if stage.op != lowp.MASK or stage.allowed is None:
+            continue
+        dead = np.flatnonzero(~stage.allowed.any(axis=1))
+        if not dead.size:
+            continue
+        weights = next(s for s in stages if s.op == lowp.SOFTMAX and s.head == stage.head).value
+        nan = bool(np.isnan(weights[dead]).any())
+        said.append(
+            Msg(
+                "precision.fully_masked_nan" if nan else "precision.fully_masked_equal",
+                rows=", ".join(stage.rows[i] for i in dead[:10]) + (" …" if dead.size > 10 else ""),
+                head=stage.head or 1,
+                dtype=str(r.dtype),
+            )
+        )
+    return said
+
+
+class _State:
+    """The values computed so far (each whole while a later stage reads it), and what the
+    trace keeps of each: an n×m stage as its dtype's own numbers (2 bytes a cell in bfloat16),
+    given back as float64 when shown, as the engine keeps a recipe."""
+
+    def __init__(self, cache: Cache) -> None:
+        self.cache = cache
+        self.values: dict[Ref, np.ndarray] = {}
+        self.data: dict[Ref, Data] = {}
+        self.finite = True  # no value so far is inf or NaN (the remarks hold)
+
+    def keep(self, stage: Stage, value: np.ndarray, stored: np.dtype[Any]) -> Data:
+        self.values[stage.ref] = value
+        self.finite = self.finite and bool(np.isfinite(value).all())
+        data: Data = value
+        if stage.spec.lazy:
+            compact = value.astype(stored)
+
+            def compute(rows: np.ndarray | None) -> np.ndarray:
+                return (compact if rows is None else compact[rows]).astype(np.float64)
+
+            data = Recipe(compute, self.cache)
+        self.data[stage.ref] = data
+        return data
+
+    def value_of(self, ref: Ref) -> np.ndarray:
+        return self.values[ref] if ref in self.values else resolve(self.data[ref])
+
+    def release(self, done: int, last: dict[Ref, int]) -> None:
+        for ref in [r for r in self.values if last.get(r, -1) <= done]:
+            del self.values[ref]
+
+
+def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
+    """One stage in the dtype: its value, its exact twin on the same operands, its errors."""
+    entry = lowp.LOWP[stage.op][r.policy]
+    given = OPS[stage.op].given  # the problem's own numbers: rounding them is this stage's
+    operands = [
+        (o.value if given else r.to(o.value)) if isinstance(o, Const) else state.value_of(o)
+        for o in stage.reads
+    ]
+    out = entry(operands, stage.params, r)
+    if stage.op == lowp.SPLIT:  # which columns each head reads: no numbers to round
+        state.values[stage.ref] = out.value
+        state.data[stage.ref] = out.value
+        return replace(stage, data=out.value)
+    ideal = entry(operands, stage.params, r.exact()).value
+    twin = stage.data
+    unit = np.dtype(np.float32) if out.stored else r.dtype
+    error = _errors(out.value, stage.value, ideal, unit)
+    del ideal
+    data = state.keep(stage, out.value, unit)
+    notes = [Msg("precision.stored_f32")] if out.stored else []
+    if stage.op == lowp.MASK:
+        # −1e9 under naive, else finfo.min added
+        fill = "−1e9" if r.policy == "naive" else _number(r.finfo_min())
+        notes.append(Msg(f"precision.mask_{r.policy}", fill=fill, dtype=str(r.dtype)))
+    details = out.details or {}
+    said = "precision.stage_exact" if error.max_abs == 0 else "precision.stage_error"
+    notes.append(Msg(said, **_error_words(error, r)))
+    return replace(
+        stage,
+        data=data,
+        inputs=tuple(
+            state.data[o] if not isinstance(o, Const) else v
+            for o, v in zip(stage.reads, operands, strict=True)
+        ),
+        twin=twin,
+        error=error,
+        notes=(*_notes(stage, state), *notes),
+        row_max=details.get("row_max", stage.row_max),
+        row_sum=details.get("row_sum", stage.row_sum),
+    )
+
+
+def _notes(stage: Stage, state: _State) -> tuple[Msg, ...]:
+    """The spec's notes, and its remarks on these numbers: the dtype's (the plain run made
+    them from float64's). Left out where they would not hold: the weights' read-out (it says a
+    fully masked row has no weight, which eager's finite fill gives some) and any remark once a
+    value is inf or NaN (a percentage of NaN)."""
+    spec = stage.spec
+    if spec.remarks is None or stage.op == lowp.SOFTMAX or not state.finite:
+        return spec.notes
+    return spec.notes + spec.remarks(state.value_of)
+
+
+def _errors(value: np.ndarray, twin: np.ndarray, ideal: np.ndarray, unit: Any) -> Error:
+    """max_abs and max_ulp against the twin, added_ulp against the op done exactly on the same
+    operands: over the cells whose reference is finite (a mask's own −∞ aside); inf where a
+    value turned inf or NaN."""
+    d = np.subtract(value, twin)
+    np.abs(d, out=d)
+    d[np.isnan(d)] = np.inf
+    live = np.isfinite(twin)
+    max_abs = float(d.max(where=live, initial=0.0))
+    d /= lowp.ulp(twin, unit)
+    max_ulp = float(d.max(where=live, initial=0.0))
+    np.subtract(value, ideal, out=d)
+    np.abs(d, out=d)
+    d[np.isnan(d)] = np.inf
+    d /= lowp.ulp(ideal, unit)
+    added = float(d.max(where=np.isfinite(ideal), initial=0.0))
+    return Error(max_abs, max_ulp, added)
+
+
+def _number(value: float, digits: int = 6) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "∞" if value > 0 else "−∞"
+    return f"{value:,.{digits}g}".replace("-", "−")
+
+
+def _error_words(error: Error, r: lowp.Rounding) -> dict[str, str]:
+    return {
+        "dtype": str(r.dtype),
+        "abs": _number(error.max_abs),
+        "ulp": _number(error.max_ulp, 3),
+        "added": _number(error.added_ulp, 3),
+    }
+
+
+def _summary(stages: list[Stage], r: lowp.Rounding, dtype: str, policy: str) -> Precision:
+    """The first cell that turned inf or NaN (stage order, 1-based), with why, and the stage
+    that added most error."""
+    notes = [Msg(f"precision.policy.{policy}", dtype=dtype), Msg("precision.approx", dtype=dtype)]
+    first = None
+    for stage in stages:
+        if stage.error is None:
+            continue
+        bad = np.argwhere(~np.isfinite(stage.value))
+        if bad.size:
+            i, j = (int(t) for t in bad[0])
+            first = (stage.id, stage.head, (i + 1, j + 1))
+            notes.append(_why(stage, i, j, r))
+            break
+    scored = [s for s in stages if s.error is not None]
+    top = max(scored, key=lambda s: _rank(s.error.added_ulp if s.error else 0.0), default=None)
+    most = None if top is None else (top.id, top.head)
+    if top is not None and top.error is not None:
+        notes.append(
+            Msg(
+                "precision.most_added",
+                stage=top.formula,
+                head=top.head or 1,
+                added=_number(top.error.added_ulp, 3),
+                dtype=dtype,
+            )
+        )
+    return Precision(dtype, policy, first, most, tuple(notes))
+
+
+def _rank(x: float) -> float:
+    return math.inf if math.isnan(x) else x
+
+
+def _why(stage: Stage, i: int, j: int, r: lowp.Rounding) -> Msg:
+    """Why cell (i, j) of the stage is inf or NaN, in words a student can repeat."""
+    import ml_dtypes
+
+    top = float(ml_dtypes.finfo(r.dtype).max)
+    got = float(stage.value[i, j])
+    where = {
+        "stage": stage.formula,
+        "head": stage.head or 1,
+        "row": i + 1,
+        "col": j + 1,
+        "dtype": str(r.dtype),
+        "max": _number(top),
+        "got": _number(got),
+    }
+    operands = stage.operands
+    if stage.op == lowp.MASK and r.policy == "naive":
+        return Msg("precision.why.fill", fill="−1e9", **where)
+    if stage.op == lowp.MASK:
+        s = float(operands[0][i, j])
+        fill = r.finfo_min()
+        return Msg("precision.why.mask", score=_number(s), fill=_number(fill), **where)
+    if stage.op in lowp.SOFTMAX_OPS and math.isnan(got):
+        return Msg("precision.why.nan_row", **where)
+    exact = lowp.LOWP[stage.op][r.policy](operands, stage.params, r.exact()).value
+    return Msg("precision.why.overflow", exact=_number(float(exact[i, j])), **where)
