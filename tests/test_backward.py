@@ -20,6 +20,7 @@ import pytest
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.input import presets
 from qkvcalc.input.cells import Matrix
+from qkvcalc.input.dataset import first_example  # a data set: as explain reads it
 from qkvcalc.input.problem import Problem
 from qkvcalc.plan import reference
 from qkvcalc.plan.schedule import plan
@@ -425,15 +426,6 @@ PRESETS = [
 ]
 
 
-def _first_example(doc: dict[str, Any]) -> dict[str, Any]:
-    """A data set's preset (`examples`) as the one problem its first example is, the way every
-    command but `train` reads it (`train` is held to a torch loop in test_train_dataset.py)."""
-    if "examples" not in doc:
-        return doc
-    top = {k: v for k, v in doc.items() if k not in ("examples", "heldout")}
-    return top | doc["examples"][0]
-
-
 def _numbers(value: Any) -> np.ndarray:
     return np.vectorize(lambda c: float(Fraction(str(c))), otypes=[float])(np.array(value))
 
@@ -443,7 +435,7 @@ def test_every_presets_gradients_equal_finite_differences(name):
     """Each bundled preset with a target output (or its own loss key), every gradient of its
     inputs against central finite differences of the forward."""
     doc = {k: v for k, v in presets.load(name).items() if k not in ("name", "description")}
-    doc = _first_example(doc)
+    doc = first_example(doc)
     trace = run(Problem.from_mapping(doc))
     if not any(k in doc for k in ("target", "grad_output", "attend")):
         rng = np.random.default_rng(len(name))
@@ -467,7 +459,7 @@ def test_every_presets_gradients_equal_finite_differences(name):
 def test_every_presets_gradients_equal_torch_autograd(name):
     torch = pytest.importorskip("torch", reason="autograd is the oracle: pip install torch")
     given = {k: v for k, v in presets.load(name).items() if k not in ("name", "description")}
-    given = _first_example(given)
+    given = first_example(given)
     doc = {k: v for k, v in given.items() if k not in LOSSES}
     own = [("own", 0)] if doc != given else []  # the preset's own loss key, as given
     for loss, seed in (("target", 1), ("attend", 2), *own):

@@ -448,7 +448,7 @@ def test_every_format_writes_the_exact_arithmetic(fmt, scaled):
     text = render(trace, fmt, RenderOptions(exact=True, color=False))
     assert scaled in text
     plain = render(trace, fmt, RenderOptions(exact=False, color=False))
-    assert "√2 ≈" not in plain and r"\sqrt{2} \approx" not in plain
+    assert "/√2 ≈" not in plain and r"/\sqrt{2} \approx" not in plain  # no exact cell
 
 
 def test_a_trace_computed_exactly_is_shown_exactly_by_every_writer():

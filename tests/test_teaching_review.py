@@ -311,7 +311,8 @@ def test_f24_korean_help_has_korean_headings():
     assert "Show this message and exit." not in out
     for english in ("Usage:", "Options:", "Arguments:"):
         assert english not in out
-    assert "사용법:" in out and "옵션:" in out
+    # the usage line, and the option panels' titles (rich help: a panel has no colon)
+    assert "사용법:" in out and "╭─ 옵션 " in out
 
 
 def test_f09_the_attend_stage_and_option_say_it_is_a_shortcut():

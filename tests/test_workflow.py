@@ -198,7 +198,7 @@ def test_an_edited_preset_says_where_it_started_both_languages():
     assert "edited from preset sentence" in shown and "preset sentence:" not in shown
     assert "Where the numbers come from" not in shown
     ko = in_process("explain", "--preset", "sentence", "--mask", "none", "--lang", "ko").stdout
-    assert "프리셋 sentence을(를) 고친 문제" in ko
+    assert "프리셋을 고친 문제(원래 프리셋: sentence)" in ko
     trace = json_of("--preset", "sentence", "--mask", "none")
     assert trace["problem"]["edited_from"] == "sentence" and "preset" not in trace["problem"]
     assert trace["input"]["edited_from"] == "sentence" and "name" not in trace["input"]

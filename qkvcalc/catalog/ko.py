@@ -814,8 +814,8 @@ MESSAGES: dict[str, str] = {
     "quiz.stage_head": "--stages {name}: 빗금 앞의 헤드는 2/scores처럼 자연수입니다",
     "quiz.stage_no_place": "--stages {name}: 이 문제의 {sid}에는 그런 단계나 블록이 없습니다. "
     "있는 것은 {places}입니다 (@s2: 디코딩 단계 2, @b2: 키의 블록 2)",
-    "quiz.stage_no_places": "--stages {name}: 이 문제의 {sid}는 디코딩 단계나 키의 블록으로 "
-    "나뉘지 않습니다. {bare}로 고르세요",
+    "quiz.stage_no_places": "--stages {name}: 이 문제의 {sid} 단계는 디코딩 단계나 Key의 블록으로 "
+    "나뉘지 않습니다. {bare} 형태로 고르세요",
     "quiz.stage_unknown": "--stages: 없는 단계 {name!r}. {known} 중에서 고르세요 (2/scores: 헤드 "
     "2만)",
     "quiz.stage_unknown_suggest": "--stages: 없는 단계 {name!r}. {close!r}을(를) 뜻했나요? "

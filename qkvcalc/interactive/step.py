@@ -433,6 +433,28 @@ def _fit(text: Text, width: int) -> Text:
     return line
 
 
+def _ended_by_keys(
+    trace: Trace, screens: Screens, console: Any, out: IO[str], position: int | None
+) -> None:
+    """Past the last stage: the summary stays on the screen. Quit: the shell's prompt starts
+    below the status line."""
+    if position is not None and position >= screens.total:
+        console.clear()
+        console.print(summary_screen(trace, screens.opts))
+    elif position is None:
+        out.write("\n")
+
+
+def _leave_screen(console: Any, out: IO[str], ended: bool) -> None:
+    """The cursor back, and after a Ctrl-C (not ended by the keys) the prompt, too, on a line
+    of its own; a terminal that hung up takes no more output."""
+    with suppress(OSError):
+        if not ended:
+            out.write("\n")
+        console.show_cursor(True)
+        out.flush()
+
+
 def step_through(
     trace: Trace, opts: RenderOptions, *, no_color: bool = False, tty_path: str = TTY_PATH
 ) -> None:
@@ -520,18 +542,10 @@ def step_through(
                         screens.draw_help(out)
                     else:
                         screens.draw(out, position, offset, typed, notice)
-                if position is not None and position >= total:
-                    console.clear()
-                    console.print(summary_screen(trace, screens.opts))
-                elif position is None:  # quit: the shell's prompt starts below the status line
-                    out.write("\n")
+                _ended_by_keys(trace, screens, console, out, position)
                 ended = True
             finally:
-                with suppress(OSError):  # a terminal that hung up takes no more output
-                    if not ended:  # Ctrl-C: the prompt, too, starts below the status line
-                        out.write("\n")
-                    console.show_cursor(True)
-                    out.flush()
+                _leave_screen(console, out, ended)
     finally:
         with suppress(OSError):
             out.close()

@@ -54,6 +54,9 @@ _INVALID_BYTES = re.compile("[\ud800-\udfff]")  # bytes that were not UTF-8, or 
 SKIP_WORDS = ("", "skip", "s", "건너뛰기")  # an empty answer, or one of these, moves on
 HINT_WORDS = ("?", "hint", "힌트")
 
+# the forward stages a backward quiz shows before its questions (with the loss's dO)
+_SHOWN_BESIDE = (ids.WEIGHTS, ids.OUTPUT)
+
 
 def ask_line(console: Console, answers: TextIO | None = None) -> Ask:
     """A prompt on `console`, an answer read from `answers` (standard input unless given; the
@@ -140,7 +143,7 @@ def backward_givens(trace: Trace, opts: RenderOptions, asked: frozenset[int]) ->
         cols = dim_labels(p.loss.matrix.values.shape[1])
         parts.append(matrix_table(p.loss.matrix.values, name, p.tokens, cols, opts))
     for stage in trace.stages:
-        shown = stage.id in (ids.WEIGHTS, ids.OUTPUT)
+        shown = stage.id in _SHOWN_BESIDE
         shown = shown or (stage.id == ids.GRAD_OUTPUT and stage.head is None)
         if shown and id(stage) not in asked and stage.step is None and stage.block is None:
             parts += [Text(""), matrix_table(stage.value, stage.name, stage.rows, stage.cols, opts)]
