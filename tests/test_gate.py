@@ -219,7 +219,7 @@ def test_the_quiz_names_a_gate_mistake(mistake):
     ("change", "fragments"),
     [
         ({"wg": [[1, 2]]}, ("W_G (wg) is 1×2", "3×6", "rows layout")),
-        ({"bg": [1, 2]}, ("b_G (bg) has 2 numbers", "H·d_v = 6")),
+        ({"bg": [1, 2]}, ("b_G (bg) has length 2", "H·d_v = 6")),
         ({"wg": None, "bg": [1] * 6}, ("given without W_G",)),
         ({"decode": 1}, ("not computed step by step",)),
     ],

@@ -285,8 +285,9 @@ MESSAGES: dict[str, str] = {
     "its gradient times its own gate: dO = d(out_G) ⊙ G. A gate near 0 passes almost nothing "
     "back to the attention below it.",
     "stage.grad_gate.title": "Backward: gradient of the gate",
-    "stage.grad_gate.why": "The same product seen from the gate's side: dG = d(out_G) ⊙ out, so "
-    "a gate's gradient is largest where the head's output is large.",
+    "stage.grad_gate.why": "The same product seen from the gate's side: dG = d(out_G) ⊙ out, so a "
+    "gate's gradient is its gated output's gradient times what the head read: where the head's "
+    "output is 0, its gate learns nothing.",
     "stage.grad_gate_logits.title": "Backward through the sigmoid",
     "stage.grad_gate_logits.why": "σ'(z) = σ(z)·(1 − σ(z)), at most 1/4 (at z = 0): "
     "dZ_G = dG ⊙ G ⊙ (1 − G). A gate that is nearly shut or nearly open (G near 0 or 1) passes "
@@ -301,7 +302,7 @@ MESSAGES: dict[str, str] = {
     "gate.shape": "W_G (wg) is {shape}, but the output gate needs {want} in the {layout} layout: "
     "it maps each token's row of X (d_model numbers) to H·d_v = {heads}×{d_v} gates, one per "
     "column of every head's output.",
-    "gate.bias_shape": "b_G (bg) has {length} numbers, but the output gate has H·d_v = {cols} "
+    "gate.bias_shape": "b_G (bg) has length {length}, but the output gate has H·d_v = {cols} "
     "columns: one bias per gate.",
     "gate.bias_alone": "b_G (bg) is given without W_G (wg): the output gate's bias needs its "
     "weight.",
@@ -354,8 +355,8 @@ MESSAGES: dict[str, str] = {
     "(d_k = 1, causal)",
     "preset.multihead.description": "Two heads on 'I love cats': both read all of X, each "
     "through its own two columns of W_Q, W_K, W_V; W_O then combines them",
-    "preset.fp16overflow.description": "float16 scores that overflow: q·k past 65,504 is ∞ "
-    "before the scale can shrink it, and the softmax row turns NaN",
+    "preset.fp16overflow.description": "float16 scores that overflow: q·k well past 65,504 "
+    "(float16's largest) is ∞ before the scale can shrink it, and the softmax row turns NaN",
     "preset.fp16mask.description": "A −1e9 mask in float16 is −∞, and a query that may see no key "
     "gets NaN weights",
     "preset.bf16softmax.description": "Why the softmax is upcast: in bfloat16 with no upcast "
@@ -626,7 +627,7 @@ MESSAGES: dict[str, str] = {
     "−1e9 where masked, then s − max, e^(s − max), the row sum and the division each rounded to "
     "{dtype}. Each stage is shown beside its float64 twin.",
     "precision.approx": "Each result is also rounded to {dtype}, so an ≈ in the arithmetic can be "
-    "that rounding rather than the decimals shown (180×180 + 190×190 ≈ ∞ in float16).",
+    "that rounding rather than the decimals shown.",
     "precision.most_added": "The stage that added the most error of its own: {stage} (head "
     "{head}), up to {added} units in the last place of its exact result on its own {dtype} "
     "operands.",
@@ -637,13 +638,13 @@ MESSAGES: dict[str, str] = {
     "precision.mask_naive": "Where masked, the cell is {fill} rounded to {dtype}, as a "
     "hand-written layer's torch.where(mask, s, −1e9) gives it (in float16 that is −∞; PyTorch's "
     "masked_fill refuses −1e9 in float16 outright: the value overflows).",
-    "precision.fully_masked_equal": "Head {head}: every key is masked for {rows}. In {dtype} the "
-    "masked scores are finite (each its score plus the fill, rounded), so softmax spreads those "
-    "rows over the keys (equally where the sums rounded alike) instead of giving 0 (the float64 "
-    "twin's 0, as PyTorch's scaled_dot_product_attention returns).",
-    "precision.fully_masked_nan": "Head {head}: every key is masked for {rows}. In {dtype} those "
-    "scores are all −∞, so their softmax is NaN (e^(−∞ − (−∞))), and so is every later cell they "
-    "feed (the float64 twin's weights there are 0).",
+    "precision.fully_masked_equal": "Head {head}: queries whose every key is masked: {rows}. In "
+    "{dtype} the masked scores are finite (each its score plus the fill, rounded), so softmax "
+    "spreads those rows over the keys (equally where the sums rounded alike) instead of giving 0 "
+    "(the float64 twin's 0, as PyTorch's scaled_dot_product_attention returns).",
+    "precision.fully_masked_nan": "Head {head}: queries whose every key is masked: {rows}. In "
+    "{dtype} those scores are all −∞, so their softmax is NaN (e^(−∞ − (−∞))), and so is every "
+    "later cell they feed (the float64 twin's weights there are 0).",
     "precision.why.overflow": "First cell that is not finite: row {row}, column {col} of {stage} "
     "(head {head}) is {got}. Its exact value, {exact}, is past {dtype}'s largest finite number, "
     "{max}, so it rounds to {got}.",
@@ -1659,7 +1660,7 @@ MESSAGES: dict[str, str] = {
     "check.first_shape": "First difference: stage {stage}{head} has shape {theirs}; the right "
     "shape is {right}.",
     "check.raised_line": "Raised on the problem '{problem}': {type}: {message}",
-    "check.raised_more": "… and on {count} more problems.",
+    "check.raised_more": "… and {count} more not shown.",
     "check.smallest_title": "The smallest problem that shows it, worked out:",
     "check.beside_title": "Stage {stage}, the right numbers, with yours where they differ:",
     "check.yours": "yours",
@@ -2237,9 +2238,9 @@ MESSAGES: dict[str, str] = {
     "where its derivative A·(1 − A) is near 0, so little of dA gets through to Q and K (and to "
     "W_Q and W_K, which make them). Dividing by √d_k keeps the scores where the softmax still "
     "passes gradients.",
-    "note.grad_scale_shrinks": "The unscaled softmax is not saturated here (its largest "
-    "A·(1 − A) is within ten times the scaled one's): the difference comes from the other "
-    "weights the unscaled scores give, not from a blocked softmax.",
+    "note.grad_scale_shrinks": "The unscaled softmax is not saturated here (its largest A·(1 − A) "
+    "is at least a tenth of the scaled one's): the difference comes from the other weights the "
+    "unscaled scores give, not from a blocked softmax.",
     "note.grad_log_cancels": "This loss, −Σ log A, cancels the softmax's vanishing derivative: in "
     "a row with a target, a logit's gradient is Aᵢⱼ − 1 at the target key and Aᵢⱼ elsewhere, "
     "which stays near 1 in size when the softmax is saturated on a wrong key. So here the scaling "
@@ -2272,8 +2273,8 @@ MESSAGES: dict[str, str] = {
     "train.progress_unscaled": "Training with scale 1",
     "train.compare_scale_one": "--compare-scale trains again with scale 1, but this problem's "
     "scale is already 1: there is nothing to compare.",
-    "dataset.not_list": "{key} must be a list of examples (objects of the input format), with at "
-    "least one for examples.",
+    "dataset.not_list": "{key} must be a list of examples (objects of the input format), and "
+    "examples must hold at least one.",
     "dataset.too_many": "{key} holds {count} examples; at most {limit} are read.",
     "dataset.not_object": "{key}[{index}] must be an object of the input format (tokens, x, "
     "target or attend …).",
@@ -2303,13 +2304,13 @@ MESSAGES: dict[str, str] = {
     "train.col_unscaled": "L, scale 1",
     "train.spark_scaled": "scale {scale}:",
     "train.spark_unscaled": "scale 1:",
-    "train.compare_lower": "From the same weights, L went from {first} to {last} with the scale "
+    "train.compare_lower": "From the same weights, L went from {first} to {last} with scale "
     "{scale}, and from {first_other} to {other} with scale 1: after {done} steps the scaled run's "
     "loss is lower{times}.",
-    "train.compare_higher": "From the same weights, L went from {first} to {last} with the scale "
+    "train.compare_higher": "From the same weights, L went from {first} to {last} with scale "
     "{scale}, and from {first_other} to {other} with scale 1: after {done} steps the unscaled "
     "run's loss is lower{times}.",
-    "train.compare_equal": "From the same weights, L went from {first} to {last} with the scale "
+    "train.compare_equal": "From the same weights, L went from {first} to {last} with scale "
     "{scale}, and from {first_other} to the same with scale 1.",
     "train.compare_times": ", by a factor of {ratio}",
     "train.heldout": "Held out, never trained on",

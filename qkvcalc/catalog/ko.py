@@ -288,7 +288,8 @@ MESSAGES: dict[str, str] = {
     "거의 아무것도 돌려보내지 않습니다.",
     "stage.grad_gate.title": "역전파: 게이트의 기울기",
     "stage.grad_gate.why": "같은 곱을 게이트 쪽에서 봅니다: dG = d(out_G) ⊙ out. 그래서 게이트의 "
-    "기울기는 헤드 출력이 큰 곳에서 가장 큽니다.",
+    "기울기는 게이트를 거친 출력의 기울기에 헤드가 읽은 값을 곱한 것입니다. 헤드 출력이 0인 "
+    "곳에서는 게이트가 아무것도 배우지 않습니다.",
     "stage.grad_gate_logits.title": "역전파: 시그모이드를 거쳐",
     "stage.grad_gate_logits.why": "σ'(z) = σ(z)·(1 − σ(z))이고, 가장 큰 값은 z = 0에서의 "
     "1/4입니다: dZ_G = dG ⊙ G ⊙ (1 − G). 거의 닫히거나 거의 열린 게이트(G가 0이나 1에 "
@@ -302,8 +303,8 @@ MESSAGES: dict[str, str] = {
     "gate.shape": "W_G(wg)의 모양은 {shape}이지만, 출력 게이트에는 {layout} 레이아웃으로 {want} "
     "모양이 필요합니다: 각 토큰의 X 행(d_model개의 수)을 H·d_v = {heads}×{d_v}개의 게이트로, "
     "모든 헤드 출력의 열마다 하나씩 보냅니다.",
-    "gate.bias_shape": "b_G(bg)에는 수가 {length}개 있지만, 출력 게이트의 열은 H·d_v = {cols}개"
-    "입니다: 게이트마다 편향이 하나씩 필요합니다.",
+    "gate.bias_shape": "b_G(bg)의 길이는 {length}이지만, 출력 게이트의 열은 H·d_v = "
+    "{cols}개입니다: 게이트마다 편향이 하나씩 필요합니다.",
     "gate.bias_alone": "W_G(wg) 없이 b_G(bg)만 주어졌습니다: 출력 게이트의 편향에는 가중치가 "
     "필요합니다.",
     "gate.needs_x": "출력 게이트(wg)는 X를 읽는데, 이 문제는 Q, K, V를 직접 줍니다: 대신 x와 "
@@ -355,8 +356,8 @@ MESSAGES: dict[str, str] = {
     "2개를 나눠 씁니다 (d_k = 1, 인과 마스크)",
     "preset.multihead.description": "'I love cats'에 헤드 두 개: 두 헤드 모두 X 전체를 읽되 "
     "W_Q, W_K, W_V에서 각자 자기 몫의 두 열을 쓰고, W_O가 둘을 결합합니다",
-    "preset.fp16overflow.description": "float16에서 넘치는 점수: q·k가 65,504를 넘으면 스케일이 "
-    "줄이기 전에 ∞가 되고, softmax 행은 NaN이 됩니다",
+    "preset.fp16overflow.description": "float16에서 넘치는 점수: q·k가 65,504(float16의 최댓값)를 "
+    "훨씬 넘으면 스케일이 줄이기 전에 ∞가 되고, softmax 행은 NaN이 됩니다",
     "preset.fp16mask.description": "float16에서 −1e9 마스크는 −∞이고, 어떤 Key도 볼 수 없는 "
     "Query는 NaN 가중치를 받습니다",
     "preset.bf16softmax.description": "softmax를 업캐스트하는 이유: 업캐스트 없는 "
@@ -627,21 +628,21 @@ MESSAGES: dict[str, str] = {
     "마스킹된 칸에 −1e9, 그다음 s − max, e^(s − max), 행 합, 나눗셈을 각각 {dtype}(으)로 "
     "반올림합니다. 각 단계는 float64 쌍둥이와 나란히 보입니다.",
     "precision.approx": "각 결과는 {dtype}(으)로도 반올림되므로, 계산 과정의 ≈는 보이는 소수 자리 "
-    "때문이 아니라 그 반올림 때문일 수 있습니다(float16에서 180×180 + 190×190 ≈ ∞).",
+    "때문이 아니라 그 반올림 때문일 수 있습니다.",
     "precision.most_added": "자기 오차를 가장 많이 더한 단계: {stage}(헤드 {head}). 자신의 "
     "{dtype} 피연산자로 구한 정확한 결과와 최대 {added} ulp 차이 납니다.",
-    "precision.mask_eager": "마스킹된 칸에는 {fill}({dtype}의 가장 작은 유한수)을 float32로 "
+    "precision.mask_eager": "마스킹된 칸에는 {fill}({dtype}의 가장 작은 유한수)을(를) float32로 "
     "점수에 더한 뒤 {dtype}(으)로 반올림합니다. transformers의 eager 어텐션이 마스크를 더하는 "
     "방식입니다. 마스킹된 칸은 −∞가 아니라 아주 작은 수입니다(float16에서는 약 −16보다 작은 "
     "점수에 −65,504를 더하면 −∞로 반올림됩니다).",
     "precision.mask_naive": "마스킹된 칸은 {fill}을(를) {dtype}(으)로 반올림한 값입니다. 직접 짠 "
     "레이어의 torch.where(mask, s, −1e9)가 주는 값입니다(float16에서는 −∞. PyTorch의 "
     "masked_fill은 float16에서 −1e9를 아예 거부합니다: 값이 넘칩니다).",
-    "precision.fully_masked_equal": "헤드 {head}: {rows}은(는) 모든 Key가 마스킹되었습니다. "
+    "precision.fully_masked_equal": "헤드 {head}: 모든 Key가 마스킹된 Query: {rows}. "
     "{dtype}에서는 마스킹된 점수가 유한하므로(각각 점수에 채운 값을 더해 반올림), softmax가 그 "
     "행을 0이 아니라 Key들에 나눕니다(합이 같게 반올림된 곳은 똑같이). float64 쌍둥이는 PyTorch의 "
     "scaled_dot_product_attention처럼 0입니다.",
-    "precision.fully_masked_nan": "헤드 {head}: {rows}은(는) 모든 Key가 마스킹되었습니다. "
+    "precision.fully_masked_nan": "헤드 {head}: 모든 Key가 마스킹된 Query: {rows}. "
     "{dtype}에서는 그 점수가 모두 −∞라서 softmax가 NaN(e^(−∞ − (−∞)))이고, 그 값을 읽는 뒤의 칸도 "
     "모두 NaN입니다(float64 쌍둥이의 가중치는 0).",
     "precision.why.overflow": "처음으로 유한하지 않은 칸: {stage}(헤드 {head})의 {row}행 {col}열 "
@@ -813,8 +814,8 @@ MESSAGES: dict[str, str] = {
     "{expected}입니다",
     "quiz.stage_head": "--stages {name}: 빗금 앞의 헤드는 2/scores처럼 자연수입니다",
     "quiz.stage_no_place": "--stages {name}: 이 문제의 {sid}에는 그런 단계나 블록이 없습니다. "
-    "있는 것은 {places}입니다 (@s2: 디코딩 단계 2, @b2: 키의 블록 2)",
-    "quiz.stage_no_places": "--stages {name}: 이 문제의 {sid} 단계는 디코딩 단계나 Key의 블록으로 "
+    "있는 것은 {places}입니다 (@s2: 디코딩 단계 2, @b2: Key 블록 2)",
+    "quiz.stage_no_places": "--stages {name}: 이 문제의 {sid} 단계는 디코딩 단계나 Key 블록으로 "
     "나뉘지 않습니다. {bare} 형태로 고르세요",
     "quiz.stage_unknown": "--stages: 없는 단계 {name!r}. {known} 중에서 고르세요 (2/scores: 헤드 "
     "2만)",
@@ -1663,9 +1664,9 @@ MESSAGES: dict[str, str] = {
     "check.raised_more": "… 그리고 문제 {count}개에서 더.",
     "check.smallest_title": "그것을 보여 주는 가장 작은 문제의 풀이:",
     "check.beside_title": "단계 {stage}: 올바른 수, 다른 칸에는 여러분의 수도 함께:",
-    "check.yours": "여러분의 수",
+    "check.yours": "여러분의 값",
     "check.right_word": "올바른 값",
-    "check.beside_legend": "✗ 표시한 칸은 먼저 {yours} 값, 그다음 올바른 수를 보여 줍니다.",
+    "check.beside_legend": "✗ 표시한 칸은 {yours}, 올바른 값 순서로 보여 줍니다.",
     "check.mistake.softmax_axis": "소프트맥스가 각 열을 따라(Query에 걸쳐) 계산되었습니다. "
     "소프트맥스는 각 행을 따라, Key에 걸쳐(axis -1) 계산하므로 Query마다 가중치의 합이 1입니다.",
     "check.mistake.no_scale": "스코어가 스케일되지 않았습니다. 소프트맥스 전에 1/√d_k를 곱합니다.",
@@ -1957,8 +1958,8 @@ MESSAGES: dict[str, str] = {
     "help.studio.save": "s가 문제를 JSON으로 저장할 곳 (기본값 qkvcalc-studio.json).",
     "help.studio.serve": "이 터미널에서 실행하는 대신 스튜디오를 브라우저에 제공합니다 "
     "(qkvcalc[serve] 필요).",
-    "help.studio.host": "--serve와 함께: 수신할 주소 (기본값 127.0.0.1, 이 컴퓨터만; 0.0.0.0은 "
-    "교실 네트워크를 들입니다).",
+    "help.studio.host": "--serve와 함께: 수신할 주소 (기본값 127.0.0.1, 이 컴퓨터만; 0.0.0.0이면 "
+    "교실 네트워크에서도 열 수 있습니다).",
     "help.studio.port": "--serve와 함께: 포트 (기본값 8000).",
     "train.title": "qkvcalc train 학습 · {name}",
     "train.title_unnamed": "qkvcalc train 학습",
@@ -2246,7 +2247,7 @@ MESSAGES: dict[str, str] = {
     "note.loss_attend_keys": "각 Query가 보아야 할 Key(attend): {pairs}.",
     "help.usage": "사용법: ",
     "help.heading.options": "옵션",
-    "help.heading.arguments": "인수",
+    "help.heading.arguments": "인자",
     "help.heading.commands": "명령",
     "help.help_option": "이 도움말을 보여 주고 끝냅니다.",
     "help.train.compare_scale": "같은 출발점에서 두 번 학습합니다. 한 번은 문제의 스케일로, 한 "
