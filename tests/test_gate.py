@@ -229,3 +229,11 @@ def test_bad_gate_input_is_one_message(tmp_path, change, fragments):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     one_message(run_qkvcalc("explain", str(path)), *fragments)
+
+
+def test_train_refuses_a_gate_it_cannot_learn(tmp_path):
+    """train would move W_Q, W_K, W_V, W_O around a gate it leaves as given, and say
+    'Learned: W_Q, W_K, W_V' as if that were the layer learning: one message instead."""
+    path = tmp_path / "gated.json"
+    path.write_text(json.dumps(DOC | {"target": np.zeros((N, 2)).tolist()}), encoding="utf-8")
+    one_message(run_qkvcalc("train", str(path)), "does not learn the output gate")

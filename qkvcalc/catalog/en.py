@@ -308,6 +308,9 @@ MESSAGES: dict[str, str] = {
     "weight.",
     "gate.needs_x": "The output gate (wg) reads X, but this problem gives Q, K and V directly: "
     "give x and the weights instead.",
+    "gate.train": "train does not learn the output gate's W_G and b_G yet, and would show the "
+    "attention learning around a gate it leaves as given: leave out wg and bg to train, or see "
+    "their gradients with explain --backward.",
     "gate.decode": "The output gate (wg) is not computed step by step with a KV cache: leave out "
     "--decode (the whole run shows it).",
     "ui.variant.window": "sliding window {window}",

@@ -309,6 +309,9 @@ MESSAGES: dict[str, str] = {
     "필요합니다.",
     "gate.needs_x": "출력 게이트(wg)는 X를 읽는데, 이 문제는 Q, K, V를 직접 줍니다: 대신 x와 "
     "가중치를 주세요.",
+    "gate.train": "train은 아직 출력 게이트의 W_G와 b_G를 학습하지 않으며, 게이트를 주어진 "
+    "그대로 둔 채 어텐션만 배우는 모습을 보이게 됩니다: 학습하려면 wg와 bg를 빼거나, 그 기울기는 "
+    "explain --backward로 보세요.",
     "gate.decode": "출력 게이트(wg)는 KV 캐시로 한 단계씩 계산하지 않습니다: --decode를 빼세요"
     "(전체 실행에서 보입니다).",
     "ui.variant.window": "슬라이딩 윈도우 {window}",

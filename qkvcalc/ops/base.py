@@ -199,3 +199,4 @@ class Feature(NamedTuple):
     torch_heads: Callable[[Problem, Any, Callable[[Any], str]], list[str]] | None = None
     torch_grads: tuple[tuple[str, str, str, bool], ...] = ()
     no_decode: str = ""  # the catalog key that refuses it with --decode (it has no steps yet)
+    no_train: str = ""  # the catalog key that refuses `train` (it cannot learn its numbers yet)

@@ -327,4 +327,5 @@ FEATURE = Feature(
     torch_grads=(("dW_G", "W_G", "grad_wg", False), ("db_G", "b_G", "grad_bg", True)),
     torch_module_gap="it has no output gate: it joins the heads as they are",
     no_decode="gate.decode",
+    no_train="gate.train",
 )

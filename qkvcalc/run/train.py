@@ -198,6 +198,9 @@ def _check(p: Problem, steps: int, frozen: Sequence[str]) -> tuple[str, ...]:
         raise QkvcalcError("train.projecting")
     if not p.projected:
         raise QkvcalcError("train.no_weights")
+    for feature, _ in features.active(p):  # one whose own numbers train cannot move yet
+        if feature.no_train:
+            raise QkvcalcError(feature.no_train)
     if p.decode is not None or p.tiles is not None:
         raise QkvcalcError("train.schedule", option="decode" if p.decode is not None else "tiles")
     has = present(p)
