@@ -274,3 +274,35 @@ def test_the_ids_the_other_layers_ask_for_are_the_plans():
     # a TOPIC_ is a stage's catalog topic (when it is not its id), which some plan gives
     asked_topics = {v for k, v in named.items() if k.startswith("TOPIC_")}
     assert asked_topics <= topics, asked_topics - topics
+
+
+def _marks_set_by_ops(package: Path = PACKAGE) -> list[str]:
+    """Where an op or feature module sets a Spec's schedule marks (`step`, `block`, `lazy`)
+    itself: a call to Spec (or a helper that makes one) with one of them as a keyword."""
+    found = []
+    for path in sorted((package / "ops").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = ast.unparse(node.func)
+            if name.split(".")[-1] not in ("Spec", "replace_spec", "replace", "_project"):
+                continue
+            for kw in node.keywords:
+                if kw.arg in ("step", "block", "lazy"):
+                    found.append(f"ops/{path.name}:{node.lineno} {name}(…, {kw.arg}=…)")
+    return found
+
+
+def test_the_schedules_stamp_step_block_and_laziness_never_an_op():
+    """A decode step, a block of keys, a stage computed again when shown: the schedule that
+    made the stages from the template says so (plan/pipeline, plan/decode and plan/tiles, through
+    plan.specs.stamped); an op or feature builds its stages without them."""
+    assert _marks_set_by_ops() == []
+
+
+def test_the_marks_check_sees_a_mark(tmp_path):
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "f.py").write_text(
+        "Spec('x', None, 'add', (), 'f', (), (), step=1)\n", encoding="utf-8"
+    )
+    assert _marks_set_by_ops(tmp_path) == ["ops/f.py:1 Spec(…, step=…)"]

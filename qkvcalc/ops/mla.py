@@ -446,7 +446,7 @@ def head_kv(
     return [
         _project("k_nope", latent_ref, latent_name, _take(latent.wkv_b, uk), f"W_UK{mark}",
                  keys, h=h, symbol="K_C", letters=f"{m}×d_C", params=dict(params or {}),
-                 notes=k_nope_notes, step=step),
+                 notes=k_nope_notes),
         Spec(
             "k",
             h,
@@ -460,11 +460,10 @@ def head_kv(
             letters=f"{m}×d_k",
             hint=("hint.mla_join", {}),
             topic="mla_k",
-            step=step,
         ),
         _project("v", latent_ref, latent_name, _take(latent.wkv_b, uv), f"W_UV{mark}", keys,
                  h=h, symbol="V", letters=f"{m}×d_v", params=dict(params or {}),
-                 topic="mla_v", step=step),
+                 topic="mla_v"),
     ]  # fmt: skip
 
 
@@ -472,7 +471,7 @@ def head_kv(
 
 
 def _step_project(
-    sid: str, x_ref: Ref, x_name: str, weight: Const, w_name: str, take: Any, step: int, **kw: Any
+    sid: str, x_ref: Ref, x_name: str, weight: Const, w_name: str, take: Any, **kw: Any
 ) -> Spec:
     """The step's new rows of X times a weight (the other rows come from the cache)."""
     rows = kw.pop("rows")
@@ -489,7 +488,6 @@ def _step_project(
         params={"take": take},
         symbol=symbol,
         hint=("hint.decode_q", {"rows": said}),
-        step=step,
         **kw,
     )
 
@@ -509,7 +507,6 @@ def _stacked(sid: str, before: int | None, new: Ref, symbol: str, keys: Any, wid
         notes=notes,
         symbol=symbol,
         letters=letters,
-        step=step,
         topic=sid,
     )
 
@@ -541,19 +538,19 @@ def decode_shared(
         assert latent.q_norm is not None
         specs.append(
             _step_project("c_q", x_ref, x_name, _take(latent.wq_a, slice(None)), "W_DQ", take,
-                          step, rows=rows, symbol="c_Q", letters="t×r_q")
+                          rows=rows, symbol="c_Q", letters="t×r_q")
         )  # fmt: skip
         norm = _norm("c_q_norm", at("c_q"), "c_Q", "C_Q", latent.q_norm, p)
-        specs.append(replace_spec(norm, rows=rows, step=step, letters="t×r_q"))
+        specs.append(replace_spec(norm, rows=rows, letters="t×r_q"))
     specs.append(
         _step_project("c_kv", x_ref, x_name, _take(latent.wkv_a, slice(0, rank)), "W_DKV", take,
-                      step, rows=rows, symbol="c_KV", letters="t×r_kv")
+                      rows=rows, symbol="c_KV", letters="t×r_kv")
     )  # fmt: skip
     norm = _norm("c_kv_norm", at("c_kv"), "c_KV", "C_KV", latent.kv_norm, p)
-    specs.append(replace_spec(norm, rows=rows, step=step, letters="t×r_kv"))
+    specs.append(replace_spec(norm, rows=rows, letters="t×r_kv"))
     specs.append(
         _step_project("k_rope", x_ref, x_name, _take(latent.wkv_a, slice(rank, rank + rope)),
-                      "W_KR", take, step, rows=rows, symbol="k_R", letters="t×d_R")
+                      "W_KR", take, rows=rows, symbol="k_R", letters="t×d_R")
     )  # fmt: skip
     # the rotation of the d_R columns alone: the problem seen as heads of d_k = d_R
     narrow = dataclass_replace(p, widths=(rope, p.d_v))
@@ -586,9 +583,9 @@ def decode_head(
     specs: list[Spec] = []
     if latent.wq_a is not None:
         q = _project("q", ref("c_q_norm", None, step), "C_Q", q_weight, f"W_UQ{mark}", rows, h=h,
-                     symbol="Q", letters="t×d_k", step=step, topic="mla_q")  # fmt: skip
+                     symbol="Q", letters="t×d_k", topic="mla_q")  # fmt: skip
     else:
-        q = _step_project("q", x_ref, x_name, q_weight, f"W_Q{mark}", take, step, rows=rows,
+        q = _step_project("q", x_ref, x_name, q_weight, f"W_Q{mark}", take, rows=rows,
                           symbol="Q", letters="t×d_k", topic="mla_q_full")  # fmt: skip
         q = replace_spec(q, head=h)
     specs.append(q)

@@ -377,7 +377,6 @@ def _turn(p: Any, norms: Norms, at: Turn) -> Spec | None:
         hint=(f"hint.{op}", {"src": at.symbol}),
         symbol=f"{at.side}_norm",
         letters=at.letters,
-        step=at.step,
         topic="" if norms.kind == "rms" else f"{side}_layernorm",
     )
 

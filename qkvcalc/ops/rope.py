@@ -246,7 +246,6 @@ def _turn(p: Any, rope: Rope, at: Turn) -> Spec:
         symbol=f"{at.side}_rot",
         hint=("hint.rope", {"src": at.symbol}),
         letters=at.letters,
-        step=at.step,
     )
 
 

@@ -200,7 +200,7 @@ def _stages(p: Any, bias: Bias, at: Logits) -> list[Spec]:
     v, hh = p.variants, (at.h or 1) - 1
     take = slice(None) if at.take is None else at.take
     end = p.m if at.end is None else at.end
-    common: dict[str, Any] = {"symbol": "B", "letters": at.letters, "step": at.step}
+    common: dict[str, Any] = {"symbol": "B", "letters": at.letters}
     if bias.alibi is not None and bias.table is None:
         slope = float(bias.alibi[hh])
         b = Spec(
@@ -257,11 +257,9 @@ def _stages(p: Any, bias: Bias, at: Logits) -> list[Spec]:
         at.formula + " + B",
         at.rows,
         at.cols,
-        lazy=True,
         symbol="S+B",
         letters=at.letters,
         hint=("hint.biased", {}),
-        step=at.step,
     )
     return [b, biased]
 

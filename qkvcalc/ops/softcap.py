@@ -45,11 +45,9 @@ def _stage(p: Any, cap: float, at: Logits) -> list[Spec]:
         at.cols,
         params={"cap": cap},
         notes=(Msg("note.softcap", cap=said),),
-        lazy=at.step is None,  # a decode step's few rows are kept as they are
         symbol="S_cap",
         letters=at.letters,
         hint=("hint.capped", {"src": at.symbol, "cap": said}),
-        step=at.step,
     )
     return [capped]
 

@@ -126,7 +126,6 @@ def _turn(p: Any, t: Temperature, at: Turn) -> Spec | None:
         hint=("hint.attn_temperature", {"src": at.symbol}),
         symbol="Q_temp",
         letters=at.letters,
-        step=at.step,
     )
 
 

@@ -35,6 +35,7 @@ from qkvcalc.plan.specs import (
     head_slices,
     ref,
     span,
+    stamped,
 )
 
 
@@ -63,9 +64,10 @@ def decode_plan(p: Problem, x_ref: Ref, x_name: str) -> list[Spec]:
     for step, take in steps(p):
         if stand_in is not None and stand_in[0].decode_shared is not None:
             before = step - 1 if step > 1 or (step == 1 and p.decode) else None
-            specs += stand_in[0].decode_shared(
+            shared = stand_in[0].decode_shared(
                 p, stand_in[1], step, take, before, x_ref, x_name, turn
             )
+            specs += stamped(shared, step=step, lazy=False)
         for h in heads:
             specs += _step(p, h, step, take, allowed, x_ref, x_name)
     for h in heads:
@@ -124,7 +126,8 @@ def _step(
         v_name = "V"
     else:
         q_final = _step_projections(p, at, x_ref, x_name, out)
-    return out + _step_attention(p, at, allowed, q_final, k_cache, v_cache, v_name)
+    out += _step_attention(p, at, allowed, q_final, k_cache, v_cache, v_name)
+    return stamped(out, step=step, lazy=False)  # a step's few rows are kept as they are
 
 
 def _step_projections(p: Problem, at: _At, x_ref: Ref, x_name: str, out: list[Spec]) -> Ref:

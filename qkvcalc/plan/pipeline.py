@@ -39,6 +39,7 @@ from qkvcalc.plan.specs import (
     positions_text,
     ref,
     span,
+    stamped,
     together,
 )
 
@@ -272,6 +273,7 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     q_ref, k_ref, before = _turned_qk(p, h, specs)
     specs += [_kt(p, h, k_ref), _scores(p, h, allowed, q_ref, k_ref, before)]
     formula, said, note, params = _scaling(p)
+    first = len(specs)  # from here to the head's output: its n×m stages
     specs.append(
         Spec(
             "scaled",
@@ -284,7 +286,6 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
             params={**params, "scale_text": said},
             notes=(note, *facts.scaling_facts(p)),
             remarks=facts.why_scale(p, allowed, h, specs),
-            lazy=True,
             symbol="S",
             letters="n×m",
             hint=("hint.scaled", {"op": f"/ {said}" if said else f"× {p.scale:g}"}),
@@ -303,13 +304,24 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     if p.tiles is not None:  # the softmax and A·V one block of keys at a time
         from qkvcalc.plan.tiles import tile_stages
 
+        _computed_again(specs, first, len(specs))
         specs += tile_stages(p, h, logits, ("v", h), lambda: plain_head(p, h))
     else:
         softmax = "A = softmax(" + formula + (" + M)" if allowed is not None else ")")
         reading: features.Reading = lambda ref, extra: facts.reading(p, allowed, ref, extra)  # noqa: E731
         specs += softmax_and_output(p, at, logits, symbol, softmax, ("v", h), "V", reading)
+        _computed_again(specs, first, len(specs) - 1)  # the output A·V is kept
     specs += features.after_output(p, h, specs[-1])  # a feature's, after it: the concat reads it
     return specs
+
+
+def _computed_again(specs: list[Spec], first: int, end: int) -> None:
+    """The whole run's mark on a head's n×m stages after the scores (the scaled and masked
+    scores, the features' logits, the exponentials and the weights): each is computed again
+    from its operands when shown (row by row, where its op is row-wise), so that a long
+    sequence does not keep several n×m matrices a head. A table given as numbers (a score bias)
+    is kept as it is. In place: the notes that run this head's stages again read this list."""
+    specs[first:end] = [stamped([s], lazy=True)[0] if s.operands else s for s in specs[first:end]]
 
 
 def _qkv(p: Problem, h: int | None) -> list[Spec]:
@@ -430,11 +442,9 @@ def masked(
         at.cols,
         params={"allowed": allowed},
         notes=notes,
-        lazy=at.step is None,  # a decode step's few rows are kept as they are
         symbol="S+M",
         letters=f"{at.n}×{at.m}",
         hint=("hint.masked", {"src": symbol}),
-        step=at.step,
     )
 
 
@@ -451,7 +461,6 @@ def softmax_and_output(
     """exp, weights (as the features make them) and the output A·V of a head's rows; `reading`
     gives the reading line under the weights (None in a decode step's)."""
     letters = f"{at.n}×{at.m}"
-    lazy = at.step is None  # a decode step's few rows are kept as they are
     exp = Spec(
         "exp",
         at.h,
@@ -460,11 +469,9 @@ def softmax_and_output(
         "e^(s − max)",
         at.rows,
         at.cols,
-        lazy=lazy,
         symbol="E",
         letters=letters,
         hint=("hint.exp", {"src": symbol}),
-        step=at.step,
     )
     weights = Spec(
         "weights",
@@ -474,12 +481,10 @@ def softmax_and_output(
         formula,
         at.rows,
         at.cols,
-        lazy=lazy,
         symbol="A",
         letters=letters,
         remarks=reading(at.ref("weights"), ()),
         hint=("hint.weights", {}),
-        step=at.step,
     )
     output = Spec(
         "output",
@@ -495,7 +500,6 @@ def softmax_and_output(
         symbol="out",
         letters=f"{at.n}×d_v",
         hint=("hint.output", {}),
-        step=at.step,
     )
     return [*features.around_softmax(p, exp, weights, reading), output]
 

@@ -7,7 +7,7 @@ schedule needs: which columns a head reads and which keys a query may attend to.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -71,6 +71,29 @@ class Spec:
     @property
     def ref(self) -> Ref:
         return ref(self.id, self.head, self.step, self.block)
+
+
+def stamped(specs: list[Spec], *, step: int | None = None, lazy: bool | None = None) -> list[Spec]:
+    """A schedule's marks on the stages it made from the template (ops and features never set
+    them): the decode step they belong to — a stage that already names its step keeps it, and
+    a reference from one of them to another that did not (id, head) follows it to the step —
+    and whether each is kept or computed again from its operands when shown (`lazy`)."""
+    unstepped = {s.ref for s in specs if s.step is None and s.block is None}
+
+    def moved(operand: Operand) -> Operand:
+        if step is None or isinstance(operand, Const) or operand not in unstepped:
+            return operand
+        return ref(operand[0], operand[1], step)
+
+    out = []
+    for s in specs:
+        marks: dict[str, Any] = {} if lazy is None else {"lazy": lazy}
+        if step is not None:
+            marks["operands"] = tuple(moved(o) for o in s.operands)
+            if s.step is None:
+                marks["step"] = step
+        out.append(replace(s, **marks))
+    return out
 
 
 def d(symbol: str) -> str:
