@@ -1887,8 +1887,10 @@ MESSAGES: dict[str, str] = {
     "e^(m_old − m_new), so at the end every term is e^(s − m_final), as if the final maximum "
     "had been subtracted all along; and O and ℓ were rescaled alike, so O / ℓ is the same.",
     "hint.decode_q": "{cell} is row {i} of this step's X rows ({rows}) times column {j} of W_Q.",
-    "hint.decode_cache": "The rows already in {name} are copied from the previous step; the new "
-    "row ({rows}) is that token's row of X times column {j} of the weight.",
+    "hint.decode_rows": "{cell} is row {i} of this step's rows of X ({rows}) times column {j} of "
+    "{w}, plus the bias where there is one.",
+    "hint.decode_stack": "The rows already in {name} are copied from the previous step; the new "
+    "rows ({rows}) are copied from this step's {new}.",
     "hint.block_max": "{cell} = the largest entry of row {i} of S_{block}.",
     "hint.running_max": "{cell} = max(m_{before}[{i}], max S_{block}[{i}]) (for block 1: max "
     "S_1[{i}]).",

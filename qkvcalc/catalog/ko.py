@@ -1882,8 +1882,10 @@ MESSAGES: dict[str, str] = {
     "e^(s − m_final), 즉 처음부터 최종 최댓값을 뺀 것과 같습니다. O와 ℓ이 똑같이 조정되었으니 "
     "O / ℓ도 같습니다.",
     "hint.decode_q": "{cell}: 이 단계의 X 행({rows}) 중 {i}번째 행과 W_Q의 {j}번째 열의 곱입니다.",
-    "hint.decode_cache": "{name}에 이미 있는 행은 이전 단계에서 복사합니다. 새 행({rows})은 그 "
-    "토큰의 X 행과 가중치의 {j}번째 열의 곱입니다.",
+    "hint.decode_rows": "{cell}: 이 단계의 X 행({rows}) 중 {i}번째 행과 {w}의 {j}번째 열의 "
+    "곱입니다. 편향이 있으면 더합니다.",
+    "hint.decode_stack": "{name}에 이미 있는 행은 이전 단계에서 복사합니다. 새 행({rows})은 이 "
+    "단계의 {new}에서 복사합니다.",
     "hint.block_max": "{cell} = S_{block}의 {i}번째 행에서 가장 큰 값.",
     "hint.running_max": "{cell} = max(m_{before}[{i}], max S_{block}[{i}]) (블록 1은 max "
     "S_1[{i}]).",

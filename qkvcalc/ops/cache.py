@@ -1,6 +1,7 @@
-"""Decoding with a KV cache: a step's new tokens projected alone (`step_project`), appended
-to the cache (`append`), each new query against every cached key (`qk`), and the steps' rows
-stacked back into the whole output (`stack`)."""
+"""Decoding with a KV cache: a step's new tokens projected alone (`step_project`: the template's
+projection over the rows the step takes), each new query against every cached key (`qk`), and
+rows stacked under others (`stack`: the new keys and values under the cache, every step's
+output rows back into the whole output)."""
 
 from __future__ import annotations
 
@@ -34,33 +35,6 @@ def _exact_step_project(ops: Sequence[Any], params: Params) -> Any:
 
     taken = [ops[0][int(r)] for r in params["take"]]
     return exact.matmul(taken, ops[1], params.get("bias_exact")), ()
-
-
-def _append(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
-    # [t_old, d] stacked over [t_new, d] (the new tokens' X·W + b) -> [t_old + t_new, d]
-    *old, x, w = ops
-    new = project(_take(x, params), w, params.get("bias"))
-    return np.vstack([*old, new])
-
-
-def _append_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
-    kept = shapes[0][0] if len(shapes) == 3 else 0
-    if i < kept:  # a cached row: read from the cache, never computed again
-        yield 0, i, j
-        return
-    first = 1 if kept else 0
-    row = int(params["take"][i - kept])
-    yield from ((first, row, t) for t in range(shapes[first][1]))
-    yield from ((first + 1, t, j) for t in range(shapes[first + 1][0]))
-
-
-def _exact_append(ops: Sequence[Any], params: Params) -> Any:
-    from qkvcalc.ops import rational as exact
-
-    *old, x, w = ops
-    taken = [x[int(r)] for r in params["take"]]
-    new = exact.matmul(taken, w, params.get("bias_exact"))
-    return (tuple(old[0]) if old else ()) + new, ()
 
 
 def _qk(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
@@ -106,17 +80,6 @@ def _step_project_work(stage: Any, i: int, j: int, style: Any, exact: Any, resul
     return style.line(f"{style.at(i + 1, j + 1)}{terms}", total, float(stage.value[i, j]), result)
 
 
-def _append_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str | None:
-    """Only the new rows of a cache have arithmetic; the others are copied from the last step."""
-    kept = len(stage.operands[0]) if len(stage.operands) == 3 else 0
-    if i < kept:
-        return None
-    first = 1 if kept else 0
-    row = int(stage.params["take"][i - kept])
-    terms, total = style.row_of_product(stage, first, row, j, exact)
-    return style.line(f"{style.at(i + 1, j + 1)}{terms}", total, float(stage.value[i, j]), result)
-
-
 def _qk_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
     """q₃·k₂ = 1×1 + 2×0 = 1: a query row (named by its token) against a cached key row."""
     q, k = stage.operands
@@ -137,7 +100,6 @@ OPS: tuple[Op, ...] = (
         _exact_step_project,
         work=_step_project_work,
     ),
-    Op("append", _append, _append_feeds, _exact_append, work=_append_work),
     Op("qk", _qk, _qk_feeds, _exact_qk, rowwise=True, work=_qk_work),
     Op("stack", _stack, _stack_feeds, _exact_stack, overflow=lambda p: False),
 )

@@ -14,7 +14,8 @@ bottom-right (FlashAttention ≥ 2.1, attention with a cache), not top-left.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,11 +27,8 @@ from qkvcalc.plan import pipeline, reference
 from qkvcalc.plan.masks import allowed_keys
 from qkvcalc.plan.pipeline import _mask_notes, _scaling, combine, on_logits, turned
 from qkvcalc.plan.specs import (
-    Const,
     Ref,
     Spec,
-    bias_params,
-    columns_of,
     dim_labels,
     head_slices,
     ref,
@@ -131,116 +129,40 @@ def _step(
 
 
 def _step_projections(p: Problem, at: _At, x_ref: Ref, x_name: str, out: list[Spec]) -> Ref:
-    """The step's Q rows (turned by the features), and its K and V rows appended to the caches
-    (the keys turned first, once, at their own positions); appended to `out`. Returns the ref
-    of the queries the scores read."""
-    s = head_slices(p, at.h or 1)
-    h, step, take, rows = at.h, at.step, at.take, at.rows
-    q_final: Ref = at.ref("q")
-    for sid, cols in (("q", s.q), ("k", s.k), ("v", s.v)):
-        weight, bias = getattr(p, f"w{sid}"), getattr(p, f"b{sid}")
-        assert weight is not None
-        w = columns_of(weight, cols)
-        tail = "" if h is None else f"[:, {span(cols.start, cols.stop - cols.start)}]"
-        product = f"{x_name}[{at.said}]·W_{sid.upper()}{tail}" + (" + b" if bias else "")
-        params = {"take": take, **bias_params(bias, cols)}
-        width = dim_labels(w.value.shape[1])
-        if sid == "q":
-            out.append(
-                Spec(
-                    "q",
-                    h,
-                    "step_project",
-                    (x_ref, w),
-                    f"Q = {product}",
-                    rows,
-                    width,
-                    params=params,
-                    notes=(_step_note(p, step, take),),
-                    symbol="Q",
-                    letters="t×d_k",
-                    hint=("hint.decode_q", {"rows": at.said}),
-                    step=step,
-                )
-            )
-            (q_final,), _ = turned(p, [_side(p, h, step, take, "Q", rows)], out)
-            continue
-        turns: list[Spec] = []
-        if sid == "k":  # the features' stages on the new keys (a norm, the rotation), if any
-            (k_new,), _ = turned(p, [_side(p, h, step, take, "K", rows)], turns)
-        if turns:  # the cache keeps the normed, rotated keys
-            out += _turned_keys(p, at, x_ref, w, product, params, turns, k_new)
-            continue
-        out.append(_appended(p, at, sid, x_ref, w, product, params))
+    """The template's projections over the step's rows (X[rows]·W), the features' turns of its
+    new query and key rows (a key is normed and rotated once, at its own position), then its
+    keys and values appended to the caches; appended to `out`. Returns the ref of the queries
+    the scores read."""
+    taken = pipeline.Taken(at.take, at.rows, at.said, at.step)
+    q, k, v = pipeline.projections(p, at.h, head_slices(p, at.h or 1), (), taken)
+    out += [replace(q, notes=(_step_note(p, at.step, at.take),)), k, v]
+    sides = [_side(p, at.h, at.step, at.take, side, at.rows) for side in ("Q", "K")]
+    (q_final, k_final), _ = turned(p, sides, out)
+    k_symbol = next((s.symbol for s in out if s.ref == k_final), "K")  # K, or K turned
+    out.append(_cached(p, at, "k", k_final, k_symbol, "d_k"))
+    out.append(_cached(p, at, "v", ref("v", at.h), "V", "d_v"))
     return q_final
 
 
-def _turned_keys(
-    p: Problem,
-    at: _At,
-    x_ref: Ref,
-    w: Const,
-    product: str,
-    params: dict[str, Any],
-    turns: list[Spec],
-    k_new: Ref,
-) -> list[Spec]:
-    """The step's new K rows, the features' turns of them, then the cache with them stacked."""
-    h, step, before = at.h, at.step, at.before
-    name = "K_cache"
-    width = dim_labels(w.value.shape[1])
-    k = Spec(
-        "k",
-        h,
-        "step_project",
-        (x_ref, w),
-        f"K = {product}",
-        at.rows,
-        width,
-        params=params,
-        symbol="K",
-        letters="t×d_k",
-        step=step,
-    )
-    cache = Spec(
-        "k_cache",
-        h,
-        "stack",
-        ((ref("k_cache", h, before),) if before is not None else ()) + (k_new,),
-        f"{name} = [{name}; {turns[-1].symbol}]"
-        if before is not None
-        else f"{name} = {turns[-1].symbol}",
-        at.keys,
-        width,
-        notes=_cache_notes(p, "k", step, len(at.take), at.end, before is not None, h),
-        symbol=name,
-        letters="m_t×d_k",
-        step=step,
-    )
-    return [k, *turns, cache]
-
-
-def _appended(
-    p: Problem, at: _At, sid: str, x_ref: Ref, w: Const, product: str, params: dict[str, Any]
-) -> Spec:
-    """The cache of K (or V) after the step: the cached rows, then the new ones projected."""
+def _cached(p: Problem, at: _At, sid: str, new: Ref, symbol: str, width: str) -> Spec:
+    """The cache of K (or V) after the step: the cached rows, then the step's new ones under
+    them."""
     h, step, before = at.h, at.step, at.before
     name = f"{sid.upper()}_cache"
-    operands = ((ref(f"{sid}_cache", h, before),) if before is not None else ()) + (x_ref, w)
+    old = (ref(name.lower(), h, before),) if before is not None else ()
+    columns = p.d_v if sid == "v" else p.d_k
     return Spec(
         f"{sid}_cache",
         h,
-        "append",
-        operands,
-        f"{name} = [{name}; {product}]" if before is not None else f"{name} = {product}",
+        "stack",
+        (*old, new),
+        f"{name} = [{name}; {symbol}]" if before is not None else f"{name} = {symbol}",
         at.keys,
-        dim_labels(w.value.shape[1]),
-        params=params,
+        dim_labels(columns),
         notes=_cache_notes(p, sid, step, len(at.take), at.end, before is not None, h),
         symbol=name,
-        letters="m_t×" + ("d_v" if sid == "v" else "d_k"),
-        hint=("hint.decode_cache", {"name": name, "rows": at.said}),
-        step=step,
+        letters=f"m_t×{width}",
+        hint=("hint.decode_stack", {"name": name, "rows": at.said, "new": symbol}),
     )
 
 

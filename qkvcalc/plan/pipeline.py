@@ -149,8 +149,22 @@ def split(p: Problem) -> Spec:
     )
 
 
-def _projections(p: Problem, h: int | None, s: Slices, shared: tuple[Msg, ...]) -> list[Spec]:
-    """Q, K, V of one head: X (or the source) times its slice of the weights, plus the bias."""
+class Taken(NamedTuple):
+    """The rows a schedule runs the template over (a decode step's tokens): their indices
+    (0-based), their labels, how they are said ('1–3') and the step."""
+
+    take: np.ndarray
+    rows: tuple[str, ...]
+    said: str
+    step: int
+
+
+def projections(
+    p: Problem, h: int | None, s: Slices, shared: tuple[Msg, ...], taken: Taken | None = None
+) -> list[Spec]:
+    """Q, K, V of one head: X (or the source) times its slice of the weights, plus the bias —
+    of every row, or of the rows a decode step takes (`taken`: X[rows]·W, the other rows come
+    from the cache)."""
     full = h is None
     x_ref: Ref = ("x_pe", None) if p.variants.pe is not None else ("x", None)
     x_name = "(X + PE)" if p.variants.pe is not None else "X"
@@ -167,34 +181,45 @@ def _projections(p: Problem, h: int | None, s: Slices, shared: tuple[Msg, ...]) 
         cut = "" if full else f"[:, {span(cols.start, cols.stop - cols.start)}]"
         # --layout torch: the user gave W (out×in); X is multiplied by Wᵀ, and is said so
         label = f"W_{sid.upper()}" + ("ᵀ" if p.layout == "torch" else "")
-        formula = f"{sid.upper()} = {name}·{label}{cut}"
+        said = name if taken is None else f"{name}[{taken.said}]"
+        formula = f"{sid.upper()} = {said}·{label}{cut}"
         if bias is not None:
             formula += f" + b_{sid.upper()}" + (
                 "" if full else f"[{span(cols.start, cols.stop - cols.start)}]"
             )
         w = columns_of(weight, cols)
-        out.append(
-            Spec(
-                sid,
-                h,
-                "project",
-                (operand, w),
-                formula,
-                rows,
-                dim_labels(w.value.shape[1]),
-                params=bias_params(bias, cols),
-                names=(name, f"{label}{cut}"),
-                inner=dim_labels(w.value.shape[0]),
-                cell=sid.upper() + "[{i},{j}]",
-                notes=_projection_notes(p, h, sid, shared) + _layout_note(p, h, f"W_{sid.upper()}"),
-                symbol=sid.upper(),
-                letters=("n" if sid == "q" else "m") + ("×d_v" if sid == "v" else "×d_k"),
-                hint=(
-                    "hint.proj_bias" if bias is not None else "hint.proj",
-                    {"x": name, "w": f"W_{sid.upper()}{cut}", "b": f"b_{sid.upper()}"},
-                ),
-            )
+        width = "×d_v" if sid == "v" else "×d_k"
+        spec = Spec(
+            sid,
+            h,
+            "project",
+            (operand, w),
+            formula,
+            rows,
+            dim_labels(w.value.shape[1]),
+            params=bias_params(bias, cols),
+            names=(name, f"{label}{cut}"),
+            inner=dim_labels(w.value.shape[0]),
+            cell=sid.upper() + "[{i},{j}]",
+            notes=_projection_notes(p, h, sid, shared) + _layout_note(p, h, f"W_{sid.upper()}"),
+            symbol=sid.upper(),
+            letters=("n" if sid == "q" else "m") + width,
+            hint=(
+                "hint.proj_bias" if bias is not None else "hint.proj",
+                {"x": name, "w": f"W_{sid.upper()}{cut}", "b": f"b_{sid.upper()}"},
+            ),
         )
+        if taken is not None:  # the same product, of the step's rows only
+            spec = replace(
+                spec,
+                op="step_project",
+                rows=taken.rows,
+                params={"take": taken.take, **spec.params},
+                notes=(),
+                letters="t" + width,
+                hint=("hint.decode_rows", {"rows": taken.said, "w": f"W_{sid.upper()}{cut}"}),
+            )
+        out.append(spec)
     return out
 
 
@@ -334,7 +359,7 @@ def _qkv(p: Problem, h: int | None) -> list[Spec]:
     stand_in = features.projecting(p)
     if stand_in is not None and stand_in[0].head_qkv is not None:
         return stand_in[0].head_qkv(p, stand_in[1], h, *_x_of(p))
-    return (_projections if p.projected else _given)(p, h, s, shared)
+    return (projections if p.projected else _given)(p, h, s, shared)
 
 
 def _turned_qk(
