@@ -196,30 +196,15 @@ def _step_attention(
             topic="scores.decode" if step else "scores.prefill",  # the prefill: P×P at once
         )
     ]
-    formula, said_scale, note, params = _scaling(p)
+    formula, _, note, _ = _scaling(p)
     formula = formula.replace("Q·Kᵀ", "Q·K_cacheᵀ")
-    out.append(
-        Spec(
-            "scaled",
-            h,
-            "scale",
-            (at.ref("scores"),),
-            formula,
-            rows,
-            keys,
-            params={**params, "scale_text": said_scale},
-            notes=(note,) if step == (0 if p.decode else 1) else (),
-            symbol="S",
-            letters="t×m_t",
-            hint=("hint.scaled", {"op": f"/ {said_scale}" if said_scale else f"× {p.scale:g}"}),
-            step=step,
-        )
-    )
+    at_rows = pipeline.Rows(h, step, rows, keys, "t", "m_t")
+    first = step == (0 if p.decode else 1)  # the scale is said once
+    out.append(pipeline.scaled(p, at_rows, formula, (note,) if first else ()))
     logits = features.Logits(
         h, at.ref("scaled"), "S", formula, rows, keys, step, "t×m_t", at.take, at.end
     )
     logit, symbol, formula = on_logits(p, logits, out)
-    at_rows = pipeline.Rows(h, step, rows, keys, "t", "m_t")
     notes = _decode_mask_notes(p, step, at.take, at.end)
     mask = allowed[at.take][:, : at.end]
     out.append(pipeline.masked(at_rows, logit, symbol, formula, mask, notes))

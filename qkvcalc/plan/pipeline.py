@@ -297,30 +297,15 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     specs = _qkv(p, h)
     q_ref, k_ref, before = _turned_qk(p, h, specs)
     specs += [_kt(p, h, k_ref), _scores(p, h, allowed, q_ref, k_ref, before)]
-    formula, said, note, params = _scaling(p)
+    formula, _, note, _ = _scaling(p)
     first = len(specs)  # from here to the head's output: its n×m stages
-    specs.append(
-        Spec(
-            "scaled",
-            h,
-            "scale",
-            (("scores", h),),
-            formula,
-            p.tokens,
-            p.source_tokens,
-            params={**params, "scale_text": said},
-            notes=(note, *facts.scaling_facts(p)),
-            remarks=facts.why_scale(p, allowed, h, specs),
-            symbol="S",
-            letters="n×m",
-            hint=("hint.scaled", {"op": f"/ {said}" if said else f"× {p.scale:g}"}),
-        )
-    )
+    at = Rows(h, None, p.tokens, p.source_tokens, "n", "m")
+    notes = (note, *facts.scaling_facts(p))
+    specs.append(scaled(p, at, formula, notes, facts.why_scale(p, allowed, h, specs)))
     n, m = p.tokens, p.source_tokens
     logits, symbol, formula = on_logits(
         p, features.Logits(h, ("scaled", h), "S", formula, n, m, None, "n×m"), specs
     )
-    at = Rows(h, None, n, m, "n", "m")
     if allowed is not None:
         specs.append(
             masked(at, logits, symbol, formula, allowed, (*_mask_notes(p), *facts.mask_facts(p)))
@@ -451,6 +436,28 @@ class Rows(NamedTuple):
 
     def ref(self, sid: str) -> Ref:
         return ref(sid, self.h, self.step)
+
+
+def scaled(p: Problem, at: Rows, formula: str, notes: tuple[Msg, ...], remarks: Any = None) -> Spec:
+    """The scores times the scale (÷ √d_k, or the scale given) of a head's rows: the scaled
+    stage of the whole run and of a decode step alike (`formula`: its formula, with the keys
+    named as the schedule names them)."""
+    _, said, _, params = _scaling(p)
+    return Spec(
+        "scaled",
+        at.h,
+        "scale",
+        (at.ref("scores"),),
+        formula,
+        at.rows,
+        at.cols,
+        params={**params, "scale_text": said},
+        notes=notes,
+        remarks=remarks,
+        symbol="S",
+        letters=f"{at.n}×{at.m}",
+        hint=("hint.scaled", {"op": f"/ {said}" if said else f"× {p.scale:g}"}),
+    )
 
 
 def masked(
