@@ -2044,6 +2044,9 @@ MESSAGES: dict[str, str] = {
     "page.key_group": "next decode step or block of keys; back to the start of this one, or of the "
     "one before (presenter mode)",
     "page.key_help": "show or hide these keys",
+    "page.key_why": "show or hide the explanation of this stage (presenter mode)",
+    "page.why_open": "Show the explanation (w)",
+    "page.why_close": "Hide the explanation (w)",
     "page.key_exit": "close this list; leave presenter mode",
     "page.key_present": "presenter mode on or off: one stage per screen",
     "page.key_cells": "Tab reaches each table; the arrows move from cell to cell and show each "

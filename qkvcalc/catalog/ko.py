@@ -2038,6 +2038,9 @@ MESSAGES: dict[str, str] = {
     "page.key_group": "다음 디코드 단계 또는 다음 Key 블록으로; 지금 단계(블록)의 처음으로, "
     "또는 그 앞 단계(블록)의 처음으로 (발표 모드)",
     "page.key_help": "단축키 목록 보이기/숨기기",
+    "page.key_why": "이 단계의 설명 보이기/숨기기 (발표 모드)",
+    "page.why_open": "설명 보기 (w)",
+    "page.why_close": "설명 숨기기 (w)",
     "page.key_exit": "이 목록 닫기; 발표 모드 끝내기",
     "page.key_present": "발표 모드 켜기/끄기: 한 화면에 한 단계",
     "page.key_cells": "Tab으로 표마다 들어가고, 화살표로 칸을 옮기며 각 칸의 계산을 봅니다",

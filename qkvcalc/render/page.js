@@ -1,5 +1,6 @@
 // qkvcalc's interactive page: point at a cell to light the cells it was computed from and read
-// its arithmetic; presenter mode (p); the weights of each head as a picture; two languages.
+// its arithmetic; presenter mode (p; the prose folded under w); the weights of each head as a
+// picture; two languages.
 // Everything it shows comes from the page itself: the cells' data-* attributes (written from
 // the trace by qkvcalc/render/page.py) and the JSON block #qkv-data. Text goes in as text
 // (textContent), never as markup; nothing is evaluated.
@@ -181,12 +182,63 @@
     state.slide = Math.max(0, Math.min(all.length - 1, index));
     all.forEach(function (section, k) {
       section.classList.toggle("qkv-current", k === state.slide);
+      section.classList.remove("qkv-open");
     });
     clear();
     panel.hidden = true;
+    whyButton(all[state.slide]);
     writeFragment();
     window.scrollTo(0, 0);
+    fit();
   }
+  // A screen shows the stage's table and its arithmetic; the prose (the why and the notes) is
+  // folded under one button (or w), in place, and the screen's type is made smaller until the
+  // table and the arithmetic fit the window (a projector's 1280×720 included).
+  var PROSE = ":scope > .why, :scope > ul.notes";
+  function whyButton(section) {
+    if (!section || !section.querySelector(PROSE)) return;
+    var button = section.querySelector(":scope > .qkv-why");
+    if (!button) {
+      button = el("button", { type: "button", "class": "qkv-why" });
+      button.addEventListener("click", function () { toggleWhy(); });
+      section.insertBefore(button, section.querySelector(PROSE));
+    }
+    var open = section.classList.contains("qkv-open");
+    button.textContent = ui(open ? "why_close" : "why_open");
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+  }
+  function toggleWhy() {
+    var section = slides()[state.slide];
+    if (!state.present || !section || !section.querySelector(PROSE)) return;
+    section.classList.toggle("qkv-open");
+    whyButton(section);
+  }
+  function columns(work, room) {  // the arithmetic's lines in as many columns as fit beside
+    work.style.columnCount = "";
+    work.style.width = "max-content";
+    var box = work.getBoundingClientRect().width, style = getComputedStyle(work);
+    work.style.width = "";
+    var pad = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+    var gap = parseFloat(style.columnGap) || parseFloat(style.fontSize);
+    var lines = work.textContent.split("\n").length;
+    var count = Math.floor((room - pad + gap) / (box - pad + gap));
+    if (count > 1) work.style.columnCount = String(Math.min(count, lines));
+  }
+  function fit() {
+    var body = document.body;
+    body.style.fontSize = "";
+    var section = slides()[state.slide];
+    if (!state.present || !section) return;
+    var works = section.querySelectorAll(":scope > pre.work");
+    var size = parseFloat(getComputedStyle(body).fontSize);
+    for (;;) {
+      works.forEach(function (work) { columns(work, section.clientWidth); });
+      if (section.getBoundingClientRect().bottom <= window.innerHeight || size <= 12) break;
+      size -= 1;
+      body.style.fontSize = size + "px";
+    }
+  }
+  window.addEventListener("resize", function () { if (state.present) fit(); });
   function present(on, index) {
     state.present = on;
     document.body.classList.toggle("qkv-present", on);
@@ -195,7 +247,13 @@
     if (on) {
       go(index === undefined ? state.slide : index);
     } else {
-      slides().forEach(function (section) { section.classList.remove("qkv-current"); });
+      slides().forEach(function (section) {
+        section.classList.remove("qkv-current", "qkv-open");
+        section.querySelectorAll(":scope > pre.work").forEach(function (work) {
+          work.style.columnCount = "";
+        });
+      });
+      document.body.style.fontSize = "";
       writeFragment();
       var current = slides()[state.slide];
       if (current) current.scrollIntoView();
@@ -233,7 +291,7 @@
     var list = el("dl");
     [["p", "key_present"], ["→  Space  Enter", "key_next"], ["←  Backspace  b", "key_back"],
      ["1 … 9  Enter", "key_number"], ["Home  End", "key_first_last"],
-     ["]  [", "key_group"], ["?", "key_help"],
+     ["]  [", "key_group"], ["w", "key_why"], ["?", "key_help"],
      ["Esc  q", "key_exit"], ["Tab  ← ↑ → ↓", "key_cells"]].forEach(function (pair) {
       var term = el("dt");
       pair[0].split("  ").forEach(function (key) { term.appendChild(el("kbd", {}, key)); });
@@ -285,6 +343,7 @@
     else if (key === "ArrowLeft" || key === "PageUp" || key === "Backspace" || key === "b") {
       go(state.slide - 1);
     }
+    else if (key === "w" || key === "W") toggleWhy();
     else if (key === "]") jump(1);
     else if (key === "[") jump(-1);
     else if (key === "Home") go(0);

@@ -56,6 +56,9 @@ UI_KEYS = (
     "page.key_first_last",
     "page.key_group",
     "page.key_help",
+    "page.key_why",
+    "page.why_open",
+    "page.why_close",
     "page.key_exit",
     "page.key_present",
     "page.key_cells",
@@ -406,7 +409,19 @@ body.qkv-present { max-width: none; font-size: 26px; padding: 2.5em 2em 1em; }
 body.qkv-present .qkvcalc > header, body.qkv-present .qkvcalc > section:not(.qkv-current) {
   display: none; }
 body.qkv-present .qkvcalc > section.qkv-current h2 { margin-top: 0; }
-@media print { .qkv-bar, .qkv-arith, .qkv-help, .qkv-picture { display: none !important; }
+body.qkv-present .qkvcalc > section:not(.qkv-open) > .why,
+body.qkv-present .qkvcalc > section:not(.qkv-open) > ul.notes { display: none; }
+body.qkv-present .qkvcalc > section > pre.work { column-gap: 2em; column-rule: 1px solid #ccc; }
+.qkvcalc .qkv-why { display: none; }
+body.qkv-present .qkvcalc .qkv-why { display: inline-block; margin: 0.2em 0; padding: 0.1em 0.7em;
+  font: 0.8em system-ui, -apple-system, "Segoe UI", "Noto Sans", "Noto Sans KR",
+  "Malgun Gothic", sans-serif; border: 2px solid #0b6e99; border-radius: 5px; background: #fff;
+  color: #0b6e99; cursor: pointer; }
+.qkvcalc .qkv-why:focus-visible { outline: 3px solid #c2410c; }
+@media print { .qkv-bar, .qkv-arith, .qkv-help, .qkv-picture, .qkvcalc .qkv-why {
+  display: none !important; }
+  body.qkv-present .qkvcalc > section > .why, body.qkv-present .qkvcalc > section > ul.notes {
+  display: block !important; }
   body.qkv-present .qkvcalc > header,
   body.qkv-present .qkvcalc > section:not(.qkv-picture) { display: block !important; }
   .qkvcalc td.qkv-from, .qkvcalc td.qkv-on { box-shadow: none; outline: none;
