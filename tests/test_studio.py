@@ -291,6 +291,42 @@ def test_at_1280x720_a_stage_and_its_arithmetic_are_on_screen_together():
     asyncio.run(main())
 
 
+@pytest.mark.parametrize("size", [(160, 45), (133, 37)])
+@pytest.mark.parametrize("name", ["doc", "multihead"])
+def test_every_stage_and_its_arithmetic_fit_a_projectors_screen(name: str, size: tuple[int, int]):
+    """At a 1280×720 projector's terminal (160×45 cells at 8×16 px; 133×37 in the browser of
+    --serve), every stage stepped to, its table focused: the whole table is on screen in the
+    stages' pane, and the chosen cell's arithmetic and the stage's why are whole in the panel
+    under it, with no scrolling (the why is shown, not a click away: it fits)."""
+    app = Studio(presets.load(name))
+
+    def inside(inner: Any, outer: Any) -> bool:
+        return inner.region.area > 0 and outer.region.intersection(inner.region) == inner.region
+
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            await pilot.press("escape")
+            stages, panel = app.query_one("#stages"), app.query_one("#panel")
+            for k, table in enumerate(app.session.tables):
+                app.action_step_to(k)
+                await pilot.pause()
+                shown = app.query_one(f"#{table.wid}")
+                if isinstance(shown, DataTable):
+                    shown.focus()
+                    await pilot.pause()
+                    assert text(app, "arith") == app.session.arithmetic(table, 0, 0)
+                assert inside(shown, stages), (k + 1, table.wid)
+                for wid in ("arith", "why"):
+                    assert inside(app.query_one(f"#{wid}"), panel), (k + 1, table.wid, wid)
+                assert text(app, "why") == app.session.why(table)
+                assert panel.scroll_offset.y == 0
+                app.set_focus(None)
+                await pilot.pause()
+
+    asyncio.run(main())
+
+
 def test_undo_puts_the_last_good_problem_back():
     doc = presets.load("sentence")
     app = Studio(doc)
