@@ -13,6 +13,7 @@ import html
 import json
 import os
 import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -521,6 +522,39 @@ def test_the_command_in_a_real_terminal_shows_the_doc_numbers_and_quits():
     child.expect(pexpect_eof())
     child.close()
     assert child.exitstatus == 0
+
+
+def test_with_stdin_and_stderr_elsewhere_the_studio_still_uses_the_terminal(tmp_path: Path):
+    """`echo | qkvcalc studio --preset doc 2> log`: the keys still come from the terminal and
+    the screen is drawn there (as --step reads its keys from /dev/tty), not into the pipe and
+    the log; Ctrl+Q quits. Before, it drew into the log and never saw a key."""
+    log = tmp_path / "log"
+    command = f"echo | {shlex.quote(sys.executable)} -m qkvcalc studio --preset doc 2> {log}"
+    child = spawn_qkvcalc(shell=command)
+    child.expect_exact("stage 1 of 10", timeout=60)
+    time.sleep(0.5)
+    child.sendcontrol("q")
+    child.expect(pexpect_eof(), timeout=30)
+    child.close()
+    assert child.exitstatus == 0
+    assert log.read_text() == ""
+
+
+def test_no_terminal_at_all_is_one_message_not_a_hang():
+    """No terminal (a new session, standard input /dev/null): exit 2 and the message, at once;
+    it used to draw into standard error and wait for keys for ever."""
+    result = subprocess.run(
+        [sys.executable, "-m", "qkvcalc", "studio", "--preset", "doc"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "QKVCALC_LANG": "en"},
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == "error: " + translate("studio.no_terminal", "en")
 
 
 def pexpect_eof() -> Any:

@@ -751,6 +751,9 @@ MESSAGES: dict[str, str] = {
     "studio on this machine.",
     "studio.serve_missing": "--serve needs textual-serve, which is not installed: pip install "
     "'qkvcalc[serve]'",
+    "studio.no_terminal": "qkvcalc studio reads its keys from a terminal and draws on it, and "
+    "there is none here (no /dev/tty): run it in a terminal, or add --serve to open it in a "
+    "browser",
     "studio.stdin": "qkvcalc studio reads its keys from the terminal (and --serve starts it anew "
     "for every browser), so its problem comes from a file or a preset, not standard input",
     "quiz.answer_too_long": "a typed line of more than {limit} characters is no answer; "

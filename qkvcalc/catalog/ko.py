@@ -750,6 +750,9 @@ MESSAGES: dict[str, str] = {
     "스튜디오를 실행할 수 있습니다.",
     "studio.serve_missing": "--serve에는 textual-serve가 필요한데 설치되어 있지 않습니다: "
     "pip install 'qkvcalc[serve]'",
+    "studio.no_terminal": "qkvcalc studio는 터미널에서 키를 읽고 그 위에 화면을 그리는데, 지금은 "
+    "연결된 터미널이 없습니다 (/dev/tty 없음). 터미널에서 실행하거나, --serve를 붙여 브라우저에서 "
+    "여세요",
     "studio.stdin": "qkvcalc studio는 키를 터미널에서 읽으므로(--serve는 브라우저마다 새로 "
     "시작합니다) 문제를 표준 입력이 아닌 파일이나 프리셋에서 받습니다",
     "quiz.answer_too_long": "{limit}자가 넘는 입력 줄은 답으로 읽지 않습니다. 그 뒤는 읽지 "

@@ -47,11 +47,37 @@ def studio(source: SimpleNamespace, serve: SimpleNamespace, display: SimpleNames
         from qkvcalc.studio import Studio
 
         app = Studio(doc, lang, save_to=serve.save)  # a problem that does not compute fails here
+        _terminal()
     except QkvcalcError as err:
         fail(err, lang)
     if display.no_color:
         os.environ["NO_COLOR"] = "1"  # what Textual reads
     app.run()
+
+
+def _terminal(tty_path: str = "/dev/tty") -> None:
+    """Textual reads the keys on standard input and draws on standard error. Where either is
+    not a terminal (`echo | qkvcalc studio --preset doc`, a script's < /dev/null, 2> log), the
+    controlling terminal takes its place, where --step reads its keys too: without it the app
+    would draw into the pipe and wait for keys that never come. No terminal at all: one
+    message. Under --serve (textual-serve's TEXTUAL_DRIVER) the browser's pipes are the
+    terminal, and nothing changes."""
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return
+    wrong = [fd for fd in (0, 2) if not os.isatty(fd)]
+    if not wrong:
+        return
+    try:
+        tty = os.open(tty_path, os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        raise QkvcalcError("studio.no_terminal") from None
+    try:
+        if not os.isatty(tty):
+            raise QkvcalcError("studio.no_terminal")
+        for fd in wrong:
+            os.dup2(tty, fd)
+    finally:
+        os.close(tty)
 
 
 def _problem(source: SimpleNamespace, lang: str) -> dict[str, Any]:
