@@ -108,6 +108,21 @@ class Op(NamedTuple):
     # student's matrix fits it alone): their stable ids, and each one's matrix worked out
     mistake_ids: tuple[str, ...] = ()
     mistakes: Callable[[Asked], list[Candidate]] | None = None
+    # its gradient's stages, as the backward pass's walk (qkvcalc.plan.backward) plans them:
+    # (what the walk knows, this forward stage, the ref of its gradient) -> the stages of its
+    # operands' gradients, each `grad_` + the operand's id. None: the chain rule through the
+    # first operand alone, one stage by `backward` and `grad_formula` (a scaling, a mask, a turn)
+    plan_back: Callable[[Back, Any, Any], list[Any]] | None = None
+
+
+class Back(NamedTuple):
+    """What an op reads to plan its gradient's stages: the problem, every stage planned so far
+    by ref (the forward ones and the gradients made before this one), and the remarks the plan
+    adds to a gradient by its topic (the softmax's note on √d_k runs the whole plan again)."""
+
+    problem: Any
+    by: Mapping[Any, Any]
+    remarks: Callable[[str, Any], Any]
 
 
 # (operands, params, value, ∂L/∂value) -> ∂L/∂operand, one per operand

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.i18n import Msg
-from qkvcalc.ops.op import Asked, Candidate, Feeds, Op, Params, Shapes, rows_of, turned
+from qkvcalc.ops.op import Asked, Back, Candidate, Feeds, Op, Params, Shapes, rows_of, turned
 from qkvcalc.plan import ids
+from qkvcalc.plan.specs import Ref, Spec, d
 
 
 def project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
@@ -40,6 +41,83 @@ def _product_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g:
     # out = A·B (+ b): ∂A = g·Bᵀ, ∂B = Aᵀ·g (the bias's ∂b = the column sums of g)
     a, b = ops
     return g @ b.T, a.T @ g
+
+
+def _product_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
+    """The gradients of out = A·B: dB = Aᵀ·dO and dA = dO·Bᵀ, each a product of its own.
+
+    A·V (the weighted sum) gives dV first, then dA. Q·Kᵀ reads K turned (its Kᵀ stage): the
+    turn is folded into the products, dQ = d(Q·Kᵀ)·K and dK = d(Q·Kᵀ)ᵀ·Q, so Kᵀ gets no
+    gradient of its own; the query's side comes first, as a teacher writes them."""
+    a_ref, b_ref = at.operands
+    a, b, grad = back.by[a_ref], back.by[b_ref], back.by[g].symbol
+    h = at.head
+    if b.op != "transpose":
+        first = at.id == ids.OUTPUT  # the weighted sum's two gradients have a hint each
+        return [
+            Spec(
+                f"grad_{b.id}",
+                h,
+                "matmul_tn",
+                (a_ref, g),
+                f"{d(b.symbol)} = {a.symbol}ᵀ·{grad}",
+                b.rows,
+                b.cols,
+                names=(a.symbol, grad),
+                inner=a.rows,
+                symbol=d(b.symbol),
+                letters=b.letters,
+                hint=("hint.grad_v", {}) if first else None,
+            ),
+            Spec(
+                f"grad_{a.id}",
+                h,
+                "matmul_nt",
+                (g, b_ref),
+                f"{d(a.symbol)} = {grad}·{b.symbol}ᵀ",
+                a.rows,
+                a.cols,
+                names=(grad, b.symbol),
+                inner=b.cols,
+                symbol=d(a.symbol),
+                letters=a.letters,
+                hint=("hint.grad_weights", {}) if first else None,
+            ),
+        ]
+    k_ref = b.operands[0]
+    k = back.by[k_ref]
+    return [
+        Spec(
+            f"grad_{a.id}",
+            h,
+            "matmul",
+            (g, k_ref),
+            f"{d(a.symbol)} = {grad}·{k.symbol}",
+            a.rows,
+            a.cols,
+            names=(grad, k.symbol),
+            inner=at.cols,
+            symbol=d(a.symbol),
+            letters=a.letters,
+            topic=ids.TOPIC_GRAD_Q_SIDE,
+            hint=("hint.grad_q_side", {"k": k.symbol}),
+        ),
+        Spec(
+            f"grad_{k.id}",
+            h,
+            "matmul_tn",
+            (g, a_ref),
+            f"{d(k.symbol)} = {grad}ᵀ·{a.symbol}",
+            k.rows,
+            k.cols,
+            names=(grad, a.symbol),
+            inner=at.rows,
+            symbol=d(k.symbol),
+            letters=k.letters,
+            topic=ids.TOPIC_GRAD_K_SIDE,
+            hint=("hint.grad_k_side", {"q": a.symbol}),
+        ),
+    ]
 
 
 # ---- each cell's arithmetic, as the writers write it out (given their Style) ----
@@ -136,5 +214,6 @@ OPS: tuple[Op, ...] = (
         work=_product_work,
         mistake_ids=("k_not_transposed", "scores_transposed", "grad_scale_missing"),
         mistakes=_matmul_mistakes,
+        plan_back=_product_grads,
     ),
 )

@@ -28,6 +28,7 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import to_vector
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Reading, Sizes
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes, whole_row
+from qkvcalc.ops.softmax import softmax_grads
 from qkvcalc.plan.specs import Ref, Spec, dim_labels
 
 
@@ -219,6 +220,7 @@ FEATURE = Feature(
             divisor=lambda ops: ops[0].sum(axis=1),  # holds e^(σ − m) > 0: never 0
             heat=True,
             work=_weights_work,
+            plan_back=softmax_grads,  # A ⊙ (dA − r) over the tokens' weights; dσ is grad_sinks
         ),
         Op("sink_grad", _grad, _grad_feeds),
         Op("sink_grad_tiles", _grad_tiles, _grad_tiles_feeds),

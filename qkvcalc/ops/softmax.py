@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.i18n import Msg
-from qkvcalc.ops.op import Asked, Candidate, Op, Params, whole_row
+from qkvcalc.ops.op import Asked, Back, Candidate, Op, Params, whole_row
 from qkvcalc.plan import ids
+from qkvcalc.plan.specs import Ref, Spec, d
 
 
 def row_max(s: np.ndarray) -> np.ndarray:
@@ -75,6 +76,47 @@ def _softmax_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g:
 
 
 # ---- each cell's arithmetic, as the writers write it out (given their Style) ----
+
+
+def softmax_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
+    """The softmax's backward as two stages: each row's r = Σⱼ Aᵢⱼ·dAᵢⱼ (the weighted average
+    of dA, the baseline each key is compared with), then the gradient of the logits the softmax
+    read, A ⊙ (dA − r). The exponentials are part of the softmax: they get no gradient of
+    their own. A feature's softmax over more than the keys has the same backward over them."""
+    h, a_ref = at.head, at.ref
+    logits = back.by[back.by[at.operands[0]].operands[0]]  # what the exponentials read
+    grad = back.by[g].symbol
+    rowdot: Ref = ("softmax_rowdot", h)
+    formula = f"{d(logits.symbol)} = {at.symbol} ⊙ ({grad} − r)"
+    return [
+        Spec(
+            rowdot[0],
+            h,
+            "rowdot",
+            (a_ref, g),
+            f"r = Σⱼ {at.symbol}ᵢⱼ·{grad}ᵢⱼ",
+            at.rows,
+            ("r",),
+            symbol="r",
+            cell="r[{i}]",
+            letters=at.letters.split("×")[0] + "×1",
+            hint=("hint.grad_rowdot", {}),
+        ),
+        Spec(
+            f"grad_{logits.id}",
+            h,
+            "softmax_back",
+            (a_ref, g, rowdot),
+            formula,
+            logits.rows,
+            logits.cols,
+            topic=ids.TOPIC_GRAD_LOGITS,
+            symbol=d(logits.symbol),
+            letters=logits.letters,
+            remarks=back.remarks(ids.TOPIC_GRAD_LOGITS, h),
+            hint=("hint.grad_softmax", {}),
+        ),
+    ]
 
 
 def _exp_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
@@ -172,5 +214,6 @@ OPS: tuple[Op, ...] = (
         work=_softmax_work,
         mistake_ids=("softmax_columns", "mask_missing", "mask_inverted"),
         mistakes=_weights_mistakes,
+        plan_back=softmax_grads,
     ),
 )

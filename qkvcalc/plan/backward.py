@@ -3,28 +3,32 @@ weights and the input, one stage per gradient, in backward order.
 
     dO (or dA, for `attend`)                                the loss's gradient
     with W_O: d(concat) = dO·W_Oᵀ, dW_O = concatᵀ·dO, db_O   then each head's columns of it
-    per head: dV = Aᵀ·dO, dA = dO·Vᵀ
-              r = Σⱼ Aᵢⱼ·dAᵢⱼ, dS = A ⊙ (dA − r)           the softmax's backward
-              back through each stage between the scores and the softmax (the mask, a cap, a
-              bias, the scaling), each by its own op's backward (qkvcalc.run.op.Op.backward)
-              dQ = dS·K, dK = dSᵀ·Q, back through the features' turns (a rotation, a norm)
+    per head: the walk back over its stages (`walk`, micrograd's): in reverse topological
+              order from its output, each stage that has a gradient hands it on by its own op
+              (Op.plan_back, else the chain rule through its first operand):
+                dV = Aᵀ·dO, dA = dO·Vᵀ               A·V (ops/projection.py)
+                r = Σⱼ Aᵢⱼ·dAᵢⱼ, dS = A ⊙ (dA − r)    the softmax (ops/softmax.py)
+                back through the mask, a cap, a bias, the scaling, each by its op's backward
+                dQ = dS·K, dK = dSᵀ·Q                Q·Kᵀ, the turn of Kᵀ folded in
+                back through the features' turns (a rotation, a norm) to Q and K
     then:     dW_Q = Xᵀ·[dQ_1 … dQ_H], dW_K, dW_V (summed over the query heads that share a
               key/value head), db = column sums, dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ, and
               the gradients of a feature's own learned numbers (Feature.grads)
 
 In tiles (--tiles B) each head's part from dO to dQ, dK, dV of what the scores read is
-FlashAttention-2's, one block of keys at a time (qkvcalc.plan.tiles_backward); the rest is this.
+FlashAttention-2's, one block of keys at a time (qkvcalc.plan.tiles_backward); the walk goes
+on from there.
 
 Stage ids are `grad_` + the id of the forward stage whose gradient it is (DESIGN's list);
-the heads' stages carry their head. A walk back through a feature's stage reads nothing of the
-feature but its op: a new feature's gradient comes with its op's `backward`.
+the heads' stages carry their head. The walk reads nothing of a feature but its ops: a new
+feature's gradient comes with its op's `backward` (or `plan_back`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -32,6 +36,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.ops import features
+from qkvcalc.ops.op import Back
 from qkvcalc.ops.table import OPS
 from qkvcalc.plan import ids
 from qkvcalc.plan import notes as facts
@@ -66,8 +71,12 @@ def backward(
     grads: dict[str, list[Ref]] = {"q": [], "k": [], "v": []}
     softmaxes: list[tuple[Ref, Ref]] = []  # each head's weights and its softmax's row term
     whole: list[Spec] = []  # the plan, forward and backward, that the √d_k note runs again
+
+    def whole_plan() -> list[Spec]:
+        return whole
+
     for h in heads:
-        head, refs = _head(p, by, h, flows, plain_run, lambda: whole)
+        head, refs = _head(p, by, specs, h, flows, plain_run, whole_plan)
         specs += head
         for side, r in refs.items():
             grads[side].append(r)
@@ -212,192 +221,156 @@ def _through_output(p: Problem, by: dict[Ref, Spec]) -> list[Spec]:
     return specs
 
 
-# ---- one head ---------------------------------------------------------------------------------
+# ---- one head: the walk back over its forward stages -----------------------------------------
 
 
 def _head(
     p: Problem,
     by: dict[Ref, Spec],
+    made: Sequence[Spec],
     h: int | None,
     flows: bool,
     plain_run: Callable[[], dict[Ref, np.ndarray]] | None = None,
     whole: Callable[[], Sequence[Spec]] = list,
 ) -> tuple[list[Spec], dict[str, Ref]]:
-    if p.tiles is not None:  # FlashAttention-2's backward, one block of keys at a time
+    """The head's gradients from its output's (or, for `attend`, its weights') back to Q, K
+    and V: the walk over its forward stages, each planned by its own op. In tiles the part
+    up to Q, K and V of the scores is FlashAttention-2's, one block of keys at a time. `made`:
+    the gradients made before (the head's output's among them)."""
+    if p.tiles is not None:
         assert plain_run is not None
         return _tiled(p, by, h, flows, plain_run)
     out = by[(ids.OUTPUT, h)]
-    a_ref, v_ref = out.operands
-    assert not isinstance(a_ref, Const) and not isinstance(v_ref, Const)
-    weights, v = by[a_ref], by[v_ref]
-    specs, refs = _into_weights(p, h, weights, v, a_ref, v_ref, flows)
-    specs += _through_softmax(p, by, h, weights, a_ref, whole)
-    logits = by[by[weights.operands[0]].operands[0]]  # what the softmax read (exp's operand)
-    q_ref, k_ref = _into_q_and_k(by, h, logits, specs)
-    refs["q"], refs["k"] = q_ref, k_ref
-    return specs, refs
-
-
-def _into_weights(
-    p: Problem, h: int | None, weights: Spec, v: Spec, a_ref: Ref, v_ref: Ref, flows: bool
-) -> tuple[list[Spec], dict[str, Ref]]:
-    """dV = Aᵀ·dO and dA = dO·Vᵀ (or, for `attend`, dA from the targets alone)."""
     specs: list[Spec] = []
-    refs: dict[str, Ref] = {}
     if flows:
-        g_out: Ref = ("grad_output", h)
-        specs.append(
-            Spec(
-                "grad_v",
-                h,
-                "matmul_tn",
-                (a_ref, g_out),
-                "dV = Aᵀ·dO",
-                v.rows,
-                v.cols,
-                names=("A", "dO"),
-                inner=weights.rows,
-                symbol="dV",
-                letters=v.letters,
-                hint=("hint.grad_v", {}),
-            )
-        )
-        refs["v"] = ("grad_v", h)
-        specs.append(
-            Spec(
-                "grad_weights",
-                h,
-                "matmul_nt",
-                (g_out, v_ref),
-                "dA = dO·Vᵀ",
-                weights.rows,
-                weights.cols,
-                names=("dO", "V"),
-                inner=v.cols,
-                symbol="dA",
-                letters=weights.letters,
-                hint=("hint.grad_weights", {}),
-            )
-        )
+        seeds: dict[Ref, Ref] = {out.ref: ("grad_output", h)}
     else:
-        assert p.loss is not None
-        specs.append(
-            Spec(
-                "grad_weights",
-                h,
-                "attend_grad",
-                (a_ref,),
-                "dA[i, tᵢ] = −1 / A[i, tᵢ]",
-                weights.rows,
-                weights.cols,
-                params={"targets": frozenset(p.loss.targets())},
-                topic="grad_weights.attend",
-                notes=(Msg("note.grad_attend_no_v"), facts.attend_keys(p, p.loss.targets())),
-                symbol="dA",
-                letters=weights.letters,
-                remarks=facts.loss_attend(a_ref, p.loss.targets(), h),
-                hint=("hint.grad_attend", {}),
-            )
-        )
+        a_ref = out.operands[0]
+        assert not isinstance(a_ref, Const)
+        specs.append(_attend(p, h, by[a_ref]))
+        seeds = {a_ref: specs[-1].ref}
+    walked, grads = walk(p, by, [out], seeds, whole, [*made, *specs])
+    specs += walked
+    refs = {side: grads[(side, h)] for side in (ids.Q, ids.K, ids.V) if (side, h) in grads}
     return specs, refs
 
 
-def _through_softmax(
+def _attend(p: Problem, h: int | None, weights: Spec) -> Spec:
+    """`attend`: dA from the targets alone (L = −Σᵢ log Aᵢ,ₜᵢ); V does not reach the loss."""
+    assert p.loss is not None
+    return Spec(
+        "grad_weights",
+        h,
+        "attend_grad",
+        (weights.ref,),
+        "dA[i, tᵢ] = −1 / A[i, tᵢ]",
+        weights.rows,
+        weights.cols,
+        params={"targets": frozenset(p.loss.targets())},
+        topic="grad_weights.attend",
+        notes=(Msg("note.grad_attend_no_v"), facts.attend_keys(p, p.loss.targets())),
+        symbol="dA",
+        letters=weights.letters,
+        remarks=facts.loss_attend(weights.ref, p.loss.targets(), h),
+        hint=("hint.grad_attend", {}),
+    )
+
+
+# The template's projections: a walk over one head stops at them, and their gradients are
+# gathered over the heads (dW_Q = Xᵀ·[dQ_1 … dQ_H], dX summed over every path) by _projections.
+GATHERED = (ids.Q, ids.K, ids.V)
+
+
+def walk(
     p: Problem,
     by: dict[Ref, Spec],
-    h: int | None,
-    weights: Spec,
-    a_ref: Ref,
-    whole: Callable[[], Sequence[Spec]],
-) -> list[Spec]:
-    """The softmax's backward: its row term r, then dS = A ⊙ (dA − r) of the logits it read
-    (`whole`: the whole plan, forward and backward, which its √d_k note runs again)."""
+    roots: Sequence[Spec],
+    seeds: dict[Ref, Ref],
+    whole: Callable[[], Sequence[Spec]] = list,
+    made: Sequence[Spec] = (),
+) -> tuple[list[Spec], dict[Ref, Ref]]:
+    """micrograd's backward over forward stages: in reverse topological order from `roots`,
+    each stage that has a gradient (`seeds`: forward ref -> its gradient's ref, to begin
+    with) hands it to its operands by its own op (`Op.plan_back`, else the chain rule through
+    its first operand); `made`: the gradient stages made before (the seeds'). Returns the
+    gradient stages, in order, and every forward stage's gradient by ref. A stage reached
+    twice would need its gradients added: no stage of a head is (each is read by one later
+    stage), and the projections are gathered after the walk."""
+    grads = dict(seeds)
+    known: dict[Ref, Spec] = {**by, **{spec.ref: spec for spec in made}}
+    back = Back(p, known, lambda topic, head: _remarks(p, by, topic, head, whole))
     specs: list[Spec] = []
-    g_a: Ref = ("grad_weights", h)
-    specs.append(
-        Spec(
-            "softmax_rowdot",
-            h,
-            "rowdot",
-            (a_ref, g_a),
-            "r = Σⱼ Aᵢⱼ·dAᵢⱼ",
-            weights.rows,
-            ("r",),
-            symbol="r",
-            cell="r[{i}]",
-            letters=weights.letters.split("×")[0] + "×1",
-            hint=("hint.grad_rowdot", {}),
-        )
-    )
-    logits = by[by[weights.operands[0]].operands[0]]  # what the softmax read (exp's operand)
-    specs.append(
-        Spec(
-            f"grad_{logits.id}",
-            h,
-            "softmax_back",
-            (a_ref, g_a, ("softmax_rowdot", h)),
-            f"{d(logits.symbol)} = A ⊙ (dA − r)",
-            logits.rows,
-            logits.cols,
-            topic=ids.TOPIC_GRAD_LOGITS,
-            symbol=d(logits.symbol),
-            letters=logits.letters,
-            remarks=facts.gradient_through_softmax(p, h, list(by.values()), whole),
-            hint=("hint.grad_softmax", {}),
-        )
-    )
-    return specs
+    for at in _reverse_topological(by, roots):
+        g = grads.get(at.ref)
+        if g is None or at.id in GATHERED:
+            continue
+        op = OPS[at.op]
+        planned = op.plan_back(back, at, g) if op.plan_back else [_chain(by, at, g)]
+        for spec in planned:
+            forward = (spec.id.removeprefix("grad_"), spec.head)
+            if spec.id.startswith("grad_") and forward in by:
+                assert forward not in grads, f"{forward} would need two gradients added"
+                grads[forward] = spec.ref
+            known[spec.ref] = spec
+        specs += planned
+    return specs, grads
 
 
-def _into_q_and_k(
-    by: dict[Ref, Spec], h: int | None, logits: Spec, specs: list[Spec]
-) -> tuple[Ref, Ref]:
-    """Back through the stages between the logits and the scores, then dQ = d(Q·Kᵀ)·K and
-    dK = d(Q·Kᵀ)ᵀ·Q, then back through the features' turns to Q's and K's own; appended to
-    `specs`. Returns the refs of dQ and dK."""
-    scores = _back_to(by, logits, ids.SCORES, specs)
-    q_ref, kt_ref = scores.operands
-    kt = by[kt_ref]
-    k_ref = kt.operands[0]
-    q_side, k_side = by[q_ref], by[k_ref]
-    g_s: Ref = ("grad_scores", h)
-    specs.append(
-        Spec(
-            f"grad_{q_side.id}",
-            h,
-            "matmul",
-            (g_s, k_ref),
-            f"{d(q_side.symbol)} = d(Q·Kᵀ)·{k_side.symbol}",
-            q_side.rows,
-            q_side.cols,
-            names=("d(Q·Kᵀ)", k_side.symbol),
-            inner=scores.cols,
-            symbol=d(q_side.symbol),
-            letters=q_side.letters,
-            topic=ids.TOPIC_GRAD_Q_SIDE,
-            hint=("hint.grad_q_side", {"k": k_side.symbol}),
-        )
+def _reverse_topological(by: dict[Ref, Spec], roots: Sequence[Spec]) -> list[Spec]:
+    """The stages `roots` read, themselves included, each after every stage that reads it
+    (micrograd's topological sort, reversed). Operands are visited last to first, so that the
+    walk goes down the first operand's side first (the query's before the key's); it does not
+    go past the projections."""
+    order: list[Spec] = []
+    seen: set[Ref] = set()
+
+    def visit(spec: Spec) -> None:
+        if spec.ref in seen:
+            return
+        seen.add(spec.ref)
+        if spec.id not in GATHERED:
+            for operand in reversed(spec.operands):
+                if not isinstance(operand, Const) and operand in by:
+                    visit(by[operand])
+        order.append(spec)
+
+    for root in reversed(roots):
+        visit(root)
+    return order[::-1]
+
+
+def _remarks(
+    p: Problem, by: dict[Ref, Spec], topic: str, h: int | None, whole: Callable[[], Sequence[Spec]]
+) -> Any:
+    """What the plan says beside a gradient, by its topic: through the softmax, what the
+    scaling does to it (a note that runs the whole plan again)."""
+    if topic == ids.TOPIC_GRAD_LOGITS:
+        return facts.gradient_through_softmax(p, h, list(by.values()), whole)
+    return None
+
+
+def _chain(by: dict[Ref, Spec], at: Spec, g: Ref) -> Spec:
+    """The chain rule through a stage's first operand, by its op's own backward: dS from
+    d(S+M), dQ from dQ_rot (a scaling, a mask, a cap, a bias, a turn)."""
+    before = by[at.operands[0]]
+    op = OPS[at.op]
+    assert op.backward is not None and op.grad_formula is not None, at.op
+    into, out = d(before.symbol), d(at.symbol)
+    rule = f"{into} = {op.grad_formula(into, out, before.symbol, at.params)}"
+    return Spec(
+        f"grad_{before.id}",
+        at.head,
+        "back",
+        (*at.operands, at.ref, g),
+        rule,
+        before.rows,
+        before.cols,
+        params={"op": at.op, "forward": op, "index": 0, "of": at.params},
+        topic=f"grad_back.{at.op}",
+        hint=("hint.grad_back", {"rule": rule, "out": out}),
+        symbol=into,
+        letters=before.letters,
     )
-    specs.append(
-        Spec(
-            f"grad_{k_side.id}",
-            h,
-            "matmul_tn",
-            (g_s, q_ref),
-            f"{d(k_side.symbol)} = d(Q·Kᵀ)ᵀ·{q_side.symbol}",
-            k_side.rows,
-            k_side.cols,
-            names=("d(Q·Kᵀ)", q_side.symbol),
-            inner=scores.rows,
-            symbol=d(k_side.symbol),
-            letters=k_side.letters,
-            topic=ids.TOPIC_GRAD_K_SIDE,
-            hint=("hint.grad_k_side", {"q": q_side.symbol}),
-        )
-    )
-    _back_to(by, q_side, ids.Q, specs)
-    _back_to(by, k_side, ids.K, specs)
-    return ("grad_q", h), ("grad_k", h)
 
 
 def _tiled(
@@ -408,46 +381,17 @@ def _tiled(
     plain_run: Callable[[], dict[Ref, np.ndarray]],
 ) -> tuple[list[Spec], dict[str, Ref]]:
     """The head's blocks (qkvcalc.plan.tiles_backward) up to dQ, dK, dV of what the scores
-    read, then back through the features' turns as here; the note on its last stage compares
-    the totals with the plain backward's."""
+    read, then the walk back from there to Q and K; the note on its last stage compares the
+    totals with the plain backward's."""
     specs, refs, q_side, k_side = tiled_head(p, by, h, flows)
     sides = [f"grad_{q_side.id}", f"grad_{k_side.id}", *(["grad_v"] if flows else [])]
-    _back_to(by, q_side, ids.Q, specs)
-    _back_to(by, k_side, ids.K, specs)
-    refs["q"], refs["k"] = ("grad_q", h), ("grad_k", h)
+    seeds: dict[Ref, Ref] = {s.ref: (f"grad_{s.id}", h) for s in (q_side, k_side)}
+    walked, grads = walk(p, by, [q_side, k_side], seeds, made=specs)
+    specs += walked
+    refs["q"], refs["k"] = grads[(ids.Q, h)], grads[(ids.K, h)]
     note = same_as_plain(h, len(blocks(p)), sides, plain_run)
     specs[-1] = replace(specs[-1], remarks=together(specs[-1].remarks, note))
     return specs, refs
-
-
-def _back_to(by: dict[Ref, Spec], start: Spec, until: str, specs: list[Spec]) -> Spec:
-    """From `start`'s gradient back to stage `until`'s, one stage per forward stage between,
-    each by that stage's own op's backward (its first operand's gradient); returns `until`."""
-    at = start
-    while at.id != until:
-        before = by[at.operands[0]]
-        op = OPS[at.op]
-        assert op.backward is not None and op.grad_formula is not None, at.op
-        into, out = d(before.symbol), d(at.symbol)
-        rule = f"{into} = {op.grad_formula(into, out, before.symbol, at.params)}"
-        specs.append(
-            Spec(
-                f"grad_{before.id}",
-                at.head,
-                "back",
-                (*at.operands, at.ref, (f"grad_{at.id}", at.head)),
-                rule,
-                before.rows,
-                before.cols,
-                params={"op": at.op, "forward": op, "index": 0, "of": at.params},
-                topic=f"grad_back.{at.op}",
-                hint=("hint.grad_back", {"rule": rule, "out": out}),
-                symbol=into,
-                letters=before.letters,
-            )
-        )
-        at = before
-    return at
 
 
 # ---- the weights and the input ----------------------------------------------------------------

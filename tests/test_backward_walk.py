@@ -1,0 +1,120 @@
+"""The backward pass of a head is micrograd's walk over its forward stages (plan.backward.walk):
+each stage hands its gradient on by its own op. What that promises, over every feature and loss:
+a gradient is planned only after what it reads, every stage between a head's output and its
+Q, K and V gets exactly one gradient (but the exponentials and Kᵀ, which the softmax and the
+product fold into their own, and tables of given numbers), and an op with a backward of its
+own is all a new stage needs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from qkvcalc.input.problem import Problem
+from qkvcalc.ops.op import Op
+from qkvcalc.ops.table import OPS
+from qkvcalc.plan import backward as bw
+from qkvcalc.plan import ids, reference
+from qkvcalc.plan.schedule import plan
+from qkvcalc.plan.specs import Const, Spec
+from tests.test_backward import FEATURES, LOSSES, backward_trace, make
+
+FOLDED = ("exp", "sink_exp", "transpose")  # their readers' ops take their gradients
+
+
+def _between(specs: dict, root: Spec) -> set:
+    """The forward stages a head's output reads, down to (and with) its Q, K and V."""
+    found: set = set()
+    todo = [root]
+    while todo:
+        spec = todo.pop()
+        if spec.ref in found:
+            continue
+        found.add(spec.ref)
+        if spec.id in bw.GATHERED:
+            continue
+        todo += [specs[o] for o in spec.operands if not isinstance(o, Const) and o in specs]
+    return found
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("feature", [f for f in FEATURES if f != "tiles"])
+def test_every_stage_of_a_head_gets_one_gradient_after_what_it_reads(feature, loss):
+    t = backward_trace(make(feature, loss, seed=3))
+    specs = [s.spec for s in t.stages]
+    forward = {s.ref: s for s in specs if not s.id.startswith(("grad_", "softmax_rowdot"))}
+    made = [s for s in specs if s.ref not in forward or s.id.startswith("grad_")]
+    position = {s.ref: k for k, s in enumerate(specs)}
+    for spec in made:  # a gradient reads only what is planned before it
+        for o in spec.operands:
+            if not isinstance(o, Const):
+                assert position[o] < position[spec.ref], (spec.ref, o)
+    grads = [s.ref for s in made if s.id.startswith("grad_")]
+    assert len(grads) == len(set(grads)), "a gradient planned twice"
+    heads = sorted({s.head for s in specs if s.head is not None}) or [None]
+    for h in heads:
+        out = forward[(ids.OUTPUT, h)]
+        for ref in _between(forward, out):
+            stage = forward[ref]
+            has = (f"grad_{stage.id}", h) in set(grads)
+            if not stage.operands:  # a table of given numbers (a score bias): not learned
+                continue
+            if stage.op in FOLDED or (loss == "attend" and stage.id in (ids.OUTPUT, ids.V)):
+                assert not has, ref  # folded into its reader's, or not on the loss's path
+            elif stage.head == h:
+                assert has, f"{ref} of head {h} got no gradient ({stage.op})"
+
+
+def test_a_new_stage_with_a_backward_of_its_own_is_walked_through(monkeypatch):
+    """An op the walk has never seen, put between the scaling and the softmax, gets its
+    gradient by its own backward (∂(3·S) = 3·∂, one stage), with nothing of plan/backward.py
+    changed; and the walked dQ is the loss's gradient (finite differences of L = Σ G ⊙ O)."""
+
+    def triple(ops, params, rows):
+        return ops[0] * 3 if rows is None else ops[0][rows] * 3
+
+    op = Op(
+        "triple",
+        triple,
+        rowwise=True,
+        backward=lambda ops, params, out, g: (3 * g,),
+        grad_formula=lambda into, out, operand, params: f"3·{out}",
+    )
+    monkeypatch.setitem(OPS, "triple", op)
+    p = Problem.from_mapping(make("plain", "target", seed=5))
+    forward = list(plan(p))
+    by = {s.ref: s for s in forward}
+    scaled, exp, out = by[(ids.SCALED, None)], by[("exp", None)], by[(ids.OUTPUT, None)]
+    tripled = replace(scaled, id="tripled", op="triple", operands=(scaled.ref,), symbol="T")
+    forward[forward.index(exp)] = replace(exp, operands=(tripled.ref,))
+    forward.insert(forward.index(scaled) + 1, tripled)
+    by = {s.ref: s for s in forward}
+    g = np.random.default_rng(0).normal(size=(len(out.rows), len(out.cols)))
+    start = Spec(
+        "grad_output", None, "table", (), "dO", out.rows, out.cols, symbol="dO", params={"table": g}
+    )
+    made, grads = bw.walk(p, by, [by[out.ref]], {out.ref: start.ref}, made=[start])
+    order = [s.id for s in made]
+    assert order.index("grad_tripled") < order.index("grad_scaled") < order.index("grad_scores")
+    back = next(s for s in made if s.id == "grad_scaled")
+    assert back.op == "back" and back.formula == "dS = 3·dT"
+    assert grads[(ids.Q, None)] == ("grad_q", None) and grads[(ids.K, None)] == ("grad_k", None)
+
+    values = reference.forward([*forward, start, *made], reference.nothing)
+    q_ref = (ids.Q, None)
+    after = forward[forward.index(by[q_ref]) + 1 :]
+
+    def loss(q: np.ndarray) -> float:
+        moved = reference.forward(after, lambda r: q if r == q_ref else values[r])
+        return float((g * moved[out.ref]).sum())
+
+    q, eps = values[q_ref], 1e-6
+    numeric = np.zeros_like(q)
+    for i, j in np.ndindex(q.shape):
+        up, down = q.copy(), q.copy()
+        up[i, j] += eps
+        down[i, j] -= eps
+        numeric[i, j] = (loss(up) - loss(down)) / (2 * eps)
+    np.testing.assert_allclose(values[("grad_q", None)], numeric, rtol=1e-6, atol=1e-8)
