@@ -26,7 +26,8 @@ What it follows, in order, per head:
   biases       ALiBi −slope_h·|pos_i − kpos_j| (true: the paper's slopes), score_bias n×m
                (all heads) or H×n×m, both added after scaling
   softcap      c·tanh(s/c), after scale and bias, before the mask
-  mask         causal: kpos_j ≤ pos_i; window W: and pos_i − kpos_j < W; 0/1 matrix
+  mask         causal: kpos_j ≤ pos_i; window W: and pos_i − kpos_j < W; chunk_size C: and
+               ⌊pos_i / C⌋ = ⌊kpos_j / C⌋; 0/1 matrix
                (1 = may attend); key_padding (1 = real key); masked = −∞
   softmax      stable; a row with every key masked gets weights 0 (and output 0); sinks: one
                more logit per head in each row's sum, dropped after it
@@ -60,6 +61,8 @@ _ALIASES = {
     "qnorm": "q_norm",
     "knorm": "k_norm",
     "normeps": "norm_eps",
+    "chunksize": "chunk_size",
+    "attentionchunksize": "chunk_size",
     "qknorm": "qk_norm",
     "attntemperature": "attn_temperature",
     "causalalign": "causal_align",
@@ -393,6 +396,7 @@ def attention(problem: dict) -> tuple[np.ndarray, np.ndarray]:
 
     mask = doc.get("mask", "none")
     window = doc.get("window")
+    chunk = doc.get("chunk_size")
     padding = doc.get("key_padding")
     allowed = np.ones((n, m), dtype=bool)
     for i in range(n):
@@ -408,6 +412,9 @@ def attention(problem: dict) -> tuple[np.ndarray, np.ndarray]:
             if window is not None:
                 assert mask == "causal", "a window needs the causal mask"
                 ok = ok and positions[i] - key_positions[j] < int(window)
+            if chunk is not None:  # Llama 4: the key's chunk of C positions is the query's
+                assert mask == "causal", "chunks need the causal mask"
+                ok = ok and positions[i] // int(chunk) == key_positions[j] // int(chunk)
             if padding is not None:
                 ok = ok and bool(number(padding[j]))
             allowed[i, j] = ok

@@ -36,6 +36,7 @@ FEATURES = (
     "gqa",
     "causal",
     "custom_mask",
+    "chunk",
     "padding",
     "rope_half",
     "rope_pairs",
@@ -84,8 +85,19 @@ def make(feature: str, loss: str, seed: int) -> dict[str, Any]:
         for b, width in (("bq", heads * d_k), ("bk", kv_heads * d_k), ("bv", kv_heads * d_v)):
             doc[b] = rng.normal(size=width).tolist()
         doc["bo"] = rng.normal(size=3).tolist()
-    if feature in ("causal", "rope_half", "alibi", "softcap", "sinks", "gqa", "qk_norm_after_rope"):
+    if feature in (
+        "causal",
+        "chunk",
+        "rope_half",
+        "alibi",
+        "softcap",
+        "sinks",
+        "gqa",
+        "qk_norm_after_rope",
+    ):
         doc["mask"] = "causal"
+    if feature == "chunk":  # Llama 4's chunked layers: positions 0–2, then 3
+        doc["chunk_size"] = 3
     if feature == "custom_mask":
         allowed = rng.random((n, m)) < 0.6
         allowed[:, 0] = True
@@ -140,6 +152,8 @@ def make(feature: str, loss: str, seed: int) -> dict[str, Any]:
             targets = [1 + int(rng.choice(np.flatnonzero(row))) for row in allowed]
         if feature == "padding":
             targets = [1, 2, 4, 1]
+        if feature == "chunk":  # the last query's chunk holds itself alone
+            targets = [1, 2, 1, 4]
         targets[1] = None  # a query with no target
         doc["attend"] = targets
     return doc
@@ -185,6 +199,9 @@ def torch_forward(doc: dict[str, Any], t: dict[str, Any], torch: Any) -> tuple[A
     if "window" in doc:  # causal, and fewer than W positions back
         i, j = torch.arange(n)[:, None], torch.arange(m)[None, :]
         allowed = allowed & (i - j < doc["window"])
+    if "chunk_size" in doc:  # causal, within the query's chunk of C positions
+        i, j = torch.arange(n)[:, None], torch.arange(m)[None, :]
+        allowed = allowed & (i // doc["chunk_size"] == j // doc["chunk_size"])
     if "key_padding" in doc:
         allowed = allowed & torch.tensor(doc["key_padding"], dtype=torch.bool)[None, :]
     positions = torch.arange(n, dtype=torch.float64)

@@ -15,6 +15,7 @@ from tests.test_backward import FEATURES, LOSSES, backward_trace, make
 MASKED = (
     "causal",
     "custom_mask",
+    "chunk",
     "padding",
     "alibi",
     "softcap",

@@ -160,6 +160,17 @@ def test_decode_with_key_padding_and_a_window_equals_the_masked_run():
     np.testing.assert_allclose(trace.output, _plain(doc, "causal"), atol=TOL, rtol=0)
 
 
+@pytest.mark.parametrize("key", ["decode", "tiles"])
+def test_chunks_decoded_or_in_tiles_equal_the_masked_run(key):
+    """Llama 4's chunks of 2 positions: a decode step (prefill 1) and tiles of 2 keys give the
+    whole run's output, and the chunk changes it (not the plain causal run)."""
+    doc = {**_problem(7, 5, 2, heads=2, kv_heads=1), "chunk_size": 2}
+    chunked = _plain(doc, "causal")
+    trace = run(Problem.from_mapping({**doc, "mask": "causal", key: 1 if key == "decode" else 2}))
+    np.testing.assert_allclose(trace.output, chunked, atol=TOL, rtol=0)
+    assert np.abs(chunked - _plain(_problem(7, 5, 2, heads=2, kv_heads=1), "causal")).max() > 1e-3
+
+
 def test_decode_cache_memory_and_gqa_notes():
     trace = run(Problem.from_mapping({**_problem(5, 3, 2, heads=4, kv_heads=2), "decode": 1}))
     notes = [n.text("en") for n in trace.stage("k_cache", 1, step=0).notes]

@@ -129,8 +129,7 @@ def test_the_keys_each_norm_needs(lab):
     rope_layer, nope = p("llama4", 0), p("llama4", 1)
     assert rope_layer["qk_norm"] == {"after_rope": True} and rope_layer["rope"]["style"] == "pairs"
     assert np.array_equal(rope_layer["q_norm"], np.ones(d_k))  # Llama 4's L2Norm: no weight
-    chunk = np.arange(12) // 5
-    assert np.array_equal(rope_layer["mask"], np.tril(chunk[:, None] == chunk[None, :]))
+    assert rope_layer["mask"] == "causal" and rope_layer["chunk_size"] == 5  # chunked, not 0/1
     assert "attn_temperature" not in rope_layer
     assert nope["attn_temperature"] == {"floor_scale": 3.0, "attn_scale": 0.5}
     assert "rope" not in nope and "q_norm" not in nope and nope["mask"] == "causal"

@@ -303,8 +303,20 @@ EDGE_CASES = {
         "q_norm": [1, 2],
         "attn_temperature": {"floor_scale": 2, "attn_scale": 0.5},
     },
+    "chunks of 2 at given positions with RoPE (Llama 4's chunked layers), grouped-query": {
+        "heads": 2,
+        "kv_heads": 1,
+        "x": [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0], [2, 0, 1, 1]],
+        "wq": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1]],
+        "wk": [[1, 0], [0, 1], [1, 1], [0, 1]],
+        "wv": [[1, 0], [0, 1], [1, 0], [0, 1]],
+        "mask": "causal",
+        "positions": [1, 2, 3, 5],
+        "chunk_size": 2,
+        "rope": {"theta": 10000},
+    },
 }
-EDGE_MHA = [True, True, True, True, True, False, False, False, False, False]
+EDGE_MHA = [True, True, True, True, True, False, False, False, False, False, False]
 
 
 @pytest.mark.parametrize(
@@ -469,6 +481,11 @@ DECODE_CASES = {
     "grouped-query, prefill 1": {**presets.load("gqa"), "decode": 1},
     "LLaMA: RoPE, GQA, W_O, every token a step": {**presets.load("llama"), "decode": 0},
     "a window, prefill 2": {**presets.load("window"), "decode": 2},
+    "chunks of 2, prefill 1": {
+        **{k: v for k, v in presets.load("window").items() if k != "window"},
+        "chunk_size": 2,
+        "decode": 1,
+    },
     "ALiBi, prefill 1": {**presets.load("alibi"), "decode": 1},
     "key padding, prefill 1": {**presets.load("padding"), "decode": 1},
 }

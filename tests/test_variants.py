@@ -99,6 +99,9 @@ def _reference(doc):
                     s[i, j] = -math.inf
                 if "window" in doc and positions[i] - positions[j] >= doc["window"]:
                     s[i, j] = -math.inf
+                size = doc.get("chunk_size")
+                if size and positions[i] // size != positions[j] // size:
+                    s[i, j] = -math.inf
         a = np.zeros_like(s)
         for i in range(n):
             top = max(s[i])
@@ -114,6 +117,13 @@ CASES = {
     "rope pairs": {"rope": {"theta": 500, "style": "pairs"}},
     "rope partial": {"rope": {"theta": 10000, "dims": 2}, "mask": "causal"},
     "window": {"mask": "causal", "window": 2},
+    "chunk": {"mask": "causal", "chunk_size": 3},
+    "chunk at positions": {
+        "positions": [1, 2, 4, 5],
+        "mask": "causal",
+        "chunk_size": 2,
+        "rope": {},
+    },
     "alibi": {"alibi": True, "mask": "causal"},
     "softcap": {"softcap": 0.7},
     "q/k norm": {"q_norm": [1, 0.5, 2, 1], "k_norm": [0.5, 1, 1, 1]},
@@ -259,6 +269,30 @@ def test_window_keeps_the_w_most_recent_positions_including_the_query():
         assert [j for j in range(6) if allowed[i, j]] == list(range(max(0, i - 2), i + 1))
 
 
+def test_chunks_keep_the_keys_of_the_querys_own_chunk_up_to_itself():
+    """Llama 4's chunked layers: with C = 3, positions 0–2 are one chunk and 3–5 the next, so
+    query 3 sees itself alone (a window of 3 would let it see 1, 2 and 3), and query 5 sees 3–5."""
+    trace = qkvcalc.explain(**_doc(n=6, mask="causal", chunk_size=3))
+    allowed = trace.stage("masked").allowed
+    for i in range(6):
+        assert [j for j in range(6) if allowed[i, j]] == list(range(i - i % 3, i + 1))
+    window = qkvcalc.explain(**_doc(n=6, mask="causal", window=3)).stage("masked").allowed
+    assert window[3].sum() == 3 and allowed[3].sum() == 1
+
+
+def test_the_chunk_note_is_true_of_its_mask():
+    """What the note says (chunks of C from position 0, a chunk's first query sees nothing
+    before it) holds of the mask shown, in both languages."""
+    trace = qkvcalc.explain(**_doc(n=5, mask="causal", chunk_size=2))
+    masked = trace.stage("masked")
+    notes = [m for m in masked.notes if getattr(m, "key", "") == "note.chunk"]
+    assert len(notes) == 1 and notes[0].params == {"chunk": 2, "last": 1}
+    for i in (0, 2, 4):  # the first position of each chunk: no key before it
+        assert not masked.allowed[i, :i].any() and masked.allowed[i, i]
+    for lang in ("en", "ko"):
+        assert "0…1" in notes[0].text(lang) and "C = 2" in notes[0].text(lang)
+
+
 def test_bottom_right_alignment_and_explicit_positions():
     doc = {
         "q": [[1, 0], [0, 1]],
@@ -389,6 +423,9 @@ def test_inline_options_reach_every_variant():
     [
         ({"window": 0}, ["window", "greater than 0"]),
         ({"window": 2}, ["window = 2", "causal"]),
+        ({"chunk_size": 0}, ["chunk_size", "greater than 0"]),
+        ({"chunk_size": 2}, ["chunk_size = 2", "causal"]),
+        ({"chunk_size": 1.5, "mask": "causal"}, ["chunk_size", "whole number"]),
         ({"rope": {"dims": 3}}, ["rope.dims = 3", "even", "d_k = 4"]),
         ({"rope": {"style": "zigzag"}}, ["rope.style", "half", "pairs", '"zigzag"']),
         ({"rope": {"thetaa": 1}}, ["rope", "thetaa", "theta"]),

@@ -313,6 +313,7 @@ MESSAGES: dict[str, str] = {
     "their gradients with explain --backward.",
     "gate.decode": "The output gate (wg) is not computed step by step with a KV cache: leave out "
     "--decode (the whole run shows it).",
+    "ui.variant.chunk": "chunks of {chunk}",
     "ui.variant.window": "sliding window {window}",
     "ui.variant.bottom_right": "causal mask aligned bottom-right",
     "ui.variant.positions": "positions given",
@@ -1120,6 +1121,8 @@ MESSAGES: dict[str, str] = {
     "help.explain.positions": 'Query positions, split by spaces: "0 1 2" (default 0…n−1).',
     "help.explain.causal_align": "top-left (default, as is_causal=True) or bottom-right (the "
     "last query at the last key, as when decoding with a cache).",
+    "help.explain.chunk": "Chunked attention C (Llama 4): each query sees only the keys of its "
+    "own chunk of C positions, up to itself (needs --mask causal).",
     "help.explain.window": "Sliding window W: each query sees its W most recent positions, "
     "its own included (needs --mask causal).",
     "help.explain.positional": "sinusoidal: add the paper's position encoding to X.",
@@ -1260,6 +1263,11 @@ MESSAGES: dict[str, str] = {
     "note.causal_bottomright": "Causal with {n} queries and {m} keys aligned bottom-right, as "
     "when decoding with a cache: the queries sit at positions {first}… and each sees every "
     "key up to its own position.",
+    "note.chunk": "Chunked attention C = {chunk}: the positions are cut into chunks of {chunk} "
+    "(0…{last}, then the next {chunk}, …), and each query sees only the keys of its own chunk, "
+    "up to itself (⌊pos_j / C⌋ = ⌊pos_i / C⌋ and pos_j ≤ pos_i, as Llama 4's chunked layers "
+    "and Hugging Face's attention_chunk_size). Unlike a sliding window, a query at the start of "
+    "a chunk sees no key before it.",
     "note.window": "Sliding window W = {window}: each query sees the W most recent positions, "
     "its own included (pos_i − pos_j < W, as Mistral and Hugging Face's sliding_window), so "
     "the {before} before it and itself. Other code counts differently (W keys before the "
@@ -1293,6 +1301,9 @@ MESSAGES: dict[str, str] = {
     "score_bias.shape": "score_bias is {shape}; it must be n×m = {n}×{m} (one bias for "
     "every head) or H×n×m = {heads}×{n}×{m} (one per head)",
     "causal_align.unknown": 'causal_align must be "top-left" or "bottom-right", not {value}',
+    "chunk.needs_causal": "chunk_size = {chunk} needs the causal mask (mask is {mask}): chunked "
+    "attention keeps, for each query, the keys of its own chunk up to itself; for other "
+    "patterns give a 0/1 mask",
     "window.needs_causal": "window = {window} needs the causal mask (mask is {mask}): a "
     "sliding window keeps the most recent keys before each query; for a window on both sides "
     "give a 0/1 mask",

@@ -314,6 +314,7 @@ MESSAGES: dict[str, str] = {
     "explain --backward로 보세요.",
     "gate.decode": "출력 게이트(wg)는 KV 캐시로 한 단계씩 계산하지 않습니다: --decode를 빼세요"
     "(전체 실행에서 보입니다).",
+    "ui.variant.chunk": "청크 크기 {chunk}",
     "ui.variant.window": "슬라이딩 윈도우 {window}",
     "ui.variant.bottom_right": "오른쪽 아래에 맞춘 인과 마스크",
     "ui.variant.positions": "주어진 위치",
@@ -1121,6 +1122,8 @@ MESSAGES: dict[str, str] = {
     "help.explain.positions": 'Query의 위치, 공백으로 구분: "0 1 2" (기본값 0…n−1).',
     "help.explain.causal_align": "top-left(기본값, is_causal=True와 같음) 또는 bottom-right"
     "(캐시로 디코딩할 때처럼 마지막 Query를 마지막 Key에 맞춤).",
+    "help.explain.chunk": "청크 어텐션 C (Llama 4): 각 Query는 C개 위치로 된 자기 청크 안에서 "
+    "자기 위치까지의 Key만 봅니다 (--mask causal 필요).",
     "help.explain.window": "슬라이딩 윈도우 W: 각 Query는 자기 위치를 포함한 최근 W개 위치를 "
     "봅니다 (--mask causal 필요).",
     "help.explain.positional": "sinusoidal: 논문의 위치 인코딩을 X에 더합니다.",
@@ -1261,6 +1264,11 @@ MESSAGES: dict[str, str] = {
     "note.causal_bottomright": "Query {n}개, Key {m}개의 인과 마스크를 캐시로 디코딩할 때처럼 "
     "오른쪽 아래에 맞춥니다. Query는 위치 {first}…에 있고, 각자 자기 위치까지의 Key를 모두 "
     "봅니다.",
+    "note.chunk": "청크 어텐션 C = {chunk}: 위치를 {chunk}개씩 청크로 나누고 (0…{last}, 그다음 "
+    "{chunk}개, …), 각 Query는 자기 청크 안에서 자기 위치까지의 Key만 봅니다 (⌊pos_j / C⌋ = "
+    "⌊pos_i / C⌋이고 pos_j ≤ pos_i: Llama 4의 청크 층, Hugging Face의 attention_chunk_size와 "
+    "같은 규칙). 슬라이딩 윈도우와 달리, 청크의 첫 위치에 있는 Query는 앞의 Key를 하나도 보지 "
+    "않습니다.",
     "note.window": "슬라이딩 윈도우 W = {window}: 각 Query는 자기 위치를 포함한 최근 W개 위치를 "
     "봅니다 (pos_i − pos_j < W, Mistral과 Hugging Face의 sliding_window와 같음). 즉 앞의 "
     "{before}개와 자기 자신입니다. 다른 코드는 다르게 셀 수 있으니 (Query 앞의 W개, 또는 양쪽 "
@@ -1295,6 +1303,9 @@ MESSAGES: dict[str, str] = {
     "H×n×m = {heads}×{n}×{m}(헤드마다 하나)이어야 합니다",
     "causal_align.unknown": 'causal_align은 "top-left" 또는 "bottom-right"여야 합니다. 받은 값: '
     "{value}",
+    "chunk.needs_causal": "chunk_size = {chunk}에는 인과 마스크가 필요합니다 "
+    "(지금 마스크: {mask}). 청크 어텐션은 각 Query에 자기 청크 안에서 "
+    "자기 위치까지의 Key만 남깁니다. 다른 모양은 0/1 마스크로 주세요",
     "window.needs_causal": "window = {window}에는 인과 마스크가 필요합니다 (지금 마스크: {mask}). "
     "슬라이딩 윈도우는 각 Query 앞의 가장 최근 Key만 남깁니다. 양쪽 윈도우는 0/1 마스크로 "
     "주세요",

@@ -28,9 +28,10 @@ class Layer:
 
 
 def mask_keys(layer: Layer, causal: bool = True) -> dict[str, Any]:
-    """`mask` and `window` from the mask the layer was given in the run (so a layer's own rule
-    for sliding — Qwen2-MoE's, Gemma 3's, SmolLM3's — is the model's, not read from config):
-    none, causal, causal within the last W positions, or else the 0/1 matrix itself. Without a
+    """`mask` and `window` or `chunk_size` from the mask the layer was given in the run (so a
+    layer's own rule for sliding — Qwen2-MoE's, Gemma 3's, SmolLM3's — is the model's, not read
+    from config): none, causal, causal within the last W positions, causal within chunks of C
+    positions (Llama 4), or else the 0/1 matrix itself. Without a
     captured mask, `causal` decides."""
     allowed = layer.allowed
     if allowed is None:
@@ -47,6 +48,9 @@ def mask_keys(layer: Layer, causal: bool = True) -> dict[str, Any]:
         window = int(allowed.sum(axis=1).max())
         if (allowed == (lower & (i - j < window))).all():
             return {"mask": "causal", "window": window}
+        chunk = int(allowed[:, 0].sum())  # the first chunk's queries: all that see key 1
+        if (allowed == (lower & (i // chunk == j // chunk))).all():  # Llama 4's chunked layers
+            return {"mask": "causal", "chunk_size": chunk}
     return {"mask": allowed.astype(np.int64)}
 
 

@@ -18,6 +18,7 @@ VARIANT_KEYS = (
     "key_positions",
     "causal_align",
     "window",
+    "chunk_size",
     "positional",
     "q_norm",
     "k_norm",
@@ -70,6 +71,7 @@ class FeatureOption(NamedTuple):
 # The plug-in features' options, by option name, in the order they are placed.
 FEATURE_OPTIONS: dict[str, FeatureOption] = {
     "window": FeatureOption(int, "help.explain.window", "causal_align", {"min": 1}),
+    "chunk_size": FeatureOption(int, "help.explain.chunk", "window", {"min": 1}),
     "rope": FeatureOption(float, "help.explain.rope", "positional", into=("rope", "theta")),
     "rope_style": FeatureOption(
         ("half", "pairs"), "help.explain.rope_style", "rope", into=("rope", "style")
@@ -112,6 +114,7 @@ _ALIASES = {
     "keypadding": "key_padding",
     "kvheads": "kv_heads",
     "slidingwindow": "window",
+    "attentionchunksize": "chunk_size",
     "logitsoftcap": "softcap",
     "qnormweight": "q_norm",
     "knormweight": "k_norm",

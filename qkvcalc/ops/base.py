@@ -123,8 +123,9 @@ class Feature(NamedTuple):
     logits: Callable[[Problem, Any, Logits], Sequence[Spec]] | None = None
     # how it changes a head's softmax: the planned exp and weights stages in, its own out
     softmax: Callable[[Problem, Any, Spec, Spec, Reading], tuple[Spec, Spec]] | None = None
-    # the causal mask narrowed: given pos_i − pos_j ([n, m]), the keys it still allows
-    causal: Callable[[Any, np.ndarray], np.ndarray] | None = None
+    # the causal mask narrowed: given pos_i − pos_j ([n, m]) and the positions of the queries
+    # ([n]) and of the keys ([m]), the keys it still allows
+    causal: Callable[[Any, np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
     mask_notes: Callable[[Any], tuple[Msg, ...]] | None = None  # what it says on the mask
     # attention in tiles: where the online softmax starts, (m₀, ℓ₀) of head h (−∞, 0 without)
     tiles_start: Callable[[Any, int | None], tuple[float, float]] | None = None
@@ -153,7 +154,8 @@ class Feature(NamedTuple):
     # its learned numbers, a leaf of autograd's graph), compared with its `grads` stage
     torch_leaf: tuple[str, str] | None = None
     torch_module_gap: str = ""  # why nn.MultiheadAttention cannot check it
-    # --format torch: the lines that narrow `causal` ([n, m] bool) given `distance` (pos_i − pos_j)
+    # --format torch: the lines that narrow `causal` ([n, m] bool) given `distance` (pos_i − pos_j),
+    # `positions` and `key_positions`
     torch_mask: Callable[[Any], list[str]] | None = None
     # --format torch: the lines that turn each head's q and k ([1, heads, rows, d_k]), given the
     # problem, the value, how to write an array and a number as ASCII literals

@@ -12,7 +12,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from qkvcalc.ops import gate, mla, qk_norm, rope, score_bias, sinks, softcap, temperature, window
+from qkvcalc.ops import (
+    chunk,
+    gate,
+    mla,
+    qk_norm,
+    rope,
+    score_bias,
+    sinks,
+    softcap,
+    temperature,
+    window,
+)
 from qkvcalc.ops.base import Feature, Logits, Mistakes, Reading, Side, Sizes, Turn
 
 if TYPE_CHECKING:
@@ -40,6 +51,7 @@ REGISTRY: tuple[Feature, ...] = (
     score_bias.FEATURE,
     softcap.FEATURE,
     window.FEATURE,
+    chunk.FEATURE,  # Llama 4's chunked layers: a mask of positions, as the window
     sinks.FEATURE,
     gate.FEATURE,  # after each head's output, before the concat
 )

@@ -32,7 +32,7 @@ def _narrow(width: int, distance: np.ndarray) -> np.ndarray:
 FEATURE = Feature(
     name="window",
     read=_read,
-    causal=_narrow,
+    causal=lambda width, distance, positions, key_positions: _narrow(width, distance),
     mask_notes=lambda width: (Msg("note.window", window=width, before=width - 1),),
     header=lambda width: [("ui.variant.window", {"window": width})],
     worksheet_notes=("note.window",),

@@ -18,7 +18,7 @@ def allowed_keys(p: Problem) -> np.ndarray | None:
 
     Causal: key j is allowed iff its position is at most the query's (with the default
     positions, lower-triangular aligned top-left, as is_causal=True), and a feature may narrow
-    it further (by the distance pos_i − pos_j)."""
+    it further (by the distance pos_i − pos_j, or by the positions themselves)."""
     allowed = None
     v = p.variants
     if p.mask_kind == "causal":
@@ -27,7 +27,7 @@ def allowed_keys(p: Problem) -> np.ndarray | None:
         allowed = distance >= 0
         for feature, value in features.active(p):
             if feature.causal is not None:
-                allowed &= feature.causal(value, distance)
+                allowed &= feature.causal(value, distance, v.positions, v.key_positions)
     elif p.mask is not None:
         allowed = p.mask.copy()
     if p.key_padding is not None:  # [m] -> broadcast over every query row
