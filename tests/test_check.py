@@ -267,6 +267,14 @@ def test_a_module_that_imports_torch_gets_tensors(tmp_path):
         ("bad_signature.py:attention_extra", "parameter 'temperature'"),
         ("bad_signature.py:attention_table", "not a function"),
         ("returns_text.py:attention", "returned a str"),
+        (
+            "wrong_shape.py:attention",
+            "output of shape 3×3 on the problem 'doc', where the output is 3×2",
+        ),
+        (
+            "wrong_shape.py:attention_stages",
+            "output of shape 2×3 on the problem 'doc', where the output is 3×2",
+        ),
         ("right_qkv.py", "FILE.py:FUNCTION"),
         ("", "Name the function to check"),
         ("--preset doc", "--preset goes with --stages"),
@@ -393,6 +401,25 @@ def test_stages_that_name_no_stage_of_the_problem(tmp_path):
     done = _cli("--stages", str(tmp_path / "odd.json"), "--preset", "doc")
     assert done.returncode == 2 and done.stdout == ""
     assert "'atention'" in done.stderr
+
+
+class _Planted:
+    """Unpickled, it would make a folder: the proof that a stages file never runs code."""
+
+    def __init__(self, where: Path) -> None:
+        self.where = where
+
+    def __reduce__(self):
+        return (os.mkdir, (str(self.where),))
+
+
+def test_a_stages_file_never_runs_code(tmp_path):
+    planted = tmp_path / "ran"
+    np.savez(tmp_path / "planted.npz", output=np.array([_Planted(planted)], dtype=object))
+    done = _cli("--stages", str(tmp_path / "planted.npz"), "--preset", "doc")
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert "cannot be read" in done.stderr and "Traceback" not in done.stderr
+    assert not planted.exists()
 
 
 def _sentence() -> dict:
