@@ -267,6 +267,8 @@ def test_a_module_that_imports_torch_gets_tensors(tmp_path):
         ("bad_signature.py:attention_extra", "parameter 'temperature'"),
         ("bad_signature.py:attention_table", "not a function"),
         ("returns_text.py:attention", "returned a str"),
+        ("returns_text.py:attention_no_output", "returned a dict without 'output'"),
+        ("returns_text.py:attention_triple", "returned a tuple of 3"),
         (
             "wrong_shape.py:attention",
             "output of shape 3×3 on the problem 'doc', where the output is 3×2",
@@ -295,7 +297,9 @@ def test_unusable_input_is_one_message_and_exit_2(target, words):
 def test_a_hang_through_the_cli_is_exit_2_naming_the_limit():
     done = _cli("hangs.py:attention", "--time-limit", "1", cwd=DATA)
     assert done.returncode == 2 and done.stdout == ""
-    assert "--time-limit" in done.stderr
+    assert "did not return within 1 s on the problem '1×1'" in done.stderr
+    assert "--time-limit" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 def test_the_cli_names_the_mistake_and_works_the_smallest_problem_out():
