@@ -152,6 +152,14 @@ def test_each_mistake_is_named_and_shown_on_a_problem_of_at_most_three_tokens(pa
     p = verdict.smallest.problem
     tokens = len(p["q"] if "q" in p else p["x"])
     assert tokens <= 3
+    # dimension at most 2 per head (d_model is 2·H where the heads' bug needs two columns each)
+    heads, groups = p.get("heads", 1), p.get("kv_heads", p.get("heads", 1))
+    widths = (
+        [np.shape(p["q"])[1], np.shape(p["v"])[1]]
+        if "q" in p
+        else [np.shape(p["wq"])[1] // heads, np.shape(p["wv"])[1] // groups]
+    )
+    assert max(widths) <= 2 and ("q" in p or np.shape(p["x"])[1] <= 2 * heads)
     # the smallest problem shows it: their answer there is the mutant's, not the right one
     right = R.run(p)
     assert verdict.theirs is not None and verdict.theirs.output is not None
