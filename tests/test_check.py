@@ -152,6 +152,14 @@ def test_each_mistake_is_named_and_shown_on_a_problem_of_at_most_three_tokens(pa
     p = verdict.smallest.problem
     tokens = len(p["q"] if "q" in p else p["x"])
     assert tokens <= 3
+    # dimension at most 2 per head (d_model is 2·H where the heads' bug needs two columns each)
+    heads, groups = p.get("heads", 1), p.get("kv_heads", p.get("heads", 1))
+    widths = (
+        [np.shape(p["q"])[1], np.shape(p["v"])[1]]
+        if "q" in p
+        else [np.shape(p["wq"])[1] // heads, np.shape(p["wv"])[1] // groups]
+    )
+    assert max(widths) <= 2 and ("q" in p or np.shape(p["x"])[1] <= 2 * heads)
     # the smallest problem shows it: their answer there is the mutant's, not the right one
     right = R.run(p)
     assert verdict.theirs is not None and verdict.theirs.output is not None
@@ -267,6 +275,16 @@ def test_a_module_that_imports_torch_gets_tensors(tmp_path):
         ("bad_signature.py:attention_extra", "parameter 'temperature'"),
         ("bad_signature.py:attention_table", "not a function"),
         ("returns_text.py:attention", "returned a str"),
+        ("returns_text.py:attention_no_output", "returned a dict without 'output'"),
+        ("returns_text.py:attention_triple", "returned a tuple of 3"),
+        (
+            "wrong_shape.py:attention",
+            "output of shape 3×3 on the problem 'doc', where the output is 3×2",
+        ),
+        (
+            "wrong_shape.py:attention_stages",
+            "output of shape 2×3 on the problem 'doc', where the output is 3×2",
+        ),
         ("right_qkv.py", "FILE.py:FUNCTION"),
         ("", "Name the function to check"),
         ("--preset doc", "--preset goes with --stages"),
@@ -287,7 +305,9 @@ def test_unusable_input_is_one_message_and_exit_2(target, words):
 def test_a_hang_through_the_cli_is_exit_2_naming_the_limit():
     done = _cli("hangs.py:attention", "--time-limit", "1", cwd=DATA)
     assert done.returncode == 2 and done.stdout == ""
-    assert "--time-limit" in done.stderr
+    assert "did not return within 1 s on the problem '1×1'" in done.stderr
+    assert "--time-limit" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 def test_the_cli_names_the_mistake_and_works_the_smallest_problem_out():
@@ -393,6 +413,25 @@ def test_stages_that_name_no_stage_of_the_problem(tmp_path):
     done = _cli("--stages", str(tmp_path / "odd.json"), "--preset", "doc")
     assert done.returncode == 2 and done.stdout == ""
     assert "'atention'" in done.stderr
+
+
+class _Planted:
+    """Unpickled, it would make a folder: the proof that a stages file never runs code."""
+
+    def __init__(self, where: Path) -> None:
+        self.where = where
+
+    def __reduce__(self):
+        return (os.mkdir, (str(self.where),))
+
+
+def test_a_stages_file_never_runs_code(tmp_path):
+    planted = tmp_path / "ran"
+    np.savez(tmp_path / "planted.npz", output=np.array([_Planted(planted)], dtype=object))
+    done = _cli("--stages", str(tmp_path / "planted.npz"), "--preset", "doc")
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert "cannot be read" in done.stderr and "Traceback" not in done.stderr
+    assert not planted.exists()
 
 
 def _sentence() -> dict:

@@ -1756,6 +1756,9 @@ MESSAGES: dict[str, str] = {
     "tensor), a tuple (output, weights), or a dict of stages by id with 'output'.",
     "check.no_output_stage": "{function} returned a dict without 'output'; a dict of stages "
     "must hold the output under the id 'output'.",
+    "check.output_shape": "{function} returned an output of shape {theirs} on the problem "
+    "'{problem}', where the output is {right}: one row per query, one column per value "
+    "dimension (n×d_v, the heads side by side; n×d_model after W_O), a dict's 'output' too.",
     "check.stage_not_numbers": "{path}: the stage '{stage}' is not a matrix of numbers.",
     "check.stages_not_object": '{path} is not an object of stages by id ({{"weights": '
     "[[…]]}}) nor qkvcalc's trace JSON.",

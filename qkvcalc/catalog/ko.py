@@ -1753,6 +1753,9 @@ MESSAGES: dict[str, str] = {
     "(output, weights), 또는 'output'을 담은 단계 id별 dict를 돌려주어야 합니다.",
     "check.no_output_stage": "{function}이(가) 'output'이 없는 dict를 돌려주었습니다. 단계 dict는 "
     "출력을 id 'output'에 담아야 합니다.",
+    "check.output_shape": "{function}이(가) 문제 '{problem}'에서 돌려준 출력의 모양은 "
+    "{theirs}이고, 그 문제의 출력은 {right}입니다. 출력은 Query마다 한 행, 값 차원마다 한 "
+    "열입니다(n×d_v, 헤드는 나란히, W_O 뒤에는 n×d_model). 단계 dict의 'output'도 같습니다.",
     "check.stage_not_numbers": "{path}: 단계 '{stage}'이(가) 수의 행렬이 아닙니다.",
     "check.stages_not_object": '{path}은(는) 단계 id별 객체({{"weights": [[…]]}})도, '
     "qkvcalc의 trace JSON도 아닙니다.",

@@ -137,9 +137,29 @@ def explaining(cases: list[Case], answers: list[Answer | None]) -> str | None:
     return None if best is None else best[1]
 
 
+def wrong_shape(
+    answer: Answer, problem: dict[str, Any]
+) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(their shape, the right shape) when their output's shape is not the right one (a batch
+    of one forgiven); None when it is, or when there is no output."""
+    if answer.output is None:
+        return None
+    right = run(problem)["output"]
+    theirs = _fit(answer.output, right.shape)
+    return None if theirs.shape == right.shape else (tuple(theirs.shape), tuple(right.shape))
+
+
 def heads_of(name: str) -> tuple[str, int | None]:
     stage, _, head = name.partition("@h")
     return stage, int(head) if head else None
 
 
-__all__ = ["Difference", "agree", "explaining", "first_difference", "key", "same"]
+__all__ = [
+    "Difference",
+    "agree",
+    "explaining",
+    "first_difference",
+    "key",
+    "same",
+    "wrong_shape",
+]

@@ -19,7 +19,13 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.check.child import Answer, Child, TimedOut
-from qkvcalc.check.grade import Difference, explaining, first_difference, same
+from qkvcalc.check.grade import (
+    Difference,
+    explaining,
+    first_difference,
+    same,
+    wrong_shape,
+)
 from qkvcalc.check.mutants import mutant
 from qkvcalc.check.problems import Case, Param, Signature, cases, match, smaller
 from qkvcalc.check.reference import run
@@ -120,7 +126,8 @@ def check_function(
 ) -> Verdict:
     """Check FUNCTION of the file at `path` (see the module's docstring). Raises QkvcalcError
     when it cannot be checked: no such file or function, a signature it cannot call, a call
-    that outlived `time_limit`, a return value that is not numbers."""
+    that outlived `time_limit`, a return value that is not numbers or an output of the wrong
+    shape that no named mistake explains."""
     path = Path(path)
     if not 1 <= problems <= MAX_PROBLEMS:
         raise QkvcalcError("check.problems_count", count=problems)
@@ -132,11 +139,30 @@ def check_function(
         tried = cases(sig, problems, seed)
         answers = [_call(child, sig, case) for case in tried]
         verdict = _grade(tried, answers, sig)
+        if verdict.verdict == "wrong" and verdict.mistake is None:
+            _shapes(function, tried, answers)
         if verdict.verdict != "error":
             _nondeterminism(child, sig, tried, answers, verdict)
         if verdict.verdict == "wrong" and verdict.mistake != "nondeterministic":
             _shrink(child, sig, verdict, seed)
     return verdict
+
+
+def _shapes(function: str, tried: list[Case], answers: list[Answer]) -> None:
+    """An output of the wrong shape that no named mistake explains is bad input (exit 2), not
+    a verdict. (A named mistake may change the shape: W_O left out gives n×(H·d_v); K·Qᵀ in an
+    einsum that broadcasts gives m rows.)"""
+    for case, answer in zip(tried, answers, strict=True):
+        found = wrong_shape(answer, case.problem)
+        if found is not None:
+            theirs, right = ("×".join(str(n) for n in s) for s in found)
+            raise QkvcalcError(
+                "check.output_shape",
+                function=function,
+                problem=case.name,
+                theirs=theirs,
+                right=right,
+            )
 
 
 def _grade(tried: list[Case], answers: list[Answer], sig: Signature) -> Verdict:
@@ -199,7 +225,9 @@ def _shrink(child: Child, sig: Signature, verdict: Verdict, seed: int) -> None:
     assert verdict.smallest is not None
     for case in smaller(sig, verdict.smallest, seed)[:MAX_SHRINK]:
         answer = _call(child, sig, case)
-        if answer.raised is not None:
+        if answer.raised is not None or (
+            verdict.mistake is None and wrong_shape(answer, case.problem) is not None
+        ):
             continue
         right = run(case.problem)
         if same(answer, right):
