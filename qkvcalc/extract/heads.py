@@ -474,5 +474,5 @@ def page(run: HeadsRun, lang: str = "en") -> str:
                 except QkvcalcError as err:
                     refused[(index, h)] = err.message(lang)
                     continue
-                found[(index, h)] = render_html(trace, options, standalone=False)
+                found[(index, h)] = render_html(trace, options, standalone=False, styled=False)
     return heads_html(run, lang, found, MAX_EXPLAINED, refused)

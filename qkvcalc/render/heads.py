@@ -10,13 +10,16 @@ colour too; colour deepens it where the console has some.
 grid of every head as small tables of coloured cells, each a link to its own section (shown
 when it is the page's target, CSS :target) with the head's full weights, numbered, the command
 that writes it as a problem, and its explanation by qkvcalc's HTML writer when given. Every
-piece of input text (tokens, the model's name) is escaped.
+piece of input text (tokens, the model's name) is escaped. Written small, for 72 explanations
+and more: their stylesheet once, each heat colour once as a class (Palette), no optional end
+tags (compact); what the browser shows is the writer's own (tests/test_heads_page.py).
 
 These take a HeadsRun (qkvcalc.extract.heads) as it is: they format numbers, never compute.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from html import escape
@@ -151,11 +154,60 @@ pre.command { background: #f6f8fa; padding: 0.5em 0.8em; overflow-x: auto; }
 """.strip()
 
 
-def _heat(weight: float) -> str:
-    """The background of a weight in [0, 1]: white to deep blue, readable text on it."""
+def _shade(weight: float) -> tuple[int, int, int]:
+    """A weight in [0, 1] as a colour: white to deep blue (NaN: white); the same colours as
+    qkvcalc.render.html's heat."""
     w = min(max(float(weight), 0.0), 1.0) if np.isfinite(weight) else 0.0
     r, g, b = (int(255 - w * (255 - c)) for c in (30, 90, 200))
-    return f"background: rgb({r},{g},{b}); color: {'#fff' if w > 0.55 else '#000'}"
+    return r, g, b
+
+
+# A heat cell of qkvcalc.render.html (an embedded explanation's weights) as that writer makes it.
+HEAT_STYLE = re.compile(r'style="background: rgb\((\d+),(\d+),(\d+)\); color: (#fff|#000)"')
+
+
+class Palette:
+    """Each shade on the page is one CSS class, written once in the page's <style>, in place of
+    a style attribute on every cell (the colours are the same; the page is some 1 MB smaller
+    for 72 heads of 12 tokens)."""
+
+    def __init__(self) -> None:
+        self.names: dict[tuple[int, int, int, str], str] = {}
+
+    def name(self, rgb: tuple[int, int, int], text: str = "#000") -> str:
+        key = (*rgb, text)
+        if key not in self.names:
+            self.names[key] = f"s{len(self.names)}"
+        return self.names[key]
+
+    def weight(self, weight: float) -> str:
+        """The class of a cell that shows the weight as a number (white text on deep blue)."""
+        w = min(max(float(weight), 0.0), 1.0) if np.isfinite(weight) else 0.0
+        return self.name(_shade(weight), "#fff" if w > 0.55 else "#000")
+
+    def classed(self, fragment: str) -> str:
+        """An HTML writer's fragment with each heat style attribute made a class."""
+        return HEAT_STYLE.sub(
+            lambda m: f'class="{self.name((int(m[1]), int(m[2]), int(m[3])), m[4])}"', fragment
+        )
+
+    def css(self) -> str:
+        return "\n".join(
+            f".{name} {{ background: rgb({r},{g},{b}); color: {text} }}"
+            for (r, g, b, text), name in self.names.items()
+        )
+
+
+# End tags HTML lets a page leave out (a cell's, a row's before another or the table part's end,
+# a list item's before another or the list's end): the browser's document is the same without
+# them, but for the white space between two rows, which no browser shows.
+OPTIONAL_END = re.compile(r"</t[dh]>|</tr>\n?(?=<tr|</t(?:body|head|able)>)|</li>(?=<li|</[ou]l>)")
+
+
+def compact(html: str) -> str:
+    """A page's HTML without its optional end tags (OPTIONAL_END). Safe for escaped text: every
+    "<" in text or attributes is "&lt;", so the pattern only meets tags."""
+    return OPTIONAL_END.sub("", html)
 
 
 def _t(lang: str, key: str, **params: Any) -> str:
@@ -166,24 +218,23 @@ def _anchor(layer: int, head: int) -> str:
     return f"l{layer}h{head}"
 
 
-def _mini(grid: np.ndarray, tokens: Sequence[str]) -> str:
+def _mini(grid: np.ndarray, labels: Sequence[str], palette: Palette) -> str:
     rows = []
     for i, row in enumerate(grid):
         cells = "".join(
-            f'<td style="{_heat(w)}" title="{escape(safe(tokens[i], 40))} → '
-            f'{escape(safe(tokens[j], 40))}: {w:.3f}"></td>'
+            f'<td class="{palette.weight(w)}" title="{labels[i]} → {labels[j]}: {w:.3f}"></td>'
             for j, w in enumerate(row)
         )
         rows.append(f"<tr>{cells}</tr>")
     return f'<table class="mini">{"".join(rows)}</table>'
 
 
-def _full(grid: np.ndarray, tokens: Sequence[str], lang: str) -> str:
-    head = "".join(f'<th scope="col">{escape(safe(t, 40))}</th>' for t in tokens)
+def _full(grid: np.ndarray, labels: Sequence[str], lang: str, palette: Palette) -> str:
+    head = "".join(f'<th scope="col">{label}</th>' for label in labels)
     body = []
     for i, row in enumerate(grid):
-        cells = "".join(f'<td style="{_heat(w)}">{w:.3f}</td>' for w in row)
-        body.append(f'<tr><th scope="row">{escape(safe(tokens[i], 40))}</th>{cells}</tr>')
+        cells = "".join(f'<td class="{palette.weight(w)}">{w:.3f}</td>' for w in row)
+        body.append(f'<tr><th scope="row">{labels[i]}</th>{cells}</tr>')
     caption = _t(lang, "heads.weights_caption")
     return (
         f'<div style="overflow-x: auto"><table class="full"><caption>{caption}</caption>'
@@ -206,6 +257,8 @@ def heads_html(
     explanations = explanations or {}
     refused = refused or {}
     tokens = [str(t) for t in run.tokens]
+    labels = [escape(safe(t, 40)) for t in tokens]
+    palette = Palette()
     title = translate(
         "heads.title",
         lang,
@@ -216,58 +269,62 @@ def heads_html(
         heads=run.heads,
         dtype=run.dtype,
     )
-    out = [
-        "<!DOCTYPE html>",
-        f'<html lang="{escape(lang)}">',
-        "<head>",
-        '<meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>qkvcalc · {_t(lang, 'heads.page_title')} · {escape(safe(run.model))}</title>",
-        f"<style>\n{STYLE}\n</style>",
-        "</head>",
-        "<body>",
+    body = [
         f'<h1 id="grid">{escape(title)}</h1>',
         f"<p>{_t(lang, 'heads.html_hint')}</p>",
         f"<p>{_t(lang, 'heads.tokens')}: "
-        + " ".join(f"<code>{escape(safe(t, 40))}</code>" for t in tokens)
+        + " ".join(f"<code>{label}</code>" for label in labels)
         + "</p>",
         '<div class="grid">',
     ]
     count = sum(len(layer) for layer in run.weights)
     for index, layer in enumerate(run.weights):
-        out.append('<div class="layer">')
-        out.append(f'<span class="name">{_t(lang, "heads.layer", layer=index)}</span>')
+        body.append('<div class="layer">')
+        body.append(f'<span class="name">{_t(lang, "heads.layer", layer=index)}</span>')
         for h, grid in enumerate(layer, 1):
             name = _t(lang, "heads.head_title", layer=index, head=h)
-            out.append(
+            body.append(
                 f'<a class="head" href="#{_anchor(index, h)}" title="{name}" aria-label="{name}">'
                 f'<span class="label">{_t(lang, "heads.head_label", head=h)}</span>'
-                f"{_mini(grid, tokens)}</a>"
+                f"{_mini(grid, labels, palette)}</a>"
             )
-        out.append("</div>")
-    out.append("</div>")
+        body.append("</div>")
+    body.append("</div>")
     for index, layer in enumerate(run.weights):
         for h, grid in enumerate(layer, 1):
-            out += [
+            body += [
                 f'<section class="head-detail" id="{_anchor(index, h)}">',
                 f"<h2>{_t(lang, 'heads.head_title', layer=index, head=h)}</h2>",
                 f'<p><a href="#grid">{_t(lang, "heads.back")}</a></p>',
-                _full(grid, tokens, lang),
+                _full(grid, labels, lang, palette),
                 f"<p>{_t(lang, 'heads.command')}</p>",
                 f'<pre class="command">{escape(command(run, index, h))}'
                 f" &gt; head.json\nqkvcalc explain head.json</pre>",
             ]
             found = explanations.get((index, h))
             if found is not None:
-                out.append(found)
+                body.append(palette.classed(found))
             elif (index, h) in refused:
                 reason = refused[(index, h)]
-                out.append(f"<p>{_t(lang, 'heads.not_explained', reason=reason)}</p>")
+                body.append(f"<p>{_t(lang, 'heads.not_explained', reason=reason)}</p>")
             else:
-                out.append(f"<p>{_t(lang, 'heads.no_explanation', limit=limit, count=count)}</p>")
-            out.append("</section>")
-    out += ["</body>", "</html>", ""]
-    return "\n".join(out)
+                body.append(f"<p>{_t(lang, 'heads.no_explanation', limit=limit, count=count)}</p>")
+            body.append("</section>")
+    from qkvcalc.render.html import STYLE as EXPLAINED  # the explanations' style, once
+
+    style = "\n".join([STYLE, *([EXPLAINED] if explanations else []), palette.css()])
+    head = [
+        "<!DOCTYPE html>",
+        f'<html lang="{escape(lang)}">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>qkvcalc · {_t(lang, 'heads.page_title')} · {escape(safe(run.model))}</title>",
+        f"<style>\n{style}\n</style>",
+        "</head>",
+        "<body>",
+    ]
+    return "\n".join([*head, compact("\n".join(body)), "</body>", "</html>", ""])
 
 
 def heads_text(

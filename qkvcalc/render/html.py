@@ -231,13 +231,14 @@ def _body(
     page: Cells | None = None,
     shown: bool = True,
     folded: bool = False,
+    styled: bool = True,
 ) -> str:
     problem, *preset = (escape(line) for line in summary(trace, opts.lang, opts.worksheet))
     root = f' data-page="{page.prefix}"' if page is not None else ""
     root += "" if shown else " hidden"
     out = [
         f'<div class="qkvcalc" lang="{escape(opts.lang)}"{root}>',
-        f"<style>\n{STYLE}\n</style>",
+        *([f"<style>\n{STYLE}\n</style>"] if styled else []),
         "<header>",
         f"<h1>{_t(opts, 'export.title')}</h1>",
         '<p class="formula">softmax(Q·Kᵀ/√d_k + M)·V</p>',
@@ -273,9 +274,11 @@ def render_html(
     standalone: bool = True,
     interactive: bool | None = None,
     folded: bool = False,
+    styled: bool = True,
 ) -> str:
     """The whole derivation as an HTML page (standalone) or a <div> fragment (a notebook;
-    `folded`: each stage a <details> closed under its heading, the output open).
+    `folded`: each stage a <details> closed under its heading, the output open; `styled=False`:
+    without its scoped <style>, for a page that holds many fragments and STYLE once).
 
     A standalone page is interactive (qkvcalc.render.page) unless `interactive=False` or it is
     a worksheet: the same document with each cell's sources and arithmetic in its attributes,
@@ -286,7 +289,7 @@ def render_html(
         interactive = standalone and not opts.worksheet
     langs = (opts.langs or (opts.lang,)) if interactive else (opts.lang,)
     if not standalone:
-        return _body(trace, opts, folded=folded)
+        return _body(trace, opts, folded=folded, styled=styled)
     if interactive:
         from qkvcalc.render import page
 
