@@ -1,10 +1,11 @@
 """transformers keeps some steps in float32 even in a float64 model: the softmax (softmax(...,
 dtype=torch.float32)), RMSNorm and T5's and Cohere's layer norms (x.to(torch.float32)),
-x.float() (Mixtral's router, Cohere's rotation, Llama 4's positions for its temperature), the
-rotary tables (inv_freq built in float32, angles in float32), BLOOM's ALiBi slopes and Gemma's
-embedding scale √d_model (a float32 buffer in a model built in float32 and converted). With
-those, x at layer L is off by ~2e-7 relative. `float64_islands(model)` lifts them for one run:
-the softmax and Tensor.float keep a float64 input float64 (and make whole numbers float64), the
+x.float() (Mixtral's router, Cohere's rotation, Llama 4's positions for its temperature) and
+x.type(torch.float32) (DeepSeek-V3's and GLM-4.5's routers), the rotary tables (inv_freq built in
+float32, angles in float32), BLOOM's ALiBi slopes and Gemma's embedding scale √d_model (a float32
+buffer in a model built in float32 and converted). With those, x at layer L is off by ~2e-7
+relative. `float64_islands(model)` lifts them for one run: the softmax, Tensor.float and
+Tensor.type keep a float64 input float64 (Tensor.float makes whole numbers float64 too), the
 norms and rotary embeddings of this model compute in float64 (their instance's forward replaced),
 BLOOM's slopes are float64, GPT-Neo's and GPT-J's scores are not cast to float32 (GPT-J's
 sinusoid table is float64 too, in its attention module up to transformers 5.24 and in its rotary
@@ -49,6 +50,16 @@ _STANDARD_RMS = (
     "Olmo2RMSNorm",
     "HunYuanDenseV1RMSNorm",
     "DeepseekV3RMSNorm",
+    "Olmo3RMSNorm",
+    "ApertusRMSNorm",
+    "SeedOssRMSNorm",
+    "Glm4RMSNorm",
+    "Glm4MoeRMSNorm",
+    "Qwen3MoeRMSNorm",
+    "Ernie4_5RMSNorm",
+    "Ernie4_5_MoeRMSNorm",
+    "GraniteRMSNorm",
+    "GraniteMoeRMSNorm",
 )
 _GEMMA_RMS = ("Gemma2RMSNorm", "Gemma3RMSNorm")  # x·rsqrt(mean(x²) + eps)·(1 + w)
 _MEAN_CENTRED = (
@@ -203,6 +214,15 @@ def float64_islands(model: Any) -> Iterator[None]:
 
         torch.Tensor.float = keep_float64  # type: ignore[method-assign,assignment]
         restore.append(lambda: setattr(torch.Tensor, "float", to_float))
+        to_type = torch.Tensor.type  # DeepSeek-V3's and GLM-4.5's routers: x.type(torch.float32)
+
+        def type_float64(tensor: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+            if dtype == torch.float32 and tensor.dtype == torch.float64:
+                return tensor
+            return to_type(tensor, dtype, *args, **kwargs)
+
+        torch.Tensor.type = type_float64  # type: ignore[method-assign,assignment]
+        restore.append(lambda: setattr(torch.Tensor, "type", to_type))
         for module in model.modules():
             kind = class_name(module)
             if kind in _STANDARD_RMS + _GEMMA_RMS + _MEAN_CENTRED:

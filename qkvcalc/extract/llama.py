@@ -1,21 +1,24 @@
 """The LLaMA family — LLaMA, Mistral, Qwen2, Qwen3, Gemma 2 and 3, Phi-3, Phi, StableLM,
-StarCoder2, Mixtral, Qwen2-MoE, SmolLM3, EXAONE 4, gpt-oss, Cohere and Cohere 2, OLMo 2, HunYuan
-and Llama 4's text layers (NoPE layers with the attention temperature): the attention
+StarCoder2, Mixtral, Qwen2-MoE, SmolLM3, EXAONE 4, gpt-oss, Cohere and Cohere 2, OLMo 2, HunYuan,
+Llama 4's text layers (NoPE layers with the attention temperature), OLMo 3, Apertus, Seed-OSS,
+GLM-4 and GLM-4.5, Qwen3-MoE, ERNIE 4.5 (dense and MoE), Granite and Granite MoE: the attention
 module's input is x (after input_layernorm in the pre-norm ones); separate q/k/v_proj linears
-(biases in Qwen2, StarCoder2, gpt-oss, Phi, StableLM) or Phi-3's fused qkv_proj, o_proj (Phi:
-dense); grouped-query attention with kv_heads K/V
-heads; head_dim from the config, not always hidden/heads; RoPE in the "half" style
-(rotate_half; Cohere's tables are interleaved: "pairs"). Per layer, read from the loaded model:
-the scale (Gemma: query_pre_attn_scalar^−½), the mask and window the layer was given in the run
-(so each model's own rule for which layers slide is the one that counts), the rotary
-frequencies of the layer's type (Gemma 3: local and global bases and scaling), whether the layer
-rotates at all (NoPE layers: SmolLM3's no_rope_layers, the global layers of EXAONE 4 and Cohere
-2), the softcap (Gemma 2), the q/k norm and gpt-oss's sinks. The mixture-of-experts MLPs
-(Mixtral, Qwen2-MoE, gpt-oss) only run before layer L's attention. The q/k norms: RMSNorm of
-each head (Qwen3, EXAONE 4, Gemma 3 with 1 + w), of the whole projection (OLMo 2: weights of
-H·d_k), after RoPE (HunYuan's query_layernorm and key_layernorm); LayerNorm with one weight row
-per head (Cohere's use_qk_norm, StableLM's qk_layernorm) or one vector and a bias (Phi's
-qk_layernorm)."""
+(biases in Qwen2, StarCoder2, gpt-oss, Phi, StableLM, Seed-OSS, GLM, ERNIE 4.5 and Granite when
+their config says so) or Phi-3's fused qkv_proj, o_proj (Phi: dense); grouped-query attention
+with kv_heads K/V heads; head_dim from the config, not always hidden/heads; RoPE in the "half"
+style (rotate_half; Cohere's, GLM-4's and ERNIE 4.5's rotations are interleaved: "pairs"; GLM-4
+and GLM-4.5 rotate the first partial_rotary_factor of each head, a half by default). Per layer,
+read from the loaded model: the scale (Gemma: query_pre_attn_scalar^−½; Granite:
+attention_multiplier), the mask and window the layer was given in the run (so each model's own
+rule for which layers slide is the one that counts), the rotary frequencies of the layer's type
+(Gemma 3: local and global bases and scaling), whether the layer rotates at all (NoPE layers:
+SmolLM3's no_rope_layers, the global layers of EXAONE 4 and Cohere 2), the softcap (Gemma 2),
+the q/k norm and gpt-oss's sinks. The mixture-of-experts MLPs (Mixtral, Qwen2-MoE, gpt-oss,
+GLM-4.5, Qwen3-MoE, ERNIE 4.5 MoE, Granite MoE) only run before layer L's attention. The q/k
+norms: RMSNorm of each head (Qwen3, EXAONE 4, Apertus, GLM-4.5, Gemma 3 with 1 + w), of the
+whole projection (OLMo 2 and 3: weights of H·d_k), after RoPE (HunYuan's query_layernorm and
+key_layernorm); LayerNorm with one weight row per head (Cohere's use_qk_norm, StableLM's
+qk_layernorm) or one vector and a bias (Phi's qk_layernorm)."""
 
 from __future__ import annotations
 
@@ -77,7 +80,10 @@ STYLE = {
     "cohere": "pairs",
     "cohere2": "pairs",
     "llama4_text": "pairs",  # view_as_complex of (2i, 2i+1)
-}  # Cohere's rotary tables are interleaved: 2i with 2i+1
+    "glm4": "pairs",  # the first R dims (partial_rotary_factor), 2i with 2i+1
+    "ernie4_5": "pairs",
+    "ernie4_5_moe": "pairs",
+}  # Cohere's rotary tables are interleaved: 2i with 2i+1 (GLM-4, ERNIE 4.5: the same pairs)
 
 
 def projections(attn: Any, heads: int, kv_heads: int) -> list[np.ndarray | None]:
@@ -208,6 +214,16 @@ FAMILY = Family(
         "olmo2": "OLMo 2",
         "hunyuan_v1_dense": "HunYuan",
         "llama4_text": "Llama 4",
+        "olmo3": "OLMo 3",
+        "apertus": "Apertus",
+        "seed_oss": "Seed-OSS",
+        "glm4": "GLM-4",
+        "glm4_moe": "GLM-4.5",
+        "qwen3_moe": "Qwen3-MoE",
+        "ernie4_5": "ERNIE 4.5",
+        "ernie4_5_moe": "ERNIE 4.5 MoE",
+        "granite": "Granite",
+        "granitemoe": "Granite MoE",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,

@@ -1,0 +1,234 @@
+"""qkvcalc extract on the plain 2025–26 newcomers (issue 37, item 4), against transformers itself
+as tests/test_extract_more.py does (a tiny float64 model from a config, random weights, eager
+attention, save_pretrained, extract in float64, then explain): OLMo 3 (sliding and full layers,
+the q/k norm over the whole projection), Apertus, Seed-OSS (q/k/v biases without an output
+bias), GLM-4 (interleaved pairs on half of each head), GLM-4.5's MoE (half-split RoPE on half of
+each head, q/k norm), Qwen3-MoE (sliding), ERNIE 4.5 and its MoE (interleaved pairs on the
+whole head), Granite and Granite MoE (attention_multiplier as the scale). Every head's
+attention probabilities and the output projection's own output equal transformers' float64
+forward to 1e-8 relative, x to 1e-12."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.naive_modern import attention
+from tests.test_extract import build_from, reference_at
+from tests.test_extract_more import LLAMA, TOL, N, at, case, ids, relative
+
+EAGER = {"_experts_implementation": "eager"}  # the grouped experts kernel has no float64
+TWO_KINDS = ["sliding_attention", "full_attention"]
+
+CASES = {
+    "olmo3": case(
+        "Olmo3Config",
+        {**LLAMA, "sliding_window": 4, "layer_types": TWO_KINDS},
+        "Olmo3ForCausalLM",
+        [0, 1],
+    ),
+    "apertus": case(
+        "ApertusConfig",
+        {
+            **LLAMA,
+            "rope_parameters": {  # its default, llama3 scaling, within 64 positions
+                "rope_type": "llama3",
+                "rope_theta": 500.0,
+                "factor": 4.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 16,
+            },
+        },
+        "ApertusForCausalLM",
+        [1],
+    ),
+    "seed_oss": case(
+        "SeedOssConfig",
+        {**LLAMA, "head_dim": 12, "attention_bias": True},
+        "SeedOssForCausalLM",
+        [1],
+    ),
+    "glm4": case(
+        "Glm4Config",
+        {**LLAMA, "head_dim": 8, "attention_bias": True},
+        "Glm4ForCausalLM",
+        [1],
+    ),
+    "glm4_moe": case(
+        "Glm4MoeConfig",
+        {
+            **LLAMA,
+            "moe_intermediate_size": 16,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "n_group": 2,
+            "topk_group": 1,
+            "n_shared_experts": 1,
+            "first_k_dense_replace": 1,
+            "use_qk_norm": True,
+            "attention_bias": True,
+            "num_hidden_layers": 3,
+        },
+        "Glm4MoeForCausalLM",
+        [2],
+        **EAGER,
+    ),
+    "qwen3_moe": case(
+        "Qwen3MoeConfig",
+        {
+            **LLAMA,
+            "head_dim": 12,
+            "moe_intermediate_size": 16,
+            "num_experts": 3,
+            "num_experts_per_tok": 2,
+            "use_sliding_window": True,
+            "sliding_window": 4,
+        },
+        "Qwen3MoeForCausalLM",
+        [1],
+        **EAGER,
+    ),
+    "ernie4_5": case(
+        "Ernie4_5Config", {**LLAMA, "head_dim": 8, "use_bias": True}, "Ernie4_5ForCausalLM", [1]
+    ),
+    "ernie4_5_moe": case(
+        "Ernie4_5_MoeConfig",
+        {
+            **LLAMA,
+            "moe_intermediate_size": 16,
+            "moe_num_experts": 3,
+            "moe_k": 2,
+            "moe_num_shared_experts": 1,
+            "moe_layer_start_index": 0,
+        },
+        "Ernie4_5_MoeForCausalLM",
+        [1],
+        **EAGER,
+    ),
+    "granite": case(
+        "GraniteConfig",
+        {
+            **LLAMA,
+            "attention_multiplier": 0.4,
+            "embedding_multiplier": 3.0,
+            "residual_multiplier": 0.5,
+            "attention_bias": True,
+        },
+        "GraniteForCausalLM",
+        [1],
+    ),
+    "granitemoe": case(
+        "GraniteMoeConfig",
+        {
+            **LLAMA,
+            "attention_multiplier": 0.4,
+            "embedding_multiplier": 3.0,
+            "residual_multiplier": 0.5,
+            "num_local_experts": 3,
+            "num_experts_per_tok": 2,
+        },
+        "GraniteMoeForCausalLM",
+        [1],
+        **EAGER,
+    ),
+}
+
+
+def kept_float32(model) -> None:
+    """The tensors transformers loads in float32 whatever the dtype asked
+    (_keep_in_fp32_modules_strict: ERNIE 4.5 MoE's router weight) rounded to float32 in the
+    reference model too, so that it is the model a checkpoint of it loads as."""
+    import torch
+
+    names = getattr(model, "_keep_in_fp32_modules_strict", None) or []
+    with torch.no_grad():
+        for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+            if any(part in name for part in names) and tensor.is_floating_point():
+                tensor.copy_(tensor.to(torch.float32).to(tensor.dtype))
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """Each case built, saved and extracted once, lazily (a -k selection builds its own only)."""
+    import qkvcalc
+
+    root = tmp_path_factory.mktemp("new-models")
+    out: dict = {}
+
+    def get(name: str, layer: int) -> dict:
+        if (name, layer) not in out:
+            spec = CASES[name]
+            model = build_from(spec["config"], spec["fields"], spec["model"], **spec["extra"])
+            kept_float32(model)
+            model.save_pretrained(root / name)
+            for each in spec["layers"]:
+                ref = reference_at(
+                    model, ids(), each, at(model, spec["attn"], each), at(model, spec["proj"], each)
+                )
+                path = str(root / name)
+                problem = qkvcalc.extract(path, layer=each, input_ids=ids(), dtype="float64")
+                out[(name, each)] = {"problem": problem, "reference": ref}
+        return out[(name, layer)]
+
+    return get
+
+
+WHERE = [(name, layer) for name, spec in CASES.items() for layer in spec["layers"]]
+
+
+@pytest.mark.parametrize(("name", "layer"), WHERE, ids=[f"{n}-{i}" for n, i in WHERE])
+def test_the_extracted_layer_equals_transformers(lab, name, layer):
+    import qkvcalc
+
+    got = lab(name, layer)
+    problem, ref = got["problem"], got["reference"]
+    assert relative(problem["x"], ref["x"]) < 1e-12
+    weights, output = attention(problem)  # the naive oracle
+    assert relative(weights, ref["weights"]) < TOL
+    assert relative(output, ref["out"]) < TOL
+    trace = qkvcalc.explain(**problem)  # qkvcalc itself
+    assert relative(trace.weights, ref["weights"]) < TOL
+    assert relative(trace.output, ref["out"]) < TOL
+
+
+def test_the_keys_each_layer_needs(lab):
+    """What each layer's problem says, read from the model: the cases are not vacuous."""
+
+    def p(name, layer=1):
+        return lab(name, layer)["problem"]
+
+    heads, kv_heads, d_k = 4, 2, 8
+    sliding, full = p("olmo3", 0), p("olmo3", 1)
+    assert sliding["window"] == 4 and "window" not in full
+    assert sliding["qk_norm"] == {"over": "projection"}
+    assert np.shape(sliding["q_norm"]) == (heads * d_k,)
+    assert np.shape(sliding["k_norm"]) == (kv_heads * d_k,)
+    apertus = p("apertus")
+    assert np.shape(apertus["q_norm"]) == (d_k,) and "qk_norm" not in apertus
+    assert len(apertus["rope"]["inv_freq"]) == d_k // 2
+    seed = p("seed_oss")
+    assert np.shape(seed["wq"]) == (32, heads * 12) and "bq" in seed and "bo" not in seed
+    glm4 = p("glm4")  # partial_rotary_factor 0.5 by default: half of each head rotates
+    assert glm4["rope"]["style"] == "pairs" and glm4["rope"]["dims"] == d_k // 2 and "bq" in glm4
+    glm4_moe = p("glm4_moe", 2)
+    assert glm4_moe["rope"]["style"] == "half" and glm4_moe["rope"]["dims"] == d_k // 2
+    assert np.shape(glm4_moe["q_norm"]) == (d_k,) and "bk" in glm4_moe
+    assert p("qwen3_moe")["window"] == 4 and np.shape(p("qwen3_moe")["q_norm"]) == (12,)
+    for name in ("ernie4_5", "ernie4_5_moe"):
+        assert p(name)["rope"]["style"] == "pairs" and "dims" not in p(name)["rope"]
+    assert "bo" in p("ernie4_5")
+    for name in ("granite", "granitemoe"):
+        assert p(name)["scale"] == 0.4 and p(name)["kv_heads"] == kv_heads
+    assert N > 4  # the windows cut
+
+
+@pytest.mark.parametrize(("name", "layer"), [("glm4", 1), ("ernie4_5", 1), ("glm4_moe", 2)])
+def test_the_other_rotation_gives_other_weights(lab, name, layer):
+    """The rotary style matters here: with the other one the weights are not transformers'."""
+    got = lab(name, layer)
+    problem, ref = got["problem"], got["reference"]
+    rope = dict(problem["rope"])
+    other = {**rope, "style": "half" if rope["style"] == "pairs" else "pairs"}
+    weights, _ = attention({**problem, "rope": other})
+    assert relative(weights, ref["weights"]) > 1e-4
