@@ -4,7 +4,10 @@ attention, save_pretrained, extract in float64, then explain): OLMo 3 (sliding a
 the q/k norm over the whole projection), Apertus, Seed-OSS (q/k/v biases without an output
 bias), GLM-4 (interleaved pairs on half of each head), GLM-4.5's MoE (half-split RoPE on half of
 each head, q/k norm), Qwen3-MoE (sliding), ERNIE 4.5 and its MoE (interleaved pairs on the
-whole head), Granite and Granite MoE (attention_multiplier as the scale). Every head's
+whole head), Granite and Granite MoE (attention_multiplier as the scale), and the other
+standard-attention model types of transformers that extract takes for LLaMA-like (OLMo with its
+weightless LayerNorm, OLMoE, Gemma, VaultGemma, GLM, Helium, Ministral, EXAONE MoE, MiniMax-M2 …:
+CASES below, one layer of each kind: sliding and full, RoPE and NoPE). Every head's
 attention probabilities and the output projection's own output equal transformers' float64
 forward to 1e-8 relative, x to 1e-12."""
 
@@ -132,16 +135,221 @@ CASES = {
         [1],
         **EAGER,
     ),
+    # ---- more of transformers' standard-attention model types ----
+    "granitemoeshared": case(
+        "GraniteMoeSharedConfig",
+        {
+            **LLAMA,
+            "attention_multiplier": 0.4,
+            "num_local_experts": 3,
+            "num_experts_per_tok": 2,
+            "shared_intermediate_size": 16,
+        },
+        "GraniteMoeSharedForCausalLM",
+        [1],
+        **EAGER,
+    ),
+    "olmo": case("OlmoConfig", {**LLAMA, "attention_bias": True}, "OlmoForCausalLM", [1]),
+    "olmoe": case(
+        "OlmoeConfig",
+        {**LLAMA, "num_experts": 3, "num_experts_per_tok": 2},
+        "OlmoeForCausalLM",
+        [1],
+        **EAGER,
+    ),
+    "flex_olmo": case(
+        "FlexOlmoConfig",
+        {**LLAMA, "num_experts": 3, "num_experts_per_tok": 2},
+        "FlexOlmoForCausalLM",
+        [1],
+        **EAGER,
+    ),
+    "gemma": case("GemmaConfig", {**LLAMA, "head_dim": 8}, "GemmaForCausalLM", [1]),
+    "vaultgemma": case(
+        "VaultGemmaConfig",
+        {
+            **LLAMA,
+            "head_dim": 8,
+            "sliding_window": 4,
+            "layer_types": TWO_KINDS,
+            "query_pre_attn_scalar": 12,
+            "attn_logit_softcapping": 2.0,
+            "final_logit_softcapping": None,
+        },
+        "VaultGemmaForCausalLM",
+        [0, 1],
+    ),
+    "glm": case(
+        "GlmConfig",
+        {**LLAMA, "head_dim": 8, "attention_bias": True},
+        "GlmForCausalLM",
+        [1],
+    ),
+    "helium": case("HeliumConfig", {**LLAMA, "head_dim": 8}, "HeliumForCausalLM", [1]),
+    "arcee": case("ArceeConfig", LLAMA, "ArceeForCausalLM", [1]),
+    "ministral": case(
+        "MinistralConfig",
+        {**LLAMA, "head_dim": 8, "sliding_window": 4, "layer_types": TWO_KINDS},
+        "MinistralForCausalLM",
+        [0, 1],
+    ),
+    "cwm": case(
+        "CwmConfig",
+        {**LLAMA, "head_dim": 8, "sliding_window": 4, "layer_types": TWO_KINDS},
+        "CwmForCausalLM",
+        [0, 1],
+    ),
+    "hyperclovax": case(
+        "HyperCLOVAXConfig",
+        {**LLAMA, "attention_multiplier": 0.4, "embedding_multiplier": 3.0},
+        "HyperCLOVAXForCausalLM",
+        [1],
+    ),
+    "solar_open": case(
+        "SolarOpenConfig",
+        {
+            **LLAMA,
+            "head_dim": 8,
+            "moe_intermediate_size": 16,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "n_shared_experts": 1,
+            "n_group": 2,
+            "topk_group": 1,
+        },
+        "SolarOpenForCausalLM",
+        [1],
+        **EAGER,
+    ),
+    "exaone_moe": case(
+        "ExaoneMoeConfig",
+        {
+            **LLAMA,
+            "num_hidden_layers": 3,
+            "head_dim": 8,
+            "sliding_window": 4,
+            "layer_types": [*TWO_KINDS, "sliding_attention"],
+            "first_k_dense_replace": 1,
+            "moe_intermediate_size": 16,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "num_shared_experts": 1,
+            "n_group": 2,
+            "topk_group": 1,
+        },
+        "ExaoneMoeForCausalLM",
+        [1, 2],
+        **EAGER,
+    ),
+    "hunyuan_v1_moe": case(
+        "HunYuanMoEV1Config",
+        {**LLAMA, "head_dim": 8, "num_experts": 3, "moe_topk": 2},
+        "HunYuanMoEV1ForCausalLM",
+        [1],
+        **EAGER,
+    ),
+    "minimax_m2": case(
+        "MiniMaxM2Config",
+        {
+            **LLAMA,
+            "head_dim": 8,
+            "num_local_experts": 3,
+            "num_experts_per_tok": 2,
+            "rope_parameters": {"rope_theta": 500.0, "partial_rotary_factor": 0.5},
+        },
+        "MiniMaxM2ForCausalLM",
+        [1],
+        **EAGER,
+    ),
+    "mellum": case(
+        "MellumConfig",
+        {
+            **LLAMA,
+            "head_dim": 8,
+            "sliding_window": 4,
+            "layer_types": TWO_KINDS,
+            "moe_intermediate_size": 16,
+            "num_experts": 3,
+            "num_experts_per_tok": 2,
+        },
+        "MellumForCausalLM",
+        [0, 1],
+        **EAGER,
+    ),
+    "kolibri1": case(
+        "Kolibri1Config",
+        {
+            **LLAMA,
+            "head_dim": 8,
+            "sliding_window": 4,
+            "layer_types": TWO_KINDS,
+            "moe_intermediate_size": 16,
+            "num_experts": 3,
+            "num_experts_per_tok": 2,
+            "shared_expert_intermediate_size": 16,
+        },
+        "Kolibri1ForCausalLM",
+        [0, 1],
+        **EAGER,
+    ),
+    "hy_v3": case(
+        "HYV3Config",
+        {
+            **LLAMA,
+            "head_dim": 8,
+            "num_experts": 3,
+            "num_experts_per_tok": 2,
+            "num_shared_experts": 1,
+            "moe_intermediate_size": 16,
+        },
+        "HYV3ForCausalLM",
+        [1],
+        **EAGER,
+    ),
+    "phimoe": case(
+        "PhimoeConfig",
+        {
+            **LLAMA,
+            "sliding_window": 4,
+            "num_local_experts": 3,
+            "num_experts_per_tok": 2,
+            "attention_bias": True,
+        },
+        "PhimoeForCausalLM",
+        [1],
+        **EAGER,
+    ),
+    "jais2": case(
+        "Jais2Config",
+        {**LLAMA, "head_dim": 8, "attention_bias": True},
+        "Jais2ForCausalLM",
+        [1],
+    ),
+    "nemotron": case(
+        "NemotronConfig",
+        {
+            **LLAMA,
+            "head_dim": 8,
+            "rope_parameters": {"rope_theta": 500.0, "partial_rotary_factor": 0.5},
+        },
+        "NemotronForCausalLM",
+        [1],
+    ),
 }
+
+
+# Routers that the modeling code builds in float32 whatever the model's dtype
+# (nn.Linear(..., dtype=torch.float32)): HunYuan MoE's gate
+BUILT_FLOAT32 = ["mlp.gate.wg."]
 
 
 def kept_float32(model) -> None:
     """The tensors transformers loads in float32 whatever the dtype asked
-    (_keep_in_fp32_modules_strict: ERNIE 4.5 MoE's router weight) rounded to float32 in the
-    reference model too, so that it is the model a checkpoint of it loads as."""
+    (_keep_in_fp32_modules_strict: ERNIE 4.5 MoE's router weight; BUILT_FLOAT32) rounded to
+    float32 in the reference model too, so that it is the model a checkpoint of it loads as."""
     import torch
 
-    names = getattr(model, "_keep_in_fp32_modules_strict", None) or []
+    names = [*(getattr(model, "_keep_in_fp32_modules_strict", None) or []), *BUILT_FLOAT32]
     with torch.no_grad():
         for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
             if any(part in name for part in names) and tensor.is_floating_point():
@@ -221,6 +429,51 @@ def test_the_keys_each_layer_needs(lab):
     for name in ("granite", "granitemoe"):
         assert p(name)["scale"] == 0.4 and p(name)["kv_heads"] == kv_heads
     assert N > 4  # the windows cut
+
+
+def test_the_keys_of_the_other_model_types(lab):
+    """The same for the other standard-attention model types."""
+
+    def p(name, layer=1):
+        return lab(name, layer)["problem"]
+
+    for name in ("granitemoeshared", "hyperclovax"):
+        assert p(name)["scale"] == 0.4
+    assert all(k in p("olmo") for k in ("bq", "bk", "bv", "bo")) and "q_norm" not in p("olmo")
+    for name in ("olmoe", "flex_olmo", "minimax_m2"):
+        assert p(name)["qk_norm"] == {"over": "projection"} and np.shape(p(name)["q_norm"]) == (32,)
+    assert "q_norm" not in p("gemma") and p("gemma")["rope"]["style"] == "half"
+    local, full = p("vaultgemma", 0), p("vaultgemma", 1)
+    assert local["window"] == 4 and "window" not in full
+    assert local["scale"] == 12**-0.5 and full["softcap"] == 2.0
+    assert p("glm")["rope"] == {"theta": 10000.0, "style": "pairs", "dims": 4} and "bq" in p("glm")
+    assert p("helium")["rope"]["style"] == "pairs" and "dims" not in p("helium")["rope"]
+    for name in ("ministral", "cwm", "mellum", "kolibri1"):
+        assert p(name, 0)["window"] == 4 and "window" not in p(name, 1)
+    assert p("mellum", 0)["rope"]["theta"] != p("mellum", 1)["rope"]["theta"]  # per layer type
+    for nope, roped in (("exaone_moe", 2), ("kolibri1", 0)):  # NoPE on the global layers
+        full_layer = 1
+        assert "rope" not in p(nope, full_layer) and "rope" in p(nope, roped)
+        assert np.shape(p(nope, full_layer)["q_norm"]) == (8,)
+    assert p("exaone_moe", 2)["window"] == 4
+    assert p("hunyuan_v1_moe")["qk_norm"] == {"after_rope": True}
+    assert np.shape(p("hy_v3")["q_norm"]) == (8,) and "qk_norm" not in p("hy_v3")
+    assert p("minimax_m2")["rope"]["dims"] == 4 and p("nemotron")["rope"]["dims"] == 4
+    assert p("phimoe")["window"] == 4 and "bo" in p("phimoe") and "bo" in p("jais2")
+
+
+def test_olmo_with_a_clip_that_bites_is_refused(tmp_path):
+    """OLMo's clip_qkv clamps q, k and v, which a problem cannot say: where the clamp changed a
+    number, extract's own check refuses the layer rather than give another layer's problem."""
+    import qkvcalc
+    from qkvcalc.errors import QkvcalcError
+
+    spec = CASES["olmo"]
+    model = build_from(spec["config"], {**spec["fields"], "clip_qkv": 0.05}, spec["model"])
+    model.save_pretrained(tmp_path / "olmo")
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.extract(str(tmp_path / "olmo"), layer=1, input_ids=ids(), dtype="float64")
+    assert err.value.msg.key == "extract.mismatch"
 
 
 @pytest.mark.parametrize(("name", "layer"), [("glm4", 1), ("ernie4_5", 1), ("glm4_moe", 2)])

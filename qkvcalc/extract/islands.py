@@ -1,5 +1,5 @@
 """transformers keeps some steps in float32 even in a float64 model: the softmax (softmax(...,
-dtype=torch.float32)), RMSNorm and T5's and Cohere's layer norms (x.to(torch.float32)),
+dtype=torch.float32)), RMSNorm and T5's, Cohere's and OLMo's layer norms (x.to(torch.float32)),
 x.float() (Mixtral's router, Cohere's rotation, Llama 4's positions for its temperature) and
 x.type(torch.float32) (DeepSeek-V3's and GLM-4.5's routers), the rotary tables (inv_freq built in
 float32, angles in float32), BLOOM's ALiBi slopes and Gemma's embedding scale √d_model (a float32
@@ -60,8 +60,25 @@ _STANDARD_RMS = (
     "Ernie4_5_MoeRMSNorm",
     "GraniteRMSNorm",
     "GraniteMoeRMSNorm",
+    "GraniteMoeSharedRMSNorm",
+    "OlmoeRMSNorm",
+    "FlexOlmoRMSNorm",
+    "GlmRMSNorm",
+    "HeliumRMSNorm",
+    "ArceeRMSNorm",
+    "MinistralRMSNorm",
+    "CwmRMSNorm",
+    "HyperCLOVAXRMSNorm",
+    "SolarOpenRMSNorm",
+    "ExaoneMoeRMSNorm",
+    "HunYuanMoEV1RMSNorm",
+    "MiniMaxM2RMSNorm",
+    "MellumRMSNorm",
+    "Kolibri1RMSNorm",
+    "HYV3RMSNorm",
 )
-_GEMMA_RMS = ("Gemma2RMSNorm", "Gemma3RMSNorm")  # x·rsqrt(mean(x²) + eps)·(1 + w)
+# x·rsqrt(mean(x²) + eps)·(1 + w)
+_GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")
 _MEAN_CENTRED = (
     "CohereLayerNorm",
     "Cohere2LayerNorm",
@@ -77,6 +94,13 @@ def _rms(module: Any, hidden: Any) -> Any:
     if kind in _GEMMA_RMS:
         return normed * (1.0 + module.weight)
     return module.weight * normed
+
+
+def _plain_layer_norm(module: Any, hidden: Any) -> Any:
+    """OLMo's LayerNorm without weight or bias (eps 1e-5), without its cast to float32."""
+    import torch.nn.functional as functional
+
+    return functional.layer_norm(hidden, module.normalized_shape, None, None, eps=1e-5)
 
 
 def _rotary_float64(module: Any, x: Any, position_ids: Any, layer_type: Any = None) -> Any:
@@ -227,6 +251,8 @@ def float64_islands(model: Any) -> Iterator[None]:
             kind = class_name(module)
             if kind in _STANDARD_RMS + _GEMMA_RMS + _MEAN_CENTRED:
                 module.forward = types.MethodType(_rms, module)
+            elif kind == "OlmoLayerNorm":
+                module.forward = types.MethodType(_plain_layer_norm, module)
             elif kind.endswith("RotaryEmbedding") and hasattr(module, "rope_type"):
                 module.forward = types.MethodType(_rotary_float64, module)
             elif hasattr(module, "scalar_embed_scale") and hasattr(module, "embed_scale"):

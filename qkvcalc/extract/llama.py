@@ -1,7 +1,8 @@
 """The LLaMA family — LLaMA, Mistral, Qwen2, Qwen3, Gemma 2 and 3, Phi-3, Phi, StableLM,
 StarCoder2, Mixtral, Qwen2-MoE, SmolLM3, EXAONE 4, gpt-oss, Cohere and Cohere 2, OLMo 2, HunYuan,
 Llama 4's text layers (NoPE layers with the attention temperature), OLMo 3, Apertus, Seed-OSS,
-GLM-4 and GLM-4.5, Qwen3-MoE, ERNIE 4.5 (dense and MoE), Granite and Granite MoE: the attention
+GLM-4 and GLM-4.5, Qwen3-MoE, ERNIE 4.5 (dense and MoE), Granite and Granite MoE, and the other
+LLaMA-like model types FAMILY.names lists (OLMo, Gemma, GLM, Helium, Ministral …): the attention
 module's input is x (after input_layernorm in the pre-norm ones); separate q/k/v_proj linears
 (biases in Qwen2, StarCoder2, gpt-oss, Phi, StableLM, Seed-OSS, GLM, ERNIE 4.5 and Granite when
 their config says so) or Phi-3's fused qkv_proj, o_proj (Phi: dense); grouped-query attention
@@ -12,13 +13,13 @@ read from the loaded model: the scale (Gemma: query_pre_attn_scalar^−½; Grani
 attention_multiplier), the mask and window the layer was given in the run (so each model's own
 rule for which layers slide is the one that counts), the rotary frequencies of the layer's type
 (Gemma 3: local and global bases and scaling), whether the layer rotates at all (NoPE layers:
-SmolLM3's no_rope_layers, the global layers of EXAONE 4 and Cohere 2), the softcap (Gemma 2),
-the q/k norm and gpt-oss's sinks. The mixture-of-experts MLPs (Mixtral, Qwen2-MoE, gpt-oss,
-GLM-4.5, Qwen3-MoE, ERNIE 4.5 MoE, Granite MoE) only run before layer L's attention. The q/k
-norms: RMSNorm of each head (Qwen3, EXAONE 4, Apertus, GLM-4.5, Gemma 3 with 1 + w), of the
-whole projection (OLMo 2 and 3: weights of H·d_k), after RoPE (HunYuan's query_layernorm and
-key_layernorm); LayerNorm with one weight row per head (Cohere's use_qk_norm, StableLM's
-qk_layernorm) or one vector and a bias (Phi's qk_layernorm)."""
+SmolLM3's no_rope_layers, the global layers of EXAONE 4 and MoE, Kolibri 1 and Cohere 2), the
+softcap (Gemma 2), the q/k norm and gpt-oss's sinks. The mixture-of-experts MLPs (Mixtral,
+Qwen2-MoE, gpt-oss, GLM-4.5, Qwen3-MoE, ERNIE 4.5 MoE, Granite MoE …) only run before layer L's
+attention. The q/k norms: RMSNorm of each head (Qwen3, EXAONE 4, Apertus, GLM-4.5, Gemma 3 with
+1 + w), of the whole projection (OLMo 2 and 3, OLMoE, MiniMax-M2: weights of H·d_k), after RoPE
+(HunYuan's query_layernorm and key_layernorm); LayerNorm with one weight row per head (Cohere's
+use_qk_norm, StableLM's qk_layernorm) or one vector and a bias (Phi's qk_layernorm)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,8 @@ def rope(layer: Layer, head_dim: int, style: str = "half") -> dict[str, Any]:
 ROTATES: dict[str, Callable[[Any], bool]] = {
     "smollm3": lambda attn: bool(attn.use_rope),
     "exaone4": lambda attn: attn.sliding_window is None or attn.is_sliding,
+    "exaone_moe": lambda attn: attn.sliding_window is None or attn.is_sliding,
+    "kolibri1": lambda attn: attn.sliding_window is None or attn.is_sliding,
     "cohere2": lambda attn: attn.sliding_window is not None,
     "llama4_text": lambda attn: bool(attn.use_rope),
 }
@@ -80,7 +83,9 @@ STYLE = {
     "cohere": "pairs",
     "cohere2": "pairs",
     "llama4_text": "pairs",  # view_as_complex of (2i, 2i+1)
-    "glm4": "pairs",  # the first R dims (partial_rotary_factor), 2i with 2i+1
+    "glm": "pairs",
+    "glm4": "pairs",
+    "helium": "pairs",  # the first R dims (partial_rotary_factor), 2i with 2i+1
     "ernie4_5": "pairs",
     "ernie4_5_moe": "pairs",
 }  # Cohere's rotary tables are interleaved: 2i with 2i+1 (GLM-4, ERNIE 4.5: the same pairs)
@@ -224,6 +229,28 @@ FAMILY = Family(
         "ernie4_5_moe": "ERNIE 4.5 MoE",
         "granite": "Granite",
         "granitemoe": "Granite MoE",
+        "granitemoeshared": "Granite MoE (shared experts)",
+        "olmo": "OLMo",
+        "olmoe": "OLMoE",
+        "flex_olmo": "FlexOlmo",
+        "gemma": "Gemma",
+        "vaultgemma": "VaultGemma",
+        "glm": "GLM",
+        "helium": "Helium",
+        "arcee": "Arcee AFM",
+        "ministral": "Ministral",
+        "cwm": "CWM",
+        "hyperclovax": "HyperCLOVA X",
+        "solar_open": "Solar Open",
+        "exaone_moe": "EXAONE MoE",
+        "hunyuan_v1_moe": "HunYuan MoE",
+        "minimax_m2": "MiniMax-M2",
+        "mellum": "Mellum",
+        "kolibri1": "Kolibri 1",
+        "hy_v3": "Hy3",
+        "phimoe": "PhiMoE",
+        "jais2": "Jais 2",
+        "nemotron": "Nemotron",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
