@@ -20,6 +20,21 @@ from tests.naive_modern import attention
 from tests.test_extract import build_from, reference_at
 from tests.test_extract_more import LLAMA, TOL, N, at, case, ids, relative
 
+
+def ministral3_rope(original: int) -> dict:
+    """Ministral 3's YaRN, whose original_max_position_embeddings is also where its
+    position-dependent scale of q (llama_4_scaling_beta) starts."""
+    return {
+        "rope_type": "yarn",
+        "rope_theta": 500.0,
+        "factor": 2.0,
+        "original_max_position_embeddings": original,
+        "beta_fast": 32.0,
+        "beta_slow": 1.0,
+        "llama_4_scaling_beta": 0.5,
+    }
+
+
 EAGER = {"_experts_implementation": "eager"}  # the grouped experts kernel has no float64
 TWO_KINDS = ["sliding_attention", "full_attention"]
 
@@ -335,6 +350,28 @@ CASES = {
         "NemotronForCausalLM",
         [1],
     ),
+    "cohere2_moe": case(
+        "Cohere2MoeConfig",
+        {
+            **LLAMA,
+            "num_hidden_layers": 3,
+            "head_dim": 8,
+            "sliding_window": 4,
+            "layer_types": ["full_attention", "sliding_attention", "full_attention"],
+            "mlp_layer_types": ["dense", "sparse", "sparse"],
+            "num_experts": 3,
+            "num_experts_per_tok": 2,
+        },
+        "Cohere2MoeForCausalLM",
+        [0, 1, 2],  # dense and full (RoPE all the same), sliding, full (NoPE)
+        **EAGER,
+    ),
+    "ministral3": case(
+        "Ministral3Config",
+        {**LLAMA, "head_dim": 8, "rope_parameters": ministral3_rope(32)},
+        "Ministral3ForCausalLM",
+        [1],
+    ),
 }
 
 
@@ -485,3 +522,29 @@ def test_the_other_rotation_gives_other_weights(lab, name, layer):
     other = {**rope, "style": "half" if rope["style"] == "pairs" else "pairs"}
     weights, _ = attention({**problem, "rope": other})
     assert relative(weights, ref["weights"]) > 1e-4
+
+
+def test_the_cohere2_moe_and_ministral3_keys(lab):
+    def p(name, layer=1):
+        return lab(name, layer)["problem"]
+
+    dense, sliding, full = p("cohere2_moe", 0), p("cohere2_moe", 1), p("cohere2_moe", 2)
+    assert dense["rope"]["style"] == "pairs" and "window" not in dense  # force_rope
+    assert sliding["window"] == 4 and "rope" in sliding
+    assert "rope" not in full and "window" not in full
+    assert p("ministral3")["rope"]["attention_factor"] != 1.0
+
+
+def test_ministral3_past_its_scaling_start_is_refused(tmp_path):
+    """Ministral 3 scales q by 1 + β·log(1 + ⌊i / original_max_position_embeddings⌋), which a
+    problem cannot say: positions past that point make extract's check refuse the layer."""
+    import qkvcalc
+    from qkvcalc.errors import QkvcalcError
+
+    spec = CASES["ministral3"]
+    fields = {**spec["fields"], "rope_parameters": ministral3_rope(8)}
+    model = build_from(spec["config"], fields, spec["model"])
+    model.save_pretrained(tmp_path / "ministral3")
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.extract(str(tmp_path / "ministral3"), layer=1, input_ids=ids(), dtype="float64")
+    assert err.value.msg.key == "extract.mismatch"

@@ -76,12 +76,15 @@ _STANDARD_RMS = (
     "MellumRMSNorm",
     "Kolibri1RMSNorm",
     "HYV3RMSNorm",
+    "Cohere2MoeRMSNorm",
+    "Ministral3RMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")
 _MEAN_CENTRED = (
     "CohereLayerNorm",
     "Cohere2LayerNorm",
+    "Cohere2MoeLayerNorm",
 )  # LayerNorm without bias, computed in float32
 
 

@@ -77,11 +77,14 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
     "exaone_moe": lambda attn: attn.sliding_window is None or attn.is_sliding,
     "kolibri1": lambda attn: attn.sliding_window is None or attn.is_sliding,
     "cohere2": lambda attn: attn.sliding_window is not None,
+    # and its dense prefix layers with prefix_dense_sliding_window_pattern 1 (force_rope)
+    "cohere2_moe": lambda attn: attn.sliding_window is not None or bool(attn.force_rope),
     "llama4_text": lambda attn: bool(attn.use_rope),
 }
 STYLE = {
     "cohere": "pairs",
     "cohere2": "pairs",
+    "cohere2_moe": "pairs",
     "llama4_text": "pairs",  # view_as_complex of (2i, 2i+1)
     "glm": "pairs",
     "glm4": "pairs",
@@ -251,6 +254,8 @@ FAMILY = Family(
         "phimoe": "PhiMoE",
         "jais2": "Jais 2",
         "nemotron": "Nemotron",
+        "cohere2_moe": "Cohere 2 MoE",
+        "ministral3": "Ministral 3",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
