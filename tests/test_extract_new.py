@@ -372,6 +372,24 @@ CASES = {
         "Ministral3ForCausalLM",
         [1],
     ),
+    "afmoe": case(
+        "AfmoeConfig",
+        {
+            **LLAMA,
+            "num_hidden_layers": 3,
+            "head_dim": 8,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+            "num_dense_layers": 1,
+            "moe_intermediate_size": 16,
+            "num_experts": 3,
+            "num_experts_per_tok": 2,
+            "num_shared_experts": 1,
+        },
+        "AfmoeForCausalLM",
+        [1, 2],  # full (NoPE) after a dense layer, sliding after an MoE layer
+        **EAGER,
+    ),
 }
 
 
@@ -422,6 +440,19 @@ def lab(tmp_path_factory):
 WHERE = [(name, layer) for name, spec in CASES.items() for layer in spec["layers"]]
 
 
+def oracle(problem: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The naive oracle's weights and output; with an output gate (AFMoE), the oracle's heads
+    side by side (W_O the identity) times σ(x·W_G + b_G), then W_O and b_O."""
+    if "wg" not in problem:
+        return attention(problem)
+    rest = {k: v for k, v in problem.items() if k not in ("wg", "bg", "wo", "bo")}
+    width = np.shape(problem["wo"])[0]
+    weights, heads = attention({**rest, "wo": np.eye(width)})
+    logits = np.asarray(problem["x"]) @ problem["wg"] + problem.get("bg", 0.0)
+    gated = heads / (1.0 + np.exp(-logits))
+    return weights, gated @ problem["wo"] + problem.get("bo", 0.0)
+
+
 @pytest.mark.parametrize(("name", "layer"), WHERE, ids=[f"{n}-{i}" for n, i in WHERE])
 def test_the_extracted_layer_equals_transformers(lab, name, layer):
     import qkvcalc
@@ -429,7 +460,7 @@ def test_the_extracted_layer_equals_transformers(lab, name, layer):
     got = lab(name, layer)
     problem, ref = got["problem"], got["reference"]
     assert relative(problem["x"], ref["x"]) < 1e-12
-    weights, output = attention(problem)  # the naive oracle
+    weights, output = oracle(problem)
     assert relative(weights, ref["weights"]) < TOL
     assert relative(output, ref["out"]) < TOL
     trace = qkvcalc.explain(**problem)  # qkvcalc itself
@@ -524,9 +555,22 @@ def test_the_other_rotation_gives_other_weights(lab, name, layer):
     assert relative(weights, ref["weights"]) > 1e-4
 
 
-def test_the_cohere2_moe_and_ministral3_keys(lab):
+def qkvcalc_output(problem: dict) -> np.ndarray:
+    import qkvcalc
+
+    return qkvcalc.explain(**problem).output
+
+
+def test_the_cohere2_moe_ministral3_and_afmoe_keys(lab):
     def p(name, layer=1):
         return lab(name, layer)["problem"]
+
+    full, sliding = p("afmoe", 1), p("afmoe", 2)  # AFMoE: its output gate, NoPE global layers
+    assert np.shape(full["wg"]) == (32, 32) and "bg" not in full
+    assert "rope" not in full and "window" not in full
+    assert sliding["window"] == 4 and "rope" in sliding and np.shape(sliding["q_norm"]) == (8,)
+    bare = {k: v for k, v in full.items() if k != "wg"}
+    assert relative(qkvcalc_output(bare), lab("afmoe", 1)["reference"]["out"]) > 1e-3
 
     dense, sliding, full = p("cohere2_moe", 0), p("cohere2_moe", 1), p("cohere2_moe", 2)
     assert dense["rope"]["style"] == "pairs" and "window" not in dense  # force_rope

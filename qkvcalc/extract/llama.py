@@ -14,12 +14,13 @@ attention_multiplier), the mask and window the layer was given in the run (so ea
 rule for which layers slide is the one that counts), the rotary frequencies of the layer's type
 (Gemma 3: local and global bases and scaling), whether the layer rotates at all (NoPE layers:
 SmolLM3's no_rope_layers, the global layers of EXAONE 4 and MoE, Kolibri 1 and Cohere 2), the
-softcap (Gemma 2), the q/k norm and gpt-oss's sinks. The mixture-of-experts MLPs (Mixtral,
-Qwen2-MoE, gpt-oss, GLM-4.5, Qwen3-MoE, ERNIE 4.5 MoE, Granite MoE …) only run before layer L's
-attention. The q/k norms: RMSNorm of each head (Qwen3, EXAONE 4, Apertus, GLM-4.5, Gemma 3 with
-1 + w), of the whole projection (OLMo 2 and 3, OLMoE, MiniMax-M2: weights of H·d_k), after RoPE
-(HunYuan's query_layernorm and key_layernorm); LayerNorm with one weight row per head (Cohere's
-use_qk_norm, StableLM's qk_layernorm) or one vector and a bias (Phi's qk_layernorm)."""
+softcap (Gemma 2), the q/k norm, gpt-oss's sinks and AFMoE's output gate (wg). The
+mixture-of-experts MLPs (Mixtral, Qwen2-MoE, gpt-oss, GLM-4.5, Qwen3-MoE, ERNIE 4.5 MoE, Granite
+MoE …) only run before layer L's attention. The q/k norms: RMSNorm of each head (Qwen3, EXAONE 4,
+Apertus, GLM-4.5, Gemma 3 with 1 + w), of the whole projection (OLMo 2 and 3, OLMoE, MiniMax-M2:
+weights of H·d_k), after RoPE (HunYuan's query_layernorm and key_layernorm); LayerNorm with one
+weight row per head (Cohere's use_qk_norm, StableLM's qk_layernorm) or one vector and a bias
+(Phi's qk_layernorm)."""
 
 from __future__ import annotations
 
@@ -80,7 +81,10 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
     # and its dense prefix layers with prefix_dense_sliding_window_pattern 1 (force_rope)
     "cohere2_moe": lambda attn: attn.sliding_window is not None or bool(attn.force_rope),
     "llama4_text": lambda attn: bool(attn.use_rope),
+    "afmoe": lambda attn: bool(attn.is_local_attention),
 }
+# The output gate σ(x·W_G + b_G) on each head's output before o_proj, from its own projection
+GATES = {"afmoe": lambda attn: attn.gate_proj}
 STYLE = {
     "cohere": "pairs",
     "cohere2": "pairs",
@@ -129,6 +133,7 @@ def keys(layer: Layer) -> dict[str, Any]:
     if ROTATES.get(config.model_type, lambda attn: True)(attn):
         keys["rope"] = rope(layer, attn.head_dim, STYLE.get(config.model_type, "half"))
     sinks = getattr(attn, "sinks", None)
+    gate = GATES[config.model_type](attn) if config.model_type in GATES else None
     if getattr(attn, "attn_temperature_tuning", False) and not attn.use_rope:  # Llama 4's NoPE
         keys["attn_temperature"] = {
             "floor_scale": float(attn.floor_scale),
@@ -138,6 +143,8 @@ def keys(layer: Layer) -> dict[str, Any]:
         {**keys, **qk_norm_keys(attn)},
         softcap=getattr(attn, "attn_logit_softcapping", None),
         sinks=None if sinks is None else array(sinks),
+        wg=None if gate is None else rows(gate),
+        bg=None if gate is None else bias(gate),
     )
 
 
@@ -256,6 +263,7 @@ FAMILY = Family(
         "nemotron": "Nemotron",
         "cohere2_moe": "Cohere 2 MoE",
         "ministral3": "Ministral 3",
+        "afmoe": "AFMoE",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
