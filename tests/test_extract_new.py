@@ -390,6 +390,22 @@ CASES = {
         [1, 2],  # full (NoPE) after a dense layer, sliding after an MoE layer
         **EAGER,
     ),
+    "flint": case(
+        "FlintConfig",
+        {
+            **LLAMA,
+            "head_dim": 8,
+            "sliding_window": 4,
+            "layer_types": TWO_KINDS,
+            "moe_intermediate_size": 16,
+            "shared_expert_intermediate_size": 16,
+            "num_experts": 3,
+            "num_experts_per_tok": 2,
+        },
+        "FlintForCausalLM",
+        [0, 1],  # sliding with RoPE, full without (NoPE); sinks on both
+        **EAGER,
+    ),
 }
 
 
@@ -561,7 +577,7 @@ def qkvcalc_output(problem: dict) -> np.ndarray:
     return qkvcalc.explain(**problem).output
 
 
-def test_the_cohere2_moe_ministral3_and_afmoe_keys(lab):
+def test_the_keys_of_the_later_cases(lab):
     def p(name, layer=1):
         return lab(name, layer)["problem"]
 
@@ -577,6 +593,9 @@ def test_the_cohere2_moe_ministral3_and_afmoe_keys(lab):
     assert sliding["window"] == 4 and "rope" in sliding
     assert "rope" not in full and "window" not in full
     assert p("ministral3")["rope"]["attention_factor"] != 1.0
+    local, glob = p("flint", 0), p("flint", 1)  # Flint: sinks, NoPE global layers
+    assert local["window"] == 4 and "rope" in local and len(local["sinks"]) == 4
+    assert "rope" not in glob and "window" not in glob and len(glob["sinks"]) == 4
 
 
 def test_ministral3_past_its_scaling_start_is_refused(tmp_path):

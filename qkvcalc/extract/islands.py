@@ -79,6 +79,7 @@ _STANDARD_RMS = (
     "Cohere2MoeRMSNorm",
     "Ministral3RMSNorm",
     "AfmoeRMSNorm",
+    "FlintRMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")

@@ -82,6 +82,7 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
     "cohere2_moe": lambda attn: attn.sliding_window is not None or bool(attn.force_rope),
     "llama4_text": lambda attn: bool(attn.use_rope),
     "afmoe": lambda attn: bool(attn.is_local_attention),
+    "flint": lambda attn: attn.sliding_window is not None,
 }
 # The output gate σ(x·W_G + b_G) on each head's output before o_proj, from its own projection
 GATES = {"afmoe": lambda attn: attn.gate_proj}
@@ -264,6 +265,7 @@ FAMILY = Family(
         "cohere2_moe": "Cohere 2 MoE",
         "ministral3": "Ministral 3",
         "afmoe": "AFMoE",
+        "flint": "Flint",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
