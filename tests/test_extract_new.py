@@ -406,6 +406,7 @@ CASES = {
         [0, 1],  # sliding with RoPE, full without (NoPE); sinks on both
         **EAGER,
     ),
+    "nanochat": case("NanoChatConfig", LLAMA, "NanoChatForCausalLM", [1]),
 }
 
 
@@ -593,6 +594,12 @@ def test_the_keys_of_the_later_cases(lab):
     assert sliding["window"] == 4 and "rope" in sliding
     assert "rope" not in full and "window" not in full
     assert p("ministral3")["rope"]["attention_factor"] != 1.0
+    nanochat = p("nanochat")  # turned by −θ, then a weightless RMSNorm
+    assert np.all(nanochat["rope"]["inv_freq"] < 0) and nanochat["qk_norm"] == {"after_rope": True}
+    assert np.array_equal(nanochat["q_norm"], np.ones(8))
+    turned = {**nanochat["rope"], "inv_freq": -nanochat["rope"]["inv_freq"]}  # by +θ
+    weights, _ = attention({**nanochat, "rope": turned})
+    assert relative(weights, lab("nanochat", 1)["reference"]["weights"]) > 1e-4
     local, glob = p("flint", 0), p("flint", 1)  # Flint: sinks, NoPE global layers
     assert local["window"] == 4 and "rope" in local and len(local["sinks"]) == 4
     assert "rope" not in glob and "window" not in glob and len(glob["sinks"]) == 4

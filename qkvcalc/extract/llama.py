@@ -8,7 +8,8 @@ module's input is x (after input_layernorm in the pre-norm ones); separate q/k/v
 their config says so) or Phi-3's fused qkv_proj, o_proj (Phi: dense); grouped-query attention
 with kv_heads K/V heads; head_dim from the config, not always hidden/heads; RoPE in the "half"
 style (rotate_half; Cohere's, GLM-4's and ERNIE 4.5's rotations are interleaved: "pairs"; GLM-4
-and GLM-4.5 rotate the first partial_rotary_factor of each head, a half by default). Per layer,
+and GLM-4.5 rotate the first partial_rotary_factor of each head, a half by default; NanoChat
+turns by −θ: negative inv_freq). Per layer,
 read from the loaded model: the scale (Gemma: query_pre_attn_scalar^−½; Granite:
 attention_multiplier), the mask and window the layer was given in the run (so each model's own
 rule for which layers slide is the one that counts), the rotary frequencies of the layer's type
@@ -47,7 +48,9 @@ from qkvcalc.extract.rope import buffer, frequencies, scaling
 from qkvcalc.extract.rope import layer_type as rope_layer_type
 
 
-def rope(layer: Layer, head_dim: int, style: str = "half") -> dict[str, Any]:
+def rope(
+    layer: Layer, head_dim: int, style: str = "half", mirrored: bool = False
+) -> dict[str, Any]:
     """The rotary keys of layer L (of its layer type when the model has several): theta (and
     dims when partial) for the default frequencies; for a scaled variant (linear, NTK, llama3,
     YaRN, longrope) the frequencies themselves (inv_freq) and attention_factor, for this run's
@@ -65,6 +68,8 @@ def rope(layer: Layer, head_dim: int, style: str = "half") -> dict[str, Any]:
     inv_freq, factor = found or (array(buffer(rotary, kind)).reshape(-1), scaling(rotary, kind))
     if params.get("rope_type", "default") != "default":
         out["inv_freq"] = inv_freq
+    if mirrored:  # NanoChat turns the other way: by −θ, the same as frequencies of −1 times
+        out["inv_freq"] = -inv_freq
     if factor != 1.0:
         out["attention_factor"] = factor
     return out
@@ -84,6 +89,8 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
     "afmoe": lambda attn: bool(attn.is_local_attention),
     "flint": lambda attn: attn.sliding_window is not None,
 }
+# rotate_half as cat(x₂, −x₁), not cat(−x₂, x₁): a rotation by −θ
+MIRRORED = ("nanochat",)
 # The output gate σ(x·W_G + b_G) on each head's output before o_proj, from its own projection
 GATES = {"afmoe": lambda attn: attn.gate_proj}
 STYLE = {
@@ -132,7 +139,8 @@ def keys(layer: Layer) -> dict[str, Any]:
         keys["scale"] = attn.scaling
     keys.update(mask_keys(layer, getattr(attn, "is_causal", True)))
     if ROTATES.get(config.model_type, lambda attn: True)(attn):
-        keys["rope"] = rope(layer, attn.head_dim, STYLE.get(config.model_type, "half"))
+        style = STYLE.get(config.model_type, "half")
+        keys["rope"] = rope(layer, attn.head_dim, style, config.model_type in MIRRORED)
     sinks = getattr(attn, "sinks", None)
     gate = GATES[config.model_type](attn) if config.model_type in GATES else None
     if getattr(attn, "attn_temperature_tuning", False) and not attn.use_rope:  # Llama 4's NoPE
@@ -151,7 +159,7 @@ def keys(layer: Layer) -> dict[str, Any]:
 
 # Llama 4's weightless q/k norm, by its class's name in transformers 5.23–5.24 and since 5.25
 # (eps, then variance_epsilon)
-WEIGHTLESS_NORMS = ("Llama4TextL2Norm", "Llama4TextWeightlessRMSNorm")
+WEIGHTLESS_NORMS = ("Llama4TextL2Norm", "Llama4TextWeightlessRMSNorm", "NanoChatRMSNorm")
 
 
 def qk_norm_keys(attn: Any) -> dict[str, Any]:
@@ -172,10 +180,12 @@ def qk_norm_keys(attn: Any) -> dict[str, Any]:
         # Cohere: a LayerNorm without bias, weights [H, d_k] and [G, d_k]
         q, k = attn.q_norm, attn.k_norm
         return _layer_keys(array(q.weight), array(k.weight), None, None, norm_eps(q))
-    if type(getattr(attn, "qk_norm", None)).__name__ in WEIGHTLESS_NORMS:
-        # Llama 4's RoPE layers: x / √(mean(x²) + ε) without a weight, after the rotation
+    weightless = getattr(attn, "qk_norm", getattr(attn, "q_norm", None))
+    if type(weightless).__name__ in WEIGHTLESS_NORMS:
+        # Llama 4's RoPE layers and NanoChat: x / √(mean(x²) + ε) without a weight, after the
+        # rotation
         ones = np.ones(attn.head_dim)
-        eps = norm_eps(attn.qk_norm)
+        eps = norm_eps(weightless)
         return {"q_norm": ones, "k_norm": ones, "norm_eps": eps, "qk_norm": {"after_rope": True}}
     after_rope = hasattr(attn, "query_layernorm")  # HunYuan: RMSNorm after the rotation
     q = getattr(attn, "query_layernorm", getattr(attn, "q_norm", None))
@@ -266,6 +276,7 @@ FAMILY = Family(
         "ministral3": "Ministral 3",
         "afmoe": "AFMoE",
         "flint": "Flint",
+        "nanochat": "NanoChat",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
