@@ -407,6 +407,13 @@ CASES = {
         **EAGER,
     ),
     "nanochat": case("NanoChatConfig", LLAMA, "NanoChatForCausalLM", [1]),
+    "internlm3": case(
+        "InternLM3Config",
+        {**LLAMA, "head_dim": 8, "qkv_bias": True, "bias": True},
+        "LlamaForCausalLM",
+        [1],
+    ),
+    "iquestcoder": case("IQuestCoderConfig", LLAMA, "LlamaForCausalLM", [1]),
 }
 
 

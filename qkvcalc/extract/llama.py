@@ -277,6 +277,8 @@ FAMILY = Family(
         "afmoe": "AFMoE",
         "flint": "Flint",
         "nanochat": "NanoChat",
+        "internlm3": "InternLM3",  # transformers runs these two as LLaMA
+        "iquestcoder": "IQuest-Coder",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
