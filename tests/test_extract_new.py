@@ -18,7 +18,7 @@ import pytest
 
 from tests.naive_modern import attention
 from tests.test_extract import build_from, reference_at
-from tests.test_extract_more import LLAMA, TOL, N, at, case, ids, relative
+from tests.test_extract_more import LLAMA, SMALL, TOL, N, at, case, ids, relative
 
 
 def ministral3_rope(original: int) -> dict:
@@ -35,6 +35,14 @@ def ministral3_rope(original: int) -> dict:
     }
 
 
+ENCODER = {
+    **SMALL,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "pad_token_id": 0,
+}
 EAGER = {"_experts_implementation": "eager"}  # the grouped experts kernel has no float64
 TWO_KINDS = ["sliding_attention", "full_attention"]
 
@@ -414,6 +422,27 @@ CASES = {
         [1],
     ),
     "iquestcoder": case("IQuestCoderConfig", LLAMA, "LlamaForCausalLM", [1]),
+    **{
+        name: case(
+            config,
+            ENCODER,
+            model,
+            [1],
+            attn="encoder.layer.{}.attention.self",
+            proj="encoder.layer.{}.attention.output.dense",
+        )
+        for name, config, model in (
+            ("roberta", "RobertaConfig", "RobertaModel"),
+            ("xlm-roberta", "XLMRobertaConfig", "XLMRobertaModel"),
+            ("camembert", "CamembertConfig", "CamembertModel"),
+            ("electra", "ElectraConfig", "ElectraModel"),
+            ("data2vec-text", "Data2VecTextConfig", "Data2VecTextModel"),
+            ("ernie", "ErnieConfig", "ErnieModel"),
+            ("roc_bert", "RoCBertConfig", "RoCBertModel"),
+            ("roberta-prelayernorm", "RobertaPreLayerNormConfig", "RobertaPreLayerNormModel"),
+            ("xlm-roberta-xl", "XLMRobertaXLConfig", "XLMRobertaXLModel"),
+        )
+    },
 }
 
 
@@ -625,3 +654,9 @@ def test_ministral3_past_its_scaling_start_is_refused(tmp_path):
     with pytest.raises(QkvcalcError) as err:
         qkvcalc.extract(str(tmp_path / "ministral3"), layer=1, input_ids=ids(), dtype="float64")
     assert err.value.msg.key == "extract.mismatch"
+
+
+def test_the_encoders_have_no_mask_and_their_biases(lab):
+    for name in ("roberta", "xlm-roberta-xl", "roberta-prelayernorm"):
+        problem = lab(name, 1)["problem"]
+        assert problem["mask"] == "none" and all(k in problem for k in ("bq", "bk", "bv", "bo"))
