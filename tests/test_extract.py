@@ -586,8 +586,8 @@ BAD_REQUESTS = {
               ["not a Hugging Face checkpoint", "config.json"]),
     "no weights": ("no-weights", ["--layer", "0", "--ids", "1"], ["config.json", "weights"]),
     "unknown architecture": ("rwkv", ["--layer", "0", "--ids", "1"], [
-        "'rwkv'", "BERT, GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3",
-        "T5 encoder",
+        "'rwkv'", "BERT, RoBERTa,", "GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3",
+        "OLMo 3", "T5 encoder",
     ]),
 }  # fmt: skip
 

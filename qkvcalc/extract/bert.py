@@ -1,6 +1,9 @@
-"""BERT: post-norm, so x is the layer's own input; separate query/key/value linears with
+"""BERT and the encoders built as it is (RoBERTa, XLM-RoBERTa, CamemBERT, ELECTRA, Data2Vec's
+text model, ERNIE 1–3, RoCBert, and the pre-norm RoBERTa-PreLayerNorm and XLM-RoBERTa-XL): x is
+the input of attention.self, which is the layer's own input in the post-norm ones and the
+output of the attention's LayerNorm in the pre-norm ones; separate query/key/value linears with
 biases; the output projection is attention.output.dense (before its dropout, residual and
-LayerNorm). An encoder: no mask (a BERT configured as a decoder is causal)."""
+LayerNorm). An encoder: no mask (one configured as a decoder is causal)."""
 
 from __future__ import annotations
 
@@ -30,7 +33,18 @@ def keys(layer: Layer) -> dict[str, Any]:
 
 
 FAMILY = Family(
-    names={"bert": "BERT"},
+    names={
+        "bert": "BERT",
+        "roberta": "RoBERTa",
+        "xlm-roberta": "XLM-RoBERTa",
+        "camembert": "CamemBERT",
+        "electra": "ELECTRA",
+        "data2vec-text": "Data2Vec (text)",
+        "ernie": "ERNIE",
+        "roc_bert": "RoCBert",
+        "roberta-prelayernorm": "RoBERTa-PreLayerNorm",
+        "xlm-roberta-xl": "XLM-RoBERTa-XL",
+    },
     stack=lambda model: base_model(model).encoder.layer,
     attention=lambda block: block.attention.self,
     output=lambda block: block.attention.output.dense,

@@ -1,16 +1,17 @@
 """transformers keeps some steps in float32 even in a float64 model: the softmax (softmax(...,
-dtype=torch.float32)), RMSNorm and T5's and Cohere's layer norms (x.to(torch.float32)),
-x.float() (Mixtral's router, Cohere's rotation, Llama 4's positions for its temperature), the
-rotary tables (inv_freq built in float32, angles in float32), BLOOM's ALiBi slopes and Gemma's
-embedding scale √d_model (a float32 buffer in a model built in float32 and converted). With
-those, x at layer L is off by ~2e-7 relative. `float64_islands(model)` lifts them for one run:
-the softmax and Tensor.float keep a float64 input float64 (and make whole numbers float64), the
-norms and rotary embeddings of this model compute in float64 (their instance's forward replaced),
-BLOOM's slopes are float64, GPT-Neo's and GPT-J's scores are not cast to float32 (GPT-J's
-sinusoid table is float64 too, in its attention module up to transformers 5.24 and in its rotary
-module since 5.25), and GPT-2's reorder_and_upcast_attn
-path (float32 by design) is switched to the ordinary one, which is the same math. Everything is
-restored when the block ends, also on an error.
+dtype=torch.float32)), RMSNorm and T5's, Cohere's and OLMo's layer norms (x.to(torch.float32)),
+x.float() (Mixtral's router, Cohere's rotation, Llama 4's positions for its temperature) and
+x.type(torch.float32) (DeepSeek-V3's and GLM-4.5's routers), AFMoE's router (logits cast to
+float32), the rotary tables (inv_freq built in float32, angles in float32), BLOOM's ALiBi slopes
+and Gemma's embedding scale √d_model (a float32 buffer in a model built in float32 and
+converted). With those, x at layer L is off by ~2e-7 relative. `float64_islands(model)` lifts
+them for one run: the softmax, Tensor.float and Tensor.type keep a float64 input float64
+(Tensor.float makes whole numbers float64 too), the norms, rotary embeddings and AFMoE's routers
+of this model compute in float64 (their instance's forward replaced), BLOOM's slopes are float64,
+GPT-Neo's and GPT-J's scores are not cast to float32 (GPT-J's sinusoid table is float64 too, in
+its attention module up to transformers 5.24 and in its rotary module since 5.25), and GPT-2's
+reorder_and_upcast_attn path (float32 by design) is switched to the ordinary one, which is the
+same math. Everything is restored when the block ends, also on an error.
 
 The rotary tables are rebuilt in float64 from the config's rope parameters for each rope type
 (scaled ones too: linear, dynamic NTK, YaRN, longrope, llama3), for this run's length and per
@@ -49,11 +50,43 @@ _STANDARD_RMS = (
     "Olmo2RMSNorm",
     "HunYuanDenseV1RMSNorm",
     "DeepseekV3RMSNorm",
+    "Olmo3RMSNorm",
+    "ApertusRMSNorm",
+    "SeedOssRMSNorm",
+    "Glm4RMSNorm",
+    "Glm4MoeRMSNorm",
+    "Qwen3MoeRMSNorm",
+    "Ernie4_5RMSNorm",
+    "Ernie4_5_MoeRMSNorm",
+    "GraniteRMSNorm",
+    "GraniteMoeRMSNorm",
+    "GraniteMoeSharedRMSNorm",
+    "OlmoeRMSNorm",
+    "FlexOlmoRMSNorm",
+    "GlmRMSNorm",
+    "HeliumRMSNorm",
+    "ArceeRMSNorm",
+    "MinistralRMSNorm",
+    "CwmRMSNorm",
+    "HyperCLOVAXRMSNorm",
+    "SolarOpenRMSNorm",
+    "ExaoneMoeRMSNorm",
+    "HunYuanMoEV1RMSNorm",
+    "MiniMaxM2RMSNorm",
+    "MellumRMSNorm",
+    "Kolibri1RMSNorm",
+    "HYV3RMSNorm",
+    "Cohere2MoeRMSNorm",
+    "Ministral3RMSNorm",
+    "AfmoeRMSNorm",
+    "FlintRMSNorm",
 )
-_GEMMA_RMS = ("Gemma2RMSNorm", "Gemma3RMSNorm")  # x·rsqrt(mean(x²) + eps)·(1 + w)
+# x·rsqrt(mean(x²) + eps)·(1 + w)
+_GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")
 _MEAN_CENTRED = (
     "CohereLayerNorm",
     "Cohere2LayerNorm",
+    "Cohere2MoeLayerNorm",
 )  # LayerNorm without bias, computed in float32
 
 
@@ -66,6 +99,26 @@ def _rms(module: Any, hidden: Any) -> Any:
     if kind in _GEMMA_RMS:
         return normed * (1.0 + module.weight)
     return module.weight * normed
+
+
+def _plain_layer_norm(module: Any, hidden: Any) -> Any:
+    """OLMo's LayerNorm without weight or bias (eps 1e-5), without its cast to float32."""
+    import torch.nn.functional as functional
+
+    return functional.layer_norm(hidden, module.normalized_shape, None, None, eps=1e-5)
+
+
+def _afmoe_router(module: Any, hidden_states: Any, expert_bias: Any) -> Any:
+    """AfmoeTokenChoiceRouter.forward without its cast of the logits to float32: the same steps."""
+    import torch
+
+    hidden_states = hidden_states.view(-1, hidden_states.shape[-1])
+    router_logits = module.gate(hidden_states)
+    scores = torch.sigmoid(router_logits)
+    _, selected_experts = torch.topk(scores + expert_bias, k=module.top_k, dim=1)
+    top_scores = scores.gather(dim=1, index=selected_experts)
+    top_scores = top_scores / (top_scores.sum(dim=-1, keepdim=True) + 1e-20)
+    return router_logits, top_scores * module.route_scale, selected_experts
 
 
 def _rotary_float64(module: Any, x: Any, position_ids: Any, layer_type: Any = None) -> Any:
@@ -174,6 +227,61 @@ def _alibi_slopes(num_heads: int, device: Any) -> Any:
     return torch.tensor(slopes, dtype=torch.float64, device=device)
 
 
+def _patch_modules(model: Any, restore: list[Any]) -> None:
+    """The model's own modules that compute in float32 (norms, rotary tables, GPT-Neo's and
+    GPT-J's scores, AFMoE's routers …) made to keep float64; each undo added to `restore`."""
+    import torch
+
+    for module in model.modules():
+        kind = class_name(module)
+        if kind in _STANDARD_RMS + _GEMMA_RMS + _MEAN_CENTRED:
+            module.forward = types.MethodType(_rms, module)
+        elif kind == "OlmoLayerNorm":
+            module.forward = types.MethodType(_plain_layer_norm, module)
+        elif kind == "AfmoeTokenChoiceRouter":
+            module.forward = types.MethodType(_afmoe_router, module)
+        elif kind.endswith("RotaryEmbedding") and hasattr(module, "rope_type"):
+            module.forward = types.MethodType(_rotary_float64, module)
+        elif hasattr(module, "scalar_embed_scale") and hasattr(module, "embed_scale"):
+            # Gemma's √d_model, a buffer made with torch.tensor(float): float32 in a model
+            # built in float32 and converted after
+            scale = module.embed_scale
+            module.embed_scale = torch.tensor(
+                float(module.scalar_embed_scale), dtype=torch.float64, device=scale.device
+            )
+            restore.append(lambda m=module, s=scale: setattr(m, "embed_scale", s))
+            continue
+        elif kind == "GPTNeoSelfAttention":
+            module._attn = types.MethodType(_neo_attn, module)
+            restore.append(lambda m=module: delattr(m, "_attn"))
+            continue
+        elif kind == "GPTJRotaryEmbedding":  # transformers 5.25: the table moved here
+            table = module.embed_positions
+            module.embed_positions = _sinusoidal_positions(
+                table.shape[0], module.pos_embd_dim, table
+            )
+            restore.append(lambda m=module, t=table: setattr(m, "embed_positions", t))
+            continue
+        elif kind == "GPTJAttention" and not hasattr(module, "_attn"):
+            continue  # 5.25: its scores are the module-level eager function's (below)
+        elif kind == "GPTJAttention":
+            table = module.embed_positions
+            module.embed_positions = _sinusoidal_positions(
+                table.shape[0], module.pos_embd_dim, table
+            )
+            module._attn = types.MethodType(_gptj_attn, module)
+            restore.append(lambda m=module: delattr(m, "_attn"))
+            restore.append(lambda m=module, t=table: setattr(m, "embed_positions", t))
+            continue
+        elif kind == "GPT2Attention" and module.reorder_and_upcast_attn:
+            module.reorder_and_upcast_attn = False
+            restore.append(lambda m=module: setattr(m, "reorder_and_upcast_attn", True))
+            continue
+        else:
+            continue
+        restore.append(lambda m=module: delattr(m, "forward"))
+
+
 @contextlib.contextmanager
 def float64_islands(model: Any) -> Iterator[None]:
     import torch
@@ -203,50 +311,16 @@ def float64_islands(model: Any) -> Iterator[None]:
 
         torch.Tensor.float = keep_float64  # type: ignore[method-assign,assignment]
         restore.append(lambda: setattr(torch.Tensor, "float", to_float))
-        for module in model.modules():
-            kind = class_name(module)
-            if kind in _STANDARD_RMS + _GEMMA_RMS + _MEAN_CENTRED:
-                module.forward = types.MethodType(_rms, module)
-            elif kind.endswith("RotaryEmbedding") and hasattr(module, "rope_type"):
-                module.forward = types.MethodType(_rotary_float64, module)
-            elif hasattr(module, "scalar_embed_scale") and hasattr(module, "embed_scale"):
-                # Gemma's √d_model, a buffer made with torch.tensor(float): float32 in a model
-                # built in float32 and converted after
-                scale = module.embed_scale
-                module.embed_scale = torch.tensor(
-                    float(module.scalar_embed_scale), dtype=torch.float64, device=scale.device
-                )
-                restore.append(lambda m=module, s=scale: setattr(m, "embed_scale", s))
-                continue
-            elif kind == "GPTNeoSelfAttention":
-                module._attn = types.MethodType(_neo_attn, module)
-                restore.append(lambda m=module: delattr(m, "_attn"))
-                continue
-            elif kind == "GPTJRotaryEmbedding":  # transformers 5.25: the table moved here
-                table = module.embed_positions
-                module.embed_positions = _sinusoidal_positions(
-                    table.shape[0], module.pos_embd_dim, table
-                )
-                restore.append(lambda m=module, t=table: setattr(m, "embed_positions", t))
-                continue
-            elif kind == "GPTJAttention" and not hasattr(module, "_attn"):
-                continue  # 5.25: its scores are the module-level eager function's (below)
-            elif kind == "GPTJAttention":
-                table = module.embed_positions
-                module.embed_positions = _sinusoidal_positions(
-                    table.shape[0], module.pos_embd_dim, table
-                )
-                module._attn = types.MethodType(_gptj_attn, module)
-                restore.append(lambda m=module: delattr(m, "_attn"))
-                restore.append(lambda m=module, t=table: setattr(m, "embed_positions", t))
-                continue
-            elif kind == "GPT2Attention" and module.reorder_and_upcast_attn:
-                module.reorder_and_upcast_attn = False
-                restore.append(lambda m=module: setattr(m, "reorder_and_upcast_attn", True))
-                continue
-            else:
-                continue
-            restore.append(lambda m=module: delattr(m, "forward"))
+        to_type = torch.Tensor.type  # DeepSeek-V3's and GLM-4.5's routers: x.type(torch.float32)
+
+        def type_float64(tensor: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+            if dtype == torch.float32 and tensor.dtype == torch.float64:
+                return tensor
+            return to_type(tensor, dtype, *args, **kwargs)
+
+        torch.Tensor.type = type_float64  # type: ignore[method-assign,assignment]
+        restore.append(lambda: setattr(torch.Tensor, "type", to_type))
+        _patch_modules(model, restore)
         if type(model).__module__.startswith("transformers.models.gptj"):
             from transformers.models.gptj import modeling_gptj
 

@@ -1,21 +1,27 @@
 """The LLaMA family — LLaMA, Mistral, Qwen2, Qwen3, Gemma 2 and 3, Phi-3, Phi, StableLM,
-StarCoder2, Mixtral, Qwen2-MoE, SmolLM3, EXAONE 4, gpt-oss, Cohere and Cohere 2, OLMo 2, HunYuan
-and Llama 4's text layers (NoPE layers with the attention temperature): the attention
+StarCoder2, Mixtral, Qwen2-MoE, SmolLM3, EXAONE 4, gpt-oss, Cohere and Cohere 2, OLMo 2, HunYuan,
+Llama 4's text layers (NoPE layers with the attention temperature), OLMo 3, Apertus, Seed-OSS,
+GLM-4 and GLM-4.5, Qwen3-MoE, ERNIE 4.5 (dense and MoE), Granite and Granite MoE, and the other
+LLaMA-like model types FAMILY.names lists (OLMo, Gemma, GLM, Helium, Ministral …): the attention
 module's input is x (after input_layernorm in the pre-norm ones); separate q/k/v_proj linears
-(biases in Qwen2, StarCoder2, gpt-oss, Phi, StableLM) or Phi-3's fused qkv_proj, o_proj (Phi:
-dense); grouped-query attention with kv_heads K/V
-heads; head_dim from the config, not always hidden/heads; RoPE in the "half" style
-(rotate_half; Cohere's tables are interleaved: "pairs"). Per layer, read from the loaded model:
-the scale (Gemma: query_pre_attn_scalar^−½), the mask and window the layer was given in the run
-(so each model's own rule for which layers slide is the one that counts), the rotary
-frequencies of the layer's type (Gemma 3: local and global bases and scaling), whether the layer
-rotates at all (NoPE layers: SmolLM3's no_rope_layers, the global layers of EXAONE 4 and Cohere
-2), the softcap (Gemma 2), the q/k norm and gpt-oss's sinks. The mixture-of-experts MLPs
-(Mixtral, Qwen2-MoE, gpt-oss) only run before layer L's attention. The q/k norms: RMSNorm of
-each head (Qwen3, EXAONE 4, Gemma 3 with 1 + w), of the whole projection (OLMo 2: weights of
-H·d_k), after RoPE (HunYuan's query_layernorm and key_layernorm); LayerNorm with one weight row
-per head (Cohere's use_qk_norm, StableLM's qk_layernorm) or one vector and a bias (Phi's
-qk_layernorm)."""
+(biases in Qwen2, StarCoder2, gpt-oss, Phi, StableLM, Seed-OSS, GLM, ERNIE 4.5 and Granite when
+their config says so) or Phi-3's fused qkv_proj, o_proj (Phi: dense); grouped-query attention
+with kv_heads K/V heads; head_dim from the config, not always hidden/heads; RoPE in the "half"
+style (rotate_half; Cohere's, GLM-4's and ERNIE 4.5's rotations are interleaved: "pairs"; GLM-4
+and GLM-4.5 rotate the first partial_rotary_factor of each head, a half by default; NanoChat
+turns by −θ: negative inv_freq). Per layer,
+read from the loaded model: the scale (Gemma: query_pre_attn_scalar^−½; Granite:
+attention_multiplier), the mask and window the layer was given in the run (so each model's own
+rule for which layers slide is the one that counts), the rotary frequencies of the layer's type
+(Gemma 3: local and global bases and scaling), whether the layer rotates at all (NoPE layers:
+SmolLM3's no_rope_layers, the global layers of EXAONE 4 and MoE, Kolibri 1 and Cohere 2), the
+softcap (Gemma 2), the q/k norm, gpt-oss's sinks and AFMoE's output gate (wg). The
+mixture-of-experts MLPs (Mixtral, Qwen2-MoE, gpt-oss, GLM-4.5, Qwen3-MoE, ERNIE 4.5 MoE, Granite
+MoE …) only run before layer L's attention. The q/k norms: RMSNorm of each head (Qwen3, EXAONE 4,
+Apertus, GLM-4.5, Gemma 3 with 1 + w), of the whole projection (OLMo 2 and 3, OLMoE, MiniMax-M2:
+weights of H·d_k), after RoPE (HunYuan's query_layernorm and key_layernorm); LayerNorm with one
+weight row per head (Cohere's use_qk_norm, StableLM's qk_layernorm) or one vector and a bias
+(Phi's qk_layernorm)."""
 
 from __future__ import annotations
 
@@ -42,7 +48,9 @@ from qkvcalc.extract.rope import buffer, frequencies, scaling
 from qkvcalc.extract.rope import layer_type as rope_layer_type
 
 
-def rope(layer: Layer, head_dim: int, style: str = "half") -> dict[str, Any]:
+def rope(
+    layer: Layer, head_dim: int, style: str = "half", mirrored: bool = False
+) -> dict[str, Any]:
     """The rotary keys of layer L (of its layer type when the model has several): theta (and
     dims when partial) for the default frequencies; for a scaled variant (linear, NTK, llama3,
     YaRN, longrope) the frequencies themselves (inv_freq) and attention_factor, for this run's
@@ -60,6 +68,8 @@ def rope(layer: Layer, head_dim: int, style: str = "half") -> dict[str, Any]:
     inv_freq, factor = found or (array(buffer(rotary, kind)).reshape(-1), scaling(rotary, kind))
     if params.get("rope_type", "default") != "default":
         out["inv_freq"] = inv_freq
+    if mirrored:  # NanoChat turns the other way: by −θ, the same as frequencies of −1 times
+        out["inv_freq"] = -inv_freq
     if factor != 1.0:
         out["attention_factor"] = factor
     return out
@@ -70,14 +80,30 @@ def rope(layer: Layer, head_dim: int, style: str = "half") -> dict[str, Any]:
 ROTATES: dict[str, Callable[[Any], bool]] = {
     "smollm3": lambda attn: bool(attn.use_rope),
     "exaone4": lambda attn: attn.sliding_window is None or attn.is_sliding,
+    "exaone_moe": lambda attn: attn.sliding_window is None or attn.is_sliding,
+    "kolibri1": lambda attn: attn.sliding_window is None or attn.is_sliding,
     "cohere2": lambda attn: attn.sliding_window is not None,
+    # and its dense prefix layers with prefix_dense_sliding_window_pattern 1 (force_rope)
+    "cohere2_moe": lambda attn: attn.sliding_window is not None or bool(attn.force_rope),
     "llama4_text": lambda attn: bool(attn.use_rope),
+    "afmoe": lambda attn: bool(attn.is_local_attention),
+    "flint": lambda attn: attn.sliding_window is not None,
 }
+# rotate_half as cat(x₂, −x₁), not cat(−x₂, x₁): a rotation by −θ
+MIRRORED = ("nanochat",)
+# The output gate σ(x·W_G + b_G) on each head's output before o_proj, from its own projection
+GATES = {"afmoe": lambda attn: attn.gate_proj}
 STYLE = {
     "cohere": "pairs",
     "cohere2": "pairs",
+    "cohere2_moe": "pairs",
     "llama4_text": "pairs",  # view_as_complex of (2i, 2i+1)
-}  # Cohere's rotary tables are interleaved: 2i with 2i+1
+    "glm": "pairs",
+    "glm4": "pairs",
+    "helium": "pairs",  # the first R dims (partial_rotary_factor), 2i with 2i+1
+    "ernie4_5": "pairs",
+    "ernie4_5_moe": "pairs",
+}  # Cohere's rotary tables are interleaved: 2i with 2i+1 (GLM-4, ERNIE 4.5: the same pairs)
 
 
 def projections(attn: Any, heads: int, kv_heads: int) -> list[np.ndarray | None]:
@@ -113,8 +139,10 @@ def keys(layer: Layer) -> dict[str, Any]:
         keys["scale"] = attn.scaling
     keys.update(mask_keys(layer, getattr(attn, "is_causal", True)))
     if ROTATES.get(config.model_type, lambda attn: True)(attn):
-        keys["rope"] = rope(layer, attn.head_dim, STYLE.get(config.model_type, "half"))
+        style = STYLE.get(config.model_type, "half")
+        keys["rope"] = rope(layer, attn.head_dim, style, config.model_type in MIRRORED)
     sinks = getattr(attn, "sinks", None)
+    gate = GATES[config.model_type](attn) if config.model_type in GATES else None
     if getattr(attn, "attn_temperature_tuning", False) and not attn.use_rope:  # Llama 4's NoPE
         keys["attn_temperature"] = {
             "floor_scale": float(attn.floor_scale),
@@ -124,12 +152,14 @@ def keys(layer: Layer) -> dict[str, Any]:
         {**keys, **qk_norm_keys(attn)},
         softcap=getattr(attn, "attn_logit_softcapping", None),
         sinks=None if sinks is None else array(sinks),
+        wg=None if gate is None else rows(gate),
+        bg=None if gate is None else bias(gate),
     )
 
 
 # Llama 4's weightless q/k norm, by its class's name in transformers 5.23–5.24 and since 5.25
 # (eps, then variance_epsilon)
-WEIGHTLESS_NORMS = ("Llama4TextL2Norm", "Llama4TextWeightlessRMSNorm")
+WEIGHTLESS_NORMS = ("Llama4TextL2Norm", "Llama4TextWeightlessRMSNorm", "NanoChatRMSNorm")
 
 
 def qk_norm_keys(attn: Any) -> dict[str, Any]:
@@ -150,10 +180,12 @@ def qk_norm_keys(attn: Any) -> dict[str, Any]:
         # Cohere: a LayerNorm without bias, weights [H, d_k] and [G, d_k]
         q, k = attn.q_norm, attn.k_norm
         return _layer_keys(array(q.weight), array(k.weight), None, None, norm_eps(q))
-    if type(getattr(attn, "qk_norm", None)).__name__ in WEIGHTLESS_NORMS:
-        # Llama 4's RoPE layers: x / √(mean(x²) + ε) without a weight, after the rotation
+    weightless = getattr(attn, "qk_norm", getattr(attn, "q_norm", None))
+    if type(weightless).__name__ in WEIGHTLESS_NORMS:
+        # Llama 4's RoPE layers and NanoChat: x / √(mean(x²) + ε) without a weight, after the
+        # rotation
         ones = np.ones(attn.head_dim)
-        eps = norm_eps(attn.qk_norm)
+        eps = norm_eps(weightless)
         return {"q_norm": ones, "k_norm": ones, "norm_eps": eps, "qk_norm": {"after_rope": True}}
     after_rope = hasattr(attn, "query_layernorm")  # HunYuan: RMSNorm after the rotation
     q = getattr(attn, "query_layernorm", getattr(attn, "q_norm", None))
@@ -208,6 +240,45 @@ FAMILY = Family(
         "olmo2": "OLMo 2",
         "hunyuan_v1_dense": "HunYuan",
         "llama4_text": "Llama 4",
+        "olmo3": "OLMo 3",
+        "apertus": "Apertus",
+        "seed_oss": "Seed-OSS",
+        "glm4": "GLM-4",
+        "glm4_moe": "GLM-4.5",
+        "qwen3_moe": "Qwen3-MoE",
+        "ernie4_5": "ERNIE 4.5",
+        "ernie4_5_moe": "ERNIE 4.5 MoE",
+        "granite": "Granite",
+        "granitemoe": "Granite MoE",
+        "granitemoeshared": "Granite MoE (shared experts)",
+        "olmo": "OLMo",
+        "olmoe": "OLMoE",
+        "flex_olmo": "FlexOlmo",
+        "gemma": "Gemma",
+        "vaultgemma": "VaultGemma",
+        "glm": "GLM",
+        "helium": "Helium",
+        "arcee": "Arcee AFM",
+        "ministral": "Ministral",
+        "cwm": "CWM",
+        "hyperclovax": "HyperCLOVA X",
+        "solar_open": "Solar Open",
+        "exaone_moe": "EXAONE MoE",
+        "hunyuan_v1_moe": "HunYuan MoE",
+        "minimax_m2": "MiniMax-M2",
+        "mellum": "Mellum",
+        "kolibri1": "Kolibri 1",
+        "hy_v3": "Hy3",
+        "phimoe": "PhiMoE",
+        "jais2": "Jais 2",
+        "nemotron": "Nemotron",
+        "cohere2_moe": "Cohere 2 MoE",
+        "ministral3": "Ministral 3",
+        "afmoe": "AFMoE",
+        "flint": "Flint",
+        "nanochat": "NanoChat",
+        "internlm3": "InternLM3",  # transformers runs these two as LLaMA
+        "iquestcoder": "IQuest-Coder",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
