@@ -53,6 +53,18 @@ def test_an_op_without_a_low_precision_rounding_is_refused_not_run_in_float64() 
         qkvcalc.explain(**presets.load("rope"), dtype="bfloat16")
 
 
+def test_each_op_says_how_it_rounds_in_its_own_module() -> None:
+    """The interpreter holds no table of rules: every op of a run with heads, biases, W_O and a
+    mask has its `lowp` rule from qkvcalc/ops/, the module that declares the op."""
+    from qkvcalc.ops.table import OPS
+
+    trace = qkvcalc.explain(**problem(1))
+    for name in {stage.op for stage in trace.stages}:
+        rule = OPS[name].lowp
+        assert rule is not None and rule is lowp.rule(name), name
+        assert rule.__module__.startswith("qkvcalc.ops."), (name, rule.__module__)
+
+
 def test_the_korean_refusal_is_korean() -> None:
     result = in_process("explain", "--preset", "multihead", "--dtype", "int8", "--lang", "ko")
     assert result.returncode == 2 and "--dtype에는" in result.stderr

@@ -11,6 +11,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from qkvcalc.i18n import Msg
+    from qkvcalc.ops.rounding import Rule
 
 Params = dict[str, Any]
 Shapes = Sequence[tuple[int, int]]
@@ -108,6 +109,10 @@ class Op(NamedTuple):
     # student's matrix fits it alone): their stable ids, and each one's matrix worked out
     mistake_ids: tuple[str, ...] = ()
     mistakes: Callable[[Asked], list[Candidate]] | None = None
+    # how it rounds in a low-precision dtype (--dtype) under each policy: a rule (operands,
+    # params, rounding) -> the stage's numbers in the dtype, rounding where `rounding.policy`
+    # rounds (qkvcalc.ops.rounding). None: --dtype refuses the op rather than show float64
+    lowp: Rule | None = None
 
 
 # (operands, params, value, ∂L/∂value) -> ∂L/∂operand, one per operand

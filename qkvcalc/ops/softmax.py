@@ -11,6 +11,7 @@ import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.ops.op import Asked, Candidate, Op, Params, whole_row
+from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan import ids
 
 
@@ -145,6 +146,30 @@ def _weights_mistakes(asked: Asked) -> list[Candidate]:
     return found
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+def _lowp_exp(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    s = ops[0]
+    top = np.max(s, axis=1)  # as torch takes it: −∞ for a row of −∞ (then e^(−∞ − (−∞)) is NaN)
+    if r.policy == "naive":  # s − max rounded, e^ rounded: each op in the dtype
+        e = r.to(np.exp(r.to(s - top[:, None])))
+        return Out(e, details={"row_max": top})
+    # eager, softmax(dtype=float32): s − max in float32, e^ of it rounded to float32
+    e = r.f32(np.exp(np.asarray(r.work(s) - r.work(top)[:, None], dtype=np.float64)))
+    return Out(e, "float32", {"row_max": top})
+
+
+def _lowp_softmax(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    e = ops[0]
+    if r.policy == "naive":  # the row sum accumulated in float32 and rounded, then divided
+        total = r.to(r.work(e).sum(axis=1))
+        return Out(r.to(e / total[:, None]), details={"row_sum": total})
+    total = r.f32(r.work(e).sum(axis=1))
+    inverse = r.f32(1 / total) if r.rounds else 1 / total  # torch multiplies by 1/Σ
+    return Out(r.to(r.f32(r.work(e) * r.work(inverse)[:, None])), details={"row_sum": total})
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "exp",
@@ -158,6 +183,7 @@ OPS: tuple[Op, ...] = (
         work=_exp_work,
         mistake_ids=("exp_not_shifted",),
         mistakes=_exp_mistakes,
+        lowp=_lowp_exp,
     ),
     Op(
         "softmax",
@@ -172,5 +198,6 @@ OPS: tuple[Op, ...] = (
         work=_softmax_work,
         mistake_ids=("softmax_columns", "mask_missing", "mask_inverted"),
         mistakes=_weights_mistakes,
+        lowp=_lowp_softmax,
     ),
 )

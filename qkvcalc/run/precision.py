@@ -2,10 +2,11 @@
 
 One more interpreter of the plan, beside the engine (float64) and exact mode (fractions). The
 plain run gives every stage's float64 twin (from the unrounded inputs); then each stage is
-computed from the dtype's numbers as the policy's backend computes it (qkvcalc.run.lowp: one
-entry per op), and kept with its twin and its error: in all, against the twin, and added, its
-own rounding against its op applied exactly to its own rounded operands. The summary names
-the first cell that turned inf or NaN, with why, and the stage that added most error.
+computed from the dtype's numbers as the policy's backend computes it (each op's own rule,
+`Op.lowp`, read through qkvcalc.run.lowp), and kept with its twin and its error: in all,
+against the twin, and added, its own rounding against its op applied exactly to its own
+rounded operands. The summary names the first cell that turned inf or NaN, with why, and the
+stage that added most error.
 
 numpy (and ml_dtypes, through lowp) only: no printing, no rich, no typer.
 """
@@ -62,7 +63,7 @@ def run(p: Problem, dtype: str | None = None, policy: str | None = None) -> Trac
     check(p, dtype, policy)
     plain = run_plain(p)
     for stage in plain.stages:
-        if stage.op not in lowp.LOWP:
+        if lowp.rule(stage.op) is None:
             raise QkvcalcError("precision.op_unsupported", stage=stage.formula, op=stage.op)
     rounding = lowp.Rounding(lowp.numpy_dtype(dtype), policy)
     state = _State(plain.cache)
@@ -135,7 +136,8 @@ class _State:
 
 def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
     """One stage in the dtype: its value, its exact twin on the same operands, its errors."""
-    entry = lowp.LOWP[stage.op][r.policy]
+    entry = lowp.rule(stage.op)
+    assert entry is not None  # run() refused an op without a rule
     given = OPS[stage.op].given  # the problem's own numbers: rounding them is this stage's
     operands = [
         (o.value if given else r.to(o.value)) if isinstance(o, Const) else state.value_of(o)
@@ -280,5 +282,7 @@ def _why(stage: Stage, i: int, j: int, r: lowp.Rounding) -> Msg:
         return Msg("precision.why.mask", score=_number(s), fill=_number(fill), **where)
     if stage.op in lowp.SOFTMAX_OPS and math.isnan(got):
         return Msg("precision.why.nan_row", **where)
-    exact = lowp.LOWP[stage.op][r.policy](operands, stage.params, r.exact()).value
+    entry = lowp.rule(stage.op)
+    assert entry is not None
+    exact = entry(operands, stage.params, r.exact()).value
     return Msg("precision.why.overflow", exact=_number(float(exact[i, j])), **where)
