@@ -364,6 +364,9 @@ MESSAGES: dict[str, str] = {
     "gets NaN weights",
     "preset.bf16softmax.description": "Why the softmax is upcast: in bfloat16 with no upcast "
     "(naive) the weights stray further from float64 than eager's float32 softmax",
+    "preset.fp8scaling.description": "float8 with and without per-tensor scaling: a plain cast to "
+    "float8_e4m3fn saturates the scores 576 and 480 at 448, two keys tie and the weight is split; "
+    "stored with a scale per tensor as FP8 kernels do (--policy eager), they stay apart",
     "preset.padding.description": "A batch row padded to four tokens: key_padding keeps attention "
     "off <pad>",
     "preset.pronoun.description": "A story: in 'the cat sat because it was tired', the query "
@@ -445,6 +448,17 @@ MESSAGES: dict[str, str] = {
     "the weights end up to 2.45 units in the last place from their float64 twin. Run it with "
     "--policy eager: from the same bfloat16 scores, the softmax in float32 with only the weights "
     "rounded puts them within 0.53.",
+    "preset.fp8scaling.reference": "Made for qkvcalc, after FP8 attention kernels "
+    "(FlashAttention-3, Transformer Engine), which store Q, K and V in float8 with one scale per "
+    "tensor. W_Q = W_K = W_V = I, so row 1 of the scores is 24·24 = 576, 0 and 24·20 = 480. Under "
+    "the naive policy every tensor is a plain cast to float8_e4m3fn, whose largest number is 448 "
+    "and which has no ∞: PyTorch's cast saturates, so 576 and 480 are both 448, the scaled scores "
+    "both 320, and 'sun' splits its weight 0.5 and 0.5 between 'sun' and 'star' (float64: 1 and "
+    "about 3e−30); its output is (22, 10) where float64's is (24, 0). Run it with --policy eager: "
+    "each tensor is stored as s·round(t / s) with s = max|t| / 448, products are summed in "
+    "float32 and multiplied back by the scales, and the scores stay in float32: row 1 is "
+    "576.0001, 0 and 493.71, the weights 1, 0 and about 5e−26 (float64: about 3e−30), the output "
+    "(24.000004, 0). The price: e4m3fn has 3 bits of mantissa, so 20 is stored as 20.571.",
     "preset.padding.reference": "Made for qkvcalc: 'cats sleep' padded to length 4, the way "
     "a batch of sentences of unequal length is padded; key_padding [1, 1, 0, 0] marks the real "
     "tokens, as a BERT attention_mask does. The <pad> rows still get outputs (key_padding "
@@ -662,6 +676,23 @@ MESSAGES: dict[str, str] = {
     "precision.why.nan_row": "First cell that is not finite: row {row}, column {col} of {stage} "
     "(head {head}) is NaN. Every score of row {row} is −∞ (every key masked, with a fill that "
     "rounded to −∞ in {dtype}), so the row max is −∞ and e^(−∞ − (−∞)) is NaN.",
+    "precision.fp8_stored": "Stored in {dtype} with one scale for the whole tensor, as FP8 "
+    "kernels store it: each number is s × a {dtype} number, s = max|t| / {top} = {scale}.",
+    "precision.fp8_product": "Read in {dtype} with one scale per tensor, s_A = {a} and s_B = {b}: "
+    "the {dtype} numbers multiplied and summed in float32, then times s_A·s_B (and the bias "
+    "added) in float32.",
+    "precision.fp8_kept": "FP8 kernels keep this stage in float32 (only what a product reads is "
+    "stored in float8): its numbers are float32's, its errors counted in {dtype}'s units in the "
+    "last place at each number's size.",
+    "precision.policy.eager_fp8": "Computed as FP8 attention kernels do: X, the weights and "
+    "biases, and every matrix a product reads (Q, K, V, the attention weights) are stored in "
+    "{dtype} with one scale per tensor, s = max|t| / {dtype}'s largest finite number; products "
+    "are summed in float32 and multiplied back by the scales; the scores, the mask, the softmax "
+    "and each product's result stay in float32. Each stage is shown beside its float64 twin.",
+    "precision.policy.naive_fp8": "Computed in {dtype} as a plain cast gives it, with no scale "
+    "and no upcast: every tensor and every stage rounded to {dtype} (float8_e4m3fn has no ∞: "
+    "PyTorch's cast saturates at ±448); −1e9 where masked, then s − max, e^(s − max), the row sum "
+    "and the division each rounded. Each stage is shown beside its float64 twin.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "no preset named {name!r}; the presets are: {names}",
     "cli.presets_missing": "the presets folder is missing from this installation ({path}): "
@@ -1141,13 +1172,15 @@ MESSAGES: dict[str, str] = {
     "help.explain.backward": "After the forward stages, the backward pass: every gradient from "
     "the loss (the problem's grad_output, target or attend) back to W_Q, W_K, W_V and X.",
     "help.explain.dtype": "Compute every stage as the hardware does in this dtype: float32, "
-    "bfloat16 or float16 (float8_e4m3fn, float8_e5m2 are named but not computed yet), each cell "
-    "beside its float64 twin and its error in units in the last place.",
+    "bfloat16, float16, float8_e4m3fn or float8_e5m2 (float8 stored with one scale per tensor "
+    "under --policy eager, a plain cast under naive), each cell beside its float64 twin and its "
+    "error in units in the last place.",
     "help.explain.policy": "With --dtype: whose rounding. eager (default): transformers' eager "
-    "attention (float32 sums, softmax in float32); naive: every op in the dtype, no upcast (sdpa "
-    "is named but not computed yet).",
+    "attention (float32 sums, softmax in float32; float8 with one scale per tensor, as FP8 "
+    "kernels); naive: every op in the dtype, no upcast and no scale (sdpa is named but not "
+    "computed yet).",
     "precision.policy_without_dtype": "--policy {policy} says how a low-precision dtype rounds: "
-    "give --dtype too (float32, bfloat16 or float16)",
+    "give --dtype too (float32, bfloat16, float16, float8_e4m3fn or float8_e5m2)",
     "help.explain.exact": "Show exact fractions where the numbers stay rational.",
     "help.explain.worksheet": "A worksheet: the inputs filled in, every computed cell blank (no "
     "arithmetic, no notes that tell a result). The answer key is the same command without it.",

@@ -42,7 +42,7 @@ def _add_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -
 
 def _lowp_add(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     # in float32, rounded (the bias added is the problem's own: rounded to the dtype first)
-    return Out(r.to(r.work(ops[0]) + r.work(r.to(ops[1]))))
+    return Out(r.keep(r.work(ops[0]) + r.work(r.to(ops[1]))), r.kept)
 
 
 OPS: tuple[Op, ...] = (

@@ -44,7 +44,8 @@ def _exact_table(ops: Sequence[Any], params: Params) -> Any:
 
 
 def _lowp_columns(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
-    return Out(r.to(ops[0][:, params["cols"]]))
+    whole = r.stored(ops[0])  # the whole tensor stored (one scale for it), then the columns
+    return whole._replace(value=whole.value[:, params["cols"]])
 
 
 def _lowp_split(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:

@@ -82,7 +82,7 @@ def _lowp_mask(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
         return Out(np.where(allowed, s, r.to(NAIVE_FILL)))
     # eager: the dtype's most negative finite number added (in float32, rounded)
     fill = r.finfo_min()
-    return Out(np.where(allowed, s, r.to(r.work(s) + r.work(fill))))
+    return Out(np.where(allowed, s, r.keep(r.work(s) + r.work(fill))), r.kept)
 
 
 OPS: tuple[Op, ...] = (

@@ -120,7 +120,7 @@ def _matmul_mistakes(asked: Asked) -> list[Candidate]:
 
 def _lowp_product(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     # accumulated in float32 (the bias added there), rounded once: both policies alike
-    return Out(product(ops[0], ops[1], params.get("bias"), r))
+    return product(ops[0], ops[1], params.get("bias"), r)
 
 
 OPS: tuple[Op, ...] = (

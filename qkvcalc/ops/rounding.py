@@ -21,26 +21,64 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from qkvcalc.i18n import Msg
+
 Params = dict[str, Any]
 
 
 class Rounding:
     """Where a stage's numbers are rounded: to the dtype (`to`), to float32 (`f32`, the
     accumulators and the upcast softmax); or, `exact()`, nowhere (float64 throughout, the
-    dtype's constants such as its most negative number kept)."""
+    dtype's constants such as its most negative number kept).
+
+    float8 is a storage format. Under `naive` it is a plain cast (float8_e4m3fn, which has no
+    ∞, saturates at ±448 as PyTorch's cast does). Under `eager` it is `scaled`, as FP8 attention
+    kernels store it: a tensor t is kept as s·round(t / s), one scale s = max|t| / the format's
+    largest finite number per tensor, and what is computed between two products (the scores
+    through the weights, each product's result) stays in float32 (`keep`, `kept`)."""
 
     def __init__(self, dtype: np.dtype[Any], policy: str, rounds: bool = True) -> None:
         self.dtype = dtype
         self.policy = policy
         self.rounds = rounds
+        self.float8 = str(dtype).startswith("float8")
+        self.scaled = self.float8 and policy == "eager"  # per-tensor scaling
+        self.kept = "float32" if self.scaled else ""  # where a computed stage is kept
 
     def exact(self) -> Rounding:
         return Rounding(self.dtype, self.policy, rounds=False)
 
-    def to(self, a: Any) -> np.ndarray:
-        """The dtype's number nearest each (round to nearest even), as float64."""
+    def cast(self, a: np.ndarray) -> np.ndarray:
+        """Each number rounded to the dtype (nearest even), no scale; float8_e4m3fn saturates."""
+        if str(self.dtype) == "float8_e4m3fn":  # no ∞: torch's cast clips to ±448 (NaN stays)
+            top = self.largest()
+            a = np.clip(a, -top, top)
+        return a.astype(self.dtype).astype(np.float64)
+
+    def quantize(self, a: Any) -> tuple[np.ndarray, float]:
+        """(q, s): a stored as s·q, q the dtype's numbers, s = max|a| / the dtype's largest
+        finite number (in float32; 1 for a tensor of zeros). Exact: (a, 1)."""
         a = np.asarray(a, dtype=np.float64)
-        return a.astype(self.dtype).astype(np.float64) if self.rounds else a
+        if not self.rounds:
+            return a, 1.0
+        top = float(np.max(np.abs(a), where=np.isfinite(a), initial=0.0))
+        s = float(np.float32(top / self.largest())) if top > 0 else 1.0
+        return self.cast(a / s), s
+
+    def to(self, a: Any) -> np.ndarray:
+        """The dtype's number nearest each (round to nearest even), as float64; scaled float8:
+        s·q, the tensor as stored."""
+        a = np.asarray(a, dtype=np.float64)
+        if not self.rounds:
+            return a
+        if self.scaled:
+            q, s = self.quantize(a)
+            return q * s  # exact in float64 (a float32 times a float8)
+        return self.cast(a)
+
+    def keep(self, a: Any) -> np.ndarray:
+        """A computed stage as it is kept: the dtype's numbers, float32's under scaled float8."""
+        return self.f32(a) if self.scaled else self.to(a)
 
     def f32(self, a: Any) -> np.ndarray:
         a = np.asarray(a, dtype=np.float64)
@@ -50,38 +88,72 @@ class Rounding:
         """An operand as the float32 accumulator holds it (float64 when exact)."""
         return np.asarray(a, dtype=np.float32 if self.rounds else np.float64)
 
-    def finfo_min(self) -> float:
-        """The dtype's most negative finite number (what transformers adds where masked)."""
+    def largest(self) -> float:
         import ml_dtypes
 
-        return float(ml_dtypes.finfo(self.dtype).min)
+        return float(ml_dtypes.finfo(self.dtype).max)
+
+    def finfo_min(self) -> float:
+        """The most negative finite number of what a score is kept in (what transformers adds
+        where masked): the dtype's, float32's under scaled float8."""
+        import ml_dtypes
+
+        return float(ml_dtypes.finfo(np.float32 if self.scaled else self.dtype).min)
+
+    def stored(self, a: Any) -> Out:
+        """A tensor as it is stored (the problem's own numbers): rounded, and under scaled
+        float8 with its scale and a note that says it."""
+        if not (self.scaled and self.rounds):
+            return Out(self.to(a))
+        q, s = self.quantize(a)
+        note = Msg(
+            "precision.fp8_stored", dtype=str(self.dtype), scale=_num(s), top=_num(self.largest())
+        )
+        return Out(q * s, scale=s, notes=(note,))
+
+
+def _num(x: float) -> str:
+    return f"{x:.6g}".replace("-", "−")
 
 
 class Out(NamedTuple):
-    """A rule's result: the value (the dtype's numbers, or float32 where `stored` says so)
-    and what a renderer shows beside the rows (the row max, the row sum)."""
+    """A rule's result: the value (the dtype's numbers, or float32 where `stored` says so),
+    what a renderer shows beside the rows (the row max, the row sum), the per-tensor scale the
+    value is stored with (scaled float8; its units in the last place are s × the dtype's) and
+    notes that say how it was rounded."""
 
     value: np.ndarray
     stored: str = ""  # "" = the dtype; "float32": a stage the kernel keeps in float32
     details: dict[str, np.ndarray] | None = None
+    scale: float = 1.0
+    notes: tuple[Msg, ...] = ()
 
 
 # (operands, params, rounding) -> the stage in the dtype
 Rule = Callable[[Sequence[np.ndarray], Params, Rounding], Out]
 
 
-def product(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, r: Rounding) -> np.ndarray:
-    """[n, d] @ [d, e] (+ [e]) accumulated in float32, rounded once."""
+def product(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, r: Rounding) -> Out:
+    """[n, d] @ [d, e] (+ [e]) accumulated in float32, rounded once. Scaled float8: each
+    operand read as s·q, the q's multiplied and summed in float32, then times s_A·s_B (and the
+    bias added) in float32, the result kept in float32."""
+    if r.scaled and r.rounds:
+        (qa, sa), (qb, sb) = r.quantize(a), r.quantize(b)
+        back = np.float32(sa) * np.float32(sb)
+        acc = (r.work(qa) @ r.work(qb)) * back
+        if bias is not None:
+            acc = acc + r.work(r.to(bias))
+        note = Msg("precision.fp8_product", dtype=str(r.dtype), a=_num(sa), b=_num(sb))
+        return Out(r.f32(acc), r.kept, notes=(note,))
     acc = r.work(a) @ r.work(b)
     if bias is not None:
         acc = acc + r.work(r.to(bias))
-    return r.to(acc)
+    return Out(r.to(acc), r.kept)
 
 
 def rounded(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
-    """A stage that only moves or copies its operand's numbers: the dtype's numbers as given
-    (rounded when they are the problem's own)."""
-    return Out(r.to(ops[0]))
+    """The problem's own numbers, as they are stored in the dtype."""
+    return r.stored(ops[0])
 
 
 def moved(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:

@@ -141,7 +141,7 @@ def grad_scale_missing(asked: Asked) -> list[Candidate]:
 
 def _lowp_scale(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     # scores × scale: both in float32 (the scale a Python float, as transformers passes it)
-    return Out(r.to(r.work(ops[0]) * r.work(params["scale"])))
+    return Out(r.keep(r.work(ops[0]) * r.work(params["scale"])), r.kept)
 
 
 OPS: tuple[Op, ...] = (

@@ -167,7 +167,8 @@ def _lowp_softmax(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out
         return Out(r.to(e / total[:, None]), details={"row_sum": total})
     total = r.f32(r.work(e).sum(axis=1))
     inverse = r.f32(1 / total) if r.rounds else 1 / total  # torch multiplies by 1/Σ
-    return Out(r.to(r.f32(r.work(e) * r.work(inverse)[:, None])), details={"row_sum": total})
+    weights = r.keep(r.f32(r.work(e) * r.work(inverse)[:, None]))
+    return Out(weights, r.kept, details={"row_sum": total})
 
 
 OPS: tuple[Op, ...] = (

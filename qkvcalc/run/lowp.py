@@ -39,7 +39,7 @@ __all__ = ["Out", "Rounding", "Rule", "numpy_dtype", "rule", "ulp"]
 DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
 POLICIES = ("eager", "sdpa", "naive")
 # what is computed today; the rest are refused with a message naming the option
-COMPUTED_DTYPES = ("float32", "bfloat16", "float16")
+COMPUTED_DTYPES = DTYPES
 COMPUTED_POLICIES = ("eager", "naive")
 # The ops the interpreter says more about (a mask's fill, the weights' dead rows, the split's
 # words), by their names in the op table

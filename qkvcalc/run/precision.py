@@ -150,15 +150,22 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
         return replace(stage, data=out.value)
     ideal = entry(operands, stage.params, r.exact()).value
     twin = stage.data
-    unit = np.dtype(np.float32) if out.stored else r.dtype
-    error = _errors(out.value, stage.value, ideal, unit)
+    f32 = np.dtype(np.float32)
+    # errors in the units of what the stage is kept in; scaled float8 counts them all in the
+    # float8 format's units (at each value's size), so that its stages can be compared
+    unit = f32 if out.stored and not r.scaled else r.dtype
+    error = _errors(out.value, stage.value, ideal, unit, out.scale)
     del ideal
-    data = state.keep(stage, out.value, unit)
-    notes = [Msg("precision.stored_f32")] if out.stored else []
+    held = f32 if out.stored else r.dtype if out.scale == 1 else np.dtype(np.float64)
+    data = state.keep(stage, out.value, held)
+    kept = (
+        Msg("precision.fp8_kept", dtype=str(r.dtype)) if r.scaled else Msg("precision.stored_f32")
+    )
+    notes = [*out.notes, *([kept] if out.stored else [])]
     if stage.op == lowp.MASK:
-        # −1e9 under naive, else finfo.min added
+        # −1e9 under naive, else finfo.min added (float32's where scaled float8 keeps scores)
         fill = "−1e9" if r.policy == "naive" else _number(r.finfo_min())
-        notes.append(Msg(f"precision.mask_{r.policy}", fill=fill, dtype=str(r.dtype)))
+        notes.append(Msg(f"precision.mask_{r.policy}", fill=fill, dtype=r.kept or str(r.dtype)))
     details = out.details or {}
     said = "precision.stage_exact" if error.max_abs == 0 else "precision.stage_error"
     notes.append(Msg(said, **_error_words(error, r)))
@@ -188,21 +195,28 @@ def _notes(stage: Stage, state: _State) -> tuple[Msg, ...]:
     return spec.notes + spec.remarks(state.value_of)
 
 
-def _errors(value: np.ndarray, twin: np.ndarray, ideal: np.ndarray, unit: Any) -> Error:
+def _errors(
+    value: np.ndarray, twin: np.ndarray, ideal: np.ndarray, unit: Any, scale: float = 1.0
+) -> Error:
     """max_abs and max_ulp against the twin, added_ulp against the op done exactly on the same
     operands: over the cells whose reference is finite (a mask's own −∞ aside); inf where a
-    value turned inf or NaN."""
+    value turned inf or NaN. A tensor stored with a scale s (scaled float8): its unit in the
+    last place is s × the dtype's at |x| / s."""
+
+    def unit_at(x: np.ndarray) -> np.ndarray:
+        return lowp.ulp(x, unit) if scale == 1 else lowp.ulp(x / scale, unit) * scale
+
     d = np.subtract(value, twin)
     np.abs(d, out=d)
     d[np.isnan(d)] = np.inf
     live = np.isfinite(twin)
     max_abs = float(d.max(where=live, initial=0.0))
-    d /= lowp.ulp(twin, unit)
+    d /= unit_at(twin)
     max_ulp = float(d.max(where=live, initial=0.0))
     np.subtract(value, ideal, out=d)
     np.abs(d, out=d)
     d[np.isnan(d)] = np.inf
-    d /= lowp.ulp(ideal, unit)
+    d /= unit_at(ideal)
     added = float(d.max(where=np.isfinite(ideal), initial=0.0))
     return Error(max_abs, max_ulp, added)
 
@@ -227,7 +241,8 @@ def _error_words(error: Error, r: lowp.Rounding) -> dict[str, str]:
 def _summary(stages: list[Stage], r: lowp.Rounding, dtype: str, policy: str) -> Precision:
     """The first cell that turned inf or NaN (stage order, 1-based), with why, and the stage
     that added most error."""
-    notes = [Msg(f"precision.policy.{policy}", dtype=dtype), Msg("precision.approx", dtype=dtype)]
+    said = f"precision.policy.{policy}" + ("_fp8" if r.float8 else "")
+    notes = [Msg(said, dtype=dtype), Msg("precision.approx", dtype=dtype)]
     first = None
     for stage in stages:
         if stage.error is None:
@@ -262,14 +277,14 @@ def _why(stage: Stage, i: int, j: int, r: lowp.Rounding) -> Msg:
     """Why cell (i, j) of the stage is inf or NaN, in words a student can repeat."""
     import ml_dtypes
 
-    top = float(ml_dtypes.finfo(r.dtype).max)
+    top = float(ml_dtypes.finfo(np.float32 if r.scaled else r.dtype).max)
     got = float(stage.value[i, j])
     where = {
         "stage": stage.formula,
         "head": stage.head or 1,
         "row": i + 1,
         "col": j + 1,
-        "dtype": str(r.dtype),
+        "dtype": r.kept or str(r.dtype),
         "max": _number(top),
         "got": _number(got),
     }
