@@ -46,11 +46,11 @@ def test_a_dtype_it_cannot_run_is_one_message(args: list[str], named: str) -> No
 
 
 def test_an_op_without_a_low_precision_rounding_is_refused_not_run_in_float64() -> None:
-    result = in_process("explain", "--preset", "rope", "--dtype", "bfloat16")
+    result = in_process("explain", "--preset", "alibi", "--dtype", "bfloat16")
     assert result.returncode == 2 and result.stdout == ""
-    assert "'rope'" in result.stderr and "--dtype" in result.stderr
+    assert "'alibi'" in result.stderr and "--dtype" in result.stderr
     with pytest.raises(qkvcalc.QkvcalcError):
-        qkvcalc.explain(**presets.load("rope"), dtype="bfloat16")
+        qkvcalc.explain(**presets.load("alibi"), dtype="bfloat16")
 
 
 def test_each_op_says_how_it_rounds_in_its_own_module() -> None:

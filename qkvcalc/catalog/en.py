@@ -362,6 +362,9 @@ MESSAGES: dict[str, str] = {
     "(float16's largest) is ∞ before the scale can shrink it, and the softmax row turns NaN",
     "preset.fp16mask.description": "A −1e9 mask in float16 is −∞, and a query that may see no key "
     "gets NaN weights",
+    "preset.bf16rope.description": "RoPE positions past 256 in bfloat16: a layer that keeps its "
+    "positions in bfloat16 turns 'b' at 257 exactly as 'a' at 256, and 'b' splits its weight "
+    "between them; transformers' float32 angles (--policy eager) keep them apart",
     "preset.bf16softmax.description": "Why the softmax is upcast: in bfloat16 with no upcast "
     "(naive) the weights stray further from float64 than eager's float32 softmax",
     "preset.fp8scaling.description": "float8 with and without per-tensor scaling: a plain cast to "
@@ -442,6 +445,17 @@ MESSAGES: dict[str, str] = {
     "NaN. With --policy eager the mask adds −65,504 instead, row 1 stays finite and its weights "
     "are spread over the keys (1/3 each, as float16 rounds it); the float64 twin gives that row "
     "weights 0, as scaled_dot_product_attention does.",
+    "preset.bf16rope.reference": "Made for qkvcalc, after transformers issue 29285 (RoPE losing "
+    "precision in bfloat16). bfloat16 has 8 bits of mantissa, so from 256 to 512 it holds only "
+    "even integers: 257 rounds to 256 and 259 to 260 (ties to even). Four tokens with the same "
+    "vector (8, 0) at positions 256 to 259, W_Q = W_K = W_V = I, one pair of dimensions turning "
+    "at ω = 1 (d_k = 2). Under the naive policy the positions, inv_freq, their product, cos and "
+    "sin are each rounded to bfloat16, so 'a' and 'b' turn by the same angle: 'b' scores 'a' and "
+    "itself alike, 64 each, and puts 0.5 of its weight on 'a' (float64: about 9e−10), and 'd' at "
+    "259 turns as if it were at 260. Run it with --policy eager: the angles are taken in float32 "
+    "from the positions, as transformers' rotary embedding does, and only cos and sin are rounded "
+    "to bfloat16: 'b' scores 'a' 34.75 (float64: 34.58) and puts about 1.1e−9 of its weight on "
+    "it.",
     "preset.bf16softmax.reference": "Made for qkvcalc, after flash-attention issue 613 ('why did "
     "you choose float32 in softmax?'). Eight tokens, W_Q = W_K = W_V = I. Under the naive policy "
     "e^(s − max), the row sum and the division are each rounded to bfloat16 (8 bits of mantissa): "
@@ -693,6 +707,12 @@ MESSAGES: dict[str, str] = {
     "and no upcast: every tensor and every stage rounded to {dtype} (float8_e4m3fn has no ∞: "
     "PyTorch's cast saturates at ±448); −1e9 where masked, then s − max, e^(s − max), the row sum "
     "and the division each rounded. Each stage is shown beside its float64 twin.",
+    "precision.rope_positions": "The positions are rounded to {dtype} before the angles are "
+    "taken: {positions} (bfloat16 holds every integer only up to 256, float16 up to 2,048), so a "
+    "token there turns by another position's angle, and two tokens can turn alike.",
+    "precision.rope_float32": "The angles are taken in float32 from the positions, as "
+    "transformers' rotary embedding does (every integer position up to 16,777,216 keeps its own), "
+    "cos and sin are rounded to {dtype}, then each product and the sum are rounded to {dtype}.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "no preset named {name!r}; the presets are: {names}",
     "cli.presets_missing": "the presets folder is missing from this installation ({path}): "

@@ -363,6 +363,9 @@ MESSAGES: dict[str, str] = {
     "훨씬 넘으면 스케일이 줄이기 전에 ∞가 되고, softmax 행은 NaN이 됩니다",
     "preset.fp16mask.description": "float16에서 −1e9 마스크는 −∞이고, 어떤 Key도 볼 수 없는 "
     "Query는 NaN 가중치를 받습니다",
+    "preset.bf16rope.description": "bfloat16에서 256을 넘는 RoPE 위치: 위치를 bfloat16으로 두는 "
+    "레이어는 257의 'b'를 256의 'a'와 똑같이 돌리고, 'b'는 가중치를 둘에 나눕니다. transformers의 "
+    "float32 각도(--policy eager)는 둘을 구별합니다",
     "preset.bf16softmax.description": "softmax를 업캐스트하는 이유: 업캐스트 없는 "
     "bfloat16(naive)의 가중치는 eager의 float32 softmax보다 float64에서 더 멀어집니다",
     "preset.fp8scaling.description": "배율이 있을 때와 없을 때의 float8: float8_e4m3fn으로 단순 "
@@ -442,6 +445,16 @@ MESSAGES: dict[str, str] = {
     "--policy eager에서는 마스크가 대신 −65,504를 더하므로 1행은 유한하게 남고 가중치가 Key들에 "
     "나뉩니다(float16으로 반올림한 1/3씩). float64 쌍둥이는 scaled_dot_product_attention처럼 그 "
     "행에 가중치 0을 줍니다.",
+    "preset.bf16rope.reference": "qkvcalc용으로 만든 예제. transformers 이슈 29285(bfloat16에서 "
+    "RoPE의 정밀도 손실)를 따랐습니다. bfloat16의 가수는 8비트라서 256부터 512까지는 짝수 정수만 "
+    "담습니다. 257은 256으로, 259는 260으로 반올림됩니다(같으면 짝수 쪽). 같은 벡터 (8, 0)을 가진 "
+    "토큰 네 개가 위치 256부터 259에 있고, W_Q = W_K = W_V = I, 차원 한 쌍이 ω = 1로 돕니다(d_k = "
+    "2). naive 정책에서는 위치, inv_freq, 둘의 곱, cos, sin을 각각 bfloat16으로 반올림하므로 "
+    "'a'와 'b'가 같은 각도로 돕니다. 'b'가 'a'와 자신에게 주는 점수는 모두 64이고 'b'는 가중치의 "
+    "0.5를 'a'에 줍니다(float64: 약 9e−10). 259의 'd'는 260에 있는 것처럼 돕니다. --policy "
+    "eager로 실행해 보세요. transformers의 회전 임베딩처럼 위치에서 각도를 float32로 구하고 cos와 "
+    "sin만 bfloat16으로 반올림합니다. 'b'가 'a'에 주는 점수는 34.75(float64: 34.58)이고 가중치는 "
+    "약 1.1e−9입니다.",
     "preset.bf16softmax.reference": "qkvcalc용으로 만든 예제. flash-attention 이슈 "
     "613('softmax에 왜 float32를 골랐나요?')을 따랐습니다. 토큰 여덟 개, W_Q = W_K = W_V = I. "
     "naive 정책에서는 e^(s − max), 행 합, 나눗셈을 각각 bfloat16(가수 8비트)로 반올림합니다. 그 "
@@ -690,6 +703,12 @@ MESSAGES: dict[str, str] = {
     "계산했습니다. 모든 텐서와 모든 단계를 {dtype}(으)로 반올림합니다(float8_e4m3fn에는 ∞가 "
     "없어서 PyTorch의 형변환은 ±448에서 멈춥니다). 마스킹된 칸에 −1e9, 그다음 s − max, e^(s − "
     "max), 행 합, 나눗셈을 각각 반올림합니다. 각 단계는 float64 쌍둥이와 나란히 보입니다.",
+    "precision.rope_positions": "각도를 구하기 전에 위치를 {dtype}(으)로 반올림합니다: "
+    "{positions} (bfloat16은 256까지, float16은 2,048까지만 모든 정수를 담습니다). 그래서 그 "
+    "위치의 토큰은 다른 위치의 각도로 돌고, 두 토큰이 똑같이 돌 수 있습니다.",
+    "precision.rope_float32": "transformers의 회전 임베딩처럼 위치에서 각도를 float32로 "
+    "구하고(16,777,216까지의 정수 위치는 모두 제 각도를 가집니다), cos와 sin을 {dtype}(으)로 "
+    "반올림한 뒤 각 곱과 합을 {dtype}(으)로 반올림합니다.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "프리셋을 찾을 수 없습니다: {name!r}. 있는 프리셋: {names}",
     "cli.presets_missing": "이 설치에는 프리셋 폴더가 없습니다({path}). qkvcalc를 다시 설치하세요",

@@ -127,6 +127,8 @@ class Out(NamedTuple):
     details: dict[str, np.ndarray] | None = None
     scale: float = 1.0
     notes: tuple[Msg, ...] = ()
+    # parameters as the dtype held them, for the cell arithmetic (positions rounded, say)
+    params: dict[str, Any] | None = None
 
 
 # (operands, params, rounding) -> the stage in the dtype

@@ -167,6 +167,8 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
         fill = "−1e9" if r.policy == "naive" else _number(r.finfo_min())
         notes.append(Msg(f"precision.mask_{r.policy}", fill=fill, dtype=r.kept or str(r.dtype)))
     details = out.details or {}
+    if out.params:  # the parameters as the dtype held them: what the cell arithmetic shows
+        stage = replace(stage, spec=replace(stage.spec, params={**stage.params, **out.params}))
     said = "precision.stage_exact" if error.max_abs == 0 else "precision.stage_error"
     notes.append(Msg(said, **_error_words(error, r)))
     return replace(
