@@ -28,7 +28,6 @@ torch = pytest.importorskip("torch", reason="PyTorch is the oracle")
         (["--dtype", "int8"], "--dtype"),
         (["--dtype", "bfloat16", "--policy", "fast"], "--policy"),
         (["--dtype", "float8_e4m3fn", "--policy", "sdpa"], "--policy"),
-        (["--dtype", "bfloat16", "--policy", "sdpa"], "--policy"),
         (["--policy", "naive"], "--dtype"),
         (["--dtype", "bfloat16", "--exact"], "--exact"),
         (["--dtype", "float16", "--backward", "--attend", "1 2 3"], "--backward"),

@@ -713,6 +713,26 @@ MESSAGES: dict[str, str] = {
     "precision.rope_float32": "The angles are taken in float32 from the positions, as "
     "transformers' rotary embedding does (every integer position up to 16,777,216 keeps its own), "
     "cos and sin are rounded to {dtype}, then each product and the sum are rounded to {dtype}.",
+    "precision.sdpa_float8": "--policy sdpa takes float32, bfloat16 or float16, not --dtype "
+    "{dtype}: torch's scaled_dot_product_attention has no float8 kernel on the CPU (use --policy "
+    "eager or naive)",
+    "precision.sdpa_kept": "torch's scaled_dot_product_attention ({kernel} kernel) does not keep "
+    "this stage: it is shown in float32, as the kernel computes it.",
+    "precision.mask_sdpa": "Where masked, {fill}: scaled_dot_product_attention turns a boolean "
+    "mask into −∞ (in float32 inside the kernel); a query whose every key is masked gets weights "
+    "0 and output 0, as the kernel gives it.",
+    "precision.policy.sdpa_flash": "Computed as torch's scaled_dot_product_attention does in "
+    "{dtype} on the CPU, with its flash kernel (d_k = d_v): Q·Kᵀ, the scaling, the mask and e^(s "
+    "− max) in float32; e^(s − max) rounded to {dtype} for P·V and the row sum taken from the "
+    "float32 exponentials; the output rounded to {dtype}. The kernel divides by the row sum after "
+    "P·V; the weights shown are the {dtype} exponentials times 1/row sum in float32, which gives "
+    "the same output to a few float32 units. The projections as transformers' eager attention. "
+    "Each stage is shown beside its float64 twin.",
+    "precision.policy.sdpa_math": "Computed as torch's scaled_dot_product_attention does in "
+    "{dtype} on the CPU, with its math kernel (d_k ≠ d_v): everything in float32 and only the "
+    "output rounded to {dtype} (the kernel applies √scale to Q and to K before the product; shown "
+    "here as one scaling after it, the same to a few float32 units). The projections as "
+    "transformers' eager attention. Each stage is shown beside its float64 twin.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "no preset named {name!r}; the presets are: {names}",
     "cli.presets_missing": "the presets folder is missing from this installation ({path}): "
@@ -1197,8 +1217,8 @@ MESSAGES: dict[str, str] = {
     "error in units in the last place.",
     "help.explain.policy": "With --dtype: whose rounding. eager (default): transformers' eager "
     "attention (float32 sums, softmax in float32; float8 with one scale per tensor, as FP8 "
-    "kernels); naive: every op in the dtype, no upcast and no scale (sdpa is named but not "
-    "computed yet).",
+    "kernels); sdpa: torch's scaled_dot_product_attention on the CPU (its flash kernel where d_k "
+    "= d_v, else its math kernel); naive: every op in the dtype, no upcast and no scale.",
     "precision.policy_without_dtype": "--policy {policy} says how a low-precision dtype rounds: "
     "give --dtype too (float32, bfloat16, float16, float8_e4m3fn or float8_e5m2)",
     "help.explain.exact": "Show exact fractions where the numbers stay rational.",

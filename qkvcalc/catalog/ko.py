@@ -709,6 +709,26 @@ MESSAGES: dict[str, str] = {
     "precision.rope_float32": "transformers의 회전 임베딩처럼 위치에서 각도를 float32로 "
     "구하고(16,777,216까지의 정수 위치는 모두 제 각도를 가집니다), cos와 sin을 {dtype}(으)로 "
     "반올림한 뒤 각 곱과 합을 {dtype}(으)로 반올림합니다.",
+    "precision.sdpa_float8": "--policy sdpa에는 float32, bfloat16, float16을 씁니다. --dtype "
+    "{dtype}은(는) 쓸 수 없습니다: torch의 scaled_dot_product_attention에는 CPU용 float8 커널이 "
+    "없습니다(--policy eager나 naive를 쓰세요)",
+    "precision.sdpa_kept": "torch의 scaled_dot_product_attention({kernel} 커널)은 이 단계를 따로 "
+    "두지 않습니다. 커널이 계산하는 대로 float32로 보여 줍니다.",
+    "precision.mask_sdpa": "마스킹된 칸은 {fill}입니다. scaled_dot_product_attention은 불리언 "
+    "마스크를 −∞로 바꿉니다(커널 안에서 float32). 모든 Key가 마스킹된 Query는 커널이 주는 대로 "
+    "가중치 0, 출력 0입니다.",
+    "precision.policy.sdpa_flash": "torch의 scaled_dot_product_attention이 CPU에서 {dtype}(으)로 "
+    "계산하듯, flash 커널(d_k = d_v)로 계산했습니다. Q·Kᵀ, 배율, 마스크, e^(s − max)는 "
+    "float32입니다. P·V에서는 e^(s − max)를 {dtype}(으)로 반올림하고, 행 합은 float32 지수들로 "
+    "구합니다. 출력은 {dtype}(으)로 반올림합니다. 커널은 P·V 뒤에 행 합으로 나눕니다. 여기 보이는 "
+    "가중치는 {dtype} 지수에 1/행 합을 float32로 곱한 값이며, 출력은 float32 단위 몇 개 안에서 "
+    "같습니다. 투영은 transformers의 eager 어텐션과 같습니다. 각 단계는 float64 쌍둥이와 나란히 "
+    "보입니다.",
+    "precision.policy.sdpa_math": "torch의 scaled_dot_product_attention이 CPU에서 {dtype}(으)로 "
+    "계산하듯, math 커널(d_k ≠ d_v)로 계산했습니다. 모두 float32로 계산하고 출력만 {dtype}(으)로 "
+    "반올림합니다(커널은 곱하기 전에 Q와 K에 각각 √scale을 곱합니다. 여기서는 곱 뒤의 배율 한 "
+    "번으로 보여 주며, float32 단위 몇 개 안에서 같습니다). 투영은 transformers의 eager 어텐션과 "
+    "같습니다. 각 단계는 float64 쌍둥이와 나란히 보입니다.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "프리셋을 찾을 수 없습니다: {name!r}. 있는 프리셋: {names}",
     "cli.presets_missing": "이 설치에는 프리셋 폴더가 없습니다({path}). qkvcalc를 다시 설치하세요",
@@ -1193,8 +1213,9 @@ MESSAGES: dict[str, str] = {
     "하나를 두고 저장하고, naive에서는 단순 형변환합니다). 각 칸은 float64 쌍둥이, 마지막 자리 "
     "단위(ulp)의 오차와 나란히 보입니다.",
     "help.explain.policy": "--dtype과 함께: 누구의 반올림인지. eager(기본값): transformers의 "
-    "eager 어텐션(float32 합, float32 softmax. float8은 FP8 커널처럼 텐서마다 배율 하나); naive: "
-    "업캐스트도 배율도 없이 모든 연산을 dtype으로 (sdpa는 이름만 있고 아직 계산하지 않습니다).",
+    "eager 어텐션(float32 합, float32 softmax. float8은 FP8 커널처럼 텐서마다 배율 하나); sdpa: "
+    "CPU에서의 torch scaled_dot_product_attention(d_k = d_v이면 flash 커널, 아니면 math 커널); "
+    "naive: 업캐스트도 배율도 없이 모든 연산을 dtype으로.",
     "precision.policy_without_dtype": "--policy {policy}은(는) 낮은 정밀도 dtype의 반올림 방식을 "
     "정합니다. --dtype도 주세요(float32, bfloat16, float16, float8_e4m3fn, float8_e5m2)",
     "help.explain.exact": "수가 유리수로 남는 곳에서는 정확한 분수로 보여 줍니다.",

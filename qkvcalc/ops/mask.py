@@ -80,6 +80,8 @@ def _lowp_mask(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     s, allowed = ops[0], params["allowed"]
     if r.policy == "naive":  # torch.where(mask, s, −1e9): the fill itself, in the dtype
         return Out(np.where(allowed, s, r.to(NAIVE_FILL)))
+    if r.policy == "sdpa":  # a boolean mask is −∞ to scaled_dot_product_attention (float32)
+        return Out(np.where(allowed, s, -np.inf), "float32")
     # eager: the dtype's most negative finite number added (in float32, rounded)
     fill = r.finfo_min()
     return Out(np.where(allowed, s, r.keep(r.work(s) + r.work(fill))), r.kept)

@@ -37,16 +37,31 @@ class Rounding:
     largest finite number per tensor, and what is computed between two products (the scores
     through the weights, each product's result) stays in float32 (`keep`, `kept`)."""
 
-    def __init__(self, dtype: np.dtype[Any], policy: str, rounds: bool = True) -> None:
+    def __init__(
+        self,
+        dtype: np.dtype[Any],
+        policy: str,
+        rounds: bool = True,
+        kernel: str = "",
+        inside: bool = False,
+    ) -> None:
         self.dtype = dtype
         self.policy = policy
         self.rounds = rounds
+        # sdpa: the kernel torch picks ("flash" where d_k = d_v, else "math"), and whether this
+        # stage is one the kernel computes inside itself (Q·Kᵀ: kept in float32, never stored)
+        self.kernel = kernel
+        self.inside = inside
         self.float8 = str(dtype).startswith("float8")
         self.scaled = self.float8 and policy == "eager"  # per-tensor scaling
         self.kept = "float32" if self.scaled else ""  # where a computed stage is kept
 
     def exact(self) -> Rounding:
-        return Rounding(self.dtype, self.policy, rounds=False)
+        return Rounding(self.dtype, self.policy, False, self.kernel, self.inside)
+
+    def within(self) -> Rounding:
+        """The same rounding for a stage computed inside torch's attention kernel (sdpa)."""
+        return Rounding(self.dtype, self.policy, self.rounds, self.kernel, inside=True)
 
     def cast(self, a: np.ndarray) -> np.ndarray:
         """Each number rounded to the dtype (nearest even), no scale; float8_e4m3fn saturates."""
@@ -150,6 +165,8 @@ def product(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, r: Rounding) 
     acc = r.work(a) @ r.work(b)
     if bias is not None:
         acc = acc + r.work(r.to(bias))
+    if r.inside:  # sdpa's Q·Kᵀ: the kernel's float32 accumulator, never rounded to the dtype
+        return Out(r.f32(acc), "float32")
     return Out(r.to(acc), r.kept)
 
 

@@ -141,6 +141,8 @@ def grad_scale_missing(asked: Asked) -> list[Candidate]:
 
 def _lowp_scale(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     # scores × scale: both in float32 (the scale a Python float, as transformers passes it)
+    if r.policy == "sdpa":  # inside the kernel: kept in float32
+        return Out(r.f32(r.work(ops[0]) * r.work(params["scale"])), "float32")
     return Out(r.keep(r.work(ops[0]) * r.work(params["scale"])), r.kept)
 
 

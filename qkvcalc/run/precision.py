@@ -44,6 +44,8 @@ def check(p: Problem, dtype: str, policy: str) -> None:
         raise QkvcalcError(
             "precision.policy_not_yet", value=policy, known=", ".join(lowp.COMPUTED_POLICIES)
         )
+    if policy == "sdpa" and dtype.startswith("float8"):
+        raise QkvcalcError("precision.sdpa_float8", dtype=dtype)
     for option, on in (
         ("--exact", p.exact),
         ("--backward", p.backward),
@@ -65,7 +67,9 @@ def run(p: Problem, dtype: str | None = None, policy: str | None = None) -> Trac
     for stage in plain.stages:
         if lowp.rule(stage.op) is None:
             raise QkvcalcError("precision.op_unsupported", stage=stage.formula, op=stage.op)
-    rounding = lowp.Rounding(lowp.numpy_dtype(dtype), policy)
+    # sdpa: torch's CPU flash kernel where d_k = d_v, else its math kernel
+    kernel = ("flash" if p.d_k == p.d_v else "math") if policy == "sdpa" else ""
+    rounding = lowp.Rounding(lowp.numpy_dtype(dtype), policy, kernel=kernel)
     state = _State(plain.cache)
     last = _last_uses(tuple(stage.spec for stage in plain.stages))
     stages: list[Stage] = []
@@ -73,8 +77,11 @@ def run(p: Problem, dtype: str | None = None, policy: str | None = None) -> Trac
         stages.append(_stage(stage, rounding, state))
         state.release(k, last)
     summary = _summary(stages, rounding, dtype, policy)
-    kept = tuple(w for w in plain.warnings if not w.key.startswith("warn.fully_masked"))
-    warnings = kept + tuple(_dead_rows(stages, rounding))
+    if policy == "sdpa":  # a fully masked row's weights are 0, as in the float64 twin
+        warnings = plain.warnings
+    else:
+        kept = tuple(w for w in plain.warnings if not w.key.startswith("warn.fully_masked"))
+        warnings = kept + tuple(_dead_rows(stages, rounding))
     return replace(plain, stages=tuple(stages), warnings=warnings, precision=summary)
 
 
@@ -111,6 +118,7 @@ class _State:
         self.values: dict[Ref, np.ndarray] = {}
         self.data: dict[Ref, Data] = {}
         self.finite = True  # no value so far is inf or NaN (the remarks hold)
+        self.ops: dict[Ref, str] = {}  # the op of each stage so far
 
     def keep(self, stage: Stage, value: np.ndarray, stored: np.dtype[Any]) -> Data:
         self.values[stage.ref] = value
@@ -143,6 +151,10 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
         (o.value if given else r.to(o.value)) if isinstance(o, Const) else state.value_of(o)
         for o in stage.reads
     ]
+    state.ops[stage.ref] = stage.op
+    reads = [state.ops.get(o) for o in stage.reads if not isinstance(o, Const)]
+    if r.policy == "sdpa" and stage.op in lowp.PRODUCTS and lowp.TRANSPOSE in reads:
+        r = r.within()
     out = entry(operands, stage.params, r)
     if stage.op == lowp.SPLIT:  # which columns each head reads: no numbers to round
         state.values[stage.ref] = out.value
@@ -158,13 +170,16 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
     del ideal
     held = f32 if out.stored else r.dtype if out.scale == 1 else np.dtype(np.float64)
     data = state.keep(stage, out.value, held)
-    kept = (
-        Msg("precision.fp8_kept", dtype=str(r.dtype)) if r.scaled else Msg("precision.stored_f32")
-    )
+    if r.scaled:
+        kept = Msg("precision.fp8_kept", dtype=str(r.dtype))
+    elif r.policy == "sdpa":
+        kept = Msg("precision.sdpa_kept", kernel=r.kernel)
+    else:
+        kept = Msg("precision.stored_f32")
     notes = [*out.notes, *([kept] if out.stored else [])]
     if stage.op == lowp.MASK:
         # −1e9 under naive, else finfo.min added (float32's where scaled float8 keeps scores)
-        fill = "−1e9" if r.policy == "naive" else _number(r.finfo_min())
+        fill = {"naive": "−1e9", "sdpa": "−∞"}.get(r.policy) or _number(r.finfo_min())
         notes.append(Msg(f"precision.mask_{r.policy}", fill=fill, dtype=r.kept or str(r.dtype)))
     details = out.details or {}
     if out.params:  # the parameters as the dtype held them: what the cell arithmetic shows
@@ -244,12 +259,17 @@ def _summary(stages: list[Stage], r: lowp.Rounding, dtype: str, policy: str) -> 
     """The first cell that turned inf or NaN (stage order, 1-based), with why, and the stage
     that added most error."""
     said = f"precision.policy.{policy}" + ("_fp8" if r.float8 else "")
+    if policy == "sdpa":
+        said = f"precision.policy.sdpa_{r.kernel}"
     notes = [Msg(said, dtype=dtype), Msg("precision.approx", dtype=dtype)]
     first = None
     for stage in stages:
         if stage.error is None:
             continue
-        bad = np.argwhere(~np.isfinite(stage.value))
+        bad_cells = ~np.isfinite(stage.value)
+        if r.policy == "sdpa" and stage.op == lowp.MASK and stage.allowed is not None:
+            bad_cells &= stage.allowed  # the mask's own −∞ aside
+        bad = np.argwhere(bad_cells)
         if bad.size:
             i, j = (int(t) for t in bad[0])
             first = (stage.id, stage.head, (i + 1, j + 1))
