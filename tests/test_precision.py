@@ -27,8 +27,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is the oracle")
     [
         (["--dtype", "int8"], "--dtype"),
         (["--dtype", "bfloat16", "--policy", "fast"], "--policy"),
-        (["--dtype", "float8_e4m3fn"], "--dtype"),
-        (["--dtype", "bfloat16", "--policy", "sdpa"], "--policy"),
+        (["--dtype", "float8_e4m3fn", "--policy", "sdpa"], "--policy"),
         (["--policy", "naive"], "--dtype"),
         (["--dtype", "bfloat16", "--exact"], "--exact"),
         (["--dtype", "float16", "--backward", "--attend", "1 2 3"], "--backward"),
@@ -46,11 +45,23 @@ def test_a_dtype_it_cannot_run_is_one_message(args: list[str], named: str) -> No
 
 
 def test_an_op_without_a_low_precision_rounding_is_refused_not_run_in_float64() -> None:
-    result = in_process("explain", "--preset", "rope", "--dtype", "bfloat16")
+    result = in_process("explain", "--preset", "alibi", "--dtype", "bfloat16")
     assert result.returncode == 2 and result.stdout == ""
-    assert "'rope'" in result.stderr and "--dtype" in result.stderr
+    assert "'alibi'" in result.stderr and "--dtype" in result.stderr
     with pytest.raises(qkvcalc.QkvcalcError):
-        qkvcalc.explain(**presets.load("rope"), dtype="bfloat16")
+        qkvcalc.explain(**presets.load("alibi"), dtype="bfloat16")
+
+
+def test_each_op_says_how_it_rounds_in_its_own_module() -> None:
+    """The interpreter holds no table of rules: every op of a run with heads, biases, W_O and a
+    mask has its `lowp` rule from qkvcalc/ops/, the module that declares the op."""
+    from qkvcalc.ops.table import OPS
+
+    trace = qkvcalc.explain(**problem(1))
+    for name in {stage.op for stage in trace.stages}:
+        rule = OPS[name].lowp
+        assert rule is not None and rule is lowp.rule(name), name
+        assert rule.__module__.startswith("qkvcalc.ops."), (name, rule.__module__)
 
 
 def test_the_korean_refusal_is_korean() -> None:

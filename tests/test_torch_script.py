@@ -166,6 +166,7 @@ PRESET_MHA = {
     "learn": False,  # d_model 4, d_k 2, as pronoun
     "llama": False,
     "rope": False,
+    "bf16rope": False,  # RoPE
     "alibi": False,
     "referent": False,  # cross-attention (the sentence is the source): MHA cannot say it
     "referent64": False,

@@ -363,8 +363,14 @@ MESSAGES: dict[str, str] = {
     "(float16's largest) is ∞ before the scale can shrink it, and the softmax row turns NaN",
     "preset.fp16mask.description": "A −1e9 mask in float16 is −∞, and a query that may see no key "
     "gets NaN weights",
+    "preset.bf16rope.description": "RoPE positions past 256 in bfloat16: a layer that keeps its "
+    "positions in bfloat16 turns 'b' at 257 exactly as 'a' at 256, and 'b' splits its weight "
+    "between them; transformers' float32 angles (--policy eager) keep them apart",
     "preset.bf16softmax.description": "Why the softmax is upcast: in bfloat16 with no upcast "
     "(naive) the weights stray further from float64 than eager's float32 softmax",
+    "preset.fp8scaling.description": "float8 with and without per-tensor scaling: a plain cast to "
+    "float8_e4m3fn saturates the scores 576 and 480 at 448, two keys tie and the weight is split; "
+    "stored with a scale per tensor as FP8 kernels do (--policy eager), they stay apart",
     "preset.padding.description": "A batch row padded to four tokens: key_padding keeps attention "
     "off <pad>",
     "preset.pronoun.description": "A story: in 'the cat sat because it was tired', the query "
@@ -440,12 +446,34 @@ MESSAGES: dict[str, str] = {
     "NaN. With --policy eager the mask adds −65,504 instead, row 1 stays finite and its weights "
     "are spread over the keys (1/3 each, as float16 rounds it); the float64 twin gives that row "
     "weights 0, as scaled_dot_product_attention does.",
+    "preset.bf16rope.reference": "Made for qkvcalc, after transformers issue 29285 (RoPE losing "
+    "precision in bfloat16). bfloat16 has 8 bits of mantissa, so from 256 to 512 it holds only "
+    "even integers: 257 rounds to 256 and 259 to 260 (ties to even). Four tokens with the same "
+    "vector (8, 0) at positions 256 to 259, W_Q = W_K = W_V = I, one pair of dimensions turning "
+    "at ω = 1 (d_k = 2). Under the naive policy the positions, inv_freq, their product, cos and "
+    "sin are each rounded to bfloat16, so 'a' and 'b' turn by the same angle: 'b' scores 'a' and "
+    "itself alike, 64 each, and puts 0.5 of its weight on 'a' (float64: about 9e−10), and 'd' at "
+    "259 turns as if it were at 260. Run it with --policy eager: the angles are taken in float32 "
+    "from the positions, as transformers' rotary embedding does, and only cos and sin are rounded "
+    "to bfloat16: 'b' scores 'a' 34.75 (float64: 34.58) and puts about 1.1e−9 of its weight on "
+    "it.",
     "preset.bf16softmax.reference": "Made for qkvcalc, after flash-attention issue 613 ('why did "
     "you choose float32 in softmax?'). Eight tokens, W_Q = W_K = W_V = I. Under the naive policy "
     "e^(s − max), the row sum and the division are each rounded to bfloat16 (8 bits of mantissa): "
     "the weights end up to 2.45 units in the last place from their float64 twin. Run it with "
     "--policy eager: from the same bfloat16 scores, the softmax in float32 with only the weights "
     "rounded puts them within 0.53.",
+    "preset.fp8scaling.reference": "Made for qkvcalc, after FP8 attention kernels "
+    "(FlashAttention-3, Transformer Engine), which store Q, K and V in float8 with one scale per "
+    "tensor. W_Q = W_K = W_V = I, so row 1 of the scores is 24·24 = 576, 0 and 24·20 = 480. Under "
+    "the naive policy every tensor is a plain cast to float8_e4m3fn, whose largest number is 448 "
+    "and which has no ∞: PyTorch's cast saturates, so 576 and 480 are both 448, the scaled scores "
+    "both 320, and 'sun' splits its weight 0.5 and 0.5 between 'sun' and 'star' (float64: 1 and "
+    "about 3e−30); its output is (22, 10) where float64's is (24, 0). Run it with --policy eager: "
+    "each tensor is stored as s·round(t / s) with s = max|t| / 448, products are summed in "
+    "float32 and multiplied back by the scales, and the scores stay in float32: row 1 is "
+    "576.0001, 0 and 493.71, the weights 1, 0 and about 5e−26 (float64: about 3e−30), the output "
+    "(24.000004, 0). The price: e4m3fn has 3 bits of mantissa, so 20 is stored as 20.571.",
     "preset.padding.reference": "Made for qkvcalc: 'cats sleep' padded to length 4, the way "
     "a batch of sentences of unequal length is padded; key_padding [1, 1, 0, 0] marks the real "
     "tokens, as a BERT attention_mask does. The <pad> rows still get outputs (key_padding "
@@ -663,6 +691,49 @@ MESSAGES: dict[str, str] = {
     "precision.why.nan_row": "First cell that is not finite: row {row}, column {col} of {stage} "
     "(head {head}) is NaN. Every score of row {row} is −∞ (every key masked, with a fill that "
     "rounded to −∞ in {dtype}), so the row max is −∞ and e^(−∞ − (−∞)) is NaN.",
+    "precision.fp8_stored": "Stored in {dtype} with one scale for the whole tensor, as FP8 "
+    "kernels store it: each number is s × a {dtype} number, s = max|t| / {top} = {scale}.",
+    "precision.fp8_product": "Read in {dtype} with one scale per tensor, s_A = {a} and s_B = {b}: "
+    "the {dtype} numbers multiplied and summed in float32, then times s_A·s_B (and the bias "
+    "added) in float32.",
+    "precision.fp8_kept": "FP8 kernels keep this stage in float32 (only what a product reads is "
+    "stored in float8): its numbers are float32's, its errors counted in {dtype}'s units in the "
+    "last place at each number's size.",
+    "precision.policy.eager_fp8": "Computed as FP8 attention kernels do: X, the weights and "
+    "biases, and every matrix a product reads (Q, K, V, the attention weights) are stored in "
+    "{dtype} with one scale per tensor, s = max|t| / {dtype}'s largest finite number; products "
+    "are summed in float32 and multiplied back by the scales; the scores, the mask, the softmax "
+    "and each product's result stay in float32. Each stage is shown beside its float64 twin.",
+    "precision.policy.naive_fp8": "Computed in {dtype} as a plain cast gives it, with no scale "
+    "and no upcast: every tensor and every stage rounded to {dtype} (float8_e4m3fn has no ∞: "
+    "PyTorch's cast saturates at ±448); −1e9 where masked, then s − max, e^(s − max), the row sum "
+    "and the division each rounded. Each stage is shown beside its float64 twin.",
+    "precision.rope_positions": "The positions are rounded to {dtype} before the angles are "
+    "taken: {positions} (bfloat16 holds every integer only up to 256, float16 up to 2,048), so a "
+    "token there turns by another position's angle, and two tokens can turn alike.",
+    "precision.rope_float32": "The angles are taken in float32 from the positions, as "
+    "transformers' rotary embedding does (every integer position up to 16,777,216 keeps its own), "
+    "cos and sin are rounded to {dtype}, then each product and the sum are rounded to {dtype}.",
+    "precision.sdpa_float8": "--policy sdpa takes float32, bfloat16 or float16, not --dtype "
+    "{dtype}: torch's scaled_dot_product_attention has no float8 kernel on the CPU (use --policy "
+    "eager or naive)",
+    "precision.sdpa_kept": "torch's scaled_dot_product_attention ({kernel} kernel) does not keep "
+    "this stage: it is shown in float32, as the kernel computes it.",
+    "precision.mask_sdpa": "Where masked, {fill}: scaled_dot_product_attention turns a boolean "
+    "mask into −∞ (in float32 inside the kernel); a query whose every key is masked gets weights "
+    "0 and output 0, as the kernel gives it.",
+    "precision.policy.sdpa_flash": "Computed as torch's scaled_dot_product_attention does in "
+    "{dtype} on the CPU, with its flash kernel (d_k = d_v): Q·Kᵀ, the scaling, the mask and e^(s "
+    "− max) in float32; e^(s − max) rounded to {dtype} for P·V and the row sum taken from the "
+    "float32 exponentials; the output rounded to {dtype}. The kernel divides by the row sum after "
+    "P·V; the weights shown are the {dtype} exponentials times 1/row sum in float32, which gives "
+    "the same output to a few float32 units. The projections as transformers' eager attention. "
+    "Each stage is shown beside its float64 twin.",
+    "precision.policy.sdpa_math": "Computed as torch's scaled_dot_product_attention does in "
+    "{dtype} on the CPU, with its math kernel (d_k ≠ d_v): everything in float32 and only the "
+    "output rounded to {dtype} (the kernel applies √scale to Q and to K before the product; shown "
+    "here as one scaling after it, the same to a few float32 units). The projections as "
+    "transformers' eager attention. Each stage is shown beside its float64 twin.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "no preset named {name!r}; the presets are: {names}",
     "cli.presets_missing": "the presets folder is missing from this installation ({path}): "
@@ -1147,13 +1218,15 @@ MESSAGES: dict[str, str] = {
     "help.explain.backward": "After the forward stages, the backward pass: every gradient from "
     "the loss (the problem's grad_output, target or attend) back to W_Q, W_K, W_V and X.",
     "help.explain.dtype": "Compute every stage as the hardware does in this dtype: float32, "
-    "bfloat16 or float16 (float8_e4m3fn, float8_e5m2 are named but not computed yet), each cell "
-    "beside its float64 twin and its error in units in the last place.",
+    "bfloat16, float16, float8_e4m3fn or float8_e5m2 (float8 stored with one scale per tensor "
+    "under --policy eager, a plain cast under naive), each cell beside its float64 twin and its "
+    "error in units in the last place.",
     "help.explain.policy": "With --dtype: whose rounding. eager (default): transformers' eager "
-    "attention (float32 sums, softmax in float32); naive: every op in the dtype, no upcast (sdpa "
-    "is named but not computed yet).",
+    "attention (float32 sums, softmax in float32; float8 with one scale per tensor, as FP8 "
+    "kernels); sdpa: torch's scaled_dot_product_attention on the CPU (its flash kernel where d_k "
+    "= d_v, else its math kernel); naive: every op in the dtype, no upcast and no scale.",
     "precision.policy_without_dtype": "--policy {policy} says how a low-precision dtype rounds: "
-    "give --dtype too (float32, bfloat16 or float16)",
+    "give --dtype too (float32, bfloat16, float16, float8_e4m3fn or float8_e5m2)",
     "help.explain.exact": "Show exact fractions where the numbers stay rational.",
     "help.explain.worksheet": "A worksheet: the inputs filled in, every computed cell blank (no "
     "arithmetic, no notes that tell a result). The answer key is the same command without it.",

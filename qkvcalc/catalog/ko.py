@@ -364,8 +364,14 @@ MESSAGES: dict[str, str] = {
     "훨씬 넘으면 스케일이 줄이기 전에 ∞가 되고, softmax 행은 NaN이 됩니다",
     "preset.fp16mask.description": "float16에서 −1e9 마스크는 −∞이고, 어떤 Key도 볼 수 없는 "
     "Query는 NaN 가중치를 받습니다",
+    "preset.bf16rope.description": "bfloat16에서 256을 넘는 RoPE 위치: 위치를 bfloat16으로 두는 "
+    "레이어는 257의 'b'를 256의 'a'와 똑같이 돌리고, 'b'는 가중치를 둘에 나눕니다. transformers의 "
+    "float32 각도(--policy eager)는 둘을 구별합니다",
     "preset.bf16softmax.description": "softmax를 업캐스트하는 이유: 업캐스트 없는 "
     "bfloat16(naive)의 가중치는 eager의 float32 softmax보다 float64에서 더 멀어집니다",
+    "preset.fp8scaling.description": "배율이 있을 때와 없을 때의 float8: float8_e4m3fn으로 단순 "
+    "형변환하면 점수 576과 480이 모두 448에서 멈춰 두 Key가 같아지고 가중치가 나뉩니다. FP8 "
+    "커널처럼 텐서마다 배율을 두고 저장하면(--policy eager) 둘이 구별됩니다",
     "preset.padding.description": "네 토큰 길이로 패딩된 배치의 한 행: key_padding이 <pad>로는 "
     "어텐션이 가지 않게 합니다",
     "preset.pronoun.description": "이야기가 있는 예제: 'the cat sat because it was "
@@ -440,12 +446,32 @@ MESSAGES: dict[str, str] = {
     "--policy eager에서는 마스크가 대신 −65,504를 더하므로 1행은 유한하게 남고 가중치가 Key들에 "
     "나뉩니다(float16으로 반올림한 1/3씩). float64 쌍둥이는 scaled_dot_product_attention처럼 그 "
     "행에 가중치 0을 줍니다.",
+    "preset.bf16rope.reference": "qkvcalc용으로 만든 예제. transformers 이슈 29285(bfloat16에서 "
+    "RoPE의 정밀도 손실)를 따랐습니다. bfloat16의 가수는 8비트라서 256부터 512까지는 짝수 정수만 "
+    "담습니다. 257은 256으로, 259는 260으로 반올림됩니다(같으면 짝수 쪽). 같은 벡터 (8, 0)을 가진 "
+    "토큰 네 개가 위치 256부터 259에 있고, W_Q = W_K = W_V = I, 차원 한 쌍이 ω = 1로 돕니다(d_k = "
+    "2). naive 정책에서는 위치, inv_freq, 둘의 곱, cos, sin을 각각 bfloat16으로 반올림하므로 "
+    "'a'와 'b'가 같은 각도로 돕니다. 'b'가 'a'와 자신에게 주는 점수는 모두 64이고 'b'는 가중치의 "
+    "0.5를 'a'에 줍니다(float64: 약 9e−10). 259의 'd'는 260에 있는 것처럼 돕니다. --policy "
+    "eager로 실행해 보세요. transformers의 회전 임베딩처럼 위치에서 각도를 float32로 구하고 cos와 "
+    "sin만 bfloat16으로 반올림합니다. 'b'가 'a'에 주는 점수는 34.75(float64: 34.58)이고 가중치는 "
+    "약 1.1e−9입니다.",
     "preset.bf16softmax.reference": "qkvcalc용으로 만든 예제. flash-attention 이슈 "
     "613('softmax에 왜 float32를 골랐나요?')을 따랐습니다. 토큰 여덟 개, W_Q = W_K = W_V = I. "
     "naive 정책에서는 e^(s − max), 행 합, 나눗셈을 각각 bfloat16(가수 8비트)로 반올림합니다. 그 "
     "결과 가중치가 float64 쌍둥이에서 마지막 자리 단위로 최대 2.45만큼 떨어집니다. --policy "
     "eager로 실행해 보세요. 같은 bfloat16 점수에서 float32로 softmax를 계산하고 가중치만 "
     "반올림하면 0.53 안에 들어옵니다.",
+    "preset.fp8scaling.reference": "qkvcalc용으로 만든 예제. Q, K, V를 텐서마다 배율 하나를 두고 "
+    "float8로 저장하는 FP8 어텐션 커널(FlashAttention-3, Transformer Engine)을 따랐습니다. W_Q = "
+    "W_K = W_V = I이므로 점수의 1행은 24·24 = 576, 0, 24·20 = 480입니다. naive 정책에서는 모든 "
+    "텐서를 float8_e4m3fn으로 단순 형변환합니다. 이 형식의 가장 큰 수는 448이고 ∞가 없어서 "
+    "PyTorch의 형변환은 448에서 멈춥니다. 그래서 576과 480은 둘 다 448, 배율을 곱한 점수는 둘 다 "
+    "320이 되고, 'sun'은 가중치를 'sun'과 'star'에 0.5씩 나눕니다(float64: 1과 약 3e−30). 출력은 "
+    "(22, 10)이고 float64는 (24, 0)입니다. --policy eager로 실행해 보세요. 각 텐서를 s·round(t / "
+    "s), s = max|t| / 448로 저장하고, 곱의 합은 float32로 구한 뒤 배율을 다시 곱하며, 점수는 "
+    "float32로 둡니다. 1행은 576.0001, 0, 493.71, 가중치는 1, 0, 약 5e−26(float64: 약 3e−30), "
+    "출력은 (24.000004, 0)입니다. 대가: e4m3fn의 가수는 3비트라서 20은 20.571로 저장됩니다.",
     "preset.padding.reference": "qkvcalc용으로 만든 예제: 길이가 다른 문장들을 한 배치로 "
     "묶을 때처럼 'cats sleep'을 길이 4로 패딩했습니다. BERT의 attention_mask처럼 key_padding "
     "[1, 1, 0, 0]이 실제 토큰을 표시합니다. <pad> 행에도 출력이 나오지만(key_padding은 Query가 "
@@ -662,6 +688,48 @@ MESSAGES: dict[str, str] = {
     "precision.why.nan_row": "처음으로 유한하지 않은 칸: {stage}(헤드 {head})의 {row}행 {col}열 = "
     "NaN. {row}행의 점수가 모두 −∞(모든 Key가 마스킹되었고, 채운 값이 {dtype}에서 −∞로 "
     "반올림됨)이므로 행의 최댓값이 −∞이고 e^(−∞ − (−∞))는 NaN입니다.",
+    "precision.fp8_stored": "FP8 커널처럼 텐서 전체에 배율 하나를 두고 {dtype}(으)로 저장합니다. "
+    "각 수는 s × ({dtype} 수)이고, s = max|t| / {top} = {scale}입니다.",
+    "precision.fp8_product": "텐서마다 배율 하나(s_A = {a}, s_B = {b})를 두고 {dtype}(으)로 "
+    "읽습니다. {dtype} 수끼리 float32로 곱해 더한 뒤, float32로 s_A·s_B를 곱하고 편향을 더합니다.",
+    "precision.fp8_kept": "FP8 커널은 이 단계를 float32로 둡니다(곱셈이 읽는 것만 float8로 "
+    "저장합니다). 이 단계의 수는 float32 값이고, 오차는 각 수의 크기에서 {dtype}의 마지막 자리 "
+    "단위로 셉니다.",
+    "precision.policy.eager_fp8": "FP8 어텐션 커널처럼 계산했습니다. X, 가중치와 편향, 곱셈이 "
+    "읽는 모든 행렬(Q, K, V, 어텐션 가중치)은 텐서마다 배율 하나를 두고 {dtype}(으)로 저장합니다. "
+    "배율은 s = max|t| / ({dtype}의 가장 큰 유한수)입니다. 곱의 합은 float32로 구한 뒤 배율을 "
+    "다시 곱하고, 점수, 마스크, softmax, 각 곱셈의 결과는 float32로 둡니다. 각 단계는 float64 "
+    "쌍둥이와 나란히 보입니다.",
+    "precision.policy.naive_fp8": "배율도 업캐스트도 없이 단순 형변환처럼 {dtype}(으)로 "
+    "계산했습니다. 모든 텐서와 모든 단계를 {dtype}(으)로 반올림합니다(float8_e4m3fn에는 ∞가 "
+    "없어서 PyTorch의 형변환은 ±448에서 멈춥니다). 마스킹된 칸에 −1e9, 그다음 s − max, e^(s − "
+    "max), 행 합, 나눗셈을 각각 반올림합니다. 각 단계는 float64 쌍둥이와 나란히 보입니다.",
+    "precision.rope_positions": "각도를 구하기 전에 위치를 {dtype}(으)로 반올림합니다: "
+    "{positions} (bfloat16은 256까지, float16은 2,048까지만 모든 정수를 담습니다). 그래서 그 "
+    "위치의 토큰은 다른 위치의 각도로 돌고, 두 토큰이 똑같이 돌 수 있습니다.",
+    "precision.rope_float32": "transformers의 회전 임베딩처럼 위치에서 각도를 float32로 "
+    "구하고(16,777,216까지의 정수 위치는 모두 제 각도를 가집니다), cos와 sin을 {dtype}(으)로 "
+    "반올림한 뒤 각 곱과 합을 {dtype}(으)로 반올림합니다.",
+    "precision.sdpa_float8": "--policy sdpa에는 float32, bfloat16, float16을 씁니다. --dtype "
+    "{dtype}은(는) 쓸 수 없습니다: torch의 scaled_dot_product_attention에는 CPU용 float8 커널이 "
+    "없습니다(--policy eager나 naive를 쓰세요)",
+    "precision.sdpa_kept": "torch의 scaled_dot_product_attention({kernel} 커널)은 이 단계를 따로 "
+    "두지 않습니다. 커널이 계산하는 대로 float32로 보여 줍니다.",
+    "precision.mask_sdpa": "마스킹된 칸은 {fill}입니다. scaled_dot_product_attention은 불리언 "
+    "마스크를 −∞로 바꿉니다(커널 안에서 float32). 모든 Key가 마스킹된 Query는 커널이 주는 대로 "
+    "가중치 0, 출력 0입니다.",
+    "precision.policy.sdpa_flash": "torch의 scaled_dot_product_attention이 CPU에서 {dtype}(으)로 "
+    "계산하듯, flash 커널(d_k = d_v)로 계산했습니다. Q·Kᵀ, 배율, 마스크, e^(s − max)는 "
+    "float32입니다. P·V에서는 e^(s − max)를 {dtype}(으)로 반올림하고, 행 합은 float32 지수들로 "
+    "구합니다. 출력은 {dtype}(으)로 반올림합니다. 커널은 P·V 뒤에 행 합으로 나눕니다. 여기 보이는 "
+    "가중치는 {dtype} 지수에 1/행 합을 float32로 곱한 값이며, 출력은 float32 단위 몇 개 안에서 "
+    "같습니다. 투영은 transformers의 eager 어텐션과 같습니다. 각 단계는 float64 쌍둥이와 나란히 "
+    "보입니다.",
+    "precision.policy.sdpa_math": "torch의 scaled_dot_product_attention이 CPU에서 {dtype}(으)로 "
+    "계산하듯, math 커널(d_k ≠ d_v)로 계산했습니다. 모두 float32로 계산하고 출력만 {dtype}(으)로 "
+    "반올림합니다(커널은 곱하기 전에 Q와 K에 각각 √scale을 곱합니다. 여기서는 곱 뒤의 배율 한 "
+    "번으로 보여 주며, float32 단위 몇 개 안에서 같습니다). 투영은 transformers의 eager 어텐션과 "
+    "같습니다. 각 단계는 float64 쌍둥이와 나란히 보입니다.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "프리셋을 찾을 수 없습니다: {name!r}. 있는 프리셋: {names}",
     "cli.presets_missing": "이 설치에는 프리셋 폴더가 없습니다({path}). qkvcalc를 다시 설치하세요",
@@ -1147,13 +1215,15 @@ MESSAGES: dict[str, str] = {
     "help.explain.backward": "순전파 단계 뒤에 역전파를 보여 줍니다: 손실(문제의 grad_output, "
     "target, attend)에서 W_Q, W_K, W_V, X까지의 모든 기울기.",
     "help.explain.dtype": "모든 단계를 이 dtype에서 하드웨어가 계산하듯 계산합니다: float32, "
-    "bfloat16, float16 (float8_e4m3fn, float8_e5m2는 이름만 있고 아직 계산하지 않습니다). 각 칸은 "
-    "float64 쌍둥이, 마지막 자리 단위(ulp)의 오차와 나란히 보입니다.",
+    "bfloat16, float16, float8_e4m3fn, float8_e5m2 (float8은 --policy eager에서 텐서마다 배율 "
+    "하나를 두고 저장하고, naive에서는 단순 형변환합니다). 각 칸은 float64 쌍둥이, 마지막 자리 "
+    "단위(ulp)의 오차와 나란히 보입니다.",
     "help.explain.policy": "--dtype과 함께: 누구의 반올림인지. eager(기본값): transformers의 "
-    "eager 어텐션(float32 합, float32 softmax); naive: 업캐스트 없이 모든 연산을 dtype으로 "
-    "(sdpa는 이름만 있고 아직 계산하지 않습니다).",
+    "eager 어텐션(float32 합, float32 softmax. float8은 FP8 커널처럼 텐서마다 배율 하나); sdpa: "
+    "CPU에서의 torch scaled_dot_product_attention(d_k = d_v이면 flash 커널, 아니면 math 커널); "
+    "naive: 업캐스트도 배율도 없이 모든 연산을 dtype으로.",
     "precision.policy_without_dtype": "--policy {policy}은(는) 낮은 정밀도 dtype의 반올림 방식을 "
-    "정합니다. --dtype도 주세요(float32, bfloat16, float16)",
+    "정합니다. --dtype도 주세요(float32, bfloat16, float16, float8_e4m3fn, float8_e5m2)",
     "help.explain.exact": "수가 유리수로 남는 곳에서는 정확한 분수로 보여 줍니다.",
     "help.explain.worksheet": "워크시트: 입력은 채우고 계산할 칸은 모두 비워 둡니다(계산 과정도, "
     "결과를 알려 주는 설명도 없습니다). 답은 이 옵션 없이 같은 명령을 실행하면 나옵니다.",

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes, rows_of
+from qkvcalc.ops.rounding import Out, Rounding
 
 
 def _add(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
@@ -36,6 +37,14 @@ def _add_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -
     return style.line(left, style.shown(a) + style.shown(b), float(stage.value[i, j]), result)
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+def _lowp_add(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    # in float32, rounded (the bias added is the problem's own: rounded to the dtype first)
+    return Out(r.keep(r.work(ops[0]) + r.work(r.to(ops[1]))), r.kept)
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "add",
@@ -46,5 +55,6 @@ OPS: tuple[Op, ...] = (
         backward=lambda o, p, v, g: (g, g),
         grad_formula=lambda into, out, x, params: out,  # what is added is a constant
         work=_add_work,
+        lowp=_lowp_add,
     ),
 )

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes, rows_of
+from qkvcalc.ops.rounding import Out, Rounding
 
 
 def _concat(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
@@ -26,4 +27,13 @@ def _concat_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: 
     return tuple(np.split(g, edges, axis=1))
 
 
-OPS: tuple[Op, ...] = (Op("concat", _concat, _concat_feeds, backward=_concat_back),)
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+def _lowp_concat(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    return Out(np.hstack(list(ops)))  # the heads' numbers side by side: nothing to round
+
+
+OPS: tuple[Op, ...] = (
+    Op("concat", _concat, _concat_feeds, backward=_concat_back, lowp=_lowp_concat),
+)

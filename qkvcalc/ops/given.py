@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.ops.op import Op, Params, nothing, rows_of, same_cell
+from qkvcalc.ops.rounding import Out, Rounding, moved, rounded
 
 
 def _exact_input(ops: Sequence[Any], params: Params) -> Any:
@@ -39,10 +40,36 @@ def _exact_table(ops: Sequence[Any], params: Params) -> Any:
     return params.get("table_exact"), ()
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+def _lowp_columns(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    whole = r.stored(ops[0])  # the whole tensor stored (one scale for it), then the columns
+    return whole._replace(value=whole.value[:, params["cols"]])
+
+
+def _lowp_split(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    return Out(np.asarray(params["table"]))  # which columns each head reads: no numbers
+
+
 OPS: tuple[Op, ...] = (
-    Op("input", _input, same_cell, _exact_input, given=True),
-    Op("slice", _columns, nothing, _exact_columns, given=True),
-    Op("copy", _input, same_cell, _exact_input, backward=lambda ops, params, out, g: (g,)),
-    Op("split", _table, overflow=lambda params: False, given=True, in_words=True),
+    Op("input", _input, same_cell, _exact_input, given=True, lowp=rounded),
+    Op("slice", _columns, nothing, _exact_columns, given=True, lowp=_lowp_columns),
+    Op(
+        "copy",
+        _input,
+        same_cell,
+        _exact_input,
+        backward=lambda ops, params, out, g: (g,),
+        lowp=moved,
+    ),
+    Op(
+        "split",
+        _table,
+        overflow=lambda params: False,
+        given=True,
+        in_words=True,
+        lowp=_lowp_split,
+    ),
     Op("table", _table, nothing, _exact_table, given=True),
 )

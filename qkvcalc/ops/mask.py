@@ -9,6 +9,7 @@ import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.ops.op import Asked, Candidate, Feeds, Op, Params, Shapes, rows_of
+from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan import ids
 
 
@@ -69,6 +70,23 @@ def _masked_mistakes(asked: Asked) -> list[Candidate]:
     return found
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+NAIVE_FILL = -1e9  # the Annotated Transformer's −1e9 (masked_fill refuses it in float16)
+
+
+def _lowp_mask(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    s, allowed = ops[0], params["allowed"]
+    if r.policy == "naive":  # torch.where(mask, s, −1e9): the fill itself, in the dtype
+        return Out(np.where(allowed, s, r.to(NAIVE_FILL)))
+    if r.policy == "sdpa":  # a boolean mask is −∞ to scaled_dot_product_attention (float32)
+        return Out(np.where(allowed, s, -np.inf), "float32")
+    # eager: the dtype's most negative finite number added (in float32, rounded)
+    fill = r.finfo_min()
+    return Out(np.where(allowed, s, r.keep(r.work(s) + r.work(fill))), r.kept)
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "mask",
@@ -82,5 +100,6 @@ OPS: tuple[Op, ...] = (
         grad_formula=lambda into, out, x, params: f"{out} ⊙ [M ≠ −∞]",
         mistake_ids=("mask_missing", "mask_inverted"),
         mistakes=_masked_mistakes,
+        lowp=_lowp_mask,
     ),
 )

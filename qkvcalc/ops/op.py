@@ -11,6 +11,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from qkvcalc.i18n import Msg
+    from qkvcalc.ops.rounding import Rule
 
 Params = dict[str, Any]
 Shapes = Sequence[tuple[int, int]]
@@ -108,6 +109,10 @@ class Op(NamedTuple):
     # student's matrix fits it alone): their stable ids, and each one's matrix worked out
     mistake_ids: tuple[str, ...] = ()
     mistakes: Callable[[Asked], list[Candidate]] | None = None
+    # how it rounds in a low-precision dtype (--dtype) under each policy: a rule (operands,
+    # params, rounding) -> the stage's numbers in the dtype, rounding where `rounding.policy`
+    # rounds (qkvcalc.ops.rounding). None: --dtype refuses the op rather than show float64
+    lowp: Rule | None = None
     # its gradient's stages, as the backward pass's walk (qkvcalc.plan.backward) plans them:
     # (what the walk knows, this forward stage, the ref of its gradient) -> the stages of its
     # operands' gradients, each `grad_` + the operand's id. None: the chain rule through the

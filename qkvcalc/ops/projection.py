@@ -11,6 +11,7 @@ import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.ops.op import Asked, Back, Candidate, Feeds, Op, Params, Shapes, rows_of, turned
+from qkvcalc.ops.rounding import Out, Rounding, product
 from qkvcalc.plan import ids
 from qkvcalc.plan.specs import Ref, Spec, d
 
@@ -192,6 +193,14 @@ def _matmul_mistakes(asked: Asked) -> list[Candidate]:
     return found
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+def _lowp_product(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    # accumulated in float32 (the bias added there), rounded once: both policies alike
+    return product(ops[0], ops[1], params.get("bias"), r)
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "project",
@@ -203,6 +212,7 @@ OPS: tuple[Op, ...] = (
         work=_product_work,
         mistake_ids=("weight_transposed", "weight_torch_layout"),
         mistakes=_projection_mistakes,
+        lowp=_lowp_product,
     ),
     Op(
         "matmul",
@@ -214,6 +224,7 @@ OPS: tuple[Op, ...] = (
         work=_product_work,
         mistake_ids=("k_not_transposed", "scores_transposed", "grad_scale_missing"),
         mistakes=_matmul_mistakes,
+        lowp=_lowp_product,
         plan_back=_product_grads,
     ),
 )

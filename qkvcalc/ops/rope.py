@@ -26,6 +26,7 @@ from qkvcalc.input.cells import positive, to_vector
 from qkvcalc.labels import safe, shown
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes, Turn
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes
+from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Ref, Spec, dim_labels, positions_text
 
 KEYS = ("theta", "style", "dims", "inv_freq", "attention_factor")
@@ -241,6 +242,7 @@ def _turn(p: Any, rope: Rope, at: Turn) -> Spec:
             "angles": rope.angles(at.positions),
             "positions": at.positions,
             "inv_freq": rope.inv_freq,
+            "theta": None if rope.inv_freq_given else rope.theta,  # how --dtype makes inv_freq
         },
         notes=notes,
         symbol=f"{at.side}_rot",
@@ -373,6 +375,67 @@ def _torch(
     ]
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) --------------------
+
+
+def _lowp_angles(params: Params, r: Rounding) -> tuple[np.ndarray, np.ndarray, list[Msg], Params]:
+    """cos and sin of each row's angles as the policy computes them, and what is said of it.
+    eager (transformers' rotary embedding): position × inv_freq in float32, cos and sin in
+    float32 times the attention factor, then rounded to the dtype. naive (a layer that keeps
+    its positions and inv_freq in the dtype, as transformers' did before its issue 29285):
+    the positions, inv_freq, their product, cos and sin each rounded to the dtype."""
+    pos = np.asarray(params["positions"], dtype=np.float64)
+    factor = params["factor"]
+    notes: list[Msg] = []
+    if r.policy == "naive":
+        held = r.to(pos)
+        moved = np.flatnonzero(held != pos) if r.rounds else np.array([], dtype=int)
+        if moved.size:
+            notes.append(
+                Msg(
+                    "precision.rope_positions",
+                    dtype=str(r.dtype),
+                    positions=", ".join(f"{pos[i]:g} → {held[i]:g}" for i in moved[:8])
+                    + (" …" if moved.size > 8 else ""),
+                )
+            )
+        omega = r.to(params["inv_freq"])
+        angles = r.to(r.work(held)[:, None] * r.work(omega)[None, :])
+        cos, sin = r.to(r.to(np.cos(angles)) * factor), r.to(r.to(np.sin(angles)) * factor)
+        return cos, sin, notes, {"positions": held, "inv_freq": omega, "angles": angles}
+    notes.append(Msg("precision.rope_float32", dtype=r.kept or str(r.dtype)))
+    inv_freq = r.f32(params["inv_freq"])
+    if params.get("theta") is not None and r.rounds:
+        # transformers: 1 / θ^(arange(0, R, 2) / R), each step in float32
+        step = r.f32(np.arange(0, params["dims"], 2) / params["dims"])
+        inv_freq = r.f32(1 / r.f32(float(np.float32(params["theta"])) ** step))
+    angles = r.f32(r.work(pos)[:, None] * r.work(inv_freq)[None, :])
+    cos = r.keep(r.f32(r.work(r.f32(np.cos(angles))) * r.work(factor)))
+    sin = r.keep(r.f32(r.work(r.f32(np.sin(angles))) * r.work(factor)))
+    return cos, sin, notes, {"inv_freq": inv_freq, "angles": angles}
+
+
+def _lowp(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    """x·cos + rotate(x)·sin as transformers' apply_rotary_pos_emb writes it: each product
+    and the sum rounded to the dtype (kept in float32 under scaled float8)."""
+    x = ops[0]
+    cos, sin, notes, held = _lowp_angles(params, r)
+    dims = params["dims"]
+    if params["style"] == "half":
+        first, second = slice(0, dims // 2), slice(dims // 2, dims)
+    else:
+        first, second = slice(0, dims, 2), slice(1, dims, 2)
+    a, b = x[:, first], x[:, second]
+
+    def times(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return r.keep(r.work(u) * r.work(v))
+
+    out = x.copy()
+    out[:, first] = r.keep(r.work(times(a, cos)) + r.work(times(-b, sin)))
+    out[:, second] = r.keep(r.work(times(b, cos)) + r.work(times(a, sin)))
+    return Out(out, r.kept, notes=tuple(notes), params=held)
+
+
 FEATURE = Feature(
     name="rope",
     read=_read,
@@ -387,6 +450,7 @@ FEATURE = Feature(
             grad_formula=lambda into, out, x, params: f"R(−φ)·{out}",
             grad_work=_grad_work,
             work=_work,
+            lowp=_lowp,
         ),
     ),
     turn=_turn,

@@ -10,6 +10,7 @@ import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.ops.op import Asked, Candidate, Op, Params, same_cell
+from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan import ids
 
 
@@ -135,6 +136,16 @@ def grad_scale_missing(asked: Asked) -> list[Candidate]:
     ]
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+def _lowp_scale(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    # scores × scale: both in float32 (the scale a Python float, as transformers passes it)
+    if r.policy == "sdpa":  # inside the kernel: kept in float32
+        return Out(r.f32(r.work(ops[0]) * r.work(params["scale"])), "float32")
+    return Out(r.keep(r.work(ops[0]) * r.work(params["scale"])), r.kept)
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "scale",
@@ -149,5 +160,6 @@ OPS: tuple[Op, ...] = (
         grad_work=_scale_back_work,
         mistake_ids=("scale_sqrt_d_model", "scale_d_k", "scale_missing", "scale_multiplied"),
         mistakes=_scaled_mistakes,
+        lowp=_lowp_scale,
     ),
 )

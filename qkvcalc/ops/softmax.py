@@ -11,6 +11,7 @@ import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.ops.op import Asked, Back, Candidate, Op, Params, whole_row
+from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan import ids
 from qkvcalc.plan.specs import Ref, Spec, d
 
@@ -187,6 +188,44 @@ def _weights_mistakes(asked: Asked) -> list[Candidate]:
     return found
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+def _lowp_exp(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    s = ops[0]
+    top = np.max(s, axis=1)  # as torch takes it: −∞ for a row of −∞ (then e^(−∞ − (−∞)) is NaN)
+    if r.policy == "naive":  # s − max rounded, e^ rounded: each op in the dtype
+        e = r.to(np.exp(r.to(s - top[:, None])))
+        return Out(e, details={"row_max": top})
+    if r.policy == "sdpa":  # the kernel: a row whose every key is masked gets e = 0
+        dead = np.isneginf(top)
+        shift = np.where(dead, 0.0, top)
+        e = r.f32(np.exp(np.asarray(r.work(s) - r.work(shift)[:, None], dtype=np.float64)))
+        e[dead] = 0.0
+        return Out(e, "float32", {"row_max": top})
+    # eager, softmax(dtype=float32): s − max in float32, e^ of it rounded to float32
+    e = r.f32(np.exp(np.asarray(r.work(s) - r.work(top)[:, None], dtype=np.float64)))
+    return Out(e, "float32", {"row_max": top})
+
+
+def _lowp_softmax(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    e = ops[0]
+    if r.policy == "naive":  # the row sum accumulated in float32 and rounded, then divided
+        total = r.to(r.work(e).sum(axis=1))
+        return Out(r.to(e / total[:, None]), details={"row_sum": total})
+    total = r.f32(r.work(e).sum(axis=1))
+    if r.policy == "sdpa":  # never stored: float32, and 0 for a row whose every key is masked
+        inverse = np.divide(1.0, total, out=np.zeros_like(total), where=total != 0)
+        inverse = r.f32(inverse)
+        # the flash kernel rounds e^(s − max) to the dtype before P·V (and divides after)
+        kept = r.to(e) if r.kernel == "flash" else e
+        weights = r.f32(r.work(kept) * r.work(inverse)[:, None])
+        return Out(weights, "float32", details={"row_sum": total})
+    inverse = r.f32(1 / total) if r.rounds else 1 / total  # torch multiplies by 1/Σ
+    weights = r.keep(r.f32(r.work(e) * r.work(inverse)[:, None]))
+    return Out(weights, r.kept, details={"row_sum": total})
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "exp",
@@ -200,6 +239,7 @@ OPS: tuple[Op, ...] = (
         work=_exp_work,
         mistake_ids=("exp_not_shifted",),
         mistakes=_exp_mistakes,
+        lowp=_lowp_exp,
     ),
     Op(
         "softmax",
@@ -214,6 +254,7 @@ OPS: tuple[Op, ...] = (
         work=_softmax_work,
         mistake_ids=("softmax_columns", "mask_missing", "mask_inverted"),
         mistakes=_weights_mistakes,
+        lowp=_lowp_softmax,
         plan_back=softmax_grads,
     ),
 )

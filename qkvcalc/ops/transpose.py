@@ -9,6 +9,7 @@ import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.ops.op import Asked, Candidate, Op, Params
+from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan import ids
 
 
@@ -32,6 +33,13 @@ def _kt_mistakes(asked: Asked) -> list[Candidate]:
     return [("kt_not_transposed", msg, k) for k in asked.versions(ids.K)]
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+def _lowp_transpose(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    return Out(ops[0].T.copy())  # the same numbers turned: nothing to round
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "transpose",
@@ -42,5 +50,6 @@ OPS: tuple[Op, ...] = (
         backward=lambda ops, params, out, g: (g.T,),
         mistake_ids=("kt_not_transposed",),
         mistakes=_kt_mistakes,
+        lowp=_lowp_transpose,
     ),
 )

@@ -2,10 +2,11 @@
 
 One more interpreter of the plan, beside the engine (float64) and exact mode (fractions). The
 plain run gives every stage's float64 twin (from the unrounded inputs); then each stage is
-computed from the dtype's numbers as the policy's backend computes it (qkvcalc.run.lowp: one
-entry per op), and kept with its twin and its error: in all, against the twin, and added, its
-own rounding against its op applied exactly to its own rounded operands. The summary names
-the first cell that turned inf or NaN, with why, and the stage that added most error.
+computed from the dtype's numbers as the policy's backend computes it (each op's own rule,
+`Op.lowp`, read through qkvcalc.run.lowp), and kept with its twin and its error: in all,
+against the twin, and added, its own rounding against its op applied exactly to its own
+rounded operands. The summary names the first cell that turned inf or NaN, with why, and the
+stage that added most error.
 
 numpy (and ml_dtypes, through lowp) only: no printing, no rich, no typer.
 """
@@ -43,6 +44,8 @@ def check(p: Problem, dtype: str, policy: str) -> None:
         raise QkvcalcError(
             "precision.policy_not_yet", value=policy, known=", ".join(lowp.COMPUTED_POLICIES)
         )
+    if policy == "sdpa" and dtype.startswith("float8"):
+        raise QkvcalcError("precision.sdpa_float8", dtype=dtype)
     for option, on in (
         ("--exact", p.exact),
         ("--backward", p.backward),
@@ -62,9 +65,11 @@ def run(p: Problem, dtype: str | None = None, policy: str | None = None) -> Trac
     check(p, dtype, policy)
     plain = run_plain(p)
     for stage in plain.stages:
-        if stage.op not in lowp.LOWP:
+        if lowp.rule(stage.op) is None:
             raise QkvcalcError("precision.op_unsupported", stage=stage.formula, op=stage.op)
-    rounding = lowp.Rounding(lowp.numpy_dtype(dtype), policy)
+    # sdpa: torch's CPU flash kernel where d_k = d_v, else its math kernel
+    kernel = ("flash" if p.d_k == p.d_v else "math") if policy == "sdpa" else ""
+    rounding = lowp.Rounding(lowp.numpy_dtype(dtype), policy, kernel=kernel)
     state = _State(plain.cache)
     last = _last_uses(tuple(stage.spec for stage in plain.stages))
     stages: list[Stage] = []
@@ -72,8 +77,11 @@ def run(p: Problem, dtype: str | None = None, policy: str | None = None) -> Trac
         stages.append(_stage(stage, rounding, state))
         state.release(k, last)
     summary = _summary(stages, rounding, dtype, policy)
-    kept = tuple(w for w in plain.warnings if not w.key.startswith("warn.fully_masked"))
-    warnings = kept + tuple(_dead_rows(stages, rounding))
+    if policy == "sdpa":  # a fully masked row's weights are 0, as in the float64 twin
+        warnings = plain.warnings
+    else:
+        kept = tuple(w for w in plain.warnings if not w.key.startswith("warn.fully_masked"))
+        warnings = kept + tuple(_dead_rows(stages, rounding))
     return replace(plain, stages=tuple(stages), warnings=warnings, precision=summary)
 
 
@@ -110,6 +118,7 @@ class _State:
         self.values: dict[Ref, np.ndarray] = {}
         self.data: dict[Ref, Data] = {}
         self.finite = True  # no value so far is inf or NaN (the remarks hold)
+        self.ops: dict[Ref, str] = {}  # the op of each stage so far
 
     def keep(self, stage: Stage, value: np.ndarray, stored: np.dtype[Any]) -> Data:
         self.values[stage.ref] = value
@@ -135,12 +144,17 @@ class _State:
 
 def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
     """One stage in the dtype: its value, its exact twin on the same operands, its errors."""
-    entry = lowp.LOWP[stage.op][r.policy]
+    entry = lowp.rule(stage.op)
+    assert entry is not None  # run() refused an op without a rule
     given = OPS[stage.op].given  # the problem's own numbers: rounding them is this stage's
     operands = [
         (o.value if given else r.to(o.value)) if isinstance(o, Const) else state.value_of(o)
         for o in stage.reads
     ]
+    state.ops[stage.ref] = stage.op
+    reads = [state.ops.get(o) for o in stage.reads if not isinstance(o, Const)]
+    if r.policy == "sdpa" and stage.op in lowp.PRODUCTS and lowp.TRANSPOSE in reads:
+        r = r.within()
     out = entry(operands, stage.params, r)
     if stage.op == lowp.SPLIT:  # which columns each head reads: no numbers to round
         state.values[stage.ref] = out.value
@@ -148,16 +162,28 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
         return replace(stage, data=out.value)
     ideal = entry(operands, stage.params, r.exact()).value
     twin = stage.data
-    unit = np.dtype(np.float32) if out.stored else r.dtype
-    error = _errors(out.value, stage.value, ideal, unit)
+    f32 = np.dtype(np.float32)
+    # errors in the units of what the stage is kept in; scaled float8 counts them all in the
+    # float8 format's units (at each value's size), so that its stages can be compared
+    unit = f32 if out.stored and not r.scaled else r.dtype
+    error = _errors(out.value, stage.value, ideal, unit, out.scale)
     del ideal
-    data = state.keep(stage, out.value, unit)
-    notes = [Msg("precision.stored_f32")] if out.stored else []
+    held = f32 if out.stored else r.dtype if out.scale == 1 else np.dtype(np.float64)
+    data = state.keep(stage, out.value, held)
+    if r.scaled:
+        kept = Msg("precision.fp8_kept", dtype=str(r.dtype))
+    elif r.policy == "sdpa":
+        kept = Msg("precision.sdpa_kept", kernel=r.kernel)
+    else:
+        kept = Msg("precision.stored_f32")
+    notes = [*out.notes, *([kept] if out.stored else [])]
     if stage.op == lowp.MASK:
-        # −1e9 under naive, else finfo.min added
-        fill = "−1e9" if r.policy == "naive" else _number(r.finfo_min())
-        notes.append(Msg(f"precision.mask_{r.policy}", fill=fill, dtype=str(r.dtype)))
+        # −1e9 under naive, else finfo.min added (float32's where scaled float8 keeps scores)
+        fill = {"naive": "−1e9", "sdpa": "−∞"}.get(r.policy) or _number(r.finfo_min())
+        notes.append(Msg(f"precision.mask_{r.policy}", fill=fill, dtype=r.kept or str(r.dtype)))
     details = out.details or {}
+    if out.params:  # the parameters as the dtype held them: what the cell arithmetic shows
+        stage = replace(stage, spec=replace(stage.spec, params={**stage.params, **out.params}))
     said = "precision.stage_exact" if error.max_abs == 0 else "precision.stage_error"
     notes.append(Msg(said, **_error_words(error, r)))
     return replace(
@@ -186,21 +212,28 @@ def _notes(stage: Stage, state: _State) -> tuple[Msg, ...]:
     return spec.notes + spec.remarks(state.value_of)
 
 
-def _errors(value: np.ndarray, twin: np.ndarray, ideal: np.ndarray, unit: Any) -> Error:
+def _errors(
+    value: np.ndarray, twin: np.ndarray, ideal: np.ndarray, unit: Any, scale: float = 1.0
+) -> Error:
     """max_abs and max_ulp against the twin, added_ulp against the op done exactly on the same
     operands: over the cells whose reference is finite (a mask's own −∞ aside); inf where a
-    value turned inf or NaN."""
+    value turned inf or NaN. A tensor stored with a scale s (scaled float8): its unit in the
+    last place is s × the dtype's at |x| / s."""
+
+    def unit_at(x: np.ndarray) -> np.ndarray:
+        return lowp.ulp(x, unit) if scale == 1 else lowp.ulp(x / scale, unit) * scale
+
     d = np.subtract(value, twin)
     np.abs(d, out=d)
     d[np.isnan(d)] = np.inf
     live = np.isfinite(twin)
     max_abs = float(d.max(where=live, initial=0.0))
-    d /= lowp.ulp(twin, unit)
+    d /= unit_at(twin)
     max_ulp = float(d.max(where=live, initial=0.0))
     np.subtract(value, ideal, out=d)
     np.abs(d, out=d)
     d[np.isnan(d)] = np.inf
-    d /= lowp.ulp(ideal, unit)
+    d /= unit_at(ideal)
     added = float(d.max(where=np.isfinite(ideal), initial=0.0))
     return Error(max_abs, max_ulp, added)
 
@@ -225,12 +258,18 @@ def _error_words(error: Error, r: lowp.Rounding) -> dict[str, str]:
 def _summary(stages: list[Stage], r: lowp.Rounding, dtype: str, policy: str) -> Precision:
     """The first cell that turned inf or NaN (stage order, 1-based), with why, and the stage
     that added most error."""
-    notes = [Msg(f"precision.policy.{policy}", dtype=dtype), Msg("precision.approx", dtype=dtype)]
+    said = f"precision.policy.{policy}" + ("_fp8" if r.float8 else "")
+    if policy == "sdpa":
+        said = f"precision.policy.sdpa_{r.kernel}"
+    notes = [Msg(said, dtype=dtype), Msg("precision.approx", dtype=dtype)]
     first = None
     for stage in stages:
         if stage.error is None:
             continue
-        bad = np.argwhere(~np.isfinite(stage.value))
+        bad_cells = ~np.isfinite(stage.value)
+        if r.policy == "sdpa" and stage.op == lowp.MASK and stage.allowed is not None:
+            bad_cells &= stage.allowed  # the mask's own −∞ aside
+        bad = np.argwhere(bad_cells)
         if bad.size:
             i, j = (int(t) for t in bad[0])
             first = (stage.id, stage.head, (i + 1, j + 1))
@@ -260,14 +299,14 @@ def _why(stage: Stage, i: int, j: int, r: lowp.Rounding) -> Msg:
     """Why cell (i, j) of the stage is inf or NaN, in words a student can repeat."""
     import ml_dtypes
 
-    top = float(ml_dtypes.finfo(r.dtype).max)
+    top = float(ml_dtypes.finfo(np.float32 if r.scaled else r.dtype).max)
     got = float(stage.value[i, j])
     where = {
         "stage": stage.formula,
         "head": stage.head or 1,
         "row": i + 1,
         "col": j + 1,
-        "dtype": str(r.dtype),
+        "dtype": r.kept or str(r.dtype),
         "max": _number(top),
         "got": _number(got),
     }
@@ -280,5 +319,7 @@ def _why(stage: Stage, i: int, j: int, r: lowp.Rounding) -> Msg:
         return Msg("precision.why.mask", score=_number(s), fill=_number(fill), **where)
     if stage.op in lowp.SOFTMAX_OPS and math.isnan(got):
         return Msg("precision.why.nan_row", **where)
-    exact = lowp.LOWP[stage.op][r.policy](operands, stage.params, r.exact()).value
+    entry = lowp.rule(stage.op)
+    assert entry is not None
+    exact = entry(operands, stage.params, r.exact()).value
     return Msg("precision.why.overflow", exact=_number(float(exact[i, j])), **where)

@@ -1,0 +1,180 @@
+"""How an op rounds in a low-precision dtype (`--dtype`, `--policy`): the words its rule is
+written in. Each op module gives its `Op` a `lowp` rule, `lowp(operands, params, r) -> Out`:
+the stage computed from operands that already hold the dtype's numbers (float64 arrays), the
+dtype's numbers again, rounded where the backend `r.policy` names rounds them:
+
+    eager  transformers' eager_attention_forward: products accumulated in float32 and rounded
+           once; elementwise ops in float32, rounded; the softmax in float32 (upcast).
+    naive  a hand-written layer, every op in the dtype, with no upcast.
+
+The same rule run with `r.exact()` (nothing rounded: float64 throughout) is the op applied
+exactly to its own rounded operands: what a stage's *added* error is measured from. The
+interpreter that runs the rules is qkvcalc.run.precision (with qkvcalc.run.lowp).
+
+numpy only; ml_dtypes is imported where a dtype's constant is read (only ever with --dtype).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from qkvcalc.i18n import Msg
+
+Params = dict[str, Any]
+
+
+class Rounding:
+    """Where a stage's numbers are rounded: to the dtype (`to`), to float32 (`f32`, the
+    accumulators and the upcast softmax); or, `exact()`, nowhere (float64 throughout, the
+    dtype's constants such as its most negative number kept).
+
+    float8 is a storage format. Under `naive` it is a plain cast (float8_e4m3fn, which has no
+    ∞, saturates at ±448 as PyTorch's cast does). Under `eager` it is `scaled`, as FP8 attention
+    kernels store it: a tensor t is kept as s·round(t / s), one scale s = max|t| / the format's
+    largest finite number per tensor, and what is computed between two products (the scores
+    through the weights, each product's result) stays in float32 (`keep`, `kept`)."""
+
+    def __init__(
+        self,
+        dtype: np.dtype[Any],
+        policy: str,
+        rounds: bool = True,
+        kernel: str = "",
+        inside: bool = False,
+    ) -> None:
+        self.dtype = dtype
+        self.policy = policy
+        self.rounds = rounds
+        # sdpa: the kernel torch picks ("flash" where d_k = d_v, else "math"), and whether this
+        # stage is one the kernel computes inside itself (Q·Kᵀ: kept in float32, never stored)
+        self.kernel = kernel
+        self.inside = inside
+        self.float8 = str(dtype).startswith("float8")
+        self.scaled = self.float8 and policy == "eager"  # per-tensor scaling
+        self.kept = "float32" if self.scaled else ""  # where a computed stage is kept
+
+    def exact(self) -> Rounding:
+        return Rounding(self.dtype, self.policy, False, self.kernel, self.inside)
+
+    def within(self) -> Rounding:
+        """The same rounding for a stage computed inside torch's attention kernel (sdpa)."""
+        return Rounding(self.dtype, self.policy, self.rounds, self.kernel, inside=True)
+
+    def cast(self, a: np.ndarray) -> np.ndarray:
+        """Each number rounded to the dtype (nearest even), no scale; float8_e4m3fn saturates."""
+        if str(self.dtype) == "float8_e4m3fn":  # no ∞: torch's cast clips to ±448 (NaN stays)
+            top = self.largest()
+            a = np.clip(a, -top, top)
+        return a.astype(self.dtype).astype(np.float64)
+
+    def quantize(self, a: Any) -> tuple[np.ndarray, float]:
+        """(q, s): a stored as s·q, q the dtype's numbers, s = max|a| / the dtype's largest
+        finite number (in float32; 1 for a tensor of zeros). Exact: (a, 1)."""
+        a = np.asarray(a, dtype=np.float64)
+        if not self.rounds:
+            return a, 1.0
+        top = float(np.max(np.abs(a), where=np.isfinite(a), initial=0.0))
+        s = float(np.float32(top / self.largest())) if top > 0 else 1.0
+        return self.cast(a / s), s
+
+    def to(self, a: Any) -> np.ndarray:
+        """The dtype's number nearest each (round to nearest even), as float64; scaled float8:
+        s·q, the tensor as stored."""
+        a = np.asarray(a, dtype=np.float64)
+        if not self.rounds:
+            return a
+        if self.scaled:
+            q, s = self.quantize(a)
+            return q * s  # exact in float64 (a float32 times a float8)
+        return self.cast(a)
+
+    def keep(self, a: Any) -> np.ndarray:
+        """A computed stage as it is kept: the dtype's numbers, float32's under scaled float8."""
+        return self.f32(a) if self.scaled else self.to(a)
+
+    def f32(self, a: Any) -> np.ndarray:
+        a = np.asarray(a, dtype=np.float64)
+        return a.astype(np.float32).astype(np.float64) if self.rounds else a
+
+    def work(self, a: Any) -> np.ndarray:
+        """An operand as the float32 accumulator holds it (float64 when exact)."""
+        return np.asarray(a, dtype=np.float32 if self.rounds else np.float64)
+
+    def largest(self) -> float:
+        import ml_dtypes
+
+        return float(ml_dtypes.finfo(self.dtype).max)
+
+    def finfo_min(self) -> float:
+        """The most negative finite number of what a score is kept in (what transformers adds
+        where masked): the dtype's, float32's under scaled float8."""
+        import ml_dtypes
+
+        return float(ml_dtypes.finfo(np.float32 if self.scaled else self.dtype).min)
+
+    def stored(self, a: Any) -> Out:
+        """A tensor as it is stored (the problem's own numbers): rounded, and under scaled
+        float8 with its scale and a note that says it."""
+        if not (self.scaled and self.rounds):
+            return Out(self.to(a))
+        q, s = self.quantize(a)
+        note = Msg(
+            "precision.fp8_stored", dtype=str(self.dtype), scale=_num(s), top=_num(self.largest())
+        )
+        return Out(q * s, scale=s, notes=(note,))
+
+
+def _num(x: float) -> str:
+    return f"{x:.6g}".replace("-", "−")
+
+
+class Out(NamedTuple):
+    """A rule's result: the value (the dtype's numbers, or float32 where `stored` says so),
+    what a renderer shows beside the rows (the row max, the row sum), the per-tensor scale the
+    value is stored with (scaled float8; its units in the last place are s × the dtype's) and
+    notes that say how it was rounded."""
+
+    value: np.ndarray
+    stored: str = ""  # "" = the dtype; "float32": a stage the kernel keeps in float32
+    details: dict[str, np.ndarray] | None = None
+    scale: float = 1.0
+    notes: tuple[Msg, ...] = ()
+    # parameters as the dtype held them, for the cell arithmetic (positions rounded, say)
+    params: dict[str, Any] | None = None
+
+
+# (operands, params, rounding) -> the stage in the dtype
+Rule = Callable[[Sequence[np.ndarray], Params, Rounding], Out]
+
+
+def product(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, r: Rounding) -> Out:
+    """[n, d] @ [d, e] (+ [e]) accumulated in float32, rounded once. Scaled float8: each
+    operand read as s·q, the q's multiplied and summed in float32, then times s_A·s_B (and the
+    bias added) in float32, the result kept in float32."""
+    if r.scaled and r.rounds:
+        (qa, sa), (qb, sb) = r.quantize(a), r.quantize(b)
+        back = np.float32(sa) * np.float32(sb)
+        acc = (r.work(qa) @ r.work(qb)) * back
+        if bias is not None:
+            acc = acc + r.work(r.to(bias))
+        note = Msg("precision.fp8_product", dtype=str(r.dtype), a=_num(sa), b=_num(sb))
+        return Out(r.f32(acc), r.kept, notes=(note,))
+    acc = r.work(a) @ r.work(b)
+    if bias is not None:
+        acc = acc + r.work(r.to(bias))
+    if r.inside:  # sdpa's Q·Kᵀ: the kernel's float32 accumulator, never rounded to the dtype
+        return Out(r.f32(acc), "float32")
+    return Out(r.to(acc), r.kept)
+
+
+def rounded(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    """The problem's own numbers, as they are stored in the dtype."""
+    return r.stored(ops[0])
+
+
+def moved(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    """A stage that moves numbers already in the dtype (a copy): nothing to round."""
+    return Out(ops[0].copy())
