@@ -118,16 +118,21 @@ class Op(NamedTuple):
     # operands' gradients, each `grad_` + the operand's id. None: the chain rule through the
     # first operand alone, one stage by `backward` and `grad_formula` (a scaling, a mask, a turn)
     plan_back: Callable[[Back, Any, Any], list[Any]] | None = None
+    # its value is its operand turned (Kᵀ): a product that reads it folds the turn into its own
+    # gradients (dK = d(Q·Kᵀ)ᵀ·Q), so it gets none of its own
+    turns: bool = False
 
 
 class Back(NamedTuple):
     """What an op reads to plan its gradient's stages: the problem, every stage planned so far
-    by ref (the forward ones and the gradients made before this one), and the remarks the plan
-    adds to a gradient by its topic (the softmax's note on √d_k runs the whole plan again)."""
+    by ref (the forward ones and the gradients made before this one), the remarks the plan
+    adds to a gradient by its topic (the softmax's note on √d_k runs the whole plan again),
+    and the op table (what kind of stage an operand is)."""
 
     problem: Any
     by: Mapping[Any, Any]
     remarks: Callable[[str, Any], Any]
+    ops: Mapping[str, Op]
 
 
 # (operands, params, value, ∂L/∂value) -> ∂L/∂operand, one per operand

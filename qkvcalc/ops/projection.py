@@ -53,7 +53,7 @@ def _product_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
     a_ref, b_ref = at.operands
     a, b, grad = back.by[a_ref], back.by[b_ref], back.by[g].symbol
     h = at.head
-    if b.op != "transpose":
+    if not back.ops[b.op].turns:
         first = at.id == ids.OUTPUT  # the weighted sum's two gradients have a hint each
         return [
             Spec(

@@ -48,6 +48,7 @@ OPS: tuple[Op, ...] = (
         _exact_transpose,
         overflow=lambda params: False,
         backward=lambda ops, params, out, g: (g.T,),
+        turns=True,
         mistake_ids=("kt_not_transposed",),
         mistakes=_kt_mistakes,
         lowp=_lowp_transpose,

@@ -298,7 +298,7 @@ def walk(
     stage), and the projections are gathered after the walk."""
     grads = dict(seeds)
     known: dict[Ref, Spec] = {**by, **{spec.ref: spec for spec in made}}
-    back = Back(p, known, lambda topic, head: _remarks(p, by, topic, head, whole))
+    back = Back(p, known, lambda topic, head: _remarks(p, by, topic, head, whole), OPS)
     specs: list[Spec] = []
     for at in _reverse_topological(by, roots):
         g = grads.get(at.ref)
