@@ -638,9 +638,6 @@ MESSAGES: dict[str, str] = {
     # ---- --dtype: the precision lab (qkvcalc.run.precision) -----------------------------
     "precision.dtype_unknown": "--dtype takes one of {known}, not {value!r}",
     "precision.policy_unknown": "--policy takes one of {known}, not {value!r}",
-    "precision.dtype_not_yet": "--dtype {value} is not computed yet: --dtype takes {known} today",
-    "precision.policy_not_yet": "--policy {value} is not computed yet: --policy takes {known} "
-    "today",
     "precision.with_option": "--dtype {dtype} cannot be combined with {option} (yet): run --dtype "
     "without {option}, or {option} without --dtype",
     "precision.op_unsupported": "--dtype does not compute the stage {stage} (operation {op!r}) in "

@@ -636,10 +636,6 @@ MESSAGES: dict[str, str] = {
     # ---- --dtype: the precision lab (qkvcalc.run.precision) -----------------------------
     "precision.dtype_unknown": "--dtype에는 {known} 중 하나를 씁니다. 받은 값: {value!r}",
     "precision.policy_unknown": "--policy에는 {known} 중 하나를 씁니다. 받은 값: {value!r}",
-    "precision.dtype_not_yet": "--dtype {value}은(는) 아직 계산하지 않습니다. 지금은 --dtype에 "
-    "{known}을(를) 쓸 수 있습니다",
-    "precision.policy_not_yet": "--policy {value}은(는) 아직 계산하지 않습니다. 지금은 --policy에 "
-    "{known}을(를) 쓸 수 있습니다",
     "precision.with_option": "--dtype {dtype}은(는) (아직) {option}와(과) 함께 쓸 수 없습니다. "
     "{option} 없이 --dtype을 쓰거나, --dtype 없이 {option}을(를) 쓰세요",
     "precision.op_unsupported": "--dtype은 {stage} 단계(연산 {op!r})를 아직 낮은 정밀도로 "

@@ -29,6 +29,8 @@ import numpy as np
 
 from qkvcalc.i18n import translate
 from qkvcalc.labels import display_width, safe
+from qkvcalc.render.html import STYLE as EXPLAINED  # the explanations' style
+from qkvcalc.render.html import heat
 
 RAMP = "·░▒▓█"  # a dot for (next to) no weight, so that every block keeps its shape
 ASCII_RAMP = ".:-=#"
@@ -154,14 +156,6 @@ pre.command { background: #f6f8fa; padding: 0.5em 0.8em; overflow-x: auto; }
 """.strip()
 
 
-def _shade(weight: float) -> tuple[int, int, int]:
-    """A weight in [0, 1] as a colour: white to deep blue (NaN: white); the same colours as
-    qkvcalc.render.html's heat."""
-    w = min(max(float(weight), 0.0), 1.0) if np.isfinite(weight) else 0.0
-    r, g, b = (int(255 - w * (255 - c)) for c in (30, 90, 200))
-    return r, g, b
-
-
 # A heat cell of qkvcalc.render.html (an embedded explanation's weights) as that writer makes it.
 HEAT_STYLE = re.compile(r'style="background: rgb\((\d+),(\d+),(\d+)\); color: (#fff|#000)"')
 
@@ -181,9 +175,9 @@ class Palette:
         return self.names[key]
 
     def weight(self, weight: float) -> str:
-        """The class of a cell that shows the weight as a number (white text on deep blue)."""
-        w = min(max(float(weight), 0.0), 1.0) if np.isfinite(weight) else 0.0
-        return self.name(_shade(weight), "#fff" if w > 0.55 else "#000")
+        """The class of a weight's cell: the HTML writer's own colours (html.heat)."""
+        r, g, b, text = heat(float(weight))
+        return self.name((r, g, b), text)
 
     def classed(self, fragment: str) -> str:
         """An HTML writer's fragment with each heat style attribute made a class."""
@@ -310,9 +304,7 @@ def heads_html(
             else:
                 body.append(f"<p>{_t(lang, 'heads.no_explanation', limit=limit, count=count)}</p>")
             body.append("</section>")
-    from qkvcalc.render.html import STYLE as EXPLAINED  # the explanations' style, once
-
-    style = "\n".join([STYLE, *([EXPLAINED] if explanations else []), palette.css()])
+    style = "\n".join([STYLE, *([EXPLAINED] if explanations else []), palette.css()])  # once
     head = [
         "<!DOCTYPE html>",
         f'<html lang="{escape(lang)}">',

@@ -84,11 +84,17 @@ def _label(text: str) -> str:
     return escape(safe(text))
 
 
-def _heat(weight: float) -> str:
-    """A background for a weight in [0, 1]: white to deep blue, with readable text on it."""
+def heat(weight: float) -> tuple[int, int, int, str]:
+    """The colours of a weight in [0, 1]: its background, white to deep blue, as (r, g, b), and
+    the text colour readable on it (the heads page writes the same shades as classes)."""
     w = min(max(weight, 0.0), 1.0) if weight == weight else 0.0  # NaN (--dtype): unshaded
     r, g, b = (int(255 - w * (255 - c)) for c in (30, 90, 200))
-    text = "#fff" if w > 0.55 else "#000"
+    return r, g, b, "#fff" if w > 0.55 else "#000"
+
+
+def _heat(weight: float) -> str:
+    """A background for a weight in [0, 1], with readable text on it."""
+    r, g, b, text = heat(weight)
     return f"background: rgb({r},{g},{b}); color: {text}"
 
 

@@ -38,14 +38,9 @@ __all__ = ["Out", "Rounding", "Rule", "numpy_dtype", "rule", "ulp"]
 
 DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
 POLICIES = ("eager", "sdpa", "naive")
-# what is computed today; the rest are refused with a message naming the option
-COMPUTED_DTYPES = DTYPES
-COMPUTED_POLICIES = POLICIES
 # The ops the interpreter says more about (a mask's fill, the weights' dead rows, the split's
 # words), by their names in the op table
 MASK, SOFTMAX, SPLIT = "mask", "softmax", "split"
-# sdpa: a product that reads Kᵀ (a transpose) is the kernel's own Q·Kᵀ, kept in float32
-PRODUCTS, TRANSPOSE = ("matmul", "project"), "transpose"
 SOFTMAX_OPS = ("exp", SOFTMAX)  # the two ops of a softmax: where a −∞ row turns NaN
 
 

@@ -36,14 +36,6 @@ def check(p: Problem, dtype: str, policy: str) -> None:
         raise QkvcalcError("precision.dtype_unknown", value=dtype, known=", ".join(lowp.DTYPES))
     if policy not in lowp.POLICIES:
         raise QkvcalcError("precision.policy_unknown", value=policy, known=", ".join(lowp.POLICIES))
-    if dtype not in lowp.COMPUTED_DTYPES:
-        raise QkvcalcError(
-            "precision.dtype_not_yet", value=dtype, known=", ".join(lowp.COMPUTED_DTYPES)
-        )
-    if policy not in lowp.COMPUTED_POLICIES:
-        raise QkvcalcError(
-            "precision.policy_not_yet", value=policy, known=", ".join(lowp.COMPUTED_POLICIES)
-        )
     if policy == "sdpa" and dtype.startswith("float8"):
         raise QkvcalcError("precision.sdpa_float8", dtype=dtype)
     for option, on in (
@@ -153,7 +145,8 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
     ]
     state.ops[stage.ref] = stage.op
     reads = [state.ops.get(o) for o in stage.reads if not isinstance(o, Const)]
-    if r.policy == "sdpa" and stage.op in lowp.PRODUCTS and lowp.TRANSPOSE in reads:
+    turned = any(OPS[o].turns for o in reads if o is not None)  # Q·Kᵀ reads K turned
+    if r.policy == "sdpa" and OPS[stage.op].product and turned:
         r = r.within()
     out = entry(operands, stage.params, r)
     if stage.op == lowp.SPLIT:  # which columns each head reads: no numbers to round
