@@ -13,8 +13,10 @@ busy machine slows both alike; the table shows medians, and a ratio is the media
 ratios within each round. The floors:
 
 1. start-up: `python -c "import numpy, rich.console, rich.table, typer"`, the cost of
-   qkvcalc's own dependencies, against `qkvcalc explain --preset doc` (target ≤ 1.2×), and
-   `qkvcalc --version` / `--help`, which import no numpy and must beat it (< 1×).
+   qkvcalc's own dependencies, against `qkvcalc explain --preset doc` (target ≤ 1.2×),
+   `qkvcalc --version`, which imports no numpy and must beat it (< 1×), and `qkvcalc --help`
+   (target ≤ 1.3×): it imports no numpy either, but typer's panel help (typer.rich_utils)
+   loads rich's markdown and traceback modules with it, about 50 ms that the floor does not.
 2. a GPT-2-small layer (n = 1024 tokens, d_model = 768, 12 heads, W_O, causal mask) written
    once as JSON: a minimal script that reads it with the standard library and computes the
    same attention with numpy, against `explain FILE --detail brief` and
@@ -248,7 +250,7 @@ def cases(quick: bool, tmp: Path, trace: bool = True) -> list[Case]:
             1.2,
         ),
         Case("--version", [*qkv, "--version"], "floor: import numpy, rich, typer", 1.0, True),
-        Case("--help", [*qkv, "--help"], "floor: import numpy, rich, typer", 1.0, True),
+        Case("--help", [*qkv, "--help"], "floor: import numpy, rich, typer", 1.3),
     ]
     if quick:
         return found
