@@ -74,12 +74,13 @@ def test_the_reference_pipeline_gives_explains_every_stage(sig):
 
 def test_every_mutant_parts_from_the_right_answer_on_some_problem():
     """A mutant that never differs could never be named."""
-    planned = P.cases(X_SIG, 60, seed=1) + P.cases(QKV_SIG, 60, seed=1)
+    planned = [c.problem for c in P.cases(X_SIG, 60, seed=1) + P.cases(QKV_SIG, 60, seed=1)]
+    planned.append({**_rope_problem("half"), "mask": "causal"})  # RoPE's pairing (--stages)
     for mistake in MUTANTS:
         differs = False
         for case in planned:
-            wrong = mutant(mistake, case.problem)
-            right = R.run(case.problem)["output"]
+            wrong = mutant(mistake, case)
+            right = R.run(case)["output"]
             if wrong is not None and wrong["output"].shape == right.shape:
                 differs |= not np.allclose(wrong["output"], right, equal_nan=True)
         assert differs, mistake
@@ -106,6 +107,7 @@ def test_the_mistake_ids_are_designs():
         "heads_split",
         "heads_concat",
         "gqa_repeat",
+        "rope_pairs",
         "layout_transposed",
         "bias_missing",
         "wo_missing",
@@ -130,9 +132,9 @@ BUGGY = [
     pytest.param(
         path, id=path.stem, marks=[needs_torch] if "import torch" in path.read_text() else []
     )
-    for mistake in sorted(set(MISTAKE_IDS) - {"nondeterministic"})
+    for mistake in sorted(set(MISTAKE_IDS) - {"nondeterministic", "rope_pairs"})
     for path in _corpus(mistake)
-]
+]  # rope_pairs: a function gets no RoPE, so its two are checked from their stages (below)
 
 
 def test_each_mistake_has_two_implementations_written_differently():
@@ -440,3 +442,81 @@ def _sentence() -> dict:
         for k, v in json.loads((ROOT / "presets" / "sentence.json").read_text()).items()
         if k in ("x", "wq", "wk", "wv", "mask")
     }
+
+
+# ---- RoPE's pairing: named from a person's stages ----------------------------------------------
+
+
+def _rope_problem(style: str, **extra) -> dict:
+    """Three tokens, d_k = 4 (two pairs: with one pair "half" and "pairs" are the same turn)."""
+    eye = np.eye(4).tolist()
+    return {
+        "x": [[1, 0, 2, 1], [0, 1, 1, 2], [2, 1, 0, 1]],
+        "wq": eye,
+        "wk": [[1, 1, 0, 0], [0, 1, 0, 0], [0, 0, 1, 1], [0, 0, 0, 1]],
+        "wv": eye,
+        "rope": {"theta": 100, "style": style},
+        **extra,
+    }
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {"rope": {"theta": 100, "style": "pairs"}},
+        {"rope": {"theta": 100, "style": "half", "dims": 2}},
+        {"rope": {"theta": 100, "style": "pairs", "attention_factor": 1.5}},
+        {"rope": {"style": "half", "inv_freq": [1, 0.25]}},
+        {"positions": [3, 5, 9], "mask": "causal"},
+        {
+            "wq": np.hstack([np.eye(4), np.ones((4, 4))]).tolist(),
+            "wo": np.ones((8, 4)).tolist(),
+            "heads": 2,
+            "kv_heads": 1,
+        },
+    ],
+    ids=["half", "pairs", "partial", "factor", "inv_freq", "positions", "gqa"],
+)
+def test_the_reference_turns_q_and_k_as_explains_rope_does(extra):
+    from qkvcalc.check.stages import _fields
+
+    trace = qkvcalc.explain(**{**_rope_problem("half"), **extra})
+    mine = R.run(_fields(trace.problem))
+    shown = {R.key(s.id, s.head): s.value for s in trace.stages if s.id not in ("x", "split")}
+    assert set(mine) == set(shown)
+    for name, value in shown.items():
+        np.testing.assert_allclose(mine[name], value, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(p, id=p.stem, marks=[needs_torch] if "import torch" in p.read_text() else [])
+        for p in _corpus("rope_pairs")
+    ],
+)
+def test_rope_pairs_is_named_from_the_stages_of_each_implementation(path, tmp_path):
+    """Each implementation pairs neighbours: wrong for a rotate_half model (named, its q_rot
+    first), right for a model that pairs neighbours itself."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # the corpus is this repository's own test data
+    problem = _rope_problem("half", mask="causal")
+    arrays = (np.array(problem[k], dtype=np.float64) for k in ("x", "wq", "wk", "wv"))
+    np.savez(tmp_path / "theirs.npz", **getattr(module, _function(path))(*arrays, theta=100.0))
+    for style, verdict in (("half", "wrong"), ("pairs", "right")):
+        (tmp_path / f"{style}.json").write_text(
+            json.dumps({**problem, "rope": {"theta": 100, "style": style}})
+        )
+        done = _cli(
+            "--stages", str(tmp_path / "theirs.npz"), str(tmp_path / f"{style}.json"), "-f", "json"
+        )
+        doc = json.loads(done.stdout)
+        assert doc["verdict"] == verdict, (style, done.stderr)
+        if verdict == "wrong":
+            assert done.returncode == 1 and doc["mistake"] == "rope_pairs"
+            assert doc["first"]["stage"] == "q_rot" and doc["first"]["cell"][0] == 2  # t2 turns
+        else:
+            assert done.returncode == 0 and doc["mistake"] is None

@@ -1791,6 +1791,9 @@ MESSAGES: dict[str, str] = {
     "laid side by side, head 1's d_v columns first.",
     "check.mistake.gqa_repeat": "The K/V heads are repeated as a whole (tile); consecutive query "
     "heads share one K/V head (repeat_interleave).",
+    "check.mistake.rope_pairs": "RoPE turns the wrong pairs of dimensions: rotate_half pairs "
+    "dimension i with i + R/2, the interleaved layout (GPT-J) pairs 2i with 2i + 1, and the "
+    "problem's rope.style says which one the model uses.",
     "check.mistake.layout_transposed": "The weights are read transposed (X·Wᵀ, PyTorch's out×in "
     "layout); here Q = X·W_Q, W_Q is d_model×d_k.",
     "check.mistake.bias_missing": "The biases are left out; Q = X·W_Q + b_Q, and the same for "

@@ -1785,6 +1785,9 @@ MESSAGES: dict[str, str] = {
     "차례로 나란히 붙입니다.",
     "check.mistake.gqa_repeat": "K/V 헤드를 통째로 반복했습니다(tile). 연속한 Query 헤드가 K/V "
     "헤드 하나를 함께 씁니다(repeat_interleave).",
+    "check.mistake.rope_pairs": "RoPE가 엉뚱한 차원끼리 짝지어 회전했습니다. rotate_half는 차원 "
+    "i와 i + R/2를, 교차 배치(GPT-J)는 2i와 2i + 1을 짝짓습니다. 모델이 어느 쪽을 쓰는지는 문제의 "
+    "rope.style이 정합니다.",
     "check.mistake.layout_transposed": "가중치를 전치해서 읽었습니다(X·Wᵀ, PyTorch의 out×in "
     "배치). 여기서는 Q = X·W_Q이고 W_Q는 d_model×d_k입니다.",
     "check.mistake.bias_missing": "편향이 빠졌습니다. Q = X·W_Q + b_Q이고 K, V, 출력도 같습니다.",

@@ -98,6 +98,13 @@ MUTANTS: dict[str, Callable[[Steps], Steps]] = {
     "heads_concat": lambda s: s._replace(concat=_interleaved),
     # K/V heads repeated as a whole (tile) instead of each in turn (repeat_interleave)
     "gqa_repeat": lambda s: s._replace(kv_head=lambda h, heads, groups: h % groups),
+    # RoPE's pairs taken the other way: (2t, 2t + 1) where the model rotates (t, t + R/2)
+    # (rotate_half), or the reverse (d_k ≥ 4: with one pair the two are the same)
+    "rope_pairs": lambda s: s._replace(
+        rotate=lambda x, positions, rope: RIGHT.rotate(
+            x, positions, {**rope, "style": "pairs" if rope["style"] == "half" else "half"}
+        )
+    ),
     # X·Wᵀ: the weights read as PyTorch stores them (out×in)
     "layout_transposed": lambda s: s._replace(
         project=lambda x, w, b: x @ w.T if b is None else x @ w.T + b

@@ -8,7 +8,11 @@ is the same attention, written as steps to be swapped, not a second definition o
 
 A problem here is a plain dict of the input format's fields: either `q`, `k`, `v` or `x`,
 `wq`, `wk`, `wv` (with optional `wo`, `bq`, `bk`, `bv`, `bo`, `heads`, `kv_heads`), and
-optional `mask` ("causal" or a boolean n×m matrix, True = may attend) and `scale`.
+optional `mask` ("causal" or a boolean n×m matrix, True = may attend) and `scale`, and
+optional `rope`: {"theta": θ, "style": "half" | "pairs", "dims": R (d_k when left out),
+"inv_freq": [R/2 numbers] (θ^(−2t/R) when left out), "attention_factor": f (1 when left out)}
+with optional `positions` and `key_positions` (each query's and key's position; 0, 1, 2 … when
+left out), which turns each head's q and k (stages `q_rot`, `k_rot`) before Q·Kᵀ.
 """
 
 from __future__ import annotations
@@ -66,6 +70,23 @@ def _mask(s: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     return np.where(same_shape(s, allowed), s, -np.inf)
 
 
+def _rotate(x: np.ndarray, positions: np.ndarray, rope: dict[str, Any]) -> np.ndarray:
+    """RoPE written out pair by pair: pair t of the first R dimensions, (t, t + R/2) for "half"
+    (rotate_half) or (2t, 2t + 1) for "pairs", turned by the angle position × inv_freq[t]."""
+    # [n, d_k], [n] -> [n, d_k]
+    dims, f = int(rope.get("dims", x.shape[1])), float(rope.get("attention_factor", 1))
+    inv_freq = rope.get("inv_freq") or [rope["theta"] ** (-2 * t / dims) for t in range(dims // 2)]
+    out = np.array(x, dtype=np.float64)
+    for i, position in enumerate(positions):
+        for t, freq in enumerate(inv_freq):
+            a, b = (t, t + dims // 2) if rope["style"] == "half" else (2 * t, 2 * t + 1)
+            angle = float(position) * float(freq)
+            c, s = math.cos(angle), math.sin(angle)
+            out[i, a] = f * (x[i, a] * c - x[i, b] * s)
+            out[i, b] = f * (x[i, b] * c + x[i, a] * s)
+    return out
+
+
 def _exp(s: np.ndarray) -> np.ndarray:
     top = np.max(s, axis=1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)  # a fully masked row: e^(−∞) = 0 everywhere
@@ -91,6 +112,7 @@ class Steps(NamedTuple):
     project: Callable[[np.ndarray, np.ndarray, np.ndarray | None], np.ndarray] = _project
     split: Callable[[np.ndarray, int, int], np.ndarray] = _split
     kv_head: Callable[[int, int, int], int] = _kv_head
+    rotate: Callable[[np.ndarray, np.ndarray, dict[str, Any]], np.ndarray] = _rotate
     kt: Callable[[np.ndarray], np.ndarray] = np.transpose
     scores: Callable[[np.ndarray, np.ndarray], np.ndarray] = np.matmul
     factor: Callable[[float | None, int], float] = _factor
@@ -115,6 +137,12 @@ RIGHT = Steps()
 def _head(steps: Steps, q: np.ndarray, k: np.ndarray, v: np.ndarray, p: dict[str, Any]) -> Stages:
     """One head: [n, d_k], [m, d_k], [m, d_v] -> its stages, up to its output [n, d_v]."""
     out: Stages = {"q": q, "k": k, "v": v}
+    rope = p.get("rope")
+    if rope is not None:
+        positions = p.get("positions", range(q.shape[0]))
+        key_positions = p.get("key_positions", range(k.shape[0]))
+        out["q_rot"] = q = steps.rotate(q, np.asarray(positions), rope)
+        out["k_rot"] = k = steps.rotate(k, np.asarray(key_positions), rope)
     out["kt"] = steps.kt(k)
     out["scores"] = steps.scores(q, out["kt"])
     factor = steps.factor(p.get("scale"), q.shape[1])

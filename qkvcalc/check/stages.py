@@ -92,6 +92,16 @@ def _fields(problem: Any) -> dict[str, Any]:
         out["mask"] = np.asarray(problem.mask, dtype=bool)
     if problem.scale_given:
         out["scale"] = problem.scale
+    rope = problem.variants.features.get("rope")
+    if rope is not None:  # RoPE (qkvcalc.ops.rope.Rope), in the input format's keys
+        out["rope"] = {"theta": rope.theta, "style": rope.style, "dims": rope.dims}
+        if rope.inv_freq_given:
+            out["rope"]["inv_freq"] = rope.inv_freq.tolist()
+        if rope.attention_factor != 1:
+            out["rope"]["attention_factor"] = rope.attention_factor
+        if problem.variants.positions_given:
+            out["positions"] = problem.variants.positions.tolist()
+            out["key_positions"] = problem.variants.key_positions.tolist()
     return out
 
 
