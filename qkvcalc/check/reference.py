@@ -74,7 +74,8 @@ def _rotate(x: np.ndarray, positions: np.ndarray, rope: dict[str, Any]) -> np.nd
     """RoPE written out pair by pair: pair t of the first R dimensions, (t, t + R/2) for "half"
     (rotate_half) or (2t, 2t + 1) for "pairs", turned by the angle position × inv_freq[t]."""
     # [n, d_k], [n] -> [n, d_k]
-    dims, f = int(rope.get("dims", x.shape[1])), float(rope.get("attention_factor", 1))
+    dims = int(rope["dims"]) if "dims" in rope else x.shape[1]
+    f = float(rope.get("attention_factor", 1))
     inv_freq = rope.get("inv_freq") or [rope["theta"] ** (-2 * t / dims) for t in range(dims // 2)]
     out = np.array(x, dtype=np.float64)
     for i, position in enumerate(positions):
