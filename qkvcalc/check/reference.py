@@ -1,5 +1,5 @@
 """A plain numpy attention pipeline made of named steps, so that a mistake can be put into one
-step (qkvcalc.check.mutants) and the rest run as it should.
+step (each op's `in_code`, gathered by qkvcalc.check.mutants) and the rest run as it should.
 
 Its stages are keyed as a person's stage dict is: the stage id for one head ("weights"), the id
 and the head for several ("weights@h2"), then "concat" and "output". tests/test_check.py holds
@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from qkvcalc.ops.mask import same_shape
 from qkvcalc.plan import ids
 
 Stages = dict[str, np.ndarray]
@@ -59,28 +60,36 @@ def _allowed(mask: Any, n: int, m: int) -> np.ndarray | None:
     return np.asarray(mask, dtype=bool)
 
 
-def same_shape(s: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    """The mask, when it has the scores' shape (a mutant's turned scores raise, never broadcast)."""
-    if s.shape != allowed.shape:
-        raise ValueError(f"a mask of {allowed.shape} on scores of {s.shape}")
-    return allowed
-
-
 def _mask(s: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     return np.where(same_shape(s, allowed), s, -np.inf)
 
 
-def _rotate(x: np.ndarray, positions: np.ndarray, rope: dict[str, Any]) -> np.ndarray:
-    """RoPE written out pair by pair: pair t of the first R dimensions, (t, t + R/2) for "half"
-    (rotate_half) or (2t, 2t + 1) for "pairs", turned by the angle position × inv_freq[t]."""
+def _pairs(style: str, dims: int) -> tuple[list[int], list[int]]:
+    """Which dimensions turn together: pair t is (t, t + R/2) for "half" (rotate_half) or
+    (2t, 2t + 1) for "pairs"; the first list holds each pair's a, the second its b."""
+    half = dims // 2
+    if style == "half":
+        return [t for t in range(half)], [t + half for t in range(half)]
+    return [2 * t for t in range(half)], [2 * t + 1 for t in range(half)]
+
+
+def _rotate(
+    x: np.ndarray,
+    positions: np.ndarray,
+    rope: dict[str, Any],
+    pairs: Callable[[str, int], tuple[list[int], list[int]]],
+) -> np.ndarray:
+    """RoPE written out pair by pair: pair t of the first R dimensions, as `pairs` takes them,
+    turned by the angle position × inv_freq[t]."""
     # [n, d_k], [n] -> [n, d_k]
     dims = int(rope["dims"]) if "dims" in rope else x.shape[1]
     f = float(rope.get("attention_factor", 1))
     inv_freq = rope.get("inv_freq") or [rope["theta"] ** (-2 * t / dims) for t in range(dims // 2)]
+    first, second = pairs(rope["style"], dims)
     out = np.array(x, dtype=np.float64)
     for i, position in enumerate(positions):
         for t, freq in enumerate(inv_freq):
-            a, b = (t, t + dims // 2) if rope["style"] == "half" else (2 * t, 2 * t + 1)
+            a, b = first[t], second[t]
             angle = float(position) * float(freq)
             c, s = math.cos(angle), math.sin(angle)
             out[i, a] = f * (x[i, a] * c - x[i, b] * s)
@@ -113,7 +122,7 @@ class Steps(NamedTuple):
     project: Callable[[np.ndarray, np.ndarray, np.ndarray | None], np.ndarray] = _project
     split: Callable[[np.ndarray, int, int], np.ndarray] = _split
     kv_head: Callable[[int, int, int], int] = _kv_head
-    rotate: Callable[[np.ndarray, np.ndarray, dict[str, Any]], np.ndarray] = _rotate
+    pairs: Callable[[str, int], tuple[list[int], list[int]]] = _pairs
     kt: Callable[[np.ndarray], np.ndarray] = np.transpose
     scores: Callable[[np.ndarray, np.ndarray], np.ndarray] = np.matmul
     factor: Callable[[float | None, int], float] = _factor
@@ -142,8 +151,8 @@ def _head(steps: Steps, q: np.ndarray, k: np.ndarray, v: np.ndarray, p: dict[str
     if rope is not None:
         positions = p.get("positions", range(q.shape[0]))
         key_positions = p.get("key_positions", range(k.shape[0]))
-        out["q_rot"] = q = steps.rotate(q, np.asarray(positions), rope)
-        out["k_rot"] = k = steps.rotate(k, np.asarray(key_positions), rope)
+        out["q_rot"] = q = _rotate(q, np.asarray(positions), rope, steps.pairs)
+        out["k_rot"] = k = _rotate(k, np.asarray(key_positions), rope, steps.pairs)
     out["kt"] = steps.kt(k)
     out["scores"] = steps.scores(q, out["kt"])
     factor = steps.factor(p.get("scale"), q.shape[1])

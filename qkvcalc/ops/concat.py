@@ -34,6 +34,19 @@ def _lowp_concat(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     return Out(np.hstack(list(ops)))  # the heads' numbers side by side: nothing to round
 
 
+def _interleaved(outputs: list[np.ndarray]) -> np.ndarray:
+    # a person's code (qkvcalc check): the heads' outputs interleaved column by column (column
+    # j·H + h) instead of laid side by side
+    return np.stack(outputs, axis=2).reshape(outputs[0].shape[0], -1)
+
+
 OPS: tuple[Op, ...] = (
-    Op("concat", _concat, _concat_feeds, backward=_concat_back, lowp=_lowp_concat),
+    Op(
+        "concat",
+        _concat,
+        _concat_feeds,
+        backward=_concat_back,
+        lowp=_lowp_concat,
+        in_code={"heads_concat": {"concat": _interleaved}},
+    ),
 )

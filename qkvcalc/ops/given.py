@@ -70,6 +70,12 @@ OPS: tuple[Op, ...] = (
         given=True,
         in_words=True,
         lowp=_lowp_split,
+        in_code={  # a person's code (qkvcalc check): its pipeline's steps, replaced
+            # head h takes every H-th column (h, h + H, …) instead of the h-th slice
+            "heads_split": {"split": lambda x, h, parts: x[:, h::parts]},
+            # K/V heads repeated as a whole (tile) instead of each in turn (repeat_interleave)
+            "gqa_repeat": {"kv_head": lambda h, heads, groups: h % groups},
+        },
     ),
     Op("table", _table, nothing, _exact_table, given=True),
 )

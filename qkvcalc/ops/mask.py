@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -87,6 +87,49 @@ def _lowp_mask(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     return Out(np.where(allowed, s, r.keep(r.work(s) + r.work(fill))), r.kept)
 
 
+# ---- the mistakes a person's code makes here (qkvcalc check: its pipeline's steps, replaced) ----
+
+
+def same_shape(s: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """The mask, when it has the scores' shape (a mutant's turned scores raise, never broadcast)."""
+    if s.shape != allowed.shape:
+        raise ValueError(f"a mask of {allowed.shape} on scores of {s.shape}")
+    return allowed
+
+
+def _causal_as(tri: Callable[[np.ndarray], np.ndarray]) -> Callable[[Any, int, int], Any]:
+    """The keys a query may see, with a causal mask built by `tri` instead of the lower
+    triangle (a 0/1 matrix mask as it is)."""
+
+    def allowed(mask: Any, n: int, m: int) -> Any:
+        if isinstance(mask, str):
+            return tri(np.ones((n, m), dtype=bool))
+        return None if mask is None else np.asarray(mask, dtype=bool)
+
+    return allowed
+
+
+IN_CODE: dict[str, dict[str, Callable[..., Any]]] = {
+    # the mask left out
+    "mask_ignored": {"allowed": lambda mask, n, m: None},
+    # True read as "blocked": where(mask, -inf, s)
+    "mask_inverted": {"mask": lambda s, allowed: np.where(same_shape(s, allowed), -np.inf, s)},
+    # a causal mask that hides the diagonal too: a token may not see itself
+    "causal_diagonal": {"allowed": _causal_as(lambda a: np.tril(a, -1))},
+    # a causal mask turned to the future (the upper triangle)
+    "causal_transposed": {"allowed": _causal_as(np.triu)},
+    # softmax of the unmasked scores, then the masked weights set to 0 (rows no longer sum to 1)
+    "mask_after_softmax": {
+        "mask": lambda s, allowed: s,
+        "after": lambda w, f, allowed: w if allowed is None else w * same_shape(w, allowed),
+    },
+    # a finite fill (finfo.min, −1e9): a fully masked row gets equal weights
+    "masked_row_uniform": {
+        "mask": lambda s, allowed: np.where(same_shape(s, allowed), s, np.finfo(np.float64).min)
+    },
+}
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "mask",
@@ -101,5 +144,6 @@ OPS: tuple[Op, ...] = (
         mistake_ids=("mask_missing", "mask_inverted"),
         mistakes=_masked_mistakes,
         lowp=_lowp_mask,
+        in_code=IN_CODE,
     ),
 )

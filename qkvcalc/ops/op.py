@@ -5,6 +5,7 @@ the core ones; a feature module (qkvcalc.ops.features) brings its own."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -121,6 +122,11 @@ class Op(NamedTuple):
     # its value is its operand turned (Kᵀ): a product that reads it folds the turn into its own
     # gradients (dK = d(Q·Kᵀ)ᵀ·Q), so it gets none of its own
     turns: bool = False
+    # the mistakes a person's own code makes at this op, by the ids `qkvcalc check` names
+    # (softmax_axis, kt_missing …): for each, the steps of check's plain pipeline
+    # (qkvcalc.check.reference.Steps) it replaces, by step name, with their wrong versions.
+    # check runs that pipeline with one mistake put in and names the one that gives their numbers
+    in_code: Mapping[str, Mapping[str, Callable[..., Any]]] = MappingProxyType({})
 
 
 class Back(NamedTuple):

@@ -213,6 +213,14 @@ OPS: tuple[Op, ...] = (
         mistake_ids=("weight_transposed", "weight_torch_layout"),
         mistakes=_projection_mistakes,
         lowp=_lowp_product,
+        in_code={  # a person's code (qkvcalc check): its pipeline's steps, replaced
+            # X·Wᵀ: the weights read as PyTorch stores them (out×in)
+            "layout_transposed": {"project": lambda x, w, b: x @ w.T if b is None else x @ w.T + b},
+            # the biases left out
+            "bias_missing": {"project": lambda x, w, b: x @ w},
+            # W_O left out: the output is the concatenated heads
+            "wo_missing": {"finish": lambda c, wo, bo, project: c},
+        },
     ),
     Op(
         "matmul",
@@ -226,5 +234,11 @@ OPS: tuple[Op, ...] = (
         mistakes=_matmul_mistakes,
         lowp=_lowp_product,
         plan_back=_product_grads,
+        in_code={  # a person's code (qkvcalc check): its pipeline's steps, replaced
+            # K·Qᵀ: the scores turned on their side (n = m)
+            "scores_transposed": {"scores": lambda q, kt: (q @ kt).T},
+            # Aᵀ·V instead of A·V (n = m)
+            "weights_transposed": {"apply": lambda w, v: w.T @ v},
+        },
     ),
 )

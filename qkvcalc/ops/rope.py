@@ -84,6 +84,15 @@ def rotate(x: np.ndarray, angles: np.ndarray, style: str, dims: int, factor: flo
     return out
 
 
+def _other_pairs(style: str, dims: int) -> tuple[list[int], list[int]]:
+    """qkvcalc check's pipeline step `pairs` with the mistake rope_pairs put in: the dimensions
+    that turn together, pair by pair (as `partner` pairs them), in the style the model does not
+    use."""
+    other = "pairs" if style == "half" else "half"
+    first = [j for j in range(dims) if j < partner(j, dims, other)]
+    return first, [partner(j, dims, other) for j in first]
+
+
 # ---- reading the key ----------------------------------------------------------------------------
 
 
@@ -451,6 +460,8 @@ FEATURE = Feature(
             grad_work=_grad_work,
             work=_work,
             lowp=_lowp,
+            # a person's code (qkvcalc check): the pairs taken the other way
+            in_code={"rope_pairs": {"pairs": _other_pairs}},
         ),
     ),
     turn=_turn,

@@ -161,5 +161,18 @@ OPS: tuple[Op, ...] = (
         mistake_ids=("scale_sqrt_d_model", "scale_d_k", "scale_missing", "scale_multiplied"),
         mistakes=_scaled_mistakes,
         lowp=_lowp_scale,
+        in_code={  # a person's code (qkvcalc check): its pipeline's steps, replaced
+            # Q·Kᵀ not scaled at all
+            "no_scale": {"factor": lambda given, d_k: 1.0},
+            # divided by d_k instead of √d_k
+            "scale_dk": {"factor": lambda given, d_k: 1 / d_k if given is None else given},
+            # the factor applied twice
+            "scale_twice": {"scale": lambda s, f: s * f * f},
+            # the weights multiplied by the factor, after a softmax of the unscaled scores
+            "scale_after_softmax": {
+                "scale": lambda s, f: s,
+                "after": lambda w, f, allowed: w * f,
+            },
+        },
     ),
 )

@@ -226,6 +226,19 @@ def _lowp_softmax(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out
     return Out(weights, r.kept, details={"row_sum": total})
 
 
+# ---- the mistakes a person's code makes here (qkvcalc check: its pipeline's steps, replaced) ----
+
+
+def _column_exp(s: np.ndarray) -> np.ndarray:
+    top = np.max(s, axis=0, keepdims=True)  # each column's maximum: softmax(s, axis=0)
+    return np.exp(s - np.where(np.isfinite(top), top, 0.0))
+
+
+def _column_normalise(e: np.ndarray) -> np.ndarray:
+    total = e.sum(axis=0, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "exp",
@@ -240,6 +253,8 @@ OPS: tuple[Op, ...] = (
         mistake_ids=("exp_not_shifted",),
         mistakes=_exp_mistakes,
         lowp=_lowp_exp,
+        # e^s without subtracting the row maximum: large scores overflow to inf/inf = NaN
+        in_code={"no_max_shift": {"exp": np.exp}},
     ),
     Op(
         "softmax",
@@ -256,5 +271,11 @@ OPS: tuple[Op, ...] = (
         mistakes=_weights_mistakes,
         lowp=_lowp_softmax,
         plan_back=softmax_grads,
+        in_code={
+            # softmax down each column (dim=0) instead of along each row
+            "softmax_axis": {"exp": _column_exp, "normalise": _column_normalise},
+            # a fully masked row: 0/0 = NaN
+            "masked_row_nan": {"normalise": lambda e: e / e.sum(axis=1, keepdims=True)},
+        },
     ),
 )

@@ -52,5 +52,7 @@ OPS: tuple[Op, ...] = (
         mistake_ids=("kt_not_transposed",),
         mistakes=_kt_mistakes,
         lowp=_lowp_transpose,
+        # Q·K: K used as it is, not turned (it runs only when d_k = m); qkvcalc check's step
+        in_code={"kt_missing": {"kt": lambda k: k}},
     ),
 )
