@@ -1,0 +1,95 @@
+"""A real layer in bfloat16 (issue 36, "real layers"): a tiny LLaMA saved as a bfloat16
+checkpoint, `qkvcalc extract --dtype bfloat16` of one layer, then `qkvcalc explain --dtype
+bfloat16 --policy eager` of the problem it wrote, equals the layer's own eager attention run by
+transformers in bfloat16 — its input x and its output projection's output, bit for bit — and the
+precision summary says where the bfloat16 run departs from its float64 twin.
+
+Nothing downloads: the model is built from its config with random weights (tests.test_extract).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.conftest import run_qkvcalc
+
+te = pytest.importorskip("tests.test_extract", reason="qkvcalc extract needs torch")
+
+LAYER = 1
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """The tiny LLaMA saved in bfloat16, and what transformers itself computes at layer LAYER
+    when it loads that checkpoint in bfloat16 with eager attention: x and o_proj's output."""
+    torch, transformers = te.torch, te.transformers
+    folder = tmp_path_factory.mktemp("bf16") / "llama"
+    te.build("llama").to(torch.bfloat16).save_pretrained(folder)
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        folder, dtype=torch.bfloat16, attn_implementation="eager"
+    ).eval()
+    seen: dict = {}
+    attention = model.model.layers[LAYER].self_attn
+
+    def grab_x(module, args, kwargs):
+        seen["x"] = (args[0] if args else kwargs["hidden_states"])[0].float().numpy()
+
+    def grab_out(module, args, out):
+        seen["out"] = out[0].float().numpy()
+
+    attention.register_forward_pre_hook(grab_x, with_kwargs=True)
+    attention.o_proj.register_forward_hook(grab_out)
+    ids = te.token_ids()
+    with torch.no_grad():
+        model(torch.tensor([ids]))
+    return folder, ids, seen
+
+
+def test_a_bfloat16_checkpoints_layer_is_reproduced_bit_for_bit(checkpoint, tmp_path):
+    folder, ids, seen = checkpoint
+    ids_text = " ".join(map(str, ids))
+    done = run_qkvcalc(
+        "extract",
+        str(folder),
+        "--layer",
+        str(LAYER),
+        "--ids",
+        ids_text,
+        "--dtype",
+        "bfloat16",
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    problem = tmp_path / "layer.json"
+    problem.write_text(done.stdout, encoding="utf-8")
+    assert np.array_equal(np.array(json.loads(done.stdout)["x"], dtype=np.float64), seen["x"])
+
+    done = run_qkvcalc(
+        "explain",
+        str(problem),
+        "--dtype",
+        "bfloat16",
+        "--policy",
+        "eager",
+        "--format",
+        "json",
+        "--detail",
+        "brief",
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    trace = json.loads(done.stdout)
+    (final,) = [s for s in trace["stages"] if s["id"] == "output" and s["head"] is None]
+    mine = np.array(final["value"], dtype=np.float64)
+    assert mine.shape == seen["out"].shape
+    assert np.array_equal(mine, seen["out"])  # the model's own bfloat16 numbers, every cell
+
+    # and where it departs from the float64 twin: the summary names the stage, with its error
+    twin = np.array(final["float64"], dtype=np.float64)
+    assert not np.array_equal(mine, twin)
+    precision = trace["precision"]
+    assert (precision["dtype"], precision["policy"]) == ("bfloat16", "eager")
+    assert precision["most_added"] and precision["first_nonfinite"] is None
