@@ -7,6 +7,7 @@ bullet, tables are cut rather than wrapped, and rules span the width exactly.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -229,3 +230,22 @@ def test_export_tables_measure_korean_labels_by_display_width():
     ascii_cols = columns_that_fit(["abcdefghij"], opts, 3)  # 10 columns: 8 numbers fit
     korean_cols = columns_that_fit(["가나다라마바사아자차"], opts, 3)  # 20 columns: 7 fit
     assert korean_cols < ascii_cols
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "html", "latex"])
+def test_a_split_said_in_sentences_hides_no_row(fmt):
+    """The split into 16 heads is said head by head (more lines than a table shows rows): every
+    head is said, so no note may say a row of it is not shown (it did, on every page but the
+    terminal's, before the terminal read the same document)."""
+    from qkvcalc.render import renderer
+
+    rng = np.random.default_rng(0)
+    w = {k: rng.integers(-2, 3, (32, 32)) for k in ("wq", "wk", "wv", "wo")}
+    trace = qkvcalc.explain(rng.integers(-3, 4, (20, 32)), heads=16, mask="causal", **w)
+    split = next(s for s in trace.stages if s.in_words)
+    opts = RenderOptions(width=100, color=False, max_rows=12)
+    assert len(split.value) > opts.max_rows  # more heads than a table would show rows
+    page = renderer(fmt)(trace, opts)
+    start = page.index("head 16: W_Q") if fmt != "latex" else page.index("head 16:")
+    said = page[page.rindex("head 1:", 0, start) : start + 400]
+    assert "head 1:" in said and "Not shown" not in said.split("head 16:")[1][:300]

@@ -11,7 +11,7 @@ same heading, notes and arithmetic. Nothing here escapes text: each writer does,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -135,9 +135,12 @@ def stage_view(
     max_cols: int,
     product_fits: bool,
     style: Style,
+    fit: Callable[[TableView], tuple[int, int]] | None = None,
 ) -> StageView:
     """What a page shows of one stage. `max_cols`: how many columns a table of this page
-    holds; `product_fits`: whether the page has room for A·B = C (a rule of its format)."""
+    holds; `product_fits`: whether the page has room for A·B = C (a rule of its format);
+    `fit`: for a writer that lays the table out itself (the terminal measures how many
+    columns its console holds), that layout, which says how many rows and columns it hid."""
     lang = opts.lang
     table = None
     words: list[str] = []
@@ -162,7 +165,9 @@ def stage_view(
         kinds = operand_kinds(stage, trace)
         product_fits = product_fits and kinds != ["computed", "computed"]
     operands = [kind != "computed" for kind in kinds]
-    hidden = table.hidden if table is not None else corners(stage, opts.max_rows, max_cols).hidden
+    hidden = (0, 0)  # said in sentences (the split), every row of it: nothing hidden
+    if table is not None:
+        hidden = table.hidden if fit is None else fit(table)
     extras = stage_extras(stage, trace, hidden, style, opts)
     return StageView(
         stage,

@@ -21,14 +21,16 @@ from rich.text import Span, Text
 
 from qkvcalc.i18n import translate
 from qkvcalc.render import RenderOptions
-from qkvcalc.render.arith import Style, exact_text, split_rows, stage_extras
-from qkvcalc.render.text import display_width, fmt, pick, place, safe, shown_rows, summary
-from qkvcalc.render.worksheet import given, operand_kinds
+from qkvcalc.render.arith import Style, exact_text
+from qkvcalc.render.document import TableView, operand_views, stage_view, table_view
+from qkvcalc.render.text import display_width, fmt, pick, safe, summary
+from qkvcalc.render.worksheet import operand_kinds
 
 if TYPE_CHECKING:
     from qkvcalc.trace import Stage, Trace
 
 GAP = "   "  # between two columns of a matrix table
+ALL = 1 << 62  # the document offers every column: the terminal measures how many fit
 NARROW = 8  # below this width, indents and bullets alone can pass the edge
 MEASURE = 100  # prose wraps at most this wide, however wide the terminal: tables use it all
 TITLE_PARTS = "  ·  "  # between a stage title's parts (title, formula, shape): where it wraps
@@ -274,19 +276,36 @@ def matrix_lines(
     exact: Sequence[Sequence[Any]] | None = None,
     blank: bool = False,
 ) -> list[Text]:
-    """A labelled table of a matrix, line by line; a big one shows its corners and elides its
-    middle. `blank` (a worksheet's computed stage): every cell a line to write on.
+    """A labelled table of a matrix, line by line (view_lines of its TableView, every column
+    offered: the terminal decides how many fit)."""
+    view = table_view(
+        value, name, rows, cols, opts, value.shape[1], exact=exact, heat=heat, blank=blank
+    )
+    return view_lines(view, opts, width=width, hidden=hidden)
+
+
+def view_lines(
+    view: TableView,
+    opts: RenderOptions,
+    *,
+    width: int | None = None,
+    hidden: list[tuple[int, int]] | None = None,
+) -> list[Text]:
+    """A table of the document (qkvcalc.render.document.TableView), line by line: its rows as
+    the document chose them (the first and last that fit, the middle elided), and of its
+    columns as many as fit `width`, measured here (the first ones and the last ones).
+    `view.blank` (a worksheet's computed stage): every cell a line to write on.
 
     Laid out here as lines of text (a header, a rule, one line per row) rather than as a rich
     Table: only the cells shown are formatted and measured, and of a Stage only the rows shown
-    are computed, so a 1024×1024 matrix costs what a 4×4 one does. `exact` (--exact): a cell's
-    exact value, shown where it is not None.
+    are computed, so a 1024×1024 matrix costs what a 4×4 one does. `view.exact` (--exact): a
+    cell's exact value, shown where it is not None.
     """
-    n_rows, n_cols = value.shape
+    name, rows, cols, row_ids, shown = view.name, view.rows, view.cols, view.row_ids, view.shown
+    exact, heat, blank = view.exact, view.heat, view.blank
+    n_rows, n_cols = len(rows), len(cols)
     width = width or opts.width
-    row_ids = pick(n_rows, max(opts.max_rows, 3))
     body_rows = [i for i in row_ids if i is not None]
-    shown = shown_rows(value, row_ids)
     label_w = max(
         [display_width(name)] + [display_width(safe(rows[i])) for i in body_rows], default=1
     )
@@ -356,8 +375,9 @@ def beside(blocks: Sequence[list[Text]]) -> list[Text]:
 
 
 def _operand_view(stage: Stage, kinds: list[str], opts: RenderOptions) -> list[Text] | None:
-    """A · B = C side by side, when all three fit across the screen. On a worksheet a computed
-    operand is blank, and Q·Kᵀ, whose operands are both computed, is its table alone."""
+    """A · B = C side by side, when all three fit across the screen: the document's operand
+    tables (qkvcalc.render.document.operand_views) and the stage's own. On a worksheet a
+    computed operand is blank, and Q·Kᵀ, whose operands are both computed, is its table alone."""
     if not stage.is_product or kinds == ["computed", "computed"]:
         return None
     n, inner, cols = (
@@ -367,25 +387,15 @@ def _operand_view(stage: Stage, kinds: list[str], opts: RenderOptions) -> list[T
     )  # A [n, inner], B [inner, cols]
     if (inner + cols + cols) * 4 > opts.width or max(n, inner) > opts.max_rows:
         return None  # cannot fit: not worth laying out (nor computing a recipe operand)
-    a, b = stage.operands
-    # --exact: the operands, bias and result as fractions, where the stage recorded them
-    ea, eb = stage.operands_exact if opts.exact and len(stage.operands_exact) == 2 else (None, None)
-    e_bias = (stage.bias_exact,) if opts.exact and stage.bias_exact is not None else None
-    e_value = stage.exact if opts.exact else None
-    blank_a, blank_b = (kind == "computed" for kind in kinds)
-    parts = [
-        matrix_lines(a, stage.names[0], stage.rows, stage.inner, opts, exact=ea, blank=blank_a),
-        [Text(), Text("·")],
-        matrix_lines(b, stage.names[1], stage.inner, stage.cols, opts, exact=eb, blank=blank_b),
-    ]
-    if stage.bias is not None:
-        parts += [
-            [Text(), Text("+")],
-            matrix_lines(stage.bias[None, :], "b", ("",), stage.cols, opts, exact=e_bias),
-        ]
-    result = matrix_lines(
-        stage.value, stage.name, stage.rows, stage.cols, opts, exact=e_value, blank=opts.worksheet
+    given = [kind != "computed" for kind in kinds]
+    a, b, *bias = [view_lines(view, opts) for view in operand_views(stage, opts, ALL, given)]
+    parts = [a, [Text(), Text("·")], b, *([[Text(), Text("+")], bias[0]] if bias else [])]
+    exact = stage.exact if opts.exact else None
+    blank = opts.worksheet
+    table = table_view(
+        stage.value, stage.name, stage.rows, stage.cols, opts, ALL, exact=exact, blank=blank
     )
+    result = view_lines(table, opts)
     view = beside([*parts, [Text(), Text("=")], result])
     if _width(view) <= opts.width - 2:
         return view
@@ -394,29 +404,6 @@ def _operand_view(stage: Stage, kinds: list[str], opts: RenderOptions) -> list[T
     if max(_width(top), _width(bottom)) <= opts.width - 2:
         return [*top, Text(), *bottom]
     return None
-
-
-def _given_weights(block: Block, stage: Stage, kinds: list[str], opts: RenderOptions) -> None:
-    """A worksheet's weights a product reads, when A · B = C is not shown: each its own table
-    (W_O after the heads; W_Q when X·W_Q is too wide). X has its own stage."""
-    a, b = stage.operands
-    ea, eb = stage.operands_exact if opts.exact and len(stage.operands_exact) == 2 else (None, None)
-    e_bias = (stage.bias_exact,) if opts.exact and stage.bias_exact is not None else None
-    width = opts.width - 2
-    shown = []
-    if kinds[0] == "const":
-        shown.append(
-            matrix_lines(a, stage.names[0], stage.rows, stage.inner, opts, width=width, exact=ea)
-        )
-    if kinds[1] == "const":
-        shown.append(
-            matrix_lines(b, stage.names[1], stage.inner, stage.cols, opts, width=width, exact=eb)
-        )
-    if shown and stage.bias is not None:
-        bias = stage.bias[None, :]
-        shown.append(matrix_lines(bias, "b", ("",), stage.cols, opts, width=width, exact=e_bias))
-    for lines in shown:
-        block.cut(lines, indent=2).blank()
 
 
 def _width(lines: list[Text]) -> int:
@@ -435,50 +422,50 @@ def _twin(block: Block, stage: Stage, opts: RenderOptions) -> None:
 
 
 def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: RenderOptions) -> Block:
-    """One stage: a rule with its number, title and formula; why; the table; notes; arithmetic."""
-    lang = opts.lang
-    title = _t(lang, stage.title.key)
-    where = place(stage, lang)
-    head = f" · {where}" if where else ""
+    """One stage as the document has it (qkvcalc.render.document.StageView): a rule with its
+    number, title and formula; why; the table (or A · B = C side by side, when it fits this
+    console); notes; arithmetic. The terminal measures its tables against its width: how many
+    columns fit, and so how much of the table is hidden, is decided here."""
+    kinds = operand_kinds(stage, trace) if opts.worksheet and stage.is_product else ["const"] * 2
+    product = None if stage.in_words else _operand_view(stage, kinds, opts)
+    laid: list[list[Text]] = []
+
+    def fit(table: TableView) -> tuple[int, int]:  # the stage's table, laid out to this console
+        hidden: list[tuple[int, int]] = []
+        laid.append(view_lines(table, opts, width=opts.width - 2, hidden=hidden))
+        return hidden[0]
+
+    view = stage_view(
+        stage,
+        number,
+        total,
+        trace,
+        opts,
+        max_cols=ALL,
+        product_fits=product is not None,
+        style=Style.of(opts),
+        fit=None if product is not None else fit,
+    )
+    head = f" · {view.head}" if view.head else ""
     block = Block().rule(
-        Text(f"{number}/{total}  {title}{head}  ·  {stage.formula}  ·  {stage.size}", "bold"),
+        Text(f"{number}/{total}  {view.title}{head}  ·  {view.formula}  ·  {view.shape}", "bold"),
         style="cyan",
     )
-    block.para(Text(_t(lang, stage.why.key), style="italic"), indent=2).blank()
-    hidden: list[tuple[int, int]] = []
-    if stage.in_words:  # which columns each head reads, in sentences
-        for row in split_rows(stage):
-            block.para(row.text(lang), indent=2)
-    else:
-        kinds = ["const", "const"]
-        if opts.worksheet and stage.is_product:
-            kinds = operand_kinds(stage, trace)
-        view = _operand_view(stage, kinds, opts)
-        if view is None and opts.worksheet and stage.is_product:
-            _given_weights(block, stage, kinds, opts)  # every input on the page
-        if view is None:
-            view = matrix_lines(
-                stage,
-                stage.name,
-                stage.rows,
-                stage.cols,
-                opts,
-                width=opts.width - 2,
-                heat=stage.heat,
-                hidden=hidden,
-                exact=stage.exact if opts.exact else None,
-                blank=opts.worksheet and not given(stage),
-            )
-        block.cut(view, indent=2)
+    block.para(Text(view.why, style="italic"), indent=2).blank()
+    for sentence in view.words:  # which columns each head reads, in sentences
+        block.para(sentence, indent=2)
+    for weights in view.givens:  # a worksheet's weights, when A · B = C is not shown
+        block.cut(view_lines(weights, opts, width=opts.width - 2), indent=2).blank()
+    if view.table is not None:
+        block.cut(product if product is not None else laid[0], indent=2)
         if stage.twin is not None:  # --dtype: the same stage in float64, beside or under it
             _twin(block, stage, opts)
-    extras = stage_extras(stage, trace, hidden[0] if hidden else (0, 0), Style.of(opts), opts)
-    for note in extras.notes:  # a bullet with a hanging indent: a wrapped note stays clear of it
-        block.para(Text(note.text(lang), style="dim"), indent=2, bullet=Text("•", style="dim"))
-    work = ["  " + ("⋮" if row is None else row.text(lang)) for row in extras.rows]
-    work += ["  " + line for line in extras.work]
+    for note in view.notes:  # a bullet with a hanging indent: a wrapped note stays clear of it
+        block.para(Text(note.text(opts.lang), style="dim"), indent=2, bullet=Text("•", style="dim"))
+    work = ["  " + ("⋮" if row is None else row.text(opts.lang)) for row in view.row_sentences]
+    work += ["  " + line for line in view.work]
     if work:
-        block.blank().para(Text(_t(lang, "ui.arithmetic"), style="bold"), indent=2)
+        block.blank().para(Text(_t(opts.lang, "ui.arithmetic"), style="bold"), indent=2)
         block.para("\n".join(work), indent=2, prose=False)
     return block.blank()
 
