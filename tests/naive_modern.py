@@ -61,6 +61,7 @@ _ALIASES = {
     "qnorm": "q_norm",
     "knorm": "k_norm",
     "normeps": "norm_eps",
+    "vnorm": "v_norm",
     "chunksize": "chunk_size",
     "attentionchunksize": "chunk_size",
     "qknorm": "qk_norm",
@@ -337,6 +338,11 @@ def attention(problem: dict) -> tuple[np.ndarray, np.ndarray]:
     d_k = q_all.shape[1] // heads
     d_v = v_all.shape[1] // kv_heads
     assert k_all.shape[1] // kv_heads == d_k, "queries and keys need the same d_k"
+    if doc.get("v_norm") not in (None, False):  # Gemma 3n, Gemma 4: each value row, no weight
+        said = doc["v_norm"]
+        v_eps = number(said.get("eps", 1e-6)) if isinstance(said, dict) else 1e-6
+        parts = np.split(v_all, kv_heads, axis=1)
+        v_all = np.concatenate([rms_norm(part, np.ones(d_v), v_eps) for part in parts], axis=1)
     scale = number(doc["scale"]) if doc.get("scale") is not None else 1 / math.sqrt(d_k)
 
     eps = number(doc.get("norm_eps", 1e-6))

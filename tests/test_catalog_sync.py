@@ -100,6 +100,7 @@ NOT_KEYS = {
     "qk_norm.bias.k",
     "attn_temperature.floor_scale",
     "attn_temperature.attn_scale",
+    "v_norm.eps",
 }
 
 

@@ -7,7 +7,8 @@ each head, q/k norm), Qwen3-MoE (sliding), ERNIE 4.5 and its MoE (interleaved pa
 whole head), Granite and Granite MoE (attention_multiplier as the scale), and the other
 standard-attention model types of transformers that extract takes for LLaMA-like (OLMo with its
 weightless LayerNorm, OLMoE, Gemma, VaultGemma, GLM, Helium, Ministral, EXAONE MoE, MiniMax-M2 …:
-CASES below, one layer of each kind: sliding and full, RoPE and NoPE). Every head's
+CASES below, one layer of each kind: sliding and full, RoPE and NoPE), and Gemma 3n and Gemma 4
+(the norm on V, K = V, proportional RoPE, KV-shared layers as cross-attention). Every head's
 attention probabilities and the output projection's own output equal transformers' float64
 forward to 1e-8 relative, x to 1e-12."""
 
@@ -45,6 +46,16 @@ ENCODER = {
 }
 EAGER = {"_experts_implementation": "eager"}  # the grouped experts kernel has no float64
 TWO_KINDS = ["sliding_attention", "full_attention"]
+GEMMA = {
+    **LLAMA,
+    "num_hidden_layers": 6,
+    "head_dim": 8,
+    "layer_types": TWO_KINDS * 3,
+    "sliding_window": 4,
+    "num_kv_shared_layers": 2,
+    "hidden_size_per_layer_input": 8,
+    "vocab_size_per_layer_input": 60,
+}
 
 CASES = {
     "olmo3": case(
@@ -422,6 +433,32 @@ CASES = {
         [1],
     ),
     "iquestcoder": case("IQuestCoderConfig", LLAMA, "LlamaForCausalLM", [1]),
+    # Gemma 3n and Gemma 4: the norm on V, scale 1, plain q/k norm weights; the last two layers
+    # reuse the K and V of layers 2 (sliding) and 3 (full); Gemma 4's full layers have head_dim
+    # 16, one K/V head, K = V and proportional RoPE on a quarter of each head
+    "gemma3n_text": case(
+        "Gemma3nTextConfig",
+        {
+            **GEMMA,
+            "altup_num_inputs": 2,
+            "laurel_rank": 4,
+            "activation_sparsity_pattern": [0.0] * 6,
+            "intermediate_size": [48] * 6,
+        },
+        "Gemma3nForCausalLM",
+        [0, 1, 4, 5],
+    ),
+    "gemma4_text": case(
+        "Gemma4TextConfig",
+        {
+            **GEMMA,
+            "global_head_dim": 16,
+            "num_global_key_value_heads": 1,
+            "attention_k_eq_v": True,
+        },
+        "Gemma4ForCausalLM",
+        [0, 1, 4, 5],
+    ),
     **{
         name: case(
             config,
@@ -660,3 +697,102 @@ def test_the_encoders_have_no_mask_and_their_biases(lab):
     for name in ("roberta", "xlm-roberta-xl", "roberta-prelayernorm"):
         problem = lab(name, 1)["problem"]
         assert problem["mask"] == "none" and all(k in problem for k in ("bq", "bk", "bv", "bo"))
+
+
+def test_the_keys_of_gemma_3n_and_gemma_4(lab):
+    """The norm on V and the scale 1 everywhere; the plain q/k norm weights; Gemma 4's full
+    layer: its own head_dim and K/V heads, K = V (wv is wk), proportional RoPE (zeros past a
+    quarter of the head); a KV-shared layer: source is the earlier layer's x and its W_K, W_V."""
+    for name in ("gemma3n_text", "gemma4_text"):
+        for layer in (0, 1, 4, 5):
+            problem = lab(name, layer)["problem"]
+            assert problem["v_norm"] == {"eps": 1e-6} and problem["scale"] == 1.0
+            assert ("window" in problem) == (layer % 2 == 0)
+        spec = CASES[name]
+        model = build_from(spec["config"], spec["fields"], spec["model"])
+        attn = model.model.layers[1].self_attn
+        assert np.array_equal(
+            lab(name, 1)["problem"]["q_norm"], attn.q_norm.weight.detach().numpy()
+        )
+        for shared, earlier in ((4, 2), (5, 3)):
+            problem = lab(name, shared)["problem"]
+            kv = model.model.layers[earlier].self_attn
+            then = reference_at(model, ids(), earlier, kv, kv.o_proj)["x"]  # its attention's x
+            assert relative(problem["source"], then) < 1e-12
+            assert relative(problem["source"], problem["x"]) > 1e-3
+            assert f"reuses those of layer {earlier} (KV sharing)" in problem["description"]
+            assert np.array_equal(problem["wk"], kv.k_proj.weight.detach().numpy().T)
+            assert np.array_equal(problem["k_norm"], kv.k_norm.weight.detach().numpy())
+        assert "KV sharing" not in lab(name, 1)["problem"]["description"]
+    full = lab("gemma4_text", 1)["problem"]
+    assert np.shape(full["wq"]) == (32, 4 * 16) and full["kv_heads"] == 1
+    assert np.array_equal(full["wv"], full["wk"])  # K = V: one projection
+    inv_freq = np.asarray(full["rope"]["inv_freq"])
+    assert len(inv_freq) == 8 and np.all(inv_freq[2:] == 0) and np.all(inv_freq[:2] > 0)
+    assert np.allclose(inv_freq[:2], 1e6 ** (-np.arange(0, 4, 2) / 16), rtol=1e-15)
+    assert "dims" not in full["rope"] and full["rope"]["style"] == "half"
+    assert not np.array_equal(lab("gemma3n_text", 1)["problem"]["wv"], full["wk"])
+
+
+@pytest.mark.parametrize("name", ["gemma3n_text", "gemma4_text"])
+def test_without_the_norm_on_v_the_output_is_not_transformers(lab, name):
+    problem, ref = lab(name, 5)["problem"], lab(name, 5)["reference"]
+    bare = {k: v for k, v in problem.items() if k != "v_norm"}
+    assert relative(qkvcalc_output(bare), ref["out"]) > 1e-3
+    own_x = {k: v for k, v in problem.items() if k != "source"}  # K and V from this layer's x
+    assert relative(attention(own_x)[0], ref["weights"]) > 1e-4
+
+
+def test_heads_explains_a_kv_shared_layer(tmp_path):
+    """qkvcalc heads: one run records every layer's x, so a KV-shared layer's problem has its
+    source too, and each of its heads splits (source and v_norm are every head's)."""
+    import qkvcalc
+    from qkvcalc.extract.heads import attention_maps, split_head
+
+    spec = CASES["gemma4_text"]
+    model = build_from(spec["config"], spec["fields"], spec["model"])
+    model.save_pretrained(tmp_path / "gemma4")
+    run = attention_maps(str(tmp_path / "gemma4"), input_ids=ids(), dtype="float64", problems=True)
+    shared = run.problems[5]
+    assert "source" in shared and len(run.problems) == 6
+    for h in (1, 4):
+        trace = qkvcalc.explain(**split_head(shared, h))
+        assert relative(np.squeeze(trace.weights), run.weights[5][h - 1]) < TOL
+
+
+def test_a_gemma4_checkpoint_with_vision_gives_its_text_layers(tmp_path):
+    """A multimodal gemma4 checkpoint (a tiny vision tower beside the text model): extract
+    finds the text layers (language_model), a KV-shared one too."""
+    import torch
+    import transformers
+
+    import qkvcalc
+    from tests.test_extract import true_float64
+
+    text = transformers.Gemma4TextConfig(**CASES["gemma4_text"]["fields"]).to_dict()
+    vision = transformers.Gemma4VisionConfig(
+        hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+        num_key_value_heads=2, head_dim=8,
+    ).to_dict()  # fmt: skip
+    config = transformers.Gemma4Config(text_config=text, vision_config=vision, audio_config=None)
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with true_float64():
+            model = transformers.Gemma4ForConditionalGeneration(config).to(torch.float64).eval()
+    finally:
+        torch.set_default_dtype(default)
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for param in model.parameters():
+            param.copy_(torch.randn(param.shape, generator=generator, dtype=torch.float64) * 0.3)
+    model.save_pretrained(tmp_path / "gemma4")
+    attn = model.model.language_model.layers[5].self_attn
+    ref = reference_at(model.model, ids(), 5, attn, attn.o_proj)
+    problem = qkvcalc.extract(str(tmp_path / "gemma4"), layer=5, input_ids=ids(), dtype="float64")
+    trace = qkvcalc.explain(**problem)
+    assert "source" in problem
+    assert relative(trace.weights, ref["weights"]) < TOL
+    assert relative(trace.output, ref["out"]) < TOL

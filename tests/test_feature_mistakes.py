@@ -20,6 +20,7 @@ from qkvcalc.run.engine import run
 from tests.conftest import run_qkvcalc
 from tests.test_gate import MISTAKE_IDS as GATE_IDS
 from tests.test_mla import MISTAKE_IDS as MLA_IDS
+from tests.test_v_norm import MISTAKE_IDS as V_NORM_IDS
 
 # One head of d_k = 4 (so RoPE's two pairings differ), every feature with a mistake at once:
 # q/k norm → RoPE → ALiBi → softcap → a sink, no mask (keys after a query too).
@@ -134,6 +135,7 @@ FEATURE_IDS = (
     | {case[2] for case in layer_wrong_matrices(run(Problem.from_mapping(LAYER)))}
     | MLA_IDS  # multi-head latent attention's, tested in tests/test_mla.py
     | GATE_IDS  # the output gate's, tested in tests/test_gate.py
+    | V_NORM_IDS  # the norm on V's, tested in tests/test_v_norm.py
 )
 
 

@@ -1266,6 +1266,31 @@ MESSAGES: dict[str, str] = {
     "from growing without limit during training (Qwen3, Gemma 3).",
     "stage.k_norm.title": "Key norm (RMSNorm)",
     "stage.k_norm.why": "The same for each head's key: x / √(mean(x²) + ε) · w, row by row.",
+    # ---- the norm on V (qkvcalc/ops/v_norm.py) ----
+    "stage.v_norm.title": "Value norm (RMSNorm without a weight)",
+    "stage.v_norm.why": "Gemma 3n and Gemma 4 rescale each head's value rows too: "
+    "v / √(mean(v²) + ε), row by row, with no learned weight, so every token passes on a value "
+    "of root mean square about 1 and none is louder than another. The weights then mix these "
+    "normalised values.",
+    "hint.v_norm": "{cell} = {src}[{i},{j}] / √(mean of the squares of row {i} of {src} + ε).",
+    "note.v_norm": "Row by row: v / √(mean(v²) + ε), with ε = {eps} and no weight.",
+    "ui.variant.v_norm": "a norm on V (ε = {eps})",
+    "mistake.v_norm_sum_not_mean": "These divide by √(Σ v²), the row's length; the norm on V "
+    "divides by the root of the mean, √(mean(v²) + ε), the mean over d_v = {d_v} dimensions.",
+    "v_norm.value": 'v_norm must be true (ε = 1e-6) or an object such as {{"eps": 1e-6}}, not '
+    "{value}",
+    "v_norm.tiles_backward": "The norm on V (v_norm) is not planned in tiles with --backward yet: "
+    "leave out --tiles (the whole run shows its gradient) or --backward.",
+    "v_norm.decode": "The norm on V (v_norm) is not computed step by step with a KV cache: leave "
+    "out --decode (the whole run shows it).",
+    "stage.grad_v_norm.title": "Backward: gradient of the normalised values",
+    "stage.grad_v_norm.why": "The output was A·V_norm, so the normalised values' gradient is "
+    "Aᵀ·dO: each value row collects the output gradients of the queries that read it, weighted "
+    "by how much they read it.",
+    "stage.grad_back.v_rmsnorm.title": "Backward through the norm on V",
+    "stage.grad_back.v_rmsnorm.why": "The norm multiplied each value row by "
+    "ρ = 1/√(mean(v²) + ε). Its backward has two parts: the gradient scaled the same way, ρ·g, "
+    "minus the part that would only change the row's length, which the norm undoes.",
     "stage.q_rot.title": "Rotary position (RoPE) on the queries",
     "stage.q_rot.why": "RoPE turns each pair of a query's dimensions by an angle: its "
     "position times that pair's frequency. Nothing is added to X; the position lives in the "
@@ -1643,6 +1668,9 @@ MESSAGES: dict[str, str] = {
     "extract.description": "The self-attention of layer {layer} of {model} ({arch}) on "
     "{n} tokens: x is the exact input of that attention from a run in {dtype}, the weights are "
     "the layer's own, in float64.",
+    "extract.kv_shared": "This layer has no keys and values of its own: it reuses those of layer "
+    "{earlier} (KV sharing), so the source is layer {earlier}'s attention input, and W_K, W_V "
+    "and the key norm are layer {earlier}'s.",
     "extract.loading": "Loading {model} …",
     "extract.running": "Running {model} up to layer {layer} …",
     "extract.mismatch": "{model}, layer {layer}: the problem extract made does not reproduce "

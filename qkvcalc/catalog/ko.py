@@ -1261,6 +1261,30 @@ MESSAGES: dict[str, str] = {
     "커지지 않습니다 (Qwen3, Gemma 3).",
     "stage.k_norm.title": "Key 정규화 (RMSNorm)",
     "stage.k_norm.why": "헤드마다 Key에도 같은 계산을 합니다: 행마다 x / √(mean(x²) + ε) · w.",
+    # ---- the norm on V (qkvcalc/ops/v_norm.py) ----
+    "stage.v_norm.title": "Value 정규화 (가중치 없는 RMSNorm)",
+    "stage.v_norm.why": "Gemma 3n과 Gemma 4는 헤드마다 Value의 행도 다시 맞춥니다: 행마다 "
+    "v / √(mean(v²) + ε)이고 학습된 가중치는 없습니다. 그래서 모든 토큰이 제곱평균제곱근이 약 1인 "
+    "Value를 넘기며, 어느 토큰도 다른 토큰보다 크게 들리지 않습니다. 가중치는 이렇게 정규화한 "
+    "Value를 섞습니다.",
+    "hint.v_norm": "{cell} = {src}[{i},{j}] / √({src}의 {i}번째 행의 제곱 평균 + ε).",
+    "note.v_norm": "행마다 v / √(mean(v²) + ε), ε = {eps}, 가중치 없음.",
+    "ui.variant.v_norm": "Value 정규화 (ε = {eps})",
+    "mistake.v_norm_sum_not_mean": "이 값은 행의 길이 √(Σ v²)로 나눴습니다. Value 정규화는 평균의 "
+    "제곱근 √(mean(v²) + ε)로 나누며, 평균은 d_v = {d_v}개 차원에 걸쳐 냅니다.",
+    "v_norm.value": 'v_norm은 true(ε = 1e-6) 또는 {{"eps": 1e-6}} 같은 객체여야 합니다. 받은 값: '
+    "{value}",
+    "v_norm.tiles_backward": "Value 정규화(v_norm)는 아직 --tiles와 --backward를 함께 쓸 때 "
+    "계획되지 않습니다: --tiles를 빼거나(전체 실행이 기울기를 보여 줍니다) --backward를 빼세요.",
+    "v_norm.decode": "Value 정규화(v_norm)는 KV 캐시로 한 단계씩 계산되지 않습니다: --decode를 "
+    "빼세요(전체 실행이 보여 줍니다).",
+    "stage.grad_v_norm.title": "역전파: 정규화한 Value의 기울기",
+    "stage.grad_v_norm.why": "출력은 A·V_norm이었으므로 정규화한 Value의 기울기는 Aᵀ·dO입니다: "
+    "Value의 각 행은 그 행을 읽은 Query들의 출력 기울기를, 읽은 만큼의 가중치로 모읍니다.",
+    "stage.grad_back.v_rmsnorm.title": "Value 정규화를 거치는 역전파",
+    "stage.grad_back.v_rmsnorm.why": "정규화는 Value의 각 행에 ρ = 1/√(mean(v²) + ε)를 곱했습니다. "
+    "역전파는 두 부분입니다: 같은 방식으로 조정한 기울기 ρ·g에서, 행의 길이만 바꿀 부분을 뺍니다. "
+    "그 부분은 정규화가 되돌려 버리기 때문입니다.",
     "stage.q_rot.title": "회전 위치 임베딩(RoPE): Query",
     "stage.q_rot.why": "RoPE는 Query의 차원을 두 개씩 짝지어, 위치 × 그 짝의 주파수만큼 "
     "회전시킵니다. X에는 아무것도 더하지 않고, 위치는 q와 k의 방향에 담깁니다.",
@@ -1645,6 +1669,9 @@ MESSAGES: dict[str, str] = {
     "extract.description": "{model} ({arch})의 {layer}번 층 셀프 어텐션, 토큰 {n}개: x는 "
     "{dtype}(으)로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, 가중치는 그 층의 것을 "
     "float64로 옮긴 값입니다.",
+    "extract.kv_shared": "이 층은 자기 Key와 Value가 없어 앞선 {earlier}번 층의 것을 다시 "
+    "씁니다(KV 공유). 그래서 source는 그 층의 어텐션 입력이고, W_K, W_V와 Key 정규화도 그 층의 "
+    "것입니다.",
     "extract.loading": "{model} 불러오는 중 …",
     "extract.running": "{model}을(를) {layer}번 층까지 실행하는 중 …",
     "extract.mismatch": "{model}, {layer}번 층: extract가 만든 문제가 transformers {version}"

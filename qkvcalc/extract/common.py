@@ -24,7 +24,9 @@ class Layer:
     index: int
     n: int  # tokens
     allowed: np.ndarray | None = None  # the layer's own mask, n × n, True = may attend
-    given: dict[str, Any] | None = None  # the tensors the attention was called with (by name)
+    # the tensors the attention was called with (by name); "kv_source": the attention input of
+    # the earlier layer whose K and V this one reuses (Family.shares)
+    given: dict[str, Any] | None = None
 
 
 def mask_keys(layer: Layer, causal: bool = True) -> dict[str, Any]:
@@ -70,6 +72,8 @@ class Family:
     keys: Callable[[Layer], dict[str, Any]]
     output: Callable[[Any], Any]
     run: Callable[[Any, Any], Any] = lambda model, ids: base_model(model)(input_ids=ids)
+    # the earlier layer whose K and V layer L reuses (Gemma 3n's, Gemma 4's KV sharing), or None
+    shares: Callable[[Any, int], int | None] = lambda model, index: None
 
 
 def model_name(layer: Layer) -> str:

@@ -195,6 +195,9 @@ def _run(opened: _Opened, keep_x: bool) -> tuple[list[np.ndarray], list[Seen]]:
     weights = [layer[0].detach().to(dtype=torch.float64, device="cpu").numpy() for layer in found]
     if not keep_x:
         return weights, []
+    for index in givens:  # KV sharing: the earlier layer's x makes this one's K and V
+        if (earlier := family.shares(model, index)) is not None:
+            givens[index]["kv_source"] = xs[earlier]
     return weights, [(xs[i], givens[i], outs.get(i)) for i in range(len(stack))]
 
 
@@ -342,6 +345,8 @@ SHARED = {
     "softcap",
     "norm_eps",
     "layout",
+    "source",  # every head's keys and values read it (cross-attention, KV sharing)
+    "v_norm",
 }
 # Keys of the whole layer that a single head has no part in.
 DROPPED = {"heads", "kv_heads", "wo", "bo"}

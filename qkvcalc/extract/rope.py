@@ -6,9 +6,10 @@ dynamic NTK past `max_position_embeddings`, longrope past `original_max_position
 (its long factors instead of the short ones). `frequencies(rotary, layer_type, seq_len)` gives
 the frequencies and the cos/sin factor that a fresh model uses for a sequence of seq_len
 positions, computed here in float64 with transformers' formulas for each rope type (default,
-linear, dynamic, yarn, longrope, llama3), per layer type when the model has several (Gemma 3,
-ModernBERT: `rope_parameters[layer_type]`, buffers `{layer_type}_inv_freq`). A rope type this
-module does not know keeps the module's own numbers (None).
+linear, dynamic, yarn, longrope, llama3, Gemma 4's proportional), per layer type when the model
+has several (Gemma 3, ModernBERT: `rope_parameters[layer_type]`, buffers
+`{layer_type}_inv_freq`). A rope type this module does not know keeps the module's own numbers
+(None).
 
 A float64 run (islands.py) rotates with these, and the extracted problem carries them as
 `inv_freq` and `attention_factor`, so the two agree to the last bits.
@@ -61,6 +62,9 @@ def frequencies(rotary: Any, kind: str | None, seq_len: int) -> tuple[np.ndarray
         return _yarn(config, params, base, dims)
     if rope_type == "llama3":
         return _llama3(params, plain), 1.0
+    if rope_type == "proportional":  # Gemma 4's full layers: the first R/2 pairs turn, no more
+        turned = int(params.get("partial_rotary_factor", 1.0) * dims // 2)
+        return np.where(np.arange(dims // 2) < turned, plain, 0.0) / params.get("factor", 1.0), 1.0
     return None
 
 

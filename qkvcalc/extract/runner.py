@@ -41,6 +41,7 @@ def families() -> dict[str, Family]:
         bloom,
         deepseek,
         falcon,
+        gemma,
         gpt2,
         llama,
         modernbert,
@@ -64,6 +65,7 @@ def families() -> dict[str, Family]:
         falcon.FAMILY,
         modernbert.FAMILY,
         deepseek.FAMILY,
+        gemma.FAMILY,
     ):
         for model_type in family.names:
             found[model_type] = family
@@ -448,7 +450,10 @@ def _check_config(
     this many tokens, against what the machine has available now."""
     sizes = ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "hidden_size")
     for name in (*sizes, "vocab_size"):
-        value = getattr(config, name, None)
+        try:
+            value = getattr(config, name, None)
+        except Exception:  # a field each layer has its own of (Gemma 4's num_key_value_heads)
+            value = None
         if value is not None and (not _whole(value) or value < 1):
             # named as config.json writes it: GPT-2's n_head, T5's num_heads
             key = getattr(config, "attribute_map", {}).get(name, name)
@@ -580,11 +585,20 @@ def capture(
     def end(module: Any, args: Any, output: Any) -> None:
         raise _Captured  # the block ended without its attention calling the projection
 
+    def source_hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        hidden = args[0] if args else kwargs["hidden_states"]
+        sources.append(hidden.detach()[0].to(dtype=torch.float64, device="cpu").numpy())
+
     handles = [
         attention.register_forward_pre_hook(pre_hook, with_kwargs=True),
         projection.register_forward_hook(out_hook),
         block.register_forward_hook(end),
     ]
+    earlier = family.shares(model, layer)  # KV sharing: that layer's x makes K and V
+    sources: list[np.ndarray] = []
+    if earlier is not None:
+        found = family.attention(family.stack(model)[earlier])
+        handles.append(found.register_forward_pre_hook(source_hook, with_kwargs=True))
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -599,6 +613,8 @@ def capture(
         model.train(was_training)
     if not seen:  # the model never reached the layer: not something a user can fix
         raise RuntimeError(f"layer {layer}'s attention did not run")
+    if sources:
+        given[0]["kv_source"] = sources[0]
     return seen[0], given[0], out[0] if out else None
 
 
@@ -698,11 +714,15 @@ def extract(
     x, keys, out, dtype_name = _run_layer(model, family, stack, layer, ids, stream, shown)
     _check_finite({"x": x, **keys}, shown, layer)
     arch = family.names[config.model_type]
+    said = Msg(
+        "extract.description", layer=layer, model=shown, arch=arch, n=len(ids), dtype=dtype_name
+    ).text(lang)
+    earlier = family.shares(model, layer)
+    if earlier is not None:  # KV sharing: K and V from an earlier layer's input
+        said += " " + Msg("extract.kv_shared", earlier=earlier).text(lang)
     problem = {
         "name": Msg("extract.name", model=shown, layer=layer).text(lang),
-        "description": Msg(
-            "extract.description", layer=layer, model=shown, arch=arch, n=len(ids), dtype=dtype_name
-        ).text(lang),
+        "description": said,
         "tokens": _tokens(ids, tokenizer),
         "x": x,
         **keys,

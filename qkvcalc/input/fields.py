@@ -24,6 +24,7 @@ VARIANT_KEYS = (
     "k_norm",
     "norm_eps",
     "qk_norm",
+    "v_norm",
     "attn_temperature",
     "rope",
     "alibi",

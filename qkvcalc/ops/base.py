@@ -114,6 +114,8 @@ class Feature(NamedTuple):
     ops: tuple[Op, ...] = ()  # the operations its stages are
     # its stage on a head's queries or keys (after the projections; None: not on this side)
     turn: Callable[[Problem, Any, Turn], Spec | None] | None = None
+    # its stage on a head's values (after the projection: a norm on V); the output reads the last
+    turn_v: Callable[[Problem, Any, Turn], Spec | None] | None = None
     # whether its value puts its turn after every other feature's (a norm after the rotation)
     late_turn: Callable[[Any], bool] | None = None
     # what it says on the scores: notes, and a remark given the q and k refs before its turn

@@ -22,6 +22,7 @@ from qkvcalc.ops import (
     sinks,
     softcap,
     temperature,
+    v_norm,
     window,
 )
 from qkvcalc.ops.base import Feature, Logits, Mistakes, Reading, Side, Sizes, Turn
@@ -46,6 +47,7 @@ __all__ = [
 REGISTRY: tuple[Feature, ...] = (
     mla.FEATURE,  # in place of W_Q, W_K, W_V: the latents, before every other stage
     qk_norm.FEATURE,
+    v_norm.FEATURE,  # on each head's values, beside the q/k norm
     rope.FEATURE,
     temperature.FEATURE,  # after the norm and the rotation, whatever their order (a late turn)
     score_bias.FEATURE,

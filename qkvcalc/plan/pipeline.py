@@ -296,6 +296,7 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     read it."""
     specs = _qkv(p, h)
     q_ref, k_ref, before = _turned_qk(p, h, specs)
+    v_ref, v_name = _turned_v(p, h, specs)
     specs += [_kt(p, h, k_ref), _scores(p, h, allowed, q_ref, k_ref, before)]
     formula, _, note, _ = _scaling(p)
     first = len(specs)  # from here to the head's output: its n×m stages
@@ -315,11 +316,11 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
         from qkvcalc.plan.tiles import tile_stages
 
         _computed_again(specs, first, len(specs))
-        specs += tile_stages(p, h, logits, ("v", h), lambda: plain_head(p, h))
+        specs += tile_stages(p, h, logits, v_ref, lambda: plain_head(p, h))
     else:
         softmax = "A = softmax(" + formula + (" + M)" if allowed is not None else ")")
         reading: features.Reading = lambda ref, extra: facts.reading(p, allowed, ref, extra)  # noqa: E731
-        specs += softmax_and_output(p, at, logits, symbol, softmax, ("v", h), "V", reading)
+        specs += softmax_and_output(p, at, logits, symbol, softmax, v_ref, v_name, reading)
         _computed_again(specs, first, len(specs) - 1)  # the output A·V is kept
     specs += features.after_output(p, h, specs[-1])  # a feature's, after it: the concat reads it
     return specs
@@ -362,6 +363,20 @@ def _turned_qk(
         specs,
     )
     return q_ref, k_ref, before
+
+
+def _turned_v(p: Problem, h: int | None, specs: list[Spec]) -> tuple[Ref, str]:
+    """The features' stages on head h's values (a norm on V), appended to `specs`: the ref
+    the output reads and its symbol."""
+    at = features.Turn(
+        h, ("v", h), "V", "V", p.source_tokens, p.variants.key_positions, None, "m×d_v"
+    )
+    for feature, value in features.active(p):
+        stage = feature.turn_v(p, value, at) if feature.turn_v is not None else None
+        if stage is not None:
+            specs.append(stage)
+            at = at._replace(ref=stage.ref, symbol=stage.symbol)
+    return at.ref, at.symbol
 
 
 def _kt(p: Problem, h: int | None, k_ref: Ref) -> Spec:

@@ -1,0 +1,157 @@
+"""The norm on V (Gemma 3n, Gemma 4): each head's value rows rescaled to a root mean square of
+about 1 before the weights mix them, with no learned weight (transformers'
+`Gemma3nRMSNorm(head_dim, with_scale=False)`, `Gemma4RMSNorm(…, with_scale=False)`), so that no
+token's value can be louder than another's.
+
+    "v_norm": true (ε = 1e-6) or {"eps": ε}
+
+    V_norm = V / √(mean(V²) + ε), row by row over the head's d_v numbers     stage `v_norm`
+
+The output A·V_norm reads it. The q/k norm (q_norm, k_norm) is a separate feature with weights
+of its own; Gemma 3n and Gemma 4 have both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.i18n import Msg
+from qkvcalc.input.cells import positive
+from qkvcalc.labels import shown
+from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes, Turn
+from qkvcalc.ops.op import Op, Params, whole_row
+from qkvcalc.plan.specs import Spec, dim_labels
+
+
+class VNorm(NamedTuple):
+    eps: float
+
+
+def v_norm(v: np.ndarray, eps: float) -> np.ndarray:
+    """RMSNorm without a weight of each row: v / √(mean(v²) + ε)."""
+    # [m, d_v] / [m, 1] -> [m, d_v]
+    return v / np.sqrt(np.mean(v * v, axis=1, keepdims=True) + eps)
+
+
+def _read(raw: Any, sizes: Sizes) -> VNorm | None:
+    if raw is False:
+        return None
+    if raw is True:
+        return VNorm(1e-6)
+    if not isinstance(raw, dict) or not set(raw) <= {"eps"}:
+        raise QkvcalcError("v_norm.value", value=shown(raw))
+    return VNorm(positive(raw.get("eps", 1e-6), "v_norm.eps").value)
+
+
+# ---- the op -------------------------------------------------------------------------------------
+
+
+def _compute(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    return v_norm(ops[0], params["eps"])
+
+
+def _backward(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np.ndarray) -> Any:
+    # y = x·ρ with ρ = 1/√(mean(x²) + ε): ∂x = ρ·g − x·ρ³·mean(x ⊙ g)
+    x = ops[0]
+    rho = 1 / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + params["eps"])
+    return (rho * g - x * rho**3 * np.mean(x * g, axis=1, keepdims=True),)
+
+
+def _work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,1]: 2 / 1.5811 = 1.2649: the cell over its row's root mean square."""
+    x = stage.operands[0]
+    rms = float(np.sqrt(np.mean(x[i] * x[i]) + stage.params["eps"]))
+    left = f"{style.at(i + 1, j + 1)}{style.divided(style.num(float(x[i, j])), style.num(rms))}"
+    below = style.shown(rms)  # shown as 0 at a low precision: the line can only say ≈
+    value = style.shown(float(x[i, j])) / below if below else float("inf")
+    return style.line(left, value, float(stage.value[i, j]), result)
+
+
+def _grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,1]: 0.6325×0.5 − 2×0.253×0.1 = 0.1: ρ = 1/√(mean(x²) + ε) of the row and
+    m = mean(x ⊙ g), the part of the gradient that would change the row's length."""
+    x, g = stage.operands[0], stage.operands[-1]
+    rho = float(1 / np.sqrt(np.mean(x[i] * x[i]) + stage.params["of"]["eps"]))
+    m = float(np.mean(x[i] * g[i]))
+    t, gij, xij, n = style.times, float(g[i, j]), float(x[i, j]), style.shown
+    first = f"{style.num(rho)}{t}{style.factor(gij)}"
+    second = f"{style.factor(xij)}{t}{style.num(rho**3)}{t}{style.factor(m)}"
+    value = n(rho) * n(gij) - n(xij) * n(rho**3) * n(m)
+    left = f"{style.at(i + 1, j + 1)}{first} {style.minus} {second}"
+    return style.line(left, value, float(stage.value[i, j]), result)
+
+
+def _mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[Candidate]:
+    """The root of the sum of the squares (the row's length) instead of their mean."""
+    eps = stage.params["eps"]
+    found: list[Candidate] = []
+    for v in versions(stage.reads[0][0]):
+        length = v / np.sqrt(np.sum(v * v, axis=1, keepdims=True) + eps)
+        found.append(
+            ("v_norm_sum_not_mean", Msg("mistake.v_norm_sum_not_mean", d_v=v.shape[1]), length)
+        )
+    return found
+
+
+# ---- the stage ----------------------------------------------------------------------------------
+
+
+def _turn(p: Any, norm: VNorm, at: Turn) -> Spec:
+    """V_norm = V / √(mean(V²) + ε), the head's value rows (its K/V head's)."""
+    if p.tiles is not None and p.backward:
+        raise QkvcalcError("v_norm.tiles_backward")
+    return Spec(
+        "v_norm",
+        at.h,
+        "v_rmsnorm",
+        (at.ref,),
+        f"V_norm = RMSNorm({at.symbol})",
+        at.rows,
+        dim_labels(p.d_v),
+        params={"eps": norm.eps},
+        notes=(Msg("note.v_norm", eps=f"{norm.eps:g}"),),
+        hint=("hint.v_norm", {"src": at.symbol}),
+        symbol="V_norm",
+        letters=at.letters,
+    )
+
+
+def _torch(p: Any, norm: VNorm, literal: Any, num: Callable[[float], str]) -> list[str]:
+    return [
+        "# The norm on V (Gemma 3n, Gemma 4): v / sqrt(mean(v^2) + eps), no weight",
+        f"v = v / torch.sqrt(v.pow(2).mean(-1, keepdim=True) + {num(norm.eps)})",
+    ]
+
+
+FEATURE = Feature(
+    name="v_norm",
+    read=_read,
+    ops=(
+        Op(
+            "v_rmsnorm",
+            _compute,
+            whole_row,
+            exact_stops="note.exact_stops_root",
+            rowwise=True,
+            grad_reads=True,
+            backward=_backward,
+            grad_formula=lambda into, out, x, params: f"ρ·{out} − {x}·ρ³·mean({x} ⊙ {out})",
+            grad_work=_grad_work,
+            work=_work,
+        ),
+    ),
+    turn_v=_turn,
+    mistakes=(Mistakes("v_rmsnorm", ("v_norm_sum_not_mean",), _mistakes),),
+    elements=lambda norm, n, m, d_k: m * d_k,
+    header=lambda norm: [("ui.variant.v_norm", {"eps": f"{norm.eps:g}"})],
+    echo=lambda norm: {"eps": norm.eps},
+    words=("RMSNorm",),
+    worksheet_notes=("note.v_norm",),
+    torch_qk=_torch,
+    torch_module_gap="it has no norm on V",
+    no_decode="v_norm.decode",
+)
