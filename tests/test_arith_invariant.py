@@ -41,6 +41,8 @@ def _allows(preset: str, option: str) -> bool:
     doc = json.loads((ROOT / "presets" / f"{preset}.json").read_text(encoding="utf-8"))
     if "dtype" in doc and option in ("exact", "decode1", "tiles2"):
         return False  # --dtype refuses those (one message, tests/test_precision.py)
+    if "differential" in doc and option in ("decode1", "tiles2"):
+        return False  # refused (one message, tests/test_differential.py)
     if option == "decode1":
         causal = doc.get("mask") == "causal" and "source" not in doc and "x" in doc
         return causal and "tiles" not in doc

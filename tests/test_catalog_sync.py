@@ -100,6 +100,9 @@ NOT_KEYS = {
     "qk_norm.bias.k",
     "attn_temperature.floor_scale",
     "attn_temperature.attn_scale",
+    "differential.lambda",  # the fields differential's numbers are named by in messages
+    "differential.lambda_init",
+    "differential.eps",
 }
 
 

@@ -18,6 +18,7 @@ from qkvcalc.input.problem import Problem
 from qkvcalc.quiz.mistakes import MISTAKE_IDS, recognise
 from qkvcalc.run.engine import run
 from tests.conftest import run_qkvcalc
+from tests.test_differential import MISTAKE_IDS as DIFF_IDS
 from tests.test_gate import MISTAKE_IDS as GATE_IDS
 from tests.test_mla import MISTAKE_IDS as MLA_IDS
 
@@ -134,6 +135,7 @@ FEATURE_IDS = (
     | {case[2] for case in layer_wrong_matrices(run(Problem.from_mapping(LAYER)))}
     | MLA_IDS  # multi-head latent attention's, tested in tests/test_mla.py
     | GATE_IDS  # the output gate's, tested in tests/test_gate.py
+    | DIFF_IDS  # differential attention's, tested in tests/test_differential.py
 )
 
 

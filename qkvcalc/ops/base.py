@@ -200,5 +200,11 @@ class Feature(NamedTuple):
     # whether that stage's one row is the tensor's vector), each tensor a leaf of the graph
     torch_heads: Callable[[Problem, Any, Callable[[Any], str]], list[str]] | None = None
     torch_grads: tuple[tuple[str, str, str, bool], ...] = ()
+    # its stages after every head, before the concat (given the problem, the value and what the
+    # concat would read, each head's last stage): the stages, and what the concat reads instead
+    # (its spans are their widths): pairs of heads, one output each pair
+    joined: Callable[[Problem, Any, list[Ref]], tuple[list[Spec], list[Ref]]] | None = None
+    torch_weights: bool = False  # its torch_heads lines read each head's `weights` [1, H, n, m]
     no_decode: str = ""  # the catalog key that refuses it with --decode (it has no steps yet)
+    no_tiles: str = ""  # the catalog key that refuses it with --tiles (no stage holds weights)
     no_train: str = ""  # the catalog key that refuses `train` (it cannot learn its numbers yet)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from qkvcalc.ops import (
     chunk,
+    differential,
     gate,
     mla,
     qk_norm,
@@ -29,7 +30,7 @@ from qkvcalc.ops.base import Feature, Logits, Mistakes, Reading, Side, Sizes, Tu
 if TYPE_CHECKING:
     from qkvcalc.input.problem import Problem
     from qkvcalc.ops.op import Op
-    from qkvcalc.plan.specs import Spec
+    from qkvcalc.plan.specs import Ref, Spec
 
 __all__ = [
     "REGISTRY",
@@ -54,6 +55,7 @@ REGISTRY: tuple[Feature, ...] = (
     chunk.FEATURE,  # Llama 4's chunked layers: a mask of positions, as the window
     sinks.FEATURE,
     gate.FEATURE,  # after each head's output, before the concat
+    differential.FEATURE,  # after every head: pairs of heads, before the concat
 )
 
 
@@ -137,6 +139,22 @@ def back_after_output(p: Problem, h: int | None) -> list[Spec]:
         if feature.back_after_output is not None:
             out += feature.back_after_output(p, value, h)
     return out
+
+
+def joined(p: Problem, reads: list[Ref]) -> tuple[list[Spec], list[Ref]]:
+    """The features' stages after every head, and what the concat reads then (`reads`: each
+    head's last stage, unless a feature joins the heads otherwise)."""
+    out: list[Spec] = []
+    for feature, value in active(p):
+        if feature.joined is not None:
+            more, reads = feature.joined(p, value, reads)
+            out += more
+    return out, reads
+
+
+def joins(p: Problem) -> bool:
+    """Whether a feature joins the heads' stages after every head (the backward walks them)."""
+    return any(f.joined is not None for f, _ in active(p))
 
 
 def after_heads(p: Problem) -> bool:

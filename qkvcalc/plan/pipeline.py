@@ -589,10 +589,15 @@ def _mask_notes(p: Problem) -> tuple[Msg, ...]:
     return tuple(notes)
 
 
-def combine(p: Problem, reads: Sequence[Ref] | None = None) -> list[Spec]:
+def combine(
+    p: Problem, reads: Sequence[Ref] | None = None, widths: Sequence[int] | None = None
+) -> list[Spec]:
     """The heads joined side by side (`reads`: each head's last stage, its output unless a
-    feature comes after it), then W_O (and b_O) when given."""
+    feature comes after it; `widths`: their columns, d_v each unless a feature says), then
+    W_O (and b_O) when given."""
     width = p.heads * p.d_v
+    widths = widths or [p.d_v] * p.heads
+    starts = [sum(widths[:k]) for k in range(len(widths))]
     concat = Spec(
         "concat",
         None,
@@ -603,13 +608,13 @@ def combine(p: Problem, reads: Sequence[Ref] | None = None) -> list[Spec]:
         dim_labels(width),
         symbol="concat",
         letters="n×H·d_v",
-        hint=("hint.concat", {"d_v": p.d_v}),
+        hint=("hint.concat", {"d_v": widths[0]}),  # each part equally wide
         notes=(
             Msg(
                 "note.concat_columns",
                 spans=[
-                    Msg("ui.concat_span", head=h, cols=span((h - 1) * p.d_v, p.d_v))
-                    for h in range(1, p.heads + 1)
+                    Msg("ui.concat_span", head=h, cols=span(start, w))
+                    for h, (start, w) in enumerate(zip(starts, widths, strict=True), start=1)
                 ],
             ),
         ),
