@@ -387,6 +387,16 @@ MESSAGES: dict[str, str] = {
     "differential to train, or see its gradients with explain --backward.",
     "differential.tiles": "Differential attention subtracts whole maps of weights, which a run in "
     "tiles never holds: leave out --tiles.",
+    "stage.concat.pairs.title": "Concatenate the pairs",
+    "stage.concat.pairs.why": "The pairs' scaled outputs are laid side by side, pair 1's columns "
+    "first: H/2 pairs of 2·d_v columns, one row per token, H·d_v wide.",
+    "note.concat_columns_pairs": "Columns of the joined result, by pair: {spans}.",
+    "ui.concat_span_pair": "pair {head} → {cols}",
+    "hint.concat_pairs": "{cell} is row {i}, column {c} of pair {h}'s scaled output: the pairs "
+    "are laid side by side.",
+    "stage.grad_output.pair.title": "Backward: this pair's share of the gradient",
+    "stage.grad_output.pair.why": "Each pair wrote its own columns of the concatenation, so each "
+    "pair receives exactly those columns of d(concat) back, and nothing of the others'.",
     "ui.variant.chunk": "chunks of {chunk}",
     "ui.variant.window": "sliding window {window}",
     "ui.variant.bottom_right": "causal mask aligned bottom-right",

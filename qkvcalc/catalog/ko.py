@@ -386,6 +386,16 @@ MESSAGES: dict[str, str] = {
     "differential을 빼거나, 그 기울기는 explain --backward로 보세요.",
     "differential.tiles": "차분 어텐션은 가중치 맵 전체를 빼는데, 타일 실행은 맵 전체를 갖고 "
     "있지 않습니다: --tiles를 빼세요.",
+    "stage.concat.pairs.title": "쌍들을 이어 붙이기",
+    "stage.concat.pairs.why": "쌍마다 배율을 곱한 출력을 나란히 놓습니다. 쌍 1의 열이 먼저 오고, "
+    "2·d_v개 열의 쌍 H/2개가 토큰마다 한 행, 너비 H·d_v를 이룹니다.",
+    "note.concat_columns_pairs": "이어 붙인 결과의 열, 쌍별로: {spans}.",
+    "ui.concat_span_pair": "쌍 {head} → {cols}",
+    "hint.concat_pairs": "{cell}: 쌍 {h}의 배율을 곱한 출력의 {i}번째 행, {c}번째 열입니다. "
+    "쌍들을 나란히 이어 붙입니다.",
+    "stage.grad_output.pair.title": "역전파: 이 쌍의 기울기 몫",
+    "stage.grad_output.pair.why": "각 쌍은 이어 붙인 행렬의 자기 열을 썼으므로, 각 쌍은 "
+    "d(concat)에서 정확히 그 열만 돌려받고 다른 쌍의 것은 받지 않습니다.",
     "ui.variant.chunk": "청크 크기 {chunk}",
     "ui.variant.window": "슬라이딩 윈도우 {window}",
     "ui.variant.bottom_right": "오른쪽 아래에 맞춘 인과 마스크",

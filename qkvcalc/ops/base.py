@@ -105,6 +105,20 @@ class Side(NamedTuple):
     grad_symbol: str  # how that gradient is written ("dZ_G")
 
 
+class JoinWords(NamedTuple):
+    """How the concat and its backward name the parts a feature joins after every head
+    (Feature.joined) instead of the heads: the concat's formula, its topic (stage.<topic>.title
+    and .why), its note on the columns and each part's span in it ({head}, {cols}), its hint,
+    and the topic of each part's columns of d(concat) in the backward."""
+
+    formula: str
+    topic: str
+    note: str
+    span: str
+    hint: str
+    back_topic: str
+
+
 class Feature(NamedTuple):
     name: str  # its key in the input format (the fields table, qkvcalc.input.fields, lists it)
     # the key's value, checked (a QkvcalcError if it is wrong); None: the feature is not used.
@@ -204,6 +218,7 @@ class Feature(NamedTuple):
     # concat would read, each head's last stage): the stages, and what the concat reads instead
     # (its spans are their widths): pairs of heads, one output each pair
     joined: Callable[[Problem, Any, list[Ref]], tuple[list[Spec], list[Ref]]] | None = None
+    joined_words: JoinWords | None = None  # how the concat names what `joined` gives it
     torch_weights: bool = False  # its torch_heads lines read each head's `weights` [1, H, n, m]
     no_decode: str = ""  # the catalog key that refuses it with --decode (it has no steps yet)
     no_tiles: str = ""  # the catalog key that refuses it with --tiles (no stage holds weights)

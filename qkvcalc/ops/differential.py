@@ -35,7 +35,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import positive, to_vector
 from qkvcalc.labels import shown
-from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
+from qkvcalc.ops.base import Candidate, Feature, JoinWords, Mistakes, Sizes
 from qkvcalc.ops.op import Back, Feeds, Op, Params, Shapes, same_cell, whole_row
 from qkvcalc.plan.specs import Ref, Spec, d, dim_labels, span
 
@@ -423,6 +423,14 @@ FEATURE = Feature(
     header=_header,
     echo=_echo,
     joined=_joined,
+    joined_words=JoinWords(
+        "concat(pair_1, …, pair_H/2)",
+        "concat.pairs",
+        "note.concat_columns_pairs",
+        "ui.concat_span_pair",
+        "hint.concat_pairs",
+        "grad_output.pair",
+    ),
     torch_heads=_torch,
     torch_weights=True,
     torch_module_gap="it has no differential attention: each head's own map alone",

@@ -25,7 +25,7 @@ from qkvcalc.ops import (
     temperature,
     window,
 )
-from qkvcalc.ops.base import Feature, Logits, Mistakes, Reading, Side, Sizes, Turn
+from qkvcalc.ops.base import Feature, JoinWords, Logits, Mistakes, Reading, Side, Sizes, Turn
 
 if TYPE_CHECKING:
     from qkvcalc.input.problem import Problem
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "REGISTRY",
     "Feature",
+    "JoinWords",
     "Logits",
     "Mistakes",
     "Side",
@@ -155,6 +156,25 @@ def joined(p: Problem, reads: list[Ref]) -> tuple[list[Spec], list[Ref]]:
 def joins(p: Problem) -> bool:
     """Whether a feature joins the heads' stages after every head (the backward walks them)."""
     return any(f.joined is not None for f, _ in active(p))
+
+
+# the concat of the heads themselves
+HEADS = JoinWords(
+    "concat(head_1, …, head_H)",
+    "",
+    "note.concat_columns",
+    "ui.concat_span",
+    "hint.concat",
+    "grad_output.head",
+)
+
+
+def join_words(p: Problem) -> JoinWords:
+    """How the concat names its parts: the heads, or what a feature joined after them."""
+    for f, _ in active(p):
+        if f.joined is not None and f.joined_words is not None:
+            return f.joined_words
+    return HEADS
 
 
 def after_heads(p: Problem) -> bool:

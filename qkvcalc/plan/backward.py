@@ -219,7 +219,7 @@ def _through_output(p: Problem, by: dict[Ref, Spec]) -> list[Spec]:
                 out.rows,
                 out.cols,
                 params={"cols": cols},
-                topic="grad_output.head",
+                topic=features.join_words(p).back_topic,
                 symbol=symbol,
                 letters=out.letters,
             )

@@ -598,22 +598,24 @@ def combine(
     width = p.heads * p.d_v
     widths = widths or [p.d_v] * p.heads
     starts = [sum(widths[:k]) for k in range(len(widths))]
+    words = features.join_words(p)  # the heads, or the parts a feature joined after them
     concat = Spec(
         "concat",
         None,
         "concat",
         tuple(reads or (("output", h) for h in range(1, p.heads + 1))),
-        "concat(head_1, …, head_H)",
+        words.formula,
         p.tokens,
         dim_labels(width),
+        topic=words.topic,
         symbol="concat",
         letters="n×H·d_v",
-        hint=("hint.concat", {"d_v": widths[0]}),  # each part equally wide
+        hint=(words.hint, {"d_v": widths[0]}),  # each part equally wide
         notes=(
             Msg(
-                "note.concat_columns",
+                words.note,
                 spans=[
-                    Msg("ui.concat_span", head=h, cols=span(start, w))
+                    Msg(words.span, head=h, cols=span(start, w))
                     for h, (start, w) in enumerate(zip(starts, widths, strict=True), start=1)
                 ],
             ),
