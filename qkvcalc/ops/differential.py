@@ -334,6 +334,29 @@ def _scale_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str)
     return style.line(left, style.shown(c) * style.shown(v), float(stage.value[i, j]), result)
 
 
+def _group_rms_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,1]: 0.7845×0.5 − 1.5×0.4828×0.2 = 0.2474: ρ = 1/√(mean(D²) + ε) of the row and
+    mean(D ⊙ dN), the part of the gradient that moves the row's length."""
+    x, g = stage.operands[0], stage.operands[-1]
+    rho = float(1 / rms(x[i : i + 1], stage.params["of"]["eps"])[0, 0])
+    m = float(np.mean(x[i] * g[i]))
+    t, gij, xij = style.times, float(g[i, j]), float(x[i, j])
+    first = f"{style.num(rho)}{t}{style.factor(gij)}"
+    second = f"{style.factor(xij)}{t}{style.num(rho**3)}{t}{style.factor(m)}"
+    n = style.shown
+    shown = n(rho) * n(gij) - n(xij) * n(rho**3) * n(m)
+    left = f"{style.at(i + 1, j + 1)}{first} {style.minus} {second}"
+    return style.line(left, shown, float(stage.value[i, j]), result)
+
+
+def _scale_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,1]: 0.8 × 0.25 = 0.2: the gradient coming in times the constant."""
+    g = stage.operands[-1]
+    c, gij = float(stage.params["of"]["factor"]), float(g[i, j])
+    left = f"{style.at(i + 1, j + 1)}{style.factor(c)}{style.times}{style.factor(gij)}"
+    return style.line(left, style.shown(c) * style.shown(gij), float(stage.value[i, j]), result)
+
+
 # ---- the quiz's named mistakes ------------------------------------------------------------------
 
 
@@ -405,6 +428,7 @@ FEATURE = Feature(
                 f"ρ·{out} − {x}·ρ³·mean({x} ⊙ {out}), ρ = 1/√(mean({x}²) + ε)"
             ),
             work=_group_rms_work,
+            grad_work=_group_rms_grad_work,
             overflow=lambda params: False,
         ),
         Op(
@@ -414,6 +438,7 @@ FEATURE = Feature(
             rowwise=True,
             backward=_scale_back,
             grad_formula=lambda into, out, x, params: f"{params['factor']:.6g}·{out}",
+            grad_work=_scale_grad_work,
             work=_scale_work,
             overflow=lambda params: False,
         ),
