@@ -397,6 +397,13 @@ MESSAGES: dict[str, str] = {
     "stage.grad_output.pair.title": "Backward: this pair's share of the gradient",
     "stage.grad_output.pair.why": "Each pair wrote its own columns of the concatenation, so each "
     "pair receives exactly those columns of d(concat) back, and nothing of the others'.",
+    "stage.output.final_pairs.title": "Output projection",
+    "stage.output.final_pairs.why": "W_O lets every output feature combine all the pairs: "
+    "concat·W_O = Σ_i pair_i·W_O[rows of pair i], so what one pair found is mixed with what "
+    "the others found. W_O also sets the width, usually back to d_model, so the result can be "
+    "added to the layer's input (the residual connection).",
+    "stage.output.concat_pairs.title": "Output (the joined pairs)",
+    "stage.output.concat_pairs.why": "With no W_O given, the joined pairs are the output.",
     "ui.variant.chunk": "chunks of {chunk}",
     "ui.variant.window": "sliding window {window}",
     "ui.variant.bottom_right": "causal mask aligned bottom-right",

@@ -396,6 +396,13 @@ MESSAGES: dict[str, str] = {
     "stage.grad_output.pair.title": "역전파: 이 쌍의 기울기 몫",
     "stage.grad_output.pair.why": "각 쌍은 이어 붙인 행렬의 자기 열을 썼으므로, 각 쌍은 "
     "d(concat)에서 정확히 그 열만 돌려받고 다른 쌍의 것은 받지 않습니다.",
+    "stage.output.final_pairs.title": "출력 선형 투영",
+    "stage.output.final_pairs.why": "W_O 덕분에 출력의 각 성분이 모든 쌍의 결과를 함께 쓸 수 "
+    "있습니다: concat·W_O = Σ_i pair_i·W_O[쌍 i의 행들]이므로, 한 쌍이 찾은 것과 다른 쌍들이 "
+    "찾은 것이 섞입니다. 출력의 폭도 W_O가 정합니다. 보통 d_model로 돌아가서, 층의 입력에 "
+    "결과를 더하는 잔차 연결(residual connection)에 맞춥니다.",
+    "stage.output.concat_pairs.title": "출력 (이어 붙인 쌍)",
+    "stage.output.concat_pairs.why": "W_O가 주어지지 않았으므로, 이어 붙인 쌍이 그대로 출력입니다.",
     "ui.variant.chunk": "청크 크기 {chunk}",
     "ui.variant.window": "슬라이딩 윈도우 {window}",
     "ui.variant.bottom_right": "오른쪽 아래에 맞춘 인과 마스크",

@@ -109,7 +109,8 @@ class JoinWords(NamedTuple):
     """How the concat and its backward name the parts a feature joins after every head
     (Feature.joined) instead of the heads: the concat's formula, its topic (stage.<topic>.title
     and .why), its note on the columns and each part's span in it ({head}, {cols}), its hint,
-    and the topic of each part's columns of d(concat) in the backward."""
+    the topic of each part's columns of d(concat) in the backward, and the topics of the
+    output after them (W_O's, or the joined parts' with no W_O)."""
 
     formula: str
     topic: str
@@ -117,6 +118,8 @@ class JoinWords(NamedTuple):
     span: str
     hint: str
     back_topic: str
+    final_topic: str  # W_O's (the output projection's) topic
+    joined_topic: str  # the output's topic with no W_O
 
 
 class Feature(NamedTuple):

@@ -455,6 +455,8 @@ FEATURE = Feature(
         "ui.concat_span_pair",
         "hint.concat_pairs",
         "grad_output.pair",
+        "output.final_pairs",
+        "output.concat_pairs",
     ),
     torch_heads=_torch,
     torch_weights=True,

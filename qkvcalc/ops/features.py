@@ -166,6 +166,8 @@ HEADS = JoinWords(
     "ui.concat_span",
     "hint.concat",
     "grad_output.head",
+    "output.final",
+    "output.concat",
 )
 
 
