@@ -270,6 +270,21 @@ def softmax_rows(scores: np.ndarray, allowed: np.ndarray, sink: float | None = N
 # ---- the whole attention ----------------------------------------------------------------
 
 
+def differential(diff: dict, weights: np.ndarray, values: list) -> list[np.ndarray]:
+    """Differential attention (DiffLlama): pair i < H/2 is (Aᵢ − λ·A_{i+H/2})·[Vᵢ | V_{i+H/2}],
+    each row over √(mean of its squares + ε), times 1 − λ_init (ε 1e-5 unless given)."""
+    lam, init = number(diff["lambda"]), number(diff["lambda_init"])
+    eps = number(diff.get("eps", 1e-5))
+    half = len(values) // 2
+    out = []
+    for i in range(half):
+        both = np.concatenate([values[i], values[i + half]], axis=1)
+        rows = (weights[i] - lam * weights[i + half]) @ both
+        rows = rows / np.sqrt(np.mean(rows * rows, axis=1, keepdims=True) + eps)
+        out.append((1 - init) * rows)
+    return out
+
+
 def attention(problem: dict) -> tuple[np.ndarray, np.ndarray]:
     """Every head's attention weights [H, n, m] and the final output [n, d_out] of `problem`
     (a dict of the input format: lists, number strings or numpy arrays)."""
@@ -426,7 +441,7 @@ def attention(problem: dict) -> tuple[np.ndarray, np.ndarray]:
             allowed[i, j] = ok
 
     weights = np.zeros((heads, n, m))
-    head_outputs = []
+    head_outputs, values = [], []
     for h in range(1, heads + 1):
         g = math.ceil(h * kv_heads / heads)
         q = q_all[:, (h - 1) * d_k : h * d_k]
@@ -465,7 +480,10 @@ def attention(problem: dict) -> tuple[np.ndarray, np.ndarray]:
             scores = softcap * np.tanh(scores / softcap)
         sink = None if sinks is None else sinks[h - 1]
         weights[h - 1] = softmax_rows(scores, allowed, sink)
+        values.append(v)
         head_outputs.append(weights[h - 1] @ v)
+    if doc.get("differential") is not None:  # DiffLlama: the heads in pairs
+        head_outputs = differential(doc["differential"], weights, values)
 
     concat = np.concatenate(head_outputs, axis=1)
     wo = weight("wo")

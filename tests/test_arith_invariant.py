@@ -41,6 +41,8 @@ def _allows(preset: str, option: str) -> bool:
     doc = json.loads((ROOT / "presets" / f"{preset}.json").read_text(encoding="utf-8"))
     if "dtype" in doc and option in ("exact", "decode1", "tiles2"):
         return False  # --dtype refuses those (one message, tests/test_precision.py)
+    if "differential" in doc and option in ("decode1", "tiles2"):
+        return False  # refused (one message, tests/test_differential.py)
     if option == "decode1":
         causal = doc.get("mask") == "causal" and "source" not in doc and "x" in doc
         return causal and "tiles" not in doc
@@ -77,7 +79,17 @@ LAYER_FEATURES = {
     "attn_temperature": [1, 1.25, 1.5],
     "attend": [1, 1, 2],
 }
-FEATURE_SETS = {"features": FEATURES, "features_layer": LAYER_FEATURES}
+# … and differential attention (two heads as one pair), its backward from a target
+DIFFERENTIAL = {
+    "heads": 2,
+    "differential": {"lambda": "1/2", "lambda_init": "1/5"},
+    "target": [[1, 0], [0, 1], [1, 1]],
+}
+FEATURE_SETS = {
+    "features": FEATURES,
+    "features_layer": LAYER_FEATURES,
+    "features_differential": DIFFERENTIAL,
+}
 FEATURE_CASES = [
     (option, lang) for option in ("plain", "exact", "precision2") for lang in ("en", "ko")
 ]

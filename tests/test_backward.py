@@ -206,7 +206,7 @@ def torch_forward(doc: dict[str, Any], t: dict[str, Any], torch: Any) -> tuple[A
         allowed = allowed & torch.tensor(doc["key_padding"], dtype=torch.bool)[None, :]
     positions = torch.arange(n, dtype=torch.float64)
     key_positions = torch.arange(m, dtype=torch.float64)
-    outs, weights = [], []
+    outs, weights, values = [], [], []
     for h in range(heads):
         g = h * kv_heads // heads
         q = q_all[:, h * d_k : (h + 1) * d_k]
@@ -248,11 +248,28 @@ def torch_forward(doc: dict[str, Any], t: dict[str, Any], torch: Any) -> tuple[A
             a = torch.softmax(s, dim=1)
         a.retain_grad()
         weights.append(a)
+        values.append(v)
         outs.append(a @ v)
+    if "differential" in doc:
+        outs = _differential(doc["differential"], weights, values, torch)
     out = torch.cat(outs, dim=1)
     if "wo" in t:
         out = out @ w("wo") + (t.get("bo", 0))
     return out, weights
+
+
+def _differential(diff: dict[str, Any], weights: list[Any], values: list[Any], torch: Any):
+    """Differential attention's pairs: (Aᵢ − λ·A_{i+H/2})·[Vᵢ | V_{i+H/2}], each row by torch's
+    RMSNorm without a weight, times 1 − λ_init."""
+    lam, init = (float(Fraction(str(diff[key]))) for key in ("lambda", "lambda_init"))
+    half = len(weights) // 2
+    outs = []
+    for i in range(half):
+        both = torch.cat([values[i], values[i + half]], dim=1)
+        out = (weights[i] - lam * weights[i + half]) @ both
+        out = torch.nn.functional.rms_norm(out, (out.shape[-1],), None, diff.get("eps", 1e-5))
+        outs.append((1 - init) * out)
+    return outs
 
 
 def _norm(x: Any, weight: Any, how: dict[str, Any], side: str, head: int, eps: float, torch: Any):

@@ -101,6 +101,9 @@ NOT_KEYS = {
     "attn_temperature.floor_scale",
     "attn_temperature.attn_scale",
     "v_norm.eps",
+    "differential.lambda",  # the fields differential's numbers are named by in messages
+    "differential.lambda_init",
+    "differential.eps",
 }
 
 

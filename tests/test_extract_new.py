@@ -426,6 +426,13 @@ CASES = {
         **EAGER,
     ),
     "nanochat": case("NanoChatConfig", LLAMA, "NanoChatForCausalLM", [1]),
+    # differential attention: layer 0 (λ_init 0.2) and 2 (λ_init = 0.8 − 0.6·e^(−0.6))
+    "diffllama": case(
+        "DiffLlamaConfig",
+        {**LLAMA, "num_hidden_layers": 3, "lambda_std_dev": 0.3},
+        "DiffLlamaForCausalLM",
+        [0, 2],
+    ),
     "internlm3": case(
         "InternLM3Config",
         {**LLAMA, "head_dim": 8, "qkv_bias": True, "bias": True},
@@ -532,7 +539,8 @@ WHERE = [(name, layer) for name, spec in CASES.items() for layer in spec["layers
 
 def oracle(problem: dict) -> tuple[np.ndarray, np.ndarray]:
     """The naive oracle's weights and output; with an output gate (AFMoE), the oracle's heads
-    side by side (W_O the identity) times σ(x·W_G + b_G), then W_O and b_O."""
+    side by side (W_O the identity) times σ(x·W_G + b_G), then W_O and b_O (DiffLlama's pairs
+    of heads are the oracle's own: naive_modern.differential)."""
     if "wg" not in problem:
         return attention(problem)
     rest = {k: v for k, v in problem.items() if k not in ("wg", "bg", "wo", "bo")}
@@ -673,6 +681,13 @@ def test_the_keys_of_the_later_cases(lab):
     turned = {**nanochat["rope"], "inv_freq": -nanochat["rope"]["inv_freq"]}  # by +θ
     weights, _ = attention({**nanochat, "rope": turned})
     assert relative(weights, lab("nanochat", 1)["reference"]["weights"]) > 1e-4
+    first, third = p("diffllama", 0), p("diffllama", 2)  # λ_init by the layer's index
+    assert first["differential"]["lambda_init"] == pytest.approx(0.2)
+    assert third["differential"]["lambda_init"] == pytest.approx(0.8 - 0.6 * np.exp(-0.6))
+    assert first["differential"]["eps"] == 1e-5 and first["heads"] == 4
+    assert first["differential"]["lambda"] != third["differential"]["lambda"]
+    plain = {k: v for k, v in third.items() if k != "differential"}
+    assert relative(qkvcalc_output(plain), lab("diffllama", 2)["reference"]["out"]) > 1e-3
     local, glob = p("flint", 0), p("flint", 1)  # Flint: sinks, NoPE global layers
     assert local["window"] == 4 and "rope" in local and len(local["sinks"]) == 4
     assert "rope" not in glob and "window" not in glob and len(glob["sinks"]) == 4

@@ -18,6 +18,7 @@ from qkvcalc.input.problem import Problem
 from qkvcalc.quiz.mistakes import MISTAKE_IDS, recognise
 from qkvcalc.run.engine import run
 from tests.conftest import run_qkvcalc
+from tests.test_differential import MISTAKE_IDS as DIFF_IDS
 from tests.test_gate import MISTAKE_IDS as GATE_IDS
 from tests.test_mla import MISTAKE_IDS as MLA_IDS
 from tests.test_v_norm import MISTAKE_IDS as V_NORM_IDS
@@ -136,6 +137,7 @@ FEATURE_IDS = (
     | MLA_IDS  # multi-head latent attention's, tested in tests/test_mla.py
     | GATE_IDS  # the output gate's, tested in tests/test_gate.py
     | V_NORM_IDS  # the norm on V's, tested in tests/test_v_norm.py
+    | DIFF_IDS  # differential attention's, tested in tests/test_differential.py
 )
 
 

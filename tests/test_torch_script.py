@@ -170,6 +170,7 @@ PRESET_MHA = {
     "alibi": False,
     "referent": False,  # cross-attention (the sentence is the source): MHA cannot say it
     "referent64": False,
+    "diff": False,  # differential attention: pairs of heads, which MHA has no place for
 }
 
 

@@ -313,6 +313,97 @@ MESSAGES: dict[str, str] = {
     "their gradients with explain --backward.",
     "gate.decode": "The output gate (wg) is not computed step by step with a KV cache: leave out "
     "--decode (the whole run shows it).",
+    # ---- differential attention (qkvcalc/ops/differential.py) ----
+    "ui.variant.differential": "differential attention in pairs of heads, λ = {lam}, "
+    "λ_init = {init}",
+    "stage.diff_weights.title": "Differential attention: one map minus λ times the other",
+    "stage.diff_weights.why": "The heads work in pairs: head i and head i + H/2 look at the same "
+    "tokens with their own queries and keys, and the second map, times λ, is taken away from the "
+    "first. Attention that both maps give to the same keys (the noise a softmax cannot put to "
+    "zero) cancels; what only the first map sees remains. A row of Δ no longer sums to 1, and a "
+    "cell of it may be negative.",
+    "stage.diff_v.title": "Differential attention: the pair's values side by side",
+    "stage.diff_v.why": "The pair reads both heads' values at once, as one matrix twice as wide: "
+    "so its output has 2·d_v columns, and the H/2 pairs together are as wide as the H heads "
+    "were. W_O keeps its shape.",
+    "stage.diff_output.title": "Differential attention: the difference applied to the values",
+    "stage.diff_output.why": "The same weighted sum as a head's output, with the difference of "
+    "the maps as the weights: D = Δ·V''. Each head's own output A·V above is not used after "
+    "this: the pair's output takes its place.",
+    "stage.diff_norm.title": "Differential attention: the group norm",
+    "stage.diff_norm.why": "Each row of the pair's output is divided by its root mean square (an "
+    "RMSNorm without a weight, over the pair's 2·d_v columns): since Δ's rows no longer sum to "
+    "1, the size of D could drift from one token to the next, and the norm brings every row back "
+    "to a root mean square of about 1.",
+    "stage.diff_scaled.title": "Differential attention: scaled by 1 − λ_init",
+    "stage.diff_scaled.why": "The normalised rows are multiplied by 1 − λ_init, the same number "
+    "for every cell, so that the pairs start training at the size plain attention would give. The "
+    "concatenation reads these outputs, one per pair.",
+    "note.diff_pair": "Head {i} pairs with head {j}: Δ = A_{i} − {lam} × A_{j}.",
+    "note.diff_v": "Head {i}'s values: column(s) {first}. Head {j}'s values: column(s) {second}.",
+    "note.diff_norm": "Row by row: x / √(mean(x²) + ε) over the {width} columns, with ε = {eps}.",
+    "note.diff_scaled": "λ_init = {init}, so every cell is multiplied by 1 − λ_init = {factor}.",
+    "hint.diff_weights": "{cell} = A_{i}[{i},{j}] − λ × A_{j}[{i},{j}], head {i}'s weight minus λ "
+    "times head {j}'s.",
+    "hint.diff_v": "{cell} is a cell of head {i}'s values (the first d_v columns) or of head {j}'s "
+    "(the rest).",
+    "hint.diff_norm": "{cell} = D[{i},{j}] / √(mean of the squares of row {i} of D + ε).",
+    "hint.diff_scaled": "{cell} = (1 − λ_init) × N[{i},{j}].",
+    "mistake.diff_lambda_missing": "This is one map minus the other with λ left out: the second "
+    "map is multiplied by λ before it is taken away.",
+    "mistake.diff_added": "This adds λ times the second map: differential attention takes it away.",
+    "stage.grad_back.diff_scale.title": "Backward through a scaling by a constant",
+    "stage.grad_back.diff_scale.why": "Every cell was multiplied by the same number, so every "
+    "cell's gradient is multiplied by it too.",
+    "stage.grad_back.group_rms.title": "Backward through the group norm",
+    "stage.grad_back.group_rms.why": "The norm multiplied each row by ρ = 1/√(mean(x²) + ε). Its "
+    "backward has two parts: the gradient scaled the same way, ρ·g, minus the part that would "
+    "only change the row's length, which the norm undoes.",
+    "stage.grad_diff_v.title": "Backward: gradient of the pair's values",
+    "stage.grad_diff_v.why": "D = Δ·V'', so dV'' = Δᵀ·dD, as for a head's values: each value row "
+    "collects the output gradients of the queries that read it, weighted by Δ (a negative weight "
+    "pushes it the other way).",
+    "stage.grad_diff_weights.title": "Backward: gradient of the difference of the maps",
+    "stage.grad_diff_weights.why": "D = Δ·V'', so dΔ = dD·V''ᵀ: the dot product of output row i's "
+    "gradient with value row j.",
+    "stage.grad_weights.diff_first.title": "Backward: gradient of the first map",
+    "stage.grad_weights.diff_first.why": "Δ = A_first − λ·A_second, so the first map's gradient is "
+    "dΔ itself.",
+    "stage.grad_weights.diff_second.title": "Backward: gradient of the second map",
+    "stage.grad_weights.diff_second.why": "Δ = A_first − λ·A_second, so the second map's gradient "
+    "is −λ·dΔ: raising its weight lowers Δ.",
+    "stage.grad_v.diff.title": "Backward: a head's part of the pair's values",
+    "stage.grad_v.diff.why": "V'' set the two heads' values side by side, so each head's V gets "
+    "its own columns of dV'' back.",
+    "differential.not_object": "differential must be an object such as "
+    '{{"lambda": 0.5, "lambda_init": 0.2}}, not {value}',
+    "differential.unknown_key": "differential has no key {key}; its keys are {known}",
+    "differential.needs_both": "differential needs both lambda (λ) and lambda_init (λ_init).",
+    "differential.heads_odd": "Differential attention pairs head i with head i + H/2, so it needs "
+    "an even number of heads, but heads is {heads}.",
+    "differential.decode": "Differential attention is not computed step by step with a KV cache: "
+    "leave out --decode (the whole run shows it).",
+    "differential.train": "train does not learn through differential attention yet: leave out "
+    "differential to train, or see its gradients with explain --backward.",
+    "differential.tiles": "Differential attention subtracts whole maps of weights, which a run in "
+    "tiles never holds: leave out --tiles.",
+    "stage.concat.pairs.title": "Concatenate the pairs",
+    "stage.concat.pairs.why": "The pairs' scaled outputs are laid side by side, pair 1's columns "
+    "first: H/2 pairs of 2·d_v columns, one row per token, H·d_v wide.",
+    "note.concat_columns_pairs": "Columns of the joined result, by pair: {spans}.",
+    "ui.concat_span_pair": "pair {head} → {cols}",
+    "hint.concat_pairs": "{cell} is row {i}, column {c} of pair {h}'s scaled output: the pairs "
+    "are laid side by side.",
+    "stage.grad_output.pair.title": "Backward: this pair's share of the gradient",
+    "stage.grad_output.pair.why": "Each pair wrote its own columns of the concatenation, so each "
+    "pair receives exactly those columns of d(concat) back, and nothing of the others'.",
+    "stage.output.final_pairs.title": "Output projection",
+    "stage.output.final_pairs.why": "W_O lets every output feature combine all the pairs: "
+    "concat·W_O = Σ_i pair_i·W_O[rows of pair i], so what one pair found is mixed with what "
+    "the others found. W_O also sets the width, usually back to d_model, so the result can be "
+    "added to the layer's input (the residual connection).",
+    "stage.output.concat_pairs.title": "Output (the joined pairs)",
+    "stage.output.concat_pairs.why": "With no W_O given, the joined pairs are the output.",
     "ui.variant.chunk": "chunks of {chunk}",
     "ui.variant.window": "sliding window {window}",
     "ui.variant.bottom_right": "causal mask aligned bottom-right",
@@ -355,6 +446,13 @@ MESSAGES: dict[str, str] = {
     "preset.doc.description": "One token, x = [1, 2]: the worked example of Q, K, V by hand",
     "preset.dk64.description": "A realistic width, d_k = 64: random queries and keys, where "
     "dividing by √64 = 8 turns weights piled on one key into spread ones",
+    "preset.diff.description": "Differential attention: 2 heads as one pair, (A_1 − λ·A_2)·[V_1 | "
+    "V_2], its rows RMS-normalised and scaled by 1 − λ_init (d_k = 1, causal)",
+    "preset.diff.reference": "Made for qkvcalc, after Ye et al. 2024, 'Differential Transformer' "
+    "(DiffLlama in transformers): head 1 pairs with head 2, the second map is subtracted from "
+    "the first with weight λ = 1/2, so the attention both maps give to the same keys cancels; "
+    "the result reads both heads' values side by side, each row is divided by its root mean "
+    "square, and multiplied by 1 − λ_init = 4/5.",
     "preset.gqa.description": "Grouped-query attention: 4 query heads share 2 key/value heads "
     "(d_k = 1, causal)",
     "preset.multihead.description": "Two heads on 'I love cats': both read all of X, each "

@@ -314,6 +314,95 @@ MESSAGES: dict[str, str] = {
     "explain --backward로 보세요.",
     "gate.decode": "출력 게이트(wg)는 KV 캐시로 한 단계씩 계산하지 않습니다: --decode를 빼세요"
     "(전체 실행에서 보입니다).",
+    # ---- differential attention (qkvcalc/ops/differential.py) ----
+    "ui.variant.differential": "헤드 쌍의 차분 어텐션, λ = {lam}, λ_init = {init}",
+    "stage.diff_weights.title": "차분 어텐션: 한 맵에서 λ배 한 다른 맵을 뺌",
+    "stage.diff_weights.why": "헤드들은 쌍으로 일합니다. 헤드 i와 헤드 i + H/2는 각자의 Query와 "
+    "Key로 같은 토큰들을 보고, 첫 번째 맵에서 두 번째 맵에 λ를 곱한 값을 뺍니다. 두 맵이 같은 "
+    "Key에 주는 어텐션(소프트맥스가 0으로 만들 수 없는 잡음)은 상쇄되고, 첫 번째 맵만 보는 것이 "
+    "남습니다. Δ의 행은 합이 더 이상 1이 아니며, 칸이 음수일 수도 있습니다.",
+    "stage.diff_v.title": "차분 어텐션: 쌍의 Value를 나란히",
+    "stage.diff_v.why": "쌍은 두 헤드의 Value를 한 번에, 두 배 넓은 행렬 하나로 읽습니다. 그래서 "
+    "쌍의 출력은 2·d_v개의 열을 가지고, H/2개의 쌍을 합치면 H개의 헤드와 같은 너비가 됩니다. "
+    "W_O의 모양은 그대로입니다.",
+    "stage.diff_output.title": "차분 어텐션: 차이를 Value에 적용",
+    "stage.diff_output.why": "헤드 출력과 같은 가중합이되, 맵의 차이를 가중치로 씁니다: "
+    "D = Δ·V''. 위에서 계산한 각 헤드의 출력 A·V는 여기부터 쓰이지 않고, 쌍의 출력이 그 "
+    "자리를 대신합니다.",
+    "stage.diff_norm.title": "차분 어텐션: 그룹 정규화",
+    "stage.diff_norm.why": "쌍의 출력의 각 행을 그 행의 제곱평균제곱근으로 나눕니다(쌍의 "
+    "2·d_v개 열에 걸친, 가중치 없는 RMSNorm). Δ의 행은 합이 1이 아니므로 D의 크기가 토큰마다 "
+    "달라질 수 있는데, 정규화가 모든 행의 제곱평균제곱근을 약 1로 되돌립니다.",
+    "stage.diff_scaled.title": "차분 어텐션: 1 − λ_init를 곱함",
+    "stage.diff_scaled.why": "정규화한 행에 모든 칸에 같은 수 1 − λ_init를 곱해, 쌍이 보통 "
+    "어텐션과 같은 크기에서 학습을 시작하게 합니다. 이어 붙이기는 쌍마다 하나씩인 이 출력을 "
+    "읽습니다.",
+    "note.diff_pair": "헤드 {i}의 짝: 헤드 {j}. Δ = A_{i} − {lam} × A_{j}.",
+    "note.diff_v": "헤드 {i}의 Value: 열 {first}. 헤드 {j}의 Value: 열 {second}.",
+    "note.diff_norm": "행마다: {width}개 열에 걸쳐 x / √(mean(x²) + ε), ε = {eps}.",
+    "note.diff_scaled": "λ_init = {init}이므로 모든 칸에 1 − λ_init = {factor}을(를) 곱합니다.",
+    "hint.diff_weights": "{cell} = A_{i}[{i},{j}] − λ × A_{j}[{i},{j}]: 헤드 {i}의 가중치에서 λ배 "
+    "한 헤드 {j}의 가중치를 뺍니다.",
+    "hint.diff_v": "{cell}: 헤드 {i}의 Value(처음 d_v개 열)나 헤드 {j}의 Value(나머지 열)의 "
+    "한 칸입니다.",
+    "hint.diff_norm": "{cell} = D[{i},{j}] / √(D의 {i}행 제곱의 평균 + ε).",
+    "hint.diff_scaled": "{cell} = (1 − λ_init) × N[{i},{j}].",
+    "mistake.diff_lambda_missing": "이 값은 한 맵에서 다른 맵을 λ 없이 뺀 것입니다. 두 번째 맵은 "
+    "빼기 전에 λ를 곱해야 합니다.",
+    "mistake.diff_added": "이 값은 두 번째 맵의 λ배를 더했습니다. 차분 어텐션은 그것을 뺍니다.",
+    "stage.grad_back.diff_scale.title": "상수 곱을 거슬러 역전파",
+    "stage.grad_back.diff_scale.why": "모든 칸에 같은 수를 곱했으므로, 모든 칸의 기울기에도 그 "
+    "수를 곱합니다.",
+    "stage.grad_back.group_rms.title": "그룹 정규화를 거슬러 역전파",
+    "stage.grad_back.group_rms.why": "정규화는 각 행에 ρ = 1/√(mean(x²) + ε)를 곱했습니다. 그 "
+    "역전파는 두 부분입니다: 기울기에 같은 비율을 곱한 ρ·g에서, 행의 길이만 바꾸는 부분(정규화가 "
+    "상쇄하는 부분)을 뺍니다.",
+    "stage.grad_diff_v.title": "역전파: 쌍의 Value의 기울기",
+    "stage.grad_diff_v.why": "D = Δ·V''이므로 헤드의 Value와 마찬가지로 dV'' = Δᵀ·dD입니다. 각 "
+    "Value 행은 자기를 읽은 Query들의 출력 기울기를 Δ로 가중해 모읍니다(음수 가중치는 반대 "
+    "방향으로 밉니다).",
+    "stage.grad_diff_weights.title": "역전파: 맵의 차이의 기울기",
+    "stage.grad_diff_weights.why": "D = Δ·V''이므로 dΔ = dD·V''ᵀ입니다: 출력 행 i의 기울기와 "
+    "Value 행 j의 내적입니다.",
+    "stage.grad_weights.diff_first.title": "역전파: 첫 번째 맵의 기울기",
+    "stage.grad_weights.diff_first.why": "Δ = A_first − λ·A_second이므로 첫 번째 맵의 기울기는 "
+    "dΔ 그대로입니다.",
+    "stage.grad_weights.diff_second.title": "역전파: 두 번째 맵의 기울기",
+    "stage.grad_weights.diff_second.why": "Δ = A_first − λ·A_second이므로 두 번째 맵의 기울기는 "
+    "−λ·dΔ입니다: 그 가중치를 올리면 Δ가 내려갑니다.",
+    "stage.grad_v.diff.title": "역전파: 쌍의 Value 중 한 헤드의 몫",
+    "stage.grad_v.diff.why": "V''는 두 헤드의 Value를 나란히 놓았으므로, 각 헤드의 V는 dV''에서 "
+    "자기 열을 돌려받습니다.",
+    "differential.not_object": "differential은 "
+    '{{"lambda": 0.5, "lambda_init": 0.2}} 같은 객체여야 합니다. 주어진 값: {value}',
+    "differential.unknown_key": "differential에 없는 키: {key}. 쓸 수 있는 키: {known}",
+    "differential.needs_both": "differential에는 lambda(λ)와 lambda_init(λ_init)가 모두 "
+    "필요합니다.",
+    "differential.heads_odd": "차분 어텐션은 헤드 i를 헤드 i + H/2와 짝지으므로 헤드 수가 짝수여야 "
+    "합니다. 주어진 헤드 수: {heads}.",
+    "differential.decode": "차분 어텐션은 KV 캐시로 한 단계씩 계산하지 않습니다: --decode를 "
+    "빼세요(전체 실행에서 보입니다).",
+    "differential.train": "train은 아직 차분 어텐션을 거쳐 학습하지 않습니다: 학습하려면 "
+    "differential을 빼거나, 그 기울기는 explain --backward로 보세요.",
+    "differential.tiles": "차분 어텐션은 가중치 맵 전체를 빼는데, 타일 실행은 맵 전체를 갖고 "
+    "있지 않습니다: --tiles를 빼세요.",
+    "stage.concat.pairs.title": "쌍들을 이어 붙이기",
+    "stage.concat.pairs.why": "쌍마다 배율을 곱한 출력을 나란히 놓습니다. 쌍 1의 열이 먼저 오고, "
+    "2·d_v개 열의 쌍 H/2개가 토큰마다 한 행, 너비 H·d_v를 이룹니다.",
+    "note.concat_columns_pairs": "이어 붙인 결과의 열, 쌍별로: {spans}.",
+    "ui.concat_span_pair": "쌍 {head} → {cols}",
+    "hint.concat_pairs": "{cell}: 쌍 {h}의 배율을 곱한 출력의 {i}번째 행, {c}번째 열입니다. "
+    "쌍들을 나란히 이어 붙입니다.",
+    "stage.grad_output.pair.title": "역전파: 이 쌍의 기울기 몫",
+    "stage.grad_output.pair.why": "각 쌍은 이어 붙인 행렬의 자기 열을 썼으므로, 각 쌍은 "
+    "d(concat)에서 정확히 그 열만 돌려받고 다른 쌍의 것은 받지 않습니다.",
+    "stage.output.final_pairs.title": "출력 선형 투영",
+    "stage.output.final_pairs.why": "W_O 덕분에 출력의 각 성분이 모든 쌍의 결과를 함께 쓸 수 "
+    "있습니다: concat·W_O = Σ_i pair_i·W_O[쌍 i의 행들]이므로, 한 쌍이 찾은 것과 다른 쌍들이 "
+    "찾은 것이 섞입니다. 출력의 폭도 W_O가 정합니다. 보통 d_model로 돌아가서, 층의 입력에 "
+    "결과를 더하는 잔차 연결(residual connection)에 맞춥니다.",
+    "stage.output.concat_pairs.title": "출력 (이어 붙인 쌍)",
+    "stage.output.concat_pairs.why": "W_O가 주어지지 않았으므로, 이어 붙인 쌍이 그대로 출력입니다.",
     "ui.variant.chunk": "청크 크기 {chunk}",
     "ui.variant.window": "슬라이딩 윈도우 {window}",
     "ui.variant.bottom_right": "오른쪽 아래에 맞춘 인과 마스크",
@@ -356,6 +445,13 @@ MESSAGES: dict[str, str] = {
     "preset.doc.description": "토큰 하나, x = [1, 2]: Q, K, V를 손으로 계산해 보는 예제",
     "preset.dk64.description": "실제 모델 크기의 d_k = 64: 무작위 Query와 Key에서 √64 = 8로 "
     "나누면 Key 하나에 쏠렸던 가중치가 고루 퍼집니다",
+    "preset.diff.description": "차분 어텐션: 헤드 2개가 한 쌍으로 (A_1 − λ·A_2)·[V_1 | V_2]를 "
+    "계산하고, 각 행을 RMS로 정규화한 뒤 1 − λ_init를 곱합니다 (d_k = 1, 인과 마스크)",
+    "preset.diff.reference": "qkvcalc용으로 만든 예제, Ye et al. 2024, 'Differential Transformer'"
+    "(transformers의 DiffLlama)를 따름: 헤드 1과 헤드 2가 한 쌍이 되어, 첫 번째 맵에서 두 번째 "
+    "맵에 λ = 1/2를 곱한 값을 뺍니다. 그래서 두 맵이 같은 Key에 주는 어텐션은 상쇄됩니다. 그 "
+    "결과로 두 헤드의 Value를 나란히 읽고, 각 행을 제곱평균제곱근으로 나눈 다음 "
+    "1 − λ_init = 4/5를 곱합니다.",
     "preset.gqa.description": "GQA(Grouped-Query Attention): Query 헤드 4개가 Key/Value 헤드 "
     "2개를 나눠 씁니다 (d_k = 1, 인과 마스크)",
     "preset.multihead.description": "'I love cats'에 헤드 두 개: 두 헤드 모두 X 전체를 읽되 "

@@ -2,12 +2,13 @@
 dtype=torch.float32)), RMSNorm and T5's, Cohere's and OLMo's layer norms (x.to(torch.float32)),
 x.float() (Mixtral's router, Cohere's rotation, Llama 4's positions for its temperature) and
 x.type(torch.float32) (DeepSeek-V3's and GLM-4.5's routers), AFMoE's router (logits cast to
-float32), the rotary tables (inv_freq built in float32, angles in float32), BLOOM's ALiBi slopes
-and Gemma's embedding scale √d_model (a float32 buffer in a model built in float32 and
-converted). With those, x at layer L is off by ~2e-7 relative. `float64_islands(model)` lifts
-them for one run: the softmax, Tensor.float and Tensor.type keep a float64 input float64
-(Tensor.float makes whole numbers float64 too), the norms, rotary embeddings and AFMoE's routers
-of this model compute in float64 (their instance's forward replaced), BLOOM's slopes are float64,
+float32), DiffLlama's λ (torch.sum(..., dtype=torch.float32)), the rotary tables (inv_freq built
+in float32, angles in float32), BLOOM's ALiBi slopes and Gemma's embedding scale √d_model (a
+float32 buffer in a model built in float32 and converted). With those, x at layer L is off by
+~2e-7 relative. `float64_islands(model)` lifts them for one run: the softmax, Tensor.float and
+Tensor.type keep a float64 input float64 (Tensor.float makes whole numbers float64 too),
+DiffLlama's torch.sum keeps float64, the norms, rotary embeddings and AFMoE's routers of this
+model compute in float64 (their instance's forward replaced), BLOOM's slopes are float64,
 GPT-Neo's and GPT-J's scores are not cast to float32 (GPT-J's sinusoid table is float64 too, in
 its attention module up to transformers 5.24 and in its rotary module since 5.25), and GPT-2's
 reorder_and_upcast_attn path (float32 by design) is switched to the ordinary one, which is the
@@ -75,6 +76,7 @@ _STANDARD_RMS = (
     "MiniMaxM2RMSNorm",
     "MellumRMSNorm",
     "Kolibri1RMSNorm",
+    "DiffLlamaRMSNorm",
     "HYV3RMSNorm",
     "Cohere2MoeRMSNorm",
     "Ministral3RMSNorm",
@@ -282,6 +284,21 @@ def _patch_modules(model: Any, restore: list[Any]) -> None:
         restore.append(lambda m=module: delattr(m, "forward"))
 
 
+def _lift_sum(restore: list[Any]) -> None:
+    """DiffLlama's λ: torch.sum(λ_q·λ_k, dtype=torch.float32) keeps a float64 input float64."""
+    import torch
+
+    total = torch.sum
+
+    def float64_sum(input: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
+        if dtype == torch.float32 and input.dtype == torch.float64:
+            dtype = None
+        return total(input, *args, dtype=dtype, **kwargs)
+
+    torch.sum = float64_sum
+    restore.append(lambda: setattr(torch, "sum", total))
+
+
 @contextlib.contextmanager
 def float64_islands(model: Any) -> Iterator[None]:
     import torch
@@ -328,6 +345,8 @@ def float64_islands(model: Any) -> Iterator[None]:
             if eager is not None:  # 5.25: q and k cast to float32 there
                 setattr(modeling_gptj, "eager_attention_forward", _gptj_eager)  # noqa: B010
                 restore.append(lambda: setattr(modeling_gptj, "eager_attention_forward", eager))
+        if type(model).__module__.startswith("transformers.models.diffllama"):
+            _lift_sum(restore)
         if type(model).__module__.startswith("transformers.models.bloom"):
             from transformers.models.bloom import modeling_bloom
 

@@ -15,7 +15,8 @@ attention_multiplier), the mask and window the layer was given in the run (so ea
 rule for which layers slide is the one that counts), the rotary frequencies of the layer's type
 (Gemma 3: local and global bases and scaling), whether the layer rotates at all (NoPE layers:
 SmolLM3's no_rope_layers, the global layers of EXAONE 4 and MoE, Kolibri 1 and Cohere 2), the
-softcap (Gemma 2), the q/k norm, gpt-oss's sinks and AFMoE's output gate (wg). The
+softcap (Gemma 2), the q/k norm, gpt-oss's sinks, AFMoE's output gate (wg) and DiffLlama's
+differential attention (λ, λ_init, the group norm's ε: differential). The
 mixture-of-experts MLPs (Mixtral, Qwen2-MoE, gpt-oss, GLM-4.5, Qwen3-MoE, ERNIE 4.5 MoE, Granite
 MoE …) only run before layer L's attention. The q/k norms: RMSNorm of each head (Qwen3, EXAONE 4,
 Apertus, GLM-4.5, Gemma 3 with 1 + w), of the whole projection (OLMo 2 and 3, OLMoE, MiniMax-M2:
@@ -148,6 +149,8 @@ def keys(layer: Layer) -> dict[str, Any]:
             "floor_scale": float(attn.floor_scale),
             "attn_scale": float(attn.attn_scale),
         }
+    if hasattr(attn, "lambda_init"):  # DiffLlama: head i pairs with head i + H/2
+        keys["differential"] = differential_keys(attn)
     return with_optional(
         {**keys, **qk_norm_keys(attn)},
         softcap=getattr(attn, "attn_logit_softcapping", None),
@@ -155,6 +158,28 @@ def keys(layer: Layer) -> dict[str, Any]:
         wg=None if gate is None else rows(gate),
         bg=None if gate is None else bias(gate),
     )
+
+
+def differential_keys(attn: Any) -> dict[str, Any]:
+    """DiffLlama's λ as its forward makes it: each e^(Σ λ_q·λ_k) summed in float32 (the
+    module's dtype=torch.float32; in a float64 run lifted to float64, as islands.py lifts the
+    run's own sums), back in the query's dtype, then λ₁ − λ₂ + λ_init; λ_init and the group
+    norm's ε as the module holds them."""
+    import torch
+
+    dtype = attn.q_proj.weight.dtype
+    summed = torch.float64 if float64(attn) else torch.float32
+    with torch.no_grad():
+        one, two = (
+            torch.exp(torch.sum(q * k, dim=-1, dtype=summed)).to(dtype)
+            for q, k in ((attn.lambda_q1, attn.lambda_k1), (attn.lambda_q2, attn.lambda_k2))
+        )
+        lam = one - two + attn.lambda_init
+    return {
+        "lambda": float(lam),
+        "lambda_init": float(attn.lambda_init),
+        "eps": float(attn.groupnorm.eps),
+    }
 
 
 # Llama 4's weightless q/k norm, by its class's name in transformers 5.23–5.24 and since 5.25
@@ -279,6 +304,7 @@ FAMILY = Family(
         "nanochat": "NanoChat",
         "internlm3": "InternLM3",  # transformers runs these two as LLaMA
         "iquestcoder": "IQuest-Coder",
+        "diffllama": "DiffLlama",  # differential attention: λ, λ_init and ε (differential)
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,

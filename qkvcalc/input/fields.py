@@ -34,6 +34,7 @@ VARIANT_KEYS = (
     "mla",
     "wg",  # the output gate's weight and bias
     "bg",
+    "differential",  # differential attention: λ, λ_init, ε (qkvcalc/ops/differential.py)
 )
 
 MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")

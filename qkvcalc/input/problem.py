@@ -745,6 +745,9 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
             )
         _check(not direct, "decode.needs_x")
         _check(mask_kind == "causal", "decode.mask", mask=mask_kind)
+    if tiles is not None:
+        for feature in features.REGISTRY:
+            _check(not feature.no_tiles or feature.name not in variants.features, feature.no_tiles)
     dtype, policy = _read_precision(doc)
     return Problem(
         dtype=dtype,

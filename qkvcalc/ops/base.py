@@ -105,6 +105,23 @@ class Side(NamedTuple):
     grad_symbol: str  # how that gradient is written ("dZ_G")
 
 
+class JoinWords(NamedTuple):
+    """How the concat and its backward name the parts a feature joins after every head
+    (Feature.joined) instead of the heads: the concat's formula, its topic (stage.<topic>.title
+    and .why), its note on the columns and each part's span in it ({head}, {cols}), its hint,
+    the topic of each part's columns of d(concat) in the backward, and the topics of the
+    output after them (W_O's, or the joined parts' with no W_O)."""
+
+    formula: str
+    topic: str
+    note: str
+    span: str
+    hint: str
+    back_topic: str
+    final_topic: str  # W_O's (the output projection's) topic
+    joined_topic: str  # the output's topic with no W_O
+
+
 class Feature(NamedTuple):
     name: str  # its key in the input format (the fields table, qkvcalc.input.fields, lists it)
     # the key's value, checked (a QkvcalcError if it is wrong); None: the feature is not used.
@@ -202,5 +219,12 @@ class Feature(NamedTuple):
     # whether that stage's one row is the tensor's vector), each tensor a leaf of the graph
     torch_heads: Callable[[Problem, Any, Callable[[Any], str]], list[str]] | None = None
     torch_grads: tuple[tuple[str, str, str, bool], ...] = ()
+    # its stages after every head, before the concat (given the problem, the value and what the
+    # concat would read, each head's last stage): the stages, and what the concat reads instead
+    # (its spans are their widths): pairs of heads, one output each pair
+    joined: Callable[[Problem, Any, list[Ref]], tuple[list[Spec], list[Ref]]] | None = None
+    joined_words: JoinWords | None = None  # how the concat names what `joined` gives it
+    torch_weights: bool = False  # its torch_heads lines read each head's `weights` [1, H, n, m]
     no_decode: str = ""  # the catalog key that refuses it with --decode (it has no steps yet)
+    no_tiles: str = ""  # the catalog key that refuses it with --tiles (no stage holds weights)
     no_train: str = ""  # the catalog key that refuses `train` (it cannot learn its numbers yet)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from qkvcalc.ops import (
     chunk,
+    differential,
     gate,
     mla,
     qk_norm,
@@ -25,16 +26,17 @@ from qkvcalc.ops import (
     v_norm,
     window,
 )
-from qkvcalc.ops.base import Feature, Logits, Mistakes, Reading, Side, Sizes, Turn
+from qkvcalc.ops.base import Feature, JoinWords, Logits, Mistakes, Reading, Side, Sizes, Turn
 
 if TYPE_CHECKING:
     from qkvcalc.input.problem import Problem
     from qkvcalc.ops.op import Op
-    from qkvcalc.plan.specs import Spec
+    from qkvcalc.plan.specs import Ref, Spec
 
 __all__ = [
     "REGISTRY",
     "Feature",
+    "JoinWords",
     "Logits",
     "Mistakes",
     "Side",
@@ -56,6 +58,7 @@ REGISTRY: tuple[Feature, ...] = (
     chunk.FEATURE,  # Llama 4's chunked layers: a mask of positions, as the window
     sinks.FEATURE,
     gate.FEATURE,  # after each head's output, before the concat
+    differential.FEATURE,  # after every head: pairs of heads, before the concat
 )
 
 
@@ -139,6 +142,43 @@ def back_after_output(p: Problem, h: int | None) -> list[Spec]:
         if feature.back_after_output is not None:
             out += feature.back_after_output(p, value, h)
     return out
+
+
+def joined(p: Problem, reads: list[Ref]) -> tuple[list[Spec], list[Ref]]:
+    """The features' stages after every head, and what the concat reads then (`reads`: each
+    head's last stage, unless a feature joins the heads otherwise)."""
+    out: list[Spec] = []
+    for feature, value in active(p):
+        if feature.joined is not None:
+            more, reads = feature.joined(p, value, reads)
+            out += more
+    return out, reads
+
+
+def joins(p: Problem) -> bool:
+    """Whether a feature joins the heads' stages after every head (the backward walks them)."""
+    return any(f.joined is not None for f, _ in active(p))
+
+
+# the concat of the heads themselves
+HEADS = JoinWords(
+    "concat(head_1, …, head_H)",
+    "",
+    "note.concat_columns",
+    "ui.concat_span",
+    "hint.concat",
+    "grad_output.head",
+    "output.final",
+    "output.concat",
+)
+
+
+def join_words(p: Problem) -> JoinWords:
+    """How the concat names its parts: the heads, or what a feature joined after them."""
+    for f, _ in active(p):
+        if f.joined is not None and f.joined_words is not None:
+            return f.joined_words
+    return HEADS
 
 
 def after_heads(p: Problem) -> bool:

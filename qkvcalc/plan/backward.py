@@ -75,9 +75,13 @@ def backward(
     def whole_plan() -> list[Spec]:
         return whole
 
+    joined = _joined(p, by, specs, whole_plan) if flows and features.joins(p) else None
     for h in heads:
-        head, refs = _head(p, by, specs, h, flows, plain_run, whole_plan)
-        specs += head
+        if joined is None:
+            head, refs = _head(p, by, specs, h, flows, plain_run, whole_plan)
+            specs += head
+        else:
+            refs = {side: joined[1][(side, h)] for side in (ids.Q, ids.K, ids.V)}
         for side, r in refs.items():
             grads[side].append(r)
         if p.tiles is None:
@@ -198,9 +202,12 @@ def _through_output(p: Problem, by: dict[Ref, Spec]) -> list[Spec]:
                 letters=concat.letters,
             )
         )
+    start = 0
     for h, read in enumerate(concat.operands, start=1):
         out = by[read]  # the head's output, or the last stage a feature put after it
-        cols = slice((h - 1) * p.d_v, h * p.d_v)
+        width = len(out.cols)  # d_v, unless a feature joins the heads otherwise
+        cols = slice(start, start + width)
+        start += width
         symbol = "dO" if out.id == ids.OUTPUT else d(out.symbol)
         specs.append(
             Spec(
@@ -208,11 +215,11 @@ def _through_output(p: Problem, by: dict[Ref, Spec]) -> list[Spec]:
                 h,
                 "cut",
                 (("grad_concat", None),),
-                f"{symbol}_{h} = d(concat)[:, {span(cols.start, p.d_v)}]",
+                f"{symbol}_{h} = d(concat)[:, {span(cols.start, width)}]",
                 out.rows,
                 out.cols,
                 params={"cols": cols},
-                topic="grad_output.head",
+                topic=features.join_words(p).back_topic,
                 symbol=symbol,
                 letters=out.letters,
             )
@@ -253,6 +260,19 @@ def _head(
     specs += walked
     refs = {side: grads[(side, h)] for side in (ids.Q, ids.K, ids.V) if (side, h) in grads}
     return specs, refs
+
+
+def _joined(
+    p: Problem, by: dict[Ref, Spec], specs: list[Spec], whole: Callable[[], Sequence[Spec]]
+) -> tuple[list[Spec], dict[Ref, Ref]]:
+    """A feature that joins the heads after all of them (Feature.joined: pairs of heads):
+    one walk from what the concat read back over every head, each stage
+    handing its gradient on by its own op. In place: its stages are added to `specs`."""
+    roots = [by[r] for r in by[(ids.CONCAT, None)].operands]
+    seeds = {s.ref: (f"grad_{s.id}", s.head) for s in roots}
+    walked, grads = walk(p, by, roots, seeds, whole, list(specs))
+    specs += walked
+    return walked, grads
 
 
 def _attend(p: Problem, h: int | None, weights: Spec) -> Spec:

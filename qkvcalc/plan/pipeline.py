@@ -604,27 +604,34 @@ def _mask_notes(p: Problem) -> tuple[Msg, ...]:
     return tuple(notes)
 
 
-def combine(p: Problem, reads: Sequence[Ref] | None = None) -> list[Spec]:
+def combine(
+    p: Problem, reads: Sequence[Ref] | None = None, widths: Sequence[int] | None = None
+) -> list[Spec]:
     """The heads joined side by side (`reads`: each head's last stage, its output unless a
-    feature comes after it), then W_O (and b_O) when given."""
+    feature comes after it; `widths`: their columns, d_v each unless a feature says), then
+    W_O (and b_O) when given."""
     width = p.heads * p.d_v
+    widths = widths or [p.d_v] * p.heads
+    starts = [sum(widths[:k]) for k in range(len(widths))]
+    words = features.join_words(p)  # the heads, or the parts a feature joined after them
     concat = Spec(
         "concat",
         None,
         "concat",
         tuple(reads or (("output", h) for h in range(1, p.heads + 1))),
-        "concat(head_1, …, head_H)",
+        words.formula,
         p.tokens,
         dim_labels(width),
+        topic=words.topic,
         symbol="concat",
         letters="n×H·d_v",
-        hint=("hint.concat", {"d_v": p.d_v}),
+        hint=(words.hint, {"d_v": widths[0]}),  # each part equally wide
         notes=(
             Msg(
-                "note.concat_columns",
+                words.note,
                 spans=[
-                    Msg("ui.concat_span", head=h, cols=span((h - 1) * p.d_v, p.d_v))
-                    for h in range(1, p.heads + 1)
+                    Msg(words.span, head=h, cols=span(start, w))
+                    for h, (start, w) in enumerate(zip(starts, widths, strict=True), start=1)
                 ],
             ),
         ),
@@ -639,7 +646,7 @@ def combine(p: Problem, reads: Sequence[Ref] | None = None) -> list[Spec]:
             "output = concat",
             p.tokens,
             dim_labels(width),
-            topic="output.concat",
+            topic=words.joined_topic,
             symbol="out",
             letters="n×H·d_v",
             hint=("hint.final_concat", {}),
@@ -658,7 +665,7 @@ def combine(p: Problem, reads: Sequence[Ref] | None = None) -> list[Spec]:
             names=("concat", w_o),
             inner=dim_labels(width),
             cell="out[{i},{j}]",
-            topic="output.final",
+            topic=words.final_topic,
             notes=_layout_note(p, None, "W_O"),
             symbol="out",
             letters="n×d_out",

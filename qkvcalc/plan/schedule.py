@@ -48,7 +48,10 @@ def plan(p: Problem) -> tuple[Spec, ...]:
             head = pipeline.head(p, h, allowed)
             specs += head
             reads.append(head[-1].ref)
-        specs += pipeline.combine(p, reads)
+        joined, reads = features.joined(p, reads)  # a feature's, after every head
+        specs += joined
+        width = {s.ref: len(s.cols) for s in specs}
+        specs += pipeline.combine(p, reads, [width[r] for r in reads])
     if p.backward:  # the gradients, from the loss back to the weights (qkvcalc.plan.backward)
         from qkvcalc.plan import backward
 

@@ -245,7 +245,9 @@ def _mask(trace: Trace) -> tuple[list[str], list[str], bool, bool]:
     mask_parts: list[str] = []
     v = p.variants
     # a feature with a stage on the logits that SDPA has no place for: the steps written out
-    written_out = any(f.torch_logits or f.torch_softmax for f, _ in features.active(p))
+    written_out = any(
+        f.torch_logits or f.torch_softmax or f.torch_weights for f, _ in features.active(p)
+    )
     written_out = written_out or p.backward  # the backward reads each head's weights
     narrowed = [
         line for f, value in features.active(p) if f.torch_mask for line in f.torch_mask(value)
