@@ -31,8 +31,6 @@ torch = pytest.importorskip("torch", reason="PyTorch is the oracle")
         (["--policy", "naive"], "--dtype"),
         (["--dtype", "bfloat16", "--exact"], "--exact"),
         (["--dtype", "float16", "--backward", "--attend", "1 2 3"], "--backward"),
-        (["--dtype", "bfloat16", "--tiles", "2"], "--tiles"),
-        (["--dtype", "bfloat16", "--mask", "causal", "--decode", "1"], "--decode"),
         (["--dtype", "bfloat16", "--shuffle", "3,2,1"], "--shuffle"),
     ],
 )

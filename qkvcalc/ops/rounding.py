@@ -146,6 +146,10 @@ class Out(NamedTuple):
     params: dict[str, Any] | None = None
 
 
+# Out.stored of a stage the tiled kernel keeps in float32 as its running state (FlashAttention's
+# running maximum, sum and output): float32's numbers, said as the tiles' own
+ACCUMULATOR = "float32 accumulator"
+
 # (operands, params, rounding) -> the stage in the dtype
 Rule = Callable[[Sequence[np.ndarray], Params, Rounding], Out]
 
