@@ -778,6 +778,20 @@ MESSAGES: dict[str, str] = {
     "precision.tiles_whole": "Against the ordinary softmax(S)·V over whole rows in {dtype} under "
     "--policy {policy}: {same} of {cells} cells the same bit for bit; the largest difference is "
     "{gap}, {ulp} ulp of {dtype}.",
+    "precision.softcap": "As Gemma 2's eager attention caps its scores: S / {cap}, its tanh and "
+    "the product by {cap}, each computed in float32 and rounded to {dtype}.",
+    "precision.rmsnorm_eager": "As transformers' RMSNorm computes it: the row in float32, "
+    "mean(x²), 1/√(mean + ε) and x times it in float32, rounded to {dtype}; then the weight (in "
+    "{dtype}) times that, rounded to {dtype}.",
+    "precision.rmsnorm_naive": "Written with tensors in {dtype} and no upcast, x / √(mean(x²) + "
+    "ε) · w: x², the mean, the mean + ε, its square root, the division and the product by the "
+    "weight each rounded to {dtype}.",
+    "precision.sdpa_feature": "--policy sdpa cannot compute {feature}: torch's "
+    "scaled_dot_product_attention has no place for it (use --policy eager or naive)",
+    "precision.feature_unsupported": "--dtype does not compute {feature} in low precision yet "
+    "(its stage {stage}, operation {op!r}): run it without --dtype, or without {feature}",
+    "precision.softcap_reached": "Cells at ±{cap} exactly: {count} (their tanh rounded to ±1 in "
+    "{dtype}). In {dtype} the cap is reached, not only approached as in float64.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "no preset named {name!r}; the presets are: {names}",
     "cli.presets_missing": "the presets folder is missing from this installation ({path}): "

@@ -770,6 +770,20 @@ MESSAGES: dict[str, str] = {
     "precision.tiles_whole": "--policy {policy} 아래 {dtype} 값으로 행 전체에 걸쳐 계산한 보통의 "
     "softmax(S)·V와 비교: 칸 {cells}개 중 {same}개가 비트까지 같습니다. 최대 차이: {gap}, {dtype} "
     "기준 {ulp} ulp.",
+    "precision.softcap": "Gemma 2의 eager 어텐션이 점수를 제한하듯: S / {cap}, 그 tanh, {cap} "
+    "값과의 곱을 각각 float32로 계산해 {dtype} 값으로 반올림합니다.",
+    "precision.rmsnorm_eager": "transformers의 RMSNorm처럼: 행을 float32로 두고 mean(x²), "
+    "1/√(mean + ε), x와 그 곱을 float32로 계산해 {dtype} 값으로 반올림한 뒤, 가중치({dtype} "
+    "값)와의 곱을 {dtype} 값으로 반올림합니다.",
+    "precision.rmsnorm_naive": "업캐스트 없이 {dtype} 텐서로 짠 x / √(mean(x²) + ε) · w: x², "
+    "평균, 평균 + ε, 그 제곱근, 나눗셈, 가중치와의 곱을 각각 {dtype} 값으로 반올림합니다.",
+    "precision.sdpa_feature": "--policy sdpa로는 다음을 계산할 수 없습니다: {feature}. torch의 "
+    "scaled_dot_product_attention에는 그 자리가 없습니다(--policy eager 또는 naive를 쓰세요)",
+    "precision.feature_unsupported": "--dtype은 아직 다음을 낮은 정밀도로 계산하지 않습니다: "
+    "{feature} (단계 {stage}, 연산 {op!r}). --dtype 없이, 또는 {feature} 없이 실행하세요",
+    "precision.softcap_reached": "정확히 ±{cap}인 칸: {count}개({dtype} 값에서 tanh가 ±1로 "
+    "반올림됨). {dtype} 값에서는 float64에서처럼 한계에 가까워지기만 하는 게 아니라 한계에 "
+    "닿습니다.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "프리셋을 찾을 수 없습니다: {name!r}. 있는 프리셋: {names}",
     "cli.presets_missing": "이 설치에는 프리셋 폴더가 없습니다({path}). qkvcalc를 다시 설치하세요",

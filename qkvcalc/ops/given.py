@@ -48,6 +48,10 @@ def _lowp_columns(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out
     return whole._replace(value=whole.value[:, params["cols"]])
 
 
+def _lowp_table(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    return r.stored(params["table"])  # numbers the plan was given or worked out: stored
+
+
 def _lowp_split(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     return Out(np.asarray(params["table"]))  # which columns each head reads: no numbers
 
@@ -71,5 +75,5 @@ OPS: tuple[Op, ...] = (
         in_words=True,
         lowp=_lowp_split,
     ),
-    Op("table", _table, nothing, _exact_table, given=True),
+    Op("table", _table, nothing, _exact_table, given=True, lowp=_lowp_table),
 )

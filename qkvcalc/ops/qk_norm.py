@@ -28,6 +28,7 @@ from qkvcalc.input.cells import positive, to_matrix
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes, Turn
 from qkvcalc.ops.op import Op, Params, whole_row
+from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Const, Spec, dim_labels, head_slices
 
 KINDS = ("rms", "layer")
@@ -427,6 +428,29 @@ def _torch(
     return out
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+def _lowp_rms(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    """eager and sdpa: transformers' RMSNorm (LLaMA's, Qwen3's): the row in float32, mean(x²),
+    1/√(mean + ε) and x times it in float32, rounded to the dtype, then the weight (in the dtype)
+    times that, rounded. naive, x / √(mean(x²) + ε) written by hand: x², the mean, + ε, the
+    square root, the division and the weight's product each rounded to the dtype."""
+    x, full = ops[0], _stats_rows(ops, None)
+    w, eps = r.to(np.asarray(params["weight"], dtype=np.float64)), params["eps"]
+    if r.policy == "naive":
+        mean = r.to(r.work(r.to(full * full)).mean(axis=1, keepdims=True))
+        normed = r.to(x / r.to(np.sqrt(r.to(mean + eps))))
+        note = Msg("precision.rmsnorm_naive", dtype=str(r.dtype))
+    else:
+        wide = r.work(full)
+        mean = r.f32(np.mean(wide * wide, axis=1, keepdims=True))
+        inverse = r.f32(1 / np.sqrt(r.work(r.f32(mean + eps))))
+        normed = r.keep(r.work(x) * r.work(inverse))
+        note = Msg("precision.rmsnorm_eager", dtype=r.kept or str(r.dtype))
+    return Out(r.keep(r.work(w) * r.work(normed)), r.kept, notes=(note,))
+
+
 FEATURE = Feature(
     name="qk_norm",
     keys=("q_norm", "k_norm", "norm_eps", "qk_norm"),
@@ -445,6 +469,7 @@ FEATURE = Feature(
             ),
             grad_work=_grad_work,
             work=_work,
+            lowp=_lowp_rms,
         ),
         Op(
             "layernorm",

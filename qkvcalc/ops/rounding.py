@@ -144,6 +144,8 @@ class Out(NamedTuple):
     notes: tuple[Msg, ...] = ()
     # parameters as the dtype held them, for the cell arithmetic (positions rounded, say)
     params: dict[str, Any] | None = None
+    # the keys of the stage's own notes that the dtype's numbers make untrue (left out)
+    drops: tuple[str, ...] = ()
 
 
 # Out.stored of a stage the tiled kernel keeps in float32 as its running state (FlashAttention's

@@ -22,6 +22,7 @@ import numpy as np
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
+from qkvcalc.ops import features
 from qkvcalc.ops.table import OPS
 from qkvcalc.plan import ids
 from qkvcalc.plan.specs import Const, Ref
@@ -57,7 +58,17 @@ def run(p: Problem, dtype: str | None = None, policy: str | None = None) -> Trac
     plain = run_plain(p)
     for stage in plain.stages:
         if lowp.rule(stage.op) is None:
-            raise QkvcalcError("precision.op_unsupported", stage=stage.formula, op=stage.op)
+            owner = next(
+                (f for f, _ in features.active(p) if stage.op in {o.name for o in f.ops}), None
+            )
+            if owner is None:
+                raise QkvcalcError("precision.op_unsupported", stage=stage.formula, op=stage.op)
+            raise QkvcalcError(
+                "precision.feature_unsupported",
+                feature="/".join(owner.keys or (owner.name,)),
+                stage=stage.formula,
+                op=stage.op,
+            )
     # sdpa: torch's CPU flash kernel where d_k = d_v, else its math kernel
     kernel = ("flash" if p.d_k == p.d_v else "math") if policy == "sdpa" else ""
     rounding = lowp.Rounding(lowp.numpy_dtype(dtype), policy, kernel=kernel)
@@ -146,6 +157,7 @@ class _State:
         self.data: dict[Ref, Data] = {}
         self.finite = True  # no value so far is inf or NaN (the remarks hold)
         self.ops: dict[Ref, str] = {}  # the op of each stage so far
+        self.inside: set[Ref] = set()  # sdpa: the stages the kernel keeps in float32
 
     def keep(self, stage: Stage, value: np.ndarray, stored: np.dtype[Any]) -> Data:
         self.values[stage.ref] = value
@@ -183,7 +195,14 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
     turned = any(OPS[o].turns for o in reads if o is not None)  # Q·Kᵀ reads K turned
     if r.policy == "sdpa" and OPS[stage.op].product and turned:
         r = r.within()
+    # sdpa: what reads a stage the kernel computes inside itself is inside it too (a score
+    # bias added as a float attn_mask), up to the product that leaves it (A·V)
+    inside = any(o in state.inside for o in stage.reads if not isinstance(o, Const))
+    if r.policy == "sdpa" and not OPS[stage.op].product and inside:
+        r = r.within()
     out = entry(operands, stage.params, r)
+    if r.policy == "sdpa" and out.stored == "float32":
+        state.inside.add(stage.ref)
     if stage.op == lowp.SPLIT:  # which columns each head reads: no numbers to round
         state.values[stage.ref] = out.value
         state.data[stage.ref] = out.value
@@ -225,7 +244,7 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
         ),
         twin=twin,
         error=error,
-        notes=(*_notes(stage, state), *notes),
+        notes=(*(n for n in _notes(stage, state) if n.key not in out.drops), *notes),
         row_max=details.get("row_max", stage.row_max),
         row_sum=details.get("row_sum", stage.row_sum),
     )
