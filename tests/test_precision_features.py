@@ -37,6 +37,8 @@ def featured(seed: int) -> dict[str, Any]:
         doc["score_bias"] = (rng.standard_normal((heads, n, n)) * 2).tolist()
     doc["wg"] = rng.standard_normal((d_model, heads * d_v)).tolist()
     doc["bg"] = rng.standard_normal(heads * d_v).tolist()
+    if seed % 3 == 0:  # a sinusoidal table added to X (a table, then X + PE)
+        doc["positional"] = "sinusoidal"
     doc["q_norm"] = (rng.uniform(0.5, 1.5, (heads, d_k))).tolist()
     doc["k_norm"] = (rng.uniform(0.5, 1.5, d_k)).tolist()
     return doc

@@ -437,7 +437,9 @@ def _lowp_rms(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     times that, rounded. naive, x / √(mean(x²) + ε) written by hand: x², the mean, + ε, the
     square root, the division and the weight's product each rounded to the dtype."""
     x, full = ops[0], _stats_rows(ops, None)
-    w, eps = r.to(np.asarray(params["weight"], dtype=np.float64)), params["eps"]
+    # the weight as a parameter in the dtype (in float32 beside scaled float8, as FP8 recipes
+    # keep a norm's weight)
+    w, eps = r.keep(np.asarray(params["weight"], dtype=np.float64)), params["eps"]
     if r.policy == "naive":
         mean = r.to(r.work(r.to(full * full)).mean(axis=1, keepdims=True))
         normed = r.to(x / r.to(np.sqrt(r.to(mean + eps))))
