@@ -1,8 +1,9 @@
 """--dtype with the features other than RoPE: softcap, ALiBi (and a score bias given as numbers),
-the output gate and the q/k RMSNorm, each stage recomputed by torch in that dtype from qkvcalc's
-own operands of that stage, as transformers' eager code computes it (`eager`) or with every op on
-tensors in the dtype (`naive`); under `sdpa` a score bias is the float attn_mask of torch's
-scaled_dot_product_attention. The features --dtype does not compute are one message naming them.
+the output gate, the q/k RMSNorm and gpt-oss's sinks, each stage recomputed by torch in that
+dtype from qkvcalc's own operands of that stage, as transformers' eager code computes it
+(`eager`) or with every op on tensors in the dtype (`naive`); under `sdpa` a score bias is the
+float attn_mask of torch's scaled_dot_product_attention. The features --dtype does not compute
+are one message naming them.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ def featured(seed: int) -> dict[str, Any]:
     if seed % 3 == 0:  # a sinusoidal table added to X (a table, then X + PE)
         doc["positional"] = "sinusoidal"
     doc["q_norm"] = (rng.uniform(0.5, 1.5, (heads, d_k))).tolist()
+    if seed % 4 == 1:  # gpt-oss's sinks
+        doc["sinks"] = rng.uniform(-1, 2, heads).tolist()
     doc["k_norm"] = (rng.uniform(0.5, 1.5, d_k)).tolist()
     return doc
 
@@ -52,7 +55,7 @@ def _rms(x: Any, w: Any, eps: float, naive: bool, dt: Any) -> Any:
     return w * wide.to(dt)
 
 
-def _torch_feature_stage(stage: Any, dt: Any, naive: bool) -> Any:
+def _torch_feature_stage(stage: Any, dt: Any, naive: bool, trace: Any) -> Any:
     """The stage by torch from its own operands in the dtype (None: not a feature's op)."""
     ops = [_t(o, dt) for o in stage.operands]
     if stage.op == "softcap":
@@ -73,10 +76,28 @@ def _torch_feature_stage(stage: Any, dt: Any, naive: bool) -> Any:
         return ops[0] * ops[1]
     if stage.op == "rmsnorm":
         return _rms(ops[0], _t(stage.params["weight"], dt), stage.params["eps"], naive, dt)
+    if stage.op in ("sink_exp", "sink_softmax"):
+        exp = next(s for s in trace.stages if s.op == "sink_exp" and s.head == stage.head)
+        return _sinks(stage.op, exp.operands[0], exp.params["sink"], dt, naive)
     return None
 
 
-FEATURE_OPS = {"softcap", "alibi", "table", "add", "sigmoid", "gate_mul", "rmsnorm"}
+def _sinks(op: str, logits: np.ndarray, sink: float, dt: Any, naive: bool) -> Any:
+    """gpt-oss's eager attention (transformers' GptOss eager_attention_forward) from the logits,
+    or the same written with every op in the dtype (naive). The exponentials: torch's float32
+    e^ of the shifted row (inside its softmax); naive, e^ in the dtype."""
+    joined = torch.cat([_t(logits, dt), torch.full((len(logits), 1), sink).to(dt)], -1)
+    shifted = joined - joined.max(dim=-1, keepdim=True).values
+    if op == "sink_exp":
+        return torch.exp(shifted) if naive else torch.exp(shifted.float())
+    if naive:
+        e = torch.exp(shifted)
+        return (e / e.sum(dim=-1, keepdim=True))[:, :-1]
+    return torch.softmax(shifted, dim=-1, dtype=dt)[:, :-1]
+
+
+FEATURE_OPS = {"softcap", "alibi", "table", "add", "sigmoid", "gate_mul", "rmsnorm", "sink_exp"}
+FEATURE_OPS |= {"sink_softmax"}
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -89,12 +110,13 @@ def test_each_feature_stage_is_torchs_in_that_dtype(dtype: str, policy: str) -> 
     for seed in range(30):
         trace = qkvcalc.explain(**featured(seed), dtype=dtype, policy=policy)
         for stage in trace.stages:
-            theirs = _torch_feature_stage(stage, dt, policy == "naive")
+            theirs = _torch_feature_stage(stage, dt, policy == "naive", trace)
             if theirs is None:
                 continue
             seen.add(stage.op)
             theirs_np = theirs.double().numpy()
-            ulps = _ulps(stage.value, theirs_np, dt)
+            float32 = stage.op == "sink_exp" and policy == "eager"  # inside torch's softmax
+            ulps = _ulps(stage.value, theirs_np, torch.float32 if float32 else dt)
             assert ulps.max() <= 1, (seed, stage.formula, stage.head, stage.value, theirs_np)
             same += int((ulps == 0).sum())
             total += ulps.size
@@ -113,8 +135,8 @@ def test_a_score_bias_under_sdpa_is_torchs_float_attn_mask(dtype: str) -> None:
     same = total = 0
     for seed in range(30):
         doc = featured(seed)
-        for key in ("softcap", "wg", "bg"):  # SDPA has no softcap; the gate comes after it
-            del doc[key]
+        for key in ("softcap", "sinks", "wg", "bg"):  # SDPA has neither softcap nor sinks;
+            doc.pop(key, None)  # the gate comes after it
         trace = qkvcalc.explain(**doc, dtype=dtype, policy="sdpa")
         for h in [s.head for s in trace.stages if s.id == "scores"]:
             q, kt = trace.stage("scores", h).operands
@@ -150,7 +172,6 @@ def test_the_float64_twin_of_every_feature_stage_is_the_plain_run() -> None:
 @pytest.mark.parametrize(
     ("extra", "feature"),
     [
-        ({"sinks": [0.5, -1.0]}, "sinks"),
         ({"q_norm": [1.0, 1.0], "qk_norm": {"kind": "layer"}}, "q_norm/k_norm/norm_eps/qk_norm"),
         ({"attn_temperature": [1.0, 1.5, 2.0]}, "attn_temperature"),
     ],
@@ -173,8 +194,11 @@ def test_a_feature_dtype_does_not_compute_is_one_message_naming_it(
     assert raised.value.msg.params["feature"] == feature
 
 
-def test_softcap_under_sdpa_is_one_message() -> None:
-    doc = featured(0)
+@pytest.mark.parametrize("feature", ["softcap", "sinks"])
+def test_softcap_or_sinks_under_sdpa_is_one_message(feature: str) -> None:
+    doc = featured(1)  # softcap and sinks
+    doc.pop("sinks" if feature == "softcap" else "softcap")
     with pytest.raises(QkvcalcError) as raised:
         qkvcalc.explain(**doc, dtype="bfloat16", policy="sdpa")
     assert raised.value.msg.key == "precision.sdpa_feature"
+    assert raised.value.msg.params["feature"] == feature

@@ -129,14 +129,22 @@ def test_each_tile_stage_is_torchs_in_that_dtype(dtype: str, policy: str) -> Non
     assert same >= 0.99 * total, (same, total)
 
 
-def _torch_tiled(logits: np.ndarray, v: np.ndarray, size: int, dt: Any, flash: bool) -> Any:
+def _torch_tiled(
+    logits: np.ndarray,
+    v: np.ndarray,
+    size: int,
+    dt: Any,
+    flash: bool,
+    start: tuple[float, float] = (float("-inf"), 0.0),
+) -> Any:
     """The online softmax over blocks of `size` keys, written in torch from the logits and V
-    alone: float32 state (FlashAttention) or every tensor in the dtype (naive)."""
+    alone: float32 state (FlashAttention) or every tensor in the dtype (naive); the state
+    starts at (m₀, ℓ₀) = `start` (a sink: (σ, 1))."""
     work = torch.float32 if flash else dt
     s, vv = _t(logits, work), _t(v, dt)
     n = s.shape[0]
-    m = torch.full((n, 1), float("-inf"), dtype=work)
-    total = torch.zeros((n, 1), dtype=work)
+    m = torch.full((n, 1), start[0], dtype=work)
+    total = torch.full((n, 1), start[1], dtype=work)
     acc = torch.zeros((n, v.shape[1]), dtype=work)
     for a in range(0, s.shape[1], size):
         block = s[:, a : a + size]
@@ -333,3 +341,26 @@ def test_bf16tiles_the_bfloat16_running_sum_loses_eight_blocks_and_float32_keeps
         qkvcalc.explain(**{**doc, "policy": "eager"}).stage("output").value
         == qkvcalc.explain(**{**whole, "policy": "eager"}).stage("output").value
     ).all()
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("policy", ["naive", "eager"])
+def test_tiles_that_start_from_a_sink_are_torchs_loop(dtype: str, policy: str) -> None:
+    """gpt-oss's sinks in tiles: the state starts at m₀ = σ (in the dtype), ℓ₀ = 1."""
+    dt = DTYPES[dtype]
+    same = total = 0
+    for seed in range(12):
+        doc = tiles_problem(seed)
+        rng = np.random.default_rng(seed + 7)
+        doc["sinks"] = rng.uniform(-1, 2, doc["heads"]).tolist()
+        trace = qkvcalc.explain(**doc, dtype=dtype, policy=policy)
+        for h in [s.head for s in trace.stages if s.id == "scores"]:
+            sink = float(_t(doc["sinks"][(h or 1) - 1], dt).double())
+            logits = next(s for s in trace.stages if s.op == "block" and s.head == h).operands[0]
+            v = next(s for s in trace.stages if s.op == "acc" and s.head == h).operands[-1]
+            theirs = _torch_tiled(logits, v, doc["tiles"], dt, policy != "naive", (sink, 1.0))
+            ulps = _ulps(trace.stage("output", h).value, theirs.double().numpy(), dt)
+            assert ulps.max() <= 1, (seed, h)
+            same += int((ulps == 0).sum())
+            total += ulps.size
+    assert same >= 0.99 * total, (same, total)

@@ -792,6 +792,11 @@ MESSAGES: dict[str, str] = {
     "(its stage {stage}, operation {op!r}): run it without --dtype, or without {feature}",
     "precision.softcap_reached": "Cells at ±{cap} exactly: {count} (their tanh rounded to ±1 in "
     "{dtype}). In {dtype} the cap is reached, not only approached as in float64.",
+    "precision.sinks_eager": "As gpt-oss's eager attention: σ (a parameter in {dtype}) joins the "
+    "row, the row's maximum is subtracted in {dtype} (rounded), and softmax(…, dtype={dtype}) "
+    "takes e^ of that in float32 inside itself, sums it in float32 and rounds only the weights.",
+    "precision.softmax_inside": "torch's softmax computes this inside itself in float32 and never "
+    "stores it: its numbers and units in the last place are float32's.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "no preset named {name!r}; the presets are: {names}",
     "cli.presets_missing": "the presets folder is missing from this installation ({path}): "

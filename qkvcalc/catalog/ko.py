@@ -784,6 +784,11 @@ MESSAGES: dict[str, str] = {
     "precision.softcap_reached": "정확히 ±{cap}인 칸: {count}개({dtype} 값에서 tanh가 ±1로 "
     "반올림됨). {dtype} 값에서는 float64에서처럼 한계에 가까워지기만 하는 게 아니라 한계에 "
     "닿습니다.",
+    "precision.sinks_eager": "gpt-oss의 eager 어텐션처럼: σ({dtype} 값인 파라미터)가 행에 붙고, "
+    "행의 최댓값을 {dtype} 값으로 빼서 반올림한 뒤, softmax(…, dtype={dtype})가 안에서 그 e^를 "
+    "float32로 구하고 float32로 더해 가중치만 반올림합니다.",
+    "precision.softmax_inside": "torch의 softmax는 이것을 안에서 float32로 계산하고 따로 두지 "
+    "않습니다. 이 단계의 수와 ulp는 float32 기준입니다.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "프리셋을 찾을 수 없습니다: {name!r}. 있는 프리셋: {names}",
     "cli.presets_missing": "이 설치에는 프리셋 폴더가 없습니다({path}). qkvcalc를 다시 설치하세요",

@@ -201,4 +201,7 @@ class Feature(NamedTuple):
     torch_heads: Callable[[Problem, Any, Callable[[Any], str]], list[str]] | None = None
     torch_grads: tuple[tuple[str, str, str, bool], ...] = ()
     no_decode: str = ""  # the catalog key that refuses it with --decode (it has no steps yet)
+    # torch's scaled_dot_product_attention has no place for it: --dtype … --policy sdpa refuses
+    # it (one message naming it), tiles or not
+    no_sdpa: bool = False
     no_train: str = ""  # the catalog key that refuses `train` (it cannot learn its numbers yet)

@@ -151,6 +151,9 @@ class Out(NamedTuple):
 # Out.stored of a stage the tiled kernel keeps in float32 as its running state (FlashAttention's
 # running maximum, sum and output): float32's numbers, said as the tiles' own
 ACCUMULATOR = "float32 accumulator"
+# Out.stored of a stage torch's softmax computes in float32 inside itself and never stores
+# (e^(s − m) of softmax(…, dtype=the dtype) itself, as gpt-oss calls it)
+INSIDE = "float32 inside softmax"
 
 # (operands, params, rounding) -> the stage in the dtype
 Rule = Callable[[Sequence[np.ndarray], Params, Rounding], Out]

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import positive
 from qkvcalc.ops.base import Candidate, Feature, Logits, Mistakes, Sizes
@@ -108,8 +107,6 @@ def _torch(cap: float, num: Callable[[float], str]) -> list[str]:
 def _lowp(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     # Gemma 2's eager attention: S / c, tanh of it, times c: each in float32 and rounded (torch
     # computes a bfloat16 tanh in float32); --policy sdpa has no softcap (qkvcalc.run.precision)
-    if r.policy == "sdpa":  # scaled_dot_product_attention has no softcap
-        raise QkvcalcError("precision.sdpa_feature", feature="softcap")
     c = r.work(params["cap"])
     inner = r.keep(r.work(ops[0]) / c)
     capped = r.keep(np.tanh(r.work(inner)))
@@ -155,4 +152,5 @@ FEATURE = Feature(
     worksheet_notes=("note.softcap",),
     torch_logits=_torch,
     torch_module_gap="it has no softcap: its softmax reads the scores as they are",
+    no_sdpa=True,
 )

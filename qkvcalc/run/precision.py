@@ -40,6 +40,10 @@ def check(p: Problem, dtype: str, policy: str) -> None:
         raise QkvcalcError("precision.policy_unknown", value=policy, known=", ".join(lowp.POLICIES))
     if policy == "sdpa" and dtype.startswith("float8"):
         raise QkvcalcError("precision.sdpa_float8", dtype=dtype)
+    if policy == "sdpa":
+        for feature, _ in features.active(p):
+            if feature.no_sdpa:
+                raise QkvcalcError("precision.sdpa_feature", feature=feature.name)
     for option, on in (
         ("--exact", p.exact),
         ("--backward", p.backward),
@@ -126,14 +130,18 @@ def _dead_rows(stages: list[Stage], r: lowp.Rounding) -> list[Msg]:
         if not dead.size:
             continue
         # the weights of the same head and step; in tiles (no weights) the head's output
-        made = next(
-            s
-            for s in stages
-            if (s.op == lowp.SOFTMAX or s.topic == "output.tiles")
-            and (s.head, s.step) == (stage.head, stage.step)
-        ).value
-        if not made[dead].any():  # 0, as the float64 twin's (the tiles' ℓ = 0)
+        found = next(
+            (
+                s
+                for s in stages
+                if (s.op == lowp.SOFTMAX or s.topic == "output.tiles")
+                and (s.head, s.step) == (stage.head, stage.step)
+            ),
+            None,  # a feature's own softmax (its weights of such a row are its own to say)
+        )
+        if found is None or not found.value[dead].any():  # 0, as the float64 twin's
             continue
+        made = found.value
         nan = bool(np.isnan(made[dead]).any())
         said.append(
             Msg(
@@ -219,6 +227,8 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
     data = state.keep(stage, out.value, held)
     if out.stored == lowp.ACCUMULATOR and not r.scaled:
         kept = Msg("precision.tiles_kept")
+    elif out.stored == lowp.INSIDE and not r.scaled:
+        kept = Msg("precision.softmax_inside")
     elif r.scaled:
         kept = Msg("precision.fp8_kept", dtype=str(r.dtype))
     elif r.policy == "sdpa":
