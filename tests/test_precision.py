@@ -43,14 +43,14 @@ def test_a_dtype_it_cannot_run_is_one_message(args: list[str], named: str) -> No
 
 
 def test_an_op_without_a_low_precision_rounding_is_refused_not_run_in_float64(tmp_path) -> None:
-    doc = {**presets.load("doc"), "attn_temperature": [1.5]}  # no rounding rule yet
+    doc = {**presets.load("doc"), "q_norm": [1.0, 1.0], "qk_norm": {"kind": "layer"}}  # no rule yet
     for key in ("name", "description", "reference"):
         doc.pop(key, None)
-    path = tmp_path / "temperature.json"
+    path = tmp_path / "layernorm.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     result = in_process("explain", str(path), "--dtype", "bfloat16")
     assert result.returncode == 2 and result.stdout == ""
-    assert "attn_temperature" in result.stderr and "--dtype" in result.stderr
+    assert "qk_norm" in result.stderr and "--dtype" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     with pytest.raises(qkvcalc.QkvcalcError):
         qkvcalc.explain(**doc, dtype="bfloat16")

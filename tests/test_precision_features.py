@@ -41,6 +41,8 @@ def featured(seed: int) -> dict[str, Any]:
     if seed % 3 == 0:  # a sinusoidal table added to X (a table, then X + PE)
         doc["positional"] = "sinusoidal"
     doc["q_norm"] = (rng.uniform(0.5, 1.5, (heads, d_k))).tolist()
+    if seed % 2 == 0:  # Llama 4's attention temperature (its rule, by position)
+        doc["attn_temperature"] = {"floor_scale": 2, "attn_scale": float(rng.uniform(0.1, 1))}
     if seed % 4 == 1:  # gpt-oss's sinks
         doc["sinks"] = rng.uniform(-1, 2, heads).tolist()
     doc["k_norm"] = (rng.uniform(0.5, 1.5, d_k)).tolist()
@@ -76,6 +78,11 @@ def _torch_feature_stage(stage: Any, dt: Any, naive: bool, trace: Any) -> Any:
         return ops[0] * ops[1]
     if stage.op == "rmsnorm":
         return _rms(ops[0], _t(stage.params["weight"], dt), stage.params["eps"], naive, dt)
+    if stage.op == "row_scale":  # Llama 4: (q * attn_scales).to(dtype), the scales float32
+        factors = torch.tensor(np.asarray(stage.params["factors"]), dtype=torch.float32)
+        if naive:
+            return ops[0] * factors.to(dt)[:, None]
+        return (ops[0] * factors[:, None]).to(dt)
     if stage.op in ("sink_exp", "sink_softmax"):
         exp = next(s for s in trace.stages if s.op == "sink_exp" and s.head == stage.head)
         return _sinks(stage.op, exp.operands[0], exp.params["sink"], dt, naive)
@@ -97,7 +104,7 @@ def _sinks(op: str, logits: np.ndarray, sink: float, dt: Any, naive: bool) -> An
 
 
 FEATURE_OPS = {"softcap", "alibi", "table", "add", "sigmoid", "gate_mul", "rmsnorm", "sink_exp"}
-FEATURE_OPS |= {"sink_softmax"}
+FEATURE_OPS |= {"sink_softmax", "row_scale"}
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -173,7 +180,6 @@ def test_the_float64_twin_of_every_feature_stage_is_the_plain_run() -> None:
     ("extra", "feature"),
     [
         ({"q_norm": [1.0, 1.0], "qk_norm": {"kind": "layer"}}, "q_norm/k_norm/norm_eps/qk_norm"),
-        ({"attn_temperature": [1.0, 1.5, 2.0]}, "attn_temperature"),
     ],
 )
 def test_a_feature_dtype_does_not_compute_is_one_message_naming_it(

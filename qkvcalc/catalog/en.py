@@ -797,6 +797,10 @@ MESSAGES: dict[str, str] = {
     "takes e^ of that in float32 inside itself, sums it in float32 and rounds only the weights.",
     "precision.softmax_inside": "torch's softmax computes this inside itself in float32 and never "
     "stores it: its numbers and units in the last place are float32's.",
+    "precision.temperature": "As Llama 4 scales its queries: τ in float32, q × τ in float32, "
+    "rounded to {dtype} once.",
+    "precision.temperature_naive": "Written with tensors in {dtype}: τ rounded to {dtype}, then "
+    "q × τ rounded to {dtype}.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "no preset named {name!r}; the presets are: {names}",
     "cli.presets_missing": "the presets folder is missing from this installation ({path}): "

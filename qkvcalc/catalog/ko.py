@@ -789,6 +789,10 @@ MESSAGES: dict[str, str] = {
     "float32로 구하고 float32로 더해 가중치만 반올림합니다.",
     "precision.softmax_inside": "torch의 softmax는 이것을 안에서 float32로 계산하고 따로 두지 "
     "않습니다. 이 단계의 수와 ulp는 float32 기준입니다.",
+    "precision.temperature": "Llama 4가 Query를 배율 조정하듯: τ는 float32, q × τ도 float32로 "
+    "계산해 {dtype} 값으로 한 번 반올림합니다.",
+    "precision.temperature_naive": "{dtype} 텐서로 짠 계산: τ를 {dtype} 값으로 반올림한 뒤 q × τ를 "
+    "{dtype} 값으로 반올림합니다.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "프리셋을 찾을 수 없습니다: {name!r}. 있는 프리셋: {names}",
     "cli.presets_missing": "이 설치에는 프리셋 폴더가 없습니다({path}). qkvcalc를 다시 설치하세요",
