@@ -43,17 +43,16 @@ def test_a_dtype_it_cannot_run_is_one_message(args: list[str], named: str) -> No
 
 
 def test_an_op_without_a_low_precision_rounding_is_refused_not_run_in_float64(tmp_path) -> None:
-    doc = {**presets.load("doc"), "q_norm": [1.0, 1.0], "qk_norm": {"kind": "layer"}}  # no rule yet
-    for key in ("name", "description", "reference"):
-        doc.pop(key, None)
-    path = tmp_path / "layernorm.json"
-    path.write_text(json.dumps(doc), encoding="utf-8")
+    from tests.test_precision_features import MLA  # latent attention: no rounding rule yet
+
+    path = tmp_path / "mla.json"
+    path.write_text(json.dumps(MLA), encoding="utf-8")
     result = in_process("explain", str(path), "--dtype", "bfloat16")
     assert result.returncode == 2 and result.stdout == ""
-    assert "qk_norm" in result.stderr and "--dtype" in result.stderr
+    assert "mla" in result.stderr and "--dtype" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     with pytest.raises(qkvcalc.QkvcalcError):
-        qkvcalc.explain(**doc, dtype="bfloat16")
+        qkvcalc.explain(**MLA, dtype="bfloat16")
 
 
 def test_each_op_says_how_it_rounds_in_its_own_module() -> None:

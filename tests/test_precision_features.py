@@ -46,6 +46,10 @@ def featured(seed: int) -> dict[str, Any]:
     if seed % 4 == 1:  # gpt-oss's sinks
         doc["sinks"] = rng.uniform(-1, 2, heads).tolist()
     doc["k_norm"] = (rng.uniform(0.5, 1.5, d_k)).tolist()
+    if seed % 3 == 1 and d_k > 1:  # LayerNorm with a bias instead (StableLM's, Phi's q/k norm;
+        # of one number it is its bias, which torch's x·r − r·μ misses by float32's rounding)
+        bias = {"q": rng.standard_normal((heads, d_k)).tolist(), "k": rng.standard_normal(d_k)}
+        doc["qk_norm"] = {"kind": "layer", "bias": {**bias, "k": bias["k"].tolist()}}
     return doc
 
 
@@ -55,6 +59,14 @@ def _rms(x: Any, w: Any, eps: float, naive: bool, dt: Any) -> Any:
     wide = x.float()  # transformers' LlamaRMSNorm / Qwen3RMSNorm
     wide = wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + eps)
     return w * wide.to(dt)
+
+
+def _layer(x: Any, w: Any, b: Any, eps: float, naive: bool) -> Any:
+    if not naive:  # F.layer_norm on the dtype's tensors (float32 inside, rounded once)
+        return F.layer_norm(x, (x.shape[-1],), w, b, eps)
+    mu = x.mean(-1, keepdim=True)  # written by hand, every op on tensors in the dtype
+    d = x - mu
+    return d / torch.sqrt((d * d).mean(-1, keepdim=True) + eps) * w + b
 
 
 def _torch_feature_stage(stage: Any, dt: Any, naive: bool, trace: Any) -> Any:
@@ -78,6 +90,9 @@ def _torch_feature_stage(stage: Any, dt: Any, naive: bool, trace: Any) -> Any:
         return ops[0] * ops[1]
     if stage.op == "rmsnorm":
         return _rms(ops[0], _t(stage.params["weight"], dt), stage.params["eps"], naive, dt)
+    if stage.op == "layernorm":
+        w, b = (_t(stage.params[k], dt) for k in ("weight", "bias"))
+        return _layer(ops[0], w, b, stage.params["eps"], naive)
     if stage.op == "row_scale":  # Llama 4: (q * attn_scales).to(dtype), the scales float32
         factors = torch.tensor(np.asarray(stage.params["factors"]), dtype=torch.float32)
         if naive:
@@ -104,7 +119,7 @@ def _sinks(op: str, logits: np.ndarray, sink: float, dt: Any, naive: bool) -> An
 
 
 FEATURE_OPS = {"softcap", "alibi", "table", "add", "sigmoid", "gate_mul", "rmsnorm", "sink_exp"}
-FEATURE_OPS |= {"sink_softmax", "row_scale"}
+FEATURE_OPS |= {"sink_softmax", "row_scale", "layernorm"}
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -176,28 +191,29 @@ def test_the_float64_twin_of_every_feature_stage_is_the_plain_run() -> None:
                 np.testing.assert_allclose(mine.twin_value, twin.value, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize(
-    ("extra", "feature"),
-    [
-        ({"q_norm": [1.0, 1.0], "qk_norm": {"kind": "layer"}}, "q_norm/k_norm/norm_eps/qk_norm"),
-    ],
-)
-def test_a_feature_dtype_does_not_compute_is_one_message_naming_it(
-    extra: dict[str, Any], feature: str
-) -> None:
-    doc = {
-        "x": [[1.0, 0.5], [0.0, 1.0], [2.0, 1.0]],
-        "wq": [[1, 0, 0, 1], [0, 1, 1, 0]],
-        "wk": [[1, 0, 0, 1], [0, 1, 1, 0]],
-        "wv": [[1, 0, 0, 1], [0, 1, 1, 0]],
-        "heads": 2,
-        **extra,
-    }
-    qkvcalc.explain(**doc)  # the plain run computes it
+MLA = {  # multi-head latent attention (docs/input-format.md's example): no rounding rule yet
+    "x": [[1, 0, 2, 1], [0, 1, 1, 0], [2, 1, 0, 1]],
+    "heads": 2,
+    "mla": {
+        "wq_a": [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0]],
+        "q_a_norm": [1, 2, 0.5],
+        "wq_b": [[1, 0, 0, 1, 0, 1, 1, 0], [0, 1, 1, 0, 1, 0, 0, 1], [1, 1, 0, 0, 0, 0, 1, 1]],
+        "wkv_a": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1]],
+        "kv_a_norm": [1, 1],
+        "wkv_b": [[1, 0, 1, 0, 1, 1, 0, 1], [0, 1, 0, 1, 1, 0, 1, 0]],
+        "rope_dims": 2,
+    },
+    "rope": {"theta": 100, "dims": 2},
+    "mask": "causal",
+}
+
+
+def test_a_feature_dtype_does_not_compute_is_one_message_naming_it() -> None:
+    qkvcalc.explain(**MLA)  # the plain run computes it
     with pytest.raises(QkvcalcError) as raised:
-        qkvcalc.explain(**doc, dtype="bfloat16")
+        qkvcalc.explain(**MLA, dtype="bfloat16")
     assert raised.value.msg.key == "precision.feature_unsupported"
-    assert raised.value.msg.params["feature"] == feature
+    assert raised.value.msg.params["feature"] == "mla"
 
 
 @pytest.mark.parametrize("feature", ["softcap", "sinks"])

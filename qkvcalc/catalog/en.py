@@ -799,8 +799,15 @@ MESSAGES: dict[str, str] = {
     "stores it: its numbers and units in the last place are float32's.",
     "precision.temperature": "As Llama 4 scales its queries: τ in float32, q × τ in float32, "
     "rounded to {dtype} once.",
-    "precision.temperature_naive": "Written with tensors in {dtype}: τ rounded to {dtype}, then "
-    "q × τ rounded to {dtype}.",
+    "precision.temperature_naive": "Written with tensors in {dtype}: τ rounded to {dtype}, then q "
+    "× τ rounded to {dtype}.",
+    "precision.layernorm_eager": "As F.layer_norm computes it on the CPU (StableLM's, Phi's q/k "
+    "norm): in float32, μ and r = 1/√(mean((x − μ)²) + ε), then x·r + (−r·μ), times the weight, "
+    "plus the bias (the parameters in {dtype}), each step rounded to float32 and the result to "
+    "{dtype} once.",
+    "precision.layernorm_naive": "Written with tensors in {dtype} and no upcast: μ, x − μ, its "
+    "square, their mean, + ε, the root, the division, the product by the weight and the bias "
+    "added each rounded to {dtype}.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "no preset named {name!r}; the presets are: {names}",
     "cli.presets_missing": "the presets folder is missing from this installation ({path}): "

@@ -791,8 +791,13 @@ MESSAGES: dict[str, str] = {
     "않습니다. 이 단계의 수와 ulp는 float32 기준입니다.",
     "precision.temperature": "Llama 4가 Query를 배율 조정하듯: τ는 float32, q × τ도 float32로 "
     "계산해 {dtype} 값으로 한 번 반올림합니다.",
-    "precision.temperature_naive": "{dtype} 텐서로 짠 계산: τ를 {dtype} 값으로 반올림한 뒤 q × τ를 "
-    "{dtype} 값으로 반올림합니다.",
+    "precision.temperature_naive": "{dtype} 텐서로 짠 계산: τ를 {dtype} 값으로 반올림한 뒤 q × "
+    "τ를 {dtype} 값으로 반올림합니다.",
+    "precision.layernorm_eager": "CPU의 F.layer_norm처럼(StableLM, Phi의 q/k 노름): float32로 μ와 "
+    "r = 1/√(mean((x − μ)²) + ε)를 구하고, x·r + (−r·μ), 가중치와의 곱, 편향의 덧셈(파라미터는 "
+    "{dtype} 값)을 각 단계 float32로 반올림한 뒤 결과를 {dtype} 값으로 한 번 반올림합니다.",
+    "precision.layernorm_naive": "업캐스트 없이 {dtype} 텐서로 짠 계산: μ, x − μ, 그 제곱, 그 "
+    "평균, + ε, 제곱근, 나눗셈, 가중치와의 곱, 편향의 덧셈을 각각 {dtype} 값으로 반올림합니다.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "프리셋을 찾을 수 없습니다: {name!r}. 있는 프리셋: {names}",
     "cli.presets_missing": "이 설치에는 프리셋 폴더가 없습니다({path}). qkvcalc를 다시 설치하세요",
