@@ -119,6 +119,12 @@ def _fit_tokens(doc: dict[str, Any], notes: list[Msg] | None) -> None:
         notes.append(Msg("warn.tokens_dropped", count=count, rows=rows))
 
 
+def _names(err: QkvcalcError, origin: str) -> bool:
+    """The message already names the file (an .npz's messages name it, or its member)."""
+    said = (err.msg, *err.where)
+    return any(str(m.params.get("origin", "")).startswith(origin) for m in said)
+
+
 def _as_object(data: bytes | bytearray, origin: str, limit: int = MAX_BYTES) -> dict[str, Any]:
     kind = arrays.kind_of(data)
     if kind is not None:  # a numpy file: a .npz holds a whole problem, a .npy one matrix
@@ -127,7 +133,9 @@ def _as_object(data: bytes | bytearray, origin: str, limit: int = MAX_BYTES) -> 
                 raise QkvcalcError("array.npy_as_source")
             return arrays.load_npz(data, origin, limit)
         except QkvcalcError as err:
-            raise err.within("input.from", origin=origin) from None
+            raise (
+                err if _names(err, origin) else err.within("input.from", origin=origin)
+            ) from None
     try:
         doc = load_json(data)
     except QkvcalcError as err:
