@@ -58,7 +58,7 @@ def _matrix(rng, rows: int, cols: int) -> list[list[float]]:
 
 def _random_doc(rng) -> tuple[dict, dict[str, str]]:
     """Shapes that mostly meet, and sometimes do not: X, the weights, tokens, a mask, key
-    padding, heads, a ragged row; now and then an inline option on top."""
+    padding, heads, a loss (attend), a ragged row; now and then an inline option on top."""
     n, d, dk = (int(v) for v in rng.integers(1, 6, size=3))
 
     def off(v: int) -> int:  # now and then one more or one fewer
@@ -78,6 +78,8 @@ def _random_doc(rng) -> tuple[dict, dict[str, str]]:
         doc["key_padding"] = [1] * off(n)
     if rng.random() < 0.2:
         doc["heads"] = int(rng.integers(1, 4))
+    if rng.random() < 0.15:
+        doc["attend"] = [1] * off(n)
     if rng.random() < 0.1:
         doc["x"][-1] = doc["x"][-1] + [1.0]  # a ragged row
     inline = {}
@@ -108,7 +110,7 @@ def test_every_refusal_from_the_outline_is_the_whole_parse_s(small, tmp_path, mo
         whole = outcome(path, inline, outlined=False)
         assert outcome(path, inline, outlined=True) == whole, (doc, inline)
     assert len(refused) > 40, refused  # the outline itself refused these (and said the same)
-    assert {"shape.weight_rows", "matrix.ragged", "tokens.count"} <= set(refused)
+    assert {"shape.weight_rows", "matrix.ragged", "tokens.count", "mask.shape"} <= set(refused)
 
 
 def _write(path: Path, text: str) -> Path:
@@ -124,12 +126,15 @@ def _write(path: Path, text: str) -> Path:
         ("1, 2 3, 4", "Expecting ',' delimiter"),
         ("1, 2, 3,", "Expecting value"),
         ("1, 2., 3", "Expecting ',' delimiter"),
+        ("1, 1e400, 3", "X[1,12]: inf"),
+        ("1, " + "9" * 400 + ", 3", "X[1,12]: 9999"),
     ],
-    ids=["two-commas", "leading-zero", "no-comma", "comma-last", "bare-point"],
+    ids=["two-commas", "leading-zero", "no-comma", "comma-last", "bare-point", "inf", "huge"],
 )
 def test_a_long_row_that_is_not_json_gets_the_json_message(small, tmp_path, row, expect):
     """X's width is wrong for W_Q whatever its numbers; but a row that is not JSON is said to
-    be so (by the whole parse: line and column), not counted as if it were."""
+    be so (by the whole parse: line and column), not counted as if it were; and a number
+    beyond float64 is named by its cell, as the whole parse names it first."""
     long_row = ", ".join(["1.5"] * 10) + ", " + row
     path = _write(
         tmp_path / "bad.json", f'{{"x": [[{long_row}]], "wq": [[1]], "wk": [[1]], "wv": [[1]]}}'

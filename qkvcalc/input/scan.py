@@ -231,8 +231,9 @@ _BRACKETS = bytes.maketrans(b"[]", b"  ")
 
 
 def _holds(data: bytes | bytearray, long: Long) -> bool:
-    """Whether a long array is JSON and holds what was counted: json.loads a megabyte at a
-    time (split at a comma between entries), each piece let go once counted."""
+    """Whether a long array is JSON and holds what was counted (numbers: each finite as a
+    float64, so that no cell's own message would have come before one of lengths): json.loads
+    a piece at a time (split at a comma between entries), each let go once counted."""
     want = int(long.widths.sum()) if long.widths is not None else long.count
     got = 0
     try:
@@ -242,8 +243,10 @@ def _holds(data: bytes | bytearray, long: Long) -> bool:
             found = json.loads("[" + piece.decode("utf-8") + "]")
             if not found:  # nothing between two commas
                 return False
+            if long.kind != "names" and not np.isfinite(np.array(found, dtype=np.float64)).all():
+                return False  # 1e400, or an integer past float64: its own message comes first
             got += len(found)
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError, OverflowError):
         return False
     return got == want
 
