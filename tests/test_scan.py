@@ -196,10 +196,12 @@ def test_rows_are_counted_a_block_at_a_time_as_a_whole(monkeypatch):
 # ---- the real program, its memory measured ----------------------------------------------------
 
 
-def _refused_with_peak(path: Path) -> tuple[subprocess.CompletedProcess, int]:
+def _refused_with_peak(
+    path: Path, command: str = "explain"
+) -> tuple[subprocess.CompletedProcess, int]:
     from tests.test_hostile_surfaces import run_measured
 
-    return run_measured("explain", str(path))
+    return run_measured(command, str(path))
 
 
 def _repeat(path: Path, head: str, item: str, count: int, tail: str) -> Path:
@@ -224,43 +226,45 @@ def floor_kb(tmp_path_factory) -> int:
 WEIGHTS = '], "wq": [[1]], "wk": [[1]], "wv": [[1]]}'
 
 
+def _row(path: Path) -> Path:
+    return _repeat(path, '{"x": [[', "1.5", 8_000_000, "]" + WEIGHTS)
+
+
+def _rows(path: Path) -> Path:
+    return _repeat(path, '{"x": [', "[" + ",".join(["1.5"] * 4000) + "]", 2000, WEIGHTS)
+
+
+def _names(path: Path) -> Path:
+    head = '{"x": [[1], [2]], "wq": [[1]], "wk": [[1]], "wv": [[1]], "tokens": ['
+    return _repeat(path, head, '"ab"', 4_000_000, "]}")
+
+
+ROW_WIDTH = "the width of X (its number of columns) is 8000000"
+NAMES = "the number of names in tokens is 4000000"
+
+
 @pytest.mark.parametrize(
-    ("what", "make", "expect"),
+    ("command", "make", "expect"),
     [
-        (
-            "8 million numbers in a row",
-            lambda p: _repeat(p, '{"x": [[', "1.5", 8_000_000, "]" + WEIGHTS),
-            "the width of X (its number of columns) is 8000000",
-        ),
-        (
-            "2,000 rows of 4,000",
-            lambda p: _repeat(
-                p, '{"x": [', "[" + ",".join(["1.5"] * 4000) + "]", 2000, WEIGHTS
-            ),
-            "the width of X (its number of columns) is 4000",
-        ),
-        (
-            "4 million names",
-            lambda p: _repeat(
-                p, '{"x": [[1], [2]], "wq": [[1]], "wk": [[1]], "wv": [[1]], "tokens": [',
-                '"ab"', 4_000_000, "]}",
-            ),
-            "the number of names in tokens is 4000000",
-        ),
+        ("explain", _row, ROW_WIDTH),
+        ("explain", _rows, "the width of X (its number of columns) is 4000"),
+        ("explain", _names, NAMES),
+        ("quiz", _row, ROW_WIDTH),
     ],
-    ids=["row", "rows", "names"],
-)  # fmt: skip
+    ids=["row", "rows", "names", "quiz-row"],
+)
 def test_a_large_input_is_refused_by_its_lengths_in_a_small_multiple_of_its_size(
-    tmp_path, floor_kb, what, make, expect
+    tmp_path, floor_kb, command, make, expect
 ):
-    """The whole parse held a Python object per number or name: 12 and 16 times the file's
-    size (1.16 GB for 96 MB of `1.5,`). From the outline, the refusal's peak above the floor
-    stays under 4 times the file's size (measured: 1.2 times for the numbers, 3 times for the
-    names, whose stand-in is a list: 8 bytes a name of 5)."""
-    path = make(tmp_path / "big.json")
-    size_kb = path.stat().st_size // 1000
-    proc, peak = _refused_with_peak(path)
+    """8 million numbers in one row of X (32 MB), 2,000 rows of 4,000, 4 million names for
+    2 rows (20 MB). The whole parse held a Python object per number or name: 12 and 16 times
+    the file's size above the floor (1.16 GB for 96 MB of `1.5,`). From the outline, the
+    refusal's peak above the floor stays under 4 times the file's size (measured: 1.2 times
+    for the numbers, 3 times for the names, whose stand-in is a list: 8 bytes a name of 5)."""
     from tests.test_hostile import assert_one_clean_message
 
+    path = make(tmp_path / "big.json")
+    size_kb = path.stat().st_size // 1000
+    proc, peak = _refused_with_peak(path, command)
     assert_one_clean_message(proc, expect)
-    assert peak - floor_kb < 4 * size_kb, (what, peak, floor_kb, size_kb)
+    assert peak - floor_kb < 4 * size_kb, (command, make.__name__, peak, floor_kb, size_kb)
