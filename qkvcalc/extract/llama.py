@@ -93,6 +93,9 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
 MIRRORED = ("nanochat",)
 # The output gate σ(x·W_G + b_G) on each head's output before o_proj, from its own projection
 GATES = {"afmoe": lambda attn: attn.gate_proj}
+# Qwen3-Next's and Qwen3.5's full-attention layers: q_proj holds each head's query and its output
+# gate side by side, [q_h | gate_h] (head_dim each); the gate is σ(gate_h) on head h's output
+QUERY_GATES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
 STYLE = {
     "cohere": "pairs",
     "cohere2": "pairs",
@@ -116,11 +119,28 @@ def projections(attn: Any, heads: int, kv_heads: int) -> list[np.ndarray | None]
     return split_columns(fused, [heads * attn.head_dim, *[kv_heads * attn.head_dim] * 2])
 
 
+# The RMSNorms that multiply by (1 + w), by their class's name
+ONE_PLUS = ("Gemma", "Qwen3NextRMSNorm", "Qwen3_5RMSNorm", "Qwen3_5MoeRMSNorm")
+
+
 def norm_weight(norm: Any) -> np.ndarray:
-    """An RMSNorm's weight as x / √(mean(x²) + eps) · w reads it: Gemma's norms multiply by
-    (1 + w)."""
+    """An RMSNorm's weight as x / √(mean(x²) + eps) · w reads it: Gemma's, Qwen3-Next's and
+    Qwen3.5's norms multiply by (1 + w)."""
     weight = array(norm.weight)
-    return 1.0 + weight if "Gemma" in type(norm).__name__ else weight
+    return 1.0 + weight if any(name in type(norm).__name__ for name in ONE_PLUS) else weight
+
+
+def query_gate(weight: Any, found: Any, heads: int, head_dim: int) -> list[Any]:
+    """[wq, bq, wg, bg] from a q_proj that holds [q_h | gate_h] per head (QUERY_GATES): its
+    columns (weight, bias `found`) viewed as (heads, 2, head_dim), the first of each pair the
+    query, the second the gate."""
+    d_model = weight.shape[0]
+    paired = weight.reshape(d_model, heads, 2, head_dim)
+    cols = [np.ascontiguousarray(paired[:, :, i].reshape(d_model, -1)) for i in (0, 1)]
+    if found is None:
+        return [cols[0], None, cols[1], None]
+    halves = found.reshape(heads, 2, head_dim)
+    return [cols[0], halves[:, 0].reshape(-1), cols[1], halves[:, 1].reshape(-1)]
 
 
 def out_projection(attn: Any) -> Any:
@@ -134,7 +154,11 @@ def keys(layer: Layer) -> dict[str, Any]:
     heads = config.num_attention_heads
     kv_heads = config.num_key_value_heads
     out = out_projection(attn)
-    keys = base_keys(projections(attn, heads, kv_heads), out, heads, kv_heads)
+    parts = projections(attn, heads, kv_heads)
+    gated = None
+    if config.model_type in QUERY_GATES:
+        parts[0], parts[3], *gated = query_gate(parts[0], parts[3], heads, attn.head_dim)
+    keys = base_keys(parts, out, heads, kv_heads)
     if not default_scale(attn.scaling, attn.head_dim):
         keys["scale"] = attn.scaling
     keys.update(mask_keys(layer, getattr(attn, "is_causal", True)))
@@ -143,6 +167,8 @@ def keys(layer: Layer) -> dict[str, Any]:
         keys["rope"] = rope(layer, attn.head_dim, style, config.model_type in MIRRORED)
     sinks = getattr(attn, "sinks", None)
     gate = GATES[config.model_type](attn) if config.model_type in GATES else None
+    if gated is not None:
+        keys.update(with_optional({}, wg=gated[0], bg=gated[1]))
     if getattr(attn, "attn_temperature_tuning", False) and not attn.use_rope:  # Llama 4's NoPE
         keys["attn_temperature"] = {
             "floor_scale": float(attn.floor_scale),
@@ -279,6 +305,11 @@ FAMILY = Family(
         "nanochat": "NanoChat",
         "internlm3": "InternLM3",  # transformers runs these two as LLaMA
         "iquestcoder": "IQuest-Coder",
+        "qwen3_next": "Qwen3-Next",  # hybrids: their full-attention layers (hybrid.py)
+        "qwen3_5": "Qwen3.5",
+        "qwen3_5_text": "Qwen3.5",
+        "qwen3_5_moe": "Qwen3.5 MoE",
+        "qwen3_5_moe_text": "Qwen3.5 MoE",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
