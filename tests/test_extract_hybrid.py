@@ -85,7 +85,114 @@ CASES = {
         TEXT,
     ),
 }
-LAYER = 1  # the full-attention layer, after a Gated DeltaNet layer
+QWEN = list(CASES)
+MAMBA = {  # Mamba 2 (Bamba, Granite 4, Falcon-H1), tiny: 4 heads of 16 = 2 × hidden
+    "mamba_n_heads": 4,
+    "mamba_d_head": 16,
+    "mamba_n_groups": 1,
+    "mamba_d_state": 8,
+    "mamba_chunk_size": 4,
+}
+GRANITE = {
+    **LLAMA,
+    **MAMBA,
+    "layer_types": ["mamba", "attention"],
+    "num_local_experts": 2,
+    "num_experts_per_tok": 1,
+    "attention_multiplier": 0.4,
+}
+# the hybrids of state-space layers (and LFM2's short convolutions, Nemotron-H's MLP blocks)
+CASES.update(
+    {
+        "bamba": (
+            "BambaConfig",
+            {**LLAMA, **MAMBA, "attn_layer_indices": [1]},
+            "BambaForCausalLM",
+            TEXT,
+        ),
+        "jamba": (
+            "JambaConfig",
+            {
+                **LLAMA,
+                "attn_layer_period": 2,
+                "attn_layer_offset": 1,
+                "num_experts": 2,
+                "expert_layer_period": 2,
+                "expert_layer_offset": 1,
+                "mamba_d_state": 8,
+                "mamba_dt_rank": 4,
+                "use_mamba_kernels": False,
+            },
+            "JambaForCausalLM",
+            TEXT,
+        ),
+        "granitemoehybrid": (
+            "GraniteMoeHybridConfig",
+            {**GRANITE, "position_embedding_type": "rope"},
+            "GraniteMoeHybridForCausalLM",
+            TEXT,
+        ),
+        "granitemoehybrid-nope": (
+            "GraniteMoeHybridConfig",
+            GRANITE,
+            "GraniteMoeHybridForCausalLM",
+            TEXT,
+        ),
+        "nemotron_h": (
+            "NemotronHConfig",
+            {
+                **LLAMA,
+                "num_hidden_layers": 3,
+                "layers_block_type": ["linear_attention", "full_attention", "mlp"],
+                "head_dim": 8,
+                "mamba_num_heads": 4,
+                "mamba_head_dim": 16,
+                "n_groups": 1,
+                "ssm_state_size": 8,
+                "chunk_size": 4,
+            },
+            "NemotronHForCausalLM",
+            "model.layers.{}.mixer",
+        ),
+        "lfm2": (
+            "Lfm2Config",
+            {**LLAMA, "layer_types": ["conv", "full_attention"]},
+            "Lfm2ForCausalLM",
+            TEXT,
+        ),
+        "lfm2_moe": (
+            "Lfm2MoeConfig",
+            {
+                **LLAMA,
+                "layer_types": ["conv", "full_attention"],
+                "num_dense_layers": 1,
+                "num_experts": 3,
+                "num_experts_per_tok": 2,
+                "moe_intermediate_size": 16,
+            },
+            "Lfm2MoeForCausalLM",
+            TEXT,
+        ),
+        "falcon_h1": (  # attention and Mamba side by side in every layer
+            "FalconH1Config",
+            {
+                **LLAMA,
+                **MAMBA,
+                "head_dim": 8,
+                "mamba_d_ssm": 64,
+                "key_multiplier": 0.7,
+                "attention_in_multiplier": 1.3,
+            },
+            "FalconH1ForCausalLM",
+            TEXT,
+        ),
+    }
+)
+LAYER = 1  # the attention layer, after a layer of the other kind
+
+
+def projection(module):
+    return getattr(module, "o_proj", None) or module.out_proj  # LFM2: out_proj
 
 
 def reference(model, attention_module) -> dict:
@@ -105,7 +212,7 @@ def reference(model, attention_module) -> dict:
     hooks = [
         attention_module.register_forward_pre_hook(grab_x, with_kwargs=True),
         attention_module.register_forward_hook(grab_weights),
-        attention_module.o_proj.register_forward_hook(grab_out),
+        projection(attention_module).register_forward_hook(grab_out),
     ]
     try:
         with torch.no_grad(), true_float64():
@@ -158,7 +265,7 @@ def test_the_full_attention_layer_equals_transformers(lab, name):
     assert relative(trace.output, ref["out"]) < TOL
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", QWEN)
 def test_the_gate_the_norms_and_the_partial_rotation_are_the_layers(lab, name):
     """What the problem says, read from the module, and each part needed: without the gate, with
     the norms' plain w, or with the whole head rotating, the output is another."""
@@ -212,7 +319,55 @@ def test_the_command_line_refuses_a_linear_layer_in_one_line(lab):
     assert len(lines) == 1 and "Gated DeltaNet" in lines[0] and "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("model_type", ["bamba", "jamba", "nemotron_h", "lfm2", "zamba2"])
+def test_the_keys_of_the_state_space_hybrids(lab):
+    """What each problem says, read from its module: positions or none (Jamba's and Nemotron-H's
+    attention has none, Granite 4's as its config says), Granite's scale, LFM2's q/k norms,
+    Falcon-H1's key multiplier folded into W_K."""
+
+    def p(name):
+        return lab(name)["problem"]
+
+    assert p("bamba")["rope"]["dims"] == 4  # partial_rotary_factor 0.5 by default
+    for name in ("jamba", "nemotron_h", "granitemoehybrid-nope"):
+        assert "rope" not in p(name) and p(name)["mask"] == "causal"
+    assert "rope" in p("granitemoehybrid") and p("granitemoehybrid")["scale"] == 0.4
+    for name in ("lfm2", "lfm2_moe"):
+        assert np.shape(p(name)["q_norm"]) == (8,) and "qk_norm" not in p(name)
+    falcon = lab("falcon_h1")
+    k_proj = falcon["module"].k_proj.weight.detach().numpy().T
+    assert relative(falcon["problem"]["wk"], 0.7 * k_proj) < 1e-15
+    unscaled = {**falcon["problem"], "wk": k_proj}
+    assert relative(qkvcalc_output(unscaled), falcon["reference"]["out"]) > 1e-3
+
+
+@pytest.mark.parametrize(
+    ("layer", "words", "ko"),
+    [(0, "state-space (Mamba)", "상태 공간(Mamba)"), (2, "feed-forward (MLP-only)", "MLP")],
+)
+def test_a_mamba_or_mlp_block_is_named_as_such(lab, layer, words, ko):
+    import qkvcalc
+    from qkvcalc.errors import QkvcalcError
+
+    folder = lab("nemotron_h")["folder"]
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.extract(str(folder), layer=layer, input_ids=ids(), dtype="float64")
+    assert err.value.msg.key == "extract.not_attention"
+    assert words in str(err.value) and str(err.value).endswith("are 1")
+    assert ko in err.value.message("ko")
+
+
+def test_every_hybrid_named_is_a_model_type_of_transformers():
+    from transformers import CONFIG_MAPPING
+
+    from qkvcalc.extract.hybrid import NOT_READ, READ
+    from qkvcalc.extract.runner import families
+
+    for model_type in [*READ, *NOT_READ]:
+        assert model_type in CONFIG_MAPPING, model_type
+    assert set(READ) <= set(families()) and not set(NOT_READ) & set(families())
+
+
+@pytest.mark.parametrize("model_type", ["zamba", "zamba2", "olmo_hybrid", "kimi_linear", "minimax"])
 def test_the_hybrids_extract_does_not_read_are_refused_before_loading(tmp_path, model_type):
     import qkvcalc
     from qkvcalc.errors import QkvcalcError
@@ -238,9 +393,9 @@ def test_heads_shows_the_attention_layers_and_says_where_the_others_are(lab):
     assert [layer["layer"] for layer in to_json(run)["layers"]] == [LAYER]
     for lang in ("en", "ko"):
         text = heads_text(run, lang, 120)
-        assert run.others is not None and run.others.text(lang) in " ".join(text.split("\n"))
+        assert len(run.others) == 1 and run.others[0].text(lang) in " ".join(text.split("\n"))
         assert ("layer 1" if lang == "en" else "층 1") in text
-    assert "layers 0." in run.others.text("en")
+    assert "layers 0." in run.others[0].text("en")
     html = page(run)
     assert 'id="l1h4"' in html and 'id="l0h1"' not in html
     assert "not in the page" not in html  # every head explained, the gate included
@@ -250,3 +405,29 @@ def test_heads_shows_the_attention_layers_and_says_where_the_others_are(lab):
     assert relative(trace.weights[0], got["reference"]["weights"][1]) < TOL
     _, gated = oracle({**problem, "wo": np.eye(np.shape(problem["wo"])[0])})
     assert relative(trace.output, gated[:, 8:16]) < TOL
+
+
+def test_heads_names_each_kind_of_other_layer(lab):
+    from qkvcalc.extract.heads import attention_maps
+    from qkvcalc.render.heads import heads_text
+
+    got = lab("nemotron_h")
+    run = attention_maps(str(got["folder"]), input_ids=ids(), dtype="float64")
+    assert run.layers == [1] and relative(run.weights[0], got["reference"]["weights"]) < TOL
+    said = [other.text("en") for other in run.others]
+    assert len(said) == 2
+    assert "state-space (Mamba)" in said[0] and said[0].endswith(
+        "layers 0. The rows below are its attention layers."
+    )
+    assert "feed-forward (MLP-only)" in said[1] and "layers 2." in said[1]
+    text = " ".join(heads_text(run, "en", 200).split("\n"))
+    assert all(sentence in text for sentence in said)
+
+
+def test_heads_on_a_parallel_hybrid_shows_every_layer(lab):
+    """Falcon-H1's layers are each attention and Mamba side by side: every layer is shown."""
+    from qkvcalc.extract.heads import attention_maps
+
+    run = attention_maps(str(lab("falcon_h1")["folder"]), input_ids=ids(), dtype="float64")
+    assert run.layers == [0, 1] and run.others == []
+    assert relative(run.weights[1], lab("falcon_h1")["reference"]["weights"]) < TOL

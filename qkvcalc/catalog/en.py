@@ -1590,6 +1590,8 @@ MESSAGES: dict[str, str] = {
     "hybrid.kimi_delta": "linear-attention (Kimi Delta Attention)",
     "hybrid.lightning": "linear-attention (lightning attention)",
     "hybrid.none": "none",
+    "hybrid.mlp": "feed-forward (MLP-only)",
+    "hybrid.other": "non-attention",
     "extract.token_id": "token id {id} is outside the vocabulary: {model} has {size} tokens, "
     "ids 0 to {last}",
     "extract.ids_syntax": "--ids {text!r}: write the token ids as whole numbers split by spaces "

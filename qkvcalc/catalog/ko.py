@@ -1590,6 +1590,8 @@ MESSAGES: dict[str, str] = {
     "hybrid.kimi_delta": "선형 어텐션(Kimi Delta Attention)",
     "hybrid.lightning": "선형 어텐션(라이트닝 어텐션)",
     "hybrid.none": "없음",
+    "hybrid.mlp": "피드포워드(MLP만 있는)",
+    "hybrid.other": "다른 종류의",
     "extract.token_id": "토큰 id {id}: 어휘 밖의 값입니다. {model}의 토큰은 {size}개이고, "
     "id는 0부터 {last}까지입니다",
     "extract.ids_syntax": "--ids {text!r}: 토큰 id는 공백이나 쉼표로 나눈 정수로 적어 주세요. "

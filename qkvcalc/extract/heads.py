@@ -53,7 +53,7 @@ class HeadsRun:
     problems: list[dict[str, Any]] = field(default_factory=list)  # per layer, when asked
     # a hybrid's attention layers (from 0), one per entry of weights; empty: every layer is
     numbers: list[int] = field(default_factory=list)
-    others: Msg | None = None  # a hybrid's other layers, in words (hybrid.others)
+    others: list[Msg] = field(default_factory=list)  # a hybrid's other layers (hybrid.others)
 
     @property
     def heads(self) -> int:
@@ -307,7 +307,7 @@ def attention_maps(
         weights=weights,
         problems=found,
         numbers=[] if attention is None else numbers,
-        others=None if attention is None else hybrid.others(config, count),
+        others=[] if attention is None else hybrid.others(config, count),
     )
 
 

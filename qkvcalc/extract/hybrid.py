@@ -21,26 +21,27 @@ from typing import Any
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 
-# A hybrid whose attention layers extract reads: model_type → the kind of its other layers
-# (the catalog's hybrid.<kind>)
+# A hybrid whose attention layers extract reads: model_type → the kind of each of its other
+# layers, by its name in layer_types (the catalog's hybrid.<kind>)
+GATED_DELTANET = {"linear_attention": "gated_deltanet"}
+MAMBA = {"linear_attention": "mamba"}
 READ = {
-    "qwen3_next": "gated_deltanet",
-    "qwen3_5": "gated_deltanet",
-    "qwen3_5_text": "gated_deltanet",
-    "qwen3_5_moe": "gated_deltanet",
-    "qwen3_5_moe_text": "gated_deltanet",
+    "qwen3_next": GATED_DELTANET,
+    "qwen3_5": GATED_DELTANET,
+    "qwen3_5_text": GATED_DELTANET,
+    "qwen3_5_moe": GATED_DELTANET,
+    "qwen3_5_moe_text": GATED_DELTANET,
+    "bamba": MAMBA,
+    "jamba": MAMBA,
+    "granitemoehybrid": MAMBA,
+    "nemotron_h": {**MAMBA, "mlp": "mlp", "moe": "mlp"},  # and blocks of an MLP alone
+    "lfm2": {"conv": "short_conv"},
+    "lfm2_moe": {"conv": "short_conv"},
 }
 # A hybrid extract does not read yet: model_type → (its name, the kind of its other layers)
 NOT_READ = {
-    "nemotron_h": ("Nemotron-H", "mamba"),
-    "bamba": ("Bamba", "mamba"),
-    "jamba": ("Jamba", "mamba"),
-    "granitemoehybrid": ("Granite 4 (hybrid)", "mamba"),
-    "falcon_h1": ("Falcon-H1", "mamba"),
     "zamba": ("Zamba", "mamba"),
     "zamba2": ("Zamba2", "mamba"),
-    "lfm2": ("LFM2", "short_conv"),
-    "lfm2_moe": ("LFM2-MoE", "short_conv"),
     "olmo_hybrid": ("OLMo-Hybrid", "gated_deltanet"),
     "kimi_linear": ("Kimi Linear", "kimi_delta"),
     "minimax": ("MiniMax", "lightning"),
@@ -55,20 +56,27 @@ def text_config(config: Any) -> Any:
     return found if found is not None else config
 
 
+def _kinds(config: Any) -> dict[str, str] | None:
+    text = text_config(config)
+    return READ.get(config.model_type) or READ.get(text.model_type)
+
+
+def layer_types(config: Any) -> list[str]:
+    return [str(kind) for kind in getattr(text_config(config), "layer_types", None) or []]
+
+
 def attention_layers(config: Any) -> list[int] | None:
     """The attention layers of a hybrid extract reads, from 0; None for any other model (all
     of its layers are attention)."""
-    text = text_config(config)
-    if config.model_type not in READ and text.model_type not in READ:
+    if _kinds(config) is None:
         return None
-    types = list(getattr(text, "layer_types", None) or [])
-    return [i for i, kind in enumerate(types) if kind in ATTENTION]
+    return [i for i, kind in enumerate(layer_types(config)) if kind in ATTENTION]
 
 
-def kind(config: Any) -> Msg:
-    """The kind of a hybrid's other layers, in words."""
-    found = READ.get(config.model_type) or READ.get(text_config(config).model_type, "")
-    return Msg(f"hybrid.{found}")
+def kind(config: Any, layer: int) -> Msg:
+    """The kind of a hybrid's layer that is not attention, in words."""
+    name = layer_types(config)[layer]
+    return Msg(f"hybrid.{(_kinds(config) or {}).get(name, 'other')}")
 
 
 def check_type(model_type: str, model: str) -> None:
@@ -91,22 +99,26 @@ def check_layer(config: Any, layer: int, model: str) -> None:
     whole = isinstance(layer, Integral) and not isinstance(layer, bool)
     if found is None or not whole or layer in found:
         return
-    if not 0 <= layer < len(text_config(config).layer_types):
+    if not 0 <= layer < len(layer_types(config)):
         return  # extract.layer says so
     raise QkvcalcError(
         "extract.not_attention",
-        layer=layer,
+        layer=int(layer),
         model=model,
-        kind=kind(config),
+        kind=kind(config, int(layer)),
         attention=", ".join(str(i) for i in found) if found else Msg("hybrid.none"),
     )
 
 
-def others(config: Any, count: int) -> Msg | None:
-    """For `qkvcalc heads`: where a hybrid's other layers are, and their kind (None when all of
-    its `count` layers are attention)."""
+def others(config: Any, count: int) -> list[Msg]:
+    """For `qkvcalc heads`: where a hybrid's other layers are, one sentence per kind (none when
+    all of its `count` layers are attention)."""
     found = set(attention_layers(config) or [])
-    rest = [i for i in range(count) if i not in found]
-    if not rest:
-        return None
-    return Msg("heads.others", layers=", ".join(str(i) for i in rest), kind=kind(config))
+    by_kind: dict[str, list[int]] = {}
+    for i in range(min(count, len(layer_types(config)))):
+        if i not in found:
+            by_kind.setdefault(kind(config, i).key, []).append(i)
+    return [
+        Msg("heads.others", layers=", ".join(str(i) for i in rest), kind=Msg(key))
+        for key, rest in by_kind.items()
+    ]

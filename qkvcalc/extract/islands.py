@@ -82,6 +82,13 @@ _STANDARD_RMS = (
     "Ministral3RMSNorm",
     "AfmoeRMSNorm",
     "FlintRMSNorm",
+    "BambaRMSNorm",
+    "JambaRMSNorm",
+    "GraniteMoeHybridRMSNorm",
+    "Lfm2RMSNorm",
+    "Lfm2MoeRMSNorm",
+    "NemotronHRMSNorm",
+    "FalconH1RMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")
@@ -154,6 +161,11 @@ def _rotary_float64(module: Any, x: Any, position_ids: Any, layer_type: Any = No
         ):
             return (emb.cos() * factor).to(x.dtype), (emb.sin() * factor).to(x.dtype)
     return cos32, sin32
+
+
+# A hybrid's layers that are not attention, by the end of their class's name: Gated DeltaNet,
+# the Mamba mixers (Granite 4's: GraniteMoeHybridMambaLayer)
+OTHER_LAYERS = ("GatedDeltaNet", "Mixer", "MambaLayer")
 
 
 def _float64_inside(module: Any) -> Any:
@@ -269,7 +281,7 @@ def _patch_modules(model: Any, restore: list[Any]) -> None:
             module.forward = types.MethodType(_plain_layer_norm, module)
         elif kind == "AfmoeTokenChoiceRouter":
             module.forward = types.MethodType(_afmoe_router, module)
-        elif kind.endswith("GatedDeltaNet"):  # the linear layers of a hybrid (hybrid.py)
+        elif kind.endswith(OTHER_LAYERS):  # a hybrid's other layers (hybrid.py)
             module.forward = _float64_inside(module)
         elif kind.endswith("RotaryEmbedding") and hasattr(module, "rope_type"):
             module.forward = types.MethodType(_rotary_float64, module)

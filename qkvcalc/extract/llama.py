@@ -56,7 +56,8 @@ def rope(
     YaRN, longrope) the frequencies themselves (inv_freq) and attention_factor, for this run's
     length — computed in float64 from the config when the run is float64 (rope.py), the
     module's own numbers otherwise."""
-    rotary = decoder(layer.model).rotary_emb
+    stack = decoder(layer.model)
+    rotary = stack.rotary_emb if hasattr(stack, "rotary_emb") else stack.pos_emb  # LFM2-MoE's
     kind = rope_layer_type(rotary, rotary.config, layer.index)  # the text model's config
     params = rotary.config.rope_parameters
     params = params if kind is None else params[kind]
@@ -88,6 +89,9 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
     "llama4_text": lambda attn: bool(attn.use_rope),
     "afmoe": lambda attn: bool(attn.is_local_attention),
     "flint": lambda attn: attn.sliding_window is not None,
+    "jamba": lambda attn: False,  # no positions in its attention: the Mamba layers order tokens
+    "granitemoehybrid": lambda attn: attn.config.position_embedding_type == "rope",
+    "nemotron_h": lambda attn: False,  # no positions in its attention, as Jamba's
 }
 # rotate_half as cat(x₂, −x₁), not cat(−x₂, x₁): a rotation by −θ
 MIRRORED = ("nanochat",)
@@ -144,7 +148,9 @@ def query_gate(weight: Any, found: Any, heads: int, head_dim: int) -> list[Any]:
 
 
 def out_projection(attn: Any) -> Any:
-    """o_proj (Phi: dense)."""
+    """o_proj (Phi: dense; LFM2: out_proj)."""
+    if hasattr(attn, "out_proj"):
+        return attn.out_proj
     return attn.o_proj if hasattr(attn, "o_proj") else attn.dense
 
 
@@ -159,6 +165,9 @@ def keys(layer: Layer) -> dict[str, Any]:
     if config.model_type in QUERY_GATES:
         parts[0], parts[3], *gated = query_gate(parts[0], parts[3], heads, attn.head_dim)
     keys = base_keys(parts, out, heads, kv_heads)
+    multiplier = getattr(attn, "key_multiplier", None)  # Falcon-H1: K = x·W_K, times it
+    if multiplier is not None and multiplier != 1:
+        keys.update({k: keys[k] * multiplier for k in ("wk", "bk") if k in keys})
     if not default_scale(attn.scaling, attn.head_dim):
         keys["scale"] = attn.scaling
     keys.update(mask_keys(layer, getattr(attn, "is_causal", True)))
@@ -216,6 +225,8 @@ def qk_norm_keys(attn: Any) -> dict[str, Any]:
     after_rope = hasattr(attn, "query_layernorm")  # HunYuan: RMSNorm after the rotation
     q = getattr(attn, "query_layernorm", getattr(attn, "q_norm", None))
     k = getattr(attn, "key_layernorm", getattr(attn, "k_norm", None))
+    if q is None and k is None:  # LFM2: q_layernorm and k_layernorm, RMSNorm per head
+        q, k = getattr(attn, "q_layernorm", None), getattr(attn, "k_layernorm", None)
     if q is None and k is None:
         return {}
     out: dict[str, Any] = {}
@@ -310,9 +321,25 @@ FAMILY = Family(
         "qwen3_5_text": "Qwen3.5",
         "qwen3_5_moe": "Qwen3.5 MoE",
         "qwen3_5_moe_text": "Qwen3.5 MoE",
+        "bamba": "Bamba",
+        "jamba": "Jamba",
+        "granitemoehybrid": "Granite 4 (hybrid)",
+        "lfm2": "LFM2",
+        "lfm2_moe": "LFM2-MoE",
+        "falcon_h1": "Falcon-H1",  # attention and Mamba side by side in every layer
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
     output=lambda block: out_projection(block.self_attn),
+    keys=keys,
+)
+
+# Nemotron-H: each block holds one mixer — Mamba 2, attention (without positions), an MLP or
+# an MoE (hybrid.py)
+NEMOTRON_H = Family(
+    names={"nemotron_h": "Nemotron-H"},
+    stack=lambda model: decoder(model).layers,
+    attention=lambda block: block.mixer,
+    output=lambda block: block.mixer.o_proj,
     keys=keys,
 )

@@ -55,6 +55,7 @@ def families() -> dict[str, Family]:
         bert.FAMILY,
         gpt2.FAMILY,
         llama.FAMILY,
+        llama.NEMOTRON_H,
         neox.FAMILY,
         bloom.FAMILY,
         t5.FAMILY,
