@@ -1,7 +1,10 @@
 """The LLaMA family — LLaMA, Mistral, Qwen2, Qwen3, Gemma 2 and 3, Phi-3, Phi, StableLM,
 StarCoder2, Mixtral, Qwen2-MoE, SmolLM3, EXAONE 4, gpt-oss, Cohere and Cohere 2, OLMo 2, HunYuan,
 Llama 4's text layers (NoPE layers with the attention temperature), OLMo 3, Apertus, Seed-OSS,
-GLM-4 and GLM-4.5, Qwen3-MoE, ERNIE 4.5 (dense and MoE), Granite and Granite MoE, and the other
+GLM-4 and GLM-4.5, Qwen3-MoE, ERNIE 4.5 (dense and MoE), Granite and Granite MoE, the attention
+layers of the hybrids (Qwen3-Next and Qwen3.5 with the output gate in q_proj, Bamba, Jamba,
+Granite 4, LFM2, Falcon-H1 with its key_multiplier, Nemotron-H's attention blocks: NEMOTRON_H;
+hybrid.py says which layers are attention), and the other
 LLaMA-like model types FAMILY.names lists (OLMo, Gemma, GLM, Helium, Ministral …): the attention
 module's input is x (after input_layernorm in the pre-norm ones); separate q/k/v_proj linears
 (biases in Qwen2, StarCoder2, gpt-oss, Phi, StableLM, Seed-OSS, GLM, ERNIE 4.5 and Granite when
