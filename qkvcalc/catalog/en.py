@@ -1704,7 +1704,8 @@ MESSAGES: dict[str, str] = {
     "the rows are the queries and the columns the keys, in token order, and the darker a cell "
     "the more weight ({ramp}, from 0 to 1).",
     "heads.others": "This model's {kind} layers are not softmax attention and have no attention "
-    "weights, so they are not shown: layers {layers}. The rows below are its attention layers.",
+    "weights, so they are not shown: layers {layers}.",
+    "heads.attention_rows": "The rows below are its attention layers: {layers}.",
     "heads.tokens": "Tokens",
     "heads.layer": "layer {layer}",
     "heads.head_label": "h{head}",

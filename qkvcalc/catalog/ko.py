@@ -1702,7 +1702,8 @@ MESSAGES: dict[str, str] = {
     "heads.how_to_read": "헤드마다 블록 하나, 층마다 블록 한 줄 (0부터). 블록 안에서 행은 "
     "Query, 열은 Key이고 토큰 순서대로이며, 칸이 짙을수록 가중치가 큽니다 ({ramp}, 0에서 1까지).",
     "heads.others": "이 모델의 {kind} 층은 소프트맥스 어텐션이 아니어서 어텐션 가중치가 없으므로 "
-    "보이지 않습니다: 층 {layers}. 아래 줄은 이 모델의 어텐션 층입니다.",
+    "보이지 않습니다: 층 {layers}.",
+    "heads.attention_rows": "아래 줄은 이 모델의 어텐션 층입니다: {layers}.",
     "heads.tokens": "토큰",
     "heads.layer": "층 {layer}",
     "heads.head_label": "h{head}",

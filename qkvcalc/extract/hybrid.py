@@ -111,14 +111,20 @@ def check_layer(config: Any, layer: int, model: str) -> None:
 
 
 def others(config: Any, count: int) -> list[Msg]:
-    """For `qkvcalc heads`: where a hybrid's other layers are, one sentence per kind (none when
-    all of its `count` layers are attention)."""
+    """For `qkvcalc heads`: where a hybrid's other layers are, one sentence per kind, then which
+    layers are shown (no sentence when all of its `count` layers are attention)."""
     found = set(attention_layers(config) or [])
     by_kind: dict[str, list[int]] = {}
     for i in range(min(count, len(layer_types(config)))):
         if i not in found:
             by_kind.setdefault(kind(config, i).key, []).append(i)
+    if not by_kind:
+        return []
+    shown = ", ".join(str(i) for i in sorted(found)) if found else Msg("hybrid.none")
     return [
-        Msg("heads.others", layers=", ".join(str(i) for i in rest), kind=Msg(key))
-        for key, rest in by_kind.items()
+        *(
+            Msg("heads.others", layers=", ".join(str(i) for i in rest), kind=Msg(key))
+            for key, rest in by_kind.items()
+        ),
+        Msg("heads.attention_rows", layers=shown),
     ]
