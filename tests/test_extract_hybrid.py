@@ -101,6 +101,12 @@ GRANITE = {
     "num_experts_per_tok": 1,
     "attention_multiplier": 0.4,
 }
+OLMO = {
+    **LLAMA,
+    "layer_types": ["linear_attention", "full_attention"],
+    "linear_key_head_dim": 8,
+    "linear_value_head_dim": 8,
+}
 # the hybrids of state-space layers (and LFM2's short convolutions, Nemotron-H's MLP blocks)
 CASES.update(
     {
@@ -173,6 +179,18 @@ CASES.update(
             "Lfm2MoeForCausalLM",
             TEXT,
         ),
+        "olmo_hybrid": (  # OLMo 3's attention (q/k norms over the projection, norms after)
+            "OlmoHybridConfig",
+            {**OLMO, "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}},
+            "OlmoHybridForCausalLM",
+            TEXT,
+        ),
+        "olmo_hybrid-nope": (  # its released checkpoints: no rope_theta, no rotation
+            "OlmoHybridConfig",
+            OLMO,
+            "OlmoHybridForCausalLM",
+            TEXT,
+        ),
         "falcon_h1": (  # attention and Mamba side by side in every layer
             "FalconH1Config",
             {
@@ -189,6 +207,22 @@ CASES.update(
     }
 )
 LAYER = 1  # the attention layer, after a layer of the other kind
+
+
+# Parameters the modeling code makes float32 whatever the model's dtype, which a checkpoint
+# therefore loads as float32 (OLMo-Hybrid's A_log: nn.Parameter(torch.log(A)) of a float32 A):
+# rounded in the reference model too, so that it is the model its checkpoint loads as
+# config attributes set after the config is built (its checks would fill rope_theta in)
+EXTRA = {"olmo_hybrid-nope": {"rope_parameters": {"rope_type": "default", "rope_theta": None}}}
+BUILT_FLOAT32 = {"olmo_hybrid": "linear_attn.A_log"}
+
+
+def as_loaded(model, name: str) -> None:
+    part = BUILT_FLOAT32.get(name.split("-")[0])
+    with torch.no_grad():
+        for key, tensor in model.named_parameters():
+            if part is not None and part in key:
+                tensor.copy_(tensor.to(torch.float32).to(tensor.dtype))
 
 
 def projection(module):
@@ -234,7 +268,8 @@ def lab(tmp_path_factory):
     def get(name: str) -> dict:
         if name not in out:
             config, fields, model_name, attn = CASES[name]
-            model = build_from(config, fields, model_name, **EAGER)
+            model = build_from(config, fields, model_name, **EAGER, **EXTRA.get(name, {}))
+            as_loaded(model, name)
             folder = root / name
             model.save_pretrained(folder)
             module = at(model, attn, LAYER)
@@ -333,6 +368,10 @@ def test_the_keys_of_the_state_space_hybrids(lab):
     assert "rope" in p("granitemoehybrid") and p("granitemoehybrid")["scale"] == 0.4
     for name in ("lfm2", "lfm2_moe"):
         assert np.shape(p(name)["q_norm"]) == (8,) and "qk_norm" not in p(name)
+    assert p("olmo_hybrid")["qk_norm"] == {"over": "projection"} and "rope" in p("olmo_hybrid")
+    assert "rope" not in p("olmo_hybrid-nope") and np.shape(p("olmo_hybrid-nope")["k_norm"]) == (
+        16,
+    )
     falcon = lab("falcon_h1")
     k_proj = falcon["module"].k_proj.weight.detach().numpy().T
     assert relative(falcon["problem"]["wk"], 0.7 * k_proj) < 1e-15
@@ -367,7 +406,7 @@ def test_every_hybrid_named_is_a_model_type_of_transformers():
     assert set(READ) <= set(families()) and not set(NOT_READ) & set(families())
 
 
-@pytest.mark.parametrize("model_type", ["zamba", "zamba2", "olmo_hybrid", "kimi_linear", "minimax"])
+@pytest.mark.parametrize("model_type", ["zamba", "zamba2", "kimi_linear", "minimax"])
 def test_the_hybrids_extract_does_not_read_are_refused_before_loading(tmp_path, model_type):
     import qkvcalc
     from qkvcalc.errors import QkvcalcError

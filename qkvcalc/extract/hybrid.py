@@ -37,12 +37,12 @@ READ = {
     "nemotron_h": {**MAMBA, "mlp": "mlp", "moe": "mlp"},  # and blocks of an MLP alone
     "lfm2": {"conv": "short_conv"},
     "lfm2_moe": {"conv": "short_conv"},
+    "olmo_hybrid": GATED_DELTANET,
 }
 # A hybrid extract does not read yet: model_type → (its name, the kind of its other layers)
 NOT_READ = {
     "zamba": ("Zamba", "mamba"),
     "zamba2": ("Zamba2", "mamba"),
-    "olmo_hybrid": ("OLMo-Hybrid", "gated_deltanet"),
     "kimi_linear": ("Kimi Linear", "kimi_delta"),
     "minimax": ("MiniMax", "lightning"),
 }

@@ -89,6 +89,7 @@ _STANDARD_RMS = (
     "Lfm2MoeRMSNorm",
     "NemotronHRMSNorm",
     "FalconH1RMSNorm",
+    "OlmoHybridRMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")

@@ -3,7 +3,8 @@ StarCoder2, Mixtral, Qwen2-MoE, SmolLM3, EXAONE 4, gpt-oss, Cohere and Cohere 2,
 Llama 4's text layers (NoPE layers with the attention temperature), OLMo 3, Apertus, Seed-OSS,
 GLM-4 and GLM-4.5, Qwen3-MoE, ERNIE 4.5 (dense and MoE), Granite and Granite MoE, the attention
 layers of the hybrids (Qwen3-Next and Qwen3.5 with the output gate in q_proj, Bamba, Jamba,
-Granite 4, LFM2, Falcon-H1 with its key_multiplier, Nemotron-H's attention blocks: NEMOTRON_H;
+Granite 4, LFM2, OLMo-Hybrid, Falcon-H1 with its key_multiplier, Nemotron-H's attention
+blocks: NEMOTRON_H;
 hybrid.py says which layers are attention), and the other
 LLaMA-like model types FAMILY.names lists (OLMo, Gemma, GLM, Helium, Ministral …): the attention
 module's input is x (after input_layernorm in the pre-norm ones); separate q/k/v_proj linears
@@ -95,6 +96,8 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
     "jamba": lambda attn: False,  # no positions in its attention: the Mamba layers order tokens
     "granitemoehybrid": lambda attn: attn.config.position_embedding_type == "rope",
     "nemotron_h": lambda attn: False,  # no positions in its attention, as Jamba's
+    # its released checkpoints have no rope_theta, and then no rotation
+    "olmo_hybrid": lambda attn: bool((attn.config.rope_parameters or {}).get("rope_theta")),
 }
 # rotate_half as cat(x₂, −x₁), not cat(−x₂, x₁): a rotation by −θ
 MIRRORED = ("nanochat",)
@@ -330,6 +333,7 @@ FAMILY = Family(
         "lfm2": "LFM2",
         "lfm2_moe": "LFM2-MoE",
         "falcon_h1": "Falcon-H1",  # attention and Mamba side by side in every layer
+        "olmo_hybrid": "OLMo-Hybrid",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
