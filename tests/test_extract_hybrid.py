@@ -52,6 +52,15 @@ MOE = {
 TEXT = "model.layers.{}.self_attn"
 EAGER = {"_experts_implementation": "eager"}
 
+VISION = {  # a vision tower as small as it goes: extract runs the text layers only
+    "depth": 1,
+    "hidden_size": 16,
+    "intermediate_size": 16,
+    "num_heads": 2,
+    "out_hidden_size": 32,
+    "patch_size": 2,
+    "num_position_embeddings": 16,
+}
 CASES = {
     "qwen3_next": ("Qwen3NextConfig", {**LLAMA, **LINEAR, **MOE}, "Qwen3NextForCausalLM", TEXT),
     "qwen3_next-bias": (
@@ -65,17 +74,15 @@ CASES = {
         "Qwen3_5Config",
         {
             "text_config": {**LLAMA, **LINEAR},
-            "vision_config": {
-                "depth": 1,
-                "hidden_size": 16,
-                "intermediate_size": 16,
-                "num_heads": 2,
-                "out_hidden_size": 32,
-                "patch_size": 2,
-                "num_position_embeddings": 16,
-            },
+            "vision_config": VISION,
         },
         "Qwen3_5ForConditionalGeneration",
+        "model.language_model.layers.{}.self_attn",
+    ),
+    "qwen3_5_moe": (
+        "Qwen3_5MoeConfig",
+        {"text_config": {**LLAMA, **LINEAR, **MOE}, "vision_config": VISION},
+        "Qwen3_5MoeForConditionalGeneration",
         "model.language_model.layers.{}.self_attn",
     ),
     "qwen3_5_moe_text": (
