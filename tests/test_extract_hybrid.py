@@ -477,3 +477,15 @@ def test_heads_on_a_parallel_hybrid_shows_every_layer(lab):
     run = attention_maps(str(lab("falcon_h1")["folder"]), input_ids=ids(), dtype="float64")
     assert run.layers == [0, 1] and run.others == []
     assert relative(run.weights[1], lab("falcon_h1")["reference"]["weights"]) < TOL
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_heads_on_each_hybrid_is_its_attention_layers_maps(lab, name):
+    """Every hybrid's one run: the maps of its attention layers only, each transformers' own."""
+    from qkvcalc.extract.heads import attention_maps
+
+    got = lab(name)
+    run = attention_maps(str(got["folder"]), input_ids=ids(), dtype="float64")
+    assert run.layers == ([0, 1] if name == "falcon_h1" else [LAYER])
+    assert relative(run.weights[-1], got["reference"]["weights"]) < TOL
+    assert bool(run.others) is (name != "falcon_h1")
