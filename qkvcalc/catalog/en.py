@@ -1778,6 +1778,20 @@ MESSAGES: dict[str, str] = {
     "extract.architecture": "{model} is a {model_type!r} model, which qkvcalc extract does not "
     "know; it knows {known}",
     "extract.layer": "layer {layer}: {model} has {count} layers, numbered 0 to {last}",
+    "extract.not_attention": "layer {layer} of {model} is a {kind} layer, not softmax "
+    "attention, and qkvcalc extract reads softmax attention only; the attention layers of this "
+    "model are {attention}",
+    "extract.hybrid": "{model} is a {arch} model ({model_type!r}): a hybrid whose layers are "
+    "softmax attention and {kind} layers, and qkvcalc extract does not read its attention layers "
+    "yet",
+    "hybrid.gated_deltanet": "linear-attention (Gated DeltaNet)",
+    "hybrid.mamba": "state-space (Mamba)",
+    "hybrid.short_conv": "short-convolution",
+    "hybrid.kimi_delta": "linear-attention (Kimi Delta Attention)",
+    "hybrid.lightning": "linear-attention (lightning attention)",
+    "hybrid.none": "none",
+    "hybrid.mlp": "feed-forward (MLP-only)",
+    "hybrid.other": "non-attention",
     "extract.token_id": "token id {id} is outside the vocabulary: {model} has {size} tokens, "
     "ids 0 to {last}",
     "extract.ids_syntax": "--ids {text!r}: write the token ids as whole numbers split by spaces "
@@ -1892,6 +1906,9 @@ MESSAGES: dict[str, str] = {
     "heads.how_to_read": "One block per head, one row of blocks per layer (from 0); in a block "
     "the rows are the queries and the columns the keys, in token order, and the darker a cell "
     "the more weight ({ramp}, from 0 to 1).",
+    "heads.others": "This model's {kind} layers are not softmax attention and have no attention "
+    "weights, so they are not shown: layers {layers}.",
+    "heads.attention_rows": "The rows below are its attention layers: {layers}.",
     "heads.tokens": "Tokens",
     "heads.layer": "layer {layer}",
     "heads.head_label": "h{head}",

@@ -1772,6 +1772,18 @@ MESSAGES: dict[str, str] = {
     "extract.architecture": "{model}의 모델 종류는 {model_type!r}이며, qkvcalc extract가 "
     "모르는 종류입니다. 아는 종류: {known}",
     "extract.layer": "층 {layer}: {model}에는 층이 {count}개 있고, 번호는 0부터 {last}까지입니다",
+    "extract.not_attention": "{model}의 층 {layer}: 소프트맥스 어텐션이 아닌 {kind} 층입니다. "
+    "qkvcalc extract는 소프트맥스 어텐션만 읽습니다. 이 모델의 어텐션 층: {attention}",
+    "extract.hybrid": "{model}: {arch} 모델({model_type!r})은 소프트맥스 어텐션 층과 {kind} 층을 "
+    "섞은 하이브리드이며, qkvcalc extract는 아직 이 모델의 어텐션 층을 읽지 못합니다",
+    "hybrid.gated_deltanet": "선형 어텐션(Gated DeltaNet)",
+    "hybrid.mamba": "상태 공간(Mamba)",
+    "hybrid.short_conv": "짧은 합성곱",
+    "hybrid.kimi_delta": "선형 어텐션(Kimi Delta Attention)",
+    "hybrid.lightning": "선형 어텐션(라이트닝 어텐션)",
+    "hybrid.none": "없음",
+    "hybrid.mlp": "피드포워드(MLP만 있는)",
+    "hybrid.other": "다른 종류의",
     "extract.token_id": "토큰 id {id}: 어휘 밖의 값입니다. {model}의 토큰은 {size}개이고, "
     "id는 0부터 {last}까지입니다",
     "extract.ids_syntax": "--ids {text!r}: 토큰 id는 공백이나 쉼표로 나눈 정수로 적어 주세요. "
@@ -1884,6 +1896,9 @@ MESSAGES: dict[str, str] = {
     "{layers}개 층 × {heads}개 헤드",
     "heads.how_to_read": "헤드마다 블록 하나, 층마다 블록 한 줄 (0부터). 블록 안에서 행은 "
     "Query, 열은 Key이고 토큰 순서대로이며, 칸이 짙을수록 가중치가 큽니다 ({ramp}, 0에서 1까지).",
+    "heads.others": "이 모델의 {kind} 층은 소프트맥스 어텐션이 아니어서 어텐션 가중치가 없으므로 "
+    "보이지 않습니다: 층 {layers}.",
+    "heads.attention_rows": "아래 줄은 이 모델의 어텐션 층입니다: {layers}.",
     "heads.tokens": "토큰",
     "heads.layer": "층 {layer}",
     "heads.head_label": "h{head}",

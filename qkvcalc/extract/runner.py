@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.extract import hybrid
 from qkvcalc.extract.check import layout
 from qkvcalc.extract.common import Family, Layer
 from qkvcalc.i18n import Msg
@@ -55,6 +56,7 @@ def families() -> dict[str, Family]:
         bert.FAMILY,
         gpt2.FAMILY,
         llama.FAMILY,
+        llama.NEMOTRON_H,
         neox.FAMILY,
         bloom.FAMILY,
         t5.FAMILY,
@@ -307,6 +309,7 @@ def _reason(err: BaseException) -> str:
 def _family(model_type: str, model: str) -> Family:
     found = families().get(model_type)
     if found is None:
+        hybrid.check_type(model_type, model)  # a hybrid extract does not read: said as such
         known = ", ".join(architecture_names())
         raise QkvcalcError("extract.architecture", model=model, model_type=model_type, known=known)
     return found
@@ -331,7 +334,8 @@ def load(
     cls = transformers.T5EncoderModel if config.model_type == "t5" else transformers.AutoModel
     # mixture-of-experts layers: the default grouped kernel has no float64 version
     experts = ("num_local_experts", "num_experts", "n_routed_experts")  # DeepSeek: n_routed_…
-    moe = any(getattr(config, name, None) for name in experts)
+    configs = (config, hybrid.text_config(config))  # a multimodal model's: its text config's
+    moe = any(getattr(found, name, None) for found in configs for name in experts)
     extra: dict[str, Any] = {"experts_implementation": "eager"} if moe else {}
     try:
         model = cls.from_pretrained(
@@ -683,6 +687,7 @@ def extract(
             count = len(_as_ids(input_ids)) if input_ids is not None else 1
             _check_config(config, shown, dtype, stream, count)
             _check_layer(layer, getattr(config, "num_hidden_layers", None), shown)
+            hybrid.check_layer(config, layer, shown)
             if input_ids is not None:
                 _check_ids(_as_ids(input_ids), getattr(config, "vocab_size", None), shown)
                 _check_length(len(_as_ids(input_ids)), config, config.model_type, shown)
@@ -703,6 +708,7 @@ def extract(
     with layout(shown, config.model_type):
         stack = family.stack(model)
     _check_layer(layer, len(stack), shown)
+    hybrid.check_layer(config, layer, shown)
     layer = int(layer)
     ids = _token_ids(model, shown, input_ids, text, tokenizer)
     _check_length(len(ids), config, config.model_type, shown)
