@@ -33,7 +33,7 @@ import numpy as np
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
-from qkvcalc.input.cells import positive, to_vector
+from qkvcalc.input.cells import cell, positive
 from qkvcalc.labels import shown
 from qkvcalc.ops.base import Candidate, Feature, JoinWords, Mistakes, Sizes
 from qkvcalc.ops.op import Back, Feeds, Op, Params, Shapes, same_cell, whole_row
@@ -54,7 +54,8 @@ class Differential(NamedTuple):
 
 
 def _number(raw: Any, field: str) -> float:
-    return float(to_vector([raw], field).values[0, 0])
+    """One number (a list is refused: [0.5, 7] is not λ = 0.5)."""
+    return cell(raw, field, "", False).value
 
 
 def _read(raw: Any, sizes: Sizes) -> Differential:
