@@ -284,3 +284,18 @@ def test_lambda_is_one_number_not_the_first_of_a_list(tmp_path):
     doc = DOC | {"differential": {"lambda": [0.5, 7], "lambda_init": INIT}}
     path.write_text(json.dumps(doc), encoding="utf-8")
     one_message(run_qkvcalc("explain", str(path)), "differential.lambda", "a number")
+
+
+def test_the_quiz_hint_names_the_pairs_heads_whatever_the_cell():
+    """The hint's head numbers were the cell's row and column ('Δ[3,2] = A_3[3,2] − λ × A_2[3,2],
+    head 3's weight …' for pair 1 of heads 1 and 2): the cell's i, j took their place."""
+    from qkvcalc.quiz.session import hint
+
+    trace = run(Problem.from_mapping(DOC))
+    for pair, partner in ((1, 3), (2, 4)):
+        for row, col in ((0, 0), (4, 1), (2, 3)):
+            said = hint(trace, trace.stage("diff_weights", pair), row, col).text("en")
+            cell = f"[{row + 1},{col + 1}]"
+            assert f"Δ{cell} = A_{pair}{cell} − λ × A_{partner}{cell}, head {pair}'s" in said
+            said = hint(trace, trace.stage("diff_v", pair), row, col).text("ko")
+            assert f"헤드 {pair}의 Value" in said and f"헤드 {partner}의 Value" in said

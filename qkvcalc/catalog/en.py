@@ -346,10 +346,10 @@ MESSAGES: dict[str, str] = {
     "note.diff_v": "Head {i}'s values: column(s) {first}. Head {j}'s values: column(s) {second}.",
     "note.diff_norm": "Row by row: x / √(mean(x²) + ε) over the {width} columns, with ε = {eps}.",
     "note.diff_scaled": "λ_init = {init}, so every cell is multiplied by 1 − λ_init = {factor}.",
-    "hint.diff_weights": "{cell} = A_{i}[{i},{j}] − λ × A_{j}[{i},{j}], head {i}'s weight minus λ "
-    "times head {j}'s.",
-    "hint.diff_v": "{cell} is a cell of head {i}'s values (the first d_v columns) or of head {j}'s "
-    "(the rest).",
+    "hint.diff_weights": "{cell} = A_{head}[{i},{j}] − λ × A_{partner}[{i},{j}], head {head}'s "
+    "weight minus λ times head {partner}'s.",
+    "hint.diff_v": "{cell} is a cell of head {head}'s values (the first d_v columns) or of head "
+    "{partner}'s (the rest).",
     "hint.diff_norm": "{cell} = D[{i},{j}] / √(mean of the squares of row {i} of D + ε).",
     "hint.diff_scaled": "{cell} = (1 − λ_init) × N[{i},{j}].",
     "mistake.diff_lambda_missing": "This is one map minus the other with λ left out: the second "

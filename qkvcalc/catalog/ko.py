@@ -345,10 +345,10 @@ MESSAGES: dict[str, str] = {
     "note.diff_v": "헤드 {i}의 Value: 열 {first}. 헤드 {j}의 Value: 열 {second}.",
     "note.diff_norm": "행마다: {width}개 열에 걸쳐 x / √(mean(x²) + ε), ε = {eps}.",
     "note.diff_scaled": "λ_init = {init}이므로 모든 칸에 1 − λ_init = {factor}을(를) 곱합니다.",
-    "hint.diff_weights": "{cell} = A_{i}[{i},{j}] − λ × A_{j}[{i},{j}]: 헤드 {i}의 가중치에서 λ배 "
-    "한 헤드 {j}의 가중치를 뺍니다.",
-    "hint.diff_v": "{cell}: 헤드 {i}의 Value(처음 d_v개 열)나 헤드 {j}의 Value(나머지 열)의 "
-    "한 칸입니다.",
+    "hint.diff_weights": "{cell} = A_{head}[{i},{j}] − λ × A_{partner}[{i},{j}]: 헤드 {head}의 "
+    "가중치에서 λ배 한 헤드 {partner}의 가중치를 뺍니다.",
+    "hint.diff_v": "{cell}: 헤드 {head}의 Value(처음 d_v개 열)나 헤드 {partner}의 Value(나머지 "
+    "열)의 한 칸입니다.",
     "hint.diff_norm": "{cell} = D[{i},{j}] / √(D의 {i}행 제곱의 평균 + ε).",
     "hint.diff_scaled": "{cell} = (1 − λ_init) × N[{i},{j}].",
     "mistake.diff_lambda_missing": "이 값은 한 맵에서 다른 맵을 λ 없이 뺀 것입니다. 두 번째 맵은 "

@@ -104,7 +104,7 @@ def _pair(p: Any, diff: Differential, i: int) -> list[Spec]:
         notes=(Msg("note.diff_pair", i=i, j=j, lam=f"{diff.lam:.6g}"),),
         symbol="Δ",
         letters="n×m",
-        hint=("hint.diff_weights", {"i": i, "j": j}),
+        hint=("hint.diff_weights", {"head": i, "partner": j}),
     )
     values = Spec(
         "diff_v",
@@ -117,7 +117,7 @@ def _pair(p: Any, diff: Differential, i: int) -> list[Spec]:
         notes=(Msg("note.diff_v", i=i, j=j, first=span(0, p.d_v), second=span(p.d_v, p.d_v)),),
         symbol="V''",
         letters="m×2d_v",
-        hint=("hint.diff_v", {"i": i, "j": j}),
+        hint=("hint.diff_v", {"head": i, "partner": j}),
     )
     output = Spec(
         "diff_output",
