@@ -107,9 +107,9 @@ MESSAGES: dict[str, str] = {
     "stage.concat.why": "The heads' outputs are laid side by side, head 1's columns first: one "
     "row per token, H·d_v wide.",
     "stage.output.final.title": "Output projection",
-    "stage.output.final.why": "W_O lets every output feature combine all the heads: "
-    "concat·W_O = Σ_h head_h·W_O[rows of head h], so what one head found is mixed with what "
-    "the others found. W_O also sets the width, usually back to d_model, so the result can be "
+    "stage.output.final.why": "W_O lets every output feature combine all the heads: concat·W_O = "
+    "Σ_h head_h·W_O[rows of head h], so with two heads or more, what one head found is mixed with "
+    "what the others found. W_O also sets the width, usually back to d_model, so the result can be "
     "added to the layer's input (the residual connection).",
     "stage.output.concat.title": "Output (the joined heads)",
     "stage.output.concat.why": "With no W_O given, the joined heads are the output.",

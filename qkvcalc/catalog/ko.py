@@ -111,10 +111,10 @@ MESSAGES: dict[str, str] = {
     "stage.concat.why": "헤드들의 출력을 헤드 1의 열부터 차례로 나란히 이어 붙입니다. 토큰마다 "
     "한 행이고, 폭은 H·d_v입니다.",
     "stage.output.final.title": "출력 선형 투영",
-    "stage.output.final.why": "W_O 덕분에 출력의 각 성분이 모든 헤드의 결과를 함께 쓸 수 "
-    "있습니다: concat·W_O = Σ_h head_h·W_O[헤드 h의 행들]이므로, 한 헤드가 찾은 것과 다른 "
-    "헤드들이 찾은 것이 섞입니다. 출력의 폭도 W_O가 정합니다. 보통 d_model로 돌아가서, 층의 "
-    "입력에 결과를 더하는 잔차 연결(residual connection)에 맞춥니다.",
+    "stage.output.final.why": "W_O 덕분에 출력의 각 성분이 모든 헤드의 결과를 함께 쓸 수 있습니다: "
+    "concat·W_O = Σ_h head_h·W_O[헤드 h의 행들]이므로, 헤드가 둘 이상이면 한 헤드가 찾은 것과 다른 "
+    "헤드들이 찾은 것이 섞입니다. 출력의 폭도 W_O가 정합니다. 보통 d_model로 돌아가서, 층의 입력에 "
+    "결과를 더하는 잔차 연결(residual connection)에 맞춥니다.",
     "stage.output.concat.title": "출력 (이어 붙인 헤드)",
     "stage.output.concat.why": "W_O가 주어지지 않았으므로, 이어 붙인 헤드가 그대로 출력입니다.",
     # ---- notes on stages ---------------------------------------------------------------
