@@ -470,6 +470,9 @@ MESSAGES: dict[str, str] = {
     "between them; transformers' float32 angles (--policy eager) keep them apart",
     "preset.bf16softmax.description": "Why the softmax is upcast: in bfloat16 with no upcast "
     "(naive) the weights stray further from float64 than eager's float32 softmax",
+    "preset.bf16tiles.description": "Tiles in bfloat16: written with bfloat16 tensors (naive), "
+    "the running sum ℓ = 2 cannot grow by a block's 0.0077, less than half its unit in the last "
+    "place, and eight blocks are lost; FlashAttention's float32 ℓ (--policy eager) counts them",
     "preset.fp8scaling.description": "float8 with and without per-tensor scaling: a plain cast to "
     "float8_e4m3fn saturates the scores 576 and 480 at 448, two keys tie and the weight is split; "
     "stored with a scale per tensor as FP8 kernels do (--policy eager), they stay apart",
@@ -548,6 +551,17 @@ MESSAGES: dict[str, str] = {
     "NaN. With --policy eager the mask adds −65,504 instead, row 1 stays finite and its weights "
     "are spread over the keys (1/3 each, as float16 rounds it); the float64 twin gives that row "
     "weights 0, as scaled_dot_product_attention does.",
+    "preset.bf16tiles.reference": "Made for qkvcalc, after Dao et al. 2022, 'FlashAttention' (its "
+    "running maximum and sum, and in FlashAttention-2 the output so far, are kept in float32), "
+    "and Higham 2002, 'Accuracy and Stability of Numerical Algorithms' (a sum kept in low "
+    "precision loses every term below half its unit in the last place). One query, W_Q = W_K = "
+    "W_V = I, scale 1: the scores are the keys' first columns, 0 for 'a' and 'b', then −5.5625 "
+    "for each of sixteen more keys, two a block. Under the naive policy each small block adds 2 × "
+    "e^(−5.5625) ≈ 0.0077 to ℓ = 2, where bfloat16's numbers are 0.015625 apart, so ℓ stays 2 "
+    "through block 9 (float64: 2.0614) and the output is (−0.1709, 0.0310), about 10 units in the "
+    "last place from float64's (−0.1658, 0.0298); the same policy without tiles sums the row in "
+    "float32 and is within 0.27. Run it with --policy eager: ℓ is float32's 2.0614262 and the "
+    "output (−0.1660, 0.0298) is the whole row's, 0.27 units in the last place from float64.",
     "preset.bf16rope.reference": "Made for qkvcalc, after transformers issue 29285 (RoPE losing "
     "precision in bfloat16). bfloat16 has 8 bits of mantissa, so from 256 to 512 it holds only "
     "even integers: 257 rounds to 256 and 259 to 260 (ties to even). Four tokens with the same "
@@ -833,6 +847,69 @@ MESSAGES: dict[str, str] = {
     "output rounded to {dtype} (the kernel applies √scale to Q and to K before the product; shown "
     "here as one scaling after it, the same to a few float32 units). The projections as "
     "transformers' eager attention. Each stage is shown beside its float64 twin.",
+    "precision.tiles_kept": "The tiled kernel keeps this stage in float32, as FlashAttention "
+    "keeps its running maximum, sum and output block by block: its numbers and units in the last "
+    "place are float32's.",
+    "precision.tiles.flash": "With --tiles the softmax and A·V are not computed whole but in "
+    "tiles, as FlashAttention computes them: the running maximum, the correction e^(m_old − "
+    "m_new), the exponentials e^(s − m), the running sum ℓ and the output so far O in float32; "
+    "e^(s − m) rounded to {dtype} where E·V reads it, the product accumulated in float32; the "
+    "output O × (1/ℓ) taken in float32 and rounded to {dtype} once, at the end.",
+    "precision.tiles.fp8": "With --tiles the softmax and A·V are not computed whole but in tiles, "
+    "as FlashAttention computes them, with FP8 products: the running maximum, the correction, the "
+    "exponentials, the running sum and the output so far in float32; each block's E·V read in "
+    "{dtype} with one scale per tensor, as every other product; the output O × (1/ℓ) kept in "
+    "float32.",
+    "precision.tiles.math": "With --tiles the softmax and A·V are not computed whole but in "
+    "tiles, in float32 throughout, as torch's math kernel computes its softmax (that kernel does "
+    "not tile: the tiles are FlashAttention's loop on its numbers): the running maximum, the "
+    "correction, the exponentials, the running sum and the output so far in float32, e^(s − m) "
+    "not rounded before E·V; the output O × (1/ℓ) rounded to {dtype} once, at the end.",
+    "precision.tiles.naive": "With --tiles the softmax and A·V are not computed whole but in "
+    "tiles, written with tensors in {dtype} and no upcast: m_old − m_new, the correction e^(m_old "
+    "− m_new), s − m, the exponentials e^(s − m), ℓ·c, the block's sum (accumulated in float32), "
+    "the running sum ℓ, O·c, E·V (accumulated in float32), the output so far O and the final O / "
+    "ℓ each rounded to {dtype}: every later block's rescale rounds the sum and the output so far "
+    "again.",
+    "precision.decode": "Decoding: a step's new rows of K and V join the cache as they were "
+    "computed (moving them rounds nothing), and the step's queries are computed against every "
+    "cached key with the same rounding as the whole run's.",
+    "precision.decode_whole": "Against the same attention computed all at once in {dtype} under "
+    "--policy {policy} (the ordinary causal run): {same} of {cells} cells the same bit for bit; "
+    "the largest difference is {gap}, {ulp} ulp of {dtype}.",
+    "precision.tiles_whole": "Against the ordinary softmax(S)·V over whole rows in {dtype} under "
+    "--policy {policy}: {same} of {cells} cells the same bit for bit; the largest difference is "
+    "{gap}, {ulp} ulp of {dtype}.",
+    "precision.softcap": "As Gemma 2's eager attention caps its scores: S / {cap}, its tanh and "
+    "the product by {cap}, each computed in float32 and rounded to {dtype}.",
+    "precision.rmsnorm_eager": "As transformers' RMSNorm computes it: the row in float32, "
+    "mean(x²), 1/√(mean + ε) and x times it in float32, rounded to {dtype}; then the weight (in "
+    "{dtype}) times that, rounded to {dtype}.",
+    "precision.rmsnorm_naive": "Written with tensors in {dtype} and no upcast, x / √(mean(x²) + "
+    "ε) · w: x², the mean, the mean + ε, its square root, the division and the product by the "
+    "weight each rounded to {dtype}.",
+    "precision.sdpa_feature": "--policy sdpa cannot compute {feature}: torch's "
+    "scaled_dot_product_attention has no place for it (use --policy eager or naive)",
+    "precision.feature_unsupported": "--dtype does not compute {feature} in low precision yet "
+    "(its stage {stage}, operation {op!r}): run it without --dtype, or without {feature}",
+    "precision.softcap_reached": "Cells at ±{cap} exactly: {count} (their tanh rounded to ±1 in "
+    "{dtype}). In {dtype} the cap is reached, not only approached as in float64.",
+    "precision.sinks_eager": "As gpt-oss's eager attention: σ (a parameter in {dtype}) joins the "
+    "row, the row's maximum is subtracted in {dtype} (rounded), and softmax(…, dtype={dtype}) "
+    "takes e^ of that in float32 inside itself, sums it in float32 and rounds only the weights.",
+    "precision.softmax_inside": "torch's softmax computes this inside itself in float32 and never "
+    "stores it: its numbers and units in the last place are float32's.",
+    "precision.temperature": "As Llama 4 scales its queries: τ in float32, q × τ in float32, "
+    "rounded to {dtype} once.",
+    "precision.temperature_naive": "Written with tensors in {dtype}: τ rounded to {dtype}, then q "
+    "× τ rounded to {dtype}.",
+    "precision.layernorm_eager": "As F.layer_norm computes it on the CPU (StableLM's, Phi's q/k "
+    "norm): in float32, μ and r = 1/√(mean((x − μ)²) + ε), then x·r + (−r·μ), times the weight, "
+    "plus the bias (the parameters in {dtype}), each step rounded to float32 and the result to "
+    "{dtype} once.",
+    "precision.layernorm_naive": "Written with tensors in {dtype} and no upcast: μ, x − μ, its "
+    "square, their mean, + ε, the root, the division, the product by the weight and the bias "
+    "added each rounded to {dtype}.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "no preset named {name!r}; the presets are: {names}",
     "cli.presets_missing": "the presets folder is missing from this installation ({path}): "

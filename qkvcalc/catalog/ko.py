@@ -469,6 +469,9 @@ MESSAGES: dict[str, str] = {
     "float32 각도(--policy eager)는 둘을 구별합니다",
     "preset.bf16softmax.description": "softmax를 업캐스트하는 이유: 업캐스트 없는 "
     "bfloat16(naive)의 가중치는 eager의 float32 softmax보다 float64에서 더 멀어집니다",
+    "preset.bf16tiles.description": "bfloat16 타일: bfloat16 텐서로 짜면(naive) 누적 합 ℓ = 2가 "
+    "블록마다 더해지는 0.0077만큼 자라지 못합니다. 그 값이 ℓ의 마지막 자리 단위의 절반보다 작아서 "
+    "블록 여덟 개가 사라집니다. FlashAttention의 float32 ℓ(--policy eager)은 그 블록들을 셉니다",
     "preset.fp8scaling.description": "배율이 있을 때와 없을 때의 float8: float8_e4m3fn으로 단순 "
     "형변환하면 점수 576과 480이 모두 448에서 멈춰 두 Key가 같아지고 가중치가 나뉩니다. FP8 "
     "커널처럼 텐서마다 배율을 두고 저장하면(--policy eager) 둘이 구별됩니다",
@@ -546,6 +549,17 @@ MESSAGES: dict[str, str] = {
     "--policy eager에서는 마스크가 대신 −65,504를 더하므로 1행은 유한하게 남고 가중치가 Key들에 "
     "나뉩니다(float16으로 반올림한 1/3씩). float64 쌍둥이는 scaled_dot_product_attention처럼 그 "
     "행에 가중치 0을 줍니다.",
+    "preset.bf16tiles.reference": "qkvcalc용으로 만든 예제. Dao 외 2022, 'FlashAttention'(누적 "
+    "최댓값과 누적 합, FlashAttention-2에서는 지금까지의 출력도 float32로 둡니다)과 Higham 2002, "
+    "'Accuracy and Stability of Numerical Algorithms'(낮은 정밀도로 두는 합은 마지막 자리 단위의 "
+    "절반보다 작은 항을 모두 잃습니다)를 따랐습니다. Query 하나, W_Q = W_K = W_V = I, 배율 1: "
+    "점수는 Key들의 첫 열로, 'a'와 'b'는 0, 나머지 Key 열여섯 개는 각각 −5.5625이고 한 블록에 두 "
+    "개씩입니다. naive 정책에서는 작은 블록마다 2 × e^(−5.5625) ≈ 0.0077을 ℓ = 2에 더하는데, "
+    "거기서 bfloat16의 수는 0.015625 간격이라 ℓ은 블록 9까지 2로 남고(float64: 2.0614) 출력은 "
+    "(−0.1709, 0.0310)으로 float64의 (−0.1658, 0.0298)에서 마지막 자리 단위로 약 10 떨어집니다. "
+    "같은 정책이라도 타일 없이 계산하면 행의 합을 float32로 구하므로 0.27 안입니다. --policy "
+    "eager로 실행해 보세요: ℓ은 float32의 2.0614262이고 출력 (−0.1660, 0.0298)은 행 전체로 계산한 "
+    "것과 같으며 float64에서 마지막 자리 단위로 0.27 떨어집니다.",
     "preset.bf16rope.reference": "qkvcalc용으로 만든 예제. transformers 이슈 29285(bfloat16에서 "
     "RoPE의 정밀도 손실)를 따랐습니다. bfloat16의 가수는 8비트라서 256부터 512까지는 짝수 정수만 "
     "담습니다. 257은 256으로, 259는 260으로 반올림됩니다(같으면 짝수 쪽). 같은 벡터 (8, 0)을 가진 "
@@ -826,6 +840,64 @@ MESSAGES: dict[str, str] = {
     "반올림합니다(커널은 곱하기 전에 Q와 K에 각각 √scale을 곱합니다. 여기서는 곱 뒤의 배율 한 "
     "번으로 보여 주며, float32 단위 몇 개 안에서 같습니다). 투영은 transformers의 eager 어텐션과 "
     "같습니다. 각 단계는 float64 쌍둥이와 나란히 보입니다.",
+    "precision.tiles_kept": "타일 커널은 FlashAttention이 블록마다 누적 최댓값, 합, 출력을 두듯 "
+    "이 단계를 float32로 둡니다. 이 단계의 수와 ulp는 float32 기준입니다.",
+    "precision.tiles.flash": "--tiles에서는 softmax와 A·V를 한꺼번에 계산하지 않고 "
+    "FlashAttention처럼 타일로 계산했습니다. 누적 최댓값, 보정 e^(m_old − m_new), 지수 e^(s − m), "
+    "누적 합 ℓ, 지금까지의 출력 O는 float32입니다. e^(s − m)은 E·V가 읽을 때 {dtype} 값으로 "
+    "반올림하고, 그 곱은 float32로 누적합니다. 출력 O × (1/ℓ)은 float32로 구한 뒤 마지막에 한 번 "
+    "{dtype} 값으로 반올림합니다.",
+    "precision.tiles.fp8": "--tiles에서는 softmax와 A·V를 한꺼번에 계산하지 않고 "
+    "FlashAttention처럼 타일로 계산하되 곱은 FP8로 합니다. 누적 최댓값, 보정, 지수, 누적 합, "
+    "지금까지의 출력은 float32입니다. 각 블록의 E·V는 다른 모든 곱처럼 텐서마다 배율 하나를 두고 "
+    "{dtype} 값으로 읽습니다. 출력 O × (1/ℓ)은 float32로 둡니다.",
+    "precision.tiles.math": "--tiles에서는 softmax와 A·V를 한꺼번에 계산하지 않고 torch의 math "
+    "커널이 softmax를 계산하듯 처음부터 끝까지 float32로 타일을 계산했습니다(그 커널은 타일로 "
+    "나누지 않습니다. 여기 타일은 그 수에 FlashAttention의 반복을 적용한 것입니다). 누적 최댓값, "
+    "보정, 지수, 누적 합, 지금까지의 출력은 float32이고 e^(s − m)은 E·V 전에 반올림하지 않습니다. "
+    "출력 O × (1/ℓ)은 마지막에 한 번 {dtype} 값으로 반올림합니다.",
+    "precision.tiles.naive": "--tiles에서는 softmax와 A·V를 한꺼번에 계산하지 않고 업캐스트 없이 "
+    "{dtype} 텐서로 짠 타일로 계산했습니다. m_old − m_new, 보정 e^(m_old − m_new), s − m, 지수 "
+    "e^(s − m), ℓ·c, 블록의 합(float32로 누적), 누적 합 ℓ, O·c, E·V(float32로 누적), 지금까지의 "
+    "출력 O, 마지막 O / ℓ을 모두 {dtype} 값으로 반올림합니다. 그래서 둘째 블록부터는 다시 맞출 "
+    "때마다 합과 지금까지의 출력이 또 반올림됩니다.",
+    "precision.decode": "디코딩: 각 단계의 새 K, V 행은 계산된 그대로 캐시에 들어가고(옮기기만 "
+    "하므로 반올림이 없습니다), 단계의 Query는 전체 실행과 같은 반올림으로 캐시의 모든 Key와 "
+    "계산합니다.",
+    "precision.decode_whole": "같은 어텐션을 --policy {policy} 아래 {dtype} 값으로 한 번에 계산한 "
+    "것(보통의 인과 실행)과 비교: 칸 {cells}개 중 {same}개가 비트까지 같습니다. 최대 차이: {gap}, "
+    "{dtype} 기준 {ulp} ulp.",
+    "precision.tiles_whole": "--policy {policy} 아래 {dtype} 값으로 행 전체에 걸쳐 계산한 보통의 "
+    "softmax(S)·V와 비교: 칸 {cells}개 중 {same}개가 비트까지 같습니다. 최대 차이: {gap}, {dtype} "
+    "기준 {ulp} ulp.",
+    "precision.softcap": "Gemma 2의 eager 어텐션이 점수를 제한하듯: S / {cap}, 그 tanh, {cap} "
+    "값과의 곱을 각각 float32로 계산해 {dtype} 값으로 반올림합니다.",
+    "precision.rmsnorm_eager": "transformers의 RMSNorm처럼: 행을 float32로 두고 mean(x²), "
+    "1/√(mean + ε), x와 그 곱을 float32로 계산해 {dtype} 값으로 반올림한 뒤, 가중치({dtype} "
+    "값)와의 곱을 {dtype} 값으로 반올림합니다.",
+    "precision.rmsnorm_naive": "업캐스트 없이 {dtype} 텐서로 짠 x / √(mean(x²) + ε) · w: x², "
+    "평균, 평균 + ε, 그 제곱근, 나눗셈, 가중치와의 곱을 각각 {dtype} 값으로 반올림합니다.",
+    "precision.sdpa_feature": "--policy sdpa로는 다음을 계산할 수 없습니다: {feature}. torch의 "
+    "scaled_dot_product_attention에는 그 자리가 없습니다(--policy eager 또는 naive를 쓰세요)",
+    "precision.feature_unsupported": "--dtype은 아직 다음을 낮은 정밀도로 계산하지 않습니다: "
+    "{feature} (단계 {stage}, 연산 {op!r}). --dtype 없이, 또는 {feature} 없이 실행하세요",
+    "precision.softcap_reached": "정확히 ±{cap}인 칸: {count}개({dtype} 값에서 tanh가 ±1로 "
+    "반올림됨). {dtype} 값에서는 float64에서처럼 한계에 가까워지기만 하는 게 아니라 한계에 "
+    "닿습니다.",
+    "precision.sinks_eager": "gpt-oss의 eager 어텐션처럼: σ({dtype} 값인 파라미터)가 행에 붙고, "
+    "행의 최댓값을 {dtype} 값으로 빼서 반올림한 뒤, softmax(…, dtype={dtype})가 안에서 그 e^를 "
+    "float32로 구하고 float32로 더해 가중치만 반올림합니다.",
+    "precision.softmax_inside": "torch의 softmax는 이것을 안에서 float32로 계산하고 따로 두지 "
+    "않습니다. 이 단계의 수와 ulp는 float32 기준입니다.",
+    "precision.temperature": "Llama 4가 Query를 배율 조정하듯: τ는 float32, q × τ도 float32로 "
+    "계산해 {dtype} 값으로 한 번 반올림합니다.",
+    "precision.temperature_naive": "{dtype} 텐서로 짠 계산: τ를 {dtype} 값으로 반올림한 뒤 q × "
+    "τ를 {dtype} 값으로 반올림합니다.",
+    "precision.layernorm_eager": "CPU의 F.layer_norm처럼(StableLM, Phi의 q/k 노름): float32로 μ와 "
+    "r = 1/√(mean((x − μ)²) + ε)를 구하고, x·r + (−r·μ), 가중치와의 곱, 편향의 덧셈(파라미터는 "
+    "{dtype} 값)을 각 단계 float32로 반올림한 뒤 결과를 {dtype} 값으로 한 번 반올림합니다.",
+    "precision.layernorm_naive": "업캐스트 없이 {dtype} 텐서로 짠 계산: μ, x − μ, 그 제곱, 그 "
+    "평균, + ε, 제곱근, 나눗셈, 가중치와의 곱, 편향의 덧셈을 각각 {dtype} 값으로 반올림합니다.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "프리셋을 찾을 수 없습니다: {name!r}. 있는 프리셋: {names}",
     "cli.presets_missing": "이 설치에는 프리셋 폴더가 없습니다({path}). qkvcalc를 다시 설치하세요",

@@ -48,6 +48,10 @@ def _lowp_columns(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out
     return whole._replace(value=whole.value[:, params["cols"]])
 
 
+def _lowp_table(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    return r.stored(params["table"])  # numbers the plan was given or worked out: stored
+
+
 def _lowp_split(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     return Out(np.asarray(params["table"]))  # which columns each head reads: no numbers
 
@@ -77,5 +81,5 @@ OPS: tuple[Op, ...] = (
             "gqa_repeat": {"kv_head": lambda h, heads, groups: h % groups},
         },
     ),
-    Op("table", _table, nothing, _exact_table, given=True),
+    Op("table", _table, nothing, _exact_table, given=True, lowp=_lowp_table),
 )
