@@ -107,9 +107,9 @@ MESSAGES: dict[str, str] = {
     "stage.concat.why": "The heads' outputs are laid side by side, head 1's columns first: one "
     "row per token, H·d_v wide.",
     "stage.output.final.title": "Output projection",
-    "stage.output.final.why": "W_O lets every output feature combine all the heads: "
-    "concat·W_O = Σ_h head_h·W_O[rows of head h], so what one head found is mixed with what "
-    "the others found. W_O also sets the width, usually back to d_model, so the result can be "
+    "stage.output.final.why": "W_O lets every output feature combine all the heads: concat·W_O = "
+    "Σ_h head_h·W_O[rows of head h], so with two heads or more, what one head found is mixed with "
+    "what the others found. W_O also sets the width, usually back to d_model, so the result can be "
     "added to the layer's input (the residual connection).",
     "stage.output.concat.title": "Output (the joined heads)",
     "stage.output.concat.why": "With no W_O given, the joined heads are the output.",
@@ -320,8 +320,9 @@ MESSAGES: dict[str, str] = {
     "stage.diff_weights.why": "The heads work in pairs: head i and head i + H/2 look at the same "
     "tokens with their own queries and keys, and the second map, times λ, is taken away from the "
     "first. Attention that both maps give to the same keys (the noise a softmax cannot put to "
-    "zero) cancels; what only the first map sees remains. A row of Δ no longer sums to 1, and a "
-    "cell of it may be negative.",
+    "zero) cancels as far as λ times the second map's weight matches the first's; what only the "
+    "first map sees remains. Each map's row sums to 1, so a row of Δ sums to 1 − λ (0 where every "
+    "key is masked), and with λ > 0 a cell of Δ can be negative.",
     "stage.diff_v.title": "Differential attention: the pair's values side by side",
     "stage.diff_v.why": "The pair reads both heads' values at once, as one matrix twice as wide: "
     "so its output has 2·d_v columns, and the H/2 pairs together are as wide as the H heads "
@@ -332,21 +333,23 @@ MESSAGES: dict[str, str] = {
     "this: the pair's output takes its place.",
     "stage.diff_norm.title": "Differential attention: the group norm",
     "stage.diff_norm.why": "Each row of the pair's output is divided by its root mean square (an "
-    "RMSNorm without a weight, over the pair's 2·d_v columns): since Δ's rows no longer sum to "
-    "1, the size of D could drift from one token to the next, and the norm brings every row back "
-    "to a root mean square of about 1.",
+    "RMSNorm without a weight, over the pair's 2·d_v columns). Taking one map away from the other "
+    "can leave a row of D large for one token and small for the next (where the two maps nearly "
+    "cancel), so the norm brings every row to a root mean square just under 1 (unless the row is "
+    "tiny next to ε: a row of zeros stays 0).",
     "stage.diff_scaled.title": "Differential attention: scaled by 1 − λ_init",
     "stage.diff_scaled.why": "The normalised rows are multiplied by 1 − λ_init, the same number "
-    "for every cell, so that the pairs start training at the size plain attention would give. The "
-    "concatenation reads these outputs, one per pair.",
+    "for every cell. Ye et al. use this fixed factor to keep the gradient that flows back through "
+    "a pair about as large as through a plain Transformer's attention. The concatenation reads "
+    "these outputs, one per pair.",
     "note.diff_pair": "Head {i} pairs with head {j}: Δ = A_{i} − {lam} × A_{j}.",
     "note.diff_v": "Head {i}'s values: column(s) {first}. Head {j}'s values: column(s) {second}.",
     "note.diff_norm": "Row by row: x / √(mean(x²) + ε) over the {width} columns, with ε = {eps}.",
     "note.diff_scaled": "λ_init = {init}, so every cell is multiplied by 1 − λ_init = {factor}.",
-    "hint.diff_weights": "{cell} = A_{i}[{i},{j}] − λ × A_{j}[{i},{j}], head {i}'s weight minus λ "
-    "times head {j}'s.",
-    "hint.diff_v": "{cell} is a cell of head {i}'s values (the first d_v columns) or of head {j}'s "
-    "(the rest).",
+    "hint.diff_weights": "{cell} = A_{head}[{i},{j}] − λ × A_{partner}[{i},{j}], head {head}'s "
+    "weight minus λ times head {partner}'s.",
+    "hint.diff_v": "{cell} is a cell of head {head}'s values (the first d_v columns) or of head "
+    "{partner}'s (the rest).",
     "hint.diff_norm": "{cell} = D[{i},{j}] / √(mean of the squares of row {i} of D + ε).",
     "hint.diff_scaled": "{cell} = (1 − λ_init) × N[{i},{j}].",
     "mistake.diff_lambda_missing": "This is one map minus the other with λ left out: the second "
@@ -371,7 +374,7 @@ MESSAGES: dict[str, str] = {
     "dΔ itself.",
     "stage.grad_weights.diff_second.title": "Backward: gradient of the second map",
     "stage.grad_weights.diff_second.why": "Δ = A_first − λ·A_second, so the second map's gradient "
-    "is −λ·dΔ: raising its weight lowers Δ.",
+    "is −λ·dΔ: with λ > 0, raising its weight lowers Δ.",
     "stage.grad_v.diff.title": "Backward: a head's part of the pair's values",
     "stage.grad_v.diff.why": "V'' set the two heads' values side by side, so each head's V gets "
     "its own columns of dV'' back.",
@@ -398,10 +401,10 @@ MESSAGES: dict[str, str] = {
     "stage.grad_output.pair.why": "Each pair wrote its own columns of the concatenation, so each "
     "pair receives exactly those columns of d(concat) back, and nothing of the others'.",
     "stage.output.final_pairs.title": "Output projection",
-    "stage.output.final_pairs.why": "W_O lets every output feature combine all the pairs: "
-    "concat·W_O = Σ_i pair_i·W_O[rows of pair i], so what one pair found is mixed with what "
-    "the others found. W_O also sets the width, usually back to d_model, so the result can be "
-    "added to the layer's input (the residual connection).",
+    "stage.output.final_pairs.why": "W_O lets every output feature combine all the columns of the "
+    "joined pairs: concat·W_O = Σ_i pair_i·W_O[rows of pair i], so with two pairs or more, what "
+    "one pair found is mixed with what the others found. W_O also sets the width, usually back to "
+    "d_model, so the result can be added to the layer's input (the residual connection).",
     "stage.output.concat_pairs.title": "Output (the joined pairs)",
     "stage.output.concat_pairs.why": "With no W_O given, the joined pairs are the output.",
     "ui.variant.chunk": "chunks of {chunk}",
@@ -449,10 +452,11 @@ MESSAGES: dict[str, str] = {
     "preset.diff.description": "Differential attention: 2 heads as one pair, (A_1 − λ·A_2)·[V_1 | "
     "V_2], its rows RMS-normalised and scaled by 1 − λ_init (d_k = 1, causal)",
     "preset.diff.reference": "Made for qkvcalc, after Ye et al. 2024, 'Differential Transformer' "
-    "(DiffLlama in transformers): head 1 pairs with head 2, the second map is subtracted from "
-    "the first with weight λ = 1/2, so the attention both maps give to the same keys cancels; "
-    "the result reads both heads' values side by side, each row is divided by its root mean "
-    "square, and multiplied by 1 − λ_init = 4/5.",
+    "(DiffLlama in transformers): head 1 pairs with head 2, and the second map is subtracted from "
+    "the first with weight λ = 1/2, so the attention both maps give to the same keys is partly "
+    "taken away (token I: both maps give all their weight to I, and Δ = 1 − ½·1 = ½); the result "
+    "reads both heads' values side by side, each row is divided by its root mean square, and "
+    "multiplied by 1 − λ_init = 4/5.",
     "preset.gqa.description": "Grouped-query attention: 4 query heads share 2 key/value heads "
     "(d_k = 1, causal)",
     "preset.multihead.description": "Two heads on 'I love cats': both read all of X, each "
@@ -1443,10 +1447,10 @@ MESSAGES: dict[str, str] = {
     "stage.k_norm.why": "The same for each head's key: x / √(mean(x²) + ε) · w, row by row.",
     # ---- the norm on V (qkvcalc/ops/v_norm.py) ----
     "stage.v_norm.title": "Value norm (RMSNorm without a weight)",
-    "stage.v_norm.why": "Gemma 3n and Gemma 4 rescale each head's value rows too: "
-    "v / √(mean(v²) + ε), row by row, with no learned weight, so every token passes on a value "
-    "of root mean square about 1 and none is louder than another. The weights then mix these "
-    "normalised values.",
+    "stage.v_norm.why": "Gemma 3n and Gemma 4 rescale each head's value rows too: v / √(mean(v²) + "
+    "ε), row by row, with no learned weight, so every token passes on a value of root mean square "
+    "just under 1 and none is louder than another (unless its row is tiny next to ε: a row of "
+    "zeros stays 0). The weights then mix these normalised values.",
     "hint.v_norm": "{cell} = {src}[{i},{j}] / √(mean of the squares of row {i} of {src} + ε).",
     "note.v_norm": "Row by row: v / √(mean(v²) + ε), with ε = {eps} and no weight.",
     "ui.variant.v_norm": "a norm on V (ε = {eps})",
@@ -1857,6 +1861,9 @@ MESSAGES: dict[str, str] = {
     "extract.description": "The self-attention of layer {layer} of {model} ({arch}) on "
     "{n} tokens: x is the exact input of that attention from a run in {dtype}, the weights are "
     "the layer's own, in float64.",
+    "extract.description_kv_shared": "The self-attention of layer {layer} of {model} ({arch}) "
+    "on {n} tokens: x is the exact input of that attention from a run in {dtype}; W_Q, the query "
+    "norm and W_O are the layer's own, in float64.",
     "extract.kv_shared": "This layer has no keys and values of its own: it reuses those of layer "
     "{earlier} (KV sharing), so the source is layer {earlier}'s attention input, and W_K, W_V "
     "and the key norm are layer {earlier}'s.",
@@ -2012,8 +2019,9 @@ MESSAGES: dict[str, str] = {
     "check.mistake.gqa_repeat": "The K/V heads are repeated as a whole (tile); consecutive query "
     "heads share one K/V head (repeat_interleave).",
     "check.mistake.rope_pairs": "RoPE turns the wrong pairs of dimensions: rotate_half pairs "
-    "dimension i with i + R/2, the interleaved layout (GPT-J) pairs 2i with 2i + 1, and the "
-    "problem's rope.style says which one the model uses.",
+    "dimension i with i + R/2 (R: how many dimensions rotate), the interleaved layout (GPT-J) "
+    "pairs neighbours, 1 with 2, 3 with 4, …, and the problem's rope.style says which one the "
+    "model uses.",
     "check.mistake.layout_transposed": "The weights are read transposed (X·Wᵀ, PyTorch's out×in "
     "layout); here Q = X·W_Q, W_Q is d_model×d_k.",
     "check.mistake.bias_missing": "The biases are left out; Q = X·W_Q + b_Q, and the same for "

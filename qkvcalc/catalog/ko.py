@@ -111,10 +111,10 @@ MESSAGES: dict[str, str] = {
     "stage.concat.why": "헤드들의 출력을 헤드 1의 열부터 차례로 나란히 이어 붙입니다. 토큰마다 "
     "한 행이고, 폭은 H·d_v입니다.",
     "stage.output.final.title": "출력 선형 투영",
-    "stage.output.final.why": "W_O 덕분에 출력의 각 성분이 모든 헤드의 결과를 함께 쓸 수 "
-    "있습니다: concat·W_O = Σ_h head_h·W_O[헤드 h의 행들]이므로, 한 헤드가 찾은 것과 다른 "
-    "헤드들이 찾은 것이 섞입니다. 출력의 폭도 W_O가 정합니다. 보통 d_model로 돌아가서, 층의 "
-    "입력에 결과를 더하는 잔차 연결(residual connection)에 맞춥니다.",
+    "stage.output.final.why": "W_O 덕분에 출력의 각 성분이 모든 헤드의 결과를 함께 쓸 수 있습니다: "
+    "concat·W_O = Σ_h head_h·W_O[헤드 h의 행들]이므로, 헤드가 둘 이상이면 한 헤드가 찾은 것과 다른 "
+    "헤드들이 찾은 것이 섞입니다. 출력의 폭도 W_O가 정합니다. 보통 d_model로 돌아가서, 층의 입력에 "
+    "결과를 더하는 잔차 연결(residual connection)에 맞춥니다.",
     "stage.output.concat.title": "출력 (이어 붙인 헤드)",
     "stage.output.concat.why": "W_O가 주어지지 않았으므로, 이어 붙인 헤드가 그대로 출력입니다.",
     # ---- notes on stages ---------------------------------------------------------------
@@ -319,8 +319,10 @@ MESSAGES: dict[str, str] = {
     "stage.diff_weights.title": "차분 어텐션: 한 맵에서 λ배 한 다른 맵을 뺌",
     "stage.diff_weights.why": "헤드들은 쌍으로 일합니다. 헤드 i와 헤드 i + H/2는 각자의 Query와 "
     "Key로 같은 토큰들을 보고, 첫 번째 맵에서 두 번째 맵에 λ를 곱한 값을 뺍니다. 두 맵이 같은 "
-    "Key에 주는 어텐션(소프트맥스가 0으로 만들 수 없는 잡음)은 상쇄되고, 첫 번째 맵만 보는 것이 "
-    "남습니다. Δ의 행은 합이 더 이상 1이 아니며, 칸이 음수일 수도 있습니다.",
+    "Key에 주는 어텐션(소프트맥스가 0으로 만들 수 없는 잡음)은 두 번째 맵의 가중치에 λ를 곱한 값이 "
+    "첫 번째 맵의 가중치와 같아지는 만큼 상쇄되고, 첫 번째 맵만 보는 것이 남습니다. 각 맵의 행은 "
+    "합이 1이므로 Δ의 행은 합이 1 − λ이고(모든 Key가 마스킹된 행은 0), λ > 0이면 Δ의 칸이 음수일 "
+    "수 있습니다.",
     "stage.diff_v.title": "차분 어텐션: 쌍의 Value를 나란히",
     "stage.diff_v.why": "쌍은 두 헤드의 Value를 한 번에, 두 배 넓은 행렬 하나로 읽습니다. 그래서 "
     "쌍의 출력은 2·d_v개의 열을 가지고, H/2개의 쌍을 합치면 H개의 헤드와 같은 너비가 됩니다. "
@@ -330,21 +332,23 @@ MESSAGES: dict[str, str] = {
     "D = Δ·V''. 위에서 계산한 각 헤드의 출력 A·V는 여기부터 쓰이지 않고, 쌍의 출력이 그 "
     "자리를 대신합니다.",
     "stage.diff_norm.title": "차분 어텐션: 그룹 정규화",
-    "stage.diff_norm.why": "쌍의 출력의 각 행을 그 행의 제곱평균제곱근으로 나눕니다(쌍의 "
-    "2·d_v개 열에 걸친, 가중치 없는 RMSNorm). Δ의 행은 합이 1이 아니므로 D의 크기가 토큰마다 "
-    "달라질 수 있는데, 정규화가 모든 행의 제곱평균제곱근을 약 1로 되돌립니다.",
+    "stage.diff_norm.why": "쌍의 출력의 각 행을 그 행의 제곱평균제곱근으로 나눕니다(쌍의 2·d_v개 "
+    "열에 걸친, 가중치 없는 RMSNorm). 한 맵에서 다른 맵을 빼면 D의 행이 어떤 토큰에서는 크고 다음 "
+    "토큰에서는 작을 수 있으므로(두 맵이 거의 상쇄되는 곳), 정규화가 모든 행의 제곱평균제곱근을 "
+    "1보다 조금 작은 값으로 맞춥니다(행이 ε에 비해 아주 작으면 그렇지 않고, 0뿐인 행은 0으로 "
+    "남습니다).",
     "stage.diff_scaled.title": "차분 어텐션: 1 − λ_init를 곱함",
-    "stage.diff_scaled.why": "정규화한 행에 모든 칸에 같은 수 1 − λ_init를 곱해, 쌍이 보통 "
-    "어텐션과 같은 크기에서 학습을 시작하게 합니다. 이어 붙이기는 쌍마다 하나씩인 이 출력을 "
-    "읽습니다.",
+    "stage.diff_scaled.why": "정규화한 행의 모든 칸에 같은 수 1 − λ_init를 곱합니다. Ye et al.은 "
+    "이 고정된 배율로, 쌍을 거슬러 흐르는 기울기를 보통 Transformer의 어텐션을 거슬러 흐르는 "
+    "기울기와 비슷한 크기로 유지합니다. 이어 붙이기는 쌍마다 하나씩인 이 출력을 읽습니다.",
     "note.diff_pair": "헤드 {i}의 짝: 헤드 {j}. Δ = A_{i} − {lam} × A_{j}.",
     "note.diff_v": "헤드 {i}의 Value: 열 {first}. 헤드 {j}의 Value: 열 {second}.",
     "note.diff_norm": "행마다: {width}개 열에 걸쳐 x / √(mean(x²) + ε), ε = {eps}.",
     "note.diff_scaled": "λ_init = {init}이므로 모든 칸에 1 − λ_init = {factor}을(를) 곱합니다.",
-    "hint.diff_weights": "{cell} = A_{i}[{i},{j}] − λ × A_{j}[{i},{j}]: 헤드 {i}의 가중치에서 λ배 "
-    "한 헤드 {j}의 가중치를 뺍니다.",
-    "hint.diff_v": "{cell}: 헤드 {i}의 Value(처음 d_v개 열)나 헤드 {j}의 Value(나머지 열)의 "
-    "한 칸입니다.",
+    "hint.diff_weights": "{cell} = A_{head}[{i},{j}] − λ × A_{partner}[{i},{j}]: 헤드 {head}의 "
+    "가중치에서 λ배 한 헤드 {partner}의 가중치를 뺍니다.",
+    "hint.diff_v": "{cell}: 헤드 {head}의 Value(처음 d_v개 열)나 헤드 {partner}의 Value(나머지 "
+    "열)의 한 칸입니다.",
     "hint.diff_norm": "{cell} = D[{i},{j}] / √(D의 {i}행 제곱의 평균 + ε).",
     "hint.diff_scaled": "{cell} = (1 − λ_init) × N[{i},{j}].",
     "mistake.diff_lambda_missing": "이 값은 한 맵에서 다른 맵을 λ 없이 뺀 것입니다. 두 번째 맵은 "
@@ -369,7 +373,7 @@ MESSAGES: dict[str, str] = {
     "dΔ 그대로입니다.",
     "stage.grad_weights.diff_second.title": "역전파: 두 번째 맵의 기울기",
     "stage.grad_weights.diff_second.why": "Δ = A_first − λ·A_second이므로 두 번째 맵의 기울기는 "
-    "−λ·dΔ입니다: 그 가중치를 올리면 Δ가 내려갑니다.",
+    "−λ·dΔ입니다: λ > 0이면 그 가중치를 올릴 때 Δ가 내려갑니다.",
     "stage.grad_v.diff.title": "역전파: 쌍의 Value 중 한 헤드의 몫",
     "stage.grad_v.diff.why": "V''는 두 헤드의 Value를 나란히 놓았으므로, 각 헤드의 V는 dV''에서 "
     "자기 열을 돌려받습니다.",
@@ -397,10 +401,10 @@ MESSAGES: dict[str, str] = {
     "stage.grad_output.pair.why": "각 쌍은 이어 붙인 행렬의 자기 열을 썼으므로, 각 쌍은 "
     "d(concat)에서 정확히 그 열만 돌려받고 다른 쌍의 것은 받지 않습니다.",
     "stage.output.final_pairs.title": "출력 선형 투영",
-    "stage.output.final_pairs.why": "W_O 덕분에 출력의 각 성분이 모든 쌍의 결과를 함께 쓸 수 "
-    "있습니다: concat·W_O = Σ_i pair_i·W_O[쌍 i의 행들]이므로, 한 쌍이 찾은 것과 다른 쌍들이 "
-    "찾은 것이 섞입니다. 출력의 폭도 W_O가 정합니다. 보통 d_model로 돌아가서, 층의 입력에 "
-    "결과를 더하는 잔차 연결(residual connection)에 맞춥니다.",
+    "stage.output.final_pairs.why": "W_O 덕분에 출력의 각 성분이 이어 붙인 쌍들의 모든 열을 함께 "
+    "쓸 수 있습니다: concat·W_O = Σ_i pair_i·W_O[쌍 i의 행들]이므로, 쌍이 둘 이상이면 한 쌍이 찾은 "
+    "것과 다른 쌍들이 찾은 것이 섞입니다. 출력의 폭도 W_O가 정합니다. 보통 d_model로 돌아가서, "
+    "층의 입력에 결과를 더하는 잔차 연결(residual connection)에 맞춥니다.",
     "stage.output.concat_pairs.title": "출력 (이어 붙인 쌍)",
     "stage.output.concat_pairs.why": "W_O가 주어지지 않았으므로, 이어 붙인 쌍이 그대로 출력입니다.",
     "ui.variant.chunk": "청크 크기 {chunk}",
@@ -447,11 +451,11 @@ MESSAGES: dict[str, str] = {
     "나누면 Key 하나에 쏠렸던 가중치가 고루 퍼집니다",
     "preset.diff.description": "차분 어텐션: 헤드 2개가 한 쌍으로 (A_1 − λ·A_2)·[V_1 | V_2]를 "
     "계산하고, 각 행을 RMS로 정규화한 뒤 1 − λ_init를 곱합니다 (d_k = 1, 인과 마스크)",
-    "preset.diff.reference": "qkvcalc용으로 만든 예제, Ye et al. 2024, 'Differential Transformer'"
-    "(transformers의 DiffLlama)를 따름: 헤드 1과 헤드 2가 한 쌍이 되어, 첫 번째 맵에서 두 번째 "
-    "맵에 λ = 1/2를 곱한 값을 뺍니다. 그래서 두 맵이 같은 Key에 주는 어텐션은 상쇄됩니다. 그 "
-    "결과로 두 헤드의 Value를 나란히 읽고, 각 행을 제곱평균제곱근으로 나눈 다음 "
-    "1 − λ_init = 4/5를 곱합니다.",
+    "preset.diff.reference": "qkvcalc용으로 만든 예제, Ye et al. 2024, 'Differential "
+    "Transformer'(transformers의 DiffLlama)를 따름: 헤드 1과 헤드 2가 한 쌍이 되어, 첫 번째 맵에서 "
+    "두 번째 맵에 λ = 1/2를 곱한 값을 뺍니다. 그래서 두 맵이 같은 Key에 주는 어텐션은 일부가 "
+    "빠집니다(토큰 I: 두 맵 모두 가중치를 전부 I에 주고, Δ = 1 − ½·1 = ½). 그 결과로 두 헤드의 "
+    "Value를 나란히 읽고, 각 행을 제곱평균제곱근으로 나눈 다음 1 − λ_init = 4/5를 곱합니다.",
     "preset.gqa.description": "GQA(Grouped-Query Attention): Query 헤드 4개가 Key/Value 헤드 "
     "2개를 나눠 씁니다 (d_k = 1, 인과 마스크)",
     "preset.multihead.description": "'I love cats'에 헤드 두 개: 두 헤드 모두 X 전체를 읽되 "
@@ -1431,10 +1435,10 @@ MESSAGES: dict[str, str] = {
     "stage.k_norm.why": "헤드마다 Key에도 같은 계산을 합니다: 행마다 x / √(mean(x²) + ε) · w.",
     # ---- the norm on V (qkvcalc/ops/v_norm.py) ----
     "stage.v_norm.title": "Value 정규화 (가중치 없는 RMSNorm)",
-    "stage.v_norm.why": "Gemma 3n과 Gemma 4는 헤드마다 Value의 행도 다시 맞춥니다: 행마다 "
-    "v / √(mean(v²) + ε)이고 학습된 가중치는 없습니다. 그래서 모든 토큰이 제곱평균제곱근이 약 1인 "
-    "Value를 넘기며, 어느 토큰도 다른 토큰보다 크게 들리지 않습니다. 가중치는 이렇게 정규화한 "
-    "Value를 섞습니다.",
+    "stage.v_norm.why": "Gemma 3n과 Gemma 4는 헤드마다 Value의 행도 다시 맞춥니다: 행마다 v / "
+    "√(mean(v²) + ε)이고 학습된 가중치는 없습니다. 그래서 모든 토큰이 제곱평균제곱근이 1보다 조금 "
+    "작은 Value를 넘기며, 어느 토큰도 다른 토큰보다 크게 들리지 않습니다(행이 ε에 비해 아주 작으면 "
+    "그렇지 않고, 0뿐인 행은 0으로 남습니다). 가중치는 이렇게 정규화한 Value를 섞습니다.",
     "hint.v_norm": "{cell} = {src}[{i},{j}] / √({src}의 {i}번째 행의 제곱 평균 + ε).",
     "note.v_norm": "행마다 v / √(mean(v²) + ε), ε = {eps}, 가중치 없음.",
     "ui.variant.v_norm": "Value 정규화 (ε = {eps})",
@@ -1849,6 +1853,9 @@ MESSAGES: dict[str, str] = {
     "extract.description": "{model} ({arch})의 {layer}번 층 셀프 어텐션, 토큰 {n}개: x는 "
     "{dtype}(으)로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, 가중치는 그 층의 것을 "
     "float64로 옮긴 값입니다.",
+    "extract.description_kv_shared": "{model} ({arch})의 {layer}번 층 셀프 어텐션, 토큰 {n}개: "
+    "x는 {dtype}(으)로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, W_Q, Query 정규화, "
+    "W_O는 그 층의 것을 float64로 옮긴 값입니다.",
     "extract.kv_shared": "이 층은 자기 Key와 Value가 없어 앞선 {earlier}번 층의 것을 다시 "
     "씁니다(KV 공유). 그래서 source는 그 층의 어텐션 입력이고, W_K, W_V와 Key 정규화도 그 층의 "
     "것입니다.",
@@ -1996,8 +2003,8 @@ MESSAGES: dict[str, str] = {
     "check.mistake.gqa_repeat": "K/V 헤드를 통째로 반복했습니다(tile). 연속한 Query 헤드가 K/V "
     "헤드 하나를 함께 씁니다(repeat_interleave).",
     "check.mistake.rope_pairs": "RoPE가 엉뚱한 차원끼리 짝지어 회전했습니다. rotate_half는 차원 "
-    "i와 i + R/2를, 교차 배치(GPT-J)는 2i와 2i + 1을 짝짓습니다. 모델이 어느 쪽을 쓰는지는 문제의 "
-    "rope.style이 정합니다.",
+    "i와 i + R/2를(R: 회전하는 차원의 수), 교차 배치(GPT-J)는 이웃한 차원끼리 1과 2, 3과 4, …를 "
+    "짝짓습니다. 모델이 어느 쪽을 쓰는지는 문제의 rope.style이 정합니다.",
     "check.mistake.layout_transposed": "가중치를 전치해서 읽었습니다(X·Wᵀ, PyTorch의 out×in "
     "배치). 여기서는 Q = X·W_Q이고 W_Q는 d_model×d_k입니다.",
     "check.mistake.bias_missing": "편향이 빠졌습니다. Q = X·W_Q + b_Q이고 K, V, 출력도 같습니다.",

@@ -224,18 +224,10 @@ def _layer_problem(opened: _Opened, layer: int, seen: Seen, lang: str) -> dict[s
     with torch.no_grad():
         keys = family.keys(Layer(model, model.config, block, attention, layer, n, allowed, given))
     runner._check_finite({"x": x, **keys}, opened.shown, layer)
-    arch = family.names[model.config.model_type]
     dtype = str(next(model.parameters()).dtype).split(".")[-1]
     problem = {
         "name": Msg("extract.name", model=opened.shown, layer=layer).text(lang),
-        "description": Msg(
-            "extract.description",
-            layer=layer,
-            model=opened.shown,
-            arch=arch,
-            n=len(opened.ids),
-            dtype=dtype,
-        ).text(lang),
+        "description": runner.describe(family, model, layer, opened.shown, n, dtype, lang),
         "tokens": runner._tokens(opened.ids, opened.tokenizer),
         "x": x,
         **keys,

@@ -655,6 +655,18 @@ def _check_finite(values: dict[str, Any], model: str, layer: int) -> None:
             _check_finite(value, model, layer)
 
 
+def describe(family: Any, model: Any, layer: int, shown: str, n: int, dtype: str, lang: str) -> str:
+    """The problem's description: the layer, its x, and whose weights they are (a KV-shared
+    layer's W_K, W_V and key norm are an earlier layer's, as its source is)."""
+    arch = family.names[model.config.model_type]
+    earlier = family.shares(model, layer)
+    key = "extract.description" if earlier is None else "extract.description_kv_shared"
+    said = Msg(key, layer=layer, model=shown, arch=arch, n=n, dtype=dtype).text(lang)
+    if earlier is not None:  # KV sharing: K and V from an earlier layer's input
+        said += " " + Msg("extract.kv_shared", earlier=earlier).text(lang)
+    return said
+
+
 def extract(
     model_or_path: Any,
     layer: int,
@@ -719,13 +731,7 @@ def extract(
         progress(Msg("extract.running", model=shown, layer=layer))
     x, keys, out, dtype_name = _run_layer(model, family, stack, layer, ids, stream, shown)
     _check_finite({"x": x, **keys}, shown, layer)
-    arch = family.names[config.model_type]
-    said = Msg(
-        "extract.description", layer=layer, model=shown, arch=arch, n=len(ids), dtype=dtype_name
-    ).text(lang)
-    earlier = family.shares(model, layer)
-    if earlier is not None:  # KV sharing: K and V from an earlier layer's input
-        said += " " + Msg("extract.kv_shared", earlier=earlier).text(lang)
+    said = describe(family, model, layer, shown, len(ids), dtype_name, lang)
     problem = {
         "name": Msg("extract.name", model=shown, layer=layer).text(lang),
         "description": said,
