@@ -114,22 +114,21 @@ def test_a_link_to_present_n_is_followed_on_the_page(driver, backward_page):
 
 def _heads_run(layers: int, heads: int, n: int):
     """What heads_html reads of a run: random weights whose rows sum to 1."""
-    from types import SimpleNamespace
-
     import numpy as np
+
+    from qkvcalc.extract.heads import HeadsRun
 
     rng = np.random.default_rng(0)
     weights = rng.random((layers, heads, n, n))
     weights /= weights.sum(-1, keepdims=True)
-    return SimpleNamespace(
-        tokens=[f"t{k}" for k in range(1, n + 1)],
-        ids=list(range(n)),
-        source="some/model",
+    return HeadsRun(
         model="some/model",
+        source="some/model",
         arch="gpt2",
-        heads=heads,
         dtype="float32",
-        weights=[list(layer) for layer in weights],
+        ids=list(range(n)),
+        tokens=[f"t{k}" for k in range(1, n + 1)],
+        weights=list(weights),
     )
 
 
