@@ -340,15 +340,14 @@ def _chunked_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
 
 
 def _l2norm_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
-    """[1,2]: 0.5 / √(1.25 + 10⁻⁶) × 0.7071 = 0.3162"""
+    """[1,2]: 2 / √5.0000 × 0.7071 = 0.6325 (the root of the row's Σx² + 10⁻⁶)"""
     (x,) = stage.operands
     scale = float(stage.params["scale"])
-    total = float((x[i] * x[i]).sum())
+    radicand = float((x[i] * x[i]).sum()) + EPS
     s = style.shown
-    eps = "10^{-6}" if style.latex else "10⁻⁶"
-    root = style.root(f"√({style.num(total)} + {eps})")
+    root = style.root("√" + style.num(radicand))
     left = f"{style.at(i + 1, j + 1)}{style.num(float(x[i, j]))} / {root}"
-    shown_value = s(float(x[i, j])) / math.sqrt(s(total) + EPS)
+    shown_value = s(float(x[i, j])) / math.sqrt(s(radicand)) if s(radicand) > 0 else math.nan
     if scale != 1.0:
         left += f"{style.times}{style.factor(scale)}"
         shown_value *= s(scale)
