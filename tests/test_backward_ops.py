@@ -44,6 +44,13 @@ CASES = {
         [RNG.normal(size=(3, 5))],
         {"weight": RNG.normal(size=5), "bias": RNG.normal(size=5), "eps": 1e-3},
     ),
+    # the norm on V (Gemma 3n, Gemma 4): each row over its root mean square, no weight
+    "v_rmsnorm": lambda: ([RNG.normal(size=(3, 4))], {"eps": 1e-3}),
+    # differential attention: Δ = A_i − λ·A_j, V'' = [V_i | V_j], the group norm, 1 − λ_init
+    "diff_maps": lambda: ([RNG.random((3, 4)), RNG.random((3, 4))], {"lambda": 0.6}),
+    "diff_join": lambda: ([RNG.normal(size=(4, 2)), RNG.normal(size=(4, 2))], {}),
+    "group_rms": lambda: ([RNG.normal(size=(3, 4))], {"eps": 1e-3}),
+    "diff_scale": lambda: ([RNG.normal(size=(3, 4))], {"factor": 0.8}),
 }
 
 

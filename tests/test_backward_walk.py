@@ -118,3 +118,61 @@ def test_a_new_stage_with_a_backward_of_its_own_is_walked_through(monkeypatch):
         down[i, j] -= eps
         numeric[i, j] = (loss(up) - loss(down)) / (2 * eps)
     np.testing.assert_allclose(values[("grad_q", None)], numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_the_steps_around_the_heads_are_the_ops_own(monkeypatch):
+    """One walk from the layer's output: W_O's projection plans d(concat), dW_O and db_O, and
+    the concat each head's columns, each by its own op. An op the walk has never seen, put
+    between the concat and W_O, is walked through by its own backward: d(concat) is then
+    3·dO·W_Oᵀ, and each head's dO its columns of that (as the numbers say, not the names)."""
+    calls: list = []
+    for name in ("project", "concat"):
+        own = OPS[name]
+
+        def recorded(back, at, g, own=own):
+            calls.append(at.ref)
+            return own.plan_back(back, at, g)
+
+        monkeypatch.setitem(OPS, name, own._replace(plan_back=recorded))
+    monkeypatch.setitem(
+        OPS,
+        "triple",
+        Op(
+            "triple",
+            lambda ops, params, rows: 3 * (ops[0] if rows is None else ops[0][rows]),
+            rowwise=True,
+            backward=lambda ops, params, out, g: (3 * g,),
+            grad_formula=lambda into, out, operand, params: f"3·{out}",
+        ),
+    )
+    doc = make("wo", "target", seed=4)  # two heads, then W_O and b_O
+    doc["bo"] = np.random.default_rng(2).normal(size=len(doc["wo"][0])).tolist()
+    p = Problem.from_mapping(doc)
+    forward = list(plan(p))
+    by = {s.ref: s for s in forward}
+    concat, out = by[("concat", None)], by[(ids.OUTPUT, None)]
+    tripled = replace(concat, id="tripled", op="triple", operands=(concat.ref,), symbol="T")
+    forward.insert(forward.index(concat) + 1, tripled)
+    forward[forward.index(out)] = out = replace(out, operands=(tripled.ref, out.operands[1]))
+    by = {s.ref: s for s in forward}
+    g = np.random.default_rng(1).normal(size=(len(out.rows), len(out.cols)))
+    start = Spec(
+        "grad_output", None, "table", (), "dO", out.rows, out.cols, symbol="dO", params={"table": g}
+    )
+    made, grads = bw.walk(p, by, [out], {out.ref: start.ref}, made=[start])
+    assert calls == [out.ref, concat.ref]  # the projections of X are gathered after the walk
+    order = [s.id for s in made]
+    assert order[:4] == ["grad_tripled", "grad_wo", "grad_bo", "grad_concat"]
+    assert [s.ref for s in made if s.op == "cut"] == [("grad_output", 1), ("grad_output", 2)]
+    assert all((side, h) in grads for side in (ids.Q, ids.K, ids.V) for h in (1, 2))
+
+    values = reference.forward([*forward, start, *made], reference.nothing)
+    w_o = out.operands[1].value
+    d_concat = 3 * g @ w_o.T
+    np.testing.assert_allclose(values[("grad_concat", None)], d_concat, rtol=1e-12)
+    np.testing.assert_allclose(values[("grad_wo", None)], values[tripled.ref].T @ g, rtol=1e-12)
+    np.testing.assert_allclose(values[("grad_bo", None)], g.sum(axis=0, keepdims=True), rtol=1e-12)
+    width = len(by[(ids.OUTPUT, 1)].cols)
+    for h in (1, 2):
+        cols = slice((h - 1) * width, h * width)
+        np.testing.assert_allclose(values[("grad_output", h)], d_concat[:, cols], rtol=1e-12)

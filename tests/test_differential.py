@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import qkvcalc
+from qkvcalc.input import presets
 from qkvcalc.input.problem import Problem
 from qkvcalc.quiz.mistakes import recognise
 from qkvcalc.render import RenderOptions, render
@@ -235,3 +236,66 @@ def test_train_refuses_differential_attention(tmp_path):
     path = tmp_path / "diff.json"
     path.write_text(json.dumps(DOC | {"target": np.zeros((N, 3)).tolist()}), encoding="utf-8")
     one_message(run_qkvcalc("train", str(path)), "does not learn through differential")
+
+
+@pytest.mark.parametrize("lam", [-0.5, 0.0, 0.5, 1.5])
+def test_what_the_page_says_of_delta_holds_for_every_lambda(lam):
+    """The pages said 'a row of Δ no longer sums to 1' (false at λ = 0), that the attention both
+    maps give to the same keys cancels and that raising the second map's weight lowers Δ (false
+    at λ ≤ 0: with λ = −0.5 the second map is added). Now: each row of Δ sums to 1 − λ (0 where
+    every key is masked), a cell is negative only with λ > 0, and the page says 'with λ > 0'."""
+    mask = np.tril(np.ones((N, N), dtype=int))
+    mask[2] = 0  # query 3 sees no key: its weights, and its row of Δ, are 0
+    doc = DOC | {"differential": {"lambda": lam, "lambda_init": INIT}, "mask": mask.tolist()}
+    trace = qkvcalc.explain(**doc, target=np.zeros((N, 3)).tolist(), backward=True)
+    for pair in (1, 2):
+        delta = trace.stage("diff_weights", pair).value
+        sums = delta.sum(axis=1)
+        assert np.allclose(sums[2], 0) and np.allclose(np.delete(sums, 2), 1 - lam)
+        if lam <= 0:
+            assert delta.min() >= 0
+        first, second = trace.stage("weights", pair).value, trace.stage("weights", pair + 2).value
+        assert np.allclose(delta, first - lam * second)  # raising A_second[r, c] moves Δ by −λ
+    text = " ".join(render(trace, "txt", RenderOptions(width=100, color=False)).split())
+    assert "so a row of Δ sums to 1 − λ (0 where every key is masked)" in text
+    assert "no longer sums to 1" not in text
+    assert "with λ > 0, raising its weight lowers Δ" in text
+
+
+def test_the_preset_pages_say_nothing_false_of_its_one_pair():
+    """The preset has one pair: W_O's page said 'what one pair found is mixed with what the
+    others found' (there are none), and its reference that the attention both maps give to the
+    same keys cancels (token I: both maps give I all their weight, and Δ = 1 − ½·1 = ½)."""
+    trace = run(Problem.from_mapping(presets.load("diff")))
+    delta = trace.stage("diff_weights", 1).value
+    weights = trace.stage("weights", 1).value, trace.stage("weights", 2).value
+    assert all(w[0, 0] == 1 for w in weights) and delta[0, 0] == 0.5
+    for lang in ("en", "ko"):
+        text = " ".join(
+            render(trace, "txt", RenderOptions(width=100, color=False, lang=lang)).split()
+        )
+        assert "Δ = 1 − ½·1 = ½" in text, lang
+        assert ("with two pairs or more" in text) if lang == "en" else ("쌍이 둘 이상이면" in text)
+
+
+def test_lambda_is_one_number_not_the_first_of_a_list(tmp_path):
+    """{"lambda": [0.5, 7]} was read as λ = 0.5, the 7 dropped without a word."""
+    path = tmp_path / "bad.json"
+    doc = DOC | {"differential": {"lambda": [0.5, 7], "lambda_init": INIT}}
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    one_message(run_qkvcalc("explain", str(path)), "differential.lambda", "a number")
+
+
+def test_the_quiz_hint_names_the_pairs_heads_whatever_the_cell():
+    """The hint's head numbers were the cell's row and column ('Δ[3,2] = A_3[3,2] − λ × A_2[3,2],
+    head 3's weight …' for pair 1 of heads 1 and 2): the cell's i, j took their place."""
+    from qkvcalc.quiz.session import hint
+
+    trace = run(Problem.from_mapping(DOC))
+    for pair, partner in ((1, 3), (2, 4)):
+        for row, col in ((0, 0), (4, 1), (2, 3)):
+            said = hint(trace, trace.stage("diff_weights", pair), row, col).text("en")
+            cell = f"[{row + 1},{col + 1}]"
+            assert f"Δ{cell} = A_{pair}{cell} − λ × A_{partner}{cell}, head {pair}'s" in said
+            said = hint(trace, trace.stage("diff_v", pair), row, col).text("ko")
+            assert f"헤드 {pair}의 Value" in said and f"헤드 {partner}의 Value" in said

@@ -736,6 +736,9 @@ def test_the_keys_of_gemma_3n_and_gemma_4(lab):
             assert relative(problem["source"], then) < 1e-12
             assert relative(problem["source"], problem["x"]) > 1e-3
             assert f"reuses those of layer {earlier} (KV sharing)" in problem["description"]
+            # its W_K and W_V are layer `earlier`'s: 'the weights are the layer's own' was false
+            assert "the weights are the layer's own" not in problem["description"]
+            assert "W_Q, the query norm and W_O are the layer's own" in problem["description"]
             assert np.array_equal(problem["wk"], kv.k_proj.weight.detach().numpy().T)
             assert np.array_equal(problem["k_norm"], kv.k_norm.weight.detach().numpy())
         assert "KV sharing" not in lab(name, 1)["problem"]["description"]
@@ -770,6 +773,8 @@ def test_heads_explains_a_kv_shared_layer(tmp_path):
     run = attention_maps(str(tmp_path / "gemma4"), input_ids=ids(), dtype="float64", problems=True)
     shared = run.problems[5]
     assert "source" in shared and len(run.problems) == 6
+    assert "reuses those of layer 3 (KV sharing)" in shared["description"]  # as extract says
+    assert "the weights are the layer's own" not in shared["description"]
     for h in (1, 4):
         trace = qkvcalc.explain(**split_head(shared, h))
         assert relative(np.squeeze(trace.weights), run.weights[5][h - 1]) < TOL

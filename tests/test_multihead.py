@@ -344,3 +344,23 @@ def test_query_heads_of_is_kv_head_of_turned_round(heads, kv_heads):
         assert [h for h in range(1, heads + 1) if p.kv_head_of(h) == g] == list(
             range(first, last + 1)
         )
+
+
+def test_one_head_with_w_o_is_not_said_to_mix_with_other_heads():
+    """One head and W_O: the output projection's page said 'what one head found is mixed with
+    what the others found', of a run with no other head."""
+    from qkvcalc.render import render
+
+    trace = qkvcalc.explain(
+        x=[[1, 2], [0, 1]], wq=[[1, 0], [0, 1]], wk=[[1, 1], [0, 1]], wv=[[1, 0], [1, 1]],
+        wo=[[1, 0], [0, 1]],
+    )  # fmt: skip
+    assert trace.stage("output").spec.topic == "output.final"
+    for lang, words in (
+        ("en", "so with two heads or more, what one head"),
+        ("ko", "헤드가 둘 이상이면"),
+    ):
+        text = " ".join(
+            render(trace, "txt", RenderOptions(width=100, color=False, lang=lang)).split()
+        )
+        assert words in text, lang

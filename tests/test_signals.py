@@ -20,7 +20,13 @@ import numpy as np
 import pytest
 
 from qkvcalc.cli import COMMANDS
-from tests.conftest import PINNED_ENV, ROOT, interrupt_at_prompt, wait_until_waiting_for_input
+from tests.conftest import (
+    PINNED_ENV,
+    ROOT,
+    interrupt_at_prompt,
+    run_qkvcalc,
+    wait_until_waiting_for_input,
+)
 
 NOISE = ("Traceback", "KeyboardInterrupt", "BrokenPipeError", "Exception ignored", "Aborted")
 
@@ -372,3 +378,109 @@ def test_ctrl_c_as_the_temporary_file_is_made_leaves_no_file(tmp_path, monkeypat
     with pytest.raises(KeyboardInterrupt):
         write_output("text\n", tmp_path / "out.txt")
     assert list(tmp_path.iterdir()) == []
+
+
+# ---- Ctrl-C in the middle of the work: the tiles' loop, a long .npz listing ------------------
+#
+# Where the signal lands is made certain, not timed: the child itself sends SIGINT (a real
+# signal, through Python's own handler) from inside the work under test, at a chosen call.
+
+_CTRL_C_INSIDE = """
+import os, signal, sys
+target, attribute, at = sys.argv[1], sys.argv[2], int(sys.argv[3])
+import importlib
+owner = importlib.import_module(target.partition(":")[0])
+for part in target.partition(":")[2].split(".") if ":" in target else ():
+    owner = getattr(owner, part)
+original = getattr(owner, attribute)
+calls = [0]
+def interrupting(*args, **kwargs):
+    calls[0] += 1
+    if calls[0] == at:
+        with open(os.environ["QKVCALC_TEST_MARK"], "w") as mark:
+            mark.write("sent")
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, landing here
+    return original(*args, **kwargs)
+setattr(owner, attribute, interrupting)
+sys.argv = ["qkvcalc", *sys.argv[4:]]
+from qkvcalc.launch import main
+main()
+"""
+
+
+def ctrl_c_inside(tmp_path: Path, where: str, attribute: str, at: int, *args: str):
+    """Run qkvcalc ARGS with Ctrl-C sent at the `at`-th call of WHERE's ATTRIBUTE; the result,
+    and whether the signal was sent at all (the work reached that call)."""
+    mark = tmp_path / "sent"
+    proc = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_INSIDE, where, attribute, str(at), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **PINNED_ENV, "QKVCALC_TEST_MARK": str(mark)},
+        cwd=ROOT,
+        timeout=120,
+    )
+    return proc, mark.exists()
+
+
+@pytest.mark.parametrize("backward", [False, True], ids=["forward", "backward"])
+def test_ctrl_c_inside_the_tiles_loop_exits_130_with_nothing_after(tmp_path, backward):
+    """Round three: Ctrl-C during `--tiles` exited 2. Sent at the second block's correction
+    e^(m_old − m_new) (the online softmax's loop, before any output): exit 130, nothing on
+    stdout, no traceback, and the same with the backward that reads the tiles."""
+    args = ["explain", "--preset", "sentence", "--tiles", "1", "--format", "json"]
+    if backward:
+        args += ["--backward", "--attend", "1 2 1"]
+    finished = run_qkvcalc(*args)
+    assert finished.returncode == 0, finished.stderr  # without Ctrl-C it runs to its end
+    proc, sent = ctrl_c_inside(tmp_path, "qkvcalc.ops.tiles", "correction", 2, *args)
+    assert sent, "the tiles' loop never reached a second block"
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert proc.stdout == ""
+    quiet(proc.stderr)
+
+
+def _many_members_said_few(path: Path, count: int, said: int) -> Path:
+    """An .npz of `count` empty members whose zip64 end record says it holds `said`: the
+    count read from the end is passed, so zipfile lists every member (the long part)."""
+    import struct
+
+    from tests.test_hostile import _npz
+
+    _npz(path, [(f"m{i}.npy", b"") for i in range(count)])
+    data = bytearray(path.read_bytes())
+    at = data.rfind(b"PK\x06\x06")
+    assert at > 0, "200,000 members make a zip64 archive"
+    data[at + 24 : at + 40] = struct.pack("<QQ", said, said)  # on this disk, in all
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.fixture(scope="module")
+def said_few(tmp_path_factory) -> Path:
+    return _many_members_said_few(tmp_path_factory.mktemp("npz") / "many.npz", 200_000, 4)
+
+
+def test_an_npz_of_200000_members_that_says_4_is_refused_by_the_count_listed(said_few):
+    """The count zipfile listed, not the one the end record claims; the file named once (it
+    was "in many.npz: many.npz holds …")."""
+    from tests.test_hostile import assert_one_clean_message
+
+    proc = run_qkvcalc("explain", str(said_few), timeout=120)
+    assert_one_clean_message(proc, "many.npz holds 200000 members; a problem has at most 100")
+    assert proc.stderr.count("many.npz") == 1, proc.stderr
+    korean = run_qkvcalc("explain", str(said_few), "--lang", "ko", timeout=120)
+    assert korean.returncode == 2 and korean.stdout == ""
+    assert "200000" in korean.stderr and korean.stderr.count("many.npz") == 1, korean.stderr
+
+
+def test_ctrl_c_while_an_npz_of_200000_members_is_listed_exits_130(tmp_path, said_few):
+    """Round three: Ctrl-C while a 200,000-member .npz was read exited 2 (a damaged file).
+    Sent while zipfile lists the members (at the 100,000th): exit 130, quietly."""
+    proc, sent = ctrl_c_inside(
+        tmp_path, "zipfile:ZipInfo", "__init__", 100_000, "explain", str(said_few)
+    )
+    assert sent
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert proc.stdout == ""
+    quiet(proc.stderr)

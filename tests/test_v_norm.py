@@ -190,3 +190,24 @@ def test_bad_v_norm_input_is_one_message(tmp_path, change, fragments):
     path.write_text(json.dumps(DOC | change), encoding="utf-8")
     args = ["--backward"] if "target" in change else []
     one_message(run_qkvcalc("explain", str(path), *args), *fragments)
+
+
+def test_what_the_page_says_of_the_norm_holds_for_a_row_tiny_next_to_epsilon():
+    """The page said every token passes on a value of root mean square about 1: a row of zeros
+    stays 0, and a row tiny next to ε comes out far under 1. Rows well above ε come out just
+    under 1, and the page now says when that fails."""
+    doc = {
+        "x": [[1, 2], [0, 0], [0.001, 0]],
+        "wq": [[1, 0], [0, 1]],
+        "wk": [[1, 1], [0, 1]],
+        "wv": [[1, 0], [1, 1]],
+        "v_norm": {"eps": 1e-6},
+    }
+    trace = qkvcalc.explain(**doc)
+    rms = np.sqrt(np.mean(trace.stage("v_norm").value ** 2, axis=1))
+    assert 0.999 < rms[0] < 1 and rms[1] == 0 and rms[2] < 0.6
+    for lang, words in (("en", "unless its row is tiny next to ε"), ("ko", "ε에 비해 아주 작으면")):
+        text = " ".join(
+            render(trace, "txt", RenderOptions(width=100, color=False, lang=lang)).split()
+        )
+        assert words in text, lang

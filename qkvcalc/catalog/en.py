@@ -107,9 +107,9 @@ MESSAGES: dict[str, str] = {
     "stage.concat.why": "The heads' outputs are laid side by side, head 1's columns first: one "
     "row per token, H·d_v wide.",
     "stage.output.final.title": "Output projection",
-    "stage.output.final.why": "W_O lets every output feature combine all the heads: "
-    "concat·W_O = Σ_h head_h·W_O[rows of head h], so what one head found is mixed with what "
-    "the others found. W_O also sets the width, usually back to d_model, so the result can be "
+    "stage.output.final.why": "W_O lets every output feature combine all the heads: concat·W_O = "
+    "Σ_h head_h·W_O[rows of head h], so with two heads or more, what one head found is mixed with "
+    "what the others found. W_O also sets the width, usually back to d_model, so the result can be "
     "added to the layer's input (the residual connection).",
     "stage.output.concat.title": "Output (the joined heads)",
     "stage.output.concat.why": "With no W_O given, the joined heads are the output.",
@@ -408,8 +408,9 @@ MESSAGES: dict[str, str] = {
     "stage.diff_weights.why": "The heads work in pairs: head i and head i + H/2 look at the same "
     "tokens with their own queries and keys, and the second map, times λ, is taken away from the "
     "first. Attention that both maps give to the same keys (the noise a softmax cannot put to "
-    "zero) cancels; what only the first map sees remains. A row of Δ no longer sums to 1, and a "
-    "cell of it may be negative.",
+    "zero) cancels as far as λ times the second map's weight matches the first's; what only the "
+    "first map sees remains. Each map's row sums to 1, so a row of Δ sums to 1 − λ (0 where every "
+    "key is masked), and with λ > 0 a cell of Δ can be negative.",
     "stage.diff_v.title": "Differential attention: the pair's values side by side",
     "stage.diff_v.why": "The pair reads both heads' values at once, as one matrix twice as wide: "
     "so its output has 2·d_v columns, and the H/2 pairs together are as wide as the H heads "
@@ -420,21 +421,23 @@ MESSAGES: dict[str, str] = {
     "this: the pair's output takes its place.",
     "stage.diff_norm.title": "Differential attention: the group norm",
     "stage.diff_norm.why": "Each row of the pair's output is divided by its root mean square (an "
-    "RMSNorm without a weight, over the pair's 2·d_v columns): since Δ's rows no longer sum to "
-    "1, the size of D could drift from one token to the next, and the norm brings every row back "
-    "to a root mean square of about 1.",
+    "RMSNorm without a weight, over the pair's 2·d_v columns). Taking one map away from the other "
+    "can leave a row of D large for one token and small for the next (where the two maps nearly "
+    "cancel), so the norm brings every row to a root mean square just under 1 (unless the row is "
+    "tiny next to ε: a row of zeros stays 0).",
     "stage.diff_scaled.title": "Differential attention: scaled by 1 − λ_init",
     "stage.diff_scaled.why": "The normalised rows are multiplied by 1 − λ_init, the same number "
-    "for every cell, so that the pairs start training at the size plain attention would give. The "
-    "concatenation reads these outputs, one per pair.",
+    "for every cell. Ye et al. use this fixed factor to keep the gradient that flows back through "
+    "a pair about as large as through a plain Transformer's attention. The concatenation reads "
+    "these outputs, one per pair.",
     "note.diff_pair": "Head {i} pairs with head {j}: Δ = A_{i} − {lam} × A_{j}.",
     "note.diff_v": "Head {i}'s values: column(s) {first}. Head {j}'s values: column(s) {second}.",
     "note.diff_norm": "Row by row: x / √(mean(x²) + ε) over the {width} columns, with ε = {eps}.",
     "note.diff_scaled": "λ_init = {init}, so every cell is multiplied by 1 − λ_init = {factor}.",
-    "hint.diff_weights": "{cell} = A_{i}[{i},{j}] − λ × A_{j}[{i},{j}], head {i}'s weight minus λ "
-    "times head {j}'s.",
-    "hint.diff_v": "{cell} is a cell of head {i}'s values (the first d_v columns) or of head {j}'s "
-    "(the rest).",
+    "hint.diff_weights": "{cell} = A_{head}[{i},{j}] − λ × A_{partner}[{i},{j}], head {head}'s "
+    "weight minus λ times head {partner}'s.",
+    "hint.diff_v": "{cell} is a cell of head {head}'s values (the first d_v columns) or of head "
+    "{partner}'s (the rest).",
     "hint.diff_norm": "{cell} = D[{i},{j}] / √(mean of the squares of row {i} of D + ε).",
     "hint.diff_scaled": "{cell} = (1 − λ_init) × N[{i},{j}].",
     "mistake.diff_lambda_missing": "This is one map minus the other with λ left out: the second "
@@ -459,7 +462,7 @@ MESSAGES: dict[str, str] = {
     "dΔ itself.",
     "stage.grad_weights.diff_second.title": "Backward: gradient of the second map",
     "stage.grad_weights.diff_second.why": "Δ = A_first − λ·A_second, so the second map's gradient "
-    "is −λ·dΔ: raising its weight lowers Δ.",
+    "is −λ·dΔ: with λ > 0, raising its weight lowers Δ.",
     "stage.grad_v.diff.title": "Backward: a head's part of the pair's values",
     "stage.grad_v.diff.why": "V'' set the two heads' values side by side, so each head's V gets "
     "its own columns of dV'' back.",
@@ -486,10 +489,10 @@ MESSAGES: dict[str, str] = {
     "stage.grad_output.pair.why": "Each pair wrote its own columns of the concatenation, so each "
     "pair receives exactly those columns of d(concat) back, and nothing of the others'.",
     "stage.output.final_pairs.title": "Output projection",
-    "stage.output.final_pairs.why": "W_O lets every output feature combine all the pairs: "
-    "concat·W_O = Σ_i pair_i·W_O[rows of pair i], so what one pair found is mixed with what "
-    "the others found. W_O also sets the width, usually back to d_model, so the result can be "
-    "added to the layer's input (the residual connection).",
+    "stage.output.final_pairs.why": "W_O lets every output feature combine all the columns of the "
+    "joined pairs: concat·W_O = Σ_i pair_i·W_O[rows of pair i], so with two pairs or more, what "
+    "one pair found is mixed with what the others found. W_O also sets the width, usually back to "
+    "d_model, so the result can be added to the layer's input (the residual connection).",
     "stage.output.concat_pairs.title": "Output (the joined pairs)",
     "stage.output.concat_pairs.why": "With no W_O given, the joined pairs are the output.",
     "ui.variant.chunk": "chunks of {chunk}",
@@ -537,10 +540,11 @@ MESSAGES: dict[str, str] = {
     "preset.diff.description": "Differential attention: 2 heads as one pair, (A_1 − λ·A_2)·[V_1 | "
     "V_2], its rows RMS-normalised and scaled by 1 − λ_init (d_k = 1, causal)",
     "preset.diff.reference": "Made for qkvcalc, after Ye et al. 2024, 'Differential Transformer' "
-    "(DiffLlama in transformers): head 1 pairs with head 2, the second map is subtracted from "
-    "the first with weight λ = 1/2, so the attention both maps give to the same keys cancels; "
-    "the result reads both heads' values side by side, each row is divided by its root mean "
-    "square, and multiplied by 1 − λ_init = 4/5.",
+    "(DiffLlama in transformers): head 1 pairs with head 2, and the second map is subtracted from "
+    "the first with weight λ = 1/2, so the attention both maps give to the same keys is partly "
+    "taken away (token I: both maps give all their weight to I, and Δ = 1 − ½·1 = ½); the result "
+    "reads both heads' values side by side, each row is divided by its root mean square, and "
+    "multiplied by 1 − λ_init = 4/5.",
     "preset.deltanet.description": "Gated DeltaNet (Qwen3-Next): a 2×2 state decayed by e^g and "
     "corrected by the delta rule token by token, beside the 3×3 matrix it computes without "
     "forming it",
@@ -562,6 +566,9 @@ MESSAGES: dict[str, str] = {
     "between them; transformers' float32 angles (--policy eager) keep them apart",
     "preset.bf16softmax.description": "Why the softmax is upcast: in bfloat16 with no upcast "
     "(naive) the weights stray further from float64 than eager's float32 softmax",
+    "preset.bf16tiles.description": "Tiles in bfloat16: written with bfloat16 tensors (naive), "
+    "the running sum ℓ = 2 cannot grow by a block's 0.0077, less than half its unit in the last "
+    "place, and eight blocks are lost; FlashAttention's float32 ℓ (--policy eager) counts them",
     "preset.fp8scaling.description": "float8 with and without per-tensor scaling: a plain cast to "
     "float8_e4m3fn saturates the scores 576 and 480 at 448, two keys tie and the weight is split; "
     "stored with a scale per tensor as FP8 kernels do (--policy eager), they stay apart",
@@ -640,6 +647,17 @@ MESSAGES: dict[str, str] = {
     "NaN. With --policy eager the mask adds −65,504 instead, row 1 stays finite and its weights "
     "are spread over the keys (1/3 each, as float16 rounds it); the float64 twin gives that row "
     "weights 0, as scaled_dot_product_attention does.",
+    "preset.bf16tiles.reference": "Made for qkvcalc, after Dao et al. 2022, 'FlashAttention' (its "
+    "running maximum and sum, and in FlashAttention-2 the output so far, are kept in float32), "
+    "and Higham 2002, 'Accuracy and Stability of Numerical Algorithms' (a sum kept in low "
+    "precision loses every term below half its unit in the last place). One query, W_Q = W_K = "
+    "W_V = I, scale 1: the scores are the keys' first columns, 0 for 'a' and 'b', then −5.5625 "
+    "for each of sixteen more keys, two a block. Under the naive policy each small block adds 2 × "
+    "e^(−5.5625) ≈ 0.0077 to ℓ = 2, where bfloat16's numbers are 0.015625 apart, so ℓ stays 2 "
+    "through block 9 (float64: 2.0614) and the output is (−0.1709, 0.0310), about 10 units in the "
+    "last place from float64's (−0.1658, 0.0298); the same policy without tiles sums the row in "
+    "float32 and is within 0.27. Run it with --policy eager: ℓ is float32's 2.0614262 and the "
+    "output (−0.1660, 0.0298) is the whole row's, 0.27 units in the last place from float64.",
     "preset.bf16rope.reference": "Made for qkvcalc, after transformers issue 29285 (RoPE losing "
     "precision in bfloat16). bfloat16 has 8 bits of mantissa, so from 256 to 512 it holds only "
     "even integers: 257 rounds to 256 and 259 to 260 (ties to even). Four tokens with the same "
@@ -925,6 +943,69 @@ MESSAGES: dict[str, str] = {
     "output rounded to {dtype} (the kernel applies √scale to Q and to K before the product; shown "
     "here as one scaling after it, the same to a few float32 units). The projections as "
     "transformers' eager attention. Each stage is shown beside its float64 twin.",
+    "precision.tiles_kept": "The tiled kernel keeps this stage in float32, as FlashAttention "
+    "keeps its running maximum, sum and output block by block: its numbers and units in the last "
+    "place are float32's.",
+    "precision.tiles.flash": "With --tiles the softmax and A·V are not computed whole but in "
+    "tiles, as FlashAttention computes them: the running maximum, the correction e^(m_old − "
+    "m_new), the exponentials e^(s − m), the running sum ℓ and the output so far O in float32; "
+    "e^(s − m) rounded to {dtype} where E·V reads it, the product accumulated in float32; the "
+    "output O × (1/ℓ) taken in float32 and rounded to {dtype} once, at the end.",
+    "precision.tiles.fp8": "With --tiles the softmax and A·V are not computed whole but in tiles, "
+    "as FlashAttention computes them, with FP8 products: the running maximum, the correction, the "
+    "exponentials, the running sum and the output so far in float32; each block's E·V read in "
+    "{dtype} with one scale per tensor, as every other product; the output O × (1/ℓ) kept in "
+    "float32.",
+    "precision.tiles.math": "With --tiles the softmax and A·V are not computed whole but in "
+    "tiles, in float32 throughout, as torch's math kernel computes its softmax (that kernel does "
+    "not tile: the tiles are FlashAttention's loop on its numbers): the running maximum, the "
+    "correction, the exponentials, the running sum and the output so far in float32, e^(s − m) "
+    "not rounded before E·V; the output O × (1/ℓ) rounded to {dtype} once, at the end.",
+    "precision.tiles.naive": "With --tiles the softmax and A·V are not computed whole but in "
+    "tiles, written with tensors in {dtype} and no upcast: m_old − m_new, the correction e^(m_old "
+    "− m_new), s − m, the exponentials e^(s − m), ℓ·c, the block's sum (accumulated in float32), "
+    "the running sum ℓ, O·c, E·V (accumulated in float32), the output so far O and the final O / "
+    "ℓ each rounded to {dtype}: every later block's rescale rounds the sum and the output so far "
+    "again.",
+    "precision.decode": "Decoding: a step's new rows of K and V join the cache as they were "
+    "computed (moving them rounds nothing), and the step's queries are computed against every "
+    "cached key with the same rounding as the whole run's.",
+    "precision.decode_whole": "Against the same attention computed all at once in {dtype} under "
+    "--policy {policy} (the ordinary causal run): {same} of {cells} cells the same bit for bit; "
+    "the largest difference is {gap}, {ulp} ulp of {dtype}.",
+    "precision.tiles_whole": "Against the ordinary softmax(S)·V over whole rows in {dtype} under "
+    "--policy {policy}: {same} of {cells} cells the same bit for bit; the largest difference is "
+    "{gap}, {ulp} ulp of {dtype}.",
+    "precision.softcap": "As Gemma 2's eager attention caps its scores: S / {cap}, its tanh and "
+    "the product by {cap}, each computed in float32 and rounded to {dtype}.",
+    "precision.rmsnorm_eager": "As transformers' RMSNorm computes it: the row in float32, "
+    "mean(x²), 1/√(mean + ε) and x times it in float32, rounded to {dtype}; then the weight (in "
+    "{dtype}) times that, rounded to {dtype}.",
+    "precision.rmsnorm_naive": "Written with tensors in {dtype} and no upcast, x / √(mean(x²) + "
+    "ε) · w: x², the mean, the mean + ε, its square root, the division and the product by the "
+    "weight each rounded to {dtype}.",
+    "precision.sdpa_feature": "--policy sdpa cannot compute {feature}: torch's "
+    "scaled_dot_product_attention has no place for it (use --policy eager or naive)",
+    "precision.feature_unsupported": "--dtype does not compute {feature} in low precision yet "
+    "(its stage {stage}, operation {op!r}): run it without --dtype, or without {feature}",
+    "precision.softcap_reached": "Cells at ±{cap} exactly: {count} (their tanh rounded to ±1 in "
+    "{dtype}). In {dtype} the cap is reached, not only approached as in float64.",
+    "precision.sinks_eager": "As gpt-oss's eager attention: σ (a parameter in {dtype}) joins the "
+    "row, the row's maximum is subtracted in {dtype} (rounded), and softmax(…, dtype={dtype}) "
+    "takes e^ of that in float32 inside itself, sums it in float32 and rounds only the weights.",
+    "precision.softmax_inside": "torch's softmax computes this inside itself in float32 and never "
+    "stores it: its numbers and units in the last place are float32's.",
+    "precision.temperature": "As Llama 4 scales its queries: τ in float32, q × τ in float32, "
+    "rounded to {dtype} once.",
+    "precision.temperature_naive": "Written with tensors in {dtype}: τ rounded to {dtype}, then q "
+    "× τ rounded to {dtype}.",
+    "precision.layernorm_eager": "As F.layer_norm computes it on the CPU (StableLM's, Phi's q/k "
+    "norm): in float32, μ and r = 1/√(mean((x − μ)²) + ε), then x·r + (−r·μ), times the weight, "
+    "plus the bias (the parameters in {dtype}), each step rounded to float32 and the result to "
+    "{dtype} once.",
+    "precision.layernorm_naive": "Written with tensors in {dtype} and no upcast: μ, x − μ, its "
+    "square, their mean, + ε, the root, the division, the product by the weight and the bias "
+    "added each rounded to {dtype}.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "no preset named {name!r}; the presets are: {names}",
     "cli.presets_missing": "the presets folder is missing from this installation ({path}): "
@@ -1462,10 +1543,10 @@ MESSAGES: dict[str, str] = {
     "stage.k_norm.why": "The same for each head's key: x / √(mean(x²) + ε) · w, row by row.",
     # ---- the norm on V (qkvcalc/ops/v_norm.py) ----
     "stage.v_norm.title": "Value norm (RMSNorm without a weight)",
-    "stage.v_norm.why": "Gemma 3n and Gemma 4 rescale each head's value rows too: "
-    "v / √(mean(v²) + ε), row by row, with no learned weight, so every token passes on a value "
-    "of root mean square about 1 and none is louder than another. The weights then mix these "
-    "normalised values.",
+    "stage.v_norm.why": "Gemma 3n and Gemma 4 rescale each head's value rows too: v / √(mean(v²) + "
+    "ε), row by row, with no learned weight, so every token passes on a value of root mean square "
+    "just under 1 and none is louder than another (unless its row is tiny next to ε: a row of "
+    "zeros stays 0). The weights then mix these normalised values.",
     "hint.v_norm": "{cell} = {src}[{i},{j}] / √(mean of the squares of row {i} of {src} + ε).",
     "note.v_norm": "Row by row: v / √(mean(v²) + ε), with ε = {eps} and no weight.",
     "ui.variant.v_norm": "a norm on V (ε = {eps})",
@@ -1797,6 +1878,20 @@ MESSAGES: dict[str, str] = {
     "extract.architecture": "{model} is a {model_type!r} model, which qkvcalc extract does not "
     "know; it knows {known}",
     "extract.layer": "layer {layer}: {model} has {count} layers, numbered 0 to {last}",
+    "extract.not_attention": "layer {layer} of {model} is a {kind} layer, not softmax "
+    "attention, and qkvcalc extract reads softmax attention only; the attention layers of this "
+    "model are {attention}",
+    "extract.hybrid": "{model} is a {arch} model ({model_type!r}): a hybrid whose layers are "
+    "softmax attention and {kind} layers, and qkvcalc extract does not read its attention layers "
+    "yet",
+    "hybrid.gated_deltanet": "linear-attention (Gated DeltaNet)",
+    "hybrid.mamba": "state-space (Mamba)",
+    "hybrid.short_conv": "short-convolution",
+    "hybrid.kimi_delta": "linear-attention (Kimi Delta Attention)",
+    "hybrid.lightning": "linear-attention (lightning attention)",
+    "hybrid.none": "none",
+    "hybrid.mlp": "feed-forward (MLP-only)",
+    "hybrid.other": "non-attention",
     "extract.token_id": "token id {id} is outside the vocabulary: {model} has {size} tokens, "
     "ids 0 to {last}",
     "extract.ids_syntax": "--ids {text!r}: write the token ids as whole numbers split by spaces "
@@ -1862,6 +1957,9 @@ MESSAGES: dict[str, str] = {
     "extract.description": "The self-attention of layer {layer} of {model} ({arch}) on "
     "{n} tokens: x is the exact input of that attention from a run in {dtype}, the weights are "
     "the layer's own, in float64.",
+    "extract.description_kv_shared": "The self-attention of layer {layer} of {model} ({arch}) "
+    "on {n} tokens: x is the exact input of that attention from a run in {dtype}; W_Q, the query "
+    "norm and W_O are the layer's own, in float64.",
     "extract.kv_shared": "This layer has no keys and values of its own: it reuses those of layer "
     "{earlier} (KV sharing), so the source is layer {earlier}'s attention input, and W_K, W_V "
     "and the key norm are layer {earlier}'s.",
@@ -1911,6 +2009,9 @@ MESSAGES: dict[str, str] = {
     "heads.how_to_read": "One block per head, one row of blocks per layer (from 0); in a block "
     "the rows are the queries and the columns the keys, in token order, and the darker a cell "
     "the more weight ({ramp}, from 0 to 1).",
+    "heads.others": "This model's {kind} layers are not softmax attention and have no attention "
+    "weights, so they are not shown: layers {layers}.",
+    "heads.attention_rows": "The rows below are its attention layers: {layers}.",
     "heads.tokens": "Tokens",
     "heads.layer": "layer {layer}",
     "heads.head_label": "h{head}",
@@ -2014,8 +2115,9 @@ MESSAGES: dict[str, str] = {
     "check.mistake.gqa_repeat": "The K/V heads are repeated as a whole (tile); consecutive query "
     "heads share one K/V head (repeat_interleave).",
     "check.mistake.rope_pairs": "RoPE turns the wrong pairs of dimensions: rotate_half pairs "
-    "dimension i with i + R/2, the interleaved layout (GPT-J) pairs 2i with 2i + 1, and the "
-    "problem's rope.style says which one the model uses.",
+    "dimension i with i + R/2 (R: how many dimensions rotate), the interleaved layout (GPT-J) "
+    "pairs neighbours, 1 with 2, 3 with 4, …, and the problem's rope.style says which one the "
+    "model uses.",
     "check.mistake.layout_transposed": "The weights are read transposed (X·Wᵀ, PyTorch's out×in "
     "layout); here Q = X·W_Q, W_Q is d_model×d_k.",
     "check.mistake.bias_missing": "The biases are left out; Q = X·W_Q + b_Q, and the same for "

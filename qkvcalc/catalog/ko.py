@@ -111,10 +111,10 @@ MESSAGES: dict[str, str] = {
     "stage.concat.why": "헤드들의 출력을 헤드 1의 열부터 차례로 나란히 이어 붙입니다. 토큰마다 "
     "한 행이고, 폭은 H·d_v입니다.",
     "stage.output.final.title": "출력 선형 투영",
-    "stage.output.final.why": "W_O 덕분에 출력의 각 성분이 모든 헤드의 결과를 함께 쓸 수 "
-    "있습니다: concat·W_O = Σ_h head_h·W_O[헤드 h의 행들]이므로, 한 헤드가 찾은 것과 다른 "
-    "헤드들이 찾은 것이 섞입니다. 출력의 폭도 W_O가 정합니다. 보통 d_model로 돌아가서, 층의 "
-    "입력에 결과를 더하는 잔차 연결(residual connection)에 맞춥니다.",
+    "stage.output.final.why": "W_O 덕분에 출력의 각 성분이 모든 헤드의 결과를 함께 쓸 수 있습니다: "
+    "concat·W_O = Σ_h head_h·W_O[헤드 h의 행들]이므로, 헤드가 둘 이상이면 한 헤드가 찾은 것과 다른 "
+    "헤드들이 찾은 것이 섞입니다. 출력의 폭도 W_O가 정합니다. 보통 d_model로 돌아가서, 층의 입력에 "
+    "결과를 더하는 잔차 연결(residual connection)에 맞춥니다.",
     "stage.output.concat.title": "출력 (이어 붙인 헤드)",
     "stage.output.concat.why": "W_O가 주어지지 않았으므로, 이어 붙인 헤드가 그대로 출력입니다.",
     # ---- notes on stages ---------------------------------------------------------------
@@ -405,8 +405,10 @@ MESSAGES: dict[str, str] = {
     "stage.diff_weights.title": "차분 어텐션: 한 맵에서 λ배 한 다른 맵을 뺌",
     "stage.diff_weights.why": "헤드들은 쌍으로 일합니다. 헤드 i와 헤드 i + H/2는 각자의 Query와 "
     "Key로 같은 토큰들을 보고, 첫 번째 맵에서 두 번째 맵에 λ를 곱한 값을 뺍니다. 두 맵이 같은 "
-    "Key에 주는 어텐션(소프트맥스가 0으로 만들 수 없는 잡음)은 상쇄되고, 첫 번째 맵만 보는 것이 "
-    "남습니다. Δ의 행은 합이 더 이상 1이 아니며, 칸이 음수일 수도 있습니다.",
+    "Key에 주는 어텐션(소프트맥스가 0으로 만들 수 없는 잡음)은 두 번째 맵의 가중치에 λ를 곱한 값이 "
+    "첫 번째 맵의 가중치와 같아지는 만큼 상쇄되고, 첫 번째 맵만 보는 것이 남습니다. 각 맵의 행은 "
+    "합이 1이므로 Δ의 행은 합이 1 − λ이고(모든 Key가 마스킹된 행은 0), λ > 0이면 Δ의 칸이 음수일 "
+    "수 있습니다.",
     "stage.diff_v.title": "차분 어텐션: 쌍의 Value를 나란히",
     "stage.diff_v.why": "쌍은 두 헤드의 Value를 한 번에, 두 배 넓은 행렬 하나로 읽습니다. 그래서 "
     "쌍의 출력은 2·d_v개의 열을 가지고, H/2개의 쌍을 합치면 H개의 헤드와 같은 너비가 됩니다. "
@@ -416,21 +418,23 @@ MESSAGES: dict[str, str] = {
     "D = Δ·V''. 위에서 계산한 각 헤드의 출력 A·V는 여기부터 쓰이지 않고, 쌍의 출력이 그 "
     "자리를 대신합니다.",
     "stage.diff_norm.title": "차분 어텐션: 그룹 정규화",
-    "stage.diff_norm.why": "쌍의 출력의 각 행을 그 행의 제곱평균제곱근으로 나눕니다(쌍의 "
-    "2·d_v개 열에 걸친, 가중치 없는 RMSNorm). Δ의 행은 합이 1이 아니므로 D의 크기가 토큰마다 "
-    "달라질 수 있는데, 정규화가 모든 행의 제곱평균제곱근을 약 1로 되돌립니다.",
+    "stage.diff_norm.why": "쌍의 출력의 각 행을 그 행의 제곱평균제곱근으로 나눕니다(쌍의 2·d_v개 "
+    "열에 걸친, 가중치 없는 RMSNorm). 한 맵에서 다른 맵을 빼면 D의 행이 어떤 토큰에서는 크고 다음 "
+    "토큰에서는 작을 수 있으므로(두 맵이 거의 상쇄되는 곳), 정규화가 모든 행의 제곱평균제곱근을 "
+    "1보다 조금 작은 값으로 맞춥니다(행이 ε에 비해 아주 작으면 그렇지 않고, 0뿐인 행은 0으로 "
+    "남습니다).",
     "stage.diff_scaled.title": "차분 어텐션: 1 − λ_init를 곱함",
-    "stage.diff_scaled.why": "정규화한 행에 모든 칸에 같은 수 1 − λ_init를 곱해, 쌍이 보통 "
-    "어텐션과 같은 크기에서 학습을 시작하게 합니다. 이어 붙이기는 쌍마다 하나씩인 이 출력을 "
-    "읽습니다.",
+    "stage.diff_scaled.why": "정규화한 행의 모든 칸에 같은 수 1 − λ_init를 곱합니다. Ye et al.은 "
+    "이 고정된 배율로, 쌍을 거슬러 흐르는 기울기를 보통 Transformer의 어텐션을 거슬러 흐르는 "
+    "기울기와 비슷한 크기로 유지합니다. 이어 붙이기는 쌍마다 하나씩인 이 출력을 읽습니다.",
     "note.diff_pair": "헤드 {i}의 짝: 헤드 {j}. Δ = A_{i} − {lam} × A_{j}.",
     "note.diff_v": "헤드 {i}의 Value: 열 {first}. 헤드 {j}의 Value: 열 {second}.",
     "note.diff_norm": "행마다: {width}개 열에 걸쳐 x / √(mean(x²) + ε), ε = {eps}.",
     "note.diff_scaled": "λ_init = {init}이므로 모든 칸에 1 − λ_init = {factor}을(를) 곱합니다.",
-    "hint.diff_weights": "{cell} = A_{i}[{i},{j}] − λ × A_{j}[{i},{j}]: 헤드 {i}의 가중치에서 λ배 "
-    "한 헤드 {j}의 가중치를 뺍니다.",
-    "hint.diff_v": "{cell}: 헤드 {i}의 Value(처음 d_v개 열)나 헤드 {j}의 Value(나머지 열)의 "
-    "한 칸입니다.",
+    "hint.diff_weights": "{cell} = A_{head}[{i},{j}] − λ × A_{partner}[{i},{j}]: 헤드 {head}의 "
+    "가중치에서 λ배 한 헤드 {partner}의 가중치를 뺍니다.",
+    "hint.diff_v": "{cell}: 헤드 {head}의 Value(처음 d_v개 열)나 헤드 {partner}의 Value(나머지 "
+    "열)의 한 칸입니다.",
     "hint.diff_norm": "{cell} = D[{i},{j}] / √(D의 {i}행 제곱의 평균 + ε).",
     "hint.diff_scaled": "{cell} = (1 − λ_init) × N[{i},{j}].",
     "mistake.diff_lambda_missing": "이 값은 한 맵에서 다른 맵을 λ 없이 뺀 것입니다. 두 번째 맵은 "
@@ -455,7 +459,7 @@ MESSAGES: dict[str, str] = {
     "dΔ 그대로입니다.",
     "stage.grad_weights.diff_second.title": "역전파: 두 번째 맵의 기울기",
     "stage.grad_weights.diff_second.why": "Δ = A_first − λ·A_second이므로 두 번째 맵의 기울기는 "
-    "−λ·dΔ입니다: 그 가중치를 올리면 Δ가 내려갑니다.",
+    "−λ·dΔ입니다: λ > 0이면 그 가중치를 올릴 때 Δ가 내려갑니다.",
     "stage.grad_v.diff.title": "역전파: 쌍의 Value 중 한 헤드의 몫",
     "stage.grad_v.diff.why": "V''는 두 헤드의 Value를 나란히 놓았으므로, 각 헤드의 V는 dV''에서 "
     "자기 열을 돌려받습니다.",
@@ -483,10 +487,10 @@ MESSAGES: dict[str, str] = {
     "stage.grad_output.pair.why": "각 쌍은 이어 붙인 행렬의 자기 열을 썼으므로, 각 쌍은 "
     "d(concat)에서 정확히 그 열만 돌려받고 다른 쌍의 것은 받지 않습니다.",
     "stage.output.final_pairs.title": "출력 선형 투영",
-    "stage.output.final_pairs.why": "W_O 덕분에 출력의 각 성분이 모든 쌍의 결과를 함께 쓸 수 "
-    "있습니다: concat·W_O = Σ_i pair_i·W_O[쌍 i의 행들]이므로, 한 쌍이 찾은 것과 다른 쌍들이 "
-    "찾은 것이 섞입니다. 출력의 폭도 W_O가 정합니다. 보통 d_model로 돌아가서, 층의 입력에 "
-    "결과를 더하는 잔차 연결(residual connection)에 맞춥니다.",
+    "stage.output.final_pairs.why": "W_O 덕분에 출력의 각 성분이 이어 붙인 쌍들의 모든 열을 함께 "
+    "쓸 수 있습니다: concat·W_O = Σ_i pair_i·W_O[쌍 i의 행들]이므로, 쌍이 둘 이상이면 한 쌍이 찾은 "
+    "것과 다른 쌍들이 찾은 것이 섞입니다. 출력의 폭도 W_O가 정합니다. 보통 d_model로 돌아가서, "
+    "층의 입력에 결과를 더하는 잔차 연결(residual connection)에 맞춥니다.",
     "stage.output.concat_pairs.title": "출력 (이어 붙인 쌍)",
     "stage.output.concat_pairs.why": "W_O가 주어지지 않았으므로, 이어 붙인 쌍이 그대로 출력입니다.",
     "ui.variant.chunk": "청크 크기 {chunk}",
@@ -533,11 +537,11 @@ MESSAGES: dict[str, str] = {
     "나누면 Key 하나에 쏠렸던 가중치가 고루 퍼집니다",
     "preset.diff.description": "차분 어텐션: 헤드 2개가 한 쌍으로 (A_1 − λ·A_2)·[V_1 | V_2]를 "
     "계산하고, 각 행을 RMS로 정규화한 뒤 1 − λ_init를 곱합니다 (d_k = 1, 인과 마스크)",
-    "preset.diff.reference": "qkvcalc용으로 만든 예제, Ye et al. 2024, 'Differential Transformer'"
-    "(transformers의 DiffLlama)를 따름: 헤드 1과 헤드 2가 한 쌍이 되어, 첫 번째 맵에서 두 번째 "
-    "맵에 λ = 1/2를 곱한 값을 뺍니다. 그래서 두 맵이 같은 Key에 주는 어텐션은 상쇄됩니다. 그 "
-    "결과로 두 헤드의 Value를 나란히 읽고, 각 행을 제곱평균제곱근으로 나눈 다음 "
-    "1 − λ_init = 4/5를 곱합니다.",
+    "preset.diff.reference": "qkvcalc용으로 만든 예제, Ye et al. 2024, 'Differential "
+    "Transformer'(transformers의 DiffLlama)를 따름: 헤드 1과 헤드 2가 한 쌍이 되어, 첫 번째 맵에서 "
+    "두 번째 맵에 λ = 1/2를 곱한 값을 뺍니다. 그래서 두 맵이 같은 Key에 주는 어텐션은 일부가 "
+    "빠집니다(토큰 I: 두 맵 모두 가중치를 전부 I에 주고, Δ = 1 − ½·1 = ½). 그 결과로 두 헤드의 "
+    "Value를 나란히 읽고, 각 행을 제곱평균제곱근으로 나눈 다음 1 − λ_init = 4/5를 곱합니다.",
     "preset.deltanet.description": "Gated DeltaNet(Qwen3-Next): 2×2 상태를 토큰마다 e^g로 "
     "감쇠시키고 델타 규칙으로 고치며, 그 옆에 층이 만들지 않고 계산하는 3×3 행렬을 둡니다",
     "preset.deltanet.reference": "qkvcalc용으로 만든 예제, Yang et al. 2024, 'Gated Delta "
@@ -558,6 +562,9 @@ MESSAGES: dict[str, str] = {
     "float32 각도(--policy eager)는 둘을 구별합니다",
     "preset.bf16softmax.description": "softmax를 업캐스트하는 이유: 업캐스트 없는 "
     "bfloat16(naive)의 가중치는 eager의 float32 softmax보다 float64에서 더 멀어집니다",
+    "preset.bf16tiles.description": "bfloat16 타일: bfloat16 텐서로 짜면(naive) 누적 합 ℓ = 2가 "
+    "블록마다 더해지는 0.0077만큼 자라지 못합니다. 그 값이 ℓ의 마지막 자리 단위의 절반보다 작아서 "
+    "블록 여덟 개가 사라집니다. FlashAttention의 float32 ℓ(--policy eager)은 그 블록들을 셉니다",
     "preset.fp8scaling.description": "배율이 있을 때와 없을 때의 float8: float8_e4m3fn으로 단순 "
     "형변환하면 점수 576과 480이 모두 448에서 멈춰 두 Key가 같아지고 가중치가 나뉩니다. FP8 "
     "커널처럼 텐서마다 배율을 두고 저장하면(--policy eager) 둘이 구별됩니다",
@@ -635,6 +642,17 @@ MESSAGES: dict[str, str] = {
     "--policy eager에서는 마스크가 대신 −65,504를 더하므로 1행은 유한하게 남고 가중치가 Key들에 "
     "나뉩니다(float16으로 반올림한 1/3씩). float64 쌍둥이는 scaled_dot_product_attention처럼 그 "
     "행에 가중치 0을 줍니다.",
+    "preset.bf16tiles.reference": "qkvcalc용으로 만든 예제. Dao 외 2022, 'FlashAttention'(누적 "
+    "최댓값과 누적 합, FlashAttention-2에서는 지금까지의 출력도 float32로 둡니다)과 Higham 2002, "
+    "'Accuracy and Stability of Numerical Algorithms'(낮은 정밀도로 두는 합은 마지막 자리 단위의 "
+    "절반보다 작은 항을 모두 잃습니다)를 따랐습니다. Query 하나, W_Q = W_K = W_V = I, 배율 1: "
+    "점수는 Key들의 첫 열로, 'a'와 'b'는 0, 나머지 Key 열여섯 개는 각각 −5.5625이고 한 블록에 두 "
+    "개씩입니다. naive 정책에서는 작은 블록마다 2 × e^(−5.5625) ≈ 0.0077을 ℓ = 2에 더하는데, "
+    "거기서 bfloat16의 수는 0.015625 간격이라 ℓ은 블록 9까지 2로 남고(float64: 2.0614) 출력은 "
+    "(−0.1709, 0.0310)으로 float64의 (−0.1658, 0.0298)에서 마지막 자리 단위로 약 10 떨어집니다. "
+    "같은 정책이라도 타일 없이 계산하면 행의 합을 float32로 구하므로 0.27 안입니다. --policy "
+    "eager로 실행해 보세요: ℓ은 float32의 2.0614262이고 출력 (−0.1660, 0.0298)은 행 전체로 계산한 "
+    "것과 같으며 float64에서 마지막 자리 단위로 0.27 떨어집니다.",
     "preset.bf16rope.reference": "qkvcalc용으로 만든 예제. transformers 이슈 29285(bfloat16에서 "
     "RoPE의 정밀도 손실)를 따랐습니다. bfloat16의 가수는 8비트라서 256부터 512까지는 짝수 정수만 "
     "담습니다. 257은 256으로, 259는 260으로 반올림됩니다(같으면 짝수 쪽). 같은 벡터 (8, 0)을 가진 "
@@ -915,6 +933,64 @@ MESSAGES: dict[str, str] = {
     "반올림합니다(커널은 곱하기 전에 Q와 K에 각각 √scale을 곱합니다. 여기서는 곱 뒤의 배율 한 "
     "번으로 보여 주며, float32 단위 몇 개 안에서 같습니다). 투영은 transformers의 eager 어텐션과 "
     "같습니다. 각 단계는 float64 쌍둥이와 나란히 보입니다.",
+    "precision.tiles_kept": "타일 커널은 FlashAttention이 블록마다 누적 최댓값, 합, 출력을 두듯 "
+    "이 단계를 float32로 둡니다. 이 단계의 수와 ulp는 float32 기준입니다.",
+    "precision.tiles.flash": "--tiles에서는 softmax와 A·V를 한꺼번에 계산하지 않고 "
+    "FlashAttention처럼 타일로 계산했습니다. 누적 최댓값, 보정 e^(m_old − m_new), 지수 e^(s − m), "
+    "누적 합 ℓ, 지금까지의 출력 O는 float32입니다. e^(s − m)은 E·V가 읽을 때 {dtype} 값으로 "
+    "반올림하고, 그 곱은 float32로 누적합니다. 출력 O × (1/ℓ)은 float32로 구한 뒤 마지막에 한 번 "
+    "{dtype} 값으로 반올림합니다.",
+    "precision.tiles.fp8": "--tiles에서는 softmax와 A·V를 한꺼번에 계산하지 않고 "
+    "FlashAttention처럼 타일로 계산하되 곱은 FP8로 합니다. 누적 최댓값, 보정, 지수, 누적 합, "
+    "지금까지의 출력은 float32입니다. 각 블록의 E·V는 다른 모든 곱처럼 텐서마다 배율 하나를 두고 "
+    "{dtype} 값으로 읽습니다. 출력 O × (1/ℓ)은 float32로 둡니다.",
+    "precision.tiles.math": "--tiles에서는 softmax와 A·V를 한꺼번에 계산하지 않고 torch의 math "
+    "커널이 softmax를 계산하듯 처음부터 끝까지 float32로 타일을 계산했습니다(그 커널은 타일로 "
+    "나누지 않습니다. 여기 타일은 그 수에 FlashAttention의 반복을 적용한 것입니다). 누적 최댓값, "
+    "보정, 지수, 누적 합, 지금까지의 출력은 float32이고 e^(s − m)은 E·V 전에 반올림하지 않습니다. "
+    "출력 O × (1/ℓ)은 마지막에 한 번 {dtype} 값으로 반올림합니다.",
+    "precision.tiles.naive": "--tiles에서는 softmax와 A·V를 한꺼번에 계산하지 않고 업캐스트 없이 "
+    "{dtype} 텐서로 짠 타일로 계산했습니다. m_old − m_new, 보정 e^(m_old − m_new), s − m, 지수 "
+    "e^(s − m), ℓ·c, 블록의 합(float32로 누적), 누적 합 ℓ, O·c, E·V(float32로 누적), 지금까지의 "
+    "출력 O, 마지막 O / ℓ을 모두 {dtype} 값으로 반올림합니다. 그래서 둘째 블록부터는 다시 맞출 "
+    "때마다 합과 지금까지의 출력이 또 반올림됩니다.",
+    "precision.decode": "디코딩: 각 단계의 새 K, V 행은 계산된 그대로 캐시에 들어가고(옮기기만 "
+    "하므로 반올림이 없습니다), 단계의 Query는 전체 실행과 같은 반올림으로 캐시의 모든 Key와 "
+    "계산합니다.",
+    "precision.decode_whole": "같은 어텐션을 --policy {policy} 아래 {dtype} 값으로 한 번에 계산한 "
+    "것(보통의 인과 실행)과 비교: 칸 {cells}개 중 {same}개가 비트까지 같습니다. 최대 차이: {gap}, "
+    "{dtype} 기준 {ulp} ulp.",
+    "precision.tiles_whole": "--policy {policy} 아래 {dtype} 값으로 행 전체에 걸쳐 계산한 보통의 "
+    "softmax(S)·V와 비교: 칸 {cells}개 중 {same}개가 비트까지 같습니다. 최대 차이: {gap}, {dtype} "
+    "기준 {ulp} ulp.",
+    "precision.softcap": "Gemma 2의 eager 어텐션이 점수를 제한하듯: S / {cap}, 그 tanh, {cap} "
+    "값과의 곱을 각각 float32로 계산해 {dtype} 값으로 반올림합니다.",
+    "precision.rmsnorm_eager": "transformers의 RMSNorm처럼: 행을 float32로 두고 mean(x²), "
+    "1/√(mean + ε), x와 그 곱을 float32로 계산해 {dtype} 값으로 반올림한 뒤, 가중치({dtype} "
+    "값)와의 곱을 {dtype} 값으로 반올림합니다.",
+    "precision.rmsnorm_naive": "업캐스트 없이 {dtype} 텐서로 짠 x / √(mean(x²) + ε) · w: x², "
+    "평균, 평균 + ε, 그 제곱근, 나눗셈, 가중치와의 곱을 각각 {dtype} 값으로 반올림합니다.",
+    "precision.sdpa_feature": "--policy sdpa로는 다음을 계산할 수 없습니다: {feature}. torch의 "
+    "scaled_dot_product_attention에는 그 자리가 없습니다(--policy eager 또는 naive를 쓰세요)",
+    "precision.feature_unsupported": "--dtype은 아직 다음을 낮은 정밀도로 계산하지 않습니다: "
+    "{feature} (단계 {stage}, 연산 {op!r}). --dtype 없이, 또는 {feature} 없이 실행하세요",
+    "precision.softcap_reached": "정확히 ±{cap}인 칸: {count}개({dtype} 값에서 tanh가 ±1로 "
+    "반올림됨). {dtype} 값에서는 float64에서처럼 한계에 가까워지기만 하는 게 아니라 한계에 "
+    "닿습니다.",
+    "precision.sinks_eager": "gpt-oss의 eager 어텐션처럼: σ({dtype} 값인 파라미터)가 행에 붙고, "
+    "행의 최댓값을 {dtype} 값으로 빼서 반올림한 뒤, softmax(…, dtype={dtype})가 안에서 그 e^를 "
+    "float32로 구하고 float32로 더해 가중치만 반올림합니다.",
+    "precision.softmax_inside": "torch의 softmax는 이것을 안에서 float32로 계산하고 따로 두지 "
+    "않습니다. 이 단계의 수와 ulp는 float32 기준입니다.",
+    "precision.temperature": "Llama 4가 Query를 배율 조정하듯: τ는 float32, q × τ도 float32로 "
+    "계산해 {dtype} 값으로 한 번 반올림합니다.",
+    "precision.temperature_naive": "{dtype} 텐서로 짠 계산: τ를 {dtype} 값으로 반올림한 뒤 q × "
+    "τ를 {dtype} 값으로 반올림합니다.",
+    "precision.layernorm_eager": "CPU의 F.layer_norm처럼(StableLM, Phi의 q/k 노름): float32로 μ와 "
+    "r = 1/√(mean((x − μ)²) + ε)를 구하고, x·r + (−r·μ), 가중치와의 곱, 편향의 덧셈(파라미터는 "
+    "{dtype} 값)을 각 단계 float32로 반올림한 뒤 결과를 {dtype} 값으로 한 번 반올림합니다.",
+    "precision.layernorm_naive": "업캐스트 없이 {dtype} 텐서로 짠 계산: μ, x − μ, 그 제곱, 그 "
+    "평균, + ε, 제곱근, 나눗셈, 가중치와의 곱, 편향의 덧셈을 각각 {dtype} 값으로 반올림합니다.",
     # ---- command line -------------------------------------------------------------------
     "cli.preset_unknown": "프리셋을 찾을 수 없습니다: {name!r}. 있는 프리셋: {names}",
     "cli.presets_missing": "이 설치에는 프리셋 폴더가 없습니다({path}). qkvcalc를 다시 설치하세요",
@@ -1452,10 +1528,10 @@ MESSAGES: dict[str, str] = {
     "stage.k_norm.why": "헤드마다 Key에도 같은 계산을 합니다: 행마다 x / √(mean(x²) + ε) · w.",
     # ---- the norm on V (qkvcalc/ops/v_norm.py) ----
     "stage.v_norm.title": "Value 정규화 (가중치 없는 RMSNorm)",
-    "stage.v_norm.why": "Gemma 3n과 Gemma 4는 헤드마다 Value의 행도 다시 맞춥니다: 행마다 "
-    "v / √(mean(v²) + ε)이고 학습된 가중치는 없습니다. 그래서 모든 토큰이 제곱평균제곱근이 약 1인 "
-    "Value를 넘기며, 어느 토큰도 다른 토큰보다 크게 들리지 않습니다. 가중치는 이렇게 정규화한 "
-    "Value를 섞습니다.",
+    "stage.v_norm.why": "Gemma 3n과 Gemma 4는 헤드마다 Value의 행도 다시 맞춥니다: 행마다 v / "
+    "√(mean(v²) + ε)이고 학습된 가중치는 없습니다. 그래서 모든 토큰이 제곱평균제곱근이 1보다 조금 "
+    "작은 Value를 넘기며, 어느 토큰도 다른 토큰보다 크게 들리지 않습니다(행이 ε에 비해 아주 작으면 "
+    "그렇지 않고, 0뿐인 행은 0으로 남습니다). 가중치는 이렇게 정규화한 Value를 섞습니다.",
     "hint.v_norm": "{cell} = {src}[{i},{j}] / √({src}의 {i}번째 행의 제곱 평균 + ε).",
     "note.v_norm": "행마다 v / √(mean(v²) + ε), ε = {eps}, 가중치 없음.",
     "ui.variant.v_norm": "Value 정규화 (ε = {eps})",
@@ -1793,6 +1869,18 @@ MESSAGES: dict[str, str] = {
     "extract.architecture": "{model}의 모델 종류는 {model_type!r}이며, qkvcalc extract가 "
     "모르는 종류입니다. 아는 종류: {known}",
     "extract.layer": "층 {layer}: {model}에는 층이 {count}개 있고, 번호는 0부터 {last}까지입니다",
+    "extract.not_attention": "{model}의 층 {layer}: 소프트맥스 어텐션이 아닌 {kind} 층입니다. "
+    "qkvcalc extract는 소프트맥스 어텐션만 읽습니다. 이 모델의 어텐션 층: {attention}",
+    "extract.hybrid": "{model}: {arch} 모델({model_type!r})은 소프트맥스 어텐션 층과 {kind} 층을 "
+    "섞은 하이브리드이며, qkvcalc extract는 아직 이 모델의 어텐션 층을 읽지 못합니다",
+    "hybrid.gated_deltanet": "선형 어텐션(Gated DeltaNet)",
+    "hybrid.mamba": "상태 공간(Mamba)",
+    "hybrid.short_conv": "짧은 합성곱",
+    "hybrid.kimi_delta": "선형 어텐션(Kimi Delta Attention)",
+    "hybrid.lightning": "선형 어텐션(라이트닝 어텐션)",
+    "hybrid.none": "없음",
+    "hybrid.mlp": "피드포워드(MLP만 있는)",
+    "hybrid.other": "다른 종류의",
     "extract.token_id": "토큰 id {id}: 어휘 밖의 값입니다. {model}의 토큰은 {size}개이고, "
     "id는 0부터 {last}까지입니다",
     "extract.ids_syntax": "--ids {text!r}: 토큰 id는 공백이나 쉼표로 나눈 정수로 적어 주세요. "
@@ -1858,6 +1946,9 @@ MESSAGES: dict[str, str] = {
     "extract.description": "{model} ({arch})의 {layer}번 층 셀프 어텐션, 토큰 {n}개: x는 "
     "{dtype}(으)로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, 가중치는 그 층의 것을 "
     "float64로 옮긴 값입니다.",
+    "extract.description_kv_shared": "{model} ({arch})의 {layer}번 층 셀프 어텐션, 토큰 {n}개: "
+    "x는 {dtype}(으)로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, W_Q, Query 정규화, "
+    "W_O는 그 층의 것을 float64로 옮긴 값입니다.",
     "extract.kv_shared": "이 층은 자기 Key와 Value가 없어 앞선 {earlier}번 층의 것을 다시 "
     "씁니다(KV 공유). 그래서 source는 그 층의 어텐션 입력이고, W_K, W_V와 Key 정규화도 그 층의 "
     "것입니다.",
@@ -1905,6 +1996,9 @@ MESSAGES: dict[str, str] = {
     "{layers}개 층 × {heads}개 헤드",
     "heads.how_to_read": "헤드마다 블록 하나, 층마다 블록 한 줄 (0부터). 블록 안에서 행은 "
     "Query, 열은 Key이고 토큰 순서대로이며, 칸이 짙을수록 가중치가 큽니다 ({ramp}, 0에서 1까지).",
+    "heads.others": "이 모델의 {kind} 층은 소프트맥스 어텐션이 아니어서 어텐션 가중치가 없으므로 "
+    "보이지 않습니다: 층 {layers}.",
+    "heads.attention_rows": "아래 줄은 이 모델의 어텐션 층입니다: {layers}.",
     "heads.tokens": "토큰",
     "heads.layer": "층 {layer}",
     "heads.head_label": "h{head}",
@@ -2002,8 +2096,8 @@ MESSAGES: dict[str, str] = {
     "check.mistake.gqa_repeat": "K/V 헤드를 통째로 반복했습니다(tile). 연속한 Query 헤드가 K/V "
     "헤드 하나를 함께 씁니다(repeat_interleave).",
     "check.mistake.rope_pairs": "RoPE가 엉뚱한 차원끼리 짝지어 회전했습니다. rotate_half는 차원 "
-    "i와 i + R/2를, 교차 배치(GPT-J)는 2i와 2i + 1을 짝짓습니다. 모델이 어느 쪽을 쓰는지는 문제의 "
-    "rope.style이 정합니다.",
+    "i와 i + R/2를(R: 회전하는 차원의 수), 교차 배치(GPT-J)는 이웃한 차원끼리 1과 2, 3과 4, …를 "
+    "짝짓습니다. 모델이 어느 쪽을 쓰는지는 문제의 rope.style이 정합니다.",
     "check.mistake.layout_transposed": "가중치를 전치해서 읽었습니다(X·Wᵀ, PyTorch의 out×in "
     "배치). 여기서는 Q = X·W_Q이고 W_Q는 d_model×d_k입니다.",
     "check.mistake.bias_missing": "편향이 빠졌습니다. Q = X·W_Q + b_Q이고 K, V, 출력도 같습니다.",

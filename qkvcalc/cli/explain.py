@@ -285,7 +285,14 @@ def _trace(
     else:
         stdin = sys.stdin.buffer
         isatty = sys.stdin.isatty()
-        doc = gather(source.source, source.preset, typed, stdin, isatty, limits.max_bytes, notes)
+        chosen = {k: v for k, v in vars(precision).items() if v is not None} if precision else {}
+
+        def validate(outline: dict[str, Any]) -> Problem:  # a large input's, by its lengths
+            return Problem.from_mapping({**outline, **chosen}, max_elements=limits.max_elements)
+
+        doc = gather(
+            source.source, source.preset, typed, stdin, isatty, limits.max_bytes, notes, validate
+        )
     if precision is not None:  # --dtype, --policy: over the file's or preset's own
         doc.update({k: v for k, v in vars(precision).items() if v is not None})
     problem = Problem.from_mapping(doc, exact=show.exact, max_elements=limits.max_elements)

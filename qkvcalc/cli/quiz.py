@@ -116,7 +116,8 @@ def _load(
     if source == "-" and answers == "-":
         raise QkvcalcError("quiz.stdin_twice")
     # stdin_is_terminal=True: standard input is read for the problem only when SOURCE is "-"
-    doc = gather(source, preset, loss, sys.stdin.buffer, True)
+    # a large input whose lengths alone refuse it is refused before its numbers are read
+    doc = gather(source, preset, loss, sys.stdin.buffer, True, validate=Problem.from_mapping)
     return run(problem(doc)), None
 
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.extract import runner
+from qkvcalc.extract import hybrid, runner
 from qkvcalc.extract.check import layout
 from qkvcalc.extract.common import Family, Layer
 from qkvcalc.i18n import Msg
@@ -49,12 +49,20 @@ class HeadsRun:
     dtype: str  # the dtype the model ran in
     ids: list[int]
     tokens: list[str]
-    weights: list[np.ndarray]  # one per layer, heads × n × n
+    weights: list[np.ndarray]  # one per attention layer, heads × n × n
     problems: list[dict[str, Any]] = field(default_factory=list)  # per layer, when asked
+    # a hybrid's attention layers (from 0), one per entry of weights; empty: every layer is
+    numbers: list[int] = field(default_factory=list)
+    others: list[Msg] = field(default_factory=list)  # a hybrid's other layers (hybrid.others)
 
     @property
     def heads(self) -> int:
         return int(self.weights[0].shape[0]) if self.weights else 0
+
+    @property
+    def layers(self) -> list[int]:
+        """The layer (from 0) of each entry of weights (and problems)."""
+        return self.numbers or list(range(len(self.weights)))
 
 
 @dataclass(frozen=True)
@@ -145,10 +153,10 @@ def _output_attentions(model: Any) -> Any:
 Seen = tuple[np.ndarray, dict[str, Any], "np.ndarray | None"]
 
 
-def _run(opened: _Opened, keep_x: bool) -> tuple[list[np.ndarray], list[Seen]]:
-    """One forward: every layer's attention probabilities, and (keep_x) every layer's x with
-    the tensors its attention was called with (its mask: extract reads the window from it)
-    and its output projection's own output (None if it never ran: check.py)."""
+def _run(opened: _Opened, keep_x: bool, numbers: list[int]) -> tuple[list[np.ndarray], list[Seen]]:
+    """One forward: every attention layer's (`numbers`) attention probabilities, and (keep_x)
+    each one's x with the tensors its attention was called with (its mask: extract reads the
+    window from it) and its output projection's own output (None if it never ran: check.py)."""
     import torch
 
     from qkvcalc.extract.islands import float64_islands
@@ -161,7 +169,8 @@ def _run(opened: _Opened, keep_x: bool) -> tuple[list[np.ndarray], list[Seen]]:
     handles: list[Any] = []
     was_training = model.training
     try:  # the hooks come off and the mode comes back whatever fails, from here on
-        for index, block in enumerate(stack if keep_x else []):
+        for index in numbers if keep_x else []:
+            block = stack[index]
 
             def pre_hook(module: Any, args: Any, kwargs: Any, index: int = index) -> None:
                 hidden = args[0] if args else kwargs["hidden_states"]
@@ -190,15 +199,15 @@ def _run(opened: _Opened, keep_x: bool) -> tuple[list[np.ndarray], list[Seen]]:
             handle.remove()
         model.train(was_training)
     found = getattr(out, "attentions", None)
-    if found is None or len(found) != len(stack):  # not something a user can fix
-        raise RuntimeError("the model did not return one attention map per layer")
+    if found is None or len(found) != len(numbers):  # not something a user can fix
+        raise RuntimeError("the model did not return one attention map per attention layer")
     weights = [layer[0].detach().to(dtype=torch.float64, device="cpu").numpy() for layer in found]
     if not keep_x:
         return weights, []
     for index in givens:  # KV sharing: the earlier layer's x makes this one's K and V
         if (earlier := family.shares(model, index)) is not None:
             givens[index]["kv_source"] = xs[earlier]
-    return weights, [(xs[i], givens[i], outs.get(i)) for i in range(len(stack))]
+    return weights, [(xs[i], givens[i], outs.get(i)) for i in numbers]
 
 
 def _layer_problem(opened: _Opened, layer: int, seen: Seen, lang: str) -> dict[str, Any]:
@@ -215,18 +224,10 @@ def _layer_problem(opened: _Opened, layer: int, seen: Seen, lang: str) -> dict[s
     with torch.no_grad():
         keys = family.keys(Layer(model, model.config, block, attention, layer, n, allowed, given))
     runner._check_finite({"x": x, **keys}, opened.shown, layer)
-    arch = family.names[model.config.model_type]
     dtype = str(next(model.parameters()).dtype).split(".")[-1]
     problem = {
         "name": Msg("extract.name", model=opened.shown, layer=layer).text(lang),
-        "description": Msg(
-            "extract.description",
-            layer=layer,
-            model=opened.shown,
-            arch=arch,
-            n=len(opened.ids),
-            dtype=dtype,
-        ).text(lang),
+        "description": runner.describe(family, model, layer, opened.shown, n, dtype, lang),
         "tokens": runner._tokens(opened.ids, opened.tokenizer),
         "x": x,
         **keys,
@@ -280,14 +281,17 @@ def attention_maps(
     opened = _open(model_or_path, input_ids, text, dtype, tokenizer, progress)
     config = opened.model.config
     with layout(opened.shown, config.model_type):
-        layers = len(opened.family.stack(opened.model))
-    heads = int(getattr(config, "num_attention_heads", 0) or 0)
+        count = len(opened.family.stack(opened.model))
+    attention = hybrid.attention_layers(config)
+    numbers = list(range(count)) if attention is None else attention
+    layers = len(numbers)
+    heads = int(getattr(hybrid.text_config(config), "num_attention_heads", 0) or 0)
     _check_size(opened.shown, len(opened.ids), layers, heads)
     if progress:
         progress(Msg("heads.running", model=opened.shown))
     with layout(opened.shown, config.model_type):
-        weights, xs = _run(opened, keep_x=problems and layers * heads <= MAX_EXPLAINED)
-        found = [_layer_problem(opened, i, x, lang) for i, x in enumerate(xs)]
+        weights, xs = _run(opened, problems and layers * heads <= MAX_EXPLAINED, numbers)
+        found = [_layer_problem(opened, i, x, lang) for i, x in zip(numbers, xs, strict=False)]
     return HeadsRun(
         model=opened.shown,
         source=opened.source,
@@ -297,6 +301,8 @@ def attention_maps(
         tokens=runner._tokens(opened.ids, opened.tokenizer),
         weights=weights,
         problems=found,
+        numbers=[] if attention is None else numbers,
+        others=[] if attention is None else hybrid.others(config, count),
     )
 
 
@@ -387,6 +393,11 @@ def split_head(problem: dict[str, Any], head: int, *, lang: str = "en") -> dict[
         elif key in ("bq", "bk", "bv"):
             cols = {"bq": q_cols, "bk": k_cols, "bv": v_cols}[key]
             out[key] = np.asarray(value)[cols]
+        elif key in ("wg", "bg"):  # the output gate: the columns of this head's output
+            gate_cols = slice((h - 1) * d_v, h * d_v)
+            found = np.asarray(value)
+            found = found[:, gate_cols] if key == "wg" else found[gate_cols]
+            out[key] = np.ascontiguousarray(found)
         elif key in ("q_norm", "k_norm"):
             weight = np.asarray(value)
             # one vector for all heads, or one row per head (query heads; K/V heads for k)
@@ -444,13 +455,13 @@ def to_json(run: HeadsRun) -> dict[str, Any]:
         "tokens": list(run.tokens),
         "layers": [
             {
-                "layer": index,
+                "layer": number,
                 "heads": [
                     {"head": h + 1, "weights": [[_number(w) for w in row] for row in grid.tolist()]}
                     for h, grid in enumerate(layer)
                 ],
             }
-            for index, layer in enumerate(run.weights)
+            for number, layer in zip(run.layers, run.weights, strict=True)
         ],
     }
 
@@ -472,7 +483,7 @@ def page(run: HeadsRun, lang: str = "en") -> str:
     refused: dict[tuple[int, int], str] = {}
     if run.problems and count <= MAX_EXPLAINED:
         options = RenderOptions(lang=lang, color=False)
-        for index, problem in enumerate(run.problems):
+        for index, problem in zip(run.layers, run.problems, strict=False):
             for h in range(1, int(problem.get("heads", 1)) + 1):
                 try:  # a key split_head cannot cut costs that head's explanation, not the page
                     trace = explain(**split_head(problem, h, lang=lang))

@@ -8,9 +8,11 @@ float32 buffer in a model built in float32 and converted). With those, x at laye
 ~2e-7 relative. `float64_islands(model)` lifts them for one run: the softmax, Tensor.float and
 Tensor.type keep a float64 input float64 (Tensor.float makes whole numbers float64 too),
 DiffLlama's torch.sum keeps float64, the norms, rotary embeddings and AFMoE's routers of this
-model compute in float64 (their instance's forward replaced), BLOOM's slopes are float64,
-GPT-Neo's and GPT-J's scores are not cast to float32 (GPT-J's sinusoid table is float64 too, in
-its attention module up to transformers 5.24 and in its rotary module since 5.25), and GPT-2's
+model compute in float64 (their instance's forward replaced), Gated DeltaNet's casts to float32
+keep float64 while its forward runs (Qwen3-Next's and Qwen3.5's linear layers), BLOOM's slopes
+are float64, GPT-Neo's and GPT-J's scores are not cast to float32 (GPT-J's sinusoid table is
+float64 too, in its attention module up to transformers 5.24 and in its rotary module since
+5.25), and GPT-2's
 reorder_and_upcast_attn path (float32 by design) is switched to the ordinary one, which is the
 same math. Everything is restored when the block ends, also on an error.
 
@@ -82,6 +84,14 @@ _STANDARD_RMS = (
     "Ministral3RMSNorm",
     "AfmoeRMSNorm",
     "FlintRMSNorm",
+    "BambaRMSNorm",
+    "JambaRMSNorm",
+    "GraniteMoeHybridRMSNorm",
+    "Lfm2RMSNorm",
+    "Lfm2MoeRMSNorm",
+    "NemotronHRMSNorm",
+    "FalconH1RMSNorm",
+    "OlmoHybridRMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")
@@ -154,6 +164,38 @@ def _rotary_float64(module: Any, x: Any, position_ids: Any, layer_type: Any = No
         ):
             return (emb.cos() * factor).to(x.dtype), (emb.sin() * factor).to(x.dtype)
     return cos32, sin32
+
+
+# A hybrid's layers that are not attention, by the end of their class's name: Gated DeltaNet,
+# the Mamba mixers (Granite 4's: GraniteMoeHybridMambaLayer)
+OTHER_LAYERS = ("GatedDeltaNet", "Mixer", "MambaLayer")
+
+
+def _float64_inside(module: Any) -> Any:
+    """The module's forward with Tensor.to(torch.float32) of a float64 tensor keeping it float64
+    while it runs: Gated DeltaNet (Qwen3-Next, Qwen3.5) casts q, k, v, β and the decay to
+    float32, and its gated RMSNorm its input and gate, by `.to(torch.float32)`."""
+    import torch
+
+    own = type(module).forward
+
+    def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        to = torch.Tensor.to
+
+        def keep(tensor: Any, *a: Any, **k: Any) -> Any:
+            if tensor.dtype == torch.float64:
+                a = tuple(torch.float64 if x is torch.float32 else x for x in a)
+                if k.get("dtype") is torch.float32:
+                    k["dtype"] = torch.float64
+            return to(tensor, *a, **k)
+
+        torch.Tensor.to = keep  # type: ignore[method-assign,assignment]
+        try:
+            return own(self, *args, **kwargs)
+        finally:
+            torch.Tensor.to = to  # type: ignore[method-assign]
+
+    return types.MethodType(forward, module)
 
 
 def _neo_attn(module: Any, query: Any, key: Any, value: Any, attention_mask: Any = None) -> Any:
@@ -242,6 +284,8 @@ def _patch_modules(model: Any, restore: list[Any]) -> None:
             module.forward = types.MethodType(_plain_layer_norm, module)
         elif kind == "AfmoeTokenChoiceRouter":
             module.forward = types.MethodType(_afmoe_router, module)
+        elif kind.endswith(OTHER_LAYERS):  # a hybrid's other layers (hybrid.py)
+            module.forward = _float64_inside(module)
         elif kind.endswith("RotaryEmbedding") and hasattr(module, "rope_type"):
             module.forward = types.MethodType(_rotary_float64, module)
         elif hasattr(module, "scalar_embed_scale") and hasattr(module, "embed_scale"):

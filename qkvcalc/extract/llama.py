@@ -1,7 +1,11 @@
 """The LLaMA family — LLaMA, Mistral, Qwen2, Qwen3, Gemma 2 and 3, Phi-3, Phi, StableLM,
 StarCoder2, Mixtral, Qwen2-MoE, SmolLM3, EXAONE 4, gpt-oss, Cohere and Cohere 2, OLMo 2, HunYuan,
 Llama 4's text layers (NoPE layers with the attention temperature), OLMo 3, Apertus, Seed-OSS,
-GLM-4 and GLM-4.5, Qwen3-MoE, ERNIE 4.5 (dense and MoE), Granite and Granite MoE, and the other
+GLM-4 and GLM-4.5, Qwen3-MoE, ERNIE 4.5 (dense and MoE), Granite and Granite MoE, the attention
+layers of the hybrids (Qwen3-Next and Qwen3.5 with the output gate in q_proj, Bamba, Jamba,
+Granite 4, LFM2, OLMo-Hybrid, Falcon-H1 with its key_multiplier, Nemotron-H's attention
+blocks: NEMOTRON_H;
+hybrid.py says which layers are attention), and the other
 LLaMA-like model types FAMILY.names lists (OLMo, Gemma, GLM, Helium, Ministral …): the attention
 module's input is x (after input_layernorm in the pre-norm ones); separate q/k/v_proj linears
 (biases in Qwen2, StarCoder2, gpt-oss, Phi, StableLM, Seed-OSS, GLM, ERNIE 4.5 and Granite when
@@ -57,7 +61,8 @@ def rope(
     YaRN, longrope) the frequencies themselves (inv_freq) and attention_factor, for this run's
     length — computed in float64 from the config when the run is float64 (rope.py), the
     module's own numbers otherwise."""
-    rotary = decoder(layer.model).rotary_emb
+    stack = decoder(layer.model)
+    rotary = stack.rotary_emb if hasattr(stack, "rotary_emb") else stack.pos_emb  # LFM2-MoE's
     kind = rope_layer_type(rotary, rotary.config, layer.index)  # the text model's config
     params = rotary.config.rope_parameters
     params = params if kind is None else params[kind]
@@ -89,11 +94,19 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
     "llama4_text": lambda attn: bool(attn.use_rope),
     "afmoe": lambda attn: bool(attn.is_local_attention),
     "flint": lambda attn: attn.sliding_window is not None,
+    "jamba": lambda attn: False,  # no positions in its attention: the Mamba layers order tokens
+    "granitemoehybrid": lambda attn: attn.config.position_embedding_type == "rope",
+    "nemotron_h": lambda attn: False,  # no positions in its attention, as Jamba's
+    # its released checkpoints have no rope_theta, and then no rotation
+    "olmo_hybrid": lambda attn: bool((attn.config.rope_parameters or {}).get("rope_theta")),
 }
 # rotate_half as cat(x₂, −x₁), not cat(−x₂, x₁): a rotation by −θ
 MIRRORED = ("nanochat",)
 # The output gate σ(x·W_G + b_G) on each head's output before o_proj, from its own projection
 GATES = {"afmoe": lambda attn: attn.gate_proj}
+# Qwen3-Next's and Qwen3.5's full-attention layers: q_proj holds each head's query and its output
+# gate side by side, [q_h | gate_h] (head_dim each); the gate is σ(gate_h) on head h's output
+QUERY_GATES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
 STYLE = {
     "cohere": "pairs",
     "cohere2": "pairs",
@@ -117,15 +130,34 @@ def projections(attn: Any, heads: int, kv_heads: int) -> list[np.ndarray | None]
     return split_columns(fused, [heads * attn.head_dim, *[kv_heads * attn.head_dim] * 2])
 
 
+# The RMSNorms that multiply by (1 + w), by their class's name
+ONE_PLUS = ("Gemma", "Qwen3NextRMSNorm", "Qwen3_5RMSNorm", "Qwen3_5MoeRMSNorm")
+
+
 def norm_weight(norm: Any) -> np.ndarray:
-    """An RMSNorm's weight as x / √(mean(x²) + eps) · w reads it: Gemma's norms multiply by
-    (1 + w)."""
+    """An RMSNorm's weight as x / √(mean(x²) + eps) · w reads it: Gemma's, Qwen3-Next's and
+    Qwen3.5's norms multiply by (1 + w)."""
     weight = array(norm.weight)
-    return 1.0 + weight if "Gemma" in type(norm).__name__ else weight
+    return 1.0 + weight if any(name in type(norm).__name__ for name in ONE_PLUS) else weight
+
+
+def query_gate(weight: Any, found: Any, heads: int, head_dim: int) -> list[Any]:
+    """[wq, bq, wg, bg] from a q_proj that holds [q_h | gate_h] per head (QUERY_GATES): its
+    columns (weight, bias `found`) viewed as (heads, 2, head_dim), the first of each pair the
+    query, the second the gate."""
+    d_model = weight.shape[0]
+    paired = weight.reshape(d_model, heads, 2, head_dim)
+    cols = [np.ascontiguousarray(paired[:, :, i].reshape(d_model, -1)) for i in (0, 1)]
+    if found is None:
+        return [cols[0], None, cols[1], None]
+    halves = found.reshape(heads, 2, head_dim)
+    return [cols[0], halves[:, 0].reshape(-1), cols[1], halves[:, 1].reshape(-1)]
 
 
 def out_projection(attn: Any) -> Any:
-    """o_proj (Phi: dense)."""
+    """o_proj (Phi: dense; LFM2: out_proj)."""
+    if hasattr(attn, "out_proj"):
+        return attn.out_proj
     return attn.o_proj if hasattr(attn, "o_proj") else attn.dense
 
 
@@ -135,7 +167,14 @@ def keys(layer: Layer) -> dict[str, Any]:
     heads = config.num_attention_heads
     kv_heads = config.num_key_value_heads
     out = out_projection(attn)
-    keys = base_keys(projections(attn, heads, kv_heads), out, heads, kv_heads)
+    parts = projections(attn, heads, kv_heads)
+    gated = None
+    if config.model_type in QUERY_GATES:
+        parts[0], parts[3], *gated = query_gate(parts[0], parts[3], heads, attn.head_dim)
+    keys = base_keys(parts, out, heads, kv_heads)
+    multiplier = getattr(attn, "key_multiplier", None)  # Falcon-H1: K = x·W_K, times it
+    if multiplier is not None and multiplier != 1:
+        keys.update({k: keys[k] * multiplier for k in ("wk", "bk") if k in keys})
     if not default_scale(attn.scaling, attn.head_dim):
         keys["scale"] = attn.scaling
     keys.update(mask_keys(layer, getattr(attn, "is_causal", True)))
@@ -144,6 +183,8 @@ def keys(layer: Layer) -> dict[str, Any]:
         keys["rope"] = rope(layer, attn.head_dim, style, config.model_type in MIRRORED)
     sinks = getattr(attn, "sinks", None)
     gate = GATES[config.model_type](attn) if config.model_type in GATES else None
+    if gated is not None:
+        keys.update(with_optional({}, wg=gated[0], bg=gated[1]))
     if getattr(attn, "attn_temperature_tuning", False) and not attn.use_rope:  # Llama 4's NoPE
         keys["attn_temperature"] = {
             "floor_scale": float(attn.floor_scale),
@@ -215,6 +256,8 @@ def qk_norm_keys(attn: Any) -> dict[str, Any]:
     after_rope = hasattr(attn, "query_layernorm")  # HunYuan: RMSNorm after the rotation
     q = getattr(attn, "query_layernorm", getattr(attn, "q_norm", None))
     k = getattr(attn, "key_layernorm", getattr(attn, "k_norm", None))
+    if q is None and k is None:  # LFM2: q_layernorm and k_layernorm, RMSNorm per head
+        q, k = getattr(attn, "q_layernorm", None), getattr(attn, "k_layernorm", None)
     if q is None and k is None:
         return {}
     out: dict[str, Any] = {}
@@ -305,9 +348,31 @@ FAMILY = Family(
         "internlm3": "InternLM3",  # transformers runs these two as LLaMA
         "iquestcoder": "IQuest-Coder",
         "diffllama": "DiffLlama",  # differential attention: λ, λ_init and ε (differential)
+        "qwen3_next": "Qwen3-Next",  # hybrids: their full-attention layers (hybrid.py)
+        "qwen3_5": "Qwen3.5",
+        "qwen3_5_text": "Qwen3.5",
+        "qwen3_5_moe": "Qwen3.5 MoE",
+        "qwen3_5_moe_text": "Qwen3.5 MoE",
+        "bamba": "Bamba",
+        "jamba": "Jamba",
+        "granitemoehybrid": "Granite 4 (hybrid)",
+        "lfm2": "LFM2",
+        "lfm2_moe": "LFM2-MoE",
+        "falcon_h1": "Falcon-H1",  # attention and Mamba side by side in every layer
+        "olmo_hybrid": "OLMo-Hybrid",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
     output=lambda block: out_projection(block.self_attn),
+    keys=keys,
+)
+
+# Nemotron-H: each block holds one mixer — Mamba 2, attention (without positions), an MLP or
+# an MoE (hybrid.py)
+NEMOTRON_H = Family(
+    names={"nemotron_h": "Nemotron-H"},
+    stack=lambda model: decoder(model).layers,
+    attention=lambda block: block.mixer,
+    output=lambda block: block.mixer.o_proj,
     keys=keys,
 )

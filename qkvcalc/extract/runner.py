@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.extract import hybrid
 from qkvcalc.extract.check import layout
 from qkvcalc.extract.common import Family, Layer
 from qkvcalc.i18n import Msg
@@ -55,6 +56,7 @@ def families() -> dict[str, Family]:
         bert.FAMILY,
         gpt2.FAMILY,
         llama.FAMILY,
+        llama.NEMOTRON_H,
         neox.FAMILY,
         bloom.FAMILY,
         t5.FAMILY,
@@ -307,6 +309,7 @@ def _reason(err: BaseException) -> str:
 def _family(model_type: str, model: str) -> Family:
     found = families().get(model_type)
     if found is None:
+        hybrid.check_type(model_type, model)  # a hybrid extract does not read: said as such
         known = ", ".join(architecture_names())
         raise QkvcalcError("extract.architecture", model=model, model_type=model_type, known=known)
     return found
@@ -331,7 +334,8 @@ def load(
     cls = transformers.T5EncoderModel if config.model_type == "t5" else transformers.AutoModel
     # mixture-of-experts layers: the default grouped kernel has no float64 version
     experts = ("num_local_experts", "num_experts", "n_routed_experts")  # DeepSeek: n_routed_…
-    moe = any(getattr(config, name, None) for name in experts)
+    configs = (config, hybrid.text_config(config))  # a multimodal model's: its text config's
+    moe = any(getattr(found, name, None) for found in configs for name in experts)
     extra: dict[str, Any] = {"experts_implementation": "eager"} if moe else {}
     try:
         model = cls.from_pretrained(
@@ -651,6 +655,18 @@ def _check_finite(values: dict[str, Any], model: str, layer: int) -> None:
             _check_finite(value, model, layer)
 
 
+def describe(family: Any, model: Any, layer: int, shown: str, n: int, dtype: str, lang: str) -> str:
+    """The problem's description: the layer, its x, and whose weights they are (a KV-shared
+    layer's W_K, W_V and key norm are an earlier layer's, as its source is)."""
+    arch = family.names[model.config.model_type]
+    earlier = family.shares(model, layer)
+    key = "extract.description" if earlier is None else "extract.description_kv_shared"
+    said = Msg(key, layer=layer, model=shown, arch=arch, n=n, dtype=dtype).text(lang)
+    if earlier is not None:  # KV sharing: K and V from an earlier layer's input
+        said += " " + Msg("extract.kv_shared", earlier=earlier).text(lang)
+    return said
+
+
 def extract(
     model_or_path: Any,
     layer: int,
@@ -683,6 +699,7 @@ def extract(
             count = len(_as_ids(input_ids)) if input_ids is not None else 1
             _check_config(config, shown, dtype, stream, count)
             _check_layer(layer, getattr(config, "num_hidden_layers", None), shown)
+            hybrid.check_layer(config, layer, shown)
             if input_ids is not None:
                 _check_ids(_as_ids(input_ids), getattr(config, "vocab_size", None), shown)
                 _check_length(len(_as_ids(input_ids)), config, config.model_type, shown)
@@ -703,6 +720,7 @@ def extract(
     with layout(shown, config.model_type):
         stack = family.stack(model)
     _check_layer(layer, len(stack), shown)
+    hybrid.check_layer(config, layer, shown)
     layer = int(layer)
     ids = _token_ids(model, shown, input_ids, text, tokenizer)
     _check_length(len(ids), config, config.model_type, shown)
@@ -713,13 +731,7 @@ def extract(
         progress(Msg("extract.running", model=shown, layer=layer))
     x, keys, out, dtype_name = _run_layer(model, family, stack, layer, ids, stream, shown)
     _check_finite({"x": x, **keys}, shown, layer)
-    arch = family.names[config.model_type]
-    said = Msg(
-        "extract.description", layer=layer, model=shown, arch=arch, n=len(ids), dtype=dtype_name
-    ).text(lang)
-    earlier = family.shares(model, layer)
-    if earlier is not None:  # KV sharing: K and V from an earlier layer's input
-        said += " " + Msg("extract.kv_shared", earlier=earlier).text(lang)
+    said = describe(family, model, layer, shown, len(ids), dtype_name, lang)
     problem = {
         "name": Msg("extract.name", model=shown, layer=layer).text(lang),
         "description": said,

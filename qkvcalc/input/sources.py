@@ -6,6 +6,7 @@ One base document (a file, stdin or a preset) may be refined by inline options
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -42,11 +43,14 @@ def gather(
     stdin_is_terminal: bool,
     limit: int = MAX_BYTES,
     notes: list[Msg] | None = None,
+    validate: Callable[[dict[str, Any]], Any] | None = None,
 ) -> dict[str, Any]:
     """The document the options describe, before validation (Problem.from_mapping).
 
     What was changed on the way (a preset's tokens dropped because --x has another number of
-    rows) is appended to `notes`, for the trace's warnings.
+    rows) is appended to `notes`, for the trace's warnings. With `validate` (the caller's
+    Problem.from_mapping), a large JSON input whose lengths alone refuse it is refused from its
+    outline (qkvcalc.input.scan), before a Python object is made for each of its numbers.
     """
     inline = {k: v for k, v in inline.items() if v is not None}
     sources = [name for name, on in (("SOURCE", source), ("--preset", preset)) if on]
@@ -63,14 +67,43 @@ def gather(
     elif source is not None:
         origin = "stdin" if source == "-" else source
         data = read_limited(stdin, limit) if source == "-" else read_file(source, limit)
+        if validate is not None:
+            _refuse_by_lengths(data, origin, inline, limit, validate)
         doc, given = _as_object(data, origin, limit), True
     elif "x" not in inline and not stdin_is_terminal:
         data = read_limited(stdin, limit)
         if data.strip():
+            if validate is not None:
+                _refuse_by_lengths(data, "stdin", inline, limit, validate)
             doc, given = _as_object(data, "stdin", limit), True
     if not given and not inline:
         raise QkvcalcError("input.none")
+    return unless_edited(_merged(doc, inline, limit, notes))
 
+
+def _refuse_by_lengths(
+    data: bytearray, origin: str, inline: dict[str, Any], limit: int, validate: Callable[..., Any]
+) -> None:
+    """Raise the refusal a large JSON input gets from its lengths alone, read from its outline
+    with the inline options merged in (qkvcalc.input.scan); return in every other case."""
+    from qkvcalc.input import scan
+
+    if arrays.kind_of(data) is not None:
+        return
+    found = scan.outline(data)
+    if found is None:
+        return
+    try:
+        doc = _merged(_problem_doc(found.doc, origin), inline, limit, None)
+    except QkvcalcError:  # said again, as it was, by the real reading
+        return
+    found.check(validate, doc)
+
+
+def _merged(
+    doc: dict[str, Any], inline: dict[str, Any], limit: int, notes: list[Msg] | None
+) -> dict[str, Any]:
+    """The document with the inline options put in (each replaces the field it means)."""
     for key, text in inline.items():
         if key in INLINE_MATRICES or key == "tokens":
             try:
@@ -89,7 +122,7 @@ def gather(
         doc[key] = value
     if "x" in inline and "tokens" not in inline:
         _fit_tokens(doc, notes)
-    return unless_edited(doc)
+    return doc
 
 
 def _rows(value: Any) -> int | None:
@@ -119,6 +152,12 @@ def _fit_tokens(doc: dict[str, Any], notes: list[Msg] | None) -> None:
         notes.append(Msg("warn.tokens_dropped", count=count, rows=rows))
 
 
+def _names(err: QkvcalcError, origin: str) -> bool:
+    """The message already names the file (an .npz's messages name it, or its member)."""
+    said = (err.msg, *err.where)
+    return any(str(m.params.get("origin", "")).startswith(origin) for m in said)
+
+
 def _as_object(data: bytes | bytearray, origin: str, limit: int = MAX_BYTES) -> dict[str, Any]:
     kind = arrays.kind_of(data)
     if kind is not None:  # a numpy file: a .npz holds a whole problem, a .npy one matrix
@@ -127,11 +166,18 @@ def _as_object(data: bytes | bytearray, origin: str, limit: int = MAX_BYTES) -> 
                 raise QkvcalcError("array.npy_as_source")
             return arrays.load_npz(data, origin, limit)
         except QkvcalcError as err:
-            raise err.within("input.from", origin=origin) from None
+            raise (
+                err if _names(err, origin) else err.within("input.from", origin=origin)
+            ) from None
     try:
         doc = load_json(data)
     except QkvcalcError as err:
         raise err.within("input.from", origin=origin) from None
+    return _problem_doc(doc, origin)
+
+
+def _problem_doc(doc: Any, origin: str) -> dict[str, Any]:
+    """A JSON document as a problem: an object, or a trace qkvcalc wrote (its "input")."""
     if not isinstance(doc, dict):
         raise QkvcalcError("input.not_object", kind=json_kind(doc)).within(
             "input.from", origin=origin

@@ -41,8 +41,12 @@ def _add_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -
 
 
 def _lowp_add(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
-    # in float32, rounded (the bias added is the problem's own: rounded to the dtype first)
-    return Out(r.keep(r.work(ops[0]) + r.work(r.to(ops[1]))), r.kept)
+    # in float32, rounded (the bias added is the problem's own: rounded to the dtype first);
+    # inside sdpa's kernel (a score bias given as a float attn_mask) kept in float32
+    total = r.work(ops[0]) + r.work(r.to(ops[1]))
+    if r.inside:
+        return Out(r.f32(total), "float32")
+    return Out(r.keep(total), r.kept)
 
 
 OPS: tuple[Op, ...] = (

@@ -227,6 +227,9 @@ class Feature(NamedTuple):
     torch_weights: bool = False  # its torch_heads lines read each head's `weights` [1, H, n, m]
     no_decode: str = ""  # the catalog key that refuses it with --decode (it has no steps yet)
     no_tiles: str = ""  # the catalog key that refuses it with --tiles (no stage holds weights)
+    # torch's scaled_dot_product_attention has no place for it: --dtype … --policy sdpa refuses
+    # it (one message naming it), tiles or not
+    no_sdpa: bool = False
     no_train: str = ""  # the catalog key that refuses `train` (it cannot learn its numbers yet)
     no_backward: str = ""  # the catalog key that refuses --backward (it has no gradients yet)
     no_dtype: str = ""  # the catalog key that refuses --dtype (its ops have no rounding rules)

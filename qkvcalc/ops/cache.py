@@ -12,6 +12,7 @@ import numpy as np
 
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes, rows_of
 from qkvcalc.ops.projection import project
+from qkvcalc.ops.rounding import Out, Rounding, product
 
 
 def _take(matrix: np.ndarray, params: Params) -> np.ndarray:
@@ -92,6 +93,25 @@ def _qk_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) ->
     return style.line(left, total, float(stage.value[i, j]), result)
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+def _lowp_step_project(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    # the step's rows of X times W (+ b): accumulated in float32, rounded once, as a projection
+    return product(_take(ops[0], params), ops[1], params.get("bias"), r)
+
+
+def _lowp_qk(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    # the step's queries against the cached keys (already the dtype's numbers): Q·Kᵀ as the
+    # whole run takes it; under sdpa the kernel's float32 accumulator, never rounded
+    return product(ops[0], ops[1].T, None, r.within() if r.policy == "sdpa" else r)
+
+
+def _lowp_stack(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    # rows moved under others (the cache holds them as they were computed): nothing rounded
+    return Out(np.vstack(list(ops)), r.kept)
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "step_project",
@@ -99,7 +119,15 @@ OPS: tuple[Op, ...] = (
         _step_project_feeds,
         _exact_step_project,
         work=_step_project_work,
+        lowp=_lowp_step_project,
     ),
-    Op("qk", _qk, _qk_feeds, _exact_qk, rowwise=True, work=_qk_work),
-    Op("stack", _stack, _stack_feeds, _exact_stack, overflow=lambda p: False),
+    Op("qk", _qk, _qk_feeds, _exact_qk, rowwise=True, work=_qk_work, lowp=_lowp_qk),
+    Op(
+        "stack",
+        _stack,
+        _stack_feeds,
+        _exact_stack,
+        overflow=lambda p: False,
+        lowp=_lowp_stack,
+    ),
 )

@@ -7,8 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.ops.op import Feeds, Op, Params, Shapes, rows_of
+from qkvcalc.ops import features
+from qkvcalc.ops.op import Back, Feeds, Op, Params, Shapes, rows_of
 from qkvcalc.ops.rounding import Out, Rounding
+from qkvcalc.plan import ids
+from qkvcalc.plan.specs import Ref, Spec, d, span
 
 
 def _concat(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
@@ -25,6 +28,37 @@ def _concat_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: 
     # the heads side by side: each gets its own columns back
     edges = np.cumsum([o.shape[1] for o in ops])[:-1]
     return tuple(np.split(g, edges, axis=1))
+
+
+def _concat_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
+    """Each head's columns of d(concat), head 1's first: the gradient of what the concat read
+    of it (its output, or the last stage a feature put after it), then back from there to the
+    head's own output by the feature's stages (features.back_after_output), head by head."""
+    p, whole = back.problem, back.by[g].symbol
+    specs: list[Spec] = []
+    start = 0
+    for h, read in enumerate(at.operands, start=1):
+        out = back.by[read]
+        width = len(out.cols)  # d_v, unless a feature joins the heads otherwise
+        symbol = "dO" if out.id == ids.OUTPUT else d(out.symbol)
+        specs.append(
+            Spec(
+                f"grad_{out.id}",
+                h,
+                "cut",
+                (g,),
+                f"{symbol}_{h} = {whole}[:, {span(start, width)}]",
+                out.rows,
+                out.cols,
+                params={"cols": slice(start, start + width)},
+                topic=features.join_words(p).back_topic,
+                symbol=symbol,
+                letters=out.letters,
+            )
+        )
+        start += width
+        specs += features.back_after_output(p, h)  # back to the head's own output
+    return specs
 
 
 # ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
@@ -47,6 +81,7 @@ OPS: tuple[Op, ...] = (
         _concat_feeds,
         backward=_concat_back,
         lowp=_lowp_concat,
+        plan_back=_concat_grads,
         in_code={"heads_concat": {"concat": _interleaved}},
     ),
 )

@@ -33,7 +33,7 @@ import numpy as np
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
-from qkvcalc.input.cells import positive, to_vector
+from qkvcalc.input.cells import cell, positive
 from qkvcalc.labels import shown
 from qkvcalc.ops.base import Candidate, Feature, JoinWords, Mistakes, Sizes
 from qkvcalc.ops.op import Back, Feeds, Op, Params, Shapes, same_cell, whole_row
@@ -54,7 +54,8 @@ class Differential(NamedTuple):
 
 
 def _number(raw: Any, field: str) -> float:
-    return float(to_vector([raw], field).values[0, 0])
+    """One number (a list is refused: [0.5, 7] is not λ = 0.5)."""
+    return cell(raw, field, "", False).value
 
 
 def _read(raw: Any, sizes: Sizes) -> Differential:
@@ -103,7 +104,7 @@ def _pair(p: Any, diff: Differential, i: int) -> list[Spec]:
         notes=(Msg("note.diff_pair", i=i, j=j, lam=f"{diff.lam:.6g}"),),
         symbol="Δ",
         letters="n×m",
-        hint=("hint.diff_weights", {"i": i, "j": j}),
+        hint=("hint.diff_weights", {"head": i, "partner": j}),
     )
     values = Spec(
         "diff_v",
@@ -116,7 +117,7 @@ def _pair(p: Any, diff: Differential, i: int) -> list[Spec]:
         notes=(Msg("note.diff_v", i=i, j=j, first=span(0, p.d_v), second=span(p.d_v, p.d_v)),),
         symbol="V''",
         letters="m×2d_v",
-        hint=("hint.diff_v", {"i": i, "j": j}),
+        hint=("hint.diff_v", {"head": i, "partner": j}),
     )
     output = Spec(
         "diff_output",

@@ -25,6 +25,7 @@ from qkvcalc.input.cells import Matrix, to_matrix, to_vector
 from qkvcalc.labels import shape_text
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Side, Sizes
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes, same_cell
+from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Ref, Spec, bias_params, columns_of, dim_labels, span
 
 
@@ -290,6 +291,19 @@ def _header(gate: Gate) -> list[tuple[str, dict[str, Any]]]:
     return [("ui.variant.gate", {"bias": " + b_G" if gate.b is not None else ""})]
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+def _lowp_sigmoid(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    # torch.sigmoid of the dtype's gate logits: in float32, rounded (every policy alike)
+    return Out(r.keep(sigmoid(r.work(ops[0]))), r.kept)
+
+
+def _lowp_times(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    # out ⊙ G: in float32, rounded
+    return Out(r.keep(r.work(ops[0]) * r.work(ops[1])), r.kept)
+
+
 FEATURE = Feature(
     name="wg",  # its weight's key names it among the features a problem uses
     keys=("wg", "bg"),
@@ -303,8 +317,9 @@ FEATURE = Feature(
             overflow=lambda params: False,
             exact_stops="note.exact_stops_sigmoid",
             work=_sigmoid_work,
+            lowp=_lowp_sigmoid,
         ),
-        Op("gate_mul", _times, _two_cells, work=_times_work),
+        Op("gate_mul", _times, _two_cells, work=_times_work, lowp=_lowp_times),
         # the backward's two products, d(out_G) ⊙ G and d(out_G) ⊙ out: the same product, with
         # no named mistakes of the forward's
         Op("gate_back", _times, _two_cells, work=_times_work),

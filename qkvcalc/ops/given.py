@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.ops.op import Op, Params, nothing, rows_of, same_cell
+from qkvcalc.ops.op import Back, Op, Params, nothing, rows_of, same_cell
 from qkvcalc.ops.rounding import Out, Rounding, moved, rounded
+from qkvcalc.plan.specs import Ref, Spec
 
 
 def _exact_input(ops: Sequence[Any], params: Params) -> Any:
@@ -40,12 +41,36 @@ def _exact_table(ops: Sequence[Any], params: Params) -> Any:
     return params.get("table_exact"), ()
 
 
+def _copy_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
+    """The output that is the concat itself (no W_O): d(concat) = dO, the same numbers."""
+    read = back.by[at.operands[0]]
+    into = f"d({read.symbol})"  # a word (the concat), in brackets
+    return [
+        Spec(
+            f"grad_{read.id}",
+            at.head,
+            "copy",
+            (g,),
+            f"{into} = {back.by[g].symbol}",
+            read.rows,
+            read.cols,
+            topic=f"grad_{read.id}.copy",
+            symbol=into,
+            letters=read.letters,
+        )
+    ]
+
+
 # ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
 
 
 def _lowp_columns(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     whole = r.stored(ops[0])  # the whole tensor stored (one scale for it), then the columns
     return whole._replace(value=whole.value[:, params["cols"]])
+
+
+def _lowp_table(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    return r.stored(params["table"])  # numbers the plan was given or worked out: stored
 
 
 def _lowp_split(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
@@ -62,6 +87,7 @@ OPS: tuple[Op, ...] = (
         _exact_input,
         backward=lambda ops, params, out, g: (g,),
         lowp=moved,
+        plan_back=_copy_grads,
     ),
     Op(
         "split",
@@ -77,5 +103,5 @@ OPS: tuple[Op, ...] = (
             "gqa_repeat": {"kv_head": lambda h, heads, groups: h % groups},
         },
     ),
-    Op("table", _table, nothing, _exact_table, given=True),
+    Op("table", _table, nothing, _exact_table, given=True, lowp=_lowp_table),
 )

@@ -13,7 +13,7 @@ from qkvcalc.i18n import Msg
 from qkvcalc.ops.op import Asked, Back, Candidate, Feeds, Op, Params, Shapes, rows_of, turned
 from qkvcalc.ops.rounding import Out, Rounding, product
 from qkvcalc.plan import ids
-from qkvcalc.plan.specs import Ref, Spec, d
+from qkvcalc.plan.specs import Ref, Spec, d, dim_labels
 
 
 def project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
@@ -42,6 +42,77 @@ def _product_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g:
     # out = A·B (+ b): ∂A = g·Bᵀ, ∂B = Aᵀ·g (the bias's ∂b = the column sums of g)
     a, b = ops
     return g @ b.T, a.T @ g
+
+
+def _projection_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
+    """The gradients of out = R·W (+ b), W given (W_O on the concat): d(R) = dO·Wᵀ, then
+    dW = Rᵀ·dO (in the layout W was given in: --layout torch, out × in, turned) and db.
+
+    The walk meets one projection: the output's. Those of X (Q, K, V, a feature's) read the
+    layer's input, and their gradients are gathered over the heads after the walk."""
+    read_ref, weight = at.operands
+    read, grad, p = back.by[read_ref], back.by[g].symbol, back.problem
+    name = at.names[1].removesuffix("ᵀ")  # W_O: as given, turned or not
+    into = f"d({read.symbol})"  # a word (the concat), in brackets
+    torch = p.layout == "torch"
+    outer, inner = read.letters.split("×")[1], at.letters.split("×")[1]
+    specs = [
+        Spec(
+            f"grad_{read.id}",
+            at.head,
+            "matmul_nt",
+            (g, weight),
+            f"{into} = {grad}·{name}ᵀ",
+            read.rows,
+            read.cols,
+            names=(grad, name),
+            inner=at.cols,
+            symbol=into,
+            letters=read.letters,
+        ),
+        Spec(
+            f"grad_w{name.removeprefix('W_').lower()}",
+            at.head,
+            "matmul_tn",
+            (g, read_ref) if torch else (read_ref, g),
+            f"d{name} = {grad}ᵀ·{read.symbol}" if torch else f"d{name} = {read.symbol}ᵀ·{grad}",
+            at.cols if torch else read.cols,
+            read.cols if torch else at.cols,
+            names=(grad, read.symbol) if torch else (read.symbol, grad),
+            inner=at.rows,
+            symbol=f"d{name}",
+            letters=f"{inner}×{outer}" if torch else f"{outer}×{inner}",
+            notes=(Msg("note.grad_layout_torch"),) if torch else (),
+        ),
+    ]
+    if at.params.get("bias") is not None:
+        width = len(at.cols)
+        bias = "b_" + name.removeprefix("W_")
+        specs.append(bias_grad(f"grad_b{bias[2:].lower()}", [g], (slice(None),), width, bias))
+    return specs
+
+
+def bias_grad(
+    sid: str, grads: Sequence[Ref], cols: tuple[slice, ...], width: int, name: str, grad: str = ""
+) -> Spec:
+    """db = the column sums of the gradient of what the bias was added to (each head's
+    columns of it: `cols`)."""
+    grad = grad or f"d{name[-1]}"
+    cols = tuple(slice(0, width) if c.stop is None else c for c in cols)
+    return Spec(
+        sid,
+        None,
+        "bias_grad",
+        tuple(grads),
+        f"d{name} = Σᵢ (row i of {grad})",
+        ("",),
+        dim_labels(width),
+        params={"cols": cols, "width": width},
+        symbol=f"d{name}",
+        cell=f"d{name}" + "[{j}]",
+        inner=(),
+        letters="1×out",
+    )
 
 
 def _product_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
@@ -213,6 +284,7 @@ OPS: tuple[Op, ...] = (
         mistake_ids=("weight_transposed", "weight_torch_layout"),
         mistakes=_projection_mistakes,
         lowp=_lowp_product,
+        plan_back=_projection_grads,
         in_code={  # a person's code (qkvcalc check): its pipeline's steps, replaced
             # X·Wᵀ: the weights read as PyTorch stores them (out×in)
             "layout_transposed": {"project": lambda x, w, b: x @ w.T if b is None else x @ w.T + b},

@@ -28,6 +28,7 @@ from qkvcalc.input.cells import positive, to_matrix
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes, Turn
 from qkvcalc.ops.op import Op, Params, whole_row
+from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Const, Spec, dim_labels, head_slices
 
 KINDS = ("rms", "layer")
@@ -427,6 +428,59 @@ def _torch(
     return out
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+def _lowp_rms(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    """eager and sdpa: transformers' RMSNorm (LLaMA's, Qwen3's): the row in float32, mean(x²),
+    1/√(mean + ε) and x times it in float32, rounded to the dtype, then the weight (in the dtype)
+    times that, rounded. naive, x / √(mean(x²) + ε) written by hand: x², the mean, + ε, the
+    square root, the division and the weight's product each rounded to the dtype."""
+    x, full = ops[0], _stats_rows(ops, None)
+    # the weight as a parameter in the dtype (in float32 beside scaled float8, as FP8 recipes
+    # keep a norm's weight)
+    w, eps = r.keep(np.asarray(params["weight"], dtype=np.float64)), params["eps"]
+    if r.policy == "naive":
+        mean = r.to(r.work(r.to(full * full)).mean(axis=1, keepdims=True))
+        normed = r.to(x / r.to(np.sqrt(r.to(mean + eps))))
+        note = Msg("precision.rmsnorm_naive", dtype=str(r.dtype))
+    else:
+        wide = r.work(full)
+        mean = r.f32(np.mean(wide * wide, axis=1, keepdims=True))
+        inverse = r.f32(1 / np.sqrt(r.work(r.f32(mean + eps))))
+        normed = r.keep(r.work(x) * r.work(inverse))
+        note = Msg("precision.rmsnorm_eager", dtype=r.kept or str(r.dtype))
+    return Out(r.keep(r.work(w) * r.work(normed)), r.kept, notes=(note,))
+
+
+def _lowp_layer(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    """eager and sdpa: as F.layer_norm computes it on the CPU (StableLM's, Phi's q/k norm): in
+    float32, μ and r = 1/√(mean((x − μ)²) + ε), then x·r + (−r·μ), times the weight, plus the
+    bias (the parameters in the dtype), each step rounded to float32, and the result rounded to
+    the dtype once (x·r − r·μ is how torch's kernel writes x − μ: where they cancel, its float32
+    rounding shows). naive, written by hand:
+    μ, x − μ, its square, their mean, + ε, the root, the division, the product by the weight
+    and the bias added each rounded to the dtype."""
+    x, full = ops[0], _stats_rows(ops, None)
+    w = r.keep(np.asarray(params["weight"], dtype=np.float64))
+    b = r.keep(np.asarray(params["bias"], dtype=np.float64))
+    eps = params["eps"]
+    if r.policy == "naive":
+        mu = r.to(r.work(full).mean(axis=1, keepdims=True))
+        spread = r.to(r.work(r.to(np.square(r.to(full - mu)))).mean(axis=1, keepdims=True))
+        normed = r.to(r.to(x - mu) / r.to(np.sqrt(r.to(spread + eps))))
+        out = r.to(r.to(normed * w) + b)
+        return Out(out, notes=(Msg("precision.layernorm_naive", dtype=str(r.dtype)),))
+    wide = r.work(full)
+    mu = r.f32(np.mean(wide, axis=1, keepdims=True))
+    spread = r.f32(np.mean(np.square(r.work(r.f32(wide - r.work(mu)))), axis=1, keepdims=True))
+    inverse = r.f32(1 / np.sqrt(r.work(r.f32(spread + eps))))
+    shift = r.f32(-inverse * mu)
+    normed = r.f32(r.f32(r.work(x) * r.work(inverse)) + r.work(shift))
+    out = r.keep(r.f32(r.work(normed) * r.work(w)) + r.work(b))
+    return Out(out, r.kept, notes=(Msg("precision.layernorm_eager", dtype=r.kept or str(r.dtype)),))
+
+
 FEATURE = Feature(
     name="qk_norm",
     keys=("q_norm", "k_norm", "norm_eps", "qk_norm"),
@@ -445,6 +499,7 @@ FEATURE = Feature(
             ),
             grad_work=_grad_work,
             work=_work,
+            lowp=_lowp_rms,
         ),
         Op(
             "layernorm",
@@ -458,6 +513,7 @@ FEATURE = Feature(
                 f"ρ·(w ⊙ {out} − mean(w ⊙ {out}) − x̂·mean(x̂ ⊙ w ⊙ {out}))"
             ),
             grad_work=_grad_work_layer,
+            lowp=_lowp_layer,
             work=_work_layer,
         ),
     ),

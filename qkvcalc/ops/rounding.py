@@ -144,7 +144,16 @@ class Out(NamedTuple):
     notes: tuple[Msg, ...] = ()
     # parameters as the dtype held them, for the cell arithmetic (positions rounded, say)
     params: dict[str, Any] | None = None
+    # the keys of the stage's own notes that the dtype's numbers make untrue (left out)
+    drops: tuple[str, ...] = ()
 
+
+# Out.stored of a stage the tiled kernel keeps in float32 as its running state (FlashAttention's
+# running maximum, sum and output): float32's numbers, said as the tiles' own
+ACCUMULATOR = "float32 accumulator"
+# Out.stored of a stage torch's softmax computes in float32 inside itself and never stores
+# (e^(s − m) of softmax(…, dtype=the dtype) itself, as gpt-oss calls it)
+INSIDE = "float32 inside softmax"
 
 # (operands, params, rounding) -> the stage in the dtype
 Rule = Callable[[Sequence[np.ndarray], Params, Rounding], Out]

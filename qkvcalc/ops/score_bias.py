@@ -23,6 +23,7 @@ from qkvcalc.input.cells import to_matrix, to_vector
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops.base import Candidate, Feature, Logits, Mistakes, Sizes
 from qkvcalc.ops.op import Op, Params, nothing
+from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Spec, ref
 
 
@@ -264,11 +265,20 @@ def _stages(p: Any, bias: Bias, at: Logits) -> list[Spec]:
     return [b, biased]
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+def _lowp(ops: Any, params: Params, r: Rounding) -> Out:
+    # −slope·|i − j| in float32, rounded to the dtype once, as BLOOM builds its alibi tensor
+    # (slopes × positions in float32, then .to(dtype)); every policy adds it as it is
+    return Out(r.keep(r.work(-params["slope"]) * r.work(_distance(params, None))), r.kept)
+
+
 FEATURE = Feature(
     name="score_bias",
     keys=("alibi", "score_bias"),
     read=_read,
-    ops=(Op("alibi", _compute, nothing, _exact, rowwise=True, work=_work),),
+    ops=(Op("alibi", _compute, nothing, _exact, rowwise=True, work=_work, lowp=_lowp),),
     logits=_stages,
     mistakes=(Mistakes("alibi", ("alibi_sign", "alibi_signed_distance"), _mistakes),),
     elements=lambda bias, n, m, d_k: n * m,

@@ -28,6 +28,7 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import to_vector
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Reading, Sizes
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes, whole_row
+from qkvcalc.ops.rounding import INSIDE, Out, Rounding
 from qkvcalc.ops.softmax import softmax_grads
 from qkvcalc.plan.specs import Ref, Spec, dim_labels
 
@@ -196,6 +197,36 @@ def _torch(sinks: np.ndarray, literal: Callable[[Any], str]) -> list[str]:
     ]
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+def _lowp_exp(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    """gpt-oss's eager attention: σ (a parameter in the dtype) joins the row, the row's max is
+    subtracted in the dtype (rounded), then softmax(…, dtype=the dtype) takes e^ of that in
+    float32 inside itself. naive: e^ of it rounded to the dtype too."""
+    sink = float(r.to(params["sink"]))
+    joined = np.hstack([ops[0], np.full((len(ops[0]), 1), sink)])
+    top = np.max(joined, axis=1)  # finite: σ is
+    shifted = r.keep(joined - top[:, None])
+    held = {"sink": sink}  # the cell arithmetic shows σ as the dtype holds it
+    if r.policy == "naive":
+        return Out(r.to(np.exp(shifted)), details={"row_max": top}, params=held)
+    note = Msg("precision.sinks_eager", dtype=r.kept or str(r.dtype))
+    e = r.f32(np.exp(np.asarray(r.work(shifted), dtype=np.float64)))
+    return Out(e, INSIDE, {"row_max": top}, notes=(note,), params=held)
+
+
+def _lowp_weights(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    e = ops[0]
+    if r.policy == "naive":  # the row sum accumulated in float32 and rounded, then divided
+        total = r.to(r.work(e).sum(axis=1))
+        return Out(r.to(e[:, :-1] / total[:, None]), details={"row_sum": total})
+    total = r.f32(r.work(e).sum(axis=1))  # softmax's float32 sum, times 1/Σ, then rounded
+    inverse = r.f32(1 / total) if r.rounds else 1 / total
+    weights = r.keep(r.f32(r.work(e[:, :-1]) * r.work(inverse)[:, None]))
+    return Out(weights, r.kept, details={"row_sum": total})
+
+
 FEATURE = Feature(
     name="sinks",
     read=_read,
@@ -209,6 +240,7 @@ FEATURE = Feature(
             exact_stops="note.exact_stops_sinks",
             details=lambda ops, params: {"row_max": joined_exp(ops[0], params["sink"])[1]},
             work=_exp_work,
+            lowp=_lowp_exp,
         ),
         Op(
             "sink_softmax",
@@ -220,6 +252,7 @@ FEATURE = Feature(
             divisor=lambda ops: ops[0].sum(axis=1),  # holds e^(σ − m) > 0: never 0
             heat=True,
             work=_weights_work,
+            lowp=_lowp_weights,
             plan_back=softmax_grads,  # A ⊙ (dA − r) over the tokens' weights; dσ is grad_sinks
         ),
         Op("sink_grad", _grad, _grad_feeds),
@@ -238,4 +271,5 @@ FEATURE = Feature(
     torch_softmax=_torch,
     torch_leaf=("dsigma", "sink_logits"),
     torch_module_gap="it has no attention sinks: each row of its weights sums to 1",
+    no_sdpa=True,
 )

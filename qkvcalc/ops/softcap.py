@@ -17,6 +17,7 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import positive
 from qkvcalc.ops.base import Candidate, Feature, Logits, Mistakes, Sizes
 from qkvcalc.ops.op import Op, Params, same_cell
+from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Spec
 
 
@@ -100,6 +101,28 @@ def _torch(cap: float, num: Callable[[float], str]) -> list[str]:
     return [f"scores = {num(cap)} * torch.tanh(scores / {num(cap)})"]
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+def _lowp(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    # Gemma 2's eager attention: S / c, tanh of it, times c: each in float32 and rounded (torch
+    # computes a bfloat16 tanh in float32); --policy sdpa has no softcap (qkvcalc.run.precision)
+    c = r.work(params["cap"])
+    inner = r.keep(r.work(ops[0]) / c)
+    capped = r.keep(np.tanh(r.work(inner)))
+    said = {"cap": f"{params['cap']:g}", "dtype": r.kept or str(r.dtype)}
+    value = r.keep(r.work(capped) * c)
+    reached = int((np.abs(value) >= params["cap"]).sum())
+    if not reached:
+        return Out(value, r.kept, notes=(Msg("precision.softcap", **said),))
+    # tanh rounded to ±1: the cap is reached, so "strictly between −c and c" no longer holds
+    notes = (
+        Msg("precision.softcap", **said),
+        Msg("precision.softcap_reached", count=reached, **said),
+    )
+    return Out(value, r.kept, notes=notes, drops=("note.softcap",))
+
+
 FEATURE = Feature(
     name="softcap",
     read=_read,
@@ -119,6 +142,7 @@ FEATURE = Feature(
             ),
             grad_work=_grad_work,
             work=_work,
+            lowp=_lowp,
         ),
     ),
     logits=_stage,
@@ -128,4 +152,5 @@ FEATURE = Feature(
     worksheet_notes=("note.softcap",),
     torch_logits=_torch,
     torch_module_gap="it has no softcap: its softmax reads the scores as they are",
+    no_sdpa=True,
 )

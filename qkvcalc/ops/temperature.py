@@ -22,6 +22,7 @@ from qkvcalc.input.cells import positive, to_vector
 from qkvcalc.labels import shown
 from qkvcalc.ops.base import Feature, Sizes, Turn
 from qkvcalc.ops.op import Op, Params
+from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Spec, dim_labels
 
 SETTINGS = ("floor_scale", "attn_scale")
@@ -139,6 +140,20 @@ def _torch(
     ]
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+def _lowp(ops: Any, params: Params, r: Rounding) -> Out:
+    # Llama 4: (q * attn_scales).to(q.dtype), the factors a float32 tensor: the product in
+    # float32, rounded to the dtype once; naive: the factors in the dtype too
+    factors = np.asarray(params["factors"], dtype=np.float64)[:, None]
+    if r.policy == "naive":
+        factors = r.to(factors)
+    said = "precision.temperature_naive" if r.policy == "naive" else "precision.temperature"
+    note = Msg(said, dtype=r.kept or str(r.dtype))
+    return Out(r.keep(r.work(ops[0]) * r.work(factors)), r.kept, notes=(note,))
+
+
 FEATURE = Feature(
     name="attn_temperature",
     read=_read,
@@ -153,6 +168,7 @@ FEATURE = Feature(
             grad_formula=lambda into, out, x, params: f"τ ⊙ {out}",
             grad_work=_grad_work,
             work=_work,
+            lowp=_lowp,
         ),
     ),
     turn=_turn,

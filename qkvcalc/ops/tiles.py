@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes, rows_of, whole_row
+from qkvcalc.ops.rounding import ACCUMULATOR, Out, Rounding, product
 from qkvcalc.ops.softmax import normalise
 
 
@@ -248,8 +249,96 @@ def _divide_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str
     return style.line(left, shown, float(stage.value[i, j]), result)
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+#
+# eager and sdpa: as FlashAttention keeps its state, the running maximum, the correction, the
+# exponentials, the running sum and the output so far in float32 (ACCUMULATOR), e^(s − m)
+# rounded to the dtype only where the product E·V reads it (not under torch's math kernel,
+# which keeps everything in float32), and the output rounded to the dtype once, at the end.
+# naive: the same loop written with tensors in the dtype, every result rounded to the dtype.
+
+
+def _logits_kept(r: Rounding) -> str:
+    # what the logits are kept in (a block's columns and maxima move them, exactly)
+    return "float32" if r.policy == "sdpa" else r.kept
+
+
+def _lowp_moved(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    # a block's columns, a row's maximum, the larger of two: numbers already held, none rounded
+    if len(ops) == 2:
+        return Out(np.maximum(ops[0], ops[1]), _logits_kept(r))
+    value = ops[0][:, params["cols"]] if "cols" in params else _max_keep_inf(ops[0])
+    return Out(value, _logits_kept(r))
+
+
+def _flash(r: Rounding) -> bool:
+    return r.policy != "naive"
+
+
+def _held(r: Rounding, a: np.ndarray) -> np.ndarray:
+    """A result as the tiles keep it: float32 (FlashAttention's state), or the dtype (naive)."""
+    return r.f32(a) if _flash(r) else r.to(a)
+
+
+def _lowp_correction(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    if len(ops) == 1:
+        return Out(np.zeros_like(ops[0]), ACCUMULATOR if _flash(r) else "")
+    old, new = ops
+    same = old == new
+    shift = _held(r, np.where(same, 0.0, old - new))
+    return Out(np.where(same, 1.0, _held(r, np.exp(shift))), ACCUMULATOR if _flash(r) else "")
+
+
+def _lowp_block_exp(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    s, m = ops
+    e = _held(r, np.exp(_held(r, s - _finite(m))))
+    return Out(e, ACCUMULATOR if _flash(r) else "")
+
+
+def _lowp_running_sum(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    # Σ e^(s − m) accumulated in float32 (torch's sum of a bf16 row too), then held
+    fresh = _held(r, r.work(ops[-1]).sum(axis=1, keepdims=True))
+    if len(ops) == 1:
+        return Out(fresh, ACCUMULATOR if _flash(r) else "")
+    total, fix, _ = ops
+    value = _held(r, _held(r, total * fix) + fresh)
+    return Out(value, ACCUMULATOR if _flash(r) else "")
+
+
+def _lowp_acc(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    # E·V[block]: the exponentials rounded to the dtype first (FlashAttention's P before P·V;
+    # not under torch's math kernel), accumulated in float32
+    *before, e, v = ops
+    if r.scaled and r.rounds:  # FP8: the product as every other one, per-tensor scaled
+        fresh = product(e, v[params["rows"]], None, r).value
+    else:
+        if _flash(r) and r.kernel != "math":
+            e = r.to(e)
+        fresh = _held(r, r.work(e) @ r.work(v[params["rows"]]))
+    if not before:
+        return Out(fresh, ACCUMULATOR if _flash(r) else "")
+    acc, fix = before
+    return Out(_held(r, _held(r, acc * fix) + fresh), ACCUMULATOR if _flash(r) else "")
+
+
+def _lowp_divide(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    acc, total = ops[0], ops[1][:, 0]
+    if not _flash(r):  # O / ℓ, rounded
+        return Out(r.to(normalise(acc, total)))
+    # FlashAttention: 1/ℓ in float32, O times it in float32, rounded to the dtype once
+    inverse = np.divide(1.0, total, out=np.zeros_like(total), where=total != 0)
+    return Out(r.keep(r.work(acc) * r.work(r.f32(inverse))[:, None]), r.kept)
+
+
 OPS: tuple[Op, ...] = (
-    Op("block", _block, _block_feeds, _exact_columns_of_block, overflow=lambda p: False),
+    Op(
+        "block",
+        _block,
+        _block_feeds,
+        _exact_columns_of_block,
+        overflow=lambda p: False,
+        lowp=_lowp_moved,
+    ),
     Op(
         "block_max",
         _block_max,
@@ -257,6 +346,7 @@ OPS: tuple[Op, ...] = (
         _exact_block_max,
         overflow=lambda p: False,
         work=_block_max_work,
+        lowp=_lowp_moved,
     ),
     Op(
         "running_max",
@@ -265,6 +355,7 @@ OPS: tuple[Op, ...] = (
         _exact_running_max,
         overflow=lambda p: False,
         work=_running_max_work,
+        lowp=_lowp_moved,
     ),
     Op(
         "correction",
@@ -273,6 +364,7 @@ OPS: tuple[Op, ...] = (
         overflow=lambda p: False,
         exact_stops="note.exact_stops",
         work=_correction_work,
+        lowp=_lowp_correction,
     ),
     Op(
         "block_exp",
@@ -281,6 +373,7 @@ OPS: tuple[Op, ...] = (
         rowwise=True,
         overflow=lambda p: False,
         work=_block_exp_work,
+        lowp=_lowp_block_exp,
     ),
     Op(
         "running_sum",
@@ -288,8 +381,9 @@ OPS: tuple[Op, ...] = (
         _running_sum_feeds,
         overflow=lambda p: False,
         work=_running_sum_work,
+        lowp=_lowp_running_sum,
     ),
-    Op("acc", _acc, _acc_feeds, work=_acc_work),
+    Op("acc", _acc, _acc_feeds, work=_acc_work, lowp=_lowp_acc),
     Op(
         "divide",
         _divide,
@@ -297,5 +391,6 @@ OPS: tuple[Op, ...] = (
         overflow=lambda p: False,
         divisor=lambda ops: ops[1][:, 0],  # ℓ: 0 where every key is masked
         work=_divide_work,
+        lowp=_lowp_divide,
     ),
 )

@@ -2,22 +2,26 @@
 weights and the input, one stage per gradient, in backward order.
 
     dO (or dA, for `attend`)                                the loss's gradient
-    with W_O: d(concat) = dO·W_Oᵀ, dW_O = concatᵀ·dO, db_O   then each head's columns of it
-    per head: the walk back over its stages (`walk`, micrograd's): in reverse topological
-              order from its output, each stage that has a gradient hands it on by its own op
-              (Op.plan_back, else the chain rule through its first operand):
+    one walk back over the forward plan (`walk`, micrograd's): in reverse topological order
+    from the output, each stage that has a gradient hands it on by its own op (Op.plan_back,
+    else the chain rule through its first operand):
+                d(concat) = dO·W_Oᵀ, dW_O = concatᵀ·dO, db_O   W_O (ops/projection.py)
+                each head's columns of d(concat)      the concat (ops/concat.py), head by head
+                                                      back through what a feature put after it
                 dV = Aᵀ·dO, dA = dO·Vᵀ               A·V (ops/projection.py)
                 r = Σⱼ Aᵢⱼ·dAᵢⱼ, dS = A ⊙ (dA − r)    the softmax (ops/softmax.py)
                 back through the mask, a cap, a bias, the scaling, each by its op's backward
                 dQ = dS·K, dK = dSᵀ·Q                Q·Kᵀ, the turn of Kᵀ folded in
                 back through the features' turns (a rotation, a norm) to Q and K
+              head 1's stages first, then head 2's; with `attend`, a walk from each head's
+              weights (dA from the targets)
     then:     dW_Q = Xᵀ·[dQ_1 … dQ_H], dW_K, dW_V (summed over the query heads that share a
               key/value head), db = column sums, dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ, and
               the gradients of a feature's own learned numbers (Feature.grads)
 
-In tiles (--tiles B) each head's part from dO to dQ, dK, dV of what the scores read is
-FlashAttention-2's, one block of keys at a time (qkvcalc.plan.tiles_backward); the walk goes
-on from there.
+In tiles (--tiles B) the walk from the output stops at the heads' outputs: each head's part
+from dO to dQ, dK, dV of what the scores read is FlashAttention-2's, one block of keys at a
+time (qkvcalc.plan.tiles_backward); a walk per head goes on from there.
 
 Stage ids are `grad_` + the id of the forward stage whose gradient it is (DESIGN's list);
 the heads' stages carry their head. The walk reads nothing of a feature but its ops: a new
@@ -26,7 +30,7 @@ feature's gradient comes with its op's `backward` (or `plan_back`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -37,11 +41,12 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.ops import features
 from qkvcalc.ops.op import Back
+from qkvcalc.ops.projection import bias_grad
 from qkvcalc.ops.table import OPS
 from qkvcalc.plan import ids
 from qkvcalc.plan import notes as facts
 from qkvcalc.plan.masks import allowed_keys
-from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels, head_slices, span, together
+from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels, head_slices, together
 from qkvcalc.plan.tiles import blocks
 from qkvcalc.plan.tiles_backward import plain_values, same_as_plain, tiled_head
 
@@ -62,12 +67,6 @@ def backward(
     heads: list[int | None] = list(range(1, p.heads + 1)) if p.multihead else [None]
     specs: list[Spec] = []
     flows = p.loss.kind != "attend"  # the loss reads the output (else: the weights alone)
-    if flows:
-        specs.append(_start(p, by[(ids.OUTPUT, None)]))
-        if p.multihead:
-            specs += _through_output(p, by)
-    else:
-        _check_targets(p)
     grads: dict[str, list[Ref]] = {"q": [], "k": [], "v": []}
     softmaxes: list[tuple[Ref, Ref]] = []  # each head's weights and its softmax's row term
     whole: list[Spec] = []  # the plan, forward and backward, that the √d_k note runs again
@@ -75,13 +74,23 @@ def backward(
     def whole_plan() -> list[Spec]:
         return whole
 
-    joined = _joined(p, by, specs, whole_plan) if flows and features.joins(p) else None
+    walked: dict[Ref, Ref] = {}
+    tiled = p.tiles is not None and not features.joins(p)
+    if flows:  # one walk from the output back over the whole plan (in tiles: to the heads')
+        final = by[(ids.OUTPUT, None)]
+        specs.append(_start(p, final))
+        stops = {(ids.OUTPUT, h) for h in heads} if tiled else set()
+        seeds = {final.ref: specs[0].ref}
+        more, walked = walk(p, by, [final], seeds, whole_plan, specs, stops)
+        specs += more
+    else:
+        _check_targets(p)
     for h in heads:
-        if joined is None:
+        if flows and not tiled:
+            refs = {side: walked[(side, h)] for side in (ids.Q, ids.K, ids.V)}
+        else:  # `attend`, from each head's weights; in tiles, FlashAttention-2's
             head, refs = _head(p, by, specs, h, flows, plain_run, whole_plan)
             specs += head
-        else:
-            refs = {side: joined[1][(side, h)] for side in (ids.Q, ids.K, ids.V)}
         for side, r in refs.items():
             grads[side].append(r)
         if p.tiles is None:
@@ -144,90 +153,6 @@ def _check_targets(p: Problem) -> None:
             raise QkvcalcError("loss.attend_masked", row=i + 1, key=t + 1)
 
 
-def _through_output(p: Problem, by: dict[Ref, Spec]) -> list[Spec]:
-    """Back through W_O (or the plain concat), then each head's columns of d(concat)."""
-    final, concat = by[(ids.OUTPUT, None)], by[(ids.CONCAT, None)]
-    specs: list[Spec] = []
-    if p.wo is not None:
-        w_o = Const(p.wo.values, p.wo.exact)
-        specs.append(
-            Spec(
-                "grad_concat",
-                None,
-                "matmul_nt",
-                (("grad_output", None), w_o),
-                "d(concat) = dO·W_Oᵀ",
-                concat.rows,
-                concat.cols,
-                names=("dO", "W_O"),
-                inner=final.cols,
-                symbol="d(concat)",
-                letters=concat.letters,
-            )
-        )
-        torch = p.layout == "torch"
-        g_out: Ref = ("grad_output", None)
-        operands = (g_out, concat.ref) if torch else (concat.ref, g_out)
-        specs.append(
-            Spec(
-                "grad_wo",
-                None,
-                "matmul_tn",
-                operands,
-                "dW_O = dOᵀ·concat" if torch else "dW_O = concatᵀ·dO",
-                final.cols if torch else concat.cols,
-                concat.cols if torch else final.cols,
-                names=("dO", "concat") if torch else ("concat", "dO"),
-                inner=final.rows,
-                symbol="dW_O",
-                letters="d_out×H·d_v" if torch else "H·d_v×d_out",
-                notes=(Msg("note.grad_layout_torch"),) if torch else (),
-            )
-        )
-        if p.bo is not None:
-            width = len(final.cols)
-            specs.append(_bias("grad_bo", [("grad_output", None)], (slice(None),), width, "b_O"))
-    else:
-        specs.append(
-            Spec(
-                "grad_concat",
-                None,
-                "copy",
-                (("grad_output", None),),
-                "d(concat) = dO",
-                concat.rows,
-                concat.cols,
-                topic="grad_concat.copy",
-                symbol="d(concat)",
-                letters=concat.letters,
-            )
-        )
-    start = 0
-    for h, read in enumerate(concat.operands, start=1):
-        out = by[read]  # the head's output, or the last stage a feature put after it
-        width = len(out.cols)  # d_v, unless a feature joins the heads otherwise
-        cols = slice(start, start + width)
-        start += width
-        symbol = "dO" if out.id == ids.OUTPUT else d(out.symbol)
-        specs.append(
-            Spec(
-                f"grad_{out.id}",
-                h,
-                "cut",
-                (("grad_concat", None),),
-                f"{symbol}_{h} = d(concat)[:, {span(cols.start, width)}]",
-                out.rows,
-                out.cols,
-                params={"cols": cols},
-                topic=features.join_words(p).back_topic,
-                symbol=symbol,
-                letters=out.letters,
-            )
-        )
-        specs += features.back_after_output(p, h)  # back to the head's own output
-    return specs
-
-
 # ---- one head: the walk back over its forward stages -----------------------------------------
 
 
@@ -240,39 +165,21 @@ def _head(
     plain_run: Callable[[], dict[Ref, np.ndarray]] | None = None,
     whole: Callable[[], Sequence[Spec]] = list,
 ) -> tuple[list[Spec], dict[str, Ref]]:
-    """The head's gradients from its output's (or, for `attend`, its weights') back to Q, K
-    and V: the walk over its forward stages, each planned by its own op. In tiles the part
-    up to Q, K and V of the scores is FlashAttention-2's, one block of keys at a time. `made`:
-    the gradients made before (the head's output's among them)."""
+    """A head's gradients back to Q, K and V where they do not come down from the output by
+    the one walk: in tiles, FlashAttention-2's, one block of keys at a time; with `attend`,
+    from its weights' (dA, from the targets), the walk over its stages from there. `made`:
+    the gradients made before."""
     if p.tiles is not None:
         assert plain_run is not None
         return _tiled(p, by, h, flows, plain_run)
     out = by[(ids.OUTPUT, h)]
-    specs: list[Spec] = []
-    if flows:
-        seeds: dict[Ref, Ref] = {out.ref: ("grad_output", h)}
-    else:
-        a_ref = out.operands[0]
-        assert not isinstance(a_ref, Const)
-        specs.append(_attend(p, h, by[a_ref]))
-        seeds = {a_ref: specs[-1].ref}
-    walked, grads = walk(p, by, [out], seeds, whole, [*made, *specs])
+    a_ref = out.operands[0]
+    assert not flows and not isinstance(a_ref, Const)
+    specs = [_attend(p, h, by[a_ref])]
+    walked, grads = walk(p, by, [out], {a_ref: specs[-1].ref}, whole, [*made, *specs])
     specs += walked
     refs = {side: grads[(side, h)] for side in (ids.Q, ids.K, ids.V) if (side, h) in grads}
     return specs, refs
-
-
-def _joined(
-    p: Problem, by: dict[Ref, Spec], specs: list[Spec], whole: Callable[[], Sequence[Spec]]
-) -> tuple[list[Spec], dict[Ref, Ref]]:
-    """A feature that joins the heads after all of them (Feature.joined: pairs of heads):
-    one walk from what the concat read back over every head, each stage
-    handing its gradient on by its own op. In place: its stages are added to `specs`."""
-    roots = [by[r] for r in by[(ids.CONCAT, None)].operands]
-    seeds = {s.ref: (f"grad_{s.id}", s.head) for s in roots}
-    walked, grads = walk(p, by, roots, seeds, whole, list(specs))
-    specs += walked
-    return walked, grads
 
 
 def _attend(p: Problem, h: int | None, weights: Spec) -> Spec:
@@ -296,8 +203,8 @@ def _attend(p: Problem, h: int | None, weights: Spec) -> Spec:
     )
 
 
-# The template's projections: a walk over one head stops at them, and their gradients are
-# gathered over the heads (dW_Q = Xᵀ·[dQ_1 … dQ_H], dX summed over every path) by _projections.
+# The template's projections: the walk stops at them, and their gradients are gathered over
+# the heads (dW_Q = Xᵀ·[dQ_1 … dQ_H], dX summed over every path) by _projections.
 GATHERED = (ids.Q, ids.K, ids.V)
 
 
@@ -308,21 +215,28 @@ def walk(
     seeds: dict[Ref, Ref],
     whole: Callable[[], Sequence[Spec]] = list,
     made: Sequence[Spec] = (),
+    stops: Collection[Ref] = (),
 ) -> tuple[list[Spec], dict[Ref, Ref]]:
     """micrograd's backward over forward stages: in reverse topological order from `roots`,
     each stage that has a gradient (`seeds`: forward ref -> its gradient's ref, to begin
     with) hands it to its operands by its own op (`Op.plan_back`, else the chain rule through
     its first operand); `made`: the gradient stages made before (the seeds'). Returns the
-    gradient stages, in order, and every forward stage's gradient by ref. A stage reached
-    twice would need its gradients added: no stage of a head is (each is read by one later
-    stage), and the projections are gathered after the walk."""
+    gradient stages, in order, and every forward stage's gradient by ref.
+
+    A stage whose operands have their gradients already hands nothing on: its reader's op
+    planned through it (the concat through what a feature put after a head). A stage reached
+    twice would need its gradients added: none is (each is read by one later stage), and the
+    walk stops at the projections of X (Q, K, V and a feature's), whose gradients are gathered
+    over the heads after it, and at `stops` (in tiles, each head's output)."""
     grads = dict(seeds)
     known: dict[Ref, Spec] = {**by, **{spec.ref: spec for spec in made}}
     back = Back(p, known, lambda topic, head: _remarks(p, by, topic, head, whole), OPS)
+    ends = {*stops, *_gathered(p, by)}
     specs: list[Spec] = []
-    for at in _reverse_topological(by, roots):
+    for at in _reverse_topological(by, roots, ends):
         g = grads.get(at.ref)
-        if g is None or at.id in GATHERED:
+        reads = [o for o in at.operands if not isinstance(o, Const) and o in by]
+        if g is None or at.ref in ends or (reads and all(o in grads for o in reads)):
             continue
         op = OPS[at.op]
         planned = op.plan_back(back, at, g) if op.plan_back else [_chain(by, at, g)]
@@ -336,11 +250,22 @@ def walk(
     return specs, grads
 
 
-def _reverse_topological(by: dict[Ref, Spec], roots: Sequence[Spec]) -> list[Spec]:
+def _gathered(p: Problem, by: dict[Ref, Spec]) -> set[Ref]:
+    """The projections of X: each head's Q, K and V, and the stages whose gradients a
+    feature's projection of X gathers (Feature.sides)."""
+    ends = {ref for ref in by if ref[0] in GATHERED}
+    for side in features.sides(p):
+        ends |= {(ref[0].removeprefix("grad_"), ref[1]) for ref in side.grads}
+    return ends
+
+
+def _reverse_topological(
+    by: dict[Ref, Spec], roots: Sequence[Spec], ends: Collection[Ref] = ()
+) -> list[Spec]:
     """The stages `roots` read, themselves included, each after every stage that reads it
     (micrograd's topological sort, reversed). Operands are visited last to first, so that the
-    walk goes down the first operand's side first (the query's before the key's); it does not
-    go past the projections."""
+    walk goes down the first operand's side first (the query's before the key's, head 1's
+    before head 2's); it does not go past the projections (`ends`)."""
     order: list[Spec] = []
     seen: set[Ref] = set()
 
@@ -348,7 +273,7 @@ def _reverse_topological(by: dict[Ref, Spec], roots: Sequence[Spec]) -> list[Spe
         if spec.ref in seen:
             return
         seen.add(spec.ref)
-        if spec.id not in GATHERED:
+        if spec.id not in GATHERED and spec.ref not in ends:
             for operand in reversed(spec.operands):
                 if not isinstance(operand, Const) and operand in by:
                     visit(by[operand])
@@ -449,7 +374,7 @@ def _projections(
         if side.bias:
             name = f"b_{side.letter}"
             specs.append(
-                _bias(f"grad_b{side.letter.lower()}", side.grads, side.cols, width, name, grad)
+                bias_grad(f"grad_b{side.letter.lower()}", side.grads, side.cols, width, name, grad)
             )
         paths[read].append(Path(side.letter, side.weight, side.cols, grad))
         reads[read] += side.grads
@@ -514,28 +439,6 @@ def _weight_notes(p: Problem, letter: str, count: int) -> tuple[Msg, ...]:
     if p.layout == "torch":
         notes.append(Msg("note.grad_layout_torch"))
     return tuple(notes)
-
-
-def _bias(
-    sid: str, grads: Sequence[Ref], cols: tuple[slice, ...], width: int, name: str, grad: str = ""
-) -> Spec:
-    """db = the column sums of the gradient of what the bias was added to."""
-    grad = grad or f"d{name[-1]}"
-    cols = tuple(slice(0, width) if c.stop is None else c for c in cols)
-    return Spec(
-        sid,
-        None,
-        "bias_grad",
-        tuple(grads),
-        f"d{name} = Σᵢ (row i of {grad})",
-        ("",),
-        dim_labels(width),
-        params={"cols": cols, "width": width},
-        symbol=f"d{name}",
-        cell=f"d{name}" + "[{j}]",
-        inner=(),
-        letters="1×out",
-    )
 
 
 def _paths_note(p: Problem, name: str, reach: list[str]) -> Msg:

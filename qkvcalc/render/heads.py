@@ -95,12 +95,13 @@ def heads_table(run: Any, lang: str = "en", width: int = 100, ascii_only: bool =
             ),
             style="bold",
         ),
+        *[Text(other.text(lang)) for other in run.others],
         Text(translate("heads.how_to_read", lang, ramp=repr(ramp))),
         Text(f"{translate('heads.tokens', lang)}: {_token_list(run.tokens)}"),
     ]
     if block > room:
         out.append(Text(translate("heads.too_wide", lang, n=n), style="yellow"))
-    for index, layer in enumerate(run.weights):
+    for index, layer in zip(run.layers, run.weights, strict=True):
         out.append(Text(""))
         for start in range(0, len(layer), per_line):
             shown = range(start, min(start + per_line, len(layer)))
@@ -265,6 +266,7 @@ def heads_html(
     )
     body = [
         f'<h1 id="grid">{escape(title)}</h1>',
+        *[f"<p>{escape(other.text(lang))}</p>" for other in run.others],
         f"<p>{_t(lang, 'heads.html_hint')}</p>",
         f"<p>{_t(lang, 'heads.tokens')}: "
         + " ".join(f"<code>{label}</code>" for label in labels)
@@ -272,7 +274,7 @@ def heads_html(
         '<div class="grid">',
     ]
     count = sum(len(layer) for layer in run.weights)
-    for index, layer in enumerate(run.weights):
+    for index, layer in zip(run.layers, run.weights, strict=True):
         body.append('<div class="layer">')
         body.append(f'<span class="name">{_t(lang, "heads.layer", layer=index)}</span>')
         for h, grid in enumerate(layer, 1):
@@ -284,7 +286,7 @@ def heads_html(
             )
         body.append("</div>")
     body.append("</div>")
-    for index, layer in enumerate(run.weights):
+    for index, layer in zip(run.layers, run.weights, strict=True):
         for h, grid in enumerate(layer, 1):
             body += [
                 f'<section class="head-detail" id="{_anchor(index, h)}">',

@@ -22,7 +22,9 @@ import numpy as np
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
+from qkvcalc.ops import features
 from qkvcalc.ops.table import OPS
+from qkvcalc.plan import ids
 from qkvcalc.plan.specs import Const, Ref
 from qkvcalc.run import lowp
 from qkvcalc.run.engine import _last_uses
@@ -38,11 +40,13 @@ def check(p: Problem, dtype: str, policy: str) -> None:
         raise QkvcalcError("precision.policy_unknown", value=policy, known=", ".join(lowp.POLICIES))
     if policy == "sdpa" and dtype.startswith("float8"):
         raise QkvcalcError("precision.sdpa_float8", dtype=dtype)
+    if policy == "sdpa":
+        for feature, _ in features.active(p):
+            if feature.no_sdpa:
+                raise QkvcalcError("precision.sdpa_feature", feature=feature.name)
     for option, on in (
         ("--exact", p.exact),
         ("--backward", p.backward),
-        ("--decode", p.decode is not None),
-        ("--tiles", p.tiles is not None),
     ):
         if on:
             raise QkvcalcError("precision.with_option", option=option, dtype=dtype)
@@ -58,7 +62,17 @@ def run(p: Problem, dtype: str | None = None, policy: str | None = None) -> Trac
     plain = run_plain(p)
     for stage in plain.stages:
         if lowp.rule(stage.op) is None:
-            raise QkvcalcError("precision.op_unsupported", stage=stage.formula, op=stage.op)
+            owner = next(
+                (f for f, _ in features.active(p) if stage.op in {o.name for o in f.ops}), None
+            )
+            if owner is None:
+                raise QkvcalcError("precision.op_unsupported", stage=stage.formula, op=stage.op)
+            raise QkvcalcError(
+                "precision.feature_unsupported",
+                feature="/".join(owner.keys or (owner.name,)),
+                stage=stage.formula,
+                op=stage.op,
+            )
     # sdpa: torch's CPU flash kernel where d_k = d_v, else its math kernel
     kernel = ("flash" if p.d_k == p.d_v else "math") if policy == "sdpa" else ""
     rounding = lowp.Rounding(lowp.numpy_dtype(dtype), policy, kernel=kernel)
@@ -68,13 +82,41 @@ def run(p: Problem, dtype: str | None = None, policy: str | None = None) -> Trac
     for k, stage in enumerate(plain.stages):
         stages.append(_stage(stage, rounding, state))
         state.release(k, last)
-    summary = _summary(stages, rounding, dtype, policy)
-    if policy == "sdpa":  # a fully masked row's weights are 0, as in the float64 twin
-        warnings = plain.warnings
-    else:
+    if p.decode is not None or p.tiles is not None:
+        _against_whole(p, dtype, policy, stages)
+    summary = _summary(stages, rounding, dtype, policy, p)
+    dead = [] if policy == "sdpa" else _dead_rows(stages, rounding)
+    if dead:  # where a fully masked row's weights differ from the float64 twin's 0
         kept = tuple(w for w in plain.warnings if not w.key.startswith("warn.fully_masked"))
-        warnings = kept + tuple(_dead_rows(stages, rounding))
+        warnings = kept + tuple(dead)
+    else:
+        warnings = plain.warnings
     return replace(plain, stages=tuple(stages), warnings=warnings, precision=summary)
+
+
+def _against_whole(p: Problem, dtype: str, policy: str, stages: list[Stage]) -> None:
+    """The stacked decode steps, or the tiles' O / ℓ, of each head against the same attention
+    computed all at once in the same dtype and policy (the problem run again without --decode or
+    --tiles): what the note says in place of the plain run's, which compares float64's."""
+    whole = run(replace(p, decode=None, tiles=None), dtype, policy)
+    key = "precision.decode_whole" if p.decode is not None else "precision.tiles_whole"
+    for k, stage in enumerate(stages):
+        if stage.topic not in ("output.decode", "output.tiles"):
+            continue
+        theirs = whole.stage(ids.OUTPUT, stage.head).value
+        d = np.abs(stage.value - theirs)
+        ulps = d / lowp.ulp(theirs, lowp.numpy_dtype(dtype))
+        same = np.isfinite(d) & (d == 0)
+        note = Msg(
+            key,
+            dtype=dtype,
+            policy=policy,
+            same=int(same.sum()),
+            cells=int(d.size),
+            gap=_number(float(np.max(d, initial=0.0))),
+            ulp=_number(float(np.max(ulps, initial=0.0)), 3),
+        )
+        stages[k] = replace(stage, notes=(*stage.notes, note))
 
 
 def _dead_rows(stages: list[Stage], r: lowp.Rounding) -> list[Msg]:
@@ -87,8 +129,20 @@ def _dead_rows(stages: list[Stage], r: lowp.Rounding) -> list[Msg]:
         dead = np.flatnonzero(~stage.allowed.any(axis=1))
         if not dead.size:
             continue
-        weights = next(s for s in stages if s.op == lowp.SOFTMAX and s.head == stage.head).value
-        nan = bool(np.isnan(weights[dead]).any())
+        # the weights of the same head and step; in tiles (no weights) the head's output
+        found = next(
+            (
+                s
+                for s in stages
+                if (s.op == lowp.SOFTMAX or s.topic == "output.tiles")
+                and (s.head, s.step) == (stage.head, stage.step)
+            ),
+            None,  # a feature's own softmax (its weights of such a row are its own to say)
+        )
+        if found is None or not found.value[dead].any():  # 0, as the float64 twin's
+            continue
+        made = found.value
+        nan = bool(np.isnan(made[dead]).any())
         said.append(
             Msg(
                 "precision.fully_masked_nan" if nan else "precision.fully_masked_equal",
@@ -111,6 +165,7 @@ class _State:
         self.data: dict[Ref, Data] = {}
         self.finite = True  # no value so far is inf or NaN (the remarks hold)
         self.ops: dict[Ref, str] = {}  # the op of each stage so far
+        self.inside: set[Ref] = set()  # sdpa: the stages the kernel keeps in float32
 
     def keep(self, stage: Stage, value: np.ndarray, stored: np.dtype[Any]) -> Data:
         self.values[stage.ref] = value
@@ -148,7 +203,14 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
     turned = any(OPS[o].turns for o in reads if o is not None)  # Q·Kᵀ reads K turned
     if r.policy == "sdpa" and OPS[stage.op].product and turned:
         r = r.within()
+    # sdpa: what reads a stage the kernel computes inside itself is inside it too (a score
+    # bias added as a float attn_mask), up to the product that leaves it (A·V)
+    inside = any(o in state.inside for o in stage.reads if not isinstance(o, Const))
+    if r.policy == "sdpa" and not OPS[stage.op].product and inside:
+        r = r.within()
     out = entry(operands, stage.params, r)
+    if r.policy == "sdpa" and out.stored == "float32":
+        state.inside.add(stage.ref)
     if stage.op == lowp.SPLIT:  # which columns each head reads: no numbers to round
         state.values[stage.ref] = out.value
         state.data[stage.ref] = out.value
@@ -163,7 +225,11 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
     del ideal
     held = f32 if out.stored else r.dtype if out.scale == 1 else np.dtype(np.float64)
     data = state.keep(stage, out.value, held)
-    if r.scaled:
+    if out.stored == lowp.ACCUMULATOR and not r.scaled:
+        kept = Msg("precision.tiles_kept")
+    elif out.stored == lowp.INSIDE and not r.scaled:
+        kept = Msg("precision.softmax_inside")
+    elif r.scaled:
         kept = Msg("precision.fp8_kept", dtype=str(r.dtype))
     elif r.policy == "sdpa":
         kept = Msg("precision.sdpa_kept", kernel=r.kernel)
@@ -188,7 +254,7 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
         ),
         twin=twin,
         error=error,
-        notes=(*_notes(stage, state), *notes),
+        notes=(*(n for n in _notes(stage, state) if n.key not in out.drops), *notes),
         row_max=details.get("row_max", stage.row_max),
         row_sum=details.get("row_sum", stage.row_sum),
     )
@@ -202,6 +268,8 @@ def _notes(stage: Stage, state: _State) -> tuple[Msg, ...]:
     spec = stage.spec
     if spec.remarks is None or stage.op == lowp.SOFTMAX or not state.finite:
         return spec.notes
+    if stage.topic in ("output.decode", "output.tiles"):  # float64's run against the dtype's:
+        return spec.notes  # the note of the same run in the dtype says it (_against_whole)
     return spec.notes + spec.remarks(state.value_of)
 
 
@@ -248,13 +316,22 @@ def _error_words(error: Error, r: lowp.Rounding) -> dict[str, str]:
     }
 
 
-def _summary(stages: list[Stage], r: lowp.Rounding, dtype: str, policy: str) -> Precision:
+def _summary(
+    stages: list[Stage], r: lowp.Rounding, dtype: str, policy: str, p: Problem
+) -> Precision:
     """The first cell that turned inf or NaN (stage order, 1-based), with why, and the stage
     that added most error."""
     said = f"precision.policy.{policy}" + ("_fp8" if r.float8 else "")
     if policy == "sdpa":
         said = f"precision.policy.sdpa_{r.kernel}"
-    notes = [Msg(said, dtype=dtype), Msg("precision.approx", dtype=dtype)]
+    notes = [Msg(said, dtype=dtype)]
+    if p.tiles is not None:  # how the tiles keep their state
+        kind = "naive" if policy == "naive" else "math" if r.kernel == "math" else "flash"
+        kind = "fp8" if r.scaled else kind
+        notes.append(Msg(f"precision.tiles.{kind}", dtype=dtype))
+    if p.decode is not None:
+        notes.append(Msg("precision.decode", dtype=dtype))
+    notes.append(Msg("precision.approx", dtype=dtype))
     first = None
     for stage in stages:
         if stage.error is None:

@@ -1,0 +1,130 @@
+"""Hybrid models: softmax-attention layers between layers of another kind — Gated DeltaNet's
+linear attention (Qwen3-Next, Qwen3.5), state-space (Mamba) layers (Nemotron-H, Bamba, Jamba,
+Granite 4, Falcon-H1, Zamba2), LFM2's short convolutions.
+
+extract reads softmax attention only. For the hybrids whose attention layers it reads (the
+Qwen ones, in llama.py), a layer of the other kind is refused with one message that names its
+kind and lists the model's attention layers (`check_layer`), and `qkvcalc heads` shows the
+attention layers and says where the others are (`attention_layers`). The other hybrids are
+refused as a whole, naming their kind of layer (`check_type`), before anything loads.
+
+Which layer is which is read from the config's `layer_types` (transformers 5 names every
+hybrid's layers there: "full_attention" for attention, "linear_attention" for Gated DeltaNet and
+for Mamba alike), so it is known before the model is built.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+from typing import Any
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.i18n import Msg
+
+# A hybrid whose attention layers extract reads: model_type → the kind of each of its other
+# layers, by its name in layer_types (the catalog's hybrid.<kind>)
+GATED_DELTANET = {"linear_attention": "gated_deltanet"}
+MAMBA = {"linear_attention": "mamba"}
+READ = {
+    "qwen3_next": GATED_DELTANET,
+    "qwen3_5": GATED_DELTANET,
+    "qwen3_5_text": GATED_DELTANET,
+    "qwen3_5_moe": GATED_DELTANET,
+    "qwen3_5_moe_text": GATED_DELTANET,
+    "bamba": MAMBA,
+    "jamba": MAMBA,
+    "granitemoehybrid": MAMBA,
+    "nemotron_h": {**MAMBA, "mlp": "mlp", "moe": "mlp"},  # and blocks of an MLP alone
+    "lfm2": {"conv": "short_conv"},
+    "lfm2_moe": {"conv": "short_conv"},
+    "olmo_hybrid": GATED_DELTANET,
+}
+# A hybrid extract does not read yet: model_type → (its name, the kind of its other layers)
+NOT_READ = {
+    "zamba": ("Zamba", "mamba"),
+    "zamba2": ("Zamba2", "mamba"),
+    "kimi_linear": ("Kimi Linear", "kimi_delta"),
+    "minimax": ("MiniMax", "lightning"),
+}
+# layer_types' names of a softmax-attention layer
+ATTENTION = ("full_attention", "sliding_attention", "attention")
+
+
+def text_config(config: Any) -> Any:
+    """A multimodal model's text config (Qwen3.5's), else the config itself."""
+    found = getattr(config, "text_config", None)
+    return found if found is not None else config
+
+
+def _kinds(config: Any) -> dict[str, str] | None:
+    text = text_config(config)
+    return READ.get(config.model_type) or READ.get(text.model_type)
+
+
+def layer_types(config: Any) -> list[str]:
+    return [str(kind) for kind in getattr(text_config(config), "layer_types", None) or []]
+
+
+def attention_layers(config: Any) -> list[int] | None:
+    """The attention layers of a hybrid extract reads, from 0; None for any other model (all
+    of its layers are attention)."""
+    if _kinds(config) is None:
+        return None
+    return [i for i, kind in enumerate(layer_types(config)) if kind in ATTENTION]
+
+
+def kind(config: Any, layer: int) -> Msg:
+    """The kind of a hybrid's layer that is not attention, in words."""
+    name = layer_types(config)[layer]
+    return Msg(f"hybrid.{(_kinds(config) or {}).get(name, 'other')}")
+
+
+def check_type(model_type: str, model: str) -> None:
+    """A hybrid extract does not read, refused as a whole, naming it and its other layers."""
+    if model_type in NOT_READ:
+        name, other = NOT_READ[model_type]
+        raise QkvcalcError(
+            "extract.hybrid",
+            model=model,
+            arch=name,
+            model_type=model_type,
+            kind=Msg(f"hybrid.{other}"),
+        )
+
+
+def check_layer(config: Any, layer: int, model: str) -> None:
+    """Layer `layer` of a hybrid that is not one of its attention layers, refused: its kind,
+    and the layers that are attention."""
+    found = attention_layers(config)
+    whole = isinstance(layer, Integral) and not isinstance(layer, bool)
+    if found is None or not whole or layer in found:
+        return
+    if not 0 <= layer < len(layer_types(config)):
+        return  # extract.layer says so
+    raise QkvcalcError(
+        "extract.not_attention",
+        layer=int(layer),
+        model=model,
+        kind=kind(config, int(layer)),
+        attention=", ".join(str(i) for i in found) if found else Msg("hybrid.none"),
+    )
+
+
+def others(config: Any, count: int) -> list[Msg]:
+    """For `qkvcalc heads`: where a hybrid's other layers are, one sentence per kind, then which
+    layers are shown (no sentence when all of its `count` layers are attention)."""
+    found = set(attention_layers(config) or [])
+    by_kind: dict[str, list[int]] = {}
+    for i in range(min(count, len(layer_types(config)))):
+        if i not in found:
+            by_kind.setdefault(kind(config, i).key, []).append(i)
+    if not by_kind:
+        return []
+    shown = ", ".join(str(i) for i in sorted(found)) if found else Msg("hybrid.none")
+    return [
+        *(
+            Msg("heads.others", layers=", ".join(str(i) for i in rest), kind=Msg(key))
+            for key, rest in by_kind.items()
+        ),
+        Msg("heads.attention_rows", layers=shown),
+    ]
