@@ -242,3 +242,26 @@ def test_train_refuses_it(tmp_path):
     path = tmp_path / "gdn.json"
     path.write_text(json.dumps(DOC | {"target": np.zeros((N, H * D_V)).tolist()}), encoding="utf-8")
     one_message(run_qkvcalc("train", str(path)), "does not learn through a Gated DeltaNet")
+
+
+def test_exact_fractions_end_at_the_l2_norm_and_the_quiz_grades_its_stages(tmp_path):
+    """--exact keeps the projections' fractions and says where they end (the norm's root); the
+    quiz grades the implicit weights and the output cell by cell like any stage."""
+    trace = run(Problem.from_mapping(DOC, exact=True))
+    assert trace.stage("q", 1).exact is not None
+    notes = [n.text("en") for n in trace.stage("q_l2", 1).notes]
+    assert any(n.startswith("No exact fractions from here on: the L2 norm") for n in notes)
+    plain = run(Problem.from_mapping(DOC))
+    weights = np.round(plain.stage("weights", 1).value, 4)
+    weights[-1, 0] += 1  # one wrong cell
+    answers = {
+        "1/weights": weights.tolist(),
+        "1/output": np.round(plain.stage("output", 1).value, 4).tolist(),
+    }
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps(answers), encoding="utf-8")
+    problem = tmp_path / "gdn.json"
+    problem.write_text(json.dumps(DOC), encoding="utf-8")
+    done = run_qkvcalc("quiz", str(problem), "--answers", str(path), "--no-color")
+    assert done.returncode == 1, done.stderr
+    assert f"W[{N},1]" in done.stdout and f"Cells right: {N * N - 1 + N * D_V} of" in done.stdout
