@@ -171,6 +171,7 @@ PRESET_MHA = {
     "referent": False,  # cross-attention (the sentence is the source): MHA cannot say it
     "referent64": False,
     "diff": False,  # differential attention: pairs of heads, which MHA has no place for
+    "deltanet": False,  # a Gated DeltaNet layer: a state, not softmax attention
 }
 
 

@@ -313,6 +313,94 @@ MESSAGES: dict[str, str] = {
     "their gradients with explain --backward.",
     "gate.decode": "The output gate (wg) is not computed step by step with a KV cache: leave out "
     "--decode (the whole run shows it).",
+    # ---- Gated DeltaNet, a linear-attention layer (qkvcalc/ops/gated_delta.py) ----
+    "ui.variant.gated_delta": "a linear-attention layer: Gated DeltaNet (Qwen3-Next, Qwen3.5), "
+    "its chunked form in chunks of {chunk}",
+    "ui.token_step": "token {step}",
+    "stage.q_l2.title": "Gated DeltaNet: the Queries, L2-normalized and scaled",
+    "stage.q_l2.why": "The layer divides each Query row by its length (√(Σx² + 10⁻⁶), so a row "
+    "of zeros stays zeros), then by √d_k, as transformers' torch_recurrent_gated_delta_rule does "
+    "with use_qk_l2norm_in_kernel. Every Query then reads the state with the same strength, "
+    "whatever the size of its projection.",
+    "stage.k_l2.title": "Gated DeltaNet: the Keys, L2-normalized",
+    "stage.k_l2.why": "Each Key row divided by its length: the delta rule below writes β·(v − "
+    "S'ᵀk̂) along k̂, and with |k̂| = 1 a β of 1 replaces exactly what the state held for that "
+    "Key.",
+    "stage.gates.title": "Gated DeltaNet: the decay g and the write strength β of each token",
+    "stage.gates.why": "Given per token and per head. g is the decay in log space: the state is "
+    "multiplied by e^g before the token writes (Qwen3-Next computes g = −e^(A_log)·softplus(a + "
+    "dt_bias), so e^g lies in (0, 1)). β says how much of the correction the token writes "
+    "(Qwen3-Next: β = σ(b)).",
+    "stage.state.title": "Gated DeltaNet: the state after this token",
+    "stage.state.why": "The state S (d_k × d_v) is all the layer keeps of the tokens so far, "
+    "however many there were. Each token decays it (S' = e^g·S), reads what it already holds for "
+    "its Key (m = S'ᵀ·k̂), and writes the difference from its own Value along its Key: S = S' + "
+    "k̂·(β·(v − m))ᵀ. That is the delta rule: it corrects the memory instead of adding to it.",
+    "stage.gdn_weights.title": "Gated DeltaNet: the attention matrix it computes without forming "
+    "it",
+    "stage.gdn_weights.why": "With q, k, g and β fixed, every output row is a weighted sum of "
+    "the Value rows of the tokens up to it; these are the weights (one row per query, lower "
+    "triangular: the layer is causal). The layer never forms this n×n matrix, only the d_k × d_v "
+    "state. Put it beside softmax attention: its rows need not sum to 1 and may be negative, and "
+    "a token's weight fades by the decay and by every later write along a similar Key.",
+    "stage.chunked.title": "Gated DeltaNet: the chunked form",
+    "stage.chunked.why": "What the layer runs on a whole sequence "
+    "(torch_chunk_gated_delta_rule): within a chunk, the delta rule's updates solved at once "
+    "from one unit lower-triangular system (the DeltaNet paper's UT transform), the state "
+    "carried from chunk to chunk. Fewer, larger matrix products than one step per token; the "
+    "same output.",
+    "stage.gdn_output.title": "Gated DeltaNet: the output read from the state",
+    "stage.gdn_output.why": "Each token reads the state it has just written with its Query: o_t "
+    "= S_tᵀ·q̂_t. In Qwen3-Next this core output then goes through a gated RMSNorm (times "
+    "SiLU(z)) and out_proj, which are not shown here.",
+    "note.gdn_l2norm": "l2norm(x) = x / √(Σx² + 10⁻⁶), row by row: transformers' l2norm with eps "
+    "= 1e-6.",
+    "note.gdn_state": "S_0 = 0. Each cell: e^(g_t)·S_{{t−1}}[i,j] + k̂_t[i]·β_t·(v_t[j] − "
+    "m_t[j]), where m_t[j] = e^(g_t)·Σ_r S_{{t−1}}[r,j]·k̂_t[r], what the decayed state holds "
+    "for this Key in column j.",
+    "note.gdn_weights": "W[t,s] = β_s·k̂_sᵀ·A_(s+1)⋯A_t·q̂_t with A_r = e^(g_r)·(I − "
+    "β_r·k̂_r·k̂_rᵀ): token s's write, carried through every later step up to t, read by q̂_t.",
+    "note.gdn_linear_in_v": "W·V equals this output up to rounding: the largest difference is "
+    "{diff}. With q, k, g and β fixed the layer is linear in V (before Qwen3-Next's gated norm, "
+    "which is not).",
+    "note.gdn_linear_in_v_far": "W·V differs from this output by up to {diff}: the numbers are "
+    "too large for float64 to keep them equal.",
+    "note.gdn_chunked_equal": "The chunked form gives the same output up to rounding: the "
+    "largest difference is {diff}.",
+    "note.gdn_chunked_far": "The chunked form differs from this output by up to {diff}: the "
+    "decays are too extreme for float64 to keep the two forms equal.",
+    "note.exact_stops_l2norm": "No exact fractions from here on: the L2 norm divides by √(Σx² + "
+    "10⁻⁶), which is irrational for every rational row but a few.",
+    "gated_delta.not_object": 'gated_delta must be an object such as {{"g": [...], "beta": '
+    "[...]}}, not {value}.",
+    "gated_delta.unknown_key": "gated_delta has no key {key}; its keys are {known}",
+    "gated_delta.needs": "gated_delta needs both g (each token's decay in log space) and beta "
+    "(β, its write strength), one number per token and head.",
+    "gated_delta.shape": "gated_delta's {field} is {shape}, but it needs one row per token and "
+    "one column per head: n×H = {n}×{heads}.",
+    "gated_delta.g_positive": "gated_delta's g is above 0 at token {token}, head {head}: g is the "
+    "decay in log space, and the state is multiplied by e^g ≤ 1 (Qwen3-Next makes "
+    "g = −e^(A_log)·softplus(a + dt_bias) < 0).",
+    "gated_delta.mask": "A Gated DeltaNet layer is causal by its nature (each token reads the "
+    'state written by the tokens up to it): give mask "causal", not {mask}.',
+    "gated_delta.cross": "A Gated DeltaNet layer reads its own tokens: Q has {n} rows but K and "
+    "V have {m}; they need the same rows.",
+    "gated_delta.kv_heads": "A Gated DeltaNet problem needs as many K/V heads as heads (here "
+    "heads = {heads}, kv_heads = {kv_heads}): leave out kv_heads.",
+    "gated_delta.chunk": "gated_delta's chunk (the chunked form's chunk size) must be a whole "
+    "number of at least 1, not {value}.",
+    "gated_delta.alone": "A Gated DeltaNet layer (gated_delta) has no scores and no softmax, so "
+    "the other features of attention do not apply to it: leave them out.",
+    "gated_delta.decode": "A Gated DeltaNet layer (gated_delta) already runs token by token "
+    "through its state: leave out --decode.",
+    "gated_delta.tiles": "A Gated DeltaNet layer (gated_delta) has no softmax to compute in "
+    "tiles: leave out --tiles.",
+    "gated_delta.train": "train does not learn through a Gated DeltaNet layer (gated_delta) yet: "
+    "leave out gated_delta to train.",
+    "gated_delta.backward": "--backward does not go through a Gated DeltaNet layer (gated_delta) "
+    "yet: leave out --backward.",
+    "gated_delta.dtype": "--dtype does not round a Gated DeltaNet layer (gated_delta) yet: leave "
+    "out --dtype.",
     # ---- differential attention (qkvcalc/ops/differential.py) ----
     "ui.variant.differential": "differential attention in pairs of heads, λ = {lam}, "
     "λ_init = {init}",
@@ -457,6 +545,14 @@ MESSAGES: dict[str, str] = {
     "taken away (token I: both maps give all their weight to I, and Δ = 1 − ½·1 = ½); the result "
     "reads both heads' values side by side, each row is divided by its root mean square, and "
     "multiplied by 1 − λ_init = 4/5.",
+    "preset.deltanet.description": "Gated DeltaNet (Qwen3-Next): a 2×2 state decayed by e^g and "
+    "corrected by the delta rule token by token, beside the 3×3 matrix it computes without "
+    "forming it",
+    "preset.deltanet.reference": "Made for qkvcalc, after Yang et al. 2024, 'Gated Delta "
+    "Networks' and transformers' torch_recurrent_gated_delta_rule: q and k are L2-normalized (q "
+    "also divided by √d_k); each token multiplies the state by e^g, reads what it holds for its "
+    "key, and writes β times the difference from its value along its key. The chunked form "
+    "(chunks of 2) gives the same output.",
     "preset.gqa.description": "Grouped-query attention: 4 query heads share 2 key/value heads "
     "(d_k = 1, causal)",
     "preset.multihead.description": "Two heads on 'I love cats': both read all of X, each "

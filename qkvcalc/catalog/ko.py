@@ -314,6 +314,92 @@ MESSAGES: dict[str, str] = {
     "explain --backward로 보세요.",
     "gate.decode": "출력 게이트(wg)는 KV 캐시로 한 단계씩 계산하지 않습니다: --decode를 빼세요"
     "(전체 실행에서 보입니다).",
+    # ---- Gated DeltaNet, a linear-attention layer (qkvcalc/ops/gated_delta.py) ----
+    "ui.variant.gated_delta": "선형 어텐션 층: Gated DeltaNet(Qwen3-Next, Qwen3.5), 청크 형식의 "
+    "청크 크기 {chunk}",
+    "ui.token_step": "토큰 {step}",
+    "stage.q_l2.title": "Gated DeltaNet: L2 정규화하고 스케일링한 Query",
+    "stage.q_l2.why": "층은 Query의 각 행을 그 길이(√(Σx² + 10⁻⁶), 그래서 0으로 된 행은 그대로 "
+    "0)로 나눈 뒤 √d_k로 다시 나눕니다. transformers의 torch_recurrent_gated_delta_rule이 "
+    "use_qk_l2norm_in_kernel로 하는 계산과 같습니다. 그러면 투영의 크기와 상관없이 모든 Query가 "
+    "같은 세기로 상태를 읽습니다.",
+    "stage.k_l2.title": "Gated DeltaNet: L2 정규화한 Key",
+    "stage.k_l2.why": "Key의 각 행을 그 길이로 나눕니다. 아래의 델타 규칙은 β·(v − S'ᵀk̂)를 k̂ "
+    "방향으로 쓰는데, |k̂| = 1이면 β = 1일 때 상태가 그 Key에 대해 갖고 있던 것을 정확히 바꿔 "
+    "씁니다.",
+    "stage.gates.title": "Gated DeltaNet: 토큰마다의 감쇠 g와 쓰기 세기 β",
+    "stage.gates.why": "토큰마다, 헤드마다 주어집니다. g는 로그 공간의 감쇠입니다: 토큰이 쓰기 "
+    "전에 상태에 e^g를 곱합니다(Qwen3-Next는 g = −e^(A_log)·softplus(a + dt_bias)로 계산하므로 "
+    "e^g는 (0, 1) 안에 있습니다). β는 토큰이 보정을 얼마나 쓰는지를 정합니다(Qwen3-Next: β = "
+    "σ(b)).",
+    "stage.state.title": "Gated DeltaNet: 이 토큰 다음의 상태",
+    "stage.state.why": "상태 S(d_k × d_v)는 토큰이 몇 개였든 층이 지금까지의 토큰에서 간직하는 "
+    "전부입니다. 토큰마다 상태를 감쇠시키고(S' = e^g·S), 자기 Key에 대해 상태가 이미 가진 것을 "
+    "읽고(m = S'ᵀ·k̂), 자기 Value와의 차이를 자기 Key 방향으로 씁니다: S = S' + k̂·(β·(v − m))ᵀ. "
+    "이것이 델타 규칙입니다: 기억에 더하지 않고 기억을 고칩니다.",
+    "stage.gdn_weights.title": "Gated DeltaNet: 만들지 않고 계산하는 어텐션 행렬",
+    "stage.gdn_weights.why": "q, k, g, β를 고정하면 출력의 각 행은 그 토큰까지의 Value 행들의 "
+    "가중합입니다. 이 표가 그 가중치입니다(Query마다 한 행, 하삼각: 층은 인과적입니다). 층은 이 "
+    "n×n 행렬을 만들지 않고 d_k × d_v 상태만 만듭니다. 소프트맥스 어텐션과 나란히 놓아 보세요: "
+    "행의 합이 1일 필요가 없고 음수일 수도 있으며, 토큰의 가중치는 감쇠와, 비슷한 Key 방향으로 "
+    "나중에 쓰는 모든 쓰기 때문에 줄어듭니다.",
+    "stage.chunked.title": "Gated DeltaNet: 청크 형식",
+    "stage.chunked.why": "층이 시퀀스 전체에 실제로 쓰는 "
+    "계산입니다(torch_chunk_gated_delta_rule): 청크 안에서는 델타 규칙의 갱신들을 단위 하삼각 "
+    "연립방정식 하나로 한꺼번에 풀고(DeltaNet 논문의 UT 변환), 상태를 청크에서 청크로 넘깁니다. "
+    "토큰마다 한 단계씩보다 더 적고 더 큰 행렬곱으로 같은 출력을 냅니다.",
+    "stage.gdn_output.title": "Gated DeltaNet: 상태에서 읽은 출력",
+    "stage.gdn_output.why": "각 토큰은 방금 쓴 상태를 자기 Query로 읽습니다: o_t = S_tᵀ·q̂_t. "
+    "Qwen3-Next에서는 이 출력이 게이트가 있는 RMSNorm(SiLU(z)를 곱함)과 out_proj를 더 거치는데, "
+    "여기서는 보여 주지 않습니다.",
+    "note.gdn_l2norm": "l2norm(x) = x / √(Σx² + 10⁻⁶), 행마다 계산합니다: eps = 1e-6인 "
+    "transformers의 l2norm과 같습니다.",
+    "note.gdn_state": "S_0 = 0. 각 칸: e^(g_t)·S_{{t−1}}[i,j] + k̂_t[i]·β_t·(v_t[j] − m_t[j]). "
+    "여기서 m_t[j] = e^(g_t)·Σ_r S_{{t−1}}[r,j]·k̂_t[r]는 감쇠한 상태가 j열에서 이 Key에 대해 "
+    "가진 값입니다.",
+    "note.gdn_weights": "W[t,s] = β_s·k̂_sᵀ·A_(s+1)⋯A_t·q̂_t, A_r = e^(g_r)·(I − "
+    "β_r·k̂_r·k̂_rᵀ): 토큰 s가 쓴 것을 t까지의 모든 단계를 거쳐 옮긴 뒤 q̂_t로 읽은 값입니다.",
+    "note.gdn_linear_in_v": "W·V는 반올림 오차 안에서 이 출력과 같습니다: 가장 큰 차이는 {diff}. "
+    "q, k, g, β를 고정하면 층은 V에 대해 선형입니다(Qwen3-Next의 게이트가 있는 정규화 앞까지; 그 "
+    "정규화는 선형이 아닙니다).",
+    "note.gdn_linear_in_v_far": "W·V와 이 출력의 차이가 최대 {diff}입니다: 수가 너무 커서 "
+    "float64가 둘을 같게 유지하지 못합니다.",
+    "note.gdn_chunked_equal": "청크 형식도 반올림 오차 안에서 같은 출력을 냅니다: 가장 큰 차이는 "
+    "{diff}.",
+    "note.gdn_chunked_far": "청크 형식과 이 출력의 차이가 최대 {diff}입니다: 감쇠가 너무 "
+    "극단적이어서 float64가 두 형식을 같게 유지하지 못합니다.",
+    "note.exact_stops_l2norm": "여기부터는 정확한 분수가 없습니다: L2 정규화는 √(Σx² + 10⁻⁶)로 "
+    "나누는데, 몇몇 행을 빼면 유리수 행에서도 이 값은 무리수입니다.",
+    "gated_delta.not_object": 'gated_delta는 {{"g": [...], "beta": [...]}} 같은 객체여야 '
+    "합니다. 받은 값: {value}",
+    "gated_delta.unknown_key": "gated_delta에 없는 키입니다: {key}. 쓸 수 있는 키: {known}",
+    "gated_delta.needs": "gated_delta에는 g(토큰마다 로그 공간의 감쇠)와 beta(β, 쓰기 세기)가 둘 "
+    "다, 토큰과 헤드마다 수 하나씩 있어야 합니다.",
+    "gated_delta.shape": "gated_delta의 {field}의 모양은 {shape}인데, 토큰마다 한 행, 헤드마다 "
+    "한 열이 필요합니다: n×H = {n}×{heads}.",
+    "gated_delta.g_positive": "gated_delta의 g가 토큰 {token}, 헤드 {head}에서 0보다 큽니다: g는 "
+    "로그 공간의 감쇠이고, 상태에는 e^g ≤ 1을 곱합니다(Qwen3-Next는 "
+    "g = −e^(A_log)·softplus(a + dt_bias) < 0으로 만듭니다).",
+    "gated_delta.mask": "Gated DeltaNet 층은 본래 인과적입니다(각 토큰은 자기까지의 토큰이 쓴 "
+    '상태를 읽습니다): mask를 "causal"(인과 마스크)로 주세요. 받은 값: {mask}',
+    "gated_delta.cross": "Gated DeltaNet 층은 자기 토큰을 읽습니다: Q의 행 수는 {n}, K와 V의 행 "
+    "수는 {m}입니다. 행 수가 같아야 합니다.",
+    "gated_delta.kv_heads": "Gated DeltaNet 문제에는 K/V 헤드가 헤드 수만큼 있어야 합니다(지금 "
+    "heads = {heads}, kv_heads = {kv_heads}): kv_heads를 빼세요.",
+    "gated_delta.chunk": "gated_delta의 chunk(청크 형식의 청크 크기)는 1 이상의 정수여야 합니다. "
+    "받은 값: {value}",
+    "gated_delta.alone": "Gated DeltaNet 층(gated_delta)에는 스코어도 소프트맥스도 없어서 "
+    "어텐션의 다른 기능은 적용되지 않습니다: 그 기능들을 빼세요.",
+    "gated_delta.decode": "Gated DeltaNet 층(gated_delta)은 이미 상태를 거쳐 토큰 하나씩 "
+    "계산합니다: --decode를 빼세요.",
+    "gated_delta.tiles": "Gated DeltaNet 층(gated_delta)에는 타일로 나눠 계산할 소프트맥스가 "
+    "없습니다: --tiles를 빼세요.",
+    "gated_delta.train": "train은 아직 Gated DeltaNet 층(gated_delta)을 거쳐 학습하지 않습니다: "
+    "학습하려면 gated_delta를 빼세요.",
+    "gated_delta.backward": "--backward는 아직 Gated DeltaNet 층(gated_delta)을 거치지 않습니다: "
+    "--backward를 빼세요.",
+    "gated_delta.dtype": "--dtype은 아직 Gated DeltaNet 층(gated_delta)을 반올림하지 않습니다: "
+    "--dtype을 빼세요.",
     # ---- differential attention (qkvcalc/ops/differential.py) ----
     "ui.variant.differential": "헤드 쌍의 차분 어텐션, λ = {lam}, λ_init = {init}",
     "stage.diff_weights.title": "차분 어텐션: 한 맵에서 λ배 한 다른 맵을 뺌",
@@ -456,6 +542,13 @@ MESSAGES: dict[str, str] = {
     "두 번째 맵에 λ = 1/2를 곱한 값을 뺍니다. 그래서 두 맵이 같은 Key에 주는 어텐션은 일부가 "
     "빠집니다(토큰 I: 두 맵 모두 가중치를 전부 I에 주고, Δ = 1 − ½·1 = ½). 그 결과로 두 헤드의 "
     "Value를 나란히 읽고, 각 행을 제곱평균제곱근으로 나눈 다음 1 − λ_init = 4/5를 곱합니다.",
+    "preset.deltanet.description": "Gated DeltaNet(Qwen3-Next): 2×2 상태를 토큰마다 e^g로 "
+    "감쇠시키고 델타 규칙으로 고치며, 그 옆에 층이 만들지 않고 계산하는 3×3 행렬을 둡니다",
+    "preset.deltanet.reference": "qkvcalc용으로 만든 예제, Yang et al. 2024, 'Gated Delta "
+    "Networks'와 transformers의 torch_recurrent_gated_delta_rule을 따름: q와 k를 L2 "
+    "정규화하고(q는 √d_k로도 나눕니다), 각 토큰은 상태에 e^g를 곱하고, 상태가 자기 Key에 대해 "
+    "가진 것을 읽고, 자기 Value와의 차이에 β를 곱해 Key 방향으로 씁니다. 청크 형식(청크 크기 "
+    "2)도 같은 출력을 냅니다.",
     "preset.gqa.description": "GQA(Grouped-Query Attention): Query 헤드 4개가 Key/Value 헤드 "
     "2개를 나눠 씁니다 (d_k = 1, 인과 마스크)",
     "preset.multihead.description": "'I love cats'에 헤드 두 개: 두 헤드 모두 X 전체를 읽되 "

@@ -35,6 +35,7 @@ VARIANT_KEYS = (
     "wg",  # the output gate's weight and bias
     "bg",
     "differential",  # differential attention: λ, λ_init, ε (qkvcalc/ops/differential.py)
+    "gated_delta",  # a linear-attention layer: Gated DeltaNet (qkvcalc/ops/gated_delta.py)
 )
 
 MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")

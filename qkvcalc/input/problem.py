@@ -691,6 +691,16 @@ def _read_precision(doc: dict[str, Any]) -> tuple[str | None, str | None]:
     return dtype, policy
 
 
+def _alone(used: dict[str, Any], dtype: bool) -> None:
+    """A feature that is a layer of its own (a linear-attention layer): refused beside another
+    feature or with --dtype, when it says so (--backward: qkvcalc.plan.schedule)."""
+    for feature in features.REGISTRY:
+        if feature.name not in used:
+            continue
+        _check(not feature.alone or len(used) == 1, feature.alone)
+        _check(not feature.no_dtype or not dtype, feature.no_dtype)
+
+
 def _build(doc: dict[str, Any], exact: bool) -> Problem:
     """Read each group of fields in turn, each checked against what the earlier ones fixed."""
     layout = doc.get("layout", "rows")
@@ -749,6 +759,7 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         for feature in features.REGISTRY:
             _check(not feature.no_tiles or feature.name not in variants.features, feature.no_tiles)
     dtype, policy = _read_precision(doc)
+    _alone(variants.features, dtype is not None)
     return Problem(
         dtype=dtype,
         policy=policy,

@@ -231,3 +231,16 @@ class Feature(NamedTuple):
     # it (one message naming it), tiles or not
     no_sdpa: bool = False
     no_train: str = ""  # the catalog key that refuses `train` (it cannot learn its numbers yet)
+    no_backward: str = ""  # the catalog key that refuses --backward (it has no gradients yet)
+    no_dtype: str = ""  # the catalog key that refuses --dtype (its ops have no rounding rules)
+    alone: str = ""  # the catalog key that refuses it beside any other feature
+    # a layer that is not softmax attention (a linear-attention layer): head h's stages after
+    # its q, k, v in place of the scores, softmax and A·V, each with the step it belongs to
+    # (0: none; the schedule stamps it); the last is the head's output
+    mixer: Callable[[Problem, Any, int | None, list[Spec]], list[tuple[int, Spec]]] | None = None
+    formula: tuple[str, str] | None = None  # … and its formula in a page's header (plain, TeX)
+    # … and --format torch: the lines that make `heads` ([1, H, n, d_v]) from q, k, v in place
+    # of SDPA, given the problem, the value and how to write an array and a number
+    torch_layer: (
+        Callable[[Problem, Any, Callable[[Any], str], Callable[[float], str]], list[str]] | None
+    ) = None

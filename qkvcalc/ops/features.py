@@ -16,6 +16,7 @@ from qkvcalc.ops import (
     chunk,
     differential,
     gate,
+    gated_delta,
     mla,
     qk_norm,
     rope,
@@ -59,6 +60,7 @@ REGISTRY: tuple[Feature, ...] = (
     sinks.FEATURE,
     gate.FEATURE,  # after each head's output, before the concat
     differential.FEATURE,  # after every head: pairs of heads, before the concat
+    gated_delta.FEATURE,  # a linear-attention layer in place of the softmax (alone)
 )
 
 
@@ -93,6 +95,27 @@ def projecting(p: Problem) -> tuple[Feature, Any] | None:
         if f.projects is not None:
             return f, value
     return None
+
+
+def mixing(p: Problem) -> tuple[Feature, Any] | None:
+    """The feature that is this problem's layer in place of softmax attention, with its value."""
+    for f, value in active(p):
+        if f.mixer is not None:
+            return f, value
+    return None
+
+
+# softmax attention's formula in a page's header (plain text, TeX)
+SOFTMAX = (
+    "softmax(Q·Kᵀ/√d_k + M)·V",
+    "\\mathrm{softmax}\\left(\\frac{Q K^\\top}{\\sqrt{d_k}} + M\\right) V",
+)
+
+
+def formula(p: Problem) -> tuple[str, str]:
+    """The layer's formula in a page's header: softmax attention's, or a mixer's own."""
+    mixer = mixing(p)
+    return mixer[0].formula if mixer is not None and mixer[0].formula is not None else SOFTMAX
 
 
 def active(p: Problem) -> list[tuple[Feature, Any]]:

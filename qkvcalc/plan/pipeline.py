@@ -295,6 +295,11 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
     absent. One list throughout: the notes that run this head's stages again (why scale)
     read it."""
     specs = _qkv(p, h)
+    mixing = features.mixing(p)
+    if mixing is not None:  # a linear-attention layer: its own stages after q, k, v
+        for step, spec in mixing[0].mixer(p, mixing[1], h, specs):  # type: ignore[misc]
+            specs += stamped([spec], step=step) if step else [spec]
+        return specs
     q_ref, k_ref, before = _turned_qk(p, h, specs)
     v_ref, v_name = _turned_v(p, h, specs)
     specs += [_kt(p, h, k_ref), _scores(p, h, allowed, q_ref, k_ref, before)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from qkvcalc.errors import QkvcalcError
 from qkvcalc.ops import features
 from qkvcalc.plan import pipeline
 from qkvcalc.plan.masks import allowed_keys
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
 
 def plan(p: Problem) -> tuple[Spec, ...]:
     """Every stage of the calculation, in the order a teacher writes them."""
+    for feature, _ in features.active(p):  # a layer with no gradients yet (a linear layer)
+        if p.backward and feature.no_backward:
+            raise QkvcalcError(feature.no_backward)
     specs = pipeline.inputs(p)
     # decode and the backward pass are loaded when a run asks for them: `explain --preset doc`
     # starts without them (benchmarks/bench.py measures its start)

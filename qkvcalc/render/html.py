@@ -247,7 +247,7 @@ def _body(
         *([f"<style>\n{STYLE}\n</style>"] if styled else []),
         "<header>",
         f"<h1>{_t(opts, 'export.title')}</h1>",
-        '<p class="formula">softmax(Q·Kᵀ/√d_k + M)·V</p>',
+        f'<p class="formula">{escape(_formula(trace)[0])}</p>',
         f"<p>{problem}</p>",
         *(f"<p>{line}</p>" for line in preset),
     ]
@@ -327,3 +327,11 @@ def render_html(
             "",
         ]
     )
+
+
+def _formula(trace: Trace) -> tuple[str, str]:
+    """The layer's formula in the header (plain, TeX): softmax attention's, or a linear
+    layer's own."""
+    from qkvcalc.ops import features  # here: the error path imports this module light
+
+    return features.formula(trace.problem)

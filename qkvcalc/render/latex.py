@@ -100,6 +100,9 @@ _SYMBOLS = {
     "ρ": r"$\rho$",
     "λ": r"$\lambda$",
     "Δ": r"$\Delta$",
+    "β": r"$\beta$",
+    "⋯": r"$\cdots$",
+    "⁻": r"\textsuperscript{-}",
     "³": r"\textsuperscript{3}",
     **{sub: rf"\textsubscript{{{letter}}}" for sub, letter in zip("ᵢⱼₜ", "ijt", strict=True)},
     **{chr(0x2080 + d): rf"\textsubscript{{{d}}}" for d in range(10)},
@@ -134,6 +137,8 @@ def tex_escape(text: str) -> str:
             out.append(_TEXT_SPECIAL[char])
         elif char in _SYMBOLS:
             out.append(_SYMBOLS[char])
+        elif char == "\u0302" and out and len(out[-1]) == 1 and out[-1].isalpha():
+            out[-1] = rf"\^{{{out[-1]}}}"  # a combining hat on the letter before: k̂
         elif _settable(char):
             out.append(char)
         else:
@@ -268,6 +273,8 @@ _MATH = {
     "ρ": r"\rho ",
     "λ": r"\lambda ",
     "Δ": r"\Delta ",
+    "β": r"\beta ",
+    "⋯": r"\cdots ",
     "φ": r"\varphi ",
     "θ": r"\theta ",
     "σ": r"\sigma ",
@@ -290,6 +297,7 @@ def tex_math(text: str) -> str:
     text = _SUBSCRIPT_RUN.sub(
         lambda m: "_{" + "".join(_SUBSCRIPTS[c] for c in m.group(0)) + "}", text
     )
+    text = re.sub("([A-Za-z])\u0302", r"\\hat{\1}", text)  # a combining hat: k̂ -> \hat{k}
     return "".join(_MATH.get(char, char) for char in text)
 
 

@@ -165,7 +165,7 @@ def render_markdown(trace: Trace, opts: RenderOptions) -> str:
     """The whole derivation as GitHub-flavoured Markdown."""
     out = [
         f"# {_t(opts, 'export.title')}",
-        "$$\\mathrm{softmax}\\left(\\frac{Q K^\\top}{\\sqrt{d_k}} + M\\right) V$$",
+        f"$${_formula(trace)[1]}$$",
         *(_prose(line) for line in summary(trace, opts.lang, opts.worksheet)),
     ]
     total = len(trace.stages)
@@ -175,3 +175,11 @@ def render_markdown(trace: Trace, opts: RenderOptions) -> str:
     out += [f"> **{_t(opts, 'ui.warning')}**: {_prose(w.text(opts.lang))}" for w in trace.warnings]
     out.append("\n".join(md_table(final_view(trace, opts, _max_cols(final.rows, opts)), opts)))
     return "\n\n".join(out) + "\n"
+
+
+def _formula(trace: Trace) -> tuple[str, str]:
+    """The layer's formula in the header (plain, TeX): softmax attention's, or a linear
+    layer's own."""
+    from qkvcalc.ops import features  # here: the error path imports this module light
+
+    return features.formula(trace.problem)

@@ -502,7 +502,7 @@ def header(trace: Trace, opts: RenderOptions, results_hidden: bool = False) -> B
     """The problem's sentence and its preset's (`results_hidden`: the quiz's, without the
     reference, which often tells a result the student is asked for)."""
     problem, *preset = summary(trace, opts.lang, opts.worksheet, results_hidden)
-    block = Block().para(Text("qkvcalc — softmax(Q·Kᵀ/√d_k + M)·V", style="bold")).para(problem)
+    block = Block().para(Text(f"qkvcalc — {_formula(trace)[0]}", style="bold")).para(problem)
     for line in preset:
         block.para(Text(line, style="dim"))
     return block.blank()
@@ -593,3 +593,11 @@ def measure_trace(trace: Trace, options: Any) -> Any:
     from rich.measure import Measurement
 
     return Measurement(min(NARROWEST, options.max_width), options.max_width)
+
+
+def _formula(trace: Trace) -> tuple[str, str]:
+    """The layer's formula in the header (plain, TeX): softmax attention's, or a linear
+    layer's own."""
+    from qkvcalc.ops import features  # here: the error path imports this module light
+
+    return features.formula(trace.problem)

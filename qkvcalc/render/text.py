@@ -27,7 +27,8 @@ def place(stage: Stage, lang: str) -> str:
     if stage.head is not None:
         parts.append(translate("ui.head", lang, head=stage.head))
     if stage.step is not None:
-        parts.append(translate("ui.step", lang, step=stage.step))
+        # a decode step, or a step of a layer's own (a linear layer's token: its `step_key`)
+        parts.append(translate(stage.spec.params.get("step_key", "ui.step"), lang, step=stage.step))
     if stage.block is not None:
         parts.append(translate("ui.block", lang, block=stage.block))
     return " · ".join(parts)

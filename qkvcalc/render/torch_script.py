@@ -328,7 +328,15 @@ def _attention(
     add = lines.append
     # ---- SDPA (or, with a feature SDPA has no place for, the steps written out), W_O --------
     add("# [1, H, n, d_k], [1, G, m, d_k], [1, G, m, d_v] -> [1, H, n, d_v]")
-    if written_out:
+    layers = [
+        f.torch_layer(p, value, literal, num)
+        for f, value in features.active(p)
+        if f.torch_layer is not None
+    ]
+    if layers:  # a layer that is not softmax attention (a linear-attention layer)
+        lines.extend(layers[0])
+        written_out = True
+    elif written_out:
         lines.extend(_written_out(trace, sdpa_args, masked))
     else:
         bias_lines, sdpa_args = _score_bias(trace, sdpa_args, masked)

@@ -1,0 +1,267 @@
+"""Gated DeltaNet (Qwen3-Next, Qwen3.5) as the problem, the op module qkvcalc/ops/gated_delta.py:
+each head's q and k L2-normed, the state updated token by token with the decay and the delta
+rule, the output read from the states, the n×n `weights` the layer computes without forming
+them, and the chunked form. Checked against a naive recurrence written here, against
+transformers' own torch_recurrent_gated_delta_rule and torch_chunk_gated_delta_rule (their
+float32 casts lifted to float64), chunked = recurrent and weights·V = output to 1e-12, in every
+format in both languages, and as bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from qkvcalc.input.problem import Problem
+from qkvcalc.render import RenderOptions, render
+from qkvcalc.run.engine import run
+from tests.conftest import one_message, run_qkvcalc
+
+RNG = np.random.default_rng(37)
+N, D_MODEL, H, D_K, D_V = 7, 4, 2, 3, 2
+DOC = {
+    "x": RNG.standard_normal((N, D_MODEL)).tolist(),
+    "wq": RNG.standard_normal((D_MODEL, H * D_K)).tolist(),
+    "wk": RNG.standard_normal((D_MODEL, H * D_K)).tolist(),
+    "wv": RNG.standard_normal((D_MODEL, H * D_V)).tolist(),
+    "heads": H,
+    "mask": "causal",
+    "gated_delta": {
+        # as Qwen3-Next makes them: g = −e^(A_log)·softplus(a + dt_bias) < 0, β = σ(b)
+        "g": (-np.exp(RNG.standard_normal(H)) * np.log1p(np.exp(RNG.standard_normal((N, H)))))
+        .round(6)
+        .tolist(),
+        "beta": (1 / (1 + np.exp(-RNG.standard_normal((N, H))))).round(6).tolist(),
+        "chunk": 3,
+    },
+}
+
+
+def _heads(doc: dict) -> list[tuple[np.ndarray, ...]]:
+    """Each head's (q, k, v, g, β) from the document, by the problem's split of the columns."""
+    x, wq, wk, wv = (np.asarray(doc[key], float) for key in ("x", "wq", "wk", "wv"))
+    heads = doc.get("heads", 1)
+    d_k, d_v = wq.shape[1] // heads, wv.shape[1] // heads
+    g, beta = (
+        np.asarray(doc["gated_delta"][key], float).reshape(x.shape[0], heads)
+        for key in ("g", "beta")
+    )
+    return [
+        (
+            x @ wq[:, h * d_k : (h + 1) * d_k],
+            x @ wk[:, h * d_k : (h + 1) * d_k],
+            x @ wv[:, h * d_v : (h + 1) * d_v],
+            g[:, h],
+            beta[:, h],
+        )
+        for h in range(heads)
+    ]
+
+
+def naive(q, k, v, g, beta) -> tuple[np.ndarray, np.ndarray]:
+    """Loops over cells, as on paper: the output [n, d_v] and the last state [d_k, d_v]."""
+    n, d_k = k.shape
+    d_v = v.shape[1]
+
+    def normed(row):
+        length = np.sqrt(sum(c * c for c in row) + 1e-6)
+        return [c / length for c in row]
+
+    state = [[0.0] * d_v for _ in range(d_k)]
+    out = np.zeros((n, d_v))
+    for t in range(n):
+        qt = [c / np.sqrt(d_k) for c in normed(q[t])]
+        kt = normed(k[t])
+        decay = np.exp(g[t])
+        state = [[decay * state[i][j] for j in range(d_v)] for i in range(d_k)]
+        memory = [sum(state[i][j] * kt[i] for i in range(d_k)) for j in range(d_v)]
+        for i in range(d_k):
+            for j in range(d_v):
+                state[i][j] += kt[i] * beta[t] * (v[t][j] - memory[j])
+        for j in range(d_v):
+            out[t, j] = sum(qt[i] * state[i][j] for i in range(d_k))
+    return out, np.array(state)
+
+
+def test_each_head_equals_a_naive_recurrence():
+    trace = run(Problem.from_mapping(DOC))
+    for h, parts in enumerate(_heads(DOC), start=1):
+        out, last = naive(*parts)
+        np.testing.assert_allclose(trace.stage("output", h).value, out, rtol=0, atol=1e-12)
+        state = trace.stage("state", h, step=N).value
+        np.testing.assert_allclose(state, last, rtol=0, atol=1e-12)
+    assert trace.output.shape == (N, H * D_V)
+
+
+def _transformers_kernels(monkeypatch):
+    """transformers' two kernels, their float32 casts lifted: the module's `torch` seen through
+    a stand-in whose float32 is float64 (a plain call computes in float32)."""
+    torch = pytest.importorskip("torch")
+    module = pytest.importorskip("transformers.models.qwen3_next.modeling_qwen3_next")
+
+    class Lifted:
+        float32 = torch.float64
+
+        def __getattr__(self, name):
+            return getattr(torch, name)
+
+    monkeypatch.setattr(module, "torch", Lifted())
+    return torch, module
+
+
+@pytest.mark.parametrize("chunk", [2, 3, 64])
+def test_it_equals_transformers_recurrent_and_chunked_kernels_in_float64(monkeypatch, chunk):
+    torch, module = _transformers_kernels(monkeypatch)
+    doc = DOC | {"gated_delta": DOC["gated_delta"] | {"chunk": chunk}}
+    trace = run(Problem.from_mapping(doc))
+    parts = _heads(doc)
+
+    def stacked(index):  # [1, n, H, d] (q, k, v) or [1, n, H] (g, β)
+        return torch.tensor(np.stack([p[index] for p in parts], axis=1))[None]
+
+    q, k, v, g, beta = (stacked(i) for i in range(5))
+    recurrent, state = module.torch_recurrent_gated_delta_rule(
+        q, k, v, g, beta, output_final_state=True, use_qk_l2norm_in_kernel=True
+    )
+    chunked, _ = module.torch_chunk_gated_delta_rule(
+        q, k, v, g, beta, chunk_size=chunk, use_qk_l2norm_in_kernel=True
+    )
+    assert recurrent.dtype == torch.float64 and chunked.dtype == torch.float64
+    for h in range(1, H + 1):
+        ours = trace.stage("output", h).value
+        np.testing.assert_allclose(recurrent[0, :, h - 1].numpy(), ours, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(chunked[0, :, h - 1].numpy(), ours, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(
+            trace.stage("chunked", h).value, chunked[0, :, h - 1].numpy(), rtol=0, atol=1e-12
+        )
+        np.testing.assert_allclose(
+            state[0, h - 1].numpy(), trace.stage("state", h, step=N).value, rtol=0, atol=1e-12
+        )
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 4, 7, 64])
+def test_chunked_equals_recurrent_and_weights_times_v_equals_the_output(chunk):
+    doc = DOC | {"gated_delta": DOC["gated_delta"] | {"chunk": chunk}}
+    trace = run(Problem.from_mapping(doc))
+    for h in range(1, H + 1):
+        out = trace.stage("output", h).value
+        weights = trace.stage("weights", h).value
+        assert np.abs(trace.stage("chunked", h).value - out).max() <= 1e-12
+        assert np.abs(weights @ trace.stage("v", h).value - out).max() <= 1e-12
+        assert np.all(np.triu(weights, 1) == 0)  # causal: nothing above the diagonal
+        notes = [n.text("en") for n in trace.stage("output", h).notes]
+        assert any(n.startswith("W·V equals this output up to rounding") for n in notes)
+        assert any(n.startswith("The chunked form gives the same output") for n in notes)
+
+
+def test_weights_are_the_layer_run_on_one_value_per_token():
+    """W is what the layer gives with V = the identity (column s: token s's value alone): the
+    recurrence is linear in V for fixed q, k, g and β."""
+    trace = run(Problem.from_mapping(DOC))
+    for h, (q, k, _, g, beta) in enumerate(_heads(DOC), start=1):
+        by_identity, _ = naive(q, k, np.eye(N), g, beta)
+        np.testing.assert_allclose(trace.stage("weights", h).value, by_identity, atol=1e-12)
+
+
+def test_the_state_arithmetic_redoes_its_cells():
+    """Every line of a state's cell arithmetic: '=' when its shown numbers give the result."""
+    small = {
+        "x": [[1, 0], [0, 1], [1, 1]],
+        "wq": [[1, 0], [0, 1]],
+        "wk": [[1, 1], [0, 1]],
+        "wv": [[1, 0], [1, 2]],
+        "mask": "causal",
+        "gated_delta": {"g": [-0.1, -0.5, -0.2], "beta": [0.5, 0.9, 0.3]},
+    }
+    trace = run(Problem.from_mapping(small))
+    text = render(trace, "markdown", RenderOptions(color=False))
+    state = trace.stage("state", None, step=2).value
+    assert f"[2,1]: 0.6065×0.3536 + 1.0000×0.9000×(1 − 0.2144) ≈ {state[1, 0]:.4f}" in text
+    assert "[2,2]: 0.6065×0 + 1.0000×0.9000×(2 − 0) = 1.8000" in text
+    assert "token 3" in render(trace, "txt", RenderOptions(color=False))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("fmt", ["txt", "json", "markdown", "latex", "html", "svg", "torch"])
+def test_every_format_in_both_languages(fmt, lang):
+    trace = run(Problem.from_mapping(DOC))
+    text = render(trace, fmt, RenderOptions(lang=lang, color=False))
+    assert "softmax(Q·Kᵀ" not in text  # the header says the layer's own formula
+    if fmt == "json":
+        doc = json.loads(text)
+        steps = [s["step"] for s in doc["stages"] if s["id"] == "state" and s["head"] == 1]
+        assert steps == list(range(1, N + 1))
+        assert doc["input"]["gated_delta"]["g"] == DOC["gated_delta"]["g"]
+
+
+def test_the_torch_script_agrees(tmp_path):
+    pytest.importorskip("torch")
+    script = tmp_path / "gdn.py"
+    script.write_text(render(run(Problem.from_mapping(DOC)), "torch", RenderOptions(color=False)))
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and "OK: PyTorch agrees" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "args", "fragments"),
+    [
+        (
+            {"gated_delta": DOC["gated_delta"] | {"g": [1, 2]}},
+            (),
+            ("gated_delta's g is 1×2", "7×2"),
+        ),
+        ({"gated_delta": DOC["gated_delta"] | {"chunk": 0}}, (), ("chunk",)),
+        ({"gated_delta": DOC["gated_delta"] | {"eps": 1}}, (), ("has no key",)),
+        ({"gated_delta": {"g": DOC["gated_delta"]["g"]}}, (), ("needs both g",)),
+        ({"mask": "none"}, (), ('give mask "causal"',)),
+        (
+            {"gated_delta": DOC["gated_delta"] | {"g": [[-1, 0.5]] * N}},
+            (),
+            ("above 0 at token 1, head 2",),
+        ),
+        ({"kv_heads": 1}, (), ("kv_heads = 1",)),
+        ({"softcap": 30}, (), ("other features",)),
+        ({}, ("--decode", "2"), ("leave out --decode",)),
+        ({}, ("--tiles", "2"), ("leave out --tiles",)),
+        ({}, ("--dtype", "bfloat16"), ("leave out --dtype",)),
+        ({"target": np.zeros((N, H * D_V)).tolist()}, ("--backward",), ("leave out --backward",)),
+    ],
+)
+def test_what_it_does_not_support_is_one_message(tmp_path, change, args, fragments):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(DOC | change), encoding="utf-8")
+    one_message(run_qkvcalc("explain", str(path), *args), *fragments)
+
+
+def test_train_refuses_it(tmp_path):
+    path = tmp_path / "gdn.json"
+    path.write_text(json.dumps(DOC | {"target": np.zeros((N, H * D_V)).tolist()}), encoding="utf-8")
+    one_message(run_qkvcalc("train", str(path)), "does not learn through a Gated DeltaNet")
+
+
+def test_exact_fractions_end_at_the_l2_norm_and_the_quiz_grades_its_stages(tmp_path):
+    """--exact keeps the projections' fractions and says where they end (the norm's root); the
+    quiz grades the implicit weights and the output cell by cell like any stage."""
+    trace = run(Problem.from_mapping(DOC, exact=True))
+    assert trace.stage("q", 1).exact is not None
+    notes = [n.text("en") for n in trace.stage("q_l2", 1).notes]
+    assert any(n.startswith("No exact fractions from here on: the L2 norm") for n in notes)
+    plain = run(Problem.from_mapping(DOC))
+    weights = np.round(plain.stage("weights", 1).value, 4)
+    weights[-1, 0] += 1  # one wrong cell
+    answers = {
+        "1/weights": weights.tolist(),
+        "1/output": np.round(plain.stage("output", 1).value, 4).tolist(),
+    }
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps(answers), encoding="utf-8")
+    problem = tmp_path / "gdn.json"
+    problem.write_text(json.dumps(DOC), encoding="utf-8")
+    done = run_qkvcalc("quiz", str(problem), "--answers", str(path), "--no-color")
+    assert done.returncode == 1, done.stderr
+    assert f"W[{N},1]" in done.stdout and f"Cells right: {N * N - 1 + N * D_V} of" in done.stdout
