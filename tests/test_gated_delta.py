@@ -16,9 +16,12 @@ import numpy as np
 import pytest
 
 from qkvcalc.input.problem import Problem
+from qkvcalc.quiz.mistakes import recognise
 from qkvcalc.render import RenderOptions, render
 from qkvcalc.run.engine import run
-from tests.conftest import one_message, run_qkvcalc
+from tests.conftest import ROOT, one_message, run_qkvcalc
+
+MISTAKE_IDS = {"gdn_decay_missing", "gdn_delta_missing"}  # tests/test_feature_mistakes.py reads it
 
 RNG = np.random.default_rng(37)
 N, D_MODEL, H, D_K, D_V = 7, 4, 2, 3, 2
@@ -61,8 +64,10 @@ def _heads(doc: dict) -> list[tuple[np.ndarray, ...]]:
     ]
 
 
-def naive(q, k, v, g, beta) -> tuple[np.ndarray, np.ndarray]:
-    """Loops over cells, as on paper: the output [n, d_v] and the last state [d_k, d_v]."""
+def naive(q, k, v, g, beta, decay=True, delta=True) -> tuple[np.ndarray, np.ndarray]:
+    """Loops over cells, as on paper: the output [n, d_v] and the last state [d_k, d_v].
+    decay=False: the state never multiplied by e^g; delta=False: nothing read back (m = 0),
+    the quiz's two named mistakes."""
     n, d_k = k.shape
     d_v = v.shape[1]
 
@@ -75,9 +80,9 @@ def naive(q, k, v, g, beta) -> tuple[np.ndarray, np.ndarray]:
     for t in range(n):
         qt = [c / np.sqrt(d_k) for c in normed(q[t])]
         kt = normed(k[t])
-        decay = np.exp(g[t])
-        state = [[decay * state[i][j] for j in range(d_v)] for i in range(d_k)]
-        memory = [sum(state[i][j] * kt[i] for i in range(d_k)) for j in range(d_v)]
+        factor = np.exp(g[t]) if decay else 1.0
+        state = [[factor * state[i][j] for j in range(d_v)] for i in range(d_k)]
+        memory = [sum(state[i][j] * kt[i] for i in range(d_k)) * delta for j in range(d_v)]
         for i in range(d_k):
             for j in range(d_v):
                 state[i][j] += kt[i] * beta[t] * (v[t][j] - memory[j])
@@ -265,3 +270,45 @@ def test_exact_fractions_end_at_the_l2_norm_and_the_quiz_grades_its_stages(tmp_p
     done = run_qkvcalc("quiz", str(problem), "--answers", str(path), "--no-color")
     assert done.returncode == 1, done.stderr
     assert f"W[{N},1]" in done.stdout and f"Cells right: {N * N - 1 + N * D_V} of" in done.stdout
+
+
+MISTAKES = [
+    ("gdn_decay_missing", {"decay": False}, "never multiplied by e^(g_t)", "감쇠를 뺐습니다"),
+    ("gdn_delta_missing", {"delta": False}, "gated linear attention", "델타 규칙은 없음"),
+]
+
+
+@pytest.mark.parametrize("stage", ["weights", "output"])
+@pytest.mark.parametrize("case", range(2))
+def test_a_named_mistake_at_the_weights_and_the_output(stage, case):
+    """The weights or the output worked out (loops, here) with the decay or the delta rule's
+    read-back left out: the quiz names that mistake, in both languages; the truth names none."""
+    mistake_id, flags, words, _ = MISTAKES[case]
+    trace = run(Problem.from_mapping(DOC))
+    for h, (q, k, v, g, beta) in enumerate(_heads(DOC), start=1):
+        wrong = naive(q, k, np.eye(N) if stage == "weights" else v, g, beta, **flags)[0]
+        truth = trace.stage(stage, h).value
+        assert not np.allclose(wrong, truth, atol=1e-3)  # the mistake shows in these numbers
+        found = recognise(trace, f"{h}/{stage}", np.round(wrong, 4), {}, 4)
+        assert found is not None and found.id == mistake_id
+        assert words in found.text("en")
+        assert found.text("ko") != found.text("en") and "{" not in found.text("ko")
+        assert recognise(trace, f"{h}/{stage}", np.round(truth, 4), {}, 4) is None
+
+
+@pytest.mark.parametrize("case", range(2))
+def test_a_real_quiz_of_the_preset_names_the_mistake(tmp_path, case):
+    """`qkvcalc quiz --preset deltanet --answers`, JSON, both languages: an output worked out
+    with the mistake is named at `output`."""
+    mistake_id, flags, words, korean = MISTAKES[case]
+    doc = json.loads((ROOT / "presets" / "deltanet.json").read_text(encoding="utf-8"))
+    ((q, k, v, g, beta),) = _heads(doc)
+    wrong = naive(q, k, v, g, beta, **flags)[0]
+    (tmp_path / "a.json").write_text(json.dumps({"output": np.round(wrong, 4).tolist()}))
+    for lang, text in (("en", words), ("ko", korean)):
+        args = ("--answers", str(tmp_path / "a.json"), "--format", "json", "--lang", lang)
+        proc = run_qkvcalc("quiz", "--preset", "deltanet", *args)
+        assert proc.returncode == 1, proc.stderr
+        stages = {s["key"]: s for s in json.loads(proc.stdout)["stages"]}
+        assert stages["output"]["mistake"] == mistake_id
+        assert text in stages["output"]["mistake_text"]

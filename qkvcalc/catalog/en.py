@@ -371,6 +371,13 @@ MESSAGES: dict[str, str] = {
     "decays are too extreme for float64 to keep the two forms equal.",
     "note.exact_stops_l2norm": "No exact fractions from here on: the L2 norm divides by √(Σx² + "
     "10⁻⁶), which is irrational for every rational row but a few.",
+    "mistake.gdn_decay_missing": "These leave out the decay: the state is never multiplied by "
+    "e^(g_t), as if every g_t were 0. Each token first decays the state, S' = e^(g_t)·S_(t−1), "
+    "then reads it and writes.",
+    "mistake.gdn_delta_missing": "These add β_t·k̂_t·v_tᵀ to the state, as gated linear attention "
+    "does (the decay kept, the delta rule left out). The delta rule first reads what the decayed "
+    "state holds for the token's Key, m_t = S'ᵀ·k̂_t, and writes only the difference: "
+    "S_t = S' + k̂_t·(β_t·(v_t − m_t))ᵀ.",
     "gated_delta.not_object": 'gated_delta must be an object such as {{"g": [...], "beta": '
     "[...]}}, not {value}.",
     "gated_delta.unknown_key": "gated_delta has no key {key}; its keys are {known}",

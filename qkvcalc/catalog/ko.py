@@ -370,6 +370,13 @@ MESSAGES: dict[str, str] = {
     "극단적이어서 float64가 두 형식을 같게 유지하지 못합니다.",
     "note.exact_stops_l2norm": "여기부터는 정확한 분수가 없습니다: L2 정규화는 √(Σx² + 10⁻⁶)로 "
     "나누는데, 몇몇 행을 빼면 유리수 행에서도 이 값은 무리수입니다.",
+    "mistake.gdn_decay_missing": "이 값은 감쇠를 뺐습니다: 모든 g_t가 0인 것처럼 상태에 "
+    "e^(g_t)를 한 번도 곱하지 않았습니다. 각 토큰은 먼저 상태를 감쇠시키고(S' = "
+    "e^(g_t)·S_(t−1)) 그다음에 읽고 씁니다.",
+    "mistake.gdn_delta_missing": "이 값은 상태에 β_t·k̂_t·v_tᵀ를 더했습니다. 게이트가 있는 선형 "
+    "어텐션의 계산입니다(감쇠는 있고 델타 규칙은 없음). 델타 규칙은 먼저 감쇠한 상태가 토큰의 "
+    "Key에 대해 가진 값 m_t = S'ᵀ·k̂_t를 읽고, 그 차이만 씁니다: "
+    "S_t = S' + k̂_t·(β_t·(v_t − m_t))ᵀ.",
     "gated_delta.not_object": 'gated_delta는 {{"g": [...], "beta": [...]}} 같은 객체여야 '
     "합니다. 받은 값: {value}",
     "gated_delta.unknown_key": "gated_delta에 없는 키입니다: {key}. 쓸 수 있는 키: {known}",

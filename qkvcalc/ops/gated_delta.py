@@ -21,7 +21,7 @@ softmax run's feature set applies: the layer is refused beside any other feature
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -30,13 +30,14 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import to_matrix
 from qkvcalc.labels import shape_text, shown
-from qkvcalc.ops.base import Feature, Sizes
+from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
 
 EPS = 1e-6  # transformers' l2norm: x·rsqrt(Σx² + 1e-6)
 CHUNK = 64  # transformers' chunk_size
 SETTINGS = ("g", "beta", "chunk")
+MISTAKE_IDS = ("gdn_decay_missing", "gdn_delta_missing")  # the quiz's, at weights and output
 
 
 class GatedDelta(NamedTuple):
@@ -62,16 +63,20 @@ def step(prev: np.ndarray, k: np.ndarray, v: np.ndarray, g: float, beta: float) 
     return decayed + np.outer(k, beta * (v - memory))
 
 
-def implicit(q: np.ndarray, k: np.ndarray, g: np.ndarray, beta: np.ndarray) -> np.ndarray:
+def implicit(
+    q: np.ndarray, k: np.ndarray, g: np.ndarray, beta: np.ndarray, delta: bool = True
+) -> np.ndarray:
     """W [n, n]: W[t, s] = β_s·k_sᵀ·A_{s+1}⋯A_t·q_t, A_r = e^(g_r)(I − β_r k_r k_rᵀ), 0 above
-    the diagonal. Walks back from q_t: u ← A_s·u after reading token s."""
+    the diagonal. Walks back from q_t: u ← A_s·u after reading token s. delta=False: the delta
+    rule's read-back left out (A_r = e^(g_r)·I, gated linear attention; a quiz mistake)."""
     n = q.shape[0]
     w = np.zeros((n, n))
     for t in range(n):
         u = q[t].copy()
         for s in range(t, -1, -1):
             w[t, s] = beta[s] * (k[s] @ u)
-            u = float(np.exp(g[s])) * (u - beta[s] * k[s] * (k[s] @ u))
+            kept = u - beta[s] * k[s] * (k[s] @ u) if delta else u
+            u = float(np.exp(g[s])) * kept
     return w
 
 
@@ -383,6 +388,56 @@ def _read_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) 
     return style.line(left, worked, float(stage.value[i, j]), result)
 
 
+# ---- the quiz's named mistakes ------------------------------------------------------------------
+
+
+def _slips(
+    versions: Callable[[str], list[np.ndarray]], names: tuple[str, ...]
+) -> list[tuple[np.ndarray, ...]]:
+    """Every combination of the student's and the true versions of the stages `names`."""
+    combos: list[tuple[np.ndarray, ...]] = [()]
+    for sid in names:
+        combos = [(*c, x) for c in combos for x in versions(sid)]
+    return combos
+
+
+def _weights_mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[Candidate]:
+    """W without the decay (every e^(g) left out), or without the delta rule's read-back."""
+    found: list[Candidate] = []
+    for q, k, gates in _slips(versions, ("q_l2", "k_l2", "gates")):
+        g, beta = gates[:, 0], gates[:, 1]
+        found.append(
+            ("gdn_decay_missing", Msg("mistake.gdn_decay_missing"), implicit(q, k, 0 * g, beta))
+        )
+        found.append(
+            (
+                "gdn_delta_missing",
+                Msg("mistake.gdn_delta_missing"),
+                implicit(q, k, g, beta, delta=False),
+            )
+        )
+    return found
+
+
+def _output_mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[Candidate]:
+    """The output read from states never decayed, or written without the delta rule's read-back
+    (S_t = e^(g_t)·S_(t−1) + β_t·k̂_t·v_tᵀ): W·V of the weights those mistakes give."""
+    found: list[Candidate] = []
+    for q, k, v, gates in _slips(versions, ("q_l2", "k_l2", "v", "gates")):
+        g, beta = gates[:, 0], gates[:, 1]
+        found.append(
+            ("gdn_decay_missing", Msg("mistake.gdn_decay_missing"), implicit(q, k, 0 * g, beta) @ v)
+        )
+        found.append(
+            (
+                "gdn_delta_missing",
+                Msg("mistake.gdn_delta_missing"),
+                implicit(q, k, g, beta, delta=False) @ v,
+            )
+        )
+    return found
+
+
 def _torch(p: Any, value: GatedDelta, literal: Any, num: Any) -> list[str]:
     return [
         "# Gated DeltaNet (Qwen3-Next's torch_recurrent_gated_delta_rule, in float64): q and k",
@@ -429,6 +484,10 @@ FEATURE = Feature(
         Op("gdn_weights", _weights, _weights_feeds),
         Op("gdn_chunked", _chunked, _chunked_feeds),
         Op("state_read", _read_states, _read_feeds, work=_read_work),
+    ),
+    mistakes=(
+        Mistakes("gdn_weights", MISTAKE_IDS, _weights_mistakes),
+        Mistakes("state_read", MISTAKE_IDS, _output_mistakes),
     ),
     elements=_elements,
     header=_header,
