@@ -314,6 +314,16 @@ def test_every_equals_holds_in_the_features_and_the_backward(
     _check_rendering(cli, features, option, lang)
 
 
+def test_the_deltanet_weights_lines_are_among_those_checked(cli) -> None:
+    """The preset deltanet (in PRESETS) writes a line per cell of its implicit weights below
+    the diagonal, β_s·(e^(…)×k̂_s·q̂_t − …): the test above reads and checks them."""
+    lines = arithmetic_lines(_render(cli, "deltanet", "plain", "en"))
+    below = [line for line in lines if "×(e^(" in line]
+    assert len(below) == 3, lines  # n = 3: W[2,1], W[3,1], W[3,2]
+    results = [check_line(line, 4) for line in below]  # one of them says ≈ (not checked)
+    assert all(failure is None for _, failure in results) and sum(n for n, _ in results) >= 2
+
+
 def test_the_evaluator() -> None:
     assert evaluate("1×1 + 2×0") == 1
     assert evaluate("e^(-∞)") == 0

@@ -312,3 +312,25 @@ def test_a_real_quiz_of_the_preset_names_the_mistake(tmp_path, case):
         stages = {s["key"]: s for s in json.loads(proc.stdout)["stages"]}
         assert stages["output"]["mistake"] == mistake_id
         assert text in stages["output"]["mistake_text"]
+
+
+@pytest.mark.parametrize("precision", [2, 4, 12])
+def test_the_weights_arithmetic_redoes_its_cells(precision):
+    """A line per cell on or below the diagonal, none above; each '=' holds for the numbers
+    shown (tests/test_arith_invariant.py's evaluator), and at 12 decimals the left side gives
+    the cell to 1e-9 (the unrolled formula is W itself, not an approximation of it)."""
+    from qkvcalc.render.arith import Style, stage_work
+    from tests.test_arith_invariant import check_line, evaluate
+
+    trace = run(Problem.from_mapping(DOC))
+    for h in range(1, H + 1):
+        weights = trace.stage("weights", h).value
+        lines = list(stage_work(trace.stage("weights", h), Style(precision=precision)))
+        assert len(lines) == N * (N + 1) // 2
+        cells = [(t, s) for t in range(N) for s in range(t + 1)]
+        for (t, s), line in zip(cells, lines, strict=True):
+            assert line.startswith(f"[{t + 1},{s + 1}]: ")
+            assert check_line(line, precision)[1] is None, line
+            if precision == 12:
+                left = line.split(": ", 1)[1].split(" = ")[0].split(" ≈ ")[0]
+                assert evaluate(left) == pytest.approx(weights[t, s], abs=1e-9), line

@@ -360,6 +360,11 @@ MESSAGES: dict[str, str] = {
     "for this Key in column j.",
     "note.gdn_weights": "W[t,s] = β_s·k̂_sᵀ·A_(s+1)⋯A_t·q̂_t with A_r = e^(g_r)·(I − "
     "β_r·k̂_r·k̂_rᵀ): token s's write, carried through every later step up to t, read by q̂_t.",
+    "note.gdn_weights_work": "Each cell's arithmetic walks its row from the diagonal to the "
+    "left: W[t,s] = β_s·(e^(g_(s+1)+…+g_t)·k̂_s·q̂_t − Σ_(r = s+1…t) e^(g_(s+1)+…+g_r)·W[t,r]·"
+    "k̂_s·k̂_r). Token s's match with the Query, decayed, less each later token r's weight times "
+    "how far k̂_r overlaps k̂_s (the delta rule's overwriting); the dot products come from Q̂ and "
+    "K̂ above.",
     "note.gdn_linear_in_v": "W·V equals this output up to rounding: the largest difference is "
     "{diff}. With q, k, g and β fixed the layer is linear in V (before Qwen3-Next's gated norm, "
     "which is not).",

@@ -224,7 +224,7 @@ def _mixer(p: Any, value: GatedDelta, h: int | None, qkv: list[Spec]) -> list[tu
         "W[t,s] = β_s·k̂_sᵀ·A_(s+1)⋯A_t·q̂_t",
         rows,
         p.source_tokens,
-        notes=(Msg("note.gdn_weights"),),
+        notes=(Msg("note.gdn_weights"), Msg("note.gdn_weights_work")),
         topic="gdn_weights",
         symbol="W",
         letters="n×n",
@@ -378,6 +378,37 @@ def _step_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) 
     return style.line(left, worked, float(stage.value[i, j]), result)
 
 
+def _weights_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str | None:
+    """[3,1]: 0.5×(e^(-0.7)×0.75 − e^(-0.5)×0.2358×0.8944 − e^(-0.7)×0.2012×0.9487) ≈ 0.0397:
+    W[t,s] = β_s·(e^(g_(s+1)+…+g_t)·k̂_s·q̂_t − Σ_(r>s) e^(g_(s+1)+…+g_r)·W[t,r]·k̂_s·k̂_r), the
+    row walked from its diagonal leftwards (k̂_sᵀ·A_(s+1)⋯A_t·q̂_t unrolled); 0 above it."""
+    if j > i:
+        return None
+    q, k, gates = stage.operands
+    g, beta = gates[:, 0], gates[:, 1]
+    f, s, x = style.factor, style.shown, style.times
+
+    def decayed(r: int) -> tuple[str, float]:  # e^(g_(j+1) + … + g_r): as written, as read back
+        total = float(g[j + 1 : r + 1].sum())
+        return style.exp(style.num(total)), math.exp(s(total))
+
+    if j == i:
+        dot = float(k[j] @ q[i])
+        left = f"{style.at(i + 1, j + 1)}{f(float(beta[j]))}{x}{f(dot)}"
+        return style.line(left, s(float(beta[j])) * s(dot), float(stage.value[i, j]), result)
+    first, first_value = decayed(i)
+    dot = float(k[j] @ q[i])
+    terms, worked = [f"{first}{x}{f(dot)}"], first_value * s(dot)
+    for r in range(j + 1, i + 1):
+        text, value = decayed(r)
+        w, overlap = float(stage.value[i, r]), float(k[j] @ k[r])
+        terms.append(f"{text}{x}{f(w)}{x}{f(overlap)}")
+        worked -= value * s(w) * s(overlap)
+    inner = f" {style.minus} ".join(terms)
+    left = f"{style.at(i + 1, j + 1)}{f(float(beta[j]))}{x}({inner})"
+    return style.line(left, s(float(beta[j])) * worked, float(stage.value[i, j]), result)
+
+
 def _read_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
     """[2,1]: 0.3×0.5 + 0.1×0.2 = 0.17 (q̂_t times column j of S_t)"""
     q, state = stage.operands[0], stage.operands[1 + i]
@@ -481,7 +512,7 @@ FEATURE = Feature(
             work=_l2norm_work,
         ),
         Op("delta_step", _step, _step_feeds, work=_step_work),
-        Op("gdn_weights", _weights, _weights_feeds),
+        Op("gdn_weights", _weights, _weights_feeds, work=_weights_work),
         Op("gdn_chunked", _chunked, _chunked_feeds),
         Op("state_read", _read_states, _read_feeds, work=_read_work),
     ),
