@@ -6,7 +6,7 @@ The rotation turns the qk_rope_head_dim columns only: "pairs" when rope_interlea
 interleaved layout), else "half"; its frequencies are the layer's own (YaRN's too, with their
 attention factor), and the scale is the module's (qk_head_dim^−½, times mscale² under YaRN).
 The layers before first_k_dense_replace have a dense MLP, the others experts: their attention
-is the same."""
+is the same. Kimi Linear's MLA layers (KIMI_LINEAR) are these without a rotation."""
 
 from __future__ import annotations
 
@@ -26,7 +26,9 @@ from qkvcalc.extract.common import (
 from qkvcalc.extract.llama import norm_eps, rope
 
 
-def keys(layer: Layer) -> dict[str, Any]:
+def keys(layer: Layer, rotates: bool = True) -> dict[str, Any]:
+    """The `mla` keys; `rotates` False: no `rope` (Kimi Linear's NoPE layers, whose d_R shared
+    key columns stay as they are)."""
     attn = layer.attention
     config = attn.config
     if getattr(config, "attention_bias", False):
@@ -48,6 +50,8 @@ def keys(layer: Layer) -> dict[str, Any]:
     if not default_scale(attn.scaling, head_dim):
         out["scale"] = float(attn.scaling)
     out.update(mask_keys(layer, True))
+    if not rotates:
+        return out
     turn = rope(layer, head_dim, "pairs" if config.rope_interleave else "half")
     turn["dims"] = int(attn.qk_rope_head_dim)
     out["rope"] = turn
@@ -60,4 +64,15 @@ FAMILY = Family(
     attention=lambda block: block.self_attn,
     output=lambda block: block.self_attn.o_proj,
     keys=keys,
+)
+
+# Kimi Linear: MLA layers without RoPE (NoPE: q's and the shared key's d_R columns are not
+# turned, the scale is qk_head_dim^−½) between Kimi Delta Attention layers, which hybrid.py
+# refuses by their kind
+KIMI_LINEAR = Family(
+    names={"kimi_linear": "Kimi Linear"},
+    stack=lambda model: decoder(model).layers,
+    attention=lambda block: block.self_attn,
+    output=lambda block: block.self_attn.o_proj,
+    keys=lambda layer: keys(layer, rotates=False),
 )

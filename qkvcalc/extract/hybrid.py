@@ -1,5 +1,6 @@
 """Hybrid models: softmax-attention layers between layers of another kind — Gated DeltaNet's
-linear attention (Qwen3-Next, Qwen3.5), state-space (Mamba) layers (Nemotron-H, Bamba, Jamba,
+linear attention (Qwen3-Next, Qwen3.5), Kimi Delta Attention (Kimi Linear, whose attention
+layers are MLA: deepseek.py), state-space (Mamba) layers (Nemotron-H, Bamba, Jamba,
 Granite 4, Falcon-H1, Zamba2), LFM2's short convolutions.
 
 extract reads softmax attention only. For the hybrids whose attention layers it reads (the
@@ -38,12 +39,12 @@ READ = {
     "lfm2": {"conv": "short_conv"},
     "lfm2_moe": {"conv": "short_conv"},
     "olmo_hybrid": GATED_DELTANET,
+    "kimi_linear": {"linear_attention": "kimi_delta"},  # its attention: MLA (deepseek.py)
 }
 # A hybrid extract does not read yet: model_type → (its name, the kind of its other layers)
 NOT_READ = {
     "zamba": ("Zamba", "mamba"),
     "zamba2": ("Zamba2", "mamba"),
-    "kimi_linear": ("Kimi Linear", "kimi_delta"),
     "minimax": ("MiniMax", "lightning"),
 }
 # layer_types' names of a softmax-attention layer

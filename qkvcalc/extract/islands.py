@@ -64,6 +64,8 @@ _STANDARD_RMS = (
     "GraniteRMSNorm",
     "GraniteMoeRMSNorm",
     "GraniteMoeSharedRMSNorm",
+    "GraniteSWARMSNorm",
+    "GraniteMoeSWARMSNorm",
     "OlmoeRMSNorm",
     "FlexOlmoRMSNorm",
     "GlmRMSNorm",
@@ -92,6 +94,7 @@ _STANDARD_RMS = (
     "NemotronHRMSNorm",
     "FalconH1RMSNorm",
     "OlmoHybridRMSNorm",
+    "KimiLinearRMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")
@@ -168,7 +171,10 @@ def _rotary_float64(module: Any, x: Any, position_ids: Any, layer_type: Any = No
 
 # A hybrid's layers that are not attention, by the end of their class's name: Gated DeltaNet,
 # the Mamba mixers (Granite 4's: GraniteMoeHybridMambaLayer)
-OTHER_LAYERS = ("GatedDeltaNet", "Mixer", "MambaLayer")
+OTHER_LAYERS = ("GatedDeltaNet", "Mixer", "MambaLayer", "LinearDeltaAttention")
+# Attention modules that cast a step to float32 by `.to(torch.float32)`: Granite SWA's sink
+# scale σ(logsumexp(scores) − s)
+CAST_INSIDE = ("GraniteSWAAttention", "GraniteMoeSWAAttention")
 
 
 def _float64_inside(module: Any) -> Any:
@@ -284,7 +290,7 @@ def _patch_modules(model: Any, restore: list[Any]) -> None:
             module.forward = types.MethodType(_plain_layer_norm, module)
         elif kind == "AfmoeTokenChoiceRouter":
             module.forward = types.MethodType(_afmoe_router, module)
-        elif kind.endswith(OTHER_LAYERS):  # a hybrid's other layers (hybrid.py)
+        elif kind.endswith(OTHER_LAYERS) or kind in CAST_INSIDE:  # a hybrid's other layers
             module.forward = _float64_inside(module)
         elif kind.endswith("RotaryEmbedding") and hasattr(module, "rope_type"):
             module.forward = types.MethodType(_rotary_float64, module)

@@ -1,7 +1,8 @@
 """The LLaMA family — LLaMA, Mistral, Qwen2, Qwen3, Gemma 2 and 3, Phi-3, Phi, StableLM,
 StarCoder2, Mixtral, Qwen2-MoE, SmolLM3, EXAONE 4, gpt-oss, Cohere and Cohere 2, OLMo 2, HunYuan,
 Llama 4's text layers (NoPE layers with the attention temperature), OLMo 3, Apertus, Seed-OSS,
-GLM-4 and GLM-4.5, Qwen3-MoE, ERNIE 4.5 (dense and MoE), Granite and Granite MoE, the attention
+GLM-4 and GLM-4.5, Qwen3-MoE, ERNIE 4.5 (dense and MoE), Granite and Granite MoE, Granite SWA
+and Granite MoE SWA (sliding layers, sinks, a RoPE base per layer: rotary_module), the attention
 layers of the hybrids (Qwen3-Next and Qwen3.5 with the output gate in q_proj, Bamba, Jamba,
 Granite 4, LFM2, OLMo-Hybrid, Falcon-H1 with its key_multiplier, Nemotron-H's attention
 blocks: NEMOTRON_H;
@@ -61,8 +62,7 @@ def rope(
     YaRN, longrope) the frequencies themselves (inv_freq) and attention_factor, for this run's
     length — computed in float64 from the config when the run is float64 (rope.py), the
     module's own numbers otherwise."""
-    stack = decoder(layer.model)
-    rotary = stack.rotary_emb if hasattr(stack, "rotary_emb") else stack.pos_emb  # LFM2-MoE's
+    rotary = rotary_module(layer)
     kind = rope_layer_type(rotary, rotary.config, layer.index)  # the text model's config
     params = rotary.config.rope_parameters
     params = params if kind is None else params[kind]
@@ -79,6 +79,17 @@ def rope(
     if factor != 1.0:
         out["attention_factor"] = factor
     return out
+
+
+def rotary_module(layer: Layer) -> Any:
+    """Layer L's rotary module: the model's one (LFM2-MoE's pos_emb), or Granite SWA's of the
+    layer's own base (layer_rope_theta: one module per base, in rotary_embs)."""
+    stack = decoder(layer.model)
+    bases = getattr(layer.config, "layer_rope_theta", None)
+    if bases is not None and hasattr(stack, "rotary_embs"):
+        base = bases[layer.index]
+        return next(r for r in stack.rotary_embs if r.config.rope_parameters["rope_theta"] == base)
+    return stack.rotary_emb if hasattr(stack, "rotary_emb") else stack.pos_emb
 
 
 # The layers that do not rotate (NoPE): SmolLM3's no_rope_layers, EXAONE 4's and Cohere 2's
@@ -99,6 +110,9 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
     "nemotron_h": lambda attn: False,  # no positions in its attention, as Jamba's
     # its released checkpoints have no rope_theta, and then no rotation
     "olmo_hybrid": lambda attn: bool((attn.config.rope_parameters or {}).get("rope_theta")),
+    # a base of 0 in layer_rope_theta: no rotation
+    "granite_swa": lambda attn: bool(attn.config.layer_rope_theta[attn.layer_idx]),
+    "granitemoe_swa": lambda attn: bool(attn.config.layer_rope_theta[attn.layer_idx]),
 }
 # rotate_half as cat(x₂, −x₁), not cat(−x₂, x₁): a rotation by −θ
 MIRRORED = ("nanochat",)
@@ -319,6 +333,8 @@ FAMILY = Family(
         "granite": "Granite",
         "granitemoe": "Granite MoE",
         "granitemoeshared": "Granite MoE (shared experts)",
+        "granite_swa": "Granite SWA",  # sliding layers, sinks, a RoPE base per layer
+        "granitemoe_swa": "Granite MoE SWA",
         "olmo": "OLMo",
         "olmoe": "OLMoE",
         "flex_olmo": "FlexOlmo",

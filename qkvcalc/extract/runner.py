@@ -67,6 +67,7 @@ def families() -> dict[str, Family]:
         falcon.FAMILY,
         modernbert.FAMILY,
         deepseek.FAMILY,
+        deepseek.KIMI_LINEAR,
         gemma.FAMILY,
     ):
         for model_type in family.names:
@@ -364,6 +365,10 @@ def load(
         if type(err).__name__ == "SafetensorError":
             raise QkvcalcError("extract.no_weights", path=path, reason=_reason(err)) from None
         raise QkvcalcError("extract.bad_config", model=path, reason=_reason(err)) from None
+    if dtype == "float64" and not stream:
+        # what transformers keeps in float32 whatever the dtype (_keep_in_fp32_modules_strict:
+        # Kimi Linear's router and dt_bias since 5.25) widened, exactly, as stream.py widens it
+        model = model.to(_torch_dtype(dtype))
     model.eval()
     return model, _tokenizer(path)
 
