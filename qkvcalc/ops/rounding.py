@@ -83,11 +83,14 @@ class Rounding:
         return wide
 
     def narrow(self, value: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
-        """`value` as `dtype`: the dtype's own array of the last cast when `value` is what that
-        cast gave (no second cast), else cast now."""
+        """`value`, which holds `dtype`'s numbers, as `dtype`: the dtype's own array of the last
+        cast when `value` is what that cast gave (no second cast), else cast now (bfloat16 and
+        float8 by way of float32, which holds their numbers exactly: the faster cast)."""
         last, self._last = self._last, None
         if last is not None and last[0] is value and last[1].dtype == dtype:
             return last[1]
+        if value.dtype == np.float64 and str(dtype) in _STRAIGHT:
+            return value.astype(np.float32).astype(dtype)
         return value.astype(dtype)
 
     def quantize(self, a: Any) -> tuple[np.ndarray, float]:
@@ -116,7 +119,12 @@ class Rounding:
 
     def f32(self, a: Any) -> np.ndarray:
         a = np.asarray(a, dtype=np.float64)
-        return a.astype(np.float32).astype(np.float64) if self.rounds else a
+        if not self.rounds:
+            return a
+        small = a.astype(np.float32)
+        wide = small.astype(np.float64)
+        self._last = (wide, small)  # float32's own array, for `narrow`
+        return wide
 
     def work(self, a: Any) -> np.ndarray:
         """An operand as the float32 accumulator holds it (float64 when exact)."""
