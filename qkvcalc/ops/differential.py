@@ -35,6 +35,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import cell, positive
 from qkvcalc.labels import shown
+from qkvcalc.ops import row_rms
 from qkvcalc.ops.base import Candidate, Feature, JoinWords, Mistakes, Sizes
 from qkvcalc.ops.op import Back, Feeds, Op, Params, Shapes, same_cell, whole_row
 from qkvcalc.plan.specs import Ref, Spec, d, dim_labels, span
@@ -209,25 +210,6 @@ def _join_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np
     return g[:, :width], g[:, width:]
 
 
-def rms(x: np.ndarray, eps: float) -> np.ndarray:
-    """Each row's √(mean(x²) + ε): [n, 1]."""
-    return np.sqrt(np.mean(x * x, axis=1, keepdims=True) + eps)
-
-
-def _group_rms(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
-    # [n, 2·d_v] / [n, 1] -> [n, 2·d_v]
-    return ops[0] / rms(ops[0], params["eps"])
-
-
-def _group_rms_back(
-    ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np.ndarray
-) -> Any:
-    # y = x·ρ, ρ = (mean(x²) + ε)^(−½): dx = ρ·dy − x·ρ³·mean(x ⊙ dy)
-    x = ops[0]
-    rho = 1 / rms(x, params["eps"])
-    return (rho * g - x * rho**3 * np.mean(x * g, axis=1, keepdims=True),)
-
-
 def _scale(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
     return params["factor"] * ops[0]
 
@@ -317,37 +299,12 @@ def _maps_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) 
     return style.line(left, n(a) - n(lam) * n(b), float(stage.value[i, j]), result)
 
 
-def _group_rms_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
-    """[1,1]: 2 / 1.5811 = 1.2649: the cell over its row's root mean square."""
-    (x,) = stage.operands
-    below = float(rms(x[i : i + 1], stage.params["eps"])[0, 0])
-    left = f"{style.at(i + 1, j + 1)}{style.divided(style.num(float(x[i, j])), style.num(below))}"
-    shown_below = style.shown(below)  # shown as 0 at a low precision: the line can only say ≈
-    value = style.shown(float(x[i, j])) / shown_below if shown_below else float("inf")
-    return style.line(left, value, float(stage.value[i, j]), result)
-
-
 def _scale_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
     """[1,1]: 0.8 × 1.2649 = 1.0119"""
     (x,) = stage.operands
     c, v = float(stage.params["factor"]), float(x[i, j])
     left = f"{style.at(i + 1, j + 1)}{style.factor(c)}{style.times}{style.factor(v)}"
     return style.line(left, style.shown(c) * style.shown(v), float(stage.value[i, j]), result)
-
-
-def _group_rms_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
-    """[1,1]: 0.7845×0.5 − 1.5×0.4828×0.2 = 0.2474: ρ = 1/√(mean(D²) + ε) of the row and
-    mean(D ⊙ dN), the part of the gradient that moves the row's length."""
-    x, g = stage.operands[0], stage.operands[-1]
-    rho = float(1 / rms(x[i : i + 1], stage.params["of"]["eps"])[0, 0])
-    m = float(np.mean(x[i] * g[i]))
-    t, gij, xij = style.times, float(g[i, j]), float(x[i, j])
-    first = f"{style.num(rho)}{t}{style.factor(gij)}"
-    second = f"{style.factor(xij)}{t}{style.num(rho**3)}{t}{style.factor(m)}"
-    n = style.shown
-    shown = n(rho) * n(gij) - n(xij) * n(rho**3) * n(m)
-    left = f"{style.at(i + 1, j + 1)}{first} {style.minus} {second}"
-    return style.line(left, shown, float(stage.value[i, j]), result)
 
 
 def _scale_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
@@ -419,17 +376,17 @@ FEATURE = Feature(
         ),
         Op(
             "group_rms",
-            _group_rms,
+            row_rms.forward,
             whole_row,
             exact_stops="note.exact_stops_root",
             rowwise=True,
             grad_reads=True,
-            backward=_group_rms_back,
+            backward=row_rms.backward,
             grad_formula=lambda into, out, x, params: (
                 f"ρ·{out} − {x}·ρ³·mean({x} ⊙ {out}), ρ = 1/√(mean({x}²) + ε)"
             ),
-            work=_group_rms_work,
-            grad_work=_group_rms_grad_work,
+            work=row_rms.work,
+            grad_work=row_rms.grad_work,
             overflow=lambda params: False,
         ),
         Op(

@@ -13,7 +13,7 @@ of its own; Gemma 3n and Gemma 4 have both.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -22,19 +22,14 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import positive
 from qkvcalc.labels import shown
+from qkvcalc.ops import row_rms
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes, Turn
-from qkvcalc.ops.op import Op, Params, whole_row
+from qkvcalc.ops.op import Op, whole_row
 from qkvcalc.plan.specs import Spec, dim_labels
 
 
 class VNorm(NamedTuple):
     eps: float
-
-
-def v_norm(v: np.ndarray, eps: float) -> np.ndarray:
-    """RMSNorm without a weight of each row: v / √(mean(v²) + ε)."""
-    # [m, d_v] / [m, 1] -> [m, d_v]
-    return v / np.sqrt(np.mean(v * v, axis=1, keepdims=True) + eps)
 
 
 def _read(raw: Any, sizes: Sizes) -> VNorm | None:
@@ -48,41 +43,6 @@ def _read(raw: Any, sizes: Sizes) -> VNorm | None:
 
 
 # ---- the op -------------------------------------------------------------------------------------
-
-
-def _compute(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
-    return v_norm(ops[0], params["eps"])
-
-
-def _backward(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np.ndarray) -> Any:
-    # y = x·ρ with ρ = 1/√(mean(x²) + ε): ∂x = ρ·g − x·ρ³·mean(x ⊙ g)
-    x = ops[0]
-    rho = 1 / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + params["eps"])
-    return (rho * g - x * rho**3 * np.mean(x * g, axis=1, keepdims=True),)
-
-
-def _work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
-    """[1,1]: 2 / 1.5811 = 1.2649: the cell over its row's root mean square."""
-    x = stage.operands[0]
-    rms = float(np.sqrt(np.mean(x[i] * x[i]) + stage.params["eps"]))
-    left = f"{style.at(i + 1, j + 1)}{style.divided(style.num(float(x[i, j])), style.num(rms))}"
-    below = style.shown(rms)  # shown as 0 at a low precision: the line can only say ≈
-    value = style.shown(float(x[i, j])) / below if below else float("inf")
-    return style.line(left, value, float(stage.value[i, j]), result)
-
-
-def _grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
-    """[1,1]: 0.6325×0.5 − 2×0.253×0.1 = 0.1: ρ = 1/√(mean(x²) + ε) of the row and
-    m = mean(x ⊙ g), the part of the gradient that would change the row's length."""
-    x, g = stage.operands[0], stage.operands[-1]
-    rho = float(1 / np.sqrt(np.mean(x[i] * x[i]) + stage.params["of"]["eps"]))
-    m = float(np.mean(x[i] * g[i]))
-    t, gij, xij, n = style.times, float(g[i, j]), float(x[i, j]), style.shown
-    first = f"{style.num(rho)}{t}{style.factor(gij)}"
-    second = f"{style.factor(xij)}{t}{style.num(rho**3)}{t}{style.factor(m)}"
-    value = n(rho) * n(gij) - n(xij) * n(rho**3) * n(m)
-    left = f"{style.at(i + 1, j + 1)}{first} {style.minus} {second}"
-    return style.line(left, value, float(stage.value[i, j]), result)
 
 
 def _mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[Candidate]:
@@ -133,15 +93,15 @@ FEATURE = Feature(
     ops=(
         Op(
             "v_rmsnorm",
-            _compute,
+            row_rms.forward,
             whole_row,
             exact_stops="note.exact_stops_root",
             rowwise=True,
             grad_reads=True,
-            backward=_backward,
+            backward=row_rms.backward,
             grad_formula=lambda into, out, x, params: f"ρ·{out} − {x}·ρ³·mean({x} ⊙ {out})",
-            grad_work=_grad_work,
-            work=_work,
+            grad_work=row_rms.grad_work,
+            work=row_rms.work,
         ),
     ),
     turn_v=_turn,
