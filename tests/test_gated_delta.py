@@ -224,6 +224,8 @@ def test_the_torch_script_agrees(tmp_path):
         ({"gated_delta": DOC["gated_delta"] | {"eps": 1}}, (), ("has no key",)),
         ({"gated_delta": {"g": DOC["gated_delta"]["g"]}}, (), ("needs both g",)),
         ({"mask": "none"}, (), ('give mask "causal"',)),
+        # no mask key at all: the message says where the "none" it names comes from
+        ({"mask": None}, (), ('give mask "causal"', 'without a "mask" key has none')),
         (
             {"gated_delta": DOC["gated_delta"] | {"g": [[-1, 0.5]] * N}},
             (),
@@ -239,7 +241,8 @@ def test_the_torch_script_agrees(tmp_path):
 )
 def test_what_it_does_not_support_is_one_message(tmp_path, change, args, fragments):
     path = tmp_path / "bad.json"
-    path.write_text(json.dumps(DOC | change), encoding="utf-8")
+    doc = {k: v for k, v in (DOC | change).items() if v is not None}  # None: the key left out
+    path.write_text(json.dumps(doc), encoding="utf-8")
     one_message(run_qkvcalc("explain", str(path), *args), *fragments)
 
 

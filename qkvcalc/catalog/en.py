@@ -394,7 +394,8 @@ MESSAGES: dict[str, str] = {
     "decay in log space, and the state is multiplied by e^g ≤ 1 (Qwen3-Next makes "
     "g = −e^(A_log)·softplus(a + dt_bias) < 0).",
     "gated_delta.mask": "A Gated DeltaNet layer is causal by its nature (each token reads the "
-    'state written by the tokens up to it): give mask "causal", not {mask}.',
+    'state written by the tokens up to it): give mask "causal" (the mask here is {mask}: a '
+    'problem without a "mask" key has none).',
     "gated_delta.cross": "A Gated DeltaNet layer reads its own tokens: Q has {n} rows but K and "
     "V have {m}; they need the same rows.",
     "gated_delta.kv_heads": "A Gated DeltaNet problem needs as many K/V heads as heads (here "

@@ -393,7 +393,8 @@ MESSAGES: dict[str, str] = {
     "로그 공간의 감쇠이고, 상태에는 e^g ≤ 1을 곱합니다(Qwen3-Next는 "
     "g = −e^(A_log)·softplus(a + dt_bias) < 0으로 만듭니다).",
     "gated_delta.mask": "Gated DeltaNet 층은 본래 인과적입니다(각 토큰은 자기까지의 토큰이 쓴 "
-    '상태를 읽습니다): mask를 "causal"(인과 마스크)로 주세요. 받은 값: {mask}',
+    '상태를 읽습니다): mask를 "causal"(인과 마스크)로 주세요. 지금 마스크: {mask}("mask" '
+    "키가 없는 문제는 none입니다)",
     "gated_delta.cross": "Gated DeltaNet 층은 자기 토큰을 읽습니다: Q의 행 수는 {n}, K와 V의 행 "
     "수는 {m}입니다. 행 수가 같아야 합니다.",
     "gated_delta.kv_heads": "Gated DeltaNet 문제에는 K/V 헤드가 헤드 수만큼 있어야 합니다(지금 "
