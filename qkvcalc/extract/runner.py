@@ -49,6 +49,7 @@ def families() -> dict[str, Family]:
         neox,
         opt,
         t5,
+        zamba,
     )
 
     found: dict[str, Family] = {}
@@ -69,6 +70,7 @@ def families() -> dict[str, Family]:
         deepseek.FAMILY,
         deepseek.KIMI_LINEAR,
         gemma.FAMILY,
+        zamba.FAMILY,
     ):
         for model_type in family.names:
             found[model_type] = family
