@@ -226,6 +226,31 @@ def test_the_keys_of_zamba(lab):
     assert relative(qkvcalc_output(unscaled), lab["zamba2"]["reference"][3]["out"]) > 1e-3
 
 
+def test_the_description_says_whose_weights_they_are(lab):
+    """Which layers call the same block (their weights one tensor) and, in Zamba2, that this
+    layer's adapters are folded in; a layer alone with its block and without adapters: the plain
+    description."""
+    import qkvcalc
+
+    def said(name, layer):
+        return lab[name][layer]["problem"]["description"]
+
+    shared = "Layers {} call this one attention block and share its weights."
+    folded = "W_Q, W_K and W_V are the block's plus this layer's own adapters, folded in"
+    own = "the weights are the layer's own"
+    for layer in (1, 4):
+        assert shared.format("1, 4") in said("zamba2", layer) and folded in said("zamba2", layer)
+        assert shared.format("1, 4") in said("zamba2-plain", layer)
+        assert folded not in said("zamba2-plain", layer) and own not in said("zamba2", layer)
+    assert "Layers" not in said("zamba2", 3) and folded in said("zamba2", 3)
+    assert said("zamba2-plain", 3).endswith(f"{own}, in float64.")
+    assert shared.format("1, 3") in said("zamba", 1) and folded not in said("zamba", 3)
+    korean = qkvcalc.extract(
+        str(lab["zamba2"]["folder"]), layer=4, input_ids=ids(), dtype="float64", lang="ko"
+    )["description"]
+    assert "이 어텐션 블록과 그 가중치를 함께 쓰는 층: 1, 4." in korean and "어댑터" in korean
+
+
 @pytest.mark.parametrize("name", ["zamba2", "zamba"])
 @pytest.mark.parametrize(("lang", "ending"), [("en", "are {}"), ("ko", ": {}")])
 def test_a_mamba_layer_is_one_message_naming_the_attention_layers(lab, name, lang, ending):

@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.extract import llama
-from qkvcalc.extract.common import Family, Layer, decoder, rows
+from qkvcalc.extract import hybrid, llama
+from qkvcalc.extract.common import Family, Layer, decoder, rows, stored
+from qkvcalc.i18n import Msg
 
 PARTS = ("q", "k", "v")
 
@@ -73,10 +74,32 @@ def keys(layer: Layer) -> dict[str, Any]:
     return found
 
 
+def notes(model: Any, index: int) -> list[Msg]:
+    """What the description says of layer `index`'s weights: the layers that call the same
+    block (whose weights are one tensor in the loaded model), and Zamba2's adapters folded in."""
+    stack = decoder(model).layers
+    kinds = hybrid.layer_types(model.config)
+    if index >= len(kinds) or kinds[index] != "hybrid":
+        return []
+    mine = stored(shared_attention(stack[index]).q_proj, "weight")
+    shared = [
+        i
+        for i, kind in enumerate(kinds[: len(stack)])
+        if kind == "hybrid" and stored(shared_attention(stack[i]).q_proj, "weight") is mine
+    ]
+    found = []
+    if len(shared) > 1:
+        found.append(Msg("extract.shared_block", layers=", ".join(map(str, shared))))
+    if getattr(model.config, "use_shared_attention_adapter", False):
+        found.append(Msg("extract.adapters_folded"))
+    return found
+
+
 FAMILY = Family(
     names={"zamba": "Zamba", "zamba2": "Zamba2"},
     stack=lambda model: decoder(model).layers,
     attention=shared_attention,
     output=lambda block: shared_attention(block).o_proj,
     keys=keys,
+    notes=notes,
 )
