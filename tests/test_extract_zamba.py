@@ -303,6 +303,19 @@ def test_heads_shows_the_attention_invocations_and_says_where_the_mamba_layers_a
         assert all(m.text(lang) in text for m in run.others)
 
 
+@pytest.mark.parametrize("name", ["zamba2", "zamba"])
+def test_the_memory_estimate_counts_the_wide_attention(lab, name):
+    """A float64 run's estimate (stream.need, refused before loading when it cannot fit) counts
+    layer L's attention weights three times in float64 (the run's and the problem's two), which
+    are 2·d_model wide here."""
+    from qkvcalc.extract.stream import BASE, need
+
+    model = lab[name]["model"]
+    module = attention_module(model, name, 1)
+    count = sum(getattr(module, f"{p}_proj").weight.numel() for p in ("q", "k", "v", "o"))
+    assert need(model.config, len(ids())) - BASE >= 3 * 8 * count
+
+
 def test_zamba_is_no_longer_refused_as_a_whole():
     from qkvcalc.extract.hybrid import NOT_READ, READ
     from qkvcalc.extract.runner import families
