@@ -1976,6 +1976,12 @@ MESSAGES: dict[str, str] = {
     "extract.kv_shared": "This layer has no keys and values of its own: it reuses those of layer "
     "{earlier} (KV sharing), so the source is layer {earlier}'s attention input, and W_K, W_V "
     "and the key norm are layer {earlier}'s.",
+    "extract.description_block": "The self-attention of layer {layer} of {model} ({arch}) on "
+    "{n} tokens: x is the exact input of that attention from a run in {dtype}, the weights are "
+    "those this layer's call of it uses, in float64.",
+    "extract.shared_block": "Layers {layers} call this one attention block and share its weights.",
+    "extract.adapters_folded": "W_Q, W_K and W_V are the block's plus this layer's own adapters, "
+    "folded in (W + B·A).",
     "extract.loading": "Loading {model} …",
     "extract.running": "Running {model} up to layer {layer} …",
     "extract.mismatch": "{model}, layer {layer}: the problem extract made does not reproduce "

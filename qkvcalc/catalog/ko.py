@@ -1965,6 +1965,12 @@ MESSAGES: dict[str, str] = {
     "extract.kv_shared": "이 층은 자기 Key와 Value가 없어 앞선 {earlier}번 층의 것을 다시 "
     "씁니다(KV 공유). 그래서 source는 그 층의 어텐션 입력이고, W_K, W_V와 Key 정규화도 그 층의 "
     "것입니다.",
+    "extract.description_block": "{model} ({arch})의 {layer}번 층 셀프 어텐션, 토큰 {n}개: x는 "
+    "{dtype}(으)로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, 가중치는 이 층이 그 "
+    "어텐션을 부를 때 쓰는 것을 float64로 옮긴 값입니다.",
+    "extract.shared_block": "이 어텐션 블록과 그 가중치를 함께 쓰는 층: {layers}.",
+    "extract.adapters_folded": "W_Q, W_K, W_V는 블록의 가중치에 이 층의 어댑터를 더해 합친 "
+    "것입니다(W + B·A).",
     "extract.loading": "{model} 불러오는 중 …",
     "extract.running": "{model}을(를) {layer}번 층까지 실행하는 중 …",
     "extract.mismatch": "{model}, {layer}번 층: extract가 만든 문제가 transformers {version}"
