@@ -474,9 +474,10 @@ MESSAGES: dict[str, str] = {
     "{diff}.",
     "note.kda_chunked_far": "청크 형식과 이 출력의 차이가 최대 {diff}입니다: 감쇠가 너무 "
     "극단적이어서 float64가 두 형식을 같게 유지하지 못합니다.",
-    "mistake.kda_decay_scalar": "이 값은 Gated DeltaNet의 헤드당 감쇠 하나처럼, 토큰마다 수 "
-    "하나(채널에 대한 g_t의 평균의 e^)로 상태의 모든 행을 감쇠시켰습니다. Kimi Delta Attention은 "
-    "상태의 c행을 자기 채널의 e^(g_t[c])로 감쇠시킵니다: S' = Diag(e^(g_t))·S_(t−1).",
+    "mistake.kda_decay_scalar": "이 값은 Gated DeltaNet의 헤드당 감쇠 하나처럼, 상태의 모든 "
+    "행을 토큰마다 수 하나, e^(채널들에 대한 g_t의 평균)으로 감쇠시켰습니다. Kimi Delta "
+    "Attention은 상태의 c행을 자기 채널의 e^(g_t[c])로 감쇠시킵니다: S' = "
+    "Diag(e^(g_t))·S_(t−1).",
     "kimi_delta.not_object": 'kimi_delta는 {{"g": [...], "beta": [...]}} 같은 객체여야 '
     "합니다. 받은 값: {value}",
     "kimi_delta.unknown_key": "kimi_delta에 없는 키입니다: {key}. 쓸 수 있는 키: {known}",
