@@ -3,7 +3,8 @@ Gated DeltaNet with one decay per Key channel. Each head's q and k L2-normed, th
 row by row and updated by the delta rule token by token, the output read from the states, the
 n×n `weights` the layer computes without forming them, and the chunked form. Checked against a
 naive recurrence written here, against transformers' own recurrent_kimi_delta_attention and
-chunk_kimi_delta_attention (their float32 casts lifted to float64), chunked = recurrent and
+chunk_kimi_delta_attention (their float32 casts lifted to float64) and the core of a real
+KimiLinearDeltaAttention layer built from a tiny config, chunked = recurrent and
 weights·V = output to 1e-12, against Gated DeltaNet when every channel decays alike, in every
 format in both languages, and as bad input."""
 
@@ -153,6 +154,54 @@ def test_it_equals_transformers_recurrent_and_chunked_kernels_in_float64(monkeyp
         )
         np.testing.assert_allclose(
             state[0, h - 1].numpy(), trace.stage("state", h, step=N).value, rtol=0, atol=1e-12
+        )
+
+
+def test_it_equals_the_core_of_a_real_kimi_linear_layer(monkeypatch):
+    """A KimiLinearDeltaAttention layer built from a tiny config (random weights, float64, its
+    float32 casts lifted): the q, k, v (after its short convolutions), g and β it hands its core,
+    given to qkvcalc as they come (g as [n, H, d_k]), give the core's output to 1e-12."""
+    torch, module = _transformers_kernels(monkeypatch)
+    from transformers import KimiLinearConfig
+
+    n, heads, d = 6, 2, 4
+    config = KimiLinearConfig(
+        hidden_size=16,
+        linear_num_heads=heads,
+        linear_head_dim=d,
+        num_hidden_layers=1,
+        layer_types=["linear_attention"],
+        mlp_layer_types=["dense"],
+        vocab_size=32,
+        intermediate_size=16,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    torch.manual_seed(38)
+    layer = module.KimiLinearDeltaAttention(config, 0).double()
+    with torch.no_grad():
+        for weight in layer.parameters():  # A_log and dt_bias are left empty by the layer
+            weight.normal_(0, 0.5)
+    seen: dict = {}
+    core = module.chunk_kimi_delta_attention
+
+    def spy(q, k, v, g, beta, **kwargs):
+        out = core(q, k, v, g=g, beta=beta, **kwargs)
+        seen.update(q=q, k=k, v=v, g=g, beta=beta, out=out[0])
+        return out
+
+    monkeypatch.setattr(module, "chunk_kimi_delta_attention", spy)
+    layer(torch.randn(1, n, 16, dtype=torch.float64))
+    assert seen["g"].shape == (1, n, heads, d) and seen["beta"].shape == (1, n, heads)
+    got = {key: value[0].detach().numpy() for key, value in seen.items()}
+    doc = {key: got[key].reshape(n, heads * d).tolist() for key in ("q", "k", "v")}
+    doc |= {"heads": heads, "mask": "causal"}
+    doc["kimi_delta"] = {"g": got["g"].tolist(), "beta": got["beta"].tolist()}
+    trace = run(Problem.from_mapping(doc))
+    for h in range(1, heads + 1):
+        np.testing.assert_allclose(
+            trace.stage("output", h).value, got["out"][:, h - 1], rtol=0, atol=1e-12
         )
 
 
