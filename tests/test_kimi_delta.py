@@ -267,6 +267,16 @@ def test_g_may_be_given_flat_with_head_1s_channels_first():
         )
 
 
+def test_with_one_head_and_one_channel_g_may_be_a_flat_list():
+    """d_k = 1 and one head: g and β each a list of n numbers; the layer is then Gated DeltaNet's
+    (one channel is one decay per head)."""
+    doc = {"x": [[1], [2], [-1]], "wq": [[2]], "wk": [[1]], "wv": [[3, 1]], "mask": "causal"}
+    kda = doc | {"kimi_delta": {"g": [-0.5, -1, -0.2], "beta": [0.5, 1, 0.3]}}
+    gdn = doc | {"gated_delta": {"g": [-0.5, -1, -0.2], "beta": [0.5, 1, 0.3]}}
+    ours, theirs = run(Problem.from_mapping(kda)), run(Problem.from_mapping(gdn))
+    np.testing.assert_allclose(ours.output, theirs.output, rtol=0, atol=1e-15)
+
+
 SMALL = {
     "x": [[1, 0], [0, 1], [1, 1]],
     "wq": [[1, 0], [0, 1]],

@@ -130,6 +130,8 @@ def _gates(raw: Any, sizes: Sizes) -> tuple[np.ndarray, Any]:
             _bad_g(shape_text((len(tokens), *want[1:])), sizes)
         return np.stack(tokens), raw
     flat = to_matrix(raw, "kimi_delta.g").values
+    if sizes.heads * sizes.d_k == 1 and flat.shape == (1, sizes.n):  # a flat list of n numbers
+        flat = flat.T
     if flat.shape != (sizes.n, sizes.heads * sizes.d_k):
         _bad_g(shape_text(flat.shape), sizes)
     return flat.reshape(want), raw
