@@ -372,7 +372,15 @@ KDA = DOC["kimi_delta"]
             ("token 3 a 2×2 matrix", "H×d_k = 2×3"),
         ),
         ({"kimi_delta": KDA | {"beta": [0.5] * N}}, (), ("kimi_delta's beta is 1×7", "7×2")),
-        ({"kimi_delta": KDA | {"g": [[["a"] * D_K] * H] * N}}, (), ("kimi_delta.g",)),
+        (
+            {
+                "kimi_delta": KDA
+                | {"g": [*KDA["g"][:1], [[-1, -1, -1], [-1, "NaN", -1]], *KDA["g"][2:]]}
+            },
+            (),
+            ("kimi_delta.g[2][2,2]: 'NaN' is not a number",),
+        ),
+        ({"kimi_delta": KDA | {"g": [[-1] * (H * D_K + 1)] * N}}, (), ("7×7", "7×6")),
         ({"kimi_delta": KDA | {"chunk": 0}}, (), ("chunk",)),
         ({"kimi_delta": KDA | {"eps": 1}}, (), ("has no key",)),
         ({"kimi_delta": {"g": KDA["g"]}}, (), ("needs both g",)),

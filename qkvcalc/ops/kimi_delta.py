@@ -116,7 +116,8 @@ def _gates(raw: Any, sizes: Sizes) -> tuple[np.ndarray, Any]:
         raw = raw.tolist()
     nested = isinstance(raw, list | tuple) and raw and isinstance(raw[0], list | tuple) and raw[0]
     if nested and isinstance(raw[0][0], list | tuple):  # one matrix per token
-        tokens = [to_matrix(row, "kimi_delta.g").values for row in raw]
+        # a bad number is named by its token, then its [head, channel]: kimi_delta.g[2][1,3]
+        tokens = [to_matrix(row, f"kimi_delta.g[{t}]").values for t, row in enumerate(raw, 1)]
         for t, matrix in enumerate(tokens, start=1):
             if matrix.shape != want[1:]:
                 raise QkvcalcError(
