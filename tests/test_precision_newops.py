@@ -1,0 +1,110 @@
+"""--dtype with multi-head latent attention (`mla`), the norm on V (`v_norm`) and differential
+attention (`differential`): each stage recomputed by torch in bfloat16 and float16 from
+qkvcalc's own operands of that stage, as transformers' eager code computes it (DeepSeek-V3's
+attention, Gemma 3n's and Gemma 4's `v_norm`, DiffLlama's attention) under `eager`, or with
+every op on tensors in the dtype under `naive`; within 1 ulp and 99% of the cells bit for bit,
+as tests/test_precision_features.py holds the other features. Each oracle is shown to matter:
+the same stage rounded at another point (the other policy's) differs in some cells.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import qkvcalc
+from tests.test_precision_features import _rms, _torch_feature_stage
+from tests.test_precision_torch import DTYPES, _t, _torch_stage, _ulps
+
+torch = pytest.importorskip("torch", reason="PyTorch is the oracle")
+torch.set_num_threads(1)
+
+
+def mla_problem(seed: int) -> dict[str, Any]:
+    """Multi-head latent attention with a query latent (or W_Q on odd seeds), d_R rotary
+    columns, a causal mask."""
+    rng = np.random.default_rng(seed + 900)
+    heads = int(rng.choice([1, 2, 3]))
+    n, d_model = int(rng.integers(2, 7)), int(rng.integers(3, 9))
+    rank, rank_q, rope = int(rng.integers(2, 7)), int(rng.integers(2, 7)), 2
+    nope, d_v = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+
+    def w(*shape: int) -> list[Any]:
+        return rng.standard_normal(shape).tolist()
+
+    mla: dict[str, Any] = {
+        "wkv_a": w(d_model, rank + rope),
+        "kv_a_norm": rng.uniform(0.5, 1.5, rank).tolist(),
+        "wkv_b": w(rank, heads * (nope + d_v)),
+        "rope_dims": rope,
+    }
+    if seed % 2:
+        mla["wq"] = w(d_model, heads * (nope + rope))
+    else:
+        mla |= {"wq_a": w(d_model, rank_q), "q_a_norm": rng.uniform(0.5, 1.5, rank_q).tolist()}
+        mla["wq_b"] = w(rank_q, heads * (nope + rope))
+    return {
+        "x": (rng.standard_normal((n, d_model)) * 2).tolist(),
+        "heads": heads,
+        "mla": mla,
+        "rope": {"theta": 100, "dims": rope},
+        "mask": "causal",
+    }
+
+
+def _mla_stage(stage: Any, dt: Any, naive: bool, trace: Any) -> Any:
+    """An MLA stage by torch from its own operands (None: one the rope tests check)."""
+    if stage.op == "mla_join":  # DeepSeek-V3's torch.cat of the two parts of each key
+        return torch.cat([_t(o, dt) for o in stage.operands], dim=-1)
+    if stage.op == "softmax":
+        masked = trace.stage("masked", stage.head).value
+        if naive:
+            e = torch.exp(_t(masked, dt) - _t(masked, dt).max(dim=-1, keepdim=True).values)
+            return e / e.sum(dim=-1, keepdim=True)
+        return torch.softmax(_t(masked, dt), dim=-1, dtype=torch.float32).to(dt)
+    if stage.op == "rmsnorm":
+        return _torch_feature_stage(stage, dt, naive, trace)
+    if stage.op in ("project", "matmul", "scale"):
+        return _torch_stage(stage, dt)
+    return None
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("policy", ["eager", "naive"])
+def test_each_mla_stage_is_torchs_in_that_dtype(dtype: str, policy: str) -> None:
+    dt = DTYPES[dtype]
+    same = total = 0
+    seen: set[str] = set()
+    other = 0  # rmsnorm cells where the other policy's rounding differs
+    for seed in range(30):
+        trace = qkvcalc.explain(**mla_problem(seed), dtype=dtype, policy=policy)
+        for stage in trace.stages:
+            theirs = _mla_stage(stage, dt, policy == "naive", trace)
+            if theirs is None:
+                continue
+            seen.add(stage.id if stage.op == "rmsnorm" else stage.op)
+            theirs_np = theirs.double().numpy()
+            ulps = _ulps(stage.value, theirs_np, dt)
+            assert ulps.max() <= 1, (seed, stage.formula, stage.head, stage.value, theirs_np)
+            same += int((ulps == 0).sum())
+            total += ulps.size
+            if stage.op == "rmsnorm":
+                x, w = _t(stage.operands[0], dt), _t(stage.params["weight"], dt)
+                wrong = _rms(x, w, stage.params["eps"], policy != "naive", dt).double().numpy()
+                other += int((wrong != stage.value).sum())
+    assert seen == {"project", "matmul", "scale", "softmax", "mla_join", "c_q_norm", "c_kv_norm"}
+    assert same >= 0.99 * total, (same, total)
+    assert other  # the other rounding point is told apart
+
+
+def test_the_float64_twin_of_every_mla_stage_is_the_plain_run() -> None:
+    for seed in range(6):
+        doc = mla_problem(seed)
+        plain = qkvcalc.explain(**doc)
+        for policy in ("eager", "naive"):
+            low = qkvcalc.explain(**doc, dtype="bfloat16", policy=policy)
+            for mine, twin in zip(low.stages, plain.stages, strict=True):
+                if mine.twin is not None:
+                    np.testing.assert_allclose(mine.twin_value, twin.value, rtol=0, atol=1e-12)
