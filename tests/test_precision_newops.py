@@ -16,7 +16,7 @@ import pytest
 
 import qkvcalc
 from tests.test_precision_features import _rms, _torch_feature_stage
-from tests.test_precision_torch import DTYPES, _t, _torch_stage, _ulps
+from tests.test_precision_torch import DTYPES, _t, _torch_stage, _ulps, problem
 
 torch = pytest.importorskip("torch", reason="PyTorch is the oracle")
 torch.set_num_threads(1)
@@ -108,3 +108,47 @@ def test_the_float64_twin_of_every_mla_stage_is_the_plain_run() -> None:
             for mine, twin in zip(low.stages, plain.stages, strict=True):
                 if mine.twin is not None:
                     np.testing.assert_allclose(mine.twin_value, twin.value, rtol=0, atol=1e-12)
+
+
+def _gemma_v_norm(v: Any, eps: float) -> Any:
+    """transformers' own module: Gemma 3n's v_norm, RMSNorm(head_dim, with_scale=False)."""
+    from transformers.models.gemma3n.modeling_gemma3n import Gemma3nRMSNorm
+
+    return Gemma3nRMSNorm(v.shape[-1], eps=eps, with_scale=False)(v)
+
+
+def _naive_v_norm(v: Any, eps: float) -> Any:
+    return v / torch.sqrt(v.pow(2).mean(-1, keepdim=True) + eps)  # every op in the dtype
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("policy", ["eager", "naive"])
+def test_each_v_norm_stage_is_gemmas_in_that_dtype(dtype: str, policy: str) -> None:
+    dt = DTYPES[dtype]
+    oracle, other = (
+        (_gemma_v_norm, _naive_v_norm) if policy == "eager" else (_naive_v_norm, _gemma_v_norm)
+    )
+    same = total = checked = told = 0
+    for seed in range(30):
+        doc = problem(seed)
+        doc["v_norm"] = {"eps": float(np.random.default_rng(seed).choice([1e-6, 1e-2, 0.5]))}
+        trace = qkvcalc.explain(**doc, dtype=dtype, policy=policy)
+        for stage in trace.stages:
+            if stage.op != "v_rmsnorm":
+                continue
+            v, eps = _t(stage.operands[0], dt), stage.params["eps"]
+            with torch.no_grad():
+                theirs = oracle(v, eps).double().numpy()
+                told += int((other(v, eps).double().numpy() != stage.value).sum())
+            ulps = _ulps(stage.value, theirs, dt)
+            assert ulps.max() <= 1, (seed, stage.head, stage.value, theirs)
+            same += int((ulps == 0).sum())
+            total += ulps.size
+            checked += 1
+        # and the output reads V_norm as the dtype made it: torch's product of the two
+        for h in {s.head for s in trace.stages if s.op == "v_rmsnorm"}:
+            out = trace.stage("output", h)
+            assert np.array_equal(out.operands[1], trace.stage("v_norm", h).value)
+    assert checked >= 40
+    assert same >= 0.99 * total, (same, total)
+    assert told  # the other rounding point is told apart

@@ -997,6 +997,11 @@ MESSAGES: dict[str, str] = {
     "precision.rmsnorm_naive": "Written with tensors in {dtype} and no upcast, x / √(mean(x²) + "
     "ε) · w: x², the mean, the mean + ε, its square root, the division and the product by the "
     "weight each rounded to {dtype}.",
+    "precision.v_norm_eager": "As Gemma 3n's and Gemma 4's norm on V (RMSNorm without a weight) "
+    "computes it: the row in float32, mean(x²), 1/√(mean + ε) and x times it in float32, rounded "
+    "to {dtype} once.",
+    "precision.v_norm_naive": "Written with tensors in {dtype} and no upcast, V / √(mean(V²) + "
+    "ε): V², the mean, the mean + ε, its square root and the division each rounded to {dtype}.",
     "precision.sdpa_feature": "--policy sdpa cannot compute {feature}: torch's "
     "scaled_dot_product_attention has no place for it (use --policy eager or naive)",
     "precision.feature_unsupported": "--dtype does not compute {feature} in low precision yet "

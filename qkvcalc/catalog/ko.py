@@ -983,6 +983,11 @@ MESSAGES: dict[str, str] = {
     "값)와의 곱을 {dtype} 값으로 반올림합니다.",
     "precision.rmsnorm_naive": "업캐스트 없이 {dtype} 텐서로 짠 x / √(mean(x²) + ε) · w: x², "
     "평균, 평균 + ε, 그 제곱근, 나눗셈, 가중치와의 곱을 각각 {dtype} 값으로 반올림합니다.",
+    "precision.v_norm_eager": "Gemma 3n과 Gemma 4의 V 정규화(가중치 없는 RMSNorm)처럼: 행을 "
+    "float32로 두고 mean(x²), 1/√(mean + ε), x와 그 곱을 float32로 계산해 한 번만 {dtype} 값으로 "
+    "반올림합니다.",
+    "precision.v_norm_naive": "업캐스트 없이 {dtype} 텐서로 짠 V / √(mean(V²) + ε): V², 평균, "
+    "평균 + ε, 그 제곱근, 나눗셈을 각각 {dtype} 값으로 반올림합니다.",
     "precision.sdpa_feature": "--policy sdpa로는 다음을 계산할 수 없습니다: {feature}. torch의 "
     "scaled_dot_product_attention에는 그 자리가 없습니다(--policy eager 또는 naive를 쓰세요)",
     "precision.feature_unsupported": "--dtype은 아직 다음을 낮은 정밀도로 계산하지 않습니다: "
