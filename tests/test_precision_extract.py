@@ -3,7 +3,7 @@ checkpoint, `qkvcalc extract --dtype bfloat16` of one layer, then `qkvcalc expla
 bfloat16 --policy eager` of the problem it wrote, equals the layer's own eager attention run by
 transformers in bfloat16 — its input x and its output projection's output, bit for bit — and the
 precision summary says where the bfloat16 run departs from its float64 twin. The same for
-DeepSeek-V3's multi-head latent attention.
+DeepSeek-V3's multi-head latent attention and DiffLlama's differential attention.
 
 Nothing downloads: the model is built from its config with random weights (tests.test_extract).
 """
@@ -19,6 +19,7 @@ from tests.conftest import run_qkvcalc
 
 te = pytest.importorskip("tests.test_extract", reason="qkvcalc extract needs torch")
 te_mla = pytest.importorskip("tests.test_extract_mla", reason="qkvcalc extract needs torch")
+te_more = pytest.importorskip("tests.test_extract_more", reason="qkvcalc extract needs torch")
 
 LAYER = 1
 
@@ -162,6 +163,23 @@ def test_a_bfloat16_deepseek_v3_mla_layer_is_reproduced_bit_for_bit(tmp_path):
     )  # fmt: skip
     eager = _explained(folder, tmp_path, "eager")
     assert "mla" in json.loads((tmp_path / "layer.json").read_text(encoding="utf-8"))
+    assert eager["out"].shape == seen["out"].shape
+    assert np.array_equal(eager["out"], seen["out"])  # the model's own numbers, every cell
+    naive = _explained(folder, tmp_path, "naive")
+    assert not np.array_equal(naive["out"], seen["out"])
+    assert eager["trace"]["precision"]["first_nonfinite"] is None
+
+
+def test_a_bfloat16_diffllama_layer_is_reproduced_bit_for_bit(tmp_path):
+    """Differential attention as DiffLlama's eager attention computes it in bfloat16: each map
+    times V'' apart, λ (a bfloat16 tensor) times the second, the group norm in float32 inside,
+    times (1 − λ_init): every cell of o_proj's output. The same layer with the maps' difference
+    taken first and every op in bfloat16 (naive) differs."""
+    folder = tmp_path / "diffllama"
+    fields = {**te_more.LLAMA, "num_key_value_heads": 2}
+    seen = _bf16_layer(folder, "DiffLlamaConfig", fields, "DiffLlamaForCausalLM")
+    eager = _explained(folder, tmp_path, "eager")
+    assert "differential" in json.loads((tmp_path / "layer.json").read_text(encoding="utf-8"))
     assert eager["out"].shape == seen["out"].shape
     assert np.array_equal(eager["out"], seen["out"])  # the model's own numbers, every cell
     naive = _explained(folder, tmp_path, "naive")

@@ -152,3 +152,143 @@ def test_each_v_norm_stage_is_gemmas_in_that_dtype(dtype: str, policy: str) -> N
     assert checked >= 40
     assert same >= 0.99 * total, (same, total)
     assert told  # the other rounding point is told apart
+
+
+def diff_problem(seed: int) -> dict[str, Any] | None:
+    """problem(seed) with differential attention (None where its heads are odd): λ, λ_init and
+    ε drawn, λ at times above 1 (a pair whose difference cancels most)."""
+    doc = problem(seed)
+    if doc["heads"] % 2:
+        return None
+    rng = np.random.default_rng(seed + 700)
+    doc["differential"] = {
+        "lambda": float(rng.uniform(0.1, 1.2)),
+        "lambda_init": float(rng.uniform(0.1, 0.8)),
+        "eps": float(rng.choice([1e-5, 1e-2])),
+    }
+    return doc
+
+
+def _diffllama_output(a: Any, b: Any, v: Any, lam: Any) -> Any:
+    """DiffLlama's eager attention: each map times V'' (its own attention call), then the
+    first less λ (a tensor in the dtype) times the second."""
+    return torch.matmul(a, v) - lam * torch.matmul(b, v)
+
+
+def _diff_stage(stage: Any, dt: Any, naive: bool, trace: Any) -> tuple[Any, Any] | None:
+    """(torch's stage, the same rounded at the other policy's points), from the stage's own
+    operands (for D under eager, from the two maps it is made of); None: not a pair's op."""
+    ops = [_t(o, dt) for o in stage.operands]
+    if stage.op == "diff_maps":
+        lam = _t(np.float64(stage.params["lambda"]), dt)
+        in_dtype = ops[0] - lam * ops[1]
+        wide = ops[0].float() - lam.float() * ops[1].float()  # shown in float32
+        return (in_dtype, wide) if naive else (wide, in_dtype)
+    if stage.op == "matmul" and stage.id == "diff_output":
+        maps = trace.stage("diff_weights", stage.head)
+        a, b = (_t(o, dt) for o in maps.operands)
+        lam = _t(np.float64(maps.params["lambda"]), dt)
+        theirs = _diffllama_output(a, b, ops[1], lam)
+        naive_d = torch.matmul(a - lam * b, ops[1])
+        return (naive_d, theirs) if naive else (theirs, naive_d)
+    if stage.op == "group_rms":
+        eps = stage.params["eps"]
+        module = torch.nn.RMSNorm(ops[0].shape[-1], eps=eps, elementwise_affine=False)
+        by_hand = _naive_v_norm(ops[0], eps)
+        return (by_hand, module(ops[0])) if naive else (module(ops[0]), by_hand)
+    if stage.op == "diff_scale":  # (1 - lambda_init) * groupnorm: a Python number
+        factor = stage.params["factor"]
+        return factor * ops[0], torch.tensor(factor).to(dt) * ops[0]
+    if stage.op == "diff_join":
+        joined = torch.cat(ops, dim=-1)
+        return joined, joined
+    return None
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("policy", ["eager", "naive"])
+def test_each_differential_stage_is_diffllamas_in_that_dtype(dtype: str, policy: str) -> None:
+    dt = DTYPES[dtype]
+    same = total = 0
+    told: dict[str, int] = {}
+    for seed in range(40):
+        doc = diff_problem(seed)
+        if doc is None:
+            continue
+        trace = qkvcalc.explain(**doc, dtype=dtype, policy=policy)
+        for stage in trace.stages:
+            with torch.no_grad():
+                found = _diff_stage(stage, dt, policy == "naive", trace)
+            if found is None:
+                continue
+            theirs, other = (t.double().numpy() for t in found)
+            wide = stage.op == "diff_maps" and policy == "eager"  # shown in float32
+            ulps = _ulps(stage.value, theirs, torch.float32 if wide else dt)
+            assert ulps.max() <= 1, (seed, stage.formula, stage.head, stage.value, theirs)
+            same += int((ulps == 0).sum())
+            total += ulps.size
+            told[stage.id] = told.get(stage.id, 0) + int((other != stage.value).sum())
+    assert set(told) == {"diff_weights", "diff_v", "diff_output", "diff_norm", "diff_scaled"}
+    assert same >= 0.99 * total, (same, total)
+    # the other rounding points are told apart (the join moves numbers: nothing to tell)
+    assert all(told[s] for s in ("diff_weights", "diff_output", "diff_norm", "diff_scaled")), told
+
+
+def test_the_float64_twin_of_every_differential_stage_is_the_plain_run() -> None:
+    for seed in range(12):
+        doc = diff_problem(seed)
+        if doc is None:
+            continue
+        plain = qkvcalc.explain(**doc)
+        for policy in ("eager", "naive"):
+            low = qkvcalc.explain(**doc, dtype="bfloat16", policy=policy)
+            for mine, twin in zip(low.stages, plain.stages, strict=True):
+                if mine.twin is not None:
+                    np.testing.assert_allclose(mine.twin_value, twin.value, rtol=0, atol=1e-12)
+
+
+def test_differential_under_sdpa_is_one_message() -> None:
+    doc = next(d for d in map(diff_problem, range(20)) if d is not None)
+    with pytest.raises(qkvcalc.QkvcalcError) as raised:
+        qkvcalc.explain(**doc, dtype="bfloat16", policy="sdpa")
+    assert raised.value.msg.key == "precision.sdpa_differential"
+
+
+NEW_OPS = {  # a problem of each feature, as a document the command line reads
+    "mla": mla_problem(0),
+    "v_norm": {**problem(3), "v_norm": {"eps": 1e-2}},
+    "differential": diff_problem(2),
+}
+
+
+@pytest.mark.parametrize("feature", sorted(NEW_OPS))
+@pytest.mark.parametrize(("dtype", "policy"), [("bfloat16", "eager"), ("float16", "naive")])
+def test_every_equals_holds_in_the_new_ops_under_dtype(cli, feature, dtype, policy) -> None:
+    """Every '=' of the cell arithmetic holds for the numbers shown (the dtype's), as
+    tests/test_arith_invariant.py checks the presets, and the rounding notes are there."""
+    import json
+
+    from tests.test_arith_invariant import PINNED_ENV, arithmetic_lines, check_line
+
+    doc = NEW_OPS[feature]
+    assert doc is not None
+    args = ["explain", "-", "-f", "table", "--no-color", "--detail", "full", "--dtype", dtype]
+    env = {**PINNED_ENV, "COLUMNS": "4000"}
+    result = cli(*args, "--policy", policy, input=json.dumps(doc), env=env)
+    assert result.exit_code == 0, result.output[-2000:]
+    checked = 0
+    for line in arithmetic_lines(result.output):
+        try:
+            n, failure = check_line(line, 4)
+        except ArithmeticError:
+            assert line.endswith(" NaN"), line  # a float16 row of −∞ (−1e9), said to be NaN
+            continue
+        assert failure is None, failure
+        checked += n
+    assert checked
+    said = {
+        "mla": "As transformers' RMSNorm" if policy == "eager" else "x / √(mean(x²) + ε) · w",
+        "v_norm": "Gemma 3n" if policy == "eager" else "V / √(mean(V²) + ε)",
+        "differential": "DiffLlama never forms Δ" if policy == "eager" else "D / √(mean(D²)",
+    }
+    assert said[feature] in result.output

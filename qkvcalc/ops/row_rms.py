@@ -68,14 +68,15 @@ def lowp(eager: str, naive: str) -> Rule:
     rounded to the dtype once: torch's F.rms_norm without a weight (DiffLlama's group norm,
     nn.RMSNorm), Gemma 3n's and Gemma 4's RMSNorm(with_scale=False) (its pow(·, −0.5) is
     torch's 1/√ in float32, bit for bit). naive, x / √(mean(x²) + ε) written by hand: x², the
-    mean (summed in float32), the mean + ε, the square root and the division each rounded to
-    the dtype."""
+    mean (summed in float32), the mean + ε (ε in the dtype: torch adds a Python number to a
+    tensor so), the square root and the division each rounded to the dtype."""
 
     def rule(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
         x, eps = ops[0], params["eps"]
         if r.policy == "naive":
             mean = r.to(r.work(r.to(x * x)).mean(axis=1, keepdims=True))
-            value = r.to(x / r.to(np.sqrt(r.to(mean + eps))))
+            # torch adds a Python number to a tensor in the dtype as the dtype's number
+            value = r.to(x / r.to(np.sqrt(r.to(mean + r.to(np.float64(eps))))))
             return Out(value, notes=(Msg(naive, dtype=str(r.dtype)),))
         wide = r.work(x)
         mean = r.f32(np.mean(wide * wide, axis=1, keepdims=True))
