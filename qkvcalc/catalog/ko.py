@@ -983,7 +983,7 @@ MESSAGES: dict[str, str] = {
     "값)와의 곱을 {dtype} 값으로 반올림합니다.",
     "precision.rmsnorm_naive": "업캐스트 없이 {dtype} 텐서로 짠 x / √(mean(x²) + ε) · w: x², "
     "평균, 평균 + ε, 그 제곱근, 나눗셈, 가중치와의 곱을 각각 {dtype} 값으로 반올림합니다.",
-    "precision.v_norm_eager": "Gemma 3n과 Gemma 4의 V 정규화(가중치 없는 RMSNorm)처럼: 행을 "
+    "precision.v_norm_eager": "Gemma 3n과 Gemma 4의 Value 정규화(가중치 없는 RMSNorm)처럼: 행을 "
     "float32로 두고 mean(x²), 1/√(mean + ε), x와 그 곱을 float32로 계산해 한 번만 {dtype} 값으로 "
     "반올림합니다.",
     "precision.v_norm_naive": "업캐스트 없이 {dtype} 텐서로 짠 V / √(mean(V²) + ε): V², 평균, "
@@ -1008,7 +1008,7 @@ MESSAGES: dict[str, str] = {
     "나눗셈을 각각 {dtype} 값으로 반올림합니다.",
     "precision.diff_scale": "각 칸에 1 − λ_init = {factor} 값을 float32로 곱하고(torch는 텐서와 "
     "파이썬 수의 곱을 이렇게 계산합니다) {dtype} 값으로 반올림합니다.",
-    "precision.sdpa_differential": "--policy sdpa는 아직 차등 어텐션을 계산하지 "
+    "precision.sdpa_differential": "--policy sdpa는 아직 차분 어텐션을 계산하지 "
     "않습니다(DiffLlama는 V''의 두 절반으로 torch 커널을 두 번 부릅니다). --policy eager 또는 "
     "naive를 쓰세요",
     "precision.sdpa_feature": "--policy sdpa로는 다음을 계산할 수 없습니다: {feature}. torch의 "
