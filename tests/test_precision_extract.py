@@ -151,12 +151,17 @@ def _explained(folder, tmp_path, policy: str) -> dict:
     return {"trace": trace, "out": np.array(final["value"], dtype=np.float64)}
 
 
-def test_a_bfloat16_deepseek_v3_mla_layer_is_reproduced_bit_for_bit(tmp_path):
+@pytest.mark.parametrize("case", ["default-half", "yarn-interleaved"])
+def test_a_bfloat16_deepseek_v3_mla_layer_is_reproduced_bit_for_bit(tmp_path, case):
     """Multi-head latent attention (its latents' RMSNorms, the shared rotary key, the join)
-    as DeepSeek-V3's eager attention computes it in bfloat16: every cell of o_proj's output.
-    Not by chance: the same layer with every op rounded to bfloat16 (naive) differs."""
+    as DeepSeek-V3's eager attention computes it in bfloat16: every cell of o_proj's output,
+    with the default RoPE in the rotate_half layout and with YaRN in the interleaved one (its
+    attention factor, mscale in the scale). Not by chance: the same layer with every op
+    rounded to bfloat16 (naive) differs."""
     folder = tmp_path / "deepseek"
     fields = {**te_mla.DEEPSEEK, **DEEPSEEK_FIELDS}
+    if case != "default-half":
+        fields = te_mla.CASES[case]
     seen = _bf16_layer(
         folder, "DeepseekV3Config", fields, "DeepseekV3ForCausalLM",
         experts_implementation="eager",
