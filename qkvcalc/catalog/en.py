@@ -1109,6 +1109,35 @@ MESSAGES: dict[str, str] = {
     "precision.rmsnorm_naive": "Written with tensors in {dtype} and no upcast, x / √(mean(x²) + "
     "ε) · w: x², the mean, the mean + ε, its square root, the division and the product by the "
     "weight each rounded to {dtype}.",
+    "precision.v_norm_eager": "As Gemma 3n's and Gemma 4's norm on V (RMSNorm without a weight) "
+    "computes it: the row in float32, mean(x²), 1/√(mean + ε) and x times it in float32, rounded "
+    "to {dtype} once.",
+    "precision.v_norm_naive": "Written with tensors in {dtype} and no upcast, V / √(mean(V²) + "
+    "ε): V², the mean, the mean + ε (ε too in {dtype}: torch adds a Python number to a tensor "
+    "so), its square root and the division each rounded to {dtype}.",
+    "precision.diff_maps_eager": "DiffLlama never forms Δ: it multiplies V'' by each of the two "
+    "maps apart (one attention call each) and takes λ times the second output from the first (the "
+    "next stage). Δ is shown here in float32, from the {dtype} weights and λ = {lam} (DiffLlama's "
+    "λ is a tensor in {dtype}), to be read (its numbers and units in the last place are "
+    "float32's); the next stage does not read it.",
+    "precision.diff_maps_naive": "Written with tensors in {dtype}: λ = {lam} (in {dtype}) times "
+    "the second map, and the first map less that, each rounded to {dtype}.",
+    "precision.diff_output_eager": "As DiffLlama's eager attention computes it: the first map "
+    "times V'' and the second map times V'', each summed in float32 and rounded to {dtype}; λ "
+    "times the second, rounded to {dtype}; the first less that, rounded to {dtype}. It is not "
+    "Δ·V'' from the Δ shown above, so the cell arithmetic below, which redoes that product, can "
+    "differ from it in the last digits.",
+    "precision.diff_norm_eager": "As DiffLlama's group norm (torch's RMSNorm without a weight) "
+    "computes it: the row in float32, mean(x²), 1/√(mean + ε) and x times it in float32, rounded "
+    "to {dtype} once.",
+    "precision.diff_norm_naive": "Written with tensors in {dtype} and no upcast, D / √(mean(D²) + "
+    "ε): D², the mean, the mean + ε (ε too in {dtype}: torch adds a Python number to a tensor "
+    "so), its square root and the division each rounded to {dtype}.",
+    "precision.diff_scale": "Each cell times 1 − λ_init = {factor} in float32 (torch multiplies a "
+    "tensor by a Python number so), rounded to {dtype}.",
+    "precision.sdpa_differential": "--policy sdpa does not compute differential attention yet "
+    "(DiffLlama calls torch's kernel twice, once with each half of V''): use --policy eager or "
+    "naive",
     "precision.sdpa_feature": "--policy sdpa cannot compute {feature}: torch's "
     "scaled_dot_product_attention has no place for it (use --policy eager or naive)",
     "precision.feature_unsupported": "--dtype does not compute {feature} in low precision yet "

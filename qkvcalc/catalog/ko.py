@@ -1092,6 +1092,34 @@ MESSAGES: dict[str, str] = {
     "값)와의 곱을 {dtype} 값으로 반올림합니다.",
     "precision.rmsnorm_naive": "업캐스트 없이 {dtype} 텐서로 짠 x / √(mean(x²) + ε) · w: x², "
     "평균, 평균 + ε, 그 제곱근, 나눗셈, 가중치와의 곱을 각각 {dtype} 값으로 반올림합니다.",
+    "precision.v_norm_eager": "Gemma 3n과 Gemma 4의 Value 정규화(가중치 없는 RMSNorm)처럼: 행을 "
+    "float32로 두고 mean(x²), 1/√(mean + ε), x와 그 곱을 float32로 계산해 한 번만 {dtype} 값으로 "
+    "반올림합니다.",
+    "precision.v_norm_naive": "업캐스트 없이 {dtype} 텐서로 짠 V / √(mean(V²) + ε): V², 평균, "
+    "평균 + ε(torch는 텐서에 파이썬 수를 더할 때 그 수도 {dtype} 값으로 바꿉니다), 그 제곱근, "
+    "나눗셈을 각각 {dtype} 값으로 반올림합니다.",
+    "precision.diff_maps_eager": "DiffLlama는 Δ를 만들지 않습니다. 두 맵을 따로 V''에 "
+    "곱하고(어텐션 호출 한 번씩) 첫째 출력에서 λ와 둘째 출력의 곱을 뺍니다(다음 단계). 여기서 Δ는 "
+    "{dtype} 가중치와 λ = {lam}(DiffLlama의 λ는 {dtype} 텐서)로 float32에서 계산해 읽으라고 보여 "
+    "줄 뿐이며(수와 ulp는 float32 기준), 다음 단계는 이 값을 읽지 않습니다.",
+    "precision.diff_maps_naive": "{dtype} 텐서로 짠 계산: λ = {lam}({dtype} 값)와 둘째 맵의 곱, "
+    "첫째 맵에서 그 곱을 뺀 값을 각각 {dtype} 값으로 반올림합니다.",
+    "precision.diff_output_eager": "DiffLlama의 eager 어텐션처럼: 첫째 맵과 V''의 곱, 둘째 맵과 "
+    "V''의 곱을 각각 float32로 더해 {dtype} 값으로 반올림하고, λ와 둘째 곱의 곱을 {dtype} 값으로 "
+    "반올림하고, 첫째에서 그것을 뺀 값을 {dtype} 값으로 반올림합니다. 위에 보인 Δ로 계산한 "
+    "Δ·V''가 아니므로, 그 곱을 다시 하는 아래 칸 계산은 마지막 자릿수에서 이 값과 다를 수 "
+    "있습니다.",
+    "precision.diff_norm_eager": "DiffLlama의 그룹 정규화(가중치 없는 torch RMSNorm)처럼: 행을 "
+    "float32로 두고 mean(x²), 1/√(mean + ε), x와 그 곱을 float32로 계산해 한 번만 {dtype} 값으로 "
+    "반올림합니다.",
+    "precision.diff_norm_naive": "업캐스트 없이 {dtype} 텐서로 짠 D / √(mean(D²) + ε): D², 평균, "
+    "평균 + ε(torch는 텐서에 파이썬 수를 더할 때 그 수도 {dtype} 값으로 바꿉니다), 그 제곱근, "
+    "나눗셈을 각각 {dtype} 값으로 반올림합니다.",
+    "precision.diff_scale": "각 칸에 1 − λ_init = {factor} 값을 float32로 곱하고(torch는 텐서와 "
+    "파이썬 수의 곱을 이렇게 계산합니다) {dtype} 값으로 반올림합니다.",
+    "precision.sdpa_differential": "--policy sdpa는 아직 차분 어텐션을 계산하지 "
+    "않습니다(DiffLlama는 V''의 두 절반으로 torch 커널을 두 번 부릅니다). --policy eager 또는 "
+    "naive를 쓰세요",
     "precision.sdpa_feature": "--policy sdpa로는 다음을 계산할 수 없습니다: {feature}. torch의 "
     "scaled_dot_product_attention에는 그 자리가 없습니다(--policy eager 또는 naive를 쓰세요)",
     "precision.feature_unsupported": "--dtype은 아직 다음을 낮은 정밀도로 계산하지 않습니다: "

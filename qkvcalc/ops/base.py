@@ -228,8 +228,8 @@ class Feature(NamedTuple):
     no_decode: str = ""  # the catalog key that refuses it with --decode (it has no steps yet)
     no_tiles: str = ""  # the catalog key that refuses it with --tiles (no stage holds weights)
     # torch's scaled_dot_product_attention has no place for it: --dtype … --policy sdpa refuses
-    # it (one message naming it), tiles or not
-    no_sdpa: bool = False
+    # it (one message naming it), tiles or not; or the catalog key that refuses it so
+    no_sdpa: bool | str = False
     no_train: str = ""  # the catalog key that refuses `train` (it cannot learn its numbers yet)
     no_backward: str = ""  # the catalog key that refuses --backward (it has no gradients yet)
     no_dtype: str = ""  # the catalog key that refuses --dtype (its ops have no rounding rules)
