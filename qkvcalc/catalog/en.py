@@ -2008,6 +2008,8 @@ MESSAGES: dict[str, str] = {
     "extract.not_attention": "layer {layer} of {model} is a {kind} layer, not softmax "
     "attention, and qkvcalc extract reads softmax attention only; the attention layers of this "
     "model are {attention}",
+    "extract.minimax_act": "MiniMax's lightning layers apply the config's hidden_act to q, k and "
+    "v, and qkvcalc's lightning key has silu only; this model's is {act}",
     "extract.hybrid": "{model} is a {arch} model ({model_type!r}): a hybrid whose layers are "
     "softmax attention and {kind} layers, and qkvcalc extract does not read its attention layers "
     "yet",

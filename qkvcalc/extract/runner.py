@@ -45,6 +45,7 @@ def families() -> dict[str, Family]:
         gemma,
         gpt2,
         llama,
+        minimax,
         modernbert,
         neox,
         opt,
@@ -69,6 +70,7 @@ def families() -> dict[str, Family]:
         deepseek.FAMILY,
         deepseek.KIMI_LINEAR,
         gemma.FAMILY,
+        minimax.FAMILY,
     ):
         for model_type in family.names:
             found[model_type] = family
