@@ -454,10 +454,10 @@ MESSAGES: dict[str, str] = {
     "stage.o_norm.title": "Lightning attention: the heads' outputs, normalized",
     "stage.o_norm.why": "Each head's output divided by its row's root (shared by all the "
     "heads), times the head's columns of the norm's learned weight.",
-    "stage.lightning_gated.title": "Lightning attention: the normalized output, gated",
-    "stage.lightning_gated.why": "Each cell times its gate σ(X·W_G), the token's own "
-    "decision (MiniMax: sigmoid(output_gate(x)) * the normed output). After this, the heads "
-    "are joined and out_proj (W_O) mixes them.",
+    "stage.lightning_gated.title": "Lightning attention: the head's output, gated",
+    "stage.lightning_gated.why": "Each cell of the stage before times its gate σ(X·W_G), which "
+    "the token itself decides (MiniMax: sigmoid(output_gate(x)) times the normalized output). "
+    "After this, the heads are joined and out_proj (W_O) mixes them.",
     "note.lightning_silu": "silu(x) = x·σ(x) = x / (1 + e^(−x)), cell by cell.",
     "note.lightning_state": "S_0 = 0. Each cell: e^(−λ)·S_(t−1)[i,j] + k_t[i]·v_t[j], with λ = "
     "{slope}: e^(−λ) ≈ {decay}.",

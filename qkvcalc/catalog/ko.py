@@ -451,10 +451,10 @@ MESSAGES: dict[str, str] = {
     "stage.o_norm.title": "라이트닝 어텐션: 정규화한 헤드 출력",
     "stage.o_norm.why": "각 헤드의 출력을 그 행의 근(모든 헤드가 함께 씀)으로 나누고, 정규화의 "
     "학습된 가중치 중 그 헤드의 열을 곱합니다.",
-    "stage.lightning_gated.title": "라이트닝 어텐션: 게이트를 곱한 정규화 출력",
-    "stage.lightning_gated.why": "각 칸에 그 게이트 σ(X·W_G)를 곱합니다. 토큰 자신이 정하는 "
-    "값입니다(MiniMax: sigmoid(output_gate(x)) * 정규화한 출력). 그다음 헤드들을 이어 붙이고 "
-    "out_proj(W_O)가 섞습니다.",
+    "stage.lightning_gated.title": "라이트닝 어텐션: 게이트를 곱한 헤드 출력",
+    "stage.lightning_gated.why": "앞 단계의 각 칸에 그 게이트 σ(X·W_G)를 곱합니다. 토큰 자신이 "
+    "정하는 값입니다(MiniMax: 정규화한 출력에 sigmoid(output_gate(x))를 곱함). 그다음 헤드들을 "
+    "이어 붙이고 out_proj(W_O)가 섞습니다.",
     "note.lightning_silu": "silu(x) = x·σ(x) = x / (1 + e^(−x)), 칸마다 계산합니다.",
     "note.lightning_state": "S_0 = 0. 각 칸: e^(−λ)·S_(t−1)[i,j] + k_t[i]·v_t[j], 여기서 λ = "
     "{slope}, e^(−λ) ≈ {decay}.",

@@ -324,35 +324,41 @@ def _agreement(h: int | None, v: Ref) -> Any:
     return remark
 
 
+def _rms(p: Any, value: Lightning, heads: list[Ref]) -> Spec:
+    """Each row's root mean square over every head's output side by side: [n, 1]."""
+    return Spec(
+        "o_rms",
+        None,
+        "joint_rms",
+        tuple(heads),
+        "r = √(mean(concat(out_1, …, out_H)²) + ε)",
+        p.tokens,
+        ("r",),
+        params={"eps": value.eps},
+        notes=(Msg("note.lightning_rms", eps=f"{value.eps:g}", width=p.heads * p.d_v),),
+        symbol="r",
+        letters="n×1",
+    )
+
+
 def _joined(p: Any, value: Lightning, heads: list[Ref]) -> tuple[list[Spec], list[Ref]]:
-    """After every head: the RMSNorm over the heads side by side (one root per row, each head
-    its columns of the weight), then the output gate of each head's columns."""
+    """After every head: the root of the RMSNorm over the heads side by side (one per row),
+    then each head's columns normalized (times theirs of the weight) and gated."""
     if not _joins(value):
         return [], heads
     specs: list[Spec] = []
-    last = [
-        Spec("output", h, "copy", (r,), "", p.tokens, dim_labels(p.d_v), symbol="out")
-        for h, r in enumerate(heads, start=1)
-    ]  # what the gate reads when there is no norm: each head's output (not a stage)
+    rms = None
     if value.norm is not None:
-        rms = Spec(
-            "o_rms",
-            None,
-            "joint_rms",
-            tuple(heads),
-            "r = √(mean(concat(out_1, …, out_H)²) + ε)",
-            p.tokens,
-            ("r",),
-            params={"eps": value.eps},
-            notes=(Msg("note.lightning_rms", eps=f"{value.eps:g}", width=p.heads * p.d_v),),
-            symbol="r",
-            letters="n×1",
-        )
+        rms = _rms(p, value, heads)
         specs.append(rms)
-        last = []
-        for h, head in enumerate(heads, start=1):
+    gate = None if value.gate is None else output_gate.Gate(value.gate, None, p.heads, "rows")
+    reads: list[Ref] = []
+    for h, head in enumerate(heads, start=1):
+        # what comes next reads the head's output (not a stage of its own here)
+        last = Spec("output", h, "copy", (head,), "", p.tokens, dim_labels(p.d_v), symbol="out")
+        if rms is not None and value.norm is not None:
             cols = slice((h - 1) * p.d_v, h * p.d_v)
-            normed = Spec(
+            last = Spec(
                 "o_norm",
                 h,
                 "rms_apply",
@@ -364,15 +370,13 @@ def _joined(p: Any, value: Lightning, heads: list[Ref]) -> tuple[list[Spec], lis
                 symbol="out_N",
                 letters="n×d_v",
             )
-            specs.append(normed)
-            last.append(normed)
-    if value.gate is not None:
-        gate = output_gate.Gate(value.gate, None, p.heads, "rows")
-        for h, spec in enumerate(last, start=1):
-            logits, squashed, gated = output_gate._stages(p, gate, h, spec)
-            specs += [logits, squashed, replace(gated, topic="lightning_gated", letters="n×d_v")]
-        return specs, [("gated", h) for h in range(1, p.heads + 1)]
-    return specs, [s.ref for s in last]
+            specs.append(last)
+        if gate is not None:
+            logits, squashed, gated = output_gate._stages(p, gate, h, last)
+            last = replace(gated, topic="lightning_gated", letters="n×d_v")
+            specs += [logits, squashed, last]
+        reads.append(last.ref)
+    return specs, reads
 
 
 # ---- the operations -----------------------------------------------------------------------------
