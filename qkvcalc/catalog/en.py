@@ -464,10 +464,10 @@ MESSAGES: dict[str, str] = {
     "note.lightning_weights": "W[t,s] = e^(−λ·(t − s))·q_t·k_s for s ≤ t, the share of token "
     "s's Value in row t: its k_s·v_sᵀ written into the state, decayed once by each later token "
     "up to t, read by q_t. On the diagonal there is no decay (t − s = 0).",
-    "note.lightning_linear_in_v": "W·V equals this output up to rounding: the largest "
-    "difference is {diff}. With q and k fixed the layer is linear in V (before MiniMax's norm, "
+    "note.lightning_linear_in_v": "W·{v} equals this output up to rounding: the largest "
+    "difference is {diff}. With q and k fixed the layer is linear in {v} (before MiniMax's norm, "
     "which is not).",
-    "note.lightning_linear_in_v_far": "W·V differs from this output by up to {diff}: the "
+    "note.lightning_linear_in_v_far": "W·{v} differs from this output by up to {diff}: the "
     "numbers are too large for float64 to keep them equal.",
     "note.lightning_blocked_equal": "The blocked form gives the same output up to rounding: the "
     "largest difference is {diff}.",

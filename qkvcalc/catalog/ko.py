@@ -461,11 +461,11 @@ MESSAGES: dict[str, str] = {
     "note.lightning_weights": "s ≤ t일 때 W[t,s] = e^(−λ·(t − s))·q_t·k_s, 행 t에서 토큰 s의 "
     "Value가 차지하는 몫입니다: k_s·v_sᵀ를 상태에 쓴 뒤, t까지 뒤에 오는 토큰마다 한 번씩 "
     "감쇠시키고 q_t로 읽은 값입니다. 대각선에서는 감쇠가 없습니다(t − s = 0).",
-    "note.lightning_linear_in_v": "W·V는 반올림 오차 안에서 이 출력과 같습니다: 가장 큰 차이는 "
-    "{diff}. q와 k를 고정하면 층은 V에 대해 선형입니다(MiniMax의 정규화 앞까지; 그 정규화는 "
-    "선형이 아닙니다).",
-    "note.lightning_linear_in_v_far": "W·V와 이 출력의 차이가 최대 {diff}입니다: 수가 너무 커서 "
-    "float64가 둘을 같게 유지하지 못합니다.",
+    "note.lightning_linear_in_v": "W·{v} 곱은 반올림 오차 안에서 이 출력과 같습니다: 가장 큰 "
+    "차이는 {diff}. q와 k를 고정하면 층은 {v} 행렬에 대해 선형입니다(MiniMax의 정규화 앞까지; 그 "
+    "정규화는 선형이 아닙니다).",
+    "note.lightning_linear_in_v_far": "W·{v} 곱과 이 출력의 차이가 최대 {diff}입니다: 수가 너무 "
+    "커서 float64가 둘을 같게 유지하지 못합니다.",
     "note.lightning_blocked_equal": "블록 형식도 반올림 오차 안에서 같은 출력을 냅니다: 가장 큰 "
     "차이는 {diff}.",
     "note.lightning_blocked_far": "블록 형식과 이 출력의 차이가 최대 {diff}입니다: 수가 너무 "

@@ -298,8 +298,9 @@ def _mixer(p: Any, value: Lightning, h: int | None, qkv: list[Spec]) -> list[tup
 
 
 def _agreement(h: int | None, v: Ref) -> Any:
-    """Under the output: W·V equals it (the layer is linear in V), and so does the blocked
-    form; each with the largest difference."""
+    """Under the output: W·V equals it (the layer is linear in V: V' = silu(V) when the layer
+    takes silu first), and so does the blocked form; each with the largest difference."""
+    name = "V'" if v[0] == "v_silu" else "V"
 
     def remark(value_of: Any) -> tuple[Msg, ...]:
         out = value_of(ref("output", h))
@@ -318,7 +319,7 @@ def _agreement(h: int | None, v: Ref) -> Any:
             ),
         ):
             diff = float(np.abs(other - out).max(initial=0.0))
-            notes.append(Msg(equal if diff <= tolerance else far, diff=f"{diff:.1e}"))
+            notes.append(Msg(equal if diff <= tolerance else far, diff=f"{diff:.1e}", v=name))
         return tuple(notes)
 
     return remark
