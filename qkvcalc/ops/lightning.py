@@ -231,6 +231,7 @@ def _mixer(p: Any, value: Lightning, h: int | None, qkv: list[Spec]) -> list[tup
         out += [(0, s) for s in acts]
         q, k, v = (s.ref for s in acts)
     sides = (q[0], k[0], v[0])  # the stage ids the quiz's mistakes work from
+    qkv_names = "Q', K', V'" if value.act == "silu" else "Q, K, V"
     zero = Const(np.zeros((p.d_k, p.d_v)))
     lam = f"{slope:g}"
     for t in range(1, n + 1):
@@ -272,7 +273,7 @@ def _mixer(p: Any, value: Lightning, h: int | None, qkv: list[Spec]) -> list[tup
         h,
         "lightning_blocked",
         (q, k, v),
-        f"O_block = blocked(Q, K, V, λ = {lam}; B = {value.block})",
+        f"O_block = blocked({qkv_names}, λ = {lam}; B = {value.block})",
         rows,
         dim_labels(p.d_v),
         params={"slope": slope, "block": value.block},
