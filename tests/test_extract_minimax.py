@@ -196,3 +196,21 @@ def test_a_loaded_model_keeps_its_own_buffers_after_extract(lab):
     assert relative(qkvcalc.explain(**problem).output, lab["refs"][2]["out"]) < TOL
     for name, value in before.items():
         assert torch.equal(getattr(attn, name), value), name
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_lightning_layer_with_another_activation_is_one_message(lang):
+    """The lightning key has silu only: a MiniMax whose hidden_act is another is refused at its
+    lightning layers, naming it (its attention layer is still read)."""
+    import qkvcalc
+    from qkvcalc.errors import QkvcalcError
+
+    fields = {**FIELDS, "hidden_act": "gelu"}
+    model = build_from(
+        "MiniMaxConfig", fields, "MiniMaxForCausalLM", _experts_implementation="eager"
+    )
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.extract(model, layer=0, input_ids=ids())
+    assert err.value.msg.key == "extract.minimax_act"
+    assert "'gelu'" in err.value.message(lang) and "silu" in err.value.message(lang)
+    assert "rope" in qkvcalc.extract(model, layer=1, input_ids=ids())
