@@ -173,6 +173,7 @@ PRESET_MHA = {
     "diff": False,  # differential attention: pairs of heads, which MHA has no place for
     "deltanet": False,  # a Gated DeltaNet layer: a state, not softmax attention
     "kda": False,  # a Kimi Delta Attention layer: a state, not softmax attention
+    "lightning": False,  # a lightning-attention layer: a state, not softmax attention
 }
 
 

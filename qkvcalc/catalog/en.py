@@ -414,6 +414,114 @@ MESSAGES: dict[str, str] = {
     "yet: leave out --backward.",
     "gated_delta.dtype": "--dtype does not round a Gated DeltaNet layer (gated_delta) yet: leave "
     "out --dtype.",
+    # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
+    "ui.variant.lightning": "a linear-attention layer: MiniMax's lightning attention, each "
+    "head's decay rate λ: {slopes}, its blocked form in blocks of {block}",
+    "stage.q_silu.title": "Lightning attention: silu of the Queries",
+    "stage.q_silu.why": "MiniMax passes the whole projection through silu(x) = x·σ(x) before it "
+    "splits it into Queries, Keys and Values (act_fn on qkv_proj's output). No softmax follows "
+    "to make the weights positive; silu lets positive numbers through almost unchanged and "
+    "turns negative ones into small negatives (never below −0.28).",
+    "stage.k_silu.title": "Lightning attention: silu of the Keys",
+    "stage.k_silu.why": "The same silu(x) = x·σ(x), on the Keys.",
+    "stage.v_silu.title": "Lightning attention: silu of the Values",
+    "stage.v_silu.why": "The same silu(x) = x·σ(x), on the Values.",
+    "stage.lightning_state.title": "Lightning attention: the state after this token",
+    "stage.lightning_state.why": "The state S (d_k × d_v) is all the layer keeps of the tokens "
+    "so far. Each token multiplies it by the head's fixed decay e^(−λ) and adds its own Key "
+    "times its own Value, k·vᵀ: linear attention with a decay, and nothing read back (no delta "
+    "rule). λ is the head's slope: MiniMax gives each head its own, smaller in later layers.",
+    "stage.lightning_weights.title": "Lightning attention: the attention matrix it computes "
+    "without forming it",
+    "stage.lightning_weights.why": "With q and k fixed, every output row is a weighted sum of "
+    "the Value rows of the tokens up to it; these are the weights (one row per query, lower "
+    "triangular: the layer is causal). Each is the plain product q_t·k_s, faded by e^(−λ) once "
+    "per step from s to t. Put it beside softmax attention: no exponential of the scores, no "
+    "division by a row sum, so its rows need not sum to 1 and may be negative.",
+    "stage.lightning_chunked.title": "Lightning attention: the blocked form",
+    "stage.lightning_chunked.why": "What MiniMax runs on a whole sequence: blocks of B tokens. "
+    "Within a block, ((Q·Kᵀ) ⊙ D)·V with D[i, j] = e^(−λ·(i − j)) for i ≥ j (the intra-block "
+    "part); from the blocks before, the state they left, read by each Query decayed by "
+    "e^(−λ·(i + 1)) (the inter-block part); then the state carried on. The same output as one "
+    "step per token, with fewer, larger matrix products.",
+    "stage.lightning_output.title": "Lightning attention: the output read from the state",
+    "stage.lightning_output.why": "Each token reads the state it has just written with its "
+    "Query: o_t = S_tᵀ·q_t. There is no scaling by 1/√d_k.",
+    "stage.o_rms.title": "Lightning attention: each row's root mean square over all the heads",
+    "stage.o_rms.why": "MiniMax joins the heads' outputs side by side and normalizes each row "
+    "with one RMSNorm over the whole width: one root per token, shared by every head, so a "
+    "head's share of the row stays as it was.",
+    "stage.o_norm.title": "Lightning attention: the heads' outputs, normalized",
+    "stage.o_norm.why": "Each head's output divided by its row's root (shared by all the "
+    "heads), times the head's columns of the norm's learned weight.",
+    "stage.lightning_gated.title": "Lightning attention: the head's output, gated",
+    "stage.lightning_gated.why": "Each cell of the stage before times its gate σ(X·W_G), which "
+    "the token itself decides (MiniMax: sigmoid(output_gate(x)) times the normalized output). "
+    "After this, the heads are joined and out_proj (W_O) mixes them.",
+    "note.lightning_silu": "silu(x) = x·σ(x) = x / (1 + e^(−x)), cell by cell.",
+    "note.lightning_state": "S_0 = 0. Each cell: e^(−λ)·S_(t−1)[i,j] + k_t[i]·v_t[j], with λ = "
+    "{slope}: e^(−λ) ≈ {decay}.",
+    "note.lightning_weights": "W[t,s] = e^(−λ·(t − s))·q_t·k_s for s ≤ t, the share of token "
+    "s's Value in row t: its k_s·v_sᵀ written into the state, decayed once by each later token "
+    "up to t, read by q_t. On the diagonal there is no decay (t − s = 0).",
+    "note.lightning_linear_in_v": "W·{v} equals this output up to rounding: the largest "
+    "difference is {diff}. With q and k fixed the layer is linear in {v} (before MiniMax's norm, "
+    "which is not).",
+    "note.lightning_linear_in_v_far": "W·{v} differs from this output by up to {diff}: the "
+    "numbers are too large for float64 to keep them equal.",
+    "note.lightning_blocked_equal": "The blocked form gives the same output up to rounding: the "
+    "largest difference is {diff}.",
+    "note.lightning_blocked_far": "The blocked form differs from this output by up to {diff}: "
+    "the numbers are too large for float64 to keep the two forms equal.",
+    "note.lightning_rms": "r = √(mean of the squares of the row's {width} numbers + ε), ε = "
+    "{eps}: the heads' outputs side by side (MiniMaxRMSNorm over H·d_v).",
+    "note.exact_stops_silu": "No exact fractions from here on: silu(x) = x / (1 + e^(−x)) is "
+    "irrational for every rational x ≠ 0 (e^(−x) is then transcendental).",
+    "note.exact_stops_lightning": "No exact fractions from here on: the decay e^(−λ) is "
+    "irrational for every rational λ ≠ 0 (it is then transcendental).",
+    "mistake.lightning_decay_missing": "These leave out the decay: the state is never "
+    "multiplied by e^(−λ), so every earlier token counts as much as the newest. Each token "
+    "first multiplies the state by e^(−λ), then adds k_t·v_tᵀ; W[t,s] = e^(−λ·(t − s))·q_t·k_s.",
+    "mistake.lightning_decay_by_position": "These decay by the Key's position instead of its "
+    "distance from the Query: e^(−λ·s) in place of e^(−λ·(t − s)). The decay counts the tokens "
+    "between s and t, so a token's own Key (s = t) is not decayed at all.",
+    "lightning.not_object": 'lightning must be an object such as {{"slope": [...]}}, not {value}.',
+    "lightning.unknown_key": "lightning has no key {key}; its keys are {known}",
+    "lightning.needs": "lightning needs slope: each head's decay rate λ (the state is "
+    "multiplied by e^(−λ) at each token), one number per head.",
+    "lightning.length": "lightning's {field} is {shape}, but it needs {length} numbers (slope: "
+    "one per head; norm: one per column of the heads side by side, H·d_v).",
+    "lightning.slope": "lightning's slope must be numbers of at least 0 (the decay e^(−λ) is at "
+    "most 1), not {value}.",
+    "lightning.block": "lightning's block (the blocked form's block size) must be a whole number "
+    "of at least 1, not {value}.",
+    "lightning.act": 'lightning\'s act is "silu" or left out (no activation), not {value}.',
+    "lightning.norm_eps": "lightning's norm_eps must be a number above 0, not {value}.",
+    "lightning.gate_needs_x": "lightning's gate multiplies by σ(X·W_G), so it needs x and the "
+    "weights, not q, k and v given directly.",
+    "lightning.gate_shape": "lightning's gate is {shape}, but it needs {want} (d_model × H·d_v "
+    'in the layout "{layout}").',
+    "lightning.mask": "A lightning-attention layer is causal by its nature (each token reads "
+    'the state written by the tokens up to it): give mask "causal" (the mask here is {mask}: a '
+    'problem without a "mask" key has none).',
+    "lightning.cross": "A lightning-attention layer reads its own tokens: Q has {n} rows but K "
+    "and V have {m}; they need the same rows.",
+    "lightning.kv_heads": "A lightning-attention problem needs as many K/V heads as heads (here "
+    "heads = {heads}, kv_heads = {kv_heads}): leave out kv_heads.",
+    "lightning.scale": "A lightning-attention layer does not scale its Queries (there are no "
+    "scores to scale): leave out scale.",
+    "lightning.alone": "A lightning-attention layer (lightning) has no scores and no softmax, so "
+    "the other features of attention do not apply to it: leave them out.",
+    "lightning.decode": "A lightning-attention layer (lightning) already runs token by token "
+    "through its state: leave out --decode.",
+    "lightning.tiles": "A lightning-attention layer (lightning) has no softmax to compute in "
+    "tiles: leave out --tiles.",
+    "lightning.train": "train does not learn through a lightning-attention layer (lightning) "
+    "yet: leave out lightning to train.",
+    "lightning.backward": "--backward does not go through a lightning-attention layer "
+    "(lightning) yet: leave out --backward.",
+    "lightning.dtype": "--dtype does not round a lightning-attention layer (lightning) yet: "
+    "leave out --dtype.",
     # ---- differential attention (qkvcalc/ops/differential.py) ----
     "ui.variant.differential": "differential attention in pairs of heads, λ = {lam}, "
     "λ_init = {init}",
@@ -678,6 +786,12 @@ MESSAGES: dict[str, str] = {
     "its key, and writes β times the difference from its value along its key. The preset "
     "deltanet has the same tokens and weights with one decay per token. The chunked form (chunks "
     "of 2) gives the same output.",
+    "preset.lightning.description": "Lightning attention (MiniMax): a 2×2 state decayed by "
+    "e^(−λ) and added to token by token, beside the 3×3 matrix it computes without forming it",
+    "preset.lightning.reference": "Made for qkvcalc, after Qin et al. 2024, 'Lightning "
+    "Attention-2' and transformers' MiniMaxLightningAttention: no scaling and no softmax; each "
+    "token multiplies the state by the head's fixed decay e^(−λ) and adds its key times its "
+    "value. The blocked form (blocks of 2) gives the same output.",
     "preset.gqa.description": "Grouped-query attention: 4 query heads share 2 key/value heads "
     "(d_k = 1, causal)",
     "preset.multihead.description": "Two heads on 'I love cats': both read all of X, each "
@@ -2035,6 +2149,8 @@ MESSAGES: dict[str, str] = {
     "extract.not_attention": "layer {layer} of {model} is a {kind} layer, not softmax "
     "attention, and qkvcalc extract reads softmax attention only; the attention layers of this "
     "model are {attention}",
+    "extract.minimax_act": "MiniMax's lightning layers apply the config's hidden_act to q, k and "
+    "v, and qkvcalc's lightning key has silu only; this model's is {act}",
     "extract.hybrid": "{model} is a {arch} model ({model_type!r}): a hybrid whose layers are "
     "softmax attention and {kind} layers, and qkvcalc extract does not read its attention layers "
     "yet",

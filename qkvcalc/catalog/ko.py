@@ -413,6 +413,113 @@ MESSAGES: dict[str, str] = {
     "--backward를 빼세요.",
     "gated_delta.dtype": "--dtype은 아직 Gated DeltaNet 층(gated_delta)을 반올림하지 않습니다: "
     "--dtype을 빼세요.",
+    # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
+    "ui.variant.lightning": "선형 어텐션 층: MiniMax의 라이트닝 어텐션, 각 헤드의 감쇠율 λ: "
+    "{slopes}, 블록 형식의 블록 크기: {block}",
+    "stage.q_silu.title": "라이트닝 어텐션: Query의 silu",
+    "stage.q_silu.why": "MiniMax는 투영 전체에 silu(x) = x·σ(x)를 적용한 뒤 Query, Key, Value로 "
+    "나눕니다(qkv_proj 출력에 act_fn). 뒤에 가중치를 양수로 만들어 줄 소프트맥스가 없습니다. "
+    "silu는 양수는 거의 그대로 통과시키고 음수는 작은 음수로 바꿉니다(−0.28보다 작아지지 않음).",
+    "stage.k_silu.title": "라이트닝 어텐션: Key의 silu",
+    "stage.k_silu.why": "같은 silu(x) = x·σ(x)를 Key에 적용합니다.",
+    "stage.v_silu.title": "라이트닝 어텐션: Value의 silu",
+    "stage.v_silu.why": "같은 silu(x) = x·σ(x)를 Value에 적용합니다.",
+    "stage.lightning_state.title": "라이트닝 어텐션: 이 토큰 다음의 상태",
+    "stage.lightning_state.why": "상태 S(d_k × d_v)는 층이 지금까지의 토큰에서 간직하는 "
+    "전부입니다. 토큰마다 헤드의 고정된 감쇠 e^(−λ)를 상태에 곱하고, 자기 Key와 자기 Value의 곱 "
+    "k·vᵀ를 더합니다: 감쇠가 있는 선형 어텐션이며, 다시 읽어 고치는 단계(델타 규칙)는 없습니다. "
+    "λ는 헤드의 기울기입니다: MiniMax는 헤드마다 다른 값을 주고, 뒤쪽 층일수록 더 작습니다.",
+    "stage.lightning_weights.title": "라이트닝 어텐션: 만들지 않고 계산하는 어텐션 행렬",
+    "stage.lightning_weights.why": "q와 k를 고정하면 출력의 각 행은 그 토큰까지의 Value 행들의 "
+    "가중합입니다. 이 표가 그 가중치입니다(Query마다 한 행, 하삼각: 층은 인과적입니다). 각 값은 "
+    "단순한 곱 q_t·k_s에, s에서 t까지 한 단계마다 한 번씩 e^(−λ)를 곱한 것입니다. 소프트맥스 "
+    "어텐션과 나란히 놓아 보세요: 스코어의 지수도, 행 합으로 나누기도 없어서 행의 합이 1일 필요가 "
+    "없고 음수일 수도 있습니다.",
+    "stage.lightning_chunked.title": "라이트닝 어텐션: 블록 형식",
+    "stage.lightning_chunked.why": "MiniMax가 시퀀스 전체에 실제로 쓰는 계산입니다: B개 토큰의 "
+    "블록 단위. 블록 안에서는 ((Q·Kᵀ) ⊙ D)·V, 여기서 i ≥ j일 때 D[i, j] = e^(−λ·(i − j))입니다"
+    "(블록 내부 부분). 앞 블록들에서는 그 블록들이 남긴 상태를, e^(−λ·(i + 1))로 감쇠한 각 "
+    "Query로 읽습니다(블록 사이 부분). 그다음 상태를 넘깁니다. 토큰마다 한 단계씩 계산한 것과 "
+    "같은 출력을 더 적고 더 큰 행렬곱으로 냅니다.",
+    "stage.lightning_output.title": "라이트닝 어텐션: 상태에서 읽은 출력",
+    "stage.lightning_output.why": "각 토큰은 방금 쓴 상태를 자기 Query로 읽습니다: o_t = "
+    "S_tᵀ·q_t. 1/√d_k로 스케일링하지 않습니다.",
+    "stage.o_rms.title": "라이트닝 어텐션: 모든 헤드에 걸친 각 행의 제곱평균제곱근",
+    "stage.o_rms.why": "MiniMax는 헤드들의 출력을 나란히 이어 붙이고, 전체 너비에 걸친 RMSNorm "
+    "하나로 각 행을 정규화합니다: 토큰마다 근 하나를 모든 헤드가 함께 쓰므로, 행에서 각 헤드가 "
+    "차지하는 몫은 그대로입니다.",
+    "stage.o_norm.title": "라이트닝 어텐션: 정규화한 헤드 출력",
+    "stage.o_norm.why": "각 헤드의 출력을 그 행의 근(모든 헤드가 함께 씀)으로 나누고, 정규화의 "
+    "학습된 가중치 중 그 헤드의 열을 곱합니다.",
+    "stage.lightning_gated.title": "라이트닝 어텐션: 게이트를 곱한 헤드 출력",
+    "stage.lightning_gated.why": "앞 단계의 각 칸에 그 게이트 σ(X·W_G)를 곱합니다. 토큰 자신이 "
+    "정하는 값입니다(MiniMax: 정규화한 출력에 sigmoid(output_gate(x))를 곱함). 그다음 헤드들을 "
+    "이어 붙이고 out_proj(W_O)가 섞습니다.",
+    "note.lightning_silu": "silu(x) = x·σ(x) = x / (1 + e^(−x)), 칸마다 계산합니다.",
+    "note.lightning_state": "S_0 = 0. 각 칸: e^(−λ)·S_(t−1)[i,j] + k_t[i]·v_t[j], 여기서 λ = "
+    "{slope}, e^(−λ) ≈ {decay}.",
+    "note.lightning_weights": "s ≤ t일 때 W[t,s] = e^(−λ·(t − s))·q_t·k_s, 행 t에서 토큰 s의 "
+    "Value가 차지하는 몫입니다: k_s·v_sᵀ를 상태에 쓴 뒤, t까지 뒤에 오는 토큰마다 한 번씩 "
+    "감쇠시키고 q_t로 읽은 값입니다. 대각선에서는 감쇠가 없습니다(t − s = 0).",
+    "note.lightning_linear_in_v": "W·{v} 곱은 반올림 오차 안에서 이 출력과 같습니다: 가장 큰 "
+    "차이는 {diff}. q와 k를 고정하면 층은 {v} 행렬에 대해 선형입니다(MiniMax의 정규화 앞까지; 그 "
+    "정규화는 선형이 아닙니다).",
+    "note.lightning_linear_in_v_far": "W·{v} 곱과 이 출력의 차이가 최대 {diff}입니다: 수가 너무 "
+    "커서 float64가 둘을 같게 유지하지 못합니다.",
+    "note.lightning_blocked_equal": "블록 형식도 반올림 오차 안에서 같은 출력을 냅니다: 가장 큰 "
+    "차이는 {diff}.",
+    "note.lightning_blocked_far": "블록 형식과 이 출력의 차이가 최대 {diff}입니다: 수가 너무 "
+    "커서 float64가 두 형식을 같게 유지하지 못합니다.",
+    "note.lightning_rms": "r = √(행의 수 {width}개의 제곱의 평균 + ε), ε = {eps}: 헤드들의 "
+    "출력을 나란히 놓은 행입니다(H·d_v에 걸친 MiniMaxRMSNorm).",
+    "note.exact_stops_silu": "여기부터는 정확한 분수가 없습니다: silu(x) = x / (1 + e^(−x))는 "
+    "0이 아닌 모든 유리수 x에서 무리수입니다(그때 e^(−x)는 초월수입니다).",
+    "note.exact_stops_lightning": "여기부터는 정확한 분수가 없습니다: 감쇠 e^(−λ)는 0이 아닌 "
+    "모든 유리수 λ에서 무리수입니다(그때 초월수입니다).",
+    "mistake.lightning_decay_missing": "이 값은 감쇠를 뺐습니다: 상태에 e^(−λ)를 한 번도 곱하지 "
+    "않아서 앞선 토큰이 모두 가장 새 토큰만큼 셉니다. 각 토큰은 먼저 상태에 e^(−λ)를 곱한 뒤 "
+    "k_t·v_tᵀ를 더합니다. W[t,s] = e^(−λ·(t − s))·q_t·k_s.",
+    "mistake.lightning_decay_by_position": "이 값은 Query와의 거리 대신 Key의 위치로 "
+    "감쇠시켰습니다: e^(−λ·(t − s)) 자리에 e^(−λ·s). 감쇠는 s와 t 사이의 토큰 수를 세므로, "
+    "토큰 자신의 Key(s = t)는 전혀 감쇠하지 않습니다.",
+    "lightning.not_object": 'lightning은 {{"slope": [...]}} 같은 객체여야 합니다. 받은 값: {value}',
+    "lightning.unknown_key": "lightning에 없는 키입니다: {key}. 쓸 수 있는 키: {known}",
+    "lightning.needs": "lightning에는 slope가 있어야 합니다: 헤드마다의 감쇠율 λ(토큰마다 "
+    "상태에 e^(−λ)를 곱함), 헤드마다 수 하나씩.",
+    "lightning.length": "lightning의 {field} 모양: {shape}. 필요한 수의 개수: {length}(slope: "
+    "헤드마다 하나, norm: 헤드들을 나란히 놓은 열마다 하나, H·d_v).",
+    "lightning.slope": "lightning의 slope는 0 이상의 수여야 합니다(감쇠 e^(−λ)는 1 이하). 받은 "
+    "값: {value}",
+    "lightning.block": "lightning의 block(블록 형식의 블록 크기)은 1 이상의 정수여야 합니다. "
+    "받은 값: {value}",
+    "lightning.act": 'lightning의 act는 "silu"이거나 빠져 있어야 합니다(활성화 없음). 받은 값: '
+    "{value}",
+    "lightning.norm_eps": "lightning의 norm_eps는 0보다 큰 수여야 합니다. 받은 값: {value}",
+    "lightning.gate_needs_x": "lightning의 gate는 σ(X·W_G)를 곱하므로 x와 가중치가 있어야 "
+    "합니다. q, k, v를 직접 주면 안 됩니다.",
+    "lightning.gate_shape": "lightning의 gate 모양: {shape}. 필요한 모양: {want}(레이아웃 "
+    '"{layout}"에서 d_model × H·d_v).',
+    "lightning.mask": "라이트닝 어텐션 층은 본래 인과적입니다(각 토큰은 자기까지의 토큰이 쓴 "
+    '상태를 읽습니다): mask를 "causal"(인과 마스크)로 주세요. 지금 마스크: {mask}("mask" '
+    "키가 없는 문제는 none입니다)",
+    "lightning.cross": "라이트닝 어텐션 층은 자기 토큰을 읽습니다: Q의 행 수는 {n}, K와 V의 행 "
+    "수는 {m}입니다. 행 수가 같아야 합니다.",
+    "lightning.kv_heads": "라이트닝 어텐션 문제에는 K/V 헤드가 헤드 수만큼 있어야 합니다(지금 "
+    "heads = {heads}, kv_heads = {kv_heads}): kv_heads를 빼세요.",
+    "lightning.scale": "라이트닝 어텐션 층은 Query를 스케일링하지 않습니다(스케일링할 스코어가 "
+    "없습니다): scale을 빼세요.",
+    "lightning.alone": "라이트닝 어텐션 층(lightning)에는 스코어도 소프트맥스도 없어서 어텐션의 "
+    "다른 기능은 적용되지 않습니다: 그 기능들을 빼세요.",
+    "lightning.decode": "라이트닝 어텐션 층(lightning)은 이미 상태를 거쳐 토큰 하나씩 "
+    "계산합니다: --decode를 빼세요.",
+    "lightning.tiles": "라이트닝 어텐션 층(lightning)에는 타일로 나눠 계산할 소프트맥스가 "
+    "없습니다: --tiles를 빼세요.",
+    "lightning.train": "train은 아직 라이트닝 어텐션 층(lightning)을 거쳐 학습하지 않습니다: "
+    "학습하려면 lightning을 빼세요.",
+    "lightning.backward": "--backward는 아직 라이트닝 어텐션 층(lightning)을 거치지 않습니다: "
+    "--backward를 빼세요.",
+    "lightning.dtype": "--dtype은 아직 라이트닝 어텐션 층(lightning)을 반올림하지 않습니다: "
+    "--dtype을 빼세요.",
     # ---- differential attention (qkvcalc/ops/differential.py) ----
     "ui.variant.differential": "헤드 쌍의 차분 어텐션, λ = {lam}, λ_init = {init}",
     "stage.diff_weights.title": "차분 어텐션: 한 맵에서 λ배 한 다른 맵을 뺌",
@@ -671,6 +778,12 @@ MESSAGES: dict[str, str] = {
     "나눕니다), 각 토큰은 상태의 c행에 e^(g[c])를 곱하고, 상태가 자기 Key에 대해 가진 것을 "
     "읽고, 자기 Value와의 차이에 β를 곱해 Key 방향으로 씁니다. 프리셋 deltanet은 같은 토큰과 "
     "가중치에 토큰마다 감쇠가 하나입니다. 청크 형식(청크 크기 2)도 같은 출력을 냅니다.",
+    "preset.lightning.description": "라이트닝 어텐션(MiniMax): 2×2 상태를 토큰마다 e^(−λ)로 "
+    "감쇠시키며 더해 가고, 그 옆에 층이 만들지 않고 계산하는 3×3 행렬을 둡니다",
+    "preset.lightning.reference": "qkvcalc용으로 만든 예제, Qin et al. 2024, 'Lightning "
+    "Attention-2'와 transformers의 MiniMaxLightningAttention을 따름: 스케일링도 소프트맥스도 "
+    "없습니다. 각 토큰은 상태에 헤드의 고정된 감쇠 e^(−λ)를 곱하고 자기 Key와 Value의 곱을 "
+    "더합니다. 블록 형식(블록 크기 2)도 같은 출력을 냅니다.",
     "preset.gqa.description": "GQA(Grouped-Query Attention): Query 헤드 4개가 Key/Value 헤드 "
     "2개를 나눠 씁니다 (d_k = 1, 인과 마스크)",
     "preset.multihead.description": "'I love cats'에 헤드 두 개: 두 헤드 모두 X 전체를 읽되 "
@@ -2021,6 +2134,8 @@ MESSAGES: dict[str, str] = {
     "extract.layer": "층 {layer}: {model}에는 층이 {count}개 있고, 번호는 0부터 {last}까지입니다",
     "extract.not_attention": "{model}의 층 {layer}: 소프트맥스 어텐션이 아닌 {kind} 층입니다. "
     "qkvcalc extract는 소프트맥스 어텐션만 읽습니다. 이 모델의 어텐션 층: {attention}",
+    "extract.minimax_act": "MiniMax의 라이트닝 층은 설정의 hidden_act를 q, k, v에 적용하는데, "
+    "qkvcalc의 lightning 키에는 silu만 있습니다. 이 모델의 값: {act}",
     "extract.hybrid": "{model}: {arch} 모델({model_type!r})은 소프트맥스 어텐션 층과 {kind} 층을 "
     "섞은 하이브리드이며, qkvcalc extract는 아직 이 모델의 어텐션 층을 읽지 못합니다",
     "hybrid.gated_deltanet": "선형 어텐션(Gated DeltaNet)",

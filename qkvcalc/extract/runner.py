@@ -45,6 +45,7 @@ def families() -> dict[str, Family]:
         gemma,
         gpt2,
         llama,
+        minimax,
         modernbert,
         neox,
         opt,
@@ -71,6 +72,7 @@ def families() -> dict[str, Family]:
         deepseek.KIMI_LINEAR,
         gemma.FAMILY,
         zamba.FAMILY,
+        minimax.FAMILY,
     ):
         for model_type in family.names:
             found[model_type] = family

@@ -224,6 +224,10 @@ class Feature(NamedTuple):
     # (its spans are their widths): pairs of heads, one output each pair
     joined: Callable[[Problem, Any, list[Ref]], tuple[list[Spec], list[Ref]]] | None = None
     joined_words: JoinWords | None = None  # how the concat names what `joined` gives it
+    # whether its value adds stages after every head (`joined`): a problem then has per-head
+    # stages, a concat and a final output even with one head (a linear layer's norm after the
+    # heads)
+    joins: Callable[[Any], bool] | None = None
     torch_weights: bool = False  # its torch_heads lines read each head's `weights` [1, H, n, m]
     no_decode: str = ""  # the catalog key that refuses it with --decode (it has no steps yet)
     no_tiles: str = ""  # the catalog key that refuses it with --tiles (no stage holds weights)
