@@ -233,6 +233,8 @@ MESSAGES: dict[str, str] = {
     "ui.gap_rounding": "below {bound}",
     "ui.head": "head {head}",
     "ui.heads_group": "Head {head} of {heads}",
+    "ui.pair": "pair {pair}",
+    "ui.pairs_group": "Pair {pair} of {pairs}",
     "ui.softmax_row": "row {row} ({token}): max = {max}; sum of exponentials = {sum}",
     "ui.masked_row": "row {row} ({token}): {keys} → -∞",
     "ui.masked_row_lowp": "row {row} ({token}): {keys} masked (the note says what a masked cell "
@@ -1053,6 +1055,7 @@ MESSAGES: dict[str, str] = {
     "stage; Home, End; n, p next or previous head; ? all the keys; q quit.",
     "step.header": "stage {number} of {total} — {formula}",
     "step.header_head": "stage {number} of {total} — {formula} · head {head}",
+    "step.header_pair": "stage {number} of {total} — {formula} · pair {pair}",
     "step.keys": "→ next · ← back · ↓↑ scroll · ? keys · q quit",
     "step.done": "All {total} stages shown. The result:",
     # ---- step mode, round two (issue 17) --------------------------------------------------

@@ -237,6 +237,8 @@ MESSAGES: dict[str, str] = {
     "ui.gap_rounding": "{bound} 미만",
     "ui.head": "헤드 {head}",
     "ui.heads_group": "헤드 {head} (전체 {heads}개)",
+    "ui.pair": "쌍 {pair}",
+    "ui.pairs_group": "쌍 {pair} (전체 {pairs}개)",
     "ui.softmax_row": "{row}행 ({token}): 최댓값 = {max}; 지수함수 값의 합 = {sum}",
     "ui.masked_row": "{row}행 ({token}): {keys} → -∞",
     "ui.masked_row_lowp": "{row}행 ({token}): {keys} 마스킹됨 (마스킹된 칸에 무엇이 들어가는지는 "
@@ -1037,6 +1039,7 @@ MESSAGES: dict[str, str] = {
     "단계로 이동; Home, End; n, p: 다음·이전 헤드; ?: 모든 키; 끝내기: q.",
     "step.header": "{total}단계 중 {number}단계 — {formula}",
     "step.header_head": "{total}단계 중 {number}단계 — {formula} · 헤드 {head}",
+    "step.header_pair": "{total}단계 중 {number}단계 — {formula} · 쌍 {pair}",
     "step.keys": "→ 다음 · ← 이전 · ↓↑ 스크롤 · ? 키 · q 끝내기",
     "step.done": "{total}개 단계를 모두 보았습니다. 결과:",
     # ---- step mode, round two (issue 17) --------------------------------------------------
