@@ -2028,6 +2028,11 @@ MESSAGES: dict[str, str] = {
     "heads.others": "This model's {kind} layers are not softmax attention and have no attention "
     "weights, so they are not shown: layers {layers}.",
     "heads.attention_rows": "The rows below are its attention layers: {layers}.",
+    "heads.before_sinks": "{arch} applies each head's learned sink after the softmax, as the "
+    "factor σ(logsumexp of the row's scores − s) on the head's output: these maps are "
+    "transformers' probabilities before that factor, each row summing to 1. The layer's "
+    "problem (qkvcalc extract, the sink as `sinks`) has the sink's share in its weights, each "
+    "row summing to less than 1.",
     "heads.tokens": "Tokens",
     "heads.layer": "layer {layer}",
     "heads.head_label": "h{head}",

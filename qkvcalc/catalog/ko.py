@@ -2015,6 +2015,10 @@ MESSAGES: dict[str, str] = {
     "heads.others": "이 모델의 {kind} 층은 소프트맥스 어텐션이 아니어서 어텐션 가중치가 없으므로 "
     "보이지 않습니다: 층 {layers}.",
     "heads.attention_rows": "아래 줄은 이 모델의 어텐션 층입니다: {layers}.",
+    "heads.before_sinks": "이 모델({arch})은 각 헤드의 학습된 싱크를 소프트맥스 뒤에, 헤드의 "
+    "출력에 곱하는 σ(행의 스코어의 logsumexp − s)로 적용합니다. 그래서 이 맵은 그 곱 이전의 "
+    "transformers의 확률이며 각 행의 합은 1입니다. 층의 문제(qkvcalc extract, 싱크는 "
+    "`sinks`)의 가중치에는 싱크의 몫이 들어 있어 각 행의 합이 1보다 작습니다.",
     "heads.tokens": "토큰",
     "heads.layer": "층 {layer}",
     "heads.head_label": "h{head}",
