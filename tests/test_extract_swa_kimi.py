@@ -214,7 +214,8 @@ def test_heads_on_kimi_linear_shows_its_mla_layers(lab):
     assert "Kimi Delta Attention" in said[0] and said[0].endswith("layers 0.")
 
 
-def test_heads_on_granite_swa_shows_the_weights_with_the_sink(lab):
+@pytest.mark.parametrize("name", ["granite_swa", "granitemoe_swa"])
+def test_heads_on_granite_swa_shows_the_weights_with_the_sink(lab, name):
     """transformers' eager output_attentions on Granite SWA are the probabilities before the
     sink's factor (rows summing to 1), while each head's worked problem (`sinks`) has the sink's
     share: the page's maps said one thing and its explanations another. The maps are now the
@@ -223,12 +224,12 @@ def test_heads_on_granite_swa_shows_the_weights_with_the_sink(lab):
     import qkvcalc
     from qkvcalc.extract.heads import attention_maps, page, split_head, to_json
 
-    folder = str(lab("granite_swa", 0)["folder"])
+    folder = str(lab(name, 0)["folder"])
     for problems in (True, False):  # the page (with the heads' problems), the table and JSON
         run = attention_maps(folder, input_ids=ids(), dtype="float64", problems=problems)
         assert run.layers == [0, 1, 2]
         for index, maps in zip(run.layers, run.weights, strict=True):
-            got = lab("granite_swa", index)
+            got = lab(name, index)
             assert relative(renormalised(maps), got["reference"]["weights"]) < TOL
             assert (maps.sum(axis=-1) < 1 - 1e-3).all()  # the sink's share
             for h in (1, 4):  # each head's own problem, as its explanation on the page
