@@ -172,6 +172,7 @@ PRESET_MHA = {
     "referent64": False,
     "diff": False,  # differential attention: pairs of heads, which MHA has no place for
     "deltanet": False,  # a Gated DeltaNet layer: a state, not softmax attention
+    "kda": False,  # a Kimi Delta Attention layer: a state, not softmax attention
 }
 
 

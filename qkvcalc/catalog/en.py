@@ -533,6 +533,109 @@ MESSAGES: dict[str, str] = {
     "ui.presets_hint": "Run one: qkvcalc explain --preset NAME · edit one: "
     "qkvcalc presets show NAME > mine.json",
     "ui.split_row": "head {head}: {q}[:, {qcols}], {k}[:, {kcols}], {v}[:, {vcols}] (K/V head {g})",
+    # ---- Kimi Delta Attention, a linear-attention layer (qkvcalc/ops/kimi_delta.py) ----
+    "ui.variant.kimi_delta": "a linear-attention layer: Kimi Delta Attention (Kimi Linear), one "
+    "decay per Key channel, its chunked form in chunks of {chunk}",
+    "stage.kda_q_l2.title": "Kimi Delta Attention: the Queries, L2-normalized and scaled",
+    "stage.kda_q_l2.why": "The layer divides each Query row by its length (√(Σx² + 10⁻⁶), so a "
+    "row of zeros stays zeros), then by √d_k, as transformers' recurrent_kimi_delta_attention "
+    "does with use_qk_l2norm_in_kernel. Every Query then reads the state with the same strength, "
+    "whatever the size of its projection.",
+    "stage.kda_k_l2.title": "Kimi Delta Attention: the Keys, L2-normalized",
+    "stage.kda_k_l2.why": "Each Key row divided by its length: the delta rule below writes "
+    "β·(v − S'ᵀk̂) along k̂, and with |k̂| = 1 a β of 1 replaces exactly what the state held for "
+    "that Key.",
+    "stage.kda_gates.title": "Kimi Delta Attention: the decays g (one per Key channel) and the "
+    "write strength β of each token",
+    "stage.kda_gates.why": "Given per token and per head: d_k numbers g_1 … g_d_k and one β. "
+    "Each g is a decay in log space: row c of the state (Key channel c) is multiplied by e^(g_c) "
+    "before the token writes, so each channel forgets at its own rate (Gated DeltaNet has one g "
+    "for all of them). Kimi Linear computes g = −e^(A_log)·softplus(f_b(f_a(x)) + dt_bias), so "
+    "each e^g lies in (0, 1), and β = σ(b).",
+    "stage.kda_state.title": "Kimi Delta Attention: the state after this token",
+    "stage.kda_state.why": "The state S (d_k × d_v) is all the layer keeps of the tokens so far, "
+    "however many there were. Each token decays it row by row (S' = Diag(e^g)·S: row c times "
+    "e^(g_c)), reads what it already holds for its Key (m = S'ᵀ·k̂), and writes the difference "
+    "from its own Value along its Key: S = S' + k̂·(β·(v − m))ᵀ. That is the delta rule: it "
+    "corrects the memory instead of adding to it.",
+    "stage.kda_weights.title": "Kimi Delta Attention: the attention matrix it computes without "
+    "forming it",
+    "stage.kda_weights.why": "With q, k, g and β fixed, every output row is a weighted sum of "
+    "the Value rows of the tokens up to it; these are the weights (one row per query, lower "
+    "triangular: the layer is causal). The layer never forms this n×n matrix, only the d_k × d_v "
+    "state. Its rows need not sum to 1 and may be negative; a token's weight fades by the decays "
+    "of the channels its Key and the Query share, and by every later write along a similar Key.",
+    "stage.kda_chunked.title": "Kimi Delta Attention: the chunked form",
+    "stage.kda_chunked.why": "What the layer runs on a whole sequence "
+    "(chunk_kimi_delta_attention): within a chunk, the delta rule's updates solved at once from "
+    "one unit lower-triangular system whose entries decay channel by channel, the state carried "
+    "from chunk to chunk. Fewer, larger matrix products than one step per token; the same output.",
+    "stage.kda_output.title": "Kimi Delta Attention: the output read from the state",
+    "stage.kda_output.why": "Each token reads the state it has just written with its Query: o_t "
+    "= S_tᵀ·q̂_t. In Kimi Linear this core output then goes through a gated RMSNorm (o_norm, times "
+    "σ of the low-rank gate g_b(g_a(x))) and o_proj, which are not shown here.",
+    "note.kda_l2norm": "l2norm(x) = x / √(Σx² + 10⁻⁶), row by row: Kimi Linear's l2norm with eps "
+    "= 1e-6, a division by the root as FLA's kernel writes it.",
+    "note.kda_state": "S_0 = 0. Each cell: e^(g_t[i])·S_{{t−1}}[i,j] + k̂_t[i]·β_t·(v_t[j] − "
+    "m_t[j]), where m_t[j] = Σ_r e^(g_t[r])·S_{{t−1}}[r,j]·k̂_t[r], what the decayed state holds "
+    "for this Key in column j. Row i decays by its own channel's g_t[i].",
+    "note.kda_weights": "W[t,s] = β_s·k̂_sᵀ·A_(s+1)⋯A_t·q̂_t with A_r = Diag(e^(g_r))·(I − "
+    "β_r·k̂_r·k̂_rᵀ): token s's write, carried through every later step up to t, read by q̂_t.",
+    "note.kda_weights_work": "Each cell's arithmetic walks its row from the diagonal to the "
+    "left: W[t,s] = β_s·(⟨k̂_s, q̂_t⟩ over s+1…t − Σ_(r = s+1…t) W[t,r]·⟨k̂_s, k̂_r⟩ over "
+    "s+1…r), where ⟨a, b⟩ over a span of tokens = Σ_c e^(g_c summed over the span)·a[c]·b[c], "
+    "the dot product with each channel decayed by its own g (on the diagonal the span is empty: "
+    "a plain dot product). The numbers in brackets are these decayed dot products, from Q̂, K̂ "
+    "and g above.",
+    "note.kda_linear_in_v": "W·V equals this output up to rounding: the largest difference is "
+    "{diff}. With q, k, g and β fixed the layer is linear in V (before Kimi Linear's gated norm, "
+    "which is not).",
+    "note.kda_linear_in_v_far": "W·V differs from this output by up to {diff}: the numbers are "
+    "too large for float64 to keep them equal.",
+    "note.kda_chunked_equal": "The chunked form gives the same output up to rounding: the "
+    "largest difference is {diff}.",
+    "note.kda_chunked_far": "The chunked form differs from this output by up to {diff}: the "
+    "decays are too extreme for float64 to keep the two forms equal.",
+    "mistake.kda_decay_scalar": "These decay the state by one number per token, e^(the mean of "
+    "g_t over the channels), for every row, as Gated DeltaNet's one decay per head. Kimi Delta "
+    "Attention decays each row c of the state by its own channel's e^(g_t[c]): S' = "
+    "Diag(e^(g_t))·S_(t−1).",
+    "kimi_delta.not_object": 'kimi_delta must be an object such as {{"g": [...], "beta": '
+    "[...]}}, not {value}.",
+    "kimi_delta.unknown_key": "kimi_delta has no key {key}; its keys are {known}",
+    "kimi_delta.needs": "kimi_delta needs both g (each token's decays in log space, one per Key "
+    "channel) and beta (β, its write strength, one per token and head).",
+    "kimi_delta.g_shape": "kimi_delta's g is {shape}, but it needs one decay per token, head and "
+    "Key channel: n×H×d_k = {n}×{heads}×{d_k}, or n×(H·d_k) = {n}×{width} with head 1's "
+    "channels first.",
+    "kimi_delta.g_token": "kimi_delta's g gives token {token} a {shape} matrix, but each token "
+    "needs one row per head and one column per Key channel: H×d_k = {heads}×{d_k}.",
+    "kimi_delta.beta_shape": "kimi_delta's beta is {shape}, but it needs one row per token and "
+    "one column per head: n×H = {n}×{heads}.",
+    "kimi_delta.g_positive": "kimi_delta's g is above 0 at token {token}, head {head}, channel "
+    "{channel}: g is a decay in log space, and the state's row is multiplied by e^g ≤ 1 (Kimi "
+    "Linear makes g = −e^(A_log)·softplus(f_b(f_a(x)) + dt_bias) < 0).",
+    "kimi_delta.mask": "A Kimi Delta Attention layer is causal by its nature (each token reads "
+    'the state written by the tokens up to it): give mask "causal" (the mask here is {mask}: a '
+    'problem without a "mask" key has none).',
+    "kimi_delta.cross": "A Kimi Delta Attention layer reads its own tokens: Q has {n} rows but K "
+    "and V have {m}; they need the same rows.",
+    "kimi_delta.kv_heads": "A Kimi Delta Attention problem needs as many K/V heads as heads "
+    "(here heads = {heads}, kv_heads = {kv_heads}): leave out kv_heads.",
+    "kimi_delta.chunk": "kimi_delta's chunk (the chunked form's chunk size) must be a whole "
+    "number of at least 1, not {value}.",
+    "kimi_delta.alone": "A Kimi Delta Attention layer (kimi_delta) has no scores and no softmax, "
+    "so the other features of attention do not apply to it: leave them out.",
+    "kimi_delta.decode": "A Kimi Delta Attention layer (kimi_delta) already runs token by token "
+    "through its state: leave out --decode.",
+    "kimi_delta.tiles": "A Kimi Delta Attention layer (kimi_delta) has no softmax to compute in "
+    "tiles: leave out --tiles.",
+    "kimi_delta.train": "train does not learn through a Kimi Delta Attention layer (kimi_delta) "
+    "yet: leave out kimi_delta to train.",
+    "kimi_delta.backward": "--backward does not go through a Kimi Delta Attention layer "
+    "(kimi_delta) yet: leave out --backward.",
+    "kimi_delta.dtype": "--dtype does not round a Kimi Delta Attention layer (kimi_delta) yet: "
+    "leave out --dtype.",
     # ---- the bundled presets: descriptions (i18n.preset_description) and references -----
     "preset.alibi.description": "ALiBi on 'I love my cats': two heads penalise distant keys, "
     "one steeply (slope 1/2), one gently (1/4)",
@@ -568,6 +671,15 @@ MESSAGES: dict[str, str] = {
     "also divided by √d_k); each token multiplies the state by e^g, reads what it holds for its "
     "key, and writes β times the difference from its value along its key. The chunked form "
     "(chunks of 2) gives the same output.",
+    "preset.kda.description": "Kimi Delta Attention (Kimi Linear): Gated DeltaNet with one decay "
+    "per Key channel, each row of the 2×2 state decayed by its own e^g, beside the 3×3 matrix it "
+    "computes without forming it",
+    "preset.kda.reference": "Made for qkvcalc, after Kimi Team 2025, 'Kimi Linear' and "
+    "transformers' recurrent_kimi_delta_attention: q and k are L2-normalized (q also divided by "
+    "√d_k); each token multiplies row c of the state by e^(g[c]), reads what the state holds for "
+    "its key, and writes β times the difference from its value along its key. The preset "
+    "deltanet has the same tokens and weights with one decay per token. The chunked form (chunks "
+    "of 2) gives the same output.",
     "preset.gqa.description": "Grouped-query attention: 4 query heads share 2 key/value heads "
     "(d_k = 1, causal)",
     "preset.multihead.description": "Two heads on 'I love cats': both read all of X, each "
@@ -1979,6 +2091,12 @@ MESSAGES: dict[str, str] = {
     "extract.kv_shared": "This layer has no keys and values of its own: it reuses those of layer "
     "{earlier} (KV sharing), so the source is layer {earlier}'s attention input, and W_K, W_V "
     "and the key norm are layer {earlier}'s.",
+    "extract.description_block": "The self-attention of layer {layer} of {model} ({arch}) on "
+    "{n} tokens: x is the exact input of that attention from a run in {dtype}, the weights are "
+    "those this layer's call of it uses, in float64.",
+    "extract.shared_block": "Layers {layers} call this one attention block and share its weights.",
+    "extract.adapters_folded": "W_Q, W_K and W_V are the block's plus this layer's own adapters, "
+    "folded in (W + B·A).",
     "extract.loading": "Loading {model} …",
     "extract.running": "Running {model} up to layer {layer} …",
     "extract.mismatch": "{model}, layer {layer}: the problem extract made does not reproduce "

@@ -531,6 +531,107 @@ MESSAGES: dict[str, str] = {
     "ui.presets_hint": "실행: qkvcalc explain --preset NAME · 고쳐 쓰기: "
     "qkvcalc presets show NAME > mine.json",
     "ui.split_row": "헤드 {head}: {q}[:, {qcols}], {k}[:, {kcols}], {v}[:, {vcols}] (K/V 헤드 {g})",
+    # ---- Kimi Delta Attention, a linear-attention layer (qkvcalc/ops/kimi_delta.py) ----
+    "ui.variant.kimi_delta": "선형 어텐션 층: Kimi Delta Attention(Kimi Linear), Key 채널마다 "
+    "감쇠 하나, 청크 형식의 청크 크기 {chunk}",
+    "stage.kda_q_l2.title": "Kimi Delta Attention: L2 정규화하고 스케일링한 Query",
+    "stage.kda_q_l2.why": "층은 Query의 각 행을 그 길이(√(Σx² + 10⁻⁶), 그래서 0으로 된 행은 "
+    "그대로 0)로 나눈 뒤 √d_k로 다시 나눕니다. transformers의 recurrent_kimi_delta_attention이 "
+    "use_qk_l2norm_in_kernel로 하는 계산과 같습니다. 그러면 투영의 크기와 상관없이 모든 Query가 "
+    "같은 세기로 상태를 읽습니다.",
+    "stage.kda_k_l2.title": "Kimi Delta Attention: L2 정규화한 Key",
+    "stage.kda_k_l2.why": "Key의 각 행을 그 길이로 나눕니다. 아래의 델타 규칙은 β·(v − S'ᵀk̂)를 "
+    "k̂ 방향으로 쓰는데, |k̂| = 1이면 β = 1일 때 상태가 그 Key에 대해 갖고 있던 것을 정확히 바꿔 "
+    "씁니다.",
+    "stage.kda_gates.title": "Kimi Delta Attention: 토큰마다의 감쇠 g(Key 채널마다 하나)와 쓰기 "
+    "세기 β",
+    "stage.kda_gates.why": "토큰마다, 헤드마다 주어집니다: d_k개의 수 g_1 … g_d_k와 β 하나. "
+    "각 g는 로그 공간의 감쇠입니다: 토큰이 쓰기 전에 상태의 c행(Key 채널 c)에 e^(g_c)를 "
+    "곱하므로, 채널마다 자기 속도로 잊습니다(Gated DeltaNet은 모든 채널에 g 하나). Kimi Linear는 "
+    "g = −e^(A_log)·softplus(f_b(f_a(x)) + dt_bias)로 계산하므로 각 e^g는 (0, 1) 안에 있고, "
+    "β = σ(b)입니다.",
+    "stage.kda_state.title": "Kimi Delta Attention: 이 토큰 다음의 상태",
+    "stage.kda_state.why": "상태 S(d_k × d_v)는 토큰이 몇 개였든 층이 지금까지의 토큰에서 "
+    "간직하는 전부입니다. 토큰마다 상태를 행별로 감쇠시키고(S' = Diag(e^g)·S: c행에 e^(g_c)를 "
+    "곱함), 자기 Key에 대해 상태가 이미 가진 것을 읽고(m = S'ᵀ·k̂), 자기 Value와의 차이를 자기 "
+    "Key 방향으로 씁니다: S = S' + k̂·(β·(v − m))ᵀ. 이것이 델타 규칙입니다: 기억에 더하지 않고 "
+    "기억을 고칩니다.",
+    "stage.kda_weights.title": "Kimi Delta Attention: 만들지 않고 계산하는 어텐션 행렬",
+    "stage.kda_weights.why": "q, k, g, β를 고정하면 출력의 각 행은 그 토큰까지의 Value 행들의 "
+    "가중합입니다. 이 표가 그 가중치입니다(Query마다 한 행, 하삼각: 층은 인과적입니다). 층은 이 "
+    "n×n 행렬을 만들지 않고 d_k × d_v 상태만 만듭니다. 행의 합이 1일 필요가 없고 음수일 수도 "
+    "있으며, 토큰의 가중치는 그 Key와 Query가 함께 쓰는 채널들의 감쇠와, 비슷한 Key 방향으로 "
+    "나중에 쓰는 모든 쓰기 때문에 줄어듭니다.",
+    "stage.kda_chunked.title": "Kimi Delta Attention: 청크 형식",
+    "stage.kda_chunked.why": "층이 시퀀스 전체에 실제로 쓰는 "
+    "계산입니다(chunk_kimi_delta_attention): 청크 안에서는 델타 규칙의 갱신들을, 항이 채널마다 "
+    "감쇠하는 단위 하삼각 연립방정식 하나로 한꺼번에 풀고, 상태를 청크에서 청크로 넘깁니다. "
+    "토큰마다 한 단계씩보다 더 적고 더 큰 행렬곱으로 같은 출력을 냅니다.",
+    "stage.kda_output.title": "Kimi Delta Attention: 상태에서 읽은 출력",
+    "stage.kda_output.why": "각 토큰은 방금 쓴 상태를 자기 Query로 읽습니다: o_t = S_tᵀ·q̂_t. "
+    "Kimi Linear에서는 이 출력이 게이트가 있는 RMSNorm(o_norm, 저랭크 게이트 g_b(g_a(x))의 σ를 "
+    "곱함)과 o_proj를 더 거치는데, 여기서는 보여 주지 않습니다.",
+    "note.kda_l2norm": "l2norm(x) = x / √(Σx² + 10⁻⁶), 행마다 계산합니다: eps = 1e-6인 Kimi "
+    "Linear의 l2norm과 같고, FLA 커널처럼 제곱근으로 나눕니다.",
+    "note.kda_state": "S_0 = 0. 각 칸: e^(g_t[i])·S_{{t−1}}[i,j] + k̂_t[i]·β_t·(v_t[j] − "
+    "m_t[j]). 여기서 m_t[j] = Σ_r e^(g_t[r])·S_{{t−1}}[r,j]·k̂_t[r]는 감쇠한 상태가 j열에서 이 "
+    "Key에 대해 가진 값입니다. i행은 자기 채널의 g_t[i]로 감쇠합니다.",
+    "note.kda_weights": "W[t,s] = β_s·k̂_sᵀ·A_(s+1)⋯A_t·q̂_t, A_r = Diag(e^(g_r))·(I − "
+    "β_r·k̂_r·k̂_rᵀ): 토큰 s가 쓴 것을 t까지의 모든 단계를 거쳐 옮긴 뒤 q̂_t로 읽은 값입니다.",
+    "note.kda_weights_work": "각 칸의 계산 과정은 행을 대각선에서 왼쪽으로 따라갑니다: "
+    "W[t,s] = β_s·(s+1…t 구간의 ⟨k̂_s, q̂_t⟩ − Σ_(r = s+1…t) W[t,r]·s+1…r 구간의 ⟨k̂_s, k̂_r⟩). "
+    "여기서 토큰 구간의 ⟨a, b⟩ = Σ_c e^(구간의 g_c 합)·a[c]·b[c]는 채널마다 자기 g로 감쇠시킨 "
+    "내적입니다(대각선에서는 구간이 비어 있어 보통의 내적). 괄호 안의 수가 이 감쇠한 내적이고, "
+    "위의 Q̂, K̂, g로 계산합니다.",
+    "note.kda_linear_in_v": "W·V는 반올림 오차 안에서 이 출력과 같습니다: 가장 큰 차이는 {diff}. "
+    "q, k, g, β를 고정하면 층은 V에 대해 선형입니다(Kimi Linear의 게이트가 있는 정규화 앞까지; "
+    "그 정규화는 선형이 아닙니다).",
+    "note.kda_linear_in_v_far": "W·V와 이 출력의 차이가 최대 {diff}입니다: 수가 너무 커서 "
+    "float64가 둘을 같게 유지하지 못합니다.",
+    "note.kda_chunked_equal": "청크 형식도 반올림 오차 안에서 같은 출력을 냅니다: 가장 큰 차이는 "
+    "{diff}.",
+    "note.kda_chunked_far": "청크 형식과 이 출력의 차이가 최대 {diff}입니다: 감쇠가 너무 "
+    "극단적이어서 float64가 두 형식을 같게 유지하지 못합니다.",
+    "mistake.kda_decay_scalar": "이 값은 Gated DeltaNet의 헤드당 감쇠 하나처럼, 상태의 모든 "
+    "행을 토큰마다 수 하나, e^(채널들에 대한 g_t의 평균)으로 감쇠시켰습니다. Kimi Delta "
+    "Attention은 상태의 c행을 자기 채널의 e^(g_t[c])로 감쇠시킵니다: S' = "
+    "Diag(e^(g_t))·S_(t−1).",
+    "kimi_delta.not_object": 'kimi_delta는 {{"g": [...], "beta": [...]}} 같은 객체여야 '
+    "합니다. 받은 값: {value}",
+    "kimi_delta.unknown_key": "kimi_delta에 없는 키입니다: {key}. 쓸 수 있는 키: {known}",
+    "kimi_delta.needs": "kimi_delta에는 g(토큰마다 로그 공간의 감쇠, Key 채널마다 하나)와 "
+    "beta(β, 쓰기 세기, 토큰과 헤드마다 하나)가 둘 다 있어야 합니다.",
+    "kimi_delta.g_shape": "kimi_delta의 g의 모양은 {shape}인데, 토큰, 헤드, Key 채널마다 감쇠가 "
+    "하나씩 필요합니다: n×H×d_k = {n}×{heads}×{d_k}, 또는 헤드 1의 채널을 먼저 둔 n×(H·d_k) = "
+    "{n}×{width}.",
+    "kimi_delta.g_token": "kimi_delta의 g에서 토큰 {token}의 행렬 모양은 {shape}인데, 토큰마다 "
+    "헤드당 한 행, Key 채널당 한 열이 필요합니다: H×d_k = {heads}×{d_k}.",
+    "kimi_delta.beta_shape": "kimi_delta의 beta의 모양은 {shape}인데, 토큰마다 한 행, 헤드마다 "
+    "한 열이 필요합니다: n×H = {n}×{heads}.",
+    "kimi_delta.g_positive": "kimi_delta의 g가 토큰 {token}, 헤드 {head}, 채널 {channel}에서 "
+    "0보다 큽니다: g는 로그 공간의 감쇠이고, 상태의 행에는 e^g ≤ 1을 곱합니다(Kimi Linear는 "
+    "g = −e^(A_log)·softplus(f_b(f_a(x)) + dt_bias) < 0으로 만듭니다).",
+    "kimi_delta.mask": "Kimi Delta Attention 층은 본래 인과적입니다(각 토큰은 자기까지의 토큰이 "
+    '쓴 상태를 읽습니다): mask를 "causal"(인과 마스크)로 주세요. 지금 마스크: {mask}("mask" '
+    "키가 없는 문제는 none입니다)",
+    "kimi_delta.cross": "Kimi Delta Attention 층은 자기 토큰을 읽습니다: Q의 행 수는 {n}, K와 "
+    "V의 행 수는 {m}입니다. 행 수가 같아야 합니다.",
+    "kimi_delta.kv_heads": "Kimi Delta Attention 문제에는 K/V 헤드가 헤드 수만큼 있어야 "
+    "합니다(지금 heads = {heads}, kv_heads = {kv_heads}): kv_heads를 빼세요.",
+    "kimi_delta.chunk": "kimi_delta의 chunk(청크 형식의 청크 크기)는 1 이상의 정수여야 합니다. "
+    "받은 값: {value}",
+    "kimi_delta.alone": "Kimi Delta Attention 층(kimi_delta)에는 스코어도 소프트맥스도 없어서 "
+    "어텐션의 다른 기능은 적용되지 않습니다: 그 기능들을 빼세요.",
+    "kimi_delta.decode": "Kimi Delta Attention 층(kimi_delta)은 이미 상태를 거쳐 토큰 하나씩 "
+    "계산합니다: --decode를 빼세요.",
+    "kimi_delta.tiles": "Kimi Delta Attention 층(kimi_delta)에는 타일로 나눠 계산할 "
+    "소프트맥스가 없습니다: --tiles를 빼세요.",
+    "kimi_delta.train": "train은 아직 Kimi Delta Attention 층(kimi_delta)을 거쳐 학습하지 "
+    "않습니다: 학습하려면 kimi_delta를 빼세요.",
+    "kimi_delta.backward": "--backward는 아직 Kimi Delta Attention 층(kimi_delta)을 거치지 "
+    "않습니다: --backward를 빼세요.",
+    "kimi_delta.dtype": "--dtype은 아직 Kimi Delta Attention 층(kimi_delta)을 반올림하지 "
+    "않습니다: --dtype을 빼세요.",
     # ---- the bundled presets: descriptions (i18n.preset_description) and references -----
     "preset.alibi.description": "'I love my cats'에 ALiBi: 두 헤드가 먼 Key에 벌점을 "
     "줍니다. 하나는 가파르게(경사 1/2), 하나는 완만하게(1/4)",
@@ -564,6 +665,14 @@ MESSAGES: dict[str, str] = {
     "정규화하고(q는 √d_k로도 나눕니다), 각 토큰은 상태에 e^g를 곱하고, 상태가 자기 Key에 대해 "
     "가진 것을 읽고, 자기 Value와의 차이에 β를 곱해 Key 방향으로 씁니다. 청크 형식(청크 크기 "
     "2)도 같은 출력을 냅니다.",
+    "preset.kda.description": "Kimi Delta Attention(Kimi Linear): Key 채널마다 감쇠가 하나인 "
+    "Gated DeltaNet. 2×2 상태의 각 행을 자기 e^g로 감쇠시키며, 그 옆에 층이 만들지 않고 계산하는 "
+    "3×3 행렬을 둡니다",
+    "preset.kda.reference": "qkvcalc용으로 만든 예제, Kimi Team 2025, 'Kimi Linear'와 "
+    "transformers의 recurrent_kimi_delta_attention을 따름: q와 k를 L2 정규화하고(q는 √d_k로도 "
+    "나눕니다), 각 토큰은 상태의 c행에 e^(g[c])를 곱하고, 상태가 자기 Key에 대해 가진 것을 "
+    "읽고, 자기 Value와의 차이에 β를 곱해 Key 방향으로 씁니다. 프리셋 deltanet은 같은 토큰과 "
+    "가중치에 토큰마다 감쇠가 하나입니다. 청크 형식(청크 크기 2)도 같은 출력을 냅니다.",
     "preset.gqa.description": "GQA(Grouped-Query Attention): Query 헤드 4개가 Key/Value 헤드 "
     "2개를 나눠 씁니다 (d_k = 1, 인과 마스크)",
     "preset.multihead.description": "'I love cats'에 헤드 두 개: 두 헤드 모두 X 전체를 읽되 "
@@ -1968,6 +2077,12 @@ MESSAGES: dict[str, str] = {
     "extract.kv_shared": "이 층은 자기 Key와 Value가 없어 앞선 {earlier}번 층의 것을 다시 "
     "씁니다(KV 공유). 그래서 source는 그 층의 어텐션 입력이고, W_K, W_V와 Key 정규화도 그 층의 "
     "것입니다.",
+    "extract.description_block": "{model} ({arch})의 {layer}번 층 셀프 어텐션, 토큰 {n}개: x는 "
+    "{dtype}(으)로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, 가중치는 이 층이 그 "
+    "어텐션을 부를 때 쓰는 것을 float64로 옮긴 값입니다.",
+    "extract.shared_block": "이 어텐션 블록과 그 가중치를 함께 쓰는 층: {layers}.",
+    "extract.adapters_folded": "W_Q, W_K, W_V는 블록의 가중치에 이 층의 어댑터를 더해 합친 "
+    "것입니다(W + B·A).",
     "extract.loading": "{model} 불러오는 중 …",
     "extract.running": "{model}을(를) {layer}번 층까지 실행하는 중 …",
     "extract.mismatch": "{model}, {layer}번 층: extract가 만든 문제가 transformers {version}"

@@ -1,17 +1,18 @@
 """Hybrid models: softmax-attention layers between layers of another kind — Gated DeltaNet's
 linear attention (Qwen3-Next, Qwen3.5), Kimi Delta Attention (Kimi Linear, whose attention
 layers are MLA: deepseek.py), state-space (Mamba) layers (Nemotron-H, Bamba, Jamba,
-Granite 4, Falcon-H1, Zamba2), LFM2's short convolutions.
+Granite 4, Falcon-H1, Zamba, Zamba2), LFM2's short convolutions.
 
-extract reads softmax attention only. For the hybrids whose attention layers it reads (the
-Qwen ones, in llama.py), a layer of the other kind is refused with one message that names its
-kind and lists the model's attention layers (`check_layer`), and `qkvcalc heads` shows the
-attention layers and says where the others are (`attention_layers`). The other hybrids are
+extract reads softmax attention only. For the hybrids whose attention layers it reads (READ:
+llama.py, deepseek.py, zamba.py), a layer of the other kind is refused with one message that
+names its kind and lists the model's attention layers (`check_layer`), and `qkvcalc heads`
+shows the attention layers and says where the others are (`attention_layers`). The other hybrids are
 refused as a whole, naming their kind of layer (`check_type`), before anything loads.
 
 Which layer is which is read from the config's `layer_types` (transformers 5 names every
 hybrid's layers there: "full_attention" for attention, "linear_attention" for Gated DeltaNet and
-for Mamba alike), so it is known before the model is built.
+for Mamba alike; Zamba's and Zamba2's "hybrid" for a layer that calls their shared attention
+block, zamba.py), so it is known before the model is built.
 """
 
 from __future__ import annotations
@@ -40,15 +41,17 @@ READ = {
     "lfm2_moe": {"conv": "short_conv"},
     "olmo_hybrid": GATED_DELTANET,
     "kimi_linear": {"linear_attention": "kimi_delta"},  # its attention: MLA (deepseek.py)
+    # each "hybrid" layer calls the shared attention block, then runs a Mamba layer (zamba.py)
+    "zamba": MAMBA,
+    "zamba2": MAMBA,
 }
 # A hybrid extract does not read yet: model_type → (its name, the kind of its other layers)
 NOT_READ = {
-    "zamba": ("Zamba", "mamba"),
-    "zamba2": ("Zamba2", "mamba"),
     "minimax": ("MiniMax", "lightning"),
 }
-# layer_types' names of a softmax-attention layer
-ATTENTION = ("full_attention", "sliding_attention", "attention")
+# layer_types' names of a softmax-attention layer (Zamba's "hybrid": the shared attention block
+# and a Mamba layer after it)
+ATTENTION = ("full_attention", "sliding_attention", "attention", "hybrid")
 
 
 def text_config(config: Any) -> Any:

@@ -17,6 +17,7 @@ from qkvcalc.ops import (
     differential,
     gate,
     gated_delta,
+    kimi_delta,
     mla,
     qk_norm,
     rope,
@@ -61,6 +62,7 @@ REGISTRY: tuple[Feature, ...] = (
     gate.FEATURE,  # after each head's output, before the concat
     differential.FEATURE,  # after every head: pairs of heads, before the concat
     gated_delta.FEATURE,  # a linear-attention layer in place of the softmax (alone)
+    kimi_delta.FEATURE,  # the same with one decay per Key channel (alone)
 )
 
 
