@@ -142,6 +142,10 @@ class Stage:
         return self.spec.head
 
     @property
+    def pair(self) -> bool:  # its head number counts pairs of heads (Spec.unit)
+        return self.spec.unit == "pair"
+
+    @property
     def formula(self) -> str:  # plain text with the paper's names: "Q = X·W_Q"
         return self.spec.formula
 

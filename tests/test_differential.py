@@ -299,3 +299,65 @@ def test_the_quiz_hint_names_the_pairs_heads_whatever_the_cell():
             assert f"Δ{cell} = A_{pair}{cell} − λ × A_{partner}{cell}, head {pair}'s" in said
             said = hint(trace, trace.stage("diff_v", pair), row, col).text("ko")
             assert f"헤드 {pair}의 Value" in said and f"헤드 {partner}의 Value" in said
+
+
+PAIR_STAGES = ("diff_weights", "diff_v", "diff_output", "diff_norm", "diff_scaled")
+
+
+def _of_pair(stage) -> bool:
+    """A pair's stage or its gradient, by its id (not by what the stage says of itself)."""
+    return stage.id.removeprefix("grad_") in PAIR_STAGES
+
+
+def _groups(stages) -> list[str]:
+    """The runs of a page's stages by what their number counts: 'pair 1', 'head 2' (a stage of
+    the whole run ends a run)."""
+    runs: list[str] = []
+    for s in stages:
+        key = None if s.head is None else f"{'pair' if _of_pair(s) else 'head'} {s.head}"
+        if key is not None and (not runs or runs[-1] != key):
+            runs.append(key)
+        elif key is None and runs and runs[-1] != "":
+            runs.append("")
+    return [r for r in runs if r]
+
+
+def test_the_pair_stages_read_under_a_pair_not_a_head():
+    """Pair 1's stages sat under a 'Head 1 of 4' banner and said '· head 1' in their headings
+    (every format, both languages); the pair's gradients too. They are the pair's."""
+    trace = qkvcalc.explain(**DOC, target=np.zeros((N, 3)).tolist(), backward=True)
+    pairs = [s for s in trace.stages if _of_pair(s)]
+    assert {s.head for s in pairs} == {1, 2}
+    text = render(trace, "txt", RenderOptions(width=100, color=False))
+    for pair in (1, 2):
+        assert text.count(f" Pair {pair} of 2 ") == 2  # forward, backward
+    for head in (1, 2, 3, 4):
+        assert text.count(f" Head {head} of 4 ") == 2
+    in_pair = sum(1 for s in pairs if s.head == 1)
+    in_head = sum(1 for s in trace.stages if s.head == 1 and not _of_pair(s))  # dA, dV: a head's
+    for fmt, sep in (("txt", " · "), ("markdown", " · "), ("html", " · "), ("latex", r"\quad ")):
+        for lang, word, other in (("en", "pair", "head"), ("ko", "쌍", "헤드")):
+            page = render(trace, fmt, RenderOptions(width=100, color=False, lang=lang))
+            assert page.count(f"{sep}{word} 1") == in_pair == 10, (fmt, lang)
+            assert page.count(f"{sep}{other} 1") == in_head, (fmt, lang)
+    ko = render(trace, "txt", RenderOptions(width=100, color=False, lang="ko"))
+    assert " 쌍 1 (전체 2개) " in ko
+    assert all(s.pair == _of_pair(s) for s in trace.stages)  # Stage.pair, what the pages read
+    from qkvcalc.interactive.step import stage_header  # the step mode's header line
+
+    said = [stage_header(trace.stage("diff_norm", 2), 9, 9, lang).plain for lang in ("en", "ko")]
+    assert said[0].endswith(" · pair 2") and said[1].endswith(" · 쌍 2"), said
+
+
+def test_the_backward_groups_each_pair_then_each_head():
+    """The walk plans dA of both heads of a pair at once (and dV of both): the backward went
+    pair, head 1, head 3, head 1, head 3, …; each pair and each head now reads as one group,
+    the pairs first, and the gradients are the same numbers."""
+    trace = qkvcalc.explain(**DOC, target=np.zeros((N, 3)).tolist(), backward=True)
+    start = next(k for k, s in enumerate(trace.stages) if s.id == "grad_output")
+    forward, backward = trace.stages[:start], trace.stages[start:]
+    assert _groups(forward) == ["head 1", "head 2", "head 3", "head 4", "pair 1", "pair 2"]
+    assert _groups(backward) == ["pair 1", "pair 2", "head 1", "head 2", "head 3", "head 4"]
+    for h in (1, 2, 3, 4):  # each head's group holds its dA and its dV
+        mine = [s.id for s in backward if s.head == h and not _of_pair(s)]
+        assert mine[0] == "grad_weights" and mine[-1] == "grad_v", (h, mine)

@@ -379,6 +379,30 @@ def test_the_readme_counts_the_hostile_inputs_there_are():
     assert int(said) == len(entries)
 
 
+# the feature mistakes' count as README's sentence says it
+COUNT_WORDS = {19: "Nineteen", 20: "Twenty", 21: "Twenty-one", 22: "Twenty-two", 23: "Twenty-three"}
+
+
+def test_the_readme_names_every_quiz_mistake_the_code_defines():
+    """README's table of named mistakes lacked multi-head latent attention's two: it is now held
+    to the ids the ops and the features define (qkvcalc.quiz.mistakes.MISTAKE_IDS), each once,
+    none it does not, and its count of the features' own."""
+    from qkvcalc.ops import features
+    from qkvcalc.quiz.mistakes import MISTAKE_IDS
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("| `mistake` id | stage | what the student did |", 1)[1]
+    table = table.split("\n\n", 1)[0]
+    listed = re.findall(r"^\| `([a-z0-9_]+)` \|", table, re.MULTILINE)
+    assert len(listed) == len(set(listed)), "a mistake listed twice"
+    assert set(listed) == set(MISTAKE_IDS), (
+        set(MISTAKE_IDS) - set(listed),
+        set(listed) - set(MISTAKE_IDS),
+    )
+    own = set(dict.fromkeys(i for m in features.mistakes() for i in m.ids))
+    assert f"{COUNT_WORDS[len(own)]} of them belong to the features" in readme
+
+
 if __name__ == "__main__":
     write_cli_help()
     print(f"refreshed {CLI_MD.relative_to(ROOT)}")

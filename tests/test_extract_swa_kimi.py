@@ -212,3 +212,53 @@ def test_heads_on_kimi_linear_shows_its_mla_layers(lab):
     assert relative(run.weights[-1], got["reference"]["weights"]) < TOL
     said = [other.text("en") for other in run.others]
     assert "Kimi Delta Attention" in said[0] and said[0].endswith("layers 0.")
+
+
+@pytest.mark.parametrize("name", ["granite_swa", "granitemoe_swa"])
+def test_heads_on_granite_swa_shows_the_weights_with_the_sink(lab, name):
+    """transformers' eager output_attentions on Granite SWA are the probabilities before the
+    sink's factor (rows summing to 1), while each head's worked problem (`sinks`) has the sink's
+    share: the page's maps said one thing and its explanations another. The maps are now the
+    problems' weights: every head's as its explanation computes it, renormalised equal to
+    transformers' probabilities, rows summing to less than 1; the JSON holds the same."""
+    import qkvcalc
+    from qkvcalc.extract.heads import attention_maps, page, split_head, to_json
+
+    folder = str(lab(name, 0)["folder"])
+    for problems in (True, False):  # the page (with the heads' problems), the table and JSON
+        run = attention_maps(folder, input_ids=ids(), dtype="float64", problems=problems)
+        assert run.layers == [0, 1, 2]
+        for index, maps in zip(run.layers, run.weights, strict=True):
+            got = lab(name, index)
+            assert relative(renormalised(maps), got["reference"]["weights"]) < TOL
+            assert (maps.sum(axis=-1) < 1 - 1e-3).all()  # the sink's share
+            for h in (1, 4):  # each head's own problem, as its explanation on the page
+                trace = qkvcalc.explain(**split_head(got["problem"], h))
+                assert relative(trace.weights, maps[h - 1]) < 1e-12, (index, h)
+        assert len(run.problems) == (3 if problems else 0)
+        assert not run.notes
+        said = to_json(run)["layers"][2]["heads"][3]["weights"]
+        assert np.array_equal(np.asarray(said), run.weights[2][3])
+    assert "learned sink" not in page(run)
+
+
+def test_heads_on_a_large_granite_swa_says_its_maps_are_before_the_sink(lab, monkeypatch):
+    """Past MAX_EXPLAINED heads no layer's problem is made: the maps stay transformers', and the
+    page (terminal and HTML, both languages) says they are before the sink."""
+    from qkvcalc.extract import heads
+    from qkvcalc.render.heads import heads_html, heads_text
+
+    monkeypatch.setattr(heads, "MAX_EXPLAINED", 4)
+    folder = str(lab("granite_swa", 0)["folder"])
+    run = heads.attention_maps(folder, input_ids=ids(), dtype="float64", problems=True)
+    assert not run.problems
+    for index, maps in zip(run.layers, run.weights, strict=True):
+        assert relative(maps, lab("granite_swa", index)["reference"]["weights"]) < TOL
+        assert np.allclose(maps.sum(axis=-1), 1)
+    [note] = run.notes
+    assert note.key == "heads.before_sinks"
+    for lang, words in (("en", "Granite SWA applies each head's learned sink"), ("ko", "싱크")):
+        said = note.text(lang)
+        assert words in said
+        assert said in " ".join(heads_text(run, lang, width=400).split())
+        assert said in heads_html(run, lang).replace("&#x27;", "'")

@@ -233,6 +233,8 @@ MESSAGES: dict[str, str] = {
     "ui.gap_rounding": "below {bound}",
     "ui.head": "head {head}",
     "ui.heads_group": "Head {head} of {heads}",
+    "ui.pair": "pair {pair}",
+    "ui.pairs_group": "Pair {pair} of {pairs}",
     "ui.softmax_row": "row {row} ({token}): max = {max}; sum of exponentials = {sum}",
     "ui.masked_row": "row {row} ({token}): {keys} → -∞",
     "ui.masked_row_lowp": "row {row} ({token}): {keys} masked (the note says what a masked cell "
@@ -1308,6 +1310,7 @@ MESSAGES: dict[str, str] = {
     "stage; Home, End; n, p next or previous head; ? all the keys; q quit.",
     "step.header": "stage {number} of {total} — {formula}",
     "step.header_head": "stage {number} of {total} — {formula} · head {head}",
+    "step.header_pair": "stage {number} of {total} — {formula} · pair {pair}",
     "step.keys": "→ next · ← back · ↓↑ scroll · ? keys · q quit",
     "step.done": "All {total} stages shown. The result:",
     # ---- step mode, round two (issue 17) --------------------------------------------------
@@ -2288,6 +2291,11 @@ MESSAGES: dict[str, str] = {
     "heads.others": "This model's {kind} layers are not softmax attention and have no attention "
     "weights, so they are not shown: layers {layers}.",
     "heads.attention_rows": "The rows below are its attention layers: {layers}.",
+    "heads.before_sinks": "{arch} applies each head's learned sink after the softmax, as the "
+    "factor σ(logsumexp of the row's scores − s) on the head's output: these maps are "
+    "transformers' probabilities before that factor, each row summing to 1. The layer's "
+    "problem (qkvcalc extract, the sink as `sinks`) has the sink's share in its weights, each "
+    "row summing to less than 1.",
     "heads.tokens": "Tokens",
     "heads.layer": "layer {layer}",
     "heads.head_label": "h{head}",

@@ -237,6 +237,8 @@ MESSAGES: dict[str, str] = {
     "ui.gap_rounding": "{bound} 미만",
     "ui.head": "헤드 {head}",
     "ui.heads_group": "헤드 {head} (전체 {heads}개)",
+    "ui.pair": "쌍 {pair}",
+    "ui.pairs_group": "쌍 {pair} (전체 {pairs}개)",
     "ui.softmax_row": "{row}행 ({token}): 최댓값 = {max}; 지수함수 값의 합 = {sum}",
     "ui.masked_row": "{row}행 ({token}): {keys} → -∞",
     "ui.masked_row_lowp": "{row}행 ({token}): {keys} 마스킹됨 (마스킹된 칸에 무엇이 들어가는지는 "
@@ -1287,6 +1289,7 @@ MESSAGES: dict[str, str] = {
     "단계로 이동; Home, End; n, p: 다음·이전 헤드; ?: 모든 키; 끝내기: q.",
     "step.header": "{total}단계 중 {number}단계 — {formula}",
     "step.header_head": "{total}단계 중 {number}단계 — {formula} · 헤드 {head}",
+    "step.header_pair": "{total}단계 중 {number}단계 — {formula} · 쌍 {pair}",
     "step.keys": "→ 다음 · ← 이전 · ↓↑ 스크롤 · ? 키 · q 끝내기",
     "step.done": "{total}개 단계를 모두 보았습니다. 결과:",
     # ---- step mode, round two (issue 17) --------------------------------------------------
@@ -2270,6 +2273,10 @@ MESSAGES: dict[str, str] = {
     "heads.others": "이 모델의 {kind} 층은 소프트맥스 어텐션이 아니어서 어텐션 가중치가 없으므로 "
     "보이지 않습니다: 층 {layers}.",
     "heads.attention_rows": "아래 줄은 이 모델의 어텐션 층입니다: {layers}.",
+    "heads.before_sinks": "이 모델({arch})은 각 헤드의 학습된 싱크를 소프트맥스 뒤에, 헤드의 "
+    "출력에 곱하는 σ(행의 스코어의 logsumexp − s)로 적용합니다. 그래서 이 맵은 그 곱 이전의 "
+    "transformers의 확률이며 각 행의 합은 1입니다. 층의 문제(qkvcalc extract, 싱크는 "
+    "`sinks`)의 가중치에는 싱크의 몫이 들어 있어 각 행의 합이 1보다 작습니다.",
     "heads.tokens": "토큰",
     "heads.layer": "층 {layer}",
     "heads.head_label": "h{head}",

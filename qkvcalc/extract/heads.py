@@ -9,10 +9,11 @@ The model is loaded as `qkvcalc extract` loads it (the same checks, messages and
 trust_remote_code=False, a checkpoint that names code of its own in auto_map refused, weights
 never unpickled), run once with transformers' own output_attentions (eager attention; in a
 float64 model with the float32 steps lifted, as extract does), and every layer's attention
-probabilities are kept as they come. With `problems=True` the same run also records each
-layer's attention input x, and each layer becomes its problem (as extract writes it), from which
-`split_head` takes one head: the head's query, key and value columns, its K/V head under
-grouped-query attention, its own slice of every per-head key, and no output projection.
+probabilities are kept as they come (not where they leave out a learned sink: SINKS_AFTER).
+With `problems=True` the same run also records each layer's attention input x, and each layer
+becomes its problem (as extract writes it), from which `split_head` takes one head: the head's
+query, key and value columns, its K/V head under grouped-query attention, its own slice of every
+per-head key, and no output projection.
 
 `to_json(run)` is the `qkvcalc.heads/1` document. Layers are counted from 0 (as transformers
 and `extract --layer` count), heads from 1 (as qkvcalc's stages and `explain --head` count).
@@ -54,6 +55,7 @@ class HeadsRun:
     # a hybrid's attention layers (from 0), one per entry of weights; empty: every layer is
     numbers: list[int] = field(default_factory=list)
     others: list[Msg] = field(default_factory=list)  # a hybrid's other layers (hybrid.others)
+    notes: list[Msg] = field(default_factory=list)  # what else the page says of the maps
 
     @property
     def heads(self) -> int:
@@ -244,6 +246,12 @@ def _layer_problem(opened: _Opened, layer: int, seen: Seen, lang: str) -> dict[s
 # 12-head encoder has 72; each is some 40 kB of HTML and a tenth of a second to explain).
 MAX_EXPLAINED = 144
 
+# The models whose eager attention applies each head's learned sink after the softmax (its
+# output times σ(logsumexp(scores) − s)): their output_attentions are the probabilities before
+# the sink, rows summing to 1, where qkvcalc's weights (`sinks`) hold the sink's share. Their
+# maps are taken from the layers' problems, or said to be before the sink when there are none.
+SINKS_AFTER = frozenset({"granite_swa", "granitemoe_swa"})
+
 # Every weight of every head is shown and kept in memory (float64): at most this many in all,
 # 150 MB (a 12-layer, 12-head model on 400 tokens; 6 × 12 heads on 560).
 MAX_WEIGHTS = 20_000_000
@@ -280,7 +288,11 @@ def attention_maps(
     also records each layer's attention input, and `HeadsRun.problems` holds every layer as
     extract's problem (for split_head), every layer's weights in float64: for a model of at
     most MAX_EXPLAINED heads in all (else the list stays empty). At most MAX_WEIGHTS weights
-    in all (layers × heads × n²): more is a QkvcalcError, said before the run."""
+    in all (layers × heads × n²): more is a QkvcalcError, said before the run.
+
+    A model of SINKS_AFTER has its maps from its layers' problems (qkvcalc's weights, the sink's
+    share in them, as in each head's explanation) when it has at most MAX_EXPLAINED heads in
+    all; else they are transformers' and the run's notes say they are before the sink."""
     opened = _open(model_or_path, input_ids, text, dtype, tokenizer, progress)
     config = opened.model.config
     with layout(opened.shown, config.model_type):
@@ -292,9 +304,16 @@ def attention_maps(
     _check_size(opened.shown, len(opened.ids), layers, heads)
     if progress:
         progress(Msg("heads.running", model=opened.shown))
+    after = config.model_type in SINKS_AFTER
+    keep = layers * heads <= MAX_EXPLAINED and (problems or after)
     with layout(opened.shown, config.model_type):
-        weights, xs = _run(opened, problems and layers * heads <= MAX_EXPLAINED, numbers)
+        weights, xs = _run(opened, keep, numbers)
         found = [_layer_problem(opened, i, x, lang) for i, x in zip(numbers, xs, strict=False)]
+    notes: list[Msg] = []
+    if after and found:
+        weights = [_weights(problem) for problem in found]
+    elif after:
+        notes.append(Msg("heads.before_sinks", arch=opened.family.names[config.model_type]))
     return HeadsRun(
         model=opened.shown,
         source=opened.source,
@@ -303,10 +322,19 @@ def attention_maps(
         ids=opened.ids,
         tokens=runner._tokens(opened.ids, opened.tokenizer),
         weights=weights,
-        problems=found,
+        problems=found if problems else [],
         numbers=[] if attention is None else numbers,
         others=[] if attention is None else hybrid.others(config, count),
+        notes=notes,
     )
+
+
+def _weights(problem: dict[str, Any]) -> np.ndarray:
+    """A layer's attention weights as qkvcalc computes them from its problem, heads × n × n."""
+    from qkvcalc import explain
+
+    weights = np.asarray(explain(**problem).weights, dtype=np.float64)
+    return weights if weights.ndim == 3 else weights[None]
 
 
 def head_problem(

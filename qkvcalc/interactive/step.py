@@ -292,6 +292,10 @@ def stage_header(stage: Stage, number: int, total: int, lang: str) -> Text:
     )
     if stage.head is None:
         line = translate("step.header", lang, number=number, total=total, formula=formula)
+    elif stage.pair:  # a pair of heads (a feature that joins the heads in pairs)
+        line = translate(
+            "step.header_pair", lang, number=number, total=total, formula=formula, pair=stage.head
+        )
     else:
         line = translate(
             "step.header_head",

@@ -27,6 +27,7 @@ them as the module does, its sums in float32).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -43,6 +44,7 @@ from qkvcalc.plan.specs import Ref, Spec, d, dim_labels, span
 
 SETTINGS = ("lambda", "lambda_init", "eps")
 EPS = 1e-5  # DiffLlamaConfig's rms_norm_eps
+PAIR = "pair"  # the unit its pair stages' head number counts (Spec.unit): 'pair 1 of 2'
 
 
 class Differential(NamedTuple):
@@ -178,7 +180,7 @@ def _joined(p: Any, diff: Differential, heads: list[Ref]) -> tuple[list[Spec], l
     specs: list[Spec] = []
     reads: list[Ref] = []
     for i in range(1, p.heads // 2 + 1):
-        pair = _pair(p, diff, i)
+        pair = [replace(spec, unit=PAIR) for spec in _pair(p, diff, i)]  # its head counts pairs
         specs += pair
         reads.append(pair[-1].ref)  # its scaled output
     return specs, reads

@@ -103,8 +103,40 @@ def backward(
             specs += feature.grads(p, value, softmaxes)
     # how each cell is named in its arithmetic: dV[2,1], dW_Q[1,2]
     specs = [s if s.cell else replace(s, cell=s.symbol + "[{i},{j}]") for s in specs]
+    specs = _grouped([_counted(s, by) for s in specs])
     whole[:] = [*forward, *specs]
     return specs
+
+
+def _counted(spec: Spec, by: dict[Ref, Spec]) -> Spec:
+    """A gradient's head number counts what its forward stage's counts (Spec.unit: the
+    gradient of a pair's stage is the pair's)."""
+    forward = by.get((spec.id.removeprefix("grad_"), spec.head))
+    if forward is None or forward.unit == spec.unit:
+        return spec
+    return replace(spec, unit=forward.unit)
+
+
+def _grouped(specs: list[Spec]) -> list[Spec]:
+    """With pairs of heads (Spec.unit), the heads' and pairs' stages grouped where the first
+    of them was: each pair's (in order), then each head's (in order). The walk plans dA of both
+    heads of a pair at once, and dV of both, so its own order went head 1, head 2, head 1, …
+    The order stays the walk's when nothing counts pairs, or (a guard) when the grouping
+    would read a gradient before it is made."""
+    if not any(s.unit for s in specs):
+        return specs
+    base = next(k for k, s in enumerate(specs) if s.head is not None)
+    keys: list[tuple[int, ...]] = [
+        (k,) if s.head is None else (base, 0 if s.unit else 1, s.head, k)
+        for k, s in enumerate(specs)
+    ]
+    order = [specs[key[-1]] for key in sorted(keys)]
+    planned, made = {s.ref for s in specs}, set()
+    for s in order:
+        if any(o in planned and o not in made for o in s.operands if not isinstance(o, Const)):
+            return specs
+        made.add(s.ref)
+    return order
 
 
 # ---- where the gradient starts ----------------------------------------------------------------

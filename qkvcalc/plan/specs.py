@@ -67,6 +67,9 @@ class Spec:
     remarks: Callable[[Callable[[Ref], np.ndarray]], tuple[Msg, ...]] | None = None
     step: int | None = None  # decoding with a KV cache: 0 = the prefill, 1, 2, … the steps
     block: int | None = None  # attention in tiles: the block of keys (1-based)
+    # what its head number counts when not one head: "pair" (a feature that works on pairs of
+    # heads, and their gradients), so that a page says 'pair 1' where it would say 'head 1'
+    unit: str = ""
 
     @property
     def ref(self) -> Ref:

@@ -95,7 +95,7 @@ def heads_table(run: Any, lang: str = "en", width: int = 100, ascii_only: bool =
             ),
             style="bold",
         ),
-        *[Text(other.text(lang)) for other in run.others],
+        *[Text(other.text(lang)) for other in (*run.others, *run.notes)],
         Text(translate("heads.how_to_read", lang, ramp=repr(ramp))),
         Text(f"{translate('heads.tokens', lang)}: {_token_list(run.tokens)}"),
     ]
@@ -266,7 +266,7 @@ def heads_html(
     )
     body = [
         f'<h1 id="grid">{escape(title)}</h1>',
-        *[f"<p>{escape(other.text(lang))}</p>" for other in run.others],
+        *[f"<p>{escape(other.text(lang))}</p>" for other in (*run.others, *run.notes)],
         f"<p>{_t(lang, 'heads.html_hint')}</p>",
         f"<p>{_t(lang, 'heads.tokens')}: "
         + " ".join(f"<code>{label}</code>" for label in labels)

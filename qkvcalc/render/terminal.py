@@ -472,23 +472,28 @@ def render_stage(stage: Stage, number: int, total: int, trace: Trace, opts: Rend
 
 def stage_blocks(trace: Trace, opts: RenderOptions) -> list[tuple[Stage, RenderableType]]:
     """One renderable per stage, in order (the step mode pages through these). A head's first
-    stage carries the head's group header, so each head reads as its own group."""
+    stage carries the head's group header, so each head reads as its own group (a pair of
+    heads' first stage, the pair's)."""
     total = len(trace.stages)
     blocks: list[tuple[Stage, RenderableType]] = []
-    previous: int | None = None
+    previous: tuple[int | None, bool] = (None, False)
     for k, stage in enumerate(trace.stages, start=1):
         block: RenderableType = render_stage(stage, k, total, trace, opts)
-        if stage.head is not None and stage.head != previous:
-            block = Group(_head_rule(stage.head, trace, opts), block)
-        previous = stage.head
+        if stage.head is not None and (stage.head, stage.pair) != previous:
+            block = Group(_head_rule(stage, trace, opts), block)
+        previous = (stage.head, stage.pair)
         blocks.append((stage, block))
     return blocks
 
 
-def _head_rule(head: int, trace: Trace, opts: RenderOptions) -> Block:
-    """'Head 2 of 4' (and, under grouped-query attention, which K/V head it reads)."""
-    p = trace.problem
-    if p.kv_heads < p.heads:
+def _head_rule(stage: Stage, trace: Trace, opts: RenderOptions) -> Block:
+    """'Head 2 of 4' (and, under grouped-query attention, which K/V head it reads), or a
+    pair's 'Pair 1 of 2'."""
+    p, head = trace.problem, stage.head
+    assert head is not None
+    if stage.pair:
+        text = _t(opts.lang, "ui.pairs_group", pair=head, pairs=p.heads // 2)
+    elif p.kv_heads < p.heads:
         g = p.kv_head_of(head)
         first, last = p.query_heads_of(g)
         key = "ui.heads_group_kv"

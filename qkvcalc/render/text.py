@@ -21,11 +21,14 @@ _SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
 def place(stage: Stage, lang: str) -> str:
-    """Where a stage belongs beyond its id: 'head 2', 'step 1', 'block 3', joined by ' · '
-    ('' for a stage of the whole run)."""
+    """Where a stage belongs beyond its id: 'head 2' (a pair of heads': 'pair 1'),
+    'step 1', 'block 3', joined by ' · ' ('' for a stage of the whole run)."""
     parts = []
     if stage.head is not None:
-        parts.append(translate("ui.head", lang, head=stage.head))
+        if stage.pair:
+            parts.append(translate("ui.pair", lang, pair=stage.head))
+        else:
+            parts.append(translate("ui.head", lang, head=stage.head))
     if stage.step is not None:
         # a decode step, or a step of a layer's own (a linear layer's token: its `step_key`)
         parts.append(translate(stage.spec.params.get("step_key", "ui.step"), lang, step=stage.step))
