@@ -380,7 +380,8 @@ def test_the_readme_counts_the_hostile_inputs_there_are():
 
 
 # the feature mistakes' count as README's sentence says it
-COUNT_WORDS = {19: "Nineteen", 20: "Twenty", 21: "Twenty-one", 22: "Twenty-two", 23: "Twenty-three"}
+_ONES = ["", "-one", "-two", "-three", "-four", "-five", "-six", "-seven", "-eight", "-nine"]
+COUNT_WORDS = {19: "Nineteen", **{20 + k: "Twenty" + one for k, one in enumerate(_ONES)}}
 
 
 def test_the_readme_names_every_quiz_mistake_the_code_defines():
