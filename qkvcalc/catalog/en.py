@@ -583,8 +583,9 @@ MESSAGES: dict[str, str] = {
     "left: W[t,s] = β_s·(⟨k̂_s, q̂_t⟩ over s+1…t − Σ_(r = s+1…t) W[t,r]·⟨k̂_s, k̂_r⟩ over "
     "s+1…r), where ⟨a, b⟩ over a span of tokens = Σ_c e^(g_c summed over the span)·a[c]·b[c], "
     "the dot product with each channel decayed by its own g (on the diagonal the span is empty: "
-    "a plain dot product). The numbers in brackets are these decayed dot products, from Q̂, K̂ "
-    "and g above.",
+    "a plain dot product). Each line is β_s × (the decayed ⟨k̂_s, q̂_t⟩ − W[t,r] × the decayed "
+    "⟨k̂_s, k̂_r⟩ for each later r), on the diagonal β_t × k̂_t·q̂_t: the dot products are worked "
+    "out from Q̂, K̂ and g above, the weights W[t,r] are the cells to the right in the same row.",
     "note.kda_linear_in_v": "W·V equals this output up to rounding: the largest difference is "
     "{diff}. With q, k, g and β fixed the layer is linear in V (before Kimi Linear's gated norm, "
     "which is not).",
