@@ -9,6 +9,7 @@ format in both languages, and as bad input."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -337,3 +338,20 @@ def test_the_weights_arithmetic_redoes_its_cells(precision):
             if precision == 12:
                 left = line.split(": ", 1)[1].split(" = ")[0].split(" ≈ ")[0]
                 assert evaluate(left) == pytest.approx(weights[t, s], abs=1e-9), line
+
+
+@pytest.mark.parametrize("preset", sorted(p.stem for p in (ROOT / "presets").glob("*.json")))
+def test_every_stage_formula_in_tex_braces_its_subscripts_and_sets_words_upright(cli, preset):
+    """A_(s+1) in TeX is A with the subscript '(' and then s+1) on the line; O_chunk is O_c
+    then 'hunk'; l2norm(Q) in italics reads as a product of letters. Every stage formula of
+    every preset, as LaTeX writes it: no subscript in parentheses, no unbraced subscript of
+    several letters, no function name of several letters in math italics."""
+    result = cli("explain", "--preset", preset, "--format", "latex")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    formulas = [lines[i + 1] for i, line in enumerate(lines[:-1]) if line == "\\["]
+    assert formulas
+    for formula in formulas:
+        assert "_(" not in formula, formula
+        assert not re.search(r"_[A-Za-z]{2,}", formula), formula
+        assert not re.search(r"(?<![\\{A-Za-z])[a-z][a-z0-9]{3,}\(", formula), formula

@@ -531,6 +531,7 @@ FEATURE = Feature(
         r"S_t = e^{g_t} S_{t-1} + \hat{k}_t \left(\beta_t (v_t - m_t)\right)^\top,"
         r"\quad o_t = S_t^\top \hat{q}_t",
     ),
+    words=("l2norm", "chunked"),
     alone="gated_delta.alone",
     no_decode="gated_delta.decode",
     no_tiles="gated_delta.tiles",

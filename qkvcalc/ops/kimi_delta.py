@@ -507,7 +507,7 @@ FEATURE = Feature(
     mixer=_mixer,
     torch_layer=_torch,
     torch_module_gap="it computes softmax attention, not a Kimi Delta Attention layer's state",
-    words=("Diag",),
+    words=("Diag", "l2norm", "chunked"),
     formula=(
         "S_t = Diag(e^(g_t))·S_(t−1) + k̂_t·(β_t·(v_t − m_t))ᵀ,  o_t = S_tᵀ·q̂_t",
         r"S_t = \mathrm{Diag}(e^{g_t})\, S_{t-1} + \hat{k}_t \left(\beta_t (v_t - m_t)\right)^\top,"
