@@ -233,7 +233,7 @@ def test_the_torch_script_agrees(tmp_path):
             ("above 0 at token 1, head 2",),
         ),
         ({"kv_heads": 1}, (), ("kv_heads = 1",)),
-        ({"softcap": 30}, (), ("other features",)),
+        ({"softcap": 30}, (), ("other features", "leave out softcap.")),
         ({}, ("--decode", "2"), ("leave out --decode",)),
         ({}, ("--tiles", "2"), ("leave out --tiles",)),
         ({}, ("--dtype", "bfloat16"), ("leave out --dtype",)),
@@ -355,3 +355,10 @@ def test_every_stage_formula_in_tex_braces_its_subscripts_and_sets_words_upright
         assert "_(" not in formula, formula
         assert not re.search(r"_[A-Za-z]{2,}", formula), formula
         assert not re.search(r"(?<![\\{A-Za-z])[a-z][a-z0-9]{3,}\(", formula), formula
+
+
+def test_beside_other_features_the_refusal_names_them_in_korean_too(tmp_path):
+    """It said 'leave them out' without saying which: it names every other feature given."""
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(DOC | {"softcap": 30, "sinks": [1, 1]}), encoding="utf-8")
+    one_message(run_qkvcalc("explain", str(path), "--lang", "ko"), "빼야 할 기능: softcap, sinks.")

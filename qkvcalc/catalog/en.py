@@ -403,7 +403,7 @@ MESSAGES: dict[str, str] = {
     "gated_delta.chunk": "gated_delta's chunk (the chunked form's chunk size) must be a whole "
     "number of at least 1, not {value}.",
     "gated_delta.alone": "A Gated DeltaNet layer (gated_delta) has no scores and no softmax, so "
-    "the other features of attention do not apply to it: leave them out.",
+    "the other features of attention do not apply to it: leave out {others}.",
     "gated_delta.decode": "A Gated DeltaNet layer (gated_delta) already runs token by token "
     "through its state: leave out --decode.",
     "gated_delta.tiles": "A Gated DeltaNet layer (gated_delta) has no softmax to compute in "
@@ -624,7 +624,7 @@ MESSAGES: dict[str, str] = {
     "kimi_delta.chunk": "kimi_delta's chunk (the chunked form's chunk size) must be a whole "
     "number of at least 1, not {value}.",
     "kimi_delta.alone": "A Kimi Delta Attention layer (kimi_delta) has no scores and no softmax, "
-    "so the other features of attention do not apply to it: leave them out.",
+    "so the other features of attention do not apply to it: leave out {others}.",
     "kimi_delta.decode": "A Kimi Delta Attention layer (kimi_delta) already runs token by token "
     "through its state: leave out --decode.",
     "kimi_delta.tiles": "A Kimi Delta Attention layer (kimi_delta) has no softmax to compute in "

@@ -402,7 +402,7 @@ MESSAGES: dict[str, str] = {
     "gated_delta.chunk": "gated_delta의 chunk(청크 형식의 청크 크기)는 1 이상의 정수여야 합니다. "
     "받은 값: {value}",
     "gated_delta.alone": "Gated DeltaNet 층(gated_delta)에는 스코어도 소프트맥스도 없어서 "
-    "어텐션의 다른 기능은 적용되지 않습니다: 그 기능들을 빼세요.",
+    "어텐션의 다른 기능은 적용되지 않습니다. 빼야 할 기능: {others}.",
     "gated_delta.decode": "Gated DeltaNet 층(gated_delta)은 이미 상태를 거쳐 토큰 하나씩 "
     "계산합니다: --decode를 빼세요.",
     "gated_delta.tiles": "Gated DeltaNet 층(gated_delta)에는 타일로 나눠 계산할 소프트맥스가 "
@@ -620,7 +620,7 @@ MESSAGES: dict[str, str] = {
     "kimi_delta.chunk": "kimi_delta의 chunk(청크 형식의 청크 크기)는 1 이상의 정수여야 합니다. "
     "받은 값: {value}",
     "kimi_delta.alone": "Kimi Delta Attention 층(kimi_delta)에는 스코어도 소프트맥스도 없어서 "
-    "어텐션의 다른 기능은 적용되지 않습니다: 그 기능들을 빼세요.",
+    "어텐션의 다른 기능은 적용되지 않습니다. 빼야 할 기능: {others}.",
     "kimi_delta.decode": "Kimi Delta Attention 층(kimi_delta)은 이미 상태를 거쳐 토큰 하나씩 "
     "계산합니다: --decode를 빼세요.",
     "kimi_delta.tiles": "Kimi Delta Attention 층(kimi_delta)에는 타일로 나눠 계산할 "
