@@ -219,8 +219,9 @@ def test_the_torch_script_agrees(tmp_path):
         (
             {"gated_delta": DOC["gated_delta"] | {"g": [1, 2]}},
             (),
-            ("gated_delta's g is 1×2", "7×2"),
+            ("gated_delta's g is a flat list of 2 numbers", "7×2"),
         ),
+        ({"gated_delta": DOC["gated_delta"] | {"g": [[-1, -1]]}}, (), ("g is 1×2", "7×2")),
         ({"gated_delta": DOC["gated_delta"] | {"chunk": 0}}, (), ("chunk",)),
         ({"gated_delta": DOC["gated_delta"] | {"eps": 1}}, (), ("has no key",)),
         ({"gated_delta": {"g": DOC["gated_delta"]["g"]}}, (), ("needs both g",)),

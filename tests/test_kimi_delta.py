@@ -364,14 +364,20 @@ KDA = DOC["kimi_delta"]
 @pytest.mark.parametrize(
     ("change", "args", "fragments"),
     [
-        ({"kimi_delta": KDA | {"g": [1, 2]}}, (), ("kimi_delta's g is 1×2", "7×2×3", "7×6")),
+        (
+            {"kimi_delta": KDA | {"g": [1, 2]}},
+            (),
+            ("g is a flat list of 2 numbers", "7×2×3", "7×6"),
+        ),
+        ({"kimi_delta": KDA | {"g": [[-1, -1]]}}, (), ("kimi_delta's g is 1×2", "7×2×3", "7×6")),
+        ({"kimi_delta": KDA | {"beta": [1, 1]}}, (), ("beta is a flat list of 2 numbers", "7×2")),
         ({"kimi_delta": KDA | {"g": KDA["g"][:5]}}, (), ("kimi_delta's g is 5×2×3", "7×2×3")),
         (
             {"kimi_delta": KDA | {"g": [*KDA["g"][:2], [[-1, -1], [-1, -1]], *KDA["g"][3:]]}},
             (),
             ("token 3 a 2×2 matrix", "H×d_k = 2×3"),
         ),
-        ({"kimi_delta": KDA | {"beta": [0.5] * N}}, (), ("kimi_delta's beta is 1×7", "7×2")),
+        ({"kimi_delta": KDA | {"beta": [0.5] * N}}, (), ("kimi_delta's beta is a flat list of 7 numbers", "7×2")),
         (
             {
                 "kimi_delta": KDA
@@ -421,7 +427,9 @@ def test_train_refuses_it(tmp_path):
 def test_a_bad_shape_is_one_message_in_korean_too(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(DOC | {"kimi_delta": KDA | {"g": [1, 2]}}), encoding="utf-8")
-    one_message(run_qkvcalc("explain", str(path), "--lang", "ko"), "kimi_delta의 g의 모양은 1×2")
+    one_message(
+        run_qkvcalc("explain", str(path), "--lang", "ko"), "kimi_delta의 g에 수 2개의 1차원 목록이"
+    )
 
 
 def test_the_quiz_grades_its_stages(tmp_path):

@@ -390,6 +390,9 @@ MESSAGES: dict[str, str] = {
     "(β, its write strength), one number per token and head.",
     "gated_delta.shape": "gated_delta's {field} is {shape}, but it needs one row per token and "
     "one column per head: n×H = {n}×{heads}.",
+    "gated_delta.shape_flat": "gated_delta's {field} is a flat list of {count} numbers, but it "
+    "needs one number per token and head: n×H = {n}×{heads} (a flat list of n numbers only with "
+    "one head).",
     "gated_delta.g_positive": "gated_delta's g is above 0 at token {token}, head {head}: g is the "
     "decay in log space, and the state is multiplied by e^g ≤ 1 (Qwen3-Next makes "
     "g = −e^(A_log)·softplus(a + dt_bias) < 0).",
@@ -611,6 +614,13 @@ MESSAGES: dict[str, str] = {
     "needs one row per head and one column per Key channel: H×d_k = {heads}×{d_k}.",
     "kimi_delta.beta_shape": "kimi_delta's beta is {shape}, but it needs one row per token and "
     "one column per head: n×H = {n}×{heads}.",
+    "kimi_delta.beta_flat": "kimi_delta's beta is a flat list of {count} numbers, but it needs "
+    "one number per token and head: n×H = {n}×{heads} (a flat list of n numbers only with one "
+    "head).",
+    "kimi_delta.g_flat": "kimi_delta's g is a flat list of {count} numbers, but it needs one "
+    "decay per token, head and Key channel: n×H×d_k = {n}×{heads}×{d_k}, or n×(H·d_k) = "
+    "{n}×{width} with head 1's channels first (a flat list of n numbers only with one head and "
+    "d_k = 1).",
     "kimi_delta.g_positive": "kimi_delta's g is above 0 at token {token}, head {head}, channel "
     "{channel}: g is a decay in log space, and the state's row is multiplied by e^g ≤ 1 (Kimi "
     "Linear makes g = −e^(A_log)·softplus(f_b(f_a(x)) + dt_bias) < 0).",

@@ -389,6 +389,9 @@ MESSAGES: dict[str, str] = {
     "다, 토큰과 헤드마다 수 하나씩 있어야 합니다.",
     "gated_delta.shape": "gated_delta의 {field}의 모양은 {shape}인데, 토큰마다 한 행, 헤드마다 "
     "한 열이 필요합니다: n×H = {n}×{heads}.",
+    "gated_delta.shape_flat": "gated_delta의 {field}에 수 {count}개의 1차원 목록이 주어졌는데, "
+    "토큰마다, 헤드마다 수가 하나씩 필요합니다: n×H = {n}×{heads}(수 n개의 1차원 목록은 헤드가 "
+    "하나일 때만 됩니다).",
     "gated_delta.g_positive": "gated_delta의 g가 토큰 {token}, 헤드 {head}에서 0보다 큽니다: g는 "
     "로그 공간의 감쇠이고, 상태에는 e^g ≤ 1을 곱합니다(Qwen3-Next는 "
     "g = −e^(A_log)·softplus(a + dt_bias) < 0으로 만듭니다).",
@@ -607,6 +610,12 @@ MESSAGES: dict[str, str] = {
     "헤드당 한 행, Key 채널당 한 열이 필요합니다: H×d_k = {heads}×{d_k}.",
     "kimi_delta.beta_shape": "kimi_delta의 beta의 모양은 {shape}인데, 토큰마다 한 행, 헤드마다 "
     "한 열이 필요합니다: n×H = {n}×{heads}.",
+    "kimi_delta.beta_flat": "kimi_delta의 beta에 수 {count}개의 1차원 목록이 주어졌는데, 토큰마다, "
+    "헤드마다 수가 하나씩 필요합니다: n×H = {n}×{heads}(수 n개의 1차원 목록은 헤드가 하나일 때만 "
+    "됩니다).",
+    "kimi_delta.g_flat": "kimi_delta의 g에 수 {count}개의 1차원 목록이 주어졌는데, 토큰, 헤드, Key "
+    "채널마다 감쇠가 하나씩 필요합니다: n×H×d_k = {n}×{heads}×{d_k}, 또는 헤드 1의 채널을 먼저 둔 "
+    "n×(H·d_k) = {n}×{width}(수 n개의 1차원 목록은 헤드가 하나이고 d_k = 1일 때만 됩니다).",
     "kimi_delta.g_positive": "kimi_delta의 g가 토큰 {token}, 헤드 {head}, 채널 {channel}에서 "
     "0보다 큽니다: g는 로그 공간의 감쇠이고, 상태의 행에는 e^g ≤ 1을 곱합니다(Kimi Linear는 "
     "g = −e^(A_log)·softplus(f_b(f_a(x)) + dt_bias) < 0으로 만듭니다).",
