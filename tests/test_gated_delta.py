@@ -363,3 +363,40 @@ def test_beside_other_features_the_refusal_names_them_in_korean_too(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(DOC | {"softcap": 30, "sinks": [1, 1]}), encoding="utf-8")
     one_message(run_qkvcalc("explain", str(path), "--lang", "ko"), "빼야 할 기능: softcap, sinks.")
+
+
+@pytest.mark.parametrize("preset", ["deltanet", "kda"])
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_value_stage_speaks_of_the_state_not_of_scores_or_a_v(cli, preset, lang):
+    """A linear-attention layer has no scores and no A: its V stage said 'The scores only say
+    how much each token matters' and 'A·V is n×d_v'. It says what V is to the state, and the
+    width through o_t = S_tᵀ·q̂_t; a softmax preset keeps its own sentences."""
+    from qkvcalc.i18n import translate
+
+    def value_stage(name: str) -> str:
+        result = cli("explain", "--preset", name, "--lang", lang, "--no-color")
+        assert result.exit_code == 0, result.stderr
+        text = result.stdout
+        return text[text.index("4/") : text.index("5/")]
+
+    mine, softmax = value_stage(preset), value_stage("doc")
+    scores = "The scores only" if lang == "en" else "어텐션 스코어는"
+    assert scores not in mine and "A·V" not in mine and "o_t = S_tᵀ·q̂_t" in mine
+    assert scores in softmax and "A·V" in softmax
+    assert translate("stage.v_state.title", lang) == translate("stage.v.title", lang)
+
+
+@pytest.mark.parametrize("preset", ["deltanet", "kda"])
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_with_a_given_scale_the_query_norm_does_not_say_it_divides_by_root_d_k(preset, lang):
+    """With "scale": 0.5 the rows are multiplied by 0.5; the why said only 'then by √d_k'. It
+    says the given scale replaces it (and the numbers are l2norm(Q) × 0.5)."""
+    doc = json.loads((ROOT / "presets" / f"{preset}.json").read_text(encoding="utf-8"))
+    trace = run(Problem.from_mapping(doc | {"scale": 0.5}))
+    q = trace.stage("q", None).value
+    expected = q / np.sqrt((q * q).sum(axis=1, keepdims=True) + 1e-6) * 0.5
+    np.testing.assert_allclose(trace.stage("q_l2", None).value, expected, atol=1e-15)
+    text = render(trace, "txt", RenderOptions(lang=lang, color=False))
+    why = text[text.index("5/") : text.index("6/")]
+    assert "l2norm(Q) × 0.5" in why
+    assert ("times the problem's scale instead" if lang == "en" else "그 값을 곱합니다") in why

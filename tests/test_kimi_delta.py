@@ -377,7 +377,11 @@ KDA = DOC["kimi_delta"]
             (),
             ("token 3 a 2×2 matrix", "H×d_k = 2×3"),
         ),
-        ({"kimi_delta": KDA | {"beta": [0.5] * N}}, (), ("kimi_delta's beta is a flat list of 7 numbers", "7×2")),
+        (
+            {"kimi_delta": KDA | {"beta": [0.5] * N}},
+            (),
+            ("kimi_delta's beta is a flat list of 7 numbers", "7×2"),
+        ),
         (
             {
                 "kimi_delta": KDA

@@ -37,6 +37,13 @@ MESSAGES: dict[str, str] = {
     "scores only say how much each token matters; V carries what is actually mixed into the "
     "output. Q, K and V are not three kinds of token: they are three projections of the same "
     "token's row.",
+    "stage.v_state.title": "Value projection",
+    "stage.v_state.why": "A value is the content a token writes into the state along its Key: "
+    "its own output and every later one read it back, each by its weight W[t,s] in the matrix "
+    "below (the layer "
+    "blends, it does not pick one). q and k decide where it is written and read; V carries what "
+    "is actually mixed into the output. Q, K and V are not three kinds of token: they are three "
+    "projections of the same token's row.",
     "stage.q_given.title": "Queries Q (given)",
     "stage.q_given.why": "Q is given directly, so there is no projection to compute: each row is "
     "one token's query, what it is looking for, as the numbers typed in.",
@@ -218,6 +225,9 @@ MESSAGES: dict[str, str] = {
     "note.dv": "d_v = {d_v} sets the width of the output: V is m×d_v, so A·V is n×d_v. It need "
     "not equal d_k = {d_k}: the weights decide how much of each value a query takes, d_v how "
     "many numbers each value carries.",
+    "note.dv_state": "d_v = {d_v} sets the width of the output: V is m×d_v and the state "
+    "d_k×d_v, so each o_t = S_tᵀ·q̂_t has d_v numbers. It need not equal d_k = {d_k}: the state "
+    "has a row per Key channel and a column per number of a value.",
     "note.layout_torch": "{weight} was given as PyTorch stores it (out×in); the matrix shown "
     "is its transpose {weight}ᵀ (in×out), which the rows are multiplied by.",
     # ---- warnings ------------------------------------------------------------------------
@@ -319,7 +329,8 @@ MESSAGES: dict[str, str] = {
     "ui.token_step": "token {step}",
     "stage.q_l2.title": "Gated DeltaNet: the Queries, L2-normalized and scaled",
     "stage.q_l2.why": "The layer divides each Query row by its length (√(Σx² + 10⁻⁶), so a row "
-    "of zeros stays zeros), then by √d_k, as transformers' torch_recurrent_gated_delta_rule does "
+    "of zeros stays zeros), then by √d_k (times the problem's scale instead, when one is given), "
+    "as transformers' torch_recurrent_gated_delta_rule does "
     "with use_qk_l2norm_in_kernel. Every Query then reads the state with the same strength, "
     "whatever the size of its projection.",
     "stage.k_l2.title": "Gated DeltaNet: the Keys, L2-normalized",
@@ -539,7 +550,8 @@ MESSAGES: dict[str, str] = {
     "decay per Key channel, its chunked form in chunks of {chunk}",
     "stage.kda_q_l2.title": "Kimi Delta Attention: the Queries, L2-normalized and scaled",
     "stage.kda_q_l2.why": "The layer divides each Query row by its length (√(Σx² + 10⁻⁶), so a "
-    "row of zeros stays zeros), then by √d_k, as transformers' recurrent_kimi_delta_attention "
+    "row of zeros stays zeros), then by √d_k (times the problem's scale instead, when one is "
+    "given), as transformers' recurrent_kimi_delta_attention "
     "does with use_qk_l2norm_in_kernel. Every Query then reads the state with the same strength, "
     "whatever the size of its projection.",
     "stage.kda_k_l2.title": "Kimi Delta Attention: the Keys, L2-normalized",

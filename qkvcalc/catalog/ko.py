@@ -45,6 +45,11 @@ MESSAGES: dict[str, str] = {
     "건네주는 내용입니다. 어텐션은 하나를 골라내지 않고 섞습니다. 어텐션 스코어는 각 토큰이 "
     "얼마나 중요한지만 알려 줄 뿐이고, 출력에 실제로 섞이는 것은 V입니다. Q, K, V는 토큰의 "
     "세 종류가 아니라, 같은 토큰의 행을 세 가지로 투영한 것입니다.",
+    "stage.v_state.title": "Value 선형 투영",
+    "stage.v_state.why": "Value는 토큰이 자기 Key 방향으로 상태에 써 넣는 내용입니다. 그 토큰의 "
+    "출력과 뒤의 모든 출력이 이것을 아래 행렬의 가중치 W[t,s]만큼 다시 읽습니다(층은 하나를 "
+    "골라내지 않고 섞습니다). q와 k는 어디에 쓰고 어디서 읽을지를 정하고, 출력에 실제로 섞이는 "
+    "것은 V입니다. Q, K, V는 토큰의 세 종류가 아니라, 같은 토큰의 행을 세 가지로 투영한 것입니다.",
     "stage.q_given.title": "Query Q (주어진 값)",
     "stage.q_given.why": "Q를 직접 주었으므로 계산할 선형 투영이 없습니다. 각 행은 한 토큰의 "
     "Query, 곧 그 토큰이 찾는 것이며, 입력한 수 그대로입니다.",
@@ -222,6 +227,9 @@ MESSAGES: dict[str, str] = {
     "note.dv": "d_v = {d_v}: 출력의 폭을 정합니다. V가 m×d_v이므로 A·V는 n×d_v입니다. d_v가 "
     "d_k(여기서는 {d_k})와 같을 필요는 없습니다. 가중치는 각 Value를 얼마나 가져올지를, d_v는 "
     "Value 하나가 숫자를 몇 개 담는지를 정합니다.",
+    "note.dv_state": "d_v = {d_v}: 출력의 폭을 정합니다. V가 m×d_v이고 상태가 d_k×d_v이므로 "
+    "o_t = S_tᵀ·q̂_t는 수 d_v개입니다. d_v가 d_k(여기서는 {d_k})와 같을 필요는 없습니다. 상태는 "
+    "Key 채널마다 한 행, Value의 수마다 한 열을 둡니다.",
     "note.layout_torch": "PyTorch가 저장하는 방식(out×in)으로 주어진 행렬: {weight}. 여기 보이는 "
     "행렬은 그 전치 {weight}ᵀ(in×out)로, 행들에 곱해지는 행렬입니다.",
     # ---- warnings ------------------------------------------------------------------------
@@ -320,7 +328,8 @@ MESSAGES: dict[str, str] = {
     "ui.token_step": "토큰 {step}",
     "stage.q_l2.title": "Gated DeltaNet: L2 정규화하고 스케일링한 Query",
     "stage.q_l2.why": "층은 Query의 각 행을 그 길이(√(Σx² + 10⁻⁶), 그래서 0으로 된 행은 그대로 "
-    "0)로 나눈 뒤 √d_k로 다시 나눕니다. transformers의 torch_recurrent_gated_delta_rule이 "
+    "0)로 나눈 뒤 √d_k로 다시 나눕니다(문제에 scale이 주어지면 √d_k로 나누는 대신 그 값을 "
+    "곱합니다). transformers의 torch_recurrent_gated_delta_rule이 "
     "use_qk_l2norm_in_kernel로 하는 계산과 같습니다. 그러면 투영의 크기와 상관없이 모든 Query가 "
     "같은 세기로 상태를 읽습니다.",
     "stage.k_l2.title": "Gated DeltaNet: L2 정규화한 Key",
@@ -537,7 +546,8 @@ MESSAGES: dict[str, str] = {
     "감쇠 하나, 청크 형식의 청크 크기 {chunk}",
     "stage.kda_q_l2.title": "Kimi Delta Attention: L2 정규화하고 스케일링한 Query",
     "stage.kda_q_l2.why": "층은 Query의 각 행을 그 길이(√(Σx² + 10⁻⁶), 그래서 0으로 된 행은 "
-    "그대로 0)로 나눈 뒤 √d_k로 다시 나눕니다. transformers의 recurrent_kimi_delta_attention이 "
+    "그대로 0)로 나눈 뒤 √d_k로 다시 나눕니다(문제에 scale이 주어지면 √d_k로 나누는 대신 그 "
+    "값을 곱합니다). transformers의 recurrent_kimi_delta_attention이 "
     "use_qk_l2norm_in_kernel로 하는 계산과 같습니다. 그러면 투영의 크기와 상관없이 모든 Query가 "
     "같은 세기로 상태를 읽습니다.",
     "stage.kda_k_l2.title": "Kimi Delta Attention: L2 정규화한 Key",

@@ -236,7 +236,9 @@ def tex_message(key: str, lang: str, /, **params: Any) -> str:
 
 _WORDS = re.compile(
     r"(?<![A-Za-z\\])("
-    + "|".join(("softmax", "concat", "output", "source", "max", "heads", "head", "tanh", "pos", "mean"))
+    + "|".join(
+        ("softmax", "concat", "output", "source", "max", "heads", "head", "tanh", "pos", "mean")
+    )
     + "".join(f"|{word}" for word in features.words())  # each feature's own
     + r")(?![A-Za-z])"
 )
