@@ -400,3 +400,13 @@ def test_with_a_given_scale_the_query_norm_does_not_say_it_divides_by_root_d_k(p
     why = text[text.index("5/") : text.index("6/")]
     assert "l2norm(Q) × 0.5" in why
     assert ("times the problem's scale instead" if lang == "en" else "그 값을 곱합니다") in why
+
+
+@pytest.mark.parametrize("preset", ["deltanet", "kda"])
+def test_train_on_the_preset_names_the_layer_before_asking_for_a_loss(preset):
+    """`train --preset deltanet` asked for a loss first, and with the loss given refused the
+    layer: the layer is named at once. The loss's own message says 'none' in Korean words."""
+    name = "Gated DeltaNet" if preset == "deltanet" else "Kimi Delta Attention"
+    one_message(run_qkvcalc("train", "--preset", preset), f"does not learn through a {name}")
+    ko = run_qkvcalc("train", "--preset", "doc", "--lang", "ko")
+    one_message(ko, "이 문제에 있는 것: 없음.")

@@ -2579,6 +2579,7 @@ MESSAGES: dict[str, str] = {
     "train.loss": "qkvcalc train needs a loss to descend: the key attend (the key each query "
     "should look at) or target (the output to reach); this problem has {given}. grad_output "
     "gives a gradient but no loss to make smaller.",
+    "train.loss_none": "none",
     "train.no_weights": "qkvcalc train learns W_Q, W_K, W_V (and W_O), but this problem gives "
     "Q, K and V directly: give X and the weights instead.",
     "train.schedule": "qkvcalc train runs the plain forward and backward pass, so it does not "

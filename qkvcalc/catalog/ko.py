@@ -2549,6 +2549,7 @@ MESSAGES: dict[str, str] = {
     "train.loss": "qkvcalc train에는 줄여 나갈 손실이 필요합니다: attend(각 Query가 볼 Key) "
     "또는 target(도달할 출력) 키를 주세요. 이 문제에 있는 것: {given}. grad_output은 기울기만 "
     "주고 줄일 손실은 주지 않습니다.",
+    "train.loss_none": "없음",
     "train.no_weights": "qkvcalc train은 W_Q, W_K, W_V(와 W_O)를 학습하는데, 이 문제는 Q, K, "
     "V를 직접 줍니다. 대신 X와 가중치를 주세요.",
     "train.schedule": "qkvcalc train은 보통의 순전파와 역전파만 계산하므로 이 키는 받지 "
