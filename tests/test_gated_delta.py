@@ -9,6 +9,7 @@ format in both languages, and as bad input."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -218,8 +219,9 @@ def test_the_torch_script_agrees(tmp_path):
         (
             {"gated_delta": DOC["gated_delta"] | {"g": [1, 2]}},
             (),
-            ("gated_delta's g is 1×2", "7×2"),
+            ("gated_delta's g is a flat list of 2 numbers", "7×2"),
         ),
+        ({"gated_delta": DOC["gated_delta"] | {"g": [[-1, -1]]}}, (), ("g is 1×2", "7×2")),
         ({"gated_delta": DOC["gated_delta"] | {"chunk": 0}}, (), ("chunk",)),
         ({"gated_delta": DOC["gated_delta"] | {"eps": 1}}, (), ("has no key",)),
         ({"gated_delta": {"g": DOC["gated_delta"]["g"]}}, (), ("needs both g",)),
@@ -232,7 +234,7 @@ def test_the_torch_script_agrees(tmp_path):
             ("above 0 at token 1, head 2",),
         ),
         ({"kv_heads": 1}, (), ("kv_heads = 1",)),
-        ({"softcap": 30}, (), ("other features",)),
+        ({"softcap": 30}, (), ("other features", "leave out softcap.")),
         ({}, ("--decode", "2"), ("leave out --decode",)),
         ({}, ("--tiles", "2"), ("leave out --tiles",)),
         ({}, ("--dtype", "bfloat16"), ("leave out --dtype",)),
@@ -337,3 +339,74 @@ def test_the_weights_arithmetic_redoes_its_cells(precision):
             if precision == 12:
                 left = line.split(": ", 1)[1].split(" = ")[0].split(" ≈ ")[0]
                 assert evaluate(left) == pytest.approx(weights[t, s], abs=1e-9), line
+
+
+@pytest.mark.parametrize("preset", sorted(p.stem for p in (ROOT / "presets").glob("*.json")))
+def test_every_stage_formula_in_tex_braces_its_subscripts_and_sets_words_upright(cli, preset):
+    """A_(s+1) in TeX is A with the subscript '(' and then s+1) on the line; O_chunk is O_c
+    then 'hunk'; l2norm(Q) in italics reads as a product of letters. Every stage formula of
+    every preset, as LaTeX writes it: no subscript in parentheses, no unbraced subscript of
+    several letters, no function name of several letters in math italics."""
+    result = cli("explain", "--preset", preset, "--format", "latex")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    formulas = [lines[i + 1] for i, line in enumerate(lines[:-1]) if line == "\\["]
+    assert formulas
+    for formula in formulas:
+        assert "_(" not in formula, formula
+        assert not re.search(r"_[A-Za-z]{2,}", formula), formula
+        assert not re.search(r"(?<![\\{A-Za-z])[a-z][a-z0-9]{3,}\(", formula), formula
+
+
+def test_beside_other_features_the_refusal_names_them_in_korean_too(tmp_path):
+    """It said 'leave them out' without saying which: it names every other feature given."""
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(DOC | {"softcap": 30, "sinks": [1, 1]}), encoding="utf-8")
+    one_message(run_qkvcalc("explain", str(path), "--lang", "ko"), "빼야 할 기능: softcap, sinks.")
+
+
+@pytest.mark.parametrize("preset", ["deltanet", "kda"])
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_value_stage_speaks_of_the_state_not_of_scores_or_a_v(cli, preset, lang):
+    """A linear-attention layer has no scores and no A: its V stage said 'The scores only say
+    how much each token matters' and 'A·V is n×d_v'. It says what V is to the state, and the
+    width through o_t = S_tᵀ·q̂_t; a softmax preset keeps its own sentences."""
+    from qkvcalc.i18n import translate
+
+    def value_stage(name: str) -> str:
+        result = cli("explain", "--preset", name, "--lang", lang, "--no-color")
+        assert result.exit_code == 0, result.stderr
+        text = result.stdout
+        return text[text.index("4/") : text.index("5/")]
+
+    mine, softmax = value_stage(preset), value_stage("doc")
+    scores = "The scores only" if lang == "en" else "어텐션 스코어는"
+    assert scores not in mine and "A·V" not in mine and "o_t = S_tᵀ·q̂_t" in mine
+    assert scores in softmax and "A·V" in softmax
+    assert translate("stage.v_state.title", lang) == translate("stage.v.title", lang)
+
+
+@pytest.mark.parametrize("preset", ["deltanet", "kda"])
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_with_a_given_scale_the_query_norm_does_not_say_it_divides_by_root_d_k(preset, lang):
+    """With "scale": 0.5 the rows are multiplied by 0.5; the why said only 'then by √d_k'. It
+    says the given scale replaces it (and the numbers are l2norm(Q) × 0.5)."""
+    doc = json.loads((ROOT / "presets" / f"{preset}.json").read_text(encoding="utf-8"))
+    trace = run(Problem.from_mapping(doc | {"scale": 0.5}))
+    q = trace.stage("q", None).value
+    expected = q / np.sqrt((q * q).sum(axis=1, keepdims=True) + 1e-6) * 0.5
+    np.testing.assert_allclose(trace.stage("q_l2", None).value, expected, atol=1e-15)
+    text = render(trace, "txt", RenderOptions(lang=lang, color=False))
+    why = text[text.index("5/") : text.index("6/")]
+    assert "l2norm(Q) × 0.5" in why
+    assert ("times the problem's scale instead" if lang == "en" else "그 값을 곱합니다") in why
+
+
+@pytest.mark.parametrize("preset", ["deltanet", "kda"])
+def test_train_on_the_preset_names_the_layer_before_asking_for_a_loss(preset):
+    """`train --preset deltanet` asked for a loss first, and with the loss given refused the
+    layer: the layer is named at once. The loss's own message says 'none' in Korean words."""
+    name = "Gated DeltaNet" if preset == "deltanet" else "Kimi Delta Attention"
+    one_message(run_qkvcalc("train", "--preset", preset), f"does not learn through a {name}")
+    ko = run_qkvcalc("train", "--preset", "doc", "--lang", "ko")
+    one_message(ko, "이 문제에 있는 것: 없음.")

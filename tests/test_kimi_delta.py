@@ -364,14 +364,24 @@ KDA = DOC["kimi_delta"]
 @pytest.mark.parametrize(
     ("change", "args", "fragments"),
     [
-        ({"kimi_delta": KDA | {"g": [1, 2]}}, (), ("kimi_delta's g is 1×2", "7×2×3", "7×6")),
+        (
+            {"kimi_delta": KDA | {"g": [1, 2]}},
+            (),
+            ("g is a flat list of 2 numbers", "7×2×3", "7×6"),
+        ),
+        ({"kimi_delta": KDA | {"g": [[-1, -1]]}}, (), ("kimi_delta's g is 1×2", "7×2×3", "7×6")),
+        ({"kimi_delta": KDA | {"beta": [1, 1]}}, (), ("beta is a flat list of 2 numbers", "7×2")),
         ({"kimi_delta": KDA | {"g": KDA["g"][:5]}}, (), ("kimi_delta's g is 5×2×3", "7×2×3")),
         (
             {"kimi_delta": KDA | {"g": [*KDA["g"][:2], [[-1, -1], [-1, -1]], *KDA["g"][3:]]}},
             (),
             ("token 3 a 2×2 matrix", "H×d_k = 2×3"),
         ),
-        ({"kimi_delta": KDA | {"beta": [0.5] * N}}, (), ("kimi_delta's beta is 1×7", "7×2")),
+        (
+            {"kimi_delta": KDA | {"beta": [0.5] * N}},
+            (),
+            ("kimi_delta's beta is a flat list of 7 numbers", "7×2"),
+        ),
         (
             {
                 "kimi_delta": KDA
@@ -393,8 +403,12 @@ KDA = DOC["kimi_delta"]
             ("above 0 at token 1, head 2, channel 2",),
         ),
         ({"kv_heads": 1}, (), ("kv_heads = 1",)),
-        ({"softcap": 30}, (), ("other features",)),
-        ({"gated_delta": {"g": [[-1, -1]] * N, "beta": [[1, 1]] * N}}, (), ("other features",)),
+        ({"softcap": 30}, (), ("other features", "leave out softcap.")),
+        (
+            {"gated_delta": {"g": [[-1, -1]] * N, "beta": [[1, 1]] * N}},
+            (),
+            ("other features", "leave out kimi_delta."),
+        ),
         ({}, ("--decode", "2"), ("leave out --decode",)),
         ({}, ("--tiles", "2"), ("leave out --tiles",)),
         ({}, ("--dtype", "bfloat16"), ("leave out --dtype",)),
@@ -417,7 +431,9 @@ def test_train_refuses_it(tmp_path):
 def test_a_bad_shape_is_one_message_in_korean_too(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(DOC | {"kimi_delta": KDA | {"g": [1, 2]}}), encoding="utf-8")
-    one_message(run_qkvcalc("explain", str(path), "--lang", "ko"), "kimi_delta의 g의 모양은 1×2")
+    one_message(
+        run_qkvcalc("explain", str(path), "--lang", "ko"), "kimi_delta의 g에 수 2개의 1차원 목록이"
+    )
 
 
 def test_the_quiz_grades_its_stages(tmp_path):
@@ -469,3 +485,39 @@ def test_a_real_quiz_of_the_preset_names_the_mistake(tmp_path):
         stages = {s["key"]: s for s in json.loads(proc.stdout)["stages"]}
         assert stages["output"]["mistake"] == "kda_decay_scalar"
         assert text in stages["output"]["mistake_text"]
+
+
+@pytest.mark.parametrize(("lang", "says"), [("en", "the same row"), ("ko", "같은 행")])
+def test_the_weights_note_says_what_each_number_of_a_line_is(lang, says):
+    """Below the diagonal a line is β_s×(d_0 − W[t,r]×d_r − …): the first number inside the
+    parentheses and each product's second factor are the decayed dot products (recomputed here
+    from K̂, Q̂ and g), each product's first factor is a weight W[t,r] to the right in the row.
+    The note says so (it said every number in the brackets was a dot product)."""
+    from qkvcalc.render.arith import Style, stage_work
+
+    doc = json.loads((ROOT / "presets" / "kda.json").read_text(encoding="utf-8"))
+    trace = run(Problem.from_mapping(doc))
+    w, q, k = (trace.stage(sid, None).value for sid in ("weights", "q_l2", "k_l2"))
+    g = np.asarray(doc["kimi_delta"]["g"], float)
+
+    def dot(a, b, first, last):  # ⟨a, b⟩ over tokens first … last (1-based), decayed
+        return float(np.sum(np.exp(g[first - 1 : last].sum(axis=0)) * a * b))
+
+    lines = list(stage_work(trace.stage("weights", None), Style(precision=4)))
+    checked = 0
+    for line in lines:
+        t, s = (int(i) for i in line[1 : line.index("]")].split(","))
+        if s == t:
+            continue
+        inner = line.split("×(", 1)[1].rsplit(")", 1)[0]
+        first, *products = inner.split(" − ")
+        assert float(first) == pytest.approx(dot(k[s - 1], q[t - 1], s + 1, t), abs=5e-5)
+        for r, product in zip(range(s + 1, t + 1), products, strict=True):
+            weight, overlap = (float(x) for x in product.split("×"))
+            assert weight == pytest.approx(w[t - 1, r - 1], abs=5e-5), line
+            assert overlap == pytest.approx(dot(k[s - 1], k[r - 1], s + 1, r), abs=5e-5), line
+            checked += 1
+    assert checked == 4  # W[2,1], W[3,1] (two), W[3,2]
+    text = render(trace, "txt", RenderOptions(lang=lang, color=False))
+    note = text[text.index("⟨a, b⟩") :].split("\n\n")[0]
+    assert says in note and "numbers in brackets" not in note and "괄호 안의 수가" not in note

@@ -37,6 +37,13 @@ MESSAGES: dict[str, str] = {
     "scores only say how much each token matters; V carries what is actually mixed into the "
     "output. Q, K and V are not three kinds of token: they are three projections of the same "
     "token's row.",
+    "stage.v_state.title": "Value projection",
+    "stage.v_state.why": "A value is the content a token writes into the state along its Key: "
+    "its own output and every later one read it back, each by its weight W[t,s] in the matrix "
+    "below (the layer "
+    "blends, it does not pick one). q and k decide where it is written and read; V carries what "
+    "is actually mixed into the output. Q, K and V are not three kinds of token: they are three "
+    "projections of the same token's row.",
     "stage.q_given.title": "Queries Q (given)",
     "stage.q_given.why": "Q is given directly, so there is no projection to compute: each row is "
     "one token's query, what it is looking for, as the numbers typed in.",
@@ -218,6 +225,9 @@ MESSAGES: dict[str, str] = {
     "note.dv": "d_v = {d_v} sets the width of the output: V is m×d_v, so A·V is n×d_v. It need "
     "not equal d_k = {d_k}: the weights decide how much of each value a query takes, d_v how "
     "many numbers each value carries.",
+    "note.dv_state": "d_v = {d_v} sets the width of the output: V is m×d_v and the state "
+    "d_k×d_v, so each o_t = S_tᵀ·q̂_t has d_v numbers. It need not equal d_k = {d_k}: the state "
+    "has a row per Key channel and a column per number of a value.",
     "note.layout_torch": "{weight} was given as PyTorch stores it (out×in); the matrix shown "
     "is its transpose {weight}ᵀ (in×out), which the rows are multiplied by.",
     # ---- warnings ------------------------------------------------------------------------
@@ -321,7 +331,8 @@ MESSAGES: dict[str, str] = {
     "ui.token_step": "token {step}",
     "stage.q_l2.title": "Gated DeltaNet: the Queries, L2-normalized and scaled",
     "stage.q_l2.why": "The layer divides each Query row by its length (√(Σx² + 10⁻⁶), so a row "
-    "of zeros stays zeros), then by √d_k, as transformers' torch_recurrent_gated_delta_rule does "
+    "of zeros stays zeros), then by √d_k (times the problem's scale instead, when one is given), "
+    "as transformers' torch_recurrent_gated_delta_rule does "
     "with use_qk_l2norm_in_kernel. Every Query then reads the state with the same strength, "
     "whatever the size of its projection.",
     "stage.k_l2.title": "Gated DeltaNet: the Keys, L2-normalized",
@@ -392,6 +403,9 @@ MESSAGES: dict[str, str] = {
     "(β, its write strength), one number per token and head.",
     "gated_delta.shape": "gated_delta's {field} is {shape}, but it needs one row per token and "
     "one column per head: n×H = {n}×{heads}.",
+    "gated_delta.shape_flat": "gated_delta's {field} is a flat list of {count} numbers, but it "
+    "needs one number per token and head: n×H = {n}×{heads} (a flat list of n numbers only with "
+    "one head).",
     "gated_delta.g_positive": "gated_delta's g is above 0 at token {token}, head {head}: g is the "
     "decay in log space, and the state is multiplied by e^g ≤ 1 (Qwen3-Next makes "
     "g = −e^(A_log)·softplus(a + dt_bias) < 0).",
@@ -405,7 +419,7 @@ MESSAGES: dict[str, str] = {
     "gated_delta.chunk": "gated_delta's chunk (the chunked form's chunk size) must be a whole "
     "number of at least 1, not {value}.",
     "gated_delta.alone": "A Gated DeltaNet layer (gated_delta) has no scores and no softmax, so "
-    "the other features of attention do not apply to it: leave them out.",
+    "the other features of attention do not apply to it: leave out {others}.",
     "gated_delta.decode": "A Gated DeltaNet layer (gated_delta) already runs token by token "
     "through its state: leave out --decode.",
     "gated_delta.tiles": "A Gated DeltaNet layer (gated_delta) has no softmax to compute in "
@@ -646,7 +660,8 @@ MESSAGES: dict[str, str] = {
     "decay per Key channel, its chunked form in chunks of {chunk}",
     "stage.kda_q_l2.title": "Kimi Delta Attention: the Queries, L2-normalized and scaled",
     "stage.kda_q_l2.why": "The layer divides each Query row by its length (√(Σx² + 10⁻⁶), so a "
-    "row of zeros stays zeros), then by √d_k, as transformers' recurrent_kimi_delta_attention "
+    "row of zeros stays zeros), then by √d_k (times the problem's scale instead, when one is "
+    "given), as transformers' recurrent_kimi_delta_attention "
     "does with use_qk_l2norm_in_kernel. Every Query then reads the state with the same strength, "
     "whatever the size of its projection.",
     "stage.kda_k_l2.title": "Kimi Delta Attention: the Keys, L2-normalized",
@@ -693,8 +708,9 @@ MESSAGES: dict[str, str] = {
     "left: W[t,s] = β_s·(⟨k̂_s, q̂_t⟩ over s+1…t − Σ_(r = s+1…t) W[t,r]·⟨k̂_s, k̂_r⟩ over "
     "s+1…r), where ⟨a, b⟩ over a span of tokens = Σ_c e^(g_c summed over the span)·a[c]·b[c], "
     "the dot product with each channel decayed by its own g (on the diagonal the span is empty: "
-    "a plain dot product). The numbers in brackets are these decayed dot products, from Q̂, K̂ "
-    "and g above.",
+    "a plain dot product). Each line is β_s × (the decayed ⟨k̂_s, q̂_t⟩ − W[t,r] × the decayed "
+    "⟨k̂_s, k̂_r⟩ for each later r), on the diagonal β_t × k̂_t·q̂_t: the dot products are worked "
+    "out from Q̂, K̂ and g above, the weights W[t,r] are the cells to the right in the same row.",
     "note.kda_linear_in_v": "W·V equals this output up to rounding: the largest difference is "
     "{diff}. With q, k, g and β fixed the layer is linear in V (before Kimi Linear's gated norm, "
     "which is not).",
@@ -720,6 +736,13 @@ MESSAGES: dict[str, str] = {
     "needs one row per head and one column per Key channel: H×d_k = {heads}×{d_k}.",
     "kimi_delta.beta_shape": "kimi_delta's beta is {shape}, but it needs one row per token and "
     "one column per head: n×H = {n}×{heads}.",
+    "kimi_delta.beta_flat": "kimi_delta's beta is a flat list of {count} numbers, but it needs "
+    "one number per token and head: n×H = {n}×{heads} (a flat list of n numbers only with one "
+    "head).",
+    "kimi_delta.g_flat": "kimi_delta's g is a flat list of {count} numbers, but it needs one "
+    "decay per token, head and Key channel: n×H×d_k = {n}×{heads}×{d_k}, or n×(H·d_k) = "
+    "{n}×{width} with head 1's channels first (a flat list of n numbers only with one head and "
+    "d_k = 1).",
     "kimi_delta.g_positive": "kimi_delta's g is above 0 at token {token}, head {head}, channel "
     "{channel}: g is a decay in log space, and the state's row is multiplied by e^g ≤ 1 (Kimi "
     "Linear makes g = −e^(A_log)·softplus(f_b(f_a(x)) + dt_bias) < 0).",
@@ -733,7 +756,7 @@ MESSAGES: dict[str, str] = {
     "kimi_delta.chunk": "kimi_delta's chunk (the chunked form's chunk size) must be a whole "
     "number of at least 1, not {value}.",
     "kimi_delta.alone": "A Kimi Delta Attention layer (kimi_delta) has no scores and no softmax, "
-    "so the other features of attention do not apply to it: leave them out.",
+    "so the other features of attention do not apply to it: leave out {others}.",
     "kimi_delta.decode": "A Kimi Delta Attention layer (kimi_delta) already runs token by token "
     "through its state: leave out --decode.",
     "kimi_delta.tiles": "A Kimi Delta Attention layer (kimi_delta) has no softmax to compute in "
@@ -2709,6 +2732,7 @@ MESSAGES: dict[str, str] = {
     "train.loss": "qkvcalc train needs a loss to descend: the key attend (the key each query "
     "should look at) or target (the output to reach); this problem has {given}. grad_output "
     "gives a gradient but no loss to make smaller.",
+    "train.loss_none": "none",
     "train.no_weights": "qkvcalc train learns W_Q, W_K, W_V (and W_O), but this problem gives "
     "Q, K and V directly: give X and the weights instead.",
     "train.schedule": "qkvcalc train runs the plain forward and backward pass, so it does not "

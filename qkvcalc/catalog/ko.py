@@ -45,6 +45,11 @@ MESSAGES: dict[str, str] = {
     "건네주는 내용입니다. 어텐션은 하나를 골라내지 않고 섞습니다. 어텐션 스코어는 각 토큰이 "
     "얼마나 중요한지만 알려 줄 뿐이고, 출력에 실제로 섞이는 것은 V입니다. Q, K, V는 토큰의 "
     "세 종류가 아니라, 같은 토큰의 행을 세 가지로 투영한 것입니다.",
+    "stage.v_state.title": "Value 선형 투영",
+    "stage.v_state.why": "Value는 토큰이 자기 Key 방향으로 상태에 써 넣는 내용입니다. 그 토큰의 "
+    "출력과 뒤의 모든 출력이 이것을 아래 행렬의 가중치 W[t,s]만큼 다시 읽습니다(층은 하나를 "
+    "골라내지 않고 섞습니다). q와 k는 어디에 쓰고 어디서 읽을지를 정하고, 출력에 실제로 섞이는 "
+    "것은 V입니다. Q, K, V는 토큰의 세 종류가 아니라, 같은 토큰의 행을 세 가지로 투영한 것입니다.",
     "stage.q_given.title": "Query Q (주어진 값)",
     "stage.q_given.why": "Q를 직접 주었으므로 계산할 선형 투영이 없습니다. 각 행은 한 토큰의 "
     "Query, 곧 그 토큰이 찾는 것이며, 입력한 수 그대로입니다.",
@@ -222,6 +227,9 @@ MESSAGES: dict[str, str] = {
     "note.dv": "d_v = {d_v}: 출력의 폭을 정합니다. V가 m×d_v이므로 A·V는 n×d_v입니다. d_v가 "
     "d_k(여기서는 {d_k})와 같을 필요는 없습니다. 가중치는 각 Value를 얼마나 가져올지를, d_v는 "
     "Value 하나가 숫자를 몇 개 담는지를 정합니다.",
+    "note.dv_state": "d_v = {d_v}: 출력의 폭을 정합니다. V가 m×d_v이고 상태가 d_k×d_v이므로 "
+    "o_t = S_tᵀ·q̂_t는 수 d_v개입니다. d_v가 d_k(여기서는 {d_k})와 같을 필요는 없습니다. 상태는 "
+    "Key 채널마다 한 행, Value의 수마다 한 열을 둡니다.",
     "note.layout_torch": "PyTorch가 저장하는 방식(out×in)으로 주어진 행렬: {weight}. 여기 보이는 "
     "행렬은 그 전치 {weight}ᵀ(in×out)로, 행들에 곱해지는 행렬입니다.",
     # ---- warnings ------------------------------------------------------------------------
@@ -322,7 +330,8 @@ MESSAGES: dict[str, str] = {
     "ui.token_step": "토큰 {step}",
     "stage.q_l2.title": "Gated DeltaNet: L2 정규화하고 스케일링한 Query",
     "stage.q_l2.why": "층은 Query의 각 행을 그 길이(√(Σx² + 10⁻⁶), 그래서 0으로 된 행은 그대로 "
-    "0)로 나눈 뒤 √d_k로 다시 나눕니다. transformers의 torch_recurrent_gated_delta_rule이 "
+    "0)로 나눈 뒤 √d_k로 다시 나눕니다(문제에 scale이 주어지면 √d_k로 나누는 대신 그 값을 "
+    "곱합니다). transformers의 torch_recurrent_gated_delta_rule이 "
     "use_qk_l2norm_in_kernel로 하는 계산과 같습니다. 그러면 투영의 크기와 상관없이 모든 Query가 "
     "같은 세기로 상태를 읽습니다.",
     "stage.k_l2.title": "Gated DeltaNet: L2 정규화한 Key",
@@ -391,6 +400,9 @@ MESSAGES: dict[str, str] = {
     "다, 토큰과 헤드마다 수 하나씩 있어야 합니다.",
     "gated_delta.shape": "gated_delta의 {field}의 모양은 {shape}인데, 토큰마다 한 행, 헤드마다 "
     "한 열이 필요합니다: n×H = {n}×{heads}.",
+    "gated_delta.shape_flat": "gated_delta의 {field}에 수 {count}개의 1차원 목록이 주어졌는데, "
+    "토큰마다, 헤드마다 수가 하나씩 필요합니다: n×H = {n}×{heads}(수 n개의 1차원 목록은 헤드가 "
+    "하나일 때만 됩니다).",
     "gated_delta.g_positive": "gated_delta의 g가 토큰 {token}, 헤드 {head}에서 0보다 큽니다: g는 "
     "로그 공간의 감쇠이고, 상태에는 e^g ≤ 1을 곱합니다(Qwen3-Next는 "
     "g = −e^(A_log)·softplus(a + dt_bias) < 0으로 만듭니다).",
@@ -404,7 +416,7 @@ MESSAGES: dict[str, str] = {
     "gated_delta.chunk": "gated_delta의 chunk(청크 형식의 청크 크기)는 1 이상의 정수여야 합니다. "
     "받은 값: {value}",
     "gated_delta.alone": "Gated DeltaNet 층(gated_delta)에는 스코어도 소프트맥스도 없어서 "
-    "어텐션의 다른 기능은 적용되지 않습니다: 그 기능들을 빼세요.",
+    "어텐션의 다른 기능은 적용되지 않습니다. 빼야 할 기능: {others}.",
     "gated_delta.decode": "Gated DeltaNet 층(gated_delta)은 이미 상태를 거쳐 토큰 하나씩 "
     "계산합니다: --decode를 빼세요.",
     "gated_delta.tiles": "Gated DeltaNet 층(gated_delta)에는 타일로 나눠 계산할 소프트맥스가 "
@@ -643,7 +655,8 @@ MESSAGES: dict[str, str] = {
     "감쇠 하나, 청크 형식의 청크 크기 {chunk}",
     "stage.kda_q_l2.title": "Kimi Delta Attention: L2 정규화하고 스케일링한 Query",
     "stage.kda_q_l2.why": "층은 Query의 각 행을 그 길이(√(Σx² + 10⁻⁶), 그래서 0으로 된 행은 "
-    "그대로 0)로 나눈 뒤 √d_k로 다시 나눕니다. transformers의 recurrent_kimi_delta_attention이 "
+    "그대로 0)로 나눈 뒤 √d_k로 다시 나눕니다(문제에 scale이 주어지면 √d_k로 나누는 대신 그 "
+    "값을 곱합니다). transformers의 recurrent_kimi_delta_attention이 "
     "use_qk_l2norm_in_kernel로 하는 계산과 같습니다. 그러면 투영의 크기와 상관없이 모든 Query가 "
     "같은 세기로 상태를 읽습니다.",
     "stage.kda_k_l2.title": "Kimi Delta Attention: L2 정규화한 Key",
@@ -688,8 +701,9 @@ MESSAGES: dict[str, str] = {
     "note.kda_weights_work": "각 칸의 계산 과정은 행을 대각선에서 왼쪽으로 따라갑니다: "
     "W[t,s] = β_s·(s+1…t 구간의 ⟨k̂_s, q̂_t⟩ − Σ_(r = s+1…t) W[t,r]·s+1…r 구간의 ⟨k̂_s, k̂_r⟩). "
     "여기서 토큰 구간의 ⟨a, b⟩ = Σ_c e^(구간의 g_c 합)·a[c]·b[c]는 채널마다 자기 g로 감쇠시킨 "
-    "내적입니다(대각선에서는 구간이 비어 있어 보통의 내적). 괄호 안의 수가 이 감쇠한 내적이고, "
-    "위의 Q̂, K̂, g로 계산합니다.",
+    "내적입니다(대각선에서는 구간이 비어 있어 보통의 내적). 각 줄은 β_s × (감쇠한 ⟨k̂_s, q̂_t⟩ − "
+    "뒤의 r마다 W[t,r] × 감쇠한 ⟨k̂_s, k̂_r⟩)이고, 대각선에서는 β_t × k̂_t·q̂_t입니다: 내적은 위의 "
+    "Q̂, K̂, g로 계산하고, 가중치 W[t,r]는 같은 행의 오른쪽 칸입니다.",
     "note.kda_linear_in_v": "W·V는 반올림 오차 안에서 이 출력과 같습니다: 가장 큰 차이는 {diff}. "
     "q, k, g, β를 고정하면 층은 V에 대해 선형입니다(Kimi Linear의 게이트가 있는 정규화 앞까지; "
     "그 정규화는 선형이 아닙니다).",
@@ -715,6 +729,12 @@ MESSAGES: dict[str, str] = {
     "헤드당 한 행, Key 채널당 한 열이 필요합니다: H×d_k = {heads}×{d_k}.",
     "kimi_delta.beta_shape": "kimi_delta의 beta의 모양은 {shape}인데, 토큰마다 한 행, 헤드마다 "
     "한 열이 필요합니다: n×H = {n}×{heads}.",
+    "kimi_delta.beta_flat": "kimi_delta의 beta에 수 {count}개의 1차원 목록이 주어졌는데, 토큰마다, "
+    "헤드마다 수가 하나씩 필요합니다: n×H = {n}×{heads}(수 n개의 1차원 목록은 헤드가 하나일 때만 "
+    "됩니다).",
+    "kimi_delta.g_flat": "kimi_delta의 g에 수 {count}개의 1차원 목록이 주어졌는데, 토큰, 헤드, Key "
+    "채널마다 감쇠가 하나씩 필요합니다: n×H×d_k = {n}×{heads}×{d_k}, 또는 헤드 1의 채널을 먼저 둔 "
+    "n×(H·d_k) = {n}×{width}(수 n개의 1차원 목록은 헤드가 하나이고 d_k = 1일 때만 됩니다).",
     "kimi_delta.g_positive": "kimi_delta의 g가 토큰 {token}, 헤드 {head}, 채널 {channel}에서 "
     "0보다 큽니다: g는 로그 공간의 감쇠이고, 상태의 행에는 e^g ≤ 1을 곱합니다(Kimi Linear는 "
     "g = −e^(A_log)·softplus(f_b(f_a(x)) + dt_bias) < 0으로 만듭니다).",
@@ -728,7 +748,7 @@ MESSAGES: dict[str, str] = {
     "kimi_delta.chunk": "kimi_delta의 chunk(청크 형식의 청크 크기)는 1 이상의 정수여야 합니다. "
     "받은 값: {value}",
     "kimi_delta.alone": "Kimi Delta Attention 층(kimi_delta)에는 스코어도 소프트맥스도 없어서 "
-    "어텐션의 다른 기능은 적용되지 않습니다: 그 기능들을 빼세요.",
+    "어텐션의 다른 기능은 적용되지 않습니다. 빼야 할 기능: {others}.",
     "kimi_delta.decode": "Kimi Delta Attention 층(kimi_delta)은 이미 상태를 거쳐 토큰 하나씩 "
     "계산합니다: --decode를 빼세요.",
     "kimi_delta.tiles": "Kimi Delta Attention 층(kimi_delta)에는 타일로 나눠 계산할 "
@@ -2679,6 +2699,7 @@ MESSAGES: dict[str, str] = {
     "train.loss": "qkvcalc train에는 줄여 나갈 손실이 필요합니다: attend(각 Query가 볼 Key) "
     "또는 target(도달할 출력) 키를 주세요. 이 문제에 있는 것: {given}. grad_output은 기울기만 "
     "주고 줄일 손실은 주지 않습니다.",
+    "train.loss_none": "없음",
     "train.no_weights": "qkvcalc train은 W_Q, W_K, W_V(와 W_O)를 학습하는데, 이 문제는 Q, K, "
     "V를 직접 줍니다. 대신 X와 가중치를 주세요.",
     "train.schedule": "qkvcalc train은 보통의 순전파와 역전파만 계산하므로 이 키는 받지 "

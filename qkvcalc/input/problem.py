@@ -697,7 +697,8 @@ def _alone(used: dict[str, Any], dtype: bool) -> None:
     for feature in features.REGISTRY:
         if feature.name not in used:
             continue
-        _check(not feature.alone or len(used) == 1, feature.alone)
+        others = ", ".join(name for name in used if name != feature.name)
+        _check(not feature.alone or len(used) == 1, feature.alone, others=others)
         _check(not feature.no_dtype or not dtype, feature.no_dtype)
 
 

@@ -109,11 +109,20 @@ def chunked(
 # ---- reading the key ----------------------------------------------------------------------------
 
 
+def _flat(raw: Any) -> bool:
+    """A list of numbers (no list in it): to_matrix reads it as one row."""
+    return isinstance(raw, list) and not any(isinstance(item, list | tuple) for item in raw)
+
+
 def _per_head(raw: Any, name: str, sizes: Sizes) -> np.ndarray:
     values = to_matrix(raw, f"gated_delta.{name}").values
     if sizes.heads == 1 and values.shape == (1, sizes.n):  # one head: a flat list of n numbers
         values = values.T
     if values.shape != (sizes.n, sizes.heads):
+        if _flat(raw):  # a list of numbers: said as such, not as one row
+            raise QkvcalcError(
+                "gated_delta.shape_flat", field=name, count=len(raw), n=sizes.n, heads=sizes.heads
+            )
         raise QkvcalcError(
             "gated_delta.shape",
             field=name,
@@ -531,6 +540,7 @@ FEATURE = Feature(
         r"S_t = e^{g_t} S_{t-1} + \hat{k}_t \left(\beta_t (v_t - m_t)\right)^\top,"
         r"\quad o_t = S_t^\top \hat{q}_t",
     ),
+    words=("l2norm", "chunked"),
     alone="gated_delta.alone",
     no_decode="gated_delta.decode",
     no_tiles="gated_delta.tiles",

@@ -32,7 +32,7 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import to_matrix
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
-from qkvcalc.ops.gated_delta import CHUNK, _read_feeds, _read_states, _read_work, _slips
+from qkvcalc.ops.gated_delta import CHUNK, _flat, _read_feeds, _read_states, _read_work, _slips
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
 
@@ -134,13 +134,15 @@ def _gates(raw: Any, sizes: Sizes) -> tuple[np.ndarray, Any]:
     if sizes.heads * sizes.d_k == 1 and flat.shape == (1, sizes.n):  # a flat list of n numbers
         flat = flat.T
     if flat.shape != (sizes.n, sizes.heads * sizes.d_k):
-        _bad_g(shape_text(flat.shape), sizes)
+        _bad_g(shape_text(flat.shape), sizes, count=len(raw) if _flat(raw) else None)
     return flat.reshape(want), raw
 
 
-def _bad_g(shape: str, sizes: Sizes) -> NoReturn:
+def _bad_g(shape: str, sizes: Sizes, count: int | None = None) -> NoReturn:
+    """g of the wrong shape; `count`: given as a flat list of that many numbers."""
     raise QkvcalcError(
-        "kimi_delta.g_shape",
+        "kimi_delta.g_shape" if count is None else "kimi_delta.g_flat",
+        count=count,
         shape=shape,
         n=sizes.n,
         heads=sizes.heads,
@@ -154,6 +156,8 @@ def _beta(raw: Any, sizes: Sizes) -> np.ndarray:
     if sizes.heads == 1 and values.shape == (1, sizes.n):  # one head: a flat list of n numbers
         values = values.T
     if values.shape != (sizes.n, sizes.heads):
+        if _flat(raw):  # a list of numbers: said as such, not as one row
+            raise QkvcalcError("kimi_delta.beta_flat", count=len(raw), n=sizes.n, heads=sizes.heads)
         raise QkvcalcError(
             "kimi_delta.beta_shape", shape=shape_text(values.shape), n=sizes.n, heads=sizes.heads
         )
@@ -507,7 +511,7 @@ FEATURE = Feature(
     mixer=_mixer,
     torch_layer=_torch,
     torch_module_gap="it computes softmax attention, not a Kimi Delta Attention layer's state",
-    words=("Diag",),
+    words=("Diag", "l2norm", "chunked"),
     formula=(
         "S_t = Diag(e^(g_t))·S_(t−1) + k̂_t·(β_t·(v_t − m_t))ᵀ,  o_t = S_tᵀ·q̂_t",
         r"S_t = \mathrm{Diag}(e^{g_t})\, S_{t-1} + \hat{k}_t \left(\beta_t (v_t - m_t)\right)^\top,"

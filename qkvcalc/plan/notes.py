@@ -185,8 +185,10 @@ def key_facts(p: Problem, h: int | None) -> tuple[Msg, ...]:
 
 
 def value_facts(p: Problem, h: int | None) -> tuple[Msg, ...]:
-    """On the first head's V: what d_v decides."""
-    return (Msg("note.dv", d_v=p.d_v, d_k=p.d_k),) if (h or 1) == 1 else ()
+    """On the first head's V: what d_v decides (a linear-attention layer: through its state,
+    as it has no A)."""
+    key = "note.dv_state" if features.mixing(p) is not None else "note.dv"
+    return (Msg(key, d_v=p.d_v, d_k=p.d_k),) if (h or 1) == 1 else ()
 
 
 def mask_facts(p: Problem) -> tuple[Msg, ...]:

@@ -202,6 +202,8 @@ def projections(
             inner=dim_labels(w.value.shape[0]),
             cell=sid.upper() + "[{i},{j}]",
             notes=_projection_notes(p, h, sid, shared) + _layout_note(p, h, f"W_{sid.upper()}"),
+            # a linear-attention layer has no scores: its V is said as what the state holds
+            topic="v_state" if sid == "v" and features.mixing(p) is not None else "",
             symbol=sid.upper(),
             letters=("n" if sid == "q" else "m") + width,
             hint=(

@@ -236,7 +236,9 @@ def tex_message(key: str, lang: str, /, **params: Any) -> str:
 
 _WORDS = re.compile(
     r"(?<![A-Za-z\\])("
-    + "|".join(("softmax", "concat", "output", "source", "max", "heads", "head", "tanh", "pos"))
+    + "|".join(
+        ("softmax", "concat", "output", "source", "max", "heads", "head", "tanh", "pos", "mean")
+    )
     + "".join(f"|{word}" for word in features.words())  # each feature's own
     + r")(?![A-Za-z])"
 )
@@ -308,7 +310,9 @@ def tex_formula(formula: str) -> str:
     tex = re.sub(r"e\^\(([^()]*)\)", r"e^{\1}", tex)
     tex = _WORDS.sub(lambda m: rf"\mathrm{{{m.group(1)}}}", tex)
     tex = re.sub(r"\\mathrm\{(head|max)\}_(\w)", r"\\mathrm{\1}_{\2}", tex)
-    tex = re.sub(r"([A-Z])_(rot|norm|cache|cap)", r"\1_{\\mathrm{\2}}", tex)
+    tex = re.sub(r"([A-Z])_(rot|norm|cache|cap|chunk)", r"\1_{\\mathrm{\2}}", tex)
+    tex = re.sub(r"_\(([^()]*)\)", r"_{\1}", tex)  # A_(s+1): a subscript in parentheses
+    tex = re.sub(r"_([A-Za-z]{2,})", r"_{\\mathrm{\1}}", tex)  # λ_init: a word as a subscript
     for plain, code in _FORMULA:
         tex = tex.replace(plain, code)
     return re.sub(r"  +", " ", tex_math(tex)).strip()

@@ -44,6 +44,7 @@ KEPT = (
             "note.pad_rows",
             "note.self_attention",
             "note.dv",
+            "note.dv_state",
             "note.layout_torch",
             "note.concat_columns",
             "note.cross_axes",

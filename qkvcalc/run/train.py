@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.i18n import Msg
 from qkvcalc.input import dataset
 from qkvcalc.input.cells import Matrix
 from qkvcalc.input.limits import MAX_ELEMENTS
@@ -192,15 +193,16 @@ def attention(trace: Trace) -> np.ndarray:
 
 def _check(p: Problem, steps: int, frozen: Sequence[str]) -> tuple[str, ...]:
     """The problem can be trained this way: the trainable matrices, or one message."""
+    # first what no loss would change: a layer train cannot go through, then the loss
+    for feature, _ in features.active(p):  # one whose own numbers train cannot move yet
+        if feature.no_train:
+            raise QkvcalcError(feature.no_train)
     if p.loss is None or p.loss.kind not in ("attend", "target"):  # dL/dO alone has no L
-        raise QkvcalcError("train.loss", given=p.loss.kind if p.loss else "none")
+        raise QkvcalcError("train.loss", given=p.loss.kind if p.loss else Msg("train.loss_none"))
     if features.projecting(p) is not None:  # no W_Q, W_K, W_V: its latents stand in for them
         raise QkvcalcError("train.projecting")
     if not p.projected:
         raise QkvcalcError("train.no_weights")
-    for feature, _ in features.active(p):  # one whose own numbers train cannot move yet
-        if feature.no_train:
-            raise QkvcalcError(feature.no_train)
     if p.decode is not None or p.tiles is not None:
         raise QkvcalcError("train.schedule", option="decode" if p.decode is not None else "tiles")
     has = present(p)
