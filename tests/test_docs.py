@@ -408,16 +408,3 @@ if __name__ == "__main__":
     write_cli_help()
     print(f"refreshed {CLI_MD.relative_to(ROOT)}")
 
-
-def test_the_readme_lists_every_features_mistake_and_counts_them():
-    """The README's table of the quiz's mistakes has a row for each mistake a feature's module
-    holds, and the sentence under it counts them right (it said nineteen when there were
-    twenty-two: Kimi Delta Attention's and multi-head latent attention's left out)."""
-    from qkvcalc.ops import features
-
-    ids = {i for group in features.mistakes() for i in group.ids}
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    rows = set(re.findall(r"^\| `([a-z0-9_]+)` \|", readme, flags=re.MULTILINE))
-    assert ids <= rows, sorted(ids - rows)
-    words = {20: "Twenty", 21: "Twenty-one", 22: "Twenty-two", 23: "Twenty-three"}
-    assert f"{words[len(ids)]} of them belong to the features" in readme

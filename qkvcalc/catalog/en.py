@@ -226,8 +226,9 @@ MESSAGES: dict[str, str] = {
     "not equal d_k = {d_k}: the weights decide how much of each value a query takes, d_v how "
     "many numbers each value carries.",
     "note.dv_state": "d_v = {d_v} sets the width of the output: V is m×d_v and the state "
-    "d_k×d_v, so each o_t = S_tᵀ·q̂_t has d_v numbers. It need not equal d_k = {d_k}: the state "
-    "has a row per Key channel and a column per number of a value.",
+    "d_k×d_v, so each output row, the state read with a Query row of d_k numbers, has d_v "
+    "numbers. It need not equal d_k = {d_k}: the state has a row per Key channel and a column "
+    "per number of a value.",
     "note.layout_torch": "{weight} was given as PyTorch stores it (out×in); the matrix shown "
     "is its transpose {weight}ᵀ (in×out), which the rows are multiplied by.",
     # ---- warnings ------------------------------------------------------------------------

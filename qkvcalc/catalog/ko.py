@@ -228,7 +228,8 @@ MESSAGES: dict[str, str] = {
     "d_k(여기서는 {d_k})와 같을 필요는 없습니다. 가중치는 각 Value를 얼마나 가져올지를, d_v는 "
     "Value 하나가 숫자를 몇 개 담는지를 정합니다.",
     "note.dv_state": "d_v = {d_v}: 출력의 폭을 정합니다. V가 m×d_v이고 상태가 d_k×d_v이므로 "
-    "o_t = S_tᵀ·q̂_t는 수 d_v개입니다. d_v가 d_k(여기서는 {d_k})와 같을 필요는 없습니다. 상태는 "
+    "출력의 각 행(d_k개의 수인 Query 행으로 상태를 읽은 값)은 수 d_v개입니다. "
+    "d_v가 d_k(여기서는 {d_k})와 같을 필요는 없습니다. 상태는 "
     "Key 채널마다 한 행, Value의 수마다 한 열을 둡니다.",
     "note.layout_torch": "PyTorch가 저장하는 방식(out×in)으로 주어진 행렬: {weight}. 여기 보이는 "
     "행렬은 그 전치 {weight}ᵀ(in×out)로, 행들에 곱해지는 행렬입니다.",
