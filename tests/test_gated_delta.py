@@ -365,23 +365,25 @@ def test_beside_other_features_the_refusal_names_them_in_korean_too(tmp_path):
     one_message(run_qkvcalc("explain", str(path), "--lang", "ko"), "빼야 할 기능: softcap, sinks.")
 
 
-@pytest.mark.parametrize("preset", ["deltanet", "kda"])
+@pytest.mark.parametrize("preset", ["deltanet", "kda", "lightning"])
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_the_value_stage_speaks_of_the_state_not_of_scores_or_a_v(cli, preset, lang):
     """A linear-attention layer has no scores and no A: its V stage said 'The scores only say
     how much each token matters' and 'A·V is n×d_v'. It says what V is to the state, and the
-    width through o_t = S_tᵀ·q̂_t; a softmax preset keeps its own sentences."""
+    width through the state read with a Query row (not o_t = S_tᵀ·q̂_t: lightning attention has
+    no q̂); a softmax preset keeps its own sentences."""
     from qkvcalc.i18n import translate
 
     def value_stage(name: str) -> str:
         result = cli("explain", "--preset", name, "--lang", lang, "--no-color")
         assert result.exit_code == 0, result.stderr
         text = result.stdout
-        return text[text.index("4/") : text.index("5/")]
+        return " ".join(text[text.index("4/") : text.index("5/")].split())  # lines unwrapped
 
     mine, softmax = value_stage(preset), value_stage("doc")
     scores = "The scores only" if lang == "en" else "어텐션 스코어는"
-    assert scores not in mine and "A·V" not in mine and "o_t = S_tᵀ·q̂_t" in mine
+    state = "the state read with a Query row" if lang == "en" else "Query 행으로 상태를 읽은 값"
+    assert scores not in mine and "A·V" not in mine and state in mine and "q̂" not in mine
     assert scores in softmax and "A·V" in softmax
     assert translate("stage.v_state.title", lang) == translate("stage.v.title", lang)
 

@@ -592,6 +592,7 @@ def _elements(value: Lightning, n: int, m: int, d_k: int) -> int:
 FEATURE = Feature(
     name="lightning",
     read=_read,
+    words=("blocked", "silu"),
     ops=(
         Op(
             "silu",
