@@ -407,4 +407,3 @@ def test_the_readme_names_every_quiz_mistake_the_code_defines():
 if __name__ == "__main__":
     write_cli_help()
     print(f"refreshed {CLI_MD.relative_to(ROOT)}")
-
