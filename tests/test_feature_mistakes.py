@@ -21,6 +21,7 @@ from tests.conftest import run_qkvcalc
 from tests.test_differential import MISTAKE_IDS as DIFF_IDS
 from tests.test_gate import MISTAKE_IDS as GATE_IDS
 from tests.test_gated_delta import MISTAKE_IDS as GDN_IDS
+from tests.test_indexer import MISTAKE_IDS as INDEXER_IDS
 from tests.test_mla import MISTAKE_IDS as MLA_IDS
 from tests.test_v_norm import MISTAKE_IDS as V_NORM_IDS
 
@@ -140,6 +141,7 @@ FEATURE_IDS = (
     | V_NORM_IDS  # the norm on V's, tested in tests/test_v_norm.py
     | DIFF_IDS  # differential attention's, tested in tests/test_differential.py
     | GDN_IDS  # Gated DeltaNet's, tested in tests/test_gated_delta.py
+    | INDEXER_IDS  # the sparse-attention indexer's, tested in tests/test_indexer.py
 )
 
 

@@ -95,6 +95,8 @@ _STANDARD_RMS = (
     "FalconH1RMSNorm",
     "OlmoHybridRMSNorm",
     "KimiLinearRMSNorm",
+    "DeepseekV32RMSNorm",
+    "GlmMoeDsaRMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")
