@@ -369,3 +369,21 @@ def test_every_equals_holds(tmp_path, option, lang):
         if failure:
             wrong.append(failure)
     assert checked > 100 and not wrong, wrong[:5]
+
+
+def test_a_tie_at_the_cut_keeps_the_earlier_keys_and_says_so():
+    """Index queries of zeros: every score is ReLU(0)·w = 0, so each row's allowed keys tie;
+    the earlier ones are kept, and a note names the rows where the tie straddles the cut."""
+    problem = dsa_problem(top_k=2)
+    problem["indexer"]["wq"] = [[0.0] * (H_I * D_I)] * R_Q
+    trace = run(Problem.from_mapping(problem))
+    kept = trace.stage("index_topk").value
+    expected = np.zeros((N, N))
+    for i in range(N):
+        expected[i, : min(2, i + 1)] = 1
+    assert np.array_equal(kept, expected)
+    notes = [m for m in trace.stage("index_topk").notes if m.key == "note.index_tie"]
+    assert len(notes) == 1 and notes[0].params["count"] == N - 2  # rows 3 … 7 (three or more)
+    assert "3 (c)" in notes[0].text("en") and "{" not in notes[0].text("ko")
+    untied = run(Problem.from_mapping(dsa_problem(top_k=2))).stage("index_topk").notes
+    assert "note.index_tie" not in [m.key for m in untied]

@@ -448,10 +448,10 @@ def stages(p: Any, ix: Indexer, x_ref: Ref, x_name: str, allowed: np.ndarray | N
     q_ref, k_ref, q_symbol, k_symbol = q.ref, norm.ref, "q_I", "k_I_norm"
     turn = p.variants.features.get("rope")
     if turn is not None:
-        specs.append(_turn("index_q_rot", q.ref, "q_I", ix, turn, p, ix.heads))
-        specs.append(_turn("index_k_rot", norm.ref, "k_I_norm", ix, turn, p, 1))
-        q_ref, k_ref, q_symbol, k_symbol = ("index_q_rot", None), ("index_k_rot", None), \
-            "q_I_rot", "k_I_rot"  # fmt: skip
+        q_rot = _turn("index_q_rot", q.ref, "q_I", ix, turn, p, ix.heads)
+        k_rot = _turn("index_k_rot", norm.ref, "k_I_norm", ix, turn, p, 1)
+        specs += [q_rot, k_rot]
+        q_ref, k_ref, q_symbol, k_symbol = q_rot.ref, k_rot.ref, q_rot.symbol, k_rot.symbol
     w = _project("index_weights", x_ref, x_name, ix.weights, "W_w", p, "w", "n×H_I",
                  (Msg("note.index_weights", heads=ix.heads),))  # fmt: skip
     specs.append(w)
@@ -471,14 +471,23 @@ def stages(p: Any, ix: Indexer, x_ref: Ref, x_name: str, allowed: np.ndarray | N
         hint=("hint.index_scores", {}),
     )
     specs.append(scores)
-    chosen_from, symbol = scores.ref, "I"
+    per_head = (q_ref[0], k_ref[0], w.id)
+    return [*specs, *_chosen(p, ix, scores.ref, allowed, {"per_head": per_head, "of": of})]
+
+
+def _chosen(p: Any, ix: Indexer, scores: Ref, allowed: np.ndarray | None, reads: Params
+            ) -> list[Spec]:  # fmt: skip
+    """I + M (with a mask), each row's top-k, and the mask M_I it gives (`reads`: the stages
+    the quiz's per-head mistake reads, and the scores' parameters)."""
+    specs: list[Spec] = []
+    chosen_from, symbol = scores, "I"
     if allowed is not None:
         specs.append(
             Spec(
                 "index_masked",
                 None,
                 "mask",
-                (scores.ref,),
+                (scores,),
                 "I + M",
                 p.tokens,
                 p.source_tokens,
@@ -498,7 +507,7 @@ def stages(p: Any, ix: Indexer, x_ref: Ref, x_name: str, allowed: np.ndarray | N
         f"top-{ix.top_k}({symbol})",
         p.tokens,
         p.source_tokens,
-        params={"top_k": ix.top_k, "per_head": (q_ref[0], k_ref[0], w.id), "of": of},
+        params={"top_k": ix.top_k, **reads},
         notes=(Msg("note.index_topk", top_k=ix.top_k, m=p.m),),
         symbol="keep",
         letters="n×m",
