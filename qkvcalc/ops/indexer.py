@@ -307,8 +307,10 @@ def _top_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -
     allowed = int(np.isfinite(row).sum())
     ahead = int((row > s).sum() + (row[:j] == s).sum())  # larger, or equal and earlier
     top_k = stage.params["top_k"]
-    place = "≤" if ahead < top_k else ">"  # its place in the row (of the allowed keys), and k
-    said = f"#{ahead + 1}/{allowed} {place} k ({top_k})"
+    # its place among the row's allowed keys, against k
+    place = ("\\le" if style.latex else "≤") if ahead < top_k else ">"
+    number = r"\#" if style.latex else "#"  # its place: #2 of 3 allowed keys
+    said = f"{number}{ahead + 1}/{allowed} {place} k ({top_k})"
     return f"{style.at(i + 1, j + 1)}{style.num(s)} → {said} → {result}"
 
 

@@ -308,6 +308,8 @@ def tex_formula(formula: str) -> str:
     tex = re.sub(r"e\^\(([^()]*)\)", r"e^{\1}", tex)
     tex = _WORDS.sub(lambda m: rf"\mathrm{{{m.group(1)}}}", tex)
     tex = re.sub(r"\\mathrm\{(head|max)\}_(\w)", r"\\mathrm{\1}_{\2}", tex)
+    # two subscripts as one: k_I_norm -> k_{I,norm}, q_I_rot -> q_{I,rot}
+    tex = re.sub(r"\b([A-Za-z])_([A-Za-z])_(rot|norm)\b", r"\1_{\2,\\mathrm{\3}}", tex)
     tex = re.sub(r"([A-Z])_(rot|norm|cache|cap)", r"\1_{\\mathrm{\2}}", tex)
     for plain, code in _FORMULA:
         tex = tex.replace(plain, code)
