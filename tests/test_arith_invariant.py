@@ -47,6 +47,10 @@ def _allows(preset: str, option: str) -> bool:
         return False  # refused (one message, tests/test_gated_delta.py)
     if "indexer" in doc and option == "decode1":
         return False  # refused (one message, tests/test_indexer.py)
+    if "kimi_delta" in doc and option in ("decode1", "tiles2"):
+        return False  # refused (one message, tests/test_kimi_delta.py)
+    if "lightning" in doc and option in ("decode1", "tiles2"):
+        return False  # refused (one message, tests/test_lightning.py)
     if option == "decode1":
         causal = doc.get("mask") == "causal" and "source" not in doc and "x" in doc
         return causal and "tiles" not in doc

@@ -104,6 +104,8 @@ NOT_KEYS = {
     "differential.lambda",  # the fields differential's numbers are named by in messages
     "differential.lambda_init",
     "differential.eps",
+    "kimi_delta.g",  # the fields Kimi Delta Attention's numbers are named by in messages
+    "kimi_delta.beta",
 }
 
 

@@ -413,7 +413,7 @@ def test_every_hybrid_named_is_a_model_type_of_transformers():
     assert set(READ) <= set(families()) and not set(NOT_READ) & set(families())
 
 
-@pytest.mark.parametrize("model_type", ["zamba", "zamba2", "minimax"])
+@pytest.mark.parametrize("model_type", ["bailing_hybrid"])  # Zamba, Zamba2: test_extract_zamba
 def test_the_hybrids_extract_does_not_read_are_refused_before_loading(tmp_path, model_type):
     import qkvcalc
     from qkvcalc.errors import QkvcalcError

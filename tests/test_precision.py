@@ -42,9 +42,13 @@ def test_a_dtype_it_cannot_run_is_one_message(args: list[str], named: str) -> No
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_an_op_without_a_low_precision_rounding_is_refused_not_run_in_float64(tmp_path) -> None:
-    from tests.test_precision_features import MLA  # latent attention: no rounding rule yet
+def test_an_op_without_a_low_precision_rounding_is_refused_not_run_in_float64(
+    tmp_path, monkeypatch
+) -> None:
+    from qkvcalc.ops.table import OPS
+    from tests.test_precision_features import MLA  # latent attention, its join's rule taken away
 
+    monkeypatch.setitem(OPS, "mla_join", OPS["mla_join"]._replace(lowp=None))
     path = tmp_path / "mla.json"
     path.write_text(json.dumps(MLA), encoding="utf-8")
     result = in_process("explain", str(path), "--dtype", "bfloat16")

@@ -191,7 +191,7 @@ def test_the_float64_twin_of_every_feature_stage_is_the_plain_run() -> None:
                 np.testing.assert_allclose(mine.twin_value, twin.value, rtol=0, atol=1e-12)
 
 
-MLA = {  # multi-head latent attention (docs/input-format.md's example): no rounding rule yet
+MLA = {  # multi-head latent attention (docs/input-format.md's example)
     "x": [[1, 0, 2, 1], [0, 1, 1, 0], [2, 1, 0, 1]],
     "heads": 2,
     "mla": {
@@ -208,8 +208,14 @@ MLA = {  # multi-head latent attention (docs/input-format.md's example): no roun
 }
 
 
-def test_a_feature_dtype_does_not_compute_is_one_message_naming_it() -> None:
-    qkvcalc.explain(**MLA)  # the plain run computes it
+def test_a_feature_op_without_a_rule_is_one_message_naming_the_feature(monkeypatch) -> None:
+    """Every feature --dtype takes has its rules (Gated DeltaNet is refused by its own
+    message); a feature op added without one is refused, naming the feature, not computed in
+    float64 and shown as the dtype's: MLA's join with its rule taken away."""
+    from qkvcalc.ops.table import OPS
+
+    assert qkvcalc.explain(**MLA, dtype="bfloat16").precision is not None  # it has its rules
+    monkeypatch.setitem(OPS, "mla_join", OPS["mla_join"]._replace(lowp=None))
     with pytest.raises(QkvcalcError) as raised:
         qkvcalc.explain(**MLA, dtype="bfloat16")
     assert raised.value.msg.key == "precision.feature_unsupported"

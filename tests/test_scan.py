@@ -199,9 +199,10 @@ def test_rows_are_counted_a_block_at_a_time_as_a_whole(monkeypatch):
 def _refused_with_peak(
     path: Path, command: str = "explain"
 ) -> tuple[subprocess.CompletedProcess, int]:
+    """`qkvcalc COMMAND PATH` (COMMAND may hold options: "check --stages FILE")."""
     from tests.test_hostile_surfaces import run_measured
 
-    return run_measured(command, str(path))
+    return run_measured(*command.split(), str(path))
 
 
 def _repeat(path: Path, head: str, item: str, count: int, tail: str) -> Path:
@@ -250,8 +251,11 @@ NAMES = "the number of names in tokens is 4000000"
         ("explain", _rows, "the width of X (its number of columns) is 4000"),
         ("explain", _names, NAMES),
         ("quiz", _row, ROW_WIDTH),
+        ("train", _row, ROW_WIDTH),
+        ("studio", _row, ROW_WIDTH),
+        ("check --stages presets/doc.json", _row, ROW_WIDTH),
     ],
-    ids=["row", "rows", "names", "quiz-row"],
+    ids=["row", "rows", "names", "quiz-row", "train-row", "studio-row", "check-stages-row"],
 )
 def test_a_large_input_is_refused_by_its_lengths_in_a_small_multiple_of_its_size(
     tmp_path, floor_kb, command, make, expect

@@ -414,6 +414,114 @@ MESSAGES: dict[str, str] = {
     "yet: leave out --backward.",
     "gated_delta.dtype": "--dtype does not round a Gated DeltaNet layer (gated_delta) yet: leave "
     "out --dtype.",
+    # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
+    "ui.variant.lightning": "a linear-attention layer: MiniMax's lightning attention, each "
+    "head's decay rate λ: {slopes}, its blocked form in blocks of {block}",
+    "stage.q_silu.title": "Lightning attention: silu of the Queries",
+    "stage.q_silu.why": "MiniMax passes the whole projection through silu(x) = x·σ(x) before it "
+    "splits it into Queries, Keys and Values (act_fn on qkv_proj's output). No softmax follows "
+    "to make the weights positive; silu lets positive numbers through almost unchanged and "
+    "turns negative ones into small negatives (never below −0.28).",
+    "stage.k_silu.title": "Lightning attention: silu of the Keys",
+    "stage.k_silu.why": "The same silu(x) = x·σ(x), on the Keys.",
+    "stage.v_silu.title": "Lightning attention: silu of the Values",
+    "stage.v_silu.why": "The same silu(x) = x·σ(x), on the Values.",
+    "stage.lightning_state.title": "Lightning attention: the state after this token",
+    "stage.lightning_state.why": "The state S (d_k × d_v) is all the layer keeps of the tokens "
+    "so far. Each token multiplies it by the head's fixed decay e^(−λ) and adds its own Key "
+    "times its own Value, k·vᵀ: linear attention with a decay, and nothing read back (no delta "
+    "rule). λ is the head's slope: MiniMax gives each head its own, smaller in later layers.",
+    "stage.lightning_weights.title": "Lightning attention: the attention matrix it computes "
+    "without forming it",
+    "stage.lightning_weights.why": "With q and k fixed, every output row is a weighted sum of "
+    "the Value rows of the tokens up to it; these are the weights (one row per query, lower "
+    "triangular: the layer is causal). Each is the plain product q_t·k_s, faded by e^(−λ) once "
+    "per step from s to t. Put it beside softmax attention: no exponential of the scores, no "
+    "division by a row sum, so its rows need not sum to 1 and may be negative.",
+    "stage.lightning_chunked.title": "Lightning attention: the blocked form",
+    "stage.lightning_chunked.why": "What MiniMax runs on a whole sequence: blocks of B tokens. "
+    "Within a block, ((Q·Kᵀ) ⊙ D)·V with D[i, j] = e^(−λ·(i − j)) for i ≥ j (the intra-block "
+    "part); from the blocks before, the state they left, read by each Query decayed by "
+    "e^(−λ·(i + 1)) (the inter-block part); then the state carried on. The same output as one "
+    "step per token, with fewer, larger matrix products.",
+    "stage.lightning_output.title": "Lightning attention: the output read from the state",
+    "stage.lightning_output.why": "Each token reads the state it has just written with its "
+    "Query: o_t = S_tᵀ·q_t. There is no scaling by 1/√d_k.",
+    "stage.o_rms.title": "Lightning attention: each row's root mean square over all the heads",
+    "stage.o_rms.why": "MiniMax joins the heads' outputs side by side and normalizes each row "
+    "with one RMSNorm over the whole width: one root per token, shared by every head, so a "
+    "head's share of the row stays as it was.",
+    "stage.o_norm.title": "Lightning attention: the heads' outputs, normalized",
+    "stage.o_norm.why": "Each head's output divided by its row's root (shared by all the "
+    "heads), times the head's columns of the norm's learned weight.",
+    "stage.lightning_gated.title": "Lightning attention: the head's output, gated",
+    "stage.lightning_gated.why": "Each cell of the stage before times its gate σ(X·W_G), which "
+    "the token itself decides (MiniMax: sigmoid(output_gate(x)) times the normalized output). "
+    "After this, the heads are joined and out_proj (W_O) mixes them.",
+    "note.lightning_silu": "silu(x) = x·σ(x) = x / (1 + e^(−x)), cell by cell.",
+    "note.lightning_state": "S_0 = 0. Each cell: e^(−λ)·S_(t−1)[i,j] + k_t[i]·v_t[j], with λ = "
+    "{slope}: e^(−λ) ≈ {decay}.",
+    "note.lightning_weights": "W[t,s] = e^(−λ·(t − s))·q_t·k_s for s ≤ t, the share of token "
+    "s's Value in row t: its k_s·v_sᵀ written into the state, decayed once by each later token "
+    "up to t, read by q_t. On the diagonal there is no decay (t − s = 0).",
+    "note.lightning_linear_in_v": "W·{v} equals this output up to rounding: the largest "
+    "difference is {diff}. With q and k fixed the layer is linear in {v} (before MiniMax's norm, "
+    "which is not).",
+    "note.lightning_linear_in_v_far": "W·{v} differs from this output by up to {diff}: the "
+    "numbers are too large for float64 to keep them equal.",
+    "note.lightning_blocked_equal": "The blocked form gives the same output up to rounding: the "
+    "largest difference is {diff}.",
+    "note.lightning_blocked_far": "The blocked form differs from this output by up to {diff}: "
+    "the numbers are too large for float64 to keep the two forms equal.",
+    "note.lightning_rms": "r = √(mean of the squares of the row's {width} numbers + ε), ε = "
+    "{eps}: the heads' outputs side by side (MiniMaxRMSNorm over H·d_v).",
+    "note.exact_stops_silu": "No exact fractions from here on: silu(x) = x / (1 + e^(−x)) is "
+    "irrational for every rational x ≠ 0 (e^(−x) is then transcendental).",
+    "note.exact_stops_lightning": "No exact fractions from here on: the decay e^(−λ) is "
+    "irrational for every rational λ ≠ 0 (it is then transcendental).",
+    "mistake.lightning_decay_missing": "These leave out the decay: the state is never "
+    "multiplied by e^(−λ), so every earlier token counts as much as the newest. Each token "
+    "first multiplies the state by e^(−λ), then adds k_t·v_tᵀ; W[t,s] = e^(−λ·(t − s))·q_t·k_s.",
+    "mistake.lightning_decay_by_position": "These decay by the Key's position instead of its "
+    "distance from the Query: e^(−λ·s) in place of e^(−λ·(t − s)). The decay counts the tokens "
+    "between s and t, so a token's own Key (s = t) is not decayed at all.",
+    "lightning.not_object": 'lightning must be an object such as {{"slope": [...]}}, not {value}.',
+    "lightning.unknown_key": "lightning has no key {key}; its keys are {known}",
+    "lightning.needs": "lightning needs slope: each head's decay rate λ (the state is "
+    "multiplied by e^(−λ) at each token), one number per head.",
+    "lightning.length": "lightning's {field} is {shape}, but it needs {length} numbers (slope: "
+    "one per head; norm: one per column of the heads side by side, H·d_v).",
+    "lightning.slope": "lightning's slope must be numbers of at least 0 (the decay e^(−λ) is at "
+    "most 1), not {value}.",
+    "lightning.block": "lightning's block (the blocked form's block size) must be a whole number "
+    "of at least 1, not {value}.",
+    "lightning.act": 'lightning\'s act is "silu" or left out (no activation), not {value}.',
+    "lightning.norm_eps": "lightning's norm_eps must be a number above 0, not {value}.",
+    "lightning.gate_needs_x": "lightning's gate multiplies by σ(X·W_G), so it needs x and the "
+    "weights, not q, k and v given directly.",
+    "lightning.gate_shape": "lightning's gate is {shape}, but it needs {want} (d_model × H·d_v "
+    'in the layout "{layout}").',
+    "lightning.mask": "A lightning-attention layer is causal by its nature (each token reads "
+    'the state written by the tokens up to it): give mask "causal" (the mask here is {mask}: a '
+    'problem without a "mask" key has none).',
+    "lightning.cross": "A lightning-attention layer reads its own tokens: Q has {n} rows but K "
+    "and V have {m}; they need the same rows.",
+    "lightning.kv_heads": "A lightning-attention problem needs as many K/V heads as heads (here "
+    "heads = {heads}, kv_heads = {kv_heads}): leave out kv_heads.",
+    "lightning.scale": "A lightning-attention layer does not scale its Queries (there are no "
+    "scores to scale): leave out scale.",
+    "lightning.alone": "A lightning-attention layer (lightning) has no scores and no softmax, so "
+    "the other features of attention do not apply to it: leave them out.",
+    "lightning.decode": "A lightning-attention layer (lightning) already runs token by token "
+    "through its state: leave out --decode.",
+    "lightning.tiles": "A lightning-attention layer (lightning) has no softmax to compute in "
+    "tiles: leave out --tiles.",
+    "lightning.train": "train does not learn through a lightning-attention layer (lightning) "
+    "yet: leave out lightning to train.",
+    "lightning.backward": "--backward does not go through a lightning-attention layer "
+    "(lightning) yet: leave out --backward.",
+    "lightning.dtype": "--dtype does not round a lightning-attention layer (lightning) yet: "
+    "leave out --dtype.",
     # ---- differential attention (qkvcalc/ops/differential.py) ----
     "ui.variant.differential": "differential attention in pairs of heads, λ = {lam}, "
     "λ_init = {init}",
@@ -531,6 +639,109 @@ MESSAGES: dict[str, str] = {
     "ui.presets_hint": "Run one: qkvcalc explain --preset NAME · edit one: "
     "qkvcalc presets show NAME > mine.json",
     "ui.split_row": "head {head}: {q}[:, {qcols}], {k}[:, {kcols}], {v}[:, {vcols}] (K/V head {g})",
+    # ---- Kimi Delta Attention, a linear-attention layer (qkvcalc/ops/kimi_delta.py) ----
+    "ui.variant.kimi_delta": "a linear-attention layer: Kimi Delta Attention (Kimi Linear), one "
+    "decay per Key channel, its chunked form in chunks of {chunk}",
+    "stage.kda_q_l2.title": "Kimi Delta Attention: the Queries, L2-normalized and scaled",
+    "stage.kda_q_l2.why": "The layer divides each Query row by its length (√(Σx² + 10⁻⁶), so a "
+    "row of zeros stays zeros), then by √d_k, as transformers' recurrent_kimi_delta_attention "
+    "does with use_qk_l2norm_in_kernel. Every Query then reads the state with the same strength, "
+    "whatever the size of its projection.",
+    "stage.kda_k_l2.title": "Kimi Delta Attention: the Keys, L2-normalized",
+    "stage.kda_k_l2.why": "Each Key row divided by its length: the delta rule below writes "
+    "β·(v − S'ᵀk̂) along k̂, and with |k̂| = 1 a β of 1 replaces exactly what the state held for "
+    "that Key.",
+    "stage.kda_gates.title": "Kimi Delta Attention: the decays g (one per Key channel) and the "
+    "write strength β of each token",
+    "stage.kda_gates.why": "Given per token and per head: d_k numbers g_1 … g_d_k and one β. "
+    "Each g is a decay in log space: row c of the state (Key channel c) is multiplied by e^(g_c) "
+    "before the token writes, so each channel forgets at its own rate (Gated DeltaNet has one g "
+    "for all of them). Kimi Linear computes g = −e^(A_log)·softplus(f_b(f_a(x)) + dt_bias), so "
+    "each e^g lies in (0, 1), and β = σ(b).",
+    "stage.kda_state.title": "Kimi Delta Attention: the state after this token",
+    "stage.kda_state.why": "The state S (d_k × d_v) is all the layer keeps of the tokens so far, "
+    "however many there were. Each token decays it row by row (S' = Diag(e^g)·S: row c times "
+    "e^(g_c)), reads what it already holds for its Key (m = S'ᵀ·k̂), and writes the difference "
+    "from its own Value along its Key: S = S' + k̂·(β·(v − m))ᵀ. That is the delta rule: it "
+    "corrects the memory instead of adding to it.",
+    "stage.kda_weights.title": "Kimi Delta Attention: the attention matrix it computes without "
+    "forming it",
+    "stage.kda_weights.why": "With q, k, g and β fixed, every output row is a weighted sum of "
+    "the Value rows of the tokens up to it; these are the weights (one row per query, lower "
+    "triangular: the layer is causal). The layer never forms this n×n matrix, only the d_k × d_v "
+    "state. Its rows need not sum to 1 and may be negative; a token's weight fades by the decays "
+    "of the channels its Key and the Query share, and by every later write along a similar Key.",
+    "stage.kda_chunked.title": "Kimi Delta Attention: the chunked form",
+    "stage.kda_chunked.why": "What the layer runs on a whole sequence "
+    "(chunk_kimi_delta_attention): within a chunk, the delta rule's updates solved at once from "
+    "one unit lower-triangular system whose entries decay channel by channel, the state carried "
+    "from chunk to chunk. Fewer, larger matrix products than one step per token; the same output.",
+    "stage.kda_output.title": "Kimi Delta Attention: the output read from the state",
+    "stage.kda_output.why": "Each token reads the state it has just written with its Query: o_t "
+    "= S_tᵀ·q̂_t. In Kimi Linear this core output then goes through a gated RMSNorm (o_norm, times "
+    "σ of the low-rank gate g_b(g_a(x))) and o_proj, which are not shown here.",
+    "note.kda_l2norm": "l2norm(x) = x / √(Σx² + 10⁻⁶), row by row: Kimi Linear's l2norm with eps "
+    "= 1e-6, a division by the root as FLA's kernel writes it.",
+    "note.kda_state": "S_0 = 0. Each cell: e^(g_t[i])·S_{{t−1}}[i,j] + k̂_t[i]·β_t·(v_t[j] − "
+    "m_t[j]), where m_t[j] = Σ_r e^(g_t[r])·S_{{t−1}}[r,j]·k̂_t[r], what the decayed state holds "
+    "for this Key in column j. Row i decays by its own channel's g_t[i].",
+    "note.kda_weights": "W[t,s] = β_s·k̂_sᵀ·A_(s+1)⋯A_t·q̂_t with A_r = Diag(e^(g_r))·(I − "
+    "β_r·k̂_r·k̂_rᵀ): token s's write, carried through every later step up to t, read by q̂_t.",
+    "note.kda_weights_work": "Each cell's arithmetic walks its row from the diagonal to the "
+    "left: W[t,s] = β_s·(⟨k̂_s, q̂_t⟩ over s+1…t − Σ_(r = s+1…t) W[t,r]·⟨k̂_s, k̂_r⟩ over "
+    "s+1…r), where ⟨a, b⟩ over a span of tokens = Σ_c e^(g_c summed over the span)·a[c]·b[c], "
+    "the dot product with each channel decayed by its own g (on the diagonal the span is empty: "
+    "a plain dot product). The numbers in brackets are these decayed dot products, from Q̂, K̂ "
+    "and g above.",
+    "note.kda_linear_in_v": "W·V equals this output up to rounding: the largest difference is "
+    "{diff}. With q, k, g and β fixed the layer is linear in V (before Kimi Linear's gated norm, "
+    "which is not).",
+    "note.kda_linear_in_v_far": "W·V differs from this output by up to {diff}: the numbers are "
+    "too large for float64 to keep them equal.",
+    "note.kda_chunked_equal": "The chunked form gives the same output up to rounding: the "
+    "largest difference is {diff}.",
+    "note.kda_chunked_far": "The chunked form differs from this output by up to {diff}: the "
+    "decays are too extreme for float64 to keep the two forms equal.",
+    "mistake.kda_decay_scalar": "These decay the state by one number per token, e^(the mean of "
+    "g_t over the channels), for every row, as Gated DeltaNet's one decay per head. Kimi Delta "
+    "Attention decays each row c of the state by its own channel's e^(g_t[c]): S' = "
+    "Diag(e^(g_t))·S_(t−1).",
+    "kimi_delta.not_object": 'kimi_delta must be an object such as {{"g": [...], "beta": '
+    "[...]}}, not {value}.",
+    "kimi_delta.unknown_key": "kimi_delta has no key {key}; its keys are {known}",
+    "kimi_delta.needs": "kimi_delta needs both g (each token's decays in log space, one per Key "
+    "channel) and beta (β, its write strength, one per token and head).",
+    "kimi_delta.g_shape": "kimi_delta's g is {shape}, but it needs one decay per token, head and "
+    "Key channel: n×H×d_k = {n}×{heads}×{d_k}, or n×(H·d_k) = {n}×{width} with head 1's "
+    "channels first.",
+    "kimi_delta.g_token": "kimi_delta's g gives token {token} a {shape} matrix, but each token "
+    "needs one row per head and one column per Key channel: H×d_k = {heads}×{d_k}.",
+    "kimi_delta.beta_shape": "kimi_delta's beta is {shape}, but it needs one row per token and "
+    "one column per head: n×H = {n}×{heads}.",
+    "kimi_delta.g_positive": "kimi_delta's g is above 0 at token {token}, head {head}, channel "
+    "{channel}: g is a decay in log space, and the state's row is multiplied by e^g ≤ 1 (Kimi "
+    "Linear makes g = −e^(A_log)·softplus(f_b(f_a(x)) + dt_bias) < 0).",
+    "kimi_delta.mask": "A Kimi Delta Attention layer is causal by its nature (each token reads "
+    'the state written by the tokens up to it): give mask "causal" (the mask here is {mask}: a '
+    'problem without a "mask" key has none).',
+    "kimi_delta.cross": "A Kimi Delta Attention layer reads its own tokens: Q has {n} rows but K "
+    "and V have {m}; they need the same rows.",
+    "kimi_delta.kv_heads": "A Kimi Delta Attention problem needs as many K/V heads as heads "
+    "(here heads = {heads}, kv_heads = {kv_heads}): leave out kv_heads.",
+    "kimi_delta.chunk": "kimi_delta's chunk (the chunked form's chunk size) must be a whole "
+    "number of at least 1, not {value}.",
+    "kimi_delta.alone": "A Kimi Delta Attention layer (kimi_delta) has no scores and no softmax, "
+    "so the other features of attention do not apply to it: leave them out.",
+    "kimi_delta.decode": "A Kimi Delta Attention layer (kimi_delta) already runs token by token "
+    "through its state: leave out --decode.",
+    "kimi_delta.tiles": "A Kimi Delta Attention layer (kimi_delta) has no softmax to compute in "
+    "tiles: leave out --tiles.",
+    "kimi_delta.train": "train does not learn through a Kimi Delta Attention layer (kimi_delta) "
+    "yet: leave out kimi_delta to train.",
+    "kimi_delta.backward": "--backward does not go through a Kimi Delta Attention layer "
+    "(kimi_delta) yet: leave out --backward.",
+    "kimi_delta.dtype": "--dtype does not round a Kimi Delta Attention layer (kimi_delta) yet: "
+    "leave out --dtype.",
     # ---- the bundled presets: descriptions (i18n.preset_description) and references -----
     "preset.alibi.description": "ALiBi on 'I love my cats': two heads penalise distant keys, "
     "one steeply (slope 1/2), one gently (1/4)",
@@ -576,6 +787,21 @@ MESSAGES: dict[str, str] = {
     "keeps its 2 best keys: 'sat' keeps 'cat' and 'sat' but not 'the', 'on' keeps 'the' and "
     "'sat'. The indexer turns half-split pairs, the attention neighbouring pairs, as "
     "DeepSeek-V3.2 does.",
+    "preset.kda.description": "Kimi Delta Attention (Kimi Linear): Gated DeltaNet with one decay "
+    "per Key channel, each row of the 2×2 state decayed by its own e^g, beside the 3×3 matrix it "
+    "computes without forming it",
+    "preset.kda.reference": "Made for qkvcalc, after Kimi Team 2025, 'Kimi Linear' and "
+    "transformers' recurrent_kimi_delta_attention: q and k are L2-normalized (q also divided by "
+    "√d_k); each token multiplies row c of the state by e^(g[c]), reads what the state holds for "
+    "its key, and writes β times the difference from its value along its key. The preset "
+    "deltanet has the same tokens and weights with one decay per token. The chunked form (chunks "
+    "of 2) gives the same output.",
+    "preset.lightning.description": "Lightning attention (MiniMax): a 2×2 state decayed by "
+    "e^(−λ) and added to token by token, beside the 3×3 matrix it computes without forming it",
+    "preset.lightning.reference": "Made for qkvcalc, after Qin et al. 2024, 'Lightning "
+    "Attention-2' and transformers' MiniMaxLightningAttention: no scaling and no softmax; each "
+    "token multiplies the state by the head's fixed decay e^(−λ) and adds its key times its "
+    "value. The blocked form (blocks of 2) gives the same output.",
     "preset.gqa.description": "Grouped-query attention: 4 query heads share 2 key/value heads "
     "(d_k = 1, causal)",
     "preset.multihead.description": "Two heads on 'I love cats': both read all of X, each "
@@ -1007,6 +1233,35 @@ MESSAGES: dict[str, str] = {
     "precision.rmsnorm_naive": "Written with tensors in {dtype} and no upcast, x / √(mean(x²) + "
     "ε) · w: x², the mean, the mean + ε, its square root, the division and the product by the "
     "weight each rounded to {dtype}.",
+    "precision.v_norm_eager": "As Gemma 3n's and Gemma 4's norm on V (RMSNorm without a weight) "
+    "computes it: the row in float32, mean(x²), 1/√(mean + ε) and x times it in float32, rounded "
+    "to {dtype} once.",
+    "precision.v_norm_naive": "Written with tensors in {dtype} and no upcast, V / √(mean(V²) + "
+    "ε): V², the mean, the mean + ε (ε too in {dtype}: torch adds a Python number to a tensor "
+    "so), its square root and the division each rounded to {dtype}.",
+    "precision.diff_maps_eager": "DiffLlama never forms Δ: it multiplies V'' by each of the two "
+    "maps apart (one attention call each) and takes λ times the second output from the first (the "
+    "next stage). Δ is shown here in float32, from the {dtype} weights and λ = {lam} (DiffLlama's "
+    "λ is a tensor in {dtype}), to be read (its numbers and units in the last place are "
+    "float32's); the next stage does not read it.",
+    "precision.diff_maps_naive": "Written with tensors in {dtype}: λ = {lam} (in {dtype}) times "
+    "the second map, and the first map less that, each rounded to {dtype}.",
+    "precision.diff_output_eager": "As DiffLlama's eager attention computes it: the first map "
+    "times V'' and the second map times V'', each summed in float32 and rounded to {dtype}; λ "
+    "times the second, rounded to {dtype}; the first less that, rounded to {dtype}. It is not "
+    "Δ·V'' from the Δ shown above, so the cell arithmetic below, which redoes that product, can "
+    "differ from it in the last digits.",
+    "precision.diff_norm_eager": "As DiffLlama's group norm (torch's RMSNorm without a weight) "
+    "computes it: the row in float32, mean(x²), 1/√(mean + ε) and x times it in float32, rounded "
+    "to {dtype} once.",
+    "precision.diff_norm_naive": "Written with tensors in {dtype} and no upcast, D / √(mean(D²) + "
+    "ε): D², the mean, the mean + ε (ε too in {dtype}: torch adds a Python number to a tensor "
+    "so), its square root and the division each rounded to {dtype}.",
+    "precision.diff_scale": "Each cell times 1 − λ_init = {factor} in float32 (torch multiplies a "
+    "tensor by a Python number so), rounded to {dtype}.",
+    "precision.sdpa_differential": "--policy sdpa does not compute differential attention yet "
+    "(DiffLlama calls torch's kernel twice, once with each half of V''): use --policy eager or "
+    "naive",
     "precision.sdpa_feature": "--policy sdpa cannot compute {feature}: torch's "
     "scaled_dot_product_attention has no place for it (use --policy eager or naive)",
     "precision.feature_unsupported": "--dtype does not compute {feature} in low precision yet "
@@ -2008,6 +2263,8 @@ MESSAGES: dict[str, str] = {
     "extract.not_attention": "layer {layer} of {model} is a {kind} layer, not softmax "
     "attention, and qkvcalc extract reads softmax attention only; the attention layers of this "
     "model are {attention}",
+    "extract.minimax_act": "MiniMax's lightning layers apply the config's hidden_act to q, k and "
+    "v, and qkvcalc's lightning key has silu only; this model's is {act}",
     "extract.hybrid": "{model} is a {arch} model ({model_type!r}): a hybrid whose layers are "
     "softmax attention and {kind} layers, and qkvcalc extract does not read its attention layers "
     "yet",
@@ -2090,6 +2347,12 @@ MESSAGES: dict[str, str] = {
     "extract.kv_shared": "This layer has no keys and values of its own: it reuses those of layer "
     "{earlier} (KV sharing), so the source is layer {earlier}'s attention input, and W_K, W_V "
     "and the key norm are layer {earlier}'s.",
+    "extract.description_block": "The self-attention of layer {layer} of {model} ({arch}) on "
+    "{n} tokens: x is the exact input of that attention from a run in {dtype}, the weights are "
+    "those this layer's call of it uses, in float64.",
+    "extract.shared_block": "Layers {layers} call this one attention block and share its weights.",
+    "extract.adapters_folded": "W_Q, W_K and W_V are the block's plus this layer's own adapters, "
+    "folded in (W + B·A).",
     "extract.loading": "Loading {model} …",
     "extract.running": "Running {model} up to layer {layer} …",
     "extract.mismatch": "{model}, layer {layer}: the problem extract made does not reproduce "

@@ -413,6 +413,113 @@ MESSAGES: dict[str, str] = {
     "--backward를 빼세요.",
     "gated_delta.dtype": "--dtype은 아직 Gated DeltaNet 층(gated_delta)을 반올림하지 않습니다: "
     "--dtype을 빼세요.",
+    # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
+    "ui.variant.lightning": "선형 어텐션 층: MiniMax의 라이트닝 어텐션, 각 헤드의 감쇠율 λ: "
+    "{slopes}, 블록 형식의 블록 크기: {block}",
+    "stage.q_silu.title": "라이트닝 어텐션: Query의 silu",
+    "stage.q_silu.why": "MiniMax는 투영 전체에 silu(x) = x·σ(x)를 적용한 뒤 Query, Key, Value로 "
+    "나눕니다(qkv_proj 출력에 act_fn). 뒤에 가중치를 양수로 만들어 줄 소프트맥스가 없습니다. "
+    "silu는 양수는 거의 그대로 통과시키고 음수는 작은 음수로 바꿉니다(−0.28보다 작아지지 않음).",
+    "stage.k_silu.title": "라이트닝 어텐션: Key의 silu",
+    "stage.k_silu.why": "같은 silu(x) = x·σ(x)를 Key에 적용합니다.",
+    "stage.v_silu.title": "라이트닝 어텐션: Value의 silu",
+    "stage.v_silu.why": "같은 silu(x) = x·σ(x)를 Value에 적용합니다.",
+    "stage.lightning_state.title": "라이트닝 어텐션: 이 토큰 다음의 상태",
+    "stage.lightning_state.why": "상태 S(d_k × d_v)는 층이 지금까지의 토큰에서 간직하는 "
+    "전부입니다. 토큰마다 헤드의 고정된 감쇠 e^(−λ)를 상태에 곱하고, 자기 Key와 자기 Value의 곱 "
+    "k·vᵀ를 더합니다: 감쇠가 있는 선형 어텐션이며, 다시 읽어 고치는 단계(델타 규칙)는 없습니다. "
+    "λ는 헤드의 기울기입니다: MiniMax는 헤드마다 다른 값을 주고, 뒤쪽 층일수록 더 작습니다.",
+    "stage.lightning_weights.title": "라이트닝 어텐션: 만들지 않고 계산하는 어텐션 행렬",
+    "stage.lightning_weights.why": "q와 k를 고정하면 출력의 각 행은 그 토큰까지의 Value 행들의 "
+    "가중합입니다. 이 표가 그 가중치입니다(Query마다 한 행, 하삼각: 층은 인과적입니다). 각 값은 "
+    "단순한 곱 q_t·k_s에, s에서 t까지 한 단계마다 한 번씩 e^(−λ)를 곱한 것입니다. 소프트맥스 "
+    "어텐션과 나란히 놓아 보세요: 스코어의 지수도, 행 합으로 나누기도 없어서 행의 합이 1일 필요가 "
+    "없고 음수일 수도 있습니다.",
+    "stage.lightning_chunked.title": "라이트닝 어텐션: 블록 형식",
+    "stage.lightning_chunked.why": "MiniMax가 시퀀스 전체에 실제로 쓰는 계산입니다: B개 토큰의 "
+    "블록 단위. 블록 안에서는 ((Q·Kᵀ) ⊙ D)·V, 여기서 i ≥ j일 때 D[i, j] = e^(−λ·(i − j))입니다"
+    "(블록 내부 부분). 앞 블록들에서는 그 블록들이 남긴 상태를, e^(−λ·(i + 1))로 감쇠한 각 "
+    "Query로 읽습니다(블록 사이 부분). 그다음 상태를 넘깁니다. 토큰마다 한 단계씩 계산한 것과 "
+    "같은 출력을 더 적고 더 큰 행렬곱으로 냅니다.",
+    "stage.lightning_output.title": "라이트닝 어텐션: 상태에서 읽은 출력",
+    "stage.lightning_output.why": "각 토큰은 방금 쓴 상태를 자기 Query로 읽습니다: o_t = "
+    "S_tᵀ·q_t. 1/√d_k로 스케일링하지 않습니다.",
+    "stage.o_rms.title": "라이트닝 어텐션: 모든 헤드에 걸친 각 행의 제곱평균제곱근",
+    "stage.o_rms.why": "MiniMax는 헤드들의 출력을 나란히 이어 붙이고, 전체 너비에 걸친 RMSNorm "
+    "하나로 각 행을 정규화합니다: 토큰마다 근 하나를 모든 헤드가 함께 쓰므로, 행에서 각 헤드가 "
+    "차지하는 몫은 그대로입니다.",
+    "stage.o_norm.title": "라이트닝 어텐션: 정규화한 헤드 출력",
+    "stage.o_norm.why": "각 헤드의 출력을 그 행의 근(모든 헤드가 함께 씀)으로 나누고, 정규화의 "
+    "학습된 가중치 중 그 헤드의 열을 곱합니다.",
+    "stage.lightning_gated.title": "라이트닝 어텐션: 게이트를 곱한 헤드 출력",
+    "stage.lightning_gated.why": "앞 단계의 각 칸에 그 게이트 σ(X·W_G)를 곱합니다. 토큰 자신이 "
+    "정하는 값입니다(MiniMax: 정규화한 출력에 sigmoid(output_gate(x))를 곱함). 그다음 헤드들을 "
+    "이어 붙이고 out_proj(W_O)가 섞습니다.",
+    "note.lightning_silu": "silu(x) = x·σ(x) = x / (1 + e^(−x)), 칸마다 계산합니다.",
+    "note.lightning_state": "S_0 = 0. 각 칸: e^(−λ)·S_(t−1)[i,j] + k_t[i]·v_t[j], 여기서 λ = "
+    "{slope}, e^(−λ) ≈ {decay}.",
+    "note.lightning_weights": "s ≤ t일 때 W[t,s] = e^(−λ·(t − s))·q_t·k_s, 행 t에서 토큰 s의 "
+    "Value가 차지하는 몫입니다: k_s·v_sᵀ를 상태에 쓴 뒤, t까지 뒤에 오는 토큰마다 한 번씩 "
+    "감쇠시키고 q_t로 읽은 값입니다. 대각선에서는 감쇠가 없습니다(t − s = 0).",
+    "note.lightning_linear_in_v": "W·{v} 곱은 반올림 오차 안에서 이 출력과 같습니다: 가장 큰 "
+    "차이는 {diff}. q와 k를 고정하면 층은 {v} 행렬에 대해 선형입니다(MiniMax의 정규화 앞까지; 그 "
+    "정규화는 선형이 아닙니다).",
+    "note.lightning_linear_in_v_far": "W·{v} 곱과 이 출력의 차이가 최대 {diff}입니다: 수가 너무 "
+    "커서 float64가 둘을 같게 유지하지 못합니다.",
+    "note.lightning_blocked_equal": "블록 형식도 반올림 오차 안에서 같은 출력을 냅니다: 가장 큰 "
+    "차이는 {diff}.",
+    "note.lightning_blocked_far": "블록 형식과 이 출력의 차이가 최대 {diff}입니다: 수가 너무 "
+    "커서 float64가 두 형식을 같게 유지하지 못합니다.",
+    "note.lightning_rms": "r = √(행의 수 {width}개의 제곱의 평균 + ε), ε = {eps}: 헤드들의 "
+    "출력을 나란히 놓은 행입니다(H·d_v에 걸친 MiniMaxRMSNorm).",
+    "note.exact_stops_silu": "여기부터는 정확한 분수가 없습니다: silu(x) = x / (1 + e^(−x))는 "
+    "0이 아닌 모든 유리수 x에서 무리수입니다(그때 e^(−x)는 초월수입니다).",
+    "note.exact_stops_lightning": "여기부터는 정확한 분수가 없습니다: 감쇠 e^(−λ)는 0이 아닌 "
+    "모든 유리수 λ에서 무리수입니다(그때 초월수입니다).",
+    "mistake.lightning_decay_missing": "이 값은 감쇠를 뺐습니다: 상태에 e^(−λ)를 한 번도 곱하지 "
+    "않아서 앞선 토큰이 모두 가장 새 토큰만큼 셉니다. 각 토큰은 먼저 상태에 e^(−λ)를 곱한 뒤 "
+    "k_t·v_tᵀ를 더합니다. W[t,s] = e^(−λ·(t − s))·q_t·k_s.",
+    "mistake.lightning_decay_by_position": "이 값은 Query와의 거리 대신 Key의 위치로 "
+    "감쇠시켰습니다: e^(−λ·(t − s)) 자리에 e^(−λ·s). 감쇠는 s와 t 사이의 토큰 수를 세므로, "
+    "토큰 자신의 Key(s = t)는 전혀 감쇠하지 않습니다.",
+    "lightning.not_object": 'lightning은 {{"slope": [...]}} 같은 객체여야 합니다. 받은 값: {value}',
+    "lightning.unknown_key": "lightning에 없는 키입니다: {key}. 쓸 수 있는 키: {known}",
+    "lightning.needs": "lightning에는 slope가 있어야 합니다: 헤드마다의 감쇠율 λ(토큰마다 "
+    "상태에 e^(−λ)를 곱함), 헤드마다 수 하나씩.",
+    "lightning.length": "lightning의 {field} 모양: {shape}. 필요한 수의 개수: {length}(slope: "
+    "헤드마다 하나, norm: 헤드들을 나란히 놓은 열마다 하나, H·d_v).",
+    "lightning.slope": "lightning의 slope는 0 이상의 수여야 합니다(감쇠 e^(−λ)는 1 이하). 받은 "
+    "값: {value}",
+    "lightning.block": "lightning의 block(블록 형식의 블록 크기)은 1 이상의 정수여야 합니다. "
+    "받은 값: {value}",
+    "lightning.act": 'lightning의 act는 "silu"이거나 빠져 있어야 합니다(활성화 없음). 받은 값: '
+    "{value}",
+    "lightning.norm_eps": "lightning의 norm_eps는 0보다 큰 수여야 합니다. 받은 값: {value}",
+    "lightning.gate_needs_x": "lightning의 gate는 σ(X·W_G)를 곱하므로 x와 가중치가 있어야 "
+    "합니다. q, k, v를 직접 주면 안 됩니다.",
+    "lightning.gate_shape": "lightning의 gate 모양: {shape}. 필요한 모양: {want}(레이아웃 "
+    '"{layout}"에서 d_model × H·d_v).',
+    "lightning.mask": "라이트닝 어텐션 층은 본래 인과적입니다(각 토큰은 자기까지의 토큰이 쓴 "
+    '상태를 읽습니다): mask를 "causal"(인과 마스크)로 주세요. 지금 마스크: {mask}("mask" '
+    "키가 없는 문제는 none입니다)",
+    "lightning.cross": "라이트닝 어텐션 층은 자기 토큰을 읽습니다: Q의 행 수는 {n}, K와 V의 행 "
+    "수는 {m}입니다. 행 수가 같아야 합니다.",
+    "lightning.kv_heads": "라이트닝 어텐션 문제에는 K/V 헤드가 헤드 수만큼 있어야 합니다(지금 "
+    "heads = {heads}, kv_heads = {kv_heads}): kv_heads를 빼세요.",
+    "lightning.scale": "라이트닝 어텐션 층은 Query를 스케일링하지 않습니다(스케일링할 스코어가 "
+    "없습니다): scale을 빼세요.",
+    "lightning.alone": "라이트닝 어텐션 층(lightning)에는 스코어도 소프트맥스도 없어서 어텐션의 "
+    "다른 기능은 적용되지 않습니다: 그 기능들을 빼세요.",
+    "lightning.decode": "라이트닝 어텐션 층(lightning)은 이미 상태를 거쳐 토큰 하나씩 "
+    "계산합니다: --decode를 빼세요.",
+    "lightning.tiles": "라이트닝 어텐션 층(lightning)에는 타일로 나눠 계산할 소프트맥스가 "
+    "없습니다: --tiles를 빼세요.",
+    "lightning.train": "train은 아직 라이트닝 어텐션 층(lightning)을 거쳐 학습하지 않습니다: "
+    "학습하려면 lightning을 빼세요.",
+    "lightning.backward": "--backward는 아직 라이트닝 어텐션 층(lightning)을 거치지 않습니다: "
+    "--backward를 빼세요.",
+    "lightning.dtype": "--dtype은 아직 라이트닝 어텐션 층(lightning)을 반올림하지 않습니다: "
+    "--dtype을 빼세요.",
     # ---- differential attention (qkvcalc/ops/differential.py) ----
     "ui.variant.differential": "헤드 쌍의 차분 어텐션, λ = {lam}, λ_init = {init}",
     "stage.diff_weights.title": "차분 어텐션: 한 맵에서 λ배 한 다른 맵을 뺌",
@@ -529,6 +636,107 @@ MESSAGES: dict[str, str] = {
     "ui.presets_hint": "실행: qkvcalc explain --preset NAME · 고쳐 쓰기: "
     "qkvcalc presets show NAME > mine.json",
     "ui.split_row": "헤드 {head}: {q}[:, {qcols}], {k}[:, {kcols}], {v}[:, {vcols}] (K/V 헤드 {g})",
+    # ---- Kimi Delta Attention, a linear-attention layer (qkvcalc/ops/kimi_delta.py) ----
+    "ui.variant.kimi_delta": "선형 어텐션 층: Kimi Delta Attention(Kimi Linear), Key 채널마다 "
+    "감쇠 하나, 청크 형식의 청크 크기 {chunk}",
+    "stage.kda_q_l2.title": "Kimi Delta Attention: L2 정규화하고 스케일링한 Query",
+    "stage.kda_q_l2.why": "층은 Query의 각 행을 그 길이(√(Σx² + 10⁻⁶), 그래서 0으로 된 행은 "
+    "그대로 0)로 나눈 뒤 √d_k로 다시 나눕니다. transformers의 recurrent_kimi_delta_attention이 "
+    "use_qk_l2norm_in_kernel로 하는 계산과 같습니다. 그러면 투영의 크기와 상관없이 모든 Query가 "
+    "같은 세기로 상태를 읽습니다.",
+    "stage.kda_k_l2.title": "Kimi Delta Attention: L2 정규화한 Key",
+    "stage.kda_k_l2.why": "Key의 각 행을 그 길이로 나눕니다. 아래의 델타 규칙은 β·(v − S'ᵀk̂)를 "
+    "k̂ 방향으로 쓰는데, |k̂| = 1이면 β = 1일 때 상태가 그 Key에 대해 갖고 있던 것을 정확히 바꿔 "
+    "씁니다.",
+    "stage.kda_gates.title": "Kimi Delta Attention: 토큰마다의 감쇠 g(Key 채널마다 하나)와 쓰기 "
+    "세기 β",
+    "stage.kda_gates.why": "토큰마다, 헤드마다 주어집니다: d_k개의 수 g_1 … g_d_k와 β 하나. "
+    "각 g는 로그 공간의 감쇠입니다: 토큰이 쓰기 전에 상태의 c행(Key 채널 c)에 e^(g_c)를 "
+    "곱하므로, 채널마다 자기 속도로 잊습니다(Gated DeltaNet은 모든 채널에 g 하나). Kimi Linear는 "
+    "g = −e^(A_log)·softplus(f_b(f_a(x)) + dt_bias)로 계산하므로 각 e^g는 (0, 1) 안에 있고, "
+    "β = σ(b)입니다.",
+    "stage.kda_state.title": "Kimi Delta Attention: 이 토큰 다음의 상태",
+    "stage.kda_state.why": "상태 S(d_k × d_v)는 토큰이 몇 개였든 층이 지금까지의 토큰에서 "
+    "간직하는 전부입니다. 토큰마다 상태를 행별로 감쇠시키고(S' = Diag(e^g)·S: c행에 e^(g_c)를 "
+    "곱함), 자기 Key에 대해 상태가 이미 가진 것을 읽고(m = S'ᵀ·k̂), 자기 Value와의 차이를 자기 "
+    "Key 방향으로 씁니다: S = S' + k̂·(β·(v − m))ᵀ. 이것이 델타 규칙입니다: 기억에 더하지 않고 "
+    "기억을 고칩니다.",
+    "stage.kda_weights.title": "Kimi Delta Attention: 만들지 않고 계산하는 어텐션 행렬",
+    "stage.kda_weights.why": "q, k, g, β를 고정하면 출력의 각 행은 그 토큰까지의 Value 행들의 "
+    "가중합입니다. 이 표가 그 가중치입니다(Query마다 한 행, 하삼각: 층은 인과적입니다). 층은 이 "
+    "n×n 행렬을 만들지 않고 d_k × d_v 상태만 만듭니다. 행의 합이 1일 필요가 없고 음수일 수도 "
+    "있으며, 토큰의 가중치는 그 Key와 Query가 함께 쓰는 채널들의 감쇠와, 비슷한 Key 방향으로 "
+    "나중에 쓰는 모든 쓰기 때문에 줄어듭니다.",
+    "stage.kda_chunked.title": "Kimi Delta Attention: 청크 형식",
+    "stage.kda_chunked.why": "층이 시퀀스 전체에 실제로 쓰는 "
+    "계산입니다(chunk_kimi_delta_attention): 청크 안에서는 델타 규칙의 갱신들을, 항이 채널마다 "
+    "감쇠하는 단위 하삼각 연립방정식 하나로 한꺼번에 풀고, 상태를 청크에서 청크로 넘깁니다. "
+    "토큰마다 한 단계씩보다 더 적고 더 큰 행렬곱으로 같은 출력을 냅니다.",
+    "stage.kda_output.title": "Kimi Delta Attention: 상태에서 읽은 출력",
+    "stage.kda_output.why": "각 토큰은 방금 쓴 상태를 자기 Query로 읽습니다: o_t = S_tᵀ·q̂_t. "
+    "Kimi Linear에서는 이 출력이 게이트가 있는 RMSNorm(o_norm, 저랭크 게이트 g_b(g_a(x))의 σ를 "
+    "곱함)과 o_proj를 더 거치는데, 여기서는 보여 주지 않습니다.",
+    "note.kda_l2norm": "l2norm(x) = x / √(Σx² + 10⁻⁶), 행마다 계산합니다: eps = 1e-6인 Kimi "
+    "Linear의 l2norm과 같고, FLA 커널처럼 제곱근으로 나눕니다.",
+    "note.kda_state": "S_0 = 0. 각 칸: e^(g_t[i])·S_{{t−1}}[i,j] + k̂_t[i]·β_t·(v_t[j] − "
+    "m_t[j]). 여기서 m_t[j] = Σ_r e^(g_t[r])·S_{{t−1}}[r,j]·k̂_t[r]는 감쇠한 상태가 j열에서 이 "
+    "Key에 대해 가진 값입니다. i행은 자기 채널의 g_t[i]로 감쇠합니다.",
+    "note.kda_weights": "W[t,s] = β_s·k̂_sᵀ·A_(s+1)⋯A_t·q̂_t, A_r = Diag(e^(g_r))·(I − "
+    "β_r·k̂_r·k̂_rᵀ): 토큰 s가 쓴 것을 t까지의 모든 단계를 거쳐 옮긴 뒤 q̂_t로 읽은 값입니다.",
+    "note.kda_weights_work": "각 칸의 계산 과정은 행을 대각선에서 왼쪽으로 따라갑니다: "
+    "W[t,s] = β_s·(s+1…t 구간의 ⟨k̂_s, q̂_t⟩ − Σ_(r = s+1…t) W[t,r]·s+1…r 구간의 ⟨k̂_s, k̂_r⟩). "
+    "여기서 토큰 구간의 ⟨a, b⟩ = Σ_c e^(구간의 g_c 합)·a[c]·b[c]는 채널마다 자기 g로 감쇠시킨 "
+    "내적입니다(대각선에서는 구간이 비어 있어 보통의 내적). 괄호 안의 수가 이 감쇠한 내적이고, "
+    "위의 Q̂, K̂, g로 계산합니다.",
+    "note.kda_linear_in_v": "W·V는 반올림 오차 안에서 이 출력과 같습니다: 가장 큰 차이는 {diff}. "
+    "q, k, g, β를 고정하면 층은 V에 대해 선형입니다(Kimi Linear의 게이트가 있는 정규화 앞까지; "
+    "그 정규화는 선형이 아닙니다).",
+    "note.kda_linear_in_v_far": "W·V와 이 출력의 차이가 최대 {diff}입니다: 수가 너무 커서 "
+    "float64가 둘을 같게 유지하지 못합니다.",
+    "note.kda_chunked_equal": "청크 형식도 반올림 오차 안에서 같은 출력을 냅니다: 가장 큰 차이는 "
+    "{diff}.",
+    "note.kda_chunked_far": "청크 형식과 이 출력의 차이가 최대 {diff}입니다: 감쇠가 너무 "
+    "극단적이어서 float64가 두 형식을 같게 유지하지 못합니다.",
+    "mistake.kda_decay_scalar": "이 값은 Gated DeltaNet의 헤드당 감쇠 하나처럼, 상태의 모든 "
+    "행을 토큰마다 수 하나, e^(채널들에 대한 g_t의 평균)으로 감쇠시켰습니다. Kimi Delta "
+    "Attention은 상태의 c행을 자기 채널의 e^(g_t[c])로 감쇠시킵니다: S' = "
+    "Diag(e^(g_t))·S_(t−1).",
+    "kimi_delta.not_object": 'kimi_delta는 {{"g": [...], "beta": [...]}} 같은 객체여야 '
+    "합니다. 받은 값: {value}",
+    "kimi_delta.unknown_key": "kimi_delta에 없는 키입니다: {key}. 쓸 수 있는 키: {known}",
+    "kimi_delta.needs": "kimi_delta에는 g(토큰마다 로그 공간의 감쇠, Key 채널마다 하나)와 "
+    "beta(β, 쓰기 세기, 토큰과 헤드마다 하나)가 둘 다 있어야 합니다.",
+    "kimi_delta.g_shape": "kimi_delta의 g의 모양은 {shape}인데, 토큰, 헤드, Key 채널마다 감쇠가 "
+    "하나씩 필요합니다: n×H×d_k = {n}×{heads}×{d_k}, 또는 헤드 1의 채널을 먼저 둔 n×(H·d_k) = "
+    "{n}×{width}.",
+    "kimi_delta.g_token": "kimi_delta의 g에서 토큰 {token}의 행렬 모양은 {shape}인데, 토큰마다 "
+    "헤드당 한 행, Key 채널당 한 열이 필요합니다: H×d_k = {heads}×{d_k}.",
+    "kimi_delta.beta_shape": "kimi_delta의 beta의 모양은 {shape}인데, 토큰마다 한 행, 헤드마다 "
+    "한 열이 필요합니다: n×H = {n}×{heads}.",
+    "kimi_delta.g_positive": "kimi_delta의 g가 토큰 {token}, 헤드 {head}, 채널 {channel}에서 "
+    "0보다 큽니다: g는 로그 공간의 감쇠이고, 상태의 행에는 e^g ≤ 1을 곱합니다(Kimi Linear는 "
+    "g = −e^(A_log)·softplus(f_b(f_a(x)) + dt_bias) < 0으로 만듭니다).",
+    "kimi_delta.mask": "Kimi Delta Attention 층은 본래 인과적입니다(각 토큰은 자기까지의 토큰이 "
+    '쓴 상태를 읽습니다): mask를 "causal"(인과 마스크)로 주세요. 지금 마스크: {mask}("mask" '
+    "키가 없는 문제는 none입니다)",
+    "kimi_delta.cross": "Kimi Delta Attention 층은 자기 토큰을 읽습니다: Q의 행 수는 {n}, K와 "
+    "V의 행 수는 {m}입니다. 행 수가 같아야 합니다.",
+    "kimi_delta.kv_heads": "Kimi Delta Attention 문제에는 K/V 헤드가 헤드 수만큼 있어야 "
+    "합니다(지금 heads = {heads}, kv_heads = {kv_heads}): kv_heads를 빼세요.",
+    "kimi_delta.chunk": "kimi_delta의 chunk(청크 형식의 청크 크기)는 1 이상의 정수여야 합니다. "
+    "받은 값: {value}",
+    "kimi_delta.alone": "Kimi Delta Attention 층(kimi_delta)에는 스코어도 소프트맥스도 없어서 "
+    "어텐션의 다른 기능은 적용되지 않습니다: 그 기능들을 빼세요.",
+    "kimi_delta.decode": "Kimi Delta Attention 층(kimi_delta)은 이미 상태를 거쳐 토큰 하나씩 "
+    "계산합니다: --decode를 빼세요.",
+    "kimi_delta.tiles": "Kimi Delta Attention 층(kimi_delta)에는 타일로 나눠 계산할 "
+    "소프트맥스가 없습니다: --tiles를 빼세요.",
+    "kimi_delta.train": "train은 아직 Kimi Delta Attention 층(kimi_delta)을 거쳐 학습하지 "
+    "않습니다: 학습하려면 kimi_delta를 빼세요.",
+    "kimi_delta.backward": "--backward는 아직 Kimi Delta Attention 층(kimi_delta)을 거치지 "
+    "않습니다: --backward를 빼세요.",
+    "kimi_delta.dtype": "--dtype은 아직 Kimi Delta Attention 층(kimi_delta)을 반올림하지 "
+    "않습니다: --dtype을 빼세요.",
     # ---- the bundled presets: descriptions (i18n.preset_description) and references -----
     "preset.alibi.description": "'I love my cats'에 ALiBi: 두 헤드가 먼 Key에 벌점을 "
     "줍니다. 하나는 가파르게(경사 1/2), 하나는 완만하게(1/4)",
@@ -571,6 +779,20 @@ MESSAGES: dict[str, str] = {
     "인덱스 헤드마다 ReLU(q·k/√D) 점수를 주고, 헤드들에 w/√2를 곱해 더한 뒤 각 Query는 가장 좋은 "
     "Key 2개를 남깁니다: 'sat'는 'cat'과 'sat'를 남기고 'the'는 버리며, 'on'은 'the'와 'sat'를 "
     "남깁니다. DeepSeek-V3.2처럼 인덱서는 반으로 나눈 짝을, 어텐션은 이웃한 짝을 회전합니다.",
+    "preset.kda.description": "Kimi Delta Attention(Kimi Linear): Key 채널마다 감쇠가 하나인 "
+    "Gated DeltaNet. 2×2 상태의 각 행을 자기 e^g로 감쇠시키며, 그 옆에 층이 만들지 않고 계산하는 "
+    "3×3 행렬을 둡니다",
+    "preset.kda.reference": "qkvcalc용으로 만든 예제, Kimi Team 2025, 'Kimi Linear'와 "
+    "transformers의 recurrent_kimi_delta_attention을 따름: q와 k를 L2 정규화하고(q는 √d_k로도 "
+    "나눕니다), 각 토큰은 상태의 c행에 e^(g[c])를 곱하고, 상태가 자기 Key에 대해 가진 것을 "
+    "읽고, 자기 Value와의 차이에 β를 곱해 Key 방향으로 씁니다. 프리셋 deltanet은 같은 토큰과 "
+    "가중치에 토큰마다 감쇠가 하나입니다. 청크 형식(청크 크기 2)도 같은 출력을 냅니다.",
+    "preset.lightning.description": "라이트닝 어텐션(MiniMax): 2×2 상태를 토큰마다 e^(−λ)로 "
+    "감쇠시키며 더해 가고, 그 옆에 층이 만들지 않고 계산하는 3×3 행렬을 둡니다",
+    "preset.lightning.reference": "qkvcalc용으로 만든 예제, Qin et al. 2024, 'Lightning "
+    "Attention-2'와 transformers의 MiniMaxLightningAttention을 따름: 스케일링도 소프트맥스도 "
+    "없습니다. 각 토큰은 상태에 헤드의 고정된 감쇠 e^(−λ)를 곱하고 자기 Key와 Value의 곱을 "
+    "더합니다. 블록 형식(블록 크기 2)도 같은 출력을 냅니다.",
     "preset.gqa.description": "GQA(Grouped-Query Attention): Query 헤드 4개가 Key/Value 헤드 "
     "2개를 나눠 씁니다 (d_k = 1, 인과 마스크)",
     "preset.multihead.description": "'I love cats'에 헤드 두 개: 두 헤드 모두 X 전체를 읽되 "
@@ -992,6 +1214,34 @@ MESSAGES: dict[str, str] = {
     "값)와의 곱을 {dtype} 값으로 반올림합니다.",
     "precision.rmsnorm_naive": "업캐스트 없이 {dtype} 텐서로 짠 x / √(mean(x²) + ε) · w: x², "
     "평균, 평균 + ε, 그 제곱근, 나눗셈, 가중치와의 곱을 각각 {dtype} 값으로 반올림합니다.",
+    "precision.v_norm_eager": "Gemma 3n과 Gemma 4의 Value 정규화(가중치 없는 RMSNorm)처럼: 행을 "
+    "float32로 두고 mean(x²), 1/√(mean + ε), x와 그 곱을 float32로 계산해 한 번만 {dtype} 값으로 "
+    "반올림합니다.",
+    "precision.v_norm_naive": "업캐스트 없이 {dtype} 텐서로 짠 V / √(mean(V²) + ε): V², 평균, "
+    "평균 + ε(torch는 텐서에 파이썬 수를 더할 때 그 수도 {dtype} 값으로 바꿉니다), 그 제곱근, "
+    "나눗셈을 각각 {dtype} 값으로 반올림합니다.",
+    "precision.diff_maps_eager": "DiffLlama는 Δ를 만들지 않습니다. 두 맵을 따로 V''에 "
+    "곱하고(어텐션 호출 한 번씩) 첫째 출력에서 λ와 둘째 출력의 곱을 뺍니다(다음 단계). 여기서 Δ는 "
+    "{dtype} 가중치와 λ = {lam}(DiffLlama의 λ는 {dtype} 텐서)로 float32에서 계산해 읽으라고 보여 "
+    "줄 뿐이며(수와 ulp는 float32 기준), 다음 단계는 이 값을 읽지 않습니다.",
+    "precision.diff_maps_naive": "{dtype} 텐서로 짠 계산: λ = {lam}({dtype} 값)와 둘째 맵의 곱, "
+    "첫째 맵에서 그 곱을 뺀 값을 각각 {dtype} 값으로 반올림합니다.",
+    "precision.diff_output_eager": "DiffLlama의 eager 어텐션처럼: 첫째 맵과 V''의 곱, 둘째 맵과 "
+    "V''의 곱을 각각 float32로 더해 {dtype} 값으로 반올림하고, λ와 둘째 곱의 곱을 {dtype} 값으로 "
+    "반올림하고, 첫째에서 그것을 뺀 값을 {dtype} 값으로 반올림합니다. 위에 보인 Δ로 계산한 "
+    "Δ·V''가 아니므로, 그 곱을 다시 하는 아래 칸 계산은 마지막 자릿수에서 이 값과 다를 수 "
+    "있습니다.",
+    "precision.diff_norm_eager": "DiffLlama의 그룹 정규화(가중치 없는 torch RMSNorm)처럼: 행을 "
+    "float32로 두고 mean(x²), 1/√(mean + ε), x와 그 곱을 float32로 계산해 한 번만 {dtype} 값으로 "
+    "반올림합니다.",
+    "precision.diff_norm_naive": "업캐스트 없이 {dtype} 텐서로 짠 D / √(mean(D²) + ε): D², 평균, "
+    "평균 + ε(torch는 텐서에 파이썬 수를 더할 때 그 수도 {dtype} 값으로 바꿉니다), 그 제곱근, "
+    "나눗셈을 각각 {dtype} 값으로 반올림합니다.",
+    "precision.diff_scale": "각 칸에 1 − λ_init = {factor} 값을 float32로 곱하고(torch는 텐서와 "
+    "파이썬 수의 곱을 이렇게 계산합니다) {dtype} 값으로 반올림합니다.",
+    "precision.sdpa_differential": "--policy sdpa는 아직 차분 어텐션을 계산하지 "
+    "않습니다(DiffLlama는 V''의 두 절반으로 torch 커널을 두 번 부릅니다). --policy eager 또는 "
+    "naive를 쓰세요",
     "precision.sdpa_feature": "--policy sdpa로는 다음을 계산할 수 없습니다: {feature}. torch의 "
     "scaled_dot_product_attention에는 그 자리가 없습니다(--policy eager 또는 naive를 쓰세요)",
     "precision.feature_unsupported": "--dtype은 아직 다음을 낮은 정밀도로 계산하지 않습니다: "
@@ -1993,6 +2243,8 @@ MESSAGES: dict[str, str] = {
     "extract.layer": "층 {layer}: {model}에는 층이 {count}개 있고, 번호는 0부터 {last}까지입니다",
     "extract.not_attention": "{model}의 층 {layer}: 소프트맥스 어텐션이 아닌 {kind} 층입니다. "
     "qkvcalc extract는 소프트맥스 어텐션만 읽습니다. 이 모델의 어텐션 층: {attention}",
+    "extract.minimax_act": "MiniMax의 라이트닝 층은 설정의 hidden_act를 q, k, v에 적용하는데, "
+    "qkvcalc의 lightning 키에는 silu만 있습니다. 이 모델의 값: {act}",
     "extract.hybrid": "{model}: {arch} 모델({model_type!r})은 소프트맥스 어텐션 층과 {kind} 층을 "
     "섞은 하이브리드이며, qkvcalc extract는 아직 이 모델의 어텐션 층을 읽지 못합니다",
     "hybrid.gated_deltanet": "선형 어텐션(Gated DeltaNet)",
@@ -2074,6 +2326,12 @@ MESSAGES: dict[str, str] = {
     "extract.kv_shared": "이 층은 자기 Key와 Value가 없어 앞선 {earlier}번 층의 것을 다시 "
     "씁니다(KV 공유). 그래서 source는 그 층의 어텐션 입력이고, W_K, W_V와 Key 정규화도 그 층의 "
     "것입니다.",
+    "extract.description_block": "{model} ({arch})의 {layer}번 층 셀프 어텐션, 토큰 {n}개: x는 "
+    "{dtype}(으)로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, 가중치는 이 층이 그 "
+    "어텐션을 부를 때 쓰는 것을 float64로 옮긴 값입니다.",
+    "extract.shared_block": "이 어텐션 블록과 그 가중치를 함께 쓰는 층: {layers}.",
+    "extract.adapters_folded": "W_Q, W_K, W_V는 블록의 가중치에 이 층의 어댑터를 더해 합친 "
+    "것입니다(W + B·A).",
     "extract.loading": "{model} 불러오는 중 …",
     "extract.running": "{model}을(를) {layer}번 층까지 실행하는 중 …",
     "extract.mismatch": "{model}, {layer}번 층: extract가 만든 문제가 transformers {version}"

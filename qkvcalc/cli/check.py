@@ -79,7 +79,12 @@ def _verdict(checked: SimpleNamespace, runs: SimpleNamespace) -> "tuple[str, Ver
 
         if checked.target is None and checked.preset is None:
             raise QkvcalcError("check.stages_without_problem")
-        doc = gather(checked.target, checked.preset, {}, sys.stdin.buffer, sys.stdin.isatty())
+        from qkvcalc.input.problem import Problem
+
+        stdin, isatty = sys.stdin.buffer, sys.stdin.isatty()
+        doc = gather(
+            checked.target, checked.preset, {}, stdin, isatty, validate=Problem.from_mapping
+        )
         return checked.stages.name, check_stages(checked.stages, doc)
     if checked.preset is not None:
         raise QkvcalcError("check.preset_without_stages")

@@ -103,7 +103,11 @@ def _problem(source: SimpleNamespace, lang: str) -> dict[str, Any]:
         return random_problem(source.seed, n, d)
     if source.source is None and source.preset is None:
         raise QkvcalcError("studio.stdin")
-    return gather(source.source, source.preset, {}, sys.stdin.buffer, True)
+    from qkvcalc.input.problem import Problem
+
+    return gather(
+        source.source, source.preset, {}, sys.stdin.buffer, True, validate=Problem.from_mapping
+    )
 
 
 def _serve(source: SimpleNamespace, serve: SimpleNamespace, lang: str, doc: dict) -> None:

@@ -85,7 +85,7 @@ def train(
     try:
         from qkvcalc.input.dataset import is_dataset
         from qkvcalc.input.sources import gather
-        from qkvcalc.run.train import descents
+        from qkvcalc.run.train import descents, one_problem
 
         if show.step and (fmt not in ("table", "txt") or show.output is not None):
             shown = fmt if fmt not in ("table", "txt") else "table"
@@ -95,7 +95,7 @@ def train(
             check_writable(show.output)
         typed = {k: v for k, v in (("attend", source.attend), ("target", source.target)) if v}
         doc = gather(source.source, source.preset, typed, sys.stdin.buffer, sys.stdin.isatty(),
-                     MAX_BYTES)  # fmt: skip
+                     MAX_BYTES, validate=one_problem)  # fmt: skip
         if typed and is_dataset(doc):  # each example's own loss would win: say so
             raise QkvcalcError("train.dataset_loss_option", option="--" + next(iter(typed)))
         runs = descents(doc, descent.steps, descent.lr, descent.freeze, descent.compare_scale)

@@ -7,9 +7,10 @@
 One module per architecture family (bert, gpt2, llama — LLaMA, Mistral, Qwen2, Qwen3,
 Gemma 2 —, neox, bloom, t5) says where a layer's attention is and how its weights become the
 input format's keys; hybrid says which layers of a hybrid (Qwen3-Next, Bamba, Nemotron-H …)
-are softmax attention and refuses the others by their kind; runner loads the model, runs it up
-to layer L's attention and no further, and assembles the problem; islands lifts transformers'
-float32 steps for a float64 run;
+are softmax attention and refuses the others by their kind (zamba: the shared attention block
+of Zamba's and Zamba2's hybrid layers, Zamba2's adapters folded in); runner loads the model,
+runs it up to layer L's attention and no further, and assembles the problem; islands lifts
+transformers' float32 steps for a float64 run;
 jsonout writes the problem a row at a time, npzout as a .npz of arrays. torch and
 transformers (the optional extra qkvcalc[models]) are imported only when a model is
 extracted, never on import.

@@ -74,6 +74,8 @@ class Family:
     run: Callable[[Any, Any], Any] = lambda model, ids: base_model(model)(input_ids=ids)
     # the earlier layer whose K and V layer L reuses (Gemma 3n's, Gemma 4's KV sharing), or None
     shares: Callable[[Any, int], int | None] = lambda model, index: None
+    # sentences the problem's description adds about layer L's weights (Zamba's shared block)
+    notes: Callable[[Any, int], list[Any]] = lambda model, index: []
 
 
 def model_name(layer: Layer) -> str:

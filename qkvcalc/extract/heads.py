@@ -199,6 +199,9 @@ def _run(opened: _Opened, keep_x: bool, numbers: list[int]) -> tuple[list[np.nda
             handle.remove()
         model.train(was_training)
     found = getattr(out, "attentions", None)
+    if found is not None and len(found) == len(stack) != len(numbers):
+        # a hybrid that returns something for each layer (MiniMax: a lightning layer's state)
+        found = [found[i] for i in numbers]
     if found is None or len(found) != len(numbers):  # not something a user can fix
         raise RuntimeError("the model did not return one attention map per attention layer")
     weights = [layer[0].detach().to(dtype=torch.float64, device="cpu").numpy() for layer in found]

@@ -1,17 +1,19 @@
 """Hybrid models: softmax-attention layers between layers of another kind — Gated DeltaNet's
 linear attention (Qwen3-Next, Qwen3.5), Kimi Delta Attention (Kimi Linear, whose attention
 layers are MLA: deepseek.py), state-space (Mamba) layers (Nemotron-H, Bamba, Jamba,
-Granite 4, Falcon-H1, Zamba2), LFM2's short convolutions.
+Granite 4, Falcon-H1, Zamba, Zamba2), LFM2's short convolutions, MiniMax's lightning attention.
 
-extract reads softmax attention only. For the hybrids whose attention layers it reads (the
-Qwen ones, in llama.py), a layer of the other kind is refused with one message that names its
-kind and lists the model's attention layers (`check_layer`), and `qkvcalc heads` shows the
-attention layers and says where the others are (`attention_layers`). The other hybrids are
+extract reads softmax attention, and MiniMax's lightning layers (minimax.py: both kinds of its
+layers are problems, BOTH_READ). For the other hybrids whose attention layers it reads (READ:
+llama.py, deepseek.py, zamba.py), a layer of the other kind is refused with one message that
+names its kind and lists the model's attention layers (`check_layer`), and `qkvcalc heads`
+shows the attention layers and says where the others are (`attention_layers`). The other hybrids are
 refused as a whole, naming their kind of layer (`check_type`), before anything loads.
 
 Which layer is which is read from the config's `layer_types` (transformers 5 names every
 hybrid's layers there: "full_attention" for attention, "linear_attention" for Gated DeltaNet and
-for Mamba alike), so it is known before the model is built.
+for Mamba alike; Zamba's and Zamba2's "hybrid" for a layer that calls their shared attention
+block, zamba.py), so it is known before the model is built.
 """
 
 from __future__ import annotations
@@ -40,15 +42,21 @@ READ = {
     "lfm2_moe": {"conv": "short_conv"},
     "olmo_hybrid": GATED_DELTANET,
     "kimi_linear": {"linear_attention": "kimi_delta"},  # its attention: MLA (deepseek.py)
+    # each "hybrid" layer calls the shared attention block, then runs a Mamba layer (zamba.py)
+    "zamba": MAMBA,
+    "zamba2": MAMBA,
+    "minimax": {"linear_attention": "lightning"},  # its lightning layers: minimax.py
 }
+# The hybrids whose other layers extract reads as well (each as a problem of its own kind):
+# none of their layers is refused; `qkvcalc heads` still shows the attention layers only
+BOTH_READ = ("minimax",)
 # A hybrid extract does not read yet: model_type → (its name, the kind of its other layers)
 NOT_READ = {
-    "zamba": ("Zamba", "mamba"),
-    "zamba2": ("Zamba2", "mamba"),
-    "minimax": ("MiniMax", "lightning"),
+    "bailing_hybrid": ("Ling 3.0 (Bailing hybrid)", "kimi_delta"),  # MLA beside KDA layers
 }
-# layer_types' names of a softmax-attention layer
-ATTENTION = ("full_attention", "sliding_attention", "attention")
+# layer_types' names of a softmax-attention layer (Zamba's "hybrid": the shared attention block
+# and a Mamba layer after it)
+ATTENTION = ("full_attention", "sliding_attention", "attention", "hybrid")
 
 
 def text_config(config: Any) -> Any:
@@ -72,6 +80,10 @@ def attention_layers(config: Any) -> list[int] | None:
     if _kinds(config) is None:
         return None
     return [i for i, kind in enumerate(layer_types(config)) if kind in ATTENTION]
+
+
+def _read_both(config: Any) -> bool:
+    return config.model_type in BOTH_READ or text_config(config).model_type in BOTH_READ
 
 
 def kind(config: Any, layer: int) -> Msg:
@@ -98,7 +110,7 @@ def check_layer(config: Any, layer: int, model: str) -> None:
     and the layers that are attention."""
     found = attention_layers(config)
     whole = isinstance(layer, Integral) and not isinstance(layer, bool)
-    if found is None or not whole or layer in found:
+    if found is None or not whole or layer in found or _read_both(config):
         return
     if not 0 <= layer < len(layer_types(config)):
         return  # extract.layer says so

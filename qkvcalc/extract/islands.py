@@ -7,7 +7,8 @@ in float32, angles in float32), BLOOM's ALiBi slopes and Gemma's embedding scale
 float32 buffer in a model built in float32 and converted). With those, x at layer L is off by
 ~2e-7 relative. `float64_islands(model)` lifts them for one run: the softmax, Tensor.float and
 Tensor.type keep a float64 input float64 (Tensor.float makes whole numbers float64 too),
-DiffLlama's torch.sum keeps float64, the norms, rotary embeddings and AFMoE's routers of this
+DiffLlama's torch.sum keeps float64, MiniMax's lightning decays are computed in float64, the
+norms, rotary embeddings and AFMoE's routers of this
 model compute in float64 (their instance's forward replaced), Gated DeltaNet's casts to float32
 keep float64 while its forward runs (Qwen3-Next's and Qwen3.5's linear layers), BLOOM's slopes
 are float64, GPT-Neo's and GPT-J's scores are not cast to float32 (GPT-J's sinusoid table is
@@ -97,6 +98,9 @@ _STANDARD_RMS = (
     "KimiLinearRMSNorm",
     "DeepseekV32RMSNorm",
     "GlmMoeDsaRMSNorm",
+    "ZambaRMSNorm",
+    "Zamba2RMSNorm",
+    "MiniMaxRMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")
@@ -206,6 +210,34 @@ def _float64_inside(module: Any) -> Any:
     return types.MethodType(forward, module)
 
 
+def lightning_slopes(heads: int, layer: int, layers: int) -> Any:
+    """MiniMaxLightningAttention.get_slope_rate in float64 (a numpy array [H]): the decay rate
+    λ_h = (2^(−8/H))^(h+1)·(1 − L/(N − 1 + 10⁻⁵) + 10⁻⁵) of head h in layer L of N."""
+    import numpy as np
+
+    base = 1 / (2 ** (8 / heads))
+    factor = 1 - layer / (layers - 1 + 1e-5) + 1e-5
+    return np.array([base ** (h + 1) * factor for h in range(heads)])
+
+
+LIGHTNING_BUFFERS = ("slope_rate", "query_decay", "key_decay", "diagonal_decay")
+
+
+def _lightning_float64(module: Any, restore: list[Any]) -> None:
+    """MiniMax's lightning layer: its decay rates and the decays made from them, buffers
+    computed in float32 (and saved so in a checkpoint), computed again in float64."""
+    import torch
+
+    kept = {name: getattr(module, name) for name in LIGHTNING_BUFFERS}
+    found = lightning_slopes(module.num_attention_heads, module.layer_idx, module.num_hidden_layers)
+    slope = torch.tensor(found, dtype=torch.float64, device=kept["slope_rate"].device)
+    slope = slope[:, None, None]
+    made = (slope, *module.decay_factors(slope))
+    for name, value in zip(LIGHTNING_BUFFERS, made, strict=True):
+        setattr(module, name, value)
+        restore.append(lambda m=module, k=name, v=kept[name]: setattr(m, k, v))
+
+
 def _neo_attn(module: Any, query: Any, key: Any, value: Any, attention_mask: Any = None) -> Any:
     """GPTNeoSelfAttention._attn without its casts of q and k to float32: the same steps."""
     import torch
@@ -288,6 +320,9 @@ def _patch_modules(model: Any, restore: list[Any]) -> None:
         kind = class_name(module)
         if kind in _STANDARD_RMS + _GEMMA_RMS + _MEAN_CENTRED:
             module.forward = types.MethodType(_rms, module)
+        elif kind == "MiniMaxLightningAttention":
+            _lightning_float64(module, restore)
+            continue
         elif kind == "OlmoLayerNorm":
             module.forward = types.MethodType(_plain_layer_norm, module)
         elif kind == "AfmoeTokenChoiceRouter":

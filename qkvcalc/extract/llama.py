@@ -108,6 +108,8 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
     "jamba": lambda attn: False,  # no positions in its attention: the Mamba layers order tokens
     "granitemoehybrid": lambda attn: attn.config.position_embedding_type == "rope",
     "nemotron_h": lambda attn: False,  # no positions in its attention, as Jamba's
+    "zamba": lambda attn: False,  # its shared attention has no positions (zamba.py)
+    "zamba2": lambda attn: bool(attn.config.use_mem_rope),
     # its released checkpoints have no rope_theta, and then no rotation
     "olmo_hybrid": lambda attn: bool((attn.config.rope_parameters or {}).get("rope_theta")),
     # a base of 0 in layer_rope_theta: no rotation

@@ -45,10 +45,12 @@ def families() -> dict[str, Family]:
         gemma,
         gpt2,
         llama,
+        minimax,
         modernbert,
         neox,
         opt,
         t5,
+        zamba,
     )
 
     found: dict[str, Family] = {}
@@ -71,6 +73,8 @@ def families() -> dict[str, Family]:
         deepseek.DEEPSEEK_V32,
         deepseek.GLM_DSA,
         gemma.FAMILY,
+        zamba.FAMILY,
+        minimax.FAMILY,
     ):
         for model_type in family.names:
             found[model_type] = family
@@ -664,13 +668,18 @@ def _check_finite(values: dict[str, Any], model: str, layer: int) -> None:
 
 def describe(family: Any, model: Any, layer: int, shown: str, n: int, dtype: str, lang: str) -> str:
     """The problem's description: the layer, its x, and whose weights they are (a KV-shared
-    layer's W_K, W_V and key norm are an earlier layer's, as its source is)."""
+    layer's W_K, W_V and key norm are an earlier layer's, as its source is; Zamba's shared
+    block's are several layers', said in the family's notes)."""
     arch = family.names[model.config.model_type]
     earlier = family.shares(model, layer)
+    notes = family.notes(model, layer)
     key = "extract.description" if earlier is None else "extract.description_kv_shared"
+    key = "extract.description_block" if notes and earlier is None else key
     said = Msg(key, layer=layer, model=shown, arch=arch, n=n, dtype=dtype).text(lang)
     if earlier is not None:  # KV sharing: K and V from an earlier layer's input
         said += " " + Msg("extract.kv_shared", earlier=earlier).text(lang)
+    for note in notes:
+        said += " " + note.text(lang)
     return said
 
 

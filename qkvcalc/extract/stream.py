@@ -114,13 +114,16 @@ def need(config: Any, tokens: int) -> int:
     stack in float64 (the embedding table: vocab × d), one layer in float64 (12·d² for its
     attention and MLP, or from intermediate_size), layer L's attention weights twice more as
     the problem's float64 arrays (and a transposed copy while they are made), and the
-    activations (tokens × d, a few copies, and the n × n weights of every head)."""
+    activations (tokens × d, a few copies, and the n × n weights of every head). Zamba's
+    attention is attention_hidden_size (2·d) wide: W_Q, W_K, W_V of that width squared."""
     d = int(getattr(config, "hidden_size", 0) or 0)
     vocab = int(getattr(config, "vocab_size", 0) or 0)
     inner = getattr(config, "intermediate_size", None)
     mlp = 3 * d * int(inner) if isinstance(inner, int) and inner > 0 else 8 * d * d
     heads = int(getattr(config, "num_attention_heads", 1) or 1)
-    attention = 4 * d * d
+    wide = getattr(config, "attention_hidden_size", None)
+    wide = int(wide) if isinstance(wide, int) and wide > 0 else d
+    attention = 3 * wide * wide + wide * d
     outside = vocab * d + 4 * d
     activations = 16 * tokens * d + 4 * heads * tokens * tokens
     return BASE + 8 * (outside + attention + mlp + 2 * attention + activations)

@@ -37,6 +37,8 @@ VARIANT_KEYS = (
     "bg",
     "differential",  # differential attention: λ, λ_init, ε (qkvcalc/ops/differential.py)
     "gated_delta",  # a linear-attention layer: Gated DeltaNet (qkvcalc/ops/gated_delta.py)
+    "kimi_delta",  # a linear-attention layer: Kimi Delta Attention (qkvcalc/ops/kimi_delta.py)
+    "lightning",  # a linear-attention layer: MiniMax's lightning attention (ops/lightning.py)
 )
 
 MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")

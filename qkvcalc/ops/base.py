@@ -227,12 +227,16 @@ class Feature(NamedTuple):
     # (its spans are their widths): pairs of heads, one output each pair
     joined: Callable[[Problem, Any, list[Ref]], tuple[list[Spec], list[Ref]]] | None = None
     joined_words: JoinWords | None = None  # how the concat names what `joined` gives it
+    # whether its value adds stages after every head (`joined`): a problem then has per-head
+    # stages, a concat and a final output even with one head (a linear layer's norm after the
+    # heads)
+    joins: Callable[[Any], bool] | None = None
     torch_weights: bool = False  # its torch_heads lines read each head's `weights` [1, H, n, m]
     no_decode: str = ""  # the catalog key that refuses it with --decode (it has no steps yet)
     no_tiles: str = ""  # the catalog key that refuses it with --tiles (no stage holds weights)
     # torch's scaled_dot_product_attention has no place for it: --dtype … --policy sdpa refuses
-    # it (one message naming it), tiles or not
-    no_sdpa: bool = False
+    # it (one message naming it), tiles or not; or the catalog key that refuses it so
+    no_sdpa: bool | str = False
     no_train: str = ""  # the catalog key that refuses `train` (it cannot learn its numbers yet)
     no_backward: str = ""  # the catalog key that refuses --backward (it has no gradients yet)
     no_dtype: str = ""  # the catalog key that refuses --dtype (its ops have no rounding rules)

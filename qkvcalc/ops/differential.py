@@ -38,6 +38,7 @@ from qkvcalc.labels import shown
 from qkvcalc.ops import row_rms
 from qkvcalc.ops.base import Candidate, Feature, JoinWords, Mistakes, Sizes
 from qkvcalc.ops.op import Back, Feeds, Op, Params, Shapes, same_cell, whole_row
+from qkvcalc.ops.rounding import SHOWN, Out, Rounding, product
 from qkvcalc.plan.specs import Ref, Spec, d, dim_labels, span
 
 SETTINGS = ("lambda", "lambda_init", "eps")
@@ -331,6 +332,62 @@ def _mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[C
     return found
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----------------------
+#
+# eager is DiffLlama's eager attention: it never forms Δ. Each head's weights (the dtype's)
+# multiply V'' in its own attention call (summed in float32, rounded); λ, a tensor in the dtype,
+# times the second head's output, rounded; the first's less that, rounded; then the group norm
+# (torch's RMSNorm without a weight: float32 inside, rounded once) and (1 − λ_init) times it, a
+# Python number, in float32, rounded. naive follows the stages, every op in the dtype: Δ = Aᵢ −
+# λ·A_{i+H/2} (the product and the difference each rounded), D = Δ·V'' as any product, the norm
+# by hand. --policy sdpa is refused (DiffLlama would call the kernel twice).
+
+
+def _num(x: float) -> str:
+    return f"{x:.6g}".replace("-", "−")
+
+
+def _lowp_maps(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    first, second = ops
+    lam = r.to(np.float64(params["lambda"]))  # DiffLlama's λ: a tensor in the dtype
+    said = {"dtype": str(r.dtype), "lam": _num(float(lam))}
+    held = {"lambda": float(lam)}  # what the cell arithmetic shows
+    if r.policy == "naive":
+        value = r.to(r.work(first) - r.work(r.to(r.work(lam) * r.work(second))))
+        return Out(value, notes=(Msg("precision.diff_maps_naive", **said),), params=held)
+
+    def pair(operands: Sequence[np.ndarray], rounding: Rounding) -> Out:
+        return _lowp_pair(first, second, lam, operands[1], rounding)
+
+    shown = r.f32(r.work(first) - r.work(lam) * r.work(second))
+    note = Msg("precision.diff_maps_eager", **said)
+    return Out(shown, SHOWN, notes=(note,), params=held, product=pair)
+
+
+def _lowp_pair(
+    first: np.ndarray, second: np.ndarray, lam: np.ndarray, v: np.ndarray, r: Rounding
+) -> Out:
+    """D as DiffLlama computes it: Aᵢ·V'' and A_{i+H/2}·V'' (each its own attention call),
+    then the first less λ times the second, each rounded."""
+    one, two = product(first, v, None, r), product(second, v, None, r)
+    taken = r.keep(r.work(lam) * r.work(two.value))
+    value = r.keep(r.work(one.value) - r.work(taken))
+    note = Msg("precision.diff_output_eager", dtype=r.kept or str(r.dtype))
+    return Out(value, r.kept, notes=(note, *one.notes, *two.notes))
+
+
+def _lowp_join(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    return Out(np.hstack(list(ops)), r.kept)  # the two heads' values side by side: moved
+
+
+def _lowp_scale(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    # (1 − λ_init) * the norm: torch multiplies a tensor by a Python number in float32
+    factor = params["factor"]
+    value = r.keep(r.work(ops[0]) * r.work(factor))
+    said = {"factor": _num(float(np.float32(factor))), "dtype": r.kept or str(r.dtype)}
+    return Out(value, r.kept, notes=(Msg("precision.diff_scale", **said),))
+
+
 # ---- the torch script, the header ---------------------------------------------------------------
 
 
@@ -365,6 +422,7 @@ FEATURE = Feature(
             work=_maps_work,
             plan_back=_maps_grads,
             overflow=lambda params: False,
+            lowp=_lowp_maps,
         ),
         Op(
             "diff_join",
@@ -373,6 +431,7 @@ FEATURE = Feature(
             backward=_join_back,
             plan_back=_join_grads,
             overflow=lambda params: False,
+            lowp=_lowp_join,
         ),
         Op(
             "group_rms",
@@ -388,6 +447,7 @@ FEATURE = Feature(
             work=row_rms.work,
             grad_work=row_rms.grad_work,
             overflow=lambda params: False,
+            lowp=row_rms.lowp("precision.diff_norm_eager", "precision.diff_norm_naive"),
         ),
         Op(
             "diff_scale",
@@ -399,6 +459,7 @@ FEATURE = Feature(
             grad_work=_scale_grad_work,
             work=_scale_work,
             overflow=lambda params: False,
+            lowp=_lowp_scale,
         ),
     ),
     mistakes=(Mistakes("diff_maps", ("diff_lambda_missing", "diff_added"), _mistakes),),
@@ -422,4 +483,5 @@ FEATURE = Feature(
     no_decode="differential.decode",
     no_train="differential.train",
     no_tiles="differential.tiles",
+    no_sdpa="precision.sdpa_differential",
 )

@@ -18,6 +18,8 @@ from qkvcalc.ops import (
     gate,
     gated_delta,
     indexer,
+    kimi_delta,
+    lightning,
     mla,
     qk_norm,
     rope,
@@ -63,6 +65,8 @@ REGISTRY: tuple[Feature, ...] = (
     gate.FEATURE,  # after each head's output, before the concat
     differential.FEATURE,  # after every head: pairs of heads, before the concat
     gated_delta.FEATURE,  # a linear-attention layer in place of the softmax (alone)
+    kimi_delta.FEATURE,  # the same with one decay per Key channel (alone)
+    lightning.FEATURE,  # MiniMax's lightning attention, a linear layer (alone)
 )
 
 
@@ -209,7 +213,10 @@ def join_words(p: Problem) -> JoinWords:
 def after_heads(p: Problem) -> bool:
     """Whether a feature adds stages after each head's output: the heads are then joined by a
     concat even when there is one."""
-    return any(f.after_output is not None for f, _ in active(p))
+    return any(
+        f.after_output is not None or (f.joins is not None and f.joins(value))
+        for f, value in active(p)
+    )
 
 
 def sides(p: Problem) -> list[Side]:

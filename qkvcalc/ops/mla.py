@@ -37,6 +37,7 @@ from qkvcalc.input.limits import MAX_ELEMENTS
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Turn
 from qkvcalc.ops.op import Op, Params, Shapes
+from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref, span
 
 SETTINGS = ("wq_a", "q_a_norm", "wq_b", "wq", "wkv_a", "kv_a_norm", "wkv_b", "rope_dims", "eps")
@@ -304,6 +305,18 @@ def _join_mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> l
         swapped = np.hstack([nope, stage.operands[0]])
         found.append(("mla_join_order", Msg("mistake.mla_join_order"), swapped))
     return found
+
+
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+#
+# The latents' products (`project`), their RMSNorm (`rmsnorm`: DeepSeek-V3's RMSNorm is
+# LLaMA's) and the rotation of k_R (`rope`) are the ops every layer has, with their own rules.
+
+
+def _lowp_join(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+    # DeepSeek-V3's torch.cat of the rotated and the other columns: numbers moved, nothing
+    # rounded (under scaled float8 both parts are products' results, kept in float32)
+    return Out(np.hstack(list(ops)), r.kept)
 
 
 # ---- the stages -------------------------------------------------------------------------------
@@ -682,6 +695,7 @@ FEATURE = Feature(
             overflow=lambda params: False,
             backward=_join_back,
             work=_join_work,
+            lowp=_lowp_join,
         ),
     ),
     mistakes=(

@@ -178,6 +178,9 @@ class Out(NamedTuple):
     params: dict[str, Any] | None = None
     # the keys of the stage's own notes that the dtype's numbers make untrue (left out)
     drops: tuple[str, ...] = ()
+    # a stage the model never forms (DiffLlama's Δ): how a product that reads it as its first
+    # operand is computed instead, from that product's operands (the value of this one shown)
+    product: Callable[[Sequence[np.ndarray], Rounding], Out] | None = None
 
 
 # Out.stored of a stage the tiled kernel keeps in float32 as its running state (FlashAttention's
@@ -186,6 +189,10 @@ ACCUMULATOR = "float32 accumulator"
 # Out.stored of a stage torch's softmax computes in float32 inside itself and never stores
 # (e^(s − m) of softmax(…, dtype=the dtype) itself, as gpt-oss calls it)
 INSIDE = "float32 inside softmax"
+
+# Out.stored of a stage the model never forms, shown in float32 to be read (its product with
+# the next operand is computed otherwise: Out.product); its own note says so
+SHOWN = "float32, shown only"
 
 # (operands, params, rounding) -> the stage in the dtype
 Rule = Callable[[Sequence[np.ndarray], Params, Rounding], Out]

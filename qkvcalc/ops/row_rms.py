@@ -1,7 +1,8 @@
 """Each row over its root mean square, with no weight: x / √(mean(x²) + ε) — the forward,
 backward and cell arithmetic that a norm without a learned weight shares (the norm on the
 values of Gemma 3n and Gemma 4, the group norm of a pair of heads in DiffLlama). Each feature
-declares its own Op with these, under its own name, notes and mistakes.
+declares its own Op with these, under its own name, notes and mistakes, and its own words for
+how the rule `lowp` rounds it in a low-precision dtype (--dtype).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from qkvcalc.i18n import Msg
 from qkvcalc.ops.op import Params
+from qkvcalc.ops.rounding import Out, Rounding, Rule
 
 
 def rms(x: np.ndarray, eps: float) -> np.ndarray:
@@ -53,3 +56,32 @@ def grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -
     value = n(rho) * n(gij) - n(xij) * n(rho**3) * n(m)
     left = f"{style.at(i + 1, j + 1)}{first} {style.minus} {second}"
     return style.line(left, value, float(stage.value[i, j]), result)
+
+
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----
+
+
+def lowp(eager: str, naive: str) -> Rule:
+    """The rule, with the catalog keys of its note under eager (and sdpa) and under naive.
+
+    eager and sdpa: the row in float32, mean(x²), 1/√(mean + ε) and x times it in float32,
+    rounded to the dtype once: torch's F.rms_norm without a weight (DiffLlama's group norm,
+    nn.RMSNorm), Gemma 3n's and Gemma 4's RMSNorm(with_scale=False) (its pow(·, −0.5) is
+    torch's 1/√ in float32, bit for bit). naive, x / √(mean(x²) + ε) written by hand: x², the
+    mean (summed in float32), the mean + ε (ε in the dtype: torch adds a Python number to a
+    tensor so), the square root and the division each rounded to the dtype."""
+
+    def rule(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
+        x, eps = ops[0], params["eps"]
+        if r.policy == "naive":
+            mean = r.to(r.work(r.to(x * x)).mean(axis=1, keepdims=True))
+            # torch adds a Python number to a tensor in the dtype as the dtype's number
+            value = r.to(x / r.to(np.sqrt(r.to(mean + r.to(np.float64(eps))))))
+            return Out(value, notes=(Msg(naive, dtype=str(r.dtype)),))
+        wide = r.work(x)
+        mean = r.f32(np.mean(wide * wide, axis=1, keepdims=True))
+        inverse = r.f32(1 / np.sqrt(r.work(r.f32(r.work(mean) + r.work(eps)))))
+        value = r.keep(wide * r.work(inverse))
+        return Out(value, r.kept, notes=(Msg(eager, dtype=r.kept or str(r.dtype)),))
+
+    return rule

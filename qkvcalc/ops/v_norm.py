@@ -102,6 +102,7 @@ FEATURE = Feature(
             grad_formula=lambda into, out, x, params: f"ρ·{out} − {x}·ρ³·mean({x} ⊙ {out})",
             grad_work=row_rms.grad_work,
             work=row_rms.work,
+            lowp=row_rms.lowp("precision.v_norm_eager", "precision.v_norm_naive"),
         ),
     ),
     turn_v=_turn,

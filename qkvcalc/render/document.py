@@ -6,7 +6,9 @@ value and, with --exact, its exact value), the A·B = C product when the page ha
 the split said in sentences, the notes, the row sentences and each cell's arithmetic. The
 Markdown, HTML and LaTeX writers only spell these parts in their own markup; the terminal
 lays its tables out by measuring them at its console (qkvcalc.render.terminal) and reads the
-same heading, notes and arithmetic. Nothing here escapes text: each writer does, its own way.
+same heading, notes and arithmetic. The JSON writer reads a stage's words from the same place
+(StageHeading): its title, formula, shape, why and notes, in the page's language. Nothing here
+escapes text: each writer does, its own way.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from qkvcalc.i18n import Msg, translate
+from qkvcalc.i18n import Msg
 from qkvcalc.render.arith import Style, split_rows, stage_extras
 from qkvcalc.render.text import corners, place
 from qkvcalc.render.worksheet import given, operand_kinds
@@ -81,6 +83,37 @@ def table_view(
     return TableView(name, rows, cols, row_ids, col_ids, shown, exact, hidden, heat, blank)
 
 
+class StageHeading(NamedTuple):
+    """What every export says of a stage in words, in one language: its id and head, title,
+    formula, shape, why it exists and its own notes (a page adds its own to these: how much of
+    a table is hidden, why arithmetic is left out), and where a schedule put it (a decode
+    step, a tile's block)."""
+
+    id: str
+    head: int | None
+    title: str
+    formula: str
+    shape: tuple[int, int]
+    why: str
+    notes: list[str]
+    step: int | None
+    block: int | None
+
+
+def stage_heading(stage: Stage, lang: str) -> StageHeading:
+    return StageHeading(
+        stage.id,
+        stage.head,
+        stage.title.text(lang),
+        stage.formula,
+        stage.shape,
+        stage.why.text(lang),
+        [note.text(lang) for note in stage.notes],
+        stage.step,
+        stage.block,
+    )
+
+
 class StageView(NamedTuple):
     """One stage as the parts of a page."""
 
@@ -142,6 +175,7 @@ def stage_view(
     `fit`: for a writer that lays the table out itself (the terminal measures how many
     columns its console holds), that layout, which says how many rows and columns it hid."""
     lang = opts.lang
+    heading = stage_heading(stage, lang)
     table = None
     words: list[str] = []
     if stage.in_words:
@@ -173,11 +207,11 @@ def stage_view(
         stage,
         number,
         total,
-        translate(stage.title.key, lang),
+        heading.title,
         place(stage, lang),
-        stage.formula,
+        heading.formula,
         stage.size,
-        translate(stage.why.key, lang),
+        heading.why,
         table,
         operand_views(stage, opts, max_cols, operands)
         if product_fits and stage.is_product

@@ -26,6 +26,7 @@ import numpy as np
 
 from qkvcalc.ops import features
 from qkvcalc.render import RenderOptions
+from qkvcalc.render.document import stage_heading
 
 if TYPE_CHECKING:
     from qkvcalc.input.problem import Problem
@@ -99,20 +100,21 @@ def _stage_fields(stage: Stage, opts: RenderOptions) -> dict[str, Any]:
     """A stage's fields in the document's order, its value left as the Stage itself (written
     by rows when streamed, whole in trace_json)."""
     omitted = _omitted(stage, opts)
+    words = stage_heading(stage, opts.lang)  # what every export says of it
     doc: dict[str, Any] = {
-        "id": stage.id,
-        "head": stage.head,
-        "title": stage.title.text(opts.lang),
-        "formula": stage.formula,
-        "shape": list(stage.shape),
+        "id": words.id,
+        "head": words.head,
+        "title": words.title,
+        "formula": words.formula,
+        "shape": list(words.shape),
         "value": None if omitted else stage,
-        "notes": [note.text(opts.lang) for note in stage.notes],
-        "explanation": stage.why.text(opts.lang),
+        "notes": words.notes,
+        "explanation": words.why,
     }
-    if stage.step is not None:
-        doc["step"] = stage.step
-    if stage.block is not None:
-        doc["block"] = stage.block
+    if words.step is not None:
+        doc["step"] = words.step
+    if words.block is not None:
+        doc["block"] = words.block
     if stage.error is not None:  # --dtype: the float64 twin, and how far the value is from it
         doc["float64"] = None if omitted or stage.twin is None else _Twin(stage)
         doc["error"] = {k: number_json(v) for k, v in stage.error._asdict().items()}

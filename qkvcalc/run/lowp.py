@@ -31,10 +31,20 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.ops.rounding import ACCUMULATOR, INSIDE, Out, Rounding, Rule
+from qkvcalc.ops.rounding import ACCUMULATOR, INSIDE, SHOWN, Out, Rounding, Rule
 from qkvcalc.ops.table import OPS
 
-__all__ = ["ACCUMULATOR", "INSIDE", "Out", "Rounding", "Rule", "numpy_dtype", "rule", "ulp"]
+__all__ = [
+    "ACCUMULATOR",
+    "INSIDE",
+    "SHOWN",
+    "Out",
+    "Rounding",
+    "Rule",
+    "numpy_dtype",
+    "rule",
+    "ulp",
+]
 
 DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
 POLICIES = ("eager", "sdpa", "naive")

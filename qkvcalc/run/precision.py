@@ -14,6 +14,7 @@ numpy (and ml_dtypes, through lowp) only: no printing, no rich, no typer.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -42,6 +43,8 @@ def check(p: Problem, dtype: str, policy: str) -> None:
         raise QkvcalcError("precision.sdpa_float8", dtype=dtype)
     if policy == "sdpa":
         for feature, _ in features.active(p):
+            if isinstance(feature.no_sdpa, str) and feature.no_sdpa:
+                raise QkvcalcError(feature.no_sdpa)
             if feature.no_sdpa:
                 raise QkvcalcError("precision.sdpa_feature", feature=feature.name)
     for option, on in (
@@ -167,6 +170,8 @@ class _State:
         self.unfinite: set[Ref] = set()  # the stages with a value that is inf or NaN
         self.ops: dict[Ref, str] = {}  # the op of each stage so far
         self.inside: set[Ref] = set()  # sdpa: the stages the kernel keeps in float32
+        # a stage the model never forms: how a product that reads it first is computed instead
+        self.through: dict[Ref, Callable[[Sequence[np.ndarray], lowp.Rounding], lowp.Out]] = {}
 
     def keep(
         self, stage: Stage, value: np.ndarray, stored: np.dtype[Any], r: lowp.Rounding
@@ -192,6 +197,7 @@ class _State:
     def release(self, done: int, last: dict[Ref, int]) -> None:
         for ref in [r for r in self.values if last.get(r, -1) <= done]:
             del self.values[ref]
+            self.through.pop(ref, None)
 
 
 def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
@@ -213,7 +219,13 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
     inside = any(o in state.inside for o in stage.reads if not isinstance(o, Const))
     if r.policy == "sdpa" and not OPS[stage.op].product and inside:
         r = r.within()
+    first = stage.reads[0] if stage.reads and not isinstance(stage.reads[0], Const) else None
+    through = state.through.get(first) if OPS[stage.op].product and first else None
+    if through is not None:  # a product of a stage the model never forms (DiffLlama's Δ·V'')
+        entry = _instead(through)
     out = entry(operands, stage.params, r)
+    if out.product is not None:
+        state.through[stage.ref] = out.product
     if r.policy == "sdpa" and out.stored == "float32":
         state.inside.add(stage.ref)
     if stage.op == lowp.SPLIT:  # which columns each head reads: no numbers to round
@@ -234,13 +246,15 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
         kept = Msg("precision.tiles_kept")
     elif out.stored == lowp.INSIDE and not r.scaled:
         kept = Msg("precision.softmax_inside")
+    elif out.stored == lowp.SHOWN:  # the stage's own note says why it is shown in float32
+        kept = None
     elif r.scaled:
         kept = Msg("precision.fp8_kept", dtype=str(r.dtype))
     elif r.policy == "sdpa":
         kept = Msg("precision.sdpa_kept", kernel=r.kernel)
     else:
         kept = Msg("precision.stored_f32")
-    notes = [*out.notes, *([kept] if out.stored else [])]
+    notes = [*out.notes, *([kept] if out.stored and kept is not None else [])]
     if stage.op == lowp.MASK:
         # −1e9 under naive, else finfo.min added (float32's where scaled float8 keeps scores)
         fill = {"naive": "−1e9", "sdpa": "−∞"}.get(r.policy) or _number(r.finfo_min())
@@ -263,6 +277,15 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
         row_max=details.get("row_max", stage.row_max),
         row_sum=details.get("row_sum", stage.row_sum),
     )
+
+
+def _instead(through: Callable[[Sequence[np.ndarray], lowp.Rounding], lowp.Out]) -> lowp.Rule:
+    """A product's rule that computes it as its first operand's op says (`Out.product`)."""
+
+    def rule(operands: Sequence[np.ndarray], params: Any, r: lowp.Rounding) -> lowp.Out:
+        return through(operands, r)
+
+    return rule
 
 
 def _notes(stage: Stage, state: _State) -> tuple[Msg, ...]:

@@ -422,6 +422,13 @@ def descents(
     return out
 
 
+def one_problem(doc: Mapping[Any, Any]) -> None:
+    """Validate a document that is one problem, as training reads it (Problem.from_mapping); a
+    set of examples is left to the training's own reading, example by example."""
+    if not dataset.is_dataset(doc):
+        Problem.from_mapping(doc)
+
+
 def _descent(
     doc: Mapping[Any, Any],
     steps: int,

@@ -1,0 +1,640 @@
+"""A linear-attention layer as the problem: MiniMax's lightning attention (transformers'
+`MiniMaxLightningAttention`), linear attention with a fixed decay per head and no delta rule.
+
+    "lightning": {"slope": [λ per head], "block": B (optional, 256),
+                  "act": "silu" (optional), "norm": [H·d_v] (optional), "norm_eps": ε (1e-6),
+                  "gate": d_model × H·d_v (optional, in the problem's layout)}
+    per head h:  q_silu, k_silu, v_silu  silu(Q), silu(K), silu(V) when "act" is "silu"
+                 state, step t = 1…n (S_0 = 0, d_k × d_v):  S_t = e^(−λ)·S_(t−1) + k_t·v_tᵀ
+                 weights  W (n × n, lower triangular), never formed by the layer:
+                        W[t, s] = e^(−λ·(t − s))·q_t·k_s
+                 chunked  the output as MiniMax computes it, blocks of B tokens: within a block
+                        ((Q·Kᵀ) ⊙ D)·V with D[i, j] = e^(−λ·(i − j)), plus the state carried
+                        from the blocks before, read by q_i·e^(−λ·(i + 1))
+                 output   o_t = S_tᵀ·q_t  (= W·V)
+    after every head (when "norm" or "gate" is given; MiniMax gives both):
+                 o_rms    each row's root mean square over all the heads' outputs side by side
+                 o_norm   head h's output / that root × its columns of the norm's weight
+                 gate_logits, gate, gated  the output gate of qkvcalc/ops/gate.py: σ(X·W_G)
+    then the concat and W_O (MiniMax's out_proj) as for any layer.
+
+q is not scaled: the layer has no 1/√d_k. There is no softmax, so nothing of the softmax run's
+feature set applies: the layer is refused beside any other feature.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.i18n import Msg
+from qkvcalc.input.cells import Matrix, to_matrix
+from qkvcalc.labels import shape_text, shown
+from qkvcalc.ops import gate as output_gate
+from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
+from qkvcalc.ops.gated_delta import _read_feeds, _read_states, _read_work
+from qkvcalc.ops.op import Feeds, Op, Params, Shapes, same_cell
+from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
+
+BLOCK = 256  # MiniMax's block_size
+EPS = 1e-6  # MiniMaxRMSNorm's default: the lightning layer's norm is built without an eps
+SETTINGS = ("slope", "block", "act", "norm", "norm_eps", "gate")
+MISTAKE_IDS = ("lightning_decay_missing", "lightning_decay_by_position")
+
+
+class Lightning(NamedTuple):
+    slope: np.ndarray  # [H]: each head's decay rate λ (the state is multiplied by e^(−λ))
+    block: int
+    block_given: bool
+    act: str | None  # "silu": q, k and v each silu(X·W)
+    norm: np.ndarray | None  # [H·d_v]: the RMSNorm's weight over the joined heads
+    eps: float
+    gate: Matrix | None  # [d_model, H·d_v], in the row layout
+    layout: str
+    d_v: int
+    heads: int
+
+
+# ---- the numbers (float64 numpy; the tests compare them with transformers' own) ----------------
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    return x / (1.0 + np.exp(-x))
+
+
+def step(prev: np.ndarray, k: np.ndarray, v: np.ndarray, decay: float) -> np.ndarray:
+    """One token's update: S = e^(−λ)·S + k·vᵀ. [d_k, d_v] -> [d_k, d_v]."""
+    return decay * prev + np.outer(k, v)
+
+
+def distances(n: int) -> np.ndarray:
+    """[n, n]: t − s on and below the diagonal, 0 above it."""
+    index = np.arange(n)
+    return np.tril(index[:, None] - index[None, :])
+
+
+def implicit(q: np.ndarray, k: np.ndarray, slope: float, by: str = "distance") -> np.ndarray:
+    """W [n, n]: W[t, s] = e^(−λ·(t − s))·q_t·k_s for s ≤ t, 0 above. by="none": the decay left
+    out; by="position": e^(−λ·s) with s the key's position (1, 2, …), the quiz's mistakes."""
+    n = q.shape[0]
+    if by == "distance":
+        decay = np.exp(-slope * distances(n))
+    elif by == "position":
+        decay = np.exp(-slope * np.arange(1, n + 1, dtype=float))[None, :] * np.ones((n, 1))
+    else:
+        decay = np.ones((n, n))
+    return np.tril((q @ k.T) * decay)
+
+
+def blocked(q: np.ndarray, k: np.ndarray, v: np.ndarray, slope: float, size: int) -> np.ndarray:
+    """MiniMax's blocked form: per block, intra ((Q·Kᵀ) ⊙ D)·V with D[i, j] = e^(−λ(i − j)) for
+    i ≥ j, inter (Q ⊙ e^(−λ(i + 1)))·S, then S = e^(−λ·b)·S + (K ⊙ e^(−λ(b − 1 − j)))ᵀ·V for
+    a block of b tokens. [n, d_v]."""
+    n, d_k = k.shape
+    state = np.zeros((d_k, v.shape[1]))
+    out = np.zeros((n, v.shape[1]))
+    for start in range(0, n, size):
+        part = slice(start, min(start + size, n))
+        qb, kb, vb = q[part], k[part], v[part]
+        b = qb.shape[0]
+        at = np.arange(b, dtype=float)
+        inside = np.tril(np.exp(-slope * np.tril(at[:, None] - at[None, :])))
+        intra = ((qb @ kb.T) * inside) @ vb
+        inter = (qb * np.exp(-slope * (at + 1))[:, None]) @ state
+        out[part] = inter + intra
+        state = math.exp(-slope * b) * state + (kb * np.exp(-slope * (b - 1 - at))[:, None]).T @ vb
+    return out
+
+
+# ---- reading the key ----------------------------------------------------------------------------
+
+
+def _numbers(raw: Any, name: str, length: int) -> np.ndarray:
+    values = to_matrix(raw, f"lightning.{name}").values
+    if values.shape == (length, 1):
+        values = values.T
+    if values.shape != (1, length):
+        raise QkvcalcError(
+            "lightning.length", field=name, shape=shape_text(values.shape), length=length
+        )
+    return values[0].copy()
+
+
+def _gate(raw: Any, sizes: Sizes) -> Matrix:
+    if sizes.d_model is None:
+        raise QkvcalcError("lightning.gate_needs_x")
+    w = to_matrix(raw, f"lightning.{SETTINGS[-1]}")  # the gate
+    rows, cols = sizes.d_model, sizes.heads * sizes.d_v
+    want = (cols, rows) if sizes.layout == "torch" else (rows, cols)
+    if w.values.shape != want:
+        raise QkvcalcError(
+            "lightning.gate_shape",
+            shape=shape_text(w.values.shape),
+            want=shape_text(want),
+            layout=sizes.layout,
+        )
+    return Matrix(w.values.T.copy() if sizes.layout == "torch" else w.values, None)
+
+
+def _read(raw: Any, sizes: Sizes) -> Lightning:
+    if not isinstance(raw, dict):
+        raise QkvcalcError("lightning.not_object", value=shown(raw))
+    for key in raw:
+        if key not in SETTINGS:
+            raise QkvcalcError("lightning.unknown_key", key=shown(key), known=", ".join(SETTINGS))
+    if "slope" not in raw:
+        raise QkvcalcError("lightning.needs")
+    if sizes.mask_kind != "causal":
+        raise QkvcalcError("lightning.mask", mask=sizes.mask_kind)
+    if sizes.n != sizes.m:
+        raise QkvcalcError("lightning.cross", n=sizes.n, m=sizes.m)
+    if sizes.kv_heads != sizes.heads:
+        raise QkvcalcError("lightning.kv_heads", heads=sizes.heads, kv_heads=sizes.kv_heads)
+    block = raw.get("block", BLOCK)
+    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
+        raise QkvcalcError("lightning.block", value=shown(block))
+    act = raw.get("act")
+    if act not in (None, "silu"):
+        raise QkvcalcError("lightning.act", value=shown(act))
+    slope = _numbers(raw["slope"], "slope", sizes.heads)
+    if not np.all(np.isfinite(slope)) or (slope < 0).any():
+        raise QkvcalcError("lightning.slope", value=shown(raw["slope"]))
+    norm = None if "norm" not in raw else _numbers(raw["norm"], "norm", sizes.heads * sizes.d_v)
+    eps = raw.get("norm_eps", EPS)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
+        raise QkvcalcError("lightning.norm_eps", value=shown(eps))
+    gate = None if "gate" not in raw else _gate(raw["gate"], sizes)
+    return Lightning(
+        slope, block, "block" in raw, act, norm, float(eps), gate, sizes.layout, sizes.d_v,
+        sizes.heads,
+    )  # fmt: skip
+
+
+def _echo(value: Lightning) -> dict[str, Any]:
+    out: dict[str, Any] = {"slope": value.slope.tolist()}
+    if value.block_given:
+        out["block"] = value.block
+    if value.act is not None:
+        out["act"] = value.act
+    if value.norm is not None:
+        out["norm"] = value.norm.tolist()
+        out["norm_eps"] = value.eps
+    if value.gate is not None:
+        w = value.gate.values
+        out["gate"] = (w.T if value.layout == "torch" else w).tolist()
+    return out
+
+
+def _joins(value: Lightning) -> bool:
+    return value.norm is not None or value.gate is not None
+
+
+# ---- the stages ---------------------------------------------------------------------------------
+
+
+def _activated(p: Any, h: int | None) -> list[Spec]:
+    """silu(Q), silu(K), silu(V) of head h: MiniMax's act_fn on qkv_proj's output."""
+    return [
+        Spec(
+            f"{side}_silu",
+            h,
+            "silu",
+            (ref(side, h),),
+            f"{side.upper()}' = silu({side.upper()}) = {side.upper()}·σ({side.upper()})",
+            p.tokens,
+            dim_labels(p.d_v if side == "v" else p.d_k),
+            notes=(Msg("note.lightning_silu"),) if side == "q" else (),
+            symbol=f"{side.upper()}'",
+            letters="n×d_v" if side == "v" else "n×d_k",
+        )
+        for side in ("q", "k", "v")
+    ]
+
+
+def _mixer(p: Any, value: Lightning, h: int | None, qkv: list[Spec]) -> list[tuple[int, Spec]]:
+    """Head h's stages after its q, k, v: silu of each (when asked), the state token by token,
+    the implicit weights, the blocked form and the output read from the states."""
+    if p.scale_given is not None:
+        raise QkvcalcError("lightning.scale")
+    slope = float(value.slope[(h or 1) - 1])
+    decay = math.exp(-slope)
+    rows, n = p.tokens, len(p.tokens)
+    out: list[tuple[int, Spec]] = []
+    q, k, v = (ref(sid, h) for sid in ("q", "k", "v"))
+    if value.act == "silu":
+        acts = _activated(p, h)
+        out += [(0, s) for s in acts]
+        q, k, v = (s.ref for s in acts)
+    sides = (q[0], k[0], v[0])  # the stage ids the quiz's mistakes work from
+    qkv_names = "Q', K', V'" if value.act == "silu" else "Q, K, V"
+    zero = Const(np.zeros((p.d_k, p.d_v)))
+    lam = f"{slope:g}"
+    for t in range(1, n + 1):
+        prev: Any = zero if t == 1 else ref("state", h, t - 1)
+        state = Spec(
+            "state",
+            h,
+            "lightning_step",
+            (prev, k, v),
+            f"S_{t} = e^(−{lam})·S_{t - 1} + k_{t}·v_{t}ᵀ",
+            dim_labels(p.d_k),
+            dim_labels(p.d_v),
+            params={"t": t - 1, "decay": decay, "step_key": "ui.token_step"},
+            notes=(
+                (Msg("note.lightning_state", slope=lam, decay=f"{decay:.6g}"),) if t == 1 else ()
+            ),
+            topic="lightning_state",
+            symbol=f"S_{t}",
+            letters="d_k×d_v",
+        )
+        out.append((t, state))
+    states = tuple(ref("state", h, t) for t in range(1, n + 1))
+    weights = Spec(
+        "weights",
+        h,
+        "lightning_weights",
+        (q, k),
+        f"W[t,s] = e^(−{lam}·(t − s))·q_t·k_s",
+        rows,
+        p.source_tokens,
+        params={"slope": slope, "sides": sides},
+        notes=(Msg("note.lightning_weights"),),
+        topic="lightning_weights",
+        symbol="W",
+        letters="n×n",
+    )
+    chunk = Spec(
+        "chunked",
+        h,
+        "lightning_blocked",
+        (q, k, v),
+        f"O_block = blocked({qkv_names}, λ = {lam}; B = {value.block})",
+        rows,
+        dim_labels(p.d_v),
+        params={"slope": slope, "block": value.block},
+        topic="lightning_chunked",
+        symbol="O_block",
+        letters="n×d_v",
+    )
+    output = Spec(
+        "output",
+        h,
+        "lightning_read",
+        (q, *states),
+        "o_t = S_tᵀ·q_t",
+        rows,
+        dim_labels(p.d_v),
+        params={"slope": slope, "sides": sides},
+        topic="lightning_output",
+        symbol="out",
+        letters="n×d_v",
+        remarks=_agreement(h, v),
+    )
+    return [*out, (0, weights), (0, chunk), (0, output)]
+
+
+def _agreement(h: int | None, v: Ref) -> Any:
+    """Under the output: W·V equals it (the layer is linear in V: V' = silu(V) when the layer
+    takes silu first), and so does the blocked form; each with the largest difference."""
+    name = "V'" if v[0] == "v_silu" else "V"
+
+    def remark(value_of: Any) -> tuple[Msg, ...]:
+        out = value_of(ref("output", h))
+        tolerance = 1e-9 * max(1.0, float(np.abs(out).max(initial=0.0)))
+        notes = []
+        for other, equal, far in (
+            (
+                value_of(ref("weights", h)) @ value_of(v),
+                "note.lightning_linear_in_v",
+                "note.lightning_linear_in_v_far",
+            ),
+            (
+                value_of(ref("chunked", h)),
+                "note.lightning_blocked_equal",
+                "note.lightning_blocked_far",
+            ),
+        ):
+            diff = float(np.abs(other - out).max(initial=0.0))
+            notes.append(Msg(equal if diff <= tolerance else far, diff=f"{diff:.1e}", v=name))
+        return tuple(notes)
+
+    return remark
+
+
+def _rms(p: Any, value: Lightning, heads: list[Ref]) -> Spec:
+    """Each row's root mean square over every head's output side by side: [n, 1]."""
+    return Spec(
+        "o_rms",
+        None,
+        "joint_rms",
+        tuple(heads),
+        "r = √(mean(concat(out_1, …, out_H)²) + ε)",
+        p.tokens,
+        ("r",),
+        params={"eps": value.eps},
+        notes=(Msg("note.lightning_rms", eps=f"{value.eps:g}", width=p.heads * p.d_v),),
+        symbol="r",
+        letters="n×1",
+    )
+
+
+def _joined(p: Any, value: Lightning, heads: list[Ref]) -> tuple[list[Spec], list[Ref]]:
+    """After every head: the root of the RMSNorm over the heads side by side (one per row),
+    then each head's columns normalized (times theirs of the weight) and gated."""
+    if not _joins(value):
+        return [], heads
+    specs: list[Spec] = []
+    rms = None
+    if value.norm is not None:
+        rms = _rms(p, value, heads)
+        specs.append(rms)
+    gate = None if value.gate is None else output_gate.Gate(value.gate, None, p.heads, "rows")
+    reads: list[Ref] = []
+    for h, head in enumerate(heads, start=1):
+        # what comes next reads the head's output (not a stage of its own here)
+        last = Spec("output", h, "copy", (head,), "", p.tokens, dim_labels(p.d_v), symbol="out")
+        if rms is not None and value.norm is not None:
+            cols = slice((h - 1) * p.d_v, h * p.d_v)
+            last = Spec(
+                "o_norm",
+                h,
+                "rms_apply",
+                (head, rms.ref),
+                f"out_N = out / r ⊙ w[{cols.start + 1}–{cols.stop}]",
+                p.tokens,
+                dim_labels(p.d_v),
+                params={"weight": value.norm[cols]},
+                symbol="out_N",
+                letters="n×d_v",
+            )
+            specs.append(last)
+        if gate is not None:
+            logits, squashed, gated = output_gate._stages(p, gate, h, last)
+            last = replace(gated, topic="lightning_gated", letters="n×d_v")
+            specs += [logits, squashed, last]
+        reads.append(last.ref)
+    return specs, reads
+
+
+# ---- the operations -----------------------------------------------------------------------------
+
+
+def _silu(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    return silu(ops[0])
+
+
+def _step(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    prev, k, v = ops
+    t = params["t"]
+    return step(prev, k[t], v[t], params["decay"])
+
+
+def _weights(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    return implicit(ops[0], ops[1], params["slope"])
+
+
+def _blocked(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    q, k, v = ops
+    return blocked(q, k, v, params["slope"], params["block"])
+
+
+def _joint_rms(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    joined = np.hstack(list(ops))  # [n, H·d_v] -> [n, 1]
+    return np.sqrt((joined * joined).mean(axis=1, keepdims=True) + params["eps"])
+
+
+def _rms_apply(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    return ops[0] / ops[1] * params["weight"]
+
+
+def _step_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    t = params["t"]
+    yield 0, i, j
+    yield 1, t, i
+    yield 2, t, j
+
+
+def _weights_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    if j > i:
+        return
+    yield from ((0, i, c) for c in range(shapes[0][1]))
+    yield from ((1, j, c) for c in range(shapes[1][1]))
+
+
+def _blocked_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield from ((0, i, c) for c in range(shapes[0][1]))
+    for r in range(i + 1):
+        yield from ((1, r, c) for c in range(shapes[1][1]))
+        yield 2, r, j
+
+
+def _rms_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    for index, shape in enumerate(shapes):
+        yield from ((index, i, c) for c in range(shape[1]))
+
+
+def _apply_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield 0, i, j
+    yield 1, i, 0
+
+
+def _silu_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 0.5 / (1 + e^(−0.5)) = 0.3112"""
+    x = float(stage.operands[0][i, j])
+    s = style.shown
+    left = f"{style.at(i + 1, j + 1)}{style.num(x)} / (1 + {style.exp(style.num(-x))})"
+    return style.line(left, s(x) / (1.0 + math.exp(-s(x))), float(stage.value[i, j]), result)
+
+
+def _step_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 0.9048×0.5 + 1×2 = 2.4524 (e^(−λ)·S_(t−1)[i,j] + k_t[i]·v_t[j])"""
+    prev, k, v = stage.operands
+    t, decay = stage.params["t"], float(stage.params["decay"])
+    f, s = style.factor, style.shown
+    a, b, c = float(prev[i, j]), float(k[t, i]), float(v[t, j])
+    left = f"{style.at(i + 1, j + 1)}{f(decay)}{style.times}{f(a)} + {f(b)}{style.times}{f(c)}"
+    return style.line(left, s(decay) * s(a) + s(b) * s(c), float(stage.value[i, j]), result)
+
+
+def _weights_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str | None:
+    """[3,1]: e^(−0.5×2)×(1×0.5 + 2×0.25) = 0.3679 (the decay over the distance t − s, times
+    q_t·k_s); none above the diagonal."""
+    if j > i:
+        return None
+    q, k = stage.operands
+    slope = float(stage.params["slope"])
+    f, s, x = style.factor, style.shown, style.times
+    pairs = [(float(q[i, c]), float(k[j, c])) for c in range(q.shape[1])]
+    dot = " + ".join(f"{f(a)}{x}{f(b)}" for a, b in pairs)
+    worked = sum(s(a) * s(b) for a, b in pairs)
+    if i == j:
+        left = f"{style.at(i + 1, j + 1)}{dot}"
+        return style.line(left, worked, float(stage.value[i, j]), result)
+    power = style.exp(f"{style.minus}{style.num(slope)}{x}{i - j}")
+    left = f"{style.at(i + 1, j + 1)}{power}{x}({dot})"
+    shown_value = math.exp(-s(slope) * (i - j)) * worked
+    return style.line(left, shown_value, float(stage.value[i, j]), result)
+
+
+def _rms_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,1]: √((0.25 + 1 + …) / 4 + 1e-06) = 0.7906"""
+    cells = [float(c) for part in stage.operands for c in part[i]]
+    eps = float(stage.params["eps"])
+    s = style.shown
+    inner = " + ".join(f"{style.num(c)}²" for c in cells)
+    left = f"{style.at(i + 1, j + 1)}√(({inner}) / {len(cells)} + {eps:g})"
+    worked = math.sqrt(sum(s(c) ** 2 for c in cells) / len(cells) + eps)
+    return style.line(left, worked, float(stage.value[i, j]), result)
+
+
+def _apply_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 0.5 / 0.7906 × 1.1 = 0.6957"""
+    x, r = float(stage.operands[0][i, j]), float(stage.operands[1][i, 0])
+    w = float(stage.params["weight"][j])
+    s = style.shown
+    left = f"{style.at(i + 1, j + 1)}{style.divided(style.num(x), style.num(r))} {style.times} "
+    left += style.factor(w)
+    worked = s(x) / s(r) * s(w) if s(r) else float("inf")
+    return style.line(left, worked, float(stage.value[i, j]), result)
+
+
+# ---- the quiz's named mistakes ------------------------------------------------------------------
+
+
+def _versions(versions: Callable[[str], list[np.ndarray]], names: tuple[str, ...]) -> list[Any]:
+    combos: list[tuple[np.ndarray, ...]] = [()]
+    for sid in names:
+        combos = [(*c, x) for c in combos for x in versions(sid)]
+    return combos
+
+
+def _wrong(q: np.ndarray, k: np.ndarray, slope: float) -> list[Candidate]:
+    return [
+        (
+            "lightning_decay_missing",
+            Msg("mistake.lightning_decay_missing"),
+            implicit(q, k, slope, by="none"),
+        ),
+        (
+            "lightning_decay_by_position",
+            Msg("mistake.lightning_decay_by_position"),
+            implicit(q, k, slope, by="position"),
+        ),
+    ]
+
+
+def _weights_mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[Candidate]:
+    """W without the decay, or with the decay by the key's position instead of the distance."""
+    slope = float(stage.params["slope"])
+    sides = stage.params["sides"][:2]
+    return [c for q, k in _versions(versions, sides) for c in _wrong(q, k, slope)]
+
+
+def _output_mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[Candidate]:
+    """The output those weights give: W·V of the weights the two mistakes make."""
+    slope = float(stage.params["slope"])
+    found: list[Candidate] = []
+    for q, k, v in _versions(versions, stage.params["sides"]):
+        found += [(key, msg, w @ v) for key, msg, w in _wrong(q, k, slope)]
+    return found
+
+
+def _torch(p: Any, value: Lightning, literal: Any, num: Any) -> list[str]:
+    lines = [
+        "# MiniMax's lightning attention (MiniMaxLightningAttention, in float64): each head's",
+        "# state S [d_k, d_v] multiplied by exp(-slope) and k v^T added, token by token.",
+        f"slope = t({literal(value.slope)})[None, :, None, None]  # [1, H, 1, 1]",
+    ]
+    if value.act == "silu":
+        lines.append("q, k, v = F.silu(q), F.silu(k), F.silu(v)")
+    lines += [
+        "S = torch.zeros(1, H, d_k, d_v, dtype=torch.float64)",
+        "heads = torch.zeros(1, H, n, d_v, dtype=torch.float64)",
+        "for i in range(n):",
+        "    S = torch.exp(-slope) * S + k[:, :, i, :, None] * v[:, :, i, None, :]",
+        "    heads[:, :, i] = (S * q[:, :, i, :, None]).sum(dim=-2)",
+    ]
+    if value.norm is not None:
+        lines += [
+            f"w_norm = t({literal(value.norm)})  # [H*d_v]: the norm over the joined heads",
+            "joined = heads[0].transpose(0, 1).reshape(n, H * d_v)",
+            f"eps = {num(value.eps)}",
+            "joined = joined * torch.rsqrt(joined.pow(2).mean(-1, keepdim=True) + eps)",
+            "heads = (joined * w_norm).reshape(n, H, d_v).transpose(0, 1).unsqueeze(0)",
+        ]
+    if value.gate is not None:
+        lines += [
+            f"W_gate = t({literal(value.gate.values)})  # [d_model, H*d_v]",
+            "gate = torch.sigmoid(X @ W_gate)  # [n, H*d_v]",
+            "heads = heads * gate.reshape(n, H, d_v).transpose(0, 1).unsqueeze(0)",
+        ]
+    return lines
+
+
+def _header(value: Lightning) -> list[tuple[str, dict[str, Any]]]:
+    slopes = ", ".join(f"{s:.6g}" for s in value.slope)
+    return [("ui.variant.lightning", {"slopes": slopes, "block": value.block})]
+
+
+def _elements(value: Lightning, n: int, m: int, d_k: int) -> int:
+    # the states (n of d_k × d_v), the weights, the blocked output, silu's, the norm and gate
+    extra = (value.act is not None) * (2 * n * d_k + n * value.d_v)
+    extra += (value.norm is not None) * (n + n * value.d_v)
+    extra += (value.gate is not None) * 3 * n * value.d_v
+    return n * d_k * value.d_v + n * m + n * value.d_v + extra
+
+
+FEATURE = Feature(
+    name="lightning",
+    read=_read,
+    ops=(
+        Op(
+            "silu",
+            _silu,
+            same_cell,
+            rowwise=True,
+            overflow=lambda params: False,
+            exact_stops="note.exact_stops_silu",
+            work=_silu_work,
+        ),
+        Op(
+            "lightning_step",
+            _step,
+            _step_feeds,
+            exact_stops="note.exact_stops_lightning",
+            work=_step_work,
+        ),
+        Op("lightning_weights", _weights, _weights_feeds, work=_weights_work),
+        Op("lightning_blocked", _blocked, _blocked_feeds),
+        Op("lightning_read", _read_states, _read_feeds, work=_read_work),
+        Op("joint_rms", _joint_rms, _rms_feeds, rowwise=True, work=_rms_work),
+        Op("rms_apply", _rms_apply, _apply_feeds, rowwise=True, work=_apply_work),
+    ),
+    mistakes=(
+        Mistakes("lightning_weights", MISTAKE_IDS, _weights_mistakes),
+        Mistakes("lightning_read", MISTAKE_IDS, _output_mistakes),
+    ),
+    elements=_elements,
+    header=_header,
+    echo=_echo,
+    mixer=_mixer,
+    joined=_joined,
+    joins=_joins,
+    torch_layer=_torch,
+    torch_module_gap="it computes softmax attention, not a lightning-attention layer's state",
+    formula=(
+        "S_t = e^(−λ)·S_(t−1) + k_t·v_tᵀ,  o_t = S_tᵀ·q_t",
+        r"S_t = e^{-\lambda} S_{t-1} + k_t v_t^\top,\quad o_t = S_t^\top q_t",
+    ),
+    alone="lightning.alone",
+    no_decode="lightning.decode",
+    no_tiles="lightning.tiles",
+    no_train="lightning.train",
+    no_backward="lightning.backward",
+    no_dtype="lightning.dtype",
+)
