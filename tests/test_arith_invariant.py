@@ -45,6 +45,8 @@ def _allows(preset: str, option: str) -> bool:
         return False  # refused (one message, tests/test_differential.py)
     if "gated_delta" in doc and option in ("decode1", "tiles2"):
         return False  # refused (one message, tests/test_gated_delta.py)
+    if "indexer" in doc and option == "decode1":
+        return False  # refused (one message, tests/test_indexer.py)
     if "kimi_delta" in doc and option in ("decode1", "tiles2"):
         return False  # refused (one message, tests/test_kimi_delta.py)
     if "lightning" in doc and option in ("decode1", "tiles2"):
@@ -111,6 +113,7 @@ _FUNCS = {
     "sin": math.sin,
     "abs": abs,
     "max": lambda *v: max(v),
+    "ReLU": lambda v: max(v, 0.0),  # the sparse-attention indexer's index scores
 }
 
 
@@ -195,6 +198,8 @@ _MASK_ROW = re.compile(r"^(row \d+|\d+행) \(.*?\): .* → -∞$")
 # --dtype: a masked cell is what its note says (finfo.min added, or −1e9), not −∞
 _MASK_ROW_LOWP = re.compile(r"^(row \d+|\d+행) \(.*?\): .* (masked|마스킹됨) \(.*\)$")
 _ALL_MASKED = ("every key masked, weights 0", "모든 Key가 마스킹됨, 가중치 0")
+# a choice, not a sum (the indexer's top-k, the mask it gives): no '=' to check
+_CHOICE = re.compile(r"^\[\d+,\d+\]: [^=≈]* → (0|1|-∞)$")
 _GEOMETRY = re.compile(r"\|q\|·\|k\|·cos θ = (.*?)\.?$")
 
 
@@ -231,6 +236,8 @@ def check_line(line: str, precision: int) -> tuple[int, str | None]:
     if line.startswith("|q|·|k|·cos θ = "):
         precision = 4
     if _MASK_ROW.match(line) or _MASK_ROW_LOWP.match(line) or line.endswith(_ALL_MASKED):
+        return 0, None
+    if _CHOICE.match(line):
         return 0, None
     body = _CELL.sub("", line)
     body = _ROW.sub("", body)

@@ -21,6 +21,7 @@ from tests.conftest import run_qkvcalc
 from tests.test_differential import MISTAKE_IDS as DIFF_IDS
 from tests.test_gate import MISTAKE_IDS as GATE_IDS
 from tests.test_gated_delta import MISTAKE_IDS as GDN_IDS
+from tests.test_indexer import MISTAKE_IDS as INDEXER_IDS
 from tests.test_kimi_delta import MISTAKE_IDS as KDA_IDS
 from tests.test_lightning import MISTAKE_IDS as LIGHTNING_IDS
 from tests.test_mla import MISTAKE_IDS as MLA_IDS
@@ -142,6 +143,7 @@ FEATURE_IDS = (
     | V_NORM_IDS  # the norm on V's, tested in tests/test_v_norm.py
     | DIFF_IDS  # differential attention's, tested in tests/test_differential.py
     | GDN_IDS  # Gated DeltaNet's, tested in tests/test_gated_delta.py
+    | INDEXER_IDS  # the sparse-attention indexer's, tested in tests/test_indexer.py
     | KDA_IDS  # Kimi Delta Attention's, tested in tests/test_kimi_delta.py
     | LIGHTNING_IDS  # lightning attention's, tested in tests/test_lightning.py
 )

@@ -16,11 +16,12 @@ from tests.conftest import ROOT
 from tests.naive_modern import alibi_slopes, attention, number
 
 # softmax attention's presets (a linear-attention layer has its own naive loop:
-# test_gated_delta.py, test_kimi_delta.py, test_lightning.py)
+# test_gated_delta.py, test_kimi_delta.py, test_lightning.py; the sparse-attention indexer its
+# own naive selection: test_indexer.py)
 PRESETS = sorted(
     path
     for path in (ROOT / "presets").glob("*.json")
-    if not {"gated_delta", "kimi_delta", "lightning"}
+    if not {"gated_delta", "kimi_delta", "lightning", "indexer"}
     & set(json.loads(path.read_text(encoding="utf-8")))
 )
 RNG = np.random.default_rng(16)

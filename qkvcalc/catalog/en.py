@@ -803,6 +803,16 @@ MESSAGES: dict[str, str] = {
     "also divided by √d_k); each token multiplies the state by e^g, reads what it holds for its "
     "key, and writes β times the difference from its value along its key. The chunked form "
     "(chunks of 2) gives the same output.",
+    "preset.dsa.description": "DeepSeek sparse attention (DeepSeek-V3.2): an indexer of 2 heads "
+    "scores every key with ReLU, and each of 5 tokens attends only to its top 2 keys, inside "
+    "multi-head latent attention",
+    "preset.dsa.reference": "Made for qkvcalc, after DeepSeek-AI 2025, 'DeepSeek-V3.2: Pushing "
+    "the Frontier of Open Large Language Models' and transformers' DeepseekV32Indexer: the "
+    "indexer's queries come from the query latent C_Q, its one key from LayerNorm(X·W_IK); each "
+    "index head scores ReLU(q·k/√D), the heads are weighted by w/√2 and summed, and each query "
+    "keeps its 2 best keys: 'sat' keeps 'cat' and 'sat' but not 'the', 'on' keeps 'the' and "
+    "'sat'. The indexer turns half-split pairs, the attention neighbouring pairs, as "
+    "DeepSeek-V3.2 does.",
     "preset.kda.description": "Kimi Delta Attention (Kimi Linear): Gated DeltaNet with one decay "
     "per Key channel, each row of the 2×2 state decayed by its own e^g, beside the 3×3 matrix it "
     "computes without forming it",
@@ -2165,6 +2175,110 @@ MESSAGES: dict[str, str] = {
     "multi-head latent attention yet: run it without --backward, or train a problem without mla",
     "mla.qk_norm": "{key} cannot be given with mla: its norms are on the latents "
     "(q_a_norm, kv_a_norm)",
+    # ---- the sparse-attention indexer beside mla (qkvcalc/ops/indexer.py) ----
+    "ui.variant.indexer": "sparse-attention indexer (H_I = {heads} index heads of D = {dim}, "
+    "top_k = {top_k}, RoPE {style})",
+    "stage.index_q.title": "Indexer: its queries",
+    "stage.index_q.why": "The indexer is a second, light attention that only chooses keys. Its "
+    "queries come from the same query latent as the heads' (DeepSeek's q_resid): H_I small "
+    "index heads per token.",
+    "stage.index_k.title": "Indexer: its key",
+    "stage.index_k.why": "One key per token, shared by every index head: k_I = X·W_IK (the "
+    "indexer's wk), straight from X.",
+    "stage.index_k_norm.title": "Indexer: its key, normalised (LayerNorm)",
+    "stage.index_k_norm.why": "The indexer's own LayerNorm on its key (k_norm, with a weight "
+    "and a bias): each row loses its mean and is divided by its standard deviation.",
+    "stage.index_q_rot.title": "Indexer: its queries turned (RoPE)",
+    "stage.index_q_rot.why": "The first d_R numbers of each index head turn by the token's "
+    "position, with the layer's frequencies, so that the indexer too sees how far apart two "
+    "tokens are.",
+    "stage.index_k_rot.title": "Indexer: its key turned (RoPE)",
+    "stage.index_k_rot.why": "The key's first d_R numbers, turned the same way at the key's own "
+    "position.",
+    "stage.index_weights.title": "Indexer: each index head's weight",
+    "stage.index_weights.why": "Each token decides how much each index head counts for it: "
+    "w = X·W_w (weights_proj), one weight per index head, which may be negative.",
+    "stage.index_scores.title": "Indexer: the index scores",
+    "stage.index_scores.why": "Each index head scores each key with ReLU(q·k/√D): a key it "
+    "finds unrelated scores 0, never less. The heads' scores are weighted by w/√H_I and summed: "
+    "one number per query and key, which says how much the key is worth attending to.",
+    "stage.index_masked.title": "Indexer: the scores, masked",
+    "stage.index_masked.why": "The causal mask first: a key the query may not see gets −∞, so "
+    "it cannot be chosen.",
+    "stage.index_topk.title": "Indexer: the top-k keys of each query",
+    "stage.index_topk.why": "Each query keeps the top_k keys with the largest index scores "
+    "(1 = kept). This choice is a selection, not a number that changes smoothly: it has no "
+    "gradient, and the indexer runs under torch.no_grad() in transformers.",
+    "stage.index_mask.title": "Indexer: the mask it gives",
+    "stage.index_mask.why": "0 where a key is kept and −∞ where it is not: added to every head's "
+    "scores with the causal mask, so each head's softmax reads only the chosen keys. From here "
+    "on the attention is multi-head latent attention's own.",
+    "note.index_q": "{heads} index heads of D = {dim} numbers each, from {source}.",
+    "note.index_k": "D = {dim} numbers per token: one key for all {heads} index heads.",
+    "note.index_weights": "{heads} weights per token, one per index head (divided by √H_I in "
+    "the scores).",
+    "note.index_rope_half": "The first d_R = {rope} of each index head's D = {dim} numbers "
+    "rotate, dimension i paired with i + {half} (rotate_half, as DeepSeek-V3.2's indexer), "
+    "while its attention turns its own pairs side by side.",
+    "note.index_rope_pairs": "The first d_R = {rope} of each index head's D = {dim} numbers "
+    "rotate in neighbouring pairs (2i with 2i + 1, GLM-MoE-DSA's interleaved layout).",
+    "note.index_scores": "Summed over the {heads} index heads; q from {q}, k from {k}, "
+    "D = {dim}. As transformers computes it on a CPU: no Hadamard rotation (it leaves q·k as "
+    "it is) and no FP8.",
+    "note.index_tie": "In {count} row(s), {rows}, equal index scores straddle the cut: of them "
+    "the earlier keys are kept (torch.topk keeps some of them in an order of its own).",
+    "note.index_masked": "−∞ where the causal mask hides the key: it is never chosen.",
+    "note.index_topk": "top_k = {top_k} of the m = {m} keys; a query that may see fewer keeps "
+    "all it may see. Of equal scores the earlier key is kept first.",
+    "note.index_mask": "Every head's masked stage adds this mask to the causal one.",
+    "note.indexer_folded": "The indexer's mask M_I (index_mask) is folded in: each query keeps "
+    "only its top_k = {top_k} keys.",
+    "hint.index_rope": "{cell}: dimension {j} of row {i} of {src}, turned with its partner in "
+    "the same index head by φ = position × frequency (a dimension past d_R of its head passes "
+    "through).",
+    "hint.index_scores": "{cell} = the sum over the index heads h of (w[{i},h]/√H_I) × "
+    "ReLU(q_h of row {i} · k of row {j} / √D).",
+    "hint.index_topk": "{cell} = 1 when {src}[{i},{j}] is among the {top_k} largest of row {i} "
+    "(and not −∞), else 0.",
+    "hint.index_mask": "{cell} = 0 where keep[{i},{j}] = 1, −∞ where it is 0.",
+    "mistake.index_weights_missing": "These sum the index heads' ReLU scores with equal "
+    "weights: each head's score is multiplied by its own weight w[i,h]/√H_I first.",
+    "mistake.index_relu_missing": "These leave out the ReLU: a head that finds the key "
+    "unrelated (q·k < 0) should add 0, not a negative score.",
+    "mistake.index_topk_ignored": "This keeps every key the query may see: the indexer keeps "
+    "only the top_k = {top_k} with the largest index scores.",
+    "mistake.index_topk_per_head": "This takes a top-k per index head and keeps what any head "
+    "chose: the indexer sums the weighted heads first, then takes one top-k of the sum.",
+    "indexer.needs_mla": "indexer chooses keys for multi-head latent attention: give it beside "
+    "mla (it reads the query latent)",
+    "indexer.not_object": 'indexer must be an object such as {{"wq": …, "wk": …, "weights": …, '
+    '"heads": …, "top_k": …}}, not {value}',
+    "indexer.unknown_key": "indexer has no key {key}; its keys are {known}",
+    "indexer.missing": "indexer needs {missing}: see docs/input-format.md",
+    "indexer.rope_style": 'indexer.rope_style must be "half" or "pairs", not {value}',
+    "indexer.q_rows": "{field} is {shape}, but the indexer's queries are made from {what}: it "
+    "must be {want} in the {layout} layout",
+    "indexer.q_width": "indexer.wq has {cols} columns; it needs H_I·D with H_I = heads = "
+    "{heads}: a multiple of {heads}, with at least d_R = {rope} per index head (RoPE turns "
+    "them)",
+    "indexer.shape": "{field} is {shape}, but it must be {want} in the {layout} layout "
+    "(H_I = {heads} index heads of D = {dim})",
+    "indexer.norm_length": "{field} has {length} numbers, but the indexer's key has D = {dim}",
+    "indexer.backward": "The backward pass (--backward, and so qkvcalc train) does not follow "
+    "the sparse-attention indexer: its top-k is a choice with no gradient (transformers runs the "
+    "indexer under torch.no_grad(), and the loss reaches none of its weights), and multi-head "
+    "latent attention has no backward pass yet. Run it without --backward",
+    "indexer.decode": "The sparse-attention indexer is not computed step by step with a KV "
+    "cache: leave out --decode (the whole run shows it).",
+    "indexer.dtype": "The sparse-attention indexer has no low-precision rules yet: leave out "
+    "--dtype, or the indexer.",
+    "extract.dsa_shared": "{model}: layer {layer} has no indexer of its own: it reuses the top-k "
+    'keys of layer {full} (a "shared" layer in indexer_types), chosen from that layer\'s input; '
+    "extract layer {full}, or another layer that runs its own indexer",
+    "extract.dsa_tie": "{model}: layer {layer}'s indexer gives equal scores at the cut of its "
+    "top-k in row(s) {rows}, and torch.topk chose among them otherwise than qkvcalc (the earlier "
+    "keys): the problem would attend to other keys than the layer did. Extract other tokens (or "
+    "fewer than top_k + 1 of them)",
     "extract.mla_bias": "{model}: layer {layer}'s latent projections have biases "
     "(attention_bias), which mla does not take",
     # ---- qkvcalc extract (issue 16) ----------------------------------------------------

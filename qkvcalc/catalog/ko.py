@@ -793,6 +793,15 @@ MESSAGES: dict[str, str] = {
     "정규화하고(q는 √d_k로도 나눕니다), 각 토큰은 상태에 e^g를 곱하고, 상태가 자기 Key에 대해 "
     "가진 것을 읽고, 자기 Value와의 차이에 β를 곱해 Key 방향으로 씁니다. 청크 형식(청크 크기 "
     "2)도 같은 출력을 냅니다.",
+    "preset.dsa.description": "DeepSeek 희소 어텐션(DeepSeek-V3.2): 헤드 2개의 인덱서가 모든 "
+    "Key에 ReLU 점수를 주고, 토큰 5개가 각각 자기 top 2 Key만 봅니다 (멀티헤드 잠재 어텐션 "
+    "안에서)",
+    "preset.dsa.reference": "qkvcalc용으로 만든 예제, DeepSeek-AI 2025, 'DeepSeek-V3.2: Pushing "
+    "the Frontier of Open Large Language Models'와 transformers의 DeepseekV32Indexer를 따름: "
+    "인덱서의 Query는 Query 잠재 벡터 C_Q에서, 하나뿐인 Key는 LayerNorm(X·W_IK)에서 나옵니다. "
+    "인덱스 헤드마다 ReLU(q·k/√D) 점수를 주고, 헤드들에 w/√2를 곱해 더한 뒤 각 Query는 가장 좋은 "
+    "Key 2개를 남깁니다: 'sat'는 'cat'과 'sat'를 남기고 'the'는 버리며, 'on'은 'the'와 'sat'를 "
+    "남깁니다. DeepSeek-V3.2처럼 인덱서는 반으로 나눈 짝을, 어텐션은 이웃한 짝을 회전합니다.",
     "preset.kda.description": "Kimi Delta Attention(Kimi Linear): Key 채널마다 감쇠가 하나인 "
     "Gated DeltaNet. 2×2 상태의 각 행을 자기 e^g로 감쇠시키며, 그 옆에 층이 만들지 않고 계산하는 "
     "3×3 행렬을 둡니다",
@@ -2148,6 +2157,106 @@ MESSAGES: dict[str, str] = {
     "어텐션을 따라가지 않습니다. --backward 없이 실행하거나, mla가 없는 문제를 학습시키세요",
     "mla.qk_norm": "mla와 함께 {key} 키를 줄 수 없습니다. 정규화는 잠재 벡터에 있습니다 "
     "(q_a_norm, kv_a_norm)",
+    # ---- the sparse-attention indexer beside mla (qkvcalc/ops/indexer.py) ----
+    "ui.variant.indexer": "희소 어텐션 인덱서 (인덱스 헤드 H_I = {heads}개, D = {dim}, "
+    "top_k = {top_k}, RoPE {style})",
+    "stage.index_q.title": "인덱서: Query",
+    "stage.index_q.why": "인덱서는 Key를 고르기만 하는 가벼운 두 번째 어텐션입니다. 인덱서의 "
+    "Query는 헤드들의 Query와 같은 Query 잠재 벡터(DeepSeek의 q_resid)에서 나오며, 토큰마다 "
+    "작은 인덱스 헤드 H_I개를 가집니다.",
+    "stage.index_k.title": "인덱서: Key",
+    "stage.index_k.why": "토큰마다 Key 하나를 모든 인덱스 헤드가 함께 씁니다: X에서 바로 "
+    "k_I = X·W_IK (인덱서의 wk).",
+    "stage.index_k_norm.title": "인덱서: 정규화한 Key (LayerNorm)",
+    "stage.index_k_norm.why": "인덱서 자신의 LayerNorm(k_norm, 가중치와 바이어스가 있음)을 Key에 "
+    "적용합니다. 각 행에서 평균을 빼고 표준편차로 나눕니다.",
+    "stage.index_q_rot.title": "인덱서: 회전한 Query (RoPE)",
+    "stage.index_q_rot.why": "각 인덱스 헤드의 앞 d_R개 수를 층의 주파수로 토큰의 위치만큼 "
+    "회전합니다. 그래서 인덱서도 두 토큰이 얼마나 떨어져 있는지 봅니다.",
+    "stage.index_k_rot.title": "인덱서: 회전한 Key (RoPE)",
+    "stage.index_k_rot.why": "Key의 앞 d_R개 수를 같은 방식으로, Key 자신의 위치에서 회전합니다.",
+    "stage.index_weights.title": "인덱서: 인덱스 헤드마다의 가중치",
+    "stage.index_weights.why": "토큰마다 각 인덱스 헤드를 얼마나 셀지 스스로 정합니다: "
+    "w = X·W_w (weights_proj), 인덱스 헤드마다 가중치 하나이며 음수일 수도 있습니다.",
+    "stage.index_scores.title": "인덱서: 인덱스 점수",
+    "stage.index_scores.why": "인덱스 헤드마다 각 Key에 ReLU(q·k/√D) 점수를 줍니다. 관련 없어 "
+    "보이는 Key는 0점이며 그보다 낮아지지 않습니다. 헤드들의 점수에 w/√H_I를 곱해 더하면 "
+    "Query와 Key 쌍마다 수 하나가 나오며, 그 Key를 볼 가치가 얼마나 되는지 말해 줍니다.",
+    "stage.index_masked.title": "인덱서: 마스크를 씌운 점수",
+    "stage.index_masked.why": "먼저 인과 마스크입니다. Query가 볼 수 없는 Key는 −∞가 되어 "
+    "선택될 수 없습니다.",
+    "stage.index_topk.title": "인덱서: Query마다 top-k Key",
+    "stage.index_topk.why": "각 Query는 인덱스 점수가 가장 큰 Key top_k개를 남깁니다 "
+    "(1 = 남김). 이 선택은 매끄럽게 변하는 수가 아니라 고르기이므로 기울기가 없으며, "
+    "transformers에서 인덱서는 torch.no_grad() 아래에서 실행됩니다.",
+    "stage.index_mask.title": "인덱서: 인덱서가 주는 마스크",
+    "stage.index_mask.why": "남긴 Key는 0, 남기지 않은 Key는 −∞입니다. 인과 마스크와 함께 "
+    "모든 헤드의 점수에 더해지므로 각 헤드의 softmax는 고른 Key만 읽습니다. 여기서부터는 "
+    "멀티헤드 잠재 어텐션 그대로입니다.",
+    "note.index_q": "인덱스 헤드 {heads}개, 각각 D = {dim}개의 수이며 {source}에서 나옵니다.",
+    "note.index_k": "토큰마다 D = {dim}개의 수: 인덱스 헤드 {heads}개 모두를 위한 Key 하나.",
+    "note.index_weights": "토큰마다 가중치 {heads}개, 인덱스 헤드마다 하나 (점수에서 √H_I로 "
+    "나눕니다).",
+    "note.index_rope_half": "각 인덱스 헤드의 수 D = {dim}개 중 앞의 d_R = {rope}개가 회전하며, "
+    "차원 i의 짝은 i + {half}입니다 (rotate_half, DeepSeek-V3.2의 인덱서). 어텐션 쪽은 "
+    "이웃한 짝을 회전합니다.",
+    "note.index_rope_pairs": "각 인덱스 헤드의 수 D = {dim}개 중 앞의 d_R = {rope}개가 이웃한 "
+    "짝(2i와 2i + 1)으로 회전합니다 (GLM-MoE-DSA의 인터리브 배치).",
+    "note.index_scores": "인덱스 헤드 {heads}개에 걸쳐 더합니다. q는 {q}, k는 {k}, D = {dim}. "
+    "transformers가 CPU에서 계산하는 대로: Hadamard 회전 없음 (q·k는 그대로), FP8 없음.",
+    "note.index_tie": "행 {count}개({rows})에서 같은 인덱스 점수가 경계에 걸쳐 있습니다. 그중 앞의 "
+    "Key를 남깁니다 (torch.topk는 그중 일부를 자기 순서대로 남깁니다).",
+    "note.index_masked": "인과 마스크가 가리는 Key에는 −∞: 결코 선택되지 않습니다.",
+    "note.index_topk": "Key m = {m}개 중 top_k = {top_k}개. 볼 수 있는 Key가 그보다 적은 Query는 "
+    "볼 수 있는 Key를 모두 남깁니다. 점수가 같으면 앞의 Key를 먼저 남깁니다.",
+    "note.index_mask": "모든 헤드의 마스크 단계가 이 마스크를 인과 마스크에 더합니다.",
+    "note.indexer_folded": "인덱서의 마스크 M_I (index_mask)가 함께 들어갑니다: 각 Query는 자신의 "
+    "top_k = {top_k}개 Key만 남깁니다.",
+    "hint.index_rope": "{cell}: {src}의 {i}번째 행의 {j}번 차원을 같은 인덱스 헤드 안의 짝 차원과 "
+    "함께 φ = 위치 × 주파수만큼 회전합니다 (헤드 안에서 d_R 뒤의 차원은 그대로 지나갑니다).",
+    "hint.index_scores": "{cell} = 인덱스 헤드 h에 걸친 합 (w[{i},h]/√H_I) × "
+    "ReLU({i}번째 행의 q_h · {j}번째 행의 k / √D).",
+    "hint.index_topk": "{cell}: {src}[{i},{j}]가 {i}번째 행에서 가장 큰 {top_k}개 안에 들면 "
+    "(그리고 −∞가 아니면) 1, 아니면 0.",
+    "hint.index_mask": "{cell}: keep[{i},{j}] = 1이면 0, 0이면 −∞.",
+    "mistake.index_weights_missing": "이 값은 인덱스 헤드들의 ReLU 점수를 같은 가중치로 "
+    "더했습니다. 각 헤드의 점수에 먼저 자신의 가중치 w[i,h]/√H_I를 곱해야 합니다.",
+    "mistake.index_relu_missing": "이 값은 ReLU를 빠뜨렸습니다. Key가 관련 없다고 보는 헤드"
+    "(q·k < 0)는 음수 점수가 아니라 0을 더해야 합니다.",
+    "mistake.index_topk_ignored": "이 값은 Query가 볼 수 있는 Key를 모두 남깁니다. 인덱서는 "
+    "인덱스 점수가 가장 큰 top_k = {top_k}개만 남깁니다.",
+    "mistake.index_topk_per_head": "이 값은 인덱스 헤드마다 top-k를 따로 골라 어느 헤드든 고른 "
+    "Key를 남깁니다. 인덱서는 가중치를 곱한 헤드들을 먼저 더하고, 그 합에서 top-k를 한 번 "
+    "고릅니다.",
+    "indexer.needs_mla": "indexer는 멀티헤드 잠재 어텐션의 Key를 고릅니다: mla와 함께 주세요 "
+    "(Query 잠재 벡터를 읽습니다)",
+    "indexer.not_object": 'indexer는 {{"wq": …, "wk": …, "weights": …, "heads": …, '
+    '"top_k": …}} 같은 객체여야 합니다. 받은 값: {value}',
+    "indexer.unknown_key": "indexer에 {key} 키는 없습니다. 키 목록: {known}",
+    "indexer.missing": "indexer에 필요한 키: {missing} (docs/input-format.md 참고)",
+    "indexer.rope_style": 'indexer.rope_style은 "half" 또는 "pairs"여야 합니다. 받은 값: {value}',
+    "indexer.q_rows": "{field}의 모양은 {shape}인데, 인덱서의 Query는 {what}에서 만듭니다. "
+    "{layout} 배치에서 {want} 모양이어야 합니다",
+    "indexer.q_width": "indexer.wq의 열은 {cols}개입니다. H_I = heads = {heads}일 때 H_I·D개, "
+    "즉 {heads}의 배수여야 하고 인덱스 헤드마다 적어도 d_R = {rope}개여야 합니다 (RoPE가 "
+    "회전합니다)",
+    "indexer.shape": "{field}의 모양은 {shape}인데, {layout} 배치에서 {want} 모양이어야 합니다 "
+    "(D = {dim}인 인덱스 헤드 H_I = {heads}개)",
+    "indexer.norm_length": "{field}의 수는 {length}개인데, 인덱서의 Key는 D = {dim}개입니다",
+    "indexer.backward": "역전파 (--backward, 그리고 이를 쓰는 qkvcalc train)는 희소 어텐션 "
+    "인덱서를 따라가지 않습니다. 인덱서의 top-k는 기울기가 없는 선택이며 (transformers는 인덱서를 "
+    "torch.no_grad() 아래에서 실행하고, 손실은 인덱서의 가중치에 닿지 않습니다), 멀티헤드 잠재 "
+    "어텐션에는 아직 역전파가 없습니다. --backward 없이 실행하세요",
+    "indexer.decode": "희소 어텐션 인덱서는 KV 캐시로 한 단계씩 계산하지 않습니다: --decode를 "
+    "빼세요 (전체 실행에서 보입니다).",
+    "indexer.dtype": "희소 어텐션 인덱서에는 아직 저정밀도 규칙이 없습니다: --dtype이나 "
+    "indexer를 빼세요.",
+    "extract.dsa_shared": "{model}: 층 {layer}에는 자기 인덱서가 없습니다. 층 {full}의 top-k Key를 "
+    '다시 쓰며 (indexer_types의 "shared" 층), 그 Key는 그 층의 입력에서 골랐습니다. 다른 층을 '
+    "추출하세요: 층 {full} 또는 자기 인덱서를 실행하는 층",
+    "extract.dsa_tie": "{model}: 층 {layer}의 인덱서가 행 {rows}에서 top-k 경계에 같은 점수를 "
+    "주며, torch.topk는 그중에서 qkvcalc(앞의 Key)와 다르게 골랐습니다. 그러면 문제가 층과 다른 "
+    "Key를 보게 됩니다. 다른 토큰을 (또는 top_k + 1개보다 적은 토큰을) 추출하세요",
     "extract.mla_bias": "{model}: 층 {layer}의 잠재 투영에 바이어스가 있으며 (attention_bias), "
     "mla는 바이어스를 받지 않습니다",
     # ---- qkvcalc extract (issue 16) ----------------------------------------------------

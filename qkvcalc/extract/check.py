@@ -104,6 +104,7 @@ def verify(
     tolerance = TOLERANCE.get(dtype, TOLERANCE["bfloat16"])
     relative = largest / scale if scale > 0 else largest
     if not relative <= tolerance:  # NaN too
+        _sparse_ties(problem, model, layer)
         raise QkvcalcError(
             "extract.mismatch",
             model=model,
@@ -116,3 +117,20 @@ def verify(
             tolerance=f"{tolerance:g}",
             tested=TESTED,
         )
+
+
+def _sparse_ties(problem: dict[str, Any], model: str, layer: int) -> None:
+    """A problem with the sparse-attention indexer whose top-k has tied scores at its cut: torch
+    chose among them in an order of its own, so the layer attended to other keys (one message
+    that says so, rather than a mismatch)."""
+    if "indexer" not in problem:
+        return
+    import qkvcalc
+    from qkvcalc.ops.indexer import tied_rows
+
+    trace = qkvcalc.explain(**_read_only(problem), max_elements=NO_LIMIT)
+    scores = trace.stage("index_masked").value
+    rows = tied_rows(scores, int(problem["indexer"]["top_k"]))
+    if rows:
+        said = ", ".join(str(i + 1) for i in rows)
+        raise QkvcalcError("extract.dsa_tie", model=model, layer=layer, rows=said)

@@ -6,7 +6,17 @@ The rotation turns the qk_rope_head_dim columns only: "pairs" when rope_interlea
 interleaved layout), else "half"; its frequencies are the layer's own (YaRN's too, with their
 attention factor), and the scale is the module's (qk_head_dim^−½, times mscale² under YaRN).
 The layers before first_k_dense_replace have a dense MLP, the others experts: their attention
-is the same. Kimi Linear's MLA layers (KIMI_LINEAR) are these without a rotation."""
+is the same. Kimi Linear's MLA layers (KIMI_LINEAR) are these without a rotation.
+
+DeepSeek-V3.2 (DEEPSEEK_V32) and GLM-MoE-DSA (GLM_DSA, GLM-5) are DeepSeek-V3's MLA, always with
+the interleaved layout ("pairs"), and a sparse-attention indexer (DSA) whose top-k keys per query
+are folded into the mask: its weights become the `indexer` key (wq_b from the query latent, wk,
+k_norm's LayerNorm weight, bias and ε, weights_proj, index_n_heads, index_topk), its rotation
+"half" (DeepSeek-V3.2's indexer rotates half-split) or "pairs" (GLM-MoE-DSA's). transformers'
+indexer computes its scores in float32 (`.float()`) even in a float64 model: only its choice of
+keys reaches the output, and that differs from float64's only where two scores tie to float32's
+precision. A GLM-MoE-DSA layer that reuses an earlier layer's top-k ("shared" in
+indexer_types) is refused: its keys were chosen from another layer's input."""
 
 from __future__ import annotations
 
@@ -26,9 +36,10 @@ from qkvcalc.extract.common import (
 from qkvcalc.extract.llama import norm_eps, rope
 
 
-def keys(layer: Layer, rotates: bool = True) -> dict[str, Any]:
+def keys(layer: Layer, rotates: bool = True, interleave: bool | None = None) -> dict[str, Any]:
     """The `mla` keys; `rotates` False: no `rope` (Kimi Linear's NoPE layers, whose d_R shared
-    key columns stay as they are)."""
+    key columns stay as they are); `interleave`: the layout when the model fixes it (None: the
+    config's rope_interleave)."""
     attn = layer.attention
     config = attn.config
     if getattr(config, "attention_bias", False):
@@ -52,7 +63,9 @@ def keys(layer: Layer, rotates: bool = True) -> dict[str, Any]:
     out.update(mask_keys(layer, True))
     if not rotates:
         return out
-    turn = rope(layer, head_dim, "pairs" if config.rope_interleave else "half")
+    if interleave is None:
+        interleave = bool(config.rope_interleave)
+    turn = rope(layer, head_dim, "pairs" if interleave else "half")
     turn["dims"] = int(attn.qk_rope_head_dim)
     out["rope"] = turn
     return out
@@ -75,4 +88,47 @@ KIMI_LINEAR = Family(
     attention=lambda block: block.self_attn,
     output=lambda block: block.self_attn.o_proj,
     keys=lambda layer: keys(layer, rotates=False),
+)
+
+
+def sparse_keys(layer: Layer, style: str) -> dict[str, Any]:
+    """DeepSeek-V3's keys with the interleaved layout, and the indexer's (`style`: how it pairs
+    the dimensions it turns)."""
+    attn = layer.attention
+    indexer = getattr(attn, "indexer", None)
+    if indexer is None:  # GLM-MoE-DSA: a "shared" layer reads an earlier layer's top-k
+        types = list(getattr(layer.config, "indexer_types", None) or [])
+        full = [i for i, kind in enumerate(types[: layer.index]) if kind == "full"]
+        raise QkvcalcError("extract.dsa_shared", model=model_name(layer), layer=layer.index,
+                           full=full[-1] if full else "?")  # fmt: skip
+    out = keys(layer, interleave=True)
+    norm = indexer.k_norm
+    out["indexer"] = {
+        "wq": rows(indexer.wq_b),
+        "wk": rows(indexer.wk),
+        "k_norm": array(norm.weight),
+        "k_norm_bias": array(norm.bias),
+        "eps": float(norm.eps),
+        "weights": rows(indexer.weights_proj),
+        "heads": int(indexer.n_heads),
+        "rope_style": style,
+        "top_k": int(indexer.index_topk),
+    }
+    return out
+
+
+DEEPSEEK_V32 = Family(
+    names={"deepseek_v32": "DeepSeek-V3.2"},
+    stack=lambda model: decoder(model).layers,
+    attention=lambda block: block.self_attn,
+    output=lambda block: block.self_attn.o_proj,
+    keys=lambda layer: sparse_keys(layer, "half"),
+)
+
+GLM_DSA = Family(
+    names={"glm_moe_dsa": "GLM-MoE-DSA"},
+    stack=lambda model: decoder(model).layers,
+    attention=lambda block: block.self_attn,
+    output=lambda block: block.self_attn.o_proj,
+    keys=lambda layer: sparse_keys(layer, "pairs"),
 )

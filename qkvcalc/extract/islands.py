@@ -96,6 +96,8 @@ _STANDARD_RMS = (
     "FalconH1RMSNorm",
     "OlmoHybridRMSNorm",
     "KimiLinearRMSNorm",
+    "DeepseekV32RMSNorm",
+    "GlmMoeDsaRMSNorm",
     "ZambaRMSNorm",
     "Zamba2RMSNorm",
     "MiniMaxRMSNorm",

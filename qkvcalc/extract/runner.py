@@ -70,6 +70,8 @@ def families() -> dict[str, Family]:
         modernbert.FAMILY,
         deepseek.FAMILY,
         deepseek.KIMI_LINEAR,
+        deepseek.DEEPSEEK_V32,
+        deepseek.GLM_DSA,
         gemma.FAMILY,
         zamba.FAMILY,
         minimax.FAMILY,

@@ -32,6 +32,7 @@ VARIANT_KEYS = (
     "softcap",
     "sinks",
     "mla",
+    "indexer",  # the sparse-attention indexer beside mla (qkvcalc/ops/indexer.py)
     "wg",  # the output gate's weight and bias
     "bg",
     "differential",  # differential attention: λ, λ_init, ε (qkvcalc/ops/differential.py)

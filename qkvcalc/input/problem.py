@@ -742,6 +742,7 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
         self_attention=not cross or (direct and m == n),
         mask_kind=mask_kind,
         exact=exact,
+        stood=stood if stand_in is not None else None,
     )
     if stand_in is not None:
         variants = replace(variants, features={stand_in.name: stood, **variants.features})

@@ -85,6 +85,7 @@ def read_variants(
     self_attention: bool,
     mask_kind: str,
     exact: bool,
+    stood: Any = None,
 ) -> Variants:
     """The optional keys of today's attention, checked against the problem's sizes."""
     align = doc.get("causal_align", "top-left")
@@ -122,7 +123,7 @@ def read_variants(
                 )
             positional, pe, pe_exact = "given", given.values, given.exact
 
-    sizes = Sizes(n, m, heads, d_k, exact, mask_kind, kv_heads, d_model, d_v, layout)
+    sizes = Sizes(n, m, heads, d_k, exact, mask_kind, kv_heads, d_model, d_v, layout, stood)
     used = features.read(doc, sizes)
 
     return Variants(

@@ -36,6 +36,9 @@ class Sizes(NamedTuple):
     d_model: int | None = None  # X's width (None when q, k, v are given directly)
     d_v: int = 0  # the width of one head's values and output
     layout: str = "rows"  # how weights are given: "rows" (X·W) or "torch" (out × in)
+    # the value of the feature that stands in for W_Q, W_K, W_V (multi-head latent attention),
+    # None without one: what a feature that reads its stages is checked against
+    stood: Any = None
 
 
 class Turn(NamedTuple):
@@ -238,6 +241,19 @@ class Feature(NamedTuple):
     no_backward: str = ""  # the catalog key that refuses --backward (it has no gradients yet)
     no_dtype: str = ""  # the catalog key that refuses --dtype (its ops have no rounding rules)
     alone: str = ""  # the catalog key that refuses it beside any other feature
+    # its stages before the heads, after those of the feature that stands in for W_Q, W_K, W_V,
+    # given the problem, the value, X's ref and name, and the keys the mask allows before any
+    # feature selects ([n, m] bool, None: all)
+    before_heads: Callable[[Problem, Any, Ref, str, Any], list[Spec]] | None = None
+    # the keys each query keeps, chosen from the numbers (a sparse attention's top-k):
+    # given the problem, the value and the keys allowed so far (None: all), the [n, m] bool
+    # mask every head's `masked` stage then applies
+    select: Callable[[Problem, Any, Any], np.ndarray] | None = None
+    # --format torch: the lines that narrow `allowed` ([n, m] bool) to the keys it keeps, given
+    # the problem, the value and how to write an array and a number
+    torch_select: (
+        Callable[[Problem, Any, Callable[[Any], str], Callable[[float], str]], list[str]] | None
+    ) = None
     # a layer that is not softmax attention (a linear-attention layer): head h's stages after
     # its q, k, v in place of the scores, softmax and A·V, each with the step it belongs to
     # (0: none; the schedule stamps it); the last is the head's output

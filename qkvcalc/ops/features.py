@@ -17,6 +17,7 @@ from qkvcalc.ops import (
     differential,
     gate,
     gated_delta,
+    indexer,
     kimi_delta,
     lightning,
     mla,
@@ -51,6 +52,7 @@ __all__ = [
 
 REGISTRY: tuple[Feature, ...] = (
     mla.FEATURE,  # in place of W_Q, W_K, W_V: the latents, before every other stage
+    indexer.FEATURE,  # beside mla: each query's top-k keys, before the heads (its mask in theirs)
     qk_norm.FEATURE,
     v_norm.FEATURE,  # on each head's values, beside the q/k norm
     rope.FEATURE,

@@ -14,7 +14,19 @@ if TYPE_CHECKING:
 
 
 def allowed_keys(p: Problem) -> np.ndarray | None:
-    """[n, m] bool, True where query i may attend to key j; None when nothing is masked.
+    """[n, m] bool, True where query i may attend to key j; None when nothing is masked: the
+    keys allowed by position, the mask and the padding (`given_keys`), then those a feature
+    keeps of them, chosen from the numbers (a sparse attention's top-k)."""
+    allowed = given_keys(p)
+    for feature, value in features.active(p):
+        if feature.select is not None:
+            allowed = feature.select(p, value, allowed)
+    return allowed
+
+
+def given_keys(p: Problem) -> np.ndarray | None:
+    """[n, m] bool, True where query i may attend to key j by the mask given (before a feature
+    selects); None when nothing is masked.
 
     Causal: key j is allowed iff its position is at most the query's (with the default
     positions, lower-triangular aligned top-left, as is_causal=True), and a feature may narrow

@@ -26,7 +26,7 @@ from qkvcalc.input.cells import Matrix
 from qkvcalc.input.problem import Problem
 from qkvcalc.ops import features
 from qkvcalc.plan import notes as facts
-from qkvcalc.plan.masks import allowed_keys
+from qkvcalc.plan.masks import allowed_keys, given_keys
 from qkvcalc.plan.specs import (
     Const,
     Ref,
@@ -57,6 +57,9 @@ def inputs(p: Problem) -> list[Spec]:
     stand_in = features.projecting(p)
     if stand_in is not None and stand_in[0].shared is not None:  # the latents, before the heads
         specs += stand_in[0].shared(p, stand_in[1], *_x_of(p))
+    for feature, value in features.active(p):  # a feature's own before the heads
+        if feature.before_heads is not None:
+            specs += feature.before_heads(p, value, *_x_of(p), given_keys(p))
     return specs
 
 

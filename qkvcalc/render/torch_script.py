@@ -252,7 +252,13 @@ def _mask(trace: Trace) -> tuple[list[str], list[str], bool, bool]:
     narrowed = [
         line for f, value in features.active(p) if f.torch_mask for line in f.torch_mask(value)
     ]
-    by_position = bool(narrowed) or v.positions_given or v.causal_align != "top-left"
+    selecting = [  # a feature that keeps some of the allowed keys (a sparse attention's top-k)
+        line
+        for f, value in features.active(p)
+        if f.torch_select
+        for line in f.torch_select(p, value, literal, num)
+    ]
+    by_position = bool(narrowed or selecting) or v.positions_given or v.causal_align != "top-left"
     if p.mask_kind == "causal" and by_position:
         add(f"positions = torch.tensor({v.positions.tolist()})")
         add(f"key_positions = torch.tensor({v.key_positions.tolist()})")
@@ -276,10 +282,14 @@ def _mask(trace: Trace) -> tuple[list[str], list[str], bool, bool]:
             "  # 1 = real token, 0 = padding"
         )
         mask_parts.append("key_padding")
-    masked = bool(mask_parts)
+    masked = bool(mask_parts or selecting)
     if masked:
-        add("allowed = " + " & ".join(mask_parts) + "  # [n, m] (a [m] row broadcasts)")
-        add("allowed = allowed.expand(n, m)")
+        if mask_parts:
+            add("allowed = " + " & ".join(mask_parts) + "  # [n, m] (a [m] row broadcasts)")
+            add("allowed = allowed.expand(n, m)")
+        else:
+            add("allowed = torch.ones(n, m, dtype=torch.bool)")
+        lines.extend(selecting)
         if "is_causal=True" not in sdpa_args:
             sdpa_args.append("attn_mask=allowed")
         if any(w.key.startswith("warn.fully_masked") for w in trace.warnings):
