@@ -25,8 +25,9 @@ from qkvcalc.input.cells import Matrix, to_matrix, to_vector
 from qkvcalc.labels import shape_text
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Side, Sizes
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes, same_cell
+from qkvcalc.ops.projection import sliced
 from qkvcalc.ops.rounding import Out, Rounding
-from qkvcalc.plan.specs import Ref, Spec, bias_params, columns_of, dim_labels, span
+from qkvcalc.plan.specs import Ref, Spec, columns_of, dim_labels, span
 
 
 class Gate(NamedTuple):
@@ -110,7 +111,7 @@ def _stages(p: Any, gate: Gate, h: int | None, output: Spec) -> list[Spec]:
         formula,
         output.rows,
         output.cols,
-        params=bias_params(gate.b, cols),
+        params=sliced("G", gate.w, gate.b, cols),
         names=(x_name, f"{label}{cut}"),
         inner=dim_labels(w.value.shape[0]),
         cell="Z_G[{i},{j}]",

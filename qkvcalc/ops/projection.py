@@ -5,20 +5,45 @@ Each cell is one row times one column."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from qkvcalc.i18n import Msg
+from qkvcalc.input.cells import Matrix
 from qkvcalc.ops.op import Asked, Back, Candidate, Feeds, Op, Params, Shapes, rows_of, turned
 from qkvcalc.ops.rounding import Out, Rounding, product
 from qkvcalc.plan import ids
-from qkvcalc.plan.specs import Ref, Spec, d, dim_labels
+from qkvcalc.plan.specs import Ref, Spec, bias_params, d, dim_labels
 
 
 def project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     # [n, d_model] @ [d_model, d_k] + [d_k] -> [n, d_k]
     return x @ w if b is None else x @ w + b
+
+
+class Learned(NamedTuple):
+    """What a head's projection of the layer's input is a slice of: the learned weight
+    W_{letter} (the whole of it, [d_model, width], in the row layout) and the columns the head
+    reads of it and of its bias. The backward gathers each head's gradient into the whole
+    weight's (`_gather`)."""
+
+    letter: str
+    weight: np.ndarray
+    cols: slice
+
+
+def sliced(letter: str, weight: Matrix, bias: Matrix | None, cols: slice) -> dict[str, Any]:
+    """The params of a head's projection X·W_{letter}[:, cols] + b_{letter}[cols]: its bias,
+    and the weight it is a slice of."""
+    return {**bias_params(bias, cols), "learned": Learned(letter, weight.values, cols)}
+
+
+def learned(spec: Spec) -> Learned | None:
+    """The weight a stage is a head's slice of, when it is a projection of the layer's input
+    (Q, K, V, a feature's): the backward's walk stops there and gathers over the heads."""
+    found: Learned | None = spec.params.get("learned")
+    return found
 
 
 def _row_times_column(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
