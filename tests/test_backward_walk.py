@@ -14,6 +14,7 @@ import pytest
 
 from qkvcalc.input.problem import Problem
 from qkvcalc.ops.op import Op
+from qkvcalc.ops.projection import learned
 from qkvcalc.ops.table import OPS
 from qkvcalc.plan import backward as bw
 from qkvcalc.plan import ids, reference
@@ -33,7 +34,7 @@ def _between(specs: dict, root: Spec) -> set:
         if spec.ref in found:
             continue
         found.add(spec.ref)
-        if spec.id in bw.GATHERED:
+        if learned(spec) is not None:  # a projection of X: its gradient is gathered
             continue
         todo += [specs[o] for o in spec.operands if not isinstance(o, Const) and o in specs]
     return found

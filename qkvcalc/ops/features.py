@@ -27,7 +27,7 @@ from qkvcalc.ops import (
     v_norm,
     window,
 )
-from qkvcalc.ops.base import Feature, JoinWords, Logits, Mistakes, Reading, Side, Sizes, Turn
+from qkvcalc.ops.base import Feature, JoinWords, Logits, Mistakes, Reading, Sizes, Turn
 
 if TYPE_CHECKING:
     from qkvcalc.input.problem import Problem
@@ -40,7 +40,6 @@ __all__ = [
     "JoinWords",
     "Logits",
     "Mistakes",
-    "Side",
     "Sizes",
     "Turn",
     "active",
@@ -208,11 +207,6 @@ def after_heads(p: Problem) -> bool:
     """Whether a feature adds stages after each head's output: the heads are then joined by a
     concat even when there is one."""
     return any(f.after_output is not None for f, _ in active(p))
-
-
-def sides(p: Problem) -> list[Side]:
-    """The projections of X the features add beside W_Q, W_K, W_V (their gradients)."""
-    return [side for f, value in active(p) if f.sides is not None for side in f.sides(p, value)]
 
 
 def ops() -> dict[str, Op]:

@@ -23,7 +23,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix, to_matrix, to_vector
 from qkvcalc.labels import shape_text
-from qkvcalc.ops.base import Candidate, Feature, Mistakes, Side, Sizes
+from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes, same_cell
 from qkvcalc.ops.projection import sliced
 from qkvcalc.ops.rounding import Out, Rounding
@@ -191,17 +191,6 @@ def _back(p: Any, gate: Gate, h: int | None) -> list[Spec]:
     ]
 
 
-def _sides(p: Any, gate: Gate) -> list[Side]:
-    """W_G beside W_Q, W_K, W_V: dW_G = Xᵀ·dZ_G, db_G, and the path dZ_G·W_Gᵀ into dX. With
-    `attend` the loss is on the weights, before the gate: no gradient reaches W_G (X still
-    feeds it)."""
-    heads = range(1, p.heads + 1)
-    cols = tuple(_cols(p, h) for h in heads)
-    reached = p.loss is not None and p.loss.kind != "attend"
-    grads = tuple(("grad_gate_logits", h) for h in heads) if reached else ()
-    return [Side("G", gate.w.values, gate.b is not None, cols, grads, "dZ_G")]
-
-
 # ---- the operations -----------------------------------------------------------------------------
 
 
@@ -338,7 +327,6 @@ FEATURE = Feature(
     echo=_echo,
     after_output=_stages,
     back_after_output=_back,
-    sides=_sides,
     torch_heads=_torch,
     torch_grads=(("dW_G", "W_G", "grad_wg", False), ("db_G", "b_G", "grad_bg", True)),
     torch_module_gap="it has no output gate: it joins the heads as they are",
