@@ -177,3 +177,54 @@ def test_the_steps_around_the_heads_are_the_ops_own(monkeypatch):
     for h in (1, 2):
         cols = slice((h - 1) * width, h * width)
         np.testing.assert_allclose(values[("grad_output", h)], d_concat[:, cols], rtol=1e-12)
+
+
+def test_the_projections_of_x_are_gathered_by_their_ops_own_rule(monkeypatch):
+    """Each learned weight that X is projected through (W_Q, W_K, W_V and the gate's W_G, in
+    plan order) is gathered by the projection's own rule (Op.gather), once, from its heads'
+    stages in head order. Its numbers, against loops over the heads: each head's X^T·dP in
+    its columns (GQA's shared K/V heads summed), db the column sums, dX every path added."""
+    calls: list = []
+    own = OPS["project"]
+
+    def recorded(back, heads, grads):
+        calls.append((learned(heads[0]).letter, [s.ref for s in heads]))
+        return own.gather(back, heads, grads)
+
+    monkeypatch.setitem(OPS, "project", own._replace(gather=recorded))
+    doc = make("gqa", "target", seed=6)  # four query heads; two K/V heads, each shared by two
+    rng = np.random.default_rng(7)
+    doc["kv_heads"] = 2
+    d_model, heads = len(doc["x"][0]), doc["heads"]
+    doc["wk"] = rng.normal(size=(d_model, 2 * 4)).tolist()
+    doc["wv"] = rng.normal(size=(d_model, 2 * 3)).tolist()
+    doc["bk"] = rng.normal(size=2 * 4).tolist()
+    doc["wg"] = rng.normal(size=(d_model, heads * 3)).tolist()
+    doc["bg"] = rng.normal(size=heads * 3).tolist()
+    doc["target"] = rng.normal(size=(len(doc["x"]), heads * 3)).tolist()
+    t = backward_trace(doc)
+    each = list(range(1, heads + 1))
+    assert calls == [
+        ("Q", [(ids.Q, h) for h in each]),
+        ("K", [(ids.K, h) for h in each]),
+        ("V", [(ids.V, h) for h in each]),
+        ("G", [("gate_logits", h) for h in each]),
+    ]
+    x = np.asarray(doc["x"])
+    d_x = np.zeros_like(x)
+    for letter, grad, width in (("q", "grad_q", 4), ("k", "grad_k", 4), ("v", "grad_v", 3),
+                                ("g", "grad_gate_logits", 3)):  # fmt: skip
+        weight = np.asarray(doc[f"w{letter}"])
+        d_w = np.zeros_like(weight)
+        d_b = np.zeros(weight.shape[1])
+        for h in each:
+            block = (h - 1) // 2 if letter in "kv" else h - 1  # K/V head g = ⌈h·G/H⌉
+            cols = slice(block * width, (block + 1) * width)
+            d_p = t.stage(grad, h).value
+            d_w[:, cols] += x.T @ d_p
+            d_b[cols] += d_p.sum(axis=0)
+            d_x += d_p @ weight[:, cols].T
+        np.testing.assert_allclose(t.stage(f"grad_w{letter}").value, d_w, rtol=1e-12)
+        if f"b{letter}" in doc:
+            np.testing.assert_allclose(t.stage(f"grad_b{letter}").value.ravel(), d_b, rtol=1e-12)
+    np.testing.assert_allclose(t.stage("grad_x").value, d_x, rtol=1e-12, atol=1e-12)
