@@ -228,3 +228,66 @@ def test_the_projections_of_x_are_gathered_by_their_ops_own_rule(monkeypatch):
         if f"b{letter}" in doc:
             np.testing.assert_allclose(t.stage(f"grad_b{letter}").value.ravel(), d_b, rtol=1e-12)
     np.testing.assert_allclose(t.stage("grad_x").value, d_x, rtol=1e-12, atol=1e-12)
+
+
+def test_the_stages_after_a_heads_output_are_walked_by_their_ops(monkeypatch):
+    """The concat gives each head its columns of d(concat), then walks back from there to the
+    head's output through what a feature put after it, each stage by its own op: the gate's
+    `gate_mul` and `sigmoid`, once a head, head 1's before head 2's cut. An op the walk has
+    never seen, put between a head's gated output and the concat, is walked through by its own
+    backward (3·), and the gate's gradients then carry the factor 3."""
+    from tests.test_gate import DOC
+
+    calls: list = []
+    for name in ("gate_mul", "sigmoid"):
+        own = OPS[name]
+
+        def recorded(back, at, g, own=own):
+            calls.append(at.ref)
+            return own.plan_back(back, at, g)
+
+        monkeypatch.setitem(OPS, name, own._replace(plan_back=recorded))
+    monkeypatch.setitem(
+        OPS,
+        "triple",
+        Op(
+            "triple",
+            lambda ops, params, rows: 3 * (ops[0] if rows is None else ops[0][rows]),
+            rowwise=True,
+            backward=lambda ops, params, out, g: (3 * g,),
+            grad_formula=lambda into, out, operand, params: f"3·{out}",
+        ),
+    )
+    p = Problem.from_mapping({**DOC, "target": np.ones((len(DOC["x"]), 2)).tolist()})
+    forward = list(plan(p))
+    by = {s.ref: s for s in forward}
+    concat, out = by[("concat", None)], by[(ids.OUTPUT, None)]
+    gated = [by[("gated", h)] for h in (1, 2)]
+    tripled = [replace(s, id="tripled", op="triple", operands=(s.ref,), symbol="T") for s in gated]
+    for s, t in zip(gated, tripled, strict=True):
+        forward.insert(forward.index(s) + 1, t)
+    forward[forward.index(concat)] = replace(concat, operands=tuple(t.ref for t in tripled))
+    by = {s.ref: s for s in forward}
+    g = np.random.default_rng(3).normal(size=(len(out.rows), len(out.cols)))
+    start = Spec(
+        "grad_output", None, "table", (), "dO", out.rows, out.cols, symbol="dO", params={"table": g}
+    )
+    made, grads = bw.walk(p, by, [out], {out.ref: start.ref}, made=[start])
+    assert calls == [("gated", 1), ("gate", 1), ("gated", 2), ("gate", 2)]
+    ids_made = [s.ref for s in made]
+    for h in (1, 2):  # each head: its cut, 3·, then the gate's, before the next head's cut
+        head = [r for r in ids_made if r[1] == h][:5]
+        assert head == [("grad_tripled", h), ("grad_gated", h), ("grad_output", h),
+                        ("grad_gate", h), ("grad_gate_logits", h)]  # fmt: skip
+    assert ids_made.index(("grad_gate_logits", 1)) < ids_made.index(("grad_tripled", 2))
+    assert all(("gate_logits", h) in grads and (ids.Q, h) in grads for h in (1, 2))
+
+    values = reference.forward([*forward, start, *made], reference.nothing)
+    d_concat = g @ out.operands[1].value.T
+    width = len(gated[0].cols)
+    for h in (1, 2):
+        d_gated = 3 * d_concat[:, (h - 1) * width : h * width]
+        gate, head_out = values[("gate", h)], values[(ids.OUTPUT, h)]
+        np.testing.assert_allclose(values[("grad_output", h)], d_gated * gate, rtol=1e-12)
+        d_z = d_gated * head_out * gate * (1 - gate)
+        np.testing.assert_allclose(values[("grad_gate_logits", h)], d_z, rtol=1e-12)

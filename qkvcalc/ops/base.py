@@ -196,9 +196,6 @@ class Feature(NamedTuple):
     # spec); the last of them is what the concat reads, and a problem that uses it has
     # per-head stages, a concat and a final output even with one head
     after_output: Callable[[Problem, Any, int | None, Spec], list[Spec]] | None = None
-    # --backward: from ∂L/∂(its last stage after the output) of head h back to ∂L/∂output and
-    # its own stages' gradients (the stages, in backward order)
-    back_after_output: Callable[[Problem, Any, int | None], list[Spec]] | None = None
     # --format torch: the lines that change `heads` ([1, H, n, d_v]) before the concat, given
     # the problem, the value and how to write an array as an ASCII literal; and the gradients
     # its script compares after autograd: (name, the tensor, the stage id whose value it is,

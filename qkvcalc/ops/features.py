@@ -156,16 +156,6 @@ def after_output(p: Problem, h: int | None, output: Spec) -> list[Spec]:
     return out
 
 
-def back_after_output(p: Problem, h: int | None) -> list[Spec]:
-    """--backward: from the gradient of head h's last stage back to its output's, the last
-    feature's stages first."""
-    out: list[Spec] = []
-    for feature, value in reversed(active(p)):
-        if feature.back_after_output is not None:
-            out += feature.back_after_output(p, value, h)
-    return out
-
-
 def joined(p: Problem, reads: list[Ref]) -> tuple[list[Spec], list[Ref]]:
     """The features' stages after every head, and what the concat reads then (`reads`: each
     head's last stage, unless a feature joins the heads otherwise)."""

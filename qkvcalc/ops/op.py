@@ -144,6 +144,13 @@ class Back(NamedTuple):
     by: Mapping[Any, Any]
     remarks: Callable[[str, Any], Any]
     ops: Mapping[str, Op]
+    # the walk itself, over forward stages from some of them (roots, their gradients' refs,
+    # the gradient stages made before, where to stop) -> the gradient stages, in order, and
+    # each forward stage's gradient by ref: an op that plans its operands' gradients one at a
+    # time walks back through what lies between (the concat, through a feature's stages)
+    walk: Callable[[Sequence[Any], dict[Any, Any], Sequence[Any], Any], tuple[list[Any], Any]] = (
+        lambda roots, seeds, made, stops: ([], {})
+    )
 
 
 # (operands, params, value, ∂L/∂value) -> ∂L/∂operand, one per operand

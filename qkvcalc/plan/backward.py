@@ -7,7 +7,8 @@ weights and the input, one stage per gradient, in backward order.
     else the chain rule through its first operand):
                 d(concat) = dO·W_Oᵀ, dW_O = concatᵀ·dO, db_O   W_O (ops/projection.py)
                 each head's columns of d(concat)      the concat (ops/concat.py), head by head
-                                                      back through what a feature put after it
+                                                      walked back through what a feature put
+                                                      after it, by its ops
                 dV = Aᵀ·dO, dA = dO·Vᵀ               A·V (ops/projection.py)
                 r = Σⱼ Aᵢⱼ·dAᵢⱼ, dS = A ⊙ (dA − r)    the softmax (ops/softmax.py)
                 back through the mask, a cap, a bias, the scaling, each by its op's backward
@@ -224,7 +225,13 @@ def walk(
     (Op.gather), and at `stops` (in tiles, each head's output)."""
     grads = dict(seeds)
     known: dict[Ref, Spec] = {**by, **{spec.ref: spec for spec in made}}
-    back = Back(p, known, lambda topic, head: _remarks(p, by, topic, head, whole), OPS)
+    back = Back(
+        p,
+        known,
+        lambda topic, head: _remarks(p, by, topic, head, whole),
+        OPS,
+        lambda roots, seeds, made, stops: walk(p, by, roots, seeds, whole, made, stops),
+    )
     ends = {*stops, *(ref for ref, spec in by.items() if learned(spec) is not None)}
     specs: list[Spec] = []
     for at in _reverse_topological(by, roots, ends):
