@@ -14,6 +14,7 @@ import pytest
 
 from qkvcalc.input.problem import Problem
 from qkvcalc.ops.op import Op
+from qkvcalc.ops.projection import learned
 from qkvcalc.ops.table import OPS
 from qkvcalc.plan import backward as bw
 from qkvcalc.plan import ids, reference
@@ -33,7 +34,7 @@ def _between(specs: dict, root: Spec) -> set:
         if spec.ref in found:
             continue
         found.add(spec.ref)
-        if spec.id in bw.GATHERED:
+        if learned(spec) is not None:  # a projection of X: its gradient is gathered
             continue
         todo += [specs[o] for o in spec.operands if not isinstance(o, Const) and o in specs]
     return found
@@ -176,3 +177,117 @@ def test_the_steps_around_the_heads_are_the_ops_own(monkeypatch):
     for h in (1, 2):
         cols = slice((h - 1) * width, h * width)
         np.testing.assert_allclose(values[("grad_output", h)], d_concat[:, cols], rtol=1e-12)
+
+
+def test_the_projections_of_x_are_gathered_by_their_ops_own_rule(monkeypatch):
+    """Each learned weight that X is projected through (W_Q, W_K, W_V and the gate's W_G, in
+    plan order) is gathered by the projection's own rule (Op.gather), once, from its heads'
+    stages in head order. Its numbers, against loops over the heads: each head's X^T·dP in
+    its columns (GQA's shared K/V heads summed), db the column sums, dX every path added."""
+    calls: list = []
+    own = OPS["project"]
+
+    def recorded(back, heads, grads):
+        calls.append((learned(heads[0]).letter, [s.ref for s in heads]))
+        return own.gather(back, heads, grads)
+
+    monkeypatch.setitem(OPS, "project", own._replace(gather=recorded))
+    doc = make("gqa", "target", seed=6)  # four query heads; two K/V heads, each shared by two
+    rng = np.random.default_rng(7)
+    doc["kv_heads"] = 2
+    d_model, heads = len(doc["x"][0]), doc["heads"]
+    doc["wk"] = rng.normal(size=(d_model, 2 * 4)).tolist()
+    doc["wv"] = rng.normal(size=(d_model, 2 * 3)).tolist()
+    doc["bk"] = rng.normal(size=2 * 4).tolist()
+    doc["wg"] = rng.normal(size=(d_model, heads * 3)).tolist()
+    doc["bg"] = rng.normal(size=heads * 3).tolist()
+    doc["target"] = rng.normal(size=(len(doc["x"]), heads * 3)).tolist()
+    t = backward_trace(doc)
+    each = list(range(1, heads + 1))
+    assert calls == [
+        ("Q", [(ids.Q, h) for h in each]),
+        ("K", [(ids.K, h) for h in each]),
+        ("V", [(ids.V, h) for h in each]),
+        ("G", [("gate_logits", h) for h in each]),
+    ]
+    x = np.asarray(doc["x"])
+    d_x = np.zeros_like(x)
+    for letter, grad, width in (("q", "grad_q", 4), ("k", "grad_k", 4), ("v", "grad_v", 3),
+                                ("g", "grad_gate_logits", 3)):  # fmt: skip
+        weight = np.asarray(doc[f"w{letter}"])
+        d_w = np.zeros_like(weight)
+        d_b = np.zeros(weight.shape[1])
+        for h in each:
+            block = (h - 1) // 2 if letter in "kv" else h - 1  # K/V head g = ⌈h·G/H⌉
+            cols = slice(block * width, (block + 1) * width)
+            d_p = t.stage(grad, h).value
+            d_w[:, cols] += x.T @ d_p
+            d_b[cols] += d_p.sum(axis=0)
+            d_x += d_p @ weight[:, cols].T
+        np.testing.assert_allclose(t.stage(f"grad_w{letter}").value, d_w, rtol=1e-12)
+        if f"b{letter}" in doc:
+            np.testing.assert_allclose(t.stage(f"grad_b{letter}").value.ravel(), d_b, rtol=1e-12)
+    np.testing.assert_allclose(t.stage("grad_x").value, d_x, rtol=1e-12, atol=1e-12)
+
+
+def test_the_stages_after_a_heads_output_are_walked_by_their_ops(monkeypatch):
+    """The concat gives each head its columns of d(concat), then walks back from there to the
+    head's output through what a feature put after it, each stage by its own op: the gate's
+    `gate_mul` and `sigmoid`, once a head, head 1's before head 2's cut. An op the walk has
+    never seen, put between a head's gated output and the concat, is walked through by its own
+    backward (3·), and the gate's gradients then carry the factor 3."""
+    from tests.test_gate import DOC
+
+    calls: list = []
+    for name in ("gate_mul", "sigmoid"):
+        own = OPS[name]
+
+        def recorded(back, at, g, own=own):
+            calls.append(at.ref)
+            return own.plan_back(back, at, g)
+
+        monkeypatch.setitem(OPS, name, own._replace(plan_back=recorded))
+    monkeypatch.setitem(
+        OPS,
+        "triple",
+        Op(
+            "triple",
+            lambda ops, params, rows: 3 * (ops[0] if rows is None else ops[0][rows]),
+            rowwise=True,
+            backward=lambda ops, params, out, g: (3 * g,),
+            grad_formula=lambda into, out, operand, params: f"3·{out}",
+        ),
+    )
+    p = Problem.from_mapping({**DOC, "target": np.ones((len(DOC["x"]), 2)).tolist()})
+    forward = list(plan(p))
+    by = {s.ref: s for s in forward}
+    concat, out = by[("concat", None)], by[(ids.OUTPUT, None)]
+    gated = [by[("gated", h)] for h in (1, 2)]
+    tripled = [replace(s, id="tripled", op="triple", operands=(s.ref,), symbol="T") for s in gated]
+    for s, t in zip(gated, tripled, strict=True):
+        forward.insert(forward.index(s) + 1, t)
+    forward[forward.index(concat)] = replace(concat, operands=tuple(t.ref for t in tripled))
+    by = {s.ref: s for s in forward}
+    g = np.random.default_rng(3).normal(size=(len(out.rows), len(out.cols)))
+    start = Spec(
+        "grad_output", None, "table", (), "dO", out.rows, out.cols, symbol="dO", params={"table": g}
+    )
+    made, grads = bw.walk(p, by, [out], {out.ref: start.ref}, made=[start])
+    assert calls == [("gated", 1), ("gate", 1), ("gated", 2), ("gate", 2)]
+    ids_made = [s.ref for s in made]
+    for h in (1, 2):  # each head: its cut, 3·, then the gate's, before the next head's cut
+        head = [r for r in ids_made if r[1] == h][:5]
+        assert head == [("grad_tripled", h), ("grad_gated", h), ("grad_output", h),
+                        ("grad_gate", h), ("grad_gate_logits", h)]  # fmt: skip
+    assert ids_made.index(("grad_gate_logits", 1)) < ids_made.index(("grad_tripled", 2))
+    assert all(("gate_logits", h) in grads and (ids.Q, h) in grads for h in (1, 2))
+
+    values = reference.forward([*forward, start, *made], reference.nothing)
+    d_concat = g @ out.operands[1].value.T
+    width = len(gated[0].cols)
+    for h in (1, 2):
+        d_gated = 3 * d_concat[:, (h - 1) * width : h * width]
+        gate, head_out = values[("gate", h)], values[(ids.OUTPUT, h)]
+        np.testing.assert_allclose(values[("grad_output", h)], d_gated * gate, rtol=1e-12)
+        d_z = d_gated * head_out * gate * (1 - gate)
+        np.testing.assert_allclose(values[("grad_gate_logits", h)], d_z, rtol=1e-12)

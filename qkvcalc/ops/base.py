@@ -96,18 +96,6 @@ class Mistakes(NamedTuple):
 Work = Callable[..., "str | None"]
 
 
-class Side(NamedTuple):
-    """A learned projection of X that a feature adds beside W_Q, W_K, W_V: the backward pass
-    gives it a weight gradient, a bias gradient and a path into dX."""
-
-    letter: str  # its weight is W_{letter}: "G" gives grad_wg, grad_bg
-    weight: np.ndarray  # [d_model, width], in the row layout
-    bias: bool  # whether it has a bias (its gradient is then a stage too)
-    cols: tuple[slice, ...]  # each head's columns of it
-    grads: tuple[Ref, ...]  # each head's gradient of the product X·W + b (its columns)
-    grad_symbol: str  # how that gradient is written ("dZ_G")
-
-
 class JoinWords(NamedTuple):
     """How the concat and its backward name the parts a feature joins after every head
     (Feature.joined) instead of the heads: the concat's formula, its topic (stage.<topic>.title
@@ -211,11 +199,6 @@ class Feature(NamedTuple):
     # spec); the last of them is what the concat reads, and a problem that uses it has
     # per-head stages, a concat and a final output even with one head
     after_output: Callable[[Problem, Any, int | None, Spec], list[Spec]] | None = None
-    # --backward: from ∂L/∂(its last stage after the output) of head h back to ∂L/∂output and
-    # its own stages' gradients (the stages, in backward order)
-    back_after_output: Callable[[Problem, Any, int | None], list[Spec]] | None = None
-    # --backward: the projections of X it adds (their weight and bias gradients, their dX path)
-    sides: Callable[[Problem, Any], list[Side]] | None = None
     # --format torch: the lines that change `heads` ([1, H, n, d_v]) before the concat, given
     # the problem, the value and how to write an array as an ASCII literal; and the gradients
     # its script compares after autograd: (name, the tensor, the stage id whose value it is,

@@ -33,7 +33,8 @@ def _concat_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: 
 def _concat_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
     """Each head's columns of d(concat), head 1's first: the gradient of what the concat read
     of it (its output, or the last stage a feature put after it), then back from there to the
-    head's own output by the feature's stages (features.back_after_output), head by head."""
+    head's own output through the stages a feature put after it, each by its own op (the
+    walk, from what the concat read to the head's output), head by head."""
     p, whole = back.problem, back.by[g].symbol
     specs: list[Spec] = []
     start = 0
@@ -41,23 +42,25 @@ def _concat_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
         out = back.by[read]
         width = len(out.cols)  # d_v, unless a feature joins the heads otherwise
         symbol = "dO" if out.id == ids.OUTPUT else d(out.symbol)
-        specs.append(
-            Spec(
-                f"grad_{out.id}",
-                h,
-                "cut",
-                (g,),
-                f"{symbol}_{h} = {whole}[:, {span(start, width)}]",
-                out.rows,
-                out.cols,
-                params={"cols": slice(start, start + width)},
-                topic=features.join_words(p).back_topic,
-                symbol=symbol,
-                letters=out.letters,
-            )
+        cut = Spec(
+            f"grad_{out.id}",
+            h,
+            "cut",
+            (g,),
+            f"{symbol}_{h} = {whole}[:, {span(start, width)}]",
+            out.rows,
+            out.cols,
+            params={"cols": slice(start, start + width)},
+            topic=features.join_words(p).back_topic,
+            symbol=symbol,
+            letters=out.letters,
         )
+        specs.append(cut)
         start += width
-        specs += features.back_after_output(p, h)  # back to the head's own output
+        # back to the head's own output (pairs a feature joins are walked after the concat)
+        if out.id != ids.OUTPUT and not features.joins(p):
+            walked, _ = back.walk([out], {read: cut.ref}, specs, {(ids.OUTPUT, h)})
+            specs += walked
     return specs
 
 

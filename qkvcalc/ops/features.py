@@ -30,7 +30,7 @@ from qkvcalc.ops import (
     v_norm,
     window,
 )
-from qkvcalc.ops.base import Feature, JoinWords, Logits, Mistakes, Reading, Side, Sizes, Turn
+from qkvcalc.ops.base import Feature, JoinWords, Logits, Mistakes, Reading, Sizes, Turn
 
 if TYPE_CHECKING:
     from qkvcalc.input.problem import Problem
@@ -43,7 +43,6 @@ __all__ = [
     "JoinWords",
     "Logits",
     "Mistakes",
-    "Side",
     "Sizes",
     "Turn",
     "active",
@@ -163,16 +162,6 @@ def after_output(p: Problem, h: int | None, output: Spec) -> list[Spec]:
     return out
 
 
-def back_after_output(p: Problem, h: int | None) -> list[Spec]:
-    """--backward: from the gradient of head h's last stage back to its output's, the last
-    feature's stages first."""
-    out: list[Spec] = []
-    for feature, value in reversed(active(p)):
-        if feature.back_after_output is not None:
-            out += feature.back_after_output(p, value, h)
-    return out
-
-
 def joined(p: Problem, reads: list[Ref]) -> tuple[list[Spec], list[Ref]]:
     """The features' stages after every head, and what the concat reads then (`reads`: each
     head's last stage, unless a feature joins the heads otherwise)."""
@@ -217,11 +206,6 @@ def after_heads(p: Problem) -> bool:
         f.after_output is not None or (f.joins is not None and f.joins(value))
         for f, value in active(p)
     )
-
-
-def sides(p: Problem) -> list[Side]:
-    """The projections of X the features add beside W_Q, W_K, W_V (their gradients)."""
-    return [side for f, value in active(p) if f.sides is not None for side in f.sides(p, value)]
 
 
 def ops() -> dict[str, Op]:

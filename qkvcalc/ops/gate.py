@@ -23,10 +23,11 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix, to_matrix, to_vector
 from qkvcalc.labels import shape_text
-from qkvcalc.ops.base import Candidate, Feature, Mistakes, Side, Sizes
-from qkvcalc.ops.op import Feeds, Op, Params, Shapes, same_cell
+from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
+from qkvcalc.ops.op import Back, Feeds, Op, Params, Shapes, same_cell
+from qkvcalc.ops.projection import sliced
 from qkvcalc.ops.rounding import Out, Rounding
-from qkvcalc.plan.specs import Ref, Spec, bias_params, columns_of, dim_labels, span
+from qkvcalc.plan.specs import Ref, Spec, columns_of, dim_labels, span
 
 
 class Gate(NamedTuple):
@@ -110,7 +111,7 @@ def _stages(p: Any, gate: Gate, h: int | None, output: Spec) -> list[Spec]:
         formula,
         output.rows,
         output.cols,
-        params=bias_params(gate.b, cols),
+        params=sliced("G", gate.w, gate.b, cols),
         names=(x_name, f"{label}{cut}"),
         inner=dim_labels(w.value.shape[0]),
         cell="Z_G[{i},{j}]",
@@ -148,16 +149,17 @@ def _stages(p: Any, gate: Gate, h: int | None, output: Spec) -> list[Spec]:
     return [logits, squashed, gated]
 
 
-def _back(p: Any, gate: Gate, h: int | None) -> list[Spec]:
-    """From d(gated) back: dO = d(gated) ⊙ G, dG = d(gated) ⊙ out, dZ_G = dG ⊙ G ⊙ (1 − G)."""
-    rows, cols = p.tokens, dim_labels(p.d_v)
-    grad_gated: Ref = ("grad_gated", h)
+def _gated_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
+    """out_G = out ⊙ G, from d(out_G) (`g`): dO = d(out_G) ⊙ G and dG = d(out_G) ⊙ out."""
+    out_ref, gate_ref = at.operands
+    out, gate, h = back.by[out_ref], back.by[gate_ref], at.head
+    rows, cols = at.rows, at.cols
     return [
         Spec(
-            "grad_output",
+            f"grad_{out.id}",
             h,
             "gate_back",
-            (grad_gated, ("gate", h)),
+            (g, gate_ref),
             "dO = d(out_G) ⊙ G",
             rows,
             cols,
@@ -166,39 +168,35 @@ def _back(p: Any, gate: Gate, h: int | None) -> list[Spec]:
             letters="n×d_v",
         ),
         Spec(
-            "grad_gate",
+            f"grad_{gate.id}",
             h,
             "gate_back",
-            (grad_gated, ("output", h)),
+            (g, out_ref),
             "dG = d(out_G) ⊙ out",
             rows,
             cols,
             symbol="dG",
             letters="n×d_v",
         ),
-        Spec(
-            "grad_gate_logits",
-            h,
-            "sigmoid_back",
-            (("grad_gate", h), ("gate", h)),
-            "dZ_G = dG ⊙ G ⊙ (1 − G)",
-            rows,
-            cols,
-            symbol="dZ_G",
-            letters="n×d_v",
-        ),
     ]
 
 
-def _sides(p: Any, gate: Gate) -> list[Side]:
-    """W_G beside W_Q, W_K, W_V: dW_G = Xᵀ·dZ_G, db_G, and the path dZ_G·W_Gᵀ into dX. With
-    `attend` the loss is on the weights, before the gate: no gradient reaches W_G (X still
-    feeds it)."""
-    heads = range(1, p.heads + 1)
-    cols = tuple(_cols(p, h) for h in heads)
-    reached = p.loss is not None and p.loss.kind != "attend"
-    grads = tuple(("grad_gate_logits", h) for h in heads) if reached else ()
-    return [Side("G", gate.w.values, gate.b is not None, cols, grads, "dZ_G")]
+def _sigmoid_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
+    """G = σ(Z_G), from dG (`g`): dZ_G = dG ⊙ G ⊙ (1 − G), from G itself."""
+    logits = back.by[at.operands[0]]
+    return [
+        Spec(
+            f"grad_{logits.id}",
+            at.head,
+            "sigmoid_back",
+            (g, at.ref),
+            "dZ_G = dG ⊙ G ⊙ (1 − G)",
+            at.rows,
+            at.cols,
+            symbol="dZ_G",
+            letters="n×d_v",
+        )
+    ]
 
 
 # ---- the operations -----------------------------------------------------------------------------
@@ -318,8 +316,16 @@ FEATURE = Feature(
             exact_stops="note.exact_stops_sigmoid",
             work=_sigmoid_work,
             lowp=_lowp_sigmoid,
+            plan_back=_sigmoid_grads,
         ),
-        Op("gate_mul", _times, _two_cells, work=_times_work, lowp=_lowp_times),
+        Op(
+            "gate_mul",
+            _times,
+            _two_cells,
+            work=_times_work,
+            lowp=_lowp_times,
+            plan_back=_gated_grads,
+        ),
         # the backward's two products, d(out_G) ⊙ G and d(out_G) ⊙ out: the same product, with
         # no named mistakes of the forward's
         Op("gate_back", _times, _two_cells, work=_times_work),
@@ -336,8 +342,6 @@ FEATURE = Feature(
     header=_header,
     echo=_echo,
     after_output=_stages,
-    back_after_output=_back,
-    sides=_sides,
     torch_heads=_torch,
     torch_grads=(("dW_G", "W_G", "grad_wg", False), ("db_G", "b_G", "grad_bg", True)),
     torch_module_gap="it has no output gate: it joins the heads as they are",

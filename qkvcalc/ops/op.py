@@ -119,6 +119,11 @@ class Op(NamedTuple):
     # operands' gradients, each `grad_` + the operand's id. None: the chain rule through the
     # first operand alone, one stage by `backward` and `grad_formula` (a scaling, a mask, a turn)
     plan_back: Callable[[Back, Any, Any], list[Any]] | None = None
+    # its gradient gathered over the heads rather than handed on by the walk: a head's
+    # projection of the layer's input, a slice of one learned weight (W_Q, a feature's W_G).
+    # (what the walk knows, the heads' stages of one weight, their gradients' refs) -> the
+    # weight's and its bias's gradient stages, and its share of the input's gradient
+    gather: Callable[[Back, Sequence[Any], Sequence[Any]], tuple[list[Any], Any]] | None = None
     # its value is its operand turned (Kᵀ): a product that reads it folds the turn into its own
     # gradients (dK = d(Q·Kᵀ)ᵀ·Q), so it gets none of its own
     turns: bool = False
@@ -139,6 +144,13 @@ class Back(NamedTuple):
     by: Mapping[Any, Any]
     remarks: Callable[[str, Any], Any]
     ops: Mapping[str, Op]
+    # the walk itself, over forward stages from some of them (roots, their gradients' refs,
+    # the gradient stages made before, where to stop) -> the gradient stages, in order, and
+    # each forward stage's gradient by ref: an op that plans its operands' gradients one at a
+    # time walks back through what lies between (the concat, through a feature's stages)
+    walk: Callable[[Sequence[Any], dict[Any, Any], Sequence[Any], Any], tuple[list[Any], Any]] = (
+        lambda roots, seeds, made, stops: ([], {})
+    )
 
 
 # (operands, params, value, ∂L/∂value) -> ∂L/∂operand, one per operand

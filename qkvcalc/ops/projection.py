@@ -5,20 +5,45 @@ Each cell is one row times one column."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from qkvcalc.i18n import Msg
+from qkvcalc.input.cells import Matrix
 from qkvcalc.ops.op import Asked, Back, Candidate, Feeds, Op, Params, Shapes, rows_of, turned
 from qkvcalc.ops.rounding import Out, Rounding, product
 from qkvcalc.plan import ids
-from qkvcalc.plan.specs import Ref, Spec, d, dim_labels
+from qkvcalc.plan.specs import Ref, Spec, bias_params, d, dim_labels
 
 
 def project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     # [n, d_model] @ [d_model, d_k] + [d_k] -> [n, d_k]
     return x @ w if b is None else x @ w + b
+
+
+class Learned(NamedTuple):
+    """What a head's projection of the layer's input is a slice of: the learned weight
+    W_{letter} (the whole of it, [d_model, width], in the row layout) and the columns the head
+    reads of it and of its bias. The backward gathers each head's gradient into the whole
+    weight's (`_gather`)."""
+
+    letter: str
+    weight: np.ndarray
+    cols: slice
+
+
+def sliced(letter: str, weight: Matrix, bias: Matrix | None, cols: slice) -> dict[str, Any]:
+    """The params of a head's projection X·W_{letter}[:, cols] + b_{letter}[cols]: its bias,
+    and the weight it is a slice of."""
+    return {**bias_params(bias, cols), "learned": Learned(letter, weight.values, cols)}
+
+
+def learned(spec: Spec) -> Learned | None:
+    """The weight a stage is a head's slice of, when it is a projection of the layer's input
+    (Q, K, V, a feature's): the backward's walk stops there and gathers over the heads."""
+    found: Learned | None = spec.params.get("learned")
+    return found
 
 
 def _row_times_column(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
@@ -113,6 +138,132 @@ def bias_grad(
         inner=(),
         letters="1×out",
     )
+
+
+# ---- gathered over the heads: a learned weight's gradient, and its share of dX ----------------
+
+
+class Share(NamedTuple):
+    """One way the layer's input reaches the loss: through W_{letter}'s columns of each head
+    (`cols`), whose products' gradients are `grads`, written `grad` (dQ, or dZ_G)."""
+
+    letter: str
+    weight: np.ndarray
+    cols: tuple[slice, ...]
+    grad: str
+    grads: tuple[Ref, ...]
+
+
+def _gather(back: Back, heads: Sequence[Spec], grads: Sequence[Ref]) -> tuple[list[Spec], Share]:
+    """A learned weight's gradient from its heads' (`heads`: each a slice of it, `grads`:
+    their gradients): dW = Xᵀ·[dP_1 … dP_H], each head's in its columns (a key/value head
+    shared by several query heads sums theirs), db = the column sums, and the weight's share
+    of dX, dP·Wᵀ (summed over the heads)."""
+    first = heads[0]
+    slices = [learned(s) for s in heads]
+    whole = slices[0]
+    assert whole is not None
+    read = back.by[first.operands[0]]
+    cols = tuple(w.cols for w in slices if w is not None)
+    width, letter, grad = whole.weight.shape[1], whole.letter, d(first.symbol)
+    x = first.names[0]  # how its formula names what it reads: X, (X + PE), source
+    specs = [_weight_grad(back.problem, read, x, grads, cols, width, letter, grad)]
+    if first.params.get("bias") is not None:
+        specs.append(bias_grad(f"grad_b{letter.lower()}", grads, cols, width, f"b_{letter}", grad))
+    return specs, Share(letter, whole.weight, cols, grad, tuple(grads))
+
+
+def _weight_grad(
+    p: Any,
+    read: Spec,
+    x: str,
+    grads: Sequence[Ref],
+    cols: tuple[slice, ...],
+    width: int,
+    letter: str,
+    grad: str,
+) -> Spec:
+    """dW = Xᵀ·dP: the rows of X (or the source; `x`, as the formulas name it) against each
+    head's gradient, in the layout the weight was given in (--layout torch: out × in, turned)."""
+    torch = p.layout == "torch"
+    out = dim_labels(width)
+    return Spec(
+        f"grad_w{letter.lower()}",
+        None,
+        "weight_grad",
+        (read.ref, *grads),
+        f"dW_{letter} = {x}ᵀ·{grad}" if not torch else f"dW_{letter} = ({grad})ᵀ·{x}",
+        out if torch else read.cols,
+        read.cols if torch else out,
+        params={"cols": cols, "width": width, "torch": torch},
+        inner=read.rows,
+        symbol=f"dW_{letter}",
+        letters="out×d_model" if torch else "d_model×out",
+        notes=_weight_notes(p, f"W_{letter}", cols),
+        hint=("hint.grad_weight_torch" if torch else "hint.grad_weight", {"x": x, "p": grad[1:]}),
+    )
+
+
+def _weight_notes(p: Any, weight: str, cols: tuple[slice, ...]) -> tuple[Msg, ...]:
+    """The heads' columns side by side; a key/value head's columns read by several query
+    heads (GQA: fewer column blocks than heads) get their gradients summed."""
+    notes: list[Msg] = []
+    blocks = len({(c.start, c.stop) for c in cols})
+    if blocks < len(cols):  # GQA: the K/V heads' columns, not the queries'
+        if blocks > 1:
+            notes.append(Msg("note.grad_kv_heads_side_by_side", heads=blocks, weight=weight))
+        notes.append(Msg("note.grad_kv_shared", per=len(cols) // blocks, weight=weight))
+    elif len(cols) > 1:
+        notes.append(Msg("note.grad_heads_side_by_side", heads=len(cols), weight=weight))
+    if p.layout == "torch":
+        notes.append(Msg("note.grad_layout_torch"))
+    return tuple(notes)
+
+
+class Named(NamedTuple):
+    """How the plan names an input's gradient: its stage id, the input's name (X, source), the
+    gradient's shape in letters, and the notes the plan adds beside it (X + PE's)."""
+
+    sid: str
+    name: str
+    letters: str
+    notes: tuple[Msg, ...] = ()
+
+
+def input_grad(read: Spec, named: Named, feeds: Sequence[str], shares: Sequence[Share]) -> Spec:
+    """dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ: X reaches the loss by every projection that reads
+    it (`feeds`: their letters; `shares`: those the loss reaches), and the chain rule adds
+    the paths (each summed over the heads)."""
+    name = named.name
+    terms = " + ".join(f"{share.grad}·W_{share.letter}ᵀ" for share in shares)
+    notes = (_paths_note(name, feeds, [share.letter for share in shares]), *named.notes)
+    return Spec(
+        named.sid,
+        None,
+        "input_grad",
+        tuple(g for share in shares for g in share.grads),
+        f"d{name} = {terms}",
+        read.rows,
+        read.cols,
+        params={
+            "paths": tuple((share.weight, share.cols) for share in shares),
+            "grads": tuple(share.grad for share in shares),
+        },
+        names=tuple(share.letter for share in shares),
+        symbol=f"d{name}",
+        letters=named.letters,
+        notes=notes,
+        hint=("hint.grad_input", {"terms": terms}),
+    )
+
+
+def _paths_note(name: str, feeds: Sequence[str], reach: Sequence[str]) -> Msg:
+    """What X (or the source) feeds, and which of those paths reach this loss."""
+    said = {"x": name, "count": len(feeds), "names": ", ".join(feeds)}
+    if len(reach) == len(feeds):
+        return Msg("note.grad_paths" if len(feeds) > 1 else "note.grad_path_one", **said)
+    key = "note.grad_paths_some" if len(reach) > 1 else "note.grad_path_one_of"
+    return Msg(key, reach=", ".join(reach), reached=len(reach), **said)
 
 
 def _product_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
@@ -285,6 +436,7 @@ OPS: tuple[Op, ...] = (
         mistakes=_projection_mistakes,
         lowp=_lowp_product,
         plan_back=_projection_grads,
+        gather=_gather,
         in_code={  # a person's code (qkvcalc check): its pipeline's steps, replaced
             # X·Wᵀ: the weights read as PyTorch stores them (out×in)
             "layout_transposed": {"project": lambda x, w, b: x @ w.T if b is None else x @ w.T + b},

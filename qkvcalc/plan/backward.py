@@ -7,7 +7,8 @@ weights and the input, one stage per gradient, in backward order.
     else the chain rule through its first operand):
                 d(concat) = dO·W_Oᵀ, dW_O = concatᵀ·dO, db_O   W_O (ops/projection.py)
                 each head's columns of d(concat)      the concat (ops/concat.py), head by head
-                                                      back through what a feature put after it
+                                                      walked back through what a feature put
+                                                      after it, by its ops
                 dV = Aᵀ·dO, dA = dO·Vᵀ               A·V (ops/projection.py)
                 r = Σⱼ Aᵢⱼ·dAᵢⱼ, dS = A ⊙ (dA − r)    the softmax (ops/softmax.py)
                 back through the mask, a cap, a bias, the scaling, each by its op's backward
@@ -15,8 +16,11 @@ weights and the input, one stage per gradient, in backward order.
                 back through the features' turns (a rotation, a norm) to Q and K
               head 1's stages first, then head 2's; with `attend`, a walk from each head's
               weights (dA from the targets)
-    then:     dW_Q = Xᵀ·[dQ_1 … dQ_H], dW_K, dW_V (summed over the query heads that share a
-              key/value head), db = column sums, dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ, and
+    then:     the walk stops at the projections of X (each head's Q, K, V and a feature's,
+              a slice of one learned weight); each weight's op gathers its heads' gradients
+              (Op.gather, ops/projection.py): dW_Q = Xᵀ·[dQ_1 … dQ_H], dW_K, dW_V (summed
+              over the query heads that share a key/value head), db = column sums, its share
+              of dX; dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ (+ a feature's), the shares added; and
               the gradients of a feature's own learned numbers (Feature.grads)
 
 In tiles (--tiles B) the walk from the output stops at the heads' outputs: each head's part
@@ -32,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -41,12 +45,12 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.ops import features
 from qkvcalc.ops.op import Back
-from qkvcalc.ops.projection import bias_grad
+from qkvcalc.ops.projection import Named, input_grad, learned
 from qkvcalc.ops.table import OPS
 from qkvcalc.plan import ids
 from qkvcalc.plan import notes as facts
 from qkvcalc.plan.masks import allowed_keys
-from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels, head_slices, together
+from qkvcalc.plan.specs import Const, Ref, Spec, d, together
 from qkvcalc.plan.tiles import blocks
 from qkvcalc.plan.tiles_backward import plain_values, same_as_plain, tiled_head
 
@@ -67,14 +71,13 @@ def backward(
     heads: list[int | None] = list(range(1, p.heads + 1)) if p.multihead else [None]
     specs: list[Spec] = []
     flows = p.loss.kind != "attend"  # the loss reads the output (else: the weights alone)
-    grads: dict[str, list[Ref]] = {"q": [], "k": [], "v": []}
     softmaxes: list[tuple[Ref, Ref]] = []  # each head's weights and its softmax's row term
     whole: list[Spec] = []  # the plan, forward and backward, that the √d_k note runs again
 
     def whole_plan() -> list[Spec]:
         return whole
 
-    walked: dict[Ref, Ref] = {}
+    walked: dict[Ref, Ref] = {}  # each forward stage's gradient, by ref
     tiled = p.tiles is not None and not features.joins(p)
     if flows:  # one walk from the output back over the whole plan (in tiles: to the heads')
         final = by[(ids.OUTPUT, None)]
@@ -86,18 +89,15 @@ def backward(
     else:
         _check_targets(p)
     for h in heads:
-        if flows and not tiled:
-            refs = {side: walked[(side, h)] for side in (ids.Q, ids.K, ids.V)}
-        else:  # `attend`, from each head's weights; in tiles, FlashAttention-2's
-            head, refs = _head(p, by, specs, h, flows, plain_run, whole_plan)
+        if not flows or tiled:  # `attend`, from each head's weights; in tiles, FlashAttention-2's
+            head, grads = _head(p, by, specs, h, flows, plain_run, whole_plan)
             specs += head
-        for side, r in refs.items():
-            grads[side].append(r)
+            walked.update(grads)
         if p.tiles is None:
             softmaxes.append((("weights", h), ("softmax_rowdot", h)))
         else:  # the tiled run keeps no weights: each head's log-sum-exp and D instead
             softmaxes.append((("lse", h), ("rowdot_o", h)))
-    specs += _projections(p, by, heads, grads)
+    specs += _gathered_grads(p, by, walked)
     for feature, value in features.active(p):
         if feature.grads is not None:
             specs += feature.grads(p, value, softmaxes)
@@ -196,11 +196,11 @@ def _head(
     flows: bool,
     plain_run: Callable[[], dict[Ref, np.ndarray]] | None = None,
     whole: Callable[[], Sequence[Spec]] = list,
-) -> tuple[list[Spec], dict[str, Ref]]:
+) -> tuple[list[Spec], dict[Ref, Ref]]:
     """A head's gradients back to Q, K and V where they do not come down from the output by
     the one walk: in tiles, FlashAttention-2's, one block of keys at a time; with `attend`,
     from its weights' (dA, from the targets), the walk over its stages from there. `made`:
-    the gradients made before."""
+    the gradients made before. Returns its stages and each forward stage's gradient by ref."""
     if p.tiles is not None:
         assert plain_run is not None
         return _tiled(p, by, h, flows, plain_run)
@@ -210,8 +210,7 @@ def _head(
     specs = [_attend(p, h, by[a_ref])]
     walked, grads = walk(p, by, [out], {a_ref: specs[-1].ref}, whole, [*made, *specs])
     specs += walked
-    refs = {side: grads[(side, h)] for side in (ids.Q, ids.K, ids.V) if (side, h) in grads}
-    return specs, refs
+    return specs, grads
 
 
 def _attend(p: Problem, h: int | None, weights: Spec) -> Spec:
@@ -235,11 +234,6 @@ def _attend(p: Problem, h: int | None, weights: Spec) -> Spec:
     )
 
 
-# The template's projections: the walk stops at them, and their gradients are gathered over
-# the heads (dW_Q = Xᵀ·[dQ_1 … dQ_H], dX summed over every path) by _projections.
-GATHERED = (ids.Q, ids.K, ids.V)
-
-
 def walk(
     p: Problem,
     by: dict[Ref, Spec],
@@ -256,19 +250,26 @@ def walk(
     gradient stages, in order, and every forward stage's gradient by ref.
 
     A stage whose operands have their gradients already hands nothing on: its reader's op
-    planned through it (the concat through what a feature put after a head). A stage reached
-    twice would need its gradients added: none is (each is read by one later stage), and the
-    walk stops at the projections of X (Q, K, V and a feature's), whose gradients are gathered
-    over the heads after it, and at `stops` (in tiles, each head's output)."""
+    planned through it (the concat through what a feature put after a head); nor does one
+    that reads no stage (Q, K, V given). A stage reached twice would need its gradients
+    added: none is (each is read by one later stage), and the walk stops at the projections
+    of X (Q, K, V and a feature's), whose gradients their op gathers over the heads after it
+    (Op.gather), and at `stops` (in tiles, each head's output)."""
     grads = dict(seeds)
     known: dict[Ref, Spec] = {**by, **{spec.ref: spec for spec in made}}
-    back = Back(p, known, lambda topic, head: _remarks(p, by, topic, head, whole), OPS)
-    ends = {*stops, *_gathered(p, by)}
+    back = Back(
+        p,
+        known,
+        lambda topic, head: _remarks(p, by, topic, head, whole),
+        OPS,
+        lambda roots, seeds, made, stops: walk(p, by, roots, seeds, whole, made, stops),
+    )
+    ends = {*stops, *(ref for ref, spec in by.items() if learned(spec) is not None)}
     specs: list[Spec] = []
     for at in _reverse_topological(by, roots, ends):
         g = grads.get(at.ref)
         reads = [o for o in at.operands if not isinstance(o, Const) and o in by]
-        if g is None or at.ref in ends or (reads and all(o in grads for o in reads)):
+        if g is None or at.ref in ends or all(o in grads for o in reads):
             continue
         op = OPS[at.op]
         planned = op.plan_back(back, at, g) if op.plan_back else [_chain(by, at, g)]
@@ -280,15 +281,6 @@ def walk(
             known[spec.ref] = spec
         specs += planned
     return specs, grads
-
-
-def _gathered(p: Problem, by: dict[Ref, Spec]) -> set[Ref]:
-    """The projections of X: each head's Q, K and V, and the stages whose gradients a
-    feature's projection of X gathers (Feature.sides)."""
-    ends = {ref for ref in by if ref[0] in GATHERED}
-    for side in features.sides(p):
-        ends |= {(ref[0].removeprefix("grad_"), ref[1]) for ref in side.grads}
-    return ends
 
 
 def _reverse_topological(
@@ -305,7 +297,7 @@ def _reverse_topological(
         if spec.ref in seen:
             return
         seen.add(spec.ref)
-        if spec.id not in GATHERED and spec.ref not in ends:
+        if spec.ref not in ends:
             for operand in reversed(spec.operands):
                 if not isinstance(operand, Const) and operand in by:
                     visit(by[operand])
@@ -356,166 +348,61 @@ def _tiled(
     h: int | None,
     flows: bool,
     plain_run: Callable[[], dict[Ref, np.ndarray]],
-) -> tuple[list[Spec], dict[str, Ref]]:
+) -> tuple[list[Spec], dict[Ref, Ref]]:
     """The head's blocks (qkvcalc.plan.tiles_backward) up to dQ, dK, dV of what the scores
     read, then the walk back from there to Q and K; the note on its last stage compares the
-    totals with the plain backward's."""
+    totals with the plain backward's. Returns its stages and each forward stage's gradient."""
     specs, refs, q_side, k_side = tiled_head(p, by, h, flows)
     sides = [f"grad_{q_side.id}", f"grad_{k_side.id}", *(["grad_v"] if flows else [])]
     seeds: dict[Ref, Ref] = {s.ref: (f"grad_{s.id}", h) for s in (q_side, k_side)}
     walked, grads = walk(p, by, [q_side, k_side], seeds, made=specs)
     specs += walked
-    refs["q"], refs["k"] = grads[(ids.Q, h)], grads[(ids.K, h)]
+    if "v" in refs:
+        grads[(ids.V, h)] = refs["v"]
     note = same_as_plain(h, len(blocks(p)), sides, plain_run)
     specs[-1] = replace(specs[-1], remarks=together(specs[-1].remarks, note))
-    return specs, refs
+    return specs, grads
 
 
 # ---- the weights and the input ----------------------------------------------------------------
 
 
-def _projections(
-    p: Problem, by: dict[Ref, Spec], heads: list[int | None], grads: dict[str, list[Ref]]
-) -> list[Spec]:
-    """dW_Q, dW_K, dW_V and the biases' gradients, then dX (and d source): each projection's
-    heads side by side; a key/value head shared by several query heads sums their gradients."""
-    if not p.projected:
-        return []
-    x_ref: Ref = ("x_pe", None) if p.variants.pe is not None else ("x", None)
-    src_ref: Ref = ("source", None) if p.cross else x_ref
-    slices = [head_slices(p, h or 1) for h in heads]
+def _gathered_grads(p: Problem, by: dict[Ref, Spec], found: dict[Ref, Ref]) -> list[Spec]:
+    """The projections of the layer's input, one learned weight at a time, in plan order
+    (W_Q, W_K, W_V, then a feature's): each gathers its heads' gradients (`found`: forward ref
+    -> its gradient's) by its op's own rule (Op.gather: dW, db, and its share of dX); then dX
+    (and d source), the shares of every weight that reads it added."""
+    weights: dict[str, list[Spec]] = {}
+    for spec in by.values():
+        whole = learned(spec)
+        if whole is not None:
+            weights.setdefault(whole.letter, []).append(spec)
+    back = Back(p, by, lambda topic, head: None, OPS)
+    feeds: dict[Ref, list[str]] = {}  # what each input feeds: every weight that reads it
+    shares: dict[Ref, list[Any]] = {}  # … and the shares of those the loss reaches
     specs: list[Spec] = []
-    # the projections, each with what it reads: W_Q, W_K, W_V, then the features' own
-    sides: list[tuple[Ref, features.Side]] = []
-    for key, read in (("q", x_ref), ("k", src_ref), ("v", src_ref)):
-        weight, bias = getattr(p, f"w{key}"), getattr(p, f"b{key}")
-        cols = tuple(getattr(s, key) for s in slices)
-        found = tuple(grads[key])
-        projection = features.Side(key.upper(), weight.values, bias is not None, cols, found, "")
-        sides.append((read, projection))
-    sides += [(x_ref, extra) for extra in features.sides(p)]
-    # the paths into X and into the source: (letter, weight, each head's columns, dP), grads
-    paths: dict[Ref, list[Path]] = {x_ref: [], src_ref: []}
-    reads: dict[Ref, list[Ref]] = {x_ref: [], src_ref: []}
-    for read, side in sides:
-        if not side.grads:  # `attend`: V (and what comes after the weights) do not reach it
+    for letter, heads in weights.items():
+        read = heads[0].operands[0]
+        assert not isinstance(read, Const)
+        feeds.setdefault(read, []).append(letter)
+        shares.setdefault(read, [])
+        reached = [s for s in heads if s.ref in found]
+        if not reached:  # `attend`: V (and what comes after the weights) do not reach it
             continue
-        width = side.weight.shape[1]
-        grad = side.grad_symbol or f"d{side.letter}"
-        specs.append(_weight(p, by[read], list(side.grads), side.cols, width, side.letter, grad))
-        if side.bias:
-            name = f"b_{side.letter}"
-            specs.append(
-                bias_grad(f"grad_b{side.letter.lower()}", side.grads, side.cols, width, name, grad)
-            )
-        paths[read].append(Path(side.letter, side.weight, side.cols, grad))
-        reads[read] += side.grads
-    for read in dict.fromkeys((x_ref, src_ref)):
-        specs.append(_input(p, by[read], reads[read], paths[read]))
+        gather = OPS[heads[0].op].gather
+        assert gather is not None, heads[0].op
+        made, share = gather(back, reached, [found[s.ref] for s in reached])
+        specs += made
+        shares[read].append(share)
+    for read, its in shares.items():
+        specs.append(input_grad(by[read], _named(by[read]), feeds[read], its))
     return specs
 
 
-class Path(NamedTuple):
-    """One way X reaches the loss: through W_{letter}'s columns of each head, whose product's
-    gradient is `grad` (dQ, or as a feature names it)."""
-
-    letter: str
-    weight: np.ndarray
-    cols: tuple[slice, ...]
-    grad: str
-
-
-def _weight(
-    p: Problem,
-    read: Spec,
-    grads: list[Ref],
-    cols: tuple[slice, ...],
-    width: int,
-    letter: str,
-    grad: str = "",
-) -> Spec:
-    """dW = Xᵀ·dP: the rows of X (or the source) against each head's gradient, in the layout
-    the weight was given in (--layout torch: out × in, turned)."""
-    torch = p.layout == "torch"
-    x = "source" if read.id == "source" else "(X + PE)" if read.id == "x_pe" else "X"
-    out = dim_labels(width)
-    grad = grad or f"d{letter}"
-    return Spec(
-        f"grad_w{letter.lower()}",
-        None,
-        "weight_grad",
-        (read.ref, *grads),
-        f"dW_{letter} = {x}ᵀ·{grad}" if not torch else f"dW_{letter} = ({grad})ᵀ·{x}",
-        out if torch else read.cols,
-        read.cols if torch else out,
-        params={"cols": cols, "width": width, "torch": torch},
-        inner=read.rows,
-        symbol=f"dW_{letter}",
-        letters="out×d_model" if torch else "d_model×out",
-        notes=_weight_notes(p, letter, len(grads)),
-        hint=("hint.grad_weight_torch" if torch else "hint.grad_weight", {"x": x, "p": grad[1:]}),
-    )
-
-
-def _weight_notes(p: Problem, letter: str, count: int) -> tuple[Msg, ...]:
-    notes: list[Msg] = []
-    weight = f"W_{letter}"
-    if letter in "KV" and p.kv_heads < p.heads:  # GQA: the K/V heads' columns, not the queries'
-        if p.kv_heads > 1:
-            notes.append(Msg("note.grad_kv_heads_side_by_side", heads=p.kv_heads, weight=weight))
-    elif count > 1:
-        notes.append(Msg("note.grad_heads_side_by_side", heads=count, weight=f"W_{letter}"))
-    if letter in "KV" and p.kv_heads < p.heads:
-        per = p.heads // p.kv_heads
-        notes.append(Msg("note.grad_kv_shared", per=per, weight=f"W_{letter}"))
-    if p.layout == "torch":
-        notes.append(Msg("note.grad_layout_torch"))
-    return tuple(notes)
-
-
-def _paths_note(p: Problem, name: str, reach: list[str]) -> Msg:
-    """What X (or the source) feeds, and which of those paths reach this loss."""
-    feeds: tuple[str, ...] = (
-        ("K", "V") if name == "source" else ("Q",) if p.cross else ("Q", "K", "V")
-    )
-    if name != "source":  # and the projections of X a feature adds
-        feeds += tuple(side.letter for side in features.sides(p))
-    said = {"x": name, "count": len(feeds), "names": ", ".join(feeds)}
-    if len(reach) == len(feeds):
-        return Msg("note.grad_paths" if len(feeds) > 1 else "note.grad_path_one", **said)
-    key = "note.grad_paths_some" if len(reach) > 1 else "note.grad_path_one_of"
-    return Msg(key, reach=", ".join(reach), reached=len(reach), **said)
-
-
-def _input(
-    p: Problem,
-    read: Spec,
-    grads: list[Ref],
-    paths: list[Path],
-) -> Spec:
-    """dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ: X reaches the loss by every projection that reads
-    it, and the chain rule adds the paths (each summed over the heads)."""
-    source = read.id == "source"
-    name = "source" if source else "X"
-    terms = " + ".join(f"{path.grad}·W_{path.letter}ᵀ" for path in paths)
-    notes: list[Msg] = [_paths_note(p, name, [path.letter for path in paths])]
-    if read.id == "x_pe":
-        notes.append(Msg("note.grad_pe"))
-    return Spec(
-        "grad_source" if source else "grad_x",
-        None,
-        "input_grad",
-        tuple(grads),
-        f"d{name} = {terms}",
-        read.rows,
-        read.cols,
-        params={
-            "paths": tuple((path.weight, path.cols) for path in paths),
-            "grads": tuple(path.grad for path in paths),
-        },
-        names=tuple(path.letter for path in paths),
-        symbol=f"d{name}",
-        letters="m×d_model" if source else "n×d_model",
-        notes=tuple(notes),
-        hint=("hint.grad_input", {"terms": terms}),
-    )
+def _named(read: Spec) -> Named:
+    """How the gradient of an input the projections read is named: d source, or dX (of X, or
+    of X + PE: then with its note)."""
+    if read.id == "source":
+        return Named("grad_source", "source", "m×d_model")
+    pe = (Msg("note.grad_pe"),) if read.id == "x_pe" else ()
+    return Named("grad_x", "X", "n×d_model", pe)

@@ -25,6 +25,7 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix
 from qkvcalc.input.problem import Problem
 from qkvcalc.ops import features
+from qkvcalc.ops.projection import sliced
 from qkvcalc.plan import notes as facts
 from qkvcalc.plan.masks import allowed_keys, given_keys
 from qkvcalc.plan.specs import (
@@ -200,7 +201,7 @@ def projections(
             formula,
             rows,
             dim_labels(w.value.shape[1]),
-            params=bias_params(bias, cols),
+            params=sliced(sid.upper(), weight, bias, cols),
             names=(name, f"{label}{cut}"),
             inner=dim_labels(w.value.shape[0]),
             cell=sid.upper() + "[{i},{j}]",
