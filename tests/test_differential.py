@@ -219,6 +219,12 @@ def test_the_quiz_names_a_differential_mistake(mistake):
         ({"differential": 0.5}, ("must be an object",)),
         ({"decode": 1}, ("not computed step by step",)),
         ({"tiles": 2}, ("leave out --tiles",)),
+        # the gate was read and its stages made, but the pair's join read the heads' ungated
+        # outputs: the run said nothing and gave the output without the gate
+        (
+            {"wg": np.ones((D_MODEL, H * D)).tolist()},
+            ("output gate (wg)", "leave out wg and bg, or differential"),
+        ),
     ],
 )
 def test_bad_differential_input_is_one_message(tmp_path, change, fragments):

@@ -610,6 +610,10 @@ MESSAGES: dict[str, str] = {
     "differential.needs_both": "differential needs both lambda (λ) and lambda_init (λ_init).",
     "differential.heads_odd": "Differential attention pairs head i with head i + H/2, so it needs "
     "an even number of heads, but heads is {heads}.",
+    "differential.with_gate": "Differential attention joins each pair of heads after their "
+    "outputs, where the output gate (wg) would multiply each head's output, and qkvcalc does "
+    "not compute the two together (DiffLlama has no output gate): leave out wg and bg, or "
+    "differential.",
     "differential.decode": "Differential attention is not computed step by step with a KV cache: "
     "leave out --decode (the whole run shows it).",
     "differential.train": "train does not learn through differential attention yet: leave out "

@@ -605,6 +605,9 @@ MESSAGES: dict[str, str] = {
     "필요합니다.",
     "differential.heads_odd": "차분 어텐션은 헤드 i를 헤드 i + H/2와 짝지으므로 헤드 수가 짝수여야 "
     "합니다. 주어진 헤드 수: {heads}.",
+    "differential.with_gate": "차분 어텐션은 짝지은 헤드들의 출력을 합치는데, 출력 게이트(wg)는 "
+    "바로 그 자리에서 각 헤드의 출력에 곱해집니다. qkvcalc는 둘을 함께 계산하지 않습니다"
+    "(DiffLlama에는 출력 게이트가 없습니다). wg와 bg를 빼거나 differential을 빼세요.",
     "differential.decode": "차분 어텐션은 KV 캐시로 한 단계씩 계산하지 않습니다: --decode를 "
     "빼세요(전체 실행에서 보입니다).",
     "differential.train": "train은 아직 차분 어텐션을 거쳐 학습하지 않습니다: 학습하려면 "

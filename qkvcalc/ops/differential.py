@@ -415,6 +415,9 @@ def _header(diff: Differential) -> list[tuple[str, dict[str, Any]]]:
 FEATURE = Feature(
     name="differential",
     read=_read,
+    # its pairs are joined after the heads' outputs, where the gate would multiply each head's
+    # output: the two are not computed together (DiffLlama has no gate)
+    refuses=(("wg", "differential.with_gate"),),
     ops=(
         Op(
             "diff_maps",
