@@ -309,3 +309,25 @@ def test_a_config_that_lies_about_the_layer_is_one_message(lab, tmp_path):
     assert result.returncode == 2 and result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+
+
+def test_the_problem_round_trips_through_npz_with_its_nested_arrays(lab, tmp_path):
+    """extract --output layer.npz: gated_delta's arrays are members of their own
+    (`gated_delta.wz.npy`), not numbers in the JSON member; read back, the same output."""
+    import zipfile
+
+    import qkvcalc
+    from qkvcalc.extract import write_arrays
+    from qkvcalc.input.arrays import load_npz
+
+    got = lab("qwen3_next-grouped")
+    file = tmp_path / "layer.npz"
+    with file.open("wb") as out:
+        write_arrays(got["problem"], out)
+    names = set(zipfile.ZipFile(file).namelist())
+    assert {"gated_delta.conv.npy", "gated_delta.wz.npy", "gated_delta.a_log.npy"} <= names
+    doc = load_npz(file.read_bytes(), str(file), 10**9)
+    assert doc["gated_delta"]["norm_eps"] == got["problem"]["gated_delta"]["norm_eps"]
+    assert np.array_equal(doc["gated_delta"]["wz"], got["problem"]["gated_delta"]["wz"])
+    trace = qkvcalc.explain(**doc)
+    assert relative(trace.output, got["reference"]["out"]) < TOL

@@ -89,16 +89,20 @@ def implicit(
     q: np.ndarray, k: np.ndarray, g: np.ndarray, beta: np.ndarray, delta: bool = True
 ) -> np.ndarray:
     """W [n, n]: W[t, s] = β_s·k_sᵀ·A_{s+1}⋯A_t·q_t, A_r = e^(g_r)(I − β_r k_r k_rᵀ), 0 above
-    the diagonal. Walks back from q_t: u ← A_s·u after reading token s. delta=False: the delta
-    rule's read-back left out (A_r = e^(g_r)·I, gated linear attention; a quiz mistake)."""
-    n = q.shape[0]
+    the diagonal. The layer is linear in V, so W is its output for V = I (token s's value the
+    unit row e_s): the state recurrence run once with d_v = n, row t of W = q_tᵀ·S_t (n steps of
+    d_k × n products, where walking every row back from q_t takes n²/2 small ones). delta=False:
+    the delta rule's read-back left out (A_r = e^(g_r)·I, gated linear attention; a quiz
+    mistake)."""
+    n, d_k = k.shape
+    state = np.zeros((d_k, n))
     w = np.zeros((n, n))
     for t in range(n):
-        u = q[t].copy()
-        for s in range(t, -1, -1):
-            w[t, s] = beta[s] * (k[s] @ u)
-            kept = u - beta[s] * k[s] * (k[s] @ u) if delta else u
-            u = float(np.exp(g[s])) * kept
+        state *= float(np.exp(g[t]))
+        written = -(state.T @ k[t]) if delta else np.zeros(n)  # −m: what the state holds
+        written[t] += 1.0  # v_t = e_t
+        state += np.outer(k[t], beta[t] * written)
+        w[t] = q[t] @ state
     return w
 
 
