@@ -312,7 +312,7 @@ def test_a_config_that_lies_about_the_layer_is_one_message(lab, tmp_path):
 
 
 def test_the_problem_round_trips_through_npz_with_its_nested_arrays(lab, tmp_path):
-    """extract --output layer.npz: gated_delta's arrays are members of their own
+    """extract --output layer.npz: gated_delta's matrices are members of their own
     (`gated_delta.wz.npy`), not numbers in the JSON member; read back, the same output."""
     import zipfile
 
@@ -325,7 +325,8 @@ def test_the_problem_round_trips_through_npz_with_its_nested_arrays(lab, tmp_pat
     with file.open("wb") as out:
         write_arrays(got["problem"], out)
     names = set(zipfile.ZipFile(file).namelist())
-    assert {"gated_delta.conv.npy", "gated_delta.wz.npy", "gated_delta.a_log.npy"} <= names
+    assert {"gated_delta.conv.npy", "gated_delta.wz.npy", "gated_delta.wa.npy"} <= names
+    assert "gated_delta.a_log.npy" not in names  # a vector stays in the JSON member
     doc = load_npz(file.read_bytes(), str(file), 10**9)
     assert doc["gated_delta"]["norm_eps"] == got["problem"]["gated_delta"]["norm_eps"]
     assert np.array_equal(doc["gated_delta"]["wz"], got["problem"]["gated_delta"]["wz"])
