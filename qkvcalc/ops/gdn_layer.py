@@ -243,16 +243,24 @@ def _two_cells(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
     yield 1, i, j
 
 
-def _silu_text(style: Any, x: float) -> tuple[str, float]:
-    """SiLU(x) as written, and as the shown x gives it."""
-    name = r"\mathrm{SiLU}" if style.latex else "SiLU"
-    shown = style.shown(x)
-    return f"{name}({style.num(x)})", float(silu(np.array([shown]))[0])
+def _silu_name(style: Any) -> str:
+    return r"\mathrm{SiLU}" if style.latex else "SiLU"
+
+
+def _link(style: Any, left: float, right: float) -> str:
+    """' = ' between two sides written from the numbers shown when they agree at the shown
+    precision (within 0.4 of its last digit), else ' ≈ '."""
+    close = abs(left - right) <= 0.4 * 10.0**-style.precision
+    return " = " if close else style.approx
+
+
+def _silu_of(x: float) -> float:
+    return float(silu(np.array([x]))[0])
 
 
 def _conv_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
-    """[3,1]: SiLU(0.5×1 + 0.25×2) = SiLU(1) = 0.7311 (the taps over this token and the K − 1
-    before it; the rows before the first are 0 and left out)"""
+    """[3,1]: 0.5×1 + 0.25×2 = 1.0000; SiLU(1.0000) = 0.7311 (the taps over this token and the
+    K − 1 before it; the rows before the first are 0 and left out)"""
     x, kernel = stage.operands
     taps = stage.params["taps"]
     f, s = style.factor, style.shown
@@ -261,38 +269,40 @@ def _conv_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) 
         for r in range(taps)
         if i - taps + 1 + r >= 0
     ]
-    total = sum(s(a) * s(b) for a, b in pairs)
-    inner = " + ".join(f"{f(a)}{style.times}{f(b)}" for a, b in pairs)
-    name = r"\mathrm{SiLU}" if style.latex else "SiLU"
+    worked = sum(s(a) * s(b) for a, b in pairs)
     summed = float(sum(a * b for a, b in pairs))
-    left = f"{style.at(i + 1, j + 1)}{name}({inner}) = {name}({style.num(summed)})"
-    return style.line(left, float(silu(np.array([total]))[0]), float(stage.value[i, j]), result)
+    inner = " + ".join(f"{f(a)}{style.times}{f(b)}" for a, b in pairs)
+    first = f"{inner}{style.sign(worked, summed)}{style.num(summed)}"
+    left = f"{style.at(i + 1, j + 1)}{first}; {_silu_name(style)}({style.num(summed)})"
+    return style.line(left, _silu_of(s(summed)), float(stage.value[i, j]), result)
 
 
 def _gates_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
     """[2,1]: −e^(0.5)×softplus(0.3 + 1) = −1.6487×1.5410 = −2.5407;
-    [2,2]: σ(0.4) = 1 / (1 + e^(−0.4)) = 0.5987"""
+    [2,2]: σ(0.4) = 0.5987"""
     (ab,) = stage.operands
     s, f = style.shown, style.factor
     x = float(ab[i, j])
-    if j == 0:
-        a_log, dt_bias = stage.params["a_log"], stage.params["dt_bias"]
-        decay, summed = math.exp(a_log), x + dt_bias
-        plus = float(softplus(np.array([s(summed)]))[0])
-        left = (
-            f"{style.at(i + 1, j + 1)}{style.minus}{style.exp(style.num(a_log))}{style.times}"
-            f"softplus({style.num(x)} + {style.num(dt_bias)}) = {style.minus}{f(decay)}"
-            f"{style.times}{f(float(softplus(np.array([summed]))[0]))}"
+    if j == 1:
+        sigma = r"\sigma" if style.latex else "σ"
+        left = f"{style.at(i + 1, j + 1)}{sigma}({style.num(x)})"
+        return style.line(
+            left, float(sigmoid(np.array([s(x)]))[0]), float(stage.value[i, j]), result
         )
-        return style.line(left, -s(decay) * plus, float(stage.value[i, j]), result)
-    sigma = r"\sigma" if style.latex else "σ"
-    left = f"{style.at(i + 1, j + 1)}{sigma}({style.num(x)})"
-    shown = float(sigmoid(np.array([s(x)]))[0])
-    return style.line(left, shown, float(stage.value[i, j]), result)
+    a_log, dt_bias = stage.params["a_log"], stage.params["dt_bias"]
+    decay, plus = math.exp(a_log), float(softplus(np.array([x + dt_bias]))[0])
+    written = -math.exp(s(a_log)) * float(softplus(np.array([s(x) + s(dt_bias)]))[0])
+    middle = -s(decay) * s(plus)
+    left = (
+        f"{style.at(i + 1, j + 1)}{style.minus}{style.exp(style.num(a_log))}{style.times}"
+        f"softplus({style.num(x)} + {style.num(dt_bias)}){_link(style, written, middle)}"
+        f"{style.minus}{f(decay)}{style.times}{f(plus)}"
+    )
+    return style.line(left, middle, float(stage.value[i, j]), result)
 
 
 def _rms_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
-    """[1,2]: 0.4 / √(0.2500 + 1e-06) × 1.1 = 0.8800 (the row's mean of squares)"""
+    """[1,2]: 0.4 / √0.2500 × 1.1 = 0.8800 (the row's mean of squares + ε under the root)"""
     o, weight = stage.operands
     eps = float(stage.params["eps"])
     mean = float((o[i] * o[i]).mean())
@@ -301,18 +311,24 @@ def _rms_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -
     left = f"{style.at(i + 1, j + 1)}{style.num(float(o[i, j]))} / {root}{style.times}"
     left += f(float(weight[0, j]))
     radicand = s(mean + eps)
-    shown = s(float(o[i, j])) / math.sqrt(radicand) * s(float(weight[0, j])) if radicand > 0 else 0
+    # a root shown as √0.0000 (a row of zeros: ε alone under it) divides by nothing shown: ≈
+    shown = (
+        s(float(o[i, j])) / math.sqrt(radicand) * s(float(weight[0, j]))
+        if radicand > 0
+        else math.nan
+    )
     return style.line(left, shown, float(stage.value[i, j]), result)
 
 
 def _silu_gate_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
     """[1,2]: 0.88 × SiLU(0.5) = 0.88 × 0.3112 = 0.2739"""
     normed, z = (float(o[i, j]) for o in stage.operands)
-    said, act = _silu_text(style, z)
-    f = style.factor
-    left = f"{style.at(i + 1, j + 1)}{f(normed)}{style.times}{said}"
-    left += f" = {f(normed)}{style.times}{f(float(silu(np.array([z]))[0]))}"
-    return style.line(left, style.shown(normed) * act, float(stage.value[i, j]), result)
+    s, f = style.shown, style.factor
+    act = _silu_of(z)
+    written, middle = s(normed) * _silu_of(s(z)), s(normed) * s(act)
+    left = f"{style.at(i + 1, j + 1)}{f(normed)}{style.times}{_silu_name(style)}({style.num(z)})"
+    left += f"{_link(style, written, middle)}{f(normed)}{style.times}{f(act)}"
+    return style.line(left, middle, float(stage.value[i, j]), result)
 
 
 OPS = (
