@@ -332,3 +332,43 @@ def test_the_problem_round_trips_through_npz_with_its_nested_arrays(lab, tmp_pat
     assert np.array_equal(doc["gated_delta"]["wz"], got["problem"]["gated_delta"]["wz"])
     trace = qkvcalc.explain(**doc)
     assert relative(trace.output, got["reference"]["out"]) < TOL
+
+
+def test_the_torch_script_of_a_whole_layer_agrees(lab, tmp_path):
+    """--format torch of an extracted layer: the convolution, the gates from X and the gated
+    norm written in PyTorch, run, and agreeing with qkvcalc."""
+    import subprocess
+    import sys
+
+    from qkvcalc.extract import write_problem
+
+    problem = lab("qwen3_next-grouped")["problem"]
+    file, script = tmp_path / "layer.json", tmp_path / "layer.py"
+    with file.open("w") as out:
+        write_problem(problem, out)
+    argv = [sys.executable, "-m", "qkvcalc", "explain", str(file), "--format", "torch"]
+    made = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    assert made.returncode == 0, made.stderr
+    assert "F.conv1d" in made.stdout and "F.softplus" in made.stdout and "W_z" in made.stdout
+    script.write_text(made.stdout)
+    ran = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert ran.returncode == 0 and "OK: PyTorch agrees" in ran.stdout, ran.stdout + ran.stderr
+
+
+@pytest.mark.parametrize("stage", ["weights", "output"])
+def test_the_quiz_names_a_mistake_after_the_convolution(lab, stage):
+    """The decay left out, on an extracted layer: the quiz's mistakes read the convolved V."""
+    from qkvcalc.ops.gated_delta import implicit
+    from qkvcalc.quiz.mistakes import recognise
+
+    trace = lab("qwen3_next")["trace"]
+    q, k, v = (trace.stage(sid, 1).value for sid in ("q_l2", "k_l2", "v_conv"))
+    gates = trace.stage("gates", 1).value
+    wrong = implicit(q, k, 0 * gates[:, 0], gates[:, 1])
+    wrong = wrong if stage == "weights" else wrong @ v
+    found = recognise(trace, f"1/{stage}", np.round(wrong, 6), {}, 6)
+    assert found is not None and found.id == "gdn_decay_missing"
+    truth = np.round(trace.stage(stage, 1).value, 6)
+    assert recognise(trace, f"1/{stage}", truth, {}, 6) is None
