@@ -126,6 +126,7 @@ def test_the_linear_layer_equals_transformers(lab, name):
     problem, ref, trace = got["problem"], got["reference"], got["trace"]
     assert relative(problem["x"], ref["x"]) < 1e-12
     assert relative(trace.output, ref["out"]) < TOL
+    assert "linear-attention (Gated DeltaNet) layer 0" in problem["description"]
     heads = problem["heads"]
     assert heads == got["module"].num_v_heads
     for h in range(1, heads + 1):

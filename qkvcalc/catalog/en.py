@@ -2029,6 +2029,9 @@ MESSAGES: dict[str, str] = {
     "extract.description_kv_shared": "The self-attention of layer {layer} of {model} ({arch}) "
     "on {n} tokens: x is the exact input of that attention from a run in {dtype}; W_Q, the query "
     "norm and W_O are the layer's own, in float64.",
+    "extract.description_linear": "The linear-attention (Gated DeltaNet) layer {layer} of "
+    "{model} ({arch}) on {n} tokens: x is the exact input of that layer from a run in {dtype}, "
+    "the weights are the layer's own, in float64.",
     "extract.kv_shared": "This layer has no keys and values of its own: it reuses those of layer "
     "{earlier} (KV sharing), so the source is layer {earlier}'s attention input, and W_K, W_V "
     "and the key norm are layer {earlier}'s.",

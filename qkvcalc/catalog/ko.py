@@ -2014,6 +2014,9 @@ MESSAGES: dict[str, str] = {
     "extract.description_kv_shared": "{model} ({arch})의 {layer}번 층 셀프 어텐션, 토큰 {n}개: "
     "x는 {dtype}(으)로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, W_Q, Query 정규화, "
     "W_O는 그 층의 것을 float64로 옮긴 값입니다.",
+    "extract.description_linear": "{model} ({arch})의 {layer}번 층 선형 어텐션(Gated DeltaNet), "
+    "토큰 {n}개: x는 {dtype}(으)로 실행했을 때 그 층에 들어가는 입력 그대로이고, 가중치는 그 층의 "
+    "것을 float64로 옮긴 값입니다.",
     "extract.kv_shared": "이 층은 자기 Key와 Value가 없어 앞선 {earlier}번 층의 것을 다시 "
     "씁니다(KV 공유). 그래서 source는 그 층의 어텐션 입력이고, W_K, W_V와 Key 정규화도 그 층의 "
     "것입니다.",

@@ -666,10 +666,21 @@ def describe(family: Any, model: Any, layer: int, shown: str, n: int, dtype: str
     arch = family.names[model.config.model_type]
     earlier = family.shares(model, layer)
     key = "extract.description" if earlier is None else "extract.description_kv_shared"
+    if _linear(family, model, layer):  # a Gated DeltaNet layer (gdn.py): not self-attention
+        key = "extract.description_linear"
     said = Msg(key, layer=layer, model=shown, arch=arch, n=n, dtype=dtype).text(lang)
     if earlier is not None:  # KV sharing: K and V from an earlier layer's input
         said += " " + Msg("extract.kv_shared", earlier=earlier).text(lang)
     return said
+
+
+def _linear(family: Any, model: Any, layer: int) -> bool:
+    from qkvcalc.extract import gdn
+
+    try:
+        return gdn.is_layer(family.attention(family.stack(model)[layer]))
+    except (AttributeError, IndexError, TypeError):
+        return False
 
 
 def extract(
