@@ -7,8 +7,8 @@ which Problem.from_mapping then validates exactly as it does JSON:
   a string as a 0-d array: ``np.savez("layer.npz", x=x, …, mask="causal")``), and whose
   member `_json`, when there is one, is a 0-d string holding a JSON object of more keys (how
   `qkvcalc extract --output layer.npz` keeps its name, tokens and nested keys: no pickles), and
-  a member named `key.inner` is the array `inner` of the nested key `key` (extract's
-  `gated_delta.wz`);
+  a member named `key.inner` is the array `inner` of the nested key `key` (how extract keeps
+  the matrices of a nested key);
 - a `.npy` file as the value of one option (`--x x.npy`, `--wq wq.npy`);
 - in Python, anything array-like: numpy arrays, torch tensors on any device and of any dtype
   (through ``.detach().cpu()``, as float64), or any object with ``__array__``.
