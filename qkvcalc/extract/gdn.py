@@ -34,9 +34,11 @@ def is_layer(module: Any) -> bool:
 
 
 def mixer(block: Any) -> Any:
-    """The module whose input is x: the attention, or the linear-attention layer."""
-    found = getattr(block, "self_attn", None)
-    return found if found is not None else block.linear_attn
+    """The module whose input is x: the attention, or the linear-attention layer (a layout with
+    neither is named by its self_attn, as before: check.layout)."""
+    if not hasattr(block, "self_attn") and hasattr(block, "linear_attn"):
+        return block.linear_attn
+    return block.self_attn
 
 
 def _projections(gdn: Any, k_heads: int, v_heads: int, d_k: int, d_v: int) -> dict[str, Any]:
