@@ -35,6 +35,15 @@ ratios within each round. The floors:
    with numpy and writes the same numbers with json.dumps, a matrix at a time (reported, no
    target: both are mostly the formatting of 60 million floats).
 
+5. a Qwen3-Next-sized Gated DeltaNet layer (hidden 2048, 16 key heads × 128, 32 value heads ×
+   128, a convolution of 4 taps; n = 256 tokens) in a float32 checkpoint of two layers:
+   `extract CKPT --layer 0 --dtype float64 --output L.npz` then `explain L.npz --detail brief`
+   (one shell command; both processes' time, the larger peak) against a minimal numpy script
+   that reads the same checkpoint (safetensors), computes the layer's output (the embedding's
+   rows, the input RMSNorm, the projections, the convolution, the gates, the recurrence, the
+   gated norm, out_proj) and writes it as JSON (target ≤ 2× wall time). It needs torch and
+   transformers (the models extra); `--gdn-small` runs it at a quarter of the width.
+
 The exit status is 0 when every target is met, 1 otherwise. The interactive page of the same
 layer (its size, and how soon chromium has it ready against loading the static page) is
 benchmarks/page.py: it needs chromium, chromedriver and selenium.
@@ -209,6 +218,105 @@ sys.stdout.write(json.dumps({name: g.tolist() for name, g in grads.items()}))
 """
 
 
+# A Qwen3-Next checkpoint whose layer 0 is Gated DeltaNet: argv = FOLDER SCALE (1: the real
+# widths, 4: a quarter of them); layer 1 is a small full-attention layer (a model of linear
+# layers alone cannot run in transformers), the MLPs small and dense; random float32 weights
+GDN_CHECKPOINT = """
+import sys
+import torch, transformers
+
+folder, scale = sys.argv[1], int(sys.argv[2])
+config = transformers.Qwen3NextConfig(
+    vocab_size=512, hidden_size=2048 // scale, intermediate_size=64, num_hidden_layers=2,
+    layer_types=["linear_attention", "full_attention"], linear_num_key_heads=16 // scale,
+    linear_key_head_dim=128, linear_num_value_heads=32 // scale, linear_value_head_dim=128,
+    linear_conv_kernel_dim=4, num_attention_heads=2, num_key_value_heads=1, head_dim=64,
+    num_experts=0, mlp_only_layers=[0, 1], max_position_embeddings=1024,
+)
+torch.manual_seed(0)
+model = transformers.Qwen3NextForCausalLM(config)
+with torch.no_grad():
+    for name, param in model.named_parameters():
+        param.copy_(torch.randn_like(param) * (0.02 if param.dim() > 1 else 0.3))
+model.save_pretrained(folder)
+"""
+
+# The floor of the Gated DeltaNet case: argv = FOLDER "IDS"; the layer's output as JSON
+GDN_FLOOR = """
+import json, sys
+import numpy as np
+from safetensors.numpy import load_file
+
+folder, ids = sys.argv[1], [int(i) for i in sys.argv[2].split()]
+with open(folder + "/config.json") as f:
+    config = json.load(f)
+w = {k: v.astype(np.float64) for k, v in load_file(folder + "/model.safetensors").items()}
+nk, nv = config["linear_num_key_heads"], config["linear_num_value_heads"]
+dk, dv, eps = config["linear_key_head_dim"], config["linear_value_head_dim"], config["rms_norm_eps"]
+r, n, p = nv // nk, len(ids), "model.layers.0."
+h = w["model.embed_tokens.weight"][ids]
+x = h / np.sqrt((h * h).mean(1, keepdims=True) + eps) * (1 + w[p + "input_layernorm.weight"])
+a = p + "linear_attn."
+qkvz = (x @ w[a + "in_proj_qkvz.weight"].T).reshape(n, nk, 2 * dk + 2 * r * dv)
+ba = (x @ w[a + "in_proj_ba.weight"].T).reshape(n, nk, 2 * r)
+q, k, v, z = np.split(qkvz, np.cumsum([dk, dk, r * dv]), axis=2)
+b, al = ba[:, :, :r].reshape(n, nv), ba[:, :, r:].reshape(n, nv)
+mixed = np.concatenate([q.reshape(n, -1), k.reshape(n, -1), v.reshape(n, -1)], axis=1)
+taps = w[a + "conv1d.weight"][:, 0, :]  # [channels, K]
+K = taps.shape[1]
+conv = sum(
+    taps[:, j] * np.vstack([np.zeros((K - 1 - j, mixed.shape[1])), mixed[: n - (K - 1 - j)]])
+    for j in range(K)
+)
+mixed = conv / (1 + np.exp(-conv))
+q, k, v = np.split(mixed, [nk * dk, 2 * nk * dk], axis=1)
+q = np.repeat(q.reshape(n, nk, dk), r, axis=1)
+k = np.repeat(k.reshape(n, nk, dk), r, axis=1)
+v = v.reshape(n, nv, dv)
+q = q / np.sqrt((q * q).sum(-1, keepdims=True) + 1e-6) / np.sqrt(dk)
+k = k / np.sqrt((k * k).sum(-1, keepdims=True) + 1e-6)
+beta = 1 / (1 + np.exp(-b))
+s = al + w[a + "dt_bias"]
+g = -np.exp(w[a + "A_log"]) * np.where(s > 20, s, np.log1p(np.exp(np.minimum(s, 20))))
+S = np.zeros((nv, dk, dv))
+o = np.zeros((n, nv, dv))
+for t in range(n):
+    S *= np.exp(g[t])[:, None, None]
+    mem = np.einsum("hkv,hk->hv", S, k[t])
+    S += k[t][:, :, None] * ((v[t] - mem) * beta[t][:, None])[:, None, :]
+    o[t] = np.einsum("hkv,hk->hv", S, q[t])
+o = o / np.sqrt((o * o).mean(-1, keepdims=True) + eps) * w[a + "norm.weight"]
+z = z.reshape(n, nv, dv)
+out = (o * z / (1 + np.exp(-z))).reshape(n, nv * dv) @ w[a + "out_proj.weight"].T
+sys.stdout.write(json.dumps(out.tolist()))
+"""
+
+
+def gdn_cases(tmp: Path, small: bool) -> list[Case]:
+    """The Gated DeltaNet case and its floor (none without torch and transformers)."""
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        print("no transformers: the Gated DeltaNet case is left out", file=sys.stderr)
+        return []
+    folder, script, layer = tmp / "qwen3_next", tmp / "gdn_floor.py", tmp / "gdn_layer.npz"
+    print(f"writing a Qwen3-Next Gated DeltaNet checkpoint to {folder} …", file=sys.stderr)
+    subprocess.run([PY, "-c", GDN_CHECKPOINT, str(folder), "4" if small else "1"], check=True)
+    script.write_text(GDN_FLOOR)
+    ids = " ".join(str((i * 7919) % 512) for i in range(256))
+    qkv = " ".join(QKVCALC)
+    both = (
+        f"{qkv} extract {folder} --layer 0 --ids '{ids}' --dtype float64 --output {layer} && "
+        f"{qkv} explain {layer} --detail brief --max-bytes 100000000000 "
+        "--max-elements 100000000000"
+    )
+    floor = "floor: numpy gated deltanet + json"
+    return [
+        Case(floor, [PY, str(script), str(folder), ids]),
+        Case("gdn extract + explain --detail brief", ["sh", "-c", both], floor, 2.0),
+    ]
+
+
 def write_gpt2_backward(path: Path) -> None:
     """n = 128, d_model = 768, 12 heads, W_O, causal, and a target output (float32 values)."""
     subprocess.run([PY, "-c", GPT2_LAYER, str(path), "128", "2021", "--target"], check=True)
@@ -236,7 +344,7 @@ def machine() -> str:
     )
 
 
-def cases(quick: bool, tmp: Path, trace: bool = True) -> list[Case]:
+def cases(quick: bool, tmp: Path, trace: bool = True, gdn_small: bool = False) -> list[Case]:
     qkv = QKVCALC
     found: list[Case] = [
         Case(
@@ -292,6 +400,7 @@ def cases(quick: bool, tmp: Path, trace: bool = True) -> list[Case]:
             1.5,
         ),
     ]
+    found += gdn_cases(tmp, gdn_small)
     if trace:
         dumps_floor = "floor + json.dumps(every stage)"
         found += [
@@ -315,9 +424,12 @@ def main() -> int:
         "--no-trace", action="store_true", help="without the whole-trace case (minutes a run)"
     )
     parser.add_argument("--only", help="only the cases whose name holds this word (and floors)")
+    parser.add_argument(
+        "--gdn-small", action="store_true", help="the Gated DeltaNet case at a quarter width"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="qkvcalc-bench-") as tmp:
-        todo = cases(args.quick, Path(tmp), trace=not args.no_trace)
+        todo = cases(args.quick, Path(tmp), trace=not args.no_trace, gdn_small=args.gdn_small)
         if args.only:
             kept = [c for c in todo if args.only in c.name]
             needed: set[str | None] = set()

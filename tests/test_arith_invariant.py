@@ -114,6 +114,10 @@ _FUNCS = {
     "abs": abs,
     "max": lambda *v: max(v),
     "ReLU": lambda v: max(v, 0.0),  # the sparse-attention indexer's index scores
+    # Gated DeltaNet's layer (qkvcalc/ops/gdn_layer.py): σ, SiLU, softplus (torch's threshold)
+    "sigmoid": lambda v: 1 / (1 + math.exp(-v)),
+    "SiLU": lambda v: v / (1 + math.exp(-v)),
+    "softplus": lambda v: v if v > 20 else math.log1p(math.exp(v)),
 }
 
 
@@ -126,7 +130,7 @@ def _to_python(text: str) -> str:
     t = text.strip()
     t = t.replace("-∞", " NEG_INF ").replace("∞", " POS_INF ").replace("NaN", " NAN ")
     t = t.replace("−", "-").strip().replace("×", "*").replace("·", "*")
-    t = t.replace("tanh²(", "tanh2(").replace("e^(", "exp(")
+    t = t.replace("tanh²(", "tanh2(").replace("e^(", "exp(").replace("σ(", "sigmoid(")
     t = re.sub(r"√(\d+(?:\.\d+)?)", r"sqrt(\1)", t)
     t = re.sub(r"\|([^|]*)\|", r"abs(\1)", t)
     if re.search(r"[^0-9A-Za-z_.+\-*/(), ]", t):
@@ -286,8 +290,10 @@ def _render(cli, preset: str, option: str, lang: str) -> str:
 
 
 def _check_rendering(cli, preset: str, option: str, lang: str) -> None:
-    precision = _precision(option)
-    text = _render(cli, preset, option, lang)
+    _check_text(_render(cli, preset, option, lang), _precision(option))
+
+
+def _check_text(text: str, precision: int) -> None:
     lines = arithmetic_lines(text)
     assert lines, "no arithmetic lines found: the extraction is broken"
     wrong, unknown, undefined, checked = [], [], [], 0
@@ -333,6 +339,43 @@ def test_the_deltanet_weights_lines_are_among_those_checked(cli) -> None:
     assert len(below) == 3, lines  # n = 3: W[2,1], W[3,1], W[3,2]
     results = [check_line(line, 4) for line in below]  # one of them says ≈ (not checked)
     assert all(failure is None for _, failure in results) and sum(n for n, _ in results) >= 2
+
+
+# A whole Gated DeltaNet layer (the keys extract gives a Qwen3-Next linear layer): the causal
+# convolution, g and β made from X, the gated norm, two heads
+_R = [[0.3, -1.2, 0.5], [1.1, 0.4, -0.7], [-0.2, 0.9, 1.3], [0.8, -0.5, 0.1]]
+GDN_LAYER = {
+    "tokens": ["a", "b", "c", "d"],
+    "x": _R,
+    "wq": [[0.5, -0.3, 0.2, 0.7], [0.1, 0.8, -0.6, 0.4], [-0.9, 0.2, 0.3, -0.1]],
+    "wk": [[0.2, 0.6, -0.4, 0.1], [-0.7, 0.3, 0.5, 0.9], [0.4, -0.2, 0.8, -0.5]],
+    "wv": [[0.6, -0.1, 0.3, 0.2], [0.2, 0.5, -0.8, 0.4], [-0.3, 0.7, 0.1, -0.6]],
+    "wo": [[0.5, -0.2, 0.1], [0.3, 0.4, -0.6], [-0.1, 0.2, 0.7], [0.8, -0.3, 0.2]],
+    "heads": 2,
+    "mask": "causal",
+    "gated_delta": {
+        "conv": [[0.2 * ((c % 5) - 2) for c in range(12)], [1 - 0.1 * c for c in range(12)]],
+        "wa": [[0.4, -0.6], [0.9, 0.2], [-0.3, 0.5]],
+        "wb": [[-0.8, 0.3], [0.1, 0.7], [0.6, -0.4]],
+        "a_log": [0.5, -1.2],
+        "dt_bias": [0.3, 1.1],
+        "wz": [[0.7, -0.2, 0.4, 0.1], [-0.5, 0.6, 0.3, -0.9], [0.2, 0.8, -0.7, 0.5]],
+        "norm": [1.2, 0.8],
+        "chunk": 2,
+    },
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_every_equals_holds_in_a_whole_gated_deltanet_layer(cli, lang) -> None:
+    env = {**PINNED_ENV, "COLUMNS": "4000"}
+    args = ["explain", "-", "-f", "table", "--no-color", "--detail", "full", "--lang", lang]
+    result = cli(*args, input=json.dumps(GDN_LAYER), env=env)
+    assert result.exit_code == 0, result.output[-2000:]
+    lines = arithmetic_lines(result.output)
+    for made in ("SiLU(", "softplus(", "σ(", " / √"):  # the layer's own stages are among them
+        assert any(made in line for line in lines), made
+    _check_text(result.output, 4)
 
 
 def test_the_evaluator() -> None:

@@ -9,9 +9,10 @@ config, random weights, eager attention, save_pretrained, extract in float64, th
 x to 1e-12, every head's attention probabilities and the output projection's own output to 1e-8
 relative. transformers' output_attentions returns the attention layers' maps only, so the
 reference takes the weights from the attention module's own output. A linear-attention layer
-is refused with one message naming its kind and the attention layers; the hybrids extract does
-not read are refused as a whole before anything loads; heads shows the attention layers and
-says where the others are."""
+of OLMo-Hybrid (the Qwen ones' are read: tests/test_extract_gdn.py) or a Mamba layer is refused
+with one message naming its kind and the attention layers; the hybrids extract does not read are
+refused as a whole before anything loads; heads shows the attention layers and says where the
+others are."""
 
 from __future__ import annotations
 
@@ -342,7 +343,9 @@ def test_a_linear_attention_layer_is_one_message_naming_the_attention_layers(lab
     import qkvcalc
     from qkvcalc.errors import QkvcalcError
 
-    folder = lab("qwen3_5")["folder"]  # the multimodal checkpoint: its text config says
+    # OLMo-Hybrid's Gated DeltaNet layers are not read (Qwen3-Next's and Qwen3.5's are:
+    # tests/test_extract_gdn.py)
+    folder = lab("olmo_hybrid")["folder"]
     with pytest.raises(QkvcalcError) as err:
         qkvcalc.extract(str(folder), layer=0, input_ids=ids(), dtype="float64")
     assert err.value.msg.key == "extract.not_attention"
@@ -351,7 +354,7 @@ def test_a_linear_attention_layer_is_one_message_naming_the_attention_layers(lab
 
 
 def test_the_command_line_refuses_a_linear_layer_in_one_line(lab):
-    folder = lab("qwen3_next")["folder"]
+    folder = lab("olmo_hybrid")["folder"]
     argv = [sys.executable, "-m", "qkvcalc", "extract", str(folder), "--layer", "0"]
     result = subprocess.run(
         [*argv, "--ids", "1 2 3"], capture_output=True, text=True, timeout=300, check=False

@@ -401,7 +401,8 @@ MESSAGES: dict[str, str] = {
     "[...]}}, not {value}.",
     "gated_delta.unknown_key": "gated_delta has no key {key}; its keys are {known}",
     "gated_delta.needs": "gated_delta needs both g (each token's decay in log space) and beta "
-    "(β, its write strength), one number per token and head.",
+    "(β, its write strength), one number per token and head, or else wa, wb, a_log and dt_bias "
+    "to make them from X.",
     "gated_delta.shape": "gated_delta's {field} is {shape}, but it needs one row per token and "
     "one column per head: n×H = {n}×{heads}.",
     "gated_delta.shape_flat": "gated_delta's {field} is a flat list of {count} numbers, but it "
@@ -539,6 +540,61 @@ MESSAGES: dict[str, str] = {
     "(lightning) yet: leave out --backward.",
     "lightning.dtype": "--dtype does not round a lightning-attention layer (lightning) yet: "
     "leave out --dtype.",
+    # the layer around the core (qkvcalc/ops/gdn_layer.py)
+    "ui.variant.gdn_conv": "Q, K and V through the layer's causal convolution ({taps} taps) and "
+    "SiLU",
+    "ui.variant.gdn_gates": "g and β made from X (W_a, W_b, A_log, dt_bias)",
+    "ui.variant.gdn_norm": "the gated RMSNorm after the core: out / RMS(out) ⊙ w ⊙ SiLU(X·W_z)",
+    "stage.gdn_conv.title": "Gated DeltaNet: the causal convolution, then SiLU",
+    "stage.gdn_conv.why": "Before the delta rule, each column of Q, K and V is mixed with the "
+    "same column of the few tokens just before it: a depthwise convolution (one kernel per "
+    "column, conv1d with groups = channels), causal, so no token sees a later one. SiLU(x) = "
+    "x·σ(x) follows. A token's Query, Key and Value thus already carry a little of their "
+    "neighbours before the state is read or written.",
+    "stage.ab.title": "Gated DeltaNet: a and b, this head's two numbers per token from X",
+    "stage.ab.why": "Two more columns of X's projection, one each of W_a and W_b for this head. "
+    "a decides how fast the state forgets at this token, b how strongly the token writes.",
+    "stage.gdn_gates.title": "Gated DeltaNet: the decay g and the write strength β, made from a "
+    "and b",
+    "stage.gdn_gates.why": "g = −e^(A_log)·softplus(a + dt_bias) is below 0, so the decay e^g "
+    "lies in (0, 1): the state is multiplied by it before the token writes. β = σ(b) lies in "
+    "(0, 1): how much of the correction the token writes.",
+    "stage.z.title": "Gated DeltaNet: Z, the output gate's input",
+    "stage.z.why": "One more projection of X, d_v columns for this head: SiLU(Z) multiplies the "
+    "normed output below, cell by cell.",
+    "stage.gdn_normed.title": "Gated DeltaNet: the output over its root mean square, times w",
+    "stage.gdn_normed.why": "Each token's row of the core output divided by its root mean "
+    "square (√(mean(out²) + ε)), then multiplied by the norm's weight w, column by column "
+    "(Qwen3NextRMSNormGated: w as it is stored, not 1 + w).",
+    "stage.gdn_gated.title": "Gated DeltaNet: the normed output times SiLU(Z)",
+    "stage.gdn_gated.why": "The gate: each cell times SiLU(Z) = Z·σ(Z), which the token decides "
+    "from X. The heads are then joined and out_proj (W_O) mixes them.",
+    "stage.gdn_output_normed.title": "Gated DeltaNet: the output read from the state",
+    "stage.gdn_output_normed.why": "Each token reads the state it has just written with its "
+    "Query: o_t = S_tᵀ·q̂_t. This core output then goes through the gated RMSNorm below "
+    "(times SiLU(Z)) before the heads are joined.",
+    "note.gdn_conv": "Each cell: SiLU(Σ_r w[r]·x[t − {back} + r]) over the {taps} taps of its "
+    "column; the rows before the first token are 0.",
+    "note.gdn_gates": "This head's A_log is {a_log}, so e^(A_log) = {decay}.",
+    "note.gdn_norm_weight": "RMS(out) = √(mean of the row's squares + ε), one number per token "
+    "for the whole row.",
+    "gated_delta.both_gates": "gated_delta gives g or beta and also {made}: give either g and "
+    "beta, or wa, wb, a_log and dt_bias (from which the layer makes them), not both.",
+    "gated_delta.made_needs": "gated_delta makes g and β from X only with all of wa, wb, a_log "
+    "and dt_bias; missing: {missing}.",
+    "gated_delta.needs_x": "gated_delta's {field} multiplies X: give x and the weights (not q, k "
+    "and v directly).",
+    "gated_delta.conv": "gated_delta's conv is {shape}, but it needs one row per tap and one "
+    "column per channel of q, k and v: K × (2·H·d_k + H·d_v) = K × {channels} (H = {heads}, d_k "
+    "= {d_k}, d_v = {d_v}).",
+    "gated_delta.weight_shape": "gated_delta's {field} is {shape}, but it needs {want} (in the "
+    "{layout} layout, as W_Q).",
+    "gated_delta.vector": "gated_delta's {field} has {length} numbers, but it needs {want}: one "
+    "per head (a_log, dt_bias) or one per column of a head's output (norm).",
+    "gated_delta.norm_pair": "gated_delta's gated norm needs wz (the gate's weight) and norm (its "
+    "weight w) together, norm_eps only with them; {given} came alone.",
+    "gated_delta.norm_eps": "gated_delta's norm_eps (the gated norm's ε) must be a number between "
+    "0 and 1, not {value}.",
     # ---- differential attention (qkvcalc/ops/differential.py) ----
     "ui.variant.differential": "differential attention in pairs of heads, λ = {lam}, "
     "λ_init = {init}",
@@ -2375,6 +2431,9 @@ MESSAGES: dict[str, str] = {
     "extract.description_kv_shared": "The self-attention of layer {layer} of {model} ({arch}) "
     "on {n} tokens: x is the exact input of that attention from a run in {dtype}; W_Q, the query "
     "norm and W_O are the layer's own, in float64.",
+    "extract.description_linear": "The linear-attention (Gated DeltaNet) layer {layer} of "
+    "{model} ({arch}) on {n} tokens: x is the exact input of that layer from a run in {dtype}, "
+    "the weights are the layer's own, in float64.",
     "extract.kv_shared": "This layer has no keys and values of its own: it reuses those of layer "
     "{earlier} (KV sharing), so the source is layer {earlier}'s attention input, and W_K, W_V "
     "and the key norm are layer {earlier}'s.",

@@ -398,7 +398,8 @@ MESSAGES: dict[str, str] = {
     "합니다. 받은 값: {value}",
     "gated_delta.unknown_key": "gated_delta에 없는 키입니다: {key}. 쓸 수 있는 키: {known}",
     "gated_delta.needs": "gated_delta에는 g(토큰마다 로그 공간의 감쇠)와 beta(β, 쓰기 세기)가 둘 "
-    "다, 토큰과 헤드마다 수 하나씩 있어야 합니다.",
+    "다, 토큰과 헤드마다 수 하나씩 있어야 합니다. 아니면 X로 그것을 만드는 wa, wb, a_log, "
+    "dt_bias를 주세요.",
     "gated_delta.shape": "gated_delta의 {field}의 모양은 {shape}인데, 토큰마다 한 행, 헤드마다 "
     "한 열이 필요합니다: n×H = {n}×{heads}.",
     "gated_delta.shape_flat": "gated_delta의 {field}에 수 {count}개의 1차원 목록이 주어졌는데, "
@@ -535,6 +536,57 @@ MESSAGES: dict[str, str] = {
     "--backward를 빼세요.",
     "lightning.dtype": "--dtype은 아직 라이트닝 어텐션 층(lightning)을 반올림하지 않습니다: "
     "--dtype을 빼세요.",
+    # the layer around the core (qkvcalc/ops/gdn_layer.py)
+    "ui.variant.gdn_conv": "Q, K, V가 층의 인과 합성곱(탭 {taps}개)과 SiLU를 거침",
+    "ui.variant.gdn_gates": "X로 만든 g와 β(W_a, W_b, A_log, dt_bias)",
+    "ui.variant.gdn_norm": "코어 다음의 게이트가 있는 RMSNorm: out / RMS(out) ⊙ w ⊙ SiLU(X·W_z)",
+    "stage.gdn_conv.title": "Gated DeltaNet: 인과 합성곱, 그다음 SiLU",
+    "stage.gdn_conv.why": "델타 규칙 전에 Q, K, V의 각 열을 바로 앞 몇 토큰의 같은 열과 섞습니다: "
+    "열마다 커널이 하나인 깊이별 합성곱(groups = 채널 수인 conv1d)이고, 인과적이라 어떤 토큰도 "
+    "뒤의 토큰을 보지 않습니다. 그다음 SiLU(x) = x·σ(x)를 적용합니다. 그래서 토큰의 Query, Key, "
+    "Value는 상태를 읽거나 쓰기 전에 이미 이웃의 값을 조금 담고 있습니다.",
+    "stage.ab.title": "Gated DeltaNet: a와 b, X에서 얻는 이 헤드의 토큰마다 두 수",
+    "stage.ab.why": "X를 투영한 두 열이 더 있습니다. 이 헤드에 대해 W_a와 W_b의 열이 하나씩입니다. "
+    "a는 이 토큰에서 상태가 얼마나 빨리 잊는지를, b는 토큰이 얼마나 세게 쓰는지를 정합니다.",
+    "stage.gdn_gates.title": "Gated DeltaNet: a와 b로 만든 감쇠 g와 쓰기 세기 β",
+    "stage.gdn_gates.why": "g = −e^(A_log)·softplus(a + dt_bias)는 0보다 작으므로 감쇠 e^g는 "
+    "(0, 1) 안에 있습니다: 토큰이 쓰기 전에 상태에 이 값을 곱합니다. β = σ(b)는 (0, 1) 안에 "
+    "있습니다: 토큰이 보정을 얼마나 쓰는지입니다.",
+    "stage.z.title": "Gated DeltaNet: 출력 게이트의 입력 Z",
+    "stage.z.why": "X의 투영이 하나 더 있습니다. 이 헤드에 d_v개 열입니다: 아래에서 SiLU(Z)를 "
+    "정규화한 출력에 칸마다 곱합니다.",
+    "stage.gdn_normed.title": "Gated DeltaNet: 출력을 제곱평균제곱근으로 나누고 w를 곱함",
+    "stage.gdn_normed.why": "코어 출력의 토큰마다 행을 그 제곱평균제곱근(√(mean(out²) + ε))으로 "
+    "나누고, 열마다 정규화의 가중치 w를 곱합니다(Qwen3NextRMSNormGated: 1 + w가 아니라 저장된 "
+    "w 그대로).",
+    "stage.gdn_gated.title": "Gated DeltaNet: 정규화한 출력에 SiLU(Z)를 곱함",
+    "stage.gdn_gated.why": "게이트입니다: 각 칸에 토큰이 X로 정하는 SiLU(Z) = Z·σ(Z)를 곱합니다. "
+    "그다음 헤드들을 잇고 out_proj(W_O)가 섞습니다.",
+    "stage.gdn_output_normed.title": "Gated DeltaNet: 상태에서 읽은 출력",
+    "stage.gdn_output_normed.why": "각 토큰은 방금 쓴 상태를 자기 Query로 읽습니다: o_t = "
+    "S_tᵀ·q̂_t. 이 코어 출력은 헤드들을 잇기 전에 아래의 게이트가 있는 RMSNorm(SiLU(Z)를 곱함)을 "
+    "거칩니다.",
+    "note.gdn_conv": "각 칸: 그 열의 탭 {taps}개에 걸친 SiLU(Σ_r w[r]·x[t − {back} + r]). 첫 "
+    "토큰 앞의 행은 0입니다.",
+    "note.gdn_gates": "이 헤드의 A_log = {a_log}, 그래서 e^(A_log) = {decay}.",
+    "note.gdn_norm_weight": "RMS(out) = √(행의 제곱의 평균 + ε), 토큰마다 행 전체에 수 하나입니다.",
+    "gated_delta.both_gates": "gated_delta에 g나 beta가 있는데 다음 키도 있습니다: {made}. g와 "
+    "beta를 주거나, 층이 그것을 만드는 wa, wb, a_log, dt_bias를 주세요. 둘 다는 안 됩니다.",
+    "gated_delta.made_needs": "gated_delta는 wa, wb, a_log, dt_bias가 모두 있어야 X로 g와 β를 "
+    "만듭니다. 빠진 키: {missing}",
+    "gated_delta.needs_x": "gated_delta의 {field} 키는 X에 곱합니다: q, k, v를 직접 주지 말고 x와 "
+    "가중치를 주세요.",
+    "gated_delta.conv": "gated_delta의 conv 모양은 {shape}인데, 탭마다 한 행, q, k, v의 채널마다 "
+    "한 열이 필요합니다: K × (2·H·d_k + H·d_v) = K × {channels} (H = {heads}, d_k = {d_k}, "
+    "d_v = {d_v}).",
+    "gated_delta.weight_shape": "gated_delta의 {field} 키의 모양은 {shape}인데, 필요한 모양은 "
+    "{want}입니다(W_Q와 같은 {layout} 배치).",
+    "gated_delta.vector": "gated_delta의 {field} 키에 수가 {length}개 있는데, {want}개가 "
+    "필요합니다: 헤드마다 하나(a_log, dt_bias) 또는 헤드 출력의 열마다 하나(norm).",
+    "gated_delta.norm_pair": "gated_delta의 게이트가 있는 정규화에는 wz(게이트의 가중치)와 "
+    "norm(가중치 w)이 함께 필요하고, norm_eps는 그 둘과 함께만 씁니다. 혼자 온 키: {given}",
+    "gated_delta.norm_eps": "gated_delta의 norm_eps(게이트가 있는 정규화의 ε)는 0과 1 사이의 "
+    "수여야 합니다. 받은 값: {value}",
     # ---- differential attention (qkvcalc/ops/differential.py) ----
     "ui.variant.differential": "헤드 쌍의 차분 어텐션, λ = {lam}, λ_init = {init}",
     "stage.diff_weights.title": "차분 어텐션: 한 맵에서 λ배 한 다른 맵을 뺌",
@@ -2350,6 +2402,9 @@ MESSAGES: dict[str, str] = {
     "extract.description_kv_shared": "{model} ({arch})의 {layer}번 층 셀프 어텐션, 토큰 {n}개: "
     "x는 {dtype}(으)로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, W_Q, Query 정규화, "
     "W_O는 그 층의 것을 float64로 옮긴 값입니다.",
+    "extract.description_linear": "{model} ({arch})의 {layer}번 층 선형 어텐션(Gated DeltaNet), "
+    "토큰 {n}개: x는 {dtype}(으)로 실행했을 때 그 층에 들어가는 입력 그대로이고, 가중치는 그 층의 "
+    "것을 float64로 옮긴 값입니다.",
     "extract.kv_shared": "이 층은 자기 Key와 Value가 없어 앞선 {earlier}번 층의 것을 다시 "
     "씁니다(KV 공유). 그래서 source는 그 층의 어텐션 입력이고, W_K, W_V와 Key 정규화도 그 층의 "
     "것입니다.",

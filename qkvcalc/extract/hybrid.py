@@ -3,11 +3,13 @@ linear attention (Qwen3-Next, Qwen3.5), Kimi Delta Attention (Kimi Linear, whose
 layers are MLA: deepseek.py), state-space (Mamba) layers (Nemotron-H, Bamba, Jamba,
 Granite 4, Falcon-H1, Zamba, Zamba2), LFM2's short convolutions, MiniMax's lightning attention.
 
-extract reads softmax attention, and MiniMax's lightning layers (minimax.py: both kinds of its
-layers are problems, BOTH_READ). For the other hybrids whose attention layers it reads (READ:
-llama.py, deepseek.py, zamba.py), a layer of the other kind is refused with one message that
-names its kind and lists the model's attention layers (`check_layer`), and `qkvcalc heads`
-shows the attention layers and says where the others are (`attention_layers`). The other hybrids are
+extract reads softmax attention, MiniMax's lightning layers (minimax.py: both kinds of its
+layers are problems, BOTH_READ) and the Gated DeltaNet layers of Qwen3-Next and Qwen3.5 (gdn.py:
+a problem of the input format's gated_delta key). For the other hybrids whose attention layers
+it reads (READ: llama.py, deepseek.py, zamba.py), a layer of another kind is refused with one
+message that names its kind and lists the model's attention layers (`check_layer`), and
+`qkvcalc heads` shows the attention layers (softmax ones only) and says where the others are
+(`attention_layers`). The other hybrids are
 refused as a whole, naming their kind of layer (`check_type`), before anything loads.
 
 Which layer is which is read from the config's `layer_types` (transformers 5 names every
@@ -22,6 +24,7 @@ from numbers import Integral
 from typing import Any
 
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.extract import gdn
 from qkvcalc.i18n import Msg
 
 # A hybrid whose attention layers extract reads: model_type → the kind of each of its other
@@ -84,6 +87,17 @@ def attention_layers(config: Any) -> list[int] | None:
 
 def _read_both(config: Any) -> bool:
     return config.model_type in BOTH_READ or text_config(config).model_type in BOTH_READ
+def readable_layers(config: Any) -> list[int] | None:
+    """The layers of a hybrid extract reads: its attention layers, and its linear-attention
+    layers when they are Gated DeltaNet of Qwen3-Next or Qwen3.5 (gdn.py); None for any other
+    model."""
+    found = attention_layers(config)
+    if found is None or (
+        config.model_type not in gdn.READ and text_config(config).model_type not in gdn.READ
+    ):
+        return found
+    linear = [i for i, kind in enumerate(layer_types(config)) if kind == "linear_attention"]
+    return sorted([*found, *linear])
 
 
 def kind(config: Any, layer: int) -> Msg:
@@ -110,7 +124,7 @@ def check_layer(config: Any, layer: int, model: str) -> None:
     and the layers that are attention."""
     found = attention_layers(config)
     whole = isinstance(layer, Integral) and not isinstance(layer, bool)
-    if found is None or not whole or layer in found or _read_both(config):
+    if found is None or not whole or layer in (readable_layers(config) or []) or _read_both(config):
         return
     if not 0 <= layer < len(layer_types(config)):
         return  # extract.layer says so

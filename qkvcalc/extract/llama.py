@@ -6,7 +6,8 @@ and Granite MoE SWA (sliding layers, sinks, a RoPE base per layer: rotary_module
 layers of the hybrids (Qwen3-Next and Qwen3.5 with the output gate in q_proj, Bamba, Jamba,
 Granite 4, LFM2, OLMo-Hybrid, Falcon-H1 with its key_multiplier, Nemotron-H's attention
 blocks: NEMOTRON_H;
-hybrid.py says which layers are attention), and the other
+hybrid.py says which layers are attention; Qwen3-Next's and Qwen3.5's Gated DeltaNet layers
+are gdn.py's), and the other
 LLaMA-like model types FAMILY.names lists (OLMo, Gemma, GLM, Helium, Ministral …): the attention
 module's input is x (after input_layernorm in the pre-norm ones); separate q/k/v_proj linears
 (biases in Qwen2, StarCoder2, gpt-oss, Phi, StableLM, Seed-OSS, GLM, ERNIE 4.5 and Granite when
@@ -36,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from qkvcalc.extract import gdn
 from qkvcalc.extract.common import (
     Family,
     Layer,
@@ -178,6 +180,8 @@ def out_projection(attn: Any) -> Any:
 
 
 def keys(layer: Layer) -> dict[str, Any]:
+    if gdn.is_layer(layer.attention):  # a Qwen3-Next or Qwen3.5 linear-attention layer
+        return gdn.keys(layer)
     attn = layer.attention
     config = getattr(attn, "config", layer.config)  # a multimodal model's: its text config
     heads = config.num_attention_heads
@@ -380,8 +384,8 @@ FAMILY = Family(
         "olmo_hybrid": "OLMo-Hybrid",
     },
     stack=lambda model: decoder(model).layers,
-    attention=lambda block: block.self_attn,
-    output=lambda block: out_projection(block.self_attn),
+    attention=gdn.mixer,  # self_attn, or a Gated DeltaNet layer's linear_attn (gdn.py)
+    output=lambda block: out_projection(gdn.mixer(block)),
     keys=keys,
 )
 

@@ -1,9 +1,11 @@
 """The problem as a numpy .npz file (`--output layer.npz`): the arrays at the problem's top
 level (x, wq, wk, wv, wo, the biases, a 0/1 mask …) as members of their own name (`x.npy`,
-float64 or int64), every other key (name, description, tokens, heads, rope, qk_norm …) in one
-member, `_json.npy`: a 0-d unicode array holding those keys as a JSON object, its floats in
-their shortest round-trip form. Nothing is pickled (write_array with allow_pickle=False; no
-object array is written), and qkvcalc.input.arrays reads exactly this layout back.
+float64 or int64), the matrices of a nested key (gated_delta's conv, wz …) as members named
+`key.inner` (`gated_delta.wz.npy`), every other key (name, description, tokens, heads, rope,
+qk_norm …) in one member, `_json.npy`: a 0-d unicode array holding those keys as a JSON object,
+its floats in their shortest round-trip form. Nothing is pickled (write_array with
+allow_pickle=False; no object array is written), and qkvcalc.input.arrays reads exactly this
+layout back.
 
 A float64 number takes 8 bytes here against about 18 as JSON text, and is written as its bytes
 (no conversion to text), so a 7B model's layer is written in seconds."""
@@ -25,6 +27,11 @@ def write_arrays(problem: dict[str, Any], out: IO[bytes]) -> None:
     (a FIFO too: zipfile writes a stream that cannot seek with data descriptors)."""
     arrays = {k: v for k, v in problem.items() if isinstance(v, np.ndarray) and v.ndim >= 1}
     rest = {k: v for k, v in problem.items() if k not in arrays}
+    for key, value in list(rest.items()):
+        if isinstance(value, dict):  # a nested key's matrices: members of their own
+            inner = {k: v for k, v in value.items() if isinstance(v, np.ndarray) and v.ndim >= 2}
+            arrays.update({f"{key}.{k}": v for k, v in inner.items()})
+            rest[key] = {k: v for k, v in value.items() if k not in inner}
     text = io.StringIO()
     write_problem(rest, text)
     members = {

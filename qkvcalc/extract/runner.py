@@ -675,12 +675,23 @@ def describe(family: Any, model: Any, layer: int, shown: str, n: int, dtype: str
     notes = family.notes(model, layer)
     key = "extract.description" if earlier is None else "extract.description_kv_shared"
     key = "extract.description_block" if notes and earlier is None else key
+    if _linear(family, model, layer):  # a Gated DeltaNet layer (gdn.py): not self-attention
+        key = "extract.description_linear"
     said = Msg(key, layer=layer, model=shown, arch=arch, n=n, dtype=dtype).text(lang)
     if earlier is not None:  # KV sharing: K and V from an earlier layer's input
         said += " " + Msg("extract.kv_shared", earlier=earlier).text(lang)
     for note in notes:
         said += " " + note.text(lang)
     return said
+
+
+def _linear(family: Any, model: Any, layer: int) -> bool:
+    from qkvcalc.extract import gdn
+
+    try:
+        return gdn.is_layer(family.attention(family.stack(model)[layer]))
+    except Exception:  # a family whose layout says nothing of it: the ordinary description
+        return False
 
 
 def extract(

@@ -6,7 +6,9 @@ which Problem.from_mapping then validates exactly as it does JSON:
 - a `.npz` file whose keys are the input format's (`x`, `wq`, `wk`, `wv`, `mask`, `tokens` …;
   a string as a 0-d array: ``np.savez("layer.npz", x=x, …, mask="causal")``), and whose
   member `_json`, when there is one, is a 0-d string holding a JSON object of more keys (how
-  `qkvcalc extract --output layer.npz` keeps its name, tokens and nested keys: no pickles);
+  `qkvcalc extract --output layer.npz` keeps its name, tokens and nested keys: no pickles), and
+  a member named `key.inner` is the array `inner` of the nested key `key` (how extract keeps
+  the matrices of a nested key);
 - a `.npy` file as the value of one option (`--x x.npy`, `--wq wq.npy`);
 - in Python, anything array-like: numpy arrays, torch tensors on any device and of any dtype
   (through ``.detach().cpu()``, as float64), or any object with ``__array__``.
@@ -150,7 +152,19 @@ def load_npz(data: bytes | bytearray, origin: str, limit: int) -> dict[str, Any]
         doc[key] = array.item() if array.ndim == 0 and array.dtype.kind == "U" else array
     if not doc:
         raise QkvcalcError("array.npz_empty", origin=origin)
-    return doc
+    return _nested(doc, origin)
+
+
+def _nested(doc: dict[str, Any], origin: str) -> dict[str, Any]:
+    """Members named `key.inner` put into the nested key `key` (beside what `_json` gave it)."""
+    out = {key: value for key, value in doc.items() if "." not in key}
+    for key in sorted(k for k in doc if "." in k):
+        outer, inner = key.split(".", 1)
+        found = out.setdefault(outer, {})
+        if not isinstance(found, dict) or inner in found:
+            raise QkvcalcError("array.npz_duplicate", origin=origin, member=key + ".npy")
+        found[inner] = doc[key]
+    return out
 
 
 # A member is inflated a megabyte at a time (zipfile's read(-1) asks zlib for up to 2 GB in one

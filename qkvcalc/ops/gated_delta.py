@@ -16,6 +16,16 @@ layer computes between its projections and its gated norm (transformers'
 
 The state is d_k × d_v, as transformers keeps it. There is no softmax, so nothing of the
 softmax run's feature set applies: the layer is refused beside any other feature.
+
+The whole layer (what `qkvcalc extract` gives of a Qwen3-Next or Qwen3.5 linear-attention
+layer) adds optional keys around the core, whose stages are gdn_layer.py's:
+
+    "conv": K × (2·H·d_k + H·d_v)   the causal depthwise convolution's taps over q | k | v, then
+                                     SiLU (Q, K, V become Q_c, K_c, V_c before the core)
+    "wa", "wb": d_model × H, "a_log", "dt_bias": H    in place of g and beta: [a, b] = X·[W_a,
+                                     W_b], g = −e^(A_log)·softplus(a + dt_bias), β = σ(b)
+    "wz": d_model × H·d_v, "norm": d_v, "norm_eps" (1e-6)    after the core: the gated RMSNorm,
+                                     out / √(mean(out²) + ε) ⊙ w ⊙ SiLU(X·W_z)
 """
 
 from __future__ import annotations
@@ -28,24 +38,36 @@ import numpy as np
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
-from qkvcalc.input.cells import to_matrix
+from qkvcalc.input.cells import Matrix, to_matrix, to_vector
 from qkvcalc.labels import shape_text, shown
+from qkvcalc.ops import gdn_layer
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
 
 EPS = 1e-6  # transformers' l2norm: x·rsqrt(Σx² + 1e-6)
 CHUNK = 64  # transformers' chunk_size
-SETTINGS = ("g", "beta", "chunk")
+MADE = ("wa", "wb", "a_log", "dt_bias")  # the gates made from X, in place of g and beta
+SETTINGS = ("g", "beta", "chunk", "conv", *MADE, "wz", "norm", "norm_eps")
+NORM_EPS = 1e-6  # Qwen3NextRMSNormGated's default eps
 MISTAKE_IDS = ("gdn_decay_missing", "gdn_delta_missing")  # the quiz's, at weights and output
 
 
 class GatedDelta(NamedTuple):
-    g: np.ndarray  # [n, H]: each token's decay in log space, per head
-    beta: np.ndarray  # [n, H]: each token's write strength, per head
+    g: np.ndarray | None  # [n, H]: each token's decay in log space, per head (None: made)
+    beta: np.ndarray | None  # [n, H]: each token's write strength, per head (None: made)
     chunk: int  # the chunked form's chunk size
     chunk_given: bool
     d_v: int
+    conv: np.ndarray | None = None  # [K, 2·H·d_k + H·d_v]: the taps of each channel, q | k | v
+    wa: np.ndarray | None = None  # [d_model, H], in the row layout
+    wb: np.ndarray | None = None  # [d_model, H]
+    a_log: np.ndarray | None = None  # [H]
+    dt_bias: np.ndarray | None = None  # [H]
+    wz: np.ndarray | None = None  # [d_model, H·d_v]
+    norm: np.ndarray | None = None  # [d_v]: the gated norm's weight w
+    norm_eps: float = NORM_EPS
+    layout: str = "rows"  # as the user gave W_a, W_b, W_z (their echo writes them so)
 
 
 # ---- the numbers (float64 numpy; the tests compare them with transformers' own) ----------------
@@ -67,16 +89,20 @@ def implicit(
     q: np.ndarray, k: np.ndarray, g: np.ndarray, beta: np.ndarray, delta: bool = True
 ) -> np.ndarray:
     """W [n, n]: W[t, s] = β_s·k_sᵀ·A_{s+1}⋯A_t·q_t, A_r = e^(g_r)(I − β_r k_r k_rᵀ), 0 above
-    the diagonal. Walks back from q_t: u ← A_s·u after reading token s. delta=False: the delta
-    rule's read-back left out (A_r = e^(g_r)·I, gated linear attention; a quiz mistake)."""
-    n = q.shape[0]
+    the diagonal. The layer is linear in V, so W is its output for V = I (token s's value the
+    unit row e_s): the state recurrence run once with d_v = n, row t of W = q_tᵀ·S_t (n steps of
+    d_k × n products, where walking every row back from q_t takes n²/2 small ones). delta=False:
+    the delta rule's read-back left out (A_r = e^(g_r)·I, gated linear attention; a quiz
+    mistake)."""
+    n, d_k = k.shape
+    state = np.zeros((d_k, n))
     w = np.zeros((n, n))
     for t in range(n):
-        u = q[t].copy()
-        for s in range(t, -1, -1):
-            w[t, s] = beta[s] * (k[s] @ u)
-            kept = u - beta[s] * k[s] * (k[s] @ u) if delta else u
-            u = float(np.exp(g[s])) * kept
+        state *= float(np.exp(g[t]))
+        written = -(state.T @ k[t]) if delta else np.zeros(n)  # −m: what the state holds
+        written[t] += 1.0  # v_t = e_t
+        state += np.outer(k[t], beta[t] * written)
+        w[t] = q[t] @ state
     return w
 
 
@@ -84,8 +110,11 @@ def chunked(
     q: np.ndarray, k: np.ndarray, v: np.ndarray, g: np.ndarray, beta: np.ndarray, size: int
 ) -> np.ndarray:
     """The chunked form (the DeltaNet paper's UT transform, as transformers computes it): within
-    a chunk, the delta rule's updates solved at once from a unit lower-triangular system; the
-    state carried from chunk to chunk. [n, d_v]."""
+    a chunk, the delta rule's updates solved at once from a unit lower-triangular system (by
+    forward substitution); the state carried from chunk to chunk. [n, d_v].
+
+    The products are einsum's own loops rather than BLAS: a chunk's are small (64 × d_k), and a
+    threaded BLAS on a busy machine made them 20 to 40 times slower than the loops."""
     n, d_k = k.shape
     d_v = v.shape[1]
     state = np.zeros((d_k, d_v))
@@ -97,13 +126,22 @@ def chunked(
         length = cum.shape[0]
         lower = np.tril(np.ones((length, length), dtype=bool))
         decay = np.where(lower, np.exp(np.where(lower, cum[:, None] - cum[None, :], 0.0)), 0.0)
-        system = np.eye(length) + np.tril((bc[:, None] * kc) @ kc.T * decay, -1)
-        new_values = np.linalg.solve(system, bc[:, None] * vc)
-        k_decayed = np.linalg.solve(system, bc[:, None] * kc * np.exp(cum)[:, None])
-        fresh = new_values - k_decayed @ state
-        out[part] = (qc * np.exp(cum)[:, None]) @ state + ((qc @ kc.T) * decay) @ fresh
-        state = state * float(np.exp(cum[-1])) + (kc * np.exp(cum[-1] - cum)[:, None]).T @ fresh
+        strict = np.tril(_mm(bc[:, None] * kc, kc.T) * decay, -1)
+        # (I + strict)·[U | K_d] = [β·V | β·K·e^cum], unit lower triangular: row by row
+        rhs = np.concatenate([bc[:, None] * vc, bc[:, None] * kc * np.exp(cum)[:, None]], axis=1)
+        solved = np.empty_like(rhs)
+        for i in range(length):
+            solved[i] = rhs[i] - strict[i, :i] @ solved[:i]
+        new_values, k_decayed = solved[:, :d_v], solved[:, d_v:]
+        fresh = new_values - _mm(k_decayed, state)
+        out[part] = _mm(qc * np.exp(cum)[:, None], state) + _mm(_mm(qc, kc.T) * decay, fresh)
+        carried = _mm((kc * np.exp(cum[-1] - cum)[:, None]).T, fresh)
+        state = state * float(np.exp(cum[-1])) + carried
     return out
+
+
+def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.einsum("ij,jk->ik", a, b)
 
 
 # ---- reading the key ----------------------------------------------------------------------------
@@ -139,7 +177,13 @@ def _read(raw: Any, sizes: Sizes) -> GatedDelta:
     for key in raw:
         if key not in SETTINGS:
             raise QkvcalcError("gated_delta.unknown_key", key=shown(key), known=", ".join(SETTINGS))
-    if "g" not in raw or "beta" not in raw:
+    made = [key for key in MADE if key in raw]
+    if made and ("g" in raw or "beta" in raw):
+        raise QkvcalcError("gated_delta.both_gates", made=", ".join(made))
+    if made and len(made) < len(MADE):
+        missing = ", ".join(key for key in MADE if key not in raw)
+        raise QkvcalcError("gated_delta.made_needs", missing=missing)
+    if not made and ("g" not in raw or "beta" not in raw):
         raise QkvcalcError("gated_delta.needs")
     if sizes.mask_kind != "causal":
         raise QkvcalcError("gated_delta.mask", mask=sizes.mask_kind)
@@ -150,17 +194,94 @@ def _read(raw: Any, sizes: Sizes) -> GatedDelta:
     chunk = raw.get("chunk", CHUNK)
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise QkvcalcError("gated_delta.chunk", value=shown(chunk))
-    g, beta = _per_head(raw["g"], "g", sizes), _per_head(raw["beta"], "beta", sizes)
-    if (g > 0).any():  # the decay e^g is at most 1, as the layer makes it (transformers says so)
-        t, h = np.argwhere(g > 0)[0]
-        raise QkvcalcError("gated_delta.g_positive", token=int(t) + 1, head=int(h) + 1)
-    return GatedDelta(g, beta, chunk, "chunk" in raw, sizes.d_v)
+    g = beta = None
+    if not made:
+        g, beta = _per_head(raw["g"], "g", sizes), _per_head(raw["beta"], "beta", sizes)
+        if (g > 0).any():  # the decay e^g is at most 1, as the layer makes it (transformers too)
+            t, h = np.argwhere(g > 0)[0]
+            raise QkvcalcError("gated_delta.g_positive", token=int(t) + 1, head=int(h) + 1)
+    return GatedDelta(
+        g, beta, chunk, "chunk" in raw, sizes.d_v, **_layer(raw, sizes), layout=sizes.layout
+    )
+
+
+def _layer(raw: dict[str, Any], sizes: Sizes) -> dict[str, Any]:
+    """The optional keys of the layer around the core, each checked against the sizes."""
+    out: dict[str, Any] = {}
+    needs_x = [key for key in (*MADE, "wz") if key in raw]
+    if needs_x and sizes.d_model is None:
+        raise QkvcalcError("gated_delta.needs_x", field=needs_x[0])
+    heads, d_k, d_v = sizes.heads, sizes.d_k, sizes.d_v
+    if "conv" in raw:
+        kernel = to_matrix(raw["conv"], "gated_delta.conv").values
+        channels = 2 * heads * d_k + heads * d_v
+        if kernel.shape[1] != channels:
+            raise QkvcalcError(
+                "gated_delta.conv",
+                shape=shape_text(kernel.shape),
+                channels=channels,
+                heads=heads,
+                d_k=d_k,
+                d_v=d_v,
+            )
+        out["conv"] = kernel.copy()
+    if "wa" in raw:
+        out["wa"], out["wb"] = (_weight(raw, key, heads, sizes) for key in ("wa", "wb"))
+        out["a_log"], out["dt_bias"] = (_vector(raw, key, heads) for key in ("a_log", "dt_bias"))
+    if ("wz" in raw) != ("norm" in raw):
+        raise QkvcalcError("gated_delta.norm_pair", given="wz" if "wz" in raw else "norm")
+    if "wz" in raw:
+        out["wz"] = _weight(raw, "wz", heads * d_v, sizes)
+        out["norm"] = _vector(raw, "norm", d_v)
+    if "norm_eps" in raw:
+        eps = raw["norm_eps"]
+        if "wz" not in raw:
+            raise QkvcalcError("gated_delta.norm_pair", given="norm_eps")
+        if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0 < eps < 1:
+            raise QkvcalcError("gated_delta.norm_eps", value=shown(eps))
+        out["norm_eps"] = float(eps)
+    return out
+
+
+def _weight(raw: dict[str, Any], key: str, cols: int, sizes: Sizes) -> np.ndarray:
+    """A weight of X (d_model × cols in the row layout, cols × d_model in the torch one), as
+    the row layout's."""
+    w = to_matrix(raw[key], f"gated_delta.{key}").values
+    rows = sizes.d_model or 0
+    want = (cols, rows) if sizes.layout == "torch" else (rows, cols)
+    if w.shape != want:
+        raise QkvcalcError(
+            "gated_delta.weight_shape",
+            field=key,
+            shape=shape_text(w.shape),
+            want=shape_text(want),
+            layout=sizes.layout,
+        )
+    return (w.T if sizes.layout == "torch" else w).copy()
+
+
+def _vector(raw: dict[str, Any], key: str, length: int) -> np.ndarray:
+    found: Matrix = to_vector(raw[key], f"gated_delta.{key}")
+    if found.values.shape[1] != length:
+        raise QkvcalcError(
+            "gated_delta.vector", field=key, length=found.values.shape[1], want=length
+        )
+    return found.values[0].copy()
 
 
 def _echo(value: GatedDelta) -> dict[str, Any]:
-    out: dict[str, Any] = {"g": value.g.tolist(), "beta": value.beta.tolist()}
+    out: dict[str, Any] = {}
+    if value.g is not None and value.beta is not None:
+        out.update({"g": value.g.tolist(), "beta": value.beta.tolist()})
     if value.chunk_given:
         out["chunk"] = value.chunk
+    turned = value.layout == "torch"
+    for key in ("conv", *MADE, "wz", "norm"):
+        found = getattr(value, key)
+        if found is not None:
+            out[key] = (found.T if turned and key in ("wa", "wb", "wz") else found).tolist()
+    if value.wz is not None and value.norm_eps != NORM_EPS:
+        out["norm_eps"] = value.norm_eps
     return out
 
 
@@ -168,12 +289,45 @@ def _echo(value: GatedDelta) -> dict[str, Any]:
 
 
 def _mixer(p: Any, value: GatedDelta, h: int | None, qkv: list[Spec]) -> list[tuple[int, Spec]]:
-    """Head h's stages after its q, k, v, each with its step (0: none): the normed q and k,
-    the given g and β, the state token by token, the implicit weights, the chunked form and
-    the output read from the states."""
+    """Head h's stages after its q, k, v, each with its step (0: none): the convolution (when
+    given), the normed q and k, g and β (given, or made from X), the state token by token, the
+    implicit weights, the chunked form, the output read from the states, and the gated norm
+    (when given)."""
+    before: list[Spec] = []
+    if value.conv is not None:
+        before = gdn_layer.conv_stages(p, value.conv, h)
+    q, k, v = (ref(f"{sid}_conv" if before else sid, h) for sid in ("q", "k", "v"))
+    out = [(0, s) for s in before] + _core(p, value, h, q, k, v)
+    if value.wz is not None:
+        out += [(0, s) for s in gdn_layer.norm_stages(p, value, h, ref("output", h))]
+    return out
+
+
+def _gates(p: Any, value: GatedDelta, h: int | None) -> list[Spec]:
+    """g and β of head h: given (one stage of its numbers), or made from X (two)."""
+    if value.g is None or value.beta is None:
+        return gdn_layer.gate_stages(p, value, h)
     col = (h or 1) - 1
+    return [
+        Spec(
+            "gates",
+            h,
+            "input",
+            (Const(np.column_stack([value.g[:, col], value.beta[:, col]])),),
+            "g, β",
+            p.tokens,
+            ("g", "β"),
+            symbol="g,β",
+            letters="n×2",
+        )
+    ]
+
+
+def _core(
+    p: Any, value: GatedDelta, h: int | None, q: Ref, k: Ref, v: Ref
+) -> list[tuple[int, Spec]]:
+    """The core from head h's q, k, v (projected, or through the convolution)."""
     rows, n = p.tokens, len(p.tokens)
-    q, k, v = (ref(sid, h) for sid in ("q", "k", "v"))
     scaled = p.scale_given is None
     q_formula = f"Q̂ = l2norm(Q) / √{p.d_k}" if scaled else f"Q̂ = l2norm(Q) × {p.scale:g}"
     norms = [
@@ -195,19 +349,9 @@ def _mixer(p: Any, value: GatedDelta, h: int | None, qkv: list[Spec]) -> list[tu
             ("k_l2", k, "K̂ = l2norm(K)", 1.0, "K̂"),
         )
     ]
-    gates = Spec(
-        "gates",
-        h,
-        "input",
-        (Const(np.column_stack([value.g[:, col], value.beta[:, col]])),),
-        "g, β",
-        rows,
-        ("g", "β"),
-        symbol="g,β",
-        letters="n×2",
-    )
-    out: list[tuple[int, Spec]] = [(0, s) for s in (*norms, gates)]
+    out: list[tuple[int, Spec]] = [(0, s) for s in (*norms, *_gates(p, value, h))]
     zero = Const(np.zeros((p.d_k, p.d_v)))
+    labels_k, labels_v = dim_labels(p.d_k), dim_labels(p.d_v)  # once: n states share them
     for t in range(1, n + 1):
         prev: Any = zero if t == 1 else ref("state", h, t - 1)
         state = Spec(
@@ -216,8 +360,8 @@ def _mixer(p: Any, value: GatedDelta, h: int | None, qkv: list[Spec]) -> list[tu
             "delta_step",
             (prev, ref("k_l2", h), v, ref("gates", h)),
             f"S_{t} = e^(g_{t})·S_{t - 1} + k̂_{t}·(β_{t}·(v_{t} − m_{t}))ᵀ",
-            dim_labels(p.d_k),
-            dim_labels(p.d_v),
+            labels_k,
+            labels_v,
             params={"t": t - 1, "step_key": "ui.token_step"},
             notes=(Msg("note.gdn_state", t=t, token=rows[t - 1]),) if t == 1 else (),
             symbol=f"S_{t}",
@@ -258,7 +402,8 @@ def _mixer(p: Any, value: GatedDelta, h: int | None, qkv: list[Spec]) -> list[tu
         "o_t = S_tᵀ·q̂_t",
         rows,
         dim_labels(p.d_v),
-        topic="gdn_output",
+        params={"v": v[0]},  # which stage is V (the quiz's mistakes read it)
+        topic="gdn_output" if value.wz is None else "gdn_output_normed",
         symbol="out",
         letters="n×d_v",
         remarks=_agreement(h, v),
@@ -463,7 +608,8 @@ def _output_mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) ->
     """The output read from states never decayed, or written without the delta rule's read-back
     (S_t = e^(g_t)·S_(t−1) + β_t·k̂_t·v_tᵀ): W·V of the weights those mistakes give."""
     found: list[Candidate] = []
-    for q, k, v, gates in _slips(versions, ("q_l2", "k_l2", "v", "gates")):
+    v_id = stage.params.get("v", "v") if getattr(stage, "params", None) else "v"
+    for q, k, v, gates in _slips(versions, ("q_l2", "k_l2", v_id, "gates")):
         g, beta = gates[:, 0], gates[:, 1]
         found.append(
             ("gdn_decay_missing", Msg("mistake.gdn_decay_missing"), implicit(q, k, 0 * g, beta) @ v)
@@ -479,11 +625,62 @@ def _output_mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) ->
 
 
 def _torch(p: Any, value: GatedDelta, literal: Any, num: Any) -> list[str]:
+    return [*_torch_conv(value, literal), *_torch_core(p, value, literal, num)] + (
+        _torch_norm(value, literal, num) if value.wz is not None else []
+    )
+
+
+def _torch_conv(value: GatedDelta, literal: Any) -> list[str]:
+    if value.conv is None:
+        return []
+    return [
+        "# The causal depthwise convolution over q | k | v (conv1d, groups = channels), then",
+        "# SiLU, as Qwen3NextGatedDeltaNet's causal_conv1d_fn.",
+        f"conv_w = t({literal(value.conv)})  # [K, 2*H*d_k + H*d_v]: each channel's taps",
+        "mixed = torch.cat([Q, K, V], dim=1).T.unsqueeze(0)  # [1, channels, n]",
+        "mixed = F.conv1d(mixed, conv_w.T.unsqueeze(1), padding=conv_w.shape[0] - 1,",
+        "                 groups=mixed.shape[1])[0, :, :n].T",
+        "Q, K, V = F.silu(mixed).split([H * d_k, H * d_k, H * d_v], dim=1)",
+        "q = Q.reshape(n, H, d_k).transpose(0, 1).unsqueeze(0)",
+        "k = K.reshape(m, G, d_k).transpose(0, 1).unsqueeze(0)",
+        "v = V.reshape(m, G, d_v).transpose(0, 1).unsqueeze(0)",
+    ]
+
+
+def _torch_gates(value: GatedDelta, literal: Any) -> list[str]:
+    if value.g is not None and value.beta is not None:
+        return [
+            f"g = t({literal(value.g)}).T.unsqueeze(0)  # [1, H, n]: the decay in log space",
+            f"beta = t({literal(value.beta)}).T.unsqueeze(0)  # [1, H, n]",
+        ]
+    return [
+        "# g and beta made from X: g = -exp(A_log) * softplus(X @ W_a + dt_bias), sigmoid(X @ W_b)",
+        f"W_a = t({literal(value.wa)})  # [d_model, H]",
+        f"W_b = t({literal(value.wb)})  # [d_model, H]",
+        f"A_log = t({literal(value.a_log)})",
+        f"dt_bias = t({literal(value.dt_bias)})",
+        "g = (-A_log.exp() * F.softplus(X @ W_a + dt_bias)).T.unsqueeze(0)  # [1, H, n]",
+        "beta = torch.sigmoid(X @ W_b).T.unsqueeze(0)  # [1, H, n]",
+    ]
+
+
+def _torch_norm(value: GatedDelta, literal: Any, num: Any) -> list[str]:
+    return [
+        "# The gated RMSNorm (Qwen3NextRMSNormGated): each head's output over its root mean",
+        "# square, times w, times SiLU(Z), Z = X @ W_z (the head's columns).",
+        f"W_z = t({literal(value.wz)})  # [d_model, H*d_v]",
+        f"w_norm = t({literal(value.norm)})  # [d_v]",
+        "z = (X @ W_z).reshape(n, H, d_v).transpose(0, 1).unsqueeze(0)",
+        f"heads = heads * torch.rsqrt(heads.pow(2).mean(-1, keepdim=True) + {num(value.norm_eps)})",
+        "heads = heads * w_norm * F.silu(z)",
+    ]
+
+
+def _torch_core(p: Any, value: GatedDelta, literal: Any, num: Any) -> list[str]:
     return [
         "# Gated DeltaNet (Qwen3-Next's torch_recurrent_gated_delta_rule, in float64): q and k",
         "# L2-normed, q scaled, then the state S [d_k, d_v] of each head updated token by token.",
-        f"g = t({literal(value.g)}).T.unsqueeze(0)  # [1, H, n]: the decay in log space",
-        f"beta = t({literal(value.beta)}).T.unsqueeze(0)  # [1, H, n]",
+        *_torch_gates(value, literal),
         "def l2norm(x):",
         "    return x * torch.rsqrt((x * x).sum(dim=-1, keepdim=True) + 1e-6)",
         f"q_hat, k_hat = l2norm(q) * {num(p.scale)}, l2norm(k)",
@@ -499,12 +696,24 @@ def _torch(p: Any, value: GatedDelta, literal: Any, num: Any) -> list[str]:
 
 
 def _header(value: GatedDelta) -> list[tuple[str, dict[str, Any]]]:
-    return [("ui.variant.gated_delta", {"chunk": value.chunk})]
+    lines: list[tuple[str, dict[str, Any]]] = [("ui.variant.gated_delta", {"chunk": value.chunk})]
+    if value.conv is not None:
+        lines.append(("ui.variant.gdn_conv", {"taps": value.conv.shape[0]}))
+    if value.wa is not None:
+        lines.append(("ui.variant.gdn_gates", {}))
+    if value.wz is not None:
+        lines.append(("ui.variant.gdn_norm", {}))
+    return lines
 
 
 def _elements(value: GatedDelta, n: int, m: int, d_k: int) -> int:
-    # the states (n of d_k × d_v), the weights, the normed q and k, the chunked output
-    return n * d_k * value.d_v + n * m + 2 * n * d_k + n * value.d_v + 2 * n
+    # the states (n of d_k × d_v), the weights, the normed q and k, the chunked output; the
+    # convolved q, k, v, the [a, b] before the gates, Z, the normed and the gated output
+    core = n * d_k * value.d_v + n * m + 2 * n * d_k + n * value.d_v + 2 * n
+    conv = (2 * d_k + value.d_v) * n if value.conv is not None else 0
+    made = 2 * n if value.wa is not None else 0
+    norm = 3 * n * value.d_v if value.wz is not None else 0
+    return core + conv + made + norm
 
 
 FEATURE = Feature(
@@ -524,6 +733,7 @@ FEATURE = Feature(
         Op("gdn_weights", _weights, _weights_feeds, work=_weights_work),
         Op("gdn_chunked", _chunked, _chunked_feeds),
         Op("state_read", _read_states, _read_feeds, work=_read_work),
+        *gdn_layer.OPS,
     ),
     mistakes=(
         Mistakes("gdn_weights", MISTAKE_IDS, _weights_mistakes),

@@ -1,0 +1,345 @@
+"""What a Gated DeltaNet layer adds around its core (Qwen3-Next, Qwen3.5): the pieces of
+transformers' Qwen3NextGatedDeltaNet.forward before and after the delta rule, as stages of each
+head. The core (l2norm, the state, the weights, the chunked form) is its own module's; the keys
+are read and checked there.
+
+    conv    Q_c = SiLU(conv(Q)), K_c, V_c alike: a causal depthwise convolution over the tokens,
+            each column with its own kernel of K taps (conv1d with groups = channels, padded
+            by K − 1 on the left), then SiLU(x) = x·σ(x)
+            Q_c[t, c] = SiLU(Σ_r w[r, c]·Q[t − K + 1 + r, c])   (rows before the first: 0)
+    ab      [a, b] = X·[W_a, W_b]   (the head's column of each)
+    gates   g = −e^(A_log)·softplus(a + dt_bias),  β = σ(b)     (softplus(x) = ln(1 + e^x),
+            x itself above 20, as torch's)
+    z       Z = X·W_z   (the head's d_v columns)
+    normed  o / √(mean(o²) + ε) · w          (the head's core output, per token; w as given)
+    gated   normed ⊙ SiLU(Z)                 (the concat reads it)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from qkvcalc.i18n import Msg
+from qkvcalc.ops.op import Feeds, Op, Params, Shapes
+from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
+
+SOFTPLUS_THRESHOLD = 20.0  # torch's F.softplus: x itself above it
+
+
+# ---- the numbers (float64 numpy) ---------------------------------------------------------------
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    return x * sigmoid(x)
+
+
+def softplus(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    return np.where(x > SOFTPLUS_THRESHOLD, x, np.log1p(np.exp(np.minimum(x, SOFTPLUS_THRESHOLD))))
+
+
+def conv(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+    """[n, c], [K, c] -> [n, c]: out[t] = Σ_r kernel[r]·x[t − K + 1 + r] (0 before the first row),
+    before the SiLU."""
+    taps, n = kernel.shape[0], x.shape[0]
+    out = np.zeros_like(x, dtype=np.float64)
+    for r in range(taps):
+        shift = taps - 1 - r  # the tap r reads the row `shift` tokens back
+        if shift < n:
+            out[shift:] += kernel[r] * x[: n - shift]
+    return out
+
+
+def gates(ab: np.ndarray, a_log: float, dt_bias: float) -> np.ndarray:
+    """[n, 2] of (a, b) -> [n, 2] of (g, β)."""
+    g = -math.exp(a_log) * softplus(ab[:, 0] + dt_bias)
+    return np.column_stack([g, sigmoid(ab[:, 1])])
+
+
+def rms_normed(o: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
+    return o / np.sqrt((o * o).mean(axis=1, keepdims=True) + eps) * weight
+
+
+# ---- the stages --------------------------------------------------------------------------------
+
+
+def _x(p: Any) -> tuple[Ref, str]:
+    return (("x_pe", None), "(X + PE)") if p.variants.pe is not None else (("x", None), "X")
+
+
+def conv_stages(p: Any, kernel: np.ndarray, h: int | None) -> list[Spec]:
+    """Head h's Q, K and V each through the causal convolution and SiLU: its columns of the
+    kernel (q | k | v, as the layer lays its channels)."""
+    col = (h or 1) - 1
+    width_k = p.heads * p.d_k
+    taps = kernel.shape[0]
+    out = []
+    for sid, start, width, letters in (
+        ("q", col * p.d_k, p.d_k, "n×d_k"),
+        ("k", width_k + col * p.d_k, p.d_k, "n×d_k"),
+        ("v", 2 * width_k + col * p.d_v, p.d_v, "n×d_v"),
+    ):
+        big = sid.upper()
+        out.append(
+            Spec(
+                f"{sid}_conv",
+                h,
+                "conv_silu",
+                (ref(sid, h), Const(np.ascontiguousarray(kernel[:, start : start + width]))),
+                f"{big}_c = SiLU(conv({big}; K = {taps}))",
+                p.tokens,
+                dim_labels(width),
+                params={"taps": taps},
+                notes=(Msg("note.gdn_conv", taps=taps, back=taps - 1),) if sid == "q" else (),
+                topic="gdn_conv",
+                symbol=f"{big}_c",
+                letters=letters,
+            )
+        )
+    return out
+
+
+def gate_stages(p: Any, value: Any, h: int | None) -> list[Spec]:
+    """[a, b] = X·[W_a, W_b] (the head's column of each), then g and β from them."""
+    col = (h or 1) - 1
+    x_ref, x_name = _x(p)
+    label = "ᵀ" if value.layout == "torch" else ""
+    w = np.column_stack([value.wa[:, col], value.wb[:, col]])
+    cut = f"[:, {col + 1}]" if p.heads > 1 else ""
+    ab = Spec(
+        "ab",
+        h,
+        "project",
+        (x_ref, Const(w)),
+        f"[a, b] = {x_name}·[W_a{label}{cut}, W_b{label}{cut}]",
+        p.tokens,
+        ("a", "b"),
+        params={},
+        names=(x_name, f"[W_a{cut}, W_b{cut}]"),
+        inner=dim_labels(w.shape[0]),
+        cell="ab[{i},{j}]",
+        symbol="[a,b]",
+        letters="n×2",
+    )
+    a_log, dt_bias = float(value.a_log[col]), float(value.dt_bias[col])
+    made = Spec(
+        "gates",
+        h,
+        "gdn_gates",
+        (ab.ref,),
+        f"g = −e^({a_log:.4g})·softplus(a + {dt_bias:.4g}),  β = σ(b)",
+        p.tokens,
+        ("g", "β"),
+        params={"a_log": a_log, "dt_bias": dt_bias},
+        notes=(Msg("note.gdn_gates", a_log=f"{a_log:.6g}", decay=f"{math.exp(a_log):.6g}"),),
+        topic="gdn_gates",
+        symbol="g,β",
+        letters="n×2",
+    )
+    return [ab, made]
+
+
+def norm_stages(p: Any, value: Any, h: int | None, output: Ref) -> list[Spec]:
+    """Z = X·W_z (the head's columns), the core output RMS-normed times w, then ⊙ SiLU(Z)."""
+    col = (h or 1) - 1
+    x_ref, x_name = _x(p)
+    cols = slice(col * p.d_v, (col + 1) * p.d_v)
+    w = np.ascontiguousarray(value.wz[:, cols])
+    label = "ᵀ" if value.layout == "torch" else ""
+    cut = f"[:, {cols.start + 1}…{cols.stop}]" if p.heads > 1 else ""
+    rows, labels = p.tokens, dim_labels(p.d_v)
+    z = Spec(
+        "z",
+        h,
+        "project",
+        (x_ref, Const(w)),
+        f"Z = {x_name}·W_z{label}{cut}",
+        rows,
+        labels,
+        params={},
+        names=(x_name, f"W_z{cut}"),
+        inner=dim_labels(w.shape[0]),
+        cell="Z[{i},{j}]",
+        symbol="Z",
+        letters="n×d_v",
+    )
+    normed = Spec(
+        "normed",
+        h,
+        "gdn_rms",
+        (output, Const(np.asarray(value.norm, dtype=np.float64)[None, :])),
+        f"N = out / √(mean(out²) + {value.norm_eps:g}) ⊙ w",
+        rows,
+        labels,
+        params={"eps": value.norm_eps},
+        notes=(Msg("note.gdn_norm_weight"),),
+        topic="gdn_normed",
+        symbol="N",
+        letters="n×d_v",
+    )
+    gated = Spec(
+        "gated",
+        h,
+        "silu_gate",
+        (normed.ref, z.ref),
+        "N ⊙ SiLU(Z)",
+        rows,
+        labels,
+        topic="gdn_gated",
+        symbol="out_Z",
+        letters="n×d_v",
+    )
+    return [z, normed, gated]
+
+
+# ---- the operations ----------------------------------------------------------------------------
+
+
+def _conv(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    return silu(conv(ops[0], ops[1]))
+
+
+def _gates(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    return gates(ops[0], params["a_log"], params["dt_bias"])
+
+
+def _rms(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    return rms_normed(ops[0], ops[1][0], params["eps"])
+
+
+def _silu_gate(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    return ops[0] * silu(ops[1])
+
+
+def _conv_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    taps = params["taps"]
+    for r in range(taps):
+        t = i - taps + 1 + r
+        if t >= 0:
+            yield 0, t, j
+            yield 1, r, j
+
+
+def _gates_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield 0, i, j
+
+
+def _rms_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield from ((0, i, c) for c in range(shapes[0][1]))
+    yield 1, 0, j
+
+
+def _two_cells(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield 0, i, j
+    yield 1, i, j
+
+
+def _silu_name(style: Any) -> str:
+    return r"\mathrm{SiLU}" if style.latex else "SiLU"
+
+
+def _link(style: Any, left: float, right: float) -> str:
+    """' = ' between two sides written from the numbers shown when they agree at the shown
+    precision (within 0.4 of its last digit), else ' ≈ '."""
+    close = abs(left - right) <= 0.4 * 10.0**-style.precision
+    return " = " if close else style.approx
+
+
+def _silu_of(x: float) -> float:
+    return float(silu(np.array([x]))[0])
+
+
+def _conv_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[3,1]: 0.5×1 + 0.25×2 = 1.0000; SiLU(1.0000) = 0.7311 (the taps over this token and the
+    K − 1 before it; the rows before the first are 0 and left out)"""
+    x, kernel = stage.operands
+    taps = stage.params["taps"]
+    f, s = style.factor, style.shown
+    pairs = [
+        (float(kernel[r, j]), float(x[i - taps + 1 + r, j]))
+        for r in range(taps)
+        if i - taps + 1 + r >= 0
+    ]
+    worked = sum(s(a) * s(b) for a, b in pairs)
+    summed = float(sum(a * b for a, b in pairs))
+    inner = " + ".join(f"{f(a)}{style.times}{f(b)}" for a, b in pairs)
+    first = f"{inner}{style.sign(worked, summed)}{style.num(summed)}"
+    left = f"{style.at(i + 1, j + 1)}{first}; {_silu_name(style)}({style.num(summed)})"
+    return style.line(left, _silu_of(s(summed)), float(stage.value[i, j]), result)
+
+
+def _gates_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[2,1]: −e^(0.5)×softplus(0.3 + 1) = −1.6487×1.5410 = −2.5407;
+    [2,2]: σ(0.4) = 0.5987"""
+    (ab,) = stage.operands
+    s, f = style.shown, style.factor
+    x = float(ab[i, j])
+    if j == 1:
+        sigma = r"\sigma" if style.latex else "σ"
+        left = f"{style.at(i + 1, j + 1)}{sigma}({style.num(x)})"
+        return style.line(
+            left, float(sigmoid(np.array([s(x)]))[0]), float(stage.value[i, j]), result
+        )
+    a_log, dt_bias = stage.params["a_log"], stage.params["dt_bias"]
+    decay, plus = math.exp(a_log), float(softplus(np.array([x + dt_bias]))[0])
+    written = -math.exp(s(a_log)) * float(softplus(np.array([s(x) + s(dt_bias)]))[0])
+    middle = -s(decay) * s(plus)
+    left = (
+        f"{style.at(i + 1, j + 1)}{style.minus}{style.exp(style.num(a_log))}{style.times}"
+        f"softplus({style.num(x)} + {style.num(dt_bias)}){_link(style, written, middle)}"
+        f"{style.minus}{f(decay)}{style.times}{f(plus)}"
+    )
+    return style.line(left, middle, float(stage.value[i, j]), result)
+
+
+def _rms_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 0.4 / √0.2500 × 1.1 = 0.8800 (the row's mean of squares + ε under the root)"""
+    o, weight = stage.operands
+    eps = float(stage.params["eps"])
+    mean = float((o[i] * o[i]).mean())
+    s, f = style.shown, style.factor
+    root = style.root("√" + style.num(mean + eps))
+    left = f"{style.at(i + 1, j + 1)}{style.num(float(o[i, j]))} / {root}{style.times}"
+    left += f(float(weight[0, j]))
+    radicand = s(mean + eps)
+    # a root shown as √0.0000 (a row of zeros: ε alone under it) divides by nothing shown: ≈
+    shown = (
+        s(float(o[i, j])) / math.sqrt(radicand) * s(float(weight[0, j]))
+        if radicand > 0
+        else math.nan
+    )
+    return style.line(left, shown, float(stage.value[i, j]), result)
+
+
+def _silu_gate_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 0.88 × SiLU(0.5) = 0.88 × 0.3112 = 0.2739"""
+    normed, z = (float(o[i, j]) for o in stage.operands)
+    s, f = style.shown, style.factor
+    act = _silu_of(z)
+    written, middle = s(normed) * _silu_of(s(z)), s(normed) * s(act)
+    left = f"{style.at(i + 1, j + 1)}{f(normed)}{style.times}{_silu_name(style)}({style.num(z)})"
+    left += f"{_link(style, written, middle)}{f(normed)}{style.times}{f(act)}"
+    return style.line(left, middle, float(stage.value[i, j]), result)
+
+
+OPS = (
+    Op("conv_silu", _conv, _conv_feeds, overflow=lambda params: False, work=_conv_work),
+    Op("gdn_gates", _gates, _gates_feeds, work=_gates_work),
+    Op(
+        "gdn_rms",
+        _rms,
+        _rms_feeds,
+        overflow=lambda params: False,
+        work=_rms_work,
+    ),
+    Op("silu_gate", _silu_gate, _two_cells, work=_silu_gate_work),
+)
