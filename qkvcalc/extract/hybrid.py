@@ -87,6 +87,8 @@ def attention_layers(config: Any) -> list[int] | None:
 
 def _read_both(config: Any) -> bool:
     return config.model_type in BOTH_READ or text_config(config).model_type in BOTH_READ
+
+
 def readable_layers(config: Any) -> list[int] | None:
     """The layers of a hybrid extract reads: its attention layers, and its linear-attention
     layers when they are Gated DeltaNet of Qwen3-Next or Qwen3.5 (gdn.py); None for any other
