@@ -6,7 +6,11 @@ The rotation turns the qk_rope_head_dim columns only: "pairs" when rope_interlea
 interleaved layout), else "half"; its frequencies are the layer's own (YaRN's too, with their
 attention factor), and the scale is the module's (qk_head_dim^−½, times mscale² under YaRN).
 The layers before first_k_dense_replace have a dense MLP, the others experts: their attention
-is the same. Kimi Linear's MLA layers (KIMI_LINEAR) are these without a rotation."""
+is the same. Kimi Linear's MLA layers (KIMI_LINEAR) are these without a rotation.
+
+The same module in DeepSeek-V2, MiniCPM3, GLM-4.7-Flash (glm4_moe_lite) and Youtu-LLM: DeepSeek-V2
+turns view_as_complex of (2i, 2i+1) ("pairs") whatever its config says, MiniCPM3 rotate_half
+("half"), the other two as rope_interleave says (STYLE)."""
 
 from __future__ import annotations
 
@@ -52,14 +56,33 @@ def keys(layer: Layer, rotates: bool = True) -> dict[str, Any]:
     out.update(mask_keys(layer, True))
     if not rotates:
         return out
-    turn = rope(layer, head_dim, "pairs" if config.rope_interleave else "half")
+    turn = rope(layer, head_dim, style(config))
     turn["dims"] = int(attn.qk_rope_head_dim)
     out["rope"] = turn
     return out
 
 
+# Model types whose rotation is fixed, not read from rope_interleave: DeepSeek-V2 turns
+# view_as_complex of (2i, 2i+1) — "pairs" —, MiniCPM3 rotate_half — "half"
+STYLE = {"deepseek_v2": "pairs", "minicpm3": "half"}
+
+
+def style(config: Any) -> str:
+    """The rotary style of the qk_rope_head_dim columns: the model type's own (STYLE), else
+    "pairs" when rope_interleave (DeepSeek-V3's interleaved layout), else "half"."""
+    if config.model_type in STYLE:
+        return STYLE[config.model_type]
+    return "pairs" if config.rope_interleave else "half"
+
+
 FAMILY = Family(
-    names={"deepseek_v3": "DeepSeek-V3"},
+    names={
+        "deepseek_v3": "DeepSeek-V3",
+        "deepseek_v2": "DeepSeek-V2",
+        "minicpm3": "MiniCPM3",
+        "glm4_moe_lite": "GLM-4.7-Flash",
+        "youtu": "Youtu-LLM",
+    },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
     output=lambda block: block.self_attn.o_proj,

@@ -1,0 +1,113 @@
+"""qkvcalc extract on more of transformers' model types (issue 37, item 4), against transformers
+itself as tests/test_extract_new.py does (a tiny float64 model from a config, random weights,
+eager attention, save_pretrained, extract in float64, then explain): the multi-head latent
+attention of DeepSeek-V2 (its complex rotation: pairs; q_proj without a query latent, YaRN),
+MiniCPM3 (rotate_half), GLM-4.7-Flash (glm4_moe_lite) and Youtu-LLM (rope_interleave on and
+off). Every head's attention probabilities and the output projection's own output equal
+transformers' float64 forward to 1e-8 relative, x to 1e-12; each layer kind (dense and MoE)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.naive_modern import attention
+from tests.test_extract import build_from, reference_at
+from tests.test_extract_mla import DEEPSEEK
+from tests.test_extract_more import TOL, at, case, ids, relative
+from tests.test_extract_new import EAGER, kept_float32, oracle
+
+YARN = {
+    "rope_type": "yarn",
+    "rope_theta": 500.0,
+    "factor": 4.0,
+    "original_max_position_embeddings": 16,
+    "mscale": 1.0,
+    "mscale_all_dim": 0.7,  # an attention factor ≠ 1 and a scale ≠ 1/√d_k
+    "beta_fast": 32,
+    "beta_slow": 1,
+}
+
+CASES = {
+    # DeepSeek-V2-Lite has no query latent (q_lora_rank None); the first layer dense
+    "deepseek_v2": case(
+        "DeepseekV2Config",
+        {**DEEPSEEK, "q_lora_rank": None, "rope_parameters": YARN},
+        "DeepseekV2ForCausalLM",
+        [0, 1],
+        **EAGER,
+    ),
+    "minicpm3": case("MiniCPM3Config", DEEPSEEK, "MiniCPM3ForCausalLM", [1]),
+    "glm4_moe_lite": case("Glm4MoeLiteConfig", DEEPSEEK, "Glm4MoeLiteForCausalLM", [0, 1], **EAGER),
+    "youtu": case("YoutuConfig", {**DEEPSEEK, "rope_interleave": False}, "YoutuForCausalLM", [1]),
+}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """Each case built, saved and extracted once, lazily (a -k selection builds its own only)."""
+    import qkvcalc
+
+    root = tmp_path_factory.mktemp("newcomers")
+    out: dict = {}
+
+    def get(name: str, layer: int) -> dict:
+        if (name, layer) not in out:
+            spec = CASES[name]
+            model = build_from(spec["config"], spec["fields"], spec["model"], **spec["extra"])
+            kept_float32(model)
+            model.save_pretrained(root / name)
+            for each in spec["layers"]:
+                ref = reference_at(
+                    model, ids(), each, at(model, spec["attn"], each), at(model, spec["proj"], each)
+                )
+                path = str(root / name)
+                problem = qkvcalc.extract(path, layer=each, input_ids=ids(), dtype="float64")
+                out[(name, each)] = {"problem": problem, "reference": ref}
+        return out[(name, layer)]
+
+    return get
+
+
+WHERE = [(name, layer) for name, spec in CASES.items() for layer in spec["layers"]]
+
+
+@pytest.mark.parametrize(("name", "layer"), WHERE, ids=[f"{n}-{i}" for n, i in WHERE])
+def test_the_extracted_layer_equals_transformers(lab, name, layer):
+    import qkvcalc
+
+    got = lab(name, layer)
+    problem, ref = got["problem"], got["reference"]
+    assert relative(problem["x"], ref["x"]) < 1e-12
+    weights, output = oracle(problem)
+    assert relative(weights, ref["weights"]) < TOL
+    assert relative(output, ref["out"]) < TOL
+    trace = qkvcalc.explain(**problem)  # qkvcalc itself
+    assert relative(trace.weights, ref["weights"]) < TOL
+    assert relative(trace.output, ref["out"]) < TOL
+
+
+MLA = {"deepseek_v2": "pairs", "minicpm3": "half", "glm4_moe_lite": "pairs", "youtu": "half"}
+
+
+@pytest.mark.parametrize(("name", "style"), MLA.items())
+def test_the_mla_keys_and_rotation(lab, name, style):
+    """The rotation of each MLA model type (DeepSeek-V2: view_as_complex, so pairs, whatever
+    rope_interleave says; MiniCPM3: rotate_half; the others as rope_interleave says) on the
+    qk_rope_head_dim columns; with the other style the weights are not transformers'."""
+    layer = CASES[name]["layers"][-1]
+    got = lab(name, layer)
+    problem, ref = got["problem"], got["reference"]
+    assert problem["rope"]["style"] == style and problem["rope"]["dims"] == 4
+    assert "wq" not in problem and problem["mla"]["rope_dims"] == 4
+    assert ("wq" in problem["mla"]) == (name == "deepseek_v2")  # no query latent there
+    other = {**problem["rope"], "style": "half" if style == "pairs" else "pairs"}
+    weights, _ = attention({**problem, "rope": other})
+    assert relative(weights, ref["weights"]) > 1e-4
+
+
+def test_deepseek_v2_under_yarn_has_its_attention_factor_and_scale(lab):
+    problem = lab("deepseek_v2", 1)["problem"]
+    assert problem["rope"]["attention_factor"] != 1.0 and "inv_freq" in problem["rope"]
+    assert problem["scale"] != (6 + 4) ** -0.5  # mscale² under YaRN
+    assert np.shape(problem["wo"]) == (4 * 5, 32)
