@@ -3,8 +3,10 @@ itself as tests/test_extract_new.py does (a tiny float64 model from a config, ra
 eager attention, save_pretrained, extract in float64, then explain): the multi-head latent
 attention of DeepSeek-V2 (its complex rotation: pairs; q_proj without a query latent, YaRN),
 MiniCPM3 (rotate_half), GLM-4.7-Flash (glm4_moe_lite) and Youtu-LLM (rope_interleave on and
-off). Every head's attention probabilities and the output projection's own output equal
-transformers' float64 forward to 1e-8 relative, x to 1e-12; each layer kind (dense and MoE)."""
+off), and the LLaMA-like dots.llm1 (dots1: q/k norm per head, sliding layers, MoE). Every
+head's attention probabilities and the output projection's own output equal transformers'
+float64 forward to 1e-8 relative, x to 1e-12; each layer kind (dense and MoE, sliding and
+full)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import pytest
 from tests.naive_modern import attention
 from tests.test_extract import build_from, reference_at
 from tests.test_extract_mla import DEEPSEEK
-from tests.test_extract_more import TOL, at, case, ids, relative
+from tests.test_extract_more import LLAMA, TOL, at, case, ids, relative
 from tests.test_extract_new import EAGER, kept_float32, oracle
 
 YARN = {
@@ -40,6 +42,27 @@ CASES = {
     "minicpm3": case("MiniCPM3Config", DEEPSEEK, "MiniCPM3ForCausalLM", [1]),
     "glm4_moe_lite": case("Glm4MoeLiteConfig", DEEPSEEK, "Glm4MoeLiteForCausalLM", [0, 1], **EAGER),
     "youtu": case("YoutuConfig", {**DEEPSEEK, "rope_interleave": False}, "YoutuForCausalLM", [1]),
+    "dots1": case(
+        "Dots1Config",
+        {
+            **LLAMA,
+            "num_hidden_layers": 3,
+            "head_dim": 8,
+            "moe_intermediate_size": 16,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "n_shared_experts": 1,
+            "n_group": 2,
+            "topk_group": 1,
+            "first_k_dense_replace": 1,
+            "sliding_window": 4,
+            "layer_types": ["full_attention", "sliding_attention", "full_attention"],
+            "attention_bias": True,
+        },
+        "Dots1ForCausalLM",
+        [0, 1, 2],  # dense and full, MoE and sliding, MoE and full
+        **EAGER,
+    ),
 }
 
 
@@ -111,3 +134,15 @@ def test_deepseek_v2_under_yarn_has_its_attention_factor_and_scale(lab):
     assert problem["rope"]["attention_factor"] != 1.0 and "inv_freq" in problem["rope"]
     assert problem["scale"] != (6 + 4) ** -0.5  # mscale² under YaRN
     assert np.shape(problem["wo"]) == (4 * 5, 32)
+
+
+def test_the_keys_of_dots1(lab):
+    """dots.llm1: an RMSNorm of each head's q and k (head_dim numbers), the window on its
+    sliding layers only, biases with attention_bias."""
+    dense, sliding, full = (lab("dots1", i)["problem"] for i in (0, 1, 2))
+    assert sliding["window"] == 4 and "window" not in dense and "window" not in full
+    for problem in (dense, sliding, full):
+        assert np.shape(problem["q_norm"]) == (8,) and "qk_norm" not in problem
+        assert problem["kv_heads"] == 2 and all(k in problem for k in ("bq", "bk", "bv", "bo"))
+    bare = {k: v for k, v in full.items() if k not in ("q_norm", "k_norm", "norm_eps")}
+    assert relative(attention(bare)[0], lab("dots1", 2)["reference"]["weights"]) > 1e-4

@@ -101,6 +101,7 @@ _STANDARD_RMS = (
     "KimiLinearRMSNorm",
     "ZambaRMSNorm",
     "Zamba2RMSNorm",
+    "Dots1RMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")

@@ -6,8 +6,8 @@ and Granite MoE SWA (sliding layers, sinks, a RoPE base per layer: rotary_module
 layers of the hybrids (Qwen3-Next and Qwen3.5 with the output gate in q_proj, Bamba, Jamba,
 Granite 4, LFM2, OLMo-Hybrid, Falcon-H1 with its key_multiplier, Nemotron-H's attention
 blocks: NEMOTRON_H;
-hybrid.py says which layers are attention), and the other
-LLaMA-like model types FAMILY.names lists (OLMo, Gemma, GLM, Helium, Ministral …): the attention
+hybrid.py says which layers are attention), and the other LLaMA-like model types
+FAMILY.names lists (OLMo, Gemma, GLM, Helium, Ministral, dots.llm1 …): the attention
 module's input is x (after input_layernorm in the pre-norm ones); separate q/k/v_proj linears
 (biases in Qwen2, StarCoder2, gpt-oss, Phi, StableLM, Seed-OSS, GLM, ERNIE 4.5 and Granite when
 their config says so) or Phi-3's fused qkv_proj, o_proj (Phi: dense); grouped-query attention
@@ -378,6 +378,7 @@ FAMILY = Family(
         "lfm2_moe": "LFM2-MoE",
         "falcon_h1": "Falcon-H1",  # attention and Mamba side by side in every layer
         "olmo_hybrid": "OLMo-Hybrid",
+        "dots1": "dots.llm1",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
