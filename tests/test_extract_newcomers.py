@@ -3,7 +3,8 @@ itself as tests/test_extract_new.py does (a tiny float64 model from a config, ra
 eager attention, save_pretrained, extract in float64, then explain): the multi-head latent
 attention of DeepSeek-V2 (its complex rotation: pairs; q_proj without a query latent, YaRN),
 MiniCPM3 (rotate_half), GLM-4.7-Flash (glm4_moe_lite) and Youtu-LLM (rope_interleave on and
-off), and the LLaMA-like dots.llm1 (dots1: q/k norm per head, sliding layers, MoE). Every
+off), and the LLaMA-like dots.llm1 (dots1: q/k norm per head, sliding layers, MoE) and
+MiMo-V2-Flash (sinks and their own K/V heads on sliding layers, V scaled, d_v ≠ d_k). Every
 head's attention probabilities and the output projection's own output equal transformers'
 float64 forward to 1e-8 relative, x to 1e-12; each layer kind (dense and MoE, sliding and
 full)."""
@@ -60,6 +61,28 @@ CASES = {
             "attention_bias": True,
         },
         "Dots1ForCausalLM",
+        [0, 1, 2],  # dense and full, MoE and sliding, MoE and full
+        **EAGER,
+    ),  # twice the K/V heads and sinks on its sliding layers, d_v ≠ d_k, V times 0.7, partial RoPE
+    # with a base per layer type
+    "mimo_v2_flash": case(
+        "MiMoV2FlashConfig",
+        {
+            **LLAMA,
+            "num_hidden_layers": 3,
+            "head_dim": 12,
+            "v_head_dim": 6,
+            "attention_value_scale": 0.7,
+            "moe_intermediate_size": 16,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "n_group": 2,
+            "topk_group": 1,
+            "sliding_window": 4,
+            "layer_types": ["full_attention", "sliding_attention", "full_attention"],
+            "attention_bias": True,
+        },
+        "MiMoV2FlashForCausalLM",
         [0, 1, 2],  # dense and full, MoE and sliding, MoE and full
         **EAGER,
     ),
@@ -146,3 +169,30 @@ def test_the_keys_of_dots1(lab):
         assert problem["kv_heads"] == 2 and all(k in problem for k in ("bq", "bk", "bv", "bo"))
     bare = {k: v for k, v in full.items() if k not in ("q_norm", "k_norm", "norm_eps")}
     assert relative(attention(bare)[0], lab("dots1", 2)["reference"]["weights"]) > 1e-4
+
+
+def test_the_keys_of_mimo_v2_flash(lab):
+    """MiMo-V2-Flash: its sliding layers have twice the config's K/V heads (here H, so no
+    kv_heads) and a sink per head, the full ones neither; W_V and b_V carry attention_value_scale
+    (without it the output is not transformers'), which the description says; d_v = 6, d_k = 12,
+    RoPE on 4 dims with the layer type's base."""
+    spec = CASES["mimo_v2_flash"]
+    model = build_from(spec["config"], spec["fields"], spec["model"], **spec["extra"])
+    full, sliding = lab("mimo_v2_flash", 2)["problem"], lab("mimo_v2_flash", 1)["problem"]
+    assert full["kv_heads"] == 2 and "sinks" not in full and "window" not in full
+    assert "kv_heads" not in sliding and len(sliding["sinks"]) == 4 and sliding["window"] == 4
+    assert np.shape(sliding["wv"]) == (32, 4 * 6) and np.shape(full["wv"]) == (32, 2 * 6)
+    assert np.shape(full["wq"]) == (32, 4 * 12) and np.shape(full["wo"]) == (4 * 6, 32)
+    v_proj = model.model.layers[2].self_attn.v_proj
+    assert np.allclose(full["wv"], 0.7 * v_proj.weight.detach().numpy().T, rtol=1e-15, atol=0)
+    assert np.allclose(full["bv"], 0.7 * v_proj.bias.detach().numpy(), rtol=1e-15, atol=0)
+    assert "attention_value_scale (0.7)" in full["description"]
+    assert full["rope"]["dims"] == 4 and full["rope"]["theta"] != sliding["rope"]["theta"]
+    unscaled = {**full, "wv": full["wv"] / 0.7, "bv": full["bv"] / 0.7}
+    assert relative(attention(unscaled)[1], lab("mimo_v2_flash", 2)["reference"]["out"]) > 1e-3
+
+
+def test_a_plain_llama_has_no_note_of_a_scale_on_v(lab):
+    problem = lab("dots1", 1)["problem"]
+    assert "attention_value_scale" not in problem["description"]
+    assert "the weights are the layer's own" in problem["description"]

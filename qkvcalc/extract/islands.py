@@ -102,6 +102,7 @@ _STANDARD_RMS = (
     "ZambaRMSNorm",
     "Zamba2RMSNorm",
     "Dots1RMSNorm",
+    "MiMoV2FlashRMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")

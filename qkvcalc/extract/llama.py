@@ -52,6 +52,7 @@ from qkvcalc.extract.common import (
 )
 from qkvcalc.extract.rope import buffer, frequencies, scaling
 from qkvcalc.extract.rope import layer_type as rope_layer_type
+from qkvcalc.i18n import Msg
 
 
 def rope(
@@ -118,6 +119,9 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
 }
 # rotate_half as cat(x₂, −x₁), not cat(−x₂, x₁): a rotation by −θ
 MIRRORED = ("nanochat",)
+# Model types whose layers have K/V heads of their own (MiMo-V2-Flash: twice the config's on
+# its sliding layers): H / the module's num_key_value_groups
+OWN_KV_HEADS = ("mimo_v2_flash",)
 # The output gate σ(x·W_G + b_G) on each head's output before o_proj, from its own projection
 GATES = {"afmoe": lambda attn: attn.gate_proj}
 # Qwen3-Next's and Qwen3.5's full-attention layers: q_proj holds each head's query and its output
@@ -182,12 +186,17 @@ def keys(layer: Layer) -> dict[str, Any]:
     config = getattr(attn, "config", layer.config)  # a multimodal model's: its text config
     heads = config.num_attention_heads
     kv_heads = config.num_key_value_heads
+    if config.model_type in OWN_KV_HEADS:  # the layer's own, not the config's
+        kv_heads = heads // attn.num_key_value_groups
     out = out_projection(attn)
     parts = projections(attn, heads, kv_heads)
     gated = None
     if config.model_type in QUERY_GATES:
         parts[0], parts[3], *gated = query_gate(parts[0], parts[3], heads, attn.head_dim)
     keys = base_keys(parts, out, heads, kv_heads)
+    value_scale = getattr(attn, "v_scale", 1.0)  # MiMo-V2-Flash: V = (x·W_V + b_V) · v_scale
+    if value_scale != 1.0:
+        keys.update({k: keys[k] * value_scale for k in ("wv", "bv") if k in keys})
     multiplier = getattr(attn, "key_multiplier", None)  # Falcon-H1: K = x·W_K, times it
     if multiplier is not None and multiplier != 1:
         keys.update({k: keys[k] * multiplier for k in ("wk", "bk") if k in keys})
@@ -301,6 +310,15 @@ def norm_eps(norm: Any) -> float:
     return float(getattr(norm, "variance_epsilon", getattr(norm, "eps", 1e-6)))
 
 
+def notes(model: Any, index: int) -> list[Msg]:
+    """What the description says of layer `index`'s weights: MiMo-V2-Flash's factor on V,
+    folded into W_V and b_V (keys)."""
+    stack = decoder(model).layers
+    attn = getattr(stack[index], "self_attn", None) if index < len(stack) else None
+    scale = getattr(attn, "v_scale", 1.0)
+    return [] if scale == 1.0 else [Msg("extract.value_scale_folded", scale=float(scale))]
+
+
 FAMILY = Family(
     names={
         "llama": "LLaMA",
@@ -379,11 +397,13 @@ FAMILY = Family(
         "falcon_h1": "Falcon-H1",  # attention and Mamba side by side in every layer
         "olmo_hybrid": "OLMo-Hybrid",
         "dots1": "dots.llm1",
+        "mimo_v2_flash": "MiMo-V2-Flash",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
     output=lambda block: out_projection(block.self_attn),
     keys=keys,
+    notes=notes,
 )
 
 # Nemotron-H: each block holds one mixer — Mamba 2, attention (without positions), an MLP or
