@@ -3,11 +3,12 @@ itself as tests/test_extract_new.py does (a tiny float64 model from a config, ra
 eager attention, save_pretrained, extract in float64, then explain): the multi-head latent
 attention of DeepSeek-V2 (its complex rotation: pairs; q_proj without a query latent, YaRN),
 MiniCPM3 (rotate_half), GLM-4.7-Flash (glm4_moe_lite) and Youtu-LLM (rope_interleave on and
-off), and the LLaMA-like dots.llm1 (dots1: q/k norm per head, sliding layers, MoE) and
-MiMo-V2-Flash (sinks and their own K/V heads on sliding layers, V scaled, d_v ≠ d_k). Every
-head's attention probabilities and the output projection's own output equal transformers'
-float64 forward to 1e-8 relative, x to 1e-12; each layer kind (dense and MoE, sliding and
-full)."""
+off); the LLaMA-like dots.llm1 (dots1: q/k norm per head, sliding layers, MoE) and
+MiMo-V2-Flash (sinks and their own K/V heads on sliding layers, V scaled, d_v ≠ d_k); and
+Persimmon (fused per-head QKV, LayerNorm on q and k, partial RoPE), XGLM (sinusoidal
+positions) and MPT (ALiBi, its slopes for 6 heads). Every head's attention probabilities and
+the output projection's own output equal transformers' float64 forward to 1e-8 relative, x to
+1e-12; each layer kind (dense and MoE, sliding and full)."""
 
 from __future__ import annotations
 
@@ -85,6 +86,47 @@ CASES = {
         "MiMoV2FlashForCausalLM",
         [0, 1, 2],  # dense and full, MoE and sliding, MoE and full
         **EAGER,
+    ),  # Persimmon: NeoX's fused, per-head interleaved query_key_value, a LayerNorm with bias on q
+    # and k, RoPE on half of each head
+    "persimmon": case(
+        "PersimmonConfig",
+        {**LLAMA, "qk_layernorm": True},
+        "PersimmonForCausalLM",
+        [1],
+        proj="model.layers.{}.self_attn.dense",
+    ),
+    # XGLM: OPT's attention, sinusoidal positions added before layer 0
+    "xglm": case(
+        "XGLMConfig",
+        {
+            "vocab_size": 60,
+            "max_position_embeddings": 64,
+            "d_model": 32,
+            "ffn_dim": 48,
+            "num_layers": 2,
+            "attention_heads": 4,
+            "pad_token_id": 1,
+        },
+        "XGLMForCausalLM",
+        [1],
+        proj="model.layers.{}.self_attn.out_proj",
+    ),
+    # MPT: ALiBi (6 heads: not a power of two), a fused Wqkv; its own softmax_scale
+    "mpt": case(
+        "MptConfig",
+        {
+            "vocab_size": 60,
+            "max_seq_len": 64,
+            "d_model": 24,
+            "n_heads": 6,
+            "n_layers": 2,
+            "expansion_ratio": 2,
+            "attn_config": {"softmax_scale": 0.3},
+        },
+        "MptForCausalLM",
+        [1],
+        attn="transformer.blocks.{}.attn",
+        proj="transformer.blocks.{}.attn.out_proj",
     ),
 }
 
@@ -196,3 +238,20 @@ def test_a_plain_llama_has_no_note_of_a_scale_on_v(lab):
     problem = lab("dots1", 1)["problem"]
     assert "attention_value_scale" not in problem["description"]
     assert "the weights are the layer's own" in problem["description"]
+
+
+def test_the_keys_of_persimmon_xglm_and_mpt(lab):
+    persimmon = lab("persimmon", 1)["problem"]
+    how = persimmon["qk_norm"]
+    assert how["kind"] == "layer" and set(how["bias"]) == {"q", "k"}
+    assert np.shape(persimmon["q_norm"]) == (8,) and np.shape(how["bias"]["k"]) == (8,)
+    assert persimmon["rope"]["dims"] == 4 and persimmon["rope"]["style"] == "half"
+    assert all(k in persimmon for k in ("bq", "bk", "bv", "bo")) and "kv_heads" not in persimmon
+    xglm = lab("xglm", 1)["problem"]
+    assert xglm["mask"] == "causal" and "rope" not in xglm and "scale" not in xglm
+    mpt = lab("mpt", 1)["problem"]
+    assert mpt["mask"] == "causal" and mpt["scale"] == 0.3 and mpt["heads"] == 6
+    assert mpt["alibi"] == [2.0**-k for k in (2, 4, 6, 8, 1, 3)]  # MPT's order for 6 heads
+    assert np.shape(mpt["wq"]) == (24, 24) and "bq" not in mpt
+    bare = {k: v for k, v in mpt.items() if k != "alibi"}
+    assert relative(attention(bare)[0], lab("mpt", 1)["reference"]["weights"]) > 1e-4

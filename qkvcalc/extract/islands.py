@@ -3,16 +3,17 @@ dtype=torch.float32)), RMSNorm and T5's, Cohere's and OLMo's layer norms (x.to(t
 x.float() (Mixtral's router, Cohere's rotation, Llama 4's positions for its temperature) and
 x.type(torch.float32) (DeepSeek-V3's and GLM-4.5's routers), AFMoE's router (logits cast to
 float32), DiffLlama's λ (torch.sum(..., dtype=torch.float32)), the rotary tables (inv_freq built
-in float32, angles in float32), BLOOM's ALiBi slopes and Gemma's embedding scale √d_model (a
-float32 buffer in a model built in float32 and converted). With those, x at layer L is off by
-~2e-7 relative. `float64_islands(model)` lifts them for one run: the softmax, Tensor.float and
-Tensor.type keep a float64 input float64 (Tensor.float makes whole numbers float64 too),
-DiffLlama's torch.sum keeps float64, the norms, rotary embeddings and AFMoE's routers of this
-model compute in float64 (their instance's forward replaced), Gated DeltaNet's casts to float32
-keep float64 while its forward runs (Qwen3-Next's and Qwen3.5's linear layers), BLOOM's slopes
-are float64, GPT-Neo's and GPT-J's scores are not cast to float32 (GPT-J's sinusoid table is
-float64 too, in its attention module up to transformers 5.24 and in its rotary module since
-5.25), and GPT-2's
+in float32, angles in float32), BLOOM's ALiBi slopes, Gemma's embedding scale √d_model and
+XGLM's sinusoidal position table (float32 buffers in a model built in float32 and converted).
+With those, x at layer L is off by ~2e-7 relative. `float64_islands(model)` lifts them for one
+run: the softmax, Tensor.float and Tensor.type keep a float64 input float64 (Tensor.float makes
+whole numbers float64 too), DiffLlama's torch.sum keeps float64, the norms, rotary embeddings
+and AFMoE's routers of this model compute in float64 (their instance's forward replaced), Gated
+DeltaNet's casts to float32 keep float64 while its forward runs (Qwen3-Next's and Qwen3.5's
+linear layers), BLOOM's slopes and XGLM's position table are float64 (and the default dtype
+while an XGLM runs: its eager attention makes the dtype's minimum with torch.full), GPT-Neo's
+and GPT-J's scores are not cast to float32 (GPT-J's sinusoid table is float64 too, in its
+attention module up to transformers 5.24 and in its rotary module since 5.25), and GPT-2's
 reorder_and_upcast_attn path (float32 by design) is switched to the ordinary one, which is the
 same math. Everything is restored when the block ends, also on an error.
 
@@ -271,6 +272,24 @@ def _sinusoidal_positions(rows: int, dims: int, like: Any) -> Any:
     return torch.cat((torch.sin(angles), torch.cos(angles)), dim=1).to(like.device)
 
 
+def _xglm_positions(module: Any, table: Any) -> Any:
+    """XGLM's sinusoidal position table (get_embedding: [sin | cos] of position ×
+    e^(−i·ln 10000/(d/2 − 1)), zero at padding_idx), in float64, as many rows as `table`."""
+    import torch
+
+    rows, dims = table.shape
+    half = module.embedding_dim // 2
+    step = math.log(10000) / (half - 1)
+    freqs = torch.exp(torch.arange(half, dtype=torch.float64) * -step)
+    angles = torch.arange(rows, dtype=torch.float64)[:, None] * freqs[None, :]
+    out = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
+    if dims > out.shape[1]:  # an odd width: a column of zeros
+        out = torch.cat([out, torch.zeros(rows, 1, dtype=torch.float64)], dim=1)
+    if module.padding_idx is not None:
+        out[module.padding_idx, :] = 0
+    return out.to(table.device)
+
+
 def _alibi_slopes(num_heads: int, device: Any) -> Any:
     """BLOOM's _get_alibi_slopes (the ALiBi paper's recipe), in float64."""
     import torch
@@ -310,6 +329,11 @@ def _patch_modules(model: Any, restore: list[Any]) -> None:
                 float(module.scalar_embed_scale), dtype=torch.float64, device=scale.device
             )
             restore.append(lambda m=module, s=scale: setattr(m, "embed_scale", s))
+            continue
+        elif kind == "XGLMSinusoidalPositionalEmbedding" and module.weights.dtype == torch.float64:
+            table = module.weights  # built in float32 at construction, then converted
+            module.weights = _xglm_positions(module, table)
+            restore.append(lambda m=module, t=table: setattr(m, "weights", t))
             continue
         elif kind == "GPTNeoSelfAttention":
             module._attn = types.MethodType(_neo_attn, module)
@@ -405,6 +429,12 @@ def float64_islands(model: Any) -> Iterator[None]:
                 restore.append(lambda: setattr(modeling_gptj, "eager_attention_forward", eager))
         if type(model).__module__.startswith("transformers.models.diffllama"):
             _lift_sum(restore)
+        if type(model).__module__.startswith("transformers.models.xglm"):
+            # its eager attention clamps the scores to torch.full((), finfo(float64).min),
+            # made in the default dtype: float64 while the run lasts
+            default = torch.get_default_dtype()
+            torch.set_default_dtype(torch.float64)
+            restore.append(lambda: torch.set_default_dtype(default))
         if type(model).__module__.startswith("transformers.models.bloom"):
             from transformers.models.bloom import modeling_bloom
 

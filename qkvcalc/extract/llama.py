@@ -259,18 +259,18 @@ def qk_norm_keys(attn: Any) -> dict[str, Any]:
     if getattr(attn, "qk_layernorm", False):  # Phi: nn.LayerNorm; StableLM: one per head
         q, k = attn.q_layernorm, attn.k_layernorm
         if hasattr(q, "norms"):  # StableLmLayerNormPerHead: a LayerNorm without bias per head
-            return _layer_keys(
+            return layer_norm_keys(
                 np.stack([array(n.weight) for n in q.norms]),
                 np.stack([array(n.weight) for n in k.norms]),
                 None,
                 None,
                 float(q.norms[0].eps),
             )
-        return _layer_keys(array(q.weight), array(k.weight), bias(q), bias(k), float(q.eps))
+        return layer_norm_keys(array(q.weight), array(k.weight), bias(q), bias(k), float(q.eps))
     if getattr(attn, "use_qk_norm", False) and "LayerNorm" in type(attn.q_norm).__name__:
         # Cohere: a LayerNorm without bias, weights [H, d_k] and [G, d_k]
         q, k = attn.q_norm, attn.k_norm
-        return _layer_keys(array(q.weight), array(k.weight), None, None, norm_eps(q))
+        return layer_norm_keys(array(q.weight), array(k.weight), None, None, norm_eps(q))
     weightless = getattr(attn, "qk_norm", getattr(attn, "q_norm", None))
     if type(weightless).__name__ in WEIGHTLESS_NORMS:
         # Llama 4's RoPE layers and NanoChat: x / √(mean(x²) + ε) without a weight, after the
@@ -298,7 +298,7 @@ def qk_norm_keys(attn: Any) -> dict[str, Any]:
     return {**out, **({"qk_norm": how} if how else {})}
 
 
-def _layer_keys(
+def layer_norm_keys(
     q: np.ndarray, k: np.ndarray, q_bias: Any, k_bias: Any, eps: float
 ) -> dict[str, Any]:
     biases = {s: b for s, b in (("q", q_bias), ("k", k_bias)) if b is not None}

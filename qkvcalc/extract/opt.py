@@ -8,7 +8,10 @@ GPT-Neo has no 1/√d_k at all (scale 1); its local layers see the last window_s
 through a causal table of its own (the module's `bias` buffer) rather than the mask it is
 given: both are read.
 GPT-J rotates the first rotary_dim dimensions of each head in pairs (2i with 2i+1), with
-θ_i = 10000^(−2i/rotary_dim) (a fixed base, not a config field)."""
+θ_i = 10000^(−2i/rotary_dim) (a fixed base, not a config field).
+XGLM is OPT's attention (q times 1/√d_k after its projection) after self_attn_layer_norm; its
+sinusoidal positions are added to the embeddings before layer 0 (islands.py makes their table
+float64 in a float64 run)."""
 
 from __future__ import annotations
 
@@ -69,6 +72,14 @@ def gptj_keys(layer: Layer) -> dict[str, Any]:
 OPT = Family(
     names={"opt": "OPT"},
     stack=lambda model: base_model(model).decoder.layers,
+    attention=lambda block: block.self_attn,
+    output=lambda block: block.self_attn.out_proj,
+    keys=opt_keys,
+)
+
+XGLM = Family(
+    names={"xglm": "XGLM"},
+    stack=lambda model: base_model(model).layers,
     attention=lambda block: block.self_attn,
     output=lambda block: block.self_attn.out_proj,
     keys=opt_keys,
