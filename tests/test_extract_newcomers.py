@@ -6,8 +6,9 @@ MiniCPM3 (rotate_half), GLM-4.7-Flash (glm4_moe_lite) and Youtu-LLM (rope_interl
 off); the LLaMA-like dots.llm1 (dots1: q/k norm per head, sliding layers, MoE) and
 MiMo-V2-Flash (sinks and their own K/V heads on sliding layers, V scaled, d_v ≠ d_k); and
 Persimmon (fused per-head QKV, LayerNorm on q and k, partial RoPE), XGLM (sinusoidal
-positions) and MPT (ALiBi, its slopes for 6 heads). Every head's attention probabilities and
-the output projection's own output equal transformers' float64 forward to 1e-8 relative, x to
+positions), MPT (ALiBi, its slopes for 6 heads) and DBRX (fused QKV, grouped-query). Every
+head's attention probabilities and the output projection's own output equal transformers'
+float64 forward to 1e-8 relative, x to
 1e-12; each layer kind (dense and MoE, sliding and full)."""
 
 from __future__ import annotations
@@ -127,6 +128,23 @@ CASES = {
         [1],
         attn="transformer.blocks.{}.attn",
         proj="transformer.blocks.{}.attn.out_proj",
+    ),  # DBRX: a fused Wqkv with 2 K/V heads, RoPE, experts; clip_qkv (transformers 5.23 needs one)
+    # far above the numbers here
+    "dbrx": case(
+        "DbrxConfig",
+        {
+            "vocab_size": 60,
+            "max_seq_len": 64,
+            "d_model": 32,
+            "n_heads": 4,
+            "n_layers": 2,
+            "attn_config": {"kv_n_heads": 2, "rope_theta": 500.0, "clip_qkv": 50.0},
+            "ffn_config": {"ffn_hidden_size": 48, "moe_num_experts": 3, "moe_top_k": 2},
+        },
+        "DbrxForCausalLM",
+        [1],
+        attn="transformer.blocks.{}.norm_attn_norm.attn",
+        proj="transformer.blocks.{}.norm_attn_norm.attn.out_proj",
     ),
 }
 
@@ -255,3 +273,29 @@ def test_the_keys_of_persimmon_xglm_and_mpt(lab):
     assert np.shape(mpt["wq"]) == (24, 24) and "bq" not in mpt
     bare = {k: v for k, v in mpt.items() if k != "alibi"}
     assert relative(attention(bare)[0], lab("mpt", 1)["reference"]["weights"]) > 1e-4
+
+
+def test_the_keys_of_dbrx(lab):
+    dbrx = lab("dbrx", 1)["problem"]
+    assert dbrx["kv_heads"] == 2 and np.shape(dbrx["wk"]) == (32, 2 * 8)
+    assert (
+        dbrx["rope"]["style"] == "half" and "dims" not in dbrx["rope"] and dbrx["mask"] == "causal"
+    )
+    spec = CASES["dbrx"]  # the base the rotary module uses: rope_parameters (attn_config's unused)
+    model = build_from(spec["config"], spec["fields"], spec["model"])
+    assert dbrx["rope"]["theta"] == model.config.rope_parameters["rope_theta"]
+
+
+def test_dbrx_with_a_clip_that_bites_is_refused(tmp_path):
+    """DBRX's clip_qkv clamps q, k and v, which a problem cannot say: where the clamp changed a
+    number, extract's own check refuses the layer."""
+    import qkvcalc
+    from qkvcalc.errors import QkvcalcError
+
+    spec = CASES["dbrx"]
+    fields = {**spec["fields"], "attn_config": {**spec["fields"]["attn_config"], "clip_qkv": 0.05}}
+    model = build_from(spec["config"], fields, spec["model"])
+    model.save_pretrained(tmp_path / "dbrx")
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.extract(str(tmp_path / "dbrx"), layer=1, input_ids=ids(), dtype="float64")
+    assert err.value.msg.key == "extract.mismatch"

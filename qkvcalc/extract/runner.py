@@ -40,6 +40,7 @@ def families() -> dict[str, Family]:
         bert,
         bigcode,
         bloom,
+        dbrx,
         deepseek,
         falcon,
         gemma,
@@ -72,6 +73,7 @@ def families() -> dict[str, Family]:
         modernbert.FAMILY,
         deepseek.FAMILY,
         deepseek.KIMI_LINEAR,
+        dbrx.FAMILY,
         gemma.FAMILY,
         zamba.FAMILY,
     ):
