@@ -6,7 +6,8 @@ MiniCPM3 (rotate_half), GLM-4.7-Flash (glm4_moe_lite) and Youtu-LLM (rope_interl
 off); the LLaMA-like dots.llm1 (dots1: q/k norm per head, sliding layers, MoE) and
 MiMo-V2-Flash (sinks and their own K/V heads on sliding layers, V scaled, d_v ≠ d_k); and
 Persimmon (fused per-head QKV, LayerNorm on q and k, partial RoPE), XGLM (sinusoidal
-positions), MPT (ALiBi, its slopes for 6 heads) and DBRX (fused QKV, grouped-query). Every
+positions), MPT (ALiBi, its slopes for 6 heads), DBRX (fused QKV, grouped-query) and CodeGen
+(its qkv_proj in 4 shards, GPT-J's rotation). Every
 head's attention probabilities and the output projection's own output equal transformers'
 float64 forward to 1e-8 relative, x to
 1e-12; each layer kind (dense and MoE, sliding and full)."""
@@ -145,6 +146,22 @@ CASES = {
         [1],
         attn="transformer.blocks.{}.norm_attn_norm.attn",
         proj="transformer.blocks.{}.norm_attn_norm.attn.out_proj",
+    ),  # CodeGen: GPT-J's pairs on rotary_dim = 4 of each head's 8, its qkv_proj in 4 shards
+    "codegen": case(
+        "CodeGenConfig",
+        {
+            "vocab_size": 60,
+            "n_positions": 64,
+            "n_ctx": 64,
+            "n_embd": 32,
+            "n_layer": 2,
+            "n_head": 4,
+            "rotary_dim": 4,
+        },
+        "CodeGenForCausalLM",
+        [1],
+        attn="transformer.h.{}.attn",
+        proj="transformer.h.{}.attn.out_proj",
     ),
 }
 
@@ -299,3 +316,17 @@ def test_dbrx_with_a_clip_that_bites_is_refused(tmp_path):
     with pytest.raises(QkvcalcError) as err:
         qkvcalc.extract(str(tmp_path / "dbrx"), layer=1, input_ids=ids(), dtype="float64")
     assert err.value.msg.key == "extract.mismatch"
+
+
+def test_the_keys_of_codegen(lab):
+    """CodeGen: the pairs of GPT-J on rotary_dim; its qkv_proj read as 4 shards of [q | v | k]
+    (read as [Q | K | V] one after another, the weights are not transformers')."""
+    got = lab("codegen", 1)
+    codegen = got["problem"]
+    assert codegen["rope"] == {"theta": 10000.0, "style": "pairs", "dims": 4}
+    assert np.shape(codegen["wq"]) == (32, 32) and "bq" not in codegen
+    fused = np.concatenate([codegen["wq"], codegen["wv"], codegen["wk"]], axis=1)
+    flat = fused.reshape(32, 3, 4, 8).transpose(0, 2, 1, 3).reshape(32, -1)  # the shards' order
+    assert not np.array_equal(flat, fused)
+    plain = {**codegen, "wq": flat[:, :32], "wk": flat[:, 32:64], "wv": flat[:, 64:]}
+    assert relative(attention(plain)[0], got["reference"]["weights"]) > 1e-4

@@ -11,9 +11,9 @@ whole numbers float64 too), DiffLlama's torch.sum keeps float64, the norms, rota
 and AFMoE's routers of this model compute in float64 (their instance's forward replaced), Gated
 DeltaNet's casts to float32 keep float64 while its forward runs (Qwen3-Next's and Qwen3.5's
 linear layers), BLOOM's slopes and XGLM's position table are float64 (and the default dtype
-while an XGLM runs: its eager attention makes the dtype's minimum with torch.full), GPT-Neo's
-and GPT-J's scores are not cast to float32 (GPT-J's sinusoid table is float64 too, in its
-attention module up to transformers 5.24 and in its rotary module since 5.25), and GPT-2's
+while an XGLM runs: its eager attention makes the dtype's minimum with torch.full), GPT-Neo's,
+GPT-J's and CodeGen's scores are not cast to float32 (their sinusoid table is float64 too, in
+the attention module up to transformers 5.24 and in the rotary module since 5.25), and GPT-2's
 reorder_and_upcast_attn path (float32 by design) is switched to the ordinary one, which is the
 same math. Everything is restored when the block ends, also on an error.
 
@@ -241,6 +241,18 @@ def _gptj_attn(module: Any, query: Any, key: Any, value: Any, attention_mask: An
     return torch.matmul(weights, value), weights
 
 
+def _codegen_attn(module: Any, query: Any, key: Any, value: Any, attention_mask: Any = None) -> Any:
+    """CodeGenAttention._attn (transformers 5.23–5.24) without its casts of q and k to float32:
+    the same steps (the mask added before the division by √d_k)."""
+    import torch
+
+    weights = torch.matmul(query, key.transpose(-1, -2))
+    if attention_mask is not None:
+        weights = weights + attention_mask
+    weights = torch.nn.functional.softmax(weights / module.scale_attn, dim=-1).to(value.dtype)
+    return torch.matmul(module.attn_dropout(weights), value), weights
+
+
 def _gptj_eager(
     module: Any,
     query: Any,
@@ -339,21 +351,22 @@ def _patch_modules(model: Any, restore: list[Any]) -> None:
             module._attn = types.MethodType(_neo_attn, module)
             restore.append(lambda m=module: delattr(m, "_attn"))
             continue
-        elif kind == "GPTJRotaryEmbedding":  # transformers 5.25: the table moved here
+        elif kind in ("GPTJRotaryEmbedding", "CodeGenRotaryEmbedding"):  # 5.25: the table here
             table = module.embed_positions
             module.embed_positions = _sinusoidal_positions(
                 table.shape[0], module.pos_embd_dim, table
             )
             restore.append(lambda m=module, t=table: setattr(m, "embed_positions", t))
             continue
-        elif kind == "GPTJAttention" and not hasattr(module, "_attn"):
+        elif kind in ("GPTJAttention", "CodeGenAttention") and not hasattr(module, "_attn"):
             continue  # 5.25: its scores are the module-level eager function's (below)
-        elif kind == "GPTJAttention":
+        elif kind in ("GPTJAttention", "CodeGenAttention"):
             table = module.embed_positions
             module.embed_positions = _sinusoidal_positions(
                 table.shape[0], module.pos_embd_dim, table
             )
-            module._attn = types.MethodType(_gptj_attn, module)
+            own = _gptj_attn if kind == "GPTJAttention" else _codegen_attn
+            module._attn = types.MethodType(own, module)
             restore.append(lambda m=module: delattr(m, "_attn"))
             restore.append(lambda m=module, t=table: setattr(m, "embed_positions", t))
             continue
@@ -364,6 +377,20 @@ def _patch_modules(model: Any, restore: list[Any]) -> None:
         else:
             continue
         restore.append(lambda m=module: delattr(m, "forward"))
+
+
+def _lift_eager(model: Any, restore: list[Any]) -> None:
+    """GPT-J's and CodeGen's module-level eager_attention_forward (transformers 5.25: q and k
+    cast to float32 there) replaced by _gptj_eager, the same steps without the casts."""
+    import importlib
+
+    for name in ("gptj", "codegen"):
+        if type(model).__module__.startswith(f"transformers.models.{name}"):
+            modeling = importlib.import_module(f"transformers.models.{name}.modeling_{name}")
+            eager = getattr(modeling, "eager_attention_forward", None)
+            if eager is not None:
+                setattr(modeling, "eager_attention_forward", _gptj_eager)  # noqa: B010
+                restore.append(lambda m=modeling, e=eager: setattr(m, "eager_attention_forward", e))
 
 
 def _lift_sum(restore: list[Any]) -> None:
@@ -420,13 +447,7 @@ def float64_islands(model: Any) -> Iterator[None]:
         torch.Tensor.type = type_float64  # type: ignore[method-assign,assignment]
         restore.append(lambda: setattr(torch.Tensor, "type", to_type))
         _patch_modules(model, restore)
-        if type(model).__module__.startswith("transformers.models.gptj"):
-            from transformers.models.gptj import modeling_gptj
-
-            eager = getattr(modeling_gptj, "eager_attention_forward", None)
-            if eager is not None:  # 5.25: q and k cast to float32 there
-                setattr(modeling_gptj, "eager_attention_forward", _gptj_eager)  # noqa: B010
-                restore.append(lambda: setattr(modeling_gptj, "eager_attention_forward", eager))
+        _lift_eager(model, restore)
         if type(model).__module__.startswith("transformers.models.diffllama"):
             _lift_sum(restore)
         if type(model).__module__.startswith("transformers.models.xglm"):

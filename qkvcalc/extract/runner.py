@@ -69,6 +69,7 @@ def families() -> dict[str, Family]:
         opt.XGLM,
         opt.GPT_NEO,
         opt.GPTJ,
+        opt.CODEGEN,
         falcon.FAMILY,
         modernbert.FAMILY,
         deepseek.FAMILY,
