@@ -186,7 +186,7 @@ def lab(tmp_path_factory):
                 )
                 path = str(root / name)
                 problem = qkvcalc.extract(path, layer=each, input_ids=ids(), dtype="float64")
-                out[(name, each)] = {"problem": problem, "reference": ref}
+                out[(name, each)] = {"problem": problem, "reference": ref, "folder": path}
         return out[(name, layer)]
 
     return get
@@ -330,3 +330,37 @@ def test_the_keys_of_codegen(lab):
     assert not np.array_equal(flat, fused)
     plain = {**codegen, "wq": flat[:, :32], "wk": flat[:, 32:64], "wv": flat[:, 64:]}
     assert relative(attention(plain)[0], got["reference"]["weights"]) > 1e-4
+
+
+HEADS = [("mpt", 1), ("mimo_v2_flash", 1), ("persimmon", 1), ("codegen", 1), ("dbrx", 1)]
+
+
+@pytest.mark.parametrize(("name", "layer"), HEADS, ids=[n for n, _ in HEADS])
+def test_heads_splits_each_head(lab, name, layer):
+    """qkvcalc heads on these model types: the run's maps are transformers' probabilities, and
+    each head's own problem (its ALiBi slope, its sink, its share of the latents …) gives that
+    head's map."""
+    import qkvcalc
+    from qkvcalc.extract.heads import attention_maps, split_head
+
+    got = lab(name, layer)
+    run = attention_maps(got["folder"], input_ids=ids(), dtype="float64", problems=True)
+    weights = got["reference"]["weights"]
+    assert relative(np.asarray(run.weights[layer]), weights) < TOL
+    for h in (1, len(weights)):
+        trace = qkvcalc.explain(**split_head(run.problems[layer], h))
+        assert relative(np.squeeze(trace.weights), weights[h - 1]) < TOL
+
+
+def test_heads_shows_an_mla_layer_and_does_not_cut_it(lab):
+    """An MLA layer (DeepSeek-V2): heads' maps are transformers' probabilities; its problem
+    cannot be cut to one head (the latents are every head's), as DeepSeek-V3's cannot."""
+    from qkvcalc.errors import QkvcalcError
+    from qkvcalc.extract.heads import attention_maps, split_head
+
+    got = lab("deepseek_v2", 1)
+    run = attention_maps(got["folder"], input_ids=ids(), dtype="float64", problems=True)
+    assert relative(np.asarray(run.weights[1]), got["reference"]["weights"]) < TOL
+    with pytest.raises(QkvcalcError) as err:
+        split_head(run.problems[1], 1)
+    assert err.value.msg.key == "heads.cannot_split"
