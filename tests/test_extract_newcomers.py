@@ -2,8 +2,8 @@
 itself as tests/test_extract_new.py does (a tiny float64 model from a config, random weights,
 eager attention, save_pretrained, extract in float64, then explain): the multi-head latent
 attention of DeepSeek-V2 (its complex rotation: pairs; q_proj without a query latent, YaRN),
-MiniCPM3 (rotate_half), GLM-4.7-Flash (glm4_moe_lite) and Youtu-LLM (rope_interleave on and
-off); the LLaMA-like dots.llm1 (dots1: q/k norm per head, sliding layers, MoE) and
+MiniCPM3 (rotate_half), GLM-4.7-Flash (glm4_moe_lite), Youtu-LLM and A.X K1 (rope_interleave
+on and off); the LLaMA-like dots.llm1 (dots1: q/k norm per head, sliding layers, MoE) and
 MiMo-V2-Flash (sinks and their own K/V heads on sliding layers, V scaled, d_v ≠ d_k); and
 Persimmon (fused per-head QKV, LayerNorm on q and k, partial RoPE), XGLM (sinusoidal
 positions), MPT (ALiBi, its slopes for 6 heads), DBRX (fused QKV, grouped-query) and CodeGen
@@ -46,6 +46,9 @@ CASES = {
     "minicpm3": case("MiniCPM3Config", DEEPSEEK, "MiniCPM3ForCausalLM", [1]),
     "glm4_moe_lite": case("Glm4MoeLiteConfig", DEEPSEEK, "Glm4MoeLiteForCausalLM", [0, 1], **EAGER),
     "youtu": case("YoutuConfig", {**DEEPSEEK, "rope_interleave": False}, "YoutuForCausalLM", [1]),
+    "axk1": case(
+        "AXK1Config", {**DEEPSEEK, "rope_interleave": True}, "AXK1ForCausalLM", [0, 1], **EAGER
+    ),
     "dots1": case(
         "Dots1Config",
         {
@@ -210,7 +213,13 @@ def test_the_extracted_layer_equals_transformers(lab, name, layer):
     assert relative(trace.output, ref["out"]) < TOL
 
 
-MLA = {"deepseek_v2": "pairs", "minicpm3": "half", "glm4_moe_lite": "pairs", "youtu": "half"}
+MLA = {
+    "deepseek_v2": "pairs",
+    "minicpm3": "half",
+    "glm4_moe_lite": "pairs",
+    "youtu": "half",
+    "axk1": "pairs",
+}
 
 
 @pytest.mark.parametrize(("name", "style"), MLA.items())

@@ -8,9 +8,10 @@ attention factor), and the scale is the module's (qk_head_dim^−½, times mscal
 The layers before first_k_dense_replace have a dense MLP, the others experts: their attention
 is the same. Kimi Linear's MLA layers (KIMI_LINEAR) are these without a rotation.
 
-The same module in DeepSeek-V2, MiniCPM3, GLM-4.7-Flash (glm4_moe_lite) and Youtu-LLM: DeepSeek-V2
+The same module in DeepSeek-V2, MiniCPM3, GLM-4.7-Flash (glm4_moe_lite), Youtu-LLM and A.X K1
+(axk1, always with a query latent): DeepSeek-V2
 turns view_as_complex of (2i, 2i+1) ("pairs") whatever its config says, MiniCPM3 rotate_half
-("half"), the other two as rope_interleave says (STYLE)."""
+("half"), the others as rope_interleave says (STYLE)."""
 
 from __future__ import annotations
 
@@ -82,6 +83,7 @@ FAMILY = Family(
         "minicpm3": "MiniCPM3",
         "glm4_moe_lite": "GLM-4.7-Flash",
         "youtu": "Youtu-LLM",
+        "axk1": "A.X K1",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,

@@ -58,6 +58,7 @@ _STANDARD_RMS = (
     "MiniCPM3RMSNorm",
     "Glm4MoeLiteRMSNorm",
     "YoutuRMSNorm",
+    "AXK1RMSNorm",
     "Olmo3RMSNorm",
     "ApertusRMSNorm",
     "SeedOssRMSNorm",
