@@ -4,7 +4,8 @@ eager attention, save_pretrained, extract in float64, then explain): the multi-h
 attention of DeepSeek-V2 (its complex rotation: pairs; q_proj without a query latent, YaRN),
 MiniCPM3 (rotate_half), GLM-4.7-Flash (glm4_moe_lite), Youtu-LLM and A.X K1 (rope_interleave
 on and off); the LLaMA-like dots.llm1 (dots1: q/k norm per head, sliding layers, MoE) and
-MiMo-V2-Flash (sinks and their own K/V heads on sliding layers, V scaled, d_v ≠ d_k); and
+MiMo-V2-Flash (sinks and their own K/V heads on sliding layers, V scaled, d_v ≠ d_k) and
+Beam (an output gate with a bias per head, NoPE full layers with a factor on q); and
 Persimmon (fused per-head QKV, LayerNorm on q and k, partial RoPE), XGLM (sinusoidal
 positions), MPT (ALiBi, its slopes for 6 heads), DBRX (fused QKV, grouped-query) and CodeGen
 (its qkv_proj in 4 shards, GPT-J's rotation). Every
@@ -20,7 +21,7 @@ import pytest
 from tests.naive_modern import attention
 from tests.test_extract import build_from, reference_at
 from tests.test_extract_mla import DEEPSEEK
-from tests.test_extract_more import LLAMA, TOL, at, case, ids, relative
+from tests.test_extract_more import LLAMA, TOL, N, at, case, ids, relative
 from tests.test_extract_new import EAGER, kept_float32, oracle
 
 YARN = {
@@ -69,7 +70,8 @@ CASES = {
         "Dots1ForCausalLM",
         [0, 1, 2],  # dense and full, MoE and sliding, MoE and full
         **EAGER,
-    ),  # twice the K/V heads and sinks on its sliding layers, d_v ≠ d_k, V times 0.7, partial RoPE
+    ),
+    # twice the K/V heads and sinks on its sliding layers, d_v ≠ d_k, V times 0.7, partial RoPE
     # with a base per layer type
     "mimo_v2_flash": case(
         "MiMoV2FlashConfig",
@@ -91,7 +93,29 @@ CASES = {
         "MiMoV2FlashForCausalLM",
         [0, 1, 2],  # dense and full, MoE and sliding, MoE and full
         **EAGER,
-    ),  # Persimmon: NeoX's fused, per-head interleaved query_key_value, a LayerNorm with bias on q
+    ),
+    # Beam: q/k norm per head, the output gate σ(x·W_G + b_h) with one bias per head; RoPE and
+    # the window on its sliding layers, none on its full ones (NoPE) and there a factor on q
+    "beam": case(
+        "BeamConfig",
+        {
+            **LLAMA,
+            "num_hidden_layers": 3,
+            "head_dim": 8,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+            "mlp_layer_types": ["dense", "sparse", "sparse"],
+            "moe_intermediate_size": 16,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "n_group": 2,
+            "topk_group": 1,
+        },
+        "BeamForCausalLM",
+        [0, 1, 2],  # sliding and dense, full (NoPE) and MoE, sliding after an MoE layer
+        **EAGER,
+    ),
+    # Persimmon: NeoX's fused, per-head interleaved query_key_value, a LayerNorm with bias on q
     # and k, RoPE on half of each head
     "persimmon": case(
         "PersimmonConfig",
@@ -132,7 +156,8 @@ CASES = {
         [1],
         attn="transformer.blocks.{}.attn",
         proj="transformer.blocks.{}.attn.out_proj",
-    ),  # DBRX: a fused Wqkv with 2 K/V heads, RoPE, experts; clip_qkv (transformers 5.23 needs one)
+    ),
+    # DBRX: a fused Wqkv with 2 K/V heads, RoPE, experts; clip_qkv (transformers 5.23 needs one)
     # far above the numbers here
     "dbrx": case(
         "DbrxConfig",
@@ -149,7 +174,8 @@ CASES = {
         [1],
         attn="transformer.blocks.{}.norm_attn_norm.attn",
         proj="transformer.blocks.{}.norm_attn_norm.attn.out_proj",
-    ),  # CodeGen: GPT-J's pairs on rotary_dim = 4 of each head's 8, its qkv_proj in 4 shards
+    ),
+    # CodeGen: GPT-J's pairs on rotary_dim = 4 of each head's 8, its qkv_proj in 4 shards
     "codegen": case(
         "CodeGenConfig",
         {
@@ -169,6 +195,21 @@ CASES = {
 }
 
 
+# Routers transformers 5.25 builds in float32 whatever the model's dtype (Beam's gate: weight and
+# e_score_correction_bias): rounded to float32 in the reference model too, so that it is the
+# model its checkpoint loads as (in 5.23 they are float64, and the rounded numbers are the same)
+FLOAT32_ROUTERS = {"beam": ["mlp.gate."]}
+
+
+def rounded(model, names: list[str]) -> None:
+    import torch
+
+    with torch.no_grad():
+        for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+            if any(part in name for part in names) and tensor.is_floating_point():
+                tensor.copy_(tensor.to(torch.float32).to(tensor.dtype))
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """Each case built, saved and extracted once, lazily (a -k selection builds its own only)."""
@@ -182,6 +223,7 @@ def lab(tmp_path_factory):
             spec = CASES[name]
             model = build_from(spec["config"], spec["fields"], spec["model"], **spec["extra"])
             kept_float32(model)
+            rounded(model, FLOAT32_ROUTERS.get(name, []))
             model.save_pretrained(root / name)
             for each in spec["layers"]:
                 ref = reference_at(
@@ -373,3 +415,32 @@ def test_heads_shows_an_mla_layer_and_does_not_cut_it(lab):
     with pytest.raises(QkvcalcError) as err:
         split_head(run.problems[1], 1)
     assert err.value.msg.key == "heads.cannot_split"
+
+
+def test_the_keys_of_beam(lab):
+    """Beam: its gate's per-head bias repeated over each head's d_v logits; its full layer has
+    no rope and the factor (1 + (i + 1)/2048)^0.1 on q (without it, or with the gate's bias
+    left out, the output is not transformers'); its sliding layers rope and the window."""
+    import torch
+
+    spec = CASES["beam"]
+    model = build_from(spec["config"], spec["fields"], spec["model"], **spec["extra"])
+    sliding, full = lab("beam", 0)["problem"], lab("beam", 1)["problem"]
+    attn = model.model.layers[1].self_attn
+    assert np.array_equal(full["bg"], np.repeat(attn.gate_bias.detach().numpy(), 8))
+    assert np.shape(full["wg"]) == (32, 32) and np.shape(full["q_norm"]) == (8,)
+    assert "rope" not in full and "window" not in full
+    positions = torch.arange(N, dtype=torch.float64)
+    factor = torch.exp(0.1 * torch.log1p((positions + 1) / 2048)).numpy()
+    assert relative(np.asarray(full["attn_temperature"]), factor) < 1e-15
+    assert sliding["window"] == 4 and "rope" in sliding and "attn_temperature" not in sliding
+    ref = lab("beam", 1)["reference"]["out"]
+    for left_out in ("attn_temperature", "bg"):
+        bare = {k: v for k, v in full.items() if k != left_out}
+        assert relative(qkvcalc_output(bare), ref) > 1e-6, left_out
+
+
+def qkvcalc_output(problem: dict) -> np.ndarray:
+    import qkvcalc
+
+    return qkvcalc.explain(**problem).output

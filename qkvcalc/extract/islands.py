@@ -105,6 +105,7 @@ _STANDARD_RMS = (
     "Zamba2RMSNorm",
     "Dots1RMSNorm",
     "MiMoV2FlashRMSNorm",
+    "BeamRMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")

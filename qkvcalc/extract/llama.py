@@ -116,6 +116,8 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
     # a base of 0 in layer_rope_theta: no rotation
     "granite_swa": lambda attn: bool(attn.config.layer_rope_theta[attn.layer_idx]),
     "granitemoe_swa": lambda attn: bool(attn.config.layer_rope_theta[attn.layer_idx]),
+    # no rope parameters for a layer type (its full layers): NoPE, with SSMax's factor on q
+    "beam": lambda attn: bool(attn.config.rope_parameters[attn.config.layer_types[attn.layer_idx]]),
 }
 # rotate_half as cat(x₂, −x₁), not cat(−x₂, x₁): a rotation by −θ
 MIRRORED = ("nanochat",)
@@ -123,7 +125,7 @@ MIRRORED = ("nanochat",)
 # its sliding layers): H / the module's num_key_value_groups
 OWN_KV_HEADS = ("mimo_v2_flash",)
 # The output gate σ(x·W_G + b_G) on each head's output before o_proj, from its own projection
-GATES = {"afmoe": lambda attn: attn.gate_proj}
+GATES = {"afmoe": lambda attn: attn.gate_proj, "beam": lambda attn: attn.gate_proj}
 # Qwen3-Next's and Qwen3.5's full-attention layers: q_proj holds each head's query and its output
 # gate side by side, [q_h | gate_h] (head_dim each); the gate is σ(gate_h) on head h's output
 QUERY_GATES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
@@ -203,6 +205,8 @@ def keys(layer: Layer) -> dict[str, Any]:
     if not default_scale(attn.scaling, attn.head_dim):
         keys["scale"] = attn.scaling
     keys.update(mask_keys(layer, getattr(attn, "is_causal", True)))
+    if config.model_type == "beam" and not ROTATES["beam"](attn):
+        keys["attn_temperature"] = beam_temperature(layer.n)
     if ROTATES.get(config.model_type, lambda attn: True)(attn):
         style = STYLE.get(config.model_type, "half")
         keys["rope"] = rope(layer, attn.head_dim, style, config.model_type in MIRRORED)
@@ -222,8 +226,24 @@ def keys(layer: Layer) -> dict[str, Any]:
         softcap=getattr(attn, "attn_logit_softcapping", None),
         sinks=None if sinks is None else array(sinks),
         wg=None if gate is None else rows(gate),
-        bg=None if gate is None else bias(gate),
+        bg=None if gate is None else gate_bias(attn, gate),
     )
+
+
+def gate_bias(attn: Any, gate: Any) -> np.ndarray | None:
+    """The output gate's b_G: the gate projection's bias, or Beam's gate_bias of one number per
+    head, added to each of the head's d_v logits (repeated d_v times)."""
+    per_head = getattr(attn, "gate_bias", None)
+    if per_head is None:
+        return bias(gate)
+    return np.repeat(array(per_head), attn.head_dim)
+
+
+def beam_temperature(n: int) -> list[float]:
+    """Beam's factor on q in its layers without RoPE (compute_attention_scaling, "scalable
+    softmax"): (1 + (i + 1)/2048)^0.1 at position i, as exp(0.1·log1p((i + 1)/2048))."""
+    positions = np.arange(n, dtype=np.float64)
+    return [float(t) for t in np.exp(0.1 * np.log1p((positions + 1) / 2048))]
 
 
 def differential_keys(attn: Any) -> dict[str, Any]:
@@ -398,6 +418,7 @@ FAMILY = Family(
         "olmo_hybrid": "OLMo-Hybrid",
         "dots1": "dots.llm1",
         "mimo_v2_flash": "MiMo-V2-Flash",
+        "beam": "Beam",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
