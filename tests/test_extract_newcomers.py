@@ -5,7 +5,8 @@ attention of DeepSeek-V2 (its complex rotation: pairs; q_proj without a query la
 MiniCPM3 (rotate_half), GLM-4.7-Flash (glm4_moe_lite), Youtu-LLM and A.X K1 (rope_interleave
 on and off); the LLaMA-like dots.llm1 (dots1: q/k norm per head, sliding layers, MoE) and
 MiMo-V2-Flash (sinks and their own K/V heads on sliding layers, V scaled, d_v ≠ d_k) and
-Beam (an output gate with a bias per head, NoPE full layers with a factor on q); and
+Beam (an output gate with a bias per head, NoPE full layers with a factor on q), LFM3's
+attention layers (a gate of one logit per head); and
 Persimmon (fused per-head QKV, LayerNorm on q and k, partial RoPE), XGLM (sinusoidal
 positions), MPT (ALiBi, its slopes for 6 heads), DBRX (fused QKV, grouped-query) and CodeGen
 (its qkv_proj in 4 shards, GPT-J's rotation). Every
@@ -20,6 +21,7 @@ import pytest
 
 from tests.naive_modern import attention
 from tests.test_extract import build_from, reference_at
+from tests.test_extract_hybrid import reference as hybrid_reference
 from tests.test_extract_mla import DEEPSEEK
 from tests.test_extract_more import LLAMA, TOL, N, at, case, ids, relative
 from tests.test_extract_new import EAGER, kept_float32, oracle
@@ -115,6 +117,14 @@ CASES = {
         [0, 1, 2],  # sliding and dense, full (NoPE) and MoE, sliding after an MoE layer
         **EAGER,
     ),
+    # LFM3: short-convolution layers 0, 1, 3; a full layer (2: proportional RoPE on half of
+    # each head) and a sliding one (4); q/k norm per head, a gate of one logit per head
+    "lfm3": case(
+        "Lfm3Config",
+        {**LLAMA, "num_hidden_layers": 5, "head_dim": 8, "sliding_window": 4},
+        "Lfm3ForCausalLM",
+        [2, 4],
+    ),
     # Persimmon: NeoX's fused, per-head interleaved query_key_value, a LayerNorm with bias on q
     # and k, RoPE on half of each head
     "persimmon": case(
@@ -195,6 +205,9 @@ CASES = {
 }
 
 
+HYBRIDS = ("lfm3",)
+
+
 # Routers transformers 5.25 builds in float32 whatever the model's dtype (Beam's gate: weight and
 # e_score_correction_bias): rounded to float32 in the reference model too, so that it is the
 # model its checkpoint loads as (in 5.23 they are float64, and the rounded numbers are the same)
@@ -226,9 +239,16 @@ def lab(tmp_path_factory):
             rounded(model, FLOAT32_ROUTERS.get(name, []))
             model.save_pretrained(root / name)
             for each in spec["layers"]:
-                ref = reference_at(
-                    model, ids(), each, at(model, spec["attn"], each), at(model, spec["proj"], each)
-                )
+                if name in HYBRIDS:  # output_attentions holds the attention layers' maps only
+                    ref = hybrid_reference(model, at(model, spec["attn"], each))
+                else:
+                    ref = reference_at(
+                        model,
+                        ids(),
+                        each,
+                        at(model, spec["attn"], each),
+                        at(model, spec["proj"], each),
+                    )
                 path = str(root / name)
                 problem = qkvcalc.extract(path, layer=each, input_ids=ids(), dtype="float64")
                 out[(name, each)] = {"problem": problem, "reference": ref, "folder": path}
@@ -444,3 +464,27 @@ def qkvcalc_output(problem: dict) -> np.ndarray:
     import qkvcalc
 
     return qkvcalc.explain(**problem).output
+
+
+def test_the_keys_of_lfm3(lab, tmp_path):
+    """LFM3: its one gate logit per head is W_G's column repeated over the head's d_v outputs;
+    the full layer's proportional RoPE (zeros past half of the head), the sliding layer's window
+    and base; a short-convolution layer is refused, naming the attention layers."""
+    import qkvcalc
+    from qkvcalc.errors import QkvcalcError
+
+    spec = CASES["lfm3"]
+    model = build_from(spec["config"], spec["fields"], spec["model"])
+    full, sliding = lab("lfm3", 2)["problem"], lab("lfm3", 4)["problem"]
+    g_proj = model.model.layers[2].self_attn.g_proj.weight.detach().numpy().T  # 32 × H
+    assert np.array_equal(full["wg"], np.repeat(g_proj, 8, axis=1)) and "bg" not in full
+    inv_freq = np.asarray(full["rope"]["inv_freq"])
+    assert np.all(inv_freq[2:] == 0) and np.all(inv_freq[:2] > 0) and "window" not in full
+    assert sliding["window"] == 4 and sliding["rope"]["theta"] == 10000.0
+    bare = {k: v for k, v in full.items() if k != "wg"}
+    assert relative(qkvcalc_output(bare), lab("lfm3", 2)["reference"]["out"]) > 1e-3
+    model.save_pretrained(tmp_path / "lfm3")
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.extract(str(tmp_path / "lfm3"), layer=3, input_ids=ids(), dtype="float64")
+    assert err.value.msg.key == "extract.not_attention"
+    assert "2, 4" in str(err.value)

@@ -106,6 +106,7 @@ _STANDARD_RMS = (
     "Dots1RMSNorm",
     "MiMoV2FlashRMSNorm",
     "BeamRMSNorm",
+    "Lfm3RMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")

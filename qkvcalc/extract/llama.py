@@ -4,7 +4,8 @@ Llama 4's text layers (NoPE layers with the attention temperature), OLMo 3, Aper
 GLM-4 and GLM-4.5, Qwen3-MoE, ERNIE 4.5 (dense and MoE), Granite and Granite MoE, Granite SWA
 and Granite MoE SWA (sliding layers, sinks, a RoPE base per layer: rotary_module), the attention
 layers of the hybrids (Qwen3-Next and Qwen3.5 with the output gate in q_proj, Bamba, Jamba,
-Granite 4, LFM2, OLMo-Hybrid, Falcon-H1 with its key_multiplier, Nemotron-H's attention
+Granite 4, LFM2, LFM3 with its gate of one logit per head, OLMo-Hybrid, Falcon-H1 with its
+key_multiplier, Nemotron-H's attention
 blocks: NEMOTRON_H;
 hybrid.py says which layers are attention), and the other LLaMA-like model types
 FAMILY.names lists (OLMo, Gemma, GLM, Helium, Ministral, dots.llm1 …): the attention
@@ -125,7 +126,14 @@ MIRRORED = ("nanochat",)
 # its sliding layers): H / the module's num_key_value_groups
 OWN_KV_HEADS = ("mimo_v2_flash",)
 # The output gate σ(x·W_G + b_G) on each head's output before o_proj, from its own projection
-GATES = {"afmoe": lambda attn: attn.gate_proj, "beam": lambda attn: attn.gate_proj}
+GATES = {
+    "afmoe": lambda attn: attn.gate_proj,
+    "beam": lambda attn: attn.gate_proj,
+    "lfm3": lambda attn: attn.g_proj,  # one logit per head (HEAD_GATES)
+}
+# Gates of one logit per head, σ(x·w_h) on each of the head's d_v outputs: W_G is w_h repeated
+# d_v times
+HEAD_GATES = ("lfm3",)
 # Qwen3-Next's and Qwen3.5's full-attention layers: q_proj holds each head's query and its output
 # gate side by side, [q_h | gate_h] (head_dim each); the gate is σ(gate_h) on head h's output
 QUERY_GATES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
@@ -212,6 +220,9 @@ def keys(layer: Layer) -> dict[str, Any]:
         keys["rope"] = rope(layer, attn.head_dim, style, config.model_type in MIRRORED)
     sinks = getattr(attn, "sinks", None)
     gate = GATES[config.model_type](attn) if config.model_type in GATES else None
+    wg = None if gate is None else rows(gate)
+    if wg is not None and config.model_type in HEAD_GATES:
+        wg = np.repeat(wg, attn.head_dim, axis=1)
     if gated is not None:
         keys.update(with_optional({}, wg=gated[0], bg=gated[1]))
     if getattr(attn, "attn_temperature_tuning", False) and not attn.use_rope:  # Llama 4's NoPE
@@ -225,7 +236,7 @@ def keys(layer: Layer) -> dict[str, Any]:
         {**keys, **qk_norm_keys(attn)},
         softcap=getattr(attn, "attn_logit_softcapping", None),
         sinks=None if sinks is None else array(sinks),
-        wg=None if gate is None else rows(gate),
+        wg=wg,
         bg=None if gate is None else gate_bias(attn, gate),
     )
 
@@ -419,6 +430,7 @@ FAMILY = Family(
         "dots1": "dots.llm1",
         "mimo_v2_flash": "MiMo-V2-Flash",
         "beam": "Beam",
+        "lfm3": "LFM3",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
