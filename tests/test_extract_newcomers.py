@@ -6,7 +6,8 @@ MiniCPM3 (rotate_half), GLM-4.7-Flash (glm4_moe_lite), Youtu-LLM and A.X K1 (rop
 on and off); the LLaMA-like dots.llm1 (dots1: q/k norm per head, sliding layers, MoE) and
 MiMo-V2-Flash (sinks and their own K/V heads on sliding layers, V scaled, d_v ≠ d_k) and
 Beam (an output gate with a bias per head, NoPE full layers with a factor on q), LFM3's
-attention layers (a gate of one logit per head); and
+attention layers (a gate of one logit per head), Cohere Compass's text model (M-RoPE on its
+sliding layers, NoPE full ones); and
 Persimmon (fused per-head QKV, LayerNorm on q and k, partial RoPE), XGLM (sinusoidal
 positions), MPT (ALiBi, its slopes for 6 heads), DBRX (fused QKV, grouped-query) and CodeGen
 (its qkv_proj in 4 shards, GPT-J's rotation). Every
@@ -124,6 +125,23 @@ CASES = {
         {**LLAMA, "num_hidden_layers": 5, "head_dim": 8, "sliding_window": 4},
         "Lfm3ForCausalLM",
         [2, 4],
+    ),
+    # Cohere Compass's text model: M-RoPE (every axis the text position) on its sliding layers,
+    # none on its full ones (NoPE); its LayerNorm without bias
+    "cohere_compass_text": case(
+        "CohereCompassTextConfig",
+        {
+            **LLAMA,
+            "num_hidden_layers": 3,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+            "rope_parameters": {
+                "sliding_attention": {"rope_type": "default", "rope_theta": 500.0},
+                "full_attention": None,
+            },
+        },
+        "CohereCompassForCausalLM",
+        [0, 1, 2],
     ),
     # Persimmon: NeoX's fused, per-head interleaved query_key_value, a LayerNorm with bias on q
     # and k, RoPE on half of each head
@@ -488,3 +506,14 @@ def test_the_keys_of_lfm3(lab, tmp_path):
         qkvcalc.extract(str(tmp_path / "lfm3"), layer=3, input_ids=ids(), dtype="float64")
     assert err.value.msg.key == "extract.not_attention"
     assert "2, 4" in str(err.value)
+
+
+def test_the_keys_of_cohere_compass(lab):
+    """Cohere Compass: its M-RoPE with every axis at the text position is the plain rotation
+    (rebuilt in float64 for the run) on its sliding layers; its full layers have none."""
+    sliding, full = (
+        lab("cohere_compass_text", 0)["problem"],
+        lab("cohere_compass_text", 1)["problem"],
+    )
+    assert sliding["window"] == 4 and sliding["rope"] == {"theta": 500.0, "style": "half"}
+    assert "rope" not in full and "window" not in full and full["kv_heads"] == 2

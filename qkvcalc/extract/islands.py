@@ -114,6 +114,7 @@ _MEAN_CENTRED = (
     "CohereLayerNorm",
     "Cohere2LayerNorm",
     "Cohere2MoeLayerNorm",
+    "CohereCompassLayerNorm",
 )  # LayerNorm without bias, computed in float32
 
 
@@ -150,7 +151,8 @@ def _afmoe_router(module: Any, hidden_states: Any, expert_bias: Any) -> Any:
 
 def _rotary_float64(module: Any, x: Any, position_ids: Any, layer_type: Any = None) -> Any:
     """A rotary embedding's forward in float64: the frequencies of rope.frequencies for this
-    run's length (the dynamic update included), laid out as the module lays them out. Its own
+    run's length (the dynamic update included), laid out as the module lays them out (M-RoPE's
+    positions, one row per axis, read as one when every axis holds the text position). Its own
     forward runs first (float32, and it updates the dynamic buffers as transformers does); the
     float64 table replaces it once its layout (cat, interleaved, or one copy) is recognised by
     the numbers; a table this module cannot recognise is left as the module made it."""
@@ -165,6 +167,8 @@ def _rotary_float64(module: Any, x: Any, position_ids: Any, layer_type: Any = No
         inv_freq, factor = buffer(module, layer_type).to(torch.float64), scaling(module, layer_type)
     else:
         inv_freq, factor = torch.from_numpy(found[0]), found[1]
+    if position_ids.dim() == 3 and bool((position_ids == position_ids[:1]).all()):
+        position_ids = position_ids[0]  # M-RoPE's axes (Cohere Compass) all text positions
     angles = position_ids[..., None].to(torch.float64) * inv_freq.to(x.device)
     if torch.is_tensor(table) and table.is_complex():  # Llama 4: e^(iφ) itself, [.., d/2]
         return torch.polar(torch.ones_like(angles), angles) * factor

@@ -119,6 +119,9 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
     "granitemoe_swa": lambda attn: bool(attn.config.layer_rope_theta[attn.layer_idx]),
     # no rope parameters for a layer type (its full layers): NoPE, with SSMax's factor on q
     "beam": lambda attn: bool(attn.config.rope_parameters[attn.config.layer_types[attn.layer_idx]]),
+    "cohere_compass_text": lambda attn: bool(
+        attn.config.rope_parameters[attn.config.layer_types[attn.layer_idx]]
+    ),
 }
 # rotate_half as cat(x₂, −x₁), not cat(−x₂, x₁): a rotation by −θ
 MIRRORED = ("nanochat",)
@@ -431,6 +434,7 @@ FAMILY = Family(
         "mimo_v2_flash": "MiMo-V2-Flash",
         "beam": "Beam",
         "lfm3": "LFM3",
+        "cohere_compass_text": "Cohere Compass",
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
