@@ -2443,6 +2443,8 @@ MESSAGES: dict[str, str] = {
     "extract.shared_block": "Layers {layers} call this one attention block and share its weights.",
     "extract.adapters_folded": "W_Q, W_K and W_V are the block's plus this layer's own adapters, "
     "folded in (W + B·A).",
+    "extract.value_scale_folded": "Of these, W_V and b_V are v_proj's times "
+    "attention_value_scale ({scale}), the factor this model puts on V, folded in.",
     "extract.loading": "Loading {model} …",
     "extract.running": "Running {model} up to layer {layer} …",
     "extract.mismatch": "{model}, layer {layer}: the problem extract made does not reproduce "

@@ -2414,6 +2414,8 @@ MESSAGES: dict[str, str] = {
     "extract.shared_block": "이 어텐션 블록과 그 가중치를 함께 쓰는 층: {layers}.",
     "extract.adapters_folded": "W_Q, W_K, W_V는 블록의 가중치에 이 층의 어댑터를 더해 합친 "
     "것입니다(W + B·A).",
+    "extract.value_scale_folded": "이 가운데 W_V와 b_V는 v_proj의 값에 이 모델이 V에 곱하는 "
+    "값(attention_value_scale, {scale})을 곱해 합친 것입니다.",
     "extract.loading": "{model} 불러오는 중 …",
     "extract.running": "{model}을(를) {layer}번 층까지 실행하는 중 …",
     "extract.mismatch": "{model}, {layer}번 층: extract가 만든 문제가 transformers {version}"

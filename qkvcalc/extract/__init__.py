@@ -5,7 +5,8 @@
     >>> trace = qkvcalc.explain(**problem)
 
 One module per architecture family (bert, gpt2, llama — LLaMA, Mistral, Qwen2, Qwen3,
-Gemma 2 —, neox, bloom, t5) says where a layer's attention is and how its weights become the
+Gemma 2 —, neox — and Persimmon —, bloom — and MPT —, t5, opt — and XGLM —, deepseek — the
+MLA models —, dbrx …) says where a layer's attention is and how its weights become the
 input format's keys; hybrid says which layers of a hybrid (Qwen3-Next, Bamba, Nemotron-H …)
 are softmax attention and refuses the others by their kind (zamba: the shared attention block
 of Zamba's and Zamba2's hybrid layers, Zamba2's adapters folded in); runner loads the model,

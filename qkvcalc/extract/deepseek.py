@@ -16,7 +16,12 @@ k_norm's LayerNorm weight, bias and ε, weights_proj, index_n_heads, index_topk)
 indexer computes its scores in float32 (`.float()`) even in a float64 model: only its choice of
 keys reaches the output, and that differs from float64's only where two scores tie to float32's
 precision. A GLM-MoE-DSA layer that reuses an earlier layer's top-k ("shared" in
-indexer_types) is refused: its keys were chosen from another layer's input."""
+indexer_types) is refused: its keys were chosen from another layer's input.
+
+The same module in DeepSeek-V2, MiniCPM3, GLM-4.7-Flash (glm4_moe_lite), Youtu-LLM and A.X K1
+(axk1, always with a query latent): DeepSeek-V2
+turns view_as_complex of (2i, 2i+1) ("pairs") whatever its config says, MiniCPM3 rotate_half
+("half"), the others as rope_interleave says (STYLE)."""
 
 from __future__ import annotations
 
@@ -39,7 +44,7 @@ from qkvcalc.extract.llama import norm_eps, rope
 def keys(layer: Layer, rotates: bool = True, interleave: bool | None = None) -> dict[str, Any]:
     """The `mla` keys; `rotates` False: no `rope` (Kimi Linear's NoPE layers, whose d_R shared
     key columns stay as they are); `interleave`: the layout when the model fixes it (None: the
-    config's rope_interleave)."""
+    model type's own, STYLE, else the config's rope_interleave)."""
     attn = layer.attention
     config = attn.config
     if getattr(config, "attention_bias", False):
@@ -63,16 +68,37 @@ def keys(layer: Layer, rotates: bool = True, interleave: bool | None = None) -> 
     out.update(mask_keys(layer, True))
     if not rotates:
         return out
-    if interleave is None:
-        interleave = bool(config.rope_interleave)
-    turn = rope(layer, head_dim, "pairs" if interleave else "half")
+    if interleave is None:  # the model type's own style, else its config's rope_interleave
+        turn = rope(layer, head_dim, style(config))
+    else:
+        turn = rope(layer, head_dim, "pairs" if interleave else "half")
     turn["dims"] = int(attn.qk_rope_head_dim)
     out["rope"] = turn
     return out
 
 
+# Model types whose rotation is fixed, not read from rope_interleave: DeepSeek-V2 turns
+# view_as_complex of (2i, 2i+1) — "pairs" —, MiniCPM3 rotate_half — "half"
+STYLE = {"deepseek_v2": "pairs", "minicpm3": "half"}
+
+
+def style(config: Any) -> str:
+    """The rotary style of the qk_rope_head_dim columns: the model type's own (STYLE), else
+    "pairs" when rope_interleave (DeepSeek-V3's interleaved layout), else "half"."""
+    if config.model_type in STYLE:
+        return STYLE[config.model_type]
+    return "pairs" if config.rope_interleave else "half"
+
+
 FAMILY = Family(
-    names={"deepseek_v3": "DeepSeek-V3"},
+    names={
+        "deepseek_v3": "DeepSeek-V3",
+        "deepseek_v2": "DeepSeek-V2",
+        "minicpm3": "MiniCPM3",
+        "glm4_moe_lite": "GLM-4.7-Flash",
+        "youtu": "Youtu-LLM",
+        "axk1": "A.X K1",
+    },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
     output=lambda block: block.self_attn.o_proj,

@@ -43,6 +43,7 @@ READ = {
     "nemotron_h": {**MAMBA, "mlp": "mlp", "moe": "mlp"},  # and blocks of an MLP alone
     "lfm2": {"conv": "short_conv"},
     "lfm2_moe": {"conv": "short_conv"},
+    "lfm3": {"conv": "short_conv"},
     "olmo_hybrid": GATED_DELTANET,
     "kimi_linear": {"linear_attention": "kimi_delta"},  # its attention: MLA (deepseek.py)
     # each "hybrid" layer calls the shared attention block, then runs a Mamba layer (zamba.py)

@@ -3,17 +3,18 @@ dtype=torch.float32)), RMSNorm and T5's, Cohere's and OLMo's layer norms (x.to(t
 x.float() (Mixtral's router, Cohere's rotation, Llama 4's positions for its temperature) and
 x.type(torch.float32) (DeepSeek-V3's and GLM-4.5's routers), AFMoE's router (logits cast to
 float32), DiffLlama's λ (torch.sum(..., dtype=torch.float32)), the rotary tables (inv_freq built
-in float32, angles in float32), BLOOM's ALiBi slopes and Gemma's embedding scale √d_model (a
-float32 buffer in a model built in float32 and converted). With those, x at layer L is off by
-~2e-7 relative. `float64_islands(model)` lifts them for one run: the softmax, Tensor.float and
-Tensor.type keep a float64 input float64 (Tensor.float makes whole numbers float64 too),
-DiffLlama's torch.sum keeps float64, MiniMax's lightning decays are computed in float64, the
-norms, rotary embeddings and AFMoE's routers of this
-model compute in float64 (their instance's forward replaced), Gated DeltaNet's casts to float32
-keep float64 while its forward runs (Qwen3-Next's and Qwen3.5's linear layers), BLOOM's slopes
-are float64, GPT-Neo's and GPT-J's scores are not cast to float32 (GPT-J's sinusoid table is
-float64 too, in its attention module up to transformers 5.24 and in its rotary module since
-5.25), and GPT-2's
+in float32, angles in float32), BLOOM's ALiBi slopes, Gemma's embedding scale √d_model and
+XGLM's sinusoidal position table (float32 buffers in a model built in float32 and converted).
+With those, x at layer L is off by ~2e-7 relative. `float64_islands(model)` lifts them for one
+run: the softmax, Tensor.float and Tensor.type keep a float64 input float64 (Tensor.float makes
+whole numbers float64 too), DiffLlama's torch.sum keeps float64, MiniMax's lightning decays are
+computed in float64, the norms, rotary embeddings and AFMoE's routers of this model compute in
+float64 (their instance's forward replaced), Gated DeltaNet's casts to float32 keep float64
+while its forward runs (Qwen3-Next's and Qwen3.5's linear layers), BLOOM's slopes and XGLM's
+position table are float64 (and the default dtype while an XGLM runs: its eager attention makes
+the dtype's minimum with torch.full), GPT-Neo's, GPT-J's and CodeGen's scores are not cast to
+float32 (their sinusoid table is float64 too, in the attention module up to transformers 5.24
+and in the rotary module since 5.25), and GPT-2's
 reorder_and_upcast_attn path (float32 by design) is switched to the ordinary one, which is the
 same math. Everything is restored when the block ends, also on an error.
 
@@ -54,6 +55,11 @@ _STANDARD_RMS = (
     "Olmo2RMSNorm",
     "HunYuanDenseV1RMSNorm",
     "DeepseekV3RMSNorm",
+    "DeepseekV2RMSNorm",
+    "MiniCPM3RMSNorm",
+    "Glm4MoeLiteRMSNorm",
+    "YoutuRMSNorm",
+    "AXK1RMSNorm",
     "Olmo3RMSNorm",
     "ApertusRMSNorm",
     "SeedOssRMSNorm",
@@ -101,6 +107,10 @@ _STANDARD_RMS = (
     "ZambaRMSNorm",
     "Zamba2RMSNorm",
     "MiniMaxRMSNorm",
+    "Dots1RMSNorm",
+    "MiMoV2FlashRMSNorm",
+    "BeamRMSNorm",
+    "Lfm3RMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")
@@ -108,6 +118,7 @@ _MEAN_CENTRED = (
     "CohereLayerNorm",
     "Cohere2LayerNorm",
     "Cohere2MoeLayerNorm",
+    "CohereCompassLayerNorm",
 )  # LayerNorm without bias, computed in float32
 
 
@@ -144,7 +155,8 @@ def _afmoe_router(module: Any, hidden_states: Any, expert_bias: Any) -> Any:
 
 def _rotary_float64(module: Any, x: Any, position_ids: Any, layer_type: Any = None) -> Any:
     """A rotary embedding's forward in float64: the frequencies of rope.frequencies for this
-    run's length (the dynamic update included), laid out as the module lays them out. Its own
+    run's length (the dynamic update included), laid out as the module lays them out (M-RoPE's
+    positions, one row per axis, read as one when every axis holds the text position). Its own
     forward runs first (float32, and it updates the dynamic buffers as transformers does); the
     float64 table replaces it once its layout (cat, interleaved, or one copy) is recognised by
     the numbers; a table this module cannot recognise is left as the module made it."""
@@ -159,6 +171,8 @@ def _rotary_float64(module: Any, x: Any, position_ids: Any, layer_type: Any = No
         inv_freq, factor = buffer(module, layer_type).to(torch.float64), scaling(module, layer_type)
     else:
         inv_freq, factor = torch.from_numpy(found[0]), found[1]
+    if position_ids.dim() == 3 and bool((position_ids == position_ids[:1]).all()):
+        position_ids = position_ids[0]  # M-RoPE's axes (Cohere Compass) all text positions
     angles = position_ids[..., None].to(torch.float64) * inv_freq.to(x.device)
     if torch.is_tensor(table) and table.is_complex():  # Llama 4: e^(iφ) itself, [.., d/2]
         return torch.polar(torch.ones_like(angles), angles) * factor
@@ -266,6 +280,18 @@ def _gptj_attn(module: Any, query: Any, key: Any, value: Any, attention_mask: An
     return torch.matmul(weights, value), weights
 
 
+def _codegen_attn(module: Any, query: Any, key: Any, value: Any, attention_mask: Any = None) -> Any:
+    """CodeGenAttention._attn (transformers 5.23–5.24) without its casts of q and k to float32:
+    the same steps (the mask added before the division by √d_k)."""
+    import torch
+
+    weights = torch.matmul(query, key.transpose(-1, -2))
+    if attention_mask is not None:
+        weights = weights + attention_mask
+    weights = torch.nn.functional.softmax(weights / module.scale_attn, dim=-1).to(value.dtype)
+    return torch.matmul(module.attn_dropout(weights), value), weights
+
+
 def _gptj_eager(
     module: Any,
     query: Any,
@@ -295,6 +321,24 @@ def _sinusoidal_positions(rows: int, dims: int, like: Any) -> Any:
     inv_freq = 1.0 / (10000 ** (torch.arange(0, dims, 2, dtype=torch.float64) / dims))
     angles = torch.arange(rows, dtype=torch.float64)[:, None] * inv_freq
     return torch.cat((torch.sin(angles), torch.cos(angles)), dim=1).to(like.device)
+
+
+def _xglm_positions(module: Any, table: Any) -> Any:
+    """XGLM's sinusoidal position table (get_embedding: [sin | cos] of position ×
+    e^(−i·ln 10000/(d/2 − 1)), zero at padding_idx), in float64, as many rows as `table`."""
+    import torch
+
+    rows, dims = table.shape
+    half = module.embedding_dim // 2
+    step = math.log(10000) / (half - 1)
+    freqs = torch.exp(torch.arange(half, dtype=torch.float64) * -step)
+    angles = torch.arange(rows, dtype=torch.float64)[:, None] * freqs[None, :]
+    out = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
+    if dims > out.shape[1]:  # an odd width: a column of zeros
+        out = torch.cat([out, torch.zeros(rows, 1, dtype=torch.float64)], dim=1)
+    if module.padding_idx is not None:
+        out[module.padding_idx, :] = 0
+    return out.to(table.device)
 
 
 def _alibi_slopes(num_heads: int, device: Any) -> Any:
@@ -340,25 +384,31 @@ def _patch_modules(model: Any, restore: list[Any]) -> None:
             )
             restore.append(lambda m=module, s=scale: setattr(m, "embed_scale", s))
             continue
+        elif kind == "XGLMSinusoidalPositionalEmbedding" and module.weights.dtype == torch.float64:
+            table = module.weights  # built in float32 at construction, then converted
+            module.weights = _xglm_positions(module, table)
+            restore.append(lambda m=module, t=table: setattr(m, "weights", t))
+            continue
         elif kind == "GPTNeoSelfAttention":
             module._attn = types.MethodType(_neo_attn, module)
             restore.append(lambda m=module: delattr(m, "_attn"))
             continue
-        elif kind == "GPTJRotaryEmbedding":  # transformers 5.25: the table moved here
+        elif kind in ("GPTJRotaryEmbedding", "CodeGenRotaryEmbedding"):  # 5.25: the table here
             table = module.embed_positions
             module.embed_positions = _sinusoidal_positions(
                 table.shape[0], module.pos_embd_dim, table
             )
             restore.append(lambda m=module, t=table: setattr(m, "embed_positions", t))
             continue
-        elif kind == "GPTJAttention" and not hasattr(module, "_attn"):
+        elif kind in ("GPTJAttention", "CodeGenAttention") and not hasattr(module, "_attn"):
             continue  # 5.25: its scores are the module-level eager function's (below)
-        elif kind == "GPTJAttention":
+        elif kind in ("GPTJAttention", "CodeGenAttention"):
             table = module.embed_positions
             module.embed_positions = _sinusoidal_positions(
                 table.shape[0], module.pos_embd_dim, table
             )
-            module._attn = types.MethodType(_gptj_attn, module)
+            own = _gptj_attn if kind == "GPTJAttention" else _codegen_attn
+            module._attn = types.MethodType(own, module)
             restore.append(lambda m=module: delattr(m, "_attn"))
             restore.append(lambda m=module, t=table: setattr(m, "embed_positions", t))
             continue
@@ -369,6 +419,20 @@ def _patch_modules(model: Any, restore: list[Any]) -> None:
         else:
             continue
         restore.append(lambda m=module: delattr(m, "forward"))
+
+
+def _lift_eager(model: Any, restore: list[Any]) -> None:
+    """GPT-J's and CodeGen's module-level eager_attention_forward (transformers 5.25: q and k
+    cast to float32 there) replaced by _gptj_eager, the same steps without the casts."""
+    import importlib
+
+    for name in ("gptj", "codegen"):
+        if type(model).__module__.startswith(f"transformers.models.{name}"):
+            modeling = importlib.import_module(f"transformers.models.{name}.modeling_{name}")
+            eager = getattr(modeling, "eager_attention_forward", None)
+            if eager is not None:
+                setattr(modeling, "eager_attention_forward", _gptj_eager)  # noqa: B010
+                restore.append(lambda m=modeling, e=eager: setattr(m, "eager_attention_forward", e))
 
 
 def _lift_sum(restore: list[Any]) -> None:
@@ -425,15 +489,15 @@ def float64_islands(model: Any) -> Iterator[None]:
         torch.Tensor.type = type_float64  # type: ignore[method-assign,assignment]
         restore.append(lambda: setattr(torch.Tensor, "type", to_type))
         _patch_modules(model, restore)
-        if type(model).__module__.startswith("transformers.models.gptj"):
-            from transformers.models.gptj import modeling_gptj
-
-            eager = getattr(modeling_gptj, "eager_attention_forward", None)
-            if eager is not None:  # 5.25: q and k cast to float32 there
-                setattr(modeling_gptj, "eager_attention_forward", _gptj_eager)  # noqa: B010
-                restore.append(lambda: setattr(modeling_gptj, "eager_attention_forward", eager))
+        _lift_eager(model, restore)
         if type(model).__module__.startswith("transformers.models.diffllama"):
             _lift_sum(restore)
+        if type(model).__module__.startswith("transformers.models.xglm"):
+            # its eager attention clamps the scores to torch.full((), finfo(float64).min),
+            # made in the default dtype: float64 while the run lasts
+            default = torch.get_default_dtype()
+            torch.set_default_dtype(torch.float64)
+            restore.append(lambda: torch.set_default_dtype(default))
         if type(model).__module__.startswith("transformers.models.bloom"):
             from transformers.models.bloom import modeling_bloom
 

@@ -4,11 +4,12 @@ Llama 4's text layers (NoPE layers with the attention temperature), OLMo 3, Aper
 GLM-4 and GLM-4.5, Qwen3-MoE, ERNIE 4.5 (dense and MoE), Granite and Granite MoE, Granite SWA
 and Granite MoE SWA (sliding layers, sinks, a RoPE base per layer: rotary_module), the attention
 layers of the hybrids (Qwen3-Next and Qwen3.5 with the output gate in q_proj, Bamba, Jamba,
-Granite 4, LFM2, OLMo-Hybrid, Falcon-H1 with its key_multiplier, Nemotron-H's attention
+Granite 4, LFM2, LFM3 with its gate of one logit per head, OLMo-Hybrid, Falcon-H1 with its
+key_multiplier, Nemotron-H's attention
 blocks: NEMOTRON_H;
 hybrid.py says which layers are attention; Qwen3-Next's and Qwen3.5's Gated DeltaNet layers
-are gdn.py's), and the other
-LLaMA-like model types FAMILY.names lists (OLMo, Gemma, GLM, Helium, Ministral …): the attention
+are gdn.py's), and the other LLaMA-like model types FAMILY.names lists (OLMo, Gemma, GLM,
+Helium, Ministral, dots.llm1 …): the attention
 module's input is x (after input_layernorm in the pre-norm ones); separate q/k/v_proj linears
 (biases in Qwen2, StarCoder2, gpt-oss, Phi, StableLM, Seed-OSS, GLM, ERNIE 4.5 and Granite when
 their config says so) or Phi-3's fused qkv_proj, o_proj (Phi: dense); grouped-query attention
@@ -54,6 +55,7 @@ from qkvcalc.extract.common import (
 )
 from qkvcalc.extract.rope import buffer, frequencies, scaling
 from qkvcalc.extract.rope import layer_type as rope_layer_type
+from qkvcalc.i18n import Msg
 
 
 def rope(
@@ -117,11 +119,26 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
     # a base of 0 in layer_rope_theta: no rotation
     "granite_swa": lambda attn: bool(attn.config.layer_rope_theta[attn.layer_idx]),
     "granitemoe_swa": lambda attn: bool(attn.config.layer_rope_theta[attn.layer_idx]),
+    # no rope parameters for a layer type (its full layers): NoPE, with SSMax's factor on q
+    "beam": lambda attn: bool(attn.config.rope_parameters[attn.config.layer_types[attn.layer_idx]]),
+    "cohere_compass_text": lambda attn: bool(
+        attn.config.rope_parameters[attn.config.layer_types[attn.layer_idx]]
+    ),
 }
 # rotate_half as cat(x₂, −x₁), not cat(−x₂, x₁): a rotation by −θ
 MIRRORED = ("nanochat",)
+# Model types whose layers have K/V heads of their own (MiMo-V2-Flash: twice the config's on
+# its sliding layers): H / the module's num_key_value_groups
+OWN_KV_HEADS = ("mimo_v2_flash",)
 # The output gate σ(x·W_G + b_G) on each head's output before o_proj, from its own projection
-GATES = {"afmoe": lambda attn: attn.gate_proj}
+GATES = {
+    "afmoe": lambda attn: attn.gate_proj,
+    "beam": lambda attn: attn.gate_proj,
+    "lfm3": lambda attn: attn.g_proj,  # one logit per head (HEAD_GATES)
+}
+# Gates of one logit per head, σ(x·w_h) on each of the head's d_v outputs: W_G is w_h repeated
+# d_v times
+HEAD_GATES = ("lfm3",)
 # Qwen3-Next's and Qwen3.5's full-attention layers: q_proj holds each head's query and its output
 # gate side by side, [q_h | gate_h] (head_dim each); the gate is σ(gate_h) on head h's output
 QUERY_GATES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
@@ -186,23 +203,33 @@ def keys(layer: Layer) -> dict[str, Any]:
     config = getattr(attn, "config", layer.config)  # a multimodal model's: its text config
     heads = config.num_attention_heads
     kv_heads = config.num_key_value_heads
+    if config.model_type in OWN_KV_HEADS:  # the layer's own, not the config's
+        kv_heads = heads // attn.num_key_value_groups
     out = out_projection(attn)
     parts = projections(attn, heads, kv_heads)
     gated = None
     if config.model_type in QUERY_GATES:
         parts[0], parts[3], *gated = query_gate(parts[0], parts[3], heads, attn.head_dim)
     keys = base_keys(parts, out, heads, kv_heads)
+    value_scale = getattr(attn, "v_scale", 1.0)  # MiMo-V2-Flash: V = (x·W_V + b_V) · v_scale
+    if value_scale != 1.0:
+        keys.update({k: keys[k] * value_scale for k in ("wv", "bv") if k in keys})
     multiplier = getattr(attn, "key_multiplier", None)  # Falcon-H1: K = x·W_K, times it
     if multiplier is not None and multiplier != 1:
         keys.update({k: keys[k] * multiplier for k in ("wk", "bk") if k in keys})
     if not default_scale(attn.scaling, attn.head_dim):
         keys["scale"] = attn.scaling
     keys.update(mask_keys(layer, getattr(attn, "is_causal", True)))
+    if config.model_type == "beam" and not ROTATES["beam"](attn):
+        keys["attn_temperature"] = beam_temperature(layer.n)
     if ROTATES.get(config.model_type, lambda attn: True)(attn):
         style = STYLE.get(config.model_type, "half")
         keys["rope"] = rope(layer, attn.head_dim, style, config.model_type in MIRRORED)
     sinks = getattr(attn, "sinks", None)
     gate = GATES[config.model_type](attn) if config.model_type in GATES else None
+    wg = None if gate is None else rows(gate)
+    if wg is not None and config.model_type in HEAD_GATES:
+        wg = np.repeat(wg, attn.head_dim, axis=1)
     if gated is not None:
         keys.update(with_optional({}, wg=gated[0], bg=gated[1]))
     if getattr(attn, "attn_temperature_tuning", False) and not attn.use_rope:  # Llama 4's NoPE
@@ -216,9 +243,25 @@ def keys(layer: Layer) -> dict[str, Any]:
         {**keys, **qk_norm_keys(attn)},
         softcap=getattr(attn, "attn_logit_softcapping", None),
         sinks=None if sinks is None else array(sinks),
-        wg=None if gate is None else rows(gate),
-        bg=None if gate is None else bias(gate),
+        wg=wg,
+        bg=None if gate is None else gate_bias(attn, gate),
     )
+
+
+def gate_bias(attn: Any, gate: Any) -> np.ndarray | None:
+    """The output gate's b_G: the gate projection's bias, or Beam's gate_bias of one number per
+    head, added to each of the head's d_v logits (repeated d_v times)."""
+    per_head = getattr(attn, "gate_bias", None)
+    if per_head is None:
+        return bias(gate)
+    return np.repeat(array(per_head), attn.head_dim)
+
+
+def beam_temperature(n: int) -> list[float]:
+    """Beam's factor on q in its layers without RoPE (compute_attention_scaling, "scalable
+    softmax"): (1 + (i + 1)/2048)^0.1 at position i, as exp(0.1·log1p((i + 1)/2048))."""
+    positions = np.arange(n, dtype=np.float64)
+    return [float(t) for t in np.exp(0.1 * np.log1p((positions + 1) / 2048))]
 
 
 def differential_keys(attn: Any) -> dict[str, Any]:
@@ -254,18 +297,18 @@ def qk_norm_keys(attn: Any) -> dict[str, Any]:
     if getattr(attn, "qk_layernorm", False):  # Phi: nn.LayerNorm; StableLM: one per head
         q, k = attn.q_layernorm, attn.k_layernorm
         if hasattr(q, "norms"):  # StableLmLayerNormPerHead: a LayerNorm without bias per head
-            return _layer_keys(
+            return layer_norm_keys(
                 np.stack([array(n.weight) for n in q.norms]),
                 np.stack([array(n.weight) for n in k.norms]),
                 None,
                 None,
                 float(q.norms[0].eps),
             )
-        return _layer_keys(array(q.weight), array(k.weight), bias(q), bias(k), float(q.eps))
+        return layer_norm_keys(array(q.weight), array(k.weight), bias(q), bias(k), float(q.eps))
     if getattr(attn, "use_qk_norm", False) and "LayerNorm" in type(attn.q_norm).__name__:
         # Cohere: a LayerNorm without bias, weights [H, d_k] and [G, d_k]
         q, k = attn.q_norm, attn.k_norm
-        return _layer_keys(array(q.weight), array(k.weight), None, None, norm_eps(q))
+        return layer_norm_keys(array(q.weight), array(k.weight), None, None, norm_eps(q))
     weightless = getattr(attn, "qk_norm", getattr(attn, "q_norm", None))
     if type(weightless).__name__ in WEIGHTLESS_NORMS:
         # Llama 4's RoPE layers and NanoChat: x / √(mean(x²) + ε) without a weight, after the
@@ -293,7 +336,7 @@ def qk_norm_keys(attn: Any) -> dict[str, Any]:
     return {**out, **({"qk_norm": how} if how else {})}
 
 
-def _layer_keys(
+def layer_norm_keys(
     q: np.ndarray, k: np.ndarray, q_bias: Any, k_bias: Any, eps: float
 ) -> dict[str, Any]:
     biases = {s: b for s, b in (("q", q_bias), ("k", k_bias)) if b is not None}
@@ -303,6 +346,15 @@ def _layer_keys(
 
 def norm_eps(norm: Any) -> float:
     return float(getattr(norm, "variance_epsilon", getattr(norm, "eps", 1e-6)))
+
+
+def notes(model: Any, index: int) -> list[Msg]:
+    """What the description says of layer `index`'s weights: MiMo-V2-Flash's factor on V,
+    folded into W_V and b_V (keys)."""
+    stack = decoder(model).layers
+    attn = getattr(stack[index], "self_attn", None) if index < len(stack) else None
+    scale = getattr(attn, "v_scale", 1.0)
+    return [] if scale == 1.0 else [Msg("extract.value_scale_folded", scale=float(scale))]
 
 
 FAMILY = Family(
@@ -382,11 +434,17 @@ FAMILY = Family(
         "lfm2_moe": "LFM2-MoE",
         "falcon_h1": "Falcon-H1",  # attention and Mamba side by side in every layer
         "olmo_hybrid": "OLMo-Hybrid",
+        "dots1": "dots.llm1",
+        "mimo_v2_flash": "MiMo-V2-Flash",
+        "beam": "Beam",
+        "lfm3": "LFM3",
+        "cohere_compass_text": "Cohere Compass",
     },
     stack=lambda model: decoder(model).layers,
     attention=gdn.mixer,  # self_attn, or a Gated DeltaNet layer's linear_attn (gdn.py)
     output=lambda block: out_projection(gdn.mixer(block)),
     keys=keys,
+    notes=notes,
 )
 
 # Nemotron-H: each block holds one mixer — Mamba 2, attention (without positions), an MLP or

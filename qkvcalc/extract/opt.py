@@ -8,12 +8,21 @@ GPT-Neo has no 1/√d_k at all (scale 1); its local layers see the last window_s
 through a causal table of its own (the module's `bias` buffer) rather than the mask it is
 given: both are read.
 GPT-J rotates the first rotary_dim dimensions of each head in pairs (2i with 2i+1), with
-θ_i = 10000^(−2i/rotary_dim) (a fixed base, not a config field)."""
+θ_i = 10000^(−2i/rotary_dim) (a fixed base, not a config field).
+CodeGen is GPT-J's attention (after ln_1; pairs on the first rotary_dim of each head, base
+10000) with one fused qkv_proj laid out for the 4 shards it was trained on: its output is
+4 × [q | v | k] blocks of d_model/4 columns each, shard s holding columns s·d_model/4 onward of
+Q, V and K.
+XGLM is OPT's attention (q times 1/√d_k after its projection) after self_attn_layer_norm; its
+sinusoidal positions are added to the embeddings before layer 0 (islands.py makes their table
+float64 in a float64 run)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 from qkvcalc.extract.common import (
     Family,
@@ -51,11 +60,24 @@ def neo_keys(layer: Layer) -> dict[str, Any]:
     return {**keys, **mask_keys(replace(layer, allowed=allowed))}
 
 
+def codegen_projections(attn: Any) -> dict[str, Any]:
+    """wq, wk, wv from CodeGen's qkv_proj: its columns viewed as (4 shards, [q, v, k], d/4)."""
+    weight = rows(attn.qkv_proj)  # d × 3d
+    d_model = weight.shape[0]
+    shards = 4  # CodeGen's mp_num, a constant of its modeling code
+    blocks = weight.reshape(d_model, shards, 3, -1)
+    wq, wv, wk = (np.ascontiguousarray(blocks[:, :, i].reshape(d_model, -1)) for i in range(3))
+    return base_keys([wq, wk, wv, None, None, None], attn.out_proj, attn.num_attention_heads)
+
+
 def gptj_keys(layer: Layer) -> dict[str, Any]:
-    attn = layer.attention  # GPTJAttention
-    keys: dict[str, Any] = projections(attn, attn.num_attention_heads)
+    attn = layer.attention  # GPTJAttention or CodeGenAttention
+    if hasattr(attn, "qkv_proj"):  # CodeGen
+        keys: dict[str, Any] = codegen_projections(attn)
+    else:
+        keys = projections(attn, attn.num_attention_heads)
     # transformers 5.23–5.24 divide by scale_attn = √d_k; since 5.25 multiply by scaling
-    scale = attn.scaling if hasattr(attn, "scaling") else 1 / attn.scale_attn
+    scale = attn.scaling if hasattr(attn, "scaling") else 1 / float(attn.scale_attn)
     if not default_scale(scale, attn.head_dim):
         keys["scale"] = scale
     keys.update(mask_keys(layer))
@@ -74,6 +96,14 @@ OPT = Family(
     keys=opt_keys,
 )
 
+XGLM = Family(
+    names={"xglm": "XGLM"},
+    stack=lambda model: base_model(model).layers,
+    attention=lambda block: block.self_attn,
+    output=lambda block: block.self_attn.out_proj,
+    keys=opt_keys,
+)
+
 GPT_NEO = Family(
     names={"gpt_neo": "GPT-Neo"},
     stack=lambda model: base_model(model).h,
@@ -84,6 +114,14 @@ GPT_NEO = Family(
 
 GPTJ = Family(
     names={"gptj": "GPT-J"},
+    stack=lambda model: base_model(model).h,
+    attention=lambda block: block.attn,
+    output=lambda block: block.attn.out_proj,
+    keys=gptj_keys,
+)
+
+CODEGEN = Family(
+    names={"codegen": "CodeGen"},
     stack=lambda model: base_model(model).h,
     attention=lambda block: block.attn,
     output=lambda block: block.attn.out_proj,

@@ -40,6 +40,7 @@ def families() -> dict[str, Family]:
         bert,
         bigcode,
         bloom,
+        dbrx,
         deepseek,
         falcon,
         gemma,
@@ -60,18 +61,23 @@ def families() -> dict[str, Family]:
         llama.FAMILY,
         llama.NEMOTRON_H,
         neox.FAMILY,
+        neox.PERSIMMON,
         bloom.FAMILY,
+        bloom.MPT,
         t5.FAMILY,
         bigcode.FAMILY,
         opt.OPT,
+        opt.XGLM,
         opt.GPT_NEO,
         opt.GPTJ,
+        opt.CODEGEN,
         falcon.FAMILY,
         modernbert.FAMILY,
         deepseek.FAMILY,
         deepseek.KIMI_LINEAR,
         deepseek.DEEPSEEK_V32,
         deepseek.GLM_DSA,
+        dbrx.FAMILY,
         gemma.FAMILY,
         zamba.FAMILY,
         minimax.FAMILY,
@@ -666,6 +672,10 @@ def _check_finite(values: dict[str, Any], model: str, layer: int) -> None:
             _check_finite(value, model, layer)
 
 
+# The notes that say the weights are a shared block's (zamba.py): the description then says so
+BLOCK_NOTES = ("extract.shared_block", "extract.adapters_folded")
+
+
 def describe(family: Any, model: Any, layer: int, shown: str, n: int, dtype: str, lang: str) -> str:
     """The problem's description: the layer, its x, and whose weights they are (a KV-shared
     layer's W_K, W_V and key norm are an earlier layer's, as its source is; Zamba's shared
@@ -674,7 +684,8 @@ def describe(family: Any, model: Any, layer: int, shown: str, n: int, dtype: str
     earlier = family.shares(model, layer)
     notes = family.notes(model, layer)
     key = "extract.description" if earlier is None else "extract.description_kv_shared"
-    key = "extract.description_block" if notes and earlier is None else key
+    block = any(note.key in BLOCK_NOTES for note in notes)  # Zamba's shared block
+    key = "extract.description_block" if block and earlier is None else key
     if _linear(family, model, layer):  # a Gated DeltaNet layer (gdn.py): not self-attention
         key = "extract.description_linear"
     said = Msg(key, layer=layer, model=shown, arch=arch, n=n, dtype=dtype).text(lang)
