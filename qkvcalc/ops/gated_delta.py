@@ -171,6 +171,19 @@ def _per_head(raw: Any, name: str, sizes: Sizes) -> np.ndarray:
     return values.copy()
 
 
+def check_own_causal(keys: tuple[str, str, str], sizes: Sizes) -> None:
+    """What a linear-attention layer (this one, Kimi Delta Attention's, lightning attention's)
+    asks of the problem: a causal mask, its own tokens as keys, one K/V head per head; each
+    refused by the layer's own catalog key (`keys`: the mask's, the cross's, the K/V heads')."""
+    mask, cross, kv_heads = keys
+    if sizes.mask_kind != "causal":
+        raise QkvcalcError(mask, mask=sizes.mask_kind)
+    if sizes.n != sizes.m:
+        raise QkvcalcError(cross, n=sizes.n, m=sizes.m)
+    if sizes.kv_heads != sizes.heads:
+        raise QkvcalcError(kv_heads, heads=sizes.heads, kv_heads=sizes.kv_heads)
+
+
 def _read(raw: Any, sizes: Sizes) -> GatedDelta:
     if not isinstance(raw, dict):
         raise QkvcalcError("gated_delta.not_object", value=shown(raw))
@@ -185,12 +198,7 @@ def _read(raw: Any, sizes: Sizes) -> GatedDelta:
         raise QkvcalcError("gated_delta.made_needs", missing=missing)
     if not made and ("g" not in raw or "beta" not in raw):
         raise QkvcalcError("gated_delta.needs")
-    if sizes.mask_kind != "causal":
-        raise QkvcalcError("gated_delta.mask", mask=sizes.mask_kind)
-    if sizes.n != sizes.m:
-        raise QkvcalcError("gated_delta.cross", n=sizes.n, m=sizes.m)
-    if sizes.kv_heads != sizes.heads:
-        raise QkvcalcError("gated_delta.kv_heads", heads=sizes.heads, kv_heads=sizes.kv_heads)
+    check_own_causal(("gated_delta.mask", "gated_delta.cross", "gated_delta.kv_heads"), sizes)
     chunk = raw.get("chunk", CHUNK)
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise QkvcalcError("gated_delta.chunk", value=shown(chunk))

@@ -32,7 +32,15 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import to_matrix
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
-from qkvcalc.ops.gated_delta import CHUNK, _flat, _read_feeds, _read_states, _read_work, _slips
+from qkvcalc.ops.gated_delta import (
+    CHUNK,
+    _flat,
+    _read_feeds,
+    _read_states,
+    _read_work,
+    _slips,
+    check_own_causal,
+)
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
 
@@ -172,12 +180,7 @@ def _read(raw: Any, sizes: Sizes) -> KimiDelta:
             raise QkvcalcError("kimi_delta.unknown_key", key=shown(key), known=", ".join(SETTINGS))
     if "g" not in raw or "beta" not in raw:
         raise QkvcalcError("kimi_delta.needs")
-    if sizes.mask_kind != "causal":
-        raise QkvcalcError("kimi_delta.mask", mask=sizes.mask_kind)
-    if sizes.n != sizes.m:
-        raise QkvcalcError("kimi_delta.cross", n=sizes.n, m=sizes.m)
-    if sizes.kv_heads != sizes.heads:
-        raise QkvcalcError("kimi_delta.kv_heads", heads=sizes.heads, kv_heads=sizes.kv_heads)
+    check_own_causal(("kimi_delta.mask", "kimi_delta.cross", "kimi_delta.kv_heads"), sizes)
     chunk = raw.get("chunk", CHUNK)
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise QkvcalcError("kimi_delta.chunk", value=shown(chunk))

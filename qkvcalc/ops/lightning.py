@@ -37,7 +37,7 @@ from qkvcalc.input.cells import Matrix, to_matrix
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops import gate as output_gate
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
-from qkvcalc.ops.gated_delta import _read_feeds, _read_states, _read_work
+from qkvcalc.ops.gated_delta import _read_feeds, _read_states, _read_work, check_own_causal
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes, same_cell
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
 
@@ -149,12 +149,7 @@ def _read(raw: Any, sizes: Sizes) -> Lightning:
             raise QkvcalcError("lightning.unknown_key", key=shown(key), known=", ".join(SETTINGS))
     if "slope" not in raw:
         raise QkvcalcError("lightning.needs")
-    if sizes.mask_kind != "causal":
-        raise QkvcalcError("lightning.mask", mask=sizes.mask_kind)
-    if sizes.n != sizes.m:
-        raise QkvcalcError("lightning.cross", n=sizes.n, m=sizes.m)
-    if sizes.kv_heads != sizes.heads:
-        raise QkvcalcError("lightning.kv_heads", heads=sizes.heads, kv_heads=sizes.kv_heads)
+    check_own_causal(("lightning.mask", "lightning.cross", "lightning.kv_heads"), sizes)
     block = raw.get("block", BLOCK)
     if isinstance(block, bool) or not isinstance(block, int) or block < 1:
         raise QkvcalcError("lightning.block", value=shown(block))
