@@ -373,3 +373,43 @@ def test_the_quiz_names_a_mistake_after_the_convolution(lab, stage):
     assert found is not None and found.id == "gdn_decay_missing"
     truth = np.round(trace.stage(stage, 1).value, 6)
     assert recognise(trace, f"1/{stage}", truth, {}, 6) is None
+
+
+def test_a_model_of_linear_layers_only_extracts(tmp_path):
+    """Every layer linear: transformers' forward with its cache on cannot even count the
+    cache's tokens (Cache.get_seq_length raises for linear layers alone), so extract runs the
+    model without a cache; each layer then equals the module's own output."""
+    import qkvcalc
+
+    fields = {**LLAMA, **LINEAR, **MOE, "layer_types": ["linear_attention"] * 2}
+    model = build_from("Qwen3NextConfig", fields, "Qwen3NextForCausalLM", **EAGER)
+    as_loaded(model, "qwen3_next")
+    model.config.use_cache = False  # the reference run, as extract runs it
+    model.save_pretrained(tmp_path)
+    for layer in (0, 1):
+        module = at(model, TEXT, layer)
+        problem = qkvcalc.extract(str(tmp_path), layer=layer, input_ids=ids(), dtype="float64")
+        assert relative(qkvcalc.explain(**problem).output, reference(model, module)["out"]) < TOL
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_models_own_forward_failing_is_one_message(lab, monkeypatch, lang):
+    """transformers raising inside its own forward, before the layer is reached, is named as
+    that (its exception's type and first line), not passed out as a traceback."""
+    from transformers import AutoModelForCausalLM
+
+    import qkvcalc
+    from qkvcalc.extract.common import base_model
+
+    loaded = AutoModelForCausalLM.from_pretrained(lab("qwen3_next")["folder"])
+
+    def broken(*args, **kwargs):
+        raise ValueError("the cache cannot say its length\nsecond line")
+
+    monkeypatch.setattr(base_model(loaded), "forward", broken)
+    with pytest.raises(qkvcalc.QkvcalcError) as raised:
+        qkvcalc.extract(loaded, layer=LAYER, input_ids=ids())
+    text = raised.value.msg.text(lang)
+    assert raised.value.msg.key == "extract.model_failed"
+    assert "ValueError: the cache cannot say its length" in text
+    assert "second line" not in text and "qwen3_next" in text

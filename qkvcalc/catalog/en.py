@@ -2455,6 +2455,9 @@ MESSAGES: dict[str, str] = {
     "extract.layout": "{model}: the {model_type} modules of transformers {version} have no "
     "'{attribute}', which extract reads; extract does not guess at a layout it does not know: "
     "use a transformers version qkvcalc is tested with ({tested})",
+    "extract.model_failed": "{model_type}: transformers' own forward pass stopped before layer "
+    "{layer} could be read ({error}); extract runs the model exactly as transformers defines it "
+    "and reads the layer on the way, so it cannot read this one",
     "extract.no_output": "{model}, layer {layer}: under transformers {version} the {model_type} "
     "attention never called the output projection extract reads, so its output cannot be "
     "checked; extract does not guess: use a transformers version qkvcalc is tested with "

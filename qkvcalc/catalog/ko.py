@@ -2426,6 +2426,9 @@ MESSAGES: dict[str, str] = {
     "extract.layout": "{model}: transformers {version}의 {model_type} 모듈에 extract가 읽는 "
     "'{attribute}'이(가) 없습니다. extract는 모르는 구조를 짐작하지 않습니다. qkvcalc가 시험한 "
     "transformers 버전({tested})을 쓰세요",
+    "extract.model_failed": "{model_type}: transformers의 순전파가 {layer}번 층을 읽기 전에 "
+    "멈췄습니다({error}). extract는 transformers가 정의한 그대로 모델을 실행하며 그 길에서 층을 "
+    "읽으므로, 이 층은 읽을 수 없습니다",
     "extract.no_output": "{model}, {layer}번 층: transformers {version}에서 {model_type} "
     "어텐션이 extract가 읽는 출력 투영을 한 번도 부르지 않아 출력을 확인할 수 없습니다. "
     "extract는 짐작하지 않습니다. qkvcalc가 시험한 transformers 버전({tested})을 쓰세요",

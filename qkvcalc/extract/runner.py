@@ -623,12 +623,26 @@ def capture(
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    try:
+    cached = getattr(model.config, "use_cache", None)
+    model.config.use_cache = False  # one pass, no cache: a hybrid's cache of linear layers
+    try:  # alone cannot even say its length (transformers' Cache.get_seq_length raises)
         with torch.no_grad():
             islands = float64_islands(model) if float64 else contextlib.nullcontext()
             with islands, contextlib.suppress(_Captured):
                 family.run(model, torch.tensor([ids], device=device))
+    except (MemoryError, QkvcalcError, AttributeError):
+        raise  # AttributeError: a renamed attribute, named by check.layout
+    except Exception as err:  # transformers' own forward failed before the layer was read
+        if _out_of_memory(err):
+            raise
+        raise QkvcalcError(
+            "extract.model_failed",
+            model_type=model.config.model_type,
+            layer=layer,
+            error=f"{type(err).__name__}: {_first_line(err)}",
+        ) from None
     finally:
+        model.config.use_cache = cached
         for handle in handles:
             handle.remove()
         model.train(was_training)
@@ -637,6 +651,12 @@ def capture(
     if sources:
         given[0]["kv_source"] = sources[0]
     return seen[0], given[0], out[0] if out else None
+
+
+def _first_line(err: BaseException) -> str:
+    """An exception's message, its first line, at most 300 characters."""
+    text = (str(err).strip().splitlines() or [""])[0]
+    return text if len(text) <= 300 else text[:299] + "…"
 
 
 def _allowed(mask: Any) -> np.ndarray | None:
