@@ -222,6 +222,10 @@ MESSAGES: dict[str, str] = {
     "note.self_attention": "Self-attention: the queries, the keys and the values all come from "
     "the same X, so each token is compared with every token of its own sequence, itself "
     "included.",
+    "note.self_attention_state": "Self-attention: the queries, the keys and the values all "
+    "come from the same X. This layer compares no pair of tokens directly: each token writes its "
+    "value into the state along its key and reads the state with its query, so each token reads "
+    "what it and the tokens before it wrote.",
     "note.dv": "d_v = {d_v} sets the width of the output: V is m×d_v, so A·V is n×d_v. It need "
     "not equal d_k = {d_k}: the weights decide how much of each value a query takes, d_v how "
     "many numbers each value carries.",

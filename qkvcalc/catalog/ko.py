@@ -224,6 +224,9 @@ MESSAGES: dict[str, str] = {
     "패딩 위치는 빠집니다.",
     "note.self_attention": "셀프 어텐션(Self-Attention): Query, Key, Value를 모두 같은 X에서 "
     "만들므로, 각 토큰이 자기 시퀀스의 모든 토큰(자기 자신 포함)과 비교됩니다.",
+    "note.self_attention_state": "셀프 어텐션(Self-Attention): Query, Key, Value를 모두 같은 "
+    "X에서 만듭니다. 이 층은 토큰 쌍을 직접 비교하지 않습니다. 각 토큰은 자기 Value를 Key 방향으로 "
+    "상태에 쓰고 Query로 상태를 읽으므로, 자신과 앞선 토큰들이 쓴 것을 읽습니다.",
     "note.dv": "d_v = {d_v}: 출력의 폭을 정합니다. V가 m×d_v이므로 A·V는 n×d_v입니다. d_v가 "
     "d_k(여기서는 {d_k})와 같을 필요는 없습니다. 가중치는 각 Value를 얼마나 가져올지를, d_v는 "
     "Value 하나가 숫자를 몇 개 담는지를 정합니다.",

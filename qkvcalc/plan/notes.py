@@ -180,8 +180,12 @@ def scaling_facts(p: Problem) -> tuple[Msg, ...]:
 
 
 def key_facts(p: Problem, h: int | None) -> tuple[Msg, ...]:
-    """On the first head's K: self-attention named as such."""
-    return (Msg("note.self_attention"),) if not p.cross and (h or 1) == 1 else ()
+    """On the first head's K: self-attention named as such (a linear-attention layer compares
+    no pair of tokens: its tokens meet through the state)."""
+    if p.cross or (h or 1) != 1:
+        return ()
+    state = features.mixing(p) is not None
+    return (Msg("note.self_attention_state" if state else "note.self_attention"),)
 
 
 def value_facts(p: Problem, h: int | None) -> tuple[Msg, ...]:

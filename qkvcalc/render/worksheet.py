@@ -43,6 +43,7 @@ KEPT = (
             "note.shuffle",
             "note.pad_rows",
             "note.self_attention",
+            "note.self_attention_state",
             "note.dv",
             "note.dv_state",
             "note.layout_torch",
