@@ -42,9 +42,9 @@ from tests.inprocess import run_scripts
 from tests.test_torch_oracle import ORACLE, problems  # after the skip: it needs torch
 
 TOL = 1e-9
-SDPA = "F.scaled_dot_product_attention output:"
+SDPA = "the output of F.scaled_dot_product_attention:"
 MHA = "nn.MultiheadAttention output:"
-WRITTEN_OUT = "attention written out output:"  # with a softcap, which SDPA has no place for
+WRITTEN_OUT = "the output of attention, its steps written out in torch:"  # with a softcap, which SDPA has no place for
 
 
 def script_of(doc: dict[str, Any]) -> tuple[str, np.ndarray]:

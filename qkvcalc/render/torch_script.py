@@ -381,8 +381,12 @@ def _attention(
     add("differences = {}")
     add("tolerances = {}  # a gradient's own: 1e-9 relative to its largest value")
     add("")
-    computed = "attention written out" if written_out else "F.scaled_dot_product_attention"
-    add(f'print("{computed} output:")')
+    said = (
+        "attention, its steps written out in torch"
+        if written_out
+        else "F.scaled_dot_product_attention"
+    )
+    add(f'print("the output of {said}:")')
     add("for token, row in zip(tokens, output.tolist()):")
     add("    print(repr(token), row)  # repr: a control character in a token is shown, not run")
     check = "torch" if written_out else "SDPA"
