@@ -445,7 +445,7 @@ def test_heads_shows_the_attention_layers_and_says_where_the_others_are(lab):
         joined = " ".join(text.split("\n"))
         assert len(run.others) == 2 and all(m.text(lang) in joined for m in run.others)
         assert ("layer 1" if lang == "en" else "층 1") in text
-    assert run.others[0].text("en").endswith("layers 0.")
+    assert run.others[0].text("en").endswith("(layers: 0).")
     assert run.others[1].text("en") == "The rows below are its attention layers: 1."
     html = page(run)
     assert 'id="l1h4"' in html and 'id="l0h1"' not in html
@@ -467,8 +467,8 @@ def test_heads_names_each_kind_of_other_layer(lab):
     assert run.layers == [1] and relative(run.weights[0], got["reference"]["weights"]) < TOL
     said = [other.text("en") for other in run.others]
     assert len(said) == 3 and said[2].endswith("attention layers: 1.")
-    assert "state-space (Mamba)" in said[0] and said[0].endswith("so they are not shown: layers 0.")
-    assert "feed-forward (MLP-only)" in said[1] and "layers 2." in said[1]
+    assert "state-space (Mamba)" in said[0] and said[0].endswith("leaves them out (layers: 0).")
+    assert "feed-forward (MLP-only)" in said[1] and "(layers: 2)." in said[1]
     text = " ".join(heads_text(run, "en", 200).split("\n"))
     assert all(sentence in text for sentence in said)
 

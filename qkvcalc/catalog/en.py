@@ -2498,8 +2498,8 @@ MESSAGES: dict[str, str] = {
     "heads.how_to_read": "One block per head, one row of blocks per layer (from 0); in a block "
     "the rows are the queries and the columns the keys, in token order, and the darker a cell "
     "the more weight ({ramp}, from 0 to 1).",
-    "heads.others": "This model's {kind} layers are not softmax attention and have no attention "
-    "weights, so they are not shown: layers {layers}.",
+    "heads.others": "This model's {kind} layers are not softmax attention: they form no matrix "
+    "of attention weights, so this page leaves them out (layers: {layers}).",
     "heads.attention_rows": "The rows below are its attention layers: {layers}.",
     "heads.before_sinks": "{arch} applies each head's learned sink after the softmax, as the "
     "factor σ(logsumexp of the row's scores − s) on the head's output: these maps are "

@@ -2466,8 +2466,8 @@ MESSAGES: dict[str, str] = {
     "{layers}개 층 × {heads}개 헤드",
     "heads.how_to_read": "헤드마다 블록 하나, 층마다 블록 한 줄 (0부터). 블록 안에서 행은 "
     "Query, 열은 Key이고 토큰 순서대로이며, 칸이 짙을수록 가중치가 큽니다 ({ramp}, 0에서 1까지).",
-    "heads.others": "이 모델의 {kind} 층은 소프트맥스 어텐션이 아니어서 어텐션 가중치가 없으므로 "
-    "보이지 않습니다: 층 {layers}.",
+    "heads.others": "이 모델의 {kind} 층은 소프트맥스 어텐션이 아니어서 어텐션 가중치 행렬을 "
+    "만들지 않으므로 이 페이지에서 뺍니다(층: {layers}).",
     "heads.attention_rows": "아래 줄은 이 모델의 어텐션 층입니다: {layers}.",
     "heads.before_sinks": "이 모델({arch})은 각 헤드의 학습된 싱크를 소프트맥스 뒤에, 헤드의 "
     "출력에 곱하는 σ(행의 스코어의 logsumexp − s)로 적용합니다. 그래서 이 맵은 그 곱 이전의 "
