@@ -4,6 +4,7 @@ checked against the run's own numbers, recomputed here independently (PyTorch au
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -223,9 +224,33 @@ def test_f16_the_backward_worksheet_shows_t_and_the_target_keys():
     assert "The key each query should look at (attend): I → I, cats → love." in text
 
 
-def test_f31_the_attend_count_message_names_the_dash_of_the_command_line():
-    result = in_process("explain", "--preset", "sentence", "--attend", "1 2", "--backward")
-    one_message(result, "2 given for n = 3", "- on the command line")
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--attend", "1 2"), "2 given for n = 3 queries (- for a query with no target)"),
+        (("--attend", "1 x 2"), 'attend[2] is "x": a key\'s number from 1 to m = 3'),
+    ],
+)
+def test_f31_a_typed_attend_s_message_names_the_dash_typed(args, fragment):
+    """The command line takes - for "no target": its message says -, not JSON's null."""
+    result = run_qkvcalc("explain", "--preset", "sentence", *args, "--backward")
+    one_message(result, fragment, "- for")
+    assert "null" not in result.stderr
+
+
+def test_f31_a_json_attend_s_message_names_null():
+    """A JSON list takes null for "no target": its message says null, not the command line's -."""
+    doc = presets.load("sentence")
+    for attend, fragment in (([1, 2], "2 given for n = 3"), ([1, "x", 2], "attend[2] is")):
+        result = run_qkvcalc(
+            "explain", "-", "--backward", input=json.dumps(doc | {"attend": attend})
+        )
+        one_message(result, fragment, "null for")
+        assert "- for" not in result.stderr
+    ko = run_qkvcalc(
+        "explain", "--preset", "sentence", "--attend", "1 2", "--backward", "--lang", "ko"
+    )
+    one_message(ko, "목표가 없는 Query는 -)")
 
 
 # ---- F17, F26, F28, F29, F30: what a stage says it is -------------------------------------

@@ -2992,10 +2992,14 @@ MESSAGES: dict[str, str] = {
     "loss.several": "give one place for the gradient to start, not several: {keys}",
     "loss.shape": "{field} is {rows}×{cols} but the output is n × d_out = {n}×{d_out}: one row "
     "per query, one column per output column",
-    "loss.attend_count": "attend needs one key per query: {count} given for n = {n} queries (- on "
-    "the command line, null in JSON, for a query with no target)",
+    "loss.attend_count": "attend needs one key per query: {count} given for n = {n} queries (null "
+    "for a query with no target)",
+    "loss.attend_count_typed": "attend needs one key per query: {count} given for n = {n} queries "
+    "(- for a query with no target)",
     "loss.attend_key": "attend[{row}] is {value}: a key's number from 1 to m = {m} (1-based, as "
-    "the tables count), or - on the command line (null in JSON) for no target",
+    "the tables count), or null for no target",
+    "loss.attend_key_typed": "attend[{row}] is {value}: a key's number from 1 to m = {m} (1-based, "
+    "as the tables count), or - for no target",
     "loss.attend_empty": "attend names no key at all: give at least one query a target key",
     "loss.attend_masked": "attend[{row}] = {key}, but the mask hides key {key} from query {row}: "
     "a query cannot be taught to look at a key it may not see",

@@ -2948,9 +2948,13 @@ MESSAGES: dict[str, str] = {
     "loss.shape": "{field}의 모양은 {rows}×{cols}인데 출력은 n × d_out = {n}×{d_out}입니다. "
     "Query마다 한 행, 출력 열마다 한 열이어야 합니다",
     "loss.attend_count": "attend에는 Query마다 Key가 하나씩 필요합니다. Query는 n = {n}개인데 "
-    "주어진 것은 {count}개입니다 (목표가 없는 Query는 명령줄에서 -, JSON에서 null)",
+    "주어진 것은 {count}개입니다 (목표가 없는 Query는 null)",
+    "loss.attend_count_typed": "attend에는 Query마다 Key가 하나씩 필요합니다. Query는 n = "
+    "{n}개인데 주어진 것은 {count}개입니다 (목표가 없는 Query는 -)",
     "loss.attend_key": "attend[{row}]의 값이 {value}입니다. 1부터 m = {m}까지의 Key 번호(표처럼 "
-    "1부터 셈)이거나, 목표가 없으면 명령줄에서 -(JSON에서 null)여야 합니다",
+    "1부터 셈)이거나, 목표가 없으면 null이어야 합니다",
+    "loss.attend_key_typed": "attend[{row}]의 값이 {value}입니다. 1부터 m = {m}까지의 Key "
+    "번호(표처럼 1부터 셈)이거나, 목표가 없으면 -여야 합니다",
     "loss.attend_empty": "attend에 Key가 하나도 없습니다. Query 하나 이상에 목표 Key를 주세요",
     "loss.attend_masked": "attend[{row}] = {key}인데, 마스크 때문에 Query {row}에서는 Key {key}에 "
     "주목할 수 없습니다. 볼 수 없는 Key를 보도록 가르칠 수는 없습니다",
