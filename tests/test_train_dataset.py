@@ -224,6 +224,78 @@ def test_f10_f11_a_matrix_that_cannot_move_and_a_loss_that_grows_are_said():
         assert not any("rose at" in n for n in calm["notes"])
 
 
+def test_f10_the_learned_line_names_only_what_moved():
+    """One key: A ≡ 1 whatever the scores, so W_Q and W_K get no gradient (autograd says 0
+    exactly): the page says W_V learned, and why the other two did not move."""
+    result = run_qkvcalc("train", "--preset", "doc", "--target", "0 0", "--format", "txt")
+    assert result.returncode == 0, result.stderr
+    doc = presets.load("doc")
+    w = {
+        k: torch.tensor(np.array(doc[k], dtype=float), requires_grad=True)
+        for k in ("wq", "wk", "wv")
+    }
+    x = torch.tensor(np.array(doc["x"], dtype=float)).reshape(1, -1)  # one token: a row
+    q, k, v = x @ w["wq"], x @ w["wk"], x @ w["wv"]
+    o = torch.softmax(q @ k.T / np.sqrt(2), dim=-1) @ v
+    grads = torch.autograd.grad(0.5 * (o**2).sum(), list(w.values()))
+    zero = [name for name, g in zip(w, grads, strict=True) if not g.any()]
+    assert zero == ["wq", "wk"]
+    assert "Learned: W_V.\n" in result.stdout
+    assert "Learned: W_Q" not in result.stdout
+    assert "W_Q, W_K did not move at all: each query has a single key" in result.stdout
+    learn = run_qkvcalc("train", "--preset", "learn", "--steps", "2", "--format", "txt")
+    assert "Learned: W_Q, W_K.\n" in learn.stdout  # both moved: both named
+
+
+def test_f11_a_diverging_loss_says_its_factor_per_step():
+    """doc, one key, a target: O = x·W_V, so each step multiplies O − T by 1 − η·|x|² and the
+    loss by its square, (1 − 0.5·5)² = 2.25: the note says so, from the run's last step."""
+    doc = presets.load("doc")
+    x = np.array(doc["x"], dtype=float).ravel()  # one token
+    factor = (1 - 0.5 * float(x @ x)) ** 2
+    result = run_qkvcalc("train", "--preset", "doc", "--target", "0 0", "--format", "json")
+    losses = json.loads(result.stdout)["losses"]
+    assert losses[-1] / losses[-2] == pytest.approx(factor)
+    notes = " ".join(json.loads(result.stdout)["notes"])
+    assert f"(×{factor:.3g} at the last step)" in notes
+    assert "(×2.25 at the last step)" in notes
+
+
+def test_f11_a_loss_that_came_back_up_is_said_with_its_lowest_and_its_end():
+    """referent at η = 2: the loss falls, then climbs back (ending below its start, so it is
+    not 'diverging'); the note names the lowest step and the end, from torch's own loop."""
+    result = run_qkvcalc("train", "--preset", "referent", "--lr", "2", "--steps", "40",
+                         "--format", "json")  # fmt: skip
+    doc = json.loads(result.stdout)
+    theirs = torch_losses(referent(), 40, 2.0)
+    np.testing.assert_allclose(doc["losses"], theirs, rtol=1e-9, atol=1e-12)
+    rose = sum(b > a for a, b in itertools.pairwise(theirs))
+    low = int(np.argmin(theirs))
+    assert theirs[0] > theirs[-1] > theirs[low] and rose > 0
+    notes = " ".join(doc["notes"])
+    assert (
+        f"The loss rose at {rose} of the 40 steps: it came down to L {about(theirs[low], 4)} at "
+        f"step {low}, then ended at L {about(theirs[-1], 4)}."
+    ) in notes
+    assert "η = 2 was too large: try a smaller --lr" in notes
+
+
+def test_f11_a_loss_that_rose_on_the_way_down_is_said():
+    result = run_qkvcalc("train", "--preset", "learn", "--lr", "5", "--format", "json")
+    doc = json.loads(result.stdout)
+    losses = doc["losses"]
+    rose = sum(b > a for a, b in itertools.pairwise(losses))
+    assert rose > 0 and losses[-1] == min(losses)
+    notes = " ".join(doc["notes"])
+    assert (
+        f"The loss rose at {rose} of the 20 steps before it came down to L {about(losses[-1], 4)}"
+        in notes
+    )
+    calm = json.loads(in_process("train", "--preset", "learn", "--format", "json").stdout)
+    assert all(b < a for a, b in itertools.pairwise(calm["losses"]))
+    assert not any("rose at" in n for n in calm["notes"])
+
+
 def test_f18_train_says_how_to_see_the_scale_s_effect():
     notes = run_notes(train(referent(), steps=2), EN)
     assert any(n.startswith("--compare-scale trains again") for n in notes)

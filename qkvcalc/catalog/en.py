@@ -3209,8 +3209,14 @@ MESSAGES: dict[str, str] = {
     "see, so its weight is 1 whatever the scores (A ≡ 1), and the scores' gradient is exactly 0 "
     "at every step.",
     "train.diverging": "The loss rose at {rose} of the {done} steps and ended {ratio} times its "
-    "start. With a small enough η gradient descent never raises the loss, so η = {lr} is too "
-    "large for this problem: try a smaller --lr.",
+    "start (×{last} at the last step). With a small enough η gradient descent never raises the "
+    "loss, so η = {lr} is too large for this problem: try a smaller --lr.",
+    "train.rose_back": "The loss rose at {rose} of the {done} steps: it came down to L {low} at "
+    "step {step}, then ended at L {last}. A short enough step against the gradient always lowers "
+    "the loss, so at those steps η = {lr} was too large: try a smaller --lr.",
+    "train.rose_some": "The loss rose at {rose} of the {done} steps before it came down to L "
+    "{last}: a short enough step against the gradient always lowers the loss, so at those steps "
+    "η = {lr} was too large.",
     "train.log_scale": "(The bars are on a log scale: the loss spans at least {decades} decades.)",
     "train.scale_hint": "--compare-scale trains again from the same start with scale 1, to show "
     "what √d_k does to learning on this problem.",
