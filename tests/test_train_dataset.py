@@ -298,7 +298,35 @@ def test_f11_a_loss_that_rose_on_the_way_down_is_said():
 
 def test_f18_train_says_how_to_see_the_scale_s_effect():
     notes = run_notes(train(referent(), steps=2), EN)
-    assert any(n.startswith("--compare-scale trains again") for n in notes)
+    assert any("--compare-scale trains again" in n for n in notes)
+
+
+def test_f18_train_says_what_the_scale_is_on_this_problem():
+    """The note names d_k and √d_k from the problem's own W_Q (or its given scale), and says
+    nothing of the scale where it changes nothing (scale 1; one key per query)."""
+    doc = presets.load("learn")
+    d_k = np.array(doc["wq"]).shape[1]
+    root = np.sqrt(d_k)
+    said = ("= " if float(f"{root:.4f}") == root else "≈ ") + f"{root:.4f}".rstrip("0").rstrip(".")
+    result = run_qkvcalc("train", "--preset", "learn", "--steps", "2", "--format", "json")
+    notes = " ".join(json.loads(result.stdout)["notes"])
+    assert f"divided by √d_k = √{d_k} {said}:" in notes
+    assert "--compare-scale trains again from the same start with scale 1" in notes
+    given = {k: v for k, v in doc.items() if k != "name"} | {"scale": 0.5}
+    result = run_qkvcalc("train", "-", "--steps", "2", "--format", "json", input=json.dumps(given))
+    notes = " ".join(json.loads(result.stdout)["notes"])
+    assert f"multiplied by the problem's scale, 0.5 (1/√d_k would be ≈ {1 / root:.4f})" in notes
+    for quiet in ({**given, "scale": 1}, {**given, "x": [[1, 0, 0, 0]], "tokens": ["a"],
+                                           "attend": [1]}):  # fmt: skip
+        result = run_qkvcalc("train", "-", "--steps", "2", "--format", "json",
+                             input=json.dumps(quiet))  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert not any("√d_k" in n for n in json.loads(result.stdout)["notes"])
+    # the sentence's claim: for random vectors the spread of q·k grows like √d_k
+    rng = np.random.default_rng(0)
+    for width in (4, 64):
+        q, k = rng.standard_normal((2, 20000, width))
+        assert np.std((q * k).sum(axis=1)) / np.sqrt(width) == pytest.approx(1, abs=0.05)
 
 
 # ---- the terminal: log scale, progress; --output by extension ---------------------------

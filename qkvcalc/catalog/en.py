@@ -3218,8 +3218,13 @@ MESSAGES: dict[str, str] = {
     "{last}: a short enough step against the gradient always lowers the loss, so at those steps "
     "η = {lr} was too large.",
     "train.log_scale": "(The bars are on a log scale: the loss spans at least {decades} decades.)",
-    "train.scale_hint": "--compare-scale trains again from the same start with scale 1, to show "
-    "what √d_k does to learning on this problem.",
+    "train.scale_hint": "Before the softmax the scores are divided by √d_k = √{dk} {root}: for "
+    "random vectors the spread of a dot product of d_k terms grows like √d_k, and the division "
+    "keeps the scores' spread the same at any d_k. --compare-scale trains again from the same "
+    "start with scale 1, to show what that does to learning on this problem.",
+    "train.scale_hint_given": "Before the softmax the scores are multiplied by the problem's "
+    "scale, {scale} (1/√d_k would be {default}). --compare-scale trains again from the same start "
+    "with scale 1, to show what that scale does to learning on this problem.",
     "train.compare_title": "The loss with the scale and with scale 1",
     "train.col_unscaled": "L, scale 1",
     "train.spark_scaled": "scale {scale}:",

@@ -169,8 +169,17 @@ def run_notes(training: Training, opts: RenderOptions) -> list[str]:
     if training.unscaled is not None:
         out.append(compare_sentence(training, opts))
     elif p.scale != 1 and not all(_one_key_each(q) for q in training.examples or (p,)):
-        out.append(_t(opts, "train.scale_hint"))
+        out.append(scale_hint(p, opts))
     return out
+
+
+def scale_hint(p: Problem, opts: RenderOptions) -> str:
+    """What the scale is on this problem (√d_k, or the problem's own), and --compare-scale."""
+    root = about(p.d_k**0.5, opts.precision)
+    if p.scale_given is None:
+        return _t(opts, "train.scale_hint", dk=p.d_k, root=root)
+    default = about(p.d_k**-0.5, opts.precision)
+    return _t(opts, "train.scale_hint_given", scale=f"{p.scale:.4g}", default=default)
 
 
 def rise_notes(training: Training, opts: RenderOptions) -> list[str]:
