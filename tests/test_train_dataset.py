@@ -428,3 +428,31 @@ def test_python_s_train_takes_a_data_set_and_compare_scale():
     t = qkvcalc.train(referent(), steps=3, compare_scale=True)
     assert len(t.examples) == 5 and t.unscaled is not None
     np.testing.assert_allclose(t.losses, torch_losses(referent(), 3, 0.5), rtol=0, atol=1e-9)
+
+
+def test_f09_f11_docs_train_md_says_what_the_runs_show():
+    """docs/train.md's figures for several heads under attend and for a loss that grows are
+    the runs' own."""
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).parent.parent / "docs" / "train.md").read_text().split())
+    result = run_qkvcalc("train", "--preset", "multihead", "--attend", "1 1 2", "--lr", "0.1",
+                         "--format", "json")  # fmt: skip
+    doc = json.loads(result.stdout)
+    first, last = doc["steps"][0], doc["steps"][-1]
+    assert first["step"] == 0 and last["step"] == 20
+    heads = train(Problem.from_mapping({**presets.load("multihead"), "attend": [1, 1, 2]}),
+                  steps=20, lr=0.1)  # fmt: skip
+    a, b = heads.first.attention, heads.last.attention  # [H, n, m]; 'love' is query 2, 'I' key 1
+    said = [f"{100 * a[h, 1, 0]:.0f}% → {100 * b[h, 1, 0]:.0f}% in head {h + 1}" for h in (0, 1)]
+    assert f"('love' → 'I': {said[0]}, {said[1]})" in text
+    assert "With 2 heads, attend pushes every head toward the same key" in " ".join(doc["notes"])
+    grows = json.loads(run_qkvcalc("train", "--preset", "doc", "--target", "0 0", "--format",
+                                   "json").stdout)["losses"]  # fmt: skip
+    mantissa, exponent = f"{grows[-1]:.2e}".split("e")
+    assert f"from {grows[0]:g} to about {mantissa} × 10⁷ after 20 steps" in text
+    assert int(exponent) == 7
+    calm = json.loads(run_qkvcalc("train", "--preset", "doc", "--target", "0 0", "--lr", "0.1",
+                                  "--format", "json").stdout)["losses"]  # fmt: skip
+    assert f"({calm[0]:g}, {calm[1]:.4g}, {calm[2]:.5g}, …)" in text
+    assert calm[1] / calm[0] == pytest.approx(0.25) and calm[2] / calm[1] == pytest.approx(0.25)
