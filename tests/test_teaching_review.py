@@ -190,14 +190,20 @@ def test_f14_quiz_help_says_the_backward_replaces_the_forward_by_default():
 
     text = EN["help.quiz.backward"]
     assert text.startswith("Ask the backward pass instead of the forward one")
-    # the seven it names are the seven it asks
-    result = in_process("quiz", "--preset", "sentence", "--attend", "1 1 2", "--backward",
-                        "--template")  # fmt: skip
-    import json
-
-    asked = json.loads(result.stdout)
-    assert len(asked) == 7 - 1  # attend: no dV (V does not reach the loss); the rest as named
-    assert all(k.startswith("grad_") for k in asked)
+    named = ["grad_v", "grad_weights", "grad_scores", "grad_q", "grad_k", "grad_wq"]
+    assert all(name in text for name in named)
+    assert "the softmax backward's gradient of the logits" in text
+    assert "under attend there is no grad_v" in text
+    # what it names is what it asks: the six, and the softmax's backward (here grad_masked)
+    for loss, missing in (
+        (("--target", "0 0; 0 0; 0 0"), set()),
+        (("--attend", "1 1 2"), {"grad_v"}),
+    ):
+        result = run_qkvcalc("quiz", "--preset", "sentence", *loss, "--backward", "--template")
+        asked = json.loads(result.stdout)
+        assert set(asked) == (set(named) - missing) | {"grad_masked"}, asked
+    shown = run_qkvcalc("quiz", "--help", env={"COLUMNS": "200"}).stdout
+    assert "By default it asks grad_v, grad_weights" in " ".join(shown.replace("│", " ").split())
 
 
 def test_f15_the_backward_quiz_shows_t_a_o_and_do():

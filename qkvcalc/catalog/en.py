@@ -1553,11 +1553,12 @@ MESSAGES: dict[str, str] = {
     "each from 1 to {limit}",
     "quiz.seed": "--seed {seed}: a seed is a whole number from 0 to {limit}",
     # ---- the backward pass in the quiz and exports (issue 21) ----
-    "help.quiz.backward": "Ask the backward pass instead of the forward one: by default these "
-    "seven of its stages, those the problem's loss reaches: grad_v, grad_weights, the softmax "
-    "backward's logits, grad_scores, grad_q, grad_k and grad_wq (--stages picks others, forward "
-    "ones too). The gradient starts from the problem's grad_output, target or attend, which the "
-    "quiz shows with A, O and dO.",
+    "help.quiz.backward": "Ask the backward pass instead of the forward one. By default it asks "
+    "grad_v, grad_weights, the softmax backward's gradient of the logits, grad_scores, grad_q, "
+    "grad_k and grad_wq, each that the problem has (under attend there is no grad_v: V does not "
+    "reach that loss); --stages picks others, forward ones too. The gradient starts from the "
+    "problem's grad_output, target or attend, which the quiz shows before the first question, "
+    "with A, O and (when there is one) dO.",
     "hint.grad_v": "{cell} is column {i} of A (row {i} of Aᵀ) times column {j} of dO: "
     "Σₜ A[t,{i}]·dO[t,{j}], pair by pair, added.",
     "hint.grad_weights": "{cell} is row {i} of dO times row {j} of V (column {j} of Vᵀ): "

@@ -1527,10 +1527,11 @@ MESSAGES: dict[str, str] = {
     "{limit}까지입니다",
     "quiz.seed": "--seed {seed}: 시드는 0부터 {limit}까지의 정수입니다",
     # ---- the backward pass in the quiz and exports (issue 21) ----
-    "help.quiz.backward": "순전파 대신 역전파를 묻습니다. 기본으로 묻는 단계는 이 일곱 개 가운데 "
-    "문제의 손실이 닿는 것입니다: grad_v, grad_weights, 소프트맥스 역전파의 로짓, grad_scores, "
-    "grad_q, grad_k, grad_wq(--stages로 다른 단계도, 순전파 단계도 고를 수 있습니다). 기울기는 "
-    "문제의 grad_output, target, attend에서 시작하며, 퀴즈는 그것을 A, O, dO와 함께 보여 줍니다.",
+    "help.quiz.backward": "순전파 대신 역전파를 묻습니다. 기본으로 묻는 단계는 grad_v, "
+    "grad_weights, 소프트맥스 역전파의 로짓 기울기, grad_scores, grad_q, grad_k, grad_wq 가운데 "
+    "문제에 있는 것입니다(attend에서는 V가 그 손실에 닿지 않아 grad_v가 없습니다). --stages로 "
+    "다른 단계도, 순전파 단계도 고를 수 있습니다. 기울기는 문제의 grad_output, target, attend에서 "
+    "시작하며, 퀴즈는 첫 질문 전에 그것을 A, O, (있으면) dO와 함께 보여 줍니다.",
     "hint.grad_v": "{cell} = Σₜ A[t,{i}]·dO[t,{j}]: A의 열 {i}(Aᵀ의 행 {i}) 곱하기 dO의 열 "
     "{j}, 짝끼리 곱해 더합니다.",
     "hint.grad_weights": "{cell}: dO의 행 {i} 곱하기 V의 행 {j}(Vᵀ의 열 {j}), 짝끼리 곱해 "
