@@ -185,6 +185,36 @@ def test_f12_quiz_random_reads_a_typed_target_as_with_a_preset():
     assert again.returncode == 0, again.stderr
 
 
+def test_f12_a_random_problem_s_target_of_the_wrong_shape_names_the_shape():
+    """--random's target is read as a preset's is: a wrong one names the random problem's
+    n × d_out (the seed's n and d_v), as a process, one line."""
+    good = run_qkvcalc("quiz", "--random", "--seed", "3", "--backward", "--template",
+                       "--target", "0 0; 0 0; 0 0")  # fmt: skip
+    assert good.returncode == 0, good.stderr
+    n = len(json.loads(good.stdout)["grad_v"])  # dV: one row per key (self-attention: n)
+    d_v = len(json.loads(good.stdout)["grad_v"][0])
+    bad = run_qkvcalc("quiz", "--random", "--seed", "3", "--backward", "--template",
+                      "--target", "0 0")  # fmt: skip
+    one_message(bad, f"target is 1×2 but the output is n × d_out = {n}×{d_v}")
+    assert "must be a matrix" not in bad.stderr
+
+
+def test_f13_the_tiles_preset_s_backward_torch_script_runs(tmp_path):
+    """The finding's own command: a script that agrees with autograd, not a KeyError."""
+    n = len(presets.load("tiles")["x"])
+    target = "; ".join(["0 0"] * n)
+    out = tmp_path / "tiles_backward.py"
+    made = run_qkvcalc("explain", "--preset", "tiles", "--target", target, "--backward",
+                       "--format", "torch", "--output", str(out))  # fmt: skip
+    assert made.returncode == 0 and "Traceback" not in made.stderr, made.stderr
+    import subprocess
+    import sys
+
+    ran = subprocess.run([sys.executable, str(out)], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert "dA" in ran.stdout and "OK: PyTorch agrees with qkvcalc" in ran.stdout
+
+
 def test_f14_quiz_help_says_the_backward_replaces_the_forward_by_default():
     from qkvcalc.catalog.en import MESSAGES as EN
 
