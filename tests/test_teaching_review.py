@@ -382,3 +382,13 @@ def test_f09_the_attend_stage_and_option_say_it_is_a_shortcut():
     text = explain_text("--preset", "sentence", "--attend", "1 1 2")
     assert "It is a teaching shortcut: a real model is never told where to look" in text
     assert "a teaching shortcut" in EN["help.explain.attend"]
+
+
+def test_f09_the_learn_preset_s_reference_says_attend_is_a_shortcut():
+    """The preset made for train says, where it tells its story, that a real model is not told
+    where to look (both languages: the Korean is the catalog's, read only when the file's
+    English is the catalog's word for word)."""
+    for lang, fragment in (("en", "attend is a teaching shortcut: a real model is never told"),
+                           ("ko", "attend는 가르치기 위한 지름길입니다")):  # fmt: skip
+        result = run_qkvcalc("explain", "--preset", "learn", "--format", "txt", "--lang", lang)
+        assert fragment in " ".join(result.stdout.split()), lang

@@ -2839,7 +2839,8 @@ MESSAGES: dict[str, str] = {
     "(null), so the loss is the one link the story is about, L = −log A[it, cat], and what the "
     "other words look at is left free. qkvcalc train --preset learn (20 steps, η = 0.5) moves "
     "W_Q and W_K until 'it' gives 'cat' 98%; W_V does not move, since the loss reads the "
-    "attention weights alone.",
+    "attention weights alone. attend is a teaching shortcut: a real model is never told where to "
+    "look, and learns W_Q, W_K and W_V from a loss on its output (the referent preset).",
     "help.train": "Train the weights by gradient descent, from the problem's attend or target, "
     "and show the loss at every step, the weights and the attention weights before and after.",
     "help.train.source": "A JSON (or .npz) file of the input format with attend or target, or "
