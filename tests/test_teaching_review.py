@@ -250,6 +250,20 @@ def test_f15_the_backward_quiz_shows_t_a_o_and_do():
     assert "The key each query should look at (attend): I → I, cats → love." in attend.stdout
 
 
+def test_f15_a_given_do_is_shown_once_before_the_first_question():
+    """--grad-output: dO is the given the first question (dV = Aᵀ·dO) reads, shown once with
+    A and O, its numbers the ones typed."""
+    result = run_qkvcalc("quiz", "--preset", "sentence", "--grad-output", "1 0; 0 1; 1 1",
+                         "--backward", input="")  # fmt: skip
+    before = result.stdout.split("Stage 1/")[0]
+    tables = [line for line in before.splitlines() if line.startswith("dO")]
+    assert len(tables) == 1, tables
+    assert "A         I   love   cats" in before and "A·V" in before
+    rows = before.split(tables[0], 1)[1].splitlines()[2:5]
+    assert [row.split()[1:] for row in rows] == [["1", "0"], ["0", "1"], ["1", "1"]]
+    assert "Stage 1/7: Backward: gradient of V" in result.stdout
+
+
 def test_f16_the_backward_worksheet_shows_t_and_the_target_keys():
     text = explain_text("--preset", "sentence", "--target", "0 0.5; 0 0; 1/3 0", "--worksheet")
     assert (
