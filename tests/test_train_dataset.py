@@ -446,7 +446,10 @@ def test_f09_f11_docs_train_md_says_what_the_runs_show():
     a, b = heads.first.attention, heads.last.attention  # [H, n, m]; 'love' is query 2, 'I' key 1
     said = [f"{100 * a[h, 1, 0]:.0f}% → {100 * b[h, 1, 0]:.0f}% in head {h + 1}" for h in (0, 1)]
     assert f"('love' → 'I': {said[0]}, {said[1]})" in text
-    assert "With 2 heads, attend pushes every head toward the same key" in " ".join(doc["notes"])
+    # every head moved toward each query's one target key
+    assert all(b[h, i, t] > a[h, i, t] for h in (0, 1) for i, t in enumerate((0, 0, 1)))
+    notes = " ".join(doc["notes"])
+    assert "With 2 heads, attend pushes every head toward the same key for each query" in notes
     grows = json.loads(run_qkvcalc("train", "--preset", "doc", "--target", "0 0", "--format",
                                    "json").stdout)["losses"]  # fmt: skip
     mantissa, exponent = f"{grows[-1]:.2e}".split("e")

@@ -3204,8 +3204,9 @@ MESSAGES: dict[str, str] = {
     "train.attend_shortcut": "attend is a teaching shortcut: a real model is never told where to "
     "look. It learns W_Q, W_K and W_V from its prediction error, which reaches the attention "
     "weights through the output (try --preset referent, a loss on the output).",
-    "train.attend_heads": "With {heads} heads, attend pushes every head toward the same key; in a "
-    "real model each head finds a pattern of its own.",
+    "train.attend_heads": "With {heads} heads, attend pushes every head toward the same key for "
+    "each query (the loss adds −log A over the heads); in a real model each head is free to find "
+    "a pattern of its own.",
     "train.unmoved": "{names} did not move at all: their gradient was exactly 0 at every step.",
     "train.unmoved_one_key": "{names} did not move at all: each query has a single key it may "
     "see, so its weight is 1 whatever the scores (A ≡ 1), and the scores' gradient is exactly 0 "
