@@ -296,6 +296,31 @@ def test_f11_a_loss_that_rose_on_the_way_down_is_said():
     assert not any("rose at" in n for n in calm["notes"])
 
 
+@pytest.mark.parametrize(
+    ("losses", "said"),
+    [
+        # above its start at every step, falling at the last: still 'grown past its start'
+        (
+            [1.0, 3.0, 2.0],
+            "The loss rose at 1 of the 2 steps and ended 2 times its start (×0.667 at",
+        ),
+        # a rise of the float's last digits is rounding: nothing said
+        ([1.0, 0.5, 0.5 * (1 + 1e-15)], None),
+    ],
+)
+def test_f11_the_rise_notes_read_the_losses_as_given(losses, said):
+    """The renderer says what the losses are, whatever they are (snapshots' losses set here)."""
+    from dataclasses import replace
+
+    run = train(Problem.from_mapping(presets.load("learn")), steps=len(losses) - 1)
+    snaps = tuple(replace(s, loss=v) for s, v in zip(run.snapshots, losses, strict=True))
+    notes = " ".join(run_notes(replace(run, snapshots=snaps), EN))
+    if said is None:
+        assert "rose" not in notes
+    else:
+        assert said in notes
+
+
 def test_f18_train_says_how_to_see_the_scale_s_effect():
     notes = run_notes(train(referent(), steps=2), EN)
     assert any("--compare-scale trains again" in n for n in notes)

@@ -193,12 +193,12 @@ def rise_notes(training: Training, opts: RenderOptions) -> list[str]:
         return []  # a rise of the float's last digits is rounding, not a step too long
     said = {"rose": training.rose, "done": training.done, "lr": number(training.lr)}
     first, last = losses[0], losses[-1]
-    if last > first and last > losses[-2]:
+    low = int(np.argmin(losses))
+    if last > first and (last > losses[-2] or low == 0):  # above its start, and never below it
         ratio = times_text(last / first) if first > 0 else "∞"
         step = times_text(last / losses[-2]) if losses[-2] > 0 else "∞"
         return [_t(opts, "train.diverging", ratio=ratio, last=step, **said)]
-    low = int(np.argmin(losses))
-    if last > losses[low]:
+    if last > losses[low]:  # came down (low > 0), then back up
         at = {"low": about(losses[low], opts.precision), "step": low}
         return [_t(opts, "train.rose_back", last=about(last, opts.precision), **at, **said)]
     return [_t(opts, "train.rose_some", last=about(last, opts.precision), **said)]
