@@ -1557,11 +1557,12 @@ MESSAGES: dict[str, str] = {
     "each from 1 to {limit}",
     "quiz.seed": "--seed {seed}: a seed is a whole number from 0 to {limit}",
     # ---- the backward pass in the quiz and exports (issue 21) ----
-    "help.quiz.backward": "Ask the backward pass instead of the forward one: by default these "
-    "seven of its stages, those the problem's loss reaches: grad_v, grad_weights, the softmax "
-    "backward's logits, grad_scores, grad_q, grad_k and grad_wq (--stages picks others, forward "
-    "ones too). The gradient starts from the problem's grad_output, target or attend, which the "
-    "quiz shows with A, O and dO.",
+    "help.quiz.backward": "Ask the backward pass instead of the forward one. By default it asks "
+    "grad_v, grad_weights, the softmax backward's gradient of the logits, grad_scores, grad_q, "
+    "grad_k and grad_wq, each that the problem has (under attend there is no grad_v: V does not "
+    "reach that loss); --stages picks others, forward ones too. The gradient starts from the "
+    "problem's grad_output, target or attend, which the quiz shows before the first question, "
+    "with A, O and (when there is one) dO.",
     "hint.grad_v": "{cell} is column {i} of A (row {i} of Aᵀ) times column {j} of dO: "
     "Σₜ A[t,{i}]·dO[t,{j}], pair by pair, added.",
     "hint.grad_weights": "{cell} is row {i} of dO times row {j} of V (column {j} of Vᵀ): "
@@ -2845,7 +2846,8 @@ MESSAGES: dict[str, str] = {
     "(null), so the loss is the one link the story is about, L = −log A[it, cat], and what the "
     "other words look at is left free. qkvcalc train --preset learn (20 steps, η = 0.5) moves "
     "W_Q and W_K until 'it' gives 'cat' 98%; W_V does not move, since the loss reads the "
-    "attention weights alone.",
+    "attention weights alone. attend is a teaching shortcut: a real model is never told where to "
+    "look, and learns W_Q, W_K and W_V from a loss on its output (the referent preset).",
     "help.train": "Train the weights by gradient descent, from the problem's attend or target, "
     "and show the loss at every step, the weights and the attention weights before and after.",
     "help.train.source": "A JSON (or .npz) file of the input format with attend or target, or "
@@ -2999,10 +3001,14 @@ MESSAGES: dict[str, str] = {
     "loss.several": "give one place for the gradient to start, not several: {keys}",
     "loss.shape": "{field} is {rows}×{cols} but the output is n × d_out = {n}×{d_out}: one row "
     "per query, one column per output column",
-    "loss.attend_count": "attend needs one key per query: {count} given for n = {n} queries (- on "
-    "the command line, null in JSON, for a query with no target)",
+    "loss.attend_count": "attend needs one key per query: {count} given for n = {n} queries (null "
+    "for a query with no target)",
+    "loss.attend_count_typed": "attend needs one key per query: {count} given for n = {n} queries "
+    "(- for a query with no target)",
     "loss.attend_key": "attend[{row}] is {value}: a key's number from 1 to m = {m} (1-based, as "
-    "the tables count), or - on the command line (null in JSON) for no target",
+    "the tables count), or null for no target",
+    "loss.attend_key_typed": "attend[{row}] is {value}: a key's number from 1 to m = {m} (1-based, "
+    "as the tables count), or - for no target",
     "loss.attend_empty": "attend names no key at all: give at least one query a target key",
     "loss.attend_masked": "attend[{row}] = {key}, but the mask hides key {key} from query {row}: "
     "a query cannot be taught to look at a key it may not see",
@@ -3205,18 +3211,30 @@ MESSAGES: dict[str, str] = {
     "train.attend_shortcut": "attend is a teaching shortcut: a real model is never told where to "
     "look. It learns W_Q, W_K and W_V from its prediction error, which reaches the attention "
     "weights through the output (try --preset referent, a loss on the output).",
-    "train.attend_heads": "With {heads} heads, attend pushes every head toward the same key; in a "
-    "real model each head finds a pattern of its own.",
+    "train.attend_heads": "With {heads} heads, attend pushes every head toward the same key for "
+    "each query (the loss adds −log A over the heads); in a real model each head is free to find "
+    "a pattern of its own.",
     "train.unmoved": "{names} did not move at all: their gradient was exactly 0 at every step.",
     "train.unmoved_one_key": "{names} did not move at all: each query has a single key it may "
     "see, so its weight is 1 whatever the scores (A ≡ 1), and the scores' gradient is exactly 0 "
     "at every step.",
     "train.diverging": "The loss rose at {rose} of the {done} steps and ended {ratio} times its "
-    "start. With a small enough η gradient descent never raises the loss, so η = {lr} is too "
-    "large for this problem: try a smaller --lr.",
+    "start (×{last} at the last step). With a small enough η gradient descent never raises the "
+    "loss, so η = {lr} is too large for this problem: try a smaller --lr.",
+    "train.rose_back": "The loss rose at {rose} of the {done} steps: it came down to L {low} at "
+    "step {step}, then ended at L {last}. A short enough step against the gradient always lowers "
+    "the loss, so at those steps η = {lr} was too large: try a smaller --lr.",
+    "train.rose_some": "The loss rose at {rose} of the {done} steps before it came down to L "
+    "{last}: a short enough step against the gradient always lowers the loss, so at those steps "
+    "η = {lr} was too large.",
     "train.log_scale": "(The bars are on a log scale: the loss spans at least {decades} decades.)",
-    "train.scale_hint": "--compare-scale trains again from the same start with scale 1, to show "
-    "what √d_k does to learning on this problem.",
+    "train.scale_hint": "Before the softmax the scores are divided by √d_k = √{dk} {root}: for "
+    "random vectors the spread of a dot product of d_k terms grows like √d_k, and the division "
+    "keeps the scores' spread the same at any d_k. --compare-scale trains again from the same "
+    "start with scale 1, to show what that does to learning on this problem.",
+    "train.scale_hint_given": "Before the softmax the scores are multiplied by the problem's "
+    "scale, {scale} (1/√d_k would be {default}). --compare-scale trains again from the same start "
+    "with scale 1, to show what that scale does to learning on this problem.",
     "train.compare_title": "The loss with the scale and with scale 1",
     "train.col_unscaled": "L, scale 1",
     "train.spark_scaled": "scale {scale}:",

@@ -1530,10 +1530,11 @@ MESSAGES: dict[str, str] = {
     "{limit}까지입니다",
     "quiz.seed": "--seed {seed}: 시드는 0부터 {limit}까지의 정수입니다",
     # ---- the backward pass in the quiz and exports (issue 21) ----
-    "help.quiz.backward": "순전파 대신 역전파를 묻습니다. 기본으로 묻는 단계는 이 일곱 개 가운데 "
-    "문제의 손실이 닿는 것입니다: grad_v, grad_weights, 소프트맥스 역전파의 로짓, grad_scores, "
-    "grad_q, grad_k, grad_wq(--stages로 다른 단계도, 순전파 단계도 고를 수 있습니다). 기울기는 "
-    "문제의 grad_output, target, attend에서 시작하며, 퀴즈는 그것을 A, O, dO와 함께 보여 줍니다.",
+    "help.quiz.backward": "순전파 대신 역전파를 묻습니다. 기본으로 묻는 단계는 grad_v, "
+    "grad_weights, 소프트맥스 역전파의 로짓 기울기, grad_scores, grad_q, grad_k, grad_wq 가운데 "
+    "문제에 있는 것입니다(attend에서는 V가 그 손실에 닿지 않아 grad_v가 없습니다). --stages로 "
+    "다른 단계도, 순전파 단계도 고를 수 있습니다. 기울기는 문제의 grad_output, target, attend에서 "
+    "시작하며, 퀴즈는 첫 질문 전에 그것을 A, O, (있으면) dO와 함께 보여 줍니다.",
     "hint.grad_v": "{cell} = Σₜ A[t,{i}]·dO[t,{j}]: A의 열 {i}(Aᵀ의 행 {i}) 곱하기 dO의 열 "
     "{j}, 짝끼리 곱해 더합니다.",
     "hint.grad_weights": "{cell}: dO의 행 {i} 곱하기 V의 행 {j}(Vᵀ의 열 {j}), 짝끼리 곱해 "
@@ -2800,7 +2801,9 @@ MESSAGES: dict[str, str] = {
     "보라고 하고, 다른 단어에는 목표가 없습니다(null). 그래서 손실은 이야기의 중심인 연결 "
     "하나, L = −log A[it, cat]이고, 다른 단어가 무엇을 보는지는 자유롭게 둡니다. qkvcalc "
     "train --preset learn(20단계, η = 0.5)은 'it'이 'cat'에 98%를 줄 때까지 W_Q와 W_K를 "
-    "움직입니다. 손실이 어텐션 가중치만 읽으므로 W_V는 움직이지 않습니다.",
+    "움직입니다. 손실이 어텐션 가중치만 읽으므로 W_V는 움직이지 않습니다. attend는 가르치기 "
+    "위한 지름길입니다. 실제 모델은 어디를 보라는 말을 듣지 않고, 출력에 둔 손실에서 W_Q, W_K, "
+    "W_V를 배웁니다(referent 프리셋).",
     "help.train": "문제의 attend나 target에서 시작해 경사 하강법으로 가중치를 학습하고, 단계마다 "
     "손실과, 학습 전후의 가중치와 어텐션 가중치를 보여 줍니다.",
     "help.train.source": "attend나 target이 있는 입력 형식의 JSON(또는 .npz) 파일, 또는 표준 "
@@ -2954,9 +2957,13 @@ MESSAGES: dict[str, str] = {
     "loss.shape": "{field}의 모양은 {rows}×{cols}인데 출력은 n × d_out = {n}×{d_out}입니다. "
     "Query마다 한 행, 출력 열마다 한 열이어야 합니다",
     "loss.attend_count": "attend에는 Query마다 Key가 하나씩 필요합니다. Query는 n = {n}개인데 "
-    "주어진 것은 {count}개입니다 (목표가 없는 Query는 명령줄에서 -, JSON에서 null)",
+    "주어진 것은 {count}개입니다 (목표가 없는 Query는 null)",
+    "loss.attend_count_typed": "attend에는 Query마다 Key가 하나씩 필요합니다. Query는 n = "
+    "{n}개인데 주어진 것은 {count}개입니다 (목표가 없는 Query는 -)",
     "loss.attend_key": "attend[{row}]의 값이 {value}입니다. 1부터 m = {m}까지의 Key 번호(표처럼 "
-    "1부터 셈)이거나, 목표가 없으면 명령줄에서 -(JSON에서 null)여야 합니다",
+    "1부터 셈)이거나, 목표가 없으면 null이어야 합니다",
+    "loss.attend_key_typed": "attend[{row}]의 값이 {value}입니다. 1부터 m = {m}까지의 Key "
+    "번호(표처럼 1부터 셈)이거나, 목표가 없으면 -여야 합니다",
     "loss.attend_empty": "attend에 Key가 하나도 없습니다. Query 하나 이상에 목표 Key를 주세요",
     "loss.attend_masked": "attend[{row}] = {key}인데, 마스크 때문에 Query {row}에서는 Key {key}에 "
     "주목할 수 없습니다. 볼 수 없는 Key를 보도록 가르칠 수는 없습니다",
@@ -3151,19 +3158,32 @@ MESSAGES: dict[str, str] = {
     "train.attend_shortcut": "attend는 가르치기 위한 지름길입니다. 실제 모델은 어디를 보라는 말을 "
     "듣지 않습니다. 모델은 예측 오차에서 W_Q, W_K, W_V를 배우며, 그 오차는 출력을 거쳐 어텐션 "
     "가중치에 닿습니다(출력에 손실을 두는 --preset referent로 해 보세요).",
-    "train.attend_heads": "헤드가 {heads}개이면 attend는 모든 헤드를 같은 Key 쪽으로 밉니다. 실제 "
-    "모델에서는 헤드마다 자기 패턴을 찾습니다.",
+    "train.attend_heads": "헤드가 {heads}개이면 attend는 Query마다 모든 헤드를 같은 Key 쪽으로 "
+    "밉니다(손실이 헤드마다의 −log A를 더하므로). 실제 모델에서는 헤드마다 자기 패턴을 자유롭게 "
+    "찾습니다.",
     "train.unmoved": "{names}: 전혀 움직이지 않았습니다. 모든 단계에서 기울기가 정확히 "
     "0이었습니다.",
     "train.unmoved_one_key": "{names}: 전혀 움직이지 않았습니다. 각 Query가 볼 수 있는 Key가 "
     "하나뿐이라 스코어와 상관없이 가중치가 1이므로(A ≡ 1), 스코어의 기울기가 모든 단계에서 정확히 "
     "0입니다.",
     "train.diverging": "손실이 {done}단계 중 {rose}단계에서 커졌고, 끝에는 처음의 {ratio}배가 "
-    "되었습니다. η가 충분히 작으면 경사 하강법은 손실을 키우지 않으므로, 이 문제에는 학습률(η = "
-    "{lr})이 너무 큽니다. 더 작은 --lr로 해 보세요.",
+    "되었습니다(마지막 단계에서는 ×{last}). η가 충분히 작으면 경사 하강법은 손실을 키우지 "
+    "않으므로, 이 문제에는 학습률(η = {lr})이 너무 큽니다. 더 작은 --lr로 해 보세요.",
+    "train.rose_back": "손실이 {done}단계 중 {rose}단계에서 커졌습니다. 가장 낮았던 값은 "
+    "{step}단계의 L {low}, 마지막 값은 L {last}입니다. 기울기의 반대쪽으로 충분히 짧게 한 걸음 "
+    "가면 손실은 언제나 줄어들므로, 손실이 커진 단계에서는 학습률(η = {lr})이 너무 컸습니다. 더 "
+    "작은 --lr로 해 보세요.",
+    "train.rose_some": "손실이 {done}단계 중 {rose}단계에서 커졌다가, 끝에는 가장 낮은 값(L "
+    "{last})으로 내려갔습니다. 기울기의 반대쪽으로 충분히 짧게 한 걸음 가면 손실은 언제나 "
+    "줄어들므로, 손실이 커진 단계에서는 학습률(η = {lr})이 너무 컸습니다.",
     "train.log_scale": "(막대는 로그 눈금입니다. 손실이 적어도 {decades}자릿수에 걸쳐 있습니다.)",
-    "train.scale_hint": "--compare-scale은 같은 출발점에서 스케일 1로 한 번 더 학습해, 이 "
-    "문제에서 √d_k가 학습에 무엇을 하는지 보여 줍니다.",
+    "train.scale_hint": "소프트맥스 전에 스코어를 √d_k(= √{dk} {root})로 나눕니다. 무작위 "
+    "벡터라면 d_k개 항의 내적이 퍼진 정도는 √d_k에 비례해 커지므로, 이렇게 나누면 d_k가 "
+    "얼마이든 스코어가 퍼진 정도가 같게 유지됩니다. --compare-scale은 같은 출발점에서 스케일 "
+    "1로 한 번 더 학습해, 이 문제에서 그 나눗셈이 학습에 무엇을 하는지 보여 줍니다.",
+    "train.scale_hint_given": "소프트맥스 전에 스코어에 이 문제의 스케일(= {scale})을 곱합니다"
+    "(1/√d_k라면 {default}). --compare-scale은 같은 출발점에서 스케일 1로 한 번 더 학습해, 이 "
+    "문제에서 그 스케일이 학습에 무엇을 하는지 보여 줍니다.",
     "train.compare_title": "스케일이 있을 때와 스케일 1일 때의 손실",
     "train.col_unscaled": "L, 스케일 1",
     "train.spark_scaled": "스케일 {scale}:",
