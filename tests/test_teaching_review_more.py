@@ -7,7 +7,16 @@ scale "the default" (F01)."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
+
+import pytest
+
+from qkvcalc.i18n import translate
+from qkvcalc.input import presets
+from qkvcalc.input.problem import Problem
+from qkvcalc.run.engine import run
+from tests.test_teaching_review import problem
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,3 +35,42 @@ def test_f29_the_docs_and_the_code_call_the_log_sum_exp_lse_not_l():
         if as_l.search(line)
     ]
     assert not found, found
+
+
+# ---- F25: a count of 1 reads as one; a loss of 0 is not −0 -----------------------------------
+
+
+def _attend_one(preset: str, key: int) -> Problem:
+    doc = presets.load(preset)
+    for k in ("attend", "target", "grad_output", "decode"):
+        doc.pop(k, None)
+    n = len(doc["x"])
+    doc["attend"] = [key] + [None] * (n - 1)  # one query with a target: its first key
+    return replace(Problem.from_mapping(doc), backward=True)
+
+
+@pytest.mark.parametrize("preset", ["sentence", "alibi"])  # one head; two (head by head)
+def test_f25_the_loss_over_one_target_key_says_one_and_its_zero_is_0(preset):
+    """Query 1 of a causal mask sees key 1 alone: A[1, 1] = 1, so L = −log 1 = 0 exactly,
+    over the one target key the problem gives."""
+    t = run(_attend_one(preset, 1))
+    notes = [n for s in t.stages for n in s.notes if n.key.startswith("note.loss_attend")]
+    notes = [n for n in notes if n.key != "note.loss_attend_keys"]
+    assert notes
+    weights = [s.value for s in t.stages if s.id == "weights"]
+    for note, a in zip(notes, weights, strict=True):
+        assert a[0, 0] == 1.0  # the loss is exactly 0 ...
+        for lang in ("en", "ko"):
+            text = translate(note.key, lang, **note.params)
+            assert "−0" not in text and "-0" not in text, text  # ... and said as 0
+            assert "= 0" in text, text
+        text = translate(note.key, "en", **note.params)
+        assert "over one target key" in text and "1 target keys" not in text, text
+        assert "목표 Key 하나" in translate(note.key, "ko", **note.params)
+
+
+def test_f25_several_target_keys_keep_their_count():
+    t = run(problem("sentence", attend=[1, 1, 2]))
+    said = ("note.loss_attend", "note.loss_attend_one")
+    (note,) = [n for n in t.stage("grad_weights").notes if n.key in said]
+    assert "over 3 target keys" in translate(note.key, "en", **note.params)

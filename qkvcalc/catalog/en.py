@@ -3134,6 +3134,10 @@ MESSAGES: dict[str, str] = {
     "{count} target keys.",
     "note.loss_attend_head": "Head {head}'s part of the loss: −Σᵢ log A[i, tᵢ] {eq} {loss}, "
     "over {count} target keys (the loss adds every head's part).",
+    "note.loss_attend_one": "The loss these numbers give: L = −Σᵢ log A[i, tᵢ] {eq} {loss}, over "
+    "one target key.",
+    "note.loss_attend_head_one": "Head {head}'s part of the loss: −Σᵢ log A[i, tᵢ] {eq} {loss}, "
+    "over one target key (the loss adds every head's part).",
     "note.grad_through_softmax": "√d_k, shown by its gradients: how much a logit can still move "
     "its own weight is ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ), never more than 0.25. Its largest value in "
     "this head {eq_with} {with_}; with the scores not scaled ({root} left out) it would be "

@@ -3082,6 +3082,10 @@ MESSAGES: dict[str, str] = {
     "{count}개에 걸쳐).",
     "note.loss_attend_head": "헤드 {head}의 손실 몫: −Σᵢ log A[i, tᵢ] {eq} {loss} (목표 Key "
     "{count}개에 걸쳐; 손실은 모든 헤드의 몫을 더합니다).",
+    "note.loss_attend_one": "이 수들이 주는 손실: L = −Σᵢ log A[i, tᵢ] {eq} {loss} (목표 Key "
+    "하나에 대해).",
+    "note.loss_attend_head_one": "헤드 {head}의 손실 몫: −Σᵢ log A[i, tᵢ] {eq} {loss} (목표 Key "
+    "하나에 대해; 손실은 모든 헤드의 몫을 더합니다).",
     "note.grad_through_softmax": "기울기로 본 √d_k: 로짓 하나가 자기 가중치를 아직 얼마나 움직일 "
     "수 있는지는 ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ)이고, 0.25를 넘지 않습니다. 이 헤드에서 그 최댓값은 "
     "{eq_with} {with_}이고, 스코어를 스케일링하지 않으면({root} 없이) {eq_without} "

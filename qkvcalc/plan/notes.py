@@ -263,9 +263,14 @@ def loss_attend(
     def remark(value_of: ValueOf) -> tuple[Msg, ...]:
         a = value_of(weights_ref)
         with np.errstate(divide="ignore"):
-            loss = -float(sum(np.log(a[i, t]) for i, t in targets))
+            loss = 0.0 - float(sum(np.log(a[i, t]) for i, t in targets))  # 0, never −0
         eq, said = _about(loss)
-        key = "note.loss_attend_head" if h is not None else "note.loss_attend"
+        keys = (
+            ("note.loss_attend_head", "note.loss_attend_head_one")
+            if h is not None
+            else ("note.loss_attend", "note.loss_attend_one")
+        )
+        key = keys[len(targets) == 1]  # "over one target key", not "over 1 target keys"
         return (Msg(key, eq=eq, loss=said, count=len(targets), head=h or 1),)
 
     return remark
