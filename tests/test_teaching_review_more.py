@@ -74,3 +74,18 @@ def test_f25_several_target_keys_keep_their_count():
     said = ("note.loss_attend", "note.loss_attend_one")
     (note,) = [n for n in t.stage("grad_weights").notes if n.key in said]
     assert "over 3 target keys" in translate(note.key, "en", **note.params)
+
+
+# ---- F22: a layout is not a batch (배치) in Korean ---------------------------------------------
+
+
+def test_f22_no_korean_sentence_calls_a_layout_a_batch():
+    """배치 is the batch (preset padding, array.too_many_dims); a weight's layout, as the
+    forward note (note.layout_torch) says it, is 레이아웃 or 방식 (PyTorch's out × in)."""
+    from qkvcalc.catalog.en import MESSAGES as EN
+    from qkvcalc.catalog.ko import MESSAGES as KO
+
+    layouts = [key for key in EN if "layout" in EN[key].lower()]
+    assert len(layouts) > 10
+    assert [key for key in layouts if "배치" in KO[key]] == []
+    assert "배치" in KO["array.too_many_dims"]  # the batch keeps its word

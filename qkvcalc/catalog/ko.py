@@ -580,7 +580,7 @@ MESSAGES: dict[str, str] = {
     "한 열이 필요합니다: K × (2·H·d_k + H·d_v) = K × {channels} (H = {heads}, d_k = {d_k}, "
     "d_v = {d_v}).",
     "gated_delta.weight_shape": "gated_delta의 {field} 키의 모양은 {shape}인데, 필요한 모양은 "
-    "{want}입니다(W_Q와 같은 {layout} 배치).",
+    "{want}입니다(W_Q와 같은 {layout} 레이아웃).",
     "gated_delta.vector": "gated_delta의 {field} 키에 수가 {length}개 있는데, {want}개가 "
     "필요합니다: 헤드마다 하나(a_log, dt_bias) 또는 헤드 출력의 열마다 하나(norm).",
     "gated_delta.norm_pair": "gated_delta의 게이트가 있는 정규화에는 wz(게이트의 가중치)와 "
@@ -2256,7 +2256,7 @@ MESSAGES: dict[str, str] = {
     "차원 i의 짝은 i + {half}입니다 (rotate_half, DeepSeek-V3.2의 인덱서). 어텐션 쪽은 "
     "이웃한 짝을 회전합니다.",
     "note.index_rope_pairs": "각 인덱스 헤드의 수 D = {dim}개 중 앞의 d_R = {rope}개가 이웃한 "
-    "짝(2i와 2i + 1)으로 회전합니다 (GLM-MoE-DSA의 인터리브 배치).",
+    "짝(2i와 2i + 1)으로 회전합니다 (GLM-MoE-DSA의 인터리브 방식).",
     "note.index_scores": "인덱스 헤드 {heads}개에 걸쳐 더합니다. q는 {q}, k는 {k}, D = {dim}. "
     "transformers가 CPU에서 계산하는 대로: Hadamard 회전 없음 (q·k는 그대로), FP8 없음.",
     "note.index_tie": "행 {count}개({rows})에서 같은 인덱스 점수가 경계에 걸쳐 있습니다. 그중 앞의 "
@@ -2291,11 +2291,11 @@ MESSAGES: dict[str, str] = {
     "indexer.missing": "indexer에 필요한 키: {missing} (docs/input-format.md 참고)",
     "indexer.rope_style": 'indexer.rope_style은 "half" 또는 "pairs"여야 합니다. 받은 값: {value}',
     "indexer.q_rows": "{field}의 모양은 {shape}인데, 인덱서의 Query는 {what}에서 만듭니다. "
-    "{layout} 배치에서 {want} 모양이어야 합니다",
+    "{layout} 레이아웃에서 {want} 모양이어야 합니다",
     "indexer.q_width": "indexer.wq의 열은 {cols}개입니다. H_I = heads = {heads}일 때 H_I·D개, "
     "즉 {heads}의 배수여야 하고 인덱스 헤드마다 적어도 d_R = {rope}개여야 합니다 (RoPE가 "
     "회전합니다)",
-    "indexer.shape": "{field}의 모양은 {shape}인데, {layout} 배치에서 {want} 모양이어야 합니다 "
+    "indexer.shape": "{field}의 모양은 {shape}인데, {layout} 레이아웃에서 {want} 모양이어야 합니다 "
     "(D = {dim}인 인덱스 헤드 H_I = {heads}개)",
     "indexer.norm_length": "{field}의 수는 {length}개인데, 인덱서의 Key는 D = {dim}개입니다",
     "indexer.backward": "역전파 (--backward, 그리고 이를 쓰는 qkvcalc train)는 희소 어텐션 "
@@ -2564,10 +2564,10 @@ MESSAGES: dict[str, str] = {
     "check.mistake.gqa_repeat": "K/V 헤드를 통째로 반복했습니다(tile). 연속한 Query 헤드가 K/V "
     "헤드 하나를 함께 씁니다(repeat_interleave).",
     "check.mistake.rope_pairs": "RoPE가 엉뚱한 차원끼리 짝지어 회전했습니다. rotate_half는 차원 "
-    "i와 i + R/2를(R: 회전하는 차원의 수), 교차 배치(GPT-J)는 이웃한 차원끼리 1과 2, 3과 4, …를 "
+    "i와 i + R/2를(R: 회전하는 차원의 수), 교차 방식(GPT-J)은 이웃한 차원끼리 1과 2, 3과 4, …를 "
     "짝짓습니다. 모델이 어느 쪽을 쓰는지는 문제의 rope.style이 정합니다.",
-    "check.mistake.layout_transposed": "가중치를 전치해서 읽었습니다(X·Wᵀ, PyTorch의 out×in "
-    "배치). 여기서는 Q = X·W_Q이고 W_Q는 d_model×d_k입니다.",
+    "check.mistake.layout_transposed": "가중치를 전치해서 읽었습니다(X·Wᵀ, PyTorch가 저장하는 out×in "
+    "방식). 여기서는 Q = X·W_Q이고 W_Q는 d_model×d_k입니다.",
     "check.mistake.bias_missing": "편향이 빠졌습니다. Q = X·W_Q + b_Q이고 K, V, 출력도 같습니다.",
     "check.mistake.wo_missing": "W_O가 빠졌습니다. 나란히 붙인 헤드 출력에 W_O를 곱합니다.",
     "check.mistake.nondeterministic": "같은 문제에 두 번 호출했더니 다른 수가 나왔습니다(켜진 "
