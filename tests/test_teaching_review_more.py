@@ -10,6 +10,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from qkvcalc.i18n import translate
@@ -89,3 +90,45 @@ def test_f22_no_korean_sentence_calls_a_layout_a_batch():
     assert len(layouts) > 10
     assert [key for key in layouts if "배치" in KO[key]] == []
     assert "배치" in KO["array.too_many_dims"]  # the batch keeps its word
+
+
+# ---- F07: the chain rule adds paths only where there are several ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("preset", "loss"),
+    [
+        ("sentence", {"attend": [1, 1, 2]}),
+        ("sentence", {"target": [[0, 0]] * 3}),
+        ("cross", {"attend": [1, 2, 3]}),
+        ("cross", {"grad_output": "ones"}),
+        ("gqa", {"attend": [1, 1, 2]}),
+    ],
+)
+def test_f07_the_input_s_why_adds_paths_only_when_its_formula_has_several(preset, loss):
+    """The why under dX and d source names the terms its formula has: one path is said as one
+    (cross-attention's X, the source under attend), several as the chain rule's sum."""
+    if loss.get("grad_output") == "ones":
+        out = run(problem(preset, attend=[1] * len(presets.load(preset)["x"]))).stage("output")
+        loss = {"grad_output": np.ones(out.value.shape).tolist()}
+    t = run(problem(preset, **loss))
+    inputs = [s for s in t.stages if s.id in ("grad_x", "grad_source")]
+    assert inputs
+    for stage in inputs:
+        terms = stage.spec.formula.split("=", 1)[1].strip().split(" + ")
+        for lang in ("en", "ko"):
+            why = translate(stage.why.key, lang)
+            said = set(re.findall(r"d[A-Z]·W_[A-Z]ᵀ", why))
+            if len(terms) == 1:
+                assert stage.why.key == f"stage.{stage.id}.one.why"
+                assert said == set(terms), (stage.id, lang, why)
+            else:
+                assert stage.why.key == f"stage.{stage.id}.why"
+                assert set(terms) <= said | {"dP·W_Pᵀ"} or "dP·W_Pᵀ" in why, why
+        english = translate(stage.why.key, "en")
+        assert ("nothing to add" in english or "nothing for the chain rule to add" in english) == (
+            len(terms) == 1
+        )
+        assert ("adds" in english) == (len(terms) > 1)
+        if stage.id == "grad_source" and len(terms) > 1:
+            assert terms == ["dK·W_Kᵀ", "dV·W_Vᵀ"]  # "the two paths" it says

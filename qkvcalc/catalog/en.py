@@ -3106,15 +3106,24 @@ MESSAGES: dict[str, str] = {
     "of dV.",
     "stage.grad_x.title": "Backward: gradient of the input X",
     "stage.grad_x.why": "X reaches the loss through each projection that reads it and that the "
-    "loss reaches (Q, K and V in self-attention, Q alone in cross-attention). The multivariate "
-    "chain rule adds those paths: dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ, the terms of those it has. "
-    "This is what flows on to the layer below.",
+    "loss reaches, and the multivariate chain rule adds those paths, one term dP·W_Pᵀ each: the "
+    "formula above has one for each (dV·W_Vᵀ only when the loss reads V). This is what flows on "
+    "to the layer below.",
+    "stage.grad_x.one.title": "Backward: gradient of the input X",
+    "stage.grad_x.one.why": "In cross-attention X makes only the queries (the keys and values "
+    "come from the source), so it reaches the loss by one path and the chain rule has nothing to "
+    "add: dX = dQ·W_Qᵀ, the queries' gradient sent back through W_Q turned. This is what flows "
+    "on to the layer below.",
     "note.grad_attend_no_v": "This loss reads only the weights, so V, W_V and b_V do not reach "
     "it and get no gradient: the backward pass goes from dA to the scores, Q and K.",
     "stage.grad_source.title": "Backward: gradient of the source",
-    "stage.grad_source.why": "The source feeds K and V; its gradient adds the paths of those that "
-    "reach the loss (K alone under attend, which does not read V): d source = dK·W_Kᵀ + dV·W_Vᵀ, "
-    "the terms of those it has (the queries' path goes to X).",
+    "stage.grad_source.why": "The source makes K and V, and this loss reaches both: the "
+    "multivariate chain rule adds the two paths, d source = dK·W_Kᵀ + dV·W_Vᵀ (the queries' path "
+    "goes to X).",
+    "stage.grad_source.one.title": "Backward: gradient of the source",
+    "stage.grad_source.one.why": "The source makes K and V, but this loss reads only the weights, "
+    "so V does not reach it: the source's gradient comes back by the keys' path alone, "
+    "d source = dK·W_Kᵀ, with nothing for the chain rule to add (the queries' path goes to X).",
     "stage.grad_sinks.title": "Gradient of the sinks",
     "stage.grad_sinks.why": "A sink's logit took its share 1 − Σⱼ Aᵢⱼ of every row. Raising it "
     "moves weight from the keys to nothing, so its gradient is −Σᵢ (its share)·rᵢ, one number "

@@ -2566,8 +2566,8 @@ MESSAGES: dict[str, str] = {
     "check.mistake.rope_pairs": "RoPE가 엉뚱한 차원끼리 짝지어 회전했습니다. rotate_half는 차원 "
     "i와 i + R/2를(R: 회전하는 차원의 수), 교차 방식(GPT-J)은 이웃한 차원끼리 1과 2, 3과 4, …를 "
     "짝짓습니다. 모델이 어느 쪽을 쓰는지는 문제의 rope.style이 정합니다.",
-    "check.mistake.layout_transposed": "가중치를 전치해서 읽었습니다(X·Wᵀ, PyTorch가 저장하는 out×in "
-    "방식). 여기서는 Q = X·W_Q이고 W_Q는 d_model×d_k입니다.",
+    "check.mistake.layout_transposed": "가중치를 전치해서 읽었습니다(X·Wᵀ, PyTorch가 "
+    "저장하는 out×in 방식). 여기서는 Q = X·W_Q이고 W_Q는 d_model×d_k입니다.",
     "check.mistake.bias_missing": "편향이 빠졌습니다. Q = X·W_Q + b_Q이고 K, V, 출력도 같습니다.",
     "check.mistake.wo_missing": "W_O가 빠졌습니다. 나란히 붙인 헤드 출력에 W_O를 곱합니다.",
     "check.mistake.nondeterministic": "같은 문제에 두 번 호출했더니 다른 수가 나왔습니다(켜진 "
@@ -3053,16 +3053,24 @@ MESSAGES: dict[str, str] = {
     "stage.grad_bv.title": "b_V의 기울기",
     "stage.grad_bv.why": "b_V는 모든 Value 행에 더해지므로, 그 기울기는 dV의 열별 합입니다.",
     "stage.grad_x.title": "역전파: 입력 X의 기울기",
-    "stage.grad_x.why": "X는 자신을 읽고 손실에 닿는 선형 투영마다 경로를 하나씩 가집니다(셀프 "
-    "어텐션에서는 Q, K, V, 크로스 어텐션에서는 Q 하나). 다변수 연쇄 법칙은 그 경로들을 더합니다: "
-    "dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ에서 있는 항만 더합니다. 이것이 아래 층으로 흘러가는 "
+    "stage.grad_x.why": "X는 자신을 읽고 손실에 닿는 선형 투영마다 경로를 하나씩 가집니다. 다변수 "
+    "연쇄 법칙은 그 경로들을 더합니다. 경로 하나가 항 dP·W_Pᵀ 하나이므로, 위의 식에는 경로마다 "
+    "항이 하나씩 있습니다(dV·W_Vᵀ는 손실이 V를 읽을 때만). 이것이 아래 층으로 흘러가는 "
     "기울기입니다.",
+    "stage.grad_x.one.title": "역전파: 입력 X의 기울기",
+    "stage.grad_x.one.why": "크로스 어텐션에서 X는 Query만 만듭니다(Key와 Value는 소스에서 "
+    "나옵니다). 그래서 X가 손실에 닿는 경로는 하나뿐이고, 연쇄 법칙이 더할 것이 없습니다: "
+    "dX = dQ·W_Qᵀ, 곧 Query의 기울기를 전치한 W_Q로 되돌려 보낸 것입니다. 이것이 아래 층으로 "
+    "흘러가는 기울기입니다.",
     "note.grad_attend_no_v": "이 손실은 가중치만 읽으므로 V, W_V, b_V는 손실에 닿지 않고 기울기를 "
     "받지 않습니다. 역전파는 dA에서 스코어, Q, K로 갑니다.",
     "stage.grad_source.title": "역전파: 소스의 기울기",
-    "stage.grad_source.why": "소스는 K와 V로 들어갑니다. 그 기울기는 그중 손실에 닿는 경로들을 "
-    "더합니다(V를 읽지 않는 attend에서는 K 하나): d source = dK·W_Kᵀ + dV·W_Vᵀ에서 있는 항만 "
-    "더합니다 (Query의 경로는 X로 갑니다).",
+    "stage.grad_source.why": "소스는 K와 V를 만들고, 이 손실은 둘 다에 닿습니다. 다변수 연쇄 "
+    "법칙은 두 경로를 더합니다: d source = dK·W_Kᵀ + dV·W_Vᵀ (Query의 경로는 X로 갑니다).",
+    "stage.grad_source.one.title": "역전파: 소스의 기울기",
+    "stage.grad_source.one.why": "소스는 K와 V를 만들지만, 이 손실은 가중치만 읽으므로 V는 "
+    "손실에 닿지 않습니다. 그래서 소스의 기울기는 Key의 경로 하나로만 돌아오고, 연쇄 법칙이 더할 "
+    "것이 없습니다: d source = dK·W_Kᵀ (Query의 경로는 X로 갑니다).",
     "stage.grad_sinks.title": "싱크의 기울기",
     "stage.grad_sinks.why": "싱크의 로짓은 각 행에서 1 − Σⱼ Aᵢⱼ만큼의 몫을 가져갔습니다. 그것을 "
     "키우면 가중치가 Key들에서 '아무것도 아닌 곳'으로 옮겨 가므로, 그 기울기는 "
