@@ -132,3 +132,43 @@ def test_f07_the_input_s_why_adds_paths_only_when_its_formula_has_several(preset
         assert ("adds" in english) == (len(terms) > 1)
         if stage.id == "grad_source" and len(terms) > 1:
             assert terms == ["dK·W_Kᵀ", "dV·W_Vᵀ"]  # "the two paths" it says
+
+
+# ---- F01: the scaling's backward says nothing of this run that its numbers deny ---------------
+
+
+@pytest.mark.parametrize(
+    ("preset", "changes"),
+    [
+        ("sentence", {}),  # d_k = 2: the unscaled softmax is not saturated
+        ("sentence", {"scale": 0.5}),  # a scale given: not the default
+        ("sentence", {"scale": 2}),  # a scale above 1 grows what flows back
+        ("dk64", {}),
+    ],
+)
+def test_f01_the_scaling_s_backward_claims_only_what_this_run_shows(preset, changes):
+    """Under the scaling's backward the why used to say 'the default 1/√d_k, which kept the
+    softmax from saturating, also shrinks what flows back' whatever the scale and the softmax
+    were. Each claim is checked against the run: the default only without a scale given, kept
+    from saturating only where the notes find the unscaled softmax saturated, shrinks only
+    below 1."""
+    n = len(presets.load(preset).get("x") or presets.load(preset)["q"])
+    p = problem(preset, target=[[0, 0]] * n, **changes)
+    t = run(p)
+    back = t.stage("grad_scores")
+    factor = float(np.max(np.abs(back.value)) / np.max(np.abs(t.stage("grad_scaled").value)))
+    saturated = "note.grad_saturated" in keys(t.stage("grad_scaled"))
+    for lang in ("en", "ko"):
+        why = translate(back.why.key, lang)
+        if "scale" in changes:  # the default was not used: said as an example, if at all
+            assert "the default 1/√d_k, which" not in why and "막은 기본 스케일" not in why
+        if not saturated:
+            assert "which kept the softmax from saturating" not in why
+            assert "포화를 막은" not in why
+    english = translate(back.why.key, "en")
+    if factor > 1:  # the scale grew what flows back: the why must not say it shrinks it
+        assert "a scale below 1" in english or "shrinks" not in english
+
+
+def keys(stage) -> list[str]:
+    return [n.key for n in stage.notes if hasattr(n, "key")]

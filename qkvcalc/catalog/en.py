@@ -3060,8 +3060,9 @@ MESSAGES: dict[str, str] = {
     "[M ≠ −∞] is 1 where the key is allowed and 0 where it is masked.",
     "stage.grad_back.scale.title": "Backward through the scaling",
     "stage.grad_back.scale.why": "The scores were multiplied by the scale, so their "
-    "gradient is the logits' gradient times the same scale: the default 1/√d_k, which kept "
-    "the softmax from saturating, also shrinks what flows back.",
+    "gradient is the logits' gradient times the same scale: a scale below 1, such as the default "
+    "1/√d_k (there to keep the softmax from saturating), shrinks what flows back by the same "
+    "factor as it shrank the scores.",
     "stage.grad_back.add.title": "Backward through the score bias",
     "stage.grad_back.add.why": "The bias B was added and is not learned here, so the gradient "
     "passes through to the scaled scores unchanged.",
