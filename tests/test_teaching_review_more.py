@@ -172,3 +172,26 @@ def test_f01_the_scaling_s_backward_claims_only_what_this_run_shows(preset, chan
 
 def keys(stage) -> list[str]:
     return [n.key for n in stage.notes if hasattr(n, "key")]
+
+
+# ---- F03, F27: which logits the softmax's backward pushes, and which it leaves -----------------
+
+
+def test_f03_f27_keys_are_pushed_by_the_side_of_r_they_are_on_and_by_their_weight():
+    """dS = A ⊙ (dA − r). Descent raises a logit where dS < 0: a key with dA < r. It lowers one
+    with dA > r, and leaves a key of weight 0 (masked) or with dA = r alone; the old why said
+    'the others down', which the first row of a causal attend run denies (all of it 0)."""
+    t = run(problem("sentence", attend=[1, 1, 2]))
+    a, da = t.stage("weights").value, t.stage("grad_weights").value
+    r = t.stage("softmax_rowdot").value
+    ids = [s.id for s in t.stages]
+    ds = t.stages[ids.index("softmax_rowdot") + 1].value
+    np.testing.assert_allclose(ds, a * (da - r), atol=1e-12)
+    left = (a == 0) | np.isclose(da, r, atol=1e-12)
+    assert left.any() and np.allclose(ds[left], 0, atol=1e-12)
+    assert np.all(ds[(da < r) & ~left] < 0) and np.all(ds[(da > r) & ~left] > 0)
+    why = t.stages[ids.index("softmax_rowdot") + 1].why
+    english = translate(why.key, "en")
+    assert "(dA < r) is pushed up" in english and "(dA > r) down" in english
+    assert "the others down" not in english  # the keys left alone are not pushed down
+    assert "(dA > r)는 아래로" in translate(why.key, "ko")

@@ -3050,10 +3050,11 @@ MESSAGES: dict[str, str] = {
     "stage.grad_logits.title": "Softmax backward, part 2: gradient of the logits",
     "stage.grad_logits.why": "dS = A ⊙ (dA − r): a logit's gradient is its weight times how far "
     "its key's dA is from the row's average r. A key that would help more than the average (dA < "
-    "r) is pushed up, the others down. Each weight's own derivative Aᵢⱼ·(1 − Aᵢⱼ) is small near 0 "
-    "and near 1, so a saturated softmax passes little back of a bounded dA (a loss that reaches A "
-    "through the output): that is why the scores are scaled. A dA that grows as its weight "
-    "shrinks, as −1/A does under attend, is not held back.",
+    "r) is pushed up, one that would help less (dA > r) down, each in proportion to its weight (a "
+    "masked key, of weight 0, not at all). Each weight's own derivative Aᵢⱼ·(1 − Aᵢⱼ) is small "
+    "near 0 and near 1, so a saturated softmax passes little back of a bounded dA (a loss that "
+    "reaches A through the output): that is why the scores are scaled. A dA that grows as its "
+    "weight shrinks, as −1/A does under attend, is not held back.",
     "stage.grad_back.mask.title": "Backward through the mask",
     "stage.grad_back.mask.why": "A masked logit was replaced by −∞ whatever its score was, "
     "so its score gets exactly 0 gradient: a key that cannot be seen cannot be learned from. "
