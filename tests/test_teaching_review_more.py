@@ -157,7 +157,7 @@ def test_f01_the_scaling_s_backward_claims_only_what_this_run_shows(preset, chan
     t = run(p)
     back = t.stage("grad_scores")
     factor = float(np.max(np.abs(back.value)) / np.max(np.abs(t.stage("grad_scaled").value)))
-    saturated = "note.grad_saturated" in keys(t.stage("grad_scaled"))
+    saturated = any(k.startswith("note.grad_saturated") for k in keys(t.stage("grad_scaled")))
     for lang in ("en", "ko"):
         why = translate(back.why.key, lang)
         if "scale" in changes:  # the default was not used: said as an example, if at all
@@ -195,3 +195,31 @@ def test_f03_f27_keys_are_pushed_by_the_side_of_r_they_are_on_and_by_their_weigh
     assert "(dA < r) is pushed up" in english and "(dA > r) down" in english
     assert "the others down" not in english  # the keys left alone are not pushed down
     assert "(dA > r)는 아래로" in translate(why.key, "ko")
+
+
+# ---- F02: a saturated softmax's note names W_Q and W_K only where the problem has them --------
+
+
+def _saturating_layer() -> dict:
+    """X (4 one-hot rows) through random W_Q, W_K 64 columns wide and twice a standard normal:
+    unscaled, its softmax is saturated (the note's own test: A·(1 − A) ten times smaller)."""
+    rng = np.random.default_rng(0)
+    wq, wk = (2 * rng.standard_normal((4, 64)), 2 * rng.standard_normal((4, 64)))
+    wv = rng.standard_normal((4, 2))
+    doc = {"x": np.eye(4).tolist(), "target": [[0, 0]] * 4}
+    return doc | {name: w.round(2).tolist() for name, w in (("wq", wq), ("wk", wk), ("wv", wv))}
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_f02_the_saturated_note_names_the_weights_that_exist(given):
+    p = problem("dk64", target=[[0, 0]] * 4) if given else None
+    if p is None:
+        p = replace(Problem.from_mapping(_saturating_layer()), backward=True)
+    t = run(p)
+    (note,) = [n for n in t.stage("grad_scaled").notes if n.key.startswith("note.grad_saturated")]
+    assert (p.wq is None) == given
+    assert note.key == ("note.grad_saturated_given" if given else "note.grad_saturated")
+    english = translate(note.key, "en")
+    assert ("given here" in english) == given
+    assert "W_Q" in english  # a layer's weights are named either way, as what a layer has
+    assert ("여기서는 직접 주어졌고" in translate(note.key, "ko")) == given

@@ -3163,6 +3163,10 @@ MESSAGES: dict[str, str] = {
     "where its derivative A·(1 − A) is near 0, so little of dA gets through to Q and K (and to "
     "W_Q and W_K, which make them). Dividing by √d_k keeps the scores where the softmax still "
     "passes gradients.",
+    "note.grad_saturated_given": "The unscaled softmax is saturated: its weights sit near 0 and "
+    "1, where its derivative A·(1 − A) is near 0, so little of dA gets through to Q and K (given "
+    "here; in a layer, to the W_Q and W_K that make them). Dividing by √d_k keeps the scores where "
+    "the softmax still passes gradients.",
     "note.grad_scale_shrinks": "The unscaled softmax is not saturated here (its largest A·(1 − A) "
     "is at least a tenth of the scaled one's): the difference comes from the other weights the "
     "unscaled scores give, not from a blocked softmax.",

@@ -345,7 +345,9 @@ def score_gradients(
     said = {"eq_with": eq_with, "with_": said_with}
     said |= {"eq_without": eq_without, "without": said_without}
     if without < with_:
-        why = "note.grad_saturated" if saturated else "note.grad_scale_shrinks"
+        given = p.wq is None  # Q and K given directly: no W_Q, W_K for the note to name
+        saturated_key = "note.grad_saturated_given" if given else "note.grad_saturated"
+        why = saturated_key if saturated else "note.grad_scale_shrinks"
         return (Msg("note.grad_scores_smaller", **said), Msg(why))
     why = "note.grad_log_cancels" if p.loss.kind == "attend" else "note.grad_not_saturated"
     return (Msg("note.grad_scores_larger", **said), Msg(why))
