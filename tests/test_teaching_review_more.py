@@ -223,3 +223,30 @@ def test_f02_the_saturated_note_names_the_weights_that_exist(given):
     assert ("given here" in english) == given
     assert "W_Q" in english  # a layer's weights are named either way, as what a layer has
     assert ("여기서는 직접 주어졌고" in translate(note.key, "ko")) == given
+
+
+# ---- F02, F06: attend's note names what gets no gradient, of what the problem has -------------
+
+
+@pytest.mark.parametrize(
+    ("preset", "attend"),
+    [("dk64", [1, 1, 1, 1]), ("sentence", [1, 1, 2]), ("multihead", [1, 1, 1])],
+)
+def test_f02_f06_attend_names_only_the_value_side_the_problem_has(preset, attend):
+    """V always; W_V, b_V, W_O, b_O where given. Each named gets no gradient stage, and the
+    problem has each (dk64 gives V: no W_V)."""
+    p = problem(preset, attend=attend)
+    t = run(p)
+    said = [n for s in t.stages if s.id == "grad_weights" for n in s.notes]
+    note = next(n for n in said if n.key == "note.grad_attend_no_v")  # each head's the same
+    assert len({n.params["names"] for n in said if n.key == note.key}) == 1
+    names = note.params["names"].split(", ")
+    has = {"W_V": p.wv, "b_V": p.bv, "W_O": p.wo, "b_O": p.bo}
+    assert names == ["V", *(name for name, m in has.items() if m is not None)]
+    grads = {s.id for s in t.stages}
+    for name in names:
+        assert f"grad_{name.replace('_', '').lower()}" not in grads  # grad_v, grad_wv, grad_wo …
+    if preset == "dk64":
+        assert names == ["V"]
+    for lang in ("en", "ko"):
+        assert f"({note.params['names']})" in translate(note.key, lang, **note.params)

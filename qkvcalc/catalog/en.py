@@ -3116,8 +3116,9 @@ MESSAGES: dict[str, str] = {
     "come from the source), so it reaches the loss by one path and the chain rule has nothing to "
     "add: dX = dQ·W_Qᵀ, the queries' gradient sent back through W_Q turned. This is what flows "
     "on to the layer below.",
-    "note.grad_attend_no_v": "This loss reads only the weights, so V, W_V and b_V do not reach "
-    "it and get no gradient: the backward pass goes from dA to the scores, Q and K.",
+    "note.grad_attend_no_v": "This loss reads only the weights, so the values and what makes or "
+    "uses them do not reach it and get no gradient ({names}): the backward pass goes from dA to "
+    "the scores, Q and K.",
     "stage.grad_source.title": "Backward: gradient of the source",
     "stage.grad_source.why": "The source makes K and V, and this loss reaches both: the "
     "multivariate chain rule adds the two paths, d source = dK·W_Kᵀ + dV·W_Vᵀ (the queries' path "

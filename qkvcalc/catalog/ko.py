@@ -3063,8 +3063,8 @@ MESSAGES: dict[str, str] = {
     "나옵니다). 그래서 X가 손실에 닿는 경로는 하나뿐이고, 연쇄 법칙이 더할 것이 없습니다: "
     "dX = dQ·W_Qᵀ, 곧 Query의 기울기를 전치한 W_Q로 되돌려 보낸 것입니다. 이것이 아래 층으로 "
     "흘러가는 기울기입니다.",
-    "note.grad_attend_no_v": "이 손실은 가중치만 읽으므로 V, W_V, b_V는 손실에 닿지 않고 기울기를 "
-    "받지 않습니다. 역전파는 dA에서 스코어, Q, K로 갑니다.",
+    "note.grad_attend_no_v": "이 손실은 가중치만 읽으므로, Value와 그것을 만들거나 쓰는 것은 "
+    "손실에 닿지 않고 기울기를 받지 않습니다({names}). 역전파는 dA에서 스코어, Q, K로 갑니다.",
     "stage.grad_source.title": "역전파: 소스의 기울기",
     "stage.grad_source.why": "소스는 K와 V를 만들고, 이 손실은 둘 다에 닿습니다. 다변수 연쇄 "
     "법칙은 두 경로를 더합니다: d source = dK·W_Kᵀ + dV·W_Vᵀ (Query의 경로는 X로 갑니다).",
