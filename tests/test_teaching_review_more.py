@@ -250,3 +250,22 @@ def test_f02_f06_attend_names_only_the_value_side_the_problem_has(preset, attend
         assert names == ["V"]
     for lang in ("en", "ko"):
         assert f"({note.params['names']})" in translate(note.key, lang, **note.params)
+
+
+# ---- F05: a key/value head's columns are what made it, not what it made -----------------------
+
+
+def test_f05_each_key_value_head_sits_in_the_columns_that_made_it():
+    """gqa: 4 query heads over 2 K/V heads, d_k = 1: dW_K is 2 columns, one per K/V head, and
+    each column is the sum of its two query heads' Xᵀ·dK (the columns of W_K that made it)."""
+    p = problem("gqa", target=[[0, 0]] * 3)
+    t = run(p)
+    stage = t.stage("grad_wk")
+    (note,) = [n for n in stage.notes if n.key == "note.grad_kv_heads_side_by_side"]
+    assert note.params["heads"] == p.kv_heads == stage.value.shape[1] // p.d_k
+    x = t.stage("x").value
+    per = p.heads // p.kv_heads
+    for g in range(p.kv_heads):
+        dk = sum(t.stage("grad_k", g * per + i + 1).value for i in range(per))
+        np.testing.assert_allclose(stage.value[:, g * p.d_k : (g + 1) * p.d_k], x.T @ dk)
+    assert "that made that head" in translate(note.key, "en", **note.params)

@@ -3187,7 +3187,7 @@ MESSAGES: dict[str, str] = {
     "note.grad_path_one_of": "{x} feeds {count} projections ({names}), but only {reach} reaches "
     "this loss: its gradient comes back by that one path.",
     "note.grad_kv_heads_side_by_side": "The {heads} key/value heads' gradients side by side, each "
-    "in the columns of {weight} that its head made.",
+    "in the columns of {weight} that made that head.",
     "note.loss_target_rows": "T, the output to reach, row by row: {rows}.",
     "note.loss_target_rows_approx": "T, the output to reach, row by row (rounded to 4 decimals): "
     "{rows}.",
