@@ -269,3 +269,17 @@ def test_f05_each_key_value_head_sits_in_the_columns_that_made_it():
         dk = sum(t.stage("grad_k", g * per + i + 1).value for i in range(per))
         np.testing.assert_allclose(stage.value[:, g * p.d_k : (g + 1) * p.d_k], x.T @ dk)
     assert "that made that head" in translate(note.key, "en", **note.params)
+
+
+def test_f07_the_quiz_hint_adds_paths_only_when_there_are_several():
+    """The quiz's '?' under dX: 'adds cell [i,j] of every path' where the formula adds several,
+    'the one path there is' where it has one (cross-attention's X)."""
+    from qkvcalc.quiz.session import hint
+
+    for preset, attend in (("cross", [1, 2, 3]), ("sentence", [1, 1, 2])):
+        t = run(problem(preset, attend=attend))
+        stage = t.stage("grad_x")
+        terms = stage.spec.formula.split("=", 1)[1].split(" + ")
+        text = translate(hint(t, stage, 0, 0).key, "en", **hint(t, stage, 0, 0).params)
+        assert ("adds cell [1,1] of every path" in text) == (len(terms) > 1), text
+        assert ("the one path there is" in text) == (len(terms) == 1), text

@@ -1576,6 +1576,7 @@ MESSAGES: dict[str, str] = {
     "hint.grad_weight_torch": "{cell} is column {i} of d{p} (the heads side by side) times "
     "column {j} of {x}: the layout is out × in, turned.",
     "hint.grad_input": "{cell} adds cell [{i},{j}] of every path: {terms}.",
+    "hint.grad_input_one": "{cell} is cell [{i},{j}] of the one path there is: {terms}.",
     "mistake.grad_v_not_transposed": "This is A·dO; the output was A·V, so the gradient of V is "
     "the other factor turned: dV = Aᵀ·dO (column i of A against dO).",
     "mistake.softmax_back_no_row_term": "This is A ⊙ dA, as if each weight moved alone; raising "

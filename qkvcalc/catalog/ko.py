@@ -1549,6 +1549,7 @@ MESSAGES: dict[str, str] = {
     "hint.grad_weight_torch": "{cell}: d{p}의 열 {i}(헤드들을 나란히 놓은 것) 곱하기 {x}의 "
     "열 {j}. 저장 방식이 out × in이라 전치되어 있습니다.",
     "hint.grad_input": "{cell}: 모든 경로에서 칸 [{i},{j}]의 값을 더합니다. {terms}.",
+    "hint.grad_input_one": "{cell}: 경로가 하나뿐이므로, 그 경로의 칸 [{i},{j}]입니다. {terms}.",
     "mistake.grad_v_not_transposed": "A·dO를 계산했습니다. 출력이 A·V였으므로 V의 기울기는 "
     "다른 인수를 전치한 것입니다: dV = Aᵀ·dO(A의 열 i와 dO의 곱).",
     "mistake.softmax_back_no_row_term": "A ⊙ dA를 계산했습니다. 가중치 하나만 따로 움직이는 "

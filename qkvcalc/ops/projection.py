@@ -254,7 +254,7 @@ def input_grad(read: Spec, named: Named, feeds: Sequence[str], shares: Sequence[
         symbol=f"d{name}",
         letters=named.letters,
         notes=notes,
-        hint=("hint.grad_input", {"terms": terms}),
+        hint=("hint.grad_input" if len(shares) > 1 else "hint.grad_input_one", {"terms": terms}),
         topic=_one_path(named.sid, feeds, letters),
     )
 
