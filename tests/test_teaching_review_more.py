@@ -283,3 +283,18 @@ def test_f07_the_quiz_hint_adds_paths_only_when_there_are_several():
         text = translate(hint(t, stage, 0, 0).key, "en", **hint(t, stage, 0, 0).params)
         assert ("adds cell [1,1] of every path" in text) == (len(terms) > 1), text
         assert ("the one path there is" in text) == (len(terms) == 1), text
+
+
+# ---- F23: dW_V's Korean, as dW_K's was rewritten -----------------------------------------------
+
+
+def test_f23_dw_v_is_said_as_dw_k_is_in_korean():
+    """The review found '각 Key가 내놓았어야 할 것이 … 바뀝니다' a calque; dW_V's '각 Value가
+    실어 날랐어야 할 것에서 …' was the same construction. Both say how each row should have
+    changed, gathered into a change of the one matrix."""
+    from qkvcalc.catalog.ko import MESSAGES as KO
+
+    for name, role in (("wk", "Key"), ("wv", "Value")):
+        text = KO[f"stage.grad_{name}.why"]
+        assert f"각 {role}가 어떻게 달라졌어야 하는지가 모여" in text, text
+        assert "했어야 할 것" not in text and "날랐어야 할 것" not in text

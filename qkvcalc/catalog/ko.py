@@ -3046,8 +3046,8 @@ MESSAGES: dict[str, str] = {
     "stage.grad_wk.why": "K = X·W_K(크로스 어텐션에서는 소스의 행)이므로 dW_K = Xᵀ·dK입니다. 각 "
     "Key가 어떻게 달라졌어야 하는지가 모여, Key를 만드는 단 하나의 행렬을 어떻게 바꿀지가 됩니다.",
     "stage.grad_wv.title": "W_V의 기울기",
-    "stage.grad_wv.why": "V = X·W_V이므로 dW_V = Xᵀ·dV입니다. 각 Value가 실어 날랐어야 할 것에서 "
-    "Value를 만드는 행렬의 변화가 나옵니다.",
+    "stage.grad_wv.why": "V = X·W_V이므로 dW_V = Xᵀ·dV입니다. 각 Value가 어떻게 달라졌어야 "
+    "하는지가 모여, Value를 만드는 행렬을 어떻게 바꿀지가 됩니다.",
     "stage.grad_bq.title": "b_Q의 기울기",
     "stage.grad_bq.why": "b_Q는 모든 Query 행에 더해지므로, 그 기울기는 dQ의 열별 합입니다.",
     "stage.grad_bk.title": "b_K의 기울기",
