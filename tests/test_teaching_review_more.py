@@ -298,3 +298,24 @@ def test_f23_dw_v_is_said_as_dw_k_is_in_korean():
         text = KO[f"stage.grad_{name}.why"]
         assert f"각 {role}가 어떻게 달라졌어야 하는지가 모여" in text, text
         assert "했어야 할 것" not in text and "날랐어야 할 것" not in text
+
+
+def test_f01_a_large_d_k_is_not_said_to_saturate_where_this_run_shows_it_does_not():
+    """d_k = 64, W_Q and W_K a standard normal: the unscaled softmax is not saturated (the
+    note's own test) and its gradient is larger. The note may say a large d_k tends to
+    saturate, not that it does: this run, at d_k = 64, is one where it does not."""
+    doc = _saturating_layer()
+    doc["wq"] = (np.array(doc["wq"]) / 2).tolist()
+    doc["wk"] = (np.array(doc["wk"]) / 2).tolist()
+    p = replace(Problem.from_mapping(doc), backward=True)
+    assert p.d_k == 64
+    t = run(p)
+    found = keys(t.stage("grad_scaled"))
+    assert "note.grad_not_saturated" in found
+    a = t.stage("weights").value
+    plain = np.exp(t.stage("scores").value - t.stage("scores").value.max(axis=1, keepdims=True))
+    plain /= plain.sum(axis=1, keepdims=True)
+    assert np.max(plain * (1 - plain)) >= np.max(a * (1 - a)) / 10  # not saturated, unscaled
+    for lang in ("en", "ko"):
+        text = translate("note.grad_not_saturated", lang)
+        assert "unscaled softmax saturates" not in text and "소프트맥스가 포화됩니다" not in text

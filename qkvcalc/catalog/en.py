@@ -3180,7 +3180,7 @@ MESSAGES: dict[str, str] = {
     "note.grad_not_saturated": "Here the scaling does not protect learning: the unscaled "
     "softmax is not saturated enough to block the gradient, and the scaled run's gradient is "
     "also multiplied by the scale on its way back. With a large d_k the unscaled softmax "
-    "saturates (try --preset dk64 with a --target).",
+    "tends to saturate (try --preset dk64 with a --target).",
     "note.grad_path_one": "{x} feeds one projection ({names}): its gradient comes back by that "
     "one path.",
     "note.grad_paths_some": "{x} feeds {count} projections ({names}), but only {reach} reach this "
