@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from qkvcalc.i18n import translate
 from qkvcalc.input import presets
@@ -319,3 +320,25 @@ def test_f01_a_large_d_k_is_not_said_to_saturate_where_this_run_shows_it_does_no
     for lang in ("en", "ko"):
         text = translate("note.grad_not_saturated", lang)
         assert "unscaled softmax saturates" not in text and "소프트맥스가 포화됩니다" not in text
+
+
+def test_f01_a_scale_above_1_is_said_to_saturate_the_scaled_softmax_not_to_shrink_the_way_back():
+    """--scale 2 on the sentence, loss through the output: the scaled gradient of Q·Kᵀ is the
+    smaller, yet the way back multiplies it by 2. The reason is the scaled softmax's saturation
+    (its largest A·(1 − A) the smaller), which the note now says, by autograd's numbers."""
+    p = problem("sentence", target=[[0, 0]] * 3, scale=2)
+    t = run(p)
+    q, k, v = (torch.tensor(np.array(t.stage(n).value, dtype=float)) for n in ("q", "k", "v"))
+    causal = torch.ones(3, 3, dtype=torch.bool).tril()
+    norms, peaks = [], []
+    for scale in (2.0, 1.0):
+        s = (q @ k.T).requires_grad_()
+        a = torch.softmax((s * scale).masked_fill(~causal, float("-inf")), dim=-1)
+        (0.5 * ((a @ v) ** 2).sum()).backward()
+        norms.append(float(s.grad.norm()))
+        peaks.append(float((a * (1 - a)).max().detach()))
+    assert norms[0] < norms[1] and peaks[0] < peaks[1]  # the scaled softmax: more saturated
+    found = [n.key for s in t.stages for n in s.notes if hasattr(n, "key")]
+    assert "note.grad_scale_sharpens" in found and "note.grad_not_saturated" not in found
+    text = translate("note.grad_scale_sharpens", "en")
+    assert "scale above 1" in text and "more saturated" in text

@@ -3181,6 +3181,10 @@ MESSAGES: dict[str, str] = {
     "softmax is not saturated enough to block the gradient, and the scaled run's gradient is "
     "also multiplied by the scale on its way back. With a large d_k the unscaled softmax "
     "tends to saturate (try --preset dk64 with a --target).",
+    "note.grad_scale_sharpens": "Here the scaling does not protect learning: a scale above 1 "
+    "spreads the scores further apart, so the scaled softmax is the more saturated of the two (its "
+    "largest A·(1 − A), above, is the smaller) and passes less back, even though the way back "
+    "multiplies by the scale.",
     "note.grad_path_one": "{x} feeds one projection ({names}): its gradient comes back by that "
     "one path.",
     "note.grad_paths_some": "{x} feeds {count} projections ({names}), but only {reach} reach this "

@@ -309,7 +309,9 @@ def gradient_through_softmax(
                 without=said_without,
                 root=root,
             ),
-            *score_gradients(p, h, plan(), saturated=without < largest / 10),
+            *score_gradients(
+                p, h, plan(), saturated=without < largest / 10, sharper=largest < without
+            ),
         )
 
     return remark
@@ -333,10 +335,12 @@ def score_gradient_norms(p: Problem, h: int | None, plan: Sequence[Spec]) -> tup
 
 
 def score_gradients(
-    p: Problem, h: int | None, plan: Sequence[Spec], saturated: bool
+    p: Problem, h: int | None, plan: Sequence[Spec], saturated: bool, sharper: bool = False
 ) -> tuple[Msg, ...]:
     """What leaving the scale out does to the gradient that reaches Q and K in this run, and
-    why: a saturated softmax blocks a loss through the output; under −log A it does not."""
+    why: a saturated softmax blocks a loss through the output; under −log A it does not. A
+    scale above 1 that leaves the scaled softmax the more saturated (`sharper`: its largest
+    A·(1 − A) the smaller) is why its gradient is the smaller, not the scale's factor."""
     assert p.loss is not None
     with_, without = score_gradient_norms(p, h, plan)
     if not (np.isfinite(with_) and np.isfinite(without)) or with_ == without:
@@ -349,5 +353,10 @@ def score_gradients(
         saturated_key = "note.grad_saturated_given" if given else "note.grad_saturated"
         why = saturated_key if saturated else "note.grad_scale_shrinks"
         return (Msg("note.grad_scores_smaller", **said), Msg(why))
-    why = "note.grad_log_cancels" if p.loss.kind == "attend" else "note.grad_not_saturated"
+    if p.loss.kind == "attend":
+        why = "note.grad_log_cancels"
+    elif p.scale > 1 and sharper:
+        why = "note.grad_scale_sharpens"
+    else:
+        why = "note.grad_not_saturated"
     return (Msg("note.grad_scores_larger", **said), Msg(why))
