@@ -342,3 +342,17 @@ def test_f01_a_scale_above_1_is_said_to_saturate_the_scaled_softmax_not_to_shrin
     assert "note.grad_scale_sharpens" in found and "note.grad_not_saturated" not in found
     text = translate("note.grad_scale_sharpens", "en")
     assert "scale above 1" in text and "more saturated" in text
+
+
+@pytest.mark.parametrize("scale", [None, 0.5, 2])
+def test_f01_the_gradient_read_out_names_sqrt_d_k_only_when_the_scale_is_it(scale):
+    """'√d_k, shown by its gradients' was said of --scale 0.5 and 2 too: the scale the note
+    reads out is the problem's, and it is √d_k only when none is given."""
+    changes = {} if scale is None else {"scale": scale}
+    p = problem("sentence", target=[[0, 0]] * 3, **changes)
+    notes = [n for s in run(p).stages for n in s.notes if hasattr(n, "key")]
+    (note,) = [n for n in notes if n.key.startswith("note.grad_through_softmax")]
+    for lang in ("en", "ko"):
+        text = translate(note.key, lang, **note.params)
+        assert ("√d_k" in text) == (scale is None), text
+        assert (f"× {scale:g}" in text) if scale else ("√2" in text)

@@ -3155,6 +3155,10 @@ MESSAGES: dict[str, str] = {
     "its own weight is ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ), never more than 0.25. Its largest value in "
     "this head {eq_with} {with_}; with the scores not scaled ({root} left out) it would be "
     "{eq_without} {without}.",
+    "note.grad_through_softmax_given": "The scale given, shown by its gradients: how much a logit "
+    "can still move its own weight is ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ), never more than 0.25. Its largest "
+    "value in this head {eq_with} {with_}; with the scores not scaled ({root} left out) it would "
+    "be {eq_without} {without}.",
     "note.grad_scores_smaller": "What reaches Q and K is the gradient of the scores Q·Kᵀ. Its "
     "size here (the root of the sum of its squares) {eq_with} {with_}; with the scores not scaled "
     "it would be {eq_without} {without}: smaller without the scaling.",

@@ -3100,6 +3100,10 @@ MESSAGES: dict[str, str] = {
     "수 있는지는 ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ)이고, 0.25를 넘지 않습니다. 이 헤드에서 그 최댓값은 "
     "{eq_with} {with_}이고, 스코어를 스케일링하지 않으면({root} 없이) {eq_without} "
     "{without}입니다.",
+    "note.grad_through_softmax_given": "주어진 스케일을 기울기로 보면: 로짓 하나가 자기 가중치를 "
+    "아직 얼마나 움직일 수 있는지는 ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ)이고, 0.25를 넘지 않습니다. 이 "
+    "헤드에서 그 최댓값은 {eq_with} {with_}이고, 스코어를 스케일링하지 않으면({root} 없이) "
+    "{eq_without} {without}입니다.",
     "note.grad_scores_smaller": "Q와 K에 닿는 것은 스코어 Q·Kᵀ의 기울기입니다. 여기서 그 "
     "크기(성분 제곱합의 제곱근)는 {eq_with} {with_}이고, 스코어를 스케일링하지 않으면 "
     "{eq_without} {without}입니다. 스케일링이 없으면 더 작습니다.",

@@ -300,9 +300,10 @@ def gradient_through_softmax(
         eq_with, said_with = _about(largest)
         eq_without, said_without = _about(without)
         root = f"√{p.d_k}" if p.scale_given is None else f"× {p.scale:g}"
+        given = p.scale_given is not None  # not √d_k: the scale the problem gives
         return (
             Msg(
-                "note.grad_through_softmax",
+                "note.grad_through_softmax_given" if given else "note.grad_through_softmax",
                 eq_with=eq_with,
                 with_=said_with,
                 eq_without=eq_without,
