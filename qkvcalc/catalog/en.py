@@ -1581,6 +1581,7 @@ MESSAGES: dict[str, str] = {
     "hint.grad_weight_torch": "{cell} is column {i} of d{p} (the heads side by side) times "
     "column {j} of {x}: the layout is out × in, turned.",
     "hint.grad_input": "{cell} adds cell [{i},{j}] of every path: {terms}.",
+    "hint.grad_input_one": "{cell} is cell [{i},{j}] of the one path there is: {terms}.",
     "mistake.grad_v_not_transposed": "This is A·dO; the output was A·V, so the gradient of V is "
     "the other factor turned: dV = Aᵀ·dO (column i of A against dO).",
     "mistake.softmax_back_no_row_term": "This is A ⊙ dA, as if each weight moved alone; raising "
@@ -3063,18 +3064,20 @@ MESSAGES: dict[str, str] = {
     "stage.grad_logits.title": "Softmax backward, part 2: gradient of the logits",
     "stage.grad_logits.why": "dS = A ⊙ (dA − r): a logit's gradient is its weight times how far "
     "its key's dA is from the row's average r. A key that would help more than the average (dA < "
-    "r) is pushed up, the others down. Each weight's own derivative Aᵢⱼ·(1 − Aᵢⱼ) is small near 0 "
-    "and near 1, so a saturated softmax passes little back of a bounded dA (a loss that reaches A "
-    "through the output): that is why the scores are scaled. A dA that grows as its weight "
-    "shrinks, as −1/A does under attend, is not held back.",
+    "r) is pushed up, one that would help less (dA > r) down, each in proportion to its weight (a "
+    "masked key, of weight 0, not at all). Each weight's own derivative Aᵢⱼ·(1 − Aᵢⱼ) is small "
+    "near 0 and near 1, so a saturated softmax passes little back of a bounded dA (a loss that "
+    "reaches A through the output): that is why the scores are scaled. A dA that grows as its "
+    "weight shrinks, as −1/A does under attend, is not held back.",
     "stage.grad_back.mask.title": "Backward through the mask",
     "stage.grad_back.mask.why": "A masked logit was replaced by −∞ whatever its score was, "
     "so its score gets exactly 0 gradient: a key that cannot be seen cannot be learned from. "
     "[M ≠ −∞] is 1 where the key is allowed and 0 where it is masked.",
     "stage.grad_back.scale.title": "Backward through the scaling",
     "stage.grad_back.scale.why": "The scores were multiplied by the scale, so their "
-    "gradient is the logits' gradient times the same scale: the default 1/√d_k, which kept "
-    "the softmax from saturating, also shrinks what flows back.",
+    "gradient is the logits' gradient times the same scale: a scale below 1, such as the default "
+    "1/√d_k (there to keep the softmax from saturating), shrinks what flows back by the same "
+    "factor as it shrank the scores.",
     "stage.grad_back.add.title": "Backward through the score bias",
     "stage.grad_back.add.why": "The bias B was added and is not learned here, so the gradient "
     "passes through to the scaled scores unchanged.",
@@ -3119,15 +3122,25 @@ MESSAGES: dict[str, str] = {
     "of dV.",
     "stage.grad_x.title": "Backward: gradient of the input X",
     "stage.grad_x.why": "X reaches the loss through each projection that reads it and that the "
-    "loss reaches (Q, K and V in self-attention, Q alone in cross-attention). The multivariate "
-    "chain rule adds those paths: dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ, the terms of those it has. "
-    "This is what flows on to the layer below.",
-    "note.grad_attend_no_v": "This loss reads only the weights, so V, W_V and b_V do not reach "
-    "it and get no gradient: the backward pass goes from dA to the scores, Q and K.",
+    "loss reaches, and the multivariate chain rule adds those paths, one term dP·W_Pᵀ each: the "
+    "formula above has one for each (dV·W_Vᵀ only when the loss reads V). This is what flows on "
+    "to the layer below.",
+    "stage.grad_x.one.title": "Backward: gradient of the input X",
+    "stage.grad_x.one.why": "In cross-attention X makes only the queries (the keys and values "
+    "come from the source), so it reaches the loss by one path and the chain rule has nothing to "
+    "add: dX = dQ·W_Qᵀ, the queries' gradient sent back through W_Q turned. This is what flows "
+    "on to the layer below.",
+    "note.grad_attend_no_v": "This loss reads only the weights, so the values and what makes or "
+    "uses them do not reach it and get no gradient ({names}): the backward pass goes from dA to "
+    "the scores, Q and K.",
     "stage.grad_source.title": "Backward: gradient of the source",
-    "stage.grad_source.why": "The source feeds K and V; its gradient adds the paths of those that "
-    "reach the loss (K alone under attend, which does not read V): d source = dK·W_Kᵀ + dV·W_Vᵀ, "
-    "the terms of those it has (the queries' path goes to X).",
+    "stage.grad_source.why": "The source makes K and V, and this loss reaches both: the "
+    "multivariate chain rule adds the two paths, d source = dK·W_Kᵀ + dV·W_Vᵀ (the queries' path "
+    "goes to X).",
+    "stage.grad_source.one.title": "Backward: gradient of the source",
+    "stage.grad_source.one.why": "The source makes K and V, but this loss reads only the weights, "
+    "so V does not reach it: the source's gradient comes back by the keys' path alone, "
+    "d source = dK·W_Kᵀ, with nothing for the chain rule to add (the queries' path goes to X).",
     "stage.grad_sinks.title": "Gradient of the sinks",
     "stage.grad_sinks.why": "A sink's logit took its share 1 − Σⱼ Aᵢⱼ of every row. Raising it "
     "moves weight from the keys to nothing, so its gradient is −Σᵢ (its share)·rᵢ, one number "
@@ -3147,10 +3160,18 @@ MESSAGES: dict[str, str] = {
     "{count} target keys.",
     "note.loss_attend_head": "Head {head}'s part of the loss: −Σᵢ log A[i, tᵢ] {eq} {loss}, "
     "over {count} target keys (the loss adds every head's part).",
+    "note.loss_attend_one": "The loss these numbers give: L = −Σᵢ log A[i, tᵢ] {eq} {loss}, over "
+    "one target key.",
+    "note.loss_attend_head_one": "Head {head}'s part of the loss: −Σᵢ log A[i, tᵢ] {eq} {loss}, "
+    "over one target key (the loss adds every head's part).",
     "note.grad_through_softmax": "√d_k, shown by its gradients: how much a logit can still move "
     "its own weight is ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ), never more than 0.25. Its largest value in "
     "this head {eq_with} {with_}; with the scores not scaled ({root} left out) it would be "
     "{eq_without} {without}.",
+    "note.grad_through_softmax_given": "The scale given, shown by its gradients: how much a logit "
+    "can still move its own weight is ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ), never more than 0.25. Its largest "
+    "value in this head {eq_with} {with_}; with the scores not scaled ({root} left out) it would "
+    "be {eq_without} {without}.",
     "note.grad_scores_smaller": "What reaches Q and K is the gradient of the scores Q·Kᵀ. Its "
     "size here (the root of the sum of its squares) {eq_with} {with_}; with the scores not scaled "
     "it would be {eq_without} {without}: smaller without the scaling.",
@@ -3161,6 +3182,10 @@ MESSAGES: dict[str, str] = {
     "where its derivative A·(1 − A) is near 0, so little of dA gets through to Q and K (and to "
     "W_Q and W_K, which make them). Dividing by √d_k keeps the scores where the softmax still "
     "passes gradients.",
+    "note.grad_saturated_given": "The unscaled softmax is saturated: its weights sit near 0 and "
+    "1, where its derivative A·(1 − A) is near 0, so little of dA gets through to Q and K (given "
+    "here; in a layer, to the W_Q and W_K that make them). Dividing by √d_k keeps the scores where "
+    "the softmax still passes gradients.",
     "note.grad_scale_shrinks": "The unscaled softmax is not saturated here (its largest A·(1 − A) "
     "is at least a tenth of the scaled one's): the difference comes from the other weights the "
     "unscaled scores give, not from a blocked softmax.",
@@ -3172,7 +3197,11 @@ MESSAGES: dict[str, str] = {
     "note.grad_not_saturated": "Here the scaling does not protect learning: the unscaled "
     "softmax is not saturated enough to block the gradient, and the scaled run's gradient is "
     "also multiplied by the scale on its way back. With a large d_k the unscaled softmax "
-    "saturates (try --preset dk64 with a --target).",
+    "tends to saturate (try --preset dk64 with a --target).",
+    "note.grad_scale_sharpens": "Here the scaling does not protect learning: a scale above 1 "
+    "spreads the scores further apart, so the scaled softmax is the more saturated of the two (its "
+    "largest A·(1 − A), above, is the smaller) and passes less back, even though the way back "
+    "multiplies by the scale.",
     "note.grad_path_one": "{x} feeds one projection ({names}): its gradient comes back by that "
     "one path.",
     "note.grad_paths_some": "{x} feeds {count} projections ({names}), but only {reach} reach this "
@@ -3180,7 +3209,7 @@ MESSAGES: dict[str, str] = {
     "note.grad_path_one_of": "{x} feeds {count} projections ({names}), but only {reach} reaches "
     "this loss: its gradient comes back by that one path.",
     "note.grad_kv_heads_side_by_side": "The {heads} key/value heads' gradients side by side, each "
-    "in the columns of {weight} that its head made.",
+    "in the columns of {weight} that made that head.",
     "note.loss_target_rows": "T, the output to reach, row by row: {rows}.",
     "note.loss_target_rows_approx": "T, the output to reach, row by row (rounded to 4 decimals): "
     "{rows}.",

@@ -583,7 +583,7 @@ MESSAGES: dict[str, str] = {
     "한 열이 필요합니다: K × (2·H·d_k + H·d_v) = K × {channels} (H = {heads}, d_k = {d_k}, "
     "d_v = {d_v}).",
     "gated_delta.weight_shape": "gated_delta의 {field} 키의 모양은 {shape}인데, 필요한 모양은 "
-    "{want}입니다(W_Q와 같은 {layout} 배치).",
+    "{want}입니다(W_Q와 같은 {layout} 레이아웃).",
     "gated_delta.vector": "gated_delta의 {field} 키에 수가 {length}개 있는데, {want}개가 "
     "필요합니다: 헤드마다 하나(a_log, dt_bias) 또는 헤드 출력의 열마다 하나(norm).",
     "gated_delta.norm_pair": "gated_delta의 게이트가 있는 정규화에는 wz(게이트의 가중치)와 "
@@ -1553,6 +1553,7 @@ MESSAGES: dict[str, str] = {
     "hint.grad_weight_torch": "{cell}: d{p}의 열 {i}(헤드들을 나란히 놓은 것) 곱하기 {x}의 "
     "열 {j}. 저장 방식이 out × in이라 전치되어 있습니다.",
     "hint.grad_input": "{cell}: 모든 경로에서 칸 [{i},{j}]의 값을 더합니다. {terms}.",
+    "hint.grad_input_one": "{cell}: 경로가 하나뿐이므로, 그 경로의 칸 [{i},{j}]입니다. {terms}.",
     "mistake.grad_v_not_transposed": "A·dO를 계산했습니다. 출력이 A·V였으므로 V의 기울기는 "
     "다른 인수를 전치한 것입니다: dV = Aᵀ·dO(A의 열 i와 dO의 곱).",
     "mistake.softmax_back_no_row_term": "A ⊙ dA를 계산했습니다. 가중치 하나만 따로 움직이는 "
@@ -2260,7 +2261,7 @@ MESSAGES: dict[str, str] = {
     "차원 i의 짝은 i + {half}입니다 (rotate_half, DeepSeek-V3.2의 인덱서). 어텐션 쪽은 "
     "이웃한 짝을 회전합니다.",
     "note.index_rope_pairs": "각 인덱스 헤드의 수 D = {dim}개 중 앞의 d_R = {rope}개가 이웃한 "
-    "짝(2i와 2i + 1)으로 회전합니다 (GLM-MoE-DSA의 인터리브 배치).",
+    "짝(2i와 2i + 1)으로 회전합니다 (GLM-MoE-DSA의 인터리브 방식).",
     "note.index_scores": "인덱스 헤드 {heads}개에 걸쳐 더합니다. q는 {q}, k는 {k}, D = {dim}. "
     "transformers가 CPU에서 계산하는 대로: Hadamard 회전 없음 (q·k는 그대로), FP8 없음.",
     "note.index_tie": "행 {count}개({rows})에서 같은 인덱스 점수가 경계에 걸쳐 있습니다. 그중 앞의 "
@@ -2295,11 +2296,11 @@ MESSAGES: dict[str, str] = {
     "indexer.missing": "indexer에 필요한 키: {missing} (docs/input-format.md 참고)",
     "indexer.rope_style": 'indexer.rope_style은 "half" 또는 "pairs"여야 합니다. 받은 값: {value}',
     "indexer.q_rows": "{field}의 모양은 {shape}인데, 인덱서의 Query는 {what}에서 만듭니다. "
-    "{layout} 배치에서 {want} 모양이어야 합니다",
+    "{layout} 레이아웃에서 {want} 모양이어야 합니다",
     "indexer.q_width": "indexer.wq의 열은 {cols}개입니다. H_I = heads = {heads}일 때 H_I·D개, "
     "즉 {heads}의 배수여야 하고 인덱스 헤드마다 적어도 d_R = {rope}개여야 합니다 (RoPE가 "
     "회전합니다)",
-    "indexer.shape": "{field}의 모양은 {shape}인데, {layout} 배치에서 {want} 모양이어야 합니다 "
+    "indexer.shape": "{field}의 모양은 {shape}인데, {layout} 레이아웃에서 {want} 모양이어야 합니다 "
     "(D = {dim}인 인덱스 헤드 H_I = {heads}개)",
     "indexer.norm_length": "{field}의 수는 {length}개인데, 인덱서의 Key는 D = {dim}개입니다",
     "indexer.backward": "역전파 (--backward, 그리고 이를 쓰는 qkvcalc train)는 희소 어텐션 "
@@ -2571,10 +2572,10 @@ MESSAGES: dict[str, str] = {
     "check.mistake.gqa_repeat": "K/V 헤드를 통째로 반복했습니다(tile). 연속한 Query 헤드가 K/V "
     "헤드 하나를 함께 씁니다(repeat_interleave).",
     "check.mistake.rope_pairs": "RoPE가 엉뚱한 차원끼리 짝지어 회전했습니다. rotate_half는 차원 "
-    "i와 i + R/2를(R: 회전하는 차원의 수), 교차 배치(GPT-J)는 이웃한 차원끼리 1과 2, 3과 4, …를 "
+    "i와 i + R/2를(R: 회전하는 차원의 수), 교차 방식(GPT-J)은 이웃한 차원끼리 1과 2, 3과 4, …를 "
     "짝짓습니다. 모델이 어느 쪽을 쓰는지는 문제의 rope.style이 정합니다.",
-    "check.mistake.layout_transposed": "가중치를 전치해서 읽었습니다(X·Wᵀ, PyTorch의 out×in "
-    "배치). 여기서는 Q = X·W_Q이고 W_Q는 d_model×d_k입니다.",
+    "check.mistake.layout_transposed": "가중치를 전치해서 읽었습니다(X·Wᵀ, PyTorch가 "
+    "저장하는 out×in 방식). 여기서는 Q = X·W_Q이고 W_Q는 d_model×d_k입니다.",
     "check.mistake.bias_missing": "편향이 빠졌습니다. Q = X·W_Q + b_Q이고 K, V, 출력도 같습니다.",
     "check.mistake.wo_missing": "W_O가 빠졌습니다. 나란히 붙인 헤드 출력에 W_O를 곱합니다.",
     "check.mistake.nondeterministic": "같은 문제에 두 번 호출했더니 다른 수가 나왔습니다(켜진 "
@@ -3014,8 +3015,9 @@ MESSAGES: dict[str, str] = {
     "dA를 잴 기준선입니다.",
     "stage.grad_logits.title": "소프트맥스 역전파 (2/2): 로짓의 기울기",
     "stage.grad_logits.why": "dS = A ⊙ (dA − r): 로짓의 기울기는 그 가중치에, 그 Key의 dA가 행의 "
-    "평균 r과 얼마나 다른지를 곱한 것입니다. 평균보다 더 도움이 될 Key(dA < r)는 위로 밀리고 "
-    "나머지는 아래로 밀립니다. 가중치 자신의 도함수 Aᵢⱼ·(1 − Aᵢⱼ)는 0과 1 근처에서 작으므로, "
+    "평균 r과 얼마나 다른지를 곱한 것입니다. 평균보다 더 도움이 될 Key(dA < r)는 위로, 덜 도움이 "
+    "될 Key(dA > r)는 아래로 밀리며, 밀리는 정도는 그 가중치에 비례합니다(가중치가 0인 마스킹된 "
+    "Key는 전혀 밀리지 않습니다). 가중치 자신의 도함수 Aᵢⱼ·(1 − Aᵢⱼ)는 0과 1 근처에서 작으므로, "
     "포화된 소프트맥스는 크기가 제한된 dA(출력을 거쳐 A에 닿는 손실)를 거의 돌려보내지 못합니다. "
     "스코어를 스케일링하는 이유입니다. attend의 −1/A처럼 가중치가 작아질수록 커지는 dA는 막히지 "
     "않습니다.",
@@ -3025,8 +3027,8 @@ MESSAGES: dict[str, str] = {
     "Key가 허용된 곳에서 1, 마스킹된 곳에서 0입니다.",
     "stage.grad_back.scale.title": "스케일링을 거슬러 역전파",
     "stage.grad_back.scale.why": "스코어에 스케일을 곱했으므로, 그 기울기는 로짓의 기울기에 "
-    "같은 스케일을 곱한 것입니다. 소프트맥스의 포화를 막은 기본 스케일 1/√d_k는 거꾸로 흐르는 "
-    "기울기도 줄입니다.",
+    "같은 스케일을 곱한 것입니다. 기본값 1/√d_k(소프트맥스의 포화를 막으려고 두는 값)처럼 1보다 "
+    "작은 스케일은 스코어를 줄인 만큼 거꾸로 흐르는 기울기도 줄입니다.",
     "stage.grad_back.add.title": "스코어 바이어스를 거슬러 역전파",
     "stage.grad_back.add.why": "바이어스 B는 더해지기만 하고 여기서 학습되지 않으므로, 기울기가 "
     "바뀌지 않고 스케일링된 스코어로 그대로 지나갑니다.",
@@ -3057,8 +3059,8 @@ MESSAGES: dict[str, str] = {
     "stage.grad_wk.why": "K = X·W_K(크로스 어텐션에서는 소스의 행)이므로 dW_K = Xᵀ·dK입니다. 각 "
     "Key가 어떻게 달라졌어야 하는지가 모여, Key를 만드는 단 하나의 행렬을 어떻게 바꿀지가 됩니다.",
     "stage.grad_wv.title": "W_V의 기울기",
-    "stage.grad_wv.why": "V = X·W_V이므로 dW_V = Xᵀ·dV입니다. 각 Value가 실어 날랐어야 할 것에서 "
-    "Value를 만드는 행렬의 변화가 나옵니다.",
+    "stage.grad_wv.why": "V = X·W_V이므로 dW_V = Xᵀ·dV입니다. 각 Value가 어떻게 달라졌어야 "
+    "하는지가 모여, Value를 만드는 행렬을 어떻게 바꿀지가 됩니다.",
     "stage.grad_bq.title": "b_Q의 기울기",
     "stage.grad_bq.why": "b_Q는 모든 Query 행에 더해지므로, 그 기울기는 dQ의 열별 합입니다.",
     "stage.grad_bk.title": "b_K의 기울기",
@@ -3066,16 +3068,24 @@ MESSAGES: dict[str, str] = {
     "stage.grad_bv.title": "b_V의 기울기",
     "stage.grad_bv.why": "b_V는 모든 Value 행에 더해지므로, 그 기울기는 dV의 열별 합입니다.",
     "stage.grad_x.title": "역전파: 입력 X의 기울기",
-    "stage.grad_x.why": "X는 자신을 읽고 손실에 닿는 선형 투영마다 경로를 하나씩 가집니다(셀프 "
-    "어텐션에서는 Q, K, V, 크로스 어텐션에서는 Q 하나). 다변수 연쇄 법칙은 그 경로들을 더합니다: "
-    "dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ에서 있는 항만 더합니다. 이것이 아래 층으로 흘러가는 "
+    "stage.grad_x.why": "X는 자신을 읽고 손실에 닿는 선형 투영마다 경로를 하나씩 가집니다. 다변수 "
+    "연쇄 법칙은 그 경로들을 더합니다. 경로 하나가 항 dP·W_Pᵀ 하나이므로, 위의 식에는 경로마다 "
+    "항이 하나씩 있습니다(dV·W_Vᵀ는 손실이 V를 읽을 때만). 이것이 아래 층으로 흘러가는 "
     "기울기입니다.",
-    "note.grad_attend_no_v": "이 손실은 가중치만 읽으므로 V, W_V, b_V는 손실에 닿지 않고 기울기를 "
-    "받지 않습니다. 역전파는 dA에서 스코어, Q, K로 갑니다.",
+    "stage.grad_x.one.title": "역전파: 입력 X의 기울기",
+    "stage.grad_x.one.why": "크로스 어텐션에서 X는 Query만 만듭니다(Key와 Value는 소스에서 "
+    "나옵니다). 그래서 X가 손실에 닿는 경로는 하나뿐이고, 연쇄 법칙이 더할 것이 없습니다: "
+    "dX = dQ·W_Qᵀ, 곧 Query의 기울기를 전치한 W_Q로 되돌려 보낸 것입니다. 이것이 아래 층으로 "
+    "흘러가는 기울기입니다.",
+    "note.grad_attend_no_v": "이 손실은 가중치만 읽으므로, Value와 그것을 만들거나 쓰는 것은 "
+    "손실에 닿지 않고 기울기를 받지 않습니다({names}). 역전파는 dA에서 스코어, Q, K로 갑니다.",
     "stage.grad_source.title": "역전파: 소스의 기울기",
-    "stage.grad_source.why": "소스는 K와 V로 들어갑니다. 그 기울기는 그중 손실에 닿는 경로들을 "
-    "더합니다(V를 읽지 않는 attend에서는 K 하나): d source = dK·W_Kᵀ + dV·W_Vᵀ에서 있는 항만 "
-    "더합니다 (Query의 경로는 X로 갑니다).",
+    "stage.grad_source.why": "소스는 K와 V를 만들고, 이 손실은 둘 다에 닿습니다. 다변수 연쇄 "
+    "법칙은 두 경로를 더합니다: d source = dK·W_Kᵀ + dV·W_Vᵀ (Query의 경로는 X로 갑니다).",
+    "stage.grad_source.one.title": "역전파: 소스의 기울기",
+    "stage.grad_source.one.why": "소스는 K와 V를 만들지만, 이 손실은 가중치만 읽으므로 V는 "
+    "손실에 닿지 않습니다. 그래서 소스의 기울기는 Key의 경로 하나로만 돌아오고, 연쇄 법칙이 더할 "
+    "것이 없습니다: d source = dK·W_Kᵀ (Query의 경로는 X로 갑니다).",
     "stage.grad_sinks.title": "싱크의 기울기",
     "stage.grad_sinks.why": "싱크의 로짓은 각 행에서 1 − Σⱼ Aᵢⱼ만큼의 몫을 가져갔습니다. 그것을 "
     "키우면 가중치가 Key들에서 '아무것도 아닌 곳'으로 옮겨 가므로, 그 기울기는 "
@@ -3095,10 +3105,18 @@ MESSAGES: dict[str, str] = {
     "{count}개에 걸쳐).",
     "note.loss_attend_head": "헤드 {head}의 손실 몫: −Σᵢ log A[i, tᵢ] {eq} {loss} (목표 Key "
     "{count}개에 걸쳐; 손실은 모든 헤드의 몫을 더합니다).",
+    "note.loss_attend_one": "이 수들이 주는 손실: L = −Σᵢ log A[i, tᵢ] {eq} {loss} (목표 Key "
+    "하나에 대해).",
+    "note.loss_attend_head_one": "헤드 {head}의 손실 몫: −Σᵢ log A[i, tᵢ] {eq} {loss} (목표 Key "
+    "하나에 대해; 손실은 모든 헤드의 몫을 더합니다).",
     "note.grad_through_softmax": "기울기로 본 √d_k: 로짓 하나가 자기 가중치를 아직 얼마나 움직일 "
     "수 있는지는 ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ)이고, 0.25를 넘지 않습니다. 이 헤드에서 그 최댓값은 "
     "{eq_with} {with_}이고, 스코어를 스케일링하지 않으면({root} 없이) {eq_without} "
     "{without}입니다.",
+    "note.grad_through_softmax_given": "주어진 스케일을 기울기로 보면: 로짓 하나가 자기 가중치를 "
+    "아직 얼마나 움직일 수 있는지는 ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ)이고, 0.25를 넘지 않습니다. 이 "
+    "헤드에서 그 최댓값은 {eq_with} {with_}이고, 스코어를 스케일링하지 않으면({root} 없이) "
+    "{eq_without} {without}입니다.",
     "note.grad_scores_smaller": "Q와 K에 닿는 것은 스코어 Q·Kᵀ의 기울기입니다. 여기서 그 "
     "크기(성분 제곱합의 제곱근)는 {eq_with} {with_}이고, 스코어를 스케일링하지 않으면 "
     "{eq_without} {without}입니다. 스케일링이 없으면 더 작습니다.",
@@ -3109,6 +3127,10 @@ MESSAGES: dict[str, str] = {
     "몰리고, 그곳에서 도함수 A·(1 − A)가 0에 가까워 dA가 Q와 K(그리고 그것을 만드는 W_Q와 "
     "W_K)까지 거의 전해지지 않습니다. √d_k로 나누면 스코어는 소프트맥스가 아직 기울기를 전할 수 "
     "있는 범위에 머뭅니다.",
+    "note.grad_saturated_given": "스케일링하지 않은 소프트맥스는 포화됩니다. 가중치가 0과 1 "
+    "근처에 몰리고, 그곳에서 도함수 A·(1 − A)가 0에 가까워 dA가 Q와 K(여기서는 직접 주어졌고, 층 "
+    "안에서라면 그것을 만드는 W_Q와 W_K)까지 거의 전해지지 않습니다. √d_k로 나누면 스코어는 "
+    "소프트맥스가 아직 기울기를 전할 수 있는 범위에 머뭅니다.",
     "note.grad_scale_shrinks": "여기서 스케일링하지 않은 소프트맥스는 포화되지 않았습니다(그 "
     "A·(1 − A)의 최댓값이 스케일링한 쪽의 10분의 1보다 큽니다). 차이는 막힌 소프트맥스가 아니라, "
     "스케일링하지 않은 스코어가 만드는 다른 가중치에서 옵니다.",
@@ -3117,10 +3139,13 @@ MESSAGES: dict[str, str] = {
     "틀린 Key에 포화되어 있어도 크기가 1 가까이로 유지됩니다. 그래서 여기서는 스케일링이 학습을 "
     "지켜 주지 않습니다. 실제 모델처럼 손실이 출력을 거쳐 A에 닿을 때 지켜 줍니다(--target으로 해 "
     "보세요).",
-    "note.grad_not_saturated": "여기서는 스케일링이 학습을 지켜 주지 않습니다. 스케일링하지 "
-    "않은 소프트맥스가 기울기를 막을 만큼 포화되지 않았고, 스케일링한 쪽의 기울기는 돌아오는 "
-    "길에 스케일만큼 한 번 더 곱해집니다. d_k가 크면 스케일링하지 않은 소프트맥스가 포화됩니다"
-    "(--preset dk64에 --target을 주어 해 보세요).",
+    "note.grad_not_saturated": "여기서는 스케일링이 학습을 지켜 주지 않습니다. 스케일링하지 않은 "
+    "소프트맥스가 기울기를 막을 만큼 포화되지 않았고, 스케일링한 쪽의 기울기는 돌아오는 길에 "
+    "스케일만큼 한 번 더 곱해집니다. d_k가 크면 스케일링하지 않은 소프트맥스가 포화되기 "
+    "쉽습니다(--preset dk64에 --target을 주어 해 보세요).",
+    "note.grad_scale_sharpens": "여기서는 스케일링이 학습을 지켜 주지 않습니다. 1보다 큰 스케일은 "
+    "스코어를 더 벌려 놓으므로, 스케일링한 소프트맥스가 둘 중 더 포화된 쪽이고(위의 A·(1 − A) "
+    "최댓값이 더 작습니다) 돌아오는 길에 스케일을 곱하는데도 더 적게 돌려보냅니다.",
     "note.grad_path_one": "{x} → 선형 투영 1개({names}): 기울기는 그 경로 하나로 돌아옵니다.",
     "note.grad_paths_some": "{x} → 선형 투영 {count}개({names}): 그중 이 손실에 닿는 것은 "
     "{reach}뿐이므로, 기울기는 그 경로 {reached}개의 합입니다 (다변수 연쇄 법칙).",

@@ -158,7 +158,7 @@ class Feature(NamedTuple):
     torch_softmax: Callable[[Any, Callable[[Any], str]], list[str]] | None = None
     # --backward: the gradients of its own learned numbers, as stages after the weights,
     # given each head's (weights, softmax row term) refs; in tiles (no stage holds the weights)
-    # each head's (log-sum-exp L = m + log ℓ [n, 1], D = rowsum(dO ⊙ O) [n, 1]) refs
+    # each head's (log-sum-exp LSE = m + log ℓ [n, 1], D = rowsum(dO ⊙ O) [n, 1]) refs
     grads: Callable[[Problem, Any, list[tuple[Ref, Ref]]], list[Spec]] | None = None
     # --format torch --backward: (how its gradient is named, the tensor of the script that holds
     # its learned numbers, a leaf of autograd's graph), compared with its `grads` stage

@@ -236,7 +236,8 @@ def input_grad(read: Spec, named: Named, feeds: Sequence[str], shares: Sequence[
     the paths (each summed over the heads)."""
     name = named.name
     terms = " + ".join(f"{share.grad}·W_{share.letter}ᵀ" for share in shares)
-    notes = (_paths_note(name, feeds, [share.letter for share in shares]), *named.notes)
+    letters = [share.letter for share in shares]
+    notes = (_paths_note(name, feeds, letters), *named.notes)
     return Spec(
         named.sid,
         None,
@@ -253,8 +254,21 @@ def input_grad(read: Spec, named: Named, feeds: Sequence[str], shares: Sequence[
         symbol=f"d{name}",
         letters=named.letters,
         notes=notes,
-        hint=("hint.grad_input", {"terms": terms}),
+        hint=("hint.grad_input" if len(shares) > 1 else "hint.grad_input_one", {"terms": terms}),
+        topic=_one_path(named.sid, feeds, letters),
     )
+
+
+def _one_path(sid: str, feeds: Sequence[str], reach: Sequence[str]) -> str:
+    """The why of an input that reaches the loss by one path alone (X, which feeds W_Q alone in
+    cross-attention; the source, which feeds W_K and W_V, by W_K under `attend`): nothing for
+    the chain rule to add. "": the plain why, which adds the paths."""
+    one = {
+        "grad_x": (["Q"], ["Q"], "grad_x.one"),
+        "grad_source": (["K", "V"], ["K"], "grad_source.one"),
+    }
+    fed, reached, topic = one.get(sid, ([], [], ""))
+    return topic if (list(feeds), list(reach)) == (fed, reached) else ""
 
 
 def _paths_note(name: str, feeds: Sequence[str], reach: Sequence[str]) -> Msg:

@@ -213,6 +213,14 @@ def _head(
     return specs, grads
 
 
+def _no_v(p: Problem) -> Msg:
+    """What `attend` leaves without a gradient: V and, of W_V, b_V, W_O, b_O, those the problem
+    has (dk64 gives V, with no W_V to name)."""
+    given = (("W_V", p.wv), ("b_V", p.bv), ("W_O", p.wo), ("b_O", p.bo))
+    names = ["V", *(name for name, m in given if m is not None)]
+    return Msg("note.grad_attend_no_v", names=", ".join(names))
+
+
 def _attend(p: Problem, h: int | None, weights: Spec) -> Spec:
     """`attend`: dA from the targets alone (L = −Σᵢ log Aᵢ,ₜᵢ); V does not reach the loss."""
     assert p.loss is not None
@@ -226,7 +234,7 @@ def _attend(p: Problem, h: int | None, weights: Spec) -> Spec:
         weights.cols,
         params={"targets": frozenset(p.loss.targets())},
         topic="grad_weights.attend",
-        notes=(Msg("note.grad_attend_no_v"), facts.attend_keys(p, p.loss.targets())),
+        notes=(_no_v(p), facts.attend_keys(p, p.loss.targets())),
         symbol="dA",
         letters=weights.letters,
         remarks=facts.loss_attend(weights.ref, p.loss.targets(), h),

@@ -267,9 +267,14 @@ def loss_attend(
     def remark(value_of: ValueOf) -> tuple[Msg, ...]:
         a = value_of(weights_ref)
         with np.errstate(divide="ignore"):
-            loss = -float(sum(np.log(a[i, t]) for i, t in targets))
+            loss = 0.0 - float(sum(np.log(a[i, t]) for i, t in targets))  # 0, never −0
         eq, said = _about(loss)
-        key = "note.loss_attend_head" if h is not None else "note.loss_attend"
+        keys = (
+            ("note.loss_attend_head", "note.loss_attend_head_one")
+            if h is not None
+            else ("note.loss_attend", "note.loss_attend_one")
+        )
+        key = keys[len(targets) == 1]  # "over one target key", not "over 1 target keys"
         return (Msg(key, eq=eq, loss=said, count=len(targets), head=h or 1),)
 
     return remark
@@ -299,16 +304,19 @@ def gradient_through_softmax(
         eq_with, said_with = _about(largest)
         eq_without, said_without = _about(without)
         root = f"√{p.d_k}" if p.scale_given is None else f"× {p.scale:g}"
+        given = p.scale_given is not None  # not √d_k: the scale the problem gives
         return (
             Msg(
-                "note.grad_through_softmax",
+                "note.grad_through_softmax_given" if given else "note.grad_through_softmax",
                 eq_with=eq_with,
                 with_=said_with,
                 eq_without=eq_without,
                 without=said_without,
                 root=root,
             ),
-            *score_gradients(p, h, plan(), saturated=without < largest / 10),
+            *score_gradients(
+                p, h, plan(), saturated=without < largest / 10, sharper=largest < without
+            ),
         )
 
     return remark
@@ -332,10 +340,12 @@ def score_gradient_norms(p: Problem, h: int | None, plan: Sequence[Spec]) -> tup
 
 
 def score_gradients(
-    p: Problem, h: int | None, plan: Sequence[Spec], saturated: bool
+    p: Problem, h: int | None, plan: Sequence[Spec], saturated: bool, sharper: bool = False
 ) -> tuple[Msg, ...]:
     """What leaving the scale out does to the gradient that reaches Q and K in this run, and
-    why: a saturated softmax blocks a loss through the output; under −log A it does not."""
+    why: a saturated softmax blocks a loss through the output; under −log A it does not. A
+    scale above 1 that leaves the scaled softmax the more saturated (`sharper`: its largest
+    A·(1 − A) the smaller) is why its gradient is the smaller, not the scale's factor."""
     assert p.loss is not None
     with_, without = score_gradient_norms(p, h, plan)
     if not (np.isfinite(with_) and np.isfinite(without)) or with_ == without:
@@ -344,7 +354,14 @@ def score_gradients(
     said = {"eq_with": eq_with, "with_": said_with}
     said |= {"eq_without": eq_without, "without": said_without}
     if without < with_:
-        why = "note.grad_saturated" if saturated else "note.grad_scale_shrinks"
+        given = p.wq is None  # Q and K given directly: no W_Q, W_K for the note to name
+        saturated_key = "note.grad_saturated_given" if given else "note.grad_saturated"
+        why = saturated_key if saturated else "note.grad_scale_shrinks"
         return (Msg("note.grad_scores_smaller", **said), Msg(why))
-    why = "note.grad_log_cancels" if p.loss.kind == "attend" else "note.grad_not_saturated"
+    if p.loss.kind == "attend":
+        why = "note.grad_log_cancels"
+    elif p.scale > 1 and sharper:
+        why = "note.grad_scale_sharpens"
+    else:
+        why = "note.grad_not_saturated"
     return (Msg("note.grad_scores_larger", **said), Msg(why))
