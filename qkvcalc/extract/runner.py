@@ -686,8 +686,9 @@ def describe(family: Any, model: Any, layer: int, shown: str, n: int, dtype: str
     key = "extract.description" if earlier is None else "extract.description_kv_shared"
     block = any(note.key in BLOCK_NOTES for note in notes)  # Zamba's shared block
     key = "extract.description_block" if block and earlier is None else key
-    if _linear(family, model, layer):  # a Gated DeltaNet layer (gdn.py): not self-attention
-        key = "extract.description_linear"
+    linear = _linear(family, model, layer)  # a Gated DeltaNet or KDA layer: not self-attention
+    if linear is not None:
+        key = linear
     said = Msg(key, layer=layer, model=shown, arch=arch, n=n, dtype=dtype).text(lang)
     if earlier is not None:  # KV sharing: K and V from an earlier layer's input
         said += " " + Msg("extract.kv_shared", earlier=earlier).text(lang)
@@ -696,13 +697,18 @@ def describe(family: Any, model: Any, layer: int, shown: str, n: int, dtype: str
     return said
 
 
-def _linear(family: Any, model: Any, layer: int) -> bool:
-    from qkvcalc.extract import gdn
+def _linear(family: Any, model: Any, layer: int) -> str | None:
+    """The description's key of a linear-attention layer (Gated DeltaNet, gdn.py; Kimi Delta
+    Attention, kda.py), None for attention."""
+    from qkvcalc.extract import gdn, kda
 
     try:
-        return gdn.is_layer(family.attention(family.stack(model)[layer]))
+        mixer = family.attention(family.stack(model)[layer])
     except Exception:  # a family whose layout says nothing of it: the ordinary description
-        return False
+        return None
+    if gdn.is_layer(mixer):
+        return "extract.description_linear"
+    return "extract.description_kda" if kda.is_layer(mixer) else None
 
 
 def extract(
