@@ -334,6 +334,7 @@ def test_a_config_that_lies_about_the_layer_is_one_message(lab, tmp_path):
     assert result.returncode == 2 and result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "does not match its weights" in lines[0], lines[0]
 
 
 def test_the_problem_round_trips_through_npz_with_its_nested_arrays(lab, tmp_path):

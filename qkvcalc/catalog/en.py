@@ -2446,6 +2446,9 @@ MESSAGES: dict[str, str] = {
     "config.json (a checkpoint holds config.json and the weights, such as model.safetensors)",
     "extract.not_a_file": "{model} holds {file!r}, which is not a file (a named pipe, a socket "
     "or a device): a checkpoint folder holds files, and reading this one could wait forever",
+    "extract.sizes_lie": "{path}'s config.json does not match its weights: {weight} is {stored} "
+    "in the checkpoint, but the config makes it {made}; the sizes in config.json (heads, head "
+    "sizes, hidden size) must be those the weights were trained with.",
     "extract.no_weights": "{path} has a config.json but its weights could not be read: {reason}",
     "extract.custom_code": "{model} ships code of its own ({file} names it in auto_map), "
     "and qkvcalc never runs a checkpoint's code: use a checkpoint of an architecture "

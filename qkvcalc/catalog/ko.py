@@ -2418,6 +2418,9 @@ MESSAGES: dict[str, str] = {
     "extract.not_a_file": "{model}에 있는 {file!r}은(는) 파일이 아닙니다 (이름 있는 파이프, "
     "소켓 또는 장치). 체크포인트 폴더에는 파일이 있어야 하며, 이것을 읽으면 끝없이 기다릴 수 "
     "있습니다",
+    "extract.sizes_lie": "{path}의 config.json이 가중치와 맞지 않습니다: 체크포인트에서 "
+    "{weight} 모양은 {stored}인데, 설정으로 만들면 {made}입니다. config.json의 크기(헤드 수, "
+    "헤드 크기, 은닉 크기)는 가중치를 학습한 때의 값이어야 합니다.",
     "extract.no_weights": "{path}에 config.json은 있지만 가중치를 읽을 수 없습니다: {reason}",
     "extract.custom_code": "{model}에는 체크포인트 자체의 코드가 들어 있고 ({file}의 "
     "auto_map이 그 코드를 가리킵니다), qkvcalc는 체크포인트의 코드를 절대 실행하지 않습니다: "

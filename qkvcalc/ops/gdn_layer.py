@@ -73,7 +73,8 @@ def gates(ab: np.ndarray, a_log: float, dt_bias: float, beta_scale: float = 1.0)
     return np.column_stack([decay(ab[:, 0], a_log, dt_bias), beta_scale * sigmoid(ab[:, 1])])
 
 
-ACTS = {"silu": silu, "sigmoid": sigmoid}  # what multiplies the normed output: SiLU(Z), or σ(Z) (KDA)
+# what multiplies the normed output: SiLU(Z), or σ(Z) (Kimi Delta Attention)
+ACTS = {"silu": silu, "sigmoid": sigmoid}
 
 
 def rms_normed(o: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
