@@ -14,7 +14,7 @@ are read and checked there.
     normed  o / √(mean(o²) + ε) · w          (the head's core output, per token; w as given)
     gated   normed ⊙ SiLU(Z)                 (the concat reads it)
 
-Kimi Delta Attention's whole layer (kimi_delta.py) shares the convolution, the decay's
+Kimi Delta Attention's whole layer (kda_layer.py) shares the convolution, the decay's
 −e^(A_log)·softplus(a + dt_bias) (one per Key channel there), σ, and the gated norm, which
 multiplies by σ(Z) there (`act` "sigmoid" of the gated stage).
 """

@@ -1,7 +1,7 @@
 """What a Kimi Delta Attention layer adds around its core (Kimi Linear's KimiLinearDeltaAttention):
 the pieces of its forward before and after the delta rule, as stages of each head. The core and
-the keys are kimi_delta.py's; what is the same as Gated DeltaNet's layer is gdn_layer.py's (the
-causal convolution and SiLU, softplus and σ, the RMS norm, the gated product).
+the keys are its feature module's; what is the same as Gated DeltaNet's layer is gdn_layer.py's
+(the causal convolution and SiLU, softplus and σ, the RMS norm, the gated product).
 
     conv    Q_c = SiLU(conv(Q)), K_c, V_c alike (gdn_layer.conv_stages)
     f_a     F_a = X·W_fa           (f_a_proj: d_model → r, shared by the heads)
