@@ -373,3 +373,22 @@ def test_a_convolution_of_another_activation_is_one_message(tmp_path):
     assert result.returncode == 2 and result.stdout == "", result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "gelu" in lines[0] and "Kimi Delta Attention" in lines[0]
+
+
+def test_the_torch_layout_gives_the_same_layer(lab):
+    """The weights given out × in (layout "torch", as nn.Linear stores them, W_fb and W_gb
+    r wide): the same output, and the echo writes them back as they were given."""
+    import qkvcalc
+
+    got = lab("kimi_linear-wide", 1)
+    problem = got["problem"]
+    keys = problem["kimi_delta"]
+    turned = {name: np.asarray(problem[name]).T for name in ("wq", "wk", "wv", "wo")}
+    layer = {k: (np.asarray(v).T if k in ("wf_a", "wf_b", "wb", "wg_a", "wg_b") else v)
+             for k, v in keys.items()}  # fmt: skip
+    trace = qkvcalc.explain(**{**problem, **turned, "kimi_delta": layer, "layout": "torch"})
+    assert relative(trace.output, got["reference"]["out"]) < TOL
+    from qkvcalc.ops.kimi_delta import _echo
+
+    echoed = _echo(trace.problem.variants.features["kimi_delta"])
+    assert np.array_equal(echoed["wf_b"], layer["wf_b"]) and np.shape(echoed["wf_b"]) == (12, 6)
