@@ -580,6 +580,9 @@ MESSAGES: dict[str, str] = {
     "note.gdn_conv": "Each cell: SiLU(Σ_r w[r]·x[t − {back} + r]) over the {taps} taps of its "
     "column; the rows before the first token are 0.",
     "note.gdn_gates": "This head's A_log is {a_log}, so e^(A_log) = {decay}.",
+    "note.gdn_beta_scale": "Here β = {scale}·σ(b) lies in (0, {scale}) (OLMo-Hybrid's "
+    "allow_neg_eigval): with β above 1 a token writes past the correction, and I − β·k̂·k̂ᵀ "
+    "turns the state's component along k̂ to the other sign.",
     "note.gdn_norm_weight": "RMS(out) = √(mean of the row's squares + ε), one number per token "
     "for the whole row.",
     "gated_delta.both_gates": "gated_delta gives g or beta and also {made}: give either g and "
@@ -597,6 +600,9 @@ MESSAGES: dict[str, str] = {
     "per head (a_log, dt_bias) or one per column of a head's output (norm).",
     "gated_delta.norm_pair": "gated_delta's gated norm needs wz (the gate's weight) and norm (its "
     "weight w) together, norm_eps only with them; {given} came alone.",
+    "gated_delta.beta_scale": "gated_delta's beta_scale multiplies the β made from X (β = "
+    "beta_scale·σ(b); OLMo-Hybrid's is 2): give it with wa, wb, a_log and dt_bias, as a number "
+    "above 0 and at most 2 (beyond 2, I − β·k̂·k̂ᵀ would grow the state); here it is {value}.",
     "gated_delta.norm_eps": "gated_delta's norm_eps (the gated norm's ε) must be a number between "
     "0 and 1, not {value}.",
     # ---- differential attention (qkvcalc/ops/differential.py) ----
@@ -793,7 +799,8 @@ MESSAGES: dict[str, str] = {
     "[...]}}, not {value}.",
     "kimi_delta.unknown_key": "kimi_delta has no key {key}; its keys are {known}",
     "kimi_delta.needs": "kimi_delta needs both g (each token's decays in log space, one per Key "
-    "channel) and beta (β, its write strength, one per token and head).",
+    "channel) and beta (β, its write strength, one per token and head), or wf_a, wf_b, a_log, "
+    "dt_bias and wb, from which the layer makes them.",
     "kimi_delta.g_shape": "kimi_delta's g is {shape}, but it needs one decay per token, head and "
     "Key channel: n×H×d_k = {n}×{heads}×{d_k}, or n×(H·d_k) = {n}×{width} with head 1's "
     "channels first.",
@@ -832,6 +839,70 @@ MESSAGES: dict[str, str] = {
     "(kimi_delta) yet: leave out --backward.",
     "kimi_delta.dtype": "--dtype does not round a Kimi Delta Attention layer (kimi_delta) yet: "
     "leave out --dtype.",
+    # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
+    # are gdn_layer.py's)
+    "ui.variant.kda_gates": "each channel's g and β made from X (W_fa, W_fb, A_log, dt_bias, W_b)",
+    "ui.variant.kda_norm": "the gated RMSNorm after the core: out / RMS(out) ⊙ w ⊙ σ(X·W_ga·W_gb)",
+    "stage.kda_conv.title": "Kimi Delta Attention: the causal convolution, then SiLU",
+    "stage.kda_conv.why": "Before the delta rule, each column of Q, K and V is mixed with the "
+    "same column of the few tokens just before it: a depthwise convolution (one kernel per "
+    "column, conv1d with groups = channels), causal, so no token sees a later one. SiLU(x) = "
+    "x·σ(x) follows (Kimi Linear's short convolution, the same as Gated DeltaNet's).",
+    "stage.kda_f_a.title": "Kimi Delta Attention: F_a, the decay's low-rank projection of X",
+    "stage.kda_f_a.why": "The decays are made in two steps (f_a_proj, then f_b_proj): X first goes "
+    "down to r numbers per token, which every head shares. Two thin matrices hold fewer numbers "
+    "than one d_model × H·d_k.",
+    "stage.kda_f.title": "Kimi Delta Attention: F, this head's d_k numbers per token before the "
+    "decay",
+    "stage.kda_f.why": "The low-rank F_a times this head's d_k columns of W_fb (f_b_proj): one "
+    "number per Key channel, from which each channel's decay is made.",
+    "stage.kda_b.title": "Kimi Delta Attention: b, this head's number per token for β",
+    "stage.kda_b.why": "One more column of X's projection (b_proj), one per head: how strongly "
+    "the token writes, before σ.",
+    "stage.kda_gates_made.title": "Kimi Delta Attention: the decays g (one per Key channel) and "
+    "the write strength β, made from F and b",
+    "stage.kda_gates_made.why": "g_c = −e^(A_log)·softplus(F_c + dt_bias_c) is below 0, so each "
+    "channel's decay e^(g_c) lies in (0, 1): row c of the state is multiplied by it before the "
+    "token writes, each channel at its own rate (A_log is one number per head, dt_bias one per "
+    "channel). β = σ(b) lies in (0, 1): how much of the correction the token writes.",
+    "stage.kda_g_a.title": "Kimi Delta Attention: G_a, the output gate's low-rank projection of X",
+    "stage.kda_g_a.why": "The output gate is made in two steps too (g_a_proj, then g_b_proj): X "
+    "goes down to r numbers per token, which every head shares.",
+    "stage.kda_z.title": "Kimi Delta Attention: Z, the output gate's input",
+    "stage.kda_z.why": "The low-rank G_a times this head's d_v columns of W_gb (g_b_proj): σ(Z) "
+    "multiplies the normed output below, cell by cell.",
+    "stage.kda_normed.title": "Kimi Delta Attention: the output over its root mean square, times w",
+    "stage.kda_normed.why": "Each token's row of the core output divided by its root mean "
+    "square (√(mean(out²) + ε)), then multiplied by the norm's weight w, column by column "
+    "(KimiLinearRMSNormGated: w as it is stored, not 1 + w).",
+    "stage.kda_gated.title": "Kimi Delta Attention: the normed output times σ(Z)",
+    "stage.kda_gated.why": "The gate: each cell times σ(Z), which the token decides from X "
+    "(Kimi Linear's gate is the sigmoid; Gated DeltaNet's is SiLU). The heads are then joined "
+    "and o_proj (W_O) mixes them.",
+    "stage.kda_output_normed.title": "Kimi Delta Attention: the output read from the state",
+    "stage.kda_output_normed.why": "Each token reads the state it has just written with its "
+    "Query: o_t = S_tᵀ·q̂_t. This core output then goes through the gated RMSNorm below "
+    "(times σ(Z)) before the heads are joined.",
+    "note.kda_gates_made": "This head's A_log is {a_log}, so e^(A_log) = {decay}.",
+    "kimi_delta.both_gates": "kimi_delta gives g or beta and also {made}: give either g and "
+    "beta, or wf_a, wf_b, a_log, dt_bias and wb (from which the layer makes them), not both.",
+    "kimi_delta.made_needs": "kimi_delta makes g and β from X only with all of wf_a, wf_b, "
+    "a_log, dt_bias and wb; missing: {missing}.",
+    "kimi_delta.needs_x": "kimi_delta's {field} multiplies X: give x and the weights (not q, k "
+    "and v directly).",
+    "kimi_delta.conv": "kimi_delta's conv is {shape}, but it needs one row per tap and one "
+    "column per channel of q, k and v: K × (2·H·d_k + H·d_v) = K × {channels} (H = {heads}, d_k "
+    "= {d_k}, d_v = {d_v}).",
+    "kimi_delta.weight_shape": "kimi_delta's {field} is {shape}, but it needs {want} (in the "
+    "{layout} layout, as W_Q; wf_b's and wg_b's rows are the columns of wf_a and wg_a).",
+    "kimi_delta.vector": "kimi_delta's {field} has {length} numbers, but it needs {want}: one "
+    "per head (a_log), one per Key channel of each head (dt_bias: H·d_k) or one per column of "
+    "a head's output (norm).",
+    "kimi_delta.norm_needs": "kimi_delta's gated norm needs wg_a, wg_b (the gate's two weights) "
+    "and norm (its weight w) together, norm_eps only with them; given: {given}; missing: "
+    "{missing}.",
+    "kimi_delta.norm_eps": "kimi_delta's norm_eps (the gated norm's ε) must be a number between "
+    "0 and 1, not {value}.",
     # ---- the bundled presets: descriptions (i18n.preset_description) and references -----
     "preset.alibi.description": "ALiBi on 'I love my cats': two heads penalise distant keys, "
     "one steeply (slope 1/2), one gently (1/4)",
@@ -2381,6 +2452,9 @@ MESSAGES: dict[str, str] = {
     "config.json (a checkpoint holds config.json and the weights, such as model.safetensors)",
     "extract.not_a_file": "{model} holds {file!r}, which is not a file (a named pipe, a socket "
     "or a device): a checkpoint folder holds files, and reading this one could wait forever",
+    "extract.sizes_lie": "{path}'s config.json does not match its weights: {weight} is {stored} "
+    "in the checkpoint, but the config makes it {made}; the sizes in config.json (heads, head "
+    "sizes, hidden size) must be those the weights were trained with.",
     "extract.no_weights": "{path} has a config.json but its weights could not be read: {reason}",
     "extract.custom_code": "{model} ships code of its own ({file} names it in auto_map), "
     "and qkvcalc never runs a checkpoint's code: use a checkpoint of an architecture "
@@ -2438,6 +2512,12 @@ MESSAGES: dict[str, str] = {
     "on {n} tokens: x is the exact input of that attention from a run in {dtype}; W_Q, the query "
     "norm and W_O are the layer's own, in float64.",
     "extract.description_linear": "The linear-attention (Gated DeltaNet) layer {layer} of "
+    "{model} ({arch}) on {n} tokens: x is the exact input of that layer from a run in {dtype}, "
+    "the weights are the layer's own, in float64.",
+    "extract.kda_activation": "layer {layer} of {model} is a Kimi Delta Attention layer whose "
+    "convolution's activation is {act} and whose output gate's is {gate}; the kimi_delta key "
+    'computes SiLU and sigmoid only (Kimi Linear\'s own: hidden_act "silu").',
+    "extract.description_kda": "The linear-attention (Kimi Delta Attention) layer {layer} of "
     "{model} ({arch}) on {n} tokens: x is the exact input of that layer from a run in {dtype}, "
     "the weights are the layer's own, in float64.",
     "extract.kv_shared": "This layer has no keys and values of its own: it reuses those of layer "

@@ -572,6 +572,9 @@ MESSAGES: dict[str, str] = {
     "note.gdn_conv": "각 칸: 그 열의 탭 {taps}개에 걸친 SiLU(Σ_r w[r]·x[t − {back} + r]). 첫 "
     "토큰 앞의 행은 0입니다.",
     "note.gdn_gates": "이 헤드의 A_log = {a_log}, 그래서 e^(A_log) = {decay}.",
+    "note.gdn_beta_scale": "여기서 β = {scale}·σ(b)는 (0, {scale}) 안에 있습니다(OLMo-Hybrid의 "
+    "allow_neg_eigval): β가 1보다 크면 토큰이 보정보다 더 많이 쓰고, I − β·k̂·k̂ᵀ는 상태의 k̂ "
+    "방향 성분의 부호를 뒤집습니다.",
     "note.gdn_norm_weight": "RMS(out) = √(행의 제곱의 평균 + ε), 토큰마다 행 전체에 수 하나입니다.",
     "gated_delta.both_gates": "gated_delta에 g나 beta가 있는데 다음 키도 있습니다: {made}. g와 "
     "beta를 주거나, 층이 그것을 만드는 wa, wb, a_log, dt_bias를 주세요. 둘 다는 안 됩니다.",
@@ -588,6 +591,9 @@ MESSAGES: dict[str, str] = {
     "필요합니다: 헤드마다 하나(a_log, dt_bias) 또는 헤드 출력의 열마다 하나(norm).",
     "gated_delta.norm_pair": "gated_delta의 게이트가 있는 정규화에는 wz(게이트의 가중치)와 "
     "norm(가중치 w)이 함께 필요하고, norm_eps는 그 둘과 함께만 씁니다. 혼자 온 키: {given}",
+    "gated_delta.beta_scale": "gated_delta의 beta_scale은 X로 만든 β에 곱합니다(β = "
+    "beta_scale·σ(b), OLMo-Hybrid에서는 2): wa, wb, a_log, dt_bias와 함께, 0보다 크고 2 이하인 "
+    "수로 주세요(2를 넘으면 I − β·k̂·k̂ᵀ가 상태를 키웁니다). 받은 값: {value}",
     "gated_delta.norm_eps": "gated_delta의 norm_eps(게이트가 있는 정규화의 ε)는 0과 1 사이의 "
     "수여야 합니다. 받은 값: {value}",
     # ---- differential attention (qkvcalc/ops/differential.py) ----
@@ -780,7 +786,8 @@ MESSAGES: dict[str, str] = {
     "합니다. 받은 값: {value}",
     "kimi_delta.unknown_key": "kimi_delta에 없는 키입니다: {key}. 쓸 수 있는 키: {known}",
     "kimi_delta.needs": "kimi_delta에는 g(토큰마다 로그 공간의 감쇠, Key 채널마다 하나)와 "
-    "beta(β, 쓰기 세기, 토큰과 헤드마다 하나)가 둘 다 있어야 합니다.",
+    "beta(β, 쓰기 세기, 토큰과 헤드마다 하나)가 둘 다 있거나, 층이 그것을 만드는 wf_a, wf_b, "
+    "a_log, dt_bias, wb가 있어야 합니다.",
     "kimi_delta.g_shape": "kimi_delta의 g의 모양은 {shape}인데, 토큰, 헤드, Key 채널마다 감쇠가 "
     "하나씩 필요합니다: n×H×d_k = {n}×{heads}×{d_k}, 또는 헤드 1의 채널을 먼저 둔 n×(H·d_k) = "
     "{n}×{width}.",
@@ -818,6 +825,70 @@ MESSAGES: dict[str, str] = {
     "않습니다: --backward를 빼세요.",
     "kimi_delta.dtype": "--dtype은 아직 Kimi Delta Attention 층(kimi_delta)을 반올림하지 "
     "않습니다: --dtype을 빼세요.",
+    # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
+    # are gdn_layer.py's)
+    "ui.variant.kda_gates": "X로 만든 채널마다의 g와 β(W_fa, W_fb, A_log, dt_bias, W_b)",
+    "ui.variant.kda_norm": "코어 다음의 게이트가 있는 RMSNorm: out / RMS(out) ⊙ w ⊙ σ(X·W_ga·W_gb)",
+    "stage.kda_conv.title": "Kimi Delta Attention: 인과 합성곱, 그다음 SiLU",
+    "stage.kda_conv.why": "델타 규칙 전에 Q, K, V의 각 열을 바로 앞 몇 토큰의 같은 열과 섞습니다: "
+    "열마다 커널이 하나인 깊이별 합성곱(groups = 채널 수인 conv1d)이고, 인과적이라 어떤 토큰도 "
+    "뒤의 토큰을 보지 않습니다. 그다음 SiLU(x) = x·σ(x)를 적용합니다(Kimi Linear의 짧은 합성곱은 "
+    "Gated DeltaNet의 것과 같습니다).",
+    "stage.kda_f_a.title": "Kimi Delta Attention: 감쇠를 위한 X의 저랭크 투영 F_a",
+    "stage.kda_f_a.why": "감쇠는 두 단계로 만듭니다(f_a_proj, 그다음 f_b_proj): X를 먼저 토큰마다 "
+    "r개 수로 줄이고, 모든 헤드가 이것을 함께 씁니다. 얇은 행렬 두 개는 d_model × H·d_k 행렬 "
+    "하나보다 수가 적습니다.",
+    "stage.kda_f.title": "Kimi Delta Attention: 감쇠 전의 이 헤드의 토큰마다 d_k개 수 F",
+    "stage.kda_f.why": "저랭크 F_a에 W_fb(f_b_proj)에서 이 헤드의 d_k개 열을 곱합니다: Key "
+    "채널마다 수 하나이고, 여기서 채널마다의 감쇠를 만듭니다.",
+    "stage.kda_b.title": "Kimi Delta Attention: β를 위한 이 헤드의 토큰마다 수 b",
+    "stage.kda_b.why": "X의 투영(b_proj)의 열이 헤드마다 하나 더 있습니다: σ를 적용하기 전의, "
+    "토큰이 얼마나 세게 쓰는지입니다.",
+    "stage.kda_gates_made.title": "Kimi Delta Attention: F와 b로 만든 감쇠 g(Key 채널마다 "
+    "하나)와 쓰기 세기 β",
+    "stage.kda_gates_made.why": "g_c = −e^(A_log)·softplus(F_c + dt_bias_c)는 0보다 작으므로 "
+    "채널마다의 감쇠 e^(g_c)는 (0, 1) 안에 있습니다: 토큰이 쓰기 전에 상태의 c행에 이 값을 "
+    "곱하고, 채널마다 잊는 속도가 다릅니다(A_log는 헤드마다 하나, dt_bias는 채널마다 하나). "
+    "β = σ(b)는 (0, 1) 안에 있습니다: 토큰이 보정을 얼마나 쓰는지입니다.",
+    "stage.kda_g_a.title": "Kimi Delta Attention: 출력 게이트를 위한 X의 저랭크 투영 G_a",
+    "stage.kda_g_a.why": "출력 게이트도 두 단계로 만듭니다(g_a_proj, 그다음 g_b_proj): X를 "
+    "토큰마다 r개 수로 줄이고, 모든 헤드가 이것을 함께 씁니다.",
+    "stage.kda_z.title": "Kimi Delta Attention: 출력 게이트의 입력 Z",
+    "stage.kda_z.why": "저랭크 G_a에 W_gb(g_b_proj)에서 이 헤드의 d_v개 열을 곱합니다: 아래에서 "
+    "σ(Z)를 정규화한 출력에 칸마다 곱합니다.",
+    "stage.kda_normed.title": "Kimi Delta Attention: 출력을 제곱평균제곱근으로 나누고 w를 곱함",
+    "stage.kda_normed.why": "코어 출력의 토큰마다 행을 그 제곱평균제곱근(√(mean(out²) + ε))으로 "
+    "나누고, 열마다 정규화의 가중치 w를 곱합니다(KimiLinearRMSNormGated: 1 + w가 아니라 저장된 "
+    "w 그대로).",
+    "stage.kda_gated.title": "Kimi Delta Attention: 정규화한 출력에 σ(Z)를 곱함",
+    "stage.kda_gated.why": "게이트입니다: 각 칸에 토큰이 X로 정하는 σ(Z)를 곱합니다(Kimi Linear의 "
+    "게이트는 시그모이드이고, Gated DeltaNet의 게이트는 SiLU입니다). 그다음 헤드들을 잇고 "
+    "o_proj(W_O)가 섞습니다.",
+    "stage.kda_output_normed.title": "Kimi Delta Attention: 상태에서 읽은 출력",
+    "stage.kda_output_normed.why": "각 토큰은 방금 쓴 상태를 자기 Query로 읽습니다: o_t = "
+    "S_tᵀ·q̂_t. 이 코어 출력은 헤드들을 잇기 전에 아래의 게이트가 있는 RMSNorm(σ(Z)를 곱함)을 "
+    "거칩니다.",
+    "note.kda_gates_made": "이 헤드의 A_log = {a_log}, 그래서 e^(A_log) = {decay}.",
+    "kimi_delta.both_gates": "kimi_delta에 g나 beta가 있는데 다음 키도 있습니다: {made}. g와 "
+    "beta를 주거나, 층이 그것을 만드는 wf_a, wf_b, a_log, dt_bias, wb를 주세요. 둘 다는 안 "
+    "됩니다.",
+    "kimi_delta.made_needs": "kimi_delta는 wf_a, wf_b, a_log, dt_bias, wb가 모두 있어야 X로 g와 "
+    "β를 만듭니다. 빠진 키: {missing}",
+    "kimi_delta.needs_x": "kimi_delta의 {field} 키는 X에 곱합니다: q, k, v를 직접 주지 말고 x와 "
+    "가중치를 주세요.",
+    "kimi_delta.conv": "kimi_delta의 conv 모양은 {shape}인데, 탭마다 한 행, q, k, v의 채널마다 "
+    "한 열이 필요합니다: K × (2·H·d_k + H·d_v) = K × {channels} (H = {heads}, d_k = {d_k}, "
+    "d_v = {d_v}).",
+    "kimi_delta.weight_shape": "kimi_delta의 {field} 키의 모양은 {shape}인데, 필요한 모양은 "
+    "{want}입니다(W_Q와 같은 {layout} 배치. wf_b와 wg_b의 행 수는 wf_a와 wg_a의 열 수입니다).",
+    "kimi_delta.vector": "kimi_delta의 {field} 키에 수가 {length}개 있는데, {want}개가 "
+    "필요합니다: 헤드마다 하나(a_log), 각 헤드의 Key 채널마다 하나(dt_bias: H·d_k) 또는 헤드 "
+    "출력의 열마다 하나(norm).",
+    "kimi_delta.norm_needs": "kimi_delta의 게이트가 있는 정규화에는 wg_a, wg_b(게이트의 두 "
+    "가중치)와 norm(가중치 w)이 함께 필요하고, norm_eps는 그것들과 함께만 씁니다. 받은 키: "
+    "{given}. 빠진 키: {missing}",
+    "kimi_delta.norm_eps": "kimi_delta의 norm_eps(게이트가 있는 정규화의 ε)는 0과 1 사이의 "
+    "수여야 합니다. 받은 값: {value}",
     # ---- the bundled presets: descriptions (i18n.preset_description) and references -----
     "preset.alibi.description": "'I love my cats'에 ALiBi: 두 헤드가 먼 Key에 벌점을 "
     "줍니다. 하나는 가파르게(경사 1/2), 하나는 완만하게(1/4)",
@@ -2352,6 +2423,9 @@ MESSAGES: dict[str, str] = {
     "extract.not_a_file": "{model}에 있는 {file!r}은(는) 파일이 아닙니다 (이름 있는 파이프, "
     "소켓 또는 장치). 체크포인트 폴더에는 파일이 있어야 하며, 이것을 읽으면 끝없이 기다릴 수 "
     "있습니다",
+    "extract.sizes_lie": "{path}의 config.json이 가중치와 맞지 않습니다: 체크포인트에서 "
+    "{weight} 모양은 {stored}인데, 설정으로 만들면 {made}입니다. config.json의 크기(헤드 수, "
+    "헤드 크기, 은닉 크기)는 가중치를 학습한 때의 값이어야 합니다.",
     "extract.no_weights": "{path}에 config.json은 있지만 가중치를 읽을 수 없습니다: {reason}",
     "extract.custom_code": "{model}에는 체크포인트 자체의 코드가 들어 있고 ({file}의 "
     "auto_map이 그 코드를 가리킵니다), qkvcalc는 체크포인트의 코드를 절대 실행하지 않습니다: "
@@ -2410,6 +2484,12 @@ MESSAGES: dict[str, str] = {
     "extract.description_linear": "{model} ({arch})의 {layer}번 층 선형 어텐션(Gated DeltaNet), "
     "토큰 {n}개: x는 {dtype}(으)로 실행했을 때 그 층에 들어가는 입력 그대로이고, 가중치는 그 층의 "
     "것을 float64로 옮긴 값입니다.",
+    "extract.kda_activation": "{model}의 {layer}번 층은 Kimi Delta Attention 층인데, 합성곱의 "
+    "활성화 함수가 {act}, 출력 게이트의 활성화 함수가 {gate}입니다. kimi_delta 키는 SiLU와 "
+    '시그모이드만 계산합니다(Kimi Linear 자체의 설정: hidden_act "silu").',
+    "extract.description_kda": "{model} ({arch})의 {layer}번 층 선형 어텐션(Kimi Delta "
+    "Attention), 토큰 {n}개: x는 {dtype}(으)로 실행했을 때 그 층에 들어가는 입력 그대로이고, "
+    "가중치는 그 층의 것을 float64로 옮긴 값입니다.",
     "extract.kv_shared": "이 층은 자기 Key와 Value가 없어 앞선 {earlier}번 층의 것을 다시 "
     "씁니다(KV 공유). 그래서 source는 그 층의 어텐션 입력이고, W_K, W_V와 Key 정규화도 그 층의 "
     "것입니다.",

@@ -312,6 +312,38 @@ def _out_of_memory(err: BaseException) -> bool:
     )
 
 
+def _sizes_lie(path: str, config: Any, cls: Any) -> QkvcalcError | None:
+    """A checkpoint whose config says other sizes than its weights hold (transformers refuses it
+    and says only "look at the above report"): the first weight whose stored shape is not the
+    one the config makes, as one message; None when it cannot be told (no safetensors here, or a
+    model not buildable on the meta device)."""
+    import torch
+    from safetensors import safe_open
+
+    files = sorted(Path(path).expanduser().glob("*.safetensors"))
+    try:
+        with torch.device("meta"):
+            built = cls.from_config(config, trust_remote_code=False)
+        made = {name: tuple(t.shape) for name, t in built.state_dict().items()}
+        prefix = f"{getattr(built, 'base_model_prefix', '')}."
+        for file in files:
+            with safe_open(str(file), "pt") as found:
+                for key in found.keys():  # noqa: SIM118 (safe_open is no mapping)
+                    name = key if key in made else key.removeprefix(prefix)
+                    stored = tuple(found.get_slice(key).get_shape())
+                    if name in made and stored != made[name]:
+                        return QkvcalcError(
+                            "extract.sizes_lie",
+                            path=path,
+                            weight=key,
+                            stored="×".join(map(str, stored)),
+                            made="×".join(map(str, made[name])),
+                        )
+    except Exception:  # not to be told: transformers' own reason stands
+        return None
+    return None
+
+
 def _reason(err: BaseException) -> str:
     text = " ".join(str(err).split())
     if isinstance(err, KeyError):  # str(KeyError('nope')) is "'nope'": say what it is
@@ -368,7 +400,8 @@ def load(
     except (OSError, ValueError, RuntimeError) as err:
         if _out_of_memory(err):
             raise QkvcalcError("extract.out_of_memory", model=path) from None
-        raise _load_error(err, "extract.no_weights", path=path) from None
+        lie = _sizes_lie(path, config, cls) if "ignore_mismatched_sizes" in str(err) else None
+        raise lie or _load_error(err, "extract.no_weights", path=path) from None
     except Exception as err:
         # safetensors' own error (a damaged or lying header, a link to a file that is not
         # one), or the model not buildable from its config (0 heads, an unknown rope type)
@@ -706,8 +739,9 @@ def describe(family: Any, model: Any, layer: int, shown: str, n: int, dtype: str
     key = "extract.description" if earlier is None else "extract.description_kv_shared"
     block = any(note.key in BLOCK_NOTES for note in notes)  # Zamba's shared block
     key = "extract.description_block" if block and earlier is None else key
-    if _linear(family, model, layer):  # a Gated DeltaNet layer (gdn.py): not self-attention
-        key = "extract.description_linear"
+    linear = _linear(family, model, layer)  # a Gated DeltaNet or KDA layer: not self-attention
+    if linear is not None:
+        key = linear
     said = Msg(key, layer=layer, model=shown, arch=arch, n=n, dtype=dtype).text(lang)
     if earlier is not None:  # KV sharing: K and V from an earlier layer's input
         said += " " + Msg("extract.kv_shared", earlier=earlier).text(lang)
@@ -716,13 +750,18 @@ def describe(family: Any, model: Any, layer: int, shown: str, n: int, dtype: str
     return said
 
 
-def _linear(family: Any, model: Any, layer: int) -> bool:
-    from qkvcalc.extract import gdn
+def _linear(family: Any, model: Any, layer: int) -> str | None:
+    """The description's key of a linear-attention layer (Gated DeltaNet, gdn.py; Kimi Delta
+    Attention, kda.py), None for attention."""
+    from qkvcalc.extract import gdn, kda
 
     try:
-        return gdn.is_layer(family.attention(family.stack(model)[layer]))
+        mixer = family.attention(family.stack(model)[layer])
     except Exception:  # a family whose layout says nothing of it: the ordinary description
-        return False
+        return None
+    if gdn.is_layer(mixer):
+        return "extract.description_linear"
+    return "extract.description_kda" if kda.is_layer(mixer) else None
 
 
 def extract(
