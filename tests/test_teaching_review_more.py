@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +59,39 @@ def test_f28_a_given_scale_is_equal_only_when_its_decimal_is_it(scale, value, sa
     decimal = Fraction(shown[2])
     exact = value is not None and decimal == value
     assert shown[1] == ("=" if exact else "≈") == said
+
+
+# ---- F19: no Korean particle left as a dual form, in the catalog or in what a run prints -------
+
+_DUAL = re.compile(r"\((?:은|는|이|가|을|를|와|과|으)\)")
+PRESETS = sorted(p.stem for p in (Path(__file__).parent.parent / "presets").glob("*.json"))
+
+
+def test_f19_no_korean_catalog_line_has_a_dual_particle():
+    from qkvcalc.catalog.ko import MESSAGES as KO
+
+    found = {key: text for key, text in KO.items() if _DUAL.search(text)}
+    assert not found, found
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_f19_no_dual_particle_in_any_korean_preset_page(preset):
+    result = in_process("explain", "--preset", preset, "--format", "txt", "--lang", "ko")
+    assert result.returncode == 0, result.stderr
+    assert not _DUAL.findall(result.stdout), _DUAL.findall(result.stdout)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("quiz", "--preset", "multihead", "--stages", "scors"), "'scores' 단계를 뜻했나요?"),
+        (("quiz", "--preset", "multihead", "--stages", "3/scores"), "3번 헤드가 없습니다"),
+        (("explain", "--preset", "sentence", "--head", "3"), "3번 헤드는 없습니다"),
+        (("explain", "--preset", "sentence", "--mask", "casual"), '"causal" 마스크를 뜻했나요?'),
+        (("explain", "--preset", "sentence", "--shuffle", "1 x 2"), "--shuffle의 'x':"),
+    ],
+)
+def test_f19_korean_messages_are_built_around_the_value(args, said):
+    result = in_process(*args, "--lang", "ko")
+    assert result.returncode == 2 and not result.stdout
+    assert said in result.stderr and not _DUAL.search(result.stderr), result.stderr
