@@ -2434,6 +2434,29 @@ MESSAGES: dict[str, str] = {
     "extract.description_linear": "The linear-attention (Gated DeltaNet) layer {layer} of "
     "{model} ({arch}) on {n} tokens: x is the exact input of that layer from a run in {dtype}, "
     "the weights are the layer's own, in float64.",
+    "extract.x_layernorm": "Here x = {norm}(h), h being the input of layer {layer} (the "
+    "residual stream): {arch} is pre-norm, with a LayerNorm before its attention. Each row of h "
+    "minus its mean is divided by √(its variance + ε), ε = {eps}, then multiplied by {norm}'s "
+    "weight and {norm}'s bias is added: before that weight and bias, each row has mean 0 and "
+    "a variance just under 1.",
+    "extract.x_layernorm_no_bias": "Here x = {norm}(h), h being the input of layer {layer} (the "
+    "residual stream): {arch} is pre-norm, with a LayerNorm (without a bias) before its "
+    "attention. Each row of h minus its mean is divided by √(its variance + ε), ε = {eps}, then "
+    "multiplied by {norm}'s weight: before that weight, each row has mean 0 and a variance just "
+    "under 1.",
+    "extract.x_rmsnorm": "Here x = {norm}(h), h being the input of layer {layer} (the residual "
+    "stream): {arch} is pre-norm, with an RMSNorm before its attention. Each row of h is divided "
+    "by √(the mean of its squares + ε), ε = {eps}, then multiplied by {norm}'s scale; the mean "
+    "is not subtracted, so before that scale a row's mean of squares is just under 1 and its "
+    "mean need not be 0.",
+    "extract.x_post": "Here x is the input of layer {layer} itself, the output of layer "
+    "{previous}: {arch} is post-norm, its norms come after the attention and the residual, and "
+    "nothing comes between the layer's input and its attention.",
+    "extract.x_post_first": "Here x is the input of layer 0 itself, the embeddings as the model "
+    "gives them to its first layer: {arch} is post-norm, its norms come after the attention and "
+    "the residual, and nothing comes between the layer's input and its attention.",
+    "extract.x_block_input": "Here x is the input of layer {layer} itself: nothing comes "
+    "between the layer's input and its attention.",
     "extract.kv_shared": "This layer has no keys and values of its own: it reuses those of layer "
     "{earlier} (KV sharing), so the source is layer {earlier}'s attention input, and W_K, W_V "
     "and the key norm are layer {earlier}'s.",
