@@ -95,3 +95,82 @@ def test_f19_korean_messages_are_built_around_the_value(args, said):
     result = in_process(*args, "--lang", "ko")
     assert result.returncode == 2 and not result.stdout
     assert said in result.stderr and not _DUAL.search(result.stderr), result.stderr
+
+
+# ---- F24: Korean help, typer's and click's own words included, per call ----------------------
+
+# what typer and click write in English into a help page or a usage error
+TYPER_ENGLISH = (
+    "Show this message and exit.",
+    "Usage:",
+    "Options",
+    "Arguments",
+    "Commands",
+    "[default:",
+    "[required]",
+    "Try '",
+    "for help",
+    "Error:",
+    "No such option",
+)
+HELP_COMMANDS = [(), ("explain",), ("quiz",), ("extract",), ("train",), ("presets", "show")]
+
+
+def _korean_words() -> set[str]:
+    """Every Latin word the Korean catalog itself writes (option values, names, formats)."""
+    from qkvcalc.catalog.ko import MESSAGES as KO
+
+    return {w for text in KO.values() for w in re.findall(r"[A-Za-z]{3,}", text)}
+
+
+def _english_left(text: str) -> list[str]:
+    """Latin words of a Korean help page that no Korean catalog line writes, option names,
+    metavars (<int>, {model}, ORDER, the usage line's OPTIONS) and the program's name left out."""
+    text = re.sub(r"--?[a-z][\w-]*|<[^>]*>|\{[^}]*\}|\b[A-Z]{2,}\b|python -m", " ", text)
+    return sorted(set(re.findall(r"[A-Za-z]{3,}", text)) - _korean_words())
+
+
+@pytest.mark.parametrize("command", HELP_COMMANDS)
+def test_f24_korean_help_in_process_then_english_again_without_a_leak(command):
+    english = in_process(*command, "--help")
+    korean = in_process(*command, "--help", "--lang", "ko") if command else None
+    korean = korean or in_process("--help", env={"QKVCALC_LANG": "ko"})
+    again = in_process(*command, "--help")
+    assert english.returncode == korean.returncode == again.returncode == 0
+    for word in TYPER_ENGLISH:
+        assert word not in korean.stdout, (word, korean.stdout)
+    assert "사용법:" in korean.stdout and "이 도움말을 보여 주고 끝냅니다." in korean.stdout
+    assert not _english_left(korean.stdout), _english_left(korean.stdout)
+    assert not re.search(r"[가-힣]", english.stdout + again.stdout)  # no Korean leaks out
+    assert again.stdout == english.stdout
+
+
+def test_f24_defaults_and_required_are_korean_in_a_real_process():
+    from tests.conftest import run_qkvcalc
+
+    result = run_qkvcalc("extract", "--lang", "ko", "--help")
+    assert result.returncode == 0, result.stderr
+    assert "[기본값: auto]" in result.stdout and "[필수]" in result.stdout
+    for word in TYPER_ENGLISH:
+        assert word not in result.stdout, word
+    assert not _english_left(result.stdout), _english_left(result.stdout)
+
+
+@pytest.mark.parametrize(
+    ("args", "korean"),
+    [
+        (("--lang", "ko", "--help"), "이런 옵션은 없습니다: --lang"),
+        (("explain", "--lang", "ko", "--prest", "doc"), "(가능한 옵션: --precision, --preset"),
+    ],
+)
+def test_f24_a_usage_error_of_a_korean_run_is_korean(args, korean):
+    from tests.conftest import run_qkvcalc
+
+    result = run_qkvcalc(*args)
+    assert result.returncode == 2 and not result.stdout
+    assert korean in result.stderr and "사용법:" in result.stderr, result.stderr
+    assert "도움말: '" in result.stderr and "오류: " in result.stderr
+    for word in TYPER_ENGLISH:
+        assert word not in result.stderr, word
+    english = run_qkvcalc(*(a if a != "ko" else "en" for a in args))
+    assert "Error: No such option" in english.stderr and "for help." in english.stderr

@@ -1379,6 +1379,10 @@ MESSAGES: dict[str, str] = {
     "cli.two_sources": "give one input, not several: {sources}",
     "cli.two_losses": "give one loss option, not several: {options} (each chooses where the "
     "gradient starts: --grad-output dL/dO, --target T, --attend the keys)",
+    "cli.usage_error": "Error: {message}",
+    "cli.try_help": "Try '{command} {option}' for help.",
+    "cli.no_such_option": "No such option: {name}",
+    "cli.possible_options": "(Possible options: {names})",
     "cli.interrupted": "interrupted",
     "cli.stdout_failed": "cannot write to standard output: {reason}",
     "cli.error_prefix": "error",
@@ -3199,6 +3203,8 @@ MESSAGES: dict[str, str] = {
     "help.heading.options": "Options",
     "help.heading.arguments": "Arguments",
     "help.heading.commands": "Commands",
+    "help.default": "[default: {value}]",
+    "help.required": "[required]",
     "help.help_option": "Show this message and exit.",
     "help.train.compare_scale": "Train twice from the same start, with the problem's scale and "
     "with scale 1, and show both losses side by side: what √d_k does to learning, on this problem.",

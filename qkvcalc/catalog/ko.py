@@ -1351,6 +1351,10 @@ MESSAGES: dict[str, str] = {
     "cli.two_sources": "입력은 하나만 주세요. 함께 주어진 입력: {sources}",
     "cli.two_losses": "손실 옵션은 하나만 주세요. 함께 주어진 옵션: {options} (각각 기울기가 "
     "시작할 곳을 정합니다: --grad-output은 dL/dO, --target은 T, --attend는 Key)",
+    "cli.usage_error": "오류: {message}",
+    "cli.try_help": "도움말: '{command} {option}'",
+    "cli.no_such_option": "이런 옵션은 없습니다: {name}",
+    "cli.possible_options": "(가능한 옵션: {names})",
     "cli.interrupted": "중단됨",
     "cli.stdout_failed": "표준 출력에 쓸 수 없습니다: {reason}",
     "cli.error_prefix": "오류",
@@ -3144,6 +3148,8 @@ MESSAGES: dict[str, str] = {
     "help.heading.options": "옵션",
     "help.heading.arguments": "인자",
     "help.heading.commands": "명령",
+    "help.default": "[기본값: {value}]",
+    "help.required": "[필수]",
     "help.help_option": "이 도움말을 보여 주고 끝냅니다.",
     "help.train.compare_scale": "같은 출발점에서 두 번 학습합니다. 한 번은 문제의 스케일로, 한 "
     "번은 스케일 1로 학습하고 두 손실을 나란히 보여 줍니다. 이 문제에서 √d_k가 학습에 무엇을 "
