@@ -174,3 +174,54 @@ def test_f24_a_usage_error_of_a_korean_run_is_korean(args, korean):
         assert word not in result.stderr, word
     english = run_qkvcalc(*(a if a != "ko" else "en" for a in args))
     assert "Error: No such option" in english.stderr and "for help." in english.stderr
+
+
+# a Latin letter (W_Q, d_k, Kᵀ) or a number right before a particle: the particle its Korean
+# reading takes (큐는, 케이를, 엘은, 엠과, 일로, 팔을); fractions are read denominator first
+_FORMULA_PARTICLE = re.compile(
+    r"(?<![A-Za-z0-9_./])([A-Za-z](?:_[A-Za-z0-9]+)?ᵀ?|[0-9]+)"
+    r"(은|는|이|가|을|를|과|와|으로|로)(?=[\s.,:;)(]|$)"
+)
+_CLOSED = set("LMNR013678")  # read with a final consonant: 엘, 엠, 엔, 알, 영, 일, 삼, 육, 칠, 팔
+_RIEUL = set("LR178")  # a final ㄹ: 로, not 으로
+
+
+def wrong_formula_particles(text: str) -> list[str]:
+    found = []
+    for m in _FORMULA_PARTICLE.finditer(text):
+        word, particle = m.groups()
+        last = "T" if word.endswith("ᵀ") else word[-1].upper()
+        closed = last in _CLOSED
+        right = {
+            "은": closed, "는": not closed, "이": closed, "가": not closed, "을": closed,
+            "를": not closed, "과": closed, "와": not closed,
+            "으로": closed and last not in _RIEUL, "로": not closed or last in _RIEUL,
+        }[particle]  # fmt: skip
+        if not right:
+            found.append(m.group())
+    return found
+
+
+@pytest.mark.parametrize(
+    ("text", "wrong"),
+    [
+        ("W_Q은 학습됩니다", True),
+        ("W_Q는 학습됩니다", False),
+        ("Kᵀ을 곱합니다", True),
+        ("Kᵀ를 곱합니다", False),
+        ("L은 손실입니다", False),
+        ("n이 토큰 수", False),
+        ("M와 더합니다", True),
+        ("8로 나눕니다", False),
+        ("2으로 나눕니다", True),
+    ],
+)
+def test_f19_the_formula_particle_check_reads_letters_as_korean_does(text, wrong):
+    assert bool(wrong_formula_particles(text)) is wrong
+
+
+def test_f19_every_particle_after_a_letter_or_a_number_is_the_right_one():
+    from qkvcalc.catalog.ko import MESSAGES as KO
+
+    found = {key: bad for key, text in KO.items() if (bad := wrong_formula_particles(text))}
+    assert not found, found

@@ -1454,9 +1454,9 @@ MESSAGES: dict[str, str] = {
     "옵션과 함께 쓸 수 없습니다. 둘 중 하나를 빼 주세요",
     "step.with_output": "--step은 단계를 터미널에 보여 주므로 --output과 함께 쓸 수 없습니다. "
     "파일로 저장하려면 --step을 빼 주세요",
-    "explain.worksheet_format": "--worksheet은 학생이 써 넣도록 계산된 수를 비워 두므로 사람이 "
-    "읽는 형식(table, txt, markdown, html, latex, svg)과 함께 씁니다. --format {format} 옵션과는 "
-    "함께 쓸 수 없습니다. JSON으로 된 빈 답안지: qkvcalc quiz --template",
+    "explain.worksheet_format": "--worksheet 옵션은 학생이 써 넣도록 계산된 수를 비워 두므로 "
+    "사람이 읽는 형식(table, txt, markdown, html, latex, svg)과 함께 씁니다. --format {format} "
+    "옵션과는 함께 쓸 수 없습니다. JSON으로 된 빈 답안지: qkvcalc quiz --template",
     # ---- quiz and new (issue 5) ---------------------------------------------------------
     "quiz.intro": "단계마다 손으로 계산해 한 칸씩 입력하세요. 7, -0.5, 7/sqrt(2), 4.95, 4,95처럼 "
     "써도 됩니다. 소수 {precision}자리까지 맞으면 정답입니다. ?: 힌트, Enter나 skip: 건너뛰기, "
