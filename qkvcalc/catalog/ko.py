@@ -2168,7 +2168,7 @@ MESSAGES: dict[str, str] = {
     "헤드의 K_C입니다.",
     "hint.mla_join": "{cell}: K의 {j}번째 열은 j ≤ d_R이면 k_R의 열, 아니면 K_C의 열을 그대로 "
     "옮긴 것입니다.",
-    "mistake.mla_latent_unnormed": "이 값은 RMSNorm 전의 잠재 벡터({latent})를 썼습니다. 헤드가 "
+    "mistake.mla_latent_unnormed": "이 값은 RMSNorm 전의 {latent} 벡터를 썼습니다. 헤드가 "
     "읽는 것은 정규화한 잠재 벡터 RMSNorm({latent})입니다.",
     "mistake.mla_join_order": "이 값은 DeepSeek의 가중치처럼 K_C를 k_R 앞에 두었습니다. "
     "qkvcalc의 Key는 공유 k_R이 먼저, 그다음 K_C입니다 (Query의 열도 같은 순서).",
