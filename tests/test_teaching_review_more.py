@@ -225,3 +225,17 @@ def test_f19_every_particle_after_a_letter_or_a_number_is_the_right_one():
 
     found = {key: bad for key, text in KO.items() if (bad := wrong_formula_particles(text))}
     assert not found, found
+
+
+def test_f24_plain_help_says_default_and_required_in_korean_too():
+    """typer's plain help (TYPER_USE_RICH=0) writes them through gettext: Korean under --lang
+    ko, typer's English otherwise."""
+    from tests.conftest import run_qkvcalc
+
+    plain = {"TYPER_USE_RICH": "0"}
+    korean = run_qkvcalc("extract", "--lang", "ko", "--help", env=plain)
+    assert korean.returncode == 0, korean.stderr
+    assert "[기본값: auto]" in korean.stdout and "[필수]" in korean.stdout
+    assert "[default" not in korean.stdout and "[required]" not in korean.stdout
+    english = run_qkvcalc("extract", "--help", env=plain)
+    assert "[default: auto]" in english.stdout and "[required]" in english.stdout

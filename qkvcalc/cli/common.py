@@ -562,9 +562,32 @@ def _format_help(command: Any, ctx: Any, formatter: Any) -> None:
     rich_help(command, ctx)
 
 
+@contextlib.contextmanager
+def _typer_gettext() -> Iterator[None]:
+    """typer's plain help writes "[default: …]" and "[required]" through gettext (typer.core's
+    `_`): in the call's language while the help is written, typer's own after."""
+    from typer import core
+
+    lang = help_lang()
+    words = {
+        "default: {default}": translate("help.default", lang, value="{default}")[1:-1],
+        "required": translate("help.required", lang)[1:-1],
+    }
+    before = core._
+
+    def said(message: str) -> str:
+        return words.get(message, before(message))
+
+    core._ = said
+    try:
+        yield
+    finally:
+        core._ = before
+
+
 def _plain_format_help(command: Any, ctx: Any, formatter: Any) -> None:
     """click's own help (TYPER_USE_RICH=0), its texts in the call's language."""
-    with _in_help_language(command, ctx):
+    with _in_help_language(command, ctx), _typer_gettext():
         type(command).format_help(command, ctx, formatter)
 
 
@@ -585,7 +608,7 @@ class WideHelpGroup(TyperGroup):
         if _USE_RICH:
             rich_help(self, ctx)
         else:
-            with _in_help_language(self, ctx):
+            with _in_help_language(self, ctx), _typer_gettext():
                 super().format_help(ctx, formatter)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
