@@ -412,8 +412,9 @@ def test_preset_texts_cite_no_internal_paths(name):
 # {x}인). A dual form — 은(는), 이(가), 을(를), 와(과), (으)로, (은)는 — is never allowed, after a
 # placeholder or anything else: filled in, it reads "프리셋 sentence을(를)", "σ = 0.5은(는)", a
 # form left unfilled (teaching review F19); the sentence is built around the value instead.
-_SINGLE_PARTICLE = re.compile(
-    r"\}(?:은|을|와|이(?!므로|고|면|며|어|라|다|지|거나|었|던|니)|으로|[는를과가로라여])"
+_SINGLE_PARTICLE = re.compile(  # also past a closing quote or bracket, or a parenthetical
+    r"\}(?:['\"\]]|\([^()]*\))?"
+    r"(?:은|을|와|이(?!므로|고|면|며|어|라|다|지|거나|었|던|니)|으로|[는를과가로라여])"
 )
 _DUAL_PARTICLE = re.compile(r"\((?:은|는|이|가|을|를|와|과|으|이)\)")
 
@@ -455,6 +456,12 @@ def test_no_korean_particle_after_a_placeholder_depends_on_its_last_sound():
         ("{field}: 정수여야 합니다", False),
         ("{head}번 헤드가 없습니다", False),
         ("{dtype} 정밀도로 실행", False),
+        ("속성 '{attribute}'가 없습니다", True),
+        ('--shuffle "{order}"를 붙이세요', True),
+        ("{src}[{i},{j}]가 들면", True),
+        ("첫 바이트 {byte}(위치 {offset})로 시작하는", True),
+        ("차원(i + {half})과 짝지어", False),
+        ("'{attribute}' 속성이 없습니다", False),
         ("{model} 모델을 불러옵니다", False),
         ("W_Q는 학습됩니다(Query)", False),
         ("d_k = {d_k}이므로 {a}이고 {b}입니다, {c}이면 {d}이며 {e}이어야 {f}인가요", False),

@@ -195,7 +195,7 @@ MESSAGES: dict[str, str] = {
     "순서를 섞어도 출력 행들이 똑같이 섞일 뿐 각 행의 값은 그대로입니다. 순서는 위치 정보(X에 "
     "더하거나 Q와 K에 회전으로 넣는 방식)나 인과 마스크 같은 마스크를 통해서만 어텐션에 "
     "전달됩니다.",
-    "note.shuffle_try": '직접 확인하려면 --shuffle "{order}"를 붙이세요 (토큰 번호를 새 '
+    "note.shuffle_try": '직접 확인하려면 --shuffle "{order}" 옵션을 붙이세요 (토큰 번호를 새 '
     "순서로 씁니다).",
     "note.shuffle_demo": "토큰을 {order} 순서로 섞었습니다: 각 토큰의 출력 행은 전과 같고, "
     "토큰과 함께 새 자리로 옮겨졌을 뿐입니다(가장 큰 차이 {diff}).",
@@ -1049,8 +1049,8 @@ MESSAGES: dict[str, str] = {
     "input.json_deep": "JSON의 중첩이 너무 깊습니다. 행렬은 숫자 행들의 리스트로, 두 단계 "
     "깊이입니다",
     "input.not_utf8": "입력이 UTF-8 텍스트가 아닙니다 ({offset}번째 바이트: {byte})",
-    "input.cannot_start": "입력에서 공백이 아닌 첫 바이트 {byte}(위치 {offset})로 시작하는 "
-    "형식은 qkvcalc가 읽지 못합니다: 문제는 JSON 객체이거나 numpy .npz 파일입니다",
+    "input.cannot_start": "입력에서 공백이 아닌 첫 바이트가 {byte}(위치 {offset})인 형식은 "
+    "qkvcalc가 읽지 못합니다: 문제는 JSON 객체이거나 numpy .npz 파일입니다",
     "input.blank_start": "입력이 공백과 줄바꿈 {count}바이트로 시작하고도 계속됩니다: 문제는 "
     "JSON 객체이거나 numpy .npz 파일입니다",
     "input.too_big": "입력이 {limit}바이트보다 큽니다. 정말 필요하면 --max-bytes로 한도를 올리세요",
@@ -1072,7 +1072,7 @@ MESSAGES: dict[str, str] = {
     "array.truncated": "{origin}: {shape} 배열({need}바이트)이라고 적혀 있지만 실제로는 "
     "{have}바이트뿐입니다",
     "array.not_npy": "{origin}: .npy 파일이 아닙니다(numpy의 np.save로 만듭니다)",
-    "array.npz_member": "{origin}: 멤버 {member!r}: 배열(.npy)이 아닙니다",
+    "array.npz_member": "{origin}의 멤버 {member!r}: 배열(.npy)이 아닙니다",
     "array.npz_method": "{origin}: 압축 방식이 {method}입니다. .npz는 np.savez와 "
     "np.savez_compressed가 쓰는 대로 배열을 그대로 또는 deflate로 압축해 담습니다",
     "array.npz_duplicate": "{origin}에 이름이 {member!r}인 항목이 둘 있습니다. 어느 쪽인지 알 수 "
@@ -1302,9 +1302,9 @@ MESSAGES: dict[str, str] = {
     "나눗셈을 각각 {dtype} 값으로 반올림합니다.",
     "precision.diff_maps_eager": "DiffLlama는 Δ를 만들지 않습니다. 두 맵을 따로 V''에 "
     "곱하고(어텐션 호출 한 번씩) 첫째 출력에서 λ와 둘째 출력의 곱을 뺍니다(다음 단계). 여기서 Δ는 "
-    "{dtype} 가중치와 λ = {lam}(DiffLlama의 λ는 {dtype} 텐서)로 float32에서 계산해 읽으라고 보여 "
+    "{dtype} 가중치와 λ(= {lam}, DiffLlama의 λ는 {dtype} 텐서)로 float32에서 계산해 읽으라고 보여 "
     "줄 뿐이며(수와 ulp는 float32 기준), 다음 단계는 이 값을 읽지 않습니다.",
-    "precision.diff_maps_naive": "{dtype} 텐서로 짠 계산: λ = {lam}({dtype} 값)와 둘째 맵의 곱, "
+    "precision.diff_maps_naive": "{dtype} 텐서로 짠 계산: λ(= {lam}, {dtype} 값)와 둘째 맵의 곱, "
     "첫째 맵에서 그 곱을 뺀 값을 각각 {dtype} 값으로 반올림합니다.",
     "precision.diff_output_eager": "DiffLlama의 eager 어텐션처럼: 첫째 맵과 V''의 곱, 둘째 맵과 "
     "V''의 곱을 각각 float32로 더해 {dtype} 값으로 반올림하고, λ와 둘째 곱의 곱을 {dtype} 값으로 "
@@ -1969,7 +1969,7 @@ MESSAGES: dict[str, str] = {
     "모든 Key가 가려진 Query는 가중치 전부를 싱크에 줍니다.",
     "sinks.count": "sinks에는 헤드마다 로짓이 하나씩 있어야 합니다. heads = {heads}인데 "
     "{count}개가 주어졌습니다.",
-    "note.softcap": "c = {cap}: 모든 스코어 s가 {cap}·tanh(s / {cap})로 바뀌어, −{cap}보다 "
+    "note.softcap": "c = {cap}: 모든 스코어 s가 {cap}·tanh(s / {cap}) 값으로 바뀌어, −{cap}보다 "
     "크고 {cap}보다 작은 범위에 들어갑니다. 마스크는 그다음입니다.",
     "note.causal_positions": "위치에 따른 인과 마스크: pos_j ≤ pos_i이면 Query i가 Key j를 "
     "볼 수 있습니다.",
@@ -2074,10 +2074,10 @@ MESSAGES: dict[str, str] = {
     "qk_norm.needs_weights": "qk_norm은 q/k 정규화의 방식을 말하는데 q_norm도 k_norm도 "
     "없습니다. 정규화의 가중치를 주세요",
     "qk_norm.shape": "{field}의 모양은 {shape}입니다. d_k = {d_k}개의 수(모든 헤드에 벡터 "
-    "하나) 또는 {letter}×d_k = {count}×{d_k}(헤드마다 한 행: q_norm은 Query 헤드 H개, k_norm은 "
-    "K/V 헤드 G개)가 필요합니다",
+    "하나) 또는 {letter}×d_k개(= {count}×{d_k}개, 헤드마다 한 행: q_norm은 Query 헤드 H개, "
+    "k_norm은 K/V 헤드 G개)가 필요합니다",
     "qk_norm.length": "{field}의 수는 {length}개인데 {d_k}개(d_k, 모든 헤드에 벡터 하나) 또는 "
-    "{letter}×d_k = {count}×{d_k}(헤드마다 한 행: q_norm은 Query 헤드 H개, k_norm은 K/V 헤드 "
+    "{letter}×d_k개(= {count}×{d_k}개, 헤드마다 한 행: q_norm은 Query 헤드 H개, k_norm은 K/V 헤드 "
     "G개)가 필요합니다",
     "qk_norm.projection_shape": "{field}의 모양은 {shape}입니다. 선형 투영 전체에 걸친 "
     "정규화에는 {letter}·d_k = {count}×{d_k} = {width}개의 수, 곧 투영의 열마다 하나가 "
@@ -2277,7 +2277,7 @@ MESSAGES: dict[str, str] = {
     "함께 φ = 위치 × 주파수만큼 회전합니다 (헤드 안에서 d_R 뒤의 차원은 그대로 지나갑니다).",
     "hint.index_scores": "{cell} = 인덱스 헤드 h에 걸친 합 (w[{i},h]/√H_I) × "
     "ReLU({i}번째 행의 q_h · {j}번째 행의 k / √D).",
-    "hint.index_topk": "{cell}: {src}[{i},{j}]가 {i}번째 행에서 가장 큰 {top_k}개 안에 들면 "
+    "hint.index_topk": "{cell}: {src}[{i},{j}] 값이 {i}번째 행에서 가장 큰 {top_k}개 안에 들면 "
     "(그리고 −∞가 아니면) 1, 아니면 0.",
     "hint.index_mask": "{cell}: keep[{i},{j}] = 1이면 0, 0이면 −∞.",
     "mistake.index_weights_missing": "이 값은 인덱스 헤드들의 ReLU 점수를 같은 가중치로 "
@@ -2450,7 +2450,7 @@ MESSAGES: dict[str, str] = {
     "{tolerance}). extract는 다른 층을 계산하는 문제를 쓰지 않습니다. qkvcalc가 시험한 "
     "transformers 버전({tested})을 쓰거나, 이 모델 종류를 알려 주세요",
     "extract.layout": "{model}: transformers {version}의 {model_type} 모듈에 extract가 읽는 "
-    "속성 '{attribute}'가 없습니다. extract는 모르는 구조를 짐작하지 않습니다. qkvcalc가 시험한 "
+    "'{attribute}' 속성이 없습니다. extract는 모르는 구조를 짐작하지 않습니다. qkvcalc가 시험한 "
     "transformers 버전({tested})을 쓰세요",
     "extract.no_output": "{model}, {layer}번 층: transformers {version}에서 {model_type} "
     "어텐션이 extract가 읽는 출력 투영을 한 번도 부르지 않아 출력을 확인할 수 없습니다. "
