@@ -122,7 +122,7 @@ MESSAGES: dict[str, str] = {
     "stage.output.concat.why": "With no W_O given, the joined heads are the output.",
     # ---- notes on stages ---------------------------------------------------------------
     "note.scale_default": "d_k = {d_k}, so every score is divided by {root} {eq} {value}.",
-    "note.scale_given": "scale = {scale} (given), instead of 1/√d_k with d_k = {d_k}.",
+    "note.scale_given": "scale {eq} {scale} (given), instead of 1/√d_k with d_k = {d_k}.",
     "note.mask_convention": "Mask convention: 1 / true = may attend (PyTorch's "
     "scaled_dot_product_attention). nn.MultiheadAttention's boolean masks mean the opposite "
     "(True = blocked).",
@@ -180,7 +180,7 @@ MESSAGES: dict[str, str] = {
     "variance is 1 again.",
     "note.scale_temperature": "Multiplying the scores by a scale c is a softmax at temperature "
     "T = 1/c: a smaller c (higher T) flattens the weights toward equal shares, a larger c "
-    "sharpens them toward the largest score. The default c = 1/√d_k is T = √d_k = {root}.",
+    "sharpens them toward the largest score. The default c = 1/√d_k is T = √d_k {eq} {root}.",
     "note.scale_zero": "A scale of 0 makes every scaled score 0, whatever Q and K are: the "
     "weights no longer depend on them.",
     "note.scale_negative": "A negative scale turns the scores' order round: of two keys, the one "
@@ -1454,6 +1454,10 @@ MESSAGES: dict[str, str] = {
     "cli.two_sources": "give one input, not several: {sources}",
     "cli.two_losses": "give one loss option, not several: {options} (each chooses where the "
     "gradient starts: --grad-output dL/dO, --target T, --attend the keys)",
+    "cli.usage_error": "Error: {message}",
+    "cli.try_help": "Try '{command} {option}' for help.",
+    "cli.no_such_option": "No such option: {name}",
+    "cli.possible_options": "(Possible options: {names})",
     "cli.interrupted": "interrupted",
     "cli.stdout_failed": "cannot write to standard output: {reason}",
     "cli.error_prefix": "error",
@@ -2520,6 +2524,29 @@ MESSAGES: dict[str, str] = {
     "extract.description_kda": "The linear-attention (Kimi Delta Attention) layer {layer} of "
     "{model} ({arch}) on {n} tokens: x is the exact input of that layer from a run in {dtype}, "
     "the weights are the layer's own, in float64.",
+    "extract.x_layernorm": "Here x = {norm}(h), h being the input of layer {layer} (the "
+    "residual stream): {arch} is pre-norm, with a LayerNorm before its attention. Each row of h "
+    "minus its mean is divided by √(its variance + ε), ε = {eps}, then multiplied by {norm}'s "
+    "weight and {norm}'s bias is added: before that weight and bias, each row has mean 0 and "
+    "a variance just under 1.",
+    "extract.x_layernorm_no_bias": "Here x = {norm}(h), h being the input of layer {layer} (the "
+    "residual stream): {arch} is pre-norm, with a LayerNorm (without a bias) before its "
+    "attention. Each row of h minus its mean is divided by √(its variance + ε), ε = {eps}, then "
+    "multiplied by {norm}'s weight: before that weight, each row has mean 0 and a variance just "
+    "under 1.",
+    "extract.x_rmsnorm": "Here x = {norm}(h), h being the input of layer {layer} (the residual "
+    "stream): {arch} is pre-norm, with an RMSNorm before its attention. Each row of h is divided "
+    "by √(the mean of its squares + ε), ε = {eps}, then multiplied by {norm}'s scale; the mean "
+    "is not subtracted, so before that scale a row's mean of squares is just under 1 and its "
+    "mean need not be 0.",
+    "extract.x_post": "Here x is the input of layer {layer} itself, the output of layer "
+    "{previous}: {arch} is post-norm, its norms come after the attention and the residual, and "
+    "nothing comes between the layer's input and its attention.",
+    "extract.x_post_first": "Here x is the input of layer 0 itself, the embeddings as the model "
+    "gives them to its first layer: {arch} is post-norm, its norms come after the attention and "
+    "the residual, and nothing comes between the layer's input and its attention.",
+    "extract.x_block_input": "Here x is the input of layer {layer} itself: nothing comes "
+    "between the layer's input and its attention.",
     "extract.kv_shared": "This layer has no keys and values of its own: it reuses those of layer "
     "{earlier} (KV sharing), so the source is layer {earlier}'s attention input, and W_K, W_V "
     "and the key norm are layer {earlier}'s.",
@@ -3298,6 +3325,8 @@ MESSAGES: dict[str, str] = {
     "help.heading.options": "Options",
     "help.heading.arguments": "Arguments",
     "help.heading.commands": "Commands",
+    "help.default": "[default: {value}]",
+    "help.required": "[required]",
     "help.help_option": "Show this message and exit.",
     "help.train.compare_scale": "Train twice from the same start, with the problem's scale and "
     "with scale 1, and show both losses side by side: what √d_k does to learning, on this problem.",

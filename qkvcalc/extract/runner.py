@@ -27,6 +27,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.extract import hybrid
 from qkvcalc.extract.check import layout
 from qkvcalc.extract.common import Family, Layer
+from qkvcalc.extract.origin import x_origin
 from qkvcalc.i18n import Msg
 
 DTYPES = ("auto", "float64", "float32", "bfloat16")
@@ -613,9 +614,9 @@ def capture(
     model: Any, family: Family, layer: int, ids: list[int], float64: bool
 ) -> tuple[np.ndarray, dict[str, Any], np.ndarray | None]:
     """Layer `layer`'s attention input for these ids, as float64, the tensors its call was
-    given by name (attention_mask, Falcon's alibi …), and its output projection's own output
-    (None when the attention never called it); the run ends right there, at the latest when
-    the layer's block ends."""
+    given by name (attention_mask, Falcon's alibi …; "block_input": the block's own input, as
+    the run gave it), and its output projection's own output (None when the attention never
+    called it); the run ends right there, at the latest when the layer's block ends."""
     import torch
 
     from qkvcalc.extract.islands import float64_islands
@@ -639,11 +640,18 @@ def capture(
     def end(module: Any, args: Any, output: Any) -> None:
         raise _Captured  # the block ended without its attention calling the projection
 
+    def block_hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        hidden = args[0] if args else kwargs.get("hidden_states")
+        if isinstance(hidden, torch.Tensor) and not entered:
+            entered.append(hidden.detach().clone())  # what x's norm (if any) was given
+
     def source_hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         hidden = args[0] if args else kwargs["hidden_states"]
         sources.append(hidden.detach()[0].to(dtype=torch.float64, device="cpu").numpy())
 
+    entered: list[Any] = []
     handles = [
+        block.register_forward_pre_hook(block_hook, with_kwargs=True),
         attention.register_forward_pre_hook(pre_hook, with_kwargs=True),
         projection.register_forward_hook(out_hook),
         block.register_forward_hook(end),
@@ -683,6 +691,8 @@ def capture(
         raise RuntimeError(f"layer {layer}'s attention did not run")
     if sources:
         given[0]["kv_source"] = sources[0]
+    if entered:
+        given[0]["block_input"] = entered[0]
     return seen[0], given[0], out[0] if out else None
 
 
@@ -729,10 +739,19 @@ def _check_finite(values: dict[str, Any], model: str, layer: int) -> None:
 BLOCK_NOTES = ("extract.shared_block", "extract.adapters_folded")
 
 
-def describe(family: Any, model: Any, layer: int, shown: str, n: int, dtype: str, lang: str) -> str:
-    """The problem's description: the layer, its x, and whose weights they are (a KV-shared
-    layer's W_K, W_V and key norm are an earlier layer's, as its source is; Zamba's shared
-    block's are several layers', said in the family's notes)."""
+def describe(
+    family: Any,
+    model: Any,
+    layer: int,
+    shown: str,
+    n: int,
+    dtype: str,
+    lang: str,
+    x_is: Msg | None = None,
+) -> str:
+    """The problem's description: the layer, its x (`x_is`: what x is, origin.x_origin), and
+    whose weights they are (a KV-shared layer's W_K, W_V and key norm are an earlier layer's,
+    as its source is; Zamba's shared block's are several layers', said in the family's notes)."""
     arch = family.names[model.config.model_type]
     earlier = family.shares(model, layer)
     notes = family.notes(model, layer)
@@ -743,6 +762,8 @@ def describe(family: Any, model: Any, layer: int, shown: str, n: int, dtype: str
     if linear is not None:
         key = linear
     said = Msg(key, layer=layer, model=shown, arch=arch, n=n, dtype=dtype).text(lang)
+    if x_is is not None:
+        said += " " + Msg(x_is.key, arch=arch, **x_is.params).text(lang)
     if earlier is not None:  # KV sharing: K and V from an earlier layer's input
         said += " " + Msg("extract.kv_shared", earlier=earlier).text(lang)
     for note in notes:
@@ -826,9 +847,9 @@ def extract(
 
     if progress:
         progress(Msg("extract.running", model=shown, layer=layer))
-    x, keys, out, dtype_name = _run_layer(model, family, stack, layer, ids, stream, shown)
+    x, keys, out, dtype_name, x_is = _run_layer(model, family, stack, layer, ids, stream, shown)
     _check_finite({"x": x, **keys}, shown, layer)
-    said = describe(family, model, layer, shown, len(ids), dtype_name, lang)
+    said = describe(family, model, layer, shown, len(ids), dtype_name, lang, x_is)
     problem = {
         "name": Msg("extract.name", model=shown, layer=layer).text(lang),
         "description": said,
@@ -872,9 +893,10 @@ def _run_layer(
     ids: list[int],
     stream: bool,
     shown: str,
-) -> tuple[np.ndarray, dict[str, Any], np.ndarray | None, str]:
-    """x, the family's keys, the output projection's own output and the run's dtype's name,
-    from one run up to layer `layer` (its layers in float64 one at a time with `stream`)."""
+) -> tuple[np.ndarray, dict[str, Any], np.ndarray | None, str, Msg | None]:
+    """x, the family's keys, the output projection's own output, the run's dtype's name and
+    what x is (origin.x_origin), from one run up to layer `layer` (its layers in float64 one
+    at a time with `stream`)."""
     import torch
 
     from qkvcalc.extract.stream import float64_layers
@@ -887,6 +909,9 @@ def _run_layer(
             float64 = run_dtype == torch.float64
             x, given, out = capture(model, family, layer, ids, float64)
             block = stack[layer]
+            entered = given.pop("block_input", None)
+            attention = family.attention(block)
+            x_is = None if entered is None else x_origin(block, attention, entered, x, layer)
             allowed = _allowed(given.get("attention_mask"))
             with torch.no_grad():
                 keys = family.keys(
@@ -901,4 +926,4 @@ def _run_layer(
         if _out_of_memory(err):
             raise QkvcalcError("extract.out_of_memory", model=shown) from None
         raise
-    return x, keys, out, str(run_dtype).split(".")[-1]
+    return x, keys, out, str(run_dtype).split(".")[-1], x_is

@@ -171,8 +171,9 @@ def scaling_facts(p: Problem) -> tuple[Msg, ...]:
     """Why √d_k, and the scale as a temperature: a positive scale's (the default's); a given
     scale of 0 or below is no temperature, and is said for what it does."""
     root = f"{math.sqrt(p.d_k):.4g}"
+    whole = math.isqrt(p.d_k) ** 2 == p.d_k  # √4 = 2; √2 ≈ 1.414, irrational
     temperature = (
-        Msg("note.scale_temperature", root=root)
+        Msg("note.scale_temperature", root=root, eq="=" if whole else "≈")
         if p.scale > 0
         else Msg("note.scale_zero" if p.scale == 0 else "note.scale_negative")
     )
