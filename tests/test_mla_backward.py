@@ -240,3 +240,29 @@ def test_the_torch_script_with_backward_agrees_with_autograd(tmp_path, lora, ext
     ran = run_script(str(script))
     assert ran["returncode"] == 0, ran["stdout"] + ran["stderr"]
     assert "OK: PyTorch agrees" in ran["stdout"]
+
+
+@pytest.mark.parametrize("option", [[], ["--exact"]], ids=str)
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_every_equals_of_its_backward_holds(tmp_path, option, lang):
+    """Each gradient cell's arithmetic (the join's cut, dk_R's sum, the norms' weights, the
+    gathered weights and dX) re-evaluated by tests/test_arith_invariant.py's checker."""
+    from tests.test_arith_invariant import arithmetic_lines, check_line
+
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(latent_problem(style="pairs", target=target(1))))
+    proc = in_process(
+        "explain", str(path), "--backward", "--no-color", "--detail", "full", "--lang", lang,
+        *option, env={"COLUMNS": "4000"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = arithmetic_lines(proc.stdout)
+    for symbol in ("dk_R[", "dw_CKV[", "dW_DKV[", "dX["):
+        assert any(symbol in line for line in lines), symbol
+    checked, wrong = 0, []
+    for line in lines:
+        n, failure = check_line(line, 4)
+        checked += n
+        if failure:
+            wrong.append(failure)
+    assert checked and not wrong, "\n".join(wrong[:20])
