@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ import pytest
 import qkvcalc
 from tests.conftest import in_process
 from tests.inprocess import run_script
-from tests.test_mla import D_C, D_MODEL, D_R, D_V, R_KV, R_Q, H, latent_problem
+from tests.test_mla import D_C, D_MODEL, D_R, D_V, H, latent_problem
 
 torch = pytest.importorskip("torch")
 
@@ -42,17 +43,46 @@ def _rms(x, w, eps):
     return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
 
+class Sizes(NamedTuple):
+    """A problem's sizes, read from its numbers (rows layout)."""
+
+    n: int
+    heads: int
+    r_q: int
+    r_kv: int
+    d_r: int
+    d_c: int
+    d_v: int
+
+
+def sizes(doc: dict) -> Sizes:
+    mla = doc["mla"]
+    turn = doc.get("layout") == "torch"
+
+    def cols(key):
+        a = np.array(mla[key])
+        return (a.T if turn else a).shape[1]
+
+    heads, d_r, r_kv = doc.get("heads", 1), int(mla["rope_dims"]), len(mla["kv_a_norm"])
+    d_c = cols("wq" if "wq" in mla else "wq_b") // heads - d_r
+    r_q = len(mla.get("q_a_norm", []))
+    return Sizes(len(doc["x"]), heads, r_q, r_kv, d_r, d_c, cols("wkv_b") // heads - d_c)
+
+
 def autograd(doc: dict, loss: str = "target") -> dict[str, np.ndarray]:
     """The layer in torch, DeepSeek-V3's way, and autograd's gradient of every leaf (rows
     layout: c = X @ W)."""
     mla = doc["mla"]
     torch_layout = doc.get("layout") == "torch"
+    n, heads, _, r_kv, d_r, d_c, d_v = sizes(doc)
 
     def leaf(value, turn=False):
         a = np.array(value, dtype=float)
         return torch.tensor(a.T if turn and torch_layout else a, requires_grad=True)
 
-    leaves = {"x": leaf(doc["x"]), "wo": leaf(doc["wo"], True)}
+    leaves = {"x": leaf(doc["x"])}
+    if "wo" in doc:
+        leaves["wo"] = leaf(doc["wo"], True)
     for key in ("wq_a", "wq_b", "wq", "wkv_a", "wkv_b"):
         if key in mla:
             leaves[key] = leaf(mla[key], True)
@@ -65,28 +95,32 @@ def autograd(doc: dict, loss: str = "target") -> dict[str, np.ndarray]:
     else:
         q_all = _rms(x @ leaves["wq_a"], leaves["q_a_norm"], eps) @ leaves["wq_b"]
     kv_a = x @ leaves["wkv_a"]
-    c_kv, k_pe = kv_a[:, :R_KV], kv_a[:, R_KV:]
-    kv = (_rms(c_kv, leaves["kv_a_norm"], eps) @ leaves["wkv_b"]).view(N, H, D_C + D_V)
+    c_kv, k_pe = kv_a[:, :r_kv], kv_a[:, r_kv:]
+    kv = (_rms(c_kv, leaves["kv_a_norm"], eps) @ leaves["wkv_b"]).view(n, heads, d_c + d_v)
     rope = doc["rope"]
-    positions = list(range(N))
+    positions = list(range(n))
     k_pe = _rotate(k_pe, rope["style"], rope["theta"], positions)
-    q = q_all.view(N, H, D_C + D_R)
+    q = q_all.view(n, heads, d_c + d_r)
     outputs, weights = [], []
-    allowed = torch.tril(torch.ones(N, N, dtype=torch.bool))
-    for h in range(H):
-        q_pe = _rotate(q[:, h, D_C:], rope["style"], rope["theta"], positions)
-        scores = q[:, h, :D_C] @ kv[:, h, :D_C].T + q_pe @ k_pe.T
-        scores = scores / math.sqrt(D_C + D_R)
+    allowed = torch.tril(torch.ones(n, n, dtype=torch.bool))
+    for h in range(heads):
+        q_pe = _rotate(q[:, h, d_c:], rope["style"], rope["theta"], positions)
+        scores = q[:, h, :d_c] @ kv[:, h, :d_c].T + q_pe @ k_pe.T
+        scores = scores / math.sqrt(d_c + d_r)
         a = torch.softmax(scores.masked_fill(~allowed, float("-inf")), -1)
         weights.append(a)
-        outputs.append(a @ kv[:, h, D_C:])
-    out = torch.cat(outputs, -1) @ leaves["wo"]
+        outputs.append(a @ kv[:, h, d_c:])
+    out = torch.cat(outputs, -1)
+    if "wo" in doc:
+        out = out @ leaves["wo"]
     if loss == "target":
         (0.5 * ((out - torch.tensor(doc["target"], dtype=torch.float64)) ** 2).sum()).backward()
     else:  # attend: L = −Σ over the heads and queries of log A[i, tᵢ]
         targets = doc["attend"]  # 1-based, as the tables count
-        loss = sum(-weights[h][i, t - 1].log() for h in range(H) for i, t in enumerate(targets))
-        loss.backward()
+        total = sum(
+            -weights[h][i, t - 1].log() for h in range(heads) for i, t in enumerate(targets)
+        )
+        total.backward()
     return {name: t.grad.numpy() if t.grad is not None else None for name, t in leaves.items()}
 
 
@@ -96,18 +130,24 @@ def qkvcalc_grads(trace, doc: dict) -> dict[str, np.ndarray]:
     under --layout torch, out × in, turned back here)."""
     mla = doc["mla"]
     torch_layout = doc.get("layout") == "torch"
+    _, heads, r_q, r_kv, d_r, d_c, d_v = sizes(doc)
 
     def stage(sid):
         found = trace.find(sid)
         return None if found is None else (found.value.T if torch_layout else found.value)
 
-    out = {"x": trace.stage("grad_x").value, "wo": stage("grad_wo")}
-    width = D_C + D_R
+    out = {"x": trace.stage("grad_x").value}
+    if "wo" in doc:
+        out["wo"] = stage("grad_wo")
+    width = d_c + d_r
     order = np.concatenate(  # each head's columns as qkvcalc holds them: the rotary ones first
-        [np.r_[h * width + D_C : (h + 1) * width, h * width : h * width + D_C] for h in range(H)]
+        [
+            np.r_[h * width + d_c : (h + 1) * width, h * width : h * width + d_c]
+            for h in range(heads)
+        ]
     )
     q_key, q_stage = ("wq", "grad_wq") if "wq" in mla else ("wq_b", "grad_wuq")
-    dq = np.zeros((D_MODEL if q_key == "wq" else R_Q, H * width))
+    dq = np.zeros((len(doc["x"][0]) if q_key == "wq" else r_q, heads * width))
     dq[:, order] = stage(q_stage)
     out[q_key] = dq
     if "wq_a" in mla:
@@ -115,10 +155,10 @@ def qkvcalc_grads(trace, doc: dict) -> dict[str, np.ndarray]:
         out["q_a_norm"] = trace.stage("grad_q_a_norm").value[0]
     out["wkv_a"] = np.hstack([stage("grad_wdkv"), stage("grad_wkr")])
     out["kv_a_norm"] = trace.stage("grad_kv_a_norm").value[0]
-    kv_b = np.zeros((R_KV, H * (D_C + D_V)))
-    width = D_C + D_V
-    uk = np.concatenate([np.arange(h * width, h * width + D_C) for h in range(H)])
-    uv = np.concatenate([np.arange(h * width + D_C, (h + 1) * width) for h in range(H)])
+    width = d_c + d_v
+    kv_b = np.zeros((r_kv, heads * width))
+    uk = np.concatenate([np.arange(h * width, h * width + d_c) for h in range(heads)])
+    uv = np.concatenate([np.arange(h * width + d_c, (h + 1) * width) for h in range(heads)])
     kv_b[:, uk] = stage("grad_wuk")
     uv_grad = stage("grad_wuv")
     kv_b[:, uv] = 0 if uv_grad is None else uv_grad
@@ -136,6 +176,17 @@ def assert_all_equal(got: dict, want: dict) -> None:
         scale = max(1.0, float(np.max(np.abs(want[name]))))
         assert np.max(np.abs(np.asarray(value) - want[name])) < 1e-12 * scale, name
         assert np.max(np.abs(want[name])) > 1e-6, f"{name}: a gradient of 0 proves nothing"
+
+
+def test_the_preset_s_gradients_equal_autograd():
+    """`qkvcalc explain --preset mla --backward`: its own target, no W_O."""
+    from qkvcalc.input import presets
+
+    doc = {k: v for k, v in presets.load("mla").items() if k not in ("name", "description")}
+    trace = qkvcalc.explain(**{k: v for k, v in doc.items() if k != "reference"}, backward=True)
+    got, want = qkvcalc_grads(trace, doc), autograd(doc)
+    assert set(got) == {"x", "wq_a", "q_a_norm", "wq_b", "wkv_a", "kv_a_norm", "wkv_b"}
+    assert_all_equal(got, want)
 
 
 @pytest.mark.parametrize("lora", [True, False], ids=["query-latent", "wq"])
@@ -266,3 +317,29 @@ def test_every_equals_of_its_backward_holds(tmp_path, option, lang):
         if failure:
             wrong.append(failure)
     assert checked and not wrong, "\n".join(wrong[:20])
+
+
+def test_exact_keeps_fractions_where_the_gradient_stays_rational():
+    """--exact --backward from a dO given in fractions: dO and d(concat) = dO·W_Oᵀ are exact
+    (checked against Fractions by loops); what reads the latents' norms or the weights A
+    (dV, dA, every weight's gradient, dX) has no exact value, and none claims one."""
+    from dataclasses import replace
+    from fractions import Fraction
+
+    from qkvcalc.input.problem import Problem
+    from qkvcalc.run.engine import run
+
+    doc = latent_problem(6)
+    d_o = [["1/2", "-1", "0", "2", "1/3"] for _ in range(N)]
+    trace = run(
+        replace(Problem.from_mapping({**doc, "grad_output": d_o}, exact=True), backward=True)
+    )
+    wo = [[Fraction(v).limit_denominator() for v in row] for row in doc["wo"]]
+    given = [[Fraction(v) for v in row] for row in d_o]
+    concat = trace.stage("grad_concat")
+    assert concat.exact is not None
+    for i in range(N):
+        for j in range(H * D_V):
+            assert concat.exact[i][j] == sum(given[i][t] * wo[j][t] for t in range(D_MODEL))
+    for sid in ("grad_k_rope", "grad_wuq", "grad_wdkv", "grad_x", "grad_kv_a_norm"):
+        assert trace.stage(sid).exact is None, sid

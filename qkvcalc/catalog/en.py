@@ -873,6 +873,14 @@ MESSAGES: dict[str, str] = {
     "keeps its 2 best keys: 'sat' keeps 'cat' and 'sat' but not 'the', 'on' keeps 'the' and "
     "'sat'. The indexer turns half-split pairs, the attention neighbouring pairs, as "
     "DeepSeek-V3.2 does.",
+    "preset.mla.description": "Multi-head latent attention (DeepSeek-V2/V3): 5 tokens through a "
+    "query latent of 3 and a key/value latent of 2 numbers a token, each normalised, and one "
+    "rotary key shared by the 2 heads; with --backward, the gradients of every latent weight",
+    "preset.mla.reference": "Made for qkvcalc, after DeepSeek-AI 2024, 'DeepSeek-V2: A Strong, "
+    "Economical, and Efficient Mixture-of-Experts Language Model' and transformers' "
+    "DeepseekV3Attention: the dsa preset's layer without its indexer. The target T asks each "
+    "token's output to be [1, 0, 0, 1], so that --backward has a loss to start from: "
+    "L = ½·Σ(O − T)².",
     "preset.kda.description": "Kimi Delta Attention (Kimi Linear): Gated DeltaNet with one decay "
     "per Key channel, each row of the 2×2 state decayed by its own e^g, beside the 3×3 matrix it "
     "computes without forming it",

@@ -857,6 +857,13 @@ MESSAGES: dict[str, str] = {
     "인덱스 헤드마다 ReLU(q·k/√D) 점수를 주고, 헤드들에 w/√2를 곱해 더한 뒤 각 Query는 가장 좋은 "
     "Key 2개를 남깁니다: 'sat'는 'cat'과 'sat'를 남기고 'the'는 버리며, 'on'은 'the'와 'sat'를 "
     "남깁니다. DeepSeek-V3.2처럼 인덱서는 반으로 나눈 짝을, 어텐션은 이웃한 짝을 회전합니다.",
+    "preset.mla.description": "멀티헤드 잠재 어텐션(DeepSeek-V2/V3): 토큰 5개가 토큰마다 수 3개의 "
+    "Query 잠재 벡터와 수 2개의 Key/Value 잠재 벡터(각각 정규화)를 거치고, 회전 Key 하나를 헤드 "
+    "2개가 함께 씁니다. --backward로 모든 잠재 가중치의 기울기를 봅니다",
+    "preset.mla.reference": "qkvcalc용으로 만든 예제, DeepSeek-AI 2024, 'DeepSeek-V2: A Strong, "
+    "Economical, and Efficient Mixture-of-Experts Language Model'과 transformers의 "
+    "DeepseekV3Attention을 따름: 인덱서를 뺀 dsa 프리셋의 층입니다. 목표 T는 각 토큰의 출력이 "
+    "[1, 0, 0, 1]이기를 요구하므로, --backward가 시작할 손실이 있습니다: L = ½·Σ(O − T)².",
     "preset.kda.description": "Kimi Delta Attention(Kimi Linear): Key 채널마다 감쇠가 하나인 "
     "Gated DeltaNet. 2×2 상태의 각 행을 자기 e^g로 감쇠시키며, 그 옆에 층이 만들지 않고 계산하는 "
     "3×3 행렬을 둡니다",

@@ -21,7 +21,10 @@ weights and the input, one stage per gradient, in backward order.
               (Op.gather, ops/projection.py): dW_Q = Xᵀ·[dQ_1 … dQ_H], dW_K, dW_V (summed
               over the query heads that share a key/value head), db = column sums, its share
               of dX; dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ (+ a feature's), the shares added; and
-              the gradients of a feature's own learned numbers (Feature.grads)
+              the gradients of a feature's own learned numbers (Feature.grads). Projections
+              that read what projections made (MLA's W_UQ reads C_Q = RMSNorm(X·W_DQ)) are
+              gathered first, and that input's gradient (dC_Q) is walked on to the ones that
+              made it (`_gathered_grads`, in rounds)
 
 In tiles (--tiles B) the walk from the output stops at the heads' outputs: each head's part
 from dO to dQ, dK, dV of what the scores read is FlashAttention-2's, one block of keys at a
