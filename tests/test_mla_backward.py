@@ -343,3 +343,13 @@ def test_exact_keeps_fractions_where_the_gradient_stays_rational():
             assert concat.exact[i][j] == sum(given[i][t] * wo[j][t] for t in range(D_MODEL))
     for sid in ("grad_k_rope", "grad_wuq", "grad_wdkv", "grad_x", "grad_kv_a_norm"):
         assert trace.stage(sid).exact is None, sid
+
+
+def test_a_korean_backward_run_has_no_english():
+    from tests.test_i18n import english_in
+
+    proc = in_process(
+        "explain", "--preset", "mla", "--backward", "--lang", "ko", "--detail", "full"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "dW_DKV" in proc.stdout and english_in(proc.stdout) == set()
