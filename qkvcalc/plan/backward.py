@@ -22,9 +22,9 @@ weights and the input, one stage per gradient, in backward order.
               over the query heads that share a key/value head), db = column sums, its share
               of dX; dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ (+ a feature's), the shares added; and
               the gradients of a feature's own learned numbers (Feature.grads). Projections
-              that read what projections made (MLA's W_UQ reads C_Q = RMSNorm(X·W_DQ)) are
-              gathered first, and that input's gradient (dC_Q) is walked on to the ones that
-              made it (`_gathered_grads`, in rounds)
+              that read what projections made (latent attention's W_UQ reads
+              C_Q = RMSNorm(X·W_DQ)) are gathered first, and that input's gradient (dC_Q) is
+              walked on to the ones that made it (`_gathered_grads`, in rounds)
 
 In tiles (--tiles B) the walk from the output stops at the heads' outputs: each head's part
 from dO to dQ, dK, dV of what the scores read is FlashAttention-2's, one block of keys at a
@@ -378,7 +378,7 @@ def _chain(by: dict[Ref, Spec], at: Spec, g: Ref) -> Spec:
         before.rows,
         before.cols,
         params={"op": at.op, "forward": op, "index": 0, "of": at.params},
-        topic=f"grad_back.{at.params.get('back_topic', at.op)}",  # (the latent's norm: mla_norm)
+        topic=f"grad_back.{at.params.get('back_topic', at.op)}",  # a latent's norm: its own words
         hint=("hint.grad_back", {"rule": rule, "out": out}),
         symbol=into,
         letters=before.letters,
