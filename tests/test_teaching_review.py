@@ -335,20 +335,43 @@ def _mla_doc(**more) -> dict:
     return latent_problem(**more)
 
 
-def test_f26_f30_mla_decode_and_backward_say_it_whole():
-    import json
-
-    from qkvcalc.catalog.en import MESSAGES as EN
-
+def test_f26_the_mla_cache_note_says_k_and_v_are_rebuilt_here_for_clarity():
+    """The cache holds C_KV; K and V are made again here for clarity; real inference folds
+    W_UK into the query and W_UV into W_O and never forms them: both languages say it."""
     doc = {**_mla_doc(), "decode": 1}
     trace = run(Problem.from_mapping(doc))
     said = [n for s in trace.stages for n in s.notes if n.key == "note.mla_from_cache"]
     assert said
-    text = translate("note.mla_from_cache", "en", **said[0].params)
-    assert "absorbs W_UK" in text and " 1 rows" not in text
-    assert EN["mla.backward"].rstrip().endswith("without mla")
-    result = in_process("explain", "-", "--attend", "1", "--backward", input=json.dumps(_mla_doc()))
-    assert result.returncode == 2 and not result.stderr.rstrip().endswith("without")
+    english = translate("note.mla_from_cache", "en", **said[0].params)
+    assert "here for clarity" in english and "never forms them" in english
+    assert "folds W_UK into the query side" in english and "W_UV into W_O" in english
+    assert " 1 rows" not in english and "as the formula reads" not in english
+    korean = translate("note.mla_from_cache", "ko", **said[0].params)
+    assert "알아보기 쉽도록" in korean and "만들지 않습니다" in korean
+    for lang, words in (("en", "for clarity"), ("ko", "알아보기 쉽도록")):
+        why = translate("stage.c_kv_cache.why", lang)
+        assert words in why and "W_UV" in why
+
+
+def test_f30_mla_runs_backward_and_what_still_refuses_says_it_whole():
+    import json
+
+    from qkvcalc.catalog.en import MESSAGES as EN
+    from qkvcalc.catalog.ko import MESSAGES as KO
+
+    result = in_process(
+        "explain", "-", "--attend", "1 1 2 3", "--backward", input=json.dumps(_mla_doc())
+    )
+    assert result.returncode == 0, result.stderr
+    assert "dW_DKV" in result.stdout and "mla.backward" not in EN
+    for key in ("indexer.backward", "train.projecting"):  # the MLA refusals that remain
+        assert "multi-head latent attention has no backward" not in EN[key]
+        assert "does not follow multi-head latent attention" not in EN[key]
+        for text in (EN[key], KO[key]):
+            assert not text.rstrip(" .").endswith(("without", "없이")), text
+    result = in_process("explain", "--preset", "dsa", "--backward")
+    assert result.returncode == 2
+    assert result.stderr.rstrip().endswith("the backward pass of the latent attention alone")
 
 
 # ---- F19–F24: Korean ----------------------------------------------------------------------------

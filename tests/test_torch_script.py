@@ -173,6 +173,7 @@ PRESET_MHA = {
     "diff": False,  # differential attention: pairs of heads, which MHA has no place for
     "deltanet": False,  # a Gated DeltaNet layer: a state, not softmax attention
     "dsa": False,  # multi-head latent attention with an indexer's top-k: no W_Q, W_K, W_V
+    "mla": False,  # multi-head latent attention: no W_Q, W_K, W_V
     "kda": False,  # a Kimi Delta Attention layer: a state, not softmax attention
     "lightning": False,  # a lightning-attention layer: a state, not softmax attention
 }

@@ -948,6 +948,14 @@ MESSAGES: dict[str, str] = {
     "keeps its 2 best keys: 'sat' keeps 'cat' and 'sat' but not 'the', 'on' keeps 'the' and "
     "'sat'. The indexer turns half-split pairs, the attention neighbouring pairs, as "
     "DeepSeek-V3.2 does.",
+    "preset.mla.description": "Multi-head latent attention (DeepSeek-V2/V3): 5 tokens through a "
+    "query latent of 3 and a key/value latent of 2 numbers a token, each normalised, and one "
+    "rotary key shared by the 2 heads; with --backward, the gradients of every latent weight",
+    "preset.mla.reference": "Made for qkvcalc, after DeepSeek-AI 2024, 'DeepSeek-V2: A Strong, "
+    "Economical, and Efficient Mixture-of-Experts Language Model' and transformers' "
+    "DeepseekV3Attention: the dsa preset's layer without its indexer. The target T asks each "
+    "token's output to be [1, 0, 0, 1], so that --backward has a loss to start from: "
+    "L = ½·Σ(O − T)².",
     "preset.kda.description": "Kimi Delta Attention (Kimi Linear): Gated DeltaNet with one decay "
     "per Key channel, each row of the 2×2 state decayed by its own e^g, beside the 3×3 matrix it "
     "computes without forming it",
@@ -2273,18 +2281,19 @@ MESSAGES: dict[str, str] = {
     "key has the shared k_R first, then K_C (the queries' columns are in the same order).",
     "stage.c_kv_cache.title": "The latent cache (C_KV)",
     "stage.c_kv_cache.why": "Multi-head latent attention caches the normalised latent C_KV of "
-    "every token so far, not each head's keys and values: a step appends its new token's row, "
-    "and every head makes its K_C and V from the cache again.",
+    "every token so far, not each head's keys and values: a step appends its new token's row. "
+    "Here every head makes its K_C and V from the cache again, for clarity; real inference folds "
+    "W_UK into the query and W_UV into W_O, so it never forms them.",
     "stage.k_rope_cache.title": "The rotary key cache (k_R)",
     "stage.k_rope_cache.why": "Beside C_KV the cache keeps the shared key k_R, turned once at its "
     "own position: every head reads it as the first d_R columns of its keys.",
     "note.mla_cache": "What it costs: per token r_kv + d_R = {rank} + {rope} = {per_token} "
     "numbers, {total} for {tokens} tokens, where a cache of every head's K and V would take "
     "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token ({full_total}).",
-    "note.mla_from_cache": "Made again at every step from C_KV in the cache ({rows} × r_kv), as "
-    "the formula reads. Optimised inference (DeepSeek-V2's paper, vLLM) skips this product: it "
-    "absorbs W_UK into the query side (the query meets C_KV directly) and W_UV into W_O, so the "
-    "cache stays small at no extra product.",
+    "note.mla_from_cache": "Made again at every step from C_KV in the cache ({rows} × r_kv), "
+    "here for clarity. The cache holds C_KV (and k_R), never K_C or V; real inference "
+    "(DeepSeek-V2's paper, vLLM) never forms them either: it folds W_UK into the query side (the "
+    "query meets C_KV directly) and W_UV into W_O.",
     "mistake.mla_norm_sum_not_mean": "These divide by √(Σ x²), the row's length; RMSNorm divides "
     "by the root of the mean, √(mean(x²) + ε), the mean over the latent's {over} = {count} "
     "dimensions.",
@@ -2312,10 +2321,68 @@ MESSAGES: dict[str, str] = {
     "d_C = {nope} (from the queries): a multiple of {heads}, more than {nope} per head",
     "mla.rope_dims": 'rope.dims is {dims}, but mla turns d_R = {rope} columns: give "dims": '
     "{rope} in rope",
-    "mla.backward": "The backward pass (--backward, and so qkvcalc train) does not follow "
-    "multi-head latent attention yet: run it without --backward, or train a problem without mla",
     "mla.qk_norm": "{key} cannot be given with mla: its norms are on the latents "
     "(q_a_norm, kv_a_norm)",
+    # ---- multi-head latent attention's backward (qkvcalc/ops/mla.py) ----
+    "stage.grad_k_nope.title": "Backward: the head's own part of the key",
+    "stage.grad_k_nope.why": "K = [k_R | K_C] set the shared rotary key and the head's own "
+    "columns side by side, so the head's K_C gets the last d_C columns of dK back, unchanged.",
+    "stage.grad_k_rope.title": "Backward: gradient of the shared rotary key",
+    "stage.grad_k_rope.why": "Every head's key begins with the same k_R, so k_R reaches the loss "
+    "through every head: its gradient adds each head's first d_R columns of dK (the chain rule "
+    "adds the paths of a matrix that is read more than once).",
+    "note.grad_shared": "{x} is read by the keys of {count} heads, so its gradient adds their "
+    "{count} shares.",
+    "stage.grad_c_q_norm.title": "Backward: gradient of the query latent C_Q",
+    "stage.grad_c_q_norm.why": "Every head's query is C_Q times its own columns of W_UQ, so C_Q "
+    "reaches the loss through every head: dC_Q = dQ·W_UQᵀ, each head's dQ times its own "
+    "columns of W_UQ turned, summed over the heads.",
+    "stage.grad_c_kv_norm.title": "Backward: gradient of the key/value latent C_KV",
+    "stage.grad_c_kv_norm.why": "Every head makes its K_C and its V from C_KV, so the gradient of "
+    "C_KV adds two paths in every head: dC_KV = dK_C·W_UKᵀ + dV·W_UVᵀ, summed over the heads "
+    "(the terms of those that reach the loss: V's only when the loss reads the output).",
+    "stage.grad_back.mla_norm.title": "Backward through the latent's RMSNorm",
+    "stage.grad_back.mla_norm.why": "The norm multiplied each row of the latent by "
+    "ρ = 1/√(mean(x²) + ε) and by w. Its backward has two parts: the gradient scaled the same "
+    "way, ρ·(w ⊙ g), minus the part that would only change the row's length, which the norm "
+    "undoes.",
+    "stage.grad_wuq.title": "Gradient of W_UQ",
+    "stage.grad_wuq.why": "Q = C_Q·W_UQ in each head, so dW_UQ = C_Qᵀ·dQ, each head's gradient in "
+    "its own columns: each weight collects, over the tokens, its latent's number times the "
+    "gradient of the query cell it fed.",
+    "stage.grad_wuk.title": "Gradient of W_UK",
+    "stage.grad_wuk.why": "K_C = C_KV·W_UK in each head, so dW_UK = C_KVᵀ·dK_C: the columns of "
+    "each head's own key learn here; the shared rotary columns learn in W_KR.",
+    "stage.grad_wuv.title": "Gradient of W_UV",
+    "stage.grad_wuv.why": "V = C_KV·W_UV in each head, so dW_UV = C_KVᵀ·dV: the change of the "
+    "matrix that makes each head's values from the shared latent.",
+    "stage.grad_wdq.title": "Gradient of W_DQ",
+    "stage.grad_wdq.why": "c_Q = X·W_DQ, so dW_DQ = Xᵀ·dc_Q: the down-projection learns from what "
+    "every head's query asked of the latent, back through its norm.",
+    "stage.grad_wdkv.title": "Gradient of W_DKV",
+    "stage.grad_wdkv.why": "c_KV = X·W_DKV, so dW_DKV = Xᵀ·dc_KV: one matrix makes the latent of "
+    "every head's keys and values, so it collects the gradients of all of them, back through "
+    "the latent's norm.",
+    "stage.grad_wkr.title": "Gradient of W_KR",
+    "stage.grad_wkr.why": "k_R = X·W_KR, so dW_KR = Xᵀ·dk_R: every head shares the rotary key, so "
+    "its weights learn from every head's keys at once.",
+    "stage.grad_q_a_norm.title": "Gradient of the query latent's norm weight (q_a_norm)",
+    "stage.grad_q_a_norm.why": "C_Q = c_Q·ρ·w, row by row, so each weight wⱼ collects, over the "
+    "tokens, dC_Q[i, j] times the normalised cell c_Q[i, j]·ρᵢ.",
+    "stage.grad_kv_a_norm.title": "Gradient of the key/value latent's norm weight (kv_a_norm)",
+    "stage.grad_kv_a_norm.why": "C_KV = c_KV·ρ·w, row by row, so each weight wⱼ collects, over "
+    "the tokens, dC_KV[i, j] times the normalised cell c_KV[i, j]·ρᵢ.",
+    "stage.grad_x.mla.title": "Backward: gradient of the input X",
+    "stage.grad_x.mla.why": "In latent attention X feeds the down-projections and the shared "
+    "rotary key (c_Q = X·W_DQ, c_KV = X·W_DKV, k_R = X·W_KR), not W_Q, W_K and W_V. The "
+    "multivariate chain rule adds those paths: dX = dc_Q·W_DQᵀ + dc_KV·W_DKVᵀ + dk_R·W_KRᵀ "
+    "(without a query latent, dQ·W_Qᵀ in place of the first). This is what flows on to the "
+    "layer below.",
+    "note.mla_grad_q_order": "Each head's columns are in qkvcalc's order, its d_R = {rope} "
+    "rotary columns first, then its d_C = {nope}; in {key} as given they are the head's last "
+    "{rope}, so a step puts them back there.",
+    "note.mla_grad_kv_b": "wkv_b holds, head by head, W_UK's d_C = {nope} columns, then W_UV's "
+    "d_v = {d_v}: its gradient interleaves dW_UK and dW_UV the same way.",
     # ---- the sparse-attention indexer beside mla (qkvcalc/ops/indexer.py) ----
     "ui.variant.indexer": "sparse-attention indexer (H_I = {heads} index heads of D = {dim}, "
     "top_k = {top_k}, RoPE {style})",
@@ -2407,8 +2474,8 @@ MESSAGES: dict[str, str] = {
     "indexer.norm_length": "{field} has {length} numbers, but the indexer's key has D = {dim}",
     "indexer.backward": "The backward pass (--backward, and so qkvcalc train) does not follow "
     "the sparse-attention indexer: its top-k is a choice with no gradient (transformers runs the "
-    "indexer under torch.no_grad(), and the loss reaches none of its weights), and multi-head "
-    "latent attention has no backward pass yet. Run it without --backward",
+    "indexer under torch.no_grad(), and the loss reaches none of its weights). Run it without "
+    "--backward, or leave the indexer out to see the backward pass of the latent attention alone",
     "indexer.decode": "The sparse-attention indexer is not computed step by step with a KV "
     "cache: leave out --decode (the whole run shows it).",
     "indexer.dtype": "The sparse-attention indexer has no low-precision rules yet: leave out "
@@ -3036,9 +3103,9 @@ MESSAGES: dict[str, str] = {
     "take the key {option}.",
     "train.freeze_unknown": "--freeze: {name} is not one of the weights ({names}).",
     "train.freeze_missing": "--freeze: this problem has no {names} (it has {has}).",
-    "train.projecting": "qkvcalc train learns through the backward pass, which does not follow "
-    "multi-head latent attention (mla) yet: its latent weights cannot be trained (qkvcalc "
-    "explain shows its forward pass).",
+    "train.projecting": "qkvcalc train steps W_Q, W_K and W_V, which multi-head latent attention "
+    "(mla) replaces by its latents' weights, and it cannot step those yet: qkvcalc explain "
+    "--backward shows their gradients.",
     "train.all_frozen": "--freeze names every weight the problem has, so nothing could move.",
     "train.too_big": "Training for --steps {steps} a problem of {numbers} weights and attention "
     "weights keeps more than {limit} numbers: make --steps at most {most}.",

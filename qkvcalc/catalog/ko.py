@@ -933,6 +933,13 @@ MESSAGES: dict[str, str] = {
     "인덱스 헤드마다 ReLU(q·k/√D) 점수를 주고, 헤드들에 w/√2를 곱해 더한 뒤 각 Query는 가장 좋은 "
     "Key 2개를 남깁니다: 'sat'는 'cat'과 'sat'를 남기고 'the'는 버리며, 'on'은 'the'와 'sat'를 "
     "남깁니다. DeepSeek-V3.2처럼 인덱서는 반으로 나눈 짝을, 어텐션은 이웃한 짝을 회전합니다.",
+    "preset.mla.description": "멀티헤드 잠재 어텐션(DeepSeek-V2/V3): 토큰 5개가 토큰마다 수 3개의 "
+    "Query 잠재 벡터와 수 2개의 Key/Value 잠재 벡터(각각 정규화)를 거치고, 회전 Key 하나를 헤드 "
+    "2개가 함께 씁니다. --backward로 모든 잠재 가중치의 기울기를 봅니다",
+    "preset.mla.reference": "qkvcalc용으로 만든 예제, DeepSeek-AI 2024, 'DeepSeek-V2: A Strong, "
+    "Economical, and Efficient Mixture-of-Experts Language Model'과 transformers의 "
+    "DeepseekV3Attention을 따름: 인덱서를 뺀 dsa 프리셋의 층입니다. 목표 T는 각 토큰의 출력이 "
+    "[1, 0, 0, 1]이기를 요구하므로, --backward가 시작할 손실이 있습니다: L = ½·Σ(O − T)².",
     "preset.kda.description": "Kimi Delta Attention(Kimi Linear): Key 채널마다 감쇠가 하나인 "
     "Gated DeltaNet. 2×2 상태의 각 행을 자기 e^g로 감쇠시키며, 그 옆에 층이 만들지 않고 계산하는 "
     "3×3 행렬을 둡니다",
@@ -2250,18 +2257,19 @@ MESSAGES: dict[str, str] = {
     "qkvcalc의 Key는 공유 k_R이 먼저, 그다음 K_C입니다 (Query의 열도 같은 순서).",
     "stage.c_kv_cache.title": "잠재 벡터 캐시 (C_KV)",
     "stage.c_kv_cache.why": "멀티헤드 잠재 어텐션은 헤드마다의 Key와 Value가 아니라 지금까지의 "
-    "모든 토큰의 정규화한 잠재 벡터 C_KV를 캐시에 둡니다. 각 스텝은 새 토큰의 행을 덧붙이고, "
-    "모든 헤드가 캐시에서 K_C와 V를 다시 만듭니다.",
+    "모든 토큰의 정규화한 잠재 벡터 C_KV를 캐시에 둡니다. 각 스텝은 새 토큰의 행을 덧붙입니다. "
+    "여기서는 알아보기 쉽도록 모든 헤드가 캐시에서 K_C와 V를 다시 만들지만, 실제 추론은 W_UK를 "
+    "Query에, W_UV를 W_O에 합쳐 넣어 이것들을 만들지 않습니다.",
     "stage.k_rope_cache.title": "회전 Key 캐시 (k_R)",
     "stage.k_rope_cache.why": "캐시는 C_KV 옆에 공유 Key k_R을 자기 위치에서 한 번 회전해 "
     "보관합니다. 모든 헤드가 이것을 Key의 앞 d_R개 열로 읽습니다.",
     "note.mla_cache": "드는 비용: 토큰마다 r_kv + d_R = {rank} + {rope} = {per_token}개의 수, "
     "토큰 {tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 토큰마다 "
     "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
-    "note.mla_from_cache": "수식대로라면 스텝마다 캐시의 C_KV({rows} × r_kv)에서 다시 만듭니다. "
-    "최적화된 추론(DeepSeek-V2 논문, vLLM)은 이 곱셈을 하지 않습니다. W_UK를 Query 쪽에 "
-    "흡수하고(Query가 C_KV와 바로 만납니다) W_UV를 W_O에 흡수하므로, 곱셈을 더하지 않고도 캐시가 "
-    "작게 유지됩니다.",
+    "note.mla_from_cache": "여기서는 알아보기 쉽도록 스텝마다 캐시의 C_KV({rows} × r_kv)에서 "
+    "다시 만듭니다. 캐시에는 C_KV와 k_R만 있고 K_C나 V는 없습니다. 실제 추론(DeepSeek-V2 논문, "
+    "vLLM)도 이것들을 만들지 않습니다: W_UK를 Query 쪽에 합쳐 넣고(Query가 C_KV와 바로 "
+    "만납니다) W_UV를 W_O에 합쳐 넣습니다.",
     "mistake.mla_norm_sum_not_mean": "이 값은 행의 길이 √(Σ x²)로 나눴습니다. RMSNorm은 평균의 "
     "제곱근 √(mean(x²) + ε)로 나누며, 평균은 잠재 벡터의 {over} = {count}개 차원에 걸쳐 냅니다.",
     "mla.not_object": 'mla는 {{"wq_a": …, "q_a_norm": …, "wq_b": …, "wkv_a": …, '
@@ -2290,10 +2298,66 @@ MESSAGES: dict[str, str] = {
     "정해짐)일 때 H·(d_C + d_v)개, 곧 {heads}의 배수이면서 헤드마다 {nope}개보다 많아야 합니다",
     "mla.rope_dims": "rope.dims의 값 {dims}: mla는 d_R = {rope}개 열을 회전하므로 rope에 다음을 "
     '주세요: "dims": {rope}',
-    "mla.backward": "역전파 (--backward, 그리고 이를 쓰는 qkvcalc train)는 아직 멀티헤드 잠재 "
-    "어텐션을 따라가지 않습니다. --backward 없이 실행하거나, mla가 없는 문제를 학습시키세요",
     "mla.qk_norm": "mla와 함께 {key} 키를 줄 수 없습니다. 정규화는 잠재 벡터에 있습니다 "
     "(q_a_norm, kv_a_norm)",
+    # ---- multi-head latent attention's backward (qkvcalc/ops/mla.py) ----
+    "stage.grad_k_nope.title": "역전파: Key에서 헤드 자신의 부분",
+    "stage.grad_k_nope.why": "K = [k_R | K_C]는 공유 회전 Key와 헤드 자신의 열을 나란히 "
+    "놓았으므로, 헤드의 K_C는 dK의 마지막 d_C개 열을 그대로 돌려받습니다.",
+    "stage.grad_k_rope.title": "역전파: 공유 회전 Key의 기울기",
+    "stage.grad_k_rope.why": "모든 헤드의 Key가 같은 k_R로 시작하므로, k_R은 모든 헤드를 거쳐 "
+    "손실에 닿습니다. 그 기울기는 각 헤드 dK의 처음 d_R개 열을 더한 것입니다 (여러 번 읽힌 "
+    "행렬의 경로들을 연쇄 법칙이 더합니다).",
+    "note.grad_shared": "{x} → Key {count}개(헤드마다 하나)가 읽으므로, 기울기는 그 몫 "
+    "{count}개를 더합니다.",
+    "stage.grad_c_q_norm.title": "역전파: Query 잠재 벡터 C_Q의 기울기",
+    "stage.grad_c_q_norm.why": "각 헤드의 Query는 C_Q에 W_UQ의 자기 열을 곱한 것이므로, C_Q는 모든 "
+    "헤드를 거쳐 손실에 닿습니다: dC_Q = dQ·W_UQᵀ, 곧 각 헤드의 dQ에 W_UQ의 자기 열을 전치해 "
+    "곱하고 헤드들에 걸쳐 더합니다.",
+    "stage.grad_c_kv_norm.title": "역전파: Key/Value 잠재 벡터 C_KV의 기울기",
+    "stage.grad_c_kv_norm.why": "모든 헤드가 C_KV에서 K_C와 V를 만들므로, C_KV의 기울기는 헤드마다 "
+    "두 경로를 더합니다: dC_KV = dK_C·W_UKᵀ + dV·W_UVᵀ, 헤드들에 걸쳐 더하며 손실에 닿는 항만 "
+    "씁니다 (V의 항은 손실이 출력을 읽을 때만).",
+    "stage.grad_back.mla_norm.title": "잠재 벡터의 RMSNorm을 거슬러 역전파",
+    "stage.grad_back.mla_norm.why": "정규화는 잠재 벡터의 각 행에 ρ = 1/√(mean(x²) + ε)와 w를 "
+    "곱했습니다. 그 역전파는 두 부분입니다: 기울기에 같은 비율을 곱한 ρ·(w ⊙ g)에서, 행의 "
+    "길이만 바꾸는 부분(정규화가 상쇄하는 부분)을 뺍니다.",
+    "stage.grad_wuq.title": "W_UQ의 기울기",
+    "stage.grad_wuq.why": "각 헤드에서 Q = C_Q·W_UQ이므로 dW_UQ = C_Qᵀ·dQ이고, 각 헤드의 기울기는 "
+    "자기 열에 놓입니다. 각 가중치는 토큰들에 걸쳐, 잠재 벡터의 수와 자기가 만든 Query 칸의 "
+    "기울기의 곱을 모읍니다.",
+    "stage.grad_wuk.title": "W_UK의 기울기",
+    "stage.grad_wuk.why": "각 헤드에서 K_C = C_KV·W_UK이므로 dW_UK = C_KVᵀ·dK_C입니다. 헤드 자신의 "
+    "Key 열은 여기서 배우고, 공유 회전 열은 W_KR에서 배웁니다.",
+    "stage.grad_wuv.title": "W_UV의 기울기",
+    "stage.grad_wuv.why": "각 헤드에서 V = C_KV·W_UV이므로 dW_UV = C_KVᵀ·dV입니다. 공유 잠재 "
+    "벡터에서 각 헤드의 Value를 만드는 행렬의 변화입니다.",
+    "stage.grad_wdq.title": "W_DQ의 기울기",
+    "stage.grad_wdq.why": "c_Q = X·W_DQ이므로 dW_DQ = Xᵀ·dc_Q입니다. 이 축소 투영은 모든 헤드의 "
+    "Query가 잠재 벡터에 요구한 것에서, 정규화를 거슬러 배웁니다.",
+    "stage.grad_wdkv.title": "W_DKV의 기울기",
+    "stage.grad_wdkv.why": "c_KV = X·W_DKV이므로 dW_DKV = Xᵀ·dc_KV입니다. 행렬 하나가 모든 헤드의 "
+    "Key와 Value의 잠재 벡터를 만들므로, 잠재 벡터의 정규화를 거슬러 그 모두의 기울기를 "
+    "모읍니다.",
+    "stage.grad_wkr.title": "W_KR의 기울기",
+    "stage.grad_wkr.why": "k_R = X·W_KR이므로 dW_KR = Xᵀ·dk_R입니다. 모든 헤드가 회전 Key를 함께 "
+    "쓰므로, 그 가중치는 모든 헤드의 Key에서 한꺼번에 배웁니다.",
+    "stage.grad_q_a_norm.title": "Query 잠재 벡터 정규화 가중치(q_a_norm)의 기울기",
+    "stage.grad_q_a_norm.why": "행마다 C_Q = c_Q·ρ·w이므로, 각 가중치 wⱼ는 토큰들에 걸쳐 "
+    "dC_Q[i, j]와 정규화된 칸 c_Q[i, j]·ρᵢ의 곱을 모읍니다.",
+    "stage.grad_kv_a_norm.title": "Key/Value 잠재 벡터 정규화 가중치(kv_a_norm)의 기울기",
+    "stage.grad_kv_a_norm.why": "행마다 C_KV = c_KV·ρ·w이므로, 각 가중치 wⱼ는 토큰들에 걸쳐 "
+    "dC_KV[i, j]와 정규화된 칸 c_KV[i, j]·ρᵢ의 곱을 모읍니다.",
+    "stage.grad_x.mla.title": "역전파: 입력 X의 기울기",
+    "stage.grad_x.mla.why": "잠재 어텐션에서 X는 W_Q, W_K, W_V가 아니라 축소 투영과 공유 회전 "
+    "Key로 들어갑니다 (c_Q = X·W_DQ, c_KV = X·W_DKV, k_R = X·W_KR). 다변수 연쇄 법칙은 그 "
+    "경로들을 더합니다: dX = dc_Q·W_DQᵀ + dc_KV·W_DKVᵀ + dk_R·W_KRᵀ (Query 잠재 벡터가 없으면 "
+    "첫 항 대신 dQ·W_Qᵀ). 이것이 아래 층으로 흘러가는 기울기입니다.",
+    "note.mla_grad_q_order": "각 헤드의 열은 qkvcalc의 순서입니다: 회전 열 d_R = {rope}개가 "
+    "먼저, 그다음 d_C = {nope}개. 주어진 {key} 안에서는 헤드의 마지막 {rope}개 열이므로, "
+    "한 스텝은 그 자리로 되돌려 놓습니다.",
+    "note.mla_grad_kv_b": "wkv_b는 헤드마다 W_UK의 d_C = {nope}개 열, 그다음 W_UV의 "
+    "d_v = {d_v}개 열을 담습니다. 그 기울기도 dW_UK와 dW_UV를 같은 방식으로 번갈아 놓습니다.",
     # ---- the sparse-attention indexer beside mla (qkvcalc/ops/indexer.py) ----
     "ui.variant.indexer": "희소 어텐션 인덱서 (인덱스 헤드 H_I = {heads}개, D = {dim}, "
     "top_k = {top_k}, RoPE {style})",
@@ -2382,8 +2446,8 @@ MESSAGES: dict[str, str] = {
     "indexer.norm_length": "{field}의 수는 {length}개인데, 인덱서의 Key는 D = {dim}개입니다",
     "indexer.backward": "역전파 (--backward, 그리고 이를 쓰는 qkvcalc train)는 희소 어텐션 "
     "인덱서를 따라가지 않습니다. 인덱서의 top-k는 기울기가 없는 선택이며 (transformers는 인덱서를 "
-    "torch.no_grad() 아래에서 실행하고, 손실은 인덱서의 가중치에 닿지 않습니다), 멀티헤드 잠재 "
-    "어텐션에는 아직 역전파가 없습니다. --backward 없이 실행하세요",
+    "torch.no_grad() 아래에서 실행하고, 손실은 인덱서의 가중치에 닿지 않습니다). --backward 없이 "
+    "실행하거나, 잠재 어텐션만의 역전파를 보려면 인덱서를 빼세요",
     "indexer.decode": "희소 어텐션 인덱서는 KV 캐시로 한 단계씩 계산하지 않습니다: --decode를 "
     "빼세요 (전체 실행에서 보입니다).",
     "indexer.dtype": "희소 어텐션 인덱서에는 아직 저정밀도 규칙이 없습니다: --dtype이나 "
@@ -2992,9 +3056,9 @@ MESSAGES: dict[str, str] = {
     "않습니다: {option}",
     "train.freeze_unknown": "--freeze: 가중치 이름은 {names} 중 하나여야 합니다. 받은 이름: {name}",
     "train.freeze_missing": "--freeze: 이 문제에 없는 가중치: {names} (있는 가중치: {has}).",
-    "train.projecting": "qkvcalc train은 역전파로 학습하는데, 역전파는 아직 멀티헤드 잠재 "
-    "어텐션(mla)을 따르지 않습니다. 잠재 가중치는 학습할 수 없습니다 (순전파는 qkvcalc "
-    "explain이 보여 줍니다).",
+    "train.projecting": "qkvcalc train은 W_Q, W_K, W_V를 움직이는데, 멀티헤드 잠재 어텐션(mla)은 "
+    "이것들을 잠재 벡터의 가중치로 대신하며, 그 가중치는 아직 움직일 수 없습니다. 그 기울기는 "
+    "qkvcalc explain --backward가 보여 줍니다.",
     "train.all_frozen": "--freeze가 문제의 모든 가중치를 고정하므로 움직일 것이 없습니다.",
     "train.too_big": "가중치와 어텐션 가중치가 {numbers}개인 문제를 {steps}단계 학습하면 수를 "
     "{limit}개보다 많이 보관해야 합니다. 최대 {most}단계로 줄여 주세요.",

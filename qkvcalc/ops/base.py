@@ -163,6 +163,12 @@ class Feature(NamedTuple):
     # --format torch --backward: (how its gradient is named, the tensor of the script that holds
     # its learned numbers, a leaf of autograd's graph), compared with its `grads` stage
     torch_leaf: tuple[str, str] | None = None
+    # --format torch --backward: what else the script compares, given the problem, the value
+    # and how to find a stage by id: (the gradient's name, the script's tensor, qkvcalc's
+    # gradient in that tensor's layout), the latents' weights of multi-head latent attention
+    torch_compared: (
+        Callable[[Problem, Any, Callable[[str], Any]], list[tuple[str, str, Any]]] | None
+    ) = None
     torch_module_gap: str = ""  # why nn.MultiheadAttention cannot check it
     # --format torch: the lines that narrow `causal` ([n, m] bool) given `distance` (pos_i − pos_j),
     # `positions` and `key_positions`
