@@ -3,7 +3,7 @@ one place (micrograd keeps an op's forward and backward side by side; a feature 
 input key, its stage, its operations, its cell arithmetic, its sentences' keys, its worksheet
 policy, its PyTorch lines and its JSON echo side by side).
 
-Each layer reads the features through the registry (qkvcalc.ops.features.REGISTRY) and never names
+Each layer reads the features through the registry (qkvcalc.ops.features) and never names
 one: the input layer calls `read`, the plan calls `logits`, the op table merges `ops`, the
 writers call `work`, `header` and `echo`, the torch script `torch_logits`.
 """
