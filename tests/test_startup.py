@@ -205,9 +205,10 @@ def loaded_by(args: list[str]) -> set[str]:
 
 
 def test_a_run_loads_the_feature_modules_its_problem_uses_and_no_other():
-    """The feature modules (and the op modules only they import: gdn_layer, row_rms) are loaded
-    when a problem uses them: the doc example uses none and loads none (they took about 15 ms
-    of its start-up); the rope preset loads RoPE's module alone of them."""
+    """The feature modules (and the op modules only they import: gdn_layer, row_rms, and base,
+    where Feature is declared) are loaded when a problem uses them: the doc example uses none
+    and loads none (they took about 15 ms of its start-up); the rope preset loads RoPE's module
+    alone of them."""
     from qkvcalc.ops.features import TABLE
 
     result = subprocess.run(
@@ -216,7 +217,7 @@ def test_a_run_loads_the_feature_modules_its_problem_uses_and_no_other():
     feature_only = set(json.loads(result.stdout))
     modules = {f"qkvcalc.ops.{module}" for _, module, _ in TABLE}
     assert modules <= feature_only
-    assert {"qkvcalc.ops.gdn_layer", "qkvcalc.ops.row_rms"} <= feature_only
+    assert {"qkvcalc.ops.base", "qkvcalc.ops.gdn_layer", "qkvcalc.ops.row_rms"} <= feature_only
     assert not loaded_by(["explain", "--preset", "doc"]) & feature_only
     rope = loaded_by(["explain", "--preset", "rope", "--format", "json"]) & feature_only
     assert rope & modules == {"qkvcalc.ops.rope"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from qkvcalc.input.numbers import Number, parse_number
 from qkvcalc.input.variants import Variants, read_variants
 from qkvcalc.labels import closest, json_kind, shape_text, shown
 from qkvcalc.ops import features
+
+if TYPE_CHECKING:
+    from qkvcalc.ops.base import Feature
 
 MAX_HEADS = 1024
 
@@ -416,7 +419,7 @@ class _Widths(NamedTuple):
 def _read_stand_in(
     doc: dict[str, Any],
     mats: dict[str, Matrix | None],
-    feature: features.Feature,
+    feature: Feature,
     heads: int,
     layout: str,
     exact: bool,

@@ -19,18 +19,18 @@ from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from qkvcalc.ops.base import Feature, JoinWords, Logits, Mistakes, Reading, Sizes, Turn
+from qkvcalc.ops.hooks import JoinWords, Logits, Mistakes, Reading, Sizes, Turn
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from qkvcalc.input.problem import Problem
+    from qkvcalc.ops.base import Feature
     from qkvcalc.ops.op import Op
     from qkvcalc.plan.specs import Ref, Spec
 
 __all__ = [
     "TABLE",
-    "Feature",
     "JoinWords",
     "Logits",
     "Mistakes",
