@@ -40,10 +40,12 @@ _CORE = (given, projection, transpose, scale, mask, softmax, concat, add, cache,
 
 class _Table(Mapping[str, Op]):
     """The op table: the core's operations from the start, a feature's from when it is asked
-    for (an op's name is its own: no feature's shadows another's or the core's, a test checks)."""
+    for (an op's name is its own: no feature's shadows another's or the core's, a test checks).
+    Listed, it is the core's then every feature's in the registry's order, as it was built."""
 
     def __init__(self, core: dict[str, Op]) -> None:
-        self._ops = core
+        self._core = core
+        self._ops = dict(core)
         self._whole = False  # every feature's operations are in
 
     def __getitem__(self, name: str) -> Op:
@@ -55,7 +57,7 @@ class _Table(Mapping[str, Op]):
 
     def _complete(self) -> dict[str, Op]:
         if not self._whole:
-            self._ops |= features.ops()
+            self._ops = {**self._core, **features.ops()}
             self._whole = True
         return self._ops
 
