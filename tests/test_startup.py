@@ -246,3 +246,22 @@ def test_the_registry_table_names_each_feature_as_its_module_declares_it():
     for f in features.every():
         for op in f.ops:
             assert table.OPS[op.name] is op
+
+
+def test_an_entry_set_in_the_op_table_stays_as_set():
+    """A test may set an op table entry (monkeypatch.setitem), as it could when the table was a
+    dict: neither a feature's ops joining it later nor listing it puts the original back."""
+    from qkvcalc.ops import features, table
+
+    fresh = table._Table({})
+    features.load("wg")
+    own = fresh["sigmoid"]  # the output gate's, among the features loaded
+    fresh["sigmoid"] = mine = own._replace(in_words=not own.in_words)
+    with pytest.raises(KeyError):
+        fresh["no such op"]  # a miss: the loaded features' ops join, then every feature's
+    assert fresh["sigmoid"] is mine
+    every = [op.name for f in features.every() for op in f.ops]
+    assert list(fresh) == every  # listed: every feature's, in the registry's order
+    assert fresh["sigmoid"] is mine
+    del fresh["sigmoid"]
+    assert "sigmoid" not in list(fresh)

@@ -16,7 +16,7 @@ imports their modules). Listing the table (its keys, values, length) lists every
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, MutableMapping
 
 from qkvcalc.ops import (
     add,
@@ -38,10 +38,11 @@ from qkvcalc.ops.op import Op
 _CORE = (given, projection, transpose, scale, mask, softmax, concat, add, cache, tiles)
 
 
-class _Table(Mapping[str, Op]):
+class _Table(MutableMapping[str, Op]):
     """The op table: the core's operations from the start, a feature's from when it is asked
     for (an op's name is its own: no feature's shadows another's or the core's, a test checks).
-    Listed, it is the core's then every feature's in the registry's order, as it was built."""
+    Listed, it is the core's then every feature's in the registry's order, as it was built. (A
+    test may set an entry, as it could in the dict this was: the entry stays as set.)"""
 
     def __init__(self, core: dict[str, Op]) -> None:
         self._core = core
@@ -50,14 +51,15 @@ class _Table(Mapping[str, Op]):
 
     def __getitem__(self, name: str) -> Op:
         if name not in self._ops:
-            self._ops |= features.loaded_ops()
+            for known, op in features.loaded_ops().items():
+                self._ops.setdefault(known, op)
         if name not in self._ops:
             self._complete()
         return self._ops[name]
 
     def _complete(self) -> dict[str, Op]:
         if not self._whole:
-            self._ops = {**self._core, **features.ops()}
+            self._ops = {**self._core, **features.ops()} | self._ops
             self._whole = True
         return self._ops
 
@@ -67,8 +69,14 @@ class _Table(Mapping[str, Op]):
     def __len__(self) -> int:
         return len(self._complete())
 
+    def __setitem__(self, name: str, op: Op) -> None:
+        self._ops[name] = op
 
-OPS: Mapping[str, Op] = _Table(
+    def __delitem__(self, name: str) -> None:
+        del self._ops[name]
+
+
+OPS: MutableMapping[str, Op] = _Table(
     {
         **{op.name: op for module in _CORE for op in module.OPS},
         **grads.OPS,
