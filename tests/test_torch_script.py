@@ -44,7 +44,8 @@ from tests.test_torch_oracle import ORACLE, problems  # after the skip: it needs
 TOL = 1e-9
 SDPA = "the output of F.scaled_dot_product_attention:"
 MHA = "nn.MultiheadAttention output:"
-WRITTEN_OUT = "the output of attention, its steps written out in torch:"  # with a softcap, which SDPA has no place for
+# with a softcap, which SDPA has no place for
+WRITTEN_OUT = "the output of attention, its steps written out in torch:"
 
 
 def script_of(doc: dict[str, Any]) -> tuple[str, np.ndarray]:
