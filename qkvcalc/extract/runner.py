@@ -576,6 +576,36 @@ def first_row(output: Any) -> np.ndarray:
     return np.asarray(tensor.detach()[0].to(dtype=torch.float64, device="cpu").numpy())
 
 
+@contextlib.contextmanager
+def one_thread_convolutions(model: Any) -> Any:
+    """The model's grouped convolutions (Qwen3-Next's and Qwen3.5's depthwise conv1d over
+    q | k | v, the Mamba mixers') run on one thread, the rest as torch is set. torch splits a
+    float64 depthwise convolution into one parallel region per channel, each waiting for its
+    slowest thread: on a machine whose cores are busy, the 8,192 channels of a Qwen3-Next
+    layer took 4 to 10 s on two threads, and 0.13 to 0.17 s on one. Each channel is its own
+    sum either way, so the numbers are the same; the thread count is restored after."""
+    import torch
+
+    before = torch.get_num_threads()
+
+    def one(module: Any, args: Any) -> None:
+        torch.set_num_threads(1)
+
+    def back(module: Any, args: Any, output: Any) -> None:
+        torch.set_num_threads(before)
+
+    handles = []
+    for module in model.modules():
+        if isinstance(module, torch.nn.Conv1d) and module.groups > 1:
+            handles += [module.register_forward_pre_hook(one), module.register_forward_hook(back)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+        torch.set_num_threads(before)
+
+
 def capture(
     model: Any, family: Family, layer: int, ids: list[int], float64: bool
 ) -> tuple[np.ndarray, dict[str, Any], np.ndarray | None]:
@@ -626,7 +656,7 @@ def capture(
     try:
         with torch.no_grad():
             islands = float64_islands(model) if float64 else contextlib.nullcontext()
-            with islands, contextlib.suppress(_Captured):
+            with islands, one_thread_convolutions(model), contextlib.suppress(_Captured):
                 family.run(model, torch.tensor([ids], device=device))
     finally:
         for handle in handles:
