@@ -6,7 +6,7 @@
   every state;
 - the engine's `output_only` run (extract's check) computes the final output from the stages
   it depends on alone, the same numbers as the whole run;
-- extract runs a model's grouped convolutions on one thread, the same numbers, the thread
+- extract runs a module that holds a grouped convolution on one thread, the thread
   count restored after."""
 
 from __future__ import annotations
@@ -125,21 +125,35 @@ def test_the_output_only_run_computes_the_same_output(source):
         assert len(alone.stages) < len(whole.stages)
 
 
-def test_grouped_convolutions_run_on_one_thread_with_the_same_numbers():
+def test_a_module_that_holds_a_grouped_convolution_runs_on_one_thread():
     torch = pytest.importorskip("torch")
     from qkvcalc.extract.runner import one_thread_convolutions
 
-    conv = torch.nn.Conv1d(6, 6, 3, groups=6, padding=2, dtype=torch.float64)
-    model = torch.nn.Sequential(conv, torch.nn.Conv1d(6, 2, 1, dtype=torch.float64))
+    class Mixer(torch.nn.Module):  # as Gated DeltaNet: F.conv1d with its Conv1d's weight
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1d = torch.nn.Conv1d(6, 6, 3, groups=6, padding=2, dtype=torch.float64)
+            self.proj = torch.nn.Linear(6, 6, dtype=torch.float64)
+
+        def forward(self, x):
+            seen.append(torch.get_num_threads())
+            y = torch.nn.functional.conv1d(x, self.conv1d.weight, padding=2, groups=6)
+            return self.proj(y.transpose(1, 2))
+
     seen: list[int] = []
-    conv.register_forward_hook(lambda *_: seen.append(torch.get_num_threads()))
+    mixer = Mixer()
+    model = torch.nn.Sequential(torch.nn.Identity(), mixer)
     x = torch.randn(1, 6, 9, dtype=torch.float64)
-    before = torch.get_num_threads()
-    with torch.no_grad():
-        plain = model(x)
-        with one_thread_convolutions(model):
-            again = model(x)
-    assert torch.equal(plain, again)
-    assert seen == [before, 1]  # the hook added after extract's sees its one thread
-    assert torch.get_num_threads() == before
-    assert not conv._forward_pre_hooks  # its own hooks removed
+    own = torch.get_num_threads()
+    torch.set_num_threads(2)  # two, so that one is a change
+    try:
+        with torch.no_grad():
+            plain = model(x)
+            with one_thread_convolutions(model):
+                again = model(x)
+        assert seen == [2, 1]
+        assert torch.get_num_threads() == 2  # restored
+    finally:
+        torch.set_num_threads(own)
+    assert torch.allclose(plain, again, rtol=1e-15, atol=0)
+    assert not mixer._forward_pre_hooks and not mixer._forward_hooks  # its hooks removed

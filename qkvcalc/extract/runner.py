@@ -578,12 +578,14 @@ def first_row(output: Any) -> np.ndarray:
 
 @contextlib.contextmanager
 def one_thread_convolutions(model: Any) -> Any:
-    """The model's grouped convolutions (Qwen3-Next's and Qwen3.5's depthwise conv1d over
-    q | k | v, the Mamba mixers') run on one thread, the rest as torch is set. torch splits a
-    float64 depthwise convolution into one parallel region per channel, each waiting for its
-    slowest thread: on a machine whose cores are busy, the 8,192 channels of a Qwen3-Next
-    layer took 4 to 10 s on two threads, and 0.13 to 0.17 s on one. Each channel is its own
-    sum either way, so the numbers are the same; the thread count is restored after."""
+    """The modules that hold a grouped convolution (Qwen3-Next's and Qwen3.5's Gated DeltaNet
+    with its depthwise conv1d over q | k | v, the Mamba mixers) run on one thread, the rest as
+    torch is set. torch splits a float64 depthwise convolution into one parallel region per
+    channel, each waiting for its slowest thread: on a machine whose cores are busy, the 8,192
+    channels of a Qwen3-Next layer took 4 to 18 s on two threads, and 0.13 to 0.17 s on one.
+    Gated DeltaNet calls F.conv1d with its Conv1d's weight, so the module that holds the
+    convolution is the one run so. The run is the layer's own either way; the thread count is
+    restored after."""
     import torch
 
     before = torch.get_num_threads()
@@ -596,7 +598,8 @@ def one_thread_convolutions(model: Any) -> Any:
 
     handles = []
     for module in model.modules():
-        if isinstance(module, torch.nn.Conv1d) and module.groups > 1:
+        children = module.children()
+        if any(isinstance(c, torch.nn.Conv1d) and c.groups > 1 for c in children):
             handles += [module.register_forward_pre_hook(one), module.register_forward_hook(back)]
     try:
         yield
