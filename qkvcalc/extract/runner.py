@@ -582,7 +582,7 @@ def one_thread_convolutions(model: Any) -> Any:
     with its depthwise conv1d over q | k | v, the Mamba mixers) run on one thread, the rest as
     torch is set. torch splits a float64 depthwise convolution into one parallel region per
     channel, each waiting for its slowest thread: on a machine whose cores are busy, the 8,192
-    channels of a Qwen3-Next layer took 4 to 18 s on two threads, and 0.13 to 0.17 s on one.
+    channels of a Qwen3-Next layer took 2.5 to 18 s on two threads, and 0.13 to 0.17 s on one.
     Gated DeltaNet calls F.conv1d with its Conv1d's weight, so the module that holds the
     convolution is the one run so. The run is the layer's own either way; the thread count is
     restored after."""
