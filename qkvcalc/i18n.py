@@ -82,6 +82,21 @@ def _words(value: Any, lang: str) -> Any:
     return value
 
 
+def lang_option(args: list[str]) -> str | None:
+    """The value of a valid `--lang en|ko` (or `--lang=ko`; of `--lang en,ko`, the first)
+    among the arguments, if any."""
+    for k, arg in enumerate(args):
+        if arg == "--":
+            break
+        value = args[k + 1] if arg == "--lang" and k + 1 < len(args) else None
+        if arg.startswith("--lang="):
+            value = arg.partition("=")[2]
+        value = value.split(",")[0] if value and "," in value else value
+        if value in LANGS:
+            return value
+    return None
+
+
 def resolve_lang(explicit: str | None = None) -> str:
     """--lang wins; then QKVCALC_LANG; then LC_ALL, LC_MESSAGES, LANG (the POSIX order)."""
     if explicit:

@@ -31,7 +31,7 @@ import io
 import os
 import sys
 
-from qkvcalc.i18n import LANGS
+from qkvcalc.i18n import lang_option
 
 EXIT_INTERRUPTED = 130  # as qkvcalc.cli.common, which this module must not load first
 
@@ -67,19 +67,6 @@ def _let_go() -> None:
     if _holding:
         _holding = False
         gc.enable()
-
-
-def lang_option(args: list[str]) -> str | None:
-    """The value of a valid `--lang en|ko` (or `--lang=ko`) among the arguments, if any."""
-    for k, arg in enumerate(args):
-        if arg == "--":
-            break
-        value = args[k + 1] if arg == "--lang" and k + 1 < len(args) else None
-        if arg.startswith("--lang="):
-            value = arg.partition("=")[2]
-        if value in LANGS:
-            return value
-    return None
 
 
 class _ClosedOutput(io.TextIOBase):

@@ -378,6 +378,40 @@ def test_every_equals_holds_in_a_whole_gated_deltanet_layer(cli, lang) -> None:
     _check_text(result.output, 4)
 
 
+# A whole Kimi Delta Attention layer (the keys extract gives a Kimi Linear KDA layer): the same
+# convolution, each Key channel's g made from X through the low-rank W_fa·W_fb, β = σ(X·W_b),
+# the gated norm with σ(X·W_ga·W_gb); and OLMo-Hybrid's Gated DeltaNet, β = 2·σ(b)
+KDA_LAYER = {
+    **{key: value for key, value in GDN_LAYER.items() if key != "gated_delta"},
+    "kimi_delta": {
+        "conv": GDN_LAYER["gated_delta"]["conv"],
+        "wf_a": [[0.4, -0.6], [0.9, 0.2], [-0.3, 0.5]],
+        "wf_b": [[0.5, -0.4, 0.2, 0.9], [-0.3, 0.6, 0.8, -0.1]],
+        "a_log": [0.5, -1.2],
+        "dt_bias": [0.3, 1.1, -0.4, 0.2],
+        "wb": [[-0.8, 0.3], [0.1, 0.7], [0.6, -0.4]],
+        "wg_a": [[0.7, -0.2], [-0.5, 0.6], [0.2, 0.8]],
+        "wg_b": [[0.3, -0.9, 0.4, 0.1], [-0.6, 0.2, 0.5, 0.7]],
+        "norm": [1.2, 0.8],
+        "chunk": 2,
+    },
+}
+OLMO_LAYER = {**GDN_LAYER, "gated_delta": {**GDN_LAYER["gated_delta"], "beta_scale": 2}}
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize(("layer", "made"), [(KDA_LAYER, "σ("), (OLMO_LAYER, "2×σ(")])
+def test_every_equals_holds_in_a_whole_kda_and_olmo_layer(cli, layer, made, lang) -> None:
+    env = {**PINNED_ENV, "COLUMNS": "4000"}
+    args = ["explain", "-", "-f", "table", "--no-color", "--detail", "full", "--lang", lang]
+    result = cli(*args, input=json.dumps(layer), env=env)
+    assert result.exit_code == 0, result.output[-2000:]
+    lines = arithmetic_lines(result.output)
+    for part in ("SiLU(", "softplus(", made, " / √"):  # the layer's own stages are among them
+        assert any(part in line for line in lines), part
+    _check_text(result.output, 4)
+
+
 def test_the_evaluator() -> None:
     assert evaluate("1×1 + 2×0") == 1
     assert evaluate("e^(-∞)") == 0

@@ -47,7 +47,10 @@ def test_each_export_shows_every_gradient_stage(fmt):
     text = render(trace, fmt)
     for stage in grad_stages(trace):
         assert stage.formula.split(" = ")[0].split("[")[0] in text or fmt == "latex", stage.id
-    titles = {"markdown": "dX = dQ·W_Qᵀ + dK·W_Kᵀ", "html": "dX = dQ·W_Qᵀ + dK·W_Kᵀ"}
+    titles = {  # dX's formula as each writes it (markdown's in TeX; its why names no terms)
+        "markdown": r"dX = dQ \cdot W_Q^\top + dK \cdot W_K^\top",
+        "html": "dX = dQ·W_Qᵀ + dK·W_Kᵀ",
+    }
     if fmt in titles:
         assert titles[fmt] in text
     if fmt == "latex":

@@ -1,7 +1,9 @@
-"""qkvcalc extract on the Gated DeltaNet layers of Qwen3-Next and Qwen3.5 (issue 37, item 3): a
-linear-attention layer becomes a problem of the gated_delta key with the whole layer around its
-core — in_proj_qkvz / in_proj_ba (Qwen3-Next, grouped by key head) or in_proj_qkv, _z, _b, _a
-(Qwen3.5), the causal convolution and SiLU, g and β made from X, the gated RMSNorm and out_proj.
+"""qkvcalc extract on the Gated DeltaNet layers of Qwen3-Next, Qwen3.5 and OLMo-Hybrid (issue 37,
+item 3): a linear-attention layer becomes a problem of the gated_delta key with the whole layer
+around its core — in_proj_qkvz / in_proj_ba (Qwen3-Next, grouped by key head), in_proj_qkv, _z,
+_b, _a (Qwen3.5) or OLMo-Hybrid's q/k/v/a/b/g projections, the causal convolution and SiLU, g
+and β made from X (OLMo-Hybrid's β = 2·σ(b): beta_scale), the gated RMSNorm and out_proj (or
+o_proj).
 
 Against transformers itself (tiny float64 models from configs, random weights, eager,
 save_pretrained, extract in float64, then explain): x to 1e-12; the linear_attn module's own
@@ -19,7 +21,7 @@ import numpy as np
 import pytest
 
 from tests.test_extract import build_from, true_float64
-from tests.test_extract_hybrid import EAGER, LINEAR, MOE, VISION, as_loaded
+from tests.test_extract_hybrid import EAGER, LINEAR, MOE, OLMO, VISION, as_loaded
 from tests.test_extract_more import LLAMA, TOL, at, ids, relative
 
 torch = pytest.importorskip("torch")
@@ -57,6 +59,20 @@ CASES = {
         "Qwen3_5MoeForConditionalGeneration",
         MULTIMODAL,
     ),
+    # OLMo-Hybrid: q/k/v/a/b/g projections of their own, o_norm (ε 1e-5), β = 2·σ(b)
+    # (allow_neg_eigval, its default); and without it, two value heads on one key head
+    "olmo_hybrid": ("OlmoHybridConfig", OLMO, "OlmoHybridForCausalLM", TEXT),
+    "olmo_hybrid-grouped": (
+        "OlmoHybridConfig",
+        {
+            **OLMO,
+            "linear_num_key_heads": 1,
+            "linear_num_value_heads": 2,
+            "linear_allow_neg_eigval": False,
+        },
+        "OlmoHybridForCausalLM",
+        TEXT,
+    ),
 }
 LAYER = 0  # the linear-attention layer
 
@@ -78,7 +94,9 @@ def reference(model, module) -> dict:
     hooks = [
         module.register_forward_pre_hook(grab_x, with_kwargs=True),
         module.register_forward_hook(grab_out),
-        module.norm.register_forward_pre_hook(grab_core),
+        (module.norm if hasattr(module, "norm") else module.o_norm).register_forward_pre_hook(
+            grab_core
+        ),
     ]
     try:
         with torch.no_grad(), true_float64():
@@ -127,6 +145,8 @@ def test_the_linear_layer_equals_transformers(lab, name):
     assert relative(problem["x"], ref["x"]) < 1e-12
     assert relative(trace.output, ref["out"]) < TOL
     assert "linear-attention (Gated DeltaNet) layer 0" in problem["description"]
+    # OLMo-Hybrid's β is 2·σ(b) unless the config turns allow_neg_eigval off
+    assert problem["gated_delta"].get("beta_scale", 1.0) == (2.0 if name == "olmo_hybrid" else 1.0)
     heads = problem["heads"]
     assert heads == got["module"].num_v_heads
     for h in range(1, heads + 1):
@@ -138,7 +158,7 @@ def test_the_linear_layer_equals_transformers(lab, name):
         assert np.allclose(np.triu(weights, 1), 0.0)
 
 
-@pytest.mark.parametrize("name", ["qwen3_next", "qwen3_5_text"])
+@pytest.mark.parametrize("name", ["qwen3_next", "qwen3_5_text", "olmo_hybrid"])
 def test_each_part_of_the_layer_is_needed(lab, name):
     """Without the convolution, the gated norm, or with the norm's weight as 1 + w, the output
     is another: each key the problem carries is the layer's."""
@@ -147,12 +167,15 @@ def test_each_part_of_the_layer_is_needed(lab, name):
     got = lab(name)
     problem, ref = got["problem"], got["reference"]
     keys = problem["gated_delta"]
-    for changed in (
+    changes = [
         {k: v for k, v in keys.items() if k != "conv"},
         {k: v for k, v in keys.items() if k not in ("wz", "norm", "norm_eps")},
         {**keys, "norm": keys["norm"] + 1.0},
         {**keys, "dt_bias": keys["dt_bias"] * 0.0},
-    ):
+    ]
+    if "beta_scale" in keys:  # OLMo-Hybrid's β = 2·σ(b): σ(b) alone is another layer
+        changes.append({k: v for k, v in keys.items() if k != "beta_scale"})
+    for changed in changes:
         other = qkvcalc.explain(**{**problem, "gated_delta": changed})
         assert relative(other.output, ref["out"]) > 1e-3
 
@@ -245,6 +268,7 @@ def test_the_attention_layer_still_extracts_and_mamba_stays_refused(lab, tmp_pat
         ({"norm": np.zeros(7)}, "gated_delta.vector", ["norm", "7", "8"]),
         ({"g": [[-1.0] * 2] * 7}, "gated_delta.both_gates", ["wa, wb, a_log, dt_bias"]),
         ({"norm_eps": 2}, "gated_delta.norm_eps", ["2"]),
+        ({"beta_scale": 3}, "gated_delta.beta_scale", ["beta_scale", "3"]),
     ],
 )
 @pytest.mark.parametrize("lang", ["en", "ko"])
@@ -310,6 +334,7 @@ def test_a_config_that_lies_about_the_layer_is_one_message(lab, tmp_path):
     assert result.returncode == 2 and result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "does not match its weights" in lines[0], lines[0]
 
 
 def test_the_problem_round_trips_through_npz_with_its_nested_arrays(lab, tmp_path):
@@ -373,3 +398,43 @@ def test_the_quiz_names_a_mistake_after_the_convolution(lab, stage):
     assert found is not None and found.id == "gdn_decay_missing"
     truth = np.round(trace.stage(stage, 1).value, 6)
     assert recognise(trace, f"1/{stage}", truth, {}, 6) is None
+
+
+def test_a_model_of_linear_layers_only_extracts(tmp_path):
+    """Every layer linear: transformers' forward with its cache on cannot even count the
+    cache's tokens (Cache.get_seq_length raises for linear layers alone), so extract runs the
+    model without a cache; each layer then equals the module's own output."""
+    import qkvcalc
+
+    fields = {**LLAMA, **LINEAR, **MOE, "layer_types": ["linear_attention"] * 2}
+    model = build_from("Qwen3NextConfig", fields, "Qwen3NextForCausalLM", **EAGER)
+    as_loaded(model, "qwen3_next")
+    model.config.use_cache = False  # the reference run, as extract runs it
+    model.save_pretrained(tmp_path)
+    for layer in (0, 1):
+        module = at(model, TEXT, layer)
+        problem = qkvcalc.extract(str(tmp_path), layer=layer, input_ids=ids(), dtype="float64")
+        assert relative(qkvcalc.explain(**problem).output, reference(model, module)["out"]) < TOL
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_models_own_forward_failing_is_one_message(lab, monkeypatch, lang):
+    """transformers raising inside its own forward, before the layer is reached, is named as
+    that (its exception's type and first line), not passed out as a traceback."""
+    from transformers import AutoModelForCausalLM
+
+    import qkvcalc
+    from qkvcalc.extract.common import base_model
+
+    loaded = AutoModelForCausalLM.from_pretrained(lab("qwen3_next")["folder"])
+
+    def broken(*args, **kwargs):
+        raise ValueError("the cache cannot say its length\nsecond line")
+
+    monkeypatch.setattr(base_model(loaded), "forward", broken)
+    with pytest.raises(qkvcalc.QkvcalcError) as raised:
+        qkvcalc.extract(loaded, layer=LAYER, input_ids=ids())
+    text = raised.value.msg.text(lang)
+    assert raised.value.msg.key == "extract.model_failed"
+    assert "ValueError: the cache cannot say its length" in text
+    assert "second line" not in text and "qwen3_next" in text

@@ -8,9 +8,9 @@ Against transformers itself, as tests/test_extract_new.py does (a tiny float64 m
 config, random weights, eager attention, save_pretrained, extract in float64, then explain):
 x to 1e-12, every head's attention probabilities and the output projection's own output to 1e-8
 relative. transformers' output_attentions returns the attention layers' maps only, so the
-reference takes the weights from the attention module's own output. A linear-attention layer
-of OLMo-Hybrid (the Qwen ones' are read: tests/test_extract_gdn.py) or a Mamba layer is refused
-with one message naming its kind and the attention layers; the hybrids extract does not read are
+reference takes the weights from the attention module's own output. A Mamba layer is refused
+with one message naming its kind and the attention layers (the Gated DeltaNet layers are read:
+tests/test_extract_gdn.py); the hybrids extract does not read are
 refused as a whole before anything loads; heads shows the attention layers and says where the
 others are."""
 
@@ -339,29 +339,29 @@ def test_the_biases_split_as_the_weights_do(lab):
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
-def test_a_linear_attention_layer_is_one_message_naming_the_attention_layers(lab, lang):
+def test_a_layer_of_another_kind_is_one_message_naming_the_attention_layers(lab, lang):
     import qkvcalc
     from qkvcalc.errors import QkvcalcError
 
-    # OLMo-Hybrid's Gated DeltaNet layers are not read (Qwen3-Next's and Qwen3.5's are:
-    # tests/test_extract_gdn.py)
-    folder = lab("olmo_hybrid")["folder"]
+    # every Gated DeltaNet layer is read now (Qwen3-Next's, Qwen3.5's, OLMo-Hybrid's:
+    # tests/test_extract_gdn.py); a Mamba layer is refused
+    folder = lab("bamba")["folder"]
     with pytest.raises(QkvcalcError) as err:
         qkvcalc.extract(str(folder), layer=0, input_ids=ids(), dtype="float64")
     assert err.value.msg.key == "extract.not_attention"
     text = err.value.message(lang)
-    assert "Gated DeltaNet" in text and text.endswith(": 1" if lang == "ko" else "are 1")
+    assert "Mamba" in text and text.endswith(": 1" if lang == "ko" else "are 1")
 
 
-def test_the_command_line_refuses_a_linear_layer_in_one_line(lab):
-    folder = lab("olmo_hybrid")["folder"]
+def test_the_command_line_refuses_a_layer_of_another_kind_in_one_line(lab):
+    folder = lab("bamba")["folder"]
     argv = [sys.executable, "-m", "qkvcalc", "extract", str(folder), "--layer", "0"]
     result = subprocess.run(
         [*argv, "--ids", "1 2 3"], capture_output=True, text=True, timeout=300, check=False
     )
     assert result.returncode == 2 and result.stdout == ""
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Gated DeltaNet" in lines[0] and "Traceback" not in result.stderr
+    assert len(lines) == 1 and "Mamba" in lines[0] and "Traceback" not in result.stderr
 
 
 def test_the_keys_of_the_state_space_hybrids(lab):
@@ -445,7 +445,7 @@ def test_heads_shows_the_attention_layers_and_says_where_the_others_are(lab):
         joined = " ".join(text.split("\n"))
         assert len(run.others) == 2 and all(m.text(lang) in joined for m in run.others)
         assert ("layer 1" if lang == "en" else "층 1") in text
-    assert run.others[0].text("en").endswith("layers 0.")
+    assert run.others[0].text("en").endswith("(layers: 0).")
     assert run.others[1].text("en") == "The rows below are its attention layers: 1."
     html = page(run)
     assert 'id="l1h4"' in html and 'id="l0h1"' not in html
@@ -467,8 +467,8 @@ def test_heads_names_each_kind_of_other_layer(lab):
     assert run.layers == [1] and relative(run.weights[0], got["reference"]["weights"]) < TOL
     said = [other.text("en") for other in run.others]
     assert len(said) == 3 and said[2].endswith("attention layers: 1.")
-    assert "state-space (Mamba)" in said[0] and said[0].endswith("so they are not shown: layers 0.")
-    assert "feed-forward (MLP-only)" in said[1] and "layers 2." in said[1]
+    assert "state-space (Mamba)" in said[0] and said[0].endswith("leaves them out (layers: 0).")
+    assert "feed-forward (MLP-only)" in said[1] and "(layers: 2)." in said[1]
     text = " ".join(heads_text(run, "en", 200).split("\n"))
     assert all(sentence in text for sentence in said)
 

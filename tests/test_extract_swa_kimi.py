@@ -13,7 +13,7 @@ divided by its sum must equal them; the output holds the factor and must equal o
 Kimi Linear: a Kimi Delta Attention layer, then two MLA layers without RoPE (NoPE), with a query
 latent (q_lora_rank) and without (q_proj); the KDA layer before them runs in float64 too. Its
 attention probabilities and o_proj's output equal transformers' to 1e-8 relative, x to 1e-12;
-the KDA layer is refused with one message naming the attention layers."""
+the KDA layer is a kimi_delta problem (tests/test_extract_kda.py)."""
 
 from __future__ import annotations
 
@@ -189,18 +189,16 @@ def test_the_keys_of_kimi_linear(lab, name):
     assert relative(qkvcalc_output(turned), got["reference"]["out"]) > 1e-3
 
 
-@pytest.mark.parametrize("lang", ["en", "ko"])
-def test_a_kimi_delta_layer_is_one_message_naming_the_attention_layers(lab, lang):
+def test_a_kimi_delta_layer_is_a_kimi_delta_problem(lab):
+    """Layer 0, a Kimi Delta Attention layer, is no longer refused: it is a problem of the
+    kimi_delta key with the whole layer (tests/test_extract_kda.py compares it with the
+    module)."""
     import qkvcalc
-    from qkvcalc.errors import QkvcalcError
 
     folder = lab("kimi_linear", 1)["folder"]
-    with pytest.raises(QkvcalcError) as err:
-        qkvcalc.extract(str(folder), layer=0, input_ids=ids(), dtype="float64")
-    assert err.value.msg.key == "extract.not_attention"
-    text = err.value.message(lang)
-    assert "Kimi Delta Attention" in text
-    assert text.endswith(": 1, 2" if lang == "ko" else "are 1, 2")
+    problem = qkvcalc.extract(str(folder), layer=0, input_ids=ids(), dtype="float64")
+    assert "kimi_delta" in problem and "mla" not in problem
+    assert "Kimi Delta Attention" in problem["description"]
 
 
 def test_heads_on_kimi_linear_shows_its_mla_layers(lab):

@@ -34,12 +34,19 @@ def test_preset_table_matches_its_golden_render(cli, name):
     assert text == golden.read_text(encoding="utf-8")
 
 
-def test_a_backward_run_matches_its_golden_render(cli):
-    """The backward pass (--backward) of the sentence preset from `attend`: every gradient stage,
-    its arithmetic and notes (the loss, √d_k shown by its gradients), pinned the same way."""
-    result = cli("explain", "--preset", "sentence", "--attend", "1 1 2", "--backward")
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [("sentence", ("--attend", "1 1 2")), ("mla", ())],  # mla: its own target
+    ids=["sentence", "mla"],
+)
+def test_a_backward_run_matches_its_golden_render(cli, name, args):
+    """The backward pass (--backward) of the sentence preset from `attend`, and of multi-head
+    latent attention's (through its latents, to every latent weight) from its target: every
+    gradient stage, its arithmetic and notes (the loss, √d_k shown by its gradients), pinned
+    the same way."""
+    result = cli("explain", "--preset", name, *args, "--backward")
     assert result.exit_code == 0, result.stderr
-    golden = GOLDEN / "sentence.backward.table.txt"
+    golden = GOLDEN / f"{name}.backward.table.txt"
     text = normalise(result.stdout)
     if REGEN:
         golden.write_text(text, encoding="utf-8")

@@ -408,21 +408,26 @@ def test_preset_texts_cite_no_internal_paths(name):
 
 # A particle right after a placeholder whose form depends on the value's last sound: 은/는, 이/가,
 # 을/를, 와/과, 으로/로, and the copula's vowel-only forms 라/여 ({x}라서, {x}여야). Allowed: the
-# dual forms 은(는), 이(가), 을(를), 와(과), (으)로, and the copula written with 이 ({x}이므로,
-# {x}이고, {x}이면, {x}이며, {x}이어야, {x}이라, {x}입니다, {x}인).
-_SINGLE_PARTICLE = re.compile(
-    r"\}(?:은(?!\(는\))|을(?!\(를\))|와(?!\(과\))|이(?!\(가\)|므로|고|면|며|어|라|다|지|거나|었|던|니)"
-    r"|으로|[는를과가로라여])"
+# copula written with 이 ({x}이므로, {x}이고, {x}이면, {x}이며, {x}이어야, {x}이라, {x}입니다,
+# {x}인). A dual form — 은(는), 이(가), 을(를), 와(과), (으)로, (은)는 — is never allowed, after a
+# placeholder or anything else: filled in, it reads "프리셋 sentence을(를)", "σ = 0.5은(는)", a
+# form left unfilled (teaching review F19); the sentence is built around the value instead.
+_SINGLE_PARTICLE = re.compile(  # also past a closing quote or bracket, or a parenthetical
+    r"\}(?:['\"\]]|\([^()]*\))?"
+    r"(?:은|을|와|이(?!므로|고|면|며|어|라|다|지|거나|었|던|니)|으로|[는를과가로라여])"
 )
+_DUAL_PARTICLE = re.compile(r"\((?:은|는|이|가|을|를|와|과|으|이)\)")
 
 
 def single_particles(text: str) -> list[str]:
-    return [text[max(0, m.start() - 20) : m.end() + 5] for m in _SINGLE_PARTICLE.finditer(text)]
+    found = [*_SINGLE_PARTICLE.finditer(text), *_DUAL_PARTICLE.finditer(text)]
+    return [text[max(0, m.start() - 20) : m.end() + 5] for m in found]
 
 
 def test_no_korean_particle_after_a_placeholder_depends_on_its_last_sound():
     """'{field}는' reads wrong when the field is 'bq' (비큐는 but 'mask' …); '{d_k}를' when d_k
-    is 8 (팔을): every Korean entry uses the dual forms or a copula after a placeholder."""
+    is 8 (팔을); '{x}을(를)' reads as a form left unfilled: every Korean entry builds the
+    sentence around a placeholder (a colon, 의, a noun, a counter, a copula), with no dual form."""
     found = {key: single_particles(text) for key, text in KO.items() if single_particles(text)}
     assert not found, found
 
@@ -439,11 +444,26 @@ def test_no_korean_particle_after_a_placeholder_depends_on_its_last_sound():
         ("{dtype}으로 실행", True),
         ("{format}라는 형식", True),
         ("{name!r}이 없습니다", True),
-        ("{field}은(는) 정수여야 합니다", False),
-        ("{field}이(가) 넘습니다", False),
-        ("Key {j}을(를) 허용하면", False),
-        ("{half}와(과) 짝", False),
-        ("{dtype}(으)로 실행", False),
+        ("{field}은(는) 정수여야 합니다", True),
+        ("{field}이(가) 넘습니다", True),
+        ("Key {j}을(를) 허용하면", True),
+        ("{half}와(과) 짝", True),
+        ("{dtype}(으)로 실행", True),
+        ("qkvcalc {command}(은)는 모델을", True),
+        ("프리셋 sentence을(를) 씁니다", True),
+        ("σ = 0.5은(는) 작습니다", True),
+        ("W_Q은(는) 학습됩니다", True),
+        ("{field}: 정수여야 합니다", False),
+        ("{head}번 헤드가 없습니다", False),
+        ("{dtype} 정밀도로 실행", False),
+        ("속성 '{attribute}'가 없습니다", True),
+        ('--shuffle "{order}"를 붙이세요', True),
+        ("{src}[{i},{j}]가 들면", True),
+        ("첫 바이트 {byte}(위치 {offset})로 시작하는", True),
+        ("차원(i + {half})과 짝지어", False),
+        ("'{attribute}' 속성이 없습니다", False),
+        ("{model} 모델을 불러옵니다", False),
+        ("W_Q는 학습됩니다(Query)", False),
         ("d_k = {d_k}이므로 {a}이고 {b}입니다, {c}이면 {d}이며 {e}이어야 {f}인가요", False),
         ("{head}의 {n}개, {origin}에서", False),
     ],

@@ -179,9 +179,9 @@ def test_the_package_root_holds_only_what_every_layer_shares():
 def _naming(word: str) -> list[str]:
     """The package files outside the feature modules, the catalogs and extract/ that name `word`
     (the core op modules of qkvcalc/ops/ are searched: they know no feature)."""
-    from qkvcalc.ops.features import REGISTRY
+    from qkvcalc.ops.features import every
 
-    own = {f"ops/{f.read.__module__.rpartition('.')[2]}.py" for f in REGISTRY}
+    own = {f"ops/{f.read.__module__.rpartition('.')[2]}.py" for f in every()}
     own |= {"ops/__init__.py", "ops/features.py"}  # the package's index and the registry
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -198,9 +198,9 @@ def test_a_plug_in_feature_is_named_only_by_the_fields_table():
     catalogs and extract/, its name appears in the fields table (its key, and its option) alone,
     and so do the mechanisms the plug-in issue names (RoPE and ALiBi among them). The core op
     modules (qkvcalc/ops/projection.py, softmax.py …) are searched too: they know no feature."""
-    from qkvcalc.ops.features import REGISTRY
+    from qkvcalc.ops.features import every
 
-    names = {f.name for f in REGISTRY}
+    names = {f.name for f in every()}
     assert names >= {"qk_norm", "rope", "score_bias", "softcap", "window", "sinks", "mla"}
     # check's reference pipeline is a second, naive attention written as a person writes it
     # (qkvcalc/check/reference.py), held equal to explain's: it turns q and k itself, RoPE being

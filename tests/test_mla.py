@@ -217,10 +217,11 @@ def test_a_decode_run_caches_the_latents(prefill, lora):
 
 
 def test_the_command_line_says_it_once(tmp_path):
-    """A wrong shape and the backward pass: one line each, exit 2, no traceback."""
+    """A wrong shape, and the backward pass with a KV cache: one line each, exit 2, no
+    traceback (the backward pass itself: tests/test_mla_backward.py)."""
     cases = [
         (bad_problem(BAD["rows"][0]), [], "mla.wkv_b is 3×14"),
-        (latent_problem(target=[[0] * D_MODEL] * 4), ["--backward"], "--backward"),
+        (latent_problem(target=[[0] * D_MODEL] * 4), ["--backward", "--decode", "1"], "decode"),
     ]
     for k, (problem, args, words) in enumerate(cases):
         path = tmp_path / f"p{k}.json"

@@ -950,7 +950,7 @@ def test_a_mistyped_stage_gets_a_did_you_mean():
         result = in_process("quiz", "--preset", "multihead", "--stages", typed)
         one_message(result, f"no stage {typed!r}", f"did you mean {meant!r}?")
     korean = in_process("quiz", "--preset", "multihead", "--stages", "scors", "--lang", "ko")
-    one_message(korean, "'scores'을(를) 뜻했나요?")
+    one_message(korean, "'scores' 단계를 뜻했나요?")
     far = in_process("quiz", "--preset", "multihead", "--stages", "banana")
     one_message(far, "no stage 'banana'; choose from")
 
@@ -963,4 +963,4 @@ def test_a_head_the_problem_lacks_is_said_with_its_heads():
     one_message(in_process("quiz", "--preset", "sentence", "--stages", "2/scores"),
                 "a single head", "write scores")  # fmt: skip
     korean = in_process("quiz", "--preset", "multihead", "--stages", "3/scores", "--lang", "ko")
-    one_message(korean, "헤드 3이(가) 없습니다", "1부터 2까지")
+    one_message(korean, "3번 헤드가 없습니다", "1부터 2까지")

@@ -10,6 +10,7 @@ start-up does, and the figures it was done for are in the README."""
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import os
 import subprocess
@@ -161,3 +162,106 @@ def test_a_program_that_imports_qkvcalc_keeps_its_collector_and_environment():
     assert gc.isenabled()
     assert gc.get_freeze_count() == frozen
     assert os.environ.get("OPENBLAS_THREAD_TIMEOUT") == blas
+
+
+# Run in the child: the console script's main on ARGV, then the modules loaded, as JSON.
+LOADED = """
+import json, sys
+from qkvcalc.launch import main
+
+sys.argv = ["qkvcalc", *json.loads(sys.argv[1])]
+try:
+    main()
+except SystemExit as done:
+    assert done.code in (0, None), done.code
+sys.stdout.flush()
+sys.stderr.write("\\nLOADED " + json.dumps(sorted(sys.modules)) + "\\n")
+"""
+
+# …and the modules of qkvcalc/ops/ that every feature adds to what the op table's core loads
+FEATURE_ONLY = """
+import json, sys
+import qkvcalc.ops.table
+from qkvcalc.ops import features
+
+core = set(sys.modules)
+features.every()
+print(json.dumps(sorted(m for m in set(sys.modules) - core if m.startswith("qkvcalc.ops."))))
+"""
+
+
+def loaded_by(args: list[str]) -> set[str]:
+    result = subprocess.run(
+        [sys.executable, "-c", LOADED, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "100"},
+    )
+    seen = result.stderr.rpartition("\nLOADED ")[2]
+    assert seen.startswith("["), result.stderr[-2000:]
+    return set(json.loads(seen))
+
+
+def test_a_run_loads_the_feature_modules_its_problem_uses_and_no_other():
+    """The feature modules (and the op modules only they import: gdn_layer, row_rms, and base,
+    where Feature is declared) are loaded when a problem uses them: the doc example uses none
+    and loads none (they took about 15 ms of its start-up); the rope preset loads RoPE's module
+    alone of them."""
+    from qkvcalc.ops.features import TABLE
+
+    result = subprocess.run(
+        [sys.executable, "-c", FEATURE_ONLY], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    feature_only = set(json.loads(result.stdout))
+    modules = {f"qkvcalc.ops.{module}" for _, module, _ in TABLE}
+    assert modules <= feature_only
+    assert {"qkvcalc.ops.base", "qkvcalc.ops.gdn_layer", "qkvcalc.ops.row_rms"} <= feature_only
+    assert not loaded_by(["explain", "--preset", "doc"]) & feature_only
+    rope = loaded_by(["explain", "--preset", "rope", "--format", "json"]) & feature_only
+    assert rope & modules == {"qkvcalc.ops.rope"}
+
+
+def test_the_registry_table_names_each_feature_as_its_module_declares_it():
+    """features.TABLE (the name, module and keys it imports a module by) agrees with each
+    module's own Feature, in the table's order; every key is in the fields table; and no op
+    name is declared twice, among the features or beside the core's (the op table looks a
+    feature's op up among the features loaded so far)."""
+    from qkvcalc.input.fields import VARIANT_KEYS
+    from qkvcalc.ops import features, flash_grads, grads, table
+
+    for name, module, keys in features.TABLE:
+        feature = importlib.import_module(f"qkvcalc.ops.{module}").FEATURE
+        assert features.load(name) is feature
+        assert (feature.name, feature.keys) == (name, keys)
+        assert {name, *keys} <= set(VARIANT_KEYS)
+    assert [f.name for f in features.every()] == [name for name, _, _ in features.TABLE]
+    names = [op.name for f in features.every() for op in f.ops]
+    assert len(names) == len(set(names))
+    core = [op.name for module in table._CORE for op in module.OPS]
+    core += [*grads.OPS, *flash_grads.OPS]
+    assert not set(core) & set(names)
+    assert list(table.OPS) == [*core, *names]  # whatever was loaded first
+    for f in features.every():
+        for op in f.ops:
+            assert table.OPS[op.name] is op
+
+
+def test_an_entry_set_in_the_op_table_stays_as_set():
+    """A test may set an op table entry (monkeypatch.setitem), as it could when the table was a
+    dict: neither a feature's ops joining it later nor listing it puts the original back."""
+    from qkvcalc.ops import features, table
+
+    fresh = table._Table({})
+    features.load("wg")
+    own = fresh["sigmoid"]  # the output gate's, among the features loaded
+    fresh["sigmoid"] = mine = own._replace(in_words=not own.in_words)
+    with pytest.raises(KeyError):
+        fresh["no such op"]  # a miss: the loaded features' ops join, then every feature's
+    assert fresh["sigmoid"] is mine
+    every = [op.name for f in features.every() for op in f.ops]
+    assert list(fresh) == every  # listed: every feature's, in the registry's order
+    assert fresh["sigmoid"] is mine
+    del fresh["sigmoid"]
+    assert "sigmoid" not in list(fresh)

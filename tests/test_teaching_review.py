@@ -4,6 +4,7 @@ checked against the run's own numbers, recomputed here independently (PyTorch au
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -78,7 +79,7 @@ def test_f01_the_scale_sentence_is_chosen_by_the_gradients_of_this_run(changes, 
         assert "note.grad_log_cancels" in why and "note.grad_saturated" not in why
     else:
         assert without < with_ / 10
-        assert "note.grad_saturated" in why
+        assert "note.grad_saturated_given" in why  # dk64 gives Q and K: no W_Q, W_K to name
 
 
 # ---- F03, F04, F27, F08: the softmax's and the softcap's backward, as the numbers show ---------
@@ -184,19 +185,55 @@ def test_f12_quiz_random_reads_a_typed_target_as_with_a_preset():
     assert again.returncode == 0, again.stderr
 
 
+def test_f12_a_random_problem_s_target_of_the_wrong_shape_names_the_shape():
+    """--random's target is read as a preset's is: a wrong one names the random problem's
+    n × d_out (the seed's n and d_v), as a process, one line."""
+    good = run_qkvcalc("quiz", "--random", "--seed", "3", "--backward", "--template",
+                       "--target", "0 0; 0 0; 0 0")  # fmt: skip
+    assert good.returncode == 0, good.stderr
+    n = len(json.loads(good.stdout)["grad_v"])  # dV: one row per key (self-attention: n)
+    d_v = len(json.loads(good.stdout)["grad_v"][0])
+    bad = run_qkvcalc("quiz", "--random", "--seed", "3", "--backward", "--template",
+                      "--target", "0 0")  # fmt: skip
+    one_message(bad, f"target is 1×2 but the output is n × d_out = {n}×{d_v}")
+    assert "must be a matrix" not in bad.stderr
+
+
+def test_f13_the_tiles_preset_s_backward_torch_script_runs(tmp_path):
+    """The finding's own command: a script that agrees with autograd, not a KeyError."""
+    n = len(presets.load("tiles")["x"])
+    target = "; ".join(["0 0"] * n)
+    out = tmp_path / "tiles_backward.py"
+    made = run_qkvcalc("explain", "--preset", "tiles", "--target", target, "--backward",
+                       "--format", "torch", "--output", str(out))  # fmt: skip
+    assert made.returncode == 0 and "Traceback" not in made.stderr, made.stderr
+    import subprocess
+    import sys
+
+    ran = subprocess.run([sys.executable, str(out)], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert "dA" in ran.stdout and "OK: PyTorch agrees with qkvcalc" in ran.stdout
+
+
 def test_f14_quiz_help_says_the_backward_replaces_the_forward_by_default():
     from qkvcalc.catalog.en import MESSAGES as EN
 
     text = EN["help.quiz.backward"]
     assert text.startswith("Ask the backward pass instead of the forward one")
-    # the seven it names are the seven it asks
-    result = in_process("quiz", "--preset", "sentence", "--attend", "1 1 2", "--backward",
-                        "--template")  # fmt: skip
-    import json
-
-    asked = json.loads(result.stdout)
-    assert len(asked) == 7 - 1  # attend: no dV (V does not reach the loss); the rest as named
-    assert all(k.startswith("grad_") for k in asked)
+    named = ["grad_v", "grad_weights", "grad_scores", "grad_q", "grad_k", "grad_wq"]
+    assert all(name in text for name in named)
+    assert "the softmax backward's gradient of the logits" in text
+    assert "under attend there is no grad_v" in text
+    # what it names is what it asks: the six, and the softmax's backward (here grad_masked)
+    for loss, missing in (
+        (("--target", "0 0; 0 0; 0 0"), set()),
+        (("--attend", "1 1 2"), {"grad_v"}),
+    ):
+        result = run_qkvcalc("quiz", "--preset", "sentence", *loss, "--backward", "--template")
+        asked = json.loads(result.stdout)
+        assert set(asked) == (set(named) - missing) | {"grad_masked"}, asked
+    shown = run_qkvcalc("quiz", "--help", env={"COLUMNS": "200"}).stdout
+    assert "By default it asks grad_v, grad_weights" in " ".join(shown.replace("│", " ").split())
 
 
 def test_f15_the_backward_quiz_shows_t_a_o_and_do():
@@ -213,6 +250,20 @@ def test_f15_the_backward_quiz_shows_t_a_o_and_do():
     assert "The key each query should look at (attend): I → I, cats → love." in attend.stdout
 
 
+def test_f15_a_given_do_is_shown_once_before_the_first_question():
+    """--grad-output: dO is the given the first question (dV = Aᵀ·dO) reads, shown once with
+    A and O, its numbers the ones typed."""
+    result = run_qkvcalc("quiz", "--preset", "sentence", "--grad-output", "1 0; 0 1; 1 1",
+                         "--backward", input="")  # fmt: skip
+    before = result.stdout.split("Stage 1/")[0]
+    tables = [line for line in before.splitlines() if line.startswith("dO")]
+    assert len(tables) == 1, tables
+    assert "A         I   love   cats" in before and "A·V" in before
+    rows = before.split(tables[0], 1)[1].splitlines()[2:5]
+    assert [row.split()[1:] for row in rows] == [["1", "0"], ["0", "1"], ["1", "1"]]
+    assert "Stage 1/7: Backward: gradient of V" in result.stdout
+
+
 def test_f16_the_backward_worksheet_shows_t_and_the_target_keys():
     text = explain_text("--preset", "sentence", "--target", "0 0.5; 0 0; 1/3 0", "--worksheet")
     assert (
@@ -223,9 +274,33 @@ def test_f16_the_backward_worksheet_shows_t_and_the_target_keys():
     assert "The key each query should look at (attend): I → I, cats → love." in text
 
 
-def test_f31_the_attend_count_message_names_the_dash_of_the_command_line():
-    result = in_process("explain", "--preset", "sentence", "--attend", "1 2", "--backward")
-    one_message(result, "2 given for n = 3", "- on the command line")
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--attend", "1 2"), "2 given for n = 3 queries (- for a query with no target)"),
+        (("--attend", "1 x 2"), 'attend[2] is "x": a key\'s number from 1 to m = 3'),
+    ],
+)
+def test_f31_a_typed_attend_s_message_names_the_dash_typed(args, fragment):
+    """The command line takes - for "no target": its message says -, not JSON's null."""
+    result = run_qkvcalc("explain", "--preset", "sentence", *args, "--backward")
+    one_message(result, fragment, "- for")
+    assert "null" not in result.stderr
+
+
+def test_f31_a_json_attend_s_message_names_null():
+    """A JSON list takes null for "no target": its message says null, not the command line's -."""
+    doc = presets.load("sentence")
+    for attend, fragment in (([1, 2], "2 given for n = 3"), ([1, "x", 2], "attend[2] is")):
+        result = run_qkvcalc(
+            "explain", "-", "--backward", input=json.dumps(doc | {"attend": attend})
+        )
+        one_message(result, fragment, "null for")
+        assert "- for" not in result.stderr
+    ko = run_qkvcalc(
+        "explain", "--preset", "sentence", "--attend", "1 2", "--backward", "--lang", "ko"
+    )
+    one_message(ko, "목표가 없는 Query는 -)")
 
 
 # ---- F17, F26, F28, F29, F30: what a stage says it is -------------------------------------
@@ -260,20 +335,43 @@ def _mla_doc(**more) -> dict:
     return latent_problem(**more)
 
 
-def test_f26_f30_mla_decode_and_backward_say_it_whole():
-    import json
-
-    from qkvcalc.catalog.en import MESSAGES as EN
-
+def test_f26_the_mla_cache_note_says_k_and_v_are_rebuilt_here_for_clarity():
+    """The cache holds C_KV; K and V are made again here for clarity; real inference folds
+    W_UK into the query and W_UV into W_O and never forms them: both languages say it."""
     doc = {**_mla_doc(), "decode": 1}
     trace = run(Problem.from_mapping(doc))
     said = [n for s in trace.stages for n in s.notes if n.key == "note.mla_from_cache"]
     assert said
-    text = translate("note.mla_from_cache", "en", **said[0].params)
-    assert "absorbs W_UK" in text and " 1 rows" not in text
-    assert EN["mla.backward"].rstrip().endswith("without mla")
-    result = in_process("explain", "-", "--attend", "1", "--backward", input=json.dumps(_mla_doc()))
-    assert result.returncode == 2 and not result.stderr.rstrip().endswith("without")
+    english = translate("note.mla_from_cache", "en", **said[0].params)
+    assert "here for clarity" in english and "never forms them" in english
+    assert "folds W_UK into the query side" in english and "W_UV into W_O" in english
+    assert " 1 rows" not in english and "as the formula reads" not in english
+    korean = translate("note.mla_from_cache", "ko", **said[0].params)
+    assert "알아보기 쉽도록" in korean and "만들지 않습니다" in korean
+    for lang, words in (("en", "for clarity"), ("ko", "알아보기 쉽도록")):
+        why = translate("stage.c_kv_cache.why", lang)
+        assert words in why and "W_UV" in why
+
+
+def test_f30_mla_runs_backward_and_what_still_refuses_says_it_whole():
+    import json
+
+    from qkvcalc.catalog.en import MESSAGES as EN
+    from qkvcalc.catalog.ko import MESSAGES as KO
+
+    result = in_process(
+        "explain", "-", "--attend", "1 1 2 3", "--backward", input=json.dumps(_mla_doc())
+    )
+    assert result.returncode == 0, result.stderr
+    assert "dW_DKV" in result.stdout and "mla.backward" not in EN
+    for key in ("indexer.backward", "train.projecting"):  # the MLA refusals that remain
+        assert "multi-head latent attention has no backward" not in EN[key]
+        assert "does not follow multi-head latent attention" not in EN[key]
+        for text in (EN[key], KO[key]):
+            assert not text.rstrip(" .").endswith(("without", "없이")), text
+    result = in_process("explain", "--preset", "dsa", "--backward")
+    assert result.returncode == 2
+    assert result.stderr.rstrip().endswith("the backward pass of the latent attention alone")
 
 
 # ---- F19–F24: Korean ----------------------------------------------------------------------------
@@ -321,3 +419,13 @@ def test_f09_the_attend_stage_and_option_say_it_is_a_shortcut():
     text = explain_text("--preset", "sentence", "--attend", "1 1 2")
     assert "It is a teaching shortcut: a real model is never told where to look" in text
     assert "a teaching shortcut" in EN["help.explain.attend"]
+
+
+def test_f09_the_learn_preset_s_reference_says_attend_is_a_shortcut():
+    """The preset made for train says, where it tells its story, that a real model is not told
+    where to look (both languages: the Korean is the catalog's, read only when the file's
+    English is the catalog's word for word)."""
+    for lang, fragment in (("en", "attend is a teaching shortcut: a real model is never told"),
+                           ("ko", "attend는 가르치기 위한 지름길입니다")):  # fmt: skip
+        result = run_qkvcalc("explain", "--preset", "learn", "--format", "txt", "--lang", lang)
+        assert fragment in " ".join(result.stdout.split()), lang

@@ -42,9 +42,10 @@ from tests.inprocess import run_scripts
 from tests.test_torch_oracle import ORACLE, problems  # after the skip: it needs torch
 
 TOL = 1e-9
-SDPA = "F.scaled_dot_product_attention output:"
+SDPA = "the output of F.scaled_dot_product_attention:"
 MHA = "nn.MultiheadAttention output:"
-WRITTEN_OUT = "attention written out output:"  # with a softcap, which SDPA has no place for
+# with a softcap, which SDPA has no place for
+WRITTEN_OUT = "the output of attention, its steps written out in torch:"
 
 
 def script_of(doc: dict[str, Any]) -> tuple[str, np.ndarray]:
@@ -173,6 +174,7 @@ PRESET_MHA = {
     "diff": False,  # differential attention: pairs of heads, which MHA has no place for
     "deltanet": False,  # a Gated DeltaNet layer: a state, not softmax attention
     "dsa": False,  # multi-head latent attention with an indexer's top-k: no W_Q, W_K, W_V
+    "mla": False,  # multi-head latent attention: no W_Q, W_K, W_V
     "kda": False,  # a Kimi Delta Attention layer: a state, not softmax attention
     "lightning": False,  # a lightning-attention layer: a state, not softmax attention
 }

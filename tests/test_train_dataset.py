@@ -224,9 +224,134 @@ def test_f10_f11_a_matrix_that_cannot_move_and_a_loss_that_grows_are_said():
         assert not any("rose at" in n for n in calm["notes"])
 
 
+def test_f10_the_learned_line_names_only_what_moved():
+    """One key: A ≡ 1 whatever the scores, so W_Q and W_K get no gradient (autograd says 0
+    exactly): the page says W_V learned, and why the other two did not move."""
+    result = run_qkvcalc("train", "--preset", "doc", "--target", "0 0", "--format", "txt")
+    assert result.returncode == 0, result.stderr
+    doc = presets.load("doc")
+    w = {
+        k: torch.tensor(np.array(doc[k], dtype=float), requires_grad=True)
+        for k in ("wq", "wk", "wv")
+    }
+    x = torch.tensor(np.array(doc["x"], dtype=float)).reshape(1, -1)  # one token: a row
+    q, k, v = x @ w["wq"], x @ w["wk"], x @ w["wv"]
+    o = torch.softmax(q @ k.T / np.sqrt(2), dim=-1) @ v
+    grads = torch.autograd.grad(0.5 * (o**2).sum(), list(w.values()))
+    zero = [name for name, g in zip(w, grads, strict=True) if not g.any()]
+    assert zero == ["wq", "wk"]
+    assert "Learned: W_V.\n" in result.stdout
+    assert "Learned: W_Q" not in result.stdout
+    assert "W_Q, W_K did not move at all: each query has a single key" in result.stdout
+    learn = run_qkvcalc("train", "--preset", "learn", "--steps", "2", "--format", "txt")
+    assert "Learned: W_Q, W_K.\n" in learn.stdout  # both moved: both named
+
+
+def test_f11_a_diverging_loss_says_its_factor_per_step():
+    """doc, one key, a target: O = x·W_V, so each step multiplies O − T by 1 − η·|x|² and the
+    loss by its square, (1 − 0.5·5)² = 2.25: the note says so, from the run's last step."""
+    doc = presets.load("doc")
+    x = np.array(doc["x"], dtype=float).ravel()  # one token
+    factor = (1 - 0.5 * float(x @ x)) ** 2
+    result = run_qkvcalc("train", "--preset", "doc", "--target", "0 0", "--format", "json")
+    losses = json.loads(result.stdout)["losses"]
+    assert losses[-1] / losses[-2] == pytest.approx(factor)
+    notes = " ".join(json.loads(result.stdout)["notes"])
+    assert f"(×{factor:.3g} at the last step)" in notes
+    assert "(×2.25 at the last step)" in notes
+
+
+def test_f11_a_loss_that_came_back_up_is_said_with_its_lowest_and_its_end():
+    """referent at η = 2: the loss falls, then climbs back (ending below its start, so it is
+    not 'diverging'); the note names the lowest step and the end, from torch's own loop."""
+    result = run_qkvcalc("train", "--preset", "referent", "--lr", "2", "--steps", "40",
+                         "--format", "json")  # fmt: skip
+    doc = json.loads(result.stdout)
+    theirs = torch_losses(referent(), 40, 2.0)
+    np.testing.assert_allclose(doc["losses"], theirs, rtol=1e-9, atol=1e-12)
+    rose = sum(b > a for a, b in itertools.pairwise(theirs))
+    low = int(np.argmin(theirs))
+    assert theirs[0] > theirs[-1] > theirs[low] and rose > 0
+    notes = " ".join(doc["notes"])
+    assert (
+        f"The loss rose at {rose} of the 40 steps: it came down to L {about(theirs[low], 4)} at "
+        f"step {low}, then ended at L {about(theirs[-1], 4)}."
+    ) in notes
+    assert "η = 2 was too large: try a smaller --lr" in notes
+
+
+def test_f11_a_loss_that_rose_on_the_way_down_is_said():
+    result = run_qkvcalc("train", "--preset", "learn", "--lr", "5", "--format", "json")
+    doc = json.loads(result.stdout)
+    losses = doc["losses"]
+    rose = sum(b > a for a, b in itertools.pairwise(losses))
+    assert rose > 0 and losses[-1] == min(losses)
+    notes = " ".join(doc["notes"])
+    assert (
+        f"The loss rose at {rose} of the 20 steps before it came down to L {about(losses[-1], 4)}"
+        in notes
+    )
+    calm = json.loads(in_process("train", "--preset", "learn", "--format", "json").stdout)
+    assert all(b < a for a, b in itertools.pairwise(calm["losses"]))
+    assert not any("rose at" in n for n in calm["notes"])
+
+
+@pytest.mark.parametrize(
+    ("losses", "said"),
+    [
+        # above its start at every step, falling at the last: still 'grown past its start'
+        (
+            [1.0, 3.0, 2.0],
+            "The loss rose at 1 of the 2 steps and ended 2 times its start (×0.667 at",
+        ),
+        # a rise of the float's last digits is rounding: nothing said
+        ([1.0, 0.5, 0.5 * (1 + 1e-15)], None),
+    ],
+)
+def test_f11_the_rise_notes_read_the_losses_as_given(losses, said):
+    """The renderer says what the losses are, whatever they are (snapshots' losses set here)."""
+    from dataclasses import replace
+
+    run = train(Problem.from_mapping(presets.load("learn")), steps=len(losses) - 1)
+    snaps = tuple(replace(s, loss=v) for s, v in zip(run.snapshots, losses, strict=True))
+    notes = " ".join(run_notes(replace(run, snapshots=snaps), EN))
+    if said is None:
+        assert "rose" not in notes
+    else:
+        assert said in notes
+
+
 def test_f18_train_says_how_to_see_the_scale_s_effect():
     notes = run_notes(train(referent(), steps=2), EN)
-    assert any(n.startswith("--compare-scale trains again") for n in notes)
+    assert any("--compare-scale trains again" in n for n in notes)
+
+
+def test_f18_train_says_what_the_scale_is_on_this_problem():
+    """The note names d_k and √d_k from the problem's own W_Q (or its given scale), and says
+    nothing of the scale where it changes nothing (scale 1; one key per query)."""
+    doc = presets.load("learn")
+    d_k = np.array(doc["wq"]).shape[1]
+    root = np.sqrt(d_k)
+    said = ("= " if float(f"{root:.4f}") == root else "≈ ") + f"{root:.4f}".rstrip("0").rstrip(".")
+    result = run_qkvcalc("train", "--preset", "learn", "--steps", "2", "--format", "json")
+    notes = " ".join(json.loads(result.stdout)["notes"])
+    assert f"divided by √d_k = √{d_k} {said}:" in notes
+    assert "--compare-scale trains again from the same start with scale 1" in notes
+    given = {k: v for k, v in doc.items() if k != "name"} | {"scale": 0.5}
+    result = run_qkvcalc("train", "-", "--steps", "2", "--format", "json", input=json.dumps(given))
+    notes = " ".join(json.loads(result.stdout)["notes"])
+    assert f"multiplied by the problem's scale, 0.5 (1/√d_k would be ≈ {1 / root:.4f})" in notes
+    for quiet in ({**given, "scale": 1}, {**given, "x": [[1, 0, 0, 0]], "tokens": ["a"],
+                                           "attend": [1]}):  # fmt: skip
+        result = run_qkvcalc("train", "-", "--steps", "2", "--format", "json",
+                             input=json.dumps(quiet))  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert not any("√d_k" in n for n in json.loads(result.stdout)["notes"])
+    # the sentence's claim: for random vectors the spread of q·k grows like √d_k
+    rng = np.random.default_rng(0)
+    for width in (4, 64):
+        q, k = rng.standard_normal((2, 20000, width))
+        assert np.std((q * k).sum(axis=1)) / np.sqrt(width) == pytest.approx(1, abs=0.05)
 
 
 # ---- the terminal: log scale, progress; --output by extension ---------------------------
@@ -328,3 +453,34 @@ def test_python_s_train_takes_a_data_set_and_compare_scale():
     t = qkvcalc.train(referent(), steps=3, compare_scale=True)
     assert len(t.examples) == 5 and t.unscaled is not None
     np.testing.assert_allclose(t.losses, torch_losses(referent(), 3, 0.5), rtol=0, atol=1e-9)
+
+
+def test_f09_f11_docs_train_md_says_what_the_runs_show():
+    """docs/train.md's figures for several heads under attend and for a loss that grows are
+    the runs' own."""
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).parent.parent / "docs" / "train.md").read_text().split())
+    result = run_qkvcalc("train", "--preset", "multihead", "--attend", "1 1 2", "--lr", "0.1",
+                         "--format", "json")  # fmt: skip
+    doc = json.loads(result.stdout)
+    first, last = doc["steps"][0], doc["steps"][-1]
+    assert first["step"] == 0 and last["step"] == 20
+    heads = train(Problem.from_mapping({**presets.load("multihead"), "attend": [1, 1, 2]}),
+                  steps=20, lr=0.1)  # fmt: skip
+    a, b = heads.first.attention, heads.last.attention  # [H, n, m]; 'love' is query 2, 'I' key 1
+    said = [f"{100 * a[h, 1, 0]:.0f}% → {100 * b[h, 1, 0]:.0f}% in head {h + 1}" for h in (0, 1)]
+    assert f"('love' → 'I': {said[0]}, {said[1]})" in text
+    # every head moved toward each query's one target key
+    assert all(b[h, i, t] > a[h, i, t] for h in (0, 1) for i, t in enumerate((0, 0, 1)))
+    notes = " ".join(doc["notes"])
+    assert "With 2 heads, attend pushes every head toward the same key for each query" in notes
+    grows = json.loads(run_qkvcalc("train", "--preset", "doc", "--target", "0 0", "--format",
+                                   "json").stdout)["losses"]  # fmt: skip
+    mantissa, exponent = f"{grows[-1]:.2e}".split("e")
+    assert f"from {grows[0]:g} to about {mantissa} × 10⁷ after 20 steps" in text
+    assert int(exponent) == 7
+    calm = json.loads(run_qkvcalc("train", "--preset", "doc", "--target", "0 0", "--lr", "0.1",
+                                  "--format", "json").stdout)["losses"]  # fmt: skip
+    assert f"({calm[0]:g}, {calm[1]:.4g}, {calm[2]:.5g}, …)" in text
+    assert calm[1] / calm[0] == pytest.approx(0.25) and calm[2] / calm[1] == pytest.approx(0.25)

@@ -122,7 +122,7 @@ MESSAGES: dict[str, str] = {
     "stage.output.concat.why": "With no W_O given, the joined heads are the output.",
     # ---- notes on stages ---------------------------------------------------------------
     "note.scale_default": "d_k = {d_k}, so every score is divided by {root} {eq} {value}.",
-    "note.scale_given": "scale = {scale} (given), instead of 1/√d_k with d_k = {d_k}.",
+    "note.scale_given": "scale {eq} {scale} (given), instead of 1/√d_k with d_k = {d_k}.",
     "note.mask_convention": "Mask convention: 1 / true = may attend (PyTorch's "
     "scaled_dot_product_attention). nn.MultiheadAttention's boolean masks mean the opposite "
     "(True = blocked).",
@@ -183,7 +183,7 @@ MESSAGES: dict[str, str] = {
     "variance is 1 again.",
     "note.scale_temperature": "Multiplying the scores by a scale c is a softmax at temperature "
     "T = 1/c: a smaller c (higher T) flattens the weights toward equal shares, a larger c "
-    "sharpens them toward the largest score. The default c = 1/√d_k is T = √d_k = {root}.",
+    "sharpens them toward the largest score. The default c = 1/√d_k is T = √d_k {eq} {root}.",
     "note.scale_zero": "A scale of 0 makes every scaled score 0, whatever Q and K are: the "
     "weights no longer depend on them.",
     "note.scale_negative": "A negative scale turns the scores' order round: of two keys, the one "
@@ -225,6 +225,10 @@ MESSAGES: dict[str, str] = {
     "note.self_attention": "Self-attention: the queries, the keys and the values all come from "
     "the same X, so each token is compared with every token of its own sequence, itself "
     "included.",
+    "note.self_attention_state": "Self-attention: the queries, the keys and the values all "
+    "come from the same X. This layer compares no pair of tokens directly: each token writes its "
+    "value into the state along its key and reads the state with its query, so each token reads "
+    "what it and the tokens before it wrote.",
     "note.dv": "d_v = {d_v} sets the width of the output: V is m×d_v, so A·V is n×d_v. It need "
     "not equal d_k = {d_k}: the weights decide how much of each value a query takes, d_v how "
     "many numbers each value carries.",
@@ -579,6 +583,9 @@ MESSAGES: dict[str, str] = {
     "note.gdn_conv": "Each cell: SiLU(Σ_r w[r]·x[t − {back} + r]) over the {taps} taps of its "
     "column; the rows before the first token are 0.",
     "note.gdn_gates": "This head's A_log is {a_log}, so e^(A_log) = {decay}.",
+    "note.gdn_beta_scale": "Here β = {scale}·σ(b) lies in (0, {scale}) (OLMo-Hybrid's "
+    "allow_neg_eigval): with β above 1 a token writes past the correction, and I − β·k̂·k̂ᵀ "
+    "turns the state's component along k̂ to the other sign.",
     "note.gdn_norm_weight": "RMS(out) = √(mean of the row's squares + ε), one number per token "
     "for the whole row.",
     "gated_delta.both_gates": "gated_delta gives g or beta and also {made}: give either g and "
@@ -596,6 +603,9 @@ MESSAGES: dict[str, str] = {
     "per head (a_log, dt_bias) or one per column of a head's output (norm).",
     "gated_delta.norm_pair": "gated_delta's gated norm needs wz (the gate's weight) and norm (its "
     "weight w) together, norm_eps only with them; {given} came alone.",
+    "gated_delta.beta_scale": "gated_delta's beta_scale multiplies the β made from X (β = "
+    "beta_scale·σ(b); OLMo-Hybrid's is 2): give it with wa, wb, a_log and dt_bias, as a number "
+    "above 0 and at most 2 (beyond 2, I − β·k̂·k̂ᵀ would grow the state); here it is {value}.",
     "gated_delta.norm_eps": "gated_delta's norm_eps (the gated norm's ε) must be a number between "
     "0 and 1, not {value}.",
     # ---- differential attention (qkvcalc/ops/differential.py) ----
@@ -792,7 +802,8 @@ MESSAGES: dict[str, str] = {
     "[...]}}, not {value}.",
     "kimi_delta.unknown_key": "kimi_delta has no key {key}; its keys are {known}",
     "kimi_delta.needs": "kimi_delta needs both g (each token's decays in log space, one per Key "
-    "channel) and beta (β, its write strength, one per token and head).",
+    "channel) and beta (β, its write strength, one per token and head), or wf_a, wf_b, a_log, "
+    "dt_bias and wb, from which the layer makes them.",
     "kimi_delta.g_shape": "kimi_delta's g is {shape}, but it needs one decay per token, head and "
     "Key channel: n×H×d_k = {n}×{heads}×{d_k}, or n×(H·d_k) = {n}×{width} with head 1's "
     "channels first.",
@@ -831,6 +842,70 @@ MESSAGES: dict[str, str] = {
     "(kimi_delta) yet: leave out --backward.",
     "kimi_delta.dtype": "--dtype does not round a Kimi Delta Attention layer (kimi_delta) yet: "
     "leave out --dtype.",
+    # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
+    # are gdn_layer.py's)
+    "ui.variant.kda_gates": "each channel's g and β made from X (W_fa, W_fb, A_log, dt_bias, W_b)",
+    "ui.variant.kda_norm": "the gated RMSNorm after the core: out / RMS(out) ⊙ w ⊙ σ(X·W_ga·W_gb)",
+    "stage.kda_conv.title": "Kimi Delta Attention: the causal convolution, then SiLU",
+    "stage.kda_conv.why": "Before the delta rule, each column of Q, K and V is mixed with the "
+    "same column of the few tokens just before it: a depthwise convolution (one kernel per "
+    "column, conv1d with groups = channels), causal, so no token sees a later one. SiLU(x) = "
+    "x·σ(x) follows (Kimi Linear's short convolution, the same as Gated DeltaNet's).",
+    "stage.kda_f_a.title": "Kimi Delta Attention: F_a, the decay's low-rank projection of X",
+    "stage.kda_f_a.why": "The decays are made in two steps (f_a_proj, then f_b_proj): X first goes "
+    "down to r numbers per token, which every head shares. Two thin matrices hold fewer numbers "
+    "than one d_model × H·d_k.",
+    "stage.kda_f.title": "Kimi Delta Attention: F, this head's d_k numbers per token before the "
+    "decay",
+    "stage.kda_f.why": "The low-rank F_a times this head's d_k columns of W_fb (f_b_proj): one "
+    "number per Key channel, from which each channel's decay is made.",
+    "stage.kda_b.title": "Kimi Delta Attention: b, this head's number per token for β",
+    "stage.kda_b.why": "One more column of X's projection (b_proj), one per head: how strongly "
+    "the token writes, before σ.",
+    "stage.kda_gates_made.title": "Kimi Delta Attention: the decays g (one per Key channel) and "
+    "the write strength β, made from F and b",
+    "stage.kda_gates_made.why": "g_c = −e^(A_log)·softplus(F_c + dt_bias_c) is below 0, so each "
+    "channel's decay e^(g_c) lies in (0, 1): row c of the state is multiplied by it before the "
+    "token writes, each channel at its own rate (A_log is one number per head, dt_bias one per "
+    "channel). β = σ(b) lies in (0, 1): how much of the correction the token writes.",
+    "stage.kda_g_a.title": "Kimi Delta Attention: G_a, the output gate's low-rank projection of X",
+    "stage.kda_g_a.why": "The output gate is made in two steps too (g_a_proj, then g_b_proj): X "
+    "goes down to r numbers per token, which every head shares.",
+    "stage.kda_z.title": "Kimi Delta Attention: Z, the output gate's input",
+    "stage.kda_z.why": "The low-rank G_a times this head's d_v columns of W_gb (g_b_proj): σ(Z) "
+    "multiplies the normed output below, cell by cell.",
+    "stage.kda_normed.title": "Kimi Delta Attention: the output over its root mean square, times w",
+    "stage.kda_normed.why": "Each token's row of the core output divided by its root mean "
+    "square (√(mean(out²) + ε)), then multiplied by the norm's weight w, column by column "
+    "(KimiLinearRMSNormGated: w as it is stored, not 1 + w).",
+    "stage.kda_gated.title": "Kimi Delta Attention: the normed output times σ(Z)",
+    "stage.kda_gated.why": "The gate: each cell times σ(Z), which the token decides from X "
+    "(Kimi Linear's gate is the sigmoid; Gated DeltaNet's is SiLU). The heads are then joined "
+    "and o_proj (W_O) mixes them.",
+    "stage.kda_output_normed.title": "Kimi Delta Attention: the output read from the state",
+    "stage.kda_output_normed.why": "Each token reads the state it has just written with its "
+    "Query: o_t = S_tᵀ·q̂_t. This core output then goes through the gated RMSNorm below "
+    "(times σ(Z)) before the heads are joined.",
+    "note.kda_gates_made": "This head's A_log is {a_log}, so e^(A_log) = {decay}.",
+    "kimi_delta.both_gates": "kimi_delta gives g or beta and also {made}: give either g and "
+    "beta, or wf_a, wf_b, a_log, dt_bias and wb (from which the layer makes them), not both.",
+    "kimi_delta.made_needs": "kimi_delta makes g and β from X only with all of wf_a, wf_b, "
+    "a_log, dt_bias and wb; missing: {missing}.",
+    "kimi_delta.needs_x": "kimi_delta's {field} multiplies X: give x and the weights (not q, k "
+    "and v directly).",
+    "kimi_delta.conv": "kimi_delta's conv is {shape}, but it needs one row per tap and one "
+    "column per channel of q, k and v: K × (2·H·d_k + H·d_v) = K × {channels} (H = {heads}, d_k "
+    "= {d_k}, d_v = {d_v}).",
+    "kimi_delta.weight_shape": "kimi_delta's {field} is {shape}, but it needs {want} (in the "
+    "{layout} layout, as W_Q; wf_b's and wg_b's rows are the columns of wf_a and wg_a).",
+    "kimi_delta.vector": "kimi_delta's {field} has {length} numbers, but it needs {want}: one "
+    "per head (a_log), one per Key channel of each head (dt_bias: H·d_k) or one per column of "
+    "a head's output (norm).",
+    "kimi_delta.norm_needs": "kimi_delta's gated norm needs wg_a, wg_b (the gate's two weights) "
+    "and norm (its weight w) together, norm_eps only with them; given: {given}; missing: "
+    "{missing}.",
+    "kimi_delta.norm_eps": "kimi_delta's norm_eps (the gated norm's ε) must be a number between "
+    "0 and 1, not {value}.",
     # ---- the bundled presets: descriptions (i18n.preset_description) and references -----
     "preset.alibi.description": "ALiBi on 'I love my cats': two heads penalise distant keys, "
     "one steeply (slope 1/2), one gently (1/4)",
@@ -876,6 +951,14 @@ MESSAGES: dict[str, str] = {
     "keeps its 2 best keys: 'sat' keeps 'cat' and 'sat' but not 'the', 'on' keeps 'the' and "
     "'sat'. The indexer turns half-split pairs, the attention neighbouring pairs, as "
     "DeepSeek-V3.2 does.",
+    "preset.mla.description": "Multi-head latent attention (DeepSeek-V2/V3): 5 tokens through a "
+    "query latent of 3 and a key/value latent of 2 numbers a token, each normalised, and one "
+    "rotary key shared by the 2 heads; with --backward, the gradients of every latent weight",
+    "preset.mla.reference": "Made for qkvcalc, after DeepSeek-AI 2024, 'DeepSeek-V2: A Strong, "
+    "Economical, and Efficient Mixture-of-Experts Language Model' and transformers' "
+    "DeepseekV3Attention: the dsa preset's layer without its indexer. The target T asks each "
+    "token's output to be [1, 0, 0, 1], so that --backward has a loss to start from: "
+    "L = ½·Σ(O − T)².",
     "preset.kda.description": "Kimi Delta Attention (Kimi Linear): Gated DeltaNet with one decay "
     "per Key channel, each row of the 2×2 state decayed by its own e^g, beside the 3×3 matrix it "
     "computes without forming it",
@@ -1382,6 +1465,10 @@ MESSAGES: dict[str, str] = {
     "cli.two_sources": "give one input, not several: {sources}",
     "cli.two_losses": "give one loss option, not several: {options} (each chooses where the "
     "gradient starts: --grad-output dL/dO, --target T, --attend the keys)",
+    "cli.usage_error": "Error: {message}",
+    "cli.try_help": "Try '{command} {option}' for help.",
+    "cli.no_such_option": "No such option: {name}",
+    "cli.possible_options": "(Possible options: {names})",
     "cli.interrupted": "interrupted",
     "cli.stdout_failed": "cannot write to standard output: {reason}",
     "cli.error_prefix": "error",
@@ -1556,11 +1643,12 @@ MESSAGES: dict[str, str] = {
     "each from 1 to {limit}",
     "quiz.seed": "--seed {seed}: a seed is a whole number from 0 to {limit}",
     # ---- the backward pass in the quiz and exports (issue 21) ----
-    "help.quiz.backward": "Ask the backward pass instead of the forward one: by default these "
-    "seven of its stages, those the problem's loss reaches: grad_v, grad_weights, the softmax "
-    "backward's logits, grad_scores, grad_q, grad_k and grad_wq (--stages picks others, forward "
-    "ones too). The gradient starts from the problem's grad_output, target or attend, which the "
-    "quiz shows with A, O and dO.",
+    "help.quiz.backward": "Ask the backward pass instead of the forward one. By default it asks "
+    "grad_v, grad_weights, the softmax backward's gradient of the logits, grad_scores, grad_q, "
+    "grad_k and grad_wq, each that the problem has (under attend there is no grad_v: V does not "
+    "reach that loss); --stages picks others, forward ones too. The gradient starts from the "
+    "problem's grad_output, target or attend, which the quiz shows before the first question, "
+    "with A, O and (when there is one) dO.",
     "hint.grad_v": "{cell} is column {i} of A (row {i} of Aᵀ) times column {j} of dO: "
     "Σₜ A[t,{i}]·dO[t,{j}], pair by pair, added.",
     "hint.grad_weights": "{cell} is row {i} of dO times row {j} of V (column {j} of Vᵀ): "
@@ -1579,6 +1667,7 @@ MESSAGES: dict[str, str] = {
     "hint.grad_weight_torch": "{cell} is column {i} of d{p} (the heads side by side) times "
     "column {j} of {x}: the layout is out × in, turned.",
     "hint.grad_input": "{cell} adds cell [{i},{j}] of every path: {terms}.",
+    "hint.grad_input_one": "{cell} is cell [{i},{j}] of the one path there is: {terms}.",
     "mistake.grad_v_not_transposed": "This is A·dO; the output was A·V, so the gradient of V is "
     "the other factor turned: dV = Aᵀ·dO (column i of A against dO).",
     "mistake.softmax_back_no_row_term": "This is A ⊙ dA, as if each weight moved alone; raising "
@@ -2195,18 +2284,19 @@ MESSAGES: dict[str, str] = {
     "key has the shared k_R first, then K_C (the queries' columns are in the same order).",
     "stage.c_kv_cache.title": "The latent cache (C_KV)",
     "stage.c_kv_cache.why": "Multi-head latent attention caches the normalised latent C_KV of "
-    "every token so far, not each head's keys and values: a step appends its new token's row, "
-    "and every head makes its K_C and V from the cache again.",
+    "every token so far, not each head's keys and values: a step appends its new token's row. "
+    "Here every head makes its K_C and V from the cache again, for clarity; real inference folds "
+    "W_UK into the query and W_UV into W_O, so it never forms them.",
     "stage.k_rope_cache.title": "The rotary key cache (k_R)",
     "stage.k_rope_cache.why": "Beside C_KV the cache keeps the shared key k_R, turned once at its "
     "own position: every head reads it as the first d_R columns of its keys.",
     "note.mla_cache": "What it costs: per token r_kv + d_R = {rank} + {rope} = {per_token} "
     "numbers, {total} for {tokens} tokens, where a cache of every head's K and V would take "
     "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token ({full_total}).",
-    "note.mla_from_cache": "Made again at every step from C_KV in the cache ({rows} × r_kv), as "
-    "the formula reads. Optimised inference (DeepSeek-V2's paper, vLLM) skips this product: it "
-    "absorbs W_UK into the query side (the query meets C_KV directly) and W_UV into W_O, so the "
-    "cache stays small at no extra product.",
+    "note.mla_from_cache": "Made again at every step from C_KV in the cache ({rows} × r_kv), "
+    "here for clarity. The cache holds C_KV (and k_R), never K_C or V; real inference "
+    "(DeepSeek-V2's paper, vLLM) never forms them either: it folds W_UK into the query side (the "
+    "query meets C_KV directly) and W_UV into W_O.",
     "mistake.mla_norm_sum_not_mean": "These divide by √(Σ x²), the row's length; RMSNorm divides "
     "by the root of the mean, √(mean(x²) + ε), the mean over the latent's {over} = {count} "
     "dimensions.",
@@ -2234,10 +2324,68 @@ MESSAGES: dict[str, str] = {
     "d_C = {nope} (from the queries): a multiple of {heads}, more than {nope} per head",
     "mla.rope_dims": 'rope.dims is {dims}, but mla turns d_R = {rope} columns: give "dims": '
     "{rope} in rope",
-    "mla.backward": "The backward pass (--backward, and so qkvcalc train) does not follow "
-    "multi-head latent attention yet: run it without --backward, or train a problem without mla",
     "mla.qk_norm": "{key} cannot be given with mla: its norms are on the latents "
     "(q_a_norm, kv_a_norm)",
+    # ---- multi-head latent attention's backward (qkvcalc/ops/mla.py) ----
+    "stage.grad_k_nope.title": "Backward: the head's own part of the key",
+    "stage.grad_k_nope.why": "K = [k_R | K_C] set the shared rotary key and the head's own "
+    "columns side by side, so the head's K_C gets the last d_C columns of dK back, unchanged.",
+    "stage.grad_k_rope.title": "Backward: gradient of the shared rotary key",
+    "stage.grad_k_rope.why": "Every head's key begins with the same k_R, so k_R reaches the loss "
+    "through every head: its gradient adds each head's first d_R columns of dK (the chain rule "
+    "adds the paths of a matrix that is read more than once).",
+    "note.grad_shared": "{x} is read by the keys of {count} heads, so its gradient adds their "
+    "{count} shares.",
+    "stage.grad_c_q_norm.title": "Backward: gradient of the query latent C_Q",
+    "stage.grad_c_q_norm.why": "Every head's query is C_Q times its own columns of W_UQ, so C_Q "
+    "reaches the loss through every head: dC_Q = dQ·W_UQᵀ, each head's dQ times its own "
+    "columns of W_UQ turned, summed over the heads.",
+    "stage.grad_c_kv_norm.title": "Backward: gradient of the key/value latent C_KV",
+    "stage.grad_c_kv_norm.why": "Every head makes its K_C and its V from C_KV, so the gradient of "
+    "C_KV adds two paths in every head: dC_KV = dK_C·W_UKᵀ + dV·W_UVᵀ, summed over the heads "
+    "(the terms of those that reach the loss: V's only when the loss reads the output).",
+    "stage.grad_back.mla_norm.title": "Backward through the latent's RMSNorm",
+    "stage.grad_back.mla_norm.why": "The norm multiplied each row of the latent by "
+    "ρ = 1/√(mean(x²) + ε) and by w. Its backward has two parts: the gradient scaled the same "
+    "way, ρ·(w ⊙ g), minus the part that would only change the row's length, which the norm "
+    "undoes.",
+    "stage.grad_wuq.title": "Gradient of W_UQ",
+    "stage.grad_wuq.why": "Q = C_Q·W_UQ in each head, so dW_UQ = C_Qᵀ·dQ, each head's gradient in "
+    "its own columns: each weight collects, over the tokens, its latent's number times the "
+    "gradient of the query cell it fed.",
+    "stage.grad_wuk.title": "Gradient of W_UK",
+    "stage.grad_wuk.why": "K_C = C_KV·W_UK in each head, so dW_UK = C_KVᵀ·dK_C: the columns of "
+    "each head's own key learn here; the shared rotary columns learn in W_KR.",
+    "stage.grad_wuv.title": "Gradient of W_UV",
+    "stage.grad_wuv.why": "V = C_KV·W_UV in each head, so dW_UV = C_KVᵀ·dV: the change of the "
+    "matrix that makes each head's values from the shared latent.",
+    "stage.grad_wdq.title": "Gradient of W_DQ",
+    "stage.grad_wdq.why": "c_Q = X·W_DQ, so dW_DQ = Xᵀ·dc_Q: the down-projection learns from what "
+    "every head's query asked of the latent, back through its norm.",
+    "stage.grad_wdkv.title": "Gradient of W_DKV",
+    "stage.grad_wdkv.why": "c_KV = X·W_DKV, so dW_DKV = Xᵀ·dc_KV: one matrix makes the latent of "
+    "every head's keys and values, so it collects the gradients of all of them, back through "
+    "the latent's norm.",
+    "stage.grad_wkr.title": "Gradient of W_KR",
+    "stage.grad_wkr.why": "k_R = X·W_KR, so dW_KR = Xᵀ·dk_R: every head shares the rotary key, so "
+    "its weights learn from every head's keys at once.",
+    "stage.grad_q_a_norm.title": "Gradient of the query latent's norm weight (q_a_norm)",
+    "stage.grad_q_a_norm.why": "C_Q = c_Q·ρ·w, row by row, so each weight wⱼ collects, over the "
+    "tokens, dC_Q[i, j] times the normalised cell c_Q[i, j]·ρᵢ.",
+    "stage.grad_kv_a_norm.title": "Gradient of the key/value latent's norm weight (kv_a_norm)",
+    "stage.grad_kv_a_norm.why": "C_KV = c_KV·ρ·w, row by row, so each weight wⱼ collects, over "
+    "the tokens, dC_KV[i, j] times the normalised cell c_KV[i, j]·ρᵢ.",
+    "stage.grad_x.mla.title": "Backward: gradient of the input X",
+    "stage.grad_x.mla.why": "In latent attention X feeds the down-projections and the shared "
+    "rotary key (c_Q = X·W_DQ, c_KV = X·W_DKV, k_R = X·W_KR), not W_Q, W_K and W_V. The "
+    "multivariate chain rule adds those paths: dX = dc_Q·W_DQᵀ + dc_KV·W_DKVᵀ + dk_R·W_KRᵀ "
+    "(without a query latent, dQ·W_Qᵀ in place of the first). This is what flows on to the "
+    "layer below.",
+    "note.mla_grad_q_order": "Each head's columns are in qkvcalc's order, its d_R = {rope} "
+    "rotary columns first, then its d_C = {nope}; in {key} as given they are the head's last "
+    "{rope}, so a step puts them back there.",
+    "note.mla_grad_kv_b": "wkv_b holds, head by head, W_UK's d_C = {nope} columns, then W_UV's "
+    "d_v = {d_v}: its gradient interleaves dW_UK and dW_UV the same way.",
     # ---- the sparse-attention indexer beside mla (qkvcalc/ops/indexer.py) ----
     "ui.variant.indexer": "sparse-attention indexer (H_I = {heads} index heads of D = {dim}, "
     "top_k = {top_k}, RoPE {style})",
@@ -2329,8 +2477,8 @@ MESSAGES: dict[str, str] = {
     "indexer.norm_length": "{field} has {length} numbers, but the indexer's key has D = {dim}",
     "indexer.backward": "The backward pass (--backward, and so qkvcalc train) does not follow "
     "the sparse-attention indexer: its top-k is a choice with no gradient (transformers runs the "
-    "indexer under torch.no_grad(), and the loss reaches none of its weights), and multi-head "
-    "latent attention has no backward pass yet. Run it without --backward",
+    "indexer under torch.no_grad(), and the loss reaches none of its weights). Run it without "
+    "--backward, or leave the indexer out to see the backward pass of the latent attention alone",
     "indexer.decode": "The sparse-attention indexer is not computed step by step with a KV "
     "cache: leave out --decode (the whole run shows it).",
     "indexer.dtype": "The sparse-attention indexer has no low-precision rules yet: leave out "
@@ -2378,6 +2526,9 @@ MESSAGES: dict[str, str] = {
     "config.json (a checkpoint holds config.json and the weights, such as model.safetensors)",
     "extract.not_a_file": "{model} holds {file!r}, which is not a file (a named pipe, a socket "
     "or a device): a checkpoint folder holds files, and reading this one could wait forever",
+    "extract.sizes_lie": "{path}'s config.json does not match its weights: {weight} is {stored} "
+    "in the checkpoint, but the config makes it {made}; the sizes in config.json (heads, head "
+    "sizes, hidden size) must be those the weights were trained with.",
     "extract.no_weights": "{path} has a config.json but its weights could not be read: {reason}",
     "extract.custom_code": "{model} ships code of its own ({file} names it in auto_map), "
     "and qkvcalc never runs a checkpoint's code: use a checkpoint of an architecture "
@@ -2437,6 +2588,35 @@ MESSAGES: dict[str, str] = {
     "extract.description_linear": "The linear-attention (Gated DeltaNet) layer {layer} of "
     "{model} ({arch}) on {n} tokens: x is the exact input of that layer from a run in {dtype}, "
     "the weights are the layer's own, in float64.",
+    "extract.kda_activation": "layer {layer} of {model} is a Kimi Delta Attention layer whose "
+    "convolution's activation is {act} and whose output gate's is {gate}; the kimi_delta key "
+    'computes SiLU and sigmoid only (Kimi Linear\'s own: hidden_act "silu").',
+    "extract.description_kda": "The linear-attention (Kimi Delta Attention) layer {layer} of "
+    "{model} ({arch}) on {n} tokens: x is the exact input of that layer from a run in {dtype}, "
+    "the weights are the layer's own, in float64.",
+    "extract.x_layernorm": "Here x = {norm}(h), h being the input of layer {layer} (the "
+    "residual stream): {arch} is pre-norm, with a LayerNorm before its attention. Each row of h "
+    "minus its mean is divided by √(its variance + ε), ε = {eps}, then multiplied by {norm}'s "
+    "weight and {norm}'s bias is added: before that weight and bias, each row has mean 0 and "
+    "a variance just under 1.",
+    "extract.x_layernorm_no_bias": "Here x = {norm}(h), h being the input of layer {layer} (the "
+    "residual stream): {arch} is pre-norm, with a LayerNorm (without a bias) before its "
+    "attention. Each row of h minus its mean is divided by √(its variance + ε), ε = {eps}, then "
+    "multiplied by {norm}'s weight: before that weight, each row has mean 0 and a variance just "
+    "under 1.",
+    "extract.x_rmsnorm": "Here x = {norm}(h), h being the input of layer {layer} (the residual "
+    "stream): {arch} is pre-norm, with an RMSNorm before its attention. Each row of h is divided "
+    "by √(the mean of its squares + ε), ε = {eps}, then multiplied by {norm}'s scale; the mean "
+    "is not subtracted, so before that scale a row's mean of squares is just under 1 and its "
+    "mean need not be 0.",
+    "extract.x_post": "Here x is the input of layer {layer} itself, the output of layer "
+    "{previous}: {arch} is post-norm, its norms come after the attention and the residual, and "
+    "nothing comes between the layer's input and its attention.",
+    "extract.x_post_first": "Here x is the input of layer 0 itself, the embeddings as the model "
+    "gives them to its first layer: {arch} is post-norm, its norms come after the attention and "
+    "the residual, and nothing comes between the layer's input and its attention.",
+    "extract.x_block_input": "Here x is the input of layer {layer} itself: nothing comes "
+    "between the layer's input and its attention.",
     "extract.kv_shared": "This layer has no keys and values of its own: it reuses those of layer "
     "{earlier} (KV sharing), so the source is layer {earlier}'s attention input, and W_K, W_V "
     "and the key norm are layer {earlier}'s.",
@@ -2458,6 +2638,9 @@ MESSAGES: dict[str, str] = {
     "extract.layout": "{model}: the {model_type} modules of transformers {version} have no "
     "'{attribute}', which extract reads; extract does not guess at a layout it does not know: "
     "use a transformers version qkvcalc is tested with ({tested})",
+    "extract.model_failed": "{model_type}: transformers' own forward pass stopped before layer "
+    "{layer} could be read ({error}); extract runs the model exactly as transformers defines it "
+    "and reads the layer on the way, so it cannot read this one",
     "extract.no_output": "{model}, layer {layer}: under transformers {version} the {model_type} "
     "attention never called the output projection extract reads, so its output cannot be "
     "checked; extract does not guess: use a transformers version qkvcalc is tested with "
@@ -2494,8 +2677,8 @@ MESSAGES: dict[str, str] = {
     "heads.how_to_read": "One block per head, one row of blocks per layer (from 0); in a block "
     "the rows are the queries and the columns the keys, in token order, and the darker a cell "
     "the more weight ({ramp}, from 0 to 1).",
-    "heads.others": "This model's {kind} layers are not softmax attention and have no attention "
-    "weights, so they are not shown: layers {layers}.",
+    "heads.others": "This model's {kind} layers are not softmax attention: they form no matrix "
+    "of attention weights, so this page leaves them out (layers: {layers}).",
     "heads.attention_rows": "The rows below are its attention layers: {layers}.",
     "heads.before_sinks": "{arch} applies each head's learned sink after the softmax, as the "
     "factor σ(logsumexp of the row's scores − s) on the head's output: these maps are "
@@ -2841,7 +3024,8 @@ MESSAGES: dict[str, str] = {
     "(null), so the loss is the one link the story is about, L = −log A[it, cat], and what the "
     "other words look at is left free. qkvcalc train --preset learn (20 steps, η = 0.5) moves "
     "W_Q and W_K until 'it' gives 'cat' 98%; W_V does not move, since the loss reads the "
-    "attention weights alone.",
+    "attention weights alone. attend is a teaching shortcut: a real model is never told where to "
+    "look, and learns W_Q, W_K and W_V from a loss on its output (the referent preset).",
     "help.train": "Train the weights by gradient descent, from the problem's attend or target, "
     "and show the loss at every step, the weights and the attention weights before and after.",
     "help.train.source": "A JSON (or .npz) file of the input format with attend or target, or "
@@ -2922,9 +3106,9 @@ MESSAGES: dict[str, str] = {
     "take the key {option}.",
     "train.freeze_unknown": "--freeze: {name} is not one of the weights ({names}).",
     "train.freeze_missing": "--freeze: this problem has no {names} (it has {has}).",
-    "train.projecting": "qkvcalc train learns through the backward pass, which does not follow "
-    "multi-head latent attention (mla) yet: its latent weights cannot be trained (qkvcalc "
-    "explain shows its forward pass).",
+    "train.projecting": "qkvcalc train steps W_Q, W_K and W_V, which multi-head latent attention "
+    "(mla) replaces by its latents' weights, and it cannot step those yet: qkvcalc explain "
+    "--backward shows their gradients.",
     "train.all_frozen": "--freeze names every weight the problem has, so nothing could move.",
     "train.too_big": "Training for --steps {steps} a problem of {numbers} weights and attention "
     "weights keeps more than {limit} numbers: make --steps at most {most}.",
@@ -2995,10 +3179,14 @@ MESSAGES: dict[str, str] = {
     "loss.several": "give one place for the gradient to start, not several: {keys}",
     "loss.shape": "{field} is {rows}×{cols} but the output is n × d_out = {n}×{d_out}: one row "
     "per query, one column per output column",
-    "loss.attend_count": "attend needs one key per query: {count} given for n = {n} queries (- on "
-    "the command line, null in JSON, for a query with no target)",
+    "loss.attend_count": "attend needs one key per query: {count} given for n = {n} queries (null "
+    "for a query with no target)",
+    "loss.attend_count_typed": "attend needs one key per query: {count} given for n = {n} queries "
+    "(- for a query with no target)",
     "loss.attend_key": "attend[{row}] is {value}: a key's number from 1 to m = {m} (1-based, as "
-    "the tables count), or - on the command line (null in JSON) for no target",
+    "the tables count), or null for no target",
+    "loss.attend_key_typed": "attend[{row}] is {value}: a key's number from 1 to m = {m} (1-based, "
+    "as the tables count), or - for no target",
     "loss.attend_empty": "attend names no key at all: give at least one query a target key",
     "loss.attend_masked": "attend[{row}] = {key}, but the mask hides key {key} from query {row}: "
     "a query cannot be taught to look at a key it may not see",
@@ -3053,18 +3241,20 @@ MESSAGES: dict[str, str] = {
     "stage.grad_logits.title": "Softmax backward, part 2: gradient of the logits",
     "stage.grad_logits.why": "dS = A ⊙ (dA − r): a logit's gradient is its weight times how far "
     "its key's dA is from the row's average r. A key that would help more than the average (dA < "
-    "r) is pushed up, the others down. Each weight's own derivative Aᵢⱼ·(1 − Aᵢⱼ) is small near 0 "
-    "and near 1, so a saturated softmax passes little back of a bounded dA (a loss that reaches A "
-    "through the output): that is why the scores are scaled. A dA that grows as its weight "
-    "shrinks, as −1/A does under attend, is not held back.",
+    "r) is pushed up, one that would help less (dA > r) down, each in proportion to its weight (a "
+    "masked key, of weight 0, not at all). Each weight's own derivative Aᵢⱼ·(1 − Aᵢⱼ) is small "
+    "near 0 and near 1, so a saturated softmax passes little back of a bounded dA (a loss that "
+    "reaches A through the output): that is why the scores are scaled. A dA that grows as its "
+    "weight shrinks, as −1/A does under attend, is not held back.",
     "stage.grad_back.mask.title": "Backward through the mask",
     "stage.grad_back.mask.why": "A masked logit was replaced by −∞ whatever its score was, "
     "so its score gets exactly 0 gradient: a key that cannot be seen cannot be learned from. "
     "[M ≠ −∞] is 1 where the key is allowed and 0 where it is masked.",
     "stage.grad_back.scale.title": "Backward through the scaling",
     "stage.grad_back.scale.why": "The scores were multiplied by the scale, so their "
-    "gradient is the logits' gradient times the same scale: the default 1/√d_k, which kept "
-    "the softmax from saturating, also shrinks what flows back.",
+    "gradient is the logits' gradient times the same scale: a scale below 1, such as the default "
+    "1/√d_k (there to keep the softmax from saturating), shrinks what flows back by the same "
+    "factor as it shrank the scores.",
     "stage.grad_back.add.title": "Backward through the score bias",
     "stage.grad_back.add.why": "The bias B was added and is not learned here, so the gradient "
     "passes through to the scaled scores unchanged.",
@@ -3109,15 +3299,25 @@ MESSAGES: dict[str, str] = {
     "of dV.",
     "stage.grad_x.title": "Backward: gradient of the input X",
     "stage.grad_x.why": "X reaches the loss through each projection that reads it and that the "
-    "loss reaches (Q, K and V in self-attention, Q alone in cross-attention). The multivariate "
-    "chain rule adds those paths: dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ, the terms of those it has. "
-    "This is what flows on to the layer below.",
-    "note.grad_attend_no_v": "This loss reads only the weights, so V, W_V and b_V do not reach "
-    "it and get no gradient: the backward pass goes from dA to the scores, Q and K.",
+    "loss reaches, and the multivariate chain rule adds those paths, one term dP·W_Pᵀ each: the "
+    "formula above has one for each (dV·W_Vᵀ only when the loss reads V). This is what flows on "
+    "to the layer below.",
+    "stage.grad_x.one.title": "Backward: gradient of the input X",
+    "stage.grad_x.one.why": "In cross-attention X makes only the queries (the keys and values "
+    "come from the source), so it reaches the loss by one path and the chain rule has nothing to "
+    "add: dX = dQ·W_Qᵀ, the queries' gradient sent back through W_Q turned. This is what flows "
+    "on to the layer below.",
+    "note.grad_attend_no_v": "This loss reads only the weights, so the values and what makes or "
+    "uses them do not reach it and get no gradient ({names}): the backward pass goes from dA to "
+    "the scores, Q and K.",
     "stage.grad_source.title": "Backward: gradient of the source",
-    "stage.grad_source.why": "The source feeds K and V; its gradient adds the paths of those that "
-    "reach the loss (K alone under attend, which does not read V): d source = dK·W_Kᵀ + dV·W_Vᵀ, "
-    "the terms of those it has (the queries' path goes to X).",
+    "stage.grad_source.why": "The source makes K and V, and this loss reaches both: the "
+    "multivariate chain rule adds the two paths, d source = dK·W_Kᵀ + dV·W_Vᵀ (the queries' path "
+    "goes to X).",
+    "stage.grad_source.one.title": "Backward: gradient of the source",
+    "stage.grad_source.one.why": "The source makes K and V, but this loss reads only the weights, "
+    "so V does not reach it: the source's gradient comes back by the keys' path alone, "
+    "d source = dK·W_Kᵀ, with nothing for the chain rule to add (the queries' path goes to X).",
     "stage.grad_sinks.title": "Gradient of the sinks",
     "stage.grad_sinks.why": "A sink's logit took its share 1 − Σⱼ Aᵢⱼ of every row. Raising it "
     "moves weight from the keys to nothing, so its gradient is −Σᵢ (its share)·rᵢ, one number "
@@ -3137,10 +3337,18 @@ MESSAGES: dict[str, str] = {
     "{count} target keys.",
     "note.loss_attend_head": "Head {head}'s part of the loss: −Σᵢ log A[i, tᵢ] {eq} {loss}, "
     "over {count} target keys (the loss adds every head's part).",
+    "note.loss_attend_one": "The loss these numbers give: L = −Σᵢ log A[i, tᵢ] {eq} {loss}, over "
+    "one target key.",
+    "note.loss_attend_head_one": "Head {head}'s part of the loss: −Σᵢ log A[i, tᵢ] {eq} {loss}, "
+    "over one target key (the loss adds every head's part).",
     "note.grad_through_softmax": "√d_k, shown by its gradients: how much a logit can still move "
     "its own weight is ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ), never more than 0.25. Its largest value in "
     "this head {eq_with} {with_}; with the scores not scaled ({root} left out) it would be "
     "{eq_without} {without}.",
+    "note.grad_through_softmax_given": "The scale given, shown by its gradients: how much a logit "
+    "can still move its own weight is ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ), never more than 0.25. Its largest "
+    "value in this head {eq_with} {with_}; with the scores not scaled ({root} left out) it would "
+    "be {eq_without} {without}.",
     "note.grad_scores_smaller": "What reaches Q and K is the gradient of the scores Q·Kᵀ. Its "
     "size here (the root of the sum of its squares) {eq_with} {with_}; with the scores not scaled "
     "it would be {eq_without} {without}: smaller without the scaling.",
@@ -3151,6 +3359,10 @@ MESSAGES: dict[str, str] = {
     "where its derivative A·(1 − A) is near 0, so little of dA gets through to Q and K (and to "
     "W_Q and W_K, which make them). Dividing by √d_k keeps the scores where the softmax still "
     "passes gradients.",
+    "note.grad_saturated_given": "The unscaled softmax is saturated: its weights sit near 0 and "
+    "1, where its derivative A·(1 − A) is near 0, so little of dA gets through to Q and K (given "
+    "here; in a layer, to the W_Q and W_K that make them). Dividing by √d_k keeps the scores where "
+    "the softmax still passes gradients.",
     "note.grad_scale_shrinks": "The unscaled softmax is not saturated here (its largest A·(1 − A) "
     "is at least a tenth of the scaled one's): the difference comes from the other weights the "
     "unscaled scores give, not from a blocked softmax.",
@@ -3162,7 +3374,11 @@ MESSAGES: dict[str, str] = {
     "note.grad_not_saturated": "Here the scaling does not protect learning: the unscaled "
     "softmax is not saturated enough to block the gradient, and the scaled run's gradient is "
     "also multiplied by the scale on its way back. With a large d_k the unscaled softmax "
-    "saturates (try --preset dk64 with a --target).",
+    "tends to saturate (try --preset dk64 with a --target).",
+    "note.grad_scale_sharpens": "Here the scaling does not protect learning: a scale above 1 "
+    "spreads the scores further apart, so the scaled softmax is the more saturated of the two (its "
+    "largest A·(1 − A), above, is the smaller) and passes less back, even though the way back "
+    "multiplies by the scale.",
     "note.grad_path_one": "{x} feeds one projection ({names}): its gradient comes back by that "
     "one path.",
     "note.grad_paths_some": "{x} feeds {count} projections ({names}), but only {reach} reach this "
@@ -3170,7 +3386,7 @@ MESSAGES: dict[str, str] = {
     "note.grad_path_one_of": "{x} feeds {count} projections ({names}), but only {reach} reaches "
     "this loss: its gradient comes back by that one path.",
     "note.grad_kv_heads_side_by_side": "The {heads} key/value heads' gradients side by side, each "
-    "in the columns of {weight} that its head made.",
+    "in the columns of {weight} that made that head.",
     "note.loss_target_rows": "T, the output to reach, row by row: {rows}.",
     "note.loss_target_rows_approx": "T, the output to reach, row by row (rounded to 4 decimals): "
     "{rows}.",
@@ -3179,6 +3395,8 @@ MESSAGES: dict[str, str] = {
     "help.heading.options": "Options",
     "help.heading.arguments": "Arguments",
     "help.heading.commands": "Commands",
+    "help.default": "[default: {value}]",
+    "help.required": "[required]",
     "help.help_option": "Show this message and exit.",
     "help.train.compare_scale": "Train twice from the same start, with the problem's scale and "
     "with scale 1, and show both losses side by side: what √d_k does to learning, on this problem.",
@@ -3201,18 +3419,30 @@ MESSAGES: dict[str, str] = {
     "train.attend_shortcut": "attend is a teaching shortcut: a real model is never told where to "
     "look. It learns W_Q, W_K and W_V from its prediction error, which reaches the attention "
     "weights through the output (try --preset referent, a loss on the output).",
-    "train.attend_heads": "With {heads} heads, attend pushes every head toward the same key; in a "
-    "real model each head finds a pattern of its own.",
+    "train.attend_heads": "With {heads} heads, attend pushes every head toward the same key for "
+    "each query (the loss adds −log A over the heads); in a real model each head is free to find "
+    "a pattern of its own.",
     "train.unmoved": "{names} did not move at all: their gradient was exactly 0 at every step.",
     "train.unmoved_one_key": "{names} did not move at all: each query has a single key it may "
     "see, so its weight is 1 whatever the scores (A ≡ 1), and the scores' gradient is exactly 0 "
     "at every step.",
     "train.diverging": "The loss rose at {rose} of the {done} steps and ended {ratio} times its "
-    "start. With a small enough η gradient descent never raises the loss, so η = {lr} is too "
-    "large for this problem: try a smaller --lr.",
+    "start (×{last} at the last step). With a small enough η gradient descent never raises the "
+    "loss, so η = {lr} is too large for this problem: try a smaller --lr.",
+    "train.rose_back": "The loss rose at {rose} of the {done} steps: it came down to L {low} at "
+    "step {step}, then ended at L {last}. A short enough step against the gradient always lowers "
+    "the loss, so at those steps η = {lr} was too large: try a smaller --lr.",
+    "train.rose_some": "The loss rose at {rose} of the {done} steps before it came down to L "
+    "{last}: a short enough step against the gradient always lowers the loss, so at those steps "
+    "η = {lr} was too large.",
     "train.log_scale": "(The bars are on a log scale: the loss spans at least {decades} decades.)",
-    "train.scale_hint": "--compare-scale trains again from the same start with scale 1, to show "
-    "what √d_k does to learning on this problem.",
+    "train.scale_hint": "Before the softmax the scores are divided by √d_k = √{dk} {root}: for "
+    "random vectors the spread of a dot product of d_k terms grows like √d_k, and the division "
+    "keeps the scores' spread the same at any d_k. --compare-scale trains again from the same "
+    "start with scale 1, to show what that does to learning on this problem.",
+    "train.scale_hint_given": "Before the softmax the scores are multiplied by the problem's "
+    "scale, {scale} (1/√d_k would be {default}). --compare-scale trains again from the same start "
+    "with scale 1, to show what that scale does to learning on this problem.",
     "train.compare_title": "The loss with the scale and with scale 1",
     "train.col_unscaled": "L, scale 1",
     "train.spark_scaled": "scale {scale}:",

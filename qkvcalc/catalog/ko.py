@@ -6,9 +6,11 @@ Terms follow Korean ML texts: 어텐션 스코어, 내적, 전치, 스케일링,
 Query/Key/Value stay in English everywhere (never 쿼리/키/값), as in the source articles; so does
 GQA (Grouped-Query Attention). A value the user types (none, causal) is glossed in Korean. A
 placeholder is never followed by a particle that depends on its last sound (은/는, 이/가, 을/를,
-와/과, 으로/로, 이어야/여야, 이라/라): it takes the dual form 은(는), 이(가), 을(를), 와(과),
-(으)로, or the sentence is built around it (a colon, 의, 에서, a counter such as 개, or a copula
-such as 이므로/이고/입니다/인가요). tests/test_i18n.py checks it.
+와/과, 으로/로, 이어야/여야, 이라/라), and no line uses a dual form (은(는), 을(를), 와(과), 이(가),
+(으)로: "프리셋 sentence을(를)" reads as a form left unfilled): the sentence is built around the
+value (a colon, 의, 에서, a noun after it such as 모델, 옵션, 정밀도, 파일, a counter such as 개
+or 번, or a copula such as 이므로/이고/입니다/인가요), and after fixed text the right particle is
+written. tests/test_i18n.py checks it.
 """
 
 MESSAGES: dict[str, str] = {
@@ -124,7 +126,7 @@ MESSAGES: dict[str, str] = {
     "stage.output.concat.why": "W_O가 주어지지 않았으므로, 이어 붙인 헤드가 그대로 출력입니다.",
     # ---- notes on stages ---------------------------------------------------------------
     "note.scale_default": "d_k = {d_k}이므로 모든 스코어를 나누는 값은 {root} {eq} {value}입니다.",
-    "note.scale_given": "직접 지정한 scale = {scale}: 1/√d_k(d_k = {d_k}) 대신 이 값을 "
+    "note.scale_given": "직접 지정한 scale {eq} {scale}: 1/√d_k(d_k = {d_k}) 대신 이 값을 "
     "스코어에 곱합니다.",
     "note.mask_convention": "마스크 규칙: 1 / true = 어텐션 허용 (PyTorch "
     "scaled_dot_product_attention의 규칙). nn.MultiheadAttention의 불리언 마스크는 뜻이 "
@@ -186,7 +188,7 @@ MESSAGES: dict[str, str] = {
     "분산이 다시 1이 됩니다.",
     "note.scale_temperature": "스코어에 scale c를 곱하는 것은 온도(temperature) T = 1/c인 "
     "소프트맥스와 같습니다. c가 작을수록(T가 클수록) 가중치가 고르게 퍼지고, c가 클수록 가장 "
-    "큰 스코어 쪽으로 쏠립니다. 기본값 c = 1/√d_k는 T = √d_k = {root}입니다.",
+    "큰 스코어 쪽으로 쏠립니다. 기본값 c = 1/√d_k는 T = √d_k {eq} {root}입니다.",
     "note.scale_zero": "scale 0은 Q와 K가 무엇이든 스케일링된 스코어를 모두 0으로 만듭니다. "
     "가중치는 더 이상 Q와 K에 따라 달라지지 않습니다.",
     "note.scale_negative": "음수 scale은 스코어의 순서를 뒤집습니다. 두 Key 중 q·k가 작은 쪽이 "
@@ -196,20 +198,20 @@ MESSAGES: dict[str, str] = {
     "순서를 섞어도 출력 행들이 똑같이 섞일 뿐 각 행의 값은 그대로입니다. 순서는 위치 정보(X에 "
     "더하거나 Q와 K에 회전으로 넣는 방식)나 인과 마스크 같은 마스크를 통해서만 어텐션에 "
     "전달됩니다.",
-    "note.shuffle_try": '직접 확인하려면 --shuffle "{order}"를 붙이세요 (토큰 번호를 새 '
+    "note.shuffle_try": '직접 확인하려면 --shuffle "{order}" 옵션을 붙이세요 (토큰 번호를 새 '
     "순서로 씁니다).",
     "note.shuffle_demo": "토큰을 {order} 순서로 섞었습니다: 각 토큰의 출력 행은 전과 같고, "
     "토큰과 함께 새 자리로 옮겨졌을 뿐입니다(가장 큰 차이 {diff}).",
     "note.shuffle_changed": "토큰을 {order} 순서로 섞었습니다: 출력 행이 원래 순서의 행을 "
-    "옮겨 놓은 것과 다릅니다(가장 큰 차이 {diff}). 이 어텐션은 {reasons}을(를) 통해 순서를 "
-    "보기 때문입니다.",
+    "옮겨 놓은 것과 다릅니다(가장 큰 차이 {diff}). 이 어텐션이 순서를 보는 "
+    "것은 다음을 통해서입니다: {reasons}.",
     "shuffle.by_causal": "인과 마스크(어떤 Key가 Query보다 앞에 오는지가 순서에 달려 있음)",
     "shuffle.by_pe": "X에 더한 위치 인코딩",
     "shuffle.by_rope": "RoPE(q와 k를 위치만큼 회전)",
     "shuffle.by_bias": "위치에 따라 달라지는 바이어스(ALiBi 또는 score_bias)",
     "shuffle.by_custom_mask": "0/1 마스크(행과 열은 토큰과 함께 옮겼지만, 윈도우처럼 위치로 "
     "정한 마스크라면 옮기지 않았을 것)",
-    "shuffle.not_a_number": "--shuffle: {word!r}은(는) 토큰 번호가 아닙니다. 1부터 {n}까지의 "
+    "shuffle.not_a_number": "--shuffle의 {word!r}: 토큰 번호가 아닙니다. 1부터 {n}까지의 "
     "번호를 한 번씩 새 순서대로 쓰세요",
     "shuffle.not_a_permutation": "--shuffle {given!r}: 새 순서는 토큰 번호 1부터 {n}까지를 "
     "정확히 한 번씩 담아야 합니다 (토큰 n = {n}개)",
@@ -227,6 +229,9 @@ MESSAGES: dict[str, str] = {
     "패딩 위치는 빠집니다.",
     "note.self_attention": "셀프 어텐션(Self-Attention): Query, Key, Value를 모두 같은 X에서 "
     "만들므로, 각 토큰이 자기 시퀀스의 모든 토큰(자기 자신 포함)과 비교됩니다.",
+    "note.self_attention_state": "셀프 어텐션(Self-Attention): Query, Key, Value를 모두 같은 "
+    "X에서 만듭니다. 이 층은 토큰 쌍을 직접 비교하지 않습니다. 각 토큰은 자기 Value를 Key 방향으로 "
+    "상태에 쓰고 Query로 상태를 읽으므로, 자신과 앞선 토큰들이 쓴 것을 읽습니다.",
     "note.dv": "d_v = {d_v}: 출력의 폭을 정합니다. V가 m×d_v이므로 A·V는 n×d_v입니다. d_v가 "
     "d_k(여기서는 {d_k})와 같을 필요는 없습니다. 가중치는 각 Value를 얼마나 가져올지를, d_v는 "
     "Value 하나가 숫자를 몇 개 담는지를 정합니다.",
@@ -572,6 +577,9 @@ MESSAGES: dict[str, str] = {
     "note.gdn_conv": "각 칸: 그 열의 탭 {taps}개에 걸친 SiLU(Σ_r w[r]·x[t − {back} + r]). 첫 "
     "토큰 앞의 행은 0입니다.",
     "note.gdn_gates": "이 헤드의 A_log = {a_log}, 그래서 e^(A_log) = {decay}.",
+    "note.gdn_beta_scale": "여기서 β = {scale}·σ(b)는 (0, {scale}) 안에 있습니다(OLMo-Hybrid의 "
+    "allow_neg_eigval): β가 1보다 크면 토큰이 보정보다 더 많이 쓰고, I − β·k̂·k̂ᵀ는 상태의 k̂ "
+    "방향 성분의 부호를 뒤집습니다.",
     "note.gdn_norm_weight": "RMS(out) = √(행의 제곱의 평균 + ε), 토큰마다 행 전체에 수 하나입니다.",
     "gated_delta.both_gates": "gated_delta에 g나 beta가 있는데 다음 키도 있습니다: {made}. g와 "
     "beta를 주거나, 층이 그것을 만드는 wa, wb, a_log, dt_bias를 주세요. 둘 다는 안 됩니다.",
@@ -583,11 +591,14 @@ MESSAGES: dict[str, str] = {
     "한 열이 필요합니다: K × (2·H·d_k + H·d_v) = K × {channels} (H = {heads}, d_k = {d_k}, "
     "d_v = {d_v}).",
     "gated_delta.weight_shape": "gated_delta의 {field} 키의 모양은 {shape}인데, 필요한 모양은 "
-    "{want}입니다(W_Q와 같은 {layout} 배치).",
+    "{want}입니다(W_Q와 같은 {layout} 레이아웃).",
     "gated_delta.vector": "gated_delta의 {field} 키에 수가 {length}개 있는데, {want}개가 "
     "필요합니다: 헤드마다 하나(a_log, dt_bias) 또는 헤드 출력의 열마다 하나(norm).",
     "gated_delta.norm_pair": "gated_delta의 게이트가 있는 정규화에는 wz(게이트의 가중치)와 "
     "norm(가중치 w)이 함께 필요하고, norm_eps는 그 둘과 함께만 씁니다. 혼자 온 키: {given}",
+    "gated_delta.beta_scale": "gated_delta의 beta_scale은 X로 만든 β에 곱합니다(β = "
+    "beta_scale·σ(b), OLMo-Hybrid에서는 2): wa, wb, a_log, dt_bias와 함께, 0보다 크고 2 이하인 "
+    "수로 주세요(2를 넘으면 I − β·k̂·k̂ᵀ가 상태를 키웁니다). 받은 값: {value}",
     "gated_delta.norm_eps": "gated_delta의 norm_eps(게이트가 있는 정규화의 ε)는 0과 1 사이의 "
     "수여야 합니다. 받은 값: {value}",
     # ---- differential attention (qkvcalc/ops/differential.py) ----
@@ -620,7 +631,7 @@ MESSAGES: dict[str, str] = {
     "note.diff_pair": "헤드 {i}의 짝: 헤드 {j}. Δ = A_{i} − {lam} × A_{j}.",
     "note.diff_v": "헤드 {i}의 Value: 열 {first}. 헤드 {j}의 Value: 열 {second}.",
     "note.diff_norm": "행마다: {width}개 열에 걸쳐 x / √(mean(x²) + ε), ε = {eps}.",
-    "note.diff_scaled": "λ_init = {init}이므로 모든 칸에 1 − λ_init = {factor}을(를) 곱합니다.",
+    "note.diff_scaled": "λ_init = {init}이므로 모든 칸에 곱하는 값은 1 − λ_init = {factor}입니다.",
     "hint.diff_weights": "{cell} = A_{head}[{i},{j}] − λ × A_{partner}[{i},{j}]: 헤드 {head}의 "
     "가중치에서 λ배 한 헤드 {partner}의 가중치를 뺍니다.",
     "hint.diff_v": "{cell}: 헤드 {head}의 Value(처음 d_v개 열)나 헤드 {partner}의 Value(나머지 "
@@ -780,7 +791,8 @@ MESSAGES: dict[str, str] = {
     "합니다. 받은 값: {value}",
     "kimi_delta.unknown_key": "kimi_delta에 없는 키입니다: {key}. 쓸 수 있는 키: {known}",
     "kimi_delta.needs": "kimi_delta에는 g(토큰마다 로그 공간의 감쇠, Key 채널마다 하나)와 "
-    "beta(β, 쓰기 세기, 토큰과 헤드마다 하나)가 둘 다 있어야 합니다.",
+    "beta(β, 쓰기 세기, 토큰과 헤드마다 하나)가 둘 다 있거나, 층이 그것을 만드는 wf_a, wf_b, "
+    "a_log, dt_bias, wb가 있어야 합니다.",
     "kimi_delta.g_shape": "kimi_delta의 g의 모양은 {shape}인데, 토큰, 헤드, Key 채널마다 감쇠가 "
     "하나씩 필요합니다: n×H×d_k = {n}×{heads}×{d_k}, 또는 헤드 1의 채널을 먼저 둔 n×(H·d_k) = "
     "{n}×{width}.",
@@ -818,6 +830,70 @@ MESSAGES: dict[str, str] = {
     "않습니다: --backward를 빼세요.",
     "kimi_delta.dtype": "--dtype은 아직 Kimi Delta Attention 층(kimi_delta)을 반올림하지 "
     "않습니다: --dtype을 빼세요.",
+    # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
+    # are gdn_layer.py's)
+    "ui.variant.kda_gates": "X로 만든 채널마다의 g와 β(W_fa, W_fb, A_log, dt_bias, W_b)",
+    "ui.variant.kda_norm": "코어 다음의 게이트가 있는 RMSNorm: out / RMS(out) ⊙ w ⊙ σ(X·W_ga·W_gb)",
+    "stage.kda_conv.title": "Kimi Delta Attention: 인과 합성곱, 그다음 SiLU",
+    "stage.kda_conv.why": "델타 규칙 전에 Q, K, V의 각 열을 바로 앞 몇 토큰의 같은 열과 섞습니다: "
+    "열마다 커널이 하나인 깊이별 합성곱(groups = 채널 수인 conv1d)이고, 인과적이라 어떤 토큰도 "
+    "뒤의 토큰을 보지 않습니다. 그다음 SiLU(x) = x·σ(x)를 적용합니다(Kimi Linear의 짧은 합성곱은 "
+    "Gated DeltaNet의 것과 같습니다).",
+    "stage.kda_f_a.title": "Kimi Delta Attention: 감쇠를 위한 X의 저랭크 투영 F_a",
+    "stage.kda_f_a.why": "감쇠는 두 단계로 만듭니다(f_a_proj, 그다음 f_b_proj): X를 먼저 토큰마다 "
+    "r개 수로 줄이고, 모든 헤드가 이것을 함께 씁니다. 얇은 행렬 두 개는 d_model × H·d_k 행렬 "
+    "하나보다 수가 적습니다.",
+    "stage.kda_f.title": "Kimi Delta Attention: 감쇠 전의 이 헤드의 토큰마다 d_k개 수 F",
+    "stage.kda_f.why": "저랭크 F_a에 W_fb(f_b_proj)에서 이 헤드의 d_k개 열을 곱합니다: Key "
+    "채널마다 수 하나이고, 여기서 채널마다의 감쇠를 만듭니다.",
+    "stage.kda_b.title": "Kimi Delta Attention: β를 위한 이 헤드의 토큰마다 수 b",
+    "stage.kda_b.why": "X의 투영(b_proj)의 열이 헤드마다 하나 더 있습니다: σ를 적용하기 전의, "
+    "토큰이 얼마나 세게 쓰는지입니다.",
+    "stage.kda_gates_made.title": "Kimi Delta Attention: F와 b로 만든 감쇠 g(Key 채널마다 "
+    "하나)와 쓰기 세기 β",
+    "stage.kda_gates_made.why": "g_c = −e^(A_log)·softplus(F_c + dt_bias_c)는 0보다 작으므로 "
+    "채널마다의 감쇠 e^(g_c)는 (0, 1) 안에 있습니다: 토큰이 쓰기 전에 상태의 c행에 이 값을 "
+    "곱하고, 채널마다 잊는 속도가 다릅니다(A_log는 헤드마다 하나, dt_bias는 채널마다 하나). "
+    "β = σ(b)는 (0, 1) 안에 있습니다: 토큰이 보정을 얼마나 쓰는지입니다.",
+    "stage.kda_g_a.title": "Kimi Delta Attention: 출력 게이트를 위한 X의 저랭크 투영 G_a",
+    "stage.kda_g_a.why": "출력 게이트도 두 단계로 만듭니다(g_a_proj, 그다음 g_b_proj): X를 "
+    "토큰마다 r개 수로 줄이고, 모든 헤드가 이것을 함께 씁니다.",
+    "stage.kda_z.title": "Kimi Delta Attention: 출력 게이트의 입력 Z",
+    "stage.kda_z.why": "저랭크 G_a에 W_gb(g_b_proj)에서 이 헤드의 d_v개 열을 곱합니다: 아래에서 "
+    "σ(Z)를 정규화한 출력에 칸마다 곱합니다.",
+    "stage.kda_normed.title": "Kimi Delta Attention: 출력을 제곱평균제곱근으로 나누고 w를 곱함",
+    "stage.kda_normed.why": "코어 출력의 토큰마다 행을 그 제곱평균제곱근(√(mean(out²) + ε))으로 "
+    "나누고, 열마다 정규화의 가중치 w를 곱합니다(KimiLinearRMSNormGated: 1 + w가 아니라 저장된 "
+    "w 그대로).",
+    "stage.kda_gated.title": "Kimi Delta Attention: 정규화한 출력에 σ(Z)를 곱함",
+    "stage.kda_gated.why": "게이트입니다: 각 칸에 토큰이 X로 정하는 σ(Z)를 곱합니다(Kimi Linear의 "
+    "게이트는 시그모이드이고, Gated DeltaNet의 게이트는 SiLU입니다). 그다음 헤드들을 잇고 "
+    "o_proj(W_O)가 섞습니다.",
+    "stage.kda_output_normed.title": "Kimi Delta Attention: 상태에서 읽은 출력",
+    "stage.kda_output_normed.why": "각 토큰은 방금 쓴 상태를 자기 Query로 읽습니다: o_t = "
+    "S_tᵀ·q̂_t. 이 코어 출력은 헤드들을 잇기 전에 아래의 게이트가 있는 RMSNorm(σ(Z)를 곱함)을 "
+    "거칩니다.",
+    "note.kda_gates_made": "이 헤드의 A_log = {a_log}, 그래서 e^(A_log) = {decay}.",
+    "kimi_delta.both_gates": "kimi_delta에 g나 beta가 있는데 다음 키도 있습니다: {made}. g와 "
+    "beta를 주거나, 층이 그것을 만드는 wf_a, wf_b, a_log, dt_bias, wb를 주세요. 둘 다는 안 "
+    "됩니다.",
+    "kimi_delta.made_needs": "kimi_delta는 wf_a, wf_b, a_log, dt_bias, wb가 모두 있어야 X로 g와 "
+    "β를 만듭니다. 빠진 키: {missing}",
+    "kimi_delta.needs_x": "kimi_delta의 {field} 키는 X에 곱합니다: q, k, v를 직접 주지 말고 x와 "
+    "가중치를 주세요.",
+    "kimi_delta.conv": "kimi_delta의 conv 모양은 {shape}인데, 탭마다 한 행, q, k, v의 채널마다 "
+    "한 열이 필요합니다: K × (2·H·d_k + H·d_v) = K × {channels} (H = {heads}, d_k = {d_k}, "
+    "d_v = {d_v}).",
+    "kimi_delta.weight_shape": "kimi_delta의 {field} 키의 모양은 {shape}인데, 필요한 모양은 "
+    "{want}입니다(W_Q와 같은 {layout} 레이아웃. wf_b와 wg_b의 행 수는 wf_a와 wg_a의 열 수입니다).",
+    "kimi_delta.vector": "kimi_delta의 {field} 키에 수가 {length}개 있는데, {want}개가 "
+    "필요합니다: 헤드마다 하나(a_log), 각 헤드의 Key 채널마다 하나(dt_bias: H·d_k) 또는 헤드 "
+    "출력의 열마다 하나(norm).",
+    "kimi_delta.norm_needs": "kimi_delta의 게이트가 있는 정규화에는 wg_a, wg_b(게이트의 두 "
+    "가중치)와 norm(가중치 w)이 함께 필요하고, norm_eps는 그것들과 함께만 씁니다. 받은 키: "
+    "{given}. 빠진 키: {missing}",
+    "kimi_delta.norm_eps": "kimi_delta의 norm_eps(게이트가 있는 정규화의 ε)는 0과 1 사이의 "
+    "수여야 합니다. 받은 값: {value}",
     # ---- the bundled presets: descriptions (i18n.preset_description) and references -----
     "preset.alibi.description": "'I love my cats'에 ALiBi: 두 헤드가 먼 Key에 벌점을 "
     "줍니다. 하나는 가파르게(경사 1/2), 하나는 완만하게(1/4)",
@@ -860,6 +936,13 @@ MESSAGES: dict[str, str] = {
     "인덱스 헤드마다 ReLU(q·k/√D) 점수를 주고, 헤드들에 w/√2를 곱해 더한 뒤 각 Query는 가장 좋은 "
     "Key 2개를 남깁니다: 'sat'는 'cat'과 'sat'를 남기고 'the'는 버리며, 'on'은 'the'와 'sat'를 "
     "남깁니다. DeepSeek-V3.2처럼 인덱서는 반으로 나눈 짝을, 어텐션은 이웃한 짝을 회전합니다.",
+    "preset.mla.description": "멀티헤드 잠재 어텐션(DeepSeek-V2/V3): 토큰 5개가 토큰마다 수 3개의 "
+    "Query 잠재 벡터와 수 2개의 Key/Value 잠재 벡터(각각 정규화)를 거치고, 회전 Key 하나를 헤드 "
+    "2개가 함께 씁니다. --backward로 모든 잠재 가중치의 기울기를 봅니다",
+    "preset.mla.reference": "qkvcalc용으로 만든 예제, DeepSeek-AI 2024, 'DeepSeek-V2: A Strong, "
+    "Economical, and Efficient Mixture-of-Experts Language Model'과 transformers의 "
+    "DeepseekV3Attention을 따름: 인덱서를 뺀 dsa 프리셋의 층입니다. 목표 T는 각 토큰의 출력이 "
+    "[1, 0, 0, 1]이기를 요구하므로, --backward가 시작할 손실이 있습니다: L = ½·Σ(O − T)².",
     "preset.kda.description": "Kimi Delta Attention(Kimi Linear): Key 채널마다 감쇠가 하나인 "
     "Gated DeltaNet. 2×2 상태의 각 행을 자기 e^g로 감쇠시키며, 그 옆에 층이 만들지 않고 계산하는 "
     "3×3 행렬을 둡니다",
@@ -1050,8 +1133,8 @@ MESSAGES: dict[str, str] = {
     "input.json_deep": "JSON의 중첩이 너무 깊습니다. 행렬은 숫자 행들의 리스트로, 두 단계 "
     "깊이입니다",
     "input.not_utf8": "입력이 UTF-8 텍스트가 아닙니다 ({offset}번째 바이트: {byte})",
-    "input.cannot_start": "입력에서 공백이 아닌 첫 바이트 {byte}(위치 {offset})로 시작하는 "
-    "형식은 qkvcalc가 읽지 못합니다: 문제는 JSON 객체이거나 numpy .npz 파일입니다",
+    "input.cannot_start": "입력에서 공백이 아닌 첫 바이트가 {byte}(위치 {offset})인 형식은 "
+    "qkvcalc가 읽지 못합니다: 문제는 JSON 객체이거나 numpy .npz 파일입니다",
     "input.blank_start": "입력이 공백과 줄바꿈 {count}바이트로 시작하고도 계속됩니다: 문제는 "
     "JSON 객체이거나 numpy .npz 파일입니다",
     "input.too_big": "입력이 {limit}바이트보다 큽니다. 정말 필요하면 --max-bytes로 한도를 올리세요",
@@ -1067,14 +1150,14 @@ MESSAGES: dict[str, str] = {
     "inline.comma_rows": "{text!r}: 숫자 묶음 사이의 쉼표로는 전부가 한 행이 됩니다. "
     "행은 ';'로 나누고(\"{rows}\"), 한 행의 숫자는 공백이나 쉼표 중 하나로만 나누세요",
     # ---- arrays (.npz, .npy, tensors) and choosing stages (input/arrays.py, select.py) --
-    "array.bad_file": "{origin}은(는) qkvcalc가 읽을 수 있는 numpy 파일이 아닙니다: {reason}",
+    "array.bad_file": "{origin}: qkvcalc가 읽을 수 있는 numpy 파일이 아닙니다({reason})",
     "array.pickle": "{origin}에는 Python 객체가 들어 있는데, qkvcalc는 객체를 언피클하지 "
     "않습니다(allow_pickle=False). 숫자, 불리언, 문자열로 저장하세요",
-    "array.truncated": "{origin}은(는) {shape} 배열({need}바이트)이라고 적혀 있지만 실제로는 "
+    "array.truncated": "{origin}: {shape} 배열({need}바이트)이라고 적혀 있지만 실제로는 "
     "{have}바이트뿐입니다",
-    "array.not_npy": "{origin}은(는) .npy 파일이 아닙니다(numpy의 np.save로 만듭니다)",
-    "array.npz_member": "{origin}: 멤버 {member!r}은(는) 배열(.npy)이 아닙니다",
-    "array.npz_method": "{origin}은(는) {method}(으)로 압축되어 있습니다. .npz는 np.savez와 "
+    "array.not_npy": "{origin}: .npy 파일이 아닙니다(numpy의 np.save로 만듭니다)",
+    "array.npz_member": "{origin}의 멤버 {member!r}: 배열(.npy)이 아닙니다",
+    "array.npz_method": "{origin}: 압축 방식이 {method}입니다. .npz는 np.savez와 "
     "np.savez_compressed가 쓰는 대로 배열을 그대로 또는 deflate로 압축해 담습니다",
     "array.npz_duplicate": "{origin}에 이름이 {member!r}인 항목이 둘 있습니다. 어느 쪽인지 알 수 "
     "없으므로 어느 것도 읽지 않습니다",
@@ -1087,17 +1170,17 @@ MESSAGES: dict[str, str] = {
     "array.npy_as_source": ".npy 파일에는 문제 전체가 아니라 행렬 하나가 들어 있습니다. "
     "옵션에 주거나(--x x.npy), 문제 전체를 np.savez(FILE, x=…, wq=…, wk=…, wv=…)로 .npz에 "
     "저장하세요",
-    "array.dtype": "{field}은(는) {dtype} 배열입니다. qkvcalc는 실수를 읽습니다"
+    "array.dtype": "{field}: {dtype} 배열입니다. qkvcalc는 실수를 읽습니다"
     "(마스크는 0/1이나 불리언)",
-    "array.too_many_dims": "{field}은(는) {ndim}차원 배열({shape})입니다. 행렬은 2차원입니다"
+    "array.too_many_dims": "{field}: {ndim}차원 배열({shape})입니다. 행렬은 2차원입니다"
     "(배치라면 x[0]처럼 하나만 주세요)",
     "select.no_stages": "--stages에 단계가 없습니다. 이 계산의 단계: {valid}",
-    "select.unknown_stage_suggest": "이 실행에는 {id!r} 단계가 없습니다. {close!r}을(를) 뜻했나요? "
-    "단계 목록: {valid}",
+    "select.unknown_stage_suggest": "이 실행에는 {id!r} 단계가 없습니다. {close!r} 단계를 "
+    "뜻했나요? 단계 목록: {valid}",
     "select.unknown_stage": "이 계산에는 {id!r} 단계가 없습니다. 단계: {valid}",
     "select.qualified_stage": "--stages {id!r}: 단계는 id만으로 고릅니다({base}). 그러면 모든 "
     "블록과 스텝의 그 단계가 나옵니다 (헤드는 --head로 고릅니다)",
-    "select.head_range": "헤드 {head}은(는) 없습니다. 이 문제의 헤드는 1부터 {heads}까지입니다",
+    "select.head_range": "{head}번 헤드는 없습니다. 이 문제의 헤드는 1부터 {heads}까지입니다",
     # ---- input errors: numbers and matrices ------------------------------------------------
     "number.grammar": "{field}: {text!r}: qkvcalc가 읽을 수 있는 숫자가 아닙니다. 정수, 소수, "
     "분수, 제곱근으로 쓰세요: 3, -0.5, 1/2, -3e-2, sqrt(2), 1/sqrt(2)",
@@ -1155,7 +1238,7 @@ MESSAGES: dict[str, str] = {
     "shape.bias": "{field}에는 숫자가 {length}개인데 {weight}의 열은 {cols}개입니다. 편향은 "
     "열마다 숫자를 하나씩 더합니다",
     "mask.unknown": 'mask는 "none", "causal" 또는 0/1 행렬이어야 합니다. 받은 값: {value}',
-    "mask.unknown_suggest": 'mask 값 {value}은(는) 마스크의 종류가 아닙니다. "{kind}"을(를) '
+    "mask.unknown_suggest": 'mask 값 {value}: 마스크의 종류가 아닙니다. "{kind}" 마스크를 '
     '뜻했나요? (mask는 "none", "causal" 또는 0/1 행렬입니다)',
     "mask.shape": "mask의 모양은 {shape}인데 어텐션 스코어는 {n}×{m}(Query × Key)입니다. "
     "스코어마다 0/1이 하나씩 필요합니다",
@@ -1168,8 +1251,8 @@ MESSAGES: dict[str, str] = {
     # ---- --dtype: the precision lab (qkvcalc.run.precision) -----------------------------
     "precision.dtype_unknown": "--dtype에는 {known} 중 하나를 씁니다. 받은 값: {value!r}",
     "precision.policy_unknown": "--policy에는 {known} 중 하나를 씁니다. 받은 값: {value!r}",
-    "precision.with_option": "--dtype {dtype}은(는) (아직) {option}와(과) 함께 쓸 수 없습니다. "
-    "{option} 없이 --dtype을 쓰거나, --dtype 없이 {option}을(를) 쓰세요",
+    "precision.with_option": "--dtype {dtype}: (아직) {option} 옵션과 함께 쓸 수 없습니다. "
+    "{option} 없이 --dtype을 쓰거나, --dtype 없이 {option} 옵션을 쓰세요",
     "precision.op_unsupported": "--dtype은 {stage} 단계(연산 {op!r})를 아직 낮은 정밀도로 "
     "계산하지 않습니다. --dtype 없이 실행하세요",
     "precision.stored_f32": "커널은 이 단계를 float32로 둡니다(softmax(…, dtype=float32)). 이 "
@@ -1178,22 +1261,22 @@ MESSAGES: dict[str, str] = {
     "precision.stage_error": "{dtype} 값과 float64 쌍둥이의 차이: 최대 {abs}(마지막 자리 단위로 "
     "{ulp} ulp, 지금까지 쌓인 오차 전부). 이 단계 자신의 반올림이 더한 오차는 최대 {added} "
     "ulp입니다.",
-    "precision.policy.eager": "transformers의 eager 어텐션처럼 {dtype}(으)로 계산했습니다. 곱의 "
-    "합은 float32로 더한 뒤 {dtype}(으)로 반올림하고, 마스킹된 점수에는 {dtype}의 가장 작은 "
-    "유한수를 더하며, softmax는 float32로 계산한 뒤 가중치를 {dtype}(으)로 반올림합니다. 각 "
+    "precision.policy.eager": "transformers의 eager 어텐션처럼 {dtype} 정밀도로 계산했습니다. 곱의 "
+    "합은 float32로 더한 뒤 {dtype} 정밀도로 반올림하고, 마스킹된 점수에는 {dtype}의 가장 작은 "
+    "유한수를 더하며, softmax는 float32로 계산한 뒤 가중치를 {dtype} 정밀도로 반올림합니다. 각 "
     "단계는 float64 쌍둥이와 나란히 보입니다.",
-    "precision.policy.naive": "직접 짠 레이어처럼 업캐스트 없이 {dtype}(으)로 계산했습니다. "
-    "마스킹된 칸에 −1e9, 그다음 s − max, e^(s − max), 행 합, 나눗셈을 각각 {dtype}(으)로 "
+    "precision.policy.naive": "직접 짠 레이어처럼 업캐스트 없이 {dtype} 정밀도로 계산했습니다. "
+    "마스킹된 칸에 −1e9, 그다음 s − max, e^(s − max), 행 합, 나눗셈을 각각 {dtype} 정밀도로 "
     "반올림합니다. 각 단계는 float64 쌍둥이와 나란히 보입니다.",
-    "precision.approx": "각 결과는 {dtype}(으)로도 반올림되므로, 계산 과정의 ≈는 보이는 소수 자리 "
-    "때문이 아니라 그 반올림 때문일 수 있습니다.",
+    "precision.approx": "각 결과는 {dtype} 정밀도로도 반올림되므로, 계산 과정의 ≈는 보이는 소수 "
+    "자리 때문이 아니라 그 반올림 때문일 수 있습니다.",
     "precision.most_added": "자기 오차를 가장 많이 더한 단계: {stage}(헤드 {head}). 자신의 "
     "{dtype} 피연산자로 구한 정확한 결과와 최대 {added} ulp 차이 납니다.",
-    "precision.mask_eager": "마스킹된 칸에는 {fill}({dtype}의 가장 작은 유한수)을(를) float32로 "
-    "점수에 더한 뒤 {dtype}(으)로 반올림합니다. transformers의 eager 어텐션이 마스크를 더하는 "
+    "precision.mask_eager": "마스킹된 칸에는 {dtype}의 가장 작은 유한수({fill})를 float32로 "
+    "점수에 더한 뒤 {dtype} 정밀도로 반올림합니다. transformers의 eager 어텐션이 마스크를 더하는 "
     "방식입니다. 마스킹된 칸은 −∞가 아니라 아주 작은 수입니다(float16에서는 약 −16보다 작은 "
     "점수에 −65,504를 더하면 −∞로 반올림됩니다).",
-    "precision.mask_naive": "마스킹된 칸은 {fill}을(를) {dtype}(으)로 반올림한 값입니다. 직접 짠 "
+    "precision.mask_naive": "마스킹된 칸은 {fill}의 {dtype} 반올림 값입니다. 직접 짠 "
     "레이어의 torch.where(mask, s, −1e9)가 주는 값입니다(float16에서는 −∞. PyTorch의 "
     "masked_fill은 float16에서 −1e9를 아예 거부합니다: 값이 넘칩니다).",
     "precision.fully_masked_equal": "헤드 {head}: 모든 Key가 마스킹된 Query: {rows}. "
@@ -1204,60 +1287,60 @@ MESSAGES: dict[str, str] = {
     "{dtype}에서는 그 점수가 모두 −∞라서 softmax가 NaN(e^(−∞ − (−∞)))이고, 그 값을 읽는 뒤의 칸도 "
     "모두 NaN입니다(float64 쌍둥이의 가중치는 0).",
     "precision.why.overflow": "처음으로 유한하지 않은 칸: {stage}(헤드 {head})의 {row}행 {col}열 "
-    "= {got}. 정확한 값 {exact}이(가) {dtype}의 가장 큰 유한수 {max}을(를) 넘어서 {got}(으)로 "
-    "반올림됩니다.",
+    "= {got}. 정확한 값은 {exact}이고, 그 절댓값이 {dtype}의 가장 큰 유한수({max})보다 크므로 "
+    "반올림한 결과는 {got}입니다.",
     "precision.why.mask": "처음으로 유한하지 않은 칸: {stage}(헤드 {head})의 {row}행 {col}열 = "
-    "{got}. 마스크는 점수 {score}에 {dtype}의 가장 작은 유한수 {fill}을(를) 더하는데, 그 합이 "
+    "{got}. 마스크는 점수 {score}에 {dtype}의 가장 작은 유한수({fill})를 더하는데, 그 합이 "
     "−{max}보다 작아서 −∞로 반올림됩니다. 모든 Key가 마스킹된 행은 전부 −∞가 되고, 그 softmax는 "
     "NaN(e^(−∞ − (−∞)))입니다.",
     "precision.why.fill": "처음으로 유한하지 않은 칸: {stage}(헤드 {head})의 {row}행 {col}열 = "
-    "{got}. 마스크가 쓰는 {fill}은(는) {dtype}의 가장 작은 유한수 −{max}보다 작습니다. "
+    "{got}. 마스크가 쓰는 값은 {fill}이고, {dtype}의 가장 작은 유한수 −{max}보다 작습니다. "
     "{dtype}에서 −1e9는 −∞입니다. 모든 Key가 마스킹된 행은 softmax 뒤 NaN이 됩니다.",
     "precision.why.nan_row": "처음으로 유한하지 않은 칸: {stage}(헤드 {head})의 {row}행 {col}열 = "
     "NaN. {row}행의 점수가 모두 −∞(모든 Key가 마스킹되었고, 채운 값이 {dtype}에서 −∞로 "
     "반올림됨)이므로 행의 최댓값이 −∞이고 e^(−∞ − (−∞))는 NaN입니다.",
-    "precision.fp8_stored": "FP8 커널처럼 텐서 전체에 배율 하나를 두고 {dtype}(으)로 저장합니다. "
-    "각 수는 s × ({dtype} 수)이고, s = max|t| / {top} = {scale}입니다.",
-    "precision.fp8_product": "텐서마다 배율 하나(s_A = {a}, s_B = {b})를 두고 {dtype}(으)로 "
+    "precision.fp8_stored": "FP8 커널처럼 텐서 전체에 배율 하나를 두고 {dtype} 정밀도로 "
+    "저장합니다. 각 수는 s × ({dtype} 수)이고, s = max|t| / {top} = {scale}입니다.",
+    "precision.fp8_product": "텐서마다 배율 하나(s_A = {a}, s_B = {b})를 두고 {dtype} 정밀도로 "
     "읽습니다. {dtype} 수끼리 float32로 곱해 더한 뒤, float32로 s_A·s_B를 곱하고 편향을 더합니다.",
     "precision.fp8_kept": "FP8 커널은 이 단계를 float32로 둡니다(곱셈이 읽는 것만 float8로 "
     "저장합니다). 이 단계의 수는 float32 값이고, 오차는 각 수의 크기에서 {dtype}의 마지막 자리 "
     "단위로 셉니다.",
     "precision.policy.eager_fp8": "FP8 어텐션 커널처럼 계산했습니다. X, 가중치와 편향, 곱셈이 "
-    "읽는 모든 행렬(Q, K, V, 어텐션 가중치)은 텐서마다 배율 하나를 두고 {dtype}(으)로 저장합니다. "
-    "배율은 s = max|t| / ({dtype}의 가장 큰 유한수)입니다. 곱의 합은 float32로 구한 뒤 배율을 "
-    "다시 곱하고, 점수, 마스크, softmax, 각 곱셈의 결과는 float32로 둡니다. 각 단계는 float64 "
-    "쌍둥이와 나란히 보입니다.",
-    "precision.policy.naive_fp8": "배율도 업캐스트도 없이 단순 형변환처럼 {dtype}(으)로 "
-    "계산했습니다. 모든 텐서와 모든 단계를 {dtype}(으)로 반올림합니다(float8_e4m3fn에는 ∞가 "
+    "읽는 모든 행렬(Q, K, V, 어텐션 가중치)은 텐서마다 배율 하나를 두고 {dtype} 정밀도로 "
+    "저장합니다. 배율은 s = max|t| / ({dtype}의 가장 큰 유한수)입니다. 곱의 합은 float32로 구한 뒤 "
+    "배율을 다시 곱하고, 점수, 마스크, softmax, 각 곱셈의 결과는 float32로 둡니다. 각 단계는 "
+    "float64 쌍둥이와 나란히 보입니다.",
+    "precision.policy.naive_fp8": "배율도 업캐스트도 없이 단순 형변환처럼 {dtype} 정밀도로 "
+    "계산했습니다. 모든 텐서와 모든 단계를 {dtype} 정밀도로 반올림합니다(float8_e4m3fn에는 ∞가 "
     "없어서 PyTorch의 형변환은 ±448에서 멈춥니다). 마스킹된 칸에 −1e9, 그다음 s − max, e^(s − "
     "max), 행 합, 나눗셈을 각각 반올림합니다. 각 단계는 float64 쌍둥이와 나란히 보입니다.",
-    "precision.rope_positions": "각도를 구하기 전에 위치를 {dtype}(으)로 반올림합니다: "
+    "precision.rope_positions": "각도를 구하기 전에 위치를 {dtype} 정밀도로 반올림합니다: "
     "{positions} (bfloat16은 256까지, float16은 2,048까지만 모든 정수를 담습니다). 그래서 그 "
     "위치의 토큰은 다른 위치의 각도로 돌고, 두 토큰이 똑같이 돌 수 있습니다.",
     "precision.rope_float32": "transformers의 회전 임베딩처럼 위치에서 각도를 float32로 "
-    "구하고(16,777,216까지의 정수 위치는 모두 제 각도를 가집니다), cos와 sin을 {dtype}(으)로 "
-    "반올림한 뒤 각 곱과 합을 {dtype}(으)로 반올림합니다.",
+    "구하고(16,777,216까지의 정수 위치는 모두 제 각도를 가집니다), cos와 sin을 {dtype} 정밀도로 "
+    "반올림한 뒤 각 곱과 합을 {dtype} 정밀도로 반올림합니다.",
     "precision.sdpa_float8": "--policy sdpa에는 float32, bfloat16, float16을 씁니다. --dtype "
-    "{dtype}은(는) 쓸 수 없습니다: torch의 scaled_dot_product_attention에는 CPU용 float8 커널이 "
+    "{dtype}에서는 쓸 수 없습니다: torch의 scaled_dot_product_attention에는 CPU용 float8 커널이 "
     "없습니다(--policy eager나 naive를 쓰세요)",
     "precision.sdpa_kept": "torch의 scaled_dot_product_attention({kernel} 커널)은 이 단계를 따로 "
     "두지 않습니다. 커널이 계산하는 대로 float32로 보여 줍니다.",
     "precision.mask_sdpa": "마스킹된 칸은 {fill}입니다. scaled_dot_product_attention은 불리언 "
     "마스크를 −∞로 바꿉니다(커널 안에서 float32). 모든 Key가 마스킹된 Query는 커널이 주는 대로 "
     "가중치 0, 출력 0입니다.",
-    "precision.policy.sdpa_flash": "torch의 scaled_dot_product_attention이 CPU에서 {dtype}(으)로 "
-    "계산하듯, flash 커널(d_k = d_v)로 계산했습니다. Q·Kᵀ, 배율, 마스크, e^(s − max)는 "
-    "float32입니다. P·V에서는 e^(s − max)를 {dtype}(으)로 반올림하고, 행 합은 float32 지수들로 "
-    "구합니다. 출력은 {dtype}(으)로 반올림합니다. 커널은 P·V 뒤에 행 합으로 나눕니다. 여기 보이는 "
-    "가중치는 {dtype} 지수에 1/행 합을 float32로 곱한 값이며, 출력은 float32 단위 몇 개 안에서 "
-    "같습니다. 투영은 transformers의 eager 어텐션과 같습니다. 각 단계는 float64 쌍둥이와 나란히 "
-    "보입니다.",
-    "precision.policy.sdpa_math": "torch의 scaled_dot_product_attention이 CPU에서 {dtype}(으)로 "
-    "계산하듯, math 커널(d_k ≠ d_v)로 계산했습니다. 모두 float32로 계산하고 출력만 {dtype}(으)로 "
-    "반올림합니다(커널은 곱하기 전에 Q와 K에 각각 √scale을 곱합니다. 여기서는 곱 뒤의 배율 한 "
-    "번으로 보여 주며, float32 단위 몇 개 안에서 같습니다). 투영은 transformers의 eager 어텐션과 "
-    "같습니다. 각 단계는 float64 쌍둥이와 나란히 보입니다.",
+    "precision.policy.sdpa_flash": "torch의 scaled_dot_product_attention이 CPU에서 {dtype} "
+    "정밀도로 계산하듯, flash 커널(d_k = d_v)로 계산했습니다. Q·Kᵀ, 배율, 마스크, e^(s − max)는 "
+    "float32입니다. P·V에서는 e^(s − max)를 {dtype} 정밀도로 반올림하고, 행 합은 float32 지수들로 "
+    "구합니다. 출력은 {dtype} 정밀도로 반올림합니다. 커널은 P·V 뒤에 행 합으로 나눕니다. 여기 "
+    "보이는 가중치는 {dtype} 지수에 1/행 합을 float32로 곱한 값이며, 출력은 float32 단위 몇 개 "
+    "안에서 같습니다. 투영은 transformers의 eager 어텐션과 같습니다. 각 단계는 float64 쌍둥이와 "
+    "나란히 보입니다.",
+    "precision.policy.sdpa_math": "torch의 scaled_dot_product_attention이 CPU에서 {dtype} 정밀도로 "
+    "계산하듯, math 커널(d_k ≠ d_v)로 계산했습니다. 모두 float32로 계산하고 출력만 {dtype} "
+    "정밀도로 반올림합니다(커널은 곱하기 전에 Q와 K에 각각 √scale을 곱합니다. 여기서는 곱 뒤의 "
+    "배율 한 번으로 보여 주며, float32 단위 몇 개 안에서 같습니다). 투영은 transformers의 eager "
+    "어텐션과 같습니다. 각 단계는 float64 쌍둥이와 나란히 보입니다.",
     "precision.tiles_kept": "타일 커널은 FlashAttention이 블록마다 누적 최댓값, 합, 출력을 두듯 "
     "이 단계를 float32로 둡니다. 이 단계의 수와 ulp는 float32 기준입니다.",
     "precision.tiles.flash": "--tiles에서는 softmax와 A·V를 한꺼번에 계산하지 않고 "
@@ -1303,9 +1386,9 @@ MESSAGES: dict[str, str] = {
     "나눗셈을 각각 {dtype} 값으로 반올림합니다.",
     "precision.diff_maps_eager": "DiffLlama는 Δ를 만들지 않습니다. 두 맵을 따로 V''에 "
     "곱하고(어텐션 호출 한 번씩) 첫째 출력에서 λ와 둘째 출력의 곱을 뺍니다(다음 단계). 여기서 Δ는 "
-    "{dtype} 가중치와 λ = {lam}(DiffLlama의 λ는 {dtype} 텐서)로 float32에서 계산해 읽으라고 보여 "
+    "{dtype} 가중치와 λ(= {lam}, DiffLlama의 λ는 {dtype} 텐서)로 float32에서 계산해 읽으라고 보여 "
     "줄 뿐이며(수와 ulp는 float32 기준), 다음 단계는 이 값을 읽지 않습니다.",
-    "precision.diff_maps_naive": "{dtype} 텐서로 짠 계산: λ = {lam}({dtype} 값)와 둘째 맵의 곱, "
+    "precision.diff_maps_naive": "{dtype} 텐서로 짠 계산: λ(= {lam}, {dtype} 값)와 둘째 맵의 곱, "
     "첫째 맵에서 그 곱을 뺀 값을 각각 {dtype} 값으로 반올림합니다.",
     "precision.diff_output_eager": "DiffLlama의 eager 어텐션처럼: 첫째 맵과 V''의 곱, 둘째 맵과 "
     "V''의 곱을 각각 float32로 더해 {dtype} 값으로 반올림하고, λ와 둘째 곱의 곱을 {dtype} 값으로 "
@@ -1352,6 +1435,10 @@ MESSAGES: dict[str, str] = {
     "cli.two_sources": "입력은 하나만 주세요. 함께 주어진 입력: {sources}",
     "cli.two_losses": "손실 옵션은 하나만 주세요. 함께 주어진 옵션: {options} (각각 기울기가 "
     "시작할 곳을 정합니다: --grad-output은 dL/dO, --target은 T, --attend는 Key)",
+    "cli.usage_error": "오류: {message}",
+    "cli.try_help": "도움말: '{command} {option}'",
+    "cli.no_such_option": "이런 옵션은 없습니다: {name}",
+    "cli.possible_options": "(가능한 옵션: {names})",
     "cli.interrupted": "중단됨",
     "cli.stdout_failed": "표준 출력에 쓸 수 없습니다: {reason}",
     "cli.error_prefix": "오류",
@@ -1370,7 +1457,7 @@ MESSAGES: dict[str, str] = {
     "export.output_unwritable": "파일을 쓸 수 없습니다: {path} ({reason})",
     "export.output_extension": "--output {path}: 확장자 {ext}에 해당하는 형식이 없습니다. "
     "{known} 중 하나를 쓰거나 --format으로 형식을 고르세요",
-    "export.unknown_format": "형식 {format}은(는) 없습니다. 형식: {known}",
+    "export.unknown_format": "없는 형식: {format}. 형식: {known}",
     # ---- step mode (issue 4) ------------------------------------------------------------
     "step.option_help": "먼저 문제를 보여 주고, 터미널에서 한 번에 한 단계씩 보여 줍니다. "
     "다음: Enter, Space, →; 이전: b, ←; 스크롤: ↓ ↑ j k PgDn PgUp; 단계 번호를 치고 Enter: 그 "
@@ -1451,9 +1538,9 @@ MESSAGES: dict[str, str] = {
     "옵션과 함께 쓸 수 없습니다. 둘 중 하나를 빼 주세요",
     "step.with_output": "--step은 단계를 터미널에 보여 주므로 --output과 함께 쓸 수 없습니다. "
     "파일로 저장하려면 --step을 빼 주세요",
-    "explain.worksheet_format": "--worksheet은 학생이 써 넣도록 계산된 수를 비워 두므로 사람이 "
-    "읽는 형식(table, txt, markdown, html, latex, svg)과 함께 씁니다. --format {format}와(과)는 "
-    "함께 쓸 수 없습니다. JSON으로 된 빈 답안지: qkvcalc quiz --template",
+    "explain.worksheet_format": "--worksheet 옵션은 학생이 써 넣도록 계산된 수를 비워 두므로 "
+    "사람이 읽는 형식(table, txt, markdown, html, latex, svg)과 함께 씁니다. --format {format} "
+    "옵션과는 함께 쓸 수 없습니다. JSON으로 된 빈 답안지: qkvcalc quiz --template",
     # ---- quiz and new (issue 5) ---------------------------------------------------------
     "quiz.intro": "단계마다 손으로 계산해 한 칸씩 입력하세요. 7, -0.5, 7/sqrt(2), 4.95, 4,95처럼 "
     "써도 됩니다. 소수 {precision}자리까지 맞으면 정답입니다. ?: 힌트, Enter나 skip: 건너뛰기, "
@@ -1509,11 +1596,11 @@ MESSAGES: dict[str, str] = {
     "나뉘지 않습니다. {bare} 형태로 고르세요",
     "quiz.stage_unknown": "--stages: 없는 단계 {name!r}. {known} 중에서 고르세요 (2/scores: 헤드 "
     "2만)",
-    "quiz.stage_unknown_suggest": "--stages: 없는 단계 {name!r}. {close!r}을(를) 뜻했나요? "
+    "quiz.stage_unknown_suggest": "--stages: 없는 단계 {name!r}. {close!r} 단계를 뜻했나요? "
     "{known} 중에서 고르세요 (2/scores: 헤드 2만)",
     "quiz.stage_one_head": "--stages {name}: 이 문제는 헤드가 하나뿐이라 단계에 헤드 번호가 "
     "붙지 않습니다. 다음처럼 쓰세요: {sid}",
-    "quiz.stage_no_head": "--stages {name}: 이 문제에는 헤드 {head}이(가) 없습니다. 헤드는 "
+    "quiz.stage_no_head": "--stages {name}: 이 문제에는 {head}번 헤드가 없습니다. 헤드는 "
     "1부터 {heads}까지입니다",
     "quiz.stages_none": "--stages {names}: 이 문제에는 이 중 어느 단계도 없습니다. 이 문제의 "
     "단계: {known}",
@@ -1530,10 +1617,11 @@ MESSAGES: dict[str, str] = {
     "{limit}까지입니다",
     "quiz.seed": "--seed {seed}: 시드는 0부터 {limit}까지의 정수입니다",
     # ---- the backward pass in the quiz and exports (issue 21) ----
-    "help.quiz.backward": "순전파 대신 역전파를 묻습니다. 기본으로 묻는 단계는 이 일곱 개 가운데 "
-    "문제의 손실이 닿는 것입니다: grad_v, grad_weights, 소프트맥스 역전파의 로짓, grad_scores, "
-    "grad_q, grad_k, grad_wq(--stages로 다른 단계도, 순전파 단계도 고를 수 있습니다). 기울기는 "
-    "문제의 grad_output, target, attend에서 시작하며, 퀴즈는 그것을 A, O, dO와 함께 보여 줍니다.",
+    "help.quiz.backward": "순전파 대신 역전파를 묻습니다. 기본으로 묻는 단계는 grad_v, "
+    "grad_weights, 소프트맥스 역전파의 로짓 기울기, grad_scores, grad_q, grad_k, grad_wq 가운데 "
+    "문제에 있는 것입니다(attend에서는 V가 그 손실에 닿지 않아 grad_v가 없습니다). --stages로 "
+    "다른 단계도, 순전파 단계도 고를 수 있습니다. 기울기는 문제의 grad_output, target, attend에서 "
+    "시작하며, 퀴즈는 첫 질문 전에 그것을 A, O, (있으면) dO와 함께 보여 줍니다.",
     "hint.grad_v": "{cell} = Σₜ A[t,{i}]·dO[t,{j}]: A의 열 {i}(Aᵀ의 행 {i}) 곱하기 dO의 열 "
     "{j}, 짝끼리 곱해 더합니다.",
     "hint.grad_weights": "{cell}: dO의 행 {i} 곱하기 V의 행 {j}(Vᵀ의 열 {j}), 짝끼리 곱해 "
@@ -1552,6 +1640,7 @@ MESSAGES: dict[str, str] = {
     "hint.grad_weight_torch": "{cell}: d{p}의 열 {i}(헤드들을 나란히 놓은 것) 곱하기 {x}의 "
     "열 {j}. 저장 방식이 out × in이라 전치되어 있습니다.",
     "hint.grad_input": "{cell}: 모든 경로에서 칸 [{i},{j}]의 값을 더합니다. {terms}.",
+    "hint.grad_input_one": "{cell}: 경로가 하나뿐이므로, 그 경로의 칸 [{i},{j}]입니다. {terms}.",
     "mistake.grad_v_not_transposed": "A·dO를 계산했습니다. 출력이 A·V였으므로 V의 기울기는 "
     "다른 인수를 전치한 것입니다: dV = Aᵀ·dO(A의 열 i와 dO의 곱).",
     "mistake.softmax_back_no_row_term": "A ⊙ dA를 계산했습니다. 가중치 하나만 따로 움직이는 "
@@ -1837,7 +1926,7 @@ MESSAGES: dict[str, str] = {
     "eager 어텐션(float32 합, float32 softmax. float8은 FP8 커널처럼 텐서마다 배율 하나); sdpa: "
     "CPU에서의 torch scaled_dot_product_attention(d_k = d_v이면 flash 커널, 아니면 math 커널); "
     "naive: 업캐스트도 배율도 없이 모든 연산을 dtype으로.",
-    "precision.policy_without_dtype": "--policy {policy}은(는) 낮은 정밀도 dtype의 반올림 방식을 "
+    "precision.policy_without_dtype": "--policy {policy} 옵션은 낮은 정밀도 dtype의 반올림 방식을 "
     "정합니다. --dtype도 주세요(float32, bfloat16, float16, float8_e4m3fn, float8_e5m2)",
     "help.explain.exact": "수가 유리수로 남는 곳에서는 정확한 분수로 보여 줍니다.",
     "help.explain.worksheet": "워크시트: 입력은 채우고 계산할 칸은 모두 비워 둡니다(계산 과정도, "
@@ -1966,7 +2055,7 @@ MESSAGES: dict[str, str] = {
     "모든 Key가 가려진 Query는 가중치 전부를 싱크에 줍니다.",
     "sinks.count": "sinks에는 헤드마다 로짓이 하나씩 있어야 합니다. heads = {heads}인데 "
     "{count}개가 주어졌습니다.",
-    "note.softcap": "c = {cap}: 모든 스코어 s가 {cap}·tanh(s / {cap})로 바뀌어, −{cap}보다 "
+    "note.softcap": "c = {cap}: 모든 스코어 s가 {cap}·tanh(s / {cap}) 값으로 바뀌어, −{cap}보다 "
     "크고 {cap}보다 작은 범위에 들어갑니다. 마스크는 그다음입니다.",
     "note.causal_positions": "위치에 따른 인과 마스크: pos_j ≤ pos_i이면 Query i가 Key j를 "
     "볼 수 있습니다.",
@@ -1989,20 +2078,20 @@ MESSAGES: dict[str, str] = {
     "그런 수입니다(린데만–바이어슈트라스 정리).",
     "note.exact_stops_tanh": "여기부터는 정확한 분수가 없습니다: 0이 아닌 유리수의 tanh는 "
     "무리수입니다.",
-    "positions.not_list": "{field}은(는) 정수 {count}개의 목록이어야 합니다 ({what}마다 하나).",
-    "positions.length": "{field}의 항목은 {length}개인데 {what}은(는) {count}입니다: 행마다 위치가 "
-    "하나씩 있어야 합니다",
-    "positions.not_integer": "{field}은(는) 정수(토큰의 위치)여야 합니다",
-    "positions.too_large": "{field}이(가) ±{limit}을(를) 넘습니다",
-    "variant.not_positive": "{field}은(는) 0보다 큰 수여야 합니다. 받은 값: {value}",
-    "variant.not_whole": "{field}은(는) 정수여야 합니다. 받은 값: {value}",
+    "positions.not_list": "{field}: 정수 {count}개의 목록이어야 합니다 ({what}마다 하나).",
+    "positions.length": "{field}의 항목은 {length}개인데 {what}의 수는 {count}입니다: 행마다 "
+    "위치가 하나씩 있어야 합니다",
+    "positions.not_integer": "{field}: 정수(토큰의 위치)여야 합니다",
+    "positions.too_large": "{field}: ±{limit} 범위를 넘습니다",
+    "variant.not_positive": "{field}: 0보다 큰 수여야 합니다. 받은 값: {value}",
+    "variant.not_whole": "{field}: 정수여야 합니다. 받은 값: {value}",
     "variant.length": "{field}의 수는 {length}개인데 {count}개({what})가 필요합니다",
     "rope.not_object": 'rope는 true, theta 값(10000), 또는 {{"theta": 10000, "style": "half"}} '
     "같은 객체여야 합니다. 받은 값: {value}",
     "rope.unknown_key": "rope에는 {key} 키가 없습니다. 키: {known}",
     "rope.style": 'rope.style은 "half"(i와 i + R/2: LLaMA, GPT-NeoX) 또는 "pairs"(2i와 2i+1: '
     "GPT-J)여야 합니다. 받은 값: {value}",
-    "rope.dims": "rope.dims = {dims}은(는) 짝수이고 d_k = {d_k} 이하여야 합니다: 차원은 한 헤드 "
+    "rope.dims": "rope.dims는 짝수이고 d_k = {d_k} 이하여야 합니다(받은 값 {dims}): 차원은 한 헤드 "
     "안에서 둘씩 짝지어 회전합니다",
     "alibi.count": "alibi 목록의 길이는 {count}인데 heads = {heads}입니다: 헤드마다 경사 "
     "하나가 필요합니다 (논문의 경사는 alibi: true)",
@@ -2071,10 +2160,10 @@ MESSAGES: dict[str, str] = {
     "qk_norm.needs_weights": "qk_norm은 q/k 정규화의 방식을 말하는데 q_norm도 k_norm도 "
     "없습니다. 정규화의 가중치를 주세요",
     "qk_norm.shape": "{field}의 모양은 {shape}입니다. d_k = {d_k}개의 수(모든 헤드에 벡터 "
-    "하나) 또는 {letter}×d_k = {count}×{d_k}(헤드마다 한 행: q_norm은 Query 헤드 H개, k_norm은 "
-    "K/V 헤드 G개)가 필요합니다",
+    "하나) 또는 {letter}×d_k개(= {count}×{d_k}개, 헤드마다 한 행: q_norm은 Query 헤드 H개, "
+    "k_norm은 K/V 헤드 G개)가 필요합니다",
     "qk_norm.length": "{field}의 수는 {length}개인데 {d_k}개(d_k, 모든 헤드에 벡터 하나) 또는 "
-    "{letter}×d_k = {count}×{d_k}(헤드마다 한 행: q_norm은 Query 헤드 H개, k_norm은 K/V 헤드 "
+    "{letter}×d_k개(= {count}×{d_k}개, 헤드마다 한 행: q_norm은 Query 헤드 H개, k_norm은 K/V 헤드 "
     "G개)가 필요합니다",
     "qk_norm.projection_shape": "{field}의 모양은 {shape}입니다. 선형 투영 전체에 걸친 "
     "정규화에는 {letter}·d_k = {count}×{d_k} = {width}개의 수, 곧 투영의 열마다 하나가 "
@@ -2165,24 +2254,25 @@ MESSAGES: dict[str, str] = {
     "헤드의 K_C입니다.",
     "hint.mla_join": "{cell}: K의 {j}번째 열은 j ≤ d_R이면 k_R의 열, 아니면 K_C의 열을 그대로 "
     "옮긴 것입니다.",
-    "mistake.mla_latent_unnormed": "이 값은 RMSNorm 전의 {latent}을(를) 썼습니다. 헤드는 정규화한 "
-    "잠재 벡터 RMSNorm({latent})을(를) 읽습니다.",
+    "mistake.mla_latent_unnormed": "이 값은 RMSNorm 전의 {latent} 벡터를 썼습니다. 헤드가 "
+    "읽는 것은 정규화한 잠재 벡터 RMSNorm({latent})입니다.",
     "mistake.mla_join_order": "이 값은 DeepSeek의 가중치처럼 K_C를 k_R 앞에 두었습니다. "
     "qkvcalc의 Key는 공유 k_R이 먼저, 그다음 K_C입니다 (Query의 열도 같은 순서).",
     "stage.c_kv_cache.title": "잠재 벡터 캐시 (C_KV)",
     "stage.c_kv_cache.why": "멀티헤드 잠재 어텐션은 헤드마다의 Key와 Value가 아니라 지금까지의 "
-    "모든 토큰의 정규화한 잠재 벡터 C_KV를 캐시에 둡니다. 각 스텝은 새 토큰의 행을 덧붙이고, "
-    "모든 헤드가 캐시에서 K_C와 V를 다시 만듭니다.",
+    "모든 토큰의 정규화한 잠재 벡터 C_KV를 캐시에 둡니다. 각 스텝은 새 토큰의 행을 덧붙입니다. "
+    "여기서는 알아보기 쉽도록 모든 헤드가 캐시에서 K_C와 V를 다시 만들지만, 실제 추론은 W_UK를 "
+    "Query에, W_UV를 W_O에 합쳐 넣어 이것들을 만들지 않습니다.",
     "stage.k_rope_cache.title": "회전 Key 캐시 (k_R)",
     "stage.k_rope_cache.why": "캐시는 C_KV 옆에 공유 Key k_R을 자기 위치에서 한 번 회전해 "
     "보관합니다. 모든 헤드가 이것을 Key의 앞 d_R개 열로 읽습니다.",
     "note.mla_cache": "드는 비용: 토큰마다 r_kv + d_R = {rank} + {rope} = {per_token}개의 수, "
     "토큰 {tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 토큰마다 "
     "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
-    "note.mla_from_cache": "수식대로라면 스텝마다 캐시의 C_KV({rows} × r_kv)에서 다시 만듭니다. "
-    "최적화된 추론(DeepSeek-V2 논문, vLLM)은 이 곱셈을 하지 않습니다. W_UK를 Query 쪽에 "
-    "흡수하고(Query가 C_KV와 바로 만납니다) W_UV를 W_O에 흡수하므로, 곱셈을 더하지 않고도 캐시가 "
-    "작게 유지됩니다.",
+    "note.mla_from_cache": "여기서는 알아보기 쉽도록 스텝마다 캐시의 C_KV({rows} × r_kv)에서 "
+    "다시 만듭니다. 캐시에는 C_KV와 k_R만 있고 K_C나 V는 없습니다. 실제 추론(DeepSeek-V2 논문, "
+    "vLLM)도 이것들을 만들지 않습니다: W_UK를 Query 쪽에 합쳐 넣고(Query가 C_KV와 바로 "
+    "만납니다) W_UV를 W_O에 합쳐 넣습니다.",
     "mistake.mla_norm_sum_not_mean": "이 값은 행의 길이 √(Σ x²)로 나눴습니다. RMSNorm은 평균의 "
     "제곱근 √(mean(x²) + ε)로 나누며, 평균은 잠재 벡터의 {over} = {count}개 차원에 걸쳐 냅니다.",
     "mla.not_object": 'mla는 {{"wq_a": …, "q_a_norm": …, "wq_b": …, "wkv_a": …, '
@@ -2211,10 +2301,66 @@ MESSAGES: dict[str, str] = {
     "정해짐)일 때 H·(d_C + d_v)개, 곧 {heads}의 배수이면서 헤드마다 {nope}개보다 많아야 합니다",
     "mla.rope_dims": "rope.dims의 값 {dims}: mla는 d_R = {rope}개 열을 회전하므로 rope에 다음을 "
     '주세요: "dims": {rope}',
-    "mla.backward": "역전파 (--backward, 그리고 이를 쓰는 qkvcalc train)는 아직 멀티헤드 잠재 "
-    "어텐션을 따라가지 않습니다. --backward 없이 실행하거나, mla가 없는 문제를 학습시키세요",
     "mla.qk_norm": "mla와 함께 {key} 키를 줄 수 없습니다. 정규화는 잠재 벡터에 있습니다 "
     "(q_a_norm, kv_a_norm)",
+    # ---- multi-head latent attention's backward (qkvcalc/ops/mla.py) ----
+    "stage.grad_k_nope.title": "역전파: Key에서 헤드 자신의 부분",
+    "stage.grad_k_nope.why": "K = [k_R | K_C]는 공유 회전 Key와 헤드 자신의 열을 나란히 "
+    "놓았으므로, 헤드의 K_C는 dK의 마지막 d_C개 열을 그대로 돌려받습니다.",
+    "stage.grad_k_rope.title": "역전파: 공유 회전 Key의 기울기",
+    "stage.grad_k_rope.why": "모든 헤드의 Key가 같은 k_R로 시작하므로, k_R은 모든 헤드를 거쳐 "
+    "손실에 닿습니다. 그 기울기는 각 헤드 dK의 처음 d_R개 열을 더한 것입니다 (여러 번 읽힌 "
+    "행렬의 경로들을 연쇄 법칙이 더합니다).",
+    "note.grad_shared": "{x} → Key {count}개(헤드마다 하나)가 읽으므로, 기울기는 그 몫 "
+    "{count}개를 더합니다.",
+    "stage.grad_c_q_norm.title": "역전파: Query 잠재 벡터 C_Q의 기울기",
+    "stage.grad_c_q_norm.why": "각 헤드의 Query는 C_Q에 W_UQ의 자기 열을 곱한 것이므로, C_Q는 모든 "
+    "헤드를 거쳐 손실에 닿습니다: dC_Q = dQ·W_UQᵀ, 곧 각 헤드의 dQ에 W_UQ의 자기 열을 전치해 "
+    "곱하고 헤드들에 걸쳐 더합니다.",
+    "stage.grad_c_kv_norm.title": "역전파: Key/Value 잠재 벡터 C_KV의 기울기",
+    "stage.grad_c_kv_norm.why": "모든 헤드가 C_KV에서 K_C와 V를 만들므로, C_KV의 기울기는 헤드마다 "
+    "두 경로를 더합니다: dC_KV = dK_C·W_UKᵀ + dV·W_UVᵀ, 헤드들에 걸쳐 더하며 손실에 닿는 항만 "
+    "씁니다 (V의 항은 손실이 출력을 읽을 때만).",
+    "stage.grad_back.mla_norm.title": "잠재 벡터의 RMSNorm을 거슬러 역전파",
+    "stage.grad_back.mla_norm.why": "정규화는 잠재 벡터의 각 행에 ρ = 1/√(mean(x²) + ε)와 w를 "
+    "곱했습니다. 그 역전파는 두 부분입니다: 기울기에 같은 비율을 곱한 ρ·(w ⊙ g)에서, 행의 "
+    "길이만 바꾸는 부분(정규화가 상쇄하는 부분)을 뺍니다.",
+    "stage.grad_wuq.title": "W_UQ의 기울기",
+    "stage.grad_wuq.why": "각 헤드에서 Q = C_Q·W_UQ이므로 dW_UQ = C_Qᵀ·dQ이고, 각 헤드의 기울기는 "
+    "자기 열에 놓입니다. 각 가중치는 토큰들에 걸쳐, 잠재 벡터의 수와 자기가 만든 Query 칸의 "
+    "기울기의 곱을 모읍니다.",
+    "stage.grad_wuk.title": "W_UK의 기울기",
+    "stage.grad_wuk.why": "각 헤드에서 K_C = C_KV·W_UK이므로 dW_UK = C_KVᵀ·dK_C입니다. 헤드 자신의 "
+    "Key 열은 여기서 배우고, 공유 회전 열은 W_KR에서 배웁니다.",
+    "stage.grad_wuv.title": "W_UV의 기울기",
+    "stage.grad_wuv.why": "각 헤드에서 V = C_KV·W_UV이므로 dW_UV = C_KVᵀ·dV입니다. 공유 잠재 "
+    "벡터에서 각 헤드의 Value를 만드는 행렬의 변화입니다.",
+    "stage.grad_wdq.title": "W_DQ의 기울기",
+    "stage.grad_wdq.why": "c_Q = X·W_DQ이므로 dW_DQ = Xᵀ·dc_Q입니다. 이 축소 투영은 모든 헤드의 "
+    "Query가 잠재 벡터에 요구한 것에서, 정규화를 거슬러 배웁니다.",
+    "stage.grad_wdkv.title": "W_DKV의 기울기",
+    "stage.grad_wdkv.why": "c_KV = X·W_DKV이므로 dW_DKV = Xᵀ·dc_KV입니다. 행렬 하나가 모든 헤드의 "
+    "Key와 Value의 잠재 벡터를 만들므로, 잠재 벡터의 정규화를 거슬러 그 모두의 기울기를 "
+    "모읍니다.",
+    "stage.grad_wkr.title": "W_KR의 기울기",
+    "stage.grad_wkr.why": "k_R = X·W_KR이므로 dW_KR = Xᵀ·dk_R입니다. 모든 헤드가 회전 Key를 함께 "
+    "쓰므로, 그 가중치는 모든 헤드의 Key에서 한꺼번에 배웁니다.",
+    "stage.grad_q_a_norm.title": "Query 잠재 벡터 정규화 가중치(q_a_norm)의 기울기",
+    "stage.grad_q_a_norm.why": "행마다 C_Q = c_Q·ρ·w이므로, 각 가중치 wⱼ는 토큰들에 걸쳐 "
+    "dC_Q[i, j]와 정규화된 칸 c_Q[i, j]·ρᵢ의 곱을 모읍니다.",
+    "stage.grad_kv_a_norm.title": "Key/Value 잠재 벡터 정규화 가중치(kv_a_norm)의 기울기",
+    "stage.grad_kv_a_norm.why": "행마다 C_KV = c_KV·ρ·w이므로, 각 가중치 wⱼ는 토큰들에 걸쳐 "
+    "dC_KV[i, j]와 정규화된 칸 c_KV[i, j]·ρᵢ의 곱을 모읍니다.",
+    "stage.grad_x.mla.title": "역전파: 입력 X의 기울기",
+    "stage.grad_x.mla.why": "잠재 어텐션에서 X는 W_Q, W_K, W_V가 아니라 축소 투영과 공유 회전 "
+    "Key로 들어갑니다 (c_Q = X·W_DQ, c_KV = X·W_DKV, k_R = X·W_KR). 다변수 연쇄 법칙은 그 "
+    "경로들을 더합니다: dX = dc_Q·W_DQᵀ + dc_KV·W_DKVᵀ + dk_R·W_KRᵀ (Query 잠재 벡터가 없으면 "
+    "첫 항 대신 dQ·W_Qᵀ). 이것이 아래 층으로 흘러가는 기울기입니다.",
+    "note.mla_grad_q_order": "각 헤드의 열은 qkvcalc의 순서입니다: 회전 열 d_R = {rope}개가 "
+    "먼저, 그다음 d_C = {nope}개. 주어진 {key} 안에서는 헤드의 마지막 {rope}개 열이므로, "
+    "한 스텝은 그 자리로 되돌려 놓습니다.",
+    "note.mla_grad_kv_b": "wkv_b는 헤드마다 W_UK의 d_C = {nope}개 열, 그다음 W_UV의 "
+    "d_v = {d_v}개 열을 담습니다. 그 기울기도 dW_UK와 dW_UV를 같은 방식으로 번갈아 놓습니다.",
     # ---- the sparse-attention indexer beside mla (qkvcalc/ops/indexer.py) ----
     "ui.variant.indexer": "희소 어텐션 인덱서 (인덱스 헤드 H_I = {heads}개, D = {dim}, "
     "top_k = {top_k}, RoPE {style})",
@@ -2259,7 +2405,7 @@ MESSAGES: dict[str, str] = {
     "차원 i의 짝은 i + {half}입니다 (rotate_half, DeepSeek-V3.2의 인덱서). 어텐션 쪽은 "
     "이웃한 짝을 회전합니다.",
     "note.index_rope_pairs": "각 인덱스 헤드의 수 D = {dim}개 중 앞의 d_R = {rope}개가 이웃한 "
-    "짝(2i와 2i + 1)으로 회전합니다 (GLM-MoE-DSA의 인터리브 배치).",
+    "짝(2i와 2i + 1)으로 회전합니다 (GLM-MoE-DSA의 인터리브 방식).",
     "note.index_scores": "인덱스 헤드 {heads}개에 걸쳐 더합니다. q는 {q}, k는 {k}, D = {dim}. "
     "transformers가 CPU에서 계산하는 대로: Hadamard 회전 없음 (q·k는 그대로), FP8 없음.",
     "note.index_tie": "행 {count}개({rows})에서 같은 인덱스 점수가 경계에 걸쳐 있습니다. 그중 앞의 "
@@ -2274,7 +2420,7 @@ MESSAGES: dict[str, str] = {
     "함께 φ = 위치 × 주파수만큼 회전합니다 (헤드 안에서 d_R 뒤의 차원은 그대로 지나갑니다).",
     "hint.index_scores": "{cell} = 인덱스 헤드 h에 걸친 합 (w[{i},h]/√H_I) × "
     "ReLU({i}번째 행의 q_h · {j}번째 행의 k / √D).",
-    "hint.index_topk": "{cell}: {src}[{i},{j}]가 {i}번째 행에서 가장 큰 {top_k}개 안에 들면 "
+    "hint.index_topk": "{cell}: {src}[{i},{j}] 값이 {i}번째 행에서 가장 큰 {top_k}개 안에 들면 "
     "(그리고 −∞가 아니면) 1, 아니면 0.",
     "hint.index_mask": "{cell}: keep[{i},{j}] = 1이면 0, 0이면 −∞.",
     "mistake.index_weights_missing": "이 값은 인덱스 헤드들의 ReLU 점수를 같은 가중치로 "
@@ -2294,17 +2440,17 @@ MESSAGES: dict[str, str] = {
     "indexer.missing": "indexer에 필요한 키: {missing} (docs/input-format.md 참고)",
     "indexer.rope_style": 'indexer.rope_style은 "half" 또는 "pairs"여야 합니다. 받은 값: {value}',
     "indexer.q_rows": "{field}의 모양은 {shape}인데, 인덱서의 Query는 {what}에서 만듭니다. "
-    "{layout} 배치에서 {want} 모양이어야 합니다",
+    "{layout} 레이아웃에서 {want} 모양이어야 합니다",
     "indexer.q_width": "indexer.wq의 열은 {cols}개입니다. H_I = heads = {heads}일 때 H_I·D개, "
     "즉 {heads}의 배수여야 하고 인덱스 헤드마다 적어도 d_R = {rope}개여야 합니다 (RoPE가 "
     "회전합니다)",
-    "indexer.shape": "{field}의 모양은 {shape}인데, {layout} 배치에서 {want} 모양이어야 합니다 "
+    "indexer.shape": "{field}의 모양은 {shape}인데, {layout} 레이아웃에서 {want} 모양이어야 합니다 "
     "(D = {dim}인 인덱스 헤드 H_I = {heads}개)",
     "indexer.norm_length": "{field}의 수는 {length}개인데, 인덱서의 Key는 D = {dim}개입니다",
     "indexer.backward": "역전파 (--backward, 그리고 이를 쓰는 qkvcalc train)는 희소 어텐션 "
     "인덱서를 따라가지 않습니다. 인덱서의 top-k는 기울기가 없는 선택이며 (transformers는 인덱서를 "
-    "torch.no_grad() 아래에서 실행하고, 손실은 인덱서의 가중치에 닿지 않습니다), 멀티헤드 잠재 "
-    "어텐션에는 아직 역전파가 없습니다. --backward 없이 실행하세요",
+    "torch.no_grad() 아래에서 실행하고, 손실은 인덱서의 가중치에 닿지 않습니다). --backward 없이 "
+    "실행하거나, 잠재 어텐션만의 역전파를 보려면 인덱서를 빼세요",
     "indexer.decode": "희소 어텐션 인덱서는 KV 캐시로 한 단계씩 계산하지 않습니다: --decode를 "
     "빼세요 (전체 실행에서 보입니다).",
     "indexer.dtype": "희소 어텐션 인덱서에는 아직 저정밀도 규칙이 없습니다: --dtype이나 "
@@ -2318,7 +2464,7 @@ MESSAGES: dict[str, str] = {
     "extract.mla_bias": "{model}: 층 {layer}의 잠재 투영에 바이어스가 있으며 (attention_bias), "
     "mla는 바이어스를 받지 않습니다",
     # ---- qkvcalc extract (issue 16) ----------------------------------------------------
-    "extract.needs_models": "qkvcalc {command}(은)는 PyTorch와 transformers로 모델을 실행하는데, "
+    "extract.needs_models": "qkvcalc {command} 명령은 PyTorch와 transformers로 모델을 실행하는데, "
     "여기에는 {missing} 패키지가 설치되어 있지 않습니다: pip install 'qkvcalc[models]'",
     "extract.architecture": "{model}의 모델 종류는 {model_type!r}이며, qkvcalc extract가 "
     "모르는 종류입니다. 아는 종류: {known}",
@@ -2347,14 +2493,17 @@ MESSAGES: dict[str, str] = {
     "없습니다: --ids로 토큰 id를 주세요",
     "extract.not_checkpoint": "{path}: Hugging Face 체크포인트 폴더가 아닙니다. config.json이 "
     "없습니다 (체크포인트에는 config.json과 model.safetensors 같은 가중치 파일이 있습니다)",
-    "extract.not_a_file": "{model}에 있는 {file!r}은(는) 파일이 아닙니다 (이름 있는 파이프, "
+    "extract.not_a_file": "{model}에 있는 {file!r}: 파일이 아닙니다 (이름 있는 파이프, "
     "소켓 또는 장치). 체크포인트 폴더에는 파일이 있어야 하며, 이것을 읽으면 끝없이 기다릴 수 "
     "있습니다",
+    "extract.sizes_lie": "{path}의 config.json이 가중치와 맞지 않습니다: 체크포인트에서 "
+    "{weight} 모양은 {stored}인데, 설정으로 만들면 {made}입니다. config.json의 크기(헤드 수, "
+    "헤드 크기, 은닉 크기)는 가중치를 학습한 때의 값이어야 합니다.",
     "extract.no_weights": "{path}에 config.json은 있지만 가중치를 읽을 수 없습니다: {reason}",
     "extract.custom_code": "{model}에는 체크포인트 자체의 코드가 들어 있고 ({file}의 "
     "auto_map이 그 코드를 가리킵니다), qkvcalc는 체크포인트의 코드를 절대 실행하지 않습니다: "
     "transformers에 내장된 구조의 체크포인트를 쓰세요",
-    "extract.custom_code_needed": "{model}은(는) 자체 코드가 있어야 불러올 수 있는데, qkvcalc는 "
+    "extract.custom_code_needed": "{model}: 자체 코드가 있어야 불러올 수 있는 모델인데, qkvcalc는 "
     "체크포인트의 코드를 절대 실행하지 않습니다: transformers에 내장된 구조의 체크포인트를 쓰세요",
     "extract.pickled_weights": "{path}: 가중치 파일이 텐서 말고 다른 것도 담은 pickle이라 "
     "읽지 않았습니다 (풀면 코드가 실행될 수 있습니다). 가중치를 model.safetensors로 "
@@ -2371,7 +2520,7 @@ MESSAGES: dict[str, str] = {
     "몇 단계 깊이면 충분합니다",
     "extract.too_many_layers": "{model}: config.json에 층이 {count}개로 적혀 있습니다. {limit}개가 "
     "넘는 모델은 없으므로 만들지 않습니다",
-    "extract.too_big": "{model}: 가중치가 약 {need}을(를) 차지할 텐데, 이 컴퓨터에서 qkvcalc가 "
+    "extract.too_big": "{model}: 가중치가 차지할 메모리는 약 {need}이고, 이 컴퓨터에서 qkvcalc가 "
     "쓸 수 있는 메모리 {have}보다 큽니다",
     "extract.too_big_float64": "{model}: 토큰 {tokens}개를 float64로 실행하려면 메모리가 약 "
     "{need} 필요합니다(임베딩과 한 번에 한 층씩 float64로, 그 층의 가중치를 문제로). 지금 이 "
@@ -2380,19 +2529,19 @@ MESSAGES: dict[str, str] = {
     "extract.out_of_memory": "{model}: 모델을 불러오거나 실행하는 도중 메모리가 부족해졌습니다",
     "extract.too_many_tokens": "토큰 {count}개: qkvcalc extract는 최대 {limit}개까지 실행합니다. "
     "토큰 id를 줄이거나 --text를 짧게 주세요",
-    "extract.too_many_positions": "토큰 {count}개: {model}은(는) 위치를 {positions}개까지만 "
+    "extract.too_many_positions": "토큰 {count}개: {model} 모델은 위치를 {positions}개까지만 "
     "배웠습니다. {positions}개 이하로 주세요",
     "extract.not_finite": "{model}, {layer}번 층: {field}에 NaN이나 무한대가 있어서 (위치 "
     "{where}) 문제 파일에 담을 수 없습니다",
-    "extract.not_finite_value": "{model}, {layer}번 층: {field}의 값 {value}은(는) 문제 파일에 "
-    "담을 수 없습니다",
+    "extract.not_finite_value": "{model}, {layer}번 층: {field}의 값이 {value}이고, 이 값은 문제 "
+    "파일에 담을 수 없습니다",
     "extract.id_too_long": "--ids: {digits}자리 토큰 id입니다. 어휘는 그보다 훨씬 작습니다",
     "extract.config_not_finite": "{model}: config.json의 {field} 값이 {value}입니다. 모델의 "
     "수는 모두 유한해야 합니다",
-    "extract.hub_unreachable": "{model}은(는) 여기 있는 폴더가 아니고, Hugging Face 허브({hub})에 "
+    "extract.hub_unreachable": "{model}: 여기 있는 폴더가 아니고, Hugging Face 허브({hub})에 "
     "연결할 수 없으며, 로컬 캐시에도 없습니다",
     "extract.no_folder": "{path}: 그런 폴더가 없습니다",
-    "extract.cannot_load": "{model}을(를) 불러올 수 없습니다: {reason}",
+    "extract.cannot_load": "{model} 모델을 불러올 수 없습니다: {reason}",
     "extract.dtype": "dtype {dtype!r}: auto, float64, float32, bfloat16 가운데 하나를 고르세요",
     "extract.dtype_loaded": "dtype {dtype}: 이미 불러온 모델은 자기 dtype({own})으로 "
     '실행됩니다. dtype="auto"를 주거나, 먼저 모델을 변환하세요 (model.to(torch.float64))',
@@ -2400,19 +2549,45 @@ MESSAGES: dict[str, str] = {
     "주어진 값의 종류: {kind}",
     "extract.name": "{model}, {layer}번 층",
     "extract.description": "{model} ({arch})의 {layer}번 층 셀프 어텐션, 토큰 {n}개: x는 "
-    "{dtype}(으)로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, 가중치는 그 층의 것을 "
+    "{dtype} 정밀도로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, 가중치는 그 층의 것을 "
     "float64로 옮긴 값입니다.",
     "extract.description_kv_shared": "{model} ({arch})의 {layer}번 층 셀프 어텐션, 토큰 {n}개: "
-    "x는 {dtype}(으)로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, W_Q, Query 정규화, "
+    "x는 {dtype} 정밀도로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, W_Q, Query 정규화, "
     "W_O는 그 층의 것을 float64로 옮긴 값입니다.",
     "extract.description_linear": "{model} ({arch})의 {layer}번 층 선형 어텐션(Gated DeltaNet), "
-    "토큰 {n}개: x는 {dtype}(으)로 실행했을 때 그 층에 들어가는 입력 그대로이고, 가중치는 그 층의 "
-    "것을 float64로 옮긴 값입니다.",
+    "토큰 {n}개: x는 {dtype} 정밀도로 실행했을 때 그 층에 들어가는 입력 그대로이고, 가중치는 그 "
+    "층의 것을 float64로 옮긴 값입니다.",
+    "extract.kda_activation": "{model}의 {layer}번 층은 Kimi Delta Attention 층인데, 합성곱의 "
+    "활성화 함수가 {act}, 출력 게이트의 활성화 함수가 {gate}입니다. kimi_delta 키는 SiLU와 "
+    '시그모이드만 계산합니다(Kimi Linear 자체의 설정: hidden_act "silu").',
+    "extract.description_kda": "{model} ({arch})의 {layer}번 층 선형 어텐션(Kimi Delta "
+    "Attention), 토큰 {n}개: x는 {dtype} 정밀도로 실행했을 때 그 층에 들어가는 입력 그대로이고, "
+    "가중치는 그 층의 것을 float64로 옮긴 값입니다.",
+    "extract.x_layernorm": "여기서 x = {norm}(h)이고, h는 {layer}번 층의 입력(잔차 스트림)입니다. "
+    "{arch} 모델은 프리-노름 구조로, 어텐션 앞에 LayerNorm이 있습니다. h의 각 행에서 평균을 뺀 "
+    "뒤 √(분산 + ε)로 나누고(ε = {eps}), 정규화 모듈 {norm}의 가중치를 곱한 다음 그 편향을 "
+    "더합니다. 가중치와 편향을 적용하기 전의 각 행은 평균이 0이고 분산은 1보다 조금 작습니다.",
+    "extract.x_layernorm_no_bias": "여기서 x = {norm}(h)이고, h는 {layer}번 층의 입력(잔차 "
+    "스트림)입니다. {arch} 모델은 프리-노름 구조로, 어텐션 앞에 편향 없는 LayerNorm이 있습니다. "
+    "h의 각 행에서 평균을 뺀 뒤 √(분산 + ε)로 나누고(ε = {eps}), 정규화 모듈 {norm}의 가중치를 "
+    "곱합니다. 가중치를 곱하기 전의 각 행은 평균이 0이고 분산은 1보다 조금 작습니다.",
+    "extract.x_rmsnorm": "여기서 x = {norm}(h)이고, h는 {layer}번 층의 입력(잔차 스트림)입니다. "
+    "{arch} 모델은 프리-노름 구조로, 어텐션 앞에 RMSNorm이 있습니다. h의 각 행을 √(제곱의 평균 "
+    "+ ε)로 나누고(ε = {eps}), 정규화 모듈 {norm}의 배율을 곱합니다. 평균은 빼지 않으므로, "
+    "배율을 곱하기 전의 각 행은 제곱의 평균이 1보다 조금 작고 평균이 0일 필요는 없습니다.",
+    "extract.x_post": "여기서 x는 {layer}번 층의 입력 그대로, 곧 {previous}번 층의 출력입니다. "
+    "{arch} 모델은 포스트-노름 구조로, 정규화가 어텐션과 잔차 연결 뒤에 오며 층의 입력과 어텐션 "
+    "사이에는 아무것도 없습니다.",
+    "extract.x_post_first": "여기서 x는 0번 층의 입력 그대로, 곧 모델이 첫 층에 주는 임베딩입니다. "
+    "{arch} 모델은 포스트-노름 구조로, 정규화가 어텐션과 잔차 연결 뒤에 오며 층의 입력과 어텐션 "
+    "사이에는 아무것도 없습니다.",
+    "extract.x_block_input": "여기서 x는 {layer}번 층의 입력 그대로입니다. 층의 입력과 어텐션 "
+    "사이에는 아무것도 없습니다.",
     "extract.kv_shared": "이 층은 자기 Key와 Value가 없어 앞선 {earlier}번 층의 것을 다시 "
     "씁니다(KV 공유). 그래서 source는 그 층의 어텐션 입력이고, W_K, W_V와 Key 정규화도 그 층의 "
     "것입니다.",
     "extract.description_block": "{model} ({arch})의 {layer}번 층 셀프 어텐션, 토큰 {n}개: x는 "
-    "{dtype}(으)로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, 가중치는 이 층이 그 "
+    "{dtype} 정밀도로 실행했을 때 그 어텐션에 들어가는 입력 그대로이고, 가중치는 이 층이 그 "
     "어텐션을 부를 때 쓰는 것을 float64로 옮긴 값입니다.",
     "extract.shared_block": "이 어텐션 블록과 그 가중치를 함께 쓰는 층: {layers}.",
     "extract.adapters_folded": "W_Q, W_K, W_V는 블록의 가중치에 이 층의 어댑터를 더해 합친 "
@@ -2420,15 +2595,18 @@ MESSAGES: dict[str, str] = {
     "extract.value_scale_folded": "이 가운데 W_V와 b_V는 v_proj의 값에 이 모델이 V에 곱하는 "
     "값(attention_value_scale, {scale})을 곱해 합친 것입니다.",
     "extract.loading": "{model} 불러오는 중 …",
-    "extract.running": "{model}을(를) {layer}번 층까지 실행하는 중 …",
+    "extract.running": "{model} 모델을 {layer}번 층까지 실행하는 중 …",
     "extract.mismatch": "{model}, {layer}번 층: extract가 만든 문제가 transformers {version}"
     "(모델 종류 {model_type})에서 이 층을 재현하지 못합니다. 출력이 층 자신의 출력과 최대 "
     "≈{difference}만큼 다릅니다 (출력의 가장 큰 값의 ≈{relative}; {dtype} 실행의 허용치는 "
     "{tolerance}). extract는 다른 층을 계산하는 문제를 쓰지 않습니다. qkvcalc가 시험한 "
     "transformers 버전({tested})을 쓰거나, 이 모델 종류를 알려 주세요",
     "extract.layout": "{model}: transformers {version}의 {model_type} 모듈에 extract가 읽는 "
-    "'{attribute}'이(가) 없습니다. extract는 모르는 구조를 짐작하지 않습니다. qkvcalc가 시험한 "
+    "'{attribute}' 속성이 없습니다. extract는 모르는 구조를 짐작하지 않습니다. qkvcalc가 시험한 "
     "transformers 버전({tested})을 쓰세요",
+    "extract.model_failed": "{model_type}: transformers의 순전파가 {layer}번 층을 읽기 전에 "
+    "멈췄습니다({error}). extract는 transformers가 정의한 그대로 모델을 실행하며 그 길에서 층을 "
+    "읽으므로, 이 층은 읽을 수 없습니다",
     "extract.no_output": "{model}, {layer}번 층: transformers {version}에서 {model_type} "
     "어텐션이 extract가 읽는 출력 투영을 한 번도 부르지 않아 출력을 확인할 수 없습니다. "
     "extract는 짐작하지 않습니다. qkvcalc가 시험한 transformers 버전({tested})을 쓰세요",
@@ -2444,7 +2622,7 @@ MESSAGES: dict[str, str] = {
     "help.extract.output": "문제를 표준 출력 대신 이 파일에 씁니다(이름이 .npz로 끝나면 "
     "numpy 배열로).",
     # ---- qkvcalc heads: 모든 층의 모든 헤드를 한눈에 -----------------------------------------
-    "heads.running": "{model}을(를) 한 번 실행해 모든 층을 보는 중 …",
+    "heads.running": "{model} 모델을 한 번 실행해 모든 층을 보는 중 …",
     "heads.head": "헤드 {head}: 이 층에는 헤드가 {count}개 있고, 1부터 {count}까지 번호가 붙습니다",
     "heads.cannot_split": "이 층의 문제에 있는 키 {key!r}: qkvcalc heads는 이 키를 헤드 "
     "하나로 나눌 수 없습니다. 층 전체는 qkvcalc extract로 쓰세요",
@@ -2463,8 +2641,8 @@ MESSAGES: dict[str, str] = {
     "{layers}개 층 × {heads}개 헤드",
     "heads.how_to_read": "헤드마다 블록 하나, 층마다 블록 한 줄 (0부터). 블록 안에서 행은 "
     "Query, 열은 Key이고 토큰 순서대로이며, 칸이 짙을수록 가중치가 큽니다 ({ramp}, 0에서 1까지).",
-    "heads.others": "이 모델의 {kind} 층은 소프트맥스 어텐션이 아니어서 어텐션 가중치가 없으므로 "
-    "보이지 않습니다: 층 {layers}.",
+    "heads.others": "이 모델의 {kind} 층은 소프트맥스 어텐션이 아니어서 어텐션 가중치 행렬을 "
+    "만들지 않으므로 이 페이지에서 뺍니다(층: {layers}).",
     "heads.attention_rows": "아래 줄은 이 모델의 어텐션 층입니다: {layers}.",
     "heads.before_sinks": "이 모델({arch})은 각 헤드의 학습된 싱크를 소프트맥스 뒤에, 헤드의 "
     "출력에 곱하는 σ(행의 스코어의 logsumexp − s)로 적용합니다. 그래서 이 맵은 그 곱 이전의 "
@@ -2512,12 +2690,12 @@ MESSAGES: dict[str, str] = {
     "help.check.seed": "무작위 문제의 시드.",
     "help.check.time_limit": "함수 한 번 호출에 허용하는 초.",
     "help.check.format": "table (문장과 표) 또는 json (qkvcalc.check/1 문서).",
-    "check.right": "{function}은(는) 맞습니다: {count}개 문제 모두에서 올바른 수를 냈습니다.",
-    "check.right_stages": "{function}은(는) 맞습니다: 담긴 모든 단계의 수가 올바릅니다.",
-    "check.error": "{function}이(가) {total}개 문제 중 {count}개에서 예외를 냈습니다. 값을 "
+    "check.right": "{function}: 맞습니다. {count}개 문제 모두에서 올바른 수를 냈습니다.",
+    "check.right_stages": "{function}: 맞습니다. 담긴 모든 단계의 수가 올바릅니다.",
+    "check.error": "{function}: {total}개 문제 중 {count}개에서 예외를 냈습니다. 값을 "
     "돌려준 문제에서는 모든 수가 맞았습니다.",
-    "check.wrong_named": "{function}은(는) 틀렸습니다: {mistake}.",
-    "check.wrong_unnamed": "{function}은(는) 틀렸습니다. 이름 붙은 실수 중 모든 차이를 설명하는 "
+    "check.wrong_named": "{function}: 틀렸습니다. {mistake}.",
+    "check.wrong_unnamed": "{function}: 틀렸습니다. 이름 붙은 실수 중 모든 차이를 설명하는 "
     "것은 없습니다. 첫 차이는 아래와 같습니다.",
     "check.at_head": " (헤드 {head})",
     "check.first_cell": "첫 차이: 단계 {stage}{head}, 칸 [{row}, {col}]: 여러분의 값 {theirs}, "
@@ -2567,49 +2745,49 @@ MESSAGES: dict[str, str] = {
     "check.mistake.gqa_repeat": "K/V 헤드를 통째로 반복했습니다(tile). 연속한 Query 헤드가 K/V "
     "헤드 하나를 함께 씁니다(repeat_interleave).",
     "check.mistake.rope_pairs": "RoPE가 엉뚱한 차원끼리 짝지어 회전했습니다. rotate_half는 차원 "
-    "i와 i + R/2를(R: 회전하는 차원의 수), 교차 배치(GPT-J)는 이웃한 차원끼리 1과 2, 3과 4, …를 "
+    "i와 i + R/2를(R: 회전하는 차원의 수), 교차 방식(GPT-J)은 이웃한 차원끼리 1과 2, 3과 4, …를 "
     "짝짓습니다. 모델이 어느 쪽을 쓰는지는 문제의 rope.style이 정합니다.",
-    "check.mistake.layout_transposed": "가중치를 전치해서 읽었습니다(X·Wᵀ, PyTorch의 out×in "
-    "배치). 여기서는 Q = X·W_Q이고 W_Q는 d_model×d_k입니다.",
+    "check.mistake.layout_transposed": "가중치를 전치해서 읽었습니다(X·Wᵀ, PyTorch가 "
+    "저장하는 out×in 방식). 여기서는 Q = X·W_Q이고 W_Q는 d_model×d_k입니다.",
     "check.mistake.bias_missing": "편향이 빠졌습니다. Q = X·W_Q + b_Q이고 K, V, 출력도 같습니다.",
     "check.mistake.wo_missing": "W_O가 빠졌습니다. 나란히 붙인 헤드 출력에 W_O를 곱합니다.",
     "check.mistake.nondeterministic": "같은 문제에 두 번 호출했더니 다른 수가 나왔습니다(켜진 "
     "드롭아웃이나 시드 없는 난수). 어텐션 자체는 결정적입니다.",
     "check.no_file": "그런 파일이 없습니다: {path}. 함수를 FILE.py:FUNCTION으로 주세요.",
-    "check.bad_function_name": "'{function}'은(는) 파이썬 이름이 아닙니다. 함수를 "
+    "check.bad_function_name": "'{function}': 파이썬 이름이 아닙니다. 함수를 "
     "FILE.py:FUNCTION으로 주세요.",
     "check.no_target": "검사할 함수를 주세요: qkvcalc check FILE.py:FUNCTION (또는 단계가 나온 "
     "문제와 함께 --stages FILE).",
-    "check.target_form": "'{target}'은(는) 함수를 가리키지 않습니다. FILE.py:FUNCTION으로 "
+    "check.target_form": "'{target}': 함수를 가리키지 않습니다. FILE.py:FUNCTION으로 "
     "주세요(또는 문제와 함께 --stages FILE).",
-    "check.unreadable": "{path}을(를) 읽을 수 없습니다: {reason}",
-    "check.no_torch": "{path}이(가) torch를 import하거나 --torch를 주었는데, torch가 설치되어 "
+    "check.unreadable": "읽을 수 없는 파일: {path} ({reason})",
+    "check.no_torch": "{path} 파일이 torch를 import하거나 --torch를 주었는데, torch가 설치되어 "
     "있지 않습니다.",
-    "check.no_function": "{path}에 함수 '{function}'이(가) 없습니다. 있는 함수: {names}.",
-    "check.not_callable": "'{function}'은(는) {type}이며 호출할 수 있는 함수가 아닙니다.",
-    "check.import_raised": "{path}을(를) import하다가 {type} 예외가 났습니다: {message}",
-    "check.child_ended": "{path}을(를) import하는 프로세스가 검사 전에 끝났습니다.",
-    "check.timed_out": "{function}이(가) 문제 '{problem}'에서 {seconds}초 안에 돌아오지 "
+    "check.no_function": "{path}에 없는 함수: '{function}'. 있는 함수: {names}.",
+    "check.not_callable": "'{function}': {type}이며 호출할 수 있는 함수가 아닙니다.",
+    "check.import_raised": "{path} 파일을 import하다가 {type} 예외가 났습니다: {message}",
+    "check.child_ended": "{path} 파일을 import하는 프로세스가 검사 전에 끝났습니다.",
+    "check.timed_out": "{function}: 문제 '{problem}'에서 {seconds}초 안에 돌아오지 "
     "않았습니다(시간 제한, --time-limit).",
     "check.problems_count": "--problems는 1에서 10,000 사이여야 합니다 (받은 값 {count}).",
     "check.time_limit": "--time-limit는 0보다 큰 초 단위 수여야 합니다 (받은 값 {seconds}).",
-    "check.unknown_parameter": "{function}의 매개변수 '{name}'은(는) check가 채울 수 없습니다. "
+    "check.unknown_parameter": "{function}의 매개변수 '{name}': check가 채울 수 없습니다. "
     "check는 q, k, v(또는 query, key, value)나 x, wq, wk, wv를, 그리고 선택으로 mask, causal, "
     "scale, wo, heads, kv_heads와 편향 bq, bk, bv, bo를 넘깁니다(다른 매개변수에는 기본값이 "
     "필요합니다).",
-    "check.no_roles": "{function}({params})은(는) 호출할 수 없습니다. q, k, v(또는 query, key, "
+    "check.no_roles": "{function}({params}): 호출할 수 없습니다. q, k, v(또는 query, key, "
     "value)나 x, wq, wk, wv라는 이름의 매개변수가 필요합니다.",
-    "check.bad_return": "{function}이(가) {type}을(를) 돌려주었습니다. 출력(배열이나 텐서), 튜플 "
+    "check.bad_return": "{function}: 돌려준 값이 {type}입니다. 출력(배열이나 텐서), 튜플 "
     "(output, weights), 또는 'output'을 담은 단계 id별 dict를 돌려주어야 합니다.",
-    "check.no_output_stage": "{function}이(가) 'output'이 없는 dict를 돌려주었습니다. 단계 dict는 "
+    "check.no_output_stage": "{function}: 'output'이 없는 dict를 돌려주었습니다. 단계 dict는 "
     "출력을 id 'output'에 담아야 합니다.",
-    "check.output_shape": "{function}이(가) 문제 '{problem}'에서 돌려준 출력의 모양은 "
+    "check.output_shape": "{function}: 문제 '{problem}'에서 돌려준 출력의 모양은 "
     "{theirs}이고, 그 문제의 출력은 {right}입니다. 출력은 Query마다 한 행, 값 차원마다 한 "
     "열입니다(n×d_v, 헤드는 나란히, W_O 뒤에는 n×d_model). 단계 dict의 'output'도 같습니다.",
-    "check.stage_not_numbers": "{path}: 단계 '{stage}'이(가) 수의 행렬이 아닙니다.",
-    "check.stages_not_object": '{path}은(는) 단계 id별 객체({{"weights": [[…]]}})도, '
+    "check.stage_not_numbers": "{path}: 단계 '{stage}'의 값이 수의 행렬이 아닙니다.",
+    "check.stages_not_object": '{path}: 단계 id별 객체({{"weights": [[…]]}})도, '
     "qkvcalc의 trace JSON도 아닙니다.",
-    "check.unknown_stage": "{path}에 있는 '{stage}'은(는) 이 문제의 단계가 아닙니다. 이 문제의 "
+    "check.unknown_stage": "{path}에 있는 '{stage}': 이 문제의 단계가 아닙니다. 이 문제의 "
     "단계: {known}.",
     "check.stages_empty": "{path}에 단계가 없습니다. 이 문제의 단계: {known}.",
     "check.stages_without_problem": "--stages에는 단계가 나온 문제가 필요합니다: JSON 파일(또는 -)"
@@ -2797,7 +2975,9 @@ MESSAGES: dict[str, str] = {
     "보라고 하고, 다른 단어에는 목표가 없습니다(null). 그래서 손실은 이야기의 중심인 연결 "
     "하나, L = −log A[it, cat]이고, 다른 단어가 무엇을 보는지는 자유롭게 둡니다. qkvcalc "
     "train --preset learn(20단계, η = 0.5)은 'it'이 'cat'에 98%를 줄 때까지 W_Q와 W_K를 "
-    "움직입니다. 손실이 어텐션 가중치만 읽으므로 W_V는 움직이지 않습니다.",
+    "움직입니다. 손실이 어텐션 가중치만 읽으므로 W_V는 움직이지 않습니다. attend는 가르치기 "
+    "위한 지름길입니다. 실제 모델은 어디를 보라는 말을 듣지 않고, 출력에 둔 손실에서 W_Q, W_K, "
+    "W_V를 배웁니다(referent 프리셋).",
     "help.train": "문제의 attend나 target에서 시작해 경사 하강법으로 가중치를 학습하고, 단계마다 "
     "손실과, 학습 전후의 가중치와 어텐션 가중치를 보여 줍니다.",
     "help.train.source": "attend나 target이 있는 입력 형식의 JSON(또는 .npz) 파일, 또는 표준 "
@@ -2879,9 +3059,9 @@ MESSAGES: dict[str, str] = {
     "않습니다: {option}",
     "train.freeze_unknown": "--freeze: 가중치 이름은 {names} 중 하나여야 합니다. 받은 이름: {name}",
     "train.freeze_missing": "--freeze: 이 문제에 없는 가중치: {names} (있는 가중치: {has}).",
-    "train.projecting": "qkvcalc train은 역전파로 학습하는데, 역전파는 아직 멀티헤드 잠재 "
-    "어텐션(mla)을 따르지 않습니다. 잠재 가중치는 학습할 수 없습니다 (순전파는 qkvcalc "
-    "explain이 보여 줍니다).",
+    "train.projecting": "qkvcalc train은 W_Q, W_K, W_V를 움직이는데, 멀티헤드 잠재 어텐션(mla)은 "
+    "이것들을 잠재 벡터의 가중치로 대신하며, 그 가중치는 아직 움직일 수 없습니다. 그 기울기는 "
+    "qkvcalc explain --backward가 보여 줍니다.",
     "train.all_frozen": "--freeze가 문제의 모든 가중치를 고정하므로 움직일 것이 없습니다.",
     "train.too_big": "가중치와 어텐션 가중치가 {numbers}개인 문제를 {steps}단계 학습하면 수를 "
     "{limit}개보다 많이 보관해야 합니다. 최대 {most}단계로 줄여 주세요.",
@@ -2951,9 +3131,13 @@ MESSAGES: dict[str, str] = {
     "loss.shape": "{field}의 모양은 {rows}×{cols}인데 출력은 n × d_out = {n}×{d_out}입니다. "
     "Query마다 한 행, 출력 열마다 한 열이어야 합니다",
     "loss.attend_count": "attend에는 Query마다 Key가 하나씩 필요합니다. Query는 n = {n}개인데 "
-    "주어진 것은 {count}개입니다 (목표가 없는 Query는 명령줄에서 -, JSON에서 null)",
+    "주어진 것은 {count}개입니다 (목표가 없는 Query는 null)",
+    "loss.attend_count_typed": "attend에는 Query마다 Key가 하나씩 필요합니다. Query는 n = "
+    "{n}개인데 주어진 것은 {count}개입니다 (목표가 없는 Query는 -)",
     "loss.attend_key": "attend[{row}]의 값이 {value}입니다. 1부터 m = {m}까지의 Key 번호(표처럼 "
-    "1부터 셈)이거나, 목표가 없으면 명령줄에서 -(JSON에서 null)여야 합니다",
+    "1부터 셈)이거나, 목표가 없으면 null이어야 합니다",
+    "loss.attend_key_typed": "attend[{row}]의 값이 {value}입니다. 1부터 m = {m}까지의 Key "
+    "번호(표처럼 1부터 셈)이거나, 목표가 없으면 -여야 합니다",
     "loss.attend_empty": "attend에 Key가 하나도 없습니다. Query 하나 이상에 목표 Key를 주세요",
     "loss.attend_masked": "attend[{row}] = {key}인데, 마스크 때문에 Query {row}에서는 Key {key}에 "
     "주목할 수 없습니다. 볼 수 없는 Key를 보도록 가르칠 수는 없습니다",
@@ -3004,8 +3188,9 @@ MESSAGES: dict[str, str] = {
     "dA를 잴 기준선입니다.",
     "stage.grad_logits.title": "소프트맥스 역전파 (2/2): 로짓의 기울기",
     "stage.grad_logits.why": "dS = A ⊙ (dA − r): 로짓의 기울기는 그 가중치에, 그 Key의 dA가 행의 "
-    "평균 r과 얼마나 다른지를 곱한 것입니다. 평균보다 더 도움이 될 Key(dA < r)는 위로 밀리고 "
-    "나머지는 아래로 밀립니다. 가중치 자신의 도함수 Aᵢⱼ·(1 − Aᵢⱼ)는 0과 1 근처에서 작으므로, "
+    "평균 r과 얼마나 다른지를 곱한 것입니다. 평균보다 더 도움이 될 Key(dA < r)는 위로, 덜 도움이 "
+    "될 Key(dA > r)는 아래로 밀리며, 밀리는 정도는 그 가중치에 비례합니다(가중치가 0인 마스킹된 "
+    "Key는 전혀 밀리지 않습니다). 가중치 자신의 도함수 Aᵢⱼ·(1 − Aᵢⱼ)는 0과 1 근처에서 작으므로, "
     "포화된 소프트맥스는 크기가 제한된 dA(출력을 거쳐 A에 닿는 손실)를 거의 돌려보내지 못합니다. "
     "스코어를 스케일링하는 이유입니다. attend의 −1/A처럼 가중치가 작아질수록 커지는 dA는 막히지 "
     "않습니다.",
@@ -3015,8 +3200,8 @@ MESSAGES: dict[str, str] = {
     "Key가 허용된 곳에서 1, 마스킹된 곳에서 0입니다.",
     "stage.grad_back.scale.title": "스케일링을 거슬러 역전파",
     "stage.grad_back.scale.why": "스코어에 스케일을 곱했으므로, 그 기울기는 로짓의 기울기에 "
-    "같은 스케일을 곱한 것입니다. 소프트맥스의 포화를 막은 기본 스케일 1/√d_k는 거꾸로 흐르는 "
-    "기울기도 줄입니다.",
+    "같은 스케일을 곱한 것입니다. 기본값 1/√d_k(소프트맥스의 포화를 막으려고 두는 값)처럼 1보다 "
+    "작은 스케일은 스코어를 줄인 만큼 거꾸로 흐르는 기울기도 줄입니다.",
     "stage.grad_back.add.title": "스코어 바이어스를 거슬러 역전파",
     "stage.grad_back.add.why": "바이어스 B는 더해지기만 하고 여기서 학습되지 않으므로, 기울기가 "
     "바뀌지 않고 스케일링된 스코어로 그대로 지나갑니다.",
@@ -3047,8 +3232,8 @@ MESSAGES: dict[str, str] = {
     "stage.grad_wk.why": "K = X·W_K(크로스 어텐션에서는 소스의 행)이므로 dW_K = Xᵀ·dK입니다. 각 "
     "Key가 어떻게 달라졌어야 하는지가 모여, Key를 만드는 단 하나의 행렬을 어떻게 바꿀지가 됩니다.",
     "stage.grad_wv.title": "W_V의 기울기",
-    "stage.grad_wv.why": "V = X·W_V이므로 dW_V = Xᵀ·dV입니다. 각 Value가 실어 날랐어야 할 것에서 "
-    "Value를 만드는 행렬의 변화가 나옵니다.",
+    "stage.grad_wv.why": "V = X·W_V이므로 dW_V = Xᵀ·dV입니다. 각 Value가 어떻게 달라졌어야 "
+    "하는지가 모여, Value를 만드는 행렬을 어떻게 바꿀지가 됩니다.",
     "stage.grad_bq.title": "b_Q의 기울기",
     "stage.grad_bq.why": "b_Q는 모든 Query 행에 더해지므로, 그 기울기는 dQ의 열별 합입니다.",
     "stage.grad_bk.title": "b_K의 기울기",
@@ -3056,16 +3241,24 @@ MESSAGES: dict[str, str] = {
     "stage.grad_bv.title": "b_V의 기울기",
     "stage.grad_bv.why": "b_V는 모든 Value 행에 더해지므로, 그 기울기는 dV의 열별 합입니다.",
     "stage.grad_x.title": "역전파: 입력 X의 기울기",
-    "stage.grad_x.why": "X는 자신을 읽고 손실에 닿는 선형 투영마다 경로를 하나씩 가집니다(셀프 "
-    "어텐션에서는 Q, K, V, 크로스 어텐션에서는 Q 하나). 다변수 연쇄 법칙은 그 경로들을 더합니다: "
-    "dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ에서 있는 항만 더합니다. 이것이 아래 층으로 흘러가는 "
+    "stage.grad_x.why": "X는 자신을 읽고 손실에 닿는 선형 투영마다 경로를 하나씩 가집니다. 다변수 "
+    "연쇄 법칙은 그 경로들을 더합니다. 경로 하나가 항 dP·W_Pᵀ 하나이므로, 위의 식에는 경로마다 "
+    "항이 하나씩 있습니다(dV·W_Vᵀ는 손실이 V를 읽을 때만). 이것이 아래 층으로 흘러가는 "
     "기울기입니다.",
-    "note.grad_attend_no_v": "이 손실은 가중치만 읽으므로 V, W_V, b_V는 손실에 닿지 않고 기울기를 "
-    "받지 않습니다. 역전파는 dA에서 스코어, Q, K로 갑니다.",
+    "stage.grad_x.one.title": "역전파: 입력 X의 기울기",
+    "stage.grad_x.one.why": "크로스 어텐션에서 X는 Query만 만듭니다(Key와 Value는 소스에서 "
+    "나옵니다). 그래서 X가 손실에 닿는 경로는 하나뿐이고, 연쇄 법칙이 더할 것이 없습니다: "
+    "dX = dQ·W_Qᵀ, 곧 Query의 기울기를 전치한 W_Q로 되돌려 보낸 것입니다. 이것이 아래 층으로 "
+    "흘러가는 기울기입니다.",
+    "note.grad_attend_no_v": "이 손실은 가중치만 읽으므로, Value와 그것을 만들거나 쓰는 것은 "
+    "손실에 닿지 않고 기울기를 받지 않습니다({names}). 역전파는 dA에서 스코어, Q, K로 갑니다.",
     "stage.grad_source.title": "역전파: 소스의 기울기",
-    "stage.grad_source.why": "소스는 K와 V로 들어갑니다. 그 기울기는 그중 손실에 닿는 경로들을 "
-    "더합니다(V를 읽지 않는 attend에서는 K 하나): d source = dK·W_Kᵀ + dV·W_Vᵀ에서 있는 항만 "
-    "더합니다 (Query의 경로는 X로 갑니다).",
+    "stage.grad_source.why": "소스는 K와 V를 만들고, 이 손실은 둘 다에 닿습니다. 다변수 연쇄 "
+    "법칙은 두 경로를 더합니다: d source = dK·W_Kᵀ + dV·W_Vᵀ (Query의 경로는 X로 갑니다).",
+    "stage.grad_source.one.title": "역전파: 소스의 기울기",
+    "stage.grad_source.one.why": "소스는 K와 V를 만들지만, 이 손실은 가중치만 읽으므로 V는 "
+    "손실에 닿지 않습니다. 그래서 소스의 기울기는 Key의 경로 하나로만 돌아오고, 연쇄 법칙이 더할 "
+    "것이 없습니다: d source = dK·W_Kᵀ (Query의 경로는 X로 갑니다).",
     "stage.grad_sinks.title": "싱크의 기울기",
     "stage.grad_sinks.why": "싱크의 로짓은 각 행에서 1 − Σⱼ Aᵢⱼ만큼의 몫을 가져갔습니다. 그것을 "
     "키우면 가중치가 Key들에서 '아무것도 아닌 곳'으로 옮겨 가므로, 그 기울기는 "
@@ -3085,10 +3278,18 @@ MESSAGES: dict[str, str] = {
     "{count}개에 걸쳐).",
     "note.loss_attend_head": "헤드 {head}의 손실 몫: −Σᵢ log A[i, tᵢ] {eq} {loss} (목표 Key "
     "{count}개에 걸쳐; 손실은 모든 헤드의 몫을 더합니다).",
+    "note.loss_attend_one": "이 수들이 주는 손실: L = −Σᵢ log A[i, tᵢ] {eq} {loss} (목표 Key "
+    "하나에 대해).",
+    "note.loss_attend_head_one": "헤드 {head}의 손실 몫: −Σᵢ log A[i, tᵢ] {eq} {loss} (목표 Key "
+    "하나에 대해; 손실은 모든 헤드의 몫을 더합니다).",
     "note.grad_through_softmax": "기울기로 본 √d_k: 로짓 하나가 자기 가중치를 아직 얼마나 움직일 "
     "수 있는지는 ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ)이고, 0.25를 넘지 않습니다. 이 헤드에서 그 최댓값은 "
     "{eq_with} {with_}이고, 스코어를 스케일링하지 않으면({root} 없이) {eq_without} "
     "{without}입니다.",
+    "note.grad_through_softmax_given": "주어진 스케일을 기울기로 보면: 로짓 하나가 자기 가중치를 "
+    "아직 얼마나 움직일 수 있는지는 ∂Aᵢⱼ/∂Sᵢⱼ = Aᵢⱼ·(1 − Aᵢⱼ)이고, 0.25를 넘지 않습니다. 이 "
+    "헤드에서 그 최댓값은 {eq_with} {with_}이고, 스코어를 스케일링하지 않으면({root} 없이) "
+    "{eq_without} {without}입니다.",
     "note.grad_scores_smaller": "Q와 K에 닿는 것은 스코어 Q·Kᵀ의 기울기입니다. 여기서 그 "
     "크기(성분 제곱합의 제곱근)는 {eq_with} {with_}이고, 스코어를 스케일링하지 않으면 "
     "{eq_without} {without}입니다. 스케일링이 없으면 더 작습니다.",
@@ -3099,6 +3300,10 @@ MESSAGES: dict[str, str] = {
     "몰리고, 그곳에서 도함수 A·(1 − A)가 0에 가까워 dA가 Q와 K(그리고 그것을 만드는 W_Q와 "
     "W_K)까지 거의 전해지지 않습니다. √d_k로 나누면 스코어는 소프트맥스가 아직 기울기를 전할 수 "
     "있는 범위에 머뭅니다.",
+    "note.grad_saturated_given": "스케일링하지 않은 소프트맥스는 포화됩니다. 가중치가 0과 1 "
+    "근처에 몰리고, 그곳에서 도함수 A·(1 − A)가 0에 가까워 dA가 Q와 K(여기서는 직접 주어졌고, 층 "
+    "안에서라면 그것을 만드는 W_Q와 W_K)까지 거의 전해지지 않습니다. √d_k로 나누면 스코어는 "
+    "소프트맥스가 아직 기울기를 전할 수 있는 범위에 머뭅니다.",
     "note.grad_scale_shrinks": "여기서 스케일링하지 않은 소프트맥스는 포화되지 않았습니다(그 "
     "A·(1 − A)의 최댓값이 스케일링한 쪽의 10분의 1보다 큽니다). 차이는 막힌 소프트맥스가 아니라, "
     "스케일링하지 않은 스코어가 만드는 다른 가중치에서 옵니다.",
@@ -3107,10 +3312,13 @@ MESSAGES: dict[str, str] = {
     "틀린 Key에 포화되어 있어도 크기가 1 가까이로 유지됩니다. 그래서 여기서는 스케일링이 학습을 "
     "지켜 주지 않습니다. 실제 모델처럼 손실이 출력을 거쳐 A에 닿을 때 지켜 줍니다(--target으로 해 "
     "보세요).",
-    "note.grad_not_saturated": "여기서는 스케일링이 학습을 지켜 주지 않습니다. 스케일링하지 "
-    "않은 소프트맥스가 기울기를 막을 만큼 포화되지 않았고, 스케일링한 쪽의 기울기는 돌아오는 "
-    "길에 스케일만큼 한 번 더 곱해집니다. d_k가 크면 스케일링하지 않은 소프트맥스가 포화됩니다"
-    "(--preset dk64에 --target을 주어 해 보세요).",
+    "note.grad_not_saturated": "여기서는 스케일링이 학습을 지켜 주지 않습니다. 스케일링하지 않은 "
+    "소프트맥스가 기울기를 막을 만큼 포화되지 않았고, 스케일링한 쪽의 기울기는 돌아오는 길에 "
+    "스케일만큼 한 번 더 곱해집니다. d_k가 크면 스케일링하지 않은 소프트맥스가 포화되기 "
+    "쉽습니다(--preset dk64에 --target을 주어 해 보세요).",
+    "note.grad_scale_sharpens": "여기서는 스케일링이 학습을 지켜 주지 않습니다. 1보다 큰 스케일은 "
+    "스코어를 더 벌려 놓으므로, 스케일링한 소프트맥스가 둘 중 더 포화된 쪽이고(위의 A·(1 − A) "
+    "최댓값이 더 작습니다) 돌아오는 길에 스케일을 곱하는데도 더 적게 돌려보냅니다.",
     "note.grad_path_one": "{x} → 선형 투영 1개({names}): 기울기는 그 경로 하나로 돌아옵니다.",
     "note.grad_paths_some": "{x} → 선형 투영 {count}개({names}): 그중 이 손실에 닿는 것은 "
     "{reach}뿐이므로, 기울기는 그 경로 {reached}개의 합입니다 (다변수 연쇄 법칙).",
@@ -3125,6 +3333,8 @@ MESSAGES: dict[str, str] = {
     "help.heading.options": "옵션",
     "help.heading.arguments": "인자",
     "help.heading.commands": "명령",
+    "help.default": "[기본값: {value}]",
+    "help.required": "[필수]",
     "help.help_option": "이 도움말을 보여 주고 끝냅니다.",
     "help.train.compare_scale": "같은 출발점에서 두 번 학습합니다. 한 번은 문제의 스케일로, 한 "
     "번은 스케일 1로 학습하고 두 손실을 나란히 보여 줍니다. 이 문제에서 √d_k가 학습에 무엇을 "
@@ -3148,19 +3358,32 @@ MESSAGES: dict[str, str] = {
     "train.attend_shortcut": "attend는 가르치기 위한 지름길입니다. 실제 모델은 어디를 보라는 말을 "
     "듣지 않습니다. 모델은 예측 오차에서 W_Q, W_K, W_V를 배우며, 그 오차는 출력을 거쳐 어텐션 "
     "가중치에 닿습니다(출력에 손실을 두는 --preset referent로 해 보세요).",
-    "train.attend_heads": "헤드가 {heads}개이면 attend는 모든 헤드를 같은 Key 쪽으로 밉니다. 실제 "
-    "모델에서는 헤드마다 자기 패턴을 찾습니다.",
+    "train.attend_heads": "헤드가 {heads}개이면 attend는 Query마다 모든 헤드를 같은 Key 쪽으로 "
+    "밉니다(손실이 헤드마다의 −log A를 더하므로). 실제 모델에서는 헤드마다 자기 패턴을 자유롭게 "
+    "찾습니다.",
     "train.unmoved": "{names}: 전혀 움직이지 않았습니다. 모든 단계에서 기울기가 정확히 "
     "0이었습니다.",
     "train.unmoved_one_key": "{names}: 전혀 움직이지 않았습니다. 각 Query가 볼 수 있는 Key가 "
     "하나뿐이라 스코어와 상관없이 가중치가 1이므로(A ≡ 1), 스코어의 기울기가 모든 단계에서 정확히 "
     "0입니다.",
     "train.diverging": "손실이 {done}단계 중 {rose}단계에서 커졌고, 끝에는 처음의 {ratio}배가 "
-    "되었습니다. η가 충분히 작으면 경사 하강법은 손실을 키우지 않으므로, 이 문제에는 학습률(η = "
-    "{lr})이 너무 큽니다. 더 작은 --lr로 해 보세요.",
+    "되었습니다(마지막 단계에서는 ×{last}). η가 충분히 작으면 경사 하강법은 손실을 키우지 "
+    "않으므로, 이 문제에는 학습률(η = {lr})이 너무 큽니다. 더 작은 --lr로 해 보세요.",
+    "train.rose_back": "손실이 {done}단계 중 {rose}단계에서 커졌습니다. 가장 낮았던 값은 "
+    "{step}단계의 L {low}, 마지막 값은 L {last}입니다. 기울기의 반대쪽으로 충분히 짧게 한 걸음 "
+    "가면 손실은 언제나 줄어들므로, 손실이 커진 단계에서는 학습률(η = {lr})이 너무 컸습니다. 더 "
+    "작은 --lr로 해 보세요.",
+    "train.rose_some": "손실이 {done}단계 중 {rose}단계에서 커졌다가, 끝에는 가장 낮은 값(L "
+    "{last})으로 내려갔습니다. 기울기의 반대쪽으로 충분히 짧게 한 걸음 가면 손실은 언제나 "
+    "줄어들므로, 손실이 커진 단계에서는 학습률(η = {lr})이 너무 컸습니다.",
     "train.log_scale": "(막대는 로그 눈금입니다. 손실이 적어도 {decades}자릿수에 걸쳐 있습니다.)",
-    "train.scale_hint": "--compare-scale은 같은 출발점에서 스케일 1로 한 번 더 학습해, 이 "
-    "문제에서 √d_k가 학습에 무엇을 하는지 보여 줍니다.",
+    "train.scale_hint": "소프트맥스 전에 스코어를 √d_k(= √{dk} {root})로 나눕니다. 무작위 "
+    "벡터라면 d_k개 항의 내적이 퍼진 정도는 √d_k에 비례해 커지므로, 이렇게 나누면 d_k가 "
+    "얼마이든 스코어가 퍼진 정도가 같게 유지됩니다. --compare-scale은 같은 출발점에서 스케일 "
+    "1로 한 번 더 학습해, 이 문제에서 그 나눗셈이 학습에 무엇을 하는지 보여 줍니다.",
+    "train.scale_hint_given": "소프트맥스 전에 스코어에 이 문제의 스케일(= {scale})을 곱합니다"
+    "(1/√d_k라면 {default}). --compare-scale은 같은 출발점에서 스케일 1로 한 번 더 학습해, 이 "
+    "문제에서 그 스케일이 학습에 무엇을 하는지 보여 줍니다.",
     "train.compare_title": "스케일이 있을 때와 스케일 1일 때의 손실",
     "train.col_unscaled": "L, 스케일 1",
     "train.spark_scaled": "스케일 {scale}:",

@@ -15,7 +15,7 @@ import importlib
 import os
 import re
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -24,6 +24,8 @@ from qkvcalc.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
     WideHelpGroup,
+    call_language,
+    help_lang,
     help_text,
     is_utf,
     say,
@@ -147,7 +149,8 @@ def _run() -> int:
             raise
         err.message = _LONG_WORD.sub(lambda m: m.group()[:MAX_ECHO] + "…", message)  # type: ignore[attr-defined]
         try:
-            show()
+            with call_language(args):
+                _show_usage_error(err)
         except (OSError, ValueError):
             silence(sys.stderr)
         return int(getattr(err, "exit_code", EXIT_BAD_INPUT))
@@ -159,6 +162,28 @@ def _run() -> int:
     except (OSError, ValueError) as err:
         return _stream_failed(err)
     return code if isinstance(code, int) else 0
+
+
+def _show_usage_error(err: Exception) -> None:
+    """A usage error as click shows it (the usage line, where to find help, the error), in the
+    language of the run: click writes its own words in English."""
+    lang = help_lang()
+    ctx: Any = getattr(err, "ctx", None)
+    message = err.format_message()  # type: ignore[attr-defined]
+    said: str = getattr(err, "message", "")  # escaped and cut short as click and _run left it
+    english = "No such option: "
+    if type(err).__name__ == "NoSuchOption" and said.startswith(english):  # said in ours
+        message = translate("cli.no_such_option", lang, name=said[len(english) :])
+        possible = sorted(getattr(err, "possibilities", None) or ())
+        if possible:
+            message += " " + translate("cli.possible_options", lang, names=", ".join(possible))
+    if ctx is not None:
+        hint = ""
+        if ctx.command.get_help_option(ctx) is not None:
+            option = ctx.help_option_names[0]
+            hint = translate("cli.try_help", lang, command=ctx.command_path, option=option) + "\n"
+        typer.echo(f"{ctx.get_usage()}\n{hint}", err=True, color=ctx.color)
+    typer.echo(translate("cli.usage_error", lang, message=message), err=True)
 
 
 def _stream_failed(err: Exception) -> int:

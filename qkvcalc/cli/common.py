@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import inspect
 import os
 import re
 import stat
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from enum import Enum
 from pathlib import Path
 from types import MethodType
@@ -24,7 +26,7 @@ from typer.core import HAS_RICH as _USE_RICH  # typer's own switch: TYPER_USE_RI
 from typer.core import TyperGroup
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.i18n import resolve_lang, translate
+from qkvcalc.i18n import catalog, lang_option, resolve_lang, translate
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -33,19 +35,70 @@ EXIT_MISTAKES = 1  # a graded quiz found mistakes
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
-# The help text speaks the language of the environment as it is when the commands are
-# defined (QKVCALC_LANG, LC_ALL, LC_MESSAGES, LANG): --lang is parsed after --help answers.
+# The help text is written into the commands in the language of the environment as it is when
+# they are defined (QKVCALC_LANG, LC_ALL, LC_MESSAGES, LANG; qkvcalc.launch sets QKVCALC_LANG
+# from a --lang on the command line first). A call of the app in a process that already has it
+# (a test's CliRunner, a program) may ask another: its help is put into that call's language
+# as it is written (help_lang, relang), and put back after, so no call leaks into the next.
 _HELP_LANG = resolve_lang()
+_CALL_LANG: ContextVar[str | None] = ContextVar("qkvcalc_help_lang", default=None)
 
 
 # what rich's markup would read as a tag ([bold], [i, tᵢ], [models]): escaped as rich.markup.escape
 _TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
 
 
+def _help_in(key: str, lang: str) -> str:
+    return _TAG.sub(lambda m: f"{m[1]}{m[1]}\\{m[2]}", translate(key, lang))
+
+
 def help_text(key: str) -> str:
     """The help text under `key` (help.<command>.<option>) in the environment's language, as
     rich help shows it literally: `A[i, tᵢ]` and `qkvcalc[models]` are text, not markup."""
-    return _TAG.sub(lambda m: f"{m[1]}{m[1]}\\{m[2]}", translate(key, _HELP_LANG))
+    return _help_in(key, _HELP_LANG)
+
+
+def help_lang() -> str:
+    """The language of the help being written: the running call's (its --lang, else the
+    environment's as the call runs), else the one the commands were defined in."""
+    return _CALL_LANG.get() or _HELP_LANG
+
+
+def help_now(key: str) -> str:
+    """help_text in the language of the help being written (help_lang)."""
+    return _help_in(key, help_lang())
+
+
+_WRITTEN: dict[str, str] = {}  # a help text as the commands hold it → its catalog key
+
+
+def relang(text: str) -> str:
+    """A help text the commands hold (help_text's, maybe cleandoc'd by typer) in the language
+    of the help being written; any other text as it is."""
+    if help_lang() == _HELP_LANG:
+        return text
+    if not _WRITTEN:
+        for key in catalog("en"):
+            if key.startswith("help.") or key == "step.option_help":
+                try:
+                    written = help_text(key)
+                except (KeyError, IndexError):  # a sentence with values: not a help text alone
+                    continue
+                _WRITTEN.setdefault(written, key)
+                _WRITTEN.setdefault(inspect.cleandoc(written), key)
+    found = _WRITTEN.get(text)
+    return help_now(found) if found is not None else text
+
+
+@contextlib.contextmanager
+def call_language(args: Sequence[str]) -> Iterator[None]:
+    """The help of one call of the app in the language it asks for: its --lang, else the
+    environment's as it runs (a CliRunner's env), until the call returns."""
+    token = _CALL_LANG.set(lang_option(list(args)) or resolve_lang())
+    try:
+        yield
+    finally:
+        _CALL_LANG.reset(token)
 
 
 class Lang(str, Enum):
@@ -401,11 +454,11 @@ class WideContext(typer.Context):
     class formatter_class(_HelpFormatter):  # the name click reads
         # typer's own words (headings, the usage prefix, --help's line) in the help's language
         def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
-            super().write_usage(prog, args, help_text("help.usage") if prefix is None else prefix)
+            super().write_usage(prog, args, help_now("help.usage") if prefix is None else prefix)
 
         def write_heading(self, heading: str) -> None:
             key = f"help.heading.{heading.lower()}"
-            super().write_heading(help_text(key) if key in HEADINGS else heading)
+            super().write_heading(help_now(key) if key in HEADINGS else heading)
 
         def write_text(self, text: str) -> None:
             self.write(wrap_display(text, self.width, " " * self.current_indent) + "\n")
@@ -417,7 +470,7 @@ class WideContext(typer.Context):
             first_col = min(_measure(rows), col_max) + col_spacing
             pad = " " * (first_col + self.current_indent)
             for term, text in rows:
-                text = help_text("help.help_option") if text == TYPER_HELP_LINE else text
+                text = help_now("help.help_option") if text == TYPER_HELP_LINE else text
                 head = " " * self.current_indent + term
                 if not text:
                     self.write(head + "\n")
@@ -431,17 +484,60 @@ class WideContext(typer.Context):
                 self.write(wrap_display(text, width, pad, head) + "\n")
 
 
+# typer's own words in its rich help, module strings of typer.rich_utils: by catalog key
+TYPER_WORDS = {
+    "ARGUMENTS_PANEL_TITLE": "help.panel.arguments",
+    "OPTIONS_PANEL_TITLE": "help.panel.options",
+    "COMMANDS_PANEL_TITLE": "help.panel.commands",
+    "DEFAULT_STRING": "help.default",
+    "REQUIRED_LONG_STRING": "help.required",
+}
+
+
+@contextlib.contextmanager
+def _in_help_language(command: Any, ctx: Any) -> Iterator[None]:
+    """A command's help texts (its own, its parameters', its panels', its commands') and its
+    --help line in the language of the help being written, put back as they were after."""
+    changed: list[tuple[Any, str, Any]] = []
+
+    def put(obj: Any, name: str, value: Any) -> None:
+        changed.append((obj, name, getattr(obj, name)))
+        setattr(obj, name, value)
+
+    help_option = command.get_help_option(ctx)  # click's says its line in English: ours
+    held = [*command.get_params(ctx), *getattr(command, "commands", {}).values(), command]
+    for obj in held:
+        for name in ("help", "short_help", "rich_help_panel"):
+            text = getattr(obj, name, None)
+            if isinstance(text, str) and (said := relang(text)) != text:
+                put(obj, name, said)
+    if help_option is not None and help_option.help in (
+        TYPER_HELP_LINE,
+        help_text("help.help_option"),
+    ):
+        put(help_option, "help", help_now("help.help_option"))
+    try:
+        yield
+    finally:
+        for obj, name, value in reversed(changed):
+            setattr(obj, name, value)
+
+
 def rich_help(obj: Any, ctx: Any) -> None:
     """A command's --help as typer's rich help: the options in their groups' panels, each
-    command's whole summary. Loaded only for --help; with --no-color or NO_COLOR, colourless."""
+    command's whole summary, in the language of the call (help_lang). Loaded only for --help;
+    with --no-color or NO_COLOR, colourless. typer's module settings it changes for this help
+    are put back after."""
     from rich.cells import cell_len
     from rich.text import Text
     from typer import rich_utils
 
+    saved = {name: getattr(rich_utils, name) for name in (*TYPER_WORDS, "COLOR_SYSTEM")}
     if colorless("--no-color" in sys.argv[1:]):  # --help answers before options are parsed
         rich_utils.COLOR_SYSTEM = None
-    for name in ("arguments", "options", "commands"):  # typer's own panels, in our language
-        setattr(rich_utils, f"{name.upper()}_PANEL_TITLE", help_text(f"help.panel.{name}"))
+    for name, key in TYPER_WORDS.items():  # typer's own words, in our language
+        # (typer fills in the default: "[default: {}]")
+        setattr(rich_utils, name, translate(key, help_lang(), value="{}"))
 
     def rstrip_end(self: Text, size: int) -> None:
         # rich's Text.rstrip_end measures a wrapped line in characters, not columns: a Korean
@@ -451,26 +547,48 @@ def rich_help(obj: Any, ctx: Any) -> None:
         if excess > 0 and space:
             self.right_crop(min(space, excess))
 
-    made = obj.get_help_option  # click's --help option says its line in English: say ours
-
-    def help_option(ctx: Any) -> Any:
-        option = made(ctx)
-        if option is not None and option.help == TYPER_HELP_LINE:
-            option.help = help_text("help.help_option")
-        return option
-
     before = Text.rstrip_end
     Text.rstrip_end = rstrip_end  # type: ignore[method-assign]
-    obj.get_help_option = help_option
     try:
-        rich_utils.rich_format_help(obj=obj, ctx=ctx, markup_mode="rich")
+        with _in_help_language(obj, ctx):
+            rich_utils.rich_format_help(obj=obj, ctx=ctx, markup_mode="rich")
     finally:
         Text.rstrip_end = before  # type: ignore[method-assign]
-        del obj.get_help_option  # the class's own again
+        for name, value in saved.items():
+            setattr(rich_utils, name, value)
 
 
 def _format_help(command: Any, ctx: Any, formatter: Any) -> None:
     rich_help(command, ctx)
+
+
+@contextlib.contextmanager
+def _typer_gettext() -> Iterator[None]:
+    """typer's plain help writes "[default: …]" and "[required]" through gettext (typer.core's
+    `_`): in the call's language while the help is written, typer's own after."""
+    from typer import core
+
+    lang = help_lang()
+    words = {
+        "default: {default}": translate("help.default", lang, value="{default}")[1:-1],
+        "required": translate("help.required", lang)[1:-1],
+    }
+    before = core._
+
+    def said(message: str) -> str:
+        return words.get(message, before(message))
+
+    core._ = said
+    try:
+        yield
+    finally:
+        core._ = before
+
+
+def _plain_format_help(command: Any, ctx: Any, formatter: Any) -> None:
+    """click's own help (TYPER_USE_RICH=0), its texts in the call's language."""
+    with _in_help_language(command, ctx), _typer_gettext():
+        type(command).format_help(command, ctx, formatter)
 
 
 class WideHelpGroup(TyperGroup):
@@ -481,11 +599,17 @@ class WideHelpGroup(TyperGroup):
 
     context_class = WideContext
 
+    def main(self, args: Sequence[str] | None = None, *more: Any, **options: Any) -> Any:
+        """One call of the app: its help in the language it asks for (call_language)."""
+        with call_language(sys.argv[1:] if args is None else args):
+            return super().main(args, *more, **options)
+
     def format_help(self, ctx: Any, formatter: Any) -> None:
         if _USE_RICH:
             rich_help(self, ctx)
         else:
-            super().format_help(ctx, formatter)
+            with _in_help_language(self, ctx), _typer_gettext():
+                super().format_help(ctx, formatter)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         command = super().get_command(ctx, cmd_name)
@@ -494,7 +618,8 @@ class WideHelpGroup(TyperGroup):
             cmd = pending.pop()
             if cmd is not None:
                 cmd.context_class = WideContext
-                if _USE_RICH:  # its help as the group's (an instance's method: typer made it)
-                    cmd.format_help = MethodType(_format_help, cmd)  # type: ignore[method-assign]
+                # its help as the group's (an instance's method: typer made it)
+                shown = _format_help if _USE_RICH else _plain_format_help
+                cmd.format_help = MethodType(shown, cmd)  # type: ignore[method-assign]
                 pending.extend(getattr(cmd, "commands", {}).values())
         return command

@@ -6,7 +6,8 @@ The rotation turns the qk_rope_head_dim columns only: "pairs" when rope_interlea
 interleaved layout), else "half"; its frequencies are the layer's own (YaRN's too, with their
 attention factor), and the scale is the module's (qk_head_dim^−½, times mscale² under YaRN).
 The layers before first_k_dense_replace have a dense MLP, the others experts: their attention
-is the same. Kimi Linear's MLA layers (KIMI_LINEAR) are these without a rotation.
+is the same. Kimi Linear's MLA layers (KIMI_LINEAR) are these without a rotation; its Kimi Delta
+Attention layers are kda.py's.
 
 DeepSeek-V3.2 (DEEPSEEK_V32) and GLM-MoE-DSA (GLM_DSA, GLM-5) are DeepSeek-V3's MLA, always with
 the interleaved layout ("pairs"), and a sparse-attention indexer (DSA) whose top-k keys per query
@@ -28,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.extract import kda
 from qkvcalc.extract.common import (
     Family,
     Layer,
@@ -105,15 +107,24 @@ FAMILY = Family(
     keys=keys,
 )
 
+
+def kimi_keys(layer: Layer) -> dict[str, Any]:
+    """A Kimi Linear layer's keys: a Kimi Delta Attention layer's (kda.py), or MLA's without a
+    rotation."""
+    if kda.is_layer(layer.attention):
+        return kda.keys(layer)
+    return keys(layer, rotates=False)
+
+
 # Kimi Linear: MLA layers without RoPE (NoPE: q's and the shared key's d_R columns are not
-# turned, the scale is qk_head_dim^−½) between Kimi Delta Attention layers, which hybrid.py
-# refuses by their kind
+# turned, the scale is qk_head_dim^−½) between Kimi Delta Attention layers (kda.py: both are the
+# block's self_attn, and both end in o_proj)
 KIMI_LINEAR = Family(
     names={"kimi_linear": "Kimi Linear"},
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,
     output=lambda block: block.self_attn.o_proj,
-    keys=lambda layer: keys(layer, rotates=False),
+    keys=kimi_keys,
 )
 
 

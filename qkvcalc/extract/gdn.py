@@ -1,6 +1,7 @@
-"""A Gated DeltaNet layer of Qwen3-Next or Qwen3.5 (their "linear_attention" layers) as a problem
-of the input format's `gated_delta` key: Qwen3NextGatedDeltaNet.forward (Qwen3_5GatedDeltaNet's
-is the same but for its projections), step by step.
+"""A Gated DeltaNet layer of Qwen3-Next, Qwen3.5 or OLMo-Hybrid (their "linear_attention"
+layers) as a problem of the input format's `gated_delta` key: Qwen3NextGatedDeltaNet.forward
+(Qwen3_5GatedDeltaNet's and OlmoHybridGatedDeltaNet's are the same but for their projections
+and OLMo's β), step by step.
 
     Qwen3-Next: in_proj_qkvz's output viewed as (num_k_heads, 2·d_k + 2·r·d_v), r = num_v_heads /
                 num_k_heads: each key head's [q | k | v of its r value heads | z of them]; and
@@ -8,6 +9,9 @@ is the same but for its projections), step by step.
                 (fix_query_key_value_ordering)
     Qwen3.5:    in_proj_qkv ([q | k | v], as the convolution's channels), in_proj_z, in_proj_b,
                 in_proj_a, each of its own
+    OLMo-Hybrid: q_proj, k_proj, v_proj, g_proj (Z), b_proj, a_proj, each of its own; o_proj and
+                o_norm (ε fixed at 1e-5) in place of out_proj and norm; β = 2·σ(b) when
+                allow_neg_eigval (the key's beta_scale)
 
 Then conv1d's taps over the channels q | k | v (its weight [channels, 1, K], turned to K ×
 channels), A_log, dt_bias, the gated norm's weight and eps, and out_proj as W_O. A value head
@@ -25,7 +29,7 @@ from qkvcalc.extract.common import Layer, array, rows, stored
 from qkvcalc.extract.islands import class_name
 
 # The hybrids whose linear-attention layers are read here (hybrid.py asks)
-READ = ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")
+READ = ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "olmo_hybrid")
 
 
 def is_layer(module: Any) -> bool:
@@ -56,6 +60,15 @@ def _projections(gdn: Any, k_heads: int, v_heads: int, d_k: int, d_v: int) -> di
         return {
             key: np.ascontiguousarray(found.reshape(d_model, -1)) for key, found in parts.items()
         }
+    if hasattr(gdn, "g_proj"):  # OLMo-Hybrid: every projection of its own, the gate's g_proj
+        return {
+            "wq": rows(gdn.q_proj),
+            "wk": rows(gdn.k_proj),
+            "wv": rows(gdn.v_proj),
+            "wz": rows(gdn.g_proj),
+            "wb": rows(gdn.b_proj),
+            "wa": rows(gdn.a_proj),
+        }
     qkv = rows(gdn.in_proj_qkv)  # Qwen3.5: [q | k | v], each projection of its own
     q, k, v = np.split(qkv, [k_heads * d_k, 2 * k_heads * d_k], axis=1)
     return {
@@ -79,21 +92,25 @@ def keys(layer: Layer) -> dict[str, Any]:
     cols = np.array([(i // per) * d_k + c for i in range(v_heads) for c in range(d_k)])
     width = k_heads * d_k
     conv = np.concatenate([taps[:, cols], taps[:, width + cols], taps[:, 2 * width :]], axis=1)
+    norm = gdn.norm if hasattr(gdn, "norm") else gdn.o_norm  # OLMo-Hybrid's o_norm, ε 1e-5
+    made = {
+        "conv": np.ascontiguousarray(conv),
+        "wa": found["wa"],
+        "wb": found["wb"],
+        "a_log": array(stored(gdn, "A_log")),
+        "dt_bias": array(stored(gdn, "dt_bias")),
+        "wz": found["wz"],
+        "norm": array(stored(norm, "weight")),
+        "norm_eps": float(norm.variance_epsilon),
+    }
+    if getattr(gdn, "allow_neg_eigval", False):  # OLMo-Hybrid: β = 2·σ(b)
+        made["beta_scale"] = 2.0
     return {
         "wq": np.ascontiguousarray(found["wq"][:, cols]),
         "wk": np.ascontiguousarray(found["wk"][:, cols]),
         "wv": found["wv"],
-        "wo": rows(gdn.out_proj),
+        "wo": rows(gdn.out_proj if hasattr(gdn, "out_proj") else gdn.o_proj),
         "heads": v_heads,
         "mask": "causal",
-        "gated_delta": {
-            "conv": np.ascontiguousarray(conv),
-            "wa": found["wa"],
-            "wb": found["wb"],
-            "a_log": array(stored(gdn, "A_log")),
-            "dt_bias": array(stored(gdn, "dt_bias")),
-            "wz": found["wz"],
-            "norm": array(stored(gdn.norm, "weight")),
-            "norm_eps": float(gdn.norm.variance_epsilon),
-        },
+        "gated_delta": made,
     }

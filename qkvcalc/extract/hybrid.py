@@ -4,13 +4,14 @@ layers are MLA: deepseek.py), state-space (Mamba) layers (Nemotron-H, Bamba, Jam
 Granite 4, Falcon-H1, Zamba, Zamba2), LFM2's short convolutions, MiniMax's lightning attention.
 
 extract reads softmax attention, MiniMax's lightning layers (minimax.py: both kinds of its
-layers are problems, BOTH_READ) and the Gated DeltaNet layers of Qwen3-Next and Qwen3.5 (gdn.py:
-a problem of the input format's gated_delta key). For the other hybrids whose attention layers
-it reads (READ: llama.py, deepseek.py, zamba.py), a layer of another kind is refused with one
-message that names its kind and lists the model's attention layers (`check_layer`), and
-`qkvcalc heads` shows the attention layers (softmax ones only) and says where the others are
-(`attention_layers`). The other hybrids are
-refused as a whole, naming their kind of layer (`check_type`), before anything loads.
+layers are problems, BOTH_READ), the Gated DeltaNet layers of Qwen3-Next, Qwen3.5 and
+OLMo-Hybrid (gdn.py: a problem of the input format's gated_delta key) and the Kimi Delta
+Attention layers of Kimi Linear (kda.py: of the kimi_delta key). For the other hybrids whose
+attention layers it reads (READ: llama.py, deepseek.py, zamba.py), a layer of another kind is
+refused with one message that names its kind and lists the model's attention layers
+(`check_layer`), and `qkvcalc heads` shows the attention layers (softmax ones only) and says
+where the others are (`attention_layers`). The other hybrids are refused as a whole, naming
+their kind of layer (`check_type`), before anything loads.
 
 Which layer is which is read from the config's `layer_types` (transformers 5 names every
 hybrid's layers there: "full_attention" for attention, "linear_attention" for Gated DeltaNet and
@@ -24,7 +25,7 @@ from numbers import Integral
 from typing import Any
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.extract import gdn
+from qkvcalc.extract import gdn, kda
 from qkvcalc.i18n import Msg
 
 # A hybrid whose attention layers extract reads: model_type → the kind of each of its other
@@ -92,11 +93,12 @@ def _read_both(config: Any) -> bool:
 
 def readable_layers(config: Any) -> list[int] | None:
     """The layers of a hybrid extract reads: its attention layers, and its linear-attention
-    layers when they are Gated DeltaNet of Qwen3-Next or Qwen3.5 (gdn.py); None for any other
-    model."""
+    layers when they are Gated DeltaNet of Qwen3-Next, Qwen3.5 or OLMo-Hybrid (gdn.py) or Kimi
+    Delta Attention of Kimi Linear (kda.py); None for any other model."""
     found = attention_layers(config)
+    linear_read = (*gdn.READ, *kda.READ)
     if found is None or (
-        config.model_type not in gdn.READ and text_config(config).model_type not in gdn.READ
+        config.model_type not in linear_read and text_config(config).model_type not in linear_read
     ):
         return found
     linear = [i for i, kind in enumerate(layer_types(config)) if kind == "linear_attention"]

@@ -27,6 +27,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.extract import hybrid
 from qkvcalc.extract.check import layout
 from qkvcalc.extract.common import Family, Layer
+from qkvcalc.extract.origin import x_origin
 from qkvcalc.i18n import Msg
 
 DTYPES = ("auto", "float64", "float32", "bfloat16")
@@ -312,6 +313,38 @@ def _out_of_memory(err: BaseException) -> bool:
     )
 
 
+def _sizes_lie(path: str, config: Any, cls: Any) -> QkvcalcError | None:
+    """A checkpoint whose config says other sizes than its weights hold (transformers refuses it
+    and says only "look at the above report"): the first weight whose stored shape is not the
+    one the config makes, as one message; None when it cannot be told (no safetensors here, or a
+    model not buildable on the meta device)."""
+    import torch
+    from safetensors import safe_open
+
+    files = sorted(Path(path).expanduser().glob("*.safetensors"))
+    try:
+        with torch.device("meta"):
+            built = cls.from_config(config, trust_remote_code=False)
+        made = {name: tuple(t.shape) for name, t in built.state_dict().items()}
+        prefix = f"{getattr(built, 'base_model_prefix', '')}."
+        for file in files:
+            with safe_open(str(file), "pt") as found:
+                for key in found.keys():  # noqa: SIM118 (safe_open is no mapping)
+                    name = key if key in made else key.removeprefix(prefix)
+                    stored = tuple(found.get_slice(key).get_shape())
+                    if name in made and stored != made[name]:
+                        return QkvcalcError(
+                            "extract.sizes_lie",
+                            path=path,
+                            weight=key,
+                            stored="×".join(map(str, stored)),
+                            made="×".join(map(str, made[name])),
+                        )
+    except Exception:  # not to be told: transformers' own reason stands
+        return None
+    return None
+
+
 def _reason(err: BaseException) -> str:
     text = " ".join(str(err).split())
     if isinstance(err, KeyError):  # str(KeyError('nope')) is "'nope'": say what it is
@@ -368,7 +401,8 @@ def load(
     except (OSError, ValueError, RuntimeError) as err:
         if _out_of_memory(err):
             raise QkvcalcError("extract.out_of_memory", model=path) from None
-        raise _load_error(err, "extract.no_weights", path=path) from None
+        lie = _sizes_lie(path, config, cls) if "ignore_mismatched_sizes" in str(err) else None
+        raise lie or _load_error(err, "extract.no_weights", path=path) from None
     except Exception as err:
         # safetensors' own error (a damaged or lying header, a link to a file that is not
         # one), or the model not buildable from its config (0 heads, an unknown rope type)
@@ -613,9 +647,9 @@ def capture(
     model: Any, family: Family, layer: int, ids: list[int], float64: bool
 ) -> tuple[np.ndarray, dict[str, Any], np.ndarray | None]:
     """Layer `layer`'s attention input for these ids, as float64, the tensors its call was
-    given by name (attention_mask, Falcon's alibi …), and its output projection's own output
-    (None when the attention never called it); the run ends right there, at the latest when
-    the layer's block ends."""
+    given by name (attention_mask, Falcon's alibi …; "block_input": the block's own input, as
+    the run gave it), and its output projection's own output (None when the attention never
+    called it); the run ends right there, at the latest when the layer's block ends."""
     import torch
 
     from qkvcalc.extract.islands import float64_islands
@@ -639,11 +673,18 @@ def capture(
     def end(module: Any, args: Any, output: Any) -> None:
         raise _Captured  # the block ended without its attention calling the projection
 
+    def block_hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        hidden = args[0] if args else kwargs.get("hidden_states")
+        if isinstance(hidden, torch.Tensor) and not entered:
+            entered.append(hidden.detach().clone())  # what x's norm (if any) was given
+
     def source_hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         hidden = args[0] if args else kwargs["hidden_states"]
         sources.append(hidden.detach()[0].to(dtype=torch.float64, device="cpu").numpy())
 
+    entered: list[Any] = []
     handles = [
+        block.register_forward_pre_hook(block_hook, with_kwargs=True),
         attention.register_forward_pre_hook(pre_hook, with_kwargs=True),
         projection.register_forward_hook(out_hook),
         block.register_forward_hook(end),
@@ -656,12 +697,26 @@ def capture(
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    try:
+    cached = getattr(model.config, "use_cache", None)
+    model.config.use_cache = False  # one pass, no cache: a hybrid's cache of linear layers
+    try:  # alone cannot even say its length (transformers' Cache.get_seq_length raises)
         with torch.no_grad():
             islands = float64_islands(model) if float64 else contextlib.nullcontext()
             with islands, one_thread_convolutions(model), contextlib.suppress(_Captured):
                 family.run(model, torch.tensor([ids], device=device))
+    except (MemoryError, QkvcalcError, AttributeError):
+        raise  # AttributeError: a renamed attribute, named by check.layout
+    except Exception as err:  # transformers' own forward failed before the layer was read
+        if _out_of_memory(err):
+            raise
+        raise QkvcalcError(
+            "extract.model_failed",
+            model_type=model.config.model_type,
+            layer=layer,
+            error=f"{type(err).__name__}: {_first_line(err)}",
+        ) from None
     finally:
+        model.config.use_cache = cached
         for handle in handles:
             handle.remove()
         model.train(was_training)
@@ -669,7 +724,15 @@ def capture(
         raise RuntimeError(f"layer {layer}'s attention did not run")
     if sources:
         given[0]["kv_source"] = sources[0]
+    if entered:
+        given[0]["block_input"] = entered[0]
     return seen[0], given[0], out[0] if out else None
+
+
+def _first_line(err: BaseException) -> str:
+    """An exception's message, its first line, at most 300 characters."""
+    text = (str(err).strip().splitlines() or [""])[0]
+    return text if len(text) <= 300 else text[:299] + "…"
 
 
 def _allowed(mask: Any) -> np.ndarray | None:
@@ -709,19 +772,31 @@ def _check_finite(values: dict[str, Any], model: str, layer: int) -> None:
 BLOCK_NOTES = ("extract.shared_block", "extract.adapters_folded")
 
 
-def describe(family: Any, model: Any, layer: int, shown: str, n: int, dtype: str, lang: str) -> str:
-    """The problem's description: the layer, its x, and whose weights they are (a KV-shared
-    layer's W_K, W_V and key norm are an earlier layer's, as its source is; Zamba's shared
-    block's are several layers', said in the family's notes)."""
+def describe(
+    family: Any,
+    model: Any,
+    layer: int,
+    shown: str,
+    n: int,
+    dtype: str,
+    lang: str,
+    x_is: Msg | None = None,
+) -> str:
+    """The problem's description: the layer, its x (`x_is`: what x is, origin.x_origin), and
+    whose weights they are (a KV-shared layer's W_K, W_V and key norm are an earlier layer's,
+    as its source is; Zamba's shared block's are several layers', said in the family's notes)."""
     arch = family.names[model.config.model_type]
     earlier = family.shares(model, layer)
     notes = family.notes(model, layer)
     key = "extract.description" if earlier is None else "extract.description_kv_shared"
     block = any(note.key in BLOCK_NOTES for note in notes)  # Zamba's shared block
     key = "extract.description_block" if block and earlier is None else key
-    if _linear(family, model, layer):  # a Gated DeltaNet layer (gdn.py): not self-attention
-        key = "extract.description_linear"
+    linear = _linear(family, model, layer)  # a Gated DeltaNet or KDA layer: not self-attention
+    if linear is not None:
+        key = linear
     said = Msg(key, layer=layer, model=shown, arch=arch, n=n, dtype=dtype).text(lang)
+    if x_is is not None:
+        said += " " + Msg(x_is.key, arch=arch, **x_is.params).text(lang)
     if earlier is not None:  # KV sharing: K and V from an earlier layer's input
         said += " " + Msg("extract.kv_shared", earlier=earlier).text(lang)
     for note in notes:
@@ -729,13 +804,18 @@ def describe(family: Any, model: Any, layer: int, shown: str, n: int, dtype: str
     return said
 
 
-def _linear(family: Any, model: Any, layer: int) -> bool:
-    from qkvcalc.extract import gdn
+def _linear(family: Any, model: Any, layer: int) -> str | None:
+    """The description's key of a linear-attention layer (Gated DeltaNet, gdn.py; Kimi Delta
+    Attention, kda.py), None for attention."""
+    from qkvcalc.extract import gdn, kda
 
     try:
-        return gdn.is_layer(family.attention(family.stack(model)[layer]))
+        mixer = family.attention(family.stack(model)[layer])
     except Exception:  # a family whose layout says nothing of it: the ordinary description
-        return False
+        return None
+    if gdn.is_layer(mixer):
+        return "extract.description_linear"
+    return "extract.description_kda" if kda.is_layer(mixer) else None
 
 
 def extract(
@@ -800,9 +880,9 @@ def extract(
 
     if progress:
         progress(Msg("extract.running", model=shown, layer=layer))
-    x, keys, out, dtype_name = _run_layer(model, family, stack, layer, ids, stream, shown)
+    x, keys, out, dtype_name, x_is = _run_layer(model, family, stack, layer, ids, stream, shown)
     _check_finite({"x": x, **keys}, shown, layer)
-    said = describe(family, model, layer, shown, len(ids), dtype_name, lang)
+    said = describe(family, model, layer, shown, len(ids), dtype_name, lang, x_is)
     problem = {
         "name": Msg("extract.name", model=shown, layer=layer).text(lang),
         "description": said,
@@ -846,9 +926,10 @@ def _run_layer(
     ids: list[int],
     stream: bool,
     shown: str,
-) -> tuple[np.ndarray, dict[str, Any], np.ndarray | None, str]:
-    """x, the family's keys, the output projection's own output and the run's dtype's name,
-    from one run up to layer `layer` (its layers in float64 one at a time with `stream`)."""
+) -> tuple[np.ndarray, dict[str, Any], np.ndarray | None, str, Msg | None]:
+    """x, the family's keys, the output projection's own output, the run's dtype's name and
+    what x is (origin.x_origin), from one run up to layer `layer` (its layers in float64 one
+    at a time with `stream`)."""
     import torch
 
     from qkvcalc.extract.stream import float64_layers
@@ -861,6 +942,9 @@ def _run_layer(
             float64 = run_dtype == torch.float64
             x, given, out = capture(model, family, layer, ids, float64)
             block = stack[layer]
+            entered = given.pop("block_input", None)
+            attention = family.attention(block)
+            x_is = None if entered is None else x_origin(block, attention, entered, x, layer)
             allowed = _allowed(given.get("attention_mask"))
             with torch.no_grad():
                 keys = family.keys(
@@ -875,4 +959,4 @@ def _run_layer(
         if _out_of_memory(err):
             raise QkvcalcError("extract.out_of_memory", model=shown) from None
         raise
-    return x, keys, out, str(run_dtype).split(".")[-1]
+    return x, keys, out, str(run_dtype).split(".")[-1], x_is

@@ -52,6 +52,9 @@ def read_loss(doc: dict[str, Any], n: int, m: int, d_out: int, exact: bool) -> L
 
 
 def _attend(raw: Any, n: int, m: int) -> tuple[int, ...]:
+    """The 0-based target of each query (−1: none). A message names the "no target" word of
+    what was given: - for typed text (the command line), null for a JSON list."""
+    typed = "_typed" if isinstance(raw, str) else ""
     if isinstance(raw, str):  # typed: "3 1 -" or "3,1,null" (- or null: no target)
         words = raw.replace(",", " ").replace(";", " ").split()
         raw = [None if w.lower() in ("-", "null", "none") else _integer(w) for w in words]
@@ -61,7 +64,7 @@ def _attend(raw: Any, n: int, m: int) -> tuple[int, ...]:
         raw = [raw]
     if not isinstance(raw, list | tuple) or len(raw) != n:
         count = len(raw) if isinstance(raw, list | tuple) else 1
-        raise QkvcalcError("loss.attend_count", count=count, n=n)
+        raise QkvcalcError("loss.attend_count" + typed, count=count, n=n)
     out = []
     for i, t in enumerate(raw):
         if t is None:
@@ -69,7 +72,7 @@ def _attend(raw: Any, n: int, m: int) -> tuple[int, ...]:
             continue
         ok = isinstance(t, int | float) and not isinstance(t, bool) and float(t).is_integer()
         if not ok or not 1 <= int(t) <= m:
-            raise QkvcalcError("loss.attend_key", row=i + 1, value=shown(t), m=m)
+            raise QkvcalcError("loss.attend_key" + typed, row=i + 1, value=shown(t), m=m)
         out.append(int(t) - 1)
     if all(t < 0 for t in out):
         raise QkvcalcError("loss.attend_empty")

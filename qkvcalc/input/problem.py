@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from qkvcalc.input.numbers import Number, parse_number
 from qkvcalc.input.variants import Variants, read_variants
 from qkvcalc.labels import closest, json_kind, shape_text, shown
 from qkvcalc.ops import features
+
+if TYPE_CHECKING:
+    from qkvcalc.ops.base import Feature
 
 MAX_HEADS = 1024
 
@@ -416,7 +419,7 @@ class _Widths(NamedTuple):
 def _read_stand_in(
     doc: dict[str, Any],
     mats: dict[str, Matrix | None],
-    feature: features.Feature,
+    feature: Feature,
     heads: int,
     layout: str,
     exact: bool,
@@ -695,9 +698,7 @@ def _alone(used: dict[str, Any], dtype: bool) -> None:
     """A feature that is a layer of its own (a linear-attention layer): refused beside another
     feature or with --dtype, when it says so (--backward: qkvcalc.plan.schedule); a feature
     refused beside a particular other one, when it names it (Feature.refuses)."""
-    for feature in features.REGISTRY:
-        if feature.name not in used:
-            continue
+    for feature in features.among(used):
         others = ", ".join(name for name in used if name != feature.name)
         _check(not feature.alone or len(used) == 1, feature.alone, others=others)
         for other, key in feature.refuses:
@@ -754,15 +755,13 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
     d_out = wo.values.shape[1] if wo is not None else heads * d_v
     loss = read_loss(doc, n, m, d_out, exact)
     if decode is not None:
-        for feature in features.REGISTRY:
-            _check(
-                not feature.no_decode or feature.name not in variants.features, feature.no_decode
-            )
+        for feature in features.among(variants.features):
+            _check(not feature.no_decode, feature.no_decode)
         _check(not direct, "decode.needs_x")
         _check(mask_kind == "causal", "decode.mask", mask=mask_kind)
     if tiles is not None:
-        for feature in features.REGISTRY:
-            _check(not feature.no_tiles or feature.name not in variants.features, feature.no_tiles)
+        for feature in features.among(variants.features):
+            _check(not feature.no_tiles, feature.no_tiles)
     dtype, policy = _read_precision(doc)
     _alone(variants.features, dtype is not None)
     return Problem(

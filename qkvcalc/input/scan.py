@@ -61,6 +61,7 @@ LENGTH_KEYS = frozenset(
         "matrix.ragged",
         "loss.shape",
         "loss.attend_count",
+        "loss.attend_count_typed",
         "variant.length",
         "limits.input_elements",
         "limits.stage_elements",

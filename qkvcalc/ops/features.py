@@ -6,91 +6,112 @@ arithmetic, its header line, its worksheet policy, its PyTorch lines and its JSO
 layers ask this registry; none of them names a feature. Adding one is a module and a line here,
 its key in the fields table (qkvcalc.input.fields, with FEATURE_OPTIONS for a command-line
 option), its sentences in both catalogs, its docs and its tests.
+
+A feature's module is imported the first time it is asked for: when a problem's document gives
+one of its keys (`read`, `stand_in`), when a problem uses it (`active`), or when something needs
+every feature (`every`: the op table's whole list, the quiz's mistakes, LaTeX's words). A run
+that uses none loads none of them (tests/test_startup.py checks it).
 """
 
 from __future__ import annotations
 
+from functools import cache
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from qkvcalc.ops import (
-    chunk,
-    differential,
-    gate,
-    gated_delta,
-    indexer,
-    kimi_delta,
-    lightning,
-    mla,
-    qk_norm,
-    rope,
-    score_bias,
-    sinks,
-    softcap,
-    temperature,
-    v_norm,
-    window,
-)
-from qkvcalc.ops.base import Feature, JoinWords, Logits, Mistakes, Reading, Sizes, Turn
+from qkvcalc.ops.hooks import JoinWords, Logits, Mistakes, Reading, Sizes, Turn
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from qkvcalc.input.problem import Problem
+    from qkvcalc.ops.base import Feature
     from qkvcalc.ops.op import Op
     from qkvcalc.plan.specs import Ref, Spec
 
 __all__ = [
-    "REGISTRY",
-    "Feature",
+    "TABLE",
     "JoinWords",
     "Logits",
     "Mistakes",
     "Sizes",
     "Turn",
     "active",
+    "every",
+    "load",
     "ops",
 ]
 
-REGISTRY: tuple[Feature, ...] = (
-    mla.FEATURE,  # in place of W_Q, W_K, W_V: the latents, before every other stage
-    indexer.FEATURE,  # beside mla: each query's top-k keys, before the heads (its mask in theirs)
-    qk_norm.FEATURE,
-    v_norm.FEATURE,  # on each head's values, beside the q/k norm
-    rope.FEATURE,
-    temperature.FEATURE,  # after the norm and the rotation, whatever their order (a late turn)
-    score_bias.FEATURE,
-    softcap.FEATURE,
-    window.FEATURE,
-    chunk.FEATURE,  # Llama 4's chunked layers: a mask of positions, as the window
-    sinks.FEATURE,
-    gate.FEATURE,  # after each head's output, before the concat
-    differential.FEATURE,  # after every head: pairs of heads, before the concat
-    gated_delta.FEATURE,  # a linear-attention layer in place of the softmax (alone)
-    kimi_delta.FEATURE,  # the same with one decay per Key channel (alone)
-    lightning.FEATURE,  # MiniMax's lightning attention, a linear layer (alone)
+# The registry, in pipeline order: each feature's name (its key in the input format, as the
+# fields table lists it), its module in qkvcalc/ops/ (which declares FEATURE), and its keys when
+# it has more than one (Feature.keys; `name` is then one of them).
+TABLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("mla", "mla", ()),  # in place of W_Q, W_K, W_V: the latents, before every other stage
+    ("indexer", "indexer", ()),  # beside mla: each query's top-k keys, before the heads
+    ("qk_norm", "qk_norm", ("q_norm", "k_norm", "norm_eps", "qk_norm")),
+    ("v_norm", "v_norm", ()),  # on each head's values, beside the q/k norm
+    ("rope", "rope", ()),
+    # after the norm and the rotation, whatever their order (a late turn)
+    ("attn_temperature", "temperature", ()),
+    ("score_bias", "score_bias", ("alibi", "score_bias")),
+    ("softcap", "softcap", ()),
+    ("window", "window", ()),
+    ("chunk_size", "chunk", ()),  # Llama 4's chunked layers: a mask of positions, as the window
+    ("sinks", "sinks", ()),
+    ("wg", "gate", ("wg", "bg")),  # after each head's output, before the concat
+    ("differential", "differential", ()),  # after every head: pairs of heads, before the concat
+    ("gated_delta", "gated_delta", ()),  # a linear-attention layer in place of the softmax (alone)
+    ("kimi_delta", "kimi_delta", ()),  # the same with one decay per Key channel (alone)
+    ("lightning", "lightning", ()),  # MiniMax's lightning attention, a linear layer (alone)
 )
+
+_MODULES = {name: module for name, module, _ in TABLE}
+_loaded: dict[str, Feature] = {}  # by name, as their modules are imported
+
+
+def load(name: str) -> Feature:
+    """The feature of this name, its module imported on first use."""
+    found = _loaded.get(name)
+    if found is None:
+        found = _loaded[name] = import_module(f"qkvcalc.ops.{_MODULES[name]}").FEATURE
+    return found
+
+
+def every() -> list[Feature]:
+    """Every feature, in pipeline order (each module imported)."""
+    return [load(name) for name, _, _ in TABLE]
+
+
+def among(used: Mapping[str, Any]) -> list[Feature]:
+    """The features named in `used` (a problem's values by name), in pipeline order."""
+    return [load(name) for name, _, _ in TABLE if name in used]
 
 
 def read(doc: dict[str, Any], sizes: Sizes) -> dict[str, Any]:
     """The values of the features a problem's document uses, by name, each read and checked
     by its module (a feature whose keys are absent, or say "not used", is left out)."""
     out = {}
-    for f in REGISTRY:
+    for name, _, keys in TABLE:
+        if keys:
+            given: Any = {key: doc[key] for key in keys if doc.get(key) is not None} or None
+        else:
+            given = doc.get(name)
+        if given is None:
+            continue
+        f = load(name)
         if f.projects is not None:  # read with the weights (Problem), not here
             continue
-        if f.keys:
-            given = {key: doc[key] for key in f.keys if doc.get(key) is not None}
-            value = f.read(given, sizes) if given else None
-        else:
-            value = f.read(doc[f.name], sizes) if doc.get(f.name) is not None else None
+        value = f.read(given, sizes)
         if value is not None:
-            out[f.name] = value
+            out[name] = value
     return out
 
 
 def stand_in(doc: dict[str, Any]) -> Feature | None:
     """The feature that stands in for W_Q, W_K and W_V in this document (its key given)."""
-    for f in REGISTRY:
-        if f.projects is not None and doc.get(f.name) is not None:
-            return f
+    for name, _, _ in TABLE:
+        if doc.get(name) is not None and load(name).projects is not None:
+            return load(name)
     return None
 
 
@@ -126,7 +147,7 @@ def formula(p: Problem) -> tuple[str, str]:
 def active(p: Problem) -> list[tuple[Feature, Any]]:
     """The features this problem uses, in pipeline order, each with its value."""
     used = p.variants.features
-    return [(f, used[f.name]) for f in REGISTRY if f.name in used]
+    return [(f, used[f.name]) for f in among(used)]
 
 
 def turning(p: Problem) -> list[tuple[Feature, Any]]:
@@ -210,17 +231,23 @@ def after_heads(p: Problem) -> bool:
 
 def ops() -> dict[str, Op]:
     """Every feature's operations, by name (the op table merges them)."""
-    return {op.name: op for f in REGISTRY for op in f.ops}
+    return {op.name: op for f in every() for op in f.ops}
 
 
+def loaded_ops() -> dict[str, Op]:
+    """The operations of the features loaded so far, by name."""
+    return {op.name: op for f in list(_loaded.values()) for op in f.ops}
+
+
+@cache
 def worksheet_notes() -> frozenset[str]:
     """The notes of the features that tell no result: a worksheet keeps them."""
-    return frozenset(key for f in REGISTRY for key in f.worksheet_notes)
+    return frozenset(key for f in every() for key in f.worksheet_notes)
 
 
 def words() -> tuple[str, ...]:
     """The words the features' formulas set upright (LaTeX writes them as text: RoPE)."""
-    return tuple(word for f in REGISTRY for word in f.words)
+    return tuple(word for f in every() for word in f.words)
 
 
 def order_reasons(p: Problem) -> list[str]:
@@ -235,4 +262,4 @@ def elements(p: Problem) -> int:
 
 def mistakes() -> list[Mistakes]:
     """Every feature's classic mistakes (the quiz names them), in the registry's order."""
-    return [m for f in REGISTRY for m in f.mistakes]
+    return [m for f in every() for m in f.mistakes]

@@ -2,11 +2,11 @@
 already a product of the plain backward (qkvcalc.ops.grads), with which operand cells one
 cell reads.
 
-    lse           L = m + log ℓ                  [n, 1], from the forward's last m and ℓ
+    lse           LSE = m + log ℓ                [n, 1], from the forward's last m and ℓ
                                                  (−∞ for a row whose every key is masked)
-    block_p       P_b = e^(S_b − L)              the block's weights recomputed; a masked cell 0
+    block_p       P_b = e^(S_b − LSE)            the block's weights recomputed; a masked cell 0
     attend_rowdot D = A[i, tᵢ]·(−1 / A[i, tᵢ])   `attend`: the softmax's row term, from the target
-                                                 key's weight e^(S[i, tᵢ] − L) (0 without one)
+                                                 key's weight e^(S[i, tᵢ] − LSE) (0 without one)
     block_nt      dP_b = dO·V_bᵀ                 V's rows of the block
     block_back    the block's columns back through one elementwise forward stage (its op's
                   own backward, as the op `back`, on the block's columns alone)
@@ -26,7 +26,7 @@ import numpy as np
 
 from qkvcalc.ops.grads import _back_work, back_of
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes
-from qkvcalc.ops.tiles import _block_exp_work  # e^(S_b − L): the same line, shifted by L
+from qkvcalc.ops.tiles import _block_exp_work  # e^(S_b − LSE): the same line, shifted by LSE
 
 
 def lse(m: np.ndarray, total: np.ndarray) -> np.ndarray:
@@ -45,7 +45,7 @@ def _pairwise(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
 
 
 def _block_p(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
-    # e^(S_b − L): [n, B] − [n, 1] -> [n, B]; a masked score (−∞) gives exactly 0
+    # e^(S_b − LSE): [n, B] − [n, 1] -> [n, B]; a masked score (−∞) gives exactly 0
     s, top = ops
     live = ~np.isneginf(s)
     safe = np.where(live, s - np.where(np.isneginf(top), 0.0, top), 0.0)
@@ -133,7 +133,7 @@ def _grad_q_acc_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
 
 
 def _lse_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
-    """L[1] = 1.2 + log 2.15 = 1.9655; a row whose every key is masked: ℓ = 0, L = −∞."""
+    """LSE[1] = 1.2 + log 2.15 = 1.9655; a row whose every key is masked: ℓ = 0, LSE = −∞."""
     top, total = (float(o[i, 0]) for o in stage.operands)
     label = style.label(stage.cell, i + 1, j + 1)
     if total <= 0:

@@ -24,6 +24,7 @@ layer) adds optional keys around the core, whose stages are gdn_layer.py's:
                                      SiLU (Q, K, V become Q_c, K_c, V_c before the core)
     "wa", "wb": d_model × H, "a_log", "dt_bias": H    in place of g and beta: [a, b] = X·[W_a,
                                      W_b], g = −e^(A_log)·softplus(a + dt_bias), β = σ(b)
+    "beta_scale" (1)                 with them: β = beta_scale·σ(b) (OLMo-Hybrid's 2, β in (0, 2))
     "wz": d_model × H·d_v, "norm": d_v, "norm_eps" (1e-6)    after the core: the gated RMSNorm,
                                      out / √(mean(out²) + ε) ⊙ w ⊙ SiLU(X·W_z)
 """
@@ -48,7 +49,7 @@ from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
 EPS = 1e-6  # transformers' l2norm: x·rsqrt(Σx² + 1e-6)
 CHUNK = 64  # transformers' chunk_size
 MADE = ("wa", "wb", "a_log", "dt_bias")  # the gates made from X, in place of g and beta
-SETTINGS = ("g", "beta", "chunk", "conv", *MADE, "wz", "norm", "norm_eps")
+SETTINGS = ("g", "beta", "chunk", "conv", *MADE, "beta_scale", "wz", "norm", "norm_eps")
 NORM_EPS = 1e-6  # Qwen3NextRMSNormGated's default eps
 MISTAKE_IDS = ("gdn_decay_missing", "gdn_delta_missing")  # the quiz's, at weights and output
 
@@ -68,6 +69,7 @@ class GatedDelta(NamedTuple):
     norm: np.ndarray | None = None  # [d_v]: the gated norm's weight w
     norm_eps: float = NORM_EPS
     layout: str = "rows"  # as the user gave W_a, W_b, W_z (their echo writes them so)
+    beta_scale: float = 1.0  # β = beta_scale·σ(b) when made from X (OLMo-Hybrid: 2)
 
 
 # ---- the numbers (float64 numpy; the tests compare them with transformers' own) ----------------
@@ -219,47 +221,89 @@ def _layer(raw: dict[str, Any], sizes: Sizes) -> dict[str, Any]:
     needs_x = [key for key in (*MADE, "wz") if key in raw]
     if needs_x and sizes.d_model is None:
         raise QkvcalcError("gated_delta.needs_x", field=needs_x[0])
-    heads, d_k, d_v = sizes.heads, sizes.d_k, sizes.d_v
+    heads, d_v = sizes.heads, sizes.d_v
     if "conv" in raw:
-        kernel = to_matrix(raw["conv"], "gated_delta.conv").values
-        channels = 2 * heads * d_k + heads * d_v
-        if kernel.shape[1] != channels:
-            raise QkvcalcError(
-                "gated_delta.conv",
-                shape=shape_text(kernel.shape),
-                channels=channels,
-                heads=heads,
-                d_k=d_k,
-                d_v=d_v,
-            )
-        out["conv"] = kernel.copy()
+        out["conv"] = _conv(raw["conv"], sizes)
     if "wa" in raw:
         out["wa"], out["wb"] = (_weight(raw, key, heads, sizes) for key in ("wa", "wb"))
         out["a_log"], out["dt_bias"] = (_vector(raw, key, heads) for key in ("a_log", "dt_bias"))
+    if "beta_scale" in raw:
+        scale = raw["beta_scale"]
+        number = isinstance(scale, int | float) and not isinstance(scale, bool)
+        if "wa" not in raw or not number or not 0 < scale <= 2:
+            raise QkvcalcError("gated_delta.beta_scale", value=shown(scale))
+        out["beta_scale"] = float(scale)
     if ("wz" in raw) != ("norm" in raw):
         raise QkvcalcError("gated_delta.norm_pair", given="wz" if "wz" in raw else "norm")
     if "wz" in raw:
         out["wz"] = _weight(raw, "wz", heads * d_v, sizes)
         out["norm"] = _vector(raw, "norm", d_v)
     if "norm_eps" in raw:
-        eps = raw["norm_eps"]
         if "wz" not in raw:
             raise QkvcalcError("gated_delta.norm_pair", given="norm_eps")
-        if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0 < eps < 1:
-            raise QkvcalcError("gated_delta.norm_eps", value=shown(eps))
-        out["norm_eps"] = float(eps)
+        out["norm_eps"] = _eps(raw["norm_eps"])
     return out
 
 
-def _weight(raw: dict[str, Any], key: str, cols: int, sizes: Sizes) -> np.ndarray:
-    """A weight of X (d_model × cols in the row layout, cols × d_model in the torch one), as
-    the row layout's."""
-    w = to_matrix(raw[key], f"gated_delta.{key}").values
-    rows = sizes.d_model or 0
+# The messages of the layer keys' rules, of this key and of kimi_delta (which reads its layer's
+# keys with the same helpers), written out whole
+MESSAGES = {
+    "gated_delta": {
+        "conv": "gated_delta.conv",
+        "weight_shape": "gated_delta.weight_shape",
+        "vector": "gated_delta.vector",
+        "norm_eps": "gated_delta.norm_eps",
+    },
+    "kimi_delta": {
+        "conv": "kimi_delta.conv",
+        "weight_shape": "kimi_delta.weight_shape",
+        "vector": "kimi_delta.vector",
+        "norm_eps": "kimi_delta.norm_eps",
+    },
+}
+
+
+def _conv(raw: Any, sizes: Sizes, prefix: str = "gated_delta") -> np.ndarray:
+    """The convolution's taps, K × (2·H·d_k + H·d_v): one column per channel of q | k | v
+    (`prefix`: the key whose messages say so, gated_delta or kimi_delta)."""
+    kernel = to_matrix(raw, f"{prefix}.conv").values
+    heads, d_k, d_v = sizes.heads, sizes.d_k, sizes.d_v
+    channels = 2 * heads * d_k + heads * d_v
+    if kernel.shape[1] != channels:
+        raise QkvcalcError(
+            MESSAGES[prefix]["conv"],
+            shape=shape_text(kernel.shape),
+            channels=channels,
+            heads=heads,
+            d_k=d_k,
+            d_v=d_v,
+        )
+    return kernel.copy()
+
+
+def _eps(eps: Any, prefix: str = "gated_delta") -> float:
+    if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0 < eps < 1:
+        raise QkvcalcError(MESSAGES[prefix]["norm_eps"], value=shown(eps))
+    return float(eps)
+
+
+def _weight(
+    raw: dict[str, Any],
+    key: str,
+    cols: int,
+    sizes: Sizes,
+    prefix: str = "gated_delta",
+    rows: int | None = None,
+) -> np.ndarray:
+    """A weight of X (d_model × cols in the row layout, cols × d_model in the torch one; `rows`
+    in place of d_model for a weight of a smaller input, as Kimi's low-rank W_fb), as the row
+    layout's."""
+    w = to_matrix(raw[key], f"{prefix}.{key}").values
+    rows = (sizes.d_model or 0) if rows is None else rows
     want = (cols, rows) if sizes.layout == "torch" else (rows, cols)
     if w.shape != want:
         raise QkvcalcError(
-            "gated_delta.weight_shape",
+            MESSAGES[prefix]["weight_shape"],
             field=key,
             shape=shape_text(w.shape),
             want=shape_text(want),
@@ -268,11 +312,11 @@ def _weight(raw: dict[str, Any], key: str, cols: int, sizes: Sizes) -> np.ndarra
     return (w.T if sizes.layout == "torch" else w).copy()
 
 
-def _vector(raw: dict[str, Any], key: str, length: int) -> np.ndarray:
-    found: Matrix = to_vector(raw[key], f"gated_delta.{key}")
+def _vector(raw: dict[str, Any], key: str, length: int, prefix: str = "gated_delta") -> np.ndarray:
+    found: Matrix = to_vector(raw[key], f"{prefix}.{key}")
     if found.values.shape[1] != length:
         raise QkvcalcError(
-            "gated_delta.vector", field=key, length=found.values.shape[1], want=length
+            MESSAGES[prefix]["vector"], field=key, length=found.values.shape[1], want=length
         )
     return found.values[0].copy()
 
@@ -290,6 +334,8 @@ def _echo(value: GatedDelta) -> dict[str, Any]:
             out[key] = (found.T if turned and key in ("wa", "wb", "wz") else found).tolist()
     if value.wz is not None and value.norm_eps != NORM_EPS:
         out["norm_eps"] = value.norm_eps
+    if value.beta_scale != 1.0:
+        out["beta_scale"] = value.beta_scale
     return out
 
 
@@ -638,12 +684,13 @@ def _torch(p: Any, value: GatedDelta, literal: Any, num: Any) -> list[str]:
     )
 
 
-def _torch_conv(value: GatedDelta, literal: Any) -> list[str]:
+def _torch_conv(value: Any, literal: Any) -> list[str]:
+    """The convolution's lines (value.conv: gated_delta's, or kimi_delta's, the same)."""
     if value.conv is None:
         return []
     return [
         "# The causal depthwise convolution over q | k | v (conv1d, groups = channels), then",
-        "# SiLU, as Qwen3NextGatedDeltaNet's causal_conv1d_fn.",
+        "# SiLU, as the layer's causal_conv1d_fn.",
         f"conv_w = t({literal(value.conv)})  # [K, 2*H*d_k + H*d_v]: each channel's taps",
         "mixed = torch.cat([Q, K, V], dim=1).T.unsqueeze(0)  # [1, channels, n]",
         "mixed = F.conv1d(mixed, conv_w.T.unsqueeze(1), padding=conv_w.shape[0] - 1,",
@@ -655,7 +702,7 @@ def _torch_conv(value: GatedDelta, literal: Any) -> list[str]:
     ]
 
 
-def _torch_gates(value: GatedDelta, literal: Any) -> list[str]:
+def _torch_gates(value: GatedDelta, literal: Any, num: Any) -> list[str]:
     if value.g is not None and value.beta is not None:
         return [
             f"g = t({literal(value.g)}).T.unsqueeze(0)  # [1, H, n]: the decay in log space",
@@ -668,7 +715,9 @@ def _torch_gates(value: GatedDelta, literal: Any) -> list[str]:
         f"A_log = t({literal(value.a_log)})",
         f"dt_bias = t({literal(value.dt_bias)})",
         "g = (-A_log.exp() * F.softplus(X @ W_a + dt_bias)).T.unsqueeze(0)  # [1, H, n]",
-        "beta = torch.sigmoid(X @ W_b).T.unsqueeze(0)  # [1, H, n]",
+        f"beta = {num(value.beta_scale)} * torch.sigmoid(X @ W_b).T.unsqueeze(0)  # [1, H, n]"
+        if value.beta_scale != 1.0
+        else "beta = torch.sigmoid(X @ W_b).T.unsqueeze(0)  # [1, H, n]",
     ]
 
 
@@ -688,7 +737,7 @@ def _torch_core(p: Any, value: GatedDelta, literal: Any, num: Any) -> list[str]:
     return [
         "# Gated DeltaNet (Qwen3-Next's torch_recurrent_gated_delta_rule, in float64): q and k",
         "# L2-normed, q scaled, then the state S [d_k, d_v] of each head updated token by token.",
-        *_torch_gates(value, literal),
+        *_torch_gates(value, literal, num),
         "def l2norm(x):",
         "    return x * torch.rsqrt((x * x).sum(dim=-1, keepdim=True) + 1e-6)",
         f"q_hat, k_hat = l2norm(q) * {num(p.scale)}, l2norm(k)",

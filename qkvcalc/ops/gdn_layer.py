@@ -9,10 +9,14 @@ are read and checked there.
             Q_c[t, c] = SiLU(Σ_r w[r, c]·Q[t − K + 1 + r, c])   (rows before the first: 0)
     ab      [a, b] = X·[W_a, W_b]   (the head's column of each)
     gates   g = −e^(A_log)·softplus(a + dt_bias),  β = σ(b)     (softplus(x) = ln(1 + e^x),
-            x itself above 20, as torch's)
+            x itself above 20, as torch's; β = 2·σ(b) in OLMo-Hybrid: beta_scale)
     z       Z = X·W_z   (the head's d_v columns)
     normed  o / √(mean(o²) + ε) · w          (the head's core output, per token; w as given)
     gated   normed ⊙ SiLU(Z)                 (the concat reads it)
+
+Kimi Delta Attention's whole layer (kda_layer.py) shares the convolution, the decay's
+−e^(A_log)·softplus(a + dt_bias) (one per Key channel there), σ, and the gated norm, which
+multiplies by σ(Z) there (`act` "sigmoid" of the gated stage).
 """
 
 from __future__ import annotations
@@ -59,10 +63,18 @@ def conv(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     return out
 
 
-def gates(ab: np.ndarray, a_log: float, dt_bias: float) -> np.ndarray:
-    """[n, 2] of (a, b) -> [n, 2] of (g, β)."""
-    g = -math.exp(a_log) * softplus(ab[:, 0] + dt_bias)
-    return np.column_stack([g, sigmoid(ab[:, 1])])
+def decay(a: np.ndarray, a_log: float, dt_bias: Any) -> np.ndarray:
+    """g = −e^(A_log)·softplus(a + dt_bias), elementwise (dt_bias a number, or one per column)."""
+    return -math.exp(a_log) * softplus(a + dt_bias)
+
+
+def gates(ab: np.ndarray, a_log: float, dt_bias: float, beta_scale: float = 1.0) -> np.ndarray:
+    """[n, 2] of (a, b) -> [n, 2] of (g, β), β = beta_scale·σ(b)."""
+    return np.column_stack([decay(ab[:, 0], a_log, dt_bias), beta_scale * sigmoid(ab[:, 1])])
+
+
+# what multiplies the normed output: SiLU(Z), or σ(Z) (Kimi Delta Attention)
+ACTS = {"silu": silu, "sigmoid": sigmoid}
 
 
 def rms_normed(o: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
@@ -76,9 +88,9 @@ def _x(p: Any) -> tuple[Ref, str]:
     return (("x_pe", None), "(X + PE)") if p.variants.pe is not None else (("x", None), "X")
 
 
-def conv_stages(p: Any, kernel: np.ndarray, h: int | None) -> list[Spec]:
+def conv_stages(p: Any, kernel: np.ndarray, h: int | None, topic: str = "gdn_conv") -> list[Spec]:
     """Head h's Q, K and V each through the causal convolution and SiLU: its columns of the
-    kernel (q | k | v, as the layer lays its channels)."""
+    kernel (q | k | v, as the layer lays its channels); `topic`: whose layer says it."""
     col = (h or 1) - 1
     width_k = p.heads * p.d_k
     taps = kernel.shape[0]
@@ -100,7 +112,7 @@ def conv_stages(p: Any, kernel: np.ndarray, h: int | None) -> list[Spec]:
                 dim_labels(width),
                 params={"taps": taps},
                 notes=(Msg("note.gdn_conv", taps=taps, back=taps - 1),) if sid == "q" else (),
-                topic="gdn_conv",
+                topic=topic,
                 symbol=f"{big}_c",
                 letters=letters,
             )
@@ -131,16 +143,22 @@ def gate_stages(p: Any, value: Any, h: int | None) -> list[Spec]:
         letters="n×2",
     )
     a_log, dt_bias = float(value.a_log[col]), float(value.dt_bias[col])
+    scale = float(getattr(value, "beta_scale", 1.0))  # OLMo-Hybrid's 2: β in (0, 2)
+    params = {"a_log": a_log, "dt_bias": dt_bias} | ({"beta_scale": scale} if scale != 1 else {})
+    notes = [Msg("note.gdn_gates", a_log=f"{a_log:.6g}", decay=f"{math.exp(a_log):.6g}")]
+    if scale != 1:
+        notes.append(Msg("note.gdn_beta_scale", scale=f"{scale:g}"))
     made = Spec(
         "gates",
         h,
         "gdn_gates",
         (ab.ref,),
-        f"g = −e^({a_log:.4g})·softplus(a + {dt_bias:.4g}),  β = σ(b)",
+        f"g = −e^({a_log:.4g})·softplus(a + {dt_bias:.4g}),  β = "
+        + ("σ(b)" if scale == 1 else f"{scale:g}·σ(b)"),
         p.tokens,
         ("g", "β"),
-        params={"a_log": a_log, "dt_bias": dt_bias},
-        notes=(Msg("note.gdn_gates", a_log=f"{a_log:.6g}", decay=f"{math.exp(a_log):.6g}"),),
+        params=params,
+        notes=tuple(notes),
         topic="gdn_gates",
         symbol="g,β",
         letters="n×2",
@@ -172,6 +190,15 @@ def norm_stages(p: Any, value: Any, h: int | None, output: Ref) -> list[Spec]:
         symbol="Z",
         letters="n×d_v",
     )
+    return [z, *gated_norm(p, value, h, output, z.ref)]
+
+
+def gated_norm(
+    p: Any, value: Any, h: int | None, output: Ref, z: Ref, act: str = "silu", topic: str = "gdn"
+) -> list[Spec]:
+    """The core output RMS-normed times w (value.norm, value.norm_eps), then ⊙ act(Z): SiLU
+    (Gated DeltaNet) or σ (Kimi Delta Attention); `topic`: whose layer says it."""
+    rows, labels = p.tokens, dim_labels(p.d_v)
     normed = Spec(
         "normed",
         h,
@@ -182,7 +209,7 @@ def norm_stages(p: Any, value: Any, h: int | None, output: Ref) -> list[Spec]:
         labels,
         params={"eps": value.norm_eps},
         notes=(Msg("note.gdn_norm_weight"),),
-        topic="gdn_normed",
+        topic=f"{topic}_normed",
         symbol="N",
         letters="n×d_v",
     )
@@ -190,15 +217,16 @@ def norm_stages(p: Any, value: Any, h: int | None, output: Ref) -> list[Spec]:
         "gated",
         h,
         "silu_gate",
-        (normed.ref, z.ref),
-        "N ⊙ SiLU(Z)",
+        (normed.ref, z),
+        f"N ⊙ {'SiLU' if act == 'silu' else 'σ'}(Z)",
         rows,
         labels,
-        topic="gdn_gated",
+        params={} if act == "silu" else {"act": act},
+        topic=f"{topic}_gated",
         symbol="out_Z",
         letters="n×d_v",
     )
-    return [z, normed, gated]
+    return [normed, gated]
 
 
 # ---- the operations ----------------------------------------------------------------------------
@@ -209,7 +237,7 @@ def _conv(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) ->
 
 
 def _gates(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
-    return gates(ops[0], params["a_log"], params["dt_bias"])
+    return gates(ops[0], params["a_log"], params["dt_bias"], params.get("beta_scale", 1.0))
 
 
 def _rms(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
@@ -217,7 +245,7 @@ def _rms(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> 
 
 
 def _silu_gate(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
-    return ops[0] * silu(ops[1])
+    return ops[0] * ACTS[params.get("act", "silu")](ops[1])
 
 
 def _conv_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
@@ -281,15 +309,28 @@ def _gates_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str)
     """[2,1]: −e^(0.5)×softplus(0.3 + 1) = −1.6487×1.5410 = −2.5407;
     [2,2]: σ(0.4) = 0.5987"""
     (ab,) = stage.operands
-    s, f = style.shown, style.factor
-    x = float(ab[i, j])
+    x, value = float(ab[i, j]), float(stage.value[i, j])
     if j == 1:
-        sigma = r"\sigma" if style.latex else "σ"
-        left = f"{style.at(i + 1, j + 1)}{sigma}({style.num(x)})"
-        return style.line(
-            left, float(sigmoid(np.array([s(x)]))[0]), float(stage.value[i, j]), result
-        )
-    a_log, dt_bias = stage.params["a_log"], stage.params["dt_bias"]
+        return sigmoid_line(style, i, j, x, value, result, stage.params.get("beta_scale", 1.0))
+    return decay_line(style, i, j, x, stage.params["a_log"], stage.params["dt_bias"], value, result)
+
+
+def sigmoid_line(
+    style: Any, i: int, j: int, x: float, value: float, result: str, scale: float = 1.0
+) -> str:
+    """[i,j]: σ(x) = value (scale·σ(x) with a scale other than 1: OLMo-Hybrid's 2·σ(b))"""
+    sigma = r"\sigma" if style.latex else "σ"
+    times = f"{style.factor(scale)}{style.times}" if scale != 1 else ""
+    left = f"{style.at(i + 1, j + 1)}{times}{sigma}({style.num(x)})"
+    shown = style.shown(scale) * float(sigmoid(np.array([style.shown(x)]))[0])
+    return style.line(left, shown, value, result)
+
+
+def decay_line(
+    style: Any, i: int, j: int, x: float, a_log: float, dt_bias: float, value: float, result: str
+) -> str:
+    """[i,j]: −e^(A_log)×softplus(x + dt_bias) = −e^(A_log)×softplus(…) = g"""
+    s, f = style.shown, style.factor
     decay, plus = math.exp(a_log), float(softplus(np.array([x + dt_bias]))[0])
     written = -math.exp(s(a_log)) * float(softplus(np.array([s(x) + s(dt_bias)]))[0])
     middle = -s(decay) * s(plus)
@@ -298,7 +339,7 @@ def _gates_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str)
         f"softplus({style.num(x)} + {style.num(dt_bias)}){_link(style, written, middle)}"
         f"{style.minus}{f(decay)}{style.times}{f(plus)}"
     )
-    return style.line(left, middle, float(stage.value[i, j]), result)
+    return style.line(left, middle, value, result)
 
 
 def _rms_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
@@ -321,12 +362,15 @@ def _rms_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -
 
 
 def _silu_gate_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
-    """[1,2]: 0.88 × SiLU(0.5) = 0.88 × 0.3112 = 0.2739"""
+    """[1,2]: 0.88 × SiLU(0.5) = 0.88 × 0.3112 = 0.2739 (σ in place of SiLU with `act` sigmoid)"""
     normed, z = (float(o[i, j]) for o in stage.operands)
     s, f = style.shown, style.factor
-    act = _silu_of(z)
-    written, middle = s(normed) * _silu_of(s(z)), s(normed) * s(act)
-    left = f"{style.at(i + 1, j + 1)}{f(normed)}{style.times}{_silu_name(style)}({style.num(z)})"
+    sigma = stage.params.get("act") == "sigmoid"
+    name = (r"\sigma" if style.latex else "σ") if sigma else _silu_name(style)
+    of = ACTS["sigmoid" if sigma else "silu"]
+    act = float(of(np.array([z]))[0])
+    written, middle = s(normed) * float(of(np.array([s(z)]))[0]), s(normed) * s(act)
+    left = f"{style.at(i + 1, j + 1)}{f(normed)}{style.times}{name}({style.num(z)})"
     left += f"{_link(style, written, middle)}{f(normed)}{style.times}{f(act)}"
     return style.line(left, middle, float(stage.value[i, j]), result)
 

@@ -15,6 +15,7 @@ it names, so a feature brings its gradient with its operation.
                                                  query heads share a key/value head)
     bias_grad     db = Σᵢ dQᵢ                     the column sums
     input_grad    dX = Σ_paths dP·W_Pᵀ            the chain rule's paths summed
+    grad_sum      dk_R = Σₕ dKₕ[:, 1–d_R]         a stage read by several: their shares added
 
 --exact: the stages that stay rational have an exact form too (qkvcalc.run.exact attaches it):
 with `grad_output` given, dO and its heads' cuts, d(concat) = dO·W_Oᵀ, db_O = Σᵢ dOᵢ and
@@ -51,6 +52,30 @@ def _cut(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> 
 
 def _cut_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
     yield 0, i, params["cols"].start + j
+
+
+def _grad_sum(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    # the shares of a stage read by several, added: Σₖ gₖ[:, colsₖ] -> [n, width]
+    return np.sum([g[:, cols] for g, cols in zip(ops, params["cols"], strict=True)], axis=0)
+
+
+def _grad_sum_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield from ((k, i, cols.start + j) for k, cols in enumerate(params["cols"]))
+
+
+def _exact_grad_sum(ops: Sequence[Any], params: Params) -> Any:
+    from fractions import Fraction
+
+    parts = [[row[cols] for row in g] for g, cols in zip(ops, params["cols"], strict=True)]
+    out = []
+    for i in range(len(parts[0])):
+        row: list[Fraction | None] = []
+        for j in range(len(parts[0][i])):
+            cells = [part[i][j] for part in parts]
+            whole = all(isinstance(c, Fraction) for c in cells)
+            row.append(sum(cells, Fraction(0)) if whole else None)
+        out.append(tuple(row))
+    return tuple(out), ()
 
 
 def _tn(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
@@ -335,6 +360,18 @@ def _input_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result:
     return style.line(left, shown, float(stage.value[i, j]), result)
 
 
+def _grad_sum_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """dk_R[1,2] = 0.5 + (−0.2) = 0.3: each reader's share of the cell, added."""
+    cells = [
+        float(g[i, cols.start + j])
+        for g, cols in zip(stage.operands, stage.params["cols"], strict=True)
+    ]
+    terms = " + ".join(style.factor(v) for v in cells)
+    left = f"{style.label(stage.cell, i + 1, j + 1)} = {terms}"
+    shown = sum(style.shown(v) for v in cells)
+    return style.line(left, shown, float(stage.value[i, j]), result)
+
+
 def _back_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str | None:
     """A stage that goes back through one forward stage: that op's own backward arithmetic."""
     work = back_of(stage.params).grad_work
@@ -400,6 +437,7 @@ OPS: dict[str, Op] = {
     op.name: op
     for op in (
         Op("cut", _cut, _cut_feeds, _exact_cut, overflow=lambda p: False),
+        Op("grad_sum", _grad_sum, _grad_sum_feeds, _exact_grad_sum, work=_grad_sum_work),
         Op(
             "matmul_tn",
             _tn,

@@ -15,6 +15,17 @@ layer computes between its projections and its gated output norm (transformers'
                  chunked  the output as the chunked form computes it (chunks of C tokens)
                  output   o_t = S_tᵀ·q̂_t  (= W·V: for fixed q, k, g, β the layer is linear in V)
 
+The whole layer (what `qkvcalc extract` gives of a Kimi Linear KDA layer) adds optional keys
+around the core, whose stages are gdn_layer.py's and kda_layer.py's:
+
+    "conv": K × (2·H·d_k + H·d_v)   the causal depthwise convolution's taps over q | k | v, then
+                                     SiLU (as gated_delta's)
+    "wf_a": d_model × r, "wf_b": r × H·d_k, "a_log": H, "dt_bias": H·d_k, "wb": d_model × H
+                                     in place of g and beta: g = −e^(A_log)·softplus(X·W_fa·W_fb
+                                     + dt_bias) per channel, β = σ(X·W_b)
+    "wg_a": d_model × r, "wg_b": r × H·d_v, "norm": d_v, "norm_eps" (1e-6)
+                                     after the core: out / √(mean(out²) + ε) ⊙ w ⊙ σ(X·W_ga·W_gb)
+
 Row c of the state (Key channel c) decays by e^(g_t[c]); with every channel's g equal the layer
 is Gated DeltaNet's. Kimi's l2norm divides by the root (x / √(Σx² + ε), as FLA's kernel), as
 `gated_delta.l2norm` does; the `l2norm` op is Gated DeltaNet's own.
@@ -31,30 +42,51 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import to_matrix
 from qkvcalc.labels import shape_text, shown
+from qkvcalc.ops import gdn_layer, kda_layer
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.gated_delta import (
     CHUNK,
+    _conv,
+    _eps,
     _flat,
     _read_feeds,
     _read_states,
     _read_work,
     _slips,
+    _torch_conv,
+    _vector,
+    _weight,
     check_own_causal,
 )
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
 
-SETTINGS = ("g", "beta", "chunk")
+MADE = ("wf_a", "wf_b", "a_log", "dt_bias", "wb")  # the gates made from X, in place of g, beta
+NORMED = ("wg_a", "wg_b", "norm")  # the gated norm after the core (norm_eps with them)
+SETTINGS = ("g", "beta", "chunk", "conv", *MADE, *NORMED, "norm_eps")
+NORM_EPS = 1e-6  # KimiLinearRMSNormGated's default eps
+TURNED = ("wf_a", "wf_b", "wb", "wg_a", "wg_b")  # weights, given out × in in the torch layout
 MISTAKE_IDS = ("kda_decay_scalar",)  # the quiz's, at weights and output
 
 
 class KimiDelta(NamedTuple):
-    g: np.ndarray  # [n, H, d_k]: each token's decay in log space, per head and Key channel
-    beta: np.ndarray  # [n, H]: each token's write strength, per head
+    g: np.ndarray | None  # [n, H, d_k]: each token's decay in log space, per head and channel
+    beta: np.ndarray | None  # [n, H]: each token's write strength, per head (None: made)
     chunk: int  # the chunked form's chunk size
     chunk_given: bool
     d_v: int
     given_g: Any  # g as it was given (a JSON trace echoes it so)
+    conv: np.ndarray | None = None  # [K, 2·H·d_k + H·d_v]: the taps of each channel, q | k | v
+    wf_a: np.ndarray | None = None  # [d_model, r], in the row layout
+    wf_b: np.ndarray | None = None  # [r, H·d_k]
+    a_log: np.ndarray | None = None  # [H]
+    dt_bias: np.ndarray | None = None  # [H·d_k]
+    wb: np.ndarray | None = None  # [d_model, H]
+    wg_a: np.ndarray | None = None  # [d_model, r]
+    wg_b: np.ndarray | None = None  # [r, H·d_v]
+    norm: np.ndarray | None = None  # [d_v]: the gated norm's weight w
+    norm_eps: float = NORM_EPS
+    layout: str = "rows"  # as the user gave the weights (their echo writes them so)
 
 
 # ---- the numbers (float64 numpy; the tests compare them with transformers' own) ----------------
@@ -178,27 +210,83 @@ def _read(raw: Any, sizes: Sizes) -> KimiDelta:
     for key in raw:
         if key not in SETTINGS:
             raise QkvcalcError("kimi_delta.unknown_key", key=shown(key), known=", ".join(SETTINGS))
-    if "g" not in raw or "beta" not in raw:
+    made = [key for key in MADE if key in raw]
+    if made and ("g" in raw or "beta" in raw):
+        raise QkvcalcError("kimi_delta.both_gates", made=", ".join(made))
+    if made and len(made) < len(MADE):
+        missing = ", ".join(key for key in MADE if key not in raw)
+        raise QkvcalcError("kimi_delta.made_needs", missing=missing)
+    if not made and ("g" not in raw or "beta" not in raw):
         raise QkvcalcError("kimi_delta.needs")
     check_own_causal(("kimi_delta.mask", "kimi_delta.cross", "kimi_delta.kv_heads"), sizes)
     chunk = raw.get("chunk", CHUNK)
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise QkvcalcError("kimi_delta.chunk", value=shown(chunk))
-    (g, given), beta = _gates(raw["g"], sizes), _beta(raw["beta"], sizes)
-    if (g > 0).any():  # each channel's decay e^g is at most 1, as the layer makes it
-        t, h, c = np.argwhere(g > 0)[0]
-        raise QkvcalcError(
-            "kimi_delta.g_positive", token=int(t) + 1, head=int(h) + 1, channel=int(c) + 1
-        )
-    return KimiDelta(g.copy(), beta, chunk, "chunk" in raw, sizes.d_v, given)
+    g = beta = given = None
+    if not made:
+        (g, given), beta = _gates(raw["g"], sizes), _beta(raw["beta"], sizes)
+        if (g > 0).any():  # each channel's decay e^g is at most 1, as the layer makes it
+            t, h, c = np.argwhere(g > 0)[0]
+            raise QkvcalcError(
+                "kimi_delta.g_positive", token=int(t) + 1, head=int(h) + 1, channel=int(c) + 1
+            )
+        g = g.copy()
+    layer = _layer(raw, sizes)
+    return KimiDelta(g, beta, chunk, "chunk" in raw, sizes.d_v, given, **layer, layout=sizes.layout)
+
+
+def _layer(raw: dict[str, Any], sizes: Sizes) -> dict[str, Any]:
+    """The optional keys of the layer around the core, each checked against the sizes (with
+    gated_delta's helpers and kimi_delta's messages)."""
+    out: dict[str, Any] = {}
+    needs_x = [key for key in ("wf_a", "wb", "wg_a") if key in raw]
+    if needs_x and sizes.d_model is None:
+        raise QkvcalcError("kimi_delta.needs_x", field=needs_x[0])
+    heads, d_k, d_v, own = sizes.heads, sizes.d_k, sizes.d_v, "kimi_delta"
+    if "conv" in raw:
+        out["conv"] = _conv(raw["conv"], sizes, own)
+    if "wf_a" in raw:
+        out["wf_a"] = _weight(raw, "wf_a", _rank(raw, "wf_a", sizes), sizes, own)
+        rank = out["wf_a"].shape[1]
+        out["wf_b"] = _weight(raw, "wf_b", heads * d_k, sizes, own, rows=rank)
+        out["a_log"] = _vector(raw, "a_log", heads, own)
+        out["dt_bias"] = _vector(raw, "dt_bias", heads * d_k, own)
+        out["wb"] = _weight(raw, "wb", heads, sizes, own)
+    given = [key for key in (*NORMED, "norm_eps") if key in raw]
+    if given and any(key not in raw for key in NORMED):
+        missing = ", ".join(key for key in NORMED if key not in raw)
+        raise QkvcalcError("kimi_delta.norm_needs", given=", ".join(given), missing=missing)
+    if "wg_a" in raw:
+        out["wg_a"] = _weight(raw, "wg_a", _rank(raw, "wg_a", sizes), sizes, own)
+        out["wg_b"] = _weight(raw, "wg_b", heads * d_v, sizes, own, rows=out["wg_a"].shape[1])
+        out["norm"] = _vector(raw, "norm", d_v, own)
+    if "norm_eps" in raw:
+        out["norm_eps"] = _eps(raw["norm_eps"], own)
+    return out
+
+
+def _rank(raw: dict[str, Any], key: str, sizes: Sizes) -> int:
+    """The width r of a low-rank weight of X (its columns; its rows when given out × in): the
+    layer's own choice, which W_fb's or W_gb's rows must then match."""
+    found = to_matrix(raw[key], f"kimi_delta.{key}").values.shape
+    return int(found[0] if sizes.layout == "torch" else found[1])
 
 
 def _echo(value: KimiDelta) -> dict[str, Any]:
-    given = value.given_g
-    g = given.tolist() if isinstance(given, np.ndarray) else given
-    out: dict[str, Any] = {"g": g, "beta": value.beta.tolist()}
+    out: dict[str, Any] = {}
+    if value.g is not None and value.beta is not None:
+        given = value.given_g
+        out["g"] = given.tolist() if isinstance(given, np.ndarray) else given
+        out["beta"] = value.beta.tolist()
     if value.chunk_given:
         out["chunk"] = value.chunk
+    turned = value.layout == "torch"
+    for key in ("conv", *MADE, *NORMED):
+        found = getattr(value, key)
+        if found is not None:
+            out[key] = (found.T if turned and key in TURNED else found).tolist()
+    if value.norm is not None and value.norm_eps != NORM_EPS:
+        out["norm_eps"] = value.norm_eps
     return out
 
 
@@ -206,22 +294,34 @@ def _echo(value: KimiDelta) -> dict[str, Any]:
 
 
 def _mixer(p: Any, value: KimiDelta, h: int | None, qkv: list[Spec]) -> list[tuple[int, Spec]]:
-    """Head h's stages after its q, k, v, each with its step (0: none): the normed q and k,
-    the given g (d_k per token) and β, the state token by token, the implicit weights, the
-    chunked form and the output read from the states."""
-    col = (h or 1) - 1
-    rows, n = p.tokens, len(p.tokens)
-    q, k, v = (ref(sid, h) for sid in ("q", "k", "v"))
+    """Head h's stages after its q, k, v, each with its step (0: none): the convolution (when
+    given), the normed q and k, g (d_k per token) and β (given, or made from X), the state
+    token by token, the implicit weights, the chunked form, the output read from the states,
+    and the gated norm (when given)."""
+    before: list[Spec] = []
+    if value.conv is not None:
+        before = gdn_layer.conv_stages(p, value.conv, h, "kda_conv")
+    q, k, v = (ref(f"{sid}_conv" if before else sid, h) for sid in ("q", "k", "v"))
+    out = [(0, s) for s in (*before, *_norms(p, h, q, k), *_gate_stages(p, value, h))]
+    out += _states(p, h, v)
+    out += [(0, s) for s in _after_states(p, value, h, v)]
+    if value.norm is not None:
+        out += [(0, s) for s in kda_layer.norm_stages(p, value, h, ref("output", h))]
+    return out
+
+
+def _norms(p: Any, h: int | None, q: Ref, k: Ref) -> list[Spec]:
+    """Q̂ = l2norm(Q) / √d_k and K̂ = l2norm(K) of head h."""
     scaled = p.scale_given is None
     q_formula = f"Q̂ = l2norm(Q) / √{p.d_k}" if scaled else f"Q̂ = l2norm(Q) × {p.scale:g}"
-    norms = [
+    return [
         Spec(
             sid,
             h,
             "l2norm",
             (src,),
             formula,
-            rows,
+            p.tokens,
             dim_labels(p.d_k),
             params={"scale": scale},
             notes=(Msg("note.kda_l2norm"),),
@@ -234,21 +334,34 @@ def _mixer(p: Any, value: KimiDelta, h: int | None, qkv: list[Spec]) -> list[tup
             ("k_l2", k, "K̂ = l2norm(K)", 1.0, "K̂"),
         )
     ]
-    gates = Spec(
-        "gates",
-        h,
-        "input",
-        (Const(np.column_stack([value.g[:, col, :], value.beta[:, col]])),),
-        "g, β",
-        rows,
-        (*(f"g_{c}" for c in range(1, p.d_k + 1)), "β"),
-        topic="kda_gates",
-        symbol="g,β",
-        letters="n×(d_k+1)",
-    )
-    out: list[tuple[int, Spec]] = [(0, s) for s in (*norms, gates)]
+
+
+def _gate_stages(p: Any, value: KimiDelta, h: int | None) -> list[Spec]:
+    """g and β of head h: given (one stage of its numbers), or made from X (kda_layer.py)."""
+    if value.g is None or value.beta is None:
+        return kda_layer.gate_stages(p, value, h)
+    col = (h or 1) - 1
+    return [
+        Spec(
+            "gates",
+            h,
+            "input",
+            (Const(np.column_stack([value.g[:, col, :], value.beta[:, col]])),),
+            "g, β",
+            p.tokens,
+            (*(f"g_{c}" for c in range(1, p.d_k + 1)), "β"),
+            topic="kda_gates",
+            symbol="g,β",
+            letters="n×(d_k+1)",
+        )
+    ]
+
+
+def _states(p: Any, h: int | None, v: Ref) -> list[tuple[int, Spec]]:
+    """S_1 … S_n of head h, each at its token's step."""
+    rows, out = p.tokens, []
     zero = Const(np.zeros((p.d_k, p.d_v)))
-    for t in range(1, n + 1):
+    for t in range(1, len(rows) + 1):
         prev: Any = zero if t == 1 else ref("state", h, t - 1)
         state = Spec(
             "state",
@@ -265,7 +378,7 @@ def _mixer(p: Any, value: KimiDelta, h: int | None, qkv: list[Spec]) -> list[tup
             letters="d_k×d_v",
         )
         out.append((t, state))
-    return [*out, *((0, s) for s in _after_states(p, value, h, v))]
+    return out
 
 
 def _after_states(p: Any, value: KimiDelta, h: int | None, v: Ref) -> list[Spec]:
@@ -305,7 +418,8 @@ def _after_states(p: Any, value: KimiDelta, h: int | None, v: Ref) -> list[Spec]
         "o_t = S_tᵀ·q̂_t",
         rows,
         dim_labels(p.d_v),
-        topic="kda_output",
+        params={"v": v[0]},  # which stage is V (the quiz's mistakes read it)
+        topic="kda_output" if value.norm is None else "kda_output_normed",
         symbol="out",
         letters="n×d_v",
         remarks=_agreement(h, v),
@@ -454,24 +568,34 @@ def _weights_mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -
 
 
 def _output_mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) -> list[Candidate]:
-    """The output read from states decayed by one number per token: W·V of that mistake's W."""
+    """The output read from states decayed by one number per token: W·V of that mistake's W
+    (V: the convolved one when the layer has its convolution)."""
+    v_id = stage.params.get("v", "v") if getattr(stage, "params", None) else "v"
     return [
         (
             "kda_decay_scalar",
             Msg("mistake.kda_decay_scalar"),
             implicit(q, k, scalar(gates[:, :-1]), gates[:, -1]) @ v,
         )
-        for q, k, v, gates in _slips(versions, ("q_l2", "k_l2", "v", "gates"))
+        for q, k, v, gates in _slips(versions, ("q_l2", "k_l2", v_id, "gates"))
     ]
 
 
 def _torch(p: Any, value: KimiDelta, literal: Any, num: Any) -> list[str]:
-    return [
+    lines = [*_torch_conv(value, literal)]  # gated_delta's: the same convolution over q | k | v
+    lines += [
         "# Kimi Delta Attention (Kimi Linear's recurrent_kimi_delta_attention, in float64):",
         "# q and k L2-normed, q scaled, then the state S [d_k, d_v] of each head decayed row by",
         "# row (one decay per Key channel) and updated token by token.",
-        f"g = t({literal(value.g.transpose(1, 0, 2))}).unsqueeze(0)  # [1, H, n, d_k]: log decays",
-        f"beta = t({literal(value.beta)}).T.unsqueeze(0)  # [1, H, n]",
+    ]
+    if value.g is None or value.beta is None:
+        lines += kda_layer.torch_gates(value, literal)
+    else:
+        lines += [
+            f"g = t({literal(value.g.transpose(1, 0, 2))}).unsqueeze(0)  # [1, H, n, d_k]",
+            f"beta = t({literal(value.beta)}).T.unsqueeze(0)  # [1, H, n]",
+        ]
+    lines += [
         "def l2norm(x):",
         "    return x / torch.sqrt((x * x).sum(dim=-1, keepdim=True) + 1e-6)",
         f"q_hat, k_hat = l2norm(q) * {num(p.scale)}, l2norm(k)",
@@ -484,15 +608,29 @@ def _torch(p: Any, value: KimiDelta, literal: Any, num: Any) -> list[str]:
         "    S = S + k_hat[:, :, i].unsqueeze(-1) * delta.unsqueeze(-2)",
         "    heads[:, :, i] = (S * q_hat[:, :, i].unsqueeze(-1)).sum(dim=-2)",
     ]
+    return lines + (kda_layer.torch_norm(value, literal, num) if value.norm is not None else [])
 
 
 def _header(value: KimiDelta) -> list[tuple[str, dict[str, Any]]]:
-    return [("ui.variant.kimi_delta", {"chunk": value.chunk})]
+    lines: list[tuple[str, dict[str, Any]]] = [("ui.variant.kimi_delta", {"chunk": value.chunk})]
+    if value.conv is not None:
+        lines.append(("ui.variant.gdn_conv", {"taps": value.conv.shape[0]}))
+    if value.wf_a is not None:
+        lines.append(("ui.variant.kda_gates", {}))
+    if value.norm is not None:
+        lines.append(("ui.variant.kda_norm", {}))
+    return lines
 
 
 def _elements(value: KimiDelta, n: int, m: int, d_k: int) -> int:
-    # the states (n of d_k × d_v), the weights, the normed q and k, the chunked output, the gates
-    return n * d_k * value.d_v + n * m + 2 * n * d_k + n * value.d_v + n * (d_k + 1)
+    # the states (n of d_k × d_v), the weights, the normed q and k, the chunked output, the gates;
+    # the convolved q, k, v, the products before the gates, and those of the gated norm
+    d_v = value.d_v
+    core = n * d_k * d_v + n * m + 2 * n * d_k + n * d_v + n * (d_k + 1)
+    conv = (2 * d_k + d_v) * n if value.conv is not None else 0
+    made = n * (value.wf_a.shape[1] + d_k + 1) if value.wf_a is not None else 0
+    norm = n * (value.wg_a.shape[1] + 3 * d_v) if value.wg_a is not None else 0
+    return core + conv + made + norm
 
 
 FEATURE = Feature(
@@ -503,6 +641,7 @@ FEATURE = Feature(
         Op("kda_weights", _weights, _weights_feeds, work=_weights_work),
         Op("kda_chunked", _chunked, _chunked_feeds),
         Op("kda_read", _read_states, _read_feeds, work=_read_work),
+        *kda_layer.OPS,
     ),
     mistakes=(
         Mistakes("kda_weights", MISTAKE_IDS, _weights_mistakes),
@@ -514,7 +653,7 @@ FEATURE = Feature(
     mixer=_mixer,
     torch_layer=_torch,
     torch_module_gap="it computes softmax attention, not a Kimi Delta Attention layer's state",
-    words=("Diag", "l2norm", "chunked"),
+    words=("Diag", "l2norm", "chunked", "softplus"),
     formula=(
         "S_t = Diag(e^(g_t))·S_(t−1) + k̂_t·(β_t·(v_t − m_t))ᵀ,  o_t = S_tᵀ·q̂_t",
         r"S_t = \mathrm{Diag}(e^{g_t})\, S_{t-1} + \hat{k}_t \left(\beta_t (v_t - m_t)\right)^\top,"

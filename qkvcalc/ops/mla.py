@@ -36,9 +36,10 @@ from qkvcalc.input.cells import Matrix, positive, to_matrix, to_vector
 from qkvcalc.input.limits import MAX_ELEMENTS
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Turn
-from qkvcalc.ops.op import Op, Params, Shapes
+from qkvcalc.ops.op import Back, Feeds, Op, Params, Part, Shapes
+from qkvcalc.ops.projection import Learned
 from qkvcalc.ops.rounding import Out, Rounding
-from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref, span
+from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels, ref, span
 
 SETTINGS = ("wq_a", "q_a_norm", "wq_b", "wq", "wkv_a", "kv_a_norm", "wkv_b", "rope_dims", "eps")
 REQUIRED = ("wkv_a", "kv_a_norm", "wkv_b", "rope_dims")
@@ -77,6 +78,33 @@ class Latent(NamedTuple):
         start = (h - 1) * (self.nope + self.rope)
         rope = np.arange(start + self.nope, start + self.nope + self.rope)
         return np.concatenate([rope, np.arange(start, start + self.nope)])
+
+    def learned(self, part: str, h: int = 1) -> Learned:
+        """What a stage's weight is a slice of, for the backward's gather (ops/projection.py):
+        the down-projections whole (DQ, DKV, KR: wkv_a's two parts apart); the
+        up-projections as the heads read them, head 1's columns first, each head's columns
+        side by side: W_UQ (or W_Q) with each head's d_R rotary columns first (qkvcalc's
+        order), W_UK and W_UV taken apart from wkv_b's [W_UK | W_UV] per head."""
+        rank, heads = self.rank, range(1, self.heads + 1)
+        if part in ("DQ", "DKV", "KR"):
+            whole = {"DQ": self.wq_a, "DKV": self.wkv_a, "KR": self.wkv_a}[part]
+            assert whole is not None
+            cols = {"DQ": slice(None), "DKV": slice(0, rank), "KR": slice(rank, None)}[part]
+            taken = whole.values[:, cols]
+            return Learned(part, taken, slice(0, taken.shape[1]), topic="grad_x.mla")
+        if part in ("UQ", "Q"):
+            order = np.concatenate([self.q_columns(k) for k in heads])
+            width = self.nope + self.rope
+            said = Msg("note.mla_grad_q_order", rope=self.rope, nope=self.nope,
+                       key="wq_b" if part == "UQ" else "wq")  # fmt: skip
+            cols = slice((h - 1) * width, h * width)
+            return Learned(part, self.wq.values[:, order], cols, notes=(said,))
+        side = 0 if part == "UK" else 1
+        order = np.concatenate([self.kv_columns(k)[side] for k in heads])
+        width = self.nope if part == "UK" else self.d_v
+        said = Msg("note.mla_grad_kv_b", nope=self.nope, d_v=self.d_v)
+        cols = slice((h - 1) * width, h * width)
+        return Learned(part, self.wkv_b.values[:, order], cols, notes=(said,))
 
     def kv_columns(self, h: int) -> tuple[np.ndarray, np.ndarray]:
         """Head h's columns of wkv_b: its W_UK (d_C) and its W_UV (d_v)."""
@@ -264,6 +292,90 @@ def _join_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np
     return g[:, :first], g[:, first:]
 
 
+def _join_grads(back: Back, at: Spec, g: Ref) -> list[Any]:
+    """K = [k_R | K_C]: the head's last d_C columns of dK are dK_C, its own (a cut); its first
+    d_R columns are its share of dk_R, the key every head read (a Part: the walk adds the
+    heads' shares when it reaches k_R)."""
+    rope_ref, nope_ref = at.operands
+    k_rope, k_nope, grad = back.by[rope_ref], back.by[nope_ref], back.by[g].symbol
+    first, width = len(k_rope.cols), len(k_nope.cols)
+    into = d(k_nope.symbol)
+    return [
+        Spec(
+            f"grad_{k_nope.id}",
+            at.head,
+            "cut",
+            (g,),
+            f"{into} = {grad}[:, {span(first, width)}]",
+            k_nope.rows,
+            k_nope.cols,
+            params={"cols": slice(first, first + width)},
+            symbol=into,
+            letters=k_nope.letters,
+        ),
+        Part(rope_ref, g, slice(0, first), grad),
+    ]
+
+
+def _norm_weight_grad(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> Any:
+    # y = x·ρ·w, so dw = Σᵢ gᵢ ⊙ xᵢ·ρᵢ (each token's gradient times its normalised row): [1, r]
+    x, g = ops
+    rho = 1 / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + params["eps"])
+    return (g * x * rho).sum(axis=0, keepdims=True)
+
+
+def _norm_weight_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    for t in range(shapes[0][0]):
+        yield from ((0, t, c) for c in range(shapes[0][1]))  # the row's root mean square
+        yield 1, t, j
+
+
+def _norm_weight_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """dw_CKV[2] = 0.5×1×0.6325 + (−1)×2×0.4472: each token's gradient times its latent's
+    cell times its row's ρ = 1/√(mean(x²) + ε), added over the tokens."""
+    x, g = stage.operands
+    rho = 1 / np.sqrt(np.mean(x * x, axis=1) + stage.params["eps"])
+    t, n = style.times, style.shown
+    cells = [(float(g[r, j]), float(x[r, j]), float(rho[r])) for r in range(x.shape[0])]
+    terms = " + ".join(
+        f"{style.factor(a)}{t}{style.factor(b)}{t}{style.num(c)}" for a, b, c in cells
+    )
+    left = f"{style.label(stage.cell, i + 1, j + 1)} = {terms}"
+    shown = sum(n(a) * n(b) * n(c) for a, b, c in cells)
+    return style.line(left, shown, float(stage.value[i, j]), result)
+
+
+def _grads(p: Any, latent: Latent, softmaxes: Any) -> list[Spec]:
+    """The latents' norms' own learned weights (q_a_norm, kv_a_norm): dw = Σᵢ dCᵢ ⊙ cᵢ·ρᵢ,
+    from the latent before its norm and the gradient of the normalised one."""
+    specs: list[Spec] = []
+    for before, key, name, letter in (
+        ("c_q", "q_a_norm", "C_Q", "CQ"),
+        ("c_kv", "kv_a_norm", "C_KV", "CKV"),
+    ):
+        weight = latent.q_norm if before == "c_q" else latent.kv_norm
+        if weight is None:
+            continue
+        symbol = f"dw_{letter}"
+        specs.append(
+            Spec(
+                f"grad_{key}",
+                None,
+                "mla_norm_weight",
+                ((before, None), (f"grad_{before}_norm", None)),
+                f"{symbol} = Σᵢ d{name}ᵢ ⊙ c_{name[2:]}ᵢ·ρᵢ",
+                ("",),
+                dim_labels(weight.size),
+                params={"eps": latent.eps},
+                symbol=symbol,
+                cell=symbol + "[{j}]",
+                inner=(),
+                letters=f"1×{'r_q' if before == 'c_q' else 'r_kv'}",
+            )
+        )
+    return specs
+
+
 def _join_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
     """[2,3]: K_C[2,1] = 0.5: the cell comes from the shared key or from the head's own part."""
     k_rope, k_nope = stage.operands[0], stage.operands[1]
@@ -370,6 +482,7 @@ def _norm(sid: str, operand: Ref, source: str, symbol: str, weight: np.ndarray, 
             "weight": weight,
             "eps": latent.eps,
             "over": "r_q" if sid == "c_q_norm" else "r_kv",
+            "back_topic": "mla_norm",  # its gradient's words: the latent's norm, not q/k's
         },
         notes=(Msg("note.mla_norm", eps=f"{latent.eps:g}", latent=source),),
         hint=("hint.rmsnorm", {"src": source}),
@@ -381,8 +494,6 @@ def _norm(sid: str, operand: Ref, source: str, symbol: str, weight: np.ndarray, 
 def shared(p: Any, latent: Latent, x_ref: Ref, x_name: str) -> list[Spec]:
     """The stages before the heads: the query latent, the key/value latent, the shared key (a
     decode run makes them step by step: decode_shared)."""
-    if p.backward:
-        raise _fail("backward")
     if p.decode is not None:
         return []
     specs: list[Spec] = []
@@ -391,21 +502,21 @@ def shared(p: Any, latent: Latent, x_ref: Ref, x_name: str) -> list[Spec]:
         assert latent.q_norm is not None
         specs.append(
             _project("c_q", x_ref, x_name, _take(latent.wq_a, slice(None)), "W_DQ", p.tokens,
-                     symbol="c_Q", letters="n×r_q",
+                     symbol="c_Q", letters="n×r_q", params={"learned": latent.learned("DQ")},
                      notes=(Msg("note.mla_c_q", rank=latent.q_norm.size, d_model=p.d_model),))
         )  # fmt: skip
         specs.append(_norm("c_q_norm", ("c_q", None), "c_Q", "C_Q", latent.q_norm, p))
     heads_numbers = p.heads * (p.d_k + p.d_v)
     specs.append(
         _project("c_kv", x_ref, x_name, _take(latent.wkv_a, slice(0, rank)), "W_DKV", p.tokens,
-                 symbol="c_KV", letters="n×r_kv",
+                 symbol="c_KV", letters="n×r_kv", params={"learned": latent.learned("DKV")},
                  notes=(Msg("note.mla_c_kv", rank=rank, rope=rope, cached=rank + rope,
                             full=heads_numbers, heads=p.heads, d_k=p.d_k, d_v=p.d_v),))
     )  # fmt: skip
     specs.append(_norm("c_kv_norm", ("c_kv", None), "c_KV", "C_KV", latent.kv_norm, p))
     specs.append(
         _project("k_rope", x_ref, x_name, _take(latent.wkv_a, slice(rank, rank + rope)), "W_KR",
-                 p.tokens, symbol="k_R", letters="n×d_R",
+                 p.tokens, symbol="k_R", letters="n×d_R", params={"learned": latent.learned("KR")},
                  notes=(Msg("note.mla_k_rope", rope=rope, heads=p.heads),))
     )  # fmt: skip
     return specs
@@ -423,16 +534,18 @@ def head_qkv(p: Any, latent: Latent, h: int | None, x_ref: Ref, x_name: str) -> 
         specs.append(
             _project("q", ("c_q_norm", None), "C_Q", q_weight, f"W_UQ{mark}", rows, h=h,
                      symbol="Q", letters="n×d_k", notes=(order,), topic="mla_q",
-                     params={"latent_before": "c_q", "latent_symbol": "c_Q"})
+                     params={"latent_before": "c_q", "latent_symbol": "c_Q",
+                             "learned": latent.learned("UQ", index)})
         )  # fmt: skip
     else:
         specs.append(
             _project("q", x_ref, x_name, q_weight, f"W_Q{mark}", rows, h=h, symbol="Q",
-                     letters="n×d_k", notes=(order,), topic="mla_q_full")
+                     letters="n×d_k", notes=(order,), topic="mla_q_full",
+                     params={"learned": latent.learned("Q", index)})
         )  # fmt: skip
     latent_params = {"latent_before": "c_kv", "latent_symbol": "c_KV"}
     specs += head_kv(latent, h, (("c_kv_norm", None), "C_KV"), ("k_rope", None), rows, "m",
-                     params=latent_params)  # fmt: skip
+                     params=latent_params, learn=True)  # fmt: skip
     return specs
 
 
@@ -446,19 +559,25 @@ def head_kv(
     step: int | None = None,
     params: dict[str, Any] | None = None,
     k_nope_notes: tuple[Msg, ...] = (),
+    learn: bool = False,
 ) -> list[Spec]:
     """Head h's key and value from the key/value latent `source` (the run's C_KV, or a decode
     step's cache of it): its own key columns K_C = C_KV·W_UK, k = [k_R | K_C] with the shared
     rotary key `rope_key`, and V = C_KV·W_UV. `m` names the keys' count in the shapes ('m', or
-    'm_t' in a decode step); `params` go to the two products (what the quiz's mistakes read)."""
+    'm_t' in a decode step); `params` go to the two products (what the quiz's mistakes read),
+    and with `learn` what each is a slice of (the whole run's, for the backward's gather)."""
     index = h or 1
     mark = "" if h is None else f"[{index}]"
     latent_ref, latent_name = source
     uk, uv = latent.kv_columns(index)
     cached = "_cache" if step is not None else ""
+
+    def said(part: str) -> dict[str, Any]:
+        return {**(params or {}), **({"learned": latent.learned(part, index)} if learn else {})}
+
     return [
         _project("k_nope", latent_ref, latent_name, _take(latent.wkv_b, uk), f"W_UK{mark}",
-                 keys, h=h, symbol="K_C", letters=f"{m}×d_C", params=dict(params or {}),
+                 keys, h=h, symbol="K_C", letters=f"{m}×d_C", params=said("UK"),
                  notes=k_nope_notes),
         Spec(
             "k",
@@ -475,7 +594,7 @@ def head_kv(
             topic="mla_k",
         ),
         _project("v", latent_ref, latent_name, _take(latent.wkv_b, uv), f"W_UV{mark}", keys,
-                 h=h, symbol="V", letters=f"{m}×d_v", params=dict(params or {}),
+                 h=h, symbol="V", letters=f"{m}×d_v", params=said("UV"),
                  topic="mla_v"),
     ]  # fmt: skip
 
@@ -536,8 +655,6 @@ def decode_shared(
 ) -> list[Spec]:
     """One step before the heads: the new tokens' c_Q (when there is a query latent), c_KV
     and k_R, k_R turned once at its own position, and the cache of C_KV and the turned k_R."""
-    if p.backward:
-        raise _fail("backward")
     rows = tuple(p.tokens[int(i)] for i in take)
     end = int(take[-1]) + 1
     keys = p.tokens[:end]
@@ -682,6 +799,47 @@ def torch_projections(
     return out
 
 
+def torch_compared(
+    p: Any, latent: Latent, find: Callable[[str], Any]
+) -> list[tuple[str, str, np.ndarray]]:
+    """--format torch --backward: the latents' weights' gradients as the script's tensors hold
+    them (the rows layout, DeepSeek's column order: each head's d_R rotary columns of W_UQ
+    last, wkv_b per head [W_UK | W_UV]), set back from qkvcalc's stages (a layout, no
+    arithmetic); a weight the loss does not reach (W_UV under attend) is 0."""
+
+    def grad(sid: str, shape: tuple[int, int]) -> np.ndarray:
+        stage = find(sid)
+        if stage is None:
+            return np.zeros(shape)
+        return stage.value.T if p.layout == "torch" else stage.value
+
+    heads = range(1, latent.heads + 1)
+    out: list[tuple[str, str, np.ndarray]] = []
+    rows_q, cols_q = latent.wq.values.shape
+    dq = np.zeros((rows_q, cols_q))
+    q_letter = "uq" if latent.wq_a is not None else "q"
+    dq[:, np.concatenate([latent.q_columns(h) for h in heads])] = grad(
+        f"grad_w{q_letter}", (rows_q, cols_q)
+    )
+    if latent.wq_a is not None:
+        d_model, rank_q = latent.wq_a.values.shape
+        out.append(("dW_DQ", "W_Qa", grad("grad_wdq", (d_model, rank_q))))
+        out.append(("dw_CQ", "q_norm", find("grad_q_a_norm").value[0]))
+        out.append(("dW_UQ", "W_Qb", dq))
+    else:
+        out.append(("dW_Q", "W_Qall", dq))
+    rank, d_model = latent.rank, latent.wkv_a.values.shape[0]
+    kv_a = np.hstack([grad("grad_wdkv", (d_model, rank)), grad("grad_wkr", (d_model, latent.rope))])
+    out.append(("d[W_DKV | W_KR]", "W_KVa", kv_a))
+    out.append(("dw_CKV", "kv_norm", find("grad_kv_a_norm").value[0]))
+    kv_b = np.zeros(latent.wkv_b.values.shape)
+    for side, letter, width in ((0, "uk", latent.nope), (1, "uv", latent.d_v)):
+        cols = np.concatenate([latent.kv_columns(h)[side] for h in heads])
+        kv_b[:, cols] = grad(f"grad_w{letter}", (rank, latent.heads * width))
+    out.append(("d[W_UK | W_UV]", "W_KVb", kv_b))
+    return out
+
+
 FEATURE = Feature(
     name="mla",
     read=lambda raw, sizes: None,  # read with the weights (`projects`), before the heads
@@ -694,8 +852,16 @@ FEATURE = Feature(
             rowwise=True,
             overflow=lambda params: False,
             backward=_join_back,
+            plan_back=_join_grads,
             work=_join_work,
             lowp=_lowp_join,
+        ),
+        Op(
+            "mla_norm_weight",
+            _norm_weight_grad,
+            _norm_weight_feeds,
+            overflow=lambda params: False,
+            work=_norm_weight_work,
         ),
     ),
     mistakes=(
@@ -727,4 +893,6 @@ FEATURE = Feature(
     shared=shared,
     head_qkv=head_qkv,
     torch_projections=torch_projections,
+    grads=_grads,
+    torch_compared=torch_compared,
 )

@@ -134,6 +134,18 @@ class Op(NamedTuple):
     in_code: Mapping[str, Mapping[str, Callable[..., Any]]] = MappingProxyType({})
 
 
+class Part(NamedTuple):
+    """A share of a stage's gradient that an op's `plan_back` hands back when the stage is
+    read by several (the shared rotary key k_R, read by every head's key): `grad`'s columns
+    `cols` are this reader's share of the gradient of `of`. The walk adds the shares of every
+    reader (micrograd's +=) in one stage of their sum before it goes on from `of`."""
+
+    of: Any  # the forward stage's ref
+    grad: Any  # the ref of the gradient the share is a part of
+    cols: slice
+    symbol: str  # how that gradient is written (dK)
+
+
 class Back(NamedTuple):
     """What an op reads to plan its gradient's stages: the problem, every stage planned so far
     by ref (the forward ones and the gradients made before this one), the remarks the plan

@@ -5,6 +5,7 @@ Each cell is one row times one column."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -31,6 +32,8 @@ class Learned(NamedTuple):
     letter: str
     weight: np.ndarray
     cols: slice
+    notes: tuple[Msg, ...] = ()  # what its gradient's stage says besides (a column order)
+    topic: str = ""  # the words of the gradient of what it reads, when not its own (dX's)
 
 
 def sliced(letter: str, weight: Matrix, bias: Matrix | None, cols: slice) -> dict[str, Any]:
@@ -168,6 +171,8 @@ def _gather(back: Back, heads: Sequence[Spec], grads: Sequence[Ref]) -> tuple[li
     width, letter, grad = whole.weight.shape[1], whole.letter, d(first.symbol)
     x = first.names[0]  # how its formula names what it reads: X, (X + PE), source
     specs = [_weight_grad(back.problem, read, x, grads, cols, width, letter, grad)]
+    if whole.notes:
+        specs[0] = replace(specs[0], notes=(*specs[0].notes, *whole.notes))
     if first.params.get("bias") is not None:
         specs.append(bias_grad(f"grad_b{letter.lower()}", grads, cols, width, f"b_{letter}", grad))
     return specs, Share(letter, whole.weight, cols, grad, tuple(grads))
@@ -187,6 +192,7 @@ def _weight_grad(
     head's gradient, in the layout the weight was given in (--layout torch: out × in, turned)."""
     torch = p.layout == "torch"
     out = dim_labels(width)
+    inner = read.letters.split("×")[-1] if "×" in read.letters else "d_model"  # r_q for C_Q
     return Spec(
         f"grad_w{letter.lower()}",
         None,
@@ -198,7 +204,7 @@ def _weight_grad(
         params={"cols": cols, "width": width, "torch": torch},
         inner=read.rows,
         symbol=f"dW_{letter}",
-        letters="out×d_model" if torch else "d_model×out",
+        letters=f"out×{inner}" if torch else f"{inner}×out",
         notes=_weight_notes(p, f"W_{letter}", cols),
         hint=("hint.grad_weight_torch" if torch else "hint.grad_weight", {"x": x, "p": grad[1:]}),
     )
@@ -236,7 +242,8 @@ def input_grad(read: Spec, named: Named, feeds: Sequence[str], shares: Sequence[
     the paths (each summed over the heads)."""
     name = named.name
     terms = " + ".join(f"{share.grad}·W_{share.letter}ᵀ" for share in shares)
-    notes = (_paths_note(name, feeds, [share.letter for share in shares]), *named.notes)
+    letters = [share.letter for share in shares]
+    notes = (_paths_note(name, feeds, letters), *named.notes)
     return Spec(
         named.sid,
         None,
@@ -253,8 +260,21 @@ def input_grad(read: Spec, named: Named, feeds: Sequence[str], shares: Sequence[
         symbol=f"d{name}",
         letters=named.letters,
         notes=notes,
-        hint=("hint.grad_input", {"terms": terms}),
+        hint=("hint.grad_input" if len(shares) > 1 else "hint.grad_input_one", {"terms": terms}),
+        topic=_one_path(named.sid, feeds, letters),
     )
+
+
+def _one_path(sid: str, feeds: Sequence[str], reach: Sequence[str]) -> str:
+    """The why of an input that reaches the loss by one path alone (X, which feeds W_Q alone in
+    cross-attention; the source, which feeds W_K and W_V, by W_K under `attend`): nothing for
+    the chain rule to add. "": the plain why, which adds the paths."""
+    one = {
+        "grad_x": (["Q"], ["Q"], "grad_x.one"),
+        "grad_source": (["K", "V"], ["K"], "grad_source.one"),
+    }
+    fed, reached, topic = one.get(sid, ([], [], ""))
+    return topic if (list(feeds), list(reach)) == (fed, reached) else ""
 
 
 def _paths_note(name: str, feeds: Sequence[str], reach: Sequence[str]) -> Msg:

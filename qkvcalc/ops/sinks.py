@@ -11,7 +11,7 @@ give part of its attention to nothing at all instead of forcing it onto some tok
 A row of weights sums to 1 − (the sink's share). A query whose every key is masked gives all
 of it to the sink: weights 0, no 0/0. In tiles the online softmax starts from the sink
 (m₀ = σ, ℓ₀ = e^0 = 1, the output so far 0), and its backward reads the sink's share of a row
-as e^(σ − L), L = m + log ℓ the log-sum-exp the forward saved.
+as e^(σ − LSE), LSE = m + log ℓ the log-sum-exp the forward saved.
 """
 
 from __future__ import annotations

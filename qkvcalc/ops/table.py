@@ -8,9 +8,15 @@ nothing here knows a stage's id (the plan says which operation each stage is and
     feeds(i, j, shapes, params)      (operand, a, b) for each operand cell that cell (i, j) reads
     exact(operands, params)          exact values and notes, or None when the op leaves the
                                      rationals (e^x)
+
+A feature's operations join the table when it is asked for one of them: those of the features
+already loaded (a problem that uses a feature has loaded it), else every feature's (the registry
+imports their modules). Listing the table (its keys, values, length) lists every feature's.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator, MutableMapping
 
 from qkvcalc.ops import (
     add,
@@ -31,9 +37,49 @@ from qkvcalc.ops.op import Op
 
 _CORE = (given, projection, transpose, scale, mask, softmax, concat, add, cache, tiles)
 
-OPS: dict[str, Op] = {
-    **{op.name: op for module in _CORE for op in module.OPS},
-    **grads.OPS,
-    **flash_grads.OPS,
-    **features.ops(),
-}
+
+class _Table(MutableMapping[str, Op]):
+    """The op table: the core's operations from the start, a feature's from when it is asked
+    for (an op's name is its own: no feature's shadows another's or the core's, a test checks).
+    Listed, it is the core's then every feature's in the registry's order, as it was built. (A
+    test may set an entry, as it could in the dict this was: the entry stays as set.)"""
+
+    def __init__(self, core: dict[str, Op]) -> None:
+        self._core = core
+        self._ops = dict(core)
+        self._whole = False  # every feature's operations are in
+
+    def __getitem__(self, name: str) -> Op:
+        if name not in self._ops:
+            for known, op in features.loaded_ops().items():
+                self._ops.setdefault(known, op)
+        if name not in self._ops:
+            self._complete()
+        return self._ops[name]
+
+    def _complete(self) -> dict[str, Op]:
+        if not self._whole:
+            self._ops = {**self._core, **features.ops()} | self._ops
+            self._whole = True
+        return self._ops
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._complete())
+
+    def __len__(self) -> int:
+        return len(self._complete())
+
+    def __setitem__(self, name: str, op: Op) -> None:
+        self._ops[name] = op
+
+    def __delitem__(self, name: str) -> None:
+        del self._ops[name]
+
+
+OPS: MutableMapping[str, Op] = _Table(
+    {
+        **{op.name: op for module in _CORE for op in module.OPS},
+        **grads.OPS,
+        **flash_grads.OPS,
+    }
+)

@@ -21,7 +21,10 @@ weights and the input, one stage per gradient, in backward order.
               (Op.gather, ops/projection.py): dW_Q = Xᵀ·[dQ_1 … dQ_H], dW_K, dW_V (summed
               over the query heads that share a key/value head), db = column sums, its share
               of dX; dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ (+ a feature's), the shares added; and
-              the gradients of a feature's own learned numbers (Feature.grads)
+              the gradients of a feature's own learned numbers (Feature.grads). Projections
+              that read what projections made (latent attention's W_UQ reads
+              C_Q = RMSNorm(X·W_DQ)) are gathered first, and that input's gradient (dC_Q) is
+              walked on to the ones that made it (`_gathered_grads`, in rounds)
 
 In tiles (--tiles B) the walk from the output stops at the heads' outputs: each head's part
 from dO to dQ, dK, dV of what the scores read is FlashAttention-2's, one block of keys at a
@@ -44,13 +47,13 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.ops import features
-from qkvcalc.ops.op import Back
+from qkvcalc.ops.op import Back, Part
 from qkvcalc.ops.projection import Named, input_grad, learned
 from qkvcalc.ops.table import OPS
 from qkvcalc.plan import ids
 from qkvcalc.plan import notes as facts
 from qkvcalc.plan.masks import allowed_keys
-from qkvcalc.plan.specs import Const, Ref, Spec, d, together
+from qkvcalc.plan.specs import Const, Ref, Spec, d, span, together
 from qkvcalc.plan.tiles import blocks
 from qkvcalc.plan.tiles_backward import plain_values, same_as_plain, tiled_head
 
@@ -78,26 +81,31 @@ def backward(
         return whole
 
     walked: dict[Ref, Ref] = {}  # each forward stage's gradient, by ref
+    shares: dict[Ref, list[Part]] = {}  # a projection read by several: each reader's share
     tiled = p.tiles is not None and not features.joins(p)
     if flows:  # one walk from the output back over the whole plan (in tiles: to the heads')
         final = by[(ids.OUTPUT, None)]
         specs.append(_start(p, final))
         stops = {(ids.OUTPUT, h) for h in heads} if tiled else set()
         seeds = {final.ref: specs[0].ref}
-        more, walked = walk(p, by, [final], seeds, whole_plan, specs, stops)
+        more, walked = walk(p, by, [final], seeds, whole_plan, specs, stops, shares)
         specs += more
     else:
         _check_targets(p)
     for h in heads:
         if not flows or tiled:  # `attend`, from each head's weights; in tiles, FlashAttention-2's
-            head, grads = _head(p, by, specs, h, flows, plain_run, whole_plan)
+            head, grads = _head(p, by, specs, h, flows, plain_run, whole_plan, shares)
             specs += head
             walked.update(grads)
         if p.tiles is None:
             softmaxes.append((("weights", h), ("softmax_rowdot", h)))
         else:  # the tiled run keeps no weights: each head's log-sum-exp and D instead
             softmaxes.append((("lse", h), ("rowdot_o", h)))
-    specs += _gathered_grads(p, by, walked)
+    for read, its in shares.items():  # k_R: every head's share in, the sum
+        summed = _summed(by[read], its)
+        specs.append(summed)
+        walked[read] = summed.ref
+    specs += _gathered_grads(p, by, walked, specs)
     for feature, value in features.active(p):
         if feature.grads is not None:
             specs += feature.grads(p, value, softmaxes)
@@ -196,6 +204,7 @@ def _head(
     flows: bool,
     plain_run: Callable[[], dict[Ref, np.ndarray]] | None = None,
     whole: Callable[[], Sequence[Spec]] = list,
+    shares: dict[Ref, list[Part]] | None = None,
 ) -> tuple[list[Spec], dict[Ref, Ref]]:
     """A head's gradients back to Q, K and V where they do not come down from the output by
     the one walk: in tiles, FlashAttention-2's, one block of keys at a time; with `attend`,
@@ -203,14 +212,22 @@ def _head(
     the gradients made before. Returns its stages and each forward stage's gradient by ref."""
     if p.tiles is not None:
         assert plain_run is not None
-        return _tiled(p, by, h, flows, plain_run)
+        return _tiled(p, by, h, flows, plain_run, shares)
     out = by[(ids.OUTPUT, h)]
     a_ref = out.operands[0]
     assert not flows and not isinstance(a_ref, Const)
     specs = [_attend(p, h, by[a_ref])]
-    walked, grads = walk(p, by, [out], {a_ref: specs[-1].ref}, whole, [*made, *specs])
+    walked, grads = walk(p, by, [out], {a_ref: specs[-1].ref}, whole, [*made, *specs], (), shares)
     specs += walked
     return specs, grads
+
+
+def _no_v(p: Problem) -> Msg:
+    """What `attend` leaves without a gradient: V and, of W_V, b_V, W_O, b_O, those the problem
+    has (dk64 gives V, with no W_V to name)."""
+    given = (("W_V", p.wv), ("b_V", p.bv), ("W_O", p.wo), ("b_O", p.bo))
+    names = ["V", *(name for name, m in given if m is not None)]
+    return Msg("note.grad_attend_no_v", names=", ".join(names))
 
 
 def _attend(p: Problem, h: int | None, weights: Spec) -> Spec:
@@ -226,7 +243,7 @@ def _attend(p: Problem, h: int | None, weights: Spec) -> Spec:
         weights.cols,
         params={"targets": frozenset(p.loss.targets())},
         topic="grad_weights.attend",
-        notes=(Msg("note.grad_attend_no_v"), facts.attend_keys(p, p.loss.targets())),
+        notes=(_no_v(p), facts.attend_keys(p, p.loss.targets())),
         symbol="dA",
         letters=weights.letters,
         remarks=facts.loss_attend(weights.ref, p.loss.targets(), h),
@@ -242,6 +259,7 @@ def walk(
     whole: Callable[[], Sequence[Spec]] = list,
     made: Sequence[Spec] = (),
     stops: Collection[Ref] = (),
+    shares: dict[Ref, list[Part]] | None = None,
 ) -> tuple[list[Spec], dict[Ref, Ref]]:
     """micrograd's backward over forward stages: in reverse topological order from `roots`,
     each stage that has a gradient (`seeds`: forward ref -> its gradient's ref, to begin
@@ -251,10 +269,12 @@ def walk(
 
     A stage whose operands have their gradients already hands nothing on: its reader's op
     planned through it (the concat through what a feature put after a head); nor does one
-    that reads no stage (Q, K, V given). A stage reached twice would need its gradients
-    added: none is (each is read by one later stage), and the walk stops at the projections
-    of X (Q, K, V and a feature's), whose gradients their op gathers over the heads after it
-    (Op.gather), and at `stops` (in tiles, each head's output)."""
+    that reads no stage (Q, K, V given). A stage read by several (the shared rotary key k_R)
+    gets a share from each reader's op (`Part`, kept in `shares`), and the walk adds them in
+    one stage when it reaches it (micrograd's +=); at a projection it leaves that to the
+    caller, since per-head walks (`attend`, tiles) each hand back one head's share. The walk
+    stops at the projections of X (Q, K, V and a feature's), whose gradients their op gathers
+    over the heads after it (Op.gather), and at `stops` (in tiles, each head's output)."""
     grads = dict(seeds)
     known: dict[Ref, Spec] = {**by, **{spec.ref: spec for spec in made}}
     back = Back(
@@ -262,17 +282,26 @@ def walk(
         known,
         lambda topic, head: _remarks(p, by, topic, head, whole),
         OPS,
-        lambda roots, seeds, made, stops: walk(p, by, roots, seeds, whole, made, stops),
+        lambda roots, seeds, made, stops: walk(p, by, roots, seeds, whole, made, stops, parts),
     )
     ends = {*stops, *(ref for ref, spec in by.items() if learned(spec) is not None)}
     specs: list[Spec] = []
+    parts = shares if shares is not None else {}  # a stage read by several: each one's share
     for at in _reverse_topological(by, roots, ends):
+        if at.ref in parts and at.ref not in grads and at.ref not in ends:  # all handed back
+            summed = _summed(at, parts.pop(at.ref))
+            grads[at.ref] = summed.ref
+            known[summed.ref] = summed
+            specs.append(summed)
         g = grads.get(at.ref)
         reads = [o for o in at.operands if not isinstance(o, Const) and o in by]
         if g is None or at.ref in ends or all(o in grads for o in reads):
             continue
         op = OPS[at.op]
         planned = op.plan_back(back, at, g) if op.plan_back else [_chain(by, at, g)]
+        for part in [s for s in planned if isinstance(s, Part)]:
+            parts.setdefault(part.of, []).append(part)
+        planned = [s for s in planned if not isinstance(s, Part)]
         for spec in planned:
             forward = (spec.id.removeprefix("grad_"), spec.head)
             if spec.id.startswith("grad_") and forward in by:
@@ -281,6 +310,28 @@ def walk(
             known[spec.ref] = spec
         specs += planned
     return specs, grads
+
+
+def _summed(at: Spec, parts: Sequence[Part]) -> Spec:
+    """The gradient of a stage read by several (the shared rotary key k_R, by every head's
+    key): the readers' shares added, micrograd's +=."""
+    first = parts[0]
+    into = d(at.symbol)
+    width = first.cols.stop - first.cols.start
+    said = f"{first.symbol}ₕ[:, {span(first.cols.start, width)}]"
+    return Spec(
+        f"grad_{at.id}",
+        at.head,
+        "grad_sum",
+        tuple(part.grad for part in parts),
+        f"{into} = Σₕ {said}" if len(parts) > 1 else f"{into} = {said}",
+        at.rows,
+        at.cols,
+        params={"cols": tuple(part.cols for part in parts)},
+        symbol=into,
+        letters=at.letters,
+        notes=(Msg("note.grad_shared", count=len(parts), x=at.symbol),) if len(parts) > 1 else (),
+    )
 
 
 def _reverse_topological(
@@ -335,7 +386,7 @@ def _chain(by: dict[Ref, Spec], at: Spec, g: Ref) -> Spec:
         before.rows,
         before.cols,
         params={"op": at.op, "forward": op, "index": 0, "of": at.params},
-        topic=f"grad_back.{at.op}",
+        topic=f"grad_back.{at.params.get('back_topic', at.op)}",  # a latent's norm: its own words
         hint=("hint.grad_back", {"rule": rule, "out": out}),
         symbol=into,
         letters=before.letters,
@@ -348,6 +399,7 @@ def _tiled(
     h: int | None,
     flows: bool,
     plain_run: Callable[[], dict[Ref, np.ndarray]],
+    shares: dict[Ref, list[Part]] | None = None,
 ) -> tuple[list[Spec], dict[Ref, Ref]]:
     """The head's blocks (qkvcalc.plan.tiles_backward) up to dQ, dK, dV of what the scores
     read, then the walk back from there to Q and K; the note on its last stage compares the
@@ -355,7 +407,7 @@ def _tiled(
     specs, refs, q_side, k_side = tiled_head(p, by, h, flows)
     sides = [f"grad_{q_side.id}", f"grad_{k_side.id}", *(["grad_v"] if flows else [])]
     seeds: dict[Ref, Ref] = {s.ref: (f"grad_{s.id}", h) for s in (q_side, k_side)}
-    walked, grads = walk(p, by, [q_side, k_side], seeds, made=specs)
+    walked, grads = walk(p, by, [q_side, k_side], seeds, made=specs, shares=shares)
     specs += walked
     if "v" in refs:
         grads[(ids.V, h)] = refs["v"]
@@ -367,41 +419,122 @@ def _tiled(
 # ---- the weights and the input ----------------------------------------------------------------
 
 
-def _gathered_grads(p: Problem, by: dict[Ref, Spec], found: dict[Ref, Ref]) -> list[Spec]:
-    """The projections of the layer's input, one learned weight at a time, in plan order
-    (W_Q, W_K, W_V, then a feature's): each gathers its heads' gradients (`found`: forward ref
-    -> its gradient's) by its op's own rule (Op.gather: dW, db, and its share of dX); then dX
-    (and d source), the shares of every weight that reads it added."""
+def _gathered_grads(
+    p: Problem, by: dict[Ref, Spec], found: dict[Ref, Ref], made: Sequence[Spec] = ()
+) -> list[Spec]:
+    """The projections, one learned weight at a time, in plan order (W_Q, W_K, W_V, then a
+    feature's): each gathers its heads' gradients (`found`: forward ref -> its gradient's) by
+    its op's own rule (Op.gather: dW, db, and its share of what it read); then the gradient
+    of what they read, the shares of every weight that reads it added: dX (and d source).
+
+    A projection may read what other projections made (multi-head latent attention: each
+    head's W_UQ reads the latent C_Q = RMSNorm(X·W_DQ)). Those inputs come first, in rounds:
+    an input is gathered once no projection that reads it still waits for its gradient (none
+    lies before another input not yet gathered); its gradient is handed on by the walk, back
+    to the projections it came from (through the latent's norm, to X·W_DQ)."""
     weights: dict[str, list[Spec]] = {}
     for spec in by.values():
         whole = learned(spec)
         if whole is not None:
             weights.setdefault(whole.letter, []).append(spec)
-    back = Back(p, by, lambda topic, head: None, OPS)
-    feeds: dict[Ref, list[str]] = {}  # what each input feeds: every weight that reads it
-    shares: dict[Ref, list[Any]] = {}  # … and the shares of those the loss reaches
-    specs: list[Spec] = []
+    readers: dict[Ref, list[str]] = {}  # what each input feeds: every weight that reads it
     for letter, heads in weights.items():
         read = heads[0].operands[0]
         assert not isinstance(read, Const)
-        feeds.setdefault(read, []).append(letter)
-        shares.setdefault(read, [])
+        readers.setdefault(read, []).append(letter)
+    before = {read: _before(by, read) for read in readers}
+    found = dict(found)
+    specs: list[Spec] = []
+    pending = list(readers)
+    while pending:
+        ready = [
+            read
+            for read in pending
+            if not any(
+                s.ref in before[other]
+                for letter in readers[read]
+                for s in weights[letter]
+                for other in pending
+                if other != read
+            )
+        ]
+        assert ready, "the projections read each other in a circle"
+        pending = [read for read in pending if read not in ready]
+        specs += _gathered_round(p, by, found, [*made, *specs], weights, readers, ready)
+    return specs
+
+
+def _learned_of(weights: dict[str, list[Spec]], letters: Sequence[str]) -> list[Any]:
+    """What the stages of these weights say they are slices of (`Learned`), in order."""
+    return [learned(s) for letter in letters for s in weights[letter]]
+
+
+def _before(by: dict[Ref, Spec], ref: Ref) -> set[Ref]:
+    """Every stage `ref` is computed from (its ancestors in the plan)."""
+    seen: set[Ref] = set()
+    todo = [ref]
+    while todo:
+        for operand in by[todo.pop()].operands:
+            if not isinstance(operand, Const) and operand in by and operand not in seen:
+                seen.add(operand)
+                todo.append(operand)
+    return seen
+
+
+def _gathered_round(
+    p: Problem,
+    by: dict[Ref, Spec],
+    found: dict[Ref, Ref],
+    made: Sequence[Spec],
+    weights: dict[str, list[Spec]],
+    readers: dict[Ref, list[str]],
+    ready: Sequence[Ref],
+) -> list[Spec]:
+    """One round of `_gathered_grads`: the weights that read the inputs `ready` gathered, in
+    plan order, then each input's gradient; an input that a projection made (C_Q) hands its
+    gradient on by the walk, and `found` learns what that walk reached."""
+    back = Back(p, by, lambda topic, head: None, OPS)
+    shares: dict[Ref, list[Any]] = {read: [] for read in ready}  # those the loss reaches
+    specs: list[Spec] = []
+    for heads in weights.values():
+        read = heads[0].operands[0]
+        if read not in shares:
+            continue
         reached = [s for s in heads if s.ref in found]
         if not reached:  # `attend`: V (and what comes after the weights) do not reach it
             continue
         gather = OPS[heads[0].op].gather
         assert gather is not None, heads[0].op
-        made, share = gather(back, reached, [found[s.ref] for s in reached])
-        specs += made
+        its, share = gather(back, reached, [found[s.ref] for s in reached])
+        specs += its
         shares[read].append(share)
+    learned_before = {ref for ref, spec in by.items() if learned(spec) is not None}
+    onward: list[Ref] = []
     for read, its in shares.items():
-        specs.append(input_grad(by[read], _named(by[read]), feeds[read], its))
+        made_by_projection = bool(_before(by, read) & learned_before)
+        if made_by_projection and not its:
+            continue
+        spec = input_grad(by[read], _named(by[read], made_by_projection), readers[read], its)
+        topic = next((w.topic for w in _learned_of(weights, readers[read]) if w.topic), "")
+        if topic:  # X read by multi-head latent attention's down-projections: their words
+            spec = replace(spec, topic=topic)
+        specs.append(spec)
+        if made_by_projection:
+            found[read] = spec.ref
+            onward.append(read)
+    for read in onward:  # back through the latent's norm to the projections that made it
+        walked, grads = walk(p, by, [by[read]], {read: found[read]}, made=[*made, *specs])
+        specs += walked
+        found.update(grads)
     return specs
 
 
-def _named(read: Spec) -> Named:
+def _named(read: Spec, made: bool = False) -> Named:
     """How the gradient of an input the projections read is named: d source, or dX (of X, or
-    of X + PE: then with its note)."""
+    of X + PE: then with its note); of one a projection made (`made`: the latent C_Q), by its
+    own stage and symbol (dC_Q)."""
+    if made:
+        return Named(f"grad_{read.id}", read.symbol, read.letters)
     if read.id == "source":
         return Named("grad_source", "source", "m×d_model")
     pe = (Msg("note.grad_pe"),) if read.id == "x_pe" else ()

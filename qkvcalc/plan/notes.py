@@ -171,8 +171,9 @@ def scaling_facts(p: Problem) -> tuple[Msg, ...]:
     """Why √d_k, and the scale as a temperature: a positive scale's (the default's); a given
     scale of 0 or below is no temperature, and is said for what it does."""
     root = f"{math.sqrt(p.d_k):.4g}"
+    whole = math.isqrt(p.d_k) ** 2 == p.d_k  # √4 = 2; √2 ≈ 1.414, irrational
     temperature = (
-        Msg("note.scale_temperature", root=root)
+        Msg("note.scale_temperature", root=root, eq="=" if whole else "≈")
         if p.scale > 0
         else Msg("note.scale_zero" if p.scale == 0 else "note.scale_negative")
     )
@@ -180,8 +181,12 @@ def scaling_facts(p: Problem) -> tuple[Msg, ...]:
 
 
 def key_facts(p: Problem, h: int | None) -> tuple[Msg, ...]:
-    """On the first head's K: self-attention named as such."""
-    return (Msg("note.self_attention"),) if not p.cross and (h or 1) == 1 else ()
+    """On the first head's K: self-attention named as such (a linear-attention layer compares
+    no pair of tokens: its tokens meet through the state)."""
+    if p.cross or (h or 1) != 1:
+        return ()
+    state = features.mixing(p) is not None
+    return (Msg("note.self_attention_state" if state else "note.self_attention"),)
 
 
 def value_facts(p: Problem, h: int | None) -> tuple[Msg, ...]:
@@ -263,9 +268,14 @@ def loss_attend(
     def remark(value_of: ValueOf) -> tuple[Msg, ...]:
         a = value_of(weights_ref)
         with np.errstate(divide="ignore"):
-            loss = -float(sum(np.log(a[i, t]) for i, t in targets))
+            loss = 0.0 - float(sum(np.log(a[i, t]) for i, t in targets))  # 0, never −0
         eq, said = _about(loss)
-        key = "note.loss_attend_head" if h is not None else "note.loss_attend"
+        keys = (
+            ("note.loss_attend_head", "note.loss_attend_head_one")
+            if h is not None
+            else ("note.loss_attend", "note.loss_attend_one")
+        )
+        key = keys[len(targets) == 1]  # "over one target key", not "over 1 target keys"
         return (Msg(key, eq=eq, loss=said, count=len(targets), head=h or 1),)
 
     return remark
@@ -295,16 +305,19 @@ def gradient_through_softmax(
         eq_with, said_with = _about(largest)
         eq_without, said_without = _about(without)
         root = f"√{p.d_k}" if p.scale_given is None else f"× {p.scale:g}"
+        given = p.scale_given is not None  # not √d_k: the scale the problem gives
         return (
             Msg(
-                "note.grad_through_softmax",
+                "note.grad_through_softmax_given" if given else "note.grad_through_softmax",
                 eq_with=eq_with,
                 with_=said_with,
                 eq_without=eq_without,
                 without=said_without,
                 root=root,
             ),
-            *score_gradients(p, h, plan(), saturated=without < largest / 10),
+            *score_gradients(
+                p, h, plan(), saturated=without < largest / 10, sharper=largest < without
+            ),
         )
 
     return remark
@@ -328,10 +341,12 @@ def score_gradient_norms(p: Problem, h: int | None, plan: Sequence[Spec]) -> tup
 
 
 def score_gradients(
-    p: Problem, h: int | None, plan: Sequence[Spec], saturated: bool
+    p: Problem, h: int | None, plan: Sequence[Spec], saturated: bool, sharper: bool = False
 ) -> tuple[Msg, ...]:
     """What leaving the scale out does to the gradient that reaches Q and K in this run, and
-    why: a saturated softmax blocks a loss through the output; under −log A it does not."""
+    why: a saturated softmax blocks a loss through the output; under −log A it does not. A
+    scale above 1 that leaves the scaled softmax the more saturated (`sharper`: its largest
+    A·(1 − A) the smaller) is why its gradient is the smaller, not the scale's factor."""
     assert p.loss is not None
     with_, without = score_gradient_norms(p, h, plan)
     if not (np.isfinite(with_) and np.isfinite(without)) or with_ == without:
@@ -340,7 +355,14 @@ def score_gradients(
     said = {"eq_with": eq_with, "with_": said_with}
     said |= {"eq_without": eq_without, "without": said_without}
     if without < with_:
-        why = "note.grad_saturated" if saturated else "note.grad_scale_shrinks"
+        given = p.wq is None  # Q and K given directly: no W_Q, W_K for the note to name
+        saturated_key = "note.grad_saturated_given" if given else "note.grad_saturated"
+        why = saturated_key if saturated else "note.grad_scale_shrinks"
         return (Msg("note.grad_scores_smaller", **said), Msg(why))
-    why = "note.grad_log_cancels" if p.loss.kind == "attend" else "note.grad_not_saturated"
+    if p.loss.kind == "attend":
+        why = "note.grad_log_cancels"
+    elif p.scale > 1 and sharper:
+        why = "note.grad_scale_sharpens"
+    else:
+        why = "note.grad_not_saturated"
     return (Msg("note.grad_scores_larger", **said), Msg(why))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -288,7 +289,9 @@ def _scaling(p: Problem) -> tuple[str, str, Msg, dict[str, Any]]:
             eq="=" if root * root == p.d_k else "≈",  # √2 ≈ 1.4142, √4 = 2
         )
         return "Q·Kᵀ / √d_k", f"√{p.d_k}", note, {"scale": p.scale, "d_k": p.d_k}
-    note = Msg("note.scale_given", scale=f"{p.scale:g}", d_k=p.d_k)
+    said = f"{p.scale:g}"  # "=" only if that is the scale typed, exactly (not 1/sqrt(8), 1/3)
+    exact = p.scale_given.exact is not None and Fraction(said) == p.scale_given.exact
+    note = Msg("note.scale_given", scale=said, eq="=" if exact else "≈", d_k=p.d_k)
     params = {"scale": p.scale, "scale_exact": p.scale_given.exact, "given": True}
     return f"Q·Kᵀ × {p.scale_given.value:g}", "", note, params
 

@@ -96,7 +96,7 @@ def _scores(by: dict[Ref, Spec], logits: Spec) -> Spec:
 
 
 def _lse(p: Problem, h: int | None, last: int) -> Spec:
-    """L = m + log ℓ, per query row, from the forward's last running maximum and sum."""
+    """LSE = m + log ℓ, per query row, from the forward's last running maximum and sum."""
     return Spec(
         "lse",
         h,
@@ -197,7 +197,7 @@ def _block(
 
 
 def _weights(block: Block) -> Spec:
-    """P_b = e^(S_b − L): the block's weights, recomputed from the forward's L."""
+    """P_b = e^(S_b − LSE): the block's weights, recomputed from the forward's LSE."""
     b = block.b
     return block.spec(
         "block_p",

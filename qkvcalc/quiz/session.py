@@ -144,7 +144,8 @@ def backward_givens(trace: Trace, opts: RenderOptions, asked: frozenset[int]) ->
         parts.append(matrix_table(p.loss.matrix.values, name, p.tokens, cols, opts))
     for stage in trace.stages:
         shown = stage.id in _SHOWN_BESIDE
-        shown = shown or (stage.id == ids.GRAD_OUTPUT and stage.head is None)
+        given = p.loss.kind not in ("target", "attend")  # dO itself: shown above, where it starts
+        shown = shown or (stage.id == ids.GRAD_OUTPUT and stage.head is None and not given)
         if shown and id(stage) not in asked and stage.step is None and stage.block is None:
             parts += [Text(""), matrix_table(stage.value, stage.name, stage.rows, stage.cols, opts)]
     return parts

@@ -381,8 +381,12 @@ def _attention(
     add("differences = {}")
     add("tolerances = {}  # a gradient's own: 1e-9 relative to its largest value")
     add("")
-    computed = "attention written out" if written_out else "F.scaled_dot_product_attention"
-    add(f'print("{computed} output:")')
+    said = (
+        "attention, its steps written out in torch"
+        if written_out
+        else "F.scaled_dot_product_attention"
+    )
+    add(f'print("the output of {said}:")')
     add("for token, row in zip(tokens, output.tolist()):")
     add("    print(repr(token), row)  # repr: a control character in a token is shown, not run")
     check = "torch" if written_out else "SDPA"
@@ -439,7 +443,10 @@ def _gradients(trace: Trace) -> list[tuple[str, str, np.ndarray]]:
         if flows:
             out.append(("dV", "V", side_by_side(ids.GRAD_V)))
     if p.projected:
+        stand_in = features.projecting(p) is not None  # its own weights: torch_compared
         for letter, weight in (("Q", ids.GRAD_WQ), ("K", ids.GRAD_WK), ("V", ids.GRAD_WV)):
+            if stand_in:
+                break
             stage = trace.find(weight)  # dW_V: not with `attend`
             if stage is not None:
                 out.append((f"dW_{letter}", f"W_{letter}", stage.value))
@@ -456,6 +463,9 @@ def _gradients(trace: Trace) -> list[tuple[str, str, np.ndarray]]:
             found = trace.find(sid)
             if found is not None:
                 out.append((name, tensor, found.value[0] if vector else found.value))
+    for feature, value in features.active(p):  # what a feature's weights became in the script
+        if feature.torch_compared is not None:
+            out += feature.torch_compared(p, value, trace.find)
     for feature, value in features.active(p):  # a feature's own learned numbers
         if feature.torch_leaf is not None and feature.grads is not None:
             name, tensor = feature.torch_leaf

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,6 +34,7 @@ SCHEMA = "qkvcalc.train/1"
 BARS = "▁▂▃▄▅▆▇█"
 TABLE_ROWS = 24  # a loss table of more steps shows its first and last ones
 SPARK_POINTS = 60  # a sparkline of more steps shows this many, evenly spaced
+ROUNDING = 1e-9  # a loss that rose by less than this share of the largest: float rounding
 
 
 def _t(opts: RenderOptions, key: str, /, **params: object) -> str:
@@ -121,7 +123,11 @@ def header_lines(training: Training, opts: RenderOptions) -> list[Text]:
         lines.append(Text(_t(opts, "train.header", steps=training.steps, lr=lr)))
     assert p.loss is not None
     lines.append(Text(_t(opts, f"train.loss_{p.loss.kind}")))
-    lines.append(Text(_t(opts, "train.learned", names=names(training.learned))))
+    # a matrix whose gradient was exactly 0 at every update did not learn: the notes say why
+    unmoved = training.unmoved if training.done else []
+    moved = [k for k in training.learned if k not in unmoved]
+    if moved:
+        lines.append(Text(_t(opts, "train.learned", names=names(moved))))
     if training.frozen:
         lines.append(Text(_t(opts, "train.frozen", names=names(training.frozen))))
     unreached = [k for k in _present(training) if k not in training.learned + training.frozen]
@@ -159,16 +165,43 @@ def run_notes(training: Training, opts: RenderOptions) -> list[str]:
             else "train.unmoved"
         )
         out.append(_t(opts, key, names=names(unmoved)))
-    losses = training.losses
-    if training.done and losses[-1] > losses[0] and losses[-1] > losses[-2]:
-        ratio = times_text(losses[-1] / losses[0]) if losses[0] > 0 else "∞"
-        out.append(_t(opts, "train.diverging", rose=training.rose, done=training.done,
-                      ratio=ratio, lr=number(training.lr)))  # fmt: skip
+    out += rise_notes(training, opts)
     if training.unscaled is not None:
         out.append(compare_sentence(training, opts))
     elif p.scale != 1 and not all(_one_key_each(q) for q in training.examples or (p,)):
-        out.append(_t(opts, "train.scale_hint"))
+        out.append(scale_hint(p, opts))
     return out
+
+
+def scale_hint(p: Problem, opts: RenderOptions) -> str:
+    """What the scale is on this problem (√d_k, or the problem's own), and --compare-scale."""
+    root = about(p.d_k**0.5, opts.precision)
+    if p.scale_given is None:
+        return _t(opts, "train.scale_hint", dk=p.d_k, root=root)
+    default = about(p.d_k**-0.5, opts.precision)
+    return _t(opts, "train.scale_hint_given", scale=f"{p.scale:.4g}", default=default)
+
+
+def rise_notes(training: Training, opts: RenderOptions) -> list[str]:
+    """A loss that rose at some update, said with its numbers: grown past its start and still
+    growing (diverging: by how much, and at the last step); come back up from its lowest; or
+    risen on the way down. A short enough step against a gradient that is not 0 always lowers
+    the loss, so each rise is a step η made too long."""
+    losses = training.losses
+    rises = [b - a for a, b in pairwise(losses) if b > a]
+    if not training.done or not rises or max(rises) <= ROUNDING * max(losses):
+        return []  # a rise of the float's last digits is rounding, not a step too long
+    said = {"rose": training.rose, "done": training.done, "lr": number(training.lr)}
+    first, last = losses[0], losses[-1]
+    low = int(np.argmin(losses))
+    if last > first and (last > losses[-2] or low == 0):  # above its start, and never below it
+        ratio = times_text(last / first) if first > 0 else "∞"
+        step = times_text(last / losses[-2]) if losses[-2] > 0 else "∞"
+        return [_t(opts, "train.diverging", ratio=ratio, last=step, **said)]
+    if last > losses[low]:  # came down (low > 0), then back up
+        at = {"low": about(losses[low], opts.precision), "step": low}
+        return [_t(opts, "train.rose_back", last=about(last, opts.precision), **at, **said)]
+    return [_t(opts, "train.rose_some", last=about(last, opts.precision), **said)]
 
 
 def times_text(ratio: float) -> str:

@@ -22,77 +22,76 @@ if TYPE_CHECKING:
 
 # Notes that say nothing a student computes: the problem's sizes and conventions, what a stage
 # reads, the constants it uses (the scale is the problem's, not an answer).
-KEPT = (
-    frozenset(
-        {
-            "note.scale_default",
-            "note.scale_given",
-            "note.why_scale_variance",
-            "note.scale_temperature",
-            "note.scale_negative",  # (not note.scale_zero: it says the scaled scores, all 0)
-            "note.mask_convention",
-            "note.causal_topleft",
-            "note.causal_positions",
-            "note.causal_bottomright",
-            "note.kv_shared",
-            "note.split",
-            "note.gqa_why",
-            "note.hidden",
-            "note.hidden_rows",
-            "note.hidden_cols",
-            "note.shuffle",
-            "note.pad_rows",
-            "note.self_attention",
-            "note.dv",
-            "note.dv_state",
-            "note.layout_torch",
-            "note.concat_columns",
-            "note.cross_axes",
-            "note.pe_sinusoidal",
-            "note.pe_given",
-            "note.positions",
-            "note.decode_prefill",
-            "note.decode_prefill_one",
-            "note.decode_step",
-            "note.decode_cache_start",
-            "note.decode_saved",
-            "note.decode_memory",
-            "note.decode_gqa",
-            "note.decode_mask_prefill",
-            "note.decode_bottom_right",
-            "note.tiles_block",
-            "note.tiles_whole",
-            "note.tiles_running_max",
-            "note.tiles_correction_first",
-            "note.tiles_correction",
-            "note.tiles_running_sum",
-            "note.tiles_acc",
-            # (not note.exact_surd: its example, 7/√2, is the doc example's scaled score)
-            "note.exact_scale_irrational",
-            "note.exact_partial",
-            "note.exact_stops",
-            "note.exact_stops_tanh",
-            "note.brief",
-            "note.brief_steps",
-            # the backward pass's notes that say how a gradient is laid out or which paths
-            # reach it (the loss's value and √d_k's read-out under the softmax are results)
-            "note.grad_attend_no_v",
-            "note.grad_layout_torch",
-            "note.grad_heads_side_by_side",
-            "note.grad_kv_shared",
-            "note.grad_paths",
-            "note.grad_path_one",
-            "note.grad_paths_some",
-            "note.grad_path_one_of",
-            "note.grad_kv_heads_side_by_side",
-            "note.grad_pe",
-            "note.loss_target_rows",
-            "note.loss_target_rows_approx",
-            "note.loss_attend_keys",
-        }
-    )
-    | features.worksheet_notes()
-)  # each feature lists its own
+KEPT = frozenset(
+    {
+        "note.scale_default",
+        "note.scale_given",
+        "note.why_scale_variance",
+        "note.scale_temperature",
+        "note.scale_negative",  # (not note.scale_zero: it says the scaled scores, all 0)
+        "note.mask_convention",
+        "note.causal_topleft",
+        "note.causal_positions",
+        "note.causal_bottomright",
+        "note.kv_shared",
+        "note.split",
+        "note.gqa_why",
+        "note.hidden",
+        "note.hidden_rows",
+        "note.hidden_cols",
+        "note.shuffle",
+        "note.pad_rows",
+        "note.self_attention",
+        "note.self_attention_state",
+        "note.dv",
+        "note.dv_state",
+        "note.layout_torch",
+        "note.concat_columns",
+        "note.cross_axes",
+        "note.pe_sinusoidal",
+        "note.pe_given",
+        "note.positions",
+        "note.decode_prefill",
+        "note.decode_prefill_one",
+        "note.decode_step",
+        "note.decode_cache_start",
+        "note.decode_saved",
+        "note.decode_memory",
+        "note.decode_gqa",
+        "note.decode_mask_prefill",
+        "note.decode_bottom_right",
+        "note.tiles_block",
+        "note.tiles_whole",
+        "note.tiles_running_max",
+        "note.tiles_correction_first",
+        "note.tiles_correction",
+        "note.tiles_running_sum",
+        "note.tiles_acc",
+        # (not note.exact_surd: its example, 7/√2, is the doc example's scaled score)
+        "note.exact_scale_irrational",
+        "note.exact_partial",
+        "note.exact_stops",
+        "note.exact_stops_tanh",
+        "note.brief",
+        "note.brief_steps",
+        # the backward pass's notes that say how a gradient is laid out or which paths
+        # reach it (the loss's value and √d_k's read-out under the softmax are results)
+        "note.grad_attend_no_v",
+        "note.grad_layout_torch",
+        "note.grad_heads_side_by_side",
+        "note.grad_kv_shared",
+        "note.grad_paths",
+        "note.grad_path_one",
+        "note.grad_paths_some",
+        "note.grad_path_one_of",
+        "note.grad_kv_heads_side_by_side",
+        "note.grad_pe",
+        "note.loss_target_rows",
+        "note.loss_target_rows_approx",
+        "note.loss_attend_keys",
+    }
+)  # and each feature's own (features.worksheet_notes)
+
 
 # Sentences about whole rows that only restate the mask, an input (which keys a query may
 # not see); the softmax's row maxima and sums are answers and are left out.
@@ -123,4 +122,6 @@ def operand_kinds(stage: Stage, trace: Trace) -> list[str]:
 
 def keeps(note: Msg | None) -> bool:
     """Whether a note (or a row sentence) stays on a worksheet."""
-    return note is None or note.key in KEPT or note.key in KEPT_ROWS
+    if note is None or note.key in KEPT or note.key in KEPT_ROWS:
+        return True
+    return note.key in features.worksheet_notes()
