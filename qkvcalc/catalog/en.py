@@ -142,6 +142,9 @@ MESSAGES: dict[str, str] = {
     "note.hidden_rows": "Not shown (⋮): {rows} of the rows.",
     "note.hidden_cols": "Not shown (…): {cols} of the columns.",
     "note.brief": "Tables only (--detail brief).",
+    "note.brief_steps": "Not shown (--detail brief): {from_symbol} … {to_symbol}, the states "
+    "after tokens {first} to {last}, {count} of this head's {total}. --detail full shows every "
+    "one (this head's alone: --stages {id} --head {head} --detail full).",
     "note.rounded": "≈: the numbers in the arithmetic are shown rounded to {precision} "
     "decimals, and the result is computed from the unrounded ones, so redoing it by hand can "
     "differ in the last digit.",

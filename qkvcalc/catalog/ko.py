@@ -147,6 +147,9 @@ MESSAGES: dict[str, str] = {
     "note.hidden_rows": "생략(⋮): 행 {rows}개.",
     "note.hidden_cols": "생략(…): 열 {cols}개.",
     "note.brief": "표만 보여 줍니다(--detail brief).",
+    "note.brief_steps": "생략(--detail brief): {from_symbol} … {to_symbol}, 토큰 {first}~{last} "
+    "다음의 상태로 이 헤드의 {total}개 중 {count}개입니다. --detail full은 모두 보여 줍니다"
+    "(이 헤드의 것만: --stages {id} --head {head} --detail full).",
     "note.rounded": "≈: 식 안의 수는 소수 {precision}자리로 반올림해 보여 주고, 결과는 반올림하기 "
     "전의 수로 계산합니다. 그래서 손으로 다시 계산하면 마지막 자리가 다를 수 있습니다.",
     # ---- reading the attention out (qkvcalc.readout) ------------------------------------

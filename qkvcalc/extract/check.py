@@ -77,11 +77,15 @@ def _read_only(value: Any) -> Any:
 def difference(problem: dict[str, Any], expected: np.ndarray) -> tuple[float, float]:
     """The largest |difference| between the problem's output as qkvcalc's engine computes it
     and the layer's own output, and the largest |value| of the latter (its scale)."""
-    import qkvcalc
+    from qkvcalc.input.problem import Problem
+    from qkvcalc.run.engine import run
 
     # no --max-elements: the run that made the problem held its n × n weights already, and
-    # the engine lets a stage's array go once the stages after it are computed
-    trace = qkvcalc.explain(**_read_only(problem), max_elements=NO_LIMIT)
+    # the engine lets a stage's array go once the stages after it are computed. Only the
+    # stages the output is computed from: each as `explain` computes it (what `explain` shows
+    # besides, such as a linear layer's implicit weights, the output does not depend on)
+    given = {key: value for key, value in _read_only(problem).items() if value is not None}
+    trace = run(Problem.from_mapping(given, max_elements=NO_LIMIT), output_only=True)
     got = np.asarray(trace.output, dtype=np.float64)
     if got.shape != expected.shape:
         return float("inf"), float(np.max(np.abs(expected), initial=0.0))

@@ -610,6 +610,39 @@ def first_row(output: Any) -> np.ndarray:
     return np.asarray(tensor.detach()[0].to(dtype=torch.float64, device="cpu").numpy())
 
 
+@contextlib.contextmanager
+def one_thread_convolutions(model: Any) -> Any:
+    """The modules that hold a grouped convolution (Qwen3-Next's and Qwen3.5's Gated DeltaNet
+    with its depthwise conv1d over q | k | v, the Mamba mixers) run on one thread, the rest as
+    torch is set. torch splits a float64 depthwise convolution into one parallel region per
+    channel, each waiting for its slowest thread: on a machine whose cores are busy, the 8,192
+    channels of a Qwen3-Next layer took 2.5 to 18 s on two threads, and 0.13 to 0.17 s on one.
+    Gated DeltaNet calls F.conv1d with its Conv1d's weight, so the module that holds the
+    convolution is the one run so. The run is the layer's own either way; the thread count is
+    restored after."""
+    import torch
+
+    before = torch.get_num_threads()
+
+    def one(module: Any, args: Any) -> None:
+        torch.set_num_threads(1)
+
+    def back(module: Any, args: Any, output: Any) -> None:
+        torch.set_num_threads(before)
+
+    handles = []
+    for module in model.modules():
+        children = module.children()
+        if any(isinstance(c, torch.nn.Conv1d) and c.groups > 1 for c in children):
+            handles += [module.register_forward_pre_hook(one), module.register_forward_hook(back)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+        torch.set_num_threads(before)
+
+
 def capture(
     model: Any, family: Family, layer: int, ids: list[int], float64: bool
 ) -> tuple[np.ndarray, dict[str, Any], np.ndarray | None]:
@@ -669,7 +702,7 @@ def capture(
     try:  # alone cannot even say its length (transformers' Cache.get_seq_length raises)
         with torch.no_grad():
             islands = float64_islands(model) if float64 else contextlib.nullcontext()
-            with islands, contextlib.suppress(_Captured):
+            with islands, one_thread_convolutions(model), contextlib.suppress(_Captured):
                 family.run(model, torch.tensor([ids], device=device))
     except (MemoryError, QkvcalcError, AttributeError):
         raise  # AttributeError: a renamed attribute, named by check.layout

@@ -73,6 +73,7 @@ KEPT = frozenset(
         "note.exact_stops",
         "note.exact_stops_tanh",
         "note.brief",
+        "note.brief_steps",
         # the backward pass's notes that say how a gradient is laid out or which paths
         # reach it (the loss's value and √d_k's read-out under the softmax are results)
         "note.grad_attend_no_v",

@@ -23,6 +23,7 @@ from qkvcalc.ops.mask import apply_mask
 from qkvcalc.ops.projection import project
 from qkvcalc.ops.softmax import normalise, shifted_exp, softmax_parts
 from qkvcalc.ops.table import OPS
+from qkvcalc.plan.ids import OUTPUT
 from qkvcalc.plan.masks import allowed_keys
 from qkvcalc.plan.schedule import plan
 from qkvcalc.plan.specs import (
@@ -64,6 +65,19 @@ def _last_uses(specs: tuple[Spec, ...]) -> dict[Ref, int]:
     return last
 
 
+def _feeding_output(specs: tuple[Spec, ...]) -> tuple[Spec, ...]:
+    """The stages the final output (the last stage with id output and no head) is computed
+    from, itself included, in the plan's order."""
+    final = next(
+        k for k in range(len(specs) - 1, -1, -1) if specs[k].id == OUTPUT and specs[k].head is None
+    )
+    needed = {specs[final].ref}
+    for spec in reversed(specs[: final + 1]):
+        if spec.ref in needed:
+            needed.update(o for o in spec.operands if not isinstance(o, Const))
+    return tuple(spec for spec in specs[: final + 1] if spec.ref in needed)
+
+
 class _Run:
     """One execution of a plan: the values computed so far, and the stages recorded."""
 
@@ -101,7 +115,7 @@ class _Run:
 
         return Recipe(compute, self.cache)
 
-    def execute(self, spec: Spec) -> None:
+    def execute(self, spec: Spec, remarks: bool = True) -> None:
         op = OPS[spec.op]
         operands = [self.operand(o) for o in spec.operands]
         value = op.compute(operands, spec.params, None)
@@ -127,7 +141,7 @@ class _Run:
                     o.value if isinstance(o, Const) else self.data[o] for o in spec.operands
                 ),
                 notes=spec.notes
-                + (spec.remarks(self.operand) if spec.remarks else ())
+                + (spec.remarks(self.operand) if spec.remarks and remarks else ())
                 + (shown.notes if shown is not None else ()),
                 exact=shown.value if shown is not None else None,
                 operands_exact=shown.operands if shown is not None else (),
@@ -151,24 +165,33 @@ class _Run:
         key = "warn.fully_masked_head" if spec.head else "warn.fully_masked"
         self.warnings.append(Msg(key, rows=names, head=spec.head or 1, count=int(dead.size)))
 
-    def release(self, done: int, last: dict[Ref, int]) -> None:
-        """Let go of the whole values no later stage reads (a recipe keeps the lazy ones)."""
-        for ref in [r for r in self.values if last.get(r, -1) <= done]:
-            del self.values[ref]
+    def release(self, done: int, spec: Spec, last: dict[Ref, int]) -> None:
+        """Let go of the whole values no later stage reads (a recipe keeps the lazy ones): the
+        ones stage `done` (`spec`) read last, and its own when nothing reads it. Any other
+        value held is read later (it was kept at its last reader), so only these can go."""
+        for ref in (spec.ref, *(o for o in spec.operands if not isinstance(o, Const))):
+            if ref in self.values and last.get(ref, -1) <= done:
+                del self.values[ref]
 
 
 # Overflow is not a warning here: the stages that can overflow are checked (_check_finite)
 # and an overflow becomes one QkvcalcError, so numpy's RuntimeWarnings would only repeat it.
 @np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
-def run(p: Problem) -> Trace:
+def run(p: Problem, output_only: bool = False) -> Trace:
     """Compute attention for a validated Problem and record every stage (each rational cell as
-    the double nearest its exact value; with --exact, the fractions too)."""
+    the double nearest its exact value; with --exact, the fractions too).
+
+    output_only: only the stages the final output is computed from, each as in the whole run,
+    without the notes that compare stages (extract's check, which reads the output alone:
+    a linear-attention layer's implicit weights and chunked form are left out)."""
     specs = plan(p)
+    if output_only:
+        specs = _feeding_output(specs)
     last = _last_uses(specs)
     execution = _Run(p)
     for k, spec in enumerate(specs):
-        execution.execute(spec)
-        execution.release(k, last)
+        execution.execute(spec, remarks=not output_only)
+        execution.release(k, spec, last)
     stages = execution.stages
     note = p.exact_refused or too_big(p)  # --exact given up: the decimals are all there
     if note is not None:
