@@ -84,8 +84,10 @@ MESSAGES: dict[str, str] = {
     "variance 1, their dot product (a sum of d_k such products) has mean 0 and variance d_k: "
     "its typical size is √d_k. Dividing by √d_k brings the variance back to 1 whatever d_k is. "
     "Softmax ignores a constant added to a whole row; what makes it put almost all weight on "
-    "one key is a large spread of the scores within a row, and there its gradients are tiny "
-    "and learning slows.",
+    "one key is a large spread of the scores within a row. There the softmax saturates: its "
+    "derivative A·(1 − A) is near 0, so when the loss reaches the scores through A·V, as a "
+    "model's does, little gradient gets back to them and learning slows (a loss on log A "
+    "itself, −Σ log A, cancels that derivative).",
     "stage.masked.title": "Mask",
     "stage.masked.why": "A mask forbids some query–key pairs (future tokens, padding) by "
     "setting their scores to −∞, so softmax gives them weight exactly 0.",

@@ -1,0 +1,52 @@
+"""Sentences that were true for one case and shown for all (the review of 2026-12-07): each
+test failed on the code before it. Where a sentence depends on the case, the case is made
+here and its numbers recomputed independently (PyTorch autograd, numpy)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from qkvcalc.run.engine import run
+from tests.test_teaching_review import problem
+
+# ---- the scaling's "why": a saturated softmax slows a loss through A·V, not −Σ log A ---------
+
+
+def _score_grads(scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sentence preset's weights at `scale`, and the gradients of its scaled scores under
+    a loss through the output (½‖A·V‖²) and under −Σ log A with each query's target its own
+    key, by autograd (the causal mask as −∞)."""
+    from qkvcalc.input import presets
+
+    doc = presets.load("sentence")
+    x, wq, wk, wv = (torch.tensor(np.array(doc[n], dtype=float)) for n in ("x", "wq", "wk", "wv"))
+    q, k, v = x @ wq, x @ wk, x @ wv
+    n = x.shape[0]
+    causal = torch.triu(torch.full((n, n), float("-inf"), dtype=torch.float64), 1)
+    grads = []
+    for loss in (lambda a: 0.5 * ((a @ v) ** 2).sum(), lambda a: -torch.log(a.diagonal()).sum()):
+        s = ((q @ k.T) * scale).detach().requires_grad_()
+        a = torch.softmax(s + causal, dim=-1)
+        loss(a).backward()
+        grads.append(s.grad.numpy())
+    return a.detach().numpy(), grads[0], grads[1]
+
+
+def test_the_scaling_s_why_says_which_loss_a_saturated_softmax_slows():
+    """At scale 50 the sentence's softmax is saturated (every weight within 1e-6 of 0 or 1):
+    a loss through A·V then gets almost nothing back to the scores, −Σ log A gets about 1.
+    The engine agrees, and the sentence shown on every page says both, in en and ko."""
+    a, through_output, log_loss = _score_grads(50.0)
+    assert np.all(np.minimum(a, 1 - a) < 1e-6)
+    assert np.abs(through_output).max() < 1e-6
+    assert np.abs(log_loss).max() > 0.9  # A − onehot: the target key's weight is near 0
+    cases = (({"target": [[0, 0]] * 3}, through_output), ({"attend": [1, 2, 3]}, log_loss))
+    for changes, expect in cases:
+        t = run(problem("sentence", scale=50.0, **changes))
+        np.testing.assert_allclose(t.stage("grad_scaled").value, expect, atol=1e-9)
+        stage = t.stage("scaled")
+        en, ko = (stage.why.text(lang) for lang in ("en", "ko"))
+        assert "its gradients are tiny" not in en
+        assert "through A·V" in en and "−Σ log A, cancels that derivative" in en, en
+        assert "A·V를 거쳐" in ko and "−Σ log A는 그 도함수를 상쇄합니다" in ko, ko
