@@ -4,11 +4,18 @@ here and its numbers recomputed independently (PyTorch autograd, numpy)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 import torch
 
+from qkvcalc.i18n import translate
 from qkvcalc.run.engine import run
+from tests.conftest import in_process, one_message
 from tests.test_teaching_review import problem
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # ---- the scaling's "why": a saturated softmax slows a loss through A·V, not −Σ log A ---------
 
@@ -50,3 +57,52 @@ def test_the_scaling_s_why_says_which_loss_a_saturated_softmax_slows():
         assert "its gradients are tiny" not in en
         assert "through A·V" in en and "−Σ log A, cancels that derivative" in en, en
         assert "A·V를 거쳐" in ko and "−Σ log A는 그 도함수를 상쇄합니다" in ko, ko
+
+
+# ---- docs/backward.md's "Not yet": only what --backward still refuses ------------------------
+
+NOT_YET = (ROOT / "docs" / "backward.md").read_text(encoding="utf-8").split("## Not yet")[1]
+
+
+def _zeros(preset: str) -> str:
+    from qkvcalc.input import presets
+
+    return "; ".join(["0 0"] * len(presets.load(preset)["x"]))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("fmt", ["txt", "markdown", "html", "latex"])
+def test_a_worksheet_states_the_target_so_not_yet_no_longer_says_it_does_not(fmt, lang):
+    """The section said a worksheet does not show T; it states T row by row (in every format
+    a person reads, both languages), as the answer key does."""
+    target = "1 2; 3 4; 5.5 6"
+    args = ("explain", "--preset", "sentence", "--target", target, "--backward", "--lang", lang)
+    sheet = in_process(*args, "--worksheet", "--format", fmt)
+    assert sheet.returncode == 0, sheet.stderr
+    rows = {"I": "1, 2", "love": "3, 4", "cats": "5.5, 6"}
+    said = translate(
+        "note.loss_target_rows", lang, rows="; ".join(f"{k}: {v}" for k, v in rows.items())
+    )
+    flat = " ".join(sheet.stdout.split())
+    if fmt == "txt":
+        assert said in flat, flat
+    else:  # marked up: each row's numbers, beside the note's own words
+        assert all(f"{k}: {v}" in flat for k, v in rows.items()), flat
+    assert "worksheet" not in NOT_YET.lower() and "beside the sheet" not in NOT_YET
+
+
+@pytest.mark.parametrize("preset", ["deltanet", "kda", "lightning"])
+def test_what_not_yet_names_is_refused_in_one_message(preset):
+    assert f"`{preset}`" in NOT_YET
+    one_message(
+        in_process("explain", "--preset", preset, "--backward", "--grad-output", _zeros(preset)),
+        "--backward",
+    )
+
+
+def test_not_yet_s_decode_is_refused_in_one_message():
+    assert "`decode`" in NOT_YET
+    one_message(
+        in_process("explain", "--preset", "decode", "--backward", "--target", _zeros("decode")),
+        "decode",
+    )
