@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from qkvcalc.i18n import translate
+from qkvcalc.input.problem import Problem
 from qkvcalc.run.engine import run
 from tests.conftest import in_process, one_message
 from tests.test_teaching_review import problem
@@ -106,3 +107,58 @@ def test_not_yet_s_decode_is_refused_in_one_message():
         in_process("explain", "--preset", "decode", "--backward", "--target", _zeros("decode")),
         "decode",
     )
+
+
+# ---- the quiz's softmax-down-the-columns mistake: not "every row sums to 1" where one is 0 ----
+
+
+def _column_softmax(doc: dict, allowed: np.ndarray) -> np.ndarray:
+    """Softmax down each column of the masked scaled scores, computed here (a column with no
+    allowed key stays 0), as a student who took the wrong axis writes it."""
+    x, wq, wk = (np.array(doc[n], dtype=float) for n in ("x", "wq", "wk"))
+    s = (x @ wq) @ (x @ wk).T / np.sqrt(wq.shape[1])
+    e = np.where(allowed, np.exp(s - np.where(allowed, s, -np.inf).max(axis=0, initial=0)), 0.0)
+    sums = e.sum(axis=0)
+    return np.divide(e, sums, out=np.zeros_like(e), where=sums != 0)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_columns_mistake_says_a_fully_masked_row_is_0(tmp_path, lang):
+    """Left padding under a causal mask: query 1 sees key 1 alone, a pad, so row 1 of A is 0
+    throughout. The mistake's sentence said every row of A sums to 1; it now says which rows
+    do, and the run's A agrees with it."""
+    from qkvcalc.input import presets
+    from tests.test_mistakes import graded, rounded
+
+    doc = {k: v for k, v in presets.load("sentence").items() if k in ("x", "wq", "wk", "wv")}
+    doc |= {"mask": "causal", "key_padding": [False, True, True]}
+    allowed = np.tril(np.ones((3, 3), dtype=bool)) & np.array([False, True, True])
+    assert not allowed[0].any()
+    a = run(Problem.from_mapping(doc)).stage("weights").value
+    np.testing.assert_array_equal(a.sum(axis=1) == 0, ~allowed.any(axis=1))  # row 1 is 0
+    stages = graded(tmp_path, doc, {"weights": rounded(_column_softmax(doc, allowed))}, lang)
+    assert stages["weights"]["mistake"] == "softmax_columns"
+    text = stages["weights"]["mistake_text"]
+    if lang == "en":
+        assert "every row of A sums to 1." not in text
+        assert "except a row whose keys are all masked, which is 0 throughout" in text, text
+    else:
+        assert text.endswith(
+            "다만 Key가 모두 마스킹된 행은 전부 0입니다(이 A에도 그런 행이 있습니다)."
+        ), text
+
+
+def test_the_columns_mistake_is_not_named_where_a_sink_takes_a_share():
+    """With sinks a row of A sums to less than 1: the weights are the sink's own op, whose
+    mistakes do not include softmax_columns (so its sentence is never said there)."""
+    from qkvcalc.input import presets
+    from qkvcalc.quiz.mistakes import candidates
+
+    doc = {**presets.load("sentence"), "sinks": [0.5]}
+    for key in ("name", "description", "reference"):
+        doc.pop(key)
+    trace = run(Problem.from_mapping(doc))
+    weights = trace.stage("weights")
+    assert np.all(weights.value.sum(axis=1) < 1 - 1e-3)
+    named = {mistake for mistake, _, _ in candidates(trace, weights, {})}
+    assert named and "softmax_columns" not in named, named

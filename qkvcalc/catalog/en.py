@@ -1703,6 +1703,9 @@ MESSAGES: dict[str, str] = {
     "is at most 1), where e^s can.",
     "mistake.softmax_columns": "This is softmax down each column; softmax runs along each row "
     "(one query over all its keys), so every row of A sums to 1.",
+    "mistake.softmax_columns_empty": "This is softmax down each column; softmax runs along each "
+    "row (one query over all its keys), so every row of A sums to 1, except a row whose keys are "
+    "all masked, which is 0 throughout (this A has such a row).",
     "mistake.heads_averaged": "This averages the {heads} heads; their outputs are laid side by "
     "side (concatenated, head 1's columns first), so concat is {shape}.",
     "mistake.softcap_inner_missing": "These are c·tanh(S) = {cap}·tanh(S); the score is "

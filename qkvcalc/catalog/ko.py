@@ -1675,6 +1675,9 @@ MESSAGES: dict[str, str] = {
     "e^(s − 행 최댓값)은 1을 넘지 않아 오버플로하지 않습니다.",
     "mistake.softmax_columns": "열 방향으로 소프트맥스를 계산했습니다. 소프트맥스는 각 행을 "
     "따라(Query 하나에 대해 모든 Key에 걸쳐) 계산하므로 A의 각 행의 합이 1입니다.",
+    "mistake.softmax_columns_empty": "열 방향으로 소프트맥스를 계산했습니다. 소프트맥스는 각 "
+    "행을 따라(Query 하나에 대해 모든 Key에 걸쳐) 계산하므로 A의 각 행의 합이 1입니다. 다만 Key가 "
+    "모두 마스킹된 행은 전부 0입니다(이 A에도 그런 행이 있습니다).",
     "mistake.heads_averaged": "헤드 {heads}개를 평균했습니다. 헤드들의 출력은 나란히 이어 "
     "붙이므로(헤드 1의 열부터) concat의 모양은 {shape}입니다.",
     "mistake.softcap_inner_missing": "이 값은 c·tanh(S) = {cap}·tanh(S)입니다. tanh 안에서 "
