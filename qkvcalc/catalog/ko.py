@@ -882,7 +882,7 @@ MESSAGES: dict[str, str] = {
     "한 열이 필요합니다: K × (2·H·d_k + H·d_v) = K × {channels} (H = {heads}, d_k = {d_k}, "
     "d_v = {d_v}).",
     "kimi_delta.weight_shape": "kimi_delta의 {field} 키의 모양은 {shape}인데, 필요한 모양은 "
-    "{want}입니다(W_Q와 같은 {layout} 배치. wf_b와 wg_b의 행 수는 wf_a와 wg_a의 열 수입니다).",
+    "{want}입니다(W_Q와 같은 {layout} 레이아웃. wf_b와 wg_b의 행 수는 wf_a와 wg_a의 열 수입니다).",
     "kimi_delta.vector": "kimi_delta의 {field} 키에 수가 {length}개 있는데, {want}개가 "
     "필요합니다: 헤드마다 하나(a_log), 각 헤드의 Key 채널마다 하나(dt_bias: H·d_k) 또는 헤드 "
     "출력의 열마다 하나(norm).",
