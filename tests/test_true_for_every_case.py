@@ -162,3 +162,29 @@ def test_the_columns_mistake_is_not_named_where_a_sink_takes_a_share():
     assert np.all(weights.value.sum(axis=1) < 1 - 1e-3)
     named = {mistake for mistake, _, _ in candidates(trace, weights, {})}
     assert named and "softmax_columns" not in named, named
+
+
+# ---- one spelling per gradient: the heading's dsource is the sentence's dsource --------------
+
+
+@pytest.mark.parametrize(
+    ("preset", "loss"),
+    [("cross", {"target": [[0, 0]] * 3}), ("cross", {"attend": [1, 2, 3]}), ("sentence", {})],
+)
+def test_a_gradient_is_written_as_its_heading_writes_it(preset, loss):
+    """The source's gradient was `dsource` in its heading, its formula and its cells and
+    `d source` in its sentence. Every gradient's name (dX, dW_K, dsource …) is written one way:
+    the sentences under it never split it, and where they state its formula they name it."""
+    t = run(problem(preset, **(loss or {"target": [[0, 0]] * 3})))
+    named = 0
+    for stage in t.stages:
+        lhs, _, rhs = stage.spec.formula.partition(" = ")
+        if not (lhs.startswith("d") and lhs[1:2].isalpha()):
+            continue
+        for lang in ("en", "ko"):
+            said = " ".join([stage.why.text(lang), *(n.text(lang) for n in stage.notes)])
+            assert f"d {lhs[1:]} " not in said, (stage.id, lang, said)
+            if stage.id in ("grad_x", "grad_source") and rhs in said:
+                assert f"{lhs} = {rhs}" in said, (stage.id, lang, said)
+                named += 1
+    assert named >= 2 or preset != "cross"  # the source's gradient stated in both languages

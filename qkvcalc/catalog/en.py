@@ -3220,12 +3220,12 @@ MESSAGES: dict[str, str] = {
     "the scores, Q and K.",
     "stage.grad_source.title": "Backward: gradient of the source",
     "stage.grad_source.why": "The source makes K and V, and this loss reaches both: the "
-    "multivariate chain rule adds the two paths, d source = dK·W_Kᵀ + dV·W_Vᵀ (the queries' path "
+    "multivariate chain rule adds the two paths, dsource = dK·W_Kᵀ + dV·W_Vᵀ (the queries' path "
     "goes to X).",
     "stage.grad_source.one.title": "Backward: gradient of the source",
     "stage.grad_source.one.why": "The source makes K and V, but this loss reads only the weights, "
     "so V does not reach it: the source's gradient comes back by the keys' path alone, "
-    "d source = dK·W_Kᵀ, with nothing for the chain rule to add (the queries' path goes to X).",
+    "dsource = dK·W_Kᵀ, with nothing for the chain rule to add (the queries' path goes to X).",
     "stage.grad_sinks.title": "Gradient of the sinks",
     "stage.grad_sinks.why": "A sink's logit took its share 1 − Σⱼ Aᵢⱼ of every row. Raising it "
     "moves weight from the keys to nothing, so its gradient is −Σᵢ (its share)·rᵢ, one number "

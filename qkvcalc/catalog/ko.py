@@ -3166,11 +3166,11 @@ MESSAGES: dict[str, str] = {
     "손실에 닿지 않고 기울기를 받지 않습니다({names}). 역전파는 dA에서 스코어, Q, K로 갑니다.",
     "stage.grad_source.title": "역전파: 소스의 기울기",
     "stage.grad_source.why": "소스는 K와 V를 만들고, 이 손실은 둘 다에 닿습니다. 다변수 연쇄 "
-    "법칙은 두 경로를 더합니다: d source = dK·W_Kᵀ + dV·W_Vᵀ (Query의 경로는 X로 갑니다).",
+    "법칙은 두 경로를 더합니다: dsource = dK·W_Kᵀ + dV·W_Vᵀ (Query의 경로는 X로 갑니다).",
     "stage.grad_source.one.title": "역전파: 소스의 기울기",
     "stage.grad_source.one.why": "소스는 K와 V를 만들지만, 이 손실은 가중치만 읽으므로 V는 "
     "손실에 닿지 않습니다. 그래서 소스의 기울기는 Key의 경로 하나로만 돌아오고, 연쇄 법칙이 더할 "
-    "것이 없습니다: d source = dK·W_Kᵀ (Query의 경로는 X로 갑니다).",
+    "것이 없습니다: dsource = dK·W_Kᵀ (Query의 경로는 X로 갑니다).",
     "stage.grad_sinks.title": "싱크의 기울기",
     "stage.grad_sinks.why": "싱크의 로짓은 각 행에서 1 − Σⱼ Aᵢⱼ만큼의 몫을 가져갔습니다. 그것을 "
     "키우면 가중치가 Key들에서 '아무것도 아닌 곳'으로 옮겨 가므로, 그 기울기는 "

@@ -379,7 +379,7 @@ def _gathered_grads(p: Problem, by: dict[Ref, Spec], found: dict[Ref, Ref]) -> l
     """The projections of the layer's input, one learned weight at a time, in plan order
     (W_Q, W_K, W_V, then a feature's): each gathers its heads' gradients (`found`: forward ref
     -> its gradient's) by its op's own rule (Op.gather: dW, db, and its share of dX); then dX
-    (and d source), the shares of every weight that reads it added."""
+    (and dsource), the shares of every weight that reads it added."""
     weights: dict[str, list[Spec]] = {}
     for spec in by.values():
         whole = learned(spec)
@@ -408,7 +408,7 @@ def _gathered_grads(p: Problem, by: dict[Ref, Spec], found: dict[Ref, Ref]) -> l
 
 
 def _named(read: Spec) -> Named:
-    """How the gradient of an input the projections read is named: d source, or dX (of X, or
+    """How the gradient of an input the projections read is named: dsource, or dX (of X, or
     of X + PE: then with its note)."""
     if read.id == "source":
         return Named("grad_source", "source", "m×d_model")
