@@ -188,3 +188,39 @@ def test_a_gradient_is_written_as_its_heading_writes_it(preset, loss):
                 assert f"{lhs} = {rhs}" in said, (stage.id, lang, said)
                 named += 1
     assert named >= 2 or preset != "cross"  # the source's gradient stated in both languages
+
+
+# ---- quiz --random: "the same quiz again" repeats every option that shaped it -----------------
+
+
+def _again(stdout: str) -> list[str]:
+    """The command the quiz printed for asking it again (its words, as a shell reads them)."""
+    import shlex
+
+    head = stdout.split("qkvcalc —")[0]  # before the problem's header line
+    said = " ".join(head.split())  # the sentence as one line: wrapping aside
+    return shlex.split(said.split(": ", 1)[1])
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ("--backward", "--target", "0 0; 0 0; 0 0"),
+        ("--backward", "--attend", "1 - 2", "--stages", "grad_weights,grad_q"),
+        ("--backward", "--grad-output", "1 0; 0 1; 1 1", "--precision", "3", "--lang", "ko"),
+        ("--stages", "scaled,weights", "--size", "4,3"),
+    ],
+)
+def test_the_printed_command_asks_the_same_quiz(options):
+    """`quiz --random --seed 3 --backward --target …` printed `qkvcalc quiz --random --seed 3
+    --size 3,2` to ask it again: the forward quiz, not this one. Running the printed command
+    asks the same questions (the same stages, cells and report)."""
+    first = in_process("quiz", "--random", "--seed", "3", *options)
+    words = _again(first.stdout)
+    assert words[:2] == ["qkvcalc", "quiz"], words
+    again = in_process(*words[1:])
+    assert again.stdout == first.stdout  # the same problem, stages and cells, said the same way
+    assert again.returncode == first.returncode == 1  # none answered
+    for option in options:
+        if option.startswith("--"):
+            assert option in words, (option, words)

@@ -1561,8 +1561,7 @@ MESSAGES: dict[str, str] = {
     "quiz.intro": "Work each stage out by hand and type one cell at a time: 7, -0.5, 7/sqrt(2), "
     "4.95 or 4,95 are all fine. An answer is right when it agrees to {precision} decimals. "
     "? gives a hint; Enter or skip moves on; Ctrl-C stops and shows the score so far.",
-    "quiz.random_seed": "A random problem, seed {seed}. The same one again: "
-    "qkvcalc quiz --random --seed {seed} --size {size}",
+    "quiz.random_seed": "A random problem, seed {seed}. The same quiz again: {command}",
     "quiz.stage_heading": "Stage {number}/{total}: {title}  ·  {formula}  ·  {shape}",
     "quiz.prompt": "{cell} = ",
     "quiz.bad_answer": "{reason}. Try again.",

@@ -1531,8 +1531,7 @@ MESSAGES: dict[str, str] = {
     "quiz.intro": "단계마다 손으로 계산해 한 칸씩 입력하세요. 7, -0.5, 7/sqrt(2), 4.95, 4,95처럼 "
     "써도 됩니다. 소수 {precision}자리까지 맞으면 정답입니다. ?: 힌트, Enter나 skip: 건너뛰기, "
     "Ctrl-C: 끝내기(지금까지의 점수를 보여 줍니다).",
-    "quiz.random_seed": "무작위 문제, 시드 {seed}. 같은 문제를 다시 풀려면: qkvcalc quiz --random "
-    "--seed {seed} --size {size}",
+    "quiz.random_seed": "무작위 문제, 시드 {seed}. 같은 퀴즈를 다시 풀려면: {command}",
     "quiz.stage_heading": "단계 {number}/{total}: {title}  ·  {formula}  ·  {shape}",
     "quiz.prompt": "{cell} = ",
     "quiz.bad_answer": "{reason}. 다시 입력하세요.",
