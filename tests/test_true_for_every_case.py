@@ -224,3 +224,34 @@ def test_the_printed_command_asks_the_same_quiz(options):
     for option in options:
         if option.startswith("--"):
             assert option in words, (option, words)
+
+
+# ---- the absolute claims of the catalog, against masked rows and sinks ------------------------
+
+ONE_KEY = {"x": [[1, 2], [0, 1]], "source": [[1, 1]]} | {
+    w: [[1, 0], [0, 1]] for w in ("wq", "wk", "wv")
+}
+
+
+@pytest.mark.parametrize(
+    "extra", [{}, {"key_padding": [False]}, {"mask": [[True], [False]]}, {"sinks": [0.5]}]
+)
+def test_the_single_key_note_says_weight_1_only_where_a_row_has_it(extra):
+    """With one key, the note said softmax "always gives it weight 1"; a query whose key the
+    mask hides has a row of 0. Each sentence under the weights is checked against A itself."""
+    weights = run(Problem.from_mapping(ONE_KEY | extra)).stage("weights")
+    a = weights.value
+    said = {n.key for n in weights.notes if hasattr(n, "key")}
+    if "sinks" in extra:  # the sink competes with the key: no single-key sentence at all
+        assert np.all(a < 1) and not {"note.single_key", "note.single_key_masked"} & said
+        return
+    allowed = np.ones((2, 1), bool)
+    if "key_padding" in extra:
+        allowed[:] = False
+    if "mask" in extra:
+        allowed = np.array(extra["mask"])
+    np.testing.assert_array_equal(a, allowed.astype(float))  # 1 where seen, else 0
+    expect = "note.single_key" if allowed.all() else "note.single_key_masked"
+    assert expect in said and not ({"note.single_key", "note.single_key_masked"} - {expect}) & said
+    text = translate(expect, "en")
+    assert ("always gives it weight 1" in text) == bool(allowed.all())

@@ -214,6 +214,10 @@ MESSAGES: dict[str, str] = {
     "note.single_key": "With a single key, softmax always gives it weight 1 (e^0 / e^0), "
     "whatever its score: there is nothing to compete with. To see weights compete, try the "
     "sentence preset: qkvcalc explain --preset sentence.",
+    "note.single_key_masked": "With a single key, softmax gives it weight 1 (e^0 / e^0) in every "
+    "row that may see it, whatever its score: there is nothing to compete with. A row whose key "
+    "the mask hides is 0 throughout. To see weights compete, try the sentence preset: qkvcalc "
+    "explain --preset sentence.",
     "note.gqa_why": "Why share: when a model generates text it keeps every past token's keys "
     "and values in a KV cache. With G = {kv_heads} instead of H = {heads} key/value heads, that "
     "cache is {ratio} times smaller, at little cost in quality (Ainslie et al. 2023).",
