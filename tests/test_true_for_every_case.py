@@ -255,3 +255,18 @@ def test_the_single_key_note_says_weight_1_only_where_a_row_has_it(extra):
     assert expect in said and not ({"note.single_key", "note.single_key_masked"} - {expect}) & said
     text = translate(expect, "en")
     assert ("always gives it weight 1" in text) == bool(allowed.all())
+
+
+def test_json_trace_md_says_what_a_row_of_weights_sums_to_in_every_case():
+    """docs/json-trace.md said each row of `weights` sums to 1 (with sinks, 1 minus the sink's
+    share); a row whose keys are all masked sums to 0, with or without a sink."""
+    (line,) = [
+        row
+        for row in (ROOT / "docs" / "json-trace.md").read_text(encoding="utf-8").splitlines()
+        if row.startswith("| `weights` |")
+    ]
+    for extra in ({}, {"sinks": [0.5]}):
+        doc = ONE_KEY | {"key_padding": [False]} | extra
+        a = run(Problem.from_mapping(doc)).stage("weights").value
+        assert np.all(a.sum(axis=1) == 0)  # every key masked: the row is 0
+    assert "0 where every key of the row is masked" in line, line
