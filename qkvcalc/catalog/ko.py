@@ -218,9 +218,9 @@ MESSAGES: dict[str, str] = {
     "가중치 1을 줍니다(e^0 / e^0). 경쟁할 상대가 없기 때문입니다. 가중치가 서로 경쟁하는 "
     "모습은 sentence 프리셋에서 볼 수 있습니다: qkvcalc explain --preset sentence.",
     "note.single_key_masked": "Key가 하나뿐이면 스코어와 상관없이 소프트맥스는 그 Key를 볼 수 "
-    "있는 모든 행에서 그 Key에 가중치 1을 줍니다(e^0 / e^0). 경쟁할 상대가 없기 때문입니다. 마스크가 "
-    "그 Key를 가린 행은 전부 0입니다. 가중치가 서로 경쟁하는 모습은 sentence 프리셋에서 볼 수 "
-    "있습니다: qkvcalc explain --preset sentence.",
+    "있는 모든 행에서 그 Key에 가중치 1을 줍니다(e^0 / e^0). 경쟁할 상대가 없기 때문입니다. "
+    "마스크가 그 Key를 가린 행은 전부 0입니다. 가중치가 서로 경쟁하는 모습은 sentence 프리셋에서 "
+    "볼 수 있습니다: qkvcalc explain --preset sentence.",
     "note.gqa_why": "K/V 헤드를 나눠 쓰는 이유: 모델이 글을 생성할 때는 지난 토큰들의 Key와 "
     "Value를 모두 KV 캐시에 보관합니다. Key/Value 헤드가 H = {heads}개 대신 G = {kv_heads}개이면 "
     "이 캐시가 {ratio}분의 1로 줄고, 품질 손실은 작습니다(Ainslie et al. 2023).",
