@@ -270,3 +270,27 @@ def test_json_trace_md_says_what_a_row_of_weights_sums_to_in_every_case():
         a = run(Problem.from_mapping(doc)).stage("weights").value
         assert np.all(a.sum(axis=1) == 0)  # every key masked: the row is 0
     assert "0 where every key of the row is masked" in line, line
+
+
+def test_check_s_softmax_sentences_hold_for_its_fully_masked_row():
+    """`qkvcalc check` runs code on a problem with a fully masked row ("fully masked row");
+    the right weights there are 0 (docs/check.md: what scaled_dot_product_attention returns), so its
+    softmax_axis sentence cannot say every query's weights sum to 1, nor mask_after_softmax
+    that every row stops summing to 1 (a row the mask leaves whole still does)."""
+    from qkvcalc.check.problems import Flags, make
+
+    p = make("qkv", np.random.default_rng(0), 3, 4, (2, 2, 2), Flags(mask="empty_row"))
+    allowed = np.array(p["mask"], dtype=bool)
+    assert (~allowed.any(axis=1)).sum() == 1 and allowed.any(axis=1).sum() == 2
+    q, k = (torch.tensor(np.array(p[n], dtype=float)) for n in ("q", "k"))
+    scores = torch.where(torch.tensor(allowed), q @ k.T / np.sqrt(2), float("-inf"))
+    a = torch.nan_to_num(torch.softmax(scores, dim=-1))  # 0/0 → 0: the right code's row
+    sums = a.sum(dim=-1).numpy()
+    np.testing.assert_allclose(sums[allowed.any(axis=1)], 1.0, rtol=1e-12)
+    assert np.all(sums[~allowed.any(axis=1)] == 0)
+    axis, after = (
+        translate(f"check.mistake.{m}", "en") for m in ("softmax_axis", "mask_after_softmax")
+    )
+    assert "sum to 1 (0 where every key of the row is masked)" in axis, axis
+    assert "a row the mask cuts no longer sums to 1" in after, after
+    assert "그 행의 Key가 모두 마스크되면 0" in translate("check.mistake.softmax_axis", "ko")

@@ -2661,7 +2661,8 @@ MESSAGES: dict[str, str] = {
     "check.right_word": "right",
     "check.beside_legend": "A cell marked ✗ shows {yours} first, then the right number.",
     "check.mistake.softmax_axis": "The softmax runs down each column (over the queries); it "
-    "runs along each row, over the keys (axis -1), so each query's weights sum to 1.",
+    "runs along each row, over the keys (axis -1), so each query's weights sum to 1 (0 where "
+    "every key of the row is masked).",
     "check.mistake.no_scale": "The scores are not scaled; they are multiplied by 1/√d_k "
     "before the softmax.",
     "check.mistake.scale_dk": "The scores are divided by d_k; they are divided by √d_k, its "
@@ -2684,8 +2685,8 @@ MESSAGES: dict[str, str] = {
     "attend to itself and the tokens before it.",
     "check.mistake.causal_transposed": "The causal mask looks into the future (the upper "
     "triangle); query i may attend to keys 1…i, the lower triangle.",
-    "check.mistake.mask_after_softmax": "The mask is applied after the softmax, so the rows no "
-    "longer sum to 1; masked scores become −∞ before it.",
+    "check.mistake.mask_after_softmax": "The mask is applied after the softmax, so a row the "
+    "mask cuts no longer sums to 1; masked scores become −∞ before it.",
     "check.mistake.masked_row_nan": "A row whose keys are all masked gives NaN (0/0); it gives "
     "weights 0 and output 0, as PyTorch's scaled_dot_product_attention does.",
     "check.mistake.masked_row_uniform": "A row whose keys are all masked gets equal weights (a "

@@ -2625,7 +2625,8 @@ MESSAGES: dict[str, str] = {
     "check.right_word": "올바른 값",
     "check.beside_legend": "✗ 표시한 칸은 {yours}, 올바른 값 순서로 보여 줍니다.",
     "check.mistake.softmax_axis": "소프트맥스가 각 열을 따라(Query에 걸쳐) 계산되었습니다. "
-    "소프트맥스는 각 행을 따라, Key에 걸쳐(axis -1) 계산하므로 Query마다 가중치의 합이 1입니다.",
+    "소프트맥스는 각 행을 따라, Key에 걸쳐(axis -1) 계산하므로 Query마다 가중치의 합이 "
+    "1입니다(그 행의 Key가 모두 마스크되면 0).",
     "check.mistake.no_scale": "스코어가 스케일되지 않았습니다. 소프트맥스 전에 1/√d_k를 곱합니다.",
     "check.mistake.scale_dk": "스코어를 d_k로 나눴습니다. 그 제곱근인 √d_k로 나눕니다.",
     "check.mistake.scale_twice": "스케일을 두 번 적용했습니다. 스코어에 1/√d_k를 한 번 곱합니다.",
@@ -2645,8 +2646,8 @@ MESSAGES: dict[str, str] = {
     "앞의 토큰을 볼 수 있습니다.",
     "check.mistake.causal_transposed": "인과 마스크가 미래(위쪽 삼각형)를 봅니다. Query i는 Key "
     "1…i, 곧 아래쪽 삼각형을 봅니다.",
-    "check.mistake.mask_after_softmax": "마스크를 소프트맥스 뒤에 적용해서 행의 합이 더는 1이 "
-    "아닙니다. 마스크된 스코어는 소프트맥스 전에 −∞가 됩니다.",
+    "check.mistake.mask_after_softmax": "마스크를 소프트맥스 뒤에 적용해서 마스크가 가린 칸이 "
+    "있는 행은 합이 더는 1이 아닙니다. 마스크된 스코어는 소프트맥스 전에 −∞가 됩니다.",
     "check.mistake.masked_row_nan": "모든 Key가 마스크된 행이 NaN(0/0)이 되었습니다. PyTorch의 "
     "scaled_dot_product_attention처럼 가중치 0, 출력 0이 됩니다.",
     "check.mistake.masked_row_uniform": "모든 Key가 마스크된 행이 같은 가중치를 받았습니다"
