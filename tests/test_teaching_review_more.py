@@ -107,7 +107,7 @@ def test_f22_no_korean_sentence_calls_a_layout_a_batch():
     ],
 )
 def test_f07_the_input_s_why_adds_paths_only_when_its_formula_has_several(preset, loss):
-    """The why under dX and d source names the terms its formula has: one path is said as one
+    """The why under dX and dsource names the terms its formula has: one path is said as one
     (cross-attention's X, the source under attend), several as the chain rule's sum."""
     if loss.get("grad_output") == "ones":
         out = run(problem(preset, attend=[1] * len(presets.load(preset)["x"]))).stage("output")

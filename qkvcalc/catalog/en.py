@@ -84,8 +84,10 @@ MESSAGES: dict[str, str] = {
     "variance 1, their dot product (a sum of d_k such products) has mean 0 and variance d_k: "
     "its typical size is √d_k. Dividing by √d_k brings the variance back to 1 whatever d_k is. "
     "Softmax ignores a constant added to a whole row; what makes it put almost all weight on "
-    "one key is a large spread of the scores within a row, and there its gradients are tiny "
-    "and learning slows.",
+    "one key is a large spread of the scores within a row. There the softmax saturates: its "
+    "derivative A·(1 − A) is near 0, so when the loss reaches the scores through A·V, as a "
+    "model's does, little gradient gets back to them and learning slows (a loss on log A "
+    "itself, −Σ log A, cancels that derivative).",
     "stage.masked.title": "Mask",
     "stage.masked.why": "A mask forbids some query–key pairs (future tokens, padding) by "
     "setting their scores to −∞, so softmax gives them weight exactly 0.",
@@ -215,6 +217,10 @@ MESSAGES: dict[str, str] = {
     "note.single_key": "With a single key, softmax always gives it weight 1 (e^0 / e^0), "
     "whatever its score: there is nothing to compete with. To see weights compete, try the "
     "sentence preset: qkvcalc explain --preset sentence.",
+    "note.single_key_masked": "With a single key, softmax gives it weight 1 (e^0 / e^0) in every "
+    "row that may see it, whatever its score: there is nothing to compete with. A row whose key "
+    "the mask hides is 0 throughout. To see weights compete, try the sentence preset: qkvcalc "
+    "explain --preset sentence.",
     "note.gqa_why": "Why share: when a model generates text it keeps every past token's keys "
     "and values in a KV cache. With G = {kv_heads} instead of H = {heads} key/value heads, that "
     "cache is {ratio} times smaller, at little cost in quality (Ainslie et al. 2023).",
@@ -1574,8 +1580,7 @@ MESSAGES: dict[str, str] = {
     "quiz.intro": "Work each stage out by hand and type one cell at a time: 7, -0.5, 7/sqrt(2), "
     "4.95 or 4,95 are all fine. An answer is right when it agrees to {precision} decimals. "
     "? gives a hint; Enter or skip moves on; Ctrl-C stops and shows the score so far.",
-    "quiz.random_seed": "A random problem, seed {seed}. The same one again: "
-    "qkvcalc quiz --random --seed {seed} --size {size}",
+    "quiz.random_seed": "A random problem, seed {seed}. The same quiz again: {command}",
     "quiz.stage_heading": "Stage {number}/{total}: {title}  ·  {formula}  ·  {shape}",
     "quiz.prompt": "{cell} = ",
     "quiz.bad_answer": "{reason}. Try again.",
@@ -1716,6 +1721,9 @@ MESSAGES: dict[str, str] = {
     "is at most 1), where e^s can.",
     "mistake.softmax_columns": "This is softmax down each column; softmax runs along each row "
     "(one query over all its keys), so every row of A sums to 1.",
+    "mistake.softmax_columns_empty": "This is softmax down each column; softmax runs along each "
+    "row (one query over all its keys), so every row of A sums to 1, except a row whose keys are "
+    "all masked, which is 0 throughout (this A has such a row).",
     "mistake.heads_averaged": "This averages the {heads} heads; their outputs are laid side by "
     "side (concatenated, head 1's columns first), so concat is {shape}.",
     "mistake.softcap_inner_missing": "These are c·tanh(S) = {cap}·tanh(S); the score is "
@@ -2750,7 +2758,8 @@ MESSAGES: dict[str, str] = {
     "check.right_word": "right",
     "check.beside_legend": "A cell marked ✗ shows {yours} first, then the right number.",
     "check.mistake.softmax_axis": "The softmax runs down each column (over the queries); it "
-    "runs along each row, over the keys (axis -1), so each query's weights sum to 1.",
+    "runs along each row, over the keys (axis -1), so each query's weights sum to 1 (0 where "
+    "every key of the row is masked).",
     "check.mistake.no_scale": "The scores are not scaled; they are multiplied by 1/√d_k "
     "before the softmax.",
     "check.mistake.scale_dk": "The scores are divided by d_k; they are divided by √d_k, its "
@@ -2773,8 +2782,8 @@ MESSAGES: dict[str, str] = {
     "attend to itself and the tokens before it.",
     "check.mistake.causal_transposed": "The causal mask looks into the future (the upper "
     "triangle); query i may attend to keys 1…i, the lower triangle.",
-    "check.mistake.mask_after_softmax": "The mask is applied after the softmax, so the rows no "
-    "longer sum to 1; masked scores become −∞ before it.",
+    "check.mistake.mask_after_softmax": "The mask is applied after the softmax, so a row the "
+    "mask cuts no longer sums to 1; masked scores become −∞ before it.",
     "check.mistake.masked_row_nan": "A row whose keys are all masked gives NaN (0/0); it gives "
     "weights 0 and output 0, as PyTorch's scaled_dot_product_attention does.",
     "check.mistake.masked_row_uniform": "A row whose keys are all masked gets equal weights (a "
@@ -3312,12 +3321,12 @@ MESSAGES: dict[str, str] = {
     "the scores, Q and K.",
     "stage.grad_source.title": "Backward: gradient of the source",
     "stage.grad_source.why": "The source makes K and V, and this loss reaches both: the "
-    "multivariate chain rule adds the two paths, d source = dK·W_Kᵀ + dV·W_Vᵀ (the queries' path "
+    "multivariate chain rule adds the two paths, dsource = dK·W_Kᵀ + dV·W_Vᵀ (the queries' path "
     "goes to X).",
     "stage.grad_source.one.title": "Backward: gradient of the source",
     "stage.grad_source.one.why": "The source makes K and V, but this loss reads only the weights, "
     "so V does not reach it: the source's gradient comes back by the keys' path alone, "
-    "d source = dK·W_Kᵀ, with nothing for the chain rule to add (the queries' path goes to X).",
+    "dsource = dK·W_Kᵀ, with nothing for the chain rule to add (the queries' path goes to X).",
     "stage.grad_sinks.title": "Gradient of the sinks",
     "stage.grad_sinks.why": "A sink's logit took its share 1 − Σⱼ Aᵢⱼ of every row. Raising it "
     "moves weight from the keys to nothing, so its gradient is −Σᵢ (its share)·rᵢ, one number "

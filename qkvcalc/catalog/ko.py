@@ -90,7 +90,9 @@ MESSAGES: dict[str, str] = {
     "합인 내적 q·k는 평균 0, 분산 d_k를 가집니다. 즉 전형적인 크기가 √d_k입니다. √d_k로 "
     "나누면 d_k가 얼마든 분산이 다시 1이 됩니다. 소프트맥스는 한 행 전체에 같은 값을 더해도 "
     "결과가 바뀌지 않습니다. 가중치를 Key 하나에 거의 다 몰아주게 만드는 것은 한 행 안에서 "
-    "스코어가 크게 벌어지는 것이고, 그러면 기울기가 아주 작아져 학습이 느려집니다.",
+    "스코어가 크게 벌어지는 것입니다. 그러면 소프트맥스가 포화되어 도함수 A·(1 − A)가 0에 "
+    "가까워지므로, 실제 모델처럼 손실이 A·V를 거쳐 스코어에 닿을 때는 기울기가 거의 돌아가지 "
+    "않아 학습이 느려집니다(log A 자체에 대한 손실 −Σ log A는 그 도함수를 상쇄합니다).",
     "stage.masked.title": "마스킹",
     "stage.masked.why": "마스크는 일부 Query–Key 쌍(미래 토큰, 패딩)을 막습니다. 그 스코어를 "
     "−∞로 바꾸면 소프트맥스가 그 쌍에 정확히 0의 가중치를 줍니다.",
@@ -220,6 +222,10 @@ MESSAGES: dict[str, str] = {
     "note.single_key": "Key가 하나뿐이면 스코어와 상관없이 소프트맥스는 언제나 그 Key에 "
     "가중치 1을 줍니다(e^0 / e^0). 경쟁할 상대가 없기 때문입니다. 가중치가 서로 경쟁하는 "
     "모습은 sentence 프리셋에서 볼 수 있습니다: qkvcalc explain --preset sentence.",
+    "note.single_key_masked": "Key가 하나뿐이면 스코어와 상관없이 소프트맥스는 그 Key를 볼 수 "
+    "있는 모든 행에서 그 Key에 가중치 1을 줍니다(e^0 / e^0). 경쟁할 상대가 없기 때문입니다. "
+    "마스크가 그 Key를 가린 행은 전부 0입니다. 가중치가 서로 경쟁하는 모습은 sentence 프리셋에서 "
+    "볼 수 있습니다: qkvcalc explain --preset sentence.",
     "note.gqa_why": "K/V 헤드를 나눠 쓰는 이유: 모델이 글을 생성할 때는 지난 토큰들의 Key와 "
     "Value를 모두 KV 캐시에 보관합니다. Key/Value 헤드가 H = {heads}개 대신 G = {kv_heads}개이면 "
     "이 캐시가 {ratio}분의 1로 줄고, 품질 손실은 작습니다(Ainslie et al. 2023).",
@@ -1545,8 +1551,7 @@ MESSAGES: dict[str, str] = {
     "quiz.intro": "단계마다 손으로 계산해 한 칸씩 입력하세요. 7, -0.5, 7/sqrt(2), 4.95, 4,95처럼 "
     "써도 됩니다. 소수 {precision}자리까지 맞으면 정답입니다. ?: 힌트, Enter나 skip: 건너뛰기, "
     "Ctrl-C: 끝내기(지금까지의 점수를 보여 줍니다).",
-    "quiz.random_seed": "무작위 문제, 시드 {seed}. 같은 문제를 다시 풀려면: qkvcalc quiz --random "
-    "--seed {seed} --size {size}",
+    "quiz.random_seed": "무작위 문제, 시드 {seed}. 같은 퀴즈를 다시 풀려면: {command}",
     "quiz.stage_heading": "단계 {number}/{total}: {title}  ·  {formula}  ·  {shape}",
     "quiz.prompt": "{cell} = ",
     "quiz.bad_answer": "{reason}. 다시 입력하세요.",
@@ -1689,6 +1694,9 @@ MESSAGES: dict[str, str] = {
     "e^(s − 행 최댓값)은 1을 넘지 않아 오버플로하지 않습니다.",
     "mistake.softmax_columns": "열 방향으로 소프트맥스를 계산했습니다. 소프트맥스는 각 행을 "
     "따라(Query 하나에 대해 모든 Key에 걸쳐) 계산하므로 A의 각 행의 합이 1입니다.",
+    "mistake.softmax_columns_empty": "열 방향으로 소프트맥스를 계산했습니다. 소프트맥스는 각 "
+    "행을 따라(Query 하나에 대해 모든 Key에 걸쳐) 계산하므로 A의 각 행의 합이 1입니다. 다만 Key가 "
+    "모두 마스킹된 행은 전부 0입니다(이 A에도 그런 행이 있습니다).",
     "mistake.heads_averaged": "헤드 {heads}개를 평균했습니다. 헤드들의 출력은 나란히 이어 "
     "붙이므로(헤드 1의 열부터) concat의 모양은 {shape}입니다.",
     "mistake.softcap_inner_missing": "이 값은 c·tanh(S) = {cap}·tanh(S)입니다. tanh 안에서 "
@@ -2710,7 +2718,8 @@ MESSAGES: dict[str, str] = {
     "check.right_word": "올바른 값",
     "check.beside_legend": "✗ 표시한 칸은 {yours}, 올바른 값 순서로 보여 줍니다.",
     "check.mistake.softmax_axis": "소프트맥스가 각 열을 따라(Query에 걸쳐) 계산되었습니다. "
-    "소프트맥스는 각 행을 따라, Key에 걸쳐(axis -1) 계산하므로 Query마다 가중치의 합이 1입니다.",
+    "소프트맥스는 각 행을 따라, Key에 걸쳐(axis -1) 계산하므로 Query마다 가중치의 합이 "
+    "1입니다(그 행의 Key가 모두 마스크되면 0).",
     "check.mistake.no_scale": "스코어가 스케일되지 않았습니다. 소프트맥스 전에 1/√d_k를 곱합니다.",
     "check.mistake.scale_dk": "스코어를 d_k로 나눴습니다. 그 제곱근인 √d_k로 나눕니다.",
     "check.mistake.scale_twice": "스케일을 두 번 적용했습니다. 스코어에 1/√d_k를 한 번 곱합니다.",
@@ -2730,8 +2739,8 @@ MESSAGES: dict[str, str] = {
     "앞의 토큰을 볼 수 있습니다.",
     "check.mistake.causal_transposed": "인과 마스크가 미래(위쪽 삼각형)를 봅니다. Query i는 Key "
     "1…i, 곧 아래쪽 삼각형을 봅니다.",
-    "check.mistake.mask_after_softmax": "마스크를 소프트맥스 뒤에 적용해서 행의 합이 더는 1이 "
-    "아닙니다. 마스크된 스코어는 소프트맥스 전에 −∞가 됩니다.",
+    "check.mistake.mask_after_softmax": "마스크를 소프트맥스 뒤에 적용해서 마스크가 가린 칸이 "
+    "있는 행은 합이 더는 1이 아닙니다. 마스크된 스코어는 소프트맥스 전에 −∞가 됩니다.",
     "check.mistake.masked_row_nan": "모든 Key가 마스크된 행이 NaN(0/0)이 되었습니다. PyTorch의 "
     "scaled_dot_product_attention처럼 가중치 0, 출력 0이 됩니다.",
     "check.mistake.masked_row_uniform": "모든 Key가 마스크된 행이 같은 가중치를 받았습니다"
@@ -3254,11 +3263,11 @@ MESSAGES: dict[str, str] = {
     "손실에 닿지 않고 기울기를 받지 않습니다({names}). 역전파는 dA에서 스코어, Q, K로 갑니다.",
     "stage.grad_source.title": "역전파: 소스의 기울기",
     "stage.grad_source.why": "소스는 K와 V를 만들고, 이 손실은 둘 다에 닿습니다. 다변수 연쇄 "
-    "법칙은 두 경로를 더합니다: d source = dK·W_Kᵀ + dV·W_Vᵀ (Query의 경로는 X로 갑니다).",
+    "법칙은 두 경로를 더합니다: dsource = dK·W_Kᵀ + dV·W_Vᵀ (Query의 경로는 X로 갑니다).",
     "stage.grad_source.one.title": "역전파: 소스의 기울기",
     "stage.grad_source.one.why": "소스는 K와 V를 만들지만, 이 손실은 가중치만 읽으므로 V는 "
     "손실에 닿지 않습니다. 그래서 소스의 기울기는 Key의 경로 하나로만 돌아오고, 연쇄 법칙이 더할 "
-    "것이 없습니다: d source = dK·W_Kᵀ (Query의 경로는 X로 갑니다).",
+    "것이 없습니다: dsource = dK·W_Kᵀ (Query의 경로는 X로 갑니다).",
     "stage.grad_sinks.title": "싱크의 기울기",
     "stage.grad_sinks.why": "싱크의 로짓은 각 행에서 1 − Σⱼ Aᵢⱼ만큼의 몫을 가져갔습니다. 그것을 "
     "키우면 가중치가 Key들에서 '아무것도 아닌 곳'으로 옮겨 가므로, 그 기울기는 "

@@ -45,6 +45,7 @@ class QuizFormat(str, Enum):
 
 MAX_SIZE_TEXT = 20  # characters of --size ("3,2", "8 x 8"): longer is refused unread
 MAX_HEAD_DIGITS = 4  # a head in --stages (2/scores) is 1 to 1024
+PRECISION_DEFAULT = 2  # --precision: the decimals an answer must agree to
 
 
 def _stage_names(stages: str) -> list[str]:
@@ -121,6 +122,33 @@ def _load(
     return run(problem(doc)), None
 
 
+def _again(
+    random_info: dict[str, Any],
+    asked: SimpleNamespace,
+    grads: SimpleNamespace,
+    display: SimpleNamespace,
+) -> str:
+    """The command that asks this random quiz again: its seed and size, and every option that
+    shaped its questions (the backward pass and where it starts, the stages, the precision, the
+    language), quoted for a shell."""
+    import shlex
+
+    words = ["qkvcalc", "quiz", "--random", "--seed", str(random_info["seed"])]
+    words += ["--size", random_info["size"]]
+    if grads.backward:
+        words.append("--backward")
+    for name in ("target", "grad_output", "attend"):
+        if getattr(grads, name) is not None:
+            words += [f"--{name.replace('_', '-')}", getattr(grads, name)]
+    if asked.stages is not None:
+        words += ["--stages", asked.stages]
+    if asked.precision != PRECISION_DEFAULT:
+        words += ["--precision", str(asked.precision)]
+    if display.lang is not None:
+        words += ["--lang", display.lang.value]
+    return shlex.join(words)
+
+
 def _read_sheet(answers: str, trace: "Trace", precision: int) -> "AnswerSheet":
     from qkvcalc.input.parse import load_json, read_limited
     from qkvcalc.input.sources import read_file
@@ -141,7 +169,7 @@ ASKED = Group(
         Opt("stages", str | None, settings=HIDDEN),
         Opt("answers", str | None, settings=HIDDEN),
         Opt("format", QuizFormat, QuizFormat.table, ("--format", "-f")),
-        Opt("precision", int, 2, settings={"min": 0, "max": 6}),
+        Opt("precision", int, PRECISION_DEFAULT, settings={"min": 0, "max": 6}),
         Opt("template", bool, False, ("--template",)),
     ),
 )
@@ -217,7 +245,9 @@ def quiz(
         color=screen.color_system is not None,
     )
     if random_info is not None:
-        screen.print(Text(translate("quiz.random_seed", lang_code, **random_info), style="dim"))
+        again = _again(random_info, asked, grads, display)
+        said = translate("quiz.random_seed", lang_code, seed=random_info["seed"], command=again)
+        screen.print(Text(said, style="dim"))
     # The problem came in on standard input: the answers come from the terminal, as --step's
     # keys do (and with no terminal there is nobody to ask).
     terminal = None

@@ -170,7 +170,8 @@ def _weights_mistakes(asked: Asked) -> list[Candidate]:
 
     masked = asked.find(ids.MASKED, asked.stage.head)
     logits = ids.MASKED if masked is not None else ids.SCALED
-    columns = Msg("mistake.softmax_columns")
+    empty = not np.all(np.any(asked.stage.value != 0, axis=1))  # a row whose keys are all masked
+    columns = Msg("mistake.softmax_columns_empty" if empty else "mistake.softmax_columns")
     found: list[Candidate] = [
         ("softmax_columns", columns, _columns(e)) for e in asked.versions(ids.EXP)
     ]

@@ -425,7 +425,7 @@ def _gathered_grads(
     """The projections, one learned weight at a time, in plan order (W_Q, W_K, W_V, then a
     feature's): each gathers its heads' gradients (`found`: forward ref -> its gradient's) by
     its op's own rule (Op.gather: dW, db, and its share of what it read); then the gradient
-    of what they read, the shares of every weight that reads it added: dX (and d source).
+    of what they read, the shares of every weight that reads it added: dX (and dsource).
 
     A projection may read what other projections made (multi-head latent attention: each
     head's W_UQ reads the latent C_Q = RMSNorm(X·W_DQ)). Those inputs come first, in rounds:
@@ -530,7 +530,7 @@ def _gathered_round(
 
 
 def _named(read: Spec, made: bool = False) -> Named:
-    """How the gradient of an input the projections read is named: d source, or dX (of X, or
+    """How the gradient of an input the projections read is named: dsource, or dX (of X, or
     of X + PE: then with its note); of one a projection made (`made`: the latent C_Q), by its
     own stage and symbol (dC_Q)."""
     if made:

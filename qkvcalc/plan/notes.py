@@ -76,8 +76,8 @@ def reading(
         notes = [Msg("note.reading_title"), *lines, Msg("note.reading_rounding")]
         if any(r.top and not r.equal and r.total < 100 for r in readings):
             notes.append(Msg("note.reading_rounding_ties"))  # equal weights kept equal
-        if w.shape[1] == 1:
-            notes.append(Msg("note.single_key"))
+        if w.shape[1] == 1:  # a row of 0 is one whose key the mask hides: it gets no weight
+            notes.append(Msg("note.single_key_masked" if np.any(w == 0) else "note.single_key"))
         return tuple(notes)
 
     return remark
