@@ -294,3 +294,24 @@ def _config(name: str):
 
     config_name, fields, *_ = CASES[name]
     return getattr(transformers, config_name)(**fields)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_too_many_weights_counts_the_implicit_matrices(lab, monkeypatch, lang):
+    """Qwen3-Next here: one attention layer of 4 heads and one Gated DeltaNet layer of 2, on
+    12 tokens: (4 + 2) × 144 = 864 weights; one fewer allowed is one message with that sum."""
+    from qkvcalc.errors import QkvcalcError
+    from qkvcalc.extract import heads
+
+    run = lab("qwen3_next")["run"]
+    n = len(ids())
+    count = sum(w.size for w in run.weights)
+    assert count == (1 * 4 + 1 * 2) * n * n
+    monkeypatch.setattr(heads, "MAX_WEIGHTS", count - 1)
+    with pytest.raises(QkvcalcError) as err:
+        heads.attention_maps(str(lab("qwen3_next")["folder"]), input_ids=ids(), dtype="float64")
+    said = err.value.message(lang)
+    assert str(count) in said and f"{n}²" in said
+    assert ("1 layers × 4 heads + 1 linear-attention layers × 2 heads" in said) is (lang == "en")
+    monkeypatch.setattr(heads, "MAX_WEIGHTS", count)
+    assert heads.attention_maps(str(lab("qwen3_next")["folder"]), input_ids=ids()).implicit

@@ -2571,6 +2571,10 @@ MESSAGES: dict[str, str] = {
     "heads.too_many_weights": "{n} tokens: every head of {model} would be {count} weights "
     "({layers} layers × {heads} heads × {n}²), more than the {limit} qkvcalc heads shows; give "
     "fewer tokens, or take one layer with qkvcalc extract",
+    "heads.too_many_weights_implicit": "{n} tokens: every head of {model} would be {count} "
+    "weights (({layers} layers × {heads} heads + {linear} linear-attention layers × "
+    "{linear_heads} heads) × {n}²), more than the {limit} qkvcalc heads shows; give fewer "
+    "tokens, or take one layer with qkvcalc extract",
     "heads.layer_and_head": "--layer and --head go together: give both to write one head's "
     "problem, or neither for every head at a glance",
     "heads.format_with_head": "--format {format}: --layer with --head writes that head's "

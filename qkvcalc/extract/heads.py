@@ -119,10 +119,9 @@ def _open(
                 ids = runner._as_ids(input_ids)
                 runner._check_ids(ids, getattr(config, "vocab_size", None), shown)
                 runner._check_length(len(ids), config, config.model_type, shown)
-                layers = getattr(config, "num_hidden_layers", None)
-                heads = getattr(config, "num_attention_heads", None)
-                if isinstance(layers, int) and isinstance(heads, int):
-                    _check_size(shown, len(ids), layers, heads)  # before a long load
+                sizes = _config_sizes(config)
+                if sizes is not None:
+                    _check_size(shown, len(ids), *sizes)  # before a long load
             model, own_tokenizer = runner.load(name, config, dtype, progress)
         tokenizer = tokenizer if tokenizer is not None else own_tokenizer
     elif isinstance(model_or_path, torch.nn.Module) and hasattr(model_or_path, "config"):
@@ -271,18 +270,26 @@ SINKS_AFTER = frozenset({"granite_swa", "granitemoe_swa"})
 MAX_WEIGHTS = 20_000_000
 
 
-def _check_size(model: str, n: int, layers: int, heads: int) -> None:
-    count = layers * max(heads, 1) * n * n
-    if count > MAX_WEIGHTS:
-        raise QkvcalcError(
-            "heads.too_many_weights",
-            n=n,
-            model=model,
-            layers=layers,
-            heads=heads,
-            count=count,
-            limit=MAX_WEIGHTS,
-        )
+def _check_size(
+    model: str, n: int, layers: int, heads: int, linear: int = 0, linear_heads: int = 0
+) -> None:
+    """At most MAX_WEIGHTS weights: `layers` of `heads` heads, and (a hybrid's) `linear`
+    linear-attention layers of `linear_heads` heads whose implicit matrices are drawn."""
+    count = (layers * max(heads, 1) + linear * linear_heads) * n * n
+    if count <= MAX_WEIGHTS:
+        return
+    key = "heads.too_many_weights_implicit" if linear else "heads.too_many_weights"
+    raise QkvcalcError(
+        key,
+        n=n,
+        model=model,
+        layers=layers,
+        heads=heads,
+        linear=linear,
+        linear_heads=linear_heads,
+        count=count,
+        limit=MAX_WEIGHTS,
+    )
 
 
 def attention_maps(
@@ -316,7 +323,7 @@ def attention_maps(
     linear = [i for i in hybrid.implicit_layers(config) if i < count]
     heads = int(getattr(hybrid.text_config(config), "num_attention_heads", 0) or 0)
     per_linear = _linear_heads(config) if linear else 0
-    _check_size(opened.shown, len(opened.ids), len(numbers) + len(linear), max(heads, per_linear))
+    _check_size(opened.shown, len(opened.ids), len(numbers), heads, len(linear), per_linear)
     if progress:
         progress(Msg("heads.running", model=opened.shown))
     after = config.model_type in SINKS_AFTER
@@ -348,6 +355,21 @@ def attention_maps(
         notes=notes,
         implicit={i: hybrid.kind(config, i) for i in linear},
     )
+
+
+def _config_sizes(config: Any) -> tuple[int, int, int, int] | None:
+    """What a config says heads would draw: its attention layers and their heads, and (a
+    hybrid's) its linear-attention layers drawn by their implicit matrices and their heads;
+    None where the config does not say its layers and heads."""
+    text = hybrid.text_config(config)
+    layers = getattr(text, "num_hidden_layers", None)
+    heads = getattr(text, "num_attention_heads", None)
+    if not isinstance(layers, int) or not isinstance(heads, int):
+        return None
+    attention = hybrid.attention_layers(config)
+    shown = layers if attention is None else len([i for i in attention if i < layers])
+    linear = len([i for i in hybrid.implicit_layers(config) if i < layers])
+    return shown, heads, linear, _linear_heads(config) if linear else 0
 
 
 def _linear_heads(config: Any) -> int:
