@@ -431,27 +431,37 @@ def test_the_hybrids_extract_does_not_read_are_refused_before_loading(tmp_path, 
 
 
 def test_heads_shows_the_attention_layers_and_says_where_the_others_are(lab):
+    """Qwen3-Next: its attention layer's maps, and its Gated DeltaNet layer's implicit matrices
+    under its own number (tests/test_heads_implicit.py checks them), each said so."""
     import qkvcalc
     from qkvcalc.extract.heads import attention_maps, page, split_head, to_json
     from qkvcalc.render.heads import heads_text
 
     got = lab("qwen3_next")
     run = attention_maps(str(got["folder"]), input_ids=ids(), dtype="float64", problems=True)
-    assert run.layers == [LAYER] and len(run.weights) == len(run.problems) == 1
-    assert relative(run.weights[0], got["reference"]["weights"]) < TOL
-    assert [layer["layer"] for layer in to_json(run)["layers"]] == [LAYER]
+    assert run.layers == [0, LAYER] and len(run.weights) == len(run.problems) == 2
+    assert list(run.implicit) == [0] and relative(run.weights[1], got["reference"]["weights"]) < TOL
+    assert [(layer["layer"], layer.get("implicit")) for layer in to_json(run)["layers"]] == [
+        (0, True),
+        (LAYER, None),
+    ]
     for lang in ("en", "ko"):
         text = heads_text(run, lang, 120)
         joined = " ".join(text.split("\n"))
-        assert len(run.others) == 2 and all(m.text(lang) in joined for m in run.others)
+        assert len(run.others) == 2 and all(
+            m.text(lang) in " ".join(joined.split()) for m in run.others
+        )
         assert ("layer 1" if lang == "en" else "층 1") in text
-    assert run.others[0].text("en").endswith("(layers: 0).")
-    assert run.others[1].text("en") == "The rows below are its attention layers: 1."
+    assert run.others[0].text("en").endswith("marked implicit (layers: 0).")
+    assert run.others[1].text("en") == (
+        "The rows below are its softmax-attention layers (1) and its linear-attention "
+        "(Gated DeltaNet) layers (0, implicit)."
+    )
     html = page(run)
-    assert 'id="l1h4"' in html and 'id="l0h1"' not in html
+    assert 'id="l1h4"' in html and 'id="l0h2"' in html and 'id="l0h3"' not in html
     assert "not in the page" not in html  # every head explained, the gate included
     # head 2's problem: its query, key, value and gate columns; its output is its gated part
-    problem = run.problems[0]
+    problem = run.problems[1]
     trace = qkvcalc.explain(**split_head(problem, 2))
     assert relative(trace.weights[0], got["reference"]["weights"][1]) < TOL
     _, gated = oracle({**problem, "wo": np.eye(np.shape(problem["wo"])[0])})
@@ -489,6 +499,9 @@ def test_heads_on_each_hybrid_is_its_attention_layers_maps(lab, name):
 
     got = lab(name)
     run = attention_maps(str(got["folder"]), input_ids=ids(), dtype="float64")
-    assert run.layers == ([0, 1] if name == "falcon_h1" else [LAYER])
+    # Falcon-H1: every layer attention; the Gated DeltaNet hybrids: layer 0's implicit matrices
+    drawn = name == "falcon_h1" or name.split("-")[0] in (*QWEN, "olmo_hybrid")
+    assert run.layers == ([0, 1] if drawn else [LAYER])
+    assert list(run.implicit) == ([0] if drawn and name != "falcon_h1" else [])
     assert relative(run.weights[-1], got["reference"]["weights"]) < TOL
     assert bool(run.others) is (name != "falcon_h1")

@@ -174,14 +174,15 @@ def test_the_command_line_extracts_a_lightning_layer_that_explain_reads(lab, tmp
     assert relative(doc["output"], lab["refs"][0]["out"]) < TOL
 
 
-def test_heads_shows_the_attention_layer_and_says_where_the_lightning_layers_are(lab):
+def test_heads_shows_the_attention_layer_and_the_lightning_layers_implicit_matrices(lab):
     from qkvcalc.extract.heads import attention_maps
 
     run = attention_maps(str(lab["folder"]), input_ids=ids(), dtype="float64")
-    assert run.layers == list(ATTENTION_LAYERS)
+    assert run.layers == [0, 1, 2] and list(run.implicit) == list(LIGHTNING_LAYERS)
     said = [other.text("en") for other in run.others]
-    assert "linear-attention (lightning attention)" in said[0] and said[0].endswith("layers 0, 2.")
-    assert said[-1].endswith("attention layers: 1.")
+    assert "linear-attention (lightning attention)" in said[0]
+    assert said[0].endswith("marked implicit (layers: 0, 2).")
+    assert said[-1].startswith("The rows below are its softmax-attention layers (1)")
 
 
 def test_a_loaded_model_keeps_its_own_buffers_after_extract(lab):

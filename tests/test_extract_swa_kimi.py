@@ -206,10 +206,10 @@ def test_heads_on_kimi_linear_shows_its_mla_layers(lab):
 
     got = lab("kimi_linear", 2)
     run = attention_maps(str(got["folder"]), input_ids=ids(), dtype="float64")
-    assert run.layers == [1, 2]
+    assert run.layers == [0, 1, 2] and list(run.implicit) == [0]  # KDA's implicit matrices
     assert relative(run.weights[-1], got["reference"]["weights"]) < TOL
     said = [other.text("en") for other in run.others]
-    assert "Kimi Delta Attention" in said[0] and said[0].endswith("layers 0.")
+    assert "Kimi Delta Attention" in said[0] and said[0].endswith("marked implicit (layers: 0).")
 
 
 @pytest.mark.parametrize("name", ["granite_swa", "granitemoe_swa"])

@@ -295,7 +295,7 @@ def test_heads_shows_the_attention_invocations_and_says_where_the_mamba_layers_a
         assert relative(np.squeeze(trace.weights), ref["weights"][2]) < TOL
     said = [other.text("en") for other in run.others]
     assert len(said) == 2 and "state-space (Mamba)" in said[0]
-    assert said[0].endswith("layers 0, 2.")
+    assert said[0].endswith("leaves them out (layers: 0, 2).")
     shown = ", ".join(map(str, ATTENTION[name]))
     assert said[1] == f"The rows below are its attention layers: {shown}."
     for lang in ("en", "ko"):

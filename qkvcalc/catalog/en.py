@@ -2676,6 +2676,10 @@ MESSAGES: dict[str, str] = {
     "heads.too_many_weights": "{n} tokens: every head of {model} would be {count} weights "
     "({layers} layers × {heads} heads × {n}²), more than the {limit} qkvcalc heads shows; give "
     "fewer tokens, or take one layer with qkvcalc extract",
+    "heads.too_many_weights_implicit": "{n} tokens: every head of {model} would be {count} "
+    "weights (({layers} layers × {heads} heads + {linear} linear-attention layers × "
+    "{linear_heads} heads) × {n}²), more than the {limit} qkvcalc heads shows; give fewer "
+    "tokens, or take one layer with qkvcalc extract",
     "heads.layer_and_head": "--layer and --head go together: give both to write one head's "
     "problem, or neither for every head at a glance",
     "heads.format_with_head": "--format {format}: --layer with --head writes that head's "
@@ -2709,6 +2713,31 @@ MESSAGES: dict[str, str] = {
     "command above and explain it.",
     "heads.not_explained": "This head's explanation is not in the page: {reason}.",
     "heads.weights_caption": "Attention weights (rows: queries, columns: keys)",
+    "heads.implicit_shown": "This model's {kind} layers form no matrix of attention weights, "
+    "yet each of their heads computes one without forming it: a matrix W whose product with the "
+    "values the head reads, W·V, is its output before the layer's norm. Their rows below draw W, "
+    "marked implicit (layers: {layers}).",
+    "heads.rows_and_implicit": "The rows below are its softmax-attention layers ({layers}) and "
+    "its {kind} layers ({linear}, implicit).",
+    "heads.title_implicit": "Attention weights of every head: {model} ({arch}, {dtype}), {n} "
+    "tokens, {layers} layers × {heads} heads, and the implicit matrices of {linear} "
+    "linear-attention layers × {linear_heads} heads",
+    "heads.implicit_legend": "layer {layer}, {kind}, implicit: each block is the matrix W its "
+    "head computes without forming it, not softmax probabilities: signed, its rows need not sum "
+    "to 1. The shade is |W| on the same ramp ({ramp}), from 0 to this layer's largest |W|, "
+    "{largest}; a {mark} after the shade marks a negative cell.",
+    "heads.implicit_legend_html": "Layer {layer}, {kind}, implicit: each block is the matrix W "
+    "its head computes without forming it, not softmax probabilities: signed, its rows need not "
+    "sum to 1. Blue cells are positive and red ones negative, the deeper the larger |W|, from 0 "
+    "to this layer's largest |W|, {largest}.",
+    "heads.implicit": "implicit",
+    "heads.implicit_caption": "The matrix W this head computes without forming it (rows: "
+    "queries, columns: keys; W·V is the head's output before the layer's norm), not softmax "
+    "probabilities: signed, its rows need not sum to 1",
+    "heads.head_description_lightning": "Head {head} of the {heads} of {name}, as a problem of "
+    "its own: its query, key and value columns and its own decay rate, without the RMSNorm over "
+    "every head's output side by side, the output gate after it or the output projection: its "
+    "output is the head's own output before that norm (W·V).",
     "help.heads": "Show every layer's every head's attention weights as a grid of small heatmaps, "
     "from one run of a Hugging Face model (needs qkvcalc[models]).",
     "help.heads.model": "A checkpoint folder (config.json and the weights), or a hub name where "

@@ -2641,6 +2641,10 @@ MESSAGES: dict[str, str] = {
     "heads.too_many_weights": "토큰 {n}개: {model}의 모든 헤드를 합치면 가중치가 "
     "{count}개({layers}개 층 × {heads}개 헤드 × {n}²)로, qkvcalc heads가 보여 주는 한도 "
     "{limit}개보다 많습니다. 토큰을 줄이거나 qkvcalc extract로 한 층만 꺼내세요",
+    "heads.too_many_weights_implicit": "토큰 {n}개: {model}의 모든 헤드를 합치면 가중치가 "
+    "{count}개(({layers}개 층 × {heads}개 헤드 + 선형 어텐션 {linear}개 층 × {linear_heads}개 "
+    "헤드) × {n}²)로, qkvcalc heads가 보여 주는 한도 {limit}개보다 많습니다. 토큰을 줄이거나 "
+    "qkvcalc extract로 한 층만 꺼내세요",
     "heads.layer_and_head": "--layer와 --head는 함께 씁니다: 헤드 하나의 문제를 쓰려면 둘 "
     "다 주고, 모든 헤드를 한눈에 보려면 둘 다 빼세요",
     "heads.format_with_head": "--format {format}: --layer와 --head를 주면 그 헤드의 문제를 "
@@ -2671,6 +2675,30 @@ MESSAGES: dict[str, str] = {
     "들어가는데, 이 모델에는 {count}개가 있습니다. 위 명령으로 이 헤드의 문제를 쓰고 풀이하세요.",
     "heads.not_explained": "이 헤드의 풀이는 페이지에 들어 있지 않습니다: {reason}.",
     "heads.weights_caption": "어텐션 가중치 (행: Query, 열: Key)",
+    "heads.implicit_shown": "이 모델의 {kind} 층은 어텐션 가중치 행렬을 만들지 않지만, 각 "
+    "헤드는 그런 행렬을 만들지 않고 계산합니다: 헤드가 읽는 값과의 곱 W·V가 층의 정규화 전 "
+    "헤드의 출력인 행렬 W입니다. 아래에서 이 층들의 줄은 W를 그리고 암묵적이라고 표시합니다"
+    "(층: {layers}).",
+    "heads.rows_and_implicit": "아래 줄은 이 모델의 소프트맥스 어텐션 층(층: {layers})과 "
+    "{kind} 층(층: {linear}, 암묵적)입니다.",
+    "heads.title_implicit": "모든 헤드의 어텐션 가중치: {model} ({arch}, {dtype}), 토큰 {n}개, "
+    "{layers}개 층 × {heads}개 헤드, 그리고 선형 어텐션 {linear}개 층 × {linear_heads}개 헤드의 "
+    "암묵적 행렬",
+    "heads.implicit_legend": "층 {layer}, {kind}, 암묵적: 각 블록은 그 헤드가 만들지 않고 "
+    "계산하는 행렬 W이며 소프트맥스 확률이 아닙니다. 부호가 있고 행의 합이 1일 필요가 "
+    "없습니다. 칸의 농도는 같은 단계({ramp})로 나타낸 |W|이며, 0부터 이 층에서 가장 큰 "
+    "|W|까지입니다(그 값: {largest}). 농도 뒤의 {mark} 표시는 음수인 칸입니다.",
+    "heads.implicit_legend_html": "층 {layer}, {kind}, 암묵적: 각 블록은 그 헤드가 만들지 "
+    "않고 계산하는 행렬 W이며 소프트맥스 확률이 아닙니다. 부호가 있고 행의 합이 1일 필요가 "
+    "없습니다. 파란 칸은 양수, 빨간 칸은 음수이며, 짙을수록 |W|가 크고, 0부터 이 층에서 가장 "
+    "큰 |W|까지입니다(그 값: {largest}).",
+    "heads.implicit": "암묵적",
+    "heads.implicit_caption": "이 헤드가 만들지 않고 계산하는 행렬 W (행: Query, 열: Key; W·V가 "
+    "층의 정규화 전 헤드의 출력), 소프트맥스 확률이 아님: 부호가 있고 행의 합이 1일 필요가 없음",
+    "heads.head_description_lightning": "{name}의 헤드 {heads}개 중 헤드 {head} 하나만 떼어 낸 "
+    "문제: 그 헤드의 Query 열, Key 열, Value 열과 그 헤드의 감쇠율이 들어가고, 모든 헤드의 "
+    "출력을 나란히 놓고 하는 RMSNorm, 그 뒤의 출력 게이트, 출력 투영은 없습니다. 출력은 그 "
+    "정규화 전 헤드 자신의 출력(W·V)입니다.",
     "help.heads": "Hugging Face 모델을 한 번 실행해 모든 층의 모든 헤드의 어텐션 가중치를 작은 "
     "히트맵의 격자로 보여 줍니다 (qkvcalc[models] 필요).",
     "help.heads.model": "체크포인트 폴더 (config.json과 가중치), 또는 이 컴퓨터가 내려받을 수 "

@@ -56,10 +56,23 @@ class HeadsRun:
     numbers: list[int] = field(default_factory=list)
     others: list[Msg] = field(default_factory=list)  # a hybrid's other layers (hybrid.others)
     notes: list[Msg] = field(default_factory=list)  # what else the page says of the maps
+    # a hybrid's linear-attention layers whose entries are the matrices their heads compute
+    # without forming them (signed; rows need not sum to 1), each with its kind in words
+    implicit: dict[int, Msg] = field(default_factory=dict)
 
     @property
     def heads(self) -> int:
-        return int(self.weights[0].shape[0]) if self.weights else 0
+        """The heads of a softmax-attention layer (of the first, when a linear one differs)."""
+        found = [
+            w for i, w in zip(self.layers, self.weights, strict=True) if i not in self.implicit
+        ]
+        return int((found or self.weights or [np.zeros((0,))])[0].shape[0])
+
+    @property
+    def linear_heads(self) -> int:
+        """The heads of a linear-attention layer whose implicit matrices are drawn (0: none)."""
+        found = [w for i, w in zip(self.layers, self.weights, strict=True) if i in self.implicit]
+        return int(found[0].shape[0]) if found else 0
 
     @property
     def layers(self) -> list[int]:
@@ -106,10 +119,9 @@ def _open(
                 ids = runner._as_ids(input_ids)
                 runner._check_ids(ids, getattr(config, "vocab_size", None), shown)
                 runner._check_length(len(ids), config, config.model_type, shown)
-                layers = getattr(config, "num_hidden_layers", None)
-                heads = getattr(config, "num_attention_heads", None)
-                if isinstance(layers, int) and isinstance(heads, int):
-                    _check_size(shown, len(ids), layers, heads)  # before a long load
+                sizes = _config_sizes(config)
+                if sizes is not None:
+                    _check_size(shown, len(ids), *sizes)  # before a long load
             model, own_tokenizer = runner.load(name, config, dtype, progress)
         tokenizer = tokenizer if tokenizer is not None else own_tokenizer
     elif isinstance(model_or_path, torch.nn.Module) and hasattr(model_or_path, "config"):
@@ -155,10 +167,13 @@ def _output_attentions(model: Any) -> Any:
 Seen = tuple[np.ndarray, dict[str, Any], "np.ndarray | None"]
 
 
-def _run(opened: _Opened, keep_x: bool, numbers: list[int]) -> tuple[list[np.ndarray], list[Seen]]:
-    """One forward: every attention layer's (`numbers`) attention probabilities, and (keep_x)
-    each one's x with the tensors its attention was called with (its mask: extract reads the
-    window from it) and its output projection's own output (None if it never ran: check.py)."""
+def _run(
+    opened: _Opened, keep: list[int], numbers: list[int]
+) -> tuple[list[np.ndarray], dict[int, Seen]]:
+    """One forward: every attention layer's (`numbers`) attention probabilities, and for each
+    layer of `keep` (attention or linear attention) its x with the tensors its attention was
+    called with (its mask: extract reads the window from it) and its output projection's own
+    output (None if it never ran: check.py)."""
     import torch
 
     from qkvcalc.extract.islands import float64_islands
@@ -171,7 +186,7 @@ def _run(opened: _Opened, keep_x: bool, numbers: list[int]) -> tuple[list[np.nda
     handles: list[Any] = []
     was_training = model.training
     try:  # the hooks come off and the mode comes back whatever fails, from here on
-        for index in numbers if keep_x else []:
+        for index in keep:
             block = stack[index]
 
             def pre_hook(module: Any, args: Any, kwargs: Any, index: int = index) -> None:
@@ -207,12 +222,10 @@ def _run(opened: _Opened, keep_x: bool, numbers: list[int]) -> tuple[list[np.nda
     if found is None or len(found) != len(numbers):  # not something a user can fix
         raise RuntimeError("the model did not return one attention map per attention layer")
     weights = [layer[0].detach().to(dtype=torch.float64, device="cpu").numpy() for layer in found]
-    if not keep_x:
-        return weights, []
     for index in givens:  # KV sharing: the earlier layer's x makes this one's K and V
         if (earlier := family.shares(model, index)) is not None:
             givens[index]["kv_source"] = xs[earlier]
-    return weights, [(xs[i], givens[i], outs.get(i)) for i in numbers]
+    return weights, {i: (xs[i], givens[i], outs.get(i)) for i in keep}
 
 
 def _layer_problem(opened: _Opened, layer: int, seen: Seen, lang: str) -> dict[str, Any]:
@@ -257,18 +270,26 @@ SINKS_AFTER = frozenset({"granite_swa", "granitemoe_swa"})
 MAX_WEIGHTS = 20_000_000
 
 
-def _check_size(model: str, n: int, layers: int, heads: int) -> None:
-    count = layers * max(heads, 1) * n * n
-    if count > MAX_WEIGHTS:
-        raise QkvcalcError(
-            "heads.too_many_weights",
-            n=n,
-            model=model,
-            layers=layers,
-            heads=heads,
-            count=count,
-            limit=MAX_WEIGHTS,
-        )
+def _check_size(
+    model: str, n: int, layers: int, heads: int, linear: int = 0, linear_heads: int = 0
+) -> None:
+    """At most MAX_WEIGHTS weights: `layers` of `heads` heads, and (a hybrid's) `linear`
+    linear-attention layers of `linear_heads` heads whose implicit matrices are drawn."""
+    count = (layers * max(heads, 1) + linear * linear_heads) * n * n
+    if count <= MAX_WEIGHTS:
+        return
+    key = "heads.too_many_weights_implicit" if linear else "heads.too_many_weights"
+    raise QkvcalcError(
+        key,
+        n=n,
+        model=model,
+        layers=layers,
+        heads=heads,
+        linear=linear,
+        linear_heads=linear_heads,
+        count=count,
+        limit=MAX_WEIGHTS,
+    )
 
 
 def attention_maps(
@@ -299,21 +320,27 @@ def attention_maps(
         count = len(opened.family.stack(opened.model))
     attention = hybrid.attention_layers(config)
     numbers = list(range(count)) if attention is None else attention
-    layers = len(numbers)
+    linear = [i for i in hybrid.implicit_layers(config) if i < count]
     heads = int(getattr(hybrid.text_config(config), "num_attention_heads", 0) or 0)
-    _check_size(opened.shown, len(opened.ids), layers, heads)
+    per_linear = _linear_heads(config) if linear else 0
+    _check_size(opened.shown, len(opened.ids), len(numbers), heads, len(linear), per_linear)
     if progress:
         progress(Msg("heads.running", model=opened.shown))
     after = config.model_type in SINKS_AFTER
-    keep = layers * heads <= MAX_EXPLAINED and (problems or after)
+    total = len(numbers) * heads + len(linear) * per_linear
+    keep = total <= MAX_EXPLAINED and (problems or after)
     with layout(opened.shown, config.model_type):
-        weights, xs = _run(opened, keep, numbers)
-        found = [_layer_problem(opened, i, x, lang) for i, x in zip(numbers, xs, strict=False)]
+        weights, seen = _run(opened, sorted([*(numbers if keep else []), *linear]), numbers)
+        made = {i: _layer_problem(opened, i, x, lang) for i, x in seen.items()}
+    found = [made[i] for i in numbers if i in made]
     notes: list[Msg] = []
     if after and found:
         weights = [_weights(problem) for problem in found]
     elif after:
         notes.append(Msg("heads.before_sinks", arch=opened.family.names[config.model_type]))
+    # the linear-attention layers' implicit matrices: each head's `weights` stage of its problem
+    drawn = {**dict(zip(numbers, weights, strict=True)), **{i: _weights(made[i]) for i in linear}}
+    shown = sorted(drawn)
     return HeadsRun(
         model=opened.shown,
         source=opened.source,
@@ -321,19 +348,49 @@ def attention_maps(
         dtype=str(next(opened.model.parameters()).dtype).split(".")[-1],
         ids=opened.ids,
         tokens=runner._tokens(opened.ids, opened.tokenizer),
-        weights=weights,
-        problems=found if problems else [],
-        numbers=[] if attention is None else numbers,
-        others=[] if attention is None else hybrid.others(config, count),
+        weights=[drawn[i] for i in shown],
+        problems=[made[i] for i in shown] if problems and keep else [],
+        numbers=[] if attention is None else shown,
+        others=[] if attention is None else hybrid.others(config, count, linear),
         notes=notes,
+        implicit={i: hybrid.kind(config, i) for i in linear},
     )
 
 
-def _weights(problem: dict[str, Any]) -> np.ndarray:
-    """A layer's attention weights as qkvcalc computes them from its problem, heads × n × n."""
-    from qkvcalc import explain
+def _config_sizes(config: Any) -> tuple[int, int, int, int] | None:
+    """What a config says heads would draw: its attention layers and their heads, and (a
+    hybrid's) its linear-attention layers drawn by their implicit matrices and their heads;
+    None where the config does not say its layers and heads."""
+    text = hybrid.text_config(config)
+    layers = getattr(text, "num_hidden_layers", None)
+    heads = getattr(text, "num_attention_heads", None)
+    if not isinstance(layers, int) or not isinstance(heads, int):
+        return None
+    attention = hybrid.attention_layers(config)
+    shown = layers if attention is None else len([i for i in attention if i < layers])
+    linear = len([i for i in hybrid.implicit_layers(config) if i < layers])
+    return shown, heads, linear, _linear_heads(config) if linear else 0
 
-    weights = np.asarray(explain(**problem).weights, dtype=np.float64)
+
+def _linear_heads(config: Any) -> int:
+    """The heads of a hybrid's linear-attention layer, from its config: Gated DeltaNet's value
+    heads, Kimi Delta Attention's heads, MiniMax's (its attention's)."""
+    text = hybrid.text_config(config)
+    for name in ("linear_num_value_heads", "linear_num_heads", "num_attention_heads"):
+        found = getattr(text, name, None)
+        if isinstance(found, int) and found > 0:
+            return found
+    return 0
+
+
+def _weights(problem: dict[str, Any]) -> np.ndarray:
+    """A layer's attention weights as qkvcalc computes them from its problem, heads × n × n (a
+    linear-attention layer's: each head's `weights` stage, the matrix it computes without
+    forming it)."""
+    from qkvcalc import explain
+    from qkvcalc.extract.check import NO_LIMIT
+
+    weights = np.asarray(explain(**problem, max_elements=NO_LIMIT).weights, dtype=np.float64)
     return weights if weights.ndim == 3 else weights[None]
 
 
@@ -455,17 +512,105 @@ def split_head(problem: dict[str, Any], head: int, *, lang: str = "en") -> dict[
             out[key] = bias[h - 1] if bias.ndim == 3 else bias
         elif key == "sinks":
             out[key] = [float(np.asarray(value).reshape(-1)[h - 1])]
+        elif key in LINEAR:
+            out[key] = LINEAR[key](dict(value), h, heads, d_k, d_v)
         else:
             raise QkvcalcError("heads.cannot_split", key=key)
     model = problem.get("name", "")
     shown = Msg("heads.head_name", name=model, head=h).text(lang)
+    key = "heads.head_description_lightning" if "lightning" in problem else "heads.head_description"
     return {
         "name": shown,
-        "description": Msg(
-            "heads.head_description", name=model, head=h, heads=heads, kv_head=g
-        ).text(lang),
+        "description": Msg(key, name=model, head=h, heads=heads, kv_head=g).text(lang),
         **out,
     }
+
+
+# ---- one head of a linear-attention layer (gated_delta, kimi_delta, lightning) ---------------
+
+
+def _columns(value: Any, cols: slice, axis: int = 1) -> np.ndarray:
+    found = np.asarray(value)
+    return np.ascontiguousarray(found[:, cols] if axis == 1 else found[cols])
+
+
+def _conv(taps: Any, h: int, heads: int, d_k: int, d_v: int) -> np.ndarray:
+    """The convolution's taps over q | k | v (K × (2·H·d_k + H·d_v)): head h's channels."""
+    found = np.asarray(taps)
+    width = heads * d_k
+    cols = [
+        np.arange((h - 1) * d_k, h * d_k),
+        width + np.arange((h - 1) * d_k, h * d_k),
+        2 * width + np.arange((h - 1) * d_v, h * d_v),
+    ]
+    return np.ascontiguousarray(found[:, np.concatenate(cols)])
+
+
+def _per_token(value: Any, h: int, heads: int, width: int) -> Any:
+    """g or β given per token: n × H (n × H·width, or n × H × width): head h's part; a flat list
+    of n numbers (one head) as it is."""
+    found = np.asarray(value, dtype=float)
+    if found.ndim == 3:
+        return found[:, h - 1 : h, :]
+    if found.ndim == 2 and found.shape[1] == heads * width:
+        return found[:, (h - 1) * width : h * width]
+    return found if found.ndim == 1 else found[:, h - 1 : h]
+
+
+def _gated_delta(how: dict[str, Any], h: int, heads: int, d_k: int, d_v: int) -> dict[str, Any]:
+    v_cols, one = slice((h - 1) * d_v, h * d_v), slice(h - 1, h)
+    out = dict(how)
+    for key, value in how.items():
+        if key == "conv":
+            out[key] = _conv(value, h, heads, d_k, d_v)
+        elif key in ("g", "beta"):
+            out[key] = _per_token(value, h, heads, 1)
+        elif key in ("wa", "wb"):
+            out[key] = _columns(value, one)
+        elif key in ("a_log", "dt_bias"):
+            out[key] = _columns(value, one, axis=0)
+        elif key == "wz":
+            out[key] = _columns(value, v_cols)
+    return out
+
+
+def _kimi_delta(how: dict[str, Any], h: int, heads: int, d_k: int, d_v: int) -> dict[str, Any]:
+    k_cols, v_cols, one = (
+        slice((h - 1) * d_k, h * d_k),
+        slice((h - 1) * d_v, h * d_v),
+        slice(h - 1, h),
+    )
+    out = dict(how)
+    for key, value in how.items():
+        if key == "conv":
+            out[key] = _conv(value, h, heads, d_k, d_v)
+        elif key == "g":
+            out[key] = _per_token(value, h, heads, d_k)
+        elif key == "beta":
+            out[key] = _per_token(value, h, heads, 1)
+        elif key == "wb":
+            out[key] = _columns(value, one)
+        elif key == "a_log":
+            out[key] = _columns(value, one, axis=0)
+        elif key == "dt_bias":
+            out[key] = _columns(value, k_cols, axis=0)
+        elif key == "wf_b":
+            out[key] = _columns(value, k_cols)
+        elif key == "wg_b":
+            out[key] = _columns(value, v_cols)
+    return out
+
+
+def _lightning(how: dict[str, Any], h: int, heads: int, d_k: int, d_v: int) -> dict[str, Any]:
+    """The head's decay rate; the RMSNorm over every head's output side by side and the gate
+    after it left out (a head's output alone is its core's, W·V: the description says so)."""
+    out = {key: value for key, value in how.items() if key not in ("norm", "norm_eps", "gate")}
+    out["slope"] = [float(np.asarray(how["slope"], dtype=float).reshape(-1)[h - 1])]
+    return out
+
+
+# A linear-attention layer's key: how head h of H (d_k, d_v each) takes its part of it
+LINEAR = {"gated_delta": _gated_delta, "kimi_delta": _kimi_delta, "lightning": _lightning}
 
 
 # ---- the JSON document --------------------------------------------------------------------
@@ -479,14 +624,18 @@ def _number(value: float) -> float | str:
 
 def to_json(run: HeadsRun) -> dict[str, Any]:
     """The qkvcalc.heads/1 document: the tokens, and per layer (from 0) per head (from 1) its
-    attention probabilities, rows the queries and columns the keys. Non-finite numbers are the
-    strings "nan", "inf", "-inf", as in qkvcalc's other JSON."""
+    attention probabilities, rows the queries and columns the keys; a hybrid's linear-attention
+    layer drawn by its implicit matrices (HeadsRun.implicit) has `"implicit": true` after its
+    number, its heads' weights that matrix (signed, rows need not sum to 1). Non-finite numbers
+    are the strings "nan", "inf", "-inf", as in qkvcalc's other JSON."""
     return {
         "schema": SCHEMA,
         "tokens": list(run.tokens),
         "layers": [
             {
                 "layer": number,
+                # a linear-attention layer's matrices, computed without being formed: signed
+                **({"implicit": True} if number in run.implicit else {}),
                 "heads": [
                     {"head": h + 1, "weights": [[_number(w) for w in row] for row in grid.tolist()]}
                     for h, grid in enumerate(layer)

@@ -21,6 +21,7 @@ block, zamba.py), so it is known before the model is built.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from numbers import Integral
 from typing import Any
 
@@ -105,6 +106,17 @@ def readable_layers(config: Any) -> list[int] | None:
     return sorted([*found, *linear])
 
 
+def implicit_layers(config: Any) -> list[int]:
+    """The linear-attention layers of a hybrid whose problems compute an n × n matrix without
+    forming it (the `weights` stage: Gated DeltaNet, gdn.py; Kimi Delta Attention, kda.py;
+    MiniMax's lightning attention, minimax.py), from 0: `qkvcalc heads` draws that matrix. Empty
+    for any other model."""
+    types = {config.model_type, text_config(config).model_type}
+    if _kinds(config) is None or not types & {*gdn.READ, *kda.READ, *BOTH_READ}:
+        return []
+    return [i for i, kind in enumerate(layer_types(config)) if kind == "linear_attention"]
+
+
 def kind(config: Any, layer: int) -> Msg:
     """The kind of a hybrid's layer that is not attention, in words."""
     name = layer_types(config)[layer]
@@ -142,21 +154,34 @@ def check_layer(config: Any, layer: int, model: str) -> None:
     )
 
 
-def others(config: Any, count: int) -> list[Msg]:
-    """For `qkvcalc heads`: where a hybrid's other layers are, one sentence per kind, then which
-    layers are shown (no sentence when all of its `count` layers are attention)."""
+def others(config: Any, count: int, drawn: Sequence[int] = ()) -> list[Msg]:
+    """For `qkvcalc heads`: where a hybrid's other layers are, one sentence per kind (the
+    linear-attention layers in `drawn`, whose implicit matrices the page draws, said so), then
+    which layers are shown (no sentence when all of its `count` layers are attention)."""
     found = set(attention_layers(config) or [])
     by_kind: dict[str, list[int]] = {}
+    implicit: dict[str, list[int]] = {}
     for i in range(min(count, len(layer_types(config)))):
         if i not in found:
-            by_kind.setdefault(kind(config, i).key, []).append(i)
-    if not by_kind:
+            (implicit if i in drawn else by_kind).setdefault(kind(config, i).key, []).append(i)
+    if not by_kind and not implicit:
         return []
     shown = ", ".join(str(i) for i in sorted(found)) if found else Msg("hybrid.none")
+
+    def listed(layers: list[int]) -> str:
+        return ", ".join(str(i) for i in layers)
+
+    rows = [Msg("heads.attention_rows", layers=shown)]
+    if implicit:
+        rows = [
+            Msg("heads.rows_and_implicit", layers=shown, linear=listed(layers), kind=Msg(key))
+            for key, layers in implicit.items()
+        ]
     return [
         *(
-            Msg("heads.others", layers=", ".join(str(i) for i in rest), kind=Msg(key))
-            for key, rest in by_kind.items()
+            Msg("heads.implicit_shown", layers=listed(rest), kind=Msg(key))
+            for key, rest in implicit.items()
         ),
-        Msg("heads.attention_rows", layers=shown),
+        *(Msg("heads.others", layers=listed(rest), kind=Msg(key)) for key, rest in by_kind.items()),
+        *rows,
     ]

@@ -54,6 +54,64 @@ def _colour(weight: float) -> str:
     return f"rgb({r},{g},{b})"
 
 
+# ---- a linear-attention layer's implicit matrices: signed, drawn by |W| ----------------------
+
+NEGATIVE = "-"  # after a cell's shade: the cell is negative
+ASCII_NEGATIVE = "~"  # the same where the ramp is ASCII_RAMP (whose middle shade is "-")
+
+
+def largest(layer: np.ndarray) -> float:
+    """The largest finite |W| of a layer's matrices (0 when there is none)."""
+    found = np.abs(np.asarray(layer, dtype=float))
+    return float(found[np.isfinite(found)].max(initial=0.0))
+
+
+def shown_largest(value: float) -> str:
+    """How a legend says the largest |W|: four significant digits."""
+    return f"{value:.4g}"
+
+
+def _signed_colour(weight: float, top: float) -> str:
+    """A signed cell's colour on a terminal: its |W| / top as _colour's blue when positive, the
+    same depth in red when negative."""
+    w = abs(float(weight)) / top if top > 0 and np.isfinite(weight) else 0.0
+    if weight >= 0 or not np.isfinite(weight):
+        return _colour(w)
+    w = min(w, 1.0)
+    r, g, b = (int(a + w * (c - a)) for a, c in ((200, 200), (180, 30), (170, 30)))
+    return f"rgb({r},{g},{b})"
+
+
+def _negative(ramp: str) -> str:
+    return ASCII_NEGATIVE if ramp == ASCII_RAMP else NEGATIVE
+
+
+def _signed_shade(weight: float, top: float, ramp: str) -> str:
+    """Two characters: the shade of |W| / top on the ramp, then the negative mark for a
+    negative cell (else the shade again, or a space after the ramp's first)."""
+    w = abs(float(weight)) / top if top > 0 and np.isfinite(weight) else 0.0
+    level = _level(w, len(ramp))
+    negative = np.isfinite(weight) and weight < 0
+    mark = _negative(ramp) if negative else (ramp[level] if level else " ")
+    return ramp[level] + mark
+
+
+def title(run: Any, lang: str) -> str:
+    """The grid's title: its layers and heads (a hybrid's implicit matrices counted apart)."""
+    common = {"model": safe(run.model), "arch": run.arch, "n": len(run.tokens), "dtype": run.dtype}
+    if not run.implicit:
+        return translate("heads.title", lang, layers=len(run.weights), heads=run.heads, **common)
+    return translate(
+        "heads.title_implicit",
+        lang,
+        layers=len(run.weights) - len(run.implicit),
+        heads=run.heads,
+        linear=len(run.implicit),
+        linear_heads=run.linear_heads,
+        **common,
+    )
+
+
 def command(run: Any, layer: int | str, head: int | str) -> str:
     """The command that writes one head's problem (the ids, so that it is exact)."""
     ids = " ".join(str(i) for i in run.ids)
@@ -76,54 +134,70 @@ def heads_table(run: Any, lang: str = "en", width: int = 100, ascii_only: bool =
 
     ramp = ASCII_RAMP if ascii_only else RAMP
     n = len(run.tokens)
-    heads = run.heads
-    cell = 2 if n <= 16 else 1  # two characters make a cell about square
-    block = n * cell
     room = max(1, width - LABEL_WIDTH)
-    per_line = max(1, (room + GAP) // (block + GAP))
+    # two characters make a cell about square; an implicit matrix's always two (its sign mark)
+    cells = {i: 2 if n <= 16 or i in run.implicit else 1 for i in run.layers}
     out: list[Any] = [
-        Text(
-            translate(
-                "heads.title",
-                lang,
-                model=safe(run.model),
-                arch=run.arch,
-                n=n,
-                layers=len(run.weights),
-                heads=heads,
-                dtype=run.dtype,
-            ),
-            style="bold",
-        ),
+        Text(title(run, lang), style="bold"),
         *[Text(other.text(lang)) for other in (*run.others, *run.notes)],
         Text(translate("heads.how_to_read", lang, ramp=repr(ramp))),
         Text(f"{translate('heads.tokens', lang)}: {_token_list(run.tokens)}"),
     ]
-    if block > room:
+    if n * max(cells.values(), default=1) > room:
         out.append(Text(translate("heads.too_wide", lang, n=n), style="yellow"))
     for index, layer in zip(run.layers, run.weights, strict=True):
         out.append(Text(""))
-        for start in range(0, len(layer), per_line):
-            shown = range(start, min(start + per_line, len(layer)))
-            label = translate("heads.layer", lang, layer=index) if start == 0 else ""
-            header = Text(_pad(label, LABEL_WIDTH))
-            for h in shown:
-                name = translate("heads.head_label", lang, head=h + 1)
-                header.append(_pad(name, block + GAP))
-            out.append(header)
-            for i in range(n):
-                line = Text(" " * LABEL_WIDTH, no_wrap=True, overflow="crop")
-                for h in shown:
-                    for j in range(n):
-                        w = float(layer[h, i, j])
-                        level = _level(w, len(ramp))
-                        shade = ramp[level] * cell if level else ramp[0].ljust(cell)
-                        line.append(shade, style=_colour(w))
-                    line.append(" " * GAP)
-                out.append(line)
+        top = largest(layer) if index in run.implicit else 0.0
+        if index in run.implicit:
+            legend = translate(
+                "heads.implicit_legend",
+                lang,
+                layer=index,
+                kind=run.implicit[index],
+                ramp=repr(ramp),
+                largest=shown_largest(top),
+                mark=repr(_negative(ramp)),
+            )
+            out.append(Text(legend, style="italic"))
+        out += _layer_rows(run, index, layer, cells[index], room, lang, ramp, top)
     out.append(Text(""))
     out.append(Text(translate("heads.open_one", lang, command=command(run, "L", "H"))))
     return Group(*out)
+
+
+def _layer_rows(
+    run: Any, index: int, layer: Any, cell: int, room: int, lang: str, ramp: str, top: float
+) -> list[Any]:
+    """A layer's blocks, as many side by side as fit `room`: shaded by weight, or (an implicit
+    matrix, `top` its layer's largest |W|) by |W| / top with negative cells marked."""
+    from rich.text import Text
+
+    n = len(run.tokens)
+    block = n * cell
+    per_line = max(1, (room + GAP) // (block + GAP))
+    out: list[Any] = []
+    for start in range(0, len(layer), per_line):
+        shown = range(start, min(start + per_line, len(layer)))
+        label = translate("heads.layer", lang, layer=index) if start == 0 else ""
+        header = Text(_pad(label, LABEL_WIDTH))
+        for h in shown:
+            name = translate("heads.head_label", lang, head=h + 1)
+            header.append(_pad(name, block + GAP))
+        out.append(header)
+        for i in range(n):
+            line = Text(" " * LABEL_WIDTH, no_wrap=True, overflow="crop")
+            for h in shown:
+                for j in range(n):
+                    w = float(layer[h, i, j])
+                    if index in run.implicit:
+                        line.append(_signed_shade(w, top, ramp), style=_signed_colour(w, top))
+                        continue
+                    level = _level(w, len(ramp))
+                    shade = ramp[level] * cell if level else ramp[0].ljust(cell)
+                    line.append(shade, style=_colour(w))
+                line.append(" " * GAP)
+            out.append(line)
+    return out
 
 
 def _pad(text: str, width: int) -> str:
@@ -154,6 +228,8 @@ table.full td { text-align: right; }
 table.full thead th { background: #e8f1f5; }
 table.full tbody th { text-align: left; background: #f4f4f4; }
 pre.command { background: #f6f8fa; padding: 0.5em 0.8em; overflow-x: auto; }
+p.implicit { margin: 1em 0 0.2em; font-style: italic; }
+.grid .layer > .name .mark { font-weight: normal; font-style: italic; font-size: 0.85em; }
 """.strip()
 
 
@@ -178,6 +254,15 @@ class Palette:
     def weight(self, weight: float) -> str:
         """The class of a weight's cell: the HTML writer's own colours (html.heat)."""
         r, g, b, text = heat(float(weight))
+        return self.name((r, g, b), text)
+
+    def signed(self, weight: float, top: float) -> str:
+        """The class of an implicit matrix's cell: |W| / top as the writer's blue when
+        positive, the same depth in red when negative (white for 0 or NaN)."""
+        w = abs(float(weight)) / top if top > 0 and np.isfinite(weight) else 0.0
+        r, g, b, text = heat(min(w, 1.0))
+        if np.isfinite(weight) and weight < 0:
+            r, g, b = (int(255 - min(w, 1.0) * (255 - c)) for c in (200, 40, 40))
         return self.name((r, g, b), text)
 
     def classed(self, fragment: str) -> str:
@@ -213,27 +298,52 @@ def _anchor(layer: int, head: int) -> str:
     return f"l{layer}h{head}"
 
 
-def _mini(grid: np.ndarray, labels: Sequence[str], palette: Palette) -> str:
+def _number(weight: float, top: float | None) -> str:
+    """A weight with three decimals; an implicit matrix's cell (top not None), signed and of
+    any size, with four significant digits."""
+    return f"{weight:.3f}" if top is None else f"{weight:.4g}"
+
+
+def _shade(palette: Palette, top: float | None) -> Any:
+    """A cell's class: a weight's (top None), or an implicit matrix's signed one."""
+    return palette.weight if top is None else (lambda w: palette.signed(w, top))
+
+
+def _mini(
+    grid: np.ndarray, labels: Sequence[str], palette: Palette, top: float | None = None
+) -> str:
+    shade = _shade(palette, top)
     rows = []
     for i, row in enumerate(grid):
         cells = "".join(
-            f'<td class="{palette.weight(w)}" title="{labels[i]} → {labels[j]}: {w:.3f}"></td>'
+            f'<td class="{shade(w)}" title="{labels[i]} → {labels[j]}: {_number(w, top)}"></td>'
             for j, w in enumerate(row)
         )
         rows.append(f"<tr>{cells}</tr>")
     return f'<table class="mini">{"".join(rows)}</table>'
 
 
-def _full(grid: np.ndarray, labels: Sequence[str], lang: str, palette: Palette) -> str:
+def _full(
+    grid: np.ndarray, labels: Sequence[str], lang: str, palette: Palette, top: float | None = None
+) -> str:
+    shade = _shade(palette, top)
     head = "".join(f'<th scope="col">{label}</th>' for label in labels)
     body = []
     for i, row in enumerate(grid):
-        cells = "".join(f'<td class="{palette.weight(w)}">{w:.3f}</td>' for w in row)
+        cells = "".join(f'<td class="{shade(w)}">{_number(w, top)}</td>' for w in row)
         body.append(f'<tr><th scope="row">{labels[i]}</th>{cells}</tr>')
-    caption = _t(lang, "heads.weights_caption")
+    caption = _t(lang, "heads.weights_caption" if top is None else "heads.implicit_caption")
     return (
         f'<div style="overflow-x: auto"><table class="full"><caption>{caption}</caption>'
         f"<thead><tr><th></th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _legend(run: Any, index: int, lang: str, top: float) -> str:
+    """What an implicit layer's colours mean, `top` its largest |W| (escaped)."""
+    kind = run.implicit[index]
+    return _t(
+        lang, "heads.implicit_legend_html", layer=index, kind=kind, largest=shown_largest(top)
     )
 
 
@@ -254,18 +364,9 @@ def heads_html(
     tokens = [str(t) for t in run.tokens]
     labels = [escape(safe(t, 40)) for t in tokens]
     palette = Palette()
-    title = translate(
-        "heads.title",
-        lang,
-        model=safe(run.model),
-        arch=run.arch,
-        n=len(tokens),
-        layers=len(run.weights),
-        heads=run.heads,
-        dtype=run.dtype,
-    )
+    tops = {i: largest(layer) for i, layer in zip(run.layers, run.weights, strict=True)}
     body = [
-        f'<h1 id="grid">{escape(title)}</h1>',
+        f'<h1 id="grid">{escape(title(run, lang))}</h1>',
         *[f"<p>{escape(other.text(lang))}</p>" for other in (*run.others, *run.notes)],
         f"<p>{_t(lang, 'heads.html_hint')}</p>",
         f"<p>{_t(lang, 'heads.tokens')}: "
@@ -275,24 +376,32 @@ def heads_html(
     ]
     count = sum(len(layer) for layer in run.weights)
     for index, layer in zip(run.layers, run.weights, strict=True):
+        top = tops[index] if index in run.implicit else None
+        name = _t(lang, "heads.layer", layer=index)
+        if top is not None:
+            body.append(f'<p class="implicit">{_legend(run, index, lang, top)}</p>')
+            name += f'<br><span class="mark">{_t(lang, "heads.implicit")}</span>'
         body.append('<div class="layer">')
-        body.append(f'<span class="name">{_t(lang, "heads.layer", layer=index)}</span>')
+        body.append(f'<span class="name">{name}</span>')
         for h, grid in enumerate(layer, 1):
             name = _t(lang, "heads.head_title", layer=index, head=h)
             body.append(
                 f'<a class="head" href="#{_anchor(index, h)}" title="{name}" aria-label="{name}">'
                 f'<span class="label">{_t(lang, "heads.head_label", head=h)}</span>'
-                f"{_mini(grid, labels, palette)}</a>"
+                f"{_mini(grid, labels, palette, top)}</a>"
             )
         body.append("</div>")
     body.append("</div>")
     for index, layer in zip(run.layers, run.weights, strict=True):
+        top = tops[index] if index in run.implicit else None
         for h, grid in enumerate(layer, 1):
+            legend = [] if top is None else [f"<p>{_legend(run, index, lang, top)}</p>"]
             body += [
                 f'<section class="head-detail" id="{_anchor(index, h)}">',
                 f"<h2>{_t(lang, 'heads.head_title', layer=index, head=h)}</h2>",
                 f'<p><a href="#grid">{_t(lang, "heads.back")}</a></p>',
-                _full(grid, labels, lang, palette),
+                *legend,
+                _full(grid, labels, lang, palette, top),
                 f"<p>{_t(lang, 'heads.command')}</p>",
                 f'<pre class="command">{escape(command(run, index, h))}'
                 f" &gt; head.json\nqkvcalc explain head.json</pre>",
