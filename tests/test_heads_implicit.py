@@ -247,14 +247,15 @@ def test_a_linear_head_is_a_problem_of_its_own(lab, name):
         for h in range(1, problem["heads"] + 1):
             one = split_head(problem, h)
             trace = qkvcalc.explain(**one)
-            assert relative(trace.weights, drawn(run, layer)[h - 1]) < 1e-12
+            weights = trace.weights  # [1, n, n] where the gated norm joins the one head
+            assert relative(weights.reshape(weights.shape[-2:]), drawn(run, layer)[h - 1]) < 1e-12
             if name == "minimax":
                 assert relative(trace.output, whole.stage("output", h).value) < 1e-12
                 assert "RMSNorm" in one["description"]
-            else:  # its gated norm, of the head alone: its part of the concatenation
-                last = trace.stages[-1]
-                assert last.id == "gated" and last.head is None
-                assert relative(last.value, whole.stage("gated", h).value) < 1e-12
+            else:  # its gated norm, of the head alone: its part of the concatenation, and
+                # the problem's output (the core output, before the norm, was given before)
+                assert [s.id for s in trace.stages[-3:]] == ["gated", "concat", "output"]
+                assert relative(trace.output, whole.stage("gated", h).value) < 1e-12
 
 
 def test_the_command_line_writes_a_linear_head_that_explains(lab, tmp_path):

@@ -633,6 +633,12 @@ def _elements(value: KimiDelta, n: int, m: int, d_k: int) -> int:
     return core + conv + made + norm
 
 
+def _joins(value: Any) -> bool:
+    """The gated norm comes after each head's core output: the heads are then joined by a
+    concat, one head too, so the final output is the gated one (not the core's)."""
+    return value.norm is not None
+
+
 FEATURE = Feature(
     name="kimi_delta",
     read=_read,
@@ -651,6 +657,7 @@ FEATURE = Feature(
     header=_header,
     echo=_echo,
     mixer=_mixer,
+    joins=_joins,
     torch_layer=_torch,
     torch_module_gap="it computes softmax attention, not a Kimi Delta Attention layer's state",
     words=("Diag", "l2norm", "chunked", "softplus"),
