@@ -122,7 +122,8 @@ def test_too_many_weights_are_refused_before_the_run(models, monkeypatch):
     from qkvcalc.extract import heads
 
     monkeypatch.setattr(heads, "MAX_WEIGHTS", 3 * 4 * 7 * 7 - 1)  # llama: 3 layers × 4 heads
-    with pytest.raises(QkvcalcError, match=r"7 tokens: .* 588 weights \(3 layers × 4 heads"):
+    said = r"7 tokens: .* 588 weights \(layers × heads × n² = 3 × 4 × 7²\)"
+    with pytest.raises(QkvcalcError, match=said):
         attention_maps(models["llama"], input_ids=token_ids())
 
 

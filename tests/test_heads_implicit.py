@@ -313,6 +313,20 @@ def test_too_many_weights_counts_the_implicit_matrices(lab, monkeypatch, lang):
         heads.attention_maps(str(lab("qwen3_next")["folder"]), input_ids=ids(), dtype="float64")
     said = err.value.message(lang)
     assert str(count) in said and f"{n}²" in said
-    assert ("1 layers × 4 heads + 1 linear-attention layers × 2 heads" in said) is (lang == "en")
+    parts = f"(1 × 4 + 1 × 2) × {n}²" if lang == "en" else "(1개 층 × 4개 헤드 + 선형 어텐션 1개"
+    assert parts in said  # the count it says, = (4 + 2)·n², by its parts
+    assert "1 layers" not in said
     monkeypatch.setattr(heads, "MAX_WEIGHTS", count)
     assert heads.attention_maps(str(lab("qwen3_next")["folder"]), input_ids=ids()).implicit
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_title_counts_one_layer_without_a_plural(lab, lang):
+    """One attention layer and one linear layer: the title's counts read as labels
+    ("layers × heads: 1 × 4"), never "1 layers"."""
+    from qkvcalc.render.heads import title
+
+    said = title(lab("qwen3_next")["run"], lang)
+    counts = ("1 × 4", "1 × 2") if lang == "en" else ("1개 층 × 4개 헤드", "1개 층 × 2개 헤드")
+    assert all(count in said for count in counts) and str(len(ids())) in said
+    assert "1 layers" not in said and "1 tokens" not in said

@@ -2674,18 +2674,18 @@ MESSAGES: dict[str, str] = {
     "its query columns, the key and value columns of the K/V head {kv_head} it reads, and no "
     "output projection (a head's output is its part of the concatenation before W_O).",
     "heads.too_many_weights": "{n} tokens: every head of {model} would be {count} weights "
-    "({layers} layers × {heads} heads × {n}²), more than the {limit} qkvcalc heads shows; give "
-    "fewer tokens, or take one layer with qkvcalc extract",
+    "(layers × heads × n² = {layers} × {heads} × {n}²), more than the {limit} qkvcalc heads "
+    "shows; give fewer tokens, or take one layer with qkvcalc extract",
     "heads.too_many_weights_implicit": "{n} tokens: every head of {model} would be {count} "
-    "weights (({layers} layers × {heads} heads + {linear} linear-attention layers × "
-    "{linear_heads} heads) × {n}²), more than the {limit} qkvcalc heads shows; give fewer "
+    "weights ((layers × heads + linear-attention layers × heads) × n² = ({layers} × {heads} + "
+    "{linear} × {linear_heads}) × {n}²), more than the {limit} qkvcalc heads shows; give fewer "
     "tokens, or take one layer with qkvcalc extract",
     "heads.layer_and_head": "--layer and --head go together: give both to write one head's "
     "problem, or neither for every head at a glance",
     "heads.format_with_head": "--format {format}: --layer with --head writes that head's "
     "problem as JSON, as qkvcalc extract does; leave --format out",
-    "heads.title": "Attention weights of every head: {model} ({arch}, {dtype}), {n} tokens, "
-    "{layers} layers × {heads} heads",
+    "heads.title": "Attention weights of every head: {model} ({arch}, {dtype}); tokens: {n}; "
+    "layers × heads: {layers} × {heads}",
     "heads.how_to_read": "One block per head, one row of blocks per layer (from 0); in a block "
     "the rows are the queries and the columns the keys, in token order, and the darker a cell "
     "the more weight ({ramp}, from 0 to 1).",
@@ -2719,9 +2719,9 @@ MESSAGES: dict[str, str] = {
     "marked implicit (layers: {layers}).",
     "heads.rows_and_implicit": "The rows below are its softmax-attention layers ({layers}) and "
     "its {kind} layers ({linear}, implicit).",
-    "heads.title_implicit": "Attention weights of every head: {model} ({arch}, {dtype}), {n} "
-    "tokens, {layers} layers × {heads} heads, and the implicit matrices of {linear} "
-    "linear-attention layers × {linear_heads} heads",
+    "heads.title_implicit": "Attention weights of every head: {model} ({arch}, {dtype}); "
+    "tokens: {n}; layers × heads: {layers} × {heads}, and the implicit matrices of the "
+    "linear-attention layers × heads: {linear} × {linear_heads}",
     "heads.implicit_legend": "layer {layer}, {kind}, implicit: each block is the matrix W its "
     "head computes without forming it, not softmax probabilities: signed, its rows need not sum "
     "to 1. The shade is |W| on the same ramp ({ramp}), from 0 to this layer's largest |W|, "
