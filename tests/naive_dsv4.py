@@ -17,7 +17,8 @@ turn, interleaved pairs (2i, 2i + 1), angle p·θ^(−2i/R)):
     O_h = A_h·KV, its last R columns turned back by −i (the query's position)
     out = [O_1 … O_H] in g groups of H/g heads; group g·W_a[g]ᵀ → [n, r_o]; joined·W_bᵀ
 
-θ: rope_theta on sliding layers ("main"), compress_rope_theta on compressed ones ("compress").
+θ: rope_theta on sliding layers ("main"), compress_rope_theta on compressed ones ("compress",
+YaRN in the released configs, attention factor 1.0: pass its frequencies as `inv`).
 
 Heavily compressed (HCA, m = compress_rates["heavily_compressed_attention"]): T = ⌊n/m⌋ entries;
 entry w pools the tokens t of window w (w·m ≤ t < (w+1)·m) channel by channel,
@@ -49,10 +50,13 @@ def rms(x: np.ndarray, eps: float, w: np.ndarray | None = None) -> np.ndarray:
     return y if w is None else y * w
 
 
-def turn(x: np.ndarray, positions: np.ndarray, theta: float, dims: int) -> np.ndarray:
-    """The last `dims` columns of x [..., n, d] turned by position·θ^(−2i/dims), pairs
-    (2i, 2i + 1)."""
-    inv = theta ** (-np.arange(0, dims, 2) / dims)
+def plain(theta: float, dims: int) -> np.ndarray:
+    """The default rotation's frequencies θ^(−2i/dims), [dims/2]."""
+    return theta ** (-np.arange(0, dims, 2) / dims)
+
+
+def turn(x: np.ndarray, positions: np.ndarray, inv: np.ndarray, dims: int) -> np.ndarray:
+    """The last `dims` columns of x [..., n, d] turned by position·inv[i], pairs (2i, 2i + 1)."""
     ang = positions[:, None] * inv[None, :]  # [n, dims/2]
     c, s = np.cos(ang), np.sin(ang)
     out = x.copy()
@@ -91,13 +95,13 @@ def pool(kv: np.ndarray, gate: np.ndarray, bias: np.ndarray, m: int, overlap: bo
     return out
 
 
-def compressed(comp: Any, x: np.ndarray, m: int, overlap: bool, eps: float, theta: float,
+def compressed(comp: Any, x: np.ndarray, m: int, overlap: bool, eps: float, inv: np.ndarray,
                dims: int) -> np.ndarray:  # fmt: skip
     """A compressor's entries [T, width], normed and turned at w·m."""
     raw = pool(x @ _np(comp.kv_proj.weight).T, x @ _np(comp.gate_proj.weight).T,
                _np(comp.position_bias), m, overlap)  # fmt: skip
     normed = rms(raw, eps, _np(comp.kv_norm.weight))
-    return turn(normed, np.arange(raw.shape[0]) * float(m), theta, dims)
+    return turn(normed, np.arange(raw.shape[0]) * float(m), inv, dims)
 
 
 def visible(n: int, t: int, m: int) -> np.ndarray:
@@ -105,14 +109,14 @@ def visible(n: int, t: int, m: int) -> np.ndarray:
     return np.arange(t)[None, :] < ((np.arange(n) + 1) // m)[:, None]
 
 
-def chosen(indexer: Any, x: np.ndarray, c_q: np.ndarray, config: Any, theta: float) -> np.ndarray:
+def chosen(indexer: Any, x: np.ndarray, c_q: np.ndarray, config: Any, inv: Any) -> np.ndarray:
     """[n, T]: the entries the indexer keeps for each query."""
     m, dims = config.compress_rates["compressed_sparse_attention"], config.qk_rope_head_dim
     n = x.shape[0]
-    k_i = compressed(indexer, x, m, True, config.rms_norm_eps, theta, dims)
+    k_i = compressed(indexer, x, m, True, config.rms_norm_eps, inv, dims)
     heads, d_i = config.index_n_heads, config.index_head_dim
     q_i = (c_q @ _np(indexer.q_b_proj.weight).T).reshape(n, heads, d_i).transpose(1, 0, 2)
-    q_i = turn(q_i, np.arange(n, dtype=float), theta, dims)  # [H_I, n, d_I]
+    q_i = turn(q_i, np.arange(n, dtype=float), inv, dims)  # [H_I, n, d_I]
     relu = np.maximum(q_i @ k_i.T, 0.0) * d_i**-0.5  # [H_I, n, T]
     weights = x @ _np(indexer.scorer.weights_proj.weight).T * heads**-0.5  # [n, H_I]
     score = np.einsum("hnt,nh->nt", relu, weights)
@@ -127,36 +131,38 @@ def chosen(indexer: Any, x: np.ndarray, c_q: np.ndarray, config: Any, theta: flo
 
 
 def attention(attn: Any, x: np.ndarray, config: Any, select: bool = True,
-              derotate: bool = True) -> np.ndarray:  # fmt: skip
+              derotate: bool = True, inv: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """The module's output (o_b_proj's) for its input x [n, d]. `select` False: every visible
-    compressed entry (no indexer); `derotate` False: the output's turn back left out."""
+    compressed entry (no indexer); `derotate` False: the output's turn back left out; `inv`:
+    the rotation's frequencies (default: θ^(−2i/R) of the layer's rope_theta)."""
     n, eps = x.shape[0], config.rms_norm_eps
     kind = config.layer_types[attn.layer_idx]
     heads, d_h, dims = config.num_attention_heads, config.head_dim, config.qk_rope_head_dim
     rope = config.rope_parameters
-    theta = rope["main" if kind == "sliding_attention" else "compress"]["rope_theta"]
+    base = rope["main" if kind == "sliding_attention" else "compress"]["rope_theta"]
+    freq = plain(base, dims) if inv is None else inv  # the frequencies, [R/2]
     pos = np.arange(n, dtype=float)
     c_q = rms(x @ _np(attn.q_a_proj.weight).T, eps, _np(attn.q_a_norm.weight))
     q = (c_q @ _np(attn.q_b_proj.weight).T).reshape(n, heads, d_h).transpose(1, 0, 2)
-    q = turn(rms(q, eps), pos, theta, dims)  # [H, n, d_h]
-    kv = turn(rms(x @ _np(attn.kv_proj.weight).T, eps, _np(attn.kv_norm.weight)), pos, theta, dims)
+    q = turn(rms(q, eps), pos, freq, dims)  # [H, n, d_h]
+    kv = turn(rms(x @ _np(attn.kv_proj.weight).T, eps, _np(attn.kv_norm.weight)), pos, freq, dims)
     j, i = np.arange(n)[None, :], np.arange(n)[:, None]
     allowed = (j <= i) & (j > i - config.sliding_window)
     keys = kv
     if kind != "sliding_attention":
         csa = kind == "compressed_sparse_attention"
         m = config.compress_rates[kind]
-        entries = compressed(attn.compressor, x, m, csa, eps, theta, dims)
+        entries = compressed(attn.compressor, x, m, csa, eps, freq, dims)
         extra = visible(n, entries.shape[0], m)
         if csa and select:
-            extra = extra & chosen(attn.compressor.indexer, x, c_q, config, theta)
+            extra = extra & chosen(attn.compressor.indexer, x, c_q, config, freq)
         keys = np.concatenate([kv, entries])
         allowed = np.concatenate([allowed, extra], axis=1)
     scores = np.where(allowed, q @ keys.T * d_h**-0.5, -np.inf)
     sinks = _np(attn.sinks)
     out = np.stack([softmax_sink(scores[h], sinks[h]) @ keys for h in range(heads)])
     if derotate:
-        out = turn(out, -pos, theta, dims)
+        out = turn(out, -pos, freq, dims)
     joined = out.transpose(1, 0, 2).reshape(n, heads * d_h)
     groups = config.o_groups
     w_a = _np(attn.o_a_proj.weight).reshape(groups, -1, heads * d_h // groups)

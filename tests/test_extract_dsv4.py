@@ -70,13 +70,12 @@ LAYERS = (
 )
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+def run(fields: dict) -> dict:
+    """A tiny DeepSeek-V4 of these fields and, for each layer, its attention's input x and
+    o_b_proj's output in a truly float64 forward."""
     model = build_from(
-        "DeepseekV4Config", FIELDS, "DeepseekV4ForCausalLM", _experts_implementation="eager"
+        "DeepseekV4Config", fields, "DeepseekV4ForCausalLM", _experts_implementation="eager"
     )
-    folder = tmp_path_factory.mktemp("dsv4") / "tiny-v4"
-    model.save_pretrained(folder)
     seen: dict = {}
     hooks = []
     for i, block in enumerate(model.model.layers):
@@ -95,7 +94,15 @@ def lab(tmp_path_factory):
     finally:
         for hook in hooks:
             hook.remove()
-    return {"model": model, "folder": folder, "seen": {k: v.numpy() for k, v in seen.items()}}
+    return {"model": model, "seen": {k: v.numpy() for k, v in seen.items()}}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    found = run(FIELDS)
+    found["folder"] = tmp_path_factory.mktemp("dsv4") / "tiny-v4"
+    found["model"].save_pretrained(found["folder"])
+    return found
 
 
 @pytest.mark.parametrize("layer", [0, 1, 2], ids=KINDS)
@@ -108,6 +115,22 @@ def test_the_written_out_layer_equals_the_module(lab, layer):
     assert relative(attention(attn, x, model.config, derotate=False), out) > 1e-2
     if KINDS[layer] == "compressed_sparse_attention":  # the indexer's top-k is part of CSA
         assert relative(attention(attn, x, model.config, select=False), out) > 1e-2
+
+
+def test_the_compressed_layers_turn_by_yarn_where_the_config_says_so():
+    """Released V4 configs give YaRN to the "compress" rotation (attention factor 1.0): qkvcalc's
+    own YaRN frequencies (qkvcalc/extract/rope.py) are the module's, and the layer needs them."""
+    from qkvcalc.extract.rope import frequencies
+
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16}
+    found = run({**FIELDS, "rope_parameters": yarn, "compress_rope_theta": 500.0})
+    model, seen = found["model"], found["seen"]
+    inv, factor = frequencies(model.model.rotary_emb, "compress", len(IDS))
+    assert factor == 1.0
+    for layer in (1, 2):
+        attn, x, out = model.model.layers[layer].self_attn, seen[("x", layer)], seen[("out", layer)]
+        assert relative(attention(attn, x, model.config, inv=inv), out) < TOL
+        assert relative(attention(attn, x, model.config), out) > 1e-2  # θ^(−2i/R) is not it
 
 
 @pytest.mark.parametrize("layer", [0, 1, 2], ids=KINDS)
