@@ -186,3 +186,12 @@ def test_a_layer_out_of_range_names_the_model_as_a_whole(lab):
     with pytest.raises(QkvcalcError) as err:
         qkvcalc.extract(lab["model"], layer=3, input_ids=IDS)
     assert err.value.msg.key == "extract.dsv4" and LAYERS in str(err.value)
+
+
+def test_heads_refuses_a_loaded_model_as_a_whole(lab):
+    from qkvcalc.extract.heads import attention_maps
+
+    with pytest.raises(QkvcalcError) as err:
+        attention_maps(lab["model"], input_ids=IDS)
+    assert err.value.msg.key == "extract.dsv4" and LAYERS in str(err.value)
+    assert "DeepSeek-V4 모델이며" in err.value.message("ko")
