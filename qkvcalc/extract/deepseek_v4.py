@@ -27,6 +27,14 @@ the attention); its output is o_b_proj's.
 - heavily_compressed_attention (HCA, m = 128 in the released models): the same without the
   overlap and without the indexer: every visible entry is a key.
 
+For whoever reads these layers one day, the float32 in a float64 model: the RMSNorms compute in
+float32 (their weights multiplied there too), q_b_norm its rsqrt, the rotary tables and the
+rotation itself (`rope.float() * cos`) are float32, the compressors' softmax is
+`dtype=torch.float32` and the indexer's scorer `.float()`: a plain `.double()` run is ~6e-8 from a
+truly float64 one on a tiny model. And transformers 5.25 (not 5.23) lists sinks, position_bias,
+q_a_norm, kv_norm, input_layernorm and the mHC weights in `_keep_in_fp32_modules_strict`: a
+`from_pretrained(dtype=torch.float64)` leaves them float32, rounding what the checkpoint holds.
+
 None of it is a key of the input format: K = V from one head that is turned, and the turn back
 of the output by the query's position, are in every kind; the compressed keys in two of them.
 """
