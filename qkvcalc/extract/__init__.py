@@ -8,7 +8,8 @@ One module per architecture family (bert, gpt2, llama — LLaMA, Mistral, Qwen2,
 Gemma 2 —, neox — and Persimmon —, bloom — and MPT —, t5, opt — and XGLM —, deepseek — the
 MLA models —, dbrx …) says where a layer's attention is and how its weights become the
 input format's keys; hybrid says which layers of a hybrid (Qwen3-Next, Bamba, Nemotron-H …)
-are softmax attention and refuses the others by their kind (zamba: the shared attention block
+are softmax attention and refuses the others by their kind (deepseek_v4: DeepSeek-V4, refused
+layer by layer, naming each kind; zamba: the shared attention block
 of Zamba's and Zamba2's hybrid layers, Zamba2's adapters folded in); runner loads the model,
 runs it up to layer L's attention and no further, and assembles the problem; islands lifts
 transformers' float32 steps for a float64 run;

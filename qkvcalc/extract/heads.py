@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.extract import hybrid, runner
+from qkvcalc.extract import deepseek_v4, hybrid, runner
 from qkvcalc.extract.check import layout
 from qkvcalc.extract.common import Family, Layer
 from qkvcalc.i18n import Msg
@@ -111,6 +111,7 @@ def _open(
         shown = (Path(name).name or name) if here else name
         with contextlib.nullcontext() if here else runner._offline_unless_reachable():
             config = runner._config(name)
+            deepseek_v4.check(config, None, shown)
             runner._family(config.model_type, name)
             if (input_ids is None) == (text is None):
                 raise QkvcalcError("extract.input_choice")
@@ -132,6 +133,7 @@ def _open(
             raise QkvcalcError("extract.dtype_loaded", dtype=dtype, own=str(own).split(".")[-1])
     else:
         raise QkvcalcError("extract.not_a_model", kind=type(model_or_path).__name__)
+    deepseek_v4.check(model.config, None, shown)
     family = runner._family(model.config.model_type, shown)
     ids = runner._token_ids(model, shown, input_ids, text, tokenizer)
     runner._check_length(len(ids), model.config, model.config.model_type, shown)

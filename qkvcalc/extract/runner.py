@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.extract import hybrid
+from qkvcalc.extract import deepseek_v4, hybrid
 from qkvcalc.extract.check import layout
 from qkvcalc.extract.common import Family, Layer
 from qkvcalc.extract.origin import x_origin
@@ -157,7 +157,8 @@ def _config(path: str) -> Any:
         model_type = _model_type_of(local / "config.json")
         if not model_type:
             raise QkvcalcError("extract.no_model_type", path=path)
-        _family(model_type, path)  # an unknown architecture is named before transformers tries
+        if model_type != deepseek_v4.MODEL_TYPE:  # refused by its layer's kind, config read
+            _family(model_type, path)  # an unknown architecture is named before transformers tries
         _refuse_custom_code(local, path)
     else:
         check_name(path)
@@ -842,6 +843,7 @@ def extract(
         hub = not Path(name).expanduser().exists()
         with _offline_unless_reachable() if hub else contextlib.nullcontext():
             config = _config(name)
+            deepseek_v4.check(config, layer, shown)
             _family(config.model_type, name)
             # what the config tells already, said before a large checkpoint spends minutes
             if (input_ids is None) == (text is None):
@@ -862,6 +864,7 @@ def extract(
         own = next(model.parameters()).dtype
         if dtype != "auto" and _torch_dtype(dtype) != own:
             raise QkvcalcError("extract.dtype_loaded", dtype=dtype, own=str(own).split(".")[-1])
+        deepseek_v4.check(model.config, layer, shown)
         _family(model.config.model_type, shown)
         stream = False  # a model given is run as it is
     else:

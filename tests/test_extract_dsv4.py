@@ -1,0 +1,197 @@
+"""DeepSeek-V4 (issue 37, round four) through qkvcalc extract: every layer refused, by its kind.
+
+A tiny DeepSeek-V4 from its config (float64, eager, random weights, save_pretrained to a temp dir)
+with one layer of each kind: sliding-window attention, compressed sparse attention (m = 2, the
+indexer's top 2 of 5 entries at n = 11) and heavily compressed attention (m = 4). First, what
+each kind computes: tests/naive_dsv4.py writes the module out in numpy from its weights, and it
+equals the module's own output (o_b_proj's) to 1e-8 relative in a truly float64 run (the
+transformers' float32 steps lifted: tests/test_extract.py's true_float64); the indexer's choice
+and the output's turn back each move it. Then the refusal: the command line exits 2 with one
+line on stderr naming the layer's kind, the model's layers by kind, and nothing on stdout; the
+Python call raises the same; a folder with a config.json alone is refused the same way (before
+any weight is read); qkvcalc heads refuses the model as a whole."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from qkvcalc.errors import QkvcalcError  # noqa: E402
+from tests.conftest import run_qkvcalc  # noqa: E402
+from tests.naive_dsv4 import attention  # noqa: E402
+from tests.test_extract import build_from, true_float64  # noqa: E402
+from tests.test_extract_more import TOL, relative  # noqa: E402
+
+KINDS = ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"]
+FIELDS = {
+    "vocab_size": 60,
+    "max_position_embeddings": 64,
+    "hidden_size": 32,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "head_dim": 16,
+    "q_lora_rank": 12,
+    "partial_rotary_factor": 0.5,  # the last 8 of 16 columns turn
+    "n_routed_experts": 2,
+    "num_experts_per_tok": 1,
+    "moe_intermediate_size": 8,
+    "n_shared_experts": 1,
+    "sliding_window": 4,
+    "o_groups": 2,
+    "o_lora_rank": 6,
+    "index_n_heads": 2,
+    "index_head_dim": 8,
+    "index_topk": 2,
+    "compress_rates": {"compressed_sparse_attention": 2, "heavily_compressed_attention": 4},
+    "layer_types": KINDS,
+    "mlp_layer_types": ["moe"] * 3,
+    "hc_mult": 2,
+    "hc_sinkhorn_iters": 3,
+    "num_nextn_predict_layers": 0,
+}
+IDS = [3, 7, 1, 9, 22, 5, 8, 13, 2, 40, 11]
+WORDS = {
+    0: "sliding-window attention (W = 4)",
+    1: "compressed sparse attention (m = 2, top 2)",
+    2: "heavily compressed attention (m = 4)",
+}
+KO = {
+    0: "슬라이딩 윈도우 어텐션(W = 4)",
+    1: "압축 희소 어텐션(m = 2, 상위 2개)",
+    2: "고압축 어텐션(m = 4)",
+}
+LAYERS = (
+    "0: sliding-window attention (W = 4); 1: compressed sparse attention (m = 2, top 2); "
+    "2: heavily compressed attention (m = 4)"
+)
+
+
+def run(fields: dict) -> dict:
+    """A tiny DeepSeek-V4 of these fields and, for each layer, its attention's input x and
+    o_b_proj's output in a truly float64 forward."""
+    model = build_from(
+        "DeepseekV4Config", fields, "DeepseekV4ForCausalLM", _experts_implementation="eager"
+    )
+    seen: dict = {}
+    hooks = []
+    for i, block in enumerate(model.model.layers):
+
+        def grab_x(module, args, kwargs, i=i):
+            seen[("x", i)] = (args[0] if args else kwargs["hidden_states"])[0].detach().clone()
+
+        def grab_out(module, args, out, i=i):
+            seen[("out", i)] = out[0].detach().clone()
+
+        hooks.append(block.self_attn.register_forward_pre_hook(grab_x, with_kwargs=True))
+        hooks.append(block.self_attn.o_b_proj.register_forward_hook(grab_out))
+    try:
+        with torch.no_grad(), true_float64():
+            model(input_ids=torch.tensor([IDS]))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return {"model": model, "seen": {k: v.numpy() for k, v in seen.items()}}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    found = run(FIELDS)
+    found["folder"] = tmp_path_factory.mktemp("dsv4") / "tiny-v4"
+    found["model"].save_pretrained(found["folder"])
+    return found
+
+
+@pytest.mark.parametrize("layer", [0, 1, 2], ids=KINDS)
+def test_the_written_out_layer_equals_the_module(lab, layer):
+    model, seen = lab["model"], lab["seen"]
+    assert model.config.layer_types[layer] == KINDS[layer]
+    attn, x, out = model.model.layers[layer].self_attn, seen[("x", layer)], seen[("out", layer)]
+    assert relative(attention(attn, x, model.config), out) < TOL
+    # the output's turn back by the query's position is part of every kind
+    assert relative(attention(attn, x, model.config, derotate=False), out) > 1e-2
+    if KINDS[layer] == "compressed_sparse_attention":  # the indexer's top-k is part of CSA
+        assert relative(attention(attn, x, model.config, select=False), out) > 1e-2
+
+
+def test_the_compressed_layers_turn_by_yarn_where_the_config_says_so():
+    """Released V4 configs give YaRN to the "compress" rotation (attention factor 1.0): qkvcalc's
+    own YaRN frequencies (qkvcalc/extract/rope.py) are the module's, and the layer needs them."""
+    from qkvcalc.extract.rope import frequencies
+
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16}
+    found = run({**FIELDS, "rope_parameters": yarn, "compress_rope_theta": 500.0})
+    model, seen = found["model"], found["seen"]
+    inv, factor = frequencies(model.model.rotary_emb, "compress", len(IDS))
+    assert factor == 1.0
+    for layer in (1, 2):
+        attn, x, out = model.model.layers[layer].self_attn, seen[("x", layer)], seen[("out", layer)]
+        assert relative(attention(attn, x, model.config, inv=inv), out) < TOL
+        assert relative(attention(attn, x, model.config), out) > 1e-2  # θ^(−2i/R) is not it
+
+
+@pytest.mark.parametrize("layer", [0, 1, 2], ids=KINDS)
+def test_each_layer_is_refused_by_its_kind(lab, layer):
+    proc = run_qkvcalc(
+        "extract", str(lab["folder"]), "--layer", str(layer), "--ids", " ".join(map(str, IDS)),
+        "--dtype", "float64", timeout=180,
+    )  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    said = proc.stderr
+    assert f"layer {layer} of tiny-v4 is a DeepSeek-V4 {WORDS[layer]} layer" in said
+    assert "(K = V)" in said and "turned back by its query's position" in said
+    assert ("pooled" in said) == (layer != 0)
+    assert said.strip().endswith(f"this model's layers are {LAYERS}")
+
+
+@pytest.mark.parametrize("layer", [0, 1, 2], ids=KINDS)
+def test_the_python_call_refuses_a_loaded_model_in_both_languages(lab, layer):
+    import qkvcalc
+
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.extract(lab["model"], layer=layer, input_ids=IDS)
+    assert err.value.msg.key == "extract.dsv4_layer"
+    assert WORDS[layer] in str(err.value)
+    assert KO[layer] in err.value.message("ko") and "K = V" in err.value.message("ko")
+
+
+def test_a_config_alone_is_refused_before_any_weight_is_read(tmp_path):
+    from transformers import DeepseekV4Config
+
+    import qkvcalc
+
+    folder = tmp_path / "config-only"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(DeepseekV4Config(**FIELDS).to_dict()))
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.extract(str(folder), layer=2, input_ids=IDS, dtype="float64")
+    assert err.value.msg.key == "extract.dsv4_layer" and WORDS[2] in str(err.value)
+
+
+def test_heads_refuses_the_model_as_a_whole(lab):
+    proc = run_qkvcalc("heads", str(lab["folder"]), "--ids", " ".join(map(str, IDS)), timeout=180)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "tiny-v4 is a DeepSeek-V4 model" in proc.stderr
+    assert proc.stderr.strip().endswith(f"its layers are {LAYERS}")
+
+
+def test_a_layer_out_of_range_names_the_model_as_a_whole(lab):
+    import qkvcalc
+
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.extract(lab["model"], layer=3, input_ids=IDS)
+    assert err.value.msg.key == "extract.dsv4" and LAYERS in str(err.value)
+
+
+def test_heads_refuses_a_loaded_model_as_a_whole(lab):
+    from qkvcalc.extract.heads import attention_maps
+
+    with pytest.raises(QkvcalcError) as err:
+        attention_maps(lab["model"], input_ids=IDS)
+    assert err.value.msg.key == "extract.dsv4" and LAYERS in str(err.value)
+    assert "DeepSeek-V4 모델이며" in err.value.message("ko")
