@@ -19,12 +19,16 @@ can break out of a string or change how the file is read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+import re
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from qkvcalc.ops import features
+from qkvcalc.ops.table import OPS
 from qkvcalc.plan import ids
+from qkvcalc.plan.specs import Const
 from qkvcalc.render import RenderOptions
 
 if TYPE_CHECKING:
@@ -34,6 +38,8 @@ if TYPE_CHECKING:
 def num(value: float) -> str:
     """A number as Python source: integers as integers, the rest exactly (repr round-trips)."""
     value = float(value)
+    if not math.isfinite(value):  # repr would write inf or nan, which Python cannot read
+        return "math.nan" if math.isnan(value) else ("math.inf" if value > 0 else "-math.inf")
     if value.is_integer() and abs(value) < 1e15:
         return str(int(value))
     return repr(value)
@@ -143,6 +149,7 @@ def _preamble(trace: Trace) -> list[str]:
         f"# n = {n} queries, m = {m} keys, d_k = {d_k}, d_v = {d_v} per head, "
         f"H = {H} heads, G = {G} key/value heads."
     )
+    add("import math")
     add("import sys")
     add("")
     add("try:")
@@ -775,5 +782,113 @@ def _mha_block(trace: Trace, masked: bool) -> list[str]:
         "gap = (mha_output[0] - expected)[live].abs()",
         'differences["MHA"] = gap.max().item() if live.any() else 0.0',
         'print("max |MHA - qkvcalc| =", differences["MHA"])',
+    ]
+    return out
+
+
+# ---- the plan applied in torch: each stage by its op's own torch rule (Op.torch) ----------
+
+
+class _Numbers:
+    """How the ops' torch rules write numbers (qkvcalc.ops.op.Literals): each array of a stage's
+    parameters or constants defined once as a tensor of the script, an equal one read by the
+    same name (every head's mask, every head's rotation angles)."""
+
+    def __init__(self) -> None:
+        self.names: dict[tuple[Any, ...], str] = {}
+        self.lines: list[str] = []  # the definitions not yet written out
+
+    def _define(self, kind: str, value: np.ndarray, source: str) -> str:
+        key = (kind, value.shape, value.tobytes())
+        if key not in self.names:
+            self.names[key] = f"c{len(self.names) + 1}"
+            self.lines.append(f"{self.names[key]} = {source}")
+        return self.names[key]
+
+    def array(self, value: Any) -> str:
+        a = np.asarray(value, dtype=np.float64)
+        if a.ndim == 0:
+            return num(float(a))
+        return self._define("f", a, f"torch.tensor({literal(a)}, dtype=torch.float64)")
+
+    def flags(self, value: Any) -> str:
+        a = np.asarray(value, dtype=bool)
+        return self._define("b", a, f"torch.tensor({flags(a)}, dtype=torch.bool)")
+
+    def num(self, value: float) -> str:
+        return num(value)
+
+    def index(self, value: Any) -> str:
+        if isinstance(value, slice):
+            start = "" if value.start is None else str(int(value.start))
+            stop = "" if value.stop is None else str(int(value.stop))
+            return f"{start}:{stop}" + ("" if value.step in (None, 1) else f":{int(value.step)}")
+        if isinstance(value, int | np.integer):
+            return str(int(value))
+        return str([int(v) for v in np.asarray(value).ravel()])
+
+
+def stage_name(ref: tuple[Any, ...]) -> str:
+    """A stage's name in the script, from its id, head, step and block: s_scores_h1."""
+    sid, head, *rest = ref
+    name = "s_" + re.sub(r"\W", "_", str(sid))
+    for letter, number in zip(("h", "t", "b"), (head, *rest), strict=False):
+        if number is not None:
+            name += f"_{letter}{number}"
+    return name
+
+
+def forward_stages(trace: Trace) -> list[Any]:
+    """The stages of the forward pass, in plan order: up to the final output (a backward pass's
+    gradients follow it)."""
+    last = trace.final.ref
+    stages = list(trace.stages)
+    end = next(k for k, s in enumerate(stages) if s.ref == last)
+    return stages[: end + 1]
+
+
+def plan_lines(trace: Trace) -> tuple[list[str], list[str]]:
+    """The forward plan in torch, one assignment per stage in plan order, its operands by their
+    names: (the functions its ops' rules call, defined once; the assignments)."""
+    numbers = _Numbers()
+    defs: dict[str, None] = {}
+    out: list[str] = []
+    for stage in forward_stages(trace):
+        op = OPS[stage.op]
+        assert op.torch is not None, stage.op  # every forward op has one (a test checks)
+        names = [
+            numbers.array(o.value) if isinstance(o, Const) else stage_name(o) for o in stage.reads
+        ]
+        expression = op.torch(stage.params, names, numbers)
+        for block in re.split(r"\n\n\n(?=def )", op.torch_defs.strip("\n")):
+            if block:
+                defs.setdefault(block.rstrip("\n"))
+        out += numbers.lines
+        numbers.lines = []
+        where = f"{stage.id}" + ("" if stage.head is None else f", head {stage.head}")
+        where += "" if stage.step is None else f", step {stage.step}"
+        where += "" if stage.block is None else f", block {stage.block}"
+        out.append(f"# {where}: {OPS[stage.op].name}")
+        out.append(f"{stage_name(stage.ref)} = {expression}")
+    return list(defs), out
+
+
+def _plan_applied(trace: Trace) -> list[str]:
+    """The plan qkvcalc ran, applied in torch stage by stage with each op's own rule, and its
+    output checked against qkvcalc's (the SDPA and module checks above are independent)."""
+    defs, steps = plan_lines(trace)
+    out = [
+        "",
+        "# ---- qkvcalc's plan, applied in torch: every stage in plan order, by its op's rule ----",
+        "# (float64 throughout; SDPA above, and the module below where it can, are the checks",
+        "# that do not follow qkvcalc's steps.)",
+        "",
+    ]
+    for block in defs:
+        out += ["", block, ""]
+    out += ["", *steps, f"plan_output = {stage_name(trace.final.ref)}"]
+    out += [
+        'differences["the plan in torch"] = (plan_output - expected).abs().max().item()',
+        'print("max |the plan in torch - qkvcalc| =", differences["the plan in torch"])',
     ]
     return out
