@@ -92,7 +92,7 @@ def _run_plan(trace: Any) -> dict[str, Any]:
     torch = pytest.importorskip("torch")
     import math
 
-    defs, steps = plan_lines(trace)
+    defs, steps = plan_lines(trace, {})  # every constant written out
     space: dict[str, Any] = {"torch": torch, "math": math}
     exec(compile("\n\n\n".join([*defs, "\n".join(steps)]), "<plan>", "exec"), space)
     return space

@@ -117,6 +117,7 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     lines += attention
     if p.decode is not None and not written_out:
         lines.extend(_decoded(trace, sdpa_args))
+    lines.extend(_plan_applied(trace))
     # ---- nn.MultiheadAttention ------------------------------------------------------------
     lines.append("")
     obstacles = _mha_obstacles(trace) + _variant_obstacles(trace)
@@ -794,12 +795,18 @@ class _Numbers:
     parameters or constants defined once as a tensor of the script, an equal one read by the
     same name (every head's mask, every head's rotation angles)."""
 
-    def __init__(self) -> None:
+    def __init__(self, known: dict[str, np.ndarray]) -> None:
         self.names: dict[tuple[Any, ...], str] = {}
         self.lines: list[str] = []  # the definitions not yet written out
+        for source, value in known.items():  # tensors the script holds already: X, W_O
+            self.names[self._key("f", np.asarray(value, dtype=np.float64))] = source
+
+    @staticmethod
+    def _key(kind: str, value: np.ndarray) -> tuple[Any, ...]:
+        return (kind, value.shape, value.tobytes())
 
     def _define(self, kind: str, value: np.ndarray, source: str) -> str:
-        key = (kind, value.shape, value.tobytes())
+        key = self._key(kind, value)
         if key not in self.names:
             self.names[key] = f"c{len(self.names) + 1}"
             self.lines.append(f"{self.names[key]} = {source}")
@@ -813,7 +820,12 @@ class _Numbers:
 
     def flags(self, value: Any) -> str:
         a = np.asarray(value, dtype=bool)
-        return self._define("b", a, f"torch.tensor({flags(a)}, dtype=torch.bool)")
+        if a.ndim != 2:
+            return self._define("b", a, f"torch.tensor({flags(a)}, dtype=torch.bool)")
+        # a row of 0s and 1s a string: a third of a list's size (a causal 256 x 256 mask)
+        rows = "".join(f'    "{"".join("1" if v else "0" for v in row)}",\n' for row in a)
+        source = f'torch.tensor([[c == "1" for c in row] for row in [\n{rows}]])'
+        return self._define("b", a, source)
 
     def num(self, value: float) -> str:
         return num(value)
@@ -847,10 +859,13 @@ def forward_stages(trace: Trace) -> list[Any]:
     return stages[: end + 1]
 
 
-def plan_lines(trace: Trace) -> tuple[list[str], list[str]]:
+def plan_lines(
+    trace: Trace, known: dict[str, np.ndarray] | None = None
+) -> tuple[list[str], list[str]]:
     """The forward plan in torch, one assignment per stage in plan order, its operands by their
-    names: (the functions its ops' rules call, defined once; the assignments)."""
-    numbers = _Numbers()
+    names: (the functions its ops' rules call, defined once; the assignments). `known`: the
+    tensors the script holds already, by name (default: X and W_O, as the script writes them)."""
+    numbers = _Numbers(_known(trace) if known is None else known)
     defs: dict[str, None] = {}
     out: list[str] = []
     for stage in forward_stages(trace):
@@ -871,6 +886,18 @@ def plan_lines(trace: Trace) -> tuple[list[str], list[str]]:
         out.append(f"# {where}: {OPS[stage.op].name}")
         out.append(f"{stage_name(stage.ref)} = {expression}")
     return list(defs), out
+
+
+def _known(trace: Trace) -> dict[str, np.ndarray]:
+    """The problem's numbers the script holds already, by how the plan path reads them (its
+    constants equal to them are not written again): X as given, W_O in the rows layout."""
+    p = trace.problem
+    known = {}
+    if p.x is not None and p.variants.pe is None:  # with PE, the script's X is X + PE
+        known["X.detach()"] = p.x.values
+    if p.wo is not None:
+        known["W_O.detach()" if p.layout != "torch" else "W_O.detach().T"] = p.wo.values
+    return known
 
 
 def _plan_applied(trace: Trace) -> list[str]:
