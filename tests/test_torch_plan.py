@@ -123,3 +123,29 @@ def test_a_wrong_rule_is_caught_stage_by_stage(monkeypatch):
     space = _run_plan(trace)
     stage = trace.stage("weights")
     assert not np.allclose(space[stage_name(stage.ref)].numpy(), stage.value)
+
+
+def test_a_large_problem_writes_each_constant_once_and_checks_only_its_output():
+    """48 tokens, 4 heads, causal, RoPE: the stages hold far more numbers than the script writes
+    (STAGES_WRITTEN), so only the output is checked; the heads' one mask and one table of
+    angles are written once, and X is the script's own."""
+    from qkvcalc.render import RenderOptions
+    from qkvcalc.render.torch_script import render_torch
+
+    rng = np.random.default_rng(3)
+    n, d = 48, 8
+    doc = {
+        "x": rng.integers(-3, 4, (n, d)).tolist(),
+        **{w: rng.integers(-2, 3, (d, d)).tolist() for w in ("wq", "wk", "wv")},
+        "heads": 4,
+        "mask": "causal",
+        "rope": {"theta": 10000},
+    }
+    text = render_torch(run(Problem.from_mapping(doc)), RenderOptions())
+    assert "stage_check(" not in text
+    assert "too many numbers to write here" in text
+    assert text.count('torch.tensor([[c == "1" for c in row]') == 1  # the mask, once
+    assert "s_x = X.detach()" in text
+    turns = [line for line in text.splitlines() if line.startswith("s_") and " = rotate(" in line]
+    assert len(turns) == 8  # q and k of 4 heads, every one reading the same angles
+    assert len({line.split(", ")[1] for line in turns}) == 1

@@ -422,8 +422,8 @@ def test_a_mismatch_exits_1_with_the_difference(tmp_path):
 
 
 def test_a_plan_stage_that_parts_from_qkvcalcs_fails_the_script_alone(tmp_path):
-    """The plan path is a check of its own: one stage changed (a head's weights × 1.5) and the
-    script exits 1 naming it, while SDPA and the module still agree."""
+    """The plan path is a check of its own: one stage changed (the weights × 1.5) and the
+    script exits 1 naming it and the output, while SDPA and the module still agree."""
     text, _ = script_of(presets.load("padding"))
     broken, count = re.subn(r"^(s_weights\S* = .*)$", r"\1 * 1.5", text, count=1, flags=re.M)
     assert count == 1
@@ -432,6 +432,9 @@ def test_a_plan_stage_that_parts_from_qkvcalcs_fails_the_script_alone(tmp_path):
     got = in_this_process(path)
     assert got.returncode == 1, got.stdout
     assert "MISMATCH: max |the plan in torch - qkvcalc|" in got.stderr
+    # a small problem's script checks every stage: the first one to part is named
+    assert "MISMATCH: max |stage weights - qkvcalc|" in got.stderr
+    assert "MISMATCH: max |stage exp - qkvcalc|" not in got.stderr
     assert "MISMATCH: max |SDPA" not in got.stderr and "MISMATCH: max |MHA" not in got.stderr
 
 

@@ -900,9 +900,15 @@ def _known(trace: Trace) -> dict[str, np.ndarray]:
     return known
 
 
+# a plan whose forward stages hold at most this many numbers has each stage's value written
+# into the script and checked; a larger one (an extracted layer at n = 256) only its output
+STAGES_WRITTEN = 2000
+
+
 def _plan_applied(trace: Trace) -> list[str]:
     """The plan qkvcalc ran, applied in torch stage by stage with each op's own rule, and its
-    output checked against qkvcalc's (the SDPA and module checks above are independent)."""
+    output checked against qkvcalc's (the SDPA and module checks above are independent); for
+    a small problem every stage too."""
     defs, steps = plan_lines(trace)
     out = [
         "",
@@ -917,5 +923,45 @@ def _plan_applied(trace: Trace) -> list[str]:
     out += [
         'differences["the plan in torch"] = (plan_output - expected).abs().max().item()',
         'print("max |the plan in torch - qkvcalc| =", differences["the plan in torch"])',
+    ]
+    return out + _stages_checked(trace)
+
+
+def _stages_checked(trace: Trace) -> list[str]:
+    """Each forward stage's value as qkvcalc computed it (its float64 twin under --dtype),
+    against the plan's stage in torch: only when they are few numbers (STAGES_WRITTEN)."""
+    stages = forward_stages(trace)
+    wants = [s.value if trace.precision is None else s.twin_value for s in stages]
+    if sum(w.size for w in wants if w is not None) > STAGES_WRITTEN:
+        return ["# (qkvcalc's stages are too many numbers to write here: the output is checked.)"]
+    out = [
+        "",
+        "",
+        "def stage_check(name, got, want):",
+        '    """A stage of the plan in torch against qkvcalc\'s: equal where qkvcalc has -inf."""',
+        "    want = torch.tensor(want, dtype=torch.float64).reshape(got.shape)",
+        "    same = (got == want) | (got.isnan() & want.isnan())",
+        "    gap = torch.where(same, 0.0, (got - want).abs())",
+        "    differences[name] = gap.max().item() if gap.numel() else 0.0",
+        "    finite = want[want.isfinite()]",
+        "    largest = finite.abs().max().item() if finite.numel() else 0.0",
+        "    tolerances[name] = 1e-9 * max(1.0, largest)",
+        "    checked.append(name)",
+        "",
+        "",
+        "checked = []",
+        "# Each stage as qkvcalc computed it, against the plan's in torch (a name says the stage).",
+    ]
+    for stage, want in zip(stages, wants, strict=True):
+        if want is None:  # --dtype: a stage without a float64 twin
+            continue
+        where = f"stage {stage.id}" + ("" if stage.head is None else f" head {stage.head}")
+        where += "" if stage.step is None else f" step {stage.step}"
+        where += "" if stage.block is None else f" block {stage.block}"
+        out.append(f'stage_check("{where}", {stage_name(stage.ref)}, {literal(want)})')
+    out += [
+        "largest = max(differences[name] for name in checked)",
+        "print(len(checked), \"of qkvcalc's stages against the plan's in torch:\",",
+        '      "largest difference", largest)',
     ]
     return out
