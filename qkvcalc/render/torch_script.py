@@ -931,9 +931,9 @@ def _stages_checked(trace: Trace) -> list[str]:
     """Each forward stage's value as qkvcalc computed it (its float64 twin under --dtype),
     against the plan's stage in torch: only when they are few numbers (STAGES_WRITTEN)."""
     stages = forward_stages(trace)
-    wants = [s.value if trace.precision is None else s.twin_value for s in stages]
-    if sum(w.size for w in wants if w is not None) > STAGES_WRITTEN:
+    if sum(rows * cols for rows, cols in (s.shape for s in stages)) > STAGES_WRITTEN:
         return ["# (qkvcalc's stages are too many numbers to write here: the output is checked.)"]
+    wants = [s.value if trace.precision is None else s.twin_value for s in stages]
     out = [
         "",
         "",
@@ -958,7 +958,7 @@ def _stages_checked(trace: Trace) -> list[str]:
         where = f"stage {stage.id}" + ("" if stage.head is None else f" head {stage.head}")
         where += "" if stage.step is None else f" step {stage.step}"
         where += "" if stage.block is None else f" block {stage.block}"
-        out.append(f'stage_check("{where}", {stage_name(stage.ref)}, {literal(want)})')
+        out.append(f"stage_check({text_literal(where)}, {stage_name(stage.ref)}, {literal(want)})")
     out += [
         "largest = max(differences[name] for name in checked)",
         "print(len(checked), \"of qkvcalc's stages against the plan's in torch:\",",
