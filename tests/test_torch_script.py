@@ -143,7 +143,13 @@ def exec_script(text: str) -> str:
     return out.getvalue()
 
 
+PLAN = re.compile(r"^max \|the plan in torch - qkvcalc\| = (\S+)$", re.MULTILINE)
+
+
 def check(stdout: str, expected: np.ndarray, *, mha: bool) -> None:
+    # qkvcalc's plan, applied in torch stage by stage, gives qkvcalc's output
+    (plan,) = PLAN.findall(stdout)
+    assert float(plan) <= TOL * max(1.0, float(np.abs(expected).max())), stdout
     got = printed_outputs(stdout)
     first = SDPA if SDPA in got else WRITTEN_OUT
     assert first in got, stdout
@@ -408,10 +414,28 @@ def test_a_mismatch_exits_1_with_the_difference(tmp_path):
     assert wrong.returncode == 1, wrong.stdout
     assert "MISMATCH: max |SDPA - qkvcalc| = 0.5" in wrong.stderr
     assert "MISMATCH: max |MHA - qkvcalc| = 0.5" in wrong.stderr
+    assert "MISMATCH: max |the plan in torch - qkvcalc| = 0.5" in wrong.stderr
     proc = subprocess.run(
         [sys.executable, "-c", text], capture_output=True, text=True, timeout=120
     )  # the same script untouched passes
     assert proc.returncode == 0 and "OK: PyTorch agrees with qkvcalc" in proc.stdout
+
+
+def test_a_plan_stage_that_parts_from_qkvcalcs_fails_the_script_alone(tmp_path):
+    """The plan path is a check of its own: one stage changed (the weights × 1.5) and the
+    script exits 1 naming it and the output, while SDPA and the module still agree."""
+    text, _ = script_of(presets.load("padding"))
+    broken, count = re.subn(r"^(s_weights\S* = .*)$", r"\1 * 1.5", text, count=1, flags=re.M)
+    assert count == 1
+    path = tmp_path / "broken.py"
+    path.write_text(broken, encoding="utf-8")
+    got = in_this_process(path)
+    assert got.returncode == 1, got.stdout
+    assert "MISMATCH: max |the plan in torch - qkvcalc|" in got.stderr
+    # a small problem's script checks every stage: the first one to part is named
+    assert "MISMATCH: max |stage weights - qkvcalc|" in got.stderr
+    assert "MISMATCH: max |stage exp - qkvcalc|" not in got.stderr
+    assert "MISMATCH: max |SDPA" not in got.stderr and "MISMATCH: max |MHA" not in got.stderr
 
 
 def test_the_script_and_the_extra_ask_for_the_same_torch():

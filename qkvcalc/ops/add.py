@@ -60,5 +60,6 @@ OPS: tuple[Op, ...] = (
         grad_formula=lambda into, out, x, params: out,  # what is added is a constant
         work=_add_work,
         lowp=_lowp_add,
+        torch=lambda params, names, lit: f"{names[0]} + {names[1]}",
     ),
 )

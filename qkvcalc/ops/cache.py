@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.ops.op import Feeds, Op, Params, Shapes, rows_of
+from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes, rows_of
 from qkvcalc.ops.projection import project
 from qkvcalc.ops.rounding import Out, Rounding, product
 
@@ -112,6 +112,15 @@ def _lowp_stack(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     return Out(np.vstack(list(ops)), r.kept)
 
 
+# ---- in PyTorch (--format torch) ----
+
+
+def _torch_step_project(params: Params, names: Sequence[str], lit: Literals) -> str:
+    bias = params.get("bias")
+    taken = f"{names[0]}[{lit.index(params['take'])}] @ {names[1]}"
+    return taken + ("" if bias is None else f" + {lit.array(bias)}")
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "step_project",
@@ -120,8 +129,18 @@ OPS: tuple[Op, ...] = (
         _exact_step_project,
         work=_step_project_work,
         lowp=_lowp_step_project,
+        torch=_torch_step_project,
     ),
-    Op("qk", _qk, _qk_feeds, _exact_qk, rowwise=True, work=_qk_work, lowp=_lowp_qk),
+    Op(
+        "qk",
+        _qk,
+        _qk_feeds,
+        _exact_qk,
+        rowwise=True,
+        work=_qk_work,
+        lowp=_lowp_qk,
+        torch=lambda params, names, lit: f"{names[0]} @ {names[1]}.T",
+    ),
     Op(
         "stack",
         _stack,
@@ -129,5 +148,6 @@ OPS: tuple[Op, ...] = (
         _exact_stack,
         overflow=lambda p: False,
         lowp=_lowp_stack,
+        torch=lambda params, names, lit: f"torch.vstack([{', '.join(names)}])",
     ),
 )

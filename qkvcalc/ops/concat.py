@@ -86,5 +86,6 @@ OPS: tuple[Op, ...] = (
         lowp=_lowp_concat,
         plan_back=_concat_grads,
         in_code={"heads_concat": {"concat": _interleaved}},
+        torch=lambda params, names, lit: f"torch.hstack([{', '.join(names)}])",
     ),
 )

@@ -428,6 +428,9 @@ FEATURE = Feature(
             plan_back=_maps_grads,
             overflow=lambda params: False,
             lowp=_lowp_maps,
+            torch=lambda params, names, lit: (
+                f"{names[0]} - {lit.num(params['lambda'])} * {names[1]}"
+            ),
         ),
         Op(
             "diff_join",
@@ -437,6 +440,7 @@ FEATURE = Feature(
             plan_back=_join_grads,
             overflow=lambda params: False,
             lowp=_lowp_join,
+            torch=lambda params, names, lit: f"torch.hstack([{names[0]}, {names[1]}])",
         ),
         Op(
             "group_rms",
@@ -453,6 +457,7 @@ FEATURE = Feature(
             grad_work=row_rms.grad_work,
             overflow=lambda params: False,
             lowp=row_rms.lowp("precision.diff_norm_eager", "precision.diff_norm_naive"),
+            torch=row_rms.torch_rms,
         ),
         Op(
             "diff_scale",
@@ -465,6 +470,7 @@ FEATURE = Feature(
             work=_scale_work,
             overflow=lambda params: False,
             lowp=_lowp_scale,
+            torch=lambda params, names, lit: f"{lit.num(params['factor'])} * {names[0]}",
         ),
     ),
     mistakes=(Mistakes("diff_maps", ("diff_lambda_missing", "diff_added"), _mistakes),),

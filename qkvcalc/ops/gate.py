@@ -302,6 +302,16 @@ def _lowp_times(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     return Out(r.keep(r.work(ops[0]) * r.work(ops[1])), r.kept)
 
 
+# ---- in PyTorch (--format torch) ----
+
+TORCH_SIGMOID = """\
+def sigmoid(z):
+    \"\"\"1 / (1 + e^-z), written as qkvcalc does so that e^(-|z|) never overflows.\"\"\"
+    e = torch.exp(-z.abs())
+    return torch.where(z >= 0, 1 / (1 + e), e / (1 + e))
+"""
+
+
 FEATURE = Feature(
     name="wg",  # its weight's key names it among the features a problem uses
     keys=("wg", "bg"),
@@ -317,6 +327,8 @@ FEATURE = Feature(
             work=_sigmoid_work,
             lowp=_lowp_sigmoid,
             plan_back=_sigmoid_grads,
+            torch=lambda params, names, lit: f"sigmoid({names[0]})",
+            torch_defs=TORCH_SIGMOID,
         ),
         Op(
             "gate_mul",
@@ -325,6 +337,7 @@ FEATURE = Feature(
             work=_times_work,
             lowp=_lowp_times,
             plan_back=_gated_grads,
+            torch=lambda params, names, lit: f"{names[0]} * {names[1]}",
         ),
         # the backward's two products, d(out_G) ⊙ G and d(out_G) ⊙ out: the same product, with
         # no named mistakes of the forward's

@@ -43,7 +43,7 @@ from qkvcalc.input.cells import Matrix, to_matrix, to_vector
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops import gdn_layer
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
-from qkvcalc.ops.op import Feeds, Op, Params, Shapes
+from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
 
 EPS = 1e-6  # transformers' l2norm: x·rsqrt(Σx² + 1e-6)
@@ -779,6 +779,77 @@ def _joins(value: Any) -> bool:
     return value.norm is not None
 
 
+# ---- in PyTorch (--format torch): the same steps as the numpy above ----
+
+TORCH_READ = """\
+def read_states(q, states):
+    \"\"\"Row t: S_t^T . q_t.\"\"\"
+    return torch.stack([s.T @ q[t] for t, s in enumerate(states)])
+"""
+_TORCH_DEFS = """\
+def delta_step(prev, k, v, g, beta):
+    \"\"\"S' = e^g * S; m = S'^T k; S' + k (beta (v - m))^T.\"\"\"
+    decayed = prev * torch.exp(g)
+    memory = decayed.T @ k
+    return decayed + torch.outer(k, beta * (v - memory))
+
+
+def gdn_implicit(q, k, g, beta):
+    \"\"\"W [n, n]: the recurrence run once with V = I, row t of W = q_t^T S_t.\"\"\"
+    n, d_k = k.shape
+    state = torch.zeros(d_k, n, dtype=torch.float64)
+    w = torch.zeros(n, n, dtype=torch.float64)
+    for t in range(n):
+        state = state * torch.exp(g[t])
+        written = -(state.T @ k[t])
+        written[t] += 1.0
+        state = state + torch.outer(k[t], beta[t] * written)
+        w[t] = q[t] @ state
+    return w
+
+
+def gdn_chunked(q, k, v, g, beta, size):
+    \"\"\"The chunked form: within a chunk, the delta rule solved by forward substitution.\"\"\"
+    n, d_k = k.shape
+    d_v = v.shape[1]
+    state = torch.zeros(d_k, d_v, dtype=torch.float64)
+    out = torch.zeros(n, d_v, dtype=torch.float64)
+    for start in range(0, n, size):
+        part = slice(start, min(start + size, n))
+        qc, kc, vc, bc = q[part], k[part], v[part], beta[part]
+        cum = torch.cumsum(g[part], dim=0)
+        lower = torch.ones(len(cum), len(cum), dtype=torch.bool).tril()
+        gaps = torch.where(lower, cum[:, None] - cum[None, :], 0.0)
+        decay = torch.where(lower, torch.exp(gaps), 0.0)
+        strict = torch.tril((bc[:, None] * kc) @ kc.T * decay, -1)
+        rhs = torch.cat([bc[:, None] * vc, bc[:, None] * kc * torch.exp(cum)[:, None]], dim=1)
+        solved = torch.empty_like(rhs)
+        for i in range(len(cum)):
+            solved[i] = rhs[i] - strict[i, :i] @ solved[:i]
+        fresh = solved[:, :d_v] - solved[:, d_v:] @ state
+        out[part] = (qc * torch.exp(cum)[:, None]) @ state + ((qc @ kc.T) * decay) @ fresh
+        carried = (kc * torch.exp(cum[-1] - cum)[:, None]).T @ fresh
+        state = state * torch.exp(cum[-1]) + carried
+    return out
+"""
+
+
+def _torch_step(params: Params, names: Sequence[str], lit: Literals) -> str:
+    prev, k, v, gates = names
+    t = params["t"]
+    return f"delta_step({prev}, {k}[{t}], {v}[{t}], {gates}[{t}, 0], {gates}[{t}, 1])"
+
+
+def torch_read(params: Params, names: Sequence[str], lit: Literals) -> str:
+    return f"read_states({names[0]}, [{', '.join(names[1:])}])"
+
+
+def _torch_l2norm(params: Params, names: Sequence[str], lit: Literals) -> str:
+    x = names[0]
+    root = f"torch.sqrt(({x} * {x}).sum(dim=1, keepdim=True) + {lit.num(EPS)})"
+    return f"{x} / {root} * {lit.num(params['scale'])}"
+
+
 FEATURE = Feature(
     name="gated_delta",
     read=_read,
@@ -791,11 +862,44 @@ FEATURE = Feature(
             overflow=lambda params: False,
             exact_stops="note.exact_stops_l2norm",
             work=_l2norm_work,
+            torch=_torch_l2norm,
         ),
-        Op("delta_step", _step, _step_feeds, work=_step_work),
-        Op("gdn_weights", _weights, _weights_feeds, work=_weights_work),
-        Op("gdn_chunked", _chunked, _chunked_feeds),
-        Op("state_read", _read_states, _read_feeds, work=_read_work),
+        Op(
+            "delta_step",
+            _step,
+            _step_feeds,
+            work=_step_work,
+            torch=_torch_step,
+            torch_defs=_TORCH_DEFS,
+        ),
+        Op(
+            "gdn_weights",
+            _weights,
+            _weights_feeds,
+            work=_weights_work,
+            torch=lambda params, names, lit: "gdn_implicit({0}, {1}, {2}[:, 0], {2}[:, 1])".format(
+                *names
+            ),
+            torch_defs=_TORCH_DEFS,
+        ),
+        Op(
+            "gdn_chunked",
+            _chunked,
+            _chunked_feeds,
+            torch=lambda params, names, lit: (
+                "gdn_chunked({0}, {1}, {2}, {3}[:, 0], {3}[:, 1], ".format(*names)
+                + f"{params['chunk']})"
+            ),
+            torch_defs=_TORCH_DEFS,
+        ),
+        Op(
+            "state_read",
+            _read_states,
+            _read_feeds,
+            work=_read_work,
+            torch=torch_read,
+            torch_defs=TORCH_READ,
+        ),
         *gdn_layer.OPS,
     ),
     mistakes=(

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.i18n import Msg
-from qkvcalc.ops.op import Feeds, Op, Params, Shapes
+from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
 
 SOFTPLUS_THRESHOLD = 20.0  # torch's F.softplus: x itself above it
@@ -375,15 +375,94 @@ def _silu_gate_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: 
     return style.line(left, middle, float(stage.value[i, j]), result)
 
 
+# ---- in PyTorch (--format torch): the same steps as the numpy above ----
+
+TORCH_ACTS = """\
+def sigmoid(z):
+    \"\"\"1 / (1 + e^-z), written as qkvcalc does so that e^(-|z|) never overflows.\"\"\"
+    e = torch.exp(-z.abs())
+    return torch.where(z >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def silu(x):
+    return x * sigmoid(x)
+
+
+def softplus(x):
+    \"\"\"log(1 + e^x), x itself above 20 (as F.softplus).\"\"\"
+    return torch.where(x > 20.0, x, torch.log1p(torch.exp(torch.clamp(x, max=20.0))))
+
+
+def decay(a, a_log, dt_bias):
+    \"\"\"g = -e^(A_log) * softplus(a + dt_bias).\"\"\"
+    return -math.exp(a_log) * softplus(a + dt_bias)
+"""
+_TORCH_DEFS = """\
+def conv_silu(x, kernel):
+    \"\"\"The causal depthwise convolution (0 before the first row), then SiLU.\"\"\"
+    taps, n = kernel.shape[0], x.shape[0]
+    out = torch.zeros_like(x)
+    for r in range(taps):
+        shift = taps - 1 - r
+        if shift < n:
+            out[shift:] += kernel[r] * x[: n - shift]
+    return silu(out)
+
+
+def gdn_gates(ab, a_log, dt_bias, beta_scale):
+    \"\"\"[n, 2] of (a, b) -> [n, 2] of (g, beta).\"\"\"
+    return torch.stack([decay(ab[:, 0], a_log, dt_bias), beta_scale * sigmoid(ab[:, 1])], dim=1)
+
+
+def rms_normed(o, weight, eps):
+    return o / torch.sqrt((o * o).mean(dim=1, keepdim=True) + eps) * weight
+"""
+
+
+def _torch_gates(params: Params, names: Sequence[str], lit: Literals) -> str:
+    numbers = (params["a_log"], params["dt_bias"], params.get("beta_scale", 1.0))
+    return f"gdn_gates({names[0]}, {', '.join(lit.array(x) for x in numbers)})"
+
+
+def _torch_silu_gate(params: Params, names: Sequence[str], lit: Literals) -> str:
+    return f"{names[0]} * {params.get('act', 'silu')}({names[1]})"
+
+
 OPS = (
-    Op("conv_silu", _conv, _conv_feeds, overflow=lambda params: False, work=_conv_work),
-    Op("gdn_gates", _gates, _gates_feeds, work=_gates_work),
+    Op(
+        "conv_silu",
+        _conv,
+        _conv_feeds,
+        overflow=lambda params: False,
+        work=_conv_work,
+        torch=lambda params, names, lit: f"conv_silu({names[0]}, {names[1]})",
+        torch_defs=TORCH_ACTS + "\n\n" + _TORCH_DEFS,
+    ),
+    Op(
+        "gdn_gates",
+        _gates,
+        _gates_feeds,
+        work=_gates_work,
+        torch=_torch_gates,
+        torch_defs=TORCH_ACTS + "\n\n" + _TORCH_DEFS,
+    ),
     Op(
         "gdn_rms",
         _rms,
         _rms_feeds,
         overflow=lambda params: False,
         work=_rms_work,
+        torch=lambda params, names, lit: (
+            f"rms_normed({names[0]}, {names[1]}[0], {lit.num(params['eps'])})"
+        ),
+        torch_defs=_TORCH_DEFS,
     ),
-    Op("silu_gate", _silu_gate, _two_cells, work=_silu_gate_work),
+    Op(
+        "silu_gate",
+        _silu_gate,
+        _two_cells,
+        work=_silu_gate_work,
+        torch=_torch_silu_gate,
+        torch_defs=TORCH_ACTS,
+    ),
 )

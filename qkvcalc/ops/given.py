@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.ops.op import Back, Op, Params, nothing, rows_of, same_cell
+from qkvcalc.ops.op import Back, Literals, Op, Params, nothing, rows_of, same_cell
 from qkvcalc.ops.rounding import Out, Rounding, moved, rounded
 from qkvcalc.plan.specs import Ref, Spec
 
@@ -77,9 +77,32 @@ def _lowp_split(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     return Out(np.asarray(params["table"]))  # which columns each head reads: no numbers
 
 
+# ---- in PyTorch (--format torch): the numbers themselves, or their columns ----
+
+
+def _torch_columns(params: Params, names: Sequence[str], lit: Literals) -> str:
+    return f"{names[0]}[:, {lit.index(params['cols'])}]"
+
+
 OPS: tuple[Op, ...] = (
-    Op("input", _input, same_cell, _exact_input, given=True, lowp=rounded),
-    Op("slice", _columns, nothing, _exact_columns, given=True, lowp=_lowp_columns),
+    Op(
+        "input",
+        _input,
+        same_cell,
+        _exact_input,
+        given=True,
+        lowp=rounded,
+        torch=lambda params, names, lit: names[0],
+    ),
+    Op(
+        "slice",
+        _columns,
+        nothing,
+        _exact_columns,
+        given=True,
+        lowp=_lowp_columns,
+        torch=_torch_columns,
+    ),
     Op(
         "copy",
         _input,
@@ -88,6 +111,7 @@ OPS: tuple[Op, ...] = (
         backward=lambda ops, params, out, g: (g,),
         lowp=moved,
         plan_back=_copy_grads,
+        torch=lambda params, names, lit: names[0],
     ),
     Op(
         "split",
@@ -102,6 +126,15 @@ OPS: tuple[Op, ...] = (
             # K/V heads repeated as a whole (tile) instead of each in turn (repeat_interleave)
             "gqa_repeat": {"kv_head": lambda h, heads, groups: h % groups},
         },
+        torch=lambda params, names, lit: lit.array(params["table"]),
     ),
-    Op("table", _table, nothing, _exact_table, given=True, lowp=_lowp_table),
+    Op(
+        "table",
+        _table,
+        nothing,
+        _exact_table,
+        given=True,
+        lowp=_lowp_table,
+        torch=lambda params, names, lit: lit.array(params["table"]),
+    ),
 )

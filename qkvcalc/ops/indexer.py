@@ -42,8 +42,8 @@ from qkvcalc.ops import mask as mask_ops
 from qkvcalc.ops import mla, qk_norm
 from qkvcalc.ops import projection as projection_ops
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
-from qkvcalc.ops.op import Feeds, Op, Params, Shapes, rows_of, whole_row
-from qkvcalc.ops.rope import pair_index, partner, rotate
+from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes, rows_of, whole_row
+from qkvcalc.ops.rope import TORCH_ROTATE, pair_index, partner, rotate, torch_turn
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels
 
 KEYS = ("wq", "wk", "k_norm", "k_norm_bias", "eps", "weights", "heads", "rope_style", "top_k")
@@ -652,6 +652,47 @@ def _header(ix: Indexer) -> list[tuple[str, dict[str, Any]]]:
                                     "style": ix.style})]  # fmt: skip
 
 
+# ---- in PyTorch (--format torch) ----
+
+_TORCH_DEFS = """\
+def turn_blocks(x, angles, style, dims, factor, width):
+    \"\"\"Each block of width columns (an index head) with its first dims turned by RoPE.\"\"\"
+    out = x.clone()
+    for b in range(x.shape[1] // width):
+        block = slice(b * width, (b + 1) * width)
+        out[:, block] = rotate(x[:, block], angles, style, dims, factor)
+    return out
+
+
+def index_scores(q, k, w, heads, dim, scale, weight_scale):
+    \"\"\"I = sum_h (w_h * weight_scale) * ReLU(q_h . k * scale): [n, m].\"\"\"
+    qh = q.reshape(q.shape[0], heads, dim)
+    relu = torch.clamp(torch.einsum("nhd,md->nhm", qh, k) * scale, min=0.0)
+    return torch.einsum("nh,nhm->nm", w * weight_scale, relu)
+
+
+def keep_top(scores, k):
+    \"\"\"1 at each row's k largest scores (the earlier key first of equals), never at -inf.\"\"\"
+    order = torch.sort(-scores, dim=1, stable=True).indices[:, :k]
+    kept = torch.zeros_like(scores).scatter_(1, order, 1.0)
+    return torch.where(torch.isfinite(scores), kept, 0.0)
+"""
+
+
+def _torch_rope(params: Params, names: Sequence[str], lit: Literals) -> str:
+    angles = lit.array(params["angles"])
+    return f"turn_blocks({names[0]}, {angles}, {torch_turn(params, lit)}, {params['width']})"
+
+
+def _torch_scores(params: Params, names: Sequence[str], lit: Literals) -> str:
+    sizes = f"{params['heads']}, {params['dim']}, {lit.num(params['scale'])}"
+    return f"index_scores({', '.join(names)}, {sizes}, {lit.num(params['weight_scale'])})"
+
+
+def _torch_mask(params: Params, names: Sequence[str], lit: Literals) -> str:
+    return f"torch.where({names[0]} > 0, torch.zeros_like({names[0]}), -math.inf)"
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "index_rope",
@@ -660,10 +701,37 @@ OPS: tuple[Op, ...] = (
         rowwise=True,
         overflow=lambda params: False,
         work=_rope_work,
+        torch=_torch_rope,
+        torch_defs=TORCH_ROTATE + "\n\n" + _TORCH_DEFS,
     ),
-    Op("index_score", _scores, _score_feeds, rowwise=True, work=_score_work),
-    Op("top_k", _top, whole_row, rowwise=True, overflow=lambda params: False, work=_top_work),
-    Op("index_mask", _mask, _same, rowwise=True, overflow=lambda params: False, work=_mask_work),
+    Op(
+        "index_score",
+        _scores,
+        _score_feeds,
+        rowwise=True,
+        work=_score_work,
+        torch=_torch_scores,
+        torch_defs=_TORCH_DEFS,
+    ),
+    Op(
+        "top_k",
+        _top,
+        whole_row,
+        rowwise=True,
+        overflow=lambda params: False,
+        work=_top_work,
+        torch=lambda params, names, lit: f"keep_top({names[0]}, {params['top_k']})",
+        torch_defs=_TORCH_DEFS,
+    ),
+    Op(
+        "index_mask",
+        _mask,
+        _same,
+        rowwise=True,
+        overflow=lambda params: False,
+        work=_mask_work,
+        torch=_torch_mask,
+    ),
 )
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.ops import gdn_layer
-from qkvcalc.ops.op import Feeds, Op, Params, Shapes
+from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels
 
 # ---- the stages --------------------------------------------------------------------------------
@@ -141,7 +141,25 @@ def _gates_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str)
     )
 
 
-OPS = (Op("kda_gates", _gates, _gates_feeds, work=_gates_work),)
+# ---- in PyTorch (--format torch): each channel's g, then beta ----
+
+
+def _torch_gates(params: Params, names: Sequence[str], lit: Literals) -> str:
+    f, b, dt_bias = names
+    g = f"decay({f}, {lit.num(params['a_log'])}, {dt_bias}[0])"
+    return f"torch.hstack([{g}, sigmoid({b}[:, 0])[:, None]])"
+
+
+OPS = (
+    Op(
+        "kda_gates",
+        _gates,
+        _gates_feeds,
+        work=_gates_work,
+        torch=_torch_gates,
+        torch_defs=gdn_layer.TORCH_ACTS,
+    ),
+)
 
 
 # ---- the torch lines ---------------------------------------------------------------------------

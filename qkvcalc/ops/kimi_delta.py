@@ -42,7 +42,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import to_matrix
 from qkvcalc.labels import shape_text, shown
-from qkvcalc.ops import gdn_layer, kda_layer
+from qkvcalc.ops import gated_delta, gdn_layer, kda_layer
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.gated_delta import (
     CHUNK,
@@ -58,7 +58,7 @@ from qkvcalc.ops.gated_delta import (
     _weight,
     check_own_causal,
 )
-from qkvcalc.ops.op import Feeds, Op, Params, Shapes
+from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
 
 MADE = ("wf_a", "wf_b", "a_log", "dt_bias", "wb")  # the gates made from X, in place of g, beta
@@ -639,14 +639,104 @@ def _joins(value: Any) -> bool:
     return value.norm is not None
 
 
+# ---- in PyTorch (--format torch): the same steps as the numpy above ----
+
+_TORCH_DEFS = """\
+def kda_step(prev, k, v, g, beta):
+    \"\"\"S' = Diag(e^g) S; m = S'^T k; S' + k (beta (v - m))^T.\"\"\"
+    decayed = prev * torch.exp(g)[:, None]
+    memory = decayed.T @ k
+    return decayed + torch.outer(k, beta * (v - memory))
+
+
+def kda_implicit(q, k, g, beta):
+    \"\"\"W [n, n], walking back from q_t: u <- A_s u after reading token s.\"\"\"
+    n = q.shape[0]
+    w = torch.zeros(n, n, dtype=torch.float64)
+    for t in range(n):
+        u = q[t].clone()
+        for s in range(t, -1, -1):
+            w[t, s] = beta[s] * (k[s] @ u)
+            u = torch.exp(g[s]) * (u - k[s] * w[t, s])
+    return w
+
+
+def kda_decays(cum):
+    \"\"\"[L, L, d_k]: e^(G_i - G_j) channel by channel for j <= i, else 0.\"\"\"
+    lower = torch.ones(len(cum), len(cum), dtype=torch.bool).tril()[:, :, None]
+    gaps = torch.where(lower, cum[:, None, :] - cum[None, :, :], 0.0)
+    return torch.where(lower, torch.exp(gaps), 0.0)
+
+
+def kda_chunked(q, k, v, g, beta, size):
+    \"\"\"The chunked form: a unit lower-triangular system per chunk, the state carried on.\"\"\"
+    n, d_k = k.shape
+    state = torch.zeros(d_k, v.shape[1], dtype=torch.float64)
+    out = torch.zeros(n, v.shape[1], dtype=torch.float64)
+    for start in range(0, n, size):
+        part = slice(start, start + size)
+        qc, kc, vc, bc = q[part], k[part], v[part], beta[part]
+        cum = torch.cumsum(g[part], dim=0)
+        decay = kda_decays(cum)
+        inner = torch.einsum("ic,jc,ijc->ij", kc, kc, decay)
+        system = torch.eye(len(kc), dtype=torch.float64) + torch.tril(bc[:, None] * inner, -1)
+        new_values = torch.linalg.solve(system, bc[:, None] * vc)
+        k_decayed = torch.linalg.solve(system, bc[:, None] * kc * torch.exp(cum))
+        fresh = new_values - k_decayed @ state
+        intra = torch.einsum("ic,jc,ijc->ij", qc, kc, decay)
+        out[part] = (qc * torch.exp(cum)) @ state + intra @ fresh
+        carried = (kc * torch.exp(cum[-1] - cum)).T @ fresh
+        state = state * torch.exp(cum[-1])[:, None] + carried
+    return out
+"""
+
+
+def _torch_step(params: Params, names: Sequence[str], lit: Literals) -> str:
+    prev, k, v, gates = names
+    t = params["t"]
+    return f"kda_step({prev}, {k}[{t}], {v}[{t}], {gates}[{t}, :-1], {gates}[{t}, -1])"
+
+
 FEATURE = Feature(
     name="kimi_delta",
     read=_read,
     ops=(
-        Op("kda_step", _step, _step_feeds, work=_step_work),
-        Op("kda_weights", _weights, _weights_feeds, work=_weights_work),
-        Op("kda_chunked", _chunked, _chunked_feeds),
-        Op("kda_read", _read_states, _read_feeds, work=_read_work),
+        Op(
+            "kda_step",
+            _step,
+            _step_feeds,
+            work=_step_work,
+            torch=_torch_step,
+            torch_defs=_TORCH_DEFS,
+        ),
+        Op(
+            "kda_weights",
+            _weights,
+            _weights_feeds,
+            work=_weights_work,
+            torch=lambda params, names, lit: (
+                "kda_implicit({0}, {1}, {2}[:, :-1], {2}[:, -1])".format(*names)
+            ),
+            torch_defs=_TORCH_DEFS,
+        ),
+        Op(
+            "kda_chunked",
+            _chunked,
+            _chunked_feeds,
+            torch=lambda params, names, lit: (
+                "kda_chunked({0}, {1}, {2}, {3}[:, :-1], {3}[:, -1], ".format(*names)
+                + f"{params['chunk']})"
+            ),
+            torch_defs=_TORCH_DEFS,
+        ),
+        Op(
+            "kda_read",
+            _read_states,
+            _read_feeds,
+            work=_read_work,
+            torch=gated_delta.torch_read,
+            torch_defs=gated_delta.TORCH_READ,
+        ),
         *kda_layer.OPS,
     ),
     mistakes=(

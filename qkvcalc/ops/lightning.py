@@ -36,9 +36,10 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix, to_matrix
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops import gate as output_gate
+from qkvcalc.ops import gated_delta, gdn_layer
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.gated_delta import _read_feeds, _read_states, _read_work, check_own_causal
-from qkvcalc.ops.op import Feeds, Op, Params, Shapes, same_cell
+from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes, same_cell
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
 
 BLOCK = 256  # MiniMax's block_size
@@ -584,6 +585,47 @@ def _elements(value: Lightning, n: int, m: int, d_k: int) -> int:
     return n * d_k * value.d_v + n * m + n * value.d_v + extra
 
 
+# ---- in PyTorch (--format torch): the same steps as the numpy above ----
+
+_TORCH_DEFS = """\
+def lightning_implicit(q, k, slope):
+    \"\"\"W [n, n]: e^(-slope (t - s)) q_t . k_s for s <= t, 0 above.\"\"\"
+    index = torch.arange(q.shape[0])
+    distance = torch.tril(index[:, None] - index[None, :]).to(torch.float64)
+    return torch.tril((q @ k.T) * torch.exp(-slope * distance))
+
+
+def lightning_blocked(q, k, v, slope, size):
+    \"\"\"MiniMax's blocked form: intra-block products and the state carried between blocks.\"\"\"
+    n, d_k = k.shape
+    state = torch.zeros(d_k, v.shape[1], dtype=torch.float64)
+    out = torch.zeros(n, v.shape[1], dtype=torch.float64)
+    for start in range(0, n, size):
+        part = slice(start, min(start + size, n))
+        qb, kb, vb = q[part], k[part], v[part]
+        b = qb.shape[0]
+        at = torch.arange(b, dtype=torch.float64)
+        inside = torch.tril(torch.exp(-slope * torch.tril(at[:, None] - at[None, :])))
+        intra = ((qb @ kb.T) * inside) @ vb
+        inter = (qb * torch.exp(-slope * (at + 1))[:, None]) @ state
+        out[part] = inter + intra
+        carried = (kb * torch.exp(-slope * (b - 1 - at))[:, None]).T @ vb
+        state = math.exp(-slope * b) * state + carried
+    return out
+"""
+
+
+def _torch_step(params: Params, names: Sequence[str], lit: Literals) -> str:
+    prev, k, v = names
+    t = params["t"]
+    return f"{lit.num(params['decay'])} * {prev} + torch.outer({k}[{t}], {v}[{t}])"
+
+
+def _torch_joint_rms(params: Params, names: Sequence[str], lit: Literals) -> str:
+    joined = f"torch.hstack([{', '.join(names)}])"
+    return f"torch.sqrt(({joined} ** 2).mean(dim=1, keepdim=True) + {lit.num(params['eps'])})"
+
+
 FEATURE = Feature(
     name="lightning",
     read=_read,
@@ -597,6 +639,8 @@ FEATURE = Feature(
             overflow=lambda params: False,
             exact_stops="note.exact_stops_silu",
             work=_silu_work,
+            torch=lambda params, names, lit: f"silu({names[0]})",
+            torch_defs=gdn_layer.TORCH_ACTS,
         ),
         Op(
             "lightning_step",
@@ -604,12 +648,54 @@ FEATURE = Feature(
             _step_feeds,
             exact_stops="note.exact_stops_lightning",
             work=_step_work,
+            torch=_torch_step,
         ),
-        Op("lightning_weights", _weights, _weights_feeds, work=_weights_work),
-        Op("lightning_blocked", _blocked, _blocked_feeds),
-        Op("lightning_read", _read_states, _read_feeds, work=_read_work),
-        Op("joint_rms", _joint_rms, _rms_feeds, rowwise=True, work=_rms_work),
-        Op("rms_apply", _rms_apply, _apply_feeds, rowwise=True, work=_apply_work),
+        Op(
+            "lightning_weights",
+            _weights,
+            _weights_feeds,
+            work=_weights_work,
+            torch=lambda params, names, lit: (
+                f"lightning_implicit({names[0]}, {names[1]}, {lit.num(params['slope'])})"
+            ),
+            torch_defs=_TORCH_DEFS,
+        ),
+        Op(
+            "lightning_blocked",
+            _blocked,
+            _blocked_feeds,
+            torch=lambda params, names, lit: (
+                f"lightning_blocked({', '.join(names)}, "
+                + f"{lit.num(params['slope'])}, {params['block']})"
+            ),
+            torch_defs=_TORCH_DEFS,
+        ),
+        Op(
+            "lightning_read",
+            _read_states,
+            _read_feeds,
+            work=_read_work,
+            torch=gated_delta.torch_read,
+            torch_defs=gated_delta.TORCH_READ,
+        ),
+        Op(
+            "joint_rms",
+            _joint_rms,
+            _rms_feeds,
+            rowwise=True,
+            work=_rms_work,
+            torch=_torch_joint_rms,
+        ),
+        Op(
+            "rms_apply",
+            _rms_apply,
+            _apply_feeds,
+            rowwise=True,
+            work=_apply_work,
+            torch=lambda params, names, lit: (
+                f"{names[0]} / {names[1]} * {lit.array(params['weight'])}"
+            ),
+        ),
     ),
     mistakes=(
         Mistakes("lightning_weights", MISTAKE_IDS, _weights_mistakes),

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.i18n import Msg
-from qkvcalc.ops.op import Asked, Candidate, Feeds, Op, Params, Shapes, rows_of
+from qkvcalc.ops.op import Asked, Candidate, Feeds, Literals, Op, Params, Shapes, rows_of
 from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan import ids
 
@@ -130,6 +130,13 @@ IN_CODE: dict[str, dict[str, Callable[..., Any]]] = {
 }
 
 
+# ---- in PyTorch (--format torch): −∞ where the key is not allowed ----
+
+
+def _torch_mask(params: Params, names: Sequence[str], lit: Literals) -> str:
+    return f"{names[0]}.masked_fill(~{lit.flags(params['allowed'])}, -math.inf)"
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "mask",
@@ -145,5 +152,6 @@ OPS: tuple[Op, ...] = (
         mistakes=_masked_mistakes,
         lowp=_lowp_mask,
         in_code=IN_CODE,
+        torch=_torch_mask,
     ),
 )

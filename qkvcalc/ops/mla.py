@@ -855,6 +855,7 @@ FEATURE = Feature(
             plan_back=_join_grads,
             work=_join_work,
             lowp=_lowp_join,
+            torch=lambda params, names, lit: f"torch.hstack([{', '.join(names)}])",
         ),
         Op(
             "mla_norm_weight",

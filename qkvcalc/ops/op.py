@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -45,6 +45,26 @@ def turned(wrong: np.ndarray, right: np.ndarray) -> bool:
 def rows_of(matrix: Any, rows: np.ndarray | None) -> Any:
     """Rows `rows` of a matrix (all of it for None): what a row-wise op computes from."""
     return matrix if matrix is None or rows is None else matrix[rows]
+
+
+class Literals(Protocol):
+    """How an op's torch rule (`Op.torch`) writes the numbers its parameters hold into the
+    script (--format torch gives it): each returns Python source. `array` and `flags` name a
+    float64 / bool tensor the script defines once; `index` writes a column or row index (a
+    slice, a list of positions)."""
+
+    def array(self, value: Any) -> str: ...
+
+    def flags(self, value: Any) -> str: ...
+
+    def num(self, value: float) -> str: ...
+
+    def index(self, value: Any) -> str: ...
+
+
+# an op in PyTorch: (its params, its operands' names in the script, how to write numbers) ->
+# the torch expression of the stage's value (float64, 2-D as every stage is)
+Torch = Callable[[Params, Sequence[str], Literals], str]
 
 
 def same_cell(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
@@ -132,6 +152,12 @@ class Op(NamedTuple):
     # (qkvcalc.check.reference.Steps) it replaces, by step name, with their wrong versions.
     # check runs that pipeline with one mistake put in and names the one that gives their numbers
     in_code: Mapping[str, Mapping[str, Callable[..., Any]]] = MappingProxyType({})
+    # --format torch: how its stage is computed in PyTorch (the script applies the plan, stage
+    # by stage, with these), and the functions that expression calls, defined once in the
+    # script. Every op a forward plan can hold has one (a test checks); a backward-only op may
+    # lack it: the script's gradients are autograd's, the check of qkvcalc's
+    torch: Torch | None = None
+    torch_defs: str = ""
 
 
 class Part(NamedTuple):

@@ -12,7 +12,18 @@ import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix
-from qkvcalc.ops.op import Asked, Back, Candidate, Feeds, Op, Params, Shapes, rows_of, turned
+from qkvcalc.ops.op import (
+    Asked,
+    Back,
+    Candidate,
+    Feeds,
+    Literals,
+    Op,
+    Params,
+    Shapes,
+    rows_of,
+    turned,
+)
 from qkvcalc.ops.rounding import Out, Rounding, product
 from qkvcalc.plan import ids
 from qkvcalc.plan.specs import Ref, Spec, bias_params, d, dim_labels
@@ -443,6 +454,15 @@ def _lowp_product(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out
     return product(ops[0], ops[1], params.get("bias"), r)
 
 
+# ---- in PyTorch (--format torch) ----
+
+
+def torch_product(params: Params, names: Sequence[str], lit: Literals) -> str:
+    """`A @ B`, `+ b` when the stage adds a bias."""
+    bias = params.get("bias")
+    return f"{names[0]} @ {names[1]}" + ("" if bias is None else f" + {lit.array(bias)}")
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "project",
@@ -465,6 +485,7 @@ OPS: tuple[Op, ...] = (
             # W_O left out: the output is the concatenated heads
             "wo_missing": {"finish": lambda c, wo, bo, project: c},
         },
+        torch=torch_product,
     ),
     Op(
         "matmul",
@@ -484,5 +505,6 @@ OPS: tuple[Op, ...] = (
             # Aᵀ·V instead of A·V (n = m)
             "weights_transposed": {"apply": lambda w, v: w.T @ v},
         },
+        torch=torch_product,
     ),
 )

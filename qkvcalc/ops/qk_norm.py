@@ -27,7 +27,7 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import positive, to_matrix
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes, Turn
-from qkvcalc.ops.op import Op, Params, whole_row
+from qkvcalc.ops.op import Literals, Op, Params, whole_row
 from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Const, Spec, dim_labels, head_slices
 
@@ -481,6 +481,30 @@ def _lowp_layer(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     return Out(out, r.kept, notes=(Msg("precision.layernorm_eager", dtype=r.kept or str(r.dtype)),))
 
 
+# ---- in PyTorch (--format torch): the statistics from the row, or the whole projection's ----
+
+_TORCH_DEFS = """\
+def rms_norm(x, stats, eps, weight):
+    \"\"\"x / sqrt(mean(stats^2) + eps) * weight, stats: the row itself or its projection's.\"\"\"
+    return x / torch.sqrt((stats * stats).mean(dim=1, keepdim=True) + eps) * weight
+
+
+def layer_norm(x, stats, eps, weight, bias):
+    \"\"\"(x - mu) / sigma * weight + bias, mu and sigma of the row or its projection's.\"\"\"
+    mu = stats.mean(dim=1, keepdim=True)
+    sigma = torch.sqrt(((stats - mu) ** 2).mean(dim=1, keepdim=True) + eps)
+    return (x - mu) / sigma * weight + bias
+"""
+
+
+def _torch_norm(params: Params, names: Sequence[str], lit: Literals) -> str:
+    x, stats = names[0], names[-1]
+    args = f"{x}, {stats}, {lit.num(params['eps'])}, {lit.array(params['weight'])}"
+    if "bias" in params:
+        return f"layer_norm({args}, {lit.array(params['bias'])})"
+    return f"rms_norm({args})"
+
+
 FEATURE = Feature(
     name="qk_norm",
     keys=("q_norm", "k_norm", "norm_eps", "qk_norm"),
@@ -500,6 +524,8 @@ FEATURE = Feature(
             grad_work=_grad_work,
             work=_work,
             lowp=_lowp_rms,
+            torch=_torch_norm,
+            torch_defs=_TORCH_DEFS,
         ),
         Op(
             "layernorm",
@@ -515,6 +541,8 @@ FEATURE = Feature(
             grad_work=_grad_work_layer,
             lowp=_lowp_layer,
             work=_work_layer,
+            torch=_torch_norm,
+            torch_defs=_TORCH_DEFS,
         ),
     ),
     turn=_turn,

@@ -25,7 +25,7 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import positive, to_vector
 from qkvcalc.labels import safe, shown
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes, Turn
-from qkvcalc.ops.op import Feeds, Op, Params, Shapes
+from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes
 from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Ref, Spec, dim_labels, positions_text
 
@@ -445,6 +445,33 @@ def _lowp(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     return Out(out, r.kept, notes=tuple(notes), params=held)
 
 
+# ---- in PyTorch (--format torch): the same turn ----
+
+TORCH_ROTATE = """\
+def rotate(x, angles, style, dims, factor):
+    \"\"\"RoPE: each pair (a, b) of the first dims turned by its angle, times the factor.\"\"\"
+    cos, sin = factor * torch.cos(angles), factor * torch.sin(angles)
+    if style == "half":
+        first, second = slice(0, dims // 2), slice(dims // 2, dims)
+    else:
+        first, second = slice(0, dims, 2), slice(1, dims, 2)
+    a, b = x[:, first], x[:, second]
+    out = x.clone()
+    out[:, first] = a * cos - b * sin
+    out[:, second] = b * cos + a * sin
+    return out
+"""
+
+
+def torch_turn(params: Params, lit: Literals) -> str:
+    """The arguments after x and the angles: style, dims, factor."""
+    return f"{params['style']!r}, {int(params['dims'])}, {lit.num(params['factor'])}"
+
+
+def _torch_rope(params: Params, names: Sequence[str], lit: Literals) -> str:
+    return f"rotate({names[0]}, {lit.array(params['angles'])}, {torch_turn(params, lit)})"
+
+
 FEATURE = Feature(
     name="rope",
     read=_read,
@@ -462,6 +489,8 @@ FEATURE = Feature(
             lowp=_lowp,
             # a person's code (qkvcalc check): the pairs taken the other way
             in_code={"rope_pairs": {"pairs": _other_pairs}},
+            torch=_torch_rope,
+            torch_defs=TORCH_ROTATE,
         ),
     ),
     turn=_turn,

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.i18n import Msg
-from qkvcalc.ops.op import Params
+from qkvcalc.ops.op import Literals, Params
 from qkvcalc.ops.rounding import Out, Rounding, Rule
 
 
@@ -85,3 +85,9 @@ def lowp(eager: str, naive: str) -> Rule:
         return Out(value, r.kept, notes=(Msg(eager, dtype=r.kept or str(r.dtype)),))
 
     return rule
+
+
+def torch_rms(params: Params, names: Sequence[str], lit: Literals) -> str:
+    """--format torch: each row over √(mean(x²) + ε)."""
+    x = names[0]
+    return f"{x} / torch.sqrt(({x} * {x}).mean(dim=1, keepdim=True) + {lit.num(params['eps'])})"

@@ -174,5 +174,6 @@ OPS: tuple[Op, ...] = (
                 "after": lambda w, f, allowed: w * f,
             },
         },
+        torch=lambda params, names, lit: f"{names[0]} * {lit.num(params['scale'])}",
     ),
 )

@@ -11,7 +11,7 @@ given (T5's relative position bias), or both as one B.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any, NamedTuple
 
@@ -22,7 +22,7 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import to_matrix, to_vector
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops.base import Candidate, Feature, Logits, Mistakes, Sizes
-from qkvcalc.ops.op import Op, Params, nothing
+from qkvcalc.ops.op import Literals, Op, Params, nothing
 from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Spec, ref
 
@@ -274,11 +274,30 @@ def _lowp(ops: Any, params: Params, r: Rounding) -> Out:
     return Out(r.keep(r.work(-params["slope"]) * r.work(_distance(params, None))), r.kept)
 
 
+# ---- in PyTorch (--format torch): −slope·|pos_i − pos_j| ----
+
+
+def _torch_alibi(params: Params, names: Sequence[str], lit: Literals) -> str:
+    pos, keys = lit.array(params["positions"]), lit.array(params["key_positions"])
+    return f"-{lit.num(params['slope'])} * ({pos}[:, None] - {keys}[None, :]).abs()"
+
+
 FEATURE = Feature(
     name="score_bias",
     keys=("alibi", "score_bias"),
     read=_read,
-    ops=(Op("alibi", _compute, nothing, _exact, rowwise=True, work=_work, lowp=_lowp),),
+    ops=(
+        Op(
+            "alibi",
+            _compute,
+            nothing,
+            _exact,
+            rowwise=True,
+            work=_work,
+            lowp=_lowp,
+            torch=_torch_alibi,
+        ),
+    ),
     logits=_stages,
     mistakes=(Mistakes("alibi", ("alibi_sign", "alibi_signed_distance"), _mistakes),),
     elements=lambda bias, n, m, d_k: n * m,

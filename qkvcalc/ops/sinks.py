@@ -227,6 +227,16 @@ def _lowp_weights(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out
     return Out(weights, r.kept, details={"row_sum": total})
 
 
+# ---- in PyTorch (--format torch) ----
+
+_TORCH_EXP = """\
+def joined_exp(s, sink):
+    \"\"\"e^(s - top) with the sink's e^(sink - top) as one more column, top over both.\"\"\"
+    top = torch.clamp(s.max(dim=1).values, min=sink)
+    return torch.hstack([torch.exp(s - top[:, None]), torch.exp(sink - top)[:, None]])
+"""
+
+
 FEATURE = Feature(
     name="sinks",
     read=_read,
@@ -241,6 +251,8 @@ FEATURE = Feature(
             details=lambda ops, params: {"row_max": joined_exp(ops[0], params["sink"])[1]},
             work=_exp_work,
             lowp=_lowp_exp,
+            torch=lambda params, names, lit: f"joined_exp({names[0]}, {lit.num(params['sink'])})",
+            torch_defs=_TORCH_EXP,
         ),
         Op(
             "sink_softmax",
@@ -253,7 +265,10 @@ FEATURE = Feature(
             heat=True,
             work=_weights_work,
             lowp=_lowp_weights,
-            plan_back=softmax_grads,  # A ⊙ (dA − r) over the tokens' weights; dσ is grad_sinks
+            plan_back=softmax_grads,  # A ⊙ (dA − r) over the tokens' weights; dσ is grad_sinks,
+            torch=lambda params, names, lit: (
+                f"{names[0]}[:, :-1] / {names[0]}.sum(dim=1, keepdim=True)"
+            ),
         ),
         Op("sink_grad", _grad, _grad_feeds),
         Op("sink_grad_tiles", _grad_tiles, _grad_tiles_feeds),

@@ -143,6 +143,9 @@ FEATURE = Feature(
             grad_work=_grad_work,
             work=_work,
             lowp=_lowp,
+            torch=lambda params, names, lit: (
+                f"{lit.num(params['cap'])} * torch.tanh({names[0]} / {lit.num(params['cap'])})"
+            ),
         ),
     ),
     logits=_stage,

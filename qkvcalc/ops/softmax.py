@@ -240,6 +240,22 @@ def _column_normalise(e: np.ndarray) -> np.ndarray:
     return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 
 
+# ---- in PyTorch (--format torch): as the numpy above, a fully masked row 0 ----
+
+TORCH_NORMALISE = """\
+def normalise(e, total):
+    \"\"\"e / its row's total; a row whose total is 0 (every key masked) stays 0.\"\"\"
+    total = total[:, None]
+    return torch.where(total != 0, e / torch.where(total != 0, total, 1.0), 0.0)
+"""
+_TORCH_EXP = """\
+def shifted_exp(s):
+    \"\"\"e^(s - the row's max); a row of -inf (every key masked) is shifted by 0.\"\"\"
+    top = s.max(dim=1, keepdim=True).values
+    return torch.exp(s - torch.where(torch.isneginf(top), 0.0, top))
+"""
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "exp",
@@ -256,6 +272,8 @@ OPS: tuple[Op, ...] = (
         lowp=_lowp_exp,
         # e^s without subtracting the row maximum: large scores overflow to inf/inf = NaN
         in_code={"no_max_shift": {"exp": np.exp}},
+        torch=lambda params, names, lit: f"shifted_exp({names[0]})",
+        torch_defs=_TORCH_EXP,
     ),
     Op(
         "softmax",
@@ -278,5 +296,7 @@ OPS: tuple[Op, ...] = (
             # a fully masked row: 0/0 = NaN
             "masked_row_nan": {"normalise": lambda e: e / e.sum(axis=1, keepdims=True)},
         },
+        torch=lambda params, names, lit: f"normalise({names[0]}, {names[0]}.sum(dim=1))",
+        torch_defs=TORCH_NORMALISE,
     ),
 )

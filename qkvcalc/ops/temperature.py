@@ -169,6 +169,9 @@ FEATURE = Feature(
             grad_work=_grad_work,
             work=_work,
             lowp=_lowp,
+            torch=lambda params, names, lit: (
+                f"{names[0]} * {lit.array(params['factors'])}[:, None]"
+            ),
         ),
     ),
     turn=_turn,

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.ops.op import Feeds, Op, Params, Shapes, rows_of, whole_row
+from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes, rows_of, whole_row
 from qkvcalc.ops.rounding import ACCUMULATOR, Out, Rounding, product
-from qkvcalc.ops.softmax import normalise
+from qkvcalc.ops.softmax import TORCH_NORMALISE, normalise
 
 
 def _block(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
@@ -330,6 +330,43 @@ def _lowp_divide(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     return Out(r.keep(r.work(acc) * r.work(r.f32(inverse))[:, None]), r.kept)
 
 
+# ---- in PyTorch (--format torch): each block's step as the numpy above ----
+
+_TORCH_CORRECTION = """\
+def correction(m_old, m_new):
+    \"\"\"e^(m_old - m_new), 1 where the running max did not grow (-inf to -inf too).\"\"\"
+    same = m_old == m_new
+    return torch.where(same, 1.0, torch.exp(torch.where(same, 0.0, m_old - m_new)))
+"""
+
+
+def _torch_running_max(params: Params, names: Sequence[str], lit: Literals) -> str:
+    return f"{names[0]}.clone()" if len(names) == 1 else f"torch.maximum({names[0]}, {names[1]})"
+
+
+def _torch_correction(params: Params, names: Sequence[str], lit: Literals) -> str:
+    if len(names) == 1:
+        return f"torch.zeros_like({names[0]})"
+    return f"correction({names[0]}, {names[1]})"
+
+
+def _torch_running_sum(params: Params, names: Sequence[str], lit: Literals) -> str:
+    if len(names) == 1:
+        return f"{names[0]}.sum(dim=1, keepdim=True)"
+    return f"{names[0]} * {names[1]} + {names[2]}.sum(dim=1, keepdim=True)"
+
+
+def _torch_acc(params: Params, names: Sequence[str], lit: Literals) -> str:
+    *before, e, v = names
+    fresh = f"{e} @ {v}[{lit.index(params['rows'])}]"
+    return fresh if not before else f"{before[0]} * {before[1]} + {fresh}"
+
+
+def _torch_block_exp(params: Params, names: Sequence[str], lit: Literals) -> str:
+    m = names[1]
+    return f"torch.exp({names[0]} - torch.where(torch.isneginf({m}), 0.0, {m}))"
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "block",
@@ -338,6 +375,7 @@ OPS: tuple[Op, ...] = (
         _exact_columns_of_block,
         overflow=lambda p: False,
         lowp=_lowp_moved,
+        torch=lambda params, names, lit: f"{names[0]}[:, {lit.index(params['cols'])}]",
     ),
     Op(
         "block_max",
@@ -347,6 +385,7 @@ OPS: tuple[Op, ...] = (
         overflow=lambda p: False,
         work=_block_max_work,
         lowp=_lowp_moved,
+        torch=lambda params, names, lit: f"{names[0]}.max(dim=1, keepdim=True).values",
     ),
     Op(
         "running_max",
@@ -356,6 +395,7 @@ OPS: tuple[Op, ...] = (
         overflow=lambda p: False,
         work=_running_max_work,
         lowp=_lowp_moved,
+        torch=_torch_running_max,
     ),
     Op(
         "correction",
@@ -365,6 +405,8 @@ OPS: tuple[Op, ...] = (
         exact_stops="note.exact_stops",
         work=_correction_work,
         lowp=_lowp_correction,
+        torch=_torch_correction,
+        torch_defs=_TORCH_CORRECTION,
     ),
     Op(
         "block_exp",
@@ -374,6 +416,7 @@ OPS: tuple[Op, ...] = (
         overflow=lambda p: False,
         work=_block_exp_work,
         lowp=_lowp_block_exp,
+        torch=_torch_block_exp,
     ),
     Op(
         "running_sum",
@@ -382,8 +425,9 @@ OPS: tuple[Op, ...] = (
         overflow=lambda p: False,
         work=_running_sum_work,
         lowp=_lowp_running_sum,
+        torch=_torch_running_sum,
     ),
-    Op("acc", _acc, _acc_feeds, work=_acc_work, lowp=_lowp_acc),
+    Op("acc", _acc, _acc_feeds, work=_acc_work, lowp=_lowp_acc, torch=_torch_acc),
     Op(
         "divide",
         _divide,
@@ -392,5 +436,7 @@ OPS: tuple[Op, ...] = (
         divisor=lambda ops: ops[1][:, 0],  # ℓ: 0 where every key is masked
         work=_divide_work,
         lowp=_lowp_divide,
+        torch=lambda params, names, lit: f"normalise({names[0]}, {names[1]}[:, 0])",
+        torch_defs=TORCH_NORMALISE,
     ),
 )

@@ -54,5 +54,6 @@ OPS: tuple[Op, ...] = (
         lowp=_lowp_transpose,
         # Q·K: K used as it is, not turned (it runs only when d_k = m); qkvcalc check's step
         in_code={"kt_missing": {"kt": lambda k: k}},
+        torch=lambda params, names, lit: f"{names[0]}.T",
     ),
 )

@@ -103,6 +103,7 @@ FEATURE = Feature(
             grad_work=row_rms.grad_work,
             work=row_rms.work,
             lowp=row_rms.lowp("precision.v_norm_eager", "precision.v_norm_naive"),
+            torch=row_rms.torch_rms,
         ),
     ),
     turn_v=_turn,

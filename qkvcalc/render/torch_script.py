@@ -19,12 +19,16 @@ can break out of a string or change how the file is read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+import re
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from qkvcalc.ops import features
+from qkvcalc.ops.table import OPS
 from qkvcalc.plan import ids
+from qkvcalc.plan.specs import Const
 from qkvcalc.render import RenderOptions
 
 if TYPE_CHECKING:
@@ -34,6 +38,8 @@ if TYPE_CHECKING:
 def num(value: float) -> str:
     """A number as Python source: integers as integers, the rest exactly (repr round-trips)."""
     value = float(value)
+    if not math.isfinite(value):  # repr would write inf or nan, which Python cannot read
+        return "math.nan" if math.isnan(value) else ("math.inf" if value > 0 else "-math.inf")
     if value.is_integer() and abs(value) < 1e15:
         return str(int(value))
     return repr(value)
@@ -111,6 +117,7 @@ def render_torch(trace: Trace, opts: RenderOptions) -> str:
     lines += attention
     if p.decode is not None and not written_out:
         lines.extend(_decoded(trace, sdpa_args))
+    lines.extend(_plan_applied(trace))
     # ---- nn.MultiheadAttention ------------------------------------------------------------
     lines.append("")
     obstacles = _mha_obstacles(trace) + _variant_obstacles(trace)
@@ -143,6 +150,7 @@ def _preamble(trace: Trace) -> list[str]:
         f"# n = {n} queries, m = {m} keys, d_k = {d_k}, d_v = {d_v} per head, "
         f"H = {H} heads, G = {G} key/value heads."
     )
+    add("import math")
     add("import sys")
     add("")
     add("try:")
@@ -775,5 +783,185 @@ def _mha_block(trace: Trace, masked: bool) -> list[str]:
         "gap = (mha_output[0] - expected)[live].abs()",
         'differences["MHA"] = gap.max().item() if live.any() else 0.0',
         'print("max |MHA - qkvcalc| =", differences["MHA"])',
+    ]
+    return out
+
+
+# ---- the plan applied in torch: each stage by its op's own torch rule (Op.torch) ----------
+
+
+class _Numbers:
+    """How the ops' torch rules write numbers (qkvcalc.ops.op.Literals): each array of a stage's
+    parameters or constants defined once as a tensor of the script, an equal one read by the
+    same name (every head's mask, every head's rotation angles)."""
+
+    def __init__(self, known: dict[str, np.ndarray]) -> None:
+        self.names: dict[tuple[Any, ...], str] = {}
+        self.lines: list[str] = []  # the definitions not yet written out
+        for source, value in known.items():  # tensors the script holds already: X, W_O
+            self.names[self._key("f", np.asarray(value, dtype=np.float64))] = source
+
+    @staticmethod
+    def _key(kind: str, value: np.ndarray) -> tuple[Any, ...]:
+        return (kind, value.shape, value.tobytes())
+
+    def _define(self, kind: str, value: np.ndarray, source: str) -> str:
+        key = self._key(kind, value)
+        if key not in self.names:
+            self.names[key] = f"c{len(self.names) + 1}"
+            self.lines.append(f"{self.names[key]} = {source}")
+        return self.names[key]
+
+    def array(self, value: Any) -> str:
+        a = np.asarray(value, dtype=np.float64)
+        if a.ndim == 0:
+            return num(float(a))
+        return self._define("f", a, f"torch.tensor({literal(a)}, dtype=torch.float64)")
+
+    def flags(self, value: Any) -> str:
+        a = np.asarray(value, dtype=bool)
+        if a.ndim != 2:
+            return self._define("b", a, f"torch.tensor({flags(a)}, dtype=torch.bool)")
+        # a row of 0s and 1s a string: a third of a list's size (a causal 256 x 256 mask)
+        rows = "".join(f'    "{"".join("1" if v else "0" for v in row)}",\n' for row in a)
+        source = f'torch.tensor([[c == "1" for c in row] for row in [\n{rows}]])'
+        return self._define("b", a, source)
+
+    def num(self, value: float) -> str:
+        return num(value)
+
+    def index(self, value: Any) -> str:
+        if isinstance(value, slice):
+            start = "" if value.start is None else str(int(value.start))
+            stop = "" if value.stop is None else str(int(value.stop))
+            return f"{start}:{stop}" + ("" if value.step in (None, 1) else f":{int(value.step)}")
+        if isinstance(value, int | np.integer):
+            return str(int(value))
+        return str([int(v) for v in np.asarray(value).ravel()])
+
+
+def stage_name(ref: tuple[Any, ...]) -> str:
+    """A stage's name in the script, from its id, head, step and block: s_scores_h1."""
+    sid, head, *rest = ref
+    name = "s_" + re.sub(r"\W", "_", str(sid))
+    for letter, number in zip(("h", "t", "b"), (head, *rest), strict=False):
+        if number is not None:
+            name += f"_{letter}{number}"
+    return name
+
+
+def forward_stages(trace: Trace) -> list[Any]:
+    """The stages of the forward pass, in plan order: up to the final output (a backward pass's
+    gradients follow it)."""
+    last = trace.final.ref
+    stages = list(trace.stages)
+    end = next(k for k, s in enumerate(stages) if s.ref == last)
+    return stages[: end + 1]
+
+
+def plan_lines(
+    trace: Trace, known: dict[str, np.ndarray] | None = None
+) -> tuple[list[str], list[str]]:
+    """The forward plan in torch, one assignment per stage in plan order, its operands by their
+    names: (the functions its ops' rules call, defined once; the assignments). `known`: the
+    tensors the script holds already, by name (default: X and W_O, as the script writes them)."""
+    numbers = _Numbers(_known(trace) if known is None else known)
+    defs: dict[str, None] = {}
+    out: list[str] = []
+    for stage in forward_stages(trace):
+        op = OPS[stage.op]
+        assert op.torch is not None, stage.op  # every forward op has one (a test checks)
+        names = [
+            numbers.array(o.value) if isinstance(o, Const) else stage_name(o) for o in stage.reads
+        ]
+        expression = op.torch(stage.params, names, numbers)
+        for block in re.split(r"\n\n\n(?=def )", op.torch_defs.strip("\n")):
+            if block:
+                defs.setdefault(block.rstrip("\n"))
+        out += numbers.lines
+        numbers.lines = []
+        where = f"{stage.id}" + ("" if stage.head is None else f", head {stage.head}")
+        where += "" if stage.step is None else f", step {stage.step}"
+        where += "" if stage.block is None else f", block {stage.block}"
+        out.append(f"# {where}: {OPS[stage.op].name}")
+        out.append(f"{stage_name(stage.ref)} = {expression}")
+    return list(defs), out
+
+
+def _known(trace: Trace) -> dict[str, np.ndarray]:
+    """The problem's numbers the script holds already, by how the plan path reads them (its
+    constants equal to them are not written again): X as given, W_O in the rows layout."""
+    p = trace.problem
+    known = {}
+    if p.x is not None and p.variants.pe is None:  # with PE, the script's X is X + PE
+        known["X.detach()"] = p.x.values
+    if p.wo is not None:
+        known["W_O.detach()" if p.layout != "torch" else "W_O.detach().T"] = p.wo.values
+    return known
+
+
+# a plan whose forward stages hold at most this many numbers has each stage's value written
+# into the script and checked; a larger one (an extracted layer at n = 256) only its output
+STAGES_WRITTEN = 2000
+
+
+def _plan_applied(trace: Trace) -> list[str]:
+    """The plan qkvcalc ran, applied in torch stage by stage with each op's own rule, and its
+    output checked against qkvcalc's (the SDPA and module checks above are independent); for
+    a small problem every stage too."""
+    defs, steps = plan_lines(trace)
+    out = [
+        "",
+        "# ---- qkvcalc's plan, applied in torch: every stage in plan order, by its op's rule ----",
+        "# (float64 throughout; SDPA above, and the module below where it can, are the checks",
+        "# that do not follow qkvcalc's steps.)",
+        "",
+    ]
+    for block in defs:
+        out += ["", block, ""]
+    out += ["", *steps, f"plan_output = {stage_name(trace.final.ref)}"]
+    out += [
+        'differences["the plan in torch"] = (plan_output - expected).abs().max().item()',
+        'print("max |the plan in torch - qkvcalc| =", differences["the plan in torch"])',
+    ]
+    return out + _stages_checked(trace)
+
+
+def _stages_checked(trace: Trace) -> list[str]:
+    """Each forward stage's value as qkvcalc computed it (its float64 twin under --dtype),
+    against the plan's stage in torch: only when they are few numbers (STAGES_WRITTEN)."""
+    stages = forward_stages(trace)
+    if sum(rows * cols for rows, cols in (s.shape for s in stages)) > STAGES_WRITTEN:
+        return ["# (qkvcalc's stages are too many numbers to write here: the output is checked.)"]
+    wants = [s.value if trace.precision is None else s.twin_value for s in stages]
+    out = [
+        "",
+        "",
+        "def stage_check(name, got, want):",
+        '    """A stage of the plan in torch against qkvcalc\'s: equal where qkvcalc has -inf."""',
+        "    want = torch.tensor(want, dtype=torch.float64).reshape(got.shape)",
+        "    same = (got == want) | (got.isnan() & want.isnan())",
+        "    gap = torch.where(same, 0.0, (got - want).abs())",
+        "    differences[name] = gap.max().item() if gap.numel() else 0.0",
+        "    finite = want[want.isfinite()]",
+        "    largest = finite.abs().max().item() if finite.numel() else 0.0",
+        "    tolerances[name] = 1e-9 * max(1.0, largest)",
+        "    checked.append(name)",
+        "",
+        "",
+        "checked = []",
+        "# Each stage as qkvcalc computed it, against the plan's in torch (a name says the stage).",
+    ]
+    for stage, want in zip(stages, wants, strict=True):
+        if want is None:  # --dtype: a stage without a float64 twin
+            continue
+        where = f"stage {stage.id}" + ("" if stage.head is None else f" head {stage.head}")
+        where += "" if stage.step is None else f" step {stage.step}"
+        where += "" if stage.block is None else f" block {stage.block}"
+        out.append(f"stage_check({text_literal(where)}, {stage_name(stage.ref)}, {literal(want)})")
+    out += [
+        "largest = max(differences[name] for name in checked)",
+        "print(len(checked), \"of qkvcalc's stages against the plan's in torch:\",",
+        '      "largest difference", largest)',
     ]
     return out
