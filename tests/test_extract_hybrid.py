@@ -416,18 +416,22 @@ def test_every_hybrid_named_is_a_model_type_of_transformers():
     assert set(READ) <= set(families()) and not set(NOT_READ) & set(families())
 
 
-@pytest.mark.parametrize("model_type", ["bailing_hybrid"])  # Zamba, Zamba2: test_extract_zamba
-def test_the_hybrids_extract_does_not_read_are_refused_before_loading(tmp_path, model_type):
+def test_a_hybrid_extract_does_not_read_is_refused_before_loading(tmp_path, monkeypatch):
+    """No hybrid is listed as unread today (Ling 3.0, the last, is read:
+    test_extract_bailing; Zamba, Zamba2: test_extract_zamba), so one is listed for the test: a
+    model type of no family, refused as a whole by its name and the kind of its other
+    layers, before anything loads."""
     import qkvcalc
     from qkvcalc.errors import QkvcalcError
-    from qkvcalc.extract.hybrid import NOT_READ
+    from qkvcalc.extract import hybrid
 
-    (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type}))
+    monkeypatch.setitem(hybrid.NOT_READ, "some_hybrid", ("Some Hybrid", "kimi_delta"))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "some_hybrid"}))
     with pytest.raises(QkvcalcError) as err:  # no weights: nothing was loaded
         qkvcalc.extract(str(tmp_path), layer=0, input_ids=[1, 2])
     assert err.value.msg.key == "extract.hybrid"
-    name, _ = NOT_READ[model_type]
-    assert name in str(err.value) and repr(model_type) in str(err.value)
+    assert "Some Hybrid" in str(err.value) and "'some_hybrid'" in str(err.value)
+    assert "Kimi Delta Attention" in str(err.value)
 
 
 def test_heads_shows_the_attention_layers_and_says_where_the_others_are(lab):

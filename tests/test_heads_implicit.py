@@ -1,8 +1,9 @@
 """qkvcalc heads on a hybrid's linear-attention layers (issue 37): a Gated DeltaNet (Qwen3-Next,
-Qwen3.5, OLMo-Hybrid), Kimi Delta Attention (Kimi Linear) or lightning (MiniMax) layer forms no
-matrix of attention weights, but computes one without forming it (its problem's `weights`
-stage, W with W·V the head's core output). heads draws those matrices under the layer's own
-number, marked implicit, from the same run of the model as the softmax layers' maps.
+Qwen3.5, OLMo-Hybrid), Kimi Delta Attention (Kimi Linear, Ling 3.0) or lightning (MiniMax)
+layer forms no matrix of attention weights, but computes one without forming it (its problem's
+`weights` stage, W with W·V the head's core output). heads draws those matrices under the
+layer's own number, marked implicit, from the same run of the model as the softmax layers'
+maps.
 
 Against extract and transformers (tiny float64 models from configs, random weights, eager,
 save_pretrained): each drawn matrix equals the `weights` stage of `extract --layer L` then
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 
 from tests.test_extract import build_from, true_float64
+from tests.test_extract_bailing import CASES as BAILING
 from tests.test_extract_gdn import CASES as GDN
 from tests.test_extract_hybrid import EAGER, as_loaded
 from tests.test_extract_kda import CASES as KDA
@@ -42,6 +44,17 @@ CASES = {
         "KimiLinearForCausalLM",
         "model.layers.{}.self_attn",
         (1, 2),
+        "v_conv",
+        "kimi",
+    ),
+    # Ling 3.0: its KDA layers' decay projection and output gate in one (wf, wz), the
+    # bounded decay (lower_bound); its MLA layer (2) is a softmax layer's maps
+    "bailing_hybrid": (
+        "BailingHybridConfig",
+        BAILING["bailing"][0],
+        "BailingHybridForCausalLM",
+        "model.layers.{}.self_attn",
+        (0, 1),
         "v_conv",
         "kimi",
     ),

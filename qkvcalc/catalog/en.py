@@ -808,8 +808,8 @@ MESSAGES: dict[str, str] = {
     "[...]}}, not {value}.",
     "kimi_delta.unknown_key": "kimi_delta has no key {key}; its keys are {known}",
     "kimi_delta.needs": "kimi_delta needs both g (each token's decays in log space, one per Key "
-    "channel) and beta (β, its write strength, one per token and head), or wf_a, wf_b, a_log, "
-    "dt_bias and wb, from which the layer makes them.",
+    "channel) and beta (β, its write strength, one per token and head), or wf_a and wf_b (or wf "
+    "alone), a_log, dt_bias and wb, from which the layer makes them.",
     "kimi_delta.g_shape": "kimi_delta's g is {shape}, but it needs one decay per token, head and "
     "Key channel: n×H×d_k = {n}×{heads}×{d_k}, or n×(H·d_k) = {n}×{width} with head 1's "
     "channels first.",
@@ -852,6 +852,10 @@ MESSAGES: dict[str, str] = {
     # are gdn_layer.py's)
     "ui.variant.kda_gates": "each channel's g and β made from X (W_fa, W_fb, A_log, dt_bias, W_b)",
     "ui.variant.kda_norm": "the gated RMSNorm after the core: out / RMS(out) ⊙ w ⊙ σ(X·W_ga·W_gb)",
+    "ui.variant.kda_gates_whole": "each channel's g and β made from X (W_f, A_log, dt_bias, W_b)",
+    "ui.variant.kda_bounded": "the bounded decay: g = {bound}·σ(e^(A_log)·(F + dt_bias)), in "
+    "({bound}, 0)",
+    "ui.variant.kda_norm_whole": "the gated RMSNorm after the core: out / RMS(out) ⊙ w ⊙ σ(X·W_z)",
     "stage.kda_conv.title": "Kimi Delta Attention: the causal convolution, then SiLU",
     "stage.kda_conv.why": "Before the delta rule, each column of Q, K and V is mixed with the "
     "same column of the few tokens just before it: a depthwise convolution (one kernel per "
@@ -865,6 +869,11 @@ MESSAGES: dict[str, str] = {
     "decay",
     "stage.kda_f.why": "The low-rank F_a times this head's d_k columns of W_fb (f_b_proj): one "
     "number per Key channel, from which each channel's decay is made.",
+    "stage.kda_f_whole.title": "Kimi Delta Attention: F, this head's d_k numbers per token "
+    "before the decay",
+    "stage.kda_f_whole.why": "X times this head's d_k columns of W_f (f_proj, one d_model × H·d_k "
+    "matrix, not two low-rank ones): one number per Key channel, from which each channel's decay "
+    "is made.",
     "stage.kda_b.title": "Kimi Delta Attention: b, this head's number per token for β",
     "stage.kda_b.why": "One more column of X's projection (b_proj), one per head: how strongly "
     "the token writes, before σ.",
@@ -874,12 +883,22 @@ MESSAGES: dict[str, str] = {
     "channel's decay e^(g_c) lies in (0, 1): row c of the state is multiplied by it before the "
     "token writes, each channel at its own rate (A_log is one number per head, dt_bias one per "
     "channel). β = σ(b) lies in (0, 1): how much of the correction the token writes.",
+    "stage.kda_gates_bounded.title": "Kimi Delta Attention: the decays g (one per Key channel) "
+    "and the write strength β, made from F and b",
+    "stage.kda_gates_bounded.why": "g_c = b·σ(e^(A_log)·(F_c + dt_bias_c)) with the bound b below "
+    "0: σ lies in (0, 1), so g_c lies in (b, 0) and each channel's decay e^(g_c) in (e^b, 1). No "
+    "token can erase a channel in one step, as the unbounded −e^(A_log)·softplus(…) could (A_log "
+    "is one number per head, dt_bias one per channel). β = σ(b) lies in (0, 1): how much of the "
+    "correction the token writes.",
     "stage.kda_g_a.title": "Kimi Delta Attention: G_a, the output gate's low-rank projection of X",
     "stage.kda_g_a.why": "The output gate is made in two steps too (g_a_proj, then g_b_proj): X "
     "goes down to r numbers per token, which every head shares.",
     "stage.kda_z.title": "Kimi Delta Attention: Z, the output gate's input",
     "stage.kda_z.why": "The low-rank G_a times this head's d_v columns of W_gb (g_b_proj): σ(Z) "
     "multiplies the normed output below, cell by cell.",
+    "stage.kda_z_whole.title": "Kimi Delta Attention: Z, the output gate's input",
+    "stage.kda_z_whole.why": "X times this head's d_v columns of W_z (g_proj, one d_model × H·d_v "
+    "matrix, not two low-rank ones): σ(Z) multiplies the normed output below, cell by cell.",
     "stage.kda_normed.title": "Kimi Delta Attention: the output over its root mean square, times w",
     "stage.kda_normed.why": "Each token's row of the core output divided by its root mean "
     "square (√(mean(out²) + ε)), then multiplied by the norm's weight w, column by column "
@@ -893,10 +912,17 @@ MESSAGES: dict[str, str] = {
     "Query: o_t = S_tᵀ·q̂_t. This core output then goes through the gated RMSNorm below "
     "(times σ(Z)) before the heads are joined.",
     "note.kda_gates_made": "This head's A_log is {a_log}, so e^(A_log) = {decay}.",
+    "note.kda_gates_bounded": "This head's A_log is {a_log}, so e^(A_log) = {decay}; the bound is "
+    "b = {bound}.",
     "kimi_delta.both_gates": "kimi_delta gives g or beta and also {made}: give either g and "
-    "beta, or wf_a, wf_b, a_log, dt_bias and wb (from which the layer makes them), not both.",
-    "kimi_delta.made_needs": "kimi_delta makes g and β from X only with all of wf_a, wf_b, "
-    "a_log, dt_bias and wb; missing: {missing}.",
+    "beta, or wf_a and wf_b (or wf alone), a_log, dt_bias and wb (from which the layer makes "
+    "them), not both.",
+    "kimi_delta.made_needs": "kimi_delta makes g and β from X only with wf_a and wf_b (or wf "
+    "alone), a_log, dt_bias and wb all given; lower_bound only with them; missing: {missing}.",
+    "kimi_delta.both_forms": "kimi_delta gives {whole} and also {parts}: give the projection "
+    "either in one ({whole}) or as its two low-rank factors ({parts}), not both.",
+    "kimi_delta.lower_bound": "kimi_delta's lower_bound (the bounded decay's b in g = "
+    "b·σ(e^(A_log)·(F + dt_bias))) must be a number below 0, not {value}.",
     "kimi_delta.needs_x": "kimi_delta's {field} multiplies X: give x and the weights (not q, k "
     "and v directly).",
     "kimi_delta.conv": "kimi_delta's conv is {shape}, but it needs one row per tap and one "
@@ -907,9 +933,9 @@ MESSAGES: dict[str, str] = {
     "kimi_delta.vector": "kimi_delta's {field} has {length} numbers, but it needs {want}: one "
     "per head (a_log), one per Key channel of each head (dt_bias: H·d_k) or one per column of "
     "a head's output (norm).",
-    "kimi_delta.norm_needs": "kimi_delta's gated norm needs wg_a, wg_b (the gate's two weights) "
-    "and norm (its weight w) together, norm_eps only with them; given: {given}; missing: "
-    "{missing}.",
+    "kimi_delta.norm_needs": "kimi_delta's gated norm needs wg_a and wg_b (the gate's two "
+    "weights; or wz, the gate's weight in one) and norm (its weight w) together, norm_eps only "
+    "with them; given: {given}; missing: {missing}.",
     "kimi_delta.norm_eps": "kimi_delta's norm_eps (the gated norm's ε) must be a number between "
     "0 and 1, not {value}.",
     # ---- the bundled presets: descriptions (i18n.preset_description) and references -----
@@ -2620,6 +2646,10 @@ MESSAGES: dict[str, str] = {
     "extract.kda_activation": "layer {layer} of {model} is a Kimi Delta Attention layer whose "
     "convolution's activation is {act} and whose output gate's is {gate}; the kimi_delta key "
     'computes SiLU and sigmoid only (Kimi Linear\'s own: hidden_act "silu").',
+    "extract.kda_lower_bound": "layer {layer} of {model} is a Kimi Delta Attention layer whose "
+    "bounded decay g = b·σ(e^(A_log)·(F + dt_bias)) has the bound b = {bound} (kda_lower_bound); "
+    "the kimi_delta key reads a bound below 0 only (each channel's decay e^g then lies in (e^b, "
+    "1)).",
     "extract.description_kda": "The linear-attention (Kimi Delta Attention) layer {layer} of "
     "{model} ({arch}) on {n} tokens: x is the exact input of that layer from a run in {dtype}, "
     "the weights are the layer's own, in float64.",

@@ -797,8 +797,8 @@ MESSAGES: dict[str, str] = {
     "합니다. 받은 값: {value}",
     "kimi_delta.unknown_key": "kimi_delta에 없는 키입니다: {key}. 쓸 수 있는 키: {known}",
     "kimi_delta.needs": "kimi_delta에는 g(토큰마다 로그 공간의 감쇠, Key 채널마다 하나)와 "
-    "beta(β, 쓰기 세기, 토큰과 헤드마다 하나)가 둘 다 있거나, 층이 그것을 만드는 wf_a, wf_b, "
-    "a_log, dt_bias, wb가 있어야 합니다.",
+    "beta(β, 쓰기 세기, 토큰과 헤드마다 하나)가 둘 다 있거나, 층이 그것을 만드는 wf_a와 "
+    "wf_b(또는 wf 하나), a_log, dt_bias, wb가 있어야 합니다.",
     "kimi_delta.g_shape": "kimi_delta의 g의 모양은 {shape}인데, 토큰, 헤드, Key 채널마다 감쇠가 "
     "하나씩 필요합니다: n×H×d_k = {n}×{heads}×{d_k}, 또는 헤드 1의 채널을 먼저 둔 n×(H·d_k) = "
     "{n}×{width}.",
@@ -840,6 +840,10 @@ MESSAGES: dict[str, str] = {
     # are gdn_layer.py's)
     "ui.variant.kda_gates": "X로 만든 채널마다의 g와 β(W_fa, W_fb, A_log, dt_bias, W_b)",
     "ui.variant.kda_norm": "코어 다음의 게이트가 있는 RMSNorm: out / RMS(out) ⊙ w ⊙ σ(X·W_ga·W_gb)",
+    "ui.variant.kda_gates_whole": "X로 만든 채널마다의 g와 β(W_f, A_log, dt_bias, W_b)",
+    "ui.variant.kda_bounded": "하한이 있는 감쇠: g = {bound}·σ(e^(A_log)·(F + dt_bias)), 범위 "
+    "({bound}, 0)",
+    "ui.variant.kda_norm_whole": "코어 다음의 게이트가 있는 RMSNorm: out / RMS(out) ⊙ w ⊙ σ(X·W_z)",
     "stage.kda_conv.title": "Kimi Delta Attention: 인과 합성곱, 그다음 SiLU",
     "stage.kda_conv.why": "델타 규칙 전에 Q, K, V의 각 열을 바로 앞 몇 토큰의 같은 열과 섞습니다: "
     "열마다 커널이 하나인 깊이별 합성곱(groups = 채널 수인 conv1d)이고, 인과적이라 어떤 토큰도 "
@@ -852,6 +856,10 @@ MESSAGES: dict[str, str] = {
     "stage.kda_f.title": "Kimi Delta Attention: 감쇠 전의 이 헤드의 토큰마다 d_k개 수 F",
     "stage.kda_f.why": "저랭크 F_a에 W_fb(f_b_proj)에서 이 헤드의 d_k개 열을 곱합니다: Key "
     "채널마다 수 하나이고, 여기서 채널마다의 감쇠를 만듭니다.",
+    "stage.kda_f_whole.title": "Kimi Delta Attention: 감쇠 전의 이 헤드의 토큰마다 d_k개 수 F",
+    "stage.kda_f_whole.why": "X에 W_f(f_proj: 저랭크 행렬 두 개가 아니라 d_model × H·d_k 행렬 "
+    "하나)에서 이 헤드의 d_k개 열을 곱합니다: Key 채널마다 수 하나이고, 여기서 채널마다의 감쇠를 "
+    "만듭니다.",
     "stage.kda_b.title": "Kimi Delta Attention: β를 위한 이 헤드의 토큰마다 수 b",
     "stage.kda_b.why": "X의 투영(b_proj)의 열이 헤드마다 하나 더 있습니다: σ를 적용하기 전의, "
     "토큰이 얼마나 세게 쓰는지입니다.",
@@ -861,12 +869,22 @@ MESSAGES: dict[str, str] = {
     "채널마다의 감쇠 e^(g_c)는 (0, 1) 안에 있습니다: 토큰이 쓰기 전에 상태의 c행에 이 값을 "
     "곱하고, 채널마다 잊는 속도가 다릅니다(A_log는 헤드마다 하나, dt_bias는 채널마다 하나). "
     "β = σ(b)는 (0, 1) 안에 있습니다: 토큰이 보정을 얼마나 쓰는지입니다.",
+    "stage.kda_gates_bounded.title": "Kimi Delta Attention: F와 b로 만든 감쇠 g(Key 채널마다 "
+    "하나)와 쓰기 세기 β",
+    "stage.kda_gates_bounded.why": "g_c = b·σ(e^(A_log)·(F_c + dt_bias_c))이고 하한 b는 0보다 "
+    "작습니다: σ는 (0, 1) 안에 있으므로 g_c는 (b, 0) 안에, 채널마다의 감쇠 e^(g_c)는 (e^b, 1) "
+    "안에 있습니다. 하한이 없는 −e^(A_log)·softplus(…)와 달리 어떤 토큰도 한 번에 채널을 지울 수 "
+    "없습니다(A_log는 헤드마다 하나, dt_bias는 채널마다 하나). β = σ(b)는 (0, 1) 안에 있습니다: "
+    "토큰이 보정을 얼마나 쓰는지입니다.",
     "stage.kda_g_a.title": "Kimi Delta Attention: 출력 게이트를 위한 X의 저랭크 투영 G_a",
     "stage.kda_g_a.why": "출력 게이트도 두 단계로 만듭니다(g_a_proj, 그다음 g_b_proj): X를 "
     "토큰마다 r개 수로 줄이고, 모든 헤드가 이것을 함께 씁니다.",
     "stage.kda_z.title": "Kimi Delta Attention: 출력 게이트의 입력 Z",
     "stage.kda_z.why": "저랭크 G_a에 W_gb(g_b_proj)에서 이 헤드의 d_v개 열을 곱합니다: 아래에서 "
     "σ(Z)를 정규화한 출력에 칸마다 곱합니다.",
+    "stage.kda_z_whole.title": "Kimi Delta Attention: 출력 게이트의 입력 Z",
+    "stage.kda_z_whole.why": "X에 W_z(g_proj: 저랭크 행렬 두 개가 아니라 d_model × H·d_v 행렬 "
+    "하나)에서 이 헤드의 d_v개 열을 곱합니다: 아래에서 σ(Z)를 정규화한 출력에 칸마다 곱합니다.",
     "stage.kda_normed.title": "Kimi Delta Attention: 출력을 제곱평균제곱근으로 나누고 w를 곱함",
     "stage.kda_normed.why": "코어 출력의 토큰마다 행을 그 제곱평균제곱근(√(mean(out²) + ε))으로 "
     "나누고, 열마다 정규화의 가중치 w를 곱합니다(KimiLinearRMSNormGated: 1 + w가 아니라 저장된 "
@@ -880,11 +898,17 @@ MESSAGES: dict[str, str] = {
     "S_tᵀ·q̂_t. 이 코어 출력은 헤드들을 잇기 전에 아래의 게이트가 있는 RMSNorm(σ(Z)를 곱함)을 "
     "거칩니다.",
     "note.kda_gates_made": "이 헤드의 A_log = {a_log}, 그래서 e^(A_log) = {decay}.",
+    "note.kda_gates_bounded": "이 헤드의 A_log = {a_log}, 그래서 e^(A_log) = {decay}. 하한은 "
+    "b = {bound}.",
     "kimi_delta.both_gates": "kimi_delta에 g나 beta가 있는데 다음 키도 있습니다: {made}. g와 "
-    "beta를 주거나, 층이 그것을 만드는 wf_a, wf_b, a_log, dt_bias, wb를 주세요. 둘 다는 안 "
-    "됩니다.",
-    "kimi_delta.made_needs": "kimi_delta는 wf_a, wf_b, a_log, dt_bias, wb가 모두 있어야 X로 g와 "
-    "β를 만듭니다. 빠진 키: {missing}",
+    "beta를 주거나, 층이 그것을 만드는 wf_a와 wf_b(또는 wf 하나), a_log, dt_bias, wb를 주세요. "
+    "둘 다는 안 됩니다.",
+    "kimi_delta.made_needs": "kimi_delta는 wf_a와 wf_b(또는 wf 하나), a_log, dt_bias, wb가 모두 "
+    "있어야 X로 g와 β를 만들고, lower_bound는 그것들과 함께만 씁니다. 빠진 키: {missing}",
+    "kimi_delta.both_forms": "kimi_delta에 {whole} 키가 있는데 다음 키도 있습니다: {parts}. "
+    "투영을 하나로({whole}) 주거나 저랭크 인수 두 개로({parts}) 주세요. 둘 다는 안 됩니다.",
+    "kimi_delta.lower_bound": "kimi_delta의 lower_bound(g = b·σ(e^(A_log)·(F + dt_bias))에서 "
+    "하한이 있는 감쇠의 b)는 0보다 작은 수여야 합니다. 받은 값: {value}",
     "kimi_delta.needs_x": "kimi_delta의 {field} 키는 X에 곱합니다: q, k, v를 직접 주지 말고 x와 "
     "가중치를 주세요.",
     "kimi_delta.conv": "kimi_delta의 conv 모양은 {shape}인데, 탭마다 한 행, q, k, v의 채널마다 "
@@ -895,9 +919,9 @@ MESSAGES: dict[str, str] = {
     "kimi_delta.vector": "kimi_delta의 {field} 키에 수가 {length}개 있는데, {want}개가 "
     "필요합니다: 헤드마다 하나(a_log), 각 헤드의 Key 채널마다 하나(dt_bias: H·d_k) 또는 헤드 "
     "출력의 열마다 하나(norm).",
-    "kimi_delta.norm_needs": "kimi_delta의 게이트가 있는 정규화에는 wg_a, wg_b(게이트의 두 "
-    "가중치)와 norm(가중치 w)이 함께 필요하고, norm_eps는 그것들과 함께만 씁니다. 받은 키: "
-    "{given}. 빠진 키: {missing}",
+    "kimi_delta.norm_needs": "kimi_delta의 게이트가 있는 정규화에는 wg_a와 wg_b(게이트의 두 "
+    "가중치, 또는 하나로 된 게이트 가중치 wz)와 norm(가중치 w)이 함께 필요하고, norm_eps는 "
+    "그것들과 함께만 씁니다. 받은 키: {given}. 빠진 키: {missing}",
     "kimi_delta.norm_eps": "kimi_delta의 norm_eps(게이트가 있는 정규화의 ε)는 0과 1 사이의 "
     "수여야 합니다. 받은 값: {value}",
     # ---- the bundled presets: descriptions (i18n.preset_description) and references -----
@@ -2588,6 +2612,10 @@ MESSAGES: dict[str, str] = {
     "extract.kda_activation": "{model}의 {layer}번 층은 Kimi Delta Attention 층인데, 합성곱의 "
     "활성화 함수가 {act}, 출력 게이트의 활성화 함수가 {gate}입니다. kimi_delta 키는 SiLU와 "
     '시그모이드만 계산합니다(Kimi Linear 자체의 설정: hidden_act "silu").',
+    "extract.kda_lower_bound": "{model}의 {layer}번 층은 Kimi Delta Attention 층인데, 하한이 있는 "
+    "감쇠 g = b·σ(e^(A_log)·(F + dt_bias))의 하한이 b = {bound}(kda_lower_bound)입니다. "
+    "kimi_delta 키는 0보다 작은 하한만 읽습니다(그러면 채널마다의 감쇠 e^g는 (e^b, 1) 안에 "
+    "있습니다).",
     "extract.description_kda": "{model} ({arch})의 {layer}번 층 선형 어텐션(Kimi Delta "
     "Attention), 토큰 {n}개: x는 {dtype} 정밀도로 실행했을 때 그 층에 들어가는 입력 그대로이고, "
     "가중치는 그 층의 것을 float64로 옮긴 값입니다.",

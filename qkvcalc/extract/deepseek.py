@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.extract import kda
 from qkvcalc.extract.common import (
@@ -53,7 +55,7 @@ def keys(layer: Layer, rotates: bool = True, interleave: bool | None = None) -> 
         raise QkvcalcError("extract.mla_bias", model=model_name(layer), layer=layer.index)
     head_dim = attn.qk_head_dim
     mla: dict[str, Any] = {}
-    if attn.q_lora_rank is None:
+    if getattr(attn, "q_lora_rank", None) is None:  # Ling 3.0 before transformers 5.25: none
         mla["wq"] = rows(attn.q_proj)
     else:
         mla["wq_a"] = rows(attn.q_a_proj)
@@ -125,6 +127,33 @@ KIMI_LINEAR = Family(
     attention=lambda block: block.self_attn,
     output=lambda block: block.self_attn.o_proj,
     keys=kimi_keys,
+)
+
+
+def bailing_keys(layer: Layer) -> dict[str, Any]:
+    """A Ling 3.0 layer's keys: a Kimi Delta Attention layer's (kda.py), or MLA's with the
+    interleaved rotation and its head-wise output gate: g_proj's one logit per head, repeated
+    over the head's d_v columns (`wg`: σ of it multiplies each of the head's output cells)."""
+    if kda.is_layer(layer.attention):
+        return kda.keys(layer)
+    attn = layer.attention
+    out = keys(layer, interleave=True)
+    out["wg"] = np.repeat(rows(attn.g_proj), int(attn.v_head_dim), axis=1)
+    return out
+
+
+# Ling 3.0: MLA layers with RoPE (apply_rotary_pos_emb_interleave: "pairs" on the
+# qk_rope_head_dim columns, the rotary table's head_dim being qk_rope_head_dim), a query latent
+# from transformers 5.25 on (q_lora_rank; before, q_proj only), kv_a_layernorm's eps the class
+# default 1e-6 (not the config's rms_norm_eps), the scale qk_head_dim^−½ (times mscale² under
+# YaRN) and a sigmoid gate per head (g_proj) before o_proj; every layer_group_size-th layer,
+# the others Kimi Delta Attention with f_proj and g_proj in one and the bounded decay (kda.py)
+BAILING_HYBRID = Family(
+    names={"bailing_hybrid": "Ling 3.0 (Bailing hybrid)"},
+    stack=lambda model: decoder(model).layers,
+    attention=lambda block: block.self_attn,
+    output=lambda block: block.self_attn.o_proj,
+    keys=bailing_keys,
 )
 
 

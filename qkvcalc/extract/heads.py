@@ -596,9 +596,9 @@ def _kimi_delta(how: dict[str, Any], h: int, heads: int, d_k: int, d_v: int) -> 
             out[key] = _columns(value, one, axis=0)
         elif key == "dt_bias":
             out[key] = _columns(value, k_cols, axis=0)
-        elif key == "wf_b":
+        elif key in ("wf_b", "wf"):  # wf: Ling 3.0's f_proj, the projection in one
             out[key] = _columns(value, k_cols)
-        elif key == "wg_b":
+        elif key in ("wg_b", "wz"):  # wz: Ling 3.0's g_proj
             out[key] = _columns(value, v_cols)
     return out
 

@@ -48,6 +48,7 @@ READ = {
     "lfm3": {"conv": "short_conv"},
     "olmo_hybrid": GATED_DELTANET,
     "kimi_linear": {"linear_attention": "kimi_delta"},  # its attention: MLA (deepseek.py)
+    "bailing_hybrid": {"linear_attention": "kimi_delta"},  # Ling 3.0: the same kinds
     # each "hybrid" layer calls the shared attention block, then runs a Mamba layer (zamba.py)
     "zamba": MAMBA,
     "zamba2": MAMBA,
@@ -56,10 +57,9 @@ READ = {
 # The hybrids whose other layers extract reads as well (each as a problem of its own kind):
 # none of their layers is refused; `qkvcalc heads` still shows the attention layers only
 BOTH_READ = ("minimax",)
-# A hybrid extract does not read yet: model_type → (its name, the kind of its other layers)
-NOT_READ = {
-    "bailing_hybrid": ("Ling 3.0 (Bailing hybrid)", "kimi_delta"),  # MLA beside KDA layers
-}
+# A hybrid extract does not read yet: model_type → (its name, the kind of its other layers);
+# none today (Ling 3.0, the last, is read: deepseek.py and kda.py)
+NOT_READ: dict[str, tuple[str, str]] = {}
 # layer_types' names of a softmax-attention layer (Zamba's "hybrid": the shared attention block
 # and a Mamba layer after it)
 ATTENTION = ("full_attention", "sliding_attention", "attention", "hybrid")

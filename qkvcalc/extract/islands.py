@@ -111,6 +111,7 @@ _STANDARD_RMS = (
     "MiMoV2FlashRMSNorm",
     "BeamRMSNorm",
     "Lfm3RMSNorm",
+    "BailingHybridRMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")
@@ -190,8 +191,15 @@ def _rotary_float64(module: Any, x: Any, position_ids: Any, layer_type: Any = No
 
 
 # A hybrid's layers that are not attention, by the end of their class's name: Gated DeltaNet,
-# the Mamba mixers (Granite 4's: GraniteMoeHybridMambaLayer)
-OTHER_LAYERS = ("GatedDeltaNet", "Mixer", "MambaLayer", "LinearDeltaAttention")
+# the Mamba mixers (Granite 4's: GraniteMoeHybridMambaLayer), Kimi Delta Attention (Kimi
+# Linear's, Ling 3.0's BailingHybridDeltaAttention)
+OTHER_LAYERS = (
+    "GatedDeltaNet",
+    "Mixer",
+    "MambaLayer",
+    "LinearDeltaAttention",
+    "HybridDeltaAttention",
+)
 # Attention modules that cast a step to float32 by `.to(torch.float32)`: Granite SWA's sink
 # scale σ(logsumexp(scores) − s)
 CAST_INSIDE = ("GraniteSWAAttention", "GraniteMoeSWAAttention")

@@ -13,7 +13,13 @@ layer: KimiLinearDeltaAttention.forward, step by step.
     o_proj                        W_O
 
 Its q and k are L2-normed inside the core (use_qk_l2norm_in_kernel), q scaled by d^−½: the
-kimi_delta key's own q_l2 and k_l2. Every head has its own q, k and v (no grouping)."""
+kimi_delta key's own q_l2 and k_l2. Every head has its own q, k and v (no grouping).
+
+Ling 3.0's (bailing_hybrid's BailingHybridDeltaAttention) is the same layer with each low-rank
+pair in one matrix — forget_gate.f_proj (W_f, d_model → H·d, the key's `wf`) and g_proj (W_z,
+d_model → H·d, `wz`) — and, with kda_safe_gate (its default), the bounded decay
+g = kda_lower_bound·σ(e^(A_log)·(X·W_f + dt_bias)) (`lower_bound`); its A_log is stored [H].
+Its conv1d, l2norm, scale, β and gated norm (eps: the config's rms_norm_eps) are Kimi's."""
 
 from __future__ import annotations
 
@@ -26,7 +32,7 @@ from qkvcalc.extract.common import Layer, array, model_name, rows, stored
 from qkvcalc.extract.islands import class_name
 
 # The hybrids whose Kimi Delta Attention layers are read here (hybrid.py asks)
-READ = ("kimi_linear",)
+READ = ("kimi_linear", "bailing_hybrid")
 # The activations the convolution may have: SiLU, as the kimi_delta key computes it
 SILU = ("silu", "swish")
 
@@ -56,14 +62,35 @@ def keys(layer: Layer) -> dict[str, Any]:
         "mask": "causal",
         "kimi_delta": {
             "conv": np.ascontiguousarray(taps),
-            "wf_a": rows(forget.f_a_proj),
-            "wf_b": rows(forget.f_b_proj),
+            **_forget(layer, forget),
             "a_log": array(stored(forget, "A_log")).reshape(-1),
             "dt_bias": array(stored(forget, "dt_bias")).reshape(-1),
             "wb": rows(kda.b_proj),
-            "wg_a": rows(kda.g_a_proj),
-            "wg_b": rows(kda.g_b_proj),
+            **_output_gate(kda),
             "norm": array(stored(kda.o_norm, "weight")),
             "norm_eps": float(kda.o_norm.variance_epsilon),
         },
     }
+
+
+def _forget(layer: Layer, forget: Any) -> dict[str, Any]:
+    """The decay's projection: Kimi's two low-rank factors, or Ling 3.0's f_proj in one and,
+    under its safe gate, the bound of the bounded decay (a number below 0, else refused)."""
+    if not hasattr(forget, "f_proj"):
+        return {"wf_a": rows(forget.f_a_proj), "wf_b": rows(forget.f_b_proj)}
+    out: dict[str, Any] = {"wf": rows(forget.f_proj)}
+    if getattr(forget, "safe_gate", False):
+        bound = float(forget.lower_bound)
+        if not bound < 0:
+            raise QkvcalcError(
+                "extract.kda_lower_bound", model=model_name(layer), layer=layer.index, bound=bound
+            )
+        out["lower_bound"] = bound
+    return out
+
+
+def _output_gate(kda: Any) -> dict[str, Any]:
+    """The output gate's projection: Kimi's two low-rank factors, or Ling 3.0's g_proj in one."""
+    if hasattr(kda, "g_proj"):
+        return {"wz": rows(kda.g_proj)}
+    return {"wg_a": rows(kda.g_a_proj), "wg_b": rows(kda.g_b_proj)}

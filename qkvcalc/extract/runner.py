@@ -76,6 +76,7 @@ def families() -> dict[str, Family]:
         modernbert.FAMILY,
         deepseek.FAMILY,
         deepseek.KIMI_LINEAR,
+        deepseek.BAILING_HYBRID,
         deepseek.DEEPSEEK_V32,
         deepseek.GLM_DSA,
         dbrx.FAMILY,

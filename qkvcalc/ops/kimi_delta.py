@@ -23,8 +23,14 @@ around the core, whose stages are gdn_layer.py's and kda_layer.py's:
     "wf_a": d_model × r, "wf_b": r × H·d_k, "a_log": H, "dt_bias": H·d_k, "wb": d_model × H
                                      in place of g and beta: g = −e^(A_log)·softplus(X·W_fa·W_fb
                                      + dt_bias) per channel, β = σ(X·W_b)
+    "wf": d_model × H·d_k            in place of wf_a and wf_b: the decay's projection in one
+                                     (Ling 3.0's f_proj), g = −e^(A_log)·softplus(X·W_f + dt_bias)
+    "lower_bound": b < 0             with the gates made from X: the bounded decay (Ling 3.0's
+                                     kda_safe_gate) g = b·σ(e^(A_log)·(F + dt_bias)), in (b, 0)
     "wg_a": d_model × r, "wg_b": r × H·d_v, "norm": d_v, "norm_eps" (1e-6)
                                      after the core: out / √(mean(out²) + ε) ⊙ w ⊙ σ(X·W_ga·W_gb)
+    "wz": d_model × H·d_v            in place of wg_a and wg_b: the output gate's projection in
+                                     one (Ling 3.0's g_proj; gated_delta's wz), ⊙ σ(X·W_z)
 
 Row c of the state (Key channel c) decays by e^(g_t[c]); with every channel's g equal the layer
 is Gated DeltaNet's. Kimi's l2norm divides by the root (x / √(Σx² + ε), as FLA's kernel), as
@@ -33,6 +39,7 @@ is Gated DeltaNet's. Kimi's l2norm divides by the root (x / √(Σx² + ε), as 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, NoReturn
 
@@ -62,10 +69,12 @@ from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
 
 MADE = ("wf_a", "wf_b", "a_log", "dt_bias", "wb")  # the gates made from X, in place of g, beta
+MADE_WHOLE = ("wf", "a_log", "dt_bias", "wb")  # the same with the decay's projection in one
 NORMED = ("wg_a", "wg_b", "norm")  # the gated norm after the core (norm_eps with them)
-SETTINGS = ("g", "beta", "chunk", "conv", *MADE, *NORMED, "norm_eps")
+NORMED_WHOLE = ("wz", "norm")  # the same with the gate's projection in one
+SETTINGS = ("g", "beta", "chunk", "conv", *MADE, "wf", "lower_bound", *NORMED, "wz", "norm_eps")
 NORM_EPS = 1e-6  # KimiLinearRMSNormGated's default eps
-TURNED = ("wf_a", "wf_b", "wb", "wg_a", "wg_b")  # weights, given out × in in the torch layout
+TURNED = ("wf_a", "wf_b", "wf", "wb", "wg_a", "wg_b", "wz")  # given out × in in the torch layout
 MISTAKE_IDS = ("kda_decay_scalar",)  # the quiz's, at weights and output
 
 
@@ -87,6 +96,14 @@ class KimiDelta(NamedTuple):
     norm: np.ndarray | None = None  # [d_v]: the gated norm's weight w
     norm_eps: float = NORM_EPS
     layout: str = "rows"  # as the user gave the weights (their echo writes them so)
+    wf: np.ndarray | None = None  # [d_model, H·d_k]: the decay's projection in one
+    wz: np.ndarray | None = None  # [d_model, H·d_v]: the output gate's projection in one
+    lower_bound: float | None = None  # the bounded decay's b: g = b·σ(e^(A_log)·(F + dt_bias))
+
+    @property
+    def made(self) -> bool:
+        """Whether g and β are made from X (the forget gate's weights given)."""
+        return self.wf_a is not None or self.wf is not None
 
 
 # ---- the numbers (float64 numpy; the tests compare them with transformers' own) ----------------
@@ -210,11 +227,13 @@ def _read(raw: Any, sizes: Sizes) -> KimiDelta:
     for key in raw:
         if key not in SETTINGS:
             raise QkvcalcError("kimi_delta.unknown_key", key=shown(key), known=", ".join(SETTINGS))
-    made = [key for key in MADE if key in raw]
+    made = [key for key in (*MADE, "wf", "lower_bound") if key in raw]
     if made and ("g" in raw or "beta" in raw):
         raise QkvcalcError("kimi_delta.both_gates", made=", ".join(made))
-    if made and len(made) < len(MADE):
-        missing = ", ".join(key for key in MADE if key not in raw)
+    _one_form(raw, "wf", ("wf_a", "wf_b"))
+    need = MADE_WHOLE if "wf" in raw else MADE
+    if made and any(key not in raw for key in need):
+        missing = ", ".join(key for key in need if key not in raw)
         raise QkvcalcError("kimi_delta.made_needs", missing=missing)
     if not made and ("g" not in raw or "beta" not in raw):
         raise QkvcalcError("kimi_delta.needs")
@@ -235,30 +254,61 @@ def _read(raw: Any, sizes: Sizes) -> KimiDelta:
     return KimiDelta(g, beta, chunk, "chunk" in raw, sizes.d_v, given, **layer, layout=sizes.layout)
 
 
+def _one_form(raw: dict[str, Any], whole: str, parts: tuple[str, str]) -> None:
+    """A projection given in one (`whole`) or as its two low-rank factors (`parts`), not both."""
+    if whole in raw and any(part in raw for part in parts):
+        raise QkvcalcError("kimi_delta.both_forms", whole=whole, parts=", ".join(parts))
+
+
 def _layer(raw: dict[str, Any], sizes: Sizes) -> dict[str, Any]:
     """The optional keys of the layer around the core, each checked against the sizes (with
     gated_delta's helpers and kimi_delta's messages)."""
     out: dict[str, Any] = {}
-    needs_x = [key for key in ("wf_a", "wb", "wg_a") if key in raw]
+    needs_x = [key for key in ("wf_a", "wf", "wb", "wg_a", "wz") if key in raw]
     if needs_x and sizes.d_model is None:
         raise QkvcalcError("kimi_delta.needs_x", field=needs_x[0])
-    heads, d_k, d_v, own = sizes.heads, sizes.d_k, sizes.d_v, "kimi_delta"
+    heads, d_k, own = sizes.heads, sizes.d_k, "kimi_delta"
     if "conv" in raw:
         out["conv"] = _conv(raw["conv"], sizes, own)
     if "wf_a" in raw:
         out["wf_a"] = _weight(raw, "wf_a", _rank(raw, "wf_a", sizes), sizes, own)
         rank = out["wf_a"].shape[1]
         out["wf_b"] = _weight(raw, "wf_b", heads * d_k, sizes, own, rows=rank)
+    if "wf" in raw:
+        out["wf"] = _weight(raw, "wf", heads * d_k, sizes, own)
+    if "wf_a" in raw or "wf" in raw:
         out["a_log"] = _vector(raw, "a_log", heads, own)
         out["dt_bias"] = _vector(raw, "dt_bias", heads * d_k, own)
         out["wb"] = _weight(raw, "wb", heads, sizes, own)
-    given = [key for key in (*NORMED, "norm_eps") if key in raw]
-    if given and any(key not in raw for key in NORMED):
-        missing = ", ".join(key for key in NORMED if key not in raw)
+    if "lower_bound" in raw:
+        out["lower_bound"] = _lower_bound(raw["lower_bound"])
+    out.update(_norm_keys(raw, sizes))
+    return out
+
+
+def _lower_bound(value: Any) -> float:
+    """The bounded decay's b: a negative number (g = b·σ(…) lies in (b, 0))."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not -math.inf < value < 0:
+        raise QkvcalcError("kimi_delta.lower_bound", value=shown(value))
+    return float(value)
+
+
+def _norm_keys(raw: dict[str, Any], sizes: Sizes) -> dict[str, Any]:
+    """The gated norm after the core: its gate's weights (in two, or in one), w and ε."""
+    out: dict[str, Any] = {}
+    heads, d_v, own = sizes.heads, sizes.d_v, "kimi_delta"
+    _one_form(raw, "wz", ("wg_a", "wg_b"))
+    need = NORMED_WHOLE if "wz" in raw else NORMED
+    given = [key for key in (*NORMED, "wz", "norm_eps") if key in raw]
+    if given and any(key not in raw for key in need):
+        missing = ", ".join(key for key in need if key not in raw)
         raise QkvcalcError("kimi_delta.norm_needs", given=", ".join(given), missing=missing)
     if "wg_a" in raw:
         out["wg_a"] = _weight(raw, "wg_a", _rank(raw, "wg_a", sizes), sizes, own)
         out["wg_b"] = _weight(raw, "wg_b", heads * d_v, sizes, own, rows=out["wg_a"].shape[1])
+    if "wz" in raw:
+        out["wz"] = _weight(raw, "wz", heads * d_v, sizes, own)
+    if given:
         out["norm"] = _vector(raw, "norm", d_v, own)
     if "norm_eps" in raw:
         out["norm_eps"] = _eps(raw["norm_eps"], own)
@@ -281,10 +331,12 @@ def _echo(value: KimiDelta) -> dict[str, Any]:
     if value.chunk_given:
         out["chunk"] = value.chunk
     turned = value.layout == "torch"
-    for key in ("conv", *MADE, *NORMED):
+    for key in ("conv", *MADE, "wf", *NORMED, "wz"):
         found = getattr(value, key)
         if found is not None:
             out[key] = (found.T if turned and key in TURNED else found).tolist()
+    if value.lower_bound is not None:
+        out["lower_bound"] = value.lower_bound
     if value.norm is not None and value.norm_eps != NORM_EPS:
         out["norm_eps"] = value.norm_eps
     return out
@@ -589,7 +641,7 @@ def _torch(p: Any, value: KimiDelta, literal: Any, num: Any) -> list[str]:
         "# row (one decay per Key channel) and updated token by token.",
     ]
     if value.g is None or value.beta is None:
-        lines += kda_layer.torch_gates(value, literal)
+        lines += kda_layer.torch_gates(value, literal, num)
     else:
         lines += [
             f"g = t({literal(value.g.transpose(1, 0, 2))}).unsqueeze(0)  # [1, H, n, d_k]",
@@ -615,10 +667,14 @@ def _header(value: KimiDelta) -> list[tuple[str, dict[str, Any]]]:
     lines: list[tuple[str, dict[str, Any]]] = [("ui.variant.kimi_delta", {"chunk": value.chunk})]
     if value.conv is not None:
         lines.append(("ui.variant.gdn_conv", {"taps": value.conv.shape[0]}))
-    if value.wf_a is not None:
-        lines.append(("ui.variant.kda_gates", {}))
+    if value.made:
+        key = "ui.variant.kda_gates" if value.wf is None else "ui.variant.kda_gates_whole"
+        lines.append((key, {}))
+    if value.lower_bound is not None:
+        lines.append(("ui.variant.kda_bounded", {"bound": kda_layer.bound_text(value.lower_bound)}))
     if value.norm is not None:
-        lines.append(("ui.variant.kda_norm", {}))
+        key = "ui.variant.kda_norm" if value.wz is None else "ui.variant.kda_norm_whole"
+        lines.append((key, {}))
     return lines
 
 
@@ -628,8 +684,10 @@ def _elements(value: KimiDelta, n: int, m: int, d_k: int) -> int:
     d_v = value.d_v
     core = n * d_k * d_v + n * m + 2 * n * d_k + n * d_v + n * (d_k + 1)
     conv = (2 * d_k + d_v) * n if value.conv is not None else 0
-    made = n * (value.wf_a.shape[1] + d_k + 1) if value.wf_a is not None else 0
-    norm = n * (value.wg_a.shape[1] + 3 * d_v) if value.wg_a is not None else 0
+    rank_f = value.wf_a.shape[1] if value.wf_a is not None else 0
+    rank_g = value.wg_a.shape[1] if value.wg_a is not None else 0
+    made = n * (rank_f + d_k + 1) if value.made else 0
+    norm = n * (rank_g + 3 * d_v) if value.norm is not None else 0
     return core + conv + made + norm
 
 
