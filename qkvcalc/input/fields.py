@@ -107,6 +107,15 @@ DISPLAY = {
     "bo": "b_O",
     "wg": "W_G",
     "bg": "b_G",
+    # multi-head latent attention's weights as qkvcalc train names them (--freeze wdq)
+    "wdq": "W_DQ",
+    "wcq": "w_CQ",
+    "wuq": "W_UQ",
+    "wdkv": "W_DKV",
+    "wkr": "W_KR",
+    "wckv": "w_CKV",
+    "wuk": "W_UK",
+    "wuv": "W_UV",
     "grad_output": "grad_output (dL/dO)",
     "target": "target T",
 }

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace as dataclass_replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -587,6 +588,20 @@ def _select(p: Any, ix: Indexer, allowed: np.ndarray | None) -> np.ndarray:
     return kept if allowed is None else kept & allowed
 
 
+# ---- the backward pass: the choice held fixed --------------------------------------------------
+
+
+def _back_notes(p: Any, ix: Indexer, specs: list[Spec]) -> list[Spec]:
+    """The note that the backward holds the indexer's choice fixed, on the first gradient that
+    goes back through a head's mask (M_I is in that mask; the first gradient stage without
+    one): the top-k has no gradient, and the indexer's weights get none from this loss."""
+    said = Msg("note.indexer_grad", top_k=ix.top_k, reads="C_Q, X" if ix.from_latent else "X")
+    at = next((k for k, s in enumerate(specs) if s.params.get("op") == "mask"), 0)
+    out = list(specs)
+    out[at] = dataclass_replace(out[at], notes=(*out[at].notes, said))
+    return out
+
+
 # ---- --format torch -----------------------------------------------------------------------------
 
 
@@ -698,7 +713,7 @@ FEATURE = Feature(
     select=_select,
     torch_select=_torch,
     no_decode="indexer.decode",
-    no_backward="indexer.backward",
-    no_train="indexer.backward",
+    back_notes=_back_notes,
+    train_note="train.indexer_fixed",
     no_dtype="indexer.dtype",
 )

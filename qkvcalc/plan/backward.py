@@ -109,6 +109,9 @@ def backward(
     for feature, value in features.active(p):
         if feature.grads is not None:
             specs += feature.grads(p, value, softmaxes)
+    for feature, value in features.active(p):  # what a feature says on the stages
+        if feature.back_notes is not None:
+            specs = feature.back_notes(p, value, specs)
     # how each cell is named in its arithmetic: dV[2,1], dW_Q[1,2]
     specs = [s if s.cell else replace(s, cell=s.symbol + "[{i},{j}]") for s in specs]
     specs = _grouped([_counted(s, by) for s in specs])
