@@ -367,3 +367,45 @@ def test_the_preset_s_backward_says_the_choice_is_held_in_every_format(tmp_path,
     else:  # LaTeX and HTML escape some of its characters (_ and '): a part without them
         words = {"en": "goes back through the latent attention alone", "ko": "잠재 어텐션만 거쳐"}
         assert words[lang] in said and words[lang] in text, fmt
+
+
+def test_a_data_set_of_latent_attention_equals_torch_on_the_mean_loss(tmp_path):
+    """Two examples sharing the latents' weights (`mla` at the top level): each step moves them
+    by the mean of the examples' gradients, as torch's SGD on the mean loss; an example may not
+    give weights of its own, and the trained data set keeps them at the top level alone."""
+    doc = latent_problem(4, True, "pairs")
+    rng = np.random.default_rng(11)
+    examples = [
+        {"x": rng.normal(size=(4, 5)).round(2).tolist(),
+         "target": rng.normal(size=(4, 5)).round(2).tolist()}
+        for _ in range(2)
+    ]  # fmt: skip
+    top = {k: v for k, v in doc.items() if k not in ("x",)}
+    data = {**top, "examples": examples}
+    steps, lr = 3, 0.001
+    training = train(data, steps=steps, lr=lr)
+    layers = [Layer({**top, **e}) for e in examples]
+    for other in layers[1:]:
+        other.leaves = layers[0].leaves
+    losses = []
+    for k in range(steps + 1):
+        for leaf in layers[0].leaves.values():
+            leaf.grad = None
+        loss = sum(layer.loss() for layer in layers) / len(layers)
+        losses.append(float(loss.detach()))
+        if k < steps:
+            loss.backward()
+            with torch.no_grad():
+                for leaf in layers[0].leaves.values():
+                    leaf -= lr * leaf.grad
+    assert_same(training, layers[0], losses)
+    from qkvcalc.render import RenderOptions
+    from qkvcalc.render.train import trained_json
+
+    said = trained_json(training, RenderOptions())
+    assert "mla" in said and all("mla" not in e for e in said["examples"])
+    bad = {**data, "examples": [{**examples[0], "mla": doc["mla"]}, examples[1]]}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad))
+    proc = in_process("train", str(path))
+    assert proc.returncode == 2 and "examples[1] gives mla" in proc.stderr

@@ -2431,7 +2431,7 @@ MESSAGES: dict[str, str] = {
     "({reads}) 역시 인덱서를 거쳐서는 기울기의 몫을 받지 않습니다. transformers는 "
     "DeepSeek-V3.2의 인덱서를 torch.no_grad() 아래에서 실행합니다. DeepSeek-V3.2는 인덱서를 그 "
     "자신의 손실로 학습합니다 (transformers의 모델 문서: 헤드에 걸쳐 더하고 정규화한 어텐션 "
-    "가중치와 인덱스 점수의 softmax 사이의 KL 발산).",
+    "가중치와 인덱스 점수의 소프트맥스 사이의 KL 발산).",
     "note.indexer_folded": "인덱서의 마스크 M_I (index_mask)가 함께 들어갑니다: 각 Query는 자신의 "
     "top_k = {top_k}개 Key만 남깁니다.",
     "hint.index_rope": "{cell}: {src}의 {i}번째 행의 {j}번 차원을 같은 인덱스 헤드 안의 짝 차원과 "

@@ -21,7 +21,7 @@ from qkvcalc.input.fields import known_key
 from qkvcalc.input.loss import KEYS as LOSS_KEYS
 
 SETS = ("examples", "heldout")
-SHARED = ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo")  # the weights, given once
+SHARED = ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "mla")  # the weights, given once
 MAX_EXAMPLES = 1_000
 
 
