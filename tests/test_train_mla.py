@@ -292,19 +292,31 @@ def test_training_with_the_indexer_equals_torch_with_it_under_no_grad(lora):
     assert training.first.attention[0].astype(bool).sum() < 7 * 8 // 2
 
 
+@pytest.mark.parametrize("fmt", ["table", "txt", "json", "html", "svg"])
 @pytest.mark.parametrize("lang", ["en", "ko"])
-def test_training_with_the_indexer_says_its_weights_stay(tmp_path, lang):
-    doc = dsa_problem(1, top_k=3, target=[[1, 0, 0, 1, 0]] * 7)
-    path = tmp_path / "p.json"
-    path.write_text(json.dumps(doc))
-    proc = in_process(
-        "train", str(path), "--steps", "2", "--lr", "0.01", "--format", "txt", "--lang", lang
-    )
-    assert proc.returncode == 0, proc.stderr
+def test_training_with_the_indexer_says_its_weights_stay(fmt, lang):
+    """Every format of train: the sentence in the text (and the page's), in the JSON's notes;
+    the SVG is the loss curve alone."""
+    from html import escape
+
     from qkvcalc.i18n import translate
 
+    proc = in_process("train", "--preset", "dsa", "--steps", "2", "--lr", "0.05",
+                      "--format", fmt, "--lang", lang)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
     said = translate("train.indexer_fixed", lang)
-    assert " ".join(said.split()) in " ".join(proc.stdout.split())
+    if fmt == "json":
+        out = json.loads(proc.stdout)
+        assert said in out["notes"] and "wdq" in out["learned"]
+        assert not any(key.startswith("wi") for key in out["steps"][-1]["weights"])
+    elif fmt == "svg":
+        assert proc.stdout.startswith("<?xml")
+    else:
+        text = escape(said) if fmt == "html" else said
+        assert " ".join(text.split()) in " ".join(proc.stdout.split())
+    plain = in_process("train", "--preset", "mla", "--steps", "1", "--lr", "0.05", "--format",
+                       "txt", "--lang", lang)  # fmt: skip
+    assert " ".join(said.split()) not in " ".join(plain.stdout.split())  # only with the indexer
 
 
 # ---- the backward pass with the indexer ---------------------------------------------------------
