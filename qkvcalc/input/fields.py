@@ -41,6 +41,9 @@ VARIANT_KEYS = (
     "lightning",  # a linear-attention layer: MiniMax's lightning attention (ops/lightning.py)
 )
 
+# the features whose key holds learned weights in place of W_Q, W_K, W_V (a data set gives them
+# once, at its top level, as it gives the weights)
+STAND_INS = ("mla",)
 MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")
 VECTORS = ("bq", "bk", "bv", "bo")
 OPTIONS = (
