@@ -421,3 +421,28 @@ def test_a_data_set_of_latent_attention_equals_torch_on_the_mean_loss(tmp_path):
     path.write_text(json.dumps(bad))
     proc = in_process("train", str(path))
     assert proc.returncode == 2 and "examples[1] gives mla" in proc.stderr
+
+
+def test_a_torch_layout_problem_with_the_indexer_trains_and_its_trained_problem_runs():
+    """The JSON input gives every weight in the rows layout and says so: the indexer's too
+    (it echoed them as given, out × in, under "layout": "rows"), so the trained problem of a
+    torch-layout problem is read again as the same layer."""
+    from qkvcalc.render import RenderOptions
+    from qkvcalc.render.json_doc import input_json
+    from qkvcalc.run.engine import run
+
+    doc = dsa_problem(1, top_k=3, target=[[1, 0, 0, 1, 0]] * 7)
+    turned = json.loads(json.dumps(doc))
+    for key in ("wkv_a", "wkv_b", "wq_a", "wq_b"):
+        turned["mla"][key] = np.array(doc["mla"][key]).T.tolist()
+    for key in ("wq", "wk", "weights"):
+        turned["indexer"][key] = np.array(doc["indexer"][key]).T.tolist()
+    turned["wo"] = np.array(doc["wo"]).T.tolist()
+    turned["layout"] = "torch"
+    echoed = input_json(Problem.from_mapping(turned), RenderOptions())
+    assert echoed["layout"] == "rows" and echoed["indexer"]["wq"] == doc["indexer"]["wq"]
+    training = train(Problem.from_mapping(turned), steps=2, lr=0.0001)
+    again = run(Problem.from_mapping(input_json(training.problem, RenderOptions())))
+    assert np.max(np.abs(again.output - run(training.problem).output)) < 1e-12
+    plain = train(Problem.from_mapping(doc), steps=2, lr=0.0001)
+    assert np.allclose(plain.losses, training.losses, rtol=1e-12)

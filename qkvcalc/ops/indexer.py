@@ -66,7 +66,7 @@ class Indexer(NamedTuple):
     style: str  # "half" (DeepSeek-V3.2) or "pairs" (GLM-MoE-DSA)
     top_k: int
     from_latent: bool  # q_I reads C_Q (mla's query latent), else X
-    layout: str
+    layout: str  # as given (its weights are held, and echoed, in the rows layout)
 
     @property
     def scale(self) -> float:
@@ -154,10 +154,11 @@ def _read(raw: Any, sizes: Sizes) -> Indexer:
 
 
 def _echo(ix: Indexer) -> dict[str, Any]:
-    """The key again, in the problem's layout, as plain lists (a JSON trace's "input")."""
+    """The key again, in the rows layout, as plain lists (a JSON trace's "input", which gives
+    every weight in the rows layout and says so, whatever layout they were given in)."""
 
     def laid(m: Matrix) -> list[Any]:
-        return (m.values.T if ix.layout == "torch" else m.values).tolist()
+        return m.values.tolist()
 
     return {
         "wq": laid(ix.wq),
