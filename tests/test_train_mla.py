@@ -446,3 +446,24 @@ def test_a_torch_layout_problem_with_the_indexer_trains_and_its_trained_problem_
     assert np.max(np.abs(again.output - run(training.problem).output)) < 1e-12
     plain = train(Problem.from_mapping(doc), steps=2, lr=0.0001)
     assert np.allclose(plain.losses, training.losses, rtol=1e-12)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_target_the_indexer_stops_keeping_is_one_message_naming_the_step(lang):
+    """`attend` with the indexer: the keys a query may see are chosen again from the moved
+    weights, so a target kept at the start can be hidden after some update; one message names
+    the update, the query and the key (the indexer's choice found by the run, not assumed)."""
+    args = ("train", "--preset", "dsa", "--attend", "1 2 2 1 5", "--steps", "30", "--lr", "0.5")
+    proc = in_process(*args, "--lang", lang)
+    assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") <= 1
+    from qkvcalc.input.presets import load
+    from qkvcalc.input.problem import Problem as P
+    from qkvcalc.plan.masks import allowed_keys
+
+    doc = {**load("dsa"), "attend": [1, 2, 2, 1, 5]}
+    doc.pop("target")
+    allowed = allowed_keys(P.from_mapping(doc))
+    assert all(allowed[i, t - 1] for i, t in enumerate(doc["attend"]))  # every target seen at 0
+    words = {"en": "After step", "ko": "단계 뒤에는"}[lang]
+    assert words in proc.stderr and "attend[" in proc.stderr

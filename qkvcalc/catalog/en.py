@@ -3154,6 +3154,10 @@ MESSAGES: dict[str, str] = {
     "take the key {option}.",
     "train.freeze_unknown": "--freeze: {name} is not one of the weights ({names}).",
     "train.freeze_missing": "--freeze: this problem has no {names} (it has {has}).",
+    "train.attend_hidden": "After step {step}, query {row} may no longer see key {key}, its "
+    "target (attend[{row}] = {key}): the keys each query may see are chosen from the moved weights "
+    "(the sparse-attention indexer's top-k), and a query cannot be taught to look at a key it may "
+    "not see. Train fewer steps or with a smaller --lr, or give targets among the keys it keeps.",
     "train.all_frozen": "--freeze names every weight the problem has, so nothing could move.",
     "train.too_big": "Training for --steps {steps} a problem of {numbers} weights and attention "
     "weights keeps more than {limit} numbers: make --steps at most {most}.",

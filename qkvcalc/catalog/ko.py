@@ -3106,6 +3106,10 @@ MESSAGES: dict[str, str] = {
     "않습니다: {option}",
     "train.freeze_unknown": "--freeze: 가중치 이름은 {names} 중 하나여야 합니다. 받은 이름: {name}",
     "train.freeze_missing": "--freeze: 이 문제에 없는 가중치: {names} (있는 가중치: {has}).",
+    "train.attend_hidden": "{step}단계 뒤에는 목표 Key 하나가 가려집니다: Query {row}, Key "
+    "{key} (attend[{row}] = {key}). 각 Query가 볼 수 있는 Key는 움직인 가중치에서 고르며 (희소 "
+    "어텐션 인덱서의 top-k), 볼 수 없는 Key를 보도록 가르칠 수는 없습니다. 단계를 줄이거나 더 작은 "
+    "--lr로 학습하거나, 인덱서가 남기는 Key 가운데서 목표를 주세요.",
     "train.all_frozen": "--freeze가 문제의 모든 가중치를 고정하므로 움직일 것이 없습니다.",
     "train.too_big": "가중치와 어텐션 가중치가 {numbers}개인 문제를 {steps}단계 학습하면 수를 "
     "{limit}개보다 많이 보관해야 합니다. 최대 {most}단계로 줄여 주세요.",

@@ -362,6 +362,10 @@ class Descent:
             try:
                 traces = [run(p) for p in self.currents]
             except QkvcalcError as err:  # the weights grew until a number overflowed
+                if err.msg.key == "loss.attend_masked":  # a choice of keys moved with them
+                    raise QkvcalcError(
+                        "train.attend_hidden", step=snapshot.step + 1, **err.msg.params
+                    ) from None
                 if err.msg.key != "overflow":
                     raise
                 raise QkvcalcError("train.diverged", step=snapshot.step + 1, lr=self.lr) from None
