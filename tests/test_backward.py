@@ -454,10 +454,10 @@ def test_a_wrong_loss_key_names_the_field_and_the_rule(change, key):
 # (the precision lab's lessons are about a low-precision forward, which --backward refuses;
 # fp16mask's fully masked row has NaN gradients in the autograd oracle; a linear-attention
 # layer (Gated DeltaNet, Kimi Delta Attention, lightning) has no backward yet, which --backward
-# refuses: tests/test_gated_delta.py, tests/test_kimi_delta.py, tests/test_lightning.py; nor does
-# the sparse-attention indexer beside mla: tests/test_indexer.py). Multi-head latent attention
-# has no W_Q, W_K, W_V for the oracle here: its preset's gradients, every latent weight's,
-# against autograd in tests/test_mla_backward.py
+# refuses: tests/test_gated_delta.py, tests/test_kimi_delta.py, tests/test_lightning.py).
+# Multi-head latent attention has no W_Q, W_K, W_V for the oracle here: its preset's gradients,
+# every latent weight's, against autograd in tests/test_mla_backward.py, and with the
+# sparse-attention indexer's choice held fixed in tests/test_train_mla.py
 PRESETS = [
     name
     for name in presets.names()

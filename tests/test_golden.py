@@ -36,12 +36,13 @@ def test_preset_table_matches_its_golden_render(cli, name):
 
 @pytest.mark.parametrize(
     ("name", "args"),
-    [("sentence", ("--attend", "1 1 2")), ("mla", ())],  # mla: its own target
-    ids=["sentence", "mla"],
+    [("sentence", ("--attend", "1 1 2")), ("mla", ()), ("dsa", ())],  # mla, dsa: own targets
+    ids=["sentence", "mla", "dsa"],
 )
 def test_a_backward_run_matches_its_golden_render(cli, name, args):
     """The backward pass (--backward) of the sentence preset from `attend`, and of multi-head
-    latent attention's (through its latents, to every latent weight) from its target: every
+    latent attention's (through its latents, to every latent weight) from its target, with the
+    sparse-attention indexer's choice held fixed too (dsa): every
     gradient stage, its arithmetic and notes (the loss, √d_k shown by its gradients), pinned
     the same way."""
     result = cli("explain", "--preset", name, *args, "--backward")

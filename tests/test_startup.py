@@ -229,7 +229,7 @@ def test_the_registry_table_names_each_feature_as_its_module_declares_it():
     name is declared twice, among the features or beside the core's (the op table looks a
     feature's op up among the features loaded so far)."""
     from qkvcalc.input.fields import VARIANT_KEYS
-    from qkvcalc.ops import features, flash_grads, grads, table
+    from qkvcalc.ops import features, flash_grads, grads, loss, table
 
     for name, module, keys in features.TABLE:
         feature = importlib.import_module(f"qkvcalc.ops.{module}").FEATURE
@@ -240,7 +240,7 @@ def test_the_registry_table_names_each_feature_as_its_module_declares_it():
     names = [op.name for f in features.every() for op in f.ops]
     assert len(names) == len(set(names))
     core = [op.name for module in table._CORE for op in module.OPS]
-    core += [*grads.OPS, *flash_grads.OPS]
+    core += [*grads.OPS, *(op.name for op in loss.OPS), *flash_grads.OPS]
     assert not set(core) & set(names)
     assert list(table.OPS) == [*core, *names]  # whatever was loaded first
     for f in features.every():

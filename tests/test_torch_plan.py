@@ -20,7 +20,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.input import presets
 from qkvcalc.input.dataset import first_example
 from qkvcalc.input.problem import Problem
-from qkvcalc.ops import flash_grads, grads
+from qkvcalc.ops import flash_grads, grads, loss
 from qkvcalc.ops.table import OPS
 from qkvcalc.render.torch_script import forward_stages, plan_lines, stage_name
 from qkvcalc.run.engine import run
@@ -31,6 +31,7 @@ from tests.test_backward import FEATURES, make
 BACKWARD_ONLY = {
     *grads.OPS,
     *flash_grads.OPS,
+    *(op.name for op in loss.OPS),  # where the gradient starts (dO, or dA with attend)
     "mla_norm_weight",  # dw of a latent's RMSNorm weight
     "sink_grad",
     "sink_grad_tiles",

@@ -982,7 +982,8 @@ MESSAGES: dict[str, str] = {
     "index head scores ReLU(q·k/√D), the heads are weighted by w/√2 and summed, and each query "
     "keeps its 2 best keys: 'sat' keeps 'cat' and 'sat' but not 'the', 'on' keeps 'the' and "
     "'sat'. The indexer turns half-split pairs, the attention neighbouring pairs, as "
-    "DeepSeek-V3.2 does.",
+    "DeepSeek-V3.2 does. The target T asks each token's output to be [1, 0, 0, 1], so that "
+    "--backward has a loss to start from (the indexer's choice held fixed).",
     "preset.mla.description": "Multi-head latent attention (DeepSeek-V2/V3): 5 tokens through a "
     "query latent of 3 and a key/value latent of 2 numbers a token, each normalised, and one "
     "rotary key shared by the 2 heads; with --backward, the gradients of every latent weight",
@@ -2476,6 +2477,15 @@ MESSAGES: dict[str, str] = {
     "note.index_topk": "top_k = {top_k} of the m = {m} keys; a query that may see fewer keeps "
     "all it may see. Of equal scores the earlier key is kept first.",
     "note.index_mask": "Every head's masked stage adds this mask to the causal one.",
+    "note.indexer_grad": "This mask holds the indexer's choice M_I (each query's top_k = "
+    "{top_k} keys, or all it may see when fewer) as fixed numbers: a top-k is a choice, "
+    "with no gradient, so the backward pass goes back through the latent attention alone. "
+    "The indexer's weights (W_IQ, W_IK, its key's LayerNorm, W_w) get no gradient from this "
+    "loss, and what the indexer reads ({reads}) gets no share of the gradient through it: "
+    "transformers runs DeepSeek-V3.2's indexer under torch.no_grad(). DeepSeek-V3.2 trains "
+    "the indexer by a loss of its own (transformers' page on the model: the KL divergence "
+    "between the attention's weights, summed over the heads and normalised, and the softmax "
+    "of the index scores).",
     "note.indexer_folded": "The indexer's mask M_I (index_mask) is folded in: each query keeps "
     "only its top_k = {top_k} keys.",
     "hint.index_rope": "{cell}: dimension {j} of row {i} of {src}, turned with its partner in "
@@ -2509,10 +2519,6 @@ MESSAGES: dict[str, str] = {
     "indexer.shape": "{field} is {shape}, but it must be {want} in the {layout} layout "
     "(H_I = {heads} index heads of D = {dim})",
     "indexer.norm_length": "{field} has {length} numbers, but the indexer's key has D = {dim}",
-    "indexer.backward": "The backward pass (--backward, and so qkvcalc train) does not follow "
-    "the sparse-attention indexer: its top-k is a choice with no gradient (transformers runs the "
-    "indexer under torch.no_grad(), and the loss reaches none of its weights). Run it without "
-    "--backward, or leave the indexer out to see the backward pass of the latent attention alone",
     "indexer.decode": "The sparse-attention indexer is not computed step by step with a KV "
     "cache: leave out --decode (the whole run shows it).",
     "indexer.dtype": "The sparse-attention indexer has no low-precision rules yet: leave out "
@@ -3162,6 +3168,10 @@ MESSAGES: dict[str, str] = {
     "the target T.",
     "train.learned": "Learned: {names}.",
     "train.frozen": "Frozen (--freeze, not moved): {names}.",
+    "train.indexer_fixed": "The sparse-attention indexer's weights (W_IQ, W_IK, its key's "
+    "LayerNorm, W_w) are not moved: the loss gives them no gradient (its top-k is a choice, "
+    "held fixed as a mask in the backward pass). Each step trains the latent attention, and the "
+    "indexer chooses each query's keys again with its weights as given.",
     "train.unreached": "Not moved, because the loss does not reach them (no gradient): {names}.",
     "train.losses": "The loss at each step",
     "train.col_step": "step",
@@ -3195,9 +3205,10 @@ MESSAGES: dict[str, str] = {
     "take the key {option}.",
     "train.freeze_unknown": "--freeze: {name} is not one of the weights ({names}).",
     "train.freeze_missing": "--freeze: this problem has no {names} (it has {has}).",
-    "train.projecting": "qkvcalc train steps W_Q, W_K and W_V, which multi-head latent attention "
-    "(mla) replaces by its latents' weights, and it cannot step those yet: qkvcalc explain "
-    "--backward shows their gradients.",
+    "train.attend_hidden": "After step {step}, query {row} may no longer see key {key}, its "
+    "target (attend[{row}] = {key}): the keys each query may see are chosen from the moved weights "
+    "(the sparse-attention indexer's top-k), and a query cannot be taught to look at a key it may "
+    "not see. Train fewer steps or with a smaller --lr, or give targets among the keys it keeps.",
     "train.all_frozen": "--freeze names every weight the problem has, so nothing could move.",
     "train.too_big": "Training for --steps {steps} a problem of {numbers} weights and attention "
     "weights keeps more than {limit} numbers: make --steps at most {most}.",

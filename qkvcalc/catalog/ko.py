@@ -965,7 +965,9 @@ MESSAGES: dict[str, str] = {
     "인덱서의 Query는 Query 잠재 벡터 C_Q에서, 하나뿐인 Key는 LayerNorm(X·W_IK)에서 나옵니다. "
     "인덱스 헤드마다 ReLU(q·k/√D) 점수를 주고, 헤드들에 w/√2를 곱해 더한 뒤 각 Query는 가장 좋은 "
     "Key 2개를 남깁니다: 'sat'는 'cat'과 'sat'를 남기고 'the'는 버리며, 'on'은 'the'와 'sat'를 "
-    "남깁니다. DeepSeek-V3.2처럼 인덱서는 반으로 나눈 짝을, 어텐션은 이웃한 짝을 회전합니다.",
+    "남깁니다. DeepSeek-V3.2처럼 인덱서는 반으로 나눈 짝을, 어텐션은 이웃한 짝을 회전합니다. "
+    "목표 T는 각 토큰의 출력이 [1, 0, 0, 1]이기를 요구하므로, --backward가 시작할 손실이 "
+    "있습니다 (인덱서가 고른 Key는 고정).",
     "preset.mla.description": "멀티헤드 잠재 어텐션(DeepSeek-V2/V3): 토큰 5개가 토큰마다 수 3개의 "
     "Query 잠재 벡터와 수 2개의 Key/Value 잠재 벡터(각각 정규화)를 거치고, 회전 Key 하나를 헤드 "
     "2개가 함께 씁니다. --backward로 모든 잠재 가중치의 기울기를 봅니다",
@@ -2446,6 +2448,14 @@ MESSAGES: dict[str, str] = {
     "note.index_topk": "Key m = {m}개 중 top_k = {top_k}개. 볼 수 있는 Key가 그보다 적은 Query는 "
     "볼 수 있는 Key를 모두 남깁니다. 점수가 같으면 앞의 Key를 먼저 남깁니다.",
     "note.index_mask": "모든 헤드의 마스크 단계가 이 마스크를 인과 마스크에 더합니다.",
+    "note.indexer_grad": "이 마스크에는 인덱서가 고른 M_I (각 Query가 남긴 Key: top_k = "
+    "{top_k}개, 볼 수 있는 Key가 그보다 적으면 전부)가 고정된 수로 들어 있습니다. top-k는 "
+    "고르기라서 기울기가 없으므로, 역전파는 잠재 어텐션만 거쳐 돌아갑니다. 인덱서의 가중치 "
+    "(W_IQ, W_IK, Key의 LayerNorm, W_w)는 이 손실에서 기울기를 받지 않고, 인덱서가 읽는 입력 "
+    "({reads}) 역시 인덱서를 거쳐서는 기울기의 몫을 받지 않습니다. transformers는 "
+    "DeepSeek-V3.2의 인덱서를 torch.no_grad() 아래에서 실행합니다. DeepSeek-V3.2는 인덱서를 그 "
+    "자신의 손실로 학습합니다 (transformers의 모델 문서: 헤드에 걸쳐 더하고 정규화한 어텐션 "
+    "가중치와 인덱스 점수의 소프트맥스 사이의 KL 발산).",
     "note.indexer_folded": "인덱서의 마스크 M_I (index_mask)가 함께 들어갑니다: 각 Query는 자신의 "
     "top_k = {top_k}개 Key만 남깁니다.",
     "hint.index_rope": "{cell}: {src}의 {i}번째 행의 {j}번 차원을 같은 인덱스 헤드 안의 짝 차원과 "
@@ -2479,10 +2489,6 @@ MESSAGES: dict[str, str] = {
     "indexer.shape": "{field}의 모양은 {shape}인데, {layout} 레이아웃에서 {want} 모양이어야 합니다 "
     "(D = {dim}인 인덱스 헤드 H_I = {heads}개)",
     "indexer.norm_length": "{field}의 수는 {length}개인데, 인덱서의 Key는 D = {dim}개입니다",
-    "indexer.backward": "역전파 (--backward, 그리고 이를 쓰는 qkvcalc train)는 희소 어텐션 "
-    "인덱서를 따라가지 않습니다. 인덱서의 top-k는 기울기가 없는 선택이며 (transformers는 인덱서를 "
-    "torch.no_grad() 아래에서 실행하고, 손실은 인덱서의 가중치에 닿지 않습니다). --backward 없이 "
-    "실행하거나, 잠재 어텐션만의 역전파를 보려면 인덱서를 빼세요",
     "indexer.decode": "희소 어텐션 인덱서는 KV 캐시로 한 단계씩 계산하지 않습니다: --decode를 "
     "빼세요 (전체 실행에서 보입니다).",
     "indexer.dtype": "희소 어텐션 인덱서에는 아직 저정밀도 규칙이 없습니다: --dtype이나 "
@@ -3110,6 +3116,10 @@ MESSAGES: dict[str, str] = {
     "train.loss_target": "손실 L = ½·Σ(O − T)²: L이 작을수록 출력 O가 목표 T에 더 가깝습니다.",
     "train.learned": "학습한 가중치: {names}.",
     "train.frozen": "고정한 가중치 (--freeze, 움직이지 않음): {names}.",
+    "train.indexer_fixed": "희소 어텐션 인덱서의 가중치 (W_IQ, W_IK, Key의 LayerNorm, W_w)는 "
+    "움직이지 않습니다: 손실이 이들에게 기울기를 주지 않습니다 (top-k는 고르기이며, 역전파에서는 "
+    "마스크로 고정됩니다). 각 단계는 잠재 어텐션을 학습하고, 인덱서는 주어진 가중치 그대로 각 "
+    "Query의 Key를 다시 고릅니다.",
     "train.unreached": "손실이 닿지 않아(기울기가 없어) 움직이지 않은 가중치: {names}.",
     "train.losses": "단계별 손실",
     "train.col_step": "단계",
@@ -3144,9 +3154,10 @@ MESSAGES: dict[str, str] = {
     "않습니다: {option}",
     "train.freeze_unknown": "--freeze: 가중치 이름은 {names} 중 하나여야 합니다. 받은 이름: {name}",
     "train.freeze_missing": "--freeze: 이 문제에 없는 가중치: {names} (있는 가중치: {has}).",
-    "train.projecting": "qkvcalc train은 W_Q, W_K, W_V를 움직이는데, 멀티헤드 잠재 어텐션(mla)은 "
-    "이것들을 잠재 벡터의 가중치로 대신하며, 그 가중치는 아직 움직일 수 없습니다. 그 기울기는 "
-    "qkvcalc explain --backward가 보여 줍니다.",
+    "train.attend_hidden": "{step}단계 뒤에는 목표 Key 하나가 가려집니다: Query {row}, Key "
+    "{key} (attend[{row}] = {key}). 각 Query가 볼 수 있는 Key는 움직인 가중치에서 고르며 (희소 "
+    "어텐션 인덱서의 top-k), 볼 수 없는 Key를 보도록 가르칠 수는 없습니다. 단계를 줄이거나 더 작은 "
+    "--lr로 학습하거나, 인덱서가 남기는 Key 가운데서 목표를 주세요.",
     "train.all_frozen": "--freeze가 문제의 모든 가중치를 고정하므로 움직일 것이 없습니다.",
     "train.too_big": "가중치와 어텐션 가중치가 {numbers}개인 문제를 {steps}단계 학습하면 수를 "
     "{limit}개보다 많이 보관해야 합니다. 최대 {most}단계로 줄여 주세요.",

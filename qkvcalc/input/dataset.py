@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.input.fields import known_key
+from qkvcalc.input.fields import STAND_INS, known_key
 from qkvcalc.input.loss import KEYS as LOSS_KEYS
 
 SETS = ("examples", "heldout")
-SHARED = ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo")  # the weights, given once
+SHARED = ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", *STAND_INS)  # the weights, given once
 MAX_EXAMPLES = 1_000
 
 

@@ -41,6 +41,9 @@ VARIANT_KEYS = (
     "lightning",  # a linear-attention layer: MiniMax's lightning attention (ops/lightning.py)
 )
 
+# the features whose key holds learned weights in place of W_Q, W_K, W_V (a data set gives them
+# once, at its top level, as it gives the weights)
+STAND_INS = ("mla",)
 MATRICES = ("x", "source", "wq", "wk", "wv", "wo", "q", "k", "v")
 VECTORS = ("bq", "bk", "bv", "bo")
 OPTIONS = (
@@ -107,6 +110,15 @@ DISPLAY = {
     "bo": "b_O",
     "wg": "W_G",
     "bg": "b_G",
+    # multi-head latent attention's weights as qkvcalc train names them (--freeze wdq)
+    "wdq": "W_DQ",
+    "wcq": "w_CQ",
+    "wuq": "W_UQ",
+    "wdkv": "W_DKV",
+    "wkr": "W_KR",
+    "wckv": "w_CKV",
+    "wuk": "W_UK",
+    "wuv": "W_UV",
     "grad_output": "grad_output (dL/dO)",
     "target": "target T",
 }

@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from qkvcalc.ops.hooks import JoinWords, Logits, Mistakes, Reading, Sizes, Turn
+from qkvcalc.ops.hooks import JoinWords, Learns, Logits, Mistakes, Reading, Sizes, Turn
 from qkvcalc.ops.op import Candidate, Op
 
 __all__ = [
     "Candidate",
     "Feature",
     "JoinWords",
+    "Learns",
     "Logits",
     "Mistakes",
     "Reading",
@@ -113,6 +114,8 @@ class Feature(NamedTuple):
     # with the weights, given (its value, the document, d_model, H, the layout, exact), to a
     # value whose `widths` are the columns the heads split (H·d_k, G·d_k, G·d_v)
     projects: Callable[[Any, dict[str, Any], int, int, str, bool], Any] | None = None
+    # … what `qkvcalc train` steps of it (its latents' weights), or None: train refuses it
+    learns: Learns | None = None
     # … its stages before the heads, given the problem, the value, X's ref and name
     shared: Callable[[Problem, Any, Ref, str], list[Spec]] | None = None
     # … and head h's q, k, v stages (with its own between them), the same arguments and h
@@ -155,6 +158,12 @@ class Feature(NamedTuple):
     # it (one message naming it), tiles or not; or the catalog key that refuses it so
     no_sdpa: bool | str = False
     no_train: str = ""  # the catalog key that refuses `train` (it cannot learn its numbers yet)
+    # what `train` says of it beside the header: the catalog key of a sentence (a sparse top-k's
+    # weights left as given, since the loss gives them no gradient)
+    train_note: str = ""
+    # --backward: its notes on the backward's stages, given the problem, the value and those
+    # stages (in order): the stages with its notes added (a top-k's choice held fixed)
+    back_notes: Callable[[Problem, Any, list[Spec]], list[Spec]] | None = None
     no_backward: str = ""  # the catalog key that refuses --backward (it has no gradients yet)
     no_dtype: str = ""  # the catalog key that refuses --dtype (its ops have no rounding rules)
     alone: str = ""  # the catalog key that refuses it beside any other feature

@@ -5,10 +5,9 @@ The products are the forward's products turned around (∂(A·B)/∂A = g·Bᵀ,
 of them read an operand transposed: `matmul_tn` is Aᵀ·B (dV = Aᵀ·dO), `matmul_nt` is A·Bᵀ
 (dA = dO·Vᵀ). The stages between the scores and the softmax go back through each forward op's
 own backward (`Op.backward`, beside its forward): the op `back` runs the backward of the stage
-it names, so a feature brings its gradient with its operation.
+it names, so a feature brings its gradient with its operation. Where the gradient starts (the
+loss's) is its own op module, qkvcalc.ops.loss.
 
-    loss_grad     dO = O − T                    (L = ½·Σ(O − T)²)
-    attend_grad   dA[i, tᵢ] = −1 / A[i, tᵢ]      (L = −Σᵢ log A[i, tᵢ]), 0 elsewhere
     rowdot        rᵢ = Σⱼ Aᵢⱼ·dAᵢⱼ                 [n, 1]
     softmax_back  dS = A ⊙ (dA − r)
     weight_grad   dW = Xᵀ·[dQ_1 … dQ_H]          the heads' columns side by side (summed where
@@ -24,14 +23,13 @@ dA = dO·Vᵀ are fractions; whatever reads the weights A (an exponential's quot
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from qkvcalc.i18n import Msg
-from qkvcalc.ops.op import Asked, Candidate, Feeds, Op, Params, Shapes, same_cell, turned
+from qkvcalc.ops.op import Asked, Candidate, Feeds, Op, Params, Shapes, turned
 from qkvcalc.plan import ids
 
 # ---- the math -------------------------------------------------------------------------------
@@ -131,25 +129,6 @@ def _exact_bias_grad(ops: Sequence[Any], params: Params) -> Any:
                 total = None if total is None or not isinstance(cell, Fraction) else total + cell
             out[c] = total
     return (tuple(out),), ()
-
-
-def _loss_grad(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
-    # dO = O − T: [n, d_out]
-    return ops[0] - params["target"]
-
-
-def _attend_grad(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
-    # −log A[i, tᵢ] differentiated: −1/A[i, tᵢ] at the target key of each query, 0 elsewhere
-    a = ops[0]
-    out = np.zeros_like(a)
-    for i, t in params["targets"]:
-        out[i, t] = -1.0 / a[i, t]
-    return out
-
-
-def _attend_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
-    if (i, j) in params["targets"]:
-        yield 0, i, j
 
 
 def _rowdot(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
@@ -293,26 +272,6 @@ def _weight_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result
     return style.sum_of_products(stage, i, j, pairs, result)
 
 
-def _loss_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
-    """[1,2]: 2.6089 − 1 = 1.6089 (O − T)"""
-    o = float(stage.operands[0][i, j])
-    t = float(stage.params["target"][i, j])
-    left = f"{style.at(i + 1, j + 1)}{style.num(o)} {style.minus} {style.factor(t)}"
-    return style.line(left, style.shown(o) - style.shown(t), float(stage.value[i, j]), result)
-
-
-def _attend_grad_work(
-    stage: Any, i: int, j: int, style: Any, exact: Any, result: str
-) -> str | None:
-    """[3,2]: −1 / 0.2 = −5, at a query's target key (every other cell is 0)."""
-    if (i, j) not in stage.params["targets"]:
-        return None
-    a = float(stage.operands[0][i, j])
-    cell = f"{style.minus}{style.divided('1', style.num(a))}"
-    shown = -1 / style.shown(a) if style.shown(a) else math.nan
-    return style.line(f"{style.at(i + 1, j + 1)}{cell}", shown, float(stage.value[i, j]), result)
-
-
 def _rowdot_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
     """r[2] = 0.8044×11.4354 + 0.1956×4.4133 + … (a masked key's 0 weight left out)."""
     a, da = stage.operands
@@ -448,8 +407,6 @@ OPS: dict[str, Op] = {
             mistakes=_tn_mistakes,
         ),
         Op("matmul_nt", _nt, _nt_feeds, _exact_nt, work=_nt_work),
-        Op("loss_grad", _loss_grad, same_cell, work=_loss_grad_work),
-        Op("attend_grad", _attend_grad, _attend_feeds, work=_attend_grad_work),
         Op("rowdot", _rowdot, _row_pairs, work=_rowdot_work),
         Op(
             "softmax_back",

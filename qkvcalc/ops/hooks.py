@@ -99,3 +99,17 @@ class JoinWords(NamedTuple):
     back_topic: str
     final_topic: str  # W_O's (the output projection's) topic
     joined_topic: str  # the output's topic with no W_O
+
+
+class Learns(NamedTuple):
+    """What `qkvcalc train` steps of a feature that stands in for W_Q, W_K and W_V (multi-head
+    latent attention's latents' weights): every name its learned matrices can have, in the
+    order they are shown; given its value, those it has (name -> matrix, the rows layout, a
+    norm's weight as 1×r) and each one's gradient stage; a gradient stage's numbers set in its
+    matrix's layout (value, name, numbers); and the value with some matrices moved."""
+
+    names: tuple[str, ...]
+    weights: Callable[[Any], dict[str, np.ndarray]]
+    stages: Callable[[Any], dict[str, str]]
+    grad: Callable[[Any, str, np.ndarray], np.ndarray]
+    moved: Callable[[Any, dict[str, np.ndarray]], Any]

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace as dataclass_replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -65,7 +66,7 @@ class Indexer(NamedTuple):
     style: str  # "half" (DeepSeek-V3.2) or "pairs" (GLM-MoE-DSA)
     top_k: int
     from_latent: bool  # q_I reads C_Q (mla's query latent), else X
-    layout: str
+    layout: str  # as given (its weights are held, and echoed, in the rows layout)
 
     @property
     def scale(self) -> float:
@@ -153,10 +154,11 @@ def _read(raw: Any, sizes: Sizes) -> Indexer:
 
 
 def _echo(ix: Indexer) -> dict[str, Any]:
-    """The key again, in the problem's layout, as plain lists (a JSON trace's "input")."""
+    """The key again, in the rows layout, as plain lists (a JSON trace's "input", which gives
+    every weight in the rows layout and says so, whatever layout they were given in)."""
 
     def laid(m: Matrix) -> list[Any]:
-        return (m.values.T if ix.layout == "torch" else m.values).tolist()
+        return m.values.tolist()
 
     return {
         "wq": laid(ix.wq),
@@ -587,6 +589,20 @@ def _select(p: Any, ix: Indexer, allowed: np.ndarray | None) -> np.ndarray:
     return kept if allowed is None else kept & allowed
 
 
+# ---- the backward pass: the choice held fixed --------------------------------------------------
+
+
+def _back_notes(p: Any, ix: Indexer, specs: list[Spec]) -> list[Spec]:
+    """The note that the backward holds the indexer's choice fixed, on the first gradient that
+    goes back through a head's mask (M_I is in that mask; the first gradient stage without
+    one): the top-k has no gradient, and the indexer's weights get none from this loss."""
+    said = Msg("note.indexer_grad", top_k=ix.top_k, reads="C_Q, X" if ix.from_latent else "X")
+    at = next((k for k, s in enumerate(specs) if s.params.get("op") == "mask"), 0)
+    out = list(specs)
+    out[at] = dataclass_replace(out[at], notes=(*out[at].notes, said))
+    return out
+
+
 # ---- --format torch -----------------------------------------------------------------------------
 
 
@@ -766,7 +782,7 @@ FEATURE = Feature(
     select=_select,
     torch_select=_torch,
     no_decode="indexer.decode",
-    no_backward="indexer.backward",
-    no_train="indexer.backward",
+    back_notes=_back_notes,
+    train_note="train.indexer_fixed",
     no_dtype="indexer.dtype",
 )

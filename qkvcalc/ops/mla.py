@@ -35,7 +35,7 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix, positive, to_matrix, to_vector
 from qkvcalc.input.limits import MAX_ELEMENTS
 from qkvcalc.labels import shape_text, shown
-from qkvcalc.ops.base import Candidate, Feature, Mistakes, Turn
+from qkvcalc.ops.base import Candidate, Feature, Learns, Mistakes, Turn
 from qkvcalc.ops.op import Back, Feeds, Op, Params, Part, Shapes
 from qkvcalc.ops.projection import Learned
 from qkvcalc.ops.rounding import Out, Rounding
@@ -840,6 +840,89 @@ def torch_compared(
     return out
 
 
+# ---- qkvcalc train: the latents' weights, stepped ------------------------------------------
+#
+# Each learned matrix by its own name, as the problem gives it (the rows layout): W_UQ (or W_Q)
+# whole, in DeepSeek's column order (each head's d_C columns, then its d_R rotary ones); wkv_a
+# as W_DKV and W_KR; wkv_b as W_UK and W_UV, each head's columns side by side (as their
+# gradient stages hold them); the norms' weights as 1×r.
+
+TRAIN_NAMES = ("wdq", "wcq", "wuq", "wq", "wdkv", "wkr", "wckv", "wuk", "wuv")
+
+
+def _train_stages(latent: Latent) -> dict[str, str]:
+    """Each learned matrix's gradient stage, by name."""
+    query = {"wdq": "grad_wdq", "wcq": "grad_q_a_norm", "wuq": "grad_wuq"}
+    first = query if latent.wq_a is not None else {"wq": "grad_wq"}
+    return first | {
+        "wdkv": "grad_wdkv",
+        "wkr": "grad_wkr",
+        "wckv": "grad_kv_a_norm",
+        "wuk": "grad_wuk",
+        "wuv": "grad_wuv",
+    }
+
+
+def _kv_b_order(latent: Latent, side: int) -> np.ndarray:
+    """wkv_b's columns of W_UK (side 0) or W_UV (1), head 1's first."""
+    return np.concatenate([latent.kv_columns(h)[side] for h in range(1, latent.heads + 1)])
+
+
+def _q_order(latent: Latent) -> np.ndarray:
+    """wq's columns in qkvcalc's order (each head's rotary ones first): its gradient's."""
+    return np.concatenate([latent.q_columns(h) for h in range(1, latent.heads + 1)])
+
+
+def _train_weights(latent: Latent) -> dict[str, np.ndarray]:
+    rank = latent.rank
+    out: dict[str, np.ndarray] = {}
+    if latent.wq_a is not None:
+        assert latent.q_norm is not None
+        out |= {"wdq": latent.wq_a.values, "wcq": latent.q_norm[None, :]}
+        out["wuq"] = latent.wq.values
+    else:
+        out["wq"] = latent.wq.values
+    kv_a, kv_b = latent.wkv_a.values, latent.wkv_b.values
+    return out | {
+        "wdkv": kv_a[:, :rank],
+        "wkr": kv_a[:, rank:],
+        "wckv": latent.kv_norm[None, :],
+        "wuk": kv_b[:, _kv_b_order(latent, 0)],
+        "wuv": kv_b[:, _kv_b_order(latent, 1)],
+    }
+
+
+def _train_grad(latent: Latent, name: str, grad: np.ndarray) -> np.ndarray:
+    """A gradient stage's numbers in its matrix's layout: dW_UQ's columns (qkvcalc's order)
+    set back in DeepSeek's; the others are already."""
+    if name not in ("wuq", "wq"):
+        return grad
+    out = np.zeros(latent.wq.values.shape)
+    out[:, _q_order(latent)] = grad
+    return out
+
+
+def _trained(latent: Latent, weights: dict[str, np.ndarray]) -> Latent:
+    """The latents with the matrices of `weights` in place of theirs (plain floats: no
+    fractions, as every trained number)."""
+    now = {**_train_weights(latent), **weights}
+    kv_b = np.zeros(latent.wkv_b.values.shape)
+    kv_b[:, _kv_b_order(latent, 0)] = now["wuk"]
+    kv_b[:, _kv_b_order(latent, 1)] = now["wuv"]
+    query: dict[str, Any] = {"wq": Matrix(np.array(now.get("wuq", now.get("wq")), dtype=float))}
+    if latent.wq_a is not None:
+        query |= {"wq_a": Matrix(np.array(now["wdq"], dtype=float)), "q_norm": now["wcq"][0]}
+    return latent._replace(
+        **query,
+        wkv_a=Matrix(np.hstack([now["wdkv"], now["wkr"]]).astype(float)),
+        kv_norm=np.array(now["wckv"][0], dtype=float),
+        wkv_b=Matrix(kv_b),
+    )
+
+
+LEARNS = Learns(TRAIN_NAMES, _train_weights, _train_stages, _train_grad, _trained)
+
+
 FEATURE = Feature(
     name="mla",
     read=lambda raw, sizes: None,  # read with the weights (`projects`), before the heads
@@ -896,4 +979,5 @@ FEATURE = Feature(
     torch_projections=torch_projections,
     grads=_grads,
     torch_compared=torch_compared,
+    learns=LEARNS,
 )

@@ -26,6 +26,7 @@ from qkvcalc.ops import (
     flash_grads,
     given,
     grads,
+    loss,
     mask,
     projection,
     scale,
@@ -80,6 +81,7 @@ OPS: MutableMapping[str, Op] = _Table(
     {
         **{op.name: op for module in _CORE for op in module.OPS},
         **grads.OPS,
+        **{op.name: op for op in loss.OPS},
         **flash_grads.OPS,
     }
 )

@@ -46,7 +46,7 @@ import numpy as np
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
-from qkvcalc.ops import features
+from qkvcalc.ops import features, loss
 from qkvcalc.ops.op import Back, Part
 from qkvcalc.ops.projection import Named, input_grad, learned
 from qkvcalc.ops.table import OPS
@@ -109,6 +109,9 @@ def backward(
     for feature, value in features.active(p):
         if feature.grads is not None:
             specs += feature.grads(p, value, softmaxes)
+    for feature, value in features.active(p):  # what a feature says on the stages
+        if feature.back_notes is not None:
+            specs = feature.back_notes(p, value, specs)
     # how each cell is named in its arithmetic: dV[2,1], dW_Q[1,2]
     specs = [s if s.cell else replace(s, cell=s.symbol + "[{i},{j}]") for s in specs]
     specs = _grouped([_counted(s, by) for s in specs])
@@ -151,46 +154,17 @@ def _grouped(specs: list[Spec]) -> list[Spec]:
 
 
 def _start(p: Problem, final: Spec) -> Spec:
+    """dO, by the loss's op (ops/loss.py), with what the plan says of a target."""
     assert p.loss is not None and p.loss.matrix is not None
-    if p.loss.kind == "target":
-        t = p.loss.matrix
-        return Spec(
-            "grad_output",
-            None,
-            "loss_grad",
-            (final.ref,),
-            "dO = O − T",
-            final.rows,
-            final.cols,
-            params={"target": t.values},
-            topic="grad_output.target",
-            notes=(facts.target_rows(p, t.values),),
-            remarks=facts.loss_target(final.ref, t.values),
-            symbol="dO",
-            letters=final.letters,
-        )
-    return Spec(
-        "grad_output",
-        None,
-        "table",
-        (),
-        "dO (given)",
-        final.rows,
-        final.cols,
-        params={"table": p.loss.matrix.values, "table_exact": p.loss.matrix.exact},
-        topic="grad_output.given",
-        symbol="dO",
-        letters=final.letters,
-    )
+    if p.loss.kind != "target":
+        return loss.start(p, final)
+    t = p.loss.matrix.values
+    return loss.start(p, final, (facts.target_rows(p, t),), facts.loss_target(final.ref, t))
 
 
 def _check_targets(p: Problem) -> None:
     """`attend`: every target key must be one its query may see."""
-    assert p.loss is not None
-    allowed = allowed_keys(p)
-    for i, t in p.loss.targets():
-        if allowed is not None and not allowed[i, t]:
-            raise QkvcalcError("loss.attend_masked", row=i + 1, key=t + 1)
+    loss.check_targets(p, allowed_keys(p))
 
 
 # ---- one head: the walk back over its forward stages -----------------------------------------
@@ -222,33 +196,13 @@ def _head(
     return specs, grads
 
 
-def _no_v(p: Problem) -> Msg:
-    """What `attend` leaves without a gradient: V and, of W_V, b_V, W_O, b_O, those the problem
-    has (dk64 gives V, with no W_V to name)."""
-    given = (("W_V", p.wv), ("b_V", p.bv), ("W_O", p.wo), ("b_O", p.bo))
-    names = ["V", *(name for name, m in given if m is not None)]
-    return Msg("note.grad_attend_no_v", names=", ".join(names))
-
-
 def _attend(p: Problem, h: int | None, weights: Spec) -> Spec:
-    """`attend`: dA from the targets alone (L = −Σᵢ log Aᵢ,ₜᵢ); V does not reach the loss."""
+    """`attend`: dA from the targets alone, by the loss's op (ops/loss.py), with what the plan
+    says of the targets."""
     assert p.loss is not None
-    return Spec(
-        "grad_weights",
-        h,
-        "attend_grad",
-        (weights.ref,),
-        "dA[i, tᵢ] = −1 / A[i, tᵢ]",
-        weights.rows,
-        weights.cols,
-        params={"targets": frozenset(p.loss.targets())},
-        topic="grad_weights.attend",
-        notes=(_no_v(p), facts.attend_keys(p, p.loss.targets())),
-        symbol="dA",
-        letters=weights.letters,
-        remarks=facts.loss_attend(weights.ref, p.loss.targets(), h),
-        hint=("hint.grad_attend", {}),
-    )
+    targets = p.loss.targets()
+    said = (facts.attend_keys(p, targets),)
+    return loss.attend(p, h, weights, said, facts.loss_attend(weights.ref, targets, h))
 
 
 def walk(

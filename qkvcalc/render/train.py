@@ -138,9 +138,10 @@ def header_lines(training: Training, opts: RenderOptions) -> list[Text]:
 
 
 def run_notes(training: Training, opts: RenderOptions) -> list[str]:
-    """What this run shows, in sentences chosen by its own numbers: a data set's mean, that
-    `attend` is a shortcut, the matrices that did not move and why, a loss that grew, and
-    what --compare-scale's two runs show (or that it exists)."""
+    """What this run shows, in sentences chosen by its own numbers: a data set's mean, what a
+    feature's numbers do in training (a sparse top-k's, left as given), that `attend` is a
+    shortcut, the matrices that did not move and why, a loss that grew, and what
+    --compare-scale's two runs show (or that it exists)."""
     p = training.start
     assert p.loss is not None
     out: list[str] = []
@@ -148,6 +149,9 @@ def run_notes(training: Training, opts: RenderOptions) -> list[str]:
         out.append(_t(opts, "train.dataset", count=len(training.examples)))
         if training.heldout:
             out.append(_t(opts, "train.dataset_heldout", count=len(training.heldout)))
+    from qkvcalc.ops import features  # here: a plain problem's run loads no feature
+
+    out += [_t(opts, f.train_note) for f, _ in features.active(p) if f.train_note]
     if p.loss.kind == "attend":
         out.append(_t(opts, "train.attend_shortcut"))
         if p.heads > 1:

@@ -4,7 +4,12 @@ Each step runs the problem forward and backward (qkvcalc.run.engine.run with bac
 reads the loss L and the gradient of every weight from that trace, and moves each weight that
 is not frozen by W ← W − η·∂L/∂W. W_Q, W_K, W_V, W_O and the biases b_Q, b_K, b_V, b_O that the
 problem has are learned; a weight the loss does not reach (W_V and W_O under `attend`, which
-reads the attention weights alone) has no gradient stage and does not move.
+reads the attention weights alone) has no gradient stage and does not move. A feature that
+stands in for W_Q, W_K, W_V (multi-head latent attention) says which matrices it has in their
+place and where their gradients are (Feature.learns): W_DQ, w_CQ, W_UQ (or W_Q), W_DKV, W_KR,
+w_CKV, W_UK, W_UV, each stepped by the same rule. A feature that chooses each query's keys (a
+sparse attention's top-k) runs again at every step with its own weights as given: a choice has
+no gradient.
 
     L = ½·Σ(O − T)²                      `target`
     L = −Σ_heads Σᵢ log A[i, tᵢ]         `attend`
@@ -34,6 +39,7 @@ from qkvcalc.input.numbers import Number
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import shown
 from qkvcalc.ops import features
+from qkvcalc.ops.hooks import Learns
 from qkvcalc.plan import ids
 from qkvcalc.run.engine import run
 from qkvcalc.trace import Trace
@@ -124,21 +130,76 @@ class Training:
         return sum(b > a for a, b in itertools.pairwise(losses))
 
 
+def _stand_in(p: Problem) -> tuple[Learns, Any] | None:
+    """What train steps of the feature that stands in for W_Q, W_K and W_V (multi-head latent
+    attention's latents' weights), with its value; None without one."""
+    found = features.projecting(p)
+    if found is None or found[0].learns is None:
+        return None
+    return found[0].learns, found[1]
+
+
+def weights_of(p: Problem) -> dict[str, np.ndarray]:
+    """The learned matrices this problem has, by name, in the order they are shown (the rows
+    layout; a feature's own in place of W_Q, W_K, W_V, then W_O, b_O)."""
+    stand = _stand_in(p)
+    out = stand[0].weights(stand[1]) if stand is not None else {}
+    for name in LEARNED:
+        m = getattr(p, name)
+        if m is not None and name not in out:
+            out[name] = m.values
+    return out
+
+
 def present(p: Problem) -> tuple[str, ...]:
     """The learned matrices this problem has."""
-    return tuple(name for name in LEARNED if getattr(p, name) is not None)
+    return tuple(weights_of(p))
 
 
-def parse_freeze(text: str | Iterable[str] | None) -> tuple[str, ...]:
-    """'wq,wv' (or 'wq wv', or a list) as names; an unknown name is one message."""
+def known(p: Problem) -> tuple[str, ...]:
+    """The names --freeze knows for this problem (those it may have)."""
+    stand = _stand_in(p)
+    if stand is None:
+        return LEARNED
+    return (*stand[0].names, *(name for name in LEARNED if name not in stand[0].names))
+
+
+def grad_stage(p: Problem, name: str) -> str:
+    """The id of the stage that holds ∂L/∂ of the matrix `name`."""
+    stand = _stand_in(p)
+    stages = stand[0].stages(stand[1]) if stand is not None else {}
+    return stages.get(name) or ids.GRAD_OF[name]
+
+
+def placed(p: Problem, weights: Mapping[str, np.ndarray]) -> Problem:
+    """p with these matrices (by name, rows layout) in place of its own: W_O and the biases
+    as Problem's fields, a feature's (the latents' weights) in its value."""
+    stand = _stand_in(p)
+    mine = set(stand[0].weights(stand[1])) if stand is not None else set()
+    plain: dict[str, Any] = {k: Matrix(np.array(v)) for k, v in weights.items() if k not in mine}
+    out = replace(p, **plain)
+    if stand is not None and mine & set(weights):
+        feature, value = features.projecting(p) or (None, None)
+        assert feature is not None
+        moved = stand[0].moved(value, {k: v for k, v in weights.items() if k in mine})
+        stood = {**p.variants.features, feature.name: moved}
+        out = replace(out, variants=replace(p.variants, features=stood))
+    return out
+
+
+def parse_freeze(
+    text: str | Iterable[str] | None, names: Sequence[str] = LEARNED
+) -> tuple[str, ...]:
+    """'wq,wv' (or 'wq wv', or a list) as names; an unknown name is one message. `names`: those
+    the problem may have (multi-head latent attention's: wdq, wuq …)."""
     if text is None:
         return ()
     words = text.replace(",", " ").split() if isinstance(text, str) else list(text)
     out: list[str] = []
     for word in words:
         name = str(word).strip().lower().replace("_", "")
-        if name not in LEARNED:
-            raise QkvcalcError("train.freeze_unknown", name=word, names=", ".join(LEARNED))
+        if name not in names:
+            raise QkvcalcError("train.freeze_unknown", name=word, names=", ".join(names))
         if name not in out:
             out.append(name)
     return tuple(out)
@@ -199,8 +260,8 @@ def _check(p: Problem, steps: int, frozen: Sequence[str]) -> tuple[str, ...]:
             raise QkvcalcError(feature.no_train)
     if p.loss is None or p.loss.kind not in ("attend", "target"):  # dL/dO alone has no L
         raise QkvcalcError("train.loss", given=p.loss.kind if p.loss else Msg("train.loss_none"))
-    if features.projecting(p) is not None:  # no W_Q, W_K, W_V: its latents stand in for them
-        raise QkvcalcError("train.projecting")
+    stand = features.projecting(p)  # one that stands in for W_Q, W_K, W_V says what train steps
+    assert stand is None or stand[0].learns is not None, stand[0].name
     if not p.projected:
         raise QkvcalcError("train.no_weights")
     if p.decode is not None or p.tiles is not None:
@@ -212,7 +273,7 @@ def _check(p: Problem, steps: int, frozen: Sequence[str]) -> tuple[str, ...]:
     free = [name for name in has if name not in frozen]
     if not free:
         raise QkvcalcError("train.all_frozen")
-    numbers = sum(getattr(p, name).values.size for name in has) + p.heads * p.n * p.m
+    numbers = sum(w.size for w in weights_of(p).values()) + p.heads * p.n * p.m
     if numbers * (steps + 1) > MAX_ELEMENTS:
         raise QkvcalcError(
             "train.too_big", steps=steps, numbers=numbers, limit=MAX_ELEMENTS,
@@ -223,21 +284,27 @@ def _check(p: Problem, steps: int, frozen: Sequence[str]) -> tuple[str, ...]:
 
 def gradients(trace: Trace, names: Sequence[str]) -> dict[str, np.ndarray]:
     """∂L/∂W of each matrix named that the loss reaches (rows layout: the trace's problem is)."""
+    p = trace.problem
+    stand = _stand_in(p)
     out: dict[str, Any] = {}
     for name in names:
-        stage = trace.find(ids.GRAD_OF[name])
+        stage = trace.find(grad_stage(p, name))
         if stage is not None:
-            out[name] = stage.value
+            value = stage.value
+            if stand is not None and name in stand[0].names:  # in the matrix's own layout
+                value = stand[0].grad(stand[1], name, value)
+            out[name] = value
     return out
 
 
 def step(p: Problem, grads: dict[str, np.ndarray], lr: float) -> Problem:
     """The problem with each matrix W of `grads` moved to W − η·∂L/∂W."""
-    moved: dict[str, Any] = {}
+    now = weights_of(p)
+    moved: dict[str, np.ndarray] = {}
     for name, grad in grads.items():
-        w = getattr(p, name).values
-        moved[name] = Matrix(w - lr * grad.reshape(w.shape))
-    return replace(p, **moved)
+        w = now[name]
+        moved[name] = w - lr * grad.reshape(w.shape)
+    return placed(p, moved)
 
 
 class Descent:
@@ -258,7 +325,7 @@ class Descent:
     ) -> None:
         # a number from Python is held to the same rules as one typed
         self.steps, self.lr = parse_steps(steps), parse_lr(lr)
-        self.frozen = parse_freeze(freeze)
+        self.frozen = parse_freeze(freeze, known(problem))
         given = list(examples) or [problem]
         free = [_check(p, self.steps, self.frozen) for p in given]
         self.free = free[0]
@@ -277,7 +344,7 @@ class Descent:
         """Snapshot 0 (the problem as given), then one after each update."""
         traces = [run(p) for p in self.currents]
         self.learned = tuple(
-            name for name in self.free if any(t.find(ids.GRAD_OF[name]) for t in traces)
+            name for name in self.free if any(t.find(grad_stage(t.problem, name)) for t in traces)
         )
         if not self.learned:  # `attend` with W_Q and W_K frozen: W_V alone would not move
             raise QkvcalcError("train.nothing_reached", names=", ".join(self.free))
@@ -295,6 +362,10 @@ class Descent:
             try:
                 traces = [run(p) for p in self.currents]
             except QkvcalcError as err:  # the weights grew until a number overflowed
+                if err.msg.key == "loss.attend_masked":  # a choice of keys moved with them
+                    raise QkvcalcError(
+                        "train.attend_hidden", step=snapshot.step + 1, **err.msg.params
+                    ) from None
                 if err.msg.key != "overflow":
                     raise
                 raise QkvcalcError("train.diverged", step=snapshot.step + 1, lr=self.lr) from None
@@ -339,12 +410,11 @@ class Descent:
         meta = _trained_meta(self.start)
         if snapshot is None:
             return replace(self.start, meta=meta)
-        moved: dict[str, Any] = {k: Matrix(v) for k, v in snapshot.weights.items()}
-        return replace(self.start, meta=meta, **moved)
+        return placed(replace(self.start, meta=meta), snapshot.weights)
 
     def _snapshot(self, number: int, traces: Sequence[Trace]) -> Snapshot:
         p = self.current
-        weights = {name: getattr(p, name).values.copy() for name in present(p)}
+        weights = {name: w.copy() for name, w in weights_of(p).items()}
         each = tuple(loss_of(t) for t in traces)
         attentions = tuple(attention(t).copy() for t in traces)
         return Snapshot(number, float(np.mean(each)), weights, attentions[0], attentions, each)
@@ -352,8 +422,7 @@ class Descent:
 
 def with_weights(p: Problem, weights: dict[str, np.ndarray]) -> Problem:
     """p with these weights (rows layout): a held-out example at a snapshot."""
-    moved: dict[str, Any] = {k: Matrix(v) for k, v in weights.items()}
-    return replace(p, layout="rows", **moved)
+    return placed(replace(p, layout="rows"), weights)
 
 
 def mean_gradients(
@@ -363,7 +432,7 @@ def mean_gradients(
     example does not reach a matrix)."""
     out: dict[str, np.ndarray] = {}
     for name in names:
-        total = np.zeros_like(getattr(p, name).values)
+        total = np.zeros_like(weights_of(p)[name])
         for trace in traces:
             grad = gradients(trace, [name]).get(name)
             if grad is not None:
@@ -377,7 +446,7 @@ def _check_total(problems: Sequence[Problem], steps: int) -> None:
     if len(problems) < 2:
         return
     p = problems[0]
-    numbers = sum(getattr(p, name).values.size for name in present(p))
+    numbers = sum(w.size for w in weights_of(p).values())
     numbers += sum(q.heads * q.n * q.m for q in problems)
     if numbers * (steps + 1) > MAX_ELEMENTS:
         raise QkvcalcError(
@@ -403,7 +472,9 @@ def without_fractions(p: Problem) -> Problem:
         m = getattr(p, name)
         if m is not None and m.exact is not None:
             out[name] = Matrix(m.values)
-    return replace(p, exact=False, exact_refused=None, **out)
+    plain = replace(p, exact=False, exact_refused=None, **out)
+    stand = _stand_in(plain)  # the latents' weights as plain floats too
+    return placed(plain, stand[0].weights(stand[1])) if stand is not None else plain
 
 
 def descents(
