@@ -2701,6 +2701,13 @@ MESSAGES: dict[str, str] = {
     "heads.how_to_read": "One block per head, one row of blocks per layer (from 0); in a block "
     "the rows are the queries and the columns the keys, in token order, and the darker a cell "
     "the more weight ({ramp}, from 0 to 1).",
+    "heads.how_to_read_mixed": "One block per head, one row of blocks per layer (from 0); in a "
+    "block the rows are the queries and the columns the keys, in token order, and the darker a "
+    "cell the larger its number ({ramp}): in a softmax layer's block its weight, from 0 to 1; in "
+    "an implicit layer's block its |W|, from 0 to that layer's largest |W|, given above it.",
+    "heads.how_to_read_implicit": "One block per head, one row of blocks per layer (from 0); in "
+    "a block the rows are the queries and the columns the keys, in token order, and the darker a "
+    "cell the larger its |W| ({ramp}), from 0 to its layer's largest |W|, given above it.",
     "heads.others": "This model's {kind} layers are not softmax attention: they form no matrix "
     "of attention weights, so this page leaves them out (layers: {layers}).",
     "heads.attention_rows": "The rows below are its attention layers: {layers}.",
