@@ -591,6 +591,24 @@ def _plain_format_help(command: Any, ctx: Any, formatter: Any) -> None:
         type(command).format_help(command, ctx, formatter)
 
 
+@contextlib.contextmanager
+def _usage_errors_in_call_language() -> Iterator[None]:
+    """A usage error raised within: shown (by click's standalone main, or by qkvcalc.cli's
+    _run) in the language of the call, click's own words included (qkvcalc.cli.usage)."""
+    try:
+        yield
+    except Exception as err:
+        # click's UsageError (private to typer, so known by what it has); not the help that
+        # no_args_is_help raises as an error, which shows itself
+        shows = callable(getattr(err, "show", None)) and hasattr(err, "ctx")
+        if shows and type(err).__name__ != "NoArgsIsHelpError":
+            from qkvcalc.cli import usage
+
+            lang = help_lang()
+            err.show = lambda file=None, e=err: usage.show(e, lang)  # type: ignore[attr-defined]
+        raise
+
+
 class WideHelpGroup(TyperGroup):
     """qkvcalc's command group: it and every command under it write their help as typer's rich
     help (rich_help); where typer is told not to use rich (TYPER_USE_RICH=0), with WideContext
@@ -603,6 +621,14 @@ class WideHelpGroup(TyperGroup):
         """One call of the app: its help in the language it asks for (call_language)."""
         with call_language(sys.argv[1:] if args is None else args):
             return super().main(args, *more, **options)
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        with _usage_errors_in_call_language():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: Any) -> Any:
+        with _usage_errors_in_call_language():
+            return super().invoke(ctx)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         if _USE_RICH:
