@@ -48,6 +48,16 @@ _CALL_LANG: ContextVar[str | None] = ContextVar("qkvcalc_help_lang", default=Non
 _TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
 
 
+# the same escaped: what plain help (TYPER_USE_RICH=0, click's formatter) writes back as written
+_ESCAPED_TAG = re.compile(r"(\\*)\\(\[[a-z#/@][^[]*?])")
+
+
+def unescape(text: str) -> str:
+    """A help text as written, its rich escapes undone (`qkvcalc\\[models]` → `qkvcalc[models]`):
+    plain help prints no markup, so an escape would show."""
+    return _ESCAPED_TAG.sub(lambda m: m[1][: len(m[1]) // 2] + m[2], text)
+
+
 def _help_in(key: str, lang: str) -> str:
     return _TAG.sub(lambda m: f"{m[1]}{m[1]}\\{m[2]}", translate(key, lang))
 
@@ -461,6 +471,7 @@ class WideContext(typer.Context):
             super().write_heading(help_now(key) if key in HEADINGS else heading)
 
         def write_text(self, text: str) -> None:
+            text = unescape(text)
             self.write(wrap_display(text, self.width, " " * self.current_indent) + "\n")
 
         def write_dl(
@@ -470,7 +481,7 @@ class WideContext(typer.Context):
             first_col = min(_measure(rows), col_max) + col_spacing
             pad = " " * (first_col + self.current_indent)
             for term, text in rows:
-                text = help_now("help.help_option") if text == TYPER_HELP_LINE else text
+                text = help_now("help.help_option") if text == TYPER_HELP_LINE else unescape(text)
                 head = " " * self.current_indent + term
                 if not text:
                     self.write(head + "\n")
