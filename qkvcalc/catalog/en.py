@@ -2628,6 +2628,9 @@ MESSAGES: dict[str, str] = {
     "extract.kda_activation": "layer {layer} of {model} is a Kimi Delta Attention layer whose "
     "convolution's activation is {act} and whose output gate's is {gate}; the kimi_delta key "
     'computes SiLU and sigmoid only (Kimi Linear\'s own: hidden_act "silu").',
+    "extract.gdn_activation": "layer {layer} of {model} is a Gated DeltaNet layer whose "
+    "convolution's activation is {act} and whose gated norm's is {gate}; the gated_delta key "
+    'computes SiLU only (the hybrids\' own: hidden_act "silu").',
     "extract.description_kda": "The linear-attention (Kimi Delta Attention) layer {layer} of "
     "{model} ({arch}) on {n} {n:token|tokens}: x is the exact input of that layer from a run in "
     "{dtype}, the weights are the layer's own, in float64.",

@@ -2585,6 +2585,9 @@ MESSAGES: dict[str, str] = {
     "extract.kda_activation": "{model}의 {layer}번 층은 Kimi Delta Attention 층인데, 합성곱의 "
     "활성화 함수가 {act}, 출력 게이트의 활성화 함수가 {gate}입니다. kimi_delta 키는 SiLU와 "
     '시그모이드만 계산합니다(Kimi Linear 자체의 설정: hidden_act "silu").',
+    "extract.gdn_activation": "{model}의 {layer}번 층은 Gated DeltaNet 층인데, 합성곱의 활성화 "
+    "함수가 {act}, 게이트가 있는 정규화의 활성화 함수가 {gate}입니다. gated_delta 키는 SiLU만 "
+    '계산합니다(이 하이브리드 모델들 자체의 설정: hidden_act "silu").',
     "extract.description_kda": "{model} ({arch})의 {layer}번 층 선형 어텐션(Kimi Delta "
     "Attention), 토큰 {n}개: x는 {dtype} 정밀도로 실행했을 때 그 층에 들어가는 입력 그대로이고, "
     "가중치는 그 층의 것을 float64로 옮긴 값입니다.",
