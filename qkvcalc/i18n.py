@@ -7,6 +7,7 @@ Msg(key, params) around and a renderer (or the CLI) translates it once, at the e
 from __future__ import annotations
 
 import os
+import string
 from typing import Any
 
 LANGS = ("en", "ko")
@@ -51,7 +52,36 @@ def translate(key: str, lang: str = "en", /, **params: Any) -> str:
     in the same language, so the engine can say "columns 1–2 from head 1, …" without words.
     """
     template = catalog(lang).get(key) or catalog("en")[key]
-    return template.format(**{name: _words(value, lang) for name, value in params.items()})
+    values = {name: _words(value, lang) for name, value in params.items()}
+    if "|" not in template:  # str.format is the fast path; a plural needs the Formatter
+        return template.format(**values)
+    return _FORMATTER.vformat(template, (), values)
+
+
+def plural(count: Any, one: str, other: str) -> str:
+    """`one` when `count` is written as 1 (1, "1", numpy's 1), else `other`: English's two
+    numbers of a noun. Korean needs none (its counters do not inflect)."""
+    return one if str(count).strip() in ("1", "-1") else other
+
+
+def plural_spec(spec: str) -> tuple[str, str] | None:
+    """A placeholder's spec `token|tokens` as (singular, plural); None for any other spec."""
+    one, bar, other = spec.partition("|")
+    return (one, other) if bar else None
+
+
+class _CatalogFormatter(string.Formatter):
+    """str.format with one addition: `{n:token|tokens}` is the noun for the count n, singular
+    when n is 1, so a sentence writes `{n} {n:token|tokens}` and reads "1 token", "2 tokens"."""
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        forms = plural_spec(format_spec)
+        if forms is not None:
+            return plural(value, *forms)
+        return super().format_field(value, format_spec)
+
+
+_FORMATTER = _CatalogFormatter()
 
 
 def preset_description(name: str, description: str, lang: str) -> str:

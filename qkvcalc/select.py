@@ -11,30 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.labels import closest
-from qkvcalc.trace import Stage, Trace
+from qkvcalc.trace import BRIEF_FIRST_STEPS, Selection, Trace
 
-
-@dataclass(frozen=True, eq=False, repr=False)
-class Selection(Trace):
-    """Some stages of a Trace. `whole` is the run they were chosen from."""
-
-    whole: Trace | None = None
-
-    def stage(
-        self,
-        stage_id: str,
-        head: int | None = None,
-        *,
-        step: int | None = None,
-        block: int | None = None,
-    ) -> Stage:
-        if self.whole is not None:
-            return self.whole.stage(stage_id, head, step=step, block=block)
-        return super().stage(stage_id, head, step=step, block=block)
+__all__ = ["BRIEF_FIRST_STEPS", "Selection", "brief_steps", "parse_ids", "select", "stage_ids"]
 
 
 def stage_ids(trace: Trace) -> list[str]:
@@ -93,51 +75,7 @@ def select(
     return Selection(trace.problem, chosen, trace.warnings, precision=trace.precision, whole=whole)
 
 
-# --detail brief on a page: a head's per-token steps (a linear-attention layer's states, one
-# d_k × d_v table per token) past this many show as the first two and the last, as a table past
-# RenderOptions.max_rows rows shows its first and last rows
-BRIEF_FIRST_STEPS = 2
-
-
 def brief_steps(trace: Trace, most: int) -> Trace:
-    """The trace as `--detail brief` lays it out on a page: of the stages with a step of a
-    layer's own (a linear layer's state after each token) that a head has more than `most` of,
-    the first BRIEF_FIRST_STEPS and the last are kept, the last with a note that says which
-    are left out and how to see them. Every other stage is kept; the trace itself when none
-    is left out. Looking a stage up still finds it in the whole run."""
-    from dataclasses import replace
-
-    from qkvcalc.i18n import Msg
-
-    runs: dict[tuple[str, int | None], list[int]] = {}
-    for k, stage in enumerate(trace.stages):
-        if stage.step is not None and stage.spec.params.get("step_key") == "ui.token_step":
-            runs.setdefault((stage.id, stage.head), []).append(k)
-    left_out: set[int] = set()
-    noted: dict[int, Msg] = {}
-    for (stage_id, head), found in runs.items():
-        if len(found) <= most:
-            continue
-        gone = found[BRIEF_FIRST_STEPS:-1]
-        left_out.update(gone)
-        first, last = trace.stages[gone[0]], trace.stages[gone[-1]]
-        noted[found[-1]] = Msg(
-            "note.brief_steps",
-            id=stage_id,
-            from_symbol=first.spec.symbol,
-            to_symbol=last.spec.symbol,
-            first=first.step,
-            last=last.step,
-            count=len(gone),
-            total=len(found),
-            head=head or 1,
-        )
-    if not left_out:
-        return trace
-    kept = tuple(
-        replace(stage, notes=(*stage.notes, noted[k])) if k in noted else stage
-        for k, stage in enumerate(trace.stages)
-        if k not in left_out
-    )
-    whole = trace.whole if isinstance(trace, Selection) and trace.whole is not None else trace
-    return Selection(trace.problem, kept, trace.warnings, precision=trace.precision, whole=whole)
+    """The trace as `--detail brief` lays it out on a page (Trace.brief, which render() applies
+    to every format that lays a trace out as a page)."""
+    return trace.brief(most)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 import numpy as np
@@ -309,6 +309,12 @@ class Stage:
         return f"<Stage {self.id}{where} {self.size} {title!r}: {self.formula}>"
 
 
+# --detail brief on a page: a head's per-token steps (a linear-attention layer's states, one
+# d_k × d_v table per token) past this many show as the first two and the last, as a table past
+# RenderOptions.max_rows rows shows its first and last rows
+BRIEF_FIRST_STEPS = 2
+
+
 @dataclass(frozen=True, eq=False, repr=False)  # equal only to itself; its __repr__ is below
 class Trace:
     """Every stage of one attention calculation, in the order a teacher writes them."""
@@ -388,6 +394,46 @@ class Trace:
         except KeyError:
             return None
 
+    def brief(self, most: int) -> Trace:
+        """The trace as `--detail brief` lays it out on a page (render() does this for every
+        format that lays a trace out as a page): of the stages with a step of a layer's own (a
+        linear layer's state after each token) that a head has more than `most` of, the first
+        BRIEF_FIRST_STEPS and the last are kept, the last with a note that says which are left
+        out and how to see them. Every other stage is kept; the trace itself when none is left
+        out. Looking a stage up still finds it in the whole run."""
+        runs: dict[tuple[str, int | None], list[int]] = {}
+        for k, stage in enumerate(self.stages):
+            if stage.step is not None and stage.spec.params.get("step_key") == "ui.token_step":
+                runs.setdefault((stage.id, stage.head), []).append(k)
+        left_out: set[int] = set()
+        noted: dict[int, Msg] = {}
+        for (stage_id, head), found in runs.items():
+            if len(found) <= most:
+                continue
+            gone = found[BRIEF_FIRST_STEPS:-1]
+            left_out.update(gone)
+            first, last = self.stages[gone[0]], self.stages[gone[-1]]
+            noted[found[-1]] = Msg(
+                "note.brief_steps",
+                id=stage_id,
+                from_symbol=first.spec.symbol,
+                to_symbol=last.spec.symbol,
+                first=first.step,
+                last=last.step,
+                count=len(gone),
+                total=len(found),
+                head=head or 1,
+            )
+        if not left_out:
+            return self
+        kept = tuple(
+            replace(stage, notes=(*stage.notes, noted[k])) if k in noted else stage
+            for k, stage in enumerate(self.stages)
+            if k not in left_out
+        )
+        whole = self.whole if isinstance(self, Selection) and self.whole is not None else self
+        return Selection(self.problem, kept, self.warnings, precision=self.precision, whole=whole)
+
     @property
     def exact(self) -> bool:
         """Whether the run kept its rational stages as fractions (explain(..., exact=True)):
@@ -423,3 +469,23 @@ class Trace:
             f"<Trace n={p.n} m={p.m} heads={p.heads} stages={len(self.stages)} "
             f"output={np.array2string(self.output, precision=4)}>"
         )
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Selection(Trace):
+    """Some stages of a Trace (qkvcalc.select, Trace.brief). `whole` is the run they were
+    chosen from: looking a stage up finds it there."""
+
+    whole: Trace | None = None
+
+    def stage(
+        self,
+        stage_id: str,
+        head: int | None = None,
+        *,
+        step: int | None = None,
+        block: int | None = None,
+    ) -> Stage:
+        if self.whole is not None:
+            return self.whole.stage(stage_id, head, step=step, block=block)
+        return super().stage(stage_id, head, step=step, block=block)

@@ -438,3 +438,39 @@ def test_the_models_own_forward_failing_is_one_message(lab, monkeypatch, lang):
     assert raised.value.msg.key == "extract.model_failed"
     assert "ValueError: the cache cannot say its length" in text
     assert "second line" not in text and "qwen3_next" in text
+
+
+@pytest.mark.parametrize("name", ["qwen3_next", "olmo_hybrid"])
+def test_a_convolution_of_another_activation_is_one_message(tmp_path, name):
+    """hidden_act other than SiLU (the convolution's activation, as KDA's): the Gated DeltaNet
+    layer is refused with one message naming it, on the command line and from Python, in both
+    languages; the model's softmax-attention layer still extracts."""
+    import subprocess
+    import sys
+
+    import qkvcalc
+
+    config, fields, model_name, _ = CASES[name]
+    model = build_from(config, {**fields, "hidden_act": "gelu"}, model_name, **EAGER)
+    assert at(model, TEXT, LAYER).activation == "gelu"  # what transformers' layer applies
+    folder = tmp_path / name
+    model.save_pretrained(folder)
+    argv = [sys.executable, "-m", "qkvcalc", "extract", str(folder), "--layer", str(LAYER)]
+    result = subprocess.run(
+        [*argv, "--ids", "1 2 3", "--dtype", "float64"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "gelu" in lines[0] and "Gated DeltaNet" in lines[0] and "SiLU" in lines[0]
+    with pytest.raises(qkvcalc.QkvcalcError) as err:
+        qkvcalc.extract(str(folder), layer=LAYER, input_ids=ids(), dtype="float64")
+    assert err.value.msg.key == "extract.gdn_activation"
+    assert "gelu" in err.value.msg.text("ko") and "활성화 함수" in err.value.msg.text("ko")
+    attention = model.config.layer_types.index("full_attention")
+    problem = qkvcalc.extract(str(folder), layer=attention, input_ids=ids(), dtype="float64")
+    assert "gated_delta" not in problem

@@ -77,6 +77,22 @@ def test_brief_shows_each_heads_first_two_states_and_the_last(tmp_path, fmt):
             assert brief.count(word) == full.count(word) > 0
 
 
+@pytest.mark.parametrize("fmt", ["txt", "markdown"])
+def test_the_python_render_is_brief_as_the_command_line_is(tmp_path, fmt):
+    """render(trace, fmt, detail="brief") through the public API lays the states out as
+    `explain --detail brief` does, word for word; detail="full" keeps every state."""
+    import qkvcalc
+
+    trace = qkvcalc.explain(**DOC)
+    brief = qkvcalc.render(trace, fmt, detail="brief")
+    assert shown_states(brief) == [1, 2, N] * H
+    assert brief.strip() == explain(tmp_path, "--detail", "brief", "--format", fmt).strip()
+    assert shown_states(qkvcalc.render(trace, fmt)) == list(range(1, N + 1)) * H
+    # JSON and torch hold every stage, brief or not
+    doc = json.loads(qkvcalc.render(trace, "json", detail="brief"))
+    assert sum(stage["id"] == "state" for stage in doc["stages"]) == N * H
+
+
 def test_what_the_note_says_is_how_to_see_them(tmp_path):
     wanted = explain(tmp_path, "--stages", "state", "--head", "2", "--detail", "full")
     assert shown_states(wanted) == list(range(1, N + 1))

@@ -343,3 +343,54 @@ def test_the_title_counts_one_layer_without_a_plural(lab, lang):
     counts = ("1 × 4", "1 × 2") if lang == "en" else ("1개 층 × 4개 헤드", "1개 층 × 2개 헤드")
     assert all(count in said for count in counts) and str(len(ids())) in said
     assert "1 layers" not in said and "1 tokens" not in said
+
+
+def _how_to_read(text: str, lang: str) -> str:
+    """The how-to-read sentence: from its start to the token list's label after it."""
+    from qkvcalc.i18n import translate
+
+    joined = " ".join(text.split())
+    start = joined.index("One block per head" if lang == "en" else "헤드마다 블록")
+    return joined[start : joined.index(translate("heads.tokens", lang) + ":", start)]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_how_to_read_is_true_of_the_blocks_shown(lab, lang):
+    """'The darker the more weight, from 0 to 1' is true of softmax rows only: with implicit
+    layers on the page it says what their shade is (|W| up to the layer's own largest, given
+    above it); with implicit layers alone it never speaks of weights from 0 to 1."""
+    import dataclasses
+
+    from qkvcalc.render.heads import heads_text
+
+    run = lab("qwen3_next")["run"]  # layer 0 Gated DeltaNet, layer 1 softmax attention
+    assert run.implicit and set(run.layers) - set(run.implicit)
+    for layer in run.implicit:  # the implicit blocks do reach outside [0, 1]: the old line lied
+        assert np.abs(drawn(run, layer)).max() > 1 or (drawn(run, layer) < 0).any()
+    said = _how_to_read(heads_text(run, lang, 400), lang)
+    if lang == "en":
+        assert "softmax layer's block its weight, from 0 to 1" in said, said
+        assert "implicit layer's block its |W|, from 0 to that layer's largest |W|" in said
+    else:
+        assert "소프트맥스 층" in said and "0부터 1까지" in said and "|W|" in said, said
+    keep = [k for k, layer in enumerate(run.layers) if layer in run.implicit]
+    alone = dataclasses.replace(
+        run,
+        weights=[run.weights[k] for k in keep],
+        problems=[run.problems[k] for k in keep],
+        numbers=[run.layers[k] for k in keep],
+    )
+    said = _how_to_read(heads_text(alone, lang, 400), lang)
+    assert "0 to 1" not in said and "0부터 1까지" not in said and "|W|" in said, said
+    assert "softmax" not in said and "소프트맥스" not in said
+    # a model of softmax layers only keeps the sentence it had
+    softmax = [k for k, layer in enumerate(run.layers) if layer not in run.implicit]
+    plain = dataclasses.replace(
+        run,
+        weights=[run.weights[k] for k in softmax],
+        problems=[run.problems[k] for k in softmax],
+        numbers=[run.layers[k] for k in softmax],
+        implicit={},
+    )
+    said = _how_to_read(heads_text(plain, lang, 400), lang)
+    assert ("from 0 to 1" in said or "0에서 1까지" in said) and "|W|" not in said, said

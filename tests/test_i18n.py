@@ -24,11 +24,12 @@ LANG_VARS = ("QKVCALC_LANG", "LC_ALL", "LC_MESSAGES", "LANG")
 
 
 def placeholders(template: str) -> set[tuple[str, str | None, str]]:
-    """The {name!conversion:spec} fields of a template (escaped {{ }} are not fields)."""
+    """The {name!conversion:spec} fields of a template (escaped {{ }} are not fields). A
+    plural's noun ({n:token|tokens}) is English grammar, not a value: Korean needs none."""
     return {
         (name, conversion, spec or "")
         for _, name, spec, conversion in string.Formatter().parse(template)
-        if name is not None
+        if name is not None and "|" not in (spec or "")
     }
 
 

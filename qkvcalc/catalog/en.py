@@ -148,8 +148,8 @@ MESSAGES: dict[str, str] = {
     "after tokens {first} to {last}, {count} of this head's {total}. --detail full shows every "
     "one (this head's alone: --stages {id} --head {head} --detail full).",
     "note.rounded": "≈: the numbers in the arithmetic are shown rounded to {precision} "
-    "decimals, and the result is computed from the unrounded ones, so redoing it by hand can "
-    "differ in the last digit.",
+    "{precision:decimal|decimals}, and the result is computed from the unrounded ones, so redoing "
+    "it by hand can differ in the last digit.",
     # ---- reading the attention out (qkvcalc.readout) ------------------------------------
     "note.reading_title": "Read out: each query's strongest keys",
     "note.reading": "{query} → {keys}",
@@ -159,10 +159,10 @@ MESSAGES: dict[str, str] = {
     "ui.reading_key_small": "{token} <1%",
     "ui.reading_rest": "the others {percent}%",
     "ui.reading_rest_small": "the others <1%",
-    "note.reading_equal": "{query} → its {count} keys equally, 1/{count} each",
-    "note.reading_equal_with_masked": "{query} → its {count} unmasked keys equally, 1/{count} "
-    "each; masked: {masked}",
-    "ui.reading_equal": "its {count} keys equally, 1/{count} each",
+    "note.reading_equal": "{query} → its {count} {count:key|keys} equally, 1/{count} each",
+    "note.reading_equal_with_masked": "{query} → its {count} {count:unmasked key|unmasked keys} "
+    "equally, 1/{count} each; masked: {masked}",
+    "ui.reading_equal": "its {count} {count:key|keys} equally, 1/{count} each",
     "ui.reading_none": "every key masked",
     "note.reading_rounding": "Percentages are whole numbers, rounded so that each query's "
     "percentages add up to 100; <1% is a weight above 0 that rounds to 0.",
@@ -210,7 +210,7 @@ MESSAGES: dict[str, str] = {
     "shuffle.not_a_number": "--shuffle: {word!r} is not a token number; write the numbers 1 to "
     "{n}, each once, in their new order",
     "shuffle.not_a_permutation": "--shuffle {given!r}: the new order must name each token number "
-    "1 to {n} exactly once (n = {n} tokens)",
+    "1 to {n} exactly once (n = {n} {n:token|tokens})",
     "help.explain.shuffle": 'Shuffle the tokens to this order of their numbers ("3 1 2") and '
     "compare the output with the original's: without positions or a causal mask, only the "
     "rows move.",
@@ -251,8 +251,8 @@ MESSAGES: dict[str, str] = {
     "warn.fully_masked_head": "Head {head}: every key is masked for {rows}: the plain formula "
     "would give 0/0 = NaN there, so those weights and outputs are 0, as PyTorch's "
     "scaled_dot_product_attention returns.",
-    "warn.tokens_dropped": "The input's tokens ({count}) do not fit the {rows} rows of --x, so "
-    "they were dropped: the tokens are named t1, t2, …",
+    "warn.tokens_dropped": "The input's tokens ({count}) do not fit the {rows} {rows:row|rows} of "
+    "--x, so they were dropped: the tokens are named t1, t2, …",
     # ---- the words of tables and arithmetic ------------------------------------------------
     "ui.gap_rounding": "below {bound}",
     "ui.head": "head {head}",
@@ -418,17 +418,17 @@ MESSAGES: dict[str, str] = {
     "to make them from X.",
     "gated_delta.shape": "gated_delta's {field} is {shape}, but it needs one row per token and "
     "one column per head: n×H = {n}×{heads}.",
-    "gated_delta.shape_flat": "gated_delta's {field} is a flat list of {count} numbers, but it "
-    "needs one number per token and head: n×H = {n}×{heads} (a flat list of n numbers only with "
-    "one head).",
+    "gated_delta.shape_flat": "gated_delta's {field} is a flat list of {count} "
+    "{count:number|numbers}, but it needs one number per token and head: n×H = {n}×{heads} (a "
+    "flat list of n numbers only with one head).",
     "gated_delta.g_positive": "gated_delta's g is above 0 at token {token}, head {head}: g is the "
     "decay in log space, and the state is multiplied by e^g ≤ 1 (Qwen3-Next makes "
     "g = −e^(A_log)·softplus(a + dt_bias) < 0).",
     "gated_delta.mask": "A Gated DeltaNet layer is causal by its nature (each token reads the "
     'state written by the tokens up to it): give mask "causal" (the mask here is {mask}: a '
     'problem without a "mask" key has none).',
-    "gated_delta.cross": "A Gated DeltaNet layer reads its own tokens: Q has {n} rows but K and "
-    "V have {m}; they need the same rows.",
+    "gated_delta.cross": "A Gated DeltaNet layer reads its own tokens: Q has {n} {n:row|rows} but "
+    "K and V have {m}; they need the same rows.",
     "gated_delta.kv_heads": "A Gated DeltaNet problem needs as many K/V heads as heads (here "
     "heads = {heads}, kv_heads = {kv_heads}): leave out kv_heads.",
     "gated_delta.chunk": "gated_delta's chunk (the chunked form's chunk size) must be a whole "
@@ -504,8 +504,8 @@ MESSAGES: dict[str, str] = {
     "largest difference is {diff}.",
     "note.lightning_blocked_far": "The blocked form differs from this output by up to {diff}: "
     "the numbers are too large for float64 to keep the two forms equal.",
-    "note.lightning_rms": "r = √(mean of the squares of the row's {width} numbers + ε), ε = "
-    "{eps}: the heads' outputs side by side (MiniMaxRMSNorm over H·d_v).",
+    "note.lightning_rms": "r = √(mean of the squares of the row's {width} {width:number|numbers} "
+    "+ ε), ε = {eps}: the heads' outputs side by side (MiniMaxRMSNorm over H·d_v).",
     "note.exact_stops_silu": "No exact fractions from here on: silu(x) = x / (1 + e^(−x)) is "
     "irrational for every rational x ≠ 0 (e^(−x) is then transcendental).",
     "note.exact_stops_lightning": "No exact fractions from here on: the decay e^(−λ) is "
@@ -520,8 +520,9 @@ MESSAGES: dict[str, str] = {
     "lightning.unknown_key": "lightning has no key {key}; its keys are {known}",
     "lightning.needs": "lightning needs slope: each head's decay rate λ (the state is "
     "multiplied by e^(−λ) at each token), one number per head.",
-    "lightning.length": "lightning's {field} is {shape}, but it needs {length} numbers (slope: "
-    "one per head; norm: one per column of the heads side by side, H·d_v).",
+    "lightning.length": "lightning's {field} is {shape}, but it needs {length} "
+    "{length:number|numbers} (slope: one per head; norm: one per column of the heads side by "
+    "side, H·d_v).",
     "lightning.slope": "lightning's slope must be numbers of at least 0 (the decay e^(−λ) is at "
     "most 1), not {value}.",
     "lightning.block": "lightning's block (the blocked form's block size) must be a whole number "
@@ -535,8 +536,8 @@ MESSAGES: dict[str, str] = {
     "lightning.mask": "A lightning-attention layer is causal by its nature (each token reads "
     'the state written by the tokens up to it): give mask "causal" (the mask here is {mask}: a '
     'problem without a "mask" key has none).',
-    "lightning.cross": "A lightning-attention layer reads its own tokens: Q has {n} rows but K "
-    "and V have {m}; they need the same rows.",
+    "lightning.cross": "A lightning-attention layer reads its own tokens: Q has {n} {n:row|rows} "
+    "but K and V have {m}; they need the same rows.",
     "lightning.kv_heads": "A lightning-attention problem needs as many K/V heads as heads (here "
     "heads = {heads}, kv_heads = {kv_heads}): leave out kv_heads.",
     "lightning.scale": "A lightning-attention layer does not scale its Queries (there are no "
@@ -554,8 +555,8 @@ MESSAGES: dict[str, str] = {
     "lightning.dtype": "--dtype does not round a lightning-attention layer (lightning) yet: "
     "leave out --dtype.",
     # the layer around the core (qkvcalc/ops/gdn_layer.py)
-    "ui.variant.gdn_conv": "Q, K and V through the layer's causal convolution ({taps} taps) and "
-    "SiLU",
+    "ui.variant.gdn_conv": "Q, K and V through the layer's causal convolution ({taps} "
+    "{taps:tap|taps}) and SiLU",
     "ui.variant.gdn_gates": "g and β made from X (W_a, W_b, A_log, dt_bias)",
     "ui.variant.gdn_norm": "the gated RMSNorm after the core: out / RMS(out) ⊙ w ⊙ SiLU(X·W_z)",
     "stage.gdn_conv.title": "Gated DeltaNet: the causal convolution, then SiLU",
@@ -586,8 +587,8 @@ MESSAGES: dict[str, str] = {
     "stage.gdn_output_normed.why": "Each token reads the state it has just written with its "
     "Query: o_t = S_tᵀ·q̂_t. This core output then goes through the gated RMSNorm below "
     "(times SiLU(Z)) before the heads are joined.",
-    "note.gdn_conv": "Each cell: SiLU(Σ_r w[r]·x[t − {back} + r]) over the {taps} taps of its "
-    "column; the rows before the first token are 0.",
+    "note.gdn_conv": "Each cell: SiLU(Σ_r w[r]·x[t − {back} + r]) over the {taps} {taps:tap|taps} "
+    "of its column; the rows before the first token are 0.",
     "note.gdn_gates": "This head's A_log is {a_log}, so e^(A_log) = {decay}.",
     "note.gdn_beta_scale": "Here β = {scale}·σ(b) lies in (0, {scale}) (OLMo-Hybrid's "
     "allow_neg_eigval): with β above 1 a token writes past the correction, and I − β·k̂·k̂ᵀ "
@@ -605,8 +606,8 @@ MESSAGES: dict[str, str] = {
     "= {d_k}, d_v = {d_v}).",
     "gated_delta.weight_shape": "gated_delta's {field} is {shape}, but it needs {want} (in the "
     "{layout} layout, as W_Q).",
-    "gated_delta.vector": "gated_delta's {field} has {length} numbers, but it needs {want}: one "
-    "per head (a_log, dt_bias) or one per column of a head's output (norm).",
+    "gated_delta.vector": "gated_delta's {field} has {length} {length:number|numbers}, but it "
+    "needs {want}: one per head (a_log, dt_bias) or one per column of a head's output (norm).",
     "gated_delta.norm_pair": "gated_delta's gated norm needs wz (the gate's weight) and norm (its "
     "weight w) together, norm_eps only with them; {given} came alone.",
     "gated_delta.beta_scale": "gated_delta's beta_scale multiplies the β made from X (β = "
@@ -645,7 +646,8 @@ MESSAGES: dict[str, str] = {
     "these outputs, one per pair.",
     "note.diff_pair": "Head {i} pairs with head {j}: Δ = A_{i} − {lam} × A_{j}.",
     "note.diff_v": "Head {i}'s values: column(s) {first}. Head {j}'s values: column(s) {second}.",
-    "note.diff_norm": "Row by row: x / √(mean(x²) + ε) over the {width} columns, with ε = {eps}.",
+    "note.diff_norm": "Row by row: x / √(mean(x²) + ε) over the {width} {width:column|columns}, "
+    "with ε = {eps}.",
     "note.diff_scaled": "λ_init = {init}, so every cell is multiplied by 1 − λ_init = {factor}.",
     "hint.diff_weights": "{cell} = A_{head}[{i},{j}] − λ × A_{partner}[{i},{j}], head {head}'s "
     "weight minus λ times head {partner}'s.",
@@ -817,11 +819,11 @@ MESSAGES: dict[str, str] = {
     "needs one row per head and one column per Key channel: H×d_k = {heads}×{d_k}.",
     "kimi_delta.beta_shape": "kimi_delta's beta is {shape}, but it needs one row per token and "
     "one column per head: n×H = {n}×{heads}.",
-    "kimi_delta.beta_flat": "kimi_delta's beta is a flat list of {count} numbers, but it needs "
-    "one number per token and head: n×H = {n}×{heads} (a flat list of n numbers only with one "
-    "head).",
-    "kimi_delta.g_flat": "kimi_delta's g is a flat list of {count} numbers, but it needs one "
-    "decay per token, head and Key channel: n×H×d_k = {n}×{heads}×{d_k}, or n×(H·d_k) = "
+    "kimi_delta.beta_flat": "kimi_delta's beta is a flat list of {count} {count:number|numbers}, "
+    "but it needs one number per token and head: n×H = {n}×{heads} (a flat list of n numbers only "
+    "with one head).",
+    "kimi_delta.g_flat": "kimi_delta's g is a flat list of {count} {count:number|numbers}, but it "
+    "needs one decay per token, head and Key channel: n×H×d_k = {n}×{heads}×{d_k}, or n×(H·d_k) = "
     "{n}×{width} with head 1's channels first (a flat list of n numbers only with one head and "
     "d_k = 1).",
     "kimi_delta.g_positive": "kimi_delta's g is above 0 at token {token}, head {head}, channel "
@@ -830,8 +832,8 @@ MESSAGES: dict[str, str] = {
     "kimi_delta.mask": "A Kimi Delta Attention layer is causal by its nature (each token reads "
     'the state written by the tokens up to it): give mask "causal" (the mask here is {mask}: a '
     'problem without a "mask" key has none).',
-    "kimi_delta.cross": "A Kimi Delta Attention layer reads its own tokens: Q has {n} rows but K "
-    "and V have {m}; they need the same rows.",
+    "kimi_delta.cross": "A Kimi Delta Attention layer reads its own tokens: Q has {n} "
+    "{n:row|rows} but K and V have {m}; they need the same rows.",
     "kimi_delta.kv_heads": "A Kimi Delta Attention problem needs as many K/V heads as heads "
     "(here heads = {heads}, kv_heads = {kv_heads}): leave out kv_heads.",
     "kimi_delta.chunk": "kimi_delta's chunk (the chunked form's chunk size) must be a whole "
@@ -930,9 +932,9 @@ MESSAGES: dict[str, str] = {
     "= {d_k}, d_v = {d_v}).",
     "kimi_delta.weight_shape": "kimi_delta's {field} is {shape}, but it needs {want} (in the "
     "{layout} layout, as W_Q; wf_b's and wg_b's rows are the columns of wf_a and wg_a).",
-    "kimi_delta.vector": "kimi_delta's {field} has {length} numbers, but it needs {want}: one "
-    "per head (a_log), one per Key channel of each head (dt_bias: H·d_k) or one per column of "
-    "a head's output (norm).",
+    "kimi_delta.vector": "kimi_delta's {field} has {length} {length:number|numbers}, but it needs "
+    "{want}: one per head (a_log), one per Key channel of each head (dt_bias: H·d_k) or one per "
+    "column of a head's output (norm).",
     "kimi_delta.norm_needs": "kimi_delta's gated norm needs wg_a and wg_b (the gate's two "
     "weights; or wz, the gate's weight in one) and norm (its weight w) together, norm_eps only "
     "with them; given: {given}; missing: {missing}.",
@@ -1188,8 +1190,8 @@ MESSAGES: dict[str, str] = {
     "input.not_utf8": "the input is not UTF-8 text (byte {offset} is {byte})",
     "input.cannot_start": "the input's first byte that is not a space, {byte} (offset {offset}), "
     "starts nothing qkvcalc reads: a problem is a JSON object or a numpy .npz file",
-    "input.blank_start": "the input starts with {count} bytes of spaces and line breaks and "
-    "goes on: a problem is a JSON object or a numpy .npz file",
+    "input.blank_start": "the input starts with {count} {count:byte|bytes} of spaces and line "
+    "breaks and goes on: a problem is a JSON object or a numpy .npz file",
     "input.too_big": "the input is larger than {limit} bytes; raise the limit with "
     "--max-bytes if you mean it",
     "input.file_missing": "no such file: {path}",
@@ -1208,8 +1210,8 @@ MESSAGES: dict[str, str] = {
     "array.bad_file": "{origin} is not a numpy file qkvcalc can read: {reason}",
     "array.pickle": "{origin} holds Python objects, which qkvcalc never unpickles "
     "(allow_pickle=False): save numbers, booleans or strings",
-    "array.truncated": "{origin} claims an array of {shape} ({need} bytes) but holds only "
-    "{have} bytes",
+    "array.truncated": "{origin} claims an array of {shape} ({need} {need:byte|bytes}) but holds "
+    "only {have} {have:byte|bytes}",
     "array.not_npy": "{origin} is not a .npy file (numpy's np.save writes one)",
     "array.npz_member": "{origin}: the member {member!r} is not an array (.npy)",
     "array.npz_method": "{origin} is compressed with {method}; a .npz holds its arrays stored "
@@ -1257,7 +1259,8 @@ MESSAGES: dict[str, str] = {
     "matrix.bool": "{field}{where} is true/false where a number belongs: write 1 or 0",
     "matrix.null": "{field}{where} is null where a number belongs",
     "matrix.not_number": "{field}{where} is {value}, not a number",
-    "vector.not_flat": "{field} must be a flat list (one number per column), not {rows} rows",
+    "vector.not_flat": "{field} must be a flat list (one number per column), not {rows} "
+    "{rows:row|rows}",
     "heads.not_positive": "{field} must be a whole number from 1 to {limit}, not {value}",
     "heads.kv_divide": "heads = {heads} is not a multiple of kv_heads = {kv_heads}: each "
     "key/value head serves the same number of query heads",
@@ -1312,8 +1315,8 @@ MESSAGES: dict[str, str] = {
     "its numbers and units in the last place are float32's.",
     "precision.stage_exact": "Exact in {dtype}: every cell equals its float64 twin.",
     "precision.stage_error": "{dtype} against its float64 twin: largest difference {abs} ({ulp} "
-    "units in the last place, all the error so far); this stage's own rounding added up to "
-    "{added} ulp.",
+    "{ulp:unit|units} in the last place, all the error so far); this stage's own rounding added "
+    "up to {added} ulp.",
     "precision.policy.eager": "Computed in {dtype} as transformers' eager attention does: "
     "products summed in float32 then rounded to {dtype}; masked scores get {dtype}'s most "
     "negative finite number added; softmax in float32, the weights rounded to {dtype}. Each stage "
@@ -1324,8 +1327,8 @@ MESSAGES: dict[str, str] = {
     "precision.approx": "Each result is also rounded to {dtype}, so an ≈ in the arithmetic can be "
     "that rounding rather than the decimals shown.",
     "precision.most_added": "The stage that added the most error of its own: {stage} (head "
-    "{head}), up to {added} units in the last place of its exact result on its own {dtype} "
-    "operands.",
+    "{head}), up to {added} {added:unit|units} in the last place of its exact result on its own "
+    "{dtype} operands.",
     "precision.mask_eager": "Where masked, {fill} ({dtype}'s most negative finite number) is "
     "added to the score in float32 and the sum rounded to {dtype}, as transformers' eager "
     "attention adds its mask: a masked cell is not −∞ but a very negative number (in float16, a "
@@ -1425,11 +1428,11 @@ MESSAGES: dict[str, str] = {
     "computed (moving them rounds nothing), and the step's queries are computed against every "
     "cached key with the same rounding as the whole run's.",
     "precision.decode_whole": "Against the same attention computed all at once in {dtype} under "
-    "--policy {policy} (the ordinary causal run): {same} of {cells} cells the same bit for bit; "
-    "the largest difference is {gap}, {ulp} ulp of {dtype}.",
+    "--policy {policy} (the ordinary causal run): {same} of {cells} {cells:cell|cells} the same "
+    "bit for bit; the largest difference is {gap}, {ulp} ulp of {dtype}.",
     "precision.tiles_whole": "Against the ordinary softmax(S)·V over whole rows in {dtype} under "
-    "--policy {policy}: {same} of {cells} cells the same bit for bit; the largest difference is "
-    "{gap}, {ulp} ulp of {dtype}.",
+    "--policy {policy}: {same} of {cells} {cells:cell|cells} the same bit for bit; the largest "
+    "difference is {gap}, {ulp} ulp of {dtype}.",
     "precision.softcap": "As Gemma 2's eager attention caps its scores: S / {cap}, its tanh and "
     "the product by {cap}, each computed in float32 and rounded to {dtype}.",
     "precision.rmsnorm_eager": "As transformers' RMSNorm computes it: the row in float32, "
@@ -1502,6 +1505,23 @@ MESSAGES: dict[str, str] = {
     "cli.try_help": "Try '{command} {option}' for help.",
     "cli.no_such_option": "No such option: {name}",
     "cli.possible_options": "(Possible options: {names})",
+    "cli.invalid_value": "Invalid value for {name}: {message}",
+    "cli.invalid_value_unnamed": "Invalid value: {message}",
+    "cli.not_one_of": "{value} is not one of {choices}.",
+    "cli.not_a_valid": "{value} is not a valid {kind}.",
+    "cli.kind.int": "int",
+    "cli.kind.int_range": "int range",
+    "cli.kind.float": "float",
+    "cli.kind.float_range": "float range",
+    "cli.not_in_range": "{value} is not in the range {range}.",
+    "cli.missing_argument": "Missing argument {name}.",
+    "cli.missing_option": "Missing option {name}.",
+    "cli.missing_parameter": "Missing parameter {name}.",
+    "cli.choose_from": "Choose from:\n\t{choices}",
+    "cli.option_needs_value": "Option {name} requires an argument.",
+    "cli.option_needs_values": "Option {name} requires {count} arguments.",
+    "cli.extra_arguments": "Got unexpected extra argument(s) ({args})",
+    "cli.no_such_command": "No such command {name}.",
     "cli.interrupted": "interrupted",
     "cli.stdout_failed": "cannot write to standard output: {reason}",
     "cli.error_prefix": "error",
@@ -1605,8 +1625,9 @@ MESSAGES: dict[str, str] = {
     "not --format {format}. A blank answer sheet in JSON: qkvcalc quiz --template",
     # ---- quiz and new (issue 5) ---------------------------------------------------------
     "quiz.intro": "Work each stage out by hand and type one cell at a time: 7, -0.5, 7/sqrt(2), "
-    "4.95 or 4,95 are all fine. An answer is right when it agrees to {precision} decimals. "
-    "? gives a hint; Enter or skip moves on; Ctrl-C stops and shows the score so far.",
+    "4.95 or 4,95 are all fine. An answer is right when it agrees to {precision} "
+    "{precision:decimal|decimals}. ? gives a hint; Enter or skip moves on; Ctrl-C stops and shows "
+    "the score so far.",
     "quiz.random_seed": "A random problem, seed {seed}. The same quiz again: {command}",
     "quiz.stage_heading": "Stage {number}/{total}: {title}  ·  {formula}  ·  {shape}",
     "quiz.prompt": "{cell} = ",
@@ -1644,9 +1665,9 @@ MESSAGES: dict[str, str] = {
     '"scores", "2/scores" for head 2) to matrices, not a {kind}',
     "quiz.sheet_key": "unknown stage {key!r}; this problem's stages are: {known}",
     "quiz.sheet_key_suggest": "unknown stage {key!r}: did you mean {suggestion!r}?",
-    "quiz.sheet_key_head": "unknown stage {key!r}: this problem has {heads} heads, and each "
-    "head's stages are keyed by its number: did you mean {suggestion!r} (head 1; {last!r} for "
-    "head {heads})?",
+    "quiz.sheet_key_head": "unknown stage {key!r}: this problem has {heads} {heads:head|heads}, "
+    "and each head's stages are keyed by its number: did you mean {suggestion!r} (head 1; "
+    "{last!r} for head {heads})?",
     "quiz.sheet_not_matrix": "{key} must be a matrix (a list of rows of numbers), not {value}",
     "quiz.sheet_shape": "{key} is {shape}, but that stage is {rule} = {expected} in this problem",
     "quiz.stage_head": "--stages {name}: the head before the slash is a whole number, as in "
@@ -1778,8 +1799,8 @@ MESSAGES: dict[str, str] = {
     "(the sink takes the rest).",
     "mistake.norm_weight_missing": "These are x / RMS(x) without the weight; RMSNorm then "
     "multiplies each dimension j by its weight w_j.",
-    "mistake.norm_sum_not_mean": "These divide by √(Σ x²), the row's length; RMSNorm divides "
-    "by the root of the mean, √(mean(x²) + ε), the mean over d_k = {d_k} dimensions.",
+    "mistake.norm_sum_not_mean": "These divide by √(Σ x²), the row's length; RMSNorm divides by "
+    "the root of the mean, √(mean(x²) + ε), the mean over d_k = {d_k} {d_k:dimension|dimensions}.",
     "quiz.mistakes_title": "Mistakes recognised",
     "quiz.mistake_line": "{stage}: {text}",
     "quiz.verdict.unreadable": "unreadable",
@@ -2043,7 +2064,8 @@ MESSAGES: dict[str, str] = {
     "note.v_norm": "Row by row: v / √(mean(v²) + ε), with ε = {eps} and no weight.",
     "ui.variant.v_norm": "a norm on V (ε = {eps})",
     "mistake.v_norm_sum_not_mean": "These divide by √(Σ v²), the row's length; the norm on V "
-    "divides by the root of the mean, √(mean(v²) + ε), the mean over d_v = {d_v} dimensions.",
+    "divides by the root of the mean, √(mean(v²) + ε), the mean over d_v = {d_v} "
+    "{d_v:dimension|dimensions}.",
     "v_norm.value": 'v_norm must be true (ε = 1e-6) or an object such as {{"eps": 1e-6}}, not '
     "{value}",
     "v_norm.tiles_backward": "The norm on V (v_norm) is not planned in tiles with --backward yet: "
@@ -2122,9 +2144,9 @@ MESSAGES: dict[str, str] = {
     "note.softcap": "c = {cap}: every score s becomes {cap}·tanh(s / {cap}), strictly "
     "between −{cap} and {cap}; the mask comes after.",
     "note.causal_positions": "Causal by position: query i may see key j when pos_j ≤ pos_i.",
-    "note.causal_bottomright": "Causal with {n} queries and {m} keys aligned bottom-right, as "
-    "when decoding with a cache: the queries sit at positions {first}… and each sees every "
-    "key up to its own position.",
+    "note.causal_bottomright": "Causal with {n} {n:query|queries} and {m} {m:key|keys} aligned "
+    "bottom-right, as when decoding with a cache: the queries sit at positions {first}… and each "
+    "sees every key up to its own position.",
     "note.chunk": "Chunked attention C = {chunk}: the positions are cut into chunks of {chunk} "
     "(0…{last}, then the next {chunk}, …), and each query sees only the keys of its own chunk, "
     "up to itself (⌊pos_j / C⌋ = ⌊pos_i / C⌋ and pos_j ≤ pos_i, as Llama 4's chunked layers "
@@ -2141,14 +2163,15 @@ MESSAGES: dict[str, str] = {
     "ω is here (the Lindemann–Weierstrass theorem).",
     "note.exact_stops_tanh": "No exact fractions from here on: tanh of a rational number "
     "other than 0 is irrational.",
-    "positions.not_list": "{field} must be a list of {count} whole numbers, one per {what}",
-    "positions.length": "{field} has {length} entries, but there are {count} ({what}): one "
-    "position per row",
+    "positions.not_list": "{field} must be a list of {count} {count:whole number|whole numbers}, "
+    "one per {what}",
+    "positions.length": "{field} has {length} {length:entry|entries}, but there are {count} "
+    "({what}): one position per row",
     "positions.not_integer": "{field} must be a whole number (a token's position)",
     "positions.too_large": "{field} is beyond ±{limit}",
     "variant.not_positive": "{field} must be a number greater than 0, not {value}",
     "variant.not_whole": "{field} must be a whole number, not {value}",
-    "variant.length": "{field} has {length} numbers, but it needs {count} ({what})",
+    "variant.length": "{field} has {length} {length:number|numbers}, but it needs {count} ({what})",
     "rope.not_object": 'rope must be true, a theta (10000) or an object such as {{"theta": '
     '10000, "style": "half"}}, not {value}',
     "rope.unknown_key": "rope has no key {key}; its keys are {known}",
@@ -2221,14 +2244,15 @@ MESSAGES: dict[str, str] = {
     "bias belongs to a norm's weights",
     "qk_norm.needs_weights": "qk_norm says how the q/k norm works, but neither q_norm nor "
     "k_norm is given: give the weights of the norm",
-    "qk_norm.shape": "{field} is {shape}; it needs d_k = {d_k} numbers (one vector for every "
-    "head) or {letter}×d_k = {count}×{d_k} (one row per head: H query heads for q_norm, G K/V "
-    "heads for k_norm)",
-    "qk_norm.length": "{field} has {length} numbers, but it needs {d_k} (d_k), one vector for "
-    "every head, or {letter}×d_k = {count}×{d_k}, one row per head (H query heads for q_norm, G "
-    "K/V heads for k_norm)",
+    "qk_norm.shape": "{field} is {shape}; it needs d_k = {d_k} {d_k:number|numbers} (one vector "
+    "for every head) or {letter}×d_k = {count}×{d_k} (one row per head: H query heads for q_norm, "
+    "G K/V heads for k_norm)",
+    "qk_norm.length": "{field} has {length} {length:number|numbers}, but it needs {d_k} (d_k), "
+    "one vector for every head, or {letter}×d_k = {count}×{d_k}, one row per head (H query heads "
+    "for q_norm, G K/V heads for k_norm)",
     "qk_norm.projection_shape": "{field} is {shape}; over the whole projection it needs "
-    "{letter}·d_k = {count}×{d_k} = {width} numbers, one per column of the projection",
+    "{letter}·d_k = {count}×{d_k} = {width} {width:number|numbers}, one per column of the "
+    "projection",
     "qk_norm.projection_backward": 'The backward pass cannot follow "over": "projection" head '
     "by head: each head's norm reads every head's row, so a head's gradient needs all the "
     "others'. Run without --backward, or with the norm per head",
@@ -2242,7 +2266,7 @@ MESSAGES: dict[str, str] = {
     "note.attn_temperature": "τ of each query row: {factors}.",
     "note.attn_temperature_llama4": "τᵢ = log(1 + ⌊(positions[i] + 1) / {floor_scale}⌋) · "
     "{attn_scale} + 1 (Llama 4's attn_temperature_tuning): 1 up to position {floor_scale} − 2, "
-    "then a step up every {floor_scale} positions.",
+    "then a step up every {floor_scale} {floor_scale:position|positions}.",
     "note.exact_stops_temperature": "Decimals from here on: the factors τ are taken as "
     "decimals (Llama 4's are logarithms).",
     "hint.attn_temperature": "{cell} = {src}[{i},{j}] × τ[{i}], the factor of query row {i}.",
@@ -2251,8 +2275,8 @@ MESSAGES: dict[str, str] = {
     "gradient is multiplied by the same τᵢ: dQ[i, :] = τᵢ · dQ_temp[i, :].",
     "attn_temperature.kind": "attn_temperature must be a list of one factor per query row or "
     'an object {{"floor_scale": 8192, "attn_scale": 0.1}} (Llama 4), not {value}',
-    "attn_temperature.count": "attn_temperature gives {count} factors, but there are {n} "
-    "queries: one factor per query row",
+    "attn_temperature.count": "attn_temperature gives {count} {count:factor|factors}, but there "
+    "are {n} {n:query|queries}: one factor per query row",
     "attn_temperature.unknown_key": "attn_temperature has no key {key}; its keys are {known}",
     "attn_temperature.needs_both": "attn_temperature as an object needs both floor_scale and "
     "attn_scale: τᵢ = log(1 + ⌊(positions[i] + 1) / floor_scale⌋) · attn_scale + 1",
@@ -2300,12 +2324,12 @@ MESSAGES: dict[str, str] = {
     "stage.mla_v.why": "Each head's value, V = C_KV·W_UV: the same latent as the keys, other "
     "columns of kv_b_proj.",
     "note.mla_norm": "Row by row: x / √(mean(x²) + ε) · w over the {latent} latent, ε = {eps}.",
-    "note.mla_c_q": "r_q = {rank} numbers per token instead of the {d_model} of X.",
-    "note.mla_c_kv": "r_kv = {rank} numbers per token; with the {rope} of k_R a cache keeps "
-    "{cached} numbers per token, where every head's K and V would take H·(d_k + d_v) = "
-    "{heads}·({d_k} + {d_v}) = {full}.",
-    "note.mla_k_rope": "d_R = {rope} columns, shared by all {heads} heads: RoPE turns them in "
-    "each head's key as the first d_R columns.",
+    "note.mla_c_q": "r_q = {rank} {rank:number|numbers} per token instead of the {d_model} of X.",
+    "note.mla_c_kv": "r_kv = {rank} {rank:number|numbers} per token; with the {rope} of k_R a "
+    "cache keeps {cached} numbers per token, where every head's K and V would take H·(d_k + d_v) "
+    "= {heads}·({d_k} + {d_v}) = {full}.",
+    "note.mla_k_rope": "d_R = {rope} columns, shared by all {heads} {heads:head|heads}: RoPE "
+    "turns them in each head's key as the first d_R columns.",
     "note.mla_q_order": "qkvcalc puts each head's d_R = {rope} rotary columns first, then its "
     "d_C = {nope} others (DeepSeek's weights hold them the other way round); Q·Kᵀ sums over "
     "the columns, so the scores are the same.",
@@ -2326,15 +2350,15 @@ MESSAGES: dict[str, str] = {
     "stage.k_rope_cache.why": "Beside C_KV the cache keeps the shared key k_R, turned once at its "
     "own position: every head reads it as the first d_R columns of its keys.",
     "note.mla_cache": "What it costs: per token r_kv + d_R = {rank} + {rope} = {per_token} "
-    "numbers, {total} for {tokens} tokens, where a cache of every head's K and V would take "
-    "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token ({full_total}).",
+    "numbers, {total} for {tokens} {tokens:token|tokens}, where a cache of every head's K and V "
+    "would take H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token ({full_total}).",
     "note.mla_from_cache": "Made again at every step from C_KV in the cache ({rows} × r_kv), "
     "here for clarity. The cache holds C_KV (and k_R), never K_C or V; real inference "
     "(DeepSeek-V2's paper, vLLM) never forms them either: it folds W_UK into the query side (the "
     "query meets C_KV directly) and W_UV into W_O.",
     "mistake.mla_norm_sum_not_mean": "These divide by √(Σ x²), the row's length; RMSNorm divides "
     "by the root of the mean, √(mean(x²) + ε), the mean over the latent's {over} = {count} "
-    "dimensions.",
+    "{count:dimension|dimensions}.",
     "mla.not_object": 'mla must be an object such as {{"wq_a": …, "q_a_norm": …, "wq_b": …, '
     '"wkv_a": …, "kv_a_norm": …, "wkv_b": …, "rope_dims": 2}}, not {value}',
     "mla.unknown_key": "mla has no key {key}; its keys are {known}",
@@ -2345,18 +2369,19 @@ MESSAGES: dict[str, str] = {
     "wq_b (through the query latent), not both",
     "mla.query_latent": "mla.wq_b needs mla.wq_a and mla.q_a_norm: Q = RMSNorm(X·W_DQ)·W_UQ",
     "mla.kv_heads": "mla has one key and value per query head: kv_heads is {kv_heads}, but there "
-    "are {heads} heads",
+    "are {heads} {heads:head|heads}",
     "mla.rope_odd": "mla.rope_dims is {rope}; RoPE turns pairs of dimensions, so it must be even",
-    "mla.rows": "{field} is {shape}, but it multiplies {what}, which has {rows} columns: it "
-    "needs {rows} rows",
-    "mla.norm_length": "{field} has {length} numbers, but {weight} makes {rank}: one weight per "
-    "column of the latent",
-    "mla.q_width": "{field} has {cols} columns; it needs H·(d_C + d_R) with H = {heads} and "
-    "d_R = rope_dims = {rope}: a multiple of {heads}, more than {rope} per head",
-    "mla.kv_a_width": "mla.wkv_a has {cols} columns; it needs r_kv + d_R with d_R = rope_dims = "
-    "{rope}: more than {rope}",
-    "mla.kv_b_width": "mla.wkv_b has {cols} columns; it needs H·(d_C + d_v) with H = {heads} and "
-    "d_C = {nope} (from the queries): a multiple of {heads}, more than {nope} per head",
+    "mla.rows": "{field} is {shape}, but it multiplies {what}, which has {rows} "
+    "{rows:column|columns}: it needs {rows} {rows:row|rows}",
+    "mla.norm_length": "{field} has {length} {length:number|numbers}, but {weight} makes {rank}: "
+    "one weight per column of the latent",
+    "mla.q_width": "{field} has {cols} {cols:column|columns}; it needs H·(d_C + d_R) with H = "
+    "{heads} and d_R = rope_dims = {rope}: a multiple of {heads}, more than {rope} per head",
+    "mla.kv_a_width": "mla.wkv_a has {cols} {cols:column|columns}; it needs r_kv + d_R with d_R = "
+    "rope_dims = {rope}: more than {rope}",
+    "mla.kv_b_width": "mla.wkv_b has {cols} {cols:column|columns}; it needs H·(d_C + d_v) with H "
+    "= {heads} and d_C = {nope} (from the queries): a multiple of {heads}, more than {nope} per "
+    "head",
     "mla.rope_dims": 'rope.dims is {dims}, but mla turns d_R = {rope} columns: give "dims": '
     "{rope} in rope",
     "mla.qk_norm": "{key} cannot be given with mla: its norms are on the latents "
@@ -2422,8 +2447,8 @@ MESSAGES: dict[str, str] = {
     "note.mla_grad_kv_b": "wkv_b holds, head by head, W_UK's d_C = {nope} columns, then W_UV's "
     "d_v = {d_v}: its gradient interleaves dW_UK and dW_UV the same way.",
     # ---- the sparse-attention indexer beside mla (qkvcalc/ops/indexer.py) ----
-    "ui.variant.indexer": "sparse-attention indexer (H_I = {heads} index heads of D = {dim}, "
-    "top_k = {top_k}, RoPE {style})",
+    "ui.variant.indexer": "sparse-attention indexer (H_I = {heads} {heads:index head|index heads} "
+    "of D = {dim}, top_k = {top_k}, RoPE {style})",
     "stage.index_q.title": "Indexer: its queries",
     "stage.index_q.why": "The indexer is a second, light attention that only chooses keys. Its "
     "queries come from the same query latent as the heads' (DeepSeek's q_resid): H_I small "
@@ -2459,23 +2484,25 @@ MESSAGES: dict[str, str] = {
     "stage.index_mask.why": "0 where a key is kept and −∞ where it is not: added to every head's "
     "scores with the causal mask, so each head's softmax reads only the chosen keys. From here "
     "on the attention is multi-head latent attention's own.",
-    "note.index_q": "{heads} index heads of D = {dim} numbers each, from {source}.",
-    "note.index_k": "D = {dim} numbers per token: one key for all {heads} index heads.",
-    "note.index_weights": "{heads} weights per token, one per index head (divided by √H_I in "
-    "the scores).",
+    "note.index_q": "{heads} {heads:index head|index heads} of D = {dim} {dim:number|numbers} "
+    "each, from {source}.",
+    "note.index_k": "D = {dim} {dim:number|numbers} per token: one key for all {heads} "
+    "{heads:index head|index heads}.",
+    "note.index_weights": "{heads} {heads:weight|weights} per token, one per index head (divided "
+    "by √H_I in the scores).",
     "note.index_rope_half": "The first d_R = {rope} of each index head's D = {dim} numbers "
     "rotate, dimension i paired with i + {half} (rotate_half, as DeepSeek-V3.2's indexer), "
     "while its attention turns its own pairs side by side.",
     "note.index_rope_pairs": "The first d_R = {rope} of each index head's D = {dim} numbers "
     "rotate in neighbouring pairs (2i with 2i + 1, GLM-MoE-DSA's interleaved layout).",
-    "note.index_scores": "Summed over the {heads} index heads; q from {q}, k from {k}, "
-    "D = {dim}. As transformers computes it on a CPU: no Hadamard rotation (it leaves q·k as "
-    "it is) and no FP8.",
+    "note.index_scores": "Summed over the {heads} {heads:index head|index heads}; q from {q}, k "
+    "from {k}, D = {dim}. As transformers computes it on a CPU: no Hadamard rotation (it leaves "
+    "q·k as it is) and no FP8.",
     "note.index_tie": "In {count} row(s), {rows}, equal index scores straddle the cut: of them "
     "the earlier keys are kept (torch.topk keeps some of them in an order of its own).",
     "note.index_masked": "−∞ where the causal mask hides the key: it is never chosen.",
-    "note.index_topk": "top_k = {top_k} of the m = {m} keys; a query that may see fewer keeps "
-    "all it may see. Of equal scores the earlier key is kept first.",
+    "note.index_topk": "top_k = {top_k} of the m = {m} {m:key|keys}; a query that may see fewer "
+    "keeps all it may see. Of equal scores the earlier key is kept first.",
     "note.index_mask": "Every head's masked stage adds this mask to the causal one.",
     "note.indexer_grad": "This mask holds the indexer's choice M_I (each query's top_k = "
     "{top_k} keys, or all it may see when fewer) as fixed numbers: a top-k is a choice, "
@@ -2487,7 +2514,7 @@ MESSAGES: dict[str, str] = {
     "between the attention's weights, summed over the heads and normalised, and the softmax "
     "of the index scores).",
     "note.indexer_folded": "The indexer's mask M_I (index_mask) is folded in: each query keeps "
-    "only its top_k = {top_k} keys.",
+    "only its top_k = {top_k} {top_k:key|keys}.",
     "hint.index_rope": "{cell}: dimension {j} of row {i} of {src}, turned with its partner in "
     "the same index head by φ = position × frequency (a dimension past d_R of its head passes "
     "through).",
@@ -2513,12 +2540,13 @@ MESSAGES: dict[str, str] = {
     "indexer.rope_style": 'indexer.rope_style must be "half" or "pairs", not {value}',
     "indexer.q_rows": "{field} is {shape}, but the indexer's queries are made from {what}: it "
     "must be {want} in the {layout} layout",
-    "indexer.q_width": "indexer.wq has {cols} columns; it needs H_I·D with H_I = heads = "
-    "{heads}: a multiple of {heads}, with at least d_R = {rope} per index head (RoPE turns "
-    "them)",
+    "indexer.q_width": "indexer.wq has {cols} {cols:column|columns}; it needs H_I·D with H_I = "
+    "heads = {heads}: a multiple of {heads}, with at least d_R = {rope} per index head (RoPE "
+    "turns them)",
     "indexer.shape": "{field} is {shape}, but it must be {want} in the {layout} layout "
-    "(H_I = {heads} index heads of D = {dim})",
-    "indexer.norm_length": "{field} has {length} numbers, but the indexer's key has D = {dim}",
+    "(H_I = {heads} {heads:index head|index heads} of D = {dim})",
+    "indexer.norm_length": "{field} has {length} {length:number|numbers}, but the indexer's key "
+    "has D = {dim}",
     "indexer.decode": "The sparse-attention indexer is not computed step by step with a KV "
     "cache: leave out --decode (the whole run shows it).",
     "indexer.dtype": "The sparse-attention indexer has no low-precision rules yet: leave out "
@@ -2537,7 +2565,8 @@ MESSAGES: dict[str, str] = {
     "{missing} is not installed here: pip install 'qkvcalc[models]'",
     "extract.architecture": "{model} is a {model_type!r} model, which qkvcalc extract does not "
     "know; it knows {known}",
-    "extract.layer": "layer {layer}: {model} has {count} layers, numbered 0 to {last}",
+    "extract.layer": "layer {layer}: {model} has {count} {count:layer|layers}, numbered 0 to "
+    "{last}",
     "extract.not_attention": "layer {layer} of {model} is a {kind} layer, not softmax "
     "attention, and qkvcalc extract reads softmax attention only; the attention layers of this "
     "model are {attention}",
@@ -2613,16 +2642,16 @@ MESSAGES: dict[str, str] = {
     "more than {limit}, so it is not built",
     "extract.too_big": "{model}: its weights would take about {need}, more than the {have} of "
     "memory this machine lets qkvcalc use",
-    "extract.too_big_float64": "{model}: a float64 run of {tokens} tokens needs about {need} "
-    "(the embeddings and one layer at a time in float64, the layer's weights as a problem), "
-    "more than the {have} of memory this machine has available now: free memory, give fewer "
-    "tokens, or leave --dtype at auto",
+    "extract.too_big_float64": "{model}: a float64 run of {tokens} {tokens:token|tokens} needs "
+    "about {need} (the embeddings and one layer at a time in float64, the layer's weights as a "
+    "problem), more than the {have} of memory this machine has available now: free memory, give "
+    "fewer tokens, or leave --dtype at auto",
     "extract.out_of_memory": "{model}: the machine ran out of memory while loading or running "
     "the model",
     "extract.too_many_tokens": "{count} tokens: qkvcalc extract runs at most {limit}; give fewer "
     "token ids or a shorter --text",
     "extract.too_many_positions": "{count} tokens: {model} has learned positions for {positions} "
-    "tokens only; give at most {positions}",
+    "{positions:token|tokens} only; give at most {positions}",
     "extract.not_finite": "{model}, layer {layer}: {field} holds NaN or an infinity (at index "
     "{where}), which the problem file cannot hold",
     "extract.not_finite_value": "{model}, layer {layer}: {field} is {value}, which the problem "
@@ -2640,14 +2669,14 @@ MESSAGES: dict[str, str] = {
     "extract.not_a_model": "extract takes a transformers model or the path of a checkpoint "
     "folder, not a {kind}",
     "extract.name": "{model}, layer {layer}",
-    "extract.description": "The self-attention of layer {layer} of {model} ({arch}) on "
-    "{n} tokens: x is the exact input of that attention from a run in {dtype}, the weights are "
-    "the layer's own, in float64.",
-    "extract.description_kv_shared": "The self-attention of layer {layer} of {model} ({arch}) "
-    "on {n} tokens: x is the exact input of that attention from a run in {dtype}; W_Q, the query "
-    "norm and W_O are the layer's own, in float64.",
-    "extract.description_linear": "The linear-attention (Gated DeltaNet) layer {layer} of "
-    "{model} ({arch}) on {n} tokens: x is the exact input of that layer from a run in {dtype}, "
+    "extract.description": "The self-attention of layer {layer} of {model} ({arch}) on {n} "
+    "{n:token|tokens}: x is the exact input of that attention from a run in {dtype}, the weights "
+    "are the layer's own, in float64.",
+    "extract.description_kv_shared": "The self-attention of layer {layer} of {model} ({arch}) on "
+    "{n} {n:token|tokens}: x is the exact input of that attention from a run in {dtype}; W_Q, the "
+    "query norm and W_O are the layer's own, in float64.",
+    "extract.description_linear": "The linear-attention (Gated DeltaNet) layer {layer} of {model} "
+    "({arch}) on {n} {n:token|tokens}: x is the exact input of that layer from a run in {dtype}, "
     "the weights are the layer's own, in float64.",
     "extract.kda_activation": "layer {layer} of {model} is a Kimi Delta Attention layer whose "
     "convolution's activation is {act} and whose output gate's is {gate}; the kimi_delta key "
@@ -2656,9 +2685,12 @@ MESSAGES: dict[str, str] = {
     "bounded decay g = b·σ(e^(A_log)·(F + dt_bias)) has the bound b = {bound} (kda_lower_bound); "
     "the kimi_delta key reads a bound below 0 only (each channel's decay e^g then lies in (e^b, "
     "1)).",
+    "extract.gdn_activation": "layer {layer} of {model} is a Gated DeltaNet layer whose "
+    "convolution's activation is {act} and whose gated norm's is {gate}; the gated_delta key "
+    'computes SiLU only (the hybrids\' own: hidden_act "silu").',
     "extract.description_kda": "The linear-attention (Kimi Delta Attention) layer {layer} of "
-    "{model} ({arch}) on {n} tokens: x is the exact input of that layer from a run in {dtype}, "
-    "the weights are the layer's own, in float64.",
+    "{model} ({arch}) on {n} {n:token|tokens}: x is the exact input of that layer from a run in "
+    "{dtype}, the weights are the layer's own, in float64.",
     "extract.x_layernorm": "Here x = {norm}(h), h being the input of layer {layer} (the "
     "residual stream): {arch} is pre-norm, with a LayerNorm before its attention. Each row of h "
     "minus its mean is divided by √(its variance + ε), ε = {eps}, then multiplied by {norm}'s "
@@ -2685,9 +2717,9 @@ MESSAGES: dict[str, str] = {
     "extract.kv_shared": "This layer has no keys and values of its own: it reuses those of layer "
     "{earlier} (KV sharing), so the source is layer {earlier}'s attention input, and W_K, W_V "
     "and the key norm are layer {earlier}'s.",
-    "extract.description_block": "The self-attention of layer {layer} of {model} ({arch}) on "
-    "{n} tokens: x is the exact input of that attention from a run in {dtype}, the weights are "
-    "those this layer's call of it uses, in float64.",
+    "extract.description_block": "The self-attention of layer {layer} of {model} ({arch}) on {n} "
+    "{n:token|tokens}: x is the exact input of that attention from a run in {dtype}, the weights "
+    "are those this layer's call of it uses, in float64.",
     "extract.shared_block": "Layers {layers} call this one attention block and share its weights.",
     "extract.adapters_folded": "W_Q, W_K and W_V are the block's plus this layer's own adapters, "
     "folded in (W + B·A).",
@@ -2723,7 +2755,7 @@ MESSAGES: dict[str, str] = {
     "name ending in .npz: as numpy arrays).",
     # ---- qkvcalc heads: every layer's every head at a glance ---------------------------------
     "heads.running": "Running {model} once, every layer …",
-    "heads.head": "head {head}: the layer has {count} heads, numbered 1 to {count}",
+    "heads.head": "head {head}: the layer has {count} {count:head|heads}, numbered 1 to {count}",
     "heads.cannot_split": "the layer's problem has the key {key!r}, which qkvcalc heads cannot "
     "cut to one head; qkvcalc extract writes the whole layer",
     "heads.head_name": "{name}, head {head}",
@@ -2746,6 +2778,13 @@ MESSAGES: dict[str, str] = {
     "heads.how_to_read": "One block per head, one row of blocks per layer (from 0); in a block "
     "the rows are the queries and the columns the keys, in token order, and the darker a cell "
     "the more weight ({ramp}, from 0 to 1).",
+    "heads.how_to_read_mixed": "One block per head, one row of blocks per layer (from 0); in a "
+    "block the rows are the queries and the columns the keys, in token order, and the darker a "
+    "cell the larger its number ({ramp}): in a softmax layer's block its weight, from 0 to 1; in "
+    "an implicit layer's block its |W|, from 0 to that layer's largest |W|, given above it.",
+    "heads.how_to_read_implicit": "One block per head, one row of blocks per layer (from 0); in "
+    "a block the rows are the queries and the columns the keys, in token order, and the darker a "
+    "cell the larger its |W| ({ramp}), from 0 to its layer's largest |W|, given above it.",
     "heads.others": "This model's {kind} layers are not softmax attention: they form no matrix "
     "of attention weights, so this page leaves them out (layers: {layers}).",
     "heads.attention_rows": "The rows below are its attention layers: {layers}.",
@@ -2824,10 +2863,11 @@ MESSAGES: dict[str, str] = {
     "help.check.seed": "The seed of the random problems.",
     "help.check.time_limit": "Seconds one call of your function may take.",
     "help.check.format": "table (words and tables) or json (the qkvcalc.check/1 document).",
-    "check.right": "{function} is right: it gave the right numbers on all {count} problems.",
+    "check.right": "{function} is right: it gave the right numbers on all {count} "
+    "{count:problem|problems}.",
     "check.right_stages": "{function} is right: every stage it holds has the right numbers.",
-    "check.error": "{function} raised on {count} of {total} problems; where it returned, "
-    "every number was right.",
+    "check.error": "{function} raised on {count} of {total} {total:problem|problems}; where it "
+    "returned, every number was right.",
     "check.wrong_named": "{function} is wrong: {mistake}.",
     "check.wrong_unnamed": "{function} is wrong, and none of the named mistakes explains every "
     "difference; the first one is below.",
@@ -3030,9 +3070,9 @@ MESSAGES: dict[str, str] = {
     "ui.step": "decode step {step}",
     "ui.block": "block {block}",
     "ui.variant.decode": "a KV cache, decoding one token at a time (prefill {prefill})",
-    "ui.variant.tiles": "softmax in tiles of {tiles} keys",
-    "note.decode_prefill": "Step 0, the prefill: the first {count} tokens (rows 1–{last}) go "
-    "through together, as one causal attention; their keys and values fill the cache.",
+    "ui.variant.tiles": "softmax in tiles of {tiles} {tiles:key|keys}",
+    "note.decode_prefill": "Step 0, the prefill: the first {count} {count:token|tokens} (rows "
+    "1–{last}) go through together, as one causal attention; their keys and values fill the cache.",
     "note.decode_prefill_one": "Step 0, the prefill: the first token (row 1) goes through "
     "alone, as a causal attention of one token; its key and value start the cache.",
     "note.decode_step": "Step {step}: token {row} ({token}, position {pos}) alone. Only its "
@@ -3043,17 +3083,18 @@ MESSAGES: dict[str, str] = {
     "cache saves: each step projects one token instead of all of them.",
     "note.decode_memory": "What it costs: each token keeps its keys and values, 2 × layers × "
     "kv_heads × d_k numbers per token (here, one layer, kv_heads × (d_k + d_v) = {kv_heads} × "
-    "({d_k} + {d_v}) = {per_token}); {tokens} tokens hold {total} numbers per layer.",
+    "({d_k} + {d_v}) = {per_token}); {tokens} {tokens:token holds|tokens hold} {total} numbers "
+    "per layer.",
     "note.decode_gqa": "Grouped-query attention shrinks it: with kv_heads = {kv_heads} for "
     "heads = {heads}, the cache holds {per_token} numbers per token instead of {full}, {ratio} "
     "times fewer (only the K/V heads are cached; queries are never kept).",
     "note.decode_mask_prefill": "The prefill's mask is an ordinary causal mask, {count}×{count}.",
-    "note.decode_bottom_right": "One query and {keys} keys: the mask is the last row of the "
-    "causal mask, aligned bottom-right (the query is at the newest position, token {row}, and "
-    "may see every cached key). Aligned top-left, as is_causal=True does for a 1×{keys} mask, "
+    "note.decode_bottom_right": "One query and {keys} {keys:key|keys}: the mask is the last row "
+    "of the causal mask, aligned bottom-right (the query is at the newest position, token {row}, "
+    "and may see every cached key). Aligned top-left, as is_causal=True does for a 1×{keys} mask, "
     "it would see key 1 only: a classic cache bug.",
-    "note.decode_equal": "Stacked, the rows of the {steps} steps (the prefill is step 0) equal "
-    "the ordinary causal run computed all at once (largest difference {gap}).",
+    "note.decode_equal": "Stacked, the rows of the {steps} {steps:step|steps} (the prefill is "
+    "step 0) equal the ordinary causal run computed all at once (largest difference {gap}).",
     "note.tiles_block": "Block {block} of {blocks}: keys {keys}.",
     "note.tiles_running_max": "Before the first block m = −∞, so m_1 is the first block's maximum.",
     "note.tiles_correction_first": "Before the first block m = −∞ and ℓ = 0, O = 0: there is "
@@ -3088,8 +3129,8 @@ MESSAGES: dict[str, str] = {
     "help.explain.tiles": "Compute the softmax FlashAttention's way, over blocks of B keys: "
     "running max, correction, running sum and output per block.",
     "decode.range": "decode = {value}: the prefill length P must be a whole number from 0 to "
-    "{last} (n − 1, with n = {n} tokens), so that at least one token is decoded step by step; "
-    "P = 0 decodes every token.",
+    "{last} (n − 1, with n = {n} {n:token|tokens}), so that at least one token is decoded step by "
+    "step; P = 0 decodes every token.",
     "decode.mask": "decode needs the causal mask (mask is {mask}): a token being generated sees "
     "only itself and the tokens before it. Leave mask out (decode makes it causal) or give "
     "key_padding for padding.",
@@ -3156,8 +3197,8 @@ MESSAGES: dict[str, str] = {
     "help.studio.port": "With --serve: the port (default 8000).",
     "train.title": "qkvcalc train · {name}",
     "train.title_unnamed": "qkvcalc train",
-    "train.trained_description_unnamed": "Trained with qkvcalc train: {done} steps of gradient "
-    "descent with η = {lr}.",
+    "train.trained_description_unnamed": "Trained with qkvcalc train: {done} {done:step|steps} of "
+    "gradient descent with η = {lr}.",
     "train.header": "Gradient descent (steps: {steps}, learning rate η = {lr}), each step "
     "W ← W − η·∂L/∂W.",
     "train.stopped": "Gradient descent, stopped by Ctrl-C after step {done} of {steps}, "
@@ -3177,7 +3218,7 @@ MESSAGES: dict[str, str] = {
     "train.col_step": "step",
     "train.col_loss": "L",
     "train.col_change": "change",
-    "train.elided": "{count} steps not shown",
+    "train.elided": "{count} {count:step|steps} not shown",
     "train.spark": "From {first} to {last}.",
     "train.weights": "The weights before and after (Δ: what they moved)",
     "train.unchanged": "{name} did not move:",
@@ -3191,8 +3232,8 @@ MESSAGES: dict[str, str] = {
     "train.update_rule": "Each matrix W moves by ΔW = −η·∂L/∂W with η = {lr}, so W' = W + ΔW.",
     "train.update_keys": "Enter or Space: next update · q: quit",
     "train.plot_title": "The loss L at each step",
-    "train.trained_description": "Trained with qkvcalc train: {done} steps of gradient descent "
-    "with η = {lr}, starting from {name}.",
+    "train.trained_description": "Trained with qkvcalc train: {done} {done:step|steps} of "
+    "gradient descent with η = {lr}, starting from {name}.",
     "train.steps": "--steps must be a whole number from 1 to {limit}, not {value}.",
     "train.lr": "--lr (the learning rate η) must be a number greater than 0, not {value}.",
     "train.loss": "qkvcalc train needs a loss to descend: the key attend (the key each query "
@@ -3279,10 +3320,10 @@ MESSAGES: dict[str, str] = {
     "loss.several": "give one place for the gradient to start, not several: {keys}",
     "loss.shape": "{field} is {rows}×{cols} but the output is n × d_out = {n}×{d_out}: one row "
     "per query, one column per output column",
-    "loss.attend_count": "attend needs one key per query: {count} given for n = {n} queries (null "
-    "for a query with no target)",
-    "loss.attend_count_typed": "attend needs one key per query: {count} given for n = {n} queries "
-    "(- for a query with no target)",
+    "loss.attend_count": "attend needs one key per query: {count} given for n = {n} "
+    "{n:query|queries} (null for a query with no target)",
+    "loss.attend_count_typed": "attend needs one key per query: {count} given for n = {n} "
+    "{n:query|queries} (- for a query with no target)",
     "loss.attend_key": "attend[{row}] is {value}: a key's number from 1 to m = {m} (1-based, as "
     "the tables count), or null for no target",
     "loss.attend_key_typed": "attend[{row}] is {value}: a key's number from 1 to m = {m} (1-based, "
@@ -3434,9 +3475,9 @@ MESSAGES: dict[str, str] = {
     "X + PE is the gradient of X.",
     "note.loss_target": "The loss these numbers give: L = ½·Σ(O − T)² {eq} {loss}.",
     "note.loss_attend": "The loss these numbers give: L = −Σᵢ log A[i, tᵢ] {eq} {loss}, over "
-    "{count} target keys.",
+    "{count} {count:target key|target keys}.",
     "note.loss_attend_head": "Head {head}'s part of the loss: −Σᵢ log A[i, tᵢ] {eq} {loss}, "
-    "over {count} target keys (the loss adds every head's part).",
+    "over {count} {count:target key|target keys} (the loss adds every head's part).",
     "note.loss_attend_one": "The loss these numbers give: L = −Σᵢ log A[i, tᵢ] {eq} {loss}, over "
     "one target key.",
     "note.loss_attend_head_one": "Head {head}'s part of the loss: −Σᵢ log A[i, tᵢ] {eq} {loss}, "
@@ -3512,8 +3553,8 @@ MESSAGES: dict[str, str] = {
     "dataset.shared": "{key}[{index}] gives {field}: the weights are shared by every example, so "
     "they are given once, at the top level.",
     "dataset.in_example": "{key}[{index}]",
-    "train.dataset": "A data set of {count} examples that share the weights: the loss L is the "
-    "mean of theirs, and so is each gradient.",
+    "train.dataset": "A data set of {count} {count:example|examples} that share the weights: the "
+    "loss L is the mean of theirs, and so is each gradient.",
     "train.dataset_heldout": "Held out, never trained on: {count} more (shown below with the "
     "weights before and after).",
     "train.attend_shortcut": "attend is a teaching shortcut: a real model is never told where to "
@@ -3526,16 +3567,17 @@ MESSAGES: dict[str, str] = {
     "train.unmoved_one_key": "{names} did not move at all: each query has a single key it may "
     "see, so its weight is 1 whatever the scores (A ≡ 1), and the scores' gradient is exactly 0 "
     "at every step.",
-    "train.diverging": "The loss rose at {rose} of the {done} steps and ended {ratio} times its "
-    "start (×{last} at the last step). With a small enough η gradient descent never raises the "
-    "loss, so η = {lr} is too large for this problem: try a smaller --lr.",
-    "train.rose_back": "The loss rose at {rose} of the {done} steps: it came down to L {low} at "
-    "step {step}, then ended at L {last}. A short enough step against the gradient always lowers "
-    "the loss, so at those steps η = {lr} was too large: try a smaller --lr.",
-    "train.rose_some": "The loss rose at {rose} of the {done} steps before it came down to L "
-    "{last}: a short enough step against the gradient always lowers the loss, so at those steps "
-    "η = {lr} was too large.",
-    "train.log_scale": "(The bars are on a log scale: the loss spans at least {decades} decades.)",
+    "train.diverging": "The loss rose at {rose} of the {done} {done:step|steps} and ended {ratio} "
+    "times its start (×{last} at the last step). With a small enough η gradient descent never "
+    "raises the loss, so η = {lr} is too large for this problem: try a smaller --lr.",
+    "train.rose_back": "The loss rose at {rose} of the {done} {done:step|steps}: it came down to "
+    "L {low} at step {step}, then ended at L {last}. A short enough step against the gradient "
+    "always lowers the loss, so at those steps η = {lr} was too large: try a smaller --lr.",
+    "train.rose_some": "The loss rose at {rose} of the {done} {done:step|steps} before it came "
+    "down to L {last}: a short enough step against the gradient always lowers the loss, so at "
+    "those steps η = {lr} was too large.",
+    "train.log_scale": "(The bars are on a log scale: the loss spans at least {decades} "
+    "{decades:decade|decades}.)",
     "train.scale_hint": "Before the softmax the scores are divided by √d_k = √{dk} {root}: for "
     "random vectors the spread of a dot product of d_k terms grows like √d_k, and the division "
     "keeps the scores' spread the same at any d_k. --compare-scale trains again from the same "
@@ -3548,11 +3590,11 @@ MESSAGES: dict[str, str] = {
     "train.spark_scaled": "scale {scale}:",
     "train.spark_unscaled": "scale 1:",
     "train.compare_lower": "From the same weights, L went from {first} to {last} with scale "
-    "{scale}, and from {first_other} to {other} with scale 1: after {done} steps the scaled run's "
-    "loss is lower{times}.",
+    "{scale}, and from {first_other} to {other} with scale 1: after {done} {done:step|steps} the "
+    "scaled run's loss is lower{times}.",
     "train.compare_higher": "From the same weights, L went from {first} to {last} with scale "
-    "{scale}, and from {first_other} to {other} with scale 1: after {done} steps the unscaled "
-    "run's loss is lower{times}.",
+    "{scale}, and from {first_other} to {other} with scale 1: after {done} {done:step|steps} the "
+    "unscaled run's loss is lower{times}.",
     "train.compare_equal": "From the same weights, L went from {first} to {last} with scale "
     "{scale}, and from {first_other} to the same with scale 1.",
     "train.compare_times": ", by a factor of {ratio}",

@@ -1471,6 +1471,23 @@ MESSAGES: dict[str, str] = {
     "cli.try_help": "도움말: '{command} {option}'",
     "cli.no_such_option": "이런 옵션은 없습니다: {name}",
     "cli.possible_options": "(가능한 옵션: {names})",
+    "cli.invalid_value": "{name}의 값이 올바르지 않습니다: {message}",
+    "cli.invalid_value_unnamed": "값이 올바르지 않습니다: {message}",
+    "cli.not_one_of": "{value}: {choices} 중 하나여야 합니다.",
+    "cli.not_a_valid": "{value}: 올바른 {kind} 값이 아닙니다.",
+    "cli.kind.int": "정수",
+    "cli.kind.int_range": "정수",
+    "cli.kind.float": "실수",
+    "cli.kind.float_range": "실수",
+    "cli.not_in_range": "{value}: 허용 범위 {range} 밖입니다.",
+    "cli.missing_argument": "인자가 빠졌습니다: {name}",
+    "cli.missing_option": "옵션이 빠졌습니다: {name}",
+    "cli.missing_parameter": "값이 빠졌습니다: {name}",
+    "cli.choose_from": "다음 중에서 고르세요:\n\t{choices}",
+    "cli.option_needs_value": "{name} 옵션에는 값이 하나 필요합니다.",
+    "cli.option_needs_values": "{name} 옵션에는 값 {count}개가 필요합니다.",
+    "cli.extra_arguments": "예상하지 못한 인자가 더 있습니다: {args}",
+    "cli.no_such_command": "이런 명령은 없습니다: {name}",
     "cli.interrupted": "중단됨",
     "cli.stdout_failed": "표준 출력에 쓸 수 없습니다: {reason}",
     "cli.error_prefix": "오류",
@@ -2622,6 +2639,9 @@ MESSAGES: dict[str, str] = {
     "감쇠 g = b·σ(e^(A_log)·(F + dt_bias))의 하한이 b = {bound}(kda_lower_bound)입니다. "
     "kimi_delta 키는 0보다 작은 하한만 읽습니다(그러면 채널마다의 감쇠 e^g는 (e^b, 1) 안에 "
     "있습니다).",
+    "extract.gdn_activation": "{model}의 {layer}번 층은 Gated DeltaNet 층인데, 합성곱의 활성화 "
+    "함수가 {act}, 게이트가 있는 정규화의 활성화 함수가 {gate}입니다. gated_delta 키는 SiLU만 "
+    '계산합니다(이 하이브리드 모델들 자체의 설정: hidden_act "silu").',
     "extract.description_kda": "{model} ({arch})의 {layer}번 층 선형 어텐션(Kimi Delta "
     "Attention), 토큰 {n}개: x는 {dtype} 정밀도로 실행했을 때 그 층에 들어가는 입력 그대로이고, "
     "가중치는 그 층의 것을 float64로 옮긴 값입니다.",
@@ -2707,6 +2727,13 @@ MESSAGES: dict[str, str] = {
     "{layers}개 층 × {heads}개 헤드",
     "heads.how_to_read": "헤드마다 블록 하나, 층마다 블록 한 줄 (0부터). 블록 안에서 행은 "
     "Query, 열은 Key이고 토큰 순서대로이며, 칸이 짙을수록 가중치가 큽니다 ({ramp}, 0에서 1까지).",
+    "heads.how_to_read_mixed": "헤드마다 블록 하나, 층마다 블록 한 줄 (0부터). 블록 안에서 "
+    "행은 Query, 열은 Key이고 토큰 순서대로이며, 칸이 짙을수록 그 수가 큽니다 ({ramp}). "
+    "소프트맥스 층의 블록에서는 가중치이며 0부터 1까지, 암묵적 층의 블록에서는 |W|이며 0부터 "
+    "그 층에서 가장 큰 |W|까지입니다(그 값은 층 위에 있습니다).",
+    "heads.how_to_read_implicit": "헤드마다 블록 하나, 층마다 블록 한 줄 (0부터). 블록 안에서 "
+    "행은 Query, 열은 Key이고 토큰 순서대로이며, 칸이 짙을수록 |W|가 큽니다 ({ramp}). 0부터 "
+    "그 층에서 가장 큰 |W|까지입니다(그 값은 층 위에 있습니다).",
     "heads.others": "이 모델의 {kind} 층은 소프트맥스 어텐션이 아니어서 어텐션 가중치 행렬을 "
     "만들지 않으므로 이 페이지에서 뺍니다(층: {layers}).",
     "heads.attention_rows": "아래 줄은 이 모델의 어텐션 층입니다: {layers}.",

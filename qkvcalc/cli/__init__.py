@@ -15,7 +15,7 @@ import importlib
 import os
 import re
 import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -165,25 +165,10 @@ def _run() -> int:
 
 
 def _show_usage_error(err: Exception) -> None:
-    """A usage error as click shows it (the usage line, where to find help, the error), in the
-    language of the run: click writes its own words in English."""
-    lang = help_lang()
-    ctx: Any = getattr(err, "ctx", None)
-    message = err.format_message()  # type: ignore[attr-defined]
-    said: str = getattr(err, "message", "")  # escaped and cut short as click and _run left it
-    english = "No such option: "
-    if type(err).__name__ == "NoSuchOption" and said.startswith(english):  # said in ours
-        message = translate("cli.no_such_option", lang, name=said[len(english) :])
-        possible = sorted(getattr(err, "possibilities", None) or ())
-        if possible:
-            message += " " + translate("cli.possible_options", lang, names=", ".join(possible))
-    if ctx is not None:
-        hint = ""
-        if ctx.command.get_help_option(ctx) is not None:
-            option = ctx.help_option_names[0]
-            hint = translate("cli.try_help", lang, command=ctx.command_path, option=option) + "\n"
-        typer.echo(f"{ctx.get_usage()}\n{hint}", err=True, color=ctx.color)
-    typer.echo(translate("cli.usage_error", lang, message=message), err=True)
+    """A usage error as click shows it, in the language of the run (qkvcalc.cli.usage)."""
+    from qkvcalc.cli import usage
+
+    usage.show(err, help_lang())
 
 
 def _stream_failed(err: Exception) -> int:

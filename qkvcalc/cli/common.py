@@ -48,6 +48,16 @@ _CALL_LANG: ContextVar[str | None] = ContextVar("qkvcalc_help_lang", default=Non
 _TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
 
 
+# the same escaped: what plain help (TYPER_USE_RICH=0, click's formatter) writes back as written
+_ESCAPED_TAG = re.compile(r"(\\*)\\(\[[a-z#/@][^[]*?])")
+
+
+def unescape(text: str) -> str:
+    """A help text as written, its rich escapes undone (`qkvcalc\\[models]` → `qkvcalc[models]`):
+    plain help prints no markup, so an escape would show."""
+    return _ESCAPED_TAG.sub(lambda m: m[1][: len(m[1]) // 2] + m[2], text)
+
+
 def _help_in(key: str, lang: str) -> str:
     return _TAG.sub(lambda m: f"{m[1]}{m[1]}\\{m[2]}", translate(key, lang))
 
@@ -461,6 +471,7 @@ class WideContext(typer.Context):
             super().write_heading(help_now(key) if key in HEADINGS else heading)
 
         def write_text(self, text: str) -> None:
+            text = unescape(text)
             self.write(wrap_display(text, self.width, " " * self.current_indent) + "\n")
 
         def write_dl(
@@ -470,7 +481,7 @@ class WideContext(typer.Context):
             first_col = min(_measure(rows), col_max) + col_spacing
             pad = " " * (first_col + self.current_indent)
             for term, text in rows:
-                text = help_now("help.help_option") if text == TYPER_HELP_LINE else text
+                text = help_now("help.help_option") if text == TYPER_HELP_LINE else unescape(text)
                 head = " " * self.current_indent + term
                 if not text:
                     self.write(head + "\n")
@@ -591,6 +602,24 @@ def _plain_format_help(command: Any, ctx: Any, formatter: Any) -> None:
         type(command).format_help(command, ctx, formatter)
 
 
+@contextlib.contextmanager
+def _usage_errors_in_call_language() -> Iterator[None]:
+    """A usage error raised within: shown (by click's standalone main, or by qkvcalc.cli's
+    _run) in the language of the call, click's own words included (qkvcalc.cli.usage)."""
+    try:
+        yield
+    except Exception as err:
+        # click's UsageError (private to typer, so known by what it has); not the help that
+        # no_args_is_help raises as an error, which shows itself
+        shows = callable(getattr(err, "show", None)) and hasattr(err, "ctx")
+        if shows and type(err).__name__ != "NoArgsIsHelpError":
+            from qkvcalc.cli import usage
+
+            lang = help_lang()
+            err.show = lambda file=None, e=err: usage.show(e, lang)  # type: ignore[attr-defined]
+        raise
+
+
 class WideHelpGroup(TyperGroup):
     """qkvcalc's command group: it and every command under it write their help as typer's rich
     help (rich_help); where typer is told not to use rich (TYPER_USE_RICH=0), with WideContext
@@ -603,6 +632,14 @@ class WideHelpGroup(TyperGroup):
         """One call of the app: its help in the language it asks for (call_language)."""
         with call_language(sys.argv[1:] if args is None else args):
             return super().main(args, *more, **options)
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        with _usage_errors_in_call_language():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: Any) -> Any:
+        with _usage_errors_in_call_language():
+            return super().invoke(ctx)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         if _USE_RICH:

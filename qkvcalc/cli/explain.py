@@ -152,10 +152,6 @@ EXPLAIN_DISPLAY = Group(
 )
 
 
-# The formats that lay a trace out as a page: with --detail brief, a head's per-token steps
-# past RenderOptions.max_rows show as the first two and the last (qkvcalc.select.brief_steps);
-# JSON and torch hold every stage, and so does --step, which shows one at a time
-BRIEF_STEPS = ("table", "txt", "markdown", "latex", "html", "svg")
 # what every run reads, plans and runs with (its writer is loaded by the format it asks for)
 RUNS_ON = ("qkvcalc.input.sources", "qkvcalc.input.problem", "qkvcalc.run.engine")
 
@@ -216,10 +212,6 @@ def explain(
             worksheet=show.worksheet,
             langs=langs if len(langs) > 1 else (),
         )
-        if opts.detail == "brief" and fmt in BRIEF_STEPS and not view.step:
-            from qkvcalc.select import brief_steps
-
-            trace = brief_steps(trace, opts.max_rows)  # a head's many steps: first and last
         if view.step:
             from qkvcalc.interactive.step import step_through
 

@@ -29,6 +29,11 @@ class Layer:
     given: dict[str, Any] | None = None
 
 
+# The activations a linear-attention layer's convolution (and its gated norm) may have: SiLU,
+# as the gated_delta and kimi_delta keys compute it (transformers' ACT2FN names it both ways)
+SILU = ("silu", "swish")
+
+
 def mask_keys(layer: Layer, causal: bool = True) -> dict[str, Any]:
     """`mask` and `window` or `chunk_size` from the mask the layer was given in the run (so a
     layer's own rule for sliding — Qwen2-MoE's, Gemma 3's, SmolLM3's — is the model's, not read

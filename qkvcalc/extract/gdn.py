@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.extract.common import Layer, array, rows, stored
+from qkvcalc.errors import QkvcalcError
+from qkvcalc.extract.common import SILU, Layer, array, model_name, rows, stored
 from qkvcalc.extract.islands import class_name
 
 # The hybrids whose linear-attention layers are read here (hybrid.py asks)
@@ -83,6 +84,15 @@ def _projections(gdn: Any, k_heads: int, v_heads: int, d_k: int, d_v: int) -> di
 
 def keys(layer: Layer) -> dict[str, Any]:
     gdn = layer.attention
+    norm = gdn.norm if hasattr(gdn, "norm") else gdn.o_norm  # OLMo-Hybrid's o_norm, ε 1e-5
+    # the convolution's activation is the config's hidden_act; the gated norm's is SiLU in
+    # transformers today: the gated_delta key computes SiLU for both
+    act = str(getattr(gdn, "activation", "silu"))
+    gate = str(getattr(norm, "activation", "silu"))
+    if act not in SILU or gate not in SILU:
+        raise QkvcalcError(
+            "extract.gdn_activation", model=model_name(layer), layer=layer.index, act=act, gate=gate
+        )
     k_heads, v_heads = int(gdn.num_k_heads), int(gdn.num_v_heads)
     d_k, d_v = int(gdn.head_k_dim), int(gdn.head_v_dim)
     found = _projections(gdn, k_heads, v_heads, d_k, d_v)
@@ -92,7 +102,6 @@ def keys(layer: Layer) -> dict[str, Any]:
     cols = np.array([(i // per) * d_k + c for i in range(v_heads) for c in range(d_k)])
     width = k_heads * d_k
     conv = np.concatenate([taps[:, cols], taps[:, width + cols], taps[:, 2 * width :]], axis=1)
-    norm = gdn.norm if hasattr(gdn, "norm") else gdn.o_norm  # OLMo-Hybrid's o_norm, ε 1e-5
     made = {
         "conv": np.ascontiguousarray(conv),
         "wa": found["wa"],

@@ -28,13 +28,11 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.extract.common import Layer, array, model_name, rows, stored
+from qkvcalc.extract.common import SILU, Layer, array, model_name, rows, stored
 from qkvcalc.extract.islands import class_name
 
 # The hybrids whose Kimi Delta Attention layers are read here (hybrid.py asks)
 READ = ("kimi_linear", "bailing_hybrid")
-# The activations the convolution may have: SiLU, as the kimi_delta key computes it
-SILU = ("silu", "swish")
 
 
 def is_layer(module: Any) -> bool:

@@ -67,6 +67,11 @@ EXTENSIONS: dict[str, str] = {
 }
 
 
+# The formats that lay a trace out as a page: with detail "brief", a head's per-token steps
+# past RenderOptions.max_rows show as the first two and the last (Trace.brief); JSON and torch
+# hold every stage
+BRIEF_STEPS = ("table", "txt", "markdown", "latex", "html", "svg")
+
 PAGE_WIDTH = 100  # the width of every format but `table`, wherever it is written
 # the format laid out at the terminal's width on standard output (and --step, in either of
 # its formats, table or txt); txt is a document, 100 columns on standard output as in a file
@@ -105,6 +110,8 @@ def render(
         raise QkvcalcError("export.unknown_format", format=fmt, known=", ".join(FORMATS))
     # a trace computed exactly is shown exactly unless asked otherwise
     opts = (options or RenderOptions(color=False, exact=trace.exact))._replace(**changes)
+    if opts.detail == "brief" and fmt in BRIEF_STEPS:
+        trace = trace.brief(opts.max_rows)  # a head's many steps: the first two and the last
     return renderer(fmt)(trace, opts)
 
 

@@ -127,6 +127,16 @@ def _token_list(tokens: Sequence[str]) -> str:
     return "  ".join(f"{k}:{safe(t, 24)}" for k, t in enumerate(tokens, 1))
 
 
+def how_to_read(run: Any) -> str:
+    """The key of the sentence that says what a shade means: a softmax weight from 0 to 1, an
+    implicit matrix's |W| on its layer's own scale, or both when the page holds both."""
+    if not run.implicit:
+        return "heads.how_to_read"
+    if set(run.implicit) >= set(run.layers):
+        return "heads.how_to_read_implicit"
+    return "heads.how_to_read_mixed"
+
+
 def heads_table(run: Any, lang: str = "en", width: int = 100, ascii_only: bool = False) -> Any:
     """The grid for a terminal of `width` columns, as a rich renderable."""
     from rich.console import Group
@@ -140,7 +150,7 @@ def heads_table(run: Any, lang: str = "en", width: int = 100, ascii_only: bool =
     out: list[Any] = [
         Text(title(run, lang), style="bold"),
         *[Text(other.text(lang)) for other in (*run.others, *run.notes)],
-        Text(translate("heads.how_to_read", lang, ramp=repr(ramp))),
+        Text(translate(how_to_read(run), lang, ramp=repr(ramp))),
         Text(f"{translate('heads.tokens', lang)}: {_token_list(run.tokens)}"),
     ]
     if n * max(cells.values(), default=1) > room:

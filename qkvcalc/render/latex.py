@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
-from qkvcalc.i18n import Msg, _words, catalog
+from qkvcalc.i18n import Msg, _words, catalog, plural, plural_spec
 from qkvcalc.ops import features
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style
@@ -213,6 +213,10 @@ def _hold(key: str, lang: str, params: dict[str, Any], held: list[tuple[str, boo
             continue
         value, _ = formatter.get_field(field, (), {k: _words(v, lang) for k, v in params.items()})
         value = formatter.convert_field(value, conversion)
+        forms = plural_spec(spec or "")
+        if forms is not None:  # the noun of a count is the sentence's own words, not a value
+            out.append(plural(value, *forms))
+            continue
         number = isinstance(raw, (int, float, np.integer, np.floating)) and not isinstance(
             raw, bool
         )
