@@ -365,7 +365,8 @@ def test_missing_pieces_are_named(lab):
 
 
 def test_the_torch_layout_and_json_give_the_same_layer(lab, tmp_path):
-    """wf and wz given out × in (layout "torch"): the same output, echoed as given; the
+    """wf and wz given out × in (layout "torch"): the same output, echoed in the rows layout
+    (a JSON trace's "input" says "rows" of every weight: tests/test_echo_layout.py); the
     problem written as JSON and as npz explains to the same output."""
     import json
 
@@ -382,7 +383,7 @@ def test_the_torch_layout_and_json_give_the_same_layer(lab, tmp_path):
     trace = qkvcalc.explain(**{**problem, **turned, "kimi_delta": layer, "layout": "torch"})
     assert relative(trace.output, out) < TOL
     echoed = _echo(trace.problem.variants.features["kimi_delta"])
-    assert np.array_equal(echoed["wf"], layer["wf"]) and echoed["lower_bound"] == -3.0
+    assert np.array_equal(echoed["wf"], keys["wf"]) and echoed["lower_bound"] == -3.0
     file, packed = tmp_path / "layer.json", tmp_path / "layer.npz"
     with file.open("w") as sink:
         write_problem(problem, sink)

@@ -377,7 +377,8 @@ def test_a_convolution_of_another_activation_is_one_message(tmp_path):
 
 def test_the_torch_layout_gives_the_same_layer(lab):
     """The weights given out × in (layout "torch", as nn.Linear stores them, W_fb and W_gb
-    r wide): the same output, and the echo writes them back as they were given."""
+    r wide): the same output, and the echo writes them in the rows layout (a JSON trace's
+    "input" says "rows" of every weight: tests/test_echo_layout.py)."""
     import qkvcalc
 
     got = lab("kimi_linear-wide", 1)
@@ -391,4 +392,4 @@ def test_the_torch_layout_gives_the_same_layer(lab):
     from qkvcalc.ops.kimi_delta import _echo
 
     echoed = _echo(trace.problem.variants.features["kimi_delta"])
-    assert np.array_equal(echoed["wf_b"], layer["wf_b"]) and np.shape(echoed["wf_b"]) == (12, 6)
+    assert np.array_equal(echoed["wf_b"], keys["wf_b"]) and np.shape(echoed["wf_b"]) == (6, 12)

@@ -75,8 +75,9 @@ def _read(given: dict[str, Any], sizes: Sizes) -> Gate:
 
 
 def _echo(gate: Gate) -> dict[str, Any]:
-    w = gate.w.values.T if gate.layout == "torch" else gate.w.values
-    out: dict[str, Any] = {"wg": w}
+    """The keys again, W_G in the rows layout whatever layout it was given in (a JSON trace's
+    "input" says "layout": "rows" of every weight)."""
+    out: dict[str, Any] = {"wg": gate.w.values}
     if gate.b is not None:
         out["bg"] = gate.b.values[0]
     return out

@@ -327,11 +327,10 @@ def _echo(value: GatedDelta) -> dict[str, Any]:
         out.update({"g": value.g.tolist(), "beta": value.beta.tolist()})
     if value.chunk_given:
         out["chunk"] = value.chunk
-    turned = value.layout == "torch"
-    for key in ("conv", *MADE, "wz", "norm"):
+    for key in ("conv", *MADE, "wz", "norm"):  # held, and echoed, in the rows layout
         found = getattr(value, key)
         if found is not None:
-            out[key] = (found.T if turned and key in ("wa", "wb", "wz") else found).tolist()
+            out[key] = found.tolist()
     if value.wz is not None and value.norm_eps != NORM_EPS:
         out["norm_eps"] = value.norm_eps
     if value.beta_scale != 1.0:

@@ -330,11 +330,10 @@ def _echo(value: KimiDelta) -> dict[str, Any]:
         out["beta"] = value.beta.tolist()
     if value.chunk_given:
         out["chunk"] = value.chunk
-    turned = value.layout == "torch"
-    for key in ("conv", *MADE, "wf", *NORMED, "wz"):
+    for key in ("conv", *MADE, "wf", *NORMED, "wz"):  # held, and echoed, in the rows layout
         found = getattr(value, key)
         if found is not None:
-            out[key] = (found.T if turned and key in TURNED else found).tolist()
+            out[key] = found.tolist()
     if value.lower_bound is not None:
         out["lower_bound"] = value.lower_bound
     if value.norm is not None and value.norm_eps != NORM_EPS:

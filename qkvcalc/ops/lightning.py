@@ -181,8 +181,7 @@ def _echo(value: Lightning) -> dict[str, Any]:
         out["norm"] = value.norm.tolist()
         out["norm_eps"] = value.eps
     if value.gate is not None:
-        w = value.gate.values
-        out["gate"] = (w.T if value.layout == "torch" else w).tolist()
+        out["gate"] = value.gate.values.tolist()  # in the rows layout, as held
     return out
 
 
