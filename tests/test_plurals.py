@@ -194,3 +194,24 @@ def test_extract_describes_a_one_token_prompt_in_the_singular(tmp_path, ids, wor
     build("llama").save_pretrained(folder)
     problem = qkvcalc.extract(str(folder), layer=0, input_ids=ids)
     assert words in problem["description"], problem["description"]
+
+
+SIZES = {
+    "doc": "n = 1 query, m = 1 key, d_k = 2, d_v = 2 per head, H = 1 head, G = 1 key/value head.",
+    "multihead": "n = 3 queries, m = 3 keys, d_k = 2, d_v = 2 per head, H = 2 heads, "
+    "G = 2 key/value heads.",
+}
+
+
+@pytest.mark.parametrize("preset", sorted(SIZES))
+def test_the_torch_scripts_header_counts_its_sizes_in_english(preset):
+    """The torch script's fourth line (a comment) gave "n = 1 queries … H = 1 heads"."""
+    from qkvcalc.input import presets
+    from qkvcalc.input.problem import Problem
+    from qkvcalc.render import RenderOptions, render
+    from qkvcalc.run.engine import run
+
+    doc = presets.load(preset)
+    trace = run(Problem.from_mapping(doc.get("examples", [doc])[0] if "examples" in doc else doc))
+    script = render(trace, "torch", RenderOptions(width=100, color=False))
+    assert script.splitlines()[3] == "# " + SIZES[preset]

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from qkvcalc.i18n import plural
 from qkvcalc.ops import features
 from qkvcalc.ops.table import OPS
 from qkvcalc.plan import ids
@@ -147,8 +148,9 @@ def _preamble(trace: Trace) -> list[str]:
     add("# Run it with: python this_script.py   (needs torch >= 2.0, as qkvcalc[torch])")
     add("# It exits 1, printing the difference, if PyTorch and qkvcalc disagree beyond 1e-9.")
     add(
-        f"# n = {n} queries, m = {m} keys, d_k = {d_k}, d_v = {d_v} per head, "
-        f"H = {H} heads, G = {G} key/value heads."
+        f"# n = {n} {plural(n, 'query', 'queries')}, m = {m} {plural(m, 'key', 'keys')}, "
+        f"d_k = {d_k}, d_v = {d_v} per head, H = {H} {plural(H, 'head', 'heads')}, "
+        f"G = {G} key/value {plural(G, 'head', 'heads')}."
     )
     add("import math")
     add("import sys")
