@@ -702,6 +702,9 @@ def test_a_dtype_preset_script_agrees_stage_by_stage(name, tmp_path):
     assert trace.precision is not None
     stdout = run_script(render_torch(trace, RenderOptions()), tmp_path)  # exit 0
     assert "of qkvcalc's stages against the plan's in torch" in stdout
+    assert "# Each stage's float64 twin as qkvcalc computed it" in render_torch(
+        trace, RenderOptions()
+    )
 
 
 @pytest.mark.parametrize("name", ["dk64", "mla", "tiles"])

@@ -953,7 +953,10 @@ def _stages_checked(trace: Trace) -> list[str]:
         "",
         "",
         "checked = []",
-        "# Each stage as qkvcalc computed it, against the plan's in torch (a name says the stage).",
+        "# Each stage as qkvcalc computed it, against the plan's in torch (a name says the stage)."
+        if trace.precision is None
+        else "# Each stage's float64 twin as qkvcalc computed it (the script runs in float64, not "
+        "in the --dtype), against the plan's in torch.",
     ]
     for stage, want in zip(stages, wants, strict=True):
         if want is None:  # --dtype: a stage without a float64 twin
