@@ -130,6 +130,9 @@ class Stage:
     # in float64 from the unrounded inputs (the plain run's), `error` how far apart they are
     twin: Data | None = None
     error: Error | None = None
+    # --dtype, where the dtype held the parameters otherwise (RoPE's angles, the sinks): the
+    # float64 twin's own, which `params` no longer are (the torch script's plan reads them)
+    twin_params: dict[str, Any] | None = None
 
     # ---- the spec's fields, read through the stage ----------------------------------------
 

@@ -195,3 +195,18 @@ def test_heads_refuses_a_loaded_model_as_a_whole(lab):
         attention_maps(lab["model"], input_ids=IDS)
     assert err.value.msg.key == "extract.dsv4" and LAYERS in str(err.value)
     assert "DeepSeek-V4 모델이며" in err.value.message("ko")
+
+
+def test_the_why_says_the_values_turn_and_neither_is_expressed():
+    """Reviewed (wt-check): "keys and values … turned with the keys" read as the keys turned with
+    themselves, and the whole model's "projection, which no key … expresses" said the grouped
+    output projection (one linear map) cannot be expressed; each says what turns and "either"."""
+    from qkvcalc.i18n import Msg
+
+    for key in ("extract.dsv4", "extract.dsv4_layer"):
+        for why in ("dsv4.why", "dsv4.why_compressed"):
+            msg = Msg(key, model="m", layer=0, kind="k", why=Msg(why), layers="0: k")
+            en, ko = msg.text("en"), msg.text("ko")
+            assert "so the values are turned (RoPE) with the keys" in en, en
+            assert "projection, which" not in en and "(K = V) and turned" not in en, en
+            assert "Value도 Key와 함께 회전(RoPE)합니다" in ko and "이것을" not in ko, ko

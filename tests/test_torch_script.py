@@ -682,3 +682,36 @@ def test_the_script_says_what_it_measured_labels_rows_and_needs_torch_politely(t
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert run.stderr.strip() == "This script needs PyTorch (2.0 or later): pip install torch"
+
+
+# ---- reviewed (wt-check): the script's sentences hold under the preset's own --dtype ---------
+
+DTYPE_PRESETS = sorted(name for name in presets.names() if "dtype" in presets.load(name))
+OK_LINE = re.compile(r"^OK: PyTorch agrees with qkvcalc: largest difference (\S+) ", re.MULTILINE)
+MEASURED = re.compile(r"(?:max \|.+ - qkvcalc\| =|largest difference) (\S+)$", re.MULTILINE)
+
+
+@pytest.mark.parametrize("name", DTYPE_PRESETS)
+def test_a_dtype_preset_script_agrees_stage_by_stage(name, tmp_path):
+    """Under --dtype the stages are checked against their float64 twins, so the plan in torch
+    must run with the twin's parameters: bf16rope's script printed MISMATCH for q_rot … weights
+    (its angles were bfloat16's, 257 rounded to 256) and exited 1 though qkvcalc was right."""
+    from qkvcalc.run.precision import run as run_in_dtype
+
+    trace = run_in_dtype(Problem.from_mapping(presets.load(name)))
+    assert trace.precision is not None
+    stdout = run_script(render_torch(trace, RenderOptions()), tmp_path)  # exit 0
+    assert "of qkvcalc's stages against the plan's in torch" in stdout
+    assert "# Each stage's float64 twin as qkvcalc computed it" in render_torch(
+        trace, RenderOptions()
+    )
+
+
+@pytest.mark.parametrize("name", ["dk64", "mla", "tiles"])
+def test_the_ok_line_says_the_largest_difference_of_all(name, tmp_path):
+    """The OK line named the difference nearest its own tolerance as the 'largest difference'
+    (dk64: SDPA's 6.7e-16, while stage scores differed by 3.6e-15)."""
+    stdout = run_script(script_of(presets.load(name))[0], tmp_path)
+    (said,) = OK_LINE.findall(stdout)
+    measured = [float(v) for v in MEASURED.findall(stdout.split("OK:")[0])]
+    assert float(said) == max(measured), stdout

@@ -2579,23 +2579,25 @@ MESSAGES: dict[str, str] = {
     "extract does not read: {why}. No layer of a DeepSeek-V4 model extracts yet; this model's "
     "layers are {layers}",
     "extract.dsv4": "{model} is a DeepSeek-V4 model, which qkvcalc extract does not read: in "
-    "every layer the keys and values are one vector per token, shared by every query head (K = V) "
-    "and turned with the keys, and each head's output is turned back by its query's position "
-    "before the grouped output projection, which no key of the input format expresses. No layer "
-    "of it extracts yet; its layers are {layers}",
+    "every layer the keys and values are one vector per token, shared by every query head (K = V), "
+    "so the values are turned (RoPE) with the keys, and each head's output is turned back by its "
+    "query's position before the grouped output projection; no key of the input format expresses "
+    "either. No layer of it extracts yet; its layers are {layers}",
     "dsv4.sliding": "sliding-window attention (W = {window})",
     "dsv4.csa": "compressed sparse attention (m = {m}, top {top_k})",
     "dsv4.hca": "heavily compressed attention (m = {m})",
     "dsv4.other": "{name!r} (a kind qkvcalc does not know)",
     "dsv4.layers": "{layers}: {kind}",
     "dsv4.join": "{first}; {rest}",
-    "dsv4.why": "its keys and values are one vector per token, shared by every query head (K = V) "
-    "and turned with the keys, and each head's output is turned back by its query's position "
-    "before the grouped output projection; no key of the input format expresses either",
+    "dsv4.why": "its keys and values are one vector per token, shared by every query head (K = V), "
+    "so the values are turned (RoPE) with the keys, and each head's output is turned back by its "
+    "query's position before the grouped output projection; no key of the input format expresses "
+    "either",
     "dsv4.why_compressed": "its keys and values are one vector per token, shared by every query "
-    "head (K = V) and turned with the keys, and each head's output is turned back by its query's "
-    "position before the grouped output projection; it also attends to entries pooled from the "
-    "tokens' projections, one per m tokens; no key of the input format expresses any of these",
+    "head (K = V), so the values are turned (RoPE) with the keys, and each head's output is turned "
+    "back by its query's position before the grouped output projection; it also attends to "
+    "entries pooled from the tokens' projections, one per m tokens; no key of the input format "
+    "expresses any of these",
     "hybrid.gated_deltanet": "linear-attention (Gated DeltaNet)",
     "hybrid.mamba": "state-space (Mamba)",
     "hybrid.short_conv": "short-convolution",

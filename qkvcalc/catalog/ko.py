@@ -2534,22 +2534,23 @@ MESSAGES: dict[str, str] = {
     "읽지 못하는 층입니다. {why}. DeepSeek-V4 모델의 층은 아직 하나도 추출되지 않습니다. 이 "
     "모델의 층: {layers}",
     "extract.dsv4": "{model}: DeepSeek-V4 모델이며, qkvcalc extract가 읽지 못합니다. 모든 층에서 "
-    "Key와 Value가 토큰마다 한 벡터(K = V)로, 모든 Query 헤드가 함께 쓰고 Key와 함께 회전합니다. "
-    "또 각 헤드의 출력은 그룹 출력 투영 전에 자기 Query의 위치만큼 거꾸로 회전합니다. 입력 형식의 "
-    "어떤 키로도 이것을 나타낼 수 없습니다. 아직 추출되는 층이 없습니다. 이 모델의 층: {layers}",
+    "Key와 Value가 토큰마다 한 벡터(K = V)이고 모든 Query 헤드가 함께 쓰므로, Value도 Key와 함께 "
+    "회전(RoPE)합니다. 또 각 헤드의 출력은 그룹 출력 투영 전에 자기 Query의 위치만큼 거꾸로 "
+    "회전합니다. 입력 형식의 어떤 키로도 둘 중 어느 것도 나타낼 수 없습니다. 아직 추출되는 층이 "
+    "없습니다. 이 모델의 층: {layers}",
     "dsv4.sliding": "슬라이딩 윈도우 어텐션(W = {window})",
     "dsv4.csa": "압축 희소 어텐션(m = {m}, 상위 {top_k}개)",
     "dsv4.hca": "고압축 어텐션(m = {m})",
     "dsv4.other": "{name!r}(qkvcalc가 모르는 종류)",
     "dsv4.layers": "{layers}: {kind}",
     "dsv4.join": "{first}; {rest}",
-    "dsv4.why": "Key와 Value가 토큰마다 한 벡터(K = V)로, 모든 Query 헤드가 함께 쓰고 Key와 함께 "
-    "회전합니다. 또 각 헤드의 출력은 그룹 출력 투영 전에 자기 Query의 위치만큼 거꾸로 "
-    "회전합니다. 입력 형식의 어떤 키로도 둘 다 나타낼 수 없습니다",
-    "dsv4.why_compressed": "Key와 Value가 토큰마다 한 벡터(K = V)로, 모든 Query 헤드가 함께 쓰고 "
-    "Key와 함께 회전합니다. 또 각 헤드의 출력은 그룹 출력 투영 전에 자기 Query의 위치만큼 "
-    "거꾸로 회전합니다. 그리고 토큰들의 투영을 m개마다 하나로 모은 항목에도 어텐션합니다. 입력 "
-    "형식의 어떤 키로도 이 중 어느 것도 나타낼 수 없습니다",
+    "dsv4.why": "Key와 Value가 토큰마다 한 벡터(K = V)이고 모든 Query 헤드가 함께 쓰므로, Value도 "
+    "Key와 함께 회전(RoPE)합니다. 또 각 헤드의 출력은 그룹 출력 투영 전에 자기 Query의 위치만큼 "
+    "거꾸로 회전합니다. 입력 형식의 어떤 키로도 둘 중 어느 것도 나타낼 수 없습니다",
+    "dsv4.why_compressed": "Key와 Value가 토큰마다 한 벡터(K = V)이고 모든 Query 헤드가 함께 "
+    "쓰므로, Value도 Key와 함께 회전(RoPE)합니다. 또 각 헤드의 출력은 그룹 출력 투영 전에 자기 "
+    "Query의 위치만큼 거꾸로 회전합니다. 그리고 토큰들의 투영을 m개마다 하나로 모은 항목에도 "
+    "어텐션합니다. 입력 형식의 어떤 키로도 이 중 어느 것도 나타낼 수 없습니다",
     "hybrid.gated_deltanet": "선형 어텐션(Gated DeltaNet)",
     "hybrid.mamba": "상태 공간(Mamba)",
     "hybrid.short_conv": "짧은 합성곱",

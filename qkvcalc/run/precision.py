@@ -261,7 +261,9 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
         notes.append(Msg(f"precision.mask_{r.policy}", fill=fill, dtype=r.kept or str(r.dtype)))
     details = out.details or {}
     if out.params:  # the parameters as the dtype held them: what the cell arithmetic shows
+        float64 = stage.params  # the twin's, computed from these
         stage = replace(stage, spec=replace(stage.spec, params={**stage.params, **out.params}))
+        stage = replace(stage, twin_params=float64)
     said = "precision.stage_exact" if error.max_abs == 0 else "precision.stage_error"
     notes.append(Msg(said, **_error_words(error, r)))
     return replace(
