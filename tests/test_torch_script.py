@@ -701,7 +701,7 @@ def test_a_dtype_preset_script_agrees_stage_by_stage(name, tmp_path):
     trace = run_in_dtype(Problem.from_mapping(presets.load(name)))
     assert trace.precision is not None
     stdout = run_script(render_torch(trace, RenderOptions()), tmp_path)  # exit 0
-    assert "of qkvcalc's stages against the plan's in torch" in stdout
+    assert "forward stages" in stdout and "against the plan's in torch" in stdout
     assert "# Each stage's float64 twin as qkvcalc computed it" in render_torch(
         trace, RenderOptions()
     )
@@ -715,3 +715,15 @@ def test_the_ok_line_says_the_largest_difference_of_all(name, tmp_path):
     (said,) = OK_LINE.findall(stdout)
     measured = [float(v) for v in MEASURED.findall(stdout.split("OK:")[0])]
     assert float(said) == max(measured), stdout
+
+
+def test_the_stage_count_says_whether_it_is_every_forward_stage(tmp_path):
+    """It printed "10 of qkvcalc's stages", which reads as a part of them: it is every forward
+    stage (under --dtype, those with a float64 twin)."""
+    trace = run(Problem.from_mapping(presets.load("doc")))
+    stdout = run_script(render_torch(trace, RenderOptions()), tmp_path)
+    said = [line for line in stdout.splitlines() if "against the plan's in torch" in line]
+    assert said == [
+        "10 stages, every one of qkvcalc's forward stages, against the plan's in torch: "
+        "largest difference 0.0"
+    ]

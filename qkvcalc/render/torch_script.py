@@ -146,7 +146,8 @@ def _preamble(trace: Trace) -> list[str]:
     title = f" (preset {p.preset})" if p.preset is not None else ""
     add(f"# qkvcalc --format torch{title}: the same attention in PyTorch, float64.")
     add("# Run it with: python this_script.py   (needs torch >= 2.0, as qkvcalc[torch])")
-    add("# It exits 1, printing the difference, if PyTorch and qkvcalc disagree beyond 1e-9.")
+    add("# It exits 1, printing the difference, if PyTorch and qkvcalc disagree by more than")
+    add("# 1e-9 times the larger of 1 and the largest |value| compared.")
     add(
         f"# n = {n} {plural(n, 'query', 'queries')}, m = {m} {plural(m, 'key', 'keys')}, "
         f"d_k = {d_k}, d_v = {d_v} per head, H = {H} {plural(H, 'head', 'heads')}, "
@@ -967,9 +968,14 @@ def _stages_checked(trace: Trace) -> list[str]:
         where += "" if stage.step is None else f" step {stage.step}"
         where += "" if stage.block is None else f" block {stage.block}"
         out.append(f"stage_check({text_literal(where)}, {stage_name(stage.ref)}, {literal(want)})")
+    said = (
+        "every one of qkvcalc's forward stages"
+        if all(want is not None for want in wants)
+        else "qkvcalc's forward stages that have a float64 twin"
+    )
     out += [
         "largest = max(differences[name] for name in checked)",
-        "print(len(checked), \"of qkvcalc's stages against the plan's in torch:\",",
+        f'print(len(checked), "stages, {said}, against the plan\'s in torch:",',
         '      "largest difference", largest)',
     ]
     return out
