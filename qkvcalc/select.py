@@ -122,7 +122,7 @@ def brief_steps(trace: Trace, most: int) -> Trace:
         left_out.update(gone)
         first, last = trace.stages[gone[0]], trace.stages[gone[-1]]
         noted[found[-1]] = Msg(
-            "note.brief_steps",
+            first.spec.params.get("brief_note", "note.brief_steps"),  # a gradient's own words
             id=stage_id,
             from_symbol=first.spec.symbol,
             to_symbol=last.spec.symbol,

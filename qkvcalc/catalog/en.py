@@ -147,6 +147,10 @@ MESSAGES: dict[str, str] = {
     "note.brief_steps": "Not shown (--detail brief): {from_symbol} … {to_symbol}, the states "
     "after tokens {first} to {last}, {count} of this head's {total}. --detail full shows every "
     "one (this head's alone: --stages {id} --head {head} --detail full).",
+    "note.brief_grad_steps": "Not shown (--detail brief): {from_symbol} … {to_symbol}, the "
+    "gradients of the states after tokens {first} down to {last}, {count} of this head's {total}. "
+    "--detail full shows every one (this head's alone: --stages {id} --head {head} --detail "
+    "full).",
     "note.rounded": "≈: the numbers in the arithmetic are shown rounded to {precision} "
     "decimals, and the result is computed from the unrounded ones, so redoing it by hand can "
     "differ in the last digit.",
@@ -489,6 +493,53 @@ MESSAGES: dict[str, str] = {
     "stage.lightning_gated.why": "Each cell of the stage before times its gate σ(X·W_G), which "
     "the token itself decides (MiniMax: sigmoid(output_gate(x)) times the normalized output). "
     "After this, the heads are joined and out_proj (W_O) mixes them.",
+    "stage.lightning_grad_state.title": "Backward: the gradient of the state, walked in reverse",
+    "stage.lightning_grad_state.why": "S_t is read twice: by this token's output "
+    "o_t = S_tᵀ·q_t, and by the next state S_(t+1) = e^(−λ)·S_t + k_(t+1)·v_(t+1)ᵀ. So its "
+    "gradient is q_t·do_tᵀ (from the output) plus e^(−λ) times the next state's gradient: the "
+    "states are walked from the last token back to the first, and what a later token's output "
+    "asks of the state reaches the earlier tokens faded once per step.",
+    "stage.lightning_grad_q.title": "Backward: dQ, each Query from the state it read",
+    "stage.lightning_grad_q.why": "o_t = S_tᵀ·q_t, so with the state fixed the output is linear "
+    "in q_t: dq_t = S_t·do_t, the state token t read, times its output's gradient.",
+    "stage.lightning_grad_k.title": "Backward: dK, each Key from the state's gradient",
+    "stage.lightning_grad_k.why": "Token t wrote k_t·v_tᵀ into S_t, so dk_t = dS_t·v_t: the "
+    "state's gradient at t (which already holds what every later token asks of it) times the "
+    "token's own Value.",
+    "stage.lightning_grad_v.title": "Backward: dV, each Value from the state's gradient",
+    "stage.lightning_grad_v.why": "The same write k_t·v_tᵀ seen from the Value's side: "
+    "dv_t = dS_tᵀ·k_t.",
+    "stage.grad_back.silu.title": "Backward through silu",
+    "stage.grad_back.silu.why": "silu(x) = x·σ(x) has the derivative σ(x)·(1 + x·(1 − σ(x))): "
+    "about 1 for a large positive x, about 0 for a large negative one (silu flattens there), "
+    "½ at x = 0.",
+    "stage.lightning_rms_share.title": "Backward: this head's share of the root's gradient",
+    "stage.lightning_rms_share.why": "out_N = out / r ⊙ w, and r (one per row) is shared by "
+    "every head: each head hands back its part of dr, −Σⱼ d(out_N)ⱼ·wⱼ·outⱼ / r², and the "
+    "parts are added.",
+    "stage.grad_o_rms.title": "Backward: the gradient of each row's root",
+    "stage.grad_o_rms.why": "The root r was read by every head's normalized output, so its "
+    "gradient adds every head's share (the chain rule's sum over the paths).",
+    "stage.lightning_rms_back.title": "Backward through the norm over the joined heads",
+    "stage.lightning_rms_back.why": "Each cell of the head's output reached the loss along two "
+    "paths: divided by r and multiplied by its weight, d(out_N) ⊙ w / r; and through r itself, "
+    "∂r/∂out = out / (D·r) with D the joined width, times dr. The two are added.",
+    "note.lightning_grad_state": "Walked from the last token back: dS_(n+1) = 0 (no token "
+    "reads the last state after its own output). Each cell: q_t[i]·do_t[j] + e^(−λ)·dS_(t+1)[i,j], "
+    "with λ = {slope}: e^(−λ) ≈ {decay}.",
+    "stage.grad_lightning_norm.title": "Backward: the gradient of the norm's weight",
+    "stage.grad_lightning_norm.why": "out_N = out / r ⊙ w: each weight multiplied one column of "
+    "the normalized output in every row, so its gradient adds, over the tokens, that column's "
+    "d(out_N) times out / r.",
+    "hint.lightning_grad_state": "{cell} = q_{t}[{i}]·do_{t}[{j}] + e^(−λ)·dS_{next}[{i},{j}]: "
+    "this token's Query times its output's gradient, plus the next state's gradient decayed "
+    "once (the last token's state has only the first term).",
+    "hint.lightning_grad_q": "{cell} is row {j} of the state after token {i}, S_{i}, times row "
+    "{i} of {other}: Σ_c S_{i}[{j},c]·{other}[{i},c].",
+    "hint.lightning_grad_k": "{cell} is row {j} of dS_{i} times row {i} of {other}: "
+    "Σ_c dS_{i}[{j},c]·{other}[{i},c].",
+    "hint.lightning_grad_v": "{cell} is column {j} of dS_{i} times row {i} of {other}: "
+    "Σ_c dS_{i}[c,{j}]·{other}[{i},c].",
     "note.lightning_silu": "silu(x) = x·σ(x) = x / (1 + e^(−x)), cell by cell.",
     "note.lightning_state": "S_0 = 0. Each cell: e^(−λ)·S_(t−1)[i,j] + k_t[i]·v_t[j], with λ = "
     "{slope}: e^(−λ) ≈ {decay}.",
@@ -547,8 +598,9 @@ MESSAGES: dict[str, str] = {
     "through its state: leave out --decode.",
     "lightning.tiles": "A lightning-attention layer (lightning) has no softmax to compute in "
     "tiles: leave out --tiles.",
-    "lightning.train": "train does not learn through a lightning-attention layer (lightning) "
-    "yet: leave out lightning to train.",
+    "lightning.train": "train does not learn a lightning-attention layer's own norm weight and "
+    "output gate yet (lightning's norm and gate): leave them out to train W_Q, W_K, W_V and W_O "
+    "(explain --backward shows their gradients).",
     "lightning.backward": "--backward does not go through a lightning-attention layer "
     "(lightning) yet: leave out --backward.",
     "lightning.dtype": "--dtype does not round a lightning-attention layer (lightning) yet: "
@@ -3212,6 +3264,9 @@ MESSAGES: dict[str, str] = {
     "backward.no_loss": "--backward needs a place for the gradient to start: give one of "
     "grad_output (dL/dO, n × d_out), target (T, n × d_out; L = ½·Σ(O − T)²) or attend (one key "
     "per query, 1-based; L = −Σᵢ log A[i, tᵢ])",
+    "backward.attend_mixer": "attend puts the loss on softmax weights, and a linear-attention "
+    "layer has none (its n×n matrix is never formed, and its rows are no distribution): give "
+    "target or grad_output for --backward",
     "backward.decode": "--backward runs on the whole sequence at once: drop decode (a KV cache "
     "changes when the numbers are computed, not what the gradients are)",
     "loss.several": "give one place for the gradient to start, not several: {keys}",
@@ -3440,6 +3495,9 @@ MESSAGES: dict[str, str] = {
     "with scale 1, and show both losses side by side: what √d_k does to learning, on this problem.",
     "train.progress": "Training",
     "train.progress_unscaled": "Training with scale 1",
+    "train.compare_scale_mixer": "--compare-scale trains again with the scores not scaled, but "
+    "a linear-attention layer has no scaled scores (no 1/√d_k before a softmax): there is "
+    "nothing to compare.",
     "train.compare_scale_one": "--compare-scale trains again with scale 1, but this problem's "
     "scale is already 1: there is nothing to compare.",
     "dataset.not_list": "{key} must be a list of examples (objects of the input format), and "

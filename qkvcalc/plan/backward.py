@@ -91,6 +91,8 @@ def backward(
         more, walked = walk(p, by, [final], seeds, whole_plan, specs, stops, shares)
         specs += more
     else:
+        if features.mixing(p) is not None:  # a linear layer's weights are no softmax's
+            raise QkvcalcError("backward.attend_mixer")
         _check_targets(p)
     for h in heads:
         if not flows or tiled:  # `attend`, from each head's weights; in tiles, FlashAttention-2's

@@ -21,6 +21,7 @@ from rich.text import Text
 from qkvcalc.i18n import translate
 from qkvcalc.input.fields import DISPLAY
 from qkvcalc.labels import display_width, safe
+from qkvcalc.ops import features
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.json_doc import dumps, input_json, matrix_json
 from qkvcalc.render.terminal import beside, matrix_lines, to_text
@@ -168,7 +169,11 @@ def run_notes(training: Training, opts: RenderOptions) -> list[str]:
     out += rise_notes(training, opts)
     if training.unscaled is not None:
         out.append(compare_sentence(training, opts))
-    elif p.scale != 1 and not all(_one_key_each(q) for q in training.examples or (p,)):
+    elif (
+        p.scale != 1
+        and features.mixing(p) is None
+        and not all(_one_key_each(q) for q in training.examples or (p,))
+    ):
         out.append(scale_hint(p, opts))
     return out
 
