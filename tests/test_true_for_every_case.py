@@ -92,7 +92,7 @@ def test_a_worksheet_states_the_target_so_not_yet_no_longer_says_it_does_not(fmt
     assert "worksheet" not in NOT_YET.lower() and "beside the sheet" not in NOT_YET
 
 
-@pytest.mark.parametrize("preset", ["deltanet", "kda"])
+@pytest.mark.parametrize("preset", ["kda"])
 def test_what_not_yet_names_is_refused_in_one_message(preset):
     assert f"`{preset}`" in NOT_YET
     one_message(

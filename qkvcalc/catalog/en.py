@@ -443,10 +443,12 @@ MESSAGES: dict[str, str] = {
     "through its state: leave out --decode.",
     "gated_delta.tiles": "A Gated DeltaNet layer (gated_delta) has no softmax to compute in "
     "tiles: leave out --tiles.",
-    "gated_delta.train": "train does not learn through a Gated DeltaNet layer (gated_delta) yet: "
-    "leave out gated_delta to train.",
-    "gated_delta.backward": "--backward does not go through a Gated DeltaNet layer (gated_delta) "
-    "yet: leave out --backward.",
+    "gated_delta.train": "train learns through a Gated DeltaNet layer's core (gated_delta with g "
+    "and beta given), not yet through the whole layer's own pieces (conv; wa, wb, a_log, dt_bias; "
+    "wz and norm): leave them out to train.",
+    "gated_delta.backward": "--backward goes through a Gated DeltaNet layer's core (gated_delta "
+    "with g and beta given), not yet through the whole layer's own pieces (conv; wa, wb, a_log, "
+    "dt_bias; wz and norm): leave them out, or leave out --backward.",
     "gated_delta.dtype": "--dtype does not round a Gated DeltaNet layer (gated_delta) yet: leave "
     "out --dtype.",
     # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
@@ -540,6 +542,35 @@ MESSAGES: dict[str, str] = {
     "Σ_c dS_{i}[{j},c]·{other}[{i},c].",
     "hint.lightning_grad_v": "{cell} is column {j} of dS_{i} times row {i} of {other}: "
     "Σ_c dS_{i}[c,{j}]·{other}[{i},c].",
+    "stage.gdn_grad_state.title": "Backward: the gradient of the state, walked in reverse",
+    "stage.gdn_grad_state.why": "S_t is read by this token's output o_t = S_tᵀ·q̂_t and by the "
+    "next state, S_(t+1) = A_(t+1)·S_t + β_(t+1)·k̂_(t+1)·v_(t+1)ᵀ with A = e^g·(I − β·k̂·k̂ᵀ). So "
+    "its gradient is q̂_t·do_tᵀ plus A_(t+1) times the next state's gradient (A is symmetric): "
+    "walked from the last token back, each step decays it by e^g and takes out, along the next "
+    "Key, the part the delta rule overwrote.",
+    "stage.gdn_grad_q.title": "Backward: dQ̂, each normalized Query from the state it read",
+    "stage.gdn_grad_q.why": "o_t = S_tᵀ·q̂_t, so dq̂_t = S_t·do_t: the state token t read, times "
+    "its output's gradient.",
+    "stage.gdn_grad_k.title": "Backward: dK̂, each normalized Key from the state's gradient",
+    "stage.gdn_grad_k.why": "The Key both reads the state (m_t = S'_tᵀ·k̂_t, with S'_t = "
+    "e^(g_t)·S_(t−1)) and writes along itself, so it gets two terms: β_t·dS_t·u_t from the write "
+    "(u_t = v_t − m_t, what was new) and −β_t·S'_t·c_t from the read (c_t = dS_tᵀ·k̂_t).",
+    "stage.gdn_grad_v.title": "Backward: dV, each Value from the state's gradient",
+    "stage.gdn_grad_v.why": "Token t wrote β_t·k̂_t·v_tᵀ (minus what the state already held), so "
+    "dv_t = β_t·dS_tᵀ·k̂_t = β_t·c_t.",
+    "stage.gdn_grad_gates.title": "Backward: the gradients of g and β",
+    "stage.gdn_grad_gates.why": "dβ_t = c_t·u_t: how much the write's strength helps, the "
+    "gradient along the Key times what was new. dg_t: the decay multiplied S'_t = e^(g_t)·S_(t−1), "
+    "so dg_t adds the cells of (I − β_t·k̂_t·k̂_tᵀ)·dS_t (the gradient S'_t received) times S'_t's; "
+    "0 for the first token, whose S_0 = 0.",
+    "stage.grad_back.l2norm.title": "Backward through the L2 norm",
+    "stage.grad_back.l2norm.why": "y = s·x·ρ with ρ = 1/√(Σx² + 10⁻⁶): dx = s·(ρ·dy − x·ρ³·Σ(x ⊙ "
+    "dy)). The part of dy along x itself is taken out: a normalized row cannot grow longer.",
+    "note.gdn_grad_state": "Walked from the last token back: dS_(n+1) = 0. Each cell: q̂_t[i]·"
+    "do_t[j] + e^(g_(t+1))·(dS_(t+1)[i,j] − β_(t+1)·k̂_(t+1)[i]·c_j), c = dS_(t+1)ᵀ·k̂_(t+1).",
+    "hint.gdn_grad_state": "{cell} = q̂_{t}[{i}]·do_{t}[{j}] + e^(g_{next})·(dS_{next}[{i},{j}] − "
+    "β_{next}·k̂_{next}[{i}]·c_{j}), c = dS_{next}ᵀ·k̂_{next} (the last token's state has only the "
+    "first term).",
     "note.lightning_silu": "silu(x) = x·σ(x) = x / (1 + e^(−x)), cell by cell.",
     "note.lightning_state": "S_0 = 0. Each cell: e^(−λ)·S_(t−1)[i,j] + k_t[i]·v_t[j], with λ = "
     "{slope}: e^(−λ) ≈ {decay}.",

@@ -440,10 +440,12 @@ MESSAGES: dict[str, str] = {
     "계산합니다: --decode를 빼세요.",
     "gated_delta.tiles": "Gated DeltaNet 층(gated_delta)에는 타일로 나눠 계산할 소프트맥스가 "
     "없습니다: --tiles를 빼세요.",
-    "gated_delta.train": "train은 아직 Gated DeltaNet 층(gated_delta)을 거쳐 학습하지 않습니다: "
-    "학습하려면 gated_delta를 빼세요.",
-    "gated_delta.backward": "--backward는 아직 Gated DeltaNet 층(gated_delta)을 거치지 않습니다: "
-    "--backward를 빼세요.",
+    "gated_delta.train": "train은 Gated DeltaNet 층의 핵심(g와 beta를 준 gated_delta)을 거쳐 "
+    "학습하지만, 층 전체의 부품(conv; wa, wb, a_log, dt_bias; wz와 norm)은 아직 거치지 않습니다: "
+    "학습하려면 그 키들을 빼세요.",
+    "gated_delta.backward": "--backward는 Gated DeltaNet 층의 핵심(g와 beta를 준 gated_delta)을 "
+    "거치지만, 층 전체의 부품(conv; wa, wb, a_log, dt_bias; wz와 norm)은 아직 거치지 않습니다: "
+    "그 키들을 빼거나 --backward를 빼세요.",
     "gated_delta.dtype": "--dtype은 아직 Gated DeltaNet 층(gated_delta)을 반올림하지 않습니다: "
     "--dtype을 빼세요.",
     # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
@@ -533,6 +535,33 @@ MESSAGES: dict[str, str] = {
     "짝끼리 곱해 더합니다: Σ_c dS_{i}[{j},c]·{other}[{i},c].",
     "hint.lightning_grad_v": "{cell} 칸: dS_{i} 행렬 안의 열 {j} 곱하기 {other} 행렬 안의 행 {i}, "
     "짝끼리 곱해 더합니다: Σ_c dS_{i}[c,{j}]·{other}[{i},c].",
+    "stage.gdn_grad_state.title": "역전파: 거꾸로 따라가는 상태의 기울기",
+    "stage.gdn_grad_state.why": "S_t는 이 토큰의 출력 o_t = S_tᵀ·q̂_t와 다음 상태 S_(t+1) = "
+    "A_(t+1)·S_t + β_(t+1)·k̂_(t+1)·v_(t+1)ᵀ(A = e^g·(I − β·k̂·k̂ᵀ))가 읽습니다. 그래서 그 기울기는 "
+    "q̂_t·do_tᵀ에 다음 상태의 기울기의 A_(t+1)배를 더한 것입니다(A는 대칭): 마지막 토큰에서 "
+    "거슬러 가며, 한 단계마다 e^g로 감쇠하고 델타 규칙이 덮어쓴 부분을 다음 Key 방향에서 뺍니다.",
+    "stage.gdn_grad_q.title": "역전파: dQ̂, 정규화한 각 Query는 자신이 읽은 상태에서",
+    "stage.gdn_grad_q.why": "o_t = S_tᵀ·q̂_t이므로 dq̂_t = S_t·do_t: 토큰 t가 읽은 상태에 그 "
+    "출력의 기울기를 곱한 것입니다.",
+    "stage.gdn_grad_k.title": "역전파: dK̂, 정규화한 각 Key는 상태의 기울기에서",
+    "stage.gdn_grad_k.why": "Key는 상태를 읽기도 하고(m_t = S'_tᵀ·k̂_t, S'_t = e^(g_t)·S_(t−1)) "
+    "자기 방향으로 쓰기도 하므로 두 항을 받습니다: 쓰기에서 β_t·dS_t·u_t(u_t = v_t − m_t, 새로운 "
+    "것), 읽기에서 −β_t·S'_t·c_t(c_t = dS_tᵀ·k̂_t).",
+    "stage.gdn_grad_v.title": "역전파: dV, 각 Value는 상태의 기울기에서",
+    "stage.gdn_grad_v.why": "토큰 t는 β_t·k̂_t·v_tᵀ를 썼으므로(상태가 이미 가진 것을 빼고) "
+    "dv_t = β_t·dS_tᵀ·k̂_t = β_t·c_t입니다.",
+    "stage.gdn_grad_gates.title": "역전파: g와 β의 기울기",
+    "stage.gdn_grad_gates.why": "dβ_t = c_t·u_t: 쓰기 세기가 얼마나 도움이 되는지, Key 방향의 "
+    "기울기 곱하기 새로운 것. dg_t: 감쇠는 S'_t = e^(g_t)·S_(t−1)를 곱했으므로, dg_t는 "
+    "(I − β_t·k̂_t·k̂_tᵀ)·dS_t(S'_t가 받은 기울기)의 칸과 S'_t의 칸을 곱해 더한 것입니다. 첫 "
+    "토큰은 S_0 = 0이므로 0입니다.",
+    "stage.grad_back.l2norm.title": "L2 정규화를 거치는 역전파",
+    "stage.grad_back.l2norm.why": "y = s·x·ρ, ρ = 1/√(Σx² + 10⁻⁶): dx = s·(ρ·dy − x·ρ³·Σ(x ⊙ "
+    "dy)). dy 중 x 자신의 방향 성분은 빠집니다: 정규화한 행은 더 길어질 수 없습니다.",
+    "note.gdn_grad_state": "마지막 토큰에서 거슬러 갑니다: dS_(n+1) = 0. 각 칸: q̂_t[i]·do_t[j] + "
+    "e^(g_(t+1))·(dS_(t+1)[i,j] − β_(t+1)·k̂_(t+1)[i]·c_j), c = dS_(t+1)ᵀ·k̂_(t+1).",
+    "hint.gdn_grad_state": "{cell} = q̂_{t}[{i}]·do_{t}[{j}] + e^(g_{next})·(dS_{next}[{i},{j}] − "
+    "β_{next}·k̂_{next}[{i}]·c_{j}), c = dS_{next}ᵀ·k̂_{next}(마지막 토큰의 상태에는 앞 항만 있음).",
     "note.lightning_silu": "silu(x) = x·σ(x) = x / (1 + e^(−x)), 칸마다 계산합니다.",
     "note.lightning_state": "S_0 = 0. 각 칸: e^(−λ)·S_(t−1)[i,j] + k_t[i]·v_t[j], 여기서 λ = "
     "{slope}, e^(−λ) ≈ {decay}.",
