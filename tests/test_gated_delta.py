@@ -398,14 +398,10 @@ def test_with_a_given_scale_the_query_norm_does_not_say_it_divides_by_root_d_k(p
     assert ("times the problem's scale instead" if lang == "en" else "그 값을 곱합니다") in why
 
 
-@pytest.mark.parametrize("preset", ["kda"])
-def test_train_on_the_preset_names_the_layer_before_asking_for_a_loss(preset):
-    """`train --preset kda` asked for a loss first, and with the loss given refused the
-    layer: the layer is named at once (deltanet's core trains: it asks for the loss). The
-    loss's own message says 'none' in Korean words."""
-    one_message(
-        run_qkvcalc("train", "--preset", preset), "does not learn through a Kimi Delta Attention"
-    )
-    one_message(run_qkvcalc("train", "--preset", "deltanet"), "needs a loss")
+@pytest.mark.parametrize("preset", ["deltanet", "kda"])
+def test_train_on_a_linear_preset_asks_for_a_loss(preset):
+    """`train --preset deltanet` (or kda) learns through the layer's core: with no loss in the
+    preset it asks for one. The loss's own message says 'none' in Korean words."""
+    one_message(run_qkvcalc("train", "--preset", preset), "needs a loss")
     ko = run_qkvcalc("train", "--preset", "doc", "--lang", "ko")
     one_message(ko, "이 문제에 있는 것: 없음.")

@@ -571,6 +571,24 @@ MESSAGES: dict[str, str] = {
     "hint.gdn_grad_state": "{cell} = q̂_{t}[{i}]·do_{t}[{j}] + e^(g_{next})·(dS_{next}[{i},{j}] − "
     "β_{next}·k̂_{next}[{i}]·c_{j}), c = dS_{next}ᵀ·k̂_{next} (the last token's state has only the "
     "first term).",
+    "stage.kda_grad_state.title": "Backward: the gradient of the state, walked in reverse",
+    "stage.kda_grad_state.why": "S_t is read by this token's output o_t = S_tᵀ·q̂_t and by the "
+    "next state, S_(t+1) = A_(t+1)·S_t + β_(t+1)·k̂_(t+1)·v_(t+1)ᵀ with A = (I − "
+    "β·k̂·k̂ᵀ)·Diag(e^g) (the decay first, then the delta rule). So its gradient is q̂_t·do_tᵀ "
+    "plus Aᵀ = Diag(e^g)·(I − β·k̂·k̂ᵀ) of the next token times the next state's gradient: "
+    "walked from the last token back, each step takes out, along the next Key, the part the "
+    "delta rule overwrote, and decays row c by its own e^(g[c]).",
+    "stage.kda_grad_gates.title": "Backward: the gradients of each channel's g and of β",
+    "stage.kda_grad_gates.why": "dβ_t = c_t·u_t, as in Gated DeltaNet. dg_t[c]: the decay "
+    "multiplied row c of the state, S'_t[c, :] = e^(g_t[c])·S_(t−1)[c, :], so dg_t[c] adds the "
+    "cells of row c of (I − β_t·k̂_t·k̂_tᵀ)·dS_t (the gradient S'_t received) times those of "
+    "row c of S'_t: one number per Key channel; 0 for the first token, whose S_0 = 0.",
+    "note.kda_grad_state": "Walked from the last token back: dS_(n+1) = 0. Each cell: "
+    "q̂_t[i]·do_t[j] + e^(g_(t+1)[i])·(dS_(t+1)[i,j] − β_(t+1)·k̂_(t+1)[i]·c_j), "
+    "c = dS_(t+1)ᵀ·k̂_(t+1): row i decays by its own channel's e^g.",
+    "hint.kda_grad_state": "{cell} = q̂_{t}[{i}]·do_{t}[{j}] + "
+    "e^(g_{next}[{i}])·(dS_{next}[{i},{j}] − β_{next}·k̂_{next}[{i}]·c_{j}), "
+    "c = dS_{next}ᵀ·k̂_{next} (the last token's state has only the first term).",
     "note.lightning_silu": "silu(x) = x·σ(x) = x / (1 + e^(−x)), cell by cell.",
     "note.lightning_state": "S_0 = 0. Each cell: e^(−λ)·S_(t−1)[i,j] + k_t[i]·v_t[j], with λ = "
     "{slope}: e^(−λ) ≈ {decay}.",
@@ -925,10 +943,13 @@ MESSAGES: dict[str, str] = {
     "through its state: leave out --decode.",
     "kimi_delta.tiles": "A Kimi Delta Attention layer (kimi_delta) has no softmax to compute in "
     "tiles: leave out --tiles.",
-    "kimi_delta.train": "train does not learn through a Kimi Delta Attention layer (kimi_delta) "
-    "yet: leave out kimi_delta to train.",
-    "kimi_delta.backward": "--backward does not go through a Kimi Delta Attention layer "
-    "(kimi_delta) yet: leave out --backward.",
+    "kimi_delta.train": "train learns through a Kimi Delta Attention layer's core (kimi_delta "
+    "with g and beta given), not yet through the whole layer's own pieces (conv; wf_a, wf_b, "
+    "a_log, dt_bias, wb; wg_a, wg_b and norm): leave them out to train.",
+    "kimi_delta.backward": "--backward goes through a Kimi Delta Attention layer's core "
+    "(kimi_delta with g and beta given), not yet through the whole layer's own pieces (conv; "
+    "wf_a, wf_b, a_log, dt_bias, wb; wg_a, wg_b and norm): leave them out, or leave out "
+    "--backward.",
     "kimi_delta.dtype": "--dtype does not round a Kimi Delta Attention layer (kimi_delta) yet: "
     "leave out --dtype.",
     # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm

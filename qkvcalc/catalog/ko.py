@@ -562,6 +562,24 @@ MESSAGES: dict[str, str] = {
     "e^(g_(t+1))·(dS_(t+1)[i,j] − β_(t+1)·k̂_(t+1)[i]·c_j), c = dS_(t+1)ᵀ·k̂_(t+1).",
     "hint.gdn_grad_state": "{cell} = q̂_{t}[{i}]·do_{t}[{j}] + e^(g_{next})·(dS_{next}[{i},{j}] − "
     "β_{next}·k̂_{next}[{i}]·c_{j}), c = dS_{next}ᵀ·k̂_{next}(마지막 토큰의 상태에는 앞 항만 있음).",
+    "stage.kda_grad_state.title": "역전파: 거꾸로 따라가는 상태의 기울기",
+    "stage.kda_grad_state.why": "S_t는 이 토큰의 출력 o_t = S_tᵀ·q̂_t와 다음 상태 S_(t+1) = "
+    "A_(t+1)·S_t + β_(t+1)·k̂_(t+1)·v_(t+1)ᵀ(A = (I − β·k̂·k̂ᵀ)·Diag(e^g): 감쇠가 먼저, 그다음 "
+    "델타 규칙)가 읽습니다. 그래서 그 기울기는 q̂_t·do_tᵀ에 다음 토큰의 Aᵀ = Diag(e^g)·(I − "
+    "β·k̂·k̂ᵀ)와 다음 상태의 기울기의 곱을 "
+    "더한 것입니다: 마지막 토큰에서 거슬러 가며, 한 단계마다 델타 규칙이 덮어쓴 부분을 다음 Key "
+    "방향에서 빼고, 행 c를 자기 e^(g[c])로 감쇠합니다.",
+    "stage.kda_grad_gates.title": "역전파: 채널마다의 g와 β의 기울기",
+    "stage.kda_grad_gates.why": "dβ_t = c_t·u_t, Gated DeltaNet과 같습니다. dg_t[c]: 감쇠는 "
+    "상태의 행 c에 곱해졌으므로(S'_t[c, :] = e^(g_t[c])·S_(t−1)[c, :]), dg_t[c]는 "
+    "(I − β_t·k̂_t·k̂_tᵀ)·dS_t(S'_t가 받은 기울기)의 행 c의 칸과 S'_t의 행 c의 칸을 곱해 더한 "
+    "것입니다: Key 채널마다 수 하나. 첫 토큰은 S_0 = 0이므로 0입니다.",
+    "note.kda_grad_state": "마지막 토큰에서 거슬러 갑니다: dS_(n+1) = 0. 각 칸: q̂_t[i]·do_t[j] + "
+    "e^(g_(t+1)[i])·(dS_(t+1)[i,j] − β_(t+1)·k̂_(t+1)[i]·c_j), c = dS_(t+1)ᵀ·k̂_(t+1): 행 i는 자기 "
+    "채널의 e^g로 감쇠합니다.",
+    "hint.kda_grad_state": "{cell} = q̂_{t}[{i}]·do_{t}[{j}] + "
+    "e^(g_{next}[{i}])·(dS_{next}[{i},{j}] − β_{next}·k̂_{next}[{i}]·c_{j}), "
+    "c = dS_{next}ᵀ·k̂_{next}(마지막 토큰의 상태에는 앞 항만 있음).",
     "note.lightning_silu": "silu(x) = x·σ(x) = x / (1 + e^(−x)), 칸마다 계산합니다.",
     "note.lightning_state": "S_0 = 0. 각 칸: e^(−λ)·S_(t−1)[i,j] + k_t[i]·v_t[j], 여기서 λ = "
     "{slope}, e^(−λ) ≈ {decay}.",
@@ -908,10 +926,12 @@ MESSAGES: dict[str, str] = {
     "계산합니다: --decode를 빼세요.",
     "kimi_delta.tiles": "Kimi Delta Attention 층(kimi_delta)에는 타일로 나눠 계산할 "
     "소프트맥스가 없습니다: --tiles를 빼세요.",
-    "kimi_delta.train": "train은 아직 Kimi Delta Attention 층(kimi_delta)을 거쳐 학습하지 "
-    "않습니다: 학습하려면 kimi_delta를 빼세요.",
-    "kimi_delta.backward": "--backward는 아직 Kimi Delta Attention 층(kimi_delta)을 거치지 "
-    "않습니다: --backward를 빼세요.",
+    "kimi_delta.train": "train은 Kimi Delta Attention 층의 핵심(g와 beta를 준 kimi_delta)을 "
+    "거쳐 학습하지만, 층 전체의 부품(conv; wf_a, wf_b, a_log, dt_bias, wb; wg_a, wg_b와 norm)은 "
+    "아직 거치지 않습니다: 학습하려면 그 키들을 빼세요.",
+    "kimi_delta.backward": "--backward는 Kimi Delta Attention 층의 핵심(g와 beta를 준 "
+    "kimi_delta)을 거치지만, 층 전체의 부품(conv; wf_a, wf_b, a_log, dt_bias, wb; wg_a, wg_b와 "
+    "norm)은 아직 거치지 않습니다: 그 키들을 빼거나 --backward를 빼세요.",
     "kimi_delta.dtype": "--dtype은 아직 Kimi Delta Attention 층(kimi_delta)을 반올림하지 "
     "않습니다: --dtype을 빼세요.",
     # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm

@@ -639,9 +639,11 @@ def _read_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) 
 
 def _parts(k: np.ndarray, v: np.ndarray, gates: np.ndarray, states: Sequence[np.ndarray],
            grads: Sequence[np.ndarray], t: int) -> tuple[np.ndarray, ...]:  # fmt: skip
-    """Token t's (0-based) S'_t, u_t = v_t − m_t and c_t = dS_tᵀ·k̂_t."""
+    """Token t's (0-based) S'_t, u_t = v_t − m_t and c_t = dS_tᵀ·k̂_t. The gates' row is
+    (g, β), or (g_1 … g_(d_k), β) with one decay per Key channel (Kimi Delta Attention's:
+    S'_t = Diag(e^(g_t))·S_(t−1), row c times e^(g_t[c]))."""
     before = states[t - 1] if t else np.zeros_like(states[0])
-    decayed = float(np.exp(gates[t, 0])) * before
+    decayed = np.exp(gates[t, :-1])[:, None] * before
     return decayed, v[t] - decayed.T @ k[t], grads[t].T @ k[t]
 
 
@@ -649,6 +651,13 @@ def _state_read_grads(back: Any, at: Spec, g: Ref) -> list[Spec]:
     """o_t = S_tᵀ·q̂_t (the head's core output, `at`), from dO (`g`): every state's gradient,
     t = n down to 1, then dQ̂, dK̂, dV and d(g, β). The states hand nothing on: their operands
     (the state before, k̂, v, the gates) all have their gradients from here."""
+    return state_read_grads(back, at, g, "gdn", "e^(g_{t})")
+
+
+def state_read_grads(back: Any, at: Spec, g: Ref, words: str, decay: str) -> list[Spec]:
+    """The core's backward (Gated DeltaNet's, or Kimi Delta Attention's with one decay per Key
+    channel): its stages' topics, notes and hints `words` + "_grad_…", each step's decay
+    written `decay` (with {t})."""
     from qkvcalc.plan.specs import d, stamped
 
     q_ref, *states = at.operands
@@ -661,7 +670,7 @@ def _state_read_grads(back: Any, at: Spec, g: Ref) -> list[Spec]:
         later: Any = made[-1].ref if t < n else Const(np.zeros((len(first.rows), len(first.cols))))
         rule = f"dS_{t} = q̂_{t}·do_{t}ᵀ"
         if t < n:
-            rule += f" + e^(g_{t + 1})·(I − β_{t + 1}·k̂_{t + 1}·k̂_{t + 1}ᵀ)·dS_{t + 1}"
+            rule += f" + {decay.format(t=t + 1)}·(I − β_{t + 1}·k̂_{t + 1}·k̂_{t + 1}ᵀ)·dS_{t + 1}"
         spec = Spec(
             "grad_state",
             h,
@@ -676,9 +685,9 @@ def _state_read_grads(back: Any, at: Spec, g: Ref) -> list[Spec]:
                 "step_key": "ui.token_step",
                 "brief_note": "note.brief_grad_steps",
             },
-            notes=(Msg("note.gdn_grad_state"),) if t == n else (),
-            topic="gdn_grad_state",
-            hint=("hint.gdn_grad_state", {"t": t, "next": t + 1}),
+            notes=(Msg(f"note.{words}_grad_state"),) if t == n else (),
+            topic=f"{words}_grad_state",
+            hint=(f"hint.{words}_grad_state", {"t": t, "next": t + 1}),
             symbol=f"dS_{t}",
             letters="d_k×d_v",
         )
@@ -689,8 +698,9 @@ def _state_read_grads(back: Any, at: Spec, g: Ref) -> list[Spec]:
         (back.by[q_ref], "gdn_grad_q", (g, *states), "dq̂_t = S_t·do_t", "n×d_k"),
         (k, "gdn_grad_k", whole, "dk̂_t = β_t·(dS_t·u_t − S'_t·c_t)", "n×d_k"),
         (v, "gdn_grad_v", whole, "dv_t = β_t·dS_tᵀ·k̂_t", "n×d_v"),
-        (gates, "gdn_grad_gates", whole, "dg_t = ⟨(I − β_t·k̂_t·k̂_tᵀ)·dS_t, S'_t⟩, dβ_t = c_t·u_t",
-         "n×2"),
+        (gates, "gdn_grad_gates", whole, "dg_t = ⟨(I − β_t·k̂_t·k̂_tᵀ)·dS_t, S'_t⟩, dβ_t = c_t·u_t"
+         if words == "gdn" else "dg_t[c] = ⟨row c of (I − β_t·k̂_t·k̂_tᵀ)·dS_t, of S'_t⟩, "
+         "dβ_t = c_t·u_t", gates.letters),
     )  # fmt: skip
     for side, op, reads, rule, letters in sides:
         made.append(
@@ -703,7 +713,7 @@ def _state_read_grads(back: Any, at: Spec, g: Ref) -> list[Spec]:
                 side.rows,
                 side.cols,
                 params={"states": n},
-                topic=op,
+                topic=f"{words}_grad_gates" if side is gates else op,
                 symbol=d(side.symbol) if side.symbol != "g,β" else "d(g,β)",
                 letters=letters,
             )
@@ -722,8 +732,9 @@ def _grad_state(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | No
     t = params["t"]
     out = np.outer(q[t], g[t])
     if not params["last"]:
-        kn, beta = k[t + 1], float(gates[t + 1, 1])
-        out = out + float(np.exp(gates[t + 1, 0])) * (later - beta * np.outer(kn, kn @ later))
+        kn, beta = k[t + 1], float(gates[t + 1, -1])  # e^g: one, or one per Key channel (row)
+        decay = np.exp(gates[t + 1, :-1])[:, None]
+        out = out + decay * (later - beta * np.outer(kn, kn @ later))
     return out
 
 
@@ -737,22 +748,24 @@ def _grad_k(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) 
     out = []
     for t in range(len(states)):
         decayed, u, c = _parts(k, v, gates, states, grads, t)
-        out.append(float(gates[t, 1]) * (grads[t] @ u - decayed @ c))
+        out.append(float(gates[t, -1]) * (grads[t] @ u - decayed @ c))
     return np.stack(out)
 
 
 def _grad_v(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
     k, _v, gates, states, grads = _split(ops, params["states"])
-    return np.stack([float(gates[t, 1]) * (grads[t].T @ k[t]) for t in range(len(states))])
+    return np.stack([float(gates[t, -1]) * (grads[t].T @ k[t]) for t in range(len(states))])
 
 
 def _grad_gates(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
     k, v, gates, states, grads = _split(ops, params["states"])
-    out = np.zeros((len(states), 2))
+    out = np.zeros(gates.shape)
     for t in range(len(states)):
         decayed, u, c = _parts(k, v, gates, states, grads, t)
-        back = grads[t] - float(gates[t, 1]) * np.outer(k[t], c)
-        out[t] = float((back * decayed).sum()), float(c @ u)
+        back = grads[t] - float(gates[t, -1]) * np.outer(k[t], c)
+        by_row = (back * decayed).sum(axis=1)  # dg: all of it, or each Key channel's row
+        out[t, :-1] = by_row if gates.shape[1] > 2 else by_row.sum()
+        out[t, -1] = float(c @ u)
     return out
 
 
@@ -769,8 +782,7 @@ def _grad_state_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
     yield 1, t, j
     if not params["last"]:
         yield from ((2, t + 1, r) for r in range(shapes[2][1]))
-        yield 3, t + 1, 0
-        yield 3, t + 1, 1
+        yield from ((3, t + 1, c) for c in range(shapes[3][1]))
         yield from ((4, r, j) for r in range(shapes[4][0]))
 
 
@@ -783,8 +795,7 @@ def _whole_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
     n = params["states"]
     yield from ((0, i, c) for c in range(shapes[0][1]))
     yield from ((1, i, c) for c in range(shapes[1][1]))
-    yield 2, i, 0
-    yield 2, i, 1
+    yield from ((2, i, c) for c in range(shapes[2][1]))  # g (one, or d_k) and β
     for at in ([3 + i - 1] if i else []) + [3 + n + i]:
         yield from ((at, r, c) for r in range(shapes[at][0]) for c in range(shapes[at][1]))
 
@@ -798,7 +809,8 @@ def _grad_state_work(stage: Any, i: int, j: int, style: Any, exact: Any, result:
     a, b = float(q[t, i]), float(g[t, j])
     left, worked = f"{style.at(i + 1, j + 1)}{f(a)}{x}{f(b)}", s(a) * s(b)
     if not stage.params["last"]:
-        decay, beta = float(np.exp(gates[t + 1, 0])), float(gates[t + 1, 1])
+        g_col = i if gates.shape[1] > 2 else 0  # one decay per Key channel: row i's
+        decay, beta = float(np.exp(gates[t + 1, g_col])), float(gates[t + 1, -1])
         kn, c = float(k[t + 1, i]), float(k[t + 1] @ later[:, j])
         cell = float(later[i, j])
         left += f" + {f(decay)}{x}({style.num(cell)} {style.minus} {f(beta)}{x}{f(kn)}{x}{f(c)})"
@@ -833,25 +845,27 @@ def _grad_k_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str
     decayed, u, c = _parts(k, v, gates, states, grads, i)
     pairs = [(float(grads[i][j, r]), float(u[r])) for r in range(len(u))]
     minus = [(float(decayed[j, r]), float(c[r])) for r in range(len(c))]
-    return _dot_line(stage, i, j, style, result, float(gates[i, 1]), pairs, minus)
+    return _dot_line(stage, i, j, style, result, float(gates[i, -1]), pairs, minus)
 
 
 def _grad_v_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
     """[2,1]: 0.5×(dS[1,j]×k̂_1 + …): β_t times column j of dS_t times k̂_t"""
     k, _v, gates, _states, grads = _split(stage.operands, stage.params["states"])
     pairs = [(float(grads[i][r, j]), float(k[i, r])) for r in range(k.shape[1])]
-    return _dot_line(stage, i, j, style, result, float(gates[i, 1]), pairs)
+    return _dot_line(stage, i, j, style, result, float(gates[i, -1]), pairs)
 
 
 def _grad_gates_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
     """dg: the cells of P = (I − β·k̂·k̂ᵀ)·dS_t times S'_t's, added; dβ: c·u, pair by pair"""
     k, v, gates, states, grads = _split(stage.operands, stage.params["states"])
     decayed, u, c = _parts(k, v, gates, states, grads, i)
-    if j == 1:
+    if j == gates.shape[1] - 1:  # dβ
         return _dot_line(
             stage, i, j, style, result, None, list(zip(c.tolist(), u.tolist(), strict=True))
         )
-    back = grads[i] - float(gates[i, 1]) * np.outer(k[i], c)
+    back = grads[i] - float(gates[i, -1]) * np.outer(k[i], c)
+    if gates.shape[1] > 2:  # one decay per Key channel: row j of each
+        back, decayed = back[j], decayed[j]
     pairs = list(zip(back.ravel().tolist(), decayed.ravel().tolist(), strict=True))
     return _dot_line(stage, i, j, style, result, None, pairs)
 
