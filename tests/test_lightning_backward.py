@@ -417,3 +417,36 @@ def test_compare_scale_on_a_linear_layer_is_one_message():
     one_message(
         run_qkvcalc("train", "--preset", "lightning", "--compare-scale"), "no scaled scores"
     )
+
+
+@pytest.mark.parametrize("layer", ["lightning", "gated_delta", "kimi_delta"])
+def test_no_gradient_cell_reads_a_cell_its_feeds_leave_out(layer):
+    """The feeds of the linear layers' backward ops (the quiz's carried mistakes, the page's lit
+    cells) hold every operand cell whose change moves a gradient cell, on a small problem of
+    each layer (tests/test_backward_feeds.py's check)."""
+    from qkvcalc.ops.table import OPS
+    from tests import test_gated_delta_backward as gdn
+    from tests import test_kimi_delta_backward as kda
+    from tests.test_backward_feeds import backward_stages, influence
+
+    rng = np.random.default_rng(21)
+    make = {"lightning": _random, "gated_delta": gdn._random, "kimi_delta": kda._random}[layer]
+    doc = make(
+        rng,
+        "rows",
+        n=4,
+        heads=2,
+        d_k=2,
+        d_model=3,
+        **({"d_v": 2} if layer != "lightning" else {"block": 2}),
+    )
+    trace = qkvcalc.explain(**doc, target=_target(doc, rng).tolist(), backward=True)
+    for stage in backward_stages(trace):
+        op = OPS[stage.op]
+        shapes = [np.shape(o) for o in stage.operands]
+        rows, cols = stage.shape
+        for i in range(rows):
+            for j in range(cols):
+                feeds = set(op.feeds(i, j, shapes, stage.params))
+                missing = influence(stage, i, j) - feeds
+                assert not missing, (stage.id, stage.head, (i, j), sorted(missing)[:4])
