@@ -55,6 +55,8 @@ CASES = {
     # Kimi Delta Attention's L2 norm, q's with its scale
     "silu": lambda: ([RNG.normal(0, 2, size=(3, 4))], {}),
     "l2norm": lambda: ([RNG.normal(size=(3, 4))], {"scale": 0.6}),
+    # Gated DeltaNet's gated norm: a row over its root mean square, times the weight (1 × d)
+    "gdn_rms": lambda: ([RNG.normal(size=(3, 4)), RNG.normal(size=(1, 4))], {"eps": 1e-3}),
 }
 
 

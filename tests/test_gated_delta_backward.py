@@ -6,8 +6,9 @@ transformers' torch_recurrent_gated_delta_rule computes it (l2norm with eps 1e-6
 S = S·e^g, kv_mem = Σ S·k, delta = (v − kv_mem)·β, S += k·deltaᵀ, o = Σ S·q), on transformers'
 own kernel (its float32 lifted to float64), on the preset and random problems (extract's
 shapes among them); central finite differences for one case; every format in both languages;
-the quiz; `qkvcalc train`; the whole layer's own pieces (conv, the gates made from X, the
-gated norm) refused in one message."""
+the quiz; `qkvcalc train`; the gated norm after the core (dN, dZ, dW_z, its weight; Qwen3-Next's
+RMSNormGated); the pieces before the core (conv, the gates made from X) refused in one message,
+and train of a layer with the gated norm."""
 
 from __future__ import annotations
 
@@ -57,6 +58,12 @@ def _layer(doc: dict, leaves: dict) -> torch.Tensor:
         )
         for h in range(heads)
     ]
+    if "wz" in leaves:  # Qwen3NextRMSNormGated: x·rsqrt(mean(x²) + ε), times w, times SiLU(z)
+        z = x @ leaves["wz"]
+        eps = doc["gated_delta"].get("norm_eps", 1e-6)
+        for h in range(heads):
+            o = outs[h] * torch.rsqrt(outs[h].pow(2).mean(-1, keepdim=True) + eps)
+            outs[h] = leaves["norm"] * o * torch.nn.functional.silu(z[:, h * d_v : (h + 1) * d_v])
     out = torch.cat(outs, dim=1)
     return out @ leaves["wo"] if "wo" in leaves else out
 
@@ -75,11 +82,23 @@ def _leaves(doc: dict) -> tuple[dict, dict]:
     for name in ("g", "beta"):
         raw = np.asarray(doc["gated_delta"][name], float).reshape(n, heads)
         given[name] = torch.tensor(raw, requires_grad=True)
+    for name in ("wz", "norm"):  # the gated norm's: W_z (in the problem's layout) and w
+        if name in doc["gated_delta"]:
+            given[name] = torch.tensor(doc["gated_delta"][name], dtype=torch.float64)
+            given[name].requires_grad_()
     read = {k: (t.T if turned and k.startswith("w") else t) for k, t in given.items()}
     return given, read
 
 
-STAGE_OF = {"x": "grad_x", "wq": "grad_wq", "wk": "grad_wk", "wv": "grad_wv", "wo": "grad_wo"}
+STAGE_OF = {
+    "x": "grad_x",
+    "wq": "grad_wq",
+    "wk": "grad_wk",
+    "wv": "grad_wv",
+    "wo": "grad_wo",
+    "wz": "grad_wz",
+    "norm": "grad_norm",
+}
 
 
 def _check(doc: dict, target: np.ndarray) -> None:
@@ -93,10 +112,11 @@ def _check(doc: dict, target: np.ndarray) -> None:
     for name, sid in STAGE_OF.items():
         if name in given:
             want = given[name].grad.numpy()
-            got = trace.stage(sid).value
+            got = trace.stage(sid).value.reshape(want.shape)
             assert np.abs(got - want).max() <= TOL * max(1.0, np.abs(want).max()), sid
     heads = doc.get("heads", 1)
-    hs: list[int | None] = list(range(1, heads + 1)) if heads > 1 or "wo" in doc else [None]
+    joined = heads > 1 or "wo" in doc or "wz" in doc["gated_delta"]  # per-head stages then
+    hs: list[int | None] = list(range(1, heads + 1)) if joined else [None]
     got = np.stack([trace.stage("grad_gates", h).value for h in hs], axis=2)  # [n, 2, H]
     for col, name in enumerate(("g", "beta")):
         want = given[name].grad.numpy()
@@ -142,16 +162,21 @@ def _random(rng: np.random.Generator, layout: str = "rows", **sizes: int) -> dic
     if rng.random() < 0.5 or sizes:
         wo = rng.standard_normal((heads * d_v, d_model))
         doc["wo"] = (wo.T if layout == "torch" else wo).tolist()
+    if rng.random() < 0.5 or sizes:  # the gated norm after the core
+        doc["gated_delta"]["wz"] = weight(heads * d_v)
+        doc["gated_delta"]["norm"] = (1 + 0.3 * rng.standard_normal(d_v)).tolist()
     return doc
 
 
-@pytest.mark.parametrize("case", ["preset", "doc", "doc_wo"])
+@pytest.mark.parametrize("case", ["preset", "doc", "doc_wo", "gated_norm"])
 def test_every_gradient_equals_autograd(case):
     rng = np.random.default_rng(5)
+    normed = DOC["gated_delta"] | {"wz": rng.standard_normal((4, 4)).tolist(), "norm": [1.2, 0.7]}
     doc = {
         "preset": _preset(),
         "doc": DOC,
         "doc_wo": DOC | {"wo": rng.standard_normal((4, 3)).tolist()},
+        "gated_norm": DOC | {"gated_delta": normed},
     }[case]
     _check(doc, _target(doc, rng))
 
@@ -247,7 +272,11 @@ def test_the_arithmetic_redoes_every_backward_cell():
     from qkvcalc.render.arith import Style, stage_work
     from tests.test_arith_invariant import check_line, evaluate
 
-    trace = qkvcalc.explain(**DOC, target=np.zeros((len(DOC["x"]), 4)).tolist(), backward=True)
+    rng = np.random.default_rng(17)  # with the gated norm after the core
+    normed = DOC["gated_delta"] | {"wz": rng.standard_normal((4, 4)).tolist(), "norm": [1.2, 0.7]}
+    doc = DOC | {"gated_delta": normed}
+    trace = qkvcalc.explain(**doc, target=rng.standard_normal((len(DOC["x"]), 4)).tolist(),
+                            backward=True)  # fmt: skip
     seen = set()
     for stage in trace.stages:
         if not stage.id.startswith("grad_") or stage.op in ("weight_grad", "input_grad"):
@@ -255,11 +284,13 @@ def test_the_arithmetic_redoes_every_backward_cell():
         for line in stage_work(stage, Style(precision=12)):
             assert check_line(line, 12)[1] is None, line
             cell = line[line.index("[") + 1 : line.index("]")].split(",")
-            i, j = int(cell[0]) - 1, int(cell[1]) - 1
-            left = line.split(": ", 1)[1].split(" = ")[0].split(" ≈ ")[0]
+            i, j = (int(cell[0]) - 1, int(cell[1]) - 1) if len(cell) == 2 else (0, int(cell[0]) - 1)
+            left = line.split(": ", 1)[1] if line.startswith("[") else line.split(" = ", 1)[1]
+            left = left.split(" = ")[0].split(" ≈ ")[0]
             assert evaluate(left) == pytest.approx(stage.value[i, j], rel=1e-9, abs=1e-9), line
             seen.add(stage.op)
     want = {"gdn_grad_state", "gdn_grad_q", "gdn_grad_k", "gdn_grad_v", "gdn_grad_gates", "back"}
+    want |= {"gated_back", "gated_back_z", "gated_norm_weight_grad"}
     assert want <= seen, seen
 
 
@@ -299,21 +330,34 @@ def test_train_learns_through_the_core():
     assert "Learned: W_Q, W_K, W_V." in result.stdout and "√d_k" not in result.stdout
 
 
-@pytest.mark.parametrize("key", ["conv", "wz"])
+@pytest.mark.parametrize("key", ["conv", "wa"])
 def test_the_whole_layers_pieces_are_one_message(tmp_path, key):
     doc = dict(DOC)
     spec = dict(doc["gated_delta"])
     if key == "conv":
         spec["conv"] = np.ones((2, 2 * 2 * 3 + 2 * 2)).tolist()
-    else:
-        spec["wz"] = np.ones((4, 4)).tolist()
-        spec["norm"] = [1.0, 1.0]
+    else:  # g and β made from X
+        del spec["g"], spec["beta"]
+        spec |= {"wa": np.ones((4, 2)).tolist(), "wb": np.ones((4, 2)).tolist()}
+        spec |= {"a_log": [0.1, 0.2], "dt_bias": [0.0, 0.1]}
     doc["gated_delta"] = spec
     doc["target"] = np.zeros((len(doc["x"]), 4)).tolist()
     path = tmp_path / "gdn.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     one_message(run_qkvcalc("explain", str(path), "--backward"), "not yet through the whole layer")
     one_message(run_qkvcalc("train", str(path)), "not yet through the whole layer")
+
+
+def test_train_refuses_the_gated_norm_it_cannot_move(tmp_path):
+    """--backward goes through the gated norm; train does not move W_z and the norm's weight
+    yet, so a problem with them is one message."""
+    rng = np.random.default_rng(19)
+    normed = DOC["gated_delta"] | {"wz": rng.standard_normal((4, 4)).tolist(), "norm": [1.2, 0.7]}
+    doc = DOC | {"gated_delta": normed, "target": np.zeros((len(DOC["x"]), 4)).tolist()}
+    path = tmp_path / "gdn.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert run_qkvcalc("explain", str(path), "--backward").returncode == 0
+    one_message(run_qkvcalc("train", str(path)), "wz and norm")
 
 
 def test_the_torch_script_compares_every_gradient(tmp_path):
@@ -328,6 +372,7 @@ def test_the_torch_script_compares_every_gradient(tmp_path):
         script.write_text(render(trace, "torch"), encoding="utf-8")
         proc = run_script(str(script))
         assert proc["returncode"] == 0, proc["stderr"]
-        for name in ("dQ", "dK", "dV", "dW_Q", "dX", "dg", "dbeta"):
+        names = ("dQ", "dK", "dV", "dW_Q", "dX", "dg", "dbeta")
+        for name in names + (("dW_z", "dw_norm") if "wz" in doc["gated_delta"] else ()):
             assert f"{name}: max |autograd - qkvcalc|" in proc["stdout"], name
         assert "dA" not in proc["stdout"]

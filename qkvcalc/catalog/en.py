@@ -447,8 +447,9 @@ MESSAGES: dict[str, str] = {
     "and beta given), not yet through the whole layer's own pieces (conv; wa, wb, a_log, dt_bias; "
     "wz and norm): leave them out to train.",
     "gated_delta.backward": "--backward goes through a Gated DeltaNet layer's core (gated_delta "
-    "with g and beta given), not yet through the whole layer's own pieces (conv; wa, wb, a_log, "
-    "dt_bias; wz and norm): leave them out, or leave out --backward.",
+    "with g and beta given) and its gated norm (wz, norm), not yet through the whole layer's "
+    "pieces before the core (conv; wa, wb, a_log, dt_bias): leave them out, or leave out "
+    "--backward.",
     "gated_delta.dtype": "--dtype does not round a Gated DeltaNet layer (gated_delta) yet: leave "
     "out --dtype.",
     # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
@@ -589,6 +590,24 @@ MESSAGES: dict[str, str] = {
     "hint.kda_grad_state": "{cell} = q̂_{t}[{i}]·do_{t}[{j}] + "
     "e^(g_{next}[{i}])·(dS_{next}[{i},{j}] − β_{next}·k̂_{next}[{i}]·c_{j}), "
     "c = dS_{next}ᵀ·k̂_{next} (the last token's state has only the first term).",
+    "stage.gdn_grad_normed.title": "Backward through the gate to the normalized output",
+    "stage.gdn_grad_normed.why": "out_Z = N ⊙ act(Z), so each cell of N receives its gradient "
+    "times its own gate: dN = d(out_Z) ⊙ act(Z) (SiLU(Z) in Gated DeltaNet).",
+    "stage.gdn_grad_z.title": "Backward: the gradient of the gate's input Z",
+    "stage.gdn_grad_z.why": "The same product seen from the gate's side: dZ = d(out_Z) ⊙ N ⊙ "
+    "act'(Z), with SiLU'(z) = σ(z)·(1 + z·(1 − σ(z))).",
+    "stage.grad_back.gdn_rms.title": "Backward through the gated norm's RMSNorm",
+    "stage.grad_back.gdn_rms.why": "N = out·ρ ⊙ w with ρ = 1/√(mean(out²) + ε): dout = ρ·(w ⊙ dN) "
+    "− out·ρ³·mean(out ⊙ w ⊙ dN). The part of the gradient along the row itself is taken out: "
+    "the norm undoes any change of the row's length.",
+    "stage.grad_norm.title": "Backward: the gradient of the gated norm's weight",
+    "stage.grad_norm.why": "Every head's normalized output was multiplied by the same weight w "
+    "(d_v numbers), so its gradient adds, over the tokens and the heads, dN times out·ρ in "
+    "that column.",
+    "stage.grad_wz.title": "Gradient of W_z",
+    "stage.grad_wz.why": "Z = X·W_z (written W_Z in the formula), so dW_Z = Xᵀ·dZ, each head's "
+    "gradient in its own columns: each weight collects, over the tokens, its input value times "
+    "its gate input's gradient.",
     "note.lightning_silu": "silu(x) = x·σ(x) = x / (1 + e^(−x)), cell by cell.",
     "note.lightning_state": "S_0 = 0. Each cell: e^(−λ)·S_(t−1)[i,j] + k_t[i]·v_t[j], with λ = "
     "{slope}: e^(−λ) ≈ {decay}.",

@@ -443,9 +443,9 @@ MESSAGES: dict[str, str] = {
     "gated_delta.train": "train은 Gated DeltaNet 층의 핵심(g와 beta를 준 gated_delta)을 거쳐 "
     "학습하지만, 층 전체의 부품(conv; wa, wb, a_log, dt_bias; wz와 norm)은 아직 거치지 않습니다: "
     "학습하려면 그 키들을 빼세요.",
-    "gated_delta.backward": "--backward는 Gated DeltaNet 층의 핵심(g와 beta를 준 gated_delta)을 "
-    "거치지만, 층 전체의 부품(conv; wa, wb, a_log, dt_bias; wz와 norm)은 아직 거치지 않습니다: "
-    "그 키들을 빼거나 --backward를 빼세요.",
+    "gated_delta.backward": "--backward는 Gated DeltaNet 층의 핵심(g와 beta를 준 gated_delta)과 "
+    "게이트 정규화(wz, norm)를 거치지만, 핵심 앞의 부품(conv; wa, wb, a_log, dt_bias)은 아직 "
+    "거치지 않습니다: 그 키들을 빼거나 --backward를 빼세요.",
     "gated_delta.dtype": "--dtype은 아직 Gated DeltaNet 층(gated_delta)을 반올림하지 않습니다: "
     "--dtype을 빼세요.",
     # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
@@ -580,6 +580,22 @@ MESSAGES: dict[str, str] = {
     "hint.kda_grad_state": "{cell} = q̂_{t}[{i}]·do_{t}[{j}] + "
     "e^(g_{next}[{i}])·(dS_{next}[{i},{j}] − β_{next}·k̂_{next}[{i}]·c_{j}), "
     "c = dS_{next}ᵀ·k̂_{next}(마지막 토큰의 상태에는 앞 항만 있음).",
+    "stage.gdn_grad_normed.title": "역전파: 게이트를 거쳐 정규화한 출력으로",
+    "stage.gdn_grad_normed.why": "out_Z = N ⊙ act(Z)이므로 N의 각 칸은 자기 게이트를 곱한 기울기를 "
+    "받습니다: dN = d(out_Z) ⊙ act(Z)(Gated DeltaNet에서는 SiLU(Z)).",
+    "stage.gdn_grad_z.title": "역전파: 게이트 입력 Z의 기울기",
+    "stage.gdn_grad_z.why": "같은 곱을 게이트 쪽에서 본 것입니다: dZ = d(out_Z) ⊙ N ⊙ act'(Z), "
+    "SiLU'(z) = σ(z)·(1 + z·(1 − σ(z))).",
+    "stage.grad_back.gdn_rms.title": "게이트 정규화의 RMSNorm을 거치는 역전파",
+    "stage.grad_back.gdn_rms.why": "N = out·ρ ⊙ w, ρ = 1/√(mean(out²) + ε): dout = ρ·(w ⊙ dN) − "
+    "out·ρ³·mean(out ⊙ w ⊙ dN). 기울기 중 행 자신의 방향 성분은 빠집니다: 정규화는 행 길이의 "
+    "변화를 되돌립니다.",
+    "stage.grad_norm.title": "역전파: 게이트 정규화 가중치의 기울기",
+    "stage.grad_norm.why": "모든 헤드의 정규화한 출력에 같은 가중치 w(d_v개의 수)를 곱했으므로, "
+    "그 기울기는 토큰들과 헤드들에 걸쳐 그 열의 dN에 out·ρ를 곱해 더한 것입니다.",
+    "stage.grad_wz.title": "W_z의 기울기",
+    "stage.grad_wz.why": "Z = X·W_z(식에서는 W_Z)이므로 dW_Z = Xᵀ·dZ이고, 각 헤드의 기울기는 자기 "
+    "열에 놓입니다. 각 가중치는 토큰들에 걸쳐 자기 입력값과 게이트 입력의 기울기의 곱을 모읍니다.",
     "note.lightning_silu": "silu(x) = x·σ(x) = x / (1 + e^(−x)), 칸마다 계산합니다.",
     "note.lightning_state": "S_0 = 0. 각 칸: e^(−λ)·S_(t−1)[i,j] + k_t[i]·v_t[j], 여기서 λ = "
     "{slope}, e^(−λ) ≈ {decay}.",

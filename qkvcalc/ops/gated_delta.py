@@ -895,9 +895,10 @@ BACK_OPS = (
 
 
 def _whole(value: GatedDelta) -> bool:
-    """The whole layer's pieces around the core (the convolution, g and β made from X, the
-    gated norm): --backward and train go through the core with g and β given, not yet these."""
-    return value.conv is not None or value.wa is not None or value.wz is not None
+    """The whole layer's pieces before the core (the convolution, g and β made from X):
+    --backward and train go through the core with g and β given and the gated norm, not yet
+    these."""
+    return value.conv is not None or value.wa is not None
 
 
 # ---- the quiz's named mistakes ------------------------------------------------------------------
@@ -954,14 +955,19 @@ def _output_mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) ->
 def _compared(p: Any, value: GatedDelta, find: Callable[..., Any]) -> list[tuple[str, str, Any]]:
     """--format torch --backward: d(g) and d(β) of every head, as the script holds g and beta
     ([1, H, n]), when they are given."""
+    out: list[tuple[str, str, Any]] = []
+    wz, norm = find("grad_wz"), find("grad_norm")
+    if wz is not None and norm is not None:  # the gated norm's W_z [d_model, H*d_v] and w [d_v]
+        out += [("dW_z", "W_z", wz.value.T if p.layout == "torch" else wz.value)]
+        out += [("dw_norm", "w_norm", norm.value[0])]
     if value.g is None:
-        return []
+        return out
     heads: list[int | None] = list(range(1, p.heads + 1)) if p.multihead else [None]
     found = [find("grad_gates", h) for h in heads]
     if any(f is None for f in found):
-        return []
+        return out
     both = np.stack([f.value for f in found])  # [H, n, 2]
-    return [("dg", "g", both[None, :, :, 0]), ("dbeta", "beta", both[None, :, :, 1])]
+    return [*out, ("dg", "g", both[None, :, :, 0]), ("dbeta", "beta", both[None, :, :, 1])]
 
 
 def _torch(p: Any, value: GatedDelta, literal: Any, num: Any) -> list[str]:
@@ -1108,6 +1114,9 @@ FEATURE = Feature(
     joins=_joins,
     torch_layer=_torch,
     torch_compared=_compared,
+    grads=lambda p, value, softmaxes: (
+        [gdn_layer.norm_weight_grad(p, value.norm_eps)] if value.wz is not None else []
+    ),
     torch_module_gap="it computes softmax attention, not a Gated DeltaNet layer's state",
     formula=(
         "S_t = e^(g_t)·S_(t−1) + k̂_t·(β_t·(v_t − m_t))ᵀ,  o_t = S_tᵀ·q̂_t",
@@ -1118,7 +1127,10 @@ FEATURE = Feature(
     alone="gated_delta.alone",
     no_decode="gated_delta.decode",
     no_tiles="gated_delta.tiles",
-    no_train_when=lambda value: "gated_delta.train" if _whole(value) else "",
+    # train moves W_Q, W_K, W_V, W_O: not yet the gated norm's W_z and weight either
+    no_train_when=lambda value: (
+        "gated_delta.train" if _whole(value) or value.wz is not None else ""
+    ),
     no_backward_when=lambda value: "gated_delta.backward" if _whole(value) else "",
     no_dtype="gated_delta.dtype",
 )
