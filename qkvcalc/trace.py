@@ -130,8 +130,8 @@ class Stage:
     # in float64 from the unrounded inputs (the plain run's), `error` how far apart they are
     twin: Data | None = None
     error: Error | None = None
-    # --dtype, where the dtype held the parameters otherwise (RoPE's angles, the sinks): the
-    # float64 twin's own, which `params` no longer are (the torch script's plan reads them)
+    # --dtype, where the dtype held the parameters otherwise (angles, logits): the float64
+    # twin's own, which `params` no longer are (the torch script's plan reads them)
     twin_params: dict[str, Any] | None = None
 
     # ---- the spec's fields, read through the stage ----------------------------------------
@@ -417,7 +417,7 @@ class Trace:
             left_out.update(gone)
             first, last = self.stages[gone[0]], self.stages[gone[-1]]
             noted[found[-1]] = Msg(
-                "note.brief_steps",
+                first.spec.params.get("brief_note", "note.brief_steps"),  # a gradient's own words
                 id=stage_id,
                 from_symbol=first.spec.symbol,
                 to_symbol=last.spec.symbol,

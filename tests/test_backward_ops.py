@@ -51,6 +51,12 @@ CASES = {
     "diff_join": lambda: ([RNG.normal(size=(4, 2)), RNG.normal(size=(4, 2))], {}),
     "group_rms": lambda: ([RNG.normal(size=(3, 4))], {"eps": 1e-3}),
     "diff_scale": lambda: ([RNG.normal(size=(3, 4))], {"factor": 0.8}),
+    # the linear-attention layers (issue 37): lightning's silu on q, k, v; Gated DeltaNet's and
+    # Kimi Delta Attention's L2 norm, q's with its scale
+    "silu": lambda: ([RNG.normal(0, 2, size=(3, 4))], {}),
+    "l2norm": lambda: ([RNG.normal(size=(3, 4))], {"scale": 0.6}),
+    # Gated DeltaNet's gated norm: a row over its root mean square, times the weight (1 × d)
+    "gdn_rms": lambda: ([RNG.normal(size=(3, 4)), RNG.normal(size=(1, 4))], {"eps": 1e-3}),
 }
 
 

@@ -238,7 +238,7 @@ def test_the_torch_script_agrees(tmp_path):
         ({}, ("--decode", "2"), ("leave out --decode",)),
         ({}, ("--tiles", "2"), ("leave out --tiles",)),
         ({}, ("--dtype", "bfloat16"), ("leave out --dtype",)),
-        ({"target": np.zeros((N, H * D_V)).tolist()}, ("--backward",), ("leave out --backward",)),
+        ({"attend": [1] * N}, ("--backward",), ("attend puts the loss on softmax weights",)),
     ],
 )
 def test_what_it_does_not_support_is_one_message(tmp_path, change, args, fragments):
@@ -246,12 +246,6 @@ def test_what_it_does_not_support_is_one_message(tmp_path, change, args, fragmen
     doc = {k: v for k, v in (DOC | change).items() if v is not None}  # None: the key left out
     path.write_text(json.dumps(doc), encoding="utf-8")
     one_message(run_qkvcalc("explain", str(path), *args), *fragments)
-
-
-def test_train_refuses_it(tmp_path):
-    path = tmp_path / "gdn.json"
-    path.write_text(json.dumps(DOC | {"target": np.zeros((N, H * D_V)).tolist()}), encoding="utf-8")
-    one_message(run_qkvcalc("train", str(path)), "does not learn through a Gated DeltaNet")
 
 
 def test_exact_fractions_end_at_the_l2_norm_and_the_quiz_grades_its_stages(tmp_path):
@@ -405,10 +399,9 @@ def test_with_a_given_scale_the_query_norm_does_not_say_it_divides_by_root_d_k(p
 
 
 @pytest.mark.parametrize("preset", ["deltanet", "kda"])
-def test_train_on_the_preset_names_the_layer_before_asking_for_a_loss(preset):
-    """`train --preset deltanet` asked for a loss first, and with the loss given refused the
-    layer: the layer is named at once. The loss's own message says 'none' in Korean words."""
-    name = "Gated DeltaNet" if preset == "deltanet" else "Kimi Delta Attention"
-    one_message(run_qkvcalc("train", "--preset", preset), f"does not learn through a {name}")
+def test_train_on_a_linear_preset_asks_for_a_loss(preset):
+    """`train --preset deltanet` (or kda) learns through the layer's core: with no loss in the
+    preset it asks for one. The loss's own message says 'none' in Korean words."""
+    one_message(run_qkvcalc("train", "--preset", preset), "needs a loss")
     ko = run_qkvcalc("train", "--preset", "doc", "--lang", "ko")
     one_message(ko, "이 문제에 있는 것: 없음.")

@@ -412,7 +412,7 @@ KDA = DOC["kimi_delta"]
         ({}, ("--decode", "2"), ("leave out --decode",)),
         ({}, ("--tiles", "2"), ("leave out --tiles",)),
         ({}, ("--dtype", "bfloat16"), ("leave out --dtype",)),
-        ({"target": np.zeros((N, H * D_V)).tolist()}, ("--backward",), ("leave out --backward",)),
+        ({"attend": [1] * N}, ("--backward",), ("attend puts the loss on softmax weights",)),
     ],
 )
 def test_what_it_does_not_support_is_one_message(tmp_path, change, args, fragments):
@@ -420,12 +420,6 @@ def test_what_it_does_not_support_is_one_message(tmp_path, change, args, fragmen
     doc = {k: v for k, v in (DOC | change).items() if v is not None}  # None: the key left out
     path.write_text(json.dumps(doc), encoding="utf-8")
     one_message(run_qkvcalc("explain", str(path), *args), *fragments)
-
-
-def test_train_refuses_it(tmp_path):
-    path = tmp_path / "kda.json"
-    path.write_text(json.dumps(DOC | {"target": np.zeros((N, H * D_V)).tolist()}), encoding="utf-8")
-    one_message(run_qkvcalc("train", str(path)), "does not learn through a Kimi Delta Attention")
 
 
 def test_a_bad_shape_is_one_message_in_korean_too(tmp_path):

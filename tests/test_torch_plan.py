@@ -37,6 +37,22 @@ BACKWARD_ONLY = {
     "sink_grad_tiles",
     "gate_back",
     "sigmoid_back",
+    # the linear layers' backward: their states' gradients, dQ, dK, dV (and dg, dβ), the norms'
+    "gdn_grad_state",
+    "gdn_grad_q",
+    "gdn_grad_k",
+    "gdn_grad_v",
+    "gdn_grad_gates",
+    "gated_back",
+    "gated_back_z",
+    "gated_norm_weight_grad",
+    "lightning_grad_state",
+    "lightning_grad_q",
+    "lightning_grad_k",
+    "lightning_grad_v",
+    "rms_share",
+    "rms_back",
+    "norm_weight_grad",
 }
 
 VARIANTS: dict[str, dict[str, Any]] = {

@@ -147,6 +147,10 @@ MESSAGES: dict[str, str] = {
     "note.brief_steps": "Not shown (--detail brief): {from_symbol} … {to_symbol}, the states "
     "after tokens {first} to {last}, {count} of this head's {total}. --detail full shows every "
     "one (this head's alone: --stages {id} --head {head} --detail full).",
+    "note.brief_grad_steps": "Not shown (--detail brief): {from_symbol} … {to_symbol}, the "
+    "gradients of the states after tokens {first} down to {last}, {count} of this head's {total}. "
+    "--detail full shows every one (this head's alone: --stages {id} --head {head} --detail "
+    "full).",
     "note.rounded": "≈: the numbers in the arithmetic are shown rounded to {precision} "
     "{precision:decimal|decimals}, and the result is computed from the unrounded ones, so redoing "
     "it by hand can differ in the last digit.",
@@ -439,10 +443,13 @@ MESSAGES: dict[str, str] = {
     "through its state: leave out --decode.",
     "gated_delta.tiles": "A Gated DeltaNet layer (gated_delta) has no softmax to compute in "
     "tiles: leave out --tiles.",
-    "gated_delta.train": "train does not learn through a Gated DeltaNet layer (gated_delta) yet: "
-    "leave out gated_delta to train.",
-    "gated_delta.backward": "--backward does not go through a Gated DeltaNet layer (gated_delta) "
-    "yet: leave out --backward.",
+    "gated_delta.train": "train learns through a Gated DeltaNet layer's core (gated_delta with g "
+    "and beta given), not yet through the whole layer's own pieces (conv; wa, wb, a_log, dt_bias; "
+    "wz and norm): leave them out to train.",
+    "gated_delta.backward": "--backward goes through a Gated DeltaNet layer's core (gated_delta "
+    "with g and beta given) and its gated norm (wz, norm), not yet through the whole layer's "
+    "pieces before the core (conv; wa, wb, a_log, dt_bias): leave them out, or leave out "
+    "--backward.",
     "gated_delta.dtype": "--dtype does not round a Gated DeltaNet layer (gated_delta) yet: leave "
     "out --dtype.",
     # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
@@ -489,6 +496,118 @@ MESSAGES: dict[str, str] = {
     "stage.lightning_gated.why": "Each cell of the stage before times its gate σ(X·W_G), which "
     "the token itself decides (MiniMax: sigmoid(output_gate(x)) times the normalized output). "
     "After this, the heads are joined and out_proj (W_O) mixes them.",
+    "stage.lightning_grad_state.title": "Backward: the gradient of the state, walked in reverse",
+    "stage.lightning_grad_state.why": "S_t is read twice: by this token's output "
+    "o_t = S_tᵀ·q_t, and by the next state S_(t+1) = e^(−λ)·S_t + k_(t+1)·v_(t+1)ᵀ. So its "
+    "gradient is q_t·do_tᵀ (from the output) plus e^(−λ) times the next state's gradient: the "
+    "states are walked from the last token back to the first, and what a later token's output "
+    "asks of the state reaches the earlier tokens faded once per step.",
+    "stage.lightning_grad_q.title": "Backward: dQ, each Query from the state it read",
+    "stage.lightning_grad_q.why": "o_t = S_tᵀ·q_t, so with the state fixed the output is linear "
+    "in q_t: dq_t = S_t·do_t, the state token t read, times its output's gradient.",
+    "stage.lightning_grad_k.title": "Backward: dK, each Key from the state's gradient",
+    "stage.lightning_grad_k.why": "Token t wrote k_t·v_tᵀ into S_t, so dk_t = dS_t·v_t: the "
+    "state's gradient at t (which already holds what every later token asks of it) times the "
+    "token's own Value.",
+    "stage.lightning_grad_v.title": "Backward: dV, each Value from the state's gradient",
+    "stage.lightning_grad_v.why": "The same write k_t·v_tᵀ seen from the Value's side: "
+    "dv_t = dS_tᵀ·k_t.",
+    "stage.grad_back.silu.title": "Backward through silu",
+    "stage.grad_back.silu.why": "silu(x) = x·σ(x) has the derivative σ(x)·(1 + x·(1 − σ(x))): "
+    "about 1 for a large positive x, about 0 for a large negative one (silu flattens there), "
+    "½ at x = 0.",
+    "stage.lightning_rms_share.title": "Backward: this head's share of the root's gradient",
+    "stage.lightning_rms_share.why": "out_N = out / r ⊙ w, and r (one per row) is shared by "
+    "every head: each head hands back its part of dr, −Σⱼ d(out_N)ⱼ·wⱼ·outⱼ / r², and the "
+    "parts are added.",
+    "stage.grad_o_rms.title": "Backward: the gradient of each row's root",
+    "stage.grad_o_rms.why": "The root r was read by every head's normalized output, so its "
+    "gradient adds every head's share (the chain rule's sum over the paths).",
+    "stage.lightning_rms_back.title": "Backward through the norm over the joined heads",
+    "stage.lightning_rms_back.why": "Each cell of the head's output reached the loss along two "
+    "paths: divided by r and multiplied by its weight, d(out_N) ⊙ w / r; and through r itself, "
+    "∂r/∂out = out / (D·r) with D the joined width, times dr. The two are added.",
+    "note.lightning_grad_state": "Walked from the last token back: dS_(n+1) = 0 (no token "
+    "reads the last state after its own output). Each cell: q_t[i]·do_t[j] + e^(−λ)·dS_(t+1)[i,j], "
+    "with λ = {slope}: e^(−λ) ≈ {decay}.",
+    "stage.grad_lightning_norm.title": "Backward: the gradient of the norm's weight",
+    "stage.grad_lightning_norm.why": "out_N = out / r ⊙ w: each weight multiplied one column of "
+    "the normalized output in every row, so its gradient adds, over the tokens, that column's "
+    "d(out_N) times out / r.",
+    "hint.lightning_grad_state": "{cell} = q_{t}[{i}]·do_{t}[{j}] + e^(−λ)·dS_{next}[{i},{j}]: "
+    "this token's Query times its output's gradient, plus the next state's gradient decayed "
+    "once (the last token's state has only the first term).",
+    "hint.lightning_grad_q": "{cell} is row {j} of the state after token {i}, S_{i}, times row "
+    "{i} of {other}: Σ_c S_{i}[{j},c]·{other}[{i},c].",
+    "hint.lightning_grad_k": "{cell} is row {j} of dS_{i} times row {i} of {other}: "
+    "Σ_c dS_{i}[{j},c]·{other}[{i},c].",
+    "hint.lightning_grad_v": "{cell} is column {j} of dS_{i} times row {i} of {other}: "
+    "Σ_c dS_{i}[c,{j}]·{other}[{i},c].",
+    "stage.gdn_grad_state.title": "Backward: the gradient of the state, walked in reverse",
+    "stage.gdn_grad_state.why": "S_t is read by this token's output o_t = S_tᵀ·q̂_t and by the "
+    "next state, S_(t+1) = A_(t+1)·S_t + β_(t+1)·k̂_(t+1)·v_(t+1)ᵀ with A = e^g·(I − β·k̂·k̂ᵀ). So "
+    "its gradient is q̂_t·do_tᵀ plus A_(t+1) times the next state's gradient (A is symmetric): "
+    "walked from the last token back, each step decays it by e^g and takes out, along the next "
+    "Key, the part the delta rule overwrote.",
+    "stage.gdn_grad_q.title": "Backward: dQ̂, each normalized Query from the state it read",
+    "stage.gdn_grad_q.why": "o_t = S_tᵀ·q̂_t, so dq̂_t = S_t·do_t: the state token t read, times "
+    "its output's gradient.",
+    "stage.gdn_grad_k.title": "Backward: dK̂, each normalized Key from the state's gradient",
+    "stage.gdn_grad_k.why": "The Key both reads the state (m_t = S'_tᵀ·k̂_t, with S'_t = "
+    "e^(g_t)·S_(t−1)) and writes along itself, so it gets two terms: β_t·dS_t·u_t from the write "
+    "(u_t = v_t − m_t, what was new) and −β_t·S'_t·c_t from the read (c_t = dS_tᵀ·k̂_t).",
+    "stage.gdn_grad_v.title": "Backward: dV, each Value from the state's gradient",
+    "stage.gdn_grad_v.why": "Token t wrote β_t·k̂_t·v_tᵀ (minus what the state already held), so "
+    "dv_t = β_t·dS_tᵀ·k̂_t = β_t·c_t.",
+    "stage.gdn_grad_gates.title": "Backward: the gradients of g and β",
+    "stage.gdn_grad_gates.why": "dβ_t = c_t·u_t: how much the write's strength helps, the "
+    "gradient along the Key times what was new. dg_t: the decay multiplied S'_t = e^(g_t)·S_(t−1), "
+    "so dg_t adds the cells of (I − β_t·k̂_t·k̂_tᵀ)·dS_t (the gradient S'_t received) times S'_t's; "
+    "0 for the first token, whose S_0 = 0.",
+    "stage.grad_back.l2norm.title": "Backward through the L2 norm",
+    "stage.grad_back.l2norm.why": "y = s·x·ρ with ρ = 1/√(Σx² + 10⁻⁶): dx = s·(ρ·dy − x·ρ³·Σ(x ⊙ "
+    "dy)). The part of dy along x itself is taken out: a normalized row cannot grow longer.",
+    "note.gdn_grad_state": "Walked from the last token back: dS_(n+1) = 0. Each cell: q̂_t[i]·"
+    "do_t[j] + e^(g_(t+1))·(dS_(t+1)[i,j] − β_(t+1)·k̂_(t+1)[i]·c_j), c = dS_(t+1)ᵀ·k̂_(t+1).",
+    "hint.gdn_grad_state": "{cell} = q̂_{t}[{i}]·do_{t}[{j}] + e^(g_{next})·(dS_{next}[{i},{j}] − "
+    "β_{next}·k̂_{next}[{i}]·c_{j}), c = dS_{next}ᵀ·k̂_{next} (the last token's state has only the "
+    "first term).",
+    "stage.kda_grad_state.title": "Backward: the gradient of the state, walked in reverse",
+    "stage.kda_grad_state.why": "S_t is read by this token's output o_t = S_tᵀ·q̂_t and by the "
+    "next state, S_(t+1) = A_(t+1)·S_t + β_(t+1)·k̂_(t+1)·v_(t+1)ᵀ with A = (I − "
+    "β·k̂·k̂ᵀ)·Diag(e^g) (the decay first, then the delta rule). So its gradient is q̂_t·do_tᵀ "
+    "plus Aᵀ = Diag(e^g)·(I − β·k̂·k̂ᵀ) of the next token times the next state's gradient: "
+    "walked from the last token back, each step takes out, along the next Key, the part the "
+    "delta rule overwrote, and decays row c by its own e^(g[c]).",
+    "stage.kda_grad_gates.title": "Backward: the gradients of each channel's g and of β",
+    "stage.kda_grad_gates.why": "dβ_t = c_t·u_t, as in Gated DeltaNet. dg_t[c]: the decay "
+    "multiplied row c of the state, S'_t[c, :] = e^(g_t[c])·S_(t−1)[c, :], so dg_t[c] adds the "
+    "cells of row c of (I − β_t·k̂_t·k̂_tᵀ)·dS_t (the gradient S'_t received) times those of "
+    "row c of S'_t: one number per Key channel; 0 for the first token, whose S_0 = 0.",
+    "note.kda_grad_state": "Walked from the last token back: dS_(n+1) = 0. Each cell: "
+    "q̂_t[i]·do_t[j] + e^(g_(t+1)[i])·(dS_(t+1)[i,j] − β_(t+1)·k̂_(t+1)[i]·c_j), "
+    "c = dS_(t+1)ᵀ·k̂_(t+1): row i decays by its own channel's e^g.",
+    "hint.kda_grad_state": "{cell} = q̂_{t}[{i}]·do_{t}[{j}] + "
+    "e^(g_{next}[{i}])·(dS_{next}[{i},{j}] − β_{next}·k̂_{next}[{i}]·c_{j}), "
+    "c = dS_{next}ᵀ·k̂_{next} (the last token's state has only the first term).",
+    "stage.gdn_grad_normed.title": "Backward through the gate to the normalized output",
+    "stage.gdn_grad_normed.why": "out_Z = N ⊙ act(Z), so each cell of N receives its gradient "
+    "times its own gate: dN = d(out_Z) ⊙ act(Z) (SiLU(Z) in Gated DeltaNet).",
+    "stage.gdn_grad_z.title": "Backward: the gradient of the gate's input Z",
+    "stage.gdn_grad_z.why": "The same product seen from the gate's side: dZ = d(out_Z) ⊙ N ⊙ "
+    "act'(Z), with SiLU'(z) = σ(z)·(1 + z·(1 − σ(z))).",
+    "stage.grad_back.gdn_rms.title": "Backward through the gated norm's RMSNorm",
+    "stage.grad_back.gdn_rms.why": "N = out·ρ ⊙ w with ρ = 1/√(mean(out²) + ε): dout = ρ·(w ⊙ dN) "
+    "− out·ρ³·mean(out ⊙ w ⊙ dN). The part of the gradient along the row itself is taken out: "
+    "the norm undoes any change of the row's length.",
+    "stage.grad_norm.title": "Backward: the gradient of the gated norm's weight",
+    "stage.grad_norm.why": "Every head's normalized output was multiplied by the same weight w "
+    "(d_v numbers), so its gradient adds, over the tokens and the heads, dN times out·ρ in "
+    "that column.",
+    "stage.grad_wz.title": "Gradient of W_z",
+    "stage.grad_wz.why": "Z = X·W_z (written W_Z in the formula), so dW_Z = Xᵀ·dZ, each head's "
+    "gradient in its own columns: each weight collects, over the tokens, its input value times "
+    "its gate input's gradient.",
     "note.lightning_silu": "silu(x) = x·σ(x) = x / (1 + e^(−x)), cell by cell.",
     "note.lightning_state": "S_0 = 0. Each cell: e^(−λ)·S_(t−1)[i,j] + k_t[i]·v_t[j], with λ = "
     "{slope}: e^(−λ) ≈ {decay}.",
@@ -548,8 +667,9 @@ MESSAGES: dict[str, str] = {
     "through its state: leave out --decode.",
     "lightning.tiles": "A lightning-attention layer (lightning) has no softmax to compute in "
     "tiles: leave out --tiles.",
-    "lightning.train": "train does not learn through a lightning-attention layer (lightning) "
-    "yet: leave out lightning to train.",
+    "lightning.train": "train does not learn a lightning-attention layer's own norm weight and "
+    "output gate yet (lightning's norm and gate): leave them out to train W_Q, W_K, W_V and W_O "
+    "(explain --backward shows their gradients).",
     "lightning.backward": "--backward does not go through a lightning-attention layer "
     "(lightning) yet: leave out --backward.",
     "lightning.dtype": "--dtype does not round a lightning-attention layer (lightning) yet: "
@@ -844,10 +964,13 @@ MESSAGES: dict[str, str] = {
     "through its state: leave out --decode.",
     "kimi_delta.tiles": "A Kimi Delta Attention layer (kimi_delta) has no softmax to compute in "
     "tiles: leave out --tiles.",
-    "kimi_delta.train": "train does not learn through a Kimi Delta Attention layer (kimi_delta) "
-    "yet: leave out kimi_delta to train.",
-    "kimi_delta.backward": "--backward does not go through a Kimi Delta Attention layer "
-    "(kimi_delta) yet: leave out --backward.",
+    "kimi_delta.train": "train learns through a Kimi Delta Attention layer's core (kimi_delta "
+    "with g and beta given), not yet through the whole layer's own pieces (conv; wf_a, wf_b, "
+    "a_log, dt_bias, wb; wg_a, wg_b and norm): leave them out to train.",
+    "kimi_delta.backward": "--backward goes through a Kimi Delta Attention layer's core "
+    "(kimi_delta with g and beta given), not yet through the whole layer's own pieces (conv; "
+    "wf_a, wf_b, a_log, dt_bias, wb; wg_a, wg_b and norm): leave them out, or leave out "
+    "--backward.",
     "kimi_delta.dtype": "--dtype does not round a Kimi Delta Attention layer (kimi_delta) yet: "
     "leave out --dtype.",
     # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
@@ -3317,6 +3440,13 @@ MESSAGES: dict[str, str] = {
     "backward.no_loss": "--backward needs a place for the gradient to start: give one of "
     "grad_output (dL/dO, n × d_out), target (T, n × d_out; L = ½·Σ(O − T)²) or attend (one key "
     "per query, 1-based; L = −Σᵢ log A[i, tᵢ])",
+    "backward.no_loss_mixer": "--backward needs a place for the gradient to start: give "
+    "grad_output (dL/dO, n × d_out) or target (T, n × d_out; L = ½·Σ(O − T)²) (attend's loss is "
+    "on softmax weights, which a linear-attention layer has none of)",
+    "backward.attend_mixer": "attend puts the loss on softmax weights, and a linear-attention "
+    "layer has none: it never forms an n×n matrix of weights, and the W qkvcalc shows beside it "
+    "(what its state adds up to) has rows that need not sum to 1. Give target or grad_output for "
+    "--backward",
     "backward.decode": "--backward runs on the whole sequence at once: drop decode (a KV cache "
     "changes when the numbers are computed, not what the gradients are)",
     "loss.several": "give one place for the gradient to start, not several: {keys}",
@@ -3545,6 +3675,9 @@ MESSAGES: dict[str, str] = {
     "with scale 1, and show both losses side by side: what √d_k does to learning, on this problem.",
     "train.progress": "Training",
     "train.progress_unscaled": "Training with scale 1",
+    "train.compare_scale_mixer": "--compare-scale trains again with the scores not scaled, but "
+    "a linear-attention layer has no scaled scores (no 1/√d_k before a softmax): there is "
+    "nothing to compare.",
     "train.compare_scale_one": "--compare-scale trains again with scale 1, but this problem's "
     "scale is already 1: there is nothing to compare.",
     "dataset.not_list": "{key} must be a list of examples (objects of the input format), and "

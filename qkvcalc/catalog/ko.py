@@ -152,6 +152,9 @@ MESSAGES: dict[str, str] = {
     "note.brief_steps": "생략(--detail brief): {from_symbol} … {to_symbol}, 토큰 {first}~{last} "
     "다음의 상태로 이 헤드의 {total}개 중 {count}개입니다. --detail full은 모두 보여 줍니다"
     "(이 헤드의 것만: --stages {id} --head {head} --detail full).",
+    "note.brief_grad_steps": "생략(--detail brief): {from_symbol} … {to_symbol}, 토큰 "
+    "{first}~{last}(거꾸로) 다음 상태의 기울기로 이 헤드의 {total}개 중 {count}개입니다. "
+    "--detail full은 모두 보여 줍니다(이 헤드의 것만: --stages {id} --head {head} --detail full).",
     "note.rounded": "≈: 식 안의 수는 소수 {precision}자리로 반올림해 보여 주고, 결과는 반올림하기 "
     "전의 수로 계산합니다. 그래서 손으로 다시 계산하면 마지막 자리가 다를 수 있습니다.",
     # ---- reading the attention out (qkvcalc.readout) ------------------------------------
@@ -437,10 +440,12 @@ MESSAGES: dict[str, str] = {
     "계산합니다: --decode를 빼세요.",
     "gated_delta.tiles": "Gated DeltaNet 층(gated_delta)에는 타일로 나눠 계산할 소프트맥스가 "
     "없습니다: --tiles를 빼세요.",
-    "gated_delta.train": "train은 아직 Gated DeltaNet 층(gated_delta)을 거쳐 학습하지 않습니다: "
-    "학습하려면 gated_delta를 빼세요.",
-    "gated_delta.backward": "--backward는 아직 Gated DeltaNet 층(gated_delta)을 거치지 않습니다: "
-    "--backward를 빼세요.",
+    "gated_delta.train": "train은 Gated DeltaNet 층의 핵심(g와 beta를 준 gated_delta)을 거쳐 "
+    "학습하지만, 층 전체의 부품(conv; wa, wb, a_log, dt_bias; wz와 norm)은 아직 거치지 않습니다: "
+    "학습하려면 그 키들을 빼세요.",
+    "gated_delta.backward": "--backward는 Gated DeltaNet 층의 핵심(g와 beta를 준 gated_delta)과 "
+    "게이트 정규화(wz, norm)를 거치지만, 핵심 앞의 부품(conv; wa, wb, a_log, dt_bias)은 아직 "
+    "거치지 않습니다: 그 키들을 빼거나 --backward를 빼세요.",
     "gated_delta.dtype": "--dtype은 아직 Gated DeltaNet 층(gated_delta)을 반올림하지 않습니다: "
     "--dtype을 빼세요.",
     # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
@@ -485,6 +490,112 @@ MESSAGES: dict[str, str] = {
     "stage.lightning_gated.why": "앞 단계의 각 칸에 그 게이트 σ(X·W_G)를 곱합니다. 토큰 자신이 "
     "정하는 값입니다(MiniMax: 정규화한 출력에 sigmoid(output_gate(x))를 곱함). 그다음 헤드들을 "
     "이어 붙이고 out_proj(W_O)가 섞습니다.",
+    "stage.lightning_grad_state.title": "역전파: 거꾸로 따라가는 상태의 기울기",
+    "stage.lightning_grad_state.why": "S_t는 두 번 읽힙니다: 이 토큰의 출력 o_t = S_tᵀ·q_t, 그리고 "
+    "다음 상태 S_(t+1) = e^(−λ)·S_t + k_(t+1)·v_(t+1)ᵀ. 그래서 그 기울기는 q_t·do_tᵀ(출력에서)에 "
+    "다음 상태의 기울기의 e^(−λ)배를 더한 것입니다: 상태들을 마지막 토큰에서 첫 토큰으로 거슬러 "
+    "가며, 뒤 토큰의 출력이 상태에 요구하는 것은 한 단계마다 한 번씩 감쇠하여 앞 토큰들에 "
+    "닿습니다.",
+    "stage.lightning_grad_q.title": "역전파: dQ, 각 Query는 자신이 읽은 상태에서",
+    "stage.lightning_grad_q.why": "o_t = S_tᵀ·q_t이므로 상태를 고정하면 출력은 q_t에 대해 "
+    "선형입니다: dq_t = S_t·do_t, 토큰 t가 읽은 상태에 그 출력의 기울기를 곱한 것입니다.",
+    "stage.lightning_grad_k.title": "역전파: dK, 각 Key는 상태의 기울기에서",
+    "stage.lightning_grad_k.why": "토큰 t는 k_t·v_tᵀ를 S_t에 썼으므로 dk_t = dS_t·v_t입니다: "
+    "t에서의 상태의 기울기(뒤 토큰들이 상태에 요구하는 것을 이미 모두 담은 값)에 그 토큰 자신의 "
+    "Value를 곱한 것입니다.",
+    "stage.lightning_grad_v.title": "역전파: dV, 각 Value는 상태의 기울기에서",
+    "stage.lightning_grad_v.why": "같은 쓰기 k_t·v_tᵀ를 Value 쪽에서 본 것입니다: "
+    "dv_t = dS_tᵀ·k_t.",
+    "stage.grad_back.silu.title": "silu를 거치는 역전파",
+    "stage.grad_back.silu.why": "silu(x) = x·σ(x)의 도함수는 σ(x)·(1 + x·(1 − σ(x)))입니다: "
+    "x가 큰 양수이면 약 1, 큰 음수이면 약 0(silu가 거기서 평평해짐), x = 0에서 ½입니다.",
+    "stage.lightning_rms_share.title": "역전파: 근의 기울기 중 이 헤드의 몫",
+    "stage.lightning_rms_share.why": "out_N = out / r ⊙ w이고, r(행마다 하나)은 모든 헤드가 함께 "
+    "씁니다: 각 헤드는 dr의 자기 몫 −Σⱼ d(out_N)ⱼ·wⱼ·outⱼ / r²를 돌려주고, 몫들을 더합니다.",
+    "stage.grad_o_rms.title": "역전파: 각 행의 근의 기울기",
+    "stage.grad_o_rms.why": "근 r은 모든 헤드의 정규화한 출력이 읽었으므로, 그 기울기는 모든 "
+    "헤드의 몫을 더한 것입니다(연쇄 법칙의 경로별 합).",
+    "stage.lightning_rms_back.title": "역전파: 이어 붙인 헤드들에 걸친 정규화를 거쳐",
+    "stage.lightning_rms_back.why": "헤드 출력의 각 칸은 두 경로로 손실에 닿았습니다: r로 나누고 "
+    "가중치를 곱한 경로 d(out_N) ⊙ w / r, 그리고 r 자체를 거치는 경로 ∂r/∂out = out / (D·r)"
+    "(D는 이어 붙인 너비)에 dr을 곱한 것. 둘을 더합니다.",
+    "note.lightning_grad_state": "마지막 토큰에서 거슬러 갑니다: dS_(n+1) = 0(마지막 상태는 그 "
+    "토큰의 출력 말고는 읽는 곳이 없음). 각 칸: q_t[i]·do_t[j] + e^(−λ)·dS_(t+1)[i,j], 여기서 "
+    "λ = {slope}, e^(−λ) ≈ {decay}.",
+    "stage.grad_lightning_norm.title": "역전파: 정규화 가중치의 기울기",
+    "stage.grad_lightning_norm.why": "out_N = out / r ⊙ w: 각 가중치는 모든 행에서 정규화한 출력의 "
+    "한 열에 곱해졌으므로, 그 기울기는 토큰들에 걸쳐 그 열의 d(out_N)에 out / r을 곱해 더한 "
+    "것입니다.",
+    "hint.lightning_grad_state": "{cell} = q_{t}[{i}]·do_{t}[{j}] + e^(−λ)·dS_{next}[{i},{j}]: "
+    "이 토큰의 Query에 그 출력의 기울기를 곱한 값에, 한 번 감쇠한 다음 상태의 기울기를 더합니다"
+    "(마지막 토큰의 상태에는 앞 항만 있음).",
+    "hint.lightning_grad_q": "{cell} 칸: 토큰 {i} 다음 상태(S_{i}) 안의 행 {j} 곱하기 {other} "
+    "행렬 안의 행 {i}, 짝끼리 곱해 더합니다: Σ_c S_{i}[{j},c]·{other}[{i},c].",
+    "hint.lightning_grad_k": "{cell} 칸: dS_{i} 행렬 안의 행 {j} 곱하기 {other} 행렬 안의 행 {i}, "
+    "짝끼리 곱해 더합니다: Σ_c dS_{i}[{j},c]·{other}[{i},c].",
+    "hint.lightning_grad_v": "{cell} 칸: dS_{i} 행렬 안의 열 {j} 곱하기 {other} 행렬 안의 행 {i}, "
+    "짝끼리 곱해 더합니다: Σ_c dS_{i}[c,{j}]·{other}[{i},c].",
+    "stage.gdn_grad_state.title": "역전파: 거꾸로 따라가는 상태의 기울기",
+    "stage.gdn_grad_state.why": "S_t는 이 토큰의 출력 o_t = S_tᵀ·q̂_t와 다음 상태 S_(t+1) = "
+    "A_(t+1)·S_t + β_(t+1)·k̂_(t+1)·v_(t+1)ᵀ(A = e^g·(I − β·k̂·k̂ᵀ))가 읽습니다. 그래서 그 기울기는 "
+    "q̂_t·do_tᵀ에 다음 상태의 기울기의 A_(t+1)배를 더한 것입니다(A는 대칭): 마지막 토큰에서 "
+    "거슬러 가며, 한 단계마다 e^g로 감쇠하고 델타 규칙이 덮어쓴 부분을 다음 Key 방향에서 뺍니다.",
+    "stage.gdn_grad_q.title": "역전파: dQ̂, 정규화한 각 Query는 자신이 읽은 상태에서",
+    "stage.gdn_grad_q.why": "o_t = S_tᵀ·q̂_t이므로 dq̂_t = S_t·do_t: 토큰 t가 읽은 상태에 그 "
+    "출력의 기울기를 곱한 것입니다.",
+    "stage.gdn_grad_k.title": "역전파: dK̂, 정규화한 각 Key는 상태의 기울기에서",
+    "stage.gdn_grad_k.why": "Key는 상태를 읽기도 하고(m_t = S'_tᵀ·k̂_t, S'_t = e^(g_t)·S_(t−1)) "
+    "자기 방향으로 쓰기도 하므로 두 항을 받습니다: 쓰기에서 β_t·dS_t·u_t(u_t = v_t − m_t, 새로운 "
+    "것), 읽기에서 −β_t·S'_t·c_t(c_t = dS_tᵀ·k̂_t).",
+    "stage.gdn_grad_v.title": "역전파: dV, 각 Value는 상태의 기울기에서",
+    "stage.gdn_grad_v.why": "토큰 t는 β_t·k̂_t·v_tᵀ를 썼으므로(상태가 이미 가진 것을 빼고) "
+    "dv_t = β_t·dS_tᵀ·k̂_t = β_t·c_t입니다.",
+    "stage.gdn_grad_gates.title": "역전파: g와 β의 기울기",
+    "stage.gdn_grad_gates.why": "dβ_t = c_t·u_t: 쓰기 세기가 얼마나 도움이 되는지, Key 방향의 "
+    "기울기 곱하기 새로운 것. dg_t: 감쇠는 S'_t = e^(g_t)·S_(t−1)를 곱했으므로, dg_t는 "
+    "(I − β_t·k̂_t·k̂_tᵀ)·dS_t(S'_t가 받은 기울기)의 칸과 S'_t의 칸을 곱해 더한 것입니다. 첫 "
+    "토큰은 S_0 = 0이므로 0입니다.",
+    "stage.grad_back.l2norm.title": "L2 정규화를 거치는 역전파",
+    "stage.grad_back.l2norm.why": "y = s·x·ρ, ρ = 1/√(Σx² + 10⁻⁶): dx = s·(ρ·dy − x·ρ³·Σ(x ⊙ "
+    "dy)). dy 중 x 자신의 방향 성분은 빠집니다: 정규화한 행은 더 길어질 수 없습니다.",
+    "note.gdn_grad_state": "마지막 토큰에서 거슬러 갑니다: dS_(n+1) = 0. 각 칸: q̂_t[i]·do_t[j] + "
+    "e^(g_(t+1))·(dS_(t+1)[i,j] − β_(t+1)·k̂_(t+1)[i]·c_j), c = dS_(t+1)ᵀ·k̂_(t+1).",
+    "hint.gdn_grad_state": "{cell} = q̂_{t}[{i}]·do_{t}[{j}] + e^(g_{next})·(dS_{next}[{i},{j}] − "
+    "β_{next}·k̂_{next}[{i}]·c_{j}), c = dS_{next}ᵀ·k̂_{next}(마지막 토큰의 상태에는 앞 항만 있음).",
+    "stage.kda_grad_state.title": "역전파: 거꾸로 따라가는 상태의 기울기",
+    "stage.kda_grad_state.why": "S_t는 이 토큰의 출력 o_t = S_tᵀ·q̂_t와 다음 상태 S_(t+1) = "
+    "A_(t+1)·S_t + β_(t+1)·k̂_(t+1)·v_(t+1)ᵀ(A = (I − β·k̂·k̂ᵀ)·Diag(e^g): 감쇠가 먼저, 그다음 "
+    "델타 규칙)가 읽습니다. 그래서 그 기울기는 q̂_t·do_tᵀ에 다음 토큰의 Aᵀ = Diag(e^g)·(I − "
+    "β·k̂·k̂ᵀ)와 다음 상태의 기울기의 곱을 "
+    "더한 것입니다: 마지막 토큰에서 거슬러 가며, 한 단계마다 델타 규칙이 덮어쓴 부분을 다음 Key "
+    "방향에서 빼고, 행 c를 자기 e^(g[c])로 감쇠합니다.",
+    "stage.kda_grad_gates.title": "역전파: 채널마다의 g와 β의 기울기",
+    "stage.kda_grad_gates.why": "dβ_t = c_t·u_t, Gated DeltaNet과 같습니다. dg_t[c]: 감쇠는 "
+    "상태의 행 c에 곱해졌으므로(S'_t[c, :] = e^(g_t[c])·S_(t−1)[c, :]), dg_t[c]는 "
+    "(I − β_t·k̂_t·k̂_tᵀ)·dS_t(S'_t가 받은 기울기)의 행 c의 칸과 S'_t의 행 c의 칸을 곱해 더한 "
+    "것입니다: Key 채널마다 수 하나. 첫 토큰은 S_0 = 0이므로 0입니다.",
+    "note.kda_grad_state": "마지막 토큰에서 거슬러 갑니다: dS_(n+1) = 0. 각 칸: q̂_t[i]·do_t[j] + "
+    "e^(g_(t+1)[i])·(dS_(t+1)[i,j] − β_(t+1)·k̂_(t+1)[i]·c_j), c = dS_(t+1)ᵀ·k̂_(t+1): 행 i는 자기 "
+    "채널의 e^g로 감쇠합니다.",
+    "hint.kda_grad_state": "{cell} = q̂_{t}[{i}]·do_{t}[{j}] + "
+    "e^(g_{next}[{i}])·(dS_{next}[{i},{j}] − β_{next}·k̂_{next}[{i}]·c_{j}), "
+    "c = dS_{next}ᵀ·k̂_{next}(마지막 토큰의 상태에는 앞 항만 있음).",
+    "stage.gdn_grad_normed.title": "역전파: 게이트를 거쳐 정규화한 출력으로",
+    "stage.gdn_grad_normed.why": "out_Z = N ⊙ act(Z)이므로 N의 각 칸은 자기 게이트를 곱한 기울기를 "
+    "받습니다: dN = d(out_Z) ⊙ act(Z)(Gated DeltaNet에서는 SiLU(Z)).",
+    "stage.gdn_grad_z.title": "역전파: 게이트 입력 Z의 기울기",
+    "stage.gdn_grad_z.why": "같은 곱을 게이트 쪽에서 본 것입니다: dZ = d(out_Z) ⊙ N ⊙ act'(Z), "
+    "SiLU'(z) = σ(z)·(1 + z·(1 − σ(z))).",
+    "stage.grad_back.gdn_rms.title": "게이트 정규화의 RMSNorm을 거치는 역전파",
+    "stage.grad_back.gdn_rms.why": "N = out·ρ ⊙ w, ρ = 1/√(mean(out²) + ε): dout = ρ·(w ⊙ dN) − "
+    "out·ρ³·mean(out ⊙ w ⊙ dN). 기울기 중 행 자신의 방향 성분은 빠집니다: 정규화는 행 길이의 "
+    "변화를 되돌립니다.",
+    "stage.grad_norm.title": "역전파: 게이트 정규화 가중치의 기울기",
+    "stage.grad_norm.why": "모든 헤드의 정규화한 출력에 같은 가중치 w(d_v개의 수)를 곱했으므로, "
+    "그 기울기는 토큰들과 헤드들에 걸쳐 그 열의 dN에 out·ρ를 곱해 더한 것입니다.",
+    "stage.grad_wz.title": "W_z의 기울기",
+    "stage.grad_wz.why": "Z = X·W_z(식에서는 W_Z)이므로 dW_Z = Xᵀ·dZ이고, 각 헤드의 기울기는 자기 "
+    "열에 놓입니다. 각 가중치는 토큰들에 걸쳐 자기 입력값과 게이트 입력의 기울기의 곱을 모읍니다.",
     "note.lightning_silu": "silu(x) = x·σ(x) = x / (1 + e^(−x)), 칸마다 계산합니다.",
     "note.lightning_state": "S_0 = 0. 각 칸: e^(−λ)·S_(t−1)[i,j] + k_t[i]·v_t[j], 여기서 λ = "
     "{slope}, e^(−λ) ≈ {decay}.",
@@ -544,8 +655,9 @@ MESSAGES: dict[str, str] = {
     "계산합니다: --decode를 빼세요.",
     "lightning.tiles": "라이트닝 어텐션 층(lightning)에는 타일로 나눠 계산할 소프트맥스가 "
     "없습니다: --tiles를 빼세요.",
-    "lightning.train": "train은 아직 라이트닝 어텐션 층(lightning)을 거쳐 학습하지 않습니다: "
-    "학습하려면 lightning을 빼세요.",
+    "lightning.train": "train은 아직 라이트닝 어텐션 층 자체의 정규화 가중치와 출력 게이트"
+    "(lightning의 norm과 gate)를 학습하지 않습니다: W_Q, W_K, W_V, W_O를 학습하려면 둘을 "
+    "빼세요(explain --backward가 그 기울기를 보여 줍니다).",
     "lightning.backward": "--backward는 아직 라이트닝 어텐션 층(lightning)을 거치지 않습니다: "
     "--backward를 빼세요.",
     "lightning.dtype": "--dtype은 아직 라이트닝 어텐션 층(lightning)을 반올림하지 않습니다: "
@@ -830,10 +942,12 @@ MESSAGES: dict[str, str] = {
     "계산합니다: --decode를 빼세요.",
     "kimi_delta.tiles": "Kimi Delta Attention 층(kimi_delta)에는 타일로 나눠 계산할 "
     "소프트맥스가 없습니다: --tiles를 빼세요.",
-    "kimi_delta.train": "train은 아직 Kimi Delta Attention 층(kimi_delta)을 거쳐 학습하지 "
-    "않습니다: 학습하려면 kimi_delta를 빼세요.",
-    "kimi_delta.backward": "--backward는 아직 Kimi Delta Attention 층(kimi_delta)을 거치지 "
-    "않습니다: --backward를 빼세요.",
+    "kimi_delta.train": "train은 Kimi Delta Attention 층의 핵심(g와 beta를 준 kimi_delta)을 "
+    "거쳐 학습하지만, 층 전체의 부품(conv; wf_a, wf_b, a_log, dt_bias, wb; wg_a, wg_b와 norm)은 "
+    "아직 거치지 않습니다: 학습하려면 그 키들을 빼세요.",
+    "kimi_delta.backward": "--backward는 Kimi Delta Attention 층의 핵심(g와 beta를 준 "
+    "kimi_delta)을 거치지만, 층 전체의 부품(conv; wf_a, wf_b, a_log, dt_bias, wb; wg_a, wg_b와 "
+    "norm)은 아직 거치지 않습니다: 그 키들을 빼거나 --backward를 빼세요.",
     "kimi_delta.dtype": "--dtype은 아직 Kimi Delta Attention 층(kimi_delta)을 반올림하지 "
     "않습니다: --dtype을 빼세요.",
     # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
@@ -3249,6 +3363,13 @@ MESSAGES: dict[str, str] = {
     "backward.no_loss": "--backward에는 기울기가 시작할 곳이 필요합니다. 다음 중 하나를 주세요: "
     "grad_output (dL/dO, n × d_out), target (T, n × d_out; L = ½·Σ(O − T)²), attend (Query마다 "
     "Key 하나, 1부터 셈; L = −Σᵢ log A[i, tᵢ])",
+    "backward.no_loss_mixer": "--backward에는 기울기가 시작할 곳이 필요합니다. grad_output "
+    "(dL/dO, n × d_out)이나 target (T, n × d_out; L = ½·Σ(O − T)²)을 주세요(attend의 손실은 "
+    "소프트맥스 가중치에 두는데, 선형 어텐션 층에는 그것이 없습니다).",
+    "backward.attend_mixer": "attend는 손실을 소프트맥스 가중치에 두는데, 선형 어텐션 층에는 "
+    "그것이 없습니다. 이 층은 n×n 가중치 행렬을 만들지 않고, qkvcalc가 옆에 보여 주는 W(상태가 "
+    "모아 더한 것)의 행은 합이 1일 필요가 없습니다. --backward에는 target이나 grad_output을 "
+    "주세요.",
     "backward.decode": "--backward는 시퀀스 전체에 한 번에 실행됩니다. decode를 빼 주세요 (KV "
     "캐시는 수를 계산하는 시점을 바꿀 뿐, 기울기는 바꾸지 않습니다)",
     "loss.several": "기울기가 시작할 곳은 하나만 주세요. 지금 여러 개입니다: {keys}",
@@ -3465,6 +3586,9 @@ MESSAGES: dict[str, str] = {
     "하는지 보여 줍니다.",
     "train.progress": "학습 중",
     "train.progress_unscaled": "스케일 1로 학습 중",
+    "train.compare_scale_mixer": "--compare-scale은 스코어를 스케일링하지 않고 한 번 더 "
+    "학습하는데, 선형 어텐션 층에는 스케일링한 스코어가 없습니다(소프트맥스 앞의 1/√d_k가 "
+    "없음). 비교할 것이 없습니다.",
     "train.compare_scale_one": "--compare-scale은 스케일 1로 한 번 더 학습하는데, 이 문제의 "
     "스케일이 이미 1입니다. 비교할 것이 없습니다.",
     "dataset.not_list": "{key}의 값은 예제(입력 형식의 객체)들의 목록이어야 하며, examples에는 "

@@ -626,6 +626,280 @@ def _read_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) 
     return style.line(left, worked, float(stage.value[i, j]), result)
 
 
+# ---- the backward pass (--backward), the core with g and β given ---------------------------
+#
+# S_t = A_t·S_(t−1) + β_t·k̂_t·v_tᵀ with A_t = e^(g_t)·(I − β_t·k̂_t·k̂_tᵀ) (symmetric), read by
+# o_t = S_tᵀ·q̂_t and by S_(t+1); so, from the last token back (dS_(n+1) = 0):
+#     dS_t = q̂_t·do_tᵀ + e^(g_(t+1))·(I − β_(t+1)·k̂_(t+1)·k̂_(t+1)ᵀ)·dS_(t+1)
+# and with S'_t = e^(g_t)·S_(t−1), m_t = S'_tᵀ·k̂_t, u_t = v_t − m_t, c_t = dS_tᵀ·k̂_t:
+#     dq̂_t = S_t·do_t,  dv_t = β_t·c_t,  dk̂_t = β_t·(dS_t·u_t − S'_t·c_t),
+#     dβ_t = c_t·u_t,  dg_t = ⟨(I − β_t·k̂_t·k̂_tᵀ)·dS_t, S'_t⟩
+
+
+def _parts(k: np.ndarray, v: np.ndarray, gates: np.ndarray, states: Sequence[np.ndarray],
+           grads: Sequence[np.ndarray], t: int) -> tuple[np.ndarray, ...]:  # fmt: skip
+    """Token t's (0-based) S'_t, u_t = v_t − m_t and c_t = dS_tᵀ·k̂_t. The gates' row is
+    (g, β), or (g_1 … g_(d_k), β) with one decay per Key channel (Kimi Delta Attention's:
+    S'_t = Diag(e^(g_t))·S_(t−1), row c times e^(g_t[c]))."""
+    before = states[t - 1] if t else np.zeros_like(states[0])
+    decayed = np.exp(gates[t, :-1])[:, None] * before
+    return decayed, v[t] - decayed.T @ k[t], grads[t].T @ k[t]
+
+
+def _state_read_grads(back: Any, at: Spec, g: Ref) -> list[Spec]:
+    """o_t = S_tᵀ·q̂_t (the head's core output, `at`), from dO (`g`): every state's gradient,
+    t = n down to 1, then dQ̂, dK̂, dV and d(g, β). The states hand nothing on: their operands
+    (the state before, k̂, v, the gates) all have their gradients from here."""
+    return state_read_grads(back, at, g, "gdn", "e^(g_{t})")
+
+
+def state_read_grads(back: Any, at: Spec, g: Ref, words: str, decay: str) -> list[Spec]:
+    """The core's backward (Gated DeltaNet's, or Kimi Delta Attention's with one decay per Key
+    channel): its stages' topics, notes and hints `words` + "_grad_…", each step's decay
+    written `decay` (with {t})."""
+    from qkvcalc.plan.specs import d, stamped
+
+    q_ref, *states = at.operands
+    first = back.by[states[0]]
+    k_ref, v_ref, gates_ref = first.operands[1], first.operands[2], first.operands[3]
+    k, v, gates = back.by[k_ref], back.by[v_ref], back.by[gates_ref]
+    h, n = at.head, len(states)
+    made: list[Spec] = []
+    for t in range(n, 0, -1):
+        later: Any = made[-1].ref if t < n else Const(np.zeros((len(first.rows), len(first.cols))))
+        rule = f"dS_{t} = q̂_{t}·do_{t}ᵀ"
+        if t < n:
+            rule += f" + {decay.format(t=t + 1)}·(I − β_{t + 1}·k̂_{t + 1}·k̂_{t + 1}ᵀ)·dS_{t + 1}"
+        spec = Spec(
+            "grad_state",
+            h,
+            "gdn_grad_state",
+            (q_ref, g, k_ref, gates_ref, later),
+            rule,
+            first.rows,
+            first.cols,
+            params={
+                "t": t - 1,
+                "last": t == n,
+                "step_key": "ui.token_step",
+                "brief_note": "note.brief_grad_steps",
+            },
+            notes=(Msg(f"note.{words}_grad_state"),) if t == n else (),
+            topic=f"{words}_grad_state",
+            hint=(f"hint.{words}_grad_state", {"t": t, "next": t + 1}),
+            symbol=f"dS_{t}",
+            letters="d_k×d_v",
+        )
+        made += stamped([spec], step=t)
+    grads = tuple(s.ref for s in reversed(made))  # dS_1 … dS_n
+    whole = (k_ref, v_ref, gates_ref, *states, *grads)
+    sides = (
+        (back.by[q_ref], "gdn_grad_q", (g, *states), "dq̂_t = S_t·do_t", "n×d_k"),
+        (k, "gdn_grad_k", whole, "dk̂_t = β_t·(dS_t·u_t − S'_t·c_t)", "n×d_k"),
+        (v, "gdn_grad_v", whole, "dv_t = β_t·dS_tᵀ·k̂_t", "n×d_v"),
+        (gates, "gdn_grad_gates", whole, "dg_t = ⟨(I − β_t·k̂_t·k̂_tᵀ)·dS_t, S'_t⟩, dβ_t = c_t·u_t"
+         if words == "gdn" else "dg_t[c] = ⟨row c of (I − β_t·k̂_t·k̂_tᵀ)·dS_t, of S'_t⟩, "
+         "dβ_t = c_t·u_t", gates.letters),
+    )  # fmt: skip
+    for side, op, reads, rule, letters in sides:
+        made.append(
+            Spec(
+                f"grad_{side.id}",
+                h,
+                op,
+                reads,
+                rule,
+                side.rows,
+                side.cols,
+                params={"states": n},
+                topic=f"{words}_grad_gates" if side is gates else op,
+                symbol=d(side.symbol) if side.symbol != "g,β" else "d(g,β)",
+                letters=letters,
+            )
+        )
+    return made
+
+
+def _split(ops: Sequence[np.ndarray], n: int) -> tuple[Any, ...]:
+    """k̂, v, the gates, then the n states and the n states' gradients (as sequences)."""
+    k, v, gates = ops[:3]
+    return k, v, gates, ops[3 : 3 + n], ops[3 + n : 3 + 2 * n]
+
+
+def _grad_state(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    q, g, k, gates, later = ops
+    t = params["t"]
+    out = np.outer(q[t], g[t])
+    if not params["last"]:
+        kn, beta = k[t + 1], float(gates[t + 1, -1])  # e^g: one, or one per Key channel (row)
+        decay = np.exp(gates[t + 1, :-1])[:, None]
+        out = out + decay * (later - beta * np.outer(kn, kn @ later))
+    return out
+
+
+def _grad_q(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    g, *states = ops  # dq̂_t = S_t·do_t
+    return np.stack([s @ g[t] for t, s in enumerate(states)])
+
+
+def _grad_k(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    k, v, gates, states, grads = _split(ops, params["states"])
+    out = []
+    for t in range(len(states)):
+        decayed, u, c = _parts(k, v, gates, states, grads, t)
+        out.append(float(gates[t, -1]) * (grads[t] @ u - decayed @ c))
+    return np.stack(out)
+
+
+def _grad_v(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    k, _v, gates, states, grads = _split(ops, params["states"])
+    return np.stack([float(gates[t, -1]) * (grads[t].T @ k[t]) for t in range(len(states))])
+
+
+def _grad_gates(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    k, v, gates, states, grads = _split(ops, params["states"])
+    out = np.zeros(gates.shape)
+    for t in range(len(states)):
+        decayed, u, c = _parts(k, v, gates, states, grads, t)
+        back = grads[t] - float(gates[t, -1]) * np.outer(k[t], c)
+        by_row = (back * decayed).sum(axis=1)  # dg: all of it, or each Key channel's row
+        out[t, :-1] = by_row if gates.shape[1] > 2 else by_row.sum()
+        out[t, -1] = float(c @ u)
+    return out
+
+
+def _l2norm_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np.ndarray) -> Any:
+    # y = s·x·ρ, ρ = (Σx² + ε)^(−½): dx = s·(ρ·dy − x·ρ³·Σ(x ⊙ dy))
+    x = ops[0]
+    rho = 1.0 / np.sqrt((x * x).sum(axis=1, keepdims=True) + EPS)
+    return (params["scale"] * (rho * g - x * rho**3 * (x * g).sum(axis=1, keepdims=True)),)
+
+
+def _grad_state_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    t = params["t"]
+    yield 0, t, i
+    yield 1, t, j
+    if not params["last"]:
+        yield from ((2, t + 1, r) for r in range(shapes[2][1]))
+        yield from ((3, t + 1, c) for c in range(shapes[3][1]))
+        yield from ((4, r, j) for r in range(shapes[4][0]))
+
+
+def _grad_q_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield from ((0, i, c) for c in range(shapes[0][1]))
+    yield from ((1 + i, j, c) for c in range(shapes[1 + i][1]))
+
+
+def _whole_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    n = params["states"]
+    yield from ((0, i, c) for c in range(shapes[0][1]))
+    yield from ((1, i, c) for c in range(shapes[1][1]))
+    yield from ((2, i, c) for c in range(shapes[2][1]))  # g (one, or d_k) and β
+    for at in ([3 + i - 1] if i else []) + [3 + n + i]:
+        yield from ((at, r, c) for r in range(shapes[at][0]) for c in range(shapes[at][1]))
+
+
+def _grad_state_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 1×0.5 + 0.9048×(0.25 − 0.6×0.7071×0.3) = 0.6611 (q̂_t[i]·do_t[j] + e^(g_(t+1))·
+    (dS_(t+1)[i,j] − β_(t+1)·k̂_(t+1)[i]·c_j), c = dS_(t+1)ᵀ·k̂_(t+1))"""
+    q, g, k, gates, later = stage.operands
+    t = stage.params["t"]
+    f, s, x = style.factor, style.shown, style.times
+    a, b = float(q[t, i]), float(g[t, j])
+    left, worked = f"{style.at(i + 1, j + 1)}{f(a)}{x}{f(b)}", s(a) * s(b)
+    if not stage.params["last"]:
+        g_col = i if gates.shape[1] > 2 else 0  # one decay per Key channel: row i's
+        decay, beta = float(np.exp(gates[t + 1, g_col])), float(gates[t + 1, -1])
+        kn, c = float(k[t + 1, i]), float(k[t + 1] @ later[:, j])
+        cell = float(later[i, j])
+        left += f" + {f(decay)}{x}({style.num(cell)} {style.minus} {f(beta)}{x}{f(kn)}{x}{f(c)})"
+        worked += s(decay) * (s(cell) - s(beta) * s(kn) * s(c))
+    return style.line(left, worked, float(stage.value[i, j]), result)
+
+
+def _dot_line(stage: Any, i: int, j: int, style: Any, result: str, scale: float | None,
+              pairs: list[tuple[float, float]], minus: list[tuple[float, float]] = ()) -> str:  # type: ignore[assignment]  # fmt: skip
+    """[i,j]: β×(a×b + …) or β×(a×b + … − (c×d + …)), or a×b + … with no β."""
+    f, s, x = style.factor, style.shown, style.times
+    first = " + ".join(f"{f(a)}{x}{f(b)}" for a, b in pairs)
+    worked = sum(s(a) * s(b) for a, b in pairs)
+    if minus:
+        first = f"{first} {style.minus} ({' + '.join(f'{f(a)}{x}{f(b)}' for a, b in minus)})"
+        worked -= sum(s(a) * s(b) for a, b in minus)
+    if scale is not None:
+        first, worked = f"{f(scale)}{x}({first})", s(scale) * worked
+    return style.line(f"{style.at(i + 1, j + 1)}{first}", worked, float(stage.value[i, j]), result)
+
+
+def _grad_q_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[2,1]: 1.2×0.5 + 0.3×1 = 0.9 (row j of S_t times do_t)"""
+    g, states = stage.operands[0], stage.operands[1:]
+    pairs = [(float(states[i][j, c]), float(g[i, c])) for c in range(g.shape[1])]
+    return _dot_line(stage, i, j, style, result, None, pairs)
+
+
+def _grad_k_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[2,1]: 0.5×(dS[j,1]×u_1 + … − (S'[j,1]×c_1 + …)), u = v − m, c = dS_tᵀ·k̂_t"""
+    k, v, gates, states, grads = _split(stage.operands, stage.params["states"])
+    decayed, u, c = _parts(k, v, gates, states, grads, i)
+    pairs = [(float(grads[i][j, r]), float(u[r])) for r in range(len(u))]
+    minus = [(float(decayed[j, r]), float(c[r])) for r in range(len(c))]
+    return _dot_line(stage, i, j, style, result, float(gates[i, -1]), pairs, minus)
+
+
+def _grad_v_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[2,1]: 0.5×(dS[1,j]×k̂_1 + …): β_t times column j of dS_t times k̂_t"""
+    k, _v, gates, _states, grads = _split(stage.operands, stage.params["states"])
+    pairs = [(float(grads[i][r, j]), float(k[i, r])) for r in range(k.shape[1])]
+    return _dot_line(stage, i, j, style, result, float(gates[i, -1]), pairs)
+
+
+def _grad_gates_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """dg: the cells of P = (I − β·k̂·k̂ᵀ)·dS_t times S'_t's, added; dβ: c·u, pair by pair"""
+    k, v, gates, states, grads = _split(stage.operands, stage.params["states"])
+    decayed, u, c = _parts(k, v, gates, states, grads, i)
+    if j == gates.shape[1] - 1:  # dβ
+        return _dot_line(
+            stage, i, j, style, result, None, list(zip(c.tolist(), u.tolist(), strict=True))
+        )
+    back = grads[i] - float(gates[i, -1]) * np.outer(k[i], c)
+    if gates.shape[1] > 2:  # one decay per Key channel: row j of each
+        back, decayed = back[j], decayed[j]
+    pairs = list(zip(back.ravel().tolist(), decayed.ravel().tolist(), strict=True))
+    return _dot_line(stage, i, j, style, result, None, pairs)
+
+
+def _l2norm_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,1]: 0.7071×(0.4472×0.5 − 1×0.0894×0.2) = …: s·(ρ·dy − x·ρ³·Σ(x ⊙ dy)) of the row"""
+    x, g = stage.operands[0], stage.operands[-1]
+    scale = float(stage.params["of"]["scale"])
+    rho = float(1.0 / np.sqrt((x[i] * x[i]).sum() + EPS))
+    m = float((x[i] * g[i]).sum())
+    f, s, t = style.factor, style.shown, style.times
+    gij, xij = float(g[i, j]), float(x[i, j])
+    inner = f"{style.num(rho)}{t}{f(gij)} {style.minus} {f(xij)}{t}{style.num(rho**3)}{t}{f(m)}"
+    worked = s(rho) * s(gij) - s(xij) * s(rho**3) * s(m)
+    if scale != 1.0:
+        inner, worked = f"{f(scale)}{t}({inner})", s(scale) * worked
+    return style.line(f"{style.at(i + 1, j + 1)}{inner}", worked, float(stage.value[i, j]), result)
+
+
+BACK_OPS = (
+    Op("gdn_grad_state", _grad_state, _grad_state_feeds, work=_grad_state_work),
+    Op("gdn_grad_q", _grad_q, _grad_q_feeds, work=_grad_q_work),
+    Op("gdn_grad_k", _grad_k, _whole_feeds, work=_grad_k_work),
+    Op("gdn_grad_v", _grad_v, _whole_feeds, work=_grad_v_work),
+    Op("gdn_grad_gates", _grad_gates, _whole_feeds, work=_grad_gates_work),
+)
+
+
+def _whole(value: GatedDelta) -> bool:
+    """The whole layer's pieces before the core (the convolution, g and β made from X):
+    --backward and train go through the core with g and β given and the gated norm, not yet
+    these."""
+    return value.conv is not None or value.wa is not None
+
+
 # ---- the quiz's named mistakes ------------------------------------------------------------------
 
 
@@ -675,6 +949,24 @@ def _output_mistakes(stage: Any, versions: Callable[[str], list[np.ndarray]]) ->
             )
         )
     return found
+
+
+def _compared(p: Any, value: GatedDelta, find: Callable[..., Any]) -> list[tuple[str, str, Any]]:
+    """--format torch --backward: d(g) and d(β) of every head, as the script holds g and beta
+    ([1, H, n]), when they are given."""
+    out: list[tuple[str, str, Any]] = []
+    wz, norm = find("grad_wz"), find("grad_norm")
+    if wz is not None and norm is not None:  # the gated norm's W_z [d_model, H*d_v] and w [d_v]
+        out += [("dW_z", "W_z", wz.value.T if p.layout == "torch" else wz.value)]
+        out += [("dw_norm", "w_norm", norm.value[0])]
+    if value.g is None:
+        return out
+    heads: list[int | None] = list(range(1, p.heads + 1)) if p.multihead else [None]
+    found = [find("grad_gates", h) for h in heads]
+    if any(f is None for f in found):
+        return out
+    both = np.stack([f.value for f in found])  # [H, n, 2]
+    return [*out, ("dg", "g", both[None, :, :, 0]), ("dbeta", "beta", both[None, :, :, 1])]
 
 
 def _torch(p: Any, value: GatedDelta, literal: Any, num: Any) -> list[str]:
@@ -862,6 +1154,12 @@ FEATURE = Feature(
             exact_stops="note.exact_stops_l2norm",
             work=_l2norm_work,
             torch=_torch_l2norm,
+            backward=_l2norm_back,
+            grad_formula=lambda into, out, x, params: (
+                f"s·(ρ·{out} − {x}·ρ³·Σ({x} ⊙ {out})), ρ = 1/√(Σ{x}² + 10⁻⁶)"
+            ),
+            grad_work=_l2norm_grad_work,
+            grad_reads=True,
         ),
         Op(
             "delta_step",
@@ -898,7 +1196,9 @@ FEATURE = Feature(
             work=_read_work,
             torch=torch_read,
             torch_defs=TORCH_READ,
+            plan_back=_state_read_grads,
         ),
+        *BACK_OPS,
         *gdn_layer.OPS,
     ),
     mistakes=(
@@ -911,6 +1211,10 @@ FEATURE = Feature(
     mixer=_mixer,
     joins=_joins,
     torch_layer=_torch,
+    torch_compared=_compared,
+    grads=lambda p, value, softmaxes: (
+        [gdn_layer.norm_weight_grad(p, value.norm_eps)] if value.wz is not None else []
+    ),
     torch_module_gap="it computes softmax attention, not a Gated DeltaNet layer's state",
     formula=(
         "S_t = e^(g_t)·S_(t−1) + k̂_t·(β_t·(v_t − m_t))ᵀ,  o_t = S_tᵀ·q̂_t",
@@ -921,7 +1225,10 @@ FEATURE = Feature(
     alone="gated_delta.alone",
     no_decode="gated_delta.decode",
     no_tiles="gated_delta.tiles",
-    no_train="gated_delta.train",
-    no_backward="gated_delta.backward",
+    # train moves W_Q, W_K, W_V, W_O: not yet the gated norm's W_z and weight either
+    no_train_when=lambda value: (
+        "gated_delta.train" if _whole(value) or value.wz is not None else ""
+    ),
+    no_backward_when=lambda value: "gated_delta.backward" if _whole(value) else "",
     no_dtype="gated_delta.dtype",
 )

@@ -28,7 +28,9 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.i18n import Msg
-from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes
+from qkvcalc.input.cells import Matrix
+from qkvcalc.ops.op import Back, Feeds, Literals, Op, Params, Shapes
+from qkvcalc.ops.projection import sliced
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
 
 SOFTPLUS_THRESHOLD = 20.0  # torch's F.softplus: x itself above it
@@ -183,7 +185,7 @@ def norm_stages(p: Any, value: Any, h: int | None, output: Ref) -> list[Spec]:
         f"Z = {x_name}·W_z{label}{cut}",
         rows,
         labels,
-        params={},
+        params=sliced("Z", Matrix(value.wz, None), None, cols),  # the backward gathers dW_z
         names=(x_name, f"W_z{cut}"),
         inner=dim_labels(w.shape[0]),
         cell="Z[{i},{j}]",
@@ -227,6 +229,156 @@ def gated_norm(
         letters="n×d_v",
     )
     return [normed, gated]
+
+
+# ---- the backward pass (--backward): the gated norm ---------------------------------------------
+
+
+def _gated_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
+    """out_Z = N ⊙ act(Z), from d(out_Z) (`g`): dN = d(out_Z) ⊙ act(Z) and
+    dZ = d(out_Z) ⊙ N ⊙ act'(Z) (SiLU's: σ(z)·(1 + z·(1 − σ(z))); σ's: σ(z)·(1 − σ(z)))."""
+    normed_ref, z_ref = at.operands
+    normed, z = back.by[normed_ref], back.by[z_ref]
+    act = at.params.get("act", "silu")
+    name = "SiLU" if act == "silu" else "σ"
+    return [
+        Spec(
+            f"grad_{normed.id}",
+            at.head,
+            "gated_back",
+            (g, z_ref),
+            f"dN = d(out_Z) ⊙ {name}(Z)",
+            at.rows,
+            at.cols,
+            params={"act": act},
+            topic="gdn_grad_normed",
+            symbol="dN",
+            letters="n×d_v",
+        ),
+        Spec(
+            f"grad_{z.id}",
+            at.head,
+            "gated_back_z",
+            (g, normed_ref, z_ref),
+            f"dZ = d(out_Z) ⊙ N ⊙ {name}'(Z)",
+            at.rows,
+            at.cols,
+            params={"act": act},
+            topic="gdn_grad_z",
+            symbol="dZ",
+            letters="n×d_v",
+        ),
+    ]
+
+
+def _act_grad(z: np.ndarray, act: str) -> np.ndarray:
+    s = sigmoid(z)
+    return s * (1 + z * (1 - s)) if act == "silu" else s * (1 - s)
+
+
+def _gated_back(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    g, z = ops
+    return g * ACTS[params["act"]](z)
+
+
+def _gated_back_z(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> Any:
+    g, normed, z = ops
+    return g * normed * _act_grad(z, params["act"])
+
+
+def _rms_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np.ndarray) -> Any:
+    # y = x·ρ·w, ρ = (mean(x²) + ε)^(−½): dx = ρ·(w ⊙ dy) − x·ρ³·mean(x ⊙ w ⊙ dy)
+    x, weight = ops[0], ops[1][0]
+    rho = 1 / np.sqrt((x * x).mean(axis=1, keepdims=True) + params["eps"])
+    scaled = weight * g  # w ⊙ dy
+    dx = rho * scaled - x * rho**3 * (x * scaled).mean(axis=1, keepdims=True)
+    return dx, (x * rho * g).sum(axis=0, keepdims=True)  # and the weight's, [1, d]
+
+
+def norm_weight_grad(p: Any, eps: float) -> Spec:
+    """dw = Σ_heads Σᵢ dNᵢ ⊙ outᵢ·ρᵢ: the gated norm's weight, shared by every head."""
+    heads: list[int | None] = list(range(1, p.heads + 1)) if p.multihead else [None]
+    reads = tuple(r for h in heads for r in (ref("grad_normed", h), ref("output", h)))
+    return Spec(
+        "grad_norm",
+        None,
+        "gated_norm_weight_grad",
+        reads,
+        "dw = Σₕ Σᵢ dNᵢ ⊙ outᵢ / √(mean(outᵢ²) + ε)",
+        ("dw",),
+        dim_labels(p.d_v),
+        params={"eps": eps},
+        symbol="dw",
+        cell="dw[{j}]",
+        letters="1×d_v",
+    )
+
+
+def _norm_weight(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> Any:
+    total = np.zeros((1, ops[0].shape[1]))
+    for dn, out in zip(ops[::2], ops[1::2], strict=True):
+        rho = 1 / np.sqrt((out * out).mean(axis=1, keepdims=True) + params["eps"])
+        total += (dn * out * rho).sum(axis=0, keepdims=True)
+    return total
+
+
+def _norm_weight_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    for k in range(0, len(shapes), 2):
+        for row in range(shapes[k][0]):
+            yield k, row, j
+            yield from ((k + 1, row, c) for c in range(shapes[k + 1][1]))
+
+
+def _three_cells(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield from ((k, i, j) for k in range(len(shapes)))
+
+
+def _gated_back_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 0.5×0.3112 = 0.1556 (d(out_Z) times act(Z), act(Z) shown as its number)"""
+    g, z = (float(o[i, j]) for o in stage.operands)
+    act = float(ACTS[stage.params["act"]](np.array([z]))[0])
+    f, s = style.factor, style.shown
+    left = f"{style.at(i + 1, j + 1)}{f(g)}{style.times}{f(act)}"
+    return style.line(left, s(g) * s(act), float(stage.value[i, j]), result)
+
+
+def _gated_back_z_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 0.5×0.88×0.7 = 0.308 (d(out_Z)·N·act'(Z), act'(Z) shown as its number)"""
+    g, normed, z = (float(o[i, j]) for o in stage.operands)
+    slope = float(_act_grad(np.array([z]), stage.params["act"])[0])
+    f, s, t = style.factor, style.shown, style.times
+    left = f"{style.at(i + 1, j + 1)}{f(g)}{t}{f(normed)}{t}{f(slope)}"
+    return style.line(left, s(g) * s(normed) * s(slope), float(stage.value[i, j]), result)
+
+
+def _rms_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,1]: 0.79×1.1×0.5 − 0.4×0.49×0.2 = …: ρ·w_j·dy − x·ρ³·mean(x ⊙ w ⊙ dy)"""
+    x, weight, g = stage.operands[0], stage.operands[1][0], stage.operands[-1]
+    rho = float(1 / np.sqrt((x[i] * x[i]).mean() + stage.params["of"]["eps"]))
+    m = float((x[i] * weight * g[i]).mean())
+    f, s, t = style.factor, style.shown, style.times
+    w, gij, xij = float(weight[j]), float(g[i, j]), float(x[i, j])
+    left = (
+        f"{style.at(i + 1, j + 1)}{style.num(rho)}{t}{f(w)}{t}{f(gij)} {style.minus} "
+        f"{f(xij)}{t}{style.num(rho**3)}{t}{f(m)}"
+    )
+    worked = s(rho) * s(w) * s(gij) - s(xij) * s(rho**3) * s(m)
+    return style.line(left, worked, float(stage.value[i, j]), result)
+
+
+def _norm_weight_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """dw[2] = 0.5×0.4×1.26 + …: each token's dN·out·ρ in that column, every head's, added"""
+    eps = float(stage.params["eps"])
+    f, s, t = style.factor, style.shown, style.times
+    terms, worked = [], 0.0
+    for dn, out in zip(stage.operands[::2], stage.operands[1::2], strict=True):
+        for row in range(out.shape[0]):
+            rho = float(1 / np.sqrt((out[row] * out[row]).mean() + eps))
+            a, b = float(dn[row, j]), float(out[row, j])
+            terms.append(f"{f(a)}{t}{f(b)}{t}{style.num(rho)}")
+            worked += s(a) * s(b) * s(rho)
+    left = f"{style.label(stage.cell, i + 1, j + 1)} = " + " + ".join(terms)
+    return style.line(left, worked, float(stage.value[i, j]), result)
 
 
 # ---- the operations ----------------------------------------------------------------------------
@@ -456,6 +608,12 @@ OPS = (
             f"rms_normed({names[0]}, {names[1]}[0], {lit.num(params['eps'])})"
         ),
         torch_defs=_TORCH_DEFS,
+        backward=_rms_back,
+        grad_formula=lambda into, out, x, params: (
+            f"ρ·(w ⊙ {out}) − {x}·ρ³·mean({x} ⊙ w ⊙ {out}), ρ = 1/√(mean({x}²) + ε)"
+        ),
+        grad_work=_rms_grad_work,
+        grad_reads=True,
     ),
     Op(
         "silu_gate",
@@ -464,5 +622,9 @@ OPS = (
         work=_silu_gate_work,
         torch=_torch_silu_gate,
         torch_defs=TORCH_ACTS,
+        plan_back=_gated_grads,
     ),
+    Op("gated_back", _gated_back, _two_cells, work=_gated_back_work),
+    Op("gated_back_z", _gated_back_z, _three_cells, work=_gated_back_z_work),
+    Op("gated_norm_weight_grad", _norm_weight, _norm_weight_feeds, work=_norm_weight_work),
 )

@@ -64,6 +64,7 @@ from qkvcalc.ops.gated_delta import (
     _vector,
     _weight,
     check_own_causal,
+    state_read_grads,
 )
 from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
@@ -662,6 +663,19 @@ def _torch(p: Any, value: KimiDelta, literal: Any, num: Any) -> list[str]:
     return lines + (kda_layer.torch_norm(value, literal, num) if value.norm is not None else [])
 
 
+def _compared(p: Any, value: KimiDelta, find: Callable[..., Any]) -> list[tuple[str, str, Any]]:
+    """--format torch --backward: d(g) (g[0]: [H, n, d_k]) and d(β) ([1, H, n]) of every head, as
+    the script holds g and beta, when they are given."""
+    if value.g is None:
+        return []
+    heads: list[int | None] = list(range(1, p.heads + 1)) if p.multihead else [None]
+    found = [find("grad_gates", h) for h in heads]
+    if any(f is None for f in found):
+        return []
+    both = np.stack([f.value for f in found])  # [H, n, d_k + 1]
+    return [("dg", "g[0]", both[:, :, :-1]), ("dbeta", "beta", both[None, :, :, -1])]
+
+
 def _header(value: KimiDelta) -> list[tuple[str, dict[str, Any]]]:
     lines: list[tuple[str, dict[str, Any]]] = [("ui.variant.kimi_delta", {"chunk": value.chunk})]
     if value.conv is not None:
@@ -688,6 +702,12 @@ def _elements(value: KimiDelta, n: int, m: int, d_k: int) -> int:
     made = n * (rank_f + d_k + 1) if value.made else 0
     norm = n * (rank_g + 3 * d_v) if value.norm is not None else 0
     return core + conv + made + norm
+
+
+def _whole(value: KimiDelta) -> bool:
+    """The whole layer's pieces around the core (the convolution, g and β made from X, the
+    gated norm): --backward and train go through the core with g and β given, not yet these."""
+    return value.conv is not None or value.wf_a is not None or value.wg_a is not None
 
 
 def _joins(value: Any) -> bool:
@@ -793,6 +813,7 @@ FEATURE = Feature(
             work=_read_work,
             torch=gated_delta.torch_read,
             torch_defs=gated_delta.TORCH_READ,
+            plan_back=lambda back, at, g: state_read_grads(back, at, g, "kda", "Diag(e^(g_{t}))"),
         ),
         *kda_layer.OPS,
     ),
@@ -806,6 +827,7 @@ FEATURE = Feature(
     mixer=_mixer,
     joins=_joins,
     torch_layer=_torch,
+    torch_compared=_compared,
     torch_module_gap="it computes softmax attention, not a Kimi Delta Attention layer's state",
     words=("Diag", "l2norm", "chunked", "softplus"),
     formula=(
@@ -816,7 +838,7 @@ FEATURE = Feature(
     alone="kimi_delta.alone",
     no_decode="kimi_delta.decode",
     no_tiles="kimi_delta.tiles",
-    no_train="kimi_delta.train",
-    no_backward="kimi_delta.backward",
+    no_train_when=lambda value: "kimi_delta.train" if _whole(value) else "",
+    no_backward_when=lambda value: "kimi_delta.backward" if _whole(value) else "",
     no_dtype="kimi_delta.dtype",
 )

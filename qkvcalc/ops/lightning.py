@@ -39,8 +39,8 @@ from qkvcalc.ops import gate as output_gate
 from qkvcalc.ops import gated_delta, gdn_layer
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.gated_delta import _read_feeds, _read_states, _read_work, check_own_causal
-from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes, same_cell
-from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
+from qkvcalc.ops.op import Back, Feeds, Literals, Op, Params, Part, Shapes, same_cell
+from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels, ref, stamped
 
 BLOCK = 256  # MiniMax's block_size
 EPS = 1e-6  # MiniMaxRMSNorm's default: the lightning layer's norm is built without an eps
@@ -498,6 +498,342 @@ def _apply_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str)
     return style.line(left, worked, float(stage.value[i, j]), result)
 
 
+# ---- the backward pass (--backward) -------------------------------------------------------------
+#
+# From dO (each row do_t, the gradient of o_t = S_tᵀ·q_t), the states walked in reverse: S_t is
+# read by o_t and by S_(t+1) = e^(−λ)·S_t + …, so
+#     dS_t = q_t·do_tᵀ + e^(−λ)·dS_(t+1)        (dS_(n+1) = 0), t = n … 1
+# and then each token's q, k, v from what it touched:
+#     dq_t = S_t·do_t,  dk_t = dS_t·v_t,  dv_t = dS_tᵀ·k_t
+
+
+def _read_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
+    """o_t = S_tᵀ·q_t (the head's output, `at`), from dO (`g`): every state's gradient, t = n
+    down to 1, then dQ, dK and dV (of Q', K', V' under silu). The states hand nothing on: their
+    operands (the state before, k, v) all have their gradients from here."""
+    q_ref, *states = at.operands
+    first = back.by[states[0]]  # S_1 = e^(−λ)·0 + k_1·v_1ᵀ: it names k and v
+    k_ref, v_ref = first.operands[1], first.operands[2]
+    q, k, v = back.by[q_ref], back.by[k_ref], back.by[v_ref]
+    h, decay, n = at.head, float(first.params["decay"]), len(states)
+    lam = f"{at.params['slope']:g}"
+    made: list[Spec] = []
+    for t in range(n, 0, -1):
+        later: Any = Const(np.zeros((len(first.rows), len(first.cols))))
+        if t < n:
+            later = made[-1].ref
+        rule = f"dS_{t} = q_{t}·do_{t}ᵀ" + (f" + e^(−{lam})·dS_{t + 1}" if t < n else "")
+        spec = Spec(
+            "grad_state",
+            h,
+            "lightning_grad_state",
+            (q_ref, g, later),
+            rule,
+            first.rows,
+            first.cols,
+            params={
+                "t": t - 1,
+                "decay": decay,
+                "last": t == n,
+                "step_key": "ui.token_step",
+                "brief_note": "note.brief_grad_steps",
+            },
+            notes=(Msg("note.lightning_grad_state", slope=lam, decay=f"{decay:.6g}"),)
+            if t == n
+            else (),
+            topic="lightning_grad_state",
+            hint=("hint.lightning_grad_state", {"t": t, "next": t + 1}),
+            symbol=f"dS_{t}",
+            letters="d_k×d_v",
+        )
+        made += stamped([spec], step=t)
+    grads = tuple(s.ref for s in reversed(made))  # dS_1 … dS_n
+    sides = (
+        (q, "lightning_grad_q", (g, *states), "dq_t = S_t·do_t", "dO"),
+        (k, "lightning_grad_k", (v_ref, *grads), "dk_t = dS_t·v_t", v.symbol),
+        (v, "lightning_grad_v", (k_ref, *grads), "dv_t = dS_tᵀ·k_t", k.symbol),
+    )
+    for side, op, reads, rule, other in sides:
+        made.append(
+            Spec(
+                f"grad_{side.id}",
+                h,
+                op,
+                reads,
+                rule,
+                side.rows,
+                side.cols,
+                topic=op,
+                hint=(f"hint.{op}", {"other": other}),
+                symbol=d(side.symbol),
+                letters=side.letters,
+            )
+        )
+    return made
+
+
+def _rms_apply_grads(back: Back, at: Spec, g: Ref) -> list[Any]:
+    """out_N = out / r ⊙ w (head h's columns), from d(out_N) (`g`): the head's share of dr,
+    drₕ = −Σⱼ d(out_N)ⱼ·wⱼ·outⱼ / r² (every head's share is added when the walk reaches r);
+    the head's output gets its gradient from r's op, which reads this d(out_N) too."""
+    out_ref, rms_ref = at.operands
+    rms = back.by[rms_ref]
+    share = Spec(
+        f"grad_{rms.id}",
+        at.head,
+        "rms_share",
+        (g, out_ref, rms_ref),
+        "drₕ = −Σⱼ d(out_N)ⱼ·wⱼ·outⱼ / r²",
+        rms.rows,
+        rms.cols,
+        params={"weight": at.params["weight"]},
+        topic="lightning_rms_share",
+        symbol="drₕ",
+        letters="n×1",
+    )
+    return [share, Part(rms_ref, share.ref, slice(0, 1), "dr")]
+
+
+def _joint_rms_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
+    """r = √(mean(concat(out_1, …, out_H)²) + ε), from dr (`g`): each head's output, from its
+    own d(out_N) through the division and from dr through r:
+    d(out) = d(out_N) ⊙ w / r + dr ⊙ out / (D·r), D the joined width."""
+    width = sum(len(back.by[o].cols) for o in at.operands)
+    specs: list[Spec] = []
+    for out_ref in at.operands:
+        out = back.by[out_ref]
+        h = out.head
+        normed = back.by[("grad_o_norm", h)]
+        specs.append(
+            Spec(
+                f"grad_{out.id}",
+                h,
+                "rms_back",
+                (normed.ref, out_ref, at.ref, g),
+                f"dO = d(out_N) ⊙ w / r + dr ⊙ out / ({width}·r)",
+                out.rows,
+                out.cols,
+                params={"weight": back.by[("o_norm", h)].params["weight"], "width": width},
+                topic="lightning_rms_back",
+                symbol="dO",
+                letters=out.letters,
+            )
+        )
+    return specs
+
+
+def _grad_state(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    q, g, later = ops  # [n, d_k], [n, d_v], [d_k, d_v]
+    t = params["t"]
+    return np.outer(q[t], g[t]) + (0.0 if params["last"] else params["decay"]) * later
+
+
+def _grad_q(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    g, *states = ops  # dq_t = S_t·do_t
+    return np.stack([s @ g[t] for t, s in enumerate(states)])
+
+
+def _grad_k(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    v, *grads = ops  # dk_t = dS_t·v_t
+    return np.stack([ds @ v[t] for t, ds in enumerate(grads)])
+
+
+def _grad_v(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    k, *grads = ops  # dv_t = dS_tᵀ·k_t
+    return np.stack([ds.T @ k[t] for t, ds in enumerate(grads)])
+
+
+def _rms_share(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    g, x, r = ops  # [n, d_v], [n, d_v], [n, 1] -> [n, 1]
+    return -(g * params["weight"] * x).sum(axis=1, keepdims=True) / (r * r)
+
+
+def _rms_back(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    g, x, r, dr = ops
+    return g * params["weight"] / r + dr * x / (params["width"] * r)
+
+
+def _silu_back(ops: Sequence[np.ndarray], params: Params, out: np.ndarray, g: np.ndarray) -> Any:
+    # y = x·σ(x): dy/dx = σ(x)·(1 + x·(1 − σ(x)))
+    x = ops[0]
+    sig = 1.0 / (1.0 + np.exp(-x))
+    return (g * sig * (1.0 + x * (1.0 - sig)),)
+
+
+def _grad_state_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    t = params["t"]
+    yield 0, t, i
+    yield 1, t, j
+    if not params["last"]:
+        yield 2, i, j
+
+
+def _grad_q_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield from ((0, i, c) for c in range(shapes[0][1]))  # do_t
+    yield from ((1 + i, j, c) for c in range(shapes[1 + i][1]))  # row j of S_t
+
+
+def _grad_k_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield from ((0, i, c) for c in range(shapes[0][1]))  # v_t
+    yield from ((1 + i, j, c) for c in range(shapes[1 + i][1]))  # row j of dS_t
+
+
+def _grad_v_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield from ((0, i, c) for c in range(shapes[0][1]))  # k_t
+    yield from ((1 + i, c, j) for c in range(shapes[1 + i][0]))  # column j of dS_t
+
+
+def _rms_share_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    for c in range(shapes[0][1]):
+        yield 0, i, c
+        yield 1, i, c
+    yield 2, i, 0
+
+
+def _rms_back_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield 0, i, j
+    yield 1, i, j
+    yield 2, i, 0
+    yield 3, i, 0
+
+
+def _grad_state_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 1×0.5 + 0.6065×0.25 = 0.6516 (q_t[i]·do_t[j] + e^(−λ)·dS_(t+1)[i,j])"""
+    q, g, later = stage.operands
+    t, decay = stage.params["t"], float(stage.params["decay"])
+    f, s, x = style.factor, style.shown, style.times
+    a, b = float(q[t, i]), float(g[t, j])
+    left = f"{style.at(i + 1, j + 1)}{f(a)}{x}{f(b)}"
+    worked = s(a) * s(b)
+    if not stage.params["last"]:
+        c = float(later[i, j])
+        left += f" + {f(decay)}{x}{f(c)}"
+        worked += s(decay) * s(c)
+    return style.line(left, worked, float(stage.value[i, j]), result)
+
+
+def _row_dot_work(pairs: list[tuple[float, float]], stage: Any, i: int, j: int, style: Any,
+                  result: str) -> str:  # fmt: skip
+    f, s, x = style.factor, style.shown, style.times
+    left = style.at(i + 1, j + 1) + " + ".join(f"{f(a)}{x}{f(b)}" for a, b in pairs)
+    worked = sum(s(a) * s(b) for a, b in pairs)
+    return style.line(left, worked, float(stage.value[i, j]), result)
+
+
+def _grad_q_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[2,1]: 1.2×0.5 + 0.3×1 = 0.9 (row j of S_t times do_t)"""
+    g, states = stage.operands[0], stage.operands[1:]
+    pairs = [(float(states[i][j, c]), float(g[i, c])) for c in range(g.shape[1])]
+    return _row_dot_work(pairs, stage, i, j, style, result)
+
+
+def _grad_k_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[2,1]: row j of dS_t times v_t"""
+    v, grads = stage.operands[0], stage.operands[1:]
+    pairs = [(float(grads[i][j, c]), float(v[i, c])) for c in range(v.shape[1])]
+    return _row_dot_work(pairs, stage, i, j, style, result)
+
+
+def _grad_v_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[2,1]: column j of dS_t times k_t"""
+    k, grads = stage.operands[0], stage.operands[1:]
+    pairs = [(float(grads[i][c, j]), float(k[i, c])) for c in range(k.shape[1])]
+    return _row_dot_work(pairs, stage, i, j, style, result)
+
+
+def _rms_share_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,1]: −(0.5×1.1×0.3 + …) / (0.7906×0.7906) = −0.264"""
+    g, x, r = stage.operands
+    w = stage.params["weight"]
+    f, s, t = style.factor, style.shown, style.times
+    cells = [(float(g[i, c]), float(w[c]), float(x[i, c])) for c in range(g.shape[1])]
+    terms = " + ".join(f"{f(a)}{t}{f(b)}{t}{f(c)}" for a, b, c in cells)
+    below = float(r[i, 0])
+    r_shown = style.num(below)
+    left = f"{style.at(i + 1, j + 1)}{style.minus}({terms}) / ({r_shown}{t}{r_shown})"
+    total = sum(s(a) * s(b) * s(c) for a, b, c in cells)
+    worked = -total / s(below) ** 2 if s(below) else float("inf")
+    return style.line(left, worked, float(stage.value[i, j]), result)
+
+
+def _rms_back_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 0.5×1.1 / 0.7906 + (−0.264)×0.3 / (4×0.7906) = 0.6706"""
+    g, x, r, dr = (float(o[i, min(j, o.shape[1] - 1)]) for o in stage.operands)
+    w, width = float(stage.params["weight"][j]), stage.params["width"]
+    f, s, t = style.factor, style.shown, style.times
+    left = (
+        f"{style.at(i + 1, j + 1)}{f(g)}{t}{f(w)} / {style.num(r)} + "
+        f"{f(dr)}{t}{f(x)} / ({width}{t}{style.num(r)})"
+    )
+    worked = (s(g) * s(w) + s(dr) * s(x) / width) / s(r) if s(r) else float("inf")
+    return style.line(left, worked, float(stage.value[i, j]), result)
+
+
+def _silu_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 0.3×0.6225×(1 + 0.5×(1 − 0.6225)) = 0.2220 (dy·σ(x)·(1 + x·(1 − σ(x))))"""
+    x, g = float(stage.operands[0][i, j]), float(stage.operands[-1][i, j])
+    f, s, t = style.factor, style.shown, style.times
+    sig = 1.0 / (1.0 + math.exp(-x))
+    left = (
+        f"{style.at(i + 1, j + 1)}{f(g)}{t}{style.num(sig)}{t}"
+        f"(1 + {f(x)}{t}(1 {style.minus} {style.num(sig)}))"
+    )
+    worked = s(g) * s(sig) * (1 + s(x) * (1 - s(sig)))
+    return style.line(left, worked, float(stage.value[i, j]), result)
+
+
+def _grads(p: Any, value: Lightning, softmaxes: list[tuple[Ref, Ref]]) -> list[Spec]:
+    """The norm's learned weight over the joined heads: dw = Σᵢ d(out_N)ᵢ ⊙ outᵢ / rᵢ, each
+    head's columns from its own stages, side by side."""
+    if value.norm is None:
+        return []
+    heads: list[int | None] = list(range(1, p.heads + 1))
+    reads = [r for h in heads for r in (ref("grad_o_norm", h), ref("output", h))]
+    return [
+        Spec(
+            "grad_lightning_norm",
+            None,
+            "norm_weight_grad",
+            (ref("o_rms"), *reads),
+            "dw = Σᵢ d(out_N)ᵢ ⊙ outᵢ / rᵢ",
+            ("dw",),
+            dim_labels(len(value.norm)),
+            symbol="dw",
+            cell="dw[{j}]",
+            letters="1×H·d_v",
+        )
+    ]
+
+
+def _norm_weight_grad(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> Any:
+    r, *pairs = ops  # [n, 1], then each head's (d(out_N), out) -> [1, H·d_v]
+    parts = [g * x / r for g, x in zip(pairs[::2], pairs[1::2], strict=True)]
+    return np.hstack(parts).sum(axis=0, keepdims=True)
+
+
+def _norm_weight_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    width = shapes[1][1]
+    h, c = divmod(j, width)
+    for row in range(shapes[0][0]):
+        yield 0, row, 0
+        yield 1 + 2 * h, row, c
+        yield 2 + 2 * h, row, c
+
+
+def _norm_weight_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """dw[3] = 0.5×1.2 / 0.79 + …: each token's d(out_N)·out / r in that column, added."""
+    r, *pairs = stage.operands
+    width = pairs[0].shape[1]
+    h, c = divmod(j, width)
+    g, x = pairs[2 * h], pairs[2 * h + 1]
+    f, s, t = style.factor, style.shown, style.times
+    cells = [(float(g[row, c]), float(x[row, c]), float(r[row, 0])) for row in range(len(r))]
+    terms = " + ".join(f"{f(a)}{t}{f(b)} / {style.num(e)}" for a, b, e in cells)
+    left = f"{style.label(stage.cell, i + 1, j + 1)} = {terms}"
+    worked = sum(s(a) * s(b) / s(e) if s(e) else float("inf") for a, b, e in cells)
+    return style.line(left, worked, float(stage.value[i, j]), result)
+
+
 # ---- the quiz's named mistakes ------------------------------------------------------------------
 
 
@@ -571,6 +907,19 @@ def _torch(p: Any, value: Lightning, literal: Any, num: Any) -> list[str]:
     return lines
 
 
+def _compared(p: Any, value: Lightning, find: Callable[..., Any]) -> list[tuple[str, str, Any]]:
+    """--format torch --backward: the gate's and the norm's weights, as the script holds them
+    ([d_model, H*d_v] and [H*d_v])."""
+    out: list[tuple[str, str, Any]] = []
+    gate = find("grad_wg")
+    if gate is not None:
+        out.append(("dW_gate", "W_gate", gate.value.T if p.layout == "torch" else gate.value))
+    norm = find("grad_lightning_norm")
+    if norm is not None:
+        out.append(("dw_norm", "w_norm", norm.value[0]))
+    return out
+
+
 def _header(value: Lightning) -> list[tuple[str, dict[str, Any]]]:
     slopes = ", ".join(f"{s:.6g}" for s in value.slope)
     return [("ui.variant.lightning", {"slopes": slopes, "block": value.block})]
@@ -640,6 +989,10 @@ FEATURE = Feature(
             work=_silu_work,
             torch=lambda params, names, lit: f"silu({names[0]})",
             torch_defs=gdn_layer.TORCH_ACTS,
+            backward=_silu_back,
+            grad_formula=lambda into, out, x, params: f"{out} ⊙ σ({x})·(1 + {x}·(1 − σ({x})))",
+            grad_work=_silu_grad_work,
+            grad_reads=True,
         ),
         Op(
             "lightning_step",
@@ -676,6 +1029,7 @@ FEATURE = Feature(
             work=_read_work,
             torch=gated_delta.torch_read,
             torch_defs=gated_delta.TORCH_READ,
+            plan_back=_read_grads,
         ),
         Op(
             "joint_rms",
@@ -684,6 +1038,7 @@ FEATURE = Feature(
             rowwise=True,
             work=_rms_work,
             torch=_torch_joint_rms,
+            plan_back=_joint_rms_grads,
         ),
         Op(
             "rms_apply",
@@ -694,7 +1049,15 @@ FEATURE = Feature(
             torch=lambda params, names, lit: (
                 f"{names[0]} / {names[1]} * {lit.array(params['weight'])}"
             ),
+            plan_back=_rms_apply_grads,
         ),
+        Op("lightning_grad_state", _grad_state, _grad_state_feeds, work=_grad_state_work),
+        Op("lightning_grad_q", _grad_q, _grad_q_feeds, work=_grad_q_work),
+        Op("lightning_grad_k", _grad_k, _grad_k_feeds, work=_grad_k_work),
+        Op("lightning_grad_v", _grad_v, _grad_v_feeds, work=_grad_v_work),
+        Op("rms_share", _rms_share, _rms_share_feeds, work=_rms_share_work),
+        Op("rms_back", _rms_back, _rms_back_feeds, work=_rms_back_work),
+        Op("norm_weight_grad", _norm_weight_grad, _norm_weight_feeds, work=_norm_weight_work),
     ),
     mistakes=(
         Mistakes("lightning_weights", MISTAKE_IDS, _weights_mistakes),
@@ -706,7 +1069,10 @@ FEATURE = Feature(
     mixer=_mixer,
     joined=_joined,
     joins=_joins,
+    grads=_grads,
+    no_train_when=lambda value: "lightning.train" if _joins(value) else "",
     torch_layer=_torch,
+    torch_compared=_compared,
     torch_module_gap="it computes softmax attention, not a lightning-attention layer's state",
     formula=(
         "S_t = e^(−λ)·S_(t−1) + k_t·v_tᵀ,  o_t = S_tᵀ·q_t",
@@ -715,7 +1081,5 @@ FEATURE = Feature(
     alone="lightning.alone",
     no_decode="lightning.decode",
     no_tiles="lightning.tiles",
-    no_train="lightning.train",
-    no_backward="lightning.backward",
     no_dtype="lightning.dtype",
 )

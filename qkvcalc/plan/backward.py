@@ -64,8 +64,8 @@ def backward(
     """The backward stages of a run whose forward stages are `forward`; in tiles
     (qkvcalc.plan.tiles_backward), `plain` gives the whole plan of the same problem without
     tiles, which the note on each head's last stage executes again."""
-    if p.loss is None:
-        raise QkvcalcError("backward.no_loss")
+    if p.loss is None:  # a linear layer's loss cannot be attend's (below)
+        raise QkvcalcError("backward.no_loss_mixer" if features.mixing(p) else "backward.no_loss")
     if p.decode is not None:
         raise QkvcalcError("backward.decode")
     assert p.tiles is None or plain is not None
@@ -91,6 +91,8 @@ def backward(
         more, walked = walk(p, by, [final], seeds, whole_plan, specs, stops, shares)
         specs += more
     else:
+        if features.mixing(p) is not None:  # a linear layer's weights are no softmax's
+            raise QkvcalcError("backward.attend_mixer")
         _check_targets(p)
     for h in heads:
         if not flows or tiled:  # `attend`, from each head's weights; in tiles, FlashAttention-2's

@@ -22,9 +22,12 @@ if TYPE_CHECKING:
 
 def plan(p: Problem) -> tuple[Spec, ...]:
     """Every stage of the calculation, in the order a teacher writes them."""
-    for feature, _ in features.active(p):  # a layer with no gradients yet (a linear layer)
+    for feature, value in features.active(p):  # a layer with no gradients yet (a linear layer)
         if p.backward and feature.no_backward:
             raise QkvcalcError(feature.no_backward)
+        refused = feature.no_backward_when(value) if feature.no_backward_when else ""
+        if p.backward and refused:
+            raise QkvcalcError(refused)
     specs = pipeline.inputs(p)
     # decode and the backward pass are loaded when a run asks for them: `explain --preset doc`
     # starts without them (benchmarks/bench.py measures its start)

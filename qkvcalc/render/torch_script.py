@@ -445,6 +445,8 @@ def _gradients(trace: Trace) -> list[tuple[str, str, np.ndarray]]:
     if wo is not None:
         out.append(("dW_O", "W_O", wo.value))
     for k, h in enumerate(heads):
+        if features.mixing(p) is not None:  # a linear layer: no weights A; its q, k, v are
+            break  # turned (silu) after Q, K, V, which dQ, dK, dV below compare
         label = "" if h is None else f" (head {h})"
         out.append((f"dA{label}", f"weights[0, {k}]", _grad_weights(trace, h)))
         if flows and p.kv_heads == p.heads and h is not None:

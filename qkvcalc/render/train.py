@@ -172,7 +172,11 @@ def run_notes(training: Training, opts: RenderOptions) -> list[str]:
     out += rise_notes(training, opts)
     if training.unscaled is not None:
         out.append(compare_sentence(training, opts))
-    elif p.scale != 1 and not all(_one_key_each(q) for q in training.examples or (p,)):
+    elif (
+        p.scale != 1
+        and features.mixing(p) is None
+        and not all(_one_key_each(q) for q in training.examples or (p,))
+    ):
         out.append(scale_hint(p, opts))
     return out
 

@@ -258,6 +258,10 @@ def _check(p: Problem, steps: int, frozen: Sequence[str]) -> tuple[str, ...]:
     for feature, _ in features.active(p):  # one whose own numbers train cannot move yet
         if feature.no_train:
             raise QkvcalcError(feature.no_train)
+    for feature, value in features.active(p):
+        refused = feature.no_train_when(value) if feature.no_train_when else ""
+        if refused:
+            raise QkvcalcError(refused)
     if p.loss is None or p.loss.kind not in ("attend", "target"):  # dL/dO alone has no L
         raise QkvcalcError("train.loss", given=p.loss.kind if p.loss else Msg("train.loss_none"))
     stand = features.projecting(p)  # one that stands in for W_Q, W_K, W_V says what train steps
@@ -489,6 +493,8 @@ def descents(
     steps, lr = parse_steps(steps), parse_lr(lr)
     out = [_descent(doc, steps, lr, freeze)]
     if compare_scale:
+        if features.mixing(out[0].start) is not None:  # a linear layer: no scores to scale
+            raise QkvcalcError("train.compare_scale_mixer")
         if out[0].start.scale == 1:
             raise QkvcalcError("train.compare_scale_one")
         out.append(_descent(doc, steps, lr, freeze, scale=1))
@@ -541,6 +547,8 @@ def train(
     if isinstance(problem, Problem):
         found = [Descent(problem, steps, lr, freeze)]
         if compare_scale:
+            if features.mixing(problem) is not None:  # a linear layer: no scores to scale
+                raise QkvcalcError("train.compare_scale_mixer")
             if problem.scale == 1:
                 raise QkvcalcError("train.compare_scale_one")
             one = replace(problem, scale_given=Number(1.0, Fraction(1)))
