@@ -2514,6 +2514,28 @@ MESSAGES: dict[str, str] = {
     "extract.hybrid": "{model} is a {arch} model ({model_type!r}): a hybrid whose layers are "
     "softmax attention and {kind} layers, and qkvcalc extract does not read its attention layers "
     "yet",
+    "extract.not_expressible": "{model} is a {arch} model ({model_type!r}), which qkvcalc "
+    "extract does not read: {reason}",
+    "refused.bitnet": "its attention normalises all heads' outputs joined (attn_sub_norm, an "
+    "RMSNorm over the H·d_v numbers of each token) before o_proj, a step softmax attention has "
+    "no key for; its quantized checkpoints (BitLinear) also round each projection's input to 8 "
+    "bits per token",
+    "refused.jetmoe": "its attention is a mixture of attention heads: each token's queries and "
+    "its share of the output projection come from the experts its router picks for that token, "
+    "so W_Q and W_O differ from token to token, and a problem has one W_Q and one W_O",
+    "refused.laguna": "its output gate multiplies each head's output by softplus(x·W_G) "
+    "(g_proj), and the input format's output gate (wg, bg) is σ(x·W_G + b_G) only",
+    "refused.inkling": "its K and V are not x·W_K and x·W_V: after k_proj and v_proj a short "
+    "causal convolution (k_sconv, v_sconv) mixes each token's row with the rows of the tokens "
+    "before it, and a problem projects each token's row alone",
+    "refused.inkling2": "its K and V are not x·W_K and x·W_V: after k_proj and v_proj a short "
+    "causal convolution (k_sconv, v_sconv) mixes each token's row with the rows of the tokens "
+    "before it; and its sinks are a projection of each token (sink_proj), where a problem has "
+    "one sink per head",
+    "extract.doge_window": "{model}, layer {layer}: a row of the scores sees {keys} keys, and "
+    "past keep_window_size = {keep} keys Doge's dynamic mask keeps only the {keep} keys of "
+    "largest bias, per head and row, which no mask of a problem can say: give at most {keep} "
+    "tokens",
     "hybrid.gated_deltanet": "linear-attention (Gated DeltaNet)",
     "hybrid.mamba": "state-space (Mamba)",
     "hybrid.short_conv": "short-convolution",

@@ -2483,6 +2483,27 @@ MESSAGES: dict[str, str] = {
     "qkvcalc의 lightning 키에는 silu만 있습니다. 이 모델의 값: {act}",
     "extract.hybrid": "{model}: {arch} 모델({model_type!r})은 소프트맥스 어텐션 층과 {kind} 층을 "
     "섞은 하이브리드이며, qkvcalc extract는 아직 이 모델의 어텐션 층을 읽지 못합니다",
+    "extract.not_expressible": "{model}: {arch} 모델({model_type!r})은 qkvcalc extract가 "
+    "읽지 않습니다. 이유: {reason}",
+    "refused.bitnet": "이 모델의 어텐션은 o_proj 앞에서 모든 헤드의 출력을 이어 붙인 것을 "
+    "정규화하는데(attn_sub_norm, 토큰마다 H·d_v개 수에 대한 RMSNorm), 소프트맥스 어텐션에는 이 "
+    "단계를 나타내는 키가 없습니다. 양자화된 체크포인트(BitLinear)는 각 투영의 입력도 토큰마다 "
+    "8비트로 반올림합니다",
+    "refused.jetmoe": "이 모델의 어텐션은 어텐션 헤드의 전문가 혼합입니다. 토큰마다 라우터가 고른 "
+    "전문가에서 그 토큰의 Query와 출력 투영의 몫이 오므로 W_Q와 W_O가 토큰마다 다르고, 문제에는 "
+    "W_Q와 W_O가 하나씩만 있습니다",
+    "refused.laguna": "이 모델의 출력 게이트는 각 헤드의 출력에 softplus(x·W_G)를 곱하는데"
+    "(g_proj), 입력 형식의 출력 게이트(wg, bg)는 σ(x·W_G + b_G)뿐입니다",
+    "refused.inkling": "이 모델의 K와 V는 x·W_K와 x·W_V가 아닙니다. k_proj와 v_proj 다음에 짧은 "
+    "인과 합성곱(k_sconv, v_sconv)이 각 토큰의 행을 앞선 토큰들의 행과 섞는데, 문제는 각 토큰의 "
+    "행만 투영합니다",
+    "refused.inkling2": "이 모델의 K와 V는 x·W_K와 x·W_V가 아닙니다. k_proj와 v_proj 다음에 짧은 "
+    "인과 합성곱(k_sconv, v_sconv)이 각 토큰의 행을 앞선 토큰들의 행과 섞습니다. 또 싱크가 각 "
+    "토큰의 투영(sink_proj)인데, 문제에는 헤드마다 싱크가 하나씩 있습니다",
+    "extract.doge_window": "{model}, {layer}번 층: 점수의 한 행이 보는 Key가 {keys}개입니다. "
+    "Key가 keep_window_size = {keep}개를 넘으면 Doge의 동적 마스크는 헤드와 행마다 편향이 가장 큰 "
+    "Key {keep}개만 남기는데, 문제의 어떤 마스크도 이를 나타낼 수 없습니다. 토큰을 {keep}개 "
+    "이하로 주세요",
     "hybrid.gated_deltanet": "선형 어텐션(Gated DeltaNet)",
     "hybrid.mamba": "상태 공간(Mamba)",
     "hybrid.short_conv": "짧은 합성곱",

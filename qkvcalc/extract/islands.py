@@ -111,6 +111,7 @@ _STANDARD_RMS = (
     "MiMoV2FlashRMSNorm",
     "BeamRMSNorm",
     "Lfm3RMSNorm",
+    "DogeRMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")

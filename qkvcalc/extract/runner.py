@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.extract import hybrid
+from qkvcalc.extract import hybrid, refused
 from qkvcalc.extract.check import layout
 from qkvcalc.extract.common import Family, Layer
 from qkvcalc.extract.origin import x_origin
@@ -43,6 +43,7 @@ def families() -> dict[str, Family]:
         bloom,
         dbrx,
         deepseek,
+        doge,
         falcon,
         gemma,
         gpt2,
@@ -79,6 +80,7 @@ def families() -> dict[str, Family]:
         deepseek.DEEPSEEK_V32,
         deepseek.GLM_DSA,
         dbrx.FAMILY,
+        doge.FAMILY,
         gemma.FAMILY,
         zamba.FAMILY,
         minimax.FAMILY,
@@ -356,6 +358,7 @@ def _family(model_type: str, model: str) -> Family:
     found = families().get(model_type)
     if found is None:
         hybrid.check_type(model_type, model)  # a hybrid extract does not read: said as such
+        refused.check_type(model_type, model)  # attention no problem can say: the reason
         known = ", ".join(architecture_names())
         raise QkvcalcError("extract.architecture", model=model, model_type=model_type, known=known)
     return found

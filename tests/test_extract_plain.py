@@ -1,0 +1,155 @@
+"""qkvcalc extract on the newcomers of issue 37, item 4 (transformers 5.23–5.25), against
+transformers itself as tests/test_extract_newcomers.py does (a tiny float64 model from a
+config, random weights, eager attention, save_pretrained, extract in float64, then explain):
+Doge, whose dynamic mask is a bias of each key added to the scaled scores (score_bias), is read;
+a run where its mask keeps only keep_window_size keys of a row is refused. BitNet, JetMoE,
+Laguna, Inkling and Inkling 2 are refused by name with the step no problem can say, before
+anything loads, whether from a folder or from a model already loaded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.naive_modern import attention
+from tests.test_extract import build_from, reference_at
+from tests.test_extract_more import LLAMA, TOL, at, ids, relative
+from tests.test_extract_new import oracle
+
+DOGE = {
+    **LLAMA,
+    "head_dim": 8,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 500.0},
+}
+
+
+def doge(**fields):
+    """A tiny Doge, its A (one per K/V head) ten times the random 0.3·N(0, 1), so that its bias
+    spreads over the keys well beyond the scores' rounding."""
+    import torch
+
+    model = build_from("DogeConfig", {**DOGE, **fields}, "DogeForCausalLM")
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.A.mul_(10.0)
+    return model
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """The Doge model saved once, each layer extracted once, with transformers' own numbers."""
+    import qkvcalc
+
+    root = tmp_path_factory.mktemp("plain")
+    model = doge()
+    model.save_pretrained(root / "doge")
+    out: dict = {"model": model, "folder": str(root / "doge")}
+    for layer in (0, 1):
+        attn = at(model, "model.layers.{}.self_attn", layer)
+        ref = reference_at(model, ids(), layer, attn, attn.o_proj)
+        problem = qkvcalc.extract(out["folder"], layer=layer, input_ids=ids(), dtype="float64")
+        out[layer] = {"problem": problem, "reference": ref}
+    return out
+
+
+@pytest.mark.parametrize("layer", [0, 1])
+def test_the_extracted_doge_layer_equals_transformers(lab, layer):
+    import qkvcalc
+
+    problem, ref = lab[layer]["problem"], lab[layer]["reference"]
+    assert relative(problem["x"], ref["x"]) < 1e-12
+    weights, output = oracle(problem)
+    assert relative(weights, ref["weights"]) < TOL
+    assert relative(output, ref["out"]) < TOL
+    trace = qkvcalc.explain(**problem)
+    assert relative(trace.weights, ref["weights"]) < TOL
+    assert relative(trace.output, ref["out"]) < TOL
+
+
+def test_the_keys_of_doge(lab):
+    """Doge's bias: exp(A_g·softplus(v_j·W_dt + b_dt)_g) for key j, the same in every row, head
+    h taking K/V head h // 2; without it the weights are not transformers'. q/k norm per head,
+    RoPE, grouped-query, causal."""
+    import torch
+
+    problem, ref = lab[1]["problem"], lab[1]["reference"]
+    attn = lab["model"].model.layers[1].self_attn
+    n = len(ids())
+    bias = np.asarray(problem["score_bias"])
+    assert bias.shape == (4, n, n) and problem["mask"] == "causal"
+    assert problem["kv_heads"] == 2 and np.shape(problem["q_norm"]) == (8,)
+    assert problem["rope"] == {"theta": 500.0, "style": "half"}
+    x = torch.from_numpy(np.asarray(problem["x"]))
+    with torch.no_grad():
+        dt = x @ attn.v_proj.weight.T @ attn.dt_proj.weight.T  # attention_bias off: no biases
+        want = torch.exp(attn.A * torch.nn.functional.softplus(dt)).T.numpy()  # [G, n]
+    for h in range(4):
+        assert relative(bias[h], np.broadcast_to(want[h // 2], (n, n))) < 1e-13
+    assert np.ptp(want) > 0.2  # a bias that varies over the keys: the test can tell
+    bare = {k: v for k, v in problem.items() if k != "score_bias"}
+    assert relative(attention(bare)[0], ref["weights"]) > 1e-4
+
+
+def test_doge_past_its_keep_window_is_refused(tmp_path):
+    """keep_window_size 5 with 12 tokens: rows past the fifth keep the 5 keys of largest bias
+    per head, which no mask says: refused, naming the count and the limit."""
+    import qkvcalc
+    from qkvcalc.errors import QkvcalcError
+
+    doge(keep_window_size=5).save_pretrained(tmp_path / "doge")
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.extract(str(tmp_path / "doge"), layer=1, input_ids=ids(), dtype="float64")
+    assert err.value.msg.key == "extract.doge_window"
+    assert err.value.msg.params["keys"] == len(ids()) and err.value.msg.params["keep"] == 5
+    # as many tokens as the window keeps: nothing is dropped, and the layer is read
+    problem = qkvcalc.extract(str(tmp_path / "doge"), layer=1, input_ids=ids()[:5], dtype="float64")
+    assert np.shape(problem["score_bias"]) == (4, 5, 5)
+
+
+# model_type → the config class transformers builds it from
+REFUSED = {
+    "bitnet": "BitNetConfig",
+    "jetmoe": "JetMoeConfig",
+    "laguna": "LagunaConfig",
+    "inkling_text": "InklingTextConfig",
+    "inkling_mm_model": "InklingConfig",
+    "inkling2_text": "Inkling2TextConfig",
+    "inkling2": "Inkling2Config",
+}
+
+
+@pytest.mark.parametrize(("model_type", "config"), REFUSED.items())
+def test_a_model_type_no_problem_can_say_is_refused_by_name(tmp_path, model_type, config):
+    """The folder's config (as transformers saves it) is refused before any weight is read,
+    with the architecture's name and the reason, in English and Korean."""
+    import transformers
+
+    import qkvcalc
+    from qkvcalc.errors import QkvcalcError
+    from qkvcalc.extract.refused import REFUSED as NAMES
+
+    made = getattr(transformers, config)()
+    assert made.model_type == model_type
+    made.save_pretrained(tmp_path)  # config.json only: no weights to load
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.extract(str(tmp_path), layer=0, input_ids=[1, 2])
+    assert err.value.msg.key == "extract.not_expressible"
+    assert err.value.msg.params["reason"].key == NAMES[model_type][1]
+    said = str(err.value)
+    assert NAMES[model_type][0] in said and "does not read" in said
+    assert "k_sconv" in said if "inkling" in model_type else True
+
+
+def test_a_loaded_bitnet_is_refused_and_has_its_joined_norm():
+    """A BitNet model given as a model is refused the same way; its attention does hold the
+    norm over the joined heads the message names (attn_sub_norm, H·d_v wide)."""
+    import qkvcalc
+    from qkvcalc.errors import QkvcalcError
+
+    model = build_from("BitNetConfig", LLAMA, "BitNetForCausalLM")
+    attn = model.model.layers[0].self_attn
+    assert attn.attn_sub_norm.weight.shape == (4 * 8,)
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.extract(model, layer=0, input_ids=ids())
+    assert err.value.msg.key == "extract.not_expressible"
+    assert "attn_sub_norm" in str(err.value)
