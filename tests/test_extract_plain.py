@@ -2,7 +2,9 @@
 transformers itself as tests/test_extract_newcomers.py does (a tiny float64 model from a
 config, random weights, eager attention, save_pretrained, extract in float64, then explain):
 Doge, whose dynamic mask is a bias of each key added to the scaled scores (score_bias), is read;
-a run where its mask keeps only keep_window_size keys of a row is refused. BitNet, JetMoE,
+a run where its mask keeps only keep_window_size keys of a row is refused. Aria's text model
+(LLaMA's attention, its experts before layer L) and Gemma 4 Unified's (Gemma 4's attention: the
+norm on V, K = V on full layers, KV sharing) are read as their families are. BitNet, JetMoE,
 Laguna, Inkling and Inkling 2 are refused by name with the step no problem can say, before
 anything loads, whether from a folder or from a model already loaded."""
 
@@ -13,8 +15,8 @@ import pytest
 
 from tests.naive_modern import attention
 from tests.test_extract import build_from, reference_at
-from tests.test_extract_more import LLAMA, TOL, at, ids, relative
-from tests.test_extract_new import oracle
+from tests.test_extract_more import LLAMA, TOL, at, case, ids, relative
+from tests.test_extract_new import EAGER, GEMMA, oracle
 
 DOGE = {
     **LLAMA,
@@ -104,6 +106,73 @@ def test_doge_past_its_keep_window_is_refused(tmp_path):
     # as many tokens as the window keeps: nothing is dropped, and the layer is read
     problem = qkvcalc.extract(str(tmp_path / "doge"), layer=1, input_ids=ids()[:5], dtype="float64")
     assert np.shape(problem["score_bias"]) == (4, 5, 5)
+
+
+# More model types read by an existing family: one tiny model each, each kind of layer
+CASES = {
+    "aria_text": case(
+        "AriaTextConfig",
+        {**LLAMA, "head_dim": 8, "moe_num_experts": 4, "moe_topk": 2, "moe_num_shared_experts": 1},
+        "AriaTextForCausalLM",
+        [0, 1],
+        **EAGER,
+    ),
+    # layers 0 and 1 sliding and full (head_dim 16, one K/V head, K = V), 4 and 5 reuse the K
+    # and V of layers 2 and 3
+    "gemma4_unified_text": case(
+        "Gemma4UnifiedTextConfig",
+        {**GEMMA, "global_head_dim": 16, "num_global_key_value_heads": 1, "attention_k_eq_v": True},
+        "Gemma4UnifiedForCausalLM",
+        [0, 1, 4, 5],
+    ),
+}
+WHERE = [(name, layer) for name, spec in CASES.items() for layer in spec["layers"]]
+
+
+@pytest.fixture(scope="module")
+def more(tmp_path_factory):
+    """Each case built, saved and extracted once, lazily."""
+    import qkvcalc
+
+    root = tmp_path_factory.mktemp("more")
+    out: dict = {}
+
+    def get(name: str, layer: int) -> dict:
+        if (name, layer) not in out:
+            spec = CASES[name]
+            model = build_from(spec["config"], spec["fields"], spec["model"], **spec["extra"])
+            model.save_pretrained(root / name)
+            for each in spec["layers"]:
+                attn, proj = at(model, spec["attn"], each), at(model, spec["proj"], each)
+                ref = reference_at(model, ids(), each, attn, proj)
+                problem = qkvcalc.extract(
+                    str(root / name), layer=each, input_ids=ids(), dtype="float64"
+                )
+                out[(name, each)] = {"problem": problem, "reference": ref}
+        return out[(name, layer)]
+
+    return get
+
+
+@pytest.mark.parametrize(("name", "layer"), WHERE, ids=[f"{n}-{i}" for n, i in WHERE])
+def test_the_extracted_layer_equals_transformers(more, name, layer):
+    import qkvcalc
+
+    got = more(name, layer)
+    problem, ref = got["problem"], got["reference"]
+    assert relative(problem["x"], ref["x"]) < 1e-12
+    trace = qkvcalc.explain(**problem)
+    assert relative(trace.weights, ref["weights"]) < TOL
+    assert relative(trace.output, ref["out"]) < TOL
+
+
+def test_the_keys_of_gemma4_unified(more):
+    """Gemma 4 Unified's text layers carry Gemma 4's keys: scale 1, the norm on V, the full
+    layer's one K/V head with K = V, a shared layer's K and V from the earlier layer's x."""
+    sliding, full, shared = (more("gemma4_unified_text", i)["problem"] for i in (0, 1, 5))
+    assert sliding["window"] == 4 and "window" not in full and full["scale"] == 1.0
+    assert full["kv_heads"] == 1 and np.array_equal(full["wk"], full["wv"])
+    assert "v_norm" in sliding and "source" in shared and "source" not in full
 
 
 # model_type → the config class transformers builds it from

@@ -112,6 +112,7 @@ _STANDARD_RMS = (
     "BeamRMSNorm",
     "Lfm3RMSNorm",
     "DogeRMSNorm",
+    "AriaTextRMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")

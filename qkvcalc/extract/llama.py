@@ -439,6 +439,7 @@ FAMILY = Family(
         "beam": "Beam",
         "lfm3": "LFM3",
         "cohere_compass_text": "Cohere Compass",
+        "aria_text": "Aria",  # the text model of Aria (its experts run in layers before L only)
     },
     stack=lambda model: decoder(model).layers,
     attention=gdn.mixer,  # self_attn, or a Gated DeltaNet layer's linear_attn (gdn.py)

@@ -382,7 +382,8 @@ def load(
 
     cls = transformers.T5EncoderModel if config.model_type == "t5" else transformers.AutoModel
     # mixture-of-experts layers: the default grouped kernel has no float64 version
-    experts = ("num_local_experts", "num_experts", "n_routed_experts")  # DeepSeek: n_routed_…
+    # DeepSeek: n_routed_experts; Aria: moe_num_experts
+    experts = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
     configs = (config, hybrid.text_config(config))  # a multimodal model's: its text config's
     moe = any(getattr(found, name, None) for found in configs for name in experts)
     extra: dict[str, Any] = {"experts_implementation": "eager"} if moe else {}
