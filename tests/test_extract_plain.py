@@ -4,7 +4,8 @@ config, random weights, eager attention, save_pretrained, extract in float64, th
 Doge, whose dynamic mask is a bias of each key added to the scaled scores (score_bias), is read;
 a run where its mask keeps only keep_window_size keys of a row is refused. Aria's text model
 (LLaMA's attention, its experts before layer L) and Gemma 4 Unified's (Gemma 4's attention: the
-norm on V, K = V on full layers, KV sharing) are read as their families are. BitNet, JetMoE,
+norm on V, K = V on full layers, KV sharing) are read as their families are, and so are
+OpenAI GPT, BioGPT, CTRL and GPT-SW3 (GPT-2 under another model_type). BitNet, JetMoE,
 Laguna, Inkling and Inkling 2 are refused by name with the step no problem can say, before
 anything loads, whether from a folder or from a model already loaded."""
 
@@ -108,6 +109,7 @@ def test_doge_past_its_keep_window_is_refused(tmp_path):
     assert np.shape(problem["score_bias"]) == (4, 5, 5)
 
 
+TINY_GPT = {"vocab_size": 60, "n_embd": 32, "n_layer": 2, "n_head": 4}
 # More model types read by an existing family: one tiny model each, each kind of layer
 CASES = {
     "aria_text": case(
@@ -124,6 +126,34 @@ CASES = {
         {**GEMMA, "global_head_dim": 16, "num_global_key_value_heads": 1, "attention_k_eq_v": True},
         "Gemma4UnifiedForCausalLM",
         [0, 1, 4, 5],
+    ),
+    # OpenAI GPT (GPT-1): GPT-2's fused c_attn, post-norm (x is the block's input), −10⁴ where
+    # its causal table hides a key
+    "openai-gpt": case(
+        "OpenAIGPTConfig",
+        {**TINY_GPT, "n_positions": 64},
+        "OpenAIGPTLMHeadModel",
+        [0, 1],
+        attn="transformer.h.{}.attn",
+        proj="transformer.h.{}.attn.c_proj",
+    ),
+    # BioGPT: XGLM's attention (biases, after self_attn_layer_norm), learned positions
+    "biogpt": case(
+        "BioGptConfig",
+        {**LLAMA, "num_key_value_heads": 4, "pad_token_id": 1},
+        "BioGptForCausalLM",
+        [1],
+        attn="biogpt.layers.{}.self_attn",
+        proj="biogpt.layers.{}.self_attn.out_proj",
+    ),
+    # CTRL: Wq, Wk, Wv, dense after layernorm1; its sinusoidal table (float64 in the run)
+    "ctrl": case(
+        "CTRLConfig",
+        {**TINY_GPT, "n_positions": 64, "dff": 48},
+        "CTRLLMHeadModel",
+        [1],
+        attn="transformer.h.{}.multi_head_attention",
+        proj="transformer.h.{}.multi_head_attention.dense",
     ),
 }
 WHERE = [(name, layer) for name, spec in CASES.items() for layer in spec["layers"]]
@@ -173,6 +203,47 @@ def test_the_keys_of_gemma4_unified(more):
     assert sliding["window"] == 4 and "window" not in full and full["scale"] == 1.0
     assert full["kv_heads"] == 1 and np.array_equal(full["wk"], full["wv"])
     assert "v_norm" in sliding and "source" in shared and "source" not in full
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("openai-gpt", "extract.too_many_positions"),
+        ("biogpt", "extract.too_many_positions"),
+        ("ctrl", "extract.too_many_table_positions"),
+    ],
+)
+def test_more_tokens_than_positions_are_refused(tmp_path, name, key):
+    """A run past the 64 rows of OpenAI GPT's or BioGPT's learned positions or of CTRL's
+    sinusoidal table is refused before the model runs (it would index past the table)."""
+    import qkvcalc
+    from qkvcalc.errors import QkvcalcError
+
+    spec = CASES[name]
+    build_from(spec["config"], spec["fields"], spec["model"]).save_pretrained(tmp_path / name)
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.extract(str(tmp_path / name), layer=1, input_ids=[1] * 65, dtype="float64")
+    assert err.value.msg.key == key and err.value.msg.params["positions"] == 64
+
+
+def test_a_gpt_sw3_checkpoint_is_read_as_gpt2(tmp_path):
+    """GPT-SW3's config.json says "gpt-sw3", which transformers loads as GPT-2: read as GPT-2's
+    layers, and the description names GPT-SW3."""
+    import json
+
+    import qkvcalc
+
+    model = build_from("GPT2Config", {**TINY_GPT, "n_positions": 64}, "GPT2LMHeadModel")
+    model.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "model_type": "gpt-sw3"}))
+    attn = model.transformer.h[1].attn
+    ref = reference_at(model, ids(), 1, attn, attn.c_proj)
+    problem = qkvcalc.extract(str(tmp_path), layer=1, input_ids=ids(), dtype="float64")
+    trace = qkvcalc.explain(**problem)
+    assert relative(trace.weights, ref["weights"]) < TOL
+    assert relative(trace.output, ref["out"]) < TOL
+    assert "(GPT-SW3)" in problem["description"]
 
 
 # model_type → the config class transformers builds it from

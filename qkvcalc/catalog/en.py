@@ -2592,6 +2592,8 @@ MESSAGES: dict[str, str] = {
     "token ids or a shorter --text",
     "extract.too_many_positions": "{count} tokens: {model} has learned positions for {positions} "
     "tokens only; give at most {positions}",
+    "extract.too_many_table_positions": "{count} tokens: {model}'s table of sinusoidal "
+    "positions has {positions} rows, one per position; give at most {positions} tokens",
     "extract.not_finite": "{model}, layer {layer}: {field} holds NaN or an infinity (at index "
     "{where}), which the problem file cannot hold",
     "extract.not_finite_value": "{model}, layer {layer}: {field} is {value}, which the problem "

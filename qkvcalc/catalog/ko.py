@@ -2560,6 +2560,8 @@ MESSAGES: dict[str, str] = {
     "토큰 id를 줄이거나 --text를 짧게 주세요",
     "extract.too_many_positions": "토큰 {count}개: {model} 모델은 위치를 {positions}개까지만 "
     "배웠습니다. {positions}개 이하로 주세요",
+    "extract.too_many_table_positions": "토큰 {count}개: {model} 모델의 사인파 위치 표에는 "
+    "위치마다 한 행씩 {positions}개 행이 있습니다. 토큰을 {positions}개 이하로 주세요",
     "extract.not_finite": "{model}, {layer}번 층: {field}에 NaN이나 무한대가 있어서 (위치 "
     "{where}) 문제 파일에 담을 수 없습니다",
     "extract.not_finite_value": "{model}, {layer}번 층: {field}의 값이 {value}이고, 이 값은 문제 "

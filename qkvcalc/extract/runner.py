@@ -60,6 +60,7 @@ def families() -> dict[str, Family]:
     for family in (
         bert.FAMILY,
         gpt2.FAMILY,
+        gpt2.OPENAI_GPT,
         llama.FAMILY,
         llama.NEMOTRON_H,
         neox.FAMILY,
@@ -73,6 +74,7 @@ def families() -> dict[str, Family]:
         opt.GPT_NEO,
         opt.GPTJ,
         opt.CODEGEN,
+        opt.CTRL,
         falcon.FAMILY,
         modernbert.FAMILY,
         deepseek.FAMILY,
@@ -493,7 +495,18 @@ def _check_ids(ids: list[int], size: int | None, model: str) -> None:
 MAX_LAYERS = 1_000
 MAX_TOKENS = 8_192
 # families whose positions are a table of fixed rows
-LEARNED_POSITIONS = ("gpt2", "bert", "gpt_bigcode", "opt", "gpt_neo", "gptj")
+LEARNED_POSITIONS = (
+    "gpt2",
+    "bert",
+    "gpt_bigcode",
+    "opt",
+    "gpt_neo",
+    "gptj",
+    "openai-gpt",
+    "biogpt",
+)
+# families whose positions are a fixed sinusoidal table of max_position_embeddings rows (CTRL)
+POSITION_TABLES = ("ctrl",)
 _BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
 
 
@@ -585,6 +598,10 @@ def _check_length(count: int, config: Any, family_type: str, model: str) -> None
     if family_type in LEARNED_POSITIONS and _whole(positions) and count > int(positions):
         raise QkvcalcError(
             "extract.too_many_positions", count=count, model=model, positions=positions
+        )
+    if family_type in POSITION_TABLES and _whole(positions) and count > int(positions):
+        raise QkvcalcError(
+            "extract.too_many_table_positions", count=count, model=model, positions=positions
         )
 
 
