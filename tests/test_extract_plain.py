@@ -5,9 +5,9 @@ Doge, whose dynamic mask is a bias of each key added to the scaled scores (score
 a run where its mask keeps only keep_window_size keys of a row is refused. Aria's text model
 (LLaMA's attention, its experts before layer L) and Gemma 4 Unified's (Gemma 4's attention: the
 norm on V, K = V on full layers, KV sharing) are read as their families are, and so are
-OpenAI GPT, BioGPT, CTRL and GPT-SW3 (GPT-2 under another model_type). BitNet, JetMoE,
-Laguna, Inkling and Inkling 2 are refused by name with the step no problem can say, before
-anything loads, whether from a folder or from a model already loaded."""
+OpenAI GPT, BioGPT, CTRL, GPT-NeoX Japanese and GPT-SW3 (GPT-2 under another model_type).
+BitNet, JetMoE, Laguna, Inkling and Inkling 2 are refused by name with the step no problem can
+say, before anything loads, whether from a folder or from a model already loaded."""
 
 from __future__ import annotations
 
@@ -155,6 +155,27 @@ CASES = {
         attn="transformer.h.{}.multi_head_attention",
         proj="transformer.h.{}.multi_head_attention.dense",
     ),
+    # GPT-NeoX Japanese: NeoX's fused per-head query_key_value, RoPE on half of each head; the
+    # last layer's dense_bias is added outside its attention
+    "gpt_neox_japanese": case(
+        "GPTNeoXJapaneseConfig",
+        {
+            **LLAMA,
+            "num_key_value_heads": 4,
+            "intermediate_multiple_size": 2,
+            "bos_token_id": 1,
+            "eos_token_id": 2,
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 500.0,
+                "partial_rotary_factor": 0.5,
+            },
+        },
+        "GPTNeoXJapaneseForCausalLM",
+        [1],
+        attn="gpt_neox_japanese.layers.{}.attention",
+        proj="gpt_neox_japanese.layers.{}.attention.dense",
+    ),
 }
 WHERE = [(name, layer) for name, spec in CASES.items() for layer in spec["layers"]]
 
@@ -194,6 +215,14 @@ def test_the_extracted_layer_equals_transformers(more, name, layer):
     trace = qkvcalc.explain(**problem)
     assert relative(trace.weights, ref["weights"]) < TOL
     assert relative(trace.output, ref["out"]) < TOL
+
+
+def test_the_keys_of_gpt_neox_japanese(more):
+    """Its last layer's dense_bias (random here) is not in the problem: it is added after dense,
+    with the residual; RoPE on 4 of each head's 8 dimensions."""
+    problem = more("gpt_neox_japanese", 1)["problem"]
+    assert problem["rope"] == {"theta": 500.0, "style": "half", "dims": 4}
+    assert "bo" not in problem and "bq" not in problem and problem["mask"] == "causal"
 
 
 def test_the_keys_of_gemma4_unified(more):

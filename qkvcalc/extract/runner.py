@@ -65,6 +65,7 @@ def families() -> dict[str, Family]:
         llama.NEMOTRON_H,
         neox.FAMILY,
         neox.PERSIMMON,
+        neox.JAPANESE,
         bloom.FAMILY,
         bloom.MPT,
         t5.FAMILY,
