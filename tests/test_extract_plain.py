@@ -5,7 +5,8 @@ Doge, whose dynamic mask is a bias of each key added to the scaled scores (score
 a run where its mask keeps only keep_window_size keys of a row is refused. Aria's text model
 (LLaMA's attention, its experts before layer L) and Gemma 4 Unified's (Gemma 4's attention: the
 norm on V, K = V on full layers, KV sharing) are read as their families are, and so are
-OpenAI GPT, BioGPT, CTRL, GPT-NeoX Japanese and GPT-SW3 (GPT-2 under another model_type).
+OpenAI GPT, BioGPT, CTRL, GPT-NeoX Japanese, GPT-SW3 (GPT-2 under another model_type) and a
+multimodal Llama 4 checkpoint's text layers.
 BitNet, JetMoE, Laguna, Inkling and Inkling 2 are refused by name with the step no problem can
 say, before anything loads, whether from a folder or from a model already loaded."""
 
@@ -273,6 +274,50 @@ def test_a_gpt_sw3_checkpoint_is_read_as_gpt2(tmp_path):
     assert relative(trace.weights, ref["weights"]) < TOL
     assert relative(trace.output, ref["out"]) < TOL
     assert "(GPT-SW3)" in problem["description"]
+
+
+def test_a_llama4_checkpoint_with_vision_gives_its_text_layers(tmp_path):
+    """A multimodal llama4 checkpoint (a tiny vision tower beside the text model, whose
+    language_model is a Llama4ForCausalLM): extract finds its text layers, a chunked RoPE layer
+    and a NoPE layer with its temperature."""
+    import torch
+    import transformers
+
+    import qkvcalc
+    from tests.test_extract import true_float64
+    from tests.test_extract_norms import CASES as NORMS
+
+    text = transformers.Llama4TextConfig(**NORMS["llama4"]["fields"]).to_dict()
+    vision = transformers.Llama4VisionConfig(
+        hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+        image_size=28, patch_size=14, vision_output_dim=16, projector_input_dim=16,
+        projector_output_dim=16,
+    ).to_dict()  # fmt: skip
+    config = transformers.Llama4Config(text_config=text, vision_config=vision)
+    config._attn_implementation = "eager"
+    config.text_config._experts_implementation = "eager"
+    torch.manual_seed(0)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with true_float64():
+            model = transformers.Llama4ForConditionalGeneration(config).to(torch.float64).eval()
+    finally:
+        torch.set_default_dtype(default)
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for param in model.parameters():
+            param.copy_(torch.randn(param.shape, generator=generator, dtype=torch.float64) * 0.3)
+    model.save_pretrained(tmp_path / "llama4")
+    for layer, key in ((0, "chunk_size"), (1, "attn_temperature")):
+        attn = model.language_model.model.layers[layer].self_attn
+        ref = reference_at(model, ids(), layer, attn, attn.o_proj)
+        folder = str(tmp_path / "llama4")
+        problem = qkvcalc.extract(folder, layer=layer, input_ids=ids(), dtype="float64")
+        trace = qkvcalc.explain(**problem)
+        assert key in problem and "(Llama 4)" in problem["description"]
+        assert relative(trace.weights, ref["weights"]) < TOL
+        assert relative(trace.output, ref["out"]) < TOL
 
 
 # model_type → the config class transformers builds it from

@@ -380,6 +380,7 @@ FAMILY = Family(
         "olmo2": "OLMo 2",
         "hunyuan_v1_dense": "HunYuan",
         "llama4_text": "Llama 4",
+        "llama4": "Llama 4",  # a multimodal checkpoint's text layers (language_model)
         "olmo3": "OLMo 3",
         "apertus": "Apertus",
         "seed_oss": "Seed-OSS",
