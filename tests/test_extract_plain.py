@@ -5,8 +5,8 @@ Doge, whose dynamic mask is a bias of each key added to the scaled scores (score
 a run where its mask keeps only keep_window_size keys of a row is refused. Aria's text model
 (LLaMA's attention, its experts before layer L) and Gemma 4 Unified's (Gemma 4's attention: the
 norm on V, K = V on full layers, KV sharing) are read as their families are, and so are
-OpenAI GPT, BioGPT, CTRL, GPT-NeoX Japanese, GPT-SW3 (GPT-2 under another model_type) and a
-multimodal Llama 4 checkpoint's text layers.
+OpenAI GPT, BioGPT, CTRL, GPT-NeoX Japanese, ModernBERT's decoder, GPT-SW3 (GPT-2 under
+another model_type) and a multimodal Llama 4 checkpoint's text layers.
 BitNet, JetMoE, Laguna, Inkling and Inkling 2 are refused by name with the step no problem can
 say, before anything loads, whether from a folder or from a model already loaded."""
 
@@ -177,6 +177,26 @@ CASES = {
         attn="gpt_neox_japanese.layers.{}.attention",
         proj="gpt_neox_japanese.layers.{}.attention.dense",
     ),
+    # ModernBERT's decoder: q/k/v_proj and Wo with biases; a full layer (RoPE base 160000) and a
+    # sliding one (the last 4 positions, base 10000)
+    "modernbert-decoder": case(
+        "ModernBertDecoderConfig",
+        {
+            **LLAMA,
+            "num_key_value_heads": 4,
+            "bos_token_id": 1,
+            "eos_token_id": 2,
+            "cls_token_id": 3,
+            "sep_token_id": 4,
+            "local_attention": 8,
+            "layer_types": ["full_attention", "sliding_attention"],
+            "attention_bias": True,
+        },
+        "ModernBertDecoderForCausalLM",
+        [0, 1],
+        attn="model.layers.{}.attn",
+        proj="model.layers.{}.attn.Wo",
+    ),
 }
 WHERE = [(name, layer) for name, spec in CASES.items() for layer in spec["layers"]]
 
@@ -224,6 +244,13 @@ def test_the_keys_of_gpt_neox_japanese(more):
     problem = more("gpt_neox_japanese", 1)["problem"]
     assert problem["rope"] == {"theta": 500.0, "style": "half", "dims": 4}
     assert "bo" not in problem and "bq" not in problem and problem["mask"] == "causal"
+
+
+def test_the_keys_of_the_modernbert_decoder(more):
+    full, sliding = (more("modernbert-decoder", i)["problem"] for i in (0, 1))
+    assert full["mask"] == sliding["mask"] == "causal" and "window" not in full
+    assert sliding["window"] == 4 and sliding["rope"]["theta"] != full["rope"]["theta"]
+    assert all(k in full for k in ("bq", "bk", "bv", "bo"))
 
 
 def test_the_keys_of_gemma4_unified(more):

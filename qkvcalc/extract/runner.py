@@ -78,6 +78,7 @@ def families() -> dict[str, Family]:
         opt.CTRL,
         falcon.FAMILY,
         modernbert.FAMILY,
+        modernbert.DECODER,
         deepseek.FAMILY,
         deepseek.KIMI_LINEAR,
         deepseek.DEEPSEEK_V32,
