@@ -94,6 +94,20 @@ def test_the_keys_of_doge(lab):
     assert relative(attention(bare)[0], ref["weights"]) > 1e-4
 
 
+def test_heads_splits_each_doge_head(lab):
+    """qkvcalc heads on Doge: the run's maps are transformers' probabilities, and each head's
+    own problem (its share of the bias, its K/V head's) gives that head's map."""
+    import qkvcalc
+    from qkvcalc.extract.heads import attention_maps, split_head
+
+    run = attention_maps(lab["folder"], input_ids=ids(), dtype="float64", problems=True)
+    weights = lab[1]["reference"]["weights"]
+    assert relative(np.asarray(run.weights[1]), weights) < TOL
+    for h in (1, 4):
+        trace = qkvcalc.explain(**split_head(run.problems[1], h))
+        assert relative(np.squeeze(trace.weights), weights[h - 1]) < TOL
+
+
 def test_doge_past_its_keep_window_is_refused(tmp_path):
     """keep_window_size 5 with 12 tokens: rows past the fifth keep the 5 keys of largest bias
     per head, which no mask says: refused, naming the count and the limit."""
