@@ -6,7 +6,8 @@ a run where its mask keeps only keep_window_size keys of a row is refused. Aria'
 (LLaMA's attention, its experts before layer L) and Gemma 4 Unified's (Gemma 4's attention: the
 norm on V, K = V on full layers, KV sharing) are read as their families are, and so are
 OpenAI GPT, BioGPT, CTRL, GPT-NeoX Japanese, ModernBERT's decoder, GPT-SW3 (GPT-2 under
-another model_type) and a multimodal Llama 4 checkpoint's text layers.
+another model_type), a multimodal Llama 4 checkpoint's text layers and RecurrentGemma's
+attention layers (its RG-LRU layers refused by kind).
 BitNet, JetMoE, Laguna, Inkling and Inkling 2 are refused by name with the step no problem can
 say, before anything loads, whether from a folder or from a model already loaded."""
 
@@ -359,6 +360,43 @@ def test_a_llama4_checkpoint_with_vision_gives_its_text_layers(tmp_path):
         assert key in problem and "(Llama 4)" in problem["description"]
         assert relative(trace.weights, ref["weights"]) < TOL
         assert relative(trace.output, ref["out"]) < TOL
+
+
+def test_recurrent_gemma_reads_its_attention_layers(tmp_path, monkeypatch):
+    """RecurrentGemma: its attention layer (a window of 4, RoPE on half of each head, its rotary
+    module its own, o_proj with a bias) equals transformers' forward, made truly float64 (its
+    RG-LRU accumulates in float32 by a default argument, which extract's float64 run lifts);
+    an RG-LRU layer is refused, naming the attention layers."""
+    import torch
+    from transformers.models.recurrent_gemma import modeling_recurrent_gemma as rg
+
+    import qkvcalc
+    from qkvcalc.errors import QkvcalcError
+    from tests.test_extract_hybrid import reference as hybrid_reference
+
+    fields = {
+        **LLAMA,
+        "num_hidden_layers": 3,
+        "head_dim": 8,
+        "lru_width": 32,
+        "attention_window_size": 4,
+        "block_types": ["recurrent", "attention"],
+        "partial_rotary_factor": 0.5,
+    }
+    model = build_from("RecurrentGemmaConfig", fields, "RecurrentGemmaForCausalLM")
+    model.save_pretrained(tmp_path / "rg")
+    monkeypatch.setattr(rg.RecurrentGemmaRglru._rnn_scan, "__defaults__", (torch.float64,))
+    ref = hybrid_reference(model, model.model.layers[1].temporal_block)
+    problem = qkvcalc.extract(str(tmp_path / "rg"), layer=1, input_ids=ids(), dtype="float64")
+    assert relative(problem["x"], ref["x"]) < 1e-12
+    trace = qkvcalc.explain(**problem)
+    assert relative(trace.weights, ref["weights"]) < TOL
+    assert relative(trace.output, ref["out"]) < TOL
+    assert problem["window"] == 4 and problem["rope"]["dims"] == 4 and "bo" in problem
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.extract(str(tmp_path / "rg"), layer=2, input_ids=ids(), dtype="float64")
+    assert err.value.msg.key == "extract.not_attention"
+    assert "RG-LRU" in str(err.value) and str(err.value).endswith("are 1")
 
 
 # model_type → the config class transformers builds it from

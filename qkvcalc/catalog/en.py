@@ -2541,6 +2541,7 @@ MESSAGES: dict[str, str] = {
     "hybrid.short_conv": "short-convolution",
     "hybrid.kimi_delta": "linear-attention (Kimi Delta Attention)",
     "hybrid.lightning": "linear-attention (lightning attention)",
+    "hybrid.rg_lru": "recurrent (RG-LRU)",
     "hybrid.none": "none",
     "hybrid.mlp": "feed-forward (MLP-only)",
     "hybrid.other": "non-attention",

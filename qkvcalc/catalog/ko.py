@@ -2509,6 +2509,7 @@ MESSAGES: dict[str, str] = {
     "hybrid.short_conv": "짧은 합성곱",
     "hybrid.kimi_delta": "선형 어텐션(Kimi Delta Attention)",
     "hybrid.lightning": "선형 어텐션(라이트닝 어텐션)",
+    "hybrid.rg_lru": "순환(RG-LRU)",
     "hybrid.none": "없음",
     "hybrid.mlp": "피드포워드(MLP만 있는)",
     "hybrid.other": "다른 종류의",

@@ -86,8 +86,12 @@ def rope(
 
 
 def rotary_module(layer: Layer) -> Any:
-    """Layer L's rotary module: the model's one (LFM2-MoE's pos_emb), or Granite SWA's of the
-    layer's own base (layer_rope_theta: one module per base, in rotary_embs)."""
+    """Layer L's rotary module: the model's one (LFM2-MoE's pos_emb), Granite SWA's of the
+    layer's own base (layer_rope_theta: one module per base, in rotary_embs), or the attention's
+    own (RecurrentGemma's)."""
+    own = getattr(layer.attention, "rotary_emb", None)
+    if own is not None:
+        return own
     stack = decoder(layer.model)
     bases = getattr(layer.config, "layer_rope_theta", None)
     if bases is not None and hasattr(stack, "rotary_embs"):
@@ -456,5 +460,15 @@ NEMOTRON_H = Family(
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.mixer,
     output=lambda block: block.mixer.o_proj,
+    keys=keys,
+)
+
+# RecurrentGemma: its attention layers (local: a window) between RG-LRU recurrent layers, each
+# layer's mixer its temporal_block (hybrid.py says which are attention), its rotary module its own
+RECURRENT_GEMMA = Family(
+    names={"recurrent_gemma": "RecurrentGemma"},
+    stack=lambda model: decoder(model).layers,
+    attention=lambda block: block.temporal_block,
+    output=lambda block: block.temporal_block.o_proj,
     keys=keys,
 )

@@ -63,6 +63,7 @@ def families() -> dict[str, Family]:
         gpt2.OPENAI_GPT,
         llama.FAMILY,
         llama.NEMOTRON_H,
+        llama.RECURRENT_GEMMA,
         neox.FAMILY,
         neox.PERSIMMON,
         neox.JAPANESE,
