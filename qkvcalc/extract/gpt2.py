@@ -11,6 +11,7 @@ not."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from qkvcalc.extract.common import Family, Layer, array, base_model, default_scale
@@ -50,14 +51,15 @@ def fused_keys(attn: Any, d: int, heads: int, scale: float, head_dim: int) -> di
 
 
 FAMILY = Family(
-    # GPT-SW3's checkpoints say "gpt-sw3" and are GPT-2 (transformers loads them as GPT2Config,
-    # whose model_type is "gpt2")
-    names={"gpt2": "GPT-2", "gpt-sw3": "GPT-SW3"},
+    names={"gpt2": "GPT-2"},
     stack=lambda model: base_model(model).h,
     attention=lambda block: block.attn,
     output=lambda block: block.attn.c_proj,
     keys=keys,
 )
+
+# GPT-SW3's checkpoints say "gpt-sw3" and are GPT-2 (transformers builds GPT2Config for them)
+GPT_SW3 = replace(FAMILY, names={"gpt-sw3": "GPT-SW3"})
 
 OPENAI_GPT = Family(
     names={"openai-gpt": "OpenAI GPT"},

@@ -60,7 +60,6 @@ def families() -> dict[str, Family]:
     for family in (
         bert.FAMILY,
         gpt2.FAMILY,
-        gpt2.OPENAI_GPT,
         llama.FAMILY,
         llama.NEMOTRON_H,
         llama.RECURRENT_GEMMA,
@@ -77,6 +76,8 @@ def families() -> dict[str, Family]:
         opt.GPTJ,
         opt.CODEGEN,
         opt.CTRL,
+        gpt2.OPENAI_GPT,
+        gpt2.GPT_SW3,
         falcon.FAMILY,
         modernbert.FAMILY,
         modernbert.DECODER,
