@@ -109,6 +109,22 @@ def test_heads_splits_each_doge_head(lab):
         assert relative(np.squeeze(trace.weights), weights[h - 1]) < TOL
 
 
+def test_doge_with_a_sliding_window(tmp_path):
+    """Doge with sliding_window: the window read from the mask the layer is given, beside the
+    bias, equals transformers."""
+    import qkvcalc
+
+    model = doge(sliding_window=4)
+    model.save_pretrained(tmp_path / "doge")
+    attn = model.model.layers[1].self_attn
+    ref = reference_at(model, ids(), 1, attn, attn.o_proj)
+    problem = qkvcalc.extract(str(tmp_path / "doge"), layer=1, input_ids=ids(), dtype="float64")
+    assert problem["window"] == 4 and problem["mask"] == "causal"
+    trace = qkvcalc.explain(**problem)
+    assert relative(trace.weights, ref["weights"]) < TOL
+    assert relative(trace.output, ref["out"]) < TOL
+
+
 def test_doge_past_its_keep_window_is_refused(tmp_path):
     """keep_window_size 5 with 12 tokens: rows past the fifth keep the 5 keys of largest bias
     per head, which no mask says: refused, naming the count and the limit."""
