@@ -415,6 +415,44 @@ def test_recurrent_gemma_reads_its_attention_layers(tmp_path, monkeypatch):
     assert "RG-LRU" in str(err.value) and str(err.value).endswith("are 1")
 
 
+def test_a_gemma4_unified_checkpoint_gives_its_text_layers(tmp_path):
+    """A gemma4_unified checkpoint (Gemma4UnifiedForConditionalGeneration, built here without its
+    optional vision and audio towers): extract finds the text layers in its language_model, a
+    KV-shared one too."""
+    import torch
+    import transformers
+
+    import qkvcalc
+    from tests.test_extract import true_float64
+
+    text = transformers.Gemma4UnifiedTextConfig(**CASES["gemma4_unified_text"]["fields"])
+    config = transformers.Gemma4UnifiedConfig(
+        text_config=text.to_dict(), vision_config=None, audio_config=None
+    )
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with true_float64():
+            model = transformers.Gemma4UnifiedForConditionalGeneration(config)
+            model = model.to(torch.float64).eval()
+    finally:
+        torch.set_default_dtype(default)
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for param in model.parameters():
+            param.copy_(torch.randn(param.shape, generator=generator, dtype=torch.float64) * 0.3)
+    model.save_pretrained(tmp_path / "g4u")
+    attn = model.model.language_model.layers[5].self_attn
+    ref = reference_at(model.model, ids(), 5, attn, attn.o_proj)
+    problem = qkvcalc.extract(str(tmp_path / "g4u"), layer=5, input_ids=ids(), dtype="float64")
+    trace = qkvcalc.explain(**problem)
+    assert "source" in problem and "(Gemma 4 Unified)" in problem["description"]
+    assert relative(trace.weights, ref["weights"]) < TOL
+    assert relative(trace.output, ref["out"]) < TOL
+
+
 # model_type → the config class transformers builds it from
 REFUSED = {
     "bitnet": "BitNetConfig",
