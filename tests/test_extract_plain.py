@@ -6,8 +6,9 @@ a run where its mask keeps only keep_window_size keys of a row is refused. Aria'
 (LLaMA's attention, its experts before layer L) and Gemma 4 Unified's (Gemma 4's attention: the
 norm on V, K = V on full layers, KV sharing) are read as their families are, and so are
 OpenAI GPT, BioGPT, CTRL, GPT-NeoX Japanese, ModernBERT's decoder, GPT-SW3 (GPT-2 under
-another model_type), a multimodal Llama 4 checkpoint's text layers and RecurrentGemma's
-attention layers (its RG-LRU layers refused by kind).
+another model_type), a multimodal Llama 4 checkpoint's text layers, RecurrentGemma's
+attention layers (its RG-LRU layers refused by kind) and MiniMax-M3's dense layers (its
+block-sparse ones refused).
 BitNet, JetMoE, Laguna, Inkling and Inkling 2 are refused by name with the step no problem can
 say, before anything loads, whether from a folder or from a model already loaded."""
 
@@ -228,6 +229,31 @@ CASES = {
         attn="model.layers.{}.attn",
         proj="model.layers.{}.attn.Wo",
     ),
+    # MiniMax-M3's text model: Gemma-style q/k norm (1 + w) per head; layer 1 block-sparse
+    "minimax_m3_vl_text": case(
+        "MiniMaxM3VLTextConfig",
+        {
+            **LLAMA,
+            "num_hidden_layers": 3,
+            "head_dim": 8,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 2,
+            "dense_intermediate_size": 48,
+            "shared_intermediate_size": 16,
+            "layer_types": ["full_attention", "minimax_m3_sparse", "full_attention"],
+            "mlp_layer_types": ["dense", "sparse", "sparse"],
+            "index_n_heads": 2,
+            "index_head_dim": 8,
+            "index_block_size": 4,
+            "index_topk_blocks": 2,
+            "bos_token_id": 1,
+            "eos_token_id": 2,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 500.0},
+        },
+        "MiniMaxM3VLForCausalLM",
+        [0, 2],
+        **EAGER,
+    ),
 }
 WHERE = [(name, layer) for name, spec in CASES.items() for layer in spec["layers"]]
 
@@ -254,6 +280,7 @@ def more(tmp_path_factory):
                 out[(name, each)] = {"problem": problem, "reference": ref}
         return out[(name, layer)]
 
+    get.root = root  # type: ignore[attr-defined]
     return get
 
 
@@ -451,6 +478,28 @@ def test_a_gemma4_unified_checkpoint_gives_its_text_layers(tmp_path):
     assert "source" in problem and "(Gemma 4 Unified)" in problem["description"]
     assert relative(trace.weights, ref["weights"]) < TOL
     assert relative(trace.output, ref["out"]) < TOL
+
+
+def test_a_block_sparse_minimax_m3_layer_is_refused(more):
+    """MiniMax-M3's minimax_m3_sparse layer (its indexer's per-head block selection) is refused
+    before the model runs, naming the layers extract reads; its q/k norm is read as 1 + w."""
+    import qkvcalc
+    from qkvcalc.errors import QkvcalcError
+
+    full = more("minimax_m3_vl_text", 2)["problem"]
+    assert np.shape(full["q_norm"]) == (8,) and full["kv_heads"] == 2
+    folder = str(more.root / "minimax_m3_vl_text")
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.extract(folder, layer=1, input_ids=ids(), dtype="float64")
+    assert err.value.msg.key == "extract.block_sparse"
+    assert str(err.value).endswith("are 0, 2")
+    from qkvcalc.extract.heads import attention_maps
+
+    run = attention_maps(folder, input_ids=ids(), dtype="float64")  # the maps: every layer
+    assert len(run.weights) == 3
+    with pytest.raises(QkvcalcError) as err:  # the page's problems: not the sparse layer's
+        attention_maps(folder, input_ids=ids(), dtype="float64", problems=True)
+    assert err.value.msg.key == "extract.block_sparse"
 
 
 # model_type → the config class transformers builds it from

@@ -2536,6 +2536,10 @@ MESSAGES: dict[str, str] = {
     "past keep_window_size = {keep} keys Doge's dynamic mask keeps only the {keep} keys of "
     "largest bias, per head and row, which no mask of a problem can say: give at most {keep} "
     "tokens",
+    "extract.block_sparse": "layer {layer} of {model} is a block-sparse attention layer: its "
+    "indexer picks, for each query and each group of heads that share K and V, the blocks of "
+    "keys the query may see, a mask of each head's own, and a problem has one mask for every "
+    "head; the layers extract reads in this model are {layers}",
     "hybrid.gated_deltanet": "linear-attention (Gated DeltaNet)",
     "hybrid.mamba": "state-space (Mamba)",
     "hybrid.short_conv": "short-convolution",

@@ -2504,6 +2504,9 @@ MESSAGES: dict[str, str] = {
     "Key가 keep_window_size = {keep}개를 넘으면 Doge의 동적 마스크는 헤드와 행마다 편향이 가장 큰 "
     "Key {keep}개만 남기는데, 문제의 어떤 마스크도 이를 나타낼 수 없습니다. 토큰을 {keep}개 "
     "이하로 주세요",
+    "extract.block_sparse": "{model}의 층 {layer}: 블록 희소 어텐션 층입니다. 인덱서가 각 Query와 "
+    "K와 V를 함께 쓰는 헤드 묶음마다 그 Query가 볼 수 있는 Key 블록을 고르므로 헤드마다 마스크가 "
+    "다른데, 문제에는 모든 헤드에 마스크가 하나뿐입니다. 이 모델에서 extract가 읽는 층: {layers}",
     "hybrid.gated_deltanet": "선형 어텐션(Gated DeltaNet)",
     "hybrid.mamba": "상태 공간(Mamba)",
     "hybrid.short_conv": "짧은 합성곱",

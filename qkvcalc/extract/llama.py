@@ -170,7 +170,13 @@ def projections(attn: Any, heads: int, kv_heads: int) -> list[np.ndarray | None]
 
 
 # The RMSNorms that multiply by (1 + w), by their class's name
-ONE_PLUS = ("Gemma", "Qwen3NextRMSNorm", "Qwen3_5RMSNorm", "Qwen3_5MoeRMSNorm")
+ONE_PLUS = (
+    "Gemma",
+    "Qwen3NextRMSNorm",
+    "Qwen3_5RMSNorm",
+    "Qwen3_5MoeRMSNorm",
+    "MiniMaxM3VLRMSNorm",
+)
 
 
 def norm_weight(norm: Any) -> np.ndarray:
@@ -444,6 +450,7 @@ FAMILY = Family(
         "beam": "Beam",
         "lfm3": "LFM3",
         "cohere_compass_text": "Cohere Compass",
+        "minimax_m3_vl_text": "MiniMax-M3",  # its dense-attention layers (sparse ones refused)
         "aria_text": "Aria",  # the text model of Aria (its experts run in layers before L only)
     },
     stack=lambda model: decoder(model).layers,

@@ -876,6 +876,7 @@ def extract(
             _check_config(config, shown, dtype, stream, count)
             _check_layer(layer, getattr(config, "num_hidden_layers", None), shown)
             hybrid.check_layer(config, layer, shown)
+            refused.check_layer(config, layer, shown)
             if input_ids is not None:
                 _check_ids(_as_ids(input_ids), getattr(config, "vocab_size", None), shown)
                 _check_length(len(_as_ids(input_ids)), config, config.model_type, shown)
@@ -897,6 +898,7 @@ def extract(
         stack = family.stack(model)
     _check_layer(layer, len(stack), shown)
     hybrid.check_layer(config, layer, shown)
+    refused.check_layer(config, layer, shown)
     layer = int(layer)
     ids = _token_ids(model, shown, input_ids, text, tokenizer)
     _check_length(len(ids), config, config.model_type, shown)
