@@ -67,6 +67,8 @@ COUNTED = [
     ("extract.layer", "count", "layer", "layers"),
     ("extract.too_big_float64", "tokens", "token", "tokens"),
     ("extract.too_many_positions", "positions", "token", "tokens"),
+    ("extract.too_many_table_positions", "positions", "row", "rows"),
+    ("extract.too_many_table_positions", "positions", "token", "tokens"),
     ("extract.description", "n", "token", "tokens"),
     ("extract.description_kv_shared", "n", "token", "tokens"),
     ("extract.description_linear", "n", "token", "tokens"),

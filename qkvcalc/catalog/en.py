@@ -2721,11 +2721,38 @@ MESSAGES: dict[str, str] = {
     "back by its query's position before the grouped output projection; it also attends to "
     "entries pooled from the tokens' projections, one per m tokens; no key of the input format "
     "expresses any of these",
+    "extract.not_expressible": "{model} is a {arch} model ({model_type!r}), which qkvcalc "
+    "extract does not read: {reason}",
+    "refused.bitnet": "its attention normalises all heads' outputs joined (attn_sub_norm, an "
+    "RMSNorm over the H·d_v numbers of each token) before o_proj, a step the input format has "
+    "no key (field) for; its quantized checkpoints (BitLinear) also round each projection's "
+    "input to 8 bits per token",
+    "refused.jetmoe": "its attention is a mixture of attention heads: each token's queries and "
+    "its share of the output projection come from the experts its router picks for that token, "
+    "so W_Q and W_O differ from token to token, and a problem has one W_Q and one W_O",
+    "refused.laguna": "its output gate multiplies each head's output by softplus(x·W_G) "
+    "(g_proj), and the input format's output gate (wg, bg) is σ(x·W_G + b_G) only",
+    "refused.inkling": "its K and V are not x·W_K and x·W_V: after k_proj and v_proj a short "
+    "causal convolution (k_sconv, v_sconv) mixes each token's row with the rows of the tokens "
+    "before it, and a problem projects each token's row alone",
+    "refused.inkling2": "its K and V are not x·W_K and x·W_V: after k_proj and v_proj a short "
+    "causal convolution (k_sconv, v_sconv) mixes each token's row with the rows of the tokens "
+    "before it; and its sinks are a projection of each token (sink_proj), where a problem has "
+    "one sink per head",
+    "extract.doge_window": "{model}, layer {layer}: a row of the scores sees {keys} keys, and "
+    "past keep_window_size = {keep} keys Doge's dynamic mask keeps only the {keep} keys of "
+    "largest bias, per head and row, which no mask of a problem can say: give at most {keep} "
+    "tokens",
+    "extract.block_sparse": "layer {layer} of {model} is a block-sparse attention layer: its "
+    "indexer picks, for each query and each group of heads that share K and V, the blocks of "
+    "keys the query may see, a mask of each head's own, and a problem has one mask for every "
+    "head; the layers extract reads in this model are {layers}",
     "hybrid.gated_deltanet": "linear-attention (Gated DeltaNet)",
     "hybrid.mamba": "state-space (Mamba)",
     "hybrid.short_conv": "short-convolution",
     "hybrid.kimi_delta": "linear-attention (Kimi Delta Attention)",
     "hybrid.lightning": "linear-attention (lightning attention)",
+    "hybrid.rg_lru": "recurrent (RG-LRU)",
     "hybrid.none": "none",
     "hybrid.mlp": "feed-forward (MLP-only)",
     "hybrid.other": "non-attention",
@@ -2777,6 +2804,9 @@ MESSAGES: dict[str, str] = {
     "token ids or a shorter --text",
     "extract.too_many_positions": "{count} tokens: {model} has learned positions for {positions} "
     "{positions:token|tokens} only; give at most {positions}",
+    "extract.too_many_table_positions": "{count} tokens: {model}'s table of sinusoidal "
+    "positions has {positions} {positions:row|rows}, one per position; give at most {positions} "
+    "{positions:token|tokens}",
     "extract.not_finite": "{model}, layer {layer}: {field} holds NaN or an infinity (at index "
     "{where}), which the problem file cannot hold",
     "extract.not_finite_value": "{model}, layer {layer}: {field} is {value}, which the problem "

@@ -2665,11 +2665,36 @@ MESSAGES: dict[str, str] = {
     "쓰므로, Value도 Key와 함께 회전(RoPE)합니다. 또 각 헤드의 출력은 그룹 출력 투영 전에 자기 "
     "Query의 위치만큼 거꾸로 회전합니다. 그리고 토큰들의 투영을 m개마다 하나로 모은 항목에도 "
     "어텐션합니다. 입력 형식의 어떤 키로도 이 중 어느 것도 나타낼 수 없습니다",
+    "extract.not_expressible": "{model}: {arch} 모델({model_type!r})은 qkvcalc extract가 "
+    "읽지 않습니다. 이유: {reason}",
+    "refused.bitnet": "이 모델의 어텐션은 o_proj 앞에서 모든 헤드의 출력을 이어 붙인 것을 "
+    "정규화하는데(attn_sub_norm, 토큰마다 H·d_v개 수에 대한 RMSNorm), 입력 형식에는 이 "
+    "단계를 나타내는 키(필드)가 없습니다. 양자화된 체크포인트(BitLinear)는 각 투영의 입력도 "
+    "토큰마다 8비트로 반올림합니다",
+    "refused.jetmoe": "이 모델의 어텐션은 어텐션 헤드의 전문가 혼합입니다. 토큰마다 라우터가 고른 "
+    "전문가에서 그 토큰의 Query와 출력 투영의 몫이 오므로 W_Q와 W_O가 토큰마다 다르고, 문제에는 "
+    "W_Q와 W_O가 하나씩만 있습니다",
+    "refused.laguna": "이 모델의 출력 게이트는 각 헤드의 출력에 softplus(x·W_G)를 곱하는데"
+    "(g_proj), 입력 형식의 출력 게이트(wg, bg)는 σ(x·W_G + b_G)뿐입니다",
+    "refused.inkling": "이 모델의 K와 V는 x·W_K와 x·W_V가 아닙니다. k_proj와 v_proj 다음에 짧은 "
+    "인과 합성곱(k_sconv, v_sconv)이 각 토큰의 행을 앞선 토큰들의 행과 섞는데, 문제는 각 토큰의 "
+    "행만 투영합니다",
+    "refused.inkling2": "이 모델의 K와 V는 x·W_K와 x·W_V가 아닙니다. k_proj와 v_proj 다음에 짧은 "
+    "인과 합성곱(k_sconv, v_sconv)이 각 토큰의 행을 앞선 토큰들의 행과 섞습니다. 또 싱크가 각 "
+    "토큰의 투영(sink_proj)인데, 문제에는 헤드마다 싱크가 하나씩 있습니다",
+    "extract.doge_window": "{model}, {layer}번 층: 점수의 한 행이 보는 Key가 {keys}개입니다. "
+    "Key가 keep_window_size = {keep}개를 넘으면 Doge의 동적 마스크는 헤드와 행마다 편향이 가장 큰 "
+    "Key {keep}개만 남기는데, 문제의 어떤 마스크도 이를 나타낼 수 없습니다. 토큰을 {keep}개 "
+    "이하로 주세요",
+    "extract.block_sparse": "{model}의 층 {layer}: 블록 희소 어텐션 층입니다. 인덱서가 각 Query와 "
+    "K와 V를 함께 쓰는 헤드 묶음마다 그 Query가 볼 수 있는 Key 블록을 고르므로 헤드마다 마스크가 "
+    "다른데, 문제에는 모든 헤드에 마스크가 하나뿐입니다. 이 모델에서 extract가 읽는 층: {layers}",
     "hybrid.gated_deltanet": "선형 어텐션(Gated DeltaNet)",
     "hybrid.mamba": "상태 공간(Mamba)",
     "hybrid.short_conv": "짧은 합성곱",
     "hybrid.kimi_delta": "선형 어텐션(Kimi Delta Attention)",
     "hybrid.lightning": "선형 어텐션(라이트닝 어텐션)",
+    "hybrid.rg_lru": "순환(RG-LRU)",
     "hybrid.none": "없음",
     "hybrid.mlp": "피드포워드(MLP만 있는)",
     "hybrid.other": "다른 종류의",
@@ -2721,6 +2746,8 @@ MESSAGES: dict[str, str] = {
     "토큰 id를 줄이거나 --text를 짧게 주세요",
     "extract.too_many_positions": "토큰 {count}개: {model} 모델은 위치를 {positions}개까지만 "
     "배웠습니다. {positions}개 이하로 주세요",
+    "extract.too_many_table_positions": "토큰 {count}개: {model} 모델의 사인파 위치 표에는 "
+    "위치마다 한 행씩 {positions}개 행이 있습니다. 토큰을 {positions}개 이하로 주세요",
     "extract.not_finite": "{model}, {layer}번 층: {field}에 NaN이나 무한대가 있어서 (위치 "
     "{where}) 문제 파일에 담을 수 없습니다",
     "extract.not_finite_value": "{model}, {layer}번 층: {field}의 값이 {value}이고, 이 값은 문제 "

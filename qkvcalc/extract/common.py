@@ -96,9 +96,12 @@ def base_model(model: Any) -> Any:
 
 def decoder(model: Any) -> Any:
     """The decoder stack's model: the base model, or a multimodal model's language_model (Gemma
-    3's Gemma3Model holds its Gemma3TextModel there)."""
+    3's Gemma3Model holds its Gemma3TextModel there; Llama 4's Llama4ForConditionalGeneration
+    its Llama4ForCausalLM, whose model holds the layers)."""
     found = base_model(model)
-    return getattr(found, "language_model", found)
+    found = getattr(found, "language_model", found)
+    inner = getattr(found, "model", None)
+    return inner if not hasattr(found, "layers") and hasattr(inner, "layers") else found
 
 
 def array(tensor: Any) -> np.ndarray:

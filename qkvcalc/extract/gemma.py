@@ -1,5 +1,7 @@
-"""Gemma 3n (`gemma3n_text`) and Gemma 4 (`gemma4_text`, and a `gemma4` checkpoint's text
-layers; a multimodal `gemma3n` checkpoint is not taken: its vision tower is timm's): LLaMA-like
+"""Gemma 3n (`gemma3n_text`), Gemma 4 (`gemma4_text`, and a `gemma4` checkpoint's text
+layers; a multimodal `gemma3n` checkpoint is not taken: its vision tower is timm's) and Gemma 4
+Unified's text model (`gemma4_unified_text`, and a `gemma4_unified` checkpoint's text layers:
+Gemma 4's attention, line for line): LLaMA-like
 attention with four differences that the problem says in its own keys.
 
 - The q/k norms multiply by their plain weight w (Gemma3nRMSNorm, Gemma4RMSNorm; Gemma 2 and 3
@@ -79,6 +81,8 @@ FAMILY = Family(
         "gemma3n_text": "Gemma 3n",
         "gemma4_text": "Gemma 4",
         "gemma4": "Gemma 4",
+        "gemma4_unified_text": "Gemma 4 Unified",  # Gemma 4's text attention, the same keys
+        "gemma4_unified": "Gemma 4 Unified",  # a multimodal checkpoint's text layers
     },
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.self_attn,

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.extract import deepseek_v4, hybrid, runner
+from qkvcalc.extract import deepseek_v4, hybrid, refused, runner
 from qkvcalc.extract.check import layout
 from qkvcalc.extract.common import Family, Layer
 from qkvcalc.i18n import Msg
@@ -236,6 +236,7 @@ def _layer_problem(opened: _Opened, layer: int, seen: Seen, lang: str) -> dict[s
     import torch
 
     model, family = opened.model, opened.family
+    refused.check_layer(model.config, layer, opened.shown)  # MiniMax-M3's block-sparse layers
     block = family.stack(model)[layer]
     attention = family.attention(block)
     x, given, out = seen

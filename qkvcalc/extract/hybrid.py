@@ -1,7 +1,8 @@
 """Hybrid models: softmax-attention layers between layers of another kind — Gated DeltaNet's
 linear attention (Qwen3-Next, Qwen3.5), Kimi Delta Attention (Kimi Linear, whose attention
 layers are MLA: deepseek.py), state-space (Mamba) layers (Nemotron-H, Bamba, Jamba,
-Granite 4, Falcon-H1, Zamba, Zamba2), LFM2's short convolutions, MiniMax's lightning attention.
+Granite 4, Falcon-H1, Zamba, Zamba2), LFM2's short convolutions, MiniMax's lightning attention,
+RecurrentGemma's RG-LRU recurrent blocks.
 
 extract reads softmax attention, MiniMax's lightning layers (minimax.py: both kinds of its
 layers are problems, BOTH_READ), the Gated DeltaNet layers of Qwen3-Next, Qwen3.5 and
@@ -53,6 +54,8 @@ READ = {
     "zamba": MAMBA,
     "zamba2": MAMBA,
     "minimax": {"linear_attention": "lightning"},  # its lightning layers: minimax.py
+    # layers_block_type: "linear_attention" for a recurrent (RG-LRU) block, "sliding_attention"
+    "recurrent_gemma": {"linear_attention": "rg_lru"},
 }
 # The hybrids whose other layers extract reads as well (each as a problem of its own kind):
 # none of their layers is refused; `qkvcalc heads` still shows the attention layers only

@@ -4,17 +4,18 @@ x.float() (Mixtral's router, Cohere's rotation, Llama 4's positions for its temp
 x.type(torch.float32) (DeepSeek-V3's and GLM-4.5's routers), AFMoE's router (logits cast to
 float32), DiffLlama's λ (torch.sum(..., dtype=torch.float32)), the rotary tables (inv_freq built
 in float32, angles in float32), BLOOM's ALiBi slopes, Gemma's embedding scale √d_model and
-XGLM's sinusoidal position table (float32 buffers in a model built in float32 and converted).
+XGLM's and CTRL's sinusoidal position tables (float32 buffers in a model built in float32 and
+converted).
 With those, x at layer L is off by ~2e-7 relative. `float64_islands(model)` lifts them for one
 run: the softmax, Tensor.float and Tensor.type keep a float64 input float64 (Tensor.float makes
 whole numbers float64 too), DiffLlama's torch.sum keeps float64, MiniMax's lightning decays are
 computed in float64, the norms, rotary embeddings and AFMoE's routers of this model compute in
 float64 (their instance's forward replaced), Gated DeltaNet's casts to float32 keep float64
 while its forward runs (Qwen3-Next's and Qwen3.5's linear layers), BLOOM's slopes and XGLM's
-position table are float64 (and the default dtype while an XGLM runs: its eager attention makes
-the dtype's minimum with torch.full), GPT-Neo's, GPT-J's and CodeGen's scores are not cast to
-float32 (their sinusoid table is float64 too, in the attention module up to transformers 5.24
-and in the rotary module since 5.25), and GPT-2's
+and CTRL's position tables are float64 (and the default dtype while an XGLM runs: its eager
+attention makes the dtype's minimum with torch.full), GPT-Neo's, GPT-J's and CodeGen's scores
+are not cast to float32 (their sinusoid table is float64 too, in the attention module up to
+transformers 5.24 and in the rotary module since 5.25), and GPT-2's
 reorder_and_upcast_attn path (float32 by design) is switched to the ordinary one, which is the
 same math. Everything is restored when the block ends, also on an error.
 
@@ -112,6 +113,8 @@ _STANDARD_RMS = (
     "BeamRMSNorm",
     "Lfm3RMSNorm",
     "BailingHybridRMSNorm",
+    "DogeRMSNorm",
+    "AriaTextRMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")
@@ -396,6 +399,15 @@ def _patch_modules(model: Any, restore: list[Any]) -> None:
             table = module.weights  # built in float32 at construction, then converted
             module.weights = _xglm_positions(module, table)
             restore.append(lambda m=module, t=table: setattr(m, "weights", t))
+            continue
+        elif kind == "CTRLModel":  # its sinusoidal table, made with torch.float at construction
+            from transformers.models.ctrl.modeling_ctrl import positional_encoding
+
+            table = module.pos_encoding
+            module.pos_encoding = positional_encoding(
+                table.shape[0], module.d_model_size, torch.float64
+            ).to(table.device)
+            restore.append(lambda m=module, t=table: setattr(m, "pos_encoding", t))
             continue
         elif kind == "GPTNeoSelfAttention":
             module._attn = types.MethodType(_neo_attn, module)

@@ -86,8 +86,12 @@ def rope(
 
 
 def rotary_module(layer: Layer) -> Any:
-    """Layer L's rotary module: the model's one (LFM2-MoE's pos_emb), or Granite SWA's of the
-    layer's own base (layer_rope_theta: one module per base, in rotary_embs)."""
+    """Layer L's rotary module: the model's one (LFM2-MoE's pos_emb), Granite SWA's of the
+    layer's own base (layer_rope_theta: one module per base, in rotary_embs), or the attention's
+    own (RecurrentGemma's)."""
+    own = getattr(layer.attention, "rotary_emb", None)
+    if own is not None:
+        return own
     stack = decoder(layer.model)
     bases = getattr(layer.config, "layer_rope_theta", None)
     if bases is not None and hasattr(stack, "rotary_embs"):
@@ -166,7 +170,13 @@ def projections(attn: Any, heads: int, kv_heads: int) -> list[np.ndarray | None]
 
 
 # The RMSNorms that multiply by (1 + w), by their class's name
-ONE_PLUS = ("Gemma", "Qwen3NextRMSNorm", "Qwen3_5RMSNorm", "Qwen3_5MoeRMSNorm")
+ONE_PLUS = (
+    "Gemma",
+    "Qwen3NextRMSNorm",
+    "Qwen3_5RMSNorm",
+    "Qwen3_5MoeRMSNorm",
+    "MiniMaxM3VLRMSNorm",
+)
 
 
 def norm_weight(norm: Any) -> np.ndarray:
@@ -380,6 +390,7 @@ FAMILY = Family(
         "olmo2": "OLMo 2",
         "hunyuan_v1_dense": "HunYuan",
         "llama4_text": "Llama 4",
+        "llama4": "Llama 4",  # a multimodal checkpoint's text layers (language_model)
         "olmo3": "OLMo 3",
         "apertus": "Apertus",
         "seed_oss": "Seed-OSS",
@@ -439,6 +450,8 @@ FAMILY = Family(
         "beam": "Beam",
         "lfm3": "LFM3",
         "cohere_compass_text": "Cohere Compass",
+        "minimax_m3_vl_text": "MiniMax-M3",  # its dense-attention layers (sparse ones refused)
+        "aria_text": "Aria",  # the text model of Aria (its experts run in layers before L only)
     },
     stack=lambda model: decoder(model).layers,
     attention=gdn.mixer,  # self_attn, or a Gated DeltaNet layer's linear_attn (gdn.py)
@@ -454,5 +467,15 @@ NEMOTRON_H = Family(
     stack=lambda model: decoder(model).layers,
     attention=lambda block: block.mixer,
     output=lambda block: block.mixer.o_proj,
+    keys=keys,
+)
+
+# RecurrentGemma: its attention layers (local: a window) between RG-LRU recurrent layers, each
+# layer's mixer its temporal_block (hybrid.py says which are attention), its rotary module its own
+RECURRENT_GEMMA = Family(
+    names={"recurrent_gemma": "RecurrentGemma"},
+    stack=lambda model: decoder(model).layers,
+    attention=lambda block: block.temporal_block,
+    output=lambda block: block.temporal_block.o_proj,
     keys=keys,
 )

@@ -4,7 +4,11 @@ the "half" style on the first rotary_pct of each head's dimensions (partial rota
 
 Persimmon (PERSIMMON): the same fused, per-head interleaved query_key_value and dense, with a
 LayerNorm (weight and bias, one per head's dims, the same for every head) on each head's q and
-k with qk_layernorm, before the rotation of the first partial_rotary_factor of each head."""
+k with qk_layernorm, before the rotation of the first partial_rotary_factor of each head.
+
+GPT-NeoX Japanese (JAPANESE): GPT-NeoX's fused query_key_value (no bias) and dense, RoPE on the
+first partial_rotary_factor of each head, after input_layernorm; the last layer's dense_bias is
+added outside its attention (with the residual), so dense's own output has none."""
 
 from __future__ import annotations
 
@@ -66,4 +70,25 @@ PERSIMMON = Family(
     attention=lambda block: block.self_attn,
     output=lambda block: block.self_attn.dense,
     keys=persimmon_keys,
+)
+
+
+def japanese_keys(layer: Layer) -> dict[str, Any]:
+    attn = layer.attention  # GPTNeoXJapaneseAttention
+    heads, head_dim = attn.num_attention_heads, attn.head_size
+    keys = base_keys(split_fused(attn.query_key_value, heads, head_dim), attn.dense, heads)
+    scale = 1.0 / attn.norm_factor  # baddbmm's alpha
+    if not default_scale(scale, head_dim):
+        keys["scale"] = scale
+    keys.update(mask_keys(layer))
+    keys["rope"] = rope(layer, head_dim)
+    return keys
+
+
+JAPANESE = Family(
+    names={"gpt_neox_japanese": "GPT-NeoX Japanese"},
+    stack=lambda model: base_model(model).layers,
+    attention=lambda block: block.attention,
+    output=lambda block: block.attention.dense,
+    keys=japanese_keys,
 )

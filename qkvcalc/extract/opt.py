@@ -15,7 +15,11 @@ CodeGen is GPT-J's attention (after ln_1; pairs on the first rotary_dim of each 
 Q, V and K.
 XGLM is OPT's attention (q times 1/√d_k after its projection) after self_attn_layer_norm; its
 sinusoidal positions are added to the embeddings before layer 0 (islands.py makes their table
-float64 in a float64 run)."""
+float64 in a float64 run).
+BioGPT's layers are XGLM's (q/k/v_proj and out_proj with biases, 1/√d_k, after
+self_attn_layer_norm); its learned positions are added to the embeddings before layer 0.
+CTRL: Wq, Wk, Wv and dense (biases), 1/√d_k, causal, after layernorm1; its sinusoidal positions
+(a table made in float32) are added to the scaled embeddings before layer 0, so x holds them."""
 
 from __future__ import annotations
 
@@ -45,6 +49,17 @@ def projections(attn: Any, heads: int) -> dict[str, Any]:
 def opt_keys(layer: Layer) -> dict[str, Any]:
     attn = layer.attention  # OPTAttention
     keys: dict[str, Any] = projections(attn, attn.num_heads)
+    if not default_scale(attn.scaling, attn.head_dim):
+        keys["scale"] = attn.scaling
+    return {**keys, **mask_keys(layer)}
+
+
+def ctrl_keys(layer: Layer) -> dict[str, Any]:
+    attn = layer.attention  # CTRL's MultiHeadAttention
+    parts = [attn.Wq, attn.Wk, attn.Wv]
+    keys = base_keys(
+        [rows(p) for p in parts] + [bias(p) for p in parts], attn.dense, attn.num_heads
+    )
     if not default_scale(attn.scaling, attn.head_dim):
         keys["scale"] = attn.scaling
     return {**keys, **mask_keys(layer)}
@@ -97,7 +112,7 @@ OPT = Family(
 )
 
 XGLM = Family(
-    names={"xglm": "XGLM"},
+    names={"xglm": "XGLM", "biogpt": "BioGPT"},
     stack=lambda model: base_model(model).layers,
     attention=lambda block: block.self_attn,
     output=lambda block: block.self_attn.out_proj,
@@ -126,4 +141,12 @@ CODEGEN = Family(
     attention=lambda block: block.attn,
     output=lambda block: block.attn.out_proj,
     keys=gptj_keys,
+)
+
+CTRL = Family(
+    names={"ctrl": "CTRL"},
+    stack=lambda model: base_model(model).h,
+    attention=lambda block: block.multi_head_attention,
+    output=lambda block: block.multi_head_attention.dense,
+    keys=ctrl_keys,
 )

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
-from qkvcalc.extract import deepseek_v4, hybrid
+from qkvcalc.extract import deepseek_v4, hybrid, refused
 from qkvcalc.extract.check import layout
 from qkvcalc.extract.common import Family, Layer
 from qkvcalc.extract.origin import x_origin
@@ -43,6 +43,7 @@ def families() -> dict[str, Family]:
         bloom,
         dbrx,
         deepseek,
+        doge,
         falcon,
         gemma,
         gpt2,
@@ -61,8 +62,10 @@ def families() -> dict[str, Family]:
         gpt2.FAMILY,
         llama.FAMILY,
         llama.NEMOTRON_H,
+        llama.RECURRENT_GEMMA,
         neox.FAMILY,
         neox.PERSIMMON,
+        neox.JAPANESE,
         bloom.FAMILY,
         bloom.MPT,
         t5.FAMILY,
@@ -72,14 +75,19 @@ def families() -> dict[str, Family]:
         opt.GPT_NEO,
         opt.GPTJ,
         opt.CODEGEN,
+        opt.CTRL,
+        gpt2.OPENAI_GPT,
+        gpt2.GPT_SW3,
         falcon.FAMILY,
         modernbert.FAMILY,
+        modernbert.DECODER,
         deepseek.FAMILY,
         deepseek.KIMI_LINEAR,
         deepseek.BAILING_HYBRID,
         deepseek.DEEPSEEK_V32,
         deepseek.GLM_DSA,
         dbrx.FAMILY,
+        doge.FAMILY,
         gemma.FAMILY,
         zamba.FAMILY,
         minimax.FAMILY,
@@ -358,6 +366,7 @@ def _family(model_type: str, model: str) -> Family:
     found = families().get(model_type)
     if found is None:
         hybrid.check_type(model_type, model)  # a hybrid extract does not read: said as such
+        refused.check_type(model_type, model)  # attention no problem can say: the reason
         known = ", ".join(architecture_names())
         raise QkvcalcError("extract.architecture", model=model, model_type=model_type, known=known)
     return found
@@ -381,7 +390,8 @@ def load(
 
     cls = transformers.T5EncoderModel if config.model_type == "t5" else transformers.AutoModel
     # mixture-of-experts layers: the default grouped kernel has no float64 version
-    experts = ("num_local_experts", "num_experts", "n_routed_experts")  # DeepSeek: n_routed_…
+    # DeepSeek: n_routed_experts; Aria: moe_num_experts
+    experts = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
     configs = (config, hybrid.text_config(config))  # a multimodal model's: its text config's
     moe = any(getattr(found, name, None) for found in configs for name in experts)
     extra: dict[str, Any] = {"experts_implementation": "eager"} if moe else {}
@@ -491,7 +501,18 @@ def _check_ids(ids: list[int], size: int | None, model: str) -> None:
 MAX_LAYERS = 1_000
 MAX_TOKENS = 8_192
 # families whose positions are a table of fixed rows
-LEARNED_POSITIONS = ("gpt2", "bert", "gpt_bigcode", "opt", "gpt_neo", "gptj")
+LEARNED_POSITIONS = (
+    "gpt2",
+    "bert",
+    "gpt_bigcode",
+    "opt",
+    "gpt_neo",
+    "gptj",
+    "openai-gpt",
+    "biogpt",
+)
+# families whose positions are a fixed sinusoidal table of max_position_embeddings rows (CTRL)
+POSITION_TABLES = ("ctrl",)
 _BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
 
 
@@ -583,6 +604,10 @@ def _check_length(count: int, config: Any, family_type: str, model: str) -> None
     if family_type in LEARNED_POSITIONS and _whole(positions) and count > int(positions):
         raise QkvcalcError(
             "extract.too_many_positions", count=count, model=model, positions=positions
+        )
+    if family_type in POSITION_TABLES and _whole(positions) and count > int(positions):
+        raise QkvcalcError(
+            "extract.too_many_table_positions", count=count, model=model, positions=positions
         )
 
 
@@ -854,6 +879,7 @@ def extract(
             _check_config(config, shown, dtype, stream, count)
             _check_layer(layer, getattr(config, "num_hidden_layers", None), shown)
             hybrid.check_layer(config, layer, shown)
+            refused.check_layer(config, layer, shown)
             if input_ids is not None:
                 _check_ids(_as_ids(input_ids), getattr(config, "vocab_size", None), shown)
                 _check_length(len(_as_ids(input_ids)), config, config.model_type, shown)
@@ -876,6 +902,7 @@ def extract(
         stack = family.stack(model)
     _check_layer(layer, len(stack), shown)
     hybrid.check_layer(config, layer, shown)
+    refused.check_layer(config, layer, shown)
     layer = int(layer)
     ids = _token_ids(model, shown, input_ids, text, tokenizer)
     _check_length(len(ids), config, config.model_type, shown)
