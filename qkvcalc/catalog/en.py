@@ -1444,6 +1444,81 @@ MESSAGES: dict[str, str] = {
     "scaled_dot_product_attention has no place for it (use --policy eager or naive)",
     "precision.feature_unsupported": "--dtype does not compute {feature} in low precision yet "
     "(its stage {stage}, operation {op!r}): run it without --dtype, or without {feature}",
+    # ---- --dtype: the linear-attention layers (qkvcalc.ops.state_rounding) -------------------
+    "precision.sdpa_linear": "--policy sdpa does not apply to a linear-attention layer: it calls "
+    "no attention kernel (use --policy eager or naive)",
+    "precision.policy.gated_delta.eager": "Computed in {dtype} as Qwen3-Next's torch fallback "
+    "(torch_recurrent_gated_delta_rule) does: the projections summed in float32 and rounded to "
+    "{dtype}; then q, k, v, g and β cast to float32, the L2 norms, the state and the output "
+    "computed in float32 token by token, and only the output cast back to {dtype}. Each stage is "
+    "shown beside its float64 twin.",
+    "precision.policy.gated_delta.eager_fp8": "Computed with FP8 products: X and the weights "
+    "stored in {dtype} with one scale per tensor, each projection summed in float32 and kept in "
+    "float32; then q, k, v, g and β in float32, the L2 norms, the state and the output computed "
+    "in float32 token by token, as Qwen3-Next's torch fallback does. Each stage is shown beside "
+    "its float64 twin.",
+    "precision.policy.gated_delta.naive": "Computed in {dtype} as a hand-written layer does, with "
+    "no upcast: the L2 norms, every step of the state and the output each rounded to {dtype} (the "
+    "state itself kept in {dtype}). Each stage is shown beside its float64 twin.",
+    "precision.policy.kimi_delta.eager": "Computed in {dtype} as Kimi Linear's "
+    "recurrent_kimi_delta_attention does: the projections summed in float32 and rounded to "
+    "{dtype}; then q, k, v, g and β cast to float32, the L2 norms, the state and the output "
+    "computed in float32 token by token, and only the output cast back to {dtype}. Each stage is "
+    "shown beside its float64 twin.",
+    "precision.policy.kimi_delta.eager_fp8": "Computed with FP8 products: X and the weights "
+    "stored in {dtype} with one scale per tensor, each projection summed in float32 and kept in "
+    "float32; then q, k, v, g and β in float32, the L2 norms, the state and the output computed "
+    "in float32 token by token, as Kimi Linear's recurrent_kimi_delta_attention does. Each stage "
+    "is shown beside its float64 twin.",
+    "precision.policy.kimi_delta.naive": "Computed in {dtype} as a hand-written layer does, with "
+    "no upcast: the L2 norms, every step of the state and the output each rounded to {dtype} (the "
+    "state itself kept in {dtype}). Each stage is shown beside its float64 twin.",
+    "precision.l2norm_eager": "After the layer's cast to float32 (Qwen3-Next and Kimi Linear cast "
+    "q and k before the norm): Σx², x·(1/√(Σx² + 10⁻⁶)) and the scale each in float32, kept in "
+    "float32: its numbers and units in the last place are float32's. The inputs were {dtype}'s.",
+    "precision.l2norm_naive": "Written with tensors in {dtype} and no upcast: x², the sum "
+    "(accumulated in float32), + 10⁻⁶, the square root, the division and the scale each rounded "
+    "to {dtype}.",
+    "precision.state_eager": "The state stays in float32, as the layer keeps it (it cast q, k, v, "
+    "g and β to float32): e^(g), the decay, m, v − m, times β, k̂·δᵀ and the sum each rounded to "
+    "float32, never to {dtype}. Its numbers and units in the last place are float32's.",
+    "precision.state_naive": "The state is kept in {dtype}: e^(g), the decay, m (its products "
+    "rounded, then summed in float32 and rounded), v − m, times β, k̂·δᵀ and the sum each rounded "
+    "to {dtype}, at every token: the rounding of one step is carried into every later one.",
+    "precision.read_eager": "o_t = S_tᵀ·q̂_t in float32 (each product and the sum rounded to "
+    "float32), then cast to {dtype} once, as the layer returns its output.",
+    "precision.read_naive": "o_t = S_tᵀ·q̂_t with tensors in {dtype}: each product rounded, the "
+    "sum accumulated in float32 and rounded to {dtype}.",
+    "precision.weights_shown": "The layer never forms W: it is shown in float32, computed exactly "
+    "from the {dtype} run's q̂, k̂, g and β and rounded to float32 once, to be read beside the "
+    "output (no later stage reads it). Its numbers and units in the last place are float32's.",
+    "precision.chunked_shown": "The chunked form is shown in float32, computed exactly from the "
+    "{dtype} run's q̂, k̂, v, g and β and rounded to float32 once: how far the output below is "
+    "from it is the rounding of the steps token by token. Its numbers and units in the last place "
+    "are float32's.",
+    "precision.conv_eager": "As causal_conv1d_fn computes it in {dtype}: each output's taps "
+    "multiplied and summed, rounded to {dtype} once; then SiLU in float32, rounded to {dtype}.",
+    "precision.conv_naive": "The convolution rounded to {dtype} once, then SiLU written by hand "
+    "with tensors in {dtype}: σ(x) rounded, and x·σ(x) rounded.",
+    "precision.gates_eager": "g as the layer makes it, from a.float(): dt_bias and A_log "
+    "parameters in {dtype}, a + dt_bias, e^(A_log), the softplus and the product each in "
+    "float32, so g stays in float32; β = σ(b) rounded to {dtype}. The stage's numbers and units in "
+    "the last place are float32's.",
+    "precision.gates_naive": "Written with tensors in {dtype}: a + dt_bias, e^(A_log), the "
+    "softplus and the product each rounded to {dtype}, and β = σ(b) rounded to {dtype}.",
+    "precision.gated_norm_eager": "As Qwen3NextRMSNormGated computes it: the row in float32, "
+    "mean(x²), 1/√(mean + ε) and x times it in float32, cast to {dtype}; then the weight (in "
+    "{dtype}) times that, rounded to {dtype}.",
+    "precision.gated_norm_strict": "As KimiLinearRMSNormGated computes it, in float32 throughout: "
+    "mean(x²), 1/√(mean + ε), x times it, and the weight (cast from {dtype} to float32) times that; "
+    "kept in float32 until after the gate. Its numbers and units in the last place are float32's.",
+    "precision.gated_norm_naive": "Written with tensors in {dtype} and no upcast: x², the mean, the "
+    "mean + ε, its square root, the division and the product by the weight each rounded to "
+    "{dtype}.",
+    "precision.gated_eager": "N times the activation of Z (taken in float32 from Z.float()), in "
+    "float32, cast to {dtype} once.",
+    "precision.gated_naive": "The activation of Z rounded to {dtype}, then N times it rounded to "
+    "{dtype}.",
     "precision.softcap_reached": "Cells at ±{cap} exactly: {count} (their tanh rounded to ±1 in "
     "{dtype}). In {dtype} the cap is reached, not only approached as in float64.",
     "precision.sinks_eager": "As gpt-oss's eager attention: σ (a parameter in {dtype}) joins the "

@@ -1416,6 +1416,78 @@ MESSAGES: dict[str, str] = {
     "scaled_dot_product_attention에는 그 자리가 없습니다(--policy eager 또는 naive를 쓰세요)",
     "precision.feature_unsupported": "--dtype은 아직 다음을 낮은 정밀도로 계산하지 않습니다: "
     "{feature} (단계 {stage}, 연산 {op!r}). --dtype 없이, 또는 {feature} 없이 실행하세요",
+    # ---- --dtype: 선형 어텐션 층 (qkvcalc.ops.state_rounding) --------------------------------
+    "precision.sdpa_linear": "--policy sdpa는 선형 어텐션 층에 맞지 않습니다. 이 층은 어텐션 "
+    "커널을 부르지 않습니다(--policy eager나 naive를 쓰세요)",
+    "precision.policy.gated_delta.eager": "Qwen3-Next의 torch 대체 경로"
+    "(torch_recurrent_gated_delta_rule)처럼 {dtype} 정밀도로 계산했습니다. 투영은 float32로 "
+    "더해 {dtype} 값으로 반올림하고, 그다음 q, k, v, g, β를 float32로 바꾼 뒤 L2 정규화, 상태, "
+    "출력을 토큰마다 float32로 계산하며, 출력만 마지막에 {dtype} 값으로 되돌립니다. 단계마다 "
+    "float64 쌍둥이를 옆에 보입니다.",
+    "precision.policy.gated_delta.eager_fp8": "FP8 곱으로 계산했습니다. X와 가중치는 텐서마다 "
+    "배율 하나를 두고 {dtype} 값으로 저장하고, 투영은 float32로 더해 float32로 둡니다. 그다음 "
+    "Qwen3-Next의 torch 대체 경로처럼 q, k, v, g, β를 float32로 두고 L2 정규화, 상태, 출력을 "
+    "토큰마다 float32로 계산합니다. 단계마다 float64 쌍둥이를 옆에 보입니다.",
+    "precision.policy.gated_delta.naive": "손으로 짠 층처럼 업캐스트 없이 {dtype} 정밀도로 "
+    "계산했습니다. L2 정규화, 상태의 모든 연산, 출력을 각각 {dtype} 값으로 반올림합니다(상태 "
+    "자체도 {dtype} 값으로 둡니다). 단계마다 float64 쌍둥이를 옆에 보입니다.",
+    "precision.policy.kimi_delta.eager": "Kimi Linear의 recurrent_kimi_delta_attention처럼 "
+    "{dtype} 정밀도로 계산했습니다. 투영은 float32로 더해 {dtype} 값으로 반올림하고, 그다음 q, "
+    "k, v, g, β를 float32로 바꾼 뒤 L2 정규화, 상태, 출력을 토큰마다 float32로 계산하며, 출력만 "
+    "마지막에 {dtype} 값으로 되돌립니다. 단계마다 float64 쌍둥이를 옆에 보입니다.",
+    "precision.policy.kimi_delta.eager_fp8": "FP8 곱으로 계산했습니다. X와 가중치는 텐서마다 "
+    "배율 하나를 두고 {dtype} 값으로 저장하고, 투영은 float32로 더해 float32로 둡니다. 그다음 "
+    "Kimi Linear의 recurrent_kimi_delta_attention처럼 q, k, v, g, β를 float32로 두고 L2 정규화, "
+    "상태, 출력을 토큰마다 float32로 계산합니다. 단계마다 float64 쌍둥이를 옆에 보입니다.",
+    "precision.policy.kimi_delta.naive": "손으로 짠 층처럼 업캐스트 없이 {dtype} 정밀도로 "
+    "계산했습니다. L2 정규화, 상태의 모든 연산, 출력을 각각 {dtype} 값으로 반올림합니다(상태 "
+    "자체도 {dtype} 값으로 둡니다). 단계마다 float64 쌍둥이를 옆에 보입니다.",
+    "precision.l2norm_eager": "층이 float32로 바꾼 뒤에 계산합니다(Qwen3-Next와 Kimi Linear는 "
+    "정규화 전에 q와 k를 float32로 바꿉니다). Σx², x·(1/√(Σx² + 10⁻⁶)), 배율을 각각 float32로 "
+    "계산해 float32로 둡니다. 이 단계의 수와 마지막 자리 단위는 float32의 것입니다. 입력은 "
+    "{dtype} 값이었습니다.",
+    "precision.l2norm_naive": "업캐스트 없이 {dtype} 텐서로 짰습니다. x², 합(float32로 누적), "
+    "+ 10⁻⁶, 제곱근, 나눗셈, 배율을 각각 {dtype} 값으로 반올림합니다.",
+    "precision.state_eager": "층이 두는 대로 상태는 float32에 머뭅니다(q, k, v, g, β를 float32로 "
+    "바꿨기 때문입니다). e^(g), 감쇠, m, v − m, β를 곱한 값, k̂·δᵀ, 합을 각각 float32로 반올림하며 "
+    "{dtype} 값으로는 반올림하지 않습니다. 이 단계의 수와 마지막 자리 단위는 float32의 것입니다.",
+    "precision.state_naive": "상태를 {dtype} 값으로 둡니다. e^(g), 감쇠, m(곱을 반올림한 뒤 "
+    "float32로 더해 반올림), v − m, β를 곱한 값, k̂·δᵀ, 합을 토큰마다 각각 {dtype} 값으로 "
+    "반올림합니다. 한 단계의 반올림이 뒤의 모든 단계로 이어집니다.",
+    "precision.read_eager": "o_t = S_tᵀ·q̂_t를 float32로 계산하고(곱과 합을 각각 float32로 "
+    "반올림), 층이 출력을 돌려줄 때처럼 한 번만 {dtype} 값으로 바꿉니다.",
+    "precision.read_naive": "o_t = S_tᵀ·q̂_t를 {dtype} 텐서로 계산합니다. 곱마다 반올림하고, 합은 "
+    "float32로 누적해 {dtype} 값으로 반올림합니다.",
+    "precision.weights_shown": "층은 W를 만들지 않습니다. 여기서는 {dtype} 계산의 q̂, k̂, g, β로 "
+    "정확히 계산해 float32로 한 번 반올림한 값을, 출력 옆에서 읽으라고 보입니다(뒤의 어떤 단계도 "
+    "읽지 않습니다). 이 단계의 수와 마지막 자리 단위는 float32의 것입니다.",
+    "precision.chunked_shown": "청크 형태는 {dtype} 계산의 q̂, k̂, v, g, β로 정확히 계산해 "
+    "float32로 한 번 반올림한 값입니다. 아래 출력이 이것과 다른 만큼이 토큰마다 한 단계씩 "
+    "반올림한 결과입니다. 이 단계의 수와 마지막 자리 단위는 float32의 것입니다.",
+    "precision.conv_eager": "causal_conv1d_fn이 {dtype} 정밀도로 계산하듯이: 출력마다 탭의 곱을 "
+    "더해 한 번 {dtype} 값으로 반올림하고, 그다음 SiLU를 float32로 계산해 {dtype} 값으로 "
+    "반올림합니다.",
+    "precision.conv_naive": "합성곱을 한 번 {dtype} 값으로 반올림한 뒤, SiLU를 {dtype} 텐서로 "
+    "손으로 짭니다. σ(x)를 반올림하고 x·σ(x)를 반올림합니다.",
+    "precision.gates_eager": "층이 a.float()에서 만드는 대로의 g: dt_bias와 A_log 매개변수는 "
+    "{dtype} 값이고, a + dt_bias, e^(A_log), softplus, 곱을 각각 float32로 계산하므로 g는 "
+    "float32에 머뭅니다. β = σ(b)는 {dtype} 값으로 반올림합니다. 이 단계의 수와 마지막 자리 "
+    "단위는 float32의 것입니다.",
+    "precision.gates_naive": "{dtype} 텐서로 짰습니다. a + dt_bias, e^(A_log), softplus, 곱을 "
+    "각각 {dtype} 값으로 반올림하고, β = σ(b)도 {dtype} 값으로 반올림합니다.",
+    "precision.gated_norm_eager": "Qwen3NextRMSNormGated처럼: 행을 float32로 두고 mean(x²), "
+    "1/√(mean + ε), x와 그 곱을 float32로 계산해 {dtype} 값으로 바꾼 뒤, 가중치({dtype} 값)와의 "
+    "곱을 {dtype} 값으로 반올림합니다.",
+    "precision.gated_norm_strict": "KimiLinearRMSNormGated처럼 처음부터 끝까지 float32로: "
+    "mean(x²), 1/√(mean + ε), x와 그 곱, 그리고 가중치({dtype} 값을 float32로 바꾼 것)와의 곱을 "
+    "계산하고, 게이트 뒤까지 float32로 둡니다. 이 단계의 수와 마지막 자리 단위는 float32의 "
+    "것입니다.",
+    "precision.gated_norm_naive": "업캐스트 없이 {dtype} 텐서로 짰습니다. x², 평균, 평균 + ε, 그 "
+    "제곱근, 나눗셈, 가중치와의 곱을 각각 {dtype} 값으로 반올림합니다.",
+    "precision.gated_eager": "N과 Z의 활성값(Z.float()에서 float32로 계산)의 곱을 float32로 "
+    "계산해 한 번 {dtype} 값으로 바꿉니다.",
+    "precision.gated_naive": "Z의 활성값을 {dtype} 값으로 반올림하고, N과의 곱을 {dtype} 값으로 "
+    "반올림합니다.",
     "precision.softcap_reached": "정확히 ±{cap}인 칸: {count}개({dtype} 값에서 tanh가 ±1로 "
     "반올림됨). {dtype} 값에서는 float64에서처럼 한계에 가까워지기만 하는 게 아니라 한계에 "
     "닿습니다.",

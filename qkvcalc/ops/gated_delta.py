@@ -42,6 +42,7 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix, to_matrix, to_vector
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops import gdn_layer
+from qkvcalc.ops import state_rounding as lowp
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
@@ -627,6 +628,20 @@ def _read_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) 
     return style.line(left, worked, float(stage.value[i, j]), result)
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.state_rounding) ----------------
+
+WEIGHTS_SHOWN = "precision.weights_shown"  # W and the chunked form: never formed, shown in float32
+CHUNKED_SHOWN = "precision.chunked_shown"
+# o_t = S_tᵀ·q̂_t: in float32, cast to the dtype once (Kimi Delta Attention's too)
+LOWP_READ = lowp.read_rule(True, "precision.read_eager", "precision.read_naive")
+_lowp_step = lowp.step_rule(
+    lambda gates, t: (float(gates[t, 0]), float(gates[t, 1])),
+    True,
+    "precision.state_eager",
+    "precision.state_naive",
+)
+
+
 # ---- the quiz's named mistakes ------------------------------------------------------------------
 
 
@@ -791,11 +806,23 @@ FEATURE = Feature(
             overflow=lambda params: False,
             exact_stops="note.exact_stops_l2norm",
             work=_l2norm_work,
+            lowp=lowp.l2norm_rule(EPS, "precision.l2norm_eager", "precision.l2norm_naive"),
         ),
-        Op("delta_step", _step, _step_feeds, work=_step_work),
-        Op("gdn_weights", _weights, _weights_feeds, work=_weights_work),
-        Op("gdn_chunked", _chunked, _chunked_feeds),
-        Op("state_read", _read_states, _read_feeds, work=_read_work),
+        Op("delta_step", _step, _step_feeds, work=_step_work, lowp=_lowp_step),
+        Op(
+            "gdn_weights",
+            _weights,
+            _weights_feeds,
+            work=_weights_work,
+            lowp=lowp.shown(lambda ops, params: _weights(ops, params, None), WEIGHTS_SHOWN),
+        ),
+        Op(
+            "gdn_chunked",
+            _chunked,
+            _chunked_feeds,
+            lowp=lowp.shown(lambda ops, params: _chunked(ops, params, None), CHUNKED_SHOWN),
+        ),
+        Op("state_read", _read_states, _read_feeds, work=_read_work, lowp=LOWP_READ),
         *gdn_layer.OPS,
     ),
     mistakes=(
@@ -820,5 +847,10 @@ FEATURE = Feature(
     no_tiles="gated_delta.tiles",
     no_train="gated_delta.train",
     no_backward="gated_delta.backward",
-    no_dtype="gated_delta.dtype",
+    no_sdpa="precision.sdpa_linear",
+    lowp_policy=(
+        ("eager", "precision.policy.gated_delta.eager"),
+        ("eager_fp8", "precision.policy.gated_delta.eager_fp8"),
+        ("naive", "precision.policy.gated_delta.naive"),
+    ),
 )

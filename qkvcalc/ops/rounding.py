@@ -193,6 +193,9 @@ INSIDE = "float32 inside softmax"
 # Out.stored of a stage the model never forms, shown in float32 to be read (its product with
 # the next operand is computed otherwise: Out.product); its own note says so
 SHOWN = "float32, shown only"
+# Out.stored of a stage a layer keeps in float32 by a cast of its own (a linear-attention
+# layer's state): float32's numbers, and the rule's own note says why (the interpreter adds none)
+SAID = "float32, the layer's own"
 
 # (operands, params, rounding) -> the stage in the dtype
 Rule = Callable[[Sequence[np.ndarray], Params, Rounding], Out]

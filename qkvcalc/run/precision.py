@@ -246,7 +246,7 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
         kept = Msg("precision.tiles_kept")
     elif out.stored == lowp.INSIDE and not r.scaled:
         kept = Msg("precision.softmax_inside")
-    elif out.stored == lowp.SHOWN:  # the stage's own note says why it is shown in float32
+    elif out.stored in (lowp.SHOWN, lowp.SAID):  # its own note says why it is in float32
         kept = None
     elif r.scaled:
         kept = Msg("precision.fp8_kept", dtype=str(r.dtype))
@@ -403,6 +403,10 @@ def _summary(
     said = f"precision.policy.{policy}" + ("_fp8" if r.float8 else "")
     if policy == "sdpa":
         said = f"precision.policy.sdpa_{r.kernel}"
+    # a layer that is not softmax attention says how it is computed in its own words
+    own = [dict(f.lowp_policy) for f, _ in features.active(p) if f.lowp_policy]
+    if own:
+        said = own[0][policy + ("_fp8" if r.scaled else "")]
     notes = [Msg(said, dtype=dtype)]
     if p.tiles is not None:  # how the tiles keep their state
         kind = "naive" if policy == "naive" else "math" if r.kernel == "math" else "flash"

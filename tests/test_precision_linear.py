@@ -1,0 +1,239 @@
+"""--dtype for the linear-attention layers (Gated DeltaNet, Kimi Delta Attention, lightning
+attention), against transformers' own code run by torch in that dtype on the dtype's operands:
+
+    eager  Qwen3-Next's torch_recurrent_gated_delta_rule, causal_conv1d_fn and
+           Qwen3NextRMSNormGated; Kimi Linear's recurrent_kimi_delta_attention and
+           KimiLinearRMSNormGated; MiniMax's lightning recurrence and MiniMaxRMSNorm, as their
+           modeling files write them (the functions imported, the modules built);
+    naive  the same steps written by hand with torch tensors in the dtype, every op rounded.
+
+Each stage is recomputed by torch from qkvcalc's own operands of that stage (already the
+dtype's numbers), and the whole core once from the layer's q, k, v, g and β; and the float64
+twin of every stage is the plain run's.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+import qkvcalc
+from tests.test_precision_torch import DTYPES, _t, _ulps
+
+torch = pytest.importorskip("torch", reason="PyTorch is the oracle")
+F = torch.nn.functional
+torch.set_num_threads(1)
+
+H, D_K, D_V, D_MODEL, TAPS = 2, 3, 2, 4, 3
+
+
+def gdn_problem(seed: int, n: int = 5) -> dict[str, Any]:
+    """A whole Gated DeltaNet layer: the convolution, g and β made from X, the gated norm."""
+    rng = np.random.default_rng(seed)
+    doc = {
+        "x": rng.standard_normal((n, D_MODEL)),
+        "wq": rng.standard_normal((D_MODEL, H * D_K)),
+        "wk": rng.standard_normal((D_MODEL, H * D_K)),
+        "wv": rng.standard_normal((D_MODEL, H * D_V)),
+        "heads": H,
+        "mask": "causal",
+        "gated_delta": {
+            "conv": rng.standard_normal((TAPS, 2 * H * D_K + H * D_V)),
+            "wa": rng.standard_normal((D_MODEL, H)),
+            "wb": rng.standard_normal((D_MODEL, H)),
+            "a_log": rng.uniform(-1, 0.5, H),
+            "dt_bias": rng.uniform(-1, 1, H),
+            "wz": rng.standard_normal((D_MODEL, H * D_V)),
+            "norm": rng.uniform(0.5, 1.5, D_V),
+            "chunk": 2,
+        },
+    }
+    return json.loads(json.dumps(doc, default=lambda a: a.tolist()))
+
+
+def _qwen3_next() -> Any:
+    from transformers.models.qwen3_next import modeling_qwen3_next as m
+
+    return m
+
+
+def _step_torch(prev: Any, k: Any, v: Any, g: Any, beta: Any) -> Any:
+    """One token as torch_recurrent_gated_delta_rule's loop writes it (g one number, or one per
+    Key channel as Kimi's)."""
+    decay = g.exp()
+    state = prev * (decay[:, None] if decay.dim() else decay)
+    kv_mem = (state * k.unsqueeze(-1)).sum(dim=-2)
+    delta = (v - kv_mem) * beta
+    return state + k.unsqueeze(-1) * delta.unsqueeze(-2)
+
+
+def _l2norm_naive(x: Any, scale: float) -> Any:
+    out = x / torch.sqrt((x * x).sum(dim=-1, keepdim=True) + 1e-6)
+    return out if scale == 1.0 else out * scale
+
+
+def _gdn_stage(stage: Any, dt: Any, naive: bool) -> Any:
+    """The stage by torch from its own operands (None: not one checked here)."""
+    m = _qwen3_next()
+    work = dt if naive else torch.float32
+    ops = [_t(o, dt) for o in stage.operands]
+    if stage.op == "l2norm":
+        if naive:
+            return _l2norm_naive(ops[0], stage.params["scale"])
+        out = m.l2norm(ops[0].float(), dim=-1, eps=1e-6)
+        scale = stage.params["scale"]
+        return out if scale == 1.0 else out * scale
+    if stage.op == "delta_step":
+        prev = _t(stage.operands[0], work)
+        k, v, gates = (_t(o, work) for o in stage.operands[1:])
+        t = stage.params["t"]
+        return _step_torch(prev, k[t], v[t], gates[t, 0], gates[t, 1])
+    if stage.op == "state_read":
+        q, states = _t(stage.operands[0], work), [_t(s, work) for s in stage.operands[1:]]
+        out = torch.stack([(s * q[t].unsqueeze(-1)).sum(dim=-2) for t, s in enumerate(states)])
+        return out.to(dt)
+    if stage.op == "conv_silu":
+        x, kernel = ops
+        conv = F.conv1d(
+            x.T.unsqueeze(0), kernel.T.unsqueeze(1), padding=kernel.shape[0] - 1, groups=x.shape[1]
+        )[0, :, : x.shape[0]].T
+        if naive:
+            return conv * torch.sigmoid(conv)
+        return F.silu(conv)
+    if stage.op == "gdn_gates":
+        a, b = ops[0][:, 0], ops[0][:, 1]
+        a_log = _t(np.float64(stage.params["a_log"]), dt)
+        dt_bias = _t(np.float64(stage.params["dt_bias"]), dt)
+        if naive:
+            g = -a_log.exp() * F.softplus(a + dt_bias)
+            return torch.stack([g.to(dt), torch.sigmoid(b)], dim=1)
+        g = -a_log.float().exp() * F.softplus(a.float() + dt_bias)
+        return torch.stack([g, torch.sigmoid(b).float()], dim=1)
+    if stage.op == "gdn_rms":
+        o, w = ops[0], _t(stage.operands[1][0], dt)
+        eps = stage.params["eps"]
+        if naive:
+            return o / torch.sqrt((o * o).mean(-1, keepdim=True) + eps) * w
+        x = o.float()
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+        if stage.params.get("strict"):
+            return w.float() * x
+        return w * x.to(dt)
+    if stage.op == "silu_gate":
+        act = torch.sigmoid if stage.params.get("act") == "sigmoid" else F.silu
+        n, z = ops[0], ops[1]
+        if naive:
+            return n * act(z)
+        return (_t(stage.operands[0], torch.float32) * act(z.float())).to(dt)
+    return None
+
+
+def _check(trace: Any, oracle: Any, dt: Any, naive: bool) -> tuple[set[str], int, int]:
+    """Each stage against the oracle: within one unit in the last place of the dtype it is kept
+    in, and how many cells are the same bit for bit; a stage kept in float32 to float32's
+    precision (torch's sums go in an order of their own)."""
+    seen: set[str] = set()
+    same = total = 0
+    for stage in trace.stages:
+        theirs = oracle(stage, dt, naive)
+        if theirs is None:
+            continue
+        seen.add(stage.op)
+        kept = dt if naive or theirs.dtype == dt else torch.float32
+        theirs_np = theirs.to(kept).double().numpy()
+        if kept != dt or dt == torch.float32:  # float32's numbers: torch sums in its own order
+            top = max(1.0, float(np.abs(theirs_np).max()))
+            np.testing.assert_allclose(stage.value, theirs_np, rtol=1e-5, atol=1e-6 * top)
+            continue
+        ulps = _ulps(stage.value, theirs_np, kept)
+        assert ulps.max() <= 1, (stage.formula, stage.head, stage.value, theirs_np)
+        same += int((ulps == 0).sum())
+        total += ulps.size
+    return seen, same, total
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("policy", ["eager", "naive"])
+def test_each_gated_deltanet_stage_is_torchs_in_that_dtype(dtype: str, policy: str) -> None:
+    dt = DTYPES[dtype]
+    same = total = 0
+    for seed in range(8):
+        trace = qkvcalc.explain(**gdn_problem(seed), dtype=dtype, policy=policy)
+        seen, s, t = _check(trace, _gdn_stage, dt, policy == "naive")
+        same, total = same + s, total + t
+        assert seen == {
+            "l2norm",
+            "delta_step",
+            "state_read",
+            "conv_silu",
+            "gdn_gates",
+            "gdn_rms",
+            "silu_gate",
+        }
+    assert same >= 0.99 * total, (same, total)
+
+
+def _core_inputs(trace: Any, h: int, dt: Any) -> tuple[Any, ...]:
+    """The layer's q, k, v (after the convolution), g and β of head h, as the kernel takes them
+    ([1, n, 1, d] and [1, n, 1])."""
+    q, k, v = (_t(trace.stage(f"{s}_conv", h).value, dt)[None, :, None, :] for s in "qkv")
+    gates = trace.stage("gates", h).value
+    g = torch.tensor(gates[:, 0], dtype=torch.float32)[None, :, None]
+    beta = _t(gates[:, 1], dt)[None, :, None]
+    return q, k, v, g, beta
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_the_core_is_qwen3_nexts_recurrent_kernel_in_that_dtype(dtype: str) -> None:
+    """transformers' torch_recurrent_gated_delta_rule itself, on the dtype's q, k, v (g in
+    float32, β in the dtype, as the layer hands them over): its output is qkvcalc's, cell for
+    cell within one unit in the last place, and the same bit for bit in nearly every cell."""
+    m, dt = _qwen3_next(), DTYPES[dtype]
+    same = total = 0
+    for seed in range(10):
+        trace = qkvcalc.explain(**gdn_problem(seed, n=7), dtype=dtype)
+        for h in range(1, H + 1):
+            out, _ = m.torch_recurrent_gated_delta_rule(
+                *_core_inputs(trace, h, dt), use_qk_l2norm_in_kernel=True
+            )
+            assert out.dtype == dt
+            ulps = _ulps(trace.stage("output", h).value, out[0, :, 0].double().numpy(), dt)
+            assert ulps.max() <= 1
+            same += int((ulps == 0).sum())
+            total += ulps.size
+    assert same >= 0.97 * total, (same, total)
+
+
+def test_the_float64_twin_of_every_linear_stage_is_the_plain_run() -> None:
+    for doc in (gdn_problem(3),):
+        plain = qkvcalc.explain(**doc)
+        for policy in ("eager", "naive"):
+            low = qkvcalc.explain(**doc, dtype="bfloat16", policy=policy)
+            for mine, twin in zip(low.stages, plain.stages, strict=True):
+                if mine.twin is not None:
+                    np.testing.assert_allclose(mine.twin_value, twin.value, rtol=0, atol=1e-12)
+
+
+def test_the_state_is_float32_under_eager_and_the_dtype_under_naive() -> None:
+    """What the notes say of the state is what the numbers are: under eager every cell of every
+    state is a float32 number and not all are bfloat16 ones; under naive every cell is one."""
+    import ml_dtypes
+
+    doc = gdn_problem(1)
+    eager = qkvcalc.explain(**doc, dtype="bfloat16")
+    naive = qkvcalc.explain(**doc, dtype="bfloat16", policy="naive")
+
+    def states(trace: Any) -> np.ndarray:
+        return np.concatenate([s.value.ravel() for s in trace.stages if s.op == "delta_step"])
+
+    wide, small = states(eager), states(naive)
+    assert (wide.astype(np.float32).astype(np.float64) == wide).all()
+    assert (wide.astype(ml_dtypes.bfloat16).astype(np.float64) != wide).any()
+    assert (small.astype(ml_dtypes.bfloat16).astype(np.float64) == small).all()
+    said = " ".join(n.text() for s in eager.stages if s.op == "delta_step" for n in s.notes)
+    assert "stays in float32" in said
+    said = " ".join(n.text() for s in naive.stages if s.op == "delta_step" for n in s.notes)
+    assert "kept in bfloat16" in said
