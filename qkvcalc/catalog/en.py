@@ -1509,11 +1509,12 @@ MESSAGES: dict[str, str] = {
     "precision.gated_norm_eager": "As Qwen3NextRMSNormGated computes it: the row in float32, "
     "mean(x²), 1/√(mean + ε) and x times it in float32, cast to {dtype}; then the weight (in "
     "{dtype}) times that, rounded to {dtype}.",
-    "precision.gated_norm_strict": "As KimiLinearRMSNormGated computes it, in float32 throughout: "
-    "mean(x²), 1/√(mean + ε), x times it, and the weight (cast from {dtype} to float32) times that; "
-    "kept in float32 until after the gate. Its numbers and units in the last place are float32's.",
-    "precision.gated_norm_naive": "Written with tensors in {dtype} and no upcast: x², the mean, the "
-    "mean + ε, its square root, the division and the product by the weight each rounded to "
+    "precision.gated_norm_strict": "As KimiLinearRMSNormGated computes it, in float32 "
+    "throughout: mean(x²), 1/√(mean + ε), x times it, and the weight (cast from {dtype} to "
+    "float32) times that; kept in float32 until after the gate. Its numbers and units in the last "
+    "place are float32's.",
+    "precision.gated_norm_naive": "Written with tensors in {dtype} and no upcast: x², the mean, "
+    "the mean + ε, its square root, the division and the product by the weight each rounded to "
     "{dtype}.",
     "precision.gated_eager": "N times the activation of Z (taken in float32 from Z.float()), in "
     "float32, cast to {dtype} once.",

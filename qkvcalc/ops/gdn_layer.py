@@ -431,7 +431,8 @@ def _lowp_gates(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> 
 def _lowp_norm(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
     """The gated norm's N = out / √(mean(out²) + ε) ⊙ w. Qwen3-Next (eager): in float32, cast back
     to the dtype, then w (in the dtype) times it, rounded. Kimi Linear (`strict`): w.float() times
-    the float32 norm, kept in float32 until after the product by act(Z). naive: every op in the dtype."""
+    the float32 norm, kept in float32 until after the product by act(Z). naive: every op in the
+    dtype."""
     o, w = ops[0], r.to(ops[1])
     eps = params["eps"]
     if r.policy == "naive":
