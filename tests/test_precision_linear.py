@@ -208,7 +208,7 @@ def test_the_core_is_qwen3_nexts_recurrent_kernel_in_that_dtype(dtype: str) -> N
 
 
 def test_the_float64_twin_of_every_linear_stage_is_the_plain_run() -> None:
-    for doc in (gdn_problem(3),):
+    for doc in (gdn_problem(3), kda_problem(3)):
         plain = qkvcalc.explain(**doc)
         for policy in ("eager", "naive"):
             low = qkvcalc.explain(**doc, dtype="bfloat16", policy=policy)
@@ -237,3 +237,110 @@ def test_the_state_is_float32_under_eager_and_the_dtype_under_naive() -> None:
     assert "stays in float32" in said
     said = " ".join(n.text() for s in naive.stages if s.op == "delta_step" for n in s.notes)
     assert "kept in bfloat16" in said
+
+
+RANK = 2
+
+
+def kda_problem(seed: int, n: int = 5) -> dict[str, Any]:
+    """A whole Kimi Delta Attention layer: the convolution, g per Key channel and β made from X
+    through the low-rank projections, the gated norm (σ of Z)."""
+    rng = np.random.default_rng(seed)
+    doc = {
+        "x": rng.standard_normal((n, D_MODEL)),
+        "wq": rng.standard_normal((D_MODEL, H * D_K)),
+        "wk": rng.standard_normal((D_MODEL, H * D_K)),
+        "wv": rng.standard_normal((D_MODEL, H * D_V)),
+        "heads": H,
+        "mask": "causal",
+        "kimi_delta": {
+            "conv": rng.standard_normal((TAPS, 2 * H * D_K + H * D_V)),
+            "wf_a": rng.standard_normal((D_MODEL, RANK)),
+            "wf_b": rng.standard_normal((RANK, H * D_K)),
+            "a_log": rng.uniform(-1, 0.5, H),
+            "dt_bias": rng.uniform(-1, 1, H * D_K),
+            "wb": rng.standard_normal((D_MODEL, H)),
+            "wg_a": rng.standard_normal((D_MODEL, RANK)),
+            "wg_b": rng.standard_normal((RANK, H * D_V)),
+            "norm": rng.uniform(0.5, 1.5, D_V),
+            "chunk": 2,
+        },
+    }
+    return json.loads(json.dumps(doc, default=lambda a: a.tolist()))
+
+
+def _kda_stage(stage: Any, dt: Any, naive: bool) -> Any:
+    """A Kimi Delta Attention stage by torch from its own operands (None: not checked here)."""
+    work = dt if naive else torch.float32
+    if stage.op == "kda_step":
+        prev = _t(stage.operands[0], work)
+        k, v, gates = (_t(o, work) for o in stage.operands[1:])
+        t = stage.params["t"]
+        return _step_torch(prev, k[t], v[t], gates[t, :-1], gates[t, -1])
+    if stage.op == "kda_read":
+        return _gdn_stage(replace_op(stage, "state_read"), dt, naive)
+    if stage.op == "kda_gates":
+        f, b, dt_bias = (_t(o, dt) for o in stage.operands)
+        a_log = _t(np.float64(stage.params["a_log"]), dt)
+        if naive:
+            g = -a_log.exp() * F.softplus(f + dt_bias[0])
+            return torch.cat([g, torch.sigmoid(b)], dim=1)
+        g = f.float() + dt_bias[0].float()
+        g = -a_log.float().exp() * torch.where(g > 20.0, g, torch.log(1.0 + torch.exp(g)))
+        return torch.cat([g, torch.sigmoid(b).float()], dim=1)
+    return _gdn_stage(stage, dt, naive)
+
+
+class replace_op:
+    def __init__(self, stage: Any, op: str) -> None:
+        self._stage, self.op = stage, op
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stage, name)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("policy", ["eager", "naive"])
+def test_each_kimi_delta_stage_is_torchs_in_that_dtype(dtype: str, policy: str) -> None:
+    dt = DTYPES[dtype]
+    same = total = 0
+    for seed in range(8):
+        trace = qkvcalc.explain(**kda_problem(seed), dtype=dtype, policy=policy)
+        seen, s, t = _check(trace, _kda_stage, dt, policy == "naive")
+        same, total = same + s, total + t
+        assert seen == {
+            "l2norm",
+            "kda_step",
+            "kda_read",
+            "conv_silu",
+            "kda_gates",
+            "gdn_rms",
+            "silu_gate",
+        }
+    assert same >= 0.99 * total, (same, total)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_the_core_is_kimi_linears_recurrent_kernel_in_that_dtype(dtype: str) -> None:
+    """transformers' recurrent_kimi_delta_attention itself on the dtype's q, k, v (g in float32,
+    β in the dtype): its output is qkvcalc's within one unit in the last place."""
+    from transformers.models.kimi_linear import modeling_kimi_linear as m
+
+    dt = DTYPES[dtype]
+    same = total = 0
+    for seed in range(10):
+        trace = qkvcalc.explain(**kda_problem(seed, n=7), dtype=dtype)
+        for h in range(1, H + 1):
+            q, k, v = (_t(trace.stage(f"{s}_conv", h).value, dt)[None, :, None, :] for s in "qkv")
+            gates = trace.stage("gates", h).value
+            g = torch.tensor(gates[:, :-1], dtype=torch.float32)[None, :, None, :]
+            beta = _t(gates[:, -1], dt)[None, :, None]
+            out, _ = m.recurrent_kimi_delta_attention(
+                q, k, v, g, beta, None, False, use_qk_l2norm_in_kernel=True
+            )
+            assert out.dtype == dt
+            ulps = _ulps(trace.stage("output", h).value, out[0, :, 0].double().numpy(), dt)
+            assert ulps.max() <= 1
+            same += int((ulps == 0).sum())
+            total += ulps.size
+    assert same >= 0.97 * total, (same, total)

@@ -1506,6 +1506,12 @@ MESSAGES: dict[str, str] = {
     "the last place are float32's.",
     "precision.gates_naive": "Written with tensors in {dtype}: a + dt_bias, e^(A_log), the "
     "softplus and the product each rounded to {dtype}, and β = σ(b) rounded to {dtype}.",
+    "precision.kda_gates_eager": "g as Kimi Linear's forget gate makes it, from F.float(): "
+    "dt_bias and A_log parameters in {dtype}, F + dt_bias, e^(A_log), the softplus and the "
+    "product each in float32, so g stays in float32; β = σ(b) rounded to {dtype}. The stage's "
+    "numbers and units in the last place are float32's.",
+    "precision.kda_gates_naive": "Written with tensors in {dtype}: F + dt_bias, e^(A_log), the "
+    "softplus and the product each rounded to {dtype}, and β = σ(b) rounded to {dtype}.",
     "precision.gated_norm_eager": "As Qwen3NextRMSNormGated computes it: the row in float32, "
     "mean(x²), 1/√(mean + ε) and x times it in float32, cast to {dtype}; then the weight (in "
     "{dtype}) times that, rounded to {dtype}.",

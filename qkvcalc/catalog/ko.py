@@ -1475,6 +1475,12 @@ MESSAGES: dict[str, str] = {
     "단위는 float32의 것입니다.",
     "precision.gates_naive": "{dtype} 텐서로 짰습니다. a + dt_bias, e^(A_log), softplus, 곱을 "
     "각각 {dtype} 값으로 반올림하고, β = σ(b)도 {dtype} 값으로 반올림합니다.",
+    "precision.kda_gates_eager": "Kimi Linear의 망각 게이트가 F.float()에서 만드는 대로의 g: "
+    "dt_bias와 A_log 매개변수는 {dtype} 값이고, F + dt_bias, e^(A_log), softplus, 곱을 각각 "
+    "float32로 계산하므로 g는 float32에 머뭅니다. β = σ(b)는 {dtype} 값으로 반올림합니다. 이 "
+    "단계의 수와 마지막 자리 단위는 float32의 것입니다.",
+    "precision.kda_gates_naive": "{dtype} 텐서로 짰습니다. F + dt_bias, e^(A_log), softplus, 곱을 "
+    "각각 {dtype} 값으로 반올림하고, β = σ(b)도 {dtype} 값으로 반올림합니다.",
     "precision.gated_norm_eager": "Qwen3NextRMSNormGated처럼: 행을 float32로 두고 mean(x²), "
     "1/√(mean + ε), x와 그 곱을 float32로 계산해 {dtype} 값으로 바꾼 뒤, 가중치({dtype} 값)와의 "
     "곱을 {dtype} 값으로 반올림합니다.",

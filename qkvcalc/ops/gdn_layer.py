@@ -411,15 +411,14 @@ def beta_of(b: np.ndarray, scale: float, r: lowp.Rounding) -> np.ndarray:
     return beta if scale == 1.0 else r.keep(beta * scale)
 
 
-def gates_out(g: np.ndarray, beta: np.ndarray, r: lowp.Rounding) -> lowp.Out:
+def gates_out(g: np.ndarray, beta: np.ndarray, r: lowp.Rounding, said: str = "gates") -> lowp.Out:
     """[g | β] as the layer holds them: g in float32 under eager (the layer computes it from
-    `.float()`), β in the dtype; both in the dtype under naive."""
+    `.float()`), β in the dtype; both in the dtype under naive (`said`: the notes' stem)."""
     value = np.column_stack([g, beta])
     if r.policy == "naive":
-        return lowp.Out(value, notes=(Msg("precision.gates_naive", dtype=str(r.dtype)),))
-    return lowp.Out(
-        value, lowp.SAID, notes=(Msg("precision.gates_eager", dtype=r.kept or str(r.dtype)),)
-    )
+        return lowp.Out(value, notes=(Msg(f"precision.{said}_naive", dtype=str(r.dtype)),))
+    note = Msg(f"precision.{said}_eager", dtype=r.kept or str(r.dtype))
+    return lowp.Out(value, lowp.SAID, notes=(note,))
 
 
 def _lowp_gates(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:

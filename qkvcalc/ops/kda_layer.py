@@ -141,7 +141,15 @@ def _gates_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str)
     )
 
 
-OPS = (Op("kda_gates", _gates, _gates_feeds, work=_gates_work),)
+def _lowp_gates(ops: Sequence[np.ndarray], params: Params, r: Any) -> Any:
+    """g per Key channel in float32 from F.float() (KimiLinearForgetGate), β = σ(b) in the
+    dtype; naive every op in the dtype (gdn_layer's words)."""
+    f, b, dt_bias = ops
+    g = gdn_layer.decay_of(f, params["a_log"], dt_bias[0], r)
+    return gdn_layer.gates_out(g, gdn_layer.beta_of(b[:, 0], 1.0, r), r, "kda_gates")
+
+
+OPS = (Op("kda_gates", _gates, _gates_feeds, work=_gates_work, lowp=_lowp_gates),)
 
 
 # ---- the torch lines ---------------------------------------------------------------------------

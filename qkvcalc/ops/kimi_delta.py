@@ -43,9 +43,13 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import to_matrix
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops import gdn_layer, kda_layer
+from qkvcalc.ops import state_rounding as lowp
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.gated_delta import (
     CHUNK,
+    CHUNKED_SHOWN,
+    LOWP_READ,
+    WEIGHTS_SHOWN,
     _conv,
     _eps,
     _flat,
@@ -639,14 +643,34 @@ def _joins(value: Any) -> bool:
     return value.norm is not None
 
 
+# one token's state as recurrent_kimi_delta_attention writes it: each Key channel its own decay
+_lowp_step = lowp.step_rule(
+    lambda gates, t: (gates[t, :-1], float(gates[t, -1])),
+    True,
+    "precision.state_eager",
+    "precision.state_naive",
+)
+
+
 FEATURE = Feature(
     name="kimi_delta",
     read=_read,
     ops=(
-        Op("kda_step", _step, _step_feeds, work=_step_work),
-        Op("kda_weights", _weights, _weights_feeds, work=_weights_work),
-        Op("kda_chunked", _chunked, _chunked_feeds),
-        Op("kda_read", _read_states, _read_feeds, work=_read_work),
+        Op("kda_step", _step, _step_feeds, work=_step_work, lowp=_lowp_step),
+        Op(
+            "kda_weights",
+            _weights,
+            _weights_feeds,
+            work=_weights_work,
+            lowp=lowp.shown(lambda ops, params: _weights(ops, params, None), WEIGHTS_SHOWN),
+        ),
+        Op(
+            "kda_chunked",
+            _chunked,
+            _chunked_feeds,
+            lowp=lowp.shown(lambda ops, params: _chunked(ops, params, None), CHUNKED_SHOWN),
+        ),
+        Op("kda_read", _read_states, _read_feeds, work=_read_work, lowp=LOWP_READ),
         *kda_layer.OPS,
     ),
     mistakes=(
@@ -671,5 +695,10 @@ FEATURE = Feature(
     no_tiles="kimi_delta.tiles",
     no_train="kimi_delta.train",
     no_backward="kimi_delta.backward",
-    no_dtype="kimi_delta.dtype",
+    no_sdpa="precision.sdpa_linear",
+    lowp_policy=(
+        ("eager", "precision.policy.kimi_delta.eager"),
+        ("eager_fp8", "precision.policy.kimi_delta.eager_fp8"),
+        ("naive", "precision.policy.kimi_delta.naive"),
+    ),
 )
