@@ -208,7 +208,7 @@ def test_the_core_is_qwen3_nexts_recurrent_kernel_in_that_dtype(dtype: str) -> N
 
 
 def test_the_float64_twin_of_every_linear_stage_is_the_plain_run() -> None:
-    for doc in (gdn_problem(3), kda_problem(3)):
+    for doc in (gdn_problem(3), kda_problem(3), lightning_problem(3)):
         plain = qkvcalc.explain(**doc)
         for policy in ("eager", "naive"):
             low = qkvcalc.explain(**doc, dtype="bfloat16", policy=policy)
@@ -344,3 +344,124 @@ def test_the_core_is_kimi_linears_recurrent_kernel_in_that_dtype(dtype: str) -> 
             same += int((ulps == 0).sum())
             total += ulps.size
     assert same >= 0.97 * total, (same, total)
+
+
+def lightning_problem(seed: int, n: int = 7) -> dict[str, Any]:
+    """A whole lightning-attention layer (MiniMax): SiLU, blocks of 3, the norm, the gate, W_O."""
+    rng = np.random.default_rng(seed)
+    d = 3
+    doc = {
+        "x": rng.standard_normal((n, D_MODEL)),
+        "wq": rng.standard_normal((D_MODEL, H * d)),
+        "wk": rng.standard_normal((D_MODEL, H * d)),
+        "wv": rng.standard_normal((D_MODEL, H * d)),
+        "wo": rng.standard_normal((H * d, D_MODEL)),
+        "heads": H,
+        "mask": "causal",
+        "lightning": {
+            "slope": rng.uniform(0.05, 0.6, H),
+            "block": 3,
+            "act": "silu",
+            "norm": 1 + 0.3 * rng.standard_normal(H * d),
+            "gate": rng.standard_normal((D_MODEL, H * d)),
+        },
+    }
+    return json.loads(json.dumps(doc, default=lambda a: a.tolist()))
+
+
+def _minimax_decays(slope: float, block: int, dt: Any) -> tuple[Any, Any, Any]:
+    """MiniMaxLightningAttention's own decay_factors from the slope in float32, its buffers
+    then cast to the dtype (as the model's .to(dtype) casts them)."""
+    from transformers import MiniMaxConfig
+    from transformers.models.minimax.modeling_minimax import MiniMaxLightningAttention
+
+    config = MiniMaxConfig(
+        hidden_size=D_MODEL,
+        num_attention_heads=H,
+        head_dim=3,
+        num_hidden_layers=2,
+        block_size=block,
+        layer_types=["linear_attention", "full_attention"],
+    )
+    module = MiniMaxLightningAttention(config, 0)
+    rate = torch.tensor([[[slope]]], dtype=torch.float32)
+    return tuple(d.to(dt) for d in module.decay_factors(rate))
+
+
+def _minimax_blocked(q: Any, k: Any, v: Any, slope: float, block: int, dt: Any) -> Any:
+    """MiniMax's forward loop over blocks, as modeling_minimax writes it, in the dtype."""
+    query_decay, key_decay, diagonal_decay = _minimax_decays(slope, block, dt)
+    rate = torch.tensor([[[slope]]], dtype=torch.float32).to(dt)
+    state = torch.zeros(q.shape[1], v.shape[1], dtype=dt)
+    out = []
+    for start in range(0, q.shape[0], block):
+        qb, kb, vb = q[start : start + block], k[start : start + block], v[start : start + block]
+        b = qb.shape[0]
+        intra = torch.matmul(qb @ kb.T * diagonal_decay[0, 0, :b, :b], vb)
+        inter = torch.matmul(qb * query_decay[0, :b], state)
+        out.append(inter + intra)
+        moved = torch.matmul((kb * key_decay[0, -b:]).T, vb)
+        state = state * torch.exp(-rate * b)[0, 0] + moved
+    return torch.cat(out)
+
+
+def _lightning_stage(stage: Any, dt: Any, naive: bool) -> Any:
+    """A lightning-attention stage by torch from its own operands (None: not checked here)."""
+    ops = [_t(o, dt) for o in stage.operands]
+    if stage.op == "silu":
+        return ops[0] / (1 + torch.exp(-ops[0])) if naive else F.silu(ops[0])
+    if stage.op == "lightning_step":
+        prev, k, v = ops
+        t = stage.params["t"]
+        ratio = torch.exp(-_t(np.float64(stage.params["slope"]), dt))
+        return ratio * prev + torch.matmul(k[t : t + 1].T, v[t : t + 1])
+    if stage.op == "lightning_read":
+        q, states = ops[0], ops[1:]
+        return torch.cat([torch.matmul(q[t : t + 1], s) for t, s in enumerate(states)])
+    if stage.op == "lightning_blocked":
+        return _minimax_blocked(*ops, stage.params["slope"], stage.params["block"], dt)
+    if stage.op == "joint_rms":
+        joined = torch.cat(ops, dim=1)
+        if naive:
+            return torch.sqrt((joined * joined).mean(-1, keepdim=True) + stage.params["eps"])
+        wide = joined.float()
+        return torch.sqrt(wide.pow(2).mean(-1, keepdim=True) + stage.params["eps"])
+    if stage.op == "rms_apply":
+        w = _t(stage.params["weight"], dt)
+        if naive:
+            return ops[0] / ops[1] * w
+        rms = _t(stage.operands[1], torch.float32)
+        return w * (ops[0].float() * (1 / rms)).to(dt)
+    return None
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("policy", ["eager", "naive"])
+def test_each_lightning_stage_is_torchs_in_that_dtype(dtype: str, policy: str) -> None:
+    """MiniMax keeps its state in the dtype under eager too: every stage but the norm's root
+    is the dtype's, against torch doing MiniMax's ops in that dtype."""
+    dt = DTYPES[dtype]
+    same = total = 0
+    for seed in range(8):
+        trace = qkvcalc.explain(**lightning_problem(seed), dtype=dtype, policy=policy)
+        seen, s, t = _check(trace, _lightning_stage, dt, policy == "naive")
+        same, total = same + s, total + t
+        assert seen == {
+            "silu",
+            "lightning_step",
+            "lightning_read",
+            "lightning_blocked",
+            "joint_rms",
+            "rms_apply",
+        }
+    assert same >= 0.99 * total, (same, total)
+
+
+def test_the_lightning_state_is_the_dtypes_under_eager_and_says_so() -> None:
+    import ml_dtypes
+
+    trace = qkvcalc.explain(**lightning_problem(2), dtype="bfloat16")
+    states = [s for s in trace.stages if s.op == "lightning_step"]
+    cells = np.concatenate([s.value.ravel() for s in states])
+    assert (cells.astype(ml_dtypes.bfloat16).astype(np.float64) == cells).all()
+    assert all("kept in bfloat16" in " ".join(n.text() for n in s.notes) for s in states)

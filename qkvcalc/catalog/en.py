@@ -1526,6 +1526,45 @@ MESSAGES: dict[str, str] = {
     "float32, cast to {dtype} once.",
     "precision.gated_naive": "The activation of Z rounded to {dtype}, then N times it rounded to "
     "{dtype}.",
+    "precision.policy.lightning.eager": "Computed in {dtype} as MiniMax's lightning attention "
+    "does in transformers: nothing is cast to float32, so the state is kept in {dtype} and each "
+    "step's products and sums are rounded to {dtype} (matrix products summed in float32 first); "
+    "only the RMSNorm over the heads is taken in float32. Each stage is shown beside its float64 "
+    "twin.",
+    "precision.policy.lightning.eager_fp8": "Computed with FP8 products: X and the weights stored "
+    "in {dtype} with one scale per tensor, each projection summed in float32 and kept in float32; "
+    "every later stage of the layer (the state, the output, the norm) computed and kept in "
+    "float32. Each stage is shown beside its float64 twin.",
+    "precision.policy.lightning.naive": "Computed in {dtype} as a hand-written layer does, with no "
+    "upcast: SiLU, the state, the output and the RMSNorm over the heads each rounded to {dtype} "
+    "op by op. Each stage is shown beside its float64 twin.",
+    "precision.lightning_weights_shown": "The layer never forms W: it is shown in float32, "
+    "computed exactly from the {dtype} run's q, k and λ and rounded to float32 once, to be read "
+    "beside the output (no later stage reads it). Its numbers and units in the last place are "
+    "float32's.",
+    "precision.silu_naive": "Written with tensors in {dtype}: −x, e^(−x), 1 + e^(−x) and the "
+    "division each rounded to {dtype}.",
+    "precision.lightning_state": "The state is kept in {dtype}, as MiniMax's layer keeps it (it "
+    "casts nothing to float32): the ratio e^(−λ) = {ratio} (λ rounded to {dtype}, its e^ "
+    "rounded), k_t·v_tᵀ, ratio·S_(t−1) and the sum each rounded to {dtype}, at every token.",
+    "precision.lightning_read": "o_t = q_t·S_t as torch.matmul computes it in {dtype}: the "
+    "products summed in float32, rounded to {dtype} once. This is the recurrent path MiniMax "
+    "takes token by token when decoding.",
+    "precision.lightning_blocked": "The blocked form as MiniMax computes a prompt in {dtype}: the "
+    "decays made in float32 from λ and stored in {dtype} (the layer's buffers), each matrix "
+    "product summed in float32 and rounded to {dtype}, each elementwise product, sum and the "
+    "state carried between blocks rounded to {dtype}. In {dtype} it need not equal the output "
+    "below: the two forms round in different places.",
+    "precision.lightning_rms_eager": "As MiniMaxRMSNorm computes it: the heads' outputs side by "
+    "side in float32, mean(x²) and √(mean + ε) in float32 (the layer multiplies by its "
+    "reciprocal). Its numbers and units in the last place are float32's; the outputs were "
+    "{dtype}'s.",
+    "precision.lightning_rms_naive": "Written with tensors in {dtype}: x², the mean, the mean + ε "
+    "and the square root each rounded to {dtype}.",
+    "precision.lightning_apply_eager": "As MiniMaxRMSNorm computes it: out times 1/r in float32, "
+    "cast to {dtype}, then the weight (in {dtype}) times that, rounded to {dtype}.",
+    "precision.lightning_apply_naive": "Written with tensors in {dtype}: out / r rounded, then "
+    "times the weight rounded to {dtype}.",
     "precision.softcap_reached": "Cells at ±{cap} exactly: {count} (their tanh rounded to ±1 in "
     "{dtype}). In {dtype} the cap is reached, not only approached as in float64.",
     "precision.sinks_eager": "As gpt-oss's eager attention: σ (a parameter in {dtype}) joins the "

@@ -1494,6 +1494,42 @@ MESSAGES: dict[str, str] = {
     "계산해 한 번 {dtype} 값으로 바꿉니다.",
     "precision.gated_naive": "Z의 활성값을 {dtype} 값으로 반올림하고, N과의 곱을 {dtype} 값으로 "
     "반올림합니다.",
+    "precision.policy.lightning.eager": "transformers의 MiniMax 라이트닝 어텐션처럼 {dtype} "
+    "정밀도로 계산했습니다. 아무것도 float32로 바꾸지 않으므로 상태는 {dtype} 값으로 두고, "
+    "단계마다 곱과 합을 {dtype} 값으로 반올림합니다(행렬곱은 먼저 float32로 더합니다). 헤드 "
+    "전체에 대한 RMSNorm만 float32로 계산합니다. 단계마다 float64 쌍둥이를 옆에 보입니다.",
+    "precision.policy.lightning.eager_fp8": "FP8 곱으로 계산했습니다. X와 가중치는 텐서마다 배율 "
+    "하나를 두고 {dtype} 값으로 저장하고, 투영은 float32로 더해 float32로 둡니다. 그 뒤 층의 모든 "
+    "단계(상태, 출력, 정규화)를 float32로 계산해 float32로 둡니다. 단계마다 float64 쌍둥이를 옆에 "
+    "보입니다.",
+    "precision.policy.lightning.naive": "손으로 짠 층처럼 업캐스트 없이 {dtype} 정밀도로 "
+    "계산했습니다. SiLU, 상태, 출력, 헤드 전체에 대한 RMSNorm을 연산마다 {dtype} 값으로 "
+    "반올림합니다. 단계마다 float64 쌍둥이를 옆에 보입니다.",
+    "precision.lightning_weights_shown": "층은 W를 만들지 않습니다. 여기서는 {dtype} 계산의 q, "
+    "k와 λ로 정확히 계산해 float32로 한 번 반올림한 값을, 출력 옆에서 읽으라고 보입니다(뒤의 어떤 "
+    "단계도 읽지 않습니다). 이 단계의 수와 마지막 자리 단위는 float32의 것입니다.",
+    "precision.silu_naive": "{dtype} 텐서로 짰습니다. −x, e^(−x), 1 + e^(−x), 나눗셈을 각각 "
+    "{dtype} 값으로 반올림합니다.",
+    "precision.lightning_state": "MiniMax의 층이 두는 대로 상태를 {dtype} 값으로 둡니다(아무것도 "
+    "float32로 바꾸지 않습니다). 비율 e^(−λ) = {ratio}(λ를 {dtype} 값으로 반올림하고 그 e^도 "
+    "반올림), k_t·v_tᵀ, ratio·S_(t−1), 합을 토큰마다 각각 {dtype} 값으로 반올림합니다.",
+    "precision.lightning_read": "o_t = q_t·S_t를 torch.matmul이 {dtype} 정밀도로 계산하듯이: "
+    "곱을 float32로 더해 한 번 {dtype} 값으로 반올림합니다. MiniMax가 디코딩할 때 토큰마다 "
+    "따르는 순환 경로입니다.",
+    "precision.lightning_blocked": "MiniMax가 프롬프트를 {dtype} 정밀도로 계산하는 블록 형태: "
+    "감쇠는 λ에서 float32로 만들어 {dtype} 값으로 저장하고(층의 버퍼), 행렬곱은 float32로 더해 "
+    "{dtype} 값으로 반올림하며, 원소별 곱, 합, 블록 사이로 넘기는 상태를 각각 {dtype} 값으로 "
+    "반올림합니다. {dtype} 정밀도에서는 아래 출력과 같지 않을 수 있습니다. 두 형태는 다른 곳에서 "
+    "반올림합니다.",
+    "precision.lightning_rms_eager": "MiniMaxRMSNorm처럼: 헤드 출력을 나란히 놓고 float32로 "
+    "mean(x²)와 √(mean + ε)를 계산합니다(층은 그 역수를 곱합니다). 이 단계의 수와 마지막 자리 "
+    "단위는 float32의 것이고, 출력은 {dtype} 값이었습니다.",
+    "precision.lightning_rms_naive": "{dtype} 텐서로 짰습니다. x², 평균, 평균 + ε, 제곱근을 각각 "
+    "{dtype} 값으로 반올림합니다.",
+    "precision.lightning_apply_eager": "MiniMaxRMSNorm처럼: out과 1/r의 곱을 float32로 계산해 "
+    "{dtype} 값으로 바꾼 뒤, 가중치({dtype} 값)와의 곱을 {dtype} 값으로 반올림합니다.",
+    "precision.lightning_apply_naive": "{dtype} 텐서로 짰습니다. out / r을 반올림하고, 가중치와의 "
+    "곱을 {dtype} 값으로 반올림합니다.",
     "precision.softcap_reached": "정확히 ±{cap}인 칸: {count}개({dtype} 값에서 tanh가 ±1로 "
     "반올림됨). {dtype} 값에서는 float64에서처럼 한계에 가까워지기만 하는 게 아니라 한계에 "
     "닿습니다.",

@@ -36,6 +36,8 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix, to_matrix
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops import gate as output_gate
+from qkvcalc.ops import rounding as lowp
+from qkvcalc.ops import state_rounding
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.gated_delta import _read_feeds, _read_states, _read_work, check_own_causal
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes, same_cell
@@ -239,7 +241,7 @@ def _mixer(p: Any, value: Lightning, h: int | None, qkv: list[Spec]) -> list[tup
             f"S_{t} = e^(−{lam})·S_{t - 1} + k_{t}·v_{t}ᵀ",
             dim_labels(p.d_k),
             dim_labels(p.d_v),
-            params={"t": t - 1, "decay": decay, "step_key": "ui.token_step"},
+            params={"t": t - 1, "decay": decay, "slope": slope, "step_key": "ui.token_step"},
             notes=(
                 (Msg("note.lightning_state", slope=lam, decay=f"{decay:.6g}"),) if t == 1 else ()
             ),
@@ -584,6 +586,114 @@ def _elements(value: Lightning, n: int, m: int, d_k: int) -> int:
     return n * d_k * value.d_v + n * m + n * value.d_v + extra
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----------------------
+# MiniMax's layer casts nothing to float32: its state and every product are in the model's dtype
+# (eager as transformers runs it; naive, a hand-written layer, the same but for SiLU and the norm)
+
+
+def _lowp_silu(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """act_fn on the dtype's projection: SiLU in float32 inside, rounded (naive: x / (1 + e^(−x))
+    by hand, each op rounded)."""
+    x = ops[0]
+    if r.policy == "naive":
+        value = r.to(x / r.to(1.0 + r.to(np.exp(r.to(-x)))))
+        return lowp.Out(value, notes=(Msg("precision.silu_naive", dtype=str(r.dtype)),))
+    return lowp.Out(r.keep(silu(x)), r.kept)
+
+
+def _ratio(slope: float, r: lowp.Rounding) -> np.ndarray:
+    # torch.exp(−slope_rate), the slope a buffer in the dtype: rounded, its e^ rounded
+    return r.keep(np.exp(-r.to(np.float64(slope))))
+
+
+def _lowp_step(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """S_t = ratio·S_(t−1) + k_tᵀ·v_t as MiniMax's recurrent path writes it, in the dtype: the
+    ratio, k_t·v_tᵀ (one product a cell), ratio·S and the sum each rounded."""
+    prev, k, v = ops
+    t = params["t"]
+    ratio = _ratio(params["slope"], r)
+    value = r.keep(r.keep(ratio * prev) + r.keep(np.outer(k[t], v[t])))
+    note = Msg("precision.lightning_state", dtype=r.kept or str(r.dtype), ratio=_num(float(ratio)))
+    return lowp.Out(value, r.kept, notes=(note,))
+
+
+def _lowp_read(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """o_t = q_t·S_t (torch.matmul in the dtype: summed in float32, rounded once)."""
+    q, states = ops[0], ops[1:]
+    value = r.keep(np.stack([q[t] @ s for t, s in enumerate(states)]))
+    note = Msg("precision.lightning_read", dtype=r.kept or str(r.dtype))
+    return lowp.Out(value, r.kept, notes=(note,), drops=_DROPS)
+
+
+# the output's notes that compare it in float64 with W·V and the blocked form
+_DROPS = (
+    "note.lightning_linear_in_v",
+    "note.lightning_linear_in_v_far",
+    "note.lightning_blocked_equal",
+    "note.lightning_blocked_far",
+)
+
+
+def _lowp_blocked(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """MiniMax's blocked form as its forward computes a prompt, in the dtype: the decays made in
+    float32 from the slope and stored in the dtype (its buffers), block_decay = e^(−λ_dtype·b)
+    rounded; each matmul summed in float32 and rounded, each product and sum rounded."""
+    q, k, v = ops
+    slope, size = float(params["slope"]), params["block"]
+    n, d_k = k.shape
+    state = np.zeros((d_k, v.shape[1]))
+    out = np.zeros((n, v.shape[1]))
+    lam = r.f32(np.float64(slope))
+    for start in range(0, n, size):
+        part = slice(start, min(start + size, n))
+        qb, kb, vb = q[part], k[part], v[part]
+        b = qb.shape[0]
+        at = np.arange(1, b + 1, dtype=float)
+        q_decay = r.keep(np.exp(r.f32(-lam * at)))[:, None]
+        k_decay = r.keep(np.exp(r.f32(-lam * (size - np.arange(size - b + 1, size + 1)))))
+        gap = at[:, None] - at[None, :]
+        diagonal = np.where(gap >= 0, r.keep(np.exp(r.f32(-lam * np.abs(gap)))), 0.0)
+        intra = r.keep(r.keep(r.keep(qb @ kb.T) * diagonal) @ vb)
+        inter = r.keep(r.keep(qb * q_decay) @ state)
+        out[part] = r.keep(inter + intra)
+        block_decay = r.keep(np.exp(r.keep(-r.to(np.float64(slope)) * b)))
+        moved = r.keep(r.keep(kb * k_decay[:, None]).T @ vb)
+        state = r.keep(r.keep(state * block_decay) + moved)
+    note = Msg("precision.lightning_blocked", dtype=r.kept or str(r.dtype))
+    return lowp.Out(out, r.kept, notes=(note,))
+
+
+def _lowp_rms(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """√(mean(x²) + ε) over the heads side by side: MiniMaxRMSNorm in float32 (the layer then
+    multiplies by its reciprocal); naive every op in the dtype."""
+    joined, eps = np.hstack(list(ops)), params["eps"]
+    if r.policy == "naive":
+        mean = r.to(np.mean(r.to(joined * joined), axis=1, keepdims=True))
+        value = r.to(np.sqrt(r.to(mean + eps)))
+        return lowp.Out(value, notes=(Msg("precision.lightning_rms_naive", dtype=str(r.dtype)),))
+    mean = r.f32(np.mean(r.f32(joined * joined), axis=1, keepdims=True))
+    value = r.f32(np.sqrt(r.f32(mean + eps)))
+    note = Msg("precision.lightning_rms_eager", dtype=r.kept or str(r.dtype))
+    return lowp.Out(value, lowp.SAID, notes=(note,))
+
+
+def _lowp_apply(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """out / r ⊙ w: eager (MiniMaxRMSNorm) out times 1/r in float32, cast to the dtype, then the
+    weight (in the dtype) times it, rounded; naive the division and the product rounded."""
+    o, rms = ops
+    w = r.to(np.asarray(params["weight"], dtype=np.float64))
+    if r.policy == "naive":
+        value = r.to(r.to(o / rms) * w)
+        return lowp.Out(value, notes=(Msg("precision.lightning_apply_naive", dtype=str(r.dtype)),))
+    value = r.keep(w * r.keep(r.f32(o * r.f32(1 / rms))))
+    note = Msg("precision.lightning_apply_eager", dtype=r.kept or str(r.dtype))
+    return lowp.Out(value, r.kept, notes=(note,))
+
+
+def _num(x: float) -> str:
+    return f"{x:.6g}"
+
+
 FEATURE = Feature(
     name="lightning",
     read=_read,
@@ -597,6 +707,7 @@ FEATURE = Feature(
             overflow=lambda params: False,
             exact_stops="note.exact_stops_silu",
             work=_silu_work,
+            lowp=_lowp_silu,
         ),
         Op(
             "lightning_step",
@@ -604,12 +715,28 @@ FEATURE = Feature(
             _step_feeds,
             exact_stops="note.exact_stops_lightning",
             work=_step_work,
+            lowp=_lowp_step,
         ),
-        Op("lightning_weights", _weights, _weights_feeds, work=_weights_work),
-        Op("lightning_blocked", _blocked, _blocked_feeds),
-        Op("lightning_read", _read_states, _read_feeds, work=_read_work),
-        Op("joint_rms", _joint_rms, _rms_feeds, rowwise=True, work=_rms_work),
-        Op("rms_apply", _rms_apply, _apply_feeds, rowwise=True, work=_apply_work),
+        Op(
+            "lightning_weights",
+            _weights,
+            _weights_feeds,
+            work=_weights_work,
+            lowp=state_rounding.shown(
+                lambda ops, params: _weights(ops, params, None), "precision.lightning_weights_shown"
+            ),
+        ),
+        Op("lightning_blocked", _blocked, _blocked_feeds, lowp=_lowp_blocked),
+        Op("lightning_read", _read_states, _read_feeds, work=_read_work, lowp=_lowp_read),
+        Op("joint_rms", _joint_rms, _rms_feeds, rowwise=True, work=_rms_work, lowp=_lowp_rms),
+        Op(
+            "rms_apply",
+            _rms_apply,
+            _apply_feeds,
+            rowwise=True,
+            work=_apply_work,
+            lowp=_lowp_apply,
+        ),
     ),
     mistakes=(
         Mistakes("lightning_weights", MISTAKE_IDS, _weights_mistakes),
@@ -632,5 +759,10 @@ FEATURE = Feature(
     no_tiles="lightning.tiles",
     no_train="lightning.train",
     no_backward="lightning.backward",
-    no_dtype="lightning.dtype",
+    no_sdpa="precision.sdpa_linear",
+    lowp_policy=(
+        ("eager", "precision.policy.lightning.eager"),
+        ("eager_fp8", "precision.policy.lightning.eager_fp8"),
+        ("naive", "precision.policy.lightning.naive"),
+    ),
 )
