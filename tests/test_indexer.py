@@ -251,12 +251,11 @@ def test_one_message_per_wrong_field(case):
 
 
 def test_the_command_line_refuses_once(tmp_path):
-    """A wrong shape, --decode, --dtype and the backward pass (MLA has none; the indexer's
-    top-k has no gradient): one line each, exit 2, no traceback."""
+    """A wrong shape, --decode and the backward pass (MLA has none; the indexer's top-k has no
+    gradient): one line each, exit 2, no traceback."""
     cases = [
         (bad_problem(BAD["k shape"][0]), [], "indexer.wk is 5×5"),
         (dsa_problem(), ["--decode", "2"], "--decode"),
-        (dsa_problem(), ["--dtype", "bfloat16"], "--dtype"),
         (dsa_problem(target=[[0] * D_MODEL] * N), ["--backward"], "--backward"),
     ]
     for k, (problem, args, words) in enumerate(cases):

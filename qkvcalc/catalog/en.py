@@ -443,8 +443,6 @@ MESSAGES: dict[str, str] = {
     "leave out gated_delta to train.",
     "gated_delta.backward": "--backward does not go through a Gated DeltaNet layer (gated_delta) "
     "yet: leave out --backward.",
-    "gated_delta.dtype": "--dtype does not round a Gated DeltaNet layer (gated_delta) yet: leave "
-    "out --dtype.",
     # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
     "ui.variant.lightning": "a linear-attention layer: MiniMax's lightning attention, each "
     "head's decay rate λ: {slopes}, its blocked form in blocks of {block}",
@@ -551,8 +549,6 @@ MESSAGES: dict[str, str] = {
     "yet: leave out lightning to train.",
     "lightning.backward": "--backward does not go through a lightning-attention layer "
     "(lightning) yet: leave out --backward.",
-    "lightning.dtype": "--dtype does not round a lightning-attention layer (lightning) yet: "
-    "leave out --dtype.",
     # the layer around the core (qkvcalc/ops/gdn_layer.py)
     "ui.variant.gdn_conv": "Q, K and V through the layer's causal convolution ({taps} taps) and "
     "SiLU",
@@ -846,8 +842,6 @@ MESSAGES: dict[str, str] = {
     "yet: leave out kimi_delta to train.",
     "kimi_delta.backward": "--backward does not go through a Kimi Delta Attention layer "
     "(kimi_delta) yet: leave out --backward.",
-    "kimi_delta.dtype": "--dtype does not round a Kimi Delta Attention layer (kimi_delta) yet: "
-    "leave out --dtype.",
     # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
     # are gdn_layer.py's)
     "ui.variant.kda_gates": "each channel's g and β made from X (W_fa, W_fb, A_log, dt_bias, W_b)",
@@ -1565,6 +1559,23 @@ MESSAGES: dict[str, str] = {
     "cast to {dtype}, then the weight (in {dtype}) times that, rounded to {dtype}.",
     "precision.lightning_apply_naive": "Written with tensors in {dtype}: out / r rounded, then "
     "times the weight rounded to {dtype}.",
+    "precision.index_scores_eager": "As transformers' DeepseekV32Indexer computes them on the "
+    "CPU from the {dtype} q_I and k_I: q.float() @ k.float() times 1/√D, ReLU, the weights "
+    "w.float() times 1/√H_I, and their sum over the index heads, each in float32: the scores stay "
+    "in float32 (DeepSeek's own kernel scores in FP8; transformers skips that). Their numbers "
+    "and units in the last place are float32's.",
+    "precision.index_scores_naive": "Written with tensors in {dtype}: each head's q·k (summed in "
+    "float32), times 1/√D, the weights times 1/√H_I and the sum over the index heads each "
+    "rounded to {dtype}.",
+    "precision.mask_wide": "Where masked, {fill} ({dtype}'s most negative finite number, the "
+    "model's additive mask) is added to the float32 score in float32: the scores stay float32's.",
+    "precision.selection_same": "In {dtype} every query keeps the same keys as its float64 twin: "
+    "the rounding moved no score across the cut.",
+    "precision.selection_changed": "In {dtype} the top-k keeps other keys than the float64 twin "
+    "for {count} of the queries (each: the keys the twin kept → the keys {dtype} kept instead): "
+    "{rows}. Rounding moved scores across the cut, or made them equal (then the earlier key is "
+    "kept). Every head's mask below applies {dtype}'s choice, as the model would, so those rows "
+    "attend to other keys than the twin's.",
     "precision.softcap_reached": "Cells at ±{cap} exactly: {count} (their tanh rounded to ±1 in "
     "{dtype}). In {dtype} the cap is reached, not only approached as in float64.",
     "precision.sinks_eager": "As gpt-oss's eager attention: σ (a parameter in {dtype}) joins the "
@@ -2610,8 +2621,6 @@ MESSAGES: dict[str, str] = {
     "--backward, or leave the indexer out to see the backward pass of the latent attention alone",
     "indexer.decode": "The sparse-attention indexer is not computed step by step with a KV "
     "cache: leave out --decode (the whole run shows it).",
-    "indexer.dtype": "The sparse-attention indexer has no low-precision rules yet: leave out "
-    "--dtype, or the indexer.",
     "extract.dsa_shared": "{model}: layer {layer} has no indexer of its own: it reuses the top-k "
     'keys of layer {full} (a "shared" layer in indexer_types), chosen from that layer\'s input; '
     "extract layer {full}, or another layer that runs its own indexer",

@@ -441,8 +441,6 @@ MESSAGES: dict[str, str] = {
     "학습하려면 gated_delta를 빼세요.",
     "gated_delta.backward": "--backward는 아직 Gated DeltaNet 층(gated_delta)을 거치지 않습니다: "
     "--backward를 빼세요.",
-    "gated_delta.dtype": "--dtype은 아직 Gated DeltaNet 층(gated_delta)을 반올림하지 않습니다: "
-    "--dtype을 빼세요.",
     # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
     "ui.variant.lightning": "선형 어텐션 층: MiniMax의 라이트닝 어텐션, 각 헤드의 감쇠율 λ: "
     "{slopes}, 블록 형식의 블록 크기: {block}",
@@ -548,8 +546,6 @@ MESSAGES: dict[str, str] = {
     "학습하려면 lightning을 빼세요.",
     "lightning.backward": "--backward는 아직 라이트닝 어텐션 층(lightning)을 거치지 않습니다: "
     "--backward를 빼세요.",
-    "lightning.dtype": "--dtype은 아직 라이트닝 어텐션 층(lightning)을 반올림하지 않습니다: "
-    "--dtype을 빼세요.",
     # the layer around the core (qkvcalc/ops/gdn_layer.py)
     "ui.variant.gdn_conv": "Q, K, V가 층의 인과 합성곱(탭 {taps}개)과 SiLU를 거침",
     "ui.variant.gdn_gates": "X로 만든 g와 β(W_a, W_b, A_log, dt_bias)",
@@ -834,8 +830,6 @@ MESSAGES: dict[str, str] = {
     "않습니다: 학습하려면 kimi_delta를 빼세요.",
     "kimi_delta.backward": "--backward는 아직 Kimi Delta Attention 층(kimi_delta)을 거치지 "
     "않습니다: --backward를 빼세요.",
-    "kimi_delta.dtype": "--dtype은 아직 Kimi Delta Attention 층(kimi_delta)을 반올림하지 "
-    "않습니다: --dtype을 빼세요.",
     # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
     # are gdn_layer.py's)
     "ui.variant.kda_gates": "X로 만든 채널마다의 g와 β(W_fa, W_fb, A_log, dt_bias, W_b)",
@@ -1530,6 +1524,23 @@ MESSAGES: dict[str, str] = {
     "{dtype} 값으로 바꾼 뒤, 가중치({dtype} 값)와의 곱을 {dtype} 값으로 반올림합니다.",
     "precision.lightning_apply_naive": "{dtype} 텐서로 짰습니다. out / r을 반올림하고, 가중치와의 "
     "곱을 {dtype} 값으로 반올림합니다.",
+    "precision.index_scores_eager": "transformers의 DeepseekV32Indexer가 CPU에서 {dtype} "
+    "q_I와 k_I로 계산하듯이: q.float() @ k.float()에 1/√D를 곱하고 ReLU를 거친 뒤, 가중치 "
+    "w.float()에 1/√H_I를 곱해 인덱스 헤드에 걸쳐 더하며, 모두 float32로 계산하므로 점수는 "
+    "float32에 머뭅니다(DeepSeek의 커널은 FP8로 점수를 매기지만 transformers는 그 단계를 "
+    "건너뜁니다). 이 단계의 수와 마지막 자리 단위는 float32의 것입니다.",
+    "precision.index_scores_naive": "{dtype} 텐서로 짰습니다. 헤드마다 q·k(float32로 누적), "
+    "1/√D를 곱한 값, 1/√H_I를 곱한 가중치, 인덱스 헤드에 걸친 합을 각각 {dtype} 값으로 "
+    "반올림합니다.",
+    "precision.mask_wide": "가려진 칸에는 float32 점수에 다음 값을 float32로 더합니다: {fill}"
+    "({dtype}의 가장 작은 유한수, 모델의 덧셈 마스크). 점수는 float32 값으로 남습니다.",
+    "precision.selection_same": "{dtype} 정밀도에서도 모든 Query가 float64 쌍둥이와 같은 Key를 "
+    "남깁니다. 반올림이 어떤 점수도 경계 너머로 옮기지 않았습니다.",
+    "precision.selection_changed": "{dtype} 정밀도에서 top-k가 float64 쌍둥이와 다른 Key를 "
+    "남기는 Query 수: {count}(각각 쌍둥이가 남긴 Key → {dtype} 계산이 대신 남긴 Key): {rows}. "
+    "반올림이 점수를 경계 너머로 옮겼거나 같게 만들었습니다(같으면 앞선 Key를 남깁니다). 아래 모든 "
+    "헤드의 마스크는 모델처럼 {dtype} 계산의 선택을 적용하므로, 그 행들은 쌍둥이와 다른 Key에 "
+    "주의를 기울입니다.",
     "precision.softcap_reached": "정확히 ±{cap}인 칸: {count}개({dtype} 값에서 tanh가 ±1로 "
     "반올림됨). {dtype} 값에서는 float64에서처럼 한계에 가까워지기만 하는 게 아니라 한계에 "
     "닿습니다.",
@@ -2575,8 +2586,6 @@ MESSAGES: dict[str, str] = {
     "실행하거나, 잠재 어텐션만의 역전파를 보려면 인덱서를 빼세요",
     "indexer.decode": "희소 어텐션 인덱서는 KV 캐시로 한 단계씩 계산하지 않습니다: --decode를 "
     "빼세요 (전체 실행에서 보입니다).",
-    "indexer.dtype": "희소 어텐션 인덱서에는 아직 저정밀도 규칙이 없습니다: --dtype이나 "
-    "indexer를 빼세요.",
     "extract.dsa_shared": "{model}: 층 {layer}에는 자기 인덱서가 없습니다. 층 {full}의 top-k Key를 "
     '다시 쓰며 (indexer_types의 "shared" 층), 그 Key는 그 층의 입력에서 골랐습니다. 다른 층을 '
     "추출하세요: 층 {full} 또는 자기 인덱서를 실행하는 층",

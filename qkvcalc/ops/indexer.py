@@ -41,8 +41,10 @@ from qkvcalc.labels import safe, shape_text, shown
 from qkvcalc.ops import mask as mask_ops
 from qkvcalc.ops import mla, qk_norm
 from qkvcalc.ops import projection as projection_ops
+from qkvcalc.ops import rounding as lowp
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes, rows_of, whole_row
+from qkvcalc.ops.rope import _lowp as rope_lowp
 from qkvcalc.ops.rope import pair_index, partner, rotate
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels
 
@@ -493,7 +495,8 @@ def _chosen(p: Any, ix: Indexer, scores: Ref, allowed: np.ndarray | None, reads:
                 "I + M",
                 p.tokens,
                 p.source_tokens,
-                params={"allowed": allowed},
+                # `wide`: the indexer's scores are float32's (--dtype's mask rule keeps them so)
+                params={"allowed": allowed, "wide": True},
                 notes=(Msg("note.index_masked"),),
                 symbol="I+M",
                 letters="n×m",
@@ -509,7 +512,8 @@ def _chosen(p: Any, ix: Indexer, scores: Ref, allowed: np.ndarray | None, reads:
         f"top-{ix.top_k}({symbol})",
         p.tokens,
         p.source_tokens,
-        params={"top_k": ix.top_k, **reads},
+        # `before`: the keys allowed before it chooses (--dtype's rule keeps its choice in them)
+        params={"top_k": ix.top_k, "before": allowed, **reads},
         notes=(Msg("note.index_topk", top_k=ix.top_k, m=p.m),),
         symbol="keep",
         letters="n×m",
@@ -652,6 +656,56 @@ def _header(ix: Indexer) -> list[tuple[str, dict[str, Any]]]:
                                     "style": ix.style})]  # fmt: skip
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----------------------
+
+
+def _lowp_rope(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """Each index head's block turned as RoPE's own rule turns a head (apply_rotary_pos_emb on
+    the dtype's q_I and k_I: cos and sin in float32 rounded to the dtype, each product and the
+    sum rounded)."""
+    x, width = ops[0], params["width"]
+    out, said = x.copy(), None
+    for b in range(x.shape[1] // width):
+        block = slice(b * width, (b + 1) * width)
+        said = rope_lowp([x[:, block]], params, r)
+        out[:, block] = said.value
+    assert said is not None
+    return lowp.Out(out, said.stored, notes=said.notes)
+
+
+def _lowp_scores(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """I = Σ_h (w_h/√H_I)·ReLU(q_h·k/√D). eager (DeepseekV32Indexer's CPU path): q.float() @
+    k.float() times 1/√D, ReLU, w.float() times 1/√H_I, and the sum over the heads (a matmul),
+    each in float32: the scores kept in float32. naive: every op in the dtype."""
+    q, k, w = ops
+    heads, dim = params["heads"], params["dim"]
+    rnd = r.to if r.policy == "naive" else r.f32
+    qh = q.reshape(q.shape[0], heads, dim)
+    scores = rnd(np.einsum("nhd,md->nhm", qh, k))  # each head's q·k summed in float32
+    scores = np.maximum(rnd(scores * params["scale"]), 0.0)
+    weights = rnd(w * params["weight_scale"])
+    value = rnd(np.einsum("nh,nhm->nm", weights, scores))
+    if r.policy == "naive":
+        return lowp.Out(value, notes=(Msg("precision.index_scores_naive", dtype=str(r.dtype)),))
+    note = Msg("precision.index_scores_eager", dtype=str(r.dtype))
+    return lowp.Out(value, lowp.SAID, notes=(note,))
+
+
+def _lowp_top(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """The top-k of the dtype's scores (ties: the earlier key), within the keys allowed before:
+    the choice every head's mask then applies (`keeps`)."""
+    kept = keep_top(ops[0], params["top_k"]) > 0
+    before = params.get("before")
+    if before is not None:
+        kept &= before
+    return lowp.Out(kept.astype(np.float64), keeps=kept)
+
+
+def _lowp_mask(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """0 where kept, −∞ elsewhere: nothing to round."""
+    return lowp.Out(np.where(ops[0] > 0, 0.0, -np.inf))
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "index_rope",
@@ -660,10 +714,27 @@ OPS: tuple[Op, ...] = (
         rowwise=True,
         overflow=lambda params: False,
         work=_rope_work,
+        lowp=_lowp_rope,
     ),
-    Op("index_score", _scores, _score_feeds, rowwise=True, work=_score_work),
-    Op("top_k", _top, whole_row, rowwise=True, overflow=lambda params: False, work=_top_work),
-    Op("index_mask", _mask, _same, rowwise=True, overflow=lambda params: False, work=_mask_work),
+    Op("index_score", _scores, _score_feeds, rowwise=True, work=_score_work, lowp=_lowp_scores),
+    Op(
+        "top_k",
+        _top,
+        whole_row,
+        rowwise=True,
+        overflow=lambda params: False,
+        work=_top_work,
+        lowp=_lowp_top,
+    ),
+    Op(
+        "index_mask",
+        _mask,
+        _same,
+        rowwise=True,
+        overflow=lambda params: False,
+        work=_mask_work,
+        lowp=_lowp_mask,
+    ),
 )
 
 
@@ -700,5 +771,4 @@ FEATURE = Feature(
     no_decode="indexer.decode",
     no_backward="indexer.backward",
     no_train="indexer.backward",
-    no_dtype="indexer.dtype",
 )

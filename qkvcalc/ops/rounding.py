@@ -181,6 +181,9 @@ class Out(NamedTuple):
     # a stage the model never forms (DiffLlama's Δ): how a product that reads it as its first
     # operand is computed instead, from that product's operands (the value of this one shown)
     product: Callable[[Sequence[np.ndarray], Rounding], Out] | None = None
+    # a stage that chooses each query's keys (a sparse attention's top-k): the keys kept as the
+    # dtype chose them ([n, m] bool), which every later mask applies in place of the float64 twin's
+    keeps: np.ndarray | None = None
 
 
 # Out.stored of a stage the tiled kernel keeps in float32 as its running state (FlashAttention's
