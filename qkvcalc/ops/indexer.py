@@ -702,8 +702,8 @@ def _lowp_top(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lo
 
 
 def _lowp_mask(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
-    """0 where kept, −∞ elsewhere: nothing to round."""
-    return lowp.Out(np.where(ops[0] > 0, 0.0, -np.inf))
+    """0 where kept, −∞ elsewhere: nothing to round (its −∞ meant, not an overflow)."""
+    return lowp.Out(np.where(ops[0] > 0, 0.0, -np.inf), meant=True)
 
 
 OPS: tuple[Op, ...] = (

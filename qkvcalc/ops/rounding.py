@@ -184,6 +184,9 @@ class Out(NamedTuple):
     # a stage that chooses each query's keys (a sparse attention's top-k): the keys kept as the
     # dtype chose them ([n, m] bool), which every later mask applies in place of the float64 twin's
     keeps: np.ndarray | None = None
+    # its −∞ cells are what it says (a mask of 0 and −∞ made from the keys kept), not a number
+    # that overflowed: the summary's first non-finite cell is never one of them
+    meant: bool = False
 
 
 # Out.stored of a stage the tiled kernel keeps in float32 as its running state (FlashAttention's

@@ -177,10 +177,18 @@ class _State:
         self.keeps: np.ndarray | None = None
 
     def keep(
-        self, stage: Stage, value: np.ndarray, stored: np.dtype[Any], r: lowp.Rounding
+        self,
+        stage: Stage,
+        value: np.ndarray,
+        stored: np.dtype[Any],
+        r: lowp.Rounding,
+        meant: bool = False,
     ) -> Data:
         self.values[stage.ref] = value
-        if not np.isfinite(value).all():
+        bad = ~np.isfinite(value)
+        # a stage whose −∞ is what it says (a mask of 0 and −∞ built from the keys kept, its
+        # rule's `meant`) turned nothing inf or NaN
+        if bad.any() and not (meant and (value[bad] == -np.inf).all()):
             self.finite = False
             self.unfinite.add(stage.ref)
         data: Data = value
@@ -253,7 +261,7 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
     error = _errors(out.value, stage.value, ideal, unit, out.scale)
     del ideal
     held = f32 if out.stored else r.dtype if out.scale == 1 else np.dtype(np.float64)
-    data = state.keep(stage, out.value, held, r)
+    data = state.keep(stage, out.value, held, r, out.meant)
     if out.stored == lowp.ACCUMULATOR and not r.scaled:
         kept = Msg("precision.tiles_kept")
     elif out.stored == lowp.INSIDE and not r.scaled:
