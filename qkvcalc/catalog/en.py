@@ -1569,8 +1569,7 @@ MESSAGES: dict[str, str] = {
     "rounded to {dtype}.",
     "precision.mask_wide": "Where masked, {fill} ({dtype}'s most negative finite number, the "
     "model's additive mask) is added to the float32 score in float32: the scores stay float32's.",
-    "precision.selection_same": "In {dtype} every query keeps the same keys as its float64 twin: "
-    "the rounding moved no score across the cut.",
+    "precision.selection_same": "In {dtype} every query keeps the same keys as its float64 twin.",
     "precision.selection_changed": "In {dtype} the top-k keeps other keys than the float64 twin "
     "for {count} of the queries (each: the keys the twin kept → the keys {dtype} kept instead): "
     "{rows}. Rounding moved scores across the cut, or made them equal (then the earlier key is "

@@ -1535,7 +1535,7 @@ MESSAGES: dict[str, str] = {
     "precision.mask_wide": "가려진 칸에는 float32 점수에 다음 값을 float32로 더합니다: {fill}"
     "({dtype}의 가장 작은 유한수, 모델의 덧셈 마스크). 점수는 float32 값으로 남습니다.",
     "precision.selection_same": "{dtype} 정밀도에서도 모든 Query가 float64 쌍둥이와 같은 Key를 "
-    "남깁니다. 반올림이 어떤 점수도 경계 너머로 옮기지 않았습니다.",
+    "남깁니다.",
     "precision.selection_changed": "{dtype} 정밀도에서 top-k가 float64 쌍둥이와 다른 Key를 "
     "남기는 Query 수: {count}(각각 쌍둥이가 남긴 Key → {dtype} 계산이 대신 남긴 Key): {rows}. "
     "반올림이 점수를 경계 너머로 옮겼거나 같게 만들었습니다(같으면 앞선 Key를 남깁니다). 아래 모든 "
