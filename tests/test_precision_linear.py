@@ -234,7 +234,7 @@ def test_the_state_is_float32_under_eager_and_the_dtype_under_naive() -> None:
     assert (wide.astype(ml_dtypes.bfloat16).astype(np.float64) != wide).any()
     assert (small.astype(ml_dtypes.bfloat16).astype(np.float64) == small).all()
     said = " ".join(n.text() for s in eager.stages if s.op == "delta_step" for n in s.notes)
-    assert "stays in float32" in said
+    assert "keeps the state in float32" in said
     said = " ".join(n.text() for s in naive.stages if s.op == "delta_step" for n in s.notes)
     assert "kept in bfloat16" in said
 

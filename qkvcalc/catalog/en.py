@@ -1473,9 +1473,9 @@ MESSAGES: dict[str, str] = {
     "precision.l2norm_naive": "Written with tensors in {dtype} and no upcast: x², the sum "
     "(accumulated in float32), + 10⁻⁶, the square root, the division and the scale each rounded "
     "to {dtype}.",
-    "precision.state_eager": "The state stays in float32, as the layer keeps it (it cast q, k, v, "
-    "g and β to float32): e^(g), the decay, m, v − m, times β, k̂·δᵀ and the sum each rounded to "
-    "float32, never to {dtype}. Its numbers and units in the last place are float32's.",
+    "precision.state_eager": "The {dtype} run keeps the state in float32, as the layer does (it "
+    "cast q, k, v, g and β to float32): e^(g), the decay, m, v − m, times β, k̂·δᵀ and the sum "
+    "each rounded to float32. Its numbers and units in the last place are float32's.",
     "precision.state_naive": "The state is kept in {dtype}: e^(g), the decay, m (its products "
     "rounded, then summed in float32 and rounded), v − m, times β, k̂·δᵀ and the sum each rounded "
     "to {dtype}, at every token: the rounding of one step is carried into every later one.",

@@ -1442,9 +1442,9 @@ MESSAGES: dict[str, str] = {
     "{dtype} 값이었습니다.",
     "precision.l2norm_naive": "업캐스트 없이 {dtype} 텐서로 짰습니다. x², 합(float32로 누적), "
     "+ 10⁻⁶, 제곱근, 나눗셈, 배율을 각각 {dtype} 값으로 반올림합니다.",
-    "precision.state_eager": "층이 두는 대로 상태는 float32에 머뭅니다(q, k, v, g, β를 float32로 "
-    "바꿨기 때문입니다). e^(g), 감쇠, m, v − m, β를 곱한 값, k̂·δᵀ, 합을 각각 float32로 반올림하며 "
-    "{dtype} 값으로는 반올림하지 않습니다. 이 단계의 수와 마지막 자리 단위는 float32의 것입니다.",
+    "precision.state_eager": "{dtype} 계산도 층처럼 상태를 float32로 둡니다(q, k, v, g, β를 "
+    "float32로 바꿨기 때문입니다). e^(g), 감쇠, m, v − m, β를 곱한 값, k̂·δᵀ, 합을 각각 float32로 "
+    "반올림합니다. 이 단계의 수와 마지막 자리 단위는 float32의 것입니다.",
     "precision.state_naive": "상태를 {dtype} 값으로 둡니다. e^(g), 감쇠, m(곱을 반올림한 뒤 "
     "float32로 더해 반올림), v − m, β를 곱한 값, k̂·δᵀ, 합을 토큰마다 각각 {dtype} 값으로 "
     "반올림합니다. 한 단계의 반올림이 뒤의 모든 단계로 이어집니다.",

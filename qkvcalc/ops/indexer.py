@@ -687,7 +687,7 @@ def _lowp_scores(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) ->
     value = rnd(np.einsum("nh,nhm->nm", weights, scores))
     if r.policy == "naive":
         return lowp.Out(value, notes=(Msg("precision.index_scores_naive", dtype=str(r.dtype)),))
-    note = Msg("precision.index_scores_eager", dtype=str(r.dtype))
+    note = Msg("precision.index_scores_eager", dtype=r.kept or str(r.dtype))
     return lowp.Out(value, lowp.SAID, notes=(note,))
 
 

@@ -613,8 +613,9 @@ def _lowp_step(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> l
     t = params["t"]
     ratio = _ratio(params["slope"], r)
     value = r.keep(r.keep(ratio * prev) + r.keep(np.outer(k[t], v[t])))
-    note = Msg("precision.lightning_state", dtype=r.kept or str(r.dtype), ratio=_num(float(ratio)))
-    return lowp.Out(value, r.kept, notes=(note,))
+    note = Msg("precision.lightning_state", dtype=str(r.dtype), ratio=_num(float(ratio)))
+    # scaled float8 keeps it in float32, as every computed stage (the interpreter says so)
+    return lowp.Out(value, r.kept, notes=() if r.scaled else (note,))
 
 
 def _lowp_read(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:

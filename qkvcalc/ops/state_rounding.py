@@ -84,7 +84,7 @@ def l2norm_rule(eps: float, upcast: str, naive: str) -> Rule:
         inverse = r.f32(1 / r.f32(np.sqrt(r.f32(total + eps))))
         value = r.f32(x * inverse)
         value = value if scale == 1.0 else r.f32(value * r.f32(np.float64(scale)))
-        return Out(value, SAID, notes=(Msg(upcast, dtype=str(r.dtype)),))
+        return Out(value, SAID, notes=(Msg(upcast, dtype=r.kept or str(r.dtype)),))
 
     return rule
 
@@ -102,7 +102,7 @@ def step_rule(
         rnd = working(r, upcast)
         value = delta_step(prev, k[t], v[t], g, beta, rnd)
         wide = upcast and r.policy != "naive"
-        note = Msg(naive if r.policy == "naive" else eager, dtype=r.kept or str(r.dtype))
+        note = Msg(naive if r.policy == "naive" else eager, dtype=str(r.dtype))
         return Out(value, SAID if wide else r.kept, notes=(note,))
 
     return rule
