@@ -94,3 +94,24 @@ def test_the_torch_script_checks_the_float64_twin(preset: str, tmp_path) -> None
     )
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
     assert "OK: PyTorch agrees with qkvcalc" in ran.stdout
+
+
+@pytest.mark.parametrize("policy", ["eager", "naive"])
+@pytest.mark.parametrize("preset", ["deltanet", "kda", "lightning"])
+def test_the_float64_agreement_notes_are_left_out_of_the_dtypes_output(
+    preset: str, policy: str
+) -> None:
+    """The plain run's notes under the output (W·V and the chunked form equal it to float64's
+    rounding, or are 'too large for float64') speak of float64: in the dtype none of them is
+    said, whatever the numbers."""
+    import qkvcalc
+    from tests.conftest import ROOT
+
+    doc = json.loads((ROOT / "presets" / f"{preset}.json").read_text(encoding="utf-8"))
+    doc = {k: v for k, v in doc.items() if k not in ("name", "description", "reference")}
+    for dtype in ("bfloat16", "float16", "float8_e4m3fn"):
+        trace = qkvcalc.explain(**doc, dtype=dtype, policy=policy)
+        for stage in trace.stages:
+            keys = {n.key for n in stage.notes}
+            assert not any(k.endswith(("_linear_in_v", "_linear_in_v_far", "_far")) for k in keys)
+            assert not any(k.endswith(("chunked_equal", "blocked_equal")) for k in keys)

@@ -632,8 +632,18 @@ def _read_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) 
 
 WEIGHTS_SHOWN = "precision.weights_shown"  # W and the chunked form: never formed, shown in float32
 CHUNKED_SHOWN = "precision.chunked_shown"
-# o_t = S_tᵀ·q̂_t: in float32, cast to the dtype once (Kimi Delta Attention's too)
-LOWP_READ = lowp.read_rule(True, "precision.read_eager", "precision.read_naive")
+# o_t = S_tᵀ·q̂_t: in float32, cast to the dtype once; its float64 agreement notes left out
+LOWP_READ = lowp.read_rule(
+    True,
+    "precision.read_eager",
+    "precision.read_naive",
+    (
+        "note.gdn_linear_in_v",
+        "note.gdn_linear_in_v_far",
+        "note.gdn_chunked_equal",
+        "note.gdn_chunked_far",
+    ),
+)
 _lowp_step = lowp.step_rule(
     lambda gates, t: (float(gates[t, 0]), float(gates[t, 1])),
     True,

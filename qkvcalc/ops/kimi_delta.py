@@ -48,7 +48,6 @@ from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.gated_delta import (
     CHUNK,
     CHUNKED_SHOWN,
-    LOWP_READ,
     WEIGHTS_SHOWN,
     _conv,
     _eps,
@@ -643,6 +642,18 @@ def _joins(value: Any) -> bool:
     return value.norm is not None
 
 
+# o_t = S_tᵀ·q̂_t as Gated DeltaNet's (in float32, cast once); its float64 agreement notes left out
+_lowp_read = lowp.read_rule(
+    True,
+    "precision.read_eager",
+    "precision.read_naive",
+    (
+        "note.kda_linear_in_v",
+        "note.kda_linear_in_v_far",
+        "note.kda_chunked_equal",
+        "note.kda_chunked_far",
+    ),
+)
 # one token's state as recurrent_kimi_delta_attention writes it: each Key channel its own decay
 _lowp_step = lowp.step_rule(
     lambda gates, t: (gates[t, :-1], float(gates[t, -1])),
@@ -670,7 +681,7 @@ FEATURE = Feature(
             _chunked_feeds,
             lowp=lowp.shown(lambda ops, params: _chunked(ops, params, None), CHUNKED_SHOWN),
         ),
-        Op("kda_read", _read_states, _read_feeds, work=_read_work, lowp=LOWP_READ),
+        Op("kda_read", _read_states, _read_feeds, work=_read_work, lowp=_lowp_read),
         *kda_layer.OPS,
     ),
     mistakes=(

@@ -108,9 +108,10 @@ def step_rule(
     return rule
 
 
-def read_rule(upcast: bool, eager: str, naive: str) -> Rule:
+def read_rule(upcast: bool, eager: str, naive: str, drops: tuple[str, ...]) -> Rule:
     """o_t = S_tᵀ·q̂_t: in float32 then cast to the dtype once (`upcast`, under eager: the
-    layer's `.to(initial_dtype)`), or in the dtype."""
+    layer's `.to(initial_dtype)`), or in the dtype; `drops`: the keys of the output's notes that
+    compare it in float64 with W·V and the chunked form (the dtype's numbers are not float64's)."""
 
     def rule(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
         q, states = ops[0], ops[1:]
@@ -120,19 +121,9 @@ def read_rule(upcast: bool, eager: str, naive: str) -> Rule:
         else:
             value = read(q, states, working(r, False))
             key = naive if r.policy == "naive" else eager
-        return Out(value, r.kept, notes=(Msg(key, dtype=r.kept or str(r.dtype)),), drops=DROPS)
+        return Out(value, r.kept, notes=(Msg(key, dtype=r.kept or str(r.dtype)),), drops=drops)
 
     return rule
-
-
-# the notes under the output that compare it with W·V and the chunked form in float64 (the
-# dtype's numbers are not float64's: the recurrent output's own rounding is what they differ by)
-DROPS = (
-    "note.gdn_linear_in_v",
-    "note.gdn_linear_in_v_far",
-    "note.gdn_chunked_equal",
-    "note.gdn_chunked_far",
-)
 
 
 def shown(compute: Callable[[Sequence[np.ndarray], Params], np.ndarray], key: str) -> Rule:
