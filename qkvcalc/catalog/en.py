@@ -1575,6 +1575,10 @@ MESSAGES: dict[str, str] = {
     "{rows}. Rounding moved scores across the cut, or made them equal (then the earlier key is "
     "kept). Every head's mask below applies {dtype}'s choice, as the model would, so those rows "
     "attend to other keys than the twin's.",
+    "precision.fp8_kept_layer": "The FP8 policy keeps this stage in float32: its numbers are "
+    "float32's, its errors counted in {dtype}'s units in the last place at each number's size. In "
+    "this layer only what is given (X, the weights, the parameters) is stored in {dtype}; every "
+    "stage computed from it is computed and kept in float32.",
     "precision.softcap_reached": "Cells at ±{cap} exactly: {count} (their tanh rounded to ±1 in "
     "{dtype}). In {dtype} the cap is reached, not only approached as in float64.",
     "precision.sinks_eager": "As gpt-oss's eager attention: σ (a parameter in {dtype}) joins the "

@@ -80,6 +80,8 @@ def run(p: Problem, dtype: str | None = None, policy: str | None = None) -> Trac
     kernel = ("flash" if p.d_k == p.d_v else "math") if policy == "sdpa" else ""
     rounding = lowp.Rounding(lowp.numpy_dtype(dtype), policy, kernel=kernel)
     state = _State(plain.cache)
+    if any(f.lowp_policy for f, _ in features.active(p)):
+        state.fp8_kept = "precision.fp8_kept_layer"
     last = _last_uses(tuple(stage.spec for stage in plain.stages))
     stages: list[Stage] = []
     for k, stage in enumerate(plain.stages):
@@ -175,6 +177,9 @@ class _State:
         # the keys each query keeps as the dtype chose them (a sparse attention's top-k), which
         # every later mask applies in place of the float64 choice the plan folded in
         self.keeps: np.ndarray | None = None
+        # what a stage kept in float32 under scaled float8 is said with (a layer that is not
+        # softmax attention reads float8 only in its projections)
+        self.fp8_kept = "precision.fp8_kept"
 
     def keep(
         self,
@@ -269,7 +274,7 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
     elif out.stored in (lowp.SHOWN, lowp.SAID):  # its own note says why it is in float32
         kept = None
     elif r.scaled:
-        kept = Msg("precision.fp8_kept", dtype=str(r.dtype))
+        kept = Msg(state.fp8_kept, dtype=str(r.dtype))
     elif r.policy == "sdpa":
         kept = Msg("precision.sdpa_kept", kernel=r.kernel)
     else:
