@@ -251,12 +251,12 @@ def test_one_message_per_wrong_field(case):
 
 
 def test_the_command_line_refuses_once(tmp_path):
-    """A wrong shape, --decode and --dtype: one line each, exit 2, no traceback (--backward
-    runs, the indexer's choice held fixed: tests/test_train_mla.py)."""
+    """A wrong shape and --decode: one line each, exit 2, no traceback (--backward runs, the
+    indexer's choice held fixed: tests/test_train_mla.py; so does --dtype:
+    tests/test_precision_indexer.py)."""
     cases = [
         (bad_problem(BAD["k shape"][0]), [], "indexer.wk is 5×5"),
         (dsa_problem(), ["--decode", "2"], "--decode"),
-        (dsa_problem(), ["--dtype", "bfloat16"], "--dtype"),
     ]
     for k, (problem, args, words) in enumerate(cases):
         path = tmp_path / f"p{k}.json"

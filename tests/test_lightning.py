@@ -271,7 +271,7 @@ BAD = [
     ({"softcap": 30}, (), ("other features",)),
     ({}, ("--decode", "2"), ("leave out --decode",)),
     ({}, ("--tiles", "2"), ("leave out --tiles",)),
-    ({}, ("--dtype", "bfloat16"), ("leave out --dtype",)),
+    ({}, ("--dtype", "bfloat16", "--policy", "sdpa"), ("--policy sdpa does not apply",)),
     ({"attend": [1] * N}, ("--backward",), ("attend puts the loss on softmax weights",)),
 ]
 

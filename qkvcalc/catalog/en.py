@@ -450,8 +450,6 @@ MESSAGES: dict[str, str] = {
     "with g and beta given) and its gated norm (wz, norm), not yet through the whole layer's "
     "pieces before the core (conv; wa, wb, a_log, dt_bias): leave them out, or leave out "
     "--backward.",
-    "gated_delta.dtype": "--dtype does not round a Gated DeltaNet layer (gated_delta) yet: leave "
-    "out --dtype.",
     # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
     "ui.variant.lightning": "a linear-attention layer: MiniMax's lightning attention, each "
     "head's decay rate λ: {slopes}, its blocked form in blocks of {block}",
@@ -672,8 +670,6 @@ MESSAGES: dict[str, str] = {
     "(explain --backward shows their gradients).",
     "lightning.backward": "--backward does not go through a lightning-attention layer "
     "(lightning) yet: leave out --backward.",
-    "lightning.dtype": "--dtype does not round a lightning-attention layer (lightning) yet: "
-    "leave out --dtype.",
     # the layer around the core (qkvcalc/ops/gdn_layer.py)
     "ui.variant.gdn_conv": "Q, K and V through the layer's causal convolution ({taps} "
     "{taps:tap|taps}) and SiLU",
@@ -971,8 +967,6 @@ MESSAGES: dict[str, str] = {
     "(kimi_delta with g and beta given), not yet through the whole layer's own pieces (conv; "
     "wf_a, wf_b, a_log, dt_bias, wb; wg_a, wg_b and norm): leave them out, or leave out "
     "--backward.",
-    "kimi_delta.dtype": "--dtype does not round a Kimi Delta Attention layer (kimi_delta) yet: "
-    "leave out --dtype.",
     # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
     # are gdn_layer.py's)
     "ui.variant.kda_gates": "each channel's g and β made from X (W_fa, W_fb, A_log, dt_bias, W_b)",
@@ -1048,6 +1042,10 @@ MESSAGES: dict[str, str] = {
     "either in one ({whole}) or as its two low-rank factors ({parts}), not both.",
     "kimi_delta.lower_bound": "kimi_delta's lower_bound (the bounded decay's b in g = "
     "b·σ(e^(A_log)·(F + dt_bias))) must be a number below 0, not {value}.",
+    "precision.kda_bounded": "--dtype does not round a Kimi Delta Attention layer with a "
+    "bounded decay (lower_bound, Ling 3.0's) yet: that model keeps its conv1d, A_log and dt_bias "
+    "in float32 in a low-precision checkpoint, which the lab's rules for this layer do not "
+    "follow. Leave out --dtype.",
     "kimi_delta.needs_x": "kimi_delta's {field} multiplies X: give x and the weights (not q, k "
     "and v directly).",
     "kimi_delta.conv": "kimi_delta's conv is {shape}, but it needs one row per tap and one "
@@ -1597,6 +1595,147 @@ MESSAGES: dict[str, str] = {
     "scaled_dot_product_attention has no place for it (use --policy eager or naive)",
     "precision.feature_unsupported": "--dtype does not compute {feature} in low precision yet "
     "(its stage {stage}, operation {op!r}): run it without --dtype, or without {feature}",
+    # ---- --dtype: the linear-attention layers (qkvcalc.ops.state_rounding) -------------------
+    "precision.sdpa_linear": "--policy sdpa does not apply to a linear-attention layer: it calls "
+    "no attention kernel (use --policy eager or naive)",
+    "precision.policy.gated_delta.eager": "Computed in {dtype} as Qwen3-Next's torch fallback "
+    "(torch_recurrent_gated_delta_rule) does: the projections summed in float32 and rounded to "
+    "{dtype}; then q, k, v, g and β cast to float32, the L2 norms, the state and the output "
+    "computed in float32 token by token, and only the output cast back to {dtype}. Each stage is "
+    "shown beside its float64 twin.",
+    "precision.policy.gated_delta.eager_fp8": "Computed with FP8 products: X and the weights "
+    "stored in {dtype} with one scale per tensor, each projection summed in float32 and kept in "
+    "float32; then q, k, v, g and β in float32, the L2 norms, the state and the output computed "
+    "in float32 token by token, as Qwen3-Next's torch fallback does. Each stage is shown beside "
+    "its float64 twin.",
+    "precision.policy.gated_delta.naive": "Computed in {dtype} as a hand-written layer does, with "
+    "no upcast: the L2 norms, every step of the state and the output each rounded to {dtype} (the "
+    "state itself kept in {dtype}). Each stage is shown beside its float64 twin.",
+    "precision.policy.kimi_delta.eager": "Computed in {dtype} as Kimi Linear's "
+    "recurrent_kimi_delta_attention does: the projections summed in float32 and rounded to "
+    "{dtype}; then q, k, v, g and β cast to float32, the L2 norms, the state and the output "
+    "computed in float32 token by token, and only the output cast back to {dtype}. Each stage is "
+    "shown beside its float64 twin.",
+    "precision.policy.kimi_delta.eager_fp8": "Computed with FP8 products: X and the weights "
+    "stored in {dtype} with one scale per tensor, each projection summed in float32 and kept in "
+    "float32; then q, k, v, g and β in float32, the L2 norms, the state and the output computed "
+    "in float32 token by token, as Kimi Linear's recurrent_kimi_delta_attention does. Each stage "
+    "is shown beside its float64 twin.",
+    "precision.policy.kimi_delta.naive": "Computed in {dtype} as a hand-written layer does, with "
+    "no upcast: the L2 norms, every step of the state and the output each rounded to {dtype} (the "
+    "state itself kept in {dtype}). Each stage is shown beside its float64 twin.",
+    "precision.l2norm_eager": "After the layer's cast to float32 (Qwen3-Next and Kimi Linear cast "
+    "q and k before the norm): Σx², x·(1/√(Σx² + 10⁻⁶)) and the scale each in float32, kept in "
+    "float32: its numbers and units in the last place are float32's. The inputs were {dtype}'s.",
+    "precision.l2norm_naive": "Written with tensors in {dtype} and no upcast: x², the sum "
+    "(accumulated in float32), + 10⁻⁶, the square root, the division and the scale each rounded "
+    "to {dtype}.",
+    "precision.state_eager": "The {dtype} run keeps the state in float32, as the layer does (it "
+    "cast q, k, v, g and β to float32): e^(g), the decay, m, v − m, times β, k̂·δᵀ and the sum "
+    "each rounded to float32. Its numbers and units in the last place are float32's.",
+    "precision.state_naive": "The state is kept in {dtype}: e^(g), the decay, m (its products "
+    "rounded, then summed in float32 and rounded), v − m, times β, k̂·δᵀ and the sum each rounded "
+    "to {dtype}, at every token: the rounding of one step is carried into every later one.",
+    "precision.read_eager": "o_t = S_tᵀ·q̂_t in float32 (each product and the sum rounded to "
+    "float32), then cast to {dtype} once, as the layer returns its output.",
+    "precision.read_naive": "o_t = S_tᵀ·q̂_t with tensors in {dtype}: each product rounded, the "
+    "sum accumulated in float32 and rounded to {dtype}.",
+    "precision.weights_shown": "The layer never forms W: it is shown in float32, computed exactly "
+    "from the {dtype} run's q̂, k̂, g and β and rounded to float32 once, to be read beside the "
+    "output (no later stage reads it). Its numbers and units in the last place are float32's.",
+    "precision.chunked_shown": "The chunked form is shown in float32, computed exactly from the "
+    "{dtype} run's q̂, k̂, v, g and β and rounded to float32 once: how far the output below is "
+    "from it is the rounding of the steps token by token. Its numbers and units in the last place "
+    "are float32's.",
+    "precision.conv_eager": "As causal_conv1d_fn computes it in {dtype}: each output's taps "
+    "multiplied and summed, rounded to {dtype} once; then SiLU in float32, rounded to {dtype}.",
+    "precision.conv_naive": "The convolution rounded to {dtype} once, then SiLU written by hand "
+    "with tensors in {dtype}: σ(x) rounded, and x·σ(x) rounded.",
+    "precision.gates_eager": "g as the layer makes it, from a.float(): dt_bias and A_log "
+    "parameters in {dtype}, a + dt_bias, e^(A_log), the softplus and the product each in "
+    "float32, so g stays in float32; β = σ(b) rounded to {dtype}. The stage's numbers and units in "
+    "the last place are float32's.",
+    "precision.gates_naive": "Written with tensors in {dtype}: a + dt_bias, e^(A_log), the "
+    "softplus and the product each rounded to {dtype}, and β = σ(b) rounded to {dtype}.",
+    "precision.kda_gates_eager": "g as Kimi Linear's forget gate makes it, from F.float(): "
+    "dt_bias and A_log parameters in {dtype}, F + dt_bias, e^(A_log), the softplus and the "
+    "product each in float32, so g stays in float32; β = σ(b) rounded to {dtype}. The stage's "
+    "numbers and units in the last place are float32's.",
+    "precision.kda_gates_naive": "Written with tensors in {dtype}: F + dt_bias, e^(A_log), the "
+    "softplus and the product each rounded to {dtype}, and β = σ(b) rounded to {dtype}.",
+    "precision.gated_norm_eager": "As Qwen3NextRMSNormGated computes it: the row in float32, "
+    "mean(x²), 1/√(mean + ε) and x times it in float32, cast to {dtype}; then the weight (in "
+    "{dtype}) times that, rounded to {dtype}.",
+    "precision.gated_norm_strict": "As KimiLinearRMSNormGated computes it, in float32 "
+    "throughout: mean(x²), 1/√(mean + ε), x times it, and the weight (cast from {dtype} to "
+    "float32) times that; kept in float32 until after the gate. Its numbers and units in the last "
+    "place are float32's.",
+    "precision.gated_norm_naive": "Written with tensors in {dtype} and no upcast: x², the mean, "
+    "the mean + ε, its square root, the division and the product by the weight each rounded to "
+    "{dtype}.",
+    "precision.gated_eager": "N times the activation of Z (taken in float32 from Z.float()), in "
+    "float32, cast to {dtype} once.",
+    "precision.gated_naive": "The activation of Z rounded to {dtype}, then N times it rounded to "
+    "{dtype}.",
+    "precision.policy.lightning.eager": "Computed in {dtype} as MiniMax's lightning attention "
+    "does in transformers: nothing is cast to float32, so the state is kept in {dtype} and each "
+    "step's products and sums are rounded to {dtype} (matrix products summed in float32 first); "
+    "only the RMSNorm over the heads is taken in float32. Each stage is shown beside its float64 "
+    "twin.",
+    "precision.policy.lightning.eager_fp8": "Computed with FP8 products: X and the weights stored "
+    "in {dtype} with one scale per tensor, each projection summed in float32 and kept in float32; "
+    "every later stage of the layer (the state, the output, the norm) computed and kept in "
+    "float32. Each stage is shown beside its float64 twin.",
+    "precision.policy.lightning.naive": "Computed in {dtype} as a hand-written layer does, with no "
+    "upcast: SiLU, the state, the output and the RMSNorm over the heads each rounded to {dtype} "
+    "op by op. Each stage is shown beside its float64 twin.",
+    "precision.lightning_weights_shown": "The layer never forms W: it is shown in float32, "
+    "computed exactly from the {dtype} run's q, k and λ and rounded to float32 once, to be read "
+    "beside the output (no later stage reads it). Its numbers and units in the last place are "
+    "float32's.",
+    "precision.silu_naive": "Written with tensors in {dtype}: −x, e^(−x), 1 + e^(−x) and the "
+    "division each rounded to {dtype}.",
+    "precision.lightning_state": "The state is kept in {dtype}, as MiniMax's layer keeps it (it "
+    "casts nothing to float32): the ratio e^(−λ) = {ratio} (λ rounded to {dtype}, its e^ "
+    "rounded), k_t·v_tᵀ, ratio·S_(t−1) and the sum each rounded to {dtype}, at every token.",
+    "precision.lightning_read": "o_t = q_t·S_t as torch.matmul computes it in {dtype}: the "
+    "products summed in float32, rounded to {dtype} once. This is the recurrent path MiniMax "
+    "takes token by token when decoding.",
+    "precision.lightning_blocked": "The blocked form as MiniMax computes a prompt in {dtype}: the "
+    "decays made in float32 from λ and stored in {dtype} (the layer's buffers), each matrix "
+    "product summed in float32 and rounded to {dtype}, each elementwise product, sum and the "
+    "state carried between blocks rounded to {dtype}. In {dtype} it need not equal the output "
+    "below: the two forms round in different places.",
+    "precision.lightning_rms_eager": "As MiniMaxRMSNorm computes it: the heads' outputs side by "
+    "side in float32, mean(x²) and √(mean + ε) in float32 (the layer multiplies by its "
+    "reciprocal). Its numbers and units in the last place are float32's; the outputs were "
+    "{dtype}'s.",
+    "precision.lightning_rms_naive": "Written with tensors in {dtype}: x², the mean, the mean + ε "
+    "and the square root each rounded to {dtype}.",
+    "precision.lightning_apply_eager": "As MiniMaxRMSNorm computes it: out times 1/r in float32, "
+    "cast to {dtype}, then the weight (in {dtype}) times that, rounded to {dtype}.",
+    "precision.lightning_apply_naive": "Written with tensors in {dtype}: out / r rounded, then "
+    "times the weight rounded to {dtype}.",
+    "precision.index_scores_eager": "As transformers' DeepseekV32Indexer computes them on the "
+    "CPU from the {dtype} q_I and k_I: q.float() @ k.float() times 1/√D, ReLU, the weights "
+    "w.float() times 1/√H_I, and their sum over the index heads, each in float32: the scores stay "
+    "in float32 (DeepSeek's own kernel scores in FP8; transformers skips that). Their numbers "
+    "and units in the last place are float32's.",
+    "precision.index_scores_naive": "Written with tensors in {dtype}: each head's q·k (summed in "
+    "float32), times 1/√D, the weights times 1/√H_I and the sum over the index heads each "
+    "rounded to {dtype}.",
+    "precision.mask_wide": "Where masked, {fill} ({dtype}'s most negative finite number, the "
+    "model's additive mask) is added to the float32 score in float32: the scores stay float32's.",
+    "precision.selection_same": "In {dtype} every query keeps the same keys as its float64 twin.",
+    "precision.selection_changed": "In {dtype} the top-k keeps other keys than the float64 twin "
+    "for {count} of the queries (each: the keys the twin kept → the keys {dtype} kept instead): "
+    "{rows}. Rounding moved scores across the cut, or made them equal (then the earlier key is "
+    "kept). Every head's mask below applies {dtype}'s choice, as the model would, so those rows "
+    "attend to other keys than the twin's.",
+    "precision.fp8_kept_layer": "The FP8 policy keeps this stage in float32: its numbers are "
+    "float32's, its errors counted in {dtype}'s units in the last place at each number's size. In "
+    "this layer only what is given (X, the weights, the parameters) is stored in {dtype}; every "
+    "stage computed from it is computed and kept in float32.",
     "precision.softcap_reached": "Cells at ±{cap} exactly: {count} (their tanh rounded to ±1 in "
     "{dtype}). In {dtype} the cap is reached, not only approached as in float64.",
     "precision.sinks_eager": "As gpt-oss's eager attention: σ (a parameter in {dtype}) joins the "
@@ -2672,8 +2811,6 @@ MESSAGES: dict[str, str] = {
     "has D = {dim}",
     "indexer.decode": "The sparse-attention indexer is not computed step by step with a KV "
     "cache: leave out --decode (the whole run shows it).",
-    "indexer.dtype": "The sparse-attention indexer has no low-precision rules yet: leave out "
-    "--dtype, or the indexer.",
     "extract.dsa_shared": "{model}: layer {layer} has no indexer of its own: it reuses the top-k "
     'keys of layer {full} (a "shared" layer in indexer_types), chosen from that layer\'s input; '
     "extract layer {full}, or another layer that runs its own indexer",

@@ -446,8 +446,6 @@ MESSAGES: dict[str, str] = {
     "gated_delta.backward": "--backward는 Gated DeltaNet 층의 핵심(g와 beta를 준 gated_delta)과 "
     "게이트 정규화(wz, norm)를 거치지만, 핵심 앞의 부품(conv; wa, wb, a_log, dt_bias)은 아직 "
     "거치지 않습니다: 그 키들을 빼거나 --backward를 빼세요.",
-    "gated_delta.dtype": "--dtype은 아직 Gated DeltaNet 층(gated_delta)을 반올림하지 않습니다: "
-    "--dtype을 빼세요.",
     # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
     "ui.variant.lightning": "선형 어텐션 층: MiniMax의 라이트닝 어텐션, 각 헤드의 감쇠율 λ: "
     "{slopes}, 블록 형식의 블록 크기: {block}",
@@ -660,8 +658,6 @@ MESSAGES: dict[str, str] = {
     "빼세요(explain --backward가 그 기울기를 보여 줍니다).",
     "lightning.backward": "--backward는 아직 라이트닝 어텐션 층(lightning)을 거치지 않습니다: "
     "--backward를 빼세요.",
-    "lightning.dtype": "--dtype은 아직 라이트닝 어텐션 층(lightning)을 반올림하지 않습니다: "
-    "--dtype을 빼세요.",
     # the layer around the core (qkvcalc/ops/gdn_layer.py)
     "ui.variant.gdn_conv": "Q, K, V가 층의 인과 합성곱(탭 {taps}개)과 SiLU를 거침",
     "ui.variant.gdn_gates": "X로 만든 g와 β(W_a, W_b, A_log, dt_bias)",
@@ -948,8 +944,6 @@ MESSAGES: dict[str, str] = {
     "kimi_delta.backward": "--backward는 Kimi Delta Attention 층의 핵심(g와 beta를 준 "
     "kimi_delta)을 거치지만, 층 전체의 부품(conv; wf_a, wf_b, a_log, dt_bias, wb; wg_a, wg_b와 "
     "norm)은 아직 거치지 않습니다: 그 키들을 빼거나 --backward를 빼세요.",
-    "kimi_delta.dtype": "--dtype은 아직 Kimi Delta Attention 층(kimi_delta)을 반올림하지 "
-    "않습니다: --dtype을 빼세요.",
     # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
     # are gdn_layer.py's)
     "ui.variant.kda_gates": "X로 만든 채널마다의 g와 β(W_fa, W_fb, A_log, dt_bias, W_b)",
@@ -1023,6 +1017,10 @@ MESSAGES: dict[str, str] = {
     "투영을 하나로({whole}) 주거나 저랭크 인수 두 개로({parts}) 주세요. 둘 다는 안 됩니다.",
     "kimi_delta.lower_bound": "kimi_delta의 lower_bound(g = b·σ(e^(A_log)·(F + dt_bias))에서 "
     "하한이 있는 감쇠의 b)는 0보다 작은 수여야 합니다. 받은 값: {value}",
+    "precision.kda_bounded": "--dtype은 아직 하한이 있는 감쇠(lower_bound, Ling 3.0의 것)를 "
+    "쓰는 Kimi Delta Attention 층을 반올림하지 않습니다. 그 모델은 저정밀도 체크포인트에서도 "
+    "conv1d, A_log, dt_bias를 float32로 두는데, 이 층에 대한 실험실의 규칙은 아직 그것을 따르지 "
+    "않습니다. --dtype을 빼세요.",
     "kimi_delta.needs_x": "kimi_delta의 {field} 키는 X에 곱합니다: q, k, v를 직접 주지 말고 x와 "
     "가중치를 주세요.",
     "kimi_delta.conv": "kimi_delta의 conv 모양은 {shape}인데, 탭마다 한 행, q, k, v의 채널마다 "
@@ -1556,6 +1554,141 @@ MESSAGES: dict[str, str] = {
     "scaled_dot_product_attention에는 그 자리가 없습니다(--policy eager 또는 naive를 쓰세요)",
     "precision.feature_unsupported": "--dtype은 아직 다음을 낮은 정밀도로 계산하지 않습니다: "
     "{feature} (단계 {stage}, 연산 {op!r}). --dtype 없이, 또는 {feature} 없이 실행하세요",
+    # ---- --dtype: 선형 어텐션 층 (qkvcalc.ops.state_rounding) --------------------------------
+    "precision.sdpa_linear": "--policy sdpa는 선형 어텐션 층에 맞지 않습니다. 이 층은 어텐션 "
+    "커널을 부르지 않습니다(--policy eager나 naive를 쓰세요)",
+    "precision.policy.gated_delta.eager": "Qwen3-Next의 torch 대체 경로"
+    "(torch_recurrent_gated_delta_rule)처럼 {dtype} 정밀도로 계산했습니다. 투영은 float32로 "
+    "더해 {dtype} 값으로 반올림하고, 그다음 q, k, v, g, β를 float32로 바꾼 뒤 L2 정규화, 상태, "
+    "출력을 토큰마다 float32로 계산하며, 출력만 마지막에 {dtype} 값으로 되돌립니다. 단계마다 "
+    "float64 쌍둥이를 옆에 보입니다.",
+    "precision.policy.gated_delta.eager_fp8": "FP8 곱으로 계산했습니다. X와 가중치는 텐서마다 "
+    "배율 하나를 두고 {dtype} 값으로 저장하고, 투영은 float32로 더해 float32로 둡니다. 그다음 "
+    "Qwen3-Next의 torch 대체 경로처럼 q, k, v, g, β를 float32로 두고 L2 정규화, 상태, 출력을 "
+    "토큰마다 float32로 계산합니다. 단계마다 float64 쌍둥이를 옆에 보입니다.",
+    "precision.policy.gated_delta.naive": "손으로 짠 층처럼 업캐스트 없이 {dtype} 정밀도로 "
+    "계산했습니다. L2 정규화, 상태의 모든 연산, 출력을 각각 {dtype} 값으로 반올림합니다(상태 "
+    "자체도 {dtype} 값으로 둡니다). 단계마다 float64 쌍둥이를 옆에 보입니다.",
+    "precision.policy.kimi_delta.eager": "Kimi Linear의 recurrent_kimi_delta_attention처럼 "
+    "{dtype} 정밀도로 계산했습니다. 투영은 float32로 더해 {dtype} 값으로 반올림하고, 그다음 q, "
+    "k, v, g, β를 float32로 바꾼 뒤 L2 정규화, 상태, 출력을 토큰마다 float32로 계산하며, 출력만 "
+    "마지막에 {dtype} 값으로 되돌립니다. 단계마다 float64 쌍둥이를 옆에 보입니다.",
+    "precision.policy.kimi_delta.eager_fp8": "FP8 곱으로 계산했습니다. X와 가중치는 텐서마다 "
+    "배율 하나를 두고 {dtype} 값으로 저장하고, 투영은 float32로 더해 float32로 둡니다. 그다음 "
+    "Kimi Linear의 recurrent_kimi_delta_attention처럼 q, k, v, g, β를 float32로 두고 L2 정규화, "
+    "상태, 출력을 토큰마다 float32로 계산합니다. 단계마다 float64 쌍둥이를 옆에 보입니다.",
+    "precision.policy.kimi_delta.naive": "손으로 짠 층처럼 업캐스트 없이 {dtype} 정밀도로 "
+    "계산했습니다. L2 정규화, 상태의 모든 연산, 출력을 각각 {dtype} 값으로 반올림합니다(상태 "
+    "자체도 {dtype} 값으로 둡니다). 단계마다 float64 쌍둥이를 옆에 보입니다.",
+    "precision.l2norm_eager": "층이 float32로 바꾼 뒤에 계산합니다(Qwen3-Next와 Kimi Linear는 "
+    "정규화 전에 q와 k를 float32로 바꿉니다). Σx², x·(1/√(Σx² + 10⁻⁶)), 배율을 각각 float32로 "
+    "계산해 float32로 둡니다. 이 단계의 수와 마지막 자리 단위는 float32의 것입니다. 입력은 "
+    "{dtype} 값이었습니다.",
+    "precision.l2norm_naive": "업캐스트 없이 {dtype} 텐서로 짰습니다. x², 합(float32로 누적), "
+    "+ 10⁻⁶, 제곱근, 나눗셈, 배율을 각각 {dtype} 값으로 반올림합니다.",
+    "precision.state_eager": "{dtype} 계산도 층처럼 상태를 float32로 둡니다(q, k, v, g, β를 "
+    "float32로 바꿨기 때문입니다). e^(g), 감쇠, m, v − m, β를 곱한 값, k̂·δᵀ, 합을 각각 float32로 "
+    "반올림합니다. 이 단계의 수와 마지막 자리 단위는 float32의 것입니다.",
+    "precision.state_naive": "상태를 {dtype} 값으로 둡니다. e^(g), 감쇠, m(곱을 반올림한 뒤 "
+    "float32로 더해 반올림), v − m, β를 곱한 값, k̂·δᵀ, 합을 토큰마다 각각 {dtype} 값으로 "
+    "반올림합니다. 한 단계의 반올림이 뒤의 모든 단계로 이어집니다.",
+    "precision.read_eager": "o_t = S_tᵀ·q̂_t를 float32로 계산하고(곱과 합을 각각 float32로 "
+    "반올림), 층이 출력을 돌려줄 때처럼 한 번만 {dtype} 값으로 바꿉니다.",
+    "precision.read_naive": "o_t = S_tᵀ·q̂_t를 {dtype} 텐서로 계산합니다. 곱마다 반올림하고, 합은 "
+    "float32로 누적해 {dtype} 값으로 반올림합니다.",
+    "precision.weights_shown": "층은 W를 만들지 않습니다. 여기서는 {dtype} 계산의 q̂, k̂, g, β로 "
+    "정확히 계산해 float32로 한 번 반올림한 값을, 출력 옆에서 읽으라고 보입니다(뒤의 어떤 단계도 "
+    "읽지 않습니다). 이 단계의 수와 마지막 자리 단위는 float32의 것입니다.",
+    "precision.chunked_shown": "청크 형태는 {dtype} 계산의 q̂, k̂, v, g, β로 정확히 계산해 "
+    "float32로 한 번 반올림한 값입니다. 아래 출력이 이것과 다른 만큼이 토큰마다 한 단계씩 "
+    "반올림한 결과입니다. 이 단계의 수와 마지막 자리 단위는 float32의 것입니다.",
+    "precision.conv_eager": "causal_conv1d_fn이 {dtype} 정밀도로 계산하듯이: 출력마다 탭의 곱을 "
+    "더해 한 번 {dtype} 값으로 반올림하고, 그다음 SiLU를 float32로 계산해 {dtype} 값으로 "
+    "반올림합니다.",
+    "precision.conv_naive": "합성곱을 한 번 {dtype} 값으로 반올림한 뒤, SiLU를 {dtype} 텐서로 "
+    "손으로 짭니다. σ(x)를 반올림하고 x·σ(x)를 반올림합니다.",
+    "precision.gates_eager": "층이 a.float()에서 만드는 대로의 g: dt_bias와 A_log 매개변수는 "
+    "{dtype} 값이고, a + dt_bias, e^(A_log), softplus, 곱을 각각 float32로 계산하므로 g는 "
+    "float32에 머뭅니다. β = σ(b)는 {dtype} 값으로 반올림합니다. 이 단계의 수와 마지막 자리 "
+    "단위는 float32의 것입니다.",
+    "precision.gates_naive": "{dtype} 텐서로 짰습니다. a + dt_bias, e^(A_log), softplus, 곱을 "
+    "각각 {dtype} 값으로 반올림하고, β = σ(b)도 {dtype} 값으로 반올림합니다.",
+    "precision.kda_gates_eager": "Kimi Linear의 망각 게이트가 F.float()에서 만드는 대로의 g: "
+    "dt_bias와 A_log 매개변수는 {dtype} 값이고, F + dt_bias, e^(A_log), softplus, 곱을 각각 "
+    "float32로 계산하므로 g는 float32에 머뭅니다. β = σ(b)는 {dtype} 값으로 반올림합니다. 이 "
+    "단계의 수와 마지막 자리 단위는 float32의 것입니다.",
+    "precision.kda_gates_naive": "{dtype} 텐서로 짰습니다. F + dt_bias, e^(A_log), softplus, 곱을 "
+    "각각 {dtype} 값으로 반올림하고, β = σ(b)도 {dtype} 값으로 반올림합니다.",
+    "precision.gated_norm_eager": "Qwen3NextRMSNormGated처럼: 행을 float32로 두고 mean(x²), "
+    "1/√(mean + ε), x와 그 곱을 float32로 계산해 {dtype} 값으로 바꾼 뒤, 가중치({dtype} 값)와의 "
+    "곱을 {dtype} 값으로 반올림합니다.",
+    "precision.gated_norm_strict": "KimiLinearRMSNormGated처럼 처음부터 끝까지 float32로: "
+    "mean(x²), 1/√(mean + ε), x와 그 곱, 그리고 가중치({dtype} 값을 float32로 바꾼 것)와의 곱을 "
+    "계산하고, 게이트 뒤까지 float32로 둡니다. 이 단계의 수와 마지막 자리 단위는 float32의 "
+    "것입니다.",
+    "precision.gated_norm_naive": "업캐스트 없이 {dtype} 텐서로 짰습니다. x², 평균, 평균 + ε, 그 "
+    "제곱근, 나눗셈, 가중치와의 곱을 각각 {dtype} 값으로 반올림합니다.",
+    "precision.gated_eager": "N과 Z의 활성값(Z.float()에서 float32로 계산)의 곱을 float32로 "
+    "계산해 한 번 {dtype} 값으로 바꿉니다.",
+    "precision.gated_naive": "Z의 활성값을 {dtype} 값으로 반올림하고, N과의 곱을 {dtype} 값으로 "
+    "반올림합니다.",
+    "precision.policy.lightning.eager": "transformers의 MiniMax 라이트닝 어텐션처럼 {dtype} "
+    "정밀도로 계산했습니다. 아무것도 float32로 바꾸지 않으므로 상태는 {dtype} 값으로 두고, "
+    "단계마다 곱과 합을 {dtype} 값으로 반올림합니다(행렬곱은 먼저 float32로 더합니다). 헤드 "
+    "전체에 대한 RMSNorm만 float32로 계산합니다. 단계마다 float64 쌍둥이를 옆에 보입니다.",
+    "precision.policy.lightning.eager_fp8": "FP8 곱으로 계산했습니다. X와 가중치는 텐서마다 배율 "
+    "하나를 두고 {dtype} 값으로 저장하고, 투영은 float32로 더해 float32로 둡니다. 그 뒤 층의 모든 "
+    "단계(상태, 출력, 정규화)를 float32로 계산해 float32로 둡니다. 단계마다 float64 쌍둥이를 옆에 "
+    "보입니다.",
+    "precision.policy.lightning.naive": "손으로 짠 층처럼 업캐스트 없이 {dtype} 정밀도로 "
+    "계산했습니다. SiLU, 상태, 출력, 헤드 전체에 대한 RMSNorm을 연산마다 {dtype} 값으로 "
+    "반올림합니다. 단계마다 float64 쌍둥이를 옆에 보입니다.",
+    "precision.lightning_weights_shown": "층은 W를 만들지 않습니다. 여기서는 {dtype} 계산의 q, "
+    "k와 λ로 정확히 계산해 float32로 한 번 반올림한 값을, 출력 옆에서 읽으라고 보입니다(뒤의 어떤 "
+    "단계도 읽지 않습니다). 이 단계의 수와 마지막 자리 단위는 float32의 것입니다.",
+    "precision.silu_naive": "{dtype} 텐서로 짰습니다. −x, e^(−x), 1 + e^(−x), 나눗셈을 각각 "
+    "{dtype} 값으로 반올림합니다.",
+    "precision.lightning_state": "MiniMax의 층이 두는 대로 상태를 {dtype} 값으로 둡니다(아무것도 "
+    "float32로 바꾸지 않습니다). 비율 e^(−λ) = {ratio}(λ를 {dtype} 값으로 반올림하고 그 e^도 "
+    "반올림), k_t·v_tᵀ, ratio·S_(t−1), 합을 토큰마다 각각 {dtype} 값으로 반올림합니다.",
+    "precision.lightning_read": "o_t = q_t·S_t를 torch.matmul이 {dtype} 정밀도로 계산하듯이: "
+    "곱을 float32로 더해 한 번 {dtype} 값으로 반올림합니다. MiniMax가 디코딩할 때 토큰마다 "
+    "따르는 순환 경로입니다.",
+    "precision.lightning_blocked": "MiniMax가 프롬프트를 {dtype} 정밀도로 계산하는 블록 형태: "
+    "감쇠는 λ에서 float32로 만들어 {dtype} 값으로 저장하고(층의 버퍼), 행렬곱은 float32로 더해 "
+    "{dtype} 값으로 반올림하며, 원소별 곱, 합, 블록 사이로 넘기는 상태를 각각 {dtype} 값으로 "
+    "반올림합니다. {dtype} 정밀도에서는 아래 출력과 같지 않을 수 있습니다. 두 형태는 다른 곳에서 "
+    "반올림합니다.",
+    "precision.lightning_rms_eager": "MiniMaxRMSNorm처럼: 헤드 출력을 나란히 놓고 float32로 "
+    "mean(x²)와 √(mean + ε)를 계산합니다(층은 그 역수를 곱합니다). 이 단계의 수와 마지막 자리 "
+    "단위는 float32의 것이고, 출력은 {dtype} 값이었습니다.",
+    "precision.lightning_rms_naive": "{dtype} 텐서로 짰습니다. x², 평균, 평균 + ε, 제곱근을 각각 "
+    "{dtype} 값으로 반올림합니다.",
+    "precision.lightning_apply_eager": "MiniMaxRMSNorm처럼: out과 1/r의 곱을 float32로 계산해 "
+    "{dtype} 값으로 바꾼 뒤, 가중치({dtype} 값)와의 곱을 {dtype} 값으로 반올림합니다.",
+    "precision.lightning_apply_naive": "{dtype} 텐서로 짰습니다. out / r을 반올림하고, 가중치와의 "
+    "곱을 {dtype} 값으로 반올림합니다.",
+    "precision.index_scores_eager": "transformers의 DeepseekV32Indexer가 CPU에서 {dtype} "
+    "q_I와 k_I로 계산하듯이: q.float() @ k.float()에 1/√D를 곱하고 ReLU를 거친 뒤, 가중치 "
+    "w.float()에 1/√H_I를 곱해 인덱스 헤드에 걸쳐 더하며, 모두 float32로 계산하므로 점수는 "
+    "float32에 머뭅니다(DeepSeek의 커널은 FP8로 점수를 매기지만 transformers는 그 단계를 "
+    "건너뜁니다). 이 단계의 수와 마지막 자리 단위는 float32의 것입니다.",
+    "precision.index_scores_naive": "{dtype} 텐서로 짰습니다. 헤드마다 q·k(float32로 누적), "
+    "1/√D를 곱한 값, 1/√H_I를 곱한 가중치, 인덱스 헤드에 걸친 합을 각각 {dtype} 값으로 "
+    "반올림합니다.",
+    "precision.mask_wide": "가려진 칸에는 float32 점수에 다음 값을 float32로 더합니다: {fill}"
+    "({dtype}의 가장 작은 유한수, 모델의 덧셈 마스크). 점수는 float32 값으로 남습니다.",
+    "precision.selection_same": "{dtype} 정밀도에서도 모든 Query가 float64 쌍둥이와 같은 Key를 "
+    "남깁니다.",
+    "precision.selection_changed": "{dtype} 정밀도에서 top-k가 float64 쌍둥이와 다른 Key를 "
+    "남기는 Query 수: {count}(각각 쌍둥이가 남긴 Key → {dtype} 계산이 대신 남긴 Key): {rows}. "
+    "반올림이 점수를 경계 너머로 옮겼거나 같게 만들었습니다(같으면 앞선 Key를 남깁니다). 아래 모든 "
+    "헤드의 마스크는 모델처럼 {dtype} 계산의 선택을 적용하므로, 그 행들은 쌍둥이와 다른 Key에 "
+    "주의를 기울입니다.",
+    "precision.fp8_kept_layer": "FP8 정책은 이 단계를 float32로 둡니다. 수는 float32의 것이고, "
+    "오차는 각 수의 크기에서 {dtype}의 마지막 자리 단위로 셉니다. 이 층에서는 주어진 것(X, 가중치, "
+    "매개변수)만 {dtype} 값으로 저장하고, 그것으로 계산하는 단계는 모두 float32로 계산해 float32로 "
+    "둡니다.",
     "precision.softcap_reached": "정확히 ±{cap}인 칸: {count}개({dtype} 값에서 tanh가 ±1로 "
     "반올림됨). {dtype} 값에서는 float64에서처럼 한계에 가까워지기만 하는 게 아니라 한계에 "
     "닿습니다.",
@@ -2622,8 +2755,6 @@ MESSAGES: dict[str, str] = {
     "indexer.norm_length": "{field}의 수는 {length}개인데, 인덱서의 Key는 D = {dim}개입니다",
     "indexer.decode": "희소 어텐션 인덱서는 KV 캐시로 한 단계씩 계산하지 않습니다: --decode를 "
     "빼세요 (전체 실행에서 보입니다).",
-    "indexer.dtype": "희소 어텐션 인덱서에는 아직 저정밀도 규칙이 없습니다: --dtype이나 "
-    "indexer를 빼세요.",
     "extract.dsa_shared": "{model}: 층 {layer}에는 자기 인덱서가 없습니다. 층 {full}의 top-k Key를 "
     '다시 쓰며 (indexer_types의 "shared" 층), 그 Key는 그 층의 입력에서 골랐습니다. 다른 층을 '
     "추출하세요: 층 {full} 또는 자기 인덱서를 실행하는 층",

@@ -172,6 +172,10 @@ class Feature(NamedTuple):
     # … and --backward for it: a layer whose own pieces have no gradients yet, when it has them
     no_backward_when: Callable[[Any], str] | None = None
     no_dtype: str = ""  # the catalog key that refuses --dtype (its ops have no rounding rules)
+    # --dtype: the catalog keys of the summary that says how each policy computes it, in place
+    # of the softmax attention's (a layer that is not softmax attention): (policy, key) pairs,
+    # "eager_fp8" for eager's scaled float8
+    lowp_policy: tuple[tuple[str, str], ...] = ()
     alone: str = ""  # the catalog key that refuses it beside any other feature
     # the features it cannot stand beside: (the other's name, the catalog key that says why)
     refuses: tuple[tuple[str, str], ...] = ()

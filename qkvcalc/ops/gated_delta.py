@@ -42,6 +42,7 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix, to_matrix, to_vector
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops import gdn_layer
+from qkvcalc.ops import state_rounding as lowp
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
@@ -900,6 +901,30 @@ def _whole(value: GatedDelta) -> bool:
     return value.conv is not None or value.wa is not None
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.state_rounding) ----------------
+
+WEIGHTS_SHOWN = "precision.weights_shown"  # W and the chunked form: never formed, shown in float32
+CHUNKED_SHOWN = "precision.chunked_shown"
+# o_t = S_tᵀ·q̂_t: in float32, cast to the dtype once; its float64 agreement notes left out
+LOWP_READ = lowp.read_rule(
+    True,
+    "precision.read_eager",
+    "precision.read_naive",
+    (
+        "note.gdn_linear_in_v",
+        "note.gdn_linear_in_v_far",
+        "note.gdn_chunked_equal",
+        "note.gdn_chunked_far",
+    ),
+)
+_lowp_step = lowp.step_rule(
+    lambda gates, t: (float(gates[t, 0]), float(gates[t, 1])),
+    True,
+    "precision.state_eager",
+    "precision.state_naive",
+)
+
+
 # ---- the quiz's named mistakes ------------------------------------------------------------------
 
 
@@ -1160,6 +1185,7 @@ FEATURE = Feature(
             ),
             grad_work=_l2norm_grad_work,
             grad_reads=True,
+            lowp=lowp.l2norm_rule(EPS, "precision.l2norm_eager", "precision.l2norm_naive"),
         ),
         Op(
             "delta_step",
@@ -1168,6 +1194,7 @@ FEATURE = Feature(
             work=_step_work,
             torch=_torch_step,
             torch_defs=_TORCH_DEFS,
+            lowp=_lowp_step,
         ),
         Op(
             "gdn_weights",
@@ -1178,6 +1205,7 @@ FEATURE = Feature(
                 *names
             ),
             torch_defs=_TORCH_DEFS,
+            lowp=lowp.shown(lambda ops, params: _weights(ops, params, None), WEIGHTS_SHOWN),
         ),
         Op(
             "gdn_chunked",
@@ -1188,6 +1216,7 @@ FEATURE = Feature(
                 + f"{params['chunk']})"
             ),
             torch_defs=_TORCH_DEFS,
+            lowp=lowp.shown(lambda ops, params: _chunked(ops, params, None), CHUNKED_SHOWN),
         ),
         Op(
             "state_read",
@@ -1197,6 +1226,7 @@ FEATURE = Feature(
             torch=torch_read,
             torch_defs=TORCH_READ,
             plan_back=_state_read_grads,
+            lowp=LOWP_READ,
         ),
         *BACK_OPS,
         *gdn_layer.OPS,
@@ -1230,5 +1260,10 @@ FEATURE = Feature(
         "gated_delta.train" if _whole(value) or value.wz is not None else ""
     ),
     no_backward_when=lambda value: "gated_delta.backward" if _whole(value) else "",
-    no_dtype="gated_delta.dtype",
+    no_sdpa="precision.sdpa_linear",
+    lowp_policy=(
+        ("eager", "precision.policy.gated_delta.eager"),
+        ("eager_fp8", "precision.policy.gated_delta.eager_fp8"),
+        ("naive", "precision.policy.gated_delta.naive"),
+    ),
 )

@@ -29,6 +29,7 @@ import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix
+from qkvcalc.ops import rounding as lowp
 from qkvcalc.ops.op import Back, Feeds, Literals, Op, Params, Shapes
 from qkvcalc.ops.projection import sliced
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
@@ -209,7 +210,8 @@ def gated_norm(
         f"N = out / √(mean(out²) + {value.norm_eps:g}) ⊙ w",
         rows,
         labels,
-        params={"eps": value.norm_eps},
+        # Kimi Linear's norm keeps its weight's product in float32 (its rounding rule reads it)
+        params={"eps": value.norm_eps} | ({"strict": True} if topic == "kda" else {}),
         notes=(Msg("note.gdn_norm_weight"),),
         topic=f"{topic}_normed",
         symbol="N",
@@ -580,6 +582,93 @@ def _torch_silu_gate(params: Params, names: Sequence[str], lit: Literals) -> str
     return f"{names[0]} * {params.get('act', 'silu')}({names[1]})"
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----------------------
+
+
+def _lowp_conv(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """SiLU(conv(x)): conv1d in the dtype (each output's taps summed in float32, rounded once),
+    then SiLU in float32, rounded (naive: x·σ(x) by hand, each op rounded)."""
+    x, kernel = ops
+    mixed = r.keep(conv(x, kernel))
+    if r.policy == "naive":
+        value = r.to(mixed * r.to(sigmoid(mixed)))
+        return lowp.Out(value, notes=(Msg("precision.conv_naive", dtype=str(r.dtype)),))
+    value = r.keep(silu(r.work(mixed).astype(np.float64)))
+    return lowp.Out(
+        value, r.kept, notes=(Msg("precision.conv_eager", dtype=r.kept or str(r.dtype)),)
+    )
+
+
+def decay_of(a: np.ndarray, a_log: Any, dt_bias: Any, r: lowp.Rounding) -> np.ndarray:
+    """g = −e^(A_log)·softplus(a + dt_bias) from a in the dtype: eager as both layers write it
+    (A_log and dt_bias parameters in the dtype, `.float()`: every op in float32); naive every op
+    in the dtype."""
+    rnd = r.to if r.policy == "naive" else r.f32
+    shifted = rnd(a + r.to(np.asarray(dt_bias, dtype=np.float64)))
+    rate = rnd(np.exp(r.to(np.asarray(a_log, dtype=np.float64))))
+    return rnd(-rate * rnd(softplus(shifted)))
+
+
+def beta_of(b: np.ndarray, scale: float, r: lowp.Rounding) -> np.ndarray:
+    """β = σ(b) in the dtype (b.sigmoid(): in float32, rounded; naive the same op), times the
+    scale (OLMo-Hybrid's 2: exact)."""
+    beta = r.keep(sigmoid(b)) if r.policy != "naive" else r.to(sigmoid(b))
+    return beta if scale == 1.0 else r.keep(beta * scale)
+
+
+def gates_out(g: np.ndarray, beta: np.ndarray, r: lowp.Rounding, said: str = "gates") -> lowp.Out:
+    """[g | β] as the layer holds them: g in float32 under eager (the layer computes it from
+    `.float()`), β in the dtype; both in the dtype under naive (`said`: the notes' stem)."""
+    value = np.column_stack([g, beta])
+    if r.policy == "naive":
+        return lowp.Out(value, notes=(Msg(f"precision.{said}_naive", dtype=str(r.dtype)),))
+    note = Msg(f"precision.{said}_eager", dtype=r.kept or str(r.dtype))
+    return lowp.Out(value, lowp.SAID, notes=(note,))
+
+
+def _lowp_gates(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    ab = ops[0]
+    g = decay_of(ab[:, 0], params["a_log"], params["dt_bias"], r)
+    return gates_out(g, beta_of(ab[:, 1], float(params.get("beta_scale", 1.0)), r), r)
+
+
+def _lowp_norm(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """The gated norm's N = out / √(mean(out²) + ε) ⊙ w. Qwen3-Next (eager): in float32, cast back
+    to the dtype, then w (in the dtype) times it, rounded. Kimi Linear (`strict`): w.float() times
+    the float32 norm, kept in float32 until after the product by act(Z). naive: every op in the
+    dtype."""
+    o, w = ops[0], r.to(ops[1])
+    eps = params["eps"]
+    if r.policy == "naive":
+        mean = r.to(np.mean(r.to(o * o), axis=1, keepdims=True))
+        value = r.to(r.to(o / r.to(np.sqrt(r.to(mean + eps)))) * w)
+        return lowp.Out(value, notes=(Msg("precision.gated_norm_naive", dtype=str(r.dtype)),))
+    mean = r.f32(np.mean(r.f32(o * o), axis=1, keepdims=True))
+    normed = r.f32(o * r.f32(1 / r.f32(np.sqrt(r.f32(mean + eps)))))  # torch's rsqrt
+    if params.get("strict"):
+        value = r.f32(w * normed)
+        note = Msg("precision.gated_norm_strict", dtype=str(r.dtype))
+        return lowp.Out(value, lowp.SAID, notes=(note,))
+    value = r.keep(w * r.keep(normed))
+    return lowp.Out(
+        value, r.kept, notes=(Msg("precision.gated_norm_eager", dtype=r.kept or str(r.dtype)),)
+    )
+
+
+def _lowp_gated(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """N ⊙ act(Z): act(Z.float()) in float32 times N, cast to the dtype once; naive: act(Z) in
+    the dtype, the product rounded."""
+    act = ACTS[params.get("act", "silu")]
+    n, z = ops
+    if r.policy == "naive":
+        value = r.to(n * r.to(act(z)))
+        return lowp.Out(value, notes=(Msg("precision.gated_naive", dtype=str(r.dtype)),))
+    value = r.keep(r.f32(n * r.f32(act(z))))
+    return lowp.Out(
+        value, r.kept, notes=(Msg("precision.gated_eager", dtype=r.kept or str(r.dtype)),)
+    )
+
+
 OPS = (
     Op(
         "conv_silu",
@@ -589,6 +678,7 @@ OPS = (
         work=_conv_work,
         torch=lambda params, names, lit: f"conv_silu({names[0]}, {names[1]})",
         torch_defs=TORCH_ACTS + "\n\n" + _TORCH_DEFS,
+        lowp=_lowp_conv,
     ),
     Op(
         "gdn_gates",
@@ -597,6 +687,7 @@ OPS = (
         work=_gates_work,
         torch=_torch_gates,
         torch_defs=TORCH_ACTS + "\n\n" + _TORCH_DEFS,
+        lowp=_lowp_gates,
     ),
     Op(
         "gdn_rms",
@@ -614,6 +705,7 @@ OPS = (
         ),
         grad_work=_rms_grad_work,
         grad_reads=True,
+        lowp=_lowp_norm,
     ),
     Op(
         "silu_gate",
@@ -623,6 +715,7 @@ OPS = (
         torch=_torch_silu_gate,
         torch_defs=TORCH_ACTS,
         plan_back=_gated_grads,
+        lowp=_lowp_gated,
     ),
     Op("gated_back", _gated_back, _two_cells, work=_gated_back_work),
     Op("gated_back_z", _gated_back_z, _three_cells, work=_gated_back_z_work),

@@ -42,9 +42,11 @@ from qkvcalc.labels import safe, shape_text, shown
 from qkvcalc.ops import mask as mask_ops
 from qkvcalc.ops import mla, qk_norm
 from qkvcalc.ops import projection as projection_ops
+from qkvcalc.ops import rounding as lowp
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes, rows_of, whole_row
 from qkvcalc.ops.rope import TORCH_ROTATE, pair_index, partner, rotate, torch_turn
+from qkvcalc.ops.rope import _lowp as rope_lowp
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels
 
 KEYS = ("wq", "wk", "k_norm", "k_norm_bias", "eps", "weights", "heads", "rope_style", "top_k")
@@ -495,7 +497,8 @@ def _chosen(p: Any, ix: Indexer, scores: Ref, allowed: np.ndarray | None, reads:
                 "I + M",
                 p.tokens,
                 p.source_tokens,
-                params={"allowed": allowed},
+                # `wide`: the indexer's scores are float32's (--dtype's mask rule keeps them so)
+                params={"allowed": allowed, "wide": True},
                 notes=(Msg("note.index_masked"),),
                 symbol="I+M",
                 letters="n×m",
@@ -511,7 +514,8 @@ def _chosen(p: Any, ix: Indexer, scores: Ref, allowed: np.ndarray | None, reads:
         f"top-{ix.top_k}({symbol})",
         p.tokens,
         p.source_tokens,
-        params={"top_k": ix.top_k, **reads},
+        # `before`: the keys allowed before it chooses (--dtype's rule keeps its choice in them)
+        params={"top_k": ix.top_k, "before": allowed, **reads},
         notes=(Msg("note.index_topk", top_k=ix.top_k, m=p.m),),
         symbol="keep",
         letters="n×m",
@@ -709,6 +713,56 @@ def _torch_mask(params: Params, names: Sequence[str], lit: Literals) -> str:
     return f"torch.where({names[0]} > 0, torch.zeros_like({names[0]}), -math.inf)"
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----------------------
+
+
+def _lowp_rope(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """Each index head's block turned as RoPE's own rule turns a head (apply_rotary_pos_emb on
+    the dtype's q_I and k_I: cos and sin in float32 rounded to the dtype, each product and the
+    sum rounded)."""
+    x, width = ops[0], params["width"]
+    out, said = x.copy(), None
+    for b in range(x.shape[1] // width):
+        block = slice(b * width, (b + 1) * width)
+        said = rope_lowp([x[:, block]], params, r)
+        out[:, block] = said.value
+    assert said is not None
+    return lowp.Out(out, said.stored, notes=said.notes)
+
+
+def _lowp_scores(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """I = Σ_h (w_h/√H_I)·ReLU(q_h·k/√D). eager (DeepseekV32Indexer's CPU path): q.float() @
+    k.float() times 1/√D, ReLU, w.float() times 1/√H_I, and the sum over the heads (a matmul),
+    each in float32: the scores kept in float32. naive: every op in the dtype."""
+    q, k, w = ops
+    heads, dim = params["heads"], params["dim"]
+    rnd = r.to if r.policy == "naive" else r.f32
+    qh = q.reshape(q.shape[0], heads, dim)
+    scores = rnd(np.einsum("nhd,md->nhm", qh, k))  # each head's q·k summed in float32
+    scores = np.maximum(rnd(scores * params["scale"]), 0.0)
+    weights = rnd(w * params["weight_scale"])
+    value = rnd(np.einsum("nh,nhm->nm", weights, scores))
+    if r.policy == "naive":
+        return lowp.Out(value, notes=(Msg("precision.index_scores_naive", dtype=str(r.dtype)),))
+    note = Msg("precision.index_scores_eager", dtype=r.kept or str(r.dtype))
+    return lowp.Out(value, lowp.SAID, notes=(note,))
+
+
+def _lowp_top(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """The top-k of the dtype's scores (ties: the earlier key), within the keys allowed before:
+    the choice every head's mask then applies (`keeps`)."""
+    kept = keep_top(ops[0], params["top_k"]) > 0
+    before = params.get("before")
+    if before is not None:
+        kept &= before
+    return lowp.Out(kept.astype(np.float64), keeps=kept)
+
+
+def _lowp_mask(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """0 where kept, −∞ elsewhere: nothing to round (its −∞ meant, not an overflow)."""
+    return lowp.Out(np.where(ops[0] > 0, 0.0, -np.inf), meant=True)
+
+
 OPS: tuple[Op, ...] = (
     Op(
         "index_rope",
@@ -719,6 +773,7 @@ OPS: tuple[Op, ...] = (
         work=_rope_work,
         torch=_torch_rope,
         torch_defs=TORCH_ROTATE + "\n\n" + _TORCH_DEFS,
+        lowp=_lowp_rope,
     ),
     Op(
         "index_score",
@@ -728,6 +783,7 @@ OPS: tuple[Op, ...] = (
         work=_score_work,
         torch=_torch_scores,
         torch_defs=_TORCH_DEFS,
+        lowp=_lowp_scores,
     ),
     Op(
         "top_k",
@@ -738,6 +794,7 @@ OPS: tuple[Op, ...] = (
         work=_top_work,
         torch=lambda params, names, lit: f"keep_top({names[0]}, {params['top_k']})",
         torch_defs=_TORCH_DEFS,
+        lowp=_lowp_top,
     ),
     Op(
         "index_mask",
@@ -747,6 +804,7 @@ OPS: tuple[Op, ...] = (
         overflow=lambda params: False,
         work=_mask_work,
         torch=_torch_mask,
+        lowp=_lowp_mask,
     ),
 )
 
@@ -784,5 +842,4 @@ FEATURE = Feature(
     no_decode="indexer.decode",
     back_notes=_back_notes,
     train_note="train.indexer_fixed",
-    no_dtype="indexer.dtype",
 )

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.ops import gdn_layer
 from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes
@@ -188,6 +189,18 @@ def _gates_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str)
     )
 
 
+def _lowp_gates(ops: Sequence[np.ndarray], params: Params, r: Any) -> Any:
+    """g per Key channel in float32 from F.float() (KimiLinearForgetGate), β = σ(b) in the
+    dtype; naive every op in the dtype (gdn_layer's words). Ling 3.0's bounded decay
+    (`lower_bound`) is refused: its model keeps conv1d, A_log and dt_bias in float32 in a
+    low-precision checkpoint (`_keep_in_fp32_modules_strict`), which these rules do not follow."""
+    if params.get("lower_bound") is not None:
+        raise QkvcalcError("precision.kda_bounded")
+    f, b, dt_bias = ops
+    g = gdn_layer.decay_of(f, params["a_log"], dt_bias[0], r)
+    return gdn_layer.gates_out(g, gdn_layer.beta_of(b[:, 0], 1.0, r), r, "kda_gates")
+
+
 def bounded_line(
     style: Any,
     i: int,
@@ -239,6 +252,7 @@ OPS = (
         work=_gates_work,
         torch=_torch_gates,
         torch_defs=gdn_layer.TORCH_ACTS,
+        lowp=_lowp_gates,
     ),
 )
 

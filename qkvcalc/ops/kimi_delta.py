@@ -50,9 +50,12 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import to_matrix
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops import gated_delta, gdn_layer, kda_layer
+from qkvcalc.ops import state_rounding as lowp
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.gated_delta import (
     CHUNK,
+    CHUNKED_SHOWN,
+    WEIGHTS_SHOWN,
     _conv,
     _eps,
     _flat,
@@ -774,6 +777,27 @@ def _torch_step(params: Params, names: Sequence[str], lit: Literals) -> str:
     return f"kda_step({prev}, {k}[{t}], {v}[{t}], {gates}[{t}, :-1], {gates}[{t}, -1])"
 
 
+# o_t = S_tᵀ·q̂_t as Gated DeltaNet's (in float32, cast once); its float64 agreement notes left out
+_lowp_read = lowp.read_rule(
+    True,
+    "precision.read_eager",
+    "precision.read_naive",
+    (
+        "note.kda_linear_in_v",
+        "note.kda_linear_in_v_far",
+        "note.kda_chunked_equal",
+        "note.kda_chunked_far",
+    ),
+)
+# one token's state as recurrent_kimi_delta_attention writes it: each Key channel its own decay
+_lowp_step = lowp.step_rule(
+    lambda gates, t: (gates[t, :-1], float(gates[t, -1])),
+    True,
+    "precision.state_eager",
+    "precision.state_naive",
+)
+
+
 FEATURE = Feature(
     name="kimi_delta",
     read=_read,
@@ -785,6 +809,7 @@ FEATURE = Feature(
             work=_step_work,
             torch=_torch_step,
             torch_defs=_TORCH_DEFS,
+            lowp=_lowp_step,
         ),
         Op(
             "kda_weights",
@@ -795,6 +820,7 @@ FEATURE = Feature(
                 "kda_implicit({0}, {1}, {2}[:, :-1], {2}[:, -1])".format(*names)
             ),
             torch_defs=_TORCH_DEFS,
+            lowp=lowp.shown(lambda ops, params: _weights(ops, params, None), WEIGHTS_SHOWN),
         ),
         Op(
             "kda_chunked",
@@ -805,6 +831,7 @@ FEATURE = Feature(
                 + f"{params['chunk']})"
             ),
             torch_defs=_TORCH_DEFS,
+            lowp=lowp.shown(lambda ops, params: _chunked(ops, params, None), CHUNKED_SHOWN),
         ),
         Op(
             "kda_read",
@@ -814,6 +841,7 @@ FEATURE = Feature(
             torch=gated_delta.torch_read,
             torch_defs=gated_delta.TORCH_READ,
             plan_back=lambda back, at, g: state_read_grads(back, at, g, "kda", "Diag(e^(g_{t}))"),
+            lowp=_lowp_read,
         ),
         *kda_layer.OPS,
     ),
@@ -840,5 +868,10 @@ FEATURE = Feature(
     no_tiles="kimi_delta.tiles",
     no_train_when=lambda value: "kimi_delta.train" if _whole(value) else "",
     no_backward_when=lambda value: "kimi_delta.backward" if _whole(value) else "",
-    no_dtype="kimi_delta.dtype",
+    no_sdpa="precision.sdpa_linear",
+    lowp_policy=(
+        ("eager", "precision.policy.kimi_delta.eager"),
+        ("eager_fp8", "precision.policy.kimi_delta.eager_fp8"),
+        ("naive", "precision.policy.kimi_delta.naive"),
+    ),
 )

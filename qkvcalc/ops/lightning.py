@@ -36,7 +36,8 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix, to_matrix
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops import gate as output_gate
-from qkvcalc.ops import gated_delta, gdn_layer
+from qkvcalc.ops import gated_delta, gdn_layer, state_rounding
+from qkvcalc.ops import rounding as lowp
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.gated_delta import _read_feeds, _read_states, _read_work, check_own_causal
 from qkvcalc.ops.op import Back, Feeds, Literals, Op, Params, Part, Shapes, same_cell
@@ -239,7 +240,7 @@ def _mixer(p: Any, value: Lightning, h: int | None, qkv: list[Spec]) -> list[tup
             f"S_{t} = e^(−{lam})·S_{t - 1} + k_{t}·v_{t}ᵀ",
             dim_labels(p.d_k),
             dim_labels(p.d_v),
-            params={"t": t - 1, "decay": decay, "step_key": "ui.token_step"},
+            params={"t": t - 1, "decay": decay, "slope": slope, "step_key": "ui.token_step"},
             notes=(
                 (Msg("note.lightning_state", slope=lam, decay=f"{decay:.6g}"),) if t == 1 else ()
             ),
@@ -974,6 +975,115 @@ def _torch_joint_rms(params: Params, names: Sequence[str], lit: Literals) -> str
     return f"torch.sqrt(({joined} ** 2).mean(dim=1, keepdim=True) + {lit.num(params['eps'])})"
 
 
+# ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.rounding) ----------------------
+# MiniMax's layer casts nothing to float32: its state and every product are in the model's dtype
+# (eager as transformers runs it; naive, a hand-written layer, the same but for SiLU and the norm)
+
+
+def _lowp_silu(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """act_fn on the dtype's projection: SiLU in float32 inside, rounded (naive: x / (1 + e^(−x))
+    by hand, each op rounded)."""
+    x = ops[0]
+    if r.policy == "naive":
+        value = r.to(x / r.to(1.0 + r.to(np.exp(r.to(-x)))))
+        return lowp.Out(value, notes=(Msg("precision.silu_naive", dtype=str(r.dtype)),))
+    return lowp.Out(r.keep(silu(x)), r.kept)
+
+
+def _ratio(slope: float, r: lowp.Rounding) -> np.ndarray:
+    # torch.exp(−slope_rate), the slope a buffer in the dtype: rounded, its e^ rounded
+    return r.keep(np.exp(-r.to(np.float64(slope))))
+
+
+def _lowp_step(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """S_t = ratio·S_(t−1) + k_tᵀ·v_t as MiniMax's recurrent path writes it, in the dtype: the
+    ratio, k_t·v_tᵀ (one product a cell), ratio·S and the sum each rounded."""
+    prev, k, v = ops
+    t = params["t"]
+    ratio = _ratio(params["slope"], r)
+    value = r.keep(r.keep(ratio * prev) + r.keep(np.outer(k[t], v[t])))
+    note = Msg("precision.lightning_state", dtype=str(r.dtype), ratio=_num(float(ratio)))
+    # scaled float8 keeps it in float32, as every computed stage (the interpreter says so)
+    return lowp.Out(value, r.kept, notes=() if r.scaled else (note,))
+
+
+def _lowp_read(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """o_t = q_t·S_t (torch.matmul in the dtype: summed in float32, rounded once)."""
+    q, states = ops[0], ops[1:]
+    value = r.keep(np.stack([q[t] @ s for t, s in enumerate(states)]))
+    note = Msg("precision.lightning_read", dtype=r.kept or str(r.dtype))
+    return lowp.Out(value, r.kept, notes=(note,), drops=_DROPS)
+
+
+# the output's notes that compare it in float64 with W·V and the blocked form
+_DROPS = (
+    "note.lightning_linear_in_v",
+    "note.lightning_linear_in_v_far",
+    "note.lightning_blocked_equal",
+    "note.lightning_blocked_far",
+)
+
+
+def _lowp_blocked(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """MiniMax's blocked form as its forward computes a prompt, in the dtype: the decays made in
+    float32 from the slope and stored in the dtype (its buffers), block_decay = e^(−λ_dtype·b)
+    rounded; each matmul summed in float32 and rounded, each product and sum rounded."""
+    q, k, v = ops
+    slope, size = float(params["slope"]), params["block"]
+    n, d_k = k.shape
+    state = np.zeros((d_k, v.shape[1]))
+    out = np.zeros((n, v.shape[1]))
+    lam = r.f32(np.float64(slope))
+    for start in range(0, n, size):
+        part = slice(start, min(start + size, n))
+        qb, kb, vb = q[part], k[part], v[part]
+        b = qb.shape[0]
+        at = np.arange(1, b + 1, dtype=float)
+        q_decay = r.keep(np.exp(r.f32(-lam * at)))[:, None]
+        k_decay = r.keep(np.exp(r.f32(-lam * (size - np.arange(size - b + 1, size + 1)))))
+        gap = at[:, None] - at[None, :]
+        diagonal = np.where(gap >= 0, r.keep(np.exp(r.f32(-lam * np.abs(gap)))), 0.0)
+        intra = r.keep(r.keep(r.keep(qb @ kb.T) * diagonal) @ vb)
+        inter = r.keep(r.keep(qb * q_decay) @ state)
+        out[part] = r.keep(inter + intra)
+        block_decay = r.keep(np.exp(r.keep(-r.to(np.float64(slope)) * b)))
+        moved = r.keep(r.keep(kb * k_decay[:, None]).T @ vb)
+        state = r.keep(r.keep(state * block_decay) + moved)
+    note = Msg("precision.lightning_blocked", dtype=r.kept or str(r.dtype))
+    return lowp.Out(out, r.kept, notes=(note,))
+
+
+def _lowp_rms(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """√(mean(x²) + ε) over the heads side by side: MiniMaxRMSNorm in float32 (the layer then
+    multiplies by its reciprocal); naive every op in the dtype."""
+    joined, eps = np.hstack(list(ops)), params["eps"]
+    if r.policy == "naive":
+        mean = r.to(np.mean(r.to(joined * joined), axis=1, keepdims=True))
+        value = r.to(np.sqrt(r.to(mean + eps)))
+        return lowp.Out(value, notes=(Msg("precision.lightning_rms_naive", dtype=str(r.dtype)),))
+    mean = r.f32(np.mean(r.f32(joined * joined), axis=1, keepdims=True))
+    value = r.f32(np.sqrt(r.f32(mean + eps)))
+    note = Msg("precision.lightning_rms_eager", dtype=r.kept or str(r.dtype))
+    return lowp.Out(value, lowp.SAID, notes=(note,))
+
+
+def _lowp_apply(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
+    """out / r ⊙ w: eager (MiniMaxRMSNorm) out times 1/r in float32, cast to the dtype, then the
+    weight (in the dtype) times it, rounded; naive the division and the product rounded."""
+    o, rms = ops
+    w = r.to(np.asarray(params["weight"], dtype=np.float64))
+    if r.policy == "naive":
+        value = r.to(r.to(o / rms) * w)
+        return lowp.Out(value, notes=(Msg("precision.lightning_apply_naive", dtype=str(r.dtype)),))
+    value = r.keep(w * r.keep(r.f32(o * r.f32(1 / rms))))
+    note = Msg("precision.lightning_apply_eager", dtype=r.kept or str(r.dtype))
+    return lowp.Out(value, r.kept, notes=(note,))
+
+
+def _num(x: float) -> str:
+    return f"{x:.6g}"
+
+
 FEATURE = Feature(
     name="lightning",
     read=_read,
@@ -993,6 +1103,7 @@ FEATURE = Feature(
             grad_formula=lambda into, out, x, params: f"{out} ⊙ σ({x})·(1 + {x}·(1 − σ({x})))",
             grad_work=_silu_grad_work,
             grad_reads=True,
+            lowp=_lowp_silu,
         ),
         Op(
             "lightning_step",
@@ -1001,6 +1112,7 @@ FEATURE = Feature(
             exact_stops="note.exact_stops_lightning",
             work=_step_work,
             torch=_torch_step,
+            lowp=_lowp_step,
         ),
         Op(
             "lightning_weights",
@@ -1011,6 +1123,9 @@ FEATURE = Feature(
                 f"lightning_implicit({names[0]}, {names[1]}, {lit.num(params['slope'])})"
             ),
             torch_defs=_TORCH_DEFS,
+            lowp=state_rounding.shown(
+                lambda ops, params: _weights(ops, params, None), "precision.lightning_weights_shown"
+            ),
         ),
         Op(
             "lightning_blocked",
@@ -1021,6 +1136,7 @@ FEATURE = Feature(
                 + f"{lit.num(params['slope'])}, {params['block']})"
             ),
             torch_defs=_TORCH_DEFS,
+            lowp=_lowp_blocked,
         ),
         Op(
             "lightning_read",
@@ -1030,6 +1146,7 @@ FEATURE = Feature(
             torch=gated_delta.torch_read,
             torch_defs=gated_delta.TORCH_READ,
             plan_back=_read_grads,
+            lowp=_lowp_read,
         ),
         Op(
             "joint_rms",
@@ -1039,6 +1156,7 @@ FEATURE = Feature(
             work=_rms_work,
             torch=_torch_joint_rms,
             plan_back=_joint_rms_grads,
+            lowp=_lowp_rms,
         ),
         Op(
             "rms_apply",
@@ -1050,6 +1168,7 @@ FEATURE = Feature(
                 f"{names[0]} / {names[1]} * {lit.array(params['weight'])}"
             ),
             plan_back=_rms_apply_grads,
+            lowp=_lowp_apply,
         ),
         Op("lightning_grad_state", _grad_state, _grad_state_feeds, work=_grad_state_work),
         Op("lightning_grad_q", _grad_q, _grad_q_feeds, work=_grad_q_work),
@@ -1081,5 +1200,10 @@ FEATURE = Feature(
     alone="lightning.alone",
     no_decode="lightning.decode",
     no_tiles="lightning.tiles",
-    no_dtype="lightning.dtype",
+    no_sdpa="precision.sdpa_linear",
+    lowp_policy=(
+        ("eager", "precision.policy.lightning.eager"),
+        ("eager_fp8", "precision.policy.lightning.eager_fp8"),
+        ("naive", "precision.policy.lightning.naive"),
+    ),
 )

@@ -9,7 +9,7 @@ import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.ops.op import Asked, Candidate, Feeds, Literals, Op, Params, Shapes, rows_of
-from qkvcalc.ops.rounding import Out, Rounding
+from qkvcalc.ops.rounding import SAID, Out, Rounding
 from qkvcalc.plan import ids
 
 
@@ -78,6 +78,12 @@ NAIVE_FILL = -1e9  # the Annotated Transformer's −1e9 (masked_fill refuses it 
 
 def _lowp_mask(ops: Sequence[np.ndarray], params: Params, r: Rounding) -> Out:
     s, allowed = ops[0], params["allowed"]
+    if params.get("wide") and r.policy != "naive":
+        # scores a layer keeps in float32 (a sparse attention's selector): the fill added in float32
+        fill = r.finfo_min()
+        said = f"{fill:.6g}".replace("-", "−")
+        note = Msg("precision.mask_wide", fill=said, dtype=r.kept or str(r.dtype))
+        return Out(np.where(allowed, s, r.f32(r.work(s) + r.work(fill))), SAID, notes=(note,))
     if r.policy == "naive":  # torch.where(mask, s, −1e9): the fill itself, in the dtype
         return Out(np.where(allowed, s, r.to(NAIVE_FILL)))
     if r.policy == "sdpa":  # a boolean mask is −∞ to scaled_dot_product_attention (float32)

@@ -181,6 +181,12 @@ class Out(NamedTuple):
     # a stage the model never forms (DiffLlama's Δ): how a product that reads it as its first
     # operand is computed instead, from that product's operands (the value of this one shown)
     product: Callable[[Sequence[np.ndarray], Rounding], Out] | None = None
+    # a stage that chooses each query's keys (a sparse attention's top-k): the keys kept as the
+    # dtype chose them ([n, m] bool), which every later mask applies in place of the float64 twin's
+    keeps: np.ndarray | None = None
+    # its −∞ cells are what it says (a mask of 0 and −∞ made from the keys kept), not a number
+    # that overflowed: the summary's first non-finite cell is never one of them
+    meant: bool = False
 
 
 # Out.stored of a stage the tiled kernel keeps in float32 as its running state (FlashAttention's
@@ -193,6 +199,9 @@ INSIDE = "float32 inside softmax"
 # Out.stored of a stage the model never forms, shown in float32 to be read (its product with
 # the next operand is computed otherwise: Out.product); its own note says so
 SHOWN = "float32, shown only"
+# Out.stored of a stage a layer keeps in float32 by a cast of its own (a linear-attention
+# layer's state): float32's numbers, and the rule's own note says why (the interpreter adds none)
+SAID = "float32, the layer's own"
 
 # (operands, params, rounding) -> the stage in the dtype
 Rule = Callable[[Sequence[np.ndarray], Params, Rounding], Out]

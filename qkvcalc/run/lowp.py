@@ -31,12 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.ops.rounding import ACCUMULATOR, INSIDE, SHOWN, Out, Rounding, Rule
+from qkvcalc.ops.rounding import ACCUMULATOR, INSIDE, SAID, SHOWN, Out, Rounding, Rule
 from qkvcalc.ops.table import OPS
 
 __all__ = [
     "ACCUMULATOR",
     "INSIDE",
+    "SAID",
     "SHOWN",
     "Out",
     "Rounding",

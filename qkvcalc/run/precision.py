@@ -80,6 +80,8 @@ def run(p: Problem, dtype: str | None = None, policy: str | None = None) -> Trac
     kernel = ("flash" if p.d_k == p.d_v else "math") if policy == "sdpa" else ""
     rounding = lowp.Rounding(lowp.numpy_dtype(dtype), policy, kernel=kernel)
     state = _State(plain.cache)
+    if any(f.lowp_policy for f, _ in features.active(p)):
+        state.fp8_kept = "precision.fp8_kept_layer"
     last = _last_uses(tuple(stage.spec for stage in plain.stages))
     stages: list[Stage] = []
     for k, stage in enumerate(plain.stages):
@@ -172,12 +174,26 @@ class _State:
         self.inside: set[Ref] = set()  # sdpa: the stages the kernel keeps in float32
         # a stage the model never forms: how a product that reads it first is computed instead
         self.through: dict[Ref, Callable[[Sequence[np.ndarray], lowp.Rounding], lowp.Out]] = {}
+        # the keys each query keeps as the dtype chose them (a sparse attention's top-k), which
+        # every later mask applies in place of the float64 choice the plan folded in
+        self.keeps: np.ndarray | None = None
+        # what a stage kept in float32 under scaled float8 is said with (a layer that is not
+        # softmax attention reads float8 only in its projections)
+        self.fp8_kept = "precision.fp8_kept"
 
     def keep(
-        self, stage: Stage, value: np.ndarray, stored: np.dtype[Any], r: lowp.Rounding
+        self,
+        stage: Stage,
+        value: np.ndarray,
+        stored: np.dtype[Any],
+        r: lowp.Rounding,
+        meant: bool = False,
     ) -> Data:
         self.values[stage.ref] = value
-        if not np.isfinite(value).all():
+        bad = ~np.isfinite(value)
+        # a stage whose −∞ is what it says (a mask of 0 and −∞ built from the keys kept, its
+        # rule's `meant`) turned nothing inf or NaN
+        if bad.any() and not (meant and (value[bad] == -np.inf).all()):
             self.finite = False
             self.unfinite.add(stage.ref)
         data: Data = value
@@ -219,6 +235,11 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
     inside = any(o in state.inside for o in stage.reads if not isinstance(o, Const))
     if r.policy == "sdpa" and not OPS[stage.op].product and inside:
         r = r.within()
+    if state.keeps is not None and stage.op == lowp.MASK and stage.allowed is not None:
+        # a head's mask: the keys the dtype's top-k kept (what the model masks with)
+        stage = replace(
+            stage, spec=replace(stage.spec, params={**stage.params, "allowed": state.keeps})
+        )
     first = stage.reads[0] if stage.reads and not isinstance(stage.reads[0], Const) else None
     through = state.through.get(first) if OPS[stage.op].product and first else None
     if through is not None:  # a product of a stage the model never forms (DiffLlama's Δ·V'')
@@ -226,6 +247,10 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
     out = entry(operands, stage.params, r)
     if out.product is not None:
         state.through[stage.ref] = out.product
+    chose = []
+    if out.keeps is not None:
+        state.keeps = out.keeps
+        chose = [_chosen(out.keeps, stage.value > 0, stage, r)]
     if r.policy == "sdpa" and out.stored == "float32":
         state.inside.add(stage.ref)
     if stage.op == lowp.SPLIT:  # which columns each head reads: no numbers to round
@@ -241,21 +266,21 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
     error = _errors(out.value, stage.value, ideal, unit, out.scale)
     del ideal
     held = f32 if out.stored else r.dtype if out.scale == 1 else np.dtype(np.float64)
-    data = state.keep(stage, out.value, held, r)
+    data = state.keep(stage, out.value, held, r, out.meant)
     if out.stored == lowp.ACCUMULATOR and not r.scaled:
         kept = Msg("precision.tiles_kept")
     elif out.stored == lowp.INSIDE and not r.scaled:
         kept = Msg("precision.softmax_inside")
-    elif out.stored == lowp.SHOWN:  # the stage's own note says why it is shown in float32
+    elif out.stored in (lowp.SHOWN, lowp.SAID):  # its own note says why it is in float32
         kept = None
     elif r.scaled:
-        kept = Msg("precision.fp8_kept", dtype=str(r.dtype))
+        kept = Msg(state.fp8_kept, dtype=str(r.dtype))
     elif r.policy == "sdpa":
         kept = Msg("precision.sdpa_kept", kernel=r.kernel)
     else:
         kept = Msg("precision.stored_f32")
-    notes = [*out.notes, *([kept] if out.stored and kept is not None else [])]
-    if stage.op == lowp.MASK:
+    notes = [*out.notes, *chose, *([kept] if out.stored and kept is not None else [])]
+    if stage.op == lowp.MASK and out.stored != lowp.SAID:  # (SAID: the rule's note says it)
         # −1e9 under naive, else finfo.min added (float32's where scaled float8 keeps scores)
         fill = {"naive": "−1e9", "sdpa": "−∞"}.get(r.policy) or _number(r.finfo_min())
         notes.append(Msg(f"precision.mask_{r.policy}", fill=fill, dtype=r.kept or str(r.dtype)))
@@ -279,6 +304,22 @@ def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
         row_max=details.get("row_max", stage.row_max),
         row_sum=details.get("row_sum", stage.row_sum),
     )
+
+
+def _chosen(mine: np.ndarray, twins: np.ndarray, stage: Stage, r: lowp.Rounding) -> Msg:
+    """Which queries keep other keys in the dtype than in the float64 twin (the first few, each
+    with the keys it dropped and took), or that every query keeps the same ones."""
+    rows = np.flatnonzero((mine != twins).any(axis=1))
+    if not rows.size:
+        return Msg("precision.selection_same", dtype=str(r.dtype))
+
+    def keys(i: int, which: np.ndarray) -> str:
+        return ", ".join(stage.cols[j] for j in np.flatnonzero(which[i])) or "—"
+
+    said = "; ".join(
+        f"{stage.rows[i]}: {keys(i, twins & ~mine)} → {keys(i, mine & ~twins)}" for i in rows[:6]
+    ) + (" …" if rows.size > 6 else "")
+    return Msg("precision.selection_changed", dtype=str(r.dtype), count=int(rows.size), rows=said)
 
 
 def _instead(through: Callable[[Sequence[np.ndarray], lowp.Rounding], lowp.Out]) -> lowp.Rule:
@@ -405,6 +446,10 @@ def _summary(
     said = f"precision.policy.{policy}" + ("_fp8" if r.float8 else "")
     if policy == "sdpa":
         said = f"precision.policy.sdpa_{r.kernel}"
+    # a layer that is not softmax attention says how it is computed in its own words
+    own = [dict(f.lowp_policy) for f, _ in features.active(p) if f.lowp_policy]
+    if own:
+        said = own[0][policy + ("_fp8" if r.scaled else "")]
     notes = [Msg(said, dtype=dtype)]
     if p.tiles is not None:  # how the tiles keep their state
         kind = "naive" if policy == "naive" else "math" if r.kernel == "math" else "flash"
