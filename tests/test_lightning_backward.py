@@ -415,7 +415,8 @@ def test_compare_scale_on_a_linear_layer_is_one_message():
     from tests.conftest import one_message
 
     one_message(
-        run_qkvcalc("train", "--preset", "lightning", "--compare-scale"), "no scaled scores"
+        run_qkvcalc("train", "--preset", "lightning", "--compare-scale"),
+        "forms no scores to rescale",
     )
 
 

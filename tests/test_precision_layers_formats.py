@@ -19,7 +19,7 @@ PRESETS = ("deltanet", "kda", "lightning", "dsa")
 FORMATS = ("table", "txt", "json", "markdown", "latex", "html", "svg")
 # what each page says of its own rounding, per policy (the summary's first words)
 SAID = {
-    ("deltanet", "eager"): "Qwen3-Next's torch fallback",
+    ("deltanet", "eager"): "Qwen3-Next's token-by-token",
     ("kda", "eager"): "recurrent_kimi_delta_attention",
     ("lightning", "eager"): "nothing is cast to float32",
     ("dsa", "eager"): "DeepseekV32Indexer",

@@ -603,7 +603,7 @@ MESSAGES: dict[str, str] = {
     "(d_v numbers), so its gradient adds, over the tokens and the heads, dN times out·ρ in "
     "that column.",
     "stage.grad_wz.title": "Gradient of W_z",
-    "stage.grad_wz.why": "Z = X·W_z (written W_Z in the formula), so dW_Z = Xᵀ·dZ, each head's "
+    "stage.grad_wz.why": "Z = X·W_Z (wz in the input), so dW_Z = Xᵀ·dZ, each head's "
     "gradient in its own columns: each weight collects, over the tokens, its input value times "
     "its gate input's gradient.",
     "note.lightning_silu": "silu(x) = x·σ(x) = x / (1 + e^(−x)), cell by cell.",
@@ -1598,11 +1598,12 @@ MESSAGES: dict[str, str] = {
     # ---- --dtype: the linear-attention layers (qkvcalc.ops.state_rounding) -------------------
     "precision.sdpa_linear": "--policy sdpa does not apply to a linear-attention layer: it calls "
     "no attention kernel (use --policy eager or naive)",
-    "precision.policy.gated_delta.eager": "Computed in {dtype} as Qwen3-Next's torch fallback "
-    "(torch_recurrent_gated_delta_rule) does: the projections summed in float32 and rounded to "
-    "{dtype}; then q, k, v, g and β cast to float32, the L2 norms, the state and the output "
-    "computed in float32 token by token, and only the output cast back to {dtype}. Each stage is "
-    "shown beside its float64 twin.",
+    "precision.policy.gated_delta.eager": "Computed in {dtype} as Qwen3-Next's token-by-token "
+    "torch path (torch_recurrent_gated_delta_rule, which it runs when decoding; a prompt goes "
+    "through torch_chunk_gated_delta_rule, also in float32) does: the projections summed in "
+    "float32 and rounded to {dtype}; then q, k, v, g and β cast to float32, the L2 norms, the "
+    "state and the output computed in float32 token by token, and only the output cast back to "
+    "{dtype}. Each stage is shown beside its float64 twin.",
     "precision.policy.gated_delta.eager_fp8": "Computed with FP8 products: X and the weights "
     "stored in {dtype} with one scale per tensor, each projection summed in float32 and kept in "
     "float32; then q, k, v, g and β in float32, the L2 norms, the state and the output computed "
@@ -1611,11 +1612,12 @@ MESSAGES: dict[str, str] = {
     "precision.policy.gated_delta.naive": "Computed in {dtype} as a hand-written layer does, with "
     "no upcast: the L2 norms, every step of the state and the output each rounded to {dtype} (the "
     "state itself kept in {dtype}). Each stage is shown beside its float64 twin.",
-    "precision.policy.kimi_delta.eager": "Computed in {dtype} as Kimi Linear's "
-    "recurrent_kimi_delta_attention does: the projections summed in float32 and rounded to "
-    "{dtype}; then q, k, v, g and β cast to float32, the L2 norms, the state and the output "
-    "computed in float32 token by token, and only the output cast back to {dtype}. Each stage is "
-    "shown beside its float64 twin.",
+    "precision.policy.kimi_delta.eager": "Computed in {dtype} as Kimi Linear's token-by-token path "
+    "(recurrent_kimi_delta_attention, which it runs when decoding; a prompt goes through "
+    "chunk_kimi_delta_attention, also in float32) does: the projections summed in float32 and "
+    "rounded to {dtype}; then q, k, v, g and β cast to float32, the L2 norms, the state and the "
+    "output computed in float32 token by token, and only the output cast back to {dtype}. Each "
+    "stage is shown beside its float64 twin.",
     "precision.policy.kimi_delta.eager_fp8": "Computed with FP8 products: X and the weights "
     "stored in {dtype} with one scale per tensor, each projection summed in float32 and kept in "
     "float32; then q, k, v, g and β in float32, the L2 norms, the state and the output computed "
@@ -1630,6 +1632,12 @@ MESSAGES: dict[str, str] = {
     "precision.l2norm_naive": "Written with tensors in {dtype} and no upcast: x², the sum "
     "(accumulated in float32), + 10⁻⁶, the square root, the division and the scale each rounded "
     "to {dtype}.",
+    "precision.l2norm_eager_unscaled": "After the layer's cast to float32 (Qwen3-Next and Kimi "
+    "Linear cast q and k before the norm): Σx² and x·(1/√(Σx² + 10⁻⁶)) each in float32, kept in "
+    "float32: its numbers and units in the last place are float32's. The inputs were {dtype}'s.",
+    "precision.l2norm_naive_unscaled": "Written with tensors in {dtype} and no upcast: x², the "
+    "sum (accumulated in float32), + 10⁻⁶, the square root and the division each rounded to "
+    "{dtype}.",
     "precision.state_eager": "The {dtype} run keeps the state in float32, as the layer does (it "
     "cast q, k, v, g and β to float32): e^(g), the decay, m, v − m, times β, k̂·δᵀ and the sum "
     "each rounded to float32. Its numbers and units in the last place are float32's.",
@@ -1696,8 +1704,8 @@ MESSAGES: dict[str, str] = {
     "precision.silu_naive": "Written with tensors in {dtype}: −x, e^(−x), 1 + e^(−x) and the "
     "division each rounded to {dtype}.",
     "precision.lightning_state": "The state is kept in {dtype}, as MiniMax's layer keeps it (it "
-    "casts nothing to float32): the ratio e^(−λ) = {ratio} (λ rounded to {dtype}, its e^ "
-    "rounded), k_t·v_tᵀ, ratio·S_(t−1) and the sum each rounded to {dtype}, at every token.",
+    "casts nothing to float32): the ratio r {ratio} ({dtype}'s e^(−λ): λ rounded to {dtype}, "
+    "its e^ rounded), k_t·v_tᵀ, r·S_(t−1) and the sum each rounded to {dtype}, at every token.",
     "precision.lightning_read": "o_t = q_t·S_t as torch.matmul computes it in {dtype}: the "
     "products summed in float32, rounded to {dtype} once. This is the recurrent path MiniMax "
     "takes token by token when decoding.",
@@ -1729,9 +1737,9 @@ MESSAGES: dict[str, str] = {
     "precision.selection_same": "In {dtype} every query keeps the same keys as its float64 twin.",
     "precision.selection_changed": "In {dtype} the top-k keeps other keys than the float64 twin "
     "for {count} of the queries (each: the keys the twin kept → the keys {dtype} kept instead): "
-    "{rows}. Rounding moved scores across the cut, or made them equal (then the earlier key is "
-    "kept). Every head's mask below applies {dtype}'s choice, as the model would, so those rows "
-    "attend to other keys than the twin's.",
+    "{rows}. Rounding moved scores across the cut, or made them equal (then qkvcalc keeps the "
+    "earlier key; torch.topk does not promise which). Every head's mask below applies {dtype}'s "
+    "choice, as the model would, so those rows attend to other keys than the twin's.",
     "precision.fp8_kept_layer": "The FP8 policy keeps this stage in float32: its numbers are "
     "float32's, its errors counted in {dtype}'s units in the last place at each number's size. In "
     "this layer only what is given (X, the weights, the parameters) is stored in {dtype}; every "
@@ -3843,8 +3851,8 @@ MESSAGES: dict[str, str] = {
     "train.progress": "Training",
     "train.progress_unscaled": "Training with scale 1",
     "train.compare_scale_mixer": "--compare-scale trains again with the scores not scaled, but "
-    "a linear-attention layer has no scaled scores (no 1/√d_k before a softmax): there is "
-    "nothing to compare.",
+    "a linear-attention layer forms no scores to rescale (no softmax; where it has 1/√d_k, it "
+    "scales q̂): there is nothing to compare.",
     "train.compare_scale_one": "--compare-scale trains again with scale 1, but this problem's "
     "scale is already 1: there is nothing to compare.",
     "dataset.not_list": "{key} must be a list of examples (objects of the input format), and "

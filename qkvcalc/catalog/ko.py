@@ -152,9 +152,9 @@ MESSAGES: dict[str, str] = {
     "note.brief_steps": "생략(--detail brief): {from_symbol} … {to_symbol}, 토큰 {first}~{last} "
     "다음의 상태로 이 헤드의 {total}개 중 {count}개입니다. --detail full은 모두 보여 줍니다"
     "(이 헤드의 것만: --stages {id} --head {head} --detail full).",
-    "note.brief_grad_steps": "생략(--detail brief): {from_symbol} … {to_symbol}, 토큰 "
-    "{first}~{last}(거꾸로) 다음 상태의 기울기로 이 헤드의 {total}개 중 {count}개입니다. "
-    "--detail full은 모두 보여 줍니다(이 헤드의 것만: --stages {id} --head {head} --detail full).",
+    "note.brief_grad_steps": "생략(--detail brief): {from_symbol} … {to_symbol}, 토큰 {first} → "
+    "{last}(역순) 각각의 뒤 상태에 대한 기울기로, 이 헤드의 {total}개 중 {count}개입니다. --detail "
+    "full은 모두 보여 줍니다(이 헤드의 것만: --stages {id} --head {head} --detail full).",
     "note.rounded": "≈: 식 안의 수는 소수 {precision}자리로 반올림해 보여 주고, 결과는 반올림하기 "
     "전의 수로 계산합니다. 그래서 손으로 다시 계산하면 마지막 자리가 다를 수 있습니다.",
     # ---- reading the attention out (qkvcalc.readout) ------------------------------------
@@ -592,7 +592,7 @@ MESSAGES: dict[str, str] = {
     "stage.grad_norm.why": "모든 헤드의 정규화한 출력에 같은 가중치 w(d_v개의 수)를 곱했으므로, "
     "그 기울기는 토큰들과 헤드들에 걸쳐 그 열의 dN에 out·ρ를 곱해 더한 것입니다.",
     "stage.grad_wz.title": "W_z의 기울기",
-    "stage.grad_wz.why": "Z = X·W_z(식에서는 W_Z)이므로 dW_Z = Xᵀ·dZ이고, 각 헤드의 기울기는 자기 "
+    "stage.grad_wz.why": "Z = X·W_Z(입력의 wz)이므로 dW_Z = Xᵀ·dZ이고, 각 헤드의 기울기는 자기 "
     "열에 놓입니다. 각 가중치는 토큰들에 걸쳐 자기 입력값과 게이트 입력의 기울기의 곱을 모읍니다.",
     "note.lightning_silu": "silu(x) = x·σ(x) = x / (1 + e^(−x)), 칸마다 계산합니다.",
     "note.lightning_state": "S_0 = 0. 각 칸: e^(−λ)·S_(t−1)[i,j] + k_t[i]·v_t[j], 여기서 λ = "
@@ -1557,10 +1557,11 @@ MESSAGES: dict[str, str] = {
     # ---- --dtype: 선형 어텐션 층 (qkvcalc.ops.state_rounding) --------------------------------
     "precision.sdpa_linear": "--policy sdpa는 선형 어텐션 층에 맞지 않습니다. 이 층은 어텐션 "
     "커널을 부르지 않습니다(--policy eager나 naive를 쓰세요)",
-    "precision.policy.gated_delta.eager": "Qwen3-Next의 torch 대체 경로"
-    "(torch_recurrent_gated_delta_rule)처럼 {dtype} 정밀도로 계산했습니다. 투영은 float32로 "
-    "더해 {dtype} 값으로 반올림하고, 그다음 q, k, v, g, β를 float32로 바꾼 뒤 L2 정규화, 상태, "
-    "출력을 토큰마다 float32로 계산하며, 출력만 마지막에 {dtype} 값으로 되돌립니다. 단계마다 "
+    "precision.policy.gated_delta.eager": "Qwen3-Next의 토큰별 torch "
+    "경로(torch_recurrent_gated_delta_rule, 디코딩할 때 쓰는 경로이며, 프롬프트는 역시 float32로 "
+    "계산하는 torch_chunk_gated_delta_rule을 거칩니다)처럼 {dtype} 정밀도로 계산했습니다. 투영은 "
+    "float32로 더해 {dtype} 값으로 반올림하고, 그다음 q, k, v, g, β를 float32로 바꾼 뒤 L2 정규화, "
+    "상태, 출력을 토큰마다 float32로 계산하며, 출력만 마지막에 {dtype} 값으로 되돌립니다. 단계마다 "
     "float64 쌍둥이를 옆에 보입니다.",
     "precision.policy.gated_delta.eager_fp8": "FP8 곱으로 계산했습니다. X와 가중치는 텐서마다 "
     "배율 하나를 두고 {dtype} 값으로 저장하고, 투영은 float32로 더해 float32로 둡니다. 그다음 "
@@ -1569,10 +1570,12 @@ MESSAGES: dict[str, str] = {
     "precision.policy.gated_delta.naive": "손으로 짠 층처럼 업캐스트 없이 {dtype} 정밀도로 "
     "계산했습니다. L2 정규화, 상태의 모든 연산, 출력을 각각 {dtype} 값으로 반올림합니다(상태 "
     "자체도 {dtype} 값으로 둡니다). 단계마다 float64 쌍둥이를 옆에 보입니다.",
-    "precision.policy.kimi_delta.eager": "Kimi Linear의 recurrent_kimi_delta_attention처럼 "
-    "{dtype} 정밀도로 계산했습니다. 투영은 float32로 더해 {dtype} 값으로 반올림하고, 그다음 q, "
-    "k, v, g, β를 float32로 바꾼 뒤 L2 정규화, 상태, 출력을 토큰마다 float32로 계산하며, 출력만 "
-    "마지막에 {dtype} 값으로 되돌립니다. 단계마다 float64 쌍둥이를 옆에 보입니다.",
+    "precision.policy.kimi_delta.eager": "Kimi Linear의 토큰별 "
+    "경로(recurrent_kimi_delta_attention, 디코딩할 때 쓰는 경로이며, 프롬프트는 역시 float32로 "
+    "계산하는 chunk_kimi_delta_attention을 거칩니다)처럼 {dtype} 정밀도로 계산했습니다. 투영은 "
+    "float32로 더해 {dtype} 값으로 반올림하고, 그다음 q, k, v, g, β를 float32로 바꾼 뒤 L2 정규화, "
+    "상태, 출력을 토큰마다 float32로 계산하며, 출력만 마지막에 {dtype} 값으로 되돌립니다. 단계마다 "
+    "float64 쌍둥이를 옆에 보입니다.",
     "precision.policy.kimi_delta.eager_fp8": "FP8 곱으로 계산했습니다. X와 가중치는 텐서마다 "
     "배율 하나를 두고 {dtype} 값으로 저장하고, 투영은 float32로 더해 float32로 둡니다. 그다음 "
     "Kimi Linear의 recurrent_kimi_delta_attention처럼 q, k, v, g, β를 float32로 두고 L2 정규화, "
@@ -1586,6 +1589,12 @@ MESSAGES: dict[str, str] = {
     "{dtype} 값이었습니다.",
     "precision.l2norm_naive": "업캐스트 없이 {dtype} 텐서로 짰습니다. x², 합(float32로 누적), "
     "+ 10⁻⁶, 제곱근, 나눗셈, 배율을 각각 {dtype} 값으로 반올림합니다.",
+    "precision.l2norm_eager_unscaled": "층이 float32로 바꾼 뒤에 계산합니다(Qwen3-Next와 Kimi "
+    "Linear는 정규화 전에 q와 k를 float32로 바꿉니다). Σx²와 x·(1/√(Σx² + 10⁻⁶))를 각각 "
+    "float32로 계산해 float32로 둡니다. 이 단계의 수와 마지막 자리 단위는 float32의 것입니다. "
+    "입력은 {dtype} 값이었습니다.",
+    "precision.l2norm_naive_unscaled": "업캐스트 없이 {dtype} 텐서로 짰습니다. x², 합(float32로 "
+    "누적), + 10⁻⁶, 제곱근, 나눗셈을 각각 {dtype} 값으로 반올림합니다.",
     "precision.state_eager": "{dtype} 계산도 층처럼 상태를 float32로 둡니다(q, k, v, g, β를 "
     "float32로 바꿨기 때문입니다). e^(g), 감쇠, m, v − m, β를 곱한 값, k̂·δᵀ, 합을 각각 float32로 "
     "반올림합니다. 이 단계의 수와 마지막 자리 단위는 float32의 것입니다.",
@@ -1649,8 +1658,9 @@ MESSAGES: dict[str, str] = {
     "precision.silu_naive": "{dtype} 텐서로 짰습니다. −x, e^(−x), 1 + e^(−x), 나눗셈을 각각 "
     "{dtype} 값으로 반올림합니다.",
     "precision.lightning_state": "MiniMax의 층이 두는 대로 상태를 {dtype} 값으로 둡니다(아무것도 "
-    "float32로 바꾸지 않습니다). 비율 e^(−λ) = {ratio}(λ를 {dtype} 값으로 반올림하고 그 e^도 "
-    "반올림), k_t·v_tᵀ, ratio·S_(t−1), 합을 토큰마다 각각 {dtype} 값으로 반올림합니다.",
+    "float32로 바꾸지 않습니다). 비율 r {ratio}({dtype} 정밀도의 e^(−λ): λ를 {dtype} 값으로 "
+    "반올림하고 그 e^도 반올림), k_t·v_tᵀ, r·S_(t−1), 합을 토큰마다 각각 {dtype} 값으로 "
+    "반올림합니다.",
     "precision.lightning_read": "o_t = q_t·S_t를 torch.matmul이 {dtype} 정밀도로 계산하듯이: "
     "곱을 float32로 더해 한 번 {dtype} 값으로 반올림합니다. MiniMax가 디코딩할 때 토큰마다 "
     "따르는 순환 경로입니다.",
@@ -1676,15 +1686,16 @@ MESSAGES: dict[str, str] = {
     "precision.index_scores_naive": "{dtype} 텐서로 짰습니다. 헤드마다 q·k(float32로 누적), "
     "1/√D를 곱한 값, 1/√H_I를 곱한 가중치, 인덱스 헤드에 걸친 합을 각각 {dtype} 값으로 "
     "반올림합니다.",
-    "precision.mask_wide": "가려진 칸에는 float32 점수에 다음 값을 float32로 더합니다: {fill}"
-    "({dtype}의 가장 작은 유한수, 모델의 덧셈 마스크). 점수는 float32 값으로 남습니다.",
+    "precision.mask_wide": "가려진 칸에는 float32 점수에 다음 값을 float32로 더합니다: "
+    "{fill}({dtype}의 가장 작은(가장 음수인) 유한수, 모델의 덧셈 마스크). 점수는 float32 값으로 "
+    "남습니다.",
     "precision.selection_same": "{dtype} 정밀도에서도 모든 Query가 float64 쌍둥이와 같은 Key를 "
     "남깁니다.",
     "precision.selection_changed": "{dtype} 정밀도에서 top-k가 float64 쌍둥이와 다른 Key를 "
     "남기는 Query 수: {count}(각각 쌍둥이가 남긴 Key → {dtype} 계산이 대신 남긴 Key): {rows}. "
-    "반올림이 점수를 경계 너머로 옮겼거나 같게 만들었습니다(같으면 앞선 Key를 남깁니다). 아래 모든 "
-    "헤드의 마스크는 모델처럼 {dtype} 계산의 선택을 적용하므로, 그 행들은 쌍둥이와 다른 Key에 "
-    "주의를 기울입니다.",
+    "반올림이 점수를 경계 너머로 옮겼거나 같게 만들었습니다(같으면 qkvcalc는 앞선 Key를 남기고, "
+    "torch.topk는 어느 쪽을 남길지 보장하지 않습니다). 아래 모든 헤드의 마스크는 모델처럼 {dtype} "
+    "계산의 선택을 적용하므로, 그 행들은 쌍둥이와 다른 Key에 어텐션합니다.",
     "precision.fp8_kept_layer": "FP8 정책은 이 단계를 float32로 둡니다. 수는 float32의 것이고, "
     "오차는 각 수의 크기에서 {dtype}의 마지막 자리 단위로 셉니다. 이 층에서는 주어진 것(X, 가중치, "
     "매개변수)만 {dtype} 값으로 저장하고, 그것으로 계산하는 단계는 모두 float32로 계산해 float32로 "
@@ -3745,8 +3756,8 @@ MESSAGES: dict[str, str] = {
     "train.progress": "학습 중",
     "train.progress_unscaled": "스케일 1로 학습 중",
     "train.compare_scale_mixer": "--compare-scale은 스코어를 스케일링하지 않고 한 번 더 "
-    "학습하는데, 선형 어텐션 층에는 스케일링한 스코어가 없습니다(소프트맥스 앞의 1/√d_k가 "
-    "없음). 비교할 것이 없습니다.",
+    "학습하는데, 선형 어텐션 층은 다시 스케일링할 스코어를 만들지 않습니다(소프트맥스가 없고, "
+    "1/√d_k가 있으면 q̂에 곱합니다). 비교할 것이 없습니다.",
     "train.compare_scale_one": "--compare-scale은 스케일 1로 한 번 더 학습하는데, 이 문제의 "
     "스케일이 이미 1입니다. 비교할 것이 없습니다.",
     "dataset.not_list": "{key}의 값은 예제(입력 형식의 객체)들의 목록이어야 하며, examples에는 "

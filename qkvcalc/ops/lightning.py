@@ -1081,7 +1081,11 @@ def _lowp_apply(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> 
 
 
 def _num(x: float) -> str:
-    return f"{x:.6g}"
+    """The ratio said exactly ("= x": a low-precision number has a short decimal), else "≈ x"."""
+    from decimal import Decimal
+
+    written = repr(x)
+    return f"= {written}" if Decimal(written) == Decimal(x) else f"≈ {written}"
 
 
 FEATURE = Feature(

@@ -78,13 +78,15 @@ def l2norm_rule(eps: float, upcast: str, naive: str) -> Rule:
             total = summed(r.to, x * x, 1)[:, None]
             value = r.to(x / r.to(np.sqrt(r.to(total + eps))))
             value = value if scale == 1.0 else r.to(value * scale)
-            return Out(value, notes=(Msg(naive, dtype=str(r.dtype)),))
+            said = naive if scale != 1.0 else naive + "_unscaled"
+            return Out(value, notes=(Msg(said, dtype=str(r.dtype)),))
         total = summed(r.f32, x * x, 1)[:, None]
         # torch's rsqrt in float32: the root rounded, then its reciprocal rounded
         inverse = r.f32(1 / r.f32(np.sqrt(r.f32(total + eps))))
         value = r.f32(x * inverse)
         value = value if scale == 1.0 else r.f32(value * r.f32(np.float64(scale)))
-        return Out(value, SAID, notes=(Msg(upcast, dtype=r.kept or str(r.dtype)),))
+        said = upcast if scale != 1.0 else upcast + "_unscaled"  # K's norm: no scale to name
+        return Out(value, SAID, notes=(Msg(said, dtype=r.kept or str(r.dtype)),))
 
     return rule
 
