@@ -665,9 +665,6 @@ MESSAGES: dict[str, str] = {
     "through its state: leave out --decode.",
     "lightning.tiles": "A lightning-attention layer (lightning) has no softmax to compute in "
     "tiles: leave out --tiles.",
-    "lightning.train": "train does not learn a lightning-attention layer's own norm weight and "
-    "output gate yet (lightning's norm and gate): leave them out to train W_Q, W_K, W_V and W_O "
-    "(explain --backward shows their gradients).",
     "lightning.backward": "--backward does not go through a lightning-attention layer "
     "(lightning) yet: leave out --backward.",
     # the layer around the core (qkvcalc/ops/gdn_layer.py)
