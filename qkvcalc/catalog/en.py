@@ -444,8 +444,8 @@ MESSAGES: dict[str, str] = {
     "gated_delta.tiles": "A Gated DeltaNet layer (gated_delta) has no softmax to compute in "
     "tiles: leave out --tiles.",
     "gated_delta.train": "train learns through a Gated DeltaNet layer's core (gated_delta with g "
-    "and beta given), not yet through the whole layer's own pieces (conv; wa, wb, a_log, dt_bias; "
-    "wz and norm): leave them out to train.",
+    "and beta given) and its gated norm (wz, norm), not yet through the whole layer's pieces "
+    "before the core (conv; wa, wb, a_log, dt_bias): leave them out to train.",
     "gated_delta.backward": "--backward goes through a Gated DeltaNet layer's core (gated_delta "
     "with g and beta given) and its gated norm (wz, norm), not yet through the whole layer's "
     "pieces before the core (conv; wa, wb, a_log, dt_bias): leave them out, or leave out "
