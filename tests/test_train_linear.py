@@ -126,9 +126,10 @@ def test_lightning_training_equals_sgd_in_torch(case):
 
 
 def test_lightning_frozen_norm_and_gate_stay_and_the_rest_equal_torch():
-    """--freeze w_norm,W_G (the names "Learned:" shows; norm and wg too): both stay."""
+    """--freeze w_norm,W_G (the names "Learned:" shows; norm and wg, and the input's key gate,
+    too): both stay."""
     doc = lightning_doc(seed=9)
-    for freeze in ("w_norm,W_G", "norm wg"):
+    for freeze in ("w_norm,W_G", "norm wg", "norm,gate"):
         training = train(Problem.from_mapping(doc), steps=3, lr=0.01, freeze=freeze)
         want, losses = _lightning_torch(doc, 3, 0.01, frozen=("_norm", "_gate"))
         start = lightning_weights(Problem.from_mapping(doc))
@@ -136,6 +137,18 @@ def test_lightning_frozen_norm_and_gate_stay_and_the_rest_equal_torch():
         _assert_same(got, want, training, losses, start)
         assert training.frozen == ("norm", "wg") and set(training.learned) == set(PLAIN)
         assert np.array_equal(got["norm"], start["norm"]) and np.array_equal(got["wg"], start["wg"])
+
+
+def test_freeze_of_a_name_the_problem_lacks_is_one_message(tmp_path):
+    """--freeze gate without a gate names what the problem has; a plain problem knows no norm."""
+    from tests.conftest import one_message
+
+    doc = lightning_doc()
+    doc["lightning"].pop("gate")
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    one_message(in_process("train", str(path), "--freeze", "gate"), "this problem has no wg")
+    one_message(in_process("train", "--preset", "learn", "--freeze", "norm"), "norm is not one of")
 
 
 def test_a_torch_layout_lightning_problem_trains_alike_and_its_trained_problem_runs():

@@ -114,3 +114,4 @@ class Learns(NamedTuple):
     stages: Callable[[Any], dict[str, str]]
     grad: Callable[[Any, str, np.ndarray], np.ndarray]
     moved: Callable[[Any, dict[str, np.ndarray]], Any]
+    also: tuple[tuple[str, str], ...] = ()  # another word --freeze takes for a name: its input key

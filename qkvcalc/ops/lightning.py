@@ -220,6 +220,7 @@ LEARNS = Learns(
     lambda value: {"norm": "grad_lightning_norm", "wg": "grad_wg"},
     lambda value, name, grad: grad,  # both already in their matrix's layout (rows)
     _trained,
+    also=(("gate", "wg"),),  # --freeze gate: the input's key for W_G
 )
 
 

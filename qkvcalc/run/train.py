@@ -181,6 +181,16 @@ def known(p: Problem) -> tuple[str, ...]:
     return tuple(names)
 
 
+def spellings(p: Problem) -> dict[str, str]:
+    """Other words --freeze takes for this problem's names (a feature's input key for one, and
+    each name as shown: 'w_norm' for norm), lowercased without underscores."""
+    names = known(p)
+    out = {DISPLAY.get(n, n).lower().replace("_", ""): n for n in names}
+    for learns, _ in _learners(p):
+        out |= dict(learns.also)
+    return {word: name for word, name in out.items() if word not in names}
+
+
 def grad_stage(p: Problem, name: str) -> str:
     """The id of the stage that holds ∂L/∂ of the matrix `name`."""
     owner = _owner(p, name)
@@ -206,14 +216,17 @@ def placed(p: Problem, weights: Mapping[str, np.ndarray]) -> Problem:
 
 
 def parse_freeze(
-    text: str | Iterable[str] | None, names: Sequence[str] = LEARNED
+    text: str | Iterable[str] | None,
+    names: Sequence[str] = LEARNED,
+    spelled: Mapping[str, str] | None = None,
 ) -> tuple[str, ...]:
     """'wq,wv' (or 'wq wv', or a list) as names; an unknown name is one message. `names`: those
-    the problem may have (multi-head latent attention's: wdq, wuq …)."""
+    the problem may have (multi-head latent attention's: wdq, wuq …); `spelled`: other words for
+    them (w_norm for norm: spellings)."""
     if text is None:
         return ()
     words = text.replace(",", " ").split() if isinstance(text, str) else list(text)
-    spelled = {DISPLAY.get(n, n).lower().replace("_", ""): n for n in names}  # w_norm: norm
+    spelled = spelled or {}
     out: list[str] = []
     for word in words:
         name = str(word).strip().lower().replace("_", "")
@@ -349,7 +362,7 @@ class Descent:
     ) -> None:
         # a number from Python is held to the same rules as one typed
         self.steps, self.lr = parse_steps(steps), parse_lr(lr)
-        self.frozen = parse_freeze(freeze, known(problem))
+        self.frozen = parse_freeze(freeze, known(problem), spellings(problem))
         given = list(examples) or [problem]
         free = [_check(p, self.steps, self.frozen) for p in given]
         self.free = free[0]
