@@ -444,8 +444,8 @@ MESSAGES: dict[str, str] = {
     "gated_delta.tiles": "A Gated DeltaNet layer (gated_delta) has no softmax to compute in "
     "tiles: leave out --tiles.",
     "gated_delta.train": "train learns through a Gated DeltaNet layer's core (gated_delta with g "
-    "and beta given), not yet through the whole layer's own pieces (conv; wa, wb, a_log, dt_bias; "
-    "wz and norm): leave them out to train.",
+    "and beta given) and its gated norm (wz, norm), not yet through the whole layer's pieces "
+    "before the core (conv; wa, wb, a_log, dt_bias): leave them out to train.",
     "gated_delta.backward": "--backward goes through a Gated DeltaNet layer's core (gated_delta "
     "with g and beta given) and its gated norm (wz, norm), not yet through the whole layer's "
     "pieces before the core (conv; wa, wb, a_log, dt_bias): leave them out, or leave out "
@@ -665,9 +665,6 @@ MESSAGES: dict[str, str] = {
     "through its state: leave out --decode.",
     "lightning.tiles": "A lightning-attention layer (lightning) has no softmax to compute in "
     "tiles: leave out --tiles.",
-    "lightning.train": "train does not learn a lightning-attention layer's own norm weight and "
-    "output gate yet (lightning's norm and gate): leave them out to train W_Q, W_K, W_V and W_O "
-    "(explain --backward shows their gradients).",
     "lightning.backward": "--backward does not go through a lightning-attention layer "
     "(lightning) yet: leave out --backward.",
     # the layer around the core (qkvcalc/ops/gdn_layer.py)

@@ -440,9 +440,9 @@ MESSAGES: dict[str, str] = {
     "계산합니다: --decode를 빼세요.",
     "gated_delta.tiles": "Gated DeltaNet 층(gated_delta)에는 타일로 나눠 계산할 소프트맥스가 "
     "없습니다: --tiles를 빼세요.",
-    "gated_delta.train": "train은 Gated DeltaNet 층의 핵심(g와 beta를 준 gated_delta)을 거쳐 "
-    "학습하지만, 층 전체의 부품(conv; wa, wb, a_log, dt_bias; wz와 norm)은 아직 거치지 않습니다: "
-    "학습하려면 그 키들을 빼세요.",
+    "gated_delta.train": "train은 Gated DeltaNet 층의 핵심(g와 beta를 준 gated_delta)과 "
+    "게이트 정규화(wz, norm)를 거쳐 학습하지만, 핵심 앞의 부품(conv; wa, wb, a_log, dt_bias)은 "
+    "아직 거치지 않습니다: 학습하려면 그 키들을 빼세요.",
     "gated_delta.backward": "--backward는 Gated DeltaNet 층의 핵심(g와 beta를 준 gated_delta)과 "
     "게이트 정규화(wz, norm)를 거치지만, 핵심 앞의 부품(conv; wa, wb, a_log, dt_bias)은 아직 "
     "거치지 않습니다: 그 키들을 빼거나 --backward를 빼세요.",
@@ -653,9 +653,6 @@ MESSAGES: dict[str, str] = {
     "계산합니다: --decode를 빼세요.",
     "lightning.tiles": "라이트닝 어텐션 층(lightning)에는 타일로 나눠 계산할 소프트맥스가 "
     "없습니다: --tiles를 빼세요.",
-    "lightning.train": "train은 아직 라이트닝 어텐션 층 자체의 정규화 가중치와 출력 게이트"
-    "(lightning의 norm과 gate)를 학습하지 않습니다: W_Q, W_K, W_V, W_O를 학습하려면 둘을 "
-    "빼세요(explain --backward가 그 기울기를 보여 줍니다).",
     "lightning.backward": "--backward는 아직 라이트닝 어텐션 층(lightning)을 거치지 않습니다: "
     "--backward를 빼세요.",
     # the layer around the core (qkvcalc/ops/gdn_layer.py)

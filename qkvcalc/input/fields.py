@@ -119,6 +119,9 @@ DISPLAY = {
     "wckv": "w_CKV",
     "wuk": "W_UK",
     "wuv": "W_UV",
+    # a linear layer's own weights after its core (lightning's norm and gate, Gated DeltaNet's)
+    "norm": "w_norm",
+    "wz": "W_z",
     "grad_output": "grad_output (dL/dO)",
     "target": "target T",
 }
