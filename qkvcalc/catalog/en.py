@@ -2908,8 +2908,6 @@ MESSAGES: dict[str, str] = {
     "refused.jetmoe": "its attention is a mixture of attention heads: each token's queries and "
     "its share of the output projection come from the experts its router picks for that token, "
     "so W_Q and W_O differ from token to token, and a problem has one W_Q and one W_O",
-    "refused.laguna": "its output gate multiplies each head's output by softplus(x·W_G) "
-    "(g_proj), and the input format's output gate (wg, bg) is σ(x·W_G + b_G) only",
     "refused.inkling": "its K and V are not x·W_K and x·W_V: after k_proj and v_proj a short "
     "causal convolution (k_sconv, v_sconv) mixes each token's row with the rows of the tokens "
     "before it, and a problem projects each token's row alone",

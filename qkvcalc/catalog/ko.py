@@ -2848,8 +2848,6 @@ MESSAGES: dict[str, str] = {
     "refused.jetmoe": "이 모델의 어텐션은 어텐션 헤드의 전문가 혼합입니다. 토큰마다 라우터가 고른 "
     "전문가에서 그 토큰의 Query와 출력 투영의 몫이 오므로 W_Q와 W_O가 토큰마다 다르고, 문제에는 "
     "W_Q와 W_O가 하나씩만 있습니다",
-    "refused.laguna": "이 모델의 출력 게이트는 각 헤드의 출력에 softplus(x·W_G)를 곱하는데"
-    "(g_proj), 입력 형식의 출력 게이트(wg, bg)는 σ(x·W_G + b_G)뿐입니다",
     "refused.inkling": "이 모델의 K와 V는 x·W_K와 x·W_V가 아닙니다. k_proj와 v_proj 다음에 짧은 "
     "인과 합성곱(k_sconv, v_sconv)이 각 토큰의 행을 앞선 토큰들의 행과 섞는데, 문제는 각 토큰의 "
     "행만 투영합니다",
