@@ -35,6 +35,7 @@ VARIANT_KEYS = (
     "indexer",  # the sparse-attention indexer beside mla (qkvcalc/ops/indexer.py)
     "wg",  # the output gate's weight and bias
     "bg",
+    "gate_act",  # the output gate's activation: "sigmoid" (the default) or "softplus"
     "differential",  # differential attention: λ, λ_init, ε (qkvcalc/ops/differential.py)
     "gated_delta",  # a linear-attention layer: Gated DeltaNet (qkvcalc/ops/gated_delta.py)
     "kimi_delta",  # a linear-attention layer: Kimi Delta Attention (qkvcalc/ops/kimi_delta.py)
