@@ -2868,10 +2868,12 @@ MESSAGES: dict[str, str] = {
     "expresses any of these",
     "extract.not_expressible": "{model} is a {arch} model ({model_type!r}), which qkvcalc "
     "extract does not read: {reason}",
-    "refused.bitnet": "its attention normalises all heads' outputs joined (attn_sub_norm, an "
-    "RMSNorm over the H·d_v numbers of each token) before o_proj, a step the input format has "
-    "no key (field) for; its quantized checkpoints (BitLinear) also round each projection's "
-    "input to 8 bits per token",
+    "extract.bitnet_quantized": "{model} is a quantized BitNet checkpoint (its config's "
+    "quantization_config, quant_method {method}), which qkvcalc extract does not read: "
+    "transformers then builds each projection as BitLinear or AutoBitLinear, which round its "
+    "input to 8 bits per token when they run, a step the input format has no key (field) for. A "
+    "BitNet model without quantization_config (plain nn.Linear projections) is read, its "
+    "attn_sub_norm as sub_norm.",
     "refused.jetmoe": "its attention is a mixture of attention heads: each token's queries and "
     "its share of the output projection come from the experts its router picks for that token, "
     "so W_Q and W_O differ from token to token, and a problem has one W_Q and one W_O",

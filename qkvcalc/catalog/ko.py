@@ -2809,10 +2809,12 @@ MESSAGES: dict[str, str] = {
     "어텐션합니다. 입력 형식의 어떤 키로도 이 중 어느 것도 나타낼 수 없습니다",
     "extract.not_expressible": "{model}: {arch} 모델({model_type!r})은 qkvcalc extract가 "
     "읽지 않습니다. 이유: {reason}",
-    "refused.bitnet": "이 모델의 어텐션은 o_proj 앞에서 모든 헤드의 출력을 이어 붙인 것을 "
-    "정규화하는데(attn_sub_norm, 토큰마다 H·d_v개 수에 대한 RMSNorm), 입력 형식에는 이 "
-    "단계를 나타내는 키(필드)가 없습니다. 양자화된 체크포인트(BitLinear)는 각 투영의 입력도 "
-    "토큰마다 8비트로 반올림합니다",
+    "extract.bitnet_quantized": "{model}: 양자화된 BitNet 체크포인트입니다(설정의 "
+    "quantization_config, quant_method {method}). qkvcalc extract는 이를 읽지 않습니다: 이때 "
+    "transformers는 각 투영을 BitLinear나 AutoBitLinear로 만드는데, 이들은 실행할 때 입력을 "
+    "토큰마다 8비트로 반올림하며, 입력 형식에는 이 단계를 나타내는 키(필드)가 없습니다. "
+    "quantization_config가 없는 BitNet 모델(투영이 보통의 nn.Linear)은 읽으며, 그 attn_sub_norm은 "
+    "sub_norm이 됩니다.",
     "refused.jetmoe": "이 모델의 어텐션은 어텐션 헤드의 전문가 혼합입니다. 토큰마다 라우터가 고른 "
     "전문가에서 그 토큰의 Query와 출력 투영의 몫이 오므로 W_Q와 W_O가 토큰마다 다르고, 문제에는 "
     "W_Q와 W_O가 하나씩만 있습니다",
