@@ -118,12 +118,16 @@ def test_heads_splits_a_bitnet_layer_before_its_norm(lab):
     """qkvcalc heads: one head's problem has no sub_norm (the norm reads every head's row, as
     W_O does), and its map is transformers' map of that head."""
     import qkvcalc
-    from qkvcalc.extract.heads import split_head
+    from qkvcalc.extract.heads import attention_maps, split_head
 
     one = split_head(lab[1]["problem"], 3)
     assert "sub_norm" not in one and "sub_norm_eps" not in one
     trace = qkvcalc.explain(**one)
-    assert relative(np.squeeze(trace.weights), lab[1]["reference"]["weights"][2]) < TOL
+    weights = lab[1]["reference"]["weights"]
+    assert relative(np.squeeze(trace.weights), weights[2]) < TOL
+    run = attention_maps(lab["folder"], input_ids=ids(), dtype="float64", problems=True)
+    assert relative(np.asarray(run.weights[1]), weights) < TOL
+    assert np.array_equal(run.problems[1]["sub_norm"], lab[1]["problem"]["sub_norm"])
 
 
 QUANTIZED = {
