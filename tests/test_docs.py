@@ -381,7 +381,11 @@ def test_the_readme_counts_the_hostile_inputs_there_are():
 
 # the feature mistakes' count as README's sentence says it
 _ONES = ["", "-one", "-two", "-three", "-four", "-five", "-six", "-seven", "-eight", "-nine"]
-COUNT_WORDS = {19: "Nineteen", **{20 + k: "Twenty" + one for k, one in enumerate(_ONES)}}
+COUNT_WORDS = {
+    19: "Nineteen",
+    **{20 + k: "Twenty" + one for k, one in enumerate(_ONES)},
+    **{30 + k: "Thirty" + one for k, one in enumerate(_ONES)},
+}
 
 
 def test_the_readme_names_every_quiz_mistake_the_code_defines():

@@ -10,8 +10,9 @@ another model_type), a multimodal Llama 4 checkpoint's text layers, RecurrentGem
 attention layers (its RG-LRU layers refused by kind) and MiniMax-M3's dense layers (its
 block-sparse ones refused). Laguna is read with its softplus output gate (gate_act, g_proj per
 head or per element) and its heads per layer.
-BitNet, JetMoE, Inkling and Inkling 2 are refused by name with the step no problem can
-say, before anything loads, whether from a folder or from a model already loaded."""
+JetMoE, Inkling and Inkling 2 are refused by name with the step no problem can say, before
+anything loads, whether from a folder or from a model already loaded (BitNet, once refused
+here, is read: tests/test_extract_bitnet.py)."""
 
 from __future__ import annotations
 
@@ -598,7 +599,6 @@ def test_a_laguna_head_is_split_with_its_gate(laguna):
 
 # model_type → the config class transformers builds it from
 REFUSED = {
-    "bitnet": "BitNetConfig",
     "jetmoe": "JetMoeConfig",
     "inkling_text": "InklingTextConfig",
     "inkling_mm_model": "InklingConfig",
@@ -627,18 +627,3 @@ def test_a_model_type_no_problem_can_say_is_refused_by_name(tmp_path, model_type
     said = str(err.value)
     assert NAMES[model_type][0] in said and "does not read" in said
     assert "k_sconv" in said if "inkling" in model_type else True
-
-
-def test_a_loaded_bitnet_is_refused_and_has_its_joined_norm():
-    """A BitNet model given as a model is refused the same way; its attention does hold the
-    norm over the joined heads the message names (attn_sub_norm, H·d_v wide)."""
-    import qkvcalc
-    from qkvcalc.errors import QkvcalcError
-
-    model = build_from("BitNetConfig", LLAMA, "BitNetForCausalLM")
-    attn = model.model.layers[0].self_attn
-    assert attn.attn_sub_norm.weight.shape == (4 * 8,)
-    with pytest.raises(QkvcalcError) as err:
-        qkvcalc.extract(model, layer=0, input_ids=ids())
-    assert err.value.msg.key == "extract.not_expressible"
-    assert "attn_sub_norm" in str(err.value)

@@ -26,6 +26,7 @@ from tests.test_indexer import MISTAKE_IDS as INDEXER_IDS
 from tests.test_kimi_delta import MISTAKE_IDS as KDA_IDS
 from tests.test_lightning import MISTAKE_IDS as LIGHTNING_IDS
 from tests.test_mla import MISTAKE_IDS as MLA_IDS
+from tests.test_sub_norm import MISTAKE_IDS as SUB_NORM_IDS
 from tests.test_v_norm import MISTAKE_IDS as V_NORM_IDS
 
 # One head of d_k = 4 (so RoPE's two pairings differ), every feature with a mistake at once:
@@ -148,6 +149,7 @@ FEATURE_IDS = (
     | INDEXER_IDS  # the sparse-attention indexer's, tested in tests/test_indexer.py
     | KDA_IDS  # Kimi Delta Attention's, tested in tests/test_kimi_delta.py
     | LIGHTNING_IDS  # lightning attention's, tested in tests/test_lightning.py
+    | SUB_NORM_IDS  # the norm over the joined heads', tested in tests/test_sub_norm.py
 )
 
 

@@ -105,6 +105,8 @@ COUNTED = [
     ("kimi_delta.cross", "n", "row", "rows"),
     ("note.lightning_rms", "width", "number", "numbers"),
     ("lightning.length", "length", "number", "numbers"),
+    ("note.sub_rms", "width", "number", "numbers"),
+    ("sub_norm.length", "length", "number", "numbers"),
     ("ui.variant.gdn_conv", "taps", "tap", "taps"),
     ("note.gdn_conv", "taps", "tap", "taps"),
     ("gated_delta.vector", "length", "number", "numbers"),

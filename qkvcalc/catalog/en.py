@@ -2898,10 +2898,12 @@ MESSAGES: dict[str, str] = {
     "expresses any of these",
     "extract.not_expressible": "{model} is a {arch} model ({model_type!r}), which qkvcalc "
     "extract does not read: {reason}",
-    "refused.bitnet": "its attention normalises all heads' outputs joined (attn_sub_norm, an "
-    "RMSNorm over the H·d_v numbers of each token) before o_proj, a step the input format has "
-    "no key (field) for; its quantized checkpoints (BitLinear) also round each projection's "
-    "input to 8 bits per token",
+    "extract.bitnet_quantized": "{model} is a quantized BitNet checkpoint (its config's "
+    "quantization_config, quant_method {method}), which qkvcalc extract does not read: "
+    "transformers then builds each projection as BitLinear or AutoBitLinear, which round its "
+    "input to 8 bits per token when they run, a step the input format has no key (field) for. A "
+    "BitNet model without quantization_config (plain nn.Linear projections) is read, its "
+    "attn_sub_norm as sub_norm.",
     "refused.jetmoe": "its attention is a mixture of attention heads: each token's queries and "
     "its share of the output projection come from the experts its router picks for that token, "
     "so W_Q and W_O differ from token to token, and a problem has one W_Q and one W_O",
@@ -3973,4 +3975,48 @@ MESSAGES: dict[str, str] = {
     "sentence, 'it' gives 'bird' 10%, then 63%.",
     "train.dataset_loss_option": "{option} sets one problem's loss, but this is a data set whose "
     "examples carry their own: give each example its target or attend instead.",
+    # ---- the norm over the joined heads, BitNet's attn_sub_norm (qkvcalc/ops/sub_norm.py) ----
+    "ui.variant.sub_norm": "an RMSNorm over the joined heads before W_O (BitNet's attn_sub_norm), "
+    "ε = {eps}",
+    "stage.sub_rms.title": "Each row's root mean square over all the heads",
+    "stage.sub_rms.why": "BitNet joins the heads' outputs side by side and normalizes each row "
+    "with one RMSNorm over the whole width (attn_sub_norm, before o_proj): one root per token, "
+    "shared by every head.",
+    "stage.sub_normed.title": "The heads' outputs, normalized over the joined heads",
+    "stage.sub_normed.why": "Each head's output divided by its row's root (shared by all the "
+    "heads), times the head's columns of the norm's learned weight. The concat then joins these "
+    "and W_O mixes them.",
+    "stage.grad_sub_rms.title": "Backward: the gradient of each row's root",
+    "stage.grad_sub_rms.why": "The root r was read by every head's normalized output, so its "
+    "gradient adds every head's share (the chain rule's sum over the paths).",
+    "stage.grad_sub_norm.title": "Backward: the gradient of the norm's weight",
+    "stage.grad_sub_norm.why": "out_N = out / r ⊙ w: each weight multiplied one column of the "
+    "normalized output in every row, so its gradient adds that column's d(out_N) times out / r "
+    "over the tokens.",
+    "note.sub_rms": "r = √(mean of the squares of the row's {width} {width:number|numbers} + ε), "
+    "ε = {eps}: the heads' outputs side by side (BitNetRMSNorm over H·d_v).",
+    "mistake.sub_norm_per_head": "This normalizes each head's output by its own root mean square "
+    "(over d_v numbers): the norm takes one root per row over all the heads joined (H·d_v).",
+    "sub_norm.eps_alone": "sub_norm_eps is given without sub_norm: the norm over the joined heads "
+    "needs its weight (H·d_v numbers).",
+    "sub_norm.length": "sub_norm has {length} {length:number|numbers}, but the norm over the "
+    "joined heads needs H·d_v = {heads}×{d_v} = {width}: one weight per column of the heads "
+    "side by side.",
+    "sub_norm.eps": "sub_norm_eps must be a number greater than 0 (the ε under the root), not "
+    "{value}.",
+    "sub_norm.with_gate": "The norm over the joined heads (sub_norm) and the output gate (wg) "
+    "are not computed together: leave out one of them.",
+    "sub_norm.with_differential": "The norm over the joined heads (sub_norm) and differential "
+    "attention are not computed together: leave out one of them.",
+    "sub_norm.decode": "The norm over the joined heads (sub_norm) is not computed step by step "
+    "with a KV cache: leave out --decode (the whole run shows it).",
+    "sub_norm.tiles": "The norm over the joined heads (sub_norm) is not computed with --tiles: "
+    "leave out --tiles (the whole run shows it).",
+    "sub_norm.train": "train does not learn the weight of the norm over the joined heads "
+    "(sub_norm) yet: leave out sub_norm to train, or see its gradient with explain --backward.",
+    "precision.sub_rms_eager": "As BitNetRMSNorm computes it: the heads' outputs side by side in "
+    "float32, mean(x²) and √(mean + ε) in float32 (the norm multiplies by its reciprocal). Its "
+    "numbers and units in the last place are float32's; the outputs were {dtype}'s.",
+    "precision.sub_normed_eager": "As BitNetRMSNorm computes it: out times 1/r in float32, cast "
+    "to {dtype}, then the weight (in {dtype}) times that, rounded to {dtype}.",
 }

@@ -2838,10 +2838,12 @@ MESSAGES: dict[str, str] = {
     "어텐션합니다. 입력 형식의 어떤 키로도 이 중 어느 것도 나타낼 수 없습니다",
     "extract.not_expressible": "{model}: {arch} 모델({model_type!r})은 qkvcalc extract가 "
     "읽지 않습니다. 이유: {reason}",
-    "refused.bitnet": "이 모델의 어텐션은 o_proj 앞에서 모든 헤드의 출력을 이어 붙인 것을 "
-    "정규화하는데(attn_sub_norm, 토큰마다 H·d_v개 수에 대한 RMSNorm), 입력 형식에는 이 "
-    "단계를 나타내는 키(필드)가 없습니다. 양자화된 체크포인트(BitLinear)는 각 투영의 입력도 "
-    "토큰마다 8비트로 반올림합니다",
+    "extract.bitnet_quantized": "{model}: 양자화된 BitNet 체크포인트입니다(설정의 "
+    "quantization_config, quant_method {method}). qkvcalc extract는 이를 읽지 않습니다: 이때 "
+    "transformers는 각 투영을 BitLinear나 AutoBitLinear로 만드는데, 이들은 실행할 때 입력을 "
+    "토큰마다 8비트로 반올림하며, 입력 형식에는 이 단계를 나타내는 키(필드)가 없습니다. "
+    "quantization_config가 없는 BitNet 모델(투영이 보통의 nn.Linear)은 읽으며, 그 attn_sub_norm은 "
+    "sub_norm이 됩니다.",
     "refused.jetmoe": "이 모델의 어텐션은 어텐션 헤드의 전문가 혼합입니다. 토큰마다 라우터가 고른 "
     "전문가에서 그 토큰의 Query와 출력 투영의 몫이 오므로 W_Q와 W_O가 토큰마다 다르고, 문제에는 "
     "W_Q와 W_O가 하나씩만 있습니다",
@@ -3876,4 +3878,47 @@ MESSAGES: dict[str, str] = {
     "'it'이 'bird'에 주는 가중치는 10%에서 63%가 됩니다.",
     "train.dataset_loss_option": "{option}: 문제 하나의 손실을 정하는 옵션인데, 이것은 예제마다 "
     "손실을 가진 데이터 세트입니다. 예제마다 target이나 attend를 주세요.",
+    # ---- the norm over the joined heads, BitNet's attn_sub_norm (qkvcalc/ops/sub_norm.py) ----
+    "ui.variant.sub_norm": "W_O 앞에서 이어 붙인 헤드들에 걸친 RMSNorm(BitNet의 attn_sub_norm), "
+    "ε = {eps}",
+    "stage.sub_rms.title": "모든 헤드에 걸친 행마다의 제곱평균제곱근",
+    "stage.sub_rms.why": "BitNet은 헤드들의 출력을 나란히 이어 붙이고, 각 행을 전체 너비에 걸친 "
+    "RMSNorm 하나로 정규화합니다(o_proj 앞의 attn_sub_norm). 토큰마다 근 하나를 모든 헤드가 "
+    "함께 씁니다.",
+    "stage.sub_normed.title": "이어 붙인 헤드들에 걸쳐 정규화한 헤드 출력",
+    "stage.sub_normed.why": "각 헤드의 출력을 그 행의 근(모든 헤드가 함께 씀)으로 나누고, 정규화의 "
+    "학습된 가중치 중 그 헤드의 열을 곱합니다. 그다음 concat이 이들을 이어 붙이고 W_O가 "
+    "섞습니다.",
+    "stage.grad_sub_rms.title": "역전파: 행마다의 근의 기울기",
+    "stage.grad_sub_rms.why": "근 r은 모든 헤드의 정규화한 출력이 읽었으므로, 그 기울기는 모든 "
+    "헤드의 몫을 더한 것입니다(연쇄 법칙의 경로별 합).",
+    "stage.grad_sub_norm.title": "역전파: 정규화 가중치의 기울기",
+    "stage.grad_sub_norm.why": "out_N = out / r ⊙ w: 각 가중치는 모든 행에서 정규화한 출력의 "
+    "한 열에 곱해졌으므로, 그 기울기는 토큰들에 걸쳐 그 열의 d(out_N)에 out / r을 곱해 더한 "
+    "것입니다.",
+    "note.sub_rms": "r = √(행의 수 {width}개의 제곱의 평균 + ε), ε = {eps}: 헤드들의 출력을 "
+    "나란히 놓은 행입니다(H·d_v에 걸친 BitNetRMSNorm).",
+    "mistake.sub_norm_per_head": "이 값은 각 헤드의 출력을 그 헤드만의 제곱평균제곱근(d_v개의 "
+    "수)으로 정규화했습니다. 이 정규화는 모든 헤드를 이어 붙인 행(H·d_v개)마다 근 하나를 씁니다.",
+    "sub_norm.eps_alone": "sub_norm 없이 sub_norm_eps만 주어졌습니다: 이어 붙인 헤드들에 걸친 "
+    "정규화에는 가중치(H·d_v개의 수)가 필요합니다.",
+    "sub_norm.length": "sub_norm의 수는 {length}개이지만, 이어 붙인 헤드들에 걸친 정규화에는 "
+    "H·d_v = {heads}×{d_v} = {width}개가 필요합니다: 나란히 놓은 헤드들의 열마다 가중치가 "
+    "하나씩 있습니다.",
+    "sub_norm.eps": "sub_norm_eps는 0보다 큰 수(근 안의 ε)여야 합니다. 주어진 값: {value}",
+    "sub_norm.with_gate": "이어 붙인 헤드들에 걸친 정규화(sub_norm)와 출력 게이트(wg)는 함께 "
+    "계산하지 않습니다: 둘 중 하나를 빼세요.",
+    "sub_norm.with_differential": "이어 붙인 헤드들에 걸친 정규화(sub_norm)와 차분 어텐션은 함께 "
+    "계산하지 않습니다: 둘 중 하나를 빼세요.",
+    "sub_norm.decode": "이어 붙인 헤드들에 걸친 정규화(sub_norm)는 KV 캐시로 한 단계씩 계산하지 "
+    "않습니다: --decode를 빼세요(전체 실행에서 보입니다).",
+    "sub_norm.tiles": "이어 붙인 헤드들에 걸친 정규화(sub_norm)는 --tiles로 계산하지 않습니다: "
+    "--tiles를 빼세요(전체 실행에서 보입니다).",
+    "sub_norm.train": "train은 아직 이어 붙인 헤드들에 걸친 정규화(sub_norm)의 가중치를 학습하지 "
+    "않습니다: 학습하려면 sub_norm을 빼거나, 그 기울기는 explain --backward로 보세요.",
+    "precision.sub_rms_eager": "BitNetRMSNorm처럼: 헤드 출력을 나란히 놓고 float32로 mean(x²)와 "
+    "√(mean + ε)를 계산합니다(정규화는 그 역수를 곱합니다). 이 단계의 수와 마지막 자리 단위는 "
+    "float32의 것이고, 출력은 {dtype} 값이었습니다.",
+    "precision.sub_normed_eager": "BitNetRMSNorm처럼: out과 1/r의 곱을 float32로 계산해 {dtype} "
+    "값으로 바꾼 뒤, 가중치({dtype} 값)와의 곱을 {dtype} 값으로 반올림합니다.",
 }

@@ -112,6 +112,7 @@ def _open(
         with contextlib.nullcontext() if here else runner._offline_unless_reachable():
             config = runner._config(name)
             deepseek_v4.check(config, None, shown)
+            refused.check_config(config, shown)  # BitNet's quantized checkpoints (BitLinear)
             runner._family(config.model_type, name)
             if (input_ids is None) == (text is None):
                 raise QkvcalcError("extract.input_choice")
@@ -134,6 +135,7 @@ def _open(
     else:
         raise QkvcalcError("extract.not_a_model", kind=type(model_or_path).__name__)
     deepseek_v4.check(model.config, None, shown)
+    refused.check_config(model.config, shown)
     family = runner._family(model.config.model_type, shown)
     ids = runner._token_ids(model, shown, input_ids, text, tokenizer)
     runner._check_length(len(ids), model.config, model.config.model_type, shown)
@@ -447,7 +449,9 @@ SHARED = {
     "gate_act",  # the output gate's activation, every head's (Laguna's softplus)
 }
 # Keys of the whole layer that a single head has no part in.
-DROPPED = {"heads", "kv_heads", "wo", "bo"}
+# what comes after the heads are joined: W_O, and BitNet's norm over the joined heads (its root
+# reads every head's row: a head's own output is the one before it, as its part before W_O)
+DROPPED = {"heads", "kv_heads", "wo", "bo", "sub_norm", "sub_norm_eps"}
 
 
 def _whole_head(head: Any, count: int) -> int:

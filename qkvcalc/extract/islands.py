@@ -43,6 +43,7 @@ def class_name(module: Any) -> str:
 
 _STANDARD_RMS = (
     "LlamaRMSNorm",
+    "BitNetRMSNorm",  # its input_layernorm, attn_sub_norm (sub_norm) and MLP's ffn_sub_norm
     "MistralRMSNorm",
     "Qwen2RMSNorm",
     "Qwen3RMSNorm",

@@ -22,8 +22,10 @@ attention_multiplier), the mask and window the layer was given in the run (so ea
 rule for which layers slide is the one that counts), the rotary frequencies of the layer's type
 (Gemma 3: local and global bases and scaling), whether the layer rotates at all (NoPE layers:
 SmolLM3's no_rope_layers, the global layers of EXAONE 4 and MoE, Kolibri 1 and Cohere 2), the
-softcap (Gemma 2), the q/k norm, gpt-oss's sinks, AFMoE's output gate (wg) and DiffLlama's
-differential attention (λ, λ_init, the group norm's ε: differential). The
+softcap (Gemma 2), the q/k norm, gpt-oss's sinks, AFMoE's output gate (wg), DiffLlama's
+differential attention (λ, λ_init, the group norm's ε: differential) and BitNet's attn_sub_norm,
+the RMSNorm over the joined heads before o_proj (sub_norm, sub_norm_eps; its quantized
+checkpoints, BitLinear, are refused: refused.py). The
 mixture-of-experts MLPs (Mixtral, Qwen2-MoE, gpt-oss, GLM-4.5, Qwen3-MoE, ERNIE 4.5 MoE, Granite
 MoE …) only run before layer L's attention. The q/k norms: RMSNorm of each head (Qwen3, EXAONE 4,
 Apertus, GLM-4.5, Gemma 3 with 1 + w), of the whole projection (OLMo 2 and 3, OLMoE, MiniMax-M2:
@@ -261,6 +263,10 @@ def keys(layer: Layer) -> dict[str, Any]:
         }
     if hasattr(attn, "lambda_init"):  # DiffLlama: head i pairs with head i + H/2
         keys["differential"] = differential_keys(attn)
+    sub_norm = getattr(attn, "attn_sub_norm", None)  # BitNet: an RMSNorm over the joined heads
+    if sub_norm is not None:
+        keys["sub_norm"] = norm_weight(sub_norm)
+        keys["sub_norm_eps"] = norm_eps(sub_norm)
     return with_optional(
         {**keys, **qk_norm_keys(attn)},
         softcap=getattr(attn, "attn_logit_softcapping", None),
@@ -465,6 +471,7 @@ FAMILY = Family(
         "minimax_m3_vl_text": "MiniMax-M3",  # its dense-attention layers (sparse ones refused)
         "laguna": "Laguna",  # its softplus output gate (gate_act), heads per layer
         "aria_text": "Aria",  # the text model of Aria (its experts run in layers before L only)
+        "bitnet": "BitNet",  # attn_sub_norm before o_proj (sub_norm); quantized ones refused
     },
     stack=lambda model: decoder(model).layers,
     attention=gdn.mixer,  # self_attn, or a Gated DeltaNet layer's linear_attn (gdn.py)

@@ -2,15 +2,18 @@
 before anything loads (rather than as an unknown architecture): each one's modeling code in
 transformers 5.23–5.25 was read, and the step no key of a problem expresses is named.
 
-- BitNet (`bitnet`): an RMSNorm over all heads' outputs joined (attn_sub_norm, H·d_v numbers
-  per token) before o_proj — softmax attention has no such step (only the lightning layer's
-  norm joins the heads); its checkpoints' BitLinear also rounds each projection's input to
-  8 bits per token.
 - JetMoE (`jetmoe`): a mixture of attention heads — each token's W_Q and its share of W_O are
   those of the experts its router picks for that token.
 - Inkling (`inkling_text`, `inkling_mm_model`) and Inkling 2 (`inkling2_text`, `inkling2`): K
   and V pass through a short causal convolution over the tokens after k_proj and v_proj, so K
   is not x·W_K; Inkling 2's sinks are more, one per token and head (sink_proj).
+
+And checkpoints of a model type extract reads otherwise (`check_config`): BitNet's quantized
+ones (a `quantization_config`, as the published checkpoints have: transformers then builds
+each projection as BitLinear or AutoBitLinear, whose forward rounds its input to 8 bits per
+token with ActQuant; BitLinear's weights are stored packed, −1, 0 or 1 each). A BitNet model
+without one has plain nn.Linear projections (transformers' BitNetAttention): extract reads it,
+its attn_sub_norm as `sub_norm`.
 
 And layers of a model extract reads otherwise (`check_layer`): MiniMax-M3's block-sparse layers
 (`minimax_m3_sparse` in layer_types), whose indexer picks for each query and each K/V head group
@@ -27,7 +30,6 @@ from qkvcalc.i18n import Msg
 
 # model_type → (the architecture's name, the catalog key of why its attention is not a problem)
 REFUSED = {
-    "bitnet": ("BitNet", "refused.bitnet"),
     "jetmoe": ("JetMoE", "refused.jetmoe"),
     "inkling_text": ("Inkling", "refused.inkling"),
     "inkling_mm_model": ("Inkling", "refused.inkling"),
@@ -47,6 +49,23 @@ def check_type(model_type: str, model: str) -> None:
             model_type=model_type,
             reason=Msg(reason),
         )
+
+
+# model_type → the catalog key that refuses its quantized checkpoints
+QUANTIZED = {"bitnet": "extract.bitnet_quantized"}
+
+
+def check_config(config: Any, model: str) -> None:
+    """A checkpoint whose projections transformers quantizes at run time (BitNet's BitLinear,
+    from its config's quantization_config), refused before any weight is read."""
+    key = QUANTIZED.get(getattr(config, "model_type", ""))
+    quantization = getattr(config, "quantization_config", None)
+    if key is None or not quantization:
+        return
+    method = getattr(quantization, "quant_method", None)
+    if isinstance(quantization, dict):
+        method = quantization.get("quant_method")
+    raise QkvcalcError(key, model=model, method=str(getattr(method, "value", method)))
 
 
 # model_type → the layer_types name of its layers no problem can say

@@ -870,6 +870,7 @@ def extract(
         with _offline_unless_reachable() if hub else contextlib.nullcontext():
             config = _config(name)
             deepseek_v4.check(config, layer, shown)
+            refused.check_config(config, shown)  # BitNet's quantized checkpoints (BitLinear)
             _family(config.model_type, name)
             # what the config tells already, said before a large checkpoint spends minutes
             if (input_ids is None) == (text is None):
@@ -892,6 +893,7 @@ def extract(
         if dtype != "auto" and _torch_dtype(dtype) != own:
             raise QkvcalcError("extract.dtype_loaded", dtype=dtype, own=str(own).split(".")[-1])
         deepseek_v4.check(model.config, layer, shown)
+        refused.check_config(model.config, shown)
         _family(model.config.model_type, shown)
         stream = False  # a model given is run as it is
     else:

@@ -37,6 +37,8 @@ VARIANT_KEYS = (
     "bg",
     "gate_act",  # the output gate's activation: "sigmoid" (the default) or "softplus"
     "differential",  # differential attention: λ, λ_init, ε (qkvcalc/ops/differential.py)
+    "sub_norm",  # an RMSNorm over the joined heads before W_O (qkvcalc/ops/sub_norm.py)
+    "sub_norm_eps",
     "gated_delta",  # a linear-attention layer: Gated DeltaNet (qkvcalc/ops/gated_delta.py)
     "kimi_delta",  # a linear-attention layer: Kimi Delta Attention (qkvcalc/ops/kimi_delta.py)
     "lightning",  # a linear-attention layer: MiniMax's lightning attention (ops/lightning.py)

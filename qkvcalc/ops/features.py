@@ -60,6 +60,8 @@ TABLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("sinks", "sinks", ()),
     ("wg", "gate", ("wg", "bg", "gate_act")),  # after each head's output, before the concat
     ("differential", "differential", ()),  # after every head: pairs of heads, before the concat
+    # after every head: an RMSNorm over the heads joined, before W_O (BitNet's attn_sub_norm)
+    ("sub_norm", "sub_norm", ("sub_norm", "sub_norm_eps")),
     ("gated_delta", "gated_delta", ()),  # a linear-attention layer in place of the softmax (alone)
     ("kimi_delta", "kimi_delta", ()),  # the same with one decay per Key channel (alone)
     ("lightning", "lightning", ()),  # MiniMax's lightning attention, a linear layer (alone)

@@ -634,11 +634,12 @@ def _joint_rms_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
     own d(out_N) through the division and from dr through r:
     d(out) = d(out_N) ⊙ w / r + dr ⊙ out / (D·r), D the joined width."""
     width = sum(len(back.by[o].cols) for o in at.operands)
+    named = at.params.get("normed", "o_norm")  # the stage that applies r (BitNet's: its own)
     specs: list[Spec] = []
     for out_ref in at.operands:
         out = back.by[out_ref]
         h = out.head
-        normed = back.by[("grad_o_norm", h)]
+        normed = back.by[(f"grad_{named}", h)]
         specs.append(
             Spec(
                 f"grad_{out.id}",
@@ -648,7 +649,7 @@ def _joint_rms_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
                 f"dO = d(out_N) ⊙ w / r + dr ⊙ out / ({width}·r)",
                 out.rows,
                 out.cols,
-                params={"weight": back.by[("o_norm", h)].params["weight"], "width": width},
+                params={"weight": back.by[(named, h)].params["weight"], "width": width},
                 topic="lightning_rms_back",
                 symbol="dO",
                 letters=out.letters,
