@@ -53,6 +53,8 @@ BACKWARD_ONLY = {
     "gates_back_a",
     "gates_back_b",
     "decay_grads",
+    "kda_gates_back_f",  # Kimi Delta Attention's: dF and each head's dA_log, d(dt_bias)
+    "kda_decay_grads",
     "lightning_grad_state",
     "lightning_grad_q",
     "lightning_grad_k",

@@ -624,6 +624,41 @@ MESSAGES: dict[str, str] = {
     "stage.grad_wb.title": "Gradient of W_b",
     "stage.grad_wb.why": "b = X·W_b (wb in the input), so dW_b = Xᵀ·db, each head's gradient in "
     "its own column.",
+    "stage.kda_grad_f.title": "Backward: dF, through each channel's decay",
+    "stage.kda_grad_f.why": "g[t, c] = −e^(A_log)·softplus(F[t, c] + dt_bias[c]) and softplus' is "
+    "σ (1 above 20, as torch's), so dF = dg·(−e^(A_log))·σ(F + dt_bias), cell by cell; with "
+    "Ling 3.0's bounded decay g = b·σ(e^(A_log)·(F + dt_bias)), dF = dg·b·e^(A_log)·σ'(…), "
+    "σ' = σ·(1 − σ).",
+    "stage.kda_grad_b.title": "Backward: db, through σ",
+    "stage.kda_grad_b.why": "β = σ(b) and σ' = σ·(1 − σ), so db = dβ·σ(b)·(1 − σ(b)).",
+    "stage.kda_grad_decay.title": "Backward: the gradients of this head's A_log and dt_bias",
+    "stage.kda_grad_decay.why": "A_log (one per head) scales every channel's decay, so dA_log adds "
+    "dg·∂g/∂A_log over the tokens and the channels (∂g/∂A_log = g itself, or "
+    "b·σ'(…)·e^(A_log)·(F + "
+    "dt_bias) for the bounded decay); dt_bias[c] is added to column c of F, so d(dt_bias)[c] adds "
+    "column c of dF over the tokens.",
+    "stage.grad_wfa.title": "Gradient of W_fa",
+    "stage.grad_wfa.why": "F_a = X·W_fa (wf_a in the input), made once and read by every head, so "
+    "dW_fa = Xᵀ·dF_a.",
+    "stage.grad_wfb.title": "Gradient of W_fb",
+    "stage.grad_wfb.why": "F = F_a·W_fb (wf_b in the input), so dW_fb = F_aᵀ·dF, each head's "
+    "gradient in its own columns.",
+    "stage.grad_wf.title": "Gradient of W_f",
+    "stage.grad_wf.why": "F = X·W_f (wf in the input), so dW_f = Xᵀ·dF, each head's gradient "
+    "in its "
+    "own columns.",
+    "stage.grad_wga.title": "Gradient of W_ga",
+    "stage.grad_wga.why": "G_a = X·W_ga (wg_a in the input), made once and read by every head, so "
+    "dW_ga = Xᵀ·dG_a.",
+    "stage.grad_wgb.title": "Gradient of W_gb",
+    "stage.grad_wgb.why": "Z = G_a·W_gb (wg_b in the input), so dW_gb = G_aᵀ·dZ, each head's "
+    "gradient in its own columns.",
+    "stage.grad_f_a.title": "Backward: the gradient of the low-rank F_a",
+    "stage.grad_f_a.why": "Every head's F is F_a times its own columns of W_fb, so dF_a adds every "
+    "head's dF·W_fbᵀ.",
+    "stage.grad_g_a.title": "Backward: the gradient of the low-rank G_a",
+    "stage.grad_g_a.why": "Every head's Z is G_a times its own columns of W_gb, so dG_a adds every "
+    "head's dZ·W_gbᵀ.",
     "stage.grad_wz.title": "Gradient of W_z",
     "stage.grad_wz.why": "Z = X·W_Z (wz in the input), so dW_Z = Xᵀ·dZ, each head's "
     "gradient in its own columns: each weight collects, over the tokens, its input value times "
@@ -988,10 +1023,6 @@ MESSAGES: dict[str, str] = {
     "kimi_delta.train": "train learns through a Kimi Delta Attention layer's core (kimi_delta "
     "with g and beta given), not yet through the whole layer's own pieces (conv; wf_a, wf_b, "
     "a_log, dt_bias, wb; wg_a, wg_b and norm): leave them out to train.",
-    "kimi_delta.backward": "--backward goes through a Kimi Delta Attention layer's core "
-    "(kimi_delta with g and beta given), not yet through the whole layer's own pieces (conv; "
-    "wf_a, wf_b, a_log, dt_bias, wb; wg_a, wg_b and norm): leave them out, or leave out "
-    "--backward.",
     # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
     # are gdn_layer.py's)
     "ui.variant.kda_gates": "each channel's g and β made from X (W_fa, W_fb, A_log, dt_bias, W_b)",

@@ -615,6 +615,41 @@ MESSAGES: dict[str, str] = {
     "stage.grad_wb.title": "W_b의 기울기",
     "stage.grad_wb.why": "b = X·W_b(입력의 wb)이므로 dW_b = Xᵀ·db이고, 각 헤드의 기울기는 자기 "
     "열에 놓입니다.",
+    "stage.kda_grad_f.title": "역전파: 채널마다의 감쇠를 거치는 dF",
+    "stage.kda_grad_f.why": "g[t, c] = −e^(A_log)·softplus(F[t, c] + dt_bias[c])이고 softplus'는 "
+    "σ(torch처럼 20 위에서는 1)이므로 칸마다 dF = dg·(−e^(A_log))·σ(F + dt_bias)입니다. Ling 3.0의 "
+    "제한된 감쇠 g = b·σ(e^(A_log)·(F + dt_bias))에서는 dF = dg·b·e^(A_log)·σ'(…), "
+    "σ' = σ·(1 − σ)입니다.",
+    "stage.kda_grad_b.title": "역전파: σ를 거치는 db",
+    "stage.kda_grad_b.why": "β = σ(b)이고 σ' = σ·(1 − σ)이므로 db = dβ·σ(b)·(1 − σ(b))입니다.",
+    "stage.kda_grad_decay.title": "역전파: 이 헤드의 A_log와 dt_bias의 기울기",
+    "stage.kda_grad_decay.why": "A_log(헤드마다 하나)는 모든 채널의 감쇠를 정하므로 dA_log는 "
+    "토큰들과 채널들에 걸쳐 dg·∂g/∂A_log를 더한 것입니다(∂g/∂A_log는 g 자신이고, 제한된 감쇠에서는 "
+    "b·σ'(…)·e^(A_log)·(F + dt_bias)). dt_bias[c]는 F의 열 c에 더해지므로 d(dt_bias)[c]는 토큰들에 "
+    "걸쳐 dF의 열 c를 더한 것입니다.",
+    "stage.grad_wfa.title": "W_fa의 기울기",
+    "stage.grad_wfa.why": "F_a = X·W_fa(입력의 wf_a)는 한 번 만들어 모든 헤드가 읽으므로 "
+    "dW_fa = Xᵀ·dF_a입니다.",
+    "stage.grad_wfb.title": "W_fb의 기울기",
+    "stage.grad_wfb.why": "F = F_a·W_fb(입력의 wf_b)이므로 dW_fb = F_aᵀ·dF이고, 각 헤드의 기울기는 "
+    "자기 열에 놓입니다.",
+    "stage.grad_wf.title": "W_f의 기울기",
+    "stage.grad_wf.why": "F = X·W_f(입력의 wf)이므로 dW_f = Xᵀ·dF이고, 각 헤드의 기울기는 자기 "
+    "열에 놓입니다.",
+    "stage.grad_wga.title": "W_ga의 기울기",
+    "stage.grad_wga.why": "G_a = X·W_ga(입력의 wg_a)는 한 번 만들어 모든 헤드가 읽으므로 "
+    "dW_ga = Xᵀ·dG_a입니다.",
+    "stage.grad_wgb.title": "W_gb의 기울기",
+    "stage.grad_wgb.why": "Z = G_a·W_gb(입력의 wg_b)이므로 dW_gb = G_aᵀ·dZ이고, 각 헤드의 기울기는 "
+    "자기 열에 놓입니다.",
+    "stage.grad_f_a.title": "역전파: 저랭크 F_a의 기울기",
+    "stage.grad_f_a.why": "모든 헤드의 F는 F_a에 W_fb의 자기 열을 곱한 것이므로, "
+    "dF_a는 모든 헤드의 "
+    "dF·W_fbᵀ를 더한 것입니다.",
+    "stage.grad_g_a.title": "역전파: 저랭크 G_a의 기울기",
+    "stage.grad_g_a.why": "모든 헤드의 Z는 G_a에 W_gb의 자기 열을 곱한 것이므로, "
+    "dG_a는 모든 헤드의 "
+    "dZ·W_gbᵀ를 더한 것입니다.",
     "stage.grad_wz.title": "W_z의 기울기",
     "stage.grad_wz.why": "Z = X·W_Z(입력의 wz)이므로 dW_Z = Xᵀ·dZ이고, 각 헤드의 기울기는 자기 "
     "열에 놓입니다. 각 가중치는 토큰들에 걸쳐 자기 입력값과 게이트 입력의 기울기의 곱을 모읍니다.",
@@ -968,9 +1003,6 @@ MESSAGES: dict[str, str] = {
     "kimi_delta.train": "train은 Kimi Delta Attention 층의 핵심(g와 beta를 준 kimi_delta)을 "
     "거쳐 학습하지만, 층 전체의 부품(conv; wf_a, wf_b, a_log, dt_bias, wb; wg_a, wg_b와 norm)은 "
     "아직 거치지 않습니다: 학습하려면 그 키들을 빼세요.",
-    "kimi_delta.backward": "--backward는 Kimi Delta Attention 층의 핵심(g와 beta를 준 "
-    "kimi_delta)을 거치지만, 층 전체의 부품(conv; wf_a, wf_b, a_log, dt_bias, wb; wg_a, wg_b와 "
-    "norm)은 아직 거치지 않습니다: 그 키들을 빼거나 --backward를 빼세요.",
     # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
     # are gdn_layer.py's)
     "ui.variant.kda_gates": "X로 만든 채널마다의 g와 β(W_fa, W_fb, A_log, dt_bias, W_b)",

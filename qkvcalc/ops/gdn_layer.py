@@ -576,9 +576,9 @@ def _gates_back_a(ops: Sequence[np.ndarray], params: Params, rows: Any) -> np.nd
 
 
 def _gates_back_b(ops: Sequence[np.ndarray], params: Params, rows: Any) -> np.ndarray:
-    b, g = ops
+    b, g = ops  # dβ: the last column of d(g, β) (Kimi Delta Attention's too)
     s = sigmoid(b[:, 0])
-    return (g[:, 1] * params.get("beta_scale", 1.0) * s * (1 - s))[:, None]
+    return (g[:, -1] * params.get("beta_scale", 1.0) * s * (1 - s))[:, None]
 
 
 def _decay_grads(ops: Sequence[np.ndarray], params: Params, rows: Any) -> np.ndarray:
@@ -593,7 +593,7 @@ def _gates_back_a_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds
 
 def _gates_back_b_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
     yield 0, i, 0
-    yield 1, i, 1
+    yield 1, i, shapes[1][1] - 1
 
 
 def _decay_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
@@ -623,7 +623,7 @@ def _gates_back_b_work(stage: Any, i: int, j: int, style: Any, exact: Any, resul
     sig = float(sigmoid(np.array([float(b[i, 0])]))[0])
     slope = stage.params.get("beta_scale", 1.0) * sig * (1 - sig)
     f, s = style.factor, style.shown
-    db = float(g[i, 1])
+    db = float(g[i, -1])
     left = f"{style.at(i + 1, j + 1)}{f(db)}{style.times}{f(slope)}"
     return style.line(left, s(db) * s(slope), float(stage.value[i, j]), result)
 
