@@ -8,8 +8,9 @@ norm on V, K = V on full layers, KV sharing) are read as their families are, and
 OpenAI GPT, BioGPT, CTRL, GPT-NeoX Japanese, ModernBERT's decoder, GPT-SW3 (GPT-2 under
 another model_type), a multimodal Llama 4 checkpoint's text layers, RecurrentGemma's
 attention layers (its RG-LRU layers refused by kind) and MiniMax-M3's dense layers (its
-block-sparse ones refused).
-BitNet, JetMoE, Laguna, Inkling and Inkling 2 are refused by name with the step no problem can
+block-sparse ones refused). Laguna is read with its softplus output gate (gate_act, g_proj per
+head or per element) and its heads per layer.
+BitNet, JetMoE, Inkling and Inkling 2 are refused by name with the step no problem can
 say, before anything loads, whether from a folder or from a model already loaded."""
 
 from __future__ import annotations
@@ -502,11 +503,103 @@ def test_a_block_sparse_minimax_m3_layer_is_refused(more):
     assert err.value.msg.key == "extract.block_sparse"
 
 
+LAGUNA = {
+    **LLAMA,
+    "num_hidden_layers": 3,
+    "head_dim": 8,
+    "num_attention_heads_per_layer": [4, 2, 6],  # each layer its own H; 2 K/V heads in all
+    "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+    "sliding_window": 4,
+    "mlp_layer_types": ["dense", "sparse", "sparse"],
+    "num_experts": 4,
+    "num_experts_per_tok": 2,
+    "moe_intermediate_size": 16,
+    "shared_expert_intermediate_size": 16,
+}
+GATINGS = {"per-head": True, "per-element": "per-element"}
+
+
+@pytest.fixture(scope="module")
+def laguna(tmp_path_factory):
+    """A tiny Laguna of each gating (its g_proj one logit per head, or one per head and
+    column), saved once, each layer extracted once, with transformers' own numbers."""
+    import qkvcalc
+
+    root = tmp_path_factory.mktemp("laguna")
+    out: dict = {}
+    for name, gating in GATINGS.items():
+        model = build_from(
+            "LagunaConfig",
+            {**LAGUNA, "gating": gating},
+            "LagunaForCausalLM",
+            _experts_implementation="eager",  # the grouped experts kernel has no float64
+        )
+        folder = str(root / name)
+        model.save_pretrained(folder)
+        for layer in range(3):
+            attn = at(model, "model.layers.{}.self_attn", layer)
+            ref = reference_at(model, ids(), layer, attn, attn.o_proj)
+            problem = qkvcalc.extract(folder, layer=layer, input_ids=ids(), dtype="float64")
+            out[name, layer] = {"problem": problem, "reference": ref, "attn": attn}
+    return out
+
+
+@pytest.mark.parametrize("gating", sorted(GATINGS))
+@pytest.mark.parametrize("layer", [0, 1, 2])
+def test_the_extracted_laguna_layer_equals_transformers(laguna, gating, layer):
+    """Each layer kind (sliding with its window and full RoPE, full with its partial RoPE of
+    another base) of each gating: explain's weights and output are the module's to 1e-8."""
+    import qkvcalc
+
+    got = laguna[gating, layer]
+    problem, ref = got["problem"], got["reference"]
+    assert relative(problem["x"], ref["x"]) < 1e-12
+    trace = qkvcalc.explain(**problem)
+    assert relative(trace.weights, ref["weights"]) < TOL
+    assert relative(trace.output, ref["out"]) < TOL
+    # the same layer with the sigmoid gate is not transformers' (the key is what makes it so)
+    sigmoid = {k: v for k, v in problem.items() if k != "gate_act"}
+    assert relative(qkvcalc.explain(**sigmoid).output, ref["out"]) > 1e-2
+
+
+def test_the_keys_of_laguna(laguna):
+    """Heads per layer (4, 2, 6 over 2 K/V heads), the softplus gate, W_G per head as g_proj's
+    column repeated over the head's 8 outputs (per element: g_proj itself), the window and RoPE
+    of each layer type, the q/k norm per head."""
+    for layer, heads in enumerate((4, 2, 6)):
+        for gating in GATINGS:
+            problem, attn = laguna[gating, layer]["problem"], laguna[gating, layer]["attn"]
+            assert problem["heads"] == heads and problem.get("kv_heads", heads) == 2
+            assert problem["gate_act"] == "softplus"
+            assert np.shape(problem["wg"]) == (32, heads * 8) and "bg" not in problem
+            g_proj = attn.g_proj.weight.detach().numpy().T
+            want = np.repeat(g_proj, 8, axis=1) if gating == "per-head" else g_proj
+            assert np.shape(g_proj)[1] == (heads if gating == "per-head" else heads * 8)
+            assert np.array_equal(problem["wg"], want)
+            assert np.shape(problem["q_norm"]) == (8,) and np.shape(problem["k_norm"]) == (8,)
+    sliding, full = laguna["per-head", 0]["problem"], laguna["per-head", 1]["problem"]
+    assert sliding["window"] == 4 and "window" not in full
+    assert sliding["rope"] == {"theta": 10000.0, "style": "half"}
+    assert full["rope"] == {"theta": 500000.0, "style": "half", "dims": 4}
+
+
+def test_a_laguna_head_is_split_with_its_gate(laguna):
+    """qkvcalc heads' one-head problem keeps gate_act and its head's columns of W_G."""
+    import qkvcalc
+    from qkvcalc.extract.heads import split_head
+
+    problem = laguna["per-element", 2]["problem"]
+    one = split_head(problem, 5)
+    assert one["gate_act"] == "softplus" and np.shape(one["wg"]) == (32, 8)
+    whole = qkvcalc.explain(**problem)
+    part = qkvcalc.explain(**one)
+    assert relative(part.stage("gated", 1).value, whole.stage("gated", 5).value) < 1e-12
+
+
 # model_type → the config class transformers builds it from
 REFUSED = {
     "bitnet": "BitNetConfig",
     "jetmoe": "JetMoeConfig",
-    "laguna": "LagunaConfig",
     "inkling_text": "InklingTextConfig",
     "inkling_mm_model": "InklingConfig",
     "inkling2_text": "Inkling2TextConfig",

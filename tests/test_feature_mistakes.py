@@ -20,6 +20,7 @@ from qkvcalc.run.engine import run
 from tests.conftest import run_qkvcalc
 from tests.test_differential import MISTAKE_IDS as DIFF_IDS
 from tests.test_gate import MISTAKE_IDS as GATE_IDS
+from tests.test_gate_softplus import MISTAKE_IDS as SOFTPLUS_GATE_IDS
 from tests.test_gated_delta import MISTAKE_IDS as GDN_IDS
 from tests.test_indexer import MISTAKE_IDS as INDEXER_IDS
 from tests.test_kimi_delta import MISTAKE_IDS as KDA_IDS
@@ -140,6 +141,7 @@ FEATURE_IDS = (
     | {case[2] for case in layer_wrong_matrices(run(Problem.from_mapping(LAYER)))}
     | MLA_IDS  # multi-head latent attention's, tested in tests/test_mla.py
     | GATE_IDS  # the output gate's, tested in tests/test_gate.py
+    | SOFTPLUS_GATE_IDS  # the softplus gate's, tested in tests/test_gate_softplus.py
     | V_NORM_IDS  # the norm on V's, tested in tests/test_v_norm.py
     | DIFF_IDS  # differential attention's, tested in tests/test_differential.py
     | GDN_IDS  # Gated DeltaNet's, tested in tests/test_gated_delta.py

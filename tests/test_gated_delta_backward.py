@@ -518,16 +518,18 @@ def test_train_refuses_the_whole_layers_pieces_backward_takes(tmp_path, key):
     one_message(run_qkvcalc("train", str(path)), "not yet through the whole layer")
 
 
-def test_train_refuses_the_gated_norm_it_cannot_move(tmp_path):
-    """--backward goes through the gated norm; train does not move W_z and the norm's weight
-    yet, so a problem with them is one message."""
+def test_train_moves_the_gated_norm_too(tmp_path):
+    """--backward goes through the gated norm, and train moves W_z and the norm's weight beside
+    W_Q, W_K, W_V (tests/test_train_linear.py checks every step against torch)."""
     rng = np.random.default_rng(19)
     normed = DOC["gated_delta"] | {"wz": rng.standard_normal((4, 4)).tolist(), "norm": [1.2, 0.7]}
     doc = DOC | {"gated_delta": normed, "target": np.zeros((len(DOC["x"]), 4)).tolist()}
     path = tmp_path / "gdn.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     assert run_qkvcalc("explain", str(path), "--backward").returncode == 0
-    one_message(run_qkvcalc("train", str(path)), "wz and norm")
+    proc = run_qkvcalc("train", str(path), "--steps", "2", "--lr", "0.01", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert {"wz", "norm"} <= set(json.loads(proc.stdout)["learned"])
 
 
 def test_the_torch_script_of_a_whole_layer_compares_every_gradient(tmp_path):

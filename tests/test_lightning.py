@@ -284,13 +284,14 @@ def test_what_it_does_not_support_is_one_message(tmp_path, change, args, fragmen
     one_message(run_qkvcalc("explain", str(path), *args), *fragments)
 
 
-def test_train_refuses_the_norm_and_gate_it_cannot_move(tmp_path):
-    """train moves W_Q, W_K, W_V and W_O; a lightning layer's own norm weight and gate it does
-    not move yet, so a problem with them is one message (tests/test_lightning_backward.py
-    trains one without them)."""
+def test_train_moves_the_norm_and_gate_too(tmp_path):
+    """train moves a lightning layer's own norm weight and gate beside W_Q, W_K, W_V and W_O
+    (tests/test_train_linear.py checks every step against torch)."""
     path = tmp_path / "lightning.json"
     path.write_text(json.dumps(FULL | {"target": np.zeros((N, D_MODEL)).tolist()}), "utf-8")
-    one_message(run_qkvcalc("train", str(path)), "own norm weight and output gate")
+    proc = run_qkvcalc("train", str(path), "--steps", "2", "--lr", "0.001", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert {"norm", "wg"} <= set(json.loads(proc.stdout)["learned"])
 
 
 def test_exact_fractions_end_at_the_decay_and_the_quiz_grades_its_stages(tmp_path):

@@ -3,7 +3,8 @@ checkpoint, `qkvcalc extract --dtype bfloat16` of one layer, then `qkvcalc expla
 bfloat16 --policy eager` of the problem it wrote, equals the layer's own eager attention run by
 transformers in bfloat16 — its input x and its output projection's output, bit for bit — and the
 precision summary says where the bfloat16 run departs from its float64 twin. The same for
-DeepSeek-V3's multi-head latent attention and DiffLlama's differential attention.
+DeepSeek-V3's multi-head latent attention, DiffLlama's differential attention and Laguna's softplus
+output gate.
 
 Nothing downloads: the model is built from its config with random weights (tests.test_extract).
 """
@@ -185,6 +186,30 @@ def test_a_bfloat16_diffllama_layer_is_reproduced_bit_for_bit(tmp_path):
     seen = _bf16_layer(folder, "DiffLlamaConfig", fields, "DiffLlamaForCausalLM")
     eager = _explained(folder, tmp_path, "eager")
     assert "differential" in json.loads((tmp_path / "layer.json").read_text(encoding="utf-8"))
+    assert eager["out"].shape == seen["out"].shape
+    assert np.array_equal(eager["out"], seen["out"])  # the model's own numbers, every cell
+    naive = _explained(folder, tmp_path, "naive")
+    assert not np.array_equal(naive["out"], seen["out"])
+    assert eager["trace"]["precision"]["first_nonfinite"] is None
+
+
+@pytest.mark.parametrize("gating", [True, "per-element"])
+def test_a_bfloat16_laguna_layer_is_reproduced_bit_for_bit(tmp_path, gating):
+    """Laguna's softplus output gate as its attention computes it in bfloat16: g_proj in
+    bfloat16, F.softplus of it in float32, back to bfloat16, times each head's output (one
+    logit per head, or one per element): every cell of o_proj's output, on its full-attention
+    layer (partial RoPE, 2 of its own heads). The same layer with every op in bfloat16 (naive)
+    differs."""
+    from tests.test_extract_plain import LAGUNA
+
+    folder = tmp_path / "laguna"
+    seen = _bf16_layer(
+        folder, "LagunaConfig", {**LAGUNA, "gating": gating}, "LagunaForCausalLM",
+        experts_implementation="eager",
+    )  # fmt: skip
+    eager = _explained(folder, tmp_path, "eager")
+    problem = json.loads((tmp_path / "layer.json").read_text(encoding="utf-8"))
+    assert problem["gate_act"] == "softplus" and problem["heads"] == 2
     assert eager["out"].shape == seen["out"].shape
     assert np.array_equal(eager["out"], seen["out"])  # the model's own numbers, every cell
     naive = _explained(folder, tmp_path, "naive")

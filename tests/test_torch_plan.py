@@ -25,6 +25,7 @@ from qkvcalc.ops.table import OPS
 from qkvcalc.render.torch_script import forward_stages, plan_lines, stage_name
 from qkvcalc.run.engine import run
 from tests.test_backward import FEATURES, make
+from tests.test_gate_softplus import DOC as SOFTPLUS_GATE
 
 # the ops of the backward pass alone: the script's gradients are autograd's (the check of
 # qkvcalc's), so these need no torch rule; the walk below checks none is in a forward plan
@@ -37,6 +38,7 @@ BACKWARD_ONLY = {
     "sink_grad_tiles",
     "gate_back",
     "sigmoid_back",
+    "softplus_back",
     # the linear layers' backward: their states' gradients, dQ, dK, dV (and dg, dβ), the norms'
     "gdn_grad_state",
     "gdn_grad_q",
@@ -84,6 +86,12 @@ def _traces() -> dict[str, Any]:
             out[f"{name} --backward"] = run(replace(Problem.from_mapping(doc), backward=True))
         except QkvcalcError:
             continue
+    # the output gate with gate_act softplus (Laguna's): no preset has it
+    out["gate_act softplus --backward"] = run(
+        replace(
+            Problem.from_mapping({**SOFTPLUS_GATE, "grad_output": [[1.0, -0.5]] * 4}), backward=True
+        )
+    )
     for feature in FEATURES:
         out[f"feature {feature}"] = run(
             replace(Problem.from_mapping(make(feature, "target", 1)), backward=True)
@@ -110,7 +118,16 @@ def test_every_forward_stage_walked_has_a_rule_and_no_backward_op_is_forward():
             assert stage.op not in BACKWARD_ONLY, f"{key}: {stage.id} ({stage.op})"
             seen.add(stage.op)
     # the walk reaches the ops it is meant to check: the core's, tiles', decoding's, the layers'
-    for op in ("project", "softmax", "acc", "qk", "delta_step", "kda_chunked", "lightning_step"):
+    for op in (
+        "project",
+        "softmax",
+        "acc",
+        "qk",
+        "delta_step",
+        "kda_chunked",
+        "lightning_step",
+        "softplus",
+    ):
         assert op in seen, op
 
 

@@ -343,6 +343,39 @@ MESSAGES: dict[str, str] = {
     "their gradients with explain --backward.",
     "gate.decode": "The output gate (wg) is not computed step by step with a KV cache: leave out "
     "--decode (the whole run shows it).",
+    "ui.variant.gate_softplus": "output gate softplus(X·W_G{bias}) on each head",
+    "stage.gate_logits_softplus.title": "Output gate: the gate's logits",
+    "stage.gate_logits_softplus.why": "The gate is decided by the token itself: X times this "
+    "head's columns of W_G (plus b_G) gives one number per token and per column of the head's "
+    "output, which the next stage turns into a positive gate with softplus.",
+    "stage.gate_softplus.title": "Output gate: G = softplus(Z_G)",
+    "stage.gate_softplus.why": "softplus(z) = ln(1 + e^z) turns each logit into a positive "
+    "number with no upper bound, not one in (0, 1): a large negative logit gives a gate near 0, "
+    "a large positive one a gate close to the logit itself, and 0 gives ln 2 ≈ 0.6931 "
+    "(Laguna's gate).",
+    "stage.gated_softplus.title": "The gated output",
+    "stage.gated_softplus.why": "Each cell of the head's output is multiplied by its gate: a "
+    "gate near 0 silences that column of this head for this token, a gate above 1 makes it "
+    "larger. The attention weights decide what to read; the gate decides, token by token, how "
+    "much of what was read to pass on (Laguna gates its attention this way, with softplus). "
+    "The concatenation reads these gated outputs.",
+    "hint.gate_softplus": "{cell} = softplus(Z_G[{i},{j}]) = ln(1 + e^(Z_G[{i},{j}])).",
+    "note.exact_stops_softplus": "No exact fractions from here on: softplus(z) = ln(1 + e^z) is "
+    "irrational for every rational z (a rational r with e^r = 1 + e^z would be a linear relation "
+    "among e^r, e^z and e^0 that the Lindemann–Weierstrass theorem forbids).",
+    "mistake.gate_missing_softplus": "These are the head's output before the gate: each cell "
+    "still has to be multiplied by its gate G = softplus(Z_G).",
+    "mistake.gate_not_squashed_softplus": "These multiply the output by the gate's logits Z_G, "
+    "not by G = softplus(Z_G): the softplus, ln(1 + e^z), was left out.",
+    "mistake.gate_sigmoid": "These multiply the output by σ(Z_G), but this gate is "
+    "G = softplus(Z_G) = ln(1 + e^(Z_G)), not the sigmoid.",
+    "stage.grad_gate_logits_softplus.title": "Backward through the softplus",
+    "stage.grad_gate_logits_softplus.why": "softplus'(z) = e^z / (1 + e^z) = σ(z), between 0 "
+    "and 1: dZ_G = dG ⊙ σ(Z_G). A gate whose logit is very negative (G near 0) passes little "
+    "of its gradient on to W_G; a large logit passes nearly all of it.",
+    "gate.act_alone": "gate_act is given without W_G (wg): the output gate's activation needs its "
+    "weight.",
+    "gate.act": "gate_act is {given}, but the output gate's activation is one of {acts}.",
     # ---- Gated DeltaNet, a linear-attention layer (qkvcalc/ops/gated_delta.py) ----
     "ui.variant.gated_delta": "a linear-attention layer: Gated DeltaNet (Qwen3-Next, Qwen3.5), "
     "its chunked form in chunks of {chunk}",
@@ -444,8 +477,8 @@ MESSAGES: dict[str, str] = {
     "gated_delta.tiles": "A Gated DeltaNet layer (gated_delta) has no softmax to compute in "
     "tiles: leave out --tiles.",
     "gated_delta.train": "train learns through a Gated DeltaNet layer's core (gated_delta with g "
-    "and beta given), not yet through the whole layer's own pieces (conv; wa, wb, a_log, dt_bias; "
-    "wz and norm): leave them out to train.",
+    "and beta given) and its gated norm (wz, norm), not yet through the whole layer's pieces "
+    "before the core (conv; wa, wb, a_log, dt_bias): leave them out to train.",
     # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
     "ui.variant.lightning": "a linear-attention layer: MiniMax's lightning attention, each "
     "head's decay rate λ: {slopes}, its blocked form in blocks of {block}",
@@ -722,9 +755,6 @@ MESSAGES: dict[str, str] = {
     "through its state: leave out --decode.",
     "lightning.tiles": "A lightning-attention layer (lightning) has no softmax to compute in "
     "tiles: leave out --tiles.",
-    "lightning.train": "train does not learn a lightning-attention layer's own norm weight and "
-    "output gate yet (lightning's norm and gate): leave them out to train W_Q, W_K, W_V and W_O "
-    "(explain --backward shows their gradients).",
     "lightning.backward": "--backward does not go through a lightning-attention layer "
     "(lightning) yet: leave out --backward.",
     # the layer around the core (qkvcalc/ops/gdn_layer.py)
@@ -2931,8 +2961,6 @@ MESSAGES: dict[str, str] = {
     "refused.jetmoe": "its attention is a mixture of attention heads: each token's queries and "
     "its share of the output projection come from the experts its router picks for that token, "
     "so W_Q and W_O differ from token to token, and a problem has one W_Q and one W_O",
-    "refused.laguna": "its output gate multiplies each head's output by softplus(x·W_G) "
-    "(g_proj), and the input format's output gate (wg, bg) is σ(x·W_G + b_G) only",
     "refused.inkling": "its K and V are not x·W_K and x·W_V: after k_proj and v_proj a short "
     "causal convolution (k_sconv, v_sconv) mixes each token's row with the rows of the tokens "
     "before it, and a problem projects each token's row alone",

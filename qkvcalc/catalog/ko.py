@@ -342,6 +342,38 @@ MESSAGES: dict[str, str] = {
     "explain --backward로 보세요.",
     "gate.decode": "출력 게이트(wg)는 KV 캐시로 한 단계씩 계산하지 않습니다: --decode를 빼세요"
     "(전체 실행에서 보입니다).",
+    "ui.variant.gate_softplus": "출력 게이트 softplus(X·W_G{bias}), 헤드마다",
+    "stage.gate_logits_softplus.title": "출력 게이트: 게이트의 로짓",
+    "stage.gate_logits_softplus.why": "게이트는 토큰이 스스로 정합니다. X에 W_G의 이 헤드 열을 "
+    "곱하면(b_G를 더해) 토큰마다, 헤드 출력의 열마다 수가 하나씩 나오고, 다음 단계가 softplus로 "
+    "이 수를 양수인 게이트로 바꿉니다.",
+    "stage.gate_softplus.title": "출력 게이트: G = softplus(Z_G)",
+    "stage.gate_softplus.why": "softplus(z) = ln(1 + e^z)는 각 로짓을 (0, 1) 사이가 아니라 위로 "
+    "한계가 없는 양수로 바꿉니다. 큰 음수 로짓은 0에 가까운 게이트를, 큰 양수 로짓은 로짓 자신에 "
+    "가까운 게이트를 주고, 0은 ln 2 ≈ 0.6931을 줍니다(Laguna의 게이트).",
+    "stage.gated_softplus.title": "게이트를 거친 출력",
+    "stage.gated_softplus.why": "헤드 출력의 각 칸에 그 칸의 게이트를 곱합니다. 게이트가 0에 "
+    "가까우면 이 토큰에서 이 헤드의 그 열을 끄고, 1보다 크면 키웁니다. 어텐션 가중치는 무엇을 "
+    "읽을지 정하고, 게이트는 읽은 것을 토큰마다 얼마나 내보낼지 정합니다(Laguna가 softplus로 "
+    "어텐션에 이렇게 게이트를 답니다). 이어 붙이기는 게이트를 거친 이 출력을 읽습니다.",
+    "hint.gate_softplus": "{cell} = softplus(Z_G[{i},{j}]) = ln(1 + e^(Z_G[{i},{j}])).",
+    "note.exact_stops_softplus": "여기부터는 정확한 분수가 없습니다: 모든 유리수 z에 대해 "
+    "softplus(z) = ln(1 + e^z)는 무리수입니다(e^r = 1 + e^z인 유리수 r이 있다면 e^r, e^z, e^0 "
+    "사이의 일차 관계가 되는데, 린데만–바이어슈트라스 정리가 이를 금합니다).",
+    "mistake.gate_missing_softplus": "이 값은 게이트를 거치기 전의 헤드 출력입니다. 각 칸에 "
+    "게이트 G = softplus(Z_G)를 아직 곱해야 합니다.",
+    "mistake.gate_not_squashed_softplus": "이 값은 출력에 G = softplus(Z_G)가 아니라 게이트의 "
+    "로짓 Z_G를 곱했습니다. softplus, 곧 ln(1 + e^z)가 빠졌습니다.",
+    "mistake.gate_sigmoid": "이 값은 출력에 σ(Z_G)를 곱했지만, 이 게이트는 시그모이드가 아니라 "
+    "G = softplus(Z_G) = ln(1 + e^(Z_G))입니다.",
+    "stage.grad_gate_logits_softplus.title": "역전파: softplus를 거쳐",
+    "stage.grad_gate_logits_softplus.why": "softplus'(z) = e^z / (1 + e^z) = σ(z)이고, 0과 1 "
+    "사이입니다: dZ_G = dG ⊙ σ(Z_G). 로짓이 아주 작은 음수인 게이트(G가 0에 가까움)는 자기 "
+    "기울기를 W_G로 거의 전하지 않고, 로짓이 크면 거의 모두 전합니다.",
+    "gate.act_alone": "W_G(wg) 없이 gate_act만 주어졌습니다: 출력 게이트의 활성화 함수에는 "
+    "가중치가 필요합니다.",
+    "gate.act": "gate_act의 값은 {given}이지만, 출력 게이트의 활성화 함수는 다음 중 하나입니다: "
+    "{acts}.",
     # ---- Gated DeltaNet, a linear-attention layer (qkvcalc/ops/gated_delta.py) ----
     "ui.variant.gated_delta": "선형 어텐션 층: Gated DeltaNet(Qwen3-Next, Qwen3.5), 청크 형식의 "
     "청크 크기 {chunk}",
@@ -440,9 +472,9 @@ MESSAGES: dict[str, str] = {
     "계산합니다: --decode를 빼세요.",
     "gated_delta.tiles": "Gated DeltaNet 층(gated_delta)에는 타일로 나눠 계산할 소프트맥스가 "
     "없습니다: --tiles를 빼세요.",
-    "gated_delta.train": "train은 Gated DeltaNet 층의 핵심(g와 beta를 준 gated_delta)을 거쳐 "
-    "학습하지만, 층 전체의 부품(conv; wa, wb, a_log, dt_bias; wz와 norm)은 아직 거치지 않습니다: "
-    "학습하려면 그 키들을 빼세요.",
+    "gated_delta.train": "train은 Gated DeltaNet 층의 핵심(g와 beta를 준 gated_delta)과 "
+    "게이트 정규화(wz, norm)를 거쳐 학습하지만, 핵심 앞의 부품(conv; wa, wb, a_log, dt_bias)은 "
+    "아직 거치지 않습니다: 학습하려면 그 키들을 빼세요.",
     # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
     "ui.variant.lightning": "선형 어텐션 층: MiniMax의 라이트닝 어텐션, 각 헤드의 감쇠율 λ: "
     "{slopes}, 블록 형식의 블록 크기: {block}",
@@ -712,9 +744,6 @@ MESSAGES: dict[str, str] = {
     "계산합니다: --decode를 빼세요.",
     "lightning.tiles": "라이트닝 어텐션 층(lightning)에는 타일로 나눠 계산할 소프트맥스가 "
     "없습니다: --tiles를 빼세요.",
-    "lightning.train": "train은 아직 라이트닝 어텐션 층 자체의 정규화 가중치와 출력 게이트"
-    "(lightning의 norm과 gate)를 학습하지 않습니다: W_Q, W_K, W_V, W_O를 학습하려면 둘을 "
-    "빼세요(explain --backward가 그 기울기를 보여 줍니다).",
     "lightning.backward": "--backward는 아직 라이트닝 어텐션 층(lightning)을 거치지 않습니다: "
     "--backward를 빼세요.",
     # the layer around the core (qkvcalc/ops/gdn_layer.py)
@@ -2875,8 +2904,6 @@ MESSAGES: dict[str, str] = {
     "refused.jetmoe": "이 모델의 어텐션은 어텐션 헤드의 전문가 혼합입니다. 토큰마다 라우터가 고른 "
     "전문가에서 그 토큰의 Query와 출력 투영의 몫이 오므로 W_Q와 W_O가 토큰마다 다르고, 문제에는 "
     "W_Q와 W_O가 하나씩만 있습니다",
-    "refused.laguna": "이 모델의 출력 게이트는 각 헤드의 출력에 softplus(x·W_G)를 곱하는데"
-    "(g_proj), 입력 형식의 출력 게이트(wg, bg)는 σ(x·W_G + b_G)뿐입니다",
     "refused.inkling": "이 모델의 K와 V는 x·W_K와 x·W_V가 아닙니다. k_proj와 v_proj 다음에 짧은 "
     "인과 합성곱(k_sconv, v_sconv)이 각 토큰의 행을 앞선 토큰들의 행과 섞는데, 문제는 각 토큰의 "
     "행만 투영합니다",

@@ -444,6 +444,7 @@ SHARED = {
     "layout",
     "source",  # every head's keys and values read it (cross-attention, KV sharing)
     "v_norm",
+    "gate_act",  # the output gate's activation, every head's (Laguna's softplus)
 }
 # Keys of the whole layer that a single head has no part in.
 DROPPED = {"heads", "kv_heads", "wo", "bo"}

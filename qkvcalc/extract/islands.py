@@ -115,6 +115,7 @@ _STANDARD_RMS = (
     "BailingHybridRMSNorm",
     "DogeRMSNorm",
     "AriaTextRMSNorm",
+    "LagunaRMSNorm",
 )
 # x·rsqrt(mean(x²) + eps)·(1 + w)
 _GEMMA_RMS = ("GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm", "VaultGemmaRMSNorm")

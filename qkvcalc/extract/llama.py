@@ -131,6 +131,8 @@ ROTATES: dict[str, Callable[[Any], bool]] = {
 }
 # rotate_half as cat(x₂, −x₁), not cat(−x₂, x₁): a rotation by −θ
 MIRRORED = ("nanochat",)
+# Model types whose layers have query heads of their own (Laguna: num_attention_heads_per_layer)
+OWN_HEADS = ("laguna",)
 # Model types whose layers have K/V heads of their own (MiMo-V2-Flash: twice the config's on
 # its sliding layers): H / the module's num_key_value_groups
 OWN_KV_HEADS = ("mimo_v2_flash",)
@@ -139,10 +141,16 @@ GATES = {
     "afmoe": lambda attn: attn.gate_proj,
     "beam": lambda attn: attn.gate_proj,
     "lfm3": lambda attn: attn.g_proj,  # one logit per head (HEAD_GATES)
+    "laguna": lambda attn: attn.g_proj,  # softplus (GATE_ACTS); per head or per element
 }
 # Gates of one logit per head, σ(x·w_h) on each of the head's d_v outputs: W_G is w_h repeated
-# d_v times
-HEAD_GATES = ("lfm3",)
+# d_v times (Laguna's with `gating` true or "per-head", its default; "per-element": one each)
+HEAD_GATES: dict[str, Callable[[Any], bool]] = {
+    "lfm3": lambda attn: True,
+    "laguna": lambda attn: bool(attn.gate_per_head),
+}
+# The gates that are not σ: gate_act (Laguna: F.softplus(g_proj(x)))
+GATE_ACTS = {"laguna": "softplus"}
 # Qwen3-Next's and Qwen3.5's full-attention layers: q_proj holds each head's query and its output
 # gate side by side, [q_h | gate_h] (head_dim each); the gate is σ(gate_h) on head h's output
 QUERY_GATES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
@@ -212,6 +220,8 @@ def keys(layer: Layer) -> dict[str, Any]:
     attn = layer.attention
     config = getattr(attn, "config", layer.config)  # a multimodal model's: its text config
     heads = config.num_attention_heads
+    if config.model_type in OWN_HEADS:  # the layer's own
+        heads = int(attn.num_heads)
     kv_heads = config.num_key_value_heads
     if config.model_type in OWN_KV_HEADS:  # the layer's own, not the config's
         kv_heads = heads // attn.num_key_value_groups
@@ -238,8 +248,10 @@ def keys(layer: Layer) -> dict[str, Any]:
     sinks = getattr(attn, "sinks", None)
     gate = GATES[config.model_type](attn) if config.model_type in GATES else None
     wg = None if gate is None else rows(gate)
-    if wg is not None and config.model_type in HEAD_GATES:
+    if wg is not None and HEAD_GATES.get(config.model_type, lambda attn: False)(attn):
         wg = np.repeat(wg, attn.head_dim, axis=1)
+    if wg is not None and config.model_type in GATE_ACTS:
+        keys["gate_act"] = GATE_ACTS[config.model_type]
     if gated is not None:
         keys.update(with_optional({}, wg=gated[0], bg=gated[1]))
     if getattr(attn, "attn_temperature_tuning", False) and not attn.use_rope:  # Llama 4's NoPE
@@ -451,6 +463,7 @@ FAMILY = Family(
         "lfm3": "LFM3",
         "cohere_compass_text": "Cohere Compass",
         "minimax_m3_vl_text": "MiniMax-M3",  # its dense-attention layers (sparse ones refused)
+        "laguna": "Laguna",  # its softplus output gate (gate_act), heads per layer
         "aria_text": "Aria",  # the text model of Aria (its experts run in layers before L only)
     },
     stack=lambda model: decoder(model).layers,

@@ -8,7 +8,6 @@ transformers 5.23–5.25 was read, and the step no key of a problem expresses is
   8 bits per token.
 - JetMoE (`jetmoe`): a mixture of attention heads — each token's W_Q and its share of W_O are
   those of the experts its router picks for that token.
-- Laguna (`laguna`): its output gate is softplus(x·W_G), the input format's wg is σ(x·W_G + b_G).
 - Inkling (`inkling_text`, `inkling_mm_model`) and Inkling 2 (`inkling2_text`, `inkling2`): K
   and V pass through a short causal convolution over the tokens after k_proj and v_proj, so K
   is not x·W_K; Inkling 2's sinks are more, one per token and head (sink_proj).
@@ -30,7 +29,6 @@ from qkvcalc.i18n import Msg
 REFUSED = {
     "bitnet": ("BitNet", "refused.bitnet"),
     "jetmoe": ("JetMoE", "refused.jetmoe"),
-    "laguna": ("Laguna", "refused.laguna"),
     "inkling_text": ("Inkling", "refused.inkling"),
     "inkling_mm_model": ("Inkling", "refused.inkling"),
     "inkling2_text": ("Inkling 2", "refused.inkling2"),

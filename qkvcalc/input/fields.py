@@ -35,6 +35,7 @@ VARIANT_KEYS = (
     "indexer",  # the sparse-attention indexer beside mla (qkvcalc/ops/indexer.py)
     "wg",  # the output gate's weight and bias
     "bg",
+    "gate_act",  # the output gate's activation: "sigmoid" (the default) or "softplus"
     "differential",  # differential attention: λ, λ_init, ε (qkvcalc/ops/differential.py)
     "gated_delta",  # a linear-attention layer: Gated DeltaNet (qkvcalc/ops/gated_delta.py)
     "kimi_delta",  # a linear-attention layer: Kimi Delta Attention (qkvcalc/ops/kimi_delta.py)
@@ -119,6 +120,9 @@ DISPLAY = {
     "wckv": "w_CKV",
     "wuk": "W_UK",
     "wuv": "W_UV",
+    # a linear layer's own weights after its core (lightning's norm and gate, Gated DeltaNet's)
+    "norm": "w_norm",
+    "wz": "W_z",
     "grad_output": "grad_output (dL/dO)",
     "target": "target T",
 }

@@ -58,7 +58,7 @@ TABLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("window", "window", ()),
     ("chunk_size", "chunk", ()),  # Llama 4's chunked layers: a mask of positions, as the window
     ("sinks", "sinks", ()),
-    ("wg", "gate", ("wg", "bg")),  # after each head's output, before the concat
+    ("wg", "gate", ("wg", "bg", "gate_act")),  # after each head's output, before the concat
     ("differential", "differential", ()),  # after every head: pairs of heads, before the concat
     ("gated_delta", "gated_delta", ()),  # a linear-attention layer in place of the softmax (alone)
     ("kimi_delta", "kimi_delta", ()),  # the same with one decay per Key channel (alone)

@@ -43,7 +43,7 @@ from qkvcalc.input.cells import Matrix, to_matrix, to_vector
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops import gdn_layer
 from qkvcalc.ops import state_rounding as lowp
-from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
+from qkvcalc.ops.base import Candidate, Feature, Learns, Mistakes, Sizes
 from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
 
@@ -900,6 +900,32 @@ def _whole(value: GatedDelta) -> bool:
     return value.conv is not None or value.wa is not None
 
 
+# ---- what `qkvcalc train` steps of the layer's own (Feature.learns) ----------------------------
+
+
+def _train_weights(value: GatedDelta) -> dict[str, np.ndarray]:
+    """The gated norm's W_z (d_model × H·d_v, the rows layout) and weight w (1 × d_v)."""
+    if value.wz is None or value.norm is None:
+        return {}
+    return {"wz": value.wz, "norm": np.asarray(value.norm, dtype=float)[None, :]}
+
+
+def _trained(value: GatedDelta, weights: dict[str, np.ndarray]) -> GatedDelta:
+    """The layer with W_z and the norm's weight of `weights` in place of its own."""
+    now = {**_train_weights(value), **weights}
+    wz = np.array(now["wz"], dtype=float)
+    return value._replace(wz=wz, norm=np.array(now["norm"], dtype=float).reshape(-1))
+
+
+LEARNS = Learns(
+    ("wz", "norm"),
+    _train_weights,
+    lambda value: {"wz": "grad_wz", "norm": "grad_norm"},
+    lambda value, name, grad: grad,  # both already in their matrix's layout (rows)
+    _trained,
+)
+
+
 # ---- how it rounds in a low-precision dtype (--dtype; qkvcalc.ops.state_rounding) ----------------
 
 WEIGHTS_SHOWN = "precision.weights_shown"  # W and the chunked form: never formed, shown in float32
@@ -1295,10 +1321,10 @@ FEATURE = Feature(
     alone="gated_delta.alone",
     no_decode="gated_delta.decode",
     no_tiles="gated_delta.tiles",
-    # train moves W_Q, W_K, W_V, W_O: not yet the gated norm's W_z and weight either
-    no_train_when=lambda value: (
-        "gated_delta.train" if _whole(value) or value.wz is not None else ""
-    ),
+    # train moves W_Q, W_K, W_V, W_O and the gated norm's W_z and weight, not yet the pieces
+    # before the core (conv, the gates made from X)
+    no_train_when=lambda value: "gated_delta.train" if _whole(value) else "",
+    learns=LEARNS,
     no_sdpa="precision.sdpa_linear",
     lowp_policy=(
         ("eager", "precision.policy.gated_delta.eager"),

@@ -102,8 +102,9 @@ class JoinWords(NamedTuple):
 
 
 class Learns(NamedTuple):
-    """What `qkvcalc train` steps of a feature that stands in for W_Q, W_K and W_V (multi-head
-    latent attention's latents' weights): every name its learned matrices can have, in the
+    """What `qkvcalc train` steps of a feature's own learned numbers: one that stands in for W_Q,
+    W_K and W_V (multi-head latent attention's latents' weights), or a linear layer's after its
+    core (a norm's weight, W_G, W_z): every name its learned matrices can have, in the
     order they are shown; given its value, those it has (name -> matrix, the rows layout, a
     norm's weight as 1×r) and each one's gradient stage; a gradient stage's numbers set in its
     matrix's layout (value, name, numbers); and the value with some matrices moved."""
@@ -113,3 +114,4 @@ class Learns(NamedTuple):
     stages: Callable[[Any], dict[str, str]]
     grad: Callable[[Any, str, np.ndarray], np.ndarray]
     moved: Callable[[Any, dict[str, np.ndarray]], Any]
+    also: tuple[tuple[str, str], ...] = ()  # another word --freeze takes for a name: its input key

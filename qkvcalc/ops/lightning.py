@@ -38,7 +38,7 @@ from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops import gate as output_gate
 from qkvcalc.ops import gated_delta, gdn_layer, state_rounding
 from qkvcalc.ops import rounding as lowp
-from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
+from qkvcalc.ops.base import Candidate, Feature, Learns, Mistakes, Sizes
 from qkvcalc.ops.gated_delta import _read_feeds, _read_states, _read_work, check_own_causal
 from qkvcalc.ops.op import Back, Feeds, Literals, Op, Params, Part, Shapes, same_cell
 from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels, ref, stamped
@@ -188,6 +188,40 @@ def _echo(value: Lightning) -> dict[str, Any]:
 
 def _joins(value: Lightning) -> bool:
     return value.norm is not None or value.gate is not None
+
+
+# ---- what `qkvcalc train` steps of the layer's own (Feature.learns) ----------------------------
+
+TRAIN_NAMES = ("norm", "wg")  # the norm's weight w_norm (1 × H·d_v), the gate's W_G
+
+
+def _train_weights(value: Lightning) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    if value.norm is not None:
+        out["norm"] = value.norm[None, :]
+    if value.gate is not None:
+        out["wg"] = value.gate.values  # the rows layout, as held
+    return out
+
+
+def _trained(value: Lightning, weights: dict[str, np.ndarray]) -> Lightning:
+    """The layer with the norm's weight and W_G of `weights` in place of its own (plain floats)."""
+    norm, gate = value.norm, value.gate
+    if "norm" in weights:
+        norm = np.array(weights["norm"], dtype=float).reshape(-1)
+    if "wg" in weights:
+        gate = Matrix(np.array(weights["wg"], dtype=float), None)
+    return value._replace(norm=norm, gate=gate)
+
+
+LEARNS = Learns(
+    TRAIN_NAMES,
+    _train_weights,
+    lambda value: {"norm": "grad_lightning_norm", "wg": "grad_wg"},
+    lambda value, name, grad: grad,  # both already in their matrix's layout (rows)
+    _trained,
+    also=(("gate", "wg"),),  # --freeze gate: the input's key for W_G
+)
 
 
 # ---- the stages ---------------------------------------------------------------------------------
@@ -1193,7 +1227,7 @@ FEATURE = Feature(
     joined=_joined,
     joins=_joins,
     grads=_grads,
-    no_train_when=lambda value: "lightning.train" if _joins(value) else "",
+    learns=LEARNS,
     torch_layer=_torch,
     torch_compared=_compared,
     torch_module_gap="it computes softmax attention, not a lightning-attention layer's state",

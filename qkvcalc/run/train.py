@@ -7,9 +7,10 @@ problem has are learned; a weight the loss does not reach (W_V and W_O under `at
 reads the attention weights alone) has no gradient stage and does not move. A feature that
 stands in for W_Q, W_K, W_V (multi-head latent attention) says which matrices it has in their
 place and where their gradients are (Feature.learns): W_DQ, w_CQ, W_UQ (or W_Q), W_DKV, W_KR,
-w_CKV, W_UK, W_UV, each stepped by the same rule. A feature that chooses each query's keys (a
-sparse attention's top-k) runs again at every step with its own weights as given: a choice has
-no gradient.
+w_CKV, W_UK, W_UV, each stepped by the same rule; so does a linear layer of its own weights
+after its core (a norm's weight w_norm, the output gating's W_G, a gated norm's W_z). A
+feature that chooses each query's keys (a sparse attention's top-k) runs again at every step
+with its own weights as given: a choice has no gradient.
 
     L = ½·Σ(O − T)²                      `target`
     L = −Σ_heads Σᵢ log A[i, tᵢ]         `attend`
@@ -34,6 +35,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input import dataset
 from qkvcalc.input.cells import Matrix
+from qkvcalc.input.fields import DISPLAY
 from qkvcalc.input.limits import MAX_ELEMENTS
 from qkvcalc.input.numbers import Number
 from qkvcalc.input.problem import Problem
@@ -130,25 +132,34 @@ class Training:
         return sum(b > a for a, b in itertools.pairwise(losses))
 
 
-def _stand_in(p: Problem) -> tuple[Learns, Any] | None:
-    """What train steps of the feature that stands in for W_Q, W_K and W_V (multi-head latent
-    attention's latents' weights), with its value; None without one."""
-    found = features.projecting(p)
-    if found is None or found[0].learns is None:
-        return None
-    return found[0].learns, found[1]
+def _learners(p: Problem) -> list[tuple[Learns, Any]]:
+    """What train steps of the features that have learned numbers of their own, each with its
+    value: the one that stands in for W_Q, W_K and W_V first (multi-head latent attention's
+    latents' weights), then a linear layer's own (a norm's weight, the output gating's W_G, a
+    gated norm's W_z and weight)."""
+    return [(f.learns, value) for f, value in features.active(p) if f.learns is not None]
+
+
+def _owner(p: Problem, name: str) -> tuple[Learns, Any] | None:
+    """The feature whose learned matrix `name` is (with its value); None: a Problem field."""
+    return next(((lr, v) for lr, v in _learners(p) if name in lr.names), None)
 
 
 def weights_of(p: Problem) -> dict[str, np.ndarray]:
     """The learned matrices this problem has, by name, in the order they are shown (the rows
-    layout; a feature's own in place of W_Q, W_K, W_V, then W_O, b_O)."""
-    stand = _stand_in(p)
-    out = stand[0].weights(stand[1]) if stand is not None else {}
+    layout; a feature's own in place of W_Q, W_K, W_V, then W_O, b_O, then a layer's own)."""
+    learners = _learners(p)
+    stand = features.projecting(p)
+    out: dict[str, np.ndarray] = {}
+    after: dict[str, np.ndarray] = {}
+    for learns, value in learners:
+        mine = stand is not None and learns is stand[0].learns
+        (out if mine else after).update(learns.weights(value))
     for name in LEARNED:
         m = getattr(p, name)
         if m is not None and name not in out:
             out[name] = m.values
-    return out
+    return out | after
 
 
 def present(p: Problem) -> tuple[str, ...]:
@@ -158,46 +169,68 @@ def present(p: Problem) -> tuple[str, ...]:
 
 def known(p: Problem) -> tuple[str, ...]:
     """The names --freeze knows for this problem (those it may have)."""
-    stand = _stand_in(p)
-    if stand is None:
-        return LEARNED
-    return (*stand[0].names, *(name for name in LEARNED if name not in stand[0].names))
+    names: list[str] = []
+    stand = features.projecting(p)
+    learners = _learners(p)
+    for learns, _ in learners:
+        if stand is not None and learns is stand[0].learns:
+            names += learns.names
+    names += [name for name in LEARNED if name not in names]
+    for learns, _ in learners:
+        names += [name for name in learns.names if name not in names]
+    return tuple(names)
+
+
+def spellings(p: Problem) -> dict[str, str]:
+    """Other words --freeze takes for this problem's names (a feature's input key for one, and
+    each name as shown: 'w_norm' for norm), lowercased without underscores."""
+    names = known(p)
+    out = {DISPLAY.get(n, n).lower().replace("_", ""): n for n in names}
+    for learns, _ in _learners(p):
+        out |= dict(learns.also)
+    return {word: name for word, name in out.items() if word not in names}
 
 
 def grad_stage(p: Problem, name: str) -> str:
     """The id of the stage that holds ∂L/∂ of the matrix `name`."""
-    stand = _stand_in(p)
-    stages = stand[0].stages(stand[1]) if stand is not None else {}
+    owner = _owner(p, name)
+    stages = owner[0].stages(owner[1]) if owner is not None else {}
     return stages.get(name) or ids.GRAD_OF[name]
 
 
 def placed(p: Problem, weights: Mapping[str, np.ndarray]) -> Problem:
     """p with these matrices (by name, rows layout) in place of its own: W_O and the biases
-    as Problem's fields, a feature's (the latents' weights) in its value."""
-    stand = _stand_in(p)
-    mine = set(stand[0].weights(stand[1])) if stand is not None else set()
-    plain: dict[str, Any] = {k: Matrix(np.array(v)) for k, v in weights.items() if k not in mine}
+    as Problem's fields, a feature's (the latents' weights, a layer's norm) in its value."""
+    owned = {name for learns, value in _learners(p) for name in learns.weights(value)}
+    plain: dict[str, Any] = {k: Matrix(np.array(v)) for k, v in weights.items() if k not in owned}
     out = replace(p, **plain)
-    if stand is not None and mine & set(weights):
-        feature, value = features.projecting(p) or (None, None)
-        assert feature is not None
-        moved = stand[0].moved(value, {k: v for k, v in weights.items() if k in mine})
-        stood = {**p.variants.features, feature.name: moved}
-        out = replace(out, variants=replace(p.variants, features=stood))
+    stood: dict[str, Any] = {}
+    for feature, value in features.active(p):
+        learns = feature.learns
+        mine = {} if learns is None else learns.weights(value)
+        if learns is not None and mine.keys() & weights.keys():
+            stood[feature.name] = learns.moved(value, {k: weights[k] for k in mine if k in weights})
+    if stood:
+        out = replace(out, variants=replace(p.variants, features={**p.variants.features, **stood}))
     return out
 
 
 def parse_freeze(
-    text: str | Iterable[str] | None, names: Sequence[str] = LEARNED
+    text: str | Iterable[str] | None,
+    names: Sequence[str] = LEARNED,
+    spelled: Mapping[str, str] | None = None,
 ) -> tuple[str, ...]:
     """'wq,wv' (or 'wq wv', or a list) as names; an unknown name is one message. `names`: those
-    the problem may have (multi-head latent attention's: wdq, wuq …)."""
+    the problem may have (multi-head latent attention's: wdq, wuq …); `spelled`: other words for
+    them (w_norm for norm: spellings)."""
     if text is None:
         return ()
     words = text.replace(",", " ").split() if isinstance(text, str) else list(text)
+    spelled = spelled or {}
     out: list[str] = []
     for word in words:
         name = str(word).strip().lower().replace("_", "")
+        name = name if name in names else spelled.get(name, name)
         if name not in names:
             raise QkvcalcError("train.freeze_unknown", name=word, names=", ".join(names))
         if name not in out:
@@ -289,14 +322,14 @@ def _check(p: Problem, steps: int, frozen: Sequence[str]) -> tuple[str, ...]:
 def gradients(trace: Trace, names: Sequence[str]) -> dict[str, np.ndarray]:
     """∂L/∂W of each matrix named that the loss reaches (rows layout: the trace's problem is)."""
     p = trace.problem
-    stand = _stand_in(p)
     out: dict[str, Any] = {}
     for name in names:
         stage = trace.find(grad_stage(p, name))
         if stage is not None:
             value = stage.value
-            if stand is not None and name in stand[0].names:  # in the matrix's own layout
-                value = stand[0].grad(stand[1], name, value)
+            owner = _owner(p, name)
+            if owner is not None:  # in the matrix's own layout
+                value = owner[0].grad(owner[1], name, value)
             out[name] = value
     return out
 
@@ -329,7 +362,7 @@ class Descent:
     ) -> None:
         # a number from Python is held to the same rules as one typed
         self.steps, self.lr = parse_steps(steps), parse_lr(lr)
-        self.frozen = parse_freeze(freeze, known(problem))
+        self.frozen = parse_freeze(freeze, known(problem), spellings(problem))
         given = list(examples) or [problem]
         free = [_check(p, self.steps, self.frozen) for p in given]
         self.free = free[0]
@@ -477,8 +510,8 @@ def without_fractions(p: Problem) -> Problem:
         if m is not None and m.exact is not None:
             out[name] = Matrix(m.values)
     plain = replace(p, exact=False, exact_refused=None, **out)
-    stand = _stand_in(plain)  # the latents' weights as plain floats too
-    return placed(plain, stand[0].weights(stand[1])) if stand is not None else plain
+    own = {k: w for learns, value in _learners(plain) for k, w in learns.weights(value).items()}
+    return placed(plain, own) if own else plain  # a feature's weights as plain floats too
 
 
 def descents(
