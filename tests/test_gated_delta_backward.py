@@ -7,11 +7,15 @@ S = S·e^g, kv_mem = Σ S·k, delta = (v − kv_mem)·β, S += k·deltaᵀ, o = 
 own kernel (its float32 lifted to float64), on the preset and random problems (extract's
 shapes among them); central finite differences for one case; every format in both languages;
 the quiz; `qkvcalc train`; the gated norm after the core (dN, dZ, dW_z, its weight; Qwen3-Next's
-RMSNormGated); the pieces before the core (conv, the gates made from X) refused in one message,
-and train of a layer with the gated norm."""
+RMSNormGated); the pieces before the core (issue 37): the causal convolution and SiLU (dQ, dK, dV
+of the projections and each head's d(taps)), g and β made from X (da, db, dW_a, dW_b, dA_log,
+d(dt_bias)), on the whole layer written here in torch as Qwen3NextGatedDeltaNet computes it, on
+random whole layers and on ones extract wrote from tiny Qwen3-Next and OLMo-Hybrid models; train
+of a whole layer refused in one message."""
 
 from __future__ import annotations
 
+import html
 import json
 
 import numpy as np
@@ -42,12 +46,36 @@ def _core(q, k, v, g, beta):
     return torch.stack(rows)
 
 
+def _convolved(doc: dict, leaves: dict, q, k, v):
+    """Qwen3NextGatedDeltaNet's causal_conv1d_fn as its torch fallback writes it: conv1d over the
+    tokens with groups = channels, padded by K − 1 on the left (the first n kept), then SiLU."""
+    if "conv" not in leaves:
+        return q, k, v
+    w, n = leaves["conv"], q.shape[0]
+    mixed = torch.cat([q, k, v], dim=1).T.unsqueeze(0)  # [1, channels, n]
+    mixed = torch.nn.functional.conv1d(
+        mixed, w.T.unsqueeze(1), padding=w.shape[0] - 1, groups=mixed.shape[1]
+    )[0, :, :n].T
+    return torch.nn.functional.silu(mixed).split([q.shape[1], k.shape[1], v.shape[1]], dim=1)
+
+
+def _gates(doc: dict, leaves: dict):
+    """g and β: given, or as Qwen3NextGatedDeltaNet makes them from X: g = −A_log.exp()·
+    softplus(a + dt_bias), β = b.sigmoid() (times OLMo-Hybrid's beta_scale)."""
+    if "wa" not in leaves:
+        return leaves["g"], leaves["beta"]
+    x = leaves["x"]
+    g = -leaves["a_log"].exp() * torch.nn.functional.softplus(x @ leaves["wa"] + leaves["dt_bias"])
+    scale = doc["gated_delta"].get("beta_scale", 1.0)
+    return g, scale * torch.sigmoid(x @ leaves["wb"])
+
+
 def _layer(doc: dict, leaves: dict) -> torch.Tensor:
     heads = doc.get("heads", 1)
     x = leaves["x"]
-    q, k, v = x @ leaves["wq"], x @ leaves["wk"], x @ leaves["wv"]
+    q, k, v = _convolved(doc, leaves, x @ leaves["wq"], x @ leaves["wk"], x @ leaves["wv"])
     d_k, d_v = q.shape[1] // heads, v.shape[1] // heads
-    g, beta = leaves["g"], leaves["beta"]
+    g, beta = _gates(doc, leaves)
     outs = [
         _core(
             q[:, h * d_k : (h + 1) * d_k],
@@ -80,11 +108,15 @@ def _leaves(doc: dict) -> tuple[dict, dict]:
     heads = doc.get("heads", 1)
     n = len(doc["x"])
     for name in ("g", "beta"):
-        raw = np.asarray(doc["gated_delta"][name], float).reshape(n, heads)
-        given[name] = torch.tensor(raw, requires_grad=True)
-    for name in ("wz", "norm"):  # the gated norm's: W_z (in the problem's layout) and w
         if name in doc["gated_delta"]:
-            given[name] = torch.tensor(doc["gated_delta"][name], dtype=torch.float64)
+            raw = np.asarray(doc["gated_delta"][name], float).reshape(n, heads)
+            given[name] = torch.tensor(raw, requires_grad=True)
+    # the gated norm's W_z (in the problem's layout) and w; the convolution's taps [K, channels];
+    # W_a, W_b (in the problem's layout), A_log and dt_bias [H]
+    for name in ("wz", "norm", "conv", "wa", "wb", "a_log", "dt_bias"):
+        if name in doc["gated_delta"]:
+            raw = np.asarray(doc["gated_delta"][name], dtype=np.float64)
+            given[name] = torch.tensor(raw.reshape(-1) if name in ("a_log", "dt_bias") else raw)
             given[name].requires_grad_()
     read = {k: (t.T if turned and k.startswith("w") else t) for k, t in given.items()}
     return given, read
@@ -98,7 +130,19 @@ STAGE_OF = {
     "wo": "grad_wo",
     "wz": "grad_wz",
     "norm": "grad_norm",
+    "wa": "grad_wa",
+    "wb": "grad_wb",
 }
+
+
+def _taps(trace, hs: list) -> np.ndarray:
+    """The whole kernel's gradient [K, channels] from every head's d(taps) of q, k, v, in the
+    layer's channel order (q | k | v)."""
+    cols: dict[str, list] = {"q": [], "k": [], "v": []}
+    for h in hs:
+        for sid in cols:
+            cols[sid].append(trace.stage(f"grad_{sid}_taps", h).value)
+    return np.concatenate([m for sid in ("q", "k", "v") for m in cols[sid]], axis=1)
 
 
 def _check(doc: dict, target: np.ndarray) -> None:
@@ -119,8 +163,18 @@ def _check(doc: dict, target: np.ndarray) -> None:
     hs: list[int | None] = list(range(1, heads + 1)) if joined else [None]
     got = np.stack([trace.stage("grad_gates", h).value for h in hs], axis=2)  # [n, 2, H]
     for col, name in enumerate(("g", "beta")):
+        if name in given:
+            want = given[name].grad.numpy()
+            assert np.abs(got[:, col] - want).max() <= TOL * max(1.0, np.abs(want).max()), name
+    mine = {}
+    if "conv" in given:
+        mine["conv"] = _taps(trace, hs)
+    if "a_log" in given:  # each head's [dA_log, d(dt_bias)]
+        decays = np.stack([trace.stage("grad_decay", h).value[0] for h in hs])
+        mine |= {"a_log": decays[:, 0], "dt_bias": decays[:, 1]}
+    for name, value in mine.items():
         want = given[name].grad.numpy()
-        assert np.abs(got[:, col] - want).max() <= TOL * max(1.0, np.abs(want).max()), name
+        assert np.abs(value - want).max() <= TOL * max(1.0, np.abs(want).max()), name
 
 
 def _target(doc: dict, rng: np.random.Generator) -> np.ndarray:
@@ -168,6 +222,28 @@ def _random(rng: np.random.Generator, layout: str = "rows", **sizes: int) -> dic
     return doc
 
 
+def _whole(rng: np.random.Generator, doc: dict, taps: int = 0) -> dict:
+    """`doc` with the whole layer's pieces before the core: the causal convolution of `taps`
+    taps (1 to 4 when 0) over q | k | v, and g and β made from X (W_a, W_b in the problem's
+    layout, A_log, dt_bias; now and then OLMo-Hybrid's beta_scale 2)."""
+    heads, n_k = (
+        doc.get("heads", 1),
+        len(doc["wq"][0] if doc.get("layout") != "torch" else doc["wq"]),
+    )
+    n_v = len(doc["wv"][0] if doc.get("layout") != "torch" else doc["wv"])
+    d_model = len(doc["x"][0])
+    spec = {k: v for k, v in doc["gated_delta"].items() if k not in ("g", "beta")}
+    spec["conv"] = rng.standard_normal((taps or int(rng.integers(1, 5)), 2 * n_k + n_v)).tolist()
+    for name in ("wa", "wb"):
+        w = rng.standard_normal((d_model, heads))
+        spec[name] = (w.T if doc.get("layout") == "torch" else w).tolist()
+    spec["a_log"] = rng.uniform(-1.5, 1, heads).tolist()
+    spec["dt_bias"] = rng.uniform(-1, 1.5, heads).tolist()
+    if rng.random() < 0.2:
+        spec["beta_scale"] = 2
+    return doc | {"gated_delta": spec}
+
+
 @pytest.mark.parametrize("case", ["preset", "doc", "doc_wo", "gated_norm"])
 def test_every_gradient_equals_autograd(case):
     rng = np.random.default_rng(5)
@@ -194,6 +270,53 @@ def test_the_shapes_extract_writes_equal_autograd():
     rng = np.random.default_rng(38)
     doc = _random(rng, "torch", n=10, heads=4, d_k=8, d_v=8, d_model=16)
     _check(doc, _target(doc, rng))
+
+
+@pytest.mark.parametrize("name", ["GDN_LAYER", "OLMO_LAYER"])
+def test_a_whole_layer_equals_autograd(name):
+    """The whole layer (tests/test_arith_invariant.py's): the convolution's taps, W_a, W_b,
+    A_log and dt_bias get their gradients too, all equal to autograd's."""
+    from tests import test_arith_invariant as layers
+
+    doc = getattr(layers, name)
+    _check(doc, _target(doc, np.random.default_rng(41)))
+
+
+def test_random_whole_layers_equal_autograd():
+    rng = np.random.default_rng(3037)
+    for _ in range(20):
+        doc = _whole(rng, _random(rng, "torch" if rng.random() < 0.3 else "rows"))
+        _check(doc, _target(doc, rng))
+
+
+def test_a_decay_past_softplus_threshold_equals_autograd():
+    """a + dt_bias above 20: softplus is x itself there and its slope 1, as torch's."""
+    rng = np.random.default_rng(7)
+    doc = _whole(rng, _random(rng, n=3, heads=1, d_k=2, d_v=2, d_model=2), taps=2)
+    doc["gated_delta"]["dt_bias"] = [25.0]
+    doc["gated_delta"]["a_log"] = [-4.0]
+    _check(doc, _target(doc, rng))
+
+
+@pytest.mark.parametrize("case", ["qwen3_next", "qwen3_next-grouped", "olmo_hybrid"])
+def test_an_extracted_whole_layer_equals_autograd(case):
+    """A layer qkvcalc extract wrote from a tiny Qwen3-Next (and OLMo-Hybrid's, β = 2·σ(b)):
+    every gradient of the problem as written, against autograd on the layer in torch here."""
+    from tests.test_extract import build_from
+    from tests.test_extract_gdn import CASES, LAYER
+    from tests.test_extract_hybrid import EAGER, as_loaded
+    from tests.test_extract_more import ids
+
+    config, fields, model_name, _path = CASES[case]
+    model = build_from(config, fields, model_name, **EAGER)
+    as_loaded(model, case)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        model.save_pretrained(folder)
+        problem = qkvcalc.extract(folder, layer=LAYER, input_ids=ids(), dtype="float64")
+    assert {"conv", "wa", "wb", "wz"} <= set(problem["gated_delta"])
+    _check(problem, _target(problem, np.random.default_rng(43)))
 
 
 def test_transformers_own_kernel_gives_the_same_core_gradients(monkeypatch):
@@ -294,6 +417,51 @@ def test_the_arithmetic_redoes_every_backward_cell():
     assert want <= seen, seen
 
 
+WHOLE_OPS = {"conv_back", "conv_taps_back", "gates_back_a", "gates_back_b", "decay_grads"}
+
+
+def test_the_arithmetic_redoes_every_backward_cell_of_a_whole_layer():
+    """The whole layer's own backward stages (the convolution's, the gates'): every cell's
+    arithmetic, evaluated as written, gives the cell; every '=' holds at 12 digits."""
+    from qkvcalc.render.arith import Style, stage_work
+    from tests.test_arith_invariant import GDN_LAYER, OLMO_LAYER, check_line, evaluate
+
+    seen = set()
+    for doc in (GDN_LAYER, OLMO_LAYER):
+        target = np.random.default_rng(23).standard_normal((len(doc["x"]), 3))
+        trace = qkvcalc.explain(**doc, target=target.tolist(), backward=True)
+        for stage in trace.stages:
+            if stage.op not in WHOLE_OPS:
+                continue
+            lines = list(stage_work(stage, Style(precision=12)))
+            assert len(lines) == stage.value.size, stage.id
+            for line in lines:
+                assert check_line(line, 12)[1] is None, line
+                cell = line[line.index("[") + 1 : line.index("]")].split(",")
+                i, j = int(cell[0]) - 1, int(cell[1]) - 1
+                left = line.split(": ", 1)[1].split(" = ")[0].split(" ≈ ")[0]
+                assert evaluate(left) == pytest.approx(stage.value[i, j], rel=1e-9, abs=1e-9), line
+                seen.add(stage.op)
+    assert seen == WHOLE_OPS
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("fmt", ["txt", "markdown", "latex", "html", "svg", "json"])
+def test_every_format_of_a_whole_layer_in_both_languages(fmt, lang):
+    from qkvcalc.i18n import translate
+    from tests.test_arith_invariant import GDN_LAYER
+
+    target = np.zeros((len(GDN_LAYER["x"]), 3)).tolist()
+    trace = qkvcalc.explain(**GDN_LAYER, target=target, backward=True)
+    text = render(trace, fmt, RenderOptions(lang=lang, color=False))
+    ids = {s.id for s in trace.stages}
+    assert {"grad_q_taps", "grad_a", "grad_b", "grad_decay", "grad_wa", "grad_wb"} <= ids
+    plain = html.unescape(text).replace("\\_\\allowbreak{}", "_").replace("\\_", "_")
+    for key in ("stage.gdn_grad_taps.title", "stage.grad_wa.title", "stage.gdn_grad_decay.title"):
+        title = translate(key, lang)  # an SVG draws each word in spans of its own
+        assert (title if fmt != "svg" else title.split()[-1]) in plain, key
+
+
 def test_the_quiz_carries_a_wrong_state_gradient():
     from qkvcalc.quiz.grade import CARRIED, WRONG, grade_sheet
 
@@ -331,7 +499,9 @@ def test_train_learns_through_the_core():
 
 
 @pytest.mark.parametrize("key", ["conv", "wa"])
-def test_the_whole_layers_pieces_are_one_message(tmp_path, key):
+def test_train_refuses_the_whole_layers_pieces_backward_takes(tmp_path, key):
+    """--backward goes through the convolution and the gates made from X; train does not move
+    their numbers yet: one message."""
     doc = dict(DOC)
     spec = dict(doc["gated_delta"])
     if key == "conv":
@@ -344,7 +514,7 @@ def test_the_whole_layers_pieces_are_one_message(tmp_path, key):
     doc["target"] = np.zeros((len(doc["x"]), 4)).tolist()
     path = tmp_path / "gdn.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
-    one_message(run_qkvcalc("explain", str(path), "--backward"), "not yet through the whole layer")
+    assert run_qkvcalc("explain", str(path), "--backward").returncode == 0
     one_message(run_qkvcalc("train", str(path)), "not yet through the whole layer")
 
 
@@ -360,6 +530,26 @@ def test_train_moves_the_gated_norm_too(tmp_path):
     proc = run_qkvcalc("train", str(path), "--steps", "2", "--lr", "0.01", "--format", "json")
     assert proc.returncode == 0, proc.stderr
     assert {"wz", "norm"} <= set(json.loads(proc.stdout)["learned"])
+
+
+def test_the_torch_script_of_a_whole_layer_compares_every_gradient(tmp_path):
+    """--format torch --backward of a whole layer: the convolution's kernel, W_a, W_b, A_log and
+    dt_bias among the leaves autograd differentiates, each compared, and the script says OK."""
+    from tests.inprocess import run_script
+    from tests.test_arith_invariant import GDN_LAYER
+
+    rng = np.random.default_rng(15)
+    torch_layout = _whole(rng, _random(rng, "torch", n=4, heads=2, d_k=2, d_v=3, d_model=3))
+    for doc in (GDN_LAYER, torch_layout):
+        trace = qkvcalc.explain(**doc, target=_target(doc, rng).tolist(), backward=True)
+        script = tmp_path / "grads.py"
+        script.write_text(render(trace, "torch"), encoding="utf-8")
+        proc = run_script(str(script))
+        assert proc["returncode"] == 0, proc["stderr"]
+        names = ("dQ", "dK", "dV", "dW_Q", "dX", "dconv_w", "dW_a", "dW_b", "dA_log", "ddt_bias")
+        for name in names:
+            assert f"{name}: max |autograd - qkvcalc|" in proc["stdout"], name
+        assert "OK" in proc["stdout"]
 
 
 def test_the_torch_script_compares_every_gradient(tmp_path):

@@ -5,8 +5,11 @@ number per channel, dg_t[c] = ⟨row c of (I − β_t·k̂_t·k̂_tᵀ)·dS_t, r
 gradient against autograd in float64 to 1e-12: on the layer written here in torch as
 transformers' recurrent_kimi_delta_attention computes it, on that function itself (its float32
 lifted), on the preset and random problems (extract's shapes among them); central finite
-differences; every format in both languages; the torch script; train; the whole layer's own
-pieces refused in one message."""
+differences; every format in both languages; the torch script; train. The whole layer (issue
+37): the convolution, g and β made from X (W_fa·W_fb or W_f, Ling 3.0's bounded decay, W_b,
+A_log, dt_bias), the gated norm with σ (W_ga·W_gb or W_z, its weight), against autograd on the
+layer written here in torch as KimiDeltaAttention computes it, on random whole layers and on
+one extract wrote from a tiny Kimi Linear; train of a whole layer refused in one message."""
 
 from __future__ import annotations
 
@@ -258,10 +261,244 @@ def test_train_learns_through_the_core():
     assert set(training.learned) == {"wq", "wk", "wv"}
 
 
-def test_the_whole_layers_pieces_are_one_message(tmp_path):
+def test_train_refuses_the_whole_layers_pieces_backward_takes(tmp_path):
+    """--backward goes through the whole layer's pieces; train does not move them yet."""
     doc = DOC | {"kimi_delta": DOC["kimi_delta"] | {"conv": np.ones((2, 16)).tolist()}}
     doc["target"] = np.zeros((len(doc["x"]), 4)).tolist()
     path = tmp_path / "kda.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
-    one_message(run_qkvcalc("explain", str(path), "--backward"), "not yet through the whole layer")
+    assert run_qkvcalc("explain", str(path), "--backward").returncode == 0
     one_message(run_qkvcalc("train", str(path)), "not yet through the whole layer")
+
+
+# ---- the whole layer (issue 37): the convolution, g and β made from X, the gated norm with σ ----
+
+WHOLE_WEIGHTS = ("wf_a", "wf_b", "wf", "wb", "wg_a", "wg_b", "wz")
+
+
+def _whole_layer(doc: dict, leaves: dict) -> torch.Tensor:
+    """KimiDeltaAttention's forward written in torch: conv1d over q | k | v (groups = channels,
+    padded by K − 1 on the left) then SiLU; each Key channel's g = −e^(A_log)·softplus(F + dt_bias)
+    (F = X·W_fa·W_fb, or X·W_f), or Ling 3.0's b·σ(e^(A_log)·(F + dt_bias)); β = σ(X·W_b); the
+    core; then RMSNorm times w times σ(Z), Z = X·W_ga·W_gb (or X·W_z)."""
+    from tests.test_gated_delta_backward import _convolved
+
+    spec, heads = doc["kimi_delta"], doc.get("heads", 1)
+    x = leaves["x"]
+    q, k, v = _convolved(doc, leaves, x @ leaves["wq"], x @ leaves["wk"], x @ leaves["wv"])
+    d_k, d_v, n = q.shape[1] // heads, v.shape[1] // heads, x.shape[0]
+    f = x @ leaves["wf"] if "wf" in leaves else x @ leaves["wf_a"] @ leaves["wf_b"]
+    f = (f + leaves["dt_bias"]).reshape(n, heads, d_k)
+    rate = leaves["a_log"].exp()[None, :, None]
+    if spec.get("lower_bound") is None:
+        g = -rate * torch.nn.functional.softplus(f)
+    else:
+        g = spec["lower_bound"] * torch.sigmoid(rate * f)
+    beta = torch.sigmoid(x @ leaves["wb"])
+    outs = []
+    for h in range(heads):
+        ck, cv = slice(h * d_k, (h + 1) * d_k), slice(h * d_v, (h + 1) * d_v)
+        outs.append(_core(q[:, ck], k[:, ck], v[:, cv], g[:, h], beta[:, h]))
+    if "norm" in leaves:
+        z = x @ leaves["wz"] if "wz" in leaves else x @ leaves["wg_a"] @ leaves["wg_b"]
+        eps = spec.get("norm_eps", 1e-6)
+        for h in range(heads):
+            o = outs[h] * torch.rsqrt(outs[h].pow(2).mean(-1, keepdim=True) + eps)
+            outs[h] = leaves["norm"] * o * torch.sigmoid(z[:, h * d_v : (h + 1) * d_v])
+    out = torch.cat(outs, dim=1)
+    return out @ leaves["wo"] if "wo" in leaves else out
+
+
+def _check_whole(doc: dict, target: np.ndarray) -> None:
+    """Every gradient of a whole layer against autograd: the weights (W_fa, W_fb or W_f, W_b,
+    W_ga, W_gb or W_z gathered), the norm's weight, the convolution's taps, each head's A_log
+    and dt_bias, dX."""
+    from tests.test_gated_delta_backward import _taps
+
+    turned = doc.get("layout") == "torch"
+    spec = doc["kimi_delta"]
+    given = {
+        name: torch.tensor(doc[name], dtype=torch.float64, requires_grad=True)
+        for name in ("x", "wq", "wk", "wv", "wo")
+        if name in doc
+    }
+    for name in (*WHOLE_WEIGHTS, "conv", "norm", "a_log", "dt_bias"):
+        if spec.get(name) is not None:
+            raw = np.asarray(spec[name], dtype=np.float64)
+            given[name] = torch.tensor(raw, requires_grad=True)
+    read = {k: (t.T if turned and k.startswith("w") else t) for k, t in given.items()}
+    out = _whole_layer(doc, read)
+    (0.5 * ((out - torch.tensor(target)) ** 2).sum()).backward()
+    trace = qkvcalc.explain(**doc, target=target.tolist(), backward=True)
+    top = max(1.0, float(out.detach().abs().max()))
+    assert np.abs(trace.output - out.detach().numpy()).max() <= TOL * top
+    heads = doc.get("heads", 1)
+    hs: list[int | None] = list(range(1, heads + 1))
+    if len(trace.stages) and trace.find("grad_decay", 1) is None:
+        hs = [None]
+    decays = np.stack([trace.stage("grad_decay", h).value[0] for h in hs])  # [H, 1 + d_k]
+    mine = {
+        "conv": _taps(trace, hs) if "conv" in given else None,
+        "a_log": decays[:, 0],
+        "dt_bias": decays[:, 1:].reshape(-1),
+        "norm": trace.stage("grad_norm").value[0] if "norm" in given else None,
+    }
+    for name, tensor in given.items():
+        want = tensor.grad.numpy()
+        got = mine.get(name)
+        if got is None:
+            got = trace.stage(f"grad_{name.replace('_', '')}").value
+        assert np.abs(got.reshape(want.shape) - want).max() <= TOL * max(1.0, np.abs(want).max()), (
+            name
+        )
+
+
+@pytest.mark.parametrize("bounded", [False, True])
+def test_a_whole_layer_equals_autograd(bounded):
+    """tests/test_arith_invariant.py's whole layer (low-rank W_fa·W_fb and W_ga·W_gb), and Ling
+    3.0's form (W_f, W_z in one, the bounded decay)."""
+    from tests.test_arith_invariant import KDA_LAYER
+
+    doc = json.loads(json.dumps(KDA_LAYER))
+    if bounded:
+        spec = doc["kimi_delta"]
+        rng = np.random.default_rng(5)
+        spec["wf"] = (np.asarray(spec.pop("wf_a")) @ np.asarray(spec.pop("wf_b"))).tolist()
+        spec["wz"] = rng.standard_normal((3, 4)).tolist()
+        del spec["wg_a"], spec["wg_b"]
+        spec["lower_bound"] = -5.0
+    _check_whole(doc, _target(doc, np.random.default_rng(8)))
+
+
+def test_an_extracted_whole_layer_equals_autograd():
+    """A layer qkvcalc extract wrote from a tiny Kimi Linear (its KDA layer 0): every gradient
+    of the problem as written, against autograd on the layer in torch here."""
+    import tempfile
+
+    from tests.test_extract import build_from
+    from tests.test_extract_hybrid import EAGER
+    from tests.test_extract_kda import CASES
+    from tests.test_extract_more import ids
+    from tests.test_extract_new import kept_float32
+
+    model = build_from(
+        "KimiLinearConfig", CASES["kimi_linear"][0], "KimiLinearForCausalLM", **EAGER
+    )
+    kept_float32(model)
+    with tempfile.TemporaryDirectory() as folder:
+        model.save_pretrained(folder)
+        problem = qkvcalc.extract(folder, layer=0, input_ids=ids(), dtype="float64")
+    assert {"conv", "wf_a", "wf_b", "wb", "wg_a", "wg_b", "norm"} <= set(problem["kimi_delta"])
+    _check_whole(problem, _target(problem, np.random.default_rng(44)))
+
+
+def _whole_random(rng: np.random.Generator) -> dict:
+    """A random whole layer: the convolution, F low-rank or in one (then now and then the
+    bounded decay), the gated norm low-rank or in one; rows or torch layout."""
+    layout = "torch" if rng.random() < 0.3 else "rows"
+    doc = _random(rng, layout)
+    heads, d_model = doc.get("heads", 1), len(doc["x"][0])
+    turned = layout == "torch"
+    d_k = (len(doc["wq"]) if turned else len(doc["wq"][0])) // heads
+    d_v = (len(doc["wv"]) if turned else len(doc["wv"][0])) // heads
+
+    def weight(rows: int, cols: int) -> list:
+        w = rng.standard_normal((rows, cols))
+        return (w.T if turned else w).tolist()
+
+    rank = int(rng.integers(1, 4))
+    spec = {"chunk": doc["kimi_delta"]["chunk"]}
+    spec["conv"] = rng.standard_normal((int(rng.integers(1, 4)), heads * (2 * d_k + d_v))).tolist()
+    if rng.random() < 0.5:
+        spec |= {"wf_a": weight(d_model, rank), "wf_b": weight(rank, heads * d_k)}
+    else:
+        spec["wf"] = weight(d_model, heads * d_k)
+        if rng.random() < 0.5:
+            spec["lower_bound"] = -float(rng.uniform(1, 6))
+    spec["wb"] = weight(d_model, heads)
+    spec["a_log"] = rng.uniform(-1.5, 1, heads).tolist()
+    spec["dt_bias"] = rng.uniform(-1, 1.5, heads * d_k).tolist()
+    if rng.random() < 0.5:
+        spec |= {"wg_a": weight(d_model, rank), "wg_b": weight(rank, heads * d_v)}
+    else:
+        spec["wz"] = weight(d_model, heads * d_v)
+    spec["norm"] = (1 + 0.3 * rng.standard_normal(d_v)).tolist()
+    return doc | {"kimi_delta": spec}
+
+
+def test_random_whole_layers_equal_autograd():
+    rng = np.random.default_rng(4037)
+    for _ in range(15):
+        doc = _whole_random(rng)
+        _check_whole(doc, _target(doc, rng))
+
+
+KDA_OPS = {"conv_back", "conv_taps_back", "kda_gates_back_f", "gates_back_b", "kda_decay_grads"}
+
+
+def test_the_arithmetic_redoes_every_backward_cell_of_a_whole_layer():
+    from qkvcalc.render.arith import Style, stage_work
+    from tests.test_arith_invariant import KDA_LAYER, check_line, evaluate
+
+    spec = KDA_LAYER["kimi_delta"]
+    bounded = {k: v for k, v in spec.items() if k not in ("wf_a", "wf_b")}
+    bounded |= {"wf": (np.asarray(spec["wf_a"]) @ np.asarray(spec["wf_b"])).tolist()}
+    seen = set()
+    for kda in (spec, bounded | {"lower_bound": -3.0}):
+        doc = KDA_LAYER | {"kimi_delta": kda}
+        target = np.random.default_rng(24).standard_normal((len(doc["x"]), 3))
+        trace = qkvcalc.explain(**doc, target=target.tolist(), backward=True)
+        for stage in trace.stages:
+            if stage.op not in KDA_OPS:
+                continue
+            lines = list(stage_work(stage, Style(precision=12)))
+            assert len(lines) == stage.value.size, stage.id
+            for line in lines:
+                assert check_line(line, 12)[1] is None, line
+                cell = line[line.index("[") + 1 : line.index("]")].split(",")
+                i, j = int(cell[0]) - 1, int(cell[1]) - 1
+                left = line.split(": ", 1)[1].split(" = ")[0].split(" ≈ ")[0]
+                assert evaluate(left) == pytest.approx(stage.value[i, j], rel=1e-9, abs=1e-9), line
+                seen.add(stage.op)
+    assert seen == KDA_OPS
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("fmt", ["txt", "markdown", "latex", "html", "svg", "json"])
+def test_every_format_of_a_whole_layer_in_both_languages(fmt, lang):
+    import html
+
+    from qkvcalc.i18n import translate
+    from tests.test_arith_invariant import KDA_LAYER
+
+    target = np.zeros((len(KDA_LAYER["x"]), 3)).tolist()
+    trace = qkvcalc.explain(**KDA_LAYER, target=target, backward=True)
+    text = render(trace, fmt, RenderOptions(lang=lang, color=False))
+    ids = {s.id for s in trace.stages}
+    assert {"grad_f", "grad_decay", "grad_wfa", "grad_wfb", "grad_f_a", "grad_wgb"} <= ids
+    plain = html.unescape(text).replace("\\_\\allowbreak{}", "_").replace("\\_", "_")
+    for key in ("stage.kda_grad_f.title", "stage.grad_wfa.title", "stage.grad_f_a.title"):
+        title = translate(key, lang)  # an SVG draws each word in spans of its own; LaTeX
+        assert (title if fmt not in ("svg", "latex") else title.split()[-1]) in plain, key
+
+
+def test_the_torch_script_of_a_whole_layer_compares_every_gradient(tmp_path):
+    from tests.inprocess import run_script
+    from tests.test_arith_invariant import KDA_LAYER
+
+    rng = np.random.default_rng(16)
+    wf = KDA_LAYER["kimi_delta"] | {"lower_bound": -4.0, "wz": rng.standard_normal((3, 4)).tolist()}
+    wf = {k: v for k, v in wf.items() if k not in ("wf_a", "wf_b", "wg_a", "wg_b")}
+    wf["wf"] = rng.standard_normal((3, 4)).tolist()
+    for doc, names in (
+        (KDA_LAYER, ("dW_fa", "dW_fb", "dW_ga", "dW_gb")),
+        (KDA_LAYER | {"kimi_delta": wf}, ("dW_f", "dW_z")),
+    ):
+        trace = qkvcalc.explain(**doc, target=_target(doc, rng).tolist(), backward=True)
+        script = tmp_path / "grads.py"
+        script.write_text(render(trace, "torch"), encoding="utf-8")
+        proc = run_script(str(script))
+        assert proc["returncode"] == 0, proc["stderr"] + proc["stdout"][-2000:]
+        for name in (*names, "dQ", "dX", "dconv_w", "dW_b", "dA_log", "ddt_bias", "dw_norm"):
+            assert f"{name}: max |autograd - qkvcalc|" in proc["stdout"], name
+        assert "OK" in proc["stdout"]

@@ -104,7 +104,7 @@ def _gdn_stage(stage: Any, dt: Any, naive: bool) -> Any:
             return conv * torch.sigmoid(conv)
         return F.silu(conv)
     if stage.op == "gdn_gates":
-        a, b = ops[0][:, 0], ops[0][:, 1]
+        a, b = ops[0][:, 0], ops[1][:, 0]  # the stages a and b, n × 1 each
         a_log = _t(np.float64(stage.params["a_log"]), dt)
         dt_bias = _t(np.float64(stage.params["dt_bias"]), dt)
         if naive:

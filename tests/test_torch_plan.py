@@ -48,6 +48,15 @@ BACKWARD_ONLY = {
     "gated_back",
     "gated_back_z",
     "gated_norm_weight_grad",
+    # the whole Gated DeltaNet layer's: through the convolution (dQ, d(taps)), the gates (da, db,
+    # dA_log and d(dt_bias))
+    "conv_back",
+    "conv_taps_back",
+    "gates_back_a",
+    "gates_back_b",
+    "decay_grads",
+    "kda_gates_back_f",  # Kimi Delta Attention's: dF and each head's dA_log, d(dt_bias)
+    "kda_decay_grads",
     "lightning_grad_state",
     "lightning_grad_q",
     "lightning_grad_k",

@@ -479,10 +479,6 @@ MESSAGES: dict[str, str] = {
     "gated_delta.train": "train learns through a Gated DeltaNet layer's core (gated_delta with g "
     "and beta given) and its gated norm (wz, norm), not yet through the whole layer's pieces "
     "before the core (conv; wa, wb, a_log, dt_bias): leave them out to train.",
-    "gated_delta.backward": "--backward goes through a Gated DeltaNet layer's core (gated_delta "
-    "with g and beta given) and its gated norm (wz, norm), not yet through the whole layer's "
-    "pieces before the core (conv; wa, wb, a_log, dt_bias): leave them out, or leave out "
-    "--backward.",
     # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
     "ui.variant.lightning": "a linear-attention layer: MiniMax's lightning attention, each "
     "head's decay rate λ: {slopes}, its blocked form in blocks of {block}",
@@ -635,6 +631,67 @@ MESSAGES: dict[str, str] = {
     "stage.grad_norm.why": "Every head's normalized output was multiplied by the same weight w "
     "(d_v numbers), so its gradient adds, over the tokens and the heads, dN times out·ρ in "
     "that column.",
+    "stage.gdn_grad_conv.title": "Backward through the causal convolution and SiLU",
+    "stage.gdn_grad_conv.why": "Q_c = SiLU(u) with u = conv(Q), so first e = dQ_c ⊙ SiLU'(u), "
+    "SiLU'(u) = σ(u)·(1 + u·(1 − σ(u))). Tap r carried row s of Q to row s + K − 1 − r, so row s "
+    "gets back each tap's weight times e of the row it reached (the rows past the last give "
+    "nothing).",
+    "note.gdn_grad_conv": "Each cell: Σ_r w[r]·e[s + {taps} − 1 − r] over the {taps} "
+    "{taps:tap|taps} of its column, e = d(…)_c ⊙ SiLU'(u) of the row the tap reached.",
+    "stage.gdn_grad_taps.title": "Backward: the gradient of the convolution's taps",
+    "stage.gdn_grad_taps.why": "Tap r of a column multiplied, at every token t, the row t − K + 1 "
+    "+ r of that column, so its gradient adds, over the tokens, e_t (the gradient before SiLU) "
+    "times that row. These are this head's columns of the layer's kernel (conv in the input).",
+    "stage.gdn_grad_a.title": "Backward: da, through the decay",
+    "stage.gdn_grad_a.why": "g = −e^(A_log)·softplus(a + dt_bias) and softplus' is σ (1 above 20, "
+    "as torch's), so da = dg·(−e^(A_log))·σ(a + dt_bias).",
+    "stage.gdn_grad_b.title": "Backward: db, through σ",
+    "stage.gdn_grad_b.why": "β = σ(b) (times 2 in OLMo-Hybrid) and σ' = σ·(1 − σ), so db = "
+    "dβ·σ(b)·(1 − σ(b)) (times that scale).",
+    "stage.gdn_grad_decay.title": "Backward: the gradients of this head's A_log and dt_bias",
+    "stage.gdn_grad_decay.why": "g_t = −e^(A_log)·softplus(a_t + dt_bias), so ∂g_t/∂A_log = g_t "
+    "and dA_log = Σ_t dg_t·g_t; dt_bias is added to every a_t, so d(dt_bias) = Σ_t da_t.",
+    "stage.grad_wa.title": "Gradient of W_a",
+    "stage.grad_wa.why": "a = X·W_a (wa in the input), so dW_a = Xᵀ·da, each head's gradient in "
+    "its own column.",
+    "stage.grad_wb.title": "Gradient of W_b",
+    "stage.grad_wb.why": "b = X·W_b (wb in the input), so dW_b = Xᵀ·db, each head's gradient in "
+    "its own column.",
+    "stage.kda_grad_f.title": "Backward: dF, through each channel's decay",
+    "stage.kda_grad_f.why": "g[t, c] = −e^(A_log)·softplus(F[t, c] + dt_bias[c]) and softplus' is "
+    "σ (1 above 20, as torch's), so dF = dg·(−e^(A_log))·σ(F + dt_bias), cell by cell; with "
+    "Ling 3.0's bounded decay g = b·σ(e^(A_log)·(F + dt_bias)), dF = dg·b·e^(A_log)·σ'(…), "
+    "σ' = σ·(1 − σ).",
+    "stage.kda_grad_b.title": "Backward: db, through σ",
+    "stage.kda_grad_b.why": "β = σ(b) and σ' = σ·(1 − σ), so db = dβ·σ(b)·(1 − σ(b)).",
+    "stage.kda_grad_decay.title": "Backward: the gradients of this head's A_log and dt_bias",
+    "stage.kda_grad_decay.why": "A_log (one per head) scales every channel's decay, so dA_log adds "
+    "dg·∂g/∂A_log over the tokens and the channels (∂g/∂A_log = g itself, or "
+    "b·σ'(…)·e^(A_log)·(F + "
+    "dt_bias) for the bounded decay); dt_bias[c] is added to column c of F, so d(dt_bias)[c] adds "
+    "column c of dF over the tokens.",
+    "stage.grad_wfa.title": "Gradient of W_fa",
+    "stage.grad_wfa.why": "F_a = X·W_fa (wf_a in the input), made once and read by every head, so "
+    "dW_fa = Xᵀ·dF_a.",
+    "stage.grad_wfb.title": "Gradient of W_fb",
+    "stage.grad_wfb.why": "F = F_a·W_fb (wf_b in the input), so dW_fb = F_aᵀ·dF, each head's "
+    "gradient in its own columns.",
+    "stage.grad_wf.title": "Gradient of W_f",
+    "stage.grad_wf.why": "F = X·W_f (wf in the input), so dW_f = Xᵀ·dF, each head's gradient "
+    "in its "
+    "own columns.",
+    "stage.grad_wga.title": "Gradient of W_ga",
+    "stage.grad_wga.why": "G_a = X·W_ga (wg_a in the input), made once and read by every head, so "
+    "dW_ga = Xᵀ·dG_a.",
+    "stage.grad_wgb.title": "Gradient of W_gb",
+    "stage.grad_wgb.why": "Z = G_a·W_gb (wg_b in the input), so dW_gb = G_aᵀ·dZ, each head's "
+    "gradient in its own columns.",
+    "stage.grad_f_a.title": "Backward: the gradient of the low-rank F_a",
+    "stage.grad_f_a.why": "Every head's F is F_a times its own columns of W_fb, so dF_a adds every "
+    "head's dF·W_fbᵀ.",
+    "stage.grad_g_a.title": "Backward: the gradient of the low-rank G_a",
+    "stage.grad_g_a.why": "Every head's Z is G_a times its own columns of W_gb, so dG_a adds every "
+    "head's dZ·W_gbᵀ.",
     "stage.grad_wz.title": "Gradient of W_z",
     "stage.grad_wz.why": "Z = X·W_Z (wz in the input), so dW_Z = Xᵀ·dZ, each head's "
     "gradient in its own columns: each weight collects, over the tokens, its input value times "
@@ -711,9 +768,12 @@ MESSAGES: dict[str, str] = {
     "column, conv1d with groups = channels), causal, so no token sees a later one. SiLU(x) = "
     "x·σ(x) follows. A token's Query, Key and Value thus already carry a little of their "
     "neighbours before the state is read or written.",
-    "stage.ab.title": "Gated DeltaNet: a and b, this head's two numbers per token from X",
-    "stage.ab.why": "Two more columns of X's projection, one each of W_a and W_b for this head. "
-    "a decides how fast the state forgets at this token, b how strongly the token writes.",
+    "stage.gdn_a.title": "Gated DeltaNet: a, this head's number per token for the decay",
+    "stage.gdn_a.why": "One more column of X's projection, this head's column of W_a: it decides "
+    "how fast the state forgets at this token.",
+    "stage.gdn_b.title": "Gated DeltaNet: b, this head's number per token for β",
+    "stage.gdn_b.why": "One more column of X's projection, this head's column of W_b: it decides "
+    "how strongly the token writes.",
     "stage.gdn_gates.title": "Gated DeltaNet: the decay g and the write strength β, made from a "
     "and b",
     "stage.gdn_gates.why": "g = −e^(A_log)·softplus(a + dt_bias) is below 0, so the decay e^g "
@@ -993,10 +1053,6 @@ MESSAGES: dict[str, str] = {
     "kimi_delta.train": "train learns through a Kimi Delta Attention layer's core (kimi_delta "
     "with g and beta given), not yet through the whole layer's own pieces (conv; wf_a, wf_b, "
     "a_log, dt_bias, wb; wg_a, wg_b and norm): leave them out to train.",
-    "kimi_delta.backward": "--backward goes through a Kimi Delta Attention layer's core "
-    "(kimi_delta with g and beta given), not yet through the whole layer's own pieces (conv; "
-    "wf_a, wf_b, a_log, dt_bias, wb; wg_a, wg_b and norm): leave them out, or leave out "
-    "--backward.",
     # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
     # are gdn_layer.py's)
     "ui.variant.kda_gates": "each channel's g and β made from X (W_fa, W_fb, A_log, dt_bias, W_b)",

@@ -475,9 +475,6 @@ MESSAGES: dict[str, str] = {
     "gated_delta.train": "train은 Gated DeltaNet 층의 핵심(g와 beta를 준 gated_delta)과 "
     "게이트 정규화(wz, norm)를 거쳐 학습하지만, 핵심 앞의 부품(conv; wa, wb, a_log, dt_bias)은 "
     "아직 거치지 않습니다: 학습하려면 그 키들을 빼세요.",
-    "gated_delta.backward": "--backward는 Gated DeltaNet 층의 핵심(g와 beta를 준 gated_delta)과 "
-    "게이트 정규화(wz, norm)를 거치지만, 핵심 앞의 부품(conv; wa, wb, a_log, dt_bias)은 아직 "
-    "거치지 않습니다: 그 키들을 빼거나 --backward를 빼세요.",
     # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
     "ui.variant.lightning": "선형 어텐션 층: MiniMax의 라이트닝 어텐션, 각 헤드의 감쇠율 λ: "
     "{slopes}, 블록 형식의 블록 크기: {block}",
@@ -623,6 +620,68 @@ MESSAGES: dict[str, str] = {
     "stage.grad_norm.title": "역전파: 게이트 정규화 가중치의 기울기",
     "stage.grad_norm.why": "모든 헤드의 정규화한 출력에 같은 가중치 w(d_v개의 수)를 곱했으므로, "
     "그 기울기는 토큰들과 헤드들에 걸쳐 그 열의 dN에 out·ρ를 곱해 더한 것입니다.",
+    "stage.gdn_grad_conv.title": "인과 합성곱과 SiLU를 거치는 역전파",
+    "stage.gdn_grad_conv.why": "u = conv(Q)일 때 Q_c = SiLU(u)이므로 먼저 e = dQ_c ⊙ SiLU'(u)이고, "
+    "SiLU'(u) = σ(u)·(1 + u·(1 − σ(u)))입니다. 탭 r은 Q의 행 s를 행 s + K − 1 − r로 옮겼으므로, "
+    "행 s는 각 탭의 가중치에 그 탭이 닿은 행의 e를 곱해 돌려받습니다(마지막 행을 넘는 행은 "
+    "아무것도 주지 않습니다).",
+    "note.gdn_grad_conv": "각 칸: 그 열의 탭 {taps}개에 걸친 Σ_r w[r]·e[s + {taps} − 1 − r], "
+    "e = 탭이 닿은 행의 d(…)_c ⊙ SiLU'(u).",
+    "stage.gdn_grad_taps.title": "역전파: 합성곱 탭의 기울기",
+    "stage.gdn_grad_taps.why": "한 열의 탭 r은 모든 토큰 t에서 그 열의 행 t − K + 1 + r을 "
+    "곱했으므로, 그 기울기는 토큰들에 걸쳐 e_t(SiLU 앞의 기울기)에 그 행을 곱해 더한 것입니다. "
+    "층의 커널(입력의 conv)에서 이 헤드의 열입니다.",
+    "stage.gdn_grad_a.title": "역전파: 감쇠를 거치는 da",
+    "stage.gdn_grad_a.why": "g = −e^(A_log)·softplus(a + dt_bias)이고 softplus'는 σ(torch처럼 "
+    "20 위에서는 1)이므로 da = dg·(−e^(A_log))·σ(a + dt_bias)입니다.",
+    "stage.gdn_grad_b.title": "역전파: σ를 거치는 db",
+    "stage.gdn_grad_b.why": "β = σ(b)(OLMo-Hybrid에서는 2를 곱함)이고 σ' = σ·(1 − σ)이므로 db = "
+    "dβ·σ(b)·(1 − σ(b))입니다(그 배율을 곱함).",
+    "stage.gdn_grad_decay.title": "역전파: 이 헤드의 A_log와 dt_bias의 기울기",
+    "stage.gdn_grad_decay.why": "g_t = −e^(A_log)·softplus(a_t + dt_bias)이므로 ∂g_t/∂A_log = "
+    "g_t이고 dA_log = Σ_t dg_t·g_t입니다. dt_bias는 모든 a_t에 더해지므로 d(dt_bias) = "
+    "Σ_t da_t입니다.",
+    "stage.grad_wa.title": "W_a의 기울기",
+    "stage.grad_wa.why": "a = X·W_a(입력의 wa)이므로 dW_a = Xᵀ·da이고, 각 헤드의 기울기는 자기 "
+    "열에 놓입니다.",
+    "stage.grad_wb.title": "W_b의 기울기",
+    "stage.grad_wb.why": "b = X·W_b(입력의 wb)이므로 dW_b = Xᵀ·db이고, 각 헤드의 기울기는 자기 "
+    "열에 놓입니다.",
+    "stage.kda_grad_f.title": "역전파: 채널마다의 감쇠를 거치는 dF",
+    "stage.kda_grad_f.why": "g[t, c] = −e^(A_log)·softplus(F[t, c] + dt_bias[c])이고 softplus'는 "
+    "σ(torch처럼 20 위에서는 1)이므로 칸마다 dF = dg·(−e^(A_log))·σ(F + dt_bias)입니다. Ling 3.0의 "
+    "제한된 감쇠 g = b·σ(e^(A_log)·(F + dt_bias))에서는 dF = dg·b·e^(A_log)·σ'(…), "
+    "σ' = σ·(1 − σ)입니다.",
+    "stage.kda_grad_b.title": "역전파: σ를 거치는 db",
+    "stage.kda_grad_b.why": "β = σ(b)이고 σ' = σ·(1 − σ)이므로 db = dβ·σ(b)·(1 − σ(b))입니다.",
+    "stage.kda_grad_decay.title": "역전파: 이 헤드의 A_log와 dt_bias의 기울기",
+    "stage.kda_grad_decay.why": "A_log(헤드마다 하나)는 모든 채널의 감쇠를 정하므로 dA_log는 "
+    "토큰들과 채널들에 걸쳐 dg·∂g/∂A_log를 더한 것입니다(∂g/∂A_log는 g 자신이고, 제한된 감쇠에서는 "
+    "b·σ'(…)·e^(A_log)·(F + dt_bias)). dt_bias[c]는 F의 열 c에 더해지므로 d(dt_bias)[c]는 토큰들에 "
+    "걸쳐 dF의 열 c를 더한 것입니다.",
+    "stage.grad_wfa.title": "W_fa의 기울기",
+    "stage.grad_wfa.why": "F_a = X·W_fa(입력의 wf_a)는 한 번 만들어 모든 헤드가 읽으므로 "
+    "dW_fa = Xᵀ·dF_a입니다.",
+    "stage.grad_wfb.title": "W_fb의 기울기",
+    "stage.grad_wfb.why": "F = F_a·W_fb(입력의 wf_b)이므로 dW_fb = F_aᵀ·dF이고, 각 헤드의 기울기는 "
+    "자기 열에 놓입니다.",
+    "stage.grad_wf.title": "W_f의 기울기",
+    "stage.grad_wf.why": "F = X·W_f(입력의 wf)이므로 dW_f = Xᵀ·dF이고, 각 헤드의 기울기는 자기 "
+    "열에 놓입니다.",
+    "stage.grad_wga.title": "W_ga의 기울기",
+    "stage.grad_wga.why": "G_a = X·W_ga(입력의 wg_a)는 한 번 만들어 모든 헤드가 읽으므로 "
+    "dW_ga = Xᵀ·dG_a입니다.",
+    "stage.grad_wgb.title": "W_gb의 기울기",
+    "stage.grad_wgb.why": "Z = G_a·W_gb(입력의 wg_b)이므로 dW_gb = G_aᵀ·dZ이고, 각 헤드의 기울기는 "
+    "자기 열에 놓입니다.",
+    "stage.grad_f_a.title": "역전파: 저랭크 F_a의 기울기",
+    "stage.grad_f_a.why": "모든 헤드의 F는 F_a에 W_fb의 자기 열을 곱한 것이므로, "
+    "dF_a는 모든 헤드의 "
+    "dF·W_fbᵀ를 더한 것입니다.",
+    "stage.grad_g_a.title": "역전파: 저랭크 G_a의 기울기",
+    "stage.grad_g_a.why": "모든 헤드의 Z는 G_a에 W_gb의 자기 열을 곱한 것이므로, "
+    "dG_a는 모든 헤드의 "
+    "dZ·W_gbᵀ를 더한 것입니다.",
     "stage.grad_wz.title": "W_z의 기울기",
     "stage.grad_wz.why": "Z = X·W_Z(입력의 wz)이므로 dW_Z = Xᵀ·dZ이고, 각 헤드의 기울기는 자기 "
     "열에 놓입니다. 각 가중치는 토큰들에 걸쳐 자기 입력값과 게이트 입력의 기울기의 곱을 모읍니다.",
@@ -696,9 +755,12 @@ MESSAGES: dict[str, str] = {
     "열마다 커널이 하나인 깊이별 합성곱(groups = 채널 수인 conv1d)이고, 인과적이라 어떤 토큰도 "
     "뒤의 토큰을 보지 않습니다. 그다음 SiLU(x) = x·σ(x)를 적용합니다. 그래서 토큰의 Query, Key, "
     "Value는 상태를 읽거나 쓰기 전에 이미 이웃의 값을 조금 담고 있습니다.",
-    "stage.ab.title": "Gated DeltaNet: a와 b, X에서 얻는 이 헤드의 토큰마다 두 수",
-    "stage.ab.why": "X를 투영한 두 열이 더 있습니다. 이 헤드에 대해 W_a와 W_b의 열이 하나씩입니다. "
-    "a는 이 토큰에서 상태가 얼마나 빨리 잊는지를, b는 토큰이 얼마나 세게 쓰는지를 정합니다.",
+    "stage.gdn_a.title": "Gated DeltaNet: 감쇠를 정하는, 이 헤드의 토큰마다 한 수 a",
+    "stage.gdn_a.why": "X를 투영한 열이 하나 더 있습니다. W_a에서 이 헤드의 열입니다. 이 토큰에서 "
+    "상태가 얼마나 빨리 잊는지를 정합니다.",
+    "stage.gdn_b.title": "Gated DeltaNet: β를 정하는, 이 헤드의 토큰마다 한 수 b",
+    "stage.gdn_b.why": "X를 투영한 열이 하나 더 있습니다. W_b에서 이 헤드의 열입니다. 토큰이 "
+    "얼마나 세게 쓰는지를 정합니다.",
     "stage.gdn_gates.title": "Gated DeltaNet: a와 b로 만든 감쇠 g와 쓰기 세기 β",
     "stage.gdn_gates.why": "g = −e^(A_log)·softplus(a + dt_bias)는 0보다 작으므로 감쇠 e^g는 "
     "(0, 1) 안에 있습니다: 토큰이 쓰기 전에 상태에 이 값을 곱합니다. β = σ(b)는 (0, 1) 안에 "
@@ -970,9 +1032,6 @@ MESSAGES: dict[str, str] = {
     "kimi_delta.train": "train은 Kimi Delta Attention 층의 핵심(g와 beta를 준 kimi_delta)을 "
     "거쳐 학습하지만, 층 전체의 부품(conv; wf_a, wf_b, a_log, dt_bias, wb; wg_a, wg_b와 norm)은 "
     "아직 거치지 않습니다: 학습하려면 그 키들을 빼세요.",
-    "kimi_delta.backward": "--backward는 Kimi Delta Attention 층의 핵심(g와 beta를 준 "
-    "kimi_delta)을 거치지만, 층 전체의 부품(conv; wf_a, wf_b, a_log, dt_bias, wb; wg_a, wg_b와 "
-    "norm)은 아직 거치지 않습니다: 그 키들을 빼거나 --backward를 빼세요.",
     # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
     # are gdn_layer.py's)
     "ui.variant.kda_gates": "X로 만든 채널마다의 g와 β(W_fa, W_fb, A_log, dt_bias, W_b)",

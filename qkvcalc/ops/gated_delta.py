@@ -896,8 +896,7 @@ BACK_OPS = (
 
 def _whole(value: GatedDelta) -> bool:
     """The whole layer's pieces before the core (the convolution, g and β made from X):
-    --backward and train go through the core with g and β given and the gated norm, not yet
-    these."""
+    --backward goes through them (gdn_layer's ops), train not yet."""
     return value.conv is not None or value.wa is not None
 
 
@@ -1010,14 +1009,55 @@ def _compared(p: Any, value: GatedDelta, find: Callable[..., Any]) -> list[tuple
     if wz is not None and norm is not None:  # the gated norm's W_z [d_model, H*d_v] and w [d_v]
         out += [("dW_z", "W_z", wz.value.T if p.layout == "torch" else wz.value)]
         out += [("dw_norm", "w_norm", norm.value[0])]
-    if value.g is None:
-        return out
     heads: list[int | None] = list(range(1, p.heads + 1)) if p.multihead else [None]
+    out += conv_compared(p, value, find, heads)
+    if value.g is None:
+        return out + _gates_compared(p, find, heads)
     found = [find("grad_gates", h) for h in heads]
     if any(f is None for f in found):
         return out
     both = np.stack([f.value for f in found])  # [H, n, 2]
     return [*out, ("dg", "g", both[None, :, :, 0]), ("dbeta", "beta", both[None, :, :, 1])]
+
+
+def conv_compared(
+    p: Any, value: Any, find: Callable[..., Any], heads: Sequence[int | None]
+) -> list[tuple[str, str, Any]]:
+    """--format torch --backward: d(conv_w), the heads' taps' gradients in the kernel's columns
+    (q | k | v, as the layer lays its channels), when the convolution is given and reached."""
+    if value.conv is None:
+        return []
+    whole = np.zeros(value.conv.shape)
+    width_k = p.heads * p.d_k
+    for k, h in enumerate(heads):
+        for sid, start, width in (
+            ("q", k * p.d_k, p.d_k),
+            ("k", width_k + k * p.d_k, p.d_k),
+            ("v", 2 * width_k + k * p.d_v, p.d_v),
+        ):
+            found = find(f"grad_{sid}_taps", h)
+            if found is None:
+                return []
+            whole[:, start : start + width] = found.value
+    return [("dconv_w", "conv_w", whole)]
+
+
+def _gates_compared(
+    p: Any, find: Callable[..., Any], heads: Sequence[int | None]
+) -> list[tuple[str, str, Any]]:
+    """dW_a, dW_b (in the script's [d_model, H]), dA_log and d(dt_bias) ([H]) of g and β made
+    from X."""
+    out: list[tuple[str, str, Any]] = []
+    for letter in ("a", "b"):
+        found = find(f"grad_w{letter}")
+        if found is not None:
+            value = found.value.T if p.layout == "torch" else found.value
+            out.append((f"dW_{letter}", f"W_{letter}", value))
+    decays = [find("grad_decay", h) for h in heads]
+    if all(d is not None for d in decays):
+        both = np.stack([d.value[0] for d in decays])  # [H, 2]
+        out += [("dA_log", "A_log", both[:, 0]), ("ddt_bias", "dt_bias", both[:, 1])]
+    return out
 
 
 def _torch(p: Any, value: GatedDelta, literal: Any, num: Any) -> list[str]:
@@ -1037,10 +1077,10 @@ def _torch_conv(value: Any, literal: Any) -> list[str]:
         "mixed = torch.cat([Q, K, V], dim=1).T.unsqueeze(0)  # [1, channels, n]",
         "mixed = F.conv1d(mixed, conv_w.T.unsqueeze(1), padding=conv_w.shape[0] - 1,",
         "                 groups=mixed.shape[1])[0, :, :n].T",
-        "Q, K, V = F.silu(mixed).split([H * d_k, H * d_k, H * d_v], dim=1)",
-        "q = Q.reshape(n, H, d_k).transpose(0, 1).unsqueeze(0)",
-        "k = K.reshape(m, G, d_k).transpose(0, 1).unsqueeze(0)",
-        "v = V.reshape(m, G, d_v).transpose(0, 1).unsqueeze(0)",
+        "Q_c, K_c, V_c = F.silu(mixed).split([H * d_k, H * d_k, H * d_v], dim=1)",
+        "q = Q_c.reshape(n, H, d_k).transpose(0, 1).unsqueeze(0)",
+        "k = K_c.reshape(m, G, d_k).transpose(0, 1).unsqueeze(0)",
+        "v = V_c.reshape(m, G, d_v).transpose(0, 1).unsqueeze(0)",
     ]
 
 
@@ -1285,7 +1325,6 @@ FEATURE = Feature(
     # before the core (conv, the gates made from X)
     no_train_when=lambda value: "gated_delta.train" if _whole(value) else "",
     learns=LEARNS,
-    no_backward_when=lambda value: "gated_delta.backward" if _whole(value) else "",
     no_sdpa="precision.sdpa_linear",
     lowp_policy=(
         ("eager", "precision.policy.gated_delta.eager"),

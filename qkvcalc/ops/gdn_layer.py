@@ -124,27 +124,33 @@ def conv_stages(p: Any, kernel: np.ndarray, h: int | None, topic: str = "gdn_con
 
 
 def gate_stages(p: Any, value: Any, h: int | None) -> list[Spec]:
-    """[a, b] = X·[W_a, W_b] (the head's column of each), then g and β from them."""
+    """a = X·W_a, b = X·W_b (the head's column of each: slices of the learned W_a, W_b, whose
+    gradients the backward gathers), then g and β from them."""
     col = (h or 1) - 1
     x_ref, x_name = _x(p)
     label = "ᵀ" if value.layout == "torch" else ""
-    w = np.column_stack([value.wa[:, col], value.wb[:, col]])
     cut = f"[:, {col + 1}]" if p.heads > 1 else ""
-    ab = Spec(
-        "ab",
-        h,
-        "project",
-        (x_ref, Const(w)),
-        f"[a, b] = {x_name}·[W_a{label}{cut}, W_b{label}{cut}]",
-        p.tokens,
-        ("a", "b"),
-        params={},
-        names=(x_name, f"[W_a{cut}, W_b{cut}]"),
-        inner=dim_labels(w.shape[0]),
-        cell="ab[{i},{j}]",
-        symbol="[a,b]",
-        letters="n×2",
-    )
+    made_of = []
+    for letter, whole in (("a", value.wa), ("b", value.wb)):
+        w = np.ascontiguousarray(whole[:, col : col + 1])
+        made_of.append(
+            Spec(
+                letter,
+                h,
+                "project",
+                (x_ref, Const(w)),
+                f"{letter} = {x_name}·W_{letter}{label}{cut}",
+                p.tokens,
+                (letter,),
+                params=sliced(letter, Matrix(np.asarray(whole, float)), None, slice(col, col + 1)),
+                names=(x_name, f"W_{letter}{cut}"),
+                inner=dim_labels(w.shape[0]),
+                cell=f"{letter}[{{i}},{{j}}]",
+                topic=f"gdn_{letter}",
+                symbol=letter,
+                letters="n×1",
+            )
+        )
     a_log, dt_bias = float(value.a_log[col]), float(value.dt_bias[col])
     scale = float(getattr(value, "beta_scale", 1.0))  # OLMo-Hybrid's 2: β in (0, 2)
     params = {"a_log": a_log, "dt_bias": dt_bias} | ({"beta_scale": scale} if scale != 1 else {})
@@ -155,7 +161,7 @@ def gate_stages(p: Any, value: Any, h: int | None) -> list[Spec]:
         "gates",
         h,
         "gdn_gates",
-        (ab.ref,),
+        tuple(s.ref for s in made_of),
         f"g = −e^({a_log:.4g})·softplus(a + {dt_bias:.4g}),  β = "
         + ("σ(b)" if scale == 1 else f"{scale:g}·σ(b)"),
         p.tokens,
@@ -166,7 +172,7 @@ def gate_stages(p: Any, value: Any, h: int | None) -> list[Spec]:
         symbol="g,β",
         letters="n×2",
     )
-    return [ab, made]
+    return [*made_of, made]
 
 
 def norm_stages(p: Any, value: Any, h: int | None, output: Ref) -> list[Spec]:
@@ -383,6 +389,260 @@ def _norm_weight_work(stage: Any, i: int, j: int, style: Any, exact: Any, result
     return style.line(left, worked, float(stage.value[i, j]), result)
 
 
+# ---- the backward pass (--backward): the convolution and the gates made from X ----------------
+
+
+def _conv_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
+    """Q_c = SiLU(u), u = conv(Q) with the taps w, from dQ_c (`g`): e = dQ_c ⊙ SiLU'(u), then
+    dQ[s, c] = Σ_r w[r, c]·e[s + K − 1 − r, c] (the taps turned round, rows past the last: 0) and
+    the taps' own gradient dw[r, c] = Σ_t e[t, c]·Q[t − K + 1 + r, c] (a stage of its own)."""
+    x_ref, kernel = at.operands
+    x = back.by[x_ref]
+    big = x.symbol
+    taps = at.params["taps"]
+    grad = Spec(
+        f"grad_{x.id}",
+        at.head,
+        "conv_back",
+        (x_ref, kernel, g),
+        f"d{big}[s] = Σ_r w[r] ⊙ e[s + {taps - 1} − r],  e = d{big}_c ⊙ SiLU'(conv({big}))",
+        x.rows,
+        x.cols,
+        params={"taps": taps},
+        notes=(Msg("note.gdn_grad_conv", taps=taps),),
+        topic="gdn_grad_conv",
+        symbol=f"d{big}",
+        letters=x.letters,
+    )
+    tapped = Spec(
+        f"grad_{x.id}_taps",
+        at.head,
+        "conv_taps_back",
+        (x_ref, kernel, g),
+        f"dw_{x.id}[r] = Σ_t e[t] ⊙ {big}[t − {taps - 1} + r]",
+        tuple(f"r{r + 1}" for r in range(taps)),
+        x.cols,
+        params={"taps": taps},
+        topic="gdn_grad_taps",
+        symbol=f"dw_{x.id}",
+        cell=f"dw_{x.id}[{{i}},{{j}}]",
+        letters="K×" + x.letters.split("×")[-1],
+    )
+    return [grad, tapped]
+
+
+def _silu_slope(u: np.ndarray) -> np.ndarray:
+    s = sigmoid(u)
+    return s * (1 + u * (1 - s))
+
+
+def _conv_e(x: np.ndarray, kernel: np.ndarray, g: np.ndarray) -> np.ndarray:
+    return g * _silu_slope(conv(x, kernel))
+
+
+def _conv_back(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    x, kernel, g = ops
+    e = _conv_e(x, kernel, g)
+    taps, n = kernel.shape[0], x.shape[0]
+    out = np.zeros_like(x, dtype=np.float64)
+    for r in range(taps):
+        shift = taps - 1 - r  # tap r carried row s to row s + shift
+        if shift < n:
+            out[: n - shift] += kernel[r] * e[shift:]
+    return out
+
+
+def _conv_taps_back(ops: Sequence[np.ndarray], params: Params, rows: Any) -> np.ndarray:
+    x, kernel, g = ops
+    e = _conv_e(x, kernel, g)
+    taps, n = kernel.shape[0], x.shape[0]
+    out = np.zeros(kernel.shape)
+    for r in range(taps):
+        shift = taps - 1 - r
+        if shift < n:
+            out[r] = (e[shift:] * x[: n - shift]).sum(axis=0)
+    return out
+
+
+def _conv_back_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    taps, n = params["taps"], shapes[0][0]
+    for r in range(taps):
+        t = i + taps - 1 - r
+        if t < n:
+            yield 1, r, j
+            yield 2, t, j
+            yield from _conv_feeds(t, j, shapes, params)
+
+
+def _conv_taps_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    taps, n = params["taps"], shapes[0][0]
+    for t in range(taps - 1 - i, n):
+        yield 2, t, j
+        yield 0, t - taps + 1 + i, j
+        yield from _conv_feeds(t, j, shapes, params)
+
+
+def _slope_at(stage: Any, t: int, j: int) -> float:
+    x, kernel, _ = stage.operands
+    u = conv(x[:, j : j + 1], kernel[:, j : j + 1])[t, 0]
+    return float(_silu_slope(np.array([u]))[0])
+
+
+def _conv_back_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: 0.5×(0.3×0.9) + 1×(−0.2×1.1) = … (each tap w[r] times e = dQ_c·SiLU'(u) of the
+    row it carried this one to, SiLU'(u) shown as its number)"""
+    x, kernel, g = stage.operands
+    taps, n = stage.params["taps"], x.shape[0]
+    f, s, t = style.factor, style.shown, style.times
+    terms, worked = [], 0.0
+    for r in range(taps):
+        row = i + taps - 1 - r
+        if row < n:
+            w, dg, slope = float(kernel[r, j]), float(g[row, j]), _slope_at(stage, row, j)
+            terms.append(f"{f(w)}{t}({f(dg)}{t}{f(slope)})")
+            worked += s(w) * (s(dg) * s(slope))
+    left = f"{style.at(i + 1, j + 1)}" + " + ".join(terms)
+    return style.line(left, worked, float(stage.value[i, j]), result)
+
+
+def _conv_taps_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,2]: (0.3×0.9)×0.4 + … (each token's e = dQ_c·SiLU'(u) times the row this tap read)"""
+    x, _, g = stage.operands
+    taps, n = stage.params["taps"], x.shape[0]
+    f, s, t = style.factor, style.shown, style.times
+    terms, worked = [], 0.0
+    for row in range(taps - 1 - i, n):
+        dg, slope, read = (
+            float(g[row, j]),
+            _slope_at(stage, row, j),
+            float(x[row - taps + 1 + i, j]),
+        )
+        terms.append(f"({f(dg)}{t}{f(slope)}){t}{f(read)}")
+        worked += s(dg) * s(slope) * s(read)
+    left = f"{style.at(i + 1, j + 1)}" + (" + ".join(terms) if terms else "0")
+    return style.line(left, worked, float(stage.value[i, j]), result)
+
+
+def _gates_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
+    """g = −e^(A_log)·softplus(a + dt_bias), β = s·σ(b), from d(g, β) (`g`): da = dg·(−e^(A_log))·
+    σ(a + dt_bias) (softplus' = σ; 1 above 20, as torch's), db = dβ·s·σ(b)·(1 − σ(b)); and the
+    head's own learned numbers: dA_log = Σ_t dg_t·g_t, d(dt_bias) = Σ_t da_t."""
+    a_ref, b_ref = at.operands
+    scale = at.params.get("beta_scale", 1.0)
+    grad_a, grad_b = (
+        Spec(
+            f"grad_{letter}",
+            at.head,
+            f"gates_back_{letter}",
+            (read, g),
+            formula,
+            at.rows,
+            (letter,),
+            params=at.params,
+            topic=f"gdn_grad_{letter}",
+            symbol=f"d{letter}",
+            letters="n×1",
+        )
+        for letter, read, formula in (
+            ("a", a_ref, "da = dg ⊙ (−e^(A_log))·σ(a + dt_bias)"),
+            ("b", b_ref, "db = dβ ⊙ " + ("" if scale == 1 else f"{scale:g}·") + "σ(b)·(1 − σ(b))"),
+        )
+    )
+    decay = Spec(
+        "grad_decay",
+        at.head,
+        "decay_grads",
+        (at.ref, g, grad_a.ref),
+        "dA_log = Σ_t dg_t·g_t,  d(dt_bias) = Σ_t da_t",
+        ("d",),
+        ("A_log", "dt_bias"),
+        params={},
+        topic="gdn_grad_decay",
+        symbol="dA_log,d(dt_bias)",
+        cell="d[{i},{j}]",
+        letters="1×2",
+    )
+    return [grad_a, grad_b, decay]
+
+
+def _softplus_slope(x: np.ndarray) -> np.ndarray:
+    return np.where(x > SOFTPLUS_THRESHOLD, 1.0, sigmoid(x))
+
+
+def _gates_back_a(ops: Sequence[np.ndarray], params: Params, rows: Any) -> np.ndarray:
+    a, g = ops
+    slope = _softplus_slope(a[:, 0] + params["dt_bias"])
+    return (g[:, 0] * -math.exp(params["a_log"]) * slope)[:, None]
+
+
+def _gates_back_b(ops: Sequence[np.ndarray], params: Params, rows: Any) -> np.ndarray:
+    b, g = ops  # dβ: the last column of d(g, β) (Kimi Delta Attention's too)
+    s = sigmoid(b[:, 0])
+    return (g[:, -1] * params.get("beta_scale", 1.0) * s * (1 - s))[:, None]
+
+
+def _decay_grads(ops: Sequence[np.ndarray], params: Params, rows: Any) -> np.ndarray:
+    made, g, da = ops
+    return np.array([[float((g[:, 0] * made[:, 0]).sum()), float(da[:, 0].sum())]])
+
+
+def _gates_back_a_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield 0, i, 0
+    yield 1, i, 0
+
+
+def _gates_back_b_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield 0, i, 0
+    yield 1, i, shapes[1][1] - 1
+
+
+def _decay_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    for t in range(shapes[0][0]):
+        if j == 0:
+            yield 0, t, 0
+            yield 1, t, 0
+        else:
+            yield 2, t, 0
+
+
+def _gates_back_a_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[2,1]: 0.5×(−1.6487)×σ(1.3) = 0.5×(−1.6487)×0.7858 = … (σ of a + dt_bias as its number)"""
+    a, g = stage.operands
+    params = stage.params
+    x = float(a[i, 0]) + params["dt_bias"]
+    rate, slope = -math.exp(params["a_log"]), float(_softplus_slope(np.array([x]))[0])
+    f, s, t = style.factor, style.shown, style.times
+    dg = float(g[i, 0])
+    left = f"{style.at(i + 1, j + 1)}{f(dg)}{t}{f(rate)}{t}{f(slope)}"
+    return style.line(left, s(dg) * s(rate) * s(slope), float(stage.value[i, j]), result)
+
+
+def _gates_back_b_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[2,1]: 0.3×0.2403 = 0.0721 (dβ times s·σ(b)·(1 − σ(b)) as its number)"""
+    b, g = stage.operands
+    sig = float(sigmoid(np.array([float(b[i, 0])]))[0])
+    slope = stage.params.get("beta_scale", 1.0) * sig * (1 - sig)
+    f, s = style.factor, style.shown
+    db = float(g[i, -1])
+    left = f"{style.at(i + 1, j + 1)}{f(db)}{style.times}{f(slope)}"
+    return style.line(left, s(db) * s(slope), float(stage.value[i, j]), result)
+
+
+def _decay_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,1]: 0.5×(−0.3) + … (dg_t·g_t over the tokens); [1,2]: 0.1 + … (da_t over the tokens)"""
+    made, g, da = stage.operands
+    f, s, t = style.factor, style.shown, style.times
+    if j == 0:
+        pairs = [(float(g[r, 0]), float(made[r, 0])) for r in range(made.shape[0])]
+        terms = [f"{f(x)}{t}{f(y)}" for x, y in pairs]
+        worked = sum(s(x) * s(y) for x, y in pairs)
+    else:
+        values = [float(v) for v in da[:, 0]]
+        terms, worked = [f(v) for v in values], sum(s(v) for v in values)
+    left = f"{style.at(i + 1, j + 1)}" + " + ".join(terms)
+    return style.line(left, worked, float(stage.value[i, j]), result)
+
+
 # ---- the operations ----------------------------------------------------------------------------
 
 
@@ -390,8 +650,13 @@ def _conv(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) ->
     return silu(conv(ops[0], ops[1]))
 
 
+def _ab(ops: Sequence[np.ndarray]) -> np.ndarray:
+    """[n, 2] of (a, b) from the stages a and b ([n, 1] each)."""
+    return np.column_stack([ops[0][:, 0], ops[1][:, 0]])
+
+
 def _gates(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
-    return gates(ops[0], params["a_log"], params["dt_bias"], params.get("beta_scale", 1.0))
+    return gates(_ab(ops), params["a_log"], params["dt_bias"], params.get("beta_scale", 1.0))
 
 
 def _rms(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
@@ -412,7 +677,7 @@ def _conv_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
 
 
 def _gates_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
-    yield 0, i, j
+    yield j, i, 0  # g reads a, β reads b
 
 
 def _rms_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
@@ -462,8 +727,7 @@ def _conv_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) 
 def _gates_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
     """[2,1]: −e^(0.5)×softplus(0.3 + 1) = −1.6487×1.5410 = −2.5407;
     [2,2]: σ(0.4) = 0.5987"""
-    (ab,) = stage.operands
-    x, value = float(ab[i, j]), float(stage.value[i, j])
+    x, value = float(stage.operands[j][i, 0]), float(stage.value[i, j])
     if j == 1:
         return sigmoid_line(style, i, j, x, value, result, stage.params.get("beta_scale", 1.0))
     return decay_line(style, i, j, x, stage.params["a_log"], stage.params["dt_bias"], value, result)
@@ -575,7 +839,8 @@ def rms_normed(o, weight, eps):
 
 def _torch_gates(params: Params, names: Sequence[str], lit: Literals) -> str:
     numbers = (params["a_log"], params["dt_bias"], params.get("beta_scale", 1.0))
-    return f"gdn_gates({names[0]}, {', '.join(lit.array(x) for x in numbers)})"
+    ab = f"torch.cat([{names[0]}, {names[1]}], dim=1)"
+    return f"gdn_gates({ab}, {', '.join(lit.array(x) for x in numbers)})"
 
 
 def _torch_silu_gate(params: Params, names: Sequence[str], lit: Literals) -> str:
@@ -627,7 +892,7 @@ def gates_out(g: np.ndarray, beta: np.ndarray, r: lowp.Rounding, said: str = "ga
 
 
 def _lowp_gates(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
-    ab = ops[0]
+    ab = _ab(ops)
     g = decay_of(ab[:, 0], params["a_log"], params["dt_bias"], r)
     return gates_out(g, beta_of(ab[:, 1], float(params.get("beta_scale", 1.0)), r), r)
 
@@ -678,6 +943,7 @@ OPS = (
         work=_conv_work,
         torch=lambda params, names, lit: f"conv_silu({names[0]}, {names[1]})",
         torch_defs=TORCH_ACTS + "\n\n" + _TORCH_DEFS,
+        plan_back=_conv_grads,
         lowp=_lowp_conv,
     ),
     Op(
@@ -687,6 +953,7 @@ OPS = (
         work=_gates_work,
         torch=_torch_gates,
         torch_defs=TORCH_ACTS + "\n\n" + _TORCH_DEFS,
+        plan_back=_gates_grads,
         lowp=_lowp_gates,
     ),
     Op(
@@ -720,4 +987,9 @@ OPS = (
     Op("gated_back", _gated_back, _two_cells, work=_gated_back_work),
     Op("gated_back_z", _gated_back_z, _three_cells, work=_gated_back_z_work),
     Op("gated_norm_weight_grad", _norm_weight, _norm_weight_feeds, work=_norm_weight_work),
+    Op("conv_back", _conv_back, _conv_back_feeds, work=_conv_back_work),
+    Op("conv_taps_back", _conv_taps_back, _conv_taps_feeds, work=_conv_taps_work),
+    Op("gates_back_a", _gates_back_a, _gates_back_a_feeds, work=_gates_back_a_work),
+    Op("gates_back_b", _gates_back_b, _gates_back_b_feeds, work=_gates_back_b_work),
+    Op("decay_grads", _decay_grads, _decay_feeds, work=_decay_work),
 )

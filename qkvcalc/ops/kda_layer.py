@@ -4,7 +4,8 @@ the keys are its feature module's; what is the same as Gated DeltaNet's layer is
 (the causal convolution and SiLU, softplus and σ, the RMS norm, the gated product).
 
     conv    Q_c = SiLU(conv(Q)), K_c, V_c alike (gdn_layer.conv_stages)
-    f_a     F_a = X·W_fa           (f_a_proj: d_model → r, shared by the heads)
+    f_a     F_a = X·W_fa           (f_a_proj: d_model → r, shared by the heads: made once,
+            before them, shared_stages)
     f       F = F_a·W_fb           (f_b_proj: r → H·d_k, the head's d_k columns), or F = X·W_f
             with the projection in one (Ling 3.0's f_proj: no f_a)
     b       b = X·W_b              (b_proj: the head's column)
@@ -12,11 +13,16 @@ the keys are its feature module's; what is the same as Gated DeltaNet's layer is
             (KimiLinearForgetGate: one decay per Key channel; A_log one per head, dt_bias one
             per channel); with lower_bound b (Ling 3.0's kda_safe_gate):
             g[t, c] = b·σ(e^(A_log)·(F[t, c] + dt_bias[c])), in (b, 0)
-    g_a     G_a = X·W_ga           (g_a_proj: d_model → r)
+    g_a     G_a = X·W_ga           (g_a_proj: d_model → r, made once before the heads too)
     z       Z = G_a·W_gb           (g_b_proj: r → H·d_v, the head's d_v columns), or Z = X·W_z
             with the projection in one (Ling 3.0's g_proj: no g_a)
     normed  o / √(mean(o²) + ε) · w       (KimiLinearRMSNormGated, per head)
     gated   normed ⊙ σ(Z)                 (its activation is sigmoid, not SiLU)
+
+Each product of X (or of F_a, G_a) names the learned weight it slices (`sliced`), so that the
+backward gathers dW_fa, dW_fb (or dW_f), dW_b, dW_ga, dW_gb (or dW_z); the gates' backward
+(dF, db, each head's dA_log and d(dt_bias)) is this module's, the convolution's and the gated
+norm's gdn_layer.py's.
 """
 
 from __future__ import annotations
@@ -29,8 +35,10 @@ import numpy as np
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
+from qkvcalc.input.cells import Matrix
 from qkvcalc.ops import gdn_layer
-from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes
+from qkvcalc.ops.op import Back, Feeds, Literals, Op, Params, Shapes
+from qkvcalc.ops.projection import sliced
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels
 
 # ---- the stages --------------------------------------------------------------------------------
@@ -43,14 +51,17 @@ def _product(
     sid: str,
     h: int | None,
     left: tuple[Ref, str],
-    w: np.ndarray,
+    learned: tuple[str, np.ndarray, slice],
     weight: str,
     rows: Any,
     whole: bool = False,
 ) -> Spec:
-    """`sid` = left·weight (a product of the layer's, w already the head's columns); `whole`: F
-    or Z straight from X, the projection in one (its own topic)."""
+    """`sid` = left·weight (a product of the layer's: `learned`, the letter of the learned
+    weight it slices, the whole weight and the head's columns, whose gradient the backward
+    gathers); `whole`: F or Z straight from X, the projection in one (its own topic)."""
     ref, name = left
+    letter, full, cols = learned
+    w = np.asarray(full, dtype=np.float64)[:, cols]
     symbol = {"f_a": "F_a", "g_a": "G_a"}.get(sid, sid.upper() if sid != "b" else "b")
     return Spec(
         sid,
@@ -60,7 +71,7 @@ def _product(
         f"{symbol} = {name}·{weight}",
         rows,
         dim_labels(w.shape[1]) if sid != "b" else ("b",),
-        params={},
+        params=sliced(letter, Matrix(np.asarray(full, dtype=np.float64)), None, cols),
         names=(name, weight),
         inner=dim_labels(w.shape[0]),
         cell=f"{symbol}[{{i}},{{j}}]",
@@ -92,13 +103,12 @@ def gate_stages(p: Any, value: Any, h: int | None) -> list[Spec]:
     cols, cut, label = _cuts(p, value, h, p.d_k)
     rows = p.tokens
     if value.wf is not None:  # the projection in one (Ling 3.0's f_proj)
-        before = [_product("f", h, x, value.wf[:, cols], f"W_f{label}{cut}", rows, True)]
-    else:
-        f_a = _product("f_a", h, x, value.wf_a, f"W_fa{label}", rows)
-        f_ref = (f_a.ref, "F_a")
-        before = [f_a, _product("f", h, f_ref, value.wf_b[:, cols], f"W_fb{label}{cut}", rows)]
+        before = [_product("f", h, x, ("f", value.wf, cols), f"W_f{label}{cut}", rows, True)]
+    else:  # from the low-rank F_a, made once before the heads (shared_stages)
+        f_ref = (("f_a", None), "F_a")
+        before = [_product("f", h, f_ref, ("fb", value.wf_b, cols), f"W_fb{label}{cut}", rows)]
     one = f"[:, {col + 1}]" if p.heads > 1 else ""
-    b = _product("b", h, x, value.wb[:, col : col + 1], f"W_b{label}{one}", rows)
+    b = _product("b", h, x, ("b", value.wb, slice(col, col + 1)), f"W_b{label}{one}", rows)
     a_log, bound = float(value.a_log[col]), value.lower_bound
     rate = f"{math.exp(a_log):.6g}"
     if bound is None:
@@ -132,13 +142,25 @@ def norm_stages(p: Any, value: Any, h: int | None, output: Ref) -> list[Spec]:
     cols, cut, label = _cuts(p, value, h, p.d_v)
     x = gdn_layer._x(p)
     if value.wz is not None:  # the projection in one (Ling 3.0's g_proj)
-        before = [_product("z", h, x, value.wz[:, cols], f"W_z{label}{cut}", p.tokens, True)]
-    else:
-        g_a = _product("g_a", h, x, value.wg_a, f"W_ga{label}", p.tokens)
-        z = _product("z", h, (g_a.ref, "G_a"), value.wg_b[:, cols], f"W_gb{label}{cut}", p.tokens)
-        before = [g_a, z]
-    z_ref = before[-1].ref
-    return [*before, *gdn_layer.gated_norm(p, value, h, output, z_ref, "sigmoid", "kda")]
+        z = _product("z", h, x, ("z", value.wz, cols), f"W_z{label}{cut}", p.tokens, True)
+    else:  # from the low-rank G_a, made once before the heads (shared_stages)
+        g_a = (("g_a", None), "G_a")
+        z = _product("z", h, g_a, ("gb", value.wg_b, cols), f"W_gb{label}{cut}", p.tokens)
+    return [z, *gdn_layer.gated_norm(p, value, h, output, z.ref, "sigmoid", "kda")]
+
+
+def shared_stages(p: Any, value: Any) -> list[Spec]:
+    """The low-rank halves every head reads, made once before the heads: F_a = X·W_fa
+    (f_a_proj) and G_a = X·W_ga (g_a_proj), when given."""
+    x = gdn_layer._x(p)
+    label = "ᵀ" if value.layout == "torch" else ""
+    out = []
+    for sid, letter, weight in (("f_a", "fa", value.wf_a), ("g_a", "ga", value.wg_a)):
+        if weight is not None:
+            whole = slice(0, weight.shape[1])
+            out.append(_product(sid, None, x, (letter, weight, whole), f"W_{letter}{label}",
+                                p.tokens))  # fmt: skip
+    return out
 
 
 # ---- the operation -----------------------------------------------------------------------------
@@ -230,6 +252,128 @@ def bounded_line(
     return style.line(left, middle, value, result)
 
 
+# ---- the backward pass (--backward): the gates made from X ---------------------------------------
+
+
+def _gates_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
+    """g[t, c] = −e^(A_log)·softplus(F[t, c] + dt_bias[c]) (or bound·σ(e^(A_log)·(F + dt_bias))),
+    β = σ(b), from d(g, β) (`g`): dF = dg ⊙ ∂g/∂F, db = dβ·σ(b)·(1 − σ(b)) (gdn_layer's), and the
+    head's A_log and dt_bias: dA_log = Σ_t Σ_c dg·∂g/∂A_log, d(dt_bias)[c] = Σ_t dF[t, c]."""
+    f_ref, b_ref, dt_bias = at.operands
+    f = back.by[f_ref]
+    bound = at.params.get("lower_bound")
+    slope = (
+        "−e^(A_log)·σ(F + dt_bias)" if bound is None else "b·e^(A_log)·σ'(e^(A_log)·(F + dt_bias))"
+    )
+    grad_f = Spec(
+        "grad_f",
+        at.head,
+        "kda_gates_back_f",
+        (f_ref, dt_bias, g),
+        f"dF = dg ⊙ {slope}",
+        at.rows,
+        f.cols,
+        params=at.params,
+        topic="kda_grad_f",
+        symbol="dF",
+        letters="n×d_k",
+    )
+    grad_b = Spec(
+        "grad_b",
+        at.head,
+        "gates_back_b",
+        (b_ref, g),
+        "db = dβ ⊙ σ(b)·(1 − σ(b))",
+        at.rows,
+        ("b",),
+        params={},
+        topic="kda_grad_b",
+        symbol="db",
+        letters="n×1",
+    )
+    decay = Spec(
+        "grad_decay",
+        at.head,
+        "kda_decay_grads",
+        (f_ref, dt_bias, g, grad_f.ref),
+        "dA_log = Σ_t Σ_c dg·∂g/∂A_log,  d(dt_bias)[c] = Σ_t dF[t, c]",
+        ("d",),
+        ("A_log", *(f"dt_bias_{c}" for c in range(1, len(f.cols) + 1))),
+        params=at.params,
+        topic="kda_grad_decay",
+        symbol="dA_log,d(dt_bias)",
+        cell="d[{i},{j}]",
+        letters="1×(1+d_k)",
+    )
+    return [grad_f, grad_b, decay]
+
+
+def _slopes(f: np.ndarray, dt_bias: np.ndarray, params: Params) -> tuple[np.ndarray, np.ndarray]:
+    """∂g/∂F and ∂g/∂A_log of every cell."""
+    rate, x = math.exp(params["a_log"]), f + dt_bias
+    bound = params.get("lower_bound")
+    if bound is None:
+        return -rate * gdn_layer._softplus_slope(x), gdn_layer.decay(f, params["a_log"], dt_bias)
+    s = gdn_layer.sigmoid(rate * x)
+    inner = bound * s * (1 - s) * rate
+    return inner, inner * x
+
+
+def _gates_back_f(ops: Sequence[np.ndarray], params: Params, rows: Any) -> np.ndarray:
+    f, dt_bias, g = ops
+    return g[:, :-1] * _slopes(f, dt_bias[0], params)[0]
+
+
+def _decay_grads(ops: Sequence[np.ndarray], params: Params, rows: Any) -> np.ndarray:
+    f, dt_bias, g, df = ops
+    by_log = float((g[:, :-1] * _slopes(f, dt_bias[0], params)[1]).sum())
+    return np.concatenate([[by_log], df.sum(axis=0)])[None, :]
+
+
+def _back_f_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield 0, i, j
+    yield 1, 0, j
+    yield 2, i, j
+
+
+def _decay_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    for t in range(shapes[0][0]):
+        if j == 0:
+            for c in range(shapes[0][1]):
+                yield 0, t, c
+                yield 1, 0, c
+                yield 2, t, c
+        else:
+            yield 3, t, j - 1
+
+
+def _back_f_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[2,1]: 0.5×(−0.7) = −0.35 (dg times ∂g/∂F, shown as its number)"""
+    f, dt_bias, g = stage.operands
+    slope = float(_slopes(f[i : i + 1, j], dt_bias[0, j], stage.params)[0][0])
+    dg = float(g[i, j])
+    left = f"{style.at(i + 1, j + 1)}{style.factor(dg)}{style.times}{style.factor(slope)}"
+    return style.line(left, style.shown(dg) * style.shown(slope), float(stage.value[i, j]), result)
+
+
+def _decay_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """[1,1]: 0.5×(−0.3) + … (dg·∂g/∂A_log over the tokens and channels); [1,c+1]: the column c
+    of dF added over the tokens"""
+    f, dt_bias, g, df = stage.operands
+    fs, s, t = style.factor, style.shown, style.times
+    if j == 0:
+        by_log = _slopes(f, dt_bias[0], stage.params)[1]
+        pairs = [(float(g[r, c]), float(by_log[r, c])) for r in range(f.shape[0])
+                 for c in range(f.shape[1])]  # fmt: skip
+        terms = [f"{fs(x)}{t}{fs(y)}" for x, y in pairs]
+        worked = sum(s(x) * s(y) for x, y in pairs)
+    else:
+        values = [float(v) for v in df[:, j - 1]]
+        terms, worked = [fs(v) for v in values], sum(s(v) for v in values)
+    left = f"{style.at(i + 1, j + 1)}" + " + ".join(terms)
+    return style.line(left, worked, float(stage.value[i, j]), result)
+
+
 # ---- in PyTorch (--format torch): each channel's g, then beta ----
 
 
@@ -252,8 +396,11 @@ OPS = (
         work=_gates_work,
         torch=_torch_gates,
         torch_defs=gdn_layer.TORCH_ACTS,
+        plan_back=_gates_grads,
         lowp=_lowp_gates,
     ),
+    Op("kda_gates_back_f", _gates_back_f, _back_f_feeds, work=_back_f_work),
+    Op("kda_decay_grads", _decay_grads, _decay_feeds, work=_decay_work),
 )
 
 

@@ -666,17 +666,43 @@ def _torch(p: Any, value: KimiDelta, literal: Any, num: Any) -> list[str]:
     return lines + (kda_layer.torch_norm(value, literal, num) if value.norm is not None else [])
 
 
+def _whole_compared(
+    p: Any, value: KimiDelta, find: Callable[..., Any], heads: list[int | None]
+) -> list[tuple[str, str, Any]]:
+    """--format torch --backward of the whole layer's pieces: d(conv_w), the weights of the
+    gates and of the gated norm (in the script's [in, out]), dA_log, d(dt_bias) and the norm's
+    weight, as the script names them."""
+    out = gated_delta.conv_compared(p, value, find, heads)
+    for sid, tensor in (("grad_wfa", "W_fa"), ("grad_wfb", "W_fb"), ("grad_wf", "W_f"),
+                        ("grad_wb", "W_b"), ("grad_wga", "W_ga"), ("grad_wgb", "W_gb"),
+                        ("grad_wz", "W_z")):  # fmt: skip
+        found = find(sid)
+        if found is not None:
+            out.append(
+                (f"d{tensor}", tensor, found.value.T if p.layout == "torch" else found.value)
+            )
+    decays = [find("grad_decay", h) for h in heads]
+    if decays and all(d is not None for d in decays):
+        rows = np.stack([d.value[0] for d in decays])  # [H, 1 + d_k]
+        out += [("dA_log", "A_log", rows[:, 0]), ("ddt_bias", "dt_bias", rows[:, 1:].reshape(-1))]
+    norm = find("grad_norm")
+    if norm is not None:
+        out.append(("dw_norm", "w_norm", norm.value[0]))
+    return out
+
+
 def _compared(p: Any, value: KimiDelta, find: Callable[..., Any]) -> list[tuple[str, str, Any]]:
     """--format torch --backward: d(g) (g[0]: [H, n, d_k]) and d(β) ([1, H, n]) of every head, as
-    the script holds g and beta, when they are given."""
-    if value.g is None:
-        return []
+    the script holds g and beta, when they are given; the whole layer's pieces' gradients."""
     heads: list[int | None] = list(range(1, p.heads + 1)) if p.multihead else [None]
+    if value.g is None:
+        return _whole_compared(p, value, find, heads)
     found = [find("grad_gates", h) for h in heads]
     if any(f is None for f in found):
         return []
     both = np.stack([f.value for f in found])  # [H, n, d_k + 1]
-    return [("dg", "g[0]", both[:, :, :-1]), ("dbeta", "beta", both[None, :, :, -1])]
+    given = [("dg", "g[0]", both[:, :, :-1]), ("dbeta", "beta", both[None, :, :, -1])]
+    return given + _whole_compared(p, value, find, heads)
 
 
 def _header(value: KimiDelta) -> list[tuple[str, dict[str, Any]]]:
@@ -709,7 +735,8 @@ def _elements(value: KimiDelta, n: int, m: int, d_k: int) -> int:
 
 def _whole(value: KimiDelta) -> bool:
     """The whole layer's pieces around the core (the convolution, g and β made from X, the
-    gated norm): --backward and train go through the core with g and β given, not yet these."""
+    gated norm): --backward goes through them (kda_layer's and gdn_layer's ops), train not
+    yet."""
     return value.conv is not None or value.wf_a is not None or value.wg_a is not None
 
 
@@ -867,7 +894,10 @@ FEATURE = Feature(
     no_decode="kimi_delta.decode",
     no_tiles="kimi_delta.tiles",
     no_train_when=lambda value: "kimi_delta.train" if _whole(value) else "",
-    no_backward_when=lambda value: "kimi_delta.backward" if _whole(value) else "",
+    before_heads=lambda p, value, x_ref, x_name, keys: kda_layer.shared_stages(p, value),
+    grads=lambda p, value, softmaxes: (
+        [gdn_layer.norm_weight_grad(p, value.norm_eps)] if value.norm is not None else []
+    ),
     no_sdpa="precision.sdpa_linear",
     lowp_policy=(
         ("eager", "precision.policy.kimi_delta.eager"),

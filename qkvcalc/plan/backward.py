@@ -398,7 +398,7 @@ def _gathered_grads(
         read = heads[0].operands[0]
         assert not isinstance(read, Const)
         readers.setdefault(read, []).append(letter)
-    before = {read: _before(by, read) for read in readers}
+    before = {read: _before(by, read) | {read} for read in readers}  # itself: KDA's F_a
     found = dict(found)
     specs: list[Spec] = []
     pending = list(readers)
@@ -467,7 +467,8 @@ def _gathered_round(
     learned_before = {ref for ref, spec in by.items() if learned(spec) is not None}
     onward: list[Ref] = []
     for read, its in shares.items():
-        made_by_projection = bool(_before(by, read) & learned_before)
+        # made by a projection: the latent C_Q (after its norm), or itself one (KDA's F_a = X·W_fa)
+        made_by_projection = bool((_before(by, read) | {read}) & learned_before)
         if made_by_projection and not its:
             continue
         spec = input_grad(by[read], _named(by[read], made_by_projection), readers[read], its)
