@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import PINNED_ENV, ROOT, one_message, run_qkvcalc
+from tests.conftest import PINNED_ENV, ROOT, run_qkvcalc
 from tests.test_hostile import HANG_GUARD, assert_one_clean_message, cap_memory
 
 
@@ -277,12 +277,13 @@ MLA = {  # docs/input-format.md's example of multi-head latent attention, with a
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
-def test_train_on_latent_attention_names_the_backward_it_lacks(tmp_path, lang):
-    """It said "--freeze names every weight the problem has", with no --freeze given."""
+def test_train_on_latent_attention_trains_its_latents_weights(tmp_path, lang):
+    """It said "--freeze names every weight the problem has", with no --freeze given; then it
+    refused MLA in one message; since 2026-12-07 train steps the latents' weights."""
     path = _write(tmp_path / "mla.json", MLA)
-    proc = _run("train", str(path), "--lang", lang)
-    one_message(proc, "(mla)")
-    assert "--freeze" not in proc.stderr
+    proc = _run("train", str(path), "--lang", lang, "--steps", "2", "--lr", "0.05")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert "W_UK" in proc.stdout and "names every weight" not in proc.stdout
 
 
 # ---- quiz answer sheets ---------------------------------------------------------------------

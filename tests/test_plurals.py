@@ -68,6 +68,7 @@ COUNTED = [
     ("extract.too_big_float64", "tokens", "token", "tokens"),
     ("extract.too_many_positions", "positions", "token", "tokens"),
     ("extract.too_many_table_positions", "positions", "row", "rows"),
+    ("note.gdn_grad_conv", "taps", "tap", "taps"),
     ("extract.too_many_table_positions", "positions", "token", "tokens"),
     ("extract.description", "n", "token", "tokens"),
     ("extract.description_kv_shared", "n", "token", "tokens"),

@@ -95,19 +95,21 @@ def test_a_worksheet_states_the_target_so_not_yet_no_longer_says_it_does_not(fmt
 
 @pytest.mark.parametrize("preset", ["deltanet", "kda"])
 def test_what_not_yet_names_is_refused_in_one_message(tmp_path, preset):
-    """Not yet: the whole linear layer's pieces around its core (its convolution here)."""
+    """Not yet: train through the whole linear layer's pieces before its core (its convolution
+    here); --backward goes through them (it was refused until 2026-12-07)."""
     from qkvcalc.input import presets
 
-    assert "`conv`" in NOT_YET
+    assert "convolution's taps" in NOT_YET and "train" in NOT_YET
     doc = dict(presets.load(preset))
     key = "gated_delta" if preset == "deltanet" else "kimi_delta"
     doc[key] = doc[key] | {"conv": [[1.0] * 6]}  # K = 1 over q | k | v (2 + 2 + 2 channels)
     path = tmp_path / "layer.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
-    one_message(
-        in_process("explain", str(path), "--backward", "--grad-output", _zeros(preset)),
-        "--backward",
-    )
+    shown = in_process("explain", str(path), "--backward", "--grad-output", _zeros(preset))
+    assert shown.returncode == 0, shown.stderr
+    trained = tmp_path / "target.json"
+    trained.write_text(json.dumps(doc | {"target": [[0, 0]] * len(doc["x"])}), encoding="utf-8")
+    one_message(in_process("train", str(trained)), "conv")
 
 
 def test_not_yet_s_decode_is_refused_in_one_message():
