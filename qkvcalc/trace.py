@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.plan import ids  # the plan names its stages; the trace asks it for them
+from qkvcalc.records import NamedTuple
 
 if TYPE_CHECKING:
     from qkvcalc.input.problem import Problem

@@ -171,6 +171,7 @@ def test_the_package_root_holds_only_what_every_layer_shares():
         "i18n.py",
         "labels.py",
         "launch.py",
+        "records.py",
         "select.py",
         "trace.py",
     ]

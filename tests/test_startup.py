@@ -223,13 +223,28 @@ def test_a_run_loads_the_feature_modules_its_problem_uses_and_no_other():
     assert rope & modules == {"qkvcalc.ops.rope"}
 
 
+REST_OF_CORE = {f"qkvcalc.ops.{m}" for m in ("cache", "tiles", "grads", "loss", "flash_grads")}
+
+
+def test_a_forward_run_loads_the_core_ops_it_runs_and_not_the_backward_or_the_cache():
+    """The op table holds the forward core from the start; the KV cache's, the tiles', the
+    backward pass's and the loss's ops are imported when a plan first asks for one (they took
+    about 5 ms of the doc example's start-up); the runs that use them still find them."""
+    assert not loaded_by(["explain", "--preset", "doc"]) & REST_OF_CORE
+    assert {"qkvcalc.ops.grads", "qkvcalc.ops.loss"} <= loaded_by(
+        ["explain", "--preset", "learn", "--backward", "--format", "json"]
+    )
+    assert "qkvcalc.ops.cache" in loaded_by(["explain", "--preset", "decode"])
+    assert "qkvcalc.ops.tiles" in loaded_by(["explain", "--preset", "tiles"])
+
+
 def test_the_registry_table_names_each_feature_as_its_module_declares_it():
     """features.TABLE (the name, module and keys it imports a module by) agrees with each
     module's own Feature, in the table's order; every key is in the fields table; and no op
     name is declared twice, among the features or beside the core's (the op table looks a
     feature's op up among the features loaded so far)."""
     from qkvcalc.input.fields import VARIANT_KEYS
-    from qkvcalc.ops import features, flash_grads, grads, loss, table
+    from qkvcalc.ops import cache, features, flash_grads, grads, loss, table, tiles
 
     for name, module, keys in features.TABLE:
         feature = importlib.import_module(f"qkvcalc.ops.{module}").FEATURE
@@ -239,8 +254,11 @@ def test_the_registry_table_names_each_feature_as_its_module_declares_it():
     assert [f.name for f in features.every()] == [name for name, _, _ in features.TABLE]
     names = [op.name for f in features.every() for op in f.ops]
     assert len(names) == len(set(names))
-    core = [op.name for module in table._CORE for op in module.OPS]
+    core = [op.name for module in table._FORWARD for op in module.OPS]
+    core += [op.name for module in (cache, tiles) for op in module.OPS]
     core += [*grads.OPS, *(op.name for op in loss.OPS), *flash_grads.OPS]
+    assert len(core) == len(set(core))
+    assert list(table._rest_of_core()) == core[len(core) - len(table._rest_of_core()) :]
     assert not set(core) & set(names)
     assert list(table.OPS) == [*core, *names]  # whatever was loaded first
     for f in features.every():

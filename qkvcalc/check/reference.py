@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from qkvcalc.ops.mask import same_shape
 from qkvcalc.plan import ids
+from qkvcalc.records import NamedTuple
 
 Stages = dict[str, np.ndarray]
 WEIGHTS = ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo")

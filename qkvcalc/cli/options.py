@@ -16,13 +16,14 @@ import sys
 from collections.abc import Callable, Mapping
 from enum import Enum
 from types import SimpleNamespace
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any
 
 import typer
 
 from qkvcalc.cli.common import Lang, help_text, silence
 from qkvcalc.input.fields import FEATURE_OPTIONS
 from qkvcalc.launch import loaded
+from qkvcalc.records import NamedTuple
 
 
 class Opt(NamedTuple):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.input.fields import DISPLAY
 from qkvcalc.input.numbers import Number, exact_of_float, parse_number
 from qkvcalc.labels import long_integer, shown
+from qkvcalc.records import NamedTuple
 
 
 class Matrix(NamedTuple):

@@ -6,10 +6,11 @@ qkvcalc.input.variants) read the values."""
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.labels import closest, shown
+from qkvcalc.records import NamedTuple
 
 # positions, windows, RoPE, ALiBi, score biases, q/k norm (read by input/variants.py), and the
 # plug-in features' keys (each read by its module in qkvcalc/ops/)

@@ -10,13 +10,14 @@ d_out is the output's width: W_O's columns when W_O is given, else H·d_v.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from qkvcalc.errors import QkvcalcError
 from qkvcalc.input.cells import Matrix, to_matrix
 from qkvcalc.labels import shown
+from qkvcalc.records import NamedTuple
 
 KEYS = ("grad_output", "target", "attend")
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
-from typing import NamedTuple, NoReturn
+from typing import NoReturn
 
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.records import NamedTuple
 
 MAX_TEXT = 64  # characters in one number
 MAX_DEPTH = 8  # nested parentheses or sqrt

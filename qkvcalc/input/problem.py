@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from qkvcalc.input.numbers import Number, parse_number
 from qkvcalc.input.variants import Variants, read_variants
 from qkvcalc.labels import closest, json_kind, shape_text, shown
 from qkvcalc.ops import features
+from qkvcalc.records import NamedTuple
 
 if TYPE_CHECKING:
     from qkvcalc.ops.base import Feature

@@ -11,10 +11,11 @@ writers call `work`, `header` and `echo`, the torch script `torch_logits`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from qkvcalc.ops.hooks import JoinWords, Learns, Logits, Mistakes, Reading, Sizes, Turn
 from qkvcalc.ops.op import Candidate, Op
+from qkvcalc.records import NamedTuple
 
 __all__ = [
     "Candidate",

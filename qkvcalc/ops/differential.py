@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from qkvcalc.ops.base import Candidate, Feature, JoinWords, Mistakes, Sizes
 from qkvcalc.ops.op import Back, Feeds, Op, Params, Shapes, same_cell, whole_row
 from qkvcalc.ops.rounding import SHOWN, Out, Rounding, product
 from qkvcalc.plan.specs import Ref, Spec, d, dim_labels, span
+from qkvcalc.records import NamedTuple
 
 SETTINGS = ("lambda", "lambda_init", "eps")
 EPS = 1e-5  # DiffLlamaConfig's rms_norm_eps

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from qkvcalc.ops.op import Back, Feeds, Op, Params, Shapes, same_cell
 from qkvcalc.ops.projection import sliced
 from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Ref, Spec, columns_of, dim_labels, span
+from qkvcalc.records import NamedTuple
 
 
 class Gate(NamedTuple):

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +45,9 @@ from qkvcalc.ops import gdn_layer
 from qkvcalc.ops import state_rounding as lowp
 from qkvcalc.ops.base import Candidate, Feature, Learns, Mistakes, Sizes
 from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes
+from qkvcalc.plan.gap import gap
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
+from qkvcalc.records import NamedTuple
 
 EPS = 1e-6  # transformers' l2norm: x·rsqrt(Σx² + 1e-6)
 CHUNK = 64  # transformers' chunk_size
@@ -482,7 +484,7 @@ def _agreement(h: int | None, v: Ref) -> Any:
             (value_of(ref("chunked", h)), "note.gdn_chunked_equal", "note.gdn_chunked_far"),
         ):
             diff = float(np.abs(other - out).max(initial=0.0))
-            notes.append(Msg(equal if diff <= tolerance else far, diff=f"{diff:.1e}"))
+            notes.append(Msg(equal if diff <= tolerance else far, diff=gap(other, out)))
         return tuple(notes)
 
     return remark

@@ -7,7 +7,9 @@ about 1.5 ms to create) is loaded with the first feature module a problem uses.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
+
+from qkvcalc.records import NamedTuple
 
 if TYPE_CHECKING:
     import numpy as np

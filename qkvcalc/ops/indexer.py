@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace as dataclass_replace
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -48,6 +48,7 @@ from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes, rows_of, whole_r
 from qkvcalc.ops.rope import TORCH_ROTATE, pair_index, partner, rotate, torch_turn
 from qkvcalc.ops.rope import _lowp as rope_lowp
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels
+from qkvcalc.records import NamedTuple
 
 KEYS = ("wq", "wk", "k_norm", "k_norm_bias", "eps", "weights", "heads", "rope_style", "top_k")
 REQUIRED = ("wq", "wk", "weights", "heads", "top_k")

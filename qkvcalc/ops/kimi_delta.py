@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -70,7 +70,9 @@ from qkvcalc.ops.gated_delta import (
     state_read_grads,
 )
 from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes
+from qkvcalc.plan.gap import gap
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
+from qkvcalc.records import NamedTuple
 
 MADE = ("wf_a", "wf_b", "a_log", "dt_bias", "wb")  # the gates made from X, in place of g, beta
 MADE_WHOLE = ("wf", "a_log", "dt_bias", "wb")  # the same with the decay's projection in one
@@ -499,7 +501,7 @@ def _agreement(h: int | None, v: Ref) -> Any:
             (value_of(ref("chunked", h)), "note.kda_chunked_equal", "note.kda_chunked_far"),
         ):
             diff = float(np.abs(other - out).max(initial=0.0))
-            notes.append(Msg(equal if diff <= tolerance else far, diff=f"{diff:.1e}"))
+            notes.append(Msg(equal if diff <= tolerance else far, diff=gap(other, out)))
         return tuple(notes)
 
     return remark

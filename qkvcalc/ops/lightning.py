@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +41,9 @@ from qkvcalc.ops import rounding as lowp
 from qkvcalc.ops.base import Candidate, Feature, Learns, Mistakes, Sizes
 from qkvcalc.ops.gated_delta import _read_feeds, _read_states, _read_work, check_own_causal
 from qkvcalc.ops.op import Back, Feeds, Literals, Op, Params, Part, Shapes, same_cell
+from qkvcalc.plan.gap import gap
 from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels, ref, stamped
+from qkvcalc.records import NamedTuple
 
 BLOCK = 256  # MiniMax's block_size
 EPS = 1e-6  # MiniMaxRMSNorm's default: the lightning layer's norm is built without an eps
@@ -350,7 +352,7 @@ def _agreement(h: int | None, v: Ref) -> Any:
             ),
         ):
             diff = float(np.abs(other - out).max(initial=0.0))
-            notes.append(Msg(equal if diff <= tolerance else far, diff=f"{diff:.1e}", v=name))
+            notes.append(Msg(equal if diff <= tolerance else far, diff=gap(other, out), v=name))
         return tuple(notes)
 
     return remark

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace as dataclass_replace
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from qkvcalc.ops.op import Back, Feeds, Op, Params, Part, Shapes
 from qkvcalc.ops.projection import Learned
 from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels, ref, span
+from qkvcalc.records import NamedTuple
 
 SETTINGS = ("wq_a", "q_a_norm", "wq_b", "wq", "wkv_a", "kv_a_norm", "wkv_b", "rope_dims", "eps")
 REQUIRED = ("wkv_a", "kv_a_norm", "wkv_b", "rope_dims")

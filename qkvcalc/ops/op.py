@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+
+from qkvcalc.records import NamedTuple
 
 if TYPE_CHECKING:
     from qkvcalc.i18n import Msg

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from qkvcalc.ops.op import (
 from qkvcalc.ops.rounding import Out, Rounding, product
 from qkvcalc.plan import ids
 from qkvcalc.plan.specs import Ref, Spec, bias_params, d, dim_labels
+from qkvcalc.records import NamedTuple
 
 
 def project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:

@@ -18,7 +18,7 @@ norm after the rotation (HunYuan). Stages `q_norm`, `k_norm`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes, Turn
 from qkvcalc.ops.op import Literals, Op, Params, whole_row
 from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Const, Spec, dim_labels, head_slices
+from qkvcalc.records import NamedTuple
 
 KINDS = ("rms", "layer")
 OVER = ("head", "projection")

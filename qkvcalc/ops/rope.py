@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes, Turn
 from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes
 from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Ref, Spec, dim_labels, positions_text
+from qkvcalc.records import NamedTuple
 
 KEYS = ("theta", "style", "dims", "inv_freq", "attention_factor")
 

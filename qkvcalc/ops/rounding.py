@@ -17,11 +17,12 @@ numpy only; ml_dtypes is imported where a dtype's constant is read (only ever wi
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from qkvcalc.i18n import Msg
+from qkvcalc.records import NamedTuple
 
 Params = dict[str, Any]
 

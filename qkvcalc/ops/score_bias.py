@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from qkvcalc.ops.base import Candidate, Feature, Logits, Mistakes, Sizes
 from qkvcalc.ops.op import Literals, Op, Params, nothing
 from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Spec, ref
+from qkvcalc.records import NamedTuple
 
 
 class Bias(NamedTuple):

@@ -15,7 +15,7 @@ heads joined, then `self.o_proj`. Its ops are lightning attention's norm over th
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.op import Op, Params
 from qkvcalc.plan import ids
 from qkvcalc.plan.specs import Ref, Spec, dim_labels, ref
+from qkvcalc.records import NamedTuple
 
 EPS = 1e-5  # BitNetConfig's rms_norm_eps
 RMS, NORMED, GRAD_WEIGHT = "sub_rms", "sub_normed", "grad_sub_norm"

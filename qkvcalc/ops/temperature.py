@@ -12,7 +12,7 @@ not flatten out over many keys. After the norm and the rotation, before the scor
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from qkvcalc.ops.base import Feature, Sizes, Turn
 from qkvcalc.ops.op import Op, Params
 from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Spec, dim_labels
+from qkvcalc.records import NamedTuple
 
 SETTINGS = ("floor_scale", "attn_scale")
 

@@ -14,7 +14,7 @@ of its own; Gemma 3n and Gemma 4 have both.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from qkvcalc.ops import row_rms
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes, Turn
 from qkvcalc.ops.op import Op, whole_row
 from qkvcalc.plan.specs import Spec, dim_labels
+from qkvcalc.records import NamedTuple
 
 
 class VNorm(NamedTuple):

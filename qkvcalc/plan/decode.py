@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import NamedTuple
 
 import numpy as np
 
@@ -24,6 +23,7 @@ from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
 from qkvcalc.ops import features
 from qkvcalc.plan import pipeline, reference
+from qkvcalc.plan.gap import gap
 from qkvcalc.plan.masks import allowed_keys
 from qkvcalc.plan.pipeline import _mask_notes, _scaling, combine, on_logits, turned
 from qkvcalc.plan.specs import (
@@ -35,6 +35,7 @@ from qkvcalc.plan.specs import (
     span,
     stamped,
 )
+from qkvcalc.records import NamedTuple
 
 
 def steps(p: Problem) -> list[tuple[int, np.ndarray]]:
@@ -310,7 +311,6 @@ def _same_as_plain(
     def remark(value_of: Callable[[Ref], np.ndarray]) -> tuple[Msg, ...]:
         plain = reference.forward(pipeline.plain_head(p, h), reference.nothing)[("output", h)]
         stacked = np.vstack([value_of(ref("output", h, s)) for s in all_steps])
-        gap = reference.gap(plain, stacked)
-        return (Msg("note.decode_equal", steps=len(all_steps), gap=gap),)
+        return (Msg("note.decode_equal", steps=len(all_steps), gap=gap(plain, stacked)),)
 
     return remark

@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +44,7 @@ from qkvcalc.plan.specs import (
     stamped,
     together,
 )
+from qkvcalc.records import NamedTuple
 
 # ---- the plan ---------------------------------------------------------------------------------
 

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.labels import rounded
+from qkvcalc.records import NamedTuple
 
 Formatter = Callable[[float], str]
 MAX_MASKED_NAMES = 5  # masked keys named in a reading line; more are summed up as "…"

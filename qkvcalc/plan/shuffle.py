@@ -22,11 +22,11 @@ from qkvcalc.input.cells import Matrix
 from qkvcalc.input.problem import Problem
 from qkvcalc.labels import safe
 from qkvcalc.ops import features
-from qkvcalc.plan import reference
+from qkvcalc.plan.gap import ROUNDING, gap
 from qkvcalc.trace import Trace
 
 # The largest difference, relative to the largest output, that is rounding and not a change.
-SAME = reference.ROUNDING
+SAME = ROUNDING
 
 
 def parse_order(text: str, n: int) -> tuple[int, ...]:
@@ -101,7 +101,7 @@ def compare(original: Trace, moved: Trace, order: Sequence[int]) -> Msg:
     size = float(np.max(np.abs(before), initial=0.0))
     names = " ".join(safe(t, 20) for t in moved.problem.tokens)
     if diff <= SAME * max(size, 1.0):
-        return Msg("note.shuffle_demo", order=names, diff=reference.gap(after, before))
+        return Msg("note.shuffle_demo", order=names, diff=gap(after, before))
     reasons = order_reasons(moved.problem)
     return Msg("note.shuffle_changed", order=names, diff=f"{diff:.4g}", reasons=reasons)
 

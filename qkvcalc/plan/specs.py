@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix
+from qkvcalc.records import NamedTuple
 
 if TYPE_CHECKING:
     from qkvcalc.input.problem import Problem

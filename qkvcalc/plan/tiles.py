@@ -24,6 +24,7 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.ops import features
 from qkvcalc.plan import reference
+from qkvcalc.plan.gap import gap
 from qkvcalc.plan.specs import Operand, Ref, Spec, dim_labels, ref, span
 
 
@@ -235,7 +236,7 @@ def _same_as_softmax(
         acc = value_of(ref("acc", h, None, last))
         total = value_of(ref("running_sum", h, None, last))
         tiled = np.divide(acc, total, out=np.zeros_like(acc), where=total != 0)
-        return (Msg("note.tiles_equal", blocks=last, gap=reference.gap(whole, tiled)),)
+        return (Msg("note.tiles_equal", blocks=last, gap=gap(whole, tiled)),)
 
     return remark
 

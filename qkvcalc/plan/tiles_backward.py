@@ -48,6 +48,7 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.ops.table import OPS
 from qkvcalc.plan import ids, reference
+from qkvcalc.plan.gap import gap
 from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels, ref
 from qkvcalc.plan.tiles import Block, blocks
 
@@ -368,10 +369,8 @@ def same_as_plain(
 
     def remark(value_of: Callable[[Ref], np.ndarray]) -> tuple[Msg, ...]:
         whole = plain()
-        gap = reference.gap(
-            [whole[(sid, h)] for sid in sides], [value_of((sid, h)) for sid in sides]
-        )
-        return (Msg("note.tiles_backward_equal", blocks=blocks_count, gap=gap),)
+        most = gap([whole[(sid, h)] for sid in sides], [value_of((sid, h)) for sid in sides])
+        return (Msg("note.tiles_backward_equal", blocks=blocks_count, gap=most),)
 
     return remark
 

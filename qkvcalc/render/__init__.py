@@ -16,7 +16,9 @@ import os
 import sys
 import types
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
+
+from qkvcalc.records import NamedTuple
 
 if TYPE_CHECKING:
     from qkvcalc.trace import Trace

@@ -14,12 +14,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from qkvcalc.i18n import Msg
 from qkvcalc.ops.table import OPS
+from qkvcalc.records import NamedTuple
 from qkvcalc.render.text import cell_label, factor, fmt, pick, safe, sub
 
 if TYPE_CHECKING:

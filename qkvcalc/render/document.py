@@ -14,11 +14,12 @@ escapes text: each writer does, its own way.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from qkvcalc.i18n import Msg
+from qkvcalc.records import NamedTuple
 from qkvcalc.render.arith import Style, split_rows, stage_extras
 from qkvcalc.render.text import corners, place
 from qkvcalc.render.worksheet import given, operand_kinds

@@ -12,7 +12,7 @@ import io
 import math
 import re
 from collections.abc import Callable, Sequence
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 from rich.cells import cell_len, set_cell_size
@@ -20,6 +20,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.text import Span, Text
 
 from qkvcalc.i18n import translate
+from qkvcalc.records import NamedTuple
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style, exact_text
 from qkvcalc.render.document import TableView, operand_views, stage_view, table_view

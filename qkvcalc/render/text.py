@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from qkvcalc.i18n import preset_description, preset_reference, translate
 from qkvcalc.labels import MAX_LABEL, display_width, rounded, safe
+from qkvcalc.records import NamedTuple
 
 if TYPE_CHECKING:  # at run time this module stays light: the CLI's error path uses printable
     import numpy as np

@@ -18,7 +18,7 @@ on every machine, whatever order its BLAS sums in. --exact keeps the fractions o
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from qkvcalc.i18n import Msg
 from qkvcalc.input.problem import Problem
 from qkvcalc.ops.rational import ExactMatrix, Surd
 from qkvcalc.plan.specs import Const
+from qkvcalc.records import NamedTuple
 
 # Exact mode is for problems a person could work by hand: past this many multiplications of
 # fractions the exact stages are left out (with a note) rather than keep the user waiting.

@@ -15,10 +15,11 @@ import copy
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from qkvcalc.i18n import translate
 from qkvcalc.input.fields import DISPLAY
+from qkvcalc.records import NamedTuple
 from qkvcalc.render import RenderOptions
 from qkvcalc.render.arith import Style, cell_work, split_rows
 from qkvcalc.render.document import TableView, table_view
