@@ -11,7 +11,7 @@ RMSNormGated); the pieces before the core (issue 37): the causal convolution and
 of the projections and each head's d(taps)), g and β made from X (da, db, dW_a, dW_b, dA_log,
 d(dt_bias)), on the whole layer written here in torch as Qwen3NextGatedDeltaNet computes it, on
 random whole layers and on ones extract wrote from tiny Qwen3-Next and OLMo-Hybrid models; train
-of a whole layer refused in one message."""
+of a whole layer moves them (tests/test_train_whole_linear.py: every step against torch)."""
 
 from __future__ import annotations
 
@@ -499,9 +499,10 @@ def test_train_learns_through_the_core():
 
 
 @pytest.mark.parametrize("key", ["conv", "wa"])
-def test_train_refuses_the_whole_layers_pieces_backward_takes(tmp_path, key):
-    """--backward goes through the convolution and the gates made from X; train does not move
-    their numbers yet: one message."""
+def test_train_moves_the_whole_layers_pieces_backward_takes(tmp_path, key):
+    """--backward goes through the convolution and the gates made from X, and train moves their
+    numbers (refused in one message until issue 37; tests/test_train_whole_linear.py checks
+    every step against torch)."""
     doc = dict(DOC)
     spec = dict(doc["gated_delta"])
     if key == "conv":
@@ -515,7 +516,10 @@ def test_train_refuses_the_whole_layers_pieces_backward_takes(tmp_path, key):
     path = tmp_path / "gdn.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     assert run_qkvcalc("explain", str(path), "--backward").returncode == 0
-    one_message(run_qkvcalc("train", str(path)), "not yet through the whole layer")
+    proc = run_qkvcalc("train", str(path), "--steps", "2", "--lr", "0.01")
+    assert proc.returncode == 0, proc.stderr
+    said = "w_conv" if key == "conv" else "W_a, W_b, A_log, dt_bias"
+    assert f"Learned: W_Q, W_K, W_V, {said}." in " ".join(proc.stdout.split())
 
 
 def test_train_moves_the_gated_norm_too(tmp_path):

@@ -21,7 +21,7 @@ import pytest
 
 import qkvcalc
 from qkvcalc.render import RenderOptions, render
-from tests.conftest import ROOT, one_message, run_qkvcalc
+from tests.conftest import ROOT, run_qkvcalc
 from tests.test_kimi_delta import DOC, _transformers_kernels
 
 torch = pytest.importorskip("torch")
@@ -261,14 +261,17 @@ def test_train_learns_through_the_core():
     assert set(training.learned) == {"wq", "wk", "wv"}
 
 
-def test_train_refuses_the_whole_layers_pieces_backward_takes(tmp_path):
-    """--backward goes through the whole layer's pieces; train does not move them yet."""
+def test_train_moves_the_whole_layers_pieces_backward_takes(tmp_path):
+    """--backward goes through the whole layer's pieces, and train moves them (refused in one
+    message until issue 37; tests/test_train_whole_linear.py checks every step against torch)."""
     doc = DOC | {"kimi_delta": DOC["kimi_delta"] | {"conv": np.ones((2, 16)).tolist()}}
     doc["target"] = np.zeros((len(doc["x"]), 4)).tolist()
     path = tmp_path / "kda.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     assert run_qkvcalc("explain", str(path), "--backward").returncode == 0
-    one_message(run_qkvcalc("train", str(path)), "not yet through the whole layer")
+    proc = run_qkvcalc("train", str(path), "--steps", "2", "--lr", "0.01")
+    assert proc.returncode == 0, proc.stderr
+    assert "Learned: W_Q, W_K, W_V, w_conv." in " ".join(proc.stdout.split())
 
 
 # ---- the whole layer (issue 37): the convolution, g and β made from X, the gated norm with σ ----

@@ -4,7 +4,8 @@ norm (W_z and its weight w_norm), stepped beside W_Q, W_K, W_V and W_O by the sa
 W ← W − η·∂L/∂W. Checked against N steps of plain SGD with autograd in float64 on the same
 layer written in torch (tests/test_lightning_backward.py's and tests/test_gated_delta_backward.py's
 layers): the same weights to 1e-10 and the same losses; --freeze of the new names; what the
-command says in every format, in both languages; the trained problem runs again."""
+command says in every format, in both languages; the trained problem runs again. The whole
+layers' pieces before the core: tests/test_train_whole_linear.py."""
 
 from __future__ import annotations
 
@@ -322,12 +323,16 @@ def test_gated_delta_train_in_every_format_in_both_languages(tmp_path, fmt, lang
         assert " ".join(text.split()) in " ".join(proc.stdout.split())
 
 
-def test_the_pieces_before_the_gated_delta_core_stay_one_message(tmp_path):
-    """conv and the gates made from X have no backward yet: train says so, gated norm or not."""
-    from tests.conftest import one_message
-
+def test_the_pieces_before_the_gated_delta_core_train_too(tmp_path):
+    """conv before the core was one message until issue 37: train now steps its taps beside the
+    rest (tests/test_train_whole_linear.py checks every step against torch)."""
     doc = gated_doc()
     doc["gated_delta"]["conv"] = np.full((2, 12), 0.5).tolist()
     path = tmp_path / "p.json"
     path.write_text(json.dumps(doc))
-    one_message(in_process("train", str(path)), "not yet through the whole layer's pieces")
+    proc = in_process("train", str(path), "--steps", "2", "--lr", "0.05", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["learned"] == ["wq", "wk", "wv", "wo", "conv", "wz", "norm"]
+    moved = np.array(out["problem"]["gated_delta"]["conv"])
+    assert moved.shape == (2, 12) and not np.allclose(moved, 0.5)

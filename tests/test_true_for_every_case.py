@@ -94,12 +94,13 @@ def test_a_worksheet_states_the_target_so_not_yet_no_longer_says_it_does_not(fmt
 
 
 @pytest.mark.parametrize("preset", ["deltanet", "kda"])
-def test_what_not_yet_names_is_refused_in_one_message(tmp_path, preset):
-    """Not yet: train through the whole linear layer's pieces before its core (its convolution
-    here); --backward goes through them (it was refused until 2026-12-07)."""
+def test_not_yet_no_longer_names_train_through_a_whole_linear_layer(tmp_path, preset):
+    """Not yet said train refused the whole linear layer's pieces before its core (its
+    convolution here) until issue 37: --backward goes through them (since 2026-12-07) and train
+    now moves them, so the section names neither."""
     from qkvcalc.input import presets
 
-    assert "convolution's taps" in NOT_YET and "train" in NOT_YET
+    assert "convolution's taps" not in NOT_YET and "qkvcalc train" not in NOT_YET
     doc = dict(presets.load(preset))
     key = "gated_delta" if preset == "deltanet" else "kimi_delta"
     doc[key] = doc[key] | {"conv": [[1.0] * 6]}  # K = 1 over q | k | v (2 + 2 + 2 channels)
@@ -109,7 +110,9 @@ def test_what_not_yet_names_is_refused_in_one_message(tmp_path, preset):
     assert shown.returncode == 0, shown.stderr
     trained = tmp_path / "target.json"
     trained.write_text(json.dumps(doc | {"target": [[0, 0]] * len(doc["x"])}), encoding="utf-8")
-    one_message(in_process("train", str(trained)), "conv")
+    proc = in_process("train", str(trained), "--steps", "2", "--lr", "0.01")
+    assert proc.returncode == 0, proc.stderr
+    assert "w_conv" in proc.stdout
 
 
 def test_not_yet_s_decode_is_refused_in_one_message():

@@ -476,9 +476,6 @@ MESSAGES: dict[str, str] = {
     "through its state: leave out --decode.",
     "gated_delta.tiles": "A Gated DeltaNet layer (gated_delta) has no softmax to compute in "
     "tiles: leave out --tiles.",
-    "gated_delta.train": "train learns through a Gated DeltaNet layer's core (gated_delta with g "
-    "and beta given) and its gated norm (wz, norm), not yet through the whole layer's pieces "
-    "before the core (conv; wa, wb, a_log, dt_bias): leave them out to train.",
     # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
     "ui.variant.lightning": "a linear-attention layer: MiniMax's lightning attention, each "
     "head's decay rate λ: {slopes}, its blocked form in blocks of {block}",
@@ -1050,9 +1047,6 @@ MESSAGES: dict[str, str] = {
     "through its state: leave out --decode.",
     "kimi_delta.tiles": "A Kimi Delta Attention layer (kimi_delta) has no softmax to compute in "
     "tiles: leave out --tiles.",
-    "kimi_delta.train": "train learns through a Kimi Delta Attention layer's core (kimi_delta "
-    "with g and beta given), not yet through the whole layer's own pieces (conv; wf_a, wf_b, "
-    "a_log, dt_bias, wb; wg_a, wg_b and norm): leave them out to train.",
     # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
     # are gdn_layer.py's)
     "ui.variant.kda_gates": "each channel's g and β made from X (W_fa, W_fb, A_log, dt_bias, W_b)",
@@ -3615,7 +3609,8 @@ MESSAGES: dict[str, str] = {
     "train.target_head": "head {head}: '{query}' → '{key}': {before} → {after}",
     "train.update": "update {step} of {steps}",
     "train.update_loss": "The loss: {before} before this update, {after} after it.",
-    "train.update_rule": "Each matrix W moves by ΔW = −η·∂L/∂W with η = {lr}, so W' = W + ΔW.",
+    "train.update_rule": "Each learned weight W moves by ΔW = −η·∂L/∂W with η = {lr}, so "
+    "W' = W + ΔW.",
     "train.update_keys": "Enter or Space: next update · q: quit",
     "train.plot_title": "The loss L at each step",
     "train.trained_description": "Trained with qkvcalc train: {done} {done:step|steps} of "

@@ -472,9 +472,6 @@ MESSAGES: dict[str, str] = {
     "계산합니다: --decode를 빼세요.",
     "gated_delta.tiles": "Gated DeltaNet 층(gated_delta)에는 타일로 나눠 계산할 소프트맥스가 "
     "없습니다: --tiles를 빼세요.",
-    "gated_delta.train": "train은 Gated DeltaNet 층의 핵심(g와 beta를 준 gated_delta)과 "
-    "게이트 정규화(wz, norm)를 거쳐 학습하지만, 핵심 앞의 부품(conv; wa, wb, a_log, dt_bias)은 "
-    "아직 거치지 않습니다: 학습하려면 그 키들을 빼세요.",
     # ---- lightning attention, MiniMax's linear-attention layer (qkvcalc/ops/lightning.py) ----
     "ui.variant.lightning": "선형 어텐션 층: MiniMax의 라이트닝 어텐션, 각 헤드의 감쇠율 λ: "
     "{slopes}, 블록 형식의 블록 크기: {block}",
@@ -1029,9 +1026,6 @@ MESSAGES: dict[str, str] = {
     "계산합니다: --decode를 빼세요.",
     "kimi_delta.tiles": "Kimi Delta Attention 층(kimi_delta)에는 타일로 나눠 계산할 "
     "소프트맥스가 없습니다: --tiles를 빼세요.",
-    "kimi_delta.train": "train은 Kimi Delta Attention 층의 핵심(g와 beta를 준 kimi_delta)을 "
-    "거쳐 학습하지만, 층 전체의 부품(conv; wf_a, wf_b, a_log, dt_bias, wb; wg_a, wg_b와 norm)은 "
-    "아직 거치지 않습니다: 학습하려면 그 키들을 빼세요.",
     # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
     # are gdn_layer.py's)
     "ui.variant.kda_gates": "X로 만든 채널마다의 g와 β(W_fa, W_fb, A_log, dt_bias, W_b)",
@@ -3535,7 +3529,7 @@ MESSAGES: dict[str, str] = {
     "train.target_head": "헤드 {head}: '{query}' → '{key}': {before} → {after}",
     "train.update": "갱신 {steps}번 중 {step}번째",
     "train.update_loss": "손실: 이 갱신 전 {before}, 후 {after}.",
-    "train.update_rule": "각 행렬 W는 ΔW = −η·∂L/∂W만큼 움직입니다 (η = {lr}). 따라서 "
+    "train.update_rule": "학습하는 각 가중치 W는 ΔW = −η·∂L/∂W만큼 움직입니다 (η = {lr}). 따라서 "
     "W' = W + ΔW입니다.",
     "train.update_keys": "Enter나 Space: 다음 갱신 · q: 끝내기",
     "train.plot_title": "단계별 손실 L",

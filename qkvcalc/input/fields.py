@@ -126,6 +126,19 @@ DISPLAY = {
     # a linear layer's own weights after its core (lightning's norm and gate, Gated DeltaNet's)
     "norm": "w_norm",
     "wz": "W_z",
+    # … and before it: a whole Gated DeltaNet or Kimi Delta Attention layer's convolution taps,
+    # the gates' weights of X (W_a, W_b; W_fa, W_fb or W_f), each head's A_log and dt_bias, and
+    # the gated norm's low-rank W_ga, W_gb
+    "conv": "w_conv",
+    "wa": "W_a",
+    "wb": "W_b",
+    "wfa": "W_fa",
+    "wfb": "W_fb",
+    "wf": "W_f",
+    "a_log": "A_log",
+    "dt_bias": "dt_bias",
+    "wga": "W_ga",
+    "wgb": "W_gb",
     "grad_output": "grad_output (dL/dO)",
     "target": "target T",
 }

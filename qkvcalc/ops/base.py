@@ -166,11 +166,8 @@ class Feature(NamedTuple):
     # stages (in order): the stages with its notes added (a top-k's choice held fixed)
     back_notes: Callable[[Problem, Any, list[Spec]], list[Spec]] | None = None
     no_backward: str = ""  # the catalog key that refuses --backward (it has no gradients yet)
-    # given its value: the catalog key that refuses `train` for it ("" to train): a layer whose
-    # own learned numbers (a norm's weight, a projection of its own) train does not move yet,
-    # when it has them
-    no_train_when: Callable[[Any], str] | None = None
-    # … and --backward for it: a layer whose own pieces have no gradients yet, when it has them
+    # given its value: the catalog key that refuses --backward for it ("" to go on): a layer
+    # whose own pieces have no gradients yet, when it has them
     no_backward_when: Callable[[Any], str] | None = None
     no_dtype: str = ""  # the catalog key that refuses --dtype (its ops have no rounding rules)
     # --dtype: the catalog keys of the summary that says how each policy computes it, in place

@@ -43,7 +43,7 @@ from qkvcalc.input.cells import Matrix, to_matrix, to_vector
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops import gdn_layer
 from qkvcalc.ops import state_rounding as lowp
-from qkvcalc.ops.base import Candidate, Feature, Learns, Mistakes, Sizes
+from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
 from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes
 from qkvcalc.plan.gap import gap
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
@@ -896,35 +896,11 @@ BACK_OPS = (
 )
 
 
-def _whole(value: GatedDelta) -> bool:
-    """The whole layer's pieces before the core (the convolution, g and β made from X):
-    --backward goes through them (gdn_layer's ops), train not yet."""
-    return value.conv is not None or value.wa is not None
-
-
 # ---- what `qkvcalc train` steps of the layer's own (Feature.learns) ----------------------------
 
-
-def _train_weights(value: GatedDelta) -> dict[str, np.ndarray]:
-    """The gated norm's W_z (d_model × H·d_v, the rows layout) and weight w (1 × d_v)."""
-    if value.wz is None or value.norm is None:
-        return {}
-    return {"wz": value.wz, "norm": np.asarray(value.norm, dtype=float)[None, :]}
-
-
-def _trained(value: GatedDelta, weights: dict[str, np.ndarray]) -> GatedDelta:
-    """The layer with W_z and the norm's weight of `weights` in place of its own."""
-    now = {**_train_weights(value), **weights}
-    wz = np.array(now["wz"], dtype=float)
-    return value._replace(wz=wz, norm=np.array(now["norm"], dtype=float).reshape(-1))
-
-
-LEARNS = Learns(
-    ("wz", "norm"),
-    _train_weights,
-    lambda value: {"wz": "grad_wz", "norm": "grad_norm"},
-    lambda value, name, grad: grad,  # both already in their matrix's layout (rows)
-    _trained,
+# the convolution's taps, the gates' W_a, W_b, A_log and dt_bias, the gated norm's W_z and weight
+LEARNS = gdn_layer.learns(
+    {name: name for name in ("conv", "wa", "wb", "a_log", "dt_bias", "wz", "norm")}
 )
 
 
@@ -1027,21 +1003,8 @@ def conv_compared(
 ) -> list[tuple[str, str, Any]]:
     """--format torch --backward: d(conv_w), the heads' taps' gradients in the kernel's columns
     (q | k | v, as the layer lays its channels), when the convolution is given and reached."""
-    if value.conv is None:
-        return []
-    whole = np.zeros(value.conv.shape)
-    width_k = p.heads * p.d_k
-    for k, h in enumerate(heads):
-        for sid, start, width in (
-            ("q", k * p.d_k, p.d_k),
-            ("k", width_k + k * p.d_k, p.d_k),
-            ("v", 2 * width_k + k * p.d_v, p.d_v),
-        ):
-            found = find(f"grad_{sid}_taps", h)
-            if found is None:
-                return []
-            whole[:, start : start + width] = found.value
-    return [("dconv_w", "conv_w", whole)]
+    whole = None if value.conv is None else gdn_layer.taps_grad(p, value, find, heads)
+    return [] if whole is None else [("dconv_w", "conv_w", whole)]
 
 
 def _gates_compared(
@@ -1323,9 +1286,6 @@ FEATURE = Feature(
     alone="gated_delta.alone",
     no_decode="gated_delta.decode",
     no_tiles="gated_delta.tiles",
-    # train moves W_Q, W_K, W_V, W_O and the gated norm's W_z and weight, not yet the pieces
-    # before the core (conv, the gates made from X)
-    no_train_when=lambda value: "gated_delta.train" if _whole(value) else "",
     learns=LEARNS,
     no_sdpa="precision.sdpa_linear",
     lowp_policy=(

@@ -30,6 +30,7 @@ import numpy as np
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix
 from qkvcalc.ops import rounding as lowp
+from qkvcalc.ops.hooks import Learns
 from qkvcalc.ops.op import Back, Feeds, Literals, Op, Params, Shapes
 from qkvcalc.ops.projection import sliced
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels, ref
@@ -66,9 +67,18 @@ def conv(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     return out
 
 
+def rate(a_log: float) -> float:
+    """e^(A_log), ∞ past float64 (math.exp would raise): the gates made from it are then not
+    finite, and the run says so in one message (a step of train that grew A_log too far)."""
+    try:
+        return math.exp(a_log)
+    except OverflowError:
+        return math.inf
+
+
 def decay(a: np.ndarray, a_log: float, dt_bias: Any) -> np.ndarray:
     """g = −e^(A_log)·softplus(a + dt_bias), elementwise (dt_bias a number, or one per column)."""
-    return -math.exp(a_log) * softplus(a + dt_bias)
+    return -rate(a_log) * softplus(a + dt_bias)
 
 
 def gates(ab: np.ndarray, a_log: float, dt_bias: float, beta_scale: float = 1.0) -> np.ndarray:
@@ -154,7 +164,7 @@ def gate_stages(p: Any, value: Any, h: int | None) -> list[Spec]:
     a_log, dt_bias = float(value.a_log[col]), float(value.dt_bias[col])
     scale = float(getattr(value, "beta_scale", 1.0))  # OLMo-Hybrid's 2: β in (0, 2)
     params = {"a_log": a_log, "dt_bias": dt_bias} | ({"beta_scale": scale} if scale != 1 else {})
-    notes = [Msg("note.gdn_gates", a_log=f"{a_log:.6g}", decay=f"{math.exp(a_log):.6g}")]
+    notes = [Msg("note.gdn_gates", a_log=f"{a_log:.6g}", decay=f"{rate(a_log):.6g}")]
     if scale != 1:
         notes.append(Msg("note.gdn_beta_scale", scale=f"{scale:g}"))
     made = Spec(
@@ -572,7 +582,7 @@ def _softplus_slope(x: np.ndarray) -> np.ndarray:
 def _gates_back_a(ops: Sequence[np.ndarray], params: Params, rows: Any) -> np.ndarray:
     a, g = ops
     slope = _softplus_slope(a[:, 0] + params["dt_bias"])
-    return (g[:, 0] * -math.exp(params["a_log"]) * slope)[:, None]
+    return (g[:, 0] * -rate(params["a_log"]) * slope)[:, None]
 
 
 def _gates_back_b(ops: Sequence[np.ndarray], params: Params, rows: Any) -> np.ndarray:
@@ -610,11 +620,11 @@ def _gates_back_a_work(stage: Any, i: int, j: int, style: Any, exact: Any, resul
     a, g = stage.operands
     params = stage.params
     x = float(a[i, 0]) + params["dt_bias"]
-    rate, slope = -math.exp(params["a_log"]), float(_softplus_slope(np.array([x]))[0])
+    minus, slope = -rate(params["a_log"]), float(_softplus_slope(np.array([x]))[0])
     f, s, t = style.factor, style.shown, style.times
     dg = float(g[i, 0])
-    left = f"{style.at(i + 1, j + 1)}{f(dg)}{t}{f(rate)}{t}{f(slope)}"
-    return style.line(left, s(dg) * s(rate) * s(slope), float(stage.value[i, j]), result)
+    left = f"{style.at(i + 1, j + 1)}{f(dg)}{t}{f(minus)}{t}{f(slope)}"
+    return style.line(left, s(dg) * s(minus) * s(slope), float(stage.value[i, j]), result)
 
 
 def _gates_back_b_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
@@ -641,6 +651,84 @@ def _decay_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str)
         terms, worked = [f(v) for v in values], sum(s(v) for v in values)
     left = f"{style.at(i + 1, j + 1)}" + " + ".join(terms)
     return style.line(left, worked, float(stage.value[i, j]), result)
+
+
+# ---- what `qkvcalc train` steps of a whole layer (Feature.learns) ------------------------------
+
+GATHERED = ("conv", "a_log", "dt_bias")  # gradients gathered from every head's stages
+
+
+def heads_of(p: Any) -> list[int | None]:
+    """The heads' labels of the per-head stages: 1 … H, or None when there are none."""
+    return list(range(1, p.heads + 1)) if p.multihead else [None]
+
+
+def taps_grad(p: Any, value: Any, find: Any, heads: Sequence[int | None]) -> np.ndarray | None:
+    """d(conv): the heads' taps' gradients in the kernel's columns (q | k | v, as the layer lays
+    its channels) [K, 2·H·d_k + H·d_v]; None when a head's is not there."""
+    whole = np.zeros(value.conv.shape)
+    width_k = p.heads * p.d_k
+    for k, h in enumerate(heads):
+        for sid, start, width in (
+            ("q", k * p.d_k, p.d_k),
+            ("k", width_k + k * p.d_k, p.d_k),
+            ("v", 2 * width_k + k * p.d_v, p.d_v),
+        ):
+            found = find(f"grad_{sid}_taps", h)
+            if found is None:
+                return None
+            whole[:, start : start + width] = found.value
+    return whole
+
+
+def _gather(p: Any, value: Any, name: str, find: Any) -> np.ndarray | None:
+    """d(conv) from every head's taps; dA_log (1 × H) and d(dt_bias) (1 × H, or 1 × H·d_k with
+    one per Key channel) from every head's grad_decay row [dA_log, d(dt_bias)…]."""
+    heads = heads_of(p)
+    if name == "conv":
+        return taps_grad(p, value, find, heads)
+    rows = [find("grad_decay", h) for h in heads]
+    if any(r is None for r in rows):
+        return None
+    both = np.stack([r.value[0] for r in rows])  # [H, 1 + one head's dt_bias]
+    return both[:, :1].T.copy() if name == "a_log" else both[:, 1:].reshape(1, -1)
+
+
+def learns(fields: dict[str, str]) -> Learns:
+    """What train steps of a whole layer: `fields` maps each name train gives a weight to the
+    field of the layer's value that holds it, in the order shown. Each is held as the value
+    holds it (the rows layout; a vector, A_log, dt_bias, the norm's weight, as 1 × its length)
+    and moved back into that shape; the gradient of a weight of X (W_a, W_z …) is its gathered
+    stage grad_<name>, the norm's weight's grad_norm, and the taps', A_log's and dt_bias's are
+    gathered from every head's."""
+
+    def weights(value: Any) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for name, field in fields.items():
+            held = getattr(value, field)
+            if held is not None:
+                array = np.asarray(held, dtype=np.float64)
+                out[name] = array[None, :] if array.ndim == 1 else array
+        return out
+
+    def moved(value: Any, new: dict[str, np.ndarray]) -> Any:
+        return value._replace(
+            **{
+                fields[name]: np.array(w, dtype=np.float64).reshape(
+                    np.shape(getattr(value, fields[name]))
+                )
+                for name, w in new.items()
+            }
+        )
+
+    return Learns(
+        tuple(fields),
+        weights,
+        lambda value: {name: f"grad_{name}" for name in weights(value) if name not in GATHERED},
+        lambda value, name, grad: grad,  # in the matrix's layout already (rows)
+        moved,
+        gather=_gather,
+    )
 
 
 # ---- the operations ----------------------------------------------------------------------------
@@ -749,8 +837,8 @@ def decay_line(
 ) -> str:
     """[i,j]: −e^(A_log)×softplus(x + dt_bias) = −e^(A_log)×softplus(…) = g"""
     s, f = style.shown, style.factor
-    decay, plus = math.exp(a_log), float(softplus(np.array([x + dt_bias]))[0])
-    written = -math.exp(s(a_log)) * float(softplus(np.array([s(x) + s(dt_bias)]))[0])
+    decay, plus = rate(a_log), float(softplus(np.array([x + dt_bias]))[0])
+    written = -rate(s(a_log)) * float(softplus(np.array([s(x) + s(dt_bias)]))[0])
     middle = -s(decay) * s(plus)
     left = (
         f"{style.at(i + 1, j + 1)}{style.minus}{style.exp(style.num(a_log))}{style.times}"

@@ -1,6 +1,6 @@
 """The records the layers hand a feature's hooks (Sizes, Turn, Logits, Reading) and the small
 ones a feature declares beside its Feature (Mistakes, JoinWords). The input layer and the plan
-build them on every run; Feature itself (qkvcalc.ops.base: 58 fields, a NamedTuple that takes
+build them on every run; Feature itself (qkvcalc.ops.base: 64 fields, a NamedTuple that takes
 about 1.5 ms to create) is loaded with the first feature module a problem uses.
 """
 
@@ -106,10 +106,11 @@ class JoinWords(NamedTuple):
 class Learns(NamedTuple):
     """What `qkvcalc train` steps of a feature's own learned numbers: one that stands in for W_Q,
     W_K and W_V (multi-head latent attention's latents' weights), or a linear layer's after its
-    core (a norm's weight, W_G, W_z): every name its learned matrices can have, in the
-    order they are shown; given its value, those it has (name -> matrix, the rows layout, a
-    norm's weight as 1×r) and each one's gradient stage; a gradient stage's numbers set in its
-    matrix's layout (value, name, numbers); and the value with some matrices moved."""
+    core (a norm's weight, W_G, W_z) or around it (a whole linear layer's convolution taps, the
+    gates' weights, A_log and dt_bias): every name its learned numbers can have, in the order
+    they are shown; given its value, those it has (name -> matrix, the rows layout, a vector
+    such as a norm's weight as 1×r) and each one's gradient stage; a gradient stage's numbers
+    set in its matrix's layout (value, name, numbers); and the value with some of them moved."""
 
     names: tuple[str, ...]
     weights: Callable[[Any], dict[str, np.ndarray]]
@@ -117,3 +118,8 @@ class Learns(NamedTuple):
     grad: Callable[[Any, str, np.ndarray], np.ndarray]
     moved: Callable[[Any, dict[str, np.ndarray]], Any]
     also: tuple[tuple[str, str], ...] = ()  # another word --freeze takes for a name: its input key
+    # a gradient made of several stages, for a name `stages` leaves out (each head's share of a
+    # convolution's taps, of A_log and dt_bias): given the problem, the value, the name and how
+    # to find a stage by id and head, the gradient in its matrix's layout, or None when the loss
+    # reaches none of it
+    gather: Callable[[Any, Any, str, Callable[..., Any]], np.ndarray | None] | None = None

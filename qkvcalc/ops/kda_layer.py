@@ -27,7 +27,6 @@ norm's gdn_layer.py's.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -110,7 +109,7 @@ def gate_stages(p: Any, value: Any, h: int | None) -> list[Spec]:
     one = f"[:, {col + 1}]" if p.heads > 1 else ""
     b = _product("b", h, x, ("b", value.wb, slice(col, col + 1)), f"W_b{label}{one}", rows)
     a_log, bound = float(value.a_log[col]), value.lower_bound
-    rate = f"{math.exp(a_log):.6g}"
+    rate = f"{gdn_layer.rate(a_log):.6g}"
     if bound is None:
         formula = f"g = −e^({a_log:.4g})·softplus(F + dt_bias{cut}),  β = σ(b)"
         note = Msg("note.kda_gates_made", a_log=f"{a_log:.6g}", decay=rate)
@@ -169,7 +168,7 @@ def shared_stages(p: Any, value: Any) -> list[Spec]:
 def bounded(f: np.ndarray, a_log: float, dt_bias: Any, bound: float) -> np.ndarray:
     """g = bound·σ(e^(A_log)·(f + dt_bias)), elementwise: in (bound, 0) (Ling 3.0's
     kda_safe_gate)."""
-    return bound * gdn_layer.sigmoid(math.exp(a_log) * (f + dt_bias))
+    return bound * gdn_layer.sigmoid(gdn_layer.rate(a_log) * (f + dt_bias))
 
 
 def made_gates(
@@ -236,10 +235,10 @@ def bounded_line(
     """[i,j]: b×σ(e^(A_log)×(F + dt_bias)) = b×σ(…) = g"""
     s, f = style.shown, style.factor
     x, dt_bias = f_dt
-    inner = math.exp(a_log) * (x + dt_bias)
+    inner = gdn_layer.rate(a_log) * (x + dt_bias)
     sig = float(gdn_layer.sigmoid(np.array([inner]))[0])
     written = s(bound) * float(
-        gdn_layer.sigmoid(np.array([math.exp(s(a_log)) * (s(x) + s(dt_bias))]))[0]
+        gdn_layer.sigmoid(np.array([gdn_layer.rate(s(a_log)) * (s(x) + s(dt_bias))]))[0]
     )
     middle = s(bound) * s(sig)
     sigma = r"\sigma" if style.latex else "σ"
@@ -310,7 +309,7 @@ def _gates_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
 
 def _slopes(f: np.ndarray, dt_bias: np.ndarray, params: Params) -> tuple[np.ndarray, np.ndarray]:
     """∂g/∂F and ∂g/∂A_log of every cell."""
-    rate, x = math.exp(params["a_log"]), f + dt_bias
+    rate, x = gdn_layer.rate(params["a_log"]), f + dt_bias
     bound = params.get("lower_bound")
     if bound is None:
         return -rate * gdn_layer._softplus_slope(x), gdn_layer.decay(f, params["a_log"], dt_bias)

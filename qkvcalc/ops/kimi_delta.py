@@ -82,6 +82,21 @@ SETTINGS = ("g", "beta", "chunk", "conv", *MADE, "wf", "lower_bound", *NORMED, "
 NORM_EPS = 1e-6  # KimiLinearRMSNormGated's default eps
 TURNED = ("wf_a", "wf_b", "wf", "wb", "wg_a", "wg_b", "wz")  # given out × in in the torch layout
 MISTAKE_IDS = ("kda_decay_scalar",)  # the quiz's, at weights and output
+# what `qkvcalc train` names each learned weight of the layer (as its gradient stage grad_<name>
+# and --freeze do) -> the key that holds it, in the order shown
+TRAINED = {
+    "conv": "conv",
+    "wfa": "wf_a",
+    "wfb": "wf_b",
+    "wf": "wf",
+    "a_log": "a_log",
+    "dt_bias": "dt_bias",
+    "wb": "wb",
+    "wga": "wg_a",
+    "wgb": "wg_b",
+    "wz": "wz",
+    "norm": "norm",
+}
 
 
 class KimiDelta(NamedTuple):
@@ -735,13 +750,6 @@ def _elements(value: KimiDelta, n: int, m: int, d_k: int) -> int:
     return core + conv + made + norm
 
 
-def _whole(value: KimiDelta) -> bool:
-    """The whole layer's pieces around the core (the convolution, g and β made from X, the
-    gated norm): --backward goes through them (kda_layer's and gdn_layer's ops), train not
-    yet."""
-    return value.conv is not None or value.wf_a is not None or value.wg_a is not None
-
-
 def _joins(value: Any) -> bool:
     """The gated norm comes after each head's core output: the heads are then joined by a
     concat, one head too, so the final output is the gated one (not the core's)."""
@@ -895,7 +903,9 @@ FEATURE = Feature(
     alone="kimi_delta.alone",
     no_decode="kimi_delta.decode",
     no_tiles="kimi_delta.tiles",
-    no_train_when=lambda value: "kimi_delta.train" if _whole(value) else "",
+    # what `qkvcalc train` steps of the layer's own: the convolution's taps, the gates' weights
+    # (low-rank or in one), A_log, dt_bias, W_b, the gated norm's weights (low-rank or in one)
+    learns=gdn_layer.learns(TRAINED),
     before_heads=lambda p, value, x_ref, x_name, keys: kda_layer.shared_stages(p, value),
     grads=lambda p, value, softmaxes: (
         [gdn_layer.norm_weight_grad(p, value.norm_eps)] if value.norm is not None else []

@@ -8,7 +8,9 @@ reads the attention weights alone) has no gradient stage and does not move. A fe
 stands in for W_Q, W_K, W_V (multi-head latent attention) says which matrices it has in their
 place and where their gradients are (Feature.learns): W_DQ, w_CQ, W_UQ (or W_Q), W_DKV, W_KR,
 w_CKV, W_UK, W_UV, each stepped by the same rule; so does a linear layer of its own weights
-after its core (a norm's weight w_norm, the output gating's W_G, a gated norm's W_z). A
+around its core (a norm's weight w_norm, the output gating's W_G, a gated norm's W_z; a whole
+Gated DeltaNet or Kimi Delta Attention layer's convolution taps w_conv, the gates' weights,
+A_log and dt_bias, each head's share gathered into one weight). A
 feature that chooses each query's keys (a sparse attention's top-k) runs again at every step
 with its own weights as given: a choice has no gradient.
 
@@ -191,11 +193,22 @@ def spellings(p: Problem) -> dict[str, str]:
     return {word: name for word, name in out.items() if word not in names}
 
 
-def grad_stage(p: Problem, name: str) -> str:
-    """The id of the stage that holds ∂L/∂ of the matrix `name`."""
+def gradient(trace: Trace, name: str) -> np.ndarray | None:
+    """∂L/∂ of the weight `name` in its own layout (rows: the trace's problem is), from its
+    gradient stage, or gathered from several (each head's share of a layer's convolution taps,
+    A_log, dt_bias: Learns.gather); None: the loss does not reach it."""
+    p = trace.problem
     owner = _owner(p, name)
-    stages = owner[0].stages(owner[1]) if owner is not None else {}
-    return stages.get(name) or ids.GRAD_OF[name]
+    if owner is None:
+        stage = trace.find(ids.GRAD_OF[name])
+        return None if stage is None else stage.value
+    learns, value = owner
+    sid = learns.stages(value).get(name)
+    if sid is None:
+        assert learns.gather is not None, name
+        return learns.gather(p, value, name, trace.find)
+    stage = trace.find(sid)
+    return None if stage is None else learns.grad(value, name, stage.value)
 
 
 def placed(p: Problem, weights: Mapping[str, np.ndarray]) -> Problem:
@@ -291,10 +304,6 @@ def _check(p: Problem, steps: int, frozen: Sequence[str]) -> tuple[str, ...]:
     for feature, _ in features.active(p):  # one whose own numbers train cannot move yet
         if feature.no_train:
             raise QkvcalcError(feature.no_train)
-    for feature, value in features.active(p):
-        refused = feature.no_train_when(value) if feature.no_train_when else ""
-        if refused:
-            raise QkvcalcError(refused)
     if p.loss is None or p.loss.kind not in ("attend", "target"):  # dL/dO alone has no L
         raise QkvcalcError("train.loss", given=p.loss.kind if p.loss else Msg("train.loss_none"))
     stand = features.projecting(p)  # one that stands in for W_Q, W_K, W_V says what train steps
@@ -321,15 +330,10 @@ def _check(p: Problem, steps: int, frozen: Sequence[str]) -> tuple[str, ...]:
 
 def gradients(trace: Trace, names: Sequence[str]) -> dict[str, np.ndarray]:
     """∂L/∂W of each matrix named that the loss reaches (rows layout: the trace's problem is)."""
-    p = trace.problem
     out: dict[str, Any] = {}
     for name in names:
-        stage = trace.find(grad_stage(p, name))
-        if stage is not None:
-            value = stage.value
-            owner = _owner(p, name)
-            if owner is not None:  # in the matrix's own layout
-                value = owner[0].grad(owner[1], name, value)
+        value = gradient(trace, name)
+        if value is not None:
             out[name] = value
     return out
 
@@ -381,7 +385,7 @@ class Descent:
         """Snapshot 0 (the problem as given), then one after each update."""
         traces = [run(p) for p in self.currents]
         self.learned = tuple(
-            name for name in self.free if any(t.find(grad_stage(t.problem, name)) for t in traces)
+            name for name in self.free if any(gradient(t, name) is not None for t in traces)
         )
         if not self.learned:  # `attend` with W_Q and W_K frozen: W_V alone would not move
             raise QkvcalcError("train.nothing_reached", names=", ".join(self.free))
