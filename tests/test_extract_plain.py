@@ -627,3 +627,29 @@ def test_a_model_type_no_problem_can_say_is_refused_by_name(tmp_path, model_type
     said = str(err.value)
     assert NAMES[model_type][0] in said and "does not read" in said
     assert "k_sconv" in said if "inkling" in model_type else True
+
+
+def test_heads_counts_each_laguna_layer_by_its_own_heads(tmp_path, monkeypatch):
+    """Laguna's layers here have 2, 2 and 6 query heads against a config's num_attention_heads
+    of 2: `qkvcalc heads` counts 10 heads in all (not 3 × 2 = 6), refuses by that count before
+    the run, and draws each layer's own heads."""
+    from qkvcalc.errors import QkvcalcError
+    from qkvcalc.extract import heads
+
+    model = build_from(
+        "LagunaConfig",
+        {**LAGUNA, "num_attention_heads": 2, "num_attention_heads_per_layer": [2, 2, 6]},
+        "LagunaForCausalLM",
+        _experts_implementation="eager",
+    )
+    folder = str(tmp_path / "laguna")
+    model.save_pretrained(folder)
+    n = len(ids())
+    monkeypatch.setattr(heads, "MAX_WEIGHTS", 10 * n * n - 1)
+    with pytest.raises(QkvcalcError) as err:
+        heads.attention_maps(folder, input_ids=ids(), dtype="float64")
+    assert err.value.msg.key == "heads.too_many_weights_per_layer"
+    assert f"({10} heads in all, each layer with its own count, × {n}²)" in str(err.value)
+    monkeypatch.setattr(heads, "MAX_WEIGHTS", 10 * n * n)
+    run = heads.attention_maps(folder, input_ids=ids(), dtype="float64")
+    assert [w.shape[0] for w in run.weights] == [2, 2, 6]

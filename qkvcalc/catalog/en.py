@@ -3149,6 +3149,9 @@ MESSAGES: dict[str, str] = {
     "weights ((layers × heads + linear-attention layers × heads) × n² = ({layers} × {heads} + "
     "{linear} × {linear_heads}) × {n}²), more than the {limit} qkvcalc heads shows; give fewer "
     "tokens, or take one layer with qkvcalc extract",
+    "heads.too_many_weights_per_layer": "{n} tokens: every head of {model} would be {count} "
+    "weights ({heads} heads in all, each layer with its own count, × {n}²), more than the "
+    "{limit} qkvcalc heads shows; give fewer tokens, or take one layer with qkvcalc extract",
     "heads.layer_and_head": "--layer and --head go together: give both to write one head's "
     "problem, or neither for every head at a glance",
     "heads.format_with_head": "--format {format}: --layer with --head writes that head's "

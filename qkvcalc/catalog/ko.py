@@ -3085,6 +3085,9 @@ MESSAGES: dict[str, str] = {
     "{count}개(({layers}개 층 × {heads}개 헤드 + 선형 어텐션 {linear}개 층 × {linear_heads}개 "
     "헤드) × {n}²)로, qkvcalc heads가 보여 주는 한도 {limit}개보다 많습니다. 토큰을 줄이거나 "
     "qkvcalc extract로 한 층만 꺼내세요",
+    "heads.too_many_weights_per_layer": "토큰 {n}개: {model}의 모든 헤드를 합치면 가중치가 "
+    "{count}개(층마다 수가 다른 헤드 모두 {heads}개 × {n}²)로, qkvcalc heads가 보여 주는 한도 "
+    "{limit}개보다 많습니다. 토큰을 줄이거나 qkvcalc extract로 한 층만 꺼내세요",
     "heads.layer_and_head": "--layer와 --head는 함께 씁니다: 헤드 하나의 문제를 쓰려면 둘 "
     "다 주고, 모든 헤드를 한눈에 보려면 둘 다 빼세요",
     "heads.format_with_head": "--format {format}: --layer와 --head를 주면 그 헤드의 문제를 "

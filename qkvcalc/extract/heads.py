@@ -276,25 +276,47 @@ MAX_WEIGHTS = 20_000_000
 
 
 def _check_size(
-    model: str, n: int, layers: int, heads: int, linear: int = 0, linear_heads: int = 0
+    model: str, n: int, layer_heads: list[int], linear: int = 0, linear_heads: int = 0
 ) -> None:
-    """At most MAX_WEIGHTS weights: `layers` of `heads` heads, and (a hybrid's) `linear`
-    linear-attention layers of `linear_heads` heads whose implicit matrices are drawn."""
-    count = (layers * max(heads, 1) + linear * linear_heads) * n * n
+    """At most MAX_WEIGHTS weights: the attention layers' heads (`layer_heads`, one count a
+    layer), and (a hybrid's) `linear` linear-attention layers of `linear_heads` heads whose
+    implicit matrices are drawn."""
+    heads = sum(max(h, 1) for h in layer_heads)
+    count = (heads + linear * linear_heads) * n * n
     if count <= MAX_WEIGHTS:
         return
+    layers = len(layer_heads)
+    if len(set(layer_heads)) > 1:  # each layer its own count (Laguna)
+        raise QkvcalcError(
+            "heads.too_many_weights_per_layer",
+            n=n,
+            model=model,
+            heads=heads + linear * linear_heads,
+            count=count,
+            limit=MAX_WEIGHTS,
+        )
     key = "heads.too_many_weights_implicit" if linear else "heads.too_many_weights"
     raise QkvcalcError(
         key,
         n=n,
         model=model,
         layers=layers,
-        heads=heads,
+        heads=max(layer_heads, default=1),
         linear=linear,
         linear_heads=linear_heads,
         count=count,
         limit=MAX_WEIGHTS,
     )
+
+
+def _layer_heads(config: Any, numbers: list[int]) -> list[int]:
+    """The query heads of each attention layer in `numbers`: the config's one count, or each
+    layer's own where it lists them (Laguna's num_attention_heads_per_layer)."""
+    text = hybrid.text_config(config)
+    own = getattr(text, "num_attention_heads_per_layer", None)
+    if isinstance(own, list | tuple) and all(i < len(own) for i in numbers):
+        return [int(own[i]) for i in numbers]
+    return [int(getattr(text, "num_attention_heads", 0) or 0)] * len(numbers)
 
 
 def attention_maps(
@@ -326,13 +348,13 @@ def attention_maps(
     attention = hybrid.attention_layers(config)
     numbers = list(range(count)) if attention is None else attention
     linear = [i for i in hybrid.implicit_layers(config) if i < count]
-    heads = int(getattr(hybrid.text_config(config), "num_attention_heads", 0) or 0)
+    layer_heads = _layer_heads(config, numbers)
     per_linear = _linear_heads(config) if linear else 0
-    _check_size(opened.shown, len(opened.ids), len(numbers), heads, len(linear), per_linear)
+    _check_size(opened.shown, len(opened.ids), layer_heads, len(linear), per_linear)
     if progress:
         progress(Msg("heads.running", model=opened.shown))
     after = config.model_type in SINKS_AFTER
-    total = len(numbers) * heads + len(linear) * per_linear
+    total = sum(layer_heads) + len(linear) * per_linear
     keep = total <= MAX_EXPLAINED and (problems or after)
     with layout(opened.shown, config.model_type):
         weights, seen = _run(opened, sorted([*(numbers if keep else []), *linear]), numbers)
@@ -362,7 +384,7 @@ def attention_maps(
     )
 
 
-def _config_sizes(config: Any) -> tuple[int, int, int, int] | None:
+def _config_sizes(config: Any) -> tuple[list[int], int, int] | None:
     """What a config says heads would draw: its attention layers and their heads, and (a
     hybrid's) its linear-attention layers drawn by their implicit matrices and their heads;
     None where the config does not say its layers and heads."""
@@ -372,9 +394,9 @@ def _config_sizes(config: Any) -> tuple[int, int, int, int] | None:
     if not isinstance(layers, int) or not isinstance(heads, int):
         return None
     attention = hybrid.attention_layers(config)
-    shown = layers if attention is None else len([i for i in attention if i < layers])
+    shown = list(range(layers)) if attention is None else [i for i in attention if i < layers]
     linear = len([i for i in hybrid.implicit_layers(config) if i < layers])
-    return shown, heads, linear, _linear_heads(config) if linear else 0
+    return _layer_heads(config, shown), linear, _linear_heads(config) if linear else 0
 
 
 def _linear_heads(config: Any) -> int:
