@@ -2445,6 +2445,49 @@ MESSAGES: dict[str, str] = {
     "angle a and k by angle b changes their dot product exactly as turning k alone by b − a "
     "would, so the score depends on the distance between the two positions, not on where "
     "they are.",
+    # ---- RoPE on the values and back on the output (qkvcalc/ops/vo_rope.py) ----
+    "stage.v_rot.title": "Rotary position (RoPE) on the values",
+    "stage.v_rot.why": "The values are turned as the keys are, each at its own key's position "
+    "(DeepSeek-V4, whose one key/value head is both K and V). Each head's output is turned back "
+    "at its query's position after A·V, so what a value brings to the output depends on how far "
+    "its key is from the query, not on where the two are.",
+    "stage.out_back.title": "The output turned back (RoPE by −i)",
+    "stage.out_back.why": "Each head's output row is turned back by its query's position i: the "
+    "rotary columns of O_i = Σⱼ Aᵢⱼ·R(j)·vⱼ become Σⱼ Aᵢⱼ·R(j − i)·vⱼ, every value turned by "
+    "the distance j − i between its key and the query. The other columns pass through.",
+    "hint.vo_rope_back": "{cell}: dimension {j} of row {i} of {src}, turned with its partner "
+    "dimension by φ = −(position of token {i}) × its pair's frequency: a·cos φ − b·sin φ (first "
+    "of the pair) or b·cos φ + a·sin φ (second).",
+    "note.vo_rope_v": "The first {dims} of the values' {d_v} columns turn as the keys' do, each "
+    "row at its key's position ({positions}); the others pass through.",
+    "note.vo_rope_back": "The first {dims} columns of each output row turn back by its query's "
+    "position ({positions}), the angle −position × ω; the others pass through.",
+    "note.vo_rope_relative": "So a value at key position j reaches query i turned by R(j)·R(−i) = "
+    "R(j − i): the output's rotary columns mix the values by their relative position j − i, as "
+    "Q·Kᵀ does.",
+    "ui.variant.vo_rope": "RoPE on V, turned back on the output",
+    "mistake.vo_rope_not_turned_back": "This is A·V_rot as it comes: the output must still be "
+    "turned back by its query's position, by −i, so that each value is turned by j − i.",
+    "mistake.vo_rope_turned_forward": "This turns the output by +i; it is turned back, by −i: "
+    "R(−i)·R(j) = R(j − i), the relative position.",
+    "stage.grad_v_rot.title": "Backward: gradient of the turned values",
+    "stage.grad_v_rot.why": "The output was A·V_rot, so the turned values' gradient is Aᵀ·dO: "
+    "each value row collects the output gradients of the queries that read it, weighted by how "
+    "much they read it. The rope op's backward then turns it back by its key's position.",
+    "stage.grad_back.turn_back.title": "Backward through the output's turn back",
+    "stage.grad_back.turn_back.why": "The output was turned back by −i·ω, pair by pair. A "
+    "rotation's transpose is the rotation the other way, so the gradient is turned forward by "
+    "+i·ω: the same angles, the other way.",
+    "vo_rope.value": "vo_rope must be true (the values turned as the keys, the output turned "
+    "back) or false, not {value}",
+    "vo_rope.needs_rope": "vo_rope turns the values and the output by the problem's rotation: "
+    'give rope too (for example "rope": {{"style": "pairs", "dims": 2}}).',
+    "vo_rope.d_v": "vo_rope turns the first {dims} columns of each head's values (rope's dims), "
+    "but a head has d_v = {d_v}: give rope dims of at most {d_v}.",
+    "vo_rope.tiles_backward": "RoPE on the values (vo_rope) is not planned in tiles with "
+    "--backward yet: leave out --tiles (the whole run shows its gradients) or --backward.",
+    "vo_rope.decode": "RoPE on the values (vo_rope) is not computed step by step with a KV cache: "
+    "leave out --decode (the whole run shows it).",
     "stage.score_bias.title": "Score bias",
     "stage.score_bias.why": "A number added to each score before softmax that depends on the "
     "two positions, not on the tokens' content: ALiBi's fixed penalty that grows with "

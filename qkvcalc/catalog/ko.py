@@ -2397,6 +2397,47 @@ MESSAGES: dict[str, str] = {
     "stage.k_rot.why": "Key도 자기 위치만큼 같은 방식으로 회전합니다. q를 각 a, k를 각 "
     "b만큼 돌리면 내적은 k만 b − a만큼 돌린 것과 똑같이 바뀌므로, 스코어는 두 위치가 "
     "어디인지가 아니라 둘 사이의 거리에만 달려 있습니다.",
+    # ---- RoPE on the values and back on the output (qkvcalc/ops/vo_rope.py) ----
+    "stage.v_rot.title": "회전 위치 임베딩(RoPE): Value",
+    "stage.v_rot.why": "Value도 Key와 똑같이, 각자 자기 Key의 위치만큼 회전합니다(DeepSeek-V4: "
+    "Key/Value 헤드 하나가 K이자 V입니다). 각 헤드의 출력은 A·V 뒤에 Query의 위치만큼 되돌리므로, "
+    "Value가 출력에 가져오는 것은 둘이 어디 있는지가 아니라 Key가 Query에서 얼마나 떨어져 "
+    "있는지에 달려 있습니다.",
+    "stage.out_back.title": "되돌린 출력(RoPE, −i만큼)",
+    "stage.out_back.why": "각 헤드의 출력 행을 그 Query의 위치 i만큼 되돌립니다. O_i = "
+    "Σⱼ Aᵢⱼ·R(j)·vⱼ의 회전 열은 Σⱼ Aᵢⱼ·R(j − i)·vⱼ가 되어, 각 Value가 Key와 Query 사이의 거리 "
+    "j − i만큼 돌아간 채로 섞입니다. 나머지 열은 그대로 지나갑니다.",
+    "hint.vo_rope_back": "{cell}: {src}의 {i}번째 행의 {j}번 차원을 짝 차원과 함께 φ = −(토큰 "
+    "{i}의 위치) × 그 짝의 주파수만큼 회전합니다: a·cos φ − b·sin φ(짝의 첫째) 또는 "
+    "b·cos φ + a·sin φ(둘째).",
+    "note.vo_rope_v": "Value의 {d_v}개 열 중 앞의 {dims}개가 Key처럼 회전합니다. 행마다 자기 "
+    "Key의 위치({positions})만큼이며, 나머지 열은 그대로 지나갑니다.",
+    "note.vo_rope_back": "각 출력 행의 앞 {dims}개 열을 그 Query의 위치({positions})만큼, 곧 "
+    "각도 −위치 × ω만큼 되돌립니다. 나머지 열은 그대로 지나갑니다.",
+    "note.vo_rope_relative": "그래서 Key 위치 j의 Value는 R(j)·R(−i) = R(j − i)만큼 돌아서 "
+    "Query i에 닿습니다. 출력의 회전 열은 Q·Kᵀ처럼 상대 위치 j − i로 Value를 섞습니다.",
+    "ui.variant.vo_rope": "V에 RoPE, 출력에서 되돌림",
+    "mistake.vo_rope_not_turned_back": "이 값은 A·V_rot 그대로입니다. 출력은 아직 Query의 "
+    "위치만큼, 곧 −i만큼 되돌려야 각 Value가 j − i만큼 돌아간 것이 됩니다.",
+    "mistake.vo_rope_turned_forward": "이 값은 출력을 +i만큼 돌린 것입니다. 출력은 −i만큼 "
+    "되돌립니다: R(−i)·R(j) = R(j − i), 상대 위치입니다.",
+    "stage.grad_v_rot.title": "역전파: 회전한 Value의 기울기",
+    "stage.grad_v_rot.why": "출력이 A·V_rot였으므로 회전한 Value의 기울기는 Aᵀ·dO입니다. 각 "
+    "Value 행은 자신을 읽은 Query들의 출력 기울기를, 읽은 만큼의 가중치로 모읍니다. 그다음 RoPE의 "
+    "역전파가 이를 Key의 위치만큼 되돌립니다.",
+    "stage.grad_back.turn_back.title": "출력의 되돌림을 거슬러 역전파",
+    "stage.grad_back.turn_back.why": "출력은 쌍마다 −i·ω만큼 되돌려졌습니다. 회전의 전치는 반대 "
+    "방향 회전이므로, 기울기를 +i·ω만큼 앞으로 돌립니다. 같은 각도를 반대로 돌리는 것입니다.",
+    "vo_rope.value": "vo_rope는 true(Value를 Key처럼 돌리고 출력을 되돌림) 또는 false여야 "
+    "합니다. 받은 값: {value}",
+    "vo_rope.needs_rope": "vo_rope는 문제의 회전으로 Value와 출력을 돌립니다. rope도 주세요"
+    '(예: "rope": {{"style": "pairs", "dims": 2}}).',
+    "vo_rope.d_v": "vo_rope는 각 헤드의 Value에서 앞의 {dims}개 열(rope의 dims)을 돌리는데, "
+    "헤드의 d_v = {d_v}입니다: rope의 dims를 {d_v} 이하로 주세요.",
+    "vo_rope.tiles_backward": "Value의 RoPE(vo_rope)는 아직 --tiles와 --backward를 함께 쓸 때 "
+    "계획되지 않습니다: --tiles를 빼거나(전체 실행이 기울기를 보여 줍니다) --backward를 빼세요.",
+    "vo_rope.decode": "Value의 RoPE(vo_rope)는 KV 캐시로 한 단계씩 계산되지 않습니다: "
+    "--decode를 빼세요(전체 실행이 보여 줍니다).",
     "stage.score_bias.title": "스코어 바이어스",
     "stage.score_bias.why": "소프트맥스 전에 각 스코어에 더하는 수로, 토큰의 내용이 아니라 "
     "두 위치에 따라 정해집니다. 거리에 따라 커지는 ALiBi의 고정된 벌점이나, 상대 거리 "
