@@ -2785,6 +2785,36 @@ MESSAGES: dict[str, str] = {
     "{rope} in rope",
     "mla.qk_norm": "{key} cannot be given with mla: its norms are on the latents "
     "(q_a_norm, kv_a_norm)",
+    # ---- DeepSeek-V4's one key/value head in mla (shared_kv; qkvcalc/ops/mla.py) ----
+    "stage.mla_shared_c_kv.title": "The one key/value head, projected",
+    "stage.mla_shared_c_kv.why": "DeepSeek-V4 makes one key/value vector per token, c_KV = "
+    "X·W_DKV (kv_proj), as wide as a query head: it is both the key and the value of every "
+    "head. Its last d_R columns (the rotary ones) are taken first, as qkvcalc turns the first.",
+    "stage.mla_shared_c_kv_norm.title": "The key/value head, normalised (RMSNorm)",
+    "stage.mla_shared_c_kv_norm.why": "An RMSNorm over the whole row (kv_norm): x / "
+    "√(mean(x²) + ε) · w, the rotary columns included.",
+    "stage.mla_shared_k.title": "Key: the one key/value head",
+    "stage.mla_shared_k.why": "Every head's key is C_KV itself: one key head read by every "
+    "query head (multi-query attention).",
+    "stage.mla_shared_v.title": "Value: the same vector as the key",
+    "stage.mla_shared_v.why": "Every head's value is C_KV too (K = V): the numbers that score a "
+    "token are the numbers it passes on.",
+    "note.mla_shared_kv": "d_k = {d_k} numbers per token for all {heads} {heads:head|heads}, keys "
+    "and values at once; columns 1–{rope} are W_DKV's last {rope} (the rotary ones), then its "
+    "first {nope}.",
+    "note.mla_shared_head": "The same C_KV in every head: K = V.",
+    "mla.shared_kv": "mla.shared_kv must be true (one key/value head, K = V = C_KV) or false, "
+    "not {value}",
+    "mla.shared_kv_b": "mla.wkv_b cannot be given with mla.shared_kv: the one key/value head is "
+    "C_KV itself, with no up-projection",
+    "mla.shared_width": "mla.wkv_a has {cols} {cols:column|columns}; with mla.shared_kv it is "
+    "W_DKV alone and makes the key of every head: d_k = d_C + d_R = {nope} + {rope} = {d_k} "
+    "columns",
+    "mla.shared_kv_decode": "mla with shared_kv (one key/value head) is not computed step by step "
+    "with a KV cache yet: leave out --decode (the whole run shows it).",
+    "mla.shared_kv_backward": "mla with shared_kv (one key/value head) has no gradients yet: leave "
+    "out --backward.",
+    "mla.shared_kv_train": "train does not step mla with shared_kv (one key/value head) yet.",
     # ---- multi-head latent attention's backward (qkvcalc/ops/mla.py) ----
     "stage.grad_k_nope.title": "Backward: the head's own part of the key",
     "stage.grad_k_nope.why": "K = [k_R | K_C] set the shared rotary key and the head's own "
@@ -2973,28 +3003,22 @@ MESSAGES: dict[str, str] = {
     "softmax attention and {kind} layers, and qkvcalc extract does not read its attention layers "
     "yet",
     "extract.dsv4_layer": "layer {layer} of {model} is a DeepSeek-V4 {kind} layer, which qkvcalc "
-    "extract does not read: {why}. No layer of a DeepSeek-V4 model extracts yet; this model's "
-    "layers are {layers}",
-    "extract.dsv4": "{model} is a DeepSeek-V4 model, which qkvcalc extract does not read: in "
-    "every layer the keys and values are one vector per token, shared by every query head (K = V), "
-    "so the values are turned (RoPE) with the keys, and each head's output is turned back by its "
-    "query's position before the grouped output projection; no key of the input format expresses "
-    "either. No layer of it extracts yet; its layers are {layers}",
+    "extract does not read: {why}. Only a DeepSeek-V4 model's sliding-window layers extract; "
+    "this model's layers are {layers}",
+    "extract.dsv4": "{model} is a DeepSeek-V4 model, which qkvcalc reads one sliding-window "
+    "layer at a time (qkvcalc extract --layer L), not as a whole: a compressed layer also "
+    "attends to entries pooled from the tokens' projections, one per m tokens, which no key of "
+    "the input format expresses; its layers are {layers}",
     "dsv4.sliding": "sliding-window attention (W = {window})",
     "dsv4.csa": "compressed sparse attention (m = {m}, top {top_k})",
     "dsv4.hca": "heavily compressed attention (m = {m})",
     "dsv4.other": "{name!r} (a kind qkvcalc does not know)",
     "dsv4.layers": "{layers}: {kind}",
     "dsv4.join": "{first}; {rest}",
-    "dsv4.why": "its keys and values are one vector per token, shared by every query head (K = V), "
-    "so the values are turned (RoPE) with the keys, and each head's output is turned back by its "
-    "query's position before the grouped output projection; no key of the input format expresses "
-    "either",
-    "dsv4.why_compressed": "its keys and values are one vector per token, shared by every query "
-    "head (K = V), so the values are turned (RoPE) with the keys, and each head's output is turned "
-    "back by its query's position before the grouped output projection; it also attends to "
-    "entries pooled from the tokens' projections, one per m tokens; no key of the input format "
-    "expresses any of these",
+    "dsv4.why_other": "qkvcalc does not know what a layer of this kind computes",
+    "dsv4.why_compressed": "besides its sliding window of keys and values, it attends to entries "
+    "pooled from the tokens' projections, one per m tokens, which no key of the input format "
+    "expresses",
     "extract.not_expressible": "{model} is a {arch} model ({model_type!r}), which qkvcalc "
     "extract does not read: {reason}",
     "extract.bitnet_quantized": "{model} is a quantized BitNet checkpoint (its config's "
