@@ -38,6 +38,11 @@ CASES = {
         [RNG.normal(size=(3, 6))],
         {"angles": RNG.normal(size=(3, 2)), "style": "half", "dims": 4, "factor": 1.3},
     ),
+    # VO-RoPE's output turned back at its query's position (DeepSeek-V4): the angles −i·ω
+    "turn_back": lambda: (
+        [RNG.normal(size=(3, 6))],
+        {"angles": -RNG.random(size=(3, 2)), "style": "pairs", "dims": 4, "factor": 1.0},
+    ),
     "rmsnorm": lambda: ([RNG.normal(size=(3, 4))], {"weight": RNG.normal(size=4), "eps": 1e-3}),
     "row_scale": lambda: ([RNG.normal(size=(3, 4))], {"factors": RNG.normal(size=3)}),
     "layernorm": lambda: (

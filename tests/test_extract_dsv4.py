@@ -1,4 +1,5 @@
-"""DeepSeek-V4 (issue 37, round four) through qkvcalc extract: every layer refused, by its kind.
+"""DeepSeek-V4 (issue 37) through qkvcalc extract: its sliding-window layers extract, its
+compressed layers are refused by their kind.
 
 A tiny DeepSeek-V4 from its config (float64, eager, random weights, save_pretrained to a temp dir)
 with one layer of each kind: sliding-window attention, compressed sparse attention (m = 2, the
@@ -6,15 +7,21 @@ indexer's top 2 of 5 entries at n = 11) and heavily compressed attention (m = 4)
 each kind computes: tests/naive_dsv4.py writes the module out in numpy from its weights, and it
 equals the module's own output (o_b_proj's) to 1e-8 relative in a truly float64 run (the
 transformers' float32 steps lifted: tests/test_extract.py's true_float64); the indexer's choice
-and the output's turn back each move it. Then the refusal: the command line exits 2 with one
-line on stderr naming the layer's kind, the model's layers by kind, and nothing on stdout; the
-Python call raises the same; a folder with a config.json alone is refused the same way (before
-any weight is read); qkvcalc heads refuses the model as a whole."""
+and the output's turn back each move it. Then the sliding layer: `qkvcalc extract --dtype
+float64` writes a problem (mla with shared_kv, q_norm, rope, vo_rope, sinks, the window, the
+folded W_O) whose `qkvcalc explain` equals the module's output to 1e-8 relative and each head's
+weights the module's attention probabilities; the fold of the grouped output projection is one
+linear map. Then the refusals: a compressed layer exits 2 with one line on stderr naming its
+kind, the model's layers by kind, and nothing on stdout; the Python call raises the same; a
+folder with a config.json alone is refused the same way (before any weight is read); a model
+whose layers are all compressed is refused at every layer; qkvcalc heads refuses the model as
+a whole."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -86,8 +93,13 @@ def run(fields: dict) -> dict:
         def grab_out(module, args, out, i=i):
             seen[("out", i)] = out[0].detach().clone()
 
+        def grab_weights(module, args, out, i=i):
+            if out[1] is not None:
+                seen[("weights", i)] = out[1][0].detach().clone()
+
         hooks.append(block.self_attn.register_forward_pre_hook(grab_x, with_kwargs=True))
         hooks.append(block.self_attn.o_b_proj.register_forward_hook(grab_out))
+        hooks.append(block.self_attn.register_forward_hook(grab_weights))
     try:
         with torch.no_grad(), true_float64():
             model(input_ids=torch.tensor([IDS]))
@@ -133,8 +145,74 @@ def test_the_compressed_layers_turn_by_yarn_where_the_config_says_so():
         assert relative(attention(attn, x, model.config), out) > 1e-2  # θ^(−2i/R) is not it
 
 
-@pytest.mark.parametrize("layer", [0, 1, 2], ids=KINDS)
-def test_each_layer_is_refused_by_its_kind(lab, layer):
+def _explained(problem: dict):
+    import qkvcalc
+
+    return qkvcalc.explain(**{k: v for k, v in problem.items() if k not in ("name", "description")})
+
+
+def test_a_sliding_layer_extracts_and_explain_equals_the_module(lab, tmp_path):
+    """The command line: extract --dtype float64 writes the problem, explain computes the
+    module's output to 1e-8 relative and each head's weights its attention probabilities."""
+    path = tmp_path / "layer0.json"
+    proc = run_qkvcalc(
+        "extract", str(lab["folder"]), "--layer", "0", "--ids", " ".join(map(str, IDS)),
+        "--dtype", "float64", "--output", str(path), timeout=180,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    shown = run_qkvcalc("explain", str(path), "--format", "json", timeout=180)
+    assert shown.returncode == 0, shown.stderr
+    trace = json.loads(shown.stdout)
+    out = lab["seen"][("out", 0)]
+    assert relative(np.asarray(trace["output"], dtype=float), out) < TOL
+    maps = lab["seen"][("weights", 0)]  # the eager path's probabilities, [H, n, n]
+    for stage in trace["stages"]:
+        if stage["id"] == "weights":
+            got = np.asarray(stage["value"], dtype=float)
+            assert np.allclose(got, maps[stage["head"] - 1], atol=1e-12, rtol=0)
+    assert (
+        sum(stage["id"] == "weights" for stage in trace["stages"]) == FIELDS["num_attention_heads"]
+    )
+
+
+def test_the_sliding_layers_keys_say_what_it_computes(lab):
+    import qkvcalc
+
+    problem = qkvcalc.extract(lab["model"], layer=0, input_ids=IDS)
+    mla, attn = problem["mla"], lab["model"].model.layers[0].self_attn
+    assert mla["shared_kv"] is True and "wkv_b" not in mla and mla["rope_dims"] == 8
+    assert problem["vo_rope"] is True and problem["window"] == 4 and problem["mask"] == "causal"
+    assert problem["rope"]["style"] == "pairs" and problem["rope"]["dims"] == 8
+    assert np.array_equal(problem["q_norm"], np.ones(16))
+    assert np.array_equal(problem["sinks"], attn.sinks.detach().numpy())
+    trace = _explained(problem)
+    assert relative(trace.output, lab["seen"][("out", 0)]) < TOL
+    # each piece is needed: without the turns of V and of the output, or without q_b_norm
+    for change in ({"vo_rope": False}, {"q_norm": None}, {"sinks": None}):
+        other = {k: v for k, v in (problem | change).items() if v is not None}
+        assert relative(_explained(other).output, lab["seen"][("out", 0)]) > 1e-3, change
+
+
+def test_the_grouped_output_projection_folds_into_one_w_o(lab):
+    """o_b_proj(o_a_proj(J in groups)) = J'·W_O, J' each head's columns in qkvcalc's order (the
+    rotary ones first): the same linear map, to float64's last places."""
+    import qkvcalc
+
+    attn = lab["model"].model.layers[0].self_attn
+    wo = np.asarray(qkvcalc.extract(lab["model"], layer=0, input_ids=IDS)["wo"])
+    heads, d, nope = 4, 16, 8
+    joined = np.random.default_rng(5).standard_normal((7, heads * d))
+    with torch.no_grad():
+        grouped = torch.tensor(joined).reshape(7, FIELDS["o_groups"], -1)
+        want = attn.o_b_proj(attn.o_a_proj(grouped).flatten(1)).numpy()
+    ours = joined.reshape(7, heads, d)
+    ours = np.concatenate([ours[..., nope:], ours[..., :nope]], axis=-1).reshape(7, -1)
+    assert relative(ours @ wo, want) < 1e-14
+    assert relative(joined @ wo, want) > 1e-2  # W_O's rows follow qkvcalc's column order
+
+
+@pytest.mark.parametrize("layer", [1, 2], ids=KINDS[1:])
+def test_each_compressed_layer_is_refused_by_its_kind(lab, layer):
     proc = run_qkvcalc(
         "extract", str(lab["folder"]), "--layer", str(layer), "--ids", " ".join(map(str, IDS)),
         "--dtype", "float64", timeout=180,
@@ -143,12 +221,13 @@ def test_each_layer_is_refused_by_its_kind(lab, layer):
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     said = proc.stderr
     assert f"layer {layer} of tiny-v4 is a DeepSeek-V4 {WORDS[layer]} layer" in said
-    assert "(K = V)" in said and "turned back by its query's position" in said
-    assert ("pooled" in said) == (layer != 0)
+    assert "entries pooled from the tokens' projections, one per m tokens" in said
+    assert "Only a DeepSeek-V4 model's sliding-window layers extract" in said
+    assert "K = V" not in said  # the one key/value head is expressed now (mla's shared_kv)
     assert said.strip().endswith(f"this model's layers are {LAYERS}")
 
 
-@pytest.mark.parametrize("layer", [0, 1, 2], ids=KINDS)
+@pytest.mark.parametrize("layer", [1, 2], ids=KINDS[1:])
 def test_the_python_call_refuses_a_loaded_model_in_both_languages(lab, layer):
     import qkvcalc
 
@@ -156,7 +235,8 @@ def test_the_python_call_refuses_a_loaded_model_in_both_languages(lab, layer):
         qkvcalc.extract(lab["model"], layer=layer, input_ids=IDS)
     assert err.value.msg.key == "extract.dsv4_layer"
     assert WORDS[layer] in str(err.value)
-    assert KO[layer] in err.value.message("ko") and "K = V" in err.value.message("ko")
+    ko = err.value.message("ko")
+    assert KO[layer] in ko and "슬라이딩 윈도우 층만 추출됩니다" in ko and "K = V" not in ko
 
 
 def test_a_config_alone_is_refused_before_any_weight_is_read(tmp_path):
@@ -172,11 +252,29 @@ def test_a_config_alone_is_refused_before_any_weight_is_read(tmp_path):
     assert err.value.msg.key == "extract.dsv4_layer" and WORDS[2] in str(err.value)
 
 
+def test_a_model_whose_layers_are_all_compressed_is_refused_at_every_layer(tmp_path):
+    from transformers import DeepseekV4Config
+
+    import qkvcalc
+
+    kinds = ["heavily_compressed_attention", "compressed_sparse_attention"]
+    fields = FIELDS | {"num_hidden_layers": 2, "layer_types": kinds, "mlp_layer_types": ["moe"] * 2}
+    folder = tmp_path / "all-compressed"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(DeepseekV4Config(**fields).to_dict()))
+    for layer in (0, 1):
+        with pytest.raises(QkvcalcError) as err:
+            qkvcalc.extract(str(folder), layer=layer, input_ids=IDS, dtype="float64")
+        assert err.value.msg.key == "extract.dsv4_layer", layer
+        assert "sliding-window attention" not in str(err.value).split("layers are")[-1]
+
+
 def test_heads_refuses_the_model_as_a_whole(lab):
     proc = run_qkvcalc("heads", str(lab["folder"]), "--ids", " ".join(map(str, IDS)), timeout=180)
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
     assert "Traceback" not in proc.stderr
     assert "tiny-v4 is a DeepSeek-V4 model" in proc.stderr
+    assert "one sliding-window layer at a time" in proc.stderr
     assert proc.stderr.strip().endswith(f"its layers are {LAYERS}")
 
 
@@ -197,16 +295,15 @@ def test_heads_refuses_a_loaded_model_as_a_whole(lab):
     assert "DeepSeek-V4 모델이며" in err.value.message("ko")
 
 
-def test_the_why_says_the_values_turn_and_neither_is_expressed():
-    """Reviewed (wt-check): "keys and values … turned with the keys" read as the keys turned with
-    themselves, and the whole model's "projection, which no key … expresses" said the grouped
-    output projection (one linear map) cannot be expressed; each says what turns and "either"."""
+def test_the_why_of_a_compressed_layer_names_only_what_is_not_expressed():
+    """Reviewed (wt-check, then wt-dsv4): once the one key/value head (mla's shared_kv) and the
+    turns of V and of the output (vo_rope) are keys, a compressed layer's why names the pooled
+    entries alone, and a kind qkvcalc does not know says so."""
     from qkvcalc.i18n import Msg
 
     for key in ("extract.dsv4", "extract.dsv4_layer"):
-        for why in ("dsv4.why", "dsv4.why_compressed"):
+        for why in ("dsv4.why_compressed", "dsv4.why_other"):
             msg = Msg(key, model="m", layer=0, kind="k", why=Msg(why), layers="0: k")
             en, ko = msg.text("en"), msg.text("ko")
-            assert "so the values are turned (RoPE) with the keys" in en, en
-            assert "projection, which" not in en and "(K = V) and turned" not in en, en
-            assert "Value도 Key와 함께 회전(RoPE)합니다" in ko and "이것을" not in ko, ko
+            assert "K = V" not in en and "K = V" not in ko, en
+            assert "no key of the input format expresses" in en or "does not know" in en, en

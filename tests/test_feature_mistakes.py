@@ -28,6 +28,7 @@ from tests.test_lightning import MISTAKE_IDS as LIGHTNING_IDS
 from tests.test_mla import MISTAKE_IDS as MLA_IDS
 from tests.test_sub_norm import MISTAKE_IDS as SUB_NORM_IDS
 from tests.test_v_norm import MISTAKE_IDS as V_NORM_IDS
+from tests.test_vo_rope import MISTAKE_IDS as VO_ROPE_IDS
 
 # One head of d_k = 4 (so RoPE's two pairings differ), every feature with a mistake at once:
 # q/k norm → RoPE → ALiBi → softcap → a sink, no mask (keys after a query too).
@@ -150,6 +151,7 @@ FEATURE_IDS = (
     | KDA_IDS  # Kimi Delta Attention's, tested in tests/test_kimi_delta.py
     | LIGHTNING_IDS  # lightning attention's, tested in tests/test_lightning.py
     | SUB_NORM_IDS  # the norm over the joined heads', tested in tests/test_sub_norm.py
+    | VO_ROPE_IDS  # the output's turn back's, tested in tests/test_vo_rope.py
 )
 
 

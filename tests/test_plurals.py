@@ -52,6 +52,8 @@ COUNTED = [
     ("mla.q_width", "cols", "column", "columns"),
     ("mla.kv_a_width", "cols", "column", "columns"),
     ("mla.kv_b_width", "cols", "column", "columns"),
+    ("mla.shared_width", "cols", "column", "columns"),
+    ("note.mla_shared_kv", "heads", "head", "heads"),
     ("ui.variant.indexer", "heads", "index head", "index heads"),
     ("note.index_q", "heads", "index head", "index heads"),
     ("note.index_q", "dim", "number", "numbers"),

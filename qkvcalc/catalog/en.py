@@ -2439,6 +2439,49 @@ MESSAGES: dict[str, str] = {
     "angle a and k by angle b changes their dot product exactly as turning k alone by b − a "
     "would, so the score depends on the distance between the two positions, not on where "
     "they are.",
+    # ---- RoPE on the values and back on the output (qkvcalc/ops/vo_rope.py) ----
+    "stage.v_rot.title": "Rotary position (RoPE) on the values",
+    "stage.v_rot.why": "The values are turned as the keys are, each at its own key's position "
+    "(DeepSeek-V4, whose one key/value head is both K and V). Each head's output is turned back "
+    "at its query's position after A·V, so what a value brings to the output depends on how far "
+    "its key is from the query, not on where the two are.",
+    "stage.out_back.title": "The output turned back (RoPE by −i)",
+    "stage.out_back.why": "Each head's output row is turned back by its query's position i: the "
+    "rotary columns of O_i = Σⱼ Aᵢⱼ·R(j)·vⱼ become Σⱼ Aᵢⱼ·R(j − i)·vⱼ, every value turned by "
+    "the distance j − i between its key and the query. The other columns pass through.",
+    "hint.vo_rope_back": "{cell}: dimension {j} of row {i} of {src}, turned with its partner "
+    "dimension by φ = −(position of token {i}) × its pair's frequency: a·cos φ − b·sin φ (first "
+    "of the pair) or b·cos φ + a·sin φ (second).",
+    "note.vo_rope_v": "The first {dims} of the values' {d_v} columns turn as the keys' do, each "
+    "row at its key's position ({positions}); the others pass through.",
+    "note.vo_rope_back": "The first {dims} columns of each output row turn back by its query's "
+    "position ({positions}), the angle −position × ω; the others pass through.",
+    "note.vo_rope_relative": "So a value at key position j reaches query i turned by R(j)·R(−i) = "
+    "R(j − i): the output's rotary columns mix the values by their relative position j − i, as "
+    "Q·Kᵀ does.",
+    "ui.variant.vo_rope": "RoPE on V, turned back on the output",
+    "mistake.vo_rope_not_turned_back": "This is A·V_rot as it comes: the output must still be "
+    "turned back by its query's position, by −i, so that each value is turned by j − i.",
+    "mistake.vo_rope_turned_forward": "This turns the output by +i; it is turned back, by −i: "
+    "R(−i)·R(j) = R(j − i), the relative position.",
+    "stage.grad_v_rot.title": "Backward: gradient of the turned values",
+    "stage.grad_v_rot.why": "The output was A·V_rot, so the turned values' gradient is Aᵀ·dO: "
+    "each value row collects the output gradients of the queries that read it, weighted by how "
+    "much they read it. The rope op's backward then turns it back by its key's position.",
+    "stage.grad_back.turn_back.title": "Backward through the output's turn back",
+    "stage.grad_back.turn_back.why": "The output was turned back by −i·ω, pair by pair. A "
+    "rotation's transpose is the rotation the other way, so the gradient is turned forward by "
+    "+i·ω: the same angles, the other way.",
+    "vo_rope.value": "vo_rope must be true (the values turned as the keys, the output turned "
+    "back) or false, not {value}",
+    "vo_rope.needs_rope": "vo_rope turns the values and the output by the problem's rotation: "
+    'give rope too (for example "rope": {{"style": "pairs", "dims": 2}}).',
+    "vo_rope.d_v": "vo_rope turns the first {dims} columns of each head's values (rope's dims), "
+    "but a head has d_v = {d_v}: give rope dims of at most {d_v}.",
+    "vo_rope.tiles_backward": "RoPE on the values (vo_rope) is not planned in tiles with "
+    "--backward yet: leave out --tiles (the whole run shows its gradients) or --backward.",
+    "vo_rope.decode": "RoPE on the values (vo_rope) is not computed step by step with a KV cache: "
+    "leave out --decode (the whole run shows it).",
     "stage.score_bias.title": "Score bias",
     "stage.score_bias.why": "A number added to each score before softmax that depends on the "
     "two positions, not on the tokens' content: ALiBi's fixed penalty that grows with "
@@ -2736,6 +2779,36 @@ MESSAGES: dict[str, str] = {
     "{rope} in rope",
     "mla.qk_norm": "{key} cannot be given with mla: its norms are on the latents "
     "(q_a_norm, kv_a_norm)",
+    # ---- DeepSeek-V4's one key/value head in mla (shared_kv; qkvcalc/ops/mla.py) ----
+    "stage.mla_shared_c_kv.title": "The one key/value head, projected",
+    "stage.mla_shared_c_kv.why": "DeepSeek-V4 makes one key/value vector per token, c_KV = "
+    "X·W_DKV (kv_proj), as wide as a query head: it is both the key and the value of every "
+    "head. Its last d_R columns (the rotary ones) are taken first, as qkvcalc turns the first.",
+    "stage.mla_shared_c_kv_norm.title": "The key/value head, normalised (RMSNorm)",
+    "stage.mla_shared_c_kv_norm.why": "An RMSNorm over the whole row (kv_norm): x / "
+    "√(mean(x²) + ε) · w, the rotary columns included.",
+    "stage.mla_shared_k.title": "Key: the one key/value head",
+    "stage.mla_shared_k.why": "Every head's key is C_KV itself: one key head read by every "
+    "query head (multi-query attention).",
+    "stage.mla_shared_v.title": "Value: the same vector as the key",
+    "stage.mla_shared_v.why": "Every head's value is C_KV too (K = V): the numbers that score a "
+    "token are the numbers it passes on.",
+    "note.mla_shared_kv": "d_k = {d_k} numbers per token for all {heads} {heads:head|heads}, keys "
+    "and values at once; columns 1–{rope} are W_DKV's last {rope} (the rotary ones), then its "
+    "first {nope}.",
+    "note.mla_shared_head": "The same C_KV in every head: K = V.",
+    "mla.shared_kv": "mla.shared_kv must be true (one key/value head, K = V = C_KV) or false, "
+    "not {value}",
+    "mla.shared_kv_b": "mla.wkv_b cannot be given with mla.shared_kv: the one key/value head is "
+    "C_KV itself, with no up-projection",
+    "mla.shared_width": "mla.wkv_a has {cols} {cols:column|columns}; with mla.shared_kv it is "
+    "W_DKV alone and makes the key of every head: d_k = d_C + d_R = {nope} + {rope} = {d_k} "
+    "columns",
+    "mla.shared_kv_decode": "mla with shared_kv (one key/value head) is not computed step by step "
+    "with a KV cache yet: leave out --decode (the whole run shows it).",
+    "mla.shared_kv_backward": "mla with shared_kv (one key/value head) has no gradients yet: leave "
+    "out --backward.",
+    "mla.shared_kv_train": "train does not step mla with shared_kv (one key/value head) yet.",
     # ---- multi-head latent attention's backward (qkvcalc/ops/mla.py) ----
     "stage.grad_k_nope.title": "Backward: the head's own part of the key",
     "stage.grad_k_nope.why": "K = [k_R | K_C] set the shared rotary key and the head's own "
@@ -2924,28 +2997,22 @@ MESSAGES: dict[str, str] = {
     "softmax attention and {kind} layers, and qkvcalc extract does not read its attention layers "
     "yet",
     "extract.dsv4_layer": "layer {layer} of {model} is a DeepSeek-V4 {kind} layer, which qkvcalc "
-    "extract does not read: {why}. No layer of a DeepSeek-V4 model extracts yet; this model's "
-    "layers are {layers}",
-    "extract.dsv4": "{model} is a DeepSeek-V4 model, which qkvcalc extract does not read: in "
-    "every layer the keys and values are one vector per token, shared by every query head (K = V), "
-    "so the values are turned (RoPE) with the keys, and each head's output is turned back by its "
-    "query's position before the grouped output projection; no key of the input format expresses "
-    "either. No layer of it extracts yet; its layers are {layers}",
+    "extract does not read: {why}. Only a DeepSeek-V4 model's sliding-window layers extract; "
+    "this model's layers are {layers}",
+    "extract.dsv4": "{model} is a DeepSeek-V4 model, which qkvcalc reads one sliding-window "
+    "layer at a time (qkvcalc extract --layer L), not as a whole: a compressed layer also "
+    "attends to entries pooled from the tokens' projections, one per m tokens, which no key of "
+    "the input format expresses; its layers are {layers}",
     "dsv4.sliding": "sliding-window attention (W = {window})",
     "dsv4.csa": "compressed sparse attention (m = {m}, top {top_k})",
     "dsv4.hca": "heavily compressed attention (m = {m})",
     "dsv4.other": "{name!r} (a kind qkvcalc does not know)",
     "dsv4.layers": "{layers}: {kind}",
     "dsv4.join": "{first}; {rest}",
-    "dsv4.why": "its keys and values are one vector per token, shared by every query head (K = V), "
-    "so the values are turned (RoPE) with the keys, and each head's output is turned back by its "
-    "query's position before the grouped output projection; no key of the input format expresses "
-    "either",
-    "dsv4.why_compressed": "its keys and values are one vector per token, shared by every query "
-    "head (K = V), so the values are turned (RoPE) with the keys, and each head's output is turned "
-    "back by its query's position before the grouped output projection; it also attends to "
-    "entries pooled from the tokens' projections, one per m tokens; no key of the input format "
-    "expresses any of these",
+    "dsv4.why_other": "qkvcalc does not know what a layer of this kind computes",
+    "dsv4.why_compressed": "besides its sliding window of keys and values, it attends to entries "
+    "pooled from the tokens' projections, one per m tokens, which no key of the input format "
+    "expresses",
     "extract.not_expressible": "{model} is a {arch} model ({model_type!r}), which qkvcalc "
     "extract does not read: {reason}",
     "extract.bitnet_quantized": "{model} is a quantized BitNet checkpoint (its config's "

@@ -2391,6 +2391,47 @@ MESSAGES: dict[str, str] = {
     "stage.k_rot.why": "Key도 자기 위치만큼 같은 방식으로 회전합니다. q를 각 a, k를 각 "
     "b만큼 돌리면 내적은 k만 b − a만큼 돌린 것과 똑같이 바뀌므로, 스코어는 두 위치가 "
     "어디인지가 아니라 둘 사이의 거리에만 달려 있습니다.",
+    # ---- RoPE on the values and back on the output (qkvcalc/ops/vo_rope.py) ----
+    "stage.v_rot.title": "회전 위치 임베딩(RoPE): Value",
+    "stage.v_rot.why": "Value도 Key와 똑같이, 각자 자기 Key의 위치만큼 회전합니다(DeepSeek-V4: "
+    "Key/Value 헤드 하나가 K이자 V입니다). 각 헤드의 출력은 A·V 뒤에 Query의 위치만큼 되돌리므로, "
+    "Value가 출력에 가져오는 것은 둘이 어디 있는지가 아니라 Key가 Query에서 얼마나 떨어져 "
+    "있는지에 달려 있습니다.",
+    "stage.out_back.title": "되돌린 출력(RoPE, −i만큼)",
+    "stage.out_back.why": "각 헤드의 출력 행을 그 Query의 위치 i만큼 되돌립니다. O_i = "
+    "Σⱼ Aᵢⱼ·R(j)·vⱼ의 회전 열은 Σⱼ Aᵢⱼ·R(j − i)·vⱼ가 되어, 각 Value가 Key와 Query 사이의 거리 "
+    "j − i만큼 돌아간 채로 섞입니다. 나머지 열은 그대로 지나갑니다.",
+    "hint.vo_rope_back": "{cell}: {src}의 {i}번째 행의 {j}번 차원을 짝 차원과 함께 φ = −(토큰 "
+    "{i}의 위치) × 그 짝의 주파수만큼 회전합니다: a·cos φ − b·sin φ(짝의 첫째) 또는 "
+    "b·cos φ + a·sin φ(둘째).",
+    "note.vo_rope_v": "Value의 {d_v}개 열 중 앞의 {dims}개가 Key처럼 회전합니다. 행마다 자기 "
+    "Key의 위치({positions})만큼이며, 나머지 열은 그대로 지나갑니다.",
+    "note.vo_rope_back": "각 출력 행의 앞 {dims}개 열을 그 Query의 위치({positions})만큼, 곧 "
+    "각도 −위치 × ω만큼 되돌립니다. 나머지 열은 그대로 지나갑니다.",
+    "note.vo_rope_relative": "그래서 Key 위치 j의 Value는 R(j)·R(−i) = R(j − i)만큼 돌아서 "
+    "Query i에 닿습니다. 출력의 회전 열은 Q·Kᵀ처럼 상대 위치 j − i로 Value를 섞습니다.",
+    "ui.variant.vo_rope": "V에 RoPE, 출력에서 되돌림",
+    "mistake.vo_rope_not_turned_back": "이 값은 A·V_rot 그대로입니다. 출력은 아직 Query의 "
+    "위치만큼, 곧 −i만큼 되돌려야 각 Value가 j − i만큼 돌아간 것이 됩니다.",
+    "mistake.vo_rope_turned_forward": "이 값은 출력을 +i만큼 돌린 것입니다. 출력은 −i만큼 "
+    "되돌립니다: R(−i)·R(j) = R(j − i), 상대 위치입니다.",
+    "stage.grad_v_rot.title": "역전파: 회전한 Value의 기울기",
+    "stage.grad_v_rot.why": "출력이 A·V_rot였으므로 회전한 Value의 기울기는 Aᵀ·dO입니다. 각 "
+    "Value 행은 자신을 읽은 Query들의 출력 기울기를, 읽은 만큼의 가중치로 모읍니다. 그다음 RoPE의 "
+    "역전파가 이를 Key의 위치만큼 되돌립니다.",
+    "stage.grad_back.turn_back.title": "출력의 되돌림을 거슬러 역전파",
+    "stage.grad_back.turn_back.why": "출력은 쌍마다 −i·ω만큼 되돌려졌습니다. 회전의 전치는 반대 "
+    "방향 회전이므로, 기울기를 +i·ω만큼 앞으로 돌립니다. 같은 각도를 반대로 돌리는 것입니다.",
+    "vo_rope.value": "vo_rope는 true(Value를 Key처럼 돌리고 출력을 되돌림) 또는 false여야 "
+    "합니다. 받은 값: {value}",
+    "vo_rope.needs_rope": "vo_rope는 문제의 회전으로 Value와 출력을 돌립니다. rope도 주세요"
+    '(예: "rope": {{"style": "pairs", "dims": 2}}).',
+    "vo_rope.d_v": "vo_rope는 각 헤드의 Value에서 앞의 {dims}개 열(rope의 dims)을 돌리는데, "
+    "헤드의 d_v = {d_v}입니다: rope의 dims를 {d_v} 이하로 주세요.",
+    "vo_rope.tiles_backward": "Value의 RoPE(vo_rope)는 아직 --tiles와 --backward를 함께 쓸 때 "
+    "계획되지 않습니다: --tiles를 빼거나(전체 실행이 기울기를 보여 줍니다) --backward를 빼세요.",
+    "vo_rope.decode": "Value의 RoPE(vo_rope)는 KV 캐시로 한 단계씩 계산되지 않습니다: "
+    "--decode를 빼세요(전체 실행이 보여 줍니다).",
     "stage.score_bias.title": "스코어 바이어스",
     "stage.score_bias.why": "소프트맥스 전에 각 스코어에 더하는 수로, 토큰의 내용이 아니라 "
     "두 위치에 따라 정해집니다. 거리에 따라 커지는 ALiBi의 고정된 벌점이나, 상대 거리 "
@@ -2694,6 +2735,35 @@ MESSAGES: dict[str, str] = {
     '주세요: "dims": {rope}',
     "mla.qk_norm": "mla와 함께 {key} 키를 줄 수 없습니다. 정규화는 잠재 벡터에 있습니다 "
     "(q_a_norm, kv_a_norm)",
+    # ---- DeepSeek-V4's one key/value head in mla (shared_kv; qkvcalc/ops/mla.py) ----
+    "stage.mla_shared_c_kv.title": "하나뿐인 Key/Value 헤드의 투영",
+    "stage.mla_shared_c_kv.why": "DeepSeek-V4는 토큰마다 Key/Value 벡터 하나, c_KV = "
+    "X·W_DKV(kv_proj)를 만듭니다. Query 헤드 하나만큼 넓고, 모든 헤드의 Key이자 Value입니다. "
+    "qkvcalc는 앞 열을 회전하므로 마지막 d_R개 열(회전 열)을 앞으로 가져옵니다.",
+    "stage.mla_shared_c_kv_norm.title": "정규화한 Key/Value 헤드(RMSNorm)",
+    "stage.mla_shared_c_kv_norm.why": "행 전체에 대한 RMSNorm(kv_norm)입니다: x / "
+    "√(mean(x²) + ε) · w, 회전 열도 함께입니다.",
+    "stage.mla_shared_k.title": "Key: 하나뿐인 Key/Value 헤드",
+    "stage.mla_shared_k.why": "모든 헤드의 Key가 C_KV 그 자체입니다. Key 헤드 하나를 모든 Query "
+    "헤드가 읽습니다(멀티 Query 어텐션, MQA).",
+    "stage.mla_shared_v.title": "Value: Key와 같은 벡터",
+    "stage.mla_shared_v.why": "모든 헤드의 Value도 C_KV입니다(K = V). 토큰의 점수를 매기는 수가 "
+    "곧 그 토큰이 전하는 수입니다.",
+    "note.mla_shared_kv": "토큰마다 d_k = {d_k}개의 수가 {heads}개 헤드 모두의 Key와 Value를 "
+    "함께 맡습니다. 1–{rope}번 열은 W_DKV의 마지막 {rope}개(회전 열), 그다음이 앞의 "
+    "{nope}개입니다.",
+    "note.mla_shared_head": "모든 헤드에 같은 C_KV: K = V.",
+    "mla.shared_kv": "mla.shared_kv는 true(Key/Value 헤드 하나, K = V = C_KV) 또는 false여야 "
+    "합니다. 받은 값: {value}",
+    "mla.shared_kv_b": "mla.shared_kv와 함께 mla.wkv_b를 줄 수 없습니다: 하나뿐인 Key/Value "
+    "헤드는 업 프로젝션 없이 C_KV 그 자체입니다",
+    "mla.shared_width": "mla.wkv_a의 열이 {cols}개입니다. mla.shared_kv에서는 W_DKV만이고 모든 "
+    "헤드의 Key를 만드므로 d_k = d_C + d_R = {nope} + {rope} = {d_k}개 열이어야 합니다",
+    "mla.shared_kv_decode": "shared_kv(Key/Value 헤드 하나)인 mla는 아직 KV 캐시로 한 단계씩 "
+    "계산되지 않습니다: --decode를 빼세요(전체 실행이 보여 줍니다).",
+    "mla.shared_kv_backward": "shared_kv(Key/Value 헤드 하나)인 mla는 아직 기울기가 없습니다: "
+    "--backward를 빼세요.",
+    "mla.shared_kv_train": "train은 shared_kv(Key/Value 헤드 하나)인 mla를 아직 학습하지 않습니다.",
     # ---- multi-head latent attention's backward (qkvcalc/ops/mla.py) ----
     "stage.grad_k_nope.title": "역전파: Key에서 헤드 자신의 부분",
     "stage.grad_k_nope.why": "K = [k_R | K_C]는 공유 회전 Key와 헤드 자신의 열을 나란히 "
@@ -2869,26 +2939,21 @@ MESSAGES: dict[str, str] = {
     "extract.hybrid": "{model}: {arch} 모델({model_type!r})은 소프트맥스 어텐션 층과 {kind} 층을 "
     "섞은 하이브리드이며, qkvcalc extract는 아직 이 모델의 어텐션 층을 읽지 못합니다",
     "extract.dsv4_layer": "{model}의 층 {layer}: DeepSeek-V4의 {kind} 층이며, qkvcalc extract가 "
-    "읽지 못하는 층입니다. {why}. DeepSeek-V4 모델의 층은 아직 하나도 추출되지 않습니다. 이 "
+    "읽지 못하는 층입니다. {why}. DeepSeek-V4 모델에서는 슬라이딩 윈도우 층만 추출됩니다. 이 "
     "모델의 층: {layers}",
-    "extract.dsv4": "{model}: DeepSeek-V4 모델이며, qkvcalc extract가 읽지 못합니다. 모든 층에서 "
-    "Key와 Value가 토큰마다 한 벡터(K = V)이고 모든 Query 헤드가 함께 쓰므로, Value도 Key와 함께 "
-    "회전(RoPE)합니다. 또 각 헤드의 출력은 그룹 출력 투영 전에 자기 Query의 위치만큼 거꾸로 "
-    "회전합니다. 입력 형식의 어떤 키로도 둘 중 어느 것도 나타낼 수 없습니다. 아직 추출되는 층이 "
-    "없습니다. 이 모델의 층: {layers}",
+    "extract.dsv4": "{model}: DeepSeek-V4 모델이며, qkvcalc는 이 모델을 통째로가 아니라 슬라이딩 "
+    "윈도우 층 하나씩만 읽습니다(qkvcalc extract --layer L). 압축 층은 토큰들의 투영을 m개마다 "
+    "하나로 모은 항목에도 어텐션하는데, 입력 형식의 어떤 키로도 이를 나타낼 수 없습니다. 이 "
+    "모델의 층: {layers}",
     "dsv4.sliding": "슬라이딩 윈도우 어텐션(W = {window})",
     "dsv4.csa": "압축 희소 어텐션(m = {m}, 상위 {top_k}개)",
     "dsv4.hca": "고압축 어텐션(m = {m})",
     "dsv4.other": "{name!r}(qkvcalc가 모르는 종류)",
     "dsv4.layers": "{layers}: {kind}",
     "dsv4.join": "{first}; {rest}",
-    "dsv4.why": "Key와 Value가 토큰마다 한 벡터(K = V)이고 모든 Query 헤드가 함께 쓰므로, Value도 "
-    "Key와 함께 회전(RoPE)합니다. 또 각 헤드의 출력은 그룹 출력 투영 전에 자기 Query의 위치만큼 "
-    "거꾸로 회전합니다. 입력 형식의 어떤 키로도 둘 중 어느 것도 나타낼 수 없습니다",
-    "dsv4.why_compressed": "Key와 Value가 토큰마다 한 벡터(K = V)이고 모든 Query 헤드가 함께 "
-    "쓰므로, Value도 Key와 함께 회전(RoPE)합니다. 또 각 헤드의 출력은 그룹 출력 투영 전에 자기 "
-    "Query의 위치만큼 거꾸로 회전합니다. 그리고 토큰들의 투영을 m개마다 하나로 모은 항목에도 "
-    "어텐션합니다. 입력 형식의 어떤 키로도 이 중 어느 것도 나타낼 수 없습니다",
+    "dsv4.why_other": "qkvcalc는 이 종류의 층이 무엇을 계산하는지 모릅니다",
+    "dsv4.why_compressed": "슬라이딩 윈도우의 Key와 Value 말고도, 토큰들의 투영을 m개마다 "
+    "하나로 모은 항목에도 어텐션합니다. 입력 형식의 어떤 키로도 이를 나타낼 수 없습니다",
     "extract.not_expressible": "{model}: {arch} 모델({model_type!r})은 qkvcalc extract가 "
     "읽지 않습니다. 이유: {reason}",
     "extract.bitnet_quantized": "{model}: 양자화된 BitNet 체크포인트입니다(설정의 "

@@ -1,6 +1,8 @@
-"""DeepSeek-V4 (model_type "deepseek_v4"): refused, every layer, with one message that names the
-layer's kind and says what qkvcalc's input format cannot express. Its config's `layer_types`
-name each layer's kind before anything loads, so the refusal comes before the weights are read.
+"""DeepSeek-V4 (model_type "deepseek_v4"): its sliding-window layers extract; its compressed
+layers are refused, each with one message that names the layer's kind and says what qkvcalc's
+input format cannot express. Its config's `layer_types` name each layer's kind before anything
+loads, so a refusal comes before the weights are read; `qkvcalc heads` refuses the model as a
+whole (its compressed layers are among them).
 
 What each kind computes (transformers 5.23–5.25, modeling_deepseek_v4.py; tests/naive_dsv4.py
 writes it out in numpy and tests/test_extract_dsv4.py checks that to 1e-8 relative against the
@@ -16,7 +18,7 @@ the attention); its output is o_b_proj's.
   sink per head in the softmax (gpt-oss's); each head's output's last qk_rope_head_dim columns
   turned BACK by the query's position (−i); then the grouped output projection: the joined
   heads in o_groups groups, each through its own block of o_a_proj to o_lora_rank, the groups
-  joined through o_b_proj (one linear map, W_O = blockdiag(W_a)·W_b, had nothing else been new).
+  joined through o_b_proj (one linear map, W_O = blockdiag(W_a)·W_b).
 - sliding_attention: that alone, with the "main" rotation (rope_theta).
 - compressed_sparse_attention (CSA, m = compress_rates[...], 4 in the released models): more
   keys, one per m tokens, each a channel-wise softmax-weighted pool of 2m tokens' projections
@@ -27,16 +29,27 @@ the attention); its output is o_b_proj's.
 - heavily_compressed_attention (HCA, m = 128 in the released models): the same without the
   overlap and without the indexer: every visible entry is a key.
 
-For whoever reads these layers one day, the float32 in a float64 model: the RMSNorms compute in
-float32 (their weights multiplied there too), q_b_norm its rsqrt, the rotary tables and the
-rotation itself (`rope.float() * cos`) are float32, the compressors' softmax is
-`dtype=torch.float32` and the indexer's scorer `.float()`: a plain `.double()` run is ~6e-8 from a
-truly float64 one on a tiny model. And transformers 5.25 (not 5.23) lists sinks, position_bias,
-q_a_norm, kv_norm, input_layernorm and the mHC weights in `_keep_in_fp32_modules_strict`: a
-`from_pretrained(dtype=torch.float64)` leaves them float32, rounding what the checkpoint holds.
+A sliding layer's keys (`keys`): `mla` with `shared_kv` (the query latent q_a_proj, q_a_norm,
+q_b_proj; kv_proj as W_DKV and kv_norm's weight, K = V = C_KV for every head; qk_rope_head_dim
+as rope_dims; rms_norm_eps), `q_norm` of ones with that ε (q_b_norm), `rope` "pairs" on the
+qk_rope_head_dim columns with the "main" frequencies, `vo_rope` (V turned with K, the output
+turned back by −i), the window and the causal mask from the mask the layer was given, `sinks`,
+and `wo` = blockdiag(o_a_proj's blocks)·o_b_proj, its rows in qkvcalc's order of each head's
+columns (the d_R rotary ones first, as mla and rope take them). The fold is one linear map: the
+grouped projection computes concat·blockdiag(W_a) then ·W_b, which equals concat·W_O up to the
+rounding of the product W_a·W_b (float64's last place).
 
-None of it is a key of the input format: K = V from one head that is turned, and the turn back
-of the output by the query's position, are in every kind; the compressed keys in two of them.
+For whoever reads these layers, the float32 in a float64 model: the RMSNorms compute in float32
+(their weights multiplied there too), q_b_norm its rsqrt, the rotary tables and the rotation
+itself (`rope.float() * cos`) are float32, the compressors' softmax is `dtype=torch.float32` and
+the indexer's scorer `.float()`: a plain `.double()` run is ~6e-8 from a truly float64 one on a
+tiny model (extract's run lifts them: islands.py). And transformers 5.25 (not 5.23) lists sinks,
+position_bias, q_a_norm, kv_norm, input_layernorm and the mHC weights in
+`_keep_in_fp32_modules_strict`: a `from_pretrained(dtype=torch.float64)` leaves them float32,
+rounding what the checkpoint holds.
+
+The compressed kinds stay refused: their keys include entries pooled from the tokens'
+projections, one per m tokens, which no key of the input format expresses.
 """
 
 from __future__ import annotations
@@ -44,7 +57,21 @@ from __future__ import annotations
 from numbers import Integral
 from typing import Any
 
+import numpy as np
+
 from qkvcalc.errors import QkvcalcError
+from qkvcalc.extract.common import (
+    Family,
+    Layer,
+    array,
+    decoder,
+    default_scale,
+    float64,
+    mask_keys,
+    rows,
+)
+from qkvcalc.extract.llama import norm_eps
+from qkvcalc.extract.rope import buffer, frequencies, scaling
 from qkvcalc.i18n import Msg
 
 MODEL_TYPE = "deepseek_v4"
@@ -86,8 +113,9 @@ def _layers(config: Any) -> str | Msg:
 
 
 def check(config: Any, layer: Any, model: str) -> None:
-    """A DeepSeek-V4 model refused: layer `layer`'s kind named when it is one of its layers
-    (else the model as a whole), with what qkvcalc cannot express and every layer's kind."""
+    """A DeepSeek-V4 layer refused unless it is a sliding-window one: layer `layer`'s kind
+    named when it is one of its layers (else the model as a whole: `qkvcalc heads`, a layer out
+    of range), with what qkvcalc cannot express and every layer's kind."""
     if getattr(config, "model_type", None) != MODEL_TYPE:
         return
     types = [str(name) for name in getattr(config, "layer_types", None) or []]
@@ -95,8 +123,9 @@ def check(config: Any, layer: Any, model: str) -> None:
     if not whole or not 0 <= int(layer) < len(types):
         raise QkvcalcError("extract.dsv4", model=model, layers=_layers(config))
     name = types[int(layer)]
-    pooled = name in KINDS and name != "sliding_attention"  # a compressed kind
-    why = Msg("dsv4.why_compressed" if pooled else "dsv4.why")
+    if name == "sliding_attention":
+        return
+    why = Msg("dsv4.why_compressed" if name in KINDS else "dsv4.why_other")
     raise QkvcalcError(
         "extract.dsv4_layer",
         layer=int(layer),
@@ -105,3 +134,72 @@ def check(config: Any, layer: Any, model: str) -> None:
         why=why,
         layers=_layers(config),
     )
+
+
+def _wo(attn: Any, heads: int, head_dim: int, nope: int) -> np.ndarray:
+    """W_O = blockdiag(W_a)·W_b in the rows layout, [H·d_h, hidden]: o_a_proj's group g maps
+    its H·d_h/g joined columns to o_lora_rank (weight rows g·r … (g + 1)·r − 1), o_b_proj the
+    groups side by side; each head's rows then in qkvcalc's column order (d_R rotary first)."""
+    groups = int(attn.o_a_proj.n_groups)
+    w_a = array(attn.o_a_proj.weight)  # [g·r, H·d_h/g]
+    rank, width = w_a.shape[0] // groups, w_a.shape[1]
+    block = np.zeros((groups * width, groups * rank))
+    for g in range(groups):
+        block[g * width : (g + 1) * width, g * rank : (g + 1) * rank] = w_a[
+            g * rank : (g + 1) * rank
+        ].T
+    folded = block @ rows(attn.o_b_proj)  # [H·d_h, hidden]
+    order = np.concatenate(
+        [np.r_[h * head_dim + nope : (h + 1) * head_dim, h * head_dim : h * head_dim + nope]
+         for h in range(heads)]
+    )  # fmt: skip
+    return np.ascontiguousarray(folded[order])
+
+
+def keys(layer: Layer) -> dict[str, Any]:
+    """A sliding-window layer's keys (the module's docstring lists them)."""
+    attn = layer.attention
+    config = attn.config
+    heads, head_dim = int(attn.num_heads), int(attn.head_dim)
+    rope_dims = int(config.qk_rope_head_dim)
+    eps = norm_eps(attn.kv_norm)
+    mla = {
+        "wq_a": rows(attn.q_a_proj),
+        "q_a_norm": array(attn.q_a_norm.weight),
+        "wq_b": rows(attn.q_b_proj),
+        "wkv_a": rows(attn.kv_proj),
+        "kv_a_norm": array(attn.kv_norm.weight),
+        "rope_dims": rope_dims,
+        "eps": eps,
+        "shared_kv": True,
+    }
+    rotary = decoder(layer.model).rotary_emb
+    kind = attn.rope_layer_type  # "main" on a sliding layer
+    found = frequencies(rotary, kind, layer.n) if float64(attn) else None
+    inv_freq, factor = found or (array(buffer(rotary, kind)).reshape(-1), scaling(rotary, kind))
+    turn: dict[str, Any] = {"style": "pairs", "dims": rope_dims, "inv_freq": inv_freq}
+    if factor != 1.0:
+        turn["attention_factor"] = factor
+    out: dict[str, Any] = {
+        "mla": mla,
+        "heads": heads,
+        "q_norm": np.ones(head_dim),
+        "norm_eps": norm_eps(attn.q_b_norm),
+        "rope": turn,
+        "vo_rope": True,
+        "sinks": array(attn.sinks),
+        "wo": _wo(attn, heads, head_dim, head_dim - rope_dims),
+    }
+    if not default_scale(attn.scaling, head_dim):
+        out["scale"] = float(attn.scaling)
+    out.update(mask_keys(layer, True))
+    return out
+
+
+FAMILY = Family(
+    names={MODEL_TYPE: "DeepSeek-V4"},
+    stack=lambda model: decoder(model).layers,
+    attention=lambda block: block.self_attn,
+    output=lambda block: block.self_attn.o_b_proj,
+    keys=keys,
+)

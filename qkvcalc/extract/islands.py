@@ -58,6 +58,7 @@ _STANDARD_RMS = (
     "HunYuanDenseV1RMSNorm",
     "DeepseekV3RMSNorm",
     "DeepseekV2RMSNorm",
+    "DeepseekV4RMSNorm",  # its weight multiplied in float32 too: lifted, the same math
     "MiniCPM3RMSNorm",
     "Glm4MoeLiteRMSNorm",
     "YoutuRMSNorm",

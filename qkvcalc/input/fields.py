@@ -28,6 +28,7 @@ VARIANT_KEYS = (
     "v_norm",
     "attn_temperature",
     "rope",
+    "vo_rope",  # the values turned as the keys, the output turned back (qkvcalc/ops/vo_rope.py)
     "alibi",
     "score_bias",
     "softcap",

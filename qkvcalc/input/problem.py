@@ -698,12 +698,15 @@ def _read_precision(doc: dict[str, Any]) -> tuple[str | None, str | None]:
 def _alone(used: dict[str, Any], dtype: bool) -> None:
     """A feature that is a layer of its own (a linear-attention layer): refused beside another
     feature or with --dtype, when it says so (--backward: qkvcalc.plan.schedule); a feature
-    refused beside a particular other one, when it names it (Feature.refuses)."""
+    refused beside a particular other one, when it names it (Feature.refuses), or without one
+    it needs (Feature.needs)."""
     for feature in features.among(used):
         others = ", ".join(name for name in used if name != feature.name)
         _check(not feature.alone or len(used) == 1, feature.alone, others=others)
         for other, key in feature.refuses:
             _check(other not in used, key)
+        for other, key in feature.needs:
+            _check(other in used, key)
         _check(not feature.no_dtype or not dtype, feature.no_dtype)
 
 

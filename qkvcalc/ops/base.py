@@ -177,6 +177,8 @@ class Feature(NamedTuple):
     alone: str = ""  # the catalog key that refuses it beside any other feature
     # the features it cannot stand beside: (the other's name, the catalog key that says why)
     refuses: tuple[tuple[str, str], ...] = ()
+    # the features it cannot go without: (the other's name, the catalog key that says why)
+    needs: tuple[tuple[str, str], ...] = ()
     # its stages before the heads, after those of the feature that stands in for W_Q, W_K, W_V,
     # given the problem, the value, X's ref and name, and the keys the mask allows before any
     # feature selects ([n, m] bool, None: all)

@@ -51,6 +51,8 @@ TABLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("qk_norm", "qk_norm", ("q_norm", "k_norm", "norm_eps", "qk_norm")),
     ("v_norm", "v_norm", ()),  # on each head's values, beside the q/k norm
     ("rope", "rope", ()),
+    # beside rope: each head's values turned as its keys, its output turned back (DeepSeek-V4)
+    ("vo_rope", "vo_rope", ()),
     # after the norm and the rotation, whatever their order (a late turn)
     ("attn_temperature", "temperature", ()),
     ("score_bias", "score_bias", ("alibi", "score_bias")),

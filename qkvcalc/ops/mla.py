@@ -15,6 +15,17 @@ It stands in for W_Q, W_K and W_V (a problem gives `mla` instead of them).
              K_C = C_KV·W_UK[h],  K = [k_R | K_C]                        `k_nope`, `k`
              V = C_KV·W_UV[h]                                                     `v`
 
+DeepSeek-V4's one key/value head, "shared_kv": true (no "wkv_b"): "wkv_a" is W_DKV [d_model,
+d_C + d_R] alone (no W_KR) and "kv_a_norm" its weight, and K = V = C_KV for every head, its d_R
+rotary columns (the last of W_DKV's, as DeepSeek-V4 lays them out) taken first:
+
+    c_KV = X·W_DKV (its rotary columns first),  C_KV = RMSNorm(c_KV)   stages `c_kv`, `c_kv_norm`
+    head h:  Q = C_Q·W_UQ[h]   `q`;   K = C_KV   `k`;   V = C_KV   `v`
+
+The key's rotary columns are then normed with the others (no shared k_R of their own), and each
+head's q may have the q/k norm's `q_norm` (DeepSeek-V4's q_b_norm: weight ones). Not with
+`decode`, `--backward` or `train` yet (one message each).
+
 The weights are laid out as transformers' DeepSeek-V3 stores them (per head: the d_C columns,
 then the d_R rotary ones); qkvcalc puts each head's rotary columns first, so that the `rope` key
 (with "dims": d_R) turns them: Q·Kᵀ sums over the columns and is the same in either order.
@@ -42,7 +53,18 @@ from qkvcalc.ops.rounding import Out, Rounding
 from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels, ref, span
 from qkvcalc.records import NamedTuple
 
-SETTINGS = ("wq_a", "q_a_norm", "wq_b", "wq", "wkv_a", "kv_a_norm", "wkv_b", "rope_dims", "eps")
+SETTINGS = (
+    "wq_a",
+    "q_a_norm",
+    "wq_b",
+    "wq",
+    "wkv_a",
+    "kv_a_norm",
+    "wkv_b",
+    "rope_dims",
+    "eps",
+    "shared_kv",
+)
 REQUIRED = ("wkv_a", "kv_a_norm", "wkv_b", "rope_dims")
 # the keys a problem with `mla` may not give: the latents stand in for them
 REPLACED = ("wq", "wk", "wv", "bq", "bk", "bv", "q", "k", "v", "source")
@@ -56,12 +78,26 @@ class Latent(NamedTuple):
     wq: Matrix  # W_UQ [r_q, H·(d_C + d_R)] (or W_Q [d_model, …]): per head d_C, then d_R
     wkv_a: Matrix  # [d_model, r_kv + d_R]: W_DKV, then W_KR
     kv_norm: np.ndarray  # [r_kv]
-    wkv_b: Matrix  # [r_kv, H·(d_C + d_v)]: per head W_UK (d_C), then W_UV (d_v)
+    wkv_b: Matrix | None  # [r_kv, H·(d_C + d_v)]: per head W_UK (d_C), then W_UV (d_v)
     heads: int
     rope: int  # d_R
     nope: int  # d_C
     d_v: int
     eps: float
+    shared: bool = False  # DeepSeek-V4: one key/value head K = V = C_KV, no W_KR, no wkv_b
+
+    @property
+    def kv_b(self) -> Matrix:
+        """wkv_b, [W_UK | W_UV] per head (a shared key/value head has none: its paths never
+        ask for it)."""
+        assert self.wkv_b is not None
+        return self.wkv_b
+
+    @property
+    def kv_order(self) -> np.ndarray:
+        """W_DKV's columns as a shared head takes them: its last d_R (the rotary ones) first."""
+        k = self.nope + self.rope
+        return np.concatenate([np.arange(self.nope, k), np.arange(self.nope)])
 
     @property
     def rank(self) -> int:
@@ -105,7 +141,7 @@ class Latent(NamedTuple):
         width = self.nope if part == "UK" else self.d_v
         said = Msg("note.mla_grad_kv_b", nope=self.nope, d_v=self.d_v)
         cols = slice((h - 1) * width, h * width)
-        return Learned(part, self.wkv_b.values[:, order], cols, notes=(said,))
+        return Learned(part, self.kv_b.values[:, order], cols, notes=(said,))
 
     def kv_columns(self, h: int) -> tuple[np.ndarray, np.ndarray]:
         """Head h's columns of wkv_b: its W_UK (d_C) and its W_UV (d_v)."""
@@ -156,7 +192,12 @@ def read(
     for key in REPLACED:
         if key in doc:
             raise _fail("replaces", key=key)
-    missing = [key for key in REQUIRED if key not in raw]
+    shared = raw.get("shared_kv", False)
+    if shared is not True and shared is not False:
+        raise _fail("shared_kv", value=shown(shared))
+    if shared and "wkv_b" in raw:
+        raise _fail("shared_kv_b")
+    missing = [key for key in REQUIRED if key not in raw and not (shared and key == "wkv_b")]
     if "wq_b" not in raw and "wq" not in raw:
         missing.append("wq_b")
     if missing:
@@ -166,7 +207,7 @@ def read(
     if "wq_b" in raw and ("wq_a" not in raw or "q_a_norm" not in raw):
         raise _fail("query_latent")
     for key in ("q_norm", "k_norm", "qk_norm"):
-        if key in doc:
+        if key in doc and not (shared and key == "q_norm"):  # DeepSeek-V4's q_b_norm
             raise _fail("qk_norm", key=key)
     _check_size(raw)
     kv_heads = doc.get("kv_heads", heads)
@@ -200,6 +241,18 @@ def read(
 
     wkv_a = _matrix(raw["wkv_a"], "wkv_a", layout, exact)
     _rows(wkv_a, "wkv_a", d_model, "X", layout)
+    if shared:
+        latent = _read_shared(raw, wkv_a, (wq_a, q_norm, wq), heads, rope, nope, float(eps))
+    else:
+        latent = _read_kv(raw, wkv_a, (wq_a, q_norm, wq), heads, rope, nope, float(eps), layout,
+                          exact)  # fmt: skip
+    check(latent, doc)
+    return latent
+
+
+def _read_kv(raw: dict[str, Any], wkv_a: Matrix, query: tuple[Any, Any, Matrix], heads: int,
+             rope: int, nope: int, eps: float, layout: str, exact: bool) -> Latent:  # fmt: skip
+    """DeepSeek-V3's key/value side: [W_DKV | W_KR], the latent's norm, [W_UK | W_UV] per head."""
     rank = wkv_a.values.shape[1] - rope
     if rank < 1:
         raise _fail("kv_a_width", cols=wkv_a.values.shape[1], rope=rope)
@@ -213,9 +266,20 @@ def read(
     if kvcols % heads or kvcols // heads <= nope:
         raise _fail("kv_b_width", cols=kvcols, heads=heads, nope=nope)
     d_v = kvcols // heads - nope
-    latent = Latent(wq_a, q_norm, wq, wkv_a, kv_norm, wkv_b, heads, rope, nope, d_v, float(eps))
-    check(latent, doc)
-    return latent
+    return Latent(*query, wkv_a, kv_norm, wkv_b, heads, rope, nope, d_v, eps)
+
+
+def _read_shared(raw: dict[str, Any], wkv_a: Matrix, query: tuple[Any, Any, Matrix], heads: int,
+                 rope: int, nope: int, eps: float) -> Latent:  # fmt: skip
+    """DeepSeek-V4's one key/value head: W_DKV as wide as a query head, its norm's weight."""
+    d_k = nope + rope
+    if wkv_a.values.shape[1] != d_k:
+        raise _fail("shared_width", cols=wkv_a.values.shape[1], d_k=d_k, nope=nope, rope=rope)
+    kv_norm = to_vector(raw["kv_a_norm"], _field("kv_a_norm")).values[0]
+    if kv_norm.size != d_k:
+        raise _fail("norm_length", field=_field("kv_a_norm"), length=kv_norm.size, rank=d_k,
+                    weight=_field("wkv_a"))  # fmt: skip
+    return Latent(*query, wkv_a, kv_norm, None, heads, rope, nope, d_k, eps, shared=True)
 
 
 def check(latent: Latent, doc: dict[str, Any]) -> None:
@@ -261,13 +325,12 @@ def _echo(latent: Latent) -> dict[str, Any]:
         out["wq_b"] = latent.wq.values.tolist()
     else:
         out["wq"] = latent.wq.values.tolist()
-    return out | {
-        "wkv_a": latent.wkv_a.values.tolist(),
-        "kv_a_norm": latent.kv_norm.tolist(),
-        "wkv_b": latent.wkv_b.values.tolist(),
-        "rope_dims": latent.rope,
-        "eps": latent.eps,
-    }
+    out |= {"wkv_a": latent.wkv_a.values.tolist(), "kv_a_norm": latent.kv_norm.tolist()}
+    if latent.wkv_b is not None:
+        out["wkv_b"] = latent.kv_b.values.tolist()
+    else:
+        out["shared_kv"] = True
+    return out | {"rope_dims": latent.rope, "eps": latent.eps}
 
 
 # ---- the ops ----------------------------------------------------------------------------------
@@ -507,6 +570,8 @@ def shared(p: Any, latent: Latent, x_ref: Ref, x_name: str) -> list[Spec]:
                      notes=(Msg("note.mla_c_q", rank=latent.q_norm.size, d_model=p.d_model),))
         )  # fmt: skip
         specs.append(_norm("c_q_norm", ("c_q", None), "c_Q", "C_Q", latent.q_norm, p))
+    if latent.shared:
+        return specs + _shared_kv(p, latent, x_ref, x_name)
     heads_numbers = p.heads * (p.d_k + p.d_v)
     specs.append(
         _project("c_kv", x_ref, x_name, _take(latent.wkv_a, slice(0, rank)), "W_DKV", p.tokens,
@@ -521,6 +586,39 @@ def shared(p: Any, latent: Latent, x_ref: Ref, x_name: str) -> list[Spec]:
                  notes=(Msg("note.mla_k_rope", rope=rope, heads=p.heads),))
     )  # fmt: skip
     return specs
+
+
+def _shared_kv(p: Any, latent: Latent, x_ref: Ref, x_name: str) -> list[Spec]:
+    """DeepSeek-V4's one key/value head: c_KV = X·W_DKV (its rotary columns first), normed."""
+    order = latent.kv_order
+    return [
+        _project("c_kv", x_ref, x_name, _take(latent.wkv_a, order), "W_DKV", p.tokens,
+                 symbol="c_KV", letters="n×d_k", topic="mla_shared_c_kv",
+                 notes=(Msg("note.mla_shared_kv", d_k=p.d_k, rope=latent.rope, heads=p.heads,
+                            nope=latent.nope),)),
+        replace_spec(_norm("c_kv_norm", ("c_kv", None), "c_KV", "C_KV", latent.kv_norm[order],
+                           p), topic="mla_shared_c_kv_norm", letters="n×d_k"),
+    ]  # fmt: skip
+
+
+def _shared_head(latent: Latent, h: int | None, keys: tuple[str, ...]) -> list[Spec]:
+    """Head h's K and V: the one key/value head C_KV, the same for every head (K = V)."""
+    return [
+        Spec(
+            side.lower(),
+            h,
+            "copy",
+            (("c_kv_norm", None),),
+            f"{side} = C_KV",
+            keys,
+            dim_labels(latent.nope + latent.rope),
+            notes=(Msg("note.mla_shared_head"),),
+            symbol=side,
+            letters=f"m×d_{side.lower()}",
+            topic=f"mla_shared_{side.lower()}",
+        )
+        for side in ("K", "V")
+    ]
 
 
 def head_qkv(p: Any, latent: Latent, h: int | None, x_ref: Ref, x_name: str) -> list[Spec]:
@@ -544,6 +642,8 @@ def head_qkv(p: Any, latent: Latent, h: int | None, x_ref: Ref, x_name: str) -> 
                      letters="n×d_k", notes=(order,), topic="mla_q_full",
                      params={"learned": latent.learned("Q", index)})
         )  # fmt: skip
+    if latent.shared:
+        return specs + _shared_head(latent, h, p.source_tokens)
     latent_params = {"latent_before": "c_kv", "latent_symbol": "c_KV"}
     specs += head_kv(latent, h, (("c_kv_norm", None), "C_KV"), ("k_rope", None), rows, "m",
                      params=latent_params, learn=True)  # fmt: skip
@@ -577,7 +677,7 @@ def head_kv(
         return {**(params or {}), **({"learned": latent.learned(part, index)} if learn else {})}
 
     return [
-        _project("k_nope", latent_ref, latent_name, _take(latent.wkv_b, uk), f"W_UK{mark}",
+        _project("k_nope", latent_ref, latent_name, _take(latent.kv_b, uk), f"W_UK{mark}",
                  keys, h=h, symbol="K_C", letters=f"{m}×d_C", params=said("UK"),
                  notes=k_nope_notes),
         Spec(
@@ -594,7 +694,7 @@ def head_kv(
             hint=("hint.mla_join", {}),
             topic="mla_k",
         ),
-        _project("v", latent_ref, latent_name, _take(latent.wkv_b, uv), f"W_UV{mark}", keys,
+        _project("v", latent_ref, latent_name, _take(latent.kv_b, uv), f"W_UV{mark}", keys,
                  h=h, symbol="V", letters=f"{m}×d_v", params=said("UV"),
                  topic="mla_v"),
     ]  # fmt: skip
@@ -656,6 +756,8 @@ def decode_shared(
 ) -> list[Spec]:
     """One step before the heads: the new tokens' c_Q (when there is a query latent), c_KV
     and k_R, k_R turned once at its own position, and the cache of C_KV and the turned k_R."""
+    if latent.shared:
+        raise _fail("shared_kv_decode")
     rows = tuple(p.tokens[int(i)] for i in take)
     end = int(take[-1]) + 1
     keys = p.tokens[:end]
@@ -735,11 +837,15 @@ def _given(latent: Latent) -> list[tuple[str, np.ndarray]]:
         out.append(("W_UQ", latent.wq.values))
     else:
         out.append(("W_Q", latent.wq.values))
+    if latent.wkv_b is None:  # DeepSeek-V4's one key/value head, in the stages' column order
+        order = latent.kv_order
+        taken = latent.wkv_a.values[:, order]
+        return [*out, ("W_DKV", taken), ("w (c_KV)", latent.kv_norm[None, order])]
     return [
         *out,
         ("[W_DKV | W_KR]", latent.wkv_a.values),
         ("w (c_KV)", latent.kv_norm[None, :]),
-        ("[W_UK | W_UV]", latent.wkv_b.values),
+        ("[W_UK | W_UV]", latent.kv_b.values),
     ]
 
 
@@ -764,7 +870,10 @@ def torch_projections(
         "# Multi-head latent attention: weights in the rows layout (c = X @ W).",
         f"W_KVa = t({literal(latent.wkv_a.values)})  # [d_model, r_kv + d_R]",
         f"kv_norm = t({literal(latent.kv_norm)})",
-        f"W_KVb = t({literal(latent.wkv_b.values)})  # [r_kv, H*(d_C + d_v)]",
+    ]
+    if latent.wkv_b is not None:
+        out.append(f"W_KVb = t({literal(latent.kv_b.values)})  # [r_kv, H*(d_C + d_v)]")
+    out += [
         "",
         "",
         "def rms_norm(x, w):",
@@ -785,6 +894,8 @@ def torch_projections(
             "Q_all = X @ W_Qall",
         ]
     nope, d_v = latent.nope, latent.d_v
+    if latent.shared:
+        return out + _torch_shared(p, latent)
     out += [
         f"H_, d_C, d_R, d_vh = {p.heads}, {nope}, {rope}, {d_v}",
         f"C_KV = rms_norm(X @ W_KVa[:, :{rank}], kv_norm)  # [n, r_kv]: what a cache keeps",
@@ -798,6 +909,21 @@ def torch_projections(
         "V = KV[..., d_C:].reshape(len(tokens), -1)",
     ]
     return out
+
+
+def _torch_shared(p: Any, latent: Latent) -> list[str]:
+    """DeepSeek-V4's one key/value head: K = V = C_KV for every head (rotary columns first)."""
+    nope, rope = latent.nope, latent.rope
+    return [
+        f"H_, d_C, d_R = {p.heads}, {nope}, {rope}",
+        "# one key/value head (DeepSeek-V4): W_DKV's last d_R columns (the rotary ones) first",
+        f"order = torch.cat([torch.arange({nope}, {nope + rope}), torch.arange({nope})])",
+        "C_KV = rms_norm(X @ W_KVa[:, order], kv_norm[order])  # [n, d_C + d_R]",
+        "q_heads = Q_all.view(-1, H_, d_C + d_R)",
+        "Q = torch.cat([q_heads[..., d_C:], q_heads[..., :d_C]], -1).reshape(len(tokens), -1)",
+        "K = C_KV.repeat(1, H_)  # K = V = C_KV, the same for every head",
+        "V = K.clone()",
+    ]
 
 
 def torch_compared(
@@ -833,7 +959,7 @@ def torch_compared(
     kv_a = np.hstack([grad("grad_wdkv", (d_model, rank)), grad("grad_wkr", (d_model, latent.rope))])
     out.append(("d[W_DKV | W_KR]", "W_KVa", kv_a))
     out.append(("dw_CKV", "kv_norm", find("grad_kv_a_norm").value[0]))
-    kv_b = np.zeros(latent.wkv_b.values.shape)
+    kv_b = np.zeros(latent.kv_b.values.shape)
     for side, letter, width in ((0, "uk", latent.nope), (1, "uv", latent.d_v)):
         cols = np.concatenate([latent.kv_columns(h)[side] for h in heads])
         kv_b[:, cols] = grad(f"grad_w{letter}", (rank, latent.heads * width))
@@ -883,7 +1009,7 @@ def _train_weights(latent: Latent) -> dict[str, np.ndarray]:
         out["wuq"] = latent.wq.values
     else:
         out["wq"] = latent.wq.values
-    kv_a, kv_b = latent.wkv_a.values, latent.wkv_b.values
+    kv_a, kv_b = latent.wkv_a.values, latent.kv_b.values
     return out | {
         "wdkv": kv_a[:, :rank],
         "wkr": kv_a[:, rank:],
@@ -907,7 +1033,7 @@ def _trained(latent: Latent, weights: dict[str, np.ndarray]) -> Latent:
     """The latents with the matrices of `weights` in place of theirs (plain floats: no
     fractions, as every trained number)."""
     now = {**_train_weights(latent), **weights}
-    kv_b = np.zeros(latent.wkv_b.values.shape)
+    kv_b = np.zeros(latent.kv_b.values.shape)
     kv_b[:, _kv_b_order(latent, 0)] = now["wuk"]
     kv_b[:, _kv_b_order(latent, 1)] = now["wuv"]
     query: dict[str, Any] = {"wq": Matrix(np.array(now.get("wuq", now.get("wq")), dtype=float))}
@@ -981,4 +1107,7 @@ FEATURE = Feature(
     grads=_grads,
     torch_compared=torch_compared,
     learns=LEARNS,
+    # DeepSeek-V4's one key/value head: no gradients, no steps yet
+    no_backward_when=lambda latent: "mla.shared_kv_backward" if latent.shared else "",
+    no_train_when=lambda latent: "mla.shared_kv_train" if latent.shared else "",
 )

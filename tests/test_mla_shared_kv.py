@@ -1,0 +1,151 @@
+"""mla's one key/value head (`"shared_kv": true`, DeepSeek-V4): the query latent as DeepSeek-V3's,
+and one key/value vector per token, C_KV = RMSNorm(X·W_DKV) ⊙ w with W_DKV's last d_R columns
+(the rotary ones) taken first, that is both the key and the value of every head. With q_norm
+(q_b_norm), rope on the d_R columns and vo_rope it is a DeepSeek-V4 sliding layer
+(tests/test_extract_dsv4.py holds it against transformers). Checked here against loops written
+from the weights, in the torch script, and as bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import qkvcalc
+from qkvcalc.render import RenderOptions, render
+from tests.conftest import one_message, run_qkvcalc
+
+RNG = np.random.default_rng(4)
+N, D_MODEL, H, R_Q, NOPE, ROPE = 5, 6, 2, 3, 2, 2
+D = NOPE + ROPE
+EPS = 1e-6
+DOC = {
+    "x": RNG.standard_normal((N, D_MODEL)).tolist(),
+    "heads": H,
+    "mla": {
+        "wq_a": RNG.standard_normal((D_MODEL, R_Q)).tolist(),
+        "q_a_norm": (1 + 0.2 * RNG.standard_normal(R_Q)).tolist(),
+        "wq_b": RNG.standard_normal((R_Q, H * D)).tolist(),
+        "wkv_a": RNG.standard_normal((D_MODEL, D)).tolist(),
+        "kv_a_norm": (1 + 0.2 * RNG.standard_normal(D)).tolist(),
+        "rope_dims": ROPE,
+        "shared_kv": True,
+    },
+    "q_norm": [1.0] * D,
+    "rope": {"theta": 30, "style": "pairs", "dims": ROPE},
+    "vo_rope": True,
+    "sinks": [0.2, -0.1],
+    "mask": "causal",
+    "window": 3,
+    "wo": RNG.standard_normal((H * D, 3)).tolist(),
+}
+
+
+def rms(x, w=None):
+    y = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS)
+    return y if w is None else y * w
+
+
+def turn_last(x, pos):
+    """DeepSeek-V4's turn: the LAST ROPE columns of each row, pairs (2i, 2i + 1)."""
+    out = x.copy()
+    for i in range(x.shape[0]):
+        for k in range(ROPE // 2):
+            phi = pos[i] * 30 ** (-2 * k / ROPE)
+            a, b = x[i, NOPE + 2 * k], x[i, NOPE + 2 * k + 1]
+            out[i, NOPE + 2 * k] = a * math.cos(phi) - b * math.sin(phi)
+            out[i, NOPE + 2 * k + 1] = b * math.cos(phi) + a * math.sin(phi)
+    return out
+
+
+def naive(doc):
+    """DeepSeek-V4's layout, as its module computes it: each head [nope | rope], the last
+    ROPE columns turned, V = the turned KV, the output's rope columns turned back by −i."""
+    m = {k: np.asarray(v, dtype=float) for k, v in doc["mla"].items()}
+    x, wo = np.asarray(doc["x"]), np.asarray(doc["wo"])
+    pos = np.arange(N, dtype=float)
+    c_q = rms(x @ m["wq_a"], m["q_a_norm"])
+    kv = turn_last(rms(x @ m["wkv_a"], m["kv_a_norm"]), pos)
+    heads = []
+    for h in range(H):
+        q = turn_last(rms(c_q @ m["wq_b"][:, h * D : (h + 1) * D]), pos)
+        a = np.zeros((N, N))
+        for i in range(N):
+            seen = [j for j in range(N) if i - doc["window"] < j <= i]
+            s = np.array([q[i] @ kv[j] / math.sqrt(D) for j in seen])
+            top = max(s.max(), doc["sinks"][h])
+            e = np.exp(s - top)
+            a[i, seen] = e / (e.sum() + math.exp(doc["sinks"][h] - top))
+        heads.append(turn_last(a @ kv, -pos))
+    # qkvcalc's W_O rows are in its column order (each head's rotary columns first)
+    joined = np.hstack([np.hstack([o[:, NOPE:], o[:, :NOPE]]) for o in heads])
+    return joined @ wo
+
+
+def test_the_one_key_value_head_equals_loops_written_here():
+    trace = qkvcalc.explain(**DOC)
+    assert np.allclose(trace.output, naive(DOC), atol=1e-12)
+    kv = trace.stage("c_kv_norm").value
+    for h in (1, 2):
+        assert np.array_equal(trace.stage("k", h).value, kv)
+        assert np.array_equal(trace.stage("v", h).value, kv)
+        assert np.array_equal(trace.stage("v_rot", h).value, trace.stage("k_rot", h).value)
+    # c_KV's columns: W_DKV's last d_R first
+    wkv = np.asarray(DOC["mla"]["wkv_a"])
+    x = np.asarray(DOC["x"])
+    assert np.allclose(trace.stage("c_kv").value, x @ np.hstack([wkv[:, NOPE:], wkv[:, :NOPE]]))
+
+
+def test_every_format_says_k_equals_v_in_both_languages():
+    trace = qkvcalc.explain(**DOC)
+    for lang, said in (("en", "Value: the same vector as the key"), ("ko", "Key와 같은 벡터")):
+        text = render(trace, "table", RenderOptions(width=100, color=False, lang=lang))
+        assert said in text
+    echo = json.loads(render(trace, "json", RenderOptions()))["input"]["mla"]
+    assert echo["shared_kv"] is True and "wkv_b" not in echo
+
+
+def test_the_torch_script_computes_the_layer(tmp_path):
+    pytest.importorskip("torch")
+    from tests.inprocess import run_script
+
+    text = render(qkvcalc.explain(**DOC), "torch", RenderOptions(width=100))
+    assert "K = C_KV.repeat(1, H_)" in text
+    path = tmp_path / "check.py"
+    path.write_text(text, encoding="utf-8")
+    result = run_script(str(path))
+    assert result["returncode"] == 0, result["stderr"]
+
+
+@pytest.mark.parametrize(
+    ("change", "fragments", "extra"),
+    [
+        ({"shared_kv": 1}, ("mla.shared_kv must be true",), ()),
+        ({"wkv_b": [[1.0] * 8] * 4}, ("mla.wkv_b cannot be given with mla.shared_kv",), ()),
+        ({"wkv_a": [[1.0] * 3] * D_MODEL}, ("mla.wkv_a has 3 columns", "= 4 columns"), ()),
+        ({"kv_a_norm": [1.0] * 3}, ("mla.kv_a_norm has 3 numbers",), ()),
+        ({}, ("not computed step by step",), ("--decode", "2")),
+        ({}, ("no gradients yet",), ("--backward",)),
+    ],
+)
+def test_bad_input_is_one_message(tmp_path, change, fragments, extra):
+    doc = DOC | {"mla": DOC["mla"] | change}
+    if "--backward" in extra:
+        doc["target"] = np.zeros((N, 3)).tolist()
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    one_message(run_qkvcalc("explain", str(path), *extra), *fragments)
+
+
+def test_k_norm_is_still_refused_beside_mla(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(DOC | {"k_norm": [1.0] * D}), encoding="utf-8")
+    one_message(run_qkvcalc("explain", str(path)), "k_norm cannot be given with mla")
+
+
+def test_train_refuses_the_one_key_value_head(tmp_path):
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps(DOC | {"target": np.zeros((N, 3)).tolist()}), encoding="utf-8")
+    one_message(run_qkvcalc("train", str(path)), "does not step mla with shared_kv")
