@@ -169,6 +169,9 @@ class Feature(NamedTuple):
     # given its value: the catalog key that refuses --backward for it ("" to go on): a layer
     # whose own pieces have no gradients yet, when it has them
     no_backward_when: Callable[[Any], str] | None = None
+    # given its value: the catalog key that refuses `train` for it ("" to train): a layer whose
+    # own learned numbers train does not move yet, when it has them
+    no_train_when: Callable[[Any], str] | None = None
     no_dtype: str = ""  # the catalog key that refuses --dtype (its ops have no rounding rules)
     # --dtype: the catalog keys of the summary that says how each policy computes it, in place
     # of the softmax attention's (a layer that is not softmax attention): (policy, key) pairs,

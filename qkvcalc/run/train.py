@@ -304,6 +304,10 @@ def _check(p: Problem, steps: int, frozen: Sequence[str]) -> tuple[str, ...]:
     for feature, _ in features.active(p):  # one whose own numbers train cannot move yet
         if feature.no_train:
             raise QkvcalcError(feature.no_train)
+    for feature, value in features.active(p):
+        refused = feature.no_train_when(value) if feature.no_train_when else ""
+        if refused:
+            raise QkvcalcError(refused)
     if p.loss is None or p.loss.kind not in ("attend", "target"):  # dL/dO alone has no L
         raise QkvcalcError("train.loss", given=p.loss.kind if p.loss else Msg("train.loss_none"))
     stand = features.projecting(p)  # one that stands in for W_Q, W_K, W_V says what train steps
