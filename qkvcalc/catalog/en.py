@@ -4064,12 +4064,6 @@ MESSAGES: dict[str, str] = {
     "are not computed together: leave out one of them.",
     "sub_norm.with_differential": "The norm over the joined heads (sub_norm) and differential "
     "attention are not computed together: leave out one of them.",
-    "sub_norm.decode": "The norm over the joined heads (sub_norm) is not computed step by step "
-    "with a KV cache: leave out --decode (the whole run shows it).",
-    "sub_norm.tiles": "The norm over the joined heads (sub_norm) is not computed with --tiles: "
-    "leave out --tiles (the whole run shows it).",
-    "sub_norm.train": "train does not learn the weight of the norm over the joined heads "
-    "(sub_norm) yet: leave out sub_norm to train, or see its gradient with explain --backward.",
     "precision.sub_rms_eager": "As BitNetRMSNorm computes it: the heads' outputs side by side in "
     "float32, mean(x²) and √(mean + ε) in float32 (the norm multiplies by its reciprocal). Its "
     "numbers and units in the last place are float32's; the outputs were {dtype}'s.",

@@ -3969,12 +3969,6 @@ MESSAGES: dict[str, str] = {
     "계산하지 않습니다: 둘 중 하나를 빼세요.",
     "sub_norm.with_differential": "이어 붙인 헤드들에 걸친 정규화(sub_norm)와 차분 어텐션은 함께 "
     "계산하지 않습니다: 둘 중 하나를 빼세요.",
-    "sub_norm.decode": "이어 붙인 헤드들에 걸친 정규화(sub_norm)는 KV 캐시로 한 단계씩 계산하지 "
-    "않습니다: --decode를 빼세요(전체 실행에서 보입니다).",
-    "sub_norm.tiles": "이어 붙인 헤드들에 걸친 정규화(sub_norm)는 --tiles로 계산하지 않습니다: "
-    "--tiles를 빼세요(전체 실행에서 보입니다).",
-    "sub_norm.train": "train은 아직 이어 붙인 헤드들에 걸친 정규화(sub_norm)의 가중치를 학습하지 "
-    "않습니다: 학습하려면 sub_norm을 빼거나, 그 기울기는 explain --backward로 보세요.",
     "precision.sub_rms_eager": "BitNetRMSNorm처럼: 헤드 출력을 나란히 놓고 float32로 mean(x²)와 "
     "√(mean + ε)를 계산합니다(정규화는 그 역수를 곱합니다). 이 단계의 수와 마지막 자리 단위는 "
     "float32의 것이고, 출력은 {dtype} 값이었습니다.",

@@ -125,6 +125,7 @@ DISPLAY = {
     # a linear layer's own weights after its core (lightning's norm and gate, Gated DeltaNet's)
     "norm": "w_norm",
     "wz": "W_z",
+    "wsub": "w_sub",  # the norm's weight over the joined heads (BitNet's)
     "grad_output": "grad_output (dL/dO)",
     "target": "target T",
 }
