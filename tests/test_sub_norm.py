@@ -301,6 +301,21 @@ def test_decode_and_tiles_in_every_format_and_both_languages():
                 assert "out_N" in text, (options, fmt, lang)
 
 
+@pytest.mark.parametrize("options", [{"decode": 1}, {"tiles": 2}])
+def test_the_torch_script_checks_decode_and_tiles_with_the_norm(tmp_path, options):
+    """--format torch of a decode run checks its own KV-cache loop, the norm applied to the
+    stacked rows before W_O; of a tiled run, every stage against the plan in torch."""
+    from tests.inprocess import run_script
+
+    path = tmp_path / "check.py"
+    text = render(qkvcalc.explain(**DOC, **options), "torch", RenderOptions(width=100))
+    assert "KV-cache decoding" in text or "decode" not in options
+    path.write_text(text, encoding="utf-8")
+    result = run_script(str(path))
+    assert result["returncode"] == 0, result["stderr"]
+    assert "OK: PyTorch agrees" in result["stdout"] and "MISMATCH" not in result["stdout"]
+
+
 def _sgd_torch(doc: dict, steps: int, lr: float, frozen=()) -> tuple[dict, list[float]]:
     """`steps` updates p ← p − η·∂L/∂p of W_Q, W_K, W_V, W_O and the norm's weight, autograd's
     gradients of ½·Σ(out − T)² through BitNet's attention (float64)."""
