@@ -1051,8 +1051,8 @@ MESSAGES: dict[str, str] = {
     "kimi_delta.tiles": "A Kimi Delta Attention layer (kimi_delta) has no softmax to compute in "
     "tiles: leave out --tiles.",
     "kimi_delta.train": "train learns through a Kimi Delta Attention layer's core (kimi_delta "
-    "with g and beta given), not yet through the whole layer's own pieces (conv; wf_a, wf_b, "
-    "a_log, dt_bias, wb; wg_a, wg_b and norm): leave them out to train.",
+    "with g and beta given), not yet through the whole layer's own pieces (conv; wf_a and wf_b "
+    "or wf, a_log, dt_bias, wb; wg_a and wg_b or wz, and norm): leave them out to train.",
     # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
     # are gdn_layer.py's)
     "ui.variant.kda_gates": "each channel's g and β made from X (W_fa, W_fb, A_log, dt_bias, W_b)",

@@ -1030,8 +1030,8 @@ MESSAGES: dict[str, str] = {
     "kimi_delta.tiles": "Kimi Delta Attention 층(kimi_delta)에는 타일로 나눠 계산할 "
     "소프트맥스가 없습니다: --tiles를 빼세요.",
     "kimi_delta.train": "train은 Kimi Delta Attention 층의 핵심(g와 beta를 준 kimi_delta)을 "
-    "거쳐 학습하지만, 층 전체의 부품(conv; wf_a, wf_b, a_log, dt_bias, wb; wg_a, wg_b와 norm)은 "
-    "아직 거치지 않습니다: 학습하려면 그 키들을 빼세요.",
+    "거쳐 학습하지만, 층 전체의 부품(conv; wf_a와 wf_b 또는 wf, a_log, dt_bias, wb; wg_a와 "
+    "wg_b 또는 wz, 그리고 norm)은 아직 거치지 않습니다: 학습하려면 그 키들을 빼세요.",
     # the layer around the core (qkvcalc/ops/kda_layer.py; the convolution and the gated norm
     # are gdn_layer.py's)
     "ui.variant.kda_gates": "X로 만든 채널마다의 g와 β(W_fa, W_fb, A_log, dt_bias, W_b)",

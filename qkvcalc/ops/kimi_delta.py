@@ -742,9 +742,9 @@ def _elements(value: KimiDelta, n: int, m: int, d_k: int) -> int:
 
 def _whole(value: KimiDelta) -> bool:
     """The whole layer's pieces around the core (the convolution, g and β made from X, the
-    gated norm): --backward goes through them (kda_layer's and gdn_layer's ops), train not
-    yet."""
-    return value.conv is not None or value.wf_a is not None or value.wg_a is not None
+    gated norm), in Kimi Linear's form or Ling 3.0's (wf, wz): --backward goes through them
+    (kda_layer's and gdn_layer's ops), train not yet."""
+    return value.conv is not None or value.made or value.norm is not None
 
 
 def _joins(value: Any) -> bool:
