@@ -467,18 +467,85 @@ def test_the_lightning_state_is_the_dtypes_under_eager_and_says_so() -> None:
     assert all("kept in bfloat16" in " ".join(n.text() for n in s.notes) for s in states)
 
 
+def ling_problem(seed: int, bounded: bool = True) -> dict[str, Any]:
+    """Ling 3.0's Kimi Delta Attention layer: kda_problem's with the decay's and the output
+    gate's projections in one (wf, wz) and, `bounded`, the bounded decay (lower_bound)."""
+    doc = kda_problem(seed)
+    own = doc["kimi_delta"]
+    own["wf"] = (np.asarray(own.pop("wf_a")) @ np.asarray(own.pop("wf_b"))).tolist()
+    own["wz"] = (np.asarray(own.pop("wg_a")) @ np.asarray(own.pop("wg_b"))).tolist()
+    if bounded:
+        own["lower_bound"] = -3.0
+    return doc
+
+
+def _ling_stage(stage: Any, dt: Any, naive: bool) -> Any:
+    """A stage of Ling 3.0's layer by transformers' own code from its operands: its
+    causal_conv1d_fn with the taps in float32 and its BailingHybridForgetGate with A_log and
+    dt_bias in float32 (f_proj the identity, so that it reads F); naive, every tensor in the
+    dtype (the taps and the parameters too) and its lines written out."""
+    from transformers import BailingHybridConfig
+    from transformers.models.bailing_hybrid import modeling_bailing_hybrid as m
+
+    kept = dt if naive else torch.float32
+    if stage.op == "conv_silu" and not naive:  # naive: SiLU by hand, as for Kimi Linear's
+        x, kernel = _t(stage.operands[0], dt), _t(stage.operands[1], kept)
+        return m.causal_conv1d_fn(x.T.unsqueeze(0), kernel.T, None, "silu")[0].T
+    if stage.op == "kda_gates":
+        f, b, dt_bias = stage.operands
+        bound = stage.params.get("lower_bound")
+        config = BailingHybridConfig(
+            hidden_size=f.shape[1], linear_num_heads=1, head_dim=f.shape[1],
+            kda_safe_gate=bound is not None, kda_lower_bound=bound or -5.0,
+        )  # fmt: skip
+        gate = m.BailingHybridForgetGate(config).to(dt)
+        with torch.no_grad():
+            gate.f_proj.weight.copy_(torch.eye(f.shape[1]))
+            gate.A_log.data = _t(np.array([stage.params["a_log"]]), kept)
+            gate.dt_bias.data = _t(dt_bias[0], kept)
+            g = gate(_t(f, dt)[None])[0, :, 0]
+            if naive:  # the lines in the dtype: g = b·σ(e^(A_log)·(F + dt_bias)), or −e^(A_log)·…
+                rate, shifted = gate.A_log.exp(), _t(f, dt) + gate.dt_bias
+                g = bound * torch.sigmoid(rate * shifted) if bound else -rate * F.softplus(shifted)
+        assert g.dtype == dt
+        return torch.cat([g, torch.sigmoid(_t(b, dt))], dim=1)
+    return _kda_stage(stage, dt, naive)
+
+
+@pytest.mark.parametrize("bounded", [True, False])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("policy", ["eager", "naive"])
+def test_each_ling_stage_is_transformers_in_that_dtype(dtype: str, policy: str, bounded) -> None:
+    """Ling 3.0's layer (wf) rounds as its own model: conv1d, A_log and dt_bias in float32, the
+    convolution and SiLU in float32 then the dtype, g made in float32 and cast to the dtype —
+    each stage transformers' own functions on its operands, within one unit in the last place
+    (the convolution and the gates bit for bit in almost every cell)."""
+    dt = DTYPES[dtype]
+    same = total = 0
+    for seed in range(6):
+        trace = qkvcalc.explain(**ling_problem(seed, bounded), dtype=dtype, policy=policy)
+        taps = trace.stage("q_conv", 1).operands[1]
+        floats = taps.astype(np.float32).astype(np.float64)
+        assert np.array_equal(taps, floats if policy == "eager" else _t(taps, dt).double().numpy())
+        seen, s, t = _check(trace, _ling_stage, dt, policy == "naive")
+        same, total = same + s, total + t
+        assert {"conv_silu", "kda_gates", "kda_step", "kda_read"} <= seen
+    assert same >= 0.99 * total, (same, total)
+
+
 @pytest.mark.parametrize("lang", ["en", "ko"])
-def test_a_bounded_decay_under_a_dtype_is_one_message(lang: str) -> None:
-    """Ling 3.0's bounded decay (lower_bound): its model keeps conv1d, A_log and dt_bias in
-    float32 in a low-precision checkpoint, which the rules here do not follow, so --dtype
-    refuses it in one message rather than round it as Kimi Linear's."""
+def test_a_bounded_decay_under_a_dtype_without_lings_projection_is_one_message(lang: str) -> None:
+    """--dtype rounds a bounded decay as Ling 3.0's model does, the layer with the decay's
+    projection in one (wf); with the low-rank wf_a and wf_b no model qkvcalc reads makes a
+    bounded decay, so there is no rounding to follow: one message says so."""
     from qkvcalc.errors import QkvcalcError
 
     doc = kda_problem(0)
     doc["kimi_delta"]["lower_bound"] = -3.0
     qkvcalc.explain(**doc)  # the plain run is fine
+    qkvcalc.explain(**ling_problem(0), dtype="bfloat16")  # and Ling's own form in the dtype
     with pytest.raises(QkvcalcError) as caught:
         qkvcalc.explain(**doc, dtype="bfloat16")
     said = caught.value.message(lang)
     assert caught.value.msg.key == "precision.kda_bounded", said
-    assert "lower_bound" in said and "--dtype" in said and "float32" in said
+    assert "lower_bound" in said and "wf" in said and "wf_a" in said and "Ling 3.0" in said

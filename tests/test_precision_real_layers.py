@@ -121,3 +121,79 @@ def test_a_real_sparse_attention_layer_in_bfloat16_is_reproduced(
         kept[i, [j for j in row if j <= i]] = 1  # a masked key it returned stays masked
     np.testing.assert_array_equal(trace.stage("index_topk").value, kept)
     assert _ulps(trace.output, seen["out"].double().numpy(), torch.bfloat16).max() == 0
+
+
+def _ling(name: str, dtype: Any, folder: Any) -> Any:
+    """Ling 3.0 (bailing_hybrid) saved in float32 and loaded in `dtype` as transformers loads
+    it: conv1d, A_log and dt_bias stay float32 (_keep_in_fp32_modules_strict), with numbers the
+    dtype cannot hold; everything else in the dtype. Saved again in the dtype (those three
+    still float32), the folder extract reads."""
+    import transformers
+
+    from tests.test_extract_bailing import build
+
+    build(name).to(torch.float32).save_pretrained(folder / "f32")
+    kw = {"attn_implementation": "eager", "experts_implementation": "eager"}
+    model = transformers.BailingHybridForCausalLM.from_pretrained(folder / "f32", dtype=dtype, **kw)
+    model.save_pretrained(folder / "low")
+    return transformers.BailingHybridForCausalLM.from_pretrained(folder / "low", dtype="auto", **kw)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name", ["bailing", "bailing-wide"])
+def test_a_real_ling_layer_in_its_dtype_is_reproduced(name: str, dtype: str, tmp_path) -> None:
+    """Ling 3.0's Kimi Delta Attention layers, the bounded decay (bailing) and the unbounded
+    one with three taps (bailing-wide), as transformers runs them in the dtype: qkvcalc rounds
+    as Ling does (conv1d, A_log, dt_bias in float32, g cast to the dtype). Each head's g is the
+    module's forget gate, bit for bit; in bfloat16 the layer's output is too, every cell. In
+    float16 the module's chunked core and qkvcalc's recurrent one (both in float32) round
+    apart in a few cells, as Kimi Linear's do: the output is no farther from the module's than
+    a few units in the last place (measured: at most 4, in about 5% of the cells)."""
+    from tests.test_extract_bailing import PATH
+
+    dt = getattr(torch, dtype)
+    model = _ling(name, dt, tmp_path)
+    layers = [i for i in range(3) if type(at(model, PATH, i)).__name__.endswith("DeltaAttention")]
+    assert len(layers) == 2
+    seen: dict = {}
+    for layer in layers:
+        module = at(model, PATH, layer)
+        assert module.conv1d.weight.dtype == torch.float32 and module.q_proj.weight.dtype == dt
+        seen.clear()
+
+        def hook(module: Any, args: Any, kwargs: Any, out: Any) -> None:
+            x = args[0] if args else kwargs["hidden_states"]
+            seen.update(x=x[0], out=(out[0] if isinstance(out, tuple) else out)[0])
+
+        handles = [
+            module.register_forward_hook(hook, with_kwargs=True),
+            module.forget_gate.register_forward_hook(lambda m, a, out: seen.update(g=out[0])),
+        ]
+        try:
+            with torch.no_grad():
+                model(input_ids=torch.tensor([ids()]))
+        finally:
+            for handle in handles:
+                handle.remove()
+        # extract --dtype bfloat16 of the float32 checkpoint; float16 (no extract --dtype of its
+        # own) from the checkpoint saved in float16, in its own dtype
+        source, asked = ("f32", dtype) if dtype == "bfloat16" else ("low", "auto")
+        problem = qkvcalc.extract(str(tmp_path / source), layer=layer, input_ids=ids(), dtype=asked)
+        taps = np.asarray(problem["kimi_delta"]["conv"], dtype=float)
+        assert not np.array_equal(taps, taps.astype(np.float32).astype(dt_np(dtype)))  # float32's
+        assert np.array_equal(np.asarray(problem["x"], dtype=float), seen["x"].double().numpy())
+        trace = qkvcalc.explain(**problem, dtype=dtype)
+        g = seen["g"].double().numpy()  # [n, H, d]
+        for h in range(1, problem["heads"] + 1):
+            np.testing.assert_array_equal(trace.stage("gates", h).value[:, :-1], g[:, h - 1])
+        ulps = _ulps(trace.output, seen["out"].double().numpy(), dt)
+        if dtype == "bfloat16":
+            assert ulps.max() == 0, ((ulps == 0).mean(), ulps.max())
+        else:
+            assert ulps.max() <= 8 and (ulps == 0).mean() >= 0.9, ((ulps == 0).mean(), ulps.max())
+
+
+def dt_np(dtype: str) -> Any:
+    import ml_dtypes
+
+    return {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}[dtype]

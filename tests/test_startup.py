@@ -238,6 +238,22 @@ def test_a_forward_run_loads_the_core_ops_it_runs_and_not_the_backward_or_the_ca
     assert "qkvcalc.ops.tiles" in loaded_by(["explain", "--preset", "tiles"])
 
 
+def test_a_backward_through_a_borrowed_norm_loads_only_the_modules_it_imports(tmp_path):
+    """BitNet's norm over the joined heads (sub_norm) reuses lightning's ops, its backward's too
+    (rms_share, rms_back, norm_weight_grad): the op table finds them among the modules already
+    imported, so --backward loads what its forward loads and no other feature module."""
+    from tests.test_sub_norm import DOC
+
+    path = tmp_path / "normed.json"
+    path.write_text(json.dumps(DOC | {"target": [[0, 0]] * len(DOC["x"])}), encoding="utf-8")
+    forward = loaded_by(["explain", str(path), "--format", "json"])
+    backward = loaded_by(["explain", str(path), "--backward", "--format", "json"])
+    ops = {m for m in backward if m.startswith("qkvcalc.ops.")}
+    assert {"qkvcalc.ops.sub_norm", "qkvcalc.ops.lightning"} <= ops
+    assert not {"qkvcalc.ops.mla", "qkvcalc.ops.rope", "qkvcalc.ops.indexer"} & ops
+    assert ops - {m for m in forward if m.startswith("qkvcalc.ops.")} <= REST_OF_CORE
+
+
 def test_the_registry_table_names_each_feature_as_its_module_declares_it():
     """features.TABLE (the name, module and keys it imports a module by) agrees with each
     module's own Feature, in the table's order; every key is in the fields table; and no op

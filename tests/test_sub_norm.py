@@ -230,8 +230,7 @@ def test_the_quiz_names_the_norm_taken_per_head():
         ({"sub_norm_eps": 0}, ("sub_norm_eps must be a number greater than 0",)),
         ({"sub_norm": None, "sub_norm_eps": 0.1}, ("without sub_norm",)),
         ({"wg": np.ones((D_MODEL, H * D_V)).tolist()}, ("output gate (wg)",)),
-        ({"decode": 1}, ("not computed step by step",)),
-        ({"tiles": 2}, ("--tiles",)),
+        ({"differential": {"lambda": 0.5, "lambda_init": 0.2}}, ("differential attention",)),
     ],
 )
 def test_bad_norm_input_is_one_message(tmp_path, change, fragments):
@@ -241,7 +240,152 @@ def test_bad_norm_input_is_one_message(tmp_path, change, fragments):
     one_message(run_qkvcalc("explain", str(path)), *fragments)
 
 
-def test_train_refuses_a_norm_it_cannot_learn(tmp_path):
+# ---- the schedules: tiles, decode, train --------------------------------------------------------
+
+
+@pytest.mark.parametrize("tiles", [1, 2, 3])
+def test_tiles_equal_the_whole_run_and_so_do_their_gradients(tiles):
+    """--tiles: each head's online softmax, then the same norm over the joined heads; the output
+    and every gradient (FlashAttention-2's per head, the walk back through the norm before it)
+    equal the untiled run's to 1e-12."""
+    target = RNG.standard_normal((N, 2)).tolist()
+    whole = qkvcalc.explain(**DOC, target=target, backward=True)
+    tiled = qkvcalc.explain(**DOC, target=target, backward=True, tiles=tiles)
+    assert any(s.block for s in tiled.stages) and not any(s.block for s in whole.stages)
+    assert np.allclose(tiled.output, whole.output, rtol=0, atol=1e-12)
+    for sid in ("sub_rms", "grad_sub_norm", "grad_wq", "grad_wk", "grad_wv", "grad_wo", "grad_x"):
+        assert np.allclose(tiled.stage(sid).value, whole.stage(sid).value, rtol=0, atol=1e-12), sid
+    for h in (1, 2):
+        got, want = tiled.stage("sub_normed", h).value, whole.stage("sub_normed", h).value
+        assert np.allclose(got, want, rtol=0, atol=1e-12)
+    out, leaves = _torch_layer(DOC)  # and autograd's, as untiled
+    (0.5 * ((out - torch.tensor(target)) ** 2).sum()).backward()
+    got = tiled.stage("grad_sub_norm").value[0]
+    assert np.allclose(got, leaves["sub_norm"].grad.numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize("prefill", [0, 1, 3])
+def test_decode_steps_equal_the_whole_run_and_the_norm_follows_the_stacked_rows(prefill):
+    """--decode P: each step's output rows (each head's) equal the whole run's rows to 1e-12;
+    the norm over the joined heads then runs once over the stacked rows, as the concat and W_O
+    do, and equals the whole run's (and the naive loop's output)."""
+    whole = qkvcalc.explain(**DOC)
+    decoded = qkvcalc.explain(**DOC, decode=prefill)
+    for h in (1, 2):
+        start = 0
+        outputs = [s for s in decoded.stages if s.id == "output" and s.head == h]
+        steps = sorted({s.step for s in outputs} - {None})
+        for step in steps:
+            rows = decoded.stage("output", h, step=step).value
+            want = whole.stage("output", h).value[start : start + len(rows)]
+            assert np.allclose(rows, want, rtol=0, atol=1e-12), (h, step)
+            start += len(rows)
+        assert start == N
+        got, want = decoded.stage("sub_normed", h).value, whole.stage("sub_normed", h).value
+        assert np.allclose(got, want, rtol=0, atol=1e-12)
+    assert np.allclose(decoded.output, naive(DOC), rtol=0, atol=1e-12)
+    one = {k: v for k, v in DOC.items() if k != "wo"}
+    one |= {"heads": 1, "sub_norm": DOC["sub_norm"][:3]}
+    one |= {k: np.asarray(DOC[k])[:, : 3 if k == "wv" else 2].tolist() for k in ("wq", "wk", "wv")}
+    assert np.allclose(
+        qkvcalc.explain(**one, decode=prefill).output, qkvcalc.explain(**one).output, atol=1e-12
+    )
+
+
+def test_decode_and_tiles_in_every_format_and_both_languages():
+    for options in ({"decode": 1}, {"tiles": 2}):
+        trace = qkvcalc.explain(**DOC, **options)
+        for fmt in ("table", "markdown", "json"):
+            for lang in ("en", "ko"):
+                text = render(trace, fmt, RenderOptions(width=100, color=False, lang=lang))
+                assert "out_N" in text, (options, fmt, lang)
+
+
+@pytest.mark.parametrize("options", [{"decode": 1}, {"tiles": 2}])
+def test_the_torch_script_checks_decode_and_tiles_with_the_norm(tmp_path, options):
+    """--format torch of a decode run checks its own KV-cache loop, the norm applied to the
+    stacked rows before W_O; of a tiled run, every stage against the plan in torch."""
+    from tests.inprocess import run_script
+
+    path = tmp_path / "check.py"
+    text = render(qkvcalc.explain(**DOC, **options), "torch", RenderOptions(width=100))
+    assert "KV-cache decoding" in text or "decode" not in options
+    path.write_text(text, encoding="utf-8")
+    result = run_script(str(path))
+    assert result["returncode"] == 0, result["stderr"]
+    assert "OK: PyTorch agrees" in result["stdout"] and "MISMATCH" not in result["stdout"]
+
+
+def _sgd_torch(doc: dict, steps: int, lr: float, frozen=()) -> tuple[dict, list[float]]:
+    """`steps` updates p ← p − η·∂L/∂p of W_Q, W_K, W_V, W_O and the norm's weight, autograd's
+    gradients of ½·Σ(out − T)² through BitNet's attention (float64)."""
+    leaves = {
+        k: torch.tensor(doc[k], dtype=torch.float64, requires_grad=True)
+        for k in ("wq", "wk", "wv", "wo", "sub_norm")
+    }
+    x, target = (torch.tensor(doc[k], dtype=torch.float64) for k in ("x", "target"))
+    n, heads = x.shape[0], doc["heads"]
+
+    def heads_of(w):
+        return (x @ w).view(n, heads, -1).transpose(0, 1).unsqueeze(0)
+
+    losses = []
+    for step in range(steps + 1):
+        for leaf in leaves.values():
+            leaf.grad = None
+        q, k, v = (heads_of(leaves[w]) for w in ("wq", "wk", "wv"))
+        joined = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        joined = joined[0].transpose(0, 1).reshape(n, -1)
+        normed = leaves["sub_norm"] * (
+            joined * torch.rsqrt(joined.pow(2).mean(-1, keepdim=True) + EPS)
+        )
+        loss = 0.5 * ((normed @ leaves["wo"] - target) ** 2).sum()
+        losses.append(float(loss.detach()))
+        if step == steps:
+            break
+        loss.backward()
+        with torch.no_grad():
+            for key, leaf in leaves.items():
+                if key not in frozen:
+                    leaf -= lr * leaf.grad
+    return {k: t.detach().numpy() for k, t in leaves.items()}, losses
+
+
+def _trained(p: Problem) -> dict[str, np.ndarray]:
+    out = {k: getattr(p, k).values for k in ("wq", "wk", "wv", "wo")}
+    return out | {"sub_norm": p.variants.features["sub_norm"].weight}
+
+
+@pytest.mark.parametrize("freeze", [None, "w_sub", "sub_norm", "wq,wsub"])
+def test_train_steps_the_norm_weight_as_sgd_with_autograd(freeze):
+    """train steps the norm's weight (w_sub) beside W_Q, W_K, W_V and W_O by W ← W − η·∂L/∂W:
+    the same weights as plain SGD with autograd in float64 to 1e-10, the same losses; --freeze
+    w_sub (or the input's key sub_norm) leaves it as given."""
+    from qkvcalc.run.train import train
+
+    doc = DOC | {"target": (0.5 * RNG.standard_normal((N, 2))).tolist()}
+    steps, lr = 5, 0.05
+    training = train(Problem.from_mapping(doc), steps=steps, lr=lr, freeze=freeze)
+    frozen = {"w_sub": ("sub_norm",), "sub_norm": ("sub_norm",)}.get(freeze or "", ())
+    frozen = ("wq", "sub_norm") if freeze == "wq,wsub" else frozen
+    want, losses = _sgd_torch(doc, steps, lr, frozen)
+    got, start = _trained(training.problem), _trained(Problem.from_mapping(doc))
+    for key, w in want.items():
+        assert np.max(np.abs(got[key] - w)) < 1e-10 * max(1.0, float(np.max(np.abs(w)))), key
+    assert np.allclose(training.losses, losses, rtol=1e-10, atol=0)
+    assert losses[-1] < losses[0]
+    moved = not np.array_equal(got["sub_norm"], start["sub_norm"])
+    assert moved == ("sub_norm" not in frozen)
+    assert ("wsub" in training.learned) == moved
+
+
+def test_train_in_every_format_names_the_norm_weight(tmp_path):
     path = tmp_path / "normed.json"
     path.write_text(json.dumps(DOC | {"target": np.zeros((N, 2)).tolist()}), encoding="utf-8")
-    one_message(run_qkvcalc("train", str(path)), "does not learn the weight of the norm")
+    for lang in ("en", "ko"):
+        result = run_qkvcalc("train", str(path), "--steps", "2", "--lang", lang)
+        assert result.returncode == 0, result.stderr
+        assert "w_sub" in result.stdout
+    result = run_qkvcalc("train", str(path), "--steps", "2", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert "wsub" in result.stdout or "w_sub" in result.stdout

@@ -1122,10 +1122,10 @@ MESSAGES: dict[str, str] = {
     "either in one ({whole}) or as its two low-rank factors ({parts}), not both.",
     "kimi_delta.lower_bound": "kimi_delta's lower_bound (the bounded decay's b in g = "
     "b·σ(e^(A_log)·(F + dt_bias))) must be a number below 0, not {value}.",
-    "precision.kda_bounded": "--dtype does not round a Kimi Delta Attention layer with a "
-    "bounded decay (lower_bound, Ling 3.0's) yet: that model keeps its conv1d, A_log and dt_bias "
-    "in float32 in a low-precision checkpoint, which the lab's rules for this layer do not "
-    "follow. Leave out --dtype.",
+    "precision.kda_bounded": "--dtype rounds a bounded decay (lower_bound) as Ling 3.0's model "
+    "computes it, whose forget gate has its projection in one (wf); with wf_a and wf_b no model "
+    "qkvcalc reads makes a bounded decay, so there is no model's rounding to follow. Give the "
+    "projection in one (wf), or leave out --dtype.",
     "kimi_delta.needs_x": "kimi_delta's {field} multiplies X: give x and the weights (not q, k "
     "and v directly).",
     "kimi_delta.conv": "kimi_delta's conv is {shape}, but it needs one row per tap and one "
@@ -1751,6 +1751,21 @@ MESSAGES: dict[str, str] = {
     "numbers and units in the last place are float32's.",
     "precision.kda_gates_naive": "Written with tensors in {dtype}: F + dt_bias, e^(A_log), the "
     "softplus and the product each rounded to {dtype}, and β = σ(b) rounded to {dtype}.",
+    "precision.kda_gates_float32": "g as Ling 3.0's forget gate makes it: A_log and dt_bias kept "
+    "in float32 (its checkpoint keeps them so in any dtype), F.float() + dt_bias, e^(A_log), the "
+    "softplus and the product each in float32, then g cast to {dtype}; β = σ(b) rounded to "
+    "{dtype}.",
+    "precision.kda_bounded_float32": "g as Ling 3.0's forget gate makes it: A_log and dt_bias "
+    "kept in float32 (its checkpoint keeps them so in any dtype), F.float() + dt_bias, e^(A_log), "
+    "the product, σ and b times it each in float32, then g cast to {dtype}; β = σ(b) rounded to "
+    "{dtype}.",
+    "precision.kda_bounded_naive": "Written with tensors in {dtype}: A_log and dt_bias rounded to "
+    "{dtype}, F + dt_bias, e^(A_log), the product, σ and b times it each rounded to {dtype}, and "
+    "β = σ(b) rounded to {dtype}.",
+    "precision.conv_float32": "As Ling 3.0's causal_conv1d_fn computes it with conv1d kept in "
+    "float32 (its checkpoint keeps it so in any dtype): the {dtype} inputs taken to float32, each "
+    "output's taps multiplied and summed in float32, SiLU in float32, then rounded to {dtype} "
+    "once.",
     "precision.gated_norm_eager": "As Qwen3NextRMSNormGated computes it: the row in float32, "
     "mean(x²), 1/√(mean + ε) and x times it in float32, cast to {dtype}; then the weight (in "
     "{dtype}) times that, rounded to {dtype}.",
@@ -4129,12 +4144,6 @@ MESSAGES: dict[str, str] = {
     "are not computed together: leave out one of them.",
     "sub_norm.with_differential": "The norm over the joined heads (sub_norm) and differential "
     "attention are not computed together: leave out one of them.",
-    "sub_norm.decode": "The norm over the joined heads (sub_norm) is not computed step by step "
-    "with a KV cache: leave out --decode (the whole run shows it).",
-    "sub_norm.tiles": "The norm over the joined heads (sub_norm) is not computed with --tiles: "
-    "leave out --tiles (the whole run shows it).",
-    "sub_norm.train": "train does not learn the weight of the norm over the joined heads "
-    "(sub_norm) yet: leave out sub_norm to train, or see its gradient with explain --backward.",
     "precision.sub_rms_eager": "As BitNetRMSNorm computes it: the heads' outputs side by side in "
     "float32, mean(x²) and √(mean + ε) in float32 (the norm multiplies by its reciprocal). Its "
     "numbers and units in the last place are float32's; the outputs were {dtype}'s.",

@@ -1099,10 +1099,10 @@ MESSAGES: dict[str, str] = {
     "투영을 하나로({whole}) 주거나 저랭크 인수 두 개로({parts}) 주세요. 둘 다는 안 됩니다.",
     "kimi_delta.lower_bound": "kimi_delta의 lower_bound(g = b·σ(e^(A_log)·(F + dt_bias))에서 "
     "하한이 있는 감쇠의 b)는 0보다 작은 수여야 합니다. 받은 값: {value}",
-    "precision.kda_bounded": "--dtype은 아직 하한이 있는 감쇠(lower_bound, Ling 3.0의 것)를 "
-    "쓰는 Kimi Delta Attention 층을 반올림하지 않습니다. 그 모델은 저정밀도 체크포인트에서도 "
-    "conv1d, A_log, dt_bias를 float32로 두는데, 이 층에 대한 실험실의 규칙은 아직 그것을 따르지 "
-    "않습니다. --dtype을 빼세요.",
+    "precision.kda_bounded": "--dtype은 하한이 있는 감쇠(lower_bound)를 Ling 3.0 모델이 계산하는 "
+    "대로 반올림하는데, 그 망각 게이트는 투영이 하나(wf)입니다. wf_a와 wf_b로는 qkvcalc가 읽는 "
+    "어떤 모델도 하한이 있는 감쇠를 만들지 않으므로 따를 모델의 반올림이 없습니다. 투영을 "
+    "하나(wf)로 주거나 --dtype을 빼세요.",
     "kimi_delta.needs_x": "kimi_delta의 {field} 키는 X에 곱합니다: q, k, v를 직접 주지 말고 x와 "
     "가중치를 주세요.",
     "kimi_delta.conv": "kimi_delta의 conv 모양은 {shape}인데, 탭마다 한 행, q, k, v의 채널마다 "
@@ -1710,6 +1710,20 @@ MESSAGES: dict[str, str] = {
     "단계의 수와 마지막 자리 단위는 float32의 것입니다.",
     "precision.kda_gates_naive": "{dtype} 텐서로 짰습니다. F + dt_bias, e^(A_log), softplus, 곱을 "
     "각각 {dtype} 값으로 반올림하고, β = σ(b)도 {dtype} 값으로 반올림합니다.",
+    "precision.kda_gates_float32": "Ling 3.0의 망각 게이트가 만드는 대로의 g: A_log와 dt_bias는 "
+    "float32로 두고(그 체크포인트는 어떤 dtype에서도 그렇게 둡니다), F.float() + dt_bias, "
+    "e^(A_log), softplus, 곱을 각각 float32로 계산한 뒤 g를 {dtype} 값으로 바꿉니다. β = σ(b)는 "
+    "{dtype} 값으로 반올림합니다.",
+    "precision.kda_bounded_float32": "Ling 3.0의 망각 게이트가 만드는 대로의 g: A_log와 dt_bias는 "
+    "float32로 두고(그 체크포인트는 어떤 dtype에서도 그렇게 둡니다), F.float() + dt_bias, "
+    "e^(A_log), 곱, σ, 그리고 b와의 곱을 각각 float32로 계산한 뒤 g를 {dtype} 값으로 바꿉니다. "
+    "β = σ(b)는 {dtype} 값으로 반올림합니다.",
+    "precision.kda_bounded_naive": "{dtype} 텐서로 짰습니다. A_log와 dt_bias를 {dtype} 값으로 "
+    "반올림하고, F + dt_bias, e^(A_log), 곱, σ, 그리고 b와의 곱을 각각 {dtype} 값으로 반올림하며, "
+    "β = σ(b)도 {dtype} 값으로 반올림합니다.",
+    "precision.conv_float32": "conv1d를 float32로 두는 Ling 3.0의 causal_conv1d_fn이 계산하듯이(그 "
+    "체크포인트는 어떤 dtype에서도 그렇게 둡니다): {dtype} 입력을 float32로 바꾸고, 출력마다 탭의 "
+    "곱을 float32로 더하고, SiLU도 float32로 계산한 뒤 한 번 {dtype} 값으로 반올림합니다.",
     "precision.gated_norm_eager": "Qwen3NextRMSNormGated처럼: 행을 float32로 두고 mean(x²), "
     "1/√(mean + ε), x와 그 곱을 float32로 계산해 {dtype} 값으로 바꾼 뒤, 가중치({dtype} 값)와의 "
     "곱을 {dtype} 값으로 반올림합니다.",
@@ -4031,12 +4045,6 @@ MESSAGES: dict[str, str] = {
     "계산하지 않습니다: 둘 중 하나를 빼세요.",
     "sub_norm.with_differential": "이어 붙인 헤드들에 걸친 정규화(sub_norm)와 차분 어텐션은 함께 "
     "계산하지 않습니다: 둘 중 하나를 빼세요.",
-    "sub_norm.decode": "이어 붙인 헤드들에 걸친 정규화(sub_norm)는 KV 캐시로 한 단계씩 계산하지 "
-    "않습니다: --decode를 빼세요(전체 실행에서 보입니다).",
-    "sub_norm.tiles": "이어 붙인 헤드들에 걸친 정규화(sub_norm)는 --tiles로 계산하지 않습니다: "
-    "--tiles를 빼세요(전체 실행에서 보입니다).",
-    "sub_norm.train": "train은 아직 이어 붙인 헤드들에 걸친 정규화(sub_norm)의 가중치를 학습하지 "
-    "않습니다: 학습하려면 sub_norm을 빼거나, 그 기울기는 explain --backward로 보세요.",
     "precision.sub_rms_eager": "BitNetRMSNorm처럼: 헤드 출력을 나란히 놓고 float32로 mean(x²)와 "
     "√(mean + ε)를 계산합니다(정규화는 그 역수를 곱합니다). 이 단계의 수와 마지막 자리 단위는 "
     "float32의 것이고, 출력은 {dtype} 값이었습니다.",

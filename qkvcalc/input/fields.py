@@ -140,6 +140,7 @@ DISPLAY = {
     "dt_bias": "dt_bias",
     "wga": "W_ga",
     "wgb": "W_gb",
+    "wsub": "w_sub",  # the norm's weight over the joined heads (BitNet's)
     "grad_output": "grad_output (dL/dO)",
     "target": "target T",
 }

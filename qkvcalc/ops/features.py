@@ -15,6 +15,7 @@ that uses none loads none of them (tests/test_startup.py checks it).
 
 from __future__ import annotations
 
+import sys
 from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
@@ -239,7 +240,12 @@ def ops() -> dict[str, Op]:
 
 
 def loaded_ops() -> dict[str, Op]:
-    """The operations of the features loaded so far, by name."""
+    """The operations of the features loaded so far, by name: those a problem uses, and those
+    whose modules another one imported to reuse their ops (the backward of a norm borrowed
+    from another feature finds that feature's ops without every module loaded)."""
+    for name, module, _ in TABLE:
+        if name not in _loaded and f"qkvcalc.ops.{module}" in sys.modules:
+            load(name)  # imported already: its Feature costs nothing more
     return {op.name: op for f in list(_loaded.values()) for op in f.ops}
 
 

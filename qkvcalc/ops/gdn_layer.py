@@ -101,9 +101,12 @@ def _x(p: Any) -> tuple[Ref, str]:
     return (("x_pe", None), "(X + PE)") if p.variants.pe is not None else (("x", None), "X")
 
 
-def conv_stages(p: Any, kernel: np.ndarray, h: int | None, topic: str = "gdn_conv") -> list[Spec]:
+def conv_stages(
+    p: Any, kernel: np.ndarray, h: int | None, topic: str = "gdn_conv", float32: bool = False
+) -> list[Spec]:
     """Head h's Q, K and V each through the causal convolution and SiLU: its columns of the
-    kernel (q | k | v, as the layer lays its channels); `topic`: whose layer says it."""
+    kernel (q | k | v, as the layer lays its channels); `topic`: whose layer says it;
+    `float32`: the model keeps conv1d in float32 under a low-precision dtype (Ling 3.0)."""
     col = (h or 1) - 1
     width_k = p.heads * p.d_k
     taps = kernel.shape[0]
@@ -119,11 +122,14 @@ def conv_stages(p: Any, kernel: np.ndarray, h: int | None, topic: str = "gdn_con
                 f"{sid}_conv",
                 h,
                 "conv_silu",
-                (ref(sid, h), Const(np.ascontiguousarray(kernel[:, start : start + width]))),
+                (
+                    ref(sid, h),
+                    Const(np.ascontiguousarray(kernel[:, start : start + width]), float32=float32),
+                ),
                 f"{big}_c = SiLU(conv({big}; K = {taps}))",
                 p.tokens,
                 dim_labels(width),
-                params={"taps": taps},
+                params={"taps": taps, "float32": True} if float32 else {"taps": taps},
                 notes=(Msg("note.gdn_conv", taps=taps, back=taps - 1),) if sid == "q" else (),
                 topic=topic,
                 symbol=f"{big}_c",
@@ -940,8 +946,15 @@ def _torch_silu_gate(params: Params, names: Sequence[str], lit: Literals) -> str
 
 def _lowp_conv(ops: Sequence[np.ndarray], params: Params, r: lowp.Rounding) -> lowp.Out:
     """SiLU(conv(x)): conv1d in the dtype (each output's taps summed in float32, rounded once),
-    then SiLU in float32, rounded (naive: x·σ(x) by hand, each op rounded)."""
+    then SiLU in float32, rounded (naive: x·σ(x) by hand, each op rounded). A conv1d the model
+    keeps in float32 (`float32`: Ling 3.0's) takes x to float32 and its float32 taps, SiLU in
+    float32 too, and rounds once to the dtype after it (naive: its taps in the dtype, as the
+    rest)."""
     x, kernel = ops
+    if params.get("float32") and r.policy != "naive":
+        value = r.keep(r.f32(silu(r.f32(conv(x, kernel)))))
+        note = Msg("precision.conv_float32", dtype=r.kept or str(r.dtype))
+        return lowp.Out(value, r.kept, notes=(note,))
     mixed = r.keep(conv(x, kernel))
     if r.policy == "naive":
         value = r.to(mixed * r.to(sigmoid(mixed)))

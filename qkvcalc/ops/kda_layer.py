@@ -36,6 +36,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix
 from qkvcalc.ops import gdn_layer
+from qkvcalc.ops import rounding as lowp
 from qkvcalc.ops.op import Back, Feeds, Literals, Op, Params, Shapes
 from qkvcalc.ops.projection import sliced
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels
@@ -118,15 +119,21 @@ def gate_stages(p: Any, value: Any, h: int | None) -> list[Spec]:
         note = Msg(
             "note.kda_gates_bounded", a_log=f"{a_log:.6g}", decay=rate, bound=bound_text(bound)
         )
+    dt_bias = np.asarray(value.dt_bias[cols], dtype=np.float64)[None, :]
+    params: dict[str, Any] = {"a_log": a_log}
+    if bound is not None:
+        params["lower_bound"] = bound
+    if value.kept_float32:  # Ling 3.0's: A_log and dt_bias in float32 under --dtype
+        params["float32"] = True
     made = Spec(
         "gates",
         h,
         "kda_gates",
-        (before[-1].ref, b.ref, Const(np.asarray(value.dt_bias[cols], dtype=np.float64)[None, :])),
+        (before[-1].ref, b.ref, Const(dt_bias, float32=value.kept_float32)),
         formula,
         rows,
         (*(f"g_{c}" for c in range(1, p.d_k + 1)), "β"),
-        params={"a_log": a_log} if bound is None else {"a_log": a_log, "lower_bound": bound},
+        params=params,
         notes=(note,),
         topic="kda_gates_made" if bound is None else "kda_gates_bounded",
         symbol="g,β",
@@ -212,14 +219,41 @@ def _gates_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str)
 
 def _lowp_gates(ops: Sequence[np.ndarray], params: Params, r: Any) -> Any:
     """g per Key channel in float32 from F.float() (KimiLinearForgetGate), β = σ(b) in the
-    dtype; naive every op in the dtype (gdn_layer's words). Ling 3.0's bounded decay
-    (`lower_bound`) is refused: its model keeps conv1d, A_log and dt_bias in float32 in a
-    low-precision checkpoint (`_keep_in_fp32_modules_strict`), which these rules do not follow."""
+    dtype; naive every op in the dtype (gdn_layer's words). Ling 3.0's layer (`float32`) as
+    its own model rounds it (_ling_gates). A bounded decay in any other layer is refused: no
+    model qkvcalc reads computes one, so there is no rounding to follow."""
+    f, b, dt_bias = ops
+    beta = gdn_layer.beta_of(b[:, 0], 1.0, r)
+    if params.get("float32"):
+        return _ling_gates(f, dt_bias[0], beta, params, r)
     if params.get("lower_bound") is not None:
         raise QkvcalcError("precision.kda_bounded")
-    f, b, dt_bias = ops
     g = gdn_layer.decay_of(f, params["a_log"], dt_bias[0], r)
-    return gdn_layer.gates_out(g, gdn_layer.beta_of(b[:, 0], 1.0, r), r, "kda_gates")
+    return gdn_layer.gates_out(g, beta, r, "kda_gates")
+
+
+def _ling_gates(
+    f: np.ndarray, dt_bias: np.ndarray, beta: np.ndarray, params: Params, r: Any
+) -> Any:
+    """Ling 3.0's BailingHybridForgetGate: A_log and dt_bias kept in float32 (its checkpoint's
+    _keep_in_fp32_modules_strict), F.float() + dt_bias, e^(A_log), then b·σ(e^(A_log)·(…)) (or
+    −e^(A_log)·softplus(…)), every op in float32, and g cast to the dtype
+    (its `.to(hidden_states.dtype)`); naive every op in the dtype, its parameters too."""
+    naive = r.policy == "naive"
+    rnd = r.to if naive else r.f32
+    bound = params.get("lower_bound")
+    shifted = rnd(f + rnd(dt_bias))
+    rate = rnd(np.exp(rnd(np.asarray(params["a_log"], dtype=np.float64))))
+    if bound is None:
+        g = rnd(-rate * rnd(gdn_layer.softplus(shifted)))
+    else:
+        g = rnd(rnd(bound) * rnd(gdn_layer.sigmoid(rnd(rate * shifted))))
+    value = np.column_stack([r.keep(g), beta])
+    topic = "kda_gates" if bound is None else "kda_bounded"
+    if naive:
+        return lowp.Out(value, notes=(Msg(f"precision.{topic}_naive", dtype=str(r.dtype)),))
+    note = Msg(f"precision.{topic}_float32", dtype=r.kept or str(r.dtype))
+    return lowp.Out(value, r.kept, notes=(note,))
 
 
 def bounded_line(

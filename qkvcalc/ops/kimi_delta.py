@@ -126,6 +126,13 @@ class KimiDelta(NamedTuple):
         """Whether g and β are made from X (the forget gate's weights given)."""
         return self.wf_a is not None or self.wf is not None
 
+    @property
+    def kept_float32(self) -> bool:
+        """Whether --dtype follows Ling 3.0's model, the layer whose decay's projection is in
+        one (wf): its checkpoint keeps conv1d, A_log and dt_bias in float32
+        (_keep_in_fp32_modules_strict), and its forget gate casts g back to the dtype."""
+        return self.wf is not None
+
 
 # ---- the numbers (float64 numpy; the tests compare them with transformers' own) ----------------
 
@@ -372,7 +379,7 @@ def _mixer(p: Any, value: KimiDelta, h: int | None, qkv: list[Spec]) -> list[tup
     and the gated norm (when given)."""
     before: list[Spec] = []
     if value.conv is not None:
-        before = gdn_layer.conv_stages(p, value.conv, h, "kda_conv")
+        before = gdn_layer.conv_stages(p, value.conv, h, "kda_conv", value.kept_float32)
     q, k, v = (ref(f"{sid}_conv" if before else sid, h) for sid in ("q", "k", "v"))
     out = [(0, s) for s in (*before, *_norms(p, h, q, k), *_gate_stages(p, value, h))]
     out += _states(p, h, v)

@@ -25,7 +25,7 @@ from qkvcalc.input.cells import to_vector
 from qkvcalc.labels import shown
 from qkvcalc.ops import lightning
 from qkvcalc.ops import rounding as lowp
-from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes
+from qkvcalc.ops.base import Candidate, Feature, Learns, Mistakes, Sizes
 from qkvcalc.ops.op import Op, Params
 from qkvcalc.plan import ids
 from qkvcalc.plan.specs import Ref, Spec, dim_labels, ref
@@ -66,6 +66,26 @@ def _echo(value: SubNorm) -> dict[str, Any]:
     if value.eps_given:
         out["sub_norm_eps"] = value.eps
     return out
+
+
+# ---- what `qkvcalc train` steps of it (Feature.learns): the norm's weight, w_sub -------------
+
+
+def _moved(value: SubNorm, weights: dict[str, np.ndarray]) -> SubNorm:
+    """The norm with the weight of `weights` in place of its own (plain floats)."""
+    if "wsub" not in weights:
+        return value
+    return value._replace(weight=np.array(weights["wsub"], dtype=float).reshape(-1))
+
+
+LEARNS = Learns(
+    ("wsub",),  # the weight, 1 × H·d_v (shown as w_sub; --freeze sub_norm takes it too)
+    lambda value: {"wsub": value.weight[None, :]},
+    lambda value: {"wsub": GRAD_WEIGHT},
+    lambda value, name, grad: grad,  # already 1 × H·d_v, the weight's layout
+    _moved,
+    also=(("subnorm", "wsub"),),  # --freeze sub_norm: the input's key for the weight
+)
 
 
 # ---- the stages ---------------------------------------------------------------------------------
@@ -206,7 +226,5 @@ FEATURE = Feature(
     torch_grads=(("dw_sub", "w_sub", GRAD_WEIGHT, True),),
     torch_module_gap="it has no norm over the joined heads: it joins the heads as they are",
     refuses=(("wg", "sub_norm.with_gate"), ("differential", "sub_norm.with_differential")),
-    no_decode="sub_norm.decode",
-    no_tiles="sub_norm.tiles",
-    no_train="sub_norm.train",
+    learns=LEARNS,
 )

@@ -82,7 +82,7 @@ def backward(
 
     walked: dict[Ref, Ref] = {}  # each forward stage's gradient, by ref
     shares: dict[Ref, list[Part]] = {}  # a projection read by several: each reader's share
-    tiled = p.tiles is not None and not features.joins(p)
+    tiled = p.tiles is not None
     if flows:  # one walk from the output back over the whole plan (in tiles: to the heads')
         final = by[(ids.OUTPUT, None)]
         specs.append(_start(p, final))

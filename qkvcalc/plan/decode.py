@@ -69,10 +69,13 @@ def decode_plan(p: Problem, x_ref: Ref, x_name: str) -> list[Spec]:
             specs += stamped(shared, step=step, lazy=False)
         for h in heads:
             specs += _step(p, h, step, take, allowed, x_ref, x_name)
-    for h in heads:
-        specs.append(_stacked(p, h))
-    if p.multihead:
-        specs += combine(p)
+    stacked = [_stacked(p, h) for h in heads]
+    specs += stacked
+    if p.multihead:  # what comes after every head runs once over the stacked rows, as W_O does
+        joined, reads = features.joined(p, [s.ref for s in stacked])  # a norm over the heads
+        specs += joined
+        width = {s.ref: len(s.cols) for s in specs}
+        specs += combine(p, reads, [width[r] for r in reads])
     return specs
 
 

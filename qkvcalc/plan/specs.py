@@ -38,6 +38,9 @@ class Const(NamedTuple):
 
     value: np.ndarray
     exact: tuple[tuple[Any, ...], ...] | None = None
+    # under --dtype, kept in float32 rather than rounded to the dtype: a parameter a model keeps
+    # so in a low-precision checkpoint (transformers' _keep_in_fp32_modules_strict)
+    float32: bool = False
 
 
 Operand = Ref | Const

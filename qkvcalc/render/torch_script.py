@@ -599,8 +599,18 @@ def _decoded(trace: Trace, sdpa_args: list[str]) -> list[str]:
         f"            attn_mask={mask},",
         "        )",
         "    )",
-        "decoded = torch.cat(decoded, dim=2)[0].transpose(0, 1).reshape(n, H * d_v)",
+        "decoded = torch.cat(decoded, dim=2)  # [1, H, n, d_v]: every step's rows stacked",
     ]
+    after = [
+        line
+        for feature, value in features.active(p)
+        if feature.torch_heads is not None
+        for line in feature.torch_heads(p, value, literal)
+    ]
+    if after:  # what comes after every head (a norm over them), on the stacked rows
+        swap = "heads, whole_heads = decoded, heads"
+        out += [swap, *after, "decoded, heads = heads, whole_heads"]
+    out.append("decoded = decoded[0].transpose(0, 1).reshape(n, H * d_v)")
     if p.wo is not None:
         out.append(_linear("decoded", "decoded", "W_O", p.bo is not None, p.layout == "torch"))
     out += [

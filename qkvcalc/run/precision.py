@@ -216,14 +216,22 @@ class _State:
             self.through.pop(ref, None)
 
 
+def _constant(o: Const, given: bool, r: lowp.Rounding) -> np.ndarray:
+    """A constant operand as the model holds it: the problem's own numbers as given (rounding
+    them is that stage's), a parameter the model keeps in float32 (Const.float32) in float32
+    (naive, written with every tensor in the dtype: in the dtype), any other in the dtype."""
+    if given:
+        return o.value
+    return r.f32(o.value) if o.float32 and r.policy != "naive" else r.to(o.value)
+
+
 def _stage(stage: Stage, r: lowp.Rounding, state: _State) -> Stage:
     """One stage in the dtype: its value, its exact twin on the same operands, its errors."""
     entry = lowp.rule(stage.op)
     assert entry is not None  # run() refused an op without a rule
     given = OPS[stage.op].given  # the problem's own numbers: rounding them is this stage's
     operands = [
-        (o.value if given else r.to(o.value)) if isinstance(o, Const) else state.value_of(o)
-        for o in stage.reads
+        _constant(o, given, r) if isinstance(o, Const) else state.value_of(o) for o in stage.reads
     ]
     state.ops[stage.ref] = stage.op
     reads = [state.ops.get(o) for o in stage.reads if not isinstance(o, Const)]
