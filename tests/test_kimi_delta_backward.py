@@ -274,9 +274,9 @@ def test_train_moves_the_whole_layers_pieces_backward_takes(tmp_path):
     assert "Learned: W_Q, W_K, W_V, w_conv." in " ".join(proc.stdout.split())
 
 
-def test_train_refuses_lings_pieces_without_the_convolution_too(tmp_path):
-    """Ling 3.0's form (wf, wz), even without conv, has pieces train does not move yet: one
-    message, as Kimi Linear's form (before, it trained W_Q … W_O and left them as given)."""
+def test_train_steps_lings_pieces_without_the_convolution_too(tmp_path):
+    """Ling 3.0's form (wf, wz), even without conv: train steps its own pieces as it steps
+    Kimi Linear's (once, it trained W_Q … W_O and silently left them as given)."""
     from tests.test_precision_linear import ling_problem
 
     doc = ling_problem(0)
@@ -286,7 +286,10 @@ def test_train_refuses_lings_pieces_without_the_convolution_too(tmp_path):
     path = tmp_path / "ling.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     assert run_qkvcalc("explain", str(path), "--backward").returncode == 0
-    one_message(run_qkvcalc("train", str(path)), "not yet through the whole layer", "wf")
+    proc = run_qkvcalc("train", str(path), "--steps", "2", "--lr", "0.01")
+    assert proc.returncode == 0, proc.stderr
+    learned = " ".join(proc.stdout.split())
+    assert "Learned: W_Q, W_K, W_V, W_O, W_f, A_log, dt_bias, W_b, W_z, w_norm." in learned
 
 
 # ---- the whole layer (issue 37): the convolution, g and β made from X, the gated norm with σ ----
