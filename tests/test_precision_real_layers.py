@@ -80,8 +80,10 @@ def test_a_real_layer_in_bfloat16_is_reproduced(name: str, tmp_path) -> None:
         gap = np.abs(trace.output - seen["out"].double().numpy()).max()
         twin = np.abs(trace.stage("output").twin_value - seen["out"].double().numpy()).max()
         assert gap <= 2 * twin, (gap, twin)
-    else:
-        assert ulps.max() == 0, ((ulps == 0).mean(), ulps.max())
+    else:  # bit for bit where it was first measured; on another machine, whose BLAS and
+        # torch kernels sum float32 products in another order (or fused), a cell may be one unit
+        # in the last place away (a tiny Qwen3-Next there: 1 cell of 192)
+        assert ulps.max() <= 1 and (ulps == 0).mean() >= 0.99, ((ulps == 0).mean(), ulps.max())
 
 
 @pytest.mark.parametrize("layer", [0, 1])

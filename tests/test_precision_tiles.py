@@ -122,11 +122,28 @@ def test_each_tile_stage_is_torchs_in_that_dtype(dtype: str, policy: str) -> Non
                 unit = dt if stage.op == "divide" else torch.float32
             theirs_np = theirs.double().numpy()
             ulps = _ulps(stage.value, theirs_np, unit)
-            assert ulps.max() <= 1, (seed, stage.formula, stage.head, stage.value, theirs_np)
+            far = ulps > 1
+            if stage.op == "acc" and unit == torch.float32:  # a sum in float32: its order
+                far &= np.abs(stage.value - theirs_np) > _sum_bound(stage)
+            assert not far.any(), (seed, stage.formula, stage.head, stage.value, theirs_np)
             same += int((ulps == 0).sum())
             total += ulps.size
     assert seen == set(TILE_OPS)
     assert same >= 0.99 * total, (same, total)
+
+
+def _sum_bound(stage: Any) -> np.ndarray:
+    """How far two float32 computations of the accumulator O ← O·c + E·V_block may lie apart
+    by the order of their sums alone (torch's matmul fuses multiply and add on some CPUs, or
+    sums in another order): each of the k + 1 terms rounds at most twice, so 2·(k + 1)·u times
+    the sum of the terms' sizes, u = 2⁻²⁴. One machine's torch put O_1 = E_1·V[1–2] 2 ulps from
+    qkvcalc's, within this bound; every other cell stays within 1 ulp."""
+    *before, e, v = (np.asarray(o, dtype=np.float64) for o in stage.operands)
+    v = v[stage.params["rows"]]
+    sizes = np.abs(e) @ np.abs(v)
+    if before:
+        sizes = sizes + np.abs(before[0] * before[1])
+    return 2 * (e.shape[1] + 1) * 2.0**-24 * sizes
 
 
 def _torch_tiled(
