@@ -2458,8 +2458,8 @@ MESSAGES: dict[str, str] = {
     "stage.v_rot.title": "Rotary position (RoPE) on the values",
     "stage.v_rot.why": "The values are turned as the keys are, each at its own key's position "
     "(DeepSeek-V4, whose one key/value head is both K and V). Each head's output is turned back "
-    "at its query's position after A·V, so what a value brings to the output depends on how far "
-    "its key is from the query, not on where the two are.",
+    "at its query's position after A·V, so what a value brings to the output's rotary columns "
+    "depends on how far its key is from the query, not on where the two are.",
     "stage.out_back.title": "The output turned back (RoPE by −i)",
     "stage.out_back.why": "Each head's output row is turned back by its query's position i: the "
     "rotary columns of O_i = Σⱼ Aᵢⱼ·R(j)·vⱼ become Σⱼ Aᵢⱼ·R(j − i)·vⱼ, every value turned by "

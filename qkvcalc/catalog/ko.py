@@ -2409,8 +2409,8 @@ MESSAGES: dict[str, str] = {
     "stage.v_rot.title": "회전 위치 임베딩(RoPE): Value",
     "stage.v_rot.why": "Value도 Key와 똑같이, 각자 자기 Key의 위치만큼 회전합니다(DeepSeek-V4: "
     "Key/Value 헤드 하나가 K이자 V입니다). 각 헤드의 출력은 A·V 뒤에 Query의 위치만큼 되돌리므로, "
-    "Value가 출력에 가져오는 것은 둘이 어디 있는지가 아니라 Key가 Query에서 얼마나 떨어져 "
-    "있는지에 달려 있습니다.",
+    "Value가 출력의 회전 열에 가져오는 것은 둘이 어디 있는지가 아니라 Key가 Query에서 얼마나 "
+    "떨어져 있는지에 달려 있습니다.",
     "stage.out_back.title": "되돌린 출력(RoPE, −i만큼)",
     "stage.out_back.why": "각 헤드의 출력 행을 그 Query의 위치 i만큼 되돌립니다. O_i = "
     "Σⱼ Aᵢⱼ·R(j)·vⱼ의 회전 열은 Σⱼ Aᵢⱼ·R(j − i)·vⱼ가 되어, 각 Value가 Key와 Query 사이의 거리 "
