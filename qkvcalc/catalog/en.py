@@ -3553,8 +3553,9 @@ MESSAGES: dict[str, str] = {
     "problem's own loss: L = ½·Σ(O − T)².",
     "help.train.steps": "Updates of gradient descent to make, from 1 to 10,000 (default 20).",
     "help.train.lr": "The learning rate η of W ← W − η·∂L/∂W, a number > 0 (default 0.5).",
-    "help.train.freeze": 'Weights that do not move, split by commas: "wv,wo" (wq, wk, wv, wo, '
-    "bq, bk, bv, bo).",
+    "help.train.freeze": 'Weights that do not move, split by commas: "wv,wo". Names: wq, wk, '
+    "wv, wo, bq, bk, bv, bo, and those the problem's own layer adds, as \"Learned:\" spells "
+    "them (MLA's wdq, wuk, …; a linear layer's norm, conv, …); docs/train.md lists them all.",
     "help.train.output": "Write to this file, by its extension: .svg the loss curve, .html the "
     "page, .txt the text; .json (or any other name) the trained problem, a JSON problem qkvcalc "
     "explain reads (with --format json, the whole training document).",

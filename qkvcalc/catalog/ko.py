@@ -3474,8 +3474,9 @@ MESSAGES: dict[str, str] = {
     "형식): L = ½·Σ(O − T)².",
     "help.train.steps": "경사 하강법의 갱신 횟수, 1부터 10,000까지 (기본값 20).",
     "help.train.lr": "W ← W − η·∂L/∂W의 학습률 η, 0보다 큰 수 (기본값 0.5).",
-    "help.train.freeze": '움직이지 않을 가중치, 쉼표로 구분: "wv,wo" (wq, wk, wv, wo, bq, bk, '
-    "bv, bo).",
+    "help.train.freeze": '움직이지 않을 가중치, 쉼표로 구분: "wv,wo". 이름은 wq, wk, wv, wo, '
+    "bq, bk, bv, bo와, 문제의 층이 더하는 가중치를 \"학습한 가중치:\"에 적힌 대로 씁니다(MLA의 "
+    "wdq, wuk, …; 선형 층의 norm, conv, …). 전부는 docs/train.md에 있습니다.",
     "help.train.output": "이 파일에 씁니다. 확장자에 따라 .svg는 손실 곡선, .html은 페이지, "
     ".txt는 텍스트이고, .json(또는 그 밖의 이름)은 학습된 문제(qkvcalc explain이 읽는 JSON 문제, "
     "--format json과 함께 쓰면 학습 문서 전체)입니다.",

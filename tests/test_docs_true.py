@@ -1,0 +1,90 @@
+"""Sentences of the help and the docs about what a command does, or refuses, checked by running
+the command: each test reads the sentence (from the catalog or the doc) and runs what it says,
+so a sentence left behind when a refusal is lifted (or a refusal that comes back under a
+sentence that says otherwise) fails here."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from qkvcalc.i18n import translate
+from tests.conftest import ROOT, in_process
+from tests.test_arith_invariant import GDN_LAYER, KDA_LAYER
+
+
+def _prose(path: str) -> str:
+    """A doc's text with its line breaks as spaces."""
+    return " ".join((ROOT / path).read_text(encoding="utf-8").split())
+
+
+def _file(tmp_path, doc: dict, name: str = "p.json") -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def _with_zero_target(doc: dict) -> dict:
+    n, d_out = len(doc["x"]), len(doc["wo"][0])
+    return doc | {"target": [[0.0] * d_out for _ in range(n)]}
+
+
+def _frozen(out: str) -> str:
+    return next(line for line in out.splitlines() if line.startswith("Frozen"))
+
+
+# ---- train --freeze -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_freeze_help_names_core_weights_and_a_layers_own(lang):
+    """help.train.freeze names wq … bo and, as examples of a layer's own, MLA's wdq, wuk and a
+    linear layer's norm, conv: every one is a word --freeze takes (below)."""
+    said = translate("help.train.freeze", lang)
+    for word in ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "wdq", "wuk", "norm", "conv"):
+        assert re.search(rf"(?<![a-z_]){word}(?![a-z_])", said), word
+    assert "docs/train.md" in said and (ROOT / "docs" / "train.md").exists()
+
+
+def test_freeze_takes_mla_names_the_help_gives():
+    proc = in_process(
+        "train", "--preset", "mla", "--lr", "0.05", "--steps", "2", "--freeze", "wdq,wuk"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert _frozen(proc.stdout) == "Frozen (--freeze, not moved): W_DQ, W_UK."
+
+
+@pytest.mark.parametrize("layer", [GDN_LAYER, KDA_LAYER], ids=["gated_delta", "kimi_delta"])
+def test_freeze_takes_a_linear_layers_names_the_help_gives(tmp_path, layer):
+    path = _file(tmp_path, _with_zero_target(layer))
+    proc = in_process("train", path, "--lr", "0.02", "--steps", "2", "--freeze", "norm,conv")
+    assert proc.returncode == 0, proc.stderr
+    assert _frozen(proc.stdout) == "Frozen (--freeze, not moved): w_norm, w_conv."
+
+
+def test_freeze_takes_lightnings_norm_and_gate(tmp_path):
+    preset = json.loads((ROOT / "presets" / "lightning.json").read_text())
+    d = len(preset["wv"][0])
+    preset["lightning"] |= {"norm": [1.0] * d, "gate": [[0.5] * d for _ in preset["x"][0]]}
+    proc = in_process(
+        "train", _file(tmp_path, preset), "--lr", "0.001", "--steps", "2", "--freeze", "norm,gate"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert _frozen(proc.stdout) == "Frozen (--freeze, not moved): w_norm, W_G."
+
+
+# ---- docs/input-format.md: mla ------------------------------------------------------------------
+
+
+def test_input_format_says_train_steps_mla_and_it_does():
+    text = _prose("docs/input-format.md")
+    assert "`qkvcalc train` steps every one of them by those gradients" in text
+    assert "train` does not step them" not in text
+    proc = in_process(
+        "train", "--preset", "mla", "--lr", "0.05", "--steps", "2", "--format", "json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    learned = json.loads(proc.stdout)["learned"]
+    assert {"wdq", "wuq", "wdkv", "wkr", "wuk", "wuv"} <= set(learned), learned
