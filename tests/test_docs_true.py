@@ -88,3 +88,56 @@ def test_input_format_says_train_steps_mla_and_it_does():
     assert proc.returncode == 0, proc.stderr
     learned = json.loads(proc.stdout)["learned"]
     assert {"wdq", "wuq", "wdkv", "wkr", "wuk", "wuv"} <= set(learned), learned
+
+
+# ---- explain --backward --------------------------------------------------------------------------
+
+
+def _grads(tmp_path, doc: dict) -> set[str]:
+    proc = in_process("explain", _file(tmp_path, doc), "--backward", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    return {s["id"] for s in json.loads(proc.stdout)["stages"] if s["id"].startswith("grad_")}
+
+
+PLAIN = {
+    "x": [[1, 0], [0, 1]],
+    "wq": [[1, 0], [0, 1]],
+    "wk": [[1, 1], [0, 1]],
+    "wv": [[1, 0], [1, 1]],
+    "wo": [[1, 0], [1, 1]],
+    "bq": [1, 1],
+    "target": [[0, 0], [0, 0]],
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_backward_help_names_what_the_backward_reaches(tmp_path, lang):
+    """help.explain.backward: back to X and the weights (W_Q, W_K, W_V, W_O, the biases, MLA's
+    latents', a linear layer's own), or to the Q, K and V given."""
+    said = translate("help.explain.backward", lang)
+    for word in ("X", "W_Q", "W_K", "W_V", "W_O", "MLA", "Q, K"):
+        assert word in said, word
+    assert {"grad_x", "grad_wq", "grad_wk", "grad_wv", "grad_wo", "grad_bq"} <= _grads(
+        tmp_path, PLAIN
+    )
+    mla = json.loads((ROOT / "presets" / "mla.json").read_text())
+    mla["target"] = [[0.0] * 4 for _ in mla["x"]]
+    assert {"grad_x", "grad_wdq", "grad_wuq", "grad_wdkv", "grad_wuk", "grad_wuv"} <= _grads(
+        tmp_path, mla
+    )
+    linear = _grads(tmp_path, _with_zero_target(GDN_LAYER))
+    assert {"grad_x", "grad_wq", "grad_wo", "grad_wa", "grad_wb", "grad_wz"} <= linear
+    given = {"q": PLAIN["wq"], "k": PLAIN["wk"], "v": PLAIN["wv"], "target": PLAIN["target"]}
+    assert {"grad_q", "grad_k", "grad_v"} <= _grads(tmp_path, given)
+
+
+def test_no_message_says_backward_refuses_a_lightning_layer(tmp_path):
+    """The message that --backward does not go through lightning attention is gone: it does,
+    and train steps through it."""
+    from qkvcalc.catalog.en import MESSAGES
+
+    assert not [k for k, v in MESSAGES.items() if "--backward does not go through" in v]
+    preset = json.loads((ROOT / "presets" / "lightning.json").read_text())
+    assert {"grad_wq", "grad_wk", "grad_wv", "grad_x"} <= _grads(tmp_path, preset)
+    proc = in_process("train", "--preset", "lightning", "--lr", "0.0005", "--steps", "2")
+    assert proc.returncode == 0, proc.stderr

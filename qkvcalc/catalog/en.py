@@ -752,8 +752,6 @@ MESSAGES: dict[str, str] = {
     "through its state: leave out --decode.",
     "lightning.tiles": "A lightning-attention layer (lightning) has no softmax to compute in "
     "tiles: leave out --tiles.",
-    "lightning.backward": "--backward does not go through a lightning-attention layer "
-    "(lightning) yet: leave out --backward.",
     # the layer around the core (qkvcalc/ops/gdn_layer.py)
     "ui.variant.gdn_conv": "Q, K and V through the layer's causal convolution ({taps} "
     "{taps:tap|taps}) and SiLU",
@@ -2351,7 +2349,9 @@ MESSAGES: dict[str, str] = {
     '-": - for none): --backward starts from L = −Σᵢ log A[i, tᵢ], a teaching shortcut (a real '
     "model is never told where to look; --target puts the loss on the output).",
     "help.explain.backward": "After the forward stages, the backward pass: every gradient from "
-    "the loss (the problem's grad_output, target or attend) back to W_Q, W_K, W_V and X.",
+    "the loss (the problem's grad_output, target or attend) back to X and the weights (W_Q, W_K, "
+    "W_V, W_O, the biases, and a layer's own: MLA's latents', a linear layer's), or to the Q, K "
+    "and V given.",
     "help.explain.dtype": "Compute every stage as the hardware does in this dtype: float32, "
     "bfloat16, float16, float8_e4m3fn or float8_e5m2 (float8 stored with one scale per tensor "
     "under --policy eager, a plain cast under naive), each cell beside its float64 twin and its "
@@ -3554,7 +3554,7 @@ MESSAGES: dict[str, str] = {
     "help.train.steps": "Updates of gradient descent to make, from 1 to 10,000 (default 20).",
     "help.train.lr": "The learning rate η of W ← W − η·∂L/∂W, a number > 0 (default 0.5).",
     "help.train.freeze": 'Weights that do not move, split by commas: "wv,wo". Names: wq, wk, '
-    "wv, wo, bq, bk, bv, bo, and those the problem's own layer adds, as \"Learned:\" spells "
+    'wv, wo, bq, bk, bv, bo, and those the problem\'s own layer adds, as "Learned:" spells '
     "them (MLA's wdq, wuk, …; a linear layer's norm, conv, …); docs/train.md lists them all.",
     "help.train.output": "Write to this file, by its extension: .svg the loss curve, .html the "
     "page, .txt the text; .json (or any other name) the trained problem, a JSON problem qkvcalc "

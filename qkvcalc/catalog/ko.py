@@ -741,8 +741,6 @@ MESSAGES: dict[str, str] = {
     "계산합니다: --decode를 빼세요.",
     "lightning.tiles": "라이트닝 어텐션 층(lightning)에는 타일로 나눠 계산할 소프트맥스가 "
     "없습니다: --tiles를 빼세요.",
-    "lightning.backward": "--backward는 아직 라이트닝 어텐션 층(lightning)을 거치지 않습니다: "
-    "--backward를 빼세요.",
     # the layer around the core (qkvcalc/ops/gdn_layer.py)
     "ui.variant.gdn_conv": "Q, K, V가 층의 인과 합성곱(탭 {taps}개)과 SiLU를 거침",
     "ui.variant.gdn_gates": "X로 만든 g와 β(W_a, W_b, A_log, dt_bias)",
@@ -2308,7 +2306,8 @@ MESSAGES: dict[str, str] = {
     "목표가 없으면 -): --backward가 L = −Σᵢ log A[i, tᵢ]에서 시작합니다. 가르치기 위한 "
     "지름길입니다(실제 모델은 어디를 보라는 말을 듣지 않습니다. --target은 손실을 출력에 둡니다).",
     "help.explain.backward": "순전파 단계 뒤에 역전파를 보여 줍니다: 손실(문제의 grad_output, "
-    "target, attend)에서 W_Q, W_K, W_V, X까지의 모든 기울기.",
+    "target, attend)에서 X와 가중치(W_Q, W_K, W_V, W_O, 편향, 그리고 층 자신의 가중치: MLA의 "
+    "잠재 가중치, 선형 층의 가중치)까지, 또는 주어진 Q, K, V까지의 모든 기울기.",
     "help.explain.dtype": "모든 단계를 이 dtype에서 하드웨어가 계산하듯 계산합니다: float32, "
     "bfloat16, float16, float8_e4m3fn, float8_e5m2 (float8은 --policy eager에서 텐서마다 배율 "
     "하나를 두고 저장하고, naive에서는 단순 형변환합니다). 각 칸은 float64 쌍둥이, 마지막 자리 "
@@ -3475,7 +3474,7 @@ MESSAGES: dict[str, str] = {
     "help.train.steps": "경사 하강법의 갱신 횟수, 1부터 10,000까지 (기본값 20).",
     "help.train.lr": "W ← W − η·∂L/∂W의 학습률 η, 0보다 큰 수 (기본값 0.5).",
     "help.train.freeze": '움직이지 않을 가중치, 쉼표로 구분: "wv,wo". 이름은 wq, wk, wv, wo, '
-    "bq, bk, bv, bo와, 문제의 층이 더하는 가중치를 \"학습한 가중치:\"에 적힌 대로 씁니다(MLA의 "
+    'bq, bk, bv, bo와, 문제의 층이 더하는 가중치를 "학습한 가중치:"에 적힌 대로 씁니다(MLA의 '
     "wdq, wuk, …; 선형 층의 norm, conv, …). 전부는 docs/train.md에 있습니다.",
     "help.train.output": "이 파일에 씁니다. 확장자에 따라 .svg는 손실 곡선, .html은 페이지, "
     ".txt는 텍스트이고, .json(또는 그 밖의 이름)은 학습된 문제(qkvcalc explain이 읽는 JSON 문제, "
