@@ -141,3 +141,42 @@ def test_no_message_says_backward_refuses_a_lightning_layer(tmp_path):
     assert {"grad_wq", "grad_wk", "grad_wv", "grad_x"} <= _grads(tmp_path, preset)
     proc = in_process("train", "--preset", "lightning", "--lr", "0.0005", "--steps", "2")
     assert proc.returncode == 0, proc.stderr
+
+
+# ---- qk_norm over the projection -----------------------------------------------------------------
+
+QK_PROJECTION = {
+    "x": [[1, 2, 0, 1], [0, 1, 1, 0], [1, 1, 1, 1]],
+    "wq": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1]],
+    "wk": [[1, 1, 0, 0], [0, 1, 0, 1], [1, 0, 1, 0], [0, 0, 1, 1]],
+    "wv": [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0], [0, 0, 1, 1]],
+    "heads": 2,
+    "q_norm": [1, 1.5, 0.5, 1],
+    "k_norm": [1, 0.5, 1.5, 1],
+    "qk_norm": {"over": "projection"},
+    "mask": "causal",
+    "target": [[0, 0, 0, 0]] * 3,
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_qk_norm_over_the_projection_message_tells_what_runs(tmp_path, lang):
+    """qk_norm.projection_backward: --backward and qkvcalc train need the norm per head (both
+    refuse it, with this message, and take "over": "head"); explain without --backward shows it.
+    docs/input-format.md says the same."""
+    said = translate("qk_norm.projection_backward", lang)
+    assert "--backward" in said and "qkvcalc train" in said and '"over": "head"' in said
+    path = _file(tmp_path, QK_PROJECTION)
+    for args in (("explain", path, "--backward"), ("train", path, "--steps", "2")):
+        proc = in_process(*args, "--lang", lang)
+        assert (
+            proc.returncode == 2
+            and proc.stderr.strip() == f"{translate('cli.error_prefix', lang)}: {said}"
+        )
+    assert in_process("explain", path).returncode == 0
+    per_head = QK_PROJECTION | {"qk_norm": {"over": "head"}, "q_norm": [1, 1.5], "k_norm": [0.5, 1]}
+    per_head = _file(tmp_path, per_head, "head.json")
+    assert in_process("explain", per_head, "--backward").returncode == 0
+    assert in_process("train", per_head, "--steps", "2", "--lr", "0.01").returncode == 0
+    text = _prose("docs/input-format.md")
+    assert "Not with `decode`, `--backward` or `qkvcalc train` (a head's norm reads" in text
