@@ -180,3 +180,27 @@ def test_qk_norm_over_the_projection_message_tells_what_runs(tmp_path, lang):
     assert in_process("train", per_head, "--steps", "2", "--lr", "0.01").returncode == 0
     text = _prose("docs/input-format.md")
     assert "Not with `decode`, `--backward` or `qkvcalc train` (a head's norm reads" in text
+
+
+# ---- attend on a linear-attention layer ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_attend_on_a_linear_layer_says_what_each_command_takes(tmp_path, lang):
+    """backward.attend_mixer, printed by explain --backward and by train: both take target;
+    explain --backward takes grad_output too (train does not: it has no loss to descend)."""
+    said = translate("backward.attend_mixer", lang)
+    assert "target" in said and "explain --backward" in said and "grad_output" in said
+    error = translate("cli.error_prefix", lang)
+    preset = json.loads((ROOT / "presets" / "lightning.json").read_text())
+    given = {k: v for k, v in preset.items() if k != "target"}
+    attend = _file(tmp_path, given | {"attend": [1, 1, 1]}, "attend.json")
+    for args in (("explain", attend, "--backward"), ("train", attend, "--lr", "0.0005")):
+        proc = in_process(*args, "--lang", lang)
+        assert proc.returncode == 2 and proc.stderr.strip() == f"{error}: {said}"
+    target = _file(tmp_path, preset, "target.json")  # the preset has a target
+    assert in_process("train", target, "--lr", "0.0005", "--steps", "2").returncode == 0
+    assert in_process("explain", target, "--backward").returncode == 0
+    dl_do_path = _file(tmp_path, given | {"grad_output": preset["target"]}, "dl_do.json")
+    assert in_process("explain", dl_do_path, "--backward").returncode == 0
+    assert in_process("train", dl_do_path).returncode == 2

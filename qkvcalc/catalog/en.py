@@ -3703,8 +3703,8 @@ MESSAGES: dict[str, str] = {
     "on softmax weights, which a linear-attention layer has none of)",
     "backward.attend_mixer": "attend puts the loss on softmax weights, and a linear-attention "
     "layer has none: it never forms an n×n matrix of weights, and the W qkvcalc shows beside it "
-    "(what its state adds up to) has rows that need not sum to 1. Give target or grad_output for "
-    "--backward",
+    "(what its state adds up to) has rows that need not sum to 1. Give target (explain "
+    "--backward takes grad_output too)",
     "backward.decode": "--backward runs on the whole sequence at once: drop decode (a KV cache "
     "changes when the numbers are computed, not what the gradients are)",
     "loss.several": "give one place for the gradient to start, not several: {keys}",

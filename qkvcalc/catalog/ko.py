@@ -3620,8 +3620,8 @@ MESSAGES: dict[str, str] = {
     "소프트맥스 가중치에 두는데, 선형 어텐션 층에는 그것이 없습니다).",
     "backward.attend_mixer": "attend는 손실을 소프트맥스 가중치에 두는데, 선형 어텐션 층에는 "
     "그것이 없습니다. 이 층은 n×n 가중치 행렬을 만들지 않고, qkvcalc가 옆에 보여 주는 W(상태가 "
-    "모아 더한 것)의 행은 합이 1일 필요가 없습니다. --backward에는 target이나 grad_output을 "
-    "주세요.",
+    "모아 더한 것)의 행은 합이 1일 필요가 없습니다. target을 주세요 (explain --backward는 "
+    "grad_output도 받습니다).",
     "backward.decode": "--backward는 시퀀스 전체에 한 번에 실행됩니다. decode를 빼 주세요 (KV "
     "캐시는 수를 계산하는 시점을 바꿀 뿐, 기울기는 바꾸지 않습니다)",
     "loss.several": "기울기가 시작할 곳은 하나만 주세요. 지금 여러 개입니다: {keys}",
