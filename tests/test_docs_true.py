@@ -204,3 +204,42 @@ def test_attend_on_a_linear_layer_says_what_each_command_takes(tmp_path, lang):
     dl_do_path = _file(tmp_path, given | {"grad_output": preset["target"]}, "dl_do.json")
     assert in_process("explain", dl_do_path, "--backward").returncode == 0
     assert in_process("train", dl_do_path).returncode == 2
+
+
+# ---- extract: a hybrid's layers -----------------------------------------------------------------
+
+
+def _saved(name: str, folder) -> str:
+    from tests.test_extract import build_from
+    from tests.test_extract_hybrid import CASES, EAGER
+
+    config, fields, model_name, _ = CASES[name]
+    build_from(config, fields, model_name, **EAGER).save_pretrained(folder)
+    return str(folder)
+
+
+def test_cli_md_says_which_hybrid_layers_extract_reads_as_it_does(tmp_path):
+    """docs/cli.md: a hybrid's Gated DeltaNet layer is read (as gated_delta); a Mamba layer is
+    refused with the message its text block shows (extract.not_attention), en and ko alike."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    text = _prose("docs/cli.md")
+    assert "A hybrid's linear-attention layers are read" in text
+    shown = re.search(r"layer 0 of my-bamba is a (.*?) layer, (.*?); the attention layers", text)
+    assert shown is not None
+    qwen = _saved("qwen3_next", tmp_path / "qwen")  # its layer 0 is linear attention
+    proc = in_process("extract", qwen, "--layer", "0", "--ids", "1 2 3", "--dtype", "float64")
+    assert proc.returncode == 0, proc.stderr
+    assert "gated_delta" in json.loads(proc.stdout)
+    bamba = _saved("bamba", tmp_path / "bamba")
+    for lang in ("en", "ko"):
+        proc = in_process("extract", bamba, "--layer", "0", "--ids", "1 2 3", "--lang", lang)
+        assert proc.returncode == 2 and not proc.stdout
+        kind = translate("hybrid.mamba", lang)
+        said = translate(
+            "extract.not_attention", lang, layer=0, model="bamba", kind=kind, attention="1"
+        )
+        assert proc.stderr.strip() == f"{translate('cli.error_prefix', lang)}: {said}"
+    said = translate("extract.not_attention", "en", layer=0, model="m", kind="K", attention="1")
+    assert f"K layer, {shown.group(2)}; the attention layers" in said
+    assert shown.group(1) == translate("hybrid.mamba", "en")

@@ -2916,9 +2916,8 @@ MESSAGES: dict[str, str] = {
     "know; it knows {known}",
     "extract.layer": "layer {layer}: {model} has {count} {count:layer|layers}, numbered 0 to "
     "{last}",
-    "extract.not_attention": "layer {layer} of {model} is a {kind} layer, not softmax "
-    "attention, and qkvcalc extract reads softmax attention only; the attention layers of this "
-    "model are {attention}",
+    "extract.not_attention": "layer {layer} of {model} is a {kind} layer, not attention, which "
+    "qkvcalc extract does not read; the attention layers of this model are {attention}",
     "extract.minimax_act": "MiniMax's lightning layers apply the config's hidden_act to q, k and "
     "v, and qkvcalc's lightning key has silu only; this model's is {act}",
     "extract.hybrid": "{model} is a {arch} model ({model_type!r}): a hybrid whose layers are "

@@ -2862,8 +2862,8 @@ MESSAGES: dict[str, str] = {
     "extract.architecture": "{model}의 모델 종류는 {model_type!r}이며, qkvcalc extract가 "
     "모르는 종류입니다. 아는 종류: {known}",
     "extract.layer": "층 {layer}: {model}에는 층이 {count}개 있고, 번호는 0부터 {last}까지입니다",
-    "extract.not_attention": "{model}의 층 {layer}: 소프트맥스 어텐션이 아닌 {kind} 층입니다. "
-    "qkvcalc extract는 소프트맥스 어텐션만 읽습니다. 이 모델의 어텐션 층: {attention}",
+    "extract.not_attention": "{model}의 층 {layer}: 어텐션이 아닌 {kind} 층이며, qkvcalc "
+    "extract는 이 층을 읽지 않습니다. 이 모델의 어텐션 층: {attention}",
     "extract.minimax_act": "MiniMax의 라이트닝 층은 설정의 hidden_act를 q, k, v에 적용하는데, "
     "qkvcalc의 lightning 키에는 silu만 있습니다. 이 모델의 값: {act}",
     "extract.hybrid": "{model}: {arch} 모델({model_type!r})은 소프트맥스 어텐션 층과 {kind} 층을 "
