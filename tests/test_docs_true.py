@@ -75,6 +75,32 @@ def test_freeze_takes_lightnings_norm_and_gate(tmp_path):
     assert _frozen(proc.stdout) == "Frozen (--freeze, not moved): w_norm, W_G."
 
 
+def test_cli_md_train_says_which_weights_learn_and_freeze():
+    """docs/cli.md's train: a layer's own weights are learned (MLA's in place of W_Q, W_K, W_V; a
+    linear layer's norm, gate, convolution and decay), and --freeze takes their names (wdq, wuk;
+    norm, conv, a_log) and a linear layer's input keys."""
+    text = _prose("docs/cli.md")
+    assert "and the weights of its own layer: multi-head latent attention's in place of" in text
+    assert "(`wdq`, `wuk`, … for multi-head latent attention; `norm`, `conv`, `a_log`" in text
+    assert "whose input keys work too" in text
+    mla = in_process("train", "--preset", "mla", "--lr", "0.05", "--steps", "1", "-f", "json")
+    assert mla.returncode == 0, mla.stderr
+    learned = json.loads(mla.stdout)["learned"]
+    assert {"wq", "wk", "wv"}.isdisjoint(learned) and {"wdq", "wuk"} <= set(learned)
+
+
+@pytest.mark.parametrize("words", ["norm,conv,a_log", "wf_a,wg_b,A_log,dt_bias"])
+def test_freeze_takes_a_kda_layers_names_and_input_keys(tmp_path, words):
+    path = _file(tmp_path, _with_zero_target(KDA_LAYER))
+    proc = in_process("train", path, "--lr", "0.02", "--steps", "2", "--freeze", words)
+    assert proc.returncode == 0, proc.stderr
+    learned = next(line for line in proc.stdout.splitlines() if line.startswith("Learned"))
+    frozen = _frozen(proc.stdout)
+    assert len(frozen.split(":")[1].split(",")) == len(words.split(","))
+    for name in frozen.split(":")[1].strip(" .").split(", "):
+        assert name not in learned
+
+
 # ---- docs/input-format.md: mla ------------------------------------------------------------------
 
 
