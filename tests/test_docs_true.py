@@ -269,3 +269,38 @@ def test_cli_md_says_which_hybrid_layers_extract_reads_as_it_does(tmp_path):
     said = translate("extract.not_attention", "en", layer=0, model="m", kind="K", attention="1")
     assert f"K layer, {shown.group(2)}; the attention layers" in said
     assert shown.group(1) == translate("hybrid.mamba", "en")
+
+
+# ---- docs/cli.md: explain --dtype and --backward -------------------------------------------------
+
+
+def test_cli_md_dtype_computes_the_indexer_and_the_linear_layers():
+    """docs/cli.md's --dtype: the indexer and the three linear-attention layers are computed in
+    the dtype, the linear layers not under sdpa; not with --exact, --backward nor --shuffle."""
+    text = _prose("docs/cli.md")
+    assert "the sparse-attention indexer (`indexer`, its scores in float32" in text
+    assert "layers (`gated_delta`, `kimi_delta`, `lightning`, each as its model's code" in text
+    for preset in ("dsa", "deltanet", "kda", "lightning"):
+        proc = in_process("explain", "--preset", preset, "--dtype", "bfloat16", "-f", "json")
+        assert proc.returncode == 0, (preset, proc.stderr)
+        assert json.loads(proc.stdout)["precision"]["dtype"] == "bfloat16"
+    for preset in ("deltanet", "kda", "lightning"):
+        args = ("explain", "--preset", preset, "--dtype", "bfloat16", "--policy", "sdpa")
+        assert in_process(*args).returncode == 2
+    for option in (("--exact",), ("--backward",), ("--shuffle", "3 2 1")):
+        proc = in_process("explain", "--preset", "lightning", "--dtype", "bfloat16", *option)
+        assert proc.returncode == 2 and option[0] in proc.stderr
+
+
+def test_cli_md_backward_goes_through_the_latents_and_the_linear_layers(tmp_path):
+    """docs/cli.md's --backward: on through MLA's latents to their weights, the indexer's choice
+    held as a mask, through a linear-attention layer to its own weights."""
+    text = _prose("docs/cli.md")
+    assert "with multi-head latent attention on through the latents to their weights" in text
+    dsa = in_process("explain", "--preset", "dsa", "--backward", "-f", "json")
+    assert dsa.returncode == 0, dsa.stderr
+    ids = {s["id"] for s in json.loads(dsa.stdout)["stages"]}
+    assert {"grad_wdq", "grad_wdkv", "grad_wuk", "grad_wuv"} <= ids
+    assert not any(i.startswith("grad_index") for i in ids)  # the choice: no gradient
+    linear = _grads(tmp_path, _with_zero_target(KDA_LAYER))
+    assert {"grad_wfa", "grad_wfb", "grad_wb"} <= linear, linear
