@@ -304,3 +304,15 @@ def test_cli_md_backward_goes_through_the_latents_and_the_linear_layers(tmp_path
     assert not any(i.startswith("grad_index") for i in ids)  # the choice: no gradient
     linear = _grads(tmp_path, _with_zero_target(KDA_LAYER))
     assert {"grad_wfa", "grad_wfb", "grad_wb"} <= linear, linear
+
+
+def test_readme_quotes_extracts_refusal_of_a_mamba_layer_as_it_is():
+    said = translate(
+        "extract.not_attention",
+        "en",
+        layer=0,
+        model="m",
+        kind=translate("hybrid.mamba", "en"),
+        attention="3, 7, 11",
+    )
+    assert f'("{said}")' in _prose("README.md")
