@@ -316,3 +316,19 @@ def test_readme_quotes_extracts_refusal_of_a_mamba_layer_as_it_is():
         attention="3, 7, 11",
     )
     assert f'("{said}")' in _prose("README.md")
+
+
+# ---- train's notes ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_attend_note_names_no_weight_a_latent_layer_lacks(lang):
+    """train.attend_shortcut is printed for every attend run, MLA's too, which has no W_Q, W_K,
+    W_V: the note says 'its weights'."""
+    said = translate("train.attend_shortcut", lang)
+    assert "W_Q" not in said
+    args = ("train", "--preset", "mla", "--attend", "1 1 1 1 1", "--lr", "0.05", "--steps", "1")
+    proc = in_process(*args, "--lang", lang, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert said in out["notes"] and not {"wq", "wk", "wv"} & set(out["learned"])

@@ -3950,7 +3950,7 @@ MESSAGES: dict[str, str] = {
     "train.dataset_heldout": "Held out, never trained on: {count} more (shown below with the "
     "weights before and after).",
     "train.attend_shortcut": "attend is a teaching shortcut: a real model is never told where to "
-    "look. It learns W_Q, W_K and W_V from its prediction error, which reaches the attention "
+    "look. It learns its weights from its prediction error, which reaches the attention "
     "weights through the output (try --preset referent, a loss on the output).",
     "train.attend_heads": "With {heads} heads, attend pushes every head toward the same key for "
     "each query (the loss adds −log A over the heads); in a real model each head is free to find "

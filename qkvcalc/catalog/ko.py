@@ -3856,7 +3856,7 @@ MESSAGES: dict[str, str] = {
     "train.dataset_heldout": "따로 떼어 두고 학습에 쓰지 않은 예제: {count}개 더 (아래에서 학습 "
     "전과 후의 가중치로 보여 줍니다).",
     "train.attend_shortcut": "attend는 가르치기 위한 지름길입니다. 실제 모델은 어디를 보라는 말을 "
-    "듣지 않습니다. 모델은 예측 오차에서 W_Q, W_K, W_V를 배우며, 그 오차는 출력을 거쳐 어텐션 "
+    "듣지 않습니다. 모델은 예측 오차에서 가중치를 배우며, 그 오차는 출력을 거쳐 어텐션 "
     "가중치에 닿습니다(출력에 손실을 두는 --preset referent로 해 보세요).",
     "train.attend_heads": "헤드가 {heads}개이면 attend는 Query마다 모든 헤드를 같은 Key 쪽으로 "
     "밉니다(손실이 헤드마다의 −log A를 더하므로). 실제 모델에서는 헤드마다 자기 패턴을 자유롭게 "
