@@ -251,6 +251,10 @@ def test_cli_md_says_which_hybrid_layers_extract_reads_as_it_does(tmp_path):
     pytest.importorskip("transformers")
     text = _prose("docs/cli.md")
     assert "A hybrid's linear-attention layers are read" in text
+    assert (
+        "the Gated DeltaNet layers of Qwen3-Next, Qwen3.5 and OLMo-Hybrid (the `gated_delta`"
+        in text
+    )
     shown = re.search(r"layer 0 of my-bamba is a (.*?) layer, (.*?); the attention layers", text)
     assert shown is not None
     qwen = _saved("qwen3_next", tmp_path / "qwen")  # its layer 0 is linear attention
