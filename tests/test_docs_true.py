@@ -336,3 +336,27 @@ def test_the_attend_note_names_no_weight_a_latent_layer_lacks(lang):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert said in out["notes"] and not {"wq", "wk", "wv"} & set(out["learned"])
+
+
+# ---- quiz --backward -----------------------------------------------------------------------------
+
+
+def test_quiz_backward_asks_each_default_stage_the_problem_has():
+    """docs/cli.md's quiz --backward: the default stages, each that the problem has (a linear
+    layer has no softmax, MLA no W_Q)."""
+    assert "`grad_wq`, each that the problem has (a linear-attention layer has no softmax," in (
+        _prose("docs/cli.md")
+    )
+
+    def asked(preset: str, *loss: str) -> set[str]:
+        proc = in_process("quiz", "--preset", preset, "--backward", "--template", *loss)
+        assert proc.returncode == 0, proc.stderr
+        return {key.split("/")[-1] for key in json.loads(proc.stdout)}
+
+    assert {"grad_v", "grad_weights", "grad_scores", "grad_q", "grad_k", "grad_wq"} <= asked(
+        "sentence", "--target", "0 0; 0 0; 0 0"
+    )
+    mla = asked("mla")
+    assert "grad_wq" not in mla and {"grad_v", "grad_weights", "grad_q"} <= mla
+    lightning = asked("lightning")
+    assert "grad_weights" not in lightning and {"grad_q", "grad_wq"} <= lightning
