@@ -2605,7 +2605,7 @@ MESSAGES: dict[str, str] = {
     "projection",
     "qk_norm.projection_backward": 'The backward pass cannot follow "over": "projection" head '
     "by head: each head's norm reads every head's row, so a head's gradient needs all the "
-    "others'. --backward and qkvcalc train need the norm per head (\"over\": \"head\"); "
+    'others\'. --backward and qkvcalc train need the norm per head ("over": "head"); '
     "explain without --backward shows this one",
     "qk_norm.projection_decode": 'A KV cache cannot take "over": "projection": each step would '
     "need the whole projection row of its new tokens. Run without decode",

@@ -2560,8 +2560,8 @@ MESSAGES: dict[str, str] = {
     "필요합니다",
     "qk_norm.projection_backward": '역전파는 "over": "projection"을 헤드별로 따라갈 수 '
     "없습니다. 각 헤드의 정규화가 모든 헤드의 행을 읽으므로, 한 헤드의 기울기에 다른 모든 "
-    "헤드의 기울기가 필요합니다. --backward와 qkvcalc train에는 헤드별 정규화(\"over\": "
-    "\"head\")가 필요합니다. --backward 없는 explain은 이 정규화를 보여 줍니다",
+    '헤드의 기울기가 필요합니다. --backward와 qkvcalc train에는 헤드별 정규화("over": '
+    '"head")가 필요합니다. --backward 없는 explain은 이 정규화를 보여 줍니다',
     "qk_norm.projection_decode": 'KV 캐시는 "over": "projection"을 받을 수 없습니다. 각 '
     "단계마다 새 토큰의 선형 투영 행 전체가 필요합니다. decode 없이 실행하세요",
     "ui.variant.attn_temperature": "어텐션 온도",
