@@ -752,8 +752,6 @@ MESSAGES: dict[str, str] = {
     "through its state: leave out --decode.",
     "lightning.tiles": "A lightning-attention layer (lightning) has no softmax to compute in "
     "tiles: leave out --tiles.",
-    "lightning.backward": "--backward does not go through a lightning-attention layer "
-    "(lightning) yet: leave out --backward.",
     # the layer around the core (qkvcalc/ops/gdn_layer.py)
     "ui.variant.gdn_conv": "Q, K and V through the layer's causal convolution ({taps} "
     "{taps:tap|taps}) and SiLU",
@@ -2366,7 +2364,9 @@ MESSAGES: dict[str, str] = {
     '-": - for none): --backward starts from L = −Σᵢ log A[i, tᵢ], a teaching shortcut (a real '
     "model is never told where to look; --target puts the loss on the output).",
     "help.explain.backward": "After the forward stages, the backward pass: every gradient from "
-    "the loss (the problem's grad_output, target or attend) back to W_Q, W_K, W_V and X.",
+    "the loss (the problem's grad_output, target or attend) back to X and the weights (W_Q, W_K, "
+    "W_V, W_O, the biases, and a layer's own: MLA's latents', a linear layer's), or to the Q, K "
+    "and V given.",
     "help.explain.dtype": "Compute every stage as the hardware does in this dtype: float32, "
     "bfloat16, float16, float8_e4m3fn or float8_e5m2 (float8 stored with one scale per tensor "
     "under --policy eager, a plain cast under naive), each cell beside its float64 twin and its "
@@ -2663,7 +2663,8 @@ MESSAGES: dict[str, str] = {
     "projection",
     "qk_norm.projection_backward": 'The backward pass cannot follow "over": "projection" head '
     "by head: each head's norm reads every head's row, so a head's gradient needs all the "
-    "others'. Run without --backward, or with the norm per head",
+    'others\'. --backward and qkvcalc train need the norm per head ("over": "head"); '
+    "explain without --backward shows this one",
     "qk_norm.projection_decode": 'A KV cache cannot take "over": "projection": each step would '
     "need the whole projection row of its new tokens. Run without decode",
     "ui.variant.attn_temperature": "attention temperature",
@@ -3003,9 +3004,8 @@ MESSAGES: dict[str, str] = {
     "know; it knows {known}",
     "extract.layer": "layer {layer}: {model} has {count} {count:layer|layers}, numbered 0 to "
     "{last}",
-    "extract.not_attention": "layer {layer} of {model} is a {kind} layer, not softmax "
-    "attention, and qkvcalc extract reads softmax attention only; the attention layers of this "
-    "model are {attention}",
+    "extract.not_attention": "layer {layer} of {model} is a {kind} layer, not attention, which "
+    "qkvcalc extract does not read; the attention layers of this model are {attention}",
     "extract.minimax_act": "MiniMax's lightning layers apply the config's hidden_act to q, k and "
     "v, and qkvcalc's lightning key has silu only; this model's is {act}",
     "extract.hybrid": "{model} is a {arch} model ({model_type!r}): a hybrid whose layers are "
@@ -3638,8 +3638,9 @@ MESSAGES: dict[str, str] = {
     "problem's own loss: L = ½·Σ(O − T)².",
     "help.train.steps": "Updates of gradient descent to make, from 1 to 10,000 (default 20).",
     "help.train.lr": "The learning rate η of W ← W − η·∂L/∂W, a number > 0 (default 0.5).",
-    "help.train.freeze": 'Weights that do not move, split by commas: "wv,wo" (wq, wk, wv, wo, '
-    "bq, bk, bv, bo).",
+    "help.train.freeze": 'Weights that do not move, split by commas: "wv,wo". Names: wq, wk, '
+    'wv, wo, bq, bk, bv, bo, and those the problem\'s own layer adds, as "Learned:" spells '
+    "them (MLA's wdq, wuk, …; a linear layer's norm, conv, …); docs/train.md lists them all.",
     "help.train.output": "Write to this file, by its extension: .svg the loss curve, .html the "
     "page, .txt the text; .json (or any other name) the trained problem, a JSON problem qkvcalc "
     "explain reads (with --format json, the whole training document).",
@@ -3786,8 +3787,8 @@ MESSAGES: dict[str, str] = {
     "on softmax weights, which a linear-attention layer has none of)",
     "backward.attend_mixer": "attend puts the loss on softmax weights, and a linear-attention "
     "layer has none: it never forms an n×n matrix of weights, and the W qkvcalc shows beside it "
-    "(what its state adds up to) has rows that need not sum to 1. Give target or grad_output for "
-    "--backward",
+    "(what its state adds up to) has rows that need not sum to 1. Give target (explain "
+    "--backward takes grad_output too)",
     "backward.decode": "--backward runs on the whole sequence at once: drop decode (a KV cache "
     "changes when the numbers are computed, not what the gradients are)",
     "loss.several": "give one place for the gradient to start, not several: {keys}",
@@ -4034,7 +4035,7 @@ MESSAGES: dict[str, str] = {
     "train.dataset_heldout": "Held out, never trained on: {count} more (shown below with the "
     "weights before and after).",
     "train.attend_shortcut": "attend is a teaching shortcut: a real model is never told where to "
-    "look. It learns W_Q, W_K and W_V from its prediction error, which reaches the attention "
+    "look. It learns its weights from its prediction error, which reaches the attention "
     "weights through the output (try --preset referent, a loss on the output).",
     "train.attend_heads": "With {heads} heads, attend pushes every head toward the same key for "
     "each query (the loss adds −log A over the heads); in a real model each head is free to find "

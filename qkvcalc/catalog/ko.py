@@ -741,8 +741,6 @@ MESSAGES: dict[str, str] = {
     "계산합니다: --decode를 빼세요.",
     "lightning.tiles": "라이트닝 어텐션 층(lightning)에는 타일로 나눠 계산할 소프트맥스가 "
     "없습니다: --tiles를 빼세요.",
-    "lightning.backward": "--backward는 아직 라이트닝 어텐션 층(lightning)을 거치지 않습니다: "
-    "--backward를 빼세요.",
     # the layer around the core (qkvcalc/ops/gdn_layer.py)
     "ui.variant.gdn_conv": "Q, K, V가 층의 인과 합성곱(탭 {taps}개)과 SiLU를 거침",
     "ui.variant.gdn_gates": "X로 만든 g와 β(W_a, W_b, A_log, dt_bias)",
@@ -2322,7 +2320,8 @@ MESSAGES: dict[str, str] = {
     "목표가 없으면 -): --backward가 L = −Σᵢ log A[i, tᵢ]에서 시작합니다. 가르치기 위한 "
     "지름길입니다(실제 모델은 어디를 보라는 말을 듣지 않습니다. --target은 손실을 출력에 둡니다).",
     "help.explain.backward": "순전파 단계 뒤에 역전파를 보여 줍니다: 손실(문제의 grad_output, "
-    "target, attend)에서 W_Q, W_K, W_V, X까지의 모든 기울기.",
+    "target, attend)에서 X와 가중치(W_Q, W_K, W_V, W_O, 편향, 그리고 층 자신의 가중치: MLA의 "
+    "잠재 가중치, 선형 층의 가중치)까지, 또는 주어진 Q, K, V까지의 모든 기울기.",
     "help.explain.dtype": "모든 단계를 이 dtype에서 하드웨어가 계산하듯 계산합니다: float32, "
     "bfloat16, float16, float8_e4m3fn, float8_e5m2 (float8은 --policy eager에서 텐서마다 배율 "
     "하나를 두고 저장하고, naive에서는 단순 형변환합니다). 각 칸은 float64 쌍둥이, 마지막 자리 "
@@ -2616,7 +2615,8 @@ MESSAGES: dict[str, str] = {
     "필요합니다",
     "qk_norm.projection_backward": '역전파는 "over": "projection"을 헤드별로 따라갈 수 '
     "없습니다. 각 헤드의 정규화가 모든 헤드의 행을 읽으므로, 한 헤드의 기울기에 다른 모든 "
-    "헤드의 기울기가 필요합니다. --backward 없이, 또는 헤드별 정규화로 실행하세요",
+    '헤드의 기울기가 필요합니다. --backward와 qkvcalc train에는 헤드별 정규화("over": '
+    '"head")가 필요합니다. --backward 없는 explain은 이 정규화를 보여 줍니다',
     "qk_norm.projection_decode": 'KV 캐시는 "over": "projection"을 받을 수 없습니다. 각 '
     "단계마다 새 토큰의 선형 투영 행 전체가 필요합니다. decode 없이 실행하세요",
     "ui.variant.attn_temperature": "어텐션 온도",
@@ -2946,8 +2946,8 @@ MESSAGES: dict[str, str] = {
     "extract.architecture": "{model}의 모델 종류는 {model_type!r}이며, qkvcalc extract가 "
     "모르는 종류입니다. 아는 종류: {known}",
     "extract.layer": "층 {layer}: {model}에는 층이 {count}개 있고, 번호는 0부터 {last}까지입니다",
-    "extract.not_attention": "{model}의 층 {layer}: 소프트맥스 어텐션이 아닌 {kind} 층입니다. "
-    "qkvcalc extract는 소프트맥스 어텐션만 읽습니다. 이 모델의 어텐션 층: {attention}",
+    "extract.not_attention": "{model}의 층 {layer}: 어텐션이 아닌 {kind} 층이며, qkvcalc "
+    "extract는 이 층을 읽지 않습니다. 이 모델의 어텐션 층: {attention}",
     "extract.minimax_act": "MiniMax의 라이트닝 층은 설정의 hidden_act를 q, k, v에 적용하는데, "
     "qkvcalc의 lightning 키에는 silu만 있습니다. 이 모델의 값: {act}",
     "extract.hybrid": "{model}: {arch} 모델({model_type!r})은 소프트맥스 어텐션 층과 {kind} 층을 "
@@ -3556,8 +3556,9 @@ MESSAGES: dict[str, str] = {
     "형식): L = ½·Σ(O − T)².",
     "help.train.steps": "경사 하강법의 갱신 횟수, 1부터 10,000까지 (기본값 20).",
     "help.train.lr": "W ← W − η·∂L/∂W의 학습률 η, 0보다 큰 수 (기본값 0.5).",
-    "help.train.freeze": '움직이지 않을 가중치, 쉼표로 구분: "wv,wo" (wq, wk, wv, wo, bq, bk, '
-    "bv, bo).",
+    "help.train.freeze": '움직이지 않을 가중치, 쉼표로 구분: "wv,wo". 이름은 wq, wk, wv, wo, '
+    'bq, bk, bv, bo와, 문제의 층이 더하는 가중치를 "학습한 가중치:"에 적힌 대로 씁니다(MLA의 '
+    "wdq, wuk, …; 선형 층의 norm, conv, …). 전부는 docs/train.md에 있습니다.",
     "help.train.output": "이 파일에 씁니다. 확장자에 따라 .svg는 손실 곡선, .html은 페이지, "
     ".txt는 텍스트이고, .json(또는 그 밖의 이름)은 학습된 문제(qkvcalc explain이 읽는 JSON 문제, "
     "--format json과 함께 쓰면 학습 문서 전체)입니다.",
@@ -3701,8 +3702,8 @@ MESSAGES: dict[str, str] = {
     "소프트맥스 가중치에 두는데, 선형 어텐션 층에는 그것이 없습니다).",
     "backward.attend_mixer": "attend는 손실을 소프트맥스 가중치에 두는데, 선형 어텐션 층에는 "
     "그것이 없습니다. 이 층은 n×n 가중치 행렬을 만들지 않고, qkvcalc가 옆에 보여 주는 W(상태가 "
-    "모아 더한 것)의 행은 합이 1일 필요가 없습니다. --backward에는 target이나 grad_output을 "
-    "주세요.",
+    "모아 더한 것)의 행은 합이 1일 필요가 없습니다. target을 주세요 (explain --backward는 "
+    "grad_output도 받습니다).",
     "backward.decode": "--backward는 시퀀스 전체에 한 번에 실행됩니다. decode를 빼 주세요 (KV "
     "캐시는 수를 계산하는 시점을 바꿀 뿐, 기울기는 바꾸지 않습니다)",
     "loss.several": "기울기가 시작할 곳은 하나만 주세요. 지금 여러 개입니다: {keys}",
@@ -3937,7 +3938,7 @@ MESSAGES: dict[str, str] = {
     "train.dataset_heldout": "따로 떼어 두고 학습에 쓰지 않은 예제: {count}개 더 (아래에서 학습 "
     "전과 후의 가중치로 보여 줍니다).",
     "train.attend_shortcut": "attend는 가르치기 위한 지름길입니다. 실제 모델은 어디를 보라는 말을 "
-    "듣지 않습니다. 모델은 예측 오차에서 W_Q, W_K, W_V를 배우며, 그 오차는 출력을 거쳐 어텐션 "
+    "듣지 않습니다. 모델은 예측 오차에서 가중치를 배우며, 그 오차는 출력을 거쳐 어텐션 "
     "가중치에 닿습니다(출력에 손실을 두는 --preset referent로 해 보세요).",
     "train.attend_heads": "헤드가 {heads}개이면 attend는 Query마다 모든 헤드를 같은 Key 쪽으로 "
     "밉니다(손실이 헤드마다의 −log A를 더하므로). 실제 모델에서는 헤드마다 자기 패턴을 자유롭게 "
