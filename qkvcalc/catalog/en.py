@@ -1755,11 +1755,11 @@ MESSAGES: dict[str, str] = {
     "{dtype}.",
     "precision.kda_bounded_float32": "g as Ling 3.0's forget gate makes it: A_log and dt_bias "
     "kept in float32 (its checkpoint keeps them so in any dtype), F.float() + dt_bias, e^(A_log), "
-    "the product, σ and b times it each in float32, then g cast to {dtype}; β = σ(b) rounded to "
-    "{dtype}.",
+    "the product, σ and the bound (lower_bound) times it each in float32, then g cast to "
+    "{dtype}; β = σ(b) rounded to {dtype}.",
     "precision.kda_bounded_naive": "Written with tensors in {dtype}: A_log and dt_bias rounded to "
-    "{dtype}, F + dt_bias, e^(A_log), the product, σ and b times it each rounded to {dtype}, and "
-    "β = σ(b) rounded to {dtype}.",
+    "{dtype}, F + dt_bias, e^(A_log), the product, σ and the bound (lower_bound) times it each "
+    "rounded to {dtype}, and β = σ(b) rounded to {dtype}.",
     "precision.conv_float32": "As Ling 3.0's causal_conv1d_fn computes it with conv1d kept in "
     "float32 (its checkpoint keeps it so in any dtype): the {dtype} inputs taken to float32, each "
     "output's taps multiplied and summed in float32, SiLU in float32, then rounded to {dtype} "
@@ -2813,6 +2813,8 @@ MESSAGES: dict[str, str] = {
     "and values at once; columns 1–{rope} are W_DKV's last {rope} (the rotary ones), then its "
     "first {nope}.",
     "note.mla_shared_head": "The same C_KV in every head: K = V.",
+    "note.mla_shared_norm": "Row by row: x / √(mean(x²) + ε) · w over the {width} "
+    "{width:column|columns} of c_KV (the key/value head itself, not a latent), ε = {eps}.",
     "mla.shared_kv": "mla.shared_kv must be true (one key/value head, K = V = C_KV) or false, "
     "not {value}",
     "mla.shared_kv_b": "mla.wkv_b cannot be given with mla.shared_kv: the one key/value head is "
@@ -3639,8 +3641,9 @@ MESSAGES: dict[str, str] = {
     "help.train.steps": "Updates of gradient descent to make, from 1 to 10,000 (default 20).",
     "help.train.lr": "The learning rate η of W ← W − η·∂L/∂W, a number > 0 (default 0.5).",
     "help.train.freeze": 'Weights that do not move, split by commas: "wv,wo". Names: wq, wk, '
-    'wv, wo, bq, bk, bv, bo, and those the problem\'s own layer adds, as "Learned:" spells '
-    "them (MLA's wdq, wuk, …; a linear layer's norm, conv, …); docs/train.md lists them all.",
+    'wv, wo, bq, bk, bv, bo, and those the problem\'s own layer adds, each as "Learned:" shows '
+    "it or in lower case without \"_\" (MLA's W_DQ or wdq, …; a linear layer's w_norm or norm, "
+    "…); docs/train.md lists them all.",
     "help.train.output": "Write to this file, by its extension: .svg the loss curve, .html the "
     "page, .txt the text; .json (or any other name) the trained problem, a JSON problem qkvcalc "
     "explain reads (with --format json, the whole training document).",

@@ -1714,10 +1714,12 @@ MESSAGES: dict[str, str] = {
     "{dtype} 값으로 반올림합니다.",
     "precision.kda_bounded_float32": "Ling 3.0의 망각 게이트가 만드는 대로의 g: A_log와 dt_bias는 "
     "float32로 두고(그 체크포인트는 어떤 dtype에서도 그렇게 둡니다), F.float() + dt_bias, "
-    "e^(A_log), 곱, σ, 그리고 b와의 곱을 각각 float32로 계산한 뒤 g를 {dtype} 값으로 바꿉니다. "
+    "e^(A_log), 곱, σ, 그리고 하한(lower_bound)과의 곱을 각각 float32로 계산한 뒤 g를 {dtype} "
+    "값으로 바꿉니다. "
     "β = σ(b)는 {dtype} 값으로 반올림합니다.",
     "precision.kda_bounded_naive": "{dtype} 텐서로 짰습니다. A_log와 dt_bias를 {dtype} 값으로 "
-    "반올림하고, F + dt_bias, e^(A_log), 곱, σ, 그리고 b와의 곱을 각각 {dtype} 값으로 반올림하며, "
+    "반올림하고, F + dt_bias, e^(A_log), 곱, σ, 그리고 하한(lower_bound)과의 곱을 각각 {dtype} "
+    "값으로 반올림하며, "
     "β = σ(b)도 {dtype} 값으로 반올림합니다.",
     "precision.conv_float32": "conv1d를 float32로 두는 Ling 3.0의 causal_conv1d_fn이 계산하듯이(그 "
     "체크포인트는 어떤 dtype에서도 그렇게 둡니다): {dtype} 입력을 float32로 바꾸고, 출력마다 탭의 "
@@ -2756,7 +2758,7 @@ MESSAGES: dict[str, str] = {
     "qkvcalc는 앞 열을 회전하므로 마지막 d_R개 열(회전 열)을 앞으로 가져옵니다.",
     "stage.mla_shared_c_kv_norm.title": "정규화한 Key/Value 헤드(RMSNorm)",
     "stage.mla_shared_c_kv_norm.why": "행 전체에 대한 RMSNorm(kv_norm)입니다: x / "
-    "√(mean(x²) + ε) · w, 회전 열도 함께입니다.",
+    "√(mean(x²) + ε) · w, 회전 열도 포함합니다.",
     "stage.mla_shared_k.title": "Key: 하나뿐인 Key/Value 헤드",
     "stage.mla_shared_k.why": "모든 헤드의 Key가 C_KV 그 자체입니다. Key 헤드 하나를 모든 Query "
     "헤드가 읽습니다(멀티 Query 어텐션, MQA).",
@@ -2767,6 +2769,8 @@ MESSAGES: dict[str, str] = {
     "함께 맡습니다. 1–{rope}번 열은 W_DKV의 마지막 {rope}개(회전 열), 그다음이 앞의 "
     "{nope}개입니다.",
     "note.mla_shared_head": "모든 헤드에 같은 C_KV: K = V.",
+    "note.mla_shared_norm": "행마다 c_KV(잠재 벡터가 아니라 Key/Value 헤드 그 자체)의 {width}개 "
+    "열에 x / √(mean(x²) + ε) · w, ε = {eps}.",
     "mla.shared_kv": "mla.shared_kv는 true(Key/Value 헤드 하나, K = V = C_KV) 또는 false여야 "
     "합니다. 받은 값: {value}",
     "mla.shared_kv_b": "mla.shared_kv와 함께 mla.wkv_b를 줄 수 없습니다: 하나뿐인 Key/Value "
@@ -3557,8 +3561,9 @@ MESSAGES: dict[str, str] = {
     "help.train.steps": "경사 하강법의 갱신 횟수, 1부터 10,000까지 (기본값 20).",
     "help.train.lr": "W ← W − η·∂L/∂W의 학습률 η, 0보다 큰 수 (기본값 0.5).",
     "help.train.freeze": '움직이지 않을 가중치, 쉼표로 구분: "wv,wo". 이름은 wq, wk, wv, wo, '
-    'bq, bk, bv, bo와, 문제의 층이 더하는 가중치를 "학습한 가중치:"에 적힌 대로 씁니다(MLA의 '
-    "wdq, wuk, …; 선형 층의 norm, conv, …). 전부는 docs/train.md에 있습니다.",
+    'bq, bk, bv, bo와 문제의 층이 더하는 가중치이며, 각각 "학습한 가중치:"에 보이는 대로 쓰거나 '
+    '"_" 없이 소문자로 씁니다(MLA의 W_DQ 또는 wdq, …; 선형 층의 w_norm 또는 norm, …). '
+    "전부는 docs/train.md에 있습니다.",
     "help.train.output": "이 파일에 씁니다. 확장자에 따라 .svg는 손실 곡선, .html은 페이지, "
     ".txt는 텍스트이고, .json(또는 그 밖의 이름)은 학습된 문제(qkvcalc explain이 읽는 JSON 문제, "
     "--format json과 함께 쓰면 학습 문서 전체)입니다.",

@@ -597,7 +597,8 @@ def _shared_kv(p: Any, latent: Latent, x_ref: Ref, x_name: str) -> list[Spec]:
                  notes=(Msg("note.mla_shared_kv", d_k=p.d_k, rope=latent.rope, heads=p.heads,
                             nope=latent.nope),)),
         replace_spec(_norm("c_kv_norm", ("c_kv", None), "c_KV", "C_KV", latent.kv_norm[order],
-                           p), topic="mla_shared_c_kv_norm", letters="n×d_k"),
+                           p), topic="mla_shared_c_kv_norm", letters="n×d_k",
+                     notes=(Msg("note.mla_shared_norm", width=p.d_k, eps=f"{latent.eps:g}"),)),
     ]  # fmt: skip
 
 
@@ -1090,6 +1091,7 @@ FEATURE = Feature(
     words=("RMSNorm",),
     worksheet_notes=(
         "note.mla_norm",
+        "note.mla_shared_norm",
         "note.mla_c_q",
         "note.mla_c_kv",
         "note.mla_k_rope",
