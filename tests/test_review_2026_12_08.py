@@ -58,3 +58,15 @@ def test_freezes_help_spells_the_names_as_learned_shows_them():
 
 def test_the_korean_norm_why_says_the_rotary_columns_are_included():
     assert "회전 열도 포함합니다" in KO["stage.mla_shared_c_kv_norm.why"]
+
+
+def test_the_values_turn_is_not_said_to_make_k_and_v_one_where_they_are_two():
+    """It said "(DeepSeek-V4, whose one key/value head is both K and V)" of any problem with
+    vo_rope, also one whose W_K and W_V differ (tests/test_vo_rope.py's)."""
+    from tests.test_vo_rope import DOC
+
+    assert DOC["wk"] != DOC["wv"]
+    stage = qkvcalc.explain(**DOC).find("v_rot", 1)
+    assert stage is not None
+    assert "here they may differ" in EN["stage.v_rot.why"]
+    assert "여기서는 K와 V가 다를 수 있습니다" in KO["stage.v_rot.why"]

@@ -2457,9 +2457,10 @@ MESSAGES: dict[str, str] = {
     # ---- RoPE on the values and back on the output (qkvcalc/ops/vo_rope.py) ----
     "stage.v_rot.title": "Rotary position (RoPE) on the values",
     "stage.v_rot.why": "The values are turned as the keys are, each at its own key's position "
-    "(DeepSeek-V4, whose one key/value head is both K and V). Each head's output is turned back "
-    "at its query's position after A·V, so what a value brings to the output's rotary columns "
-    "depends on how far its key is from the query, not on where the two are.",
+    "(as in DeepSeek-V4, where one key/value head is both K and V; here they may differ). Each "
+    "head's output is turned back at its query's position after A·V, so what a value brings to "
+    "the output's rotary columns depends on how far its key is from the query, not on where the "
+    "two are.",
     "stage.out_back.title": "The output turned back (RoPE by −i)",
     "stage.out_back.why": "Each head's output row is turned back by its query's position i: the "
     "rotary columns of O_i = Σⱼ Aᵢⱼ·R(j)·vⱼ become Σⱼ Aᵢⱼ·R(j − i)·vⱼ, every value turned by "

@@ -2408,8 +2408,9 @@ MESSAGES: dict[str, str] = {
     "어디인지가 아니라 둘 사이의 거리에만 달려 있습니다.",
     # ---- RoPE on the values and back on the output (qkvcalc/ops/vo_rope.py) ----
     "stage.v_rot.title": "회전 위치 임베딩(RoPE): Value",
-    "stage.v_rot.why": "Value도 Key와 똑같이, 각자 자기 Key의 위치만큼 회전합니다(DeepSeek-V4: "
-    "Key/Value 헤드 하나가 K이자 V입니다). 각 헤드의 출력은 A·V 뒤에 Query의 위치만큼 되돌리므로, "
+    "stage.v_rot.why": "Value도 Key와 똑같이, 각자 자기 Key의 위치만큼 회전합니다(DeepSeek-V4가 "
+    "이렇게 하며, 그 모델에서는 Key/Value 헤드 하나가 K이자 V입니다. 여기서는 K와 V가 다를 수 "
+    "있습니다). 각 헤드의 출력은 A·V 뒤에 Query의 위치만큼 되돌리므로, "
     "Value가 출력의 회전 열에 가져오는 것은 둘이 어디 있는지가 아니라 Key가 Query에서 얼마나 "
     "떨어져 있는지에 달려 있습니다.",
     "stage.out_back.title": "되돌린 출력(RoPE, −i만큼)",
