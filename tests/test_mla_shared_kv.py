@@ -148,4 +148,4 @@ def test_k_norm_is_still_refused_beside_mla(tmp_path):
 def test_train_refuses_the_one_key_value_head(tmp_path):
     path = tmp_path / "train.json"
     path.write_text(json.dumps(DOC | {"target": np.zeros((N, 3)).tolist()}), encoding="utf-8")
-    one_message(run_qkvcalc("train", str(path)), "does not step mla with shared_kv")
+    one_message(run_qkvcalc("train", str(path)), "does not step mla with shared_kv", "explain")

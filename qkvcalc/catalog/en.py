@@ -2827,7 +2827,8 @@ MESSAGES: dict[str, str] = {
     "with a KV cache yet: leave out --decode (the whole run shows it).",
     "mla.shared_kv_backward": "mla with shared_kv (one key/value head) has no gradients yet: leave "
     "out --backward.",
-    "mla.shared_kv_train": "train does not step mla with shared_kv (one key/value head) yet.",
+    "mla.shared_kv_train": "train does not step mla with shared_kv (one key/value head) yet, as "
+    "it has no gradients: qkvcalc explain shows its forward pass.",
     # ---- multi-head latent attention's backward (qkvcalc/ops/mla.py) ----
     "stage.grad_k_nope.title": "Backward: the head's own part of the key",
     "stage.grad_k_nope.why": "K = [k_R | K_C] set the shared rotary key and the head's own "

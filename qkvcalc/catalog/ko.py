@@ -2782,7 +2782,8 @@ MESSAGES: dict[str, str] = {
     "계산되지 않습니다: --decode를 빼세요(전체 실행이 보여 줍니다).",
     "mla.shared_kv_backward": "shared_kv(Key/Value 헤드 하나)인 mla는 아직 기울기가 없습니다: "
     "--backward를 빼세요.",
-    "mla.shared_kv_train": "train은 shared_kv(Key/Value 헤드 하나)인 mla를 아직 학습하지 않습니다.",
+    "mla.shared_kv_train": "train은 shared_kv(Key/Value 헤드 하나)인 mla를 아직 학습하지 않습니다. "
+    "기울기가 아직 없기 때문입니다: 순전파는 qkvcalc explain이 보여 줍니다.",
     # ---- multi-head latent attention's backward (qkvcalc/ops/mla.py) ----
     "stage.grad_k_nope.title": "역전파: Key에서 헤드 자신의 부분",
     "stage.grad_k_nope.why": "K = [k_R | K_C]는 공유 회전 Key와 헤드 자신의 열을 나란히 "
