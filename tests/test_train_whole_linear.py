@@ -27,10 +27,11 @@ from qkvcalc.render.json_doc import input_json
 from qkvcalc.run.engine import run
 from qkvcalc.run.train import train
 from tests.conftest import in_process
+from tests.test_train_linear import PLAIN, _sgd  # one SGD loop for both files
 
 torch = pytest.importorskip("torch")
 
-PLAIN = ("wq", "wk", "wv", "wo")
+
 GDN_OWN = ("conv", "wa", "wb", "a_log", "dt_bias", "wz", "norm")  # train's names = the keys
 KDA_OWN = {  # train's names -> kimi_delta's keys
     "conv": "conv",
@@ -45,24 +46,6 @@ KDA_OWN = {  # train's names -> kimi_delta's keys
     "wz": "wz",
     "norm": "norm",
 }
-
-
-def _sgd(leaves: dict, loss_of, steps: int, lr: float, frozen=()) -> list[float]:
-    """`steps` updates p ← p − η·∂L/∂p of every leaf not frozen; the losses 0 … steps."""
-    losses = []
-    for k in range(steps + 1):
-        for leaf in leaves.values():
-            leaf.grad = None
-        loss = loss_of()
-        losses.append(float(loss.detach()))
-        if k == steps:
-            break
-        loss.backward()
-        with torch.no_grad():
-            for key, leaf in leaves.items():
-                if key not in frozen and leaf.grad is not None:
-                    leaf -= lr * leaf.grad
-    return losses
 
 
 def _key(doc: dict) -> str:
