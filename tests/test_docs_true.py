@@ -40,17 +40,17 @@ def _frozen(out: str) -> str:
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_freeze_help_names_core_weights_and_a_layers_own(lang):
-    """help.train.freeze names wq … bo and, as examples of a layer's own, MLA's wdq, wuk and a
-    linear layer's norm, conv: every one is a word --freeze takes (below)."""
+    """help.train.freeze names wq … bo and, as examples of a layer's own, MLA's W_DQ or wdq and a
+    linear layer's w_norm or norm: every one is a word --freeze takes (below)."""
     said = translate("help.train.freeze", lang)
-    for word in ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "wdq", "wuk", "norm", "conv"):
+    for word in ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "W_DQ", "wdq", "w_norm", "norm"):
         assert re.search(rf"(?<![a-z_]){word}(?![a-z_])", said), word
     assert "docs/train.md" in said and (ROOT / "docs" / "train.md").exists()
 
 
 def test_freeze_takes_mla_names_the_help_gives():
     proc = in_process(
-        "train", "--preset", "mla", "--lr", "0.05", "--steps", "2", "--freeze", "wdq,wuk"
+        "train", "--preset", "mla", "--lr", "0.05", "--steps", "2", "--freeze", "W_DQ,wuk"
     )
     assert proc.returncode == 0, proc.stderr
     assert _frozen(proc.stdout) == "Frozen (--freeze, not moved): W_DQ, W_UK."
@@ -59,7 +59,7 @@ def test_freeze_takes_mla_names_the_help_gives():
 @pytest.mark.parametrize("layer", [GDN_LAYER, KDA_LAYER], ids=["gated_delta", "kimi_delta"])
 def test_freeze_takes_a_linear_layers_names_the_help_gives(tmp_path, layer):
     path = _file(tmp_path, _with_zero_target(layer))
-    proc = in_process("train", path, "--lr", "0.02", "--steps", "2", "--freeze", "norm,conv")
+    proc = in_process("train", path, "--lr", "0.02", "--steps", "2", "--freeze", "w_norm,conv")
     assert proc.returncode == 0, proc.stderr
     assert _frozen(proc.stdout) == "Frozen (--freeze, not moved): w_norm, w_conv."
 

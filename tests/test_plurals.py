@@ -50,6 +50,7 @@ COUNTED = [
     ("mla.rows", "rows", "row", "rows"),
     ("mla.norm_length", "length", "number", "numbers"),
     ("mla.q_width", "cols", "column", "columns"),
+    ("note.mla_shared_norm", "width", "column", "columns"),
     ("mla.kv_a_width", "cols", "column", "columns"),
     ("mla.kv_b_width", "cols", "column", "columns"),
     ("mla.shared_width", "cols", "column", "columns"),
