@@ -83,6 +83,18 @@ def run(fields: dict) -> dict:
     model = build_from(
         "DeepseekV4Config", fields, "DeepseekV4ForCausalLM", _experts_implementation="eager"
     )
+    # transformers 5.25 keeps some modules float32 on any load (_keep_in_fp32_modules_strict:
+    # the sinks, q_a_norm, kv_norm, input_layernorm, the mHC weights), rounding what a float64
+    # checkpoint holds: their weights are made float32 numbers here, so that the model saved and
+    # the one extract loads hold the same values on every version
+    kept = [
+        *(getattr(model, "_keep_in_fp32_modules_strict", None) or []),
+        *(getattr(model, "_keep_in_fp32_modules", None) or []),
+    ]
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if any(part in name for part in kept):
+                param.copy_(param.float().double())
     seen: dict = {}
     hooks = []
     for i, block in enumerate(model.model.layers):
