@@ -227,7 +227,7 @@ def test_npz_named_after_a_preset_is_not_announced_as_it(tmp_path):
 
 
 def test_damaged_numpy_files_are_one_error_each():
-    """Flipped, cut and inserted bytes in .npz files (deflate, LZMA, bzip2) and a .npy: the
+    """Flipped, cut and inserted bytes in .npz files (stored, deflate, LZMA, bzip2) and a .npy: the
     archive and header readers raise many kinds of errors, each must become a QkvcalcError."""
     import random
     import zipfile
@@ -241,7 +241,7 @@ def test_damaged_numpy_files_are_one_error_each():
         return buffer.getvalue()
 
     bases = []
-    for method in (zipfile.ZIP_DEFLATED, zipfile.ZIP_LZMA, zipfile.ZIP_BZIP2):
+    for method in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_LZMA, zipfile.ZIP_BZIP2):
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", compression=method) as archive:
             for key, value in ARRAYS.items():
@@ -263,3 +263,31 @@ def test_damaged_numpy_files_are_one_error_each():
                 data[at:at] = rng.randbytes(rng.randint(1, 8))
         with contextlib.suppress(QkvcalcError):
             Problem.from_mapping(_as_object(bytes(data), "f.npz", 10**8), max_elements=10**6)
+
+
+def test_a_stored_npz_is_read_as_views_of_its_bytes_and_its_crc_still_checked(tmp_path):
+    """np.savez (and extract --output) stores its members uncompressed: their arrays are views
+    of the file's bytes (read-only, no copy: a 7B layer's weights are not copied twice), equal
+    to what numpy reads; a flipped byte in a member's numbers is refused by its CRC, as
+    zipfile's own reader refuses it."""
+    from qkvcalc.input.arrays import load_npz
+
+    path = tmp_path / "layer.npz"
+    np.savez(path, **ARRAYS, mask=np.array("causal"), fortran=np.asfortranarray(ARRAYS["wq"]))
+    data = path.read_bytes()
+    doc = load_npz(data, "layer.npz", 10**8)
+    with np.load(path) as expected:
+        for key, value in ARRAYS.items():
+            assert np.array_equal(doc[key], expected[key]) and doc[key].dtype == value.dtype
+            assert not doc[key].flags.writeable
+            assert np.shares_memory(doc[key], np.frombuffer(data, dtype=np.uint8))
+        assert np.array_equal(doc["fortran"], expected["fortran"])
+    assert doc["mask"] == "causal"
+    # one byte of x's numbers flipped (its last byte: the member's data, not its header)
+    at = data.index(b"x.npy") + len(b"x.npy")
+    end = data.index(b"PK\x03\x04", at)
+    damaged = bytearray(data)
+    damaged[end - 1] ^= 0xFF
+    with pytest.raises(QkvcalcError) as err:
+        load_npz(bytes(damaged), "layer.npz", 10**8)
+    assert err.value.msg.key == "array.bad_file" and "CRC" in str(err.value)

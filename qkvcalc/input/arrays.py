@@ -60,40 +60,49 @@ def is_npy_path(text: str) -> bool:
     return text.strip().lower().endswith(".npy")
 
 
-def _header(stream: io.BytesIO, origin: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
-    """The shape and dtype a .npy stream declares, read without reading the data."""
+def _header(stream: io.BytesIO, origin: str) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:
+    """The shape, order and dtype a .npy stream declares, read without reading the data."""
     fmt = np.lib.format
     try:
         version = fmt.read_magic(stream)
         if version == (1, 0):
-            shape, _, dtype = fmt.read_array_header_1_0(stream)
+            shape, fortran, dtype = fmt.read_array_header_1_0(stream)
         else:
-            shape, _, dtype = fmt.read_array_header_2_0(stream)
+            shape, fortran, dtype = fmt.read_array_header_2_0(stream)
     except Exception as err:  # a damaged file: any error (DAMAGED above)
         raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
-    return shape, dtype
+    return shape, fortran, dtype
 
 
-def _read_npy(data: bytes | bytearray, origin: str) -> np.ndarray:
-    stream = io.BytesIO(data)
-    shape, dtype = _header(stream, origin)
+# numpy reads a header of at most 10,000 bytes (max_header_size): the magic, the version, the
+# header's length and that much is all _read_npy parses before the data
+HEADER_PREFIX = 16 + 10_000
+
+
+def _read_npy(data: bytes | bytearray | memoryview, origin: str) -> np.ndarray:
+    """The array a .npy file's bytes hold: a view of those bytes (read-only when they are
+    `bytes`), not a copy."""
+    stream = io.BytesIO(bytes(data[:HEADER_PREFIX]))
+    shape, fortran, dtype = _header(stream, origin)
     if dtype.hasobject:
         raise QkvcalcError("array.pickle", origin=origin)
     # an item of 0 bytes (|V0, <U0) still costs numpy an object per element when it is read
     # back as a list: 10¹² of them claimed by a 100-byte header is refused like any other
     # counted in Python's integers: np.prod in float64 overflowed a claimed 10²⁰⁰×10²⁰⁰ to inf
     # (a RuntimeWarning, then int(inf) raised)
-    need = math.prod(int(s) for s in shape) * max(dtype.itemsize, 1)
+    count = math.prod(int(s) for s in shape)
+    need = count * max(dtype.itemsize, 1)
     have = len(data) - stream.tell()
     if need > have:
         shown = "×".join(str(s) for s in shape) or "a scalar"
         raise QkvcalcError("array.truncated", origin=origin, shape=shown, need=need, have=have)
-    stream.seek(0)
-    try:
-        array = np.lib.format.read_array(stream, allow_pickle=False)
-    except Exception as err:  # a damaged file: any error (DAMAGED above)
-        raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
-    return array
+    if dtype.itemsize == 0:  # numpy's own reader makes the empty items frombuffer cannot
+        try:
+            return np.lib.format.read_array(io.BytesIO(bytes(data)), allow_pickle=False)
+        except Exception as err:  # a damaged file: any error (DAMAGED above)
+            raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
+    flat = np.frombuffer(data, dtype=dtype, count=count, offset=stream.tell())
+    return flat.reshape(shape, order="F" if fortran else "C")
 
 
 def load_npy(data: bytes | bytearray, origin: str, field: str) -> Any:
@@ -136,7 +145,9 @@ def load_npz(data: bytes | bytearray, origin: str, limit: int) -> dict[str, Any]
         key = name[: -len(".npy")]
         if key in doc:  # zip allows two members of one name; which one wins is no answer
             raise QkvcalcError("array.npz_duplicate", origin=origin, member=name)
-        raw = _inflate(archive, member, f"{origin}[{key}]", budget, limit)
+        raw = _stored(data, member, f"{origin}[{key}]")
+        if raw is None:
+            raw = _inflate(archive, member, f"{origin}[{key}]", budget, limit)
         budget -= len(raw)
         array = _read_npy(raw, f"{origin}[{key}]")
         if key == JSON_MEMBER:
@@ -195,6 +206,39 @@ def _inflate(archive: Any, member: Any, origin: str, budget: int, limit: int) ->
     except Exception as err:  # a damaged file: any error (DAMAGED above)
         raise QkvcalcError("array.bad_file", origin=origin, reason=str(err)[:120]) from None
     return out
+
+
+# A zip member's local header: its fixed part, and where its name's and extra field's lengths are
+LOCAL_HEADER = 30
+LOCAL_SIGNATURE = b"PK\x03\x04"
+
+
+def _stored(data: bytes | bytearray, member: Any, origin: str) -> memoryview | None:
+    """A stored (uncompressed) member's bytes as a view of the file's own bytes, its CRC checked
+    as zipfile checks it: a layer's arrays are then read without a copy (numpy's views of
+    `bytes` are read-only, which the input takes as they are). None for a member that is
+    compressed or encrypted, or whose local header is not where the directory says: those are
+    read (and refused) by zipfile, as before."""
+    import zipfile
+    import zlib
+
+    if member.compress_type != zipfile.ZIP_STORED or member.flag_bits & 0x1:
+        return None
+    at = member.header_offset
+    header = bytes(data[at : at + LOCAL_HEADER])
+    if len(header) != LOCAL_HEADER or not header.startswith(LOCAL_SIGNATURE):
+        return None
+    start = at + LOCAL_HEADER + int.from_bytes(header[26:28], "little")
+    start += int.from_bytes(header[28:30], "little")
+    end = start + member.file_size
+    if member.compress_size != member.file_size or end > len(data):
+        return None
+    view = memoryview(data)[start:end]
+    if zlib.crc32(view) != member.CRC:
+        raise QkvcalcError(
+            "array.bad_file", origin=origin, reason=f"Bad CRC-32 for file {member.filename!r}"
+        )
+    return view
 
 
 def _members_claimed(data: bytes | bytearray) -> int:
