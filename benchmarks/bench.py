@@ -41,8 +41,11 @@ ratios within each round. The floors:
    (one shell command; both processes' time, the larger peak) against a minimal numpy script
    that reads the same checkpoint (safetensors), computes the layer's output (the embedding's
    rows, the input RMSNorm, the projections, the convolution, the gates, the recurrence, the
-   gated norm, out_proj) and writes it as JSON (target ≤ 2× wall time). It needs torch and
-   transformers (the models extra); `--gdn-small` runs it at a quarter of the width.
+   gated norm, out_proj) and writes it as JSON (target ≤ 2× wall time). Beside it, reported
+   with no target: importing torch, transformers and Qwen3-Next's modeling code alone, which
+   extract cannot leave out (it runs the model up to the layer and checks its problem against
+   the layer's own output). It needs torch and transformers (the models extra); `--gdn-small`
+   runs it at a quarter of the width.
 
 The exit status is 0 when every target is met, 1 otherwise. The interactive page of the same
 layer (its size, and how soon chromium has it ready against loading the static page) is
@@ -311,8 +314,15 @@ def gdn_cases(tmp: Path, small: bool) -> list[Case]:
         "--max-elements 100000000000"
     )
     floor = "floor: numpy gated deltanet + json"
+    # what extract cannot leave out (it runs the model up to the layer, and checks the problem
+    # against the layer's own output): importing torch, transformers and the model's code,
+    # reported beside the floor so the share qkvcalc's own work takes can be read off
+    imports = (
+        "import torch, transformers; from transformers.models.qwen3_next import modeling_qwen3_next"
+    )
     return [
         Case(floor, [PY, str(script), str(folder), ids]),
+        Case("gdn: the imports alone (reported)", [PY, "-c", imports], floor),
         Case("gdn extract + explain --detail brief", ["sh", "-c", both], floor, 2.0),
     ]
 
