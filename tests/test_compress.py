@@ -1,0 +1,131 @@
+"""Compressed keys (`compress`, DeepSeek-V4's compressed attention): entries pooled from X, one
+per m tokens, appended to every head's keys and values. Checked against tests/naive_dsv4.py's
+numpy record of what DeepSeek-V4's layers compute (its pool, norm, turn, visibility rule and
+sink softmax, held against transformers by tests/test_extract_dsv4.py), on random problems in
+DeepSeek-V4's own column layout (the rotary columns last), which the problem takes in qkvcalc's
+order (rotary first) as extract gives it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import qkvcalc
+from tests.conftest import one_message, run_qkvcalc
+from tests.naive_dsv4 import plain, pool, rms, softmax_sink, turn, visible
+
+EPS = 1e-6
+
+
+def layout(nope: int, rope: int, halves: int = 1) -> np.ndarray:
+    """DeepSeek-V4's columns (rotary last) in qkvcalc's order (rotary first), per half."""
+    d = nope + rope
+    one = np.r_[nope:d, 0:nope]
+    return np.concatenate([one + k * d for k in range(halves)])
+
+
+def problem(seed: int, n: int = 9, m: int = 2, overlap: bool = False, heads: int = 2,
+            nope: int = 2, rope: int = 2, window: int = 3) -> tuple[dict, dict]:  # fmt: skip
+    """A random layer: the document qkvcalc reads, and its weights in DeepSeek-V4's layout."""
+    rng = np.random.default_rng(seed)
+    d_model, r_q, d = 6, 3, nope + rope
+    cols = 2 * d if overlap else d
+    w = {
+        "x": rng.standard_normal((n, d_model)),
+        "wq_a": rng.standard_normal((d_model, r_q)),
+        "q_a_norm": 1 + 0.2 * rng.standard_normal(r_q),
+        "wq_b": rng.standard_normal((r_q, heads * d)),
+        "wkv": rng.standard_normal((d_model, d)),
+        "kv_norm": 1 + 0.2 * rng.standard_normal(d),
+        "sinks": 0.3 * rng.standard_normal(heads),
+        "wo": rng.standard_normal((heads * d, 3)),
+        "c_wkv": rng.standard_normal((d_model, cols)),
+        "c_wgate": rng.standard_normal((d_model, cols)),
+        "c_bias": rng.standard_normal((m, cols)),
+        "c_norm": 1 + 0.2 * rng.standard_normal(d),
+    }
+    order, halves = layout(nope, rope), layout(nope, rope, 2 if overlap else 1)
+    heads_order = np.concatenate([order + h * d for h in range(heads)])
+    doc = {
+        "x": w["x"].tolist(),
+        "heads": heads,
+        "mla": {
+            "wq_a": w["wq_a"].tolist(),
+            "q_a_norm": w["q_a_norm"].tolist(),
+            "wq_b": w["wq_b"].tolist(),
+            "wkv_a": w["wkv"].tolist(),
+            "kv_a_norm": w["kv_norm"].tolist(),
+            "rope_dims": rope,
+            "eps": EPS,
+            "shared_kv": True,
+        },
+        "q_norm": [1.0] * d,
+        "norm_eps": EPS,
+        "rope": {"theta": 30, "style": "pairs", "dims": rope},
+        "vo_rope": True,
+        "sinks": w["sinks"].tolist(),
+        "mask": "causal",
+        "window": window,
+        "compress": {
+            "m": m,
+            "wkv": w["c_wkv"][:, halves].tolist(),
+            "wgate": w["c_wgate"][:, halves].tolist(),
+            "bias": w["c_bias"][:, halves].tolist(),
+            "norm": w["c_norm"][order].tolist(),
+            "eps": EPS,
+            "overlap": overlap,
+        },
+        "wo": w["wo"][heads_order].tolist(),
+    }
+    w.update(heads=heads, d=d, rope=rope, m=m, overlap=overlap, window=window)
+    return doc, w
+
+
+def naive(w: dict) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The layer's output and each head's weights over [tokens, entries], tests/naive_dsv4.py's
+    way (DeepSeek-V4's layout): every visible entry a key and a value."""
+    x, d, rope, m, heads = w["x"], w["d"], w["rope"], w["m"], w["heads"]
+    n = x.shape[0]
+    inv = plain(30.0, rope)
+    pos = np.arange(n, dtype=float)
+    c_q = rms(x @ w["wq_a"], EPS, w["q_a_norm"])
+    kv = turn(rms(x @ w["wkv"], EPS, w["kv_norm"]), pos, inv, rope)
+    raw = pool(x @ w["c_wkv"], x @ w["c_wgate"], w["c_bias"], m, w["overlap"])
+    entries = turn(rms(raw, EPS, w["c_norm"]), np.arange(raw.shape[0]) * float(m), inv, rope)
+    j, i = np.arange(n)[None, :], np.arange(n)[:, None]
+    allowed = np.hstack([(j <= i) & (j > i - w["window"]), visible(n, raw.shape[0], m)])
+    keys = np.concatenate([kv, entries])
+    outs, maps = [], []
+    for h in range(heads):
+        q = turn(rms(c_q @ w["wq_b"][:, h * d : (h + 1) * d], EPS), pos, inv, rope)
+        s = np.where(allowed, q @ keys.T * d**-0.5, -np.inf)
+        a = softmax_sink(s, w["sinks"][h])
+        maps.append(a)
+        outs.append(turn(a @ keys, -pos, inv, rope))
+    return np.concatenate(outs, axis=1) @ w["wo"], maps
+
+
+def _run(doc: dict):
+    return qkvcalc.explain(**doc)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("m", [1, 2, 4])
+def test_the_pooled_entries_equal_the_written_out_layer(seed, m):
+    doc, w = problem(seed, m=m, n=9 + seed % 3)
+    trace = _run(doc)
+    want, maps = naive(w)
+    assert np.max(np.abs(trace.output - want)) < 1e-12 * max(1.0, np.abs(want).max())
+    for h in range(w["heads"]):
+        got = trace.stage("weights", h + 1).value
+        assert got.shape == maps[h].shape
+        assert np.max(np.abs(got - maps[h])) < 1e-12
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_overlapping_pool_equals_the_written_out_layer(seed):
+    doc, w = problem(seed, m=2, overlap=True, n=10)
+    want, _ = naive(w)
+    assert np.max(np.abs(_run(doc).output - want)) < 1e-12 * max(1.0, np.abs(want).max())
