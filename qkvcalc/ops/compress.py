@@ -30,6 +30,7 @@ entries. Not with --decode, --tiles, --backward, train or --dtype yet (one messa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -231,18 +232,16 @@ def _weights_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: st
     if w < 0:
         return None
     cells = [(t, cc.start + c) for r, cc in slots(w, m, width, overlap) for t in range(r.start, r.stop)]
-    logits = [float(gate[t, col]) + float(p["bias"][t % m, col]) for t, col in cells]
-    top = max(logits)
-    mine = float(gate[i, j]) + float(p["bias"][i % m, j])
-    shown_top = style.shown(top)
-    total = sum(np.exp(style.shown(v) - shown_top) for v in logits)
-    value = float(stage.value[i, j])
+    logits = np.array([float(gate[t, col]) + float(p["bias"][t % m, col]) for t, col in cells])
+    top = float(logits.max())
+    z, b = float(gate[i, j]), float(p["bias"][i % m, j])
+    total = float(np.exp(logits - top).sum())
     left = style.divided(
-        style.exp(f"{style.num(mine)} {style.minus} {style.num(top)}"),
-        style.num(float(np.sum(np.exp(np.array(logits) - top)))),
+        style.exp(f"{style.num(z)} + {style.factor(b)} {style.minus} {style.factor(top)}"),
+        style.num(total),
     )
-    shown = float(np.exp(style.shown(mine) - shown_top)) / style.shown(float(total))
-    return style.line(f"{style.at(i + 1, j + 1)}{left}", shown, value, result)
+    shown = math.exp(style.shown(z) + style.shown(b) - style.shown(top)) / style.shown(total)
+    return style.line(f"{style.at(i + 1, j + 1)}{left}", shown, float(stage.value[i, j]), result)
 
 
 def _sum_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
@@ -351,7 +350,8 @@ def _more_keys(p: Any, c: Compress, h: int | None, k: Turn, v: Turn) -> list[Spe
     said = _entries(p.n, c.m)
     return [
         Spec(
-            f"{side.lower()}_more", h, "stack", (at.ref, _entries_ref(p)), f"{side}' = [{at.symbol} ; E]",
+            f"{side.lower()}_more", h, "stack", (at.ref, _entries_ref(p)),
+            f"{side}' = [{at.symbol} ; {_entries_ref(p)[0].replace('comp_', 'E_')}]",
             rows, dim_labels(p.d_k), notes=(Msg("note.comp_more", count=said, side=side),),
             symbol=f"{side}'", letters=f"(m+T)×d_{side.lower()}",
             hint=("hint.comp_more", {"src": at.symbol}),

@@ -402,7 +402,8 @@ def _more_keys(
     """A feature's own rows appended to head h's keys and values (appended to `specs`): the
     refs the scores and the output then read, and the values' symbol."""
     v = p.variants
-    k = features.Turn(h, k_ref, "K", "K", p.source_tokens, v.key_positions, None, "m×d_k")
+    k_name = next((s.symbol for s in specs if s.ref == k_ref and s.symbol), "K")
+    k = features.Turn(h, k_ref, k_name, "K", p.source_tokens, v.key_positions, None, "m×d_k")
     val = features.Turn(h, v_ref, v_name, "V", p.source_tokens, v.key_positions, None, "m×d_v")
     added, k, val = features.more_keys(p, h, k, val)
     specs += added
