@@ -1,5 +1,5 @@
-"""DeepSeek-V4 (issue 37) through qkvcalc extract: its sliding-window layers extract, its
-compressed layers are refused by their kind.
+"""DeepSeek-V4 (issue 37) through qkvcalc extract: its sliding-window and heavily compressed
+layers extract, its compressed sparse layers are refused by their kind.
 
 A tiny DeepSeek-V4 from its config (float64, eager, random weights, save_pretrained to a temp dir)
 with one layer of each kind: sliding-window attention, compressed sparse attention (m = 2, the
@@ -11,11 +11,13 @@ and the output's turn back each move it. Then the sliding layer: `qkvcalc extrac
 float64` writes a problem (mla with shared_kv, q_norm, rope, vo_rope, sinks, the window, the
 folded W_O) whose `qkvcalc explain` equals the module's output to 1e-8 relative and each head's
 weights the module's attention probabilities; the fold of the grouped output projection is one
-linear map. Then the refusals: a compressed layer exits 2 with one line on stderr naming its
-kind, the model's layers by kind, and nothing on stdout; the Python call raises the same; a
-folder with a config.json alone is refused the same way (before any weight is read); a model
-whose layers are all compressed is refused at every layer; qkvcalc heads refuses the model as
-a whole."""
+linear map. The heavily compressed layer the same way, with its `compress` key (the entries
+pooled per m tokens appended to the keys and values): explain equals the module's output and
+each head's weights its probabilities over tokens and entries. Then the refusals: a compressed
+sparse layer exits 2 with one line on stderr naming its kind, the model's layers by kind, and
+nothing on stdout; the Python call raises the same; a folder with a config.json alone is refused
+the same way (before any weight is read); qkvcalc heads refuses a model with such a layer as a
+whole, and reads one whose layers are sliding and heavily compressed."""
 
 from __future__ import annotations
 
@@ -223,8 +225,8 @@ def test_the_grouped_output_projection_folds_into_one_w_o(lab):
     assert relative(joined @ wo, want) > 1e-2  # W_O's rows follow qkvcalc's column order
 
 
-@pytest.mark.parametrize("layer", [1, 2], ids=KINDS[1:])
-def test_each_compressed_layer_is_refused_by_its_kind(lab, layer):
+@pytest.mark.parametrize("layer", [1], ids=KINDS[1:2])
+def test_the_compressed_sparse_layer_is_refused_by_its_kind(lab, layer):
     proc = run_qkvcalc(
         "extract", str(lab["folder"]), "--layer", str(layer), "--ids", " ".join(map(str, IDS)),
         "--dtype", "float64", timeout=180,
@@ -233,13 +235,13 @@ def test_each_compressed_layer_is_refused_by_its_kind(lab, layer):
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     said = proc.stderr
     assert f"layer {layer} of tiny-v4 is a DeepSeek-V4 {WORDS[layer]} layer" in said
-    assert "entries pooled from the tokens' projections, one per m tokens" in said
-    assert "Only a DeepSeek-V4 model's sliding-window layers extract" in said
+    assert "the top-k entries its lightning indexer scores highest" in said
+    assert "Only a DeepSeek-V4 model's sliding-window and heavily compressed layers extract" in said
     assert "K = V" not in said  # the one key/value head is expressed now (mla's shared_kv)
     assert said.strip().endswith(f"this model's layers are {LAYERS}")
 
 
-@pytest.mark.parametrize("layer", [1, 2], ids=KINDS[1:])
+@pytest.mark.parametrize("layer", [1], ids=KINDS[1:2])
 def test_the_python_call_refuses_a_loaded_model_in_both_languages(lab, layer):
     import qkvcalc
 
@@ -248,7 +250,8 @@ def test_the_python_call_refuses_a_loaded_model_in_both_languages(lab, layer):
     assert err.value.msg.key == "extract.dsv4_layer"
     assert WORDS[layer] in str(err.value)
     ko = err.value.message("ko")
-    assert KO[layer] in ko and "슬라이딩 윈도우 층만 추출됩니다" in ko and "K = V" not in ko
+    assert KO[layer] in ko and "슬라이딩 윈도우 층과 고압축 층만 추출됩니다" in ko
+    assert "K = V" not in ko
 
 
 def test_a_config_alone_is_refused_before_any_weight_is_read(tmp_path):
@@ -260,11 +263,11 @@ def test_a_config_alone_is_refused_before_any_weight_is_read(tmp_path):
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(DeepseekV4Config(**FIELDS).to_dict()))
     with pytest.raises(QkvcalcError) as err:
-        qkvcalc.extract(str(folder), layer=2, input_ids=IDS, dtype="float64")
-    assert err.value.msg.key == "extract.dsv4_layer" and WORDS[2] in str(err.value)
+        qkvcalc.extract(str(folder), layer=1, input_ids=IDS, dtype="float64")
+    assert err.value.msg.key == "extract.dsv4_layer" and WORDS[1] in str(err.value)
 
 
-def test_a_model_whose_layers_are_all_compressed_is_refused_at_every_layer(tmp_path):
+def test_a_model_whose_layers_are_all_compressed_is_refused_at_its_sparse_layer(tmp_path):
     from transformers import DeepseekV4Config
 
     import qkvcalc
@@ -274,11 +277,10 @@ def test_a_model_whose_layers_are_all_compressed_is_refused_at_every_layer(tmp_p
     folder = tmp_path / "all-compressed"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(DeepseekV4Config(**fields).to_dict()))
-    for layer in (0, 1):
-        with pytest.raises(QkvcalcError) as err:
-            qkvcalc.extract(str(folder), layer=layer, input_ids=IDS, dtype="float64")
-        assert err.value.msg.key == "extract.dsv4_layer", layer
-        assert "sliding-window attention" not in str(err.value).split("layers are")[-1]
+    with pytest.raises(QkvcalcError) as err:
+        qkvcalc.extract(str(folder), layer=1, input_ids=IDS, dtype="float64")
+    assert err.value.msg.key == "extract.dsv4_layer"
+    assert "sliding-window attention" not in str(err.value).split("layers are")[-1]
 
 
 def test_heads_refuses_the_model_as_a_whole(lab):
@@ -286,7 +288,7 @@ def test_heads_refuses_the_model_as_a_whole(lab):
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
     assert "Traceback" not in proc.stderr
     assert "tiny-v4 is a DeepSeek-V4 model" in proc.stderr
-    assert "one sliding-window layer at a time" in proc.stderr
+    assert "with compressed sparse layers, which qkvcalc does not read" in proc.stderr
     assert proc.stderr.strip().endswith(f"its layers are {LAYERS}")
 
 
@@ -314,8 +316,62 @@ def test_the_why_of_a_compressed_layer_names_only_what_is_not_expressed():
     from qkvcalc.i18n import Msg
 
     for key in ("extract.dsv4", "extract.dsv4_layer"):
-        for why in ("dsv4.why_compressed", "dsv4.why_other"):
+        for why in ("dsv4.why_sparse", "dsv4.why_other"):
             msg = Msg(key, model="m", layer=0, kind="k", why=Msg(why), layers="0: k")
             en, ko = msg.text("en"), msg.text("ko")
             assert "K = V" not in en and "K = V" not in ko, en
             assert "no key of the input format expresses" in en or "does not know" in en, en
+
+
+def test_a_heavily_compressed_layer_extracts_and_explain_equals_the_module(lab, tmp_path):
+    """extract --dtype float64 of the HCA layer, then explain: the module's output to 1e-8
+    relative, and each head's weights its probabilities over the tokens and the entries."""
+    path = tmp_path / "layer2.json"
+    proc = run_qkvcalc(
+        "extract", str(lab["folder"]), "--layer", "2", "--ids", " ".join(map(str, IDS)),
+        "--dtype", "float64", "--output", str(path), timeout=180,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    shown = run_qkvcalc("explain", str(path), "--format", "json", timeout=180)
+    assert shown.returncode == 0, shown.stderr
+    trace = json.loads(shown.stdout)
+    assert relative(np.asarray(trace["output"], dtype=float), lab["seen"][("out", 2)]) < TOL
+    maps = lab["seen"][("weights", 2)]  # [H, n, n + T]: the tokens', then the entries'
+    entries = len(IDS) // FIELDS["compress_rates"]["heavily_compressed_attention"]
+    assert maps.shape[-1] == len(IDS) + entries
+    weights = [s for s in trace["stages"] if s["id"] == "weights"]
+    assert len(weights) == FIELDS["num_attention_heads"]
+    for stage in weights:
+        got = np.asarray(stage["value"], dtype=float)
+        assert np.allclose(got, maps[stage["head"] - 1], atol=1e-12, rtol=0)
+        assert got[:, len(IDS) :].sum() > 1e-3  # the entries take a share
+
+
+def test_the_heavily_compressed_layers_keys_say_what_it_computes(lab):
+    import qkvcalc
+
+    problem = qkvcalc.extract(lab["model"], layer=2, input_ids=IDS)
+    comp, module = problem["compress"], lab["model"].model.layers[2].self_attn.compressor
+    assert comp["m"] == 4 and "overlap" not in comp
+    order = np.r_[8:16, 0:8]  # the rotary columns (the compressor's last 8) first
+    assert np.array_equal(comp["bias"], module.position_bias.detach().numpy()[:, order])
+    assert np.array_equal(comp["norm"], module.kv_norm.weight.detach().numpy()[order])
+    out = lab["seen"][("out", 2)]
+    assert relative(_explained(problem).output, out) < TOL
+    # the entries are needed, and so is their position bias
+    without = {k: v for k, v in problem.items() if k != "compress"}
+    assert relative(_explained(without).output, out) > 1e-3
+    unbiased = problem | {"compress": comp | {"bias": np.zeros_like(comp["bias"])}}
+    assert relative(_explained(unbiased).output, out) > 1e-3
+
+
+def test_heads_reads_a_model_of_sliding_and_heavily_compressed_layers(tmp_path):
+    kinds = ["sliding_attention", "heavily_compressed_attention"]
+    fields = FIELDS | {"num_hidden_layers": 2, "layer_types": kinds, "mlp_layer_types": ["moe"] * 2}
+    found = run(fields)
+    folder = tmp_path / "tiny-v4-hca"
+    found["model"].save_pretrained(folder)
+    proc = run_qkvcalc(
+        "heads", str(folder), "--ids", " ".join(map(str, IDS)), "--format", "json", timeout=240
+    )
+    assert proc.returncode == 0, proc.stderr

@@ -112,20 +112,27 @@ def _layers(config: Any) -> str | Msg:
     return said
 
 
+# the kinds extract reads (a compressed sparse layer's indexer over the entries is not read yet)
+READ = ("sliding_attention", "heavily_compressed_attention")
+
+
 def check(config: Any, layer: Any, model: str) -> None:
-    """A DeepSeek-V4 layer refused unless it is a sliding-window one: layer `layer`'s kind
-    named when it is one of its layers (else the model as a whole: `qkvcalc heads`, a layer out
-    of range), with what qkvcalc cannot express and every layer's kind."""
+    """A DeepSeek-V4 layer refused unless it is of a kind extract reads (sliding-window or
+    heavily compressed): layer `layer`'s kind named when it is one of its layers; the model as
+    a whole (`qkvcalc heads`, a layer out of range) refused when any of its layers is of
+    another kind, with what qkvcalc cannot express and every layer's kind."""
     if getattr(config, "model_type", None) != MODEL_TYPE:
         return
     types = [str(name) for name in getattr(config, "layer_types", None) or []]
     whole = isinstance(layer, Integral) and not isinstance(layer, bool)
     if not whole or not 0 <= int(layer) < len(types):
+        if types and all(name in READ for name in types):
+            return  # every layer is of a kind read: qkvcalc heads, or the runner's range check
         raise QkvcalcError("extract.dsv4", model=model, layers=_layers(config))
     name = types[int(layer)]
-    if name == "sliding_attention":
+    if name in READ:
         return
-    why = Msg("dsv4.why_compressed" if name in KINDS else "dsv4.why_other")
+    why = Msg("dsv4.why_sparse" if name in KINDS else "dsv4.why_other")
     raise QkvcalcError(
         "extract.dsv4_layer",
         layer=int(layer),
@@ -190,10 +197,28 @@ def keys(layer: Layer) -> dict[str, Any]:
         "sinks": array(attn.sinks),
         "wo": _wo(attn, heads, head_dim, head_dim - rope_dims),
     }
+    compressor = getattr(attn, "compressor", None)
+    if compressor is not None and layer.n >= int(compressor.compress_rate):
+        out["compress"] = _compress(compressor, head_dim - rope_dims)
     if not default_scale(attn.scaling, head_dim):
         out["scale"] = float(attn.scaling)
     out.update(mask_keys(layer, True))
     return out
+
+
+def _compress(comp: Any, nope: int) -> dict[str, Any]:
+    """A heavily compressed layer's compressor as the `compress` key, its columns in qkvcalc's
+    order (the rotary ones, the compressor's last, first)."""
+    width = int(comp.head_dim)
+    order = np.r_[nope:width, 0:nope]
+    return {
+        "m": int(comp.compress_rate),
+        "wkv": rows(comp.kv_proj)[:, order],
+        "wgate": rows(comp.gate_proj)[:, order],
+        "bias": array(comp.position_bias)[:, order],
+        "norm": array(comp.kv_norm.weight)[order],
+        "eps": norm_eps(comp.kv_norm),
+    }
 
 
 FAMILY = Family(
