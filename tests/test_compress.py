@@ -129,3 +129,58 @@ def test_the_overlapping_pool_equals_the_written_out_layer(seed):
     doc, w = problem(seed, m=2, overlap=True, n=10)
     want, _ = naive(w)
     assert np.max(np.abs(_run(doc).output - want)) < 1e-12 * max(1.0, np.abs(want).max())
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_the_torch_script_computes_the_layer(tmp_path, overlap):
+    """The script's own path (the pool written with a view of windows, as DeepSeek-V4's
+    compressor does) and its plan in torch both equal qkvcalc's."""
+    pytest.importorskip("torch")
+    from qkvcalc.render import RenderOptions, render
+    from tests.inprocess import run_script
+
+    doc, _ = problem(3, m=2, overlap=overlap, n=7)
+    text = render(_run(doc), "torch", RenderOptions(width=100))
+    assert "gate_c.softmax(dim=1)" in text
+    path = tmp_path / "check.py"
+    path.write_text(text, encoding="utf-8")
+    result = run_script(str(path))
+    assert result["returncode"] == 0, result["stderr"]
+    assert "OK: PyTorch agrees with qkvcalc" in result["stdout"]
+
+
+def test_the_pages_say_the_entries_in_both_languages():
+    doc, _ = problem(2, m=3, n=7)
+    trace = _run(doc)
+    from qkvcalc.render import RenderOptions, render
+
+    en = render(trace, "txt", RenderOptions(width=100))
+    ko = render(trace, "txt", RenderOptions(width=100, lang="ko"))
+    assert "Compressed entries: each token's share" in en and "entries: ⌊7/3⌋ = 2" in en
+    assert "압축 항목: 토큰마다의 몫" in ko and "항목 수: ⌊7/3⌋ = 2" in ko
+    scores = trace.stage("scores", 1)
+    assert scores.cols[-2:] == ("C1", "C2") and scores.value.shape == (7, 9)
+
+
+@pytest.mark.parametrize(
+    ("change", "fragments", "extra"),
+    [
+        ({"m": 0}, ("compress.m",), ()),
+        ({"m": 20}, ("compress.m = 20 is longer than the sequence (n = 9)",), ()),
+        ({"bias": [[0.0] * 4]}, ("compress.bias has shape 1×4; it must be 2×4",), ()),
+        ({"norm": [1.0] * 3}, ("compress.norm has shape 3; it must be 4",), ()),
+        ({"wkv": [[1.0] * 3] * 6}, ("compress.wkv has shape 6×3; it must be 6×4",), ()),
+        ({"overlap": 1}, ("compress.overlap must be true",), ()),
+        ({"size": 1}, ('compress has no key "size"',), ()),
+        ({}, ("no gradients yet",), ("--backward",)),
+        ({}, ("not computed step by step",), ("--decode", "2")),
+    ],
+)
+def test_bad_input_is_one_message(tmp_path, change, fragments, extra):
+    doc, _ = problem(0)
+    doc["compress"] = doc["compress"] | change
+    if "--backward" in extra:
+        doc["target"] = np.zeros((9, 3)).tolist()
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    one_message(run_qkvcalc("explain", str(path), *extra), *fragments)

@@ -40,8 +40,7 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix, positive, to_matrix, to_vector
 from qkvcalc.labels import shape_text, shown
-from qkvcalc.ops import qk_norm
-from qkvcalc.ops import rope as rotary
+from qkvcalc.ops import qk_norm  # noqa: F401  (its rmsnorm op, which comp_norm is)
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes, Turn
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels
@@ -71,19 +70,24 @@ class Compress(NamedTuple):
 # ---- reading the key --------------------------------------------------------------------------
 
 
+def _field(key: str) -> str:
+    """How a message names a field of the object: compress.bias."""
+    return "compress." + key
+
+
 def _fail(rule: str, /, **params: Any) -> QkvcalcError:
     return QkvcalcError(f"compress.{rule}", **params)
 
 
 def _matrix(raw: Any, key: str, sizes: Sizes, cols: int) -> Matrix:
-    m = to_matrix(raw, f"compress.{key}", exact=sizes.exact)
+    m = to_matrix(raw, _field(key), exact=sizes.exact)
     if sizes.layout == "torch":  # nn.Linear's [out, in]
         exact_t = tuple(zip(*m.exact, strict=True)) if m.exact else None
         m = Matrix(m.values.T.copy(), exact_t)
     if m.values.shape != (sizes.d_model, cols):
         given = m.values.shape[::-1] if sizes.layout == "torch" else m.values.shape
         want = (cols, sizes.d_model) if sizes.layout == "torch" else (sizes.d_model, cols)
-        raise _fail("shape", field=f"compress.{key}", shape=shape_text(given),
+        raise _fail("shape", field=_field(key), shape=shape_text(given),
                     want=shape_text(want))  # fmt: skip
     return m
 
@@ -105,21 +109,21 @@ def _read(raw: Any, sizes: Sizes) -> Compress:
     overlap = raw.get("overlap", False)
     if overlap is not True and overlap is not False:
         raise _fail("overlap", value=shown(overlap))
-    m = int(positive(raw["m"], "compress.m", integer=True).value)
+    m = int(positive(raw["m"], _field("m"), integer=True).value)
     if m > sizes.n:
         raise _fail("m_long", m=m, n=sizes.n)
     cols = sizes.d_k * (2 if overlap else 1)
     wkv = _matrix(raw["wkv"], "wkv", sizes, cols)
     wgate = _matrix(raw["wgate"], "wgate", sizes, cols)
-    bias = to_matrix(raw["bias"], "compress.bias").values
+    bias = to_matrix(raw["bias"], _field("bias")).values
     if bias.shape != (m, cols):
-        raise _fail("shape", field="compress.bias", shape=shape_text(bias.shape),
+        raise _fail("shape", field=_field("bias"), shape=shape_text(bias.shape),
                     want=shape_text((m, cols)))  # fmt: skip
-    norm = to_vector(raw["norm"], "compress.norm").values[0]
+    norm = to_vector(raw["norm"], _field("norm")).values[0]
     if norm.size != sizes.d_k:
-        raise _fail("shape", field="compress.norm", shape=shape_text((norm.size,)),
+        raise _fail("shape", field=_field("norm"), shape=shape_text((norm.size,)),
                     want=shape_text((sizes.d_k,)))  # fmt: skip
-    eps = float(positive(raw["eps"], "compress.eps").value) if "eps" in raw else 1e-6
+    eps = float(positive(raw["eps"], _field("eps")).value) if "eps" in raw else 1e-6
     return Compress(m, wkv, wgate, bias, norm, eps, overlap, sizes.layout)
 
 
@@ -231,7 +235,9 @@ def _weights_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: st
     w, c = _group(i, j, m, count, width, overlap)
     if w < 0:
         return None
-    cells = [(t, cc.start + c) for r, cc in slots(w, m, width, overlap) for t in range(r.start, r.stop)]
+    cells = [
+        (t, cc.start + c) for r, cc in slots(w, m, width, overlap) for t in range(r.start, r.stop)
+    ]
     logits = np.array([float(gate[t, col]) + float(p["bias"][t % m, col]) for t, col in cells])
     top = float(logits.max())
     z, b = float(gate[i, j]), float(p["bias"][i % m, j])
@@ -341,7 +347,9 @@ def _before_heads(p: Any, c: Compress, x_ref: Ref, x_name: str, allowed: Any) ->
 
 
 def _entries_ref(p: Any) -> Ref:
-    return ("comp_rot", None) if p.variants.features.get("rope") is not None else ("comp_norm", None)
+    return (
+        ("comp_rot", None) if p.variants.features.get("rope") is not None else ("comp_norm", None)
+    )
 
 
 def _more_keys(p: Any, c: Compress, h: int | None, k: Turn, v: Turn) -> list[Spec]:
@@ -428,6 +436,41 @@ def pool_sum(weights, values, m, overlap):
 """
 
 
+def _torch(p: Any, c: Compress, literal: Callable[[Any], str], num: Callable[[float], str]
+           ) -> list[str]:  # fmt: skip
+    """Lines that append the entries to k and v ([1, heads, m, d]) and their columns to
+    `allowed`, written as DeepSeek-V4's compressor writes them (windows as a view)."""
+    d, count = c.width, _entries(p.n, c.m)
+    out = [
+        "# Compressed keys (DeepSeek-V4): one entry per m tokens, a softmax-gated pool of X's",
+        "# projection over each window's positions, channel by channel; then RMSNorm, the turn",
+        f"W_C, W_G = t({literal(c.wkv.values)}), t({literal(c.wgate.values)})",
+        f"B_C, w_C, m_C, T_C = t({literal(c.bias)}), t({literal(c.norm)}), {c.m}, {count}",
+        f"kv_c = (X @ W_C)[: T_C * m_C].view(T_C, m_C, -1)",
+        f"gate_c = (X @ W_G)[: T_C * m_C].view(T_C, m_C, -1) + B_C",
+    ]
+    if c.overlap:  # window w - 1's Ca half beside window w's Cb half (none before the first)
+        out += [
+            f"ca, cb, ga, gb = kv_c[..., :{d}], kv_c[..., {d}:], gate_c[..., :{d}], gate_c[..., {d}:]",
+            f"kv_c = torch.cat([torch.cat([torch.zeros(1, m_C, {d}), ca[:-1]]), cb], dim=1)",
+            f"gate_c = torch.cat([torch.cat([torch.full((1, m_C, {d}), -math.inf), ga[:-1]]), gb], "
+            "dim=1)",
+        ]
+    out += [
+        "E = (kv_c * gate_c.softmax(dim=1)).sum(dim=1)",
+        f"E = E / torch.sqrt(E.pow(2).mean(-1, keepdim=True) + {num(c.eps)}) * w_C",
+    ]
+    if p.variants.features.get("rope") is not None:
+        out.append("E = rope(E, torch.arange(T_C) * m_C)  # at each window's first position")
+    out += [
+        "k = torch.cat([k, E.expand(1, k.shape[1], T_C, -1)], dim=2)  # K = V for the entries",
+        "v = torch.cat([v, E.expand(1, v.shape[1], T_C, -1)], dim=2)",
+        "seen = torch.arange(T_C)[None, :] < ((positions + 1) // m_C)[:, None]",
+        "allowed = torch.hstack([allowed, seen])",
+    ]
+    return out
+
+
 def _torch_weights(params: Params, names: Sequence[str], lit: Any) -> str:
     return (f"pool_weights({names[0]}, {lit.array(params['bias'])}, {params['m']}, "
             f"{params['overlap']})")  # fmt: skip
@@ -466,15 +509,19 @@ FEATURE = Feature(
     more_keys=_more_keys,
     key_labels=lambda p, c: labels(p, c),
     select=_select,
-    mistakes=(Mistakes("pool_softmax", ("comp_bias_missing", "comp_softmax_axis"), _weights_mistakes),),
+    mistakes=(
+        Mistakes("pool_softmax", ("comp_bias_missing", "comp_softmax_axis"), _weights_mistakes),
+    ),
     elements=lambda c, n, m, d_k: 6 * n * 2 * c.width + 4 * n * (m + n // c.m),
-    header=lambda c: [("ui.variant.compress_overlap" if c.overlap else "ui.variant.compress",
-                       {"m": c.m})],  # fmt: skip
+    header=lambda c: [
+        ("ui.variant.compress_overlap" if c.overlap else "ui.variant.compress", {"m": c.m})
+    ],  # fmt: skip
     echo=_echo,
     words=("RMSNorm", "RoPE"),
     mask_notes=lambda c: (Msg("note.comp_visible", m=c.m),),
     worksheet_notes=("note.comp_visible",),
     torch_module_gap="it has no compressed entries among its keys",
+    torch_select=_torch,
     no_decode="compress.decode",
     no_tiles="compress.tiles",
     no_backward="compress.backward",
