@@ -497,7 +497,7 @@ def float64_islands(model: Any) -> Iterator[None]:
     try:
         functional.softmax = float64_softmax
         restore.append(lambda: setattr(functional, "softmax", softmax))
-        torch.Tensor.softmax = float64_tensor_softmax  # type: ignore[method-assign]
+        torch.Tensor.softmax = float64_tensor_softmax  # type: ignore[method-assign,assignment]
         restore.append(lambda: setattr(torch.Tensor, "softmax", tensor_softmax))
         to_float = torch.Tensor.float  # Mixtral's router, Cohere's rotation: x.float()
 

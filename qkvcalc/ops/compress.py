@@ -84,9 +84,10 @@ def _matrix(raw: Any, key: str, sizes: Sizes, cols: int) -> Matrix:
     if sizes.layout == "torch":  # nn.Linear's [out, in]
         exact_t = tuple(zip(*m.exact, strict=True)) if m.exact else None
         m = Matrix(m.values.T.copy(), exact_t)
-    if m.values.shape != (sizes.d_model, cols):
+    d_model = int(sizes.d_model or 0)  # given: _read refused a problem without X before
+    if m.values.shape != (d_model, cols):
         given = m.values.shape[::-1] if sizes.layout == "torch" else m.values.shape
-        want = (cols, sizes.d_model) if sizes.layout == "torch" else (sizes.d_model, cols)
+        want = (cols, d_model) if sizes.layout == "torch" else (d_model, cols)
         raise _fail("shape", field=_field(key), shape=shape_text(given),
                     want=shape_text(want))  # fmt: skip
     return m
@@ -446,12 +447,13 @@ def _torch(p: Any, c: Compress, literal: Callable[[Any], str], num: Callable[[fl
         "# projection over each window's positions, channel by channel; then RMSNorm, the turn",
         f"W_C, W_G = t({literal(c.wkv.values)}), t({literal(c.wgate.values)})",
         f"B_C, w_C, m_C, T_C = t({literal(c.bias)}), t({literal(c.norm)}), {c.m}, {count}",
-        f"kv_c = (X @ W_C)[: T_C * m_C].view(T_C, m_C, -1)",
-        f"gate_c = (X @ W_G)[: T_C * m_C].view(T_C, m_C, -1) + B_C",
+        "kv_c = (X @ W_C)[: T_C * m_C].view(T_C, m_C, -1)",
+        "gate_c = (X @ W_G)[: T_C * m_C].view(T_C, m_C, -1) + B_C",
     ]
     if c.overlap:  # window w - 1's Ca half beside window w's Cb half (none before the first)
         out += [
-            f"ca, cb, ga, gb = kv_c[..., :{d}], kv_c[..., {d}:], gate_c[..., :{d}], gate_c[..., {d}:]",
+            f"ca, cb = kv_c[..., :{d}], kv_c[..., {d}:]",
+            f"ga, gb = gate_c[..., :{d}], gate_c[..., {d}:]",
             f"kv_c = torch.cat([torch.cat([torch.zeros(1, m_C, {d}), ca[:-1]]), cb], dim=1)",
             f"gate_c = torch.cat([torch.cat([torch.full((1, m_C, {d}), -math.inf), ga[:-1]]), gb], "
             "dim=1)",
@@ -515,7 +517,7 @@ FEATURE = Feature(
     elements=lambda c, n, m, d_k: 6 * n * 2 * c.width + 4 * n * (m + n // c.m),
     header=lambda c: [
         ("ui.variant.compress_overlap" if c.overlap else "ui.variant.compress", {"m": c.m})
-    ],  # fmt: skip
+    ],
     echo=_echo,
     words=("RMSNorm", "RoPE"),
     mask_notes=lambda c: (Msg("note.comp_visible", m=c.m),),
