@@ -17,6 +17,7 @@ from tests.conftest import one_message, run_qkvcalc
 from tests.naive_dsv4 import plain, pool, rms, softmax_sink, turn, visible
 
 EPS = 1e-6
+MISTAKE_IDS = {"comp_bias_missing", "comp_softmax_axis"}
 
 
 def layout(nope: int, rope: int, halves: int = 1) -> np.ndarray:
@@ -184,3 +185,27 @@ def test_bad_input_is_one_message(tmp_path, change, fragments, extra):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     one_message(run_qkvcalc("explain", str(path), *extra), *fragments)
+
+
+def test_the_quiz_names_the_bias_left_out_and_the_softmax_along_the_row():
+    """The shares worked out here with loops: without B, and over a row's channels."""
+    from qkvcalc.quiz.mistakes import recognise
+
+    doc, w = problem(5, m=3, n=7)
+    trace = _run(doc)
+    order = layout(2, 2)
+    gate = w["x"] @ w["c_wgate"][:, order]
+    bias = w["c_bias"][:, order]
+    no_bias, along = np.zeros((6, 4)), np.zeros((6, 4))
+    for t in range(6):
+        window = range(3 * (t // 3), 3 * (t // 3) + 3)
+        for c in range(4):
+            no_bias[t, c] = np.exp(gate[t, c]) / sum(np.exp(gate[s, c]) for s in window)
+            z = gate[t] + bias[t % 3]
+            along[t, c] = np.exp(z[c]) / np.exp(z).sum()
+    for wrong, said in ((no_bias, "comp_bias_missing"), (along, "comp_softmax_axis")):
+        found = recognise(trace, "comp_weights", np.round(wrong, 4), {}, 4)
+        assert found is not None and found.id == said
+        assert found.text("ko") != found.text("en") and "{" not in found.text("ko")
+    truth = trace.stage("comp_weights").value
+    assert recognise(trace, "comp_weights", np.round(truth, 4), {}, 4) is None
