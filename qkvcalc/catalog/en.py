@@ -2555,8 +2555,9 @@ MESSAGES: dict[str, str] = {
     "the window and the causal mask hold for the tokens' columns.",
     "note.exact_stops_comp": "Decimals from here on: a token's share in its entry is an e^x over "
     "a sum of them, which leaves the fractions.",
-    "ui.variant.compress": "compressed keys: one entry per {m} tokens",
-    "ui.variant.compress_overlap": "compressed keys: one entry per {m} tokens, overlapping windows",
+    "ui.variant.compress": "compressed keys: one entry per {m} tokens, after the tokens' m keys",
+    "ui.variant.compress_overlap": "compressed keys: one entry per {m} tokens, after the tokens' m "
+    "keys, over overlapping windows",
     "mistake.comp_bias_missing": "This leaves out the position bias B: each gate gets its "
     "token's place in the window's bias before the softmax.",
     "mistake.comp_softmax_axis": "This softmax runs along the row, over the channels; a share "

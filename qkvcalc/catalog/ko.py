@@ -2504,8 +2504,9 @@ MESSAGES: dict[str, str] = {
     "토큰의 열에 적용됩니다.",
     "note.exact_stops_comp": "여기부터는 소수입니다. 토큰의 몫은 e^x를 그런 값들의 합으로 나눈 "
     "것이라 분수를 벗어납니다.",
-    "ui.variant.compress": "압축 Key: 토큰 {m}개마다 항목 하나",
-    "ui.variant.compress_overlap": "압축 Key: 토큰 {m}개마다 항목 하나, 겹치는 윈도우",
+    "ui.variant.compress": "압축 Key: 토큰의 Key m개 뒤에, 토큰 {m}개마다 항목 하나",
+    "ui.variant.compress_overlap": "압축 Key: 토큰의 Key m개 뒤에, 겹치는 윈도우로 토큰 {m}개마다 "
+    "항목 하나",
     "mistake.comp_bias_missing": "위치 바이어스 B가 빠졌습니다. 각 게이트에는 소프트맥스 전에 "
     "윈도우 안 토큰 자리의 바이어스를 더합니다.",
     "mistake.comp_softmax_axis": "이 소프트맥스는 행을 따라, 채널들에 대해 계산했습니다. 몫은 "

@@ -1,8 +1,9 @@
-"""DeepSeek-V4 (model_type "deepseek_v4"): its sliding-window layers extract; its compressed
-layers are refused, each with one message that names the layer's kind and says what qkvcalc's
-input format cannot express. Its config's `layer_types` name each layer's kind before anything
-loads, so a refusal comes before the weights are read; `qkvcalc heads` refuses the model as a
-whole (its compressed layers are among them).
+"""DeepSeek-V4 (model_type "deepseek_v4"): its sliding-window and heavily compressed layers
+extract; its compressed sparse layers are refused, each with one message that names the layer's
+kind and says what qkvcalc's input format cannot express (the indexer's top-k of the entries).
+Its config's `layer_types` name each layer's kind before anything loads, so a refusal comes
+before the weights are read; `qkvcalc heads` refuses a model that has a compressed sparse layer
+as a whole, and reads one whose layers are all of the kinds extract reads.
 
 What each kind computes (transformers 5.23–5.25, modeling_deepseek_v4.py; tests/naive_dsv4.py
 writes it out in numpy and tests/test_extract_dsv4.py checks that to 1e-8 relative against the
@@ -48,8 +49,13 @@ position_bias, q_a_norm, kv_norm, input_layernorm and the mHC weights in
 `_keep_in_fp32_modules_strict`: a `from_pretrained(dtype=torch.float64)` leaves them float32,
 rounding what the checkpoint holds.
 
-The compressed kinds stay refused: their keys include entries pooled from the tokens'
-projections, one per m tokens, which no key of the input format expresses.
+A heavily compressed layer's keys: the same, with the "compress" rotation's frequencies, and
+`compress` (qkvcalc/ops/compress.py): m, the compressor's kv_proj as `wkv`, gate_proj as
+`wgate`, position_bias as `bias`, kv_norm's weight as `norm` and its ε, each with its d_R rotary
+columns (the last) first. When the prompt is shorter than m the layer makes no entry and
+`compress` is left out: the layer is then its sliding window alone, which the problem computes.
+A compressed sparse layer stays refused: its lightning indexer keeps each query's top-k of the
+entries, which no key of the input format expresses yet.
 """
 
 from __future__ import annotations
