@@ -84,9 +84,10 @@ def problem(seed: int, n: int = 9, m: int = 2, overlap: bool = False, heads: int
     return doc, w
 
 
-def naive(w: dict) -> tuple[np.ndarray, list[np.ndarray]]:
+def naive(w: dict, keep: np.ndarray | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
     """The layer's output and each head's weights over [tokens, entries], tests/naive_dsv4.py's
-    way (DeepSeek-V4's layout): every visible entry a key and a value."""
+    way (DeepSeek-V4's layout): every visible entry a key and a value (`keep`: those the
+    indexer keeps of them)."""
     x, d, rope, m, heads = w["x"], w["d"], w["rope"], w["m"], w["heads"]
     n = x.shape[0]
     inv = plain(30.0, rope)
@@ -96,7 +97,8 @@ def naive(w: dict) -> tuple[np.ndarray, list[np.ndarray]]:
     raw = pool(x @ w["c_wkv"], x @ w["c_wgate"], w["c_bias"], m, w["overlap"])
     entries = turn(rms(raw, EPS, w["c_norm"]), np.arange(raw.shape[0]) * float(m), inv, rope)
     j, i = np.arange(n)[None, :], np.arange(n)[:, None]
-    allowed = np.hstack([(j <= i) & (j > i - w["window"]), visible(n, raw.shape[0], m)])
+    seen = visible(n, raw.shape[0], m) if keep is None else visible(n, raw.shape[0], m) & keep
+    allowed = np.hstack([(j <= i) & (j > i - w["window"]), seen])
     keys = np.concatenate([kv, entries])
     outs, maps = [], []
     for h in range(heads):
@@ -132,17 +134,22 @@ def test_the_overlapping_pool_equals_the_written_out_layer(seed):
     assert np.max(np.abs(_run(doc).output - want)) < 1e-12 * max(1.0, np.abs(want).max())
 
 
-@pytest.mark.parametrize("overlap", [False, True])
-def test_the_torch_script_computes_the_layer(tmp_path, overlap):
+@pytest.mark.parametrize("kind", ["heavy", "overlap", "sparse"])
+def test_the_torch_script_computes_the_layer(tmp_path, kind):
     """The script's own path (the pool written with a view of windows, as DeepSeek-V4's
-    compressor does) and its plan in torch both equal qkvcalc's."""
+    compressor does; the indexer's scores and top-k) and its plan in torch both equal
+    qkvcalc's."""
     pytest.importorskip("torch")
     from qkvcalc.render import RenderOptions, render
     from tests.inprocess import run_script
 
-    doc, _ = problem(3, m=2, overlap=overlap, n=7)
+    if kind == "sparse":
+        doc, _ = sparse(3, m=2, top_k=1)
+    else:
+        doc, _ = problem(3, m=2, overlap=kind == "overlap", n=7)
     text = render(_run(doc), "torch", RenderOptions(width=100))
-    assert "gate_c.softmax(dim=1)" in text
+    assert "gate.softmax(dim=1)" in text
+    assert ("torch.sort(-index" in text) == (kind == "sparse")
     path = tmp_path / "check.py"
     path.write_text(text, encoding="utf-8")
     result = run_script(str(path))
@@ -209,3 +216,83 @@ def test_the_quiz_names_the_bias_left_out_and_the_softmax_along_the_row():
         assert found.text("ko") != found.text("en") and "{" not in found.text("ko")
     truth = trace.stage("comp_weights").value
     assert recognise(trace, "comp_weights", np.round(truth, 4), {}, 4) is None
+
+
+def sparse(seed: int, n: int = 11, m: int = 2, top_k: int = 2) -> tuple[dict, dict]:
+    """A compressed sparse layer: the overlapping pool and the indexer's top-k of the entries
+    (index heads 2 of D = 4; its weights in DeepSeek-V4's layout in `w`, qkvcalc's in the
+    document)."""
+    doc, w = problem(seed, m=m, overlap=True, n=n)
+    rng = np.random.default_rng(100 + seed)
+    heads, dim, rope = 2, 4, w["rope"]
+    d_model, r_q = w["x"].shape[1], w["wq_a"].shape[1]
+    ix = {
+        "wkv": rng.standard_normal((d_model, 2 * dim)),
+        "wgate": rng.standard_normal((d_model, 2 * dim)),
+        "bias": rng.standard_normal((m, 2 * dim)),
+        "norm": 1 + 0.2 * rng.standard_normal(dim),
+        "wq": rng.standard_normal((r_q, heads * dim)),
+        "weights": rng.standard_normal((d_model, heads)),
+    }
+    one = layout(dim - rope, rope)
+    both = layout(dim - rope, rope, 2)
+    per_head = np.concatenate([one + h * dim for h in range(heads)])
+    doc["compress"]["index"] = {
+        "wkv": ix["wkv"][:, both].tolist(),
+        "wgate": ix["wgate"][:, both].tolist(),
+        "bias": ix["bias"][:, both].tolist(),
+        "norm": ix["norm"][one].tolist(),
+        "wq": ix["wq"][:, per_head].tolist(),
+        "weights": ix["weights"].tolist(),
+        "heads": heads,
+        "top_k": top_k,
+    }
+    w.update(ix=ix, index_heads=heads, index_dim=dim, top_k=top_k)
+    return doc, w
+
+
+def naive_chosen(w: dict) -> np.ndarray:
+    """tests/naive_dsv4.py's `chosen`, handed the indexer's weights as the module holds them."""
+    from types import SimpleNamespace as NS
+
+    torch = pytest.importorskip("torch")
+    from tests.naive_dsv4 import chosen
+
+    def lin(a):  # [in, out] -> nn.Linear's weight [out, in]
+        return NS(weight=torch.tensor(np.asarray(a).T.copy()))
+
+    ix = w["ix"]
+    module = NS(
+        kv_proj=lin(ix["wkv"]),
+        gate_proj=lin(ix["wgate"]),
+        position_bias=torch.tensor(ix["bias"]),
+        kv_norm=NS(weight=torch.tensor(ix["norm"])),
+        q_b_proj=lin(ix["wq"]),
+        scorer=NS(weights_proj=lin(ix["weights"])),
+    )
+    config = NS(
+        compress_rates={"compressed_sparse_attention": w["m"]},
+        qk_rope_head_dim=w["rope"],
+        rms_norm_eps=EPS,
+        index_n_heads=w["index_heads"],
+        index_head_dim=w["index_dim"],
+        index_topk=w["top_k"],
+    )
+    c_q = rms(w["x"] @ w["wq_a"], EPS, w["q_a_norm"])
+    return chosen(module, w["x"], c_q, config, plain(30.0, w["rope"]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(("m", "top_k"), [(2, 2), (2, 1), (3, 2)])
+def test_the_indexers_top_k_of_the_entries_equals_the_written_out_layer(seed, m, top_k):
+    doc, w = sparse(seed, m=m, top_k=top_k)
+    keep = naive_chosen(w)
+    trace = _run(doc)
+    assert np.array_equal(trace.stage("idx_topk").value > 0, keep)
+    want, maps = naive(w, keep)
+    assert np.max(np.abs(trace.output - want)) < 1e-12 * max(1.0, np.abs(want).max())
+    for h in range(w["heads"]):
+        assert np.max(np.abs(trace.stage("weights", h + 1).value - maps[h])) < 1e-12
+    # the choice matters: every visible entry kept is another layer
+    all_seen, _ = naive(w)
+    assert np.max(np.abs(all_seen - want)) > 1e-6

@@ -2577,6 +2577,57 @@ MESSAGES: dict[str, str] = {
     "be whole and no entry made; give m of at most {n}, or leave compress out",
     "compress.shape": "{field} has shape {shape}; it must be {want} (wkv and wgate: d_model × "
     "d_k, twice d_k with overlap; bias: m × their columns; norm: d_k)",
+    "stage.idx_kv.title": "The indexer's entries: the values to pool",
+    "stage.idx_kv.why": "The lightning indexer pools entries of its own, narrower than the "
+    "attention's, from X by its own projection: one key per entry that it scores the queries "
+    "against to choose which entries they read.",
+    "stage.idx_gate.title": "The indexer's entries: the gates",
+    "stage.idx_gate.why": "The indexer's own gates, one per token and channel, as the "
+    "attention's entries have theirs.",
+    "stage.idx_weights.title": "The indexer's entries: each token's share",
+    "stage.idx_weights.why": "For each of the indexer's entries, each channel apart, a softmax "
+    "over the slots of its windows, as for the attention's entries.",
+    "stage.idx_pooled.title": "The indexer's entries: pooled",
+    "stage.idx_pooled.why": "Each of the indexer's entries is its slots' values, each times its "
+    "share, summed channel by channel.",
+    "stage.idx_norm.title": "The indexer's entries: RMSNorm",
+    "stage.idx_norm.why": "Each of the indexer's entries over its root mean square, times the "
+    "norm's weight.",
+    "stage.idx_rot.title": "The indexer's entries: rotary position (RoPE)",
+    "stage.idx_rot.why": "Each of the indexer's entries is turned at its window's first "
+    "position, w·m, as a key is: these are the keys the indexer scores.",
+    "stage.idx_q.title": "The indexer's queries",
+    "stage.idx_q.why": "The indexer's queries come from the query latent C_Q through their own "
+    "weight, several small index heads per token.",
+    "stage.idx_q_rot.title": "The indexer's queries: rotary position (RoPE)",
+    "stage.idx_q_rot.why": "Each index head's query is turned at its token's position, so that "
+    "its score of an entry sees how far the entry's window starts from the query.",
+    "stage.idx_w.title": "The indexer's weights per head",
+    "stage.idx_w.why": "A projection of X gives each token one weight per index head: how much "
+    "that head's score counts in the token's choice.",
+    "stage.idx_scores.title": "The indexer's scores of the entries",
+    "stage.idx_scores.why": "Each query scores each entry: per index head, ReLU(q·k/√D) weighted "
+    "by the head's weight over √H_I, summed over the heads. Only the highest scores are kept.",
+    "stage.idx_masked.title": "The indexer's scores of the visible entries",
+    "stage.idx_masked.why": "An entry whose window is not yet whole at the query cannot be "
+    "chosen: its score becomes −∞.",
+    "stage.idx_topk.title": "The entries each query keeps (top-k)",
+    "stage.idx_topk.why": "Each query keeps its k highest-scoring visible entries (1 = kept): the "
+    "others are masked in every head's scores, as the future is. A query with fewer visible "
+    "entries keeps them all.",
+    "note.idx_q": "{heads} index heads of {dim} numbers each, side by side.",
+    "note.idx_q_rot": "The first {dims} of each index head's {dim} columns turn at the token's "
+    "position; the others pass through.",
+    "note.idx_scores": "I[i, w] = Σ over the {heads} index heads of (w_h/√{heads})·ReLU(q_h·k_w/"
+    "√{dim}).",
+    "note.idx_topk": "Each row keeps its {top_k} largest scores among the visible entries (ties: "
+    "the earlier entry); every head's mask then hides the entries not kept.",
+    "compress.index_object": "compress.index must be an object with wkv, wgate, bias, norm, wq, "
+    "weights, heads and top_k, not {value}",
+    "compress.index_overlap": "compress.index scores entries pooled over two windows: give "
+    "compress.overlap true with it",
+    "compress.index_latent": "compress.index reads mla's query latent C_Q: give mla with wq_a, "
+    "q_a_norm and wq_b",
     "compress.decode": "Compressed keys (compress) are not computed step by step with a KV "
     "cache yet: leave out --decode (the whole run shows them).",
     "compress.tiles": "Compressed keys (compress) are not planned in tiles yet: leave out --tiles.",

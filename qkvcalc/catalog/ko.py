@@ -2526,6 +2526,57 @@ MESSAGES: dict[str, str] = {
     "만들어지지 않습니다. m을 {n} 이하로 주거나 compress를 빼세요",
     "compress.shape": "{field}의 모양이 {shape}인데, {want}이어야 합니다(wkv와 wgate: d_model × "
     "d_k, overlap이면 d_k의 두 배; bias: m × 그 열 수; norm: d_k)",
+    "stage.idx_kv.title": "인덱서의 항목: 모을 값",
+    "stage.idx_kv.why": "라이트닝 인덱서는 어텐션의 항목보다 좁은 자기만의 항목을 X에서 자기 "
+    "프로젝션으로 모읍니다. 항목마다 Key 하나가 되고, 인덱서는 Query들을 이 Key에 대해 점수 매겨 "
+    "어느 항목을 읽을지 고릅니다.",
+    "stage.idx_gate.title": "인덱서의 항목: 게이트",
+    "stage.idx_gate.why": "어텐션의 항목처럼, 인덱서에도 토큰과 채널마다 자기 게이트가 "
+    "있습니다.",
+    "stage.idx_weights.title": "인덱서의 항목: 토큰마다의 몫",
+    "stage.idx_weights.why": "인덱서의 항목마다, 채널마다 따로, 그 윈도우의 칸들에 대한 "
+    "소프트맥스입니다. 어텐션의 항목과 같습니다.",
+    "stage.idx_pooled.title": "인덱서의 항목: 모은 값",
+    "stage.idx_pooled.why": "인덱서의 각 항목은 그 칸들의 값에 각자의 몫을 곱해 채널마다 더한 "
+    "것입니다.",
+    "stage.idx_norm.title": "인덱서의 항목: RMSNorm",
+    "stage.idx_norm.why": "인덱서의 각 항목을 그 제곱평균제곱근으로 나누고 정규화의 가중치를 "
+    "곱합니다.",
+    "stage.idx_rot.title": "인덱서의 항목: 회전 위치 임베딩(RoPE)",
+    "stage.idx_rot.why": "인덱서의 각 항목을 Key처럼 그 윈도우의 첫 위치 w·m에서 회전합니다. "
+    "인덱서가 점수를 매기는 Key가 이것입니다.",
+    "stage.idx_q.title": "인덱서의 Query",
+    "stage.idx_q.why": "인덱서의 Query는 Query 잠재 벡터 C_Q에서 자기 가중치로 만들며, 토큰마다 "
+    "작은 인덱스 헤드가 여럿입니다.",
+    "stage.idx_q_rot.title": "인덱서의 Query: 회전 위치 임베딩(RoPE)",
+    "stage.idx_q_rot.why": "각 인덱스 헤드의 Query를 토큰의 위치에서 회전합니다. 그래서 항목의 "
+    "점수는 항목의 윈도우가 Query에서 얼마나 떨어져 시작하는지를 봅니다.",
+    "stage.idx_w.title": "인덱서의 헤드별 가중치",
+    "stage.idx_w.why": "X의 프로젝션이 토큰마다 인덱스 헤드당 가중치 하나를 줍니다: 그 헤드의 "
+    "점수가 토큰의 선택에 얼마나 들어가는지입니다.",
+    "stage.idx_scores.title": "인덱서가 매긴 항목의 점수",
+    "stage.idx_scores.why": "각 Query가 각 항목에 점수를 매깁니다: 인덱스 헤드마다 ReLU(q·k/√D)에 "
+    "헤드의 가중치를 √H_I로 나눈 값을 곱해 헤드들에 대해 더합니다. 가장 높은 점수만 남습니다.",
+    "stage.idx_masked.title": "보이는 항목에 대한 인덱서의 점수",
+    "stage.idx_masked.why": "Query의 자리에서 아직 윈도우가 다 차지 않은 항목은 고를 수 "
+    "없습니다: 그 점수는 −∞가 됩니다.",
+    "stage.idx_topk.title": "Query마다 남기는 항목(상위 k개)",
+    "stage.idx_topk.why": "각 Query는 보이는 항목 중 점수가 가장 높은 k개를 남깁니다(1 = 남김). "
+    "나머지는 미래처럼 모든 헤드의 스코어에서 가려집니다. 보이는 항목이 그보다 적은 Query는 "
+    "모두 남깁니다.",
+    "note.idx_q": "인덱스 헤드 {heads}개, 각각 {dim}개의 수가 나란히 있습니다.",
+    "note.idx_q_rot": "각 인덱스 헤드의 {dim}개 열 중 앞의 {dims}개가 토큰의 위치에서 회전합니다. "
+    "나머지 열은 그대로 지나갑니다.",
+    "note.idx_scores": "I[i, w] = 인덱스 헤드 {heads}개에 대한 (w_h/√{heads})·ReLU(q_h·k_w/"
+    "√{dim})의 합.",
+    "note.idx_topk": "각 행은 보이는 항목 중 가장 큰 점수 {top_k}개를 남깁니다(같으면 앞 항목). "
+    "그다음 모든 헤드의 마스크가 남기지 않은 항목을 가립니다.",
+    "compress.index_object": "compress.index는 wkv, wgate, bias, norm, wq, weights, heads, "
+    "top_k를 가진 객체여야 합니다. 받은 값: {value}",
+    "compress.index_overlap": "compress.index는 두 윈도우에 걸쳐 모은 항목에 점수를 매깁니다: "
+    "compress.overlap을 true로 함께 주세요",
+    "compress.index_latent": "compress.index는 mla의 Query 잠재 벡터 C_Q를 읽습니다: mla에 "
+    "wq_a, q_a_norm, wq_b를 주세요",
     "compress.decode": "압축 Key(compress)는 아직 KV 캐시로 한 단계씩 계산되지 않습니다: "
     "--decode를 빼세요(전체 실행이 보여 줍니다).",
     "compress.tiles": "압축 Key(compress)는 아직 타일로 계획되지 않습니다: --tiles를 빼세요.",

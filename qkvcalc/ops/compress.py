@@ -40,13 +40,19 @@ from qkvcalc.errors import QkvcalcError
 from qkvcalc.i18n import Msg
 from qkvcalc.input.cells import Matrix, positive, to_matrix, to_vector
 from qkvcalc.labels import shape_text, shown
-from qkvcalc.ops import qk_norm  # noqa: F401  (its rmsnorm op, which comp_norm is)
+from qkvcalc.ops import indexer as dsa  # noqa: F401  (its index_rope, index_score, top_k ops)
+from qkvcalc.ops import (
+    mla,
+    qk_norm,  # noqa: F401  (its rmsnorm op, which comp_norm is)
+)
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes, Turn
 from qkvcalc.ops.op import Feeds, Op, Params, Shapes
 from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels
 from qkvcalc.records import NamedTuple
 
-KEYS = ("m", "wkv", "wgate", "bias", "norm", "eps", "overlap")
+KEYS = ("m", "wkv", "wgate", "bias", "norm", "eps", "overlap", "index")
+# the lightning indexer over the entries (DeepSeek-V4's compressed sparse layers)
+INDEX_KEYS = ("wkv", "wgate", "bias", "norm", "wq", "weights", "heads", "top_k")
 REQUIRED = ("m", "wkv", "wgate", "bias", "norm")
 
 
@@ -61,9 +67,28 @@ class Compress(NamedTuple):
     eps: float
     overlap: bool
     layout: str  # as given (echoed in the rows layout)
+    index: Index | None = None  # the indexer that keeps each query's top-k entries
 
     @property
     def width(self) -> int:
+        return int(self.norm.size)
+
+
+class Index(NamedTuple):
+    """The lightning indexer over the entries: its own overlapping pool at width D, its queries
+    from mla's query latent C_Q (H_I heads of D), its per-head weights from X, its top-k."""
+
+    wkv: Matrix  # [d_model, 2·D]
+    wgate: Matrix
+    bias: np.ndarray  # [m, 2·D]
+    norm: np.ndarray  # [D]
+    wq: Matrix  # [r_q, H_I·D]
+    weights: Matrix  # [d_model, H_I]
+    heads: int
+    top_k: int
+
+    @property
+    def dim(self) -> int:
         return int(self.norm.size)
 
 
@@ -79,12 +104,12 @@ def _fail(rule: str, /, **params: Any) -> QkvcalcError:
     return QkvcalcError(f"compress.{rule}", **params)
 
 
-def _matrix(raw: Any, key: str, sizes: Sizes, cols: int) -> Matrix:
+def _matrix(raw: Any, key: str, sizes: Sizes, cols: int, rows: int | None = None) -> Matrix:
     m = to_matrix(raw, _field(key), exact=sizes.exact)
     if sizes.layout == "torch":  # nn.Linear's [out, in]
         exact_t = tuple(zip(*m.exact, strict=True)) if m.exact else None
         m = Matrix(m.values.T.copy(), exact_t)
-    d_model = int(sizes.d_model or 0)  # given: _read refused a problem without X before
+    d_model = int(sizes.d_model or 0) if rows is None else rows  # _read refused no X before
     if m.values.shape != (d_model, cols):
         given = m.values.shape[::-1] if sizes.layout == "torch" else m.values.shape
         want = (cols, d_model) if sizes.layout == "torch" else (d_model, cols)
@@ -125,7 +150,40 @@ def _read(raw: Any, sizes: Sizes) -> Compress:
         raise _fail("shape", field=_field("norm"), shape=shape_text((norm.size,)),
                     want=shape_text((sizes.d_k,)))  # fmt: skip
     eps = float(positive(raw["eps"], _field("eps")).value) if "eps" in raw else 1e-6
-    return Compress(m, wkv, wgate, bias, norm, eps, overlap, sizes.layout)
+    index = _read_index(raw["index"], sizes, m) if "index" in raw else None
+    if index is not None and not overlap:
+        raise _fail("index_overlap")
+    return Compress(m, wkv, wgate, bias, norm, eps, overlap, sizes.layout, index)
+
+
+def _read_index(raw: Any, sizes: Sizes, m: int) -> Index:
+    """compress.index: the lightning indexer's keys, checked against X, mla's query latent and
+    the problem's rotation."""
+    if not isinstance(raw, dict):
+        raise _fail("index_object", value=shown(raw))
+    for key in raw:
+        if key not in INDEX_KEYS:
+            raise _fail("unknown_key", key=shown(f"index.{key}"), known=", ".join(INDEX_KEYS))
+    missing = [key for key in INDEX_KEYS if key not in raw]
+    if missing:
+        raise _fail("missing", missing=", ".join(f"index.{key}" for key in missing))
+    latent = sizes.stood
+    rank = getattr(latent, "q_norm", None)
+    if rank is None:
+        raise _fail("index_latent")
+    norm = to_vector(raw["norm"], _field("index.norm")).values[0]
+    dim = int(norm.size)
+    heads = int(positive(raw["heads"], _field("index.heads"), integer=True).value)
+    top_k = int(positive(raw["top_k"], _field("index.top_k"), integer=True).value)
+    wkv = _matrix(raw["wkv"], "index.wkv", sizes, 2 * dim)
+    wgate = _matrix(raw["wgate"], "index.wgate", sizes, 2 * dim)
+    bias = to_matrix(raw["bias"], _field("index.bias")).values
+    if bias.shape != (m, 2 * dim):
+        raise _fail("shape", field=_field("index.bias"), shape=shape_text(bias.shape),
+                    want=shape_text((m, 2 * dim)))  # fmt: skip
+    wq = _matrix(raw["wq"], "index.wq", sizes, heads * dim, rows=int(rank.size))
+    weights = _matrix(raw["weights"], "index.weights", sizes, heads)
+    return Index(wkv, wgate, bias, norm, wq, weights, heads, top_k)
 
 
 def _echo(c: Compress) -> dict[str, Any]:
@@ -137,6 +195,20 @@ def _echo(c: Compress) -> dict[str, Any]:
         "norm": c.norm.tolist(),
         "eps": c.eps,
         "overlap": c.overlap,
+        **({} if c.index is None else {"index": _echo_index(c.index)}),
+    }
+
+
+def _echo_index(ix: Index) -> dict[str, Any]:
+    return {
+        "wkv": ix.wkv.values.tolist(),
+        "wgate": ix.wgate.values.tolist(),
+        "bias": ix.bias.tolist(),
+        "norm": ix.norm.tolist(),
+        "wq": ix.wq.values.tolist(),
+        "weights": ix.weights.values.tolist(),
+        "heads": ix.heads,
+        "top_k": ix.top_k,
     }
 
 
@@ -296,37 +368,50 @@ def _positions(p: Any, c: Compress) -> np.ndarray:
     return np.arange(_entries(p.n, c.m), dtype=np.float64) * c.m
 
 
-def _before_heads(p: Any, c: Compress, x_ref: Ref, x_name: str, allowed: Any) -> list[Spec]:
-    if p.x is None:
-        raise _fail("needs_x")
-    count = _entries(p.n, c.m)
-    said = {"m": c.m, "count": count, "n": p.n, "width": c.width}
-    slot_rows = p.tokens[: count * c.m]
+class Pool(NamedTuple):
+    """One compressor's numbers and names: the entries' (comp_…) or the indexer's (idx_…)."""
+
+    prefix: str
+    wkv: Matrix
+    wgate: Matrix
+    bias: np.ndarray
+    norm: np.ndarray
+    names: tuple[str, ...]  # W_C, W_G, then the letters of C, Z, P, B and the entries
+
+
+def _pool(p: Any, c: Compress, pool: Pool, x_ref: Ref, x_name: str) -> list[Spec]:
+    """A compressor's stages: the two projections, the shares, the pooled entries, their norm
+    and (with `rope`) their turn at w·m."""
+    count, width = _entries(p.n, c.m), int(pool.norm.size)
+    said = {"m": c.m, "count": count, "n": p.n, "width": width}
     entries = labels(p, c)
+    w_c, w_g, c_, z, p_, b, e = pool.names
+    sid = (pool.prefix + "_{}").format
     specs = [
-        _project("comp_kv", x_ref, x_name, c.wkv, "W_C", "C_KV", p.tokens,
+        _project(sid("kv"), x_ref, x_name, pool.wkv, w_c, c_, p.tokens,
                  Msg("note.comp_kv_overlap" if c.overlap else "note.comp_kv", **said)),
-        _project("comp_gate", x_ref, x_name, c.wgate, "W_G", "Z", p.tokens,
+        _project(sid("gate"), x_ref, x_name, pool.wgate, w_g, z, p.tokens,
                  Msg("note.comp_gate", **said)),
         Spec(
-            "comp_weights", None, "pool_softmax", (("comp_gate", None),),
-            "P = softmax_window(Z + B)", slot_rows, dim_labels(c.wkv.values.shape[1]),
-            params={"bias": c.bias, "m": c.m, "overlap": c.overlap},
+            sid("weights"), None, "pool_softmax", ((sid("gate"), None),),
+            f"{p_} = softmax_window({z} + {b})", p.tokens[: count * c.m],
+            dim_labels(pool.wkv.values.shape[1]),
+            params={"bias": pool.bias, "m": c.m, "overlap": c.overlap},
             notes=(Msg("note.comp_weights_overlap" if c.overlap else "note.comp_weights", **said),),
-            symbol="P", letters="T·m×d_c", hint=("hint.comp_weights", {}),
+            symbol=p_, letters="T·m×d_c", hint=("hint.comp_weights", {}),
         ),
         Spec(
-            "comp_pooled", None, "pool_sum", (("comp_weights", None), ("comp_kv", None)),
-            "E_w = Σ_t P ⊙ C_KV", entries, dim_labels(c.width),
+            sid("pooled"), None, "pool_sum", ((sid("weights"), None), (sid("kv"), None)),
+            f"{e}_w = Σ_t {p_} ⊙ {c_}", entries, dim_labels(width),
             params={"m": c.m, "overlap": c.overlap},
-            notes=(Msg("note.comp_pooled", **said),), symbol="E", letters="T×d_k",
+            notes=(Msg("note.comp_pooled", **said),), symbol=e, letters="T×d_c",
             hint=("hint.comp_pooled", {}),
         ),
         Spec(
-            "comp_norm", None, "rmsnorm", (("comp_pooled", None),), "E_norm = RMSNorm(E)",
-            entries, dim_labels(c.width), params={"weight": c.norm, "eps": c.eps},
-            notes=(Msg("note.rmsnorm", eps=f"{c.eps:g}"),), symbol="E_norm", letters="T×d_k",
-            hint=("hint.rmsnorm", {"src": "E"}),
+            sid("norm"), None, "rmsnorm", ((sid("pooled"), None),), f"{e}_norm = RMSNorm({e})",
+            entries, dim_labels(width), params={"weight": pool.norm, "eps": c.eps},
+            notes=(Msg("note.rmsnorm", eps=f"{c.eps:g}"),), symbol=f"{e}_norm",
+            letters="T×d_c", hint=("hint.rmsnorm", {"src": e}),
         ),
     ]  # fmt: skip
     turn = p.variants.features.get("rope")
@@ -334,17 +419,106 @@ def _before_heads(p: Any, c: Compress, x_ref: Ref, x_name: str, allowed: Any) ->
         positions = _positions(p, c)
         specs.append(
             Spec(
-                "comp_rot", None, "rope", (("comp_norm", None),), "E_rot = RoPE(E_norm, w·m)",
-                entries, dim_labels(c.width),
+                sid("rot"), None, "rope", ((sid("norm"), None),),
+                f"{e}_rot = RoPE({e}_norm, w·m)", entries, dim_labels(width),
                 params={"style": turn.style, "dims": turn.dims, "factor": turn.attention_factor,
                         "angles": turn.angles(positions), "positions": positions,
                         "inv_freq": turn.inv_freq,
                         "theta": None if turn.inv_freq_given else turn.theta},
-                notes=(Msg("note.comp_rot", dims=turn.dims, m=c.m),), symbol="E_rot",
-                letters="T×d_k", hint=("hint.rope", {"src": "E_norm"}),
+                notes=(Msg("note.comp_rot", dims=turn.dims, m=c.m),), symbol=f"{e}_rot",
+                letters="T×d_c", hint=("hint.rope", {"src": f"{e}_norm"}),
             )
         )  # fmt: skip
     return specs
+
+
+def _before_heads(p: Any, c: Compress, x_ref: Ref, x_name: str, allowed: Any) -> list[Spec]:
+    if p.x is None:
+        raise _fail("needs_x")
+    names = ("W_C", "W_G", "C_KV", "Z", "P", "B", "E")
+    specs = _pool(p, c, Pool("comp", c.wkv, c.wgate, c.bias, c.norm, names), x_ref, x_name)
+    if c.index is not None:
+        specs += _index(p, c, c.index, x_ref, x_name)
+    return specs
+
+
+def _index(p: Any, c: Compress, ix: Index, x_ref: Ref, x_name: str) -> list[Spec]:
+    """The lightning indexer over the entries: its own pool (K_I), its queries from C_Q turned
+    at i, its per-head weights from X, each query's scores of the entries, the visible ones,
+    and the top-k it keeps."""
+    pool = Pool(
+        "idx",
+        ix.wkv,
+        ix.wgate,
+        ix.bias,
+        ix.norm,
+        ("W_IC", "W_IG", "C_I", "Z_I", "P_I", "B_I", "K_I"),
+    )
+    specs = _pool(p, c, pool, x_ref, x_name)
+    k_ref = specs[-1].ref
+    entries = labels(p, c)
+    of = {"heads": ix.heads, "dim": ix.dim, "scale": ix.dim**-0.5,
+          "weight_scale": ix.heads**-0.5}  # fmt: skip
+    q = _project("idx_q", ("c_q_norm", None), "C_Q", ix.wq, "W_IQ", "q_I", p.tokens,
+                 Msg("note.idx_q", heads=ix.heads, dim=ix.dim))  # fmt: skip
+    specs.append(q)
+    q_ref = q.ref
+    turn = p.variants.features.get("rope")
+    if turn is not None:
+        positions = p.variants.positions
+        specs.append(
+            Spec(
+                "idx_q_rot", None, "index_rope", (q.ref,), "q_I_rot = RoPE(q_I, pos)", p.tokens,
+                dim_labels(ix.heads * ix.dim),
+                params={"style": turn.style, "dims": turn.dims, "width": ix.dim,
+                        "factor": turn.attention_factor, "angles": turn.angles(positions),
+                        "positions": positions, "inv_freq": turn.inv_freq},
+                notes=(Msg("note.idx_q_rot", dims=turn.dims, dim=ix.dim),), symbol="q_I_rot",
+                letters="n×H_I·D", hint=("hint.index_rope", {"src": "q_I"}),
+            )
+        )  # fmt: skip
+        q_ref = specs[-1].ref
+    w = _project("idx_w", x_ref, x_name, ix.weights, "W_w", "w", p.tokens,
+                 Msg("note.index_weights", heads=ix.heads))  # fmt: skip
+    seen = visible(p.variants.positions, _entries(p.n, c.m), c.m)
+    specs += [
+        w,
+        Spec(
+            "idx_scores", None, "index_score", (q_ref, k_ref, w.ref),
+            "I = Σ_h (w_h/√H_I)·ReLU(q_h·K_Iᵀ/√D)", p.tokens, entries, params=of,
+            notes=(Msg("note.idx_scores", heads=ix.heads, dim=ix.dim),), symbol="I",
+            letters="n×T", hint=("hint.index_scores", {}),
+        ),
+        Spec(
+            "idx_masked", None, "mask", (("idx_scores", None),), "I + M", p.tokens, entries,
+            params={"allowed": seen, "wide": True},
+            notes=(Msg("note.comp_visible", m=c.m),), symbol="I+M", letters="n×T",
+            hint=("hint.masked", {"src": "I"}),
+        ),
+        Spec(
+            "idx_topk", None, "top_k", (("idx_masked", None),), f"top-{ix.top_k}(I+M)",
+            p.tokens, entries, params={"top_k": ix.top_k, "before": seen},
+            notes=(Msg("note.idx_topk", top_k=ix.top_k),), symbol="keep", letters="n×T",
+            hint=("hint.index_topk", {"top_k": ix.top_k, "src": "I+M"}),
+        ),
+    ]  # fmt: skip
+    return specs
+
+
+def _chosen(p: Any, c: Compress) -> np.ndarray:
+    """[n, T]: the entries the indexer keeps, its stages run with their ops at plan time."""
+    from qkvcalc.ops.table import OPS
+
+    assert p.x is not None and c.index is not None
+    x_ref: Ref = ("x_pe", None) if p.variants.pe is not None else ("x", None)
+    values: dict[Any, np.ndarray] = {("x", None): p.x.values}
+    if p.variants.pe is not None:
+        values[("x_pe", None)] = p.x.values + p.variants.pe
+    latent = p.variants.features["mla"]
+    for spec in (*mla.shared(p, latent, x_ref, "X"), *_index(p, c, c.index, x_ref, "X")):
+        operands = [o.value if isinstance(o, Const) else values[o] for o in spec.operands]
+        values[spec.ref] = OPS[spec.op].compute(operands, spec.params, None)
+    return values[("idx_topk", None)] > 0
 
 
 def _entries_ref(p: Any) -> Ref:
@@ -378,6 +552,8 @@ def _select(p: Any, c: Compress, allowed: np.ndarray | None) -> np.ndarray:
     """The keys allowed, with the entries' columns after the tokens'."""
     tokens = np.ones((p.n, p.m), dtype=bool) if allowed is None else allowed
     seen = visible(p.variants.positions, _entries(p.n, c.m), c.m)
+    if c.index is not None:
+        seen = seen & _chosen(p, c)
     return np.hstack([tokens, seen])
 
 
@@ -437,38 +613,72 @@ def pool_sum(weights, values, m, overlap):
 """
 
 
+_TORCH_POOL = """\
+def pool_entries(W, G, B, w, m, T, overlap, eps):
+    \"\"\"DeepSeek-V4's compressor: X's projection pooled over each window's positions, channel
+    by channel, by a softmax of the gates plus the position bias; overlap: window w - 1's Ca
+    half beside window w's Cb half (none before the first); then RMSNorm times w.\"\"\"
+    kv = (X @ W)[: T * m].view(T, m, -1)
+    gate = (X @ G)[: T * m].view(T, m, -1) + B
+    if overlap:
+        d = kv.shape[-1] // 2
+        first = torch.zeros(1, m, d)
+        kv = torch.cat([torch.cat([first, kv[:-1, :, :d]]), kv[..., d:]], dim=1)
+        gate = torch.cat([torch.cat([first - math.inf, gate[:-1, :, :d]]), gate[..., d:]], dim=1)
+    e = (kv * gate.softmax(dim=1)).sum(dim=1)
+    return e / torch.sqrt(e.pow(2).mean(-1, keepdim=True) + eps) * w
+"""
+
+
 def _torch(p: Any, c: Compress, literal: Callable[[Any], str], num: Callable[[float], str]
            ) -> list[str]:  # fmt: skip
     """Lines that append the entries to k and v ([1, heads, m, d]) and their columns to
-    `allowed`, written as DeepSeek-V4's compressor writes them (windows as a view)."""
-    d, count = c.width, _entries(p.n, c.m)
+    `allowed`, written as DeepSeek-V4's compressor writes them (windows as a view), and the
+    indexer's top-k of them."""
+    turned = p.variants.features.get("rope") is not None
     out = [
-        "# Compressed keys (DeepSeek-V4): one entry per m tokens, a softmax-gated pool of X's",
-        "# projection over each window's positions, channel by channel; then RMSNorm, the turn",
-        f"W_C, W_G = t({literal(c.wkv.values)}), t({literal(c.wgate.values)})",
-        f"B_C, w_C, m_C, T_C = t({literal(c.bias)}), t({literal(c.norm)}), {c.m}, {count}",
-        "kv_c = (X @ W_C)[: T_C * m_C].view(T_C, m_C, -1)",
-        "gate_c = (X @ W_G)[: T_C * m_C].view(T_C, m_C, -1) + B_C",
+        "# Compressed keys (DeepSeek-V4): one entry per m tokens, pooled from X",
+        *_TORCH_POOL.splitlines(),
+        f"m_C, T_C = {c.m}, {_entries(p.n, c.m)}",
+        f"E = pool_entries(t({literal(c.wkv.values)}), t({literal(c.wgate.values)}), "
+        f"t({literal(c.bias)}), t({literal(c.norm)}), m_C, T_C, {c.overlap}, {num(c.eps)})",
     ]
-    if c.overlap:  # window w - 1's Ca half beside window w's Cb half (none before the first)
-        out += [
-            f"ca, cb = kv_c[..., :{d}], kv_c[..., {d}:]",
-            f"ga, gb = gate_c[..., :{d}], gate_c[..., {d}:]",
-            f"kv_c = torch.cat([torch.cat([torch.zeros(1, m_C, {d}), ca[:-1]]), cb], dim=1)",
-            f"gate_c = torch.cat([torch.cat([torch.full((1, m_C, {d}), -math.inf), ga[:-1]]), gb], "
-            "dim=1)",
-        ]
-    out += [
-        "E = (kv_c * gate_c.softmax(dim=1)).sum(dim=1)",
-        f"E = E / torch.sqrt(E.pow(2).mean(-1, keepdim=True) + {num(c.eps)}) * w_C",
-    ]
-    if p.variants.features.get("rope") is not None:
+    if turned:
         out.append("E = rope(E, torch.arange(T_C) * m_C)  # at each window's first position")
     out += [
         "k = torch.cat([k, E.expand(1, k.shape[1], T_C, -1)], dim=2)  # K = V for the entries",
         "v = torch.cat([v, E.expand(1, v.shape[1], T_C, -1)], dim=2)",
         "seen = torch.arange(T_C)[None, :] < ((positions + 1) // m_C)[:, None]",
-        "allowed = torch.hstack([allowed, seen])",
+    ]
+    if c.index is not None:
+        out += _torch_index(p, c, c.index, literal, num)
+    return [*out, "allowed = torch.hstack([allowed, seen])"]
+
+
+def _torch_index(p: Any, c: Compress, ix: Index, literal: Callable[[Any], str],
+                 num: Callable[[float], str]) -> list[str]:  # fmt: skip
+    """The lightning indexer: its own entries K_I, its queries from C_Q turned at i, the
+    weighted ReLU scores; each query keeps the top-k of its visible entries."""
+    latent = p.variants.features["mla"]
+    out = [
+        "# The lightning indexer: its own entries K_I, queries q_I = C_Q @ W_IQ turned at i,",
+        "# score = sum_h w_h / sqrt(H_I) * ReLU(q_h . K_I / sqrt(D)); top-k of the visible",
+        f"K_I = pool_entries(t({literal(ix.wkv.values)}), t({literal(ix.wgate.values)}), "
+        f"t({literal(ix.bias)}), t({literal(ix.norm)}), m_C, T_C, True, {num(c.eps)})",
+        f"H_I, D_I = {ix.heads}, {ix.dim}",
+        f"c_Q = X @ t({literal(latent.wq_a.values)})",
+        f"c_Q = c_Q / torch.sqrt(c_Q.pow(2).mean(-1, keepdim=True) + {num(latent.eps)}) "
+        f"* t({literal(latent.q_norm)})",
+        f"q_I = (c_Q @ t({literal(ix.wq.values)})).view(n, H_I, D_I).transpose(0, 1)",
+    ]
+    if p.variants.features.get("rope") is not None:
+        out += ["K_I = rope(K_I, torch.arange(T_C) * m_C)", "q_I = rope(q_I, positions)"]
+    out += [
+        f"w_I = X @ t({literal(ix.weights.values)}) * H_I**-0.5  # [n, H_I]",
+        "relu = torch.relu(q_I @ K_I.T * D_I**-0.5)  # [H_I, n, T]",
+        "index = torch.einsum('hnt,nh->nt', relu, w_I).masked_fill(~seen, -math.inf)",
+        f"top = torch.sort(-index, dim=1, stable=True).indices[:, :{ix.top_k}]",
+        "seen = seen & torch.zeros_like(seen).scatter_(1, top, True)",
     ]
     return out
 
