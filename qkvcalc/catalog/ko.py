@@ -2531,8 +2531,7 @@ MESSAGES: dict[str, str] = {
     "프로젝션으로 모읍니다. 항목마다 Key 하나가 되고, 인덱서는 Query들을 이 Key에 대해 점수 매겨 "
     "어느 항목을 읽을지 고릅니다.",
     "stage.idx_gate.title": "인덱서의 항목: 게이트",
-    "stage.idx_gate.why": "어텐션의 항목처럼, 인덱서에도 토큰과 채널마다 자기 게이트가 "
-    "있습니다.",
+    "stage.idx_gate.why": "어텐션의 항목처럼, 인덱서에도 토큰과 채널마다 자기 게이트가 있습니다.",
     "stage.idx_weights.title": "인덱서의 항목: 토큰마다의 몫",
     "stage.idx_weights.why": "인덱서의 항목마다, 채널마다 따로, 그 윈도우의 칸들에 대한 "
     "소프트맥스입니다. 어텐션의 항목과 같습니다.",

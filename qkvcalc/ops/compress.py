@@ -67,7 +67,7 @@ class Compress(NamedTuple):
     eps: float
     overlap: bool
     layout: str  # as given (echoed in the rows layout)
-    index: Index | None = None  # the indexer that keeps each query's top-k entries
+    scorer: Index | None = None  # the indexer that keeps each query's top-k entries (`index`)
 
     @property
     def width(self) -> int:
@@ -195,7 +195,7 @@ def _echo(c: Compress) -> dict[str, Any]:
         "norm": c.norm.tolist(),
         "eps": c.eps,
         "overlap": c.overlap,
-        **({} if c.index is None else {"index": _echo_index(c.index)}),
+        **({} if c.scorer is None else {"index": _echo_index(c.scorer)}),
     }
 
 
@@ -437,8 +437,8 @@ def _before_heads(p: Any, c: Compress, x_ref: Ref, x_name: str, allowed: Any) ->
         raise _fail("needs_x")
     names = ("W_C", "W_G", "C_KV", "Z", "P", "B", "E")
     specs = _pool(p, c, Pool("comp", c.wkv, c.wgate, c.bias, c.norm, names), x_ref, x_name)
-    if c.index is not None:
-        specs += _index(p, c, c.index, x_ref, x_name)
+    if c.scorer is not None:
+        specs += _index(p, c, c.scorer, x_ref, x_name)
     return specs
 
 
@@ -509,13 +509,13 @@ def _chosen(p: Any, c: Compress) -> np.ndarray:
     """[n, T]: the entries the indexer keeps, its stages run with their ops at plan time."""
     from qkvcalc.ops.table import OPS
 
-    assert p.x is not None and c.index is not None
+    assert p.x is not None and c.scorer is not None
     x_ref: Ref = ("x_pe", None) if p.variants.pe is not None else ("x", None)
     values: dict[Any, np.ndarray] = {("x", None): p.x.values}
     if p.variants.pe is not None:
         values[("x_pe", None)] = p.x.values + p.variants.pe
     latent = p.variants.features["mla"]
-    for spec in (*mla.shared(p, latent, x_ref, "X"), *_index(p, c, c.index, x_ref, "X")):
+    for spec in (*mla.shared(p, latent, x_ref, "X"), *_index(p, c, c.scorer, x_ref, "X")):
         operands = [o.value if isinstance(o, Const) else values[o] for o in spec.operands]
         values[spec.ref] = OPS[spec.op].compute(operands, spec.params, None)
     return values[("idx_topk", None)] > 0
@@ -552,7 +552,7 @@ def _select(p: Any, c: Compress, allowed: np.ndarray | None) -> np.ndarray:
     """The keys allowed, with the entries' columns after the tokens'."""
     tokens = np.ones((p.n, p.m), dtype=bool) if allowed is None else allowed
     seen = visible(p.variants.positions, _entries(p.n, c.m), c.m)
-    if c.index is not None:
+    if c.scorer is not None:
         seen = seen & _chosen(p, c)
     return np.hstack([tokens, seen])
 
@@ -650,8 +650,8 @@ def _torch(p: Any, c: Compress, literal: Callable[[Any], str], num: Callable[[fl
         "v = torch.cat([v, E.expand(1, v.shape[1], T_C, -1)], dim=2)",
         "seen = torch.arange(T_C)[None, :] < ((positions + 1) // m_C)[:, None]",
     ]
-    if c.index is not None:
-        out += _torch_index(p, c, c.index, literal, num)
+    if c.scorer is not None:
+        out += _torch_index(p, c, c.scorer, literal, num)
     return [*out, "allowed = torch.hstack([allowed, seen])"]
 
 
