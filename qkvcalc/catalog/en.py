@@ -3155,12 +3155,11 @@ MESSAGES: dict[str, str] = {
     "softmax attention and {kind} layers, and qkvcalc extract does not read its attention layers "
     "yet",
     "extract.dsv4_layer": "layer {layer} of {model} is a DeepSeek-V4 {kind} layer, which qkvcalc "
-    "extract does not read: {why}. Only a DeepSeek-V4 model's sliding-window and heavily "
-    "compressed layers extract; this model's layers are {layers}",
-    "extract.dsv4": "{model} is a DeepSeek-V4 model with compressed sparse layers, which "
-    "qkvcalc does not read: their lightning indexer keeps each query's top-k of the pooled "
-    "entries, which no key of the input format expresses yet. Its other layers extract one at "
-    "a time (qkvcalc extract --layer L); its layers are {layers}",
+    "extract does not read: {why}. A DeepSeek-V4 model's sliding-window, heavily compressed and "
+    "compressed sparse layers extract; this model's layers are {layers}",
+    "extract.dsv4": "{model} is a DeepSeek-V4 model with a layer of a kind qkvcalc does not "
+    "know, which it does not read as a whole; its layers of the known kinds extract one at a "
+    "time (qkvcalc extract --layer L); its layers are {layers}",
     "dsv4.sliding": "sliding-window attention (W = {window})",
     "dsv4.csa": "compressed sparse attention (m = {m}, top {top_k})",
     "dsv4.hca": "heavily compressed attention (m = {m})",
@@ -3168,9 +3167,6 @@ MESSAGES: dict[str, str] = {
     "dsv4.layers": "{layers}: {kind}",
     "dsv4.join": "{first}; {rest}",
     "dsv4.why_other": "qkvcalc does not know what a layer of this kind computes",
-    "dsv4.why_sparse": "besides its sliding window and the entries pooled from the tokens' "
-    "projections, one per m tokens, it keeps for each query the top-k entries its lightning "
-    "indexer scores highest, which no key of the input format expresses yet",
     "extract.not_expressible": "{model} is a {arch} model ({model_type!r}), which qkvcalc "
     "extract does not read: {reason}",
     "extract.bitnet_quantized": "{model} is a quantized BitNet checkpoint (its config's "

@@ -3096,12 +3096,11 @@ MESSAGES: dict[str, str] = {
     "extract.hybrid": "{model}: {arch} 모델({model_type!r})은 소프트맥스 어텐션 층과 {kind} 층을 "
     "섞은 하이브리드이며, qkvcalc extract는 아직 이 모델의 어텐션 층을 읽지 못합니다",
     "extract.dsv4_layer": "{model}의 층 {layer}: DeepSeek-V4의 {kind} 층이며, qkvcalc extract가 "
-    "읽지 못하는 층입니다. {why}. DeepSeek-V4 모델에서는 슬라이딩 윈도우 층과 고압축 층만 "
-    "추출됩니다. 이 모델의 층: {layers}",
-    "extract.dsv4": "{model}: 압축 희소 층이 있는 DeepSeek-V4 모델이며, qkvcalc는 그 층을 "
-    "읽지 못합니다. 그 층의 라이트닝 인덱서는 Query마다 모은 항목 중 상위 k개를 고르는데, "
-    "입력 형식의 어떤 키로도 아직 이를 나타낼 수 없습니다. 다른 층은 하나씩 추출됩니다"
-    "(qkvcalc extract --layer L). 이 모델의 층: {layers}",
+    "읽지 못하는 층입니다. {why}. DeepSeek-V4 모델에서는 슬라이딩 윈도우 층, 고압축 층, 압축 희소 "
+    "층이 추출됩니다. 이 모델의 층: {layers}",
+    "extract.dsv4": "{model}: qkvcalc가 모르는 종류의 층이 있는 DeepSeek-V4 모델이며, "
+    "qkvcalc는 이 모델을 통째로 읽지 않습니다. 아는 종류의 층은 하나씩 추출됩니다(qkvcalc "
+    "extract --layer L). 이 모델의 층: {layers}",
     "dsv4.sliding": "슬라이딩 윈도우 어텐션(W = {window})",
     "dsv4.csa": "압축 희소 어텐션(m = {m}, 상위 {top_k}개)",
     "dsv4.hca": "고압축 어텐션(m = {m})",
@@ -3109,9 +3108,6 @@ MESSAGES: dict[str, str] = {
     "dsv4.layers": "{layers}: {kind}",
     "dsv4.join": "{first}; {rest}",
     "dsv4.why_other": "qkvcalc는 이 종류의 층이 무엇을 계산하는지 모릅니다",
-    "dsv4.why_sparse": "슬라이딩 윈도우와 토큰들의 투영을 m개마다 하나로 모은 항목 말고도, "
-    "라이트닝 인덱서가 가장 높게 매긴 상위 k개 항목만 Query마다 남깁니다. 입력 형식의 어떤 "
-    "키로도 아직 이를 나타낼 수 없습니다",
     "extract.not_expressible": "{model}: {arch} 모델({model_type!r})은 qkvcalc extract가 "
     "읽지 않습니다. 이유: {reason}",
     "extract.bitnet_quantized": "{model}: 양자화된 BitNet 체크포인트입니다(설정의 "
