@@ -296,3 +296,43 @@ def test_the_indexers_top_k_of_the_entries_equals_the_written_out_layer(seed, m,
     # the choice matters: every visible entry kept is another layer
     all_seen, _ = naive(w)
     assert np.max(np.abs(all_seen - want)) > 1e-6
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+@pytest.mark.parametrize(("n", "m"), [(7, 2), (9, 3), (8, 4)])
+def test_the_pools_backward_equals_autograd(overlap, n, m):
+    """The pool's own backward (qkvcalc/ops/compress.py: pool_weights_back, pool_sum_back, the
+    ops' `backward`) against PyTorch's autograd through DeepSeek-V4's compressor as its module
+    writes it (a view of windows, softmax over dim 1), to 1e-10: ∂L/∂C_KV, ∂L/∂Z, ∂L/∂B."""
+    torch = pytest.importorskip("torch")
+    from qkvcalc.ops.compress import OPS, pool_sum_back, pool_weights, pool_weights_back
+
+    rng = np.random.default_rng(n * 10 + m + overlap)
+    d = 3
+    cols = 2 * d if overlap else d
+    kv, gate = rng.standard_normal((n, cols)), rng.standard_normal((n, cols))
+    bias, upstream = rng.standard_normal((m, cols)), rng.standard_normal((n // m, d))
+    t_kv, t_gate, t_bias = (torch.tensor(a, requires_grad=True) for a in (kv, gate, bias))
+    count = n // m
+    v = t_kv[: count * m].view(count, m, -1)
+    z = t_gate[: count * m].view(count, m, -1) + t_bias
+    if overlap:
+        first = torch.zeros(1, m, d, dtype=torch.float64)
+        v = torch.cat([torch.cat([first, v[:-1, :, :d]]), v[..., d:]], dim=1)
+        z = torch.cat([torch.cat([first - torch.inf, z[:-1, :, :d]]), z[..., d:]], dim=1)
+    entries = (v * z.softmax(dim=1)).sum(dim=1)
+    (entries * torch.tensor(upstream)).sum().backward()
+    shares = pool_weights(gate, bias, m, overlap)
+    d_shares, d_kv = pool_sum_back(shares, kv, m, overlap, upstream)
+    d_gate, d_bias = pool_weights_back(gate, bias, m, overlap, shares, d_shares)
+    for ours, theirs in ((d_kv, t_kv), (d_gate, t_gate), (d_bias, t_bias)):
+        assert np.max(np.abs(ours - theirs.grad.numpy())) < 1e-10
+    # the ops hand back the same gradients
+    softmax_op, sum_op = OPS
+    params = {"bias": bias, "m": m, "overlap": overlap}
+    assert softmax_op.backward is not None and sum_op.backward is not None
+    got = sum_op.backward([shares, kv], params, entries.detach().numpy(), upstream)
+    assert np.array_equal(got[0], d_shares) and np.array_equal(got[1], d_kv)
+    (dz,) = softmax_op.backward([gate], params, shares, d_shares)
+    assert np.array_equal(dz, d_gate)
+    assert np.max(np.abs(d_gate)) > 1e-3  # a gradient that is there

@@ -298,6 +298,43 @@ def _sum_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
             yield 1, t, c.start + j
 
 
+# ---- the backward (its ops' own; --backward refuses a compressed layer until mla's shared
+# key/value head has gradients) ------------------------------------------------------------------
+
+
+def pool_weights_back(
+    gate: np.ndarray, bias: np.ndarray, m: int, overlap: bool, shares: np.ndarray, g: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """∂L/∂Z [n, cols] and ∂L/∂B [m, cols] from ∂L/∂P: each entry's softmax over its slots, per
+    channel, dZ = P ⊙ (dP − Σ_slots P·dP); a token in no whole window gets 0; B's row is each
+    slot's place in its window, summed over the windows."""
+    count = shares.shape[0] // m
+    width = shares.shape[1] // (2 if overlap else 1)
+    dz = np.zeros_like(gate)
+    for w in range(count):
+        blocks = slots(w, m, width, overlap)
+        inner = sum((shares[r, c] * g[r, c]).sum(axis=0) for r, c in blocks)
+        for r, c in blocks:
+            dz[r, c] = shares[r, c] * (g[r, c] - inner)
+    db = dz[: count * m].reshape(count, m, -1).sum(axis=0)
+    return dz, db
+
+
+def pool_sum_back(shares: np.ndarray, values: np.ndarray, m: int, overlap: bool,
+                  g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """∂L/∂P [T·m, cols] and ∂L/∂C [n, cols] from ∂L/∂E [T, width]: each slot's share gets its
+    entry's gradient times the slot's value, each value its entry's gradient times its share."""
+    count = shares.shape[0] // m
+    width = shares.shape[1] // (2 if overlap else 1)
+    spread = np.zeros_like(shares)
+    for w in range(count):
+        for r, c in slots(w, m, width, overlap):
+            spread[r, c] = g[w]
+    dv = np.zeros_like(values)
+    dv[: count * m] = spread * shares
+    return spread * values[: count * m], dv
+
+
 def _weights_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str | None:
     """[3,1]: e^(z + b − top) / Σ: the slot's gate plus its position's bias, over its entry's."""
     p = stage.params
@@ -696,6 +733,9 @@ OPS = (
         overflow=lambda params: False,
         exact_stops="note.exact_stops_comp",
         heat=True,
+        backward=lambda ops, params, out, g: (
+            pool_weights_back(ops[0], params["bias"], params["m"], params["overlap"], out, g)[0],
+        ),
         work=_weights_work,
         torch=_torch_weights,
         torch_defs=_TORCH_DEFS,
@@ -704,6 +744,9 @@ OPS = (
         "pool_sum",
         _sum_compute,
         _sum_feeds,
+        backward=lambda ops, params, out, g: pool_sum_back(
+            ops[0], ops[1], params["m"], params["overlap"], g
+        ),
         work=_sum_work,
         torch=lambda params, names, lit: (
             f"pool_sum({names[0]}, {names[1]}, {params['m']}, {params['overlap']})"
