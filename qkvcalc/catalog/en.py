@@ -2536,7 +2536,8 @@ MESSAGES: dict[str, str] = {
     "note.comp_kv_overlap": "Two halves of {width} columns, [Ca | Cb]: an entry pools its own "
     "window's Cb half and the window before's Ca half; one entry per {m} tokens, entries: "
     "⌊{n}/{m}⌋ = {count}.",
-    "note.comp_gate": "The gates have C_KV's columns: one gate per token and channel.",
+    "note.comp_gate": "The gates have the columns of the values they pool: one gate per token "
+    "and channel.",
     "note.comp_weights": "Each window of {m} rows is one entry's: rows 1 to {m} feed C1, the "
     "next {m} feed C2, and so on, column by column; the bias added is B's row for the token's "
     "place in its window.",
