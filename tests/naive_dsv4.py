@@ -1,9 +1,9 @@
 """DeepSeek-V4's attention module written out in numpy, from its weights (float64 throughout):
 what each of its three layer kinds computes, as transformers 5.23–5.25's modeling_deepseek_v4.py
 does it (tests/test_extract_dsv4.py checks it against the module to 1e-8 relative). qkvcalc
-extract reads the sliding-window kind (mla's shared_kv, vo_rope …) and refuses the compressed
-ones (qkvcalc/extract/deepseek_v4.py says why); this is the record of what they compute, and
-the test that that record is right.
+extract reads every kind (mla's shared_kv, vo_rope …; the compressed ones with `compress`,
+qkvcalc/ops/compress.py, which tests/test_compress.py holds to this record to 1e-12); this is
+the record of what they compute, and the test that that record is right.
 
 Every kind (x: the attention module's input [n, d], after input_layernorm of the mHC streams
 collapsed by their `pre` weights; R = qk_rope_head_dim, the last R of each head's d_h columns

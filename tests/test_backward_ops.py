@@ -62,6 +62,16 @@ CASES = {
     "l2norm": lambda: ([RNG.normal(size=(3, 4))], {"scale": 0.6}),
     # Gated DeltaNet's gated norm: a row over its root mean square, times the weight (1 × d)
     "gdn_rms": lambda: ([RNG.normal(size=(3, 4)), RNG.normal(size=(1, 4))], {"eps": 1e-3}),
+    # DeepSeek-V4's compressed entries: each slot's share in its window (7 tokens, windows of
+    # 2, the last token in none), and the entries pooled from the shares and the values
+    "pool_softmax": lambda: (
+        [RNG.normal(size=(7, 6))],
+        {"bias": RNG.normal(size=(2, 6)), "m": 2, "overlap": True},
+    ),
+    "pool_sum": lambda: (
+        [RNG.random((6, 3)), RNG.normal(size=(7, 3))],
+        {"m": 2, "overlap": False},
+    ),
 }
 
 

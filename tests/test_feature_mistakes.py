@@ -18,6 +18,7 @@ from qkvcalc.input.problem import Problem
 from qkvcalc.quiz.mistakes import MISTAKE_IDS, recognise
 from qkvcalc.run.engine import run
 from tests.conftest import run_qkvcalc
+from tests.test_compress import MISTAKE_IDS as COMPRESS_IDS
 from tests.test_differential import MISTAKE_IDS as DIFF_IDS
 from tests.test_gate import MISTAKE_IDS as GATE_IDS
 from tests.test_gate_softplus import MISTAKE_IDS as SOFTPLUS_GATE_IDS
@@ -152,6 +153,7 @@ FEATURE_IDS = (
     | LIGHTNING_IDS  # lightning attention's, tested in tests/test_lightning.py
     | SUB_NORM_IDS  # the norm over the joined heads', tested in tests/test_sub_norm.py
     | VO_ROPE_IDS  # the output's turn back's, tested in tests/test_vo_rope.py
+    | COMPRESS_IDS  # the compressed entries' shares', tested in tests/test_compress.py
 )
 
 

@@ -2498,6 +2498,146 @@ MESSAGES: dict[str, str] = {
     "--backward yet: leave out --tiles (the whole run shows its gradients) or --backward.",
     "vo_rope.decode": "RoPE on the values (vo_rope) is not computed step by step with a KV cache: "
     "leave out --decode (the whole run shows it).",
+    # ---- compressed keys (qkvcalc/ops/compress.py) ----
+    "stage.comp_kv.title": "Compressed entries: the values to pool",
+    "stage.comp_kv.why": "The entries are made from X by a projection of their own, W_C: each "
+    "token's row is what it brings to the entry its window makes. An entry sums up m tokens, and "
+    "every head reads it as one more key and value, so a long sequence costs fewer keys.",
+    "stage.comp_gate.title": "Compressed entries: the gates",
+    "stage.comp_gate.why": "A second projection of X, W_G, gives each token a gate in each "
+    "channel: how much that token counts in its entry, once its position's bias is added and the "
+    "gates of its window go through a softmax.",
+    "stage.comp_weights.title": "Compressed entries: each token's share",
+    "stage.comp_weights.why": "For each entry, each channel apart, a softmax over the slots of "
+    "its window: e^(z + b) over the sum of those of its slots. The shares of one entry add up to "
+    "1 in every channel, so the entry is a weighted average of its tokens, channel by channel.",
+    "stage.comp_pooled.title": "Compressed entries: pooled",
+    "stage.comp_pooled.why": "Each entry is its slots' rows of C_KV, each times its share, "
+    "summed channel by channel: one row for a window of tokens.",
+    "stage.comp_norm.title": "Compressed entries: RMSNorm",
+    "stage.comp_norm.why": "Each entry is divided by its root mean square and multiplied by the "
+    "norm's weight, as the tokens' own key/value rows are.",
+    "stage.comp_rot.title": "Compressed entries: rotary position (RoPE)",
+    "stage.comp_rot.why": "Each entry is turned as a key is, at the position of its window's "
+    "first token, w·m, so that Q·Kᵀ sees how far the query is from where the window starts.",
+    "stage.k_more.title": "The keys with the entries",
+    "stage.k_more.why": "The entries go under the tokens' keys: every head's scores get one "
+    "column per entry, and the mask says which entries each query may read.",
+    "stage.v_more.title": "The values with the entries",
+    "stage.v_more.why": "The same entries go under the values (an entry is its own key and its "
+    "own value), so a query's weight on an entry brings that entry's row into its output.",
+    "hint.comp_weights": "{cell} = e^(this slot's gate + its position's bias − the largest of "
+    "its entry's) / the sum of those over the entry's slots, in this channel.",
+    "hint.comp_pooled": "{cell}: the shares of entry {i}'s slots in channel {j}, each times the "
+    "slot's value, summed.",
+    "hint.comp_more": "{cell}: row {i} of {src} for a token's row; an entry's row after them.",
+    "note.comp_kv": "One entry per {m} tokens, {width} numbers wide; entries: ⌊{n}/{m}⌋ = "
+    "{count} (tokens after the last whole window feed none yet).",
+    "note.comp_kv_overlap": "Two halves of {width} columns, [Ca | Cb]: an entry pools its own "
+    "window's Cb half and the window before's Ca half; one entry per {m} tokens, entries: "
+    "⌊{n}/{m}⌋ = {count}.",
+    "note.comp_gate": "The gates have the columns of the values they pool: one gate per token "
+    "and channel.",
+    "note.comp_weights": "Each window of {m} rows is one entry's: rows 1 to {m} feed C1, the "
+    "next {m} feed C2, and so on, column by column; the bias added is B's row for the token's "
+    "place in its window.",
+    "note.comp_weights_overlap": "In the Cb half's columns each window of {m} rows feeds its "
+    "own entry (rows 1 to {m}: C1); in the Ca half's, the next one (rows 1 to {m}: C2), and 0 "
+    "where there is none. An entry's softmax runs over its 2·{m} slots in a channel ({m} for "
+    "C1).",
+    "note.comp_pooled": "Entry w sums its slots' shares times their values, channel by channel.",
+    "note.comp_rot": "The first {dims} columns of each entry turn at the position of its "
+    "window's first token (C1 at 0, C2 at {m}, C3 at 2·{m} …) with the problem's rotary "
+    "frequencies; the others pass through.",
+    "note.comp_more": "{side}' = the tokens' rows, then one row per entry (entries: {count}): "
+    "every head reads the same entries, as keys and as values.",
+    "note.comp_visible": "The entries' columns: a query at position p may read an entry "
+    "only once the entry's whole window is at or before p, the entries C1 to C⌊(p + 1)/{m}⌋; "
+    "the window and the causal mask hold for the tokens' columns.",
+    "note.exact_stops_comp": "Decimals from here on: a token's share in its entry is an e^x over "
+    "a sum of them, which leaves the fractions.",
+    "ui.variant.compress": "compressed keys: one entry per {m} tokens, after the tokens' m keys",
+    "ui.variant.compress_overlap": "compressed keys: one entry per {m} tokens, after the tokens' m "
+    "keys, over overlapping windows",
+    "mistake.comp_bias_missing": "This leaves out the position bias B: each gate gets its "
+    "token's place in the window's bias before the softmax.",
+    "mistake.comp_softmax_axis": "This softmax runs along the row, over the channels; a share "
+    "is taken over the window's positions, each channel apart (down the column).",
+    "compress.not_object": "compress must be an object with m, wkv, wgate, bias and norm (eps "
+    "and overlap may be given), not {value}",
+    "compress.unknown_key": "compress has no key {key}; its keys are {known}",
+    "compress.missing": "compress is missing {missing}: the entries need m, wkv, wgate, bias "
+    "and norm",
+    "compress.needs_x": "compress pools its entries from X: give x and weights (not q, k, v "
+    "typed in)",
+    "compress.widths": "compress appends the same entries to every head's keys and values, so "
+    "d_k and d_v must be equal, but d_k = {d_k} and d_v = {d_v}",
+    "compress.overlap": "compress.overlap must be true (an entry pools two windows) or false, "
+    "not {value}",
+    "compress.m_long": "compress.m = {m} is longer than the sequence (n = {n}): no window would "
+    "be whole and no entry made; give m of at most {n}, or leave compress out",
+    "compress.shape": "{field} has shape {shape}; it must be {want} (wkv and wgate: d_model × "
+    "d_k, twice d_k with overlap; bias: m × their columns; norm: d_k)",
+    "stage.idx_kv.title": "The indexer's entries: the values to pool",
+    "stage.idx_kv.why": "The lightning indexer pools entries of its own, narrower than the "
+    "attention's, from X by its own projection: one key per entry that it scores the queries "
+    "against to choose which entries they read.",
+    "stage.idx_gate.title": "The indexer's entries: the gates",
+    "stage.idx_gate.why": "The indexer's own gates, one per token and channel, as the "
+    "attention's entries have theirs.",
+    "stage.idx_weights.title": "The indexer's entries: each token's share",
+    "stage.idx_weights.why": "For each of the indexer's entries, each channel apart, a softmax "
+    "over the slots of its windows, as for the attention's entries.",
+    "stage.idx_pooled.title": "The indexer's entries: pooled",
+    "stage.idx_pooled.why": "Each of the indexer's entries is its slots' values, each times its "
+    "share, summed channel by channel.",
+    "stage.idx_norm.title": "The indexer's entries: RMSNorm",
+    "stage.idx_norm.why": "Each of the indexer's entries over its root mean square, times the "
+    "norm's weight.",
+    "stage.idx_rot.title": "The indexer's entries: rotary position (RoPE)",
+    "stage.idx_rot.why": "Each of the indexer's entries is turned at its window's first "
+    "position, w·m, as a key is: these are the keys the indexer scores.",
+    "stage.idx_q.title": "The indexer's queries",
+    "stage.idx_q.why": "The indexer's queries come from the query latent C_Q through their own "
+    "weight, several small index heads per token.",
+    "stage.idx_q_rot.title": "The indexer's queries: rotary position (RoPE)",
+    "stage.idx_q_rot.why": "Each index head's query is turned at its token's position, so that "
+    "its score of an entry sees how far the entry's window starts from the query.",
+    "stage.idx_w.title": "The indexer's weights per head",
+    "stage.idx_w.why": "A projection of X gives each token one weight per index head: how much "
+    "that head's score counts in the token's choice.",
+    "stage.idx_scores.title": "The indexer's scores of the entries",
+    "stage.idx_scores.why": "Each query scores each entry: per index head, ReLU(q·k/√D) weighted "
+    "by the head's weight over √H_I, summed over the heads. Only the highest scores are kept.",
+    "stage.idx_masked.title": "The indexer's scores of the visible entries",
+    "stage.idx_masked.why": "An entry whose window is not yet whole at the query cannot be "
+    "chosen: its score becomes −∞.",
+    "stage.idx_topk.title": "The entries each query keeps (top-k)",
+    "stage.idx_topk.why": "Each query keeps its k highest-scoring visible entries (1 = kept): the "
+    "others are masked in every head's scores, as the future is. A query with fewer visible "
+    "entries keeps them all.",
+    "note.idx_q": "{heads} index heads of {dim} numbers each, side by side.",
+    "note.idx_q_rot": "The first {dims} of each index head's {dim} columns turn at the token's "
+    "position; the others pass through.",
+    "note.idx_scores": "I[i, w] = Σ over the {heads} index heads of (w_h/√{heads})·ReLU(q_h·k_w/"
+    "√{dim}).",
+    "note.idx_topk": "Each row keeps its {top_k} largest scores among the visible entries (ties: "
+    "the earlier entry); every head's mask then hides the entries not kept.",
+    "compress.index_object": "compress.index must be an object with wkv, wgate, bias, norm, wq, "
+    "weights, heads and top_k, not {value}",
+    "compress.index_overlap": "compress.index scores entries pooled over two windows: give "
+    "compress.overlap true with it",
+    "compress.index_latent": "compress.index reads mla's query latent C_Q: give mla with wq_a, "
+    "q_a_norm and wq_b",
+    "compress.decode": "Compressed keys (compress) are not computed step by step with a KV "
+    "cache yet: leave out --decode (the whole run shows them).",
+    "compress.tiles": "Compressed keys (compress) are not planned in tiles yet: leave out --tiles.",
+    "compress.backward": "Compressed keys (compress) have no gradients yet: leave out "
+    "--backward (the forward run shows every stage).",
+    "compress.train": "qkvcalc train cannot learn compressed keys (compress) yet: explain shows "
+    "their forward run.",
+    "compress.dtype": "Compressed keys (compress) have no low-precision rules yet: leave out "
+    "--dtype (the float64 run shows them).",
     "stage.score_bias.title": "Score bias",
     "stage.score_bias.why": "A number added to each score before softmax that depends on the "
     "two positions, not on the tokens' content: ALiBi's fixed penalty that grows with "
@@ -3016,12 +3156,11 @@ MESSAGES: dict[str, str] = {
     "softmax attention and {kind} layers, and qkvcalc extract does not read its attention layers "
     "yet",
     "extract.dsv4_layer": "layer {layer} of {model} is a DeepSeek-V4 {kind} layer, which qkvcalc "
-    "extract does not read: {why}. Only a DeepSeek-V4 model's sliding-window layers extract; "
-    "this model's layers are {layers}",
-    "extract.dsv4": "{model} is a DeepSeek-V4 model, which qkvcalc reads one sliding-window "
-    "layer at a time (qkvcalc extract --layer L), not as a whole: a compressed layer also "
-    "attends to entries pooled from the tokens' projections, one per m tokens, which no key of "
-    "the input format expresses; its layers are {layers}",
+    "extract does not read: {why}. A DeepSeek-V4 model's sliding-window, heavily compressed and "
+    "compressed sparse layers extract; this model's layers are {layers}",
+    "extract.dsv4": "{model} is a DeepSeek-V4 model with a layer of a kind qkvcalc does not "
+    "know, which it does not read as a whole; its layers of the known kinds extract one at a "
+    "time (qkvcalc extract --layer L); its layers are {layers}",
     "dsv4.sliding": "sliding-window attention (W = {window})",
     "dsv4.csa": "compressed sparse attention (m = {m}, top {top_k})",
     "dsv4.hca": "heavily compressed attention (m = {m})",
@@ -3029,9 +3168,6 @@ MESSAGES: dict[str, str] = {
     "dsv4.layers": "{layers}: {kind}",
     "dsv4.join": "{first}; {rest}",
     "dsv4.why_other": "qkvcalc does not know what a layer of this kind computes",
-    "dsv4.why_compressed": "besides its sliding window of keys and values, it attends to entries "
-    "pooled from the tokens' projections, one per m tokens, which no key of the input format "
-    "expresses",
     "extract.not_expressible": "{model} is a {arch} model ({model_type!r}), which qkvcalc "
     "extract does not read: {reason}",
     "extract.bitnet_quantized": "{model} is a quantized BitNet checkpoint (its config's "

@@ -2448,6 +2448,143 @@ MESSAGES: dict[str, str] = {
     "계획되지 않습니다: --tiles를 빼거나(전체 실행이 기울기를 보여 줍니다) --backward를 빼세요.",
     "vo_rope.decode": "Value의 RoPE(vo_rope)는 KV 캐시로 한 단계씩 계산되지 않습니다: "
     "--decode를 빼세요(전체 실행이 보여 줍니다).",
+    # ---- compressed keys (qkvcalc/ops/compress.py) ----
+    "stage.comp_kv.title": "압축 항목: 모을 값",
+    "stage.comp_kv.why": "항목은 X에서 자기만의 프로젝션 W_C로 만듭니다. 각 토큰의 행은 그 "
+    "토큰의 윈도우가 만드는 항목에 보태는 값입니다. 항목 하나가 m개 토큰을 요약하고, 모든 헤드가 "
+    "이를 Key와 Value 하나로 더 읽으므로 긴 시퀀스에서도 Key가 덜 듭니다.",
+    "stage.comp_gate.title": "압축 항목: 게이트",
+    "stage.comp_gate.why": "X의 두 번째 프로젝션 W_G가 각 토큰에 채널마다 게이트를 줍니다. "
+    "위치의 바이어스를 더하고 윈도우의 게이트들을 소프트맥스에 넣으면, 그 토큰이 항목에서 "
+    "얼마나 셈에 들어가는지가 됩니다.",
+    "stage.comp_weights.title": "압축 항목: 토큰마다의 몫",
+    "stage.comp_weights.why": "항목마다, 채널마다 따로, 그 윈도우의 칸들에 대한 소프트맥스입니다: "
+    "e^(z + b)를 그 항목의 칸들의 합으로 나눕니다. 한 항목의 몫은 채널마다 합이 1이므로, 항목은 "
+    "채널별로 토큰들의 가중 평균입니다.",
+    "stage.comp_pooled.title": "압축 항목: 모은 값",
+    "stage.comp_pooled.why": "각 항목은 그 칸들의 C_KV 행에 각자의 몫을 곱해 채널마다 더한 "
+    "것입니다: 토큰 윈도우 하나에 행 하나입니다.",
+    "stage.comp_norm.title": "압축 항목: RMSNorm",
+    "stage.comp_norm.why": "각 항목을 그 제곱평균제곱근으로 나누고 정규화의 가중치를 곱합니다. "
+    "토큰들의 Key/Value 행과 같습니다.",
+    "stage.comp_rot.title": "압축 항목: 회전 위치 임베딩(RoPE)",
+    "stage.comp_rot.why": "각 항목을 Key처럼, 그 윈도우의 첫 토큰 위치 w·m에서 회전합니다. "
+    "그래서 Q·Kᵀ는 Query가 윈도우의 시작에서 얼마나 떨어져 있는지를 봅니다.",
+    "stage.k_more.title": "항목을 더한 Key",
+    "stage.k_more.why": "항목이 토큰들의 Key 아래에 붙습니다. 모든 헤드의 스코어에 항목마다 "
+    "열이 하나씩 생기고, 마스크가 각 Query가 어느 항목을 읽을 수 있는지 정합니다.",
+    "stage.v_more.title": "항목을 더한 Value",
+    "stage.v_more.why": "같은 항목이 Value 아래에도 붙습니다(항목은 자기 자신의 Key이자 "
+    "Value입니다). 그래서 Query가 항목에 준 가중치만큼 그 항목의 행이 출력에 들어옵니다.",
+    "hint.comp_weights": "{cell} = e^(이 칸의 게이트 + 그 위치의 바이어스 − 그 항목에서 가장 큰 "
+    "값) / 이 채널에서 그 항목의 칸들에 대한 같은 값들의 합.",
+    "hint.comp_pooled": "{cell}: 채널 {j}에서 항목 {i}의 칸마다 몫 × 그 칸의 값을 더한 것.",
+    "hint.comp_more": "{cell}: 토큰의 행이면 {src}의 {i}번째 행, 그 뒤로는 항목의 행.",
+    "note.comp_kv": "토큰 {m}개마다 항목 하나, 너비 {width}입니다. 항목 수: ⌊{n}/{m}⌋ = "
+    "{count}(마지막으로 다 찬 윈도우 뒤의 토큰은 아직 어느 항목에도 들어가지 않습니다).",
+    "note.comp_kv_overlap": "{width}개 열씩 두 반쪽 [Ca | Cb]: 항목은 자기 윈도우의 Cb 반쪽과 "
+    "바로 앞 윈도우의 Ca 반쪽을 모읍니다. 토큰 {m}개마다 항목 하나, 항목 수: ⌊{n}/{m}⌋ = "
+    "{count}.",
+    "note.comp_gate": "게이트의 열은 모으는 값의 열과 같습니다: 토큰과 채널마다 게이트 하나.",
+    "note.comp_weights": "행 {m}개로 된 윈도우 하나가 항목 하나의 것입니다: 1~{m}번째 "
+    "행은 C1에, 다음 {m}개는 C2에 들어가며, 열마다 따로입니다. 더하는 바이어스는 윈도우 안 "
+    "토큰 자리에 해당하는 B의 행입니다.",
+    "note.comp_weights_overlap": "Cb 반쪽의 열에서는 행 {m}개로 된 윈도우가 자기 항목에 "
+    "들어가고(1~{m}번째 행: C1), Ca 반쪽의 열에서는 다음 항목에 들어갑니다(1~{m}번째 행: C2). "
+    "그런 항목이 없으면 0입니다. 항목의 소프트맥스는 채널마다 그 2·{m}개 칸에 대해 "
+    "계산합니다(C1은 {m}개).",
+    "note.comp_pooled": "항목 w는 채널마다 그 칸들의 몫 × 값을 더합니다.",
+    "note.comp_rot": "각 항목의 앞 {dims}개 열을 문제의 회전 주파수로, 그 윈도우의 첫 "
+    "토큰 위치에서 회전합니다(C1은 0, C2는 {m}, C3은 2·{m} …). 나머지 열은 그대로 "
+    "지나갑니다.",
+    "note.comp_more": "{side}' = 토큰들의 행, 그다음 항목마다 행 하나(항목 수: {count}). 모든 "
+    "헤드가 같은 항목을 Key로도 Value로도 읽습니다.",
+    "note.comp_visible": "항목의 열: 위치 p의 Query는 항목의 윈도우 전체가 p 이전(p 포함)에 "
+    "있을 때만 그 항목을 읽습니다. 곧 C1부터 C⌊(p + 1)/{m}⌋까지입니다. 윈도우와 인과 마스크는 "
+    "토큰의 열에 적용됩니다.",
+    "note.exact_stops_comp": "여기부터는 소수입니다. 토큰의 몫은 e^x를 그런 값들의 합으로 나눈 "
+    "것이라 분수를 벗어납니다.",
+    "ui.variant.compress": "압축 Key: 토큰의 Key m개 뒤에, 토큰 {m}개마다 항목 하나",
+    "ui.variant.compress_overlap": "압축 Key: 토큰의 Key m개 뒤에, 겹치는 윈도우로 토큰 {m}개마다 "
+    "항목 하나",
+    "mistake.comp_bias_missing": "위치 바이어스 B가 빠졌습니다. 각 게이트에는 소프트맥스 전에 "
+    "윈도우 안 토큰 자리의 바이어스를 더합니다.",
+    "mistake.comp_softmax_axis": "이 소프트맥스는 행을 따라, 채널들에 대해 계산했습니다. 몫은 "
+    "채널마다 따로 윈도우의 위치들에 대해(열을 따라) 구합니다.",
+    "compress.not_object": "compress는 m, wkv, wgate, bias, norm을 가진 객체여야 합니다(eps와 "
+    "overlap은 줄 수 있습니다). 받은 값: {value}",
+    "compress.unknown_key": "compress에는 {key} 키가 없습니다. 키는 {known}입니다",
+    "compress.missing": "compress에 {missing}이(가) 없습니다: 항목에는 m, wkv, wgate, bias, "
+    "norm이 필요합니다",
+    "compress.needs_x": "compress는 X에서 항목을 모읍니다: x와 가중치를 주세요(q, k, v를 직접 "
+    "주지 말고)",
+    "compress.widths": "compress는 같은 항목을 모든 헤드의 Key와 Value에 붙이므로 d_k와 d_v가 "
+    "같아야 하는데, d_k = {d_k}, d_v = {d_v}입니다",
+    "compress.overlap": "compress.overlap은 true(항목 하나가 윈도우 둘을 모음) 또는 false여야 "
+    "합니다. 받은 값: {value}",
+    "compress.m_long": "compress.m = {m}이 시퀀스(n = {n})보다 깁니다: 다 찬 윈도우가 없어 항목이 "
+    "만들어지지 않습니다. m을 {n} 이하로 주거나 compress를 빼세요",
+    "compress.shape": "{field}의 모양이 {shape}인데, {want}이어야 합니다(wkv와 wgate: d_model × "
+    "d_k, overlap이면 d_k의 두 배; bias: m × 그 열 수; norm: d_k)",
+    "stage.idx_kv.title": "인덱서의 항목: 모을 값",
+    "stage.idx_kv.why": "라이트닝 인덱서는 어텐션의 항목보다 좁은 자기만의 항목을 X에서 자기 "
+    "프로젝션으로 모읍니다. 항목마다 Key 하나가 되고, 인덱서는 Query들을 이 Key에 대해 점수 매겨 "
+    "어느 항목을 읽을지 고릅니다.",
+    "stage.idx_gate.title": "인덱서의 항목: 게이트",
+    "stage.idx_gate.why": "어텐션의 항목처럼, 인덱서에도 토큰과 채널마다 자기 게이트가 있습니다.",
+    "stage.idx_weights.title": "인덱서의 항목: 토큰마다의 몫",
+    "stage.idx_weights.why": "인덱서의 항목마다, 채널마다 따로, 그 윈도우의 칸들에 대한 "
+    "소프트맥스입니다. 어텐션의 항목과 같습니다.",
+    "stage.idx_pooled.title": "인덱서의 항목: 모은 값",
+    "stage.idx_pooled.why": "인덱서의 각 항목은 그 칸들의 값에 각자의 몫을 곱해 채널마다 더한 "
+    "것입니다.",
+    "stage.idx_norm.title": "인덱서의 항목: RMSNorm",
+    "stage.idx_norm.why": "인덱서의 각 항목을 그 제곱평균제곱근으로 나누고 정규화의 가중치를 "
+    "곱합니다.",
+    "stage.idx_rot.title": "인덱서의 항목: 회전 위치 임베딩(RoPE)",
+    "stage.idx_rot.why": "인덱서의 각 항목을 Key처럼 그 윈도우의 첫 위치 w·m에서 회전합니다. "
+    "인덱서가 점수를 매기는 Key가 이것입니다.",
+    "stage.idx_q.title": "인덱서의 Query",
+    "stage.idx_q.why": "인덱서의 Query는 Query 잠재 벡터 C_Q에서 자기 가중치로 만들며, 토큰마다 "
+    "작은 인덱스 헤드가 여럿입니다.",
+    "stage.idx_q_rot.title": "인덱서의 Query: 회전 위치 임베딩(RoPE)",
+    "stage.idx_q_rot.why": "각 인덱스 헤드의 Query를 토큰의 위치에서 회전합니다. 그래서 항목의 "
+    "점수는 항목의 윈도우가 Query에서 얼마나 떨어져 시작하는지를 봅니다.",
+    "stage.idx_w.title": "인덱서의 헤드별 가중치",
+    "stage.idx_w.why": "X의 프로젝션이 토큰마다 인덱스 헤드당 가중치 하나를 줍니다: 그 헤드의 "
+    "점수가 토큰의 선택에 얼마나 들어가는지입니다.",
+    "stage.idx_scores.title": "인덱서가 매긴 항목의 점수",
+    "stage.idx_scores.why": "각 Query가 각 항목에 점수를 매깁니다: 인덱스 헤드마다 ReLU(q·k/√D)에 "
+    "헤드의 가중치를 √H_I로 나눈 값을 곱해 헤드들에 대해 더합니다. 가장 높은 점수만 남습니다.",
+    "stage.idx_masked.title": "보이는 항목에 대한 인덱서의 점수",
+    "stage.idx_masked.why": "Query의 자리에서 아직 윈도우가 다 차지 않은 항목은 고를 수 "
+    "없습니다: 그 점수는 −∞가 됩니다.",
+    "stage.idx_topk.title": "Query마다 남기는 항목(상위 k개)",
+    "stage.idx_topk.why": "각 Query는 보이는 항목 중 점수가 가장 높은 k개를 남깁니다(1 = 남김). "
+    "나머지는 미래처럼 모든 헤드의 스코어에서 가려집니다. 보이는 항목이 그보다 적은 Query는 "
+    "모두 남깁니다.",
+    "note.idx_q": "인덱스 헤드 {heads}개, 각각 {dim}개의 수가 나란히 있습니다.",
+    "note.idx_q_rot": "각 인덱스 헤드의 {dim}개 열 중 앞의 {dims}개가 토큰의 위치에서 회전합니다. "
+    "나머지 열은 그대로 지나갑니다.",
+    "note.idx_scores": "I[i, w] = 인덱스 헤드 {heads}개에 대한 (w_h/√{heads})·ReLU(q_h·k_w/"
+    "√{dim})의 합.",
+    "note.idx_topk": "각 행은 보이는 항목 중 가장 큰 점수 {top_k}개를 남깁니다(같으면 앞 항목). "
+    "그다음 모든 헤드의 마스크가 남기지 않은 항목을 가립니다.",
+    "compress.index_object": "compress.index는 wkv, wgate, bias, norm, wq, weights, heads, "
+    "top_k를 가진 객체여야 합니다. 받은 값: {value}",
+    "compress.index_overlap": "compress.index는 두 윈도우에 걸쳐 모은 항목에 점수를 매깁니다: "
+    "compress.overlap을 true로 함께 주세요",
+    "compress.index_latent": "compress.index는 mla의 Query 잠재 벡터 C_Q를 읽습니다: mla에 "
+    "wq_a, q_a_norm, wq_b를 주세요",
+    "compress.decode": "압축 Key(compress)는 아직 KV 캐시로 한 단계씩 계산되지 않습니다: "
+    "--decode를 빼세요(전체 실행이 보여 줍니다).",
+    "compress.tiles": "압축 Key(compress)는 아직 타일로 계획되지 않습니다: --tiles를 빼세요.",
+    "compress.backward": "압축 Key(compress)에는 아직 기울기가 없습니다: --backward를 빼세요"
+    "(순전파 실행이 모든 단계를 보여 줍니다).",
+    "compress.train": "qkvcalc train은 아직 압축 Key(compress)를 학습하지 못합니다: explain이 "
+    "순전파 실행을 보여 줍니다.",
+    "compress.dtype": "압축 Key(compress)에는 아직 저정밀도 규칙이 없습니다: --dtype을 빼세요"
+    "(float64 실행이 보여 줍니다).",
     "stage.score_bias.title": "스코어 바이어스",
     "stage.score_bias.why": "소프트맥스 전에 각 스코어에 더하는 수로, 토큰의 내용이 아니라 "
     "두 위치에 따라 정해집니다. 거리에 따라 커지는 ALiBi의 고정된 벌점이나, 상대 거리 "
@@ -2959,12 +3096,11 @@ MESSAGES: dict[str, str] = {
     "extract.hybrid": "{model}: {arch} 모델({model_type!r})은 소프트맥스 어텐션 층과 {kind} 층을 "
     "섞은 하이브리드이며, qkvcalc extract는 아직 이 모델의 어텐션 층을 읽지 못합니다",
     "extract.dsv4_layer": "{model}의 층 {layer}: DeepSeek-V4의 {kind} 층이며, qkvcalc extract가 "
-    "읽지 못하는 층입니다. {why}. DeepSeek-V4 모델에서는 슬라이딩 윈도우 층만 추출됩니다. 이 "
-    "모델의 층: {layers}",
-    "extract.dsv4": "{model}: DeepSeek-V4 모델이며, qkvcalc는 이 모델을 통째로가 아니라 슬라이딩 "
-    "윈도우 층 하나씩만 읽습니다(qkvcalc extract --layer L). 압축 층은 토큰들의 투영을 m개마다 "
-    "하나로 모은 항목에도 어텐션하는데, 입력 형식의 어떤 키로도 이를 나타낼 수 없습니다. 이 "
-    "모델의 층: {layers}",
+    "읽지 못하는 층입니다. {why}. DeepSeek-V4 모델에서는 슬라이딩 윈도우 층, 고압축 층, 압축 희소 "
+    "층이 추출됩니다. 이 모델의 층: {layers}",
+    "extract.dsv4": "{model}: qkvcalc가 모르는 종류의 층이 있는 DeepSeek-V4 모델이며, "
+    "qkvcalc는 이 모델을 통째로 읽지 않습니다. 아는 종류의 층은 하나씩 추출됩니다(qkvcalc "
+    "extract --layer L). 이 모델의 층: {layers}",
     "dsv4.sliding": "슬라이딩 윈도우 어텐션(W = {window})",
     "dsv4.csa": "압축 희소 어텐션(m = {m}, 상위 {top_k}개)",
     "dsv4.hca": "고압축 어텐션(m = {m})",
@@ -2972,8 +3108,6 @@ MESSAGES: dict[str, str] = {
     "dsv4.layers": "{layers}: {kind}",
     "dsv4.join": "{first}; {rest}",
     "dsv4.why_other": "qkvcalc는 이 종류의 층이 무엇을 계산하는지 모릅니다",
-    "dsv4.why_compressed": "슬라이딩 윈도우의 Key와 Value 말고도, 토큰들의 투영을 m개마다 "
-    "하나로 모은 항목에도 어텐션합니다. 입력 형식의 어떤 키로도 이를 나타낼 수 없습니다",
     "extract.not_expressible": "{model}: {arch} 모델({model_type!r})은 qkvcalc extract가 "
     "읽지 않습니다. 이유: {reason}",
     "extract.bitnet_quantized": "{model}: 양자화된 BitNet 체크포인트입니다(설정의 "

@@ -1,8 +1,8 @@
-"""DeepSeek-V4 (model_type "deepseek_v4"): its sliding-window layers extract; its compressed
-layers are refused, each with one message that names the layer's kind and says what qkvcalc's
-input format cannot express. Its config's `layer_types` name each layer's kind before anything
-loads, so a refusal comes before the weights are read; `qkvcalc heads` refuses the model as a
-whole (its compressed layers are among them).
+"""DeepSeek-V4 (model_type "deepseek_v4"): its three kinds of layer extract (sliding-window,
+heavily compressed, compressed sparse); a layer of a kind qkvcalc does not know is refused with
+one message that names it and every layer's kind (its config's `layer_types` name each layer's
+kind before anything loads, so a refusal comes before the weights are read; `qkvcalc heads`
+refuses such a model as a whole).
 
 What each kind computes (transformers 5.23–5.25, modeling_deepseek_v4.py; tests/naive_dsv4.py
 writes it out in numpy and tests/test_extract_dsv4.py checks that to 1e-8 relative against the
@@ -48,8 +48,15 @@ position_bias, q_a_norm, kv_norm, input_layernorm and the mHC weights in
 `_keep_in_fp32_modules_strict`: a `from_pretrained(dtype=torch.float64)` leaves them float32,
 rounding what the checkpoint holds.
 
-The compressed kinds stay refused: their keys include entries pooled from the tokens'
-projections, one per m tokens, which no key of the input format expresses.
+A compressed layer's keys: the same, with the "compress" rotation's frequencies, and
+`compress` (qkvcalc/ops/compress.py): m, the compressor's kv_proj as `wkv`, gate_proj as
+`wgate`, position_bias as `bias`, kv_norm's weight as `norm` and its ε, each with its d_R rotary
+columns (the last) first (a compressed sparse layer's two halves [Ca | Cb] each so, with
+"overlap": true). A compressed sparse layer adds `index`, its lightning indexer: its own pool
+(kv_proj, gate_proj, position_bias, kv_norm at index_head_dim), q_b_proj as `wq` (each index
+head's rotary columns first), scorer.weights_proj as `weights`, index_n_heads and index_topk.
+When the prompt is shorter than m the layer makes no entry and `compress` is left out: the layer
+is then its sliding window alone, which the problem computes.
 """
 
 from __future__ import annotations
@@ -112,26 +119,33 @@ def _layers(config: Any) -> str | Msg:
     return said
 
 
+# the kinds extract reads: every kind transformers' DeepSeek-V4 has
+READ = ("sliding_attention", "heavily_compressed_attention", "compressed_sparse_attention")
+
+
 def check(config: Any, layer: Any, model: str) -> None:
-    """A DeepSeek-V4 layer refused unless it is a sliding-window one: layer `layer`'s kind
-    named when it is one of its layers (else the model as a whole: `qkvcalc heads`, a layer out
-    of range), with what qkvcalc cannot express and every layer's kind."""
+    """A DeepSeek-V4 layer refused when it is of a kind extract does not know (transformers'
+    config validation admits none today; a config.json edited by hand might name one): layer
+    `layer`'s kind named when it is one of its layers; the model as a whole (`qkvcalc heads`, a
+    layer out of range) refused when any of its layers is of such a kind, with every layer's
+    kind."""
     if getattr(config, "model_type", None) != MODEL_TYPE:
         return
     types = [str(name) for name in getattr(config, "layer_types", None) or []]
+    if all(name in READ for name in types):
+        return  # every layer is of a kind read: qkvcalc heads, or the runner's range check
     whole = isinstance(layer, Integral) and not isinstance(layer, bool)
     if not whole or not 0 <= int(layer) < len(types):
         raise QkvcalcError("extract.dsv4", model=model, layers=_layers(config))
     name = types[int(layer)]
-    if name == "sliding_attention":
+    if name in READ:
         return
-    why = Msg("dsv4.why_compressed" if name in KINDS else "dsv4.why_other")
     raise QkvcalcError(
         "extract.dsv4_layer",
         layer=int(layer),
         model=model,
         kind=_kind(config, name),
-        why=why,
+        why=Msg("dsv4.why_other"),
         layers=_layers(config),
     )
 
@@ -190,9 +204,51 @@ def keys(layer: Layer) -> dict[str, Any]:
         "sinks": array(attn.sinks),
         "wo": _wo(attn, heads, head_dim, head_dim - rope_dims),
     }
+    compressor = getattr(attn, "compressor", None)
+    if compressor is not None and layer.n >= int(compressor.compress_rate):
+        out["compress"] = _compress(compressor, rope_dims)
     if not default_scale(attn.scaling, head_dim):
         out["scale"] = float(attn.scaling)
     out.update(mask_keys(layer, True))
+    return out
+
+
+def _order(width: int, rope: int, blocks: int = 1) -> np.ndarray:
+    """Each block of `width` columns with its last `rope` (the rotary ones) first."""
+    one = np.r_[width - rope : width, 0 : width - rope]
+    return np.concatenate([one + k * width for k in range(blocks)])
+
+
+def _compress(comp: Any, rope: int) -> dict[str, Any]:
+    """A compressed layer's compressor as the `compress` key, its columns in qkvcalc's order
+    (the rotary ones, the compressor's last, first): a compressed sparse layer's two halves
+    [Ca | Cb] each so, and its indexer's (its own pool, its queries per index head)."""
+    indexer = getattr(comp, "indexer", None)
+    width = int(comp.head_dim)
+    halves = 1 if indexer is None else 2
+    order = _order(width, rope, halves)
+    out: dict[str, Any] = {
+        "m": int(comp.compress_rate),
+        "wkv": rows(comp.kv_proj)[:, order],
+        "wgate": rows(comp.gate_proj)[:, order],
+        "bias": array(comp.position_bias)[:, order],
+        "norm": array(comp.kv_norm.weight)[order[:width]],
+        "eps": norm_eps(comp.kv_norm),
+    }
+    if indexer is not None:
+        dim, heads = int(indexer.head_dim), int(indexer.num_heads)
+        pooled = _order(dim, rope, 2)
+        out["overlap"] = True
+        out["index"] = {
+            "wkv": rows(indexer.kv_proj)[:, pooled],
+            "wgate": rows(indexer.gate_proj)[:, pooled],
+            "bias": array(indexer.position_bias)[:, pooled],
+            "norm": array(indexer.kv_norm.weight)[pooled[:dim]],
+            "wq": rows(indexer.q_b_proj)[:, _order(dim, rope, heads)],
+            "weights": rows(indexer.scorer.weights_proj),
+            "heads": heads,
+            "top_k": int(indexer.index_topk),
+        }
     return out
 
 

@@ -7,8 +7,9 @@ in float32, angles in float32), BLOOM's ALiBi slopes, Gemma's embedding scale âˆ
 XGLM's and CTRL's sinusoidal position tables (float32 buffers in a model built in float32 and
 converted).
 With those, x at layer L is off by ~2e-7 relative. `float64_islands(model)` lifts them for one
-run: the softmax, Tensor.float and Tensor.type keep a float64 input float64 (Tensor.float makes
-whole numbers float64 too), DiffLlama's torch.sum keeps float64, MiniMax's lightning decays are
+run: the softmax (functional's and the Tensor's method, DeepSeek-V4's compressors'), Tensor.float
+and Tensor.type keep a float64 input float64 (Tensor.float makes whole numbers float64 too),
+DiffLlama's torch.sum keeps float64, MiniMax's lightning decays are
 computed in float64, the norms, rotary embeddings and AFMoE's routers of this model compute in
 float64 (their instance's forward replaced), Gated DeltaNet's casts to float32 keep float64
 while its forward runs (Qwen3-Next's and Qwen3.5's linear layers), BLOOM's slopes and XGLM's
@@ -486,9 +487,18 @@ def float64_islands(model: Any) -> Iterator[None]:
             dtype = None
         return softmax(input, dim=dim, _stacklevel=_stacklevel, dtype=dtype)
 
+    tensor_softmax = torch.Tensor.softmax  # DeepSeek-V4's compressors: x.softmax(dim, float32)
+
+    def float64_tensor_softmax(tensor: Any, dim: Any = None, dtype: Any = None) -> Any:
+        if dtype == torch.float32 and tensor.dtype == torch.float64:
+            dtype = None
+        return tensor_softmax(tensor, dim, dtype=dtype)
+
     try:
         functional.softmax = float64_softmax
         restore.append(lambda: setattr(functional, "softmax", softmax))
+        torch.Tensor.softmax = float64_tensor_softmax  # type: ignore[method-assign,assignment]
+        restore.append(lambda: setattr(torch.Tensor, "softmax", tensor_softmax))
         to_float = torch.Tensor.float  # Mixtral's router, Cohere's rotation: x.float()
 
         def keep_float64(tensor: Any, *args: Any, **kwargs: Any) -> Any:

@@ -29,6 +29,7 @@ VARIANT_KEYS = (
     "attn_temperature",
     "rope",
     "vo_rope",  # the values turned as the keys, the output turned back (qkvcalc/ops/vo_rope.py)
+    "compress",  # entries pooled from X appended to the keys and values (qkvcalc/ops/compress.py)
     "alibi",
     "score_bias",
     "softcap",

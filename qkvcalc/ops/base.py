@@ -195,6 +195,12 @@ class Feature(NamedTuple):
     torch_select: (
         Callable[[Problem, Any, Callable[[Any], str], Callable[[float], str]], list[str]] | None
     ) = None
+    # keys of its own after the tokens' (DeepSeek-V4's compressed entries): given the problem,
+    # the value, head h and the refs of its turned keys and values, the stages that append its
+    # rows to both (the last two: the keys, then the values the output reads); and the labels
+    # of those rows (the keys' columns after the tokens')
+    more_keys: Callable[[Problem, Any, int | None, Turn, Turn], list[Spec]] | None = None
+    key_labels: Callable[[Problem, Any], tuple[str, ...]] | None = None
     # a layer that is not softmax attention (a linear-attention layer): head h's stages after
     # its q, k, v in place of the scores, softmax and A·V, each with the step it belongs to
     # (0: none; the schedule stamps it); the last is the head's output

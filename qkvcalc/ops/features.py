@@ -54,6 +54,9 @@ TABLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("rope", "rope", ()),
     # beside rope: each head's values turned as its keys, its output turned back (DeepSeek-V4)
     ("vo_rope", "vo_rope", ()),
+    # after the turns: entries pooled from X appended to every head's keys and values, their
+    # columns in the mask (DeepSeek-V4's compressed attention)
+    ("compress", "compress", ()),
     # after the norm and the rotation, whatever their order (a late turn)
     ("attn_temperature", "temperature", ()),
     ("score_bias", "score_bias", ("alibi", "score_bias")),
@@ -177,6 +180,28 @@ def tiles_start(p: Problem, h: int | None) -> tuple[float, float]:
         if feature.tiles_start is not None:
             start = feature.tiles_start(value, h)
     return start
+
+
+def key_labels(p: Problem) -> tuple[str, ...]:
+    """The labels of a head's keys: the tokens', then any a feature appends (its entries)."""
+    labels = tuple(p.source_tokens)
+    for feature, value in active(p):
+        if feature.key_labels is not None:
+            labels += feature.key_labels(p, value)
+    return labels
+
+
+def more_keys(p: Problem, h: int | None, k: Turn, v: Turn) -> tuple[list[Spec], Turn, Turn]:
+    """The stages of head h that append a feature's own rows to its keys and values, and the
+    keys and values they end at (those given when no feature appends any)."""
+    out: list[Spec] = []
+    for feature, value in active(p):
+        if feature.more_keys is not None:
+            added = feature.more_keys(p, value, h, k, v)
+            out += added
+            k = k._replace(ref=added[-2].ref, symbol=added[-2].symbol)
+            v = v._replace(ref=added[-1].ref, symbol=added[-1].symbol)
+    return out, k, v
 
 
 def after_output(p: Problem, h: int | None, output: Spec) -> list[Spec]:

@@ -64,7 +64,7 @@ def reading(
     def remark(value_of: ValueOf) -> tuple[Msg, ...]:
         w = value_of(weights_ref)
         rows = range(min(w.shape[0], MAX_READ))
-        queries, keys = _names(p.tokens), [*_names(p.source_tokens), *extra]
+        queries, keys = _names(p.tokens), [*_names(features.key_labels(p)), *extra]
         allowed_rows = allowed
         if allowed is not None and extra:
             allowed_rows = np.hstack([allowed, np.ones((allowed.shape[0], len(extra)), bool)])
@@ -89,7 +89,7 @@ def geometry(p: Problem, allowed: np.ndarray | None, q_ref: Ref, k_ref: Ref) -> 
 
     def remark(value_of: ValueOf) -> tuple[Msg, ...]:
         q, k = value_of(q_ref), value_of(k_ref)
-        queries, keys = _names(p.tokens), _names(p.source_tokens)
+        queries, keys = _names(p.tokens), _names(features.key_labels(p))
         for i in range(min(q.shape[0], MAX_READ)):
             row = None if allowed is None else allowed[i]
             found = readout.aligned_and_strongest(q[i], k, row)
@@ -124,7 +124,7 @@ def why_scale(
         if row is not None and extra:  # a column of its own (a sink's) is never masked
             row = np.concatenate([row, np.ones(len(extra), dtype=bool)])
         comparison = readout.ScaleComparison(p.scale, scaled, unscaled)
-        keys = [*_names(p.source_tokens), *extra]
+        keys = [*_names(features.key_labels(p)), *extra]
         key = "note.why_scale_shown" if p.scale_given is None else "note.why_scale_shown_given"
         said = {} if p.scale_given is None else {"scale": f"{p.scale:g}"}
         return (readout.scale_shown_msg(safe(p.tokens[i]), keys, comparison, row, key, said),)
@@ -242,7 +242,7 @@ def target_rows(p: Problem, target: np.ndarray) -> Msg:
 
 def attend_keys(p: Problem, targets: list[tuple[int, int]]) -> Msg:
     """The key each query should look at, by name: a worksheet's dA needs it."""
-    queries, keys = _names(p.tokens), _names(p.source_tokens)
+    queries, keys = _names(p.tokens), _names(features.key_labels(p))
     return Msg(
         "note.loss_attend_keys", pairs=", ".join(f"{queries[i]} → {keys[t]}" for i, t in targets)
     )

@@ -312,13 +312,15 @@ def head(p: Problem, h: int | None, allowed: np.ndarray | None) -> list[Spec]:
         return specs
     q_ref, k_ref, before = _turned_qk(p, h, specs)
     v_ref, v_name = _turned_v(p, h, specs)
-    specs += [_kt(p, h, k_ref), _scores(p, h, allowed, q_ref, k_ref, before)]
+    k_ref, v_ref, v_name = _more_keys(p, h, k_ref, v_ref, v_name, specs)
+    keys = features.key_labels(p)  # the tokens, then a feature's own keys (its entries)
+    specs += [_kt(p, h, k_ref, keys), _scores(p, h, allowed, q_ref, k_ref, before, keys)]
     formula, _, note, _ = _scaling(p)
     first = len(specs)  # from here to the head's output: its n×m stages
-    at = Rows(h, None, p.tokens, p.source_tokens, "n", "m")
+    at = Rows(h, None, p.tokens, keys, "n", "m")
     notes = (note, *facts.scaling_facts(p))
     specs.append(scaled(p, at, formula, notes, facts.why_scale(p, allowed, h, specs)))
-    n, m = p.tokens, p.source_tokens
+    n, m = p.tokens, keys
     logits, symbol, formula = on_logits(
         p, features.Logits(h, ("scaled", h), "S", formula, n, m, None, "n×m"), specs
     )
@@ -394,7 +396,21 @@ def _turned_v(p: Problem, h: int | None, specs: list[Spec]) -> tuple[Ref, str]:
     return at.ref, at.symbol
 
 
-def _kt(p: Problem, h: int | None, k_ref: Ref) -> Spec:
+def _more_keys(
+    p: Problem, h: int | None, k_ref: Ref, v_ref: Ref, v_name: str, specs: list[Spec]
+) -> tuple[Ref, Ref, str]:
+    """A feature's own rows appended to head h's keys and values (appended to `specs`): the
+    refs the scores and the output then read, and the values' symbol."""
+    v = p.variants
+    k_name = next((s.symbol for s in specs if s.ref == k_ref and s.symbol), "K")
+    k = features.Turn(h, k_ref, k_name, "K", p.source_tokens, v.key_positions, None, "m×d_k")
+    val = features.Turn(h, v_ref, v_name, "V", p.source_tokens, v.key_positions, None, "m×d_v")
+    added, k, val = features.more_keys(p, h, k, val)
+    specs += added
+    return k.ref, val.ref, val.symbol
+
+
+def _kt(p: Problem, h: int | None, k_ref: Ref, keys: tuple[str, ...]) -> Spec:
     return Spec(
         "kt",
         h,
@@ -402,7 +418,7 @@ def _kt(p: Problem, h: int | None, k_ref: Ref) -> Spec:
         (k_ref,),
         "Kᵀ",
         dim_labels(p.d_k),
-        p.source_tokens,
+        keys,
         symbol="Kᵀ",
         letters="d_k×m",
         hint=("hint.kt", {}),
@@ -416,6 +432,7 @@ def _scores(
     q_ref: Ref,
     k_ref: Ref,
     before: dict[str, list[Ref]],
+    keys: tuple[str, ...],
 ) -> Spec:
     """Q·Kᵀ, with what the features say on it (`before`: their refs before each turn)."""
     notes: list[Msg] = []
@@ -433,7 +450,7 @@ def _scores(
         (q_ref, ("kt", h)),
         "Q·Kᵀ",
         p.tokens,
-        p.source_tokens,
+        keys,
         names=("Q", "Kᵀ"),
         inner=dim_labels(p.d_k),
         cell="q_{i}·k_{j}",
