@@ -319,3 +319,20 @@ def test_the_why_of_a_compressed_layer_names_only_what_is_not_expressed():
             en, ko = msg.text("en"), msg.text("ko")
             assert "K = V" not in en and "K = V" not in ko, en
             assert "no key of the input format expresses" in en or "does not know" in en, en
+
+
+def test_a_sliding_layers_gradients_equal_autograd(lab):
+    """--backward on the layer extract wrote: a DeepSeek-V4 layer in torch from the problem's
+    own keys (tests/test_mla_shared_kv_backward.py's, checked here against the module's output
+    first) and autograd's gradient of every weight and of X equal qkvcalc's to 1e-10."""
+    import qkvcalc
+    from tests.test_mla_shared_kv_backward import _same, autograd, layer, leaves_of, qkvcalc_grads
+
+    problem = qkvcalc.extract(lab["model"], layer=0, input_ids=IDS)
+    doc = {k: v for k, v in problem.items() if k not in ("name", "description", "tokens")}
+    doc = json.loads(json.dumps(doc, default=lambda a: np.asarray(a).tolist()))
+    out, _ = layer(doc, leaves_of(doc))
+    assert relative(out.detach().numpy(), lab["seen"][("out", 0)]) < TOL
+    doc["target"] = np.random.default_rng(9).standard_normal(out.shape).tolist()
+    trace = qkvcalc.explain(**doc, backward=True)
+    _same(qkvcalc_grads(trace, doc), autograd(doc))

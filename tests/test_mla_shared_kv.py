@@ -127,13 +127,10 @@ def test_the_torch_script_computes_the_layer(tmp_path):
         ({"wkv_a": [[1.0] * 3] * D_MODEL}, ("mla.wkv_a has 3 columns", "= 4 columns"), ()),
         ({"kv_a_norm": [1.0] * 3}, ("mla.kv_a_norm has 3 numbers",), ()),
         ({}, ("not computed step by step",), ("--decode", "2")),
-        ({}, ("no gradients yet",), ("--backward",)),
     ],
 )
 def test_bad_input_is_one_message(tmp_path, change, fragments, extra):
     doc = DOC | {"mla": DOC["mla"] | change}
-    if "--backward" in extra:
-        doc["target"] = np.zeros((N, 3)).tolist()
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     one_message(run_qkvcalc("explain", str(path), *extra), *fragments)
@@ -143,9 +140,3 @@ def test_k_norm_is_still_refused_beside_mla(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(DOC | {"k_norm": [1.0] * D}), encoding="utf-8")
     one_message(run_qkvcalc("explain", str(path)), "k_norm cannot be given with mla")
-
-
-def test_train_refuses_the_one_key_value_head(tmp_path):
-    path = tmp_path / "train.json"
-    path.write_text(json.dumps(DOC | {"target": np.zeros((N, 3)).tolist()}), encoding="utf-8")
-    one_message(run_qkvcalc("train", str(path)), "does not step mla with shared_kv", "explain")

@@ -55,6 +55,7 @@ COUNTED = [
     ("mla.kv_b_width", "cols", "column", "columns"),
     ("mla.shared_width", "cols", "column", "columns"),
     ("note.mla_shared_kv", "heads", "head", "heads"),
+    ("note.grad_shared_whole", "heads", "head", "heads"),
     ("ui.variant.indexer", "heads", "index head", "index heads"),
     ("note.index_q", "heads", "index head", "index heads"),
     ("note.index_q", "dim", "number", "numbers"),

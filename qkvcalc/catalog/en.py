@@ -2825,10 +2825,6 @@ MESSAGES: dict[str, str] = {
     "columns",
     "mla.shared_kv_decode": "mla with shared_kv (one key/value head) is not computed step by step "
     "with a KV cache yet: leave out --decode (the whole run shows it).",
-    "mla.shared_kv_backward": "mla with shared_kv (one key/value head) has no gradients yet: leave "
-    "out --backward.",
-    "mla.shared_kv_train": "train does not step mla with shared_kv (one key/value head) yet, as "
-    "it has no gradients: qkvcalc explain shows its forward pass.",
     # ---- multi-head latent attention's backward (qkvcalc/ops/mla.py) ----
     "stage.grad_k_nope.title": "Backward: the head's own part of the key",
     "stage.grad_k_nope.why": "K = [k_R | K_C] set the shared rotary key and the head's own "
@@ -2839,6 +2835,8 @@ MESSAGES: dict[str, str] = {
     "adds the paths of a matrix that is read more than once).",
     "note.grad_shared": "{x} is read by the keys of {count} heads, so its gradient adds their "
     "{count} shares.",
+    "note.grad_shared_whole": "{x} is read whole as {names} by each of the {heads} "
+    "{heads:head|heads}, so its gradient adds all {count} shares.",
     "stage.grad_c_q_norm.title": "Backward: gradient of the query latent C_Q",
     "stage.grad_c_q_norm.why": "Every head's query is C_Q times its own columns of W_UQ, so C_Q "
     "reaches the loss through every head: dC_Q = dQ·W_UQᵀ, each head's dQ times its own "
@@ -2889,6 +2887,32 @@ MESSAGES: dict[str, str] = {
     "{rope}, so a step puts them back there.",
     "note.mla_grad_kv_b": "wkv_b holds, head by head, W_UK's d_C = {nope} columns, then W_UV's "
     "d_v = {d_v}: its gradient interleaves dW_UK and dW_UV the same way.",
+    "note.mla_grad_shared_order": "Columns in the stages' order: W_DKV's last {rope} (the rotary "
+    "ones) first, then its first {nope}; a step puts each back where wkv_a holds it.",
+    "stage.grad_mla_shared_c_kv_norm.title": "Backward: gradient of the one key/value head C_KV",
+    "stage.grad_mla_shared_c_kv_norm.why": "Every head's key and value are C_KV itself (K = V = "
+    "C_KV), so C_KV reaches the loss through each head twice: dC_KV = Σₕ (dKₕ + dVₕ), every "
+    "head's dK and dV added whole (the keys' alone under a loss on the weights, which the values "
+    "do not reach).",
+    "stage.grad_back.mla_shared_norm.title": "Backward through the key/value head's RMSNorm",
+    "stage.grad_back.mla_shared_norm.why": "The norm multiplied each row of c_KV by "
+    "ρ = 1/√(mean(x²) + ε) and by w. Its backward has two parts: the gradient scaled the same "
+    "way, ρ·(w ⊙ g), minus the part that would only change the row's length, which the norm "
+    "undoes.",
+    "stage.grad_mla_shared_wdkv.title": "Gradient of W_DKV",
+    "stage.grad_mla_shared_wdkv.why": "c_KV = X·W_DKV, so dW_DKV = Xᵀ·dc_KV: one matrix makes the "
+    "key and the value of every head, so it collects the gradients of all of them, back through "
+    "the norm.",
+    "stage.grad_mla_shared_kv_a_norm.title": "Gradient of the key/value head's norm weight "
+    "(kv_a_norm)",
+    "stage.grad_mla_shared_kv_a_norm.why": "C_KV = c_KV·ρ·w, row by row, so each weight wⱼ "
+    "collects, over the tokens, dC_KV[i, j] times the normalised cell c_KV[i, j]·ρᵢ (the columns "
+    "in the stages' order, the rotary ones first).",
+    "stage.grad_x.mla_shared.title": "Backward: gradient of the input X",
+    "stage.grad_x.mla_shared.why": "With one key/value head X feeds the query's down-projection "
+    "and W_DKV (c_Q = X·W_DQ, c_KV = X·W_DKV), not W_Q, W_K and W_V. The multivariate chain rule "
+    "adds those paths: dX = dc_Q·W_DQᵀ + dc_KV·W_DKVᵀ (without a query latent, dQ·W_Qᵀ in place "
+    "of the first). This is what flows on to the layer below.",
     # ---- the sparse-attention indexer beside mla (qkvcalc/ops/indexer.py) ----
     "ui.variant.indexer": "sparse-attention indexer (H_I = {heads} {heads:index head|index heads} "
     "of D = {dim}, top_k = {top_k}, RoPE {style})",
