@@ -3,8 +3,10 @@ PyTorch's autograd in float64, the layer written here as DeepSeek-V4 lays it out
 and the key/value head's rotary columns last, turned there; V the turned key/value head with
 vo_rope, each head's output turned back): every weight's gradient (W_DQ, w_CQ, W_UQ or W_Q,
 W_DKV, w_CKV, W_O, the sinks) and X's, on random problems with and without rope, q_norm,
-vo_rope, sinks, a window and the query latent, under both losses; dC_KV the sum over every
-head's dK and dV; the torch script with --backward agreeing with autograd."""
+vo_rope, sinks, a window and the query latent, under both losses, in tiles; dC_KV the sum over
+every head's dK and dV; the torch script with --backward agreeing with autograd; every format
+and language, every "=" of its arithmetic; and `qkvcalc train`, N steps equal to SGD with
+autograd, --freeze of the names "Learned:" shows."""
 
 from __future__ import annotations
 
@@ -239,6 +241,21 @@ def test_attend_reaches_the_head_by_the_keys_alone():
     got = qkvcalc_grads(trace, doc)
     _same({k: got[k] for k in want}, want)
     assert trace.find("grad_v", 1) is None
+
+
+@pytest.mark.parametrize("loss", ["target", "attend"])
+@pytest.mark.parametrize("flags", [CASES[1], CASES[2], CASES[6]], ids=["latent", "wq", "rope"])
+def test_tiles_equal_autograd(flags, loss):
+    """--tiles 2: FlashAttention-2's blocks to each head's dQ, dK, dV, then each head's dK and
+    dV handed back as shares of dC_KV (vo_rope is refused in tiles with --backward)."""
+    doc = make_doc(9, **flags)
+    if loss == "attend":
+        doc.pop("target")
+        doc["attend"] = [1, 1, 2, 3, 3]
+    trace = qkvcalc.explain(**doc, backward=True, tiles=2)
+    want = autograd(doc, loss)
+    got = qkvcalc_grads(trace, doc)
+    _same({k: got[k] for k in want}, want)
 
 
 def test_the_torch_script_with_backward_agrees_with_autograd(tmp_path):

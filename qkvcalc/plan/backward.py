@@ -398,6 +398,13 @@ def _tiled(
     specs += walked
     if "v" in refs:
         grads[(ids.V, h)] = refs["v"]
+        v = by[(ids.V, h)]
+        op = OPS[v.op]
+        if learned(v) is None and (op.plan_back or op.backward):  # the one key/value head
+            more, reached = walk(p, by, [v], {v.ref: refs["v"]}, made=specs, stops=_across(by),
+                                 shares=shares)  # fmt: skip
+            specs += more
+            grads.update(reached)
     note = same_as_plain(h, len(blocks(p)), sides, plain_run)
     specs[-1] = replace(specs[-1], remarks=together(specs[-1].remarks, note))
     return specs, grads
