@@ -126,7 +126,7 @@ def test_the_torch_script_computes_the_layer(tmp_path):
         ({"wkv_b": [[1.0] * 8] * 4}, ("mla.wkv_b cannot be given with mla.shared_kv",), ()),
         ({"wkv_a": [[1.0] * 3] * D_MODEL}, ("mla.wkv_a has 3 columns", "= 4 columns"), ()),
         ({"kv_a_norm": [1.0] * 3}, ("mla.kv_a_norm has 3 numbers",), ()),
-        ({}, ("not computed step by step",), ("--decode", "2")),
+        ({}, ("vo_rope", "not computed step by step"), ("--decode", "2")),
     ],
 )
 def test_bad_input_is_one_message(tmp_path, change, fragments, extra):
@@ -140,3 +140,75 @@ def test_k_norm_is_still_refused_beside_mla(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(DOC | {"k_norm": [1.0] * D}), encoding="utf-8")
     one_message(run_qkvcalc("explain", str(path)), "k_norm cannot be given with mla")
+
+
+# ---- --decode: the one key/value head cached once ------------------------------------------
+
+
+def _decoded_doc(rope: bool, latent: bool) -> dict:
+    """DOC without vo_rope (refused with a cache), with or without rope, the query latent."""
+    doc = {k: v for k, v in DOC.items() if k != "vo_rope"}
+    if not rope:
+        doc.pop("rope")
+    if not latent:
+        m = dict(doc["mla"])
+        for key in ("wq_a", "q_a_norm", "wq_b"):
+            m.pop(key)
+        m["wq"] = RNG.standard_normal((D_MODEL, H * D)).tolist()
+        doc["mla"] = m
+    return doc
+
+
+@pytest.mark.parametrize("prefill", [0, 1, 3])
+@pytest.mark.parametrize("rope", [True, False], ids=["rope", "no-rope"])
+@pytest.mark.parametrize("latent", [True, False], ids=["query-latent", "wq"])
+def test_each_decode_steps_rows_equal_the_whole_run(prefill, rope, latent):
+    doc = _decoded_doc(rope, latent)
+    whole = qkvcalc.explain(**doc)
+    trace = qkvcalc.explain(**doc, decode=prefill)
+    assert np.max(np.abs(trace.output - whole.output)) < 1e-12
+    first = 0 if prefill else 1
+    for step in range(first, N - prefill + 1):
+        take = list(range(prefill)) if step == 0 else [prefill + step - 1]
+        for h in (1, 2):
+            rows = trace.stage("output", h, step=step).value
+            assert np.max(np.abs(rows - whole.stage("output", h).value[take])) < 1e-12
+            # every head reads the one cache: K and V made from it, no cache of its own
+            assert trace.find("k_cache", h, step=step) is None
+            assert trace.find("v_cache", h, step=step) is None
+        cache = trace.stage("c_kv_cache", step=step)
+        assert cache.value.shape == (take[-1] + 1, D)
+        assert np.allclose(cache.value, whole.stage("c_kv_norm").value[: take[-1] + 1], atol=1e-14)
+        turned = trace.find("k_rope_cache", step=step)
+        assert (turned is not None) == rope
+        if rope:  # C_KV's rotary columns turned once at their own position: the keys' first
+            want = whole.stage("k_rot", 1).value[: take[-1] + 1, :ROPE]
+            assert turned.value.shape == (take[-1] + 1, ROPE)
+            assert np.allclose(turned.value, want, atol=1e-14)
+            for h in (1, 2):
+                k = trace.stage("k", h, step=step).value
+                assert np.allclose(k, whole.stage("k_rot", h).value[: take[-1] + 1], atol=1e-14)
+                v = trace.stage("v", h, step=step).value
+                assert np.allclose(v, whole.stage("v", h).value[: take[-1] + 1], atol=1e-14)
+
+
+@pytest.mark.parametrize("rope", [True, False], ids=["rope", "no-rope"])
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_cache_says_what_it_costs(rope, lang):
+    doc = _decoded_doc(rope, True)
+    trace = qkvcalc.explain(**doc, decode=2)
+    text = render(trace, "txt", RenderOptions(width=100, lang=lang))
+    per_token = D + (ROPE if rope else 0)
+    full = H * (D + D)
+    if lang == "en":
+        said = (
+            f"per token d_k + d_R = {D} + {ROPE} = {per_token} numbers"
+            if rope
+            else (f"per token d_k = {per_token} numbers")
+        )
+        assert said in text
+        assert f"{per_token * N} for {N} tokens" in text
+        assert f"= {full} per token ({full * N})" in text
+    else:
+        assert f"{per_token}개의 수" in text and f"{full}개 ({full * N}개)" in text
+    assert "C_KV_cache" in text

@@ -2816,6 +2816,39 @@ MESSAGES: dict[str, str] = {
     "note.mla_shared_head": "The same C_KV in every head: K = V.",
     "note.mla_shared_norm": "Row by row: x / √(mean(x²) + ε) · w over the {width} "
     "{width:column|columns} of c_KV (the key/value head itself, not a latent), ε = {eps}.",
+    "stage.mla_shared_c_kv_cache.title": "The key/value head's cache (C_KV)",
+    "stage.mla_shared_c_kv_cache.why": "DeepSeek-V4 caches its one key/value head once for every "
+    "head: C_KV of every token so far, a step appending its new token's row. Every head reads "
+    "its keys and values from this one cache.",
+    "stage.mla_shared_k_rope.title": "The rotary columns of C_KV",
+    "stage.mla_shared_k_rope.why": "The keys turn C_KV's first d_R columns (the rotary ones) by "
+    "the token's position, the values do not: these columns are taken apart to be turned once, "
+    "at their own position, and cached turned.",
+    "stage.mla_shared_k_rope_cache.title": "The turned rotary columns' cache (k_R)",
+    "stage.mla_shared_k_rope_cache.why": "Beside C_KV the cache keeps its d_R rotary columns "
+    "turned once at their own position: every head reads them as the first d_R columns of its "
+    "keys.",
+    "stage.mla_shared_k_nope.title": "The key's columns that do not turn",
+    "stage.mla_shared_k_nope.why": "The last d_C columns of C_KV in the cache, as they are: the "
+    "part of every head's key that carries no position.",
+    "stage.mla_shared_k_join.title": "Key: the turned columns and the others",
+    "stage.mla_shared_k_join.why": "A head's key is C_KV with its first d_R columns turned: the "
+    "cached turned columns k_R beside C_KV's other d_C columns, the same in every head.",
+    "stage.mla_shared_v_cache.title": "Value: the cached key/value head",
+    "stage.mla_shared_v_cache.why": "Every head's value is C_KV from the cache as it is: its "
+    "rotary columns unturned, since only the keys turn them.",
+    "note.mla_shared_cache": "What it costs: per token d_k = {per_token} numbers for all {heads} "
+    "{heads:head|heads}, {total} for {tokens} {tokens:token|tokens}, where a cache of every "
+    "head's K and V would take H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token "
+    "({full_total}).",
+    "note.mla_shared_cache_rope": "What it costs: per token d_k + d_R = {d_k} + {rope} = "
+    "{per_token} numbers for all {heads} {heads:head|heads} (C_KV, and its rotary columns turned "
+    "for the keys), {total} for {tokens} {tokens:token|tokens}, where a cache of every head's K "
+    "and V would take H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token "
+    "({full_total}).",
+    "note.mla_shared_join": "Columns 1 to {rope} are the turned k_R from the cache, the same in "
+    "every head; the next {nope} are C_KV's own.",
+    "note.mla_shared_v_cache": "V = C_KV_cache: the values take C_KV unturned, the keys turned.",
     "mla.shared_kv": "mla.shared_kv must be true (one key/value head, K = V = C_KV) or false, "
     "not {value}",
     "mla.shared_kv_b": "mla.wkv_b cannot be given with mla.shared_kv: the one key/value head is "
@@ -2823,8 +2856,6 @@ MESSAGES: dict[str, str] = {
     "mla.shared_width": "mla.wkv_a has {cols} {cols:column|columns}; with mla.shared_kv it is "
     "W_DKV alone and makes the key of every head: d_k = d_C + d_R = {nope} + {rope} = {d_k} "
     "columns",
-    "mla.shared_kv_decode": "mla with shared_kv (one key/value head) is not computed step by step "
-    "with a KV cache yet: leave out --decode (the whole run shows it).",
     # ---- multi-head latent attention's backward (qkvcalc/ops/mla.py) ----
     "stage.grad_k_nope.title": "Backward: the head's own part of the key",
     "stage.grad_k_nope.why": "K = [k_R | K_C] set the shared rotary key and the head's own "

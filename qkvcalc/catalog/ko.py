@@ -2772,14 +2772,43 @@ MESSAGES: dict[str, str] = {
     "note.mla_shared_head": "모든 헤드에 같은 C_KV: K = V.",
     "note.mla_shared_norm": "행마다 c_KV(잠재 벡터가 아니라 Key/Value 헤드 그 자체)의 {width}개 "
     "열에 x / √(mean(x²) + ε) · w, ε = {eps}.",
+    "stage.mla_shared_c_kv_cache.title": "Key/Value 헤드의 캐시 (C_KV)",
+    "stage.mla_shared_c_kv_cache.why": "DeepSeek-V4는 하나뿐인 Key/Value 헤드를 모든 헤드를 위해 "
+    "한 번만 캐시합니다: 지금까지 모든 토큰의 C_KV이고, 스텝마다 새 토큰의 행을 덧붙입니다. 모든 "
+    "헤드가 이 캐시 하나에서 Key와 Value를 읽습니다.",
+    "stage.mla_shared_k_rope.title": "C_KV의 회전 열",
+    "stage.mla_shared_k_rope.why": "Key는 C_KV의 처음 d_R개 열(회전 열)을 토큰의 위치만큼 돌리고, "
+    "Value는 돌리지 않습니다: 이 열들을 따로 떼어 제 위치에서 한 번 돌리고, 돌린 채로 "
+    "캐시합니다.",
+    "stage.mla_shared_k_rope_cache.title": "돌린 회전 열의 캐시 (k_R)",
+    "stage.mla_shared_k_rope_cache.why": "캐시는 C_KV 옆에 그 회전 열 d_R개를 제 위치에서 한 번 "
+    "돌려 둡니다: 모든 헤드가 이를 Key의 처음 d_R개 열로 읽습니다.",
+    "stage.mla_shared_k_nope.title": "Key에서 돌지 않는 열",
+    "stage.mla_shared_k_nope.why": "캐시에 있는 C_KV의 마지막 d_C개 열을 그대로: 모든 헤드의 "
+    "Key에서 위치를 담지 않는 부분입니다.",
+    "stage.mla_shared_k_join.title": "Key: 돌린 열과 나머지 열",
+    "stage.mla_shared_k_join.why": "헤드의 Key는 처음 d_R개 열을 돌린 C_KV입니다: 캐시의 돌린 "
+    "열 k_R 옆에 C_KV의 나머지 d_C개 열을 놓으며, 모든 헤드에서 같습니다.",
+    "stage.mla_shared_v_cache.title": "Value: 캐시된 Key/Value 헤드",
+    "stage.mla_shared_v_cache.why": "모든 헤드의 Value는 캐시의 C_KV 그대로입니다: 회전 열을 "
+    "돌리는 것은 Key뿐이므로 돌리지 않은 채입니다.",
+    "note.mla_shared_cache": "드는 비용: 헤드 {heads}개 모두를 위해 토큰마다 d_k = {per_token}개의 "
+    "수, 토큰 {tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 토큰마다 "
+    "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
+    "note.mla_shared_cache_rope": "드는 비용: 헤드 {heads}개 모두를 위해 토큰마다 d_k + d_R = "
+    "{d_k} + {rope} = {per_token}개의 수(C_KV, 그리고 Key를 위해 돌린 그 회전 열), 토큰 "
+    "{tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 토큰마다 H·(d_k + d_v) = "
+    "{heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
+    "note.mla_shared_join": "열 1부터 {rope}까지는 캐시의 돌린 k_R로 모든 헤드에서 같고, 다음 "
+    "{nope}개는 C_KV 자신의 열입니다.",
+    "note.mla_shared_v_cache": "V = C_KV_cache: Value는 돌리지 않은 C_KV를, Key는 돌린 것을 "
+    "받습니다.",
     "mla.shared_kv": "mla.shared_kv는 true(Key/Value 헤드 하나, K = V = C_KV) 또는 false여야 "
     "합니다. 받은 값: {value}",
     "mla.shared_kv_b": "mla.shared_kv와 함께 mla.wkv_b를 줄 수 없습니다: 하나뿐인 Key/Value "
     "헤드는 업 프로젝션 없이 C_KV 그 자체입니다",
     "mla.shared_width": "mla.wkv_a의 열이 {cols}개입니다. mla.shared_kv에서는 W_DKV만이고 모든 "
     "헤드의 Key를 만드므로 d_k = d_C + d_R = {nope} + {rope} = {d_k}개 열이어야 합니다",
-    "mla.shared_kv_decode": "shared_kv(Key/Value 헤드 하나)인 mla는 아직 KV 캐시로 한 단계씩 "
-    "계산되지 않습니다: --decode를 빼세요(전체 실행이 보여 줍니다).",
     # ---- multi-head latent attention's backward (qkvcalc/ops/mla.py) ----
     "stage.grad_k_nope.title": "역전파: Key에서 헤드 자신의 부분",
     "stage.grad_k_nope.why": "K = [k_R | K_C]는 공유 회전 Key와 헤드 자신의 열을 나란히 "

@@ -27,7 +27,9 @@ head's q may have the q/k norm's `q_norm` (DeepSeek-V4's q_b_norm: weight ones).
 every head's K and V are C_KV whole (op `mla_kv_head`), so each hands dK and dV back as a share
 of dC_KV and the walk adds them, dC_KV = Σₕ (dKₕ + dVₕ) (`grad_c_kv_norm`), then back through
 the norm (`grad_c_kv`) to dW_DKV (`grad_wdkv`, the stages' column order) and dw_CKV; `train`
-steps W_DKV and the norm's weight by them.
+steps W_DKV and the norm's weight by them. A decode run caches C_KV once for every head (d_k
+numbers a token; with a rotation also its d_R rotary columns turned once at their own position,
+`k_rope_cache`, which the keys read and the values do not: d_k + d_R).
 
 The weights are laid out as transformers' DeepSeek-V3 stores them (per head: the d_C columns,
 then the d_R rotary ones); qkvcalc puts each head's rotary columns first, so that the `rope` key
@@ -88,6 +90,7 @@ class Latent(NamedTuple):
     d_v: int
     eps: float
     shared: bool = False  # DeepSeek-V4: one key/value head K = V = C_KV, no W_KR, no wkv_b
+    turns: bool = False  # the problem's rotation turns the d_R columns (a decode step's cache)
 
     @property
     def kv_b(self) -> Matrix:
@@ -255,7 +258,7 @@ def read(
         latent = _read_kv(raw, wkv_a, (wq_a, q_norm, wq), heads, rope, nope, float(eps), layout,
                           exact)  # fmt: skip
     check(latent, doc)
-    return latent
+    return latent._replace(turns=doc.get("rope") not in (None, False))
 
 
 def _read_kv(raw: dict[str, Any], wkv_a: Matrix, query: tuple[Any, Any, Matrix], heads: int,
@@ -642,20 +645,24 @@ def _shared_kv(p: Any, latent: Latent, x_ref: Ref, x_name: str) -> list[Spec]:
     ]  # fmt: skip
 
 
-def _shared_head(latent: Latent, h: int | None, keys: tuple[str, ...]) -> list[Spec]:
-    """Head h's K and V: the one key/value head C_KV, the same for every head (K = V)."""
+def _shared_head(latent: Latent, h: int | None, keys: tuple[str, ...],
+                 source: tuple[Ref, str] = (("c_kv_norm", None), "C_KV"), m: str = "m",
+                 ) -> list[Spec]:  # fmt: skip
+    """Head h's K and V: the one key/value head C_KV (or a decode step's cache of it), the
+    same for every head (K = V)."""
+    read, name = source
     return [
         Spec(
             side.lower(),
             h,
             "mla_kv_head",
-            (("c_kv_norm", None),),
-            f"{side} = C_KV",
+            (read,),
+            f"{side} = {name}",
             keys,
             dim_labels(latent.nope + latent.rope),
             notes=(Msg("note.mla_shared_head"),),
             symbol=side,
-            letters=f"m×d_{side.lower()}",
+            letters=f"{m}×d_{side.lower()}",
             topic=f"mla_shared_{side.lower()}",
         )
         for side in ("K", "V")
@@ -797,8 +804,6 @@ def decode_shared(
 ) -> list[Spec]:
     """One step before the heads: the new tokens' c_Q (when there is a query latent), c_KV
     and k_R, k_R turned once at its own position, and the cache of C_KV and the turned k_R."""
-    if latent.shared:
-        raise _fail("shared_kv_decode")
     rows = tuple(p.tokens[int(i)] for i in take)
     end = int(take[-1]) + 1
     keys = p.tokens[:end]
@@ -816,6 +821,8 @@ def decode_shared(
         )  # fmt: skip
         norm = _norm("c_q_norm", at("c_q"), "c_Q", "C_Q", latent.q_norm, p)
         specs.append(replace_spec(norm, rows=rows, letters="t×r_q"))
+    if latent.shared:
+        return specs + _decode_shared_kv(p, latent, step, take, before, (x_ref, x_name), turn)
     specs.append(
         _step_project("c_kv", x_ref, x_name, _take(latent.wkv_a, slice(0, rank)), "W_DKV", take,
                       rows=rows, symbol="c_KV", letters="t×r_kv")
@@ -844,6 +851,69 @@ def decode_shared(
     return specs
 
 
+def _decode_shared_kv(p: Any, latent: Latent, step: int, take: Any, before: int | None,
+                      x: tuple[Ref, str], turn: Callable[[Any, Turn, list[Spec]], Ref],
+                      ) -> list[Spec]:  # fmt: skip
+    """One step of the one key/value head: the new tokens' c_KV and C_KV, cached once for
+    every head; with a rotation, C_KV's first d_R columns (the rotary ones) turned once at
+    their own position and cached beside it (the keys read them turned, the values not)."""
+    rows = tuple(p.tokens[int(i)] for i in take)
+    keys = p.tokens[: int(take[-1]) + 1]
+    order, rope = latent.kv_order, latent.rope
+    at = lambda sid: ref(sid, None, step)  # noqa: E731
+    norm = _norm("c_kv_norm", at("c_kv"), "c_KV", "C_KV", latent.kv_norm[order], p)
+    specs = [
+        _step_project("c_kv", *x, _take(latent.wkv_a, order), "W_DKV", take, rows=rows,
+                      symbol="c_KV", letters="t×d_k", topic="mla_shared_c_kv"),
+        replace_spec(norm, rows=rows, topic="mla_shared_c_kv_norm", letters="t×d_k",
+                     notes=(Msg("note.mla_shared_norm", width=p.d_k, eps=f"{latent.eps:g}"),)),
+    ]  # fmt: skip
+    full = p.heads * (p.d_k + p.d_v)
+    per_token = p.d_k + (rope if latent.turns else 0)
+    memory = Msg("note.mla_shared_cache_rope" if latent.turns else "note.mla_shared_cache",
+                 d_k=p.d_k, rope=rope, per_token=per_token, tokens=p.n, total=per_token * p.n,
+                 heads=p.heads, d_v=p.d_v, full=full, full_total=full * p.n)  # fmt: skip
+    first = (memory,) if before is None else ()
+    specs.append(replace_spec(_stacked("c_kv_cache", before, at("c_kv_norm"), "C_KV_cache", keys,
+                                       p.d_k, step, first, "m_t×d_k"),
+                              topic="mla_shared_c_kv_cache"))  # fmt: skip
+    if not latent.turns:
+        return specs
+    specs.append(
+        Spec("k_rope", None, "slice", (at("c_kv_norm"),), f"k_R = C_KV[:, {span(0, rope)}]",
+             rows, dim_labels(rope), params={"cols": slice(0, rope)}, symbol="k_R",
+             letters="t×d_R", topic="mla_shared_k_rope")
+    )  # fmt: skip
+    narrow = dataclass_replace(p, widths=(rope, p.d_v))
+    side = Turn(None, at("k_rope"), "k_R", "K", rows, p.variants.key_positions[take], step,
+                "t×d_R")  # fmt: skip
+    turned = turn(narrow, side, specs)
+    specs.append(replace_spec(_stacked("k_rope_cache", before, turned, "k_R_cache", keys, rope,
+                                       step, (), "m_t×d_R"),
+                              topic="mla_shared_k_rope_cache"))  # fmt: skip
+    return specs
+
+
+def _decode_shared_head(latent: Latent, h: int | None, step: int, keys: tuple[str, ...]
+                        ) -> list[Spec]:  # fmt: skip
+    """Head h's K and V of a step from the cache: V = C_KV_cache, and K = C_KV_cache too, or
+    with a rotation K = [k_R_cache | C_KV_cache's other columns] (the turned rotary ones)."""
+    cache = ref("c_kv_cache", None, step)
+    out = _shared_head(latent, h, keys, (cache, "C_KV_cache"), "m_t")
+    if not latent.turns:
+        return out
+    rope, width = latent.rope, latent.rope + latent.nope
+    k_nope = Spec("k_nope", h, "slice", (cache,), f"K_C = C_KV_cache[:, {span(rope, latent.nope)}]",
+                  keys, dim_labels(latent.nope), params={"cols": slice(rope, width)},
+                  symbol="K_C", letters="m_t×d_C", topic="mla_shared_k_nope")  # fmt: skip
+    k = Spec("k", h, "mla_join", (ref("k_rope_cache", None, step), ref("k_nope", h, step)),
+             "K = [k_R_cache | K_C]", keys, dim_labels(width),
+             notes=(Msg("note.mla_shared_join", rope=rope, nope=latent.nope),), symbol="K",
+             letters="m_t×d_k", topic="mla_shared_k_join")  # fmt: skip
+    v = replace_spec(out[1], topic="mla_shared_v_cache", notes=(Msg("note.mla_shared_v_cache"),))
+    return [k_nope, k, v]
+
+
 def decode_head(
     p: Any, latent: Latent, h: int | None, step: int, take: Any, end: int, x_ref: Ref, x_name: str
 ) -> tuple[list[Spec], Ref, Ref]:
@@ -863,6 +933,12 @@ def decode_head(
                           symbol="Q", letters="t×d_k", topic="mla_q_full")  # fmt: skip
         q = replace_spec(q, head=h)
     specs.append(q)
+    if latent.shared:
+        return (
+            [*specs, *_decode_shared_head(latent, h, step, keys)],
+            ref("k", h, step),
+            ref("v", h, step),
+        )
     specs += head_kv(latent, h, (ref("c_kv_cache", None, step), "C_KV_cache"),
                      ref("k_rope_cache", None, step), keys, "m_t", step=step,
                      k_nope_notes=(Msg("note.mla_from_cache", rows=end),))  # fmt: skip
