@@ -491,11 +491,10 @@ def _gradients(trace: Trace) -> list[tuple[str, str, np.ndarray]]:
 
 
 def _reads_v(trace: Trace, head: int) -> bool:
-    """Whether head's A·V reads the head's V as it was projected (not a feature's turn of it)."""
-    found = trace.find(ids.OUTPUT, head)
-    if found is None or len(found.reads) < 2 or not isinstance(found.reads[1], tuple):
-        return True
-    return bool(found.reads[1][0] == ids.V)
+    """Whether head's A·V reads the head's V as it was projected: its gradient dV came from
+    A·V itself, not back through a feature's stage after V (a turn of it, V_rot)."""
+    found = trace.find(ids.GRAD_V, head)
+    return found is None or found.op != "back"
 
 
 def _grad_weights(trace: Trace, head: int | None) -> np.ndarray:
