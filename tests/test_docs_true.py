@@ -378,3 +378,10 @@ def test_input_format_says_shared_kv_takes_backward_train_and_decode_and_it_does
     for args in runs:
         proc = in_process(args[0], str(path), *args[1:], "--format", "json")
         assert proc.returncode == 0, (args, proc.stderr)
+    assert "With `vo_rope` as well (DeepSeek-V4's layer) the values turn as the keys do" in text
+    turned = tmp_path / "turned.json"
+    turned.write_text(json.dumps(_decoded_doc(True, True, vo_rope=True)), encoding="utf-8")
+    proc = in_process("explain", str(turned), "--decode", "2", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    ids = {stage["id"] for stage in json.loads(proc.stdout)["stages"]}
+    assert {"c_kv_cache", "out_back"} <= ids and "k_rope_cache" not in ids

@@ -336,3 +336,20 @@ def test_a_sliding_layers_gradients_equal_autograd(lab):
     doc["target"] = np.random.default_rng(9).standard_normal(out.shape).tolist()
     trace = qkvcalc.explain(**doc, backward=True)
     _same(qkvcalc_grads(trace, doc), autograd(doc))
+
+
+def test_a_sliding_layer_decodes_with_its_one_cached_head(lab):
+    """--decode on the layer extract wrote: C_KV cached once, turned (vo_rope), d_k numbers a
+    token for every head; the stacked steps equal the whole run to 1e-12 and the module."""
+    import qkvcalc
+
+    problem = qkvcalc.extract(lab["model"], layer=0, input_ids=IDS)
+    whole = _explained(problem)
+    for prefill in (0, 5):
+        trace = _explained(problem | {"decode": prefill})
+        assert np.max(np.abs(trace.output - whole.output)) < 1e-12
+        assert relative(trace.output, lab["seen"][("out", 0)]) < TOL
+        heads = FIELDS["num_attention_heads"]
+        assert all(trace.find("k_cache", h, step=1) is None for h in range(1, heads + 1))
+        cache = trace.stage("c_kv_cache", step=len(IDS) - prefill)
+        assert cache.value.shape == (len(IDS), FIELDS["head_dim"])

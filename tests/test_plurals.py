@@ -60,6 +60,8 @@ COUNTED = [
     ("note.mla_shared_cache", "tokens", "token", "tokens"),
     ("note.mla_shared_cache_rope", "heads", "head", "heads"),
     ("note.mla_shared_cache_rope", "tokens", "token", "tokens"),
+    ("note.mla_shared_cache_turned", "heads", "head", "heads"),
+    ("note.mla_shared_cache_turned", "tokens", "token", "tokens"),
     ("ui.variant.indexer", "heads", "index head", "index heads"),
     ("note.index_q", "heads", "index head", "index heads"),
     ("note.index_q", "dim", "number", "numbers"),

@@ -2846,6 +2846,11 @@ MESSAGES: dict[str, str] = {
     "for the keys), {total} for {tokens} {tokens:token|tokens}, where a cache of every head's K "
     "and V would take H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token "
     "({full_total}).",
+    "note.mla_shared_cache_turned": "What it costs: per token d_k = {per_token} numbers for all "
+    "{heads} {heads:head|heads} (C_KV with its rotary columns turned once at the token's "
+    "position: with vo_rope the values take them turned, as the keys do), {total} for {tokens} "
+    "{tokens:token|tokens}, where a cache of every head's K and V would take H·(d_k + d_v) = "
+    "{heads}·({d_k} + {d_v}) = {full} per token ({full_total}).",
     "note.mla_shared_join": "Columns 1 to {rope} are the turned k_R from the cache, the same in "
     "every head; the next {nope} are C_KV's own.",
     "note.mla_shared_v_cache": "V = C_KV_cache: the values take C_KV unturned, the keys turned.",

@@ -2799,6 +2799,10 @@ MESSAGES: dict[str, str] = {
     "{d_k} + {rope} = {per_token}개의 수(C_KV, 그리고 Key를 위해 돌린 그 회전 열), 토큰 "
     "{tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 토큰마다 H·(d_k + d_v) = "
     "{heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
+    "note.mla_shared_cache_turned": "드는 비용: 헤드 {heads}개 모두를 위해 토큰마다 d_k = "
+    "{per_token}개의 수(회전 열을 토큰의 위치에서 한 번 돌린 C_KV: vo_rope에서는 Value도 Key처럼 "
+    "돌린 것을 받습니다), 토큰 {tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 "
+    "토큰마다 H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
     "note.mla_shared_join": "열 1부터 {rope}까지는 캐시의 돌린 k_R로 모든 헤드에서 같고, 다음 "
     "{nope}개는 C_KV 자신의 열입니다.",
     "note.mla_shared_v_cache": "V = C_KV_cache: Value는 돌리지 않은 C_KV를, Key는 돌린 것을 "

@@ -29,7 +29,8 @@ of dC_KV and the walk adds them, dC_KV = Σₕ (dKₕ + dVₕ) (`grad_c_kv_norm`
 the norm (`grad_c_kv`) to dW_DKV (`grad_wdkv`, the stages' column order) and dw_CKV; `train`
 steps W_DKV and the norm's weight by them. A decode run caches C_KV once for every head (d_k
 numbers a token; with a rotation also its d_R rotary columns turned once at their own position,
-`k_rope_cache`, which the keys read and the values do not: d_k + d_R).
+`k_rope_cache`, which the keys read and the values do not: d_k + d_R; with vo_rope too, C_KV
+itself turned, K = V = the cache, and vo_rope's turn back after each head's stacked rows).
 
 The weights are laid out as transformers' DeepSeek-V3 stores them (per head: the d_C columns,
 then the d_R rotary ones); qkvcalc puts each head's rotary columns first, so that the `rope` key
@@ -91,6 +92,7 @@ class Latent(NamedTuple):
     eps: float
     shared: bool = False  # DeepSeek-V4: one key/value head K = V = C_KV, no W_KR, no wkv_b
     turns: bool = False  # the problem's rotation turns the d_R columns (a decode step's cache)
+    turns_v: bool = False  # vo_rope: the values turned as the keys (the cache holds C_KV turned)
 
     @property
     def kv_b(self) -> Matrix:
@@ -258,7 +260,8 @@ def read(
         latent = _read_kv(raw, wkv_a, (wq_a, q_norm, wq), heads, rope, nope, float(eps), layout,
                           exact)  # fmt: skip
     check(latent, doc)
-    return latent._replace(turns=doc.get("rope") not in (None, False))
+    turns = doc.get("rope") not in (None, False)
+    return latent._replace(turns=turns, turns_v=turns and doc.get("vo_rope") is True)
 
 
 def _read_kv(raw: dict[str, Any], wkv_a: Matrix, query: tuple[Any, Any, Matrix], heads: int,
@@ -869,15 +872,23 @@ def _decode_shared_kv(p: Any, latent: Latent, step: int, take: Any, before: int 
                      notes=(Msg("note.mla_shared_norm", width=p.d_k, eps=f"{latent.eps:g}"),)),
     ]  # fmt: skip
     full = p.heads * (p.d_k + p.d_v)
-    per_token = p.d_k + (rope if latent.turns else 0)
-    memory = Msg("note.mla_shared_cache_rope" if latent.turns else "note.mla_shared_cache",
+    apart = latent.turns and not latent.turns_v  # the keys' turned columns, the values' not
+    per_token = p.d_k + (rope if apart else 0)
+    key = "note.mla_shared_cache_rope" if apart else "note.mla_shared_cache"
+    if latent.turns_v:
+        key = "note.mla_shared_cache_turned"
+    new = at("c_kv_norm")
+    if latent.turns_v:  # K and V both turned: C_KV turned once, at its own position, cached so
+        side = Turn(None, new, "C_KV", "K", rows, p.variants.key_positions[take], step, "t×d_k")
+        new = turn(p, side, specs)
+    memory = Msg(key,
                  d_k=p.d_k, rope=rope, per_token=per_token, tokens=p.n, total=per_token * p.n,
                  heads=p.heads, d_v=p.d_v, full=full, full_total=full * p.n)  # fmt: skip
     first = (memory,) if before is None else ()
-    specs.append(replace_spec(_stacked("c_kv_cache", before, at("c_kv_norm"), "C_KV_cache", keys,
+    specs.append(replace_spec(_stacked("c_kv_cache", before, new, "C_KV_cache", keys,
                                        p.d_k, step, first, "m_t×d_k"),
                               topic="mla_shared_c_kv_cache"))  # fmt: skip
-    if not latent.turns:
+    if not apart:
         return specs
     specs.append(
         Spec("k_rope", None, "slice", (at("c_kv_norm"),), f"k_R = C_KV[:, {span(0, rope)}]",
@@ -900,7 +911,7 @@ def _decode_shared_head(latent: Latent, h: int | None, step: int, keys: tuple[st
     with a rotation K = [k_R_cache | C_KV_cache's other columns] (the turned rotary ones)."""
     cache = ref("c_kv_cache", None, step)
     out = _shared_head(latent, h, keys, (cache, "C_KV_cache"), "m_t")
-    if not latent.turns:
+    if not latent.turns or latent.turns_v:  # K = V = the cache (turned with vo_rope)
         return out
     rope, width = latent.rope, latent.rope + latent.nope
     k_nope = Spec("k_nope", h, "slice", (cache,), f"K_C = C_KV_cache[:, {span(rope, latent.nope)}]",
@@ -1253,4 +1264,7 @@ FEATURE = Feature(
     torch_compared=torch_compared,
     learns=LEARNS,
     back_notes=_back_notes,
+    # with vo_rope the one key/value head is cached turned: it is already V turned as K is, and
+    # each head's output is turned back once its steps' rows are stacked
+    decode_covers=lambda latent: ("vo_rope",) if latent.turns_v else (),
 )
