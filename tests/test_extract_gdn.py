@@ -474,3 +474,28 @@ def test_a_convolution_of_another_activation_is_one_message(tmp_path, name):
     attention = model.config.layer_types.index("full_attention")
     problem = qkvcalc.extract(str(folder), layer=attention, input_ids=ids(), dtype="float64")
     assert "gated_delta" not in problem
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_heads_says_the_models_own_forward_failing_in_one_message(lab, monkeypatch, lang):
+    """qkvcalc heads runs the model as extract does, and transformers raising inside its own
+    forward is the same one message there (it was a traceback: DeepSeek-V4's mHC weights kept
+    float32 by transformers 5.25 met a float64 run's numbers)."""
+    from transformers import AutoModelForCausalLM
+
+    import qkvcalc
+    from qkvcalc.extract.common import base_model
+    from qkvcalc.extract.heads import attention_maps
+
+    loaded = AutoModelForCausalLM.from_pretrained(lab("qwen3_next")["folder"])
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("expected m1 and m2 to have the same dtype\nsecond line")
+
+    monkeypatch.setattr(base_model(loaded), "forward", broken)
+    with pytest.raises(qkvcalc.QkvcalcError) as raised:
+        attention_maps(loaded, input_ids=ids())
+    text = raised.value.msg.text(lang)
+    assert raised.value.msg.key == "extract.model_failed"
+    assert "RuntimeError: expected m1 and m2 to have the same dtype" in text
+    assert "second line" not in text and "qwen3_next" in text

@@ -215,6 +215,20 @@ def _run(
             islands = float64_islands(model) if float64 else contextlib.nullcontext()
             with islands:
                 out = family.run(model, torch.tensor([opened.ids], device=device))
+    except (MemoryError, QkvcalcError, AttributeError):
+        raise  # AttributeError: a renamed attribute, named by check.layout
+    except Exception as err:  # transformers' own forward failed: one message, as extract's
+        if runner._out_of_memory(err):
+            raise
+        # the hooks run in the layers' order: the first kept layer not reached is where it
+        # stopped; past every kept one, the last attention map was never returned
+        unread = [i for i in keep if i not in xs]
+        raise QkvcalcError(
+            "extract.model_failed",
+            model_type=model.config.model_type,
+            layer=unread[0] if unread else max([*numbers, *keep], default=0),
+            error=f"{type(err).__name__}: {runner._first_line(err)}",
+        ) from None
     finally:
         for handle in handles:
             handle.remove()

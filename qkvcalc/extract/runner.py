@@ -388,6 +388,7 @@ def load(
     it runs (stream.float64_layers)."""
     if progress:
         progress(Msg("extract.loading", model=path))
+    import torch
     import transformers
 
     cls = transformers.T5EncoderModel if config.model_type == "t5" else transformers.AutoModel
@@ -425,10 +426,13 @@ def load(
         if type(err).__name__ == "SafetensorError":
             raise QkvcalcError("extract.no_weights", path=path, reason=_reason(err)) from None
         raise QkvcalcError("extract.bad_config", model=path, reason=_reason(err)) from None
-    if dtype == "float64" and not stream:
+    if not stream and (dtype == "float64" or (dtype == "auto" and model.dtype == torch.float64)):
         # what transformers keeps in float32 whatever the dtype (_keep_in_fp32_modules_strict:
-        # Kimi Linear's router and dt_bias since 5.25) widened, exactly, as stream.py widens it
-        model = model.to(_torch_dtype(dtype))
+        # Kimi Linear's router and dt_bias, DeepSeek-V4's mHC weights since 5.25) widened,
+        # exactly, as stream.py widens it: a float64 run lifts the float32 steps (islands.py),
+        # and a float32 weight then meets float64 numbers (a checkpoint saved in float64 and
+        # read with --dtype auto too)
+        model = model.to(torch.float64)
     model.eval()
     return model, _tokenizer(path)
 
