@@ -145,9 +145,12 @@ def load_npz(data: bytes | bytearray, origin: str, limit: int) -> dict[str, Any]
         key = name[: -len(".npy")]
         if key in doc:  # zip allows two members of one name; which one wins is no answer
             raise QkvcalcError("array.npz_duplicate", origin=origin, member=name)
-        raw = _stored(data, member, f"{origin}[{key}]")
-        if raw is None:
-            raw = _inflate(archive, member, f"{origin}[{key}]", budget, limit)
+        stored = _stored(data, member, f"{origin}[{key}]")
+        raw = (
+            stored
+            if stored is not None
+            else _inflate(archive, member, f"{origin}[{key}]", budget, limit)
+        )
         budget -= len(raw)
         array = _read_npy(raw, f"{origin}[{key}]")
         if key == JSON_MEMBER:
