@@ -14,6 +14,7 @@ import qkvcalc
 from qkvcalc.render import RenderOptions, render
 from tests.conftest import one_message, run_qkvcalc
 from tests.test_compress import problem, sparse
+from tests.test_exports import _pdflatex, needs_pdflatex
 
 
 def _page(doc: dict, lang: str = "en") -> str:
@@ -180,3 +181,18 @@ def test_the_quiz_says_which_bias_was_left_out(tmp_path):
         env={"COLUMNS": "400"},
     )  # fmt: skip
     assert "each gate gets the bias of its token's place in the window, a row of B" in done.stdout
+
+
+@needs_pdflatex
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_sparse_layers_latex_compiles_with_floors_and_the_indexers_pooled_symbol(
+    tmp_path, lang
+):
+    """--format latex wrote K_I_w (a double subscript: pdflatex stopped) and ⌊ ⌋ as
+    [U+230A] [U+230B] in the entries' count and visibility notes."""
+    doc, _ = sparse(3, m=2, top_k=1)
+    tex = render(qkvcalc.explain(**doc), "latex", RenderOptions(lang=lang))
+    assert "K_{I,w} = " in tex and "K_I_w" not in tex
+    assert "U+230" not in tex and r"$\lfloor$" in tex
+    log = _pdflatex(tex, tmp_path)
+    assert "Double subscript" not in log
