@@ -2501,18 +2501,20 @@ MESSAGES: dict[str, str] = {
     # ---- compressed keys (qkvcalc/ops/compress.py) ----
     "stage.comp_kv.title": "Compressed entries: the values to pool",
     "stage.comp_kv.why": "The entries are made from X by a projection of their own, W_C: each "
-    "token's row is what it brings to the entry its window makes. An entry sums up m tokens, and "
-    "every head reads it as one more key and value, so a long sequence costs fewer keys.",
+    "token's row is what it brings to the entry its window makes. An entry sums up a window of m "
+    "tokens (with overlapping windows, halves of two), and every head reads it as one more key "
+    "and value, so a long sequence costs fewer keys.",
     "stage.comp_gate.title": "Compressed entries: the gates",
     "stage.comp_gate.why": "A second projection of X, W_G, gives each token a gate in each "
     "channel: how much that token counts in its entry, once its position's bias is added and the "
     "gates of its window go through a softmax.",
     "stage.comp_weights.title": "Compressed entries: each token's share",
-    "stage.comp_weights.why": "For each entry, each channel apart, a softmax over the slots of "
-    "its window: e^(z + b) over the sum of those of its slots. The shares of one entry add up to "
-    "1 in every channel, so the entry is a weighted average of its tokens, channel by channel.",
+    "stage.comp_weights.why": "For each entry, each channel apart, a softmax over its slots (the "
+    "tokens of its window; with overlapping windows, of its two): e^(z + b) over the sum of those "
+    "of its slots. The shares of one entry add up to 1 in every channel, so the entry is a "
+    "weighted average of its tokens, channel by channel.",
     "stage.comp_pooled.title": "Compressed entries: pooled",
-    "stage.comp_pooled.why": "Each entry is its slots' rows of C_KV, each times its share, "
+    "stage.comp_pooled.why": "Each entry is its slots' rows of C_E, each times its share, "
     "summed channel by channel: one row for a window of tokens.",
     "stage.comp_norm.title": "Compressed entries: RMSNorm",
     "stage.comp_norm.why": "Each entry is divided by its root mean square and multiplied by the "
@@ -2531,36 +2533,35 @@ MESSAGES: dict[str, str] = {
     "hint.comp_pooled": "{cell}: the shares of entry {i}'s slots in channel {j}, each times the "
     "slot's value, summed.",
     "hint.comp_more": "{cell}: row {i} of {src} for a token's row; an entry's row after them.",
-    "note.comp_kv": "One entry per {m} tokens, {width} numbers wide; entries: ⌊{n}/{m}⌋ = "
-    "{count} (tokens after the last whole window feed none yet).",
-    "note.comp_kv_overlap": "Two halves of {width} columns, [Ca | Cb]: an entry pools its own "
-    "window's Cb half and the window before's Ca half; one entry per {m} tokens, entries: "
-    "⌊{n}/{m}⌋ = {count}.",
+    "note.comp_kv": "One entry per {m} {m:token|tokens}, {width} {width:number|numbers} wide; "
+    "entries: ⌊{n}/{m}⌋ = {count} (tokens after the last whole window feed none yet).",
+    "note.comp_kv_overlap": "Two halves of {width} {width:column|columns}, [Ca | Cb]: an entry "
+    "pools its own window's Cb half and the window before's Ca half; one entry per {m} "
+    "{m:token|tokens}, entries: ⌊{n}/{m}⌋ = {count}.",
     "note.comp_gate": "The gates have the columns of the values they pool: one gate per token "
     "and channel.",
-    "note.comp_weights": "Each window of {m} rows is one entry's: rows 1 to {m} feed C1, the "
-    "next {m} feed C2, and so on, column by column; the bias added is B's row for the token's "
-    "place in its window.",
-    "note.comp_weights_overlap": "In the Cb half's columns each window of {m} rows feeds its "
-    "own entry (rows 1 to {m}: C1); in the Ca half's, the next one (rows 1 to {m}: C2), and 0 "
-    "where there is none. An entry's softmax runs over its 2·{m} slots in a channel ({m} for "
-    "C1).",
+    "note.comp_weights": "Each window of {m} {m:row|rows} is one entry's: row t feeds C⌈t/{m}⌉, "
+    "column by column; the bias added is B's row for the token's place in its window.",
+    "note.comp_weights_overlap": "In the Cb half's columns row t feeds its own window's entry, "
+    "C⌈t/{m}⌉; in the Ca half's, the next window's, C(⌈t/{m}⌉ + 1), and 0 where there is none. An "
+    "entry's softmax runs over its 2·{m} slots in a channel ({m} for C1).",
     "note.comp_pooled": "Entry w sums its slots' shares times their values, channel by channel.",
     "note.comp_rot": "The first {dims} columns of each entry turn at the position of its "
-    "window's first token (C1 at 0, C2 at {m}, C3 at 2·{m} …) with the problem's rotary "
+    "window's first token (C1 at 0, each next entry {m} further on) with the problem's rotary "
     "frequencies; the others pass through.",
     "note.comp_more": "{side}' = the tokens' rows, then one row per entry (entries: {count}): "
     "every head reads the same entries, as keys and as values.",
-    "note.comp_visible": "The entries' columns: a query at position p may read an entry "
-    "only once the entry's whole window is at or before p, the entries C1 to C⌊(p + 1)/{m}⌋; "
-    "the window and the causal mask hold for the tokens' columns.",
+    "note.comp_visible": "The entries' columns: a query at position p (t1 at 0) may read an entry "
+    "only once the entry's whole window is at or before p, the entries C1 to C⌊(p + 1)/{m}⌋ (none "
+    "while p + 1 < {m}); the window and the causal mask hold for the tokens' columns.",
     "note.exact_stops_comp": "Decimals from here on: a token's share in its entry is an e^x over "
     "a sum of them, which leaves the fractions.",
-    "ui.variant.compress": "compressed keys: one entry per {m} tokens, after the tokens' m keys",
-    "ui.variant.compress_overlap": "compressed keys: one entry per {m} tokens, after the tokens' m "
-    "keys, over overlapping windows",
-    "mistake.comp_bias_missing": "This leaves out the position bias B: each gate gets its "
-    "token's place in the window's bias before the softmax.",
+    "ui.variant.compress": "compressed keys: one entry per {m} {m:token|tokens}, after the "
+    "tokens' keys",
+    "ui.variant.compress_overlap": "compressed keys: one entry per {m} {m:token|tokens}, after "
+    "the tokens' keys, over overlapping windows",
+    "mistake.comp_bias_missing": "This leaves out the position bias B: each gate gets the bias of "
+    "its token's place in the window, a row of B, before the softmax.",
     "mistake.comp_softmax_axis": "This softmax runs along the row, over the channels; a share "
     "is taken over the window's positions, each channel apart (down the column).",
     "compress.not_object": "compress must be an object with m, wkv, wgate, bias and norm (eps "
@@ -2621,8 +2622,13 @@ MESSAGES: dict[str, str] = {
     "position; the others pass through.",
     "note.idx_scores": "I[i, w] = Σ over the {heads} index heads of (w_h/√{heads})·ReLU(q_h·k_w/"
     "√{dim}).",
-    "note.idx_topk": "Each row keeps its {top_k} largest scores among the visible entries (ties: "
-    "the earlier entry); every head's mask then hides the entries not kept.",
+    "note.idx_visible": "A query at position p (t1 at 0) may choose an entry only once the "
+    "entry's whole window is at or before p: C1 to C⌊(p + 1)/{m}⌋ (none while p + 1 < {m}); the "
+    "others' scores become −∞.",
+    "note.idx_topk": "Each row keeps {top_k} {top_k:score|scores}, the largest among the visible "
+    "entries (ties: the earlier entry); every head's mask then hides the entries not kept.",
+    "compress.positions": "compress pools windows of rows counted from the first token, at "
+    "positions 0 to {last} (an entry turns at w·m): leave out positions and key_positions",
     "compress.index_object": "compress.index must be an object with wkv, wgate, bias, norm, wq, "
     "weights, heads and top_k, not {value}",
     "compress.index_overlap": "compress.index scores entries pooled over two windows: give "

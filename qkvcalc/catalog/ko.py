@@ -2450,19 +2450,20 @@ MESSAGES: dict[str, str] = {
     "--decode를 빼세요(전체 실행이 보여 줍니다).",
     # ---- compressed keys (qkvcalc/ops/compress.py) ----
     "stage.comp_kv.title": "압축 항목: 모을 값",
-    "stage.comp_kv.why": "항목은 X에서 자기만의 프로젝션 W_C로 만듭니다. 각 토큰의 행은 그 "
-    "토큰의 윈도우가 만드는 항목에 보태는 값입니다. 항목 하나가 m개 토큰을 요약하고, 모든 헤드가 "
-    "이를 Key와 Value 하나로 더 읽으므로 긴 시퀀스에서도 Key가 덜 듭니다.",
+    "stage.comp_kv.why": "항목은 X에서 자기만의 프로젝션 W_C로 만듭니다. 각 토큰의 행은 그 토큰의 "
+    "윈도우가 만드는 항목에 보태는 값입니다. 항목 하나가 토큰 m개의 윈도우 하나를 "
+    "요약하고(윈도우가 겹치면 두 윈도우의 반쪽씩), 모든 헤드가 이를 Key와 Value 하나로 더 "
+    "읽으므로 긴 시퀀스에서도 Key가 덜 듭니다.",
     "stage.comp_gate.title": "압축 항목: 게이트",
     "stage.comp_gate.why": "X의 두 번째 프로젝션 W_G가 각 토큰에 채널마다 게이트를 줍니다. "
     "위치의 바이어스를 더하고 윈도우의 게이트들을 소프트맥스에 넣으면, 그 토큰이 항목에서 "
     "얼마나 셈에 들어가는지가 됩니다.",
     "stage.comp_weights.title": "압축 항목: 토큰마다의 몫",
-    "stage.comp_weights.why": "항목마다, 채널마다 따로, 그 윈도우의 칸들에 대한 소프트맥스입니다: "
-    "e^(z + b)를 그 항목의 칸들의 합으로 나눕니다. 한 항목의 몫은 채널마다 합이 1이므로, 항목은 "
-    "채널별로 토큰들의 가중 평균입니다.",
+    "stage.comp_weights.why": "항목마다, 채널마다 따로, 그 칸들(윈도우의 토큰들, 윈도우가 겹치면 "
+    "두 윈도우의 토큰들)에 대한 소프트맥스입니다: e^(z + b)를 그 항목의 칸들의 합으로 나눕니다. "
+    "한 항목의 몫은 채널마다 합이 1이므로, 항목은 채널별로 토큰들의 가중 평균입니다.",
     "stage.comp_pooled.title": "압축 항목: 모은 값",
-    "stage.comp_pooled.why": "각 항목은 그 칸들의 C_KV 행에 각자의 몫을 곱해 채널마다 더한 "
+    "stage.comp_pooled.why": "각 항목은 그 칸들의 C_E 행에 각자의 몫을 곱해 채널마다 더한 "
     "것입니다: 토큰 윈도우 하나에 행 하나입니다.",
     "stage.comp_norm.title": "압축 항목: RMSNorm",
     "stage.comp_norm.why": "각 항목을 그 제곱평균제곱근으로 나누고 정규화의 가중치를 곱합니다. "
@@ -2486,26 +2487,23 @@ MESSAGES: dict[str, str] = {
     "바로 앞 윈도우의 Ca 반쪽을 모읍니다. 토큰 {m}개마다 항목 하나, 항목 수: ⌊{n}/{m}⌋ = "
     "{count}.",
     "note.comp_gate": "게이트의 열은 모으는 값의 열과 같습니다: 토큰과 채널마다 게이트 하나.",
-    "note.comp_weights": "행 {m}개로 된 윈도우 하나가 항목 하나의 것입니다: 1~{m}번째 "
-    "행은 C1에, 다음 {m}개는 C2에 들어가며, 열마다 따로입니다. 더하는 바이어스는 윈도우 안 "
-    "토큰 자리에 해당하는 B의 행입니다.",
-    "note.comp_weights_overlap": "Cb 반쪽의 열에서는 행 {m}개로 된 윈도우가 자기 항목에 "
-    "들어가고(1~{m}번째 행: C1), Ca 반쪽의 열에서는 다음 항목에 들어갑니다(1~{m}번째 행: C2). "
-    "그런 항목이 없으면 0입니다. 항목의 소프트맥스는 채널마다 그 2·{m}개 칸에 대해 "
-    "계산합니다(C1은 {m}개).",
+    "note.comp_weights": "행 {m}개로 된 윈도우 하나가 항목 하나의 것입니다: t번째 행은 열마다 "
+    "따로 C⌈t/{m}⌉에 들어갑니다. 더하는 바이어스는 윈도우 안 토큰 자리에 해당하는 B의 행입니다.",
+    "note.comp_weights_overlap": "Cb 반쪽의 열에서 t번째 행은 자기 윈도우의 항목 C⌈t/{m}⌉에, Ca "
+    "반쪽의 열에서는 다음 윈도우의 항목 C(⌈t/{m}⌉ + 1)에 들어갑니다. 그런 항목이 없으면 0입니다. "
+    "항목의 소프트맥스는 채널마다 그 2·{m}개 칸에 대해 계산합니다(C1은 {m}개).",
     "note.comp_pooled": "항목 w는 채널마다 그 칸들의 몫 × 값을 더합니다.",
-    "note.comp_rot": "각 항목의 앞 {dims}개 열을 문제의 회전 주파수로, 그 윈도우의 첫 "
-    "토큰 위치에서 회전합니다(C1은 0, C2는 {m}, C3은 2·{m} …). 나머지 열은 그대로 "
-    "지나갑니다.",
+    "note.comp_rot": "각 항목의 앞 {dims}개 열을 문제의 회전 주파수로, 그 윈도우의 첫 토큰 "
+    "위치에서 회전합니다(C1은 0, 다음 항목마다 {m}씩 뒤). 나머지 열은 그대로 지나갑니다.",
     "note.comp_more": "{side}' = 토큰들의 행, 그다음 항목마다 행 하나(항목 수: {count}). 모든 "
     "헤드가 같은 항목을 Key로도 Value로도 읽습니다.",
-    "note.comp_visible": "항목의 열: 위치 p의 Query는 항목의 윈도우 전체가 p 이전(p 포함)에 "
-    "있을 때만 그 항목을 읽습니다. 곧 C1부터 C⌊(p + 1)/{m}⌋까지입니다. 윈도우와 인과 마스크는 "
-    "토큰의 열에 적용됩니다.",
+    "note.comp_visible": "항목의 열: 위치 p(t1이 0)의 Query는 항목의 윈도우 전체가 p 이전(p "
+    "포함)에 있을 때만 그 항목을 읽습니다. 곧 C1부터 C⌊(p + 1)/{m}⌋까지이며, p + 1 < {m}이면 "
+    "하나도 없습니다. 윈도우와 인과 마스크는 토큰의 열에 적용됩니다.",
     "note.exact_stops_comp": "여기부터는 소수입니다. 토큰의 몫은 e^x를 그런 값들의 합으로 나눈 "
     "것이라 분수를 벗어납니다.",
-    "ui.variant.compress": "압축 Key: 토큰의 Key m개 뒤에, 토큰 {m}개마다 항목 하나",
-    "ui.variant.compress_overlap": "압축 Key: 토큰의 Key m개 뒤에, 겹치는 윈도우로 토큰 {m}개마다 "
+    "ui.variant.compress": "압축 Key: 토큰의 Key 뒤에, 토큰 {m}개마다 항목 하나",
+    "ui.variant.compress_overlap": "압축 Key: 토큰의 Key 뒤에, 겹치는 윈도우로 토큰 {m}개마다 "
     "항목 하나",
     "mistake.comp_bias_missing": "위치 바이어스 B가 빠졌습니다. 각 게이트에는 소프트맥스 전에 "
     "윈도우 안 토큰 자리의 바이어스를 더합니다.",
@@ -2514,8 +2512,8 @@ MESSAGES: dict[str, str] = {
     "compress.not_object": "compress는 m, wkv, wgate, bias, norm을 가진 객체여야 합니다(eps와 "
     "overlap은 줄 수 있습니다). 받은 값: {value}",
     "compress.unknown_key": "compress에는 {key} 키가 없습니다. 키는 {known}입니다",
-    "compress.missing": "compress에 {missing}이(가) 없습니다: 항목에는 m, wkv, wgate, bias, "
-    "norm이 필요합니다",
+    "compress.missing": "compress에 빠진 키: {missing}. 항목에는 m, wkv, wgate, bias, norm이 "
+    "필요합니다",
     "compress.needs_x": "compress는 X에서 항목을 모읍니다: x와 가중치를 주세요(q, k, v를 직접 "
     "주지 말고)",
     "compress.widths": "compress는 같은 항목을 모든 헤드의 Key와 Value에 붙이므로 d_k와 d_v가 "
@@ -2568,8 +2566,13 @@ MESSAGES: dict[str, str] = {
     "나머지 열은 그대로 지나갑니다.",
     "note.idx_scores": "I[i, w] = 인덱스 헤드 {heads}개에 대한 (w_h/√{heads})·ReLU(q_h·k_w/"
     "√{dim})의 합.",
+    "note.idx_visible": "위치 p(t1이 0)의 Query는 항목의 윈도우 전체가 p 이전(p 포함)에 있을 때만 "
+    "그 항목을 고를 수 있습니다: C1부터 C⌊(p + 1)/{m}⌋까지이며, p + 1 < {m}이면 하나도 없습니다. "
+    "나머지의 점수는 −∞가 됩니다.",
     "note.idx_topk": "각 행은 보이는 항목 중 가장 큰 점수 {top_k}개를 남깁니다(같으면 앞 항목). "
     "그다음 모든 헤드의 마스크가 남기지 않은 항목을 가립니다.",
+    "compress.positions": "compress는 첫 토큰부터 센 행의 윈도우를 위치 0부터 {last}까지에서 "
+    "모읍니다(항목은 w·m에서 회전합니다): positions와 key_positions를 빼세요",
     "compress.index_object": "compress.index는 wkv, wgate, bias, norm, wq, weights, heads, "
     "top_k를 가진 객체여야 합니다. 받은 값: {value}",
     "compress.index_overlap": "compress.index는 두 윈도우에 걸쳐 모은 항목에 점수를 매깁니다: "

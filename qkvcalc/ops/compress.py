@@ -7,10 +7,10 @@ once the entry's whole window is behind it: w < ⌊(i + 1)/m⌋.
                  "bias": B [m, d_k], "norm": w [d_k], "eps": ε (default 1e-6),
                  "overlap": false}
 
-    C_KV = X·W_C,  Z = X·W_G                                         stages `comp_kv`, `comp_gate`
+    C_E = X·W_C,  Z = X·W_G                                          stages `comp_kv`, `comp_gate`
     T = ⌊n/m⌋ entries; entry w pools window w's tokens (w·m ≤ t < (w + 1)·m), channel c apart:
     P[t, c] = e^(Z[t, c] + B[t − w·m, c]) / Σ over the window's t of the same     `comp_weights`
-    E[w, c] = Σ_t P[t, c]·C_KV[t, c]                                             `comp_pooled`
+    E[w, c] = Σ_t P[t, c]·C_E[t, c]                                              `comp_pooled`
     E = RMSNorm(E) ⊙ w                                                           `comp_norm`
     the rotary columns of entry w turned at position w·m (the problem's `rope`)  `comp_rot`
     head h:  K = [K_rot ; E],  V = [V_rot ; E]                            `k_more`, `v_more`
@@ -469,10 +469,21 @@ def _pool(p: Any, c: Compress, pool: Pool, x_ref: Ref, x_name: str) -> list[Spec
     return specs
 
 
+def _from_zero(p: Any) -> None:
+    """The windows are rows counted from the first token and the entries turn at w·m: refuse
+    positions (and key positions) other than 0 … n − 1, which would let a query read an entry
+    whose window is after it."""
+    v, n = p.variants, p.n
+    if not (np.array_equal(v.positions, np.arange(n))
+            and np.array_equal(v.key_positions, np.arange(len(v.key_positions)))):  # fmt: skip
+        raise _fail("positions", last=n - 1)
+
+
 def _before_heads(p: Any, c: Compress, x_ref: Ref, x_name: str, allowed: Any) -> list[Spec]:
     if p.x is None:
         raise _fail("needs_x")
-    names = ("W_C", "W_G", "C_KV", "Z", "P", "B", "E")
+    _from_zero(p)
+    names = ("W_C", "W_G", "C_E", "Z", "P", "B", "E")
     specs = _pool(p, c, Pool("comp", c.wkv, c.wgate, c.bias, c.norm, names), x_ref, x_name)
     if c.scorer is not None:
         specs += _index(p, c, c.scorer, x_ref, x_name)
@@ -529,7 +540,7 @@ def _index(p: Any, c: Compress, ix: Index, x_ref: Ref, x_name: str) -> list[Spec
         Spec(
             "idx_masked", None, "mask", (("idx_scores", None),), "I + M", p.tokens, entries,
             params={"allowed": seen, "wide": True},
-            notes=(Msg("note.comp_visible", m=c.m),), symbol="I+M", letters="n×T",
+            notes=(Msg("note.idx_visible", m=c.m),), symbol="I+M", letters="n×T",
             hint=("hint.masked", {"src": "I"}),
         ),
         Spec(

@@ -75,6 +75,8 @@ _SYMBOLS = {
     "—": "---",
     "⌈": r"$\lceil$",
     "⌉": r"$\rceil$",
+    "⌊": r"$\lfloor$",
+    "⌋": r"$\rfloor$",
     "‘": "`",
     "’": "'",
     "“": "``",
@@ -316,6 +318,7 @@ def tex_formula(formula: str) -> str:
     tex = re.sub(r"\\mathrm\{(head|max)\}_(\w)", r"\\mathrm{\1}_{\2}", tex)
     # two subscripts as one: k_I_norm -> k_{I,norm}, q_I_rot -> q_{I,rot}
     tex = re.sub(r"\b([A-Za-z])_([A-Za-z])_(rot|norm)\b", r"\1_{\2,\\mathrm{\3}}", tex)
+    tex = re.sub(r"\b([A-Za-z])_([A-Za-z])_([a-z])\b", r"\1_{\2,\3}", tex)  # K_I_w -> K_{I,w}
     tex = re.sub(r"([A-Z])_(rot|norm|cache|cap|chunk)", r"\1_{\\mathrm{\2}}", tex)
     tex = re.sub(r"_\(([^()]*)\)", r"_{\1}", tex)  # A_(s+1): a subscript in parentheses
     tex = re.sub(r"_([A-Za-z]{2,})", r"_{\\mathrm{\1}}", tex)  # λ_init: a word as a subscript
