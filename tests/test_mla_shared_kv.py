@@ -237,9 +237,11 @@ def test_the_cache_says_what_it_costs(kind, lang):
         )
         assert said in text
         assert f"{per_token * N} for {N} tokens" in text
-        assert f"= {full} per token ({full * N})" in text
+        assert f"= {full} per token ({full * N} for {N} tokens)" in text
+        assert f"the same for every head ({H} heads" in text and "for all" not in text
         turned = "with vo_rope the values take them turned, as the keys do"
         assert (turned in text) == (kind == "vo_rope")
     else:
-        assert f"{per_token}개의 수" in text and f"{full}개 ({full * N}개)" in text
+        assert f"{per_token}개의 수" in text and f"{full}개 (토큰 {N}개에 {full * N}개)" in text
+        assert f"모든 헤드(헤드 {H}개)가 같은 것을 읽고" in text
     assert "C_KV_cache" in text

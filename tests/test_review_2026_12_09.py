@@ -196,3 +196,43 @@ def test_the_sparse_layers_latex_compiles_with_floors_and_the_indexers_pooled_sy
     assert "U+230" not in tex and r"$\lfloor$" in tex
     log = _pdflatex(tex, tmp_path)
     assert "Double subscript" not in log
+
+
+# ---- mla's one key/value head (shared_kv): backward, train and decode's sentences ----------
+
+
+def test_one_head_reads_the_shared_head_in_every_head_not_each_of_one():
+    """With H = 1 the backward said "read whole as … by each of the 1 head" (and in Korean a
+    fixed particle after any symbol); the order note said "a step puts each back", under
+    --backward, where a step reads as a decode step: it is qkvcalc train that puts them back."""
+    from tests.test_mla_shared_kv_backward import make_doc
+
+    doc = make_doc(7, heads=1, latent=True, turn=True)
+    trace = qkvcalc.explain(**doc, backward=True)
+    en = " ".join(_page(doc | {"backward": True}).split())
+    ko = " ".join(_page(doc | {"backward": True}, "ko").split())
+    assert trace.find("grad_c_kv_norm") is not None
+    assert "in every head (1 head)" in en and "each of the 1 head" not in en
+    assert "모든 헤드(헤드 1개)에서" in ko and "헤드 1개 각각에서" not in ko
+    assert "qkvcalc train puts each column back where wkv_a holds it" in en
+    assert "a step puts each back" not in en
+    assert "qkvcalc train은 각 열을 wkv_a에서의 자리로 돌려놓습니다" in ko
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_cache_says_it_holds_the_rows_turned_under_vo_rope(lang):
+    """The cache's why said "C_KV of every token so far" while under vo_rope it holds C_KV's
+    rows turned at their positions (t2's cached row is not C_KV's)."""
+    from tests.test_mla_shared_kv import _decoded_doc
+
+    doc = _decoded_doc(True, True, vo_rope=True)
+    trace = qkvcalc.explain(**doc, decode=2)
+    whole = qkvcalc.explain(**doc)
+    cache = trace.stage("c_kv_cache", step=trace.problem.n - 2).value
+    assert not np.allclose(cache, whole.stage("c_kv_norm").value)  # the rows are turned
+    text = " ".join(render(trace, "txt", RenderOptions(width=400, lang=lang)).split())
+    if lang == "en":
+        assert "each token's row of C_KV so far (with vo_rope, turned at its position" in text
+        assert "C_KV of every token so far" not in text
+    else:
+        assert "vo_rope에서는 토큰의 위치에서 돌린 행으로" in text

@@ -586,7 +586,8 @@ MESSAGES: dict[str, str] = {
     "stage.gdn_grad_gates.title": "Backward: the gradients of g and β",
     "stage.gdn_grad_gates.why": "dβ_t = c_t·u_t: how much the write's strength helps, the "
     "gradient along the Key times what was new. dg_t: the decay multiplied S'_t = e^(g_t)·S_(t−1), "
-    "so dg_t adds the cells of (I − β_t·k̂_t·k̂_tᵀ)·dS_t (the gradient S'_t received) times S'_t's; "
+    "so dg_t adds the cells of (I − β_t·k̂_t·k̂_tᵀ)·dS_t (the gradient S'_t received) times "
+    "S'_t's; "
     "0 for the first token, whose S_0 = 0.",
     "stage.grad_back.l2norm.title": "Backward through the L2 norm",
     "stage.grad_back.l2norm.why": "y = s·x·ρ with ρ = 1/√(Σx² + 10⁻⁶): dx = s·(ρ·dy − x·ρ³·Σ(x ⊙ "
@@ -2907,7 +2908,8 @@ MESSAGES: dict[str, str] = {
     "own position: every head reads it as the first d_R columns of its keys.",
     "note.mla_cache": "What it costs: per token r_kv + d_R = {rank} + {rope} = {per_token} "
     "numbers, {total} for {tokens} {tokens:token|tokens}, where a cache of every head's K and V "
-    "would take H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token ({full_total}).",
+    "would take H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token ({full_total} for "
+    "{tokens} {tokens:token|tokens}).",
     "note.mla_from_cache": "Made again at every step from C_KV in the cache ({rows} × r_kv), "
     "here for clarity. The cache holds C_KV (and k_R), never K_C or V; real inference "
     "(DeepSeek-V2's paper, vLLM) never forms them either: it folds W_UK into the query side (the "
@@ -2964,8 +2966,9 @@ MESSAGES: dict[str, str] = {
     "{width:column|columns} of c_KV (the key/value head itself, not a latent), ε = {eps}.",
     "stage.mla_shared_c_kv_cache.title": "The key/value head's cache (C_KV)",
     "stage.mla_shared_c_kv_cache.why": "DeepSeek-V4 caches its one key/value head once for every "
-    "head: C_KV of every token so far, a step appending its new token's row. Every head reads "
-    "its keys and values from this one cache.",
+    "head: each token's row of C_KV so far (with vo_rope, turned at its position, as keys and "
+    "values both take it), a step appending its new token's row. Every head reads its keys and "
+    "values from this one cache.",
     "stage.mla_shared_k_rope.title": "The rotary columns of C_KV",
     "stage.mla_shared_k_rope.why": "The keys turn C_KV's first d_R columns (the rotary ones) by "
     "the token's position, the values do not: these columns are taken apart to be turned once, "
@@ -2983,20 +2986,21 @@ MESSAGES: dict[str, str] = {
     "stage.mla_shared_v_cache.title": "Value: the cached key/value head",
     "stage.mla_shared_v_cache.why": "Every head's value is C_KV from the cache as it is: its "
     "rotary columns unturned, since only the keys turn them.",
-    "note.mla_shared_cache": "What it costs: per token d_k = {per_token} numbers for all {heads} "
-    "{heads:head|heads}, {total} for {tokens} {tokens:token|tokens}, where a cache of every "
-    "head's K and V would take H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token "
-    "({full_total}).",
+    "note.mla_shared_cache": "What it costs: per token d_k = {per_token} numbers, the same for "
+    "every head ({heads} {heads:head|heads}), {total} for {tokens} {tokens:token|tokens}, where a "
+    "cache of every head's K and V would take H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per "
+    "token ({full_total} for {tokens} {tokens:token|tokens}).",
     "note.mla_shared_cache_rope": "What it costs: per token d_k + d_R = {d_k} + {rope} = "
-    "{per_token} numbers for all {heads} {heads:head|heads} (C_KV, and its rotary columns turned "
-    "for the keys), {total} for {tokens} {tokens:token|tokens}, where a cache of every head's K "
-    "and V would take H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token "
-    "({full_total}).",
-    "note.mla_shared_cache_turned": "What it costs: per token d_k = {per_token} numbers for all "
-    "{heads} {heads:head|heads} (C_KV with its rotary columns turned once at the token's "
-    "position: with vo_rope the values take them turned, as the keys do), {total} for {tokens} "
-    "{tokens:token|tokens}, where a cache of every head's K and V would take H·(d_k + d_v) = "
-    "{heads}·({d_k} + {d_v}) = {full} per token ({full_total}).",
+    "{per_token} numbers, the same for every head ({heads} {heads:head|heads}: C_KV, and its "
+    "rotary columns turned for the keys), {total} for {tokens} {tokens:token|tokens}, where a "
+    "cache of every head's K and V would take H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per "
+    "token ({full_total} for {tokens} {tokens:token|tokens}).",
+    "note.mla_shared_cache_turned": "What it costs: per token d_k = {per_token} numbers, the same "
+    "for every head ({heads} {heads:head|heads}: C_KV with its rotary columns turned once at the "
+    "token's position: with vo_rope the values take them turned, as the keys do), {total} for "
+    "{tokens} {tokens:token|tokens}, where a cache of every head's K and V would take H·(d_k + "
+    "d_v) = {heads}·({d_k} + {d_v}) = {full} per token ({full_total} for {tokens} "
+    "{tokens:token|tokens}).",
     "note.mla_shared_join": "Columns 1 to {rope} are the turned k_R from the cache, the same in "
     "every head; the next {nope} are C_KV's own.",
     "note.mla_shared_v_cache": "V = C_KV_cache: the values take C_KV unturned, the keys turned.",
@@ -3017,8 +3021,8 @@ MESSAGES: dict[str, str] = {
     "adds the paths of a matrix that is read more than once).",
     "note.grad_shared": "{x} is read by the keys of {count} heads, so its gradient adds their "
     "{count} shares.",
-    "note.grad_shared_whole": "{x} is read whole as {names} by each of the {heads} "
-    "{heads:head|heads}, so its gradient adds all {count} shares.",
+    "note.grad_shared_whole": "{x} is read whole as {names} in every head ({heads} "
+    "{heads:head|heads}), so its gradient adds all {count} shares.",
     "stage.grad_c_q_norm.title": "Backward: gradient of the query latent C_Q",
     "stage.grad_c_q_norm.why": "Every head's query is C_Q times its own columns of W_UQ, so C_Q "
     "reaches the loss through every head: dC_Q = dQ·W_UQᵀ, each head's dQ times its own "
@@ -3070,7 +3074,8 @@ MESSAGES: dict[str, str] = {
     "note.mla_grad_kv_b": "wkv_b holds, head by head, W_UK's d_C = {nope} columns, then W_UV's "
     "d_v = {d_v}: its gradient interleaves dW_UK and dW_UV the same way.",
     "note.mla_grad_shared_order": "Columns in the stages' order: W_DKV's last {rope} (the rotary "
-    "ones) first, then its first {nope}; a step puts each back where wkv_a holds it.",
+    "ones) first, then its first {nope}; qkvcalc train puts each column back where wkv_a "
+    "holds it.",
     "stage.grad_mla_shared_c_kv_norm.title": "Backward: gradient of the one key/value head C_KV",
     "stage.grad_mla_shared_c_kv_norm.why": "Every head's key and value are C_KV itself (K = V = "
     "C_KV), so C_KV reaches the loss through each head twice: dC_KV = Σₕ (dKₕ + dVₕ), every "

@@ -2855,9 +2855,9 @@ MESSAGES: dict[str, str] = {
     "stage.k_rope_cache.title": "회전 Key 캐시 (k_R)",
     "stage.k_rope_cache.why": "캐시는 C_KV 옆에 공유 Key k_R을 자기 위치에서 한 번 회전해 "
     "보관합니다. 모든 헤드가 이것을 Key의 앞 d_R개 열로 읽습니다.",
-    "note.mla_cache": "드는 비용: 토큰마다 r_kv + d_R = {rank} + {rope} = {per_token}개의 수, "
-    "토큰 {tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 토큰마다 "
-    "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
+    "note.mla_cache": "드는 비용: 토큰마다 r_kv + d_R = {rank} + {rope} = {per_token}개의 수, 토큰 "
+    "{tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 토큰마다 H·(d_k + d_v) = "
+    "{heads}·({d_k} + {d_v}) = {full}개 (토큰 {tokens}개에 {full_total}개)가 듭니다.",
     "note.mla_from_cache": "여기서는 알아보기 쉽도록 스텝마다 캐시의 C_KV({rows} × r_kv)에서 "
     "다시 만듭니다. 캐시에는 C_KV와 k_R만 있고 K_C나 V는 없습니다. 실제 추론(DeepSeek-V2 논문, "
     "vLLM)도 이것들을 만들지 않습니다: W_UK를 Query 쪽에 합쳐 넣고(Query가 C_KV와 바로 "
@@ -2914,8 +2914,9 @@ MESSAGES: dict[str, str] = {
     "열에 x / √(mean(x²) + ε) · w, ε = {eps}.",
     "stage.mla_shared_c_kv_cache.title": "Key/Value 헤드의 캐시 (C_KV)",
     "stage.mla_shared_c_kv_cache.why": "DeepSeek-V4는 하나뿐인 Key/Value 헤드를 모든 헤드를 위해 "
-    "한 번만 캐시합니다: 지금까지 모든 토큰의 C_KV이고, 스텝마다 새 토큰의 행을 덧붙입니다. 모든 "
-    "헤드가 이 캐시 하나에서 Key와 Value를 읽습니다.",
+    "한 번만 캐시합니다: 지금까지 모든 토큰의 C_KV 행이고(vo_rope에서는 토큰의 위치에서 돌린 "
+    "행으로, Key와 Value가 모두 그것을 받습니다), 스텝마다 새 토큰의 행을 덧붙입니다. 모든 헤드가 "
+    "이 캐시 하나에서 Key와 Value를 읽습니다.",
     "stage.mla_shared_k_rope.title": "C_KV의 회전 열",
     "stage.mla_shared_k_rope.why": "Key는 C_KV의 처음 d_R개 열(회전 열)을 토큰의 위치만큼 돌리고, "
     "Value는 돌리지 않습니다: 이 열들을 따로 떼어 제 위치에서 한 번 돌리고, 돌린 채로 "
@@ -2932,17 +2933,20 @@ MESSAGES: dict[str, str] = {
     "stage.mla_shared_v_cache.title": "Value: 캐시된 Key/Value 헤드",
     "stage.mla_shared_v_cache.why": "모든 헤드의 Value는 캐시의 C_KV 그대로입니다: 회전 열을 "
     "돌리는 것은 Key뿐이므로 돌리지 않은 채입니다.",
-    "note.mla_shared_cache": "드는 비용: 헤드 {heads}개 모두를 위해 토큰마다 d_k = {per_token}개의 "
-    "수, 토큰 {tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 토큰마다 "
-    "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
-    "note.mla_shared_cache_rope": "드는 비용: 헤드 {heads}개 모두를 위해 토큰마다 d_k + d_R = "
-    "{d_k} + {rope} = {per_token}개의 수(C_KV, 그리고 Key를 위해 돌린 그 회전 열), 토큰 "
-    "{tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 토큰마다 H·(d_k + d_v) = "
-    "{heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
-    "note.mla_shared_cache_turned": "드는 비용: 헤드 {heads}개 모두를 위해 토큰마다 d_k = "
-    "{per_token}개의 수(회전 열을 토큰의 위치에서 한 번 돌린 C_KV: vo_rope에서는 Value도 Key처럼 "
-    "돌린 것을 받습니다), 토큰 {tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 "
-    "토큰마다 H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
+    "note.mla_shared_cache": "드는 비용: 토큰마다 d_k = {per_token}개의 수로 모든 헤드(헤드 "
+    "{heads}개)가 같은 것을 읽고, 토큰 {tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 "
+    "캐시라면 토큰마다 H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full}개 (토큰 {tokens}개에 "
+    "{full_total}개)가 듭니다.",
+    "note.mla_shared_cache_rope": "드는 비용: 토큰마다 d_k + d_R = {d_k} + {rope} = "
+    "{per_token}개의 수(C_KV, 그리고 Key를 위해 돌린 그 회전 열)로 모든 헤드(헤드 {heads}개)가 "
+    "같은 것을 읽고, 토큰 {tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 토큰마다 "
+    "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full}개 (토큰 {tokens}개에 {full_total}개)가 "
+    "듭니다.",
+    "note.mla_shared_cache_turned": "드는 비용: 토큰마다 d_k = {per_token}개의 수로 모든 헤드(헤드 "
+    "{heads}개)가 같은 것을 읽고(회전 열을 토큰의 위치에서 한 번 돌린 C_KV: vo_rope에서는 Value도 "
+    "Key처럼 돌린 것을 받습니다), 토큰 {tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 "
+    "캐시라면 토큰마다 H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full}개 (토큰 {tokens}개에 "
+    "{full_total}개)가 듭니다.",
     "note.mla_shared_join": "열 1부터 {rope}까지는 캐시의 돌린 k_R로 모든 헤드에서 같고, 다음 "
     "{nope}개는 C_KV 자신의 열입니다.",
     "note.mla_shared_v_cache": "V = C_KV_cache: Value는 돌리지 않은 C_KV를, Key는 돌린 것을 "
@@ -2963,8 +2967,8 @@ MESSAGES: dict[str, str] = {
     "행렬의 경로들을 연쇄 법칙이 더합니다).",
     "note.grad_shared": "{x} → Key {count}개(헤드마다 하나)가 읽으므로, 기울기는 그 몫 "
     "{count}개를 더합니다.",
-    "note.grad_shared_whole": "{x}는 헤드 {heads}개 각각에서 {names}로 통째로 읽히므로, 기울기는 "
-    "그 몫 {count}개를 모두 더합니다.",
+    "note.grad_shared_whole": "{x}: 모든 헤드(헤드 {heads}개)에서 {names}로 통째로 읽히므로, "
+    "기울기는 그 몫 {count}개를 모두 더합니다.",
     "stage.grad_c_q_norm.title": "역전파: Query 잠재 벡터 C_Q의 기울기",
     "stage.grad_c_q_norm.why": "각 헤드의 Query는 C_Q에 W_UQ의 자기 열을 곱한 것이므로, C_Q는 모든 "
     "헤드를 거쳐 손실에 닿습니다: dC_Q = dQ·W_UQᵀ, 곧 각 헤드의 dQ에 W_UQ의 자기 열을 전치해 "
@@ -3014,7 +3018,7 @@ MESSAGES: dict[str, str] = {
     "note.mla_grad_kv_b": "wkv_b는 헤드마다 W_UK의 d_C = {nope}개 열, 그다음 W_UV의 "
     "d_v = {d_v}개 열을 담습니다. 그 기울기도 dW_UK와 dW_UV를 같은 방식으로 번갈아 놓습니다.",
     "note.mla_grad_shared_order": "열은 단계의 순서입니다: W_DKV의 마지막 {rope}개(회전 열)가 "
-    "먼저, 그다음 처음 {nope}개. 한 스텝은 각 열을 wkv_a에 있던 자리로 돌려놓습니다.",
+    "먼저, 그다음 처음 {nope}개. qkvcalc train은 각 열을 wkv_a에서의 자리로 돌려놓습니다.",
     "stage.grad_mla_shared_c_kv_norm.title": "역전파: 하나뿐인 Key/Value 헤드 C_KV의 기울기",
     "stage.grad_mla_shared_c_kv_norm.why": "모든 헤드의 Key와 Value가 C_KV 그 자체이므로 (K = V "
     "= C_KV), C_KV는 헤드마다 두 번 손실에 닿습니다: dC_KV = Σₕ (dKₕ + dVₕ), 곧 모든 헤드의 dK와 "
