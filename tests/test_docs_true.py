@@ -360,3 +360,28 @@ def test_quiz_backward_asks_each_default_stage_the_problem_has():
     assert "grad_wq" not in mla and {"grad_v", "grad_weights", "grad_q"} <= mla
     lightning = asked("lightning")
     assert "grad_weights" not in lightning and {"grad_q", "grad_wq"} <= lightning
+
+
+# ---- docs/input-format.md: mla's one key/value head ----------------------------------------------
+
+
+def test_input_format_says_shared_kv_takes_backward_train_and_decode_and_it_does(tmp_path):
+    text = _prose("docs/input-format.md")
+    assert "`--backward` adds dC_KV = Σₕ (dKₕ + dVₕ)" in text
+    assert "With `decode` the cache holds the one key/value head once for every head" in text
+    from tests.test_mla_shared_kv import _decoded_doc
+
+    doc = _decoded_doc(True, True) | {"target": [[0.0] * 3] * 5}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    runs = (["explain", "--backward"], ["train", "--steps", "2"], ["explain", "--decode", "2"])
+    for args in runs:
+        proc = in_process(args[0], str(path), *args[1:], "--format", "json")
+        assert proc.returncode == 0, (args, proc.stderr)
+    assert "With `vo_rope` as well (DeepSeek-V4's layer) the values turn as the keys do" in text
+    turned = tmp_path / "turned.json"
+    turned.write_text(json.dumps(_decoded_doc(True, True, vo_rope=True)), encoding="utf-8")
+    proc = in_process("explain", str(turned), "--decode", "2", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    ids = {stage["id"] for stage in json.loads(proc.stdout)["stages"]}
+    assert {"c_kv_cache", "out_back"} <= ids and "k_rope_cache" not in ids

@@ -357,3 +357,37 @@ def test_a_prompt_shorter_than_m_makes_no_entry(lab):
     problem = qkvcalc.extract(lab["model"], layer=2, input_ids=IDS[:3])
     assert "compress" not in problem and problem["vo_rope"] is True
     assert "compress" in qkvcalc.extract(lab["model"], layer=2, input_ids=IDS[:4])
+
+
+def test_a_sliding_layers_gradients_equal_autograd(lab):
+    """--backward on the layer extract wrote: a DeepSeek-V4 layer in torch from the problem's
+    own keys (tests/test_mla_shared_kv_backward.py's, checked here against the module's output
+    first) and autograd's gradient of every weight and of X equal qkvcalc's to 1e-10."""
+    import qkvcalc
+    from tests.test_mla_shared_kv_backward import _same, autograd, layer, leaves_of, qkvcalc_grads
+
+    problem = qkvcalc.extract(lab["model"], layer=0, input_ids=IDS)
+    doc = {k: v for k, v in problem.items() if k not in ("name", "description", "tokens")}
+    doc = json.loads(json.dumps(doc, default=lambda a: np.asarray(a).tolist()))
+    out, _ = layer(doc, leaves_of(doc))
+    assert relative(out.detach().numpy(), lab["seen"][("out", 0)]) < TOL
+    doc["target"] = np.random.default_rng(9).standard_normal(out.shape).tolist()
+    trace = qkvcalc.explain(**doc, backward=True)
+    _same(qkvcalc_grads(trace, doc), autograd(doc))
+
+
+def test_a_sliding_layer_decodes_with_its_one_cached_head(lab):
+    """--decode on the layer extract wrote: C_KV cached once, turned (vo_rope), d_k numbers a
+    token for every head; the stacked steps equal the whole run to 1e-12 and the module."""
+    import qkvcalc
+
+    problem = qkvcalc.extract(lab["model"], layer=0, input_ids=IDS)
+    whole = _explained(problem)
+    for prefill in (0, 5):
+        trace = _explained(problem | {"decode": prefill})
+        assert np.max(np.abs(trace.output - whole.output)) < 1e-12
+        assert relative(trace.output, lab["seen"][("out", 0)]) < TOL
+        heads = FIELDS["num_attention_heads"]
+        assert all(trace.find("k_cache", h, step=1) is None for h in range(1, heads + 1))
+        cache = trace.stage("c_kv_cache", step=len(IDS) - prefill)
+        assert cache.value.shape == (len(IDS), FIELDS["head_dim"])

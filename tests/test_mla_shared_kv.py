@@ -126,14 +126,10 @@ def test_the_torch_script_computes_the_layer(tmp_path):
         ({"wkv_b": [[1.0] * 8] * 4}, ("mla.wkv_b cannot be given with mla.shared_kv",), ()),
         ({"wkv_a": [[1.0] * 3] * D_MODEL}, ("mla.wkv_a has 3 columns", "= 4 columns"), ()),
         ({"kv_a_norm": [1.0] * 3}, ("mla.kv_a_norm has 3 numbers",), ()),
-        ({}, ("not computed step by step",), ("--decode", "2")),
-        ({}, ("no gradients yet",), ("--backward",)),
     ],
 )
 def test_bad_input_is_one_message(tmp_path, change, fragments, extra):
     doc = DOC | {"mla": DOC["mla"] | change}
-    if "--backward" in extra:
-        doc["target"] = np.zeros((N, 3)).tolist()
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     one_message(run_qkvcalc("explain", str(path), *extra), *fragments)
@@ -145,7 +141,105 @@ def test_k_norm_is_still_refused_beside_mla(tmp_path):
     one_message(run_qkvcalc("explain", str(path)), "k_norm cannot be given with mla")
 
 
-def test_train_refuses_the_one_key_value_head(tmp_path):
-    path = tmp_path / "train.json"
-    path.write_text(json.dumps(DOC | {"target": np.zeros((N, 3)).tolist()}), encoding="utf-8")
-    one_message(run_qkvcalc("train", str(path)), "does not step mla with shared_kv", "explain")
+# ---- --decode: the one key/value head cached once ------------------------------------------
+
+
+def _decoded_doc(rope: bool, latent: bool, vo_rope: bool = False) -> dict:
+    """DOC with or without rope, vo_rope (the values turned, the output turned back) and the
+    query latent."""
+    doc = {k: v for k, v in DOC.items() if k != "vo_rope" or (vo_rope and rope)}
+    if not rope:
+        doc.pop("rope")
+    if not latent:
+        m = dict(doc["mla"])
+        for key in ("wq_a", "q_a_norm", "wq_b"):
+            m.pop(key)
+        m["wq"] = RNG.standard_normal((D_MODEL, H * D)).tolist()
+        doc["mla"] = m
+    return doc
+
+
+@pytest.mark.parametrize("prefill", [0, 1, 3])
+@pytest.mark.parametrize("rope", [True, False], ids=["rope", "no-rope"])
+@pytest.mark.parametrize("latent", [True, False], ids=["query-latent", "wq"])
+def test_each_decode_steps_rows_equal_the_whole_run(prefill, rope, latent):
+    doc = _decoded_doc(rope, latent)
+    _steps_equal(doc, prefill, rope, False)
+
+
+@pytest.mark.parametrize("prefill", [0, 2])
+@pytest.mark.parametrize("latent", [True, False], ids=["query-latent", "wq"])
+def test_with_vo_rope_the_cache_holds_the_head_turned_and_each_step_equals(prefill, latent):
+    """DeepSeek-V4's layer: C_KV cached once with its rotary columns turned (K = V = the
+    cache, A·V_cache is A·V_rot), each head's stacked output turned back as in the whole run."""
+    doc = _decoded_doc(True, latent, vo_rope=True)
+    trace = _steps_equal(doc, prefill, True, True)
+    whole = qkvcalc.explain(**doc)
+    last = trace.stage("c_kv_cache", step=N - prefill)
+    assert np.allclose(last.value, whole.stage("k_rot", 1).value, atol=1e-14)
+    for h in (1, 2):
+        assert np.allclose(trace.stage("out_back", h).value, whole.stage("out_back", h).value,
+                           atol=1e-12)  # fmt: skip
+
+
+def _steps_equal(doc: dict, prefill: int, rope: bool, turned_v: bool):
+    """Each step's output rows of each head equal the whole run's; the one cache, no head's."""
+    whole = qkvcalc.explain(**doc)
+    trace = qkvcalc.explain(**doc, decode=prefill)
+    assert np.max(np.abs(trace.output - whole.output)) < 1e-12
+    first = 0 if prefill else 1
+    for step in range(first, N - prefill + 1):
+        take = list(range(prefill)) if step == 0 else [prefill + step - 1]
+        for h in (1, 2):
+            rows = trace.stage("output", h, step=step).value
+            assert np.max(np.abs(rows - whole.stage("output", h).value[take])) < 1e-12
+            # every head reads the one cache: K and V made from it, no cache of its own
+            assert trace.find("k_cache", h, step=step) is None
+            assert trace.find("v_cache", h, step=step) is None
+        cache = trace.stage("c_kv_cache", step=step)
+        assert cache.value.shape == (take[-1] + 1, D)
+        if turned_v:  # the cache is C_KV turned: every head's K and V
+            want = whole.stage("k_rot", 1).value[: take[-1] + 1]
+            assert np.allclose(cache.value, want, atol=1e-14)
+            assert trace.find("k_rope_cache", step=step) is None
+            for h in (1, 2):
+                assert np.array_equal(trace.stage("v", h, step=step).value, cache.value)
+            continue
+        assert np.allclose(cache.value, whole.stage("c_kv_norm").value[: take[-1] + 1], atol=1e-14)
+        turned = trace.find("k_rope_cache", step=step)
+        assert (turned is not None) == rope
+        if rope:  # C_KV's rotary columns turned once at their own position: the keys' first
+            want = whole.stage("k_rot", 1).value[: take[-1] + 1, :ROPE]
+            assert turned.value.shape == (take[-1] + 1, ROPE)
+            assert np.allclose(turned.value, want, atol=1e-14)
+            for h in (1, 2):
+                k = trace.stage("k", h, step=step).value
+                assert np.allclose(k, whole.stage("k_rot", h).value[: take[-1] + 1], atol=1e-14)
+                v = trace.stage("v", h, step=step).value
+                assert np.allclose(v, whole.stage("v", h).value[: take[-1] + 1], atol=1e-14)
+    return trace
+
+
+@pytest.mark.parametrize("kind", ["rope", "no-rope", "vo_rope"])
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_cache_says_what_it_costs(kind, lang):
+    doc = _decoded_doc(kind != "no-rope", True, vo_rope=kind == "vo_rope")
+    trace = qkvcalc.explain(**doc, decode=2)
+    text = " ".join(render(trace, "txt", RenderOptions(width=100, lang=lang)).split())
+    rope = kind == "rope"  # the turned columns cached beside C_KV
+    per_token = D + (ROPE if rope else 0)
+    full = H * (D + D)
+    if lang == "en":
+        said = (
+            f"per token d_k + d_R = {D} + {ROPE} = {per_token} numbers"
+            if rope
+            else (f"per token d_k = {per_token} numbers")
+        )
+        assert said in text
+        assert f"{per_token * N} for {N} tokens" in text
+        assert f"= {full} per token ({full * N})" in text
+        turned = "with vo_rope the values take them turned, as the keys do"
+        assert (turned in text) == (kind == "vo_rope")
+    else:
+        assert f"{per_token}개의 수" in text and f"{full}개 ({full * N}개)" in text
+    assert "C_KV_cache" in text

@@ -2956,6 +2956,44 @@ MESSAGES: dict[str, str] = {
     "note.mla_shared_head": "The same C_KV in every head: K = V.",
     "note.mla_shared_norm": "Row by row: x / √(mean(x²) + ε) · w over the {width} "
     "{width:column|columns} of c_KV (the key/value head itself, not a latent), ε = {eps}.",
+    "stage.mla_shared_c_kv_cache.title": "The key/value head's cache (C_KV)",
+    "stage.mla_shared_c_kv_cache.why": "DeepSeek-V4 caches its one key/value head once for every "
+    "head: C_KV of every token so far, a step appending its new token's row. Every head reads "
+    "its keys and values from this one cache.",
+    "stage.mla_shared_k_rope.title": "The rotary columns of C_KV",
+    "stage.mla_shared_k_rope.why": "The keys turn C_KV's first d_R columns (the rotary ones) by "
+    "the token's position, the values do not: these columns are taken apart to be turned once, "
+    "at their own position, and cached turned.",
+    "stage.mla_shared_k_rope_cache.title": "The turned rotary columns' cache (k_R)",
+    "stage.mla_shared_k_rope_cache.why": "Beside C_KV the cache keeps its d_R rotary columns "
+    "turned once at their own position: every head reads them as the first d_R columns of its "
+    "keys.",
+    "stage.mla_shared_k_nope.title": "The key's columns that do not turn",
+    "stage.mla_shared_k_nope.why": "The last d_C columns of C_KV in the cache, as they are: the "
+    "part of every head's key that carries no position.",
+    "stage.mla_shared_k_join.title": "Key: the turned columns and the others",
+    "stage.mla_shared_k_join.why": "A head's key is C_KV with its first d_R columns turned: the "
+    "cached turned columns k_R beside C_KV's other d_C columns, the same in every head.",
+    "stage.mla_shared_v_cache.title": "Value: the cached key/value head",
+    "stage.mla_shared_v_cache.why": "Every head's value is C_KV from the cache as it is: its "
+    "rotary columns unturned, since only the keys turn them.",
+    "note.mla_shared_cache": "What it costs: per token d_k = {per_token} numbers for all {heads} "
+    "{heads:head|heads}, {total} for {tokens} {tokens:token|tokens}, where a cache of every "
+    "head's K and V would take H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token "
+    "({full_total}).",
+    "note.mla_shared_cache_rope": "What it costs: per token d_k + d_R = {d_k} + {rope} = "
+    "{per_token} numbers for all {heads} {heads:head|heads} (C_KV, and its rotary columns turned "
+    "for the keys), {total} for {tokens} {tokens:token|tokens}, where a cache of every head's K "
+    "and V would take H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full} per token "
+    "({full_total}).",
+    "note.mla_shared_cache_turned": "What it costs: per token d_k = {per_token} numbers for all "
+    "{heads} {heads:head|heads} (C_KV with its rotary columns turned once at the token's "
+    "position: with vo_rope the values take them turned, as the keys do), {total} for {tokens} "
+    "{tokens:token|tokens}, where a cache of every head's K and V would take H·(d_k + d_v) = "
+    "{heads}·({d_k} + {d_v}) = {full} per token ({full_total}).",
+    "note.mla_shared_join": "Columns 1 to {rope} are the turned k_R from the cache, the same in "
+    "every head; the next {nope} are C_KV's own.",
+    "note.mla_shared_v_cache": "V = C_KV_cache: the values take C_KV unturned, the keys turned.",
     "mla.shared_kv": "mla.shared_kv must be true (one key/value head, K = V = C_KV) or false, "
     "not {value}",
     "mla.shared_kv_b": "mla.wkv_b cannot be given with mla.shared_kv: the one key/value head is "
@@ -2963,12 +3001,6 @@ MESSAGES: dict[str, str] = {
     "mla.shared_width": "mla.wkv_a has {cols} {cols:column|columns}; with mla.shared_kv it is "
     "W_DKV alone and makes the key of every head: d_k = d_C + d_R = {nope} + {rope} = {d_k} "
     "columns",
-    "mla.shared_kv_decode": "mla with shared_kv (one key/value head) is not computed step by step "
-    "with a KV cache yet: leave out --decode (the whole run shows it).",
-    "mla.shared_kv_backward": "mla with shared_kv (one key/value head) has no gradients yet: leave "
-    "out --backward.",
-    "mla.shared_kv_train": "train does not step mla with shared_kv (one key/value head) yet, as "
-    "it has no gradients: qkvcalc explain shows its forward pass.",
     # ---- multi-head latent attention's backward (qkvcalc/ops/mla.py) ----
     "stage.grad_k_nope.title": "Backward: the head's own part of the key",
     "stage.grad_k_nope.why": "K = [k_R | K_C] set the shared rotary key and the head's own "
@@ -2979,6 +3011,8 @@ MESSAGES: dict[str, str] = {
     "adds the paths of a matrix that is read more than once).",
     "note.grad_shared": "{x} is read by the keys of {count} heads, so its gradient adds their "
     "{count} shares.",
+    "note.grad_shared_whole": "{x} is read whole as {names} by each of the {heads} "
+    "{heads:head|heads}, so its gradient adds all {count} shares.",
     "stage.grad_c_q_norm.title": "Backward: gradient of the query latent C_Q",
     "stage.grad_c_q_norm.why": "Every head's query is C_Q times its own columns of W_UQ, so C_Q "
     "reaches the loss through every head: dC_Q = dQ·W_UQᵀ, each head's dQ times its own "
@@ -3029,6 +3063,32 @@ MESSAGES: dict[str, str] = {
     "{rope}, so a step puts them back there.",
     "note.mla_grad_kv_b": "wkv_b holds, head by head, W_UK's d_C = {nope} columns, then W_UV's "
     "d_v = {d_v}: its gradient interleaves dW_UK and dW_UV the same way.",
+    "note.mla_grad_shared_order": "Columns in the stages' order: W_DKV's last {rope} (the rotary "
+    "ones) first, then its first {nope}; a step puts each back where wkv_a holds it.",
+    "stage.grad_mla_shared_c_kv_norm.title": "Backward: gradient of the one key/value head C_KV",
+    "stage.grad_mla_shared_c_kv_norm.why": "Every head's key and value are C_KV itself (K = V = "
+    "C_KV), so C_KV reaches the loss through each head twice: dC_KV = Σₕ (dKₕ + dVₕ), every "
+    "head's dK and dV added whole (the keys' alone under a loss on the weights, which the values "
+    "do not reach).",
+    "stage.grad_back.mla_shared_norm.title": "Backward through the key/value head's RMSNorm",
+    "stage.grad_back.mla_shared_norm.why": "The norm multiplied each row of c_KV by "
+    "ρ = 1/√(mean(x²) + ε) and by w. Its backward has two parts: the gradient scaled the same "
+    "way, ρ·(w ⊙ g), minus the part that would only change the row's length, which the norm "
+    "undoes.",
+    "stage.grad_mla_shared_wdkv.title": "Gradient of W_DKV",
+    "stage.grad_mla_shared_wdkv.why": "c_KV = X·W_DKV, so dW_DKV = Xᵀ·dc_KV: one matrix makes the "
+    "key and the value of every head, so it collects the gradients of all of them, back through "
+    "the norm.",
+    "stage.grad_mla_shared_kv_a_norm.title": "Gradient of the key/value head's norm weight "
+    "(kv_a_norm)",
+    "stage.grad_mla_shared_kv_a_norm.why": "C_KV = c_KV·ρ·w, row by row, so each weight wⱼ "
+    "collects, over the tokens, dC_KV[i, j] times the normalised cell c_KV[i, j]·ρᵢ (the columns "
+    "in the stages' order, the rotary ones first).",
+    "stage.grad_x.mla_shared.title": "Backward: gradient of the input X",
+    "stage.grad_x.mla_shared.why": "With one key/value head X feeds the query's down-projection "
+    "and W_DKV (c_Q = X·W_DQ, c_KV = X·W_DKV), not W_Q, W_K and W_V. The multivariate chain rule "
+    "adds those paths: dX = dc_Q·W_DQᵀ + dc_KV·W_DKVᵀ (without a query latent, dQ·W_Qᵀ in place "
+    "of the first). This is what flows on to the layer below.",
     # ---- the sparse-attention indexer beside mla (qkvcalc/ops/indexer.py) ----
     "ui.variant.indexer": "sparse-attention indexer (H_I = {heads} {heads:index head|index heads} "
     "of D = {dim}, top_k = {top_k}, RoPE {style})",

@@ -2909,18 +2909,47 @@ MESSAGES: dict[str, str] = {
     "note.mla_shared_head": "모든 헤드에 같은 C_KV: K = V.",
     "note.mla_shared_norm": "행마다 c_KV(잠재 벡터가 아니라 Key/Value 헤드 그 자체)의 {width}개 "
     "열에 x / √(mean(x²) + ε) · w, ε = {eps}.",
+    "stage.mla_shared_c_kv_cache.title": "Key/Value 헤드의 캐시 (C_KV)",
+    "stage.mla_shared_c_kv_cache.why": "DeepSeek-V4는 하나뿐인 Key/Value 헤드를 모든 헤드를 위해 "
+    "한 번만 캐시합니다: 지금까지 모든 토큰의 C_KV이고, 스텝마다 새 토큰의 행을 덧붙입니다. 모든 "
+    "헤드가 이 캐시 하나에서 Key와 Value를 읽습니다.",
+    "stage.mla_shared_k_rope.title": "C_KV의 회전 열",
+    "stage.mla_shared_k_rope.why": "Key는 C_KV의 처음 d_R개 열(회전 열)을 토큰의 위치만큼 돌리고, "
+    "Value는 돌리지 않습니다: 이 열들을 따로 떼어 제 위치에서 한 번 돌리고, 돌린 채로 "
+    "캐시합니다.",
+    "stage.mla_shared_k_rope_cache.title": "돌린 회전 열의 캐시 (k_R)",
+    "stage.mla_shared_k_rope_cache.why": "캐시는 C_KV 옆에 그 회전 열 d_R개를 제 위치에서 한 번 "
+    "돌려 둡니다: 모든 헤드가 이를 Key의 처음 d_R개 열로 읽습니다.",
+    "stage.mla_shared_k_nope.title": "Key에서 돌지 않는 열",
+    "stage.mla_shared_k_nope.why": "캐시에 있는 C_KV의 마지막 d_C개 열을 그대로: 모든 헤드의 "
+    "Key에서 위치를 담지 않는 부분입니다.",
+    "stage.mla_shared_k_join.title": "Key: 돌린 열과 나머지 열",
+    "stage.mla_shared_k_join.why": "헤드의 Key는 처음 d_R개 열을 돌린 C_KV입니다: 캐시의 돌린 "
+    "열 k_R 옆에 C_KV의 나머지 d_C개 열을 놓으며, 모든 헤드에서 같습니다.",
+    "stage.mla_shared_v_cache.title": "Value: 캐시된 Key/Value 헤드",
+    "stage.mla_shared_v_cache.why": "모든 헤드의 Value는 캐시의 C_KV 그대로입니다: 회전 열을 "
+    "돌리는 것은 Key뿐이므로 돌리지 않은 채입니다.",
+    "note.mla_shared_cache": "드는 비용: 헤드 {heads}개 모두를 위해 토큰마다 d_k = {per_token}개의 "
+    "수, 토큰 {tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 토큰마다 "
+    "H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
+    "note.mla_shared_cache_rope": "드는 비용: 헤드 {heads}개 모두를 위해 토큰마다 d_k + d_R = "
+    "{d_k} + {rope} = {per_token}개의 수(C_KV, 그리고 Key를 위해 돌린 그 회전 열), 토큰 "
+    "{tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 토큰마다 H·(d_k + d_v) = "
+    "{heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
+    "note.mla_shared_cache_turned": "드는 비용: 헤드 {heads}개 모두를 위해 토큰마다 d_k = "
+    "{per_token}개의 수(회전 열을 토큰의 위치에서 한 번 돌린 C_KV: vo_rope에서는 Value도 Key처럼 "
+    "돌린 것을 받습니다), 토큰 {tokens}개에 {total}개입니다. 모든 헤드의 K와 V를 두는 캐시라면 "
+    "토큰마다 H·(d_k + d_v) = {heads}·({d_k} + {d_v}) = {full}개 ({full_total}개)가 듭니다.",
+    "note.mla_shared_join": "열 1부터 {rope}까지는 캐시의 돌린 k_R로 모든 헤드에서 같고, 다음 "
+    "{nope}개는 C_KV 자신의 열입니다.",
+    "note.mla_shared_v_cache": "V = C_KV_cache: Value는 돌리지 않은 C_KV를, Key는 돌린 것을 "
+    "받습니다.",
     "mla.shared_kv": "mla.shared_kv는 true(Key/Value 헤드 하나, K = V = C_KV) 또는 false여야 "
     "합니다. 받은 값: {value}",
     "mla.shared_kv_b": "mla.shared_kv와 함께 mla.wkv_b를 줄 수 없습니다: 하나뿐인 Key/Value "
     "헤드는 업 프로젝션 없이 C_KV 그 자체입니다",
     "mla.shared_width": "mla.wkv_a의 열이 {cols}개입니다. mla.shared_kv에서는 W_DKV만이고 모든 "
     "헤드의 Key를 만드므로 d_k = d_C + d_R = {nope} + {rope} = {d_k}개 열이어야 합니다",
-    "mla.shared_kv_decode": "shared_kv(Key/Value 헤드 하나)인 mla는 아직 KV 캐시로 한 단계씩 "
-    "계산되지 않습니다: --decode를 빼세요(전체 실행이 보여 줍니다).",
-    "mla.shared_kv_backward": "shared_kv(Key/Value 헤드 하나)인 mla는 아직 기울기가 없습니다: "
-    "--backward를 빼세요.",
-    "mla.shared_kv_train": "train은 shared_kv(Key/Value 헤드 하나)인 mla를 아직 학습하지 않습니다. "
-    "기울기가 아직 없기 때문입니다: 순전파는 qkvcalc explain이 보여 줍니다.",
     # ---- multi-head latent attention's backward (qkvcalc/ops/mla.py) ----
     "stage.grad_k_nope.title": "역전파: Key에서 헤드 자신의 부분",
     "stage.grad_k_nope.why": "K = [k_R | K_C]는 공유 회전 Key와 헤드 자신의 열을 나란히 "
@@ -2931,6 +2960,8 @@ MESSAGES: dict[str, str] = {
     "행렬의 경로들을 연쇄 법칙이 더합니다).",
     "note.grad_shared": "{x} → Key {count}개(헤드마다 하나)가 읽으므로, 기울기는 그 몫 "
     "{count}개를 더합니다.",
+    "note.grad_shared_whole": "{x}는 헤드 {heads}개 각각에서 {names}로 통째로 읽히므로, 기울기는 "
+    "그 몫 {count}개를 모두 더합니다.",
     "stage.grad_c_q_norm.title": "역전파: Query 잠재 벡터 C_Q의 기울기",
     "stage.grad_c_q_norm.why": "각 헤드의 Query는 C_Q에 W_UQ의 자기 열을 곱한 것이므로, C_Q는 모든 "
     "헤드를 거쳐 손실에 닿습니다: dC_Q = dQ·W_UQᵀ, 곧 각 헤드의 dQ에 W_UQ의 자기 열을 전치해 "
@@ -2979,6 +3010,28 @@ MESSAGES: dict[str, str] = {
     "한 스텝은 그 자리로 되돌려 놓습니다.",
     "note.mla_grad_kv_b": "wkv_b는 헤드마다 W_UK의 d_C = {nope}개 열, 그다음 W_UV의 "
     "d_v = {d_v}개 열을 담습니다. 그 기울기도 dW_UK와 dW_UV를 같은 방식으로 번갈아 놓습니다.",
+    "note.mla_grad_shared_order": "열은 단계의 순서입니다: W_DKV의 마지막 {rope}개(회전 열)가 "
+    "먼저, 그다음 처음 {nope}개. 한 스텝은 각 열을 wkv_a에 있던 자리로 돌려놓습니다.",
+    "stage.grad_mla_shared_c_kv_norm.title": "역전파: 하나뿐인 Key/Value 헤드 C_KV의 기울기",
+    "stage.grad_mla_shared_c_kv_norm.why": "모든 헤드의 Key와 Value가 C_KV 그 자체이므로 (K = V "
+    "= C_KV), C_KV는 헤드마다 두 번 손실에 닿습니다: dC_KV = Σₕ (dKₕ + dVₕ), 곧 모든 헤드의 dK와 "
+    "dV를 통째로 더합니다 (가중치에 걸린 손실에서는 Value가 닿지 않으므로 Key의 것만).",
+    "stage.grad_back.mla_shared_norm.title": "Key/Value 헤드의 RMSNorm을 거슬러 역전파",
+    "stage.grad_back.mla_shared_norm.why": "정규화는 c_KV의 각 행에 ρ = 1/√(mean(x²) + ε)와 w를 "
+    "곱했습니다. 그 역전파는 두 부분입니다: 기울기에 같은 비율을 곱한 ρ·(w ⊙ g)에서, 행의 "
+    "길이만 바꾸는 부분(정규화가 상쇄하는 부분)을 뺍니다.",
+    "stage.grad_mla_shared_wdkv.title": "W_DKV의 기울기",
+    "stage.grad_mla_shared_wdkv.why": "c_KV = X·W_DKV이므로 dW_DKV = Xᵀ·dc_KV입니다. 행렬 하나가 "
+    "모든 헤드의 Key와 Value를 만들므로, 정규화를 거슬러 그 모두의 기울기를 모읍니다.",
+    "stage.grad_mla_shared_kv_a_norm.title": "Key/Value 헤드 정규화 가중치(kv_a_norm)의 기울기",
+    "stage.grad_mla_shared_kv_a_norm.why": "행마다 C_KV = c_KV·ρ·w이므로, 각 가중치 wⱼ는 토큰들에 "
+    "걸쳐 dC_KV[i, j]와 정규화된 칸 c_KV[i, j]·ρᵢ의 곱을 모읍니다 (열은 단계의 순서, 회전 열이 "
+    "먼저).",
+    "stage.grad_x.mla_shared.title": "역전파: 입력 X의 기울기",
+    "stage.grad_x.mla_shared.why": "Key/Value 헤드가 하나일 때 X는 W_Q, W_K, W_V가 아니라 Query의 "
+    "축소 투영과 W_DKV로 들어갑니다 (c_Q = X·W_DQ, c_KV = X·W_DKV). 다변수 연쇄 법칙은 그 "
+    "경로들을 더합니다: dX = dc_Q·W_DQᵀ + dc_KV·W_DKVᵀ (Query 잠재 벡터가 없으면 첫 항 대신 "
+    "dQ·W_Qᵀ). 이것이 아래 층으로 흘러가는 기울기입니다.",
     # ---- the sparse-attention indexer beside mla (qkvcalc/ops/indexer.py) ----
     "ui.variant.indexer": "희소 어텐션 인덱서 (인덱스 헤드 H_I = {heads}개, D = {dim}, "
     "top_k = {top_k}, RoPE {style})",

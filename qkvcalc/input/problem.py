@@ -759,8 +759,10 @@ def _build(doc: dict[str, Any], exact: bool) -> Problem:
     d_out = wo.values.shape[1] if wo is not None else heads * d_v
     loss = read_loss(doc, n, m, d_out, exact)
     if decode is not None:
+        covers = stand_in.decode_covers if stand_in is not None else None
+        covered = covers(stood) if covers is not None else ()
         for feature in features.among(variants.features):
-            _check(not feature.no_decode, feature.no_decode)
+            _check(not feature.no_decode or feature.name in covered, feature.no_decode)
         _check(not direct, "decode.needs_x")
         _check(mask_kind == "causal", "decode.mask", mask=mask_kind)
     if tiles is not None:

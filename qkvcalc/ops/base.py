@@ -131,6 +131,9 @@ class Feature(NamedTuple):
     decode_shared: Callable[..., list[Spec]] | None = None
     # … and head h's stages of the step: (q, k and v, then the refs of K and V read)
     decode_head: Callable[..., tuple[list[Spec], Ref, Ref]] | None = None
+    # the features whose refusal of --decode its cache makes untrue (value -> their names): the
+    # one key/value head cached turned, which is then already V turned as the keys are
+    decode_covers: Callable[[Any], tuple[str, ...]] | None = None
     # the quiz's view of the problem: the matrices it gives in place of W_Q, W_K, W_V (by name)
     given: Callable[[Any], list[tuple[str, np.ndarray]]] | None = None
     # its stages after head h's output (given the problem, the value, h and the output's

@@ -23,8 +23,14 @@ rotary columns (the last of W_DKV's, as DeepSeek-V4 lays them out) taken first:
     head h:  Q = C_Q·W_UQ[h]   `q`;   K = C_KV   `k`;   V = C_KV   `v`
 
 The key's rotary columns are then normed with the others (no shared k_R of their own), and each
-head's q may have the q/k norm's `q_norm` (DeepSeek-V4's q_b_norm: weight ones). Not with
-`decode`, `--backward` or `train` yet (one message each).
+head's q may have the q/k norm's `q_norm` (DeepSeek-V4's q_b_norm: weight ones). Its backward:
+every head's K and V are C_KV whole (op `mla_kv_head`), so each hands dK and dV back as a share
+of dC_KV and the walk adds them, dC_KV = Σₕ (dKₕ + dVₕ) (`grad_c_kv_norm`), then back through
+the norm (`grad_c_kv`) to dW_DKV (`grad_wdkv`, the stages' column order) and dw_CKV; `train`
+steps W_DKV and the norm's weight by them. A decode run caches C_KV once for every head (d_k
+numbers a token; with a rotation also its d_R rotary columns turned once at their own position,
+`k_rope_cache`, which the keys read and the values do not: d_k + d_R; with vo_rope too, C_KV
+itself turned, K = V = the cache, and vo_rope's turn back after each head's stacked rows).
 
 The weights are laid out as transformers' DeepSeek-V3 stores them (per head: the d_C columns,
 then the d_R rotary ones); qkvcalc puts each head's rotary columns first, so that the `rope` key
@@ -47,9 +53,9 @@ from qkvcalc.input.cells import Matrix, positive, to_matrix, to_vector
 from qkvcalc.input.limits import MAX_ELEMENTS
 from qkvcalc.labels import shape_text, shown
 from qkvcalc.ops.base import Candidate, Feature, Learns, Mistakes, Turn
-from qkvcalc.ops.op import Back, Feeds, Op, Params, Part, Shapes
+from qkvcalc.ops.op import Back, Feeds, Op, Params, Part, Shapes, same_cell
 from qkvcalc.ops.projection import Learned
-from qkvcalc.ops.rounding import Out, Rounding
+from qkvcalc.ops.rounding import Out, Rounding, moved
 from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels, ref, span
 from qkvcalc.records import NamedTuple
 
@@ -85,6 +91,8 @@ class Latent(NamedTuple):
     d_v: int
     eps: float
     shared: bool = False  # DeepSeek-V4: one key/value head K = V = C_KV, no W_KR, no wkv_b
+    turns: bool = False  # the problem's rotation turns the d_R columns (a decode step's cache)
+    turns_v: bool = False  # vo_rope: the values turned as the keys (the cache holds C_KV turned)
 
     @property
     def kv_b(self) -> Matrix:
@@ -123,6 +131,11 @@ class Latent(NamedTuple):
         side by side: W_UQ (or W_Q) with each head's d_R rotary columns first (qkvcalc's
         order), W_UK and W_UV taken apart from wkv_b's [W_UK | W_UV] per head."""
         rank, heads = self.rank, range(1, self.heads + 1)
+        if part == "DKV" and self.shared:  # the one key/value head: its rotary columns first
+            taken = self.wkv_a.values[:, self.kv_order]
+            said = Msg("note.mla_grad_shared_order", rope=self.rope, nope=self.nope)
+            return Learned(part, taken, slice(0, taken.shape[1]), notes=(said,),
+                           topic="grad_x.mla_shared")  # fmt: skip
         if part in ("DQ", "DKV", "KR"):
             whole = {"DQ": self.wq_a, "DKV": self.wkv_a, "KR": self.wkv_a}[part]
             assert whole is not None
@@ -247,7 +260,8 @@ def read(
         latent = _read_kv(raw, wkv_a, (wq_a, q_norm, wq), heads, rope, nope, float(eps), layout,
                           exact)  # fmt: skip
     check(latent, doc)
-    return latent
+    turns = doc.get("rope") not in (None, False)
+    return latent._replace(turns=turns, turns_v=turns and doc.get("vo_rope") is True)
 
 
 def _read_kv(raw: dict[str, Any], wkv_a: Matrix, query: tuple[Any, Any, Matrix], heads: int,
@@ -378,6 +392,36 @@ def _join_grads(back: Back, at: Spec, g: Ref) -> list[Any]:
             letters=k_nope.letters,
         ),
         Part(rope_ref, g, slice(0, first), grad),
+    ]
+
+
+def _kv_head(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    # [m, d_k] -> [m, d_k]: the one key/value head C_KV, as this head's K (or V)
+    return ops[0] if rows is None else ops[0][rows]
+
+
+def _kv_head_grads(back: Back, at: Spec, g: Ref) -> list[Any]:
+    """K = V = C_KV in every head: each head's dK and dV are shares of dC_KV, whole (a Part
+    each: the walk adds every head's two when it reaches C_KV, micrograd's +=)."""
+    width = len(back.by[at.operands[0]].cols)
+    return [Part(at.operands[0], g, slice(0, width), back.by[g].symbol)]
+
+
+# DeepSeek-V4's one key/value head: its gradients' words (the stages the walk and the gather
+# name as for a latent: dC_KV a sum over the heads, not dK_C·W_UKᵀ + dV·W_UVᵀ)
+_SHARED_TOPICS = {
+    "grad_c_kv_norm": "grad_mla_shared_c_kv_norm",
+    "grad_wdkv": "grad_mla_shared_wdkv",
+    "grad_kv_a_norm": "grad_mla_shared_kv_a_norm",
+}
+
+
+def _back_notes(p: Any, latent: Latent, specs: list[Spec]) -> list[Spec]:
+    """The one key/value head's gradient stages with their own words."""
+    if not latent.shared:
+        return specs
+    return [
+        replace_spec(s, topic=_SHARED_TOPICS[s.id]) if s.id in _SHARED_TOPICS else s for s in specs
     ]
 
 
@@ -591,31 +635,37 @@ def shared(p: Any, latent: Latent, x_ref: Ref, x_name: str) -> list[Spec]:
 def _shared_kv(p: Any, latent: Latent, x_ref: Ref, x_name: str) -> list[Spec]:
     """DeepSeek-V4's one key/value head: c_KV = X·W_DKV (its rotary columns first), normed."""
     order = latent.kv_order
+    norm = _norm("c_kv_norm", ("c_kv", None), "c_KV", "C_KV", latent.kv_norm[order], p)
     return [
         _project("c_kv", x_ref, x_name, _take(latent.wkv_a, order), "W_DKV", p.tokens,
                  symbol="c_KV", letters="n×d_k", topic="mla_shared_c_kv",
+                 params={"learned": latent.learned("DKV")},
                  notes=(Msg("note.mla_shared_kv", d_k=p.d_k, rope=latent.rope, heads=p.heads,
                             nope=latent.nope),)),
-        replace_spec(_norm("c_kv_norm", ("c_kv", None), "c_KV", "C_KV", latent.kv_norm[order],
-                           p), topic="mla_shared_c_kv_norm", letters="n×d_k",
+        replace_spec(norm, topic="mla_shared_c_kv_norm", letters="n×d_k",
+                     params={**norm.params, "back_topic": "mla_shared_norm"},
                      notes=(Msg("note.mla_shared_norm", width=p.d_k, eps=f"{latent.eps:g}"),)),
     ]  # fmt: skip
 
 
-def _shared_head(latent: Latent, h: int | None, keys: tuple[str, ...]) -> list[Spec]:
-    """Head h's K and V: the one key/value head C_KV, the same for every head (K = V)."""
+def _shared_head(latent: Latent, h: int | None, keys: tuple[str, ...],
+                 source: tuple[Ref, str] = (("c_kv_norm", None), "C_KV"), m: str = "m",
+                 ) -> list[Spec]:  # fmt: skip
+    """Head h's K and V: the one key/value head C_KV (or a decode step's cache of it), the
+    same for every head (K = V)."""
+    read, name = source
     return [
         Spec(
             side.lower(),
             h,
-            "copy",
-            (("c_kv_norm", None),),
-            f"{side} = C_KV",
+            "mla_kv_head",
+            (read,),
+            f"{side} = {name}",
             keys,
             dim_labels(latent.nope + latent.rope),
             notes=(Msg("note.mla_shared_head"),),
             symbol=side,
-            letters=f"m×d_{side.lower()}",
+            letters=f"{m}×d_{side.lower()}",
             topic=f"mla_shared_{side.lower()}",
         )
         for side in ("K", "V")
@@ -757,8 +807,6 @@ def decode_shared(
 ) -> list[Spec]:
     """One step before the heads: the new tokens' c_Q (when there is a query latent), c_KV
     and k_R, k_R turned once at its own position, and the cache of C_KV and the turned k_R."""
-    if latent.shared:
-        raise _fail("shared_kv_decode")
     rows = tuple(p.tokens[int(i)] for i in take)
     end = int(take[-1]) + 1
     keys = p.tokens[:end]
@@ -776,6 +824,8 @@ def decode_shared(
         )  # fmt: skip
         norm = _norm("c_q_norm", at("c_q"), "c_Q", "C_Q", latent.q_norm, p)
         specs.append(replace_spec(norm, rows=rows, letters="t×r_q"))
+    if latent.shared:
+        return specs + _decode_shared_kv(p, latent, step, take, before, (x_ref, x_name), turn)
     specs.append(
         _step_project("c_kv", x_ref, x_name, _take(latent.wkv_a, slice(0, rank)), "W_DKV", take,
                       rows=rows, symbol="c_KV", letters="t×r_kv")
@@ -804,6 +854,77 @@ def decode_shared(
     return specs
 
 
+def _decode_shared_kv(p: Any, latent: Latent, step: int, take: Any, before: int | None,
+                      x: tuple[Ref, str], turn: Callable[[Any, Turn, list[Spec]], Ref],
+                      ) -> list[Spec]:  # fmt: skip
+    """One step of the one key/value head: the new tokens' c_KV and C_KV, cached once for
+    every head; with a rotation, C_KV's first d_R columns (the rotary ones) turned once at
+    their own position and cached beside it (the keys read them turned, the values not)."""
+    rows = tuple(p.tokens[int(i)] for i in take)
+    keys = p.tokens[: int(take[-1]) + 1]
+    order, rope = latent.kv_order, latent.rope
+    at = lambda sid: ref(sid, None, step)  # noqa: E731
+    norm = _norm("c_kv_norm", at("c_kv"), "c_KV", "C_KV", latent.kv_norm[order], p)
+    specs = [
+        _step_project("c_kv", *x, _take(latent.wkv_a, order), "W_DKV", take, rows=rows,
+                      symbol="c_KV", letters="t×d_k", topic="mla_shared_c_kv"),
+        replace_spec(norm, rows=rows, topic="mla_shared_c_kv_norm", letters="t×d_k",
+                     notes=(Msg("note.mla_shared_norm", width=p.d_k, eps=f"{latent.eps:g}"),)),
+    ]  # fmt: skip
+    full = p.heads * (p.d_k + p.d_v)
+    apart = latent.turns and not latent.turns_v  # the keys' turned columns, the values' not
+    per_token = p.d_k + (rope if apart else 0)
+    key = "note.mla_shared_cache_rope" if apart else "note.mla_shared_cache"
+    if latent.turns_v:
+        key = "note.mla_shared_cache_turned"
+    new = at("c_kv_norm")
+    if latent.turns_v:  # K and V both turned: C_KV turned once, at its own position, cached so
+        side = Turn(None, new, "C_KV", "K", rows, p.variants.key_positions[take], step, "t×d_k")
+        new = turn(p, side, specs)
+    memory = Msg(key,
+                 d_k=p.d_k, rope=rope, per_token=per_token, tokens=p.n, total=per_token * p.n,
+                 heads=p.heads, d_v=p.d_v, full=full, full_total=full * p.n)  # fmt: skip
+    first = (memory,) if before is None else ()
+    specs.append(replace_spec(_stacked("c_kv_cache", before, new, "C_KV_cache", keys,
+                                       p.d_k, step, first, "m_t×d_k"),
+                              topic="mla_shared_c_kv_cache"))  # fmt: skip
+    if not apart:
+        return specs
+    specs.append(
+        Spec("k_rope", None, "slice", (at("c_kv_norm"),), f"k_R = C_KV[:, {span(0, rope)}]",
+             rows, dim_labels(rope), params={"cols": slice(0, rope)}, symbol="k_R",
+             letters="t×d_R", topic="mla_shared_k_rope")
+    )  # fmt: skip
+    narrow = dataclass_replace(p, widths=(rope, p.d_v))
+    side = Turn(None, at("k_rope"), "k_R", "K", rows, p.variants.key_positions[take], step,
+                "t×d_R")  # fmt: skip
+    turned = turn(narrow, side, specs)
+    specs.append(replace_spec(_stacked("k_rope_cache", before, turned, "k_R_cache", keys, rope,
+                                       step, (), "m_t×d_R"),
+                              topic="mla_shared_k_rope_cache"))  # fmt: skip
+    return specs
+
+
+def _decode_shared_head(latent: Latent, h: int | None, step: int, keys: tuple[str, ...]
+                        ) -> list[Spec]:  # fmt: skip
+    """Head h's K and V of a step from the cache: V = C_KV_cache, and K = C_KV_cache too, or
+    with a rotation K = [k_R_cache | C_KV_cache's other columns] (the turned rotary ones)."""
+    cache = ref("c_kv_cache", None, step)
+    out = _shared_head(latent, h, keys, (cache, "C_KV_cache"), "m_t")
+    if not latent.turns or latent.turns_v:  # K = V = the cache (turned with vo_rope)
+        return out
+    rope, width = latent.rope, latent.rope + latent.nope
+    k_nope = Spec("k_nope", h, "slice", (cache,), f"K_C = C_KV_cache[:, {span(rope, latent.nope)}]",
+                  keys, dim_labels(latent.nope), params={"cols": slice(rope, width)},
+                  symbol="K_C", letters="m_t×d_C", topic="mla_shared_k_nope")  # fmt: skip
+    k = Spec("k", h, "mla_join", (ref("k_rope_cache", None, step), ref("k_nope", h, step)),
+             "K = [k_R_cache | K_C]", keys, dim_labels(width),
+             notes=(Msg("note.mla_shared_join", rope=rope, nope=latent.nope),), symbol="K",
+             letters="m_t×d_k", topic="mla_shared_k_join")  # fmt: skip
+    v = replace_spec(out[1], topic="mla_shared_v_cache", notes=(Msg("note.mla_shared_v_cache"),))
+    return [k_nope, k, v]
+
+
 def decode_head(
     p: Any, latent: Latent, h: int | None, step: int, take: Any, end: int, x_ref: Ref, x_name: str
 ) -> tuple[list[Spec], Ref, Ref]:
@@ -823,6 +944,12 @@ def decode_head(
                           symbol="Q", letters="t×d_k", topic="mla_q_full")  # fmt: skip
         q = replace_spec(q, head=h)
     specs.append(q)
+    if latent.shared:
+        return (
+            [*specs, *_decode_shared_head(latent, h, step, keys)],
+            ref("k", h, step),
+            ref("v", h, step),
+        )
     specs += head_kv(latent, h, (ref("c_kv_cache", None, step), "C_KV_cache"),
                      ref("k_rope_cache", None, step), keys, "m_t", step=step,
                      k_nope_notes=(Msg("note.mla_from_cache", rows=end),))  # fmt: skip
@@ -923,7 +1050,7 @@ def _torch_shared(p: Any, latent: Latent) -> list[str]:
         "q_heads = Q_all.view(-1, H_, d_C + d_R)",
         "Q = torch.cat([q_heads[..., d_C:], q_heads[..., :d_C]], -1).reshape(len(tokens), -1)",
         "K = C_KV.repeat(1, H_)  # K = V = C_KV, the same for every head",
-        "V = K.clone()",
+        "V = C_KV.repeat(1, H_)  # its own tensor: its gradient apart from K's",
     ]
 
 
@@ -957,6 +1084,11 @@ def torch_compared(
     else:
         out.append(("dW_Q", "W_Qall", dq))
     rank, d_model = latent.rank, latent.wkv_a.values.shape[0]
+    if latent.shared:  # the stages' columns (the rotary ones first) set back in W_DKV's
+        kv_a, w = np.zeros((d_model, rank)), np.zeros(rank)
+        kv_a[:, latent.kv_order] = grad("grad_wdkv", (d_model, rank))
+        w[latent.kv_order] = find("grad_kv_a_norm").value[0]
+        return [*out, ("dW_DKV", "W_KVa", kv_a), ("dw_CKV", "kv_norm", w)]
     kv_a = np.hstack([grad("grad_wdkv", (d_model, rank)), grad("grad_wkr", (d_model, latent.rope))])
     out.append(("d[W_DKV | W_KR]", "W_KVa", kv_a))
     out.append(("dw_CKV", "kv_norm", find("grad_kv_a_norm").value[0]))
@@ -982,6 +1114,8 @@ def _train_stages(latent: Latent) -> dict[str, str]:
     """Each learned matrix's gradient stage, by name."""
     query = {"wdq": "grad_wdq", "wcq": "grad_q_a_norm", "wuq": "grad_wuq"}
     first = query if latent.wq_a is not None else {"wq": "grad_wq"}
+    if latent.shared:  # the one key/value head: W_DKV and its norm's weight, no more
+        return first | {"wdkv": "grad_wdkv", "wckv": "grad_kv_a_norm"}
     return first | {
         "wdkv": "grad_wdkv",
         "wkr": "grad_wkr",
@@ -1010,6 +1144,8 @@ def _train_weights(latent: Latent) -> dict[str, np.ndarray]:
         out["wuq"] = latent.wq.values
     else:
         out["wq"] = latent.wq.values
+    if latent.shared:  # W_DKV as given (its rotary columns last)
+        return out | {"wdkv": latent.wkv_a.values, "wckv": latent.kv_norm[None, :]}
     kv_a, kv_b = latent.wkv_a.values, latent.kv_b.values
     return out | {
         "wdkv": kv_a[:, :rank],
@@ -1022,7 +1158,12 @@ def _train_weights(latent: Latent) -> dict[str, np.ndarray]:
 
 def _train_grad(latent: Latent, name: str, grad: np.ndarray) -> np.ndarray:
     """A gradient stage's numbers in its matrix's layout: dW_UQ's columns (qkvcalc's order)
-    set back in DeepSeek's; the others are already."""
+    set back in DeepSeek's, and the one key/value head's (its rotary columns first) in W_DKV's
+    as given; the others are already."""
+    if latent.shared and name in ("wdkv", "wckv"):
+        back = np.zeros(grad.shape)
+        back[:, latent.kv_order] = grad
+        return back
     if name not in ("wuq", "wq"):
         return grad
     out = np.zeros(latent.wq.values.shape)
@@ -1034,12 +1175,15 @@ def _trained(latent: Latent, weights: dict[str, np.ndarray]) -> Latent:
     """The latents with the matrices of `weights` in place of theirs (plain floats: no
     fractions, as every trained number)."""
     now = {**_train_weights(latent), **weights}
-    kv_b = np.zeros(latent.kv_b.values.shape)
-    kv_b[:, _kv_b_order(latent, 0)] = now["wuk"]
-    kv_b[:, _kv_b_order(latent, 1)] = now["wuv"]
     query: dict[str, Any] = {"wq": Matrix(np.array(now.get("wuq", now.get("wq")), dtype=float))}
     if latent.wq_a is not None:
         query |= {"wq_a": Matrix(np.array(now["wdq"], dtype=float)), "q_norm": now["wcq"][0]}
+    if latent.shared:
+        return latent._replace(**query, wkv_a=Matrix(np.array(now["wdkv"], dtype=float)),
+                               kv_norm=np.array(now["wckv"][0], dtype=float))  # fmt: skip
+    kv_b = np.zeros(latent.kv_b.values.shape)
+    kv_b[:, _kv_b_order(latent, 0)] = now["wuk"]
+    kv_b[:, _kv_b_order(latent, 1)] = now["wuv"]
     return latent._replace(
         **query,
         wkv_a=Matrix(np.hstack([now["wdkv"], now["wkr"]]).astype(float)),
@@ -1067,6 +1211,16 @@ FEATURE = Feature(
             work=_join_work,
             lowp=_lowp_join,
             torch=lambda params, names, lit: f"torch.hstack([{', '.join(names)}])",
+        ),
+        Op(
+            "mla_kv_head",
+            _kv_head,
+            same_cell,
+            lambda ops, params: (ops[0], ()),
+            backward=lambda ops, params, out, g: (g,),
+            plan_back=_kv_head_grads,
+            lowp=moved,
+            torch=lambda params, names, lit: names[0],
         ),
         Op(
             "mla_norm_weight",
@@ -1109,7 +1263,8 @@ FEATURE = Feature(
     grads=_grads,
     torch_compared=torch_compared,
     learns=LEARNS,
-    # DeepSeek-V4's one key/value head: no gradients, no steps yet
-    no_backward_when=lambda latent: "mla.shared_kv_backward" if latent.shared else "",
-    no_train_when=lambda latent: "mla.shared_kv_train" if latent.shared else "",
+    back_notes=_back_notes,
+    # with vo_rope the one key/value head is cached turned: it is already V turned as K is, and
+    # each head's output is turned back once its steps' rows are stacked
+    decode_covers=lambda latent: ("vo_rope",) if latent.turns_v else (),
 )

@@ -107,6 +107,10 @@ def backward(
         summed = _summed(by[read], its)
         specs.append(summed)
         walked[read] = summed.ref
+        if learned(by[read]) is None:  # not a projection (a key/value head): walked on from it
+            more, reached = walk(p, by, [by[read]], {read: summed.ref}, whole_plan, specs)
+            specs += more
+            walked.update(reached)
     specs += _gathered_grads(p, by, walked, specs)
     for feature, value in features.active(p):
         if feature.grads is not None:
@@ -193,9 +197,22 @@ def _head(
     a_ref = out.operands[0]
     assert not flows and not isinstance(a_ref, Const)
     specs = [_attend(p, h, by[a_ref])]
-    walked, grads = walk(p, by, [out], {a_ref: specs[-1].ref}, whole, [*made, *specs], (), shares)
+    seeds = {a_ref: specs[-1].ref}
+    walked, grads = walk(p, by, [out], seeds, whole, [*made, *specs], _across(by), shares)
     specs += walked
     return specs, grads
+
+
+def _across(by: dict[Ref, Spec]) -> set[Ref]:
+    """The stages before the heads that several heads read (the one key/value head C_KV): a
+    walk over one head stops there, since each head hands back only its share (summed, and
+    walked on, once every head's is in)."""
+    readers: dict[Ref, set[int | None]] = {}
+    for spec in by.values():
+        for o in spec.operands:
+            if not isinstance(o, Const) and o in by and by[o].head is None:
+                readers.setdefault(o, set()).add(spec.head)
+    return {o for o, heads in readers.items() if len(heads - {None}) > 1}
 
 
 def _attend(p: Problem, h: int | None, weights: Spec) -> Spec:
@@ -275,18 +292,31 @@ def _summed(at: Spec, parts: Sequence[Part]) -> Spec:
     into = d(at.symbol)
     width = first.cols.stop - first.cols.start
     said = f"{first.symbol}ₕ[:, {span(first.cols.start, width)}]"
+    symbols = list(dict.fromkeys(part.symbol for part in parts))
+    notes: tuple[Msg, ...] = ()
+    if len(parts) > 1:
+        notes = (Msg("note.grad_shared", count=len(parts), x=at.symbol),)
+    formula = f"{into} = Σₕ {said}" if len(parts) > 1 else f"{into} = {said}"
+    if len(symbols) > 1:  # read whole as several things in each head (K = V = C_KV): all added
+        heads = len(parts) // len(symbols)
+        formula = f"{into} = Σₕ ({'ₕ + '.join(symbols)}ₕ)"
+        if heads == 1:
+            formula = f"{into} = {' + '.join(symbols)}"
+        names = ", ".join(s.removeprefix("d") for s in symbols)
+        notes = (Msg("note.grad_shared_whole", count=len(parts), x=at.symbol, heads=heads,
+                     names=names),)  # fmt: skip
     return Spec(
         f"grad_{at.id}",
         at.head,
         "grad_sum",
         tuple(part.grad for part in parts),
-        f"{into} = Σₕ {said}" if len(parts) > 1 else f"{into} = {said}",
+        formula,
         at.rows,
         at.cols,
         params={"cols": tuple(part.cols for part in parts)},
         symbol=into,
         letters=at.letters,
-        notes=(Msg("note.grad_shared", count=len(parts), x=at.symbol),) if len(parts) > 1 else (),
+        notes=notes,
     )
 
 
@@ -363,10 +393,18 @@ def _tiled(
     specs, refs, q_side, k_side = tiled_head(p, by, h, flows)
     sides = [f"grad_{q_side.id}", f"grad_{k_side.id}", *(["grad_v"] if flows else [])]
     seeds: dict[Ref, Ref] = {s.ref: (f"grad_{s.id}", h) for s in (q_side, k_side)}
-    walked, grads = walk(p, by, [q_side, k_side], seeds, made=specs, shares=shares)
+    walked, grads = walk(p, by, [q_side, k_side], seeds, made=specs, stops=_across(by),
+                         shares=shares)  # fmt: skip
     specs += walked
     if "v" in refs:
         grads[(ids.V, h)] = refs["v"]
+        v = by[(ids.V, h)]
+        op = OPS[v.op]
+        if learned(v) is None and (op.plan_back or op.backward):  # the one key/value head
+            more, reached = walk(p, by, [v], {v.ref: refs["v"]}, made=specs, stops=_across(by),
+                                 shares=shares)  # fmt: skip
+            specs += more
+            grads.update(reached)
     note = same_as_plain(h, len(blocks(p)), sides, plain_run)
     specs[-1] = replace(specs[-1], remarks=together(specs[-1].remarks, note))
     return specs, grads

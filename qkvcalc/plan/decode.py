@@ -70,9 +70,13 @@ def decode_plan(p: Problem, x_ref: Ref, x_name: str) -> list[Spec]:
         for h in heads:
             specs += _step(p, h, step, take, allowed, x_ref, x_name)
     stacked = [_stacked(p, h) for h in heads]
-    specs += stacked
+    outputs = []
+    for s in stacked:  # a feature's stages after a head's output, once over its stacked rows
+        after = features.after_output(p, s.head, s)
+        specs += [s, *after]
+        outputs.append((after[-1] if after else s).ref)
     if p.multihead:  # what comes after every head runs once over the stacked rows, as W_O does
-        joined, reads = features.joined(p, [s.ref for s in stacked])  # a norm over the heads
+        joined, reads = features.joined(p, outputs)  # a norm over the heads
         specs += joined
         width = {s.ref: len(s.cols) for s in specs}
         specs += combine(p, reads, [width[r] for r in reads])

@@ -449,7 +449,9 @@ def _gradients(trace: Trace) -> list[tuple[str, str, np.ndarray]]:
             break  # turned (silu) after Q, K, V, which dQ, dK, dV below compare
         label = "" if h is None else f" (head {h})"
         out.append((f"dA{label}", f"weights[0, {k}]", _grad_weights(trace, h)))
-        if flows and p.kv_heads == p.heads and h is not None:
+        # the script's per-head v is what A·V reads (turned by a feature: V_rot), so dV of
+        # each head is compared there only when A·V reads V itself (else dV below holds it)
+        if flows and p.kv_heads == p.heads and h is not None and _reads_v(trace, h):
             out.append((f"dV{label}", f"v[0, {k}]", trace.stage(ids.GRAD_V, h).value))
     out.append(("dQ", "Q", side_by_side(ids.GRAD_Q)))
     if p.kv_heads == p.heads:
@@ -486,6 +488,13 @@ def _gradients(trace: Trace) -> list[tuple[str, str, np.ndarray]]:
             for spec in feature.grads(p, value, []):
                 out.append((name, tensor, trace.stage(spec.id).value[0]))
     return out
+
+
+def _reads_v(trace: Trace, head: int) -> bool:
+    """Whether head's A·V reads the head's V as it was projected: its gradient dV came from
+    A·V itself, not back through a feature's stage after V (a turn of it, V_rot)."""
+    found = trace.find(ids.GRAD_V, head)
+    return found is None or found.op != "back"
 
 
 def _grad_weights(trace: Trace, head: int | None) -> np.ndarray:
