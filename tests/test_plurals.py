@@ -129,6 +129,8 @@ COUNTED = [
     ("note.reading_equal", "count", "key", "keys"),
     ("note.reading_equal_with_masked", "count", "unmasked key", "unmasked keys"),
     ("ui.reading_equal", "count", "key", "keys"),
+    ("note.comp_grad_bias", "count", "window", "windows"),
+    ("note.grad_shared_rows", "count", "share", "shares"),
 ]
 
 
