@@ -86,7 +86,9 @@ def layer(doc: dict, lv: dict):
     eps = float(mla.get("eps", EPS))
     q_all = _rms(x @ lv["wq_a"], lv["q_a_norm"], eps) @ lv["wq_b"]
     kv = _rms(x @ lv["wkv_a"], lv["kv_a_norm"], eps)
-    raw = _pool(x @ lv["c_wkv"], x @ lv["c_wgate"], lv["c_bias"], m, bool(comp["overlap"]))
+    raw = _pool(
+        x @ lv["c_wkv"], x @ lv["c_wgate"], lv["c_bias"], m, bool(comp.get("overlap", False))
+    )
     entries = _rms(raw, lv["c_norm"], float(comp.get("eps", EPS)))[:, back]
     count = raw.shape[0]
     if turning:
@@ -277,3 +279,97 @@ def test_every_equals_of_its_backward_holds(tmp_path, option, lang, overlap):
         if failure:
             wrong.append(failure)
     assert checked and not wrong, "\n".join(wrong[:20])
+
+
+# ---- qkvcalc train: N steps of SGD, as autograd's ---------------------------------------------
+
+# train's names by the leaves' keys (mla's, tests/test_mla_shared_kv_backward.py's, then the
+# entries' own)
+NAMES = {"wq_a": "wdq", "q_a_norm": "wcq", "wq_b": "wuq", "wkv_a": "wdkv", "kv_a_norm": "wckv",
+         "wo": "wo", "c_wkv": "wc", "c_wgate": "wcg", "c_bias": "cb", "c_norm": "cw"}  # fmt: skip
+
+
+def trained(p) -> dict[str, np.ndarray]:
+    """A problem's learned weights by train's names, each as the input holds it."""
+    from tests.test_mla_shared_kv_backward import trained_weights
+
+    c = p.variants.features["compress"]
+    entries = {"wc": c.wkv.values, "wcg": c.wgate.values, "cb": c.bias, "cw": c.norm}
+    return trained_weights(p) | entries
+
+
+def torch_sgd(doc: dict, steps: int, lr: float, frozen=(), w: dict | None = None):
+    """Plain SGD in torch on every weight train steps (X and the sinks held, as train holds
+    them), the loss ½·Σ(O − T)²; with the indexer (`w`: its weights, tests/test_compress.py's
+    `sparse`), its top-k chosen again at every step from the query latent's weights then, its
+    own as given. The weights after, by train's names, and the losses."""
+    from tests.test_train_linear import _sgd
+
+    lv = leaves(doc)
+    target = torch.tensor(doc["target"], dtype=torch.float64)
+    stepped = {NAMES[k]: t for k, t in lv.items() if k in NAMES}
+
+    def loss():
+        given = doc
+        if w is not None:  # the choice again, from C_Q as it is now: a constant of the step
+            now = w | {"wq_a": lv["wq_a"].detach().numpy(), "q_a_norm": lv["q_a_norm"].detach()
+                       .numpy()}  # fmt: skip
+            given = doc | {"keep": naive_chosen(now).tolist()}
+        return 0.5 * ((layer(given, lv)[0] - target) ** 2).sum()
+
+    losses = _sgd(stepped, loss, steps, lr, frozen)
+    return {k: t.detach().numpy() for k, t in stepped.items()}, losses
+
+
+def _trains(doc: dict, w: dict | None = None, steps: int = 4, freeze=None, frozen=()):
+    from qkvcalc.input.problem import Problem
+    from qkvcalc.run.train import train
+
+    given = {k: v for k, v in doc.items() if k != "keep"}
+    training = train(Problem.from_mapping(given), steps=steps, lr=0.02, freeze=freeze)
+    want, losses = torch_sgd(given, steps, 0.02, frozen, w)
+    got, start = trained(training.problem), trained(Problem.from_mapping(given))
+    same(got, want)
+    assert np.allclose(training.losses, losses, rtol=1e-10, atol=0)
+    assert losses[-1] < losses[0]
+    return training, got, start
+
+
+@pytest.mark.parametrize("case", ["hca", "overlap", "plain"])
+def test_training_equals_sgd_in_torch(case):
+    doc = doc_of(11, m=2, overlap=case == "overlap", plain=case == "plain")
+    training, got, start = _trains(doc)
+    assert set(training.learned) == set(NAMES.values())
+    for name in training.learned:  # every weight said learned moved
+        assert not np.array_equal(got[name], start[name]), name
+
+
+def test_training_with_the_indexer_equals_sgd_with_its_choice_made_again(tmp_path):
+    import json
+
+    from qkvcalc.i18n import translate
+    from tests.conftest import in_process
+
+    doc, w = sparse(12, n=11, m=2)
+    doc["target"] = np.random.default_rng(3).standard_normal((11, 3)).tolist()
+    _trains(doc, w)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    for lang in ("en", "ko"):
+        proc = in_process("train", str(path), "--steps", "2", "--format", "json", "--lang", lang)
+        assert proc.returncode == 0, proc.stderr
+        assert translate("train.comp_index_fixed", lang) in json.loads(proc.stdout)["notes"]
+    del doc["compress"]["index"]  # no indexer: no sentence of it
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    proc = in_process("train", str(path), "--steps", "2", "--format", "json")
+    assert translate("train.comp_index_fixed", "en") not in json.loads(proc.stdout)["notes"]
+
+
+def test_freeze_takes_the_names_learned_shows_and_they_stay():
+    doc = doc_of(13, m=2)
+    for freeze in ("W_C,B,w_E", "wkv bias cw"):
+        training, got, start = _trains(doc, steps=3, freeze=freeze, frozen=("wc", "cb", "cw"))
+        assert training.frozen == ("wc", "cb", "cw")
+        for name in ("wc", "cb", "cw"):
+            assert np.array_equal(got[name], start[name]), name
+        assert not np.array_equal(got["wcg"], start["wcg"])

@@ -2558,9 +2558,9 @@ MESSAGES: dict[str, str] = {
     "a sum of them, which leaves the fractions.",
     # the backward through the entries (--backward, train)
     "stage.grad_v_more.title": "Backward: gradient of the values with the entries",
-    "stage.grad_v_more.why": "The output was A·V', so dV' = Aᵀ·dO: each row of V', a token's or "
-    "an entry's, collects the output gradients of the queries that read it, weighted by how "
-    "much they read it.",
+    "stage.grad_v_more.why": "The head's output was A·V', so dV' is Aᵀ times that output's "
+    "gradient: each row of V', a token's or an entry's, collects the output gradients of the "
+    "queries that read it, weighted by how much they read it.",
     "stage.grad_stack_rows.title": "Backward: the tokens' rows of the gradient",
     "stage.grad_stack_rows.why": "K' (or V') put the tokens' rows above the entries' rows, so the "
     "gradient of the tokens' part is the first rows of d(K') (or d(V')) as they are; the "
@@ -2610,6 +2610,11 @@ MESSAGES: dict[str, str] = {
     "is a choice, with no gradient, so the backward pass does not go through the indexer. Its "
     "weights (W_IC, W_IG, B_I, its norm's weight, W_IQ, W_w) get no gradient from this loss, "
     "and X and C_Q get no share of the gradient through it.",
+    "train.comp_index_fixed": "The indexer's weights over the entries (W_IC, W_IG, B_I, its "
+    "norm's weight, W_IQ, W_w) are not moved: the loss gives them no gradient (its top-k is a "
+    "choice, held fixed as a mask in the backward pass). Each step trains the rest, the "
+    "entries' W_C, W_CG, B and w_E among them, and the indexer chooses each query's entries "
+    "again with its weights as given.",
     "stage.grad_x.comp.title": "Backward: gradient of the input X",
     "stage.grad_x.comp.why": "X reaches the loss by every projection that reads it, the "
     "compressor's W_C and W_CG among them: each entry pooled from X is a key and a value of "
@@ -2691,8 +2696,6 @@ MESSAGES: dict[str, str] = {
     "compress.decode": "Compressed keys (compress) are not computed step by step with a KV "
     "cache yet: leave out --decode (the whole run shows them).",
     "compress.tiles": "Compressed keys (compress) are not planned in tiles yet: leave out --tiles.",
-    "compress.train": "qkvcalc train cannot learn compressed keys (compress) yet: explain shows "
-    "their forward run.",
     "compress.dtype": "Compressed keys (compress) have no low-precision rules yet: leave out "
     "--dtype (the float64 run shows them).",
     "stage.score_bias.title": "Score bias",

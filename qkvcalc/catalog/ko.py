@@ -2506,8 +2506,9 @@ MESSAGES: dict[str, str] = {
     "것이라 분수를 벗어납니다.",
     # the backward through the entries (--backward, train)
     "stage.grad_v_more.title": "역전파: 항목을 더한 Value의 기울기",
-    "stage.grad_v_more.why": "출력이 A·V'였으므로 dV' = Aᵀ·dO입니다. V'의 각 행은 토큰의 행이든 "
-    "항목의 행이든, 자신을 읽은 Query들의 출력 기울기를 읽은 만큼의 가중치로 모읍니다.",
+    "stage.grad_v_more.why": "헤드의 출력이 A·V'였으므로 dV'는 Aᵀ에 그 출력의 기울기를 곱한 "
+    "것입니다. V'의 각 행은 토큰의 행이든 항목의 행이든, 자신을 읽은 Query들의 출력 기울기를 "
+    "읽은 만큼의 가중치로 모읍니다.",
     "stage.grad_stack_rows.title": "역전파: 기울기에서 토큰들의 행",
     "stage.grad_stack_rows.why": "K'(또는 V')는 토큰들의 행을 항목들의 행 위에 쌓았으므로, 토큰 "
     "부분의 기울기는 d(K')(또는 d(V'))의 앞쪽 행들 그대로입니다. 항목들의 행은 항목들로 "
@@ -2557,6 +2558,10 @@ MESSAGES: dict[str, str] = {
     "기울기가 없으므로, 역전파는 인덱서를 거치지 않습니다. 인덱서의 가중치(W_IC, W_IG, B_I, "
     "정규화 가중치, W_IQ, W_w)는 이 손실에서 기울기를 받지 않고, X와 C_Q도 인덱서를 거쳐서는 "
     "기울기의 몫을 받지 않습니다.",
+    "train.comp_index_fixed": "항목들에 대한 인덱서의 가중치(W_IC, W_IG, B_I, 정규화 가중치, "
+    "W_IQ, W_w)는 움직이지 않습니다: 손실이 여기에 기울기를 주지 않습니다(top-k는 고르기라서 "
+    "역전파에서 고정된 마스크로 둡니다). 각 단계는 항목의 W_C, W_CG, B, w_E를 포함해 나머지를 "
+    "학습하고, 인덱서는 주어진 가중치 그대로 각 Query의 항목을 다시 고릅니다.",
     "stage.grad_x.comp.title": "역전파: 입력 X의 기울기",
     "stage.grad_x.comp.why": "X는 자신을 읽는 모든 프로젝션을 거쳐 손실에 닿고, 압축기의 W_C와 "
     "W_CG도 그중에 있습니다: X에서 모은 각 항목은 모든 헤드의 Key이자 Value입니다. 다변수 연쇄 "
@@ -2637,8 +2642,6 @@ MESSAGES: dict[str, str] = {
     "compress.decode": "압축 Key(compress)는 아직 KV 캐시로 한 단계씩 계산되지 않습니다: "
     "--decode를 빼세요(전체 실행이 보여 줍니다).",
     "compress.tiles": "압축 Key(compress)는 아직 타일로 계획되지 않습니다: --tiles를 빼세요.",
-    "compress.train": "qkvcalc train은 아직 압축 Key(compress)를 학습하지 못합니다: explain이 "
-    "순전파 실행을 보여 줍니다.",
     "compress.dtype": "압축 Key(compress)에는 아직 저정밀도 규칙이 없습니다: --dtype을 빼세요"
     "(float64 실행이 보여 줍니다).",
     "stage.score_bias.title": "스코어 바이어스",

@@ -25,7 +25,10 @@ the 2m slots per channel; `comp_weights` shows each token's weight in the entry 
 
 The weights are in qkvcalc's column order (each head's rotary columns first, as `rope` turns
 them); `qkvcalc extract` reorders DeepSeek-V4's (rotary last). Every head reads the same
-entries. Not with --decode, --tiles, --backward, train or --dtype yet (one message each).
+entries. --backward: each head's rows of the entries in dK' and dV' (the stack's plan_back)
+summed, back through the turn, the norm (dw_E) and the pool (dP, dC, dZ, dB) to dW_C, dW_CG and
+X's share; the indexer's top-k a constant mask, its weights no gradient; `train` steps W_C,
+W_CG, B and w_E. Not with --decode, --tiles or --dtype yet (one message each).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from qkvcalc.ops import (
     qk_norm,  # noqa: F401  (its rmsnorm op, which comp_norm is)
 )
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes, Turn
+from qkvcalc.ops.hooks import Learns
 from qkvcalc.ops.op import Back, Feeds, Op, Params, Shapes
 from qkvcalc.ops.projection import Learned
 from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels
@@ -517,6 +521,42 @@ def _back_notes(p: Any, c: Compress, specs: list[Spec]) -> list[Spec]:
     return out
 
 
+# ---- what `qkvcalc train` steps of it (Feature.learns): W_C, W_CG, B and the entries' norm
+# weight w_E (1 × d_k); the indexer's weights stay as given (its top-k passes no gradient) ------
+
+TRAIN_NAMES = ("wc", "wcg", "cb", "cw")
+
+
+def _moved(c: Compress, weights: dict[str, np.ndarray]) -> Compress:
+    """The compressor with the numbers of `weights` in place of its own (plain floats)."""
+    now = {**_train_weights(c), **weights}
+    return c._replace(
+        wkv=Matrix(np.array(now["wc"], dtype=float)),
+        wgate=Matrix(np.array(now["wcg"], dtype=float)),
+        bias=np.array(now["cb"], dtype=float),
+        norm=np.array(now["cw"], dtype=float).reshape(-1),
+    )
+
+
+def _train_weights(c: Compress) -> dict[str, np.ndarray]:
+    return {"wc": c.wkv.values, "wcg": c.wgate.values, "cb": c.bias, "cw": c.norm[None, :]}
+
+
+LEARNS = Learns(
+    TRAIN_NAMES,
+    _train_weights,
+    lambda c: {
+        "wc": "grad_wc",
+        "wcg": "grad_wcg",
+        "cb": "grad_comp_bias",
+        "cw": "grad_comp_norm_weight",
+    },
+    lambda c, name, grad: grad,  # each already in its matrix's layout (the rows layout)
+    _moved,
+    also=(("wkv", "wc"), ("wgate", "wcg"), ("bias", "cb")),  # the input's keys
+)
+
+
 # ---- the stages -------------------------------------------------------------------------------
 
 
@@ -959,7 +999,8 @@ FEATURE = Feature(
     no_tiles="compress.tiles",
     grads=_grads,
     back_notes=_back_notes,
-    no_train="compress.train",
+    learns=LEARNS,
+    train_note=lambda c: "train.comp_index_fixed" if c.scorer is not None else "",
     no_dtype="compress.dtype",
     no_sdpa="compress.dtype",
 )

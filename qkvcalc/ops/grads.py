@@ -54,8 +54,8 @@ def _cut_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
 
 def _grad_sum(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
     # the shares of a stage read by several, added: Σₖ gₖ[rowsₖ, colsₖ] -> [n, width]
-    rows = _rows(params, len(ops))
-    return np.sum([g[r, c] for g, r, c in zip(ops, rows, params["cols"], strict=True)], axis=0)
+    taken = _rows(params, len(ops))
+    return np.sum([g[r, c] for g, r, c in zip(ops, taken, params["cols"], strict=True)], axis=0)
 
 
 def _rows(params: Params, count: int) -> tuple[slice, ...]:
