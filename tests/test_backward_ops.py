@@ -32,6 +32,8 @@ CASES = {
     # MLA's k = [k_R | K_C]: the shared rotary key beside a head's own columns, of other widths
     "mla_join": lambda: ([RNG.normal(size=(3, 2)), RNG.normal(size=(3, 3))], {}),
     "copy": lambda: ([RNG.normal(size=(3, 2))], {}),
+    # DeepSeek-V4's one key/value head read as a head's K (or V), whole
+    "mla_kv_head": lambda: ([RNG.normal(size=(3, 4))], {}),
     "add": lambda: ([RNG.normal(size=(3, 3)), RNG.normal(size=(3, 3))], {}),
     "softcap": lambda: ([RNG.normal(0, 3, size=(3, 3))], {"cap": 2.0}),
     "rope": lambda: (

@@ -391,3 +391,25 @@ def test_a_sliding_layer_decodes_with_its_one_cached_head(lab):
         assert all(trace.find("k_cache", h, step=1) is None for h in range(1, heads + 1))
         cache = trace.stage("c_kv_cache", step=len(IDS) - prefill)
         assert cache.value.shape == (len(IDS), FIELDS["head_dim"])
+
+
+@pytest.mark.parametrize("layer", [1, 2], ids=["compressed_sparse", "heavily_compressed"])
+def test_a_compressed_layers_gradients_equal_autograd(lab, layer):
+    """--backward on a compressed layer extract wrote: tests/test_compress_backward.py's torch
+    layer from the problem's own keys (checked here against the module's output first, the
+    indexer's kept entries a constant mask) and autograd's gradient of every weight, the
+    entries' W_C, W_CG, B and norm weight among them, and of X equal qkvcalc's to 1e-10."""
+    import qkvcalc
+    from tests.test_compress_backward import autograd, leaves, ours, same
+    from tests.test_compress_backward import layer as torch_layer
+
+    problem = qkvcalc.extract(lab["model"], layer=layer, input_ids=IDS)
+    doc = {k: v for k, v in problem.items() if k not in ("name", "description", "tokens")}
+    doc = json.loads(json.dumps(doc, default=lambda a: np.asarray(a).tolist()))
+    assert "compress" in doc and ("index" in doc["compress"]) == (layer == 1)
+    if layer == 1:
+        doc["keep"] = (qkvcalc.explain(**doc).stage("idx_topk").value > 0).tolist()
+    out, _ = torch_layer(doc, leaves(doc))
+    assert relative(out.detach().numpy(), lab["seen"][("out", layer)]) < TOL
+    doc["target"] = np.random.default_rng(9).standard_normal(out.shape).tolist()
+    same(ours(doc), autograd(doc))

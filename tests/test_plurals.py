@@ -137,6 +137,8 @@ COUNTED = [
     ("note.idx_topk", "top_k", "score", "scores"),
     ("note.reading_equal_with_masked", "count", "unmasked key", "unmasked keys"),
     ("ui.reading_equal", "count", "key", "keys"),
+    ("note.comp_grad_bias", "count", "window", "windows"),
+    ("note.grad_shared_rows", "count", "share", "shares"),
 ]
 
 

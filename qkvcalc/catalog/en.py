@@ -2506,7 +2506,7 @@ MESSAGES: dict[str, str] = {
     "tokens (with overlapping windows, halves of two), and every head reads it as one more key "
     "and value, so a long sequence costs fewer keys.",
     "stage.comp_gate.title": "Compressed entries: the gates",
-    "stage.comp_gate.why": "A second projection of X, W_G, gives each token a gate in each "
+    "stage.comp_gate.why": "A second projection of X, W_CG, gives each token a gate in each "
     "channel: how much that token counts in its entry, once its position's bias is added and the "
     "gates of its window go through a softmax.",
     "stage.comp_weights.title": "Compressed entries: each token's share",
@@ -2557,6 +2557,70 @@ MESSAGES: dict[str, str] = {
     "while p + 1 < {m}); the window and the causal mask hold for the tokens' columns.",
     "note.exact_stops_comp": "Decimals from here on: a token's share in its entry is an e^x over "
     "a sum of them, which leaves the fractions.",
+    # the backward through the entries (--backward, train)
+    "stage.grad_v_more.title": "Backward: gradient of the values with the entries",
+    "stage.grad_v_more.why": "The head's output was A·V', so dV' is Aᵀ times that output's "
+    "gradient: each row of V', a token's or an entry's, collects the output gradients of the "
+    "queries that read it, weighted by how much they read it.",
+    "stage.grad_stack_rows.title": "Backward: the tokens' rows of the gradient",
+    "stage.grad_stack_rows.why": "K' (or V') put the tokens' rows above the entries' rows, so the "
+    "gradient of the tokens' part is the first rows of d(K') (or d(V')) as they are; the "
+    "entries' rows go back to the entries.",
+    "stage.grad_comp_entries.title": "Backward: gradient of the entries",
+    "stage.grad_comp_entries.why": "Every head reads the same entries as the last rows of its "
+    "keys K' and of its values V' (an entry is its own key and its own value), so the entries "
+    "reach the loss through every head's dK' and dV': their gradient adds those rows of all of "
+    "them (the keys' alone under a loss on the weights, which the values do not reach).",
+    "note.grad_shared_rows": "{x} is rows {rows} of {names} in each head, so its gradient adds "
+    "those rows of all {count} {count:share|shares}.",
+    "stage.grad_back.comp_norm.title": "Backward through the entries' RMSNorm",
+    "stage.grad_back.comp_norm.why": "The norm multiplied each entry by ρ = 1/√(mean(x²) + ε) and "
+    "by w. Its backward has two parts: the gradient scaled the same way, ρ·(w ⊙ g), minus the "
+    "part that would only change the entry's length, which the norm undoes.",
+    "stage.grad_comp_weights.title": "Backward: gradient of each token's share",
+    "stage.grad_comp_weights.why": "An entry was Σ_t P ⊙ C_E over its slots, so a share's gradient "
+    "is its entry's gradient in that channel times the slot's value: dP = dE ⊙ C_E.",
+    "stage.grad_comp_kv.title": "Backward: gradient of the pooled values C_E",
+    "stage.grad_comp_kv.why": "The same product seen from the values: dC_E = dE ⊙ P, each token's "
+    "value gets its entry's gradient times its share (0 for a token in no entry's window).",
+    "note.comp_grad_spread": "Each slot takes the gradient of the entry it feeds (its row of dE, "
+    "in the slot's channel), the entry the pool's note names for it; a slot that feeds none "
+    "gets 0.",
+    "hint.comp_grad_spread": "{cell} = the gradient {src} of the entry this slot feeds, in its "
+    "channel, times {other} of the slot.",
+    "stage.grad_back.pool_softmax.title": "Backward through the windows' softmax",
+    "stage.grad_back.pool_softmax.why": "Each entry's shares are a softmax over its slots, channel "
+    "by channel. As for attention's softmax, dZ = P ⊙ (dP − r), r the sum of P·dP over the "
+    "entry's slots in that channel; a token in no entry's window gets 0.",
+    "stage.grad_wc.title": "Gradient of W_C",
+    "stage.grad_wc.why": "C_E = X·W_C, so dW_C = Xᵀ·dC_E: the compressor's values learn from what "
+    "every head asked of the entries, back through their turn, their norm and the pool.",
+    "stage.grad_wcg.title": "Gradient of W_CG",
+    "stage.grad_wcg.why": "Z = X·W_CG, so dW_CG = Xᵀ·dZ: the gates learn how much each token "
+    "should count in its entry.",
+    "stage.grad_comp_bias.title": "Gradient of the position bias B",
+    "stage.grad_comp_bias.why": "Row r of B was added to the gate of the slot at place r of every "
+    "window, so row r of dB adds the rows of dZ at that place, over the windows.",
+    "note.comp_grad_bias": "{count} {count:window|windows} of {m} rows: row r of dB adds dZ's "
+    "rows r, r + {m}, … (a token after the last whole window adds nothing).",
+    "stage.grad_comp_norm_weight.title": "Gradient of the entries' norm weight",
+    "stage.grad_comp_norm_weight.why": "E_norm = E·ρ·w, entry by entry, so each weight wⱼ "
+    "collects, over the entries, dE_norm[w, j] times the normalised cell E[w, j]·ρ_w.",
+    "note.comp_grad_topk": "This mask holds the indexer's choice of entries (each query's "
+    "top_k = {top_k} of those it may see, or all of them when fewer) as fixed numbers: a top-k "
+    "is a choice, with no gradient, so the backward pass does not go through the indexer. Its "
+    "weights (W_IC, W_IG, B_I, its norm's weight, W_IQ, W_w) get no gradient from this loss, "
+    "and X and C_Q get no share of the gradient through it.",
+    "train.comp_index_fixed": "The indexer's weights over the entries (W_IC, W_IG, B_I, its "
+    "norm's weight, W_IQ, W_w) are not moved: the loss gives them no gradient (its top-k is a "
+    "choice, held fixed as a mask in the backward pass). Each step trains the rest, the "
+    "entries' W_C, W_CG, B and w_E among them, and the indexer chooses each query's entries "
+    "again with its weights as given.",
+    "stage.grad_x.comp.title": "Backward: gradient of the input X",
+    "stage.grad_x.comp.why": "X reaches the loss by every projection that reads it, the "
+    "compressor's W_C and W_CG among them: each entry pooled from X is a key and a value of "
+    "every head. The multivariate chain rule adds the paths, as the formula lists them "
+    "(dC_E·W_Cᵀ + dZ·W_CGᵀ beside the others). This is what flows on to the layer below.",
     "ui.variant.compress": "compressed keys: one entry per {m} {m:token|tokens}, after the "
     "tokens' keys",
     "ui.variant.compress_overlap": "compressed keys: one entry per {m} {m:token|tokens}, after "
@@ -2639,10 +2703,6 @@ MESSAGES: dict[str, str] = {
     "compress.decode": "Compressed keys (compress) are not computed step by step with a KV "
     "cache yet: leave out --decode (the whole run shows them).",
     "compress.tiles": "Compressed keys (compress) are not planned in tiles yet: leave out --tiles.",
-    "compress.backward": "Compressed keys (compress) have no gradients yet: leave out "
-    "--backward (the forward run shows every stage).",
-    "compress.train": "qkvcalc train cannot learn compressed keys (compress) yet: explain shows "
-    "their forward run.",
     "compress.dtype": "Compressed keys (compress) have no low-precision rules yet: leave out "
     "--dtype (the float64 run shows them).",
     "stage.score_bias.title": "Score bias",

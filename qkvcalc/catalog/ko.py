@@ -2455,7 +2455,7 @@ MESSAGES: dict[str, str] = {
     "요약하고(윈도우가 겹치면 두 윈도우의 반쪽씩), 모든 헤드가 이를 Key와 Value 하나로 더 "
     "읽으므로 긴 시퀀스에서도 Key가 덜 듭니다.",
     "stage.comp_gate.title": "압축 항목: 게이트",
-    "stage.comp_gate.why": "X의 두 번째 프로젝션 W_G가 각 토큰에 채널마다 게이트를 줍니다. "
+    "stage.comp_gate.why": "X의 두 번째 프로젝션 W_CG가 각 토큰에 채널마다 게이트를 줍니다. "
     "위치의 바이어스를 더하고 윈도우의 게이트들을 소프트맥스에 넣으면, 그 토큰이 항목에서 "
     "얼마나 셈에 들어가는지가 됩니다.",
     "stage.comp_weights.title": "압축 항목: 토큰마다의 몫",
@@ -2502,6 +2502,69 @@ MESSAGES: dict[str, str] = {
     "하나도 없습니다. 윈도우와 인과 마스크는 토큰의 열에 적용됩니다.",
     "note.exact_stops_comp": "여기부터는 소수입니다. 토큰의 몫은 e^x를 그런 값들의 합으로 나눈 "
     "것이라 분수를 벗어납니다.",
+    # the backward through the entries (--backward, train)
+    "stage.grad_v_more.title": "역전파: 항목을 더한 Value의 기울기",
+    "stage.grad_v_more.why": "헤드의 출력이 A·V'였으므로 dV'는 Aᵀ에 그 출력의 기울기를 곱한 "
+    "것입니다. V'의 각 행은 토큰의 행이든 항목의 행이든, 자신을 읽은 Query들의 출력 기울기를 "
+    "읽은 만큼의 가중치로 모읍니다.",
+    "stage.grad_stack_rows.title": "역전파: 기울기에서 토큰들의 행",
+    "stage.grad_stack_rows.why": "K'(또는 V')는 토큰들의 행을 항목들의 행 위에 쌓았으므로, 토큰 "
+    "부분의 기울기는 d(K')(또는 d(V'))의 앞쪽 행들 그대로입니다. 항목들의 행은 항목들로 "
+    "돌아갑니다.",
+    "stage.grad_comp_entries.title": "역전파: 항목들의 기울기",
+    "stage.grad_comp_entries.why": "모든 헤드가 같은 항목들을 자기 Key K'와 Value V'의 마지막 "
+    "행들로 읽으므로(항목은 그 자체로 Key이자 Value입니다), 항목들은 모든 헤드의 dK'와 dV'를 "
+    "거쳐 손실에 닿습니다. 그래서 그 기울기는 그 모두의 해당 행들을 더합니다(가중치에 대한 "
+    "손실에서는 Value가 닿지 않으므로 Key의 것만).",
+    "note.grad_shared_rows": "{x}는 각 헤드에서 {names}의 {rows}행이므로, 기울기는 그 몫 "
+    "{count}개의 해당 행들을 모두 더합니다.",
+    "stage.grad_back.comp_norm.title": "항목들의 RMSNorm을 거슬러 역전파",
+    "stage.grad_back.comp_norm.why": "정규화는 각 항목에 ρ = 1/√(mean(x²) + ε)와 w를 곱했습니다. "
+    "그 역전파는 두 부분입니다: 기울기에 같은 비율을 곱한 ρ·(w ⊙ g)에서, 항목의 길이만 바꾸는 "
+    "부분(정규화가 상쇄하는 부분)을 뺍니다.",
+    "stage.grad_comp_weights.title": "역전파: 각 토큰의 몫의 기울기",
+    "stage.grad_comp_weights.why": "항목은 그 칸들에 걸친 Σ_t P ⊙ C_E였으므로, 몫의 기울기는 그 "
+    "채널에서 항목의 기울기에 칸의 값을 곱한 것입니다: dP = dE ⊙ C_E.",
+    "stage.grad_comp_kv.title": "역전파: 모으는 값 C_E의 기울기",
+    "stage.grad_comp_kv.why": "같은 곱을 값 쪽에서 본 것입니다: dC_E = dE ⊙ P. 각 토큰의 값은 그 "
+    "항목의 기울기에 자기 몫을 곱한 것을 받습니다(어느 항목의 윈도우에도 없는 토큰은 0).",
+    "note.comp_grad_spread": "각 칸은 자신이 들어가는 항목의 기울기(그 칸의 채널에서 dE의 그 "
+    "행)를 받습니다. 그 항목은 풀의 설명이 그 칸에 대해 말하는 항목이고, 어느 항목에도 들어가지 "
+    "않는 칸은 0을 받습니다.",
+    "hint.comp_grad_spread": "{cell} = 이 칸이 들어가는 항목의 기울기 {src}(그 채널) × 이 칸의 "
+    "{other}.",
+    "stage.grad_back.pool_softmax.title": "윈도우의 소프트맥스를 거슬러 역전파",
+    "stage.grad_back.pool_softmax.why": "각 항목의 몫은 채널마다 그 칸들에 걸친 소프트맥스입니다. "
+    "어텐션의 소프트맥스처럼 dZ = P ⊙ (dP − r)이고, r은 그 채널에서 항목의 칸들에 걸친 P·dP의 "
+    "합입니다. 어느 항목의 윈도우에도 없는 토큰은 0을 받습니다.",
+    "stage.grad_wc.title": "W_C의 기울기",
+    "stage.grad_wc.why": "C_E = X·W_C이므로 dW_C = Xᵀ·dC_E입니다. 압축기의 값은 모든 헤드가 "
+    "항목들에 요구한 것에서, 항목들의 회전과 정규화와 풀을 거슬러 배웁니다.",
+    "stage.grad_wcg.title": "W_CG의 기울기",
+    "stage.grad_wcg.why": "Z = X·W_CG이므로 dW_CG = Xᵀ·dZ입니다. 게이트는 각 토큰이 자기 "
+    "항목에서 얼마나 셈에 들어가야 하는지를 배웁니다.",
+    "stage.grad_comp_bias.title": "위치 바이어스 B의 기울기",
+    "stage.grad_comp_bias.why": "B의 r행은 모든 윈도우에서 r번째 자리 칸의 게이트에 더해졌으므로, "
+    "dB의 r행은 윈도우들에 걸쳐 그 자리의 dZ 행들을 더합니다.",
+    "note.comp_grad_bias": "{m}행짜리 윈도우 {count}개: dB의 r행은 dZ의 r, r + {m}, … 행을 "
+    "더합니다(마지막 온전한 윈도우 뒤의 토큰은 더해지지 않습니다).",
+    "stage.grad_comp_norm_weight.title": "항목 정규화 가중치의 기울기",
+    "stage.grad_comp_norm_weight.why": "E_norm = E·ρ·w가 항목마다 계산되므로, 각 가중치 wⱼ는 "
+    "항목들에 걸쳐 dE_norm[w, j]에 정규화된 칸 E[w, j]·ρ_w를 곱한 것을 모읍니다.",
+    "note.comp_grad_topk": "이 마스크에는 인덱서가 고른 항목들(각 Query가 볼 수 있는 항목 중 "
+    "top_k = {top_k}개, 그보다 적으면 전부)이 고정된 수로 들어 있습니다. top-k는 고르기라서 "
+    "기울기가 없으므로, 역전파는 인덱서를 거치지 않습니다. 인덱서의 가중치(W_IC, W_IG, B_I, "
+    "정규화 가중치, W_IQ, W_w)는 이 손실에서 기울기를 받지 않고, X와 C_Q도 인덱서를 거쳐서는 "
+    "기울기의 몫을 받지 않습니다.",
+    "train.comp_index_fixed": "항목들에 대한 인덱서의 가중치(W_IC, W_IG, B_I, 정규화 가중치, "
+    "W_IQ, W_w)는 움직이지 않습니다: 손실이 여기에 기울기를 주지 않습니다(top-k는 고르기라서 "
+    "역전파에서 고정된 마스크로 둡니다). 각 단계는 항목의 W_C, W_CG, B, w_E를 포함해 나머지를 "
+    "학습하고, 인덱서는 주어진 가중치 그대로 각 Query의 항목을 다시 고릅니다.",
+    "stage.grad_x.comp.title": "역전파: 입력 X의 기울기",
+    "stage.grad_x.comp.why": "X는 자신을 읽는 모든 프로젝션을 거쳐 손실에 닿고, 압축기의 W_C와 "
+    "W_CG도 그중에 있습니다: X에서 모은 각 항목은 모든 헤드의 Key이자 Value입니다. 다변수 연쇄 "
+    "법칙은 수식이 나열하는 대로 그 경로들을 더합니다(다른 것들 옆에 dC_E·W_Cᵀ + dZ·W_CGᵀ). "
+    "이것이 아래 층으로 흘러갑니다.",
     "ui.variant.compress": "압축 Key: 토큰의 Key 뒤에, 토큰 {m}개마다 항목 하나",
     "ui.variant.compress_overlap": "압축 Key: 토큰의 Key 뒤에, 겹치는 윈도우로 토큰 {m}개마다 "
     "항목 하나",
@@ -2582,10 +2645,6 @@ MESSAGES: dict[str, str] = {
     "compress.decode": "압축 Key(compress)는 아직 KV 캐시로 한 단계씩 계산되지 않습니다: "
     "--decode를 빼세요(전체 실행이 보여 줍니다).",
     "compress.tiles": "압축 Key(compress)는 아직 타일로 계획되지 않습니다: --tiles를 빼세요.",
-    "compress.backward": "압축 Key(compress)에는 아직 기울기가 없습니다: --backward를 빼세요"
-    "(순전파 실행이 모든 단계를 보여 줍니다).",
-    "compress.train": "qkvcalc train은 아직 압축 Key(compress)를 학습하지 못합니다: explain이 "
-    "순전파 실행을 보여 줍니다.",
     "compress.dtype": "압축 Key(compress)에는 아직 저정밀도 규칙이 없습니다: --dtype을 빼세요"
     "(float64 실행이 보여 줍니다).",
     "stage.score_bias.title": "스코어 바이어스",

@@ -142,6 +142,12 @@ DISPLAY = {
     "wga": "W_ga",
     "wgb": "W_gb",
     "wsub": "w_sub",  # the norm's weight over the joined heads (BitNet's)
+    # DeepSeek-V4's compressed entries' own weights: the values', the gates', the position
+    # bias, the entries' norm weight
+    "wc": "W_C",
+    "wcg": "W_CG",
+    "cb": "B",
+    "cw": "w_E",
     "grad_output": "grad_output (dL/dO)",
     "target": "target T",
 }

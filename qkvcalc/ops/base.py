@@ -163,8 +163,9 @@ class Feature(NamedTuple):
     no_sdpa: bool | str = False
     no_train: str = ""  # the catalog key that refuses `train` (it cannot learn its numbers yet)
     # what `train` says of it beside the header: the catalog key of a sentence (a sparse top-k's
-    # weights left as given, since the loss gives them no gradient)
-    train_note: str = ""
+    # weights left as given, since the loss gives them no gradient), or given its value that
+    # key ("": none)
+    train_note: str | Callable[[Any], str] = ""
     # --backward: its notes on the backward's stages, given the problem, the value and those
     # stages (in order): the stages with its notes added (a top-k's choice held fixed)
     back_notes: Callable[[Problem, Any, list[Spec]], list[Spec]] | None = None

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from qkvcalc.ops.op import Feeds, Literals, Op, Params, Shapes, rows_of
+from qkvcalc.ops.op import Back, Feeds, Literals, Op, Params, Part, Shapes, rows_of
 from qkvcalc.ops.projection import project
 from qkvcalc.ops.rounding import Out, Rounding, product
 
@@ -70,6 +70,38 @@ def _stack_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
 
 def _exact_stack(ops: Sequence[Any], params: Params) -> Any:
     return tuple(row for o in ops for row in o), ()
+
+
+def _stack_grads(back: Back, at: Any, g: Any) -> list[Any]:
+    """K' = [K ; E] (keys of a feature's own under a head's): each operand's rows of the
+    gradient; one only it reads (a head's dK) cut out, one several read (E, before the
+    heads, under every head's keys and values) handed back as a share (a Part: the walk adds
+    every reader's when it reaches it)."""
+    from qkvcalc.plan.specs import Const, Spec, d, span
+
+    def reads(spec: Any, ref: Any) -> bool:
+        return spec.id[:5] != "grad_" and any(
+            o == ref for o in spec.operands if not isinstance(o, Const)
+        )
+
+    out: list[Any] = []
+    start, grad = 0, back.by[g].symbol
+    for ref in at.operands:
+        read = back.by[ref]
+        rows = slice(start, start + len(read.rows))
+        start = rows.stop
+        width = slice(0, len(read.cols))
+        if sum(reads(s, ref) for s in back.by.values()) > 1:
+            out.append(Part(ref, g, width, grad, rows))
+            continue
+        into = d(read.symbol)
+        out.append(
+            Spec(f"grad_{read.id}", at.head, "cut", (g,),
+                 f"{into} = {grad}[{span(rows.start, rows.stop - rows.start)}, :]", read.rows,
+                 read.cols, params={"cols": width, "rows": rows}, symbol=into,
+                 letters=read.letters, topic="grad_stack_rows")
+        )  # fmt: skip
+    return out
 
 
 # ---- each cell's arithmetic, as the writers write it out (given their Style) ----
@@ -148,6 +180,7 @@ OPS: tuple[Op, ...] = (
         _exact_stack,
         overflow=lambda p: False,
         lowp=_lowp_stack,
+        plan_back=_stack_grads,
         torch=lambda params, names, lit: f"torch.vstack([{', '.join(names)}])",
     ),
 )

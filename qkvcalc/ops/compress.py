@@ -3,11 +3,11 @@ m tokens, pooled from X channel by channel, is appended to every head's keys AND
 for the entries, as DeepSeek-V4's one key/value head is both), and query i reads entry w only
 once the entry's whole window is behind it: w < ⌊(i + 1)/m⌋.
 
-    "compress": {"m": m, "wkv": W_C [d_model, d_k], "wgate": W_G [d_model, d_k],
+    "compress": {"m": m, "wkv": W_C [d_model, d_k], "wgate": W_CG [d_model, d_k],
                  "bias": B [m, d_k], "norm": w [d_k], "eps": ε (default 1e-6),
                  "overlap": false}
 
-    C_E = X·W_C,  Z = X·W_G                                          stages `comp_kv`, `comp_gate`
+    C_E = X·W_C,  Z = X·W_CG                                         stages `comp_kv`, `comp_gate`
     T = ⌊n/m⌋ entries; entry w pools window w's tokens (w·m ≤ t < (w + 1)·m), channel c apart:
     P[t, c] = e^(Z[t, c] + B[t − w·m, c]) / Σ over the window's t of the same     `comp_weights`
     E[w, c] = Σ_t P[t, c]·C_E[t, c]                                              `comp_pooled`
@@ -17,7 +17,7 @@ once the entry's whole window is behind it: w < ⌊(i + 1)/m⌋.
 
 and each head's scores gain the entries' T columns, the mask keeps entry w for query i when
 w < ⌊(pos_i + 1)/m⌋, the softmax (with a sink, when given) runs over tokens and entries, and
-A·V reads the entries' rows of V. With "overlap": true (the compressed sparse kind), W_C, W_G
+A·V reads the entries' rows of V. With "overlap": true (the compressed sparse kind), W_C, W_CG
 and B are 2·d_k wide, [Ca | Cb], and entry w pools 2m slots: window w − 1's Ca half (its gates
 Za + B[:, :d_k]; none for w = 0) and window w's Cb half (Zb + B[:, d_k:]), one softmax over
 the 2m slots per channel; `comp_weights` shows each token's weight in the entry its half feeds
@@ -25,7 +25,10 @@ the 2m slots per channel; `comp_weights` shows each token's weight in the entry 
 
 The weights are in qkvcalc's column order (each head's rotary columns first, as `rope` turns
 them); `qkvcalc extract` reorders DeepSeek-V4's (rotary last). Every head reads the same
-entries. Not with --decode, --tiles, --backward, train or --dtype yet (one message each).
+entries. --backward: each head's rows of the entries in dK' and dV' (the stack's plan_back)
+summed, back through the turn, the norm (dw_E) and the pool (dP, dC, dZ, dB) to dW_C, dW_CG and
+X's share; the indexer's top-k a constant mask, its weights no gradient; `train` steps W_C,
+W_CG, B and w_E. Not with --decode, --tiles or --dtype yet (one message each).
 """
 
 from __future__ import annotations
@@ -46,8 +49,10 @@ from qkvcalc.ops import (
     qk_norm,  # noqa: F401  (its rmsnorm op, which comp_norm is)
 )
 from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes, Turn
-from qkvcalc.ops.op import Feeds, Op, Params, Shapes
-from qkvcalc.plan.specs import Const, Ref, Spec, dim_labels
+from qkvcalc.ops.hooks import Learns
+from qkvcalc.ops.op import Back, Feeds, Op, Params, Shapes
+from qkvcalc.ops.projection import Learned
+from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels
 from qkvcalc.records import NamedTuple
 
 KEYS = ("m", "wkv", "wgate", "bias", "norm", "eps", "overlap", "index")
@@ -298,8 +303,9 @@ def _sum_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
             yield 1, t, c.start + j
 
 
-# ---- the backward (its ops' own; --backward refuses a compressed layer until mla's shared
-# key/value head has gradients) ------------------------------------------------------------------
+# ---- the backward: each head's dK' and dV' rows of the entries, summed (the walk, at the
+# entries' stage), back through the turn, the norm and the pool to dW_C, dW_CG, dB, dw_E and
+# X's share --------------------------------------------------------------------------------------
 
 
 def pool_weights_back(
@@ -373,11 +379,192 @@ def _sum_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -
     return style.line(f"{style.at(i + 1, j + 1)}{terms}", total, float(stage.value[i, j]), result)
 
 
+def _softmax_grad_formula(into: str, out: str, before: str, params: Params) -> str:
+    return f"P ⊙ ({out} − Σ_slots P ⊙ {out})"
+
+
+def _softmax_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str
+                       ) -> str | None:  # fmt: skip
+    """dZ[3,1] = 0.4×(0.2 − (0.4×0.2 + 0.6×(−0.1))): the slot's share times its gradient less
+    the shares' average of their gradients, over its entry's slots in the channel."""
+    gate, shares, g = stage.operands[0], stage.operands[-2], stage.operands[-1]
+    p = stage.params["of"]
+    m, overlap = p["m"], p["overlap"]
+    width = gate.shape[1] // (2 if overlap else 1)
+    count = shares.shape[0] // m
+    if i >= count * m:
+        return None
+    w, c = _group(i, j, m, count, width, overlap)
+    if w < 0:
+        return None
+    cells = [(t, cc.start + c) for r, cc in slots(w, m, width, overlap)
+             for t in range(r.start, r.stop)]  # fmt: skip
+    terms, inner = style.products(np.array([shares[t, k] for t, k in cells]),
+                                  np.array([g[t, k] for t, k in cells]))  # fmt: skip
+    a, b = float(shares[i, j]), float(g[i, j])
+    left = f"{style.factor(a)}{style.times}({style.factor(b)} {style.minus} ({terms}))"
+    shown = style.shown(a) * (style.shown(b) - inner)
+    return style.line(f"{style.at(i + 1, j + 1)}{left}", shown, float(stage.value[i, j]), result)
+
+
+def _sum_grads(back: Back, at: Spec, g: Ref) -> list[Spec]:
+    """E = Σ_t P ⊙ C_E over each entry's slots: dP = dE (spread to its slots) ⊙ C_E and
+    dC_E = dE (spread) ⊙ P, each slot its entry's gradient."""
+    shares, values = (back.by[r] for r in at.operands)
+    grad = back.by[g].symbol
+    said = {"m": at.params["m"]}
+    return [
+        Spec(
+            f"grad_{read.id}", None, "pool_sum_grad", (*at.operands, g),
+            f"{d(read.symbol)} = {grad}[w(t)] ⊙ {other.symbol}", read.rows, read.cols,
+            params={**at.params, "index": k}, symbol=d(read.symbol), letters=read.letters,
+            notes=(Msg("note.comp_grad_spread", **said),),
+            hint=("hint.comp_grad_spread", {"src": grad, "other": other.symbol}),
+        )
+        for k, (read, other) in enumerate(((shares, values), (values, shares)))
+    ]  # fmt: skip
+
+
+def _sum_grad_compute(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None
+                      ) -> np.ndarray:  # fmt: skip
+    return pool_sum_back(ops[0], ops[1], params["m"], params["overlap"], ops[2])[params["index"]]
+
+
+def _sum_grad_cell(i: int, j: int, shape: tuple[int, ...], params: Params) -> tuple[int, int]:
+    """(entry, its column) whose gradient slot (i, j) gets; entry −1: none."""
+    m, overlap = params["m"], params["overlap"]
+    count = shape[0] // m
+    width = shape[1] // (2 if overlap else 1)
+    return _group(i, j, m, count, width, overlap) if i < count * m else (-1, 0)
+
+
+def _sum_grad_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    w, c = _sum_grad_cell(i, j, shapes[0], params)
+    if w >= 0:
+        yield 2, w, c
+        yield 1 - params["index"], i, j
+
+
+def _sum_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str
+                   ) -> str | None:  # fmt: skip
+    """dP[3,1] = 0.5×1.2: the entry's gradient in the slot's channel times the slot's value
+    (dC: times its share)."""
+    w, c = _sum_grad_cell(i, j, stage.operands[0].shape, stage.params)
+    if w < 0:
+        return None
+    other = stage.operands[1 - stage.params["index"]]
+    terms, total = style.products(np.array([stage.operands[2][w, c]]), np.array([other[i, j]]))
+    return style.line(f"{style.at(i + 1, j + 1)}{terms}", total, float(stage.value[i, j]), result)
+
+
+def _bias_grad(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
+    # dB [m, cols]: each window's dZ rows added, row by row (a slot's place in its window)
+    m = params["m"]
+    count = params["count"]
+    return ops[0][: count * m].reshape(count, m, -1).sum(axis=0)
+
+
+def _bias_grad_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
+    yield from ((0, w * params["m"] + i, j) for w in range(params["count"]))
+
+
+def _bias_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
+    """dB[1,2] = 0.1 + (−0.3): the gate gradients of every window's slot at that place."""
+    m = stage.params["m"]
+    cells = [float(stage.operands[0][w * m + i, j]) for w in range(stage.params["count"])]
+    left = f"{style.label(stage.cell, i + 1, j + 1)} = " + " + ".join(map(style.factor, cells))
+    return style.line(left, sum(map(style.shown, cells)), float(stage.value[i, j]), result)
+
+
+def _grads(p: Any, c: Compress, softmaxes: Any) -> list[Spec]:
+    """The entries' own numbers that no projection holds: the position bias B (dB = each
+    window's dZ rows added) and the norm's weight w_E (dw_E = Σ_w dE_norm ⊙ E·ρ)."""
+    count = _entries(p.n, c.m)
+    if not count:
+        return []
+    cols = dim_labels(c.bias.shape[1])
+    return [
+        Spec(
+            "grad_comp_bias", None, "pool_bias_grad", (("grad_comp_gate", None),),
+            "dB = Σ_w dZ[w·m + i]", tuple(f"{k + 1}" for k in range(c.m)), cols,
+            params={"m": c.m, "count": count}, symbol="dB", letters="m×d_c",
+            notes=(Msg("note.comp_grad_bias", m=c.m, count=count),),
+        ),
+        Spec(
+            "grad_comp_norm_weight", None, "mla_norm_weight",
+            (("comp_pooled", None), ("grad_comp_norm", None)), "dw_E = Σ_w dE_norm[w] ⊙ E[w]·ρ_w",
+            ("",), dim_labels(c.width), params={"eps": c.eps}, symbol="dw_E",
+            cell="dw_E[{j}]", inner=(), letters="1×d_c",
+        ),
+    ]  # fmt: skip
+
+
+def _back_notes(p: Any, c: Compress, specs: list[Spec]) -> list[Spec]:
+    """The entries' gradient stages with their own words (their sum over the heads; dX, which
+    the compressor's projections also reach); with the indexer, the note that its top-k is held
+    fixed, on the first gradient that goes back through a head's mask (the entries it keeps
+    are in that mask)."""
+    made = {s.id for s in specs}
+    out = [
+        mla.replace_spec(s, topic="grad_comp_entries")
+        if s.op == "grad_sum" and s.id in ("grad_comp_rot", "grad_comp_norm")
+        else mla.replace_spec(s, topic="grad_x.comp")
+        if s.id == "grad_x" and "grad_wc" in made
+        else s
+        for s in specs
+    ]
+    if c.scorer is None:
+        return out
+    said = Msg("note.comp_grad_topk", top_k=c.scorer.top_k)
+    at = next((k for k, s in enumerate(out) if s.params.get("op") == "mask"), 0)
+    out[at] = mla.replace_spec(out[at], notes=(*out[at].notes, said))
+    return out
+
+
+# ---- what `qkvcalc train` steps of it (Feature.learns): W_C, W_CG, B and the entries' norm
+# weight w_E (1 × d_k); the indexer's weights stay as given (its top-k passes no gradient) ------
+
+TRAIN_NAMES = ("wc", "wcg", "cb", "cw")
+
+
+def _moved(c: Compress, weights: dict[str, np.ndarray]) -> Compress:
+    """The compressor with the numbers of `weights` in place of its own (plain floats)."""
+    now = {**_train_weights(c), **weights}
+    return c._replace(
+        wkv=Matrix(np.array(now["wc"], dtype=float)),
+        wgate=Matrix(np.array(now["wcg"], dtype=float)),
+        bias=np.array(now["cb"], dtype=float),
+        norm=np.array(now["cw"], dtype=float).reshape(-1),
+    )
+
+
+def _train_weights(c: Compress) -> dict[str, np.ndarray]:
+    return {"wc": c.wkv.values, "wcg": c.wgate.values, "cb": c.bias, "cw": c.norm[None, :]}
+
+
+LEARNS = Learns(
+    TRAIN_NAMES,
+    _train_weights,
+    lambda c: {
+        "wc": "grad_wc",
+        "wcg": "grad_wcg",
+        "cb": "grad_comp_bias",
+        "cw": "grad_comp_norm_weight",
+    },
+    lambda c, name, grad: grad,  # each already in its matrix's layout (the rows layout)
+    _moved,
+    also=(("wkv", "wc"), ("wgate", "wcg"), ("bias", "cb")),  # the input's keys
+)
+
+
 # ---- the stages -------------------------------------------------------------------------------
 
 
 def _project(sid: str, x_ref: Ref, x_name: str, weight: Matrix, w_name: str, symbol: str,
-             rows: tuple[str, ...], note: Msg) -> Spec:  # fmt: skip
+             rows: tuple[str, ...], note: Msg, letter: str = "") -> Spec:  # fmt: skip
+    """A projection of X (or of C_Q); with `letter`, a learned weight the backward gathers
+    (dW_C, dW_CG; the indexer's weights are not: its top-k passes the loss no gradient)."""
+    learn = Learned(letter, weight.values, slice(0, weight.values.shape[1])) if letter else None
     return Spec(
         sid,
         None,
@@ -393,6 +580,7 @@ def _project(sid: str, x_ref: Ref, x_name: str, weight: Matrix, w_name: str, sym
         notes=(note,),
         hint=("hint.proj", {"x": x_name, "w": w_name, "b": ""}),
         letters="n×d_c",
+        params={"learned": learn} if learn is not None else {},
     )
 
 
@@ -413,7 +601,7 @@ class Pool(NamedTuple):
     wgate: Matrix
     bias: np.ndarray
     norm: np.ndarray
-    names: tuple[str, ...]  # W_C, W_G, then the letters of C, Z, P, B and the entries
+    names: tuple[str, ...]  # W_C, W_CG, then the letters of C, Z, P, B and the entries
 
 
 def _pool(p: Any, c: Compress, pool: Pool, x_ref: Ref, x_name: str) -> list[Spec]:
@@ -424,11 +612,13 @@ def _pool(p: Any, c: Compress, pool: Pool, x_ref: Ref, x_name: str) -> list[Spec
     entries = labels(p, c)
     w_c, w_g, c_, z, p_, b, e = pool.names
     sid = (pool.prefix + "_{}").format
+    learned = pool.prefix == "comp"  # the entries' own weights; the indexer's get no gradient
     specs = [
         _project(sid("kv"), x_ref, x_name, pool.wkv, w_c, c_, p.tokens,
-                 Msg("note.comp_kv_overlap" if c.overlap else "note.comp_kv", **said)),
+                 Msg("note.comp_kv_overlap" if c.overlap else "note.comp_kv", **said),
+                 "C" if learned else ""),
         _project(sid("gate"), x_ref, x_name, pool.wgate, w_g, z, p.tokens,
-                 Msg("note.comp_gate", **said)),
+                 Msg("note.comp_gate", **said), "CG" if learned else ""),
         Spec(
             sid("weights"), None, "pool_softmax", ((sid("gate"), None),),
             f"{p_} = softmax_window({z} + {b})", p.tokens[: count * c.m],
@@ -446,7 +636,8 @@ def _pool(p: Any, c: Compress, pool: Pool, x_ref: Ref, x_name: str) -> list[Spec
         ),
         Spec(
             sid("norm"), None, "rmsnorm", ((sid("pooled"), None),), f"{e}_norm = RMSNorm({e})",
-            entries, dim_labels(width), params={"weight": pool.norm, "eps": c.eps},
+            entries, dim_labels(width),
+            params={"weight": pool.norm, "eps": c.eps, "back_topic": "comp_norm"},
             notes=(Msg("note.rmsnorm", eps=f"{c.eps:g}"),), symbol=f"{e}_norm",
             letters="T×d_c", hint=("hint.rmsnorm", {"src": e}),
         ),
@@ -483,7 +674,7 @@ def _before_heads(p: Any, c: Compress, x_ref: Ref, x_name: str, allowed: Any) ->
     if p.x is None:
         raise _fail("needs_x")
     _from_zero(p)
-    names = ("W_C", "W_G", "C_E", "Z", "P", "B", "E")
+    names = ("W_C", "W_CG", "C_E", "Z", "P", "B", "E")
     specs = _pool(p, c, Pool("comp", c.wkv, c.wgate, c.bias, c.norm, names), x_ref, x_name)
     if c.scorer is not None:
         specs += _index(p, c, c.scorer, x_ref, x_name)
@@ -684,12 +875,16 @@ def _torch(p: Any, c: Compress, literal: Callable[[Any], str], num: Callable[[fl
     `allowed`, written as DeepSeek-V4's compressor writes them (windows as a view), and the
     indexer's top-k of them."""
     turned = p.variants.features.get("rope") is not None
+    torch_layout = c.layout == "torch"  # W_C and W_CG as given: nn.Linear's [out, in]
+    given = ".T" if torch_layout else ""
     out = [
         "# Compressed keys (DeepSeek-V4): one entry per m tokens, pooled from X",
         *_TORCH_POOL.splitlines(),
+        f"W_C = t({literal(c.wkv.values.T if torch_layout else c.wkv.values)})",
+        f"W_CG = t({literal(c.wgate.values.T if torch_layout else c.wgate.values)})",
+        f"B_C, w_E = t({literal(c.bias)}), t({literal(c.norm)})  # the position bias, the norm",
         f"m_C, T_C = {c.m}, {_entries(p.n, c.m)}",
-        f"E = pool_entries(t({literal(c.wkv.values)}), t({literal(c.wgate.values)}), "
-        f"t({literal(c.bias)}), t({literal(c.norm)}), m_C, T_C, {c.overlap}, {num(c.eps)})",
+        f"E = pool_entries(W_C{given}, W_CG{given}, B_C, w_E, m_C, T_C, {c.overlap}, {num(c.eps)})",
     ]
     if turned:
         out.append("E = rope(E, torch.arange(T_C) * m_C)  # at each window's first position")
@@ -747,6 +942,8 @@ OPS = (
         backward=lambda ops, params, out, g: (
             pool_weights_back(ops[0], params["bias"], params["m"], params["overlap"], out, g)[0],
         ),
+        grad_formula=_softmax_grad_formula,
+        grad_work=_softmax_grad_work,
         work=_weights_work,
         torch=_torch_weights,
         torch_defs=_TORCH_DEFS,
@@ -758,11 +955,26 @@ OPS = (
         backward=lambda ops, params, out, g: pool_sum_back(
             ops[0], ops[1], params["m"], params["overlap"], g
         ),
+        plan_back=_sum_grads,
         work=_sum_work,
         torch=lambda params, names, lit: (
             f"pool_sum({names[0]}, {names[1]}, {params['m']}, {params['overlap']})"
         ),
         torch_defs=_TORCH_DEFS,
+    ),
+    Op(
+        "pool_sum_grad",
+        _sum_grad_compute,
+        _sum_grad_feeds,
+        overflow=lambda p: False,
+        work=_sum_grad_work,
+    ),
+    Op(
+        "pool_bias_grad",
+        _bias_grad,
+        _bias_grad_feeds,
+        overflow=lambda p: False,
+        work=_bias_grad_work,
     ),
 )
 
@@ -788,10 +1000,18 @@ FEATURE = Feature(
     worksheet_notes=("note.comp_visible",),
     torch_module_gap="it has no compressed entries among its keys",
     torch_select=_torch,
+    torch_grads=(
+        ("dW_C", "W_C", "grad_wc", False),
+        ("dW_CG", "W_CG", "grad_wcg", False),
+        ("dB", "B_C", "grad_comp_bias", False),
+        ("dw_E", "w_E", "grad_comp_norm_weight", True),
+    ),
     no_decode="compress.decode",
     no_tiles="compress.tiles",
-    no_backward="compress.backward",
-    no_train="compress.train",
+    grads=_grads,
+    back_notes=_back_notes,
+    learns=LEARNS,
+    train_note=lambda c: "train.comp_index_fixed" if c.scorer is not None else "",
     no_dtype="compress.dtype",
     no_sdpa="compress.dtype",
 )

@@ -44,27 +44,36 @@ def softmax_backward(a: np.ndarray, da: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def _cut(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
-    # [n, H·d_v] -> [n, d_v]: one head's columns of a gradient
-    return ops[0][:, params["cols"]]
+    # [n, H·d_v] -> [n, d_v]: one head's columns of a gradient (or some of its rows)
+    return ops[0][params.get("rows", slice(None)), params["cols"]]
 
 
 def _cut_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
-    yield 0, i, params["cols"].start + j
+    yield 0, (params.get("rows", slice(None)).start or 0) + i, params["cols"].start + j
 
 
 def _grad_sum(ops: Sequence[np.ndarray], params: Params, rows: np.ndarray | None) -> np.ndarray:
-    # the shares of a stage read by several, added: Σₖ gₖ[:, colsₖ] -> [n, width]
-    return np.sum([g[:, cols] for g, cols in zip(ops, params["cols"], strict=True)], axis=0)
+    # the shares of a stage read by several, added: Σₖ gₖ[rowsₖ, colsₖ] -> [n, width]
+    taken = _rows(params, len(ops))
+    return np.sum([g[r, c] for g, r, c in zip(ops, taken, params["cols"], strict=True)], axis=0)
+
+
+def _rows(params: Params, count: int) -> tuple[slice, ...]:
+    """Each share's rows (all of them, but for keys stacked under others)."""
+    return tuple(params.get("rows") or (slice(None),) * count)
 
 
 def _grad_sum_feeds(i: int, j: int, shapes: Shapes, params: Params) -> Feeds:
-    yield from ((k, i, cols.start + j) for k, cols in enumerate(params["cols"]))
+    rows = _rows(params, len(params["cols"]))
+    yield from ((k, (rows[k].start or 0) + i, cols.start + j)
+                for k, cols in enumerate(params["cols"]))  # fmt: skip
 
 
 def _exact_grad_sum(ops: Sequence[Any], params: Params) -> Any:
     from fractions import Fraction
 
-    parts = [[row[cols] for row in g] for g, cols in zip(ops, params["cols"], strict=True)]
+    rows = _rows(params, len(ops))
+    parts = [[row[c] for row in g[r]] for g, r, c in zip(ops, rows, params["cols"], strict=True)]
     out = []
     for i in range(len(parts[0])):
         row: list[Fraction | None] = []
@@ -113,7 +122,7 @@ def _exact_nt(ops: Sequence[Any], params: Params) -> Any:
 def _exact_cut(ops: Sequence[Any], params: Params) -> Any:
     from qkvcalc.ops import rational as exact
 
-    return exact.columns(ops[0], params["cols"]), ()
+    return exact.columns(ops[0][params.get("rows", slice(None))], params["cols"]), ()
 
 
 def _exact_bias_grad(ops: Sequence[Any], params: Params) -> Any:
@@ -321,9 +330,10 @@ def _input_grad_work(stage: Any, i: int, j: int, style: Any, exact: Any, result:
 
 def _grad_sum_work(stage: Any, i: int, j: int, style: Any, exact: Any, result: str) -> str:
     """dk_R[1,2] = 0.5 + (−0.2) = 0.3: each reader's share of the cell, added."""
+    rows = _rows(stage.params, len(stage.operands))
     cells = [
-        float(g[i, cols.start + j])
-        for g, cols in zip(stage.operands, stage.params["cols"], strict=True)
+        float(g[(r.start or 0) + i, cols.start + j])
+        for g, r, cols in zip(stage.operands, rows, stage.params["cols"], strict=True)
     ]
     terms = " + ".join(style.factor(v) for v in cells)
     left = f"{style.label(stage.cell, i + 1, j + 1)} = {terms}"

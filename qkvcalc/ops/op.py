@@ -172,6 +172,7 @@ class Part(NamedTuple):
     grad: Any  # the ref of the gradient the share is a part of
     cols: slice
     symbol: str  # how that gradient is written (dK)
+    rows: slice = slice(None)  # its rows (keys stacked under others: the entries' rows of dK')
 
 
 class Back(NamedTuple):

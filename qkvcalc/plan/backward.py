@@ -291,7 +291,11 @@ def _summed(at: Spec, parts: Sequence[Part]) -> Spec:
     first = parts[0]
     into = d(at.symbol)
     width = first.cols.stop - first.cols.start
-    said = f"{first.symbol}ₕ[:, {span(first.cols.start, width)}]"
+    where = f"[:, {span(first.cols.start, width)}]"
+    stacked = first.rows != slice(None)  # rows under others' (keys appended to a head's)
+    if stacked:
+        where = f"[{span(first.rows.start, first.rows.stop - first.rows.start)}, :]"
+    said = f"{first.symbol}ₕ{where}"
     symbols = list(dict.fromkeys(part.symbol for part in parts))
     notes: tuple[Msg, ...] = ()
     if len(parts) > 1:
@@ -299,12 +303,20 @@ def _summed(at: Spec, parts: Sequence[Part]) -> Spec:
     formula = f"{into} = Σₕ {said}" if len(parts) > 1 else f"{into} = {said}"
     if len(symbols) > 1:  # read whole as several things in each head (K = V = C_KV): all added
         heads = len(parts) // len(symbols)
-        formula = f"{into} = Σₕ ({'ₕ + '.join(symbols)}ₕ)"
+        formula = f"{into} = Σₕ ({'ₕ + '.join(symbols)}ₕ)" + (where if stacked else "")
         if heads == 1:
-            formula = f"{into} = {' + '.join(symbols)}"
+            formula = (
+                f"{into} = ({' + '.join(symbols)})" + where
+                if stacked
+                else (f"{into} = {' + '.join(symbols)}")
+            )
         names = ", ".join(s.removeprefix("d") for s in symbols)
         notes = (Msg("note.grad_shared_whole", count=len(parts), x=at.symbol, heads=heads,
                      names=names),)  # fmt: skip
+    if stacked:  # its rows under a head's own, in each head's K' (and V'): those rows added
+        names = ", ".join(s.removeprefix("d").strip("()") for s in symbols)
+        notes = (Msg("note.grad_shared_rows", count=len(parts), x=at.symbol, names=names,
+                     rows=where[1:-4]),)  # fmt: skip
     return Spec(
         f"grad_{at.id}",
         at.head,
@@ -313,7 +325,10 @@ def _summed(at: Spec, parts: Sequence[Part]) -> Spec:
         formula,
         at.rows,
         at.cols,
-        params={"cols": tuple(part.cols for part in parts)},
+        params={
+            "cols": tuple(part.cols for part in parts),
+            **({"rows": tuple(part.rows for part in parts)} if stacked else {}),
+        },
         symbol=into,
         letters=at.letters,
         notes=notes,

@@ -492,9 +492,10 @@ def _gradients(trace: Trace) -> list[tuple[str, str, np.ndarray]]:
 
 def _reads_v(trace: Trace, head: int) -> bool:
     """Whether head's A·V reads the head's V as it was projected: its gradient dV came from
-    A·V itself, not back through a feature's stage after V (a turn of it, V_rot)."""
+    A·V itself, not back through a feature's stage after V (a turn of it, V_rot; rows stacked
+    under it, whose gradient is some rows of what A·V read)."""
     found = trace.find(ids.GRAD_V, head)
-    return found is None or found.op != "back"
+    return found is None or (found.op != "back" and "rows" not in found.params)
 
 
 def _grad_weights(trace: Trace, head: int | None) -> np.ndarray:

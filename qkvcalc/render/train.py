@@ -151,7 +151,10 @@ def run_notes(training: Training, opts: RenderOptions) -> list[str]:
             out.append(_t(opts, "train.dataset_heldout", count=len(training.heldout)))
     from qkvcalc.ops import features  # here: a plain problem's run loads no feature
 
-    out += [_t(opts, f.train_note) for f, _ in features.active(p) if f.train_note]
+    for f, value in features.active(p):
+        said = f.train_note(value) if callable(f.train_note) else f.train_note
+        if said:
+            out.append(_t(opts, said))
     if p.loss.kind == "attend":
         out.append(_t(opts, "train.attend_shortcut"))
         if p.heads > 1:
