@@ -432,7 +432,7 @@ def load(
         # exactly, as stream.py widens it: a float64 run lifts the float32 steps (islands.py),
         # and a float32 weight then meets float64 numbers (a checkpoint saved in float64 and
         # read with --dtype auto too)
-        model = model.to(torch.float64)
+        model = model.to(_torch_dtype("float64"))
     model.eval()
     return model, _tokenizer(path)
 
