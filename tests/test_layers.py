@@ -276,8 +276,13 @@ def test_the_ids_the_other_layers_ask_for_are_the_plans():
             made |= {spec.id for spec in specs}
             topics |= {spec.topic for spec in specs}
     named = {k: v for k, v in vars(ids).items() if k.isupper() and isinstance(v, str)}
-    asked = {v for k, v in named.items() if not k.startswith("TOPIC_")}
+    asked = {v for k, v in named.items() if not k.startswith("TOPIC_") and not k.endswith("_OP")}
     assert asked <= made, asked - made
+    # an _OP is the name of an op the plan gives its stages, which the op table holds
+    from qkvcalc.ops.table import OPS
+
+    asked_ops = {v for k, v in named.items() if k.endswith("_OP")}
+    assert asked_ops and asked_ops <= set(OPS), asked_ops - set(OPS)
     # a TOPIC_ is a stage's catalog topic (when it is not its id), which some plan gives
     asked_topics = {v for k, v in named.items() if k.startswith("TOPIC_")}
     assert asked_topics <= topics, asked_topics - topics

@@ -213,7 +213,7 @@ def test_one_head_reads_the_shared_head_in_every_head_not_each_of_one():
     ko = " ".join(_page(doc | {"backward": True}, "ko").split())
     assert trace.find("grad_c_kv_norm") is not None
     assert "in every head (1 head)" in en and "each of the 1 head" not in en
-    assert "모든 헤드(헤드 1개)에서" in ko and "헤드 1개 각각에서" not in ko
+    assert "모든 헤드(헤드 1개)가 이를 통째로 읽습니다" in ko and "헤드 1개 각각에서" not in ko
     assert "qkvcalc train puts each column back where wkv_a holds it" in en
     assert "a step puts each back" not in en
     assert "qkvcalc train은 각 열을 wkv_a에서의 자리로 돌려놓습니다" in ko

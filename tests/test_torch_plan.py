@@ -64,6 +64,9 @@ BACKWARD_ONLY = {
     "rms_share",
     "rms_back",
     "norm_weight_grad",
+    # DeepSeek-V4's compressed entries: the pool's backward (dP and dC_E, the position bias dB)
+    "pool_sum_grad",
+    "pool_bias_grad",
 }
 
 VARIANTS: dict[str, dict[str, Any]] = {

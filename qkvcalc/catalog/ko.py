@@ -2516,7 +2516,7 @@ MESSAGES: dict[str, str] = {
     "행들로 읽으므로(항목은 그 자체로 Key이자 Value입니다), 항목들은 모든 헤드의 dK'와 dV'를 "
     "거쳐 손실에 닿습니다. 그래서 그 기울기는 그 모두의 해당 행들을 더합니다(가중치에 대한 "
     "손실에서는 Value가 닿지 않으므로 Key의 것만).",
-    "note.grad_shared_rows": "{x}는 각 헤드에서 {names}의 {rows}행이므로, 기울기는 그 몫 "
+    "note.grad_shared_rows": "{x}: 각 헤드에서 {names}의 {rows}행이므로, 기울기는 그 몫 "
     "{count}개의 해당 행들을 모두 더합니다.",
     "stage.grad_back.comp_norm.title": "항목들의 RMSNorm을 거슬러 역전파",
     "stage.grad_back.comp_norm.why": "정규화는 각 항목에 ρ = 1/√(mean(x²) + ε)와 w를 곱했습니다. "
@@ -2583,7 +2583,7 @@ MESSAGES: dict[str, str] = {
     "같아야 하는데, d_k = {d_k}, d_v = {d_v}입니다",
     "compress.overlap": "compress.overlap은 true(항목 하나가 윈도우 둘을 모음) 또는 false여야 "
     "합니다. 받은 값: {value}",
-    "compress.m_long": "compress.m = {m}이 시퀀스(n = {n})보다 깁니다: 다 찬 윈도우가 없어 항목이 "
+    "compress.m_long": "compress.m = {m}: 시퀀스(n = {n})보다 깁니다. 다 찬 윈도우가 없어 항목이 "
     "만들어지지 않습니다. m을 {n} 이하로 주거나 compress를 빼세요",
     "compress.shape": "{field}의 모양이 {shape}인데, {want}이어야 합니다(wkv와 wgate: d_model × "
     "d_k, overlap이면 d_k의 두 배; bias: m × 그 열 수; norm: d_k)",
@@ -3026,8 +3026,8 @@ MESSAGES: dict[str, str] = {
     "행렬의 경로들을 연쇄 법칙이 더합니다).",
     "note.grad_shared": "{x} → Key {count}개(헤드마다 하나)가 읽으므로, 기울기는 그 몫 "
     "{count}개를 더합니다.",
-    "note.grad_shared_whole": "{x}: 모든 헤드(헤드 {heads}개)에서 {names}로 통째로 읽히므로, "
-    "기울기는 그 몫 {count}개를 모두 더합니다.",
+    "note.grad_shared_whole": "{x}: 모든 헤드(헤드 {heads}개)가 이를 통째로 읽습니다({names}). "
+    "그래서 기울기는 그 몫 {count}개를 모두 더합니다.",
     "stage.grad_c_q_norm.title": "역전파: Query 잠재 벡터 C_Q의 기울기",
     "stage.grad_c_q_norm.why": "각 헤드의 Query는 C_Q에 W_UQ의 자기 열을 곱한 것이므로, C_Q는 모든 "
     "헤드를 거쳐 손실에 닿습니다: dC_Q = dQ·W_UQᵀ, 곧 각 헤드의 dQ에 W_UQ의 자기 열을 전치해 "

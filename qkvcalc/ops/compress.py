@@ -52,6 +52,7 @@ from qkvcalc.ops.base import Candidate, Feature, Mistakes, Sizes, Turn
 from qkvcalc.ops.hooks import Learns
 from qkvcalc.ops.op import Back, Feeds, Op, Params, Shapes
 from qkvcalc.ops.projection import Learned
+from qkvcalc.plan import ids
 from qkvcalc.plan.specs import Const, Ref, Spec, d, dim_labels
 from qkvcalc.records import NamedTuple
 
@@ -499,20 +500,22 @@ def _grads(p: Any, c: Compress, softmaxes: Any) -> list[Spec]:
     ]  # fmt: skip
 
 
+# the entries' gradient stages the walk names (plan/backward.py: grad_ + the forward stage's id)
+_GRAD_ROT, _GRAD_NORM, _GRAD_WC = "grad_comp_rot", "grad_comp_norm", "grad_wc"
+
+
 def _back_notes(p: Any, c: Compress, specs: list[Spec]) -> list[Spec]:
     """The entries' gradient stages with their own words (their sum over the heads; dX, which
     the compressor's projections also reach); with the indexer, the note that its top-k is held
     fixed, on the first gradient that goes back through a head's mask (the entries it keeps
     are in that mask)."""
     made = {s.id for s in specs}
-    out = [
-        mla.replace_spec(s, topic="grad_comp_entries")
-        if s.op == "grad_sum" and s.id in ("grad_comp_rot", "grad_comp_norm")
-        else mla.replace_spec(s, topic="grad_x.comp")
-        if s.id == "grad_x" and "grad_wc" in made
-        else s
-        for s in specs
-    ]
+    # the heads' sum of the entries' rows: dE_rot, or dE_norm when the entries are not turned
+    summed = _GRAD_ROT if _GRAD_ROT in made else _GRAD_NORM
+    topics = {summed: "grad_comp_entries"}
+    if _GRAD_WC in made:  # the compressor's projections reach X too
+        topics[ids.GRAD_X] = "grad_x.comp"
+    out = [mla.replace_spec(s, topic=topics[s.id]) if s.id in topics else s for s in specs]
     if c.scorer is None:
         return out
     said = Msg("note.comp_grad_topk", top_k=c.scorer.top_k)

@@ -381,7 +381,7 @@ def _chain(by: dict[Ref, Spec], at: Spec, g: Ref) -> Spec:
     return Spec(
         f"grad_{before.id}",
         at.head,
-        "back",
+        ids.BACK_OP,
         (*at.operands, at.ref, g),
         rule,
         before.rows,

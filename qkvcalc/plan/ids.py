@@ -20,6 +20,7 @@ GRAD_OUTPUT, GRAD_V, GRAD_WEIGHTS = "grad_output", "grad_v", "grad_weights"
 GRAD_SCORES, GRAD_Q, GRAD_K = "grad_scores", "grad_q", "grad_k"
 GRAD_WQ, GRAD_WK, GRAD_WV, GRAD_WO = "grad_wq", "grad_wk", "grad_wv", "grad_wo"
 GRAD_X, GRAD_SOURCE = "grad_x", "grad_source"
+BACK_OP = "back"  # the op of a gradient stage that goes back through a feature's forward stage
 BLOCK_GRAD_P = "block_grad_p"  # in tiles (--tiles B --backward): a block's columns of dA
 
 # The stages the quiz asks when it is not told which (--stages): a head's main steps; and, of

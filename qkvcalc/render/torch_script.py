@@ -495,7 +495,7 @@ def _reads_v(trace: Trace, head: int) -> bool:
     A·V itself, not back through a feature's stage after V (a turn of it, V_rot; rows stacked
     under it, whose gradient is some rows of what A·V read)."""
     found = trace.find(ids.GRAD_V, head)
-    return found is None or (found.op != "back" and "rows" not in found.params)
+    return found is None or (found.op != ids.BACK_OP and "rows" not in found.params)
 
 
 def _grad_weights(trace: Trace, head: int | None) -> np.ndarray:
